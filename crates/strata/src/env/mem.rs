@@ -1,0 +1,432 @@
+//! An in-memory filesystem that models what survives a crash.
+//!
+//! Model: a file's bytes live in an inode with a `synced_len`; a directory's entries exist in a
+//! *live* namespace and, as of the last `sync_dir` of their parent, in a *durable* one.
+//! - `flush` moves a handle's buffered bytes into the inode (the "OS page cache").
+//! - `sync` marks the inode's bytes durable; `sync_dir` makes the directory's entries durable.
+//! - [`MemFs::crash`] with [`CrashMode::ProcessKill`] invalidates every open handle (their
+//!   unflushed buffers are lost) and keeps everything flushed; with [`CrashMode::PowerLoss`] it
+//!   also reverts the namespace to its durable state and truncates every inode to its synced
+//!   length; [`CrashMode::TornPowerLoss`] keeps a seeded random prefix of the unsynced bytes.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::{parent_dir, FileLock, FileSystem, RandomAccessFile, WritableFile};
+use crate::error::{Error, Result};
+
+#[derive(Default)]
+struct Inode {
+    data: Vec<u8>,
+    synced_len: usize,
+}
+
+type InodeRef = Arc<Mutex<Inode>>;
+
+#[derive(Default)]
+struct State {
+    live: BTreeMap<PathBuf, InodeRef>,
+    durable: BTreeMap<PathBuf, InodeRef>,
+    dirs: BTreeSet<PathBuf>,
+    locks: BTreeSet<PathBuf>,
+}
+
+/// How a simulated crash treats data that was not made durable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CrashMode {
+    /// The process died; the OS kept every flushed byte.
+    ProcessKill,
+    /// The machine lost power: only synced bytes and synced directory entries remain.
+    PowerLoss,
+    /// Like `PowerLoss`, but each file keeps a random prefix of its unsynced bytes (a torn
+    /// write), chosen from the seed.
+    TornPowerLoss { seed: u64 },
+}
+
+/// The in-memory filesystem. Cloning shares the same files.
+#[derive(Clone, Default)]
+pub struct MemFs {
+    state: Arc<Mutex<State>>,
+    /// Bumped by every crash; handles from an older generation fail.
+    generation: Arc<AtomicU64>,
+}
+
+fn dead_handle(path: &Path) -> Error {
+    Error::io("write", path, io::Error::other("file handle invalidated by a simulated crash"))
+}
+
+fn not_found(op: &'static str, path: &Path) -> Error {
+    Error::io(op, path, io::Error::from(io::ErrorKind::NotFound))
+}
+
+impl MemFs {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Simulates a crash; see [`CrashMode`]. Open handles become unusable and locks are released.
+    pub fn crash(&self, mode: CrashMode) {
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        let mut st = self.state.lock();
+        st.locks.clear();
+        let mut rng = match mode {
+            CrashMode::ProcessKill => return,
+            CrashMode::PowerLoss => None,
+            CrashMode::TornPowerLoss { seed } => Some(seed | 1),
+        };
+        st.live = st.durable.clone();
+        let mut seen = BTreeSet::new();
+        let inodes: Vec<InodeRef> = st.live.values().cloned().collect();
+        for inode in inodes {
+            if !seen.insert(Arc::as_ptr(&inode) as usize) {
+                continue;
+            }
+            let mut ino = inode.lock();
+            let unsynced = ino.data.len() - ino.synced_len;
+            let keep = match rng.as_mut() {
+                Some(s) if unsynced > 0 => {
+                    *s ^= *s << 13;
+                    *s ^= *s >> 7;
+                    *s ^= *s << 17;
+                    (*s % (unsynced as u64 + 1)) as usize
+                }
+                _ => 0,
+            };
+            let n = ino.synced_len + keep;
+            ino.data.truncate(n);
+            ino.synced_len = n;
+        }
+    }
+
+    /// The current (live) contents of a file, for tests that inspect or damage files.
+    pub fn read_file(&self, path: &Path) -> Option<Vec<u8>> {
+        let st = self.state.lock();
+        st.live.get(path).map(|i| i.lock().data.clone())
+    }
+
+    /// Replaces a file's contents durably, for corruption tests.
+    pub fn write_file(&self, path: &Path, data: &[u8]) {
+        let mut st = self.state.lock();
+        let inode = Arc::new(Mutex::new(Inode { data: data.to_vec(), synced_len: data.len() }));
+        st.live.insert(path.to_path_buf(), inode.clone());
+        st.durable.insert(path.to_path_buf(), inode);
+    }
+
+    /// Every live file path.
+    pub fn paths(&self) -> Vec<PathBuf> {
+        self.state.lock().live.keys().cloned().collect()
+    }
+
+    /// Total bytes in live files.
+    pub fn total_bytes(&self) -> u64 {
+        self.state.lock().live.values().map(|i| i.lock().data.len() as u64).sum()
+    }
+}
+
+struct MemWritable {
+    path: PathBuf,
+    inode: InodeRef,
+    buf: Vec<u8>,
+    len: u64,
+    generation: u64,
+    fs_generation: Arc<AtomicU64>,
+}
+
+impl MemWritable {
+    fn check_alive(&self) -> Result<()> {
+        if self.fs_generation.load(Ordering::SeqCst) == self.generation {
+            Ok(())
+        } else {
+            Err(dead_handle(&self.path))
+        }
+    }
+}
+
+impl WritableFile for MemWritable {
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        self.check_alive()?;
+        self.buf.extend_from_slice(data);
+        self.len += data.len() as u64;
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.check_alive()?;
+        self.inode.lock().data.extend_from_slice(&self.buf);
+        self.buf.clear();
+        Ok(())
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        self.flush()?;
+        let mut ino = self.inode.lock();
+        ino.synced_len = ino.data.len();
+        Ok(())
+    }
+
+    fn len(&self) -> u64 {
+        self.len
+    }
+}
+
+impl Drop for MemWritable {
+    fn drop(&mut self) {
+        // Closing a file hands its buffer to the OS, as the real filesystem's close does,
+        // unless the "process" already died.
+        if self.check_alive().is_ok() {
+            let _ = self.flush();
+        }
+    }
+}
+
+struct MemRandom {
+    path: PathBuf,
+    inode: InodeRef,
+    len: u64,
+}
+
+impl RandomAccessFile for MemRandom {
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize> {
+        let ino = self.inode.lock();
+        let Ok(start) = usize::try_from(offset) else { return Ok(0) };
+        if start >= ino.data.len() {
+            return Ok(0);
+        }
+        let n = buf.len().min(ino.data.len() - start);
+        buf[..n].copy_from_slice(&ino.data[start..start + n]);
+        Ok(n)
+    }
+
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+struct MemLock {
+    path: PathBuf,
+    state: Arc<Mutex<State>>,
+    generation: u64,
+    fs_generation: Arc<AtomicU64>,
+}
+
+impl FileLock for MemLock {}
+
+impl Drop for MemLock {
+    fn drop(&mut self) {
+        if self.fs_generation.load(Ordering::SeqCst) == self.generation {
+            self.state.lock().locks.remove(&self.path);
+        }
+    }
+}
+
+impl FileSystem for MemFs {
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        let mut st = self.state.lock();
+        let dir = parent_dir(path);
+        if !st.dirs.contains(&dir) {
+            return Err(not_found("create", path));
+        }
+        let inode: InodeRef = Arc::default();
+        st.live.insert(path.to_path_buf(), inode.clone());
+        Ok(Box::new(MemWritable {
+            path: path.to_path_buf(),
+            inode,
+            buf: Vec::new(),
+            len: 0,
+            generation: self.generation.load(Ordering::SeqCst),
+            fs_generation: self.generation.clone(),
+        }))
+    }
+
+    fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        let st = self.state.lock();
+        let inode = st.live.get(path).ok_or_else(|| not_found("open", path))?.clone();
+        let len = inode.lock().data.len() as u64;
+        Ok(Arc::new(MemRandom { path: path.to_path_buf(), inode, len }))
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        let mut st = self.state.lock();
+        let inode = st.live.remove(from).ok_or_else(|| not_found("rename", from))?;
+        st.live.insert(to.to_path_buf(), inode);
+        Ok(())
+    }
+
+    fn remove(&self, path: &Path) -> Result<()> {
+        let mut st = self.state.lock();
+        st.live.remove(path).map(|_| ()).ok_or_else(|| not_found("remove", path))
+    }
+
+    fn list(&self, dir: &Path) -> Result<Vec<String>> {
+        let st = self.state.lock();
+        if !st.dirs.contains(dir) {
+            return Err(not_found("readdir", dir));
+        }
+        Ok(st
+            .live
+            .keys()
+            .filter(|p| parent_dir(p) == dir)
+            .filter_map(|p| p.file_name().and_then(|n| n.to_str()).map(str::to_string))
+            .collect())
+    }
+
+    fn create_dir_all(&self, dir: &Path) -> Result<()> {
+        let mut st = self.state.lock();
+        let mut d = Some(dir);
+        while let Some(p) = d {
+            if p.as_os_str().is_empty() {
+                break;
+            }
+            st.dirs.insert(p.to_path_buf());
+            d = p.parent();
+        }
+        Ok(())
+    }
+
+    fn sync_dir(&self, dir: &Path) -> Result<()> {
+        let mut st = self.state.lock();
+        let st = &mut *st;
+        st.durable.retain(|p, _| parent_dir(p) != dir);
+        for (p, i) in &st.live {
+            if parent_dir(p) == dir {
+                st.durable.insert(p.clone(), i.clone());
+            }
+        }
+        Ok(())
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        let st = self.state.lock();
+        st.live.contains_key(path) || st.dirs.contains(path)
+    }
+
+    fn file_size(&self, path: &Path) -> Result<u64> {
+        let st = self.state.lock();
+        let inode = st.live.get(path).ok_or_else(|| not_found("stat", path))?;
+        let len = inode.lock().data.len() as u64;
+        Ok(len)
+    }
+
+    fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
+        let mut st = self.state.lock();
+        if !st.locks.insert(path.to_path_buf()) {
+            return Err(Error::Locked(parent_dir(path)));
+        }
+        if !st.live.contains_key(path) {
+            st.live.insert(path.to_path_buf(), Arc::default());
+        }
+        Ok(Box::new(MemLock {
+            path: path.to_path_buf(),
+            state: self.state.clone(),
+            generation: self.generation.load(Ordering::SeqCst),
+            fs_generation: self.generation.clone(),
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setup() -> (MemFs, PathBuf) {
+        let fs = MemFs::new();
+        let d = PathBuf::from("/db");
+        fs.create_dir_all(&d).unwrap();
+        (fs, d)
+    }
+
+    #[test]
+    fn power_loss_keeps_only_synced_bytes_and_entries() {
+        let (fs, d) = setup();
+        let a = d.join("a");
+        let mut w = fs.create(&a).unwrap();
+        w.append(b"durable").unwrap();
+        w.sync().unwrap();
+        fs.sync_dir(&d).unwrap();
+        w.append(b"-flushed").unwrap();
+        w.flush().unwrap();
+        w.append(b"-buffered").unwrap();
+        let b = d.join("b");
+        let mut wb = fs.create(&b).unwrap();
+        wb.append(b"never in dir").unwrap();
+        wb.sync().unwrap();
+        fs.crash(CrashMode::PowerLoss);
+        assert!(w.append(b"x").is_err(), "old handles are dead");
+        assert_eq!(fs.read_file(&a).unwrap(), b"durable");
+        assert!(!fs.exists(&b), "entry not synced to the directory is lost");
+    }
+
+    #[test]
+    fn process_kill_keeps_flushed_bytes() {
+        let (fs, d) = setup();
+        let a = d.join("a");
+        let mut w = fs.create(&a).unwrap();
+        w.append(b"flushed").unwrap();
+        w.flush().unwrap();
+        w.append(b"-buffered").unwrap();
+        fs.crash(CrashMode::ProcessKill);
+        drop(w);
+        assert_eq!(fs.read_file(&a).unwrap(), b"flushed");
+    }
+
+    #[test]
+    fn torn_power_loss_keeps_a_prefix() {
+        for seed in 0..20 {
+            let (fs, d) = setup();
+            let a = d.join("a");
+            let mut w = fs.create(&a).unwrap();
+            w.append(b"0123").unwrap();
+            w.sync().unwrap();
+            fs.sync_dir(&d).unwrap();
+            w.append(b"456789").unwrap();
+            w.flush().unwrap();
+            fs.crash(CrashMode::TornPowerLoss { seed });
+            let got = fs.read_file(&a).unwrap();
+            assert!(got.len() >= 4 && b"0123456789".starts_with(&got));
+        }
+    }
+
+    #[test]
+    fn rename_durable_after_dir_sync() {
+        let (fs, d) = setup();
+        let tmp = d.join("tmp");
+        let cur = d.join("CURRENT");
+        crate::env::write_file_synced(&fs, &cur, b"old").unwrap();
+        let mut w = fs.create(&tmp).unwrap();
+        w.append(b"new").unwrap();
+        w.sync().unwrap();
+        drop(w);
+        fs.rename(&tmp, &cur).unwrap();
+        fs.crash(CrashMode::PowerLoss);
+        assert_eq!(fs.read_file(&cur).unwrap(), b"old");
+        let mut w = fs.create(&tmp).unwrap();
+        w.append(b"new").unwrap();
+        w.sync().unwrap();
+        drop(w);
+        fs.rename(&tmp, &cur).unwrap();
+        fs.sync_dir(&d).unwrap();
+        fs.crash(CrashMode::PowerLoss);
+        assert_eq!(fs.read_file(&cur).unwrap(), b"new");
+        assert_eq!(fs.list(&d).unwrap(), vec!["CURRENT".to_string()]);
+    }
+
+    #[test]
+    fn locks_are_exclusive_until_drop_or_crash() {
+        let (fs, d) = setup();
+        let l = fs.lock(&d.join("LOCK")).unwrap();
+        assert!(matches!(fs.lock(&d.join("LOCK")), Err(Error::Locked(_))));
+        drop(l);
+        let _l2 = fs.lock(&d.join("LOCK")).unwrap();
+        fs.crash(CrashMode::ProcessKill);
+        let _l3 = fs.lock(&d.join("LOCK")).unwrap();
+    }
+}

@@ -1,0 +1,121 @@
+//! The filesystem seam. Every byte the engine reads or writes goes through [`FileSystem`], so
+//! tests can run the engine on memory ([`MemFs`]), simulate power loss, and inject faults
+//! ([`FaultFs`]).
+//!
+//! Durability contract of the trait, which the engine relies on:
+//! - `WritableFile::append` may buffer in the process; `flush` hands every appended byte to the
+//!   OS (it then survives a killed process); `sync` makes them durable (survive power loss).
+//! - A created, renamed or removed directory entry is durable only after `sync_dir` on its parent.
+
+mod fault;
+mod mem;
+mod os;
+
+pub use fault::{FaultFs, FaultKind, FaultOp, FaultRule};
+pub use mem::{CrashMode, MemFs};
+pub use os::OsFs;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+
+/// A file opened for appending.
+pub trait WritableFile: Send {
+    /// Appends `data`; may buffer inside the process.
+    fn append(&mut self, data: &[u8]) -> Result<()>;
+    /// Hands all buffered bytes to the OS.
+    fn flush(&mut self) -> Result<()>;
+    /// Flushes, then makes the file's contents durable (fdatasync).
+    fn sync(&mut self) -> Result<()>;
+    /// Bytes appended so far (buffered or not).
+    fn len(&self) -> u64;
+    /// True when nothing has been appended.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A file read at arbitrary offsets, shared between threads.
+pub trait RandomAccessFile: Send + Sync {
+    /// Reads up to `buf.len()` bytes at `offset`, returning how many were read (short only at EOF).
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize>;
+    /// The file's size when it was opened.
+    fn len(&self) -> u64;
+    /// True for an empty file.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The path, for error messages.
+    fn path(&self) -> &Path;
+}
+
+impl dyn RandomAccessFile {
+    /// Reads exactly `len` bytes at `offset`; a short read is `Corruption` (file truncated).
+    pub fn read_exact_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        let mut buf = vec![0u8; len];
+        let n = self.read_at(offset, &mut buf)?;
+        if n != len {
+            return Err(Error::corruption(
+                self.path(),
+                offset,
+                format!("truncated file: wanted {len} bytes, file has {n}"),
+            ));
+        }
+        Ok(buf)
+    }
+
+    /// Reads the whole file.
+    pub fn read_all(&self) -> Result<Vec<u8>> {
+        let len = usize::try_from(self.len())
+            .map_err(|_| Error::NotSupported(format!("{} too large", self.path().display())))?;
+        self.read_exact_at(0, len)
+    }
+}
+
+/// A held lock on a DB directory; released on drop.
+pub trait FileLock: Send + Sync {}
+
+/// Everything the engine needs from a filesystem.
+pub trait FileSystem: Send + Sync + 'static {
+    /// Creates (or truncates) a file for appending.
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
+    /// Opens an existing file for reading.
+    fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
+    /// Atomically renames `from` to `to`, replacing `to`.
+    fn rename(&self, from: &Path, to: &Path) -> Result<()>;
+    /// Removes a file.
+    fn remove(&self, path: &Path) -> Result<()>;
+    /// Names (not paths) of the entries of `dir`.
+    fn list(&self, dir: &Path) -> Result<Vec<String>>;
+    /// Creates `dir` and its parents if missing.
+    fn create_dir_all(&self, dir: &Path) -> Result<()>;
+    /// Makes the entries of `dir` durable.
+    fn sync_dir(&self, dir: &Path) -> Result<()>;
+    /// True when `path` exists.
+    fn exists(&self, path: &Path) -> bool;
+    /// Size of the file at `path`.
+    fn file_size(&self, path: &Path) -> Result<u64>;
+    /// Takes an exclusive lock on `path` (creating it); fails with `Error::Locked` when held.
+    fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>>;
+}
+
+/// Writes `data` to `path` durably: create, append, sync, then sync the parent directory.
+pub fn write_file_synced(fs: &dyn FileSystem, path: &Path, data: &[u8]) -> Result<()> {
+    let mut f = fs.create(path)?;
+    f.append(data)?;
+    f.sync()?;
+    drop(f);
+    if let Some(dir) = path.parent() {
+        fs.sync_dir(dir)?;
+    }
+    Ok(())
+}
+
+/// The parent directory of `path`, or `.`.
+pub(crate) fn parent_dir(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}

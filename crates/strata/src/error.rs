@@ -1,0 +1,156 @@
+//! The one error type of the engine.
+//!
+//! Contract: not-found is never an error (`Ok(None)`); damaged persistent state is always
+//! `Corruption` (or `ChecksumMismatch` when a checksum disagreed) and names the file and byte
+//! offset; a failed background write makes the DB read-only, and every later write returns
+//! `Background` carrying the first failure's reason.
+
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+
+/// Result alias used throughout the engine.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Every failure the engine reports.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// An operating-system I/O failure on `path` while doing `op`.
+    Io { op: &'static str, path: PathBuf, source: io::Error },
+    /// Persistent state is damaged or is not what the engine wrote.
+    Corruption { file: PathBuf, offset: u64, reason: String },
+    /// A stored checksum does not match the data it covers.
+    ChecksumMismatch { file: PathBuf, offset: u64, expected: u32, actual: u32 },
+    /// The caller passed something the engine cannot accept.
+    InvalidArgument(String),
+    /// The request is valid but this build or configuration cannot serve it.
+    NotSupported(String),
+    /// The database directory is locked by another `Db` (in this or another process).
+    Locked(PathBuf),
+    /// An earlier write, sync, flush or compaction failed; the DB refuses further writes.
+    Background(String),
+    /// The database is shutting down.
+    ShutdownInProgress,
+}
+
+impl Error {
+    /// Builds an I/O error with its operation and path.
+    pub fn io(op: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
+        Error::Io { op, path: path.into(), source }
+    }
+
+    /// Builds a corruption error naming the file and offset.
+    pub fn corruption(file: impl Into<PathBuf>, offset: u64, reason: impl Into<String>) -> Self {
+        Error::Corruption { file: file.into(), offset, reason: reason.into() }
+    }
+
+    /// True for `Corruption` and `ChecksumMismatch`.
+    pub fn is_corruption(&self) -> bool {
+        matches!(self, Error::Corruption { .. } | Error::ChecksumMismatch { .. })
+    }
+
+    /// True when the underlying OS error says the device is full.
+    pub fn is_no_space(&self) -> bool {
+        matches!(self, Error::Io { source, .. } if source.raw_os_error() == Some(28)
+            || source.kind() == io::ErrorKind::StorageFull)
+    }
+
+    /// Rewrites the file name of a `Corruption`/`ChecksumMismatch` produced by a decoder that did
+    /// not know which file it was reading.
+    pub(crate) fn with_file(self, file: &std::path::Path) -> Self {
+        match self {
+            Error::Corruption { offset, reason, .. } => {
+                Error::Corruption { file: file.to_path_buf(), offset, reason }
+            }
+            Error::ChecksumMismatch { offset, expected, actual, .. } => {
+                Error::ChecksumMismatch { file: file.to_path_buf(), offset, expected, actual }
+            }
+            other => other,
+        }
+    }
+
+    /// A copy suitable for storing as the sticky background error (io::Error is not Clone).
+    pub(crate) fn duplicate(&self) -> Self {
+        match self {
+            Error::Io { op, path, source } => Error::Io {
+                op,
+                path: path.clone(),
+                source: io::Error::new(source.kind(), source.to_string()),
+            },
+            Error::Corruption { file, offset, reason } => {
+                Error::Corruption { file: file.clone(), offset: *offset, reason: reason.clone() }
+            }
+            Error::ChecksumMismatch { file, offset, expected, actual } => Error::ChecksumMismatch {
+                file: file.clone(),
+                offset: *offset,
+                expected: *expected,
+                actual: *actual,
+            },
+            Error::InvalidArgument(s) => Error::InvalidArgument(s.clone()),
+            Error::NotSupported(s) => Error::NotSupported(s.clone()),
+            Error::Locked(p) => Error::Locked(p.clone()),
+            Error::Background(s) => Error::Background(s.clone()),
+            Error::ShutdownInProgress => Error::ShutdownInProgress,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Io { op, path, source } => {
+                write!(f, "I/O error during {op} on {}: {source}", path.display())
+            }
+            Error::Corruption { file, offset, reason } => {
+                write!(f, "corruption in {} at offset {offset}: {reason}", file.display())
+            }
+            Error::ChecksumMismatch { file, offset, expected, actual } => write!(
+                f,
+                "checksum mismatch in {} at offset {offset}: stored {expected:#010x}, computed {actual:#010x}",
+                file.display()
+            ),
+            Error::InvalidArgument(s) => write!(f, "invalid argument: {s}"),
+            Error::NotSupported(s) => write!(f, "not supported: {s}"),
+            Error::Locked(p) => write!(
+                f,
+                "database {} is locked: another Db holds its LOCK file",
+                p.display()
+            ),
+            Error::Background(s) => {
+                write!(f, "database is read-only after a background error: {s}")
+            }
+            Error::ShutdownInProgress => write!(f, "database is shutting down"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_names_file_and_offset() {
+        let e = Error::corruption("/db/000012.sst", 4096, "bad block trailer");
+        assert_eq!(e.to_string(), "corruption in /db/000012.sst at offset 4096: bad block trailer");
+        assert!(e.is_corruption());
+        let dup = e.duplicate();
+        assert_eq!(dup.to_string(), e.to_string());
+    }
+
+    #[test]
+    fn no_space_detected() {
+        let e = Error::io("append", "/db/x", io::Error::from_raw_os_error(28));
+        assert!(e.is_no_space());
+        assert!(!e.is_corruption());
+    }
+}

@@ -1,0 +1,67 @@
+//! Iterators over internal keys.
+
+#[cfg(test)]
+pub(crate) mod conformance;
+
+use crate::error::Result;
+
+/// A positioned cursor over entries sorted by [`crate::key::compare_internal`].
+///
+/// Contract: after any positioning call the iterator is either valid (pointing at an entry) or
+/// not; `key`/`value` may only be called while valid. An I/O or corruption error makes it
+/// invalid and is reported by `status` (and stays there until the next seek). `key` and `value`
+/// stay readable until the next call that moves the iterator.
+pub trait InternalIterator: Send {
+    fn valid(&self) -> bool;
+    /// Positions at the first entry.
+    fn seek_to_first(&mut self);
+    /// Positions at the last entry.
+    fn seek_to_last(&mut self);
+    /// Positions at the first entry with key >= `target` (an internal key).
+    fn seek(&mut self, target: &[u8]);
+    /// Positions at the last entry with key <= `target` (an internal key).
+    fn seek_for_prev(&mut self, target: &[u8]);
+    /// Moves to the next entry; requires `valid()`.
+    fn next(&mut self);
+    /// Moves to the previous entry; requires `valid()`.
+    fn prev(&mut self);
+    /// The current internal key.
+    fn key(&self) -> &[u8];
+    /// The current value.
+    fn value(&self) -> &[u8];
+    /// The first error met, if any.
+    fn status(&self) -> Result<()>;
+}
+
+impl<I: InternalIterator + ?Sized> InternalIterator for Box<I> {
+    fn valid(&self) -> bool {
+        (**self).valid()
+    }
+    fn seek_to_first(&mut self) {
+        (**self).seek_to_first();
+    }
+    fn seek_to_last(&mut self) {
+        (**self).seek_to_last();
+    }
+    fn seek(&mut self, target: &[u8]) {
+        (**self).seek(target);
+    }
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        (**self).seek_for_prev(target);
+    }
+    fn next(&mut self) {
+        (**self).next();
+    }
+    fn prev(&mut self) {
+        (**self).prev();
+    }
+    fn key(&self) -> &[u8] {
+        (**self).key()
+    }
+    fn value(&self) -> &[u8] {
+        (**self).value()
+    }
+    fn status(&self) -> Result<()> {
+        (**self).status()
+    }
+}

@@ -1,0 +1,1 @@
+//! The memtable: an arena-backed concurrent skiplist of internal keys. (To be written.)

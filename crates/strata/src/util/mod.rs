@@ -1,0 +1,4 @@
+//! Small shared pieces: integer coding and checksums.
+
+pub mod checksum;
+pub mod coding;
