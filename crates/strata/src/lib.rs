@@ -16,6 +16,7 @@ pub mod types;
 pub mod write_batch;
 
 pub(crate) mod cache;
+pub(crate) mod compaction;
 pub(crate) mod db;
 pub(crate) mod iterator;
 pub(crate) mod memtable;

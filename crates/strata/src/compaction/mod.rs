@@ -1,0 +1,3 @@
+//! Compaction: which entries survive ([`stream`]); picking (pure) and running jobs come next.
+
+pub(crate) mod stream;
