@@ -1,0 +1,7 @@
+//! Versions of the LSM tree and the MANIFEST that records their changes.
+
+pub(crate) mod edit;
+pub(crate) mod levels;
+pub(crate) mod set;
+
+pub(crate) use edit::{FileMetaData, VersionEdit};
