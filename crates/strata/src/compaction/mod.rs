@@ -1,3 +1,4 @@
-//! Compaction: which entries survive ([`stream`]); picking (pure) and running jobs come next.
+//! Compaction: which entries survive ([`stream`]) and which files to compact ([`picker`]).
 
+pub(crate) mod picker;
 pub(crate) mod stream;

@@ -16,7 +16,7 @@ use crate::db::filename::{current_path, manifest_name, manifest_path, temp_path}
 use crate::env::FileSystem;
 use crate::error::{Error, Result};
 use crate::types::{FileNumber, SeqNo};
-use crate::wal::{replay_log, LogWriter, WalRecoveryMode};
+use crate::wal::{replay_log, tail_is_interrupted_append, LogWriter, WalRecoveryMode};
 
 /// The comparator name recorded in the MANIFEST; a DB written with another order is refused.
 pub(crate) const COMPARATOR_NAME: &str = "strata.BytewiseComparator";
@@ -86,7 +86,7 @@ impl VersionSet {
         let mut saw_next_file = false;
         // A torn last record was never acknowledged (edits are synced before they take
         // effect), so point-in-time is the right mode; damage before the tail is an error.
-        replay_log(&file, WalRecoveryMode::PointInTime, |offset, record| {
+        let outcome = replay_log(&file, WalRecoveryMode::PointInTime, |offset, record| {
             let edit = VersionEdit::decode(record).map_err(|e| {
                 relocate(e, &mpath, offset)
             })?;
@@ -112,6 +112,13 @@ impl VersionSet {
             }
             Ok(())
         })?;
+        if outcome.torn_tail && !tail_is_interrupted_append(&file, outcome.last_valid_end)? {
+            return Err(Error::corruption(
+                &mpath,
+                outcome.last_valid_end,
+                "MANIFEST record is damaged (complete but fails its checksum)",
+            ));
+        }
         if !saw_comparator || !saw_next_file {
             return Err(Error::corruption(
                 &mpath,

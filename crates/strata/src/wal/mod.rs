@@ -43,12 +43,12 @@
 
 pub(crate) mod format;
 pub(crate) mod reader;
+mod tail;
 pub(crate) mod writer;
 
 pub use reader::WalRecoveryMode;
-#[allow(unused_imports)] // bring-up: used once db/ and version/ are wired in.
 pub(crate) use reader::{replay_log, LogReader, ReplayOutcome};
-#[allow(unused_imports)] // bring-up: used once db/ and version/ are wired in.
+pub(crate) use tail::tail_is_interrupted_append;
 pub(crate) use writer::LogWriter;
 
 #[cfg(test)]
