@@ -3,16 +3,16 @@
 //! A [`Block`] owns the uncompressed bytes of one block and has had its restart array checked:
 //! `num_restarts >= 1`, the array fits in the block, the first restart is 0, and the restarts
 //! strictly increase and point before the array. Entries themselves are checked as they are
-//! decoded: every length is bounds-checked, a restart entry must not share a prefix, and every key
-//! must be long enough to be an internal key. A malformed entry makes the iterator invalid with
-//! a `Corruption` status naming the block's file offset; nothing here can panic or read out of
-//! bounds on bad input.
+//! decoded: every length is bounds-checked, a restart entry must not share a prefix, and every
+//! key must be long enough to be an internal key. A malformed entry makes the iterator invalid
+//! with a `Corruption` status naming the block's file offset; nothing here can panic or read out
+//! of bounds on bad input.
 //!
-//! [`BlockIter`] holds an `Arc<Block>`, so it is `'static` and can live in a cache-independent
-//! table iterator. It keeps the current key in a reused buffer (no allocation per step once the
-//! buffer has grown) and the value as a range of the block. Stepping backward decodes the
-//! restart interval before the current entry once and caches its entries, so a run of `prev`
-//! calls costs O(entries), not O(entries x interval).
+//! [`BlockIter`] holds an `Arc<Block>`, so it is `'static`: a table iterator can own it whether
+//! or not the block cache still holds the block. It keeps the current key in a reused buffer
+//! (no allocation per step once the buffer has grown) and the value as a range of the block.
+//! Stepping backward decodes the restart interval before the current entry once and caches its
+//! entries, so a run of `prev` calls costs O(entries), not O(entries x interval).
 
 use std::cmp::Ordering;
 use std::mem::size_of;
@@ -192,6 +192,19 @@ impl BlockIter {
         }
     }
 
+    /// Like [`BlockIter::new`], reusing `key_buf`'s memory for the current key.
+    pub fn with_key_buffer(block: Arc<Block>, mut key_buf: Vec<u8>) -> Self {
+        key_buf.clear();
+        let mut it = Self::new(block);
+        it.key = key_buf;
+        it
+    }
+
+    /// Gives back the key buffer, for reuse by [`BlockIter::with_key_buffer`].
+    pub fn into_key_buffer(self) -> Vec<u8> {
+        self.key
+    }
+
     /// Switches to another block, keeping the buffers; the iterator is left unpositioned.
     pub fn set_block(&mut self, block: Arc<Block>) {
         self.block = block;
@@ -208,6 +221,7 @@ impl BlockIter {
     pub fn invalidate(&mut self) {
         self.current = self.block.entries_end;
         self.next = self.current;
+        self.value_start = self.current;
         self.cache_pos = NOT_CACHED;
         self.key.clear();
     }
@@ -487,11 +501,17 @@ mod tests {
         let b = block(&model, 1024);
         let mut it = b.iter();
         it.seek_to_last();
+        // The last restart interval (entries 1024..2000) was decoded once, into the cache.
+        assert_eq!(it.cache.len(), 2000 - 1024);
+        assert_eq!(it.cache_pos, 2000 - 1024 - 1);
         let mut n = 0;
         while it.valid() {
             assert_eq!(it.key(), model[model.len() - 1 - n].0.as_slice());
             n += 1;
             it.prev();
+            if n < 2000 - 1024 {
+                assert_eq!(it.cache_pos, 2000 - 1024 - 1 - n, "steps within the cache");
+            }
         }
         assert_eq!(n, model.len());
         it.status().unwrap();

@@ -11,7 +11,7 @@
 //! points and decode forward from any of them. The first entry is always a restart point, and
 //! an empty block still holds one restart offset (0). on-disk: never change.
 
-use crate::util::coding::{put_fixed32, put_varint32};
+use crate::util::coding::{decode_fixed64, put_fixed32, put_varint32};
 
 /// Accumulates sorted entries into one block.
 pub struct BlockBuilder {
@@ -55,8 +55,7 @@ impl BlockBuilder {
     pub fn add(&mut self, key: &[u8], value: &[u8]) {
         debug_assert!(!self.finished);
         let shared = if self.counter < self.restart_interval {
-            let max = self.last_key.len().min(key.len());
-            self.last_key.iter().zip(key).take(max).take_while(|(a, b)| a == b).count()
+            shared_prefix_len(&self.last_key, key)
         } else {
             self.restarts.push(self.buf.len() as u32);
             self.counter = 0;
@@ -106,9 +105,45 @@ impl BlockBuilder {
     }
 }
 
+/// Length of the common prefix of `a` and `b`, compared eight bytes at a time.
+#[inline]
+fn shared_prefix_len(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 8 <= n {
+        let x = decode_fixed64(a, i) ^ decode_fixed64(b, i);
+        if x != 0 {
+            // Little-endian load: the first differing byte holds the lowest set bit.
+            return i + (x.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < n && a[i] == b[i] {
+        i += 1;
+    }
+    i
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shared_prefix() {
+        let cases: &[(&[u8], &[u8], usize)] = &[
+            (b"", b"", 0),
+            (b"abc", b"", 0),
+            (b"abc", b"abd", 2),
+            (b"0123456789abcdef", b"0123456789abcdef", 16),
+            (b"0123456789abcdef", b"0123456789abcdeX", 15),
+            (b"0123456X89abcdef", b"0123456789abcdef", 7),
+            (b"01234567", b"012345678", 8),
+        ];
+        for &(a, b, n) in cases {
+            assert_eq!(shared_prefix_len(a, b), n, "{a:?} {b:?}");
+            assert_eq!(shared_prefix_len(b, a), n);
+        }
+    }
 
     #[test]
     fn layout_of_a_small_block() {

@@ -61,7 +61,7 @@ impl Compressor {
             CompressionType::Zstd => self.zstd(raw),
         };
         match n {
-            Some(n) if n <= raw.len() - raw.len() / 8 => (self.ty, &self.out[..n]),
+            Some(n) if n < raw.len() && n <= raw.len() - raw.len() / 8 => (self.ty, &self.out[..n]),
             _ => (CompressionType::None, raw),
         }
     }
@@ -115,7 +115,8 @@ fn write_varint_prefix(out: &mut [u8], len: usize) -> usize {
 
 thread_local! {
     /// One Zstandard decompression context per thread: creating one per block is costly.
-    static ZSTD_DCTX: RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { RefCell::new(None) };
+    static ZSTD_DCTX: RefCell<Option<zstd::bulk::Decompressor<'static>>> =
+        const { RefCell::new(None) };
 }
 
 /// Uncompresses a stored block of type `ty` read at file `offset`. Damage is `Corruption`

@@ -5,6 +5,7 @@
 //! only data blocks go through the block cache. Every error names the table's path and the
 //! offset of the damaged structure.
 
+use std::cell::Cell;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -20,6 +21,16 @@ use super::filter::BloomFilter;
 use super::format::{read_block, BlockHandle, Footer, FOOTER_LEN};
 use super::metaindex::{MetaIndex, FILTER_BLOCK, PROPERTIES_BLOCK};
 use super::properties::TableProperties;
+
+/// Key buffers larger than this are freed after a `get` rather than kept for the next one.
+const MAX_REUSED_KEY_BUFFER: usize = 4096;
+
+thread_local! {
+    /// Key buffers for the index and data block iterators of `get`, so a point lookup does
+    /// not allocate. A nested `get` (from inside the callback) finds them taken and allocates.
+    static GET_KEY_BUFFERS: Cell<(Vec<u8>, Vec<u8>)> =
+        const { Cell::new((Vec::new(), Vec::new())) };
+}
 
 /// How a read treats data blocks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -155,12 +166,34 @@ impl TableReader {
         if !self.may_contain(user_key(lookup_ikey)) {
             return Ok(());
         }
-        let mut index = self.index.iter();
-        index.seek(lookup_ikey);
+        let (index_buf, data_buf) = GET_KEY_BUFFERS.take();
+        let mut index = BlockIter::with_key_buffer(self.index.clone(), index_buf);
+        let mut data_buf = Some(data_buf);
         let mut data: Option<BlockIter> = None;
+        let r = self.get_with(&mut index, &mut data, &mut data_buf, lookup_ikey, *read, &mut f);
+        let data_buf = data.map(BlockIter::into_key_buffer).or(data_buf).unwrap_or_default();
+        let index_buf = index.into_key_buffer();
+        if index_buf.capacity() <= MAX_REUSED_KEY_BUFFER
+            && data_buf.capacity() <= MAX_REUSED_KEY_BUFFER
+        {
+            GET_KEY_BUFFERS.set((index_buf, data_buf));
+        }
+        r
+    }
+
+    fn get_with(
+        &self,
+        index: &mut BlockIter,
+        data: &mut Option<BlockIter>,
+        data_buf: &mut Option<Vec<u8>>,
+        lookup_ikey: &[u8],
+        read: ReadBlockOptions,
+        f: &mut impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<()> {
+        index.seek(lookup_ikey);
         while index.valid() {
             let handle = self.decode_handle(index.value())?;
-            let block = self.read_data_block(handle, *read)?;
+            let block = self.read_data_block(handle, read)?;
             let it = match data.as_mut() {
                 Some(it) => {
                     it.set_block(block);
@@ -168,7 +201,8 @@ impl TableReader {
                     it
                 }
                 None => {
-                    let it = data.insert(block.iter());
+                    let buf = data_buf.take().unwrap_or_default();
+                    let it = data.insert(BlockIter::with_key_buffer(block, buf));
                     it.seek(lookup_ikey);
                     it
                 }

@@ -380,6 +380,7 @@ fn every_flipped_byte_is_detected_or_harmless() {
     for (compression, checksum) in [
         (CompressionType::None, ChecksumType::Crc32c),
         (CompressionType::Snappy, ChecksumType::Xxh3),
+        (CompressionType::Lz4, ChecksumType::Xxh3),
         (CompressionType::Zstd, ChecksumType::Crc32c),
     ] {
         let (fs, path) = mem_fs();
@@ -397,6 +398,22 @@ fn every_flipped_byte_is_detected_or_harmless() {
                     &model,
                     true,
                     &format!("{compression:?} byte {i} ^{x:#x}"),
+                );
+            }
+        }
+        // Zeroed runs, as a lost sector or a hole would leave.
+        for start in (0..good.len()).step_by(5) {
+            let mut d = good.clone();
+            let end = (start + 16).min(d.len());
+            d[start..end].fill(0);
+            if d != good {
+                fs.write_file(&path, &d);
+                check_damaged(
+                    &fs,
+                    &path,
+                    &model,
+                    true,
+                    &format!("{compression:?} zeros at {start}"),
                 );
             }
         }
