@@ -18,7 +18,12 @@ pub trait MergeOperator: Send + Sync {
     /// The value after applying `operands` (oldest first) to `existing` (`None` when the key
     /// had no value or was deleted). `None` means the operands cannot be applied: the read
     /// fails with `Corruption`.
-    fn full_merge(&self, key: &[u8], existing: Option<&[u8]>, operands: &[&[u8]]) -> Option<Vec<u8>>;
+    fn full_merge(
+        &self,
+        key: &[u8],
+        existing: Option<&[u8]>,
+        operands: &[&[u8]],
+    ) -> Option<Vec<u8>>;
 
     /// One operand equivalent to `operands` (oldest first, at least two), or `None` when
     /// they cannot be combined without a base value.
@@ -79,7 +84,12 @@ impl MergeOperator for UInt64AddOperator {
         "UInt64AddOperator"
     }
 
-    fn full_merge(&self, key: &[u8], existing: Option<&[u8]>, operands: &[&[u8]]) -> Option<Vec<u8>> {
+    fn full_merge(
+        &self,
+        key: &[u8],
+        existing: Option<&[u8]>,
+        operands: &[&[u8]],
+    ) -> Option<Vec<u8>> {
         let mut sum = existing.map_or(0, |v| self.decode(key, v));
         for op in operands {
             sum = sum.wrapping_add(self.decode(key, op));
@@ -100,7 +110,12 @@ impl MergeOperator for PutOperator {
         "PutOperator"
     }
 
-    fn full_merge(&self, _key: &[u8], existing: Option<&[u8]>, operands: &[&[u8]]) -> Option<Vec<u8>> {
+    fn full_merge(
+        &self,
+        _key: &[u8],
+        existing: Option<&[u8]>,
+        operands: &[&[u8]],
+    ) -> Option<Vec<u8>> {
         operands.last().copied().or(existing).map(<[u8]>::to_vec).or_else(|| Some(Vec::new()))
     }
 
@@ -117,7 +132,12 @@ impl MergeOperator for MaxOperator {
         "MaxOperator"
     }
 
-    fn full_merge(&self, _key: &[u8], existing: Option<&[u8]>, operands: &[&[u8]]) -> Option<Vec<u8>> {
+    fn full_merge(
+        &self,
+        _key: &[u8],
+        existing: Option<&[u8]>,
+        operands: &[&[u8]],
+    ) -> Option<Vec<u8>> {
         let max = operands.iter().copied().chain(existing).max().unwrap_or(&[]);
         Some(max.to_vec())
     }
@@ -154,7 +174,12 @@ impl MergeOperator for StringAppendOperator {
         "StringAppendOperator"
     }
 
-    fn full_merge(&self, _key: &[u8], existing: Option<&[u8]>, operands: &[&[u8]]) -> Option<Vec<u8>> {
+    fn full_merge(
+        &self,
+        _key: &[u8],
+        existing: Option<&[u8]>,
+        operands: &[&[u8]],
+    ) -> Option<Vec<u8>> {
         Some(self.join(existing.into_iter().chain(operands.iter().copied())))
     }
 
@@ -180,7 +205,12 @@ impl MergeOperator for BytesXorOperator {
         "BytesXOR"
     }
 
-    fn full_merge(&self, _key: &[u8], existing: Option<&[u8]>, operands: &[&[u8]]) -> Option<Vec<u8>> {
+    fn full_merge(
+        &self,
+        _key: &[u8],
+        existing: Option<&[u8]>,
+        operands: &[&[u8]],
+    ) -> Option<Vec<u8>> {
         let mut acc = existing.map(<[u8]>::to_vec).unwrap_or_default();
         for op in operands {
             xor_into(&mut acc, op);

@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use crate::env::{FileSystem, OsFs};
 use crate::db::Snapshot;
+use crate::env::{FileSystem, OsFs};
 use crate::merge_operator::MergeOperator;
 use crate::sstable::{CompressionType, TableOptions};
 use crate::util::checksum::ChecksumType;

@@ -28,8 +28,12 @@ fn group_commit_keeps_every_write() {
                             b.put(format!("{k}-b"), format!("{i}"));
                             db.write_opt(b, &WriteOptions { sync, disable_wal: false }).unwrap();
                         } else {
-                            db.put_opt(&k, format!("v{i}"), &WriteOptions { sync, disable_wal: false })
-                                .unwrap();
+                            db.put_opt(
+                                &k,
+                                format!("v{i}"),
+                                &WriteOptions { sync, disable_wal: false },
+                            )
+                            .unwrap();
                             assert_eq!(db.get(&k).unwrap().unwrap(), format!("v{i}").into_bytes());
                         }
                     }

@@ -128,7 +128,11 @@ fn run_seed(seed: u64, path: &Path) {
             panic!("seed {seed} cycle {cycle} {mode:?}: recovered state is no prefix >= {last_synced} of {} steps", steps.len())
         });
         if mode == CrashMode::ProcessKill {
-            assert_eq!(p, steps.len(), "seed {seed} cycle {cycle}: process kill lost acknowledged writes");
+            assert_eq!(
+                p,
+                steps.len(),
+                "seed {seed} cycle {cycle}: process kill lost acknowledged writes"
+            );
         }
         for s in &steps[..p] {
             apply(&mut durable_model, s);
@@ -138,7 +142,8 @@ fn run_seed(seed: u64, path: &Path) {
 
 #[test]
 fn crash_cycles_keep_acknowledged_writes() {
-    let seeds: u64 = std::env::var("STRATA_CRASH_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(150);
+    let seeds: u64 =
+        std::env::var("STRATA_CRASH_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(150);
     for seed in 0..seeds {
         run_seed(seed, &PathBuf::from("/db"));
     }

@@ -44,7 +44,9 @@ fn scan_back(db: &Db, ro: &ReadOptions) -> Vec<(Vec<u8>, Vec<u8>)> {
 fn in_bounds(model: &Model, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Vec<(Vec<u8>, Vec<u8>)> {
     model
         .iter()
-        .filter(|(k, _)| lo.is_none_or(|l| k.as_slice() >= l) && hi.is_none_or(|h| k.as_slice() < h))
+        .filter(|(k, _)| {
+            lo.is_none_or(|l| k.as_slice() >= l) && hi.is_none_or(|h| k.as_slice() < h)
+        })
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect()
 }
@@ -57,7 +59,8 @@ fn random_workload_iterators_match_model() {
     let mut snapshots: Vec<(strata::Snapshot, Model)> = Vec::new();
     for round in 0..30 {
         for _ in 0..rng.gen_range(10..200) {
-            let k = format!("{:02}{}", rng.gen_range(0..30), "x".repeat(rng.gen_range(0..3))).into_bytes();
+            let k = format!("{:02}{}", rng.gen_range(0..30), "x".repeat(rng.gen_range(0..3)))
+                .into_bytes();
             match rng.gen_range(0..10) {
                 0..=1 => {
                     db.delete(&k).unwrap();
@@ -191,7 +194,10 @@ fn open_iterator_and_snapshot_survive_flushes() {
     let mut ro = ReadOptions::default();
     ro.set_snapshot(&snap);
     for i in (0..500).step_by(7) {
-        assert_eq!(db.get_opt(format!("k{i:04}"), &ro).unwrap().unwrap(), format!("old{i}").into_bytes());
+        assert_eq!(
+            db.get_opt(format!("k{i:04}"), &ro).unwrap().unwrap(),
+            format!("old{i}").into_bytes()
+        );
         let now = db.get(format!("k{i:04}")).unwrap();
         assert_eq!(now, (i % 2 == 1).then(|| format!("new{i}").into_bytes()));
     }

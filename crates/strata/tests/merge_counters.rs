@@ -37,7 +37,11 @@ fn million_merges_stay_exact() {
     let check = |db: &Db| {
         for c in 0..counters {
             let v = db.get(format!("counter{c:04}")).unwrap().unwrap();
-            assert_eq!(u64::from_le_bytes(v.try_into().unwrap()), expect[c as usize], "counter {c}");
+            assert_eq!(
+                u64::from_le_bytes(v.try_into().unwrap()),
+                expect[c as usize],
+                "counter {c}"
+            );
         }
         let mut n = 0;
         for item in db.iterator(strata::IteratorMode::Start) {

@@ -129,13 +129,13 @@ pub(crate) fn level_scores(
     let mut scores = vec![0.0; n];
     let l0_files = v.levels[0].iter().filter(|f| !busy.contains(&f.number)).count();
     scores[0] = l0_files as f64 / o.level0_file_num_compaction_trigger.max(1) as f64;
-    for l in 1..n.saturating_sub(1) {
+    for (l, score) in scores.iter_mut().enumerate().take(n.saturating_sub(1)).skip(1) {
         let bytes: u64 =
             v.levels[l].iter().filter(|f| !busy.contains(&f.number)).map(|f| f.file_size).sum();
         if bytes == 0 {
             continue;
         }
-        scores[l] = if l < t.base_level {
+        *score = if l < t.base_level {
             // Must drain: at least 1, larger the more it holds.
             1.0 + bytes as f64 / o.max_bytes_for_level_base.max(1) as f64
         } else {
@@ -161,7 +161,12 @@ fn range_of<'a>(files: impl Iterator<Item = &'a Arc<FileMetaData>>) -> Option<(V
 
 /// Files of `level` whose user-key range intersects [lo, hi] (internal keys; compared by user
 /// key so that no version of a boundary key is left behind).
-pub(crate) fn overlapping(v: &Version, level: usize, lo: &[u8], hi: &[u8]) -> Vec<Arc<FileMetaData>> {
+pub(crate) fn overlapping(
+    v: &Version,
+    level: usize,
+    lo: &[u8],
+    hi: &[u8],
+) -> Vec<Arc<FileMetaData>> {
     let (ulo, uhi) = (user_key(lo), user_key(hi));
     v.levels[level]
         .iter()
@@ -172,21 +177,28 @@ pub(crate) fn overlapping(v: &Version, level: usize, lo: &[u8], hi: &[u8]) -> Ve
 
 fn target_file_size(o: &PickerOptions, t: &LevelTargets, level: usize) -> u64 {
     let steps = level.saturating_sub(t.base_level.max(1)) as u32;
-    o.target_file_size_base.saturating_mul(o.target_file_size_multiplier.max(1).saturating_pow(steps))
+    o.target_file_size_base
+        .saturating_mul(o.target_file_size_multiplier.max(1).saturating_pow(steps))
+}
+
+/// What every picking step looks at.
+pub(crate) struct PickContext<'a> {
+    pub v: &'a Version,
+    pub o: &'a PickerOptions,
+    pub t: &'a LevelTargets,
+    pub busy: &'a HashSet<FileNumber>,
 }
 
 /// Builds the plan for moving `inputs` from `start` to `output`, or `None` if a needed file is
 /// busy.
 pub(crate) fn plan_for(
-    v: &Version,
-    o: &PickerOptions,
-    t: &LevelTargets,
-    busy: &HashSet<FileNumber>,
+    c: &PickContext<'_>,
     start: usize,
     output: usize,
     inputs: Vec<Arc<FileMetaData>>,
     score: f64,
 ) -> Option<CompactionPlan> {
+    let PickContext { v, o, t, busy } = *c;
     if inputs.is_empty() || inputs.iter().any(|f| busy.contains(&f.number)) {
         return None;
     }
@@ -196,9 +208,13 @@ pub(crate) fn plan_for(
         return None;
     }
     let (all_lo, all_hi) = range_of(inputs.iter().chain(output_inputs.iter()))?;
-    let grandparents =
-        if output + 1 < o.num_levels { overlapping(v, output + 1, &all_lo, &all_hi) } else { Vec::new() };
-    let bottommost = (output + 1..o.num_levels).all(|l| overlapping(v, l, &all_lo, &all_hi).is_empty());
+    let grandparents = if output + 1 < o.num_levels {
+        overlapping(v, output + 1, &all_lo, &all_hi)
+    } else {
+        Vec::new()
+    };
+    let bottommost =
+        (output + 1..o.num_levels).all(|l| overlapping(v, l, &all_lo, &all_hi).is_empty());
     let target = target_file_size(o, t, output);
     let max_gp = target.saturating_mul(10);
     let gp_bytes: u64 = grandparents.iter().map(|f| f.file_size).sum();
@@ -226,6 +242,7 @@ pub(crate) fn pick_compaction(
 ) -> Option<CompactionPlan> {
     let t = level_targets(v, o);
     let scores = level_scores(v, o, busy, &t);
+    let c = PickContext { v, o, t: &t, busy };
     let mut order: Vec<usize> = (0..scores.len()).filter(|&l| scores[l] >= 1.0).collect();
     order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
     for level in order {
@@ -233,9 +250,9 @@ pub(crate) fn pick_compaction(
             if v.levels[0].iter().any(|f| busy.contains(&f.number)) {
                 continue; // one L0 compaction at a time
             }
-            plan_for(v, o, &t, busy, 0, t.base_level, v.levels[0].clone(), scores[0])
+            plan_for(&c, 0, t.base_level, v.levels[0].clone(), scores[0])
         } else {
-            pick_file_in_level(v, o, &t, busy, level, scores[level])
+            pick_file_in_level(&c, level, scores[level])
         };
         if plan.is_some() {
             return plan;
@@ -246,14 +263,8 @@ pub(crate) fn pick_compaction(
 
 /// kMinOverlappingRatio: the non-busy file with the least next-level overlap per byte whose
 /// overlapping files are free.
-fn pick_file_in_level(
-    v: &Version,
-    o: &PickerOptions,
-    t: &LevelTargets,
-    busy: &HashSet<FileNumber>,
-    level: usize,
-    score: f64,
-) -> Option<CompactionPlan> {
+fn pick_file_in_level(c: &PickContext<'_>, level: usize, score: f64) -> Option<CompactionPlan> {
+    let PickContext { v, busy, .. } = *c;
     let output = level + 1;
     let mut candidates: Vec<(u128, &Arc<FileMetaData>)> = Vec::new();
     for f in &v.levels[level] {
@@ -270,7 +281,7 @@ fn pick_file_in_level(
     }
     candidates.sort_by(|a, b| a.0.cmp(&b.0).then(compare_internal(&a.1.smallest, &b.1.smallest)));
     let (_, f) = candidates.first()?;
-    plan_for(v, o, t, busy, level, output, vec![(*f).clone()], score)
+    plan_for(c, level, output, vec![(*f).clone()], score)
 }
 
 #[cfg(test)]

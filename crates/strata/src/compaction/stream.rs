@@ -57,7 +57,11 @@ pub(crate) fn run_stream(
     input.seek_to_first();
     while input.valid() {
         let p = parse_internal_key(input.key()).ok_or_else(|| {
-            Error::corruption("", 0, format!("malformed internal key of {} bytes", input.key().len()))
+            Error::corruption(
+                "",
+                0,
+                format!("malformed internal key of {} bytes", input.key().len()),
+            )
         })?;
         stats.input_entries += 1;
         if p.user_key != group_key.as_slice() || group.is_empty() {
@@ -193,7 +197,11 @@ mod tests {
         }
     }
 
-    fn view(entries: &[(Vec<u8>, Vec<u8>)], seq: SeqNo, op: Arc<dyn MergeOperator>) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    fn view(
+        entries: &[(Vec<u8>, Vec<u8>)],
+        seq: SeqNo,
+        op: Arc<dyn MergeOperator>,
+    ) -> BTreeMap<Vec<u8>, Vec<u8>> {
         let mut it = DbIter::new(
             Box::new(VecIter::new(entries.to_vec())),
             DbIterOptions {
@@ -241,7 +249,8 @@ mod tests {
                     1..=3 => ValueType::Merge,
                     _ => ValueType::Value,
                 };
-                let v = if t == ValueType::Deletion { vec![] } else { format!("{seq}").into_bytes() };
+                let v =
+                    if t == ValueType::Deletion { vec![] } else { format!("{seq}").into_bytes() };
                 entries.push((make_internal_key(&k, SeqNo(seq), t), v));
             }
             entries.sort_by(|a, b| compare_internal(&a.0, &b.0));
@@ -250,7 +259,11 @@ mod tests {
             snaps.dedup();
             let bottom = round % 3 != 0;
             let is_bottom = move |_: &[u8]| bottom;
-            let ctx = StreamContext { snapshots: &snaps, merge_operator: Some(&*op), is_bottom: &is_bottom };
+            let ctx = StreamContext {
+                snapshots: &snaps,
+                merge_operator: Some(&*op),
+                is_bottom: &is_bottom,
+            };
             let mut out = Vec::new();
             let stats = run_stream(&mut VecIter::new(entries.clone()), &ctx, |k, v| {
                 out.push((k.to_vec(), v.to_vec()));
@@ -260,10 +273,18 @@ mod tests {
             assert_eq!(stats.input_entries, entries.len() as u64);
             assert_eq!(stats.output_entries, out.len() as u64);
             for w in out.windows(2) {
-                assert_eq!(compare_internal(&w[0].0, &w[1].0), std::cmp::Ordering::Less, "sorted output");
+                assert_eq!(
+                    compare_internal(&w[0].0, &w[1].0),
+                    std::cmp::Ordering::Less,
+                    "sorted output"
+                );
             }
             for &s in snaps.iter().chain([SeqNo(n)].iter()) {
-                assert_eq!(view(&out, s, op.clone()), view(&entries, s, op.clone()), "round {round} at {s:?}");
+                assert_eq!(
+                    view(&out, s, op.clone()),
+                    view(&entries, s, op.clone()),
+                    "round {round} at {s:?}"
+                );
             }
             if snaps.is_empty() && bottom {
                 // Without snapshots, at the bottom: one value per live key, no tombstones.

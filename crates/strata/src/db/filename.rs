@@ -104,7 +104,9 @@ mod tests {
 
     #[test]
     fn foreign_names_ignored() {
-        for name in ["LOG", "x.sst", "12.txt", "MANIFEST-", "MANIFEST-1a", ".log", "-1.sst", "+5.log"] {
+        for name in
+            ["LOG", "x.sst", "12.txt", "MANIFEST-", "MANIFEST-1a", ".log", "-1.sst", "+5.log"]
+        {
             assert_eq!(parse_file_name(name), None, "{name}");
         }
     }

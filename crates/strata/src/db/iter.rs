@@ -58,7 +58,11 @@ pub(crate) fn new_db_iter(inner: &Arc<DbInner>, ro: &ReadOptions) -> DbIter {
                 }
             }
         } else {
-            children.push(Box::new(LevelIterator::new(files.clone(), inner.table_cache.clone(), rb)));
+            children.push(Box::new(LevelIterator::new(
+                files.clone(),
+                inner.table_cache.clone(),
+                rb,
+            )));
         }
     }
     let merged: Box<dyn InternalIterator> = match open_error {

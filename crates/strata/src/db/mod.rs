@@ -198,7 +198,7 @@ impl Db {
     }
 
     pub fn write_opt(&self, batch: WriteBatch, opts: &WriteOptions) -> Result<()> {
-        write::write(&self.inner, batch, opts)
+        write::write(&self.inner, batch, *opts)
     }
 
     /// The value of `key`, or `None`.

@@ -19,7 +19,7 @@ use crate::options::Options;
 use crate::types::{FileNumber, SeqNo};
 use crate::version::edit::VersionEdit;
 use crate::version::set::VersionSet;
-use crate::wal::{replay_log, LogWriter, WalRecoveryMode};
+use crate::wal::{decode_wal_header, encode_wal_header, replay_log, LogWriter, WalRecoveryMode};
 use crate::write_batch::WriteBatch;
 
 pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
@@ -49,7 +49,10 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
                 dir.display()
             )));
         }
-        if kinds.iter().any(|k| matches!(k, FileKind::Manifest(_) | FileKind::Table(_) | FileKind::Wal(_))) {
+        if kinds
+            .iter()
+            .any(|k| matches!(k, FileKind::Manifest(_) | FileKind::Table(_) | FileKind::Wal(_)))
+        {
             return Err(Error::corruption(
                 current_path(dir),
                 0,
@@ -71,9 +74,14 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
 
     let block_cache =
         (opts.block_cache_size > 0).then(|| Arc::new(Cache::new(opts.block_cache_size)));
-    let table_capacity = if opts.max_open_files < 0 { usize::MAX } else { opts.max_open_files as usize };
-    let table_cache =
-        Arc::new(TableCache::new(fs.clone(), dir.to_path_buf(), table_capacity.max(1), block_cache));
+    let table_capacity =
+        if opts.max_open_files < 0 { usize::MAX } else { opts.max_open_files as usize };
+    let table_cache = Arc::new(TableCache::new(
+        fs.clone(),
+        dir.to_path_buf(),
+        table_capacity.max(1),
+        block_cache,
+    ));
     if opts.paranoid_checks {
         for (_, f) in versions.current().files() {
             table_cache.get(f.number)?;
@@ -93,13 +101,16 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
     wals.sort();
     let mut mem = Arc::new(MemTable::new());
     let mut stop_at: Option<(FileNumber, u64)> = None;
+    let log_number = versions.log_number();
+    let mut previous_wal: Option<FileNumber> = None;
     for &n in &wals {
         let path = wal_path(dir, n);
         let file = fs.open(&path)?;
         if let Some((bad, offset)) = stop_at {
             // An earlier WAL ended in damage: a later WAL holding records means a hole.
-            let outcome = replay_log(&file, WalRecoveryMode::SkipAnyCorruptedRecords, |_, _| Ok(()))?;
-            if outcome.records > 0 {
+            let outcome =
+                replay_log(&file, WalRecoveryMode::SkipAnyCorruptedRecords, |_, _| Ok(()))?;
+            if outcome.records > 1 {
                 return Err(Error::corruption(
                     wal_path(dir, bad),
                     offset,
@@ -108,9 +119,28 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
             }
             continue;
         }
+        let mut is_header = true;
         let outcome = replay_log(&file, opts.wal_recovery_mode, |offset, record| {
+            if is_header {
+                is_header = false;
+                // The WAL this one follows must be flushed or replayed just before it.
+                let prev = decode_wal_header(record).map_err(|e| e.with_file(&path))?;
+                if prev >= log_number && Some(prev) != previous_wal {
+                    return Err(Error::corruption(
+                        &path,
+                        offset,
+                        format!(
+                            "WAL {prev} is missing: this WAL follows it and the MANIFEST's \
+                             log number {log_number} says it still holds unflushed writes"
+                        ),
+                    ));
+                }
+                return Ok(());
+            }
             let batch = WriteBatch::from_data(record.to_vec()).map_err(|e| match e {
-                Error::Corruption { reason, .. } => Error::corruption(&path, offset, format!("bad write batch: {reason}")),
+                Error::Corruption { reason, .. } => {
+                    Error::corruption(&path, offset, format!("bad write batch: {reason}"))
+                }
                 other => other,
             })?;
             let first = batch.sequence();
@@ -120,13 +150,16 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
             }
             if mem.approximate_memory_usage() >= opts.write_buffer_size {
                 let number = versions.new_file_number();
-                if let Some(meta) = write_level0_table(fs.as_ref(), dir, &table_options, &mem, number)? {
+                if let Some(meta) =
+                    write_level0_table(fs.as_ref(), dir, &table_options, &mem, number)?
+                {
                     edit.new_files.push((0, meta));
                 }
                 mem = Arc::new(MemTable::new());
             }
             Ok(())
         })?;
+        previous_wal = Some(n);
         if outcome.torn_tail && opts.wal_recovery_mode != WalRecoveryMode::SkipAnyCorruptedRecords {
             stop_at = Some((n, outcome.last_valid_end));
         }
@@ -139,8 +172,16 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
     }
 
     // A fresh WAL for new writes; once the MANIFEST says so, older WALs are obsolete.
-    let log_number = versions.new_file_number();
-    let log_file = fs.create(&wal_path(dir, log_number))?;
+    let new_log_number = versions.new_file_number();
+    let mut log_writer = LogWriter::new(fs.create(&wal_path(dir, new_log_number))?);
+    let last_wal = kinds
+        .iter()
+        .filter_map(|k| if let FileKind::Wal(n) = k { Some(*n) } else { None })
+        .max()
+        .unwrap_or(FileNumber(0));
+    log_writer.add_record(&encode_wal_header(last_wal))?;
+    log_writer.flush()?;
+    let log_number = new_log_number;
     fs.sync_dir(dir)?;
     edit.log_number = Some(log_number);
     edit.last_sequence = Some(last_seq);
@@ -184,7 +225,7 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
         versions: Mutex::new(versions),
         next_file,
         wal: Mutex::new(WalState {
-            writer: LogWriter::new(log_file),
+            writer: log_writer,
             number: log_number,
             mem,
             last_sequence: last_seq,

@@ -35,11 +35,10 @@ pub(crate) fn property_value(inner: &DbInner, name: &str) -> Result<Option<Strin
     } else {
         match prop {
             "estimate-num-keys" => {
-                let mem: u64 = mems().map(|m| m.num_entries().saturating_sub(2 * m.num_deletes())).sum();
-                let tables: u64 = v
-                    .files()
-                    .map(|(_, f)| f.num_entries.saturating_sub(2 * f.num_deletions))
-                    .sum();
+                let mem: u64 =
+                    mems().map(|m| m.num_entries().saturating_sub(2 * m.num_deletes())).sum();
+                let tables: u64 =
+                    v.files().map(|(_, f)| f.num_entries.saturating_sub(2 * f.num_deletions)).sum();
                 (mem + tables).to_string()
             }
             "num-immutable-mem-table" => sv.imm.len().to_string(),

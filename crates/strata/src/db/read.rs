@@ -182,7 +182,10 @@ pub(crate) fn get_at(
         }
     }
     if !ctx.is_done() {
-        let ro = ReadBlockOptions { verify_checksums: opts.verify_checksums, fill_cache: opts.fill_cache };
+        let ro = ReadBlockOptions {
+            verify_checksums: opts.verify_checksums,
+            fill_cache: opts.fill_cache,
+        };
         'levels: for (level, files) in sv.version.levels.iter().enumerate() {
             if files.is_empty() {
                 continue;

@@ -9,11 +9,9 @@ use crate::error::{Error, Result};
 use crate::memtable::MemTable;
 use crate::options::WriteOptions;
 use crate::types::{SeqNo, ValueType};
-use crate::wal::LogWriter;
+use crate::wal::{encode_wal_header, LogWriter};
 use crate::write_batch::WriteBatch;
 
-/// Largest key or value the table format can hold (lengths are 32-bit varints).
-const MAX_KEY_OR_VALUE: usize = u32::MAX as usize;
 /// A write group never grows past this many bytes.
 const MAX_GROUP_BYTES: usize = 1 << 20;
 /// A small leader only takes this many extra bytes, so its own latency stays low.
@@ -21,23 +19,14 @@ const SMALL_LEADER_EXTRA: usize = 128 << 10;
 
 /// Rejects batches the engine cannot store.
 fn validate(batch: &WriteBatch) -> Result<()> {
-    for rec in batch.iter() {
-        let rec = rec?;
-        if rec.key.len() > MAX_KEY_OR_VALUE || rec.value.len() > MAX_KEY_OR_VALUE {
-            return Err(Error::InvalidArgument(format!(
-                "key of {} bytes or value of {} bytes exceeds the 4 GiB-1 limit",
-                rec.key.len(),
-                rec.value.len()
-            )));
-        }
-        if rec.value_type == ValueType::RangeDeletion {
-            return Err(Error::NotSupported("delete_range is not supported yet".to_string()));
-        }
+    batch.validate_sizes()?;
+    if batch.iter().any(|rec| rec.value_type == ValueType::RangeDeletion) {
+        return Err(Error::NotSupported("delete_range is not supported yet".to_string()));
     }
     Ok(())
 }
 
-pub(crate) fn write(inner: &DbInner, batch: WriteBatch, opts: &WriteOptions) -> Result<()> {
+pub(crate) fn write(inner: &DbInner, batch: WriteBatch, opts: WriteOptions) -> Result<()> {
     if opts.sync && opts.disable_wal {
         return Err(Error::InvalidArgument("sync writes need the WAL (disable_wal is set)".into()));
     }
@@ -72,7 +61,8 @@ pub(crate) fn write(inner: &DbInner, batch: WriteBatch, opts: &WriteOptions) -> 
         return Err(Error::Background("write queue lost the leader's batch".into()));
     };
     let mut size = leader.batch.size_in_bytes();
-    let limit = if size <= SMALL_LEADER_EXTRA { size + SMALL_LEADER_EXTRA } else { MAX_GROUP_BYTES };
+    let limit =
+        if size <= SMALL_LEADER_EXTRA { size + SMALL_LEADER_EXTRA } else { MAX_GROUP_BYTES };
     let mut followers = Vec::new();
     while let Some(p) = q.pending.front() {
         if p.disable_wal != leader.disable_wal || size + p.batch.size_in_bytes() > limit {
@@ -106,7 +96,12 @@ pub(crate) fn write(inner: &DbInner, batch: WriteBatch, opts: &WriteOptions) -> 
 }
 
 /// Logs and applies one combined batch. Called by the leader only.
-fn commit_group(inner: &DbInner, batch: &mut WriteBatch, sync: bool, disable_wal: bool) -> Result<()> {
+fn commit_group(
+    inner: &DbInner,
+    batch: &mut WriteBatch,
+    sync: bool,
+    disable_wal: bool,
+) -> Result<()> {
     let mut wal = inner.wal.lock();
     make_room_for_write(inner, &mut wal)?;
     let first = wal.last_sequence.plus(1);
@@ -135,11 +130,14 @@ fn commit_group(inner: &DbInner, batch: &mut WriteBatch, sync: bool, disable_wal
 
 /// Inserts every record of `batch` at consecutive sequence numbers from `first`; returns the
 /// record count.
-pub(crate) fn insert_into_memtable(mem: &MemTable, batch: &WriteBatch, first: SeqNo) -> Result<u64> {
+pub(crate) fn insert_into_memtable(
+    mem: &MemTable,
+    batch: &WriteBatch,
+    first: SeqNo,
+) -> Result<u64> {
     let mut seq = first;
     let mut n = 0u64;
     for rec in batch.iter() {
-        let rec = rec?;
         mem.add(seq, rec.value_type, rec.key, rec.value);
         seq = seq.plus(1);
         n += 1;
@@ -204,6 +202,12 @@ pub(crate) fn switch_memtable(inner: &DbInner, wal: &mut WalState) -> Result<()>
         inner.bg_cv.notify_all();
     }
     wal.writer = LogWriter::new(file);
+    let header =
+        wal.writer.add_record(&encode_wal_header(wal.number)).and_then(|()| wal.writer.flush());
+    if let Err(e) = header {
+        let mut st = inner.state.lock();
+        inner.set_bg_error(&mut st, &e);
+    }
     wal.number = number;
     wal.mem = new_mem;
     Ok(())

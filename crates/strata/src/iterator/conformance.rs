@@ -230,7 +230,6 @@ impl InternalIterator for VecIter {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

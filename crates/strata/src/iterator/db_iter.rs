@@ -236,9 +236,9 @@ impl DbIter {
             }
             while self.inner.valid() {
                 let Some(p) = parse_internal_key(self.inner.key()) else {
-                self.fail_malformed();
-                return;
-            };
+                    self.fail_malformed();
+                    return;
+                };
                 if p.user_key < self.saved_key.as_slice() {
                     break;
                 }
@@ -354,7 +354,11 @@ impl DbIter {
             }
             None => {
                 let k = String::from_utf8_lossy(&self.saved_key).into_owned();
-                self.fail(Error::corruption("", 0, format!("merge operator {} failed for key {k:?}", op.name())));
+                self.fail(Error::corruption(
+                    "",
+                    0,
+                    format!("merge operator {} failed for key {k:?}", op.name()),
+                ));
             }
         }
     }
@@ -473,7 +477,11 @@ mod tests {
                     1 | 2 => ValueType::Merge,
                     _ => ValueType::Value,
                 };
-                let v = if t == ValueType::Deletion { Vec::new() } else { format!("{seq}").into_bytes() };
+                let v = if t == ValueType::Deletion {
+                    Vec::new()
+                } else {
+                    format!("{seq}").into_bytes()
+                };
                 entries.push((make_internal_key(&k, SeqNo(seq), t), v.clone()));
                 history.push((k, t, v));
             }
@@ -491,10 +499,17 @@ mod tests {
                 }
                 let model: Vec<(Vec<u8>, Vec<u8>)> =
                     model.into_iter().filter_map(|(k, v)| v.map(|v| (k, v))).collect();
-                for (lo, hi) in [(None, None), (Some(b"k03".to_vec()), None), (None, Some(b"k07".to_vec())), (Some(b"k02".to_vec()), Some(b"k05".to_vec()))] {
+                for (lo, hi) in [
+                    (None, None),
+                    (Some(b"k03".to_vec()), None),
+                    (None, Some(b"k07".to_vec())),
+                    (Some(b"k02".to_vec()), Some(b"k05".to_vec())),
+                ] {
                     let expect: Vec<(Vec<u8>, Vec<u8>)> = model
                         .iter()
-                        .filter(|(k, _)| lo.as_ref().is_none_or(|l| k >= l) && hi.as_ref().is_none_or(|h| k < h))
+                        .filter(|(k, _)| {
+                            lo.as_ref().is_none_or(|l| k >= l) && hi.as_ref().is_none_or(|h| k < h)
+                        })
                         .cloned()
                         .collect();
                     let mut it = DbIter::new(
@@ -536,7 +551,13 @@ mod tests {
         back.reverse();
         assert_eq!(back, model, "backward {ctx}");
         let mut targets: Vec<Vec<u8>> = model.iter().map(|(k, _)| k.clone()).collect();
-        targets.extend([b"".to_vec(), b"k".to_vec(), b"k05x".to_vec(), b"z".to_vec(), b"k00".to_vec()]);
+        targets.extend([
+            b"".to_vec(),
+            b"k".to_vec(),
+            b"k05x".to_vec(),
+            b"z".to_vec(),
+            b"k00".to_vec(),
+        ]);
         for t in &targets {
             let ge = model.partition_point(|(k, _)| k < t);
             it.seek(t);

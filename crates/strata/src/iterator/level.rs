@@ -22,7 +22,11 @@ pub(crate) struct LevelIterator {
 }
 
 impl LevelIterator {
-    pub fn new(files: Vec<Arc<FileMetaData>>, tables: Arc<TableCache>, read: ReadBlockOptions) -> Self {
+    pub fn new(
+        files: Vec<Arc<FileMetaData>>,
+        tables: Arc<TableCache>,
+        read: ReadBlockOptions,
+    ) -> Self {
         LevelIterator { files, tables, read, index: 0, current: None, error: None }
     }
 
@@ -107,9 +111,8 @@ impl InternalIterator for LevelIterator {
 
     fn seek(&mut self, target: &[u8]) {
         self.reset();
-        let i = self
-            .files
-            .partition_point(|f| compare_internal(&f.largest, target) == Ordering::Less);
+        let i =
+            self.files.partition_point(|f| compare_internal(&f.largest, target) == Ordering::Less);
         if i < self.files.len() && self.open(i) {
             if let Some(c) = self.current.as_mut() {
                 c.seek(target);

@@ -3,5 +3,3 @@
 pub(crate) mod edit;
 pub(crate) mod levels;
 pub(crate) mod set;
-
-pub(crate) use edit::{FileMetaData, VersionEdit};

@@ -87,9 +87,7 @@ impl VersionSet {
         // A torn last record was never acknowledged (edits are synced before they take
         // effect), so point-in-time is the right mode; damage before the tail is an error.
         let outcome = replay_log(&file, WalRecoveryMode::PointInTime, |offset, record| {
-            let edit = VersionEdit::decode(record).map_err(|e| {
-                relocate(e, &mpath, offset)
-            })?;
+            let edit = VersionEdit::decode(record).map_err(|e| relocate(e, &mpath, offset))?;
             if let Some(c) = &edit.comparator {
                 if c != COMPARATOR_NAME {
                     return Err(Error::InvalidArgument(format!(
@@ -214,9 +212,10 @@ impl VersionSet {
         edit.next_file_number = Some(FileNumber(self.next_file.load(Ordering::SeqCst)));
         let mut buf = Vec::new();
         edit.encode(&mut buf);
-        let writer = self.manifest.as_mut().ok_or_else(|| {
-            Error::Background("MANIFEST writer missing".to_string())
-        })?;
+        let writer = self
+            .manifest
+            .as_mut()
+            .ok_or_else(|| Error::Background("MANIFEST writer missing".to_string()))?;
         writer.add_record(&buf)?;
         writer.sync()?;
         if let Some(n) = edit.log_number {
@@ -245,7 +244,9 @@ fn relocate(e: Error, path: &Path, record_offset: u64) -> Error {
         Error::Corruption { offset, reason, .. } => Error::Corruption {
             file: path.to_path_buf(),
             offset: record_offset,
-            reason: format!("bad version edit in the record at this offset (byte {offset}): {reason}"),
+            reason: format!(
+                "bad version edit in the record at this offset (byte {offset}): {reason}"
+            ),
         },
         other => other.with_file(path),
     }

@@ -42,12 +42,14 @@
 //! I/O errors are returned in every mode.
 
 pub(crate) mod format;
+mod header;
 pub(crate) mod reader;
 mod tail;
 pub(crate) mod writer;
 
+pub(crate) use header::{decode_wal_header, encode_wal_header};
+pub(crate) use reader::replay_log;
 pub use reader::WalRecoveryMode;
-pub(crate) use reader::{replay_log, LogReader, ReplayOutcome};
 pub(crate) use tail::tail_is_interrupted_append;
 pub(crate) use writer::LogWriter;
 

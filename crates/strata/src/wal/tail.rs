@@ -14,7 +14,10 @@ use crate::error::Result;
 
 /// True when everything in `file` from `offset` (the end of the last valid record) is an
 /// interrupted append.
-pub(crate) fn tail_is_interrupted_append(file: &Arc<dyn RandomAccessFile>, offset: u64) -> Result<bool> {
+pub(crate) fn tail_is_interrupted_append(
+    file: &Arc<dyn RandomAccessFile>,
+    offset: u64,
+) -> Result<bool> {
     let len = file.len();
     let mut pos = offset;
     loop {

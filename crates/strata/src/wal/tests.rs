@@ -9,6 +9,7 @@ use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 
 use super::format::{encode_header, FragmentType, BLOCK_SIZE, HEADER_SIZE};
+use super::reader::ReplayOutcome;
 use super::*;
 use crate::env::{
     FaultFs, FaultKind, FaultOp, FaultRule, FileSystem, MemFs, RandomAccessFile, WritableFile,

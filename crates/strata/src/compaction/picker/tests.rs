@@ -64,8 +64,16 @@ fn parse_shape(text: &str) -> (Version, PickerOptions, HashSet<FileNumber>) {
                         FileMetaData {
                             number: FileNumber(number),
                             file_size: size,
-                            smallest: make_internal_key(lo.as_bytes(), SeqNo(number), ValueType::Value),
-                            largest: make_internal_key(hi.as_bytes(), SeqNo(number), ValueType::Value),
+                            smallest: make_internal_key(
+                                lo.as_bytes(),
+                                SeqNo(number),
+                                ValueType::Value,
+                            ),
+                            largest: make_internal_key(
+                                hi.as_bytes(),
+                                SeqNo(number),
+                                ValueType::Value,
+                            ),
                             smallest_seqno: SeqNo(number),
                             largest_seqno: SeqNo(number),
                             num_entries: 1,
