@@ -26,6 +26,12 @@ pub(crate) mod util;
 pub(crate) mod version;
 pub(crate) mod wal;
 
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzz_api;
+#[cfg(feature = "kill-points")]
+pub use util::kill_point;
+
 pub use db::{Db, DbIterator, DbRawIterator, Direction, IteratorMode, Snapshot};
 pub use error::{Error, Result};
 pub use merge_operator::MergeOperator;

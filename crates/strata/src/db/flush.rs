@@ -35,7 +35,9 @@ pub(crate) fn write_level0_table(
         it.next();
     }
     it.status()?;
+    crate::kill_point!("sst.finish");
     let summary = builder.finish()?;
+    crate::kill_point!("sst.sync_dir");
     inner_fs.sync_dir(dir)?;
     Ok(Some(FileMetaData {
         number,
@@ -101,6 +103,7 @@ fn flush_one(inner: &DbInner, mem: &Arc<MemTable>, next_log: FileNumber) -> Resu
     let old_logs: Vec<FileNumber>;
     {
         let mut versions = inner.versions.lock();
+        crate::kill_point!("flush.install");
         let version = versions.log_and_apply(&mut edit)?;
         let mut st = inner.state.lock();
         let flushed = st.imm.pop_front();
@@ -115,6 +118,7 @@ fn flush_one(inner: &DbInner, mem: &Arc<MemTable>, next_log: FileNumber) -> Resu
     }
     for n in old_logs {
         // A leftover WAL is harmless (it is skipped at the next open), so failure is ignored.
+        crate::kill_point!("obsolete.delete");
         let _ = inner.fs.remove(&wal_path(&inner.dir, n));
     }
     Ok(())

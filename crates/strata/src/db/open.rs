@@ -64,6 +64,18 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
         vs
     };
 
+    // A crash (or a failed open) can leave files whose numbers the MANIFEST never recorded, such
+    // as a freshly created WAL: never hand those numbers out again.
+    let in_use = kinds.iter().filter_map(|k| match *k {
+        FileKind::Wal(n) | FileKind::Table(n) | FileKind::Manifest(n) | FileKind::Temp(n) => {
+            Some(n.0)
+        }
+        FileKind::Current | FileKind::Lock => None,
+    });
+    versions
+        .file_counter()
+        .fetch_max(in_use.max().unwrap_or(0) + 1, std::sync::atomic::Ordering::SeqCst);
+
     // Every table the MANIFEST names must exist.
     for (_, f) in versions.current().files() {
         let path = table_path(dir, f.number);
@@ -185,6 +197,7 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
     fs.sync_dir(dir)?;
     edit.log_number = Some(log_number);
     edit.last_sequence = Some(last_seq);
+    crate::kill_point!("open.install");
     let version = versions.log_and_apply(&mut edit)?;
 
     // Remove what no longer belongs: old WALs and MANIFESTs, temp files, unreferenced tables.
@@ -199,6 +212,7 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
             FileKind::Table(n) if !live.contains(&n) => table_path(dir, n),
             _ => continue,
         };
+        crate::kill_point!("open.delete");
         let _ = fs.remove(&path);
     }
 

@@ -109,6 +109,7 @@ fn commit_group(
     if disable_wal {
         inner.state.lock().unpersisted_without_wal = true;
     } else {
+        crate::kill_point!("wal.append");
         let logged = wal
             .writer
             .add_record(batch.data())
@@ -121,6 +122,7 @@ fn commit_group(
             return Err(e);
         }
     }
+    crate::kill_point!("wal.sync", when sync);
     let count = insert_into_memtable(&wal.mem, batch, first)?;
     let last = SeqNo(first.0 + count - 1);
     wal.last_sequence = last;
@@ -181,6 +183,7 @@ pub(crate) fn switch_memtable(inner: &DbInner, wal: &mut WalState) -> Result<()>
     });
     // The old WAL is synced so a later synced write in the new WAL can never survive a power
     // loss that its predecessors did not (recovery must see a prefix).
+    crate::kill_point!("wal.switch");
     let synced = created.and_then(|f| wal.writer.sync().map(|()| f));
     let file = match synced {
         Ok(f) => f,

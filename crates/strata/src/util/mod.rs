@@ -2,3 +2,4 @@
 
 pub mod checksum;
 pub mod coding;
+pub mod kill_point;

@@ -216,7 +216,9 @@ impl VersionSet {
             .manifest
             .as_mut()
             .ok_or_else(|| Error::Background("MANIFEST writer missing".to_string()))?;
+        crate::kill_point!("manifest.append");
         writer.add_record(&buf)?;
+        crate::kill_point!("manifest.sync");
         writer.sync()?;
         if let Some(n) = edit.log_number {
             self.log_number = n;
@@ -234,7 +236,9 @@ pub(crate) fn set_current(fs: &dyn FileSystem, dir: &Path, number: FileNumber) -
     f.append(contents.as_bytes())?;
     f.sync()?;
     drop(f);
+    crate::kill_point!("current.rename");
     fs.rename(&tmp, &current_path(dir))?;
+    crate::kill_point!("current.sync_dir");
     fs.sync_dir(dir)
 }
 

@@ -1,0 +1,338 @@
+//! The kill -9 crash loop.
+//!
+//! The parent starts a child process (`strata-stress --child ...`) that opens the DB on the
+//! real filesystem with random options and runs the multi-threaded workload, keeping the
+//! expected-state file. At a random moment the parent sends SIGKILL (unless a kill point
+//! aborted the child first), then opens the DB itself, checks every key against the file
+//! (all acknowledged writes must be there, whether synced or not: the bytes reached the OS
+//! before the acknowledgement) and settles pending operations, and starts the next child.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use strata::env::OsFs;
+use strata::Db;
+
+use crate::expected::ExpectedState;
+use crate::value::mix;
+use crate::verify::{check_acked, read_all};
+use crate::workload::{run_thread, Progress, WorkloadConfig};
+use crate::{random_options, verify_options, Summary};
+
+/// How the parent configures the child's kill points.
+#[derive(Clone, Debug)]
+pub enum KillPoints {
+    /// Never.
+    None,
+    /// Each cycle, with probability 1/2, one random point with a probability that makes it
+    /// likely to fire within the cycle.
+    Auto,
+    /// This `STRATA_KILL_POINTS` spec every cycle.
+    Spec(String),
+}
+
+/// Settings of a kill -9 run.
+#[derive(Clone, Debug)]
+pub struct KillConfig {
+    pub seed: u64,
+    pub duration: Duration,
+    pub max_cycles: u64,
+    pub threads: u32,
+    pub keys: u32,
+    /// Working directory (DB, expected state, child logs); created, and removed on success.
+    pub dir: PathBuf,
+    /// The `strata-stress` executable to start as the child.
+    pub exe: PathBuf,
+    pub kill_points: KillPoints,
+    pub min_cycle_ms: u64,
+    pub max_cycle_ms: u64,
+    pub verbose: bool,
+}
+
+fn auto_spec(rng: &mut StdRng) -> Option<String> {
+    if !cfg!(feature = "kill-points") || rng.gen_bool(0.5) {
+        return None;
+    }
+    let all = strata_kill_point_names();
+    let name = all[rng.gen_range(0..all.len())];
+    let p = match name {
+        "wal.append" => 0.0005,
+        "wal.sync" => 0.005,
+        _ => 0.25,
+    };
+    Some(format!("{name}={p}"))
+}
+
+#[cfg(feature = "kill-points")]
+fn strata_kill_point_names() -> &'static [&'static str] {
+    strata::kill_point::ALL
+}
+
+#[cfg(not(feature = "kill-points"))]
+fn strata_kill_point_names() -> &'static [&'static str] {
+    &["wal.append"]
+}
+
+fn parse_counts(path: &Path, into: &mut BTreeMap<String, u64>) {
+    let Ok(text) = std::fs::read_to_string(path) else { return };
+    for line in text.lines() {
+        let mut parts = line.split_whitespace();
+        if let Some(name) = parts.next() {
+            let n: u64 = parts.next().and_then(|n| n.parse().ok()).unwrap_or(1);
+            *into.entry(name.to_string()).or_default() += n;
+        }
+    }
+}
+
+/// Runs the loop; see the module docs.
+pub fn run(cfg: &KillConfig) -> Summary {
+    let mut sum = Summary { mode: "kill-9".into(), seed: cfg.seed, ..Summary::default() };
+    let started = Instant::now();
+    let dbdir = cfg.dir.join("db");
+    let state_path = cfg.dir.join("expected-state");
+    let _ = std::fs::remove_dir_all(&cfg.dir);
+    if let Err(e) = std::fs::create_dir_all(&cfg.dir)
+        .and_then(|()| ExpectedState::create(&state_path, cfg.keys).map(|_| ()))
+    {
+        sum.failures.push(format!("setting up {}: {e}", cfg.dir.display()));
+        return sum;
+    }
+    let mut rng = StdRng::seed_from_u64(cfg.seed);
+    let mut cycle = 0u64;
+    while started.elapsed() < cfg.duration && cycle < cfg.max_cycles && sum.passed() {
+        let child_seed = mix(cfg.seed ^ cycle.wrapping_mul(0x9e37_79b9));
+        if let Err(f) = one_cycle(cfg, &mut rng, child_seed, &dbdir, &state_path, &mut sum) {
+            sum.failures
+                .push(format!("seed {} cycle {cycle} (child seed {child_seed}): {f}", cfg.seed));
+        }
+        cycle += 1;
+        sum.cycles = cycle;
+    }
+    sum.seconds = started.elapsed().as_secs_f64();
+    if sum.passed() {
+        let _ = std::fs::remove_dir_all(&cfg.dir);
+    } else {
+        sum.failures.push(format!("DB and expected state kept in {}", cfg.dir.display()));
+    }
+    sum
+}
+
+fn one_cycle(
+    cfg: &KillConfig,
+    rng: &mut StdRng,
+    child_seed: u64,
+    dbdir: &Path,
+    state_path: &Path,
+    sum: &mut Summary,
+) -> Result<(), String> {
+    let spec = match &cfg.kill_points {
+        KillPoints::None => None,
+        KillPoints::Auto => auto_spec(rng),
+        KillPoints::Spec(s) => Some(s.clone()),
+    };
+    let fired_log = cfg.dir.join("fired.log");
+    let hits_file = cfg.dir.join("hits");
+    let progress = cfg.dir.join("progress");
+    let child_err = cfg.dir.join("child.stderr");
+    for p in [&fired_log, &hits_file, &progress] {
+        let _ = std::fs::remove_file(p);
+    }
+    let err_file = File::create(&child_err).map_err(|e| e.to_string())?;
+    let mut cmd = Command::new(&cfg.exe);
+    cmd.arg("--child")
+        .arg("--dir")
+        .arg(dbdir)
+        .arg("--state")
+        .arg(state_path)
+        .arg("--progress")
+        .arg(&progress)
+        .arg("--hits")
+        .arg(&hits_file)
+        .args(["--seed", &child_seed.to_string()])
+        .args(["--threads", &cfg.threads.to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(err_file)
+        .env_remove("STRATA_KILL_POINTS");
+    if let Some(spec) = &spec {
+        cmd.env("STRATA_KILL_POINTS", spec)
+            .env("STRATA_KILL_POINTS_SEED", child_seed.to_string())
+            .env("STRATA_KILL_POINTS_LOG", &fired_log);
+    }
+    let mut child = cmd.spawn().map_err(|e| format!("starting {}: {e}", cfg.exe.display()))?;
+    let run_for = Duration::from_millis(rng.gen_range(cfg.min_cycle_ms..=cfg.max_cycle_ms));
+    let t0 = Instant::now();
+    let mut status = None;
+    while t0.elapsed() < run_for {
+        if let Some(s) = child.try_wait().map_err(|e| e.to_string())? {
+            status = Some(s);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let status = match status {
+        Some(s) => s,
+        None => {
+            let _ = child.kill();
+            child.wait().map_err(|e| e.to_string())?
+        }
+    };
+    let ending = match (status.signal(), status.code()) {
+        (Some(9), _) => "SIGKILL".to_string(),
+        (Some(6), _) => "kill point (abort)".to_string(),
+        (Some(sig), _) => format!("signal {sig}"),
+        (None, Some(code)) => format!("exit {code}"),
+        (None, None) => "unknown".to_string(),
+    };
+    *sum.endings.entry(ending.clone()).or_default() += 1;
+    let (s, n) = Progress::read(&progress);
+    sum.acked_sync += s;
+    sum.acked_nosync += n;
+    parse_counts(&fired_log, &mut sum.kill_point_fired);
+    parse_counts(&hits_file, &mut sum.kill_point_hits);
+    let stderr = std::fs::read_to_string(&child_err).unwrap_or_default();
+    let wrong_lines = stderr.lines().filter(|l| l.starts_with("WRONG")).count() as u64;
+    sum.wrong += wrong_lines;
+    if status.code().is_some_and(|c| c != 0) || status.signal().is_some_and(|s| s != 9 && s != 6) {
+        return Err(format!("child ended with {ending} (kill points {spec:?}): {}", stderr.trim()));
+    }
+    if cfg.verbose {
+        eprintln!("cycle: child {ending} after {:?}, kill points {spec:?}", t0.elapsed());
+    }
+
+    let state = ExpectedState::open(state_path).map_err(|e| e.to_string())?;
+    let t0 = Instant::now();
+    let db = Db::open(&verify_options(Arc::new(OsFs)), dbdir)
+        .map_err(|e| format!("recovery failed (kill points {spec:?}): {e}"))?;
+    sum.recovery_us.push(t0.elapsed().as_micros() as u64);
+    let (obs, problems) =
+        read_all(&db, cfg.keys).map_err(|e| format!("read after recovery: {e}"))?;
+    drop(db);
+    sum.wrong += problems.len() as u64;
+    let rep = check_acked(&state, &obs, true).map_err(|e| e.to_string())?;
+    sum.lost += rep.lost;
+    sum.wrong += rep.wrong;
+    sum.torn_batches += rep.torn_batches;
+    sum.pending_new += rep.pending_new;
+    sum.pending_old += rep.pending_old;
+    if rep.violations() > 0 || !problems.is_empty() {
+        let mut msgs = rep.messages;
+        msgs.extend(problems.into_iter().take(10));
+        return Err(format!("after {ending} (kill points {spec:?}): {}", msgs.join("\n    ")));
+    }
+    Ok(())
+}
+
+/// Child-mode arguments.
+#[derive(Clone, Debug)]
+pub struct ChildArgs {
+    pub dir: PathBuf,
+    pub state: PathBuf,
+    pub progress: PathBuf,
+    pub hits: Option<PathBuf>,
+    pub seed: u64,
+    pub threads: u32,
+    /// The child stops by itself after this long (a safety net; the parent kills it sooner).
+    pub max_life: Duration,
+}
+
+/// The child: opens the DB and writes until killed. Returns the process exit code.
+pub fn child_main(args: &ChildArgs) -> i32 {
+    #[cfg(feature = "kill-points")]
+    if let Err(e) = strata::kill_point::configure_from_env() {
+        eprintln!("bad kill point configuration: {e}");
+        return 2;
+    }
+    let state = match ExpectedState::open(&args.state) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("expected state: {e}");
+            return 2;
+        }
+    };
+    let mut rng = StdRng::seed_from_u64(args.seed);
+    let opts = random_options(&mut rng, Arc::new(OsFs), false);
+    let wl = WorkloadConfig::random(&mut rng, state.keys(), args.threads);
+    let stop = AtomicBool::new(false);
+    let progress_file = match File::create(&args.progress) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("progress file: {e}");
+            return 2;
+        }
+    };
+    let progress = Progress::new(Some(progress_file));
+    let db = match Db::open(&opts, &args.dir) {
+        Ok(db) => db,
+        Err(e) => {
+            eprintln!("open: {e}");
+            return 3;
+        }
+    };
+    let done = AtomicBool::new(false);
+    let results = std::thread::scope(|s| {
+        if let Some(hits) = &args.hits {
+            let done = &done;
+            s.spawn(move || dump_hits(hits, done));
+        }
+        let handles: Vec<_> = (0..args.threads)
+            .map(|tid| {
+                let (db, wl, state, stop, progress) = (&db, &wl, &state, &stop, &progress);
+                s.spawn(move || run_thread(db, tid, wl, args.seed, state, stop, None, progress))
+            })
+            .collect();
+        let t0 = Instant::now();
+        while t0.elapsed() < args.max_life && !handles.iter().all(|h| h.is_finished()) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        stop.store(true, Ordering::SeqCst);
+        let r: Vec<_> = handles.into_iter().map(|h| h.join()).collect();
+        done.store(true, Ordering::SeqCst);
+        r
+    });
+    let mut code = 0;
+    for r in results {
+        match r {
+            Ok(st) => {
+                for w in &st.wrong_reads {
+                    eprintln!("WRONG {w}");
+                    code = 5;
+                }
+                if let Some(e) = st.error {
+                    eprintln!("writer failed: {e}");
+                    code = code.max(4);
+                }
+            }
+            Err(_) => {
+                eprintln!("writer thread panicked");
+                code = 6;
+            }
+        }
+    }
+    code
+}
+
+fn dump_hits(path: &Path, done: &AtomicBool) {
+    let tmp = path.with_extension("tmp");
+    while !done.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(50));
+        #[cfg(feature = "kill-points")]
+        {
+            let text: String =
+                strata::kill_point::hits().iter().map(|(k, v)| format!("{k} {v}\n")).collect();
+            if std::fs::write(&tmp, text).is_ok() {
+                let _ = std::fs::rename(&tmp, path);
+            }
+        }
+        #[cfg(not(feature = "kill-points"))]
+        let _ = &tmp;
+    }
+}

@@ -1,0 +1,173 @@
+//! Strata's reliability harness (issue #6): the tools that check the reliability contract of
+//! `docs/engineering.md` §4 and report figures. See `docs/reliability.md` for how to run them.
+//!
+//! - [`crash`]: the kill -9 crash loop (parent process + `--child` writer, expected-state file).
+//! - [`power`]: the in-process power-loss loop on `MemFs` + `FaultFs` (exact-prefix check).
+//! - [`iofault`]: the I/O error loop (EIO, ENOSPC, failed fsync at the Nth I/O).
+//! - [`corruption`]: the corruption matrix (flips, zeroed pages, truncation, garbage, deletion).
+//! - [`fuzz`]: the fuzz targets' bodies, shared by `fuzz/` and the corpus replay test.
+//! - [`expected`], [`value`], [`workload`], [`verify`]: the oracle, the self-checking values,
+//!   the multi-threaded write workload and the checks they share.
+
+pub mod corruption;
+pub mod crash;
+pub mod expected;
+pub mod fuzz;
+pub mod iofault;
+pub mod power;
+pub mod value;
+pub mod verify;
+pub mod workload;
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use rand::rngs::StdRng;
+use rand::Rng;
+use strata::env::FileSystem;
+use strata::{ChecksumType, CompressionType, Options, WalRecoveryMode};
+
+/// Random engine options for one cycle. `small` picks the small memtables the in-memory loops
+/// use, so that flushes happen within a short cycle.
+pub fn random_options(rng: &mut StdRng, fs: Arc<dyn FileSystem>, small: bool) -> Options {
+    let wbs = if small {
+        [16 << 10, 64 << 10, 256 << 10][rng.gen_range(0..3)]
+    } else {
+        [64 << 10, 256 << 10, 1 << 20, 4 << 20][rng.gen_range(0..4)]
+    };
+    Options {
+        fs,
+        merge_operator: strata::merge_operator::builtin_merge_operator("uint64add"),
+        write_buffer_size: wbs,
+        max_write_buffer_number: rng.gen_range(2..=4),
+        block_size: [256, 1024, 4096, 16384][rng.gen_range(0..4)],
+        block_restart_interval: [1, 4, 16][rng.gen_range(0..3)],
+        bloom_bits_per_key: [0, 10][rng.gen_range(0..2)],
+        compression: [
+            CompressionType::None,
+            CompressionType::Snappy,
+            CompressionType::Lz4,
+            CompressionType::Zstd,
+        ][rng.gen_range(0..4)],
+        checksum: [ChecksumType::Crc32c, ChecksumType::Xxh3][rng.gen_range(0..2)],
+        block_cache_size: [0, 1 << 20, 8 << 20][rng.gen_range(0..3)],
+        paranoid_checks: rng.gen_bool(0.5),
+        wal_recovery_mode: [
+            WalRecoveryMode::PointInTime,
+            WalRecoveryMode::TolerateCorruptedTailRecords,
+        ][rng.gen_range(0..2)],
+        ..Options::default()
+    }
+}
+
+/// Options for opening a DB to verify it (the merge operator is what matters).
+pub fn verify_options(fs: Arc<dyn FileSystem>) -> Options {
+    Options {
+        fs,
+        merge_operator: strata::merge_operator::builtin_merge_operator("uint64add"),
+        ..Options::default()
+    }
+}
+
+/// The figures a crash or power-loss run reports.
+#[derive(Debug, Default, Clone)]
+pub struct Summary {
+    pub mode: String,
+    pub seed: u64,
+    pub seconds: f64,
+    pub cycles: u64,
+    /// Cycles ended by SIGKILL from the parent / by a kill point / by crash mode (power).
+    pub endings: BTreeMap<String, u64>,
+    pub acked_sync: u64,
+    pub acked_nosync: u64,
+    /// Acknowledged writes that had to survive and did not.
+    pub lost: u64,
+    /// Garbage values, values no write produced, live reads that disagreed with the oracle.
+    pub wrong: u64,
+    /// Batches found partly applied.
+    pub torn_batches: u64,
+    /// Power loss: recovered states that are no prefix of the acknowledged history.
+    pub prefix_violations: u64,
+    /// Power loss: acknowledged non-sync writes dropped (allowed by the contract).
+    pub unsynced_dropped: u64,
+    /// Pending (unacknowledged) writes found applied / not applied after recovery.
+    pub pending_new: u64,
+    pub pending_old: u64,
+    /// Recovery (`Db::open` after a crash) times in microseconds.
+    pub recovery_us: Vec<u64>,
+    pub kill_point_hits: BTreeMap<String, u64>,
+    pub kill_point_fired: BTreeMap<String, u64>,
+    /// Failures, each with the seed that reproduces it.
+    pub failures: Vec<String>,
+}
+
+impl Summary {
+    pub fn violations(&self) -> u64 {
+        self.lost + self.wrong + self.torn_batches + self.prefix_violations
+    }
+
+    pub fn passed(&self) -> bool {
+        self.violations() == 0 && self.failures.is_empty()
+    }
+
+    /// The report printed at the end of a run.
+    pub fn render(&self) -> String {
+        let mut s = String::new();
+        let (p50, p99, max) = verify::percentiles(&self.recovery_us);
+        let ms = |us: u64| us as f64 / 1000.0;
+        let _ = writeln!(s, "== strata-stress {} (seed {}) ==", self.mode, self.seed);
+        let _ = writeln!(s, "duration:                    {:.1} s", self.seconds);
+        let _ = writeln!(s, "cycles:                      {}", self.cycles);
+        let endings: Vec<String> = self.endings.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        let _ = writeln!(s, "cycle endings:               {}", endings.join(", "));
+        let _ = writeln!(
+            s,
+            "acknowledged writes:         {} (sync {}, non-sync {})",
+            self.acked_sync + self.acked_nosync,
+            self.acked_sync,
+            self.acked_nosync
+        );
+        let _ = writeln!(s, "acknowledged writes lost:    {}", self.lost);
+        let _ = writeln!(s, "wrong values:                {}", self.wrong);
+        let _ = writeln!(s, "torn batches:                {}", self.torn_batches);
+        let _ = writeln!(s, "prefix violations:           {}", self.prefix_violations);
+        if self.mode.starts_with("power") {
+            let _ = writeln!(
+                s,
+                "unsynced acked writes dropped by power loss (allowed): {}",
+                self.unsynced_dropped
+            );
+        }
+        let _ = writeln!(
+            s,
+            "unacknowledged writes found applied / not applied: {} / {}",
+            self.pending_new, self.pending_old
+        );
+        let _ = writeln!(
+            s,
+            "recovery time:               p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms ({} opens)",
+            ms(p50),
+            ms(p99),
+            ms(max),
+            self.recovery_us.len()
+        );
+        if !self.kill_point_hits.is_empty() {
+            let hits: Vec<String> =
+                self.kill_point_hits.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let _ = writeln!(s, "kill points hit:             {}", hits.join(" "));
+            let fired: Vec<String> =
+                self.kill_point_fired.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let _ = writeln!(s, "kill points fired:           {}", fired.join(" "));
+        }
+        for f in &self.failures {
+            let _ = writeln!(s, "FAILURE: {f}");
+        }
+        let _ = writeln!(
+            s,
+            "result: {}",
+            if self.passed() { "PASS".to_string() } else { format!("FAIL (seed {})", self.seed) }
+        );
+        s
+    }
+}

@@ -1,0 +1,155 @@
+//! Checking a recovered DB against the oracle.
+
+use std::collections::HashMap;
+
+use strata::{Db, IteratorMode};
+
+use crate::expected::{observe, ExpectedState, KeyState, Observed};
+use crate::value::{is_counter, key, parse_key};
+
+/// Reads every key with `get`, then scans the DB with an iterator and checks that the scan
+/// agrees (same values, no key the harness never wrote). Returns the observations and the
+/// disagreements found by the scan.
+pub fn read_all(db: &Db, keys: u32) -> Result<(Vec<Observed>, Vec<String>), strata::Error> {
+    let mut obs = Vec::with_capacity(keys as usize);
+    for i in 0..keys {
+        obs.push(observe(i, db.get(key(i))?.as_deref()));
+    }
+    let mut problems = Vec::new();
+    let mut seen = vec![false; keys as usize];
+    for item in db.iterator(IteratorMode::Start) {
+        let (k, v) = item?;
+        match parse_key(&k).filter(|&i| i < keys) {
+            Some(i) => {
+                seen[i as usize] = true;
+                let o = observe(i, Some(&v));
+                if o != obs[i as usize] {
+                    problems.push(format!(
+                        "key {i}: iterator returns {o:?}, get returns {:?}",
+                        obs[i as usize]
+                    ));
+                }
+            }
+            None => problems.push(format!("iterator returns a key never written: {k:?}")),
+        }
+    }
+    for i in 0..keys {
+        if !seen[i as usize] && obs[i as usize] != Observed::Absent {
+            problems.push(format!("key {i}: get finds it, the iterator skips it"));
+        }
+    }
+    Ok((obs, problems))
+}
+
+/// The outcome of checking that every acknowledged write survived.
+#[derive(Debug, Default, Clone)]
+pub struct AckedReport {
+    pub keys: u64,
+    /// Keys found in an older state than the committed one (an acknowledged write is gone).
+    pub lost: u64,
+    /// Keys holding garbage, a value from the future, or a state no write produced.
+    pub wrong: u64,
+    /// Batches found partly applied.
+    pub torn_batches: u64,
+    /// Pending operations found applied / not applied.
+    pub pending_new: u64,
+    pub pending_old: u64,
+    pub messages: Vec<String>,
+}
+
+impl AckedReport {
+    pub fn violations(&self) -> u64 {
+        self.lost + self.wrong + self.torn_batches
+    }
+}
+
+/// The state a key is in after it was observed as `o` (for the next round of the oracle).
+pub fn state_from_observed(i: u32, o: Observed, fallback: KeyState) -> KeyState {
+    match o {
+        Observed::Absent => KeyState { exists: false, version: fallback.version, counter: 0 },
+        Observed::Value(v) => KeyState { exists: true, version: v, counter: 0 },
+        Observed::Counter(c) if is_counter(i) => {
+            KeyState { exists: true, version: fallback.version, counter: c }
+        }
+        _ => fallback,
+    }
+}
+
+/// Checks the observations against the oracle: committed keys must match exactly, pending keys
+/// may be old or new, and a batch must be all old or all new. With `resolve`, the oracle is
+/// updated to what was found (pending operations settle).
+pub fn check_acked(
+    state: &ExpectedState,
+    obs: &[Observed],
+    resolve: bool,
+) -> std::io::Result<AckedReport> {
+    let mut rep = AckedReport { keys: obs.len() as u64, ..AckedReport::default() };
+    // batch id -> (keys found old, keys found new)
+    let mut batches: HashMap<u64, (u32, u32)> = HashMap::new();
+    for (i, &o) in obs.iter().enumerate() {
+        let i = i as u32;
+        let rec = state.get(i);
+        let old = rec.state.observed(i);
+        let new = rec.pending_state(i);
+        let settled = if o == old {
+            if let Some(n) = new {
+                if n.observed(i) != old {
+                    rep.pending_old += 1;
+                    batches.entry(rec.batch).or_default().0 += 1;
+                }
+            }
+            rec.state
+        } else if let Some(n) = new.filter(|n| n.observed(i) == o) {
+            rep.pending_new += 1;
+            batches.entry(rec.batch).or_default().1 += 1;
+            n
+        } else {
+            let lost = match (o, old) {
+                (Observed::Absent, _) => true,
+                (Observed::Value(v), _) => v < rec.state.version,
+                _ => false,
+            };
+            let what = if lost { "acknowledged write lost" } else { "wrong value" };
+            if lost {
+                rep.lost += 1;
+            } else {
+                rep.wrong += 1;
+            }
+            if rep.messages.len() < 20 {
+                rep.messages.push(format!(
+                    "key {i}: {what}: found {o:?}, committed {old:?}, pending {:?} -> {:?}",
+                    rec.pending,
+                    new.map(|n| n.observed(i))
+                ));
+            }
+            state_from_observed(i, o, KeyState { version: rec.issued, ..rec.state })
+        };
+        if resolve {
+            state.resolve(i, settled)?;
+        }
+    }
+    for (b, (old, new)) in batches {
+        if old > 0 && new > 0 {
+            rep.torn_batches += 1;
+            if rep.messages.len() < 20 {
+                rep.messages
+                    .push(format!("batch {b:#x} torn: {old} keys without it, {new} keys with it"));
+            }
+        }
+    }
+    if resolve {
+        state.sync()?;
+    }
+    Ok(rep)
+}
+
+/// Percentiles of a list of durations in microseconds: (p50, p99, max).
+pub fn percentiles(v: &[u64]) -> (u64, u64, u64) {
+    if v.is_empty() {
+        return (0, 0, 0);
+    }
+    let mut s = v.to_vec();
+    s.sort_unstable();
+    let at = |q: f64| s[((s.len() - 1) as f64 * q).round() as usize];
+    (at(0.5), at(0.99), s[s.len() - 1])
+}

@@ -1,0 +1,261 @@
+//! The write workload shared by the crash loop and the power-loss loop: several threads, each
+//! owning the keys `i` with `i % threads == tid`, issue puts, deletes, `uint64add` merges and
+//! batches of them, with and without `sync`, marking the oracle before each call and
+//! committing after each acknowledgement.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use rand::rngs::StdRng;
+use rand::seq::index::sample;
+use rand::{Rng, SeedableRng};
+use strata::{Db, WriteBatch, WriteOptions};
+
+use crate::expected::{observe, ExpectedState, OpKind};
+use crate::value::{self, is_counter, key};
+
+/// Knobs of the workload.
+#[derive(Clone, Debug)]
+pub struct WorkloadConfig {
+    pub keys: u32,
+    pub threads: u32,
+    /// Fraction of writes acknowledged with `sync = true`.
+    pub sync_ratio: f64,
+    /// Fraction of writes that are batches of 2..=6 keys.
+    pub batch_ratio: f64,
+    /// Fraction of operations that delete.
+    pub delete_ratio: f64,
+    /// Fraction of counter-key operations that merge.
+    pub merge_ratio: f64,
+    /// Per write, the chance of calling `Db::flush` first.
+    pub flush_ratio: f64,
+    /// Per write, the chance of reading back one owned key and checking it.
+    pub read_ratio: f64,
+}
+
+impl WorkloadConfig {
+    /// A random mix from `rng`.
+    pub fn random(rng: &mut StdRng, keys: u32, threads: u32) -> WorkloadConfig {
+        WorkloadConfig {
+            keys,
+            threads,
+            sync_ratio: [0.0, 0.01, 0.1, 0.5, 1.0][rng.gen_range(0..5)],
+            batch_ratio: [0.0, 0.2, 0.5][rng.gen_range(0..3)],
+            delete_ratio: [0.05, 0.2][rng.gen_range(0..2)],
+            merge_ratio: [0.5, 0.9][rng.gen_range(0..2)],
+            flush_ratio: [0.0, 0.0005, 0.002][rng.gen_range(0..3)],
+            read_ratio: 0.05,
+        }
+    }
+}
+
+/// One write as the power-loss check needs it: logical start and acknowledgement times and
+/// the key updates it made.
+#[derive(Clone, Debug)]
+pub struct HistEntry {
+    pub start: u64,
+    /// `None` when the write returned an error (its effect is uncertain).
+    pub ack: Option<u64>,
+    pub sync: bool,
+    pub ops: Vec<(u32, OpKind, u64)>,
+}
+
+/// Per-thread histories with one logical clock: a write acknowledged at tick `a` precedes
+/// (in the DB's sequence order) every write started at a tick `> a`.
+pub struct History {
+    tick: AtomicU64,
+    pub threads: Vec<Mutex<Vec<HistEntry>>>,
+}
+
+impl History {
+    pub fn new(threads: u32) -> History {
+        History {
+            tick: AtomicU64::new(1),
+            threads: (0..threads).map(|_| Mutex::default()).collect(),
+        }
+    }
+
+    fn tick(&self) -> u64 {
+        self.tick.fetch_add(1, Ordering::SeqCst)
+    }
+
+    /// Takes the histories out, one vector per thread.
+    pub fn take(&self) -> Vec<Vec<HistEntry>> {
+        self.threads
+            .iter()
+            .map(|m| {
+                std::mem::take(&mut *m.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+            })
+            .collect()
+    }
+}
+
+/// Counters of acknowledged writes, optionally mirrored to a file (one 16-byte slot per thread:
+/// sync acks, non-sync acks) so that a parent can read them after killing the writer.
+pub struct Progress {
+    file: Option<File>,
+}
+
+impl Progress {
+    pub fn new(file: Option<File>) -> Progress {
+        Progress { file }
+    }
+
+    fn record(&self, tid: u32, stats: &ThreadStats) {
+        if let Some(f) = &self.file {
+            let mut b = [0u8; 16];
+            b[..8].copy_from_slice(&stats.acked_sync.to_le_bytes());
+            b[8..].copy_from_slice(&stats.acked_nosync.to_le_bytes());
+            let _ = f.write_all_at(&b, u64::from(tid) * 16);
+        }
+    }
+
+    /// Sums the slots of a progress file: (sync acks, non-sync acks).
+    pub fn read(path: &std::path::Path) -> (u64, u64) {
+        let Ok(data) = std::fs::read(path) else { return (0, 0) };
+        let mut out = (0, 0);
+        for c in data.chunks_exact(16) {
+            out.0 += u64::from_le_bytes(c[..8].try_into().unwrap_or_default());
+            out.1 += u64::from_le_bytes(c[8..].try_into().unwrap_or_default());
+        }
+        out
+    }
+}
+
+/// What one writer thread did.
+#[derive(Debug, Default)]
+pub struct ThreadStats {
+    pub acked_sync: u64,
+    pub acked_nosync: u64,
+    pub flushes: u64,
+    /// The error that stopped the thread, if one did.
+    pub error: Option<String>,
+    /// Read-back checks that disagreed with the oracle.
+    pub wrong_reads: Vec<String>,
+}
+
+/// Runs writer thread `tid` until `stop` is set or a write fails.
+pub fn run_thread(
+    db: &Db,
+    tid: u32,
+    cfg: &WorkloadConfig,
+    seed: u64,
+    state: &ExpectedState,
+    stop: &AtomicBool,
+    history: Option<&History>,
+    progress: &Progress,
+) -> ThreadStats {
+    let mut rng = StdRng::seed_from_u64(value::mix(seed ^ (u64::from(tid) << 32)));
+    let owned: Vec<u32> = (tid..cfg.keys).step_by(cfg.threads as usize).collect();
+    let mut stats = ThreadStats::default();
+    let mut writes = 0u64;
+    while !stop.load(Ordering::Relaxed) && !owned.is_empty() {
+        if cfg.flush_ratio > 0.0 && rng.gen_bool(cfg.flush_ratio) {
+            if let Err(e) = db.flush() {
+                stats.error = Some(format!("flush: {e}"));
+                break;
+            }
+            stats.flushes += 1;
+        }
+        writes += 1;
+        let batch_id = (u64::from(tid) + 1) << 40 | writes;
+        let n = if rng.gen_bool(cfg.batch_ratio) { rng.gen_range(2..=6) } else { 1 };
+        let n = n.min(owned.len());
+        let mut ops = Vec::with_capacity(n);
+        for idx in sample(&mut rng, owned.len(), n) {
+            let i = owned[idx];
+            let op = if rng.gen_bool(cfg.delete_ratio) {
+                OpKind::Delete
+            } else if is_counter(i) && rng.gen_bool(cfg.merge_ratio) {
+                OpKind::Merge
+            } else {
+                OpKind::Put
+            };
+            let version = match state.mark(i, op, batch_id) {
+                Ok(v) => v,
+                Err(e) => {
+                    stats.error = Some(format!("expected-state file: {e}"));
+                    return stats;
+                }
+            };
+            ops.push((i, op, version));
+        }
+        let sync = cfg.sync_ratio > 0.0 && rng.gen_bool(cfg.sync_ratio);
+        let wo = WriteOptions { sync, disable_wal: false };
+        let start = history.map_or(0, History::tick);
+        let result = if ops.len() == 1 {
+            let (i, op, v) = ops[0];
+            match op {
+                OpKind::Put => db.put_opt(key(i), payload(i, v), &wo),
+                OpKind::Delete => db.delete_opt(key(i), &wo),
+                OpKind::Merge => db.merge_opt(key(i), value::operand(i, v).to_le_bytes(), &wo),
+            }
+        } else {
+            let mut b = WriteBatch::new();
+            for &(i, op, v) in &ops {
+                match op {
+                    OpKind::Put => b.put(key(i), payload(i, v)),
+                    OpKind::Delete => b.delete(key(i)),
+                    OpKind::Merge => b.merge(key(i), value::operand(i, v).to_le_bytes()),
+                }
+            }
+            db.write_opt(b, &wo)
+        };
+        let ack = match &result {
+            Ok(()) => Some(history.map_or(0, History::tick)),
+            Err(_) => None,
+        };
+        if let Some(h) = history {
+            h.threads[tid as usize]
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(HistEntry { start, ack, sync, ops: ops.clone() });
+        }
+        if let Err(e) = result {
+            stats.error = Some(format!("write: {e}"));
+            break;
+        }
+        for &(i, _, _) in &ops {
+            if let Err(e) = state.commit(i) {
+                stats.error = Some(format!("expected-state file: {e}"));
+                return stats;
+            }
+        }
+        if sync {
+            stats.acked_sync += 1;
+        } else {
+            stats.acked_nosync += 1;
+        }
+        progress.record(tid, &stats);
+        if rng.gen_bool(cfg.read_ratio) {
+            let i = owned[rng.gen_range(0..owned.len())];
+            match db.get(key(i)) {
+                Ok(got) => {
+                    let want = state.get(i).state.observed(i);
+                    let obs = observe(i, got.as_deref());
+                    if obs != want {
+                        stats.wrong_reads.push(format!(
+                            "live read of key {i}: got {obs:?}, oracle says {want:?}"
+                        ));
+                    }
+                }
+                Err(e) => {
+                    stats.error = Some(format!("read: {e}"));
+                    break;
+                }
+            }
+        }
+    }
+    stats
+}
+
+/// The bytes a put of key `i` at version `v` stores.
+pub fn payload(i: u32, v: u64) -> Vec<u8> {
+    if is_counter(i) {
+        value::operand(i, v).to_le_bytes().to_vec()
+    } else {
+        value::value(i, v)
+    }
+}
