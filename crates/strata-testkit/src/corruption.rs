@@ -346,14 +346,18 @@ impl Matrix {
     }
 }
 
+fn has_extension(name: &str, ext: &str) -> bool {
+    Path::new(name).extension().is_some_and(|e| e.eq_ignore_ascii_case(ext))
+}
+
 fn file_kind(name: &str) -> &'static str {
     if name == "CURRENT" {
         "CURRENT"
     } else if name.starts_with("MANIFEST") {
         "MANIFEST"
-    } else if name.ends_with(".sst") {
+    } else if has_extension(name, "sst") {
         "SST"
-    } else if name.ends_with(".log") {
+    } else if has_extension(name, "log") {
         "WAL"
     } else {
         "other"

@@ -8,6 +8,8 @@
 //! before the acknowledgement) and settles pending operations, and starts the next child.
 
 use std::collections::BTreeMap;
+#[cfg(feature = "kill-points")]
+use std::fmt::Write as _;
 use std::fs::File;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -24,7 +26,7 @@ use strata::Db;
 use crate::expected::ExpectedState;
 use crate::value::mix;
 use crate::verify::{check_acked, read_all};
-use crate::workload::{run_thread, Progress, WorkloadConfig};
+use crate::workload::{run_thread, Progress, WorkloadConfig, Writer};
 use crate::{random_options, verify_options, Summary};
 
 /// How the parent configures the child's kill points.
@@ -286,7 +288,9 @@ pub fn child_main(args: &ChildArgs) -> i32 {
         let handles: Vec<_> = (0..args.threads)
             .map(|tid| {
                 let (db, wl, state, stop, progress) = (&db, &wl, &state, &stop, &progress);
-                s.spawn(move || run_thread(db, tid, wl, args.seed, state, stop, None, progress))
+                let w =
+                    Writer { db, cfg: wl, seed: args.seed, state, stop, history: None, progress };
+                s.spawn(move || run_thread(&w, tid))
             })
             .collect();
         let t0 = Instant::now();
@@ -326,8 +330,10 @@ fn dump_hits(path: &Path, done: &AtomicBool) {
         std::thread::sleep(Duration::from_millis(50));
         #[cfg(feature = "kill-points")]
         {
-            let text: String =
-                strata::kill_point::hits().iter().map(|(k, v)| format!("{k} {v}\n")).collect();
+            let text = strata::kill_point::hits().iter().fold(String::new(), |mut t, (k, v)| {
+                let _ = writeln!(t, "{k} {v}");
+                t
+            });
             if std::fs::write(&tmp, text).is_ok() {
                 let _ = std::fs::rename(&tmp, path);
             }

@@ -73,13 +73,16 @@ impl Ctx {
     }
 }
 
+/// What an operation returns: its result and the DB, if one is open.
+pub type OpResult = (Result<(), Error>, Option<Db>);
+
 /// An operation under test: `prepare` builds the state (no faults active) and may return an
 /// open DB; `run` performs the operation with faults active and returns its result and the
 /// DB, if one is open.
 pub struct IoOp {
     pub name: &'static str,
     pub prepare: fn(&mut Ctx) -> Option<Db>,
-    pub run: fn(&mut Ctx, Option<Db>) -> (Result<(), Error>, Option<Db>),
+    pub run: fn(&mut Ctx, Option<Db>) -> OpResult,
 }
 
 fn prepare_closed_with_wal_and_table(c: &mut Ctx) -> Option<Db> {
@@ -113,20 +116,20 @@ fn prepare_full_memtable(c: &mut Ctx) -> Option<Db> {
     Some(db)
 }
 
-fn run_open(c: &mut Ctx, _: Option<Db>) -> (Result<(), Error>, Option<Db>) {
+fn run_open(c: &mut Ctx, _: Option<Db>) -> OpResult {
     match c.open() {
         Ok(db) => (Ok(()), Some(db)),
         Err(e) => (Err(e), None),
     }
 }
 
-fn run_put(c: &mut Ctx, db: Option<Db>) -> (Result<(), Error>, Option<Db>) {
+fn run_put(c: &mut Ctx, db: Option<Db>) -> OpResult {
     let db = db.expect("prepared DB");
     let r = c.put(&db, "op-key", b"op-value");
     (r, Some(db))
 }
 
-fn run_flush(_: &mut Ctx, db: Option<Db>) -> (Result<(), Error>, Option<Db>) {
+fn run_flush(_: &mut Ctx, db: Option<Db>) -> OpResult {
     let db = db.expect("prepared DB");
     let r = db.flush();
     (r, Some(db))

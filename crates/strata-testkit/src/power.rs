@@ -28,7 +28,7 @@ use strata::Db;
 use crate::expected::{ExpectedState, KeyState, Observed};
 use crate::value::mix;
 use crate::verify::{check_acked, read_all, state_from_observed};
-use crate::workload::{run_thread, HistEntry, History, Progress, WorkloadConfig};
+use crate::workload::{run_thread, HistEntry, History, Progress, WorkloadConfig, Writer};
 use crate::{random_options, verify_options, Summary};
 
 /// Settings of a power-loss run.
@@ -156,7 +156,9 @@ fn one_cycle(
                 let (db, wl, state, stop, history, progress, running) =
                     (&db, &wl, &**state, &stop, &history, &progress, &running);
                 s.spawn(move || {
-                    let st = run_thread(db, tid, wl, seed, state, stop, Some(history), progress);
+                    let w =
+                        Writer { db, cfg: wl, seed, state, stop, history: Some(history), progress };
+                    let st = run_thread(&w, tid);
                     running.fetch_sub(1, Ordering::SeqCst);
                     st
                 })

@@ -136,17 +136,22 @@ pub struct ThreadStats {
     pub wrong_reads: Vec<String>,
 }
 
+/// What the writer threads share.
+pub struct Writer<'a> {
+    pub db: &'a Db,
+    pub cfg: &'a WorkloadConfig,
+    pub seed: u64,
+    pub state: &'a ExpectedState,
+    /// Set to make the threads return.
+    pub stop: &'a AtomicBool,
+    /// Where writes are logged for the power-loss check, if anywhere.
+    pub history: Option<&'a History>,
+    pub progress: &'a Progress,
+}
+
 /// Runs writer thread `tid` until `stop` is set or a write fails.
-pub fn run_thread(
-    db: &Db,
-    tid: u32,
-    cfg: &WorkloadConfig,
-    seed: u64,
-    state: &ExpectedState,
-    stop: &AtomicBool,
-    history: Option<&History>,
-    progress: &Progress,
-) -> ThreadStats {
+pub fn run_thread(w: &Writer<'_>, tid: u32) -> ThreadStats {
+    let Writer { db, cfg, seed, state, stop, history, progress } = *w;
     let mut rng = StdRng::seed_from_u64(value::mix(seed ^ (u64::from(tid) << 32)));
     let owned: Vec<u32> = (tid..cfg.keys).step_by(cfg.threads as usize).collect();
     let mut stats = ThreadStats::default();

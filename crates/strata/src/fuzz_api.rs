@@ -271,8 +271,7 @@ pub fn build_manifest(edits: u64) -> Vec<u8> {
     let first = build_version_edit(0, true);
     let mut recs = vec![first];
     for i in 0..edits {
-        let mut e = VersionEdit::default();
-        e.log_number = Some(FileNumber(i + 2));
+        let mut e = VersionEdit { log_number: Some(FileNumber(i + 2)), ..VersionEdit::default() };
         e.add_file(
             0,
             FileMetaData {
