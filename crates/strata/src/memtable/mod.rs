@@ -114,6 +114,7 @@ impl MemTable {
         self.num_entries() == 0
     }
 
+    #[cfg(test)]
     /// Smallest sequence number inserted (None when empty).
     pub fn first_seqno(&self) -> Option<SeqNo> {
         let s = self.first_seqno.load(Ordering::Relaxed);
