@@ -302,6 +302,7 @@ impl SkipList {
     }
 
     /// Inserts one entry; see [`ListWriter::insert`].
+    #[cfg(test)]
     pub(crate) fn insert(&self, key_prefix: &[u8], key_suffix: &[u8], value: &[u8]) {
         self.lock_writer().insert(key_prefix, key_suffix, value);
     }
