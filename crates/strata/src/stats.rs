@@ -68,6 +68,76 @@ pub(crate) enum Stall {
 
 const STALL_KINDS: usize = 8;
 
+/// Event counters in the spirit of RocksDB's tickers. Each thread adds to one of a few
+/// cache-line-aligned shards, so counting on the read path does not bounce a shared line
+/// between cores; reading sums the shards.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Ticker {
+    KeysRead = 0,
+    BytesRead,
+    KeysWritten,
+    BytesWritten,
+    MemtableHit,
+    MemtableMiss,
+    GetHitL0,
+    GetHitL1,
+    GetHitL2AndUp,
+    BloomUseful,
+    BloomChecked,
+}
+
+const NUM_TICKERS: usize = 11;
+const TICKER_SHARDS: usize = 16;
+
+/// RocksDB's names for the tickers, in `Ticker` order.
+const TICKER_NAMES: [&str; NUM_TICKERS] = [
+    "rocksdb.number.keys.read",
+    "rocksdb.bytes.read",
+    "rocksdb.number.keys.written",
+    "rocksdb.bytes.written",
+    "rocksdb.memtable.hit",
+    "rocksdb.memtable.miss",
+    "rocksdb.l0.hit",
+    "rocksdb.l1.hit",
+    "rocksdb.l2andup.hit",
+    "rocksdb.bloom.filter.useful",
+    "rocksdb.bloom.filter.full.positive",
+];
+
+#[repr(align(64))]
+#[derive(Default)]
+struct TickerShard([AtomicU64; NUM_TICKERS]);
+
+pub(crate) struct Tickers {
+    shards: Box<[TickerShard]>,
+}
+
+thread_local! {
+    static TICKER_SHARD: usize = {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        (NEXT.fetch_add(1, Ordering::Relaxed) as usize) % TICKER_SHARDS
+    };
+}
+
+impl Default for Tickers {
+    fn default() -> Self {
+        Tickers { shards: (0..TICKER_SHARDS).map(|_| TickerShard::default()).collect() }
+    }
+}
+
+impl Tickers {
+    #[inline]
+    pub fn add(&self, t: Ticker, n: u64) {
+        let shard = TICKER_SHARD.with(|s| *s);
+        self.shards[shard].0[t as usize].fetch_add(n, Ordering::Relaxed);
+    }
+
+    #[cfg(test)]
+    pub fn get(&self, t: Ticker) -> u64 {
+        self.shards.iter().map(|s| s.0[t as usize].load(Ordering::Relaxed)).sum()
+    }
+}
+
 /// Write-path counters.
 #[derive(Default)]
 pub(crate) struct WriteCounters {
@@ -126,6 +196,7 @@ pub(crate) struct Stats {
     pub write: WriteCounters,
     stalls: [AtomicU64; STALL_KINDS],
     last_dump: Mutex<Interval>,
+    pub tickers: Tickers,
 }
 
 /// Per-level facts the report needs from the current version.
@@ -148,6 +219,7 @@ impl Stats {
                 levels: vec![LevelStats::default(); num_levels],
                 ..Interval::default()
             }),
+            tickers: Tickers::default(),
         }
     }
 
@@ -169,6 +241,31 @@ impl Stats {
 
     pub fn level_stats(&self) -> Vec<LevelStats> {
         self.levels.lock().clone()
+    }
+
+    /// RocksDB's `--statistics` ticker dump (`name COUNT : n` lines). `extra` adds tickers kept
+    /// elsewhere (block cache, stall time).
+    pub fn statistics(&self, extra: &[(&str, u64)]) -> String {
+        let mut rows: Vec<(&str, u64)> = TICKER_NAMES
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                (*n, self.tickers.shards.iter().map(|s| s.0[i].load(Ordering::Relaxed)).sum())
+            })
+            .collect();
+        rows.extend_from_slice(extra);
+        rows.push(("rocksdb.stall.micros", self.write.stall_micros.load(Ordering::Relaxed)));
+        rows.push(("rocksdb.flush.write.bytes", self.flush_bytes.load(Ordering::Relaxed)));
+        let compact_written: u64 = self.levels.lock().iter().skip(1).map(|l| l.bytes_written).sum();
+        rows.push(("rocksdb.compact.write.bytes", compact_written));
+        rows.push(("rocksdb.wal.synced", self.write.wal_syncs.load(Ordering::Relaxed)));
+        rows.push(("rocksdb.wal.bytes", self.write.wal_bytes.load(Ordering::Relaxed)));
+        rows.sort_by_key(|r| r.0);
+        let mut s = String::new();
+        for (name, v) in rows {
+            let _ = writeln!(s, "{name} COUNT : {v}");
+        }
+        s
     }
 
     /// The `strata.stats` report. `shape` has one entry per level. Advances the interval.
@@ -452,6 +549,26 @@ mod tests {
         assert_eq!(human_number(12_345_678), "12M");
         assert_eq!(human_micros(363_000), "00:00:0.363 H:M:S");
         assert_eq!(human_micros(3_723_500_000), "01:02:3.500 H:M:S");
+    }
+
+    #[test]
+    fn tickers_sum_across_threads() {
+        let st = Stats::new(2);
+        std::thread::scope(|sc| {
+            for _ in 0..4 {
+                sc.spawn(|| {
+                    for _ in 0..1000 {
+                        st.tickers.add(Ticker::KeysRead, 1);
+                    }
+                });
+            }
+        });
+        st.tickers.add(Ticker::BloomUseful, 7);
+        assert_eq!(st.tickers.get(Ticker::KeysRead), 4000);
+        let dump = st.statistics(&[("rocksdb.block.cache.hit", 3)]);
+        assert!(dump.contains("rocksdb.number.keys.read COUNT : 4000\n"), "{dump}");
+        assert!(dump.contains("rocksdb.bloom.filter.useful COUNT : 7\n"));
+        assert!(dump.contains("rocksdb.block.cache.hit COUNT : 3\n"));
     }
 
     #[test]

@@ -64,6 +64,13 @@ pub(crate) fn property_value(inner: &DbInner, name: &str) -> Result<Option<Strin
             s
         }
         "sstables" => sstables(v),
+        "statistics" => {
+            let cache = inner.table_cache.block_cache();
+            inner.stats.statistics(&[
+                ("rocksdb.block.cache.hit", cache.map_or(0, |c| c.hits())),
+                ("rocksdb.block.cache.miss", cache.map_or(0, |c| c.misses())),
+            ])
+        }
         "stats" => {
             let busy = inner.state.lock().compacting.clone();
             let o = inner.opts.picker_options();

@@ -8,6 +8,7 @@ use crate::key::{append_internal_key, parse_internal_key, user_key};
 use crate::merge_operator::MergeOperator;
 use crate::options::ReadOptions;
 use crate::sstable::ReadBlockOptions;
+use crate::stats::Ticker;
 use crate::types::{SeqNo, ValueType};
 
 /// Where a lookup stands after seeing some entries of its key, newest first.
@@ -172,6 +173,8 @@ pub(crate) fn get_at(
     let lkey = LookupKeyBuf::new(key, seq);
     let lkey = lkey.as_slice();
     let mut ctx = GetContext::new(key, inner.opts.merge_operator.as_deref());
+    let tickers = &inner.stats.tickers;
+    tickers.add(Ticker::KeysRead, 1);
     sv.mem.get(lkey, |k, v| ctx.add(k, v));
     if !ctx.is_done() {
         for m in &sv.imm {
@@ -181,6 +184,7 @@ pub(crate) fn get_at(
             }
         }
     }
+    tickers.add(if ctx.is_done() { Ticker::MemtableHit } else { Ticker::MemtableMiss }, 1);
     if !ctx.is_done() {
         let ro = ReadBlockOptions {
             verify_checksums: opts.verify_checksums,
@@ -196,9 +200,13 @@ pub(crate) fn get_at(
                         continue;
                     }
                     let t = inner.table_cache.get(f.number)?;
+                    if !filter_passes(tickers, &t, key) {
+                        continue;
+                    }
                     t.get(lkey, &ro, |k, v| ctx.add(k, v))?;
                     ctx.name_file(t.path());
                     if ctx.is_done() {
+                        tickers.add(Ticker::GetHitL0, 1);
                         break 'levels;
                     }
                 }
@@ -209,13 +217,33 @@ pub(crate) fn get_at(
                     continue;
                 }
                 let t = inner.table_cache.get(f.number)?;
+                if !filter_passes(tickers, &t, key) {
+                    continue;
+                }
                 t.get(lkey, &ro, |k, v| ctx.add(k, v))?;
                 ctx.name_file(t.path());
                 if ctx.is_done() {
+                    tickers
+                        .add(if level == 1 { Ticker::GetHitL1 } else { Ticker::GetHitL2AndUp }, 1);
                     break;
                 }
             }
         }
     }
-    ctx.finish()
+    let r = ctx.finish();
+    if let Ok(Some(v)) = &r {
+        tickers.add(Ticker::BytesRead, v.len() as u64);
+    }
+    r
+}
+
+/// Consults the table's Bloom filter, counting checks and the lookups it saved.
+fn filter_passes(
+    tickers: &crate::stats::Tickers,
+    t: &crate::sstable::TableReader,
+    key: &[u8],
+) -> bool {
+    let pass = t.may_contain(key);
+    tickers.add(if pass { Ticker::BloomChecked } else { Ticker::BloomUseful }, 1);
+    pass
 }

@@ -9,7 +9,7 @@ use super::{DbInner, PendingWrite, WalState};
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
 use crate::options::WriteOptions;
-use crate::stats::Stall;
+use crate::stats::{Stall, Ticker};
 use crate::types::{SeqNo, ValueType};
 use crate::wal::{encode_wal_header, LogWriter};
 use crate::write_batch::WriteBatch;
@@ -135,6 +135,8 @@ fn commit_group(
     w.keys.fetch_add(count, Ordering::Relaxed);
     w.groups.fetch_add(1, Ordering::Relaxed);
     w.ingest_bytes.fetch_add(bytes, Ordering::Relaxed);
+    inner.stats.tickers.add(Ticker::KeysWritten, count);
+    inner.stats.tickers.add(Ticker::BytesWritten, bytes);
     if !disable_wal {
         w.wal_writes.fetch_add(writers, Ordering::Relaxed);
         w.wal_bytes.fetch_add(bytes, Ordering::Relaxed);
