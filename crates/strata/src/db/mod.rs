@@ -232,6 +232,24 @@ impl Db {
         read::get(&self.inner, key.as_ref(), opts)
     }
 
+    /// Reads many keys at one consistent point. Keys are looked up in sorted order through
+    /// one super version, so keys that share a table block read it once (through the block
+    /// cache); results come back in the order of `keys`.
+    pub fn multi_get<K: AsRef<[u8]>>(
+        &self,
+        keys: impl IntoIterator<Item = K>,
+    ) -> Vec<Result<Option<Vec<u8>>>> {
+        self.multi_get_opt(keys, &ReadOptions::default())
+    }
+
+    pub fn multi_get_opt<K: AsRef<[u8]>>(
+        &self,
+        keys: impl IntoIterator<Item = K>,
+        opts: &ReadOptions,
+    ) -> Vec<Result<Option<Vec<u8>>>> {
+        read::multi_get(&self.inner, keys.into_iter().collect(), opts)
+    }
+
     /// A consistent view of the DB as of now; pass it in `ReadOptions::snapshot`.
     pub fn snapshot(&self) -> Snapshot {
         // The visible sequence is published only after a whole write group is in the

@@ -163,6 +163,25 @@ pub(crate) fn get(inner: &DbInner, key: &[u8], opts: &ReadOptions) -> Result<Opt
     get_at(inner, &sv, key, seq, opts)
 }
 
+pub(crate) fn multi_get<K: AsRef<[u8]>>(
+    inner: &DbInner,
+    keys: Vec<K>,
+    opts: &ReadOptions,
+) -> Vec<Result<Option<Vec<u8>>>> {
+    let sv = inner.current_super_version();
+    let seq = match &opts.snapshot {
+        Some(s) => s.seq(),
+        None => SeqNo(inner.visible_sequence.load(Ordering::Acquire)),
+    };
+    let mut order: Vec<usize> = (0..keys.len()).collect();
+    order.sort_by(|&a, &b| keys[a].as_ref().cmp(keys[b].as_ref()));
+    let mut out: Vec<Option<Result<Option<Vec<u8>>>>> = (0..keys.len()).map(|_| None).collect();
+    for i in order {
+        out[i] = Some(get_at(inner, &sv, keys[i].as_ref(), seq, opts));
+    }
+    out.into_iter().map(|r| r.unwrap_or(Ok(None))).collect()
+}
+
 pub(crate) fn get_at(
     inner: &DbInner,
     sv: &super::SuperVersion,
