@@ -8,7 +8,7 @@
 //!   must reopen (twice) with every acknowledged write, without the probe, and take writes
 //!   again (a full disk loses nothing acknowledged; contract rule 5).
 //!
-//! Adding an operation (say, compaction once it lands) is one entry in [`OPS`].
+//! Adding an operation is one entry in [`OPS`].
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -30,13 +30,22 @@ pub struct Ctx {
     pub uncertain: Vec<(Vec<u8>, Vec<u8>)>,
     /// Write buffer size the operation wants.
     pub write_buffer_size: usize,
+    /// Whether background compactions run.
+    pub auto_compactions: bool,
 }
 
 impl Ctx {
     fn new() -> Ctx {
         let mem = MemFs::new();
         let fs = FaultFs::new(Arc::new(mem.clone()), 5);
-        Ctx { mem, fs, model: BTreeMap::new(), uncertain: Vec::new(), write_buffer_size: 64 << 10 }
+        Ctx {
+            mem,
+            fs,
+            model: BTreeMap::new(),
+            uncertain: Vec::new(),
+            write_buffer_size: 64 << 10,
+            auto_compactions: true,
+        }
     }
 
     pub fn options(&self) -> Options {
@@ -44,6 +53,7 @@ impl Ctx {
             fs: Arc::new(self.fs.clone()),
             write_buffer_size: self.write_buffer_size,
             block_size: 512,
+            disable_auto_compactions: !self.auto_compactions,
             ..Options::default()
         }
     }
@@ -116,6 +126,18 @@ fn prepare_full_memtable(c: &mut Ctx) -> Option<Db> {
     Some(db)
 }
 
+fn prepare_l0_files(c: &mut Ctx) -> Option<Db> {
+    c.auto_compactions = false;
+    let db = c.open().expect("open");
+    for p in ["a", "b", "c"] {
+        c.fill(&db, p, 15);
+        c.fill(&db, "a", 5);
+        db.flush().expect("flush");
+    }
+    c.fill(&db, "d", 5);
+    Some(db)
+}
+
 fn run_open(c: &mut Ctx, _: Option<Db>) -> OpResult {
     match c.open() {
         Ok(db) => (Ok(()), Some(db)),
@@ -126,6 +148,12 @@ fn run_open(c: &mut Ctx, _: Option<Db>) -> OpResult {
 fn run_put(c: &mut Ctx, db: Option<Db>) -> OpResult {
     let db = db.expect("prepared DB");
     let r = c.put(&db, "op-key", b"op-value");
+    (r, Some(db))
+}
+
+fn run_compact(_: &mut Ctx, db: Option<Db>) -> OpResult {
+    let db = db.expect("prepared DB");
+    let r = db.compact_range(None::<&[u8]>, None::<&[u8]>);
     (r, Some(db))
 }
 
@@ -142,6 +170,7 @@ pub const OPS: &[IoOp] = &[
     IoOp { name: "put + memtable switch", prepare: prepare_full_memtable, run: run_put },
     IoOp { name: "flush", prepare: prepare_open, run: run_flush },
     IoOp { name: "MANIFEST roll-over (open)", prepare: prepare_closed_flushed, run: run_open },
+    IoOp { name: "compaction (compact_range)", prepare: prepare_l0_files, run: run_compact },
 ];
 
 /// The faults injected: (name, operations matched, kind).

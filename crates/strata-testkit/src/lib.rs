@@ -28,8 +28,8 @@ use rand::Rng;
 use strata::env::FileSystem;
 use strata::{ChecksumType, CompressionType, Options, WalRecoveryMode};
 
-/// Random engine options for one cycle. `small` picks the small memtables the in-memory loops
-/// use, so that flushes happen within a short cycle.
+/// Random engine options for one cycle. `small` picks the small memtables and levels the
+/// in-memory loops use, so that flushes and compactions happen within a short cycle.
 pub fn random_options(rng: &mut StdRng, fs: Arc<dyn FileSystem>, small: bool) -> Options {
     let wbs = if small {
         [16 << 10, 64 << 10, 256 << 10][rng.gen_range(0..3)]
@@ -53,6 +53,16 @@ pub fn random_options(rng: &mut StdRng, fs: Arc<dyn FileSystem>, small: bool) ->
         checksum: [ChecksumType::Crc32c, ChecksumType::Xxh3][rng.gen_range(0..2)],
         block_cache_size: [0, 1 << 20, 8 << 20][rng.gen_range(0..3)],
         paranoid_checks: rng.gen_bool(0.5),
+        level0_file_num_compaction_trigger: [2, 4][rng.gen_range(0..2)],
+        max_bytes_for_level_base: if small {
+            [256 << 10, 1 << 20][rng.gen_range(0..2)]
+        } else {
+            [1 << 20, 8 << 20][rng.gen_range(0..2)]
+        },
+        target_file_size_base: [64 << 10, 256 << 10, 1 << 20][rng.gen_range(0..3)],
+        level_compaction_dynamic_level_bytes: rng.gen_bool(0.5),
+        max_subcompactions: rng.gen_range(1..=2),
+        max_background_jobs: rng.gen_range(2..=3),
         wal_recovery_mode: [
             WalRecoveryMode::PointInTime,
             WalRecoveryMode::TolerateCorruptedTailRecords,

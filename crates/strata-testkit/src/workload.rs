@@ -31,6 +31,8 @@ pub struct WorkloadConfig {
     pub merge_ratio: f64,
     /// Per write, the chance of calling `Db::flush` first.
     pub flush_ratio: f64,
+    /// Per write, the chance of calling `Db::compact_range` over everything first.
+    pub compact_ratio: f64,
     /// Per write, the chance of reading back one owned key and checking it.
     pub read_ratio: f64,
 }
@@ -46,6 +48,7 @@ impl WorkloadConfig {
             delete_ratio: [0.05, 0.2][rng.gen_range(0..2)],
             merge_ratio: [0.5, 0.9][rng.gen_range(0..2)],
             flush_ratio: [0.0, 0.0005, 0.002][rng.gen_range(0..3)],
+            compact_ratio: [0.0, 0.0001][rng.gen_range(0..2)],
             read_ratio: 0.05,
         }
     }
@@ -163,6 +166,12 @@ pub fn run_thread(w: &Writer<'_>, tid: u32) -> ThreadStats {
                 break;
             }
             stats.flushes += 1;
+        }
+        if cfg.compact_ratio > 0.0 && rng.gen_bool(cfg.compact_ratio) {
+            if let Err(e) = db.compact_range(None::<&[u8]>, None::<&[u8]>) {
+                stats.error = Some(format!("compact_range: {e}"));
+                break;
+            }
         }
         writes += 1;
         let batch_id = (u64::from(tid) + 1) << 40 | writes;

@@ -241,13 +241,13 @@ pub fn build_table(n: usize, block_size: usize, compression: u8) -> Vec<u8> {
 pub fn build_version_edit(files: u64, first: bool) -> Vec<u8> {
     let mut e = VersionEdit::default();
     if first {
-        e.comparator = Some(crate::version::set::COMPARATOR_NAME.to_string());
+        e.comparator = Some(crate::version::edit::BYTEWISE_COMPARATOR.to_string());
         e.next_file_number = Some(FileNumber(files + 10));
     }
     e.log_number = Some(FileNumber(files + 2));
     e.last_sequence = Some(SeqNo(files * 10));
     for i in 0..files {
-        e.add_file(
+        e.new_files.push((
             0,
             FileMetaData {
                 number: FileNumber(i + 3),
@@ -259,7 +259,7 @@ pub fn build_version_edit(files: u64, first: bool) -> Vec<u8> {
                 num_entries: 5,
                 num_deletions: 0,
             },
-        );
+        ));
     }
     let mut buf = Vec::new();
     e.encode(&mut buf);
@@ -272,7 +272,7 @@ pub fn build_manifest(edits: u64) -> Vec<u8> {
     let mut recs = vec![first];
     for i in 0..edits {
         let mut e = VersionEdit { log_number: Some(FileNumber(i + 2)), ..VersionEdit::default() };
-        e.add_file(
+        e.new_files.push((
             0,
             FileMetaData {
                 number: FileNumber(100 + i),
@@ -284,7 +284,7 @@ pub fn build_manifest(edits: u64) -> Vec<u8> {
                 num_entries: 2,
                 num_deletions: 0,
             },
-        );
+        ));
         let mut buf = Vec::new();
         e.encode(&mut buf);
         recs.push(buf);
@@ -299,7 +299,7 @@ pub fn build_manifest(edits: u64) -> Vec<u8> {
 /// "properties", "metaindex" and "footer" (blocks include their trailers), sorted by offset.
 pub fn table_regions(data: &[u8]) -> Result<Vec<(String, u64, u64)>> {
     use crate::sstable::format::{read_block, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN};
-    use crate::sstable::metaindex::MetaIndex;
+    use crate::sstable::metaindex::{MetaIndex, FILTER_BLOCK, PROPERTIES_BLOCK};
     let (_fs, file) = mem_file("000001.sst", data);
     let len = data.len() as u64;
     if len < FOOTER_LEN as u64 {
@@ -317,10 +317,11 @@ pub fn table_regions(data: &[u8]) -> Result<Vec<(String, u64, u64)>> {
         ("index".to_string(), footer.index.offset, footer.index.size + t),
         ("metaindex".to_string(), footer.metaindex.offset, footer.metaindex.size + t),
     ];
-    for (name, h) in meta.entries() {
-        let name = String::from_utf8_lossy(name);
-        let name = name.strip_prefix("strata.").unwrap_or(&name).to_string();
-        out.push((name, h.offset, h.size + t));
+    for name in [FILTER_BLOCK, PROPERTIES_BLOCK] {
+        if let Some(h) = meta.get(name) {
+            let short = name.strip_prefix("strata.").unwrap_or(name).to_string();
+            out.push((short, h.offset, h.size + t));
+        }
     }
     let data_end = out.iter().map(|r| r.1).min().unwrap_or(0);
     out.push(("data".to_string(), 0, data_end));
