@@ -153,3 +153,47 @@ pub fn percentiles(v: &[u64]) -> (u64, u64, u64) {
     let at = |q: f64| s[((s.len() - 1) as f64 * q).round() as usize];
     (at(0.5), at(0.99), s[s.len() - 1])
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::expected::OpKind;
+
+    #[test]
+    fn classifies_lost_wrong_pending_and_torn() {
+        let s = ExpectedState::in_memory(8);
+        // Key 0 committed at version 1, then 2.
+        s.mark(0, OpKind::Put, 1).unwrap();
+        s.commit(0).unwrap();
+        s.mark(0, OpKind::Put, 2).unwrap();
+        s.commit(0).unwrap();
+        // Keys 1 and 2 pending in one batch.
+        s.mark(1, OpKind::Put, 3).unwrap();
+        s.mark(2, OpKind::Put, 3).unwrap();
+        // Key 3 (a counter) committed with one merge.
+        s.mark(3, OpKind::Merge, 4).unwrap();
+        s.commit(3).unwrap();
+        let c = s.get(3).state.counter;
+
+        let ok = [
+            Observed::Value(2),
+            Observed::Value(1),
+            Observed::Value(1),
+            Observed::Counter(c),
+            Observed::Absent,
+            Observed::Absent,
+            Observed::Absent,
+            Observed::Absent,
+        ];
+        let r = check_acked(&s, &ok, false).unwrap();
+        assert_eq!((r.lost, r.wrong, r.torn_batches, r.pending_new), (0, 0, 0, 2));
+
+        let mut bad = ok;
+        bad[0] = Observed::Value(1); // an acknowledged write lost
+        bad[2] = Observed::Absent; // batch half applied
+        bad[3] = Observed::Counter(c ^ 1); // wrong counter
+        bad[4] = Observed::Garbage;
+        let r = check_acked(&s, &bad, false).unwrap();
+        assert_eq!((r.lost, r.wrong, r.torn_batches), (1, 2, 1), "{:?}", r.messages);
+    }
+}
