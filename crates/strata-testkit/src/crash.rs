@@ -228,7 +228,11 @@ fn one_cycle(
     if rep.violations() > 0 || !problems.is_empty() {
         let mut msgs = rep.messages;
         msgs.extend(problems.into_iter().take(10));
-        return Err(format!("after {ending} (kill points {spec:?}): {}", msgs.join("\n    ")));
+        return Err(format!(
+            "after {ending} (kill points {spec:?}; child {}): {}",
+            stderr.lines().next().unwrap_or(""),
+            msgs.join("\n    ")
+        ));
     }
     Ok(())
 }
@@ -263,6 +267,7 @@ pub fn child_main(args: &ChildArgs) -> i32 {
     let mut rng = StdRng::seed_from_u64(args.seed);
     let opts = random_options(&mut rng, Arc::new(OsFs), false);
     let wl = WorkloadConfig::random(&mut rng, state.keys(), args.threads);
+    eprintln!("options: {}; workload: {wl:?}", crate::describe_options(&opts));
     let stop = AtomicBool::new(false);
     let progress_file = match File::create(&args.progress) {
         Ok(f) => f,

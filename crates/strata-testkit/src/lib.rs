@@ -71,6 +71,31 @@ pub fn random_options(rng: &mut StdRng, fs: Arc<dyn FileSystem>, small: bool) ->
     }
 }
 
+/// The options `random_options` varies, for failure reports.
+pub fn describe_options(o: &Options) -> String {
+    format!(
+        "write_buffer_size={} max_write_buffer_number={} block_size={} restart={} bloom={} \
+         compression={:?} checksum={:?} cache={} paranoid={} l0_trigger={} level_base={} \
+         target_file={} dynamic={} subcompactions={} jobs={} wal_recovery={:?}",
+        o.write_buffer_size,
+        o.max_write_buffer_number,
+        o.block_size,
+        o.block_restart_interval,
+        o.bloom_bits_per_key,
+        o.compression,
+        o.checksum,
+        o.block_cache_size,
+        o.paranoid_checks,
+        o.level0_file_num_compaction_trigger,
+        o.max_bytes_for_level_base,
+        o.target_file_size_base,
+        o.level_compaction_dynamic_level_bytes,
+        o.max_subcompactions,
+        o.max_background_jobs,
+        o.wal_recovery_mode
+    )
+}
+
 /// Options for opening a DB to verify it (the merge operator is what matters).
 pub fn verify_options(fs: Arc<dyn FileSystem>) -> Options {
     Options {

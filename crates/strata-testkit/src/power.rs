@@ -192,7 +192,11 @@ fn one_cycle(
         sum.acked_nosync += st.acked_nosync;
         sum.wrong += st.wrong_reads.len() as u64;
         for w in &st.wrong_reads {
-            sum.failures.push(format!("seed {} (cycle seed {seed}): {w}", cfg.seed));
+            sum.failures.push(format!(
+                "seed {} (cycle seed {seed}): {w}; options: {}; workload: {wl:?}",
+                cfg.seed,
+                crate::describe_options(&opts)
+            ));
         }
     }
 

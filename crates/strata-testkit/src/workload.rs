@@ -250,8 +250,11 @@ pub fn run_thread(w: &Writer<'_>, tid: u32) -> ThreadStats {
                     let want = state.get(i).state.observed(i);
                     let obs = observe(i, got.as_deref());
                     if obs != want {
+                        let again = db.get(key(i)).map(|g| observe(i, g.as_deref()));
                         stats.wrong_reads.push(format!(
-                            "live read of key {i}: got {obs:?}, oracle says {want:?}"
+                            "live read of key {i}: got {obs:?}, oracle says {want:?} (read again: \
+                             {again:?}; stopping: {})",
+                            stop.load(Ordering::Relaxed)
                         ));
                     }
                 }
