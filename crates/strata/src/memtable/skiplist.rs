@@ -250,15 +250,25 @@ impl SkipList {
     /// Walks down from the top level, moving right while the next key satisfies `go_right`
     /// (which must hold for a prefix of the list), and returns the last node reached at level 0
     /// (the head when `go_right` holds for no key).
+    ///
+    /// Also returns the node that ended the walk at level 0 (the first node for which
+    /// `go_right` fails, as seen by this walk), if any. Callers wanting that node must use it
+    /// rather than re-load the successor of the returned node: a concurrent insert may have put
+    /// a node between the two in the meantime, one for which `go_right` holds.
     #[inline]
-    fn descend(&self, mut go_right: impl FnMut(&[u8]) -> bool) -> Node<'_> {
+    fn descend(&self, mut go_right: impl FnMut(&[u8]) -> bool) -> (Node<'_>, Option<Node<'_>>) {
         let mut x = self.head();
         let mut bound = None;
         let mut level = self.height.load(MemOrder::Relaxed) - 1;
         loop {
             x = walk(x, level, &mut go_right, &mut bound);
             if level == 0 {
-                return x;
+                // SAFETY: `bound` was loaded with `Acquire` from a link of this list (in `walk`),
+                // so it satisfies the `Node` invariant; every node has at least one link. The
+                // level-0 walk ends either at it or at the end of the list, where it is None
+                // (a node that failed `go_right` higher up is right of `x` at level 0 too).
+                let stop = bound.map(|p| unsafe { Node::from_raw(p, 1) });
+                return (x, stop);
             }
             level -= 1;
         }
@@ -277,22 +287,22 @@ impl SkipList {
 
     /// The last node.
     pub(crate) fn last(&self) -> Option<Node<'_>> {
-        self.non_head(self.descend(|_| true))
+        self.non_head(self.descend(|_| true).0)
     }
 
     /// The first node with key `>= key`.
     pub(crate) fn seek_ge(&self, key: &[u8]) -> Option<Node<'_>> {
-        self.descend(|k| compare_internal(k, key) == Ordering::Less).next(0)
+        self.descend(|k| compare_internal(k, key) == Ordering::Less).1
     }
 
     /// The last node with key `< key`.
     pub(crate) fn seek_lt(&self, key: &[u8]) -> Option<Node<'_>> {
-        self.non_head(self.descend(|k| compare_internal(k, key) == Ordering::Less))
+        self.non_head(self.descend(|k| compare_internal(k, key) == Ordering::Less).0)
     }
 
     /// The last node with key `<= key`.
     pub(crate) fn seek_le(&self, key: &[u8]) -> Option<Node<'_>> {
-        self.non_head(self.descend(|k| compare_internal(k, key) != Ordering::Greater))
+        self.non_head(self.descend(|k| compare_internal(k, key) != Ordering::Greater).0)
     }
 
     /// Takes the writer mutex (readers are never blocked by it). Holding the guard lets a
