@@ -49,10 +49,9 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
                 dir.display()
             )));
         }
-        if kinds
-            .iter()
-            .any(|k| matches!(k, FileKind::Manifest(_) | FileKind::Table(_) | FileKind::Wal(_)))
-        {
+        // A MANIFEST without CURRENT, WAL or table is a creation that crashed before CURRENT
+        // was installed (the first WAL is created after it): it holds no data, start afresh.
+        if kinds.iter().any(|k| matches!(k, FileKind::Table(_) | FileKind::Wal(_))) {
             return Err(Error::corruption(
                 current_path(dir),
                 0,
