@@ -1,17 +1,37 @@
 //! Strata: an embedded, persistent LSM-tree key-value store.
-#![allow(dead_code)] // bring-up only: removed once every module is wired into Db.
+//!
+//! ```no_run
+//! let db = strata::Db::open_default("/tmp/strata-doc").unwrap();
+//! db.put(b"key", b"value").unwrap();
+//! assert_eq!(db.get(b"key").unwrap().as_deref(), Some(&b"value"[..]));
+//! ```
+// Compaction and some format accessors are wired in step by step; until then parts are unused.
+#![allow(dead_code)]
 
 pub mod env;
 pub mod error;
 pub mod key;
+pub mod merge_operator;
+pub mod options;
 pub mod types;
+pub mod write_batch;
 
 pub(crate) mod cache;
+pub(crate) mod compaction;
+pub(crate) mod db;
 pub(crate) mod iterator;
 pub(crate) mod memtable;
 pub(crate) mod sstable;
 pub(crate) mod util;
+pub(crate) mod version;
 pub(crate) mod wal;
 
+pub use db::{Db, DbIterator, DbRawIterator, Direction, IteratorMode, Snapshot};
 pub use error::{Error, Result};
+pub use merge_operator::MergeOperator;
+pub use options::{Options, PrefixExtractor, ReadOptions, WriteOptions};
+pub use sstable::CompressionType;
 pub use types::{FileNumber, Level, SeqNo, ValueType};
+pub use util::checksum::ChecksumType;
+pub use wal::WalRecoveryMode;
+pub use write_batch::WriteBatch;

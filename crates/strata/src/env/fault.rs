@@ -98,6 +98,19 @@ impl FaultFs {
         self.shared.rules.lock().clear();
     }
 
+    /// Makes every later gated operation fail with EIO: the "process" using this view of the
+    /// filesystem is dead. Crash tests call this before [`super::MemFs::crash`] so the old DB's
+    /// threads cannot touch the files the next DB recovers from.
+    pub fn kill(&self) {
+        self.add_rule(FaultRule {
+            op: FaultOp::Any,
+            kind: FaultKind::Eio,
+            nth: 1,
+            persistent: true,
+            path_contains: None,
+        });
+    }
+
     /// How many faults were injected so far.
     pub fn injected(&self) -> u64 {
         self.shared.injected.load(Ordering::SeqCst)

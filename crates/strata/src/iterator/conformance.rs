@@ -179,52 +179,60 @@ pub(crate) fn sample_entries(n: usize, seed: u64) -> Vec<(Vec<u8>, Vec<u8>)> {
     out
 }
 
+use crate::error::Result;
+
+/// A trivially correct iterator over a sorted vector: the reference for the suite itself and
+/// a child for composite iterators under test.
+pub(crate) struct VecIter {
+    data: Vec<(Vec<u8>, Vec<u8>)>,
+    pos: Option<usize>,
+}
+
+impl VecIter {
+    pub(crate) fn new(data: Vec<(Vec<u8>, Vec<u8>)>) -> Self {
+        VecIter { data, pos: None }
+    }
+}
+
+impl InternalIterator for VecIter {
+    fn valid(&self) -> bool {
+        self.pos.is_some()
+    }
+    fn seek_to_first(&mut self) {
+        self.pos = (!self.data.is_empty()).then_some(0);
+    }
+    fn seek_to_last(&mut self) {
+        self.pos = self.data.len().checked_sub(1);
+    }
+    fn seek(&mut self, t: &[u8]) {
+        let i = self.data.partition_point(|(k, _)| compare_internal(k, t) == Ordering::Less);
+        self.pos = (i < self.data.len()).then_some(i);
+    }
+    fn seek_for_prev(&mut self, t: &[u8]) {
+        let i = self.data.partition_point(|(k, _)| compare_internal(k, t) != Ordering::Greater);
+        self.pos = i.checked_sub(1);
+    }
+    fn next(&mut self) {
+        let p = self.pos.unwrap();
+        self.pos = (p + 1 < self.data.len()).then_some(p + 1);
+    }
+    fn prev(&mut self) {
+        self.pos = self.pos.unwrap().checked_sub(1);
+    }
+    fn key(&self) -> &[u8] {
+        &self.data[self.pos.unwrap()].0
+    }
+    fn value(&self) -> &[u8] {
+        &self.data[self.pos.unwrap()].1
+    }
+    fn status(&self) -> Result<()> {
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::Result;
-
-    /// A trivially correct iterator over a vector, to test the suite itself.
-    struct VecIter {
-        data: Vec<(Vec<u8>, Vec<u8>)>,
-        pos: Option<usize>,
-    }
-
-    impl InternalIterator for VecIter {
-        fn valid(&self) -> bool {
-            self.pos.is_some()
-        }
-        fn seek_to_first(&mut self) {
-            self.pos = (!self.data.is_empty()).then_some(0);
-        }
-        fn seek_to_last(&mut self) {
-            self.pos = self.data.len().checked_sub(1);
-        }
-        fn seek(&mut self, t: &[u8]) {
-            let i = self.data.partition_point(|(k, _)| compare_internal(k, t) == Ordering::Less);
-            self.pos = (i < self.data.len()).then_some(i);
-        }
-        fn seek_for_prev(&mut self, t: &[u8]) {
-            let i = self.data.partition_point(|(k, _)| compare_internal(k, t) != Ordering::Greater);
-            self.pos = i.checked_sub(1);
-        }
-        fn next(&mut self) {
-            let p = self.pos.unwrap();
-            self.pos = (p + 1 < self.data.len()).then_some(p + 1);
-        }
-        fn prev(&mut self) {
-            self.pos = self.pos.unwrap().checked_sub(1);
-        }
-        fn key(&self) -> &[u8] {
-            &self.data[self.pos.unwrap()].0
-        }
-        fn value(&self) -> &[u8] {
-            &self.data[self.pos.unwrap()].1
-        }
-        fn status(&self) -> Result<()> {
-            Ok(())
-        }
-    }
 
     #[test]
     fn suite_accepts_a_correct_iterator() {

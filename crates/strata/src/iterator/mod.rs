@@ -2,6 +2,9 @@
 
 #[cfg(test)]
 pub(crate) mod conformance;
+pub(crate) mod db_iter;
+pub(crate) mod level;
+pub(crate) mod merging;
 
 use crate::error::Result;
 
@@ -63,5 +66,38 @@ impl<I: InternalIterator + ?Sized> InternalIterator for Box<I> {
     }
     fn status(&self) -> Result<()> {
         (**self).status()
+    }
+}
+
+/// An iterator that is empty and reports an error: what a composite iterator becomes when one
+/// of its sources cannot be opened.
+pub(crate) struct ErrorIterator {
+    error: crate::error::Error,
+}
+
+impl ErrorIterator {
+    pub fn new(error: crate::error::Error) -> Self {
+        ErrorIterator { error }
+    }
+}
+
+impl InternalIterator for ErrorIterator {
+    fn valid(&self) -> bool {
+        false
+    }
+    fn seek_to_first(&mut self) {}
+    fn seek_to_last(&mut self) {}
+    fn seek(&mut self, _target: &[u8]) {}
+    fn seek_for_prev(&mut self, _target: &[u8]) {}
+    fn next(&mut self) {}
+    fn prev(&mut self) {}
+    fn key(&self) -> &[u8] {
+        &[]
+    }
+    fn value(&self) -> &[u8] {
+        &[]
+    }
+    fn status(&self) -> Result<()> {
+        Err(self.error.duplicate())
     }
 }

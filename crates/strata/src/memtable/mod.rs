@@ -1,1 +1,134 @@
-//! The memtable: an arena-backed concurrent skiplist of internal keys. (To be written.)
+//! The memtable: recent writes, sorted by internal key, in an arena-backed skiplist.
+//!
+//! Why our own skiplist rather than a crate or a `BTreeMap` behind a lock:
+//! - memory layout and accounting: each entry is one arena allocation holding its links, key and
+//!   value, copied exactly once; the DB decides when to flush from
+//!   [`MemTable::approximate_memory_usage`], which is one atomic load;
+//! - concurrency model: the DB has one writer at a time (the write-group leader) and many readers
+//!   (gets, iterators, the flush), so readers are lock-free and never block the writer, and the
+//!   writer never waits for readers;
+//! - no per-entry heap allocation and no per-entry drop: the arena is freed in one go when the
+//!   last reference to the memtable (the DB's or an iterator's `Arc`) goes away.
+//!
+//! Files: `arena.rs` (chunk allocator), `skiplist.rs` (node layout and publication protocol),
+//! `iter.rs` ([`MemTableIterator`]).
+
+mod arena;
+mod iter;
+mod skiplist;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+pub(crate) use iter::MemTableIterator;
+use skiplist::SkipList;
+
+use crate::key::pack_trailer;
+use crate::types::{SeqNo, ValueType};
+
+/// An in-memory sorted buffer of internal-key entries. `Send + Sync`: any number of threads may
+/// read while one writes.
+pub struct MemTable {
+    list: SkipList,
+    num_entries: AtomicU64,
+    num_deletes: AtomicU64,
+    /// Smallest sequence number added; `u64::MAX` while empty (never a valid `SeqNo`).
+    first_seqno: AtomicU64,
+    /// Largest sequence number added plus one; 0 while empty.
+    largest_seqno_plus1: AtomicU64,
+}
+
+impl Default for MemTable {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl MemTable {
+    pub fn new() -> MemTable {
+        MemTable {
+            list: SkipList::new(),
+            num_entries: AtomicU64::new(0),
+            num_deletes: AtomicU64::new(0),
+            first_seqno: AtomicU64::new(u64::MAX),
+            largest_seqno_plus1: AtomicU64::new(0),
+        }
+    }
+
+    /// Inserts one entry. Safe to call from several threads: writers serialise on an internal
+    /// mutex (uncontended in practice: the DB's write-group leader does all inserts). Readers
+    /// see the entry complete or not at all.
+    ///
+    /// The DB gives every entry a unique sequence number. Should the same internal key (user
+    /// key, seq and type) be added twice anyway, both entries are kept and iterated, the later
+    /// one first.
+    ///
+    /// Panics if `user_key.len() + 8` or `value.len()` exceeds `u32::MAX` (the DB rejects such
+    /// writes earlier).
+    pub fn add(&self, seq: SeqNo, t: ValueType, user_key: &[u8], value: &[u8]) {
+        let trailer = pack_trailer(seq, t).to_le_bytes();
+        self.list.insert(user_key, &trailer, value);
+        self.first_seqno.fetch_min(seq.0, Ordering::Relaxed);
+        self.largest_seqno_plus1.fetch_max(seq.0 + 1, Ordering::Relaxed);
+        if matches!(t, ValueType::Deletion | ValueType::SingleDeletion) {
+            self.num_deletes.fetch_add(1, Ordering::Relaxed);
+        }
+        self.num_entries.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Calls `f(ikey, value)` for entries starting at the first entry `>= lookup_ikey` (an
+    /// internal key, see [`crate::key::lookup_key`]), in order, until `f` returns false or the
+    /// entries end. Lock-free; allocates nothing.
+    pub fn get(&self, lookup_ikey: &[u8], mut f: impl FnMut(&[u8], &[u8]) -> bool) {
+        let mut node = self.list.seek_ge(lookup_ikey);
+        while let Some(n) = node {
+            if !f(n.key(), n.value()) {
+                return;
+            }
+            node = n.next(0);
+        }
+    }
+
+    /// An iterator that keeps the memtable alive (it owns an `Arc`). It sees every entry
+    /// published before each of its positioning calls, and possibly later ones.
+    pub fn iter(self: &Arc<Self>) -> MemTableIterator {
+        MemTableIterator::new(Arc::clone(self))
+    }
+
+    /// Arena bytes in use plus this struct; one atomic load. Tracks resident memory (see the
+    /// arena's doc): the arena reserves memory in 1 MiB chunks, touched as it is used.
+    pub fn approximate_memory_usage(&self) -> usize {
+        self.list.memory_usage() + std::mem::size_of::<Self>()
+    }
+
+    pub fn num_entries(&self) -> u64 {
+        self.num_entries.load(Ordering::Relaxed)
+    }
+
+    /// Entries of type `Deletion` or `SingleDeletion`.
+    pub fn num_deletes(&self) -> u64 {
+        self.num_deletes.load(Ordering::Relaxed)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.num_entries() == 0
+    }
+
+    /// Smallest sequence number inserted (None when empty).
+    pub fn first_seqno(&self) -> Option<SeqNo> {
+        let s = self.first_seqno.load(Ordering::Relaxed);
+        (s != u64::MAX).then_some(SeqNo(s))
+    }
+
+    /// Largest sequence number inserted (None when empty).
+    pub fn largest_seqno(&self) -> Option<SeqNo> {
+        self.largest_seqno_plus1.load(Ordering::Relaxed).checked_sub(1).map(SeqNo)
+    }
+
+    pub(crate) fn skiplist(&self) -> &SkipList {
+        &self.list
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,1 +1,38 @@
-//! Sorted string tables. (To be written.)
+//! Sorted string tables: immutable files of internal keys in order, written once by flush or
+//! compaction and read by point lookups and iterators.
+//!
+//! One concept per file; the on-disk format is described where it is written and in
+//! `docs/format/sstable.md`:
+//! - [`format`]: file layout, block handles, block trailers, the footer, reading a block.
+//! - [`compression`]: block compression codecs.
+//! - [`block_builder`] / [`block`]: data and index blocks (prefix-compressed, restart points).
+//! - [`filter`]: the cache-line-blocked Bloom filter over user keys.
+//! - [`properties`]: the properties block.
+//! - [`metaindex`]: names of meta blocks mapped to their handles.
+//! - [`builder`] / [`reader`]: whole tables.
+
+pub mod block;
+pub mod block_builder;
+pub mod builder;
+pub mod compression;
+pub mod filter;
+pub mod format;
+pub mod metaindex;
+pub mod properties;
+pub mod reader;
+
+#[cfg(test)]
+mod tests;
+
+// Bring-up: the DB wires these in later (the crate's `dead_code` allowance does not cover
+// re-exports).
+#[allow(unused_imports)]
+pub use block::{Block, BlockIter};
+#[allow(unused_imports)]
+pub use builder::{TableBuilder, TableOptions, TableSummary};
+#[allow(unused_imports)]
+pub use format::{BlockHandle, CompressionType};
+#[allow(unused_imports)]
+pub use properties::TableProperties;
+#[allow(unused_imports)]
+pub use reader::{ReadBlockOptions, TableIterator, TableReader};

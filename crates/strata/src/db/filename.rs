@@ -1,0 +1,113 @@
+//! Names of the files in a DB directory.
+//!
+//! ```text
+//! CURRENT            name of the live MANIFEST, one line
+//! LOCK               held while a Db is open
+//! MANIFEST-NNNNNN    log of version edits
+//! NNNNNN.log         write-ahead log
+//! NNNNNN.sst         table
+//! NNNNNN.dbtmp       temporary file (CURRENT being replaced)
+//! ```
+//! All numbers come from one counter ([`FileNumber`]).
+
+use std::path::{Path, PathBuf};
+
+use crate::types::FileNumber;
+
+/// The kinds of file the engine creates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FileKind {
+    Current,
+    Lock,
+    Manifest(FileNumber),
+    Wal(FileNumber),
+    Table(FileNumber),
+    Temp(FileNumber),
+}
+
+pub(crate) fn current_path(dir: &Path) -> PathBuf {
+    dir.join("CURRENT")
+}
+
+pub(crate) fn lock_path(dir: &Path) -> PathBuf {
+    dir.join("LOCK")
+}
+
+pub(crate) fn manifest_name(n: FileNumber) -> String {
+    format!("MANIFEST-{n}")
+}
+
+pub(crate) fn manifest_path(dir: &Path, n: FileNumber) -> PathBuf {
+    dir.join(manifest_name(n))
+}
+
+pub(crate) fn wal_path(dir: &Path, n: FileNumber) -> PathBuf {
+    dir.join(format!("{n}.log"))
+}
+
+pub(crate) fn table_path(dir: &Path, n: FileNumber) -> PathBuf {
+    dir.join(format!("{n}.sst"))
+}
+
+pub(crate) fn temp_path(dir: &Path, n: FileNumber) -> PathBuf {
+    dir.join(format!("{n}.dbtmp"))
+}
+
+fn parse_number(s: &str) -> Option<FileNumber> {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok().map(FileNumber)
+}
+
+/// Classifies a directory entry; `None` for files the engine does not own.
+pub(crate) fn parse_file_name(name: &str) -> Option<FileKind> {
+    match name {
+        "CURRENT" => return Some(FileKind::Current),
+        "LOCK" => return Some(FileKind::Lock),
+        _ => {}
+    }
+    if let Some(rest) = name.strip_prefix("MANIFEST-") {
+        return parse_number(rest).map(FileKind::Manifest);
+    }
+    let (stem, ext) = name.rsplit_once('.')?;
+    let n = parse_number(stem)?;
+    match ext {
+        "log" => Some(FileKind::Wal(n)),
+        "sst" => Some(FileKind::Table(n)),
+        "dbtmp" => Some(FileKind::Temp(n)),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_roundtrip() {
+        let d = Path::new("/db");
+        let n = FileNumber(42);
+        for (p, k) in [
+            (wal_path(d, n), FileKind::Wal(n)),
+            (table_path(d, n), FileKind::Table(n)),
+            (manifest_path(d, n), FileKind::Manifest(n)),
+            (temp_path(d, n), FileKind::Temp(n)),
+            (current_path(d), FileKind::Current),
+            (lock_path(d), FileKind::Lock),
+        ] {
+            let name = p.file_name().unwrap().to_str().unwrap();
+            assert_eq!(parse_file_name(name), Some(k), "{name}");
+        }
+        assert_eq!(wal_path(d, n).to_str().unwrap(), "/db/000042.log");
+    }
+
+    #[test]
+    fn foreign_names_ignored() {
+        for name in
+            ["LOG", "x.sst", "12.txt", "MANIFEST-", "MANIFEST-1a", ".log", "-1.sst", "+5.log"]
+        {
+            assert_eq!(parse_file_name(name), None, "{name}");
+        }
+    }
+}

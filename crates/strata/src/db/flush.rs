@@ -1,0 +1,159 @@
+//! Flushing memtables to L0 tables, the background thread that does it, and `Db::flush`.
+
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use super::filename::{table_path, wal_path};
+use super::write::switch_memtable;
+use super::DbInner;
+use crate::error::{Error, Result};
+use crate::iterator::InternalIterator;
+use crate::memtable::MemTable;
+use crate::sstable::TableBuilder;
+use crate::types::FileNumber;
+use crate::version::edit::{FileMetaData, VersionEdit};
+
+/// Writes `mem` as table `number`; `None` when the memtable is empty. The table is synced and
+/// its directory entry made durable before this returns.
+pub(crate) fn write_level0_table(
+    inner_fs: &dyn crate::env::FileSystem,
+    dir: &std::path::Path,
+    table_options: &crate::sstable::TableOptions,
+    mem: &Arc<MemTable>,
+    number: FileNumber,
+) -> Result<Option<FileMetaData>> {
+    if mem.is_empty() {
+        return Ok(None);
+    }
+    let path = table_path(dir, number);
+    let file = inner_fs.create(&path)?;
+    let mut builder = TableBuilder::new(table_options, file, path.clone());
+    let mut it = mem.iter();
+    it.seek_to_first();
+    while it.valid() {
+        builder.add(it.key(), it.value())?;
+        it.next();
+    }
+    it.status()?;
+    let summary = builder.finish()?;
+    inner_fs.sync_dir(dir)?;
+    Ok(Some(FileMetaData {
+        number,
+        file_size: summary.file_size,
+        smallest: summary.smallest,
+        largest: summary.largest,
+        smallest_seqno: summary.smallest_seqno,
+        largest_seqno: summary.largest_seqno,
+        num_entries: summary.num_entries,
+        num_deletions: summary.properties.num_deletions,
+    }))
+}
+
+/// Starts the background flush thread.
+pub(crate) fn start_background(inner: &Arc<DbInner>) -> Result<Vec<JoinHandle<()>>> {
+    let db = inner.clone();
+    let t = std::thread::Builder::new()
+        .name("strata-flush".to_string())
+        .spawn(move || flush_loop(&db))
+        .map_err(|e| Error::io("spawn thread", &inner.dir, e))?;
+    Ok(vec![t])
+}
+
+fn flush_loop(inner: &DbInner) {
+    loop {
+        let (mem, next_log) = {
+            let mut st = inner.state.lock();
+            while !st.shutting_down && (st.imm.is_empty() || st.bg_error.is_some()) {
+                inner.bg_cv.wait(&mut st);
+            }
+            if st.shutting_down {
+                return;
+            }
+            let Some((mem, _)) = st.imm.front() else { continue };
+            let next_log = st.imm.get(1).map_or(st.mem_log, |(_, l)| *l);
+            (mem.clone(), next_log)
+        };
+        if let Err(e) = flush_one(inner, &mem, next_log) {
+            let mut st = inner.state.lock();
+            inner.set_bg_error(&mut st, &e);
+        }
+    }
+}
+
+/// Flushes the oldest immutable memtable `mem`; afterwards WALs older than `next_log` hold
+/// nothing that is not in a table and are deleted.
+fn flush_one(inner: &DbInner, mem: &Arc<MemTable>, next_log: FileNumber) -> Result<()> {
+    let number = inner.new_file_number();
+    let meta = write_level0_table(inner.fs.as_ref(), &inner.dir, &inner.table_options, mem, number);
+    let meta = match meta {
+        Ok(m) => m,
+        Err(e) => {
+            let _ = inner.fs.remove(&table_path(&inner.dir, number));
+            return Err(e);
+        }
+    };
+    let mut edit = VersionEdit::default();
+    if let Some(m) = meta {
+        edit.last_sequence = Some(m.largest_seqno);
+        edit.new_files.push((0, m));
+    }
+    edit.log_number = Some(next_log);
+    let old_logs: Vec<FileNumber>;
+    {
+        let mut versions = inner.versions.lock();
+        let version = versions.log_and_apply(&mut edit)?;
+        let mut st = inner.state.lock();
+        let flushed = st.imm.pop_front();
+        debug_assert!(flushed.is_some_and(|(m, _)| Arc::ptr_eq(&m, mem)));
+        st.memtables_flushed += 1;
+        if st.imm.is_empty() {
+            st.unpersisted_without_wal = false;
+        }
+        inner.install_super_version(&st, version);
+        inner.bg_cv.notify_all();
+        old_logs = obsolete_wals(inner, next_log);
+    }
+    for n in old_logs {
+        // A leftover WAL is harmless (it is skipped at the next open), so failure is ignored.
+        let _ = inner.fs.remove(&wal_path(&inner.dir, n));
+    }
+    Ok(())
+}
+
+/// WAL files numbered below `log_number`.
+fn obsolete_wals(inner: &DbInner, log_number: FileNumber) -> Vec<FileNumber> {
+    let Ok(names) = inner.fs.list(&inner.dir) else { return Vec::new() };
+    names
+        .iter()
+        .filter_map(|n| match super::filename::parse_file_name(n) {
+            Some(super::filename::FileKind::Wal(w)) if w < log_number => Some(w),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Makes the active memtable immutable (if it holds anything) and waits until it and every
+/// older immutable memtable are flushed.
+pub(crate) fn flush_and_wait(inner: &DbInner) -> Result<()> {
+    let target = {
+        let mut wal = inner.wal.lock();
+        if let Some(e) = inner.bg_error() {
+            return Err(e);
+        }
+        if !wal.mem.is_empty() {
+            switch_memtable(inner, &mut wal)?;
+        }
+        inner.state.lock().memtables_switched
+    };
+    let mut st = inner.state.lock();
+    while st.memtables_flushed < target {
+        if let Some(e) = &st.bg_error {
+            return Err(Error::Background(e.to_string()));
+        }
+        if st.shutting_down {
+            return Err(Error::ShutdownInProgress);
+        }
+        inner.bg_cv.wait(&mut st);
+    }
+    Ok(())
+}

@@ -1,0 +1,214 @@
+//! The public iterators: `DbRawIterator` (cursor moves) and `DbIterator` (a Rust `Iterator`),
+//! both over a [`DbIter`] built from the memtables and tables of one super version, which the
+//! iterator pins so flushes and compactions never pull data from under it.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::DbInner;
+use crate::error::Result;
+use crate::iterator::db_iter::{DbIter, DbIterOptions};
+use crate::iterator::level::LevelIterator;
+use crate::iterator::merging::MergingIterator;
+use crate::iterator::InternalIterator;
+use crate::options::ReadOptions;
+use crate::sstable::ReadBlockOptions;
+use crate::types::SeqNo;
+
+/// Where a [`DbIterator`] starts and which way it goes.
+#[derive(Clone, Copy, Debug)]
+pub enum IteratorMode<'a> {
+    /// From the first key, forward.
+    Start,
+    /// From the last key, backward.
+    End,
+    /// From a key: forward from the first key >= it, or backward from the last key <= it.
+    From(&'a [u8], Direction),
+}
+
+/// Iteration direction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    Forward,
+    Reverse,
+}
+
+pub(crate) fn new_db_iter(inner: &Arc<DbInner>, ro: &ReadOptions) -> DbIter {
+    let sv = inner.current_super_version();
+    let sequence = ro
+        .snapshot
+        .as_ref()
+        .map_or_else(|| SeqNo(inner.visible_sequence.load(Ordering::Acquire)), |s| s.seq());
+    let rb = ReadBlockOptions { verify_checksums: ro.verify_checksums, fill_cache: ro.fill_cache };
+    let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+    children.push(Box::new(sv.mem.iter()));
+    for m in &sv.imm {
+        children.push(Box::new(m.iter()));
+    }
+    let mut open_error = None;
+    for (level, files) in sv.version.levels.iter().enumerate() {
+        if files.is_empty() {
+            continue;
+        }
+        if level == 0 {
+            for f in files {
+                match inner.table_cache.get(f.number) {
+                    Ok(t) => children.push(Box::new(t.iter(rb))),
+                    Err(e) => open_error = Some(e),
+                }
+            }
+        } else {
+            children.push(Box::new(LevelIterator::new(
+                files.clone(),
+                inner.table_cache.clone(),
+                rb,
+            )));
+        }
+    }
+    let merged: Box<dyn InternalIterator> = match open_error {
+        Some(e) => Box::new(crate::iterator::ErrorIterator::new(e)),
+        None => Box::new(MergingIterator::new(children)),
+    };
+    let prefix_extractor = if ro.prefix_same_as_start { inner.opts.prefix_extractor } else { None };
+    DbIter::new(
+        merged,
+        DbIterOptions {
+            sequence,
+            merge_operator: inner.opts.merge_operator.clone(),
+            lower_bound: ro.iterate_lower_bound.clone(),
+            upper_bound: ro.iterate_upper_bound.clone(),
+            prefix_extractor,
+            pin: Some(sv),
+        },
+    )
+}
+
+/// A cursor over the DB (the `rocksdb` crate's `DBRawIterator`). It starts unpositioned:
+/// call a seek first.
+pub struct DbRawIterator {
+    it: DbIter,
+}
+
+impl DbRawIterator {
+    pub(crate) fn new(it: DbIter) -> Self {
+        DbRawIterator { it }
+    }
+
+    pub fn valid(&self) -> bool {
+        self.it.valid()
+    }
+
+    pub fn seek_to_first(&mut self) {
+        self.it.seek_to_first();
+    }
+
+    pub fn seek_to_last(&mut self) {
+        self.it.seek_to_last();
+    }
+
+    /// Positions at the first key >= `key`.
+    pub fn seek(&mut self, key: impl AsRef<[u8]>) {
+        self.it.seek(key.as_ref());
+    }
+
+    /// Positions at the last key <= `key`.
+    pub fn seek_for_prev(&mut self, key: impl AsRef<[u8]>) {
+        self.it.seek_for_prev(key.as_ref());
+    }
+
+    /// Moves to the next key; does nothing when not valid.
+    pub fn next(&mut self) {
+        if self.it.valid() {
+            self.it.next();
+        }
+    }
+
+    /// Moves to the previous key; does nothing when not valid.
+    pub fn prev(&mut self) {
+        if self.it.valid() {
+            self.it.prev();
+        }
+    }
+
+    pub fn key(&self) -> Option<&[u8]> {
+        self.it.valid().then(|| self.it.key())
+    }
+
+    pub fn value(&self) -> Option<&[u8]> {
+        self.it.valid().then(|| self.it.value())
+    }
+
+    pub fn item(&self) -> Option<(&[u8], &[u8])> {
+        self.it.valid().then(|| (self.it.key(), self.it.value()))
+    }
+
+    /// The first error met; an iterator that stopped early because of one is not valid.
+    pub fn status(&self) -> Result<()> {
+        self.it.status()
+    }
+}
+
+/// A Rust iterator over `(key, value)` pairs (the `rocksdb` crate's `DBIterator`). An error
+/// is yielded once, then the iteration ends.
+pub struct DbIterator {
+    raw: DbRawIterator,
+    direction: Direction,
+    done: bool,
+}
+
+fn position(raw: &mut DbRawIterator, mode: IteratorMode<'_>) -> Direction {
+    match mode {
+        IteratorMode::Start => {
+            raw.seek_to_first();
+            Direction::Forward
+        }
+        IteratorMode::End => {
+            raw.seek_to_last();
+            Direction::Reverse
+        }
+        IteratorMode::From(k, Direction::Forward) => {
+            raw.seek(k);
+            Direction::Forward
+        }
+        IteratorMode::From(k, Direction::Reverse) => {
+            raw.seek_for_prev(k);
+            Direction::Reverse
+        }
+    }
+}
+
+impl DbIterator {
+    pub(crate) fn new(mut raw: DbRawIterator, mode: IteratorMode<'_>) -> Self {
+        let direction = position(&mut raw, mode);
+        DbIterator { raw, direction, done: false }
+    }
+
+    /// Repositions the iterator.
+    pub fn set_mode(&mut self, mode: IteratorMode<'_>) {
+        self.direction = position(&mut self.raw, mode);
+        self.done = false;
+    }
+}
+
+impl Iterator for DbIterator {
+    type Item = Result<(Box<[u8]>, Box<[u8]>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        if let Some((k, v)) = self.raw.item() {
+            let item = (Box::from(k), Box::from(v));
+            match self.direction {
+                Direction::Forward => self.raw.next(),
+                Direction::Reverse => self.raw.prev(),
+            }
+            return Some(Ok(item));
+        }
+        self.done = true;
+        match self.raw.status() {
+            Ok(()) => None,
+            Err(e) => Some(Err(e)),
+        }
+    }
+}

@@ -1,0 +1,339 @@
+//! The `Db` handle.
+//!
+//! Concurrency design:
+//! - Writers queue in `queue`; the writer at the front becomes the *leader*, takes the batches
+//!   queued behind it (a write group), and holds the `wal` lock while it appends one combined
+//!   WAL record, syncs if any member asked, inserts into the memtable and publishes the new
+//!   last sequence. Only a leader switches memtables, so the memtable it inserts into is always
+//!   the one its WAL file belongs to.
+//! - Readers never lock: they clone the current [`SuperVersion`] (memtables + version) and read
+//!   at the published last sequence.
+//! - `versions` (the MANIFEST) is changed by background jobs; `state` holds the memtable list,
+//!   the background error and shutdown flag.
+//! - Lock order: `wal` -> `versions` -> `state`; `queue` is never held with another lock.
+
+pub(crate) mod filename;
+mod flush;
+mod iter;
+mod open;
+mod properties;
+mod read;
+mod snapshot;
+mod write;
+
+use std::collections::{HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use parking_lot::{Condvar, Mutex, RwLock};
+
+pub use self::iter::{DbIterator, DbRawIterator, Direction, IteratorMode};
+pub use self::snapshot::Snapshot;
+use self::snapshot::SnapshotList;
+use crate::cache::table_cache::TableCache;
+use crate::env::{FileLock, FileSystem};
+use crate::error::{Error, Result};
+use crate::memtable::MemTable;
+use crate::options::{Options, ReadOptions, WriteOptions};
+use crate::sstable::TableOptions;
+use crate::types::{FileNumber, SeqNo};
+use crate::version::levels::Version;
+use crate::version::set::VersionSet;
+use crate::wal::LogWriter;
+use crate::write_batch::WriteBatch;
+
+/// What a read sees: the memtables and the table files, captured together.
+pub(crate) struct SuperVersion {
+    pub mem: Arc<MemTable>,
+    /// Immutable memtables, newest first.
+    pub imm: Vec<Arc<MemTable>>,
+    pub version: Arc<Version>,
+}
+
+/// State guarded by `DbInner::state`.
+pub(crate) struct DbState {
+    /// The active memtable and the WAL it is logged to.
+    pub mem: Arc<MemTable>,
+    pub mem_log: FileNumber,
+    /// Immutable memtables waiting for flush, oldest first, each with its WAL.
+    pub imm: VecDeque<(Arc<MemTable>, FileNumber)>,
+    /// The first background failure; once set, writes fail.
+    pub bg_error: Option<Error>,
+    pub shutting_down: bool,
+    /// Count of memtables made immutable and of memtables flushed (for `flush` to wait on).
+    pub memtables_switched: u64,
+    pub memtables_flushed: u64,
+    /// A write skipped the WAL since the last flush: closing must flush to keep it.
+    pub unpersisted_without_wal: bool,
+}
+
+/// State guarded by `DbInner::wal`: owned by the write leader.
+pub(crate) struct WalState {
+    pub writer: LogWriter,
+    pub number: FileNumber,
+    /// The memtable writes go into (same as `DbState::mem`, changed only under this lock).
+    pub mem: Arc<MemTable>,
+    /// Last sequence number handed out.
+    pub last_sequence: SeqNo,
+}
+
+/// A queued write.
+pub(crate) struct PendingWrite {
+    pub ticket: u64,
+    pub batch: WriteBatch,
+    pub sync: bool,
+    pub disable_wal: bool,
+}
+
+#[derive(Default)]
+pub(crate) struct WriteQueue {
+    pub pending: VecDeque<PendingWrite>,
+    pub done: HashMap<u64, Result<()>>,
+    pub next_ticket: u64,
+    pub leader_active: bool,
+}
+
+pub(crate) struct DbInner {
+    pub opts: Options,
+    pub table_options: TableOptions,
+    pub dir: PathBuf,
+    pub fs: Arc<dyn FileSystem>,
+    pub state: Mutex<DbState>,
+    /// Signalled when: a memtable becomes immutable, a flush finishes, a background error is
+    /// set, shutdown starts.
+    pub bg_cv: Condvar,
+    pub versions: Mutex<VersionSet>,
+    pub next_file: Arc<AtomicU64>,
+    pub wal: Mutex<WalState>,
+    pub queue: Mutex<WriteQueue>,
+    pub queue_cv: Condvar,
+    pub super_version: RwLock<Arc<SuperVersion>>,
+    /// Largest sequence number whose write is fully in the memtable: what reads see.
+    pub visible_sequence: AtomicU64,
+    pub has_bg_error: AtomicBool,
+    pub table_cache: Arc<TableCache>,
+    pub snapshots: Arc<SnapshotList>,
+    _lock: Box<dyn FileLock>,
+}
+
+/// An open database. Share it between threads with `Arc<Db>`; dropping it closes the DB
+/// (memtables need not be flushed: their contents are in the WAL).
+pub struct Db {
+    inner: Arc<DbInner>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Db").field("path", &self.inner.dir).finish_non_exhaustive()
+    }
+}
+
+impl Db {
+    /// Opens (or, with `create_if_missing`, creates) the DB in `path`.
+    pub fn open(opts: &Options, path: impl AsRef<Path>) -> Result<Db> {
+        let inner = Arc::new(open::open(opts, path.as_ref())?);
+        let threads = flush::start_background(&inner)?;
+        Ok(Db { inner, threads })
+    }
+
+    /// Opens with default options.
+    pub fn open_default(path: impl AsRef<Path>) -> Result<Db> {
+        Self::open(&Options::default(), path)
+    }
+
+    /// The DB directory.
+    pub fn path(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// Sets `key` to `value`.
+    pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        self.put_opt(key, value, &WriteOptions::default())
+    }
+
+    pub fn put_opt(
+        &self,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        opts: &WriteOptions,
+    ) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.put(key.as_ref(), value.as_ref());
+        self.write_opt(b, opts)
+    }
+
+    /// Removes `key`.
+    pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
+        self.delete_opt(key, &WriteOptions::default())
+    }
+
+    pub fn delete_opt(&self, key: impl AsRef<[u8]>, opts: &WriteOptions) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete(key.as_ref());
+        self.write_opt(b, opts)
+    }
+
+    /// Records a merge operand for `key`, combined at read time by `Options::merge_operator`.
+    pub fn merge(&self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) -> Result<()> {
+        self.merge_opt(key, operand, &WriteOptions::default())
+    }
+
+    pub fn merge_opt(
+        &self,
+        key: impl AsRef<[u8]>,
+        operand: impl AsRef<[u8]>,
+        opts: &WriteOptions,
+    ) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.merge(key.as_ref(), operand.as_ref());
+        self.write_opt(b, opts)
+    }
+
+    /// Applies `batch` atomically.
+    pub fn write(&self, batch: WriteBatch) -> Result<()> {
+        self.write_opt(batch, &WriteOptions::default())
+    }
+
+    pub fn write_opt(&self, batch: WriteBatch, opts: &WriteOptions) -> Result<()> {
+        write::write(&self.inner, batch, *opts)
+    }
+
+    /// The value of `key`, or `None`.
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+        self.get_opt(key, &ReadOptions::default())
+    }
+
+    pub fn get_opt(&self, key: impl AsRef<[u8]>, opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
+        read::get(&self.inner, key.as_ref(), opts)
+    }
+
+    /// A consistent view of the DB as of now; pass it in `ReadOptions::snapshot`.
+    pub fn snapshot(&self) -> Snapshot {
+        // The visible sequence is published only after a whole write group is in the
+        // memtable, so no batch is ever half inside a snapshot.
+        let seq = SeqNo(self.inner.visible_sequence.load(Ordering::Acquire));
+        Snapshot::new(&self.inner.snapshots, seq)
+    }
+
+    /// A Rust iterator over the DB from `mode`.
+    pub fn iterator(&self, mode: IteratorMode<'_>) -> DbIterator {
+        self.iterator_opt(mode, &ReadOptions::default())
+    }
+
+    pub fn iterator_opt(&self, mode: IteratorMode<'_>, opts: &ReadOptions) -> DbIterator {
+        DbIterator::new(self.raw_iterator_opt(opts), mode)
+    }
+
+    /// Iterates forward over the keys that start with `prefix`.
+    pub fn prefix_iterator(&self, prefix: impl AsRef<[u8]>) -> DbIterator {
+        let prefix = prefix.as_ref();
+        let mut opts = ReadOptions::default();
+        if let Some(upper) = prefix_successor(prefix) {
+            opts.iterate_upper_bound = Some(upper);
+        }
+        self.iterator_opt(IteratorMode::From(prefix, Direction::Forward), &opts)
+    }
+
+    /// An unpositioned cursor over the DB.
+    pub fn raw_iterator(&self) -> DbRawIterator {
+        self.raw_iterator_opt(&ReadOptions::default())
+    }
+
+    pub fn raw_iterator_opt(&self, opts: &ReadOptions) -> DbRawIterator {
+        DbRawIterator::new(iter::new_db_iter(&self.inner, opts))
+    }
+
+    /// Writes the memtable to a table file and waits until every memtable made immutable
+    /// before the call is flushed.
+    pub fn flush(&self) -> Result<()> {
+        flush::flush_and_wait(&self.inner)
+    }
+
+    /// A named property (`strata.*`, or the `rocksdb.*` alias), `None` for an unknown name.
+    pub fn property_value(&self, name: &str) -> Result<Option<String>> {
+        properties::property_value(&self.inner, name)
+    }
+
+    /// A numeric property, `None` for an unknown or non-numeric name.
+    pub fn property_int_value(&self, name: &str) -> Result<Option<u64>> {
+        Ok(self.property_value(name)?.and_then(|s| s.trim().parse().ok()))
+    }
+
+    /// The last sequence number visible to reads.
+    pub fn latest_sequence_number(&self) -> u64 {
+        self.inner.visible_sequence.load(Ordering::Acquire)
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        let needs_flush = {
+            let st = self.inner.state.lock();
+            st.unpersisted_without_wal && st.bg_error.is_none()
+        };
+        if needs_flush {
+            // Writes made without the WAL exist only in memory; keep them, as RocksDB does.
+            let _ = flush::flush_and_wait(&self.inner);
+        }
+        {
+            let mut st = self.inner.state.lock();
+            st.shutting_down = true;
+            self.inner.bg_cv.notify_all();
+        }
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+impl DbInner {
+    /// Records the first background error and makes the DB refuse writes.
+    pub(crate) fn set_bg_error(&self, st: &mut DbState, e: &Error) {
+        if st.bg_error.is_none() {
+            st.bg_error = Some(e.duplicate());
+            self.has_bg_error.store(true, Ordering::Release);
+        }
+        self.bg_cv.notify_all();
+    }
+
+    /// The sticky background error as a fresh `Error`, if any.
+    pub(crate) fn bg_error(&self) -> Option<Error> {
+        if !self.has_bg_error.load(Ordering::Acquire) {
+            return None;
+        }
+        self.state.lock().bg_error.as_ref().map(|e| Error::Background(e.to_string()))
+    }
+
+    /// Publishes a new super version built from `st` and `version`.
+    pub(crate) fn install_super_version(&self, st: &DbState, version: Arc<Version>) {
+        let sv = SuperVersion {
+            mem: st.mem.clone(),
+            imm: st.imm.iter().rev().map(|(m, _)| m.clone()).collect(),
+            version,
+        };
+        *self.super_version.write() = Arc::new(sv);
+    }
+
+    pub(crate) fn current_super_version(&self) -> Arc<SuperVersion> {
+        self.super_version.read().clone()
+    }
+
+    pub(crate) fn new_file_number(&self) -> FileNumber {
+        FileNumber(self.next_file.fetch_add(1, Ordering::SeqCst))
+    }
+}
+
+/// The smallest key greater than every key starting with `prefix`, if one exists.
+fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut p = prefix.to_vec();
+    while let Some(last) = p.pop() {
+        if last < 0xff {
+            p.push(last + 1);
+            return Some(p);
+        }
+    }
+    None
+}

@@ -1,0 +1,221 @@
+//! Point reads: memtables newest first, then L0 newest first, then one file per deeper level.
+
+use std::sync::atomic::Ordering;
+
+use super::DbInner;
+use crate::error::{Error, Result};
+use crate::key::{append_internal_key, parse_internal_key, user_key};
+use crate::merge_operator::MergeOperator;
+use crate::options::ReadOptions;
+use crate::sstable::ReadBlockOptions;
+use crate::types::{SeqNo, ValueType};
+
+/// Where a lookup stands after seeing some entries of its key, newest first.
+pub(crate) enum Lookup {
+    /// Nothing decisive seen yet.
+    Searching,
+    Found(Vec<u8>),
+    Deleted,
+    Failed(Error),
+}
+
+/// Feeds entries (newest first, starting at the lookup key) into a [`Lookup`], stacking merge
+/// operands until a base value, a deletion or the end of the sources.
+pub(crate) struct GetContext<'a> {
+    pub user_key: &'a [u8],
+    pub merge_operator: Option<&'a dyn MergeOperator>,
+    /// Merge operands seen so far, newest first.
+    pub operands: Vec<Vec<u8>>,
+    pub state: Lookup,
+}
+
+impl<'a> GetContext<'a> {
+    pub fn new(user_key: &'a [u8], merge_operator: Option<&'a dyn MergeOperator>) -> Self {
+        GetContext { user_key, merge_operator, operands: Vec::new(), state: Lookup::Searching }
+    }
+
+    /// Consumes one entry; returns true to keep reading (the entry did not decide the lookup).
+    pub fn add(&mut self, ikey: &[u8], value: &[u8]) -> bool {
+        let Some(p) = parse_internal_key(ikey) else {
+            self.state = Lookup::Failed(Error::corruption(
+                "",
+                0,
+                format!("malformed internal key of {} bytes", ikey.len()),
+            ));
+            return false;
+        };
+        if p.user_key != self.user_key {
+            return false;
+        }
+        match p.value_type {
+            ValueType::Value => {
+                self.state = if self.operands.is_empty() {
+                    Lookup::Found(value.to_vec())
+                } else {
+                    self.merge(Some(value))
+                };
+                false
+            }
+            ValueType::Deletion | ValueType::SingleDeletion => {
+                self.state =
+                    if self.operands.is_empty() { Lookup::Deleted } else { self.merge(None) };
+                false
+            }
+            ValueType::Merge => {
+                if self.merge_operator.is_none() {
+                    self.state = Lookup::Failed(Error::InvalidArgument(format!(
+                        "key {:?} holds merge operands but no merge operator is configured",
+                        String::from_utf8_lossy(self.user_key)
+                    )));
+                    return false;
+                }
+                self.operands.push(value.to_vec());
+                true
+            }
+            // Range tombstones live in their own structures, never on the point path.
+            ValueType::RangeDeletion => true,
+        }
+    }
+
+    /// Applies the stacked operands to `base`.
+    fn merge(&self, base: Option<&[u8]>) -> Lookup {
+        let Some(op) = self.merge_operator else {
+            return Lookup::Failed(Error::InvalidArgument("no merge operator".into()));
+        };
+        let operands: Vec<&[u8]> = self.operands.iter().rev().map(Vec::as_slice).collect();
+        match op.full_merge(self.user_key, base, &operands) {
+            Some(v) => Lookup::Found(v),
+            None => Lookup::Failed(Error::corruption(
+                "",
+                0,
+                format!(
+                    "merge operator {} failed for key {:?}",
+                    op.name(),
+                    String::from_utf8_lossy(self.user_key)
+                ),
+            )),
+        }
+    }
+
+    /// Ends the lookup after every source was read.
+    pub fn finish(mut self) -> Result<Option<Vec<u8>>> {
+        if matches!(self.state, Lookup::Searching) && !self.operands.is_empty() {
+            self.state = self.merge(None);
+        }
+        match self.state {
+            Lookup::Found(v) => Ok(Some(v)),
+            Lookup::Searching | Lookup::Deleted => Ok(None),
+            Lookup::Failed(e) => Err(e),
+        }
+    }
+
+    /// Attributes a decoding failure to the table it came from.
+    fn name_file(&mut self, path: &std::path::Path) {
+        if let Lookup::Failed(e) = &mut self.state {
+            if e.is_corruption() {
+                let taken = std::mem::replace(e, Error::ShutdownInProgress);
+                *e = taken.with_file(path);
+            }
+        }
+    }
+
+    fn is_done(&self) -> bool {
+        !matches!(self.state, Lookup::Searching)
+    }
+}
+
+/// A lookup key built on the stack for ordinary key sizes.
+struct LookupKeyBuf {
+    inline: [u8; 128],
+    heap: Vec<u8>,
+    len: usize,
+}
+
+impl LookupKeyBuf {
+    fn new(ukey: &[u8], seq: SeqNo) -> Self {
+        let mut b = LookupKeyBuf { inline: [0; 128], heap: Vec::new(), len: ukey.len() + 8 };
+        if b.len <= b.inline.len() {
+            b.inline[..ukey.len()].copy_from_slice(ukey);
+            let t = crate::key::pack_trailer(seq, ValueType::FOR_SEEK);
+            b.inline[ukey.len()..b.len].copy_from_slice(&t.to_le_bytes());
+        } else {
+            append_internal_key(&mut b.heap, ukey, seq, ValueType::FOR_SEEK);
+        }
+        b
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        if self.heap.is_empty() {
+            &self.inline[..self.len]
+        } else {
+            &self.heap
+        }
+    }
+}
+
+pub(crate) fn get(inner: &DbInner, key: &[u8], opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
+    let sv = inner.current_super_version();
+    let seq = match &opts.snapshot {
+        Some(s) => s.seq(),
+        None => SeqNo(inner.visible_sequence.load(Ordering::Acquire)),
+    };
+    get_at(inner, &sv, key, seq, opts)
+}
+
+pub(crate) fn get_at(
+    inner: &DbInner,
+    sv: &super::SuperVersion,
+    key: &[u8],
+    seq: SeqNo,
+    opts: &ReadOptions,
+) -> Result<Option<Vec<u8>>> {
+    let lkey = LookupKeyBuf::new(key, seq);
+    let lkey = lkey.as_slice();
+    let mut ctx = GetContext::new(key, inner.opts.merge_operator.as_deref());
+    sv.mem.get(lkey, |k, v| ctx.add(k, v));
+    if !ctx.is_done() {
+        for m in &sv.imm {
+            m.get(lkey, |k, v| ctx.add(k, v));
+            if ctx.is_done() {
+                break;
+            }
+        }
+    }
+    if !ctx.is_done() {
+        let ro = ReadBlockOptions {
+            verify_checksums: opts.verify_checksums,
+            fill_cache: opts.fill_cache,
+        };
+        'levels: for (level, files) in sv.version.levels.iter().enumerate() {
+            if files.is_empty() {
+                continue;
+            }
+            if level == 0 {
+                for f in files {
+                    if key < user_key(&f.smallest) || key > user_key(&f.largest) {
+                        continue;
+                    }
+                    let t = inner.table_cache.get(f.number)?;
+                    t.get(lkey, &ro, |k, v| ctx.add(k, v))?;
+                    ctx.name_file(t.path());
+                    if ctx.is_done() {
+                        break 'levels;
+                    }
+                }
+            } else {
+                let i = sv.version.find_file(level, key);
+                let Some(f) = files.get(i) else { continue };
+                if key < user_key(&f.smallest) {
+                    continue;
+                }
+                let t = inner.table_cache.get(f.number)?;
+                t.get(lkey, &ro, |k, v| ctx.add(k, v))?;
+                ctx.name_file(t.path());
+                if ctx.is_done() {
+                    break;
+                }
+            }
+        }
+    }
+    ctx.finish()
+}

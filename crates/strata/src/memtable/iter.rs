@@ -1,0 +1,84 @@
+//! [`MemTableIterator`]: a cursor over a memtable that keeps it alive.
+
+use std::sync::Arc;
+
+use super::skiplist::{Node, NodePtr};
+use super::MemTable;
+use crate::error::Result;
+use crate::iterator::InternalIterator;
+
+/// Iterates a memtable in internal-key order. Keys and values are borrowed from the arena (no
+/// copy). Moving backwards searches for the predecessor from the top (O(log n)), as the list has
+/// no back links. `status()` is always `Ok`.
+pub struct MemTableIterator {
+    mem: Arc<MemTable>,
+    /// The current node of `mem`'s skiplist, or `None` when not valid.
+    cur: Option<NodePtr>,
+}
+
+// SAFETY: `cur` points into the arena of the skiplist owned by `mem`, which this iterator keeps
+// alive; published nodes are immutable except for their atomic links, so reading them from any
+// thread is sound (the node's publication was acquired by the thread that found it, and moving
+// the iterator to another thread synchronises with that thread).
+unsafe impl Send for MemTableIterator {}
+
+impl MemTableIterator {
+    pub(crate) fn new(mem: Arc<MemTable>) -> Self {
+        MemTableIterator { mem, cur: None }
+    }
+
+    #[inline]
+    fn node(&self) -> Node<'_> {
+        let Some(p) = self.cur else { panic!("MemTableIterator used while not valid") };
+        // SAFETY: `cur` is only set from a `Node` of `self.mem`'s skiplist, which lives as long
+        // as `self`; every node has at least one link.
+        unsafe { Node::from_raw(p, 1) }
+    }
+
+    #[inline]
+    fn raw(n: Option<Node<'_>>) -> Option<NodePtr> {
+        n.map(Node::as_raw)
+    }
+}
+
+impl InternalIterator for MemTableIterator {
+    fn valid(&self) -> bool {
+        self.cur.is_some()
+    }
+
+    fn seek_to_first(&mut self) {
+        self.cur = Self::raw(self.mem.skiplist().first());
+    }
+
+    fn seek_to_last(&mut self) {
+        self.cur = Self::raw(self.mem.skiplist().last());
+    }
+
+    fn seek(&mut self, target: &[u8]) {
+        self.cur = Self::raw(self.mem.skiplist().seek_ge(target));
+    }
+
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        self.cur = Self::raw(self.mem.skiplist().seek_le(target));
+    }
+
+    fn next(&mut self) {
+        self.cur = Self::raw(self.node().next(0));
+    }
+
+    fn prev(&mut self) {
+        self.cur = Self::raw(self.mem.skiplist().seek_lt(self.node().key()));
+    }
+
+    fn key(&self) -> &[u8] {
+        self.node().key()
+    }
+
+    fn value(&self) -> &[u8] {
+        self.node().value()
+    }
+
+    fn status(&self) -> Result<()> {
+        Ok(())
+    }
+}

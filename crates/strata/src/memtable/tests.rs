@@ -1,0 +1,462 @@
+use std::cmp::Ordering;
+use std::sync::atomic::AtomicBool;
+use std::thread;
+
+use super::*;
+use crate::iterator::conformance::{check_internal_iterator, sample_entries};
+use crate::iterator::InternalIterator;
+use crate::key::{compare_internal, lookup_key, make_internal_key, parse_internal_key};
+
+/// Scales loop counts down under Miri, which is ~1000x slower.
+fn scaled(n: usize, miri: usize) -> usize {
+    if cfg!(miri) {
+        miri
+    } else {
+        n
+    }
+}
+
+fn add_ikey(m: &MemTable, ikey: &[u8], value: &[u8]) {
+    let p = parse_internal_key(ikey).expect("test keys are valid");
+    m.add(p.seq, p.value_type, p.user_key, value);
+}
+
+/// Inserts `entries` in a scrambled order.
+fn build(entries: &[(Vec<u8>, Vec<u8>)]) -> Arc<MemTable> {
+    let m = Arc::new(MemTable::new());
+    let n = entries.len();
+    let mut order: Vec<usize> = (0..n).collect();
+    let mut r = 0x9e37_79b9u64;
+    for i in (1..n).rev() {
+        r ^= r << 13;
+        r ^= r >> 7;
+        r ^= r << 17;
+        order.swap(i, (r % (i as u64 + 1)) as usize);
+    }
+    for i in order {
+        add_ikey(&m, &entries[i].0, &entries[i].1);
+    }
+    m
+}
+
+fn scan(m: &Arc<MemTable>) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut it = m.iter();
+    let mut out = Vec::new();
+    it.seek_to_first();
+    while it.valid() {
+        out.push((it.key().to_vec(), it.value().to_vec()));
+        it.next();
+    }
+    out
+}
+
+#[test]
+fn iterator_conformance() {
+    for n in [0, 1, 2, 17, scaled(1000, 60)] {
+        let entries = sample_entries(n, n as u64 + 11);
+        let m = build(&entries);
+        assert_eq!(m.num_entries(), entries.len() as u64);
+        let mut it = m.iter();
+        check_internal_iterator(&mut it, &entries, 5 + n as u64);
+        assert!(it.status().is_ok());
+    }
+}
+
+#[test]
+fn iterator_conformance_sequential_inserts() {
+    // Sorted insertion order takes the splice path of the skiplist.
+    let entries = sample_entries(scaled(500, 40), 99);
+    let m = Arc::new(MemTable::new());
+    for (k, v) in &entries {
+        add_ikey(&m, k, v);
+    }
+    check_internal_iterator(&mut m.iter(), &entries, 3);
+}
+
+#[test]
+fn empty_memtable() {
+    let m = Arc::new(MemTable::new());
+    assert!(m.is_empty());
+    assert_eq!(m.num_entries(), 0);
+    assert_eq!(m.num_deletes(), 0);
+    assert_eq!(m.first_seqno(), None);
+    assert_eq!(m.largest_seqno(), None);
+    let mut called = false;
+    m.get(&lookup_key(b"a", SeqNo(5)), |_, _| {
+        called = true;
+        true
+    });
+    assert!(!called);
+    let mut it = m.iter();
+    it.seek_to_last();
+    assert!(!it.valid());
+    assert!(it.status().is_ok());
+}
+
+#[test]
+fn get_semantics() {
+    let m = MemTable::new();
+    m.add(SeqNo(10), ValueType::Value, b"apple", b"a10");
+    m.add(SeqNo(20), ValueType::Merge, b"apple", b"a20");
+    m.add(SeqNo(30), ValueType::Deletion, b"apple", b"");
+    m.add(SeqNo(15), ValueType::Value, b"banana", b"b15");
+    m.add(SeqNo(5), ValueType::Value, b"app", b"p5");
+
+    let first = |user: &[u8], seq: u64| {
+        let mut got = None;
+        m.get(&lookup_key(user, SeqNo(seq)), |k, v| {
+            got = Some((k.to_vec(), v.to_vec()));
+            false
+        });
+        got
+    };
+    // Newest visible version at each snapshot.
+    let at = |seq: u64, t: ValueType, v: &[u8]| {
+        Some((make_internal_key(b"apple", SeqNo(seq), t), v.to_vec()))
+    };
+    assert_eq!(first(b"apple", 100), at(30, ValueType::Deletion, b""));
+    assert_eq!(first(b"apple", 30), at(30, ValueType::Deletion, b""));
+    assert_eq!(first(b"apple", 29), at(20, ValueType::Merge, b"a20"));
+    assert_eq!(first(b"apple", 10), at(10, ValueType::Value, b"a10"));
+    // Nothing of "apple" visible at seq 9: the next entry is the next user key.
+    let next = first(b"apple", 9).map(|(k, _)| k);
+    assert_eq!(next, Some(make_internal_key(b"banana", SeqNo(15), ValueType::Value)));
+    assert_eq!(first(b"zzz", 100), None);
+
+    // The callback sees entries in order until it says stop.
+    let mut seen = Vec::new();
+    m.get(&lookup_key(b"apple", SeqNo::MAX), |k, v| {
+        let p = parse_internal_key(k).unwrap();
+        seen.push((p.user_key.to_vec(), p.seq.0, v.to_vec()));
+        p.user_key == b"apple"
+    });
+    assert_eq!(
+        seen,
+        vec![
+            (b"apple".to_vec(), 30, vec![]),
+            (b"apple".to_vec(), 20, b"a20".to_vec()),
+            (b"apple".to_vec(), 10, b"a10".to_vec()),
+            (b"banana".to_vec(), 15, b"b15".to_vec()),
+        ]
+    );
+
+    assert_eq!(m.num_entries(), 5);
+    assert_eq!(m.num_deletes(), 1);
+    assert_eq!(m.first_seqno(), Some(SeqNo(5)));
+    assert_eq!(m.largest_seqno(), Some(SeqNo(30)));
+    assert!(!m.is_empty());
+}
+
+#[test]
+fn seqno_zero_and_max_are_tracked() {
+    let m = MemTable::new();
+    m.add(SeqNo::ZERO, ValueType::Value, b"k", b"v");
+    assert_eq!(m.first_seqno(), Some(SeqNo::ZERO));
+    assert_eq!(m.largest_seqno(), Some(SeqNo::ZERO));
+    m.add(SeqNo::MAX, ValueType::SingleDeletion, b"k", b"");
+    assert_eq!(m.first_seqno(), Some(SeqNo::ZERO));
+    assert_eq!(m.largest_seqno(), Some(SeqNo::MAX));
+    assert_eq!(m.num_deletes(), 1);
+}
+
+#[test]
+fn empty_user_keys_and_large_values() {
+    let m = Arc::new(MemTable::new());
+    let big: Vec<u8> = (0..(1usize << 20)).map(|i| (i % 251) as u8).collect();
+    let big2: Vec<u8> = (0..(3usize << 20) / 2).map(|i| (i % 13) as u8).collect();
+    m.add(SeqNo(1), ValueType::Value, b"", b"empty-key");
+    m.add(SeqNo(2), ValueType::Value, b"", b"");
+    m.add(SeqNo(3), ValueType::Value, b"big", &big);
+    m.add(SeqNo(4), ValueType::Value, b"a", b"small");
+    m.add(SeqNo(5), ValueType::Value, b"big2", &big2);
+    let all = scan(&m);
+    let keys: Vec<_> =
+        all.iter().map(|(k, _)| parse_internal_key(k).unwrap().user_key.to_vec()).collect();
+    assert_eq!(
+        keys,
+        vec![b"".to_vec(), b"".to_vec(), b"a".to_vec(), b"big".to_vec(), b"big2".to_vec()]
+    );
+    assert_eq!(all[0].1, b"");
+    assert_eq!(all[1].1, b"empty-key");
+    assert_eq!(all[3].1, big);
+    assert_eq!(all[4].1, big2);
+    let mut got = Vec::new();
+    m.get(&lookup_key(b"big", SeqNo(3)), |_, v| {
+        got = v.to_vec();
+        false
+    });
+    assert_eq!(got, big);
+    assert!(m.approximate_memory_usage() > big.len() + big2.len());
+}
+
+#[test]
+fn memory_usage_grows_with_inserts() {
+    let m = MemTable::new();
+    let empty = m.approximate_memory_usage();
+    assert!(empty < 1024, "an empty memtable reports {empty} bytes");
+    let mut last = empty;
+    let value = [7u8; 100];
+    for i in 0..scaled(20_000, 50) {
+        m.add(SeqNo(i as u64 + 1), ValueType::Value, format!("key{i:012}").as_bytes(), &value);
+        let now = m.approximate_memory_usage();
+        assert!(now > last, "usage must grow with each insert");
+        last = now;
+    }
+    let n = scaled(20_000, 50);
+    // At least the payload, and not wildly more (links, headers, chunk tails).
+    let payload = n * (15 + 8 + 100);
+    assert!(last >= payload, "{last} < {payload}");
+    assert!(last < payload * 2, "{last} >= 2 * {payload}");
+}
+
+#[test]
+fn iterator_keeps_memtable_alive() {
+    let m = Arc::new(MemTable::new());
+    m.add(SeqNo(1), ValueType::Value, b"k1", b"v1");
+    m.add(SeqNo(2), ValueType::Value, b"k2", b"v2");
+    let mut it = m.iter();
+    drop(m);
+    it.seek_to_last();
+    assert_eq!(it.value(), b"v2");
+    it.prev();
+    assert_eq!(it.value(), b"v1");
+    // Moving to another thread keeps it usable.
+    let handle = thread::spawn(move || {
+        it.next();
+        it.value().to_vec()
+    });
+    assert_eq!(handle.join().unwrap(), b"v2");
+}
+
+#[test]
+fn iterator_sees_later_inserts() {
+    let m = Arc::new(MemTable::new());
+    m.add(SeqNo(1), ValueType::Value, b"b", b"1");
+    let mut it = m.iter();
+    it.seek_to_first();
+    m.add(SeqNo(2), ValueType::Value, b"c", b"2");
+    m.add(SeqNo(3), ValueType::Value, b"a", b"3");
+    it.next();
+    assert_eq!(parse_internal_key(it.key()).unwrap().user_key, b"c");
+    it.seek_to_first();
+    assert_eq!(parse_internal_key(it.key()).unwrap().user_key, b"a");
+}
+
+#[test]
+fn duplicate_internal_keys_are_kept() {
+    let m = Arc::new(MemTable::new());
+    m.add(SeqNo(7), ValueType::Value, b"k", b"old");
+    m.add(SeqNo(7), ValueType::Value, b"k", b"new");
+    let all = scan(&m);
+    assert_eq!(all.len(), 2);
+    assert_eq!(all[0].1, b"new");
+    assert_eq!(all[1].1, b"old");
+}
+
+// ---- concurrency -------------------------------------------------------------------------
+
+/// Key `i` of the concurrency tests; its sequence number is `i + 1`.
+fn conc_key(i: u64) -> Vec<u8> {
+    // Scramble so inserts land all over the list, not only at its end.
+    let k = i.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(17);
+    format!("{k:016x}").into_bytes()
+}
+
+/// The value of (user key, seq), recomputable by readers.
+fn conc_value(user: &[u8], seq: u64) -> Vec<u8> {
+    let len = (seq % 61) as usize;
+    let mut v = Vec::with_capacity(len + user.len());
+    v.extend_from_slice(user);
+    v.extend((0..len).map(|j| (seq as u8).wrapping_mul(31).wrapping_add(j as u8)));
+    v
+}
+
+/// Checks that an entry a reader saw is complete and correct.
+fn check_entry(k: &[u8], v: &[u8]) {
+    let p = parse_internal_key(k).expect("complete internal key");
+    assert_eq!(p.value_type, ValueType::Value);
+    assert_eq!(p.user_key.len(), 16);
+    assert_eq!(v, conc_value(p.user_key, p.seq.0).as_slice(), "torn or wrong value");
+}
+
+fn reader(m: &Arc<MemTable>, done: &AtomicBool, id: u64) -> usize {
+    let mut rounds = 0;
+    let mut rng = id.wrapping_mul(0x2545_f491_4f6c_dd1d) | 1;
+    let mut it = m.iter();
+    loop {
+        // Writer finished before this round began: one last full pass sees everything.
+        let last_round = done.load(std::sync::atomic::Ordering::Acquire);
+        // Forward scan: strictly increasing, every entry complete.
+        let mut prev: Option<Vec<u8>> = None;
+        let mut count = 0;
+        it.seek_to_first();
+        while it.valid() {
+            check_entry(it.key(), it.value());
+            if let Some(p) = &prev {
+                assert_eq!(compare_internal(p, it.key()), Ordering::Less, "order");
+            }
+            prev = Some(it.key().to_vec());
+            count += 1;
+            it.next();
+        }
+        if last_round {
+            return count;
+        }
+        // Random seeks, each followed by a few steps either way.
+        for _ in 0..scaled(200, 3) {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            let target = make_internal_key(
+                format!("{rng:016x}").as_bytes(),
+                SeqNo::MAX,
+                ValueType::FOR_SEEK,
+            );
+            it.seek(&target);
+            if it.valid() {
+                assert_ne!(compare_internal(it.key(), &target), Ordering::Less);
+                check_entry(it.key(), it.value());
+                let k = it.key().to_vec();
+                it.prev();
+                if it.valid() {
+                    assert_eq!(compare_internal(it.key(), &k), Ordering::Less);
+                    check_entry(it.key(), it.value());
+                }
+            }
+            it.seek_for_prev(&target);
+            if it.valid() {
+                assert_ne!(compare_internal(it.key(), &target), Ordering::Greater);
+                check_entry(it.key(), it.value());
+                it.next();
+                if it.valid() {
+                    check_entry(it.key(), it.value());
+                }
+            }
+            m.get(&target, |k, v| {
+                check_entry(k, v);
+                false
+            });
+        }
+        rounds += 1;
+        if cfg!(miri) && rounds > 2 {
+            // Under Miri, stop after a few rounds but still finish with a full pass once the
+            // writer is done.
+            while !done.load(std::sync::atomic::Ordering::Acquire) {
+                thread::yield_now();
+            }
+        }
+    }
+}
+
+#[test]
+fn one_writer_many_readers() {
+    let n = scaled(100_000, 150) as u64;
+    let m = Arc::new(MemTable::new());
+    let done = Arc::new(AtomicBool::new(false));
+    let readers: Vec<_> = (0..3)
+        .map(|id| {
+            let m = Arc::clone(&m);
+            let done = Arc::clone(&done);
+            thread::spawn(move || reader(&m, &done, id + 1))
+        })
+        .collect();
+    for i in 0..n {
+        let user = conc_key(i);
+        m.add(SeqNo(i + 1), ValueType::Value, &user, &conc_value(&user, i + 1));
+    }
+    done.store(true, std::sync::atomic::Ordering::Release);
+    for r in readers {
+        assert_eq!(r.join().expect("reader panicked"), n as usize);
+    }
+    // Final state: every entry, in order.
+    let mut model: Vec<(Vec<u8>, Vec<u8>)> = (0..n)
+        .map(|i| {
+            let user = conc_key(i);
+            (make_internal_key(&user, SeqNo(i + 1), ValueType::Value), conc_value(&user, i + 1))
+        })
+        .collect();
+    model.sort_by(|a, b| compare_internal(&a.0, &b.0));
+    assert_eq!(scan(&m), model);
+    assert_eq!(m.num_entries(), n);
+    assert_eq!(m.largest_seqno(), Some(SeqNo(n)));
+}
+
+#[test]
+fn concurrent_writers_serialise() {
+    let per = scaled(5_000, 40) as u64;
+    let m = Arc::new(MemTable::new());
+    let writers: Vec<_> = (0..3u64)
+        .map(|w| {
+            let m = Arc::clone(&m);
+            thread::spawn(move || {
+                for i in 0..per {
+                    let id = w * per + i;
+                    let user = conc_key(id);
+                    m.add(SeqNo(id + 1), ValueType::Value, &user, &conc_value(&user, id + 1));
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().expect("writer panicked");
+    }
+    let all = scan(&m);
+    assert_eq!(all.len() as u64, 3 * per);
+    for w in all.windows(2) {
+        assert_eq!(compare_internal(&w[0].0, &w[1].0), Ordering::Less);
+    }
+    for (k, v) in &all {
+        check_entry(k, v);
+    }
+    assert_eq!(m.num_entries(), 3 * per);
+    assert_eq!(m.first_seqno(), Some(SeqNo(1)));
+    assert_eq!(m.largest_seqno(), Some(SeqNo(3 * per)));
+}
+
+/// Rough single-threaded numbers; run with
+/// `cargo test --release -p strata memtable::tests::bench -- --ignored --nocapture`.
+#[test]
+#[ignore = "benchmark"]
+fn bench_insert_get() {
+    use std::time::Instant;
+    let n = 1_000_000u64;
+    let value = [0x5au8; 100];
+    let keys: Vec<Vec<u8>> = (0..n)
+        .map(|i| format!("{:016x}", i.wrapping_mul(0x9e37_79b9_7f4a_7c15)).into_bytes())
+        .collect();
+    for (name, sequential) in [("random", false), ("sequential", true)] {
+        let m = MemTable::new();
+        let mut sorted;
+        let order: &[Vec<u8>] = if sequential {
+            sorted = keys.clone();
+            sorted.sort();
+            &sorted
+        } else {
+            &keys
+        };
+        let t = Instant::now();
+        for (i, k) in order.iter().enumerate() {
+            m.add(SeqNo(i as u64 + 1), ValueType::Value, k, &value);
+        }
+        let ins = t.elapsed();
+        let t = Instant::now();
+        let mut found = 0u64;
+        for k in &keys {
+            m.get(&lookup_key(k, SeqNo::MAX), |ik, v| {
+                found += u64::from(
+                    parse_internal_key(ik).is_some_and(|p| p.user_key == k.as_slice())
+                        && v.len() == 100,
+                );
+                false
+            });
+        }
+        let get = t.elapsed();
+        assert_eq!(found, n);
+        println!(
+            "{name}: insert {:.0} ns/op, get {:.0} ns/op (incl. lookup-key build), memory {} MiB",
+            ins.as_nanos() as f64 / n as f64,
+            get.as_nanos() as f64 / n as f64,
+            m.approximate_memory_usage() >> 20
+        );
+    }
+}

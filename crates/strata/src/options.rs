@@ -1,0 +1,248 @@
+//! Options for opening a DB, writing and reading. Every field documents its default and its
+//! trade-off. Names follow RocksDB's so users of the `rocksdb` crate find them where they expect.
+
+use std::sync::Arc;
+
+use crate::db::Snapshot;
+use crate::env::{FileSystem, OsFs};
+use crate::merge_operator::MergeOperator;
+use crate::sstable::{CompressionType, TableOptions};
+use crate::util::checksum::ChecksumType;
+use crate::wal::WalRecoveryMode;
+
+/// Options fixed when the DB is opened.
+#[derive(Clone)]
+pub struct Options {
+    /// Create the directory and an empty DB when missing. Default: true.
+    pub create_if_missing: bool,
+    /// Fail `open` when the DB already exists. Default: false.
+    pub error_if_exists: bool,
+    /// The filesystem all I/O goes through. Default: the OS filesystem.
+    pub fs: Arc<dyn FileSystem>,
+    /// Bytes a memtable may hold before it is switched for a new one and flushed. Larger
+    /// buffers mean fewer, larger L0 files (less write amplification) but longer recovery and
+    /// more memory. Default: 64 MiB.
+    pub write_buffer_size: usize,
+    /// Memtables (active + immutable) that may exist at once; when all are full, writes stall
+    /// until a flush finishes. Default: 2.
+    pub max_write_buffer_number: usize,
+    /// Table readers kept open (each holds its index and filter in memory); -1 keeps every
+    /// table open. Default: -1.
+    pub max_open_files: i32,
+    /// Byte capacity of the block cache of uncompressed data blocks; 0 disables it.
+    /// Default: 32 MiB.
+    pub block_cache_size: usize,
+    /// Target uncompressed size of a data block. Smaller blocks make point reads cheaper and
+    /// the index larger. Default: 4096.
+    pub block_size: usize,
+    /// Keys between restart points in a data block: smaller is faster to seek, larger
+    /// compresses keys better. Default: 16.
+    pub block_restart_interval: usize,
+    /// Bloom filter bits per key (0 = no filter). 10 gives about 1% false positives.
+    /// Default: 10.
+    pub bloom_bits_per_key: u32,
+    /// Compression of data blocks. Default: Snappy (as RocksDB).
+    pub compression: CompressionType,
+    /// Zstd level when `compression` is Zstd. Default: 3.
+    pub zstd_level: i32,
+    /// Checksum protecting every block. Default: CRC32C.
+    pub checksum: ChecksumType,
+    /// What WAL damage `open` tolerates. Default: point-in-time.
+    pub wal_recovery_mode: WalRecoveryMode,
+    /// Number of LSM levels. Default: 7.
+    pub num_levels: usize,
+    /// Background threads for flushes and compactions. Default: 2.
+    pub max_background_jobs: usize,
+    /// Combines merge operands (`Db::merge`); `None` makes merges fail at read time.
+    /// Default: none.
+    pub merge_operator: Option<Arc<dyn MergeOperator>>,
+    /// Splits keys into a prefix used by `ReadOptions::prefix_same_as_start` (and, later,
+    /// prefix Bloom filters). Default: none.
+    pub prefix_extractor: Option<PrefixExtractor>,
+    /// Read every table's footer, index and filter at `open` to find damage early.
+    /// Default: true.
+    pub paranoid_checks: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            create_if_missing: true,
+            error_if_exists: false,
+            fs: Arc::new(OsFs),
+            write_buffer_size: 64 << 20,
+            max_write_buffer_number: 2,
+            max_open_files: -1,
+            block_cache_size: 32 << 20,
+            block_size: 4096,
+            block_restart_interval: 16,
+            bloom_bits_per_key: 10,
+            compression: CompressionType::Snappy,
+            zstd_level: 3,
+            checksum: ChecksumType::Crc32c,
+            wal_recovery_mode: WalRecoveryMode::PointInTime,
+            num_levels: 7,
+            max_background_jobs: 2,
+            paranoid_checks: true,
+            merge_operator: None,
+            prefix_extractor: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Options")
+            .field("create_if_missing", &self.create_if_missing)
+            .field("write_buffer_size", &self.write_buffer_size)
+            .field("max_write_buffer_number", &self.max_write_buffer_number)
+            .field("block_cache_size", &self.block_cache_size)
+            .field("block_size", &self.block_size)
+            .field("compression", &self.compression)
+            .field("wal_recovery_mode", &self.wal_recovery_mode)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Options {
+    /// Checks option values that would make the engine misbehave.
+    pub(crate) fn validate(&self) -> crate::Result<()> {
+        let bad = |s: &str| Err(crate::Error::InvalidArgument(s.to_string()));
+        if self.write_buffer_size < 4096 {
+            return bad("write_buffer_size must be at least 4096");
+        }
+        if self.max_write_buffer_number < 2 {
+            return bad("max_write_buffer_number must be at least 2");
+        }
+        if self.block_size == 0 || self.block_size > (1 << 30) {
+            return bad("block_size must be between 1 and 1 GiB");
+        }
+        if self.block_restart_interval == 0 {
+            return bad("block_restart_interval must be at least 1");
+        }
+        if !(1..=64).contains(&self.num_levels) {
+            return bad("num_levels must be between 1 and 64");
+        }
+        if self.max_background_jobs == 0 {
+            return bad("max_background_jobs must be at least 1");
+        }
+        Ok(())
+    }
+
+    /// The table format options these options imply.
+    pub(crate) fn table_options(&self) -> TableOptions {
+        TableOptions {
+            block_size: self.block_size,
+            block_restart_interval: self.block_restart_interval,
+            bloom_bits_per_key: self.bloom_bits_per_key,
+            compression: self.compression,
+            checksum: self.checksum,
+            zstd_level: self.zstd_level,
+            ..TableOptions::default()
+        }
+    }
+}
+
+/// How a key's prefix is taken (RocksDB's `SliceTransform`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PrefixExtractor {
+    /// The first `n` bytes; a shorter key is its own prefix.
+    Fixed(usize),
+    /// At most the first `n` bytes.
+    Capped(usize),
+}
+
+impl PrefixExtractor {
+    /// The prefix of `key`.
+    pub fn prefix(self, key: &[u8]) -> &[u8] {
+        match self {
+            PrefixExtractor::Fixed(n) | PrefixExtractor::Capped(n) => &key[..n.min(key.len())],
+        }
+    }
+}
+
+/// Options of one write.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WriteOptions {
+    /// fdatasync the WAL before acknowledging: the write then survives power loss. Without it
+    /// the write survives a killed process only. Default: false.
+    pub sync: bool,
+    /// Skip the WAL: the write lives only in the memtable until flushed and is lost on a crash.
+    /// Default: false.
+    pub disable_wal: bool,
+}
+
+impl WriteOptions {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets `sync` (rocksdb-crate style setter).
+    pub fn set_sync(&mut self, sync: bool) {
+        self.sync = sync;
+    }
+
+    /// Sets `disable_wal` (rocksdb-crate style setter).
+    pub fn disable_wal(&mut self, disable: bool) {
+        self.disable_wal = disable;
+    }
+}
+
+/// Options of one read.
+#[derive(Clone, Debug)]
+pub struct ReadOptions {
+    /// Verify block checksums on every read from disk. Default: true.
+    pub verify_checksums: bool,
+    /// Put blocks read from disk into the block cache. Turn off for large scans that would
+    /// evict the working set. Default: true.
+    pub fill_cache: bool,
+    /// Read at this snapshot instead of the latest state. Default: none.
+    pub snapshot: Option<Snapshot>,
+    /// Iterators see no key below this (inclusive bound). Default: none.
+    pub iterate_lower_bound: Option<Vec<u8>>,
+    /// Iterators see no key at or above this (exclusive bound). Default: none.
+    pub iterate_upper_bound: Option<Vec<u8>>,
+    /// Iterators stop at the first key whose prefix (by `Options::prefix_extractor`) differs
+    /// from the seek target's. Default: false.
+    pub prefix_same_as_start: bool,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            verify_checksums: true,
+            fill_cache: true,
+            snapshot: None,
+            iterate_lower_bound: None,
+            iterate_upper_bound: None,
+            prefix_same_as_start: false,
+        }
+    }
+}
+
+impl ReadOptions {
+    /// Reads at `snapshot` (rocksdb-crate style setter).
+    pub fn set_snapshot(&mut self, snapshot: &Snapshot) {
+        self.snapshot = Some(snapshot.clone());
+    }
+
+    pub fn set_iterate_lower_bound(&mut self, key: impl Into<Vec<u8>>) {
+        self.iterate_lower_bound = Some(key.into());
+    }
+
+    pub fn set_iterate_upper_bound(&mut self, key: impl Into<Vec<u8>>) {
+        self.iterate_upper_bound = Some(key.into());
+    }
+
+    pub fn set_prefix_same_as_start(&mut self, v: bool) {
+        self.prefix_same_as_start = v;
+    }
+
+    pub fn fill_cache(&mut self, v: bool) {
+        self.fill_cache = v;
+    }
+
+    pub fn set_verify_checksums(&mut self, v: bool) {
+        self.verify_checksums = v;
+    }
+}

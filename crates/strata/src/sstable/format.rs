@@ -1,0 +1,311 @@
+//! The physical layout of a table file: block handles, block trailers and the footer.
+//!
+//! ```text
+//! +-------------------+---------+
+//! | data block 0      | trailer |   data blocks, in key order
+//! | ...               |         |
+//! | data block n-1    | trailer |
+//! | filter block      | trailer |   optional (no keys, or bloom_bits_per_key = 0)
+//! | index block       | trailer |
+//! | properties block  | trailer |
+//! | metaindex block   | trailer |
+//! | footer (52 bytes)           |
+//! +-----------------------------+
+//!
+//! block handle = varint64 offset | varint64 size        (size excludes the trailer)
+//!
+//! block trailer (5 bytes) = compression type: u8 | checksum: fixed32
+//!     checksum = footer.checksum_type over (stored block bytes | compression type byte)
+//!
+//! footer (FOOTER_LEN = 52 bytes, at the end of the file)
+//!     0   fixed64  metaindex offset
+//!     8   fixed64  metaindex size
+//!     16  fixed64  index offset
+//!     24  fixed64  index size
+//!     32  u8       checksum type (util::checksum::ChecksumType)
+//!     33  3 bytes  zero
+//!     36  fixed32  format version (FORMAT_VERSION = 1)
+//!     40  fixed32  checksum of bytes [0, 40), using the checksum type at byte 32
+//!     44  fixed64  magic (TABLE_MAGIC)
+//! ```
+//!
+//! All fixed-width integers are little-endian. on-disk: never change the compression type tags,
+//! the footer layout, the magic number or the meaning of format version 1.
+//!
+//! The footer uses fixed-width handles so it has one size and can be found without parsing.
+//! The magic comes last so that a file that is not a table is rejected before anything else is
+//! trusted; the checksum comes before the version so that a damaged version number is reported
+//! as damage, not as a format from the future.
+
+use std::path::PathBuf;
+
+use crate::env::RandomAccessFile;
+use crate::error::{Error, Result};
+use crate::util::checksum::ChecksumType;
+use crate::util::coding::{decode_fixed32, decode_fixed64, put_fixed32, put_fixed64, put_varint64};
+use crate::util::coding::{Reader, MAX_VARINT64_LEN};
+
+use super::compression;
+
+/// Length of the trailer after every block: compression type and checksum.
+pub const BLOCK_TRAILER_LEN: usize = 5;
+/// Length of the footer at the end of every table.
+pub const FOOTER_LEN: usize = 52;
+/// The newest table format this code writes and the only one it reads.
+pub const FORMAT_VERSION: u32 = 1;
+/// Identifies a Strata table; stored little-endian in the last 8 bytes. on-disk: never change.
+pub const TABLE_MAGIC: u64 = 0x53b7_a7a1_5570_0001;
+/// Longest encoding of a [`BlockHandle`].
+pub const MAX_BLOCK_HANDLE_LEN: usize = 2 * MAX_VARINT64_LEN;
+
+/// How a block's bytes are compressed. on-disk: never change the tag values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum CompressionType {
+    /// Stored as is.
+    None = 0,
+    /// Snappy raw format (carries its own length prefix).
+    Snappy = 1,
+    /// varint64 uncompressed length, then an LZ4 block.
+    Lz4 = 2,
+    /// varint64 uncompressed length, then a Zstandard frame.
+    Zstd = 3,
+}
+
+impl CompressionType {
+    /// Decodes a tag, `None` for an unknown one.
+    pub fn from_u8(b: u8) -> Option<CompressionType> {
+        match b {
+            0 => Some(CompressionType::None),
+            1 => Some(CompressionType::Snappy),
+            2 => Some(CompressionType::Lz4),
+            3 => Some(CompressionType::Zstd),
+            _ => None,
+        }
+    }
+}
+
+/// Where a block lives in the file: its offset and its stored size, trailer excluded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct BlockHandle {
+    pub offset: u64,
+    pub size: u64,
+}
+
+impl BlockHandle {
+    pub fn new(offset: u64, size: u64) -> Self {
+        BlockHandle { offset, size }
+    }
+
+    /// Appends `varint64 offset | varint64 size`.
+    pub fn encode_to(&self, buf: &mut Vec<u8>) {
+        put_varint64(buf, self.offset);
+        put_varint64(buf, self.size);
+    }
+
+    /// Decodes a handle from the front of `r`; `None` when truncated or malformed.
+    pub fn decode_from(r: &mut Reader<'_>) -> Option<BlockHandle> {
+        let offset = r.varint64()?;
+        let size = r.varint64()?;
+        Some(BlockHandle { offset, size })
+    }
+
+    /// Decodes a handle that must fill `buf` exactly.
+    pub fn decode_exact(buf: &[u8]) -> Option<BlockHandle> {
+        let mut r = Reader::new(buf);
+        let h = Self::decode_from(&mut r)?;
+        r.is_empty().then_some(h)
+    }
+
+    /// Offset just past the block's trailer, `None` on overflow.
+    pub fn end_with_trailer(&self) -> Option<u64> {
+        self.offset.checked_add(self.size)?.checked_add(BLOCK_TRAILER_LEN as u64)
+    }
+}
+
+/// The fixed-size record at the end of every table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Footer {
+    pub metaindex: BlockHandle,
+    pub index: BlockHandle,
+    pub checksum: ChecksumType,
+}
+
+impl Footer {
+    /// The footer's bytes.
+    pub fn encode(&self) -> [u8; FOOTER_LEN] {
+        let mut v = Vec::with_capacity(FOOTER_LEN);
+        put_fixed64(&mut v, self.metaindex.offset);
+        put_fixed64(&mut v, self.metaindex.size);
+        put_fixed64(&mut v, self.index.offset);
+        put_fixed64(&mut v, self.index.size);
+        v.push(self.checksum as u8);
+        v.extend_from_slice(&[0, 0, 0]);
+        put_fixed32(&mut v, FORMAT_VERSION);
+        let sum = self.checksum.compute(&v, &[]);
+        put_fixed32(&mut v, sum);
+        put_fixed64(&mut v, TABLE_MAGIC);
+        let mut out = [0u8; FOOTER_LEN];
+        out.copy_from_slice(&v);
+        out
+    }
+
+    /// Decodes and verifies a footer read at `offset`; errors name an empty path (the caller
+    /// adds the file with [`Error::with_file`]).
+    pub fn decode(buf: &[u8], offset: u64) -> Result<Footer> {
+        let bad = |reason: &str| Error::corruption(PathBuf::new(), offset, reason);
+        if buf.len() != FOOTER_LEN {
+            return Err(bad("footer has the wrong length"));
+        }
+        if decode_fixed64(buf, 44) != TABLE_MAGIC {
+            return Err(bad("not a table file (bad magic number)"));
+        }
+        let checksum = ChecksumType::from_u8(buf[32])
+            .ok_or_else(|| bad(&format!("unknown checksum type {}", buf[32])))?;
+        let expected = decode_fixed32(buf, 40);
+        let actual = checksum.compute(&buf[..40], &[]);
+        if expected != actual {
+            return Err(Error::ChecksumMismatch { file: PathBuf::new(), offset, expected, actual });
+        }
+        let version = decode_fixed32(buf, 36);
+        if version != FORMAT_VERSION {
+            return Err(bad(&format!("unsupported table format version {version}")));
+        }
+        if buf[33..36] != [0, 0, 0] {
+            return Err(bad("reserved footer bytes are not zero"));
+        }
+        Ok(Footer {
+            metaindex: BlockHandle::new(decode_fixed64(buf, 0), decode_fixed64(buf, 8)),
+            index: BlockHandle::new(decode_fixed64(buf, 16), decode_fixed64(buf, 24)),
+            checksum,
+        })
+    }
+}
+
+/// Builds the 5-byte trailer for a stored block.
+pub fn block_trailer(
+    stored: &[u8],
+    ty: CompressionType,
+    checksum: ChecksumType,
+) -> [u8; BLOCK_TRAILER_LEN] {
+    let t = ty as u8;
+    let sum = checksum.compute(stored, &[t]);
+    let mut out = [0u8; BLOCK_TRAILER_LEN];
+    out[0] = t;
+    out[1..].copy_from_slice(&sum.to_le_bytes());
+    out
+}
+
+/// Reads the block at `handle`, checks its trailer (the checksum only when `verify_checksum`)
+/// and returns its uncompressed contents. Errors carry the file's path and the block's offset.
+pub fn read_block(
+    file: &(dyn RandomAccessFile + 'static),
+    handle: BlockHandle,
+    checksum: ChecksumType,
+    verify_checksum: bool,
+) -> Result<Vec<u8>> {
+    let path = file.path();
+    let bad = |reason: String| Error::corruption(path, handle.offset, reason);
+    let in_file = handle.end_with_trailer().is_some_and(|end| end <= file.len());
+    if !in_file {
+        return Err(bad(format!(
+            "block handle (offset {}, size {}) lies outside the file of {} bytes",
+            handle.offset,
+            handle.size,
+            file.len()
+        )));
+    }
+    // Bounded by the file length checked above.
+    let size = handle.size as usize;
+    let mut buf = file.read_exact_at(handle.offset, size + BLOCK_TRAILER_LEN)?;
+    let ty_byte = buf[size];
+    if verify_checksum {
+        let expected = decode_fixed32(&buf, size + 1);
+        let actual = checksum.compute(&buf[..size], &[ty_byte]);
+        if expected != actual {
+            return Err(Error::ChecksumMismatch {
+                file: path.to_path_buf(),
+                offset: handle.offset,
+                expected,
+                actual,
+            });
+        }
+    }
+    let ty = CompressionType::from_u8(ty_byte)
+        .ok_or_else(|| bad(format!("unknown compression type {ty_byte}")))?;
+    match ty {
+        CompressionType::None => {
+            buf.truncate(size);
+            Ok(buf)
+        }
+        _ => {
+            compression::uncompress(ty, &buf[..size], handle.offset).map_err(|e| e.with_file(path))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::env::{FileSystem, MemFs};
+    use std::path::Path;
+
+    #[test]
+    fn handle_roundtrip() {
+        for (o, s) in [(0u64, 0u64), (1, 127), (1 << 40, 1 << 20), (u64::MAX, u64::MAX)] {
+            let h = BlockHandle::new(o, s);
+            let mut buf = Vec::new();
+            h.encode_to(&mut buf);
+            assert!(buf.len() <= MAX_BLOCK_HANDLE_LEN);
+            assert_eq!(BlockHandle::decode_exact(&buf), Some(h));
+            buf.push(0);
+            assert_eq!(BlockHandle::decode_exact(&buf), None);
+        }
+        assert_eq!(BlockHandle::decode_exact(&[0x80]), None);
+        assert_eq!(BlockHandle::new(u64::MAX, 1).end_with_trailer(), None);
+    }
+
+    #[test]
+    fn footer_roundtrip_and_damage() {
+        let f = Footer {
+            metaindex: BlockHandle::new(1000, 40),
+            index: BlockHandle::new(900, 95),
+            checksum: ChecksumType::Xxh3,
+        };
+        let enc = f.encode();
+        assert_eq!(Footer::decode(&enc, 7).unwrap(), f);
+        for i in 0..FOOTER_LEN {
+            let mut d = enc;
+            d[i] ^= 0x10;
+            let e = Footer::decode(&d, 7).unwrap_err();
+            assert!(e.is_corruption(), "byte {i}: {e}");
+        }
+        let e = Footer::decode(&enc[1..], 7).unwrap_err();
+        assert!(e.is_corruption());
+    }
+
+    #[test]
+    fn read_block_checks_trailer_and_bounds() {
+        let fs = MemFs::new();
+        fs.create_dir_all(Path::new("/d")).unwrap();
+        let p = Path::new("/d/t");
+        let mut w = fs.create(p).unwrap();
+        let data = b"hello block";
+        w.append(data).unwrap();
+        w.append(&block_trailer(data, CompressionType::None, ChecksumType::Crc32c)).unwrap();
+        w.sync().unwrap();
+        drop(w);
+        let f = fs.open(p).unwrap();
+        let h = BlockHandle::new(0, data.len() as u64);
+        assert_eq!(read_block(&*f, h, ChecksumType::Crc32c, true).unwrap(), data);
+        let e = read_block(&*f, h, ChecksumType::Xxh3, true).unwrap_err();
+        assert!(matches!(e, Error::ChecksumMismatch { .. }));
+        assert!(e.to_string().contains("/d/t"));
+        let e = read_block(&*f, BlockHandle::new(1, data.len() as u64), ChecksumType::Crc32c, true)
+            .unwrap_err();
+        assert!(e.is_corruption() && e.to_string().contains("/d/t"));
+        let e = read_block(&*f, BlockHandle::new(u64::MAX - 2, 10), ChecksumType::Crc32c, false)
+            .unwrap_err();
+        assert!(e.is_corruption());
+    }
+}

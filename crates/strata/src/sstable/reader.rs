@@ -1,0 +1,561 @@
+//! Reads a table file (layout in [`super::format`]).
+//!
+//! `open` reads and verifies (always, whatever the read options say) the footer, the metaindex,
+//! the index, the filter and the properties, and keeps them in memory for the reader's life;
+//! only data blocks go through the block cache. Every error names the table's path and the
+//! offset of the damaged structure.
+
+use std::cell::Cell;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::cache::{Cache, CacheKey};
+use crate::env::RandomAccessFile;
+use crate::error::{Error, Result};
+use crate::iterator::InternalIterator;
+use crate::key::{user_key, TRAILER_LEN};
+use crate::util::checksum::ChecksumType;
+
+use super::block::{Block, BlockIter};
+use super::filter::BloomFilter;
+use super::format::{read_block, BlockHandle, Footer, FOOTER_LEN};
+use super::metaindex::{MetaIndex, FILTER_BLOCK, PROPERTIES_BLOCK};
+use super::properties::TableProperties;
+
+/// Key buffers larger than this are freed after a `get` rather than kept for the next one.
+const MAX_REUSED_KEY_BUFFER: usize = 4096;
+
+thread_local! {
+    /// Key buffers for the index and data block iterators of `get`, so a point lookup does
+    /// not allocate. A nested `get` (from inside the callback) finds them taken and allocates.
+    static GET_KEY_BUFFERS: Cell<(Vec<u8>, Vec<u8>)> =
+        const { Cell::new((Vec::new(), Vec::new())) };
+}
+
+/// How a read treats data blocks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadBlockOptions {
+    /// Verify block checksums on reads from the file. Default true.
+    pub verify_checksums: bool,
+    /// Insert blocks read from the file into the block cache. Default true; scans that should
+    /// not evict the working set turn it off.
+    pub fill_cache: bool,
+}
+
+impl Default for ReadBlockOptions {
+    fn default() -> Self {
+        ReadBlockOptions { verify_checksums: true, fill_cache: true }
+    }
+}
+
+/// An open table.
+pub struct TableReader {
+    file: Arc<dyn RandomAccessFile>,
+    path: PathBuf,
+    cache_id: u64,
+    block_cache: Option<Arc<Cache<CacheKey, Block>>>,
+    checksum: ChecksumType,
+    /// Blocks must end (trailer included) at or before this offset: the footer's start.
+    blocks_end: u64,
+    index: Arc<Block>,
+    filter: Option<BloomFilter>,
+    properties: TableProperties,
+    meta: MetaIndex,
+}
+
+impl std::fmt::Debug for TableReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TableReader")
+            .field("path", &self.path)
+            .field("cache_id", &self.cache_id)
+            .field("properties", &self.properties)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TableReader {
+    /// Reads and verifies the footer, metaindex, index, filter and properties (kept in memory,
+    /// not in the block cache). Data blocks are cached under `cache_id`, which must be unique
+    /// among the tables sharing `block_cache`.
+    pub fn open(
+        file: Arc<dyn RandomAccessFile>,
+        cache_id: u64,
+        block_cache: Option<Arc<Cache<CacheKey, Block>>>,
+    ) -> Result<TableReader> {
+        let path = file.path().to_path_buf();
+        let len = file.len();
+        if len < FOOTER_LEN as u64 {
+            return Err(Error::corruption(
+                &path,
+                0,
+                format!("file of {len} bytes is too short to be a table"),
+            ));
+        }
+        let footer_offset = len - FOOTER_LEN as u64;
+        let buf = file.read_exact_at(footer_offset, FOOTER_LEN)?;
+        let footer = Footer::decode(&buf, footer_offset).map_err(|e| e.with_file(&path))?;
+        let checksum = footer.checksum;
+        let read_meta = |h: BlockHandle, what: &str| -> Result<Vec<u8>> {
+            if h.end_with_trailer().is_none_or(|end| end > footer_offset) {
+                return Err(Error::corruption(
+                    &path,
+                    h.offset,
+                    format!("{what} block (size {}) overlaps the footer", h.size),
+                ));
+            }
+            read_block(&*file, h, checksum, true)
+        };
+
+        let meta =
+            MetaIndex::decode(&read_meta(footer.metaindex, "metaindex")?, footer.metaindex.offset)
+                .map_err(|e| e.with_file(&path))?;
+        let Some(ph) = meta.get(PROPERTIES_BLOCK) else {
+            return Err(Error::corruption(
+                &path,
+                footer.metaindex.offset,
+                "metaindex has no properties block",
+            ));
+        };
+        let properties = TableProperties::decode(&read_meta(ph, "properties")?, ph.offset)
+            .map_err(|e| e.with_file(&path))?;
+        let filter = match meta.get(FILTER_BLOCK) {
+            Some(fh) => Some(
+                BloomFilter::decode(&read_meta(fh, "filter")?, fh.offset)
+                    .map_err(|e| e.with_file(&path))?,
+            ),
+            None => None,
+        };
+        let index = Block::new(read_meta(footer.index, "index")?, footer.index.offset)
+            .map_err(|e| e.with_file(&path))?;
+
+        Ok(TableReader {
+            file,
+            path,
+            cache_id,
+            block_cache,
+            checksum,
+            blocks_end: footer_offset,
+            index: Arc::new(index),
+            filter,
+            properties,
+            meta,
+        })
+    }
+
+    /// Bloom check on a user key; false means the table holds no entry for it.
+    #[inline]
+    pub fn may_contain(&self, user_key: &[u8]) -> bool {
+        self.filter.as_ref().is_none_or(|f| f.may_contain(user_key))
+    }
+
+    /// Point lookup: if the filter may contain the user key of `lookup_ikey`, seeks to the
+    /// first entry >= `lookup_ikey` and calls `f(ikey, value)` for it and the following entries
+    /// (crossing data blocks) until `f` returns false or the table ends.
+    #[allow(clippy::trivially_copy_pass_by_ref)] // the signature the DB's read path codes against
+    pub fn get(
+        &self,
+        lookup_ikey: &[u8],
+        read: &ReadBlockOptions,
+        mut f: impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<()> {
+        if lookup_ikey.len() < TRAILER_LEN {
+            return Err(Error::InvalidArgument(format!(
+                "lookup key {lookup_ikey:?} is not an internal key"
+            )));
+        }
+        if !self.may_contain(user_key(lookup_ikey)) {
+            return Ok(());
+        }
+        let (index_buf, data_buf) = GET_KEY_BUFFERS.take();
+        let mut index = BlockIter::with_key_buffer(self.index.clone(), index_buf);
+        let mut data_buf = Some(data_buf);
+        let mut data: Option<BlockIter> = None;
+        let r = self.get_with(&mut index, &mut data, &mut data_buf, lookup_ikey, *read, &mut f);
+        let data_buf = data.map(BlockIter::into_key_buffer).or(data_buf).unwrap_or_default();
+        let index_buf = index.into_key_buffer();
+        if index_buf.capacity() <= MAX_REUSED_KEY_BUFFER
+            && data_buf.capacity() <= MAX_REUSED_KEY_BUFFER
+        {
+            GET_KEY_BUFFERS.set((index_buf, data_buf));
+        }
+        r
+    }
+
+    fn get_with(
+        &self,
+        index: &mut BlockIter,
+        data: &mut Option<BlockIter>,
+        data_buf: &mut Option<Vec<u8>>,
+        lookup_ikey: &[u8],
+        read: ReadBlockOptions,
+        f: &mut impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<()> {
+        index.seek(lookup_ikey);
+        while index.valid() {
+            let handle = self.decode_handle(index.value())?;
+            let block = self.read_data_block(handle, read)?;
+            let it = match data.as_mut() {
+                Some(it) => {
+                    it.set_block(block);
+                    it.seek_to_first();
+                    it
+                }
+                None => {
+                    let buf = data_buf.take().unwrap_or_default();
+                    let it = data.insert(BlockIter::with_key_buffer(block, buf));
+                    it.seek(lookup_ikey);
+                    it
+                }
+            };
+            while it.valid() {
+                if !f(it.key(), it.value()) {
+                    return Ok(());
+                }
+                it.next();
+            }
+            it.status().map_err(|e| e.with_file(&self.path))?;
+            index.next();
+        }
+        index.status().map_err(|e| e.with_file(&self.path))
+    }
+
+    /// A two-level iterator over the whole table.
+    pub fn iter(self: &Arc<Self>, read: ReadBlockOptions) -> TableIterator {
+        TableIterator {
+            index: self.index.iter(),
+            table: self.clone(),
+            read,
+            data: None,
+            status: None,
+        }
+    }
+
+    pub fn properties(&self) -> &TableProperties {
+        &self.properties
+    }
+
+    /// The file offset where the data for `ikey` is (or would be): the start of the data block
+    /// that would hold it, or the end of the data blocks when it sorts after every key.
+    pub fn approximate_offset_of(&self, ikey: &[u8]) -> u64 {
+        let data_end = self.properties.data_size.min(self.blocks_end);
+        if ikey.len() < TRAILER_LEN {
+            return 0;
+        }
+        let mut it = self.index.iter();
+        it.seek(ikey);
+        if it.valid() {
+            if let Some(h) = BlockHandle::decode_exact(it.value()) {
+                return h.offset.min(data_end);
+            }
+        }
+        data_end
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The id under which data blocks are cached.
+    pub fn cache_id(&self) -> u64 {
+        self.cache_id
+    }
+
+    /// The table file's size.
+    pub fn file_size(&self) -> u64 {
+        self.file.len()
+    }
+
+    /// Memory held by the index and filter (not counting cached data blocks).
+    pub fn memory_size(&self) -> usize {
+        self.index.memory_size() + self.filter.as_ref().map_or(0, BloomFilter::memory_size)
+    }
+
+    /// Reads (verifying its checksum) the meta block registered as `name` in the metaindex,
+    /// e.g. [`super::metaindex::RANGE_DELETION_BLOCK`]; `None` when the table has none.
+    pub fn read_meta_block(&self, name: &str) -> Result<Option<Vec<u8>>> {
+        let Some(h) = self.meta.get(name) else { return Ok(None) };
+        self.check_handle(h)?;
+        read_block(&*self.file, h, self.checksum, true).map(Some)
+    }
+
+    fn check_handle(&self, h: BlockHandle) -> Result<()> {
+        if h.end_with_trailer().is_some_and(|end| end <= self.blocks_end) {
+            Ok(())
+        } else {
+            Err(Error::corruption(
+                &self.path,
+                h.offset,
+                format!("block (size {}) lies outside the table's blocks", h.size),
+            ))
+        }
+    }
+
+    fn decode_handle(&self, v: &[u8]) -> Result<BlockHandle> {
+        BlockHandle::decode_exact(v).ok_or_else(|| {
+            Error::corruption(&self.path, self.index.file_offset(), "bad block handle in index")
+        })
+    }
+
+    /// The data block at `handle`, from the block cache when possible.
+    fn read_data_block(&self, handle: BlockHandle, read: ReadBlockOptions) -> Result<Arc<Block>> {
+        let Some(cache) = &self.block_cache else {
+            return Ok(Arc::new(self.load_block(handle, read.verify_checksums)?));
+        };
+        let key = CacheKey { file: self.cache_id, offset: handle.offset };
+        if let Some(b) = cache.lookup(&key) {
+            return Ok(b);
+        }
+        let b = Arc::new(self.load_block(handle, read.verify_checksums)?);
+        if read.fill_cache {
+            cache.insert(key, b.clone(), b.memory_size());
+        }
+        Ok(b)
+    }
+
+    fn load_block(&self, handle: BlockHandle, verify: bool) -> Result<Block> {
+        self.check_handle(handle)?;
+        let data = read_block(&*self.file, handle, self.checksum, verify)?;
+        Block::new(data, handle.offset).map_err(|e| e.with_file(&self.path))
+    }
+}
+
+/// Iterates a whole table: an index block iterator choosing data blocks, and an iterator over
+/// the current data block. Owns its table, so it is `'static`.
+pub struct TableIterator {
+    table: Arc<TableReader>,
+    read: ReadBlockOptions,
+    index: BlockIter,
+    /// The current data block's iterator; kept across blocks to reuse its buffers.
+    data: Option<BlockIter>,
+    status: Option<Error>,
+}
+
+impl TableIterator {
+    fn invalidate_data(&mut self) {
+        if let Some(d) = &mut self.data {
+            d.invalidate();
+        }
+    }
+
+    fn fail(&mut self, e: Error) {
+        if self.status.is_none() {
+            self.status = Some(e);
+        }
+        self.invalidate_data();
+    }
+
+    /// Points `data` at the block named by the (valid) index entry; false on error.
+    fn load_data_block(&mut self) -> bool {
+        let handle = match self.table.decode_handle(self.index.value()) {
+            Ok(h) => h,
+            Err(e) => {
+                self.fail(e);
+                return false;
+            }
+        };
+        if let Some(d) = &self.data {
+            if d.block().file_offset() == handle.offset {
+                return true;
+            }
+        }
+        match self.table.read_data_block(handle, self.read) {
+            Ok(block) => {
+                match &mut self.data {
+                    Some(d) => d.set_block(block),
+                    None => self.data = Some(block.iter()),
+                }
+                true
+            }
+            Err(e) => {
+                self.fail(e);
+                false
+            }
+        }
+    }
+
+    /// After the data iterator ran off its block's end, moves to the first entry of the next
+    /// non-empty block.
+    fn skip_forward(&mut self) {
+        loop {
+            match &self.data {
+                Some(d) if d.valid() || d.has_error() => return,
+                None => return,
+                Some(_) => {}
+            }
+            if !self.index.valid() {
+                return;
+            }
+            self.index.next();
+            if !self.index.valid() {
+                self.invalidate_data();
+                return;
+            }
+            if !self.load_data_block() {
+                return;
+            }
+            if let Some(d) = &mut self.data {
+                d.seek_to_first();
+            }
+        }
+    }
+
+    /// After the data iterator ran off its block's start, moves to the last entry of the
+    /// previous non-empty block.
+    fn skip_backward(&mut self) {
+        loop {
+            match &self.data {
+                Some(d) if d.valid() || d.has_error() => return,
+                None => return,
+                Some(_) => {}
+            }
+            if !self.index.valid() {
+                return;
+            }
+            self.index.prev();
+            if !self.index.valid() {
+                self.invalidate_data();
+                return;
+            }
+            if !self.load_data_block() {
+                return;
+            }
+            if let Some(d) = &mut self.data {
+                d.seek_to_last();
+            }
+        }
+    }
+
+    /// Common start of every seek: clears errors; false when the index is exhausted or broken.
+    fn position_index(&mut self) -> bool {
+        if !self.index.valid() {
+            self.invalidate_data();
+            return false;
+        }
+        self.load_data_block()
+    }
+
+    fn check_target(&mut self, target: &[u8]) -> bool {
+        self.status = None;
+        if target.len() < TRAILER_LEN {
+            self.fail(Error::InvalidArgument(format!(
+                "seek target {target:?} is not an internal key"
+            )));
+            return false;
+        }
+        true
+    }
+}
+
+impl InternalIterator for TableIterator {
+    #[inline]
+    fn valid(&self) -> bool {
+        self.data.as_ref().is_some_and(BlockIter::valid)
+    }
+
+    fn seek_to_first(&mut self) {
+        self.status = None;
+        self.index.seek_to_first();
+        if self.position_index() {
+            if let Some(d) = &mut self.data {
+                d.seek_to_first();
+            }
+            self.skip_forward();
+        }
+    }
+
+    fn seek_to_last(&mut self) {
+        self.status = None;
+        self.index.seek_to_last();
+        if self.position_index() {
+            if let Some(d) = &mut self.data {
+                d.seek_to_last();
+            }
+            self.skip_backward();
+        }
+    }
+
+    fn seek(&mut self, target: &[u8]) {
+        if !self.check_target(target) {
+            return;
+        }
+        self.index.seek(target);
+        if self.position_index() {
+            if let Some(d) = &mut self.data {
+                d.seek(target);
+            }
+            self.skip_forward();
+        }
+    }
+
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        if !self.check_target(target) {
+            return;
+        }
+        // The first block whose separator is >= target is the last one that can hold a key
+        // <= target; past every separator, only the last block can.
+        self.index.seek(target);
+        if !self.index.valid() {
+            if self.index.has_error() {
+                self.invalidate_data();
+            } else {
+                self.seek_to_last();
+            }
+            return;
+        }
+        if self.position_index() {
+            if let Some(d) = &mut self.data {
+                d.seek_for_prev(target);
+            }
+            self.skip_backward();
+        }
+    }
+
+    #[inline]
+    fn next(&mut self) {
+        debug_assert!(self.valid());
+        if let Some(d) = &mut self.data {
+            d.next();
+            if !d.valid() {
+                self.skip_forward();
+            }
+        }
+    }
+
+    fn prev(&mut self) {
+        debug_assert!(self.valid());
+        if let Some(d) = &mut self.data {
+            d.prev();
+            if !d.valid() {
+                self.skip_backward();
+            }
+        }
+    }
+
+    #[inline]
+    fn key(&self) -> &[u8] {
+        match &self.data {
+            Some(d) => d.key(),
+            None => &[],
+        }
+    }
+
+    #[inline]
+    fn value(&self) -> &[u8] {
+        match &self.data {
+            Some(d) => d.value(),
+            None => &[],
+        }
+    }
+
+    fn status(&self) -> Result<()> {
+        if let Some(e) = &self.status {
+            return Err(e.duplicate());
+        }
+        let path = &self.table.path;
+        self.index.status().map_err(|e| e.with_file(path))?;
+        match &self.data {
+            Some(d) => d.status().map_err(|e| e.with_file(path)),
+            None => Ok(()),
+        }
+    }
+}

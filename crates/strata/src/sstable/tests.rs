@@ -1,0 +1,572 @@
+//! Whole-table tests: builder + reader on the in-memory filesystem.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::block::Block;
+use super::builder::{TableBuilder, TableOptions, TableSummary};
+use super::format::{CompressionType, FOOTER_LEN};
+use super::reader::{ReadBlockOptions, TableReader};
+use crate::cache::{Cache, CacheKey};
+use crate::env::{FaultFs, FaultKind, FaultOp, FaultRule, FileSystem, MemFs};
+use crate::error::Error;
+use crate::iterator::conformance::{check_internal_iterator, sample_entries};
+use crate::iterator::InternalIterator;
+use crate::key::{compare_internal, lookup_key, make_internal_key, parse_internal_key, user_key};
+use crate::types::{SeqNo, ValueType};
+use crate::util::checksum::ChecksumType;
+
+type Model = Vec<(Vec<u8>, Vec<u8>)>;
+
+const COMPRESSIONS: [CompressionType; 4] =
+    [CompressionType::None, CompressionType::Snappy, CompressionType::Lz4, CompressionType::Zstd];
+
+fn mem_fs() -> (MemFs, PathBuf) {
+    let fs = MemFs::new();
+    fs.create_dir_all(Path::new("/db")).unwrap();
+    (fs, PathBuf::from("/db/000007.sst"))
+}
+
+fn build(fs: &dyn FileSystem, path: &Path, opts: &TableOptions, model: &Model) -> TableSummary {
+    let mut b = TableBuilder::new(opts, fs.create(path).unwrap(), path.to_path_buf());
+    for (k, v) in model {
+        b.add(k, v).unwrap();
+    }
+    assert_eq!(b.num_entries(), model.len() as u64);
+    b.finish().unwrap()
+}
+
+fn open(fs: &dyn FileSystem, path: &Path) -> Arc<TableReader> {
+    Arc::new(TableReader::open(fs.open(path).unwrap(), 1, None).unwrap())
+}
+
+fn opts(block_size: usize, compression: CompressionType, checksum: ChecksumType) -> TableOptions {
+    TableOptions { block_size, compression, checksum, ..TableOptions::default() }
+}
+
+/// Values that compress (repeated text), so compressed blocks are exercised.
+fn compressible_model(n: usize, seed: u64) -> Model {
+    sample_entries(n, seed)
+        .into_iter()
+        .enumerate()
+        .map(|(i, (k, v))| {
+            let mut v = v;
+            if i % 3 != 0 {
+                v.extend_from_slice(format!("value-{:04}-", i % 10).repeat(4).as_bytes());
+            }
+            (k, v)
+        })
+        .collect()
+}
+
+/// The model entries of `user` visible at `seq`, newest first: what a DB get collects.
+fn model_get(model: &Model, user: &[u8], seq: SeqNo) -> Model {
+    model
+        .iter()
+        .filter(|(k, _)| {
+            let p = parse_internal_key(k).unwrap();
+            p.user_key == user && p.seq <= seq
+        })
+        .cloned()
+        .collect()
+}
+
+fn table_get(t: &TableReader, user: &[u8], seq: SeqNo) -> crate::error::Result<Model> {
+    let lk = lookup_key(user, seq);
+    let mut got = Vec::new();
+    t.get(&lk, &ReadBlockOptions::default(), |k, v| {
+        if user_key(k) != user {
+            return false;
+        }
+        got.push((k.to_vec(), v.to_vec()));
+        true
+    })?;
+    Ok(got)
+}
+
+#[test]
+fn iterator_conformance_across_options() {
+    for compression in COMPRESSIONS {
+        for checksum in [ChecksumType::Crc32c, ChecksumType::Xxh3] {
+            for block_size in [64, 256, 4096] {
+                for n in [0, 1, 3, 500] {
+                    let (fs, path) = mem_fs();
+                    let model = compressible_model(n, n as u64 + block_size as u64);
+                    let o = opts(block_size, compression, checksum);
+                    let s = build(&fs, &path, &o, &model);
+                    assert_eq!(s.file_size, fs.file_size(&path).unwrap());
+                    let t = open(&fs, &path);
+                    let mut it = t.iter(ReadBlockOptions::default());
+                    check_internal_iterator(&mut it, &model, n as u64 ^ 0x55);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn iterator_conformance_with_restart_intervals_and_no_filter() {
+    for interval in [1, 16, 1024] {
+        let (fs, path) = mem_fs();
+        let model = sample_entries(700, interval as u64);
+        let o = TableOptions {
+            block_size: 512,
+            block_restart_interval: interval,
+            index_block_restart_interval: 4,
+            bloom_bits_per_key: 0,
+            ..TableOptions::default()
+        };
+        build(&fs, &path, &o, &model);
+        let t = open(&fs, &path);
+        check_internal_iterator(&mut t.iter(ReadBlockOptions::default()), &model, 3);
+        assert!(t.may_contain(b"anything"));
+    }
+}
+
+#[test]
+fn empty_user_keys_and_large_values() {
+    let mut model: Model = vec![
+        (make_internal_key(b"", SeqNo(10), ValueType::Value), vec![7u8; 100 * 1024]),
+        (make_internal_key(b"", SeqNo(4), ValueType::Merge), b"m".to_vec()),
+        (make_internal_key(b"", SeqNo(2), ValueType::Deletion), vec![]),
+        (make_internal_key(b"\x00", SeqNo(3), ValueType::Value), vec![]),
+        (make_internal_key(b"big", SeqNo(5), ValueType::Value), vec![0xabu8; 300 * 1024]),
+        (make_internal_key(b"\xff\xff", SeqNo(1), ValueType::Value), b"last".to_vec()),
+    ];
+    model.sort_by(|a, b| compare_internal(&a.0, &b.0));
+    for compression in COMPRESSIONS {
+        for block_size in [64, 4096] {
+            let (fs, path) = mem_fs();
+            build(&fs, &path, &opts(block_size, compression, ChecksumType::Crc32c), &model);
+            let t = open(&fs, &path);
+            check_internal_iterator(&mut t.iter(ReadBlockOptions::default()), &model, 1);
+            let got = table_get(&t, b"", SeqNo::MAX).unwrap();
+            assert_eq!(got, model_get(&model, b"", SeqNo::MAX));
+            let got = table_get(&t, b"big", SeqNo::MAX).unwrap();
+            assert_eq!(got[0].1.len(), 300 * 1024);
+        }
+    }
+}
+
+#[test]
+fn get_matches_the_model() {
+    for (block_size, compression) in
+        [(64, CompressionType::None), (256, CompressionType::Lz4), (4096, CompressionType::Snappy)]
+    {
+        let (fs, path) = mem_fs();
+        let model = compressible_model(2000, 77);
+        build(&fs, &path, &opts(block_size, compression, ChecksumType::Crc32c), &model);
+        let t = open(&fs, &path);
+        for (k, _) in &model {
+            let p = parse_internal_key(k).unwrap();
+            for seq in [SeqNo::MAX, p.seq, SeqNo(p.seq.0 - 1)] {
+                let got = table_get(&t, p.user_key, seq).unwrap();
+                assert_eq!(got, model_get(&model, p.user_key, seq), "{:?} @ {seq}", p.user_key);
+            }
+            assert!(t.may_contain(p.user_key));
+        }
+        // Absent user keys: between, before and after the present ones.
+        for i in 0..5000 {
+            let user = format!("key{i:06}x").into_bytes();
+            assert!(table_get(&t, &user, SeqNo::MAX).unwrap().is_empty());
+        }
+        assert!(table_get(&t, b"", SeqNo::MAX).unwrap().is_empty());
+        assert!(table_get(&t, b"\xff\xff\xff", SeqNo::MAX).unwrap().is_empty());
+        // `f` sees every following entry until it says stop.
+        let first = &model[0].0;
+        let mut seen = 0;
+        t.get(first, &ReadBlockOptions::default(), |_, _| {
+            seen += 1;
+            true
+        })
+        .unwrap();
+        assert_eq!(seen, model.len());
+        assert!(t.get(b"short", &ReadBlockOptions::default(), |_, _| true).is_err());
+    }
+}
+
+#[test]
+fn table_bloom_filter_rejects_most_absent_keys() {
+    let (fs, path) = mem_fs();
+    let mut model = Model::new();
+    for i in 0..20_000u32 {
+        model.push((
+            make_internal_key(format!("k{i:08}").as_bytes(), SeqNo(1), ValueType::Value),
+            vec![],
+        ));
+    }
+    build(&fs, &path, &TableOptions::default(), &model);
+    let t = open(&fs, &path);
+    let fp = (0..20_000u32).filter(|i| t.may_contain(format!("a{i:08}").as_bytes())).count();
+    assert!(fp < 400, "{fp} false positives in 20000");
+    // Repeated versions of one user key are added to the filter once.
+    assert!(t.properties().filter_size > 0);
+}
+
+#[test]
+fn properties_and_summary() {
+    let (fs, path) = mem_fs();
+    let model = sample_entries(1000, 4);
+    let o = opts(1024, CompressionType::Zstd, ChecksumType::Xxh3);
+    let mut b = TableBuilder::new(&o, fs.create(&path).unwrap(), path.clone());
+    b.set_creation_time(1234);
+    for (k, v) in &model {
+        b.add(k, v).unwrap();
+    }
+    let s = b.finish().unwrap();
+    let p = &s.properties;
+    let count = |t: ValueType| {
+        model.iter().filter(|(k, _)| parse_internal_key(k).unwrap().value_type == t).count() as u64
+    };
+    assert_eq!(s.num_entries, 1000);
+    assert_eq!(p.num_entries, 1000);
+    assert_eq!(p.num_deletions, count(ValueType::Deletion));
+    assert_eq!(p.num_merge_operands, count(ValueType::Merge));
+    assert_eq!(p.raw_key_size, model.iter().map(|(k, _)| k.len() as u64).sum::<u64>());
+    assert_eq!(p.raw_value_size, model.iter().map(|(_, v)| v.len() as u64).sum::<u64>());
+    assert_eq!(p.compression, CompressionType::Zstd);
+    assert_eq!(p.creation_time, 1234);
+    assert!(p.num_data_blocks > 1);
+    assert!(p.data_size + p.index_size + p.filter_size < s.file_size);
+    let seqs: Vec<u64> = model.iter().map(|(k, _)| parse_internal_key(k).unwrap().seq.0).collect();
+    assert_eq!(s.smallest_seqno.0, *seqs.iter().min().unwrap());
+    assert_eq!(s.largest_seqno.0, *seqs.iter().max().unwrap());
+    assert_eq!(s.smallest, model[0].0);
+    assert_eq!(s.largest, model[999].0);
+    let t = open(&fs, &path);
+    assert_eq!(t.properties(), p);
+    assert_eq!(t.path(), path);
+    assert_eq!(t.file_size(), s.file_size);
+}
+
+#[test]
+fn empty_table_is_valid() {
+    let (fs, path) = mem_fs();
+    let s = build(&fs, &path, &TableOptions::default(), &Model::new());
+    assert_eq!(s.num_entries, 0);
+    assert!(s.smallest.is_empty() && s.largest.is_empty());
+    let t = open(&fs, &path);
+    assert_eq!(t.properties().num_entries, 0);
+    assert!(table_get(&t, b"a", SeqNo::MAX).unwrap().is_empty());
+    let mut it = t.iter(ReadBlockOptions::default());
+    it.seek_to_first();
+    assert!(!it.valid());
+    it.status().unwrap();
+    assert_eq!(t.approximate_offset_of(&lookup_key(b"a", SeqNo::MAX)), 0);
+}
+
+#[test]
+fn approximate_offsets_grow_with_keys() {
+    let (fs, path) = mem_fs();
+    let model = compressible_model(3000, 8);
+    let o = opts(1024, CompressionType::None, ChecksumType::Crc32c);
+    let mut b = TableBuilder::new(&o, fs.create(&path).unwrap(), path.clone());
+    let mut last_estimate = 0;
+    for (k, v) in &model {
+        b.add(k, v).unwrap();
+        // Without compression the estimate only grows.
+        assert!(b.estimated_file_size() >= last_estimate);
+        last_estimate = b.estimated_file_size();
+    }
+    let s = b.finish().unwrap();
+    assert!(last_estimate <= s.file_size);
+    let t = open(&fs, &path);
+    assert_eq!(t.approximate_offset_of(&model[0].0), 0);
+    let mut last = 0;
+    for (k, _) in model.iter().step_by(50) {
+        let o = t.approximate_offset_of(k);
+        assert!(o >= last);
+        last = o;
+    }
+    let past = make_internal_key(b"\xff\xff\xff", SeqNo(1), ValueType::Value);
+    assert_eq!(t.approximate_offset_of(&past), s.properties.data_size);
+    assert!(s.properties.data_size > s.file_size / 2);
+}
+
+#[test]
+fn block_cache_is_used_and_fill_cache_respected() {
+    let (fs, path) = mem_fs();
+    let model = compressible_model(2000, 9);
+    let s = build(&fs, &path, &opts(512, CompressionType::Snappy, ChecksumType::Crc32c), &model);
+    let cache: Arc<Cache<CacheKey, Block>> = Arc::new(Cache::new(64 << 20));
+    let t = Arc::new(TableReader::open(fs.open(&path).unwrap(), 42, Some(cache.clone())).unwrap());
+    let no_fill = ReadBlockOptions { fill_cache: false, ..ReadBlockOptions::default() };
+    check_internal_iterator(&mut t.iter(no_fill), &model, 1);
+    assert_eq!(cache.usage(), 0);
+    let mut it = t.iter(ReadBlockOptions::default());
+    it.seek_to_first();
+    while it.valid() {
+        it.next();
+    }
+    assert!(cache.usage() > 0);
+    let hits = cache.hits();
+    check_internal_iterator(&mut t.iter(ReadBlockOptions::default()), &model, 2);
+    assert!(cache.hits() > hits);
+    let misses = cache.misses();
+    for (k, _) in model.iter().step_by(13) {
+        let u = user_key(k);
+        assert_eq!(table_get(&t, u, SeqNo::MAX).unwrap(), model_get(&model, u, SeqNo::MAX));
+    }
+    assert_eq!(cache.misses(), misses, "every block is cached");
+    assert!(s.properties.num_data_blocks > 10);
+}
+
+/// Opens, scans and probes a possibly damaged table. Every outcome is either exactly the model's
+/// data or a corruption error naming the file; never a panic or a wrong entry.
+fn check_damaged(fs: &MemFs, path: &Path, model: &Model, verify: bool, what: &str) {
+    let path_str = path.display().to_string();
+    let check_err = |e: &Error| {
+        assert!(e.is_corruption(), "{what}: not corruption: {e}");
+        assert!(e.to_string().contains(&path_str), "{what}: no path: {e}");
+    };
+    let t = match TableReader::open(fs.open(path).unwrap(), 1, None) {
+        Ok(t) => Arc::new(t),
+        Err(e) => return check_err(&e),
+    };
+    let read = ReadBlockOptions { verify_checksums: verify, fill_cache: true };
+    let mut it = t.iter(read);
+    it.seek_to_first();
+    let mut i = 0;
+    while it.valid() {
+        if verify {
+            assert!(i < model.len(), "{what}: extra entry");
+            assert_eq!(it.key(), model[i].0.as_slice(), "{what}: key {i}");
+            assert_eq!(it.value(), model[i].1.as_slice(), "{what}: value {i}");
+        }
+        i += 1;
+        if i > model.len() * 2 {
+            break;
+        }
+        it.next();
+    }
+    match it.status() {
+        Ok(()) => {
+            if verify {
+                assert_eq!(i, model.len(), "{what}: scan ended early without error");
+            }
+        }
+        Err(e) => check_err(&e),
+    }
+    it.seek_to_last();
+    let mut steps = 0;
+    while it.valid() && steps < model.len() * 2 {
+        it.prev();
+        steps += 1;
+    }
+    if let Err(e) = it.status() {
+        check_err(&e);
+    }
+    for (k, _) in model.iter().step_by(3) {
+        let u = user_key(k);
+        match table_get(&t, u, SeqNo::MAX) {
+            Ok(got) => {
+                if verify {
+                    assert_eq!(got, model_get(model, u, SeqNo::MAX), "{what}: get {u:?}");
+                }
+            }
+            Err(e) => check_err(&e),
+        }
+        it.seek(k);
+        if let Err(e) = it.status() {
+            check_err(&e);
+        } else if verify {
+            assert!(it.valid() && it.key() == k.as_slice(), "{what}: seek");
+        }
+    }
+}
+
+#[test]
+fn every_flipped_byte_is_detected_or_harmless() {
+    for (compression, checksum) in [
+        (CompressionType::None, ChecksumType::Crc32c),
+        (CompressionType::Snappy, ChecksumType::Xxh3),
+        (CompressionType::Lz4, ChecksumType::Xxh3),
+        (CompressionType::Zstd, ChecksumType::Crc32c),
+    ] {
+        let (fs, path) = mem_fs();
+        let model = compressible_model(40, 3);
+        build(&fs, &path, &opts(200, compression, checksum), &model);
+        let good = fs.read_file(&path).unwrap();
+        for i in 0..good.len() {
+            for x in [0xffu8, 0x01] {
+                let mut d = good.clone();
+                d[i] ^= x;
+                fs.write_file(&path, &d);
+                check_damaged(
+                    &fs,
+                    &path,
+                    &model,
+                    true,
+                    &format!("{compression:?} byte {i} ^{x:#x}"),
+                );
+            }
+        }
+        // Zeroed runs, as a lost sector or a hole would leave.
+        for start in (0..good.len()).step_by(5) {
+            let mut d = good.clone();
+            let end = (start + 16).min(d.len());
+            d[start..end].fill(0);
+            if d != good {
+                fs.write_file(&path, &d);
+                check_damaged(
+                    &fs,
+                    &path,
+                    &model,
+                    true,
+                    &format!("{compression:?} zeros at {start}"),
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn flipped_bytes_without_checksums_never_panic() {
+    let (fs, path) = mem_fs();
+    let model = compressible_model(40, 5);
+    build(&fs, &path, &opts(200, CompressionType::Lz4, ChecksumType::Crc32c), &model);
+    let good = fs.read_file(&path).unwrap();
+    for i in 0..good.len() {
+        for x in [0xffu8, 0x04] {
+            let mut d = good.clone();
+            d[i] ^= x;
+            fs.write_file(&path, &d);
+            check_damaged(&fs, &path, &model, false, &format!("byte {i} ^{x:#x}"));
+        }
+    }
+}
+
+#[test]
+fn truncated_and_foreign_files_are_corruption() {
+    let (fs, path) = mem_fs();
+    let model = compressible_model(100, 6);
+    build(&fs, &path, &TableOptions::default(), &model);
+    let good = fs.read_file(&path).unwrap();
+    let n = good.len();
+    for len in [0, 1, 10, FOOTER_LEN - 1, FOOTER_LEN, FOOTER_LEN + 1, n / 2, n - FOOTER_LEN, n - 1]
+    {
+        fs.write_file(&path, &good[..len]);
+        let e = TableReader::open(fs.open(&path).unwrap(), 1, None).unwrap_err();
+        assert!(e.is_corruption(), "len {len}: {e}");
+        assert!(e.to_string().contains("000007.sst"), "len {len}: {e}");
+    }
+    let text = "This is not a table. It is a plain text file with a few lines.\n".repeat(20);
+    fs.write_file(&path, text.as_bytes());
+    let e = TableReader::open(fs.open(&path).unwrap(), 1, None).unwrap_err();
+    assert!(e.is_corruption() && e.to_string().contains("/db/000007.sst"), "{e}");
+    assert!(e.to_string().contains("magic"), "{e}");
+}
+
+#[test]
+fn write_failures_are_reported_and_sticky() {
+    let mem = MemFs::new();
+    mem.create_dir_all(Path::new("/db")).unwrap();
+    let fs = FaultFs::new(Arc::new(mem), 1);
+    let path = PathBuf::from("/db/000009.sst");
+    fs.add_rule(FaultRule {
+        op: FaultOp::Append,
+        kind: FaultKind::Eio,
+        nth: 2,
+        persistent: false,
+        path_contains: None,
+    });
+    let model = sample_entries(500, 2);
+    let mut b = TableBuilder::new(
+        &opts(128, CompressionType::None, ChecksumType::Crc32c),
+        fs.create(&path).unwrap(),
+        path.clone(),
+    );
+    let mut failed = None;
+    for (k, v) in &model {
+        if let Err(e) = b.add(k, v) {
+            failed = Some(e);
+            break;
+        }
+    }
+    let e = failed.expect("an append failed");
+    assert!(matches!(e, Error::Io { .. }), "{e}");
+    assert!(b.add(&model[499].0, b"").is_err(), "errors are sticky");
+    assert!(b.finish().is_err());
+
+    // A failed sync fails `finish`.
+    fs.clear();
+    fs.add_rule(FaultRule {
+        op: FaultOp::Sync,
+        kind: FaultKind::Eio,
+        nth: 1,
+        persistent: false,
+        path_contains: None,
+    });
+    let mut b =
+        TableBuilder::new(&TableOptions::default(), fs.create(&path).unwrap(), path.clone());
+    b.add(&model[0].0, b"v").unwrap();
+    assert!(b.finish().is_err());
+}
+
+#[test]
+fn read_errors_are_returned_not_hidden() {
+    let mem = MemFs::new();
+    mem.create_dir_all(Path::new("/db")).unwrap();
+    let fs = FaultFs::new(Arc::new(mem), 1);
+    let path = PathBuf::from("/db/000011.sst");
+    let model = sample_entries(300, 2);
+    build(&fs, &path, &opts(128, CompressionType::None, ChecksumType::Crc32c), &model);
+    let t = open(&fs, &path);
+    fs.add_rule(FaultRule {
+        op: FaultOp::Read,
+        kind: FaultKind::Eio,
+        nth: 3,
+        persistent: false,
+        path_contains: None,
+    });
+    let mut it = t.iter(ReadBlockOptions::default());
+    it.seek_to_first();
+    let mut n = 0;
+    while it.valid() {
+        n += 1;
+        it.next();
+    }
+    assert!(n < model.len());
+    assert!(it.status().is_err());
+    // The error stays until the next seek, which then works again.
+    assert!(!it.valid());
+    it.seek_to_first();
+    assert!(it.valid());
+    it.status().unwrap();
+}
+
+#[test]
+fn invalid_keys_are_rejected_by_the_builder() {
+    let (fs, path) = mem_fs();
+    let mut b =
+        TableBuilder::new(&TableOptions::default(), fs.create(&path).unwrap(), path.clone());
+    assert!(matches!(b.add(b"short", b""), Err(Error::InvalidArgument(_))));
+    let mut bad_type = make_internal_key(b"k", SeqNo(1), ValueType::Value);
+    let n = bad_type.len();
+    bad_type[n - 8] = 99;
+    assert!(matches!(b.add(&bad_type, b""), Err(Error::InvalidArgument(_))));
+    b.add(&make_internal_key(b"k", SeqNo(1), ValueType::Value), b"v").unwrap();
+    assert_eq!(b.finish().unwrap().num_entries, 1);
+}
+
+#[cfg(feature = "invariants")]
+#[test]
+fn out_of_order_keys_are_rejected_under_invariants() {
+    let (fs, path) = mem_fs();
+    let mut b =
+        TableBuilder::new(&TableOptions::default(), fs.create(&path).unwrap(), path.clone());
+    b.add(&make_internal_key(b"b", SeqNo(1), ValueType::Value), b"").unwrap();
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        b.add(&make_internal_key(b"a", SeqNo(1), ValueType::Value), b"")
+    }));
+    assert!(r.is_err() || r.unwrap().is_err());
+}
+
+#[test]
+fn iterators_and_readers_are_shareable() {
+    fn assert_send_sync<T: Send + Sync + 'static>() {}
+    fn assert_send<T: Send + 'static>() {}
+    assert_send_sync::<TableReader>();
+    assert_send::<super::reader::TableIterator>();
+    assert_send::<super::block::BlockIter>();
+}

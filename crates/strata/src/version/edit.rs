@@ -1,0 +1,470 @@
+//! `VersionEdit`: one change to the set of live files and the DB's counters, and its encoding.
+//! The MANIFEST is a log in the WAL format (`crate::wal`) whose records are encoded edits;
+//! replaying them in order from an empty state rebuilds the current version.
+//!
+//! ```text
+//! edit  := field*                               (no count, no terminator: the record ends it)
+//! field := tag: varint32 | body
+//!
+//! tag  field               body
+//!   1  Comparator          varint len | UTF-8 name          (at most once)
+//!   2  LogNumber           varint64 file number             (at most once)
+//!   3  NextFileNumber      varint64 file number             (at most once)
+//!   4  LastSequence        varint64 sequence number         (at most once)
+//!   5  CompactCursor       varint32 level | varint len | internal key
+//!   6  DeletedFile         varint32 level | varint64 file number
+//!   7  NewFile             varint32 level | varint64 number | varint64 file_size
+//!                          | varint len | smallest internal key | varint len | largest internal key
+//!                          | varint64 smallest_seqno | varint64 largest_seqno
+//!                          | varint64 num_entries | varint64 num_deletions
+//!  tag & 0x4000 != 0       varint len | payload   ("safe to ignore": skipped when unknown)
+//! ```
+//!
+//! Tag values. on-disk: never change. Compatibility rule: a field an older reader may ignore is
+//! given a tag with the `SAFE_TO_IGNORE` bit and a length-prefixed payload, so the reader can
+//! step over it; a field an older reader must understand gets a plain new tag, and the older
+//! reader refuses the MANIFEST ("unknown tag N, written by a newer version?") rather than build
+//! a wrong version. New per-file attributes go in a new tag carrying the file number.
+//!
+//! Decoding checks structure, not meaning: levels are below [`LEVEL_LIMIT`], sequence numbers
+//! fit in 56 bits, keys are internal keys (at least the 8-byte trailer), singleton fields appear
+//! once. Whether the edit applies to the current version is the version set's business.
+
+use std::fmt;
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::key::TRAILER_LEN;
+use crate::types::{FileNumber, SeqNo};
+use crate::util::coding::{put_length_prefixed, put_varint32, put_varint64, Reader};
+
+/// Levels stored in an edit are below this.
+pub(crate) const LEVEL_LIMIT: usize = 64;
+
+/// Field tags. on-disk: never change.
+pub(crate) mod tag {
+    pub const COMPARATOR: u32 = 1;
+    pub const LOG_NUMBER: u32 = 2;
+    pub const NEXT_FILE_NUMBER: u32 = 3;
+    pub const LAST_SEQUENCE: u32 = 4;
+    pub const COMPACT_CURSOR: u32 = 5;
+    pub const DELETED_FILE: u32 = 6;
+    pub const NEW_FILE: u32 = 7;
+    /// Set in a tag whose field may be skipped by a reader that does not know it; such a
+    /// field's body is `varint len | payload`.
+    pub const SAFE_TO_IGNORE: u32 = 0x4000;
+}
+
+/// Name of the only comparator, written in the first edit of every MANIFEST.
+pub(crate) const BYTEWISE_COMPARATOR: &str = "strata.BytewiseComparator";
+
+/// Metadata of one SST file.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct FileMetaData {
+    pub number: FileNumber,
+    pub file_size: u64,
+    /// Smallest internal key in the file.
+    pub smallest: Vec<u8>,
+    /// Largest internal key in the file.
+    pub largest: Vec<u8>,
+    pub smallest_seqno: SeqNo,
+    pub largest_seqno: SeqNo,
+    pub num_entries: u64,
+    pub num_deletions: u64,
+}
+
+/// One MANIFEST record: fields that are `None`/empty are unchanged by the edit.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct VersionEdit {
+    /// The comparator name; written in the first edit of a MANIFEST.
+    pub comparator: Option<String>,
+    /// WALs with a number below this are obsolete (their data is in SSTs).
+    pub log_number: Option<FileNumber>,
+    /// The next unused file number.
+    pub next_file_number: Option<FileNumber>,
+    /// The last sequence number used by the DB.
+    pub last_sequence: Option<SeqNo>,
+    /// Files removed from a level.
+    pub deleted_files: Vec<(usize, FileNumber)>,
+    /// Files added to a level.
+    pub new_files: Vec<(usize, FileMetaData)>,
+    /// Per-level round-robin compaction cursors (internal keys).
+    pub compact_cursors: Vec<(usize, Vec<u8>)>,
+}
+
+impl VersionEdit {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records that `file` was added to `level`.
+    pub fn add_file(&mut self, level: usize, file: FileMetaData) {
+        self.new_files.push((level, file));
+    }
+
+    /// Records that file `number` was removed from `level`.
+    pub fn delete_file(&mut self, level: usize, number: FileNumber) {
+        self.deleted_files.push((level, number));
+    }
+
+    /// Appends the encoding of this edit to `buf`.
+    pub fn encode(&self, buf: &mut Vec<u8>) {
+        if let Some(c) = &self.comparator {
+            put_varint32(buf, tag::COMPARATOR);
+            put_length_prefixed(buf, c.as_bytes());
+        }
+        if let Some(n) = self.log_number {
+            put_varint32(buf, tag::LOG_NUMBER);
+            put_varint64(buf, n.0);
+        }
+        if let Some(n) = self.next_file_number {
+            put_varint32(buf, tag::NEXT_FILE_NUMBER);
+            put_varint64(buf, n.0);
+        }
+        if let Some(s) = self.last_sequence {
+            put_varint32(buf, tag::LAST_SEQUENCE);
+            put_varint64(buf, s.0);
+        }
+        for (level, key) in &self.compact_cursors {
+            put_varint32(buf, tag::COMPACT_CURSOR);
+            put_level(buf, *level);
+            put_length_prefixed(buf, key);
+        }
+        for (level, number) in &self.deleted_files {
+            put_varint32(buf, tag::DELETED_FILE);
+            put_level(buf, *level);
+            put_varint64(buf, number.0);
+        }
+        for (level, f) in &self.new_files {
+            put_varint32(buf, tag::NEW_FILE);
+            put_level(buf, *level);
+            put_varint64(buf, f.number.0);
+            put_varint64(buf, f.file_size);
+            put_length_prefixed(buf, &f.smallest);
+            put_length_prefixed(buf, &f.largest);
+            put_varint64(buf, f.smallest_seqno.0);
+            put_varint64(buf, f.largest_seqno.0);
+            put_varint64(buf, f.num_entries);
+            put_varint64(buf, f.num_deletions);
+        }
+    }
+
+    /// Decodes an edit. Errors are `Corruption` with the offset inside `data` and no file;
+    /// see [`Self::decode_record`].
+    pub fn decode(data: &[u8]) -> Result<VersionEdit> {
+        let mut d = Decoder { r: Reader::new(data), field_start: 0 };
+        let mut e = VersionEdit::default();
+        while !d.r.is_empty() {
+            d.field_start = d.r.position();
+            let t = d.r.varint32().ok_or_else(|| d.err("truncated or overlong tag"))?;
+            match t {
+                tag::COMPARATOR => {
+                    let name = d.bytes("comparator name")?;
+                    let name = std::str::from_utf8(name)
+                        .map_err(|_| d.err("comparator name is not UTF-8"))?;
+                    d.once(&mut e.comparator, name.to_string(), "comparator")?;
+                }
+                tag::LOG_NUMBER => {
+                    let n = FileNumber(d.u64("log number")?);
+                    d.once(&mut e.log_number, n, "log number")?;
+                }
+                tag::NEXT_FILE_NUMBER => {
+                    let n = FileNumber(d.u64("next file number")?);
+                    d.once(&mut e.next_file_number, n, "next file number")?;
+                }
+                tag::LAST_SEQUENCE => {
+                    let s = d.seqno("last sequence")?;
+                    d.once(&mut e.last_sequence, s, "last sequence")?;
+                }
+                tag::COMPACT_CURSOR => {
+                    let level = d.level()?;
+                    let key = d.internal_key("compact cursor")?;
+                    e.compact_cursors.push((level, key.to_vec()));
+                }
+                tag::DELETED_FILE => {
+                    let level = d.level()?;
+                    let n = FileNumber(d.u64("deleted file number")?);
+                    e.deleted_files.push((level, n));
+                }
+                tag::NEW_FILE => {
+                    let level = d.level()?;
+                    let f = FileMetaData {
+                        number: FileNumber(d.u64("file number")?),
+                        file_size: d.u64("file size")?,
+                        smallest: d.internal_key("smallest key")?.to_vec(),
+                        largest: d.internal_key("largest key")?.to_vec(),
+                        smallest_seqno: d.seqno("smallest seqno")?,
+                        largest_seqno: d.seqno("largest seqno")?,
+                        num_entries: d.u64("entry count")?,
+                        num_deletions: d.u64("deletion count")?,
+                    };
+                    e.new_files.push((level, f));
+                }
+                t if t & tag::SAFE_TO_IGNORE != 0 => {
+                    d.bytes("ignorable field")?;
+                }
+                t => {
+                    return Err(d.err(format_args!("unknown tag {t}, written by a newer version?")));
+                }
+            }
+        }
+        Ok(e)
+    }
+
+    /// [`Self::decode`] for the MANIFEST record at `record_offset` of `file`: a `Corruption`
+    /// names the file and the record, and the byte inside the edit in its reason.
+    pub fn decode_record(data: &[u8], file: &Path, record_offset: u64) -> Result<VersionEdit> {
+        VersionEdit::decode(data).map_err(|e| match e {
+            Error::Corruption { offset, reason, .. } => Error::corruption(
+                file,
+                record_offset,
+                format!("{reason} (byte {offset} of the version edit in the record here)"),
+            ),
+            other => other,
+        })
+    }
+}
+
+fn put_level(buf: &mut Vec<u8>, level: usize) {
+    debug_assert!(level < LEVEL_LIMIT, "level {level} out of range");
+    put_varint32(buf, level as u32);
+}
+
+struct Decoder<'a> {
+    r: Reader<'a>,
+    /// Offset of the tag of the field being decoded; errors point at it.
+    field_start: usize,
+}
+
+impl<'a> Decoder<'a> {
+    fn err(&self, reason: impl fmt::Display) -> Error {
+        Error::corruption("", self.field_start as u64, format!("version edit: {reason}"))
+    }
+
+    fn u64(&mut self, what: &str) -> Result<u64> {
+        self.r.varint64().ok_or_else(|| self.err(format_args!("bad {what}")))
+    }
+
+    fn bytes(&mut self, what: &str) -> Result<&'a [u8]> {
+        self.r.length_prefixed().ok_or_else(|| self.err(format_args!("bad {what}")))
+    }
+
+    fn seqno(&mut self, what: &str) -> Result<SeqNo> {
+        let s = SeqNo(self.u64(what)?);
+        if s > SeqNo::MAX {
+            return Err(self.err(format_args!("{what} {} exceeds 56 bits", s.0)));
+        }
+        Ok(s)
+    }
+
+    fn level(&mut self) -> Result<usize> {
+        let l = self.r.varint32().ok_or_else(|| self.err("bad level"))? as usize;
+        if l >= LEVEL_LIMIT {
+            return Err(self.err(format_args!("level {l} out of range (limit {LEVEL_LIMIT})")));
+        }
+        Ok(l)
+    }
+
+    fn internal_key(&mut self, what: &str) -> Result<&'a [u8]> {
+        let k = self.bytes(what)?;
+        if k.len() < TRAILER_LEN {
+            return Err(self.err(format_args!(
+                "{what} is not an internal key ({} bytes, shorter than the trailer)",
+                k.len()
+            )));
+        }
+        Ok(k)
+    }
+
+    fn once<T>(&self, slot: &mut Option<T>, v: T, what: &str) -> Result<()> {
+        if slot.is_some() {
+            return Err(self.err(format_args!("{what} appears twice")));
+        }
+        *slot = Some(v);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::make_internal_key;
+    use crate::types::ValueType;
+    use rand::{Rng, SeedableRng};
+
+    fn file(n: u64) -> FileMetaData {
+        FileMetaData {
+            number: FileNumber(n),
+            file_size: 1 << 20 | n,
+            smallest: make_internal_key(b"apple", SeqNo(n), ValueType::Value),
+            largest: make_internal_key(b"zebra", SeqNo(n + 5), ValueType::Deletion),
+            smallest_seqno: SeqNo(n),
+            largest_seqno: SeqNo(n + 5),
+            num_entries: 1000 + n,
+            num_deletions: n,
+        }
+    }
+
+    fn full_edit() -> VersionEdit {
+        let mut e = VersionEdit::new();
+        e.comparator = Some(BYTEWISE_COMPARATOR.to_string());
+        e.log_number = Some(FileNumber(12));
+        e.next_file_number = Some(FileNumber(300));
+        e.last_sequence = Some(SeqNo::MAX);
+        e.delete_file(0, FileNumber(4));
+        e.delete_file(63, FileNumber(u64::MAX));
+        e.add_file(1, file(7));
+        e.add_file(6, file(8));
+        e.add_file(0, FileMetaData { smallest: vec![0; 8], largest: vec![0xff; 8], ..file(9) });
+        e.compact_cursors.push((2, make_internal_key(b"m", SeqNo(3), ValueType::Value)));
+        e
+    }
+
+    fn encoded(e: &VersionEdit) -> Vec<u8> {
+        let mut buf = Vec::new();
+        e.encode(&mut buf);
+        buf
+    }
+
+    #[test]
+    fn roundtrip_all_fields_and_empty() {
+        let e = full_edit();
+        assert_eq!(VersionEdit::decode(&encoded(&e)).unwrap(), e);
+        let empty = VersionEdit::new();
+        assert!(encoded(&empty).is_empty());
+        assert_eq!(VersionEdit::decode(&[]).unwrap(), empty);
+        // Encoding appends.
+        let mut buf = vec![9];
+        e.encode(&mut buf);
+        assert_eq!(&buf[1..], &encoded(&e)[..]);
+    }
+
+    #[test]
+    fn tag_values_are_fixed() {
+        assert_eq!(
+            [
+                tag::COMPARATOR,
+                tag::LOG_NUMBER,
+                tag::NEXT_FILE_NUMBER,
+                tag::LAST_SEQUENCE,
+                tag::COMPACT_CURSOR,
+                tag::DELETED_FILE,
+                tag::NEW_FILE,
+                tag::SAFE_TO_IGNORE
+            ],
+            [1, 2, 3, 4, 5, 6, 7, 0x4000]
+        );
+        let mut e = VersionEdit::new();
+        e.log_number = Some(FileNumber(5));
+        e.delete_file(2, FileNumber(9));
+        assert_eq!(encoded(&e), vec![2, 5, 6, 2, 9]);
+    }
+
+    #[test]
+    fn unknown_safe_to_ignore_tag_is_skipped() {
+        let e = full_edit();
+        let mut buf = Vec::new();
+        put_varint32(&mut buf, tag::SAFE_TO_IGNORE | 0x17);
+        put_length_prefixed(&mut buf, b"future field payload");
+        e.encode(&mut buf);
+        put_varint32(&mut buf, tag::SAFE_TO_IGNORE | 1);
+        put_length_prefixed(&mut buf, b"");
+        assert_eq!(VersionEdit::decode(&buf).unwrap(), e);
+        // A truncated ignorable field is still corruption.
+        let mut bad = Vec::new();
+        put_varint32(&mut bad, tag::SAFE_TO_IGNORE | 2);
+        bad.push(10);
+        bad.extend_from_slice(b"short");
+        assert!(VersionEdit::decode(&bad).unwrap_err().is_corruption());
+    }
+
+    #[test]
+    fn unknown_required_tag_is_rejected() {
+        let mut buf = encoded(&full_edit());
+        let at = buf.len();
+        put_varint32(&mut buf, 8);
+        put_varint64(&mut buf, 1);
+        let e = VersionEdit::decode(&buf).unwrap_err();
+        match &e {
+            Error::Corruption { offset, reason, .. } => {
+                assert_eq!(*offset, at as u64);
+                assert!(reason.contains("unknown tag 8, written by a newer version?"), "{reason}");
+            }
+            other => panic!("{other:?}"),
+        }
+        let e = VersionEdit::decode_record(&buf, Path::new("/db/MANIFEST-000003"), 512)
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("corruption in /db/MANIFEST-000003 at offset 512:"), "{e}");
+    }
+
+    #[test]
+    fn structural_checks() {
+        let corrupt = |data: &[u8], needle: &str| {
+            let e = VersionEdit::decode(data).unwrap_err();
+            assert!(e.is_corruption());
+            assert!(e.to_string().contains(needle), "{e} lacks {needle}");
+        };
+        // Level out of range.
+        corrupt(&[tag::DELETED_FILE as u8, 64, 1], "level 64 out of range");
+        // Smallest key shorter than a trailer.
+        let mut f = file(1);
+        f.smallest = b"short".to_vec();
+        let mut e = VersionEdit::new();
+        e.new_files.push((0, f));
+        corrupt(&encoded(&e), "smallest key is not an internal key");
+        // Compact cursor too short.
+        corrupt(&[tag::COMPACT_CURSOR as u8, 1, 2, b'a', b'b'], "not an internal key");
+        // Duplicate singleton.
+        corrupt(&[2, 1, 2, 1], "log number appears twice");
+        // Sequence number beyond 56 bits.
+        let mut buf = vec![tag::LAST_SEQUENCE as u8];
+        put_varint64(&mut buf, 1 << 56);
+        corrupt(&buf, "exceeds 56 bits");
+        // Comparator not UTF-8.
+        corrupt(&[1, 2, 0xff, 0xfe], "not UTF-8");
+    }
+
+    fn check(data: &[u8]) {
+        match VersionEdit::decode(data) {
+            Ok(e) => {
+                // A valid edit re-encodes to something that decodes to the same edit.
+                assert_eq!(VersionEdit::decode(&encoded(&e)).unwrap(), e);
+                for (l, f) in &e.new_files {
+                    assert!(*l < LEVEL_LIMIT);
+                    assert!(f.smallest.len() >= TRAILER_LEN && f.largest.len() >= TRAILER_LEN);
+                }
+            }
+            Err(e) => assert!(e.is_corruption(), "{e}"),
+        }
+    }
+
+    #[test]
+    fn every_truncation_and_bit_flip_is_valid_or_corruption() {
+        let data = encoded(&full_edit());
+        for cut in 0..data.len() {
+            check(&data[..cut]);
+        }
+        for pos in 0..data.len() {
+            for bit in 0..8 {
+                let mut d = data.clone();
+                d[pos] ^= 1 << bit;
+                check(&d);
+            }
+        }
+        let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+        for _ in 0..20_000 {
+            let mut d = data.clone();
+            for _ in 0..rng.gen_range(1..5) {
+                let p = rng.gen_range(0..d.len());
+                d[p] = rng.gen();
+            }
+            d.truncate(rng.gen_range(0..=d.len()));
+            check(&d);
+        }
+        for len in 0..64 {
+            let junk: Vec<u8> = (0..len).map(|_| rng.gen()).collect();
+            check(&junk);
+        }
+    }
+}

@@ -1,0 +1,189 @@
+//! A `Version`: the immutable set of table files per level at one point in the MANIFEST.
+//!
+//! Invariants (checked by [`Version::apply`]): a file appears at most once; levels >= 1 are
+//! sorted by smallest key and their files' key ranges do not overlap; L0 is ordered newest
+//! first (largest sequence number, then file number, descending) and its files may overlap.
+
+use std::cmp::Ordering;
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use super::edit::{FileMetaData, VersionEdit};
+use crate::error::{Error, Result};
+use crate::key::{compare_internal, user_key};
+use crate::types::FileNumber;
+
+/// Files per level. Cheap to clone (files are shared).
+#[derive(Clone, Debug)]
+pub(crate) struct Version {
+    pub levels: Vec<Vec<Arc<FileMetaData>>>,
+}
+
+fn l0_order(a: &FileMetaData, b: &FileMetaData) -> Ordering {
+    b.largest_seqno.cmp(&a.largest_seqno).then(b.number.cmp(&a.number))
+}
+
+impl Version {
+    /// An empty version with `num_levels` levels.
+    pub fn new(num_levels: usize) -> Version {
+        Version { levels: vec![Vec::new(); num_levels] }
+    }
+
+    /// The version after `edit`. Pure: `self` is unchanged. A deleted file that is not
+    /// present, a duplicate file, a bad level or overlapping files in a level >= 1 are
+    /// `Corruption` (the caller names the MANIFEST and record offset).
+    pub fn apply(&self, edit: &VersionEdit) -> Result<Version> {
+        let mut levels = self.levels.clone();
+        let n = levels.len();
+        let bad = |reason: String| Err(Error::corruption("", 0, reason));
+        for &(level, number) in &edit.deleted_files {
+            if level >= n {
+                return bad(format!("edit deletes file {number} at level {level} >= {n}"));
+            }
+            let before = levels[level].len();
+            levels[level].retain(|f| f.number != number);
+            if levels[level].len() == before {
+                return bad(format!("edit deletes file {number} not present at level {level}"));
+            }
+        }
+        let mut touched = vec![false; n];
+        for (level, meta) in &edit.new_files {
+            let level = *level;
+            if level >= n {
+                return bad(format!("edit adds file {} at level {level} >= {n}", meta.number));
+            }
+            if compare_internal(&meta.smallest, &meta.largest) == Ordering::Greater {
+                return bad(format!("file {} has smallest key > largest key", meta.number));
+            }
+            levels[level].push(Arc::new(meta.clone()));
+            touched[level] = true;
+        }
+        let mut seen = HashSet::new();
+        for files in &levels {
+            for f in files {
+                if !seen.insert(f.number) {
+                    return bad(format!("file {} appears twice in the version", f.number));
+                }
+            }
+        }
+        for (level, files) in levels.iter_mut().enumerate() {
+            if !touched[level] {
+                continue;
+            }
+            if level == 0 {
+                files.sort_by(|a, b| l0_order(a, b));
+                continue;
+            }
+            files.sort_by(|a, b| compare_internal(&a.smallest, &b.smallest));
+            for w in files.windows(2) {
+                if user_key(&w[0].largest) >= user_key(&w[1].smallest) {
+                    return bad(format!(
+                        "files {} and {} overlap at level {level}",
+                        w[0].number, w[1].number
+                    ));
+                }
+            }
+        }
+        Ok(Version { levels })
+    }
+
+    /// Number of files at `level`.
+    pub fn num_files(&self, level: usize) -> usize {
+        self.levels.get(level).map_or(0, Vec::len)
+    }
+
+    /// Total bytes of the files at `level`.
+    pub fn level_bytes(&self, level: usize) -> u64 {
+        self.levels.get(level).map_or(0, |fs| fs.iter().map(|f| f.file_size).sum())
+    }
+
+    /// Every file number in the version.
+    pub fn file_numbers(&self) -> impl Iterator<Item = FileNumber> + '_ {
+        self.levels.iter().flatten().map(|f| f.number)
+    }
+
+    /// Every file with its level.
+    pub fn files(&self) -> impl Iterator<Item = (usize, &Arc<FileMetaData>)> + '_ {
+        self.levels.iter().enumerate().flat_map(|(l, fs)| fs.iter().map(move |f| (l, f)))
+    }
+
+    /// Index of the first file at sorted `level` (>= 1) whose largest user key is >= `ukey`.
+    pub fn find_file(&self, level: usize, ukey: &[u8]) -> usize {
+        self.levels[level].partition_point(|f| user_key(&f.largest) < ukey)
+    }
+
+    /// The edit that recreates this version from nothing (the start of a new MANIFEST).
+    pub fn snapshot_edit(&self) -> VersionEdit {
+        let mut e = VersionEdit::default();
+        for (level, f) in self.files() {
+            e.new_files.push((level, (**f).clone()));
+        }
+        e
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::make_internal_key;
+    use crate::types::{SeqNo, ValueType};
+
+    fn meta(n: u64, lo: &str, hi: &str, seq: u64) -> FileMetaData {
+        FileMetaData {
+            number: FileNumber(n),
+            file_size: 100,
+            smallest: make_internal_key(lo.as_bytes(), SeqNo(seq), ValueType::Value),
+            largest: make_internal_key(hi.as_bytes(), SeqNo(seq), ValueType::Value),
+            smallest_seqno: SeqNo(seq),
+            largest_seqno: SeqNo(seq),
+            num_entries: 1,
+            num_deletions: 0,
+        }
+    }
+
+    #[test]
+    fn apply_adds_sorts_and_deletes() {
+        let v = Version::new(3);
+        let mut e = VersionEdit::default();
+        e.new_files.push((0, meta(1, "a", "z", 5)));
+        e.new_files.push((0, meta(2, "a", "z", 9)));
+        e.new_files.push((1, meta(3, "m", "p", 1)));
+        e.new_files.push((1, meta(4, "a", "c", 1)));
+        let v2 = v.apply(&e).unwrap();
+        assert_eq!(v.num_files(0), 0, "apply is pure");
+        let l0: Vec<_> = v2.levels[0].iter().map(|f| f.number.0).collect();
+        assert_eq!(l0, vec![2, 1], "L0 newest first");
+        let l1: Vec<_> = v2.levels[1].iter().map(|f| f.number.0).collect();
+        assert_eq!(l1, vec![4, 3], "L1 sorted by key");
+        assert_eq!(v2.find_file(1, b"b"), 0);
+        assert_eq!(v2.find_file(1, b"d"), 1);
+        assert_eq!(v2.find_file(1, b"q"), 2);
+        let mut d = VersionEdit::default();
+        d.deleted_files.push((1, FileNumber(4)));
+        let v3 = v2.apply(&d).unwrap();
+        assert_eq!(v3.num_files(1), 1);
+        assert_eq!(v3.level_bytes(1), 100);
+        let again = v2.apply(&v2.snapshot_edit());
+        assert!(again.is_err(), "re-adding the same files is a duplicate");
+        let rebuilt = Version::new(3).apply(&v2.snapshot_edit()).unwrap();
+        assert_eq!(rebuilt.file_numbers().count(), 4);
+    }
+
+    #[test]
+    fn apply_rejects_bad_edits() {
+        let v = Version::new(2);
+        let mut e = VersionEdit::default();
+        e.deleted_files.push((0, FileNumber(9)));
+        assert!(v.apply(&e).unwrap_err().is_corruption());
+        let mut e = VersionEdit::default();
+        e.new_files.push((5, meta(1, "a", "b", 1)));
+        assert!(v.apply(&e).is_err());
+        let mut e = VersionEdit::default();
+        e.new_files.push((1, meta(1, "a", "m", 1)));
+        e.new_files.push((1, meta(2, "k", "z", 1)));
+        assert!(v.apply(&e).is_err(), "overlap at L1");
+        let mut e = VersionEdit::default();
+        e.new_files.push((1, meta(1, "z", "a", 1)));
+        assert!(v.apply(&e).is_err(), "inverted range");
+    }
+}

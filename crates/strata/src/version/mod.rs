@@ -1,0 +1,5 @@
+//! Versions of the LSM tree and the MANIFEST that records their changes.
+
+pub(crate) mod edit;
+pub(crate) mod levels;
+pub(crate) mod set;

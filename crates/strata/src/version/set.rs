@@ -1,0 +1,253 @@
+//! The `VersionSet`: the current version plus the persistent counters, and the MANIFEST that
+//! records every change to them.
+//!
+//! Protocol: a change is an edit appended to the MANIFEST and synced *before* the new version
+//! is installed, so an installed version is always recoverable. A new MANIFEST starts with a
+//! snapshot edit of the whole state; CURRENT is switched to it by writing a temporary file,
+//! syncing it, renaming it over CURRENT and syncing the directory.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use super::edit::VersionEdit;
+use super::levels::Version;
+use crate::db::filename::{current_path, manifest_name, manifest_path, temp_path};
+use crate::env::FileSystem;
+use crate::error::{Error, Result};
+use crate::types::{FileNumber, SeqNo};
+use crate::wal::{replay_log, tail_is_interrupted_append, LogWriter, WalRecoveryMode};
+
+/// The comparator name recorded in the MANIFEST; a DB written with another order is refused.
+pub(crate) const COMPARATOR_NAME: &str = "strata.BytewiseComparator";
+
+/// A MANIFEST larger than this is replaced by a fresh snapshot at the next change.
+const MAX_MANIFEST_SIZE: u64 = 64 << 20;
+
+pub(crate) struct VersionSet {
+    fs: Arc<dyn FileSystem>,
+    dir: PathBuf,
+    current: Arc<Version>,
+    /// Next file number not yet handed out, shared with the DB so that creating a WAL or a
+    /// table never waits for the MANIFEST lock. Persisted in every edit as an upper bound.
+    next_file: Arc<AtomicU64>,
+    /// Largest sequence number persisted in a table (WAL replay may raise the DB's).
+    last_sequence: SeqNo,
+    /// WALs with a smaller number hold nothing that is not in a table.
+    log_number: FileNumber,
+    manifest: Option<LogWriter>,
+    manifest_number: FileNumber,
+}
+
+impl VersionSet {
+    /// An empty version set for a new DB (nothing written yet; call [`Self::write_new_manifest`]).
+    pub fn new(fs: Arc<dyn FileSystem>, dir: &Path, num_levels: usize) -> VersionSet {
+        VersionSet {
+            fs,
+            dir: dir.to_path_buf(),
+            current: Arc::new(Version::new(num_levels)),
+            next_file: Arc::new(AtomicU64::new(1)),
+            last_sequence: SeqNo::ZERO,
+            log_number: FileNumber(0),
+            manifest: None,
+            manifest_number: FileNumber(0),
+        }
+    }
+
+    /// Reads CURRENT and replays the MANIFEST it names.
+    pub fn recover(fs: Arc<dyn FileSystem>, dir: &Path, num_levels: usize) -> Result<VersionSet> {
+        let cur_path = current_path(dir);
+        let cur = fs.open(&cur_path)?.read_all()?;
+        let name = std::str::from_utf8(&cur)
+            .ok()
+            .and_then(|s| s.strip_suffix('\n'))
+            .filter(|s| {
+                crate::db::filename::parse_file_name(s)
+                    .is_some_and(|k| matches!(k, crate::db::filename::FileKind::Manifest(_)))
+            })
+            .ok_or_else(|| {
+                Error::corruption(&cur_path, 0, "CURRENT does not name a MANIFEST file")
+            })?;
+        let mpath = dir.join(name);
+        let Some(crate::db::filename::FileKind::Manifest(manifest_number)) =
+            crate::db::filename::parse_file_name(name)
+        else {
+            return Err(Error::corruption(&cur_path, 0, "CURRENT does not name a MANIFEST file"));
+        };
+        let file = fs.open(&mpath).map_err(|e| match e {
+            Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+                Error::corruption(&cur_path, 0, format!("CURRENT names missing {name}"))
+            }
+            other => other,
+        })?;
+        let mut vs = VersionSet::new(fs.clone(), dir, num_levels);
+        let mut version = Version::new(num_levels);
+        let mut saw_comparator = false;
+        let mut saw_next_file = false;
+        // A torn last record was never acknowledged (edits are synced before they take
+        // effect), so point-in-time is the right mode; damage before the tail is an error.
+        let outcome = replay_log(&file, WalRecoveryMode::PointInTime, |offset, record| {
+            let edit = VersionEdit::decode(record).map_err(|e| relocate(e, &mpath, offset))?;
+            if let Some(c) = &edit.comparator {
+                if c != COMPARATOR_NAME {
+                    return Err(Error::InvalidArgument(format!(
+                        "{} was written with comparator {c}, this build has {COMPARATOR_NAME}",
+                        mpath.display()
+                    )));
+                }
+                saw_comparator = true;
+            }
+            version = version.apply(&edit).map_err(|e| relocate(e, &mpath, offset))?;
+            if let Some(n) = edit.log_number {
+                vs.log_number = n;
+            }
+            if let Some(n) = edit.next_file_number {
+                vs.next_file.store(n.0, Ordering::SeqCst);
+                saw_next_file = true;
+            }
+            if let Some(s) = edit.last_sequence {
+                vs.last_sequence = s;
+            }
+            Ok(())
+        })?;
+        if outcome.torn_tail && !tail_is_interrupted_append(&file, outcome.last_valid_end)? {
+            return Err(Error::corruption(
+                &mpath,
+                outcome.last_valid_end,
+                "MANIFEST record is damaged (complete but fails its checksum)",
+            ));
+        }
+        if !saw_comparator || !saw_next_file {
+            return Err(Error::corruption(
+                &mpath,
+                0,
+                "MANIFEST lacks its initial record (comparator and file counter)",
+            ));
+        }
+        let max_file = version.file_numbers().map(|n| n.0).max().unwrap_or(0);
+        let next = vs.next_file.load(Ordering::SeqCst).max(max_file + 1).max(manifest_number.0 + 1);
+        vs.next_file.store(next, Ordering::SeqCst);
+        vs.current = Arc::new(version);
+        Ok(vs)
+    }
+
+    pub fn current(&self) -> &Arc<Version> {
+        &self.current
+    }
+
+    pub fn last_sequence(&self) -> SeqNo {
+        self.last_sequence
+    }
+
+    pub fn set_last_sequence(&mut self, s: SeqNo) {
+        self.last_sequence = self.last_sequence.max(s);
+    }
+
+    pub fn log_number(&self) -> FileNumber {
+        self.log_number
+    }
+
+    pub fn manifest_number(&self) -> FileNumber {
+        self.manifest_number
+    }
+
+    /// Hands out a new file number.
+    pub fn new_file_number(&self) -> FileNumber {
+        FileNumber(self.next_file.fetch_add(1, Ordering::SeqCst))
+    }
+
+    /// The shared file-number counter.
+    pub fn file_counter(&self) -> Arc<AtomicU64> {
+        self.next_file.clone()
+    }
+
+    /// Starts a new MANIFEST holding a snapshot of the whole state and points CURRENT at it.
+    /// The previous MANIFEST becomes obsolete (the caller deletes it).
+    pub fn write_new_manifest(&mut self) -> Result<()> {
+        let number = self.new_file_number();
+        let path = manifest_path(&self.dir, number);
+        let mut writer = LogWriter::new(self.fs.create(&path)?);
+        let mut snap = self.current.snapshot_edit();
+        snap.comparator = Some(COMPARATOR_NAME.to_string());
+        snap.log_number = Some(self.log_number);
+        snap.next_file_number = Some(FileNumber(self.next_file.load(Ordering::SeqCst)));
+        snap.last_sequence = Some(self.last_sequence);
+        let mut buf = Vec::new();
+        snap.encode(&mut buf);
+        writer.add_record(&buf)?;
+        writer.sync()?;
+        set_current(self.fs.as_ref(), &self.dir, number)?;
+        self.manifest = Some(writer);
+        self.manifest_number = number;
+        Ok(())
+    }
+
+    /// Persists `edit` and installs the version it produces. Fills in the counters. On error
+    /// nothing is installed; the MANIFEST writer is then unusable and the caller must treat
+    /// the error as a background error.
+    pub fn log_and_apply(&mut self, edit: &mut VersionEdit) -> Result<Arc<Version>> {
+        let new_version = self.current.apply(edit)?;
+        if let Some(n) = edit.log_number {
+            debug_assert!(n >= self.log_number);
+        }
+        if let Some(s) = edit.last_sequence {
+            self.last_sequence = self.last_sequence.max(s);
+        }
+        edit.last_sequence = Some(self.last_sequence);
+        let roll = self.manifest.as_ref().is_none_or(|m| m.file_size() > MAX_MANIFEST_SIZE);
+        if roll {
+            // The snapshot must include this edit: install it first into a scratch copy.
+            let old_current = std::mem::replace(&mut self.current, Arc::new(new_version));
+            let old_log = self.log_number;
+            if let Some(n) = edit.log_number {
+                self.log_number = n;
+            }
+            if let Err(e) = self.write_new_manifest() {
+                self.current = old_current;
+                self.log_number = old_log;
+                return Err(e);
+            }
+            return Ok(self.current.clone());
+        }
+        edit.next_file_number = Some(FileNumber(self.next_file.load(Ordering::SeqCst)));
+        let mut buf = Vec::new();
+        edit.encode(&mut buf);
+        let writer = self
+            .manifest
+            .as_mut()
+            .ok_or_else(|| Error::Background("MANIFEST writer missing".to_string()))?;
+        writer.add_record(&buf)?;
+        writer.sync()?;
+        if let Some(n) = edit.log_number {
+            self.log_number = n;
+        }
+        self.current = Arc::new(new_version);
+        Ok(self.current.clone())
+    }
+}
+
+/// Points CURRENT at MANIFEST-`number` atomically and durably.
+pub(crate) fn set_current(fs: &dyn FileSystem, dir: &Path, number: FileNumber) -> Result<()> {
+    let tmp = temp_path(dir, number);
+    let contents = format!("{}\n", manifest_name(number));
+    let mut f = fs.create(&tmp)?;
+    f.append(contents.as_bytes())?;
+    f.sync()?;
+    drop(f);
+    fs.rename(&tmp, &current_path(dir))?;
+    fs.sync_dir(dir)
+}
+
+/// Gives a decoder's corruption the MANIFEST path and the record's offset.
+fn relocate(e: Error, path: &Path, record_offset: u64) -> Error {
+    match e {
+        Error::Corruption { offset, reason, .. } => Error::Corruption {
+            file: path.to_path_buf(),
+            offset: record_offset,
+            reason: format!(
+                "bad version edit in the record at this offset (byte {offset}): {reason}"
+            ),
+        },
+        other => other.with_file(path),
+    }
+}

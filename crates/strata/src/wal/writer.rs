@@ -1,0 +1,138 @@
+//! Appends records to a log file in the format of [`super::format`].
+//!
+//! Durability is the caller's choice: [`LogWriter::add_record`] only appends (the bytes may stay
+//! in the process), [`LogWriter::flush`] hands them to the OS (they survive a killed process),
+//! [`LogWriter::sync`] makes them durable (they survive power loss).
+//!
+//! After any failed append, flush or sync the writer is poisoned: the file may hold a partial
+//! fragment, and the OS may have dropped dirty pages whose failure it reported once and will
+//! not report again, so every later call fails. The DB must never acknowledge a write after a
+//! failure of its log; it switches to a new log (or reopens) instead.
+
+use super::format::{encode_header, FragmentType, BLOCK_SIZE, HEADER_SIZE};
+use crate::env::WritableFile;
+use crate::error::{Error, Result};
+
+const ZEROS: [u8; HEADER_SIZE] = [0; HEADER_SIZE];
+
+/// Writes records into a log file.
+pub(crate) struct LogWriter {
+    file: Box<dyn WritableFile>,
+    /// Log size when this writer was created (bytes already in the file before `file` counted).
+    base: u64,
+    /// `file.len()` when this writer was created.
+    start_len: u64,
+    /// Write position inside the current block, `0..BLOCK_SIZE`.
+    block_offset: usize,
+    /// The first failure, once one happened.
+    failure: Option<String>,
+}
+
+impl LogWriter {
+    /// A writer appending to `file`, whose `len()` is the log's current size (0 for a new file).
+    pub fn new(file: Box<dyn WritableFile>) -> Self {
+        let len = file.len();
+        Self::with_initial_offset(file, len)
+    }
+
+    /// A writer appending to a log that already holds `offset` bytes, through a handle whose
+    /// `len()` may not count them (a file reopened for append, possibly after truncating a torn
+    /// tail to `ReplayOutcome::last_valid_end`). Fragment placement continues from `offset`.
+    pub fn with_initial_offset(file: Box<dyn WritableFile>, offset: u64) -> Self {
+        let start_len = file.len();
+        LogWriter {
+            file,
+            base: offset,
+            start_len,
+            block_offset: (offset % BLOCK_SIZE as u64) as usize,
+            failure: None,
+        }
+    }
+
+    /// Appends one record (possibly empty). Does not flush.
+    pub fn add_record(&mut self, data: &[u8]) -> Result<()> {
+        self.check_usable()?;
+        let r = self.write_fragments(data);
+        self.record_failure(r)
+    }
+
+    /// Hands every appended byte to the OS.
+    pub fn flush(&mut self) -> Result<()> {
+        self.check_usable()?;
+        let r = self.file.flush();
+        self.record_failure(r)
+    }
+
+    /// Flushes, then makes every appended byte durable.
+    pub fn sync(&mut self) -> Result<()> {
+        self.check_usable()?;
+        let r = self.file.sync();
+        self.record_failure(r)
+    }
+
+    /// The log's size in bytes, counting appended but unflushed bytes.
+    pub fn file_size(&self) -> u64 {
+        self.base + (self.file.len() - self.start_len)
+    }
+
+    /// True once an append, flush or sync has failed.
+    pub fn is_poisoned(&self) -> bool {
+        self.failure.is_some()
+    }
+
+    fn check_usable(&self) -> Result<()> {
+        match &self.failure {
+            None => Ok(()),
+            Some(first) => Err(Error::Background(format!(
+                "log writer refuses further writes after an earlier failure: {first}"
+            ))),
+        }
+    }
+
+    fn record_failure(&mut self, r: Result<()>) -> Result<()> {
+        if let Err(e) = &r {
+            self.failure = Some(e.to_string());
+        }
+        r
+    }
+
+    fn write_fragments(&mut self, data: &[u8]) -> Result<()> {
+        let mut rest = data;
+        let mut first = true;
+        loop {
+            let left = BLOCK_SIZE - self.block_offset;
+            if left < HEADER_SIZE {
+                // Too small for a header: pad the block with zeros and start the next one.
+                if left > 0 {
+                    self.file.append(&ZEROS[..left])?;
+                }
+                self.block_offset = 0;
+                continue;
+            }
+            let room = left - HEADER_SIZE;
+            let n = rest.len().min(room);
+            let last = n == rest.len();
+            let t = match (first, last) {
+                (true, true) => FragmentType::Full,
+                (true, false) => FragmentType::First,
+                (false, false) => FragmentType::Middle,
+                (false, true) => FragmentType::Last,
+            };
+            let (payload, tail) = rest.split_at(n);
+            self.file.append(&encode_header(t, payload))?;
+            if !payload.is_empty() {
+                self.file.append(payload)?;
+            }
+            self.block_offset += HEADER_SIZE + n;
+            debug_assert!(self.block_offset <= BLOCK_SIZE);
+            if self.block_offset == BLOCK_SIZE {
+                self.block_offset = 0;
+            }
+            rest = tail;
+            first = false;
+            if last {
+                return Ok(());
+            }
+        }
+    }
+}
