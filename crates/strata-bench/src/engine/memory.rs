@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use anyhow::{anyhow, bail, Result};
 
 use super::{Batch, BatchOp, Bounds, Engine, EngineIter, ReadOpts, WriteOpts};
+use super::merge::MergeKind;
 use crate::config::Config;
 
 pub const HONOURED_FLAGS: &[&str] = &["sync", "disable_wal", "merge_operator", "verify_checksum"];
@@ -34,49 +35,6 @@ pub fn destroy(cfg: &Config) -> Result<()> {
     let mut r = registry().lock().map_err(|_| anyhow!("memory engine registry poisoned"))?;
     r.remove(&cfg.db);
     Ok(())
-}
-
-#[derive(Clone, Copy, Debug)]
-enum MergeKind {
-    Put,
-    Uint64Add,
-    Max,
-    StringAppend,
-    BytesXor,
-}
-
-impl MergeKind {
-    fn parse(name: &str) -> Result<Self> {
-        Ok(match name {
-            "put" | "put_v1" | "PutOperator" => MergeKind::Put,
-            "uint64add" | "UInt64AddOperator" => MergeKind::Uint64Add,
-            "max" | "MaxOperator" => MergeKind::Max,
-            "stringappend" | "StringAppendOperator" => MergeKind::StringAppend,
-            "bytesxor" | "BytesXOR" => MergeKind::BytesXor,
-            _ => bail!("merge operator '{name}' is not supported by the memory engine"),
-        })
-    }
-
-    fn apply(self, existing: Option<&[u8]>, operand: &[u8]) -> Vec<u8> {
-        let fixed = |v: &[u8]| <[u8; 8]>::try_from(v).map_or(0, u64::from_le_bytes);
-        if let MergeKind::Uint64Add = self {
-            return existing.map_or(0, fixed).wrapping_add(fixed(operand)).to_le_bytes().to_vec();
-        }
-        let Some(e) = existing else { return operand.to_vec() };
-        match self {
-            MergeKind::Max => e.max(operand).to_vec(),
-            MergeKind::StringAppend => [e, b",", operand].concat(),
-            MergeKind::BytesXor => {
-                let mut out = e.to_vec();
-                out.resize(e.len().max(operand.len()), 0);
-                for (o, b) in out.iter_mut().zip(operand) {
-                    *o ^= b;
-                }
-                out
-            }
-            MergeKind::Put | MergeKind::Uint64Add => operand.to_vec(),
-        }
-    }
 }
 
 struct MemoryEngine {
@@ -283,21 +241,5 @@ impl EngineIter for MemoryIter {
 
     fn status(&self) -> Result<()> {
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::MergeKind;
-
-    #[test]
-    fn merges() {
-        let one = 1u64.to_le_bytes();
-        assert_eq!(MergeKind::Uint64Add.apply(None, &one), one.to_vec());
-        assert_eq!(MergeKind::Uint64Add.apply(Some(&one), &one), 2u64.to_le_bytes().to_vec());
-        assert_eq!(MergeKind::Put.apply(Some(b"a"), b"b"), b"b".to_vec());
-        assert_eq!(MergeKind::StringAppend.apply(Some(b"a"), b"b"), b"a,b".to_vec());
-        assert_eq!(MergeKind::Max.apply(Some(b"a"), b"b"), b"b".to_vec());
-        assert_eq!(MergeKind::Max.apply(None, b"b"), b"b".to_vec());
     }
 }

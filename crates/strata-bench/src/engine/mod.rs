@@ -8,6 +8,7 @@ use anyhow::{bail, Result};
 use crate::config::Config;
 
 pub mod memory;
+pub mod merge;
 #[cfg(feature = "rocksdb")]
 pub mod rocks;
 #[cfg(feature = "sqlite")]
