@@ -79,9 +79,8 @@ pub fn parse_bench_spec(s: &str) -> Result<BenchSpec> {
     let mut spec = BenchSpec { name: s[..open].to_string(), repeats: 1, warmups: 0 };
     for part in inner.split('-').filter(|p| !p.is_empty()) {
         let (kind, n) = part.split_at(1);
-        let n: usize = n
-            .parse()
-            .map_err(|_| anyhow::anyhow!("benchmark '{s}': bad repeat count '{part}'"))?;
+        let n: usize =
+            n.parse().map_err(|_| anyhow::anyhow!("benchmark '{s}': bad repeat count '{part}'"))?;
         match kind {
             "X" | "x" => spec.repeats = n.max(1),
             "W" | "w" => spec.warmups = n,

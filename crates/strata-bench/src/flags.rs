@@ -10,6 +10,7 @@
 
 use std::collections::BTreeSet;
 use std::fmt;
+use std::fmt::Write as _;
 
 /// How a flag is honoured.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -159,7 +160,9 @@ macro_rules! define_flags {
                 }
             }
 
-            /// Whether flag `name` holds its default value.
+            /// Whether flag `name` holds its default value (compared exactly: a flag equals its
+            /// default only when given that very value).
+            #[allow(clippy::float_cmp)]
             pub fn is_default(&self, name: &str) -> bool {
                 let d = Flags::default();
                 match name {
@@ -384,7 +387,9 @@ pub fn parse<S: AsRef<str>>(args: &[S]) -> Result<ParsedFlags, FlagError> {
         let body = match arg.strip_prefix("--").or_else(|| arg.strip_prefix('-')) {
             Some(b) if !b.is_empty() => b,
             _ if was_after_unknown => continue,
-            _ => return Err(FlagError(format!("unexpected argument '{arg}' (flags start with --)"))),
+            _ => {
+                return Err(FlagError(format!("unexpected argument '{arg}' (flags start with --)")))
+            }
         };
         let (name, inline) = match body.split_once('=') {
             Some((n, v)) => (n, Some(v)),
@@ -407,7 +412,9 @@ pub fn parse<S: AsRef<str>>(args: &[S]) -> Result<ParsedFlags, FlagError> {
                             i += 1;
                             v.as_ref().to_string()
                         }
-                        None => return Err(FlagError("flag 'undefok' is missing its argument".into())),
+                        None => {
+                            return Err(FlagError("flag 'undefok' is missing its argument".into()))
+                        }
                     },
                 };
                 undefok.extend(v.split(',').filter(|s| !s.is_empty()).map(str::to_string));
@@ -452,9 +459,8 @@ pub fn parse<S: AsRef<str>>(args: &[S]) -> Result<ParsedFlags, FlagError> {
         unknown.push(name.to_string());
         after_unknown = inline.is_none();
     }
-    let is_ok = |n: &str| {
-        undefok.iter().any(|u| u == n || n.strip_prefix("no").is_some_and(|b| b == u))
-    };
+    let is_ok =
+        |n: &str| undefok.iter().any(|u| u == n || n.strip_prefix("no").is_some_and(|b| b == u));
     if let Some(bad) = unknown.iter().find(|n| !is_ok(n)) {
         return Err(FlagError(format!("unknown command line flag '{bad}'")));
     }
@@ -479,10 +485,11 @@ pub fn usage() -> String {
         let default = f.default.trim_matches('"').trim_end_matches("i64").trim_end_matches("u64");
         let default = default.trim_end_matches("f64");
         let default = if f.name == "benchmarks" { DEFAULT_BENCHMARKS } else { default };
-        s.push_str(&format!(
-            "  --{} ({}) [{}] default: {}\n      {}\n",
+        let _ = writeln!(
+            s,
+            "  --{} ({}) [{}] default: {}\n      {}",
             f.name, f.kind, class, default, f.help
-        ));
+        );
     }
     s
 }

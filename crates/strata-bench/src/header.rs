@@ -1,5 +1,6 @@
 //! The environment block (stderr) and the header (stdout), spec §7.2, and time formatting.
 
+use std::fmt::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::config::Config;
@@ -30,7 +31,16 @@ pub fn ctime(t: SystemTime) -> String {
     const MONTHS: [&str; 12] =
         ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
     let (y, mo, d, h, mi, s, wd) = civil(t);
-    format!("{} {} {:>2} {:02}:{:02}:{:02} {}", DAYS[wd as usize], MONTHS[mo as usize - 1], d, h, mi, s, y)
+    format!(
+        "{} {} {:>2} {:02}:{:02}:{:02} {}",
+        DAYS[wd as usize],
+        MONTHS[mo as usize - 1],
+        d,
+        h,
+        mi,
+        s,
+        y
+    )
 }
 
 /// `2026/11/21-04:55:59 ` (with the trailing space), for interval lines.
@@ -70,9 +80,9 @@ pub fn environment(cfg: &Config) -> String {
     let mut s = String::new();
     s.push_str(&cfg.engine.version_line());
     s.push('\n');
-    s.push_str(&format!("Date:       {}\n", ctime(SystemTime::now())));
-    s.push_str(&format!("CPU:        {n} * {model}\n"));
-    s.push_str(&format!("CPUCache:   {cache}\n"));
+    let _ = writeln!(s, "Date:       {}", ctime(SystemTime::now()));
+    let _ = writeln!(s, "CPU:        {n} * {model}");
+    let _ = writeln!(s, "CPUCache:   {cache}");
     s
 }
 
@@ -81,42 +91,44 @@ pub fn header(cfg: &Config) -> String {
     let f = &cfg.flags;
     let ratio = f.compression_ratio;
     let mut s = String::new();
-    s.push_str(&format!("Keys:       {} bytes each (+ 0 bytes user-defined timestamp)\n", f.key_size));
+    let _ = writeln!(s, "Keys:       {} bytes each (+ 0 bytes user-defined timestamp)", f.key_size);
     let avg = cfg.value_size.average();
     let after = (avg as f64 * ratio + 0.5) as i64;
     match cfg.value_size {
         ValueSize::Fixed(n) => {
-            s.push_str(&format!("Values:     {n} bytes each ({after} bytes after compression)\n"));
+            let _ = writeln!(s, "Values:     {n} bytes each ({after} bytes after compression)");
         }
         ValueSize::Uniform { min, max } | ValueSize::Normal { min, max } => {
-            s.push_str(&format!(
-                "Values:     {avg} avg bytes each ({after} bytes after compression)\n"
-            ));
-            s.push_str(&format!(
-                "Values Distribution: {} (min: {min}, max: {max})\n",
+            let _ =
+                writeln!(s, "Values:     {avg} avg bytes each ({after} bytes after compression)");
+            let _ = writeln!(
+                s,
+                "Values Distribution: {} (min: {min}, max: {max})",
                 f.value_size_distribution_type
-            ));
+            );
         }
     }
     let num = cfg.num as f64;
-    s.push_str(&format!("Entries:    {}\n", cfg.num));
-    s.push_str(&format!("Prefix:    {} bytes\n", f.prefix_size));
-    s.push_str(&format!("Keys per prefix:    {}\n", f.keys_per_prefix));
-    s.push_str(&format!(
-        "RawSize:    {:.1} MB (estimated)\n",
+    let _ = writeln!(s, "Entries:    {}", cfg.num);
+    let _ = writeln!(s, "Prefix:    {} bytes", f.prefix_size);
+    let _ = writeln!(s, "Keys per prefix:    {}", f.keys_per_prefix);
+    let _ = writeln!(
+        s,
+        "RawSize:    {:.1} MB (estimated)",
         (f.key_size as f64 + avg as f64) * num / 1048576.0
-    ));
-    s.push_str(&format!(
-        "FileSize:   {:.1} MB (estimated)\n",
+    );
+    let _ = writeln!(
+        s,
+        "FileSize:   {:.1} MB (estimated)",
         (f.key_size as f64 + avg as f64 * ratio) * num / 1048576.0
-    ));
-    s.push_str(&format!("Write rate: {} bytes/second\n", f.benchmark_write_rate_limit));
-    s.push_str(&format!("Read rate: {} ops/second\n", f.benchmark_read_rate_limit));
-    s.push_str(&format!("Compression: {}\n", cfg.compression.header_name()));
+    );
+    let _ = writeln!(s, "Write rate: {} bytes/second", f.benchmark_write_rate_limit);
+    let _ = writeln!(s, "Read rate: {} ops/second", f.benchmark_read_rate_limit);
+    let _ = writeln!(s, "Compression: {}", cfg.compression.header_name());
     s.push_str("Compression sampling rate: 0\n");
-    s.push_str(&format!("Memtablerep: {}\n", memtablerep(cfg)));
-    s.push_str(&format!("Perf Level: {}\n", f.perf_level));
-    s.push_str(&format!("Engine:     {}\n", cfg.engine.name()));
+    let _ = writeln!(s, "Memtablerep: {}", memtablerep(cfg));
+    let _ = writeln!(s, "Perf Level: {}", f.perf_level);
+    let _ = writeln!(s, "Engine:     {}", cfg.engine.name());
     if cfg!(debug_assertions) {
         s.push_str("WARNING: Optimization is disabled: benchmarks unnecessarily slow\n");
     }

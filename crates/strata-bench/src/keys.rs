@@ -26,8 +26,8 @@ impl KeyFormat {
         buf.clear();
         buf.resize(self.key_size, b'0');
         let mut pos = 0;
-        if self.keys_per_prefix > 0 {
-            let num_prefix = (num_keys / self.keys_per_prefix).max(1);
+        if let Some(num_prefix) = num_keys.checked_div(self.keys_per_prefix) {
+            let num_prefix = num_prefix.max(1);
             let prefix = v % num_prefix;
             let fill = self.prefix_size.min(8).min(self.key_size);
             write_be_low(&mut buf[..fill], prefix);

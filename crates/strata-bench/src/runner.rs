@@ -2,6 +2,7 @@
 //! run the method on N threads that start together, merge their statistics (minus the
 //! background writer's), and print the result line.
 
+use std::fmt::Write as _;
 use std::io::Write as _;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
@@ -42,13 +43,22 @@ pub struct Params {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Method {
     Write(WriteMode),
-    Delete { seq: bool },
-    ReadSeq { reverse: bool },
-    ReadRandom { hot: bool },
+    Delete {
+        seq: bool,
+    },
+    ReadSeq {
+        reverse: bool,
+    },
+    ReadRandom {
+        hot: bool,
+    },
     MultiRead,
     Seek,
     /// tid 0 writes (or merges) in the background; the others read or seek.
-    WhileWriting { merge: bool, seek: bool },
+    WhileWriting {
+        merge: bool,
+        seek: bool,
+    },
     ReadRandomWriteRandom,
     UpdateRandom,
     MergeRandom,
@@ -123,7 +133,13 @@ struct Deadline {
 
 impl Deadline {
     fn new(max_seconds: u64, max_ops: u64, granularity: u64) -> Self {
-        Deadline { max_seconds, max_ops, granularity: granularity.max(1), ops: 0, start: Instant::now() }
+        Deadline {
+            max_seconds,
+            max_ops,
+            granularity: granularity.max(1),
+            ops: 0,
+            start: Instant::now(),
+        }
     }
 
     #[inline]
@@ -170,7 +186,7 @@ impl ReportFile {
                     continue;
                 }
                 let total = counter.load(Ordering::Relaxed);
-                let elapsed = (Instant::now() - start).as_secs_f64().round() as u64;
+                let elapsed = start.elapsed().as_secs_f64().round() as u64;
                 let _ = writeln!(file, "{elapsed},{}", total - last);
                 let _ = file.flush();
                 last = total;
@@ -210,14 +226,14 @@ impl Runner {
 
     fn open(&mut self) -> Result<()> {
         let t = Instant::now();
-        self.engine = Some(
-            self.cfg
-                .engine
-                .open(&self.cfg)
-                .with_context(|| format!("cannot open {} DB at {}", self.cfg.engine.name(), self.cfg.db.display()))?,
-        );
+        self.engine = Some(self.cfg.engine.open(&self.cfg).with_context(|| {
+            format!("cannot open {} DB at {}", self.cfg.engine.name(), self.cfg.db.display())
+        })?);
         if self.cfg.flags.report_open_timing {
-            print_flush(&format!("OpenDb:     {:.6} milliseconds\n", t.elapsed().as_secs_f64() * 1e3));
+            print_flush(&format!(
+                "OpenDb:     {:.6} milliseconds\n",
+                t.elapsed().as_secs_f64() * 1e3
+            ));
         }
         Ok(())
     }
@@ -265,11 +281,8 @@ impl Runner {
         let f = &self.cfg.flags;
         let num = self.cfg.num;
         let or_num = |v: i64| if v < 0 { num } else { v as u64 };
-        let readwrites = if f.writes < 0 && f.reads < 0 {
-            num
-        } else {
-            (f.writes.max(f.reads)).max(0) as u64
-        };
+        let readwrites =
+            if f.writes < 0 && f.reads < 0 { num } else { (f.writes.max(f.reads)).max(0) as u64 };
         Params {
             num,
             flags_num: num,
@@ -349,7 +362,9 @@ impl Runner {
             "readhot" => t(Method::ReadRandom { hot: true }),
             "multireadrandom" => t(Method::MultiRead),
             "seekrandom" => t(Method::Seek),
-            "readwhilewriting" | "readwhilemerging" | "seekrandomwhilewriting"
+            "readwhilewriting"
+            | "readwhilemerging"
+            | "seekrandomwhilewriting"
             | "seekrandomwhilemerging" => {
                 threads += 1;
                 let merge = name.ends_with("merging");
@@ -496,7 +511,7 @@ impl Runner {
                     "rocksdb.num-entries-imm-mem-tables",
                 ] {
                     let v = engine.property(p)?.unwrap_or_else(|| "(not supported)".into());
-                    out.push_str(&format!("{p}: {v}\n"));
+                    let _ = writeln!(out, "{p}: {v}");
                 }
                 print_flush(&out);
             }
@@ -558,13 +573,7 @@ impl Runner {
         Ok(merged.report(name))
     }
 
-    fn run_threads(
-        &self,
-        name: &str,
-        n: usize,
-        method: Method,
-        p: &Params,
-    ) -> Result<Summary> {
+    fn run_threads(&self, name: &str, n: usize, method: Method, p: &Params) -> Result<Summary> {
         let engine = self.engine()?;
         let f = &self.cfg.flags;
         let counter = Arc::new(AtomicU64::new(0));
@@ -586,7 +595,9 @@ impl Runner {
         let barrier = Barrier::new(n);
         let seeds: Vec<u64> = (0..n)
             .map(|_| {
-                self.cfg.seed_base.wrapping_add(self.thread_count.fetch_add(1, Ordering::Relaxed) + 1)
+                self.cfg
+                    .seed_base
+                    .wrapping_add(self.thread_count.fetch_add(1, Ordering::Relaxed) + 1)
             })
             .collect();
         let results: Vec<Result<Stats<'_>>> = std::thread::scope(|s| {
@@ -647,7 +658,7 @@ impl Runner {
         match method {
             Method::Write(mode) => self.do_write(mode, p, shared, engine, ts),
             Method::Delete { seq } => self.do_delete(seq, p, engine, ts),
-            Method::ReadSeq { reverse } => self.read_seq(reverse, p, shared, engine, ts),
+            Method::ReadSeq { reverse } => Self::read_seq(reverse, p, shared, engine, ts),
             Method::ReadRandom { hot } => self.read_random(hot, p, shared, engine, ts),
             Method::MultiRead => self.multi_read(p, engine, ts),
             Method::Seek => self.seek_random(p, shared, engine, ts),
@@ -735,7 +746,13 @@ impl Runner {
         Ok(())
     }
 
-    fn do_delete(&self, seq: bool, p: &Params, engine: &dyn Engine, ts: &mut ThreadState<'_>) -> Result<()> {
+    fn do_delete(
+        &self,
+        seq: bool,
+        p: &Params,
+        engine: &dyn Engine,
+        ts: &mut ThreadState<'_>,
+    ) -> Result<()> {
         let seconds = if seq { 0 } else { p.duration };
         let granularity = self.cfg.flags.ops_between_duration_checks as u64;
         let mut deadline = Deadline::new(seconds, p.deletes, granularity);
@@ -762,14 +779,13 @@ impl Runner {
     }
 
     fn read_seq(
-        &self,
         reverse: bool,
         p: &Params,
         shared: &Shared,
         engine: &dyn Engine,
         ts: &mut ThreadState<'_>,
     ) -> Result<()> {
-        let mut it = engine.iter(&p.ro, Bounds::default())?;
+        let mut it = engine.new_iterator(&p.ro, Bounds::default())?;
         if reverse {
             it.seek_to_last();
         } else {
@@ -890,7 +906,8 @@ impl Runner {
         let granularity = f.ops_between_duration_checks as u64;
         let mut deadline = Deadline::new(p.duration, p.reads, granularity);
         let (mut read, mut found, mut bytes) = (0u64, 0u64, 0u64);
-        let mut tail_iter = if tailing { Some(engine.iter(&p.ro, Bounds::default())?) } else { None };
+        let mut tail_iter =
+            if tailing { Some(engine.new_iterator(&p.ro, Bounds::default())?) } else { None };
         while !deadline.done(1) {
             let pos = ts.rand.next_u64() % p.flags_num;
             p.key.encode(pos, p.flags_num, &mut ts.key);
@@ -911,7 +928,7 @@ impl Runner {
             let it: &mut dyn crate::engine::EngineIter = match &mut tail_iter {
                 Some(t) => t.as_mut(),
                 None => {
-                    fresh_iter = engine.iter(&p.ro, bounds)?;
+                    fresh_iter = engine.new_iterator(&p.ro, bounds)?;
                     fresh_iter.as_mut()
                 }
             };
@@ -983,12 +1000,8 @@ impl Runner {
             }
             p.key.encode(ts.rand.next_u64() % space, p.flags_num, &mut ts.key);
             let v = gen.generate();
-            if merge {
-                engine.merge(&ts.key, v, &p.wo)
-            } else {
-                engine.put(&ts.key, v, &p.wo)
-            }
-            .context("put or merge error")?;
+            if merge { engine.merge(&ts.key, v, &p.wo) } else { engine.put(&ts.key, v, &p.wo) }
+                .context("put or merge error")?;
             written += 1;
             let n = (ts.key.len() + v.len()) as u64;
             bytes += n;
@@ -1011,7 +1024,8 @@ impl Runner {
         let mut gen = self.value_generator(p);
         let granularity = self.cfg.flags.ops_between_duration_checks as u64;
         let mut deadline = Deadline::new(p.duration, p.readwrites, granularity);
-        let (mut found, mut gets_left, mut puts_left, mut reads, mut writes) = (0u64, 0, 0, 0u64, 0u64);
+        let (mut found, mut gets_left, mut puts_left, mut reads, mut writes) =
+            (0u64, 0, 0, 0u64, 0u64);
         while !deadline.done(1) {
             p.key.encode(ts.rand.next_u64() % p.flags_num, p.flags_num, &mut ts.key);
             if gets_left == 0 && puts_left == 0 {
@@ -1071,7 +1085,12 @@ impl Runner {
         Ok(())
     }
 
-    fn merge_random(&self, p: &Params, engine: &dyn Engine, ts: &mut ThreadState<'_>) -> Result<()> {
+    fn merge_random(
+        &self,
+        p: &Params,
+        engine: &dyn Engine,
+        ts: &mut ThreadState<'_>,
+    ) -> Result<()> {
         let mut gen = self.value_generator(p);
         let granularity = self.cfg.flags.ops_between_duration_checks as u64;
         let mut deadline = Deadline::new(p.duration, p.readwrites, granularity);
@@ -1150,7 +1169,7 @@ impl Runner {
             ts.stats.finished_ops(1, op);
             bytes += size as u64;
             ops += 1;
-            if ops % 1000 == 0 && deadline.is_some_and(|d| Instant::now() >= d) {
+            if ops.is_multiple_of(1000) && deadline.is_some_and(|d| Instant::now() >= d) {
                 break;
             }
         }
@@ -1218,7 +1237,7 @@ impl Runner {
             bytes += input.len() as u64;
             ts.stats.finished_ops(1, OpType::Compress);
             ops += 1;
-            if ops % 1000 == 0 && deadline.is_some_and(|d| Instant::now() >= d) {
+            if ops.is_multiple_of(1000) && deadline.is_some_and(|d| Instant::now() >= d) {
                 break;
             }
         }
@@ -1241,7 +1260,7 @@ impl Runner {
             bytes += input.len() as u64;
             ts.stats.finished_ops(1, OpType::Uncompress);
             ops += 1;
-            if ops % 1000 == 0 && deadline.is_some_and(|d| Instant::now() >= d) {
+            if ops.is_multiple_of(1000) && deadline.is_some_and(|d| Instant::now() >= d) {
                 break;
             }
         }

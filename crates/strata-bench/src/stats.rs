@@ -219,14 +219,20 @@ impl<'a> Stats<'a> {
     fn report_progress(&mut self) {
         if self.ctx.stats_interval == 0 {
             let n = self.next_report;
-            self.next_report += match n {
-                ..1000 => 100,
-                ..5000 => 500,
-                ..10000 => 1000,
-                ..50000 => 5000,
-                ..100000 => 10000,
-                ..500000 => 50000,
-                _ => 100000,
+            self.next_report += if n < 1000 {
+                100
+            } else if n < 5000 {
+                500
+            } else if n < 10000 {
+                1000
+            } else if n < 50000 {
+                5000
+            } else if n < 100000 {
+                10000
+            } else if n < 500000 {
+                50000
+            } else {
+                100000
             };
             if let Some(pb) = self.ctx.progress {
                 pb.inc(self.done - self.progress_reported);
@@ -303,18 +309,12 @@ impl<'a> Stats<'a> {
             mb_per_sec: (self.bytes > 0).then(|| self.bytes as f64 / 1048576.0 / elapsed),
             micros_per_op: self.seconds * 1e6 / self.done as f64,
         };
-        let mut out = result_line(
-            name,
-            summary.micros_per_op,
-            self.done,
-            elapsed,
-            self.bytes,
-            &self.message,
-        );
+        let mut out =
+            result_line(name, summary.micros_per_op, self.done, elapsed, self.bytes, &self.message);
         if self.ctx.histogram {
             for op in OpType::ALL {
                 if let Some(h) = &self.hist[op as usize] {
-                    let _ = write!(out, "Microseconds per {}:\n{}\n", op.name(), h.to_text());
+                    let _ = writeln!(out, "Microseconds per {}:\n{}", op.name(), h.to_text());
                 }
             }
         }
@@ -404,7 +404,7 @@ fn median(v: &[f64]) -> f64 {
     let n = s.len();
     match n {
         0 => 0.0,
-        _ if n % 2 == 0 => (s[n / 2 - 1] + s[n / 2]) / 2.0,
+        _ if n.is_multiple_of(2) => f64::midpoint(s[n / 2 - 1], s[n / 2]),
         _ => s[n / 2],
     }
 }

@@ -29,7 +29,7 @@ impl ValueSize {
     pub fn average(&self) -> usize {
         match *self {
             ValueSize::Fixed(n) => n,
-            ValueSize::Uniform { min, max } | ValueSize::Normal { min, max } => (min + max) / 2,
+            ValueSize::Uniform { min, max } | ValueSize::Normal { min, max } => min.midpoint(max),
         }
     }
 }
@@ -68,14 +68,7 @@ impl ValueGenerator {
         while data.len() < target {
             compressible_piece(&mut rnd, compression_ratio, PIECE, &mut data);
         }
-        ValueGenerator {
-            data,
-            pos: 0,
-            rnd,
-            size,
-            same_value_percentage,
-            size_rng: Mt64::new(301),
-        }
+        ValueGenerator { data, pos: 0, rnd, size, same_value_percentage, size_rng: Mt64::new(301) }
     }
 
     /// The whole pre-generated buffer.

@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use anyhow::{anyhow, bail, Result};
 
-use super::{Batch, BatchOp, Bounds, Engine, EngineIter, ReadOpts, WriteOpts};
 use super::merge::MergeKind;
+use super::{Batch, BatchOp, Bounds, Engine, EngineIter, ReadOpts, WriteOpts};
 use crate::config::Config;
 
 pub const HONOURED_FLAGS: &[&str] = &["sync", "disable_wal", "merge_operator", "verify_checksum"];
@@ -105,7 +105,11 @@ impl Engine for MemoryEngine {
         }
     }
 
-    fn iter<'a>(&'a self, _ro: &ReadOpts, bounds: Bounds<'_>) -> Result<Box<dyn EngineIter + 'a>> {
+    fn new_iterator<'a>(
+        &'a self,
+        _ro: &ReadOpts,
+        bounds: Bounds<'_>,
+    ) -> Result<Box<dyn EngineIter + 'a>> {
         Ok(Box::new(MemoryIter {
             map: self.map.clone(),
             lower: bounds.lower.map(<[u8]>::to_vec),

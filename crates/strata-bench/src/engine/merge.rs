@@ -47,7 +47,6 @@ impl MergeKind {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::MergeKind;

@@ -144,7 +144,11 @@ pub trait Engine: Send + Sync {
         Ok(found)
     }
     /// A new cursor (unpositioned).
-    fn iter<'a>(&'a self, ro: &ReadOpts, bounds: Bounds<'_>) -> Result<Box<dyn EngineIter + 'a>>;
+    fn new_iterator<'a>(
+        &'a self,
+        ro: &ReadOpts,
+        bounds: Bounds<'_>,
+    ) -> Result<Box<dyn EngineIter + 'a>>;
     /// Writes the memtable out and waits.
     fn flush(&self) -> Result<()>;
     /// Compacts the whole key range (`CompactRange(nullptr, nullptr)`).

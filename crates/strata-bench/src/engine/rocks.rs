@@ -135,7 +135,10 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
     o.set_db_write_buffer_size(size("db_write_buffer_size", f.db_write_buffer_size)?);
     o.set_max_background_jobs(int("max_background_jobs", f.max_background_jobs)?);
     if f.max_background_compactions != -1 {
-        o.set_max_background_compactions(int("max_background_compactions", f.max_background_compactions)?);
+        o.set_max_background_compactions(int(
+            "max_background_compactions",
+            f.max_background_compactions,
+        )?);
     }
     if f.max_background_flushes != -1 {
         o.set_max_background_flushes(int("max_background_flushes", f.max_background_flushes)?);
@@ -161,7 +164,10 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
     });
     o.set_num_levels(int("num_levels", f.num_levels)?);
     o.set_target_file_size_base(f.target_file_size_base.max(0) as u64);
-    o.set_target_file_size_multiplier(int("target_file_size_multiplier", f.target_file_size_multiplier)?);
+    o.set_target_file_size_multiplier(int(
+        "target_file_size_multiplier",
+        f.target_file_size_multiplier,
+    )?);
     o.set_max_bytes_for_level_base(f.max_bytes_for_level_base);
     o.set_max_bytes_for_level_multiplier(f.max_bytes_for_level_multiplier);
     o.set_level_compaction_dynamic_level_bytes(f.level_compaction_dynamic_level_bytes);
@@ -169,8 +175,14 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
         "level0_file_num_compaction_trigger",
         f.level0_file_num_compaction_trigger,
     )?);
-    o.set_level_zero_slowdown_writes_trigger(int("level0_slowdown_writes_trigger", f.level0_slowdown_writes_trigger)?);
-    o.set_level_zero_stop_writes_trigger(int("level0_stop_writes_trigger", f.level0_stop_writes_trigger)?);
+    o.set_level_zero_slowdown_writes_trigger(int(
+        "level0_slowdown_writes_trigger",
+        f.level0_slowdown_writes_trigger,
+    )?);
+    o.set_level_zero_stop_writes_trigger(int(
+        "level0_stop_writes_trigger",
+        f.level0_stop_writes_trigger,
+    )?);
     o.set_soft_pending_compaction_bytes_limit(f.soft_pending_compaction_bytes_limit as usize);
     o.set_hard_pending_compaction_bytes_limit(f.hard_pending_compaction_bytes_limit as usize);
     if f.disable_auto_compactions {
@@ -228,7 +240,9 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
         "hash_linkedlist" => {
             o.set_memtable_factory(MemtableFactory::HashLinkList { bucket_count: 1_000_000 })
         }
-        other => bail!("--memtablerep={other}: use skip_list, vector, prefix_hash or hash_linkedlist"),
+        other => {
+            bail!("--memtablerep={other}: use skip_list, vector, prefix_hash or hash_linkedlist")
+        }
     }
     if !f.wal_dir.is_empty() {
         o.set_wal_dir(&f.wal_dir);
@@ -262,7 +276,9 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
     if f.min_level_to_compress >= 0 {
         let levels = f.num_levels.max(1) as usize;
         let per: Vec<DBCompressionType> = (0..levels)
-            .map(|l| if (l as i64) < f.min_level_to_compress { DBCompressionType::None } else { ct })
+            .map(
+                |l| if (l as i64) < f.min_level_to_compress { DBCompressionType::None } else { ct },
+            )
             .collect();
         o.set_compression_per_level(&per);
     }
@@ -417,7 +433,8 @@ impl Engine for RocksEngine {
     ) -> Result<u64> {
         let mut found = 0;
         if self.batched_multiget {
-            let cf = self.db.cf_handle("default").ok_or_else(|| anyhow!("no default column family"))?;
+            let cf =
+                self.db.cf_handle("default").ok_or_else(|| anyhow!("no default column family"))?;
             for r in self.db.batched_multi_get_cf_opt(&cf, keys.chunks(key_size), false, &self.ro) {
                 if let Some(v) = r? {
                     found += 1;
@@ -435,7 +452,11 @@ impl Engine for RocksEngine {
         Ok(found)
     }
 
-    fn iter<'a>(&'a self, ro: &ReadOpts, bounds: Bounds<'_>) -> Result<Box<dyn EngineIter + 'a>> {
+    fn new_iterator<'a>(
+        &'a self,
+        ro: &ReadOpts,
+        bounds: Bounds<'_>,
+    ) -> Result<Box<dyn EngineIter + 'a>> {
         let mut o = ReadOptions::default();
         o.set_verify_checksums(ro.verify_checksums);
         o.fill_cache(ro.fill_cache);
@@ -478,7 +499,8 @@ impl Engine for RocksEngine {
     }
 
     fn sstables_text(&self) -> Result<String> {
-        self.property("rocksdb.sstables")?.ok_or_else(|| anyhow!("rocksdb.sstables is not available"))
+        self.property("rocksdb.sstables")?
+            .ok_or_else(|| anyhow!("rocksdb.sstables is not available"))
     }
 
     fn statistics_text(&self) -> Result<Option<String>> {

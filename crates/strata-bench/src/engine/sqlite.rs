@@ -139,7 +139,11 @@ impl Engine for SqliteEngine {
         Ok(found.is_some())
     }
 
-    fn iter<'a>(&'a self, _ro: &ReadOpts, bounds: Bounds<'_>) -> Result<Box<dyn EngineIter + 'a>> {
+    fn new_iterator<'a>(
+        &'a self,
+        _ro: &ReadOpts,
+        bounds: Bounds<'_>,
+    ) -> Result<Box<dyn EngineIter + 'a>> {
         Ok(Box::new(SqliteIter {
             engine: self,
             lower: bounds.lower.map(<[u8]>::to_vec),
@@ -230,8 +234,11 @@ impl SqliteIter<'_> {
                 args.push(u.clone());
                 conds.push(format!("k < ?{}", args.len()));
             }
-            let where_ =
-                if conds.is_empty() { String::new() } else { format!("WHERE {}", conds.join(" AND ")) };
+            let where_ = if conds.is_empty() {
+                String::new()
+            } else {
+                format!("WHERE {}", conds.join(" AND "))
+            };
             let order = if forward { "ASC" } else { "DESC" };
             let sql = format!("SELECT k, v FROM kv {where_} ORDER BY k {order} LIMIT {n}");
             let mut stmt = s.conn.prepare_cached(&sql)?;

@@ -5,7 +5,9 @@
 //! rejected by the configuration stage. A new engine option is one line in each.
 
 use anyhow::{anyhow, bail, Result};
-use strata::{CompressionType, Db, Options, PrefixExtractor, ReadOptions, WriteBatch, WriteOptions};
+use strata::{
+    CompressionType, Db, Options, PrefixExtractor, ReadOptions, WriteBatch, WriteOptions,
+};
 
 use super::{Batch, BatchOp, Bounds, Engine, EngineIter, ReadOpts, WriteOpts};
 use crate::config::{Compression, Config};
@@ -70,9 +72,10 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
         .map_err(|_| anyhow!("--open_files={}: out of range", f.open_files))?;
     o.paranoid_checks = f.paranoid_checks;
     if !f.merge_operator.is_empty() {
-        let op = strata::merge_operator::builtin_merge_operator(&f.merge_operator).ok_or_else(
-            || anyhow!("--merge_operator={}: not available in strata", f.merge_operator),
-        )?;
+        let op =
+            strata::merge_operator::builtin_merge_operator(&f.merge_operator).ok_or_else(|| {
+                anyhow!("--merge_operator={}: not available in strata", f.merge_operator)
+            })?;
         o.merge_operator = Some(op);
     }
     if f.prefix_size > 0 {
@@ -91,25 +94,29 @@ struct StrataEngine {
     db: Db,
 }
 
-fn wopts(wo: &WriteOpts) -> WriteOptions {
+fn wopts(wo: WriteOpts) -> WriteOptions {
     WriteOptions { sync: wo.sync, disable_wal: wo.disable_wal }
 }
 
-fn ropts(ro: &ReadOpts) -> ReadOptions {
-    ReadOptions { verify_checksums: ro.verify_checksums, fill_cache: ro.fill_cache, ..ReadOptions::default() }
+fn ropts(ro: ReadOpts) -> ReadOptions {
+    ReadOptions {
+        verify_checksums: ro.verify_checksums,
+        fill_cache: ro.fill_cache,
+        ..ReadOptions::default()
+    }
 }
 
 impl Engine for StrataEngine {
     fn put(&self, key: &[u8], value: &[u8], wo: &WriteOpts) -> Result<()> {
-        Ok(self.db.put_opt(key, value, &wopts(wo))?)
+        Ok(self.db.put_opt(key, value, &wopts(*wo))?)
     }
 
     fn delete(&self, key: &[u8], wo: &WriteOpts) -> Result<()> {
-        Ok(self.db.delete_opt(key, &wopts(wo))?)
+        Ok(self.db.delete_opt(key, &wopts(*wo))?)
     }
 
     fn merge(&self, key: &[u8], value: &[u8], wo: &WriteOpts) -> Result<()> {
-        Ok(self.db.merge_opt(key, value, &wopts(wo))?)
+        Ok(self.db.merge_opt(key, value, &wopts(*wo))?)
     }
 
     fn write(&self, batch: &Batch, wo: &WriteOpts) -> Result<()> {
@@ -121,11 +128,11 @@ impl Engine for StrataEngine {
                 BatchOp::Merge => b.merge(k, v),
             }
         }
-        Ok(self.db.write_opt(b, &wopts(wo))?)
+        Ok(self.db.write_opt(b, &wopts(*wo))?)
     }
 
     fn get(&self, key: &[u8], ro: &ReadOpts, out: &mut Vec<u8>) -> Result<bool> {
-        match self.db.get_opt(key, &ropts(ro))? {
+        match self.db.get_opt(key, &ropts(*ro))? {
             Some(v) => {
                 *out = v;
                 Ok(true)
@@ -134,8 +141,12 @@ impl Engine for StrataEngine {
         }
     }
 
-    fn iter<'a>(&'a self, ro: &ReadOpts, bounds: Bounds<'_>) -> Result<Box<dyn EngineIter + 'a>> {
-        let mut o = ropts(ro);
+    fn new_iterator<'a>(
+        &'a self,
+        ro: &ReadOpts,
+        bounds: Bounds<'_>,
+    ) -> Result<Box<dyn EngineIter + 'a>> {
+        let mut o = ropts(*ro);
         o.iterate_lower_bound = bounds.lower.map(<[u8]>::to_vec);
         o.iterate_upper_bound = bounds.upper.map(<[u8]>::to_vec);
         Ok(Box::new(StrataIter { it: self.db.raw_iterator_opt(&o) }))
@@ -150,7 +161,9 @@ impl Engine for StrataEngine {
     }
 
     fn wait_for_compaction(&self) -> Result<()> {
-        bail!("compaction is not supported by the strata engine yet (no wait_for_compact in its API)")
+        bail!(
+            "compaction is not supported by the strata engine yet (no wait_for_compact in its API)"
+        )
     }
 
     fn property(&self, name: &str) -> Result<Option<String>> {
