@@ -341,6 +341,9 @@ impl Config {
         if f.use_existing_keys && !f.use_existing_db {
             bail!("--use_existing_keys needs --use_existing_db");
         }
+        if f.use_existing_keys {
+            bail!("--use_existing_keys is not implemented by strata-bench yet");
+        }
         let compression = Compression::parse(&f.compression_type)?;
         if !f.merge_operator.is_empty() && !MERGE_OPERATORS.contains(&f.merge_operator.as_str()) {
             bail!(

@@ -225,7 +225,7 @@ define_flags! {
     keys_per_prefix: i64 = 0i64, Tool, "Keys that share one prefix (0: prefixes not used in keys)";
     seek_missing_prefix: bool = false, Tool, "Seek keys get byte 8 set to '1' (needs --prefix_size > 8)";
     use_existing_db: bool = false, Tool, "Keep the DB; fresh-DB benchmarks are skipped";
-    use_existing_keys: bool = false, Tool, "Load the existing keys and use them (needs --use_existing_db)";
+    use_existing_keys: bool = false, Tool, "Load the existing keys and use them (needs --use_existing_db; not implemented yet: rejected)";
     readonly: bool = false, Engine, "Open the DB read-only (implies --use_existing_db)";
     db: String = "", Tool, "DB directory (default: $TEST_TMPDIR/dbbench or <tmp>/strata-bench-<uid>/dbbench)";
     wal_dir: String = "", Engine, "WAL directory (empty: inside --db)";
