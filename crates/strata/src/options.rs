@@ -51,8 +51,39 @@ pub struct Options {
     pub wal_recovery_mode: WalRecoveryMode,
     /// Number of LSM levels. Default: 7.
     pub num_levels: usize,
-    /// Background threads for flushes and compactions. Default: 2.
+    /// Background threads for flushes and compactions (one flush thread, the rest compact;
+    /// at least one compaction thread). Default: 2.
     pub max_background_jobs: usize,
+    /// Threads one large compaction may be split into by key range. Default: 1.
+    pub max_subcompactions: usize,
+    /// L0 files that trigger an L0 compaction. Lower means fewer files per read, more
+    /// compaction work. Default: 4.
+    pub level0_file_num_compaction_trigger: usize,
+    /// L0 files at which writes are slowed to `delayed_write_rate`. Default: 20.
+    pub level0_slowdown_writes_trigger: usize,
+    /// L0 files at which writes stop until compaction catches up. Default: 36.
+    pub level0_stop_writes_trigger: usize,
+    /// Target size of the base level (where L0 compacts to). Default: 256 MiB.
+    pub max_bytes_for_level_base: u64,
+    /// Size ratio between adjacent levels. Larger means fewer levels and more write
+    /// amplification per level. Default: 10.
+    pub max_bytes_for_level_multiplier: f64,
+    /// Size the levels from the last level up (RocksDB's dynamic level bytes), which bounds
+    /// space amplification. Default: true.
+    pub level_compaction_dynamic_level_bytes: bool,
+    /// Target size of compaction output files. Default: 64 MiB.
+    pub target_file_size_base: u64,
+    /// Output file size ratio between adjacent levels below the base level. Default: 1.
+    pub target_file_size_multiplier: u64,
+    /// Do not compact automatically (manual `compact_range` still works); L0-based write
+    /// stalls are off too. Default: false.
+    pub disable_auto_compactions: bool,
+    /// Estimated bytes awaiting compaction at which writes slow down. Default: 64 GiB.
+    pub soft_pending_compaction_bytes_limit: u64,
+    /// Estimated bytes awaiting compaction at which writes stop. Default: 256 GiB.
+    pub hard_pending_compaction_bytes_limit: u64,
+    /// Bytes per second writes are paced at while slowed down. Default: 16 MiB/s.
+    pub delayed_write_rate: u64,
     /// Combines merge operands (`Db::merge`); `None` makes merges fail at read time.
     /// Default: none.
     pub merge_operator: Option<Arc<dyn MergeOperator>>,
@@ -83,6 +114,19 @@ impl Default for Options {
             wal_recovery_mode: WalRecoveryMode::PointInTime,
             num_levels: 7,
             max_background_jobs: 2,
+            max_subcompactions: 1,
+            level0_file_num_compaction_trigger: 4,
+            level0_slowdown_writes_trigger: 20,
+            level0_stop_writes_trigger: 36,
+            max_bytes_for_level_base: 256 << 20,
+            max_bytes_for_level_multiplier: 10.0,
+            level_compaction_dynamic_level_bytes: true,
+            target_file_size_base: 64 << 20,
+            target_file_size_multiplier: 1,
+            disable_auto_compactions: false,
+            soft_pending_compaction_bytes_limit: 64 << 30,
+            hard_pending_compaction_bytes_limit: 256 << 30,
+            delayed_write_rate: 16 << 20,
             paranoid_checks: true,
             merge_operator: None,
             prefix_extractor: None,
@@ -120,13 +164,43 @@ impl Options {
         if self.block_restart_interval == 0 {
             return bad("block_restart_interval must be at least 1");
         }
-        if !(1..=64).contains(&self.num_levels) {
-            return bad("num_levels must be between 1 and 64");
+        if !(2..=64).contains(&self.num_levels) {
+            return bad("num_levels must be between 2 and 64");
         }
         if self.max_background_jobs == 0 {
             return bad("max_background_jobs must be at least 1");
         }
+        if self.max_subcompactions == 0 {
+            return bad("max_subcompactions must be at least 1");
+        }
+        if self.level0_file_num_compaction_trigger == 0 {
+            return bad("level0_file_num_compaction_trigger must be at least 1");
+        }
+        if self.max_bytes_for_level_multiplier <= 1.0
+            || !self.max_bytes_for_level_multiplier.is_finite()
+        {
+            return bad("max_bytes_for_level_multiplier must be greater than 1");
+        }
+        if self.max_bytes_for_level_base == 0 || self.target_file_size_base == 0 {
+            return bad("max_bytes_for_level_base and target_file_size_base must be positive");
+        }
+        if self.delayed_write_rate == 0 {
+            return bad("delayed_write_rate must be positive");
+        }
         Ok(())
+    }
+
+    /// The options the compaction picker reads.
+    pub(crate) fn picker_options(&self) -> crate::compaction::picker::PickerOptions {
+        crate::compaction::picker::PickerOptions {
+            num_levels: self.num_levels,
+            level0_file_num_compaction_trigger: self.level0_file_num_compaction_trigger,
+            max_bytes_for_level_base: self.max_bytes_for_level_base,
+            max_bytes_for_level_multiplier: self.max_bytes_for_level_multiplier,
+            dynamic_level_bytes: self.level_compaction_dynamic_level_bytes,
+            target_file_size_base: self.target_file_size_base,
+            target_file_size_multiplier: self.target_file_size_multiplier,
+        }
     }
 
     /// The table format options these options imply.

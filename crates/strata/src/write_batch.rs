@@ -24,6 +24,7 @@
 //! `InvalidArgument` before writing (`WriteBatch::validate_sizes`).
 
 use std::fmt;
+#[cfg(test)]
 use std::path::Path;
 
 use crate::error::{Error, Result};
@@ -169,6 +170,7 @@ impl WriteBatch {
         Ok(WriteBatch { rep: data, oversized: false })
     }
 
+    #[cfg(test)]
     /// [`Self::from_data`] for a batch read from log record `record_offset` of `file`: a
     /// `Corruption` names the file and the record, and the byte inside the batch in its reason.
     pub(crate) fn from_record(

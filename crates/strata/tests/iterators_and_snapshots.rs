@@ -202,3 +202,26 @@ fn open_iterator_and_snapshot_survive_flushes() {
         assert_eq!(now, (i % 2 == 1).then(|| format!("new{i}").into_bytes()));
     }
 }
+
+#[test]
+fn multi_get_matches_get_in_input_order() {
+    let db = Db::open(&opts(), "/db").unwrap();
+    for i in (0..300).step_by(2) {
+        db.put(format!("k{i:03}"), format!("v{i}")).unwrap();
+    }
+    db.flush().unwrap();
+    db.put("k001", "v1").unwrap();
+    let snap = db.snapshot();
+    db.delete("k000").unwrap();
+    let keys: Vec<String> =
+        [299, 1, 0, 150, 151, 0, 42].iter().map(|i| format!("k{i:03}")).collect();
+    let got: Vec<Option<Vec<u8>>> = db.multi_get(&keys).into_iter().map(Result::unwrap).collect();
+    let want: Vec<Option<Vec<u8>>> = keys.iter().map(|k| db.get(k).unwrap()).collect();
+    assert_eq!(got, want);
+    assert_eq!(got[1].as_deref(), Some(&b"v1"[..]));
+    assert_eq!(got[2], None);
+    let mut ro = ReadOptions::default();
+    ro.set_snapshot(&snap);
+    let at_snap = db.multi_get_opt(["k000"], &ro);
+    assert_eq!(at_snap[0].as_ref().unwrap().as_deref(), Some(&b"v0"[..]));
+}

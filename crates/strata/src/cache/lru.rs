@@ -76,6 +76,7 @@ impl<K: Eq, V> LruShard<K, V> {
         self.usage
     }
 
+    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.len
     }

@@ -149,11 +149,13 @@ impl<K: Hash + Eq + Send, V: Send + Sync> Cache<K, V> {
         self.shards.iter().map(|s| s.misses.load(Ordering::Relaxed)).sum()
     }
 
+    #[cfg(test)]
     /// Number of shards.
     pub(crate) fn num_shards(&self) -> usize {
         self.shards.len()
     }
 
+    #[cfg(test)]
     /// Number of entries held.
     pub(crate) fn len(&self) -> usize {
         self.shards.iter().map(|s| s.lru.lock().len()).sum()

@@ -22,6 +22,13 @@ fn key(file: u64, offset: u64) -> CacheKey {
 }
 
 #[test]
+fn thread_safety_markers() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<Cache<CacheKey, Vec<u8>>>();
+    send_sync::<Cache<String, String>>();
+}
+
+#[test]
 fn shard_count_follows_capacity() {
     let shards = |cap| Cache::<CacheKey, u8>::new(cap).num_shards();
     assert_eq!(shards(0), 1);

@@ -1,4 +1,6 @@
-//! Compaction: which entries survive ([`stream`]) and which files to compact ([`picker`]).
+//! Compaction: which entries survive ([`stream`]), which files to compact ([`picker`], a pure
+//! function) and running a plan ([`job`]).
 
+pub(crate) mod job;
 pub(crate) mod picker;
 pub(crate) mod stream;

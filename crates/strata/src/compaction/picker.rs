@@ -51,7 +51,6 @@ pub(crate) struct CompactionPlan {
     pub trivial_move: bool,
     /// No level below `output_level` holds data in the inputs' key range.
     pub bottommost: bool,
-    pub score: f64,
     pub target_file_size: u64,
     /// Stop an output file when its overlap with grandparents exceeds this.
     pub max_grandparent_overlap: u64,
@@ -196,7 +195,6 @@ pub(crate) fn plan_for(
     start: usize,
     output: usize,
     inputs: Vec<Arc<FileMetaData>>,
-    score: f64,
 ) -> Option<CompactionPlan> {
     let PickContext { v, o, t, busy } = *c;
     if inputs.is_empty() || inputs.iter().any(|f| busy.contains(&f.number)) {
@@ -228,10 +226,32 @@ pub(crate) fn plan_for(
         grandparents,
         trivial_move,
         bottommost,
-        score,
         target_file_size: target,
         max_grandparent_overlap: max_gp,
     })
+}
+
+/// RocksDB's estimate of the bytes compaction must rewrite to bring every level within its
+/// target: L0 (with the base level) once it reaches its trigger, and each level's excess
+/// plus the share of the next level it overlaps.
+pub(crate) fn estimated_pending_compaction_bytes(v: &Version, o: &PickerOptions) -> u64 {
+    let t = level_targets(v, o);
+    let mut pending = 0u64;
+    if v.num_files(0) >= o.level0_file_num_compaction_trigger {
+        pending += v.level_bytes(0) + v.level_bytes(t.base_level);
+    }
+    let last = o.num_levels - 1;
+    for l in t.base_level.max(1)..last {
+        let bytes = v.level_bytes(l);
+        let target = t.target[l];
+        if bytes > target {
+            let excess = bytes - target;
+            let next = v.level_bytes(l + 1);
+            pending +=
+                excess + (u128::from(excess) * u128::from(next) / u128::from(bytes.max(1))) as u64;
+        }
+    }
+    pending
 }
 
 /// The compaction to run next, if any level needs one.
@@ -250,9 +270,9 @@ pub(crate) fn pick_compaction(
             if v.levels[0].iter().any(|f| busy.contains(&f.number)) {
                 continue; // one L0 compaction at a time
             }
-            plan_for(&c, 0, t.base_level, v.levels[0].clone(), scores[0])
+            plan_for(&c, 0, t.base_level, v.levels[0].clone())
         } else {
-            pick_file_in_level(&c, level, scores[level])
+            pick_file_in_level(&c, level)
         };
         if plan.is_some() {
             return plan;
@@ -263,7 +283,7 @@ pub(crate) fn pick_compaction(
 
 /// kMinOverlappingRatio: the non-busy file with the least next-level overlap per byte whose
 /// overlapping files are free.
-fn pick_file_in_level(c: &PickContext<'_>, level: usize, score: f64) -> Option<CompactionPlan> {
+fn pick_file_in_level(c: &PickContext<'_>, level: usize) -> Option<CompactionPlan> {
     let PickContext { v, busy, .. } = *c;
     let output = level + 1;
     let mut candidates: Vec<(u128, &Arc<FileMetaData>)> = Vec::new();
@@ -281,7 +301,7 @@ fn pick_file_in_level(c: &PickContext<'_>, level: usize, score: f64) -> Option<C
     }
     candidates.sort_by(|a, b| a.0.cmp(&b.0).then(compare_internal(&a.1.smallest, &b.1.smallest)));
     let (_, f) = candidates.first()?;
-    plan_for(c, level, output, vec![(*f).clone()], score)
+    plan_for(c, level, output, vec![(*f).clone()])
 }
 
 #[cfg(test)]

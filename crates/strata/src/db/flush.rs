@@ -6,47 +6,64 @@ use std::thread::JoinHandle;
 use super::filename::{table_path, wal_path};
 use super::write::switch_memtable;
 use super::DbInner;
+use crate::compaction::stream::{run_stream, StreamContext, StreamStats};
 use crate::error::{Error, Result};
-use crate::iterator::InternalIterator;
 use crate::memtable::MemTable;
 use crate::sstable::TableBuilder;
+use crate::stats::LevelStats;
 use crate::types::FileNumber;
 use crate::version::edit::{FileMetaData, VersionEdit};
 
-/// Writes `mem` as table `number`; `None` when the memtable is empty. The table is synced and
-/// its directory entry made durable before this returns.
+/// What a flush needs besides the memtable.
+pub(crate) struct FlushEnv<'a> {
+    pub fs: &'a dyn crate::env::FileSystem,
+    pub dir: &'a std::path::Path,
+    pub table_options: &'a crate::sstable::TableOptions,
+    pub snapshots: &'a [crate::types::SeqNo],
+    pub merge_operator: Option<&'a dyn crate::merge_operator::MergeOperator>,
+}
+
+/// Writes `mem` as table `number`, dropping versions no snapshot can see (nothing is treated
+/// as the bottom: older data may exist in tables); `None` when nothing is left to write. The
+/// table is synced and its directory entry made durable before this returns.
 pub(crate) fn write_level0_table(
-    inner_fs: &dyn crate::env::FileSystem,
-    dir: &std::path::Path,
-    table_options: &crate::sstable::TableOptions,
+    env: &FlushEnv<'_>,
     mem: &Arc<MemTable>,
     number: FileNumber,
-) -> Result<Option<FileMetaData>> {
+) -> Result<Option<(FileMetaData, StreamStats)>> {
     if mem.is_empty() {
         return Ok(None);
     }
-    let path = table_path(dir, number);
-    let file = inner_fs.create(&path)?;
-    let mut builder = TableBuilder::new(table_options, file, path.clone());
+    let path = table_path(env.dir, number);
+    let file = env.fs.create(&path)?;
+    let mut builder = TableBuilder::new(env.table_options, file, path.clone());
+    let not_bottom = |_: &[u8]| false;
+    let ctx = StreamContext {
+        snapshots: env.snapshots,
+        merge_operator: env.merge_operator,
+        is_bottom: &not_bottom,
+    };
     let mut it = mem.iter();
-    it.seek_to_first();
-    while it.valid() {
-        builder.add(it.key(), it.value())?;
-        it.next();
-    }
-    it.status()?;
+    let stats = run_stream(&mut it, &ctx, |k, v| builder.add(k, v))?;
     let summary = builder.finish()?;
-    inner_fs.sync_dir(dir)?;
-    Ok(Some(FileMetaData {
-        number,
-        file_size: summary.file_size,
-        smallest: summary.smallest,
-        largest: summary.largest,
-        smallest_seqno: summary.smallest_seqno,
-        largest_seqno: summary.largest_seqno,
-        num_entries: summary.num_entries,
-        num_deletions: summary.properties.num_deletions,
-    }))
+    if summary.num_entries == 0 {
+        let _ = env.fs.remove(&path);
+        return Ok(None);
+    }
+    env.fs.sync_dir(env.dir)?;
+    Ok(Some((
+        FileMetaData {
+            number,
+            file_size: summary.file_size,
+            smallest: summary.smallest,
+            largest: summary.largest,
+            smallest_seqno: summary.smallest_seqno,
+            largest_seqno: summary.largest_seqno,
+            num_entries: summary.num_entries,
+            num_deletions: summary.properties.num_deletions,
+        },
+        stats,
+    )))
 }
 
 /// Starts the background flush thread.
@@ -83,8 +100,17 @@ fn flush_loop(inner: &DbInner) {
 /// Flushes the oldest immutable memtable `mem`; afterwards WALs older than `next_log` hold
 /// nothing that is not in a table and are deleted.
 fn flush_one(inner: &DbInner, mem: &Arc<MemTable>, next_log: FileNumber) -> Result<()> {
+    let start = std::time::Instant::now();
     let number = inner.new_file_number();
-    let meta = write_level0_table(inner.fs.as_ref(), &inner.dir, &inner.table_options, mem, number);
+    let snapshots = inner.snapshots.sequences();
+    let env = FlushEnv {
+        fs: inner.fs.as_ref(),
+        dir: &inner.dir,
+        table_options: &inner.table_options,
+        snapshots: &snapshots,
+        merge_operator: inner.opts.merge_operator.as_deref(),
+    };
+    let meta = write_level0_table(&env, mem, number);
     let meta = match meta {
         Ok(m) => m,
         Err(e) => {
@@ -93,9 +119,16 @@ fn flush_one(inner: &DbInner, mem: &Arc<MemTable>, next_log: FileNumber) -> Resu
         }
     };
     let mut edit = VersionEdit::default();
-    if let Some(m) = meta {
+    let mut level_stats = LevelStats { count: 1, ..LevelStats::default() };
+    if let Some((m, s)) = meta {
+        level_stats.bytes_written = m.file_size;
+        level_stats.input_records = s.input_entries;
+        level_stats.dropped_records = s.dropped;
         edit.last_sequence = Some(m.largest_seqno);
         edit.new_files.push((0, m));
+    }
+    if let Some(seq) = mem.largest_seqno() {
+        edit.last_sequence = Some(edit.last_sequence.map_or(seq, |s| s.max(seq)));
     }
     edit.log_number = Some(next_log);
     let old_logs: Vec<FileNumber>;
@@ -113,6 +146,12 @@ fn flush_one(inner: &DbInner, mem: &Arc<MemTable>, next_log: FileNumber) -> Resu
         inner.bg_cv.notify_all();
         old_logs = obsolete_wals(inner, next_log);
     }
+    level_stats.micros = start.elapsed().as_micros() as u64;
+    inner
+        .stats
+        .flush_bytes
+        .fetch_add(level_stats.bytes_written, std::sync::atomic::Ordering::Relaxed);
+    inner.stats.add_compaction(0, &level_stats);
     for n in old_logs {
         // A leftover WAL is harmless (it is skipped at the next open), so failure is ignored.
         let _ = inner.fs.remove(&wal_path(&inner.dir, n));

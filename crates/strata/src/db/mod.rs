@@ -12,6 +12,7 @@
 //!   the background error and shutdown flag.
 //! - Lock order: `wal` -> `versions` -> `state`; `queue` is never held with another lock.
 
+mod compact;
 pub(crate) mod filename;
 mod flush;
 mod iter;
@@ -50,6 +51,8 @@ pub(crate) struct SuperVersion {
     /// Immutable memtables, newest first.
     pub imm: Vec<Arc<MemTable>>,
     pub version: Arc<Version>,
+    /// Compaction debt of `version` (RocksDB's estimate), for write flow control.
+    pub pending_compaction_bytes: u64,
 }
 
 /// State guarded by `DbInner::state`.
@@ -67,6 +70,13 @@ pub(crate) struct DbState {
     pub memtables_flushed: u64,
     /// A write skipped the WAL since the last flush: closing must flush to keep it.
     pub unpersisted_without_wal: bool,
+    /// Table files that are inputs of a running compaction.
+    pub compacting: std::collections::HashSet<FileNumber>,
+    pub running_compactions: usize,
+    /// Manual compactions in progress; automatic picking pauses meanwhile.
+    pub manual_compactions: usize,
+    /// Tables compacted away, deleted once no live version references them.
+    pub obsolete_tables: Vec<FileNumber>,
 }
 
 /// State guarded by `DbInner::wal`: owned by the write leader.
@@ -77,6 +87,8 @@ pub(crate) struct WalState {
     pub mem: Arc<MemTable>,
     /// Last sequence number handed out.
     pub last_sequence: SeqNo,
+    /// Write delay owed while writes are slowed down, paid in sleeps of at least 1 ms.
+    pub delay_debt_micros: f64,
 }
 
 /// A queued write.
@@ -115,6 +127,7 @@ pub(crate) struct DbInner {
     pub has_bg_error: AtomicBool,
     pub table_cache: Arc<TableCache>,
     pub snapshots: Arc<SnapshotList>,
+    pub stats: crate::stats::Stats,
     _lock: Box<dyn FileLock>,
 }
 
@@ -135,7 +148,16 @@ impl Db {
     /// Opens (or, with `create_if_missing`, creates) the DB in `path`.
     pub fn open(opts: &Options, path: impl AsRef<Path>) -> Result<Db> {
         let inner = Arc::new(open::open(opts, path.as_ref())?);
-        let threads = flush::start_background(&inner)?;
+        let mut threads = flush::start_background(&inner)?;
+        let db_threads = compact::start_compaction_threads(&inner);
+        match db_threads {
+            Ok(t) => threads.extend(t),
+            Err(e) => {
+                // Stop what was started before failing.
+                drop(Db { inner, threads });
+                return Err(e);
+            }
+        }
         Ok(Db { inner, threads })
     }
 
@@ -210,6 +232,24 @@ impl Db {
         read::get(&self.inner, key.as_ref(), opts)
     }
 
+    /// Reads many keys at one consistent point. Keys are looked up in sorted order through
+    /// one super version, so keys that share a table block read it once (through the block
+    /// cache); results come back in the order of `keys`.
+    pub fn multi_get<K: AsRef<[u8]>>(
+        &self,
+        keys: impl IntoIterator<Item = K>,
+    ) -> Vec<Result<Option<Vec<u8>>>> {
+        self.multi_get_opt(keys, &ReadOptions::default())
+    }
+
+    pub fn multi_get_opt<K: AsRef<[u8]>>(
+        &self,
+        keys: impl IntoIterator<Item = K>,
+        opts: &ReadOptions,
+    ) -> Vec<Result<Option<Vec<u8>>>> {
+        read::multi_get(&self.inner, keys.into_iter().collect(), opts)
+    }
+
     /// A consistent view of the DB as of now; pass it in `ReadOptions::snapshot`.
     pub fn snapshot(&self) -> Snapshot {
         // The visible sequence is published only after a whole write group is in the
@@ -250,6 +290,24 @@ impl Db {
     /// before the call is flushed.
     pub fn flush(&self) -> Result<()> {
         flush::flush_and_wait(&self.inner)
+    }
+
+    /// Compacts the key range [begin, end] (None = unbounded on that side) down to the last
+    /// level, dropping overwritten versions and tombstones no snapshot needs. Memtables are
+    /// flushed first.
+    pub fn compact_range(
+        &self,
+        begin: Option<impl AsRef<[u8]>>,
+        end: Option<impl AsRef<[u8]>>,
+    ) -> Result<()> {
+        let b = begin.as_ref().map(AsRef::as_ref);
+        let e = end.as_ref().map(AsRef::as_ref);
+        compact::compact_range(&self.inner, b, e)
+    }
+
+    /// Waits until no flush or compaction is pending or running.
+    pub fn wait_for_compact(&self) -> Result<()> {
+        compact::wait_for_compact(&self.inner)
     }
 
     /// A named property (`strata.*`, or the `rocksdb.*` alias), `None` for an unknown name.
@@ -309,10 +367,16 @@ impl DbInner {
 
     /// Publishes a new super version built from `st` and `version`.
     pub(crate) fn install_super_version(&self, st: &DbState, version: Arc<Version>) {
+        let pending_compaction_bytes =
+            crate::compaction::picker::estimated_pending_compaction_bytes(
+                &version,
+                &self.opts.picker_options(),
+            );
         let sv = SuperVersion {
             mem: st.mem.clone(),
             imm: st.imm.iter().rev().map(|(m, _)| m.clone()).collect(),
             version,
+            pending_compaction_bytes,
         };
         *self.super_version.write() = Arc::new(sv);
     }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use super::filename::{current_path, lock_path, parse_file_name, table_path, wal_path, FileKind};
-use super::flush::write_level0_table;
+use super::flush::{write_level0_table, FlushEnv};
 use super::write::insert_into_memtable;
 use super::{DbInner, DbState, SuperVersion, WalState, WriteQueue};
 use crate::cache::table_cache::TableCache;
@@ -64,6 +64,15 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
         vs
     };
 
+    for k in &kinds {
+        match *k {
+            FileKind::Wal(n) | FileKind::Table(n) | FileKind::Manifest(n) | FileKind::Temp(n) => {
+                versions.mark_file_number_used(n);
+            }
+            FileKind::Current | FileKind::Lock => {}
+        }
+    }
+
     // Every table the MANIFEST names must exist.
     for (_, f) in versions.current().files() {
         let path = table_path(dir, f.number);
@@ -89,6 +98,13 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
     }
 
     let table_options = opts.table_options();
+    let flush_env = FlushEnv {
+        fs: fs.as_ref(),
+        dir,
+        table_options: &table_options,
+        snapshots: &[],
+        merge_operator: opts.merge_operator.as_deref(),
+    };
     let mut edit = VersionEdit::default();
     let mut last_seq = versions.last_sequence();
     let mut wals: Vec<FileNumber> = kinds
@@ -150,9 +166,7 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
             }
             if mem.approximate_memory_usage() >= opts.write_buffer_size {
                 let number = versions.new_file_number();
-                if let Some(meta) =
-                    write_level0_table(fs.as_ref(), dir, &table_options, &mem, number)?
-                {
+                if let Some((meta, _)) = write_level0_table(&flush_env, &mem, number)? {
                     edit.new_files.push((0, meta));
                 }
                 mem = Arc::new(MemTable::new());
@@ -166,7 +180,7 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
     }
     if !mem.is_empty() {
         let number = versions.new_file_number();
-        if let Some(meta) = write_level0_table(fs.as_ref(), dir, &table_options, &mem, number)? {
+        if let Some((meta, _)) = write_level0_table(&flush_env, &mem, number)? {
             edit.new_files.push((0, meta));
         }
     }
@@ -212,8 +226,16 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
         memtables_switched: 0,
         memtables_flushed: 0,
         unpersisted_without_wal: false,
+        compacting: std::collections::HashSet::new(),
+        running_compactions: 0,
+        manual_compactions: 0,
+        obsolete_tables: Vec::new(),
     };
-    let sv = SuperVersion { mem: mem.clone(), imm: Vec::new(), version };
+    let pending_compaction_bytes = crate::compaction::picker::estimated_pending_compaction_bytes(
+        &version,
+        &opts.picker_options(),
+    );
+    let sv = SuperVersion { mem: mem.clone(), imm: Vec::new(), version, pending_compaction_bytes };
     let next_file = versions.file_counter();
     Ok(DbInner {
         opts: opts.clone(),
@@ -229,6 +251,7 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
             number: log_number,
             mem,
             last_sequence: last_seq,
+            delay_debt_micros: 0.0,
         }),
         queue: Mutex::new(WriteQueue::default()),
         queue_cv: Condvar::new(),
@@ -237,6 +260,7 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
         has_bg_error: AtomicBool::new(false),
         table_cache,
         snapshots: Arc::default(),
+        stats: crate::stats::Stats::new(opts.num_levels),
         _lock: lock,
     })
 }

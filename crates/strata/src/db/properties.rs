@@ -4,21 +4,7 @@ use std::fmt::Write as _;
 
 use super::DbInner;
 use crate::error::Result;
-
-/// Every property name this DB answers (without the `strata.` prefix).
-pub(crate) const PROPERTY_NAMES: &[&str] = &[
-    "num-files-at-level<N>",
-    "estimate-num-keys",
-    "num-immutable-mem-table",
-    "cur-size-active-mem-table",
-    "cur-size-all-mem-tables",
-    "total-sst-files-size",
-    "block-cache-capacity",
-    "block-cache-usage",
-    "background-errors",
-    "levelstats",
-    "stats",
-];
+use crate::stats::LevelShape;
 
 pub(crate) fn property_value(inner: &DbInner, name: &str) -> Result<Option<String>> {
     let Some(prop) = name.strip_prefix("strata.").or_else(|| name.strip_prefix("rocksdb.")) else {
@@ -27,49 +13,115 @@ pub(crate) fn property_value(inner: &DbInner, name: &str) -> Result<Option<Strin
     let sv = inner.current_super_version();
     let v = &sv.version;
     let mems = || std::iter::once(&sv.mem).chain(sv.imm.iter());
-    let out = if let Some(level) = prop.strip_prefix("num-files-at-level") {
-        match level.parse::<usize>() {
-            Ok(l) if l < v.levels.len() => v.num_files(l).to_string(),
-            _ => return Ok(None),
+    if let Some(level) = prop.strip_prefix("num-files-at-level") {
+        return Ok(match level.parse::<usize>() {
+            Ok(l) if l < v.levels.len() => Some(v.num_files(l).to_string()),
+            _ => None,
+        });
+    }
+    let out = match prop {
+        "estimate-num-keys" => {
+            let mem: u64 =
+                mems().map(|m| m.num_entries().saturating_sub(2 * m.num_deletes())).sum();
+            let tables: u64 =
+                v.files().map(|(_, f)| f.num_entries.saturating_sub(2 * f.num_deletions)).sum();
+            (mem + tables).to_string()
         }
-    } else {
-        match prop {
-            "estimate-num-keys" => {
-                let mem: u64 =
-                    mems().map(|m| m.num_entries().saturating_sub(2 * m.num_deletes())).sum();
-                let tables: u64 =
-                    v.files().map(|(_, f)| f.num_entries.saturating_sub(2 * f.num_deletions)).sum();
-                (mem + tables).to_string()
-            }
-            "num-immutable-mem-table" => sv.imm.len().to_string(),
-            "cur-size-active-mem-table" => sv.mem.approximate_memory_usage().to_string(),
-            "cur-size-all-mem-tables" => {
-                mems().map(|m| m.approximate_memory_usage()).sum::<usize>().to_string()
-            }
-            "total-sst-files-size" => v.files().map(|(_, f)| f.file_size).sum::<u64>().to_string(),
-            "block-cache-capacity" => {
-                inner.table_cache.block_cache().map_or(0, |c| c.capacity()).to_string()
-            }
-            "block-cache-usage" => {
-                inner.table_cache.block_cache().map_or(0, |c| c.usage()).to_string()
-            }
-            "background-errors" => u8::from(inner.bg_error().is_some()).to_string(),
-            "levelstats" | "stats" => {
-                let mut s = String::new();
-                let _ = writeln!(s, "Level Files Size(MB)");
-                let _ = writeln!(s, "--------------------");
-                for l in 0..v.levels.len() {
-                    let _ = writeln!(
-                        s,
-                        "{l:>5} {:>5} {:>8.0}",
-                        v.num_files(l),
-                        v.level_bytes(l) as f64 / 1048576.0
-                    );
-                }
-                s
-            }
-            _ => return Ok(None),
+        "num-immutable-mem-table" => sv.imm.len().to_string(),
+        "cur-size-active-mem-table" => sv.mem.approximate_memory_usage().to_string(),
+        "cur-size-all-mem-tables" => {
+            mems().map(|m| m.approximate_memory_usage()).sum::<usize>().to_string()
         }
+        "total-sst-files-size" => v.files().map(|(_, f)| f.file_size).sum::<u64>().to_string(),
+        "block-cache-capacity" => {
+            inner.table_cache.block_cache().map_or(0, |c| c.capacity()).to_string()
+        }
+        "block-cache-usage" => inner.table_cache.block_cache().map_or(0, |c| c.usage()).to_string(),
+        "block-cache-hit" => inner.table_cache.block_cache().map_or(0, |c| c.hits()).to_string(),
+        "block-cache-miss" => inner.table_cache.block_cache().map_or(0, |c| c.misses()).to_string(),
+        "background-errors" => u8::from(inner.bg_error().is_some()).to_string(),
+        "estimate-pending-compaction-bytes" => sv.pending_compaction_bytes.to_string(),
+        "num-running-compactions" => inner.state.lock().running_compactions.to_string(),
+        "compaction-pending" => {
+            let st = inner.state.lock();
+            let pick = crate::compaction::picker::pick_compaction(
+                v,
+                &inner.opts.picker_options(),
+                &st.compacting,
+            );
+            u8::from(pick.is_some()).to_string()
+        }
+        "levelstats" => {
+            let mut s = String::from("Level Files Size(MB)\n--------------------\n");
+            for l in 0..v.levels.len() {
+                let _ = writeln!(
+                    s,
+                    "{l:3} {:8} {:8.0}",
+                    v.num_files(l),
+                    v.level_bytes(l) as f64 / 1048576.0
+                );
+            }
+            s
+        }
+        "sstables" => sstables(v),
+        "statistics" => {
+            let cache = inner.table_cache.block_cache();
+            inner.stats.statistics(&[
+                ("rocksdb.block.cache.hit", cache.map_or(0, |c| c.hits())),
+                ("rocksdb.block.cache.miss", cache.map_or(0, |c| c.misses())),
+            ])
+        }
+        "stats" => {
+            let busy = inner.state.lock().compacting.clone();
+            let o = inner.opts.picker_options();
+            let t = crate::compaction::picker::level_targets(v, &o);
+            let scores = crate::compaction::picker::level_scores(v, &o, &busy, &t);
+            let shape: Vec<LevelShape> = (0..v.levels.len())
+                .map(|l| LevelShape {
+                    files: v.num_files(l),
+                    being_compacted: v.levels[l]
+                        .iter()
+                        .filter(|f| busy.contains(&f.number))
+                        .count(),
+                    bytes: v.level_bytes(l),
+                    score: scores[l],
+                })
+                .collect();
+            inner.stats.report(&shape, sv.pending_compaction_bytes)
+        }
+        _ => return Ok(None),
     };
     Ok(Some(out))
+}
+
+/// RocksDB's `Version::DebugString(hex)`: per level, each file with its size, sequence range
+/// and key range.
+fn sstables(v: &crate::version::levels::Version) -> String {
+    let hex = |b: &[u8]| {
+        b.iter().fold(String::with_capacity(2 * b.len()), |mut s, x| {
+            let _ = write!(s, "{x:02X}");
+            s
+        })
+    };
+    let describe = |k: &[u8]| match crate::key::parse_internal_key(k) {
+        Some(p) => format!("'{}' seq:{}, type:{}", hex(p.user_key), p.seq.0, p.value_type as u8),
+        None => format!("'{}'", hex(k)),
+    };
+    let mut s = String::new();
+    for (l, files) in v.levels.iter().enumerate() {
+        let _ = writeln!(s, "--- level {l} --- version# 0 ---");
+        for f in files {
+            let _ = writeln!(
+                s,
+                " {}:{}[{} .. {}][{} .. {}](0)",
+                f.number.0,
+                f.file_size,
+                f.smallest_seqno.0,
+                f.largest_seqno.0,
+                describe(&f.smallest),
+                describe(&f.largest)
+            );
+        }
+    }
+    s
 }

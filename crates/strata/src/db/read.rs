@@ -8,6 +8,7 @@ use crate::key::{append_internal_key, parse_internal_key, user_key};
 use crate::merge_operator::MergeOperator;
 use crate::options::ReadOptions;
 use crate::sstable::ReadBlockOptions;
+use crate::stats::Ticker;
 use crate::types::{SeqNo, ValueType};
 
 /// Where a lookup stands after seeing some entries of its key, newest first.
@@ -162,6 +163,25 @@ pub(crate) fn get(inner: &DbInner, key: &[u8], opts: &ReadOptions) -> Result<Opt
     get_at(inner, &sv, key, seq, opts)
 }
 
+pub(crate) fn multi_get<K: AsRef<[u8]>>(
+    inner: &DbInner,
+    keys: Vec<K>,
+    opts: &ReadOptions,
+) -> Vec<Result<Option<Vec<u8>>>> {
+    let sv = inner.current_super_version();
+    let seq = match &opts.snapshot {
+        Some(s) => s.seq(),
+        None => SeqNo(inner.visible_sequence.load(Ordering::Acquire)),
+    };
+    let mut order: Vec<usize> = (0..keys.len()).collect();
+    order.sort_by(|&a, &b| keys[a].as_ref().cmp(keys[b].as_ref()));
+    let mut out: Vec<Option<Result<Option<Vec<u8>>>>> = (0..keys.len()).map(|_| None).collect();
+    for i in order {
+        out[i] = Some(get_at(inner, &sv, keys[i].as_ref(), seq, opts));
+    }
+    out.into_iter().map(|r| r.unwrap_or(Ok(None))).collect()
+}
+
 pub(crate) fn get_at(
     inner: &DbInner,
     sv: &super::SuperVersion,
@@ -172,6 +192,8 @@ pub(crate) fn get_at(
     let lkey = LookupKeyBuf::new(key, seq);
     let lkey = lkey.as_slice();
     let mut ctx = GetContext::new(key, inner.opts.merge_operator.as_deref());
+    let tickers = &inner.stats.tickers;
+    tickers.add(Ticker::KeysRead, 1);
     sv.mem.get(lkey, |k, v| ctx.add(k, v));
     if !ctx.is_done() {
         for m in &sv.imm {
@@ -181,6 +203,7 @@ pub(crate) fn get_at(
             }
         }
     }
+    tickers.add(if ctx.is_done() { Ticker::MemtableHit } else { Ticker::MemtableMiss }, 1);
     if !ctx.is_done() {
         let ro = ReadBlockOptions {
             verify_checksums: opts.verify_checksums,
@@ -196,9 +219,13 @@ pub(crate) fn get_at(
                         continue;
                     }
                     let t = inner.table_cache.get(f.number)?;
+                    if !filter_passes(tickers, &t, key) {
+                        continue;
+                    }
                     t.get(lkey, &ro, |k, v| ctx.add(k, v))?;
                     ctx.name_file(t.path());
                     if ctx.is_done() {
+                        tickers.add(Ticker::GetHitL0, 1);
                         break 'levels;
                     }
                 }
@@ -209,13 +236,33 @@ pub(crate) fn get_at(
                     continue;
                 }
                 let t = inner.table_cache.get(f.number)?;
+                if !filter_passes(tickers, &t, key) {
+                    continue;
+                }
                 t.get(lkey, &ro, |k, v| ctx.add(k, v))?;
                 ctx.name_file(t.path());
                 if ctx.is_done() {
+                    tickers
+                        .add(if level == 1 { Ticker::GetHitL1 } else { Ticker::GetHitL2AndUp }, 1);
                     break;
                 }
             }
         }
     }
-    ctx.finish()
+    let r = ctx.finish();
+    if let Ok(Some(v)) = &r {
+        tickers.add(Ticker::BytesRead, v.len() as u64);
+    }
+    r
+}
+
+/// Consults the table's Bloom filter, counting checks and the lookups it saved.
+fn filter_passes(
+    tickers: &crate::stats::Tickers,
+    t: &crate::sstable::TableReader,
+    key: &[u8],
+) -> bool {
+    let pass = t.may_contain(key);
+    tickers.add(if pass { Ticker::BloomChecked } else { Ticker::BloomUseful }, 1);
+    pass
 }

@@ -20,6 +20,7 @@ impl SnapshotList {
         self.live.lock().keys().map(|&s| SeqNo(s)).collect()
     }
 
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.live.lock().is_empty()
     }

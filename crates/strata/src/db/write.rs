@@ -2,12 +2,14 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use super::filename::wal_path;
 use super::{DbInner, PendingWrite, WalState};
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
 use crate::options::WriteOptions;
+use crate::stats::{Stall, Ticker};
 use crate::types::{SeqNo, ValueType};
 use crate::wal::{encode_wal_header, LogWriter};
 use crate::write_batch::WriteBatch;
@@ -79,7 +81,8 @@ pub(crate) fn write(inner: &DbInner, batch: WriteBatch, opts: WriteOptions) -> R
     for p in &followers {
         leader.batch.append(&p.batch);
     }
-    let result = commit_group(inner, &mut leader.batch, sync, leader.disable_wal);
+    let writers = 1 + followers.len() as u64;
+    let result = commit_group(inner, &mut leader.batch, sync, leader.disable_wal, writers);
 
     let mut q = inner.queue.lock();
     for p in &followers {
@@ -101,9 +104,10 @@ fn commit_group(
     batch: &mut WriteBatch,
     sync: bool,
     disable_wal: bool,
+    writers: u64,
 ) -> Result<()> {
     let mut wal = inner.wal.lock();
-    make_room_for_write(inner, &mut wal)?;
+    make_room_for_write(inner, &mut wal, batch.size_in_bytes())?;
     let first = wal.last_sequence.plus(1);
     batch.set_sequence(first);
     if disable_wal {
@@ -125,6 +129,21 @@ fn commit_group(
     let last = SeqNo(first.0 + count - 1);
     wal.last_sequence = last;
     inner.visible_sequence.store(last.0, Ordering::Release);
+    let w = &inner.stats.write;
+    let bytes = batch.size_in_bytes() as u64;
+    w.writes.fetch_add(writers, Ordering::Relaxed);
+    w.keys.fetch_add(count, Ordering::Relaxed);
+    w.groups.fetch_add(1, Ordering::Relaxed);
+    w.ingest_bytes.fetch_add(bytes, Ordering::Relaxed);
+    inner.stats.tickers.add(Ticker::KeysWritten, count);
+    inner.stats.tickers.add(Ticker::BytesWritten, bytes);
+    if !disable_wal {
+        w.wal_writes.fetch_add(writers, Ordering::Relaxed);
+        w.wal_bytes.fetch_add(bytes, Ordering::Relaxed);
+        if sync {
+            w.wal_syncs.fetch_add(1, Ordering::Relaxed);
+        }
+    }
     Ok(())
 }
 
@@ -145,28 +164,85 @@ pub(crate) fn insert_into_memtable(
     Ok(n)
 }
 
-/// Ensures the active memtable has room, switching it (and the WAL) when full and stalling
-/// while every memtable slot is taken.
-fn make_room_for_write(inner: &DbInner, wal: &mut WalState) -> Result<()> {
+/// Ensures the active memtable has room and applies write flow control: stops while L0 has
+/// `level0_stop_writes_trigger` files, while every memtable is full, or while the pending
+/// compaction bytes exceed the hard limit; paces writes at `delayed_write_rate` once L0 reaches
+/// `level0_slowdown_writes_trigger` files or pending bytes the soft limit. Every stall is
+/// counted (once per write group and kind) and timed.
+fn make_room_for_write(inner: &DbInner, wal: &mut WalState, batch_bytes: usize) -> Result<()> {
+    let o = &inner.opts;
+    let auto = !o.disable_auto_compactions;
+    let mut delayed = false;
+    let mut counted: Option<Stall> = None;
     loop {
         if let Some(e) = inner.bg_error() {
             return Err(e);
         }
-        if wal.mem.approximate_memory_usage() < inner.opts.write_buffer_size {
-            return Ok(());
-        }
-        {
-            let mut st = inner.state.lock();
-            if st.imm.len() + 1 >= inner.opts.max_write_buffer_number {
-                // Every memtable is full: wait for the flush to free one.
+        let sv = inner.current_super_version();
+        let l0 = sv.version.num_files(0);
+        let stop = if auto && l0 >= o.level0_stop_writes_trigger {
+            Some(Stall::Level0NumFiles)
+        } else if auto && sv.pending_compaction_bytes >= o.hard_pending_compaction_bytes_limit {
+            Some(Stall::StopPendingCompactionBytes)
+        } else {
+            None
+        };
+        let mem_full = wal.mem.approximate_memory_usage() >= o.write_buffer_size;
+        let stop = stop.or_else(|| {
+            (mem_full && inner.state.lock().imm.len() + 1 >= o.max_write_buffer_number)
+                .then_some(Stall::MemtableStop)
+        });
+        if let Some(kind) = stop {
+            let started = Instant::now();
+            {
+                let mut st = inner.state.lock();
                 if st.shutting_down {
                     return Err(Error::ShutdownInProgress);
                 }
-                inner.bg_cv.wait(&mut st);
-                continue;
+                let kind = if kind == Stall::Level0NumFiles && st.running_compactions > 0 {
+                    Stall::Level0NumFilesWithCompaction
+                } else {
+                    kind
+                };
+                inner.bg_cv.wait_for(&mut st, Duration::from_millis(100));
+                let micros = started.elapsed().as_micros() as u64;
+                if counted == Some(kind) {
+                    inner.stats.add_stall_micros(micros);
+                } else {
+                    counted = Some(kind);
+                    inner.stats.record_stall(kind, micros);
+                }
             }
+            continue;
         }
-        switch_memtable(inner, wal)?;
+        if mem_full {
+            switch_memtable(inner, wal)?;
+            continue;
+        }
+        let slow = auto
+            && !delayed
+            && (l0 >= o.level0_slowdown_writes_trigger
+                || sv.pending_compaction_bytes >= o.soft_pending_compaction_bytes_limit);
+        if slow {
+            delayed = true;
+            wal.delay_debt_micros += batch_bytes as f64 * 1e6 / o.delayed_write_rate as f64;
+            if wal.delay_debt_micros >= 1000.0 {
+                let micros = wal.delay_debt_micros as u64;
+                wal.delay_debt_micros = 0.0;
+                std::thread::sleep(Duration::from_micros(micros));
+                let running = inner.state.lock().running_compactions > 0;
+                let kind = if l0 < o.level0_slowdown_writes_trigger {
+                    Stall::SlowdownPendingCompactionBytes
+                } else if running {
+                    Stall::Level0SlowdownWithCompaction
+                } else {
+                    Stall::Level0Slowdown
+                };
+                inner.stats.record_stall(kind, micros);
+            }
+            continue;
+        }
+        return Ok(());
     }
 }
 

@@ -273,20 +273,20 @@ impl DbIter {
             }
             match p.value_type {
                 ValueType::Deletion | ValueType::SingleDeletion => {
-                    let uk = p.user_key.to_vec();
-                    self.saved_key = uk;
+                    self.saved_key.clear();
+                    self.saved_key.extend_from_slice(p.user_key);
                     skipping = true;
                     self.inner.next();
                 }
                 ValueType::Value => {
-                    let uk = p.user_key.to_vec();
-                    self.saved_key = uk;
+                    self.saved_key.clear();
+                    self.saved_key.extend_from_slice(p.user_key);
                     self.valid = true;
                     return;
                 }
                 ValueType::Merge => {
-                    let uk = p.user_key.to_vec();
-                    self.saved_key = uk;
+                    self.saved_key.clear();
+                    self.saved_key.extend_from_slice(p.user_key);
                     self.merge_forward();
                     return;
                 }
@@ -375,7 +375,8 @@ impl DbIter {
         self.valid = false;
         self.value_in_saved = true;
         let mut state = State::Deleted;
-        let mut base: Option<Vec<u8>> = None;
+        // The newest base value seen for the current key lives in `saved_value`.
+        let mut has_base = false;
         self.operands.clear();
         while self.inner.valid() {
             let sequence = self.sequence;
@@ -387,24 +388,27 @@ impl DbIter {
                 if state != State::Deleted && p.user_key < self.saved_key.as_slice() {
                     break; // the current key is decided; this entry belongs to an older key
                 }
-                if state == State::Deleted && p.user_key != self.saved_key.as_slice() {
-                    // Starting a new key (the previous candidate was deleted).
-                    base = None;
-                    self.operands.clear();
-                }
                 if self.before_lower(p.user_key) {
                     break; // nothing at or below this key is in range
                 }
-                let uk = p.user_key.to_vec();
+                if p.user_key != self.saved_key.as_slice() {
+                    // Starting a new key (the previous candidate was deleted).
+                    has_base = false;
+                    self.operands.clear();
+                    self.saved_key.clear();
+                    self.saved_key.extend_from_slice(p.user_key);
+                }
                 match p.value_type {
                     ValueType::Deletion | ValueType::SingleDeletion => {
                         state = State::Deleted;
-                        base = None;
+                        has_base = false;
                         self.operands.clear();
                     }
                     ValueType::Value => {
                         state = State::Value;
-                        base = Some(self.inner.value().to_vec());
+                        has_base = true;
+                        self.saved_value.clear();
+                        self.saved_value.extend_from_slice(self.inner.value());
                         self.operands.clear();
                     }
                     ValueType::Merge => {
@@ -413,7 +417,6 @@ impl DbIter {
                     }
                     ValueType::RangeDeletion => {}
                 }
-                self.saved_key = uk;
             }
             self.inner.prev();
         }
@@ -424,22 +427,19 @@ impl DbIter {
         if self.before_lower(&self.saved_key) || self.past_upper(&self.saved_key) {
             return;
         }
-        match state {
-            State::Value if self.operands.is_empty() => {
-                self.saved_value = base.unwrap_or_default();
-                self.valid = true;
-            }
-            _ => {
-                let Some(op) = self.merge_operator.clone() else {
-                    let k = String::from_utf8_lossy(&self.saved_key).into_owned();
-                    self.fail(Error::InvalidArgument(format!(
-                        "key {k:?} holds merge operands but no merge operator is configured"
-                    )));
-                    return;
-                };
-                self.finish_merge(&*op, base.as_deref());
-            }
+        if self.operands.is_empty() {
+            self.valid = true; // a plain value, already in `saved_value`
+            return;
         }
+        let Some(op) = self.merge_operator.clone() else {
+            let k = String::from_utf8_lossy(&self.saved_key).into_owned();
+            self.fail(Error::InvalidArgument(format!(
+                "key {k:?} holds merge operands but no merge operator is configured"
+            )));
+            return;
+        };
+        let base = has_base.then(|| std::mem::take(&mut self.saved_value));
+        self.finish_merge(&*op, base.as_deref());
     }
 }
 

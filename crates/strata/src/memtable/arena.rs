@@ -85,6 +85,7 @@ impl Arena {
         self.usage + self.chunks.capacity() * std::mem::size_of::<Chunk>()
     }
 
+    #[cfg(test)]
     /// Total bytes obtained from the allocator (reserved, touched or not).
     pub(crate) fn reserved_bytes(&self) -> usize {
         self.chunks.iter().map(|c| c.layout.size()).sum()

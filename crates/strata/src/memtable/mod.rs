@@ -60,20 +60,29 @@ impl MemTable {
     /// see the entry complete or not at all.
     ///
     /// The DB gives every entry a unique sequence number. Should the same internal key (user
-    /// key, seq and type) be added twice anyway, both entries are kept and iterated, the later
-    /// one first.
+    /// key, seq and type) be added twice anyway, both entries are kept: forward iteration and
+    /// `get` see the later one first, then the earlier; backwards, `prev` from either steps to
+    /// the entry before both.
     ///
     /// Panics if `user_key.len() + 8` or `value.len()` exceeds `u32::MAX` (the DB rejects such
     /// writes earlier).
     pub fn add(&self, seq: SeqNo, t: ValueType, user_key: &[u8], value: &[u8]) {
         let trailer = pack_trailer(seq, t).to_le_bytes();
-        self.list.insert(user_key, &trailer, value);
-        self.first_seqno.fetch_min(seq.0, Ordering::Relaxed);
-        self.largest_seqno_plus1.fetch_max(seq.0 + 1, Ordering::Relaxed);
+        let mut writer = self.list.lock_writer();
+        writer.insert(user_key, &trailer, value);
+        // The statistics are only written under the writer lock, so plain load + store suffice
+        // (no read-modify-write instructions on the write path); readers load them relaxed.
+        increment(&self.num_entries);
         if matches!(t, ValueType::Deletion | ValueType::SingleDeletion) {
-            self.num_deletes.fetch_add(1, Ordering::Relaxed);
+            increment(&self.num_deletes);
         }
-        self.num_entries.fetch_add(1, Ordering::Relaxed);
+        if seq.0 < self.first_seqno.load(Ordering::Relaxed) {
+            self.first_seqno.store(seq.0, Ordering::Relaxed);
+        }
+        if seq.0 + 1 > self.largest_seqno_plus1.load(Ordering::Relaxed) {
+            self.largest_seqno_plus1.store(seq.0 + 1, Ordering::Relaxed);
+        }
+        drop(writer);
     }
 
     /// Calls `f(ikey, value)` for entries starting at the first entry `>= lookup_ikey` (an
@@ -114,6 +123,7 @@ impl MemTable {
         self.num_entries() == 0
     }
 
+    #[cfg(test)]
     /// Smallest sequence number inserted (None when empty).
     pub fn first_seqno(&self) -> Option<SeqNo> {
         let s = self.first_seqno.load(Ordering::Relaxed);
@@ -128,6 +138,12 @@ impl MemTable {
     pub(crate) fn skiplist(&self) -> &SkipList {
         &self.list
     }
+}
+
+/// `+= 1` for a counter that only one thread at a time writes.
+#[inline]
+fn increment(a: &AtomicU64) {
+    a.store(a.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
 }
 
 #[cfg(test)]

@@ -45,7 +45,7 @@ use std::marker::PhantomData;
 use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering as MemOrder};
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 
 use super::arena::{Arena, ALIGN};
 use crate::key::compare_internal;
@@ -253,17 +253,14 @@ impl SkipList {
     #[inline]
     fn descend(&self, mut go_right: impl FnMut(&[u8]) -> bool) -> Node<'_> {
         let mut x = self.head();
+        let mut bound = None;
         let mut level = self.height.load(MemOrder::Relaxed) - 1;
         loop {
-            match x.next(level) {
-                Some(n) if go_right(n.key()) => x = n,
-                _ => {
-                    if level == 0 {
-                        return x;
-                    }
-                    level -= 1;
-                }
+            x = walk(x, level, &mut go_right, &mut bound);
+            if level == 0 {
+                return x;
             }
+            level -= 1;
         }
     }
 
@@ -298,15 +295,34 @@ impl SkipList {
         self.non_head(self.descend(|k| compare_internal(k, key) != Ordering::Greater))
     }
 
+    /// Takes the writer mutex (readers are never blocked by it). Holding the guard lets a
+    /// caller insert several entries, and update its own statistics, under one acquisition.
+    pub(crate) fn lock_writer(&self) -> ListWriter<'_> {
+        ListWriter { list: self, w: self.writer.lock() }
+    }
+
+    /// Inserts one entry; see [`ListWriter::insert`].
+    #[cfg(test)]
+    pub(crate) fn insert(&self, key_prefix: &[u8], key_suffix: &[u8], value: &[u8]) {
+        self.lock_writer().insert(key_prefix, key_suffix, value);
+    }
+}
+
+/// The right to insert: holds the list's writer mutex.
+pub(crate) struct ListWriter<'a> {
+    list: &'a SkipList,
+    w: MutexGuard<'a, Writer>,
+}
+
+impl ListWriter<'_> {
     /// Inserts the entry whose key is `key_prefix | key_suffix`, copying key and value into the
-    /// arena once. Writers serialise on the writer mutex; readers are never blocked. Equal keys
-    /// are kept (module doc).
+    /// arena once. Equal keys are kept (module doc).
     ///
     /// Panics if the key or the value is longer than `u32::MAX` bytes (the DB rejects such
     /// writes before they reach the memtable).
-    pub(crate) fn insert(&self, key_prefix: &[u8], key_suffix: &[u8], value: &[u8]) {
-        let mut guard = self.writer.lock();
-        let w = &mut *guard;
+    pub(crate) fn insert(&mut self, key_prefix: &[u8], key_suffix: &[u8], value: &[u8]) {
+        let list = self.list;
+        let w = &mut *self.w;
         let height = w.random_height();
         let new_ptr = alloc_node(&mut w.arena, height, key_prefix, key_suffix, value);
         // SAFETY: `alloc_node` initialised the node completely on this thread; it has `height`
@@ -320,36 +336,32 @@ impl SkipList {
             compare_internal(key, last.key()) == Ordering::Greater
         });
 
-        let list_height = self.height.load(MemOrder::Relaxed);
-        let mut prev = [self.head(); MAX_HEIGHT];
-        let mut x = self.head();
+        let mut go_right = |k: &[u8]| compare_internal(k, key) == Ordering::Less;
+        let mut bound = None;
+        let list_height = list.height.load(MemOrder::Relaxed);
+        let mut prev = [list.head(); MAX_HEIGHT];
+        let mut x = list.head();
         for level in (0..list_height).rev() {
             if hinted {
                 // SAFETY: `splice[level]` is the head or a node linked into this list by an
                 // earlier insert under this mutex with more than `level` links (Writer doc).
                 let s = unsafe { Node::from_raw(w.splice[level], level + 1) };
                 // Start from the splice when it is right of `x` (both are < key).
-                if !self.is_head(s)
+                if !list.is_head(s)
                     && s.ptr != x.ptr
-                    && (self.is_head(x) || compare_internal(s.key(), x.key()) == Ordering::Greater)
+                    && (list.is_head(x) || compare_internal(s.key(), x.key()) == Ordering::Greater)
                 {
                     x = s;
                 }
             }
-            while let Some(n) = x.next(level) {
-                if compare_internal(n.key(), key) == Ordering::Less {
-                    x = n;
-                } else {
-                    break;
-                }
-            }
+            x = walk(x, level, &mut go_right, &mut bound);
             prev[level] = x;
         }
 
         if height > list_height {
             // Readers that see the new height before the head links find null there and move
             // down: harmless.
-            self.height.store(height, MemOrder::Relaxed);
+            list.height.store(height, MemOrder::Relaxed);
         }
         for (level, p) in prev.iter().enumerate().take(height) {
             // Only this thread stores links, so a relaxed load reads the current successor.
@@ -363,8 +375,49 @@ impl SkipList {
             *s = if level < height { new_ptr } else { prev[level].ptr };
         }
         w.last = Some(new_ptr);
-        self.memory_usage.store(w.arena.memory_usage(), MemOrder::Relaxed);
+        list.memory_usage.store(w.arena.memory_usage(), MemOrder::Relaxed);
     }
+}
+
+/// Moves right from `x` at `level` while the next key satisfies `go_right`, and returns the last
+/// node that did (or `x`). `bound`, when set, is a node known to fail `go_right` (the one that
+/// stopped the walk a level up): meeting it again ends the walk without comparing keys. On
+/// return it holds the node that stopped this walk, if any.
+#[inline(always)]
+fn walk<'a>(
+    mut x: Node<'a>,
+    level: usize,
+    go_right: &mut impl FnMut(&[u8]) -> bool,
+    bound: &mut Option<NodePtr>,
+) -> Node<'a> {
+    while let Some(n) = x.next(level) {
+        if *bound == Some(n.ptr) {
+            break;
+        }
+        // While `n`'s key is compared, start loading the node after it, which is the next one
+        // compared if the walk goes on.
+        prefetch(n.link(level).load(MemOrder::Relaxed));
+        if go_right(n.key()) {
+            x = n;
+        } else {
+            *bound = Some(n.ptr);
+            break;
+        }
+    }
+    x
+}
+
+/// A cache hint: starts loading the line at `p` (a node header, possibly null).
+#[inline(always)]
+fn prefetch(p: *const NodeHeader) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is only a hint: it never faults or reads into the program's state,
+    // whatever the address (null included). SSE is part of the x86-64 baseline.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast::<i8>());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 /// Allocates and initialises a node of `height` links (all null) holding

@@ -80,15 +80,6 @@ impl Block {
         self.file_offset
     }
 
-    /// Length of the uncompressed block.
-    pub fn len(&self) -> usize {
-        self.data.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.entries_end == 0
-    }
-
     /// An iterator over the block's entries (internal keys).
     pub fn iter(self: &Arc<Self>) -> BlockIter {
         BlockIter::new(self.clone())

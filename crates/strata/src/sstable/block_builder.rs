@@ -95,10 +95,12 @@ impl BlockBuilder {
         self.num_entries == 0
     }
 
+    #[cfg(test)]
     pub fn num_entries(&self) -> usize {
         self.num_entries
     }
 
+    #[cfg(test)]
     /// The key most recently added.
     pub fn last_key(&self) -> &[u8] {
         &self.last_key

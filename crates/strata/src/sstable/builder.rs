@@ -11,7 +11,7 @@
 //! reads as empty. Its summary has empty smallest/largest keys and zero sequence numbers.
 
 use std::cmp::Ordering;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::env::WritableFile;
 use crate::error::{Error, Result};
@@ -146,14 +146,10 @@ impl TableBuilder {
         }
     }
 
+    #[cfg(test)]
     /// Records the creation time (seconds since the epoch) in the properties; default 0.
     pub fn set_creation_time(&mut self, secs: u64) {
         self.props.creation_time = secs;
-    }
-
-    /// The file's path.
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 
     /// Appends an entry. Keys must be strictly increasing internal keys (debug_assert, and
@@ -230,6 +226,7 @@ impl TableBuilder {
         Ok(())
     }
 
+    #[cfg(test)]
     /// Entries added so far.
     pub fn num_entries(&self) -> u64 {
         self.props.num_entries

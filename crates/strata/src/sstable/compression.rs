@@ -43,11 +43,6 @@ impl Compressor {
         Compressor { ty, zstd_level, out: Vec::new(), snappy: None, zstd: None }
     }
 
-    /// The configured compression.
-    pub fn compression_type(&self) -> CompressionType {
-        self.ty
-    }
-
     /// Compresses `raw` with the configured type. Returns the type and stored bytes to write:
     /// `raw` itself with `None` when compression is off, fails, or saves less than 1/8.
     pub fn compress<'a>(&'a mut self, raw: &'a [u8]) -> (CompressionType, &'a [u8]) {

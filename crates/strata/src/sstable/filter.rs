@@ -160,11 +160,6 @@ impl BloomFilter {
         }
         true
     }
-
-    /// Bytes of memory held.
-    pub fn memory_size(&self) -> usize {
-        self.lines.len() * LINE_BYTES + std::mem::size_of::<Self>()
-    }
 }
 
 #[cfg(test)]

@@ -42,8 +42,10 @@ use std::path::PathBuf;
 use crate::env::RandomAccessFile;
 use crate::error::{Error, Result};
 use crate::util::checksum::ChecksumType;
+use crate::util::coding::Reader;
+#[cfg(test)]
+use crate::util::coding::MAX_VARINT64_LEN;
 use crate::util::coding::{decode_fixed32, decode_fixed64, put_fixed32, put_fixed64, put_varint64};
-use crate::util::coding::{Reader, MAX_VARINT64_LEN};
 
 use super::compression;
 
@@ -55,6 +57,7 @@ pub const FOOTER_LEN: usize = 52;
 pub const FORMAT_VERSION: u32 = 1;
 /// Identifies a Strata table; stored little-endian in the last 8 bytes. on-disk: never change.
 pub const TABLE_MAGIC: u64 = 0x53b7_a7a1_5570_0001;
+#[cfg(test)]
 /// Longest encoding of a [`BlockHandle`].
 pub const MAX_BLOCK_HANDLE_LEN: usize = 2 * MAX_VARINT64_LEN;
 

@@ -20,8 +20,6 @@ use super::format::BlockHandle;
 pub const FILTER_BLOCK: &str = "strata.filter";
 /// The properties block ([`super::properties`]).
 pub const PROPERTIES_BLOCK: &str = "strata.properties";
-/// The range tombstone block (written by the range deletion code).
-pub const RANGE_DELETION_BLOCK: &str = "strata.rangedel";
 
 /// The decoded (or to-be-encoded) name -> handle map, sorted by name.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -50,6 +48,7 @@ impl MetaIndex {
             .map(|i| self.entries[i].1)
     }
 
+    #[cfg(test)]
     /// Every (name, handle), sorted by name.
     pub fn entries(&self) -> impl Iterator<Item = (&[u8], BlockHandle)> {
         self.entries.iter().map(|(n, h)| (n.as_slice(), *h))
@@ -101,7 +100,7 @@ mod tests {
         assert_eq!(d, m);
         assert_eq!(d.get(FILTER_BLOCK), Some(BlockHandle::new(100, 401)));
         assert_eq!(d.get(PROPERTIES_BLOCK), Some(BlockHandle::new(500, 60)));
-        assert_eq!(d.get(RANGE_DELETION_BLOCK), None);
+        assert_eq!(d.get("strata.rangedel"), None);
         assert_eq!(d.entries().count(), 3);
         assert_eq!(MetaIndex::decode(&[], 0).unwrap(), MetaIndex::new());
     }

@@ -60,7 +60,6 @@ pub struct TableReader {
     index: Arc<Block>,
     filter: Option<BloomFilter>,
     properties: TableProperties,
-    meta: MetaIndex,
 }
 
 impl std::fmt::Debug for TableReader {
@@ -138,7 +137,6 @@ impl TableReader {
             index: Arc::new(index),
             filter,
             properties,
-            meta,
         })
     }
 
@@ -230,10 +228,12 @@ impl TableReader {
         }
     }
 
+    #[cfg(test)]
     pub fn properties(&self) -> &TableProperties {
         &self.properties
     }
 
+    #[cfg(test)]
     /// The file offset where the data for `ikey` is (or would be): the start of the data block
     /// that would hold it, or the end of the data blocks when it sorts after every key.
     pub fn approximate_offset_of(&self, ikey: &[u8]) -> u64 {
@@ -255,27 +255,10 @@ impl TableReader {
         &self.path
     }
 
-    /// The id under which data blocks are cached.
-    pub fn cache_id(&self) -> u64 {
-        self.cache_id
-    }
-
+    #[cfg(test)]
     /// The table file's size.
     pub fn file_size(&self) -> u64 {
         self.file.len()
-    }
-
-    /// Memory held by the index and filter (not counting cached data blocks).
-    pub fn memory_size(&self) -> usize {
-        self.index.memory_size() + self.filter.as_ref().map_or(0, BloomFilter::memory_size)
-    }
-
-    /// Reads (verifying its checksum) the meta block registered as `name` in the metaindex,
-    /// e.g. [`super::metaindex::RANGE_DELETION_BLOCK`]; `None` when the table has none.
-    pub fn read_meta_block(&self, name: &str) -> Result<Option<Vec<u8>>> {
-        let Some(h) = self.meta.get(name) else { return Ok(None) };
-        self.check_handle(h)?;
-        read_block(&*self.file, h, self.checksum, true).map(Some)
     }
 
     fn check_handle(&self, h: BlockHandle) -> Result<()> {

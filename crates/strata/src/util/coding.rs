@@ -3,6 +3,7 @@
 //! Decoding goes through [`Reader`], a cursor whose methods return `None` on truncated or
 //! malformed input; the caller turns that into a `Corruption` naming the file and offset.
 
+#[cfg(test)]
 /// Maximum encoded length of a varint64.
 pub const MAX_VARINT64_LEN: usize = 10;
 
@@ -110,10 +111,6 @@ impl<'a> Reader<'a> {
     /// Bytes consumed so far.
     pub fn position(&self) -> usize {
         self.pos
-    }
-
-    pub fn remaining(&self) -> usize {
-        self.buf.len() - self.pos
     }
 
     pub fn is_empty(&self) -> bool {

@@ -31,6 +31,7 @@
 //! once. Whether the edit applies to the current version is the version set's business.
 
 use std::fmt;
+#[cfg(test)]
 use std::path::Path;
 
 use crate::error::{Error, Result};
@@ -93,15 +94,18 @@ pub(crate) struct VersionEdit {
 }
 
 impl VersionEdit {
+    #[cfg(test)]
     pub fn new() -> Self {
         Self::default()
     }
 
+    #[cfg(test)]
     /// Records that `file` was added to `level`.
     pub fn add_file(&mut self, level: usize, file: FileMetaData) {
         self.new_files.push((level, file));
     }
 
+    #[cfg(test)]
     /// Records that file `number` was removed from `level`.
     pub fn delete_file(&mut self, level: usize, number: FileNumber) {
         self.deleted_files.push((level, number));
@@ -211,6 +215,7 @@ impl VersionEdit {
         Ok(e)
     }
 
+    #[cfg(test)]
     /// [`Self::decode`] for the MANIFEST record at `record_offset` of `file`: a `Corruption`
     /// names the file and the record, and the byte inside the edit in its reason.
     pub fn decode_record(data: &[u8], file: &Path, record_offset: u64) -> Result<VersionEdit> {

@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use super::edit::VersionEdit;
 use super::levels::Version;
@@ -19,7 +19,7 @@ use crate::types::{FileNumber, SeqNo};
 use crate::wal::{replay_log, tail_is_interrupted_append, LogWriter, WalRecoveryMode};
 
 /// The comparator name recorded in the MANIFEST; a DB written with another order is refused.
-pub(crate) const COMPARATOR_NAME: &str = "strata.BytewiseComparator";
+use super::edit::BYTEWISE_COMPARATOR as COMPARATOR_NAME;
 
 /// A MANIFEST larger than this is replaced by a fresh snapshot at the next change.
 const MAX_MANIFEST_SIZE: u64 = 64 << 20;
@@ -37,6 +37,9 @@ pub(crate) struct VersionSet {
     log_number: FileNumber,
     manifest: Option<LogWriter>,
     manifest_number: FileNumber,
+    /// Versions replaced since open that may still be read (by iterators through their super
+    /// version): their files must not be deleted while they live.
+    old_versions: Vec<Weak<Version>>,
 }
 
 impl VersionSet {
@@ -51,6 +54,7 @@ impl VersionSet {
             log_number: FileNumber(0),
             manifest: None,
             manifest_number: FileNumber(0),
+            old_versions: Vec::new(),
         }
     }
 
@@ -139,10 +143,6 @@ impl VersionSet {
         self.last_sequence
     }
 
-    pub fn set_last_sequence(&mut self, s: SeqNo) {
-        self.last_sequence = self.last_sequence.max(s);
-    }
-
     pub fn log_number(&self) -> FileNumber {
         self.log_number
     }
@@ -154,6 +154,13 @@ impl VersionSet {
     /// Hands out a new file number.
     pub fn new_file_number(&self) -> FileNumber {
         FileNumber(self.next_file.fetch_add(1, Ordering::SeqCst))
+    }
+
+    /// Makes sure new file numbers are above `n`: files created after the last MANIFEST edit
+    /// (WALs, unfinished tables) carry numbers the MANIFEST never recorded, and reusing one
+    /// would overwrite it.
+    pub fn mark_file_number_used(&self, n: FileNumber) {
+        self.next_file.fetch_max(n.0 + 1, Ordering::SeqCst);
     }
 
     /// The shared file-number counter.
@@ -182,6 +189,22 @@ impl VersionSet {
         Ok(())
     }
 
+    /// Table files referenced by the current version or by any replaced version still alive.
+    pub fn live_files(&mut self) -> std::collections::HashSet<FileNumber> {
+        self.old_versions.retain(|w| w.strong_count() > 0);
+        let mut live: std::collections::HashSet<FileNumber> = self.current.file_numbers().collect();
+        for v in self.old_versions.iter().filter_map(Weak::upgrade) {
+            live.extend(v.file_numbers());
+        }
+        live
+    }
+
+    fn replace_current(&mut self, v: Arc<Version>) {
+        let old = std::mem::replace(&mut self.current, v);
+        self.old_versions.retain(|w| w.strong_count() > 0);
+        self.old_versions.push(Arc::downgrade(&old));
+    }
+
     /// Persists `edit` and installs the version it produces. Fills in the counters. On error
     /// nothing is installed; the MANIFEST writer is then unusable and the caller must treat
     /// the error as a background error.
@@ -197,7 +220,8 @@ impl VersionSet {
         let roll = self.manifest.as_ref().is_none_or(|m| m.file_size() > MAX_MANIFEST_SIZE);
         if roll {
             // The snapshot must include this edit: install it first into a scratch copy.
-            let old_current = std::mem::replace(&mut self.current, Arc::new(new_version));
+            let old_current = self.current.clone();
+            self.replace_current(Arc::new(new_version));
             let old_log = self.log_number;
             if let Some(n) = edit.log_number {
                 self.log_number = n;
@@ -221,7 +245,7 @@ impl VersionSet {
         if let Some(n) = edit.log_number {
             self.log_number = n;
         }
-        self.current = Arc::new(new_version);
+        self.replace_current(Arc::new(new_version));
         Ok(self.current.clone())
     }
 }

@@ -42,7 +42,8 @@ pub const MAX_FRAGMENT_PAYLOAD: usize = BLOCK_SIZE - HEADER_SIZE;
 #[repr(u8)]
 pub enum FragmentType {
     /// Reserved: zero bytes (block trailers, preallocated or never-written space). Never
-    /// written as a fragment type.
+    /// written as a fragment type; listed so the value is never reused.
+    #[allow(dead_code)]
     Zero = 0,
     /// A whole record.
     Full = 1,
@@ -56,6 +57,7 @@ pub enum FragmentType {
 
 impl FragmentType {
     /// Largest valid type value.
+    #[cfg(test)]
     pub const MAX: u8 = FragmentType::Last as u8;
 
     /// Decodes a type byte; `None` for reserved or unknown values (including `Zero`).

@@ -75,6 +75,7 @@ impl LogWriter {
         self.base + (self.file.len() - self.start_len)
     }
 
+    #[cfg(test)]
     /// True once an append, flush or sync has failed.
     pub fn is_poisoned(&self) -> bool {
         self.failure.is_some()

@@ -1,0 +1,370 @@
+//! Running one compaction plan: merge the inputs, keep what [`super::stream`] keeps, cut output
+//! tables at the target size (never inside one user key's versions, and early when an output
+//! would overlap too much of the grandparent level), split large jobs into key-range
+//! subcompactions running on their own threads.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::picker::CompactionPlan;
+use super::stream::{run_stream, StreamContext, StreamStats};
+use crate::cache::table_cache::TableCache;
+use crate::db::filename::table_path;
+use crate::env::FileSystem;
+use crate::error::Result;
+use crate::iterator::level::LevelIterator;
+use crate::iterator::merging::MergingIterator;
+use crate::iterator::InternalIterator;
+use crate::key::{compare_internal, make_internal_key, user_key};
+use crate::merge_operator::MergeOperator;
+use crate::sstable::{ReadBlockOptions, TableBuilder, TableOptions};
+use crate::stats::LevelStats;
+use crate::types::{FileNumber, SeqNo, ValueType};
+use crate::version::edit::{FileMetaData, VersionEdit};
+use crate::version::levels::Version;
+
+/// Everything a job needs from the DB.
+pub(crate) struct JobEnv<'a> {
+    pub fs: &'a dyn FileSystem,
+    pub dir: &'a std::path::Path,
+    pub tables: &'a Arc<TableCache>,
+    pub table_options: &'a TableOptions,
+    pub merge_operator: Option<&'a dyn MergeOperator>,
+    pub snapshots: &'a [SeqNo],
+    /// The version the plan was picked from (to tell whether a key exists below the output).
+    pub version: &'a Version,
+    pub max_subcompactions: usize,
+    pub new_file_number: &'a (dyn Fn() -> FileNumber + Sync),
+}
+
+/// The outcome of a job: the edit to apply and its statistics.
+pub(crate) struct JobResult {
+    pub edit: VersionEdit,
+    pub stats: LevelStats,
+}
+
+/// Runs `plan`. On error, output files already written are removed.
+pub(crate) fn run_job(env: &JobEnv<'_>, plan: &CompactionPlan) -> Result<JobResult> {
+    let start = Instant::now();
+    let mut edit = VersionEdit::default();
+    for (level, f) in plan.all_inputs() {
+        edit.deleted_files.push((level, f.number));
+    }
+    let mut stats = LevelStats { count: 1, ..LevelStats::default() };
+    if plan.trivial_move {
+        let f = &plan.inputs[0];
+        edit.new_files.push((plan.output_level, (**f).clone()));
+        stats.bytes_moved = f.file_size;
+        stats.micros = start.elapsed().as_micros() as u64;
+        return Ok(JobResult { edit, stats });
+    }
+    for f in &plan.inputs {
+        stats.bytes_read_non_output += f.file_size;
+    }
+    for f in &plan.output_inputs {
+        stats.bytes_read_output += f.file_size;
+    }
+    let ranges = split_ranges(plan, env.max_subcompactions);
+    let results: Vec<Result<(Vec<FileMetaData>, StreamStats)>> = if ranges.len() == 1 {
+        vec![run_range(env, plan, &ranges[0])]
+    } else {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> =
+                ranges.iter().map(|r| scope.spawn(move || run_range(env, plan, r))).collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(crate::Error::Background("a subcompaction thread panicked".into()))
+                    })
+                })
+                .collect()
+        })
+    };
+    let mut outputs = Vec::new();
+    let mut first_error = None;
+    for r in results {
+        match r {
+            Ok((files, s)) => {
+                stats.input_records += s.input_entries;
+                stats.dropped_records += s.dropped;
+                outputs.extend(files);
+            }
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    if let Some(e) = first_error {
+        for f in &outputs {
+            let _ = env.fs.remove(&table_path(env.dir, f.number));
+        }
+        return Err(e);
+    }
+    for f in outputs {
+        stats.bytes_written += f.file_size;
+        edit.new_files.push((plan.output_level, f));
+    }
+    stats.micros = start.elapsed().as_micros() as u64;
+    Ok(JobResult { edit, stats })
+}
+
+/// A key range of a subcompaction: user keys in [start, end).
+struct KeyRange {
+    start: Option<Vec<u8>>,
+    end: Option<Vec<u8>>,
+}
+
+/// Splits the plan's key space at input-file boundaries into at most `n` ranges of similar
+/// input size.
+fn split_ranges(plan: &CompactionPlan, n: usize) -> Vec<KeyRange> {
+    let whole = vec![KeyRange { start: None, end: None }];
+    let total = plan.input_bytes();
+    if n <= 1 || total < (32 << 20) {
+        return whole;
+    }
+    let mut bounds: Vec<(Vec<u8>, u64)> =
+        plan.all_inputs().map(|(_, f)| (user_key(&f.smallest).to_vec(), f.file_size)).collect();
+    bounds.sort();
+    let per = total / n as u64;
+    let mut splits: Vec<Vec<u8>> = Vec::new();
+    let mut acc = 0u64;
+    for (k, size) in bounds {
+        if acc >= per * (splits.len() as u64 + 1) && splits.last().is_none_or(|l| *l < k) {
+            splits.push(k);
+            if splits.len() + 1 == n {
+                break;
+            }
+        }
+        acc += size;
+    }
+    if splits.is_empty() {
+        return whole;
+    }
+    let mut out = Vec::new();
+    let mut prev: Option<Vec<u8>> = None;
+    for s in splits {
+        out.push(KeyRange { start: prev.take(), end: Some(s.clone()) });
+        prev = Some(s);
+    }
+    out.push(KeyRange { start: prev, end: None });
+    out
+}
+
+/// The merged input of the plan (fresh iterators: each subcompaction has its own).
+fn input_iterator(env: &JobEnv<'_>, plan: &CompactionPlan) -> Result<MergingIterator> {
+    let ro = ReadBlockOptions { verify_checksums: true, fill_cache: false };
+    let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+    if plan.start_level == 0 {
+        for f in &plan.inputs {
+            children.push(Box::new(env.tables.get(f.number)?.iter(ro)));
+        }
+    } else {
+        children.push(Box::new(LevelIterator::new(plan.inputs.clone(), env.tables.clone(), ro)));
+    }
+    if !plan.output_inputs.is_empty() {
+        children.push(Box::new(LevelIterator::new(
+            plan.output_inputs.clone(),
+            env.tables.clone(),
+            ro,
+        )));
+    }
+    Ok(MergingIterator::new(children))
+}
+
+/// True when no level below the output holds `ukey` (so nothing older can exist).
+fn nothing_below(version: &Version, output_level: usize, ukey: &[u8]) -> bool {
+    for level in output_level + 1..version.levels.len() {
+        let files = &version.levels[level];
+        let i = files.partition_point(|f| user_key(&f.largest) < ukey);
+        if files.get(i).is_some_and(|f| user_key(&f.smallest) <= ukey) {
+            return false;
+        }
+    }
+    true
+}
+
+fn run_range(
+    env: &JobEnv<'_>,
+    plan: &CompactionPlan,
+    range: &KeyRange,
+) -> Result<(Vec<FileMetaData>, StreamStats)> {
+    let mut merged = input_iterator(env, plan)?;
+    let mut input =
+        Bounded { inner: &mut merged, start: range.start.as_deref(), end: range.end.as_deref() };
+    let bottommost = plan.bottommost;
+    let is_bottom = |ukey: &[u8]| bottommost || nothing_below(env.version, plan.output_level, ukey);
+    let ctx = StreamContext {
+        snapshots: env.snapshots,
+        merge_operator: env.merge_operator,
+        is_bottom: &is_bottom,
+    };
+    let mut out = OutputWriter::new(env, plan);
+    let result = run_stream(&mut input, &ctx, |k, v| out.add(k, v));
+    match result.and_then(|s| out.finish().map(|files| (files, s))) {
+        Ok(r) => Ok(r),
+        Err(e) => {
+            out.abandon();
+            Err(e)
+        }
+    }
+}
+
+/// Writes the compaction output, cutting files.
+struct OutputWriter<'a> {
+    env: &'a JobEnv<'a>,
+    plan: &'a CompactionPlan,
+    builder: Option<(TableBuilder, FileNumber)>,
+    done: Vec<FileMetaData>,
+    last_user_key: Vec<u8>,
+    /// Grandparent files passed so far and the bytes of those overlapped by the current output.
+    gp_index: usize,
+    gp_overlap: u64,
+    seen_key: bool,
+}
+
+impl<'a> OutputWriter<'a> {
+    fn new(env: &'a JobEnv<'a>, plan: &'a CompactionPlan) -> Self {
+        OutputWriter {
+            env,
+            plan,
+            builder: None,
+            done: Vec::new(),
+            last_user_key: Vec::new(),
+            gp_index: 0,
+            gp_overlap: 0,
+            seen_key: false,
+        }
+    }
+
+    /// Whether the output should end before `ikey` because of grandparent overlap.
+    fn grandparent_cut(&mut self, ikey: &[u8]) -> bool {
+        let gps = &self.plan.grandparents;
+        while self.gp_index < gps.len()
+            && compare_internal(ikey, &gps[self.gp_index].largest) == Ordering::Greater
+        {
+            if self.seen_key {
+                self.gp_overlap += gps[self.gp_index].file_size;
+            }
+            self.gp_index += 1;
+        }
+        self.seen_key = true;
+        if self.gp_overlap > self.plan.max_grandparent_overlap {
+            self.gp_overlap = 0;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
+        let ukey = user_key(ikey);
+        let new_user_key = ukey != self.last_user_key.as_slice();
+        let gp_cut = self.grandparent_cut(ikey);
+        if new_user_key {
+            if let Some((b, _)) = &self.builder {
+                if b.estimated_file_size() >= self.plan.target_file_size || gp_cut {
+                    self.finish_current()?;
+                }
+            }
+        }
+        if self.builder.is_none() {
+            let number = (self.env.new_file_number)();
+            let path = table_path(self.env.dir, number);
+            let file = self.env.fs.create(&path)?;
+            self.builder = Some((TableBuilder::new(self.env.table_options, file, path), number));
+        }
+        if let Some((b, _)) = &mut self.builder {
+            b.add(ikey, value)?;
+        }
+        if new_user_key {
+            self.last_user_key.clear();
+            self.last_user_key.extend_from_slice(ukey);
+        }
+        Ok(())
+    }
+
+    fn finish_current(&mut self) -> Result<()> {
+        if let Some((b, number)) = self.builder.take() {
+            let s = b.finish()?;
+            self.done.push(FileMetaData {
+                number,
+                file_size: s.file_size,
+                smallest: s.smallest,
+                largest: s.largest,
+                smallest_seqno: s.smallest_seqno,
+                largest_seqno: s.largest_seqno,
+                num_entries: s.num_entries,
+                num_deletions: s.properties.num_deletions,
+            });
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<Vec<FileMetaData>> {
+        self.finish_current()?;
+        if !self.done.is_empty() {
+            self.env.fs.sync_dir(self.env.dir)?;
+        }
+        Ok(std::mem::take(&mut self.done))
+    }
+
+    /// Removes every file this writer created.
+    fn abandon(&mut self) {
+        if let Some((_, n)) = self.builder.take() {
+            let _ = self.env.fs.remove(&table_path(self.env.dir, n));
+        }
+        for f in self.done.drain(..) {
+            let _ = self.env.fs.remove(&table_path(self.env.dir, f.number));
+        }
+    }
+}
+
+/// Restricts an iterator to user keys in [start, end) for forward iteration from the start.
+struct Bounded<'a> {
+    inner: &'a mut dyn InternalIterator,
+    start: Option<&'a [u8]>,
+    end: Option<&'a [u8]>,
+}
+
+impl InternalIterator for Bounded<'_> {
+    fn valid(&self) -> bool {
+        self.inner.valid() && self.end.is_none_or(|e| user_key(self.inner.key()) < e)
+    }
+    fn seek_to_first(&mut self) {
+        match self.start {
+            Some(s) => self.inner.seek(&make_internal_key(s, SeqNo::MAX, ValueType::FOR_SEEK)),
+            None => self.inner.seek_to_first(),
+        }
+    }
+    fn seek_to_last(&mut self) {
+        unreachable_direction();
+    }
+    fn seek(&mut self, target: &[u8]) {
+        self.inner.seek(target);
+    }
+    fn seek_for_prev(&mut self, _target: &[u8]) {
+        unreachable_direction();
+    }
+    fn next(&mut self) {
+        self.inner.next();
+    }
+    fn prev(&mut self) {
+        unreachable_direction();
+    }
+    fn key(&self) -> &[u8] {
+        self.inner.key()
+    }
+    fn value(&self) -> &[u8] {
+        self.inner.value()
+    }
+    fn status(&self) -> Result<()> {
+        self.inner.status()
+    }
+}
+
+/// Compaction reads forward only.
+fn unreachable_direction() {
+    debug_assert!(false, "compaction input is read forward only");
+}

@@ -1,0 +1,282 @@
+//! Compaction scheduling: background threads pick and run compactions; `compact_range`,
+//! `wait_for_compact`; deleting table files no live version needs.
+
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use super::filename::table_path;
+use super::DbInner;
+use crate::compaction::job::{run_job, JobEnv};
+use crate::compaction::picker::{
+    level_targets, overlapping, pick_compaction, plan_for, CompactionPlan, PickContext,
+};
+use crate::error::{Error, Result};
+use crate::key::{make_internal_key, user_key};
+use crate::types::{FileNumber, SeqNo, ValueType};
+use crate::version::levels::Version;
+
+/// Starts the compaction threads: `max_background_jobs - 1`, at least one.
+pub(crate) fn start_compaction_threads(inner: &Arc<DbInner>) -> Result<Vec<JoinHandle<()>>> {
+    let n = inner.opts.max_background_jobs.saturating_sub(1).max(1);
+    (0..n)
+        .map(|i| {
+            let db = inner.clone();
+            std::thread::Builder::new()
+                .name(format!("strata-compact-{i}"))
+                .spawn(move || compaction_loop(&db))
+                .map_err(|e| Error::io("spawn thread", &inner.dir, e))
+        })
+        .collect()
+}
+
+fn compaction_loop(inner: &DbInner) {
+    let picker = inner.opts.picker_options();
+    loop {
+        let plan = {
+            let mut st = inner.state.lock();
+            loop {
+                if st.shutting_down {
+                    return;
+                }
+                if st.bg_error.is_none()
+                    && !inner.opts.disable_auto_compactions
+                    && st.manual_compactions == 0
+                {
+                    let v = inner.current_super_version().version.clone();
+                    if let Some(p) = pick_compaction(&v, &picker, &st.compacting) {
+                        mark_busy(&mut st.compacting, &p);
+                        st.running_compactions += 1;
+                        break p;
+                    }
+                }
+                inner.bg_cv.wait(&mut st);
+            }
+        };
+        let result = execute(inner, &plan);
+        finish(inner, &plan, result);
+    }
+}
+
+fn mark_busy(busy: &mut std::collections::HashSet<FileNumber>, plan: &CompactionPlan) {
+    busy.extend(plan.all_inputs().map(|(_, f)| f.number));
+}
+
+/// Releases the plan's files, records an error, wakes waiters, removes obsolete files.
+fn finish(inner: &DbInner, plan: &CompactionPlan, result: Result<()>) {
+    {
+        let mut st = inner.state.lock();
+        for (_, f) in plan.all_inputs() {
+            st.compacting.remove(&f.number);
+        }
+        st.running_compactions -= 1;
+        if let Err(e) = &result {
+            inner.set_bg_error(&mut st, e);
+        }
+        inner.bg_cv.notify_all();
+    }
+    purge_obsolete_tables(inner);
+}
+
+/// Runs `plan` and installs its result.
+fn execute(inner: &DbInner, plan: &CompactionPlan) -> Result<()> {
+    let sv = inner.current_super_version();
+    let snapshots = inner.snapshots.sequences();
+    let new_file_number = || inner.new_file_number();
+    let env = JobEnv {
+        fs: inner.fs.as_ref(),
+        dir: &inner.dir,
+        tables: &inner.table_cache,
+        table_options: &inner.table_options,
+        merge_operator: inner.opts.merge_operator.as_deref(),
+        snapshots: &snapshots,
+        version: &sv.version,
+        max_subcompactions: inner.opts.max_subcompactions,
+        new_file_number: &new_file_number,
+    };
+    let mut result = run_job(&env, plan)?;
+    let outputs: Vec<FileNumber> = result.edit.new_files.iter().map(|(_, f)| f.number).collect();
+    let installed = {
+        let mut versions = inner.versions.lock();
+        versions.log_and_apply(&mut result.edit).map(|version| {
+            let mut st = inner.state.lock();
+            st.obsolete_tables
+                .extend(plan.all_inputs().map(|(_, f)| f.number).filter(|n| !outputs.contains(n)));
+            inner.install_super_version(&st, version);
+            inner.bg_cv.notify_all();
+        })
+    };
+    if let Err(e) = installed {
+        if !plan.trivial_move {
+            for n in outputs {
+                let _ = inner.fs.remove(&table_path(&inner.dir, n));
+            }
+        }
+        return Err(e);
+    }
+    inner.stats.add_compaction(plan.output_level, &result.stats);
+    Ok(())
+}
+
+/// Deletes tables that were compacted away and that no live version references.
+pub(crate) fn purge_obsolete_tables(inner: &DbInner) {
+    let candidates = std::mem::take(&mut inner.state.lock().obsolete_tables);
+    if candidates.is_empty() {
+        return;
+    }
+    let live = inner.versions.lock().live_files();
+    let (keep, delete): (Vec<FileNumber>, Vec<FileNumber>) =
+        candidates.into_iter().partition(|n| live.contains(n));
+    for n in delete {
+        inner.table_cache.evict(n);
+        // A leftover file is removed at the next open, so failure is not an error.
+        let _ = inner.fs.remove(&table_path(&inner.dir, n));
+    }
+    inner.state.lock().obsolete_tables.extend(keep);
+}
+
+/// Compacts every file overlapping [begin, end] (None = unbounded) down to the last level
+/// holding data, then rewrites that level's overlapping files so obsolete versions and
+/// tombstones are dropped. Memtables are flushed first.
+pub(crate) fn compact_range(
+    inner: &DbInner,
+    begin: Option<&[u8]>,
+    end: Option<&[u8]>,
+) -> Result<()> {
+    super::flush::flush_and_wait(inner)?;
+    inner.state.lock().manual_compactions += 1;
+    let r = compact_range_levels(inner, begin, end);
+    {
+        let mut st = inner.state.lock();
+        st.manual_compactions -= 1;
+        inner.bg_cv.notify_all();
+    }
+    r
+}
+
+fn range_keys(begin: Option<&[u8]>, end: Option<&[u8]>) -> (Vec<u8>, Vec<u8>) {
+    let lo = make_internal_key(begin.unwrap_or(b""), SeqNo::MAX, ValueType::FOR_SEEK);
+    // No user key is larger than every byte string, so an open end covers up to the largest
+    // key present: use a key beyond any real one in user-key comparisons.
+    let hi = match end {
+        Some(e) => make_internal_key(e, SeqNo::ZERO, ValueType::Deletion),
+        None => make_internal_key(&[0xff; 4096], SeqNo::ZERO, ValueType::Deletion),
+    };
+    (lo, hi)
+}
+
+fn compact_range_levels(inner: &DbInner, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+    let o = inner.opts.picker_options();
+    let (lo, hi) = range_keys(begin, end);
+    let last = o.num_levels - 1;
+    let mut level = 0;
+    let mut rewrote_bottom = false;
+    while level < last {
+        let plan = wait_for_plan(inner, |v, busy| {
+            let files = overlapping_open(v, level, &lo, &hi, end.is_none());
+            if files.is_empty() {
+                return Some(None);
+            }
+            let t = level_targets(v, &o);
+            let output = if level == 0 { t.base_level.max(1) } else { level + 1 };
+            let c = PickContext { v, o: &o, t: &t, busy };
+            plan_for(&c, level, output, files).map(Some)
+        })?;
+        if let Some(plan) = plan {
+            rewrote_bottom |= !plan.trivial_move && plan.bottommost;
+            run_manual(inner, &plan)?;
+            if plan.output_level <= level {
+                level += 1;
+            }
+        } else {
+            level += 1;
+        }
+    }
+    if !rewrote_bottom {
+        // Data reached the last level by moves (or was there): rewrite it in place.
+        let plan = wait_for_plan(inner, |v, busy| {
+            let bottom = (1..=last).rev().find(|&l| v.num_files(l) > 0);
+            let Some(bottom) = bottom else { return Some(None) };
+            let files = overlapping_open(v, bottom, &lo, &hi, end.is_none());
+            if files.is_empty() {
+                return Some(None);
+            }
+            let t = level_targets(v, &o);
+            let c = PickContext { v, o: &o, t: &t, busy };
+            plan_for(&c, bottom, bottom, files).map(Some)
+        })?;
+        if let Some(plan) = plan {
+            run_manual(inner, &plan)?;
+        }
+    }
+    Ok(())
+}
+
+fn overlapping_open(
+    v: &Version,
+    level: usize,
+    lo: &[u8],
+    hi: &[u8],
+    open_end: bool,
+) -> Vec<Arc<crate::version::edit::FileMetaData>> {
+    if open_end {
+        v.levels[level].iter().filter(|f| user_key(&f.largest) >= user_key(lo)).cloned().collect()
+    } else {
+        overlapping(v, level, lo, hi)
+    }
+}
+
+/// Waits until `f` can build a plan over files that are not busy; `Some(None)` = nothing to do.
+fn wait_for_plan(
+    inner: &DbInner,
+    f: impl Fn(&Version, &std::collections::HashSet<FileNumber>) -> Option<Option<CompactionPlan>>,
+) -> Result<Option<CompactionPlan>> {
+    let mut st = inner.state.lock();
+    loop {
+        if let Some(e) = &st.bg_error {
+            return Err(Error::Background(e.to_string()));
+        }
+        if st.shutting_down {
+            return Err(Error::ShutdownInProgress);
+        }
+        let v = inner.current_super_version().version.clone();
+        if let Some(p) = f(&v, &st.compacting) {
+            if let Some(plan) = &p {
+                mark_busy(&mut st.compacting, plan);
+                st.running_compactions += 1;
+            }
+            return Ok(p);
+        }
+        inner.bg_cv.wait(&mut st);
+    }
+}
+
+fn run_manual(inner: &DbInner, plan: &CompactionPlan) -> Result<()> {
+    let r = execute(inner, plan);
+    let ret = match &r {
+        Ok(()) => Ok(()),
+        Err(e) => Err(e.duplicate()),
+    };
+    finish(inner, plan, r);
+    ret
+}
+
+/// Waits until no flush or compaction is pending or running.
+pub(crate) fn wait_for_compact(inner: &DbInner) -> Result<()> {
+    let picker = inner.opts.picker_options();
+    let mut st = inner.state.lock();
+    loop {
+        if let Some(e) = &st.bg_error {
+            return Err(Error::Background(e.to_string()));
+        }
+        if st.shutting_down {
+            return Err(Error::ShutdownInProgress);
+        }
+        let v = inner.current_super_version().version.clone();
+        let pending = !inner.opts.disable_auto_compactions
+            && pick_compaction(&v, &picker, &st.compacting).is_some();
+        if st.imm.is_empty() && st.running_compactions == 0 && !pending {
+            return Ok(());
+        }
+        inner.bg_cv.wait(&mut st);
+    }
+}

@@ -1,0 +1,616 @@
+//! Counters of the DB's work and the `strata.stats` report, laid out as RocksDB's
+//! `rocksdb.stats` (compaction-stats table, cumulative/interval lines, stall counts) so tools
+//! that parse RocksDB's output (db_bench, benchmark.sh) read Strata's.
+//!
+//! Write-path counters are bumped once per write group by its leader; compaction counters once
+//! per job: nothing here is touched per key on a hot path.
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use parking_lot::Mutex;
+
+/// What one level's compactions (and, for L0, flushes) did.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct LevelStats {
+    pub micros: u64,
+    pub cpu_micros: u64,
+    pub count: u64,
+    pub bytes_read_non_output: u64,
+    pub bytes_read_output: u64,
+    pub bytes_written: u64,
+    pub bytes_moved: u64,
+    pub input_records: u64,
+    pub dropped_records: u64,
+}
+
+impl LevelStats {
+    fn add(&mut self, o: &LevelStats) {
+        self.micros += o.micros;
+        self.cpu_micros += o.cpu_micros;
+        self.count += o.count;
+        self.bytes_read_non_output += o.bytes_read_non_output;
+        self.bytes_read_output += o.bytes_read_output;
+        self.bytes_written += o.bytes_written;
+        self.bytes_moved += o.bytes_moved;
+        self.input_records += o.input_records;
+        self.dropped_records += o.dropped_records;
+    }
+
+    fn minus(&self, o: &LevelStats) -> LevelStats {
+        LevelStats {
+            micros: self.micros - o.micros,
+            cpu_micros: self.cpu_micros - o.cpu_micros,
+            count: self.count - o.count,
+            bytes_read_non_output: self.bytes_read_non_output - o.bytes_read_non_output,
+            bytes_read_output: self.bytes_read_output - o.bytes_read_output,
+            bytes_written: self.bytes_written - o.bytes_written,
+            bytes_moved: self.bytes_moved - o.bytes_moved,
+            input_records: self.input_records - o.input_records,
+            dropped_records: self.dropped_records - o.dropped_records,
+        }
+    }
+}
+
+/// Why a write was stalled. The order is the 7.8 `Stalls(count):` line's order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stall {
+    Level0Slowdown = 0,
+    Level0SlowdownWithCompaction = 1,
+    Level0NumFiles = 2,
+    Level0NumFilesWithCompaction = 3,
+    StopPendingCompactionBytes = 4,
+    SlowdownPendingCompactionBytes = 5,
+    MemtableStop = 6,
+    MemtableSlowdown = 7,
+}
+
+const STALL_KINDS: usize = 8;
+
+/// Event counters in the spirit of RocksDB's tickers. Each thread adds to one of a few
+/// cache-line-aligned shards, so counting on the read path does not bounce a shared line
+/// between cores; reading sums the shards.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Ticker {
+    KeysRead = 0,
+    BytesRead,
+    KeysWritten,
+    BytesWritten,
+    MemtableHit,
+    MemtableMiss,
+    GetHitL0,
+    GetHitL1,
+    GetHitL2AndUp,
+    BloomUseful,
+    BloomChecked,
+}
+
+const NUM_TICKERS: usize = 11;
+const TICKER_SHARDS: usize = 16;
+
+/// RocksDB's names for the tickers, in `Ticker` order.
+const TICKER_NAMES: [&str; NUM_TICKERS] = [
+    "rocksdb.number.keys.read",
+    "rocksdb.bytes.read",
+    "rocksdb.number.keys.written",
+    "rocksdb.bytes.written",
+    "rocksdb.memtable.hit",
+    "rocksdb.memtable.miss",
+    "rocksdb.l0.hit",
+    "rocksdb.l1.hit",
+    "rocksdb.l2andup.hit",
+    "rocksdb.bloom.filter.useful",
+    "rocksdb.bloom.filter.full.positive",
+];
+
+#[repr(align(64))]
+#[derive(Default)]
+struct TickerShard([AtomicU64; NUM_TICKERS]);
+
+pub(crate) struct Tickers {
+    shards: Box<[TickerShard]>,
+}
+
+thread_local! {
+    static TICKER_SHARD: usize = {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        (NEXT.fetch_add(1, Ordering::Relaxed) as usize) % TICKER_SHARDS
+    };
+}
+
+impl Default for Tickers {
+    fn default() -> Self {
+        Tickers { shards: (0..TICKER_SHARDS).map(|_| TickerShard::default()).collect() }
+    }
+}
+
+impl Tickers {
+    #[inline]
+    pub fn add(&self, t: Ticker, n: u64) {
+        let shard = TICKER_SHARD.with(|s| *s);
+        self.shards[shard].0[t as usize].fetch_add(n, Ordering::Relaxed);
+    }
+
+    #[cfg(test)]
+    pub fn get(&self, t: Ticker) -> u64 {
+        self.shards.iter().map(|s| s.0[t as usize].load(Ordering::Relaxed)).sum()
+    }
+}
+
+/// Write-path counters.
+#[derive(Default)]
+pub(crate) struct WriteCounters {
+    pub writes: AtomicU64,
+    pub keys: AtomicU64,
+    pub groups: AtomicU64,
+    pub ingest_bytes: AtomicU64,
+    pub wal_writes: AtomicU64,
+    pub wal_syncs: AtomicU64,
+    pub wal_bytes: AtomicU64,
+    pub stall_micros: AtomicU64,
+}
+
+#[derive(Clone, Copy, Default)]
+struct WriteSnapshot {
+    writes: u64,
+    keys: u64,
+    groups: u64,
+    ingest_bytes: u64,
+    wal_writes: u64,
+    wal_syncs: u64,
+    wal_bytes: u64,
+    stall_micros: u64,
+}
+
+impl WriteCounters {
+    fn snapshot(&self) -> WriteSnapshot {
+        let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        WriteSnapshot {
+            writes: g(&self.writes),
+            keys: g(&self.keys),
+            groups: g(&self.groups),
+            ingest_bytes: g(&self.ingest_bytes),
+            wal_writes: g(&self.wal_writes),
+            wal_syncs: g(&self.wal_syncs),
+            wal_bytes: g(&self.wal_bytes),
+            stall_micros: g(&self.stall_micros),
+        }
+    }
+}
+
+/// The last dump's values, for the "interval" figures.
+#[derive(Clone, Default)]
+struct Interval {
+    at_secs: f64,
+    levels: Vec<LevelStats>,
+    flush_bytes: u64,
+    writes: WriteSnapshot,
+    stalls: u64,
+}
+
+pub(crate) struct Stats {
+    start: Instant,
+    levels: Mutex<Vec<LevelStats>>,
+    pub flush_bytes: AtomicU64,
+    pub write: WriteCounters,
+    stalls: [AtomicU64; STALL_KINDS],
+    last_dump: Mutex<Interval>,
+    pub tickers: Tickers,
+}
+
+/// Per-level facts the report needs from the current version.
+pub(crate) struct LevelShape {
+    pub files: usize,
+    pub being_compacted: usize,
+    pub bytes: u64,
+    pub score: f64,
+}
+
+impl Stats {
+    pub fn new(num_levels: usize) -> Stats {
+        Stats {
+            start: Instant::now(),
+            levels: Mutex::new(vec![LevelStats::default(); num_levels]),
+            flush_bytes: AtomicU64::new(0),
+            write: WriteCounters::default(),
+            stalls: Default::default(),
+            last_dump: Mutex::new(Interval {
+                levels: vec![LevelStats::default(); num_levels],
+                ..Interval::default()
+            }),
+            tickers: Tickers::default(),
+        }
+    }
+
+    /// Adds one compaction's (or flush's, at level 0) figures to `level`.
+    pub fn add_compaction(&self, level: usize, s: &LevelStats) {
+        if let Some(l) = self.levels.lock().get_mut(level) {
+            l.add(s);
+        }
+    }
+
+    pub fn record_stall(&self, kind: Stall, micros: u64) {
+        self.stalls[kind as usize].fetch_add(1, Ordering::Relaxed);
+        self.write.stall_micros.fetch_add(micros, Ordering::Relaxed);
+    }
+
+    pub fn add_stall_micros(&self, micros: u64) {
+        self.write.stall_micros.fetch_add(micros, Ordering::Relaxed);
+    }
+
+    pub fn level_stats(&self) -> Vec<LevelStats> {
+        self.levels.lock().clone()
+    }
+
+    /// RocksDB's `--statistics` ticker dump (`name COUNT : n` lines). `extra` adds tickers kept
+    /// elsewhere (block cache, stall time).
+    pub fn statistics(&self, extra: &[(&str, u64)]) -> String {
+        let mut rows: Vec<(&str, u64)> = TICKER_NAMES
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                (*n, self.tickers.shards.iter().map(|s| s.0[i].load(Ordering::Relaxed)).sum())
+            })
+            .collect();
+        rows.extend_from_slice(extra);
+        rows.push(("rocksdb.stall.micros", self.write.stall_micros.load(Ordering::Relaxed)));
+        rows.push(("rocksdb.flush.write.bytes", self.flush_bytes.load(Ordering::Relaxed)));
+        let compact_written: u64 = self.levels.lock().iter().skip(1).map(|l| l.bytes_written).sum();
+        rows.push(("rocksdb.compact.write.bytes", compact_written));
+        rows.push(("rocksdb.wal.synced", self.write.wal_syncs.load(Ordering::Relaxed)));
+        rows.push(("rocksdb.wal.bytes", self.write.wal_bytes.load(Ordering::Relaxed)));
+        rows.sort_by_key(|r| r.0);
+        let mut s = String::new();
+        for (name, v) in rows {
+            let _ = writeln!(s, "{name} COUNT : {v}");
+        }
+        s
+    }
+
+    /// The `strata.stats` report. `shape` has one entry per level. Advances the interval.
+    pub fn report(&self, shape: &[LevelShape], pending_compaction_bytes: u64) -> String {
+        let now = self.start.elapsed().as_secs_f64();
+        let levels = self.level_stats();
+        let flush = self.flush_bytes.load(Ordering::Relaxed);
+        let writes = self.write.snapshot();
+        let stall_counts: Vec<u64> =
+            self.stalls.iter().map(|a| a.load(Ordering::Relaxed)).collect();
+        let total_stalls: u64 = stall_counts.iter().sum();
+        let mut last = self.last_dump.lock();
+        let interval_secs = (now - last.at_secs).max(0.0);
+        let mut s = String::new();
+
+        // ---- Compaction stats table.
+        let header = format!(
+            "{}    {}   {}     {} {}  {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {}",
+            "Level",
+            "Files",
+            "Size",
+            "Score",
+            "Read(GB)",
+            "Rn(GB)",
+            "Rnp1(GB)",
+            "Write(GB)",
+            "Wnew(GB)",
+            "Moved(GB)",
+            "W-Amp",
+            "Rd(MB/s)",
+            "Wr(MB/s)",
+            "Comp(sec)",
+            "CompMergeCPU(sec)",
+            "Comp(cnt)",
+            "Avg(sec)",
+            "KeyIn",
+            "KeyDrop",
+            "Rblob(GB)",
+            "Wblob(GB)"
+        );
+        let _ = write!(
+            s,
+            "\n** Compaction Stats [default] **\n{header}\n{}\n",
+            "-".repeat(header.len() + 1)
+        );
+        let mut sum = LevelStats::default();
+        let (mut files, mut busy, mut bytes) = (0usize, 0usize, 0u64);
+        for (l, st) in levels.iter().enumerate() {
+            let sh = shape.get(l);
+            let f = sh.map_or(0, |x| x.files);
+            if f == 0 && st.micros == 0 && st.count == 0 {
+                continue;
+            }
+            let (fb, b, score) = sh.map_or((0, 0, 0.0), |x| (x.being_compacted, x.bytes, x.score));
+            files += f;
+            busy += fb;
+            bytes += b;
+            sum.add(st);
+            let wamp = if l == 0 {
+                ratio(st.bytes_written, flush)
+            } else {
+                ratio(st.bytes_written, st.bytes_read_non_output)
+            };
+            level_row(&mut s, &format!("L{l}"), f, fb, b, score, st, wamp);
+        }
+        level_row(&mut s, "Sum", files, busy, bytes, 0.0, &sum, ratio(sum.bytes_written, flush));
+        let mut int_sum = LevelStats::default();
+        for (l, st) in levels.iter().enumerate() {
+            let prev = last.levels.get(l).copied().unwrap_or_default();
+            int_sum.add(&st.minus(&prev));
+        }
+        let int_flush = flush - last.flush_bytes;
+        level_row(
+            &mut s,
+            "Int",
+            0,
+            0,
+            0,
+            0.0,
+            &int_sum,
+            int_sum.bytes_written as f64 / (int_flush + 1) as f64,
+        );
+
+        // ---- Summary lines.
+        let gb = |b: u64| b as f64 / (1u64 << 30) as f64;
+        let mbps = |b: u64, secs: f64| if secs > 0.0 { b as f64 / 1048576.0 / secs } else { 0.0 };
+        let _ = writeln!(s, "\nUptime(secs): {now:.1} total, {interval_secs:.1} interval");
+        let _ =
+            writeln!(s, "Flush(GB): cumulative {:.3}, interval {:.3}", gb(flush), gb(int_flush));
+        let _ = writeln!(s, "AddFile(GB): cumulative 0.000, interval 0.000");
+        let _ = writeln!(s, "AddFile(Total Files): cumulative 0, interval 0");
+        let _ = writeln!(s, "AddFile(L0 Files): cumulative 0, interval 0");
+        let _ = writeln!(s, "AddFile(Keys): cumulative 0, interval 0");
+        let read_all = sum.bytes_read_non_output + sum.bytes_read_output;
+        let _ = writeln!(
+            s,
+            "Cumulative compaction: {:.2} GB write, {:.2} MB/s write, {:.2} GB read, {:.2} MB/s read, {:.1} seconds",
+            gb(sum.bytes_written),
+            mbps(sum.bytes_written, now),
+            gb(read_all),
+            mbps(read_all, now),
+            sum.micros as f64 / 1e6
+        );
+        let int_read = int_sum.bytes_read_non_output + int_sum.bytes_read_output;
+        let _ = writeln!(
+            s,
+            "Interval compaction: {:.2} GB write, {:.2} MB/s write, {:.2} GB read, {:.2} MB/s read, {:.1} seconds",
+            gb(int_sum.bytes_written),
+            mbps(int_sum.bytes_written, interval_secs),
+            gb(int_read),
+            mbps(int_read, interval_secs),
+            int_sum.micros as f64 / 1e6
+        );
+        let _ = writeln!(s, "Estimated pending compaction bytes: {pending_compaction_bytes}");
+        let c = |k: Stall| stall_counts[k as usize];
+        let _ = writeln!(
+            s,
+            "Stalls(count): {} level0_slowdown, {} level0_slowdown_with_compaction, {} level0_numfiles, {} level0_numfiles_with_compaction, {} stop for pending_compaction_bytes, {} slowdown for pending_compaction_bytes, {} memtable_compaction, {} memtable_slowdown, interval {} total count",
+            c(Stall::Level0Slowdown),
+            c(Stall::Level0SlowdownWithCompaction),
+            c(Stall::Level0NumFiles),
+            c(Stall::Level0NumFilesWithCompaction),
+            c(Stall::StopPendingCompactionBytes),
+            c(Stall::SlowdownPendingCompactionBytes),
+            c(Stall::MemtableStop),
+            c(Stall::MemtableSlowdown),
+            total_stalls - last.stalls
+        );
+
+        // ---- DB stats.
+        let w = writes;
+        let iw = WriteSnapshot {
+            writes: w.writes - last.writes.writes,
+            keys: w.keys - last.writes.keys,
+            groups: w.groups - last.writes.groups,
+            ingest_bytes: w.ingest_bytes - last.writes.ingest_bytes,
+            wal_writes: w.wal_writes - last.writes.wal_writes,
+            wal_syncs: w.wal_syncs - last.writes.wal_syncs,
+            wal_bytes: w.wal_bytes - last.writes.wal_bytes,
+            stall_micros: w.stall_micros - last.writes.stall_micros,
+        };
+        let _ = write!(
+            s,
+            "\n** DB Stats **\nUptime(secs): {now:.1} total, {interval_secs:.1} interval\n"
+        );
+        write_db_lines(&mut s, "Cumulative", &w, now, true);
+        write_db_lines(&mut s, "Interval", &iw, interval_secs, false);
+
+        *last =
+            Interval { at_secs: now, levels, flush_bytes: flush, writes: w, stalls: total_stalls };
+        s
+    }
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
+}
+
+/// RocksDB's `BytesToHumanString`: two decimals in KB, MB, GB or TB (at least KB).
+pub(crate) fn human_bytes(b: u64) -> String {
+    let b = b as f64;
+    let (v, unit) = if b >= (1u64 << 40) as f64 {
+        (b / (1u64 << 40) as f64, "TB")
+    } else if b >= (1u64 << 30) as f64 {
+        (b / (1u64 << 30) as f64, "GB")
+    } else if b >= (1u64 << 20) as f64 {
+        (b / (1u64 << 20) as f64, "MB")
+    } else {
+        (b / 1024.0, "KB")
+    };
+    format!("{v:.2} {unit}")
+}
+
+/// RocksDB's `NumberToHumanString`: plain below 10000, then K, M, G by integer division.
+pub(crate) fn human_number(n: u64) -> String {
+    if n < 10_000 {
+        n.to_string()
+    } else if n < 10_000_000 {
+        format!("{}K", n / 1000)
+    } else if n < 10_000_000_000 {
+        format!("{}M", n / 1_000_000)
+    } else {
+        format!("{}G", n / 1_000_000_000)
+    }
+}
+
+/// `HH:MM:SS.sss H:M:S` as RocksDB prints stall time.
+fn human_micros(micros: u64) -> String {
+    let secs = micros / 1_000_000;
+    let h = secs / 3600;
+    let m = (secs / 60) % 60;
+    let s = (micros % 60_000_000) as f64 / 1e6;
+    format!("{h:02}:{m:02}:{s:05.3} H:M:S")
+}
+
+#[allow(clippy::too_many_arguments)] // one printf row of the RocksDB table
+fn level_row(
+    s: &mut String,
+    name: &str,
+    files: usize,
+    being_compacted: usize,
+    bytes: u64,
+    score: f64,
+    st: &LevelStats,
+    wamp: f64,
+) {
+    let gb = |b: u64| b as f64 / (1u64 << 30) as f64;
+    let read = st.bytes_read_non_output + st.bytes_read_output;
+    let secs = (st.micros + 1) as f64 / 1e6;
+    let _ = writeln!(
+        s,
+        "{:>4} {:>6}/{:<3} {:>10} {:5.1} {:8.1} {:7.1} {:8.1} {:9.1} {:8.1} {:9.1} {:5.1} {:8.1} {:8.1} {:9.2} {:17.2} {:9} {:8.3} {:>7} {:>6} {:9.1} {:9.1}",
+        name,
+        files,
+        being_compacted,
+        human_bytes(bytes),
+        score,
+        gb(read),
+        gb(st.bytes_read_non_output),
+        gb(st.bytes_read_output),
+        gb(st.bytes_written),
+        gb(st.bytes_written.saturating_sub(st.bytes_read_output)),
+        gb(st.bytes_moved),
+        wamp,
+        read as f64 / 1048576.0 / secs,
+        st.bytes_written as f64 / 1048576.0 / secs,
+        st.micros as f64 / 1e6,
+        st.cpu_micros as f64 / 1e6,
+        st.count,
+        if st.count == 0 { 0.0 } else { st.micros as f64 / 1e6 / st.count as f64 },
+        human_number(st.input_records),
+        human_number(st.dropped_records),
+        0.0,
+        0.0
+    );
+}
+
+fn write_db_lines(s: &mut String, what: &str, w: &WriteSnapshot, secs: f64, cumulative: bool) {
+    let per_group = if w.groups == 0 { 0.0 } else { w.writes as f64 / w.groups as f64 };
+    let rate = |b: u64| if secs > 0.0 { b as f64 / 1048576.0 / secs } else { 0.0 };
+    let ingest = if cumulative {
+        format!("{:.2} GB", w.ingest_bytes as f64 / (1u64 << 30) as f64)
+    } else {
+        format!("{:.2} MB", w.ingest_bytes as f64 / 1048576.0)
+    };
+    let _ = writeln!(
+        s,
+        "{what} writes: {} writes, {} keys, {} commit groups, {per_group:.1} writes per commit group, ingest: {ingest}, {:.2} MB/s",
+        human_number(w.writes),
+        human_number(w.keys),
+        human_number(w.groups),
+        rate(w.ingest_bytes)
+    );
+    let per_sync = w.wal_writes as f64 / w.wal_syncs.max(1) as f64;
+    let _ = writeln!(
+        s,
+        "{what} WAL: {} writes, {} syncs, {per_sync:.2} writes per sync, written: {:.2} GB, {:.2} MB/s",
+        human_number(w.wal_writes),
+        human_number(w.wal_syncs),
+        w.wal_bytes as f64 / (1u64 << 30) as f64,
+        rate(w.wal_bytes)
+    );
+    let pct = if secs > 0.0 { w.stall_micros as f64 / 10_000.0 / secs } else { 0.0 };
+    let _ = writeln!(s, "{what} stall: {}, {pct:.1} percent", human_micros(w.stall_micros));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn human_formats_match_rocksdb() {
+        assert_eq!(human_bytes(0), "0.00 KB");
+        assert_eq!(human_bytes(2_642_412), "2.52 MB");
+        assert_eq!(human_number(9999), "9999");
+        assert_eq!(human_number(600_000), "600K");
+        assert_eq!(human_number(12_345_678), "12M");
+        assert_eq!(human_micros(363_000), "00:00:0.363 H:M:S");
+        assert_eq!(human_micros(3_723_500_000), "01:02:3.500 H:M:S");
+    }
+
+    #[test]
+    fn tickers_sum_across_threads() {
+        let st = Stats::new(2);
+        std::thread::scope(|sc| {
+            for _ in 0..4 {
+                sc.spawn(|| {
+                    for _ in 0..1000 {
+                        st.tickers.add(Ticker::KeysRead, 1);
+                    }
+                });
+            }
+        });
+        st.tickers.add(Ticker::BloomUseful, 7);
+        assert_eq!(st.tickers.get(Ticker::KeysRead), 4000);
+        let dump = st.statistics(&[("rocksdb.block.cache.hit", 3)]);
+        assert!(dump.contains("rocksdb.number.keys.read COUNT : 4000\n"), "{dump}");
+        assert!(dump.contains("rocksdb.bloom.filter.useful COUNT : 7\n"));
+        assert!(dump.contains("rocksdb.block.cache.hit COUNT : 3\n"));
+    }
+
+    #[test]
+    fn report_has_the_lines_benchmark_sh_parses() {
+        let st = Stats::new(3);
+        st.flush_bytes.fetch_add(1 << 20, Ordering::Relaxed);
+        st.add_compaction(
+            0,
+            &LevelStats { bytes_written: 1 << 20, count: 1, micros: 1000, ..LevelStats::default() },
+        );
+        st.add_compaction(
+            2,
+            &LevelStats {
+                bytes_read_non_output: 1 << 20,
+                bytes_written: 3 << 20,
+                count: 1,
+                micros: 5000,
+                input_records: 20_000,
+                dropped_records: 500,
+                ..LevelStats::default()
+            },
+        );
+        st.record_stall(Stall::Level0Slowdown, 363_000);
+        st.write.writes.fetch_add(600_000, Ordering::Relaxed);
+        st.write.groups.fetch_add(600_000, Ordering::Relaxed);
+        let shape = [
+            LevelShape { files: 3, being_compacted: 0, bytes: 2_642_412, score: 0.75 },
+            LevelShape { files: 0, being_compacted: 0, bytes: 0, score: 0.0 },
+            LevelShape { files: 10, being_compacted: 1, bytes: 20 << 20, score: 0.0 },
+        ];
+        let r = st.report(&shape, 0);
+        assert!(r.contains("** Compaction Stats [default] **"));
+        let lines: Vec<&str> = r.lines().collect();
+        let sum = lines.iter().find(|l| l.trim_start().starts_with("Sum")).unwrap();
+        let fields: Vec<&str> = sum.split_whitespace().collect();
+        // W-Amp is the 12th field of the Sum row: (1 + 3) MB written / 1 MB flushed.
+        assert_eq!(fields[11], "4.0", "{sum}");
+        assert!(lines.iter().any(|l| l.starts_with("  L0      3/0      2.52 MB   0.8")), "{r}");
+        assert!(r.contains("Cumulative stall: 00:00:0.363 H:M:S"));
+        assert!(r.contains("Stalls(count): 1 level0_slowdown, 0 level0_slowdown_with_compaction"));
+        assert!(r.contains("Cumulative writes: 600K writes"));
+        assert!(r.contains("  L2     10/1 "));
+        assert!(r.contains("   20K    500"), "{r}");
+    }
+}
