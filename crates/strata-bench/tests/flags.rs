@@ -127,15 +127,21 @@ fn validation() {
 #[test]
 fn engine_flags_are_never_silently_ignored() {
     // Non-default engine flags that Strata cannot honour are rejected, naming them.
-    let e = err(&["--level0_slowdown_writes_trigger=8", "--target_file_size_base=1048576"]);
+    let e = err(&["--compaction_style=1", "--use_direct_reads"]);
     assert!(e.contains("engine strata cannot honour"), "{e}");
-    assert!(e.contains("--target_file_size_base=1048576"), "{e}");
-    assert!(e.contains("--level0_slowdown_writes_trigger=8"), "{e}");
+    assert!(e.contains("--compaction_style=1"), "{e}");
+    assert!(e.contains("--use_direct_reads=true"), "{e}");
     // Their default values are fine.
-    assert!(Config::from_args(&["--level0_stop_writes_trigger=36"]).is_ok());
+    assert!(Config::from_args(&["--compaction_style=0", "--use_direct_reads=false"]).is_ok());
     // Honoured engine flags pass.
-    let c = Config::from_args(&["--write_buffer_size=1048576", "--bloom_bits=10", "--sync"])
-        .expect("honoured");
+    let c = Config::from_args(&[
+        "--write_buffer_size=1048576",
+        "--bloom_bits=10",
+        "--sync",
+        "--level0_slowdown_writes_trigger=8",
+        "--target_file_size_base=1048576",
+    ])
+    .expect("honoured");
     assert_eq!(c.flags.write_buffer_size, 1 << 20);
     // RocksDB tuning knobs are accepted with a note.
     let c = Config::from_args(&["--cache_numshardbits=6", "--memtablerep=vector"]).expect("hints");

@@ -33,6 +33,19 @@ pub const HONOURED_FLAGS: &[&str] = &[
     "sync",
     "disable_wal",
     "verify_checksum",
+    "subcompactions",
+    "level0_file_num_compaction_trigger",
+    "level0_slowdown_writes_trigger",
+    "level0_stop_writes_trigger",
+    "max_bytes_for_level_base",
+    "max_bytes_for_level_multiplier",
+    "level_compaction_dynamic_level_bytes",
+    "target_file_size_base",
+    "target_file_size_multiplier",
+    "disable_auto_compactions",
+    "soft_pending_compaction_bytes_limit",
+    "hard_pending_compaction_bytes_limit",
+    "delayed_write_rate",
 ];
 
 /// Strata `Options` from the flags.
@@ -71,6 +84,23 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
     o.max_open_files = i32::try_from(f.open_files)
         .map_err(|_| anyhow!("--open_files={}: out of range", f.open_files))?;
     o.paranoid_checks = f.paranoid_checks;
+    o.max_subcompactions = usize_of("subcompactions", f.subcompactions)?;
+    o.level0_file_num_compaction_trigger =
+        usize_of("level0_file_num_compaction_trigger", f.level0_file_num_compaction_trigger)?;
+    o.level0_slowdown_writes_trigger =
+        usize_of("level0_slowdown_writes_trigger", f.level0_slowdown_writes_trigger)?;
+    o.level0_stop_writes_trigger =
+        usize_of("level0_stop_writes_trigger", f.level0_stop_writes_trigger)?;
+    o.max_bytes_for_level_base = f.max_bytes_for_level_base;
+    o.max_bytes_for_level_multiplier = f.max_bytes_for_level_multiplier;
+    o.level_compaction_dynamic_level_bytes = f.level_compaction_dynamic_level_bytes;
+    o.target_file_size_base = usize_of("target_file_size_base", f.target_file_size_base)? as u64;
+    o.target_file_size_multiplier =
+        usize_of("target_file_size_multiplier", f.target_file_size_multiplier)? as u64;
+    o.disable_auto_compactions = f.disable_auto_compactions;
+    o.soft_pending_compaction_bytes_limit = f.soft_pending_compaction_bytes_limit;
+    o.hard_pending_compaction_bytes_limit = f.hard_pending_compaction_bytes_limit;
+    o.delayed_write_rate = f.delayed_write_rate;
     if !f.merge_operator.is_empty() {
         let op =
             strata::merge_operator::builtin_merge_operator(&f.merge_operator).ok_or_else(|| {
@@ -157,13 +187,33 @@ impl Engine for StrataEngine {
     }
 
     fn compact_range(&self) -> Result<()> {
-        bail!("compaction is not supported by the strata engine yet (no compact_range in its API)")
+        Ok(self.db.compact_range(None::<&[u8]>, None::<&[u8]>)?)
     }
 
     fn wait_for_compaction(&self) -> Result<()> {
-        bail!(
-            "compaction is not supported by the strata engine yet (no wait_for_compact in its API)"
-        )
+        Ok(self.db.wait_for_compact()?)
+    }
+
+    fn multi_get(
+        &self,
+        keys: &[u8],
+        key_size: usize,
+        ro: &ReadOpts,
+        _scratch: &mut Vec<u8>,
+        value_bytes: &mut u64,
+    ) -> Result<u64> {
+        let mut found = 0;
+        for r in self.db.multi_get_opt(keys.chunks(key_size.max(1)), &ropts(*ro)) {
+            if let Some(v) = r? {
+                found += 1;
+                *value_bytes += v.len() as u64;
+            }
+        }
+        Ok(found)
+    }
+
+    fn statistics_text(&self) -> Result<Option<String>> {
+        Ok(self.db.property_value("strata.statistics")?)
     }
 
     fn property(&self, name: &str) -> Result<Option<String>> {
