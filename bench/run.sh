@@ -79,14 +79,20 @@ common=(
   --num="$num" --key_size=16 --value_size="$value_size" --compression_type=snappy
   --compression_ratio=0.5 --bloom_bits=10 --cache_size=$((64 << 20))
   --write_buffer_size=$((32 << 20)) --max_write_buffer_number=2 --max_background_jobs=2
-  --histogram=1 --seed="$seed"
+  --histogram=1
 )
+step_no=0
 
 run_step() { # engine test bench extra-flags...
   local engine="$1" test="$2" bench="$3"; shift 3
+  # Each step gets its own seed (as benchmark.sh's per-job epoch), the same for every engine:
+  # a reader must not replay the exact key sequence of the writer before it.
+  step_no=$((step_no + 1))
+  local step_seed=$((seed + step_no))
   local db="$out/db/$engine" log="logs/$engine.$test.log"
   echo "== $engine: $test" >&2
-  if ! "$bin" --engine="$engine" --db="$db" "${common[@]}" --benchmarks="$bench,stats" "$@" \
+  if ! "$bin" --engine="$engine" --db="$db" "${common[@]}" --seed="$step_seed" \
+      --benchmarks="$bench,stats" "$@" \
       > "$out/$log" 2>&1; then
     echo "   (failed: see $out/$log)" >&2
   fi
@@ -121,6 +127,7 @@ for engine in "${engine_list[@]}"; do
   # Synchronous writes (LevelDB's fillsync): a fixed number of synced writes.
   run_step "$engine" fillsync fillsync --writes="$sync_writes"
   if [ "$keep_db" = 0 ]; then rm -rf "$out/db/$engine"; fi
+  step_no=0
 done
 if [ "$keep_db" = 0 ]; then rmdir "$out/db" 2>/dev/null || true; fi
 
