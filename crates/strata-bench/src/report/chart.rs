@@ -217,7 +217,13 @@ impl BarChart {
         if let Some(r) = self.reference {
             let y = y_of(r);
             c.hline(left, width - right, y, REFERENCE, 6);
-            c.text(width - right - Canvas::text_width("1.00", 1), y - 11, &format!("{r:.2}"), 1, REFERENCE);
+            c.text(
+                width - right - Canvas::text_width("1.00", 1),
+                y - 11,
+                &format!("{r:.2}"),
+                1,
+                REFERENCE,
+            );
         }
         // Legend.
         let mut lx = left;
