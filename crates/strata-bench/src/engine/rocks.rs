@@ -134,12 +134,15 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
     )?);
     o.set_db_write_buffer_size(size("db_write_buffer_size", f.db_write_buffer_size)?);
     o.set_max_background_jobs(int("max_background_jobs", f.max_background_jobs)?);
+    // Deprecated in RocksDB (derived from max_background_jobs) but still applied, as db_bench does.
+    #[allow(deprecated)]
     if f.max_background_compactions != -1 {
         o.set_max_background_compactions(int(
             "max_background_compactions",
             f.max_background_compactions,
         )?);
     }
+    #[allow(deprecated)]
     if f.max_background_flushes != -1 {
         o.set_max_background_flushes(int("max_background_flushes", f.max_background_flushes)?);
     }
@@ -238,7 +241,7 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
             branching_factor: 4,
         }),
         "hash_linkedlist" => {
-            o.set_memtable_factory(MemtableFactory::HashLinkList { bucket_count: 1_000_000 })
+            o.set_memtable_factory(MemtableFactory::HashLinkList { bucket_count: 1_000_000 });
         }
         other => {
             bail!("--memtablerep={other}: use skip_list, vector, prefix_hash or hash_linkedlist")
@@ -382,22 +385,22 @@ struct RocksEngine {
 }
 
 impl RocksEngine {
-    fn wo(&self, w: &WriteOpts) -> &WriteOptions {
+    fn wo(&self, w: WriteOpts) -> &WriteOptions {
         &self.wo[usize::from(w.sync) * 2 + usize::from(w.disable_wal)]
     }
 }
 
 impl Engine for RocksEngine {
     fn put(&self, key: &[u8], value: &[u8], wo: &WriteOpts) -> Result<()> {
-        Ok(self.db.put_opt(key, value, self.wo(wo))?)
+        Ok(self.db.put_opt(key, value, self.wo(*wo))?)
     }
 
     fn delete(&self, key: &[u8], wo: &WriteOpts) -> Result<()> {
-        Ok(self.db.delete_opt(key, self.wo(wo))?)
+        Ok(self.db.delete_opt(key, self.wo(*wo))?)
     }
 
     fn merge(&self, key: &[u8], value: &[u8], wo: &WriteOpts) -> Result<()> {
-        Ok(self.db.merge_opt(key, value, self.wo(wo))?)
+        Ok(self.db.merge_opt(key, value, self.wo(*wo))?)
     }
 
     fn write(&self, batch: &Batch, wo: &WriteOpts) -> Result<()> {
@@ -409,7 +412,7 @@ impl Engine for RocksEngine {
                 BatchOp::Merge => b.merge(k, v),
             }
         }
-        Ok(self.db.write_opt(b, self.wo(wo))?)
+        Ok(self.db.write_opt(b, self.wo(*wo))?)
     }
 
     fn get(&self, key: &[u8], _ro: &ReadOpts, out: &mut Vec<u8>) -> Result<bool> {
