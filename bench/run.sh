@@ -42,6 +42,7 @@ while [ $# -gt 0 ]; do
     --out=*) out="${1#*=}"; shift ;;
     --keep-db) keep_db=1; shift ;;
     -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    [0-9]*) num="$1"; shift ;; # the placeholder script's positional NUM
     *) echo "bench/run.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done

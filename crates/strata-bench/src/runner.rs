@@ -548,7 +548,7 @@ impl Runner {
         }
         let pb = indicatif::ProgressBar::new_spinner();
         if let Ok(style) = indicatif::ProgressStyle::with_template(
-            "{spinner} {prefix}: {human_pos} ops ({per_sec}) {elapsed}",
+            "{spinner} {prefix}: {human_pos} ops, {elapsed}",
         ) {
             pb.set_style(style);
         }
