@@ -26,6 +26,8 @@
 //! only the writer stores, atomically), and the arena frees nothing while the list lives, so a
 //! reader can hold a node for as long as it holds the list. A reader may observe a node at level 0
 //! before its higher levels, or a stale list height: both only make its search take a lower road.
+//! A search answers with the nodes it actually compared: re-reading a link after the comparison
+//! could return a node inserted meanwhile that is smaller than the target.
 //!
 //! ## Order and duplicates
 //!
@@ -248,18 +250,24 @@ impl SkipList {
     }
 
     /// Walks down from the top level, moving right while the next key satisfies `go_right`
-    /// (which must hold for a prefix of the list), and returns the last node reached at level 0
-    /// (the head when `go_right` holds for no key).
+    /// (which must hold for a prefix of the list). Returns the last node reached at level 0 (the
+    /// head when `go_right` holds for no key) and the node after it that failed `go_right`
+    /// (`None` at the end of the list).
+    ///
+    /// The pair is what the list looked like at one instant. Callers must use the returned
+    /// successor rather than load the link again: a node inserted meanwhile between the two
+    /// could still satisfy `go_right`.
     #[inline]
-    fn descend(&self, mut go_right: impl FnMut(&[u8]) -> bool) -> Node<'_> {
+    fn descend(&self, mut go_right: impl FnMut(&[u8]) -> bool) -> (Node<'_>, Option<Node<'_>>) {
         let mut x = self.head();
         let mut bound = None;
         let mut level = self.height.load(MemOrder::Relaxed) - 1;
         loop {
-            x = walk(x, level, &mut go_right, &mut bound);
+            let (last, stop) = walk(x, level, &mut go_right, &mut bound);
             if level == 0 {
-                return x;
+                return (last, stop);
             }
+            x = last;
             level -= 1;
         }
     }
@@ -277,22 +285,22 @@ impl SkipList {
 
     /// The last node.
     pub(crate) fn last(&self) -> Option<Node<'_>> {
-        self.non_head(self.descend(|_| true))
+        self.non_head(self.descend(|_| true).0)
     }
 
     /// The first node with key `>= key`.
     pub(crate) fn seek_ge(&self, key: &[u8]) -> Option<Node<'_>> {
-        self.descend(|k| compare_internal(k, key) == Ordering::Less).next(0)
+        self.descend(|k| compare_internal(k, key) == Ordering::Less).1
     }
 
     /// The last node with key `< key`.
     pub(crate) fn seek_lt(&self, key: &[u8]) -> Option<Node<'_>> {
-        self.non_head(self.descend(|k| compare_internal(k, key) == Ordering::Less))
+        self.non_head(self.descend(|k| compare_internal(k, key) == Ordering::Less).0)
     }
 
     /// The last node with key `<= key`.
     pub(crate) fn seek_le(&self, key: &[u8]) -> Option<Node<'_>> {
-        self.non_head(self.descend(|k| compare_internal(k, key) != Ordering::Greater))
+        self.non_head(self.descend(|k| compare_internal(k, key) != Ordering::Greater).0)
     }
 
     /// Takes the writer mutex (readers are never blocked by it). Holding the guard lets a
@@ -354,7 +362,7 @@ impl ListWriter<'_> {
                     x = s;
                 }
             }
-            x = walk(x, level, &mut go_right, &mut bound);
+            x = walk(x, level, &mut go_right, &mut bound).0;
             prev[level] = x;
         }
 
@@ -379,20 +387,22 @@ impl ListWriter<'_> {
     }
 }
 
-/// Moves right from `x` at `level` while the next key satisfies `go_right`, and returns the last
-/// node that did (or `x`). `bound`, when set, is a node known to fail `go_right` (the one that
-/// stopped the walk a level up): meeting it again ends the walk without comparing keys. On
-/// return it holds the node that stopped this walk, if any.
+/// Moves right from `x` at `level` while the next key satisfies `go_right`. Returns the last
+/// node that did (or `x`) and the successor it had when the walk stopped (`None` at the end of
+/// the level). `bound`, when set, is a node known to fail `go_right` (the one that stopped the
+/// walk a level up): meeting it again ends the walk without comparing keys. On return it holds
+/// the node that stopped this walk, if any.
 #[inline(always)]
 fn walk<'a>(
     mut x: Node<'a>,
     level: usize,
     go_right: &mut impl FnMut(&[u8]) -> bool,
     bound: &mut Option<NodePtr>,
-) -> Node<'a> {
-    while let Some(n) = x.next(level) {
+) -> (Node<'a>, Option<Node<'a>>) {
+    loop {
+        let Some(n) = x.next(level) else { return (x, None) };
         if *bound == Some(n.ptr) {
-            break;
+            return (x, Some(n));
         }
         // While `n`'s key is compared, start loading the node after it, which is the next one
         // compared if the walk goes on.
@@ -401,10 +411,9 @@ fn walk<'a>(
             x = n;
         } else {
             *bound = Some(n.ptr);
-            break;
+            return (x, Some(n));
         }
     }
-    x
 }
 
 /// A cache hint: starts loading the line at `p` (a node header, possibly null).

@@ -397,6 +397,41 @@ fn one_writer_many_readers() {
     assert_eq!(m.largest_seqno(), Some(SeqNo(n)));
 }
 
+/// Regression (found by Miri): a seek must return the successor it compared against, not reload
+/// the link, or a key inserted in between, smaller than the target, is returned. The writer keeps
+/// inserting the new largest key below the readers' target, right where the race lands.
+#[test]
+fn seek_while_inserting_just_below_target() {
+    let n = scaled(200_000, 200) as u64;
+    let m = Arc::new(MemTable::new());
+    m.add(SeqNo(1), ValueType::Value, b"t", b"target");
+    let target = lookup_key(b"t", SeqNo::MAX);
+    let done = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (m, done, target) = (Arc::clone(&m), Arc::clone(&done), target.clone());
+        thread::spawn(move || {
+            let mut it = m.iter();
+            let mut seeks = 0u64;
+            while !done.load(std::sync::atomic::Ordering::Acquire) || seeks == 0 {
+                it.seek(&target);
+                assert!(it.valid());
+                assert_eq!(it.value(), b"target", "seek returned a key below the target");
+                m.get(&target, |_, v| {
+                    assert_eq!(v, b"target", "get started below the target");
+                    false
+                });
+                seeks += 1;
+            }
+            seeks
+        })
+    };
+    for i in 0..n {
+        m.add(SeqNo(i + 2), ValueType::Value, format!("s{i:010}").as_bytes(), b"below");
+    }
+    done.store(true, std::sync::atomic::Ordering::Release);
+    assert!(reader.join().expect("reader panicked") > 0);
+}
+
 #[test]
 fn concurrent_writers_serialise() {
     let per = scaled(5_000, 40) as u64;
