@@ -75,12 +75,16 @@ steps="$out/steps.tsv"
 printf '# engine\ttest\tbench\tlog\tdu_kb\n' > "$steps"
 seed="$(date +%s)"
 
-# Flags every engine gets, so that they are configured alike (all honoured by each engine).
+# Flags every engine gets, so that they are configured alike (each engine honours all it gets:
+# strata-bench rejects flags an engine cannot honour).
 common=(
-  --num="$num" --key_size=16 --value_size="$value_size" --compression_type=snappy
-  --compression_ratio=0.5 --bloom_bits=10 --cache_size=$((64 << 20))
-  --write_buffer_size=$((32 << 20)) --max_write_buffer_number=2 --max_background_jobs=2
-  --histogram=1
+  --num="$num" --key_size=16 --value_size="$value_size" --compression_ratio=0.5
+  --cache_size=$((64 << 20)) --histogram=1
+)
+# LSM engines (strata, rocksdb) also get the same LSM configuration.
+lsm=(
+  --compression_type=snappy --bloom_bits=10 --write_buffer_size=$((32 << 20))
+  --max_write_buffer_number=2 --max_background_jobs=2
 )
 step_no=0
 
@@ -92,7 +96,9 @@ run_step() { # engine test bench extra-flags...
   local step_seed=$((seed + step_no))
   local db="$out/db/$engine" log="logs/$engine.$test.log"
   echo "== $engine: $test" >&2
-  if ! "$bin" --engine="$engine" --db="$db" "${common[@]}" --seed="$step_seed" \
+  local engine_flags=("${common[@]}")
+  if [ "$engine" != sqlite ]; then engine_flags+=("${lsm[@]}"); fi
+  if ! "$bin" --engine="$engine" --db="$db" "${engine_flags[@]}" --seed="$step_seed" \
       --benchmarks="$bench,stats" "$@" \
       > "$out/$log" 2>&1; then
     echo "   (failed: see $out/$log)" >&2
@@ -104,8 +110,11 @@ run_step() { # engine test bench extra-flags...
 }
 
 for engine in "${engine_list[@]}"; do
+  # SQLite has no WAL-less writes: its load steps keep its own write-ahead log.
+  nowal=(--disable_wal=1)
+  if [ "$engine" = sqlite ]; then nowal=(); fi
   # Load (seed 000 bulkload / benchmark.sh fillseq_disable_wal), then random load with the WAL.
-  run_step "$engine" fillseq.wal_disabled fillseq --disable_wal=1
+  run_step "$engine" fillseq.wal_disabled fillseq "${nowal[@]}"
   run_step "$engine" fillrandom fillrandom
   # On the DB fillrandom left: overwrite, point reads, scans, reads under a rate-limited writer.
   run_step "$engine" overwrite overwrite --use_existing_db=1 --duration="$duration"
@@ -118,12 +127,10 @@ for engine in "${engine_list[@]}"; do
   run_step "$engine" readwhilewriting readwhilewriting --use_existing_db=1 --threads="$threads" \
     --benchmark_write_rate_limit="$write_rate" --duration="$duration"
   # Read-modify-write (seed 001): 8-byte counters, no WAL, fresh DB each.
-  if [ "$engine" != sqlite ]; then
-    run_step "$engine" updaterandom updaterandom --value_size=8 --disable_wal=1 --duration="$duration"
-    run_step "$engine" mergerandom mergerandom --value_size=8 --disable_wal=1 \
+  run_step "$engine" updaterandom updaterandom --value_size=8 "${nowal[@]}" --duration="$duration"
+  if [ "$engine" != sqlite ]; then # SQLite has no merge operator
+    run_step "$engine" mergerandom mergerandom --value_size=8 "${nowal[@]}" \
       --merge_operator=uint64add --duration="$duration"
-  else
-    run_step "$engine" updaterandom updaterandom --value_size=8 --duration="$duration"
   fi
   # Synchronous writes (LevelDB's fillsync): a fixed number of synced writes.
   run_step "$engine" fillsync fillsync --writes="$sync_writes"
