@@ -45,8 +45,11 @@ pub(crate) fn write_level0_table(
     };
     let mut it = mem.iter();
     let stats = run_stream(&mut it, &ctx, |k, v| builder.add(k, v))?;
+    for t in mem.range_tombstones() {
+        builder.add_range_tombstone(&t);
+    }
     let summary = builder.finish()?;
-    if summary.num_entries == 0 {
+    if summary.num_entries == 0 && summary.properties.num_range_deletions == 0 {
         let _ = env.fs.remove(&path);
         return Ok(None);
     }

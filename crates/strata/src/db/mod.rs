@@ -198,6 +198,23 @@ impl Db {
         self.write_opt(b, opts)
     }
 
+    /// Deletes every key in `[begin, end)` written before this call. `begin == end` deletes
+    /// nothing; `begin > end` is `InvalidArgument`.
+    pub fn delete_range(&self, begin: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Result<()> {
+        self.delete_range_opt(begin, end, &WriteOptions::default())
+    }
+
+    pub fn delete_range_opt(
+        &self,
+        begin: impl AsRef<[u8]>,
+        end: impl AsRef<[u8]>,
+        opts: &WriteOptions,
+    ) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete_range(begin.as_ref(), end.as_ref());
+        self.write_opt(b, opts)
+    }
+
     /// Records a merge operand for `key`, combined at read time by `Options::merge_operator`.
     pub fn merge(&self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) -> Result<()> {
         self.merge_opt(key, operand, &WriteOptions::default())

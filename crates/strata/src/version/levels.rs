@@ -3,6 +3,9 @@
 //! Invariants (checked by [`Version::apply`]): a file appears at most once; levels >= 1 are
 //! sorted by smallest key and their files' key ranges do not overlap; L0 is ordered newest
 //! first (largest sequence number, then file number, descending) and its files may overlap.
+//! A file's largest key may be an exclusive bound ([`crate::key::range_end_bound`], the end
+//! of a range tombstone): then the file does not contain that user key, and the next file of
+//! the level may start at it.
 
 use std::cmp::Ordering;
 use std::collections::HashSet;
@@ -10,7 +13,7 @@ use std::sync::Arc;
 
 use super::edit::{FileMetaData, VersionEdit};
 use crate::error::{Error, Result};
-use crate::key::{compare_internal, user_key};
+use crate::key::{after_largest, compare_internal, user_key};
 use crate::types::FileNumber;
 
 /// Files per level. Cheap to clone (files are shared).
@@ -76,7 +79,7 @@ impl Version {
             }
             files.sort_by(|a, b| compare_internal(&a.smallest, &b.smallest));
             for w in files.windows(2) {
-                if user_key(&w[0].largest) >= user_key(&w[1].smallest) {
+                if !after_largest(user_key(&w[1].smallest), &w[0].largest) {
                     return bad(format!(
                         "files {} and {} overlap at level {level}",
                         w[0].number, w[1].number
@@ -107,9 +110,10 @@ impl Version {
         self.levels.iter().enumerate().flat_map(|(l, fs)| fs.iter().map(move |f| (l, f)))
     }
 
-    /// Index of the first file at sorted `level` (>= 1) whose largest user key is >= `ukey`.
+    /// Index of the first file at sorted `level` (>= 1) that `ukey` is not after (a largest
+    /// key that is a range tombstone's end bound is exclusive).
     pub fn find_file(&self, level: usize, ukey: &[u8]) -> usize {
-        self.levels[level].partition_point(|f| user_key(&f.largest) < ukey)
+        self.levels[level].partition_point(|f| after_largest(ukey, &f.largest))
     }
 
     /// The edit that recreates this version from nothing (the start of a new MANIFEST).
