@@ -18,6 +18,7 @@ use crate::iterator::merging::MergingIterator;
 use crate::iterator::InternalIterator;
 use crate::key::{compare_internal, make_internal_key, user_key};
 use crate::merge_operator::MergeOperator;
+use crate::range_del::{sort_tombstones, FragmentedTombstones, RangeTombstone};
 use crate::sstable::{ReadBlockOptions, TableBuilder, TableOptions};
 use crate::stats::LevelStats;
 use crate::types::{FileNumber, SeqNo, ValueType};
@@ -185,11 +186,32 @@ fn nothing_below(version: &Version, output_level: usize, ukey: &[u8]) -> bool {
     true
 }
 
+/// The range tombstones of the plan's input tables.
+fn input_range_tombstones(env: &JobEnv<'_>, plan: &CompactionPlan) -> Result<Vec<RangeTombstone>> {
+    let mut out = Vec::new();
+    for (_, f) in plan.all_inputs() {
+        out.extend_from_slice(env.tables.get(f.number)?.range_tombstones());
+    }
+    Ok(out)
+}
+
 fn run_range(
     env: &JobEnv<'_>,
     plan: &CompactionPlan,
     range: &KeyRange,
 ) -> Result<(Vec<FileMetaData>, StreamStats)> {
+    let tombstones = input_range_tombstones(env, plan)?;
+    let fragmented =
+        (!tombstones.is_empty()).then(|| FragmentedTombstones::from_tombstones(&tombstones, 0));
+    // A tombstone no snapshot predates deletes, at the bottom, only entries of its own stripe,
+    // all dropped here: it has nothing left to hide.
+    let oldest_snapshot = env.snapshots.first().copied();
+    let mut kept: Vec<RangeTombstone> = tombstones
+        .iter()
+        .filter(|t| !(plan.bottommost && oldest_snapshot.is_none_or(|s| s >= t.seq)))
+        .filter_map(|t| t.clipped(range.start.as_deref(), range.end.as_deref()))
+        .collect();
+    sort_tombstones(&mut kept);
     let mut merged = input_iterator(env, plan)?;
     let mut input =
         Bounded { inner: &mut merged, start: range.start.as_deref(), end: range.end.as_deref() };
@@ -199,8 +221,9 @@ fn run_range(
         snapshots: env.snapshots,
         merge_operator: env.merge_operator,
         is_bottom: &is_bottom,
+        range_dels: fragmented.as_ref(),
     };
-    let mut out = OutputWriter::new(env, plan);
+    let mut out = OutputWriter::new(env, plan, kept, range);
     let result = run_stream(&mut input, &ctx, |k, v| out.add(k, v));
     match result.and_then(|s| out.finish().map(|files| (files, s))) {
         Ok(r) => Ok(r),
@@ -222,13 +245,26 @@ struct OutputWriter<'a> {
     gp_index: usize,
     gp_overlap: u64,
     seen_key: bool,
+    /// Range tombstones to write, clipped to the subcompaction's range; each output gets
+    /// them clipped to its own range [lower, first user key of the next output).
+    tombstones: Vec<RangeTombstone>,
+    lower: Option<Vec<u8>>,
+    range_end: Option<Vec<u8>>,
 }
 
 impl<'a> OutputWriter<'a> {
-    fn new(env: &'a JobEnv<'a>, plan: &'a CompactionPlan) -> Self {
+    fn new(
+        env: &'a JobEnv<'a>,
+        plan: &'a CompactionPlan,
+        tombstones: Vec<RangeTombstone>,
+        range: &KeyRange,
+    ) -> Self {
         OutputWriter {
             env,
             plan,
+            tombstones,
+            lower: range.start.clone(),
+            range_end: range.end.clone(),
             builder: None,
             done: Vec::new(),
             last_user_key: Vec::new(),
@@ -265,15 +301,12 @@ impl<'a> OutputWriter<'a> {
         if new_user_key {
             if let Some((b, _)) = &self.builder {
                 if b.estimated_file_size() >= self.plan.target_file_size || gp_cut {
-                    self.finish_current()?;
+                    self.finish_current(Some(ukey))?;
                 }
             }
         }
         if self.builder.is_none() {
-            let number = (self.env.new_file_number)();
-            let path = table_path(self.env.dir, number);
-            let file = self.env.fs.create(&path)?;
-            self.builder = Some((TableBuilder::new(self.env.table_options, file, path), number));
+            self.open_output()?;
         }
         if let Some((b, _)) = &mut self.builder {
             b.add(ikey, value)?;
@@ -285,7 +318,29 @@ impl<'a> OutputWriter<'a> {
         Ok(())
     }
 
-    fn finish_current(&mut self) -> Result<()> {
+    fn open_output(&mut self) -> Result<()> {
+        let number = (self.env.new_file_number)();
+        let path = table_path(self.env.dir, number);
+        let file = self.env.fs.create(&path)?;
+        self.builder = Some((TableBuilder::new(self.env.table_options, file, path), number));
+        Ok(())
+    }
+
+    /// Finishes the current output, giving it the tombstones of [lower, upper); the next
+    /// output starts at `upper`.
+    fn finish_current(&mut self, upper: Option<&[u8]>) -> Result<()> {
+        if let Some((b, _)) = &mut self.builder {
+            let lower = self.lower.as_deref();
+            for t in &self.tombstones {
+                if upper.is_some_and(|u| t.start.as_slice() >= u) {
+                    break; // sorted by start
+                }
+                if let Some(c) = t.clipped(lower, upper) {
+                    b.add_range_tombstone(&c);
+                }
+            }
+        }
+        self.lower = upper.map(<[u8]>::to_vec);
         if let Some((b, number)) = self.builder.take() {
             let s = b.finish()?;
             self.done.push(FileMetaData {
@@ -303,7 +358,15 @@ impl<'a> OutputWriter<'a> {
     }
 
     fn finish(&mut self) -> Result<Vec<FileMetaData>> {
-        self.finish_current()?;
+        let lower = self.lower.as_deref();
+        if self.builder.is_none()
+            && self.tombstones.iter().any(|t| t.clipped(lower, None).is_some())
+        {
+            // Only tombstones are left (or were ever there): they still need a file.
+            self.open_output()?;
+        }
+        let end = self.range_end.take();
+        self.finish_current(end.as_deref())?;
         if !self.done.is_empty() {
             self.env.fs.sync_dir(self.env.dir)?;
         }

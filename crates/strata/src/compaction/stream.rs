@@ -4,6 +4,8 @@
 //! grouped into *snapshot stripes*: the stripe of an entry is the oldest live snapshot that can
 //! see it (or "latest" when none). Only the newest entry of a stripe can be read by anyone, so:
 //! - an entry shadowed by a newer entry in the same stripe is dropped;
+//! - an entry deleted by a range tombstone of the same stripe is dropped (and ends a run of
+//!   merge operands like a deletion); the tombstones themselves are handled by the caller;
 //! - a deletion in the oldest stripe is dropped too when the output is the bottom of the key's
 //!   data (nothing older can exist below) — it has nothing left to hide;
 //! - merge operands are combined with the operands and base value of their stripe: with a base
@@ -17,6 +19,7 @@ use crate::error::{Error, Result};
 use crate::iterator::InternalIterator;
 use crate::key::{make_internal_key, parse_internal_key};
 use crate::merge_operator::MergeOperator;
+use crate::range_del::FragmentedTombstones;
 use crate::types::{SeqNo, ValueType};
 
 /// What the compaction knows about its surroundings.
@@ -27,6 +30,9 @@ pub(crate) struct StreamContext<'a> {
     /// True when no data older than the output can exist for `user_key` (it lands in the
     /// bottommost level holding that key).
     pub is_bottom: &'a dyn Fn(&[u8]) -> bool,
+    /// The range tombstones of the input: an entry deleted by one in its own snapshot stripe
+    /// is dropped.
+    pub range_dels: Option<&'a FragmentedTombstones>,
 }
 
 /// Counters of one run.
@@ -91,6 +97,8 @@ fn flush_group(
     emit: &mut impl FnMut(&[u8], &[u8]) -> Result<()>,
 ) -> Result<()> {
     let bottom = (ctx.is_bottom)(ukey);
+    let range_deleted =
+        |seq: SeqNo| ctx.range_dels.is_some_and(|r| r.covers_in_stripe(ukey, seq, ctx.snapshots));
     let mut out = |seq: SeqNo, t: ValueType, v: &[u8], stats: &mut StreamStats| -> Result<()> {
         stats.output_entries += 1;
         emit(&make_internal_key(ukey, seq, t), v)
@@ -105,6 +113,11 @@ fn flush_group(
             end += 1;
         }
         let oldest_stripe = end == group.len();
+        if range_deleted(seq) {
+            // The older entries of the stripe are covered too.
+            i = end;
+            continue;
+        }
         match t {
             ValueType::Value => out(seq, t, v, stats)?,
             ValueType::Deletion | ValueType::SingleDeletion => {
@@ -118,7 +131,11 @@ fn flush_group(
                 let mut base: Option<Option<&[u8]>> = None; // Some(None) = deletion
                 let mut consumed = i + 1;
                 while consumed < end {
-                    let (_, t2, ref v2) = group[consumed];
+                    let (s2, t2, ref v2) = group[consumed];
+                    if range_deleted(s2) {
+                        base = Some(None); // dropped, and a deletion for the operands
+                        break;
+                    }
                     consumed += 1;
                     match t2 {
                         ValueType::Merge => operands.push(v2),
@@ -211,6 +228,7 @@ mod tests {
                 upper_bound: None,
                 prefix_extractor: None,
                 pin: None,
+                range_dels: None,
             },
         );
         let mut m = BTreeMap::new();
@@ -263,6 +281,7 @@ mod tests {
                 snapshots: &snaps,
                 merge_operator: Some(&*op),
                 is_bottom: &is_bottom,
+                range_dels: None,
             };
             let mut out = Vec::new();
             let stats = run_stream(&mut VecIter::new(entries.clone()), &ctx, |k, v| {

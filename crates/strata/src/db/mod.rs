@@ -53,6 +53,9 @@ pub(crate) struct SuperVersion {
     pub version: Arc<Version>,
     /// Compaction debt of `version` (RocksDB's estimate), for write flow control.
     pub pending_compaction_bytes: u64,
+    /// Range tombstones of every table of `version`, fragmented, with sources numbered as
+    /// the DB iterator numbers its table children; built by the first iterator.
+    pub version_range_dels: std::sync::OnceLock<Arc<crate::range_del::FragmentedTombstones>>,
 }
 
 /// State guarded by `DbInner::state`.
@@ -389,13 +392,21 @@ impl DbInner {
                 &version,
                 &self.opts.picker_options(),
             );
+        let version_range_dels = std::sync::OnceLock::new();
+        let mut current = self.super_version.write();
+        if Arc::ptr_eq(&current.version, &version) {
+            if let Some(r) = current.version_range_dels.get() {
+                let _ = version_range_dels.set(r.clone());
+            }
+        }
         let sv = SuperVersion {
             mem: st.mem.clone(),
             imm: st.imm.iter().rev().map(|(m, _)| m.clone()).collect(),
             version,
             pending_compaction_bytes,
+            version_range_dels,
         };
-        *self.super_version.write() = Arc::new(sv);
+        *current = Arc::new(sv);
     }
 
     pub(crate) fn current_super_version(&self) -> Arc<SuperVersion> {
