@@ -168,6 +168,7 @@ impl FragmentedTombstones {
         self.fragments.is_empty()
     }
 
+    #[cfg(test)]
     pub fn fragments(&self) -> &[Fragment] {
         &self.fragments
     }

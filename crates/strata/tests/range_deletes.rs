@@ -63,8 +63,8 @@ fn check_view(db: &Db, snap: Option<&strata::Snapshot>, m: &Model, rng: &mut Std
         if let Some(s) = snap {
             ro.set_snapshot(s);
         }
-        ro.iterate_lower_bound = lo.clone();
-        ro.iterate_upper_bound = hi.clone();
+        ro.iterate_lower_bound.clone_from(&lo);
+        ro.iterate_upper_bound.clone_from(&hi);
         let want = in_bounds(m, lo.as_deref(), hi.as_deref());
         let fwd: Vec<(Vec<u8>, Vec<u8>)> = db
             .iterator_opt(IteratorMode::Start, &ro)

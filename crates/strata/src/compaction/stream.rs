@@ -219,6 +219,15 @@ mod tests {
         seq: SeqNo,
         op: Arc<dyn MergeOperator>,
     ) -> BTreeMap<Vec<u8>, Vec<u8>> {
+        view_with(entries, None, seq, op)
+    }
+
+    fn view_with(
+        entries: &[(Vec<u8>, Vec<u8>)],
+        range_dels: Option<&Arc<FragmentedTombstones>>,
+        seq: SeqNo,
+        op: Arc<dyn MergeOperator>,
+    ) -> BTreeMap<Vec<u8>, Vec<u8>> {
         let mut it = DbIter::new(
             Box::new(VecIter::new(entries.to_vec())),
             DbIterOptions {
@@ -228,7 +237,9 @@ mod tests {
                 upper_bound: None,
                 prefix_extractor: None,
                 pin: None,
-                range_dels: None,
+                range_dels: range_dels.map(|r| crate::iterator::db_iter::RangeDelView {
+                    lists: vec![(r.clone(), 0)],
+                }),
             },
         );
         let mut m = BTreeMap::new();
@@ -309,6 +320,80 @@ mod tests {
                 // Without snapshots, at the bottom: one value per live key, no tombstones.
                 let live = view(&entries, SeqNo(n), op.clone());
                 assert_eq!(out.len(), live.len(), "round {round}");
+            }
+        }
+    }
+
+    /// With range tombstones in the input (kept by the caller): every snapshot's view and the
+    /// latest view survive, and covered entries of the tombstone's own stripe are dropped.
+    #[test]
+    fn range_deleted_entries_are_dropped_within_their_stripe() {
+        use crate::range_del::RangeTombstone;
+        let mut r = 0x51f1_5eed_u64;
+        let mut rnd = move |n: u64| {
+            r ^= r << 13;
+            r ^= r >> 7;
+            r ^= r << 17;
+            r % n
+        };
+        let op = builtin_merge_operator("stringappend").unwrap();
+        for round in 0..300 {
+            let n = 1 + rnd(60);
+            let mut entries = Vec::new();
+            let mut tombstones = Vec::new();
+            for seq in 1..=n {
+                if rnd(8) == 0 {
+                    let a = rnd(8);
+                    let b = a + 1 + rnd(4);
+                    tombstones.push(RangeTombstone::new(
+                        format!("k{a}").as_bytes(),
+                        format!("k{b}").as_bytes(),
+                        SeqNo(seq),
+                    ));
+                    continue;
+                }
+                let k = format!("k{}", rnd(8)).into_bytes();
+                let t = match rnd(7) {
+                    0 => ValueType::Deletion,
+                    1..=2 => ValueType::Merge,
+                    _ => ValueType::Value,
+                };
+                let v =
+                    if t == ValueType::Deletion { vec![] } else { format!("{seq}").into_bytes() };
+                entries.push((make_internal_key(&k, SeqNo(seq), t), v));
+            }
+            entries.sort_by(|a, b| compare_internal(&a.0, &b.0));
+            let frag = Arc::new(FragmentedTombstones::from_tombstones(&tombstones, 0));
+            let mut snaps: Vec<SeqNo> = (0..rnd(4)).map(|_| SeqNo(1 + rnd(n))).collect();
+            snaps.sort();
+            snaps.dedup();
+            let bottom = round % 2 == 0;
+            let is_bottom = move |_: &[u8]| bottom;
+            let ctx = StreamContext {
+                snapshots: &snaps,
+                merge_operator: Some(&*op),
+                is_bottom: &is_bottom,
+                range_dels: Some(&frag),
+            };
+            let mut out = Vec::new();
+            run_stream(&mut VecIter::new(entries.clone()), &ctx, |k, v| {
+                out.push((k.to_vec(), v.to_vec()));
+                Ok(())
+            })
+            .unwrap();
+            for &s in snaps.iter().chain([SeqNo(n)].iter()) {
+                assert_eq!(
+                    view_with(&out, Some(&frag), s, op.clone()),
+                    view_with(&entries, Some(&frag), s, op.clone()),
+                    "round {round} at {s:?}"
+                );
+            }
+            for (k, _) in &out {
+                let p = parse_internal_key(k).unwrap();
+                assert!(
+                    !frag.covers_in_stripe(p.user_key, p.seq, &snaps),
+                    "round {round}: covered entry kept"
+                );
             }
         }
     }

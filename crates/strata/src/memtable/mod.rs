@@ -194,6 +194,7 @@ impl MemTable {
         self.num_deletes.load(Ordering::Relaxed)
     }
 
+    #[cfg(test)]
     /// Range tombstones held (point entries are counted by [`Self::num_entries`]).
     pub fn num_range_deletions(&self) -> u64 {
         if self.has_range_tombstones() {

@@ -1,8 +1,8 @@
 //! Reads a table file (layout in [`super::format`]).
 //!
 //! `open` reads and verifies (always, whatever the read options say) the footer, the metaindex,
-//! the index, the filter and the properties, and keeps them in memory for the reader's life;
-//! only data blocks go through the block cache. Every error names the table's path and the
+//! the index, the filter, the range tombstones and the properties, and keeps them in memory for
+//! the reader's life; only data blocks go through the block cache. Every error names the table's path and the
 //! offset of the damaged structure.
 
 use std::cell::Cell;

@@ -190,4 +190,35 @@ mod tests {
         e.new_files.push((1, meta(1, "z", "a", 1)));
         assert!(v.apply(&e).is_err(), "inverted range");
     }
+
+    /// File A ends with a range tombstone whose end is file B's first key: A's largest key is
+    /// an exclusive bound, so the two do not overlap and `end` belongs to B.
+    #[test]
+    fn range_end_bound_is_exclusive() {
+        let mut a = meta(1, "a", "m", 5);
+        a.largest = crate::key::range_end_bound(b"m");
+        let b = meta(2, "m", "t", 5);
+        let mut e = VersionEdit::default();
+        e.new_files.push((1, a.clone()));
+        e.new_files.push((1, b));
+        let v = Version::new(2).apply(&e).unwrap();
+        assert_eq!(v.find_file(1, b"l"), 0);
+        assert_eq!(v.find_file(1, b"m"), 1, "a get for the end key looks in B");
+        assert_eq!(v.find_file(1, b"u"), 2);
+        // An inclusive largest key at "m" does overlap B.
+        let mut e = VersionEdit::default();
+        e.new_files.push((1, meta(3, "a", "m", 5)));
+        e.new_files.push((1, meta(4, "m", "t", 5)));
+        assert!(Version::new(2).apply(&e).is_err());
+        // Picker overlap treats the bound as exclusive, on either side.
+        use crate::compaction::picker::overlapping;
+        let lo = make_internal_key(b"m", SeqNo(9), ValueType::Value);
+        let hi = make_internal_key(b"n", SeqNo(9), ValueType::Value);
+        let got: Vec<u64> = overlapping(&v, 1, &lo, &hi).iter().map(|f| f.number.0).collect();
+        assert_eq!(got, vec![2]);
+        let lo = make_internal_key(b"b", SeqNo(9), ValueType::Value);
+        let got: Vec<u64> =
+            overlapping(&v, 1, &lo, &a.largest).iter().map(|f| f.number.0).collect();
+        assert_eq!(got, vec![1]);
+    }
 }
