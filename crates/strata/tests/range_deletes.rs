@@ -123,10 +123,21 @@ fn check_view(db: &Db, snap: Option<&strata::Snapshot>, m: &Model, rng: &mut Std
     }
 }
 
+/// Seeds from `STRATA_RANGEDEL_SEEDS` (e.g. `0..50`) for longer runs; one seed by default.
 #[test]
 fn randomized_range_deletes_match_model() {
+    let seeds = std::env::var("STRATA_RANGEDEL_SEEDS").ok().and_then(|s| {
+        let (a, b) = s.split_once("..")?;
+        Some(a.parse::<u64>().ok()?..b.parse::<u64>().ok()?)
+    });
+    for seed in seeds.unwrap_or(7..8) {
+        randomized_run(seed);
+    }
+}
+
+fn randomized_run(seed: u64) {
     let fs = MemFs::new();
-    let mut rng = StdRng::seed_from_u64(7);
+    let mut rng = StdRng::seed_from_u64(seed);
     let mut db = Db::open(&opts(&fs), "/db").unwrap();
     let mut model = Model::new();
     let mut snaps: Vec<(strata::Snapshot, Model)> = Vec::new();
@@ -193,9 +204,10 @@ fn randomized_range_deletes_match_model() {
             drop(db);
             db = Db::open(&opts(&fs), "/db").unwrap();
         }
-        check_view(&db, None, &model, &mut rng, &format!("round {round} latest"));
+        check_view(&db, None, &model, &mut rng, &format!("seed {seed} round {round} latest"));
         for (i, (s, m)) in snaps.iter().enumerate() {
-            check_view(&db, Some(s), m, &mut rng, &format!("round {round} snapshot {i}"));
+            let ctx = format!("seed {seed} round {round} snapshot {i}");
+            check_view(&db, Some(s), m, &mut rng, &ctx);
         }
     }
     db.wait_for_compact().unwrap();
