@@ -16,6 +16,8 @@
 //! newest first, with the source (memtable, table, level) each came from. Queries are a binary
 //! search for the fragment of a key, then a scan of its (short) sequence list.
 
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
+
 use crate::error::{Error, Result};
 use crate::types::SeqNo;
 use crate::util::coding::{put_length_prefixed, put_varint64, Reader};
@@ -181,6 +183,26 @@ impl FragmentedTombstones {
         (ukey < f.end.as_slice()).then_some(f)
     }
 
+    /// [`Self::fragment_for`] starting from `hint` (the partition point of the previous query,
+    /// updated): O(1) while successive keys stay between the same fragment starts, as in a
+    /// scan.
+    #[inline]
+    pub fn fragment_for_hinted(&self, ukey: &[u8], hint: &AtomicUsize) -> Option<&Fragment> {
+        let n = self.fragments.len();
+        let h = hint.load(AtomicOrdering::Relaxed).min(n);
+        let fits = (h == 0 || self.fragments[h - 1].start.as_slice() <= ukey)
+            && (h == n || ukey < self.fragments[h].start.as_slice());
+        let i = if fits {
+            h
+        } else {
+            let i = self.fragments.partition_point(|f| f.start.as_slice() <= ukey);
+            hint.store(i, AtomicOrdering::Relaxed);
+            i
+        };
+        let f = self.fragments.get(i.checked_sub(1)?)?;
+        (ukey < f.end.as_slice()).then_some(f)
+    }
+
     /// The largest seq of a tombstone covering `ukey` visible at `read_seq`; `SeqNo::ZERO`
     /// when none (every entry with a smaller seq is deleted).
     #[inline]
@@ -308,6 +330,10 @@ mod tests {
             );
             for w in f.fragments().windows(2) {
                 assert!(w[0].end <= w[1].start, "sorted, non-overlapping");
+            }
+            let hint = AtomicUsize::new(0);
+            for k in (0..21u8).chain((0..21).rev()).chain([3, 17, 0, 20, 9]) {
+                assert_eq!(f.fragment_for_hinted(&[k], &hint), f.fragment_for(&[k]), "key {k}");
             }
             for k in 0..21u8 {
                 for read in [0u64, 5, 10, 40] {

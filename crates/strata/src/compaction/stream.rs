@@ -237,9 +237,8 @@ mod tests {
                 upper_bound: None,
                 prefix_extractor: None,
                 pin: None,
-                range_dels: range_dels.map(|r| crate::iterator::db_iter::RangeDelView {
-                    lists: vec![(r.clone(), 0)],
-                }),
+                range_dels: range_dels
+                    .map(|r| crate::iterator::db_iter::RangeDelView::new(vec![(r.clone(), 0)])),
             },
         );
         let mut m = BTreeMap::new();

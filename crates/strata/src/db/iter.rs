@@ -93,7 +93,7 @@ pub(crate) fn new_db_iter(inner: &Arc<DbInner>, ro: &ReadOptions) -> DbIter {
             upper_bound: ro.iterate_upper_bound.clone(),
             prefix_extractor,
             pin: Some(sv),
-            range_dels: Some(RangeDelView { lists }),
+            range_dels: Some(RangeDelView::new(lists)),
         },
     )
 }

@@ -2,6 +2,7 @@
 //! sequence number: newest visible version of each user key, deletions and older versions
 //! hidden, merge operands resolved, bounds applied.
 
+use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
 use super::InternalIterator;
@@ -18,7 +19,7 @@ use crate::types::{SeqNo, ValueType};
 /// such a child can jump over the whole fragment at once; entries covered by a tombstone of
 /// their own child are skipped one at a time.
 pub(crate) struct RangeDelView {
-    pub lists: Vec<(Arc<FragmentedTombstones>, usize)>,
+    lists: Vec<(Arc<FragmentedTombstones>, usize, AtomicUsize)>,
 }
 
 /// Whether an entry is range-deleted.
@@ -30,10 +31,24 @@ enum Cover<'a> {
 }
 
 impl RangeDelView {
+    /// `lists`: (fragments, offset of their sources among the children).
+    pub fn new(lists: Vec<(Arc<FragmentedTombstones>, usize)>) -> Self {
+        let lists = lists
+            .into_iter()
+            .filter(|(l, _)| !l.is_empty())
+            .map(|(l, o)| (l, o, AtomicUsize::new(0)))
+            .collect();
+        RangeDelView { lists }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.lists.is_empty()
+    }
+
     fn cover(&self, ukey: &[u8], seq: SeqNo, read_seq: SeqNo, child: usize) -> Cover<'_> {
         let mut covered = false;
-        for (list, offset) in &self.lists {
-            let Some(f) = list.fragment_for(ukey) else { continue };
+        for (list, offset, hint) in &self.lists {
+            let Some(f) = list.fragment_for_hinted(ukey, hint) else { continue };
             for &(t, src) in &f.seqs {
                 if t > read_seq {
                     continue;
@@ -117,7 +132,7 @@ impl DbIter {
             value_in_saved: false,
             error: None,
             operands: Vec::new(),
-            range_dels: o.range_dels.filter(|r| r.lists.iter().any(|(l, _)| !l.is_empty())),
+            range_dels: o.range_dels.filter(|r| !r.is_empty()),
             steps: 0,
             _pin: o.pin,
         }

@@ -17,7 +17,7 @@ mod arena;
 mod iter;
 mod skiplist;
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::RwLock;
@@ -43,12 +43,13 @@ pub struct MemTable {
     /// a memtable without tombstones skip the lock.
     has_range_dels: AtomicBool,
     range_dels: RwLock<MemRangeDels>,
+    /// Bytes held by the tombstones (written under the `range_dels` lock).
+    range_del_bytes: AtomicUsize,
 }
 
 #[derive(Default)]
 struct MemRangeDels {
     list: Vec<RangeTombstone>,
-    bytes: usize,
     /// `list` fragmented, built on first use after a change.
     fragmented: Option<Arc<FragmentedTombstones>>,
 }
@@ -69,6 +70,7 @@ impl MemTable {
             largest_seqno_plus1: AtomicU64::new(0),
             has_range_dels: AtomicBool::new(false),
             range_dels: RwLock::new(MemRangeDels::default()),
+            range_del_bytes: AtomicUsize::new(0),
         }
     }
 
@@ -112,7 +114,9 @@ impl MemTable {
     fn add_range_tombstone(&self, seq: SeqNo, start: &[u8], end: &[u8]) {
         let mut r = self.range_dels.write();
         if start < end {
-            r.bytes += start.len() + end.len() + std::mem::size_of::<RangeTombstone>();
+            let bytes = start.len() + end.len() + std::mem::size_of::<RangeTombstone>();
+            let total = self.range_del_bytes.load(Ordering::Relaxed) + bytes;
+            self.range_del_bytes.store(total, Ordering::Relaxed);
             r.list.push(RangeTombstone::new(start, end, seq));
             r.fragmented = None;
             self.has_range_dels.store(true, Ordering::Release);
@@ -178,11 +182,13 @@ impl MemTable {
         MemTableIterator::new(Arc::clone(self))
     }
 
-    /// Arena bytes in use plus this struct; one atomic load. Tracks resident memory (see the
-    /// arena's doc): the arena reserves memory in 1 MiB chunks, touched as it is used.
+    /// Arena bytes in use plus this struct plus the range tombstones; two atomic loads. Tracks
+    /// resident memory (see the arena's doc): the arena reserves memory in 1 MiB chunks,
+    /// touched as it is used.
     pub fn approximate_memory_usage(&self) -> usize {
-        let tombstones = if self.has_range_tombstones() { self.range_dels.read().bytes } else { 0 };
-        self.list.memory_usage() + std::mem::size_of::<Self>() + tombstones
+        self.list.memory_usage()
+            + std::mem::size_of::<Self>()
+            + self.range_del_bytes.load(Ordering::Relaxed)
     }
 
     pub fn num_entries(&self) -> u64 {
