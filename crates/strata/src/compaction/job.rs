@@ -599,7 +599,7 @@ mod tests {
         let whole = KeyRange { start: None, end: None };
         let (out, _) = run_range(&env, &plan, &whole).unwrap();
         assert_eq!(out.len(), 1, "a tombstone-only input still yields a file");
-        assert_eq!(tables.get(out[0].number).unwrap().range_tombstones(), &[t.clone()]);
+        assert_eq!(tables.get(out[0].number).unwrap().range_tombstones(), std::slice::from_ref(&t));
         // Bottom: tombstone and covered entry dropped.
         plan.start_level = 2;
         plan.output_level = 3;
