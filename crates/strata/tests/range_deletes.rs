@@ -140,7 +140,7 @@ fn randomized_range_deletes_match_model() {
 
 /// Odd seeds use a small key space: more overwrites, more overlapping tombstones.
 fn randomized_run(seed: u64) {
-    let keys = if seed % 2 == 0 { KEYS } else { KEYS / 10 };
+    let keys = if seed.is_multiple_of(2) { KEYS } else { KEYS / 10 };
     let fs = MemFs::new();
     let mut rng = StdRng::seed_from_u64(seed);
     let mut db = Db::open(&opts(&fs), "/db").unwrap();
