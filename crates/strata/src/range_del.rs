@@ -15,6 +15,21 @@
 //! non-overlapping fragments, each listing the sequence numbers of the tombstones covering it,
 //! newest first, with the source (memtable, table, level) each came from. Queries are a binary
 //! search for the fragment of a key, then a scan of its (short) sequence list.
+//!
+//! Who uses what:
+//! - `get` (`db/read.rs`): per source, newest first, the covering seq raises a floor below
+//!   which entries are deleted; once a tombstone covers the key, older sources cannot hold a
+//!   newer entry (LSM order), so the lookup ends there.
+//! - DB iterator (`iterator/db_iter.rs`): an entry covered by a tombstone of a newer source
+//!   makes its child jump to the fragment's end (or before its start going backward);
+//!   entries covered by tombstones of their own source are skipped one by one.
+//! - flush and compaction (`compaction/stream.rs`, `compaction/job.rs`): entries covered in
+//!   their own snapshot stripe are dropped; tombstones are written clipped to each output's
+//!   key range, and dropped at the bottom when no snapshot predates them.
+//!
+//! A table's largest key covers its tombstones' ends with an exclusive bound
+//! ([`crate::key::range_end_bound`]), so neighbouring tables of a level may meet at a
+//! tombstone end without overlapping.
 
 use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 
