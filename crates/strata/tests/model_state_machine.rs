@@ -1,4 +1,4 @@
-//! Random sequences of put / delete / batch / get / flush / reopen, checked against a BTreeMap
+//! Random sequences of put / delete / delete_range / batch / get / flush / reopen, checked against a BTreeMap
 //! model, on the in-memory and the real filesystem.
 
 use std::collections::BTreeMap;
@@ -13,12 +13,15 @@ use strata::{Db, Options, WriteBatch, WriteOptions};
 enum BatchOp {
     Put(u8, Vec<u8>),
     Delete(u8),
+    DeleteRange(u8, u8),
 }
 
 #[derive(Clone, Debug)]
 enum Op {
     Put(u8, Vec<u8>, bool),
     Delete(u8),
+    /// `delete_range(key(a), key(b))`; a no-op unless key(a) < key(b).
+    DeleteRange(u8, u8),
     Batch(Vec<BatchOp>),
     Get(u8),
     Flush,
@@ -46,10 +49,12 @@ fn op_strategy() -> impl Strategy<Value = Op> {
     prop_oneof![
         30 => (k.clone(), value_strategy(), proptest::bool::weighted(0.1)).prop_map(|(k, v, s)| Op::Put(k, v, s)),
         10 => k.clone().prop_map(Op::Delete),
+        4 => (k.clone(), k.clone()).prop_map(|(a, b)| Op::DeleteRange(a, b)),
         8 => proptest::collection::vec(
             prop_oneof![
                 3 => (k.clone(), value_strategy()).prop_map(|(k, v)| BatchOp::Put(k, v)),
                 1 => k.clone().prop_map(BatchOp::Delete),
+                1 => (k.clone(), k.clone()).prop_map(|(a, b)| BatchOp::DeleteRange(a, b)),
             ],
             0..8
         ).prop_map(Op::Batch),
@@ -61,6 +66,21 @@ fn op_strategy() -> impl Strategy<Value = Op> {
 
 fn options(fs: Arc<dyn FileSystem>) -> Options {
     Options { fs, write_buffer_size: 32 << 10, block_size: 256, ..Options::default() }
+}
+
+/// The range of keys `a` and `b` with begin <= end (begin == end deletes nothing).
+fn ordered_range(a: u8, b: u8) -> (Vec<u8>, Vec<u8>) {
+    let (ka, kb) = (key(a), key(b));
+    if ka <= kb {
+        (ka, kb)
+    } else {
+        (kb, ka)
+    }
+}
+
+/// Applies `delete_range(lo, hi)` to the model.
+fn model_delete_range(model: &mut BTreeMap<Vec<u8>, Vec<u8>>, lo: &[u8], hi: &[u8]) {
+    model.retain(|k, _| !(k.as_slice() >= lo && k.as_slice() < hi));
 }
 
 fn run(ops: &[Op], fs: Arc<dyn FileSystem>, path: &Path) {
@@ -77,6 +97,11 @@ fn run(ops: &[Op], fs: Arc<dyn FileSystem>, path: &Path) {
                 db.delete(key(*k)).unwrap();
                 model.remove(&key(*k));
             }
+            Op::DeleteRange(a, b) => {
+                let (lo, hi) = ordered_range(*a, *b);
+                db.delete_range(&lo, &hi).unwrap();
+                model_delete_range(&mut model, &lo, &hi);
+            }
             Op::Batch(b) => {
                 let mut wb = WriteBatch::new();
                 for o in b {
@@ -88,6 +113,11 @@ fn run(ops: &[Op], fs: Arc<dyn FileSystem>, path: &Path) {
                         BatchOp::Delete(k) => {
                             wb.delete(key(*k));
                             model.remove(&key(*k));
+                        }
+                        BatchOp::DeleteRange(a, b) => {
+                            let (lo, hi) = ordered_range(*a, *b);
+                            wb.delete_range(&lo, &hi);
+                            model_delete_range(&mut model, &lo, &hi);
                         }
                     }
                 }
@@ -108,6 +138,12 @@ fn run(ops: &[Op], fs: Arc<dyn FileSystem>, path: &Path) {
         for k in 0..120u8 {
             assert_eq!(db.get(key(k)).unwrap(), model.get(&key(k)).cloned(), "final {pass} {k}");
         }
+        let scanned: BTreeMap<Vec<u8>, Vec<u8>> = db
+            .iterator(strata::IteratorMode::Start)
+            .map(|r| r.map(|(k, v)| (k.to_vec(), v.to_vec())))
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(scanned, model, "final scan {pass}");
         drop(db);
         db = Db::open(&opts, path).unwrap();
     }

@@ -82,6 +82,32 @@ fn iterator_conformance_sequential_inserts() {
 }
 
 #[test]
+fn range_tombstones_live_beside_the_skiplist() {
+    let m = Arc::new(MemTable::new());
+    assert!(m.fragmented_range_tombstones().is_none());
+    m.add(SeqNo(3), ValueType::Value, b"b", b"v");
+    m.add(SeqNo(4), ValueType::RangeDeletion, b"a", b"c");
+    m.add(SeqNo(5), ValueType::RangeDeletion, b"x", b"x"); // empty: dropped
+    assert_eq!(m.num_entries(), 1);
+    assert_eq!(m.num_range_deletions(), 1);
+    assert_eq!(m.largest_seqno(), Some(SeqNo(5)));
+    assert_eq!(scan(&m).len(), 1, "tombstones are not in the skiplist");
+    let f = m.fragmented_range_tombstones().unwrap();
+    assert_eq!(f.max_covering_seq(b"b", SeqNo(10)), SeqNo(4));
+    m.add(SeqNo(6), ValueType::RangeDeletion, b"b", b"d");
+    let f = m.fragmented_range_tombstones().unwrap();
+    assert_eq!(f.max_covering_seq(b"b", SeqNo(10)), SeqNo(6), "cache rebuilt after an add");
+    assert_eq!(f.max_covering_seq(b"c", SeqNo(5)), SeqNo::ZERO);
+
+    // A memtable holding only a tombstone is not empty (it must be flushed).
+    let only = MemTable::new();
+    only.add(SeqNo(1), ValueType::RangeDeletion, b"a", b"b");
+    assert!(!only.is_empty());
+    assert_eq!(only.range_tombstones().len(), 1);
+    assert!(only.approximate_memory_usage() > MemTable::new().approximate_memory_usage());
+}
+
+#[test]
 fn empty_memtable() {
     let m = Arc::new(MemTable::new());
     assert!(m.is_empty());
