@@ -10,6 +10,7 @@ use crate::options::ReadOptions;
 use crate::sstable::ReadBlockOptions;
 use crate::stats::Ticker;
 use crate::types::{SeqNo, ValueType};
+use crate::version::edit::FileMetaData;
 
 /// Where a lookup stands after seeing some entries of its key, newest first.
 pub(crate) enum Lookup {
@@ -225,17 +226,12 @@ pub(crate) fn get_at(
     let mut ctx = GetContext::new(key, inner.opts.merge_operator.as_deref());
     let tickers = &inner.stats.tickers;
     tickers.add(Ticker::KeysRead, 1);
-    ctx.cover(sv.mem.fragmented_range_tombstones().as_deref(), seq);
-    sv.mem.get(lkey, |k, v| ctx.add(k, v));
-    ctx.end_if_covered();
-    if !ctx.is_done() {
-        for m in &sv.imm {
-            ctx.cover(m.fragmented_range_tombstones().as_deref(), seq);
-            m.get(lkey, |k, v| ctx.add(k, v));
-            ctx.end_if_covered();
-            if ctx.is_done() {
-                break;
-            }
+    for m in std::iter::once(&sv.mem).chain(&sv.imm) {
+        ctx.cover(m.fragmented_range_tombstones().as_deref(), seq);
+        m.get(lkey, |k, v| ctx.add(k, v));
+        ctx.end_if_covered();
+        if ctx.is_done() {
+            break;
         }
     }
     tickers.add(if ctx.is_done() { Ticker::MemtableHit } else { Ticker::MemtableMiss }, 1);
@@ -244,45 +240,40 @@ pub(crate) fn get_at(
             verify_checksums: opts.verify_checksums,
             fill_cache: opts.fill_cache,
         };
-        'levels: for (level, files) in sv.version.levels.iter().enumerate() {
-            if files.is_empty() {
-                continue;
+        // One table: its tombstones first (they apply even where the filter says no), then
+        // its entries if the Bloom filter lets the key through.
+        let search = |ctx: &mut GetContext<'_>, f: &FileMetaData| -> Result<()> {
+            let t = inner.table_cache.get(f.number)?;
+            ctx.cover(t.fragmented_range_tombstones().map(|a| &**a), seq);
+            if filter_passes(tickers, &t, key) {
+                t.get(lkey, &ro, |k, v| ctx.add(k, v))?;
+                ctx.name_file(t.path());
             }
+            ctx.end_if_covered();
+            Ok(())
+        };
+        'levels: for (level, files) in sv.version.levels.iter().enumerate() {
             if level == 0 {
                 for f in files {
                     if key < user_key(&f.smallest) || after_largest(key, &f.largest) {
                         continue;
                     }
-                    let t = inner.table_cache.get(f.number)?;
-                    ctx.cover(t.fragmented_range_tombstones().map(|a| &**a), seq);
-                    if filter_passes(tickers, &t, key) {
-                        t.get(lkey, &ro, |k, v| ctx.add(k, v))?;
-                        ctx.name_file(t.path());
-                    }
-                    ctx.end_if_covered();
+                    search(&mut ctx, f)?;
                     if ctx.is_done() {
                         tickers.add(Ticker::GetHitL0, 1);
                         break 'levels;
                     }
                 }
-            } else {
-                let i = sv.version.find_file(level, key);
-                let Some(f) = files.get(i) else { continue };
-                if key < user_key(&f.smallest) {
-                    continue;
-                }
-                let t = inner.table_cache.get(f.number)?;
-                ctx.cover(t.fragmented_range_tombstones().map(|a| &**a), seq);
-                if filter_passes(tickers, &t, key) {
-                    t.get(lkey, &ro, |k, v| ctx.add(k, v))?;
-                    ctx.name_file(t.path());
-                }
-                ctx.end_if_covered();
-                if ctx.is_done() {
-                    tickers
-                        .add(if level == 1 { Ticker::GetHitL1 } else { Ticker::GetHitL2AndUp }, 1);
-                    break;
-                }
+                continue;
+            }
+            let Some(f) = files.get(sv.version.find_file(level, key)) else { continue };
+            if key < user_key(&f.smallest) {
+                continue;
+            }
+            search(&mut ctx, f)?;
+            if ctx.is_done() {
+                tickers.add(if level == 1 { Ticker::GetHitL1 } else { Ticker::GetHitL2AndUp }, 1);
+                break;
             }
         }
     }
