@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 use strata::env::{FileSystem, MemFs, OsFs};
-use strata::{Db, Options, WriteBatch, WriteOptions};
+use strata::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 #[derive(Clone, Debug)]
 enum BatchOp {
@@ -24,7 +26,20 @@ enum Op {
     DeleteRange(u8, u8),
     Batch(Vec<BatchOp>),
     Get(u8),
+    /// `merge(key, operand)` with the `stringappend` operator.
+    Merge(u8, Vec<u8>),
+    /// Seek (or seek_for_prev when reverse) to `key(start)` and take `steps` steps.
+    Scan {
+        start: u8,
+        reverse: bool,
+        steps: u8,
+    },
+    /// Take a snapshot and remember the model's state with it.
+    Snapshot,
+    /// Check the view of a held snapshot (index modulo the number held), then release it.
+    CheckSnapshot(u8),
     Flush,
+    CompactRange,
     Reopen,
 }
 
@@ -58,14 +73,28 @@ fn op_strategy() -> impl Strategy<Value = Op> {
             ],
             0..8
         ).prop_map(Op::Batch),
-        20 => k.prop_map(Op::Get),
+        20 => k.clone().prop_map(Op::Get),
+        8 => (k.clone(), proptest::collection::vec(any::<u8>(), 0..6)).prop_map(|(k, v)| Op::Merge(k, v)),
+        6 => (k, any::<bool>(), 0u8..12).prop_map(|(start, reverse, steps)| Op::Scan { start, reverse, steps }),
+        3 => Just(Op::Snapshot),
+        3 => any::<u8>().prop_map(Op::CheckSnapshot),
         3 => Just(Op::Flush),
+        1 => Just(Op::CompactRange),
         2 => Just(Op::Reopen),
     ]
 }
 
 fn options(fs: Arc<dyn FileSystem>) -> Options {
-    Options { fs, write_buffer_size: 32 << 10, block_size: 256, ..Options::default() }
+    Options {
+        fs,
+        write_buffer_size: 32 << 10,
+        block_size: 256,
+        level0_file_num_compaction_trigger: 2,
+        max_bytes_for_level_base: 64 << 10,
+        target_file_size_base: 32 << 10,
+        merge_operator: strata::merge_operator::builtin_merge_operator("stringappend"),
+        ..Options::default()
+    }
 }
 
 /// The range of keys `a` and `b` with begin <= end (begin == end deletes nothing).
@@ -86,7 +115,8 @@ fn model_delete_range(model: &mut BTreeMap<Vec<u8>, Vec<u8>>, lo: &[u8], hi: &[u
 fn run(ops: &[Op], fs: Arc<dyn FileSystem>, path: &Path) {
     let opts = options(fs);
     let mut db = Db::open(&opts, path).unwrap();
-    let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+    let mut model = Model::new();
+    let mut snapshots: Vec<(strata::Snapshot, Model)> = Vec::new();
     for op in ops {
         match op {
             Op::Put(k, v, sync) => {
@@ -126,8 +156,60 @@ fn run(ops: &[Op], fs: Arc<dyn FileSystem>, path: &Path) {
             Op::Get(k) => {
                 assert_eq!(db.get(key(*k)).unwrap(), model.get(&key(*k)).cloned(), "get {k}");
             }
+            Op::Merge(k, v) => {
+                db.merge(key(*k), v).unwrap();
+                // stringappend: the existing value (if any), a comma, the operand.
+                let merged = match model.get(&key(*k)) {
+                    Some(cur) => [cur.as_slice(), b",", v.as_slice()].concat(),
+                    None => v.clone(),
+                };
+                model.insert(key(*k), merged);
+            }
+            Op::Scan { start, reverse, steps } => {
+                let mut it = db.raw_iterator();
+                let target = key(*start);
+                let expect: Vec<(&Vec<u8>, &Vec<u8>)> = if *reverse {
+                    it.seek_for_prev(&target);
+                    model.range(..=target.clone()).rev().take(usize::from(*steps) + 1).collect()
+                } else {
+                    it.seek(&target);
+                    model.range(target.clone()..).take(usize::from(*steps) + 1).collect()
+                };
+                for (i, (k, v)) in expect.iter().enumerate() {
+                    assert_eq!(it.key(), Some(k.as_slice()), "scan from {start} step {i}");
+                    assert_eq!(it.value(), Some(v.as_slice()), "scan from {start} step {i}");
+                    if *reverse {
+                        it.prev();
+                    } else {
+                        it.next();
+                    }
+                }
+                if expect.len() <= usize::from(*steps) {
+                    assert!(!it.valid(), "scan from {start}: past the end");
+                }
+                it.status().unwrap();
+            }
+            Op::Snapshot => snapshots.push((db.snapshot(), model.clone())),
+            Op::CheckSnapshot(i) => {
+                if !snapshots.is_empty() {
+                    let (snap, at) = snapshots.remove(usize::from(*i) % snapshots.len());
+                    let mut ro = ReadOptions::default();
+                    ro.set_snapshot(&snap);
+                    let scanned: BTreeMap<Vec<u8>, Vec<u8>> = db
+                        .iterator_opt(strata::IteratorMode::Start, &ro)
+                        .map(|r| r.map(|(k, v)| (k.to_vec(), v.to_vec())))
+                        .collect::<Result<_, _>>()
+                        .unwrap();
+                    assert_eq!(scanned, at, "snapshot view");
+                    for k in at.keys().take(8) {
+                        assert_eq!(db.get_opt(k, &ro).unwrap().as_ref(), at.get(k), "snapshot get");
+                    }
+                }
+            }
             Op::Flush => db.flush().unwrap(),
+            Op::CompactRange => db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap(),
             Op::Reopen => {
+                snapshots.clear();
                 drop(db);
                 db = Db::open(&opts, path).unwrap();
             }
