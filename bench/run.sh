@@ -4,7 +4,7 @@
 # shared/seeds (RocksDB's benchmark.sh jobs, the read-modify-write page, LevelDB's
 # fillsync): each step is one strata-bench process, like benchmark.sh.
 #
-#   bash bench/run.sh [--engines strata,rocksdb,sqlite] [--num N] [--duration S]
+#   bash bench/run.sh [--engines strata,rocksdb,sqlite,db_bench] [--num N] [--duration S]
 #                     [--threads T] [--value-size B] [--sync-writes N] [--out DIR] [--keep-db]
 #
 # Engines other than strata need their cargo feature (rocksdb: a C++ toolchain and
@@ -53,7 +53,13 @@ for e in "${engine_list[@]}"; do
   case "$e" in
     strata) ;;
     rocksdb|sqlite) features+=("$e") ;;
-    *) echo "bench/run.sh: unknown engine '$e' (strata, rocksdb, sqlite)" >&2; exit 2 ;;
+    db_bench)
+      # RocksDB's own db_bench from Debian's rocksdb-tools (RocksDB 7.8.3, built with
+      # assertions on, so slower than a release build): a quick reference run when the
+      # rocksdb crate is not built. Install with `apt-get install -y rocksdb-tools`.
+      command -v db_bench >/dev/null || {
+        echo "bench/run.sh: db_bench not found (apt-get install -y rocksdb-tools)" >&2; exit 2; } ;;
+    *) echo "bench/run.sh: unknown engine '$e' (strata, rocksdb, sqlite, db_bench)" >&2; exit 2 ;;
   esac
 done
 feature_args=()
@@ -84,7 +90,7 @@ common=(
 # LSM engines (strata, rocksdb) also get the same LSM configuration.
 lsm=(
   --compression_type=snappy --bloom_bits=10 --write_buffer_size=$((32 << 20))
-  --max_write_buffer_number=2 --max_background_jobs=2
+  --max_write_buffer_number=2 --max_background_jobs=2 --level_compaction_dynamic_level_bytes=true
 )
 step_no=0
 
@@ -98,7 +104,9 @@ run_step() { # engine test bench extra-flags...
   echo "== $engine: $test" >&2
   local engine_flags=("${common[@]}")
   if [ "$engine" != sqlite ]; then engine_flags+=("${lsm[@]}"); fi
-  if ! "$bin" --engine="$engine" --db="$db" "${engine_flags[@]}" --seed="$step_seed" \
+  local cmd=("$bin" --engine="$engine")
+  if [ "$engine" = db_bench ]; then cmd=(db_bench); fi
+  if ! "${cmd[@]}" --db="$db" "${engine_flags[@]}" --seed="$step_seed" \
       --benchmarks="$bench,stats" "$@" \
       > "$out/$log" 2>&1; then
     echo "   (failed: see $out/$log)" >&2
