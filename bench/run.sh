@@ -1,8 +1,156 @@
 #!/usr/bin/env bash
-# The main job: build in release mode and run the benchmark on the embedded engine.
-# Until the db_bench-compatible suite lands (strata-bench), this loads and reads back
-# NUM keys of 16+100 bytes. Usage: bash bench/run.sh [NUM]
+# The seeds' benchmark suite (the README's main job): builds strata-bench in release mode and
+# runs, for every engine asked for, the sequence of the public benchmark pages in
+# shared/seeds (RocksDB's benchmark.sh jobs, the read-modify-write page, LevelDB's
+# fillsync): each step is one strata-bench process, like benchmark.sh.
+#
+#   bash bench/run.sh [--engines strata,rocksdb,sqlite,db_bench] [--num N] [--duration S]
+#                     [--threads T] [--value-size B] [--sync-writes N] [--out DIR] [--keep-db]
+#
+# Engines other than strata need their cargo feature (rocksdb: a C++ toolchain and
+# clang/libclang for bindgen; the first build of RocksDB takes tens of minutes).
+# Results: bench/out/<timestamp>/{report.tsv, relative_qps.md, relative_qps.txt,
+# relative_qps.png (with a second engine), qps.png, steps.tsv, logs/}.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-num="${1:-1000000}"
-cargo run --release -p strata --example load_and_read -- "$num"
+
+engines="strata"
+num=1000000          # keys (16-byte keys, 100-byte values: ~110 MiB of user data)
+duration=10          # seconds of each duration-bounded step
+threads=1            # reader/writer threads of the multi-threaded steps
+value_size=100
+sync_writes=2000     # fillsync: synced writes per run
+write_rate=$((2 << 20)) # readwhilewriting: background writer limit (bytes/s), as benchmark_compare.sh
+out=""
+keep_db=0
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --engines) engines="$2"; shift 2 ;;
+    --engines=*) engines="${1#*=}"; shift ;;
+    --num) num="$2"; shift 2 ;;
+    --num=*) num="${1#*=}"; shift ;;
+    --duration) duration="$2"; shift 2 ;;
+    --duration=*) duration="${1#*=}"; shift ;;
+    --threads) threads="$2"; shift 2 ;;
+    --threads=*) threads="${1#*=}"; shift ;;
+    --value-size) value_size="$2"; shift 2 ;;
+    --value-size=*) value_size="${1#*=}"; shift ;;
+    --sync-writes) sync_writes="$2"; shift 2 ;;
+    --sync-writes=*) sync_writes="${1#*=}"; shift ;;
+    --out) out="$2"; shift 2 ;;
+    --out=*) out="${1#*=}"; shift ;;
+    --keep-db) keep_db=1; shift ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    [0-9]*) num="$1"; shift ;; # the placeholder script's positional NUM
+    *) echo "bench/run.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+features=()
+IFS=',' read -r -a engine_list <<< "$engines"
+for e in "${engine_list[@]}"; do
+  case "$e" in
+    strata) ;;
+    rocksdb|sqlite) features+=("$e") ;;
+    db_bench)
+      # RocksDB's own db_bench from Debian's rocksdb-tools (RocksDB 7.8.3, built with
+      # assertions on, so slower than a release build): a quick reference run when the
+      # rocksdb crate is not built. Install with `apt-get install -y rocksdb-tools`.
+      command -v db_bench >/dev/null || {
+        echo "bench/run.sh: db_bench not found (apt-get install -y rocksdb-tools)" >&2; exit 2; } ;;
+    *) echo "bench/run.sh: unknown engine '$e' (strata, rocksdb, sqlite, db_bench)" >&2; exit 2 ;;
+  esac
+done
+feature_args=()
+if [ ${#features[@]} -gt 0 ]; then
+  feature_args=(--features "$(IFS=','; echo "${features[*]}")")
+fi
+
+echo "== building strata-bench (release${features[*]:+, features: ${features[*]}})" >&2
+cargo build --release -p strata-bench --bins "${feature_args[@]}"
+target_dir="${CARGO_TARGET_DIR:-target}"
+bin="$target_dir/release/strata-bench"
+report_bin="$target_dir/release/strata-bench-report"
+
+stamp="$(date -u +%Y%m%d-%H%M%S)"
+out="${out:-bench/out/$stamp}"
+mkdir -p "$out/logs"
+out="$(cd "$out" && pwd)"
+steps="$out/steps.tsv"
+printf '# engine\ttest\tbench\tlog\tdu_kb\n' > "$steps"
+seed="$(date +%s)"
+
+# Flags every engine gets, so that they are configured alike (each engine honours all it gets:
+# strata-bench rejects flags an engine cannot honour).
+common=(
+  --num="$num" --key_size=16 --value_size="$value_size" --compression_ratio=0.5
+  --cache_size=$((64 << 20)) --histogram=1
+)
+# LSM engines (strata, rocksdb) also get the same LSM configuration.
+lsm=(
+  --compression_type=snappy --bloom_bits=10 --write_buffer_size=$((32 << 20))
+  --max_write_buffer_number=2 --max_background_jobs=2 --level_compaction_dynamic_level_bytes=true
+)
+step_no=0
+
+run_step() { # engine test bench extra-flags...
+  local engine="$1" test="$2" bench="$3"; shift 3
+  # Each step gets its own seed (as benchmark.sh's per-job epoch), the same for every engine:
+  # a reader must not replay the exact key sequence of the writer before it.
+  step_no=$((step_no + 1))
+  local step_seed=$((seed + step_no))
+  local db="$out/db/$engine" log="logs/$engine.$test.log"
+  echo "== $engine: $test" >&2
+  local engine_flags=("${common[@]}")
+  if [ "$engine" != sqlite ]; then engine_flags+=("${lsm[@]}"); fi
+  local cmd=("$bin" --engine="$engine")
+  if [ "$engine" = db_bench ]; then cmd=(db_bench); fi
+  if ! "${cmd[@]}" --db="$db" "${engine_flags[@]}" --seed="$step_seed" \
+      --benchmarks="$bench,stats" "$@" \
+      > "$out/$log" 2>&1; then
+    echo "   (failed: see $out/$log)" >&2
+  fi
+  grep -E "^$bench " "$out/$log" | tail -1 >&2 || true
+  local du_kb=""
+  if [ -d "$db" ]; then du_kb="$(du -sk "$db" | cut -f1)"; fi
+  printf '%s\t%s\t%s\t%s\t%s\n' "$engine" "$test" "$bench" "$log" "$du_kb" >> "$steps"
+}
+
+for engine in "${engine_list[@]}"; do
+  # SQLite has no WAL-less writes: its load steps keep its own write-ahead log.
+  nowal=(--disable_wal=1)
+  if [ "$engine" = sqlite ]; then nowal=(); fi
+  # Load (seed 000 bulkload / benchmark.sh fillseq_disable_wal), then random load with the WAL.
+  run_step "$engine" fillseq.wal_disabled fillseq "${nowal[@]}"
+  run_step "$engine" fillrandom fillrandom
+  # On the DB fillrandom left: overwrite, point reads, scans, reads under a rate-limited writer.
+  run_step "$engine" overwrite overwrite --use_existing_db=1 --duration="$duration"
+  run_step "$engine" readrandom readrandom --use_existing_db=1 --threads="$threads" --duration="$duration"
+  run_step "$engine" readseq readseq --use_existing_db=1
+  run_step "$engine" fwdrange seekrandom --use_existing_db=1 --threads="$threads" \
+    --seek_nexts=10 --reverse_iterator=false --duration="$duration"
+  run_step "$engine" revrange seekrandom --use_existing_db=1 --threads="$threads" \
+    --seek_nexts=10 --reverse_iterator=true --duration="$duration"
+  run_step "$engine" readwhilewriting readwhilewriting --use_existing_db=1 --threads="$threads" \
+    --benchmark_write_rate_limit="$write_rate" --duration="$duration"
+  # Read-modify-write (seed 001): 8-byte counters, no WAL, fresh DB each.
+  run_step "$engine" updaterandom updaterandom --value_size=8 "${nowal[@]}" --duration="$duration"
+  if [ "$engine" != sqlite ]; then # SQLite has no merge operator
+    run_step "$engine" mergerandom mergerandom --value_size=8 "${nowal[@]}" \
+      --merge_operator=uint64add --duration="$duration"
+  fi
+  # Synchronous writes (LevelDB's fillsync): a fixed number of synced writes.
+  run_step "$engine" fillsync fillsync --writes="$sync_writes"
+  if [ "$keep_db" = 0 ]; then rm -rf "$out/db/$engine"; fi
+  step_no=0
+done
+if [ "$keep_db" = 0 ]; then rmdir "$out/db" 2>/dev/null || true; fi
+
+"$report_bin" "$out" >&2
+echo
+echo "== $out/report.tsv"
+column -t -s $'\t' "$out/report.tsv" 2>/dev/null || cat "$out/report.tsv"
+echo
+echo "== $out/relative_qps.txt"
+cat "$out/relative_qps.txt"

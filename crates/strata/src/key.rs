@@ -86,6 +86,27 @@ pub fn lookup_key(user_key: &[u8], seq: SeqNo) -> Vec<u8> {
     make_internal_key(user_key, seq, ValueType::FOR_SEEK)
 }
 
+/// The internal key standing for a range tombstone's exclusive `end` as a table's largest
+/// key: `(end, SeqNo::MAX, RangeDeletion)` sorts before every real entry of `end`, and marks
+/// the bound as exclusive (no real entry has `SeqNo::MAX`).
+pub fn range_end_bound(end: &[u8]) -> Vec<u8> {
+    make_internal_key(end, SeqNo::MAX, ValueType::RangeDeletion)
+}
+
+/// True when `ikey` (a table's largest key) is an exclusive bound made by [`range_end_bound`].
+#[inline]
+pub fn is_exclusive_bound(ikey: &[u8]) -> bool {
+    ikey.len() >= TRAILER_LEN && trailer(ikey) == pack_trailer(SeqNo::MAX, ValueType::RangeDeletion)
+}
+
+/// True when user key `ukey` lies after a table whose largest key is `largest` (exclusive
+/// when it is a range end bound).
+#[inline]
+pub fn after_largest(ukey: &[u8], largest: &[u8]) -> bool {
+    let u = user_key(largest);
+    ukey > u || (ukey == u && is_exclusive_bound(largest))
+}
+
 /// Replaces `start` (an internal key) by a shorter internal key `k` with `start <= k < limit`,
 /// when one exists; used for index-block separators. Keeps `start` unchanged otherwise.
 pub fn shorten_separator(start: &mut Vec<u8>, limit: &[u8]) {

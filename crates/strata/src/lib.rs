@@ -19,6 +19,7 @@ pub(crate) mod compaction;
 pub(crate) mod db;
 pub(crate) mod iterator;
 pub(crate) mod memtable;
+pub(crate) mod range_del;
 pub(crate) mod sstable;
 pub(crate) mod stats;
 pub(crate) mod util;

@@ -1,4 +1,4 @@
-//! Random sequences of put / delete / batch / get / flush / reopen, checked against a BTreeMap
+//! Random sequences of put / delete / delete_range / batch / get / flush / reopen, checked against a BTreeMap
 //! model, on the in-memory and the real filesystem.
 
 use std::collections::BTreeMap;
@@ -7,21 +7,39 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 use strata::env::{FileSystem, MemFs, OsFs};
-use strata::{Db, Options, WriteBatch, WriteOptions};
+use strata::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 #[derive(Clone, Debug)]
 enum BatchOp {
     Put(u8, Vec<u8>),
     Delete(u8),
+    DeleteRange(u8, u8),
 }
 
 #[derive(Clone, Debug)]
 enum Op {
     Put(u8, Vec<u8>, bool),
     Delete(u8),
+    /// `delete_range(key(a), key(b))`; a no-op unless key(a) < key(b).
+    DeleteRange(u8, u8),
     Batch(Vec<BatchOp>),
     Get(u8),
+    /// `merge(key, operand)` with the `stringappend` operator.
+    Merge(u8, Vec<u8>),
+    /// Seek (or seek_for_prev when reverse) to `key(start)` and take `steps` steps.
+    Scan {
+        start: u8,
+        reverse: bool,
+        steps: u8,
+    },
+    /// Take a snapshot and remember the model's state with it.
+    Snapshot,
+    /// Check the view of a held snapshot (index modulo the number held), then release it.
+    CheckSnapshot(u8),
     Flush,
+    CompactRange,
     Reopen,
 }
 
@@ -46,27 +64,59 @@ fn op_strategy() -> impl Strategy<Value = Op> {
     prop_oneof![
         30 => (k.clone(), value_strategy(), proptest::bool::weighted(0.1)).prop_map(|(k, v, s)| Op::Put(k, v, s)),
         10 => k.clone().prop_map(Op::Delete),
+        4 => (k.clone(), k.clone()).prop_map(|(a, b)| Op::DeleteRange(a, b)),
         8 => proptest::collection::vec(
             prop_oneof![
                 3 => (k.clone(), value_strategy()).prop_map(|(k, v)| BatchOp::Put(k, v)),
                 1 => k.clone().prop_map(BatchOp::Delete),
+                1 => (k.clone(), k.clone()).prop_map(|(a, b)| BatchOp::DeleteRange(a, b)),
             ],
             0..8
         ).prop_map(Op::Batch),
-        20 => k.prop_map(Op::Get),
+        20 => k.clone().prop_map(Op::Get),
+        8 => (k.clone(), proptest::collection::vec(any::<u8>(), 0..6)).prop_map(|(k, v)| Op::Merge(k, v)),
+        6 => (k, any::<bool>(), 0u8..12).prop_map(|(start, reverse, steps)| Op::Scan { start, reverse, steps }),
+        3 => Just(Op::Snapshot),
+        3 => any::<u8>().prop_map(Op::CheckSnapshot),
         3 => Just(Op::Flush),
+        1 => Just(Op::CompactRange),
         2 => Just(Op::Reopen),
     ]
 }
 
 fn options(fs: Arc<dyn FileSystem>) -> Options {
-    Options { fs, write_buffer_size: 32 << 10, block_size: 256, ..Options::default() }
+    Options {
+        fs,
+        write_buffer_size: 32 << 10,
+        block_size: 256,
+        level0_file_num_compaction_trigger: 2,
+        max_bytes_for_level_base: 64 << 10,
+        target_file_size_base: 32 << 10,
+        merge_operator: strata::merge_operator::builtin_merge_operator("stringappend"),
+        ..Options::default()
+    }
+}
+
+/// The range of keys `a` and `b` with begin <= end (begin == end deletes nothing).
+fn ordered_range(a: u8, b: u8) -> (Vec<u8>, Vec<u8>) {
+    let (ka, kb) = (key(a), key(b));
+    if ka <= kb {
+        (ka, kb)
+    } else {
+        (kb, ka)
+    }
+}
+
+/// Applies `delete_range(lo, hi)` to the model.
+fn model_delete_range(model: &mut BTreeMap<Vec<u8>, Vec<u8>>, lo: &[u8], hi: &[u8]) {
+    model.retain(|k, _| !(k.as_slice() >= lo && k.as_slice() < hi));
 }
 
 fn run(ops: &[Op], fs: Arc<dyn FileSystem>, path: &Path) {
     let opts = options(fs);
     let mut db = Db::open(&opts, path).unwrap();
-    let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+    let mut model = Model::new();
+    let mut snapshots: Vec<(strata::Snapshot, Model)> = Vec::new();
     for op in ops {
         match op {
             Op::Put(k, v, sync) => {
@@ -76,6 +126,11 @@ fn run(ops: &[Op], fs: Arc<dyn FileSystem>, path: &Path) {
             Op::Delete(k) => {
                 db.delete(key(*k)).unwrap();
                 model.remove(&key(*k));
+            }
+            Op::DeleteRange(a, b) => {
+                let (lo, hi) = ordered_range(*a, *b);
+                db.delete_range(&lo, &hi).unwrap();
+                model_delete_range(&mut model, &lo, &hi);
             }
             Op::Batch(b) => {
                 let mut wb = WriteBatch::new();
@@ -89,6 +144,11 @@ fn run(ops: &[Op], fs: Arc<dyn FileSystem>, path: &Path) {
                             wb.delete(key(*k));
                             model.remove(&key(*k));
                         }
+                        BatchOp::DeleteRange(a, b) => {
+                            let (lo, hi) = ordered_range(*a, *b);
+                            wb.delete_range(&lo, &hi);
+                            model_delete_range(&mut model, &lo, &hi);
+                        }
                     }
                 }
                 db.write(wb).unwrap();
@@ -96,8 +156,60 @@ fn run(ops: &[Op], fs: Arc<dyn FileSystem>, path: &Path) {
             Op::Get(k) => {
                 assert_eq!(db.get(key(*k)).unwrap(), model.get(&key(*k)).cloned(), "get {k}");
             }
+            Op::Merge(k, v) => {
+                db.merge(key(*k), v).unwrap();
+                // stringappend: the existing value (if any), a comma, the operand.
+                let merged = match model.get(&key(*k)) {
+                    Some(cur) => [cur.as_slice(), b",", v.as_slice()].concat(),
+                    None => v.clone(),
+                };
+                model.insert(key(*k), merged);
+            }
+            Op::Scan { start, reverse, steps } => {
+                let mut it = db.raw_iterator();
+                let target = key(*start);
+                let expect: Vec<(&Vec<u8>, &Vec<u8>)> = if *reverse {
+                    it.seek_for_prev(&target);
+                    model.range(..=target.clone()).rev().take(usize::from(*steps) + 1).collect()
+                } else {
+                    it.seek(&target);
+                    model.range(target.clone()..).take(usize::from(*steps) + 1).collect()
+                };
+                for (i, (k, v)) in expect.iter().enumerate() {
+                    assert_eq!(it.key(), Some(k.as_slice()), "scan from {start} step {i}");
+                    assert_eq!(it.value(), Some(v.as_slice()), "scan from {start} step {i}");
+                    if *reverse {
+                        it.prev();
+                    } else {
+                        it.next();
+                    }
+                }
+                if expect.len() <= usize::from(*steps) {
+                    assert!(!it.valid(), "scan from {start}: past the end");
+                }
+                it.status().unwrap();
+            }
+            Op::Snapshot => snapshots.push((db.snapshot(), model.clone())),
+            Op::CheckSnapshot(i) => {
+                if !snapshots.is_empty() {
+                    let (snap, at) = snapshots.remove(usize::from(*i) % snapshots.len());
+                    let mut ro = ReadOptions::default();
+                    ro.set_snapshot(&snap);
+                    let scanned: BTreeMap<Vec<u8>, Vec<u8>> = db
+                        .iterator_opt(strata::IteratorMode::Start, &ro)
+                        .map(|r| r.map(|(k, v)| (k.to_vec(), v.to_vec())))
+                        .collect::<Result<_, _>>()
+                        .unwrap();
+                    assert_eq!(scanned, at, "snapshot view");
+                    for k in at.keys().take(8) {
+                        assert_eq!(db.get_opt(k, &ro).unwrap().as_ref(), at.get(k), "snapshot get");
+                    }
+                }
+            }
             Op::Flush => db.flush().unwrap(),
+            Op::CompactRange => db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap(),
             Op::Reopen => {
+                snapshots.clear();
                 drop(db);
                 db = Db::open(&opts, path).unwrap();
             }
@@ -108,6 +220,12 @@ fn run(ops: &[Op], fs: Arc<dyn FileSystem>, path: &Path) {
         for k in 0..120u8 {
             assert_eq!(db.get(key(k)).unwrap(), model.get(&key(k)).cloned(), "final {pass} {k}");
         }
+        let scanned: BTreeMap<Vec<u8>, Vec<u8>> = db
+            .iterator(strata::IteratorMode::Start)
+            .map(|r| r.map(|(k, v)| (k.to_vec(), v.to_vec())))
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(scanned, model, "final scan {pass}");
         drop(db);
         db = Db::open(&opts, path).unwrap();
     }

@@ -5,7 +5,8 @@
 //! Cause: the memtable skiplist's `seek_ge` walked down to the last node before the key and
 //! then re-loaded that node's successor. A node inserted in between (a smaller key, written by
 //! another thread) was returned instead of the node that ended the walk, and the lookup stopped
-//! at the wrong user key. Fixed by returning the node that ended the walk.
+//! at the wrong user key. Fixed by returning the node that ended the walk (the same fix was
+//! found with Miri on the memtable branch).
 //!
 //! Writer threads each put their own keys and read each one back right after the put is
 //! acknowledged, while the others keep inserting. Before the fix a 4-second run missed a few

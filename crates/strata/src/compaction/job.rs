@@ -18,6 +18,7 @@ use crate::iterator::merging::MergingIterator;
 use crate::iterator::InternalIterator;
 use crate::key::{compare_internal, make_internal_key, user_key};
 use crate::merge_operator::MergeOperator;
+use crate::range_del::{sort_tombstones, FragmentedTombstones, RangeTombstone};
 use crate::sstable::{ReadBlockOptions, TableBuilder, TableOptions};
 use crate::stats::LevelStats;
 use crate::types::{FileNumber, SeqNo, ValueType};
@@ -185,11 +186,32 @@ fn nothing_below(version: &Version, output_level: usize, ukey: &[u8]) -> bool {
     true
 }
 
+/// The range tombstones of the plan's input tables.
+fn input_range_tombstones(env: &JobEnv<'_>, plan: &CompactionPlan) -> Result<Vec<RangeTombstone>> {
+    let mut out = Vec::new();
+    for (_, f) in plan.all_inputs() {
+        out.extend_from_slice(env.tables.get(f.number)?.range_tombstones());
+    }
+    Ok(out)
+}
+
 fn run_range(
     env: &JobEnv<'_>,
     plan: &CompactionPlan,
     range: &KeyRange,
 ) -> Result<(Vec<FileMetaData>, StreamStats)> {
+    let tombstones = input_range_tombstones(env, plan)?;
+    let fragmented =
+        (!tombstones.is_empty()).then(|| FragmentedTombstones::from_tombstones(&tombstones, 0));
+    // A tombstone no snapshot predates deletes, at the bottom, only entries of its own stripe,
+    // all dropped here: it has nothing left to hide.
+    let oldest_snapshot = env.snapshots.first().copied();
+    let mut kept: Vec<RangeTombstone> = tombstones
+        .iter()
+        .filter(|t| !(plan.bottommost && oldest_snapshot.is_none_or(|s| s >= t.seq)))
+        .filter_map(|t| t.clipped(range.start.as_deref(), range.end.as_deref()))
+        .collect();
+    sort_tombstones(&mut kept);
     let mut merged = input_iterator(env, plan)?;
     let mut input =
         Bounded { inner: &mut merged, start: range.start.as_deref(), end: range.end.as_deref() };
@@ -199,8 +221,9 @@ fn run_range(
         snapshots: env.snapshots,
         merge_operator: env.merge_operator,
         is_bottom: &is_bottom,
+        range_dels: fragmented.as_ref(),
     };
-    let mut out = OutputWriter::new(env, plan);
+    let mut out = OutputWriter::new(env, plan, kept, range);
     let result = run_stream(&mut input, &ctx, |k, v| out.add(k, v));
     match result.and_then(|s| out.finish().map(|files| (files, s))) {
         Ok(r) => Ok(r),
@@ -222,13 +245,26 @@ struct OutputWriter<'a> {
     gp_index: usize,
     gp_overlap: u64,
     seen_key: bool,
+    /// Range tombstones to write, clipped to the subcompaction's range; each output gets
+    /// them clipped to its own range [lower, first user key of the next output).
+    tombstones: Vec<RangeTombstone>,
+    lower: Option<Vec<u8>>,
+    range_end: Option<Vec<u8>>,
 }
 
 impl<'a> OutputWriter<'a> {
-    fn new(env: &'a JobEnv<'a>, plan: &'a CompactionPlan) -> Self {
+    fn new(
+        env: &'a JobEnv<'a>,
+        plan: &'a CompactionPlan,
+        tombstones: Vec<RangeTombstone>,
+        range: &KeyRange,
+    ) -> Self {
         OutputWriter {
             env,
             plan,
+            tombstones,
+            lower: range.start.clone(),
+            range_end: range.end.clone(),
             builder: None,
             done: Vec::new(),
             last_user_key: Vec::new(),
@@ -265,15 +301,12 @@ impl<'a> OutputWriter<'a> {
         if new_user_key {
             if let Some((b, _)) = &self.builder {
                 if b.estimated_file_size() >= self.plan.target_file_size || gp_cut {
-                    self.finish_current()?;
+                    self.finish_current(Some(ukey))?;
                 }
             }
         }
         if self.builder.is_none() {
-            let number = (self.env.new_file_number)();
-            let path = table_path(self.env.dir, number);
-            let file = self.env.fs.create(&path)?;
-            self.builder = Some((TableBuilder::new(self.env.table_options, file, path), number));
+            self.open_output()?;
         }
         if let Some((b, _)) = &mut self.builder {
             b.add(ikey, value)?;
@@ -285,7 +318,29 @@ impl<'a> OutputWriter<'a> {
         Ok(())
     }
 
-    fn finish_current(&mut self) -> Result<()> {
+    fn open_output(&mut self) -> Result<()> {
+        let number = (self.env.new_file_number)();
+        let path = table_path(self.env.dir, number);
+        let file = self.env.fs.create(&path)?;
+        self.builder = Some((TableBuilder::new(self.env.table_options, file, path), number));
+        Ok(())
+    }
+
+    /// Finishes the current output, giving it the tombstones of [lower, upper); the next
+    /// output starts at `upper`.
+    fn finish_current(&mut self, upper: Option<&[u8]>) -> Result<()> {
+        if let Some((b, _)) = &mut self.builder {
+            let lower = self.lower.as_deref();
+            for t in &self.tombstones {
+                if upper.is_some_and(|u| t.start.as_slice() >= u) {
+                    break; // sorted by start
+                }
+                if let Some(c) = t.clipped(lower, upper) {
+                    b.add_range_tombstone(&c);
+                }
+            }
+        }
+        self.lower = upper.map(<[u8]>::to_vec);
         if let Some((b, number)) = self.builder.take() {
             let s = b.finish()?;
             self.done.push(FileMetaData {
@@ -303,7 +358,15 @@ impl<'a> OutputWriter<'a> {
     }
 
     fn finish(&mut self) -> Result<Vec<FileMetaData>> {
-        self.finish_current()?;
+        let lower = self.lower.as_deref();
+        if self.builder.is_none()
+            && self.tombstones.iter().any(|t| t.clipped(lower, None).is_some())
+        {
+            // Only tombstones are left (or were ever there): they still need a file.
+            self.open_output()?;
+        }
+        let end = self.range_end.take();
+        self.finish_current(end.as_deref())?;
         if !self.done.is_empty() {
             crate::kill_point!("compaction.sync_dir");
             self.env.fs.sync_dir(self.env.dir)?;
@@ -368,4 +431,186 @@ impl InternalIterator for Bounded<'_> {
 /// Compaction reads forward only.
 fn unreachable_direction() {
     debug_assert!(false, "compaction input is read forward only");
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+    use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
+
+    use super::*;
+    use crate::env::MemFs;
+    use crate::key::is_exclusive_bound;
+    use crate::range_del::RangeTombstone;
+
+    fn write_table(
+        fs: &MemFs,
+        number: u64,
+        points: &[(&str, u64)],
+        tombstones: &[RangeTombstone],
+    ) -> Arc<FileMetaData> {
+        let path = table_path(std::path::Path::new("/db"), FileNumber(number));
+        let mut b = TableBuilder::new(&TableOptions::default(), fs.create(&path).unwrap(), path);
+        for (k, seq) in points {
+            b.add(&make_internal_key(k.as_bytes(), SeqNo(*seq), ValueType::Value), b"v").unwrap();
+        }
+        for t in tombstones {
+            b.add_range_tombstone(t);
+        }
+        let s = b.finish().unwrap();
+        Arc::new(FileMetaData {
+            number: FileNumber(number),
+            file_size: s.file_size,
+            smallest: s.smallest,
+            largest: s.largest,
+            smallest_seqno: s.smallest_seqno,
+            largest_seqno: s.largest_seqno,
+            num_entries: s.num_entries,
+            num_deletions: 0,
+        })
+    }
+
+    /// Subcompactions and output cuts split tombstones at their boundaries: the outputs do not
+    /// overlap (range-end bounds are exclusive), each holds only tombstones within its range,
+    /// and together they cover what the inputs covered.
+    #[test]
+    fn tombstones_are_clipped_to_subcompactions_and_outputs() {
+        let fs = MemFs::new();
+        fs.create_dir_all(std::path::Path::new("/db")).unwrap();
+        let keys: Vec<String> = (0..200).map(|i| format!("k{i:03}")).collect();
+        let newer: Vec<(&str, u64)> = keys.iter().step_by(2).map(|k| (k.as_str(), 100)).collect();
+        let older: Vec<(&str, u64)> = keys.iter().map(|k| (k.as_str(), 10)).collect();
+        let t = |s: &str, e: &str, seq| RangeTombstone::new(s.as_bytes(), e.as_bytes(), SeqNo(seq));
+        let tombstones = [t("k010", "k150", 50), t("k120", "k199x", 60)];
+        let f1 = write_table(&fs, 1, &newer, &tombstones);
+        let f2 = write_table(&fs, 2, &older, &[]);
+        let tables =
+            Arc::new(TableCache::new(Arc::new(fs.clone()), PathBuf::from("/db"), 16, None));
+        let mut base = VersionEdit::default();
+        base.new_files.push((1, (*f1).clone()));
+        base.new_files.push((2, (*f2).clone()));
+        let version = Version::new(4).apply(&base).unwrap();
+        let next = AtomicU64::new(100);
+        let new_file_number = || FileNumber(next.fetch_add(1, AtomicOrdering::Relaxed));
+        let snapshots = [SeqNo(20)]; // keeps the covered old entries and the tombstones
+        let env = JobEnv {
+            fs: &fs,
+            dir: std::path::Path::new("/db"),
+            tables: &tables,
+            table_options: &TableOptions::default(),
+            merge_operator: None,
+            snapshots: &snapshots,
+            version: &version,
+            max_subcompactions: 2,
+            new_file_number: &new_file_number,
+        };
+        let plan = CompactionPlan {
+            start_level: 1,
+            output_level: 2,
+            inputs: vec![f1],
+            output_inputs: vec![f2],
+            grandparents: Vec::new(),
+            trivial_move: false,
+            bottommost: true,
+            target_file_size: 400,
+            max_grandparent_overlap: u64::MAX,
+        };
+        let ranges = [
+            KeyRange { start: None, end: Some(b"k100".to_vec()) },
+            KeyRange { start: Some(b"k100".to_vec()), end: Some(b"k130".to_vec()) },
+            KeyRange { start: Some(b"k130".to_vec()), end: None },
+        ];
+        let mut outputs = Vec::new();
+        for r in &ranges {
+            outputs.extend(run_range(&env, &plan, r).unwrap().0);
+        }
+        assert!(outputs.len() > 4, "several outputs: {}", outputs.len());
+        let mut edit = VersionEdit::default();
+        edit.deleted_files.push((1, FileNumber(1)));
+        edit.deleted_files.push((2, FileNumber(2)));
+        for f in &outputs {
+            edit.new_files.push((2, f.clone()));
+        }
+        let after = version.apply(&edit).expect("outputs do not overlap");
+        assert!(outputs.iter().any(|f| is_exclusive_bound(&f.largest)));
+        let mut all = Vec::new();
+        for f in &after.levels[2] {
+            let r = tables.get(f.number).unwrap();
+            for x in r.range_tombstones() {
+                assert!(user_key(&f.smallest) <= x.start.as_slice(), "file {}", f.number);
+                let lu = user_key(&f.largest);
+                assert!(
+                    x.end.as_slice() < lu
+                        || (x.end.as_slice() == lu && is_exclusive_bound(&f.largest)),
+                    "file {}",
+                    f.number
+                );
+                all.push(x.clone());
+            }
+        }
+        let got = FragmentedTombstones::from_tombstones(&all, 0);
+        let want = FragmentedTombstones::from_tombstones(&tombstones, 0);
+        for k in keys.iter().map(String::as_bytes).chain([&b"k199x"[..], b"k199w", b"a"]) {
+            assert_eq!(got.max_covering_seq(k, SeqNo::MAX), want.max_covering_seq(k, SeqNo::MAX));
+        }
+        // Old entries are kept for the snapshot; the newer ones too.
+        let entries: u64 = outputs.iter().map(|f| f.num_entries).sum();
+        assert_eq!(entries, 300);
+    }
+
+    /// At the bottom with no snapshot, covered entries and the tombstones go away; a job whose
+    /// input is only tombstones above data still writes them.
+    #[test]
+    fn tombstones_dropped_at_the_bottom_kept_above() {
+        let fs = MemFs::new();
+        fs.create_dir_all(std::path::Path::new("/db")).unwrap();
+        let t = RangeTombstone::new(b"b", b"y", SeqNo(50));
+        let only = write_table(&fs, 1, &[], std::slice::from_ref(&t));
+        let data = write_table(&fs, 2, &[("a", 1), ("c", 2), ("z", 3)], &[]);
+        let tables =
+            Arc::new(TableCache::new(Arc::new(fs.clone()), PathBuf::from("/db"), 16, None));
+        let mut base = VersionEdit::default();
+        base.new_files.push((1, (*only).clone()));
+        base.new_files.push((3, (*data).clone()));
+        let version = Version::new(4).apply(&base).unwrap();
+        let next = AtomicU64::new(100);
+        let new_file_number = || FileNumber(next.fetch_add(1, AtomicOrdering::Relaxed));
+        let env = JobEnv {
+            fs: &fs,
+            dir: std::path::Path::new("/db"),
+            tables: &tables,
+            table_options: &TableOptions::default(),
+            merge_operator: None,
+            snapshots: &[],
+            version: &version,
+            max_subcompactions: 1,
+            new_file_number: &new_file_number,
+        };
+        let mut plan = CompactionPlan {
+            start_level: 1,
+            output_level: 2,
+            inputs: vec![only.clone()],
+            output_inputs: Vec::new(),
+            grandparents: vec![data.clone()],
+            trivial_move: false,
+            bottommost: false,
+            target_file_size: 1 << 20,
+            max_grandparent_overlap: u64::MAX,
+        };
+        let whole = KeyRange { start: None, end: None };
+        let (out, _) = run_range(&env, &plan, &whole).unwrap();
+        assert_eq!(out.len(), 1, "a tombstone-only input still yields a file");
+        assert_eq!(tables.get(out[0].number).unwrap().range_tombstones(), std::slice::from_ref(&t));
+        // Bottom: tombstone and covered entry dropped.
+        plan.start_level = 2;
+        plan.output_level = 3;
+        plan.inputs = vec![Arc::new(out[0].clone())];
+        plan.output_inputs = vec![data];
+        plan.grandparents = Vec::new();
+        plan.bottommost = true;
+        let (out, stats) = run_range(&env, &plan, &whole).unwrap();
+        assert_eq!(out.len(), 1);
+        assert_eq!(stats.output_entries, 2, "c dropped");
+        assert!(tables.get(out[0].number).unwrap().range_tombstones().is_empty());
+    }
 }

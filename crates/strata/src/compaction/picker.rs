@@ -19,7 +19,7 @@ use std::cmp::Ordering;
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use crate::key::{compare_internal, user_key};
+use crate::key::{after_largest, compare_internal, user_key};
 use crate::types::FileNumber;
 use crate::version::edit::FileMetaData;
 use crate::version::levels::Version;
@@ -159,17 +159,18 @@ fn range_of<'a>(files: impl Iterator<Item = &'a Arc<FileMetaData>>) -> Option<(V
 }
 
 /// Files of `level` whose user-key range intersects [lo, hi] (internal keys; compared by user
-/// key so that no version of a boundary key is left behind).
+/// key so that no version of a boundary key is left behind). A largest key that is a range
+/// tombstone's end bound, in a file or as `hi`, is exclusive.
 pub(crate) fn overlapping(
     v: &Version,
     level: usize,
     lo: &[u8],
     hi: &[u8],
 ) -> Vec<Arc<FileMetaData>> {
-    let (ulo, uhi) = (user_key(lo), user_key(hi));
+    let ulo = user_key(lo);
     v.levels[level]
         .iter()
-        .filter(|f| user_key(&f.largest) >= ulo && user_key(&f.smallest) <= uhi)
+        .filter(|f| !after_largest(ulo, &f.largest) && !after_largest(user_key(&f.smallest), hi))
         .cloned()
         .collect()
 }

@@ -4,6 +4,8 @@
 //! grouped into *snapshot stripes*: the stripe of an entry is the oldest live snapshot that can
 //! see it (or "latest" when none). Only the newest entry of a stripe can be read by anyone, so:
 //! - an entry shadowed by a newer entry in the same stripe is dropped;
+//! - an entry deleted by a range tombstone of the same stripe is dropped (and ends a run of
+//!   merge operands like a deletion); the tombstones themselves are handled by the caller;
 //! - a deletion in the oldest stripe is dropped too when the output is the bottom of the key's
 //!   data (nothing older can exist below) — it has nothing left to hide;
 //! - merge operands are combined with the operands and base value of their stripe: with a base
@@ -17,6 +19,7 @@ use crate::error::{Error, Result};
 use crate::iterator::InternalIterator;
 use crate::key::{make_internal_key, parse_internal_key};
 use crate::merge_operator::MergeOperator;
+use crate::range_del::FragmentedTombstones;
 use crate::types::{SeqNo, ValueType};
 
 /// What the compaction knows about its surroundings.
@@ -27,6 +30,9 @@ pub(crate) struct StreamContext<'a> {
     /// True when no data older than the output can exist for `user_key` (it lands in the
     /// bottommost level holding that key).
     pub is_bottom: &'a dyn Fn(&[u8]) -> bool,
+    /// The range tombstones of the input: an entry deleted by one in its own snapshot stripe
+    /// is dropped.
+    pub range_dels: Option<&'a FragmentedTombstones>,
 }
 
 /// Counters of one run.
@@ -91,6 +97,8 @@ fn flush_group(
     emit: &mut impl FnMut(&[u8], &[u8]) -> Result<()>,
 ) -> Result<()> {
     let bottom = (ctx.is_bottom)(ukey);
+    let range_deleted =
+        |seq: SeqNo| ctx.range_dels.is_some_and(|r| r.covers_in_stripe(ukey, seq, ctx.snapshots));
     let mut out = |seq: SeqNo, t: ValueType, v: &[u8], stats: &mut StreamStats| -> Result<()> {
         stats.output_entries += 1;
         emit(&make_internal_key(ukey, seq, t), v)
@@ -105,6 +113,11 @@ fn flush_group(
             end += 1;
         }
         let oldest_stripe = end == group.len();
+        if range_deleted(seq) {
+            // The older entries of the stripe are covered too.
+            i = end;
+            continue;
+        }
         match t {
             ValueType::Value => out(seq, t, v, stats)?,
             ValueType::Deletion | ValueType::SingleDeletion => {
@@ -118,7 +131,11 @@ fn flush_group(
                 let mut base: Option<Option<&[u8]>> = None; // Some(None) = deletion
                 let mut consumed = i + 1;
                 while consumed < end {
-                    let (_, t2, ref v2) = group[consumed];
+                    let (s2, t2, ref v2) = group[consumed];
+                    if range_deleted(s2) {
+                        base = Some(None); // dropped, and a deletion for the operands
+                        break;
+                    }
                     consumed += 1;
                     match t2 {
                         ValueType::Merge => operands.push(v2),
@@ -202,6 +219,15 @@ mod tests {
         seq: SeqNo,
         op: Arc<dyn MergeOperator>,
     ) -> BTreeMap<Vec<u8>, Vec<u8>> {
+        view_with(entries, None, seq, op)
+    }
+
+    fn view_with(
+        entries: &[(Vec<u8>, Vec<u8>)],
+        range_dels: Option<&Arc<FragmentedTombstones>>,
+        seq: SeqNo,
+        op: Arc<dyn MergeOperator>,
+    ) -> BTreeMap<Vec<u8>, Vec<u8>> {
         let mut it = DbIter::new(
             Box::new(VecIter::new(entries.to_vec())),
             DbIterOptions {
@@ -211,6 +237,8 @@ mod tests {
                 upper_bound: None,
                 prefix_extractor: None,
                 pin: None,
+                range_dels: range_dels
+                    .map(|r| crate::iterator::db_iter::RangeDelView::new(vec![(r.clone(), 0)])),
             },
         );
         let mut m = BTreeMap::new();
@@ -263,6 +291,7 @@ mod tests {
                 snapshots: &snaps,
                 merge_operator: Some(&*op),
                 is_bottom: &is_bottom,
+                range_dels: None,
             };
             let mut out = Vec::new();
             let stats = run_stream(&mut VecIter::new(entries.clone()), &ctx, |k, v| {
@@ -290,6 +319,80 @@ mod tests {
                 // Without snapshots, at the bottom: one value per live key, no tombstones.
                 let live = view(&entries, SeqNo(n), op.clone());
                 assert_eq!(out.len(), live.len(), "round {round}");
+            }
+        }
+    }
+
+    /// With range tombstones in the input (kept by the caller): every snapshot's view and the
+    /// latest view survive, and covered entries of the tombstone's own stripe are dropped.
+    #[test]
+    fn range_deleted_entries_are_dropped_within_their_stripe() {
+        use crate::range_del::RangeTombstone;
+        let mut r = 0x51f1_5eed_u64;
+        let mut rnd = move |n: u64| {
+            r ^= r << 13;
+            r ^= r >> 7;
+            r ^= r << 17;
+            r % n
+        };
+        let op = builtin_merge_operator("stringappend").unwrap();
+        for round in 0..300 {
+            let n = 1 + rnd(60);
+            let mut entries = Vec::new();
+            let mut tombstones = Vec::new();
+            for seq in 1..=n {
+                if rnd(8) == 0 {
+                    let a = rnd(8);
+                    let b = a + 1 + rnd(4);
+                    tombstones.push(RangeTombstone::new(
+                        format!("k{a}").as_bytes(),
+                        format!("k{b}").as_bytes(),
+                        SeqNo(seq),
+                    ));
+                    continue;
+                }
+                let k = format!("k{}", rnd(8)).into_bytes();
+                let t = match rnd(7) {
+                    0 => ValueType::Deletion,
+                    1..=2 => ValueType::Merge,
+                    _ => ValueType::Value,
+                };
+                let v =
+                    if t == ValueType::Deletion { vec![] } else { format!("{seq}").into_bytes() };
+                entries.push((make_internal_key(&k, SeqNo(seq), t), v));
+            }
+            entries.sort_by(|a, b| compare_internal(&a.0, &b.0));
+            let frag = Arc::new(FragmentedTombstones::from_tombstones(&tombstones, 0));
+            let mut snaps: Vec<SeqNo> = (0..rnd(4)).map(|_| SeqNo(1 + rnd(n))).collect();
+            snaps.sort();
+            snaps.dedup();
+            let bottom = round % 2 == 0;
+            let is_bottom = move |_: &[u8]| bottom;
+            let ctx = StreamContext {
+                snapshots: &snaps,
+                merge_operator: Some(&*op),
+                is_bottom: &is_bottom,
+                range_dels: Some(&frag),
+            };
+            let mut out = Vec::new();
+            run_stream(&mut VecIter::new(entries.clone()), &ctx, |k, v| {
+                out.push((k.to_vec(), v.to_vec()));
+                Ok(())
+            })
+            .unwrap();
+            for &s in snaps.iter().chain([SeqNo(n)].iter()) {
+                assert_eq!(
+                    view_with(&out, Some(&frag), s, op.clone()),
+                    view_with(&entries, Some(&frag), s, op.clone()),
+                    "round {round} at {s:?}"
+                );
+            }
+            for (k, _) in &out {
+                let p = parse_internal_key(k).unwrap();
+                assert!(
+                    !frag.covers_in_stripe(p.user_key, p.seq, &snaps),
+                    "round {round}: covered entry kept"
+                );
             }
         }
     }

@@ -174,9 +174,15 @@ fn compact_range_levels(inner: &DbInner, begin: Option<&[u8]>, end: Option<&[u8]
     let mut rewrote_bottom = false;
     while level < last {
         let plan = wait_for_plan(inner, |v, busy| {
-            let files = overlapping_open(v, level, &lo, &hi, end.is_none());
+            let mut files = overlapping_open(v, level, &lo, &hi, end.is_none());
             if files.is_empty() {
                 return Some(None);
+            }
+            if level == 0 {
+                // L0 files overlap each other: moving some of them down could put a newer
+                // file below an older one holding the same keys. Like the automatic picker,
+                // take them all.
+                files.clone_from(&v.levels[0]);
             }
             let t = level_targets(v, &o);
             let output = if level == 0 { t.base_level.max(1) } else { level + 1 };

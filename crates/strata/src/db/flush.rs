@@ -38,16 +38,21 @@ pub(crate) fn write_level0_table(
     let file = env.fs.create(&path)?;
     let mut builder = TableBuilder::new(env.table_options, file, path.clone());
     let not_bottom = |_: &[u8]| false;
+    let range_dels = mem.fragmented_range_tombstones();
     let ctx = StreamContext {
         snapshots: env.snapshots,
         merge_operator: env.merge_operator,
         is_bottom: &not_bottom,
+        range_dels: range_dels.as_deref(),
     };
     let mut it = mem.iter();
     let stats = run_stream(&mut it, &ctx, |k, v| builder.add(k, v))?;
+    for t in mem.range_tombstones() {
+        builder.add_range_tombstone(&t);
+    }
     crate::kill_point!("sst.finish");
     let summary = builder.finish()?;
-    if summary.num_entries == 0 {
+    if summary.num_entries == 0 && summary.properties.num_range_deletions == 0 {
         let _ = env.fs.remove(&path);
         return Ok(None);
     }

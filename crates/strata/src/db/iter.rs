@@ -5,13 +5,14 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::DbInner;
+use super::{DbInner, SuperVersion};
 use crate::error::Result;
-use crate::iterator::db_iter::{DbIter, DbIterOptions};
+use crate::iterator::db_iter::{DbIter, DbIterOptions, RangeDelView};
 use crate::iterator::level::LevelIterator;
 use crate::iterator::merging::MergingIterator;
 use crate::iterator::InternalIterator;
 use crate::options::ReadOptions;
+use crate::range_del::FragmentedTombstones;
 use crate::sstable::ReadBlockOptions;
 use crate::types::SeqNo;
 
@@ -65,6 +66,19 @@ pub(crate) fn new_db_iter(inner: &Arc<DbInner>, ro: &ReadOptions) -> DbIter {
             )));
         }
     }
+    // Children: 0 = active memtable, 1.. = immutables newest first, then the tables.
+    let mut lists = Vec::new();
+    for (i, m) in std::iter::once(&sv.mem).chain(sv.imm.iter()).enumerate() {
+        if let Some(f) = m.fragmented_range_tombstones() {
+            lists.push((f, i));
+        }
+    }
+    if open_error.is_none() {
+        match version_range_dels(inner, &sv) {
+            Ok(f) => lists.push((f, 1 + sv.imm.len())),
+            Err(e) => open_error = Some(e),
+        }
+    }
     let merged: Box<dyn InternalIterator> = match open_error {
         Some(e) => Box::new(crate::iterator::ErrorIterator::new(e)),
         None => Box::new(MergingIterator::new(children)),
@@ -79,8 +93,37 @@ pub(crate) fn new_db_iter(inner: &Arc<DbInner>, ro: &ReadOptions) -> DbIter {
             upper_bound: ro.iterate_upper_bound.clone(),
             prefix_extractor,
             pin: Some(sv),
+            range_dels: Some(RangeDelView::new(lists)),
         },
     )
+}
+
+/// The range tombstones of every table of the super version's version, sources numbered like
+/// the iterator's table children: each L0 file, then each non-empty level. Cached in the
+/// super version.
+fn version_range_dels(inner: &DbInner, sv: &SuperVersion) -> Result<Arc<FragmentedTombstones>> {
+    if let Some(f) = sv.version_range_dels.get() {
+        return Ok(f.clone());
+    }
+    let mut all = Vec::new();
+    let mut source = 0u32;
+    for (level, files) in sv.version.levels.iter().enumerate() {
+        if files.is_empty() {
+            continue;
+        }
+        for f in files {
+            let t = inner.table_cache.get(f.number)?;
+            all.extend(t.range_tombstones().iter().map(|r| (r.clone(), source)));
+            if level == 0 {
+                source += 1;
+            }
+        }
+        if level > 0 {
+            source += 1;
+        }
+    }
+    let f = Arc::new(FragmentedTombstones::new(all));
+    Ok(sv.version_range_dels.get_or_init(|| f).clone())
 }
 
 /// A cursor over the DB (the `rocksdb` crate's `DBRawIterator`). It starts unpositioned:
@@ -145,6 +188,13 @@ impl DbRawIterator {
     /// The first error met; an iterator that stopped early because of one is not valid.
     pub fn status(&self) -> Result<()> {
         self.it.status()
+    }
+
+    /// Internal entries examined since the iterator was created (RocksDB's perf context
+    /// `internal_key_skipped_count` plus the entries returned): how much work hidden entries
+    /// cost. Range-deleted spans of older sources are jumped over, not counted per key.
+    pub fn internal_steps(&self) -> u64 {
+        self.it.internal_steps()
     }
 }
 

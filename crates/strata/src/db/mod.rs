@@ -53,6 +53,9 @@ pub(crate) struct SuperVersion {
     pub version: Arc<Version>,
     /// Compaction debt of `version` (RocksDB's estimate), for write flow control.
     pub pending_compaction_bytes: u64,
+    /// Range tombstones of every table of `version`, fragmented, with sources numbered as
+    /// the DB iterator numbers its table children; built by the first iterator.
+    pub version_range_dels: std::sync::OnceLock<Arc<crate::range_del::FragmentedTombstones>>,
 }
 
 /// State guarded by `DbInner::state`.
@@ -195,6 +198,23 @@ impl Db {
     pub fn delete_opt(&self, key: impl AsRef<[u8]>, opts: &WriteOptions) -> Result<()> {
         let mut b = WriteBatch::new();
         b.delete(key.as_ref());
+        self.write_opt(b, opts)
+    }
+
+    /// Deletes every key in `[begin, end)` written before this call. `begin == end` deletes
+    /// nothing; `begin > end` is `InvalidArgument`.
+    pub fn delete_range(&self, begin: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Result<()> {
+        self.delete_range_opt(begin, end, &WriteOptions::default())
+    }
+
+    pub fn delete_range_opt(
+        &self,
+        begin: impl AsRef<[u8]>,
+        end: impl AsRef<[u8]>,
+        opts: &WriteOptions,
+    ) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete_range(begin.as_ref(), end.as_ref());
         self.write_opt(b, opts)
     }
 
@@ -372,13 +392,21 @@ impl DbInner {
                 &version,
                 &self.opts.picker_options(),
             );
+        let version_range_dels = std::sync::OnceLock::new();
+        let mut current = self.super_version.write();
+        if Arc::ptr_eq(&current.version, &version) {
+            if let Some(r) = current.version_range_dels.get() {
+                let _ = version_range_dels.set(r.clone());
+            }
+        }
         let sv = SuperVersion {
             mem: st.mem.clone(),
             imm: st.imm.iter().rev().map(|(m, _)| m.clone()).collect(),
             version,
             pending_compaction_bytes,
+            version_range_dels,
         };
-        *self.super_version.write() = Arc::new(sv);
+        *current = Arc::new(sv);
     }
 
     pub(crate) fn current_super_version(&self) -> Arc<SuperVersion> {

@@ -236,7 +236,13 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
         &version,
         &opts.picker_options(),
     );
-    let sv = SuperVersion { mem: mem.clone(), imm: Vec::new(), version, pending_compaction_bytes };
+    let sv = SuperVersion {
+        mem: mem.clone(),
+        imm: Vec::new(),
+        version,
+        pending_compaction_bytes,
+        version_range_dels: std::sync::OnceLock::new(),
+    };
     let next_file = versions.file_counter();
     Ok(DbInner {
         opts: opts.clone(),

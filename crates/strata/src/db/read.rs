@@ -4,12 +4,13 @@ use std::sync::atomic::Ordering;
 
 use super::DbInner;
 use crate::error::{Error, Result};
-use crate::key::{append_internal_key, parse_internal_key, user_key};
+use crate::key::{after_largest, append_internal_key, parse_internal_key, user_key};
 use crate::merge_operator::MergeOperator;
 use crate::options::ReadOptions;
 use crate::sstable::ReadBlockOptions;
 use crate::stats::Ticker;
 use crate::types::{SeqNo, ValueType};
+use crate::version::edit::FileMetaData;
 
 /// Where a lookup stands after seeing some entries of its key, newest first.
 pub(crate) enum Lookup {
@@ -28,11 +29,38 @@ pub(crate) struct GetContext<'a> {
     /// Merge operands seen so far, newest first.
     pub operands: Vec<Vec<u8>>,
     pub state: Lookup,
+    /// The newest range tombstone covering the key (visible at the read sequence) among the
+    /// sources read so far: entries older than it are deleted. Raised by each source before
+    /// its entries are fed.
+    pub covered_below: SeqNo,
 }
 
 impl<'a> GetContext<'a> {
     pub fn new(user_key: &'a [u8], merge_operator: Option<&'a dyn MergeOperator>) -> Self {
-        GetContext { user_key, merge_operator, operands: Vec::new(), state: Lookup::Searching }
+        GetContext {
+            user_key,
+            merge_operator,
+            operands: Vec::new(),
+            state: Lookup::Searching,
+            covered_below: SeqNo::ZERO,
+        }
+    }
+
+    /// Takes a source's tombstones into account before its entries.
+    #[inline]
+    fn cover(&mut self, f: Option<&crate::range_del::FragmentedTombstones>, read_seq: SeqNo) {
+        if let Some(f) = f {
+            self.covered_below =
+                self.covered_below.max(f.max_covering_seq(self.user_key, read_seq));
+        }
+    }
+
+    /// Once a tombstone covers the key, every entry in older sources is older than it (the
+    /// LSM order of sources), so the lookup ends as if a deletion were found.
+    fn end_if_covered(&mut self) {
+        if !self.is_done() && self.covered_below > SeqNo::ZERO {
+            self.state = if self.operands.is_empty() { Lookup::Deleted } else { self.merge(None) };
+        }
     }
 
     /// Consumes one entry; returns true to keep reading (the entry did not decide the lookup).
@@ -46,6 +74,10 @@ impl<'a> GetContext<'a> {
             return false;
         };
         if p.user_key != self.user_key {
+            return false;
+        }
+        if p.seq < self.covered_below {
+            self.state = if self.operands.is_empty() { Lookup::Deleted } else { self.merge(None) };
             return false;
         }
         match p.value_type {
@@ -194,13 +226,12 @@ pub(crate) fn get_at(
     let mut ctx = GetContext::new(key, inner.opts.merge_operator.as_deref());
     let tickers = &inner.stats.tickers;
     tickers.add(Ticker::KeysRead, 1);
-    sv.mem.get(lkey, |k, v| ctx.add(k, v));
-    if !ctx.is_done() {
-        for m in &sv.imm {
-            m.get(lkey, |k, v| ctx.add(k, v));
-            if ctx.is_done() {
-                break;
-            }
+    for m in std::iter::once(&sv.mem).chain(&sv.imm) {
+        ctx.cover(m.fragmented_range_tombstones().as_deref(), seq);
+        m.get(lkey, |k, v| ctx.add(k, v));
+        ctx.end_if_covered();
+        if ctx.is_done() {
+            break;
         }
     }
     tickers.add(if ctx.is_done() { Ticker::MemtableHit } else { Ticker::MemtableMiss }, 1);
@@ -209,43 +240,40 @@ pub(crate) fn get_at(
             verify_checksums: opts.verify_checksums,
             fill_cache: opts.fill_cache,
         };
-        'levels: for (level, files) in sv.version.levels.iter().enumerate() {
-            if files.is_empty() {
-                continue;
+        // One table: its tombstones first (they apply even where the filter says no), then
+        // its entries if the Bloom filter lets the key through.
+        let search = |ctx: &mut GetContext<'_>, f: &FileMetaData| -> Result<()> {
+            let t = inner.table_cache.get(f.number)?;
+            ctx.cover(t.fragmented_range_tombstones().map(|a| &**a), seq);
+            if filter_passes(tickers, &t, key) {
+                t.get(lkey, &ro, |k, v| ctx.add(k, v))?;
+                ctx.name_file(t.path());
             }
+            ctx.end_if_covered();
+            Ok(())
+        };
+        'levels: for (level, files) in sv.version.levels.iter().enumerate() {
             if level == 0 {
                 for f in files {
-                    if key < user_key(&f.smallest) || key > user_key(&f.largest) {
+                    if key < user_key(&f.smallest) || after_largest(key, &f.largest) {
                         continue;
                     }
-                    let t = inner.table_cache.get(f.number)?;
-                    if !filter_passes(tickers, &t, key) {
-                        continue;
-                    }
-                    t.get(lkey, &ro, |k, v| ctx.add(k, v))?;
-                    ctx.name_file(t.path());
+                    search(&mut ctx, f)?;
                     if ctx.is_done() {
                         tickers.add(Ticker::GetHitL0, 1);
                         break 'levels;
                     }
                 }
-            } else {
-                let i = sv.version.find_file(level, key);
-                let Some(f) = files.get(i) else { continue };
-                if key < user_key(&f.smallest) {
-                    continue;
-                }
-                let t = inner.table_cache.get(f.number)?;
-                if !filter_passes(tickers, &t, key) {
-                    continue;
-                }
-                t.get(lkey, &ro, |k, v| ctx.add(k, v))?;
-                ctx.name_file(t.path());
-                if ctx.is_done() {
-                    tickers
-                        .add(if level == 1 { Ticker::GetHitL1 } else { Ticker::GetHitL2AndUp }, 1);
-                    break;
-                }
+                continue;
+            }
+            let Some(f) = files.get(sv.version.find_file(level, key)) else { continue };
+            if key < user_key(&f.smallest) {
+                continue;
+            }
+            search(&mut ctx, f)?;
+            if ctx.is_done() {
+                tickers.add(if level == 1 { Ticker::GetHitL1 } else { Ticker::GetHitL2AndUp }, 1);
+                break;
             }
         }
     }

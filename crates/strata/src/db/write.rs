@@ -22,8 +22,9 @@ const SMALL_LEADER_EXTRA: usize = 128 << 10;
 /// Rejects batches the engine cannot store.
 fn validate(batch: &WriteBatch) -> Result<()> {
     batch.validate_sizes()?;
-    if batch.iter().any(|rec| rec.value_type == ValueType::RangeDeletion) {
-        return Err(Error::NotSupported("delete_range is not supported yet".to_string()));
+    // As RocksDB: begin > end is an error, begin == end deletes nothing.
+    if batch.iter().any(|rec| rec.value_type == ValueType::RangeDeletion && rec.key > rec.value) {
+        return Err(Error::InvalidArgument("delete_range: begin key is after end key".into()));
     }
     Ok(())
 }

@@ -2,6 +2,7 @@
 //! sequence number: newest visible version of each user key, deletions and older versions
 //! hidden, merge operands resolved, bounds applied.
 
+use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
 use super::InternalIterator;
@@ -9,7 +10,65 @@ use crate::error::{Error, Result};
 use crate::key::{make_internal_key, parse_internal_key};
 use crate::merge_operator::MergeOperator;
 use crate::options::PrefixExtractor;
+use crate::range_del::{Fragment, FragmentedTombstones};
 use crate::types::{SeqNo, ValueType};
+
+/// The range tombstones of a DB iterator's sources. Source `s` of a list with offset `o` is
+/// child `o + s` of the merging iterator, whose children are numbered newest first. By the
+/// LSM order, a tombstone of one child covers only older entries in the children after it, so
+/// such a child can jump over the whole fragment at once; entries covered by a tombstone of
+/// their own child are skipped one at a time.
+pub(crate) struct RangeDelView {
+    lists: Vec<(Arc<FragmentedTombstones>, usize, AtomicUsize)>,
+}
+
+/// Whether an entry is range-deleted.
+enum Cover<'a> {
+    No,
+    Yes,
+    /// Deleted by a tombstone of a newer child: that child's entries in the fragment all are.
+    Jump(&'a Fragment),
+}
+
+impl RangeDelView {
+    /// `lists`: (fragments, offset of their sources among the children).
+    pub fn new(lists: Vec<(Arc<FragmentedTombstones>, usize)>) -> Self {
+        let lists = lists
+            .into_iter()
+            .filter(|(l, _)| !l.is_empty())
+            .map(|(l, o)| (l, o, AtomicUsize::new(0)))
+            .collect();
+        RangeDelView { lists }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.lists.is_empty()
+    }
+
+    fn cover(&self, ukey: &[u8], seq: SeqNo, read_seq: SeqNo, child: usize) -> Cover<'_> {
+        let mut covered = false;
+        for (list, offset, hint) in &self.lists {
+            let Some(f) = list.fragment_for_hinted(ukey, hint) else { continue };
+            for &(t, src) in &f.seqs {
+                if t > read_seq {
+                    continue;
+                }
+                if t <= seq {
+                    break; // newest first: the rest are older than the entry too
+                }
+                if offset + (src as usize) < child {
+                    return Cover::Jump(f);
+                }
+                covered = true;
+            }
+        }
+        if covered {
+            Cover::Yes
+        } else {
+            Cover::No
+        }
+    }
+}
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Direction {
@@ -36,6 +95,9 @@ pub(crate) struct DbIter {
     value_in_saved: bool,
     error: Option<Error>,
     operands: Vec<Vec<u8>>,
+    range_dels: Option<RangeDelView>,
+    /// Inner entries examined (see [`DbIter::internal_steps`]).
+    steps: u64,
     /// Keeps whatever the inner iterators read from alive.
     _pin: Option<Arc<dyn std::any::Any + Send + Sync>>,
 }
@@ -49,6 +111,8 @@ pub(crate) struct DbIterOptions {
     /// With `prefix_same_as_start`: the DB's prefix extractor.
     pub prefix_extractor: Option<PrefixExtractor>,
     pub pin: Option<Arc<dyn std::any::Any + Send + Sync>>,
+    /// Range tombstones of the inner iterator's children; `None` when there are none.
+    pub range_dels: Option<RangeDelView>,
 }
 
 impl DbIter {
@@ -68,12 +132,28 @@ impl DbIter {
             value_in_saved: false,
             error: None,
             operands: Vec::new(),
+            range_dels: o.range_dels.filter(|r| !r.is_empty()),
+            steps: 0,
             _pin: o.pin,
         }
     }
 
     pub fn valid(&self) -> bool {
         self.valid
+    }
+
+    /// Inner (internal-key) entries examined since creation: how much work hidden entries
+    /// (old versions, deletions, range-deleted keys) cost.
+    pub fn internal_steps(&self) -> u64 {
+        self.steps
+    }
+
+    /// Whether the inner iterator's current entry `(ukey, seq)` is range-deleted.
+    fn range_cover(&self, ukey: &[u8], seq: SeqNo) -> Cover<'_> {
+        match &self.range_dels {
+            None => Cover::No,
+            Some(r) => r.cover(ukey, seq, self.sequence, self.inner.current_child()),
+        }
     }
 
     /// The current user key; requires `valid()`.
@@ -209,8 +289,13 @@ impl DbIter {
         debug_assert!(self.valid);
         if self.direction == Direction::Reverse {
             self.direction = Direction::Forward;
-            // The inner iterator is before the current key's entries: step onto them.
-            if self.inner.valid() {
+            // The inner iterator is before the current key's entries: step onto them. With
+            // range tombstones it may be far before them (children jumped over deleted
+            // ranges), so seek instead.
+            if self.range_dels.is_some() {
+                let k = make_internal_key(&self.saved_key, SeqNo::MAX, ValueType::FOR_SEEK);
+                self.inner.seek(&k);
+            } else if self.inner.valid() {
                 self.inner.next();
             } else {
                 self.check_inner_error();
@@ -255,6 +340,7 @@ impl DbIter {
         self.valid = false;
         self.value_in_saved = false;
         while self.inner.valid() {
+            self.steps += 1;
             let sequence = self.sequence;
             let Some(p) = parse_internal_key(self.inner.key()) else {
                 self.fail_malformed();
@@ -270,6 +356,20 @@ impl DbIter {
             }
             if self.past_upper(p.user_key) {
                 return;
+            }
+            match self.range_cover(p.user_key, p.seq) {
+                Cover::No => {}
+                Cover::Yes => {
+                    self.inner.next();
+                    continue;
+                }
+                Cover::Jump(f) => {
+                    let target = make_internal_key(&f.end, SeqNo::MAX, ValueType::FOR_SEEK);
+                    if !self.inner.seek_current_child(&target, true) {
+                        self.inner.next();
+                    }
+                    continue;
+                }
             }
             match p.value_type {
                 ValueType::Deletion | ValueType::SingleDeletion => {
@@ -317,6 +417,10 @@ impl DbIter {
             };
             if p.user_key != self.saved_key.as_slice() {
                 break;
+            }
+            self.steps += 1;
+            if !matches!(self.range_cover(p.user_key, p.seq), Cover::No) {
+                break; // range-deleted: a deletion ends the operands
             }
             match p.value_type {
                 ValueType::Merge => {
@@ -379,6 +483,7 @@ impl DbIter {
         let mut has_base = false;
         self.operands.clear();
         while self.inner.valid() {
+            self.steps += 1;
             let sequence = self.sequence;
             let Some(p) = parse_internal_key(self.inner.key()) else {
                 self.fail_malformed();
@@ -397,6 +502,26 @@ impl DbIter {
                     self.operands.clear();
                     self.saved_key.clear();
                     self.saved_key.extend_from_slice(p.user_key);
+                }
+                let jump = match self.range_cover(p.user_key, p.seq) {
+                    Cover::No => None,
+                    Cover::Yes => Some(None),
+                    Cover::Jump(f) => {
+                        Some(Some(make_internal_key(&f.start, SeqNo::MAX, ValueType::FOR_SEEK)))
+                    }
+                };
+                if let Some(jump) = jump {
+                    // Range-deleted: like a deletion of this key.
+                    state = State::Deleted;
+                    has_base = false;
+                    self.operands.clear();
+                    if let Some(target) = jump {
+                        if self.inner.seek_current_child(&target, false) {
+                            continue;
+                        }
+                    }
+                    self.inner.prev();
+                    continue;
                 }
                 match p.value_type {
                     ValueType::Deletion | ValueType::SingleDeletion => {
@@ -521,6 +646,7 @@ mod tests {
                             upper_bound: hi.clone(),
                             prefix_extractor: None,
                             pin: None,
+                            range_dels: None,
                         },
                     );
                     check_user_iterator(&mut it, &expect, round);

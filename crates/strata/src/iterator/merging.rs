@@ -204,6 +204,31 @@ impl InternalIterator for MergingIterator {
         }
         Ok(())
     }
+
+    fn current_child(&self) -> usize {
+        self.current()
+    }
+
+    fn seek_current_child(&mut self, target: &[u8], forward: bool) -> bool {
+        let want = if forward { Direction::Forward } else { Direction::Reverse };
+        if self.direction != want || !self.valid() {
+            return false;
+        }
+        let cur = self.current();
+        debug_assert_eq!(
+            compare_internal(target, self.children[cur].key()),
+            if forward { Ordering::Greater } else { Ordering::Less }
+        );
+        if forward {
+            self.children[cur].seek(target);
+        } else {
+            self.children[cur].seek_for_prev(target);
+        }
+        // The other children are at or past the current key in the iteration order, and the
+        // moved one went further: the heap property holds everywhere but at the top.
+        self.fix_top();
+        true
+    }
 }
 
 #[cfg(test)]

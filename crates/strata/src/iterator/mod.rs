@@ -34,6 +34,19 @@ pub trait InternalIterator: Send {
     fn value(&self) -> &[u8];
     /// The first error met, if any.
     fn status(&self) -> Result<()>;
+    /// For a composite iterator: the index of the child the current entry comes from; 0 for
+    /// a simple one. Requires `valid()`.
+    fn current_child(&self) -> usize {
+        0
+    }
+    /// For a composite iterator: moves only the child of the current entry, with
+    /// `seek(target)` when `forward` (the iterator must be moving forward and `target` after
+    /// the current key) or `seek_for_prev(target)` otherwise (moving backward, `target` before
+    /// the current key), and restores the merged order. The entries of that child in between
+    /// are skipped. Returns false, doing nothing, when unsupported or moving the other way.
+    fn seek_current_child(&mut self, _target: &[u8], _forward: bool) -> bool {
+        false
+    }
 }
 
 impl<I: InternalIterator + ?Sized> InternalIterator for Box<I> {
@@ -66,6 +79,12 @@ impl<I: InternalIterator + ?Sized> InternalIterator for Box<I> {
     }
     fn status(&self) -> Result<()> {
         (**self).status()
+    }
+    fn current_child(&self) -> usize {
+        (**self).current_child()
+    }
+    fn seek_current_child(&mut self, target: &[u8], forward: bool) -> bool {
+        (**self).seek_current_child(target, forward)
     }
 }
 

@@ -17,13 +17,16 @@ mod arena;
 mod iter;
 mod skiplist;
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+
+use parking_lot::RwLock;
 
 pub(crate) use iter::MemTableIterator;
 use skiplist::SkipList;
 
 use crate::key::pack_trailer;
+use crate::range_del::{FragmentedTombstones, RangeTombstone};
 use crate::types::{SeqNo, ValueType};
 
 /// An in-memory sorted buffer of internal-key entries. `Send + Sync`: any number of threads may
@@ -36,6 +39,19 @@ pub struct MemTable {
     first_seqno: AtomicU64,
     /// Largest sequence number added plus one; 0 while empty.
     largest_seqno_plus1: AtomicU64,
+    /// Range tombstones live beside the skiplist, never in it. `has_range_dels` lets reads of
+    /// a memtable without tombstones skip the lock.
+    has_range_dels: AtomicBool,
+    range_dels: RwLock<MemRangeDels>,
+    /// Bytes held by the tombstones (written under the `range_dels` lock).
+    range_del_bytes: AtomicUsize,
+}
+
+#[derive(Default)]
+struct MemRangeDels {
+    list: Vec<RangeTombstone>,
+    /// `list` fragmented, built on first use after a change.
+    fragmented: Option<Arc<FragmentedTombstones>>,
 }
 
 impl Default for MemTable {
@@ -52,6 +68,9 @@ impl MemTable {
             num_deletes: AtomicU64::new(0),
             first_seqno: AtomicU64::new(u64::MAX),
             largest_seqno_plus1: AtomicU64::new(0),
+            has_range_dels: AtomicBool::new(false),
+            range_dels: RwLock::new(MemRangeDels::default()),
+            range_del_bytes: AtomicUsize::new(0),
         }
     }
 
@@ -66,7 +85,14 @@ impl MemTable {
     ///
     /// Panics if `user_key.len() + 8` or `value.len()` exceeds `u32::MAX` (the DB rejects such
     /// writes earlier).
+    ///
+    /// A `RangeDeletion` (key = start, value = exclusive end) goes to the tombstone list; an
+    /// empty range (start >= end) is dropped.
     pub fn add(&self, seq: SeqNo, t: ValueType, user_key: &[u8], value: &[u8]) {
+        if t == ValueType::RangeDeletion {
+            self.add_range_tombstone(seq, user_key, value);
+            return;
+        }
         let trailer = pack_trailer(seq, t).to_le_bytes();
         let mut writer = self.list.lock_writer();
         writer.insert(user_key, &trailer, value);
@@ -83,6 +109,58 @@ impl MemTable {
             self.largest_seqno_plus1.store(seq.0 + 1, Ordering::Relaxed);
         }
         drop(writer);
+    }
+
+    fn add_range_tombstone(&self, seq: SeqNo, start: &[u8], end: &[u8]) {
+        let mut r = self.range_dels.write();
+        if start < end {
+            let bytes = start.len() + end.len() + std::mem::size_of::<RangeTombstone>();
+            let total = self.range_del_bytes.load(Ordering::Relaxed) + bytes;
+            self.range_del_bytes.store(total, Ordering::Relaxed);
+            r.list.push(RangeTombstone::new(start, end, seq));
+            r.fragmented = None;
+            self.has_range_dels.store(true, Ordering::Release);
+        }
+        // Sequence statistics are updated under the write lock; only the write-group leader
+        // adds, so load + store suffices.
+        if seq.0 < self.first_seqno.load(Ordering::Relaxed) {
+            self.first_seqno.store(seq.0, Ordering::Relaxed);
+        }
+        if seq.0 + 1 > self.largest_seqno_plus1.load(Ordering::Relaxed) {
+            self.largest_seqno_plus1.store(seq.0 + 1, Ordering::Relaxed);
+        }
+    }
+
+    /// True when the memtable holds range tombstones.
+    #[inline]
+    pub fn has_range_tombstones(&self) -> bool {
+        self.has_range_dels.load(Ordering::Acquire)
+    }
+
+    /// The tombstones, in insertion order.
+    pub fn range_tombstones(&self) -> Vec<RangeTombstone> {
+        if !self.has_range_tombstones() {
+            return Vec::new();
+        }
+        self.range_dels.read().list.clone()
+    }
+
+    /// The tombstones fragmented with source `source`, `None` when there are none. Cached
+    /// until the next tombstone is added.
+    pub fn fragmented_range_tombstones(&self) -> Option<Arc<FragmentedTombstones>> {
+        if !self.has_range_tombstones() {
+            return None;
+        }
+        if let Some(f) = &self.range_dels.read().fragmented {
+            return Some(f.clone());
+        }
+        let mut w = self.range_dels.write();
+        if let Some(f) = &w.fragmented {
+            return Some(f.clone());
+        }
+        let f = Arc::new(FragmentedTombstones::from_tombstones(&w.list, 0));
+        w.fragmented = Some(f.clone());
+        Some(f)
     }
 
     /// Calls `f(ikey, value)` for entries starting at the first entry `>= lookup_ikey` (an
@@ -104,10 +182,13 @@ impl MemTable {
         MemTableIterator::new(Arc::clone(self))
     }
 
-    /// Arena bytes in use plus this struct; one atomic load. Tracks resident memory (see the
-    /// arena's doc): the arena reserves memory in 1 MiB chunks, touched as it is used.
+    /// Arena bytes in use plus this struct plus the range tombstones; two atomic loads. Tracks
+    /// resident memory (see the arena's doc): the arena reserves memory in 1 MiB chunks,
+    /// touched as it is used.
     pub fn approximate_memory_usage(&self) -> usize {
-        self.list.memory_usage() + std::mem::size_of::<Self>()
+        self.list.memory_usage()
+            + std::mem::size_of::<Self>()
+            + self.range_del_bytes.load(Ordering::Relaxed)
     }
 
     pub fn num_entries(&self) -> u64 {
@@ -119,8 +200,19 @@ impl MemTable {
         self.num_deletes.load(Ordering::Relaxed)
     }
 
+    #[cfg(test)]
+    /// Range tombstones held (point entries are counted by [`Self::num_entries`]).
+    pub fn num_range_deletions(&self) -> u64 {
+        if self.has_range_tombstones() {
+            self.range_dels.read().list.len() as u64
+        } else {
+            0
+        }
+    }
+
+    /// No point entry and no range tombstone.
     pub fn is_empty(&self) -> bool {
-        self.num_entries() == 0
+        self.num_entries() == 0 && !self.has_range_tombstones()
     }
 
     #[cfg(test)]

@@ -26,6 +26,8 @@
 //! only the writer stores, atomically), and the arena frees nothing while the list lives, so a
 //! reader can hold a node for as long as it holds the list. A reader may observe a node at level 0
 //! before its higher levels, or a stale list height: both only make its search take a lower road.
+//! A search answers with the nodes it actually compared: re-reading a link after the comparison
+//! could return a node inserted meanwhile that is smaller than the target.
 //!
 //! ## Order and duplicates
 //!
@@ -248,28 +250,24 @@ impl SkipList {
     }
 
     /// Walks down from the top level, moving right while the next key satisfies `go_right`
-    /// (which must hold for a prefix of the list), and returns the last node reached at level 0
-    /// (the head when `go_right` holds for no key).
+    /// (which must hold for a prefix of the list). Returns the last node reached at level 0 (the
+    /// head when `go_right` holds for no key) and the node after it that failed `go_right`
+    /// (`None` at the end of the list).
     ///
-    /// Also returns the node that ended the walk at level 0 (the first node for which
-    /// `go_right` fails, as seen by this walk), if any. Callers wanting that node must use it
-    /// rather than re-load the successor of the returned node: a concurrent insert may have put
-    /// a node between the two in the meantime, one for which `go_right` holds.
+    /// The pair is what the list looked like at one instant. Callers must use the returned
+    /// successor rather than load the link again: a node inserted meanwhile between the two
+    /// could still satisfy `go_right`.
     #[inline]
     fn descend(&self, mut go_right: impl FnMut(&[u8]) -> bool) -> (Node<'_>, Option<Node<'_>>) {
         let mut x = self.head();
         let mut bound = None;
         let mut level = self.height.load(MemOrder::Relaxed) - 1;
         loop {
-            x = walk(x, level, &mut go_right, &mut bound);
+            let (last, stop) = walk(x, level, &mut go_right, &mut bound);
             if level == 0 {
-                // SAFETY: `bound` was loaded with `Acquire` from a link of this list (in `walk`),
-                // so it satisfies the `Node` invariant; every node has at least one link. The
-                // level-0 walk ends either at it or at the end of the list, where it is None
-                // (a node that failed `go_right` higher up is right of `x` at level 0 too).
-                let stop = bound.map(|p| unsafe { Node::from_raw(p, 1) });
-                return (x, stop);
+                return (last, stop);
             }
+            x = last;
             level -= 1;
         }
     }
@@ -364,7 +362,7 @@ impl ListWriter<'_> {
                     x = s;
                 }
             }
-            x = walk(x, level, &mut go_right, &mut bound);
+            x = walk(x, level, &mut go_right, &mut bound).0;
             prev[level] = x;
         }
 
@@ -389,20 +387,22 @@ impl ListWriter<'_> {
     }
 }
 
-/// Moves right from `x` at `level` while the next key satisfies `go_right`, and returns the last
-/// node that did (or `x`). `bound`, when set, is a node known to fail `go_right` (the one that
-/// stopped the walk a level up): meeting it again ends the walk without comparing keys. On
-/// return it holds the node that stopped this walk, if any.
+/// Moves right from `x` at `level` while the next key satisfies `go_right`. Returns the last
+/// node that did (or `x`) and the successor it had when the walk stopped (`None` at the end of
+/// the level). `bound`, when set, is a node known to fail `go_right` (the one that stopped the
+/// walk a level up): meeting it again ends the walk without comparing keys. On return it holds
+/// the node that stopped this walk, if any.
 #[inline(always)]
 fn walk<'a>(
     mut x: Node<'a>,
     level: usize,
     go_right: &mut impl FnMut(&[u8]) -> bool,
     bound: &mut Option<NodePtr>,
-) -> Node<'a> {
-    while let Some(n) = x.next(level) {
+) -> (Node<'a>, Option<Node<'a>>) {
+    loop {
+        let Some(n) = x.next(level) else { return (x, None) };
         if *bound == Some(n.ptr) {
-            break;
+            return (x, Some(n));
         }
         // While `n`'s key is compared, start loading the node after it, which is the next one
         // compared if the walk goes on.
@@ -411,10 +411,9 @@ fn walk<'a>(
             x = n;
         } else {
             *bound = Some(n.ptr);
-            break;
+            return (x, Some(n));
         }
     }
-    x
 }
 
 /// A cache hint: starts loading the line at `p` (a node header, possibly null).

@@ -82,6 +82,32 @@ fn iterator_conformance_sequential_inserts() {
 }
 
 #[test]
+fn range_tombstones_live_beside_the_skiplist() {
+    let m = Arc::new(MemTable::new());
+    assert!(m.fragmented_range_tombstones().is_none());
+    m.add(SeqNo(3), ValueType::Value, b"b", b"v");
+    m.add(SeqNo(4), ValueType::RangeDeletion, b"a", b"c");
+    m.add(SeqNo(5), ValueType::RangeDeletion, b"x", b"x"); // empty: dropped
+    assert_eq!(m.num_entries(), 1);
+    assert_eq!(m.num_range_deletions(), 1);
+    assert_eq!(m.largest_seqno(), Some(SeqNo(5)));
+    assert_eq!(scan(&m).len(), 1, "tombstones are not in the skiplist");
+    let f = m.fragmented_range_tombstones().unwrap();
+    assert_eq!(f.max_covering_seq(b"b", SeqNo(10)), SeqNo(4));
+    m.add(SeqNo(6), ValueType::RangeDeletion, b"b", b"d");
+    let f = m.fragmented_range_tombstones().unwrap();
+    assert_eq!(f.max_covering_seq(b"b", SeqNo(10)), SeqNo(6), "cache rebuilt after an add");
+    assert_eq!(f.max_covering_seq(b"c", SeqNo(5)), SeqNo::ZERO);
+
+    // A memtable holding only a tombstone is not empty (it must be flushed).
+    let only = MemTable::new();
+    only.add(SeqNo(1), ValueType::RangeDeletion, b"a", b"b");
+    assert!(!only.is_empty());
+    assert_eq!(only.range_tombstones().len(), 1);
+    assert!(only.approximate_memory_usage() > MemTable::new().approximate_memory_usage());
+}
+
+#[test]
 fn empty_memtable() {
     let m = Arc::new(MemTable::new());
     assert!(m.is_empty());
@@ -395,6 +421,41 @@ fn one_writer_many_readers() {
     assert_eq!(scan(&m), model);
     assert_eq!(m.num_entries(), n);
     assert_eq!(m.largest_seqno(), Some(SeqNo(n)));
+}
+
+/// Regression (found by Miri): a seek must return the successor it compared against, not reload
+/// the link, or a key inserted in between, smaller than the target, is returned. The writer keeps
+/// inserting the new largest key below the readers' target, right where the race lands.
+#[test]
+fn seek_while_inserting_just_below_target() {
+    let n = scaled(200_000, 200) as u64;
+    let m = Arc::new(MemTable::new());
+    m.add(SeqNo(1), ValueType::Value, b"t", b"target");
+    let target = lookup_key(b"t", SeqNo::MAX);
+    let done = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (m, done, target) = (Arc::clone(&m), Arc::clone(&done), target.clone());
+        thread::spawn(move || {
+            let mut it = m.iter();
+            let mut seeks = 0u64;
+            while !done.load(std::sync::atomic::Ordering::Acquire) || seeks == 0 {
+                it.seek(&target);
+                assert!(it.valid());
+                assert_eq!(it.value(), b"target", "seek returned a key below the target");
+                m.get(&target, |_, v| {
+                    assert_eq!(v, b"target", "get started below the target");
+                    false
+                });
+                seeks += 1;
+            }
+            seeks
+        })
+    };
+    for i in 0..n {
+        m.add(SeqNo(i + 2), ValueType::Value, format!("s{i:010}").as_bytes(), b"below");
+    }
+    done.store(true, std::sync::atomic::Ordering::Release);
+    assert!(reader.join().expect("reader panicked") > 0);
 }
 
 #[test]

@@ -25,8 +25,9 @@ use super::filter::FilterBuilder;
 use super::format::{
     block_trailer, BlockHandle, CompressionType, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN,
 };
-use super::metaindex::{MetaIndex, FILTER_BLOCK, PROPERTIES_BLOCK};
+use super::metaindex::{MetaIndex, FILTER_BLOCK, PROPERTIES_BLOCK, RANGE_DELETION_BLOCK};
 use super::properties::TableProperties;
+use crate::range_del::{encode_block, sort_tombstones, RangeTombstone};
 
 /// Largest internal key or value accepted by [`TableBuilder::add`]; keeps every block offset
 /// within the 32-bit restart array.
@@ -76,9 +77,10 @@ impl Default for TableOptions {
 pub struct TableSummary {
     pub file_size: u64,
     pub num_entries: u64,
-    /// Smallest internal key (empty for an empty table).
+    /// Smallest internal key, range tombstone starts included (empty for an empty table).
     pub smallest: Vec<u8>,
-    /// Largest internal key (empty for an empty table).
+    /// Largest internal key, or the exclusive bound of a range tombstone end when that is
+    /// larger (empty for an empty table).
     pub largest: Vec<u8>,
     pub smallest_seqno: SeqNo,
     pub largest_seqno: SeqNo,
@@ -121,6 +123,8 @@ pub struct TableBuilder {
     scratch_handle: Vec<u8>,
     /// The first write failure; every later call reports it.
     failed: Option<Error>,
+    /// Range tombstones, written at `finish` as the `strata.rangedel` meta block.
+    range_dels: Vec<RangeTombstone>,
 }
 
 impl TableBuilder {
@@ -143,6 +147,7 @@ impl TableBuilder {
             scratch_key: Vec::new(),
             scratch_handle: Vec::new(),
             failed: None,
+            range_dels: Vec::new(),
         }
     }
 
@@ -226,6 +231,15 @@ impl TableBuilder {
         Ok(())
     }
 
+    /// Adds a range tombstone (any time before `finish`, in any order). The table's smallest
+    /// and largest keys cover it; its end becomes an exclusive largest bound
+    /// ([`key::range_end_bound`]). Empty ranges are ignored.
+    pub fn add_range_tombstone(&mut self, t: &RangeTombstone) {
+        if t.start < t.end {
+            self.range_dels.push(t.clone());
+        }
+    }
+
     #[cfg(test)]
     /// Entries added so far.
     pub fn num_entries(&self) -> u64 {
@@ -283,6 +297,34 @@ impl TableBuilder {
         }
         let mut meta = MetaIndex::new();
 
+        let mut smallest = self.smallest;
+        let mut largest = if self.props.num_entries > 0 { self.last_key } else { Vec::new() };
+        if !self.range_dels.is_empty() {
+            sort_tombstones(&mut self.range_dels);
+            let p = &mut self.props;
+            let no_points = p.num_entries == 0;
+            for (i, t) in self.range_dels.iter().enumerate() {
+                if no_points && i == 0 {
+                    p.smallest_seqno = t.seq;
+                    p.largest_seqno = t.seq;
+                } else {
+                    p.smallest_seqno = p.smallest_seqno.min(t.seq);
+                    p.largest_seqno = p.largest_seqno.max(t.seq);
+                }
+                let lo = key::make_internal_key(&t.start, t.seq, ValueType::RangeDeletion);
+                if smallest.is_empty() || compare_internal(&lo, &smallest) == Ordering::Less {
+                    smallest = lo;
+                }
+                let hi = key::range_end_bound(&t.end);
+                if largest.is_empty() || compare_internal(&hi, &largest) == Ordering::Greater {
+                    largest = hi;
+                }
+            }
+            p.num_range_deletions += self.range_dels.len() as u64;
+            let h = self.writer.write(&encode_block(&self.range_dels), CompressionType::None)?;
+            meta.insert(RANGE_DELETION_BLOCK, h);
+        }
+
         if let Some(f) = self.filter.take().filter(|f| f.num_keys() > 0) {
             let h = self.writer.write(&f.finish(), CompressionType::None)?;
             self.props.filter_size = h.size + BLOCK_TRAILER_LEN as u64;
@@ -304,11 +346,10 @@ impl TableBuilder {
         let file_size = self.writer.offset + FOOTER_LEN as u64;
         debug_assert_eq!(file_size, self.writer.file.len());
 
-        let largest = if self.props.num_entries > 0 { self.last_key } else { Vec::new() };
         Ok(TableSummary {
             file_size,
             num_entries: self.props.num_entries,
-            smallest: self.smallest,
+            smallest,
             largest,
             smallest_seqno: self.props.smallest_seqno,
             largest_seqno: self.props.largest_seqno,

@@ -6,6 +6,7 @@
 //! | ...               |         |
 //! | data block n-1    | trailer |
 //! | filter block      | trailer |   optional (no keys, or bloom_bits_per_key = 0)
+//! | rangedel block    | trailer |   optional (only with range tombstones)
 //! | index block       | trailer |
 //! | properties block  | trailer |
 //! | metaindex block   | trailer |

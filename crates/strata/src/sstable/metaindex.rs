@@ -6,8 +6,8 @@
 //! entry           = name: varint64 length | bytes  |  handle: varint64 offset | varint64 size
 //! ```
 //! Names are unique and strictly ascending (bytewise). A reader ignores names it does not know.
-//! Known names (on-disk: never change): [`FILTER_BLOCK`], [`PROPERTIES_BLOCK`] (required) and,
-//! reserved for range tombstones, [`RANGE_DELETION_BLOCK`].
+//! Known names (on-disk: never change): [`FILTER_BLOCK`], [`PROPERTIES_BLOCK`] (required) and
+//! [`RANGE_DELETION_BLOCK`] (range tombstones).
 
 use std::path::PathBuf;
 
@@ -20,6 +20,8 @@ use super::format::BlockHandle;
 pub const FILTER_BLOCK: &str = "strata.filter";
 /// The properties block ([`super::properties`]).
 pub const PROPERTIES_BLOCK: &str = "strata.properties";
+/// The range tombstone block ([`crate::range_del`]); absent when the table has none.
+pub const RANGE_DELETION_BLOCK: &str = "strata.rangedel";
 
 /// The decoded (or to-be-encoded) name -> handle map, sorted by name.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -1,8 +1,8 @@
 //! Reads a table file (layout in [`super::format`]).
 //!
 //! `open` reads and verifies (always, whatever the read options say) the footer, the metaindex,
-//! the index, the filter and the properties, and keeps them in memory for the reader's life;
-//! only data blocks go through the block cache. Every error names the table's path and the
+//! the index, the filter, the range tombstones and the properties, and keeps them in memory for
+//! the reader's life; only data blocks go through the block cache. Every error names the table's path and the
 //! offset of the damaged structure.
 
 use std::cell::Cell;
@@ -19,8 +19,9 @@ use crate::util::checksum::ChecksumType;
 use super::block::{Block, BlockIter};
 use super::filter::BloomFilter;
 use super::format::{read_block, BlockHandle, Footer, FOOTER_LEN};
-use super::metaindex::{MetaIndex, FILTER_BLOCK, PROPERTIES_BLOCK};
+use super::metaindex::{MetaIndex, FILTER_BLOCK, PROPERTIES_BLOCK, RANGE_DELETION_BLOCK};
 use super::properties::TableProperties;
+use crate::range_del::{decode_block, FragmentedTombstones, RangeTombstone};
 
 /// Key buffers larger than this are freed after a `get` rather than kept for the next one.
 const MAX_REUSED_KEY_BUFFER: usize = 4096;
@@ -60,6 +61,9 @@ pub struct TableReader {
     index: Arc<Block>,
     filter: Option<BloomFilter>,
     properties: TableProperties,
+    /// The `strata.rangedel` block, as stored and fragmented (source 0).
+    range_dels: Vec<RangeTombstone>,
+    fragmented_range_dels: Option<Arc<FragmentedTombstones>>,
 }
 
 impl std::fmt::Debug for TableReader {
@@ -126,6 +130,13 @@ impl TableReader {
         };
         let index = Block::new(read_meta(footer.index, "index")?, footer.index.offset)
             .map_err(|e| e.with_file(&path))?;
+        let range_dels = match meta.get(RANGE_DELETION_BLOCK) {
+            Some(h) => decode_block(&read_meta(h, "range deletion")?, h.offset)
+                .map_err(|e| e.with_file(&path))?,
+            None => Vec::new(),
+        };
+        let fragmented_range_dels = (!range_dels.is_empty())
+            .then(|| Arc::new(FragmentedTombstones::from_tombstones(&range_dels, 0)));
 
         Ok(TableReader {
             file,
@@ -137,7 +148,20 @@ impl TableReader {
             index: Arc::new(index),
             filter,
             properties,
+            range_dels,
+            fragmented_range_dels,
         })
+    }
+
+    /// The table's range tombstones, sorted by start then seq descending.
+    pub fn range_tombstones(&self) -> &[RangeTombstone] {
+        &self.range_dels
+    }
+
+    /// The table's range tombstones fragmented (source 0); `None` when it has none.
+    #[inline]
+    pub fn fragmented_range_tombstones(&self) -> Option<&Arc<FragmentedTombstones>> {
+        self.fragmented_range_dels.as_ref()
     }
 
     /// Bloom check on a user key; false means the table holds no entry for it.

@@ -570,3 +570,100 @@ fn iterators_and_readers_are_shareable() {
     assert_send::<super::reader::TableIterator>();
     assert_send::<super::block::BlockIter>();
 }
+
+mod range_tombstones {
+    use super::*;
+    use crate::key::{is_exclusive_bound, range_end_bound};
+    use crate::range_del::RangeTombstone;
+
+    fn t(s: &str, e: &str, seq: u64) -> RangeTombstone {
+        RangeTombstone::new(s.as_bytes(), e.as_bytes(), SeqNo(seq))
+    }
+
+    #[test]
+    fn roundtrip_with_points_and_bounds() {
+        let (fs, path) = mem_fs();
+        let o = opts(256, CompressionType::Snappy, ChecksumType::Crc32c);
+        let mut b = TableBuilder::new(&o, fs.create(&path).unwrap(), path.clone());
+        b.add_range_tombstone(&t("m", "q", 30));
+        for (i, k) in ["c", "d", "n"].iter().enumerate() {
+            b.add(&make_internal_key(k.as_bytes(), SeqNo(10 + i as u64), ValueType::Value), b"v")
+                .unwrap();
+        }
+        b.add_range_tombstone(&t("a", "e", 5));
+        b.add_range_tombstone(&t("x", "x", 99)); // empty: ignored
+        b.add_range_tombstone(&t("p", "z", 40));
+        let s = b.finish().unwrap();
+        assert_eq!(s.num_entries, 3);
+        assert_eq!(s.properties.num_range_deletions, 3);
+        assert_eq!(s.smallest, make_internal_key(b"a", SeqNo(5), ValueType::RangeDeletion));
+        assert_eq!(s.largest, range_end_bound(b"z"));
+        assert!(is_exclusive_bound(&s.largest));
+        assert_eq!((s.smallest_seqno, s.largest_seqno), (SeqNo(5), SeqNo(40)));
+
+        let r = open(&fs, &path);
+        assert_eq!(r.range_tombstones(), &[t("a", "e", 5), t("m", "q", 30), t("p", "z", 40)]);
+        assert_eq!(r.properties().num_range_deletions, 3);
+        let f = r.fragmented_range_tombstones().unwrap();
+        assert_eq!(f.max_covering_seq(b"d", SeqNo::MAX), SeqNo(5));
+        assert_eq!(f.max_covering_seq(b"p", SeqNo::MAX), SeqNo(40));
+        assert_eq!(f.max_covering_seq(b"p", SeqNo(35)), SeqNo(30));
+        assert_eq!(f.max_covering_seq(b"z", SeqNo::MAX), SeqNo::ZERO);
+        // Point entries are unaffected: tombstones are not in the data blocks.
+        let mut it = r.iter(ReadBlockOptions::default());
+        it.seek_to_first();
+        let mut n = 0;
+        while it.valid() {
+            assert_eq!(parse_internal_key(it.key()).unwrap().value_type, ValueType::Value);
+            n += 1;
+            it.next();
+        }
+        assert_eq!(n, 3);
+    }
+
+    #[test]
+    fn table_with_only_tombstones() {
+        let (fs, path) = mem_fs();
+        let o = TableOptions::default();
+        let mut b = TableBuilder::new(&o, fs.create(&path).unwrap(), path.clone());
+        b.add_range_tombstone(&t("k", "m", 7));
+        let s = b.finish().unwrap();
+        assert_eq!(s.num_entries, 0);
+        assert_eq!(s.smallest, make_internal_key(b"k", SeqNo(7), ValueType::RangeDeletion));
+        assert_eq!(s.largest, range_end_bound(b"m"));
+        assert_eq!((s.smallest_seqno, s.largest_seqno), (SeqNo(7), SeqNo(7)));
+        let r = open(&fs, &path);
+        assert_eq!(r.range_tombstones(), &[t("k", "m", 7)]);
+        let mut it = r.iter(ReadBlockOptions::default());
+        it.seek_to_first();
+        assert!(!it.valid());
+        it.status().unwrap();
+        assert!(table_get(&r, b"l", SeqNo::MAX).unwrap().is_empty());
+        // A table without tombstones has no block and no fragments.
+        let (fs2, path2) = mem_fs();
+        build(&fs2, &path2, &o, &sample_entries(10, 3));
+        assert!(open(&fs2, &path2).fragmented_range_tombstones().is_none());
+    }
+
+    #[test]
+    fn damaged_rangedel_block_is_corruption() {
+        let (fs, path) = mem_fs();
+        let o = TableOptions { bloom_bits_per_key: 0, ..TableOptions::default() };
+        let mut b = TableBuilder::new(&o, fs.create(&path).unwrap(), path.clone());
+        b.add_range_tombstone(&t("k", "m", 7));
+        b.finish().unwrap();
+        let data = fs.open(&path).unwrap();
+        let bytes = data.read_exact_at(0, data.len() as usize).unwrap();
+        // The rangedel block is the first block of this table (no data, no filter).
+        for i in 0..6 {
+            let mut bad = bytes.clone();
+            bad[i] ^= 0x40;
+            let p2 = PathBuf::from(format!("/db/00010{i}.sst"));
+            let mut f = fs.create(&p2).unwrap();
+            f.append(&bad).unwrap();
+            f.sync().unwrap();
+            let e = TableReader::open(fs.open(&p2).unwrap(), 2, None).unwrap_err();
+            assert!(e.is_corruption() || matches!(e, Error::ChecksumMismatch { .. }), "{e}");
+        }
+    }
+}

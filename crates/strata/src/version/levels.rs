@@ -3,6 +3,9 @@
 //! Invariants (checked by [`Version::apply`]): a file appears at most once; levels >= 1 are
 //! sorted by smallest key and their files' key ranges do not overlap; L0 is ordered newest
 //! first (largest sequence number, then file number, descending) and its files may overlap.
+//! A file's largest key may be an exclusive bound ([`crate::key::range_end_bound`], the end
+//! of a range tombstone): then the file does not contain that user key, and the next file of
+//! the level may start at it.
 
 use std::cmp::Ordering;
 use std::collections::HashSet;
@@ -10,7 +13,7 @@ use std::sync::Arc;
 
 use super::edit::{FileMetaData, VersionEdit};
 use crate::error::{Error, Result};
-use crate::key::{compare_internal, user_key};
+use crate::key::{after_largest, compare_internal, user_key};
 use crate::types::FileNumber;
 
 /// Files per level. Cheap to clone (files are shared).
@@ -76,7 +79,7 @@ impl Version {
             }
             files.sort_by(|a, b| compare_internal(&a.smallest, &b.smallest));
             for w in files.windows(2) {
-                if user_key(&w[0].largest) >= user_key(&w[1].smallest) {
+                if !after_largest(user_key(&w[1].smallest), &w[0].largest) {
                     return bad(format!(
                         "files {} and {} overlap at level {level}",
                         w[0].number, w[1].number
@@ -107,9 +110,10 @@ impl Version {
         self.levels.iter().enumerate().flat_map(|(l, fs)| fs.iter().map(move |f| (l, f)))
     }
 
-    /// Index of the first file at sorted `level` (>= 1) whose largest user key is >= `ukey`.
+    /// Index of the first file at sorted `level` (>= 1) that `ukey` is not after (a largest
+    /// key that is a range tombstone's end bound is exclusive).
     pub fn find_file(&self, level: usize, ukey: &[u8]) -> usize {
-        self.levels[level].partition_point(|f| user_key(&f.largest) < ukey)
+        self.levels[level].partition_point(|f| after_largest(ukey, &f.largest))
     }
 
     /// The edit that recreates this version from nothing (the start of a new MANIFEST).
@@ -185,5 +189,36 @@ mod tests {
         let mut e = VersionEdit::default();
         e.new_files.push((1, meta(1, "z", "a", 1)));
         assert!(v.apply(&e).is_err(), "inverted range");
+    }
+
+    /// File A ends with a range tombstone whose end is file B's first key: A's largest key is
+    /// an exclusive bound, so the two do not overlap and `end` belongs to B.
+    #[test]
+    fn range_end_bound_is_exclusive() {
+        let mut a = meta(1, "a", "m", 5);
+        a.largest = crate::key::range_end_bound(b"m");
+        let b = meta(2, "m", "t", 5);
+        let mut e = VersionEdit::default();
+        e.new_files.push((1, a.clone()));
+        e.new_files.push((1, b));
+        let v = Version::new(2).apply(&e).unwrap();
+        assert_eq!(v.find_file(1, b"l"), 0);
+        assert_eq!(v.find_file(1, b"m"), 1, "a get for the end key looks in B");
+        assert_eq!(v.find_file(1, b"u"), 2);
+        // An inclusive largest key at "m" does overlap B.
+        let mut e = VersionEdit::default();
+        e.new_files.push((1, meta(3, "a", "m", 5)));
+        e.new_files.push((1, meta(4, "m", "t", 5)));
+        assert!(Version::new(2).apply(&e).is_err());
+        // Picker overlap treats the bound as exclusive, on either side.
+        use crate::compaction::picker::overlapping;
+        let lo = make_internal_key(b"m", SeqNo(9), ValueType::Value);
+        let hi = make_internal_key(b"n", SeqNo(9), ValueType::Value);
+        let got: Vec<u64> = overlapping(&v, 1, &lo, &hi).iter().map(|f| f.number.0).collect();
+        assert_eq!(got, vec![2]);
+        let lo = make_internal_key(b"b", SeqNo(9), ValueType::Value);
+        let got: Vec<u64> =
+            overlapping(&v, 1, &lo, &a.largest).iter().map(|f| f.number.0).collect();
+        assert_eq!(got, vec![1]);
     }
 }

@@ -1,0 +1,441 @@
+//! Stage 2 of the command line: raw [`Flags`] -> a validated [`Config`].
+//!
+//! Every rejection names the flag and why; engine-class flags with non-default values that the
+//! chosen engine cannot honour are rejected here, before anything runs.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+
+use crate::engine::EngineKind;
+use crate::flags::{self, Class, Flags, ParsedFlags};
+use crate::keys::KeyFormat;
+use crate::values::ValueSize;
+
+/// `--compression_type`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compression {
+    None,
+    Snappy,
+    Zlib,
+    Bzip2,
+    Lz4,
+    Lz4hc,
+    Xpress,
+    Zstd,
+}
+
+impl Compression {
+    pub fn parse(s: &str) -> Result<Self> {
+        Ok(match s.to_ascii_lowercase().as_str() {
+            "none" | "nocompression" => Compression::None,
+            "snappy" => Compression::Snappy,
+            "zlib" => Compression::Zlib,
+            "bzip2" => Compression::Bzip2,
+            "lz4" => Compression::Lz4,
+            "lz4hc" => Compression::Lz4hc,
+            "xpress" => Compression::Xpress,
+            "zstd" => Compression::Zstd,
+            _ => bail!(
+                "--compression_type={s}: unknown (none, snappy, zlib, bzip2, lz4, lz4hc, xpress, zstd)"
+            ),
+        })
+    }
+
+    /// RocksDB's `CompressionTypeToString`, as printed in the header.
+    pub fn header_name(self) -> &'static str {
+        match self {
+            Compression::None => "NoCompression",
+            Compression::Snappy => "Snappy",
+            Compression::Zlib => "Zlib",
+            Compression::Bzip2 => "BZip2",
+            Compression::Lz4 => "LZ4",
+            Compression::Lz4hc => "LZ4HC",
+            Compression::Xpress => "Xpress",
+            Compression::Zstd => "ZSTD",
+        }
+    }
+}
+
+/// One entry of `--benchmarks`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BenchSpec {
+    /// The name without the repeat suffix.
+    pub name: String,
+    pub repeats: usize,
+    pub warmups: usize,
+}
+
+/// Parses `name[X3-W1]` (either part optional).
+pub fn parse_bench_spec(s: &str) -> Result<BenchSpec> {
+    let s = s.trim();
+    let Some(open) = s.find('[') else {
+        return Ok(BenchSpec { name: s.to_string(), repeats: 1, warmups: 0 });
+    };
+    let Some(inner) = s[open + 1..].strip_suffix(']') else {
+        bail!("benchmark '{s}': a repeat suffix looks like name[X3-W1]");
+    };
+    let mut spec = BenchSpec { name: s[..open].to_string(), repeats: 1, warmups: 0 };
+    for part in inner.split('-').filter(|p| !p.is_empty()) {
+        let (kind, n) = part.split_at(1);
+        let n: usize =
+            n.parse().map_err(|_| anyhow::anyhow!("benchmark '{s}': bad repeat count '{part}'"))?;
+        match kind {
+            "X" | "x" => spec.repeats = n.max(1),
+            "W" | "w" => spec.warmups = n,
+            _ => bail!("benchmark '{s}': '{part}' is neither X<n> nor W<n>"),
+        }
+    }
+    Ok(spec)
+}
+
+/// Every benchmark name the tool implements.
+pub const BENCHMARK_NAMES: &[&str] = &[
+    "fillseq",
+    "fillrandom",
+    "filluniquerandom",
+    "overwrite",
+    "fillsync",
+    "fill100K",
+    "fillbatch",
+    "deleteseq",
+    "deleterandom",
+    "readseq",
+    "readreverse",
+    "readtocache",
+    "readrandom",
+    "readrandomsmall",
+    "readmissing",
+    "readhot",
+    "multireadrandom",
+    "seekrandom",
+    "readwhilewriting",
+    "readwhilemerging",
+    "seekrandomwhilewriting",
+    "seekrandomwhilemerging",
+    "readrandomwriterandom",
+    "updaterandom",
+    "mergerandom",
+    "readrandommergerandom",
+    "crc32c",
+    "xxhash",
+    "xxhash64",
+    "xxh3",
+    "compress",
+    "uncompress",
+    "acquireload",
+    "compact",
+    "compactall",
+    "flush",
+    "waitforcompaction",
+    "stats",
+    "levelstats",
+    "sstables",
+    "memstats",
+    "resetstats",
+    "open",
+];
+
+/// db_bench benchmarks this tool knows but does not implement (a clear error instead of
+/// "unknown benchmark").
+const NOT_IMPLEMENTED: &[&str] = &[
+    "fillseqdeterministic",
+    "filluniquerandomdeterministic",
+    "readwhilescanning",
+    "multireadwhilewriting",
+    "newiteratorwhilewriting",
+    "newiterator",
+    "fillseekseq",
+    "randomwithverify",
+    "xorupdaterandom",
+    "appendrandom",
+    "compact0",
+    "compact1",
+    "block_cache_entry_stats",
+    "cache_report_problems",
+    "stats_history",
+    "heapprofile",
+    "verify",
+    "replay",
+    "backup",
+    "restore",
+    "getmergeoperands",
+    "readrandomoperands",
+    "timeseries",
+    "randomtransaction",
+    "randomreplacekeys",
+    "mixgraph",
+    "approximatesizerandom",
+    "approximatememtablestats",
+    "ingestexternalfile",
+    "openandcompact",
+];
+
+/// Merge operator names db_bench accepts.
+const MERGE_OPERATORS: &[&str] = &[
+    "put",
+    "put_v1",
+    "PutOperator",
+    "uint64add",
+    "UInt64AddOperator",
+    "max",
+    "MaxOperator",
+    "stringappend",
+    "StringAppendOperator",
+    "stringappendtest",
+    "StringAppendTESTOperator",
+    "bytesxor",
+    "BytesXOR",
+    "sortlist",
+    "MyTestSortList",
+];
+
+/// The validated configuration.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// The raw flags (already validated); benchmarks read workload flags from here.
+    pub flags: Flags,
+    /// Flags given on the command line.
+    pub set: BTreeSet<&'static str>,
+    pub engine: EngineKind,
+    pub benchmarks: Vec<BenchSpec>,
+    pub db: PathBuf,
+    /// Seed base (the time when `--seed=0`).
+    pub seed_base: u64,
+    pub num: u64,
+    pub key: KeyFormat,
+    pub value_size: ValueSize,
+    pub compression: Compression,
+    /// `--stats_interval`, after `--stats_interval_seconds` forced it to 1000.
+    pub stats_interval: u64,
+    pub use_existing_db: bool,
+    /// Notes for the user (RocksDB-only flags that have no effect on this engine), printed on
+    /// stderr before the run.
+    pub notes: Vec<String>,
+}
+
+fn default_db_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("TEST_TMPDIR").filter(|d| !d.is_empty()) {
+        return PathBuf::from(d).join("dbbench");
+    }
+    std::env::temp_dir().join(format!("strata-bench-{}", effective_uid())).join("dbbench")
+}
+
+fn effective_uid() -> u32 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(2))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn now_micros() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_micros() as u64)
+}
+
+impl Config {
+    /// Validates `parsed`.
+    pub fn from_parsed(parsed: ParsedFlags) -> Result<Config> {
+        let ParsedFlags { mut flags, set, .. } = parsed;
+        let f = &mut flags;
+        let engine = EngineKind::parse(&f.engine)?;
+        if !engine.compiled_in() {
+            bail!(
+                "--engine={}: this strata-bench was built without it; rebuild with \
+                 `cargo build --release -p strata-bench --features {}`",
+                f.engine,
+                engine.name()
+            );
+        }
+        let positive = |name: &str, v: i64| -> Result<u64> {
+            if v < 1 {
+                bail!("--{name}={v}: must be at least 1");
+            }
+            Ok(v as u64)
+        };
+        let num = positive("num", f.num)?;
+        positive("threads", f.threads)?;
+        positive("batch_size", f.batch_size)?;
+        positive("key_size", f.key_size)?;
+        positive("ops_between_duration_checks", f.ops_between_duration_checks)?;
+        for (name, v) in [
+            ("reads", f.reads),
+            ("writes", f.writes),
+            ("deletes", f.deletes),
+            ("merge_keys", f.merge_keys),
+        ] {
+            if v < -1 {
+                bail!("--{name}={v}: must be -1 (= --num) or a count");
+            }
+        }
+        for (name, v) in [
+            ("duration", f.duration),
+            ("seek_nexts", f.seek_nexts),
+            ("max_scan_distance", f.max_scan_distance),
+            ("multiread_stride", f.multiread_stride),
+            ("bgwriter_num", f.bgwriter_num),
+            ("keys_per_prefix", f.keys_per_prefix),
+            ("prefix_size", f.prefix_size),
+            ("stats_interval", f.stats_interval),
+            ("stats_interval_seconds", f.stats_interval_seconds),
+            ("report_interval_seconds", f.report_interval_seconds),
+            ("value_size", f.value_size),
+        ] {
+            if v < 0 {
+                bail!("--{name}={v}: must not be negative");
+            }
+        }
+        for (name, v) in [
+            ("readwritepercent", f.readwritepercent),
+            ("mergereadpercent", f.mergereadpercent),
+            ("same_value_percentage", f.same_value_percentage),
+        ] {
+            if !(0..=100).contains(&v) {
+                bail!("--{name}={v}: must be a percentage (0..100)");
+            }
+        }
+        if !(0.0..=1.0).contains(&f.compression_ratio) {
+            bail!("--compression_ratio={}: must be between 0 and 1", f.compression_ratio);
+        }
+        if f.read_random_exp_range < 0.0 {
+            bail!("--read_random_exp_range={}: must not be negative", f.read_random_exp_range);
+        }
+        let value_size = match f.value_size_distribution_type.as_str() {
+            "fixed" => ValueSize::Fixed(f.value_size as usize),
+            kind @ ("uniform" | "normal") => {
+                if f.value_size_min < 0 || f.value_size_min > f.value_size_max {
+                    bail!(
+                        "--value_size_min={} --value_size_max={}: need 0 <= min <= max",
+                        f.value_size_min,
+                        f.value_size_max
+                    );
+                }
+                let (min, max) = (f.value_size_min as usize, f.value_size_max as usize);
+                if kind == "uniform" {
+                    ValueSize::Uniform { min, max }
+                } else {
+                    ValueSize::Normal { min, max }
+                }
+            }
+            other => bail!("--value_size_distribution_type={other}: use fixed, uniform or normal"),
+        };
+        if f.prefix_size > f.key_size {
+            bail!("--prefix_size={} must not exceed --key_size={}", f.prefix_size, f.key_size);
+        }
+        if f.seek_missing_prefix && f.prefix_size <= 8 {
+            bail!("--seek_missing_prefix needs --prefix_size > 8");
+        }
+        if f.keys_per_prefix > 0 && f.prefix_size == 0 {
+            bail!("--keys_per_prefix needs --prefix_size > 0");
+        }
+        if f.readonly {
+            f.use_existing_db = true;
+        }
+        if f.use_existing_keys && !f.use_existing_db {
+            bail!("--use_existing_keys needs --use_existing_db");
+        }
+        if f.use_existing_keys {
+            bail!("--use_existing_keys is not implemented by strata-bench yet");
+        }
+        let compression = Compression::parse(&f.compression_type)?;
+        if !f.merge_operator.is_empty() && !MERGE_OPERATORS.contains(&f.merge_operator.as_str()) {
+            bail!(
+                "--merge_operator={}: unknown (put, put_v1, uint64add, max, stringappend, \
+                 stringappendtest, bytesxor, sortlist)",
+                f.merge_operator
+            );
+        }
+        let stats_interval =
+            if f.stats_interval_seconds > 0 { 1000 } else { f.stats_interval as u64 };
+        let mut benchmarks = Vec::new();
+        for b in f.benchmarks.split(',').map(str::trim).filter(|b| !b.is_empty()) {
+            let spec = parse_bench_spec(b)?;
+            if !BENCHMARK_NAMES.contains(&spec.name.as_str()) {
+                if NOT_IMPLEMENTED.contains(&spec.name.as_str()) {
+                    bail!("benchmark '{}' is not implemented by strata-bench", spec.name);
+                }
+                // db_bench's exact message for names it does not know.
+                bail!("unknown benchmark '{}'", spec.name);
+            }
+            if let Err(why) = engine.check_benchmark(&spec.name) {
+                bail!("benchmark '{}' cannot run on engine {}: {why}", spec.name, engine.name());
+            }
+            benchmarks.push(spec);
+        }
+        let db = if f.db.is_empty() { default_db_dir() } else { PathBuf::from(&f.db) };
+        let seed_base = if f.seed == 0 { now_micros() } else { f.seed };
+        let key = KeyFormat {
+            key_size: f.key_size as usize,
+            prefix_size: f.prefix_size as usize,
+            keys_per_prefix: f.keys_per_prefix as u64,
+        };
+        let notes = check_engine_flags(&flags, &set, engine)?;
+        let use_existing_db = flags.use_existing_db;
+        Ok(Config {
+            flags,
+            set,
+            engine,
+            benchmarks,
+            db,
+            seed_base,
+            num,
+            key,
+            value_size,
+            compression,
+            stats_interval,
+            use_existing_db,
+            notes,
+        })
+    }
+
+    /// Parses and validates a command line (without the program name).
+    pub fn from_args<S: AsRef<str>>(args: &[S]) -> Result<Config> {
+        let parsed = flags::parse(args)?;
+        Config::from_parsed(parsed)
+    }
+}
+
+/// Rejects non-default engine-class flags the engine cannot honour; returns notes for hint
+/// flags it does not apply.
+fn check_engine_flags(
+    flags: &Flags,
+    set: &BTreeSet<&'static str>,
+    engine: EngineKind,
+) -> Result<Vec<String>> {
+    let honoured = engine.honoured_flags();
+    let mut errors = Vec::new();
+    let mut notes = Vec::new();
+    for name in set {
+        let Some(info) = flags::info(name) else { continue };
+        if info.class == Class::Tool || flags.is_default(name) || honoured.contains(name) {
+            continue;
+        }
+        let value = flags.value_text(name).unwrap_or_default();
+        match info.class {
+            Class::Engine => errors.push(format!("--{name}={value}")),
+            Class::Hint => notes.push(format!(
+                "--{name}={value} is a RocksDB tuning knob that engine {} does not have; it has no effect",
+                engine.name()
+            )),
+            Class::Tool => {}
+        }
+    }
+    if !errors.is_empty() {
+        bail!(
+            "engine {} cannot honour {} (not supported by this engine yet); remove {} or use an \
+             engine that supports {}",
+            engine.name(),
+            errors.join(" "),
+            if errors.len() == 1 { "it" } else { "them" },
+            if errors.len() == 1 { "it" } else { "them" },
+        );
+    }
+    Ok(notes)
+}

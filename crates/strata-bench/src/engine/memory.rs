@@ -1,0 +1,249 @@
+//! `--engine=memory`: a `BTreeMap` behind a lock, kept per DB path for the life of the
+//! process. It exists to test the tool itself; it measures nothing about storage.
+
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Bound;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+
+use anyhow::{anyhow, bail, Result};
+
+use super::merge::MergeKind;
+use super::{Batch, BatchOp, Bounds, Engine, EngineIter, ReadOpts, WriteOpts};
+use crate::config::Config;
+
+pub const HONOURED_FLAGS: &[&str] = &["sync", "disable_wal", "merge_operator", "verify_checksum"];
+
+type Map = BTreeMap<Vec<u8>, Vec<u8>>;
+
+fn registry() -> &'static Mutex<HashMap<PathBuf, Arc<RwLock<Map>>>> {
+    static R: OnceLock<Mutex<HashMap<PathBuf, Arc<RwLock<Map>>>>> = OnceLock::new();
+    R.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+pub fn open(cfg: &Config) -> Result<Box<dyn Engine>> {
+    let mut r = registry().lock().map_err(|_| anyhow!("memory engine registry poisoned"))?;
+    let map = r.entry(cfg.db.clone()).or_default().clone();
+    let merge = match cfg.flags.merge_operator.as_str() {
+        "" => None,
+        name => Some(MergeKind::parse(name)?),
+    };
+    Ok(Box::new(MemoryEngine { map, merge }))
+}
+
+pub fn destroy(cfg: &Config) -> Result<()> {
+    let mut r = registry().lock().map_err(|_| anyhow!("memory engine registry poisoned"))?;
+    r.remove(&cfg.db);
+    Ok(())
+}
+
+struct MemoryEngine {
+    map: Arc<RwLock<Map>>,
+    merge: Option<MergeKind>,
+}
+
+impl MemoryEngine {
+    fn write_map(&self) -> Result<std::sync::RwLockWriteGuard<'_, Map>> {
+        self.map.write().map_err(|_| anyhow!("memory engine lock poisoned"))
+    }
+
+    fn read_map(&self) -> Result<std::sync::RwLockReadGuard<'_, Map>> {
+        self.map.read().map_err(|_| anyhow!("memory engine lock poisoned"))
+    }
+
+    fn apply(&self, m: &mut Map, op: BatchOp, key: &[u8], value: &[u8]) -> Result<()> {
+        match op {
+            BatchOp::Put => {
+                m.insert(key.to_vec(), value.to_vec());
+            }
+            BatchOp::Delete => {
+                m.remove(key);
+            }
+            BatchOp::Merge => {
+                let Some(kind) = self.merge else { bail!("merge without --merge_operator") };
+                let new = kind.apply(m.get(key).map(Vec::as_slice), value);
+                m.insert(key.to_vec(), new);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Engine for MemoryEngine {
+    fn put(&self, key: &[u8], value: &[u8], _wo: &WriteOpts) -> Result<()> {
+        let mut m = self.write_map()?;
+        self.apply(&mut m, BatchOp::Put, key, value)
+    }
+
+    fn delete(&self, key: &[u8], _wo: &WriteOpts) -> Result<()> {
+        let mut m = self.write_map()?;
+        self.apply(&mut m, BatchOp::Delete, key, &[])
+    }
+
+    fn merge(&self, key: &[u8], value: &[u8], _wo: &WriteOpts) -> Result<()> {
+        let mut m = self.write_map()?;
+        self.apply(&mut m, BatchOp::Merge, key, value)
+    }
+
+    fn write(&self, batch: &Batch, _wo: &WriteOpts) -> Result<()> {
+        let mut m = self.write_map()?;
+        for (op, k, v) in batch.iter() {
+            self.apply(&mut m, op, k, v)?;
+        }
+        Ok(())
+    }
+
+    fn get(&self, key: &[u8], _ro: &ReadOpts, out: &mut Vec<u8>) -> Result<bool> {
+        let m = self.read_map()?;
+        match m.get(key) {
+            Some(v) => {
+                out.clear();
+                out.extend_from_slice(v);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    fn new_iterator<'a>(
+        &'a self,
+        _ro: &ReadOpts,
+        bounds: Bounds<'_>,
+    ) -> Result<Box<dyn EngineIter + 'a>> {
+        Ok(Box::new(MemoryIter {
+            map: self.map.clone(),
+            lower: bounds.lower.map(<[u8]>::to_vec),
+            upper: bounds.upper.map(<[u8]>::to_vec),
+            cur: None,
+        }))
+    }
+
+    fn flush(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn compact_range(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn wait_for_compaction(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn property(&self, name: &str) -> Result<Option<String>> {
+        let m = self.read_map()?;
+        Ok(match super::strip_rocksdb_prefix(name) {
+            "estimate-num-keys" => Some(m.len().to_string()),
+            "num-immutable-mem-table" => Some("0".into()),
+            "cur-size-active-mem-table" | "cur-size-all-mem-tables" | "size-all-mem-tables" => {
+                Some(m.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>().to_string())
+            }
+            "num-entries-active-mem-table" => Some(m.len().to_string()),
+            "num-entries-imm-mem-tables" => Some("0".into()),
+            _ => None,
+        })
+    }
+
+    fn stats_text(&self) -> Result<String> {
+        let m = self.read_map()?;
+        Ok(format!("** Memory engine: {} keys (no LSM statistics) **\n", m.len()))
+    }
+
+    fn level_stats_text(&self) -> Result<String> {
+        Ok("Level Files Size(MB)\n--------------------\n".to_string())
+    }
+
+    fn sstables_text(&self) -> Result<String> {
+        Ok(String::new())
+    }
+
+    fn reset_stats(&self) -> Result<()> {
+        Ok(())
+    }
+}
+
+struct MemoryIter {
+    map: Arc<RwLock<Map>>,
+    lower: Option<Vec<u8>>,
+    upper: Option<Vec<u8>>,
+    cur: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+impl MemoryIter {
+    fn settle(&mut self, found: Option<(&Vec<u8>, &Vec<u8>)>) -> Option<(Vec<u8>, Vec<u8>)> {
+        let (k, v) = found?;
+        if self.lower.as_ref().is_some_and(|l| k < l) || self.upper.as_ref().is_some_and(|u| k >= u)
+        {
+            return None;
+        }
+        Some((k.clone(), v.clone()))
+    }
+
+    fn forward_from(&mut self, from: Bound<Vec<u8>>) {
+        let map = self.map.clone();
+        let Ok(m) = map.read() else {
+            self.cur = None;
+            return;
+        };
+        let found = m.range((from, Bound::Unbounded)).next();
+        self.cur = self.settle(found);
+    }
+
+    fn backward_from(&mut self, to: Bound<Vec<u8>>) {
+        let map = self.map.clone();
+        let Ok(m) = map.read() else {
+            self.cur = None;
+            return;
+        };
+        let found = m.range((Bound::Unbounded, to)).next_back();
+        self.cur = self.settle(found);
+    }
+}
+
+impl EngineIter for MemoryIter {
+    fn seek_to_first(&mut self) {
+        let from = self.lower.clone().map_or(Bound::Unbounded, Bound::Included);
+        self.forward_from(from);
+    }
+
+    fn seek_to_last(&mut self) {
+        let to = self.upper.clone().map_or(Bound::Unbounded, Bound::Excluded);
+        self.backward_from(to);
+    }
+
+    fn seek(&mut self, key: &[u8]) {
+        let key = match &self.lower {
+            Some(l) if l.as_slice() > key => l.clone(),
+            _ => key.to_vec(),
+        };
+        self.forward_from(Bound::Included(key));
+    }
+
+    fn next(&mut self) {
+        if let Some((k, _)) = self.cur.take() {
+            self.forward_from(Bound::Excluded(k));
+        }
+    }
+
+    fn prev(&mut self) {
+        if let Some((k, _)) = self.cur.take() {
+            self.backward_from(Bound::Excluded(k));
+        }
+    }
+
+    fn valid(&self) -> bool {
+        self.cur.is_some()
+    }
+
+    fn key(&self) -> &[u8] {
+        self.cur.as_ref().map_or(&[], |(k, _)| k.as_slice())
+    }
+
+    fn value(&self) -> &[u8] {
+        self.cur.as_ref().map_or(&[], |(_, v)| v.as_slice())
+    }
+
+    fn status(&self) -> Result<()> {
+        Ok(())
+    }
+}

@@ -1,0 +1,292 @@
+//! The interface between benchmarks and a storage engine, and the engines behind it.
+//!
+//! Hot-path methods take borrowed slices and caller-owned buffers, so an adapter can serve a
+//! benchmark without allocating per operation (where the engine's own API allows).
+
+use anyhow::{bail, Result};
+
+use crate::config::Config;
+
+pub mod memory;
+pub mod merge;
+#[cfg(feature = "rocksdb")]
+pub mod rocks;
+#[cfg(feature = "sqlite")]
+pub mod sqlite;
+pub mod strata;
+
+/// Options of one write.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WriteOpts {
+    pub sync: bool,
+    pub disable_wal: bool,
+}
+
+/// Options of one read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadOpts {
+    pub verify_checksums: bool,
+    pub fill_cache: bool,
+}
+
+impl Default for ReadOpts {
+    fn default() -> Self {
+        ReadOpts { verify_checksums: true, fill_cache: true }
+    }
+}
+
+/// Iterator bounds: lower inclusive, upper exclusive.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Bounds<'a> {
+    pub lower: Option<&'a [u8]>,
+    pub upper: Option<&'a [u8]>,
+}
+
+/// The kind of one batch entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BatchOp {
+    Put,
+    Delete,
+    Merge,
+}
+
+/// A reusable write batch: entries live in one buffer, so clearing and refilling it does not
+/// allocate once it has grown.
+#[derive(Clone, Debug, Default)]
+pub struct Batch {
+    data: Vec<u8>,
+    entries: Vec<(BatchOp, usize, usize, usize)>,
+}
+
+impl Batch {
+    pub fn clear(&mut self) {
+        self.data.clear();
+        self.entries.clear();
+    }
+
+    fn push(&mut self, op: BatchOp, key: &[u8], value: &[u8]) {
+        let start = self.data.len();
+        self.data.extend_from_slice(key);
+        self.data.extend_from_slice(value);
+        self.entries.push((op, start, key.len(), value.len()));
+    }
+
+    pub fn put(&mut self, key: &[u8], value: &[u8]) {
+        self.push(BatchOp::Put, key, value);
+    }
+
+    pub fn delete(&mut self, key: &[u8]) {
+        self.push(BatchOp::Delete, key, &[]);
+    }
+
+    pub fn merge(&mut self, key: &[u8], value: &[u8]) {
+        self.push(BatchOp::Merge, key, value);
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The entries, in insertion order: (op, key, value).
+    pub fn iter(&self) -> impl Iterator<Item = (BatchOp, &[u8], &[u8])> + '_ {
+        self.entries.iter().map(move |&(op, start, kl, vl)| {
+            (op, &self.data[start..start + kl], &self.data[start + kl..start + kl + vl])
+        })
+    }
+}
+
+/// A cursor over an engine's keys, in bytewise order.
+pub trait EngineIter {
+    fn seek_to_first(&mut self);
+    fn seek_to_last(&mut self);
+    /// First key >= `key`.
+    fn seek(&mut self, key: &[u8]);
+    fn next(&mut self);
+    fn prev(&mut self);
+    fn valid(&self) -> bool;
+    /// Only when `valid()`.
+    fn key(&self) -> &[u8];
+    /// Only when `valid()`.
+    fn value(&self) -> &[u8];
+    fn status(&self) -> Result<()>;
+}
+
+/// An open database.
+pub trait Engine: Send + Sync {
+    fn put(&self, key: &[u8], value: &[u8], wo: &WriteOpts) -> Result<()>;
+    fn delete(&self, key: &[u8], wo: &WriteOpts) -> Result<()>;
+    fn merge(&self, key: &[u8], value: &[u8], wo: &WriteOpts) -> Result<()>;
+    /// Applies `batch` atomically.
+    fn write(&self, batch: &Batch, wo: &WriteOpts) -> Result<()>;
+    /// Reads `key`; on a hit the value is copied into `out` and `true` returned.
+    fn get(&self, key: &[u8], ro: &ReadOpts, out: &mut Vec<u8>) -> Result<bool>;
+    /// Reads the keys of `keys` (concatenated, `key_size` bytes each). Returns how many were
+    /// found and adds the found values' lengths to `value_bytes`.
+    fn multi_get(
+        &self,
+        keys: &[u8],
+        key_size: usize,
+        ro: &ReadOpts,
+        scratch: &mut Vec<u8>,
+        value_bytes: &mut u64,
+    ) -> Result<u64> {
+        let mut found = 0;
+        for k in keys.chunks(key_size.max(1)) {
+            if self.get(k, ro, scratch)? {
+                found += 1;
+                *value_bytes += scratch.len() as u64;
+            }
+        }
+        Ok(found)
+    }
+    /// A new cursor (unpositioned).
+    fn new_iterator<'a>(
+        &'a self,
+        ro: &ReadOpts,
+        bounds: Bounds<'_>,
+    ) -> Result<Box<dyn EngineIter + 'a>>;
+    /// Writes the memtable out and waits.
+    fn flush(&self) -> Result<()>;
+    /// Compacts the whole key range (`CompactRange(nullptr, nullptr)`).
+    fn compact_range(&self) -> Result<()>;
+    /// Waits until no compaction is pending or running.
+    fn wait_for_compaction(&self) -> Result<()>;
+    /// A named property (`rocksdb.*` names are translated by the adapter).
+    fn property(&self, name: &str) -> Result<Option<String>>;
+    /// The text of the `stats` benchmark (RocksDB's `rocksdb.stats` layout when available).
+    fn stats_text(&self) -> Result<String>;
+    /// The text of the `levelstats` benchmark.
+    fn level_stats_text(&self) -> Result<String>;
+    /// The text of the `sstables` benchmark.
+    fn sstables_text(&self) -> Result<String>;
+    /// The `--statistics` dump, if the engine keeps statistics.
+    fn statistics_text(&self) -> Result<Option<String>> {
+        Ok(None)
+    }
+    /// Resets the engine's statistics (`resetstats`).
+    fn reset_stats(&self) -> Result<()> {
+        bail!("resetstats is not supported by this engine")
+    }
+}
+
+/// Which engine to run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EngineKind {
+    Strata,
+    RocksDb,
+    Sqlite,
+    Memory,
+}
+
+impl EngineKind {
+    pub fn parse(s: &str) -> Result<Self> {
+        Ok(match s {
+            "strata" => EngineKind::Strata,
+            "rocksdb" => EngineKind::RocksDb,
+            "sqlite" | "sqlite3" => EngineKind::Sqlite,
+            "memory" => EngineKind::Memory,
+            _ => bail!("unknown engine '{s}' (choose strata, rocksdb, sqlite or memory)"),
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::Strata => "strata",
+            EngineKind::RocksDb => "rocksdb",
+            EngineKind::Sqlite => "sqlite",
+            EngineKind::Memory => "memory",
+        }
+    }
+
+    /// Whether this binary was built with the engine.
+    pub fn compiled_in(self) -> bool {
+        match self {
+            EngineKind::Strata | EngineKind::Memory => true,
+            EngineKind::RocksDb => cfg!(feature = "rocksdb"),
+            EngineKind::Sqlite => cfg!(feature = "sqlite"),
+        }
+    }
+
+    /// The engine-class flags this engine honours (see [`crate::flags::Class`]).
+    pub fn honoured_flags(self) -> &'static [&'static str] {
+        match self {
+            EngineKind::Strata => strata::HONOURED_FLAGS,
+            EngineKind::Memory => memory::HONOURED_FLAGS,
+            #[cfg(feature = "rocksdb")]
+            EngineKind::RocksDb => rocks::HONOURED_FLAGS,
+            #[cfg(feature = "sqlite")]
+            EngineKind::Sqlite => sqlite::HONOURED_FLAGS,
+            #[allow(unreachable_patterns)]
+            _ => &[],
+        }
+    }
+
+    /// `Err(reason)` when the engine cannot run benchmark `name`.
+    pub fn check_benchmark(self, name: &str) -> std::result::Result<(), String> {
+        match self {
+            #[cfg(feature = "sqlite")]
+            EngineKind::Sqlite => sqlite::check_benchmark(name),
+            _ => {
+                let _ = name;
+                Ok(())
+            }
+        }
+    }
+
+    /// The version line of the environment block (`RocksDB:    version 7.8.3`).
+    pub fn version_line(self) -> String {
+        match self {
+            EngineKind::Strata => format!("Strata:     version {}", strata::VERSION),
+            EngineKind::Memory => format!("Memory:     version {}", env!("CARGO_PKG_VERSION")),
+            #[cfg(feature = "rocksdb")]
+            EngineKind::RocksDb => format!("RocksDB:    version {}", rocks::version()),
+            #[cfg(feature = "sqlite")]
+            EngineKind::Sqlite => format!("SQLite:     version {}", sqlite::version()),
+            #[allow(unreachable_patterns)]
+            _ => String::new(),
+        }
+    }
+
+    /// Opens (creating if missing) the DB at `cfg.db`.
+    pub fn open(self, cfg: &Config) -> Result<Box<dyn Engine>> {
+        match self {
+            EngineKind::Strata => strata::open(cfg),
+            EngineKind::Memory => memory::open(cfg),
+            #[cfg(feature = "rocksdb")]
+            EngineKind::RocksDb => rocks::open(cfg),
+            #[cfg(feature = "sqlite")]
+            EngineKind::Sqlite => sqlite::open(cfg),
+            #[allow(unreachable_patterns)]
+            _ => bail!("engine '{}' is not compiled in", self.name()),
+        }
+    }
+
+    /// Removes the DB at `cfg.db` (and its WAL directory).
+    pub fn destroy(self, cfg: &Config) -> Result<()> {
+        match self {
+            EngineKind::Memory => memory::destroy(cfg),
+            _ => remove_dir_if_exists(&cfg.db),
+        }?;
+        if !cfg.flags.wal_dir.is_empty() {
+            remove_dir_if_exists(std::path::Path::new(&cfg.flags.wal_dir))?;
+        }
+        Ok(())
+    }
+}
+
+fn remove_dir_if_exists(p: &std::path::Path) -> Result<()> {
+    match std::fs::remove_dir_all(p) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(anyhow::anyhow!("cannot remove {}: {e}", p.display())),
+    }
+}
+
+/// Translates db_bench's `rocksdb.*` property names for engines that use another prefix.
+pub fn strip_rocksdb_prefix(name: &str) -> &str {
+    name.strip_prefix("rocksdb.").unwrap_or(name)
+}

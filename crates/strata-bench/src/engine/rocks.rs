@@ -1,0 +1,558 @@
+//! `--engine=rocksdb` (cargo feature `rocksdb`): RocksDB through the `rocksdb` crate, with the
+//! same flags mapped onto RocksDB's options as db_bench maps them.
+//!
+//! Merge operators are the crate's Rust callbacks (RocksDB's C++ built-ins are not reachable
+//! through its C API), implemented in [`super::merge`].
+
+use anyhow::{anyhow, bail, Result};
+use rocksdb::{
+    BlockBasedOptions, BottommostLevelCompaction, Cache, CompactOptions, CompactionPri,
+    DBCompactionStyle, DBCompressionType, FifoCompactOptions, LruCacheOptions, MemtableFactory,
+    MergeOperands, Options, ReadOptions, SliceTransform, UniversalCompactOptions,
+    WaitForCompactOptions, WriteBatch, WriteOptions, DB,
+};
+
+use super::merge::MergeKind;
+use super::{Batch, BatchOp, Bounds, Engine, EngineIter, ReadOpts, WriteOpts};
+use crate::config::{Compression, Config};
+
+/// Version of the RocksDB library the `rocksdb` crate bundles.
+pub fn version() -> &'static str {
+    "10.4.2"
+}
+
+/// Engine-class and hint flags applied to RocksDB.
+pub const HONOURED_FLAGS: &[&str] = &[
+    "use_tailing_iterator",
+    "multiread_batched",
+    "prefix_size",
+    "readonly",
+    "wal_dir",
+    "stats_level",
+    "cache_size",
+    "cache_type",
+    "cache_numshardbits",
+    "cache_index_and_filter_blocks",
+    "pin_l0_filter_and_index_blocks_in_cache",
+    "row_cache_size",
+    "bloom_bits",
+    "use_ribbon_filter",
+    "whole_key_filtering",
+    "block_size",
+    "block_restart_interval",
+    "format_version",
+    "compression_type",
+    "compression_level",
+    "compression_max_dict_bytes",
+    "min_level_to_compress",
+    "write_buffer_size",
+    "max_write_buffer_number",
+    "min_write_buffer_number_to_merge",
+    "db_write_buffer_size",
+    "memtablerep",
+    "allow_concurrent_memtable_write",
+    "enable_pipelined_write",
+    "max_background_jobs",
+    "max_background_compactions",
+    "max_background_flushes",
+    "subcompactions",
+    "compaction_style",
+    "compaction_pri",
+    "num_levels",
+    "target_file_size_base",
+    "target_file_size_multiplier",
+    "max_bytes_for_level_base",
+    "max_bytes_for_level_multiplier",
+    "level_compaction_dynamic_level_bytes",
+    "level0_file_num_compaction_trigger",
+    "level0_slowdown_writes_trigger",
+    "level0_stop_writes_trigger",
+    "soft_pending_compaction_bytes_limit",
+    "hard_pending_compaction_bytes_limit",
+    "disable_auto_compactions",
+    "universal_size_ratio",
+    "universal_min_merge_width",
+    "universal_max_merge_width",
+    "universal_max_size_amplification_percent",
+    "universal_compression_size_percent",
+    "fifo_compaction_max_table_files_size_mb",
+    "fifo_compaction_allow_compaction",
+    "sync",
+    "disable_wal",
+    "use_fsync",
+    "bytes_per_sync",
+    "wal_bytes_per_sync",
+    "open_files",
+    "mmap_read",
+    "mmap_write",
+    "use_direct_reads",
+    "use_direct_io_for_flush_and_compaction",
+    "verify_checksum",
+    "paranoid_checks",
+    "merge_operator",
+    "max_successive_merges",
+    "rate_limiter_bytes_per_sec",
+    "enable_blob_files",
+    "min_blob_size",
+    "blob_file_size",
+    "blob_compression_type",
+    "enable_blob_garbage_collection",
+    "blob_garbage_collection_age_cutoff",
+    "blob_garbage_collection_force_threshold",
+    "delete_obsolete_files_period_micros",
+];
+
+fn compression_of(c: Compression) -> Result<DBCompressionType> {
+    Ok(match c {
+        Compression::None => DBCompressionType::None,
+        Compression::Snappy => DBCompressionType::Snappy,
+        Compression::Lz4 => DBCompressionType::Lz4,
+        Compression::Lz4hc => DBCompressionType::Lz4hc,
+        Compression::Zstd => DBCompressionType::Zstd,
+        other => bail!("compression {other:?} is not compiled into this RocksDB build"),
+    })
+}
+
+fn int(name: &str, v: i64) -> Result<i32> {
+    i32::try_from(v).map_err(|_| anyhow!("--{name}={v}: out of range"))
+}
+
+fn size(name: &str, v: i64) -> Result<usize> {
+    usize::try_from(v).map_err(|_| anyhow!("--{name}={v}: must not be negative"))
+}
+
+/// RocksDB `Options` from the flags (db_bench's `InitializeOptionsFromFlags`).
+pub fn build_options(cfg: &Config) -> Result<Options> {
+    let f = &cfg.flags;
+    let mut o = Options::default();
+    o.create_if_missing(true);
+    o.set_write_buffer_size(size("write_buffer_size", f.write_buffer_size)?);
+    o.set_max_write_buffer_number(int("max_write_buffer_number", f.max_write_buffer_number)?);
+    o.set_min_write_buffer_number_to_merge(int(
+        "min_write_buffer_number_to_merge",
+        f.min_write_buffer_number_to_merge,
+    )?);
+    o.set_db_write_buffer_size(size("db_write_buffer_size", f.db_write_buffer_size)?);
+    o.set_max_background_jobs(int("max_background_jobs", f.max_background_jobs)?);
+    // Deprecated in RocksDB (derived from max_background_jobs) but still applied, as db_bench does.
+    #[allow(deprecated)]
+    if f.max_background_compactions != -1 {
+        o.set_max_background_compactions(int(
+            "max_background_compactions",
+            f.max_background_compactions,
+        )?);
+    }
+    #[allow(deprecated)]
+    if f.max_background_flushes != -1 {
+        o.set_max_background_flushes(int("max_background_flushes", f.max_background_flushes)?);
+    }
+    o.set_max_subcompactions(int("subcompactions", f.subcompactions)?.max(1) as u32);
+    match f.compaction_style {
+        0 => o.set_compaction_style(DBCompactionStyle::Level),
+        1 => o.set_compaction_style(DBCompactionStyle::Universal),
+        2 => o.set_compaction_style(DBCompactionStyle::Fifo),
+        3 => {
+            o.set_compaction_style(DBCompactionStyle::Level);
+            o.set_disable_auto_compactions(true);
+        }
+        v => bail!("--compaction_style={v}: use 0 (level), 1 (universal), 2 (FIFO) or 3 (none)"),
+    }
+    o.set_compaction_pri(match f.compaction_pri {
+        0 => CompactionPri::ByCompensatedSize,
+        1 => CompactionPri::OldestLargestSeqFirst,
+        2 => CompactionPri::OldestSmallestSeqFirst,
+        3 => CompactionPri::MinOverlappingRatio,
+        4 => CompactionPri::RoundRobin,
+        v => bail!("--compaction_pri={v}: use 0..4"),
+    });
+    o.set_num_levels(int("num_levels", f.num_levels)?);
+    o.set_target_file_size_base(f.target_file_size_base.max(0) as u64);
+    o.set_target_file_size_multiplier(int(
+        "target_file_size_multiplier",
+        f.target_file_size_multiplier,
+    )?);
+    o.set_max_bytes_for_level_base(f.max_bytes_for_level_base);
+    o.set_max_bytes_for_level_multiplier(f.max_bytes_for_level_multiplier);
+    o.set_level_compaction_dynamic_level_bytes(f.level_compaction_dynamic_level_bytes);
+    o.set_level_zero_file_num_compaction_trigger(int(
+        "level0_file_num_compaction_trigger",
+        f.level0_file_num_compaction_trigger,
+    )?);
+    o.set_level_zero_slowdown_writes_trigger(int(
+        "level0_slowdown_writes_trigger",
+        f.level0_slowdown_writes_trigger,
+    )?);
+    o.set_level_zero_stop_writes_trigger(int(
+        "level0_stop_writes_trigger",
+        f.level0_stop_writes_trigger,
+    )?);
+    o.set_soft_pending_compaction_bytes_limit(f.soft_pending_compaction_bytes_limit as usize);
+    o.set_hard_pending_compaction_bytes_limit(f.hard_pending_compaction_bytes_limit as usize);
+    if f.disable_auto_compactions {
+        o.set_disable_auto_compactions(true);
+    }
+    if f.compaction_style == 1 {
+        let mut u = UniversalCompactOptions::default();
+        if f.universal_size_ratio != 0 {
+            u.set_size_ratio(int("universal_size_ratio", f.universal_size_ratio)?);
+        }
+        if f.universal_min_merge_width != 0 {
+            u.set_min_merge_width(int("universal_min_merge_width", f.universal_min_merge_width)?);
+        }
+        if f.universal_max_merge_width != 0 {
+            u.set_max_merge_width(int("universal_max_merge_width", f.universal_max_merge_width)?);
+        }
+        if f.universal_max_size_amplification_percent != 0 {
+            u.set_max_size_amplification_percent(int(
+                "universal_max_size_amplification_percent",
+                f.universal_max_size_amplification_percent,
+            )?);
+        }
+        if f.universal_compression_size_percent != -1 {
+            u.set_compression_size_percent(int(
+                "universal_compression_size_percent",
+                f.universal_compression_size_percent,
+            )?);
+        }
+        o.set_universal_compaction_options(&u);
+    }
+    if f.compaction_style == 2 {
+        let mut fifo = FifoCompactOptions::default();
+        fifo.set_max_table_files_size(f.fifo_compaction_max_table_files_size_mb << 20);
+        o.set_fifo_compaction_options(&fifo);
+    }
+    o.set_use_fsync(f.use_fsync);
+    o.set_bytes_per_sync(f.bytes_per_sync);
+    o.set_wal_bytes_per_sync(f.wal_bytes_per_sync);
+    o.set_max_open_files(int("open_files", f.open_files)?);
+    o.set_allow_mmap_reads(f.mmap_read);
+    o.set_allow_mmap_writes(f.mmap_write);
+    o.set_use_direct_reads(f.use_direct_reads);
+    o.set_use_direct_io_for_flush_and_compaction(f.use_direct_io_for_flush_and_compaction);
+    o.set_paranoid_checks(f.paranoid_checks);
+    o.set_allow_concurrent_memtable_write(f.allow_concurrent_memtable_write);
+    o.set_enable_pipelined_write(f.enable_pipelined_write);
+    match f.memtablerep.as_str() {
+        "skip_list" | "skiplist" => {}
+        "vector" => o.set_memtable_factory(MemtableFactory::Vector),
+        "prefix_hash" => o.set_memtable_factory(MemtableFactory::HashSkipList {
+            bucket_count: 1_000_000,
+            height: 4,
+            branching_factor: 4,
+        }),
+        "hash_linkedlist" => {
+            o.set_memtable_factory(MemtableFactory::HashLinkList { bucket_count: 1_000_000 });
+        }
+        other => {
+            bail!("--memtablerep={other}: use skip_list, vector, prefix_hash or hash_linkedlist")
+        }
+    }
+    if !f.wal_dir.is_empty() {
+        o.set_wal_dir(&f.wal_dir);
+    }
+    if f.prefix_size > 0 {
+        o.set_prefix_extractor(SliceTransform::create_fixed_prefix(f.prefix_size as usize));
+    }
+    if f.row_cache_size > 0 {
+        o.set_row_cache(&Cache::new_lru_cache(f.row_cache_size as usize));
+    }
+    if !f.merge_operator.is_empty() {
+        let kind = MergeKind::parse(&f.merge_operator)?;
+        let merge = move |_key: &[u8], existing: Option<&[u8]>, ops: &MergeOperands| {
+            let mut acc: Option<Vec<u8>> = existing.map(<[u8]>::to_vec);
+            for op in ops {
+                acc = Some(kind.apply(acc.as_deref(), op));
+            }
+            acc
+        };
+        o.set_merge_operator_associative(f.merge_operator.as_str(), merge);
+    }
+    if f.max_successive_merges > 0 {
+        o.set_max_successive_merges(f.max_successive_merges as usize);
+    }
+    if f.rate_limiter_bytes_per_sec > 0 {
+        o.set_ratelimiter(f.rate_limiter_bytes_per_sec as i64, 100_000, 10);
+    }
+    // Compression.
+    let ct = compression_of(cfg.compression)?;
+    o.set_compression_type(ct);
+    if f.min_level_to_compress >= 0 {
+        let levels = f.num_levels.max(1) as usize;
+        let per: Vec<DBCompressionType> = (0..levels)
+            .map(
+                |l| if (l as i64) < f.min_level_to_compress { DBCompressionType::None } else { ct },
+            )
+            .collect();
+        o.set_compression_per_level(&per);
+    }
+    if f.compression_level != 32767 || f.compression_max_dict_bytes != 0 {
+        o.set_compression_options(
+            -14,
+            int("compression_level", f.compression_level)?,
+            0,
+            int("compression_max_dict_bytes", f.compression_max_dict_bytes)?,
+        );
+    }
+    // BlobDB.
+    o.set_enable_blob_files(f.enable_blob_files);
+    o.set_min_blob_size(f.min_blob_size);
+    o.set_blob_file_size(f.blob_file_size);
+    o.set_blob_compression_type(compression_of(crate::config::Compression::parse(
+        &f.blob_compression_type,
+    )?)?);
+    o.set_enable_blob_gc(f.enable_blob_garbage_collection);
+    o.set_blob_gc_age_cutoff(f.blob_garbage_collection_age_cutoff);
+    o.set_blob_gc_force_threshold(f.blob_garbage_collection_force_threshold);
+    if f.statistics {
+        o.enable_statistics();
+    }
+    // Block-based table.
+    let mut t = BlockBasedOptions::default();
+    t.set_block_size(size("block_size", f.block_size)?);
+    t.set_block_restart_interval(int("block_restart_interval", f.block_restart_interval)?);
+    t.set_format_version(int("format_version", f.format_version)?);
+    if f.cache_size > 0 {
+        let cap = f.cache_size as usize;
+        let cache = match f.cache_type.as_str() {
+            "lru_cache" => {
+                let mut lo = LruCacheOptions::default();
+                lo.set_capacity(cap);
+                if f.cache_numshardbits >= 0 {
+                    lo.set_num_shard_bits(int("cache_numshardbits", f.cache_numshardbits)?);
+                }
+                Cache::new_lru_cache_opts(&lo)
+            }
+            "hyper_clock_cache" | "auto_hyper_clock_cache" => Cache::new_hyper_clock_cache(cap, 0),
+            "fixed_hyper_clock_cache" => {
+                Cache::new_hyper_clock_cache(cap, size("block_size", f.block_size)?)
+            }
+            "clock_cache" => bail!("Old clock cache implementation has been removed."),
+            other => bail!("--cache_type={other}: Cache type not supported."),
+        };
+        t.set_block_cache(&cache);
+    } else {
+        t.disable_cache();
+    }
+    t.set_cache_index_and_filter_blocks(f.cache_index_and_filter_blocks);
+    t.set_pin_l0_filter_and_index_blocks_in_cache(f.pin_l0_filter_and_index_blocks_in_cache);
+    if f.bloom_bits > 0 {
+        if f.use_ribbon_filter {
+            t.set_ribbon_filter(f.bloom_bits as f64);
+        } else {
+            t.set_bloom_filter(f.bloom_bits as f64, false);
+        }
+    }
+    t.set_whole_key_filtering(f.whole_key_filtering);
+    o.set_block_based_table_factory(&t);
+    Ok(o)
+}
+
+pub fn open(cfg: &Config) -> Result<Box<dyn Engine>> {
+    let opts = build_options(cfg)?;
+    let db = if cfg.flags.readonly {
+        DB::open_for_read_only(&opts, &cfg.db, false)?
+    } else {
+        DB::open(&opts, &cfg.db)?
+    };
+    let f = &cfg.flags;
+    let mut ro = ReadOptions::default();
+    ro.set_verify_checksums(f.verify_checksum);
+    let wopts = |sync: bool, disable_wal: bool| {
+        let mut w = WriteOptions::default();
+        w.set_sync(sync);
+        w.disable_wal(disable_wal);
+        w
+    };
+    Ok(Box::new(RocksEngine {
+        db,
+        opts,
+        ro,
+        wo: [wopts(false, false), wopts(false, true), wopts(true, false), wopts(true, true)],
+        batched_multiget: f.multiread_batched,
+        tailing: f.use_tailing_iterator,
+    }))
+}
+
+struct RocksEngine {
+    db: DB,
+    opts: Options,
+    /// Prebuilt read options (building one costs an allocation and an FFI call).
+    ro: ReadOptions,
+    /// Prebuilt write options, indexed by `sync * 2 + disable_wal`.
+    wo: [WriteOptions; 4],
+    batched_multiget: bool,
+    tailing: bool,
+}
+
+impl RocksEngine {
+    fn wo(&self, w: WriteOpts) -> &WriteOptions {
+        &self.wo[usize::from(w.sync) * 2 + usize::from(w.disable_wal)]
+    }
+}
+
+impl Engine for RocksEngine {
+    fn put(&self, key: &[u8], value: &[u8], wo: &WriteOpts) -> Result<()> {
+        Ok(self.db.put_opt(key, value, self.wo(*wo))?)
+    }
+
+    fn delete(&self, key: &[u8], wo: &WriteOpts) -> Result<()> {
+        Ok(self.db.delete_opt(key, self.wo(*wo))?)
+    }
+
+    fn merge(&self, key: &[u8], value: &[u8], wo: &WriteOpts) -> Result<()> {
+        Ok(self.db.merge_opt(key, value, self.wo(*wo))?)
+    }
+
+    fn write(&self, batch: &Batch, wo: &WriteOpts) -> Result<()> {
+        let mut b = WriteBatch::default();
+        for (op, k, v) in batch.iter() {
+            match op {
+                BatchOp::Put => b.put(k, v),
+                BatchOp::Delete => b.delete(k),
+                BatchOp::Merge => b.merge(k, v),
+            }
+        }
+        Ok(self.db.write_opt(b, self.wo(*wo))?)
+    }
+
+    fn get(&self, key: &[u8], _ro: &ReadOpts, out: &mut Vec<u8>) -> Result<bool> {
+        match self.db.get_pinned_opt(key, &self.ro)? {
+            Some(v) => {
+                out.clear();
+                out.extend_from_slice(&v);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    fn multi_get(
+        &self,
+        keys: &[u8],
+        key_size: usize,
+        _ro: &ReadOpts,
+        _scratch: &mut Vec<u8>,
+        value_bytes: &mut u64,
+    ) -> Result<u64> {
+        let mut found = 0;
+        if self.batched_multiget {
+            let cf =
+                self.db.cf_handle("default").ok_or_else(|| anyhow!("no default column family"))?;
+            for r in self.db.batched_multi_get_cf_opt(&cf, keys.chunks(key_size), false, &self.ro) {
+                if let Some(v) = r? {
+                    found += 1;
+                    *value_bytes += v.len() as u64;
+                }
+            }
+        } else {
+            for r in self.db.multi_get_opt(keys.chunks(key_size), &self.ro) {
+                if let Some(v) = r? {
+                    found += 1;
+                    *value_bytes += v.len() as u64;
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    fn new_iterator<'a>(
+        &'a self,
+        ro: &ReadOpts,
+        bounds: Bounds<'_>,
+    ) -> Result<Box<dyn EngineIter + 'a>> {
+        let mut o = ReadOptions::default();
+        o.set_verify_checksums(ro.verify_checksums);
+        o.fill_cache(ro.fill_cache);
+        o.set_tailing(self.tailing);
+        if let Some(l) = bounds.lower {
+            o.set_iterate_lower_bound(l);
+        }
+        if let Some(u) = bounds.upper {
+            o.set_iterate_upper_bound(u);
+        }
+        Ok(Box::new(RocksIter { it: self.db.raw_iterator_opt(o) }))
+    }
+
+    fn flush(&self) -> Result<()> {
+        Ok(self.db.flush()?)
+    }
+
+    fn compact_range(&self) -> Result<()> {
+        let mut c = CompactOptions::default();
+        c.set_bottommost_level_compaction(BottommostLevelCompaction::ForceOptimized);
+        self.db.compact_range_opt(None::<&[u8]>, None::<&[u8]>, &c);
+        Ok(())
+    }
+
+    fn wait_for_compaction(&self) -> Result<()> {
+        Ok(self.db.wait_for_compact(&WaitForCompactOptions::default())?)
+    }
+
+    fn property(&self, name: &str) -> Result<Option<String>> {
+        Ok(self.db.property_value(name)?)
+    }
+
+    fn stats_text(&self) -> Result<String> {
+        self.property("rocksdb.stats")?.ok_or_else(|| anyhow!("rocksdb.stats is not available"))
+    }
+
+    fn level_stats_text(&self) -> Result<String> {
+        self.property("rocksdb.levelstats")?
+            .ok_or_else(|| anyhow!("rocksdb.levelstats is not available"))
+    }
+
+    fn sstables_text(&self) -> Result<String> {
+        self.property("rocksdb.sstables")?
+            .ok_or_else(|| anyhow!("rocksdb.sstables is not available"))
+    }
+
+    fn statistics_text(&self) -> Result<Option<String>> {
+        Ok(self.opts.get_statistics())
+    }
+
+    fn reset_stats(&self) -> Result<()> {
+        bail!("resetstats: the rocksdb crate does not expose DB::ResetStats")
+    }
+}
+
+struct RocksIter<'a> {
+    it: rocksdb::DBRawIterator<'a>,
+}
+
+impl EngineIter for RocksIter<'_> {
+    fn seek_to_first(&mut self) {
+        self.it.seek_to_first();
+    }
+
+    fn seek_to_last(&mut self) {
+        self.it.seek_to_last();
+    }
+
+    fn seek(&mut self, key: &[u8]) {
+        self.it.seek(key);
+    }
+
+    fn next(&mut self) {
+        self.it.next();
+    }
+
+    fn prev(&mut self) {
+        self.it.prev();
+    }
+
+    fn valid(&self) -> bool {
+        self.it.valid()
+    }
+
+    fn key(&self) -> &[u8] {
+        self.it.key().unwrap_or_default()
+    }
+
+    fn value(&self) -> &[u8] {
+        self.it.value().unwrap_or_default()
+    }
+
+    fn status(&self) -> Result<()> {
+        Ok(self.it.status()?)
+    }
+}

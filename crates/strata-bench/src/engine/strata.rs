@@ -1,0 +1,282 @@
+//! `--engine=strata`: the engine under test.
+//!
+//! Flag mapping: each engine-class flag Strata honours is listed in [`HONOURED_FLAGS`] and
+//! applied in [`build_options`]; any other engine-class flag with a non-default value is
+//! rejected by the configuration stage. A new engine option is one line in each.
+
+use anyhow::{anyhow, bail, Result};
+use strata::{
+    CompressionType, Db, Options, PrefixExtractor, ReadOptions, WriteBatch, WriteOptions,
+};
+
+use super::{Batch, BatchOp, Bounds, Engine, EngineIter, ReadOpts, WriteOpts};
+use crate::config::{Compression, Config};
+
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Engine-class flags Strata applies.
+pub const HONOURED_FLAGS: &[&str] = &[
+    "cache_size",
+    "bloom_bits",
+    "block_size",
+    "block_restart_interval",
+    "compression_type",
+    "compression_level",
+    "write_buffer_size",
+    "max_write_buffer_number",
+    "max_background_jobs",
+    "num_levels",
+    "open_files",
+    "merge_operator",
+    "prefix_size",
+    "paranoid_checks",
+    "sync",
+    "disable_wal",
+    "verify_checksum",
+    "subcompactions",
+    "level0_file_num_compaction_trigger",
+    "level0_slowdown_writes_trigger",
+    "level0_stop_writes_trigger",
+    "max_bytes_for_level_base",
+    "max_bytes_for_level_multiplier",
+    "level_compaction_dynamic_level_bytes",
+    "target_file_size_base",
+    "target_file_size_multiplier",
+    "disable_auto_compactions",
+    "soft_pending_compaction_bytes_limit",
+    "hard_pending_compaction_bytes_limit",
+    "delayed_write_rate",
+];
+
+/// Strata `Options` from the flags.
+pub fn build_options(cfg: &Config) -> Result<Options> {
+    let f = &cfg.flags;
+    let mut o = Options::default();
+    let usize_of = |name: &str, v: i64| -> Result<usize> {
+        usize::try_from(v).map_err(|_| anyhow!("--{name}={v}: must not be negative"))
+    };
+    o.create_if_missing = true;
+    o.block_cache_size = if f.cache_size <= 0 { 0 } else { usize_of("cache_size", f.cache_size)? };
+    // db_bench: < 0 keeps the table default, which in RocksDB is no filter.
+    o.bloom_bits_per_key = if f.bloom_bits <= 0 { 0 } else { f.bloom_bits as u32 };
+    o.block_size = usize_of("block_size", f.block_size)?;
+    o.block_restart_interval = usize_of("block_restart_interval", f.block_restart_interval)?;
+    o.compression = match cfg.compression {
+        Compression::None => CompressionType::None,
+        Compression::Snappy => CompressionType::Snappy,
+        Compression::Lz4 => CompressionType::Lz4,
+        Compression::Zstd => CompressionType::Zstd,
+        other => bail!(
+            "--compression_type={}: strata supports none, snappy, lz4 and zstd ({other:?} is not available)",
+            f.compression_type
+        ),
+    };
+    if f.compression_level != 32767 {
+        if cfg.compression != Compression::Zstd {
+            bail!("--compression_level: strata applies a level to zstd only");
+        }
+        o.zstd_level = f.compression_level as i32;
+    }
+    o.write_buffer_size = usize_of("write_buffer_size", f.write_buffer_size)?;
+    o.max_write_buffer_number = usize_of("max_write_buffer_number", f.max_write_buffer_number)?;
+    o.max_background_jobs = usize_of("max_background_jobs", f.max_background_jobs)?;
+    o.num_levels = usize_of("num_levels", f.num_levels)?;
+    o.max_open_files = i32::try_from(f.open_files)
+        .map_err(|_| anyhow!("--open_files={}: out of range", f.open_files))?;
+    o.paranoid_checks = f.paranoid_checks;
+    o.max_subcompactions = usize_of("subcompactions", f.subcompactions)?;
+    o.level0_file_num_compaction_trigger =
+        usize_of("level0_file_num_compaction_trigger", f.level0_file_num_compaction_trigger)?;
+    o.level0_slowdown_writes_trigger =
+        usize_of("level0_slowdown_writes_trigger", f.level0_slowdown_writes_trigger)?;
+    o.level0_stop_writes_trigger =
+        usize_of("level0_stop_writes_trigger", f.level0_stop_writes_trigger)?;
+    o.max_bytes_for_level_base = f.max_bytes_for_level_base;
+    o.max_bytes_for_level_multiplier = f.max_bytes_for_level_multiplier;
+    o.level_compaction_dynamic_level_bytes = f.level_compaction_dynamic_level_bytes;
+    o.target_file_size_base = usize_of("target_file_size_base", f.target_file_size_base)? as u64;
+    o.target_file_size_multiplier =
+        usize_of("target_file_size_multiplier", f.target_file_size_multiplier)? as u64;
+    o.disable_auto_compactions = f.disable_auto_compactions;
+    o.soft_pending_compaction_bytes_limit = f.soft_pending_compaction_bytes_limit;
+    o.hard_pending_compaction_bytes_limit = f.hard_pending_compaction_bytes_limit;
+    o.delayed_write_rate = f.delayed_write_rate;
+    if !f.merge_operator.is_empty() {
+        let op =
+            strata::merge_operator::builtin_merge_operator(&f.merge_operator).ok_or_else(|| {
+                anyhow!("--merge_operator={}: not available in strata", f.merge_operator)
+            })?;
+        o.merge_operator = Some(op);
+    }
+    if f.prefix_size > 0 {
+        o.prefix_extractor = Some(PrefixExtractor::Fixed(f.prefix_size as usize));
+    }
+    Ok(o)
+}
+
+pub fn open(cfg: &Config) -> Result<Box<dyn Engine>> {
+    let opts = build_options(cfg)?;
+    let db = Db::open(&opts, &cfg.db)?;
+    Ok(Box::new(StrataEngine { db }))
+}
+
+struct StrataEngine {
+    db: Db,
+}
+
+fn wopts(wo: WriteOpts) -> WriteOptions {
+    WriteOptions { sync: wo.sync, disable_wal: wo.disable_wal }
+}
+
+fn ropts(ro: ReadOpts) -> ReadOptions {
+    ReadOptions {
+        verify_checksums: ro.verify_checksums,
+        fill_cache: ro.fill_cache,
+        ..ReadOptions::default()
+    }
+}
+
+impl Engine for StrataEngine {
+    fn put(&self, key: &[u8], value: &[u8], wo: &WriteOpts) -> Result<()> {
+        Ok(self.db.put_opt(key, value, &wopts(*wo))?)
+    }
+
+    fn delete(&self, key: &[u8], wo: &WriteOpts) -> Result<()> {
+        Ok(self.db.delete_opt(key, &wopts(*wo))?)
+    }
+
+    fn merge(&self, key: &[u8], value: &[u8], wo: &WriteOpts) -> Result<()> {
+        Ok(self.db.merge_opt(key, value, &wopts(*wo))?)
+    }
+
+    fn write(&self, batch: &Batch, wo: &WriteOpts) -> Result<()> {
+        let mut b = WriteBatch::new();
+        for (op, k, v) in batch.iter() {
+            match op {
+                BatchOp::Put => b.put(k, v),
+                BatchOp::Delete => b.delete(k),
+                BatchOp::Merge => b.merge(k, v),
+            }
+        }
+        Ok(self.db.write_opt(b, &wopts(*wo))?)
+    }
+
+    fn get(&self, key: &[u8], ro: &ReadOpts, out: &mut Vec<u8>) -> Result<bool> {
+        match self.db.get_opt(key, &ropts(*ro))? {
+            Some(v) => {
+                *out = v;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    fn new_iterator<'a>(
+        &'a self,
+        ro: &ReadOpts,
+        bounds: Bounds<'_>,
+    ) -> Result<Box<dyn EngineIter + 'a>> {
+        let mut o = ropts(*ro);
+        o.iterate_lower_bound = bounds.lower.map(<[u8]>::to_vec);
+        o.iterate_upper_bound = bounds.upper.map(<[u8]>::to_vec);
+        Ok(Box::new(StrataIter { it: self.db.raw_iterator_opt(&o) }))
+    }
+
+    fn flush(&self) -> Result<()> {
+        Ok(self.db.flush()?)
+    }
+
+    fn compact_range(&self) -> Result<()> {
+        Ok(self.db.compact_range(None::<&[u8]>, None::<&[u8]>)?)
+    }
+
+    fn wait_for_compaction(&self) -> Result<()> {
+        Ok(self.db.wait_for_compact()?)
+    }
+
+    fn multi_get(
+        &self,
+        keys: &[u8],
+        key_size: usize,
+        ro: &ReadOpts,
+        _scratch: &mut Vec<u8>,
+        value_bytes: &mut u64,
+    ) -> Result<u64> {
+        let mut found = 0;
+        for r in self.db.multi_get_opt(keys.chunks(key_size.max(1)), &ropts(*ro)) {
+            if let Some(v) = r? {
+                found += 1;
+                *value_bytes += v.len() as u64;
+            }
+        }
+        Ok(found)
+    }
+
+    fn statistics_text(&self) -> Result<Option<String>> {
+        Ok(self.db.property_value("strata.statistics")?)
+    }
+
+    fn property(&self, name: &str) -> Result<Option<String>> {
+        Ok(self.db.property_value(name)?)
+    }
+
+    fn stats_text(&self) -> Result<String> {
+        self.db
+            .property_value("strata.stats")?
+            .ok_or_else(|| anyhow!("strata.stats is not available"))
+    }
+
+    fn level_stats_text(&self) -> Result<String> {
+        self.db
+            .property_value("strata.levelstats")?
+            .ok_or_else(|| anyhow!("strata.levelstats is not available"))
+    }
+
+    fn sstables_text(&self) -> Result<String> {
+        self.db
+            .property_value("strata.sstables")?
+            .ok_or_else(|| anyhow!("sstables: strata has no strata.sstables property yet"))
+    }
+}
+
+struct StrataIter {
+    it: strata::DbRawIterator,
+}
+
+impl EngineIter for StrataIter {
+    fn seek_to_first(&mut self) {
+        self.it.seek_to_first();
+    }
+
+    fn seek_to_last(&mut self) {
+        self.it.seek_to_last();
+    }
+
+    fn seek(&mut self, key: &[u8]) {
+        self.it.seek(key);
+    }
+
+    fn next(&mut self) {
+        self.it.next();
+    }
+
+    fn prev(&mut self) {
+        self.it.prev();
+    }
+
+    fn valid(&self) -> bool {
+        self.it.valid()
+    }
+
+    fn key(&self) -> &[u8] {
+        self.it.key().unwrap_or_default()
+    }
+
+    fn value(&self) -> &[u8] {
+        self.it.value().unwrap_or_default()
+    }
+
+    fn status(&self) -> Result<()> {
+        Ok(self.it.status()?)
+    }
+}

@@ -1,0 +1,495 @@
+//! Stage 1 of the command line: gflags-style parsing into raw, typed [`Flags`].
+//!
+//! Accepted syntax (as gflags): `--name=value`, `-name=value`, `--name value` (non-boolean
+//! flags), `--name` (boolean true), `--noname` (boolean false), booleans as
+//! `true|false|1|0|yes|no|t|f|y|n`, `--` ends the flags. `--undefok=a,b` lists names whose
+//! absence is not an error. Stage 2 ([`crate::config`]) validates the values.
+//!
+//! Every flag has a [`Class`]: whether the tool itself honours it, or the engine must, or it is
+//! a RocksDB tuning knob that other engines cannot apply (accepted with a printed note).
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::fmt::Write as _;
+
+/// How a flag is honoured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Class {
+    /// Workload and reporting: implemented by the tool for every engine.
+    Tool,
+    /// Engine configuration: each engine lists the ones it honours; a non-default value of
+    /// any other is rejected (never silently ignored).
+    Engine,
+    /// A RocksDB implementation knob (cache sharding, memtable representation, ...) that does not
+    /// change what is measured; an engine without it accepts the flag and prints a note.
+    Hint,
+}
+
+/// The type of a flag's value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Bool,
+    Int,
+    Uint,
+    Double,
+    Str,
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Kind::Bool => "bool",
+            Kind::Int => "int64",
+            Kind::Uint => "uint64",
+            Kind::Double => "double",
+            Kind::Str => "string",
+        })
+    }
+}
+
+/// Static description of one flag.
+#[derive(Clone, Copy, Debug)]
+pub struct FlagInfo {
+    pub name: &'static str,
+    pub kind: Kind,
+    pub class: Class,
+    pub default: &'static str,
+    pub help: &'static str,
+}
+
+/// A value type a flag can have.
+pub trait FlagValue: Sized {
+    const KIND: Kind;
+    fn parse_flag(name: &str, text: &str) -> Result<Self, String>;
+}
+
+impl FlagValue for bool {
+    const KIND: Kind = Kind::Bool;
+    fn parse_flag(name: &str, text: &str) -> Result<Self, String> {
+        match text.to_ascii_lowercase().as_str() {
+            "true" | "t" | "yes" | "y" | "1" => Ok(true),
+            "false" | "f" | "no" | "n" | "0" => Ok(false),
+            _ => Err(format!("illegal value '{text}' specified for bool flag '{name}'")),
+        }
+    }
+}
+
+fn split_radix(text: &str) -> (bool, &str, u32) {
+    let (neg, rest) = match text.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, text.strip_prefix('+').unwrap_or(text)),
+    };
+    match rest.strip_prefix("0x").or_else(|| rest.strip_prefix("0X")) {
+        Some(hex) => (neg, hex, 16),
+        None => (neg, rest, 10),
+    }
+}
+
+impl FlagValue for i64 {
+    const KIND: Kind = Kind::Int;
+    fn parse_flag(name: &str, text: &str) -> Result<Self, String> {
+        let (neg, digits, radix) = split_radix(text.trim());
+        let v = i128::from_str_radix(digits, radix)
+            .ok()
+            .map(|v| if neg { -v } else { v })
+            .and_then(|v| i64::try_from(v).ok());
+        v.ok_or_else(|| format!("illegal value '{text}' specified for int64 flag '{name}'"))
+    }
+}
+
+impl FlagValue for u64 {
+    const KIND: Kind = Kind::Uint;
+    fn parse_flag(name: &str, text: &str) -> Result<Self, String> {
+        let (neg, digits, radix) = split_radix(text.trim());
+        let v = if neg { None } else { u64::from_str_radix(digits, radix).ok() };
+        v.ok_or_else(|| format!("illegal value '{text}' specified for uint64 flag '{name}'"))
+    }
+}
+
+impl FlagValue for f64 {
+    const KIND: Kind = Kind::Double;
+    fn parse_flag(name: &str, text: &str) -> Result<Self, String> {
+        match text.trim().parse::<f64>() {
+            Ok(v) if v.is_finite() => Ok(v),
+            _ => Err(format!("illegal value '{text}' specified for double flag '{name}'")),
+        }
+    }
+}
+
+impl FlagValue for String {
+    const KIND: Kind = Kind::Str;
+    fn parse_flag(_name: &str, text: &str) -> Result<Self, String> {
+        Ok(text.to_string())
+    }
+}
+
+macro_rules! define_flags {
+    ($( $name:ident : $ty:ty = $default:expr, $class:ident, $help:literal; )*) => {
+        /// Every flag, typed, with db_bench's defaults (RocksDB v11 where versions differ).
+        #[derive(Clone, Debug, PartialEq)]
+        pub struct Flags {
+            $( #[doc = $help] pub $name: $ty, )*
+        }
+
+        impl Default for Flags {
+            fn default() -> Self {
+                Flags { $( $name: <$ty>::from($default), )* }
+            }
+        }
+
+        /// The flag table, in definition order.
+        pub const FLAG_TABLE: &[FlagInfo] = &[
+            $( FlagInfo {
+                name: stringify!($name),
+                kind: <$ty as FlagValue>::KIND,
+                class: Class::$class,
+                default: stringify!($default),
+                help: $help,
+            }, )*
+        ];
+
+        impl Flags {
+            /// Sets flag `name` from `text`; `Ok(false)` when there is no such flag.
+            fn set_text(&mut self, name: &str, text: &str) -> Result<bool, String> {
+                match name {
+                    $( stringify!($name) => {
+                        self.$name = <$ty as FlagValue>::parse_flag(name, text)?;
+                        Ok(true)
+                    } )*
+                    _ => Ok(false),
+                }
+            }
+
+            /// Whether flag `name` holds its default value (compared exactly: a flag equals its
+            /// default only when given that very value).
+            #[allow(clippy::float_cmp)]
+            pub fn is_default(&self, name: &str) -> bool {
+                let d = Flags::default();
+                match name {
+                    $( stringify!($name) => self.$name == d.$name, )*
+                    _ => true,
+                }
+            }
+
+            /// The current value of flag `name`, as text.
+            pub fn value_text(&self, name: &str) -> Option<String> {
+                match name {
+                    $( stringify!($name) => Some(format!("{}", self.$name)), )*
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+const DEFAULT_BENCHMARKS: &str = "fillseq,fillrandom,overwrite,readrandom,readseq,readreverse,\
+seekrandom,readrandomwriterandom,updaterandom,deleteseq,fillrandom,deleterandom,crc32c,xxh3,\
+compress,uncompress,stats";
+
+define_flags! {
+    // ---- workload / sizing ----
+    benchmarks: String = DEFAULT_BENCHMARKS, Tool, "Comma-separated list of benchmarks; name[X<n>-W<m>] repeats n times after m warm-up runs";
+    engine: String = "strata", Tool, "Engine under test: strata, rocksdb (feature `rocksdb`), sqlite (feature `sqlite`), memory (in-process BTreeMap, for tests)";
+    num: i64 = 1000000i64, Tool, "Number of keys: key space and default operation count";
+    reads: i64 = -1i64, Tool, "Reads per thread (-1: --num)";
+    writes: i64 = -1i64, Tool, "Writes per thread (-1: --num)";
+    deletes: i64 = -1i64, Tool, "Deletes per thread (-1: --num)";
+    merge_keys: i64 = -1i64, Tool, "Key space of mergerandom / readrandommergerandom (-1: --num)";
+    numdistinct: i64 = 1000i64, Tool, "Distinct keys of randomwithverify (accepted for compatibility)";
+    threads: i64 = 1i64, Tool, "Worker threads; each does the full per-thread count";
+    duration: i64 = 0i64, Tool, "Seconds to run (0: count-driven); also bounds crc32c/xxh3/compress/uncompress here";
+    ops_between_duration_checks: i64 = 1000i64, Tool, "Operations between two checks of --duration";
+    key_size: i64 = 16i64, Tool, "Key size in bytes";
+    value_size: i64 = 100i64, Tool, "Value size in bytes (fixed distribution)";
+    value_size_distribution_type: String = "fixed", Tool, "fixed, uniform or normal";
+    value_size_min: i64 = 100i64, Tool, "Minimum value size of the uniform/normal distributions";
+    value_size_max: i64 = 102400i64, Tool, "Maximum value size of the uniform/normal distributions";
+    compression_ratio: f64 = 0.5f64, Tool, "Fraction of a value that is random (the rest repeats it)";
+    same_value_percentage: i64 = 0i64, Tool, "Percentage of values that are the same bytes";
+    batch_size: i64 = 1i64, Tool, "Keys per write batch / per MultiGet";
+    seed: u64 = 0u64, Tool, "Random seed base (0: the current time in microseconds)";
+    seek_nexts: i64 = 0i64, Tool, "Next()/Prev() calls after each seek";
+    reverse_iterator: bool = false, Tool, "seekrandom scans with Prev() instead of Next()";
+    max_scan_distance: i64 = 0i64, Tool, "seekrandom: iterator bound at the seek key +/- this many keys (0: none)";
+    use_tailing_iterator: bool = false, Engine, "seekrandom: one tailing iterator per thread";
+    readwritepercent: i64 = 90i64, Tool, "readrandomwriterandom: percent of reads";
+    mergereadpercent: i64 = 70i64, Tool, "readrandommergerandom: percent of merges";
+    read_random_exp_range: f64 = 0.0f64, Tool, "Exponential skew of random read keys (0: uniform)";
+    multiread_stride: i64 = 0i64, Tool, "multireadrandom: keys of a batch are this far apart (0: random)";
+    multiread_batched: bool = false, Hint, "multireadrandom: use the batched MultiGet API";
+    bgwriter_num: i64 = 0i64, Tool, "Key space of the background writer (0: --num)";
+    finish_after_writes: bool = false, Tool, "The background writer stops only after --writes writes";
+    benchmark_write_rate_limit: u64 = 0u64, Tool, "Write rate limit in bytes/second (0: none)";
+    benchmark_read_rate_limit: u64 = 0u64, Tool, "Read rate limit in operations/second (0: none)";
+    prefix_size: i64 = 0i64, Engine, "Fixed prefix extractor length (0: none)";
+    keys_per_prefix: i64 = 0i64, Tool, "Keys that share one prefix (0: prefixes not used in keys)";
+    seek_missing_prefix: bool = false, Tool, "Seek keys get byte 8 set to '1' (needs --prefix_size > 8)";
+    use_existing_db: bool = false, Tool, "Keep the DB; fresh-DB benchmarks are skipped";
+    use_existing_keys: bool = false, Tool, "Load the existing keys and use them (needs --use_existing_db; not implemented yet: rejected)";
+    readonly: bool = false, Engine, "Open the DB read-only (implies --use_existing_db)";
+    db: String = "", Tool, "DB directory (default: $TEST_TMPDIR/dbbench or <tmp>/strata-bench-<uid>/dbbench)";
+    wal_dir: String = "", Engine, "WAL directory (empty: inside --db)";
+    // ---- reporting ----
+    histogram: bool = false, Tool, "Print per-operation latency histograms";
+    statistics: bool = false, Tool, "Print engine statistics at exit (STATISTICS:)";
+    stats_level: i64 = 3i64, Hint, "RocksDB statistics level";
+    stats_interval: i64 = 0i64, Tool, "Per-thread progress line every N operations (0: none)";
+    stats_interval_seconds: i64 = 0i64, Tool, "Progress lines every N seconds (sets --stats_interval=1000)";
+    stats_per_interval: i64 = 0i64, Tool, "With progress lines, thread 0 also dumps the engine stats";
+    report_interval_seconds: i64 = 0i64, Tool, "Write throughput every N seconds to --report_file (0: off)";
+    report_file: String = "report.csv", Tool, "CSV file of --report_interval_seconds";
+    slow_usecs: i64 = 1000000i64, Tool, "With --histogram, report operations slower than this on stderr";
+    progress_reports: bool = true, Tool, "Show progress on stderr (a progress bar when stderr is a terminal)";
+    perf_level: i64 = 1i64, Engine, "RocksDB PerfContext level (1: disabled)";
+    confidence_interval_only: bool = false, Tool, "With repeats, print only the confidence interval lines";
+    report_file_operations: bool = false, Hint, "RocksDB file operation counters";
+    report_open_timing: bool = false, Tool, "Print how long opening the DB took";
+    thread_status_per_interval: i64 = 0i64, Hint, "RocksDB thread status dumps";
+    print_malloc_stats: bool = false, Hint, "RocksDB malloc statistics";
+    // ---- engine configuration ----
+    cache_size: i64 = 33554432i64, Engine, "Block cache capacity in bytes (<= 0: no block cache)";
+    cache_type: String = "hyper_clock_cache", Hint, "RocksDB block cache implementation";
+    cache_numshardbits: i64 = -1i64, Hint, "RocksDB block cache shard bits";
+    cache_high_pri_pool_ratio: f64 = 0.0f64, Hint, "RocksDB LRU high-priority pool ratio";
+    cache_low_pri_pool_ratio: f64 = 0.0f64, Hint, "RocksDB LRU low-priority pool ratio";
+    cache_index_and_filter_blocks: bool = false, Hint, "RocksDB: index and filter blocks in the block cache";
+    pin_l0_filter_and_index_blocks_in_cache: bool = false, Hint, "RocksDB: pin L0 index/filter blocks";
+    row_cache_size: i64 = 0i64, Engine, "Row cache capacity in bytes";
+    compressed_cache_size: i64 = -1i64, Engine, "Compressed block cache capacity";
+    bloom_bits: i64 = -1i64, Engine, "Bloom filter bits per key (< 0: table default = none, 0: none)";
+    use_ribbon_filter: bool = false, Engine, "Ribbon instead of Bloom filter";
+    whole_key_filtering: bool = true, Engine, "Filter on whole keys";
+    block_size: i64 = 4096i64, Engine, "Data block size in bytes (also the crc32c/compress input size)";
+    block_restart_interval: i64 = 16i64, Engine, "Keys between restart points in a data block";
+    format_version: i64 = 7i64, Hint, "RocksDB table format version";
+    compression_type: String = "snappy", Engine, "none, snappy, zlib, bzip2, lz4, lz4hc, xpress, zstd";
+    compression_level: i64 = 32767i64, Engine, "Compression level (32767: library default)";
+    compression_max_dict_bytes: i64 = 0i64, Engine, "Compression dictionary size";
+    min_level_to_compress: i64 = -1i64, Engine, "Levels below this are not compressed (-1: all compressed)";
+    write_buffer_size: i64 = 67108864i64, Engine, "Memtable size in bytes";
+    max_write_buffer_number: i64 = 2i64, Engine, "Memtables (active + immutable) before writes stall";
+    min_write_buffer_number_to_merge: i64 = 1i64, Engine, "Memtables merged into one flush";
+    db_write_buffer_size: i64 = 0i64, Engine, "Total memtable budget of the DB (0: none)";
+    memtablerep: String = "skip_list", Hint, "RocksDB memtable representation";
+    allow_concurrent_memtable_write: bool = true, Hint, "RocksDB concurrent memtable inserts";
+    enable_pipelined_write: bool = true, Hint, "RocksDB pipelined write";
+    max_background_jobs: i64 = 2i64, Engine, "Background flush and compaction threads";
+    max_background_compactions: i64 = -1i64, Engine, "Background compaction threads (-1: from max_background_jobs)";
+    max_background_flushes: i64 = -1i64, Engine, "Background flush threads (-1: from max_background_jobs)";
+    subcompactions: i64 = 1i64, Engine, "Threads of one compaction";
+    compaction_style: i64 = 0i64, Engine, "0 level, 1 universal, 2 FIFO, 3 none";
+    compaction_pri: i64 = 3i64, Engine, "Compaction file picking priority (3: min overlapping ratio)";
+    num_levels: i64 = 7i64, Engine, "Number of LSM levels";
+    target_file_size_base: i64 = 67108864i64, Engine, "Target table file size at level 1";
+    target_file_size_multiplier: i64 = 1i64, Engine, "Target file size growth per level";
+    max_bytes_for_level_base: u64 = 268435456u64, Engine, "Level 1 size budget";
+    max_bytes_for_level_multiplier: f64 = 10.0f64, Engine, "Level size growth per level";
+    level_compaction_dynamic_level_bytes: bool = false, Engine, "Size levels from the bottom up";
+    level0_file_num_compaction_trigger: i64 = 4i64, Engine, "L0 files that start a compaction";
+    level0_slowdown_writes_trigger: i64 = 20i64, Engine, "L0 files that slow writes down";
+    level0_stop_writes_trigger: i64 = 36i64, Engine, "L0 files that stop writes";
+    soft_pending_compaction_bytes_limit: u64 = 68719476736u64, Engine, "Pending compaction bytes that slow writes down";
+    hard_pending_compaction_bytes_limit: u64 = 137438953472u64, Engine, "Pending compaction bytes that stop writes";
+    delayed_write_rate: u64 = 8388608u64, Engine, "Write rate while slowed down (bytes/second)";
+    disable_auto_compactions: bool = false, Engine, "No automatic compactions";
+    universal_size_ratio: i64 = 0i64, Engine, "Universal compaction size ratio (0: engine default)";
+    universal_min_merge_width: i64 = 0i64, Engine, "Universal compaction minimum merge width";
+    universal_max_merge_width: i64 = 0i64, Engine, "Universal compaction maximum merge width";
+    universal_max_size_amplification_percent: i64 = 0i64, Engine, "Universal compaction size amplification";
+    universal_compression_size_percent: i64 = -1i64, Engine, "Universal compaction compressed percent";
+    universal_allow_trivial_move: bool = false, Engine, "Universal compaction trivial moves";
+    fifo_compaction_max_table_files_size_mb: u64 = 0u64, Engine, "FIFO compaction size budget";
+    fifo_compaction_ttl: u64 = 0u64, Engine, "FIFO compaction TTL";
+    fifo_compaction_allow_compaction: bool = true, Engine, "FIFO compaction may compact";
+    sync: bool = false, Engine, "Sync every write (WriteOptions.sync)";
+    disable_wal: bool = false, Engine, "Write without the WAL (WriteOptions.disableWAL)";
+    use_fsync: bool = false, Engine, "fsync instead of fdatasync";
+    bytes_per_sync: u64 = 0u64, Hint, "RocksDB incremental sync of table files";
+    wal_bytes_per_sync: u64 = 0u64, Hint, "RocksDB incremental sync of WAL files";
+    open_files: i64 = -1i64, Engine, "Table files kept open (-1: all)";
+    mmap_read: bool = false, Engine, "Read files with mmap";
+    mmap_write: bool = false, Engine, "Write files with mmap";
+    use_direct_reads: bool = false, Engine, "O_DIRECT reads";
+    use_direct_io_for_flush_and_compaction: bool = false, Engine, "O_DIRECT background writes";
+    verify_checksum: bool = true, Engine, "Verify block checksums on reads";
+    paranoid_checks: bool = true, Engine, "Check every table when the DB is opened";
+    merge_operator: String = "", Engine, "Merge operator: put, uint64add, max, stringappend, bytesxor";
+    max_successive_merges: i64 = 0i64, Engine, "Merges of one key in a memtable before it is collapsed";
+    rate_limiter_bytes_per_sec: u64 = 0u64, Engine, "Background I/O rate limit";
+    delete_obsolete_files_period_micros: u64 = 0u64, Hint, "Ignored by RocksDB itself (kept for compatibility)";
+    enable_blob_files: bool = false, Engine, "Key-value separation (BlobDB)";
+    min_blob_size: u64 = 0u64, Engine, "BlobDB minimum blob size";
+    blob_file_size: u64 = 268435456u64, Engine, "BlobDB file size";
+    blob_compression_type: String = "none", Engine, "BlobDB compression";
+    enable_blob_garbage_collection: bool = false, Engine, "BlobDB garbage collection";
+    blob_garbage_collection_age_cutoff: f64 = 0.25f64, Engine, "BlobDB GC age cutoff";
+    blob_garbage_collection_force_threshold: f64 = 1.0f64, Engine, "BlobDB GC force threshold";
+    blob_file_starting_level: i64 = 0i64, Engine, "BlobDB starting level";
+    use_blob_cache: bool = false, Engine, "BlobDB blob cache";
+    use_shared_block_and_blob_cache: bool = true, Engine, "BlobDB shares the block cache";
+    blob_cache_size: i64 = 8388608i64, Engine, "BlobDB blob cache size";
+    blob_cache_numshardbits: i64 = 6i64, Hint, "BlobDB blob cache shard bits";
+    prepopulate_blob_cache: i64 = 0i64, Engine, "BlobDB prepopulate blob cache";
+    prepopulate_block_cache: i64 = 0i64, Hint, "RocksDB: warm the block cache on flush";
+    options_file: String = "", Engine, "RocksDB OPTIONS file";
+}
+
+/// Result of stage 1.
+#[derive(Clone, Debug)]
+pub struct ParsedFlags {
+    pub flags: Flags,
+    /// Names given on the command line (after `no` prefixes are resolved).
+    pub set: BTreeSet<&'static str>,
+    /// `--help` was given.
+    pub help: bool,
+    /// `--version` was given.
+    pub version: bool,
+}
+
+/// A command-line error, printed as gflags would (`ERROR: ...`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlagError(pub String);
+
+impl fmt::Display for FlagError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ERROR: {}", self.0)
+    }
+}
+
+impl std::error::Error for FlagError {}
+
+pub fn info(name: &str) -> Option<&'static FlagInfo> {
+    FLAG_TABLE.iter().find(|f| f.name == name)
+}
+
+/// Parses `args` (without the program name).
+pub fn parse<S: AsRef<str>>(args: &[S]) -> Result<ParsedFlags, FlagError> {
+    let mut flags = Flags::default();
+    let mut set = BTreeSet::new();
+    let mut unknown: Vec<String> = Vec::new();
+    let mut undefok: Vec<String> = Vec::new();
+    let mut help = false;
+    let mut version = false;
+    let mut i = 0;
+    // The previous argument was an unknown flag without `=value`: a following non-flag
+    // argument is taken as its value (gflags leaves it as a positional argument).
+    let mut after_unknown = false;
+    while i < args.len() {
+        let arg = args[i].as_ref();
+        i += 1;
+        let was_after_unknown = std::mem::take(&mut after_unknown);
+        if arg == "--" {
+            if let Some(rest) = args.get(i) {
+                return Err(FlagError(format!("unexpected argument '{}'", rest.as_ref())));
+            }
+            break;
+        }
+        let body = match arg.strip_prefix("--").or_else(|| arg.strip_prefix('-')) {
+            Some(b) if !b.is_empty() => b,
+            _ if was_after_unknown => continue,
+            _ => {
+                return Err(FlagError(format!("unexpected argument '{arg}' (flags start with --)")))
+            }
+        };
+        let (name, inline) = match body.split_once('=') {
+            Some((n, v)) => (n, Some(v)),
+            None => (body, None),
+        };
+        match name {
+            "help" | "helpfull" | "h" => {
+                help = true;
+                continue;
+            }
+            "version" => {
+                version = true;
+                continue;
+            }
+            "undefok" => {
+                let v = match inline {
+                    Some(v) => v.to_string(),
+                    None => match args.get(i) {
+                        Some(v) => {
+                            i += 1;
+                            v.as_ref().to_string()
+                        }
+                        None => {
+                            return Err(FlagError("flag 'undefok' is missing its argument".into()))
+                        }
+                    },
+                };
+                undefok.extend(v.split(',').filter(|s| !s.is_empty()).map(str::to_string));
+                continue;
+            }
+            _ => {}
+        }
+        if let Some(fi) = info(name) {
+            let text: String = match (fi.kind, inline) {
+                (_, Some(v)) => v.to_string(),
+                (Kind::Bool, None) => "true".to_string(),
+                (_, None) => match args.get(i) {
+                    Some(v) => {
+                        i += 1;
+                        v.as_ref().to_string()
+                    }
+                    None => {
+                        return Err(FlagError(format!("flag '{name}' is missing its argument")))
+                    }
+                },
+            };
+            flags.set_text(fi.name, &text).map_err(FlagError)?;
+            set.insert(fi.name);
+            continue;
+        }
+        if let Some(base) = name.strip_prefix("no") {
+            if let Some(fi) = info(base) {
+                if fi.kind != Kind::Bool {
+                    return Err(FlagError(format!(
+                        "boolean value (no{base}) specified for {} command line flag",
+                        fi.kind
+                    )));
+                }
+                if inline.is_some() {
+                    return Err(FlagError(format!("flag 'no{base}' takes no value")));
+                }
+                flags.set_text(fi.name, "false").map_err(FlagError)?;
+                set.insert(fi.name);
+                continue;
+            }
+        }
+        unknown.push(name.to_string());
+        after_unknown = inline.is_none();
+    }
+    let is_ok =
+        |n: &str| undefok.iter().any(|u| u == n || n.strip_prefix("no").is_some_and(|b| b == u));
+    if let Some(bad) = unknown.iter().find(|n| !is_ok(n)) {
+        return Err(FlagError(format!("unknown command line flag '{bad}'")));
+    }
+    Ok(ParsedFlags { flags, set, help, version })
+}
+
+/// The `--help` text.
+pub fn usage() -> String {
+    let mut s = String::from(
+        "strata-bench: a db_bench-compatible benchmark for Strata (and RocksDB/SQLite)\n\n\
+         Usage: strata-bench --benchmarks=fillseq,readrandom [--flag=value ...]\n\n\
+         Classes: [tool] honoured for every engine; [engine] honoured only by engines that\n\
+         support it (a non-default value is rejected otherwise); [hint] RocksDB tuning knob,\n\
+         a note is printed when the engine has no equivalent.\n\nFlags:\n",
+    );
+    for f in FLAG_TABLE {
+        let class = match f.class {
+            Class::Tool => "tool",
+            Class::Engine => "engine",
+            Class::Hint => "hint",
+        };
+        let default = f.default.trim_matches('"').trim_end_matches("i64").trim_end_matches("u64");
+        let default = default.trim_end_matches("f64");
+        let default = if f.name == "benchmarks" { DEFAULT_BENCHMARKS } else { default };
+        let _ = writeln!(
+            s,
+            "  --{} ({}) [{}] default: {}\n      {}",
+            f.name, f.kind, class, default, f.help
+        );
+    }
+    s
+}

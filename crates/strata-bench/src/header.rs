@@ -1,0 +1,170 @@
+//! The environment block (stderr) and the header (stdout), spec §7.2, and time formatting.
+
+use std::fmt::Write as _;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::config::Config;
+use crate::values::ValueSize;
+
+/// Civil date (UTC) of a Unix time: (year, month 1-12, day, hour, minute, second, weekday 0=Sun).
+fn civil(t: SystemTime) -> (i64, u32, u32, u32, u32, u32, u32) {
+    let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()) as i64;
+    let days = secs.div_euclid(86400);
+    let rem = secs.rem_euclid(86400);
+    // Days since 1970-01-01 -> civil date (proleptic Gregorian), by 400-year eras.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    let weekday = (days + 4).rem_euclid(7) as u32; // 1970-01-01 was a Thursday
+    (year, month, day, (rem / 3600) as u32, (rem % 3600 / 60) as u32, (rem % 60) as u32, weekday)
+}
+
+/// `ctime` layout without the newline: `Sat Nov 21 05:01:03 2026` (UTC).
+pub fn ctime(t: SystemTime) -> String {
+    const DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
+    const MONTHS: [&str; 12] =
+        ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    let (y, mo, d, h, mi, s, wd) = civil(t);
+    format!(
+        "{} {} {:>2} {:02}:{:02}:{:02} {}",
+        DAYS[wd as usize],
+        MONTHS[mo as usize - 1],
+        d,
+        h,
+        mi,
+        s,
+        y
+    )
+}
+
+/// `2026/11/21-04:55:59 ` (with the trailing space), for interval lines.
+pub fn time_to_string(t: SystemTime) -> String {
+    let (y, mo, d, h, mi, s, _) = civil(t);
+    format!("{y:04}/{mo:02}/{d:02}-{h:02}:{mi:02}:{s:02} ")
+}
+
+/// `20261121-045559`, for output directory names.
+pub fn timestamp_compact(t: SystemTime) -> String {
+    let (y, mo, d, h, mi, s, _) = civil(t);
+    format!("{y:04}{mo:02}{d:02}-{h:02}{mi:02}{s:02}")
+}
+
+fn cpu_info() -> (usize, String, String) {
+    let text = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let mut count = 0;
+    let mut model = String::new();
+    let mut cache = String::new();
+    for line in text.lines() {
+        let Some((k, v)) = line.split_once(':') else { continue };
+        match k.trim() {
+            "model name" => {
+                count += 1;
+                model = v.trim().to_string();
+            }
+            "cache size" => cache = v.trim().to_string(),
+            _ => {}
+        }
+    }
+    (count, model, cache)
+}
+
+/// The environment block (stderr).
+pub fn environment(cfg: &Config) -> String {
+    let (n, model, cache) = cpu_info();
+    let mut s = String::new();
+    s.push_str(&cfg.engine.version_line());
+    s.push('\n');
+    let _ = writeln!(s, "Date:       {}", ctime(SystemTime::now()));
+    let _ = writeln!(s, "CPU:        {n} * {model}");
+    let _ = writeln!(s, "CPUCache:   {cache}");
+    s
+}
+
+/// The header block (stdout), ending with 48 dashes.
+pub fn header(cfg: &Config) -> String {
+    let f = &cfg.flags;
+    let ratio = f.compression_ratio;
+    let mut s = String::new();
+    let _ = writeln!(s, "Keys:       {} bytes each (+ 0 bytes user-defined timestamp)", f.key_size);
+    let avg = cfg.value_size.average();
+    let after = (avg as f64 * ratio + 0.5) as i64;
+    match cfg.value_size {
+        ValueSize::Fixed(n) => {
+            let _ = writeln!(s, "Values:     {n} bytes each ({after} bytes after compression)");
+        }
+        ValueSize::Uniform { min, max } | ValueSize::Normal { min, max } => {
+            let _ =
+                writeln!(s, "Values:     {avg} avg bytes each ({after} bytes after compression)");
+            let _ = writeln!(
+                s,
+                "Values Distribution: {} (min: {min}, max: {max})",
+                f.value_size_distribution_type
+            );
+        }
+    }
+    let num = cfg.num as f64;
+    let _ = writeln!(s, "Entries:    {}", cfg.num);
+    let _ = writeln!(s, "Prefix:    {} bytes", f.prefix_size);
+    let _ = writeln!(s, "Keys per prefix:    {}", f.keys_per_prefix);
+    let _ = writeln!(
+        s,
+        "RawSize:    {:.1} MB (estimated)",
+        (f.key_size as f64 + avg as f64) * num / 1048576.0
+    );
+    let _ = writeln!(
+        s,
+        "FileSize:   {:.1} MB (estimated)",
+        (f.key_size as f64 + avg as f64 * ratio) * num / 1048576.0
+    );
+    let _ = writeln!(s, "Write rate: {} bytes/second", f.benchmark_write_rate_limit);
+    let _ = writeln!(s, "Read rate: {} ops/second", f.benchmark_read_rate_limit);
+    let _ = writeln!(s, "Compression: {}", cfg.compression.header_name());
+    s.push_str("Compression sampling rate: 0\n");
+    let _ = writeln!(s, "Memtablerep: {}", memtablerep(cfg));
+    let _ = writeln!(s, "Perf Level: {}", f.perf_level);
+    let _ = writeln!(s, "Engine:     {}", cfg.engine.name());
+    if cfg!(debug_assertions) {
+        s.push_str("WARNING: Optimization is disabled: benchmarks unnecessarily slow\n");
+    }
+    s.push_str(&"-".repeat(48));
+    s.push('\n');
+    s
+}
+
+fn memtablerep(cfg: &Config) -> &'static str {
+    use crate::engine::EngineKind;
+    match cfg.engine {
+        EngineKind::Strata => "StrataArenaSkipList",
+        EngineKind::Memory => "BTreeMap",
+        EngineKind::Sqlite => "SQLiteBTree",
+        EngineKind::RocksDb => match cfg.flags.memtablerep.as_str() {
+            "vector" => "VectorRepFactory",
+            "prefix_hash" => "HashSkipListRepFactory",
+            "hash_linkedlist" => "HashLinkListRepFactory",
+            _ => "SkipListFactory",
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn dates() {
+        // 2026-11-21 05:01:03 UTC, a Saturday.
+        let t = UNIX_EPOCH + Duration::from_secs(1_795_237_263);
+        assert_eq!(ctime(t), "Sat Nov 21 05:01:03 2026");
+        assert_eq!(time_to_string(t), "2026/11/21-05:01:03 ");
+        assert_eq!(ctime(UNIX_EPOCH), "Thu Jan  1 00:00:00 1970");
+        let leap = UNIX_EPOCH + Duration::from_secs(951_782_400); // 2000-02-29
+        assert_eq!(timestamp_compact(leap), "20000229-000000");
+    }
+}

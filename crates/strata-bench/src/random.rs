@@ -1,0 +1,236 @@
+//! The random number generators whose exact sequences db_bench compatibility depends on.
+//!
+//! - [`Lehmer`]: the Park–Miller "minimal standard" generator (multiplier 16807 modulo
+//!   2^31-1); seeded with 301 it produces db_bench's value bytes.
+//! - [`Mt64`]: the 64-bit Mersenne Twister (MT19937-64) as standardised by C++ `std::mt19937_64`;
+//!   each worker thread draws its keys from one.
+//! - [`Mt32`]: the 32-bit Mersenne Twister (`std::mt19937`), used to shuffle unique keys.
+
+/// Park–Miller minimal standard generator.
+#[derive(Clone, Debug)]
+pub struct Lehmer {
+    state: u32,
+}
+
+impl Lehmer {
+    const MODULUS: u32 = 0x7fff_ffff;
+    const MULTIPLIER: u64 = 16807;
+
+    pub fn new(seed: u32) -> Self {
+        let mut state = seed & Self::MODULUS;
+        // 0 and 2^31-1 are fixed points of the recurrence.
+        if state == 0 || state == Self::MODULUS {
+            state = 1;
+        }
+        Lehmer { state }
+    }
+
+    /// The next value, in `[1, 2^31-2]`.
+    #[inline]
+    pub fn next_u32(&mut self) -> u32 {
+        let product = u64::from(self.state) * Self::MULTIPLIER;
+        // product mod (2^31-1) without a division: 2^31 == 1 (mod 2^31-1).
+        let mut s = ((product >> 31) + (product & u64::from(Self::MODULUS))) as u32;
+        if s > Self::MODULUS {
+            s -= Self::MODULUS;
+        }
+        self.state = s;
+        s
+    }
+
+    /// Uniform in `[0, n)` (by modulo, as db_bench).
+    #[inline]
+    pub fn uniform(&mut self, n: u32) -> u32 {
+        self.next_u32() % n
+    }
+
+    /// True with probability `percent`/100.
+    #[inline]
+    pub fn percent_true(&mut self, percent: u32) -> bool {
+        self.uniform(100) < percent
+    }
+}
+
+const MT64_N: usize = 312;
+const MT64_M: usize = 156;
+
+/// MT19937-64, bit-identical to C++ `std::mt19937_64`.
+#[derive(Clone)]
+pub struct Mt64 {
+    state: Box<[u64; MT64_N]>,
+    index: usize,
+}
+
+impl std::fmt::Debug for Mt64 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mt64").field("index", &self.index).finish_non_exhaustive()
+    }
+}
+
+impl Mt64 {
+    pub fn new(seed: u64) -> Self {
+        let mut state = Box::new([0u64; MT64_N]);
+        state[0] = seed;
+        for i in 1..MT64_N {
+            let prev = state[i - 1];
+            state[i] =
+                6364136223846793005u64.wrapping_mul(prev ^ (prev >> 62)).wrapping_add(i as u64);
+        }
+        Mt64 { state, index: MT64_N }
+    }
+
+    fn refill(&mut self) {
+        const UPPER: u64 = 0xFFFF_FFFF_8000_0000;
+        const LOWER: u64 = 0x7FFF_FFFF;
+        const MATRIX: u64 = 0xB502_6F5A_A966_19E9;
+        let s = &mut self.state;
+        for i in 0..MT64_N {
+            let x = (s[i] & UPPER) | (s[(i + 1) % MT64_N] & LOWER);
+            let mut y = x >> 1;
+            if x & 1 != 0 {
+                y ^= MATRIX;
+            }
+            s[i] = s[(i + MT64_M) % MT64_N] ^ y;
+        }
+        self.index = 0;
+    }
+
+    #[inline]
+    pub fn next_u64(&mut self) -> u64 {
+        if self.index >= MT64_N {
+            self.refill();
+        }
+        let mut x = self.state[self.index];
+        self.index += 1;
+        x ^= (x >> 29) & 0x5555_5555_5555_5555;
+        x ^= (x << 17) & 0x71D6_7FFF_EDA6_0000;
+        x ^= (x << 37) & 0xFFF7_EEE0_0000_0000;
+        x ^= x >> 43;
+        x
+    }
+}
+
+const MT32_N: usize = 624;
+const MT32_M: usize = 397;
+
+/// MT19937, bit-identical to C++ `std::mt19937`.
+#[derive(Clone)]
+pub struct Mt32 {
+    state: Box<[u32; MT32_N]>,
+    index: usize,
+}
+
+impl Mt32 {
+    pub fn new(seed: u32) -> Self {
+        let mut state = Box::new([0u32; MT32_N]);
+        state[0] = seed;
+        for i in 1..MT32_N {
+            let prev = state[i - 1];
+            state[i] = 1812433253u32.wrapping_mul(prev ^ (prev >> 30)).wrapping_add(i as u32);
+        }
+        Mt32 { state, index: MT32_N }
+    }
+
+    fn refill(&mut self) {
+        const UPPER: u32 = 0x8000_0000;
+        const LOWER: u32 = 0x7FFF_FFFF;
+        const MATRIX: u32 = 0x9908_B0DF;
+        let s = &mut self.state;
+        for i in 0..MT32_N {
+            let x = (s[i] & UPPER) | (s[(i + 1) % MT32_N] & LOWER);
+            let mut y = x >> 1;
+            if x & 1 != 0 {
+                y ^= MATRIX;
+            }
+            s[i] = s[(i + MT32_M) % MT32_N] ^ y;
+        }
+        self.index = 0;
+    }
+
+    #[inline]
+    pub fn next_u32(&mut self) -> u32 {
+        if self.index >= MT32_N {
+            self.refill();
+        }
+        let mut y = self.state[self.index];
+        self.index += 1;
+        y ^= y >> 11;
+        y ^= (y << 7) & 0x9D2C_5680;
+        y ^= (y << 15) & 0xEFC6_0000;
+        y ^= y >> 18;
+        y
+    }
+
+    /// Uniform in `[0, n)` without modulo bias (rejection sampling over 64-bit draws).
+    pub fn below(&mut self, n: u64) -> u64 {
+        debug_assert!(n > 0);
+        let draw = |r: &mut Self| (u64::from(r.next_u32()) << 32) | u64::from(r.next_u32());
+        let zone = u64::MAX - (u64::MAX % n);
+        loop {
+            let v = draw(self);
+            if v < zone {
+                return v % n;
+            }
+        }
+    }
+}
+
+/// Shuffles `v` (Fisher–Yates) with `std::mt19937(seed)`. Every element appears once; the order
+/// is not bit-identical to libstdc++'s `std::shuffle`, whose index draws are an implementation
+/// detail.
+pub fn shuffle<T>(v: &mut [T], seed: u32) {
+    let mut rng = Mt32::new(seed);
+    for i in (1..v.len()).rev() {
+        let j = rng.below(i as u64 + 1) as usize;
+        v.swap(i, j);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mt64_matches_the_cpp_standard() {
+        // [rand.predef]: the 10000th output of a default-constructed mt19937_64 (seed 5489).
+        let mut r = Mt64::new(5489);
+        let mut v = 0;
+        for _ in 0..10000 {
+            v = r.next_u64();
+        }
+        assert_eq!(v, 9981545732273789042);
+    }
+
+    #[test]
+    fn mt32_matches_the_cpp_standard() {
+        // [rand.predef]: the 10000th output of a default-constructed mt19937 (seed 5489).
+        let mut r = Mt32::new(5489);
+        let mut v = 0;
+        for _ in 0..10000 {
+            v = r.next_u32();
+        }
+        assert_eq!(v, 4123659995);
+    }
+
+    #[test]
+    fn lehmer_minimal_standard() {
+        // Park & Miller's check: from seed 1, the 10000th value is 1043618065.
+        let mut r = Lehmer::new(1);
+        let mut v = 0;
+        for _ in 0..10000 {
+            v = r.next_u32();
+        }
+        assert_eq!(v, 1043618065);
+        assert_eq!(Lehmer::new(301).next_u32(), 301 * 16807);
+    }
+
+    #[test]
+    fn shuffle_is_a_permutation() {
+        let mut v: Vec<u32> = (0..1000).collect();
+        shuffle(&mut v, 42);
+        let mut s = v.clone();
+        s.sort_unstable();
+        assert_eq!(s, (0..1000).collect::<Vec<_>>());
+        assert_ne!(v, s);
+    }
+}

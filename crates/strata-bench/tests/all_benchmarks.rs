@@ -1,0 +1,259 @@
+//! Runs every benchmark against the Strata engine on a small DB and checks the output parses
+//! the way RocksDB's tools/benchmark.sh parses db_bench's (spec §8.5).
+
+use std::process::{Command, Output};
+
+fn run(dir: &std::path::Path, args: &[&str]) -> Output {
+    let db = dir.join("db");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_strata-bench"));
+    cmd.arg(format!("--db={}", db.display())).args(args);
+    cmd.output().expect("run strata-bench")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// The result line of `name`, checked field by field as benchmark.sh's awk reads it.
+fn check_result_line(out: &str, name: &str) {
+    let lines: Vec<&str> = out
+        .lines()
+        .filter(|l| l.split_whitespace().next() == Some(name) && l.contains("micros/op"))
+        .collect();
+    assert!(!lines.is_empty(), "no result line for {name} in:\n{out}");
+    for l in lines {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        assert!(f.len() >= 10, "{l}");
+        assert_eq!(f[1], ":", "{l}");
+        assert!(f[2].parse::<f64>().is_ok(), "micros/op in {l}");
+        assert_eq!(f[3], "micros/op", "{l}");
+        assert!(f[4].parse::<u64>().is_ok(), "ops/sec in {l}");
+        assert_eq!(f[5], "ops/sec", "{l}");
+        assert!(f[6].parse::<f64>().is_ok(), "seconds in {l}");
+        assert_eq!(f[7], "seconds", "{l}"); // benchmark.sh: $8 == "seconds" => V2 format
+        assert!(f[8].parse::<u64>().is_ok(), "operations in {l}");
+        assert_eq!(f[9], "operations;", "{l}");
+        if f.get(11) == Some(&"MB/s") {
+            assert!(f[10].parse::<f64>().is_ok(), "MB/s in {l}");
+        }
+        // %-12s, then " : "
+        let pad = name.len().max(12);
+        assert_eq!(&l[pad..pad + 3], " : ", "{l}");
+        let parsed = strata_bench::report::parse_log(l, name);
+        assert!(parsed.ops_sec.is_some(), "{l}");
+    }
+}
+
+fn check_histograms(out: &str) {
+    let mut percentiles = 0;
+    for l in out.lines() {
+        if l.starts_with("Percentiles:") {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            assert_eq!(f.len(), 11, "{l}");
+            for i in [2, 4, 6, 8, 10] {
+                assert!(f[i].parse::<f64>().is_ok(), "{l}");
+            }
+            percentiles += 1;
+        }
+        if l.starts_with("Min: ") {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            assert_eq!((f[2], f[4]), ("Median:", "Max:"), "{l}");
+            assert!(f[5].parse::<u64>().is_ok(), "{l}");
+        }
+    }
+    assert!(percentiles > 0, "no histogram in:\n{out}");
+}
+
+const DB_BENCHMARKS: &[&str] = &[
+    "fillseq",
+    "fillrandom",
+    "filluniquerandom",
+    "fillbatch",
+    "fill100K",
+    "fillsync",
+    "fillrandom",
+    "overwrite",
+    "readseq",
+    "readreverse",
+    "readtocache",
+    "readrandom",
+    "readrandomsmall",
+    "readmissing",
+    "readhot",
+    "multireadrandom",
+    "seekrandom",
+    "readwhilewriting",
+    "readwhilemerging",
+    "seekrandomwhilewriting",
+    "seekrandomwhilemerging",
+    "readrandomwriterandom",
+    "updaterandom",
+    "mergerandom",
+    "readrandommergerandom",
+    "open",
+    "deleteseq",
+    "deleterandom",
+    "compact",
+];
+
+#[test]
+fn every_benchmark_runs_and_parses() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut list: Vec<&str> = DB_BENCHMARKS.to_vec();
+    list.extend([
+        "flush",
+        "compactall",
+        "waitforcompaction",
+        "levelstats",
+        "sstables",
+        "memstats",
+        "stats",
+        "readrandom[X2-W1]",
+    ]);
+    let benchmarks = format!("--benchmarks={}", list.join(","));
+    let o = run(
+        dir.path(),
+        &[
+            &benchmarks,
+            "--num=3000",
+            "--writes=300",
+            "--seek_nexts=3",
+            "--batch_size=4",
+            "--merge_operator=put",
+            "--histogram=1",
+            "--seed=42",
+            "--write_buffer_size=65536",
+        ],
+    );
+    let (out, errs) = text(&o);
+    assert!(o.status.success(), "stderr:\n{errs}\nstdout:\n{out}");
+    for name in DB_BENCHMARKS {
+        check_result_line(&out, name);
+    }
+    check_histograms(&out);
+    // Spec §7.3 details.
+    assert!(out.contains("(3 ops)"), "fillsync's key range message:\n{out}");
+    assert!(out.contains("(0 of 300 found)\n\n") || out.contains("(0 of 3000 found)\n\n"));
+    assert!(out.contains("( updates:300 found:"), "{out}");
+    assert!(out.contains("( updates:300)"), "{out}");
+    assert!(out.contains("( reads:"), "{out}");
+    assert!(out.contains("maxlength:"), "{out}");
+    assert!(out.contains("flush memtable\n"), "{out}");
+    assert!(out.contains("): finished with status (OK)\n"), "waitforcompaction:\n{out}");
+    assert!(out.contains("--- level 0 ---"), "sstables:\n{out}");
+    // The engine's stats parse as benchmark.sh reads them.
+    let stats = strata_bench::report::parse_log(&out, "fillseq");
+    assert!(stats.lsm_size.is_some() && stats.stall_pct.is_some(), "stats:\n{out}");
+    assert!(out.contains("Warming up benchmark by running 1 times\n"), "{out}");
+    assert!(out.contains("Running benchmark for 2 times\n"), "{out}");
+    assert!(out.contains("readrandom [AVG    2 runs] : "), "{out}");
+    assert!(out.contains("readrandom [MEDIAN 2 runs] : "), "{out}");
+    assert!(out.contains("DB path: ["), "{out}");
+    assert!(out.contains(&"-".repeat(48)), "header:\n{out}");
+    assert!(errs.contains("Date:       "), "environment on stderr:\n{errs}");
+    // fillseq wrote 300 keys 0..299 per thread: readseq after the last fill sees the DB.
+    let readseq = out.lines().find(|l| l.starts_with("readseq ")).expect("readseq line");
+    assert!(readseq.contains(" operations;"), "{readseq}");
+}
+
+#[test]
+fn cpu_benchmarks_run_and_parse() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let o = run(
+        dir.path(),
+        &[
+            "--benchmarks=crc32c,xxhash,xxhash64,xxh3,compress,uncompress,acquireload",
+            "--duration=1",
+            "--histogram=1",
+            "--seed=1",
+        ],
+    );
+    let (out, errs) = text(&o);
+    assert!(o.status.success(), "stderr:\n{errs}\nstdout:\n{out}");
+    for name in ["crc32c", "xxhash", "xxhash64", "xxh3", "compress", "uncompress", "acquireload"] {
+        check_result_line(&out, name);
+    }
+    assert!(out.contains("(4096 per op)"), "{out}");
+    assert!(out.contains("(output: "), "{out}");
+    assert!(out.contains("(each op is 1000 loads)"), "{out}");
+    assert!(out.contains("Microseconds per crc:"), "{out}");
+    assert!(out.contains("Microseconds per :"), "uncompress's unnamed histogram:\n{out}");
+}
+
+#[test]
+fn meta_benchmarks_succeed_or_say_why() {
+    // resetstats needs an engine call Strata does not have: the run must fail with a clear
+    // "not supported" message (never a silent no-op), or succeed once the engine has it.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let o = run(dir.path(), &["--num=500", "--benchmarks=fillseq,resetstats", "--seed=3"]);
+    let (out, errs) = text(&o);
+    assert!(out.contains("fillseq "), "{out}");
+    if !o.status.success() {
+        assert!(errs.contains("not supported"), "resetstats: {errs}");
+    }
+}
+
+#[test]
+fn fresh_and_skipped() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let o = run(dir.path(), &["--benchmarks=fillseq", "--num=100", "--seed=1"]);
+    assert!(o.status.success());
+    let o = run(
+        dir.path(),
+        &["--benchmarks=fillseq,readseq", "--num=100", "--seed=1", "--use_existing_db=1"],
+    );
+    let (out, _) = text(&o);
+    assert!(o.status.success());
+    assert!(out.contains("fillseq      : skipped (--use_existing_db is true)\n"), "{out}");
+    let readseq = out.lines().find(|l| l.starts_with("readseq ")).expect("readseq");
+    assert!(readseq.contains(" 100 operations;"), "existing DB kept: {readseq}");
+    let o = run(dir.path(), &["--benchmarks=mergerandom", "--num=10"]);
+    let (out, _) = text(&o);
+    assert!(!o.status.success());
+    assert!(out.contains("mergerandom  : skipped (--merge_operator is unknown)\n"), "{out}");
+    assert!(out.contains("Set seed to "), "{out}");
+    let o = run(dir.path(), &["--benchmarks=fillseq,nosuch"]);
+    let (_, errs) = text(&o);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(errs.contains("unknown benchmark 'nosuch'"), "{errs}");
+}
+
+#[test]
+fn threads_and_background_writer() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let o = run(
+        dir.path(),
+        &[
+            "--benchmarks=fillseq,readrandom,readwhilewriting",
+            "--num=1000",
+            "--threads=2",
+            "--seed=5",
+            "--benchmark_write_rate_limit=1000000",
+        ],
+    );
+    let (out, errs) = text(&o);
+    assert!(o.status.success(), "{errs}");
+    // Each thread does the full count; the found message is one thread's.
+    let fill = out.lines().find(|l| l.starts_with("fillseq ")).expect("fillseq");
+    assert!(fill.contains(" 2000 operations;"), "{fill}");
+    let rr = out.lines().find(|l| l.starts_with("readrandom ")).expect("readrandom");
+    assert!(rr.contains(" 2000 operations;") && rr.contains("(1000 of 1000 found)"), "{rr}");
+    // The writer is excluded: 2 readers x 1000 reads.
+    let rww = out.lines().find(|l| l.starts_with("readwhilewriting ")).expect("rww");
+    assert!(rww.contains(" 2000 operations;"), "{rww}");
+}
+
+#[test]
+fn key_and_value_bytes_reach_the_db() {
+    // fillseq writes key 0..n with db_bench's encoding; readseq reads them back in order, so
+    // readseq's MB/s counts exactly (16 + 100) bytes per entry.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let o = run(dir.path(), &["--benchmarks=fillseq,readseq", "--num=1000", "--seed=1"]);
+    let (out, errs) = text(&o);
+    assert!(o.status.success(), "{errs}");
+    let l = out.lines().find(|l| l.starts_with("readseq ")).expect("readseq");
+    assert!(l.contains(" 1000 operations;"), "{l}");
+}

@@ -1,0 +1,161 @@
+//! Command-line parsing (gflags syntax) and validation.
+
+use strata_bench::config::{parse_bench_spec, BenchSpec, Config};
+use strata_bench::flags::{self, FlagError};
+
+fn parse(args: &[&str]) -> Result<flags::ParsedFlags, FlagError> {
+    flags::parse(args)
+}
+
+fn err(args: &[&str]) -> String {
+    match Config::from_args(args) {
+        Ok(_) => panic!("{args:?} was accepted"),
+        Err(e) => format!("{e:#}"),
+    }
+}
+
+#[test]
+fn syntaxes() {
+    let p = parse(&["--num=5", "-reads=7", "--writes", "9", "--histogram", "--noverify_checksum"])
+        .expect("parse");
+    assert_eq!(p.flags.num, 5);
+    assert_eq!(p.flags.reads, 7);
+    assert_eq!(p.flags.writes, 9);
+    assert!(p.flags.histogram);
+    assert!(!p.flags.verify_checksum);
+    assert!(p.set.contains("verify_checksum"));
+    let p = parse(&["--histogram=false", "--sync=1", "--disable_wal=yes", "--use_existing_db=t"])
+        .expect("parse");
+    assert!(!p.flags.histogram && p.flags.sync && p.flags.disable_wal && p.flags.use_existing_db);
+    let p = parse(&["--seed", "0x10", "--compression_ratio=0.25", "--db", "/x y"]).expect("parse");
+    assert_eq!(p.flags.seed, 16);
+    assert!((p.flags.compression_ratio - 0.25).abs() < 1e-12);
+    assert_eq!(p.flags.db, "/x y");
+    // A boolean flag does not take the next argument as its value.
+    assert!(parse(&["--histogram", "1"]).is_err());
+    assert!(parse(&["--", "--num=1"]).is_err());
+    assert!(parse(&["--"]).is_ok());
+}
+
+#[test]
+fn unknown_flags_and_undefok() {
+    let e = parse(&["--no_such_flag=1"]).expect_err("unknown");
+    assert_eq!(e.to_string(), "ERROR: unknown command line flag 'no_such_flag'");
+    // --undefok may come before or after, value with '=' or as the next argument.
+    assert!(parse(&["--no_such_flag=1", "--undefok=a,no_such_flag"]).is_ok());
+    assert!(parse(&["--undefok", "no_such_flag", "--no_such_flag", "3", "--num=2"]).is_ok());
+    assert!(parse(&["--undefok=other", "--nono_such_flag"]).is_err());
+    assert!(parse(&["--undefok=blob_flag", "--noblob_flag"]).is_ok());
+    // benchmark.sh's --undefok list parses.
+    let bsh = "--undefok=use_blob_cache,use_shared_block_and_blob_cache,blob_cache_size,\
+               blob_cache_numshardbits,prepopulate_blob_cache,multiread_batched,\
+               cache_low_pri_pool_ratio,prepopulate_block_cache";
+    assert!(parse(&[bsh, "--multiread_batched=1"]).is_ok());
+}
+
+#[test]
+fn bad_values() {
+    assert!(parse(&["--num=abc"]).is_err());
+    assert!(parse(&["--seed=-1"]).is_err());
+    assert!(parse(&["--histogram=maybe"]).is_err());
+    assert!(parse(&["--num"]).is_err());
+    let e = parse(&["--nonum"]).expect_err("no on int");
+    assert!(e.to_string().contains("boolean value (nonum) specified for int64"), "{e}");
+}
+
+#[test]
+fn help_and_version() {
+    let p = parse(&["--help"]).expect("help");
+    assert!(p.help);
+    let u = flags::usage();
+    assert!(u.contains("--benchmarks"));
+    assert!(u.contains("--cache_size (int64) [engine] default: 33554432"));
+    assert!(parse(&["--version"]).expect("version").version);
+}
+
+#[test]
+fn defaults_follow_db_bench() {
+    let f = flags::Flags::default();
+    assert_eq!(
+        (f.num, f.reads, f.key_size, f.value_size, f.batch_size),
+        (1_000_000, -1, 16, 100, 1)
+    );
+    assert!((f.compression_ratio - 0.5).abs() < 1e-12);
+    assert_eq!(f.cache_size, 32 << 20);
+    assert_eq!(f.write_buffer_size, 64 << 20);
+    assert_eq!(f.bloom_bits, -1);
+    assert_eq!(f.compression_type, "snappy");
+    assert_eq!(f.readwritepercent, 90);
+    assert_eq!(f.mergereadpercent, 70);
+    assert_eq!(f.level0_stop_writes_trigger, 36);
+    assert!(f.verify_checksum && f.progress_reports && !f.histogram);
+}
+
+#[test]
+fn repeat_syntax() {
+    assert_eq!(
+        parse_bench_spec("readrandom[X3-W1]").expect("spec"),
+        BenchSpec { name: "readrandom".into(), repeats: 3, warmups: 1 }
+    );
+    assert_eq!(parse_bench_spec("fillseq[W2]").expect("spec").warmups, 2);
+    assert_eq!(parse_bench_spec("fillseq").expect("spec").repeats, 1);
+    assert!(parse_bench_spec("fillseq[X3").is_err());
+    assert!(parse_bench_spec("fillseq[Z3]").is_err());
+}
+
+#[test]
+fn validation() {
+    let c = Config::from_args(&["--benchmarks=fillseq,readrandom[X2]", "--seed=7", "--db=/tmp/v"])
+        .expect("valid");
+    assert_eq!(c.benchmarks.len(), 2);
+    assert_eq!(c.seed_base, 7);
+    assert!(err(&["--benchmarks=nosuch"]).contains("unknown benchmark 'nosuch'"));
+    assert!(err(&["--benchmarks=mixgraph"]).contains("not implemented"));
+    assert!(err(&["--num=0"]).contains("--num=0"));
+    assert!(err(&["--compression_ratio=1.5"]).contains("compression_ratio"));
+    assert!(err(&["--compression_type=brotli"]).contains("compression_type"));
+    assert!(err(&["--merge_operator=nope"]).contains("merge_operator"));
+    assert!(err(&["--prefix_size=20"]).contains("prefix_size"));
+    assert!(err(&["--use_existing_keys"]).contains("use_existing_db"));
+    assert!(err(&["--engine=leveldb"]).contains("unknown engine"));
+    assert!(err(&["--readwritepercent=101"]).contains("percentage"));
+    // --readonly implies --use_existing_db (rejected by strata, which cannot open read-only).
+    let e = err(&["--readonly"]);
+    assert!(e.contains("engine strata cannot honour --readonly=true"), "{e}");
+}
+
+#[test]
+fn engine_flags_are_never_silently_ignored() {
+    // Non-default engine flags that Strata cannot honour are rejected, naming them.
+    let e = err(&["--compaction_style=1", "--use_direct_reads"]);
+    assert!(e.contains("engine strata cannot honour"), "{e}");
+    assert!(e.contains("--compaction_style=1"), "{e}");
+    assert!(e.contains("--use_direct_reads=true"), "{e}");
+    // Their default values are fine.
+    assert!(Config::from_args(&["--compaction_style=0", "--use_direct_reads=false"]).is_ok());
+    // Honoured engine flags pass.
+    let c = Config::from_args(&[
+        "--write_buffer_size=1048576",
+        "--bloom_bits=10",
+        "--sync",
+        "--level0_slowdown_writes_trigger=8",
+        "--target_file_size_base=1048576",
+    ])
+    .expect("honoured");
+    assert_eq!(c.flags.write_buffer_size, 1 << 20);
+    // RocksDB tuning knobs are accepted with a note.
+    let c = Config::from_args(&["--cache_numshardbits=6", "--memtablerep=vector"]).expect("hints");
+    assert_eq!(c.notes.len(), 2);
+    assert!(c.notes[0].contains("--cache_numshardbits=6"), "{:?}", c.notes);
+    // The memory engine honours fewer flags.
+    assert!(err(&["--engine=memory", "--bloom_bits=10"]).contains("engine memory cannot honour"));
+}
+
+#[test]
+fn engines_not_compiled_in_are_explained() {
+    if cfg!(feature = "rocksdb") {
+        return;
+    }
+    let e = err(&["--engine=rocksdb"]);
+    assert!(e.contains("--features rocksdb"), "{e}");
+}
