@@ -21,7 +21,7 @@
 //! Limits: a key, value, operand or range bound is at most `u32::MAX` bytes (4 GiB - 1) and a
 //! batch holds at most `u32::MAX` records. The builder methods cannot fail (they mirror the
 //! `rocksdb` crate), so an oversized batch is flagged instead and the DB rejects it with
-//! `InvalidArgument` before writing (`WriteBatch::validate_sizes`).
+//! `InvalidArgument` before writing (`WriteBatch::validate`).
 
 use std::fmt;
 #[cfg(test)]
@@ -50,6 +50,8 @@ pub struct WriteBatch {
     /// Set when a key or value was longer than `MAX_KEY_OR_VALUE_LEN` or the record count
     /// overflowed; such a batch must not be written.
     oversized: bool,
+    /// Set when a `delete_range` had begin > end; such a batch must not be written.
+    inverted_range: bool,
 }
 
 /// One decoded record, borrowing from the batch.
@@ -65,7 +67,7 @@ pub(crate) struct BatchRecord<'a> {
 
 impl Default for WriteBatch {
     fn default() -> Self {
-        WriteBatch { rep: vec![0; HEADER_SIZE], oversized: false }
+        WriteBatch { rep: vec![0; HEADER_SIZE], oversized: false, inverted_range: false }
     }
 }
 
@@ -89,7 +91,7 @@ impl WriteBatch {
     pub fn with_capacity_bytes(bytes: usize) -> Self {
         let mut rep = Vec::with_capacity(HEADER_SIZE + bytes);
         rep.resize(HEADER_SIZE, 0);
-        WriteBatch { rep, oversized: false }
+        WriteBatch { rep, oversized: false, inverted_range: false }
     }
 
     /// Sets `key` to `value`.
@@ -115,6 +117,7 @@ impl WriteBatch {
 
     /// Deletes every key in `[begin, end)`.
     pub fn delete_range<K: AsRef<[u8]>>(&mut self, begin: K, end: K) {
+        self.inverted_range |= begin.as_ref() > end.as_ref();
         self.add(ValueType::RangeDeletion, begin.as_ref(), Some(end.as_ref()));
     }
 
@@ -123,6 +126,7 @@ impl WriteBatch {
         self.rep.clear();
         self.rep.resize(HEADER_SIZE, 0);
         self.oversized = false;
+        self.inverted_range = false;
     }
 
     /// Number of records.
@@ -167,7 +171,7 @@ impl WriteBatch {
                 format!("header says {count} records, the batch holds {found}"),
             ));
         }
-        Ok(WriteBatch { rep: data, oversized: false })
+        Ok(WriteBatch { rep: data, oversized: false, inverted_range: false })
     }
 
     #[cfg(test)]
@@ -210,6 +214,7 @@ impl WriteBatch {
     pub(crate) fn append(&mut self, other: &WriteBatch) {
         self.rep.extend_from_slice(other.rep.get(HEADER_SIZE..).unwrap_or_default());
         self.oversized |= other.oversized;
+        self.inverted_range |= other.inverted_range;
         match self.count().checked_add(other.count()) {
             Some(n) => self.set_count(n),
             None => {
@@ -219,9 +224,14 @@ impl WriteBatch {
         }
     }
 
-    /// `InvalidArgument` when a key or value exceeded [`MAX_KEY_OR_VALUE_LEN`] or the batch
-    /// holds more than `u32::MAX` records. The DB checks this before writing a batch.
-    pub(crate) fn validate_sizes(&self) -> Result<()> {
+    /// `InvalidArgument` when a key or value exceeded [`MAX_KEY_OR_VALUE_LEN`], the batch
+    /// holds more than `u32::MAX` records, or a `delete_range` had begin > end (as RocksDB;
+    /// begin == end deletes nothing). The DB checks this before writing a batch; the flags are
+    /// set while the batch is built, so the check costs no pass over the records.
+    pub(crate) fn validate(&self) -> Result<()> {
+        if self.inverted_range {
+            return Err(Error::InvalidArgument("delete_range: begin key is after end key".into()));
+        }
         if self.oversized {
             return Err(Error::InvalidArgument(format!(
                 "write batch holds a key or value longer than {MAX_KEY_OR_VALUE_LEN} bytes \
@@ -356,7 +366,7 @@ mod tests {
         assert_eq!(d.sequence(), SeqNo(77));
         assert_eq!(records(&d), want);
         assert_eq!(d.size_in_bytes(), b.data().len());
-        assert!(d.validate_sizes().is_ok());
+        assert!(d.validate().is_ok());
     }
 
     #[test]
@@ -524,16 +534,16 @@ mod tests {
         let mut b = WriteBatch::new();
         b.put(b"k", b"v");
         b.oversized = false;
-        assert!(b.validate_sizes().is_ok());
+        assert!(b.validate().is_ok());
         // Lengths above 4 GiB - 1 cannot be allocated in a test; exercise the flag paths.
         b.set_count(u32::MAX);
         b.put(b"k", b"v");
-        assert!(matches!(b.validate_sizes(), Err(Error::InvalidArgument(_))));
+        assert!(matches!(b.validate(), Err(Error::InvalidArgument(_))));
         let mut c = WriteBatch::new();
         c.put(b"x", b"y");
         c.append(&b);
         assert_eq!(c.count(), u32::MAX);
-        assert!(c.validate_sizes().is_err());
+        assert!(c.validate().is_err());
         // A length prefix above u32::MAX is rejected on decode.
         let mut data = vec![0u8; HEADER_SIZE];
         data[8] = 1;

@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::memtable::MemTable;
 use crate::options::WriteOptions;
 use crate::stats::{Stall, Ticker};
-use crate::types::{SeqNo, ValueType};
+use crate::types::SeqNo;
 use crate::wal::{encode_wal_header, LogWriter};
 use crate::write_batch::WriteBatch;
 
@@ -19,21 +19,11 @@ const MAX_GROUP_BYTES: usize = 1 << 20;
 /// A small leader only takes this many extra bytes, so its own latency stays low.
 const SMALL_LEADER_EXTRA: usize = 128 << 10;
 
-/// Rejects batches the engine cannot store.
-fn validate(batch: &WriteBatch) -> Result<()> {
-    batch.validate_sizes()?;
-    // As RocksDB: begin > end is an error, begin == end deletes nothing.
-    if batch.iter().any(|rec| rec.value_type == ValueType::RangeDeletion && rec.key > rec.value) {
-        return Err(Error::InvalidArgument("delete_range: begin key is after end key".into()));
-    }
-    Ok(())
-}
-
 pub(crate) fn write(inner: &DbInner, batch: WriteBatch, opts: WriteOptions) -> Result<()> {
     if opts.sync && opts.disable_wal {
         return Err(Error::InvalidArgument("sync writes need the WAL (disable_wal is set)".into()));
     }
-    validate(&batch)?;
+    batch.validate()?;
     if let Some(e) = inner.bg_error() {
         return Err(e);
     }

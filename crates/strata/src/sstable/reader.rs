@@ -13,7 +13,7 @@ use crate::cache::{Cache, CacheKey};
 use crate::env::RandomAccessFile;
 use crate::error::{Error, Result};
 use crate::iterator::InternalIterator;
-use crate::key::{user_key, TRAILER_LEN};
+use crate::key::TRAILER_LEN;
 use crate::util::checksum::ChecksumType;
 
 use super::block::{Block, BlockIter};
@@ -170,9 +170,10 @@ impl TableReader {
         self.filter.as_ref().is_none_or(|f| f.may_contain(user_key))
     }
 
-    /// Point lookup: if the filter may contain the user key of `lookup_ikey`, seeks to the
-    /// first entry >= `lookup_ikey` and calls `f(ikey, value)` for it and the following entries
-    /// (crossing data blocks) until `f` returns false or the table ends.
+    /// Point lookup: seeks to the first entry >= `lookup_ikey` and calls `f(ikey, value)` for
+    /// it and the following entries (crossing data blocks) until `f` returns false or the table
+    /// ends. The Bloom filter is not consulted here: callers check [`Self::may_contain`] first
+    /// (the DB does, once per table, counting the lookups the filter saves).
     #[allow(clippy::trivially_copy_pass_by_ref)] // the signature the DB's read path codes against
     pub fn get(
         &self,
@@ -184,9 +185,6 @@ impl TableReader {
             return Err(Error::InvalidArgument(format!(
                 "lookup key {lookup_ikey:?} is not an internal key"
             )));
-        }
-        if !self.may_contain(user_key(lookup_ikey)) {
-            return Ok(());
         }
         let (index_buf, data_buf) = GET_KEY_BUFFERS.take();
         let mut index = BlockIter::with_key_buffer(self.index.clone(), index_buf);

@@ -72,6 +72,9 @@ fn model_get(model: &Model, user: &[u8], seq: SeqNo) -> Model {
 }
 
 fn table_get(t: &TableReader, user: &[u8], seq: SeqNo) -> crate::error::Result<Model> {
+    if !t.may_contain(user) {
+        return Ok(Vec::new()); // as the DB does: the filter first
+    }
     let lk = lookup_key(user, seq);
     let mut got = Vec::new();
     t.get(&lk, &ReadBlockOptions::default(), |k, v| {
