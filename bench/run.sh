@@ -124,8 +124,16 @@ for engine in "${engine_list[@]}"; do
   # Load (seed 000 bulkload / benchmark.sh fillseq_disable_wal), then random load with the WAL.
   run_step "$engine" fillseq.wal_disabled fillseq "${nowal[@]}"
   run_step "$engine" fillrandom fillrandom
-  # On the DB fillrandom left: overwrite, point reads, scans, reads under a rate-limited writer.
+  # On the DB fillrandom left: overwrite, a full compaction, point reads, scans, reads under a
+  # rate-limited writer.
   run_step "$engine" overwrite overwrite --use_existing_db=1 --duration="$duration"
+  # Drain the LSM to one shape for every engine before the reads (benchmark.sh's bulkload
+  # `compact` job; benchmark_compare.sh drains with flush_mt_l0). Without it the reads measure
+  # where each engine's flush/compaction cycle happened to stop: 0 to 4 L0 files and a
+  # memtable, which moves a seek's cost by 2-5x.
+  if [ "$engine" != sqlite ]; then # a B-tree: nothing to drain
+    run_step "$engine" compact compact --use_existing_db=1
+  fi
   run_step "$engine" readrandom readrandom --use_existing_db=1 --threads="$threads" --duration="$duration"
   run_step "$engine" readseq readseq --use_existing_db=1
   run_step "$engine" fwdrange seekrandom --use_existing_db=1 --threads="$threads" \

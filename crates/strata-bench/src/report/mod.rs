@@ -38,9 +38,20 @@ fn num(tok: Option<&&str>) -> Option<f64> {
 /// Parses the log of a run whose result line starts with `bench` (e.g. `seekrandom`).
 pub fn parse_log(text: &str, bench: &str) -> StepResult {
     let mut r = StepResult::default();
+    // Index of W-Amp in the ` Sum` row: taken from the table's header, whose columns differ
+    // across versions (RocksDB 8.x+ adds `WPreComp(GB)`); the row splits `Size` into a number
+    // and a unit, one token more than the header before it.
+    let mut w_amp_col = 11;
     for line in text.lines() {
         let f: Vec<&str> = line.split_whitespace().collect();
-        if f.first() == Some(&bench) && f.get(1) == Some(&":") && f.get(3) == Some(&"micros/op") {
+        if f.first() == Some(&"Level") {
+            if let Some(i) = f.iter().position(|t| *t == "W-Amp") {
+                w_amp_col = i + 1;
+            }
+        } else if f.first() == Some(&bench)
+            && f.get(1) == Some(&":")
+            && f.get(3) == Some(&"micros/op")
+        {
             // V2 layout (benchmark.sh): $3 micros/op, $5 ops/sec, $8 "seconds", $11 MB/s.
             r.usec_op = num(f.get(2));
             r.ops_sec = num(f.get(4));
@@ -63,12 +74,32 @@ pub fn parse_log(text: &str, bench: &str) -> StepResult {
             if let (Some(size), Some(unit)) = (num(f.get(2)), f.get(3)) {
                 r.lsm_size = Some(format!("{size:.0}{unit}"));
             }
-            r.w_amp = num(f.get(11));
+            r.w_amp = num(f.get(w_amp_col));
         } else if line.starts_with("Cumulative stall") {
             r.stall_pct = num(f.get(4));
         }
     }
     r
+}
+
+impl StepResult {
+    /// Operations per second for comparisons: the printed integer ops/sec, or, for steps that
+    /// take seconds per operation (`compact` prints `0 ops/sec`), the inverse of micros/op.
+    pub fn qps(&self) -> Option<f64> {
+        match (self.ops_sec, self.usec_op) {
+            (Some(q), Some(u)) if q < 10.0 && u > 0.0 => Some(1e6 / u),
+            (q, _) => q,
+        }
+    }
+}
+
+/// A QPS figure as the tables print it: whole numbers, two decimals below 100.
+pub fn fmt_qps(q: f64) -> String {
+    if q < 100.0 {
+        format!("{q:.2}")
+    } else {
+        format!("{q:.0}")
+    }
 }
 
 /// One row of `steps.tsv` written by `bench/run.sh`.
@@ -163,7 +194,7 @@ impl Relative {
             if !tests.contains(&st.test) {
                 tests.push(st.test.clone());
             }
-            if let Some(q) = st.result.ops_sec {
+            if let Some(q) = st.result.qps() {
                 qps.insert((st.test.clone(), st.engine.clone()), q);
             }
         }
@@ -203,8 +234,7 @@ impl Relative {
         for t in &self.tests {
             let _ = write!(s, "| {t} |");
             for e in &self.engines {
-                let _ =
-                    write!(s, " {} |", self.get(t, e).map_or("-".into(), |q| format!("{q:.0}")));
+                let _ = write!(s, " {} |", self.get(t, e).map_or("-".into(), fmt_qps));
             }
             for b in self.baselines() {
                 let _ =
@@ -228,11 +258,7 @@ impl Relative {
         let mut rows = vec![header];
         for t in &self.tests {
             let mut row = vec![t.clone()];
-            row.extend(
-                self.engines
-                    .iter()
-                    .map(|e| self.get(t, e).map_or("-".into(), |q| format!("{q:.0}"))),
-            );
+            row.extend(self.engines.iter().map(|e| self.get(t, e).map_or("-".into(), fmt_qps)));
             row.extend(
                 self.baselines()
                     .iter()
@@ -311,6 +337,9 @@ Cumulative stall: 00:00:0.363 H:M:S, 41.6 percent
         assert_eq!(r.stall_pct, Some(41.6));
         assert_eq!(r.lsm_size.as_deref(), Some("22MB"));
         assert_eq!(r.message, "(31508 of 50000 found)");
+        // RocksDB 10.x: one more column before W-Amp.
+        let v10 = "Level    Files   Size     Score Read(GB)  Rn(GB) Rnp1(GB) Write(GB) WPreComp(GB) Wnew(GB) Moved(GB) W-Amp Rd(MB/s)\n Sum      3/0     89.31 MB   0.0      0.5     0.3      0.2       0.5       0.9      0.3       0.0   2.1    102.3\n";
+        assert_eq!(parse_log(v10, "x").w_amp, Some(2.1));
         let none = parse_log("seekrandom   :       2.221 micros/op 449919 ops/sec 0.111 seconds 50000 operations; (31711 of 50000 found)", "seekrandom");
         assert_eq!(none.mb_sec, None);
         assert_eq!(none.ops_sec, Some(449919.0));
@@ -330,16 +359,41 @@ Cumulative stall: 00:00:0.363 H:M:S, 41.6 percent
         let steps = vec![
             mk("strata", "fillseq", 200.0),
             mk("rocksdb", "fillseq", 100.0),
-            mk("strata", "readrandom", 50.0),
+            mk("strata", "readrandom", 500.0),
         ];
         let rel = Relative::new(&steps);
         assert_eq!(rel.ratio("fillseq", "rocksdb"), Some(2.0));
         assert_eq!(rel.ratio("readrandom", "rocksdb"), None);
         let md = rel.markdown();
         assert!(md.contains("| fillseq | 200 | 100 | 2.00 |"), "{md}");
-        assert!(md.contains("| readrandom | 50 | - | - |"), "{md}");
+        assert!(md.contains("| readrandom | 500 | - | - |"), "{md}");
         let tsv = report_tsv(&steps);
         assert!(tsv.lines().nth(1).is_some_and(|l| l.starts_with("strata\tfillseq\t200\t")));
         assert!(tsv.lines().nth(1).is_some_and(|l| l.contains("\t2.0\t")));
+    }
+
+    #[test]
+    fn slow_steps_compare_by_micros_per_op() {
+        // `compact` takes seconds per operation: db_bench prints 0 ops/sec.
+        let strata = parse_log(
+            "compact      : 1600000.000 micros/op 0 ops/sec 1.600 seconds 1 operations;",
+            "compact",
+        );
+        let rocks = parse_log(
+            "compact      : 3200000.000 micros/op 0 ops/sec 3.200 seconds 1 operations;",
+            "compact",
+        );
+        assert_eq!(strata.qps(), Some(0.625));
+        let mk = |engine: &str, result: StepResult| Step {
+            engine: engine.into(),
+            test: "compact".into(),
+            bench: "compact".into(),
+            log: String::new(),
+            du_kb: None,
+            result,
+        };
+        let rel = Relative::new(&[mk("strata", strata), mk("rocksdb", rocks)]);
+        assert_eq!(rel.ratio("compact", "rocksdb"), Some(2.0));
+        assert!(rel.markdown().contains("| compact | 0.62 | 0.31 | 2.00 |"), "{}", rel.markdown());
     }
 }

@@ -2,9 +2,17 @@
 //!
 //! A reader holds its file handle, index and filter; opening one costs a few reads, so readers
 //! are shared through the LRU [`Cache`] with a charge of 1 each.
+//!
+//! With no bound on open files (`max_open_files = -1`, the default) a reader is also pinned in
+//! its file's metadata ([`PinnedTable`]) the first time it is opened, and later lookups go
+//! straight to it: a point read then takes no cache-shard lock per table it consults, which
+//! on a multi-threaded read load is one contended mutex fewer per level. The pinned reader
+//! lives as long as the metadata, i.e. while some version (or iterator, or compaction) still
+//! holds the file.
 
+use std::ops::Deref;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use super::{Cache, CacheKey};
 use crate::db::filename::table_path;
@@ -12,23 +20,79 @@ use crate::env::FileSystem;
 use crate::error::Result;
 use crate::sstable::{Block, TableReader};
 use crate::types::FileNumber;
+use crate::version::edit::FileMetaData;
+
+/// The open reader of one table file, set once and kept by its [`FileMetaData`] when the
+/// table cache pins readers. Not part of the file's identity: clones share the reader, and
+/// equality ignores it.
+#[derive(Clone, Default)]
+pub(crate) struct PinnedTable(OnceLock<Arc<TableReader>>);
+
+impl PartialEq for PinnedTable {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for PinnedTable {}
+
+impl std::fmt::Debug for PinnedTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.get().is_some() { "PinnedTable(open)" } else { "PinnedTable" })
+    }
+}
+
+/// A table reader borrowed from its file's metadata, or shared from the cache.
+pub(crate) enum TableRef<'a> {
+    Pinned(&'a Arc<TableReader>),
+    Cached(Arc<TableReader>),
+}
+
+impl Deref for TableRef<'_> {
+    type Target = Arc<TableReader>;
+
+    fn deref(&self) -> &Arc<TableReader> {
+        match self {
+            TableRef::Pinned(r) => r,
+            TableRef::Cached(r) => r,
+        }
+    }
+}
 
 pub(crate) struct TableCache {
     fs: Arc<dyn FileSystem>,
     dir: PathBuf,
     readers: Cache<u64, TableReader>,
     block_cache: Option<Arc<Cache<CacheKey, Block>>>,
+    /// Whether readers are pinned in their metadata (no bound on open files).
+    pin: bool,
 }
 
 impl TableCache {
-    /// `capacity` is the number of readers kept open.
+    /// `capacity` is the number of readers kept open; `usize::MAX` means no bound, and then
+    /// readers are pinned in their files' metadata.
     pub fn new(
         fs: Arc<dyn FileSystem>,
         dir: PathBuf,
         capacity: usize,
         block_cache: Option<Arc<Cache<CacheKey, Block>>>,
     ) -> TableCache {
-        TableCache { fs, dir, readers: Cache::new(capacity), block_cache }
+        let pin = capacity == usize::MAX;
+        TableCache { fs, dir, readers: Cache::new(capacity), block_cache, pin }
+    }
+
+    /// The reader of the table `f` describes: the pinned one if it was opened before (and
+    /// readers are pinned), else through the cache.
+    pub fn reader<'a>(&self, f: &'a FileMetaData) -> Result<TableRef<'a>> {
+        if let Some(r) = f.table.0.get() {
+            return Ok(TableRef::Pinned(r));
+        }
+        let r = self.get(f.number)?;
+        if self.pin {
+            // A racing thread may have set it first: both readers are of the same file.
+            let _ = f.table.0.set(r.clone());
+        }
+        Ok(TableRef::Cached(r))
     }
 
     /// The reader of table `number`, opening it if needed.
@@ -50,5 +114,75 @@ impl TableCache {
 
     pub fn block_cache(&self) -> Option<&Arc<Cache<CacheKey, Block>>> {
         self.block_cache.as_ref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::env::MemFs;
+    use crate::key::make_internal_key;
+    use crate::sstable::{TableBuilder, TableOptions};
+    use crate::types::{SeqNo, ValueType};
+
+    fn table(fs: &MemFs, number: u64) -> FileMetaData {
+        let path = table_path(Path::new("/db"), FileNumber(number));
+        let mut b = TableBuilder::new(&TableOptions::default(), fs.create(&path).unwrap(), path);
+        b.add(&make_internal_key(b"k", SeqNo(1), ValueType::Value), b"v").unwrap();
+        let s = b.finish().unwrap();
+        FileMetaData {
+            number: FileNumber(number),
+            file_size: s.file_size,
+            smallest: s.smallest,
+            largest: s.largest,
+            ..Default::default()
+        }
+    }
+
+    fn setup(capacity: usize) -> (MemFs, TableCache) {
+        let fs = MemFs::new();
+        fs.create_dir_all(Path::new("/db")).unwrap();
+        let cache = TableCache::new(Arc::new(fs.clone()), PathBuf::from("/db"), capacity, None);
+        (fs, cache)
+    }
+
+    #[test]
+    fn unbounded_cache_pins_readers_in_the_metadata() {
+        let (fs, cache) = setup(usize::MAX);
+        let f = table(&fs, 7);
+        let first = cache.reader(&f).unwrap();
+        assert!(matches!(first, TableRef::Cached(_)));
+        let again = cache.reader(&f).unwrap();
+        assert!(matches!(again, TableRef::Pinned(_)));
+        assert!(Arc::ptr_eq(&first, &again));
+        // A clone of the metadata (a trivial move, a new version) shares the reader, and
+        // equality ignores it.
+        let moved = f.clone();
+        assert!(matches!(cache.reader(&moved).unwrap(), TableRef::Pinned(_)));
+        assert_eq!(moved, FileMetaData { table: PinnedTable::default(), ..f.clone() });
+        // Evicting from the cache leaves the pinned reader to the metadata's lifetime.
+        cache.evict(FileNumber(7));
+        assert!(matches!(cache.reader(&f).unwrap(), TableRef::Pinned(_)));
+    }
+
+    #[test]
+    fn bounded_cache_never_pins() {
+        let (fs, cache) = setup(1);
+        let (a, b) = (table(&fs, 1), table(&fs, 2));
+        for _ in 0..3 {
+            assert!(matches!(cache.reader(&a).unwrap(), TableRef::Cached(_)));
+            assert!(matches!(cache.reader(&b).unwrap(), TableRef::Cached(_)));
+        }
+        assert_eq!(format!("{:?}", a.table), "PinnedTable");
+    }
+
+    #[test]
+    fn a_missing_table_is_an_error_and_pins_nothing() {
+        let (_fs, cache) = setup(usize::MAX);
+        let f = FileMetaData { number: FileNumber(9), ..Default::default() };
+        assert!(cache.reader(&f).is_err());
+        assert!(f.table.0.get().is_none());
     }
 }

@@ -159,7 +159,7 @@ fn input_iterator(env: &JobEnv<'_>, plan: &CompactionPlan) -> Result<MergingIter
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
     if plan.start_level == 0 {
         for f in &plan.inputs {
-            children.push(Box::new(env.tables.get(f.number)?.iter(ro)));
+            children.push(Box::new(env.tables.reader(f)?.iter(ro)));
         }
     } else {
         children.push(Box::new(LevelIterator::new(plan.inputs.clone(), env.tables.clone(), ro)));
@@ -190,7 +190,7 @@ fn nothing_below(version: &Version, output_level: usize, ukey: &[u8]) -> bool {
 fn input_range_tombstones(env: &JobEnv<'_>, plan: &CompactionPlan) -> Result<Vec<RangeTombstone>> {
     let mut out = Vec::new();
     for (_, f) in plan.all_inputs() {
-        out.extend_from_slice(env.tables.get(f.number)?.range_tombstones());
+        out.extend_from_slice(env.tables.reader(f)?.range_tombstones());
     }
     Ok(out)
 }
@@ -352,6 +352,7 @@ impl<'a> OutputWriter<'a> {
                 largest_seqno: s.largest_seqno,
                 num_entries: s.num_entries,
                 num_deletions: s.properties.num_deletions,
+                table: crate::cache::table_cache::PinnedTable::default(),
             });
         }
         Ok(())
@@ -467,6 +468,7 @@ mod tests {
             largest_seqno: s.largest_seqno,
             num_entries: s.num_entries,
             num_deletions: 0,
+            table: crate::cache::table_cache::PinnedTable::default(),
         })
     }
 

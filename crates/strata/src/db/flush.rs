@@ -68,6 +68,7 @@ pub(crate) fn write_level0_table(
             largest_seqno: summary.largest_seqno,
             num_entries: summary.num_entries,
             num_deletions: summary.properties.num_deletions,
+            table: crate::cache::table_cache::PinnedTable::default(),
         },
         stats,
     )))

@@ -53,7 +53,7 @@ pub(crate) fn new_db_iter(inner: &Arc<DbInner>, ro: &ReadOptions) -> DbIter {
         }
         if level == 0 {
             for f in files {
-                match inner.table_cache.get(f.number) {
+                match inner.table_cache.reader(f) {
                     Ok(t) => children.push(Box::new(t.iter(rb))),
                     Err(e) => open_error = Some(e),
                 }
@@ -112,7 +112,7 @@ fn version_range_dels(inner: &DbInner, sv: &SuperVersion) -> Result<Arc<Fragment
             continue;
         }
         for f in files {
-            let t = inner.table_cache.get(f.number)?;
+            let t = inner.table_cache.reader(f)?;
             all.extend(t.range_tombstones().iter().map(|r| (r.clone(), source)));
             if level == 0 {
                 source += 1;

@@ -92,7 +92,7 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
     ));
     if opts.paranoid_checks {
         for (_, f) in versions.current().files() {
-            table_cache.get(f.number)?;
+            table_cache.reader(f)?;
         }
     }
 

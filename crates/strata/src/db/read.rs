@@ -243,7 +243,7 @@ pub(crate) fn get_at(
         // One table: its tombstones first (they apply even where the filter says no), then
         // its entries if the Bloom filter lets the key through.
         let search = |ctx: &mut GetContext<'_>, f: &FileMetaData| -> Result<()> {
-            let t = inner.table_cache.get(f.number)?;
+            let t = inner.table_cache.reader(f)?;
             ctx.cover(t.fragmented_range_tombstones().map(|a| &**a), seq);
             if filter_passes(tickers, &t, key) {
                 t.get(lkey, &ro, |k, v| ctx.add(k, v))?;

@@ -35,7 +35,7 @@ impl LevelIterator {
         self.index = i;
         self.current = None;
         let Some(f) = self.files.get(i) else { return false };
-        match self.tables.get(f.number) {
+        match self.tables.reader(f) {
             Ok(t) => {
                 self.current = Some(Box::new(t.iter(self.read)));
                 true

@@ -72,6 +72,8 @@ pub(crate) struct FileMetaData {
     pub largest_seqno: SeqNo,
     pub num_entries: u64,
     pub num_deletions: u64,
+    /// The open reader, when the table cache pins readers (in memory only).
+    pub table: crate::cache::table_cache::PinnedTable,
 }
 
 /// One MANIFEST record: fields that are `None`/empty are unchanged by the edit.
@@ -201,6 +203,7 @@ impl VersionEdit {
                         largest_seqno: d.seqno("largest seqno")?,
                         num_entries: d.u64("entry count")?,
                         num_deletions: d.u64("deletion count")?,
+                        table: crate::cache::table_cache::PinnedTable::default(),
                     };
                     e.new_files.push((level, f));
                 }
@@ -307,6 +310,7 @@ mod tests {
             largest_seqno: SeqNo(n + 5),
             num_entries: 1000 + n,
             num_deletions: n,
+            table: crate::cache::table_cache::PinnedTable::default(),
         }
     }
 

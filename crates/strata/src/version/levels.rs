@@ -142,6 +142,7 @@ mod tests {
             largest_seqno: SeqNo(seq),
             num_entries: 1,
             num_deletions: 0,
+            table: crate::cache::table_cache::PinnedTable::default(),
         }
     }
 

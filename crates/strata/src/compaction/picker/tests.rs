@@ -78,6 +78,7 @@ fn parse_shape(text: &str) -> (Version, PickerOptions, HashSet<FileNumber>) {
                             largest_seqno: SeqNo(number),
                             num_entries: 1,
                             num_deletions: 0,
+                            table: crate::cache::table_cache::PinnedTable::default(),
                         },
                     ));
                 }
