@@ -222,6 +222,7 @@ fn run_range(
         merge_operator: env.merge_operator,
         is_bottom: &is_bottom,
         range_dels: fragmented.as_ref(),
+        zero_seqnos: plan.output_level > 0,
     };
     let mut out = OutputWriter::new(env, plan, kept, range);
     let result = run_stream(&mut input, &ctx, |k, v| out.add(k, v));

@@ -10,7 +10,13 @@
 //!   data (nothing older can exist below) — it has nothing left to hide;
 //! - merge operands are combined with the operands and base value of their stripe: with a base
 //!   value or deletion (or at the bottom) into one full value, otherwise by partial merge when
-//!   the operator can, else they are kept as they are.
+//!   the operator can, else they are kept as they are;
+//! - with `zero_seqnos` (outputs below L0), a value at the bottom that every snapshot sees, of
+//!   a key no input range tombstone covers, is written with sequence number 0: nothing older
+//!   exists to order it against, every reader sees it either way, and a bottom level of zero
+//!   trailers compresses better (RocksDB does the same). A tombstone covering the key could be
+//!   older than the value yet kept in the same output, which a zero would put above it; such
+//!   keys keep their number.
 //!
 //! Invariant: for every live snapshot and for the latest view, a read over the output returns
 //! exactly what it returned over the input.
@@ -33,6 +39,9 @@ pub(crate) struct StreamContext<'a> {
     /// The range tombstones of the input: an entry deleted by one in its own snapshot stripe
     /// is dropped.
     pub range_dels: Option<&'a FragmentedTombstones>,
+    /// Whether values at the bottom may drop their sequence number (never for L0 outputs,
+    /// which are ordered by their largest sequence number).
+    pub zero_seqnos: bool,
 }
 
 /// Counters of one run.
@@ -99,6 +108,11 @@ fn flush_group(
     let bottom = (ctx.is_bottom)(ukey);
     let range_deleted =
         |seq: SeqNo| ctx.range_dels.is_some_and(|r| r.covers_in_stripe(ukey, seq, ctx.snapshots));
+    // The sequence number a value of stripe `s` is written with.
+    let zero_ok = ctx.zero_seqnos
+        && bottom
+        && ctx.range_dels.is_none_or(|r| r.max_covering_seq(ukey, SeqNo::MAX) == SeqNo::ZERO);
+    let value_seq = |seq: SeqNo, s: usize| if zero_ok && s == 0 { SeqNo::ZERO } else { seq };
     let mut out = |seq: SeqNo, t: ValueType, v: &[u8], stats: &mut StreamStats| -> Result<()> {
         stats.output_entries += 1;
         emit(&make_internal_key(ukey, seq, t), v)
@@ -119,7 +133,7 @@ fn flush_group(
             continue;
         }
         match t {
-            ValueType::Value => out(seq, t, v, stats)?,
+            ValueType::Value => out(value_seq(seq, s), t, v, stats)?,
             ValueType::Deletion | ValueType::SingleDeletion => {
                 if !(oldest_stripe && bottom) {
                     out(seq, t, v, stats)?;
@@ -164,7 +178,7 @@ fn flush_group(
                                 format!("merge operator {} failed during compaction", op.name()),
                             )
                         })?;
-                        out(seq, ValueType::Value, &merged, stats)?;
+                        out(value_seq(seq, s), ValueType::Value, &merged, stats)?;
                     }
                     (None, Some(op)) if operands.len() > 1 => {
                         match op.partial_merge(ukey, &operands) {
@@ -292,6 +306,7 @@ mod tests {
                 merge_operator: Some(&*op),
                 is_bottom: &is_bottom,
                 range_dels: None,
+                zero_seqnos: (round / 2) % 2 == 0,
             };
             let mut out = Vec::new();
             let stats = run_stream(&mut VecIter::new(entries.clone()), &ctx, |k, v| {
@@ -373,6 +388,7 @@ mod tests {
                 merge_operator: Some(&*op),
                 is_bottom: &is_bottom,
                 range_dels: Some(&frag),
+                zero_seqnos: round % 3 == 0,
             };
             let mut out = Vec::new();
             run_stream(&mut VecIter::new(entries.clone()), &ctx, |k, v| {
@@ -395,5 +411,48 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Seqno zeroing applies to values at the bottom that every snapshot sees, of keys no
+    /// input tombstone covers, and only when the output allows it.
+    #[test]
+    fn bottom_values_seen_by_every_snapshot_lose_their_seqno() {
+        let e = |k: &str, seq: u64, t: ValueType| {
+            (make_internal_key(k.as_bytes(), SeqNo(seq), t), b"v".to_vec())
+        };
+        let entries = vec![
+            e("a", 9, ValueType::Value), // newer than the snapshot at 5: keeps 9
+            e("a", 4, ValueType::Value), // the snapshot's view of a: zeroed
+            e("b", 3, ValueType::Value), // zeroed
+            e("c", 2, ValueType::Merge), // merged at the bottom into a value: zeroed
+            e("r", 1, ValueType::Value), // under a tombstone the snapshot predates: keeps 1
+        ];
+        let frag = FragmentedTombstones::from_tombstones(
+            &[crate::range_del::RangeTombstone::new(b"q", b"s", SeqNo(7))],
+            0,
+        );
+        let op = builtin_merge_operator("stringappend").unwrap();
+        let run = |zero: bool, bottom: bool| {
+            let is_bottom = move |_: &[u8]| bottom;
+            let ctx = StreamContext {
+                snapshots: &[SeqNo(5)],
+                merge_operator: Some(&*op),
+                is_bottom: &is_bottom,
+                range_dels: Some(&frag),
+                zero_seqnos: zero,
+            };
+            let mut out = Vec::new();
+            run_stream(&mut VecIter::new(entries.clone()), &ctx, |k, _| {
+                let p = parse_internal_key(k).unwrap();
+                out.push((String::from_utf8(p.user_key.to_vec()).unwrap(), p.seq.0));
+                Ok(())
+            })
+            .unwrap();
+            out
+        };
+        let s = |k: &str, q: u64| (k.to_string(), q);
+        assert_eq!(run(true, true), [s("a", 9), s("a", 0), s("b", 0), s("c", 0), s("r", 1)]);
+        assert_eq!(run(false, true), [s("a", 9), s("a", 4), s("b", 3), s("c", 2), s("r", 1)]);
+        assert_eq!(run(true, false), [s("a", 9), s("a", 4), s("b", 3), s("c", 2), s("r", 1)]);
     }
 }

@@ -44,6 +44,7 @@ pub(crate) fn write_level0_table(
         merge_operator: env.merge_operator,
         is_bottom: &not_bottom,
         range_dels: range_dels.as_deref(),
+        zero_seqnos: false,
     };
     let mut it = mem.iter();
     let stats = run_stream(&mut it, &ctx, |k, v| builder.add(k, v))?;
