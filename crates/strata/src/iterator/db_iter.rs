@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::InternalIterator;
 use crate::error::{Error, Result};
-use crate::key::{make_internal_key, parse_internal_key};
+use crate::key::{append_internal_key, make_internal_key, parse_internal_key};
 use crate::merge_operator::MergeOperator;
 use crate::options::PrefixExtractor;
 use crate::range_del::{Fragment, FragmentedTombstones};
@@ -95,6 +95,8 @@ pub(crate) struct DbIter {
     value_in_saved: bool,
     error: Option<Error>,
     operands: Vec<Vec<u8>>,
+    /// Scratch for the internal key of a seek.
+    seek_key: Vec<u8>,
     range_dels: Option<RangeDelView>,
     /// Inner entries examined (see [`DbIter::internal_steps`]).
     steps: u64,
@@ -132,6 +134,7 @@ impl DbIter {
             value_in_saved: false,
             error: None,
             operands: Vec::new(),
+            seek_key: Vec::new(),
             range_dels: o.range_dels.filter(|r| !r.is_empty()),
             steps: 0,
             _pin: o.pin,
@@ -213,8 +216,11 @@ impl DbIter {
 
     pub fn seek_to_first(&mut self) {
         self.prefix = None;
-        match self.lower_bound.clone() {
-            Some(l) => self.seek_inner(&l),
+        match self.lower_bound.take() {
+            Some(l) => {
+                self.seek_inner(&l);
+                self.lower_bound = Some(l);
+            }
             None => {
                 self.inner.seek_to_first();
                 self.direction = Direction::Forward;
@@ -226,18 +232,24 @@ impl DbIter {
     /// Positions at the first key >= `target` (and >= the lower bound).
     pub fn seek(&mut self, target: &[u8]) {
         self.set_prefix(target);
-        let t = match &self.lower_bound {
-            Some(l) if target < l.as_slice() => l.clone(),
-            _ => target.to_vec(),
-        };
-        self.seek_inner(&t);
+        match self.lower_bound.take() {
+            Some(l) => {
+                self.seek_inner(if target < l.as_slice() { &l } else { target });
+                self.lower_bound = Some(l);
+            }
+            None => self.seek_inner(target),
+        }
     }
 
     fn seek_inner(&mut self, target: &[u8]) {
         self.error = None;
         self.direction = Direction::Forward;
-        let ikey = make_internal_key(target, self.sequence, ValueType::FOR_SEEK);
+        // The internal key is built in a buffer the iterator keeps: a seek allocates nothing.
+        let mut ikey = std::mem::take(&mut self.seek_key);
+        ikey.clear();
+        append_internal_key(&mut ikey, target, self.sequence, ValueType::FOR_SEEK);
         self.inner.seek(&ikey);
+        self.seek_key = ikey;
         self.find_next_user_entry(false);
     }
 
@@ -245,10 +257,10 @@ impl DbIter {
         self.prefix = None;
         self.error = None;
         self.direction = Direction::Reverse;
-        match self.upper_bound.clone() {
+        match self.upper_bound.as_deref() {
             Some(u) => {
                 // The last entry before every version of `u`.
-                self.inner.seek(&make_internal_key(&u, SeqNo::MAX, ValueType::FOR_SEEK));
+                self.inner.seek(&make_internal_key(u, SeqNo::MAX, ValueType::FOR_SEEK));
                 if self.inner.valid() {
                     self.inner.prev();
                 } else {
@@ -267,8 +279,8 @@ impl DbIter {
     /// Positions at the last key <= `target` (and < the upper bound).
     pub fn seek_for_prev(&mut self, target: &[u8]) {
         self.set_prefix(target);
-        if let Some(u) = self.upper_bound.clone() {
-            if target >= u.as_slice() {
+        if let Some(u) = self.upper_bound.as_deref() {
+            if target >= u {
                 let saved_prefix = self.prefix.take();
                 self.seek_to_last();
                 self.prefix = saved_prefix;
@@ -281,7 +293,11 @@ impl DbIter {
         self.error = None;
         self.direction = Direction::Reverse;
         // The last internal key of `target` has sequence 0 and the smallest type.
-        self.inner.seek_for_prev(&make_internal_key(target, SeqNo::ZERO, ValueType::Deletion));
+        let mut ikey = std::mem::take(&mut self.seek_key);
+        ikey.clear();
+        append_internal_key(&mut ikey, target, SeqNo::ZERO, ValueType::Deletion);
+        self.inner.seek_for_prev(&ikey);
+        self.seek_key = ikey;
         self.find_prev_user_entry();
     }
 

@@ -289,6 +289,10 @@ impl BlockIter {
         self.seek_to_restart(r);
         self.cache.clear();
         self.cache_keys.clear();
+        // One allocation for a typical interval (16 entries of short keys) instead of a chain
+        // of doublings on the first backward step into every block.
+        self.cache.reserve(16);
+        self.cache_keys.reserve(16 * 32);
         while self.next < stop {
             if !self.parse_next() {
                 if !self.has_error() {
