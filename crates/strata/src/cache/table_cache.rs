@@ -87,7 +87,7 @@ impl TableCache {
         if let Some(r) = f.table.0.get() {
             return Ok(TableRef::Pinned(r));
         }
-        let r = self.get(f.number)?;
+        let r = self.open_cached(f.number)?;
         if self.pin {
             // A racing thread may have set it first: both readers are of the same file.
             let _ = f.table.0.set(r.clone());
@@ -95,8 +95,8 @@ impl TableCache {
         Ok(TableRef::Cached(r))
     }
 
-    /// The reader of table `number`, opening it if needed.
-    pub fn get(&self, number: FileNumber) -> Result<Arc<TableReader>> {
+    /// The reader of table `number` from the cache, opening it if needed.
+    fn open_cached(&self, number: FileNumber) -> Result<Arc<TableReader>> {
         if let Some(r) = self.readers.lookup(&number.0) {
             return Ok(r);
         }

@@ -538,7 +538,7 @@ mod tests {
         assert!(outputs.iter().any(|f| is_exclusive_bound(&f.largest)));
         let mut all = Vec::new();
         for f in &after.levels[2] {
-            let r = tables.get(f.number).unwrap();
+            let r = tables.reader(f).unwrap();
             for x in r.range_tombstones() {
                 assert!(user_key(&f.smallest) <= x.start.as_slice(), "file {}", f.number);
                 let lu = user_key(&f.largest);
@@ -603,7 +603,7 @@ mod tests {
         let whole = KeyRange { start: None, end: None };
         let (out, _) = run_range(&env, &plan, &whole).unwrap();
         assert_eq!(out.len(), 1, "a tombstone-only input still yields a file");
-        assert_eq!(tables.get(out[0].number).unwrap().range_tombstones(), std::slice::from_ref(&t));
+        assert_eq!(tables.reader(&out[0]).unwrap().range_tombstones(), std::slice::from_ref(&t));
         // Bottom: tombstone and covered entry dropped.
         plan.start_level = 2;
         plan.output_level = 3;
@@ -614,6 +614,6 @@ mod tests {
         let (out, stats) = run_range(&env, &plan, &whole).unwrap();
         assert_eq!(out.len(), 1);
         assert_eq!(stats.output_entries, 2, "c dropped");
-        assert!(tables.get(out[0].number).unwrap().range_tombstones().is_empty());
+        assert!(tables.reader(&out[0]).unwrap().range_tombstones().is_empty());
     }
 }

@@ -117,6 +117,13 @@ pub(crate) struct DbIterOptions {
     pub range_dels: Option<RangeDelView>,
 }
 
+/// Builds the internal key `(ukey, seq, t)` in `buf`, the iterator's kept scratch: a seek
+/// allocates nothing once the buffer has grown to the key size.
+fn set_seek_key(buf: &mut Vec<u8>, ukey: &[u8], seq: SeqNo, t: ValueType) {
+    buf.clear();
+    append_internal_key(buf, ukey, seq, t);
+}
+
 impl DbIter {
     pub fn new(inner: Box<dyn InternalIterator>, o: DbIterOptions) -> DbIter {
         DbIter {
@@ -216,10 +223,10 @@ impl DbIter {
 
     pub fn seek_to_first(&mut self) {
         self.prefix = None;
-        match self.lower_bound.take() {
+        match &self.lower_bound {
             Some(l) => {
-                self.seek_inner(&l);
-                self.lower_bound = Some(l);
+                set_seek_key(&mut self.seek_key, l, self.sequence, ValueType::FOR_SEEK);
+                self.seek_forward();
             }
             None => {
                 self.inner.seek_to_first();
@@ -232,24 +239,19 @@ impl DbIter {
     /// Positions at the first key >= `target` (and >= the lower bound).
     pub fn seek(&mut self, target: &[u8]) {
         self.set_prefix(target);
-        match self.lower_bound.take() {
-            Some(l) => {
-                self.seek_inner(if target < l.as_slice() { &l } else { target });
-                self.lower_bound = Some(l);
-            }
-            None => self.seek_inner(target),
-        }
+        let start = match &self.lower_bound {
+            Some(l) if target < l.as_slice() => l.as_slice(),
+            _ => target,
+        };
+        set_seek_key(&mut self.seek_key, start, self.sequence, ValueType::FOR_SEEK);
+        self.seek_forward();
     }
 
-    fn seek_inner(&mut self, target: &[u8]) {
+    /// Seeks the inner iterator to `seek_key` and settles forward from there.
+    fn seek_forward(&mut self) {
         self.error = None;
         self.direction = Direction::Forward;
-        // The internal key is built in a buffer the iterator keeps: a seek allocates nothing.
-        let mut ikey = std::mem::take(&mut self.seek_key);
-        ikey.clear();
-        append_internal_key(&mut ikey, target, self.sequence, ValueType::FOR_SEEK);
-        self.inner.seek(&ikey);
-        self.seek_key = ikey;
+        self.inner.seek(&self.seek_key);
         self.find_next_user_entry(false);
     }
 
@@ -257,10 +259,11 @@ impl DbIter {
         self.prefix = None;
         self.error = None;
         self.direction = Direction::Reverse;
-        match self.upper_bound.as_deref() {
+        match &self.upper_bound {
             Some(u) => {
                 // The last entry before every version of `u`.
-                self.inner.seek(&make_internal_key(u, SeqNo::MAX, ValueType::FOR_SEEK));
+                set_seek_key(&mut self.seek_key, u, SeqNo::MAX, ValueType::FOR_SEEK);
+                self.inner.seek(&self.seek_key);
                 if self.inner.valid() {
                     self.inner.prev();
                 } else {
@@ -293,11 +296,8 @@ impl DbIter {
         self.error = None;
         self.direction = Direction::Reverse;
         // The last internal key of `target` has sequence 0 and the smallest type.
-        let mut ikey = std::mem::take(&mut self.seek_key);
-        ikey.clear();
-        append_internal_key(&mut ikey, target, SeqNo::ZERO, ValueType::Deletion);
-        self.inner.seek_for_prev(&ikey);
-        self.seek_key = ikey;
+        set_seek_key(&mut self.seek_key, target, SeqNo::ZERO, ValueType::Deletion);
+        self.inner.seek_for_prev(&self.seek_key);
         self.find_prev_user_entry();
     }
 
