@@ -6,6 +6,10 @@
 //! aborted the child first), then opens the DB itself, checks every key against the file
 //! (all acknowledged writes must be there, whether synced or not: the bytes reached the OS
 //! before the acknowledgement) and settles pending operations, and starts the next child.
+//!
+//! One cycle in four is a *clean-close* cycle instead: the child writes for the cycle's time,
+//! part of it with the WAL disabled, then drops the DB and exits 0 (no kill points). A clean
+//! close must keep every acknowledged write, those that skipped the WAL included.
 
 use std::collections::BTreeMap;
 #[cfg(feature = "kill-points")]
@@ -135,7 +139,11 @@ fn one_cycle(
     state_path: &Path,
     sum: &mut Summary,
 ) -> Result<(), String> {
+    // One cycle in four ends in a clean close instead of a kill (with writes that skip the
+    // WAL, which only a clean close keeps); kill points stay off for it.
+    let clean_close = rng.gen_bool(0.25);
     let spec = match &cfg.kill_points {
+        _ if clean_close => None,
         KillPoints::None => None,
         KillPoints::Auto => auto_spec(rng),
         KillPoints::Spec(s) => Some(s.clone()),
@@ -164,16 +172,21 @@ fn one_cycle(
         .stdout(Stdio::null())
         .stderr(err_file)
         .env_remove("STRATA_KILL_POINTS");
+    let run_for = Duration::from_millis(rng.gen_range(cfg.min_cycle_ms..=cfg.max_cycle_ms));
+    if clean_close {
+        cmd.args(["--clean-close-ms", &run_for.as_millis().to_string()]);
+    }
     if let Some(spec) = &spec {
         cmd.env("STRATA_KILL_POINTS", spec)
             .env("STRATA_KILL_POINTS_SEED", child_seed.to_string())
             .env("STRATA_KILL_POINTS_LOG", &fired_log);
     }
     let mut child = cmd.spawn().map_err(|e| format!("starting {}: {e}", cfg.exe.display()))?;
-    let run_for = Duration::from_millis(rng.gen_range(cfg.min_cycle_ms..=cfg.max_cycle_ms));
+    // A clean-closing child ends by itself; a close that takes a minute is a hang.
+    let wait_for = if clean_close { run_for + Duration::from_secs(60) } else { run_for };
     let t0 = Instant::now();
     let mut status = None;
-    while t0.elapsed() < run_for {
+    while t0.elapsed() < wait_for {
         if let Some(s) = child.try_wait().map_err(|e| e.to_string())? {
             status = Some(s);
             break;
@@ -184,10 +197,15 @@ fn one_cycle(
         Some(s) => s,
         None => {
             let _ = child.kill();
-            child.wait().map_err(|e| e.to_string())?
+            let s = child.wait().map_err(|e| e.to_string())?;
+            if clean_close {
+                return Err(format!("a clean close did not finish within {wait_for:?}"));
+            }
+            s
         }
     };
     let ending = match (status.signal(), status.code()) {
+        (None, Some(0)) if clean_close => "clean close".to_string(),
         (Some(9), _) => "SIGKILL".to_string(),
         (Some(6), _) => "kill point (abort)".to_string(),
         (Some(sig), _) => format!("signal {sig}"),
@@ -248,6 +266,9 @@ pub struct ChildArgs {
     pub threads: u32,
     /// The child stops by itself after this long (a safety net; the parent kills it sooner).
     pub max_life: Duration,
+    /// A clean-close cycle: the child writes for `max_life` (some writes with the WAL
+    /// disabled), closes the DB and exits 0; the parent does not kill it.
+    pub clean_close: bool,
 }
 
 /// The child: opens the DB and writes until killed. Returns the process exit code.
@@ -266,7 +287,11 @@ pub fn child_main(args: &ChildArgs) -> i32 {
     };
     let mut rng = StdRng::seed_from_u64(args.seed);
     let opts = random_options(&mut rng, Arc::new(OsFs), false);
-    let wl = WorkloadConfig::random(&mut rng, state.keys(), args.threads);
+    let mut wl = WorkloadConfig::random(&mut rng, state.keys(), args.threads);
+    if args.clean_close {
+        // Only a clean close keeps writes that skipped the WAL.
+        wl.disable_wal_ratio = [0.3, 1.0][rng.gen_range(0..2)];
+    }
     eprintln!("options: {}; workload: {wl:?}", crate::describe_options(&opts));
     let stop = AtomicBool::new(false);
     let progress_file = match File::create(&args.progress) {

@@ -67,6 +67,14 @@ pub fn random_options(rng: &mut StdRng, fs: Arc<dyn FileSystem>, small: bool) ->
             WalRecoveryMode::PointInTime,
             WalRecoveryMode::TolerateCorruptedTailRecords,
         ][rng.gen_range(0..2)],
+        // The stall options over their whole accepted range, zeros and inverted orders
+        // included (the DB sanitizes them as RocksDB does; none may block writes for good).
+        level0_slowdown_writes_trigger: [0, 1, 3, 8, 20][rng.gen_range(0..5)],
+        level0_stop_writes_trigger: [0, 2, 4, 12, 36][rng.gen_range(0..5)],
+        soft_pending_compaction_bytes_limit: [0, 1, 256 << 10, 64 << 30][rng.gen_range(0..4)],
+        hard_pending_compaction_bytes_limit: [0, 1, 4 << 20, 256 << 30][rng.gen_range(0..4)],
+        delayed_write_rate: [1 << 20, 16 << 20][rng.gen_range(0..2)],
+        avoid_flush_during_recovery: rng.gen_bool(0.3),
         ..Options::default()
     }
 }
@@ -76,7 +84,9 @@ pub fn describe_options(o: &Options) -> String {
     format!(
         "write_buffer_size={} max_write_buffer_number={} block_size={} restart={} bloom={} \
          compression={:?} checksum={:?} cache={} paranoid={} l0_trigger={} level_base={} \
-         target_file={} dynamic={} subcompactions={} jobs={} wal_recovery={:?}",
+         target_file={} dynamic={} subcompactions={} jobs={} wal_recovery={:?} \
+         l0_slowdown={} l0_stop={} soft_pending={} hard_pending={} delayed_rate={} \
+         avoid_flush_during_recovery={}",
         o.write_buffer_size,
         o.max_write_buffer_number,
         o.block_size,
@@ -92,7 +102,13 @@ pub fn describe_options(o: &Options) -> String {
         o.level_compaction_dynamic_level_bytes,
         o.max_subcompactions,
         o.max_background_jobs,
-        o.wal_recovery_mode
+        o.wal_recovery_mode,
+        o.level0_slowdown_writes_trigger,
+        o.level0_stop_writes_trigger,
+        o.soft_pending_compaction_bytes_limit,
+        o.hard_pending_compaction_bytes_limit,
+        o.delayed_write_rate,
+        o.avoid_flush_during_recovery
     )
 }
 

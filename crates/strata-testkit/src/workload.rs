@@ -35,6 +35,16 @@ pub struct WorkloadConfig {
     pub compact_ratio: f64,
     /// Per write, the chance of reading back one owned key and checking it.
     pub read_ratio: f64,
+    /// Fraction of deletes issued as `delete_range` over exactly that key (`[k, k\0)`), so
+    /// range tombstones go through the WAL, memtables, flushes and compactions.
+    pub range_delete_ratio: f64,
+    /// Fraction of non-sync writes made with the WAL disabled. Only for runs that end in a
+    /// clean close (a killed process loses such writes by design).
+    pub disable_wal_ratio: f64,
+    /// Per write, the chance of taking a snapshot (when none is held): the value of one owned
+    /// key is read at it, the snapshot is held over later writes (and across a crash), and
+    /// the key is read again at it before release; both reads must agree.
+    pub snapshot_ratio: f64,
 }
 
 impl WorkloadConfig {
@@ -50,8 +60,27 @@ impl WorkloadConfig {
             flush_ratio: [0.0, 0.0005, 0.002][rng.gen_range(0..3)],
             compact_ratio: [0.0, 0.0001][rng.gen_range(0..2)],
             read_ratio: 0.05,
+            range_delete_ratio: [0.0, 0.3, 1.0][rng.gen_range(0..3)],
+            disable_wal_ratio: 0.0,
+            snapshot_ratio: [0.0, 0.002, 0.02][rng.gen_range(0..3)],
         }
     }
+}
+
+/// A snapshot a writer thread holds, with what it saw of one key.
+struct HeldSnapshot {
+    snapshot: strata::Snapshot,
+    key: u32,
+    seen: crate::expected::Observed,
+    /// Writes left before the key is read again and the snapshot released.
+    writes_left: u32,
+}
+
+/// The exclusive end of a range that holds only `key`.
+fn single_key_range_end(key: &[u8]) -> Vec<u8> {
+    let mut end = key.to_vec();
+    end.push(0);
+    end
 }
 
 /// One write as the power-loss check needs it: logical start and acknowledgement times and
@@ -159,7 +188,12 @@ pub fn run_thread(w: &Writer<'_>, tid: u32) -> ThreadStats {
     let owned: Vec<u32> = (tid..cfg.keys).step_by(cfg.threads as usize).collect();
     let mut stats = ThreadStats::default();
     let mut writes = 0u64;
+    let mut held: Option<HeldSnapshot> = None;
     while !stop.load(Ordering::Relaxed) && !owned.is_empty() {
+        if let Err(e) = snapshot_step(db, cfg, &mut rng, &owned, &mut held, &mut stats) {
+            stats.error = Some(e);
+            break;
+        }
         if cfg.flush_ratio > 0.0 && rng.gen_bool(cfg.flush_ratio) {
             if let Err(e) = db.flush() {
                 stats.error = Some(format!("flush: {e}"));
@@ -197,12 +231,18 @@ pub fn run_thread(w: &Writer<'_>, tid: u32) -> ThreadStats {
             ops.push((i, op, version));
         }
         let sync = cfg.sync_ratio > 0.0 && rng.gen_bool(cfg.sync_ratio);
-        let wo = WriteOptions { sync, disable_wal: false };
+        let disable_wal =
+            !sync && cfg.disable_wal_ratio > 0.0 && rng.gen_bool(cfg.disable_wal_ratio);
+        let wo = WriteOptions { sync, disable_wal };
+        let ranged = cfg.range_delete_ratio > 0.0 && rng.gen_bool(cfg.range_delete_ratio);
         let start = history.map_or(0, History::tick);
         let result = if ops.len() == 1 {
             let (i, op, v) = ops[0];
             match op {
                 OpKind::Put => db.put_opt(key(i), payload(i, v), &wo),
+                OpKind::Delete if ranged => {
+                    db.delete_range_opt(key(i), single_key_range_end(&key(i)), &wo)
+                }
                 OpKind::Delete => db.delete_opt(key(i), &wo),
                 OpKind::Merge => db.merge_opt(key(i), value::operand(i, v).to_le_bytes(), &wo),
             }
@@ -211,6 +251,9 @@ pub fn run_thread(w: &Writer<'_>, tid: u32) -> ThreadStats {
             for &(i, op, v) in &ops {
                 match op {
                     OpKind::Put => b.put(key(i), payload(i, v)),
+                    OpKind::Delete if ranged => {
+                        b.delete_range(key(i), single_key_range_end(&key(i)));
+                    }
                     OpKind::Delete => b.delete(key(i)),
                     OpKind::Merge => b.merge(key(i), value::operand(i, v).to_le_bytes()),
                 }
@@ -266,6 +309,47 @@ pub fn run_thread(w: &Writer<'_>, tid: u32) -> ThreadStats {
         }
     }
     stats
+}
+
+/// Takes, checks or releases the thread's snapshot (see `WorkloadConfig::snapshot_ratio`). A
+/// disagreement between the two reads at one snapshot is a wrong read.
+fn snapshot_step(
+    db: &Db,
+    cfg: &WorkloadConfig,
+    rng: &mut StdRng,
+    owned: &[u32],
+    held: &mut Option<HeldSnapshot>,
+    stats: &mut ThreadStats,
+) -> Result<(), String> {
+    let read_at = |snapshot: &strata::Snapshot, i: u32| {
+        let mut ro = strata::ReadOptions::default();
+        ro.set_snapshot(snapshot);
+        db.get_opt(key(i), &ro).map(|g| observe(i, g.as_deref())).map_err(|e| format!("{e}"))
+    };
+    match held {
+        Some(h) if h.writes_left == 0 => {
+            let again = read_at(&h.snapshot, h.key).map_err(|e| format!("snapshot read: {e}"))?;
+            if again != h.seen {
+                stats.wrong_reads.push(format!(
+                    "snapshot at {} changed: key {} read {:?}, then {again:?}",
+                    h.snapshot.sequence_number(),
+                    h.key,
+                    h.seen
+                ));
+            }
+            *held = None;
+        }
+        Some(h) => h.writes_left -= 1,
+        None if cfg.snapshot_ratio > 0.0 && rng.gen_bool(cfg.snapshot_ratio) => {
+            let snapshot = db.snapshot();
+            let i = owned[rng.gen_range(0..owned.len())];
+            let seen = read_at(&snapshot, i).map_err(|e| format!("snapshot read: {e}"))?;
+            *held =
+                Some(HeldSnapshot { snapshot, key: i, seen, writes_left: rng.gen_range(1..500) });
+        }
+        None => {}
+    }
+    Ok(())
 }
 
 /// The bytes a put of key `i` at version `v` stores.

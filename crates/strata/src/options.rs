@@ -10,6 +10,9 @@ use crate::sstable::{CompressionType, TableOptions};
 use crate::util::checksum::ChecksumType;
 use crate::wal::WalRecoveryMode;
 
+/// The largest `num_levels` accepted.
+pub(crate) const MAX_NUM_LEVELS: usize = 64;
+
 /// Options fixed when the DB is opened.
 #[derive(Clone)]
 pub struct Options {
@@ -59,9 +62,13 @@ pub struct Options {
     /// L0 files that trigger an L0 compaction. Lower means fewer files per read, more
     /// compaction work. Default: 4.
     pub level0_file_num_compaction_trigger: usize,
-    /// L0 files at which writes are slowed to `delayed_write_rate`. Default: 20.
+    /// L0 files at which writes are slowed to `delayed_write_rate`. A value below
+    /// `level0_file_num_compaction_trigger` is raised to it at open (as RocksDB does), so writes
+    /// never slow down before compaction has been asked to run. Default: 20.
     pub level0_slowdown_writes_trigger: usize,
-    /// L0 files at which writes stop until compaction catches up. Default: 36.
+    /// L0 files at which writes stop until compaction catches up. A value below the slowdown
+    /// trigger (0 included) is raised to it at open, so writes never stop before compaction
+    /// can run. Default: 36.
     pub level0_stop_writes_trigger: usize,
     /// Target size of the base level (where L0 compacts to). Default: 256 MiB.
     pub max_bytes_for_level_base: u64,
@@ -78,14 +85,16 @@ pub struct Options {
     /// Do not compact automatically (manual `compact_range` still works); L0-based write
     /// stalls are off too. Default: false.
     pub disable_auto_compactions: bool,
-    /// Estimated bytes awaiting compaction at which writes slow down. Default: 64 GiB.
+    /// Estimated bytes awaiting compaction at which writes slow down; 0 means "the hard
+    /// limit". Default: 64 GiB.
     pub soft_pending_compaction_bytes_limit: u64,
-    /// Estimated bytes awaiting compaction at which writes stop. Default: 256 GiB.
+    /// Estimated bytes awaiting compaction at which writes stop; 0 means no limit. A nonzero
+    /// value below the soft limit is raised to it at open. Default: 256 GiB.
     pub hard_pending_compaction_bytes_limit: u64,
     /// Bytes per second writes are paced at while slowed down. Default: 16 MiB/s.
     pub delayed_write_rate: u64,
-    /// Combines merge operands (`Db::merge`); `None` makes merges fail at read time.
-    /// Default: none.
+    /// Combines merge operands (`Db::merge`); with `None`, a write holding a merge is refused
+    /// with `NotSupported`. Default: none.
     pub merge_operator: Option<Arc<dyn MergeOperator>>,
     /// Splits keys into a prefix used by `ReadOptions::prefix_same_as_start` (and, later,
     /// prefix Bloom filters). Default: none.
@@ -93,6 +102,12 @@ pub struct Options {
     /// Read every table's footer, index and filter at `open` to find damage early.
     /// Default: true.
     pub paranoid_checks: bool,
+    /// Replay the WAL into memtables at `open` without writing tables: the replayed writes
+    /// stay in their WAL files and are flushed in the background like any memtable. Open is
+    /// faster and needs no free space for tables (a DB on a full disk can still be opened
+    /// and read); the WALs live longer. When a WAL ended in damage (a torn tail), the open
+    /// writes tables as usual. Default: false.
+    pub avoid_flush_during_recovery: bool,
 }
 
 impl Default for Options {
@@ -128,6 +143,7 @@ impl Default for Options {
             hard_pending_compaction_bytes_limit: 256 << 30,
             delayed_write_rate: 16 << 20,
             paranoid_checks: true,
+            avoid_flush_during_recovery: false,
             merge_operator: None,
             prefix_extractor: None,
         }
@@ -164,7 +180,7 @@ impl Options {
         if self.block_restart_interval == 0 {
             return bad("block_restart_interval must be at least 1");
         }
-        if !(2..=64).contains(&self.num_levels) {
+        if !(2..=MAX_NUM_LEVELS).contains(&self.num_levels) {
             return bad("num_levels must be between 2 and 64");
         }
         if self.max_background_jobs == 0 {
@@ -188,6 +204,39 @@ impl Options {
             return bad("delayed_write_rate must be positive");
         }
         Ok(())
+    }
+
+    /// These options with the write-stall settings made consistent, as RocksDB's
+    /// `SanitizeOptions` does: slowdown >= compaction trigger, stop >= slowdown, a soft
+    /// pending-bytes limit of 0 takes the hard one, a hard limit below the soft one is raised.
+    /// The DB runs with the sanitized values, so no accepted configuration can stop writes
+    /// at a point that compaction is never asked to get below.
+    pub(crate) fn sanitized(&self) -> Options {
+        let mut o = self.clone();
+        o.level0_slowdown_writes_trigger =
+            o.level0_slowdown_writes_trigger.max(o.level0_file_num_compaction_trigger);
+        o.level0_stop_writes_trigger =
+            o.level0_stop_writes_trigger.max(o.level0_slowdown_writes_trigger);
+        if o.soft_pending_compaction_bytes_limit == 0 {
+            o.soft_pending_compaction_bytes_limit = o.hard_pending_compaction_bytes_limit;
+        } else if o.hard_pending_compaction_bytes_limit > 0
+            && o.hard_pending_compaction_bytes_limit < o.soft_pending_compaction_bytes_limit
+        {
+            o.hard_pending_compaction_bytes_limit = o.soft_pending_compaction_bytes_limit;
+        }
+        o
+    }
+
+    /// Whether `pending` estimated compaction bytes reach the hard limit (0 = no limit).
+    pub(crate) fn pending_bytes_stop(&self, pending: u64) -> bool {
+        self.hard_pending_compaction_bytes_limit > 0
+            && pending >= self.hard_pending_compaction_bytes_limit
+    }
+
+    /// Whether `pending` estimated compaction bytes reach the soft limit (0 = no limit).
+    pub(crate) fn pending_bytes_slowdown(&self, pending: u64) -> bool {
+        self.soft_pending_compaction_bytes_limit > 0
+            && pending >= self.soft_pending_compaction_bytes_limit
     }
 
     /// The options the compaction picker reads.
@@ -277,7 +326,12 @@ pub struct ReadOptions {
     /// Iterators see no key at or above this (exclusive bound). Default: none.
     pub iterate_upper_bound: Option<Vec<u8>>,
     /// Iterators stop at the first key whose prefix (by `Options::prefix_extractor`) differs
-    /// from the seek target's. Default: false.
+    /// from the start's, as RocksDB defines it: after a seek, the start is the seek target's
+    /// prefix; after `seek_to_first`/`seek_to_last` (`IteratorMode::Start`/`End`), the prefix
+    /// of the first key found. Prefixes are compared as the extractor takes them: with
+    /// `Fixed(4)`, a seek to `"ab"` (its own prefix, being short) yields only the key `"ab"`,
+    /// not `"abcd1"` (prefix `"abcd"`). Without an extractor the option does nothing.
+    /// Default: false.
     pub prefix_same_as_start: bool,
 }
 

@@ -52,6 +52,8 @@ pub struct WriteBatch {
     oversized: bool,
     /// Set when a `delete_range` had begin > end; such a batch must not be written.
     inverted_range: bool,
+    /// Set when the batch holds a merge: a DB without a merge operator refuses it.
+    has_merge: bool,
 }
 
 /// One decoded record, borrowing from the batch.
@@ -67,7 +69,12 @@ pub(crate) struct BatchRecord<'a> {
 
 impl Default for WriteBatch {
     fn default() -> Self {
-        WriteBatch { rep: vec![0; HEADER_SIZE], oversized: false, inverted_range: false }
+        WriteBatch {
+            rep: vec![0; HEADER_SIZE],
+            oversized: false,
+            inverted_range: false,
+            has_merge: false,
+        }
     }
 }
 
@@ -91,7 +98,7 @@ impl WriteBatch {
     pub fn with_capacity_bytes(bytes: usize) -> Self {
         let mut rep = Vec::with_capacity(HEADER_SIZE + bytes);
         rep.resize(HEADER_SIZE, 0);
-        WriteBatch { rep, oversized: false, inverted_range: false }
+        WriteBatch { rep, oversized: false, inverted_range: false, has_merge: false }
     }
 
     /// Sets `key` to `value`.
@@ -106,6 +113,7 @@ impl WriteBatch {
 
     /// Adds a merge operand for `key`, combined with older values by the merge operator.
     pub fn merge<K: AsRef<[u8]>, V: AsRef<[u8]>>(&mut self, key: K, value: V) {
+        self.has_merge = true;
         self.add(ValueType::Merge, key.as_ref(), Some(value.as_ref()));
     }
 
@@ -127,6 +135,7 @@ impl WriteBatch {
         self.rep.resize(HEADER_SIZE, 0);
         self.oversized = false;
         self.inverted_range = false;
+        self.has_merge = false;
     }
 
     /// Number of records.
@@ -160,8 +169,11 @@ impl WriteBatch {
         }
         let mut r = Reader::new(&data[HEADER_SIZE..]);
         let mut found: u64 = 0;
+        let mut has_merge = false;
         while !r.is_empty() {
-            decode_record(&mut r).map_err(|(at, reason)| corrupt(HEADER_SIZE + at, reason))?;
+            let rec =
+                decode_record(&mut r).map_err(|(at, reason)| corrupt(HEADER_SIZE + at, reason))?;
+            has_merge |= rec.value_type == ValueType::Merge;
             found += 1;
         }
         let count = decode_fixed32(&data, COUNT_OFFSET);
@@ -171,7 +183,7 @@ impl WriteBatch {
                 format!("header says {count} records, the batch holds {found}"),
             ));
         }
-        Ok(WriteBatch { rep: data, oversized: false, inverted_range: false })
+        Ok(WriteBatch { rep: data, oversized: false, inverted_range: false, has_merge })
     }
 
     #[cfg(test)]
@@ -215,6 +227,7 @@ impl WriteBatch {
         self.rep.extend_from_slice(other.rep.get(HEADER_SIZE..).unwrap_or_default());
         self.oversized |= other.oversized;
         self.inverted_range |= other.inverted_range;
+        self.has_merge |= other.has_merge;
         match self.count().checked_add(other.count()) {
             Some(n) => self.set_count(n),
             None => {
@@ -240,6 +253,11 @@ impl WriteBatch {
             )));
         }
         Ok(())
+    }
+
+    /// Whether the batch holds a merge.
+    pub(crate) fn has_merge(&self) -> bool {
+        self.has_merge
     }
 
     /// The records in order, without copying.

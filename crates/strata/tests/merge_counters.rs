@@ -62,9 +62,25 @@ fn million_merges_stay_exact() {
 
 #[test]
 fn merge_without_operator_is_a_clear_error() {
-    let opts = Options { fs: Arc::new(MemFs::new()), ..Options::default() };
+    let mem = MemFs::new();
+    let opts = Options { fs: Arc::new(mem.clone()), ..Options::default() };
+    {
+        // Refused at the call (issue #10): nothing is stored.
+        let db = Db::open(&opts, "/db").unwrap();
+        let err = db.merge(b"k", b"x").unwrap_err();
+        assert!(matches!(err, Error::NotSupported(_)), "{err}");
+        assert!(err.to_string().contains("merge operator"));
+        assert_eq!(db.get(b"k").unwrap(), None);
+    }
+    {
+        let with = Options {
+            merge_operator: strata::merge_operator::builtin_merge_operator("stringappend"),
+            ..opts.clone()
+        };
+        Db::open(&with, "/db").unwrap().merge(b"k", b"x").unwrap();
+    }
+    // Operands stored earlier and read by a DB opened without the operator: a clear error.
     let db = Db::open(&opts, "/db").unwrap();
-    db.merge(b"k", b"x").unwrap();
     let err = db.get(b"k").unwrap_err();
     assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
     assert!(err.to_string().contains("merge operator"));

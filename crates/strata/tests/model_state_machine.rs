@@ -1,5 +1,6 @@
 //! Random sequences of put / delete / delete_range / batch / get / flush / reopen, checked against a BTreeMap
-//! model, on the in-memory and the real filesystem.
+//! model, on the in-memory and the real filesystem, with the write-stall and trigger options
+//! drawn over their whole accepted range (zeros and inverted orders included).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -18,9 +19,36 @@ enum BatchOp {
     DeleteRange(u8, u8),
 }
 
+/// The options a case draws: stall and trigger settings, and WAL-less recovery.
+#[derive(Clone, Debug)]
+struct Knobs {
+    trigger: usize,
+    slowdown: usize,
+    stop: usize,
+    soft: u64,
+    hard: u64,
+    avoid_flush_during_recovery: bool,
+}
+
+fn knobs_strategy() -> impl Strategy<Value = Knobs> {
+    let limit = || prop_oneof![Just(0u64), Just(1), 1u64..(128 << 10), Just(64 << 30)];
+    (1usize..6, 0usize..10, 0usize..12, limit(), limit(), any::<bool>()).prop_map(
+        |(trigger, slowdown, stop, soft, hard, avoid_flush_during_recovery)| Knobs {
+            trigger,
+            slowdown,
+            stop,
+            soft,
+            hard,
+            avoid_flush_during_recovery,
+        },
+    )
+}
+
 #[derive(Clone, Debug)]
 enum Op {
+    /// `put` with `sync`, or with the WAL disabled (kept by the clean close of `Reopen`).
     Put(u8, Vec<u8>, bool),
+    PutNoWal(u8, Vec<u8>),
     Delete(u8),
     /// `delete_range(key(a), key(b))`; a no-op unless key(a) < key(b).
     DeleteRange(u8, u8),
@@ -63,6 +91,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
     let k = 0u8..120;
     prop_oneof![
         30 => (k.clone(), value_strategy(), proptest::bool::weighted(0.1)).prop_map(|(k, v, s)| Op::Put(k, v, s)),
+        4 => (k.clone(), value_strategy()).prop_map(|(k, v)| Op::PutNoWal(k, v)),
         10 => k.clone().prop_map(Op::Delete),
         4 => (k.clone(), k.clone()).prop_map(|(a, b)| Op::DeleteRange(a, b)),
         8 => proptest::collection::vec(
@@ -84,12 +113,17 @@ fn op_strategy() -> impl Strategy<Value = Op> {
     ]
 }
 
-fn options(fs: Arc<dyn FileSystem>) -> Options {
+fn options(fs: Arc<dyn FileSystem>, knobs: &Knobs) -> Options {
     Options {
         fs,
         write_buffer_size: 32 << 10,
         block_size: 256,
-        level0_file_num_compaction_trigger: 2,
+        level0_file_num_compaction_trigger: knobs.trigger,
+        level0_slowdown_writes_trigger: knobs.slowdown,
+        level0_stop_writes_trigger: knobs.stop,
+        soft_pending_compaction_bytes_limit: knobs.soft,
+        hard_pending_compaction_bytes_limit: knobs.hard,
+        avoid_flush_during_recovery: knobs.avoid_flush_during_recovery,
         max_bytes_for_level_base: 64 << 10,
         target_file_size_base: 32 << 10,
         merge_operator: strata::merge_operator::builtin_merge_operator("stringappend"),
@@ -112,8 +146,8 @@ fn model_delete_range(model: &mut BTreeMap<Vec<u8>, Vec<u8>>, lo: &[u8], hi: &[u
     model.retain(|k, _| !(k.as_slice() >= lo && k.as_slice() < hi));
 }
 
-fn run(ops: &[Op], fs: Arc<dyn FileSystem>, path: &Path) {
-    let opts = options(fs);
+fn run(ops: &[Op], knobs: &Knobs, fs: Arc<dyn FileSystem>, path: &Path) {
+    let opts = options(fs, knobs);
     let mut db = Db::open(&opts, path).unwrap();
     let mut model = Model::new();
     let mut snapshots: Vec<(strata::Snapshot, Model)> = Vec::new();
@@ -121,6 +155,10 @@ fn run(ops: &[Op], fs: Arc<dyn FileSystem>, path: &Path) {
         match op {
             Op::Put(k, v, sync) => {
                 db.put_opt(key(*k), v, &WriteOptions { sync: *sync, disable_wal: false }).unwrap();
+                model.insert(key(*k), v.clone());
+            }
+            Op::PutNoWal(k, v) => {
+                db.put_opt(key(*k), v, &WriteOptions { sync: false, disable_wal: true }).unwrap();
                 model.insert(key(*k), v.clone());
             }
             Op::Delete(k) => {
@@ -234,17 +272,17 @@ fn run(ops: &[Op], fs: Arc<dyn FileSystem>, path: &Path) {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
     #[test]
-    fn model_on_memfs(ops in proptest::collection::vec(op_strategy(), 1..120)) {
+    fn model_on_memfs(ops in proptest::collection::vec(op_strategy(), 1..120), knobs in knobs_strategy()) {
         let fs = MemFs::new();
-        run(&ops, Arc::new(fs), &PathBuf::from("/db"));
+        run(&ops, &knobs, Arc::new(fs), &PathBuf::from("/db"));
     }
 }
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 100, ..ProptestConfig::default() })]
     #[test]
-    fn model_on_real_fs(ops in proptest::collection::vec(op_strategy(), 1..60)) {
+    fn model_on_real_fs(ops in proptest::collection::vec(op_strategy(), 1..60), knobs in knobs_strategy()) {
         let dir = tempfile::tempdir().unwrap();
-        run(&ops, Arc::new(OsFs), &dir.path().join("db"));
+        run(&ops, &knobs, Arc::new(OsFs), &dir.path().join("db"));
     }
 }

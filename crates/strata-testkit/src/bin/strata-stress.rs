@@ -39,6 +39,7 @@ struct Args {
     state: Option<PathBuf>,
     progress: Option<PathBuf>,
     hits: Option<PathBuf>,
+    clean_close_ms: Option<u64>,
 }
 
 fn parse() -> Result<Args, String> {
@@ -61,6 +62,7 @@ fn parse() -> Result<Args, String> {
         state: None,
         progress: None,
         hits: None,
+        clean_close_ms: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -92,6 +94,7 @@ fn parse() -> Result<Args, String> {
             "--state" => a.state = Some(PathBuf::from(val()?)),
             "--progress" => a.progress = Some(PathBuf::from(val()?)),
             "--hits" => a.hits = Some(PathBuf::from(val()?)),
+            "--clean-close-ms" => a.clean_close_ms = Some(num(val()?)?),
             "-h" | "--help" => return Err(USAGE.to_string()),
             other => return Err(format!("unknown flag {other}\n{USAGE}")),
         }
@@ -122,7 +125,8 @@ fn main() -> ExitCode {
             hits: a.hits,
             seed: a.seed,
             threads: a.threads,
-            max_life: Duration::from_secs(120),
+            max_life: a.clean_close_ms.map_or(Duration::from_secs(120), Duration::from_millis),
+            clean_close: a.clean_close_ms.is_some(),
         });
         return ExitCode::from(code as u8);
     }

@@ -37,7 +37,14 @@ pub(crate) struct JobEnv<'a> {
     pub version: &'a Version,
     pub max_subcompactions: usize,
     pub new_file_number: &'a (dyn Fn() -> FileNumber + Sync),
+    /// Set when the DB is closing: the job stops at the next output file (or within
+    /// [`CANCEL_CHECK_EVERY`] entries), removes what it wrote and fails with
+    /// `ShutdownInProgress`; its inputs stay live, so nothing is lost.
+    pub cancel: &'a std::sync::atomic::AtomicBool,
 }
+
+/// Entries a job writes between two looks at the cancel flag.
+const CANCEL_CHECK_EVERY: u32 = 1024;
 
 /// The outcome of a job: the edit to apply and its statistics.
 pub(crate) struct JobResult {
@@ -251,6 +258,8 @@ struct OutputWriter<'a> {
     tombstones: Vec<RangeTombstone>,
     lower: Option<Vec<u8>>,
     range_end: Option<Vec<u8>>,
+    /// Entries added since the cancel flag was last read.
+    since_cancel_check: u32,
 }
 
 impl<'a> OutputWriter<'a> {
@@ -272,6 +281,7 @@ impl<'a> OutputWriter<'a> {
             gp_index: 0,
             gp_overlap: 0,
             seen_key: false,
+            since_cancel_check: 0,
         }
     }
 
@@ -295,7 +305,19 @@ impl<'a> OutputWriter<'a> {
         }
     }
 
+    fn check_cancel(&mut self) -> Result<()> {
+        self.since_cancel_check = 0;
+        if self.env.cancel.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(crate::Error::ShutdownInProgress);
+        }
+        Ok(())
+    }
+
     fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
+        self.since_cancel_check += 1;
+        if self.since_cancel_check >= CANCEL_CHECK_EVERY {
+            self.check_cancel()?;
+        }
         let ukey = user_key(ikey);
         let new_user_key = ukey != self.last_user_key.as_slice();
         let gp_cut = self.grandparent_cut(ikey);
@@ -320,6 +342,7 @@ impl<'a> OutputWriter<'a> {
     }
 
     fn open_output(&mut self) -> Result<()> {
+        self.check_cancel()?;
         let number = (self.env.new_file_number)();
         let path = table_path(self.env.dir, number);
         let file = self.env.fs.create(&path)?;
@@ -506,6 +529,7 @@ mod tests {
             version: &version,
             max_subcompactions: 2,
             new_file_number: &new_file_number,
+            cancel: &std::sync::atomic::AtomicBool::new(false),
         };
         let plan = CompactionPlan {
             start_level: 1,
@@ -588,6 +612,7 @@ mod tests {
             version: &version,
             max_subcompactions: 1,
             new_file_number: &new_file_number,
+            cancel: &std::sync::atomic::AtomicBool::new(false),
         };
         let mut plan = CompactionPlan {
             start_level: 1,

@@ -69,8 +69,11 @@ fn finish(inner: &DbInner, plan: &CompactionPlan, result: Result<()>) {
             st.compacting.remove(&f.number);
         }
         st.running_compactions -= 1;
-        if let Err(e) = &result {
-            inner.set_bg_error(&mut st, e);
+        match &result {
+            // Abandoned because the DB is closing: the inputs are intact, nothing failed.
+            Err(Error::ShutdownInProgress) => {}
+            Err(e) => inner.set_bg_error(&mut st, e),
+            Ok(()) => {}
         }
         inner.bg_cv.notify_all();
     }
@@ -92,6 +95,7 @@ fn execute(inner: &DbInner, plan: &CompactionPlan) -> Result<()> {
         version: &sv.version,
         max_subcompactions: inner.opts.max_subcompactions,
         new_file_number: &new_file_number,
+        cancel: &inner.closing,
     };
     let mut result = run_job(&env, plan)?;
     let outputs: Vec<FileNumber> = result.edit.new_files.iter().map(|(_, f)| f.number).collect();
@@ -138,7 +142,8 @@ pub(crate) fn purge_obsolete_tables(inner: &DbInner) {
 
 /// Compacts every file overlapping [begin, end] (None = unbounded) down to the last level
 /// holding data, then rewrites that level's overlapping files so obsolete versions and
-/// tombstones are dropped. Memtables are flushed first.
+/// tombstones are dropped. Memtables are flushed first. Each level is visited once, top down,
+/// so the call compacts what existed when it started and returns even while writes go on.
 pub(crate) fn compact_range(
     inner: &DbInner,
     begin: Option<&[u8]>,
@@ -189,14 +194,16 @@ fn compact_range_levels(inner: &DbInner, begin: Option<&[u8]>, end: Option<&[u8]
             let c = PickContext { v, o: &o, t: &t, busy };
             plan_for(&c, level, output, files).map(Some)
         })?;
-        if let Some(plan) = plan {
-            rewrote_bottom |= !plan.trivial_move && plan.bottommost;
-            run_manual(inner, &plan)?;
-            if plan.output_level <= level {
-                level += 1;
+        // Each level is compacted once, into the level below it: files that flushes add
+        // meanwhile are not this call's job (RocksDB's semantics), so the call ends while
+        // other threads keep writing.
+        match plan {
+            Some(plan) => {
+                rewrote_bottom |= !plan.trivial_move && plan.bottommost;
+                run_manual(inner, &plan)?;
+                level = plan.output_level.max(level + 1);
             }
-        } else {
-            level += 1;
+            None => level += 1,
         }
     }
     if !rewrote_bottom {

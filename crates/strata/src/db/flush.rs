@@ -149,9 +149,6 @@ fn flush_one(inner: &DbInner, mem: &Arc<MemTable>, next_log: FileNumber) -> Resu
         let flushed = st.imm.pop_front();
         debug_assert!(flushed.is_some_and(|(m, _)| Arc::ptr_eq(&m, mem)));
         st.memtables_flushed += 1;
-        if st.imm.is_empty() {
-            st.unpersisted_without_wal = false;
-        }
         inner.install_super_version(&st, version);
         inner.bg_cv.notify_all();
         old_logs = obsolete_wals(inner, next_log);

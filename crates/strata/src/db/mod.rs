@@ -71,8 +71,6 @@ pub(crate) struct DbState {
     /// Count of memtables made immutable and of memtables flushed (for `flush` to wait on).
     pub memtables_switched: u64,
     pub memtables_flushed: u64,
-    /// A write skipped the WAL since the last flush: closing must flush to keep it.
-    pub unpersisted_without_wal: bool,
     /// Table files that are inputs of a running compaction.
     pub compacting: std::collections::HashSet<FileNumber>,
     pub running_compactions: usize,
@@ -128,6 +126,12 @@ pub(crate) struct DbInner {
     /// Largest sequence number whose write is fully in the memtable: what reads see.
     pub visible_sequence: AtomicU64,
     pub has_bg_error: AtomicBool,
+    /// Set when the `Db` is dropped: running compactions abandon their work.
+    pub closing: AtomicBool,
+    /// A writer is waiting in a write stop (`rocksdb.is-write-stopped`).
+    pub write_stopped: AtomicBool,
+    /// Writes are being paced at `delayed_write_rate` (`rocksdb.actual-delayed-write-rate`).
+    pub write_delayed: AtomicBool,
     pub table_cache: Arc<TableCache>,
     pub snapshots: Arc<SnapshotList>,
     pub stats: crate::stats::Stats,
@@ -349,13 +353,18 @@ impl Db {
 impl Drop for Db {
     fn drop(&mut self) {
         let needs_flush = {
+            // Each memtable knows whether it holds writes that skipped the WAL; only those
+            // memtables (active or still waiting for flush) make the close flush.
             let st = self.inner.state.lock();
-            st.unpersisted_without_wal && st.bg_error.is_none()
+            st.bg_error.is_none()
+                && (st.mem.has_unlogged() || st.imm.iter().any(|(m, _)| m.has_unlogged()))
         };
         if needs_flush {
             // Writes made without the WAL exist only in memory; keep them, as RocksDB does.
             let _ = flush::flush_and_wait(&self.inner);
         }
+        write_close_marker(&self.inner);
+        self.inner.closing.store(true, Ordering::Relaxed);
         {
             let mut st = self.inner.state.lock();
             st.shutting_down = true;
@@ -365,6 +374,21 @@ impl Drop for Db {
             let _ = t.join();
         }
     }
+}
+
+/// Appends the clean-close marker to the WAL: an empty write batch (count 0, so replay by any
+/// version applies nothing). With it, damage in the last real record has bytes after it and
+/// recovery reports it instead of taking it for a torn write (`wal/tail.rs`).
+fn write_close_marker(inner: &DbInner) {
+    let mut wal = inner.wal.lock();
+    if inner.bg_error().is_some() {
+        return;
+    }
+    let mut marker = WriteBatch::new();
+    marker.set_sequence(wal.last_sequence.plus(1));
+    // Best effort: a close that cannot write the marker loses nothing, only the stricter
+    // check of the last record at the next open.
+    let _ = wal.writer.add_record(marker.data()).and_then(|()| wal.writer.flush());
 }
 
 impl DbInner {

@@ -1,6 +1,5 @@
 //! Opening a DB: lock, CURRENT -> MANIFEST, WAL replay, new WAL and MANIFEST, cleanup.
 
-use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
@@ -19,12 +18,25 @@ use crate::options::Options;
 use crate::types::{FileNumber, SeqNo};
 use crate::version::edit::VersionEdit;
 use crate::version::set::VersionSet;
-use crate::wal::{decode_wal_header, encode_wal_header, replay_log, LogWriter, WalRecoveryMode};
+use crate::wal::{
+    decode_wal_header, encode_wal_header, replay_log, tail_is_interrupted_append, LogWriter,
+    TailRule, WalRecoveryMode,
+};
 use crate::write_batch::WriteBatch;
 
 pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
     opts.validate()?;
+    let opts = &opts.sanitized();
     let fs = opts.fs.clone();
+    if dir.as_os_str().is_empty() {
+        return Err(Error::InvalidArgument("the DB path is empty".into()));
+    }
+    if fs.exists(dir) && !fs.is_dir(dir) {
+        return Err(Error::InvalidArgument(format!(
+            "{} exists and is not a directory",
+            dir.display()
+        )));
+    }
     if opts.create_if_missing {
         fs.create_dir_all(dir)?;
     } else if !fs.exists(dir) {
@@ -57,6 +69,20 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
                 0,
                 "CURRENT is missing but the directory holds DB files",
             ));
+        }
+        // Deleting a file the engine did not prove it created is never right: a MANIFEST
+        // that is not exactly an interrupted creation's makes the open refuse.
+        for k in &kinds {
+            if let FileKind::Manifest(n) = *k {
+                if !VersionSet::is_interrupted_creation(&fs, dir, n)? {
+                    return Err(Error::corruption(
+                        dir.join(super::filename::manifest_name(n)),
+                        0,
+                        "CURRENT is missing and this MANIFEST is not what an interrupted \
+                         creation leaves; restore CURRENT (or move the file away) to open",
+                    ));
+                }
+            }
         }
         let mut vs = VersionSet::new(fs.clone(), dir, opts.num_levels);
         vs.write_new_manifest()?;
@@ -115,6 +141,11 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
         .collect();
     wals.sort();
     let mut mem = Arc::new(MemTable::new());
+    // With `avoid_flush_during_recovery`: replayed memtables kept in memory, oldest first,
+    // each with the WAL its first record came from (that WAL must outlive its flush).
+    let mut recovered: Vec<(Arc<MemTable>, FileNumber)> = Vec::new();
+    let mut mem_first_wal = FileNumber(0);
+    let mut wal_damage_seen = false;
     let mut stop_at: Option<(FileNumber, u64)> = None;
     let log_number = versions.log_number();
     let mut previous_wal: Option<FileNumber> = None;
@@ -159,28 +190,60 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
                 other => other,
             })?;
             let first = batch.sequence();
+            if mem.is_empty() {
+                mem_first_wal = n;
+            }
             let count = insert_into_memtable(&mem, &batch, first)?;
             if count > 0 {
                 last_seq = last_seq.max(SeqNo(first.0 + count - 1));
             }
             if mem.approximate_memory_usage() >= opts.write_buffer_size {
-                let number = versions.new_file_number();
-                if let Some((meta, _)) = write_level0_table(&flush_env, &mem, number)? {
-                    edit.new_files.push((0, meta));
+                let full = std::mem::replace(&mut mem, Arc::new(MemTable::new()));
+                if opts.avoid_flush_during_recovery {
+                    recovered.push((full, mem_first_wal));
+                } else {
+                    let number = versions.new_file_number();
+                    if let Some((meta, _)) = write_level0_table(&flush_env, &full, number)? {
+                        edit.new_files.push((0, meta));
+                    }
                 }
-                mem = Arc::new(MemTable::new());
             }
             Ok(())
         })?;
+        wal_damage_seen |= outcome.torn_tail || outcome.dropped_bytes > 0;
         previous_wal = Some(n);
         if outcome.torn_tail && opts.wal_recovery_mode != WalRecoveryMode::SkipAnyCorruptedRecords {
+            // The MANIFEST's rule, for a log whose last records may be unsynced: a complete
+            // record failing its checksum with bytes after it (a later write, or the marker
+            // a clean close appends) is damage, not a torn write.
+            if !tail_is_interrupted_append(
+                &file,
+                outcome.last_valid_end,
+                TailRule::UnsyncedTailPossible,
+            )? {
+                return Err(Error::corruption(
+                    &path,
+                    outcome.last_valid_end,
+                    "WAL record is damaged (complete but fails its checksum, and bytes follow \
+                     it); open with wal_recovery_mode SkipAnyCorruptedRecords to salvage",
+                ));
+            }
             stop_at = Some((n, outcome.last_valid_end));
         }
     }
     if !mem.is_empty() {
-        let number = versions.new_file_number();
-        if let Some((meta, _)) = write_level0_table(&flush_env, &mem, number)? {
-            edit.new_files.push((0, meta));
+        recovered.push((mem, mem_first_wal));
+    }
+    // Kept in memory, the replayed writes stay in their WALs until a background flush. A WAL
+    // that ended in damage cannot be kept (a later WAL holding records behind it would read
+    // as a hole at the next open), so then everything is written to tables as usual.
+    let keep_in_memory = opts.avoid_flush_during_recovery && !wal_damage_seen;
+    if !keep_in_memory {
+        for (m, _) in recovered.drain(..) {
+            let number = versions.new_file_number();
+            if let Some((meta, _)) = write_level0_table(&flush_env, &m, number)? {
+                edit.new_files.push((0, meta));
+            }
         }
     }
 
@@ -196,7 +259,9 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
     log_writer.flush()?;
     let log_number = new_log_number;
     fs.sync_dir(dir)?;
-    edit.log_number = Some(log_number);
+    // WALs older than this hold nothing that is not in a table.
+    let oldest_needed_wal = recovered.first().map_or(log_number, |(_, w)| *w);
+    edit.log_number = Some(oldest_needed_wal);
     edit.last_sequence = Some(last_seq);
     crate::kill_point!("open.install");
     let version = versions.log_and_apply(&mut edit)?;
@@ -205,7 +270,7 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
     let live: std::collections::HashSet<FileNumber> = version.file_numbers().collect();
     for k in &kinds {
         let path = match *k {
-            FileKind::Wal(n) if n < log_number => wal_path(dir, n),
+            FileKind::Wal(n) if n < oldest_needed_wal => wal_path(dir, n),
             FileKind::Manifest(n) if n != versions.manifest_number() => {
                 dir.join(super::filename::manifest_name(n))
             }
@@ -221,12 +286,11 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
     let state = DbState {
         mem: mem.clone(),
         mem_log: log_number,
-        imm: VecDeque::new(),
+        imm: recovered.iter().cloned().collect(),
         bg_error: None,
         shutting_down: false,
-        memtables_switched: 0,
+        memtables_switched: recovered.len() as u64,
         memtables_flushed: 0,
-        unpersisted_without_wal: false,
         compacting: std::collections::HashSet::new(),
         running_compactions: 0,
         manual_compactions: 0,
@@ -238,7 +302,7 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
     );
     let sv = SuperVersion {
         mem: mem.clone(),
-        imm: Vec::new(),
+        imm: recovered.iter().rev().map(|(m, _)| m.clone()).collect(),
         version,
         pending_compaction_bytes,
         version_range_dels: std::sync::OnceLock::new(),
@@ -265,6 +329,9 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
         super_version: RwLock::new(Arc::new(sv)),
         visible_sequence: AtomicU64::new(last_seq.0),
         has_bg_error: AtomicBool::new(false),
+        closing: AtomicBool::new(false),
+        write_stopped: AtomicBool::new(false),
+        write_delayed: AtomicBool::new(false),
         table_cache,
         snapshots: Arc::default(),
         stats: crate::stats::Stats::new(opts.num_levels),

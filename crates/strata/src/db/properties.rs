@@ -1,6 +1,7 @@
 //! `Db::property_value`: named, human- and script-readable views of the DB's state.
 
 use std::fmt::Write as _;
+use std::sync::atomic::Ordering::Relaxed;
 
 use super::DbInner;
 use crate::error::Result;
@@ -51,6 +52,61 @@ pub(crate) fn property_value(inner: &DbInner, name: &str) -> Result<Option<Strin
             );
             u8::from(pick.is_some()).to_string()
         }
+        "num-snapshots" => inner.snapshots.count().to_string(),
+        "oldest-snapshot-sequence" => {
+            inner.snapshots.sequences().first().map_or(0, |s| s.0).to_string()
+        }
+        "is-write-stopped" => u8::from(inner.write_stopped.load(Relaxed)).to_string(),
+        "actual-delayed-write-rate" => {
+            let delayed = inner.write_delayed.load(Relaxed);
+            if delayed { inner.opts.delayed_write_rate } else { 0 }.to_string()
+        }
+        "num-entries-active-mem-table" => sv.mem.num_entries().to_string(),
+        "num-entries-imm-mem-tables" => {
+            sv.imm.iter().map(|m| m.num_entries()).sum::<u64>().to_string()
+        }
+        "num-deletes-active-mem-table" => sv.mem.num_deletes().to_string(),
+        "num-deletes-imm-mem-tables" => {
+            sv.imm.iter().map(|m| m.num_deletes()).sum::<u64>().to_string()
+        }
+        "size-all-mem-tables" => {
+            mems().map(|m| m.approximate_memory_usage()).sum::<usize>().to_string()
+        }
+        "mem-table-flush-pending" => u8::from(!sv.imm.is_empty()).to_string(),
+        "num-running-flushes" => u8::from(!sv.imm.is_empty()).to_string(),
+        "live-sst-files-size" => {
+            let live = inner.versions.lock().live_files();
+            let sizes: std::collections::HashMap<_, _> =
+                v.files().map(|(_, f)| (f.number, f.file_size)).collect();
+            let current: u64 = sizes.values().sum();
+            // Tables only older versions still hold are counted with their on-disk size.
+            let older: u64 = live
+                .iter()
+                .filter(|n| !sizes.contains_key(n))
+                .filter_map(|n| {
+                    inner.fs.file_size(&super::filename::table_path(&inner.dir, *n)).ok()
+                })
+                .sum();
+            (current + older).to_string()
+        }
+        "estimate-live-data-size" => {
+            // The bottom-most populated level holds (about) one version of every key; each
+            // level above adds at most its own bytes (RocksDB's estimate).
+            v.levels
+                .iter()
+                .map(|files| files.iter().map(|f| f.file_size).sum::<u64>())
+                .fold(0u64, |acc, level| acc.max(level))
+                .to_string()
+        }
+        "base-level" => crate::compaction::picker::level_targets(v, &inner.opts.picker_options())
+            .base_level
+            .to_string(),
+        "num-live-versions" => {
+            let mut versions = inner.versions.lock();
+            (1 + versions.live_old_versions()).to_string()
+        }
+        "min-log-number-to-keep" => inner.versions.lock().log_number().0.to_string(),
+        "is-file-deletions-enabled" => "1".to_string(),
         "levelstats" => {
             let mut s = String::from("Level Files Size(MB)\n--------------------\n");
             for l in 0..v.levels.len() {

@@ -20,6 +20,11 @@ impl SnapshotList {
         self.live.lock().keys().map(|&s| SeqNo(s)).collect()
     }
 
+    /// Live snapshot handles (two taken at one sequence number count twice).
+    pub fn count(&self) -> usize {
+        self.live.lock().values().sum()
+    }
+
     #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.live.lock().is_empty()

@@ -24,6 +24,13 @@ pub(crate) fn write(inner: &DbInner, batch: WriteBatch, opts: WriteOptions) -> R
         return Err(Error::InvalidArgument("sync writes need the WAL (disable_wal is set)".into()));
     }
     batch.validate()?;
+    if batch.has_merge() && inner.opts.merge_operator.is_none() {
+        // Refused at the call (as RocksDB does): stored, the operand would leave the key
+        // unreadable until the DB is reopened with an operator.
+        return Err(Error::NotSupported(
+            "merge needs a merge operator: set Options::merge_operator".into(),
+        ));
+    }
     if let Some(e) = inner.bg_error() {
         return Err(e);
     }
@@ -102,7 +109,7 @@ fn commit_group(
     let first = wal.last_sequence.plus(1);
     batch.set_sequence(first);
     if disable_wal {
-        inner.state.lock().unpersisted_without_wal = true;
+        wal.mem.mark_unlogged();
     } else {
         crate::kill_point!("wal.append");
         let logged = wal
@@ -175,7 +182,7 @@ fn make_room_for_write(inner: &DbInner, wal: &mut WalState, batch_bytes: usize) 
         let l0 = sv.version.num_files(0);
         let stop = if auto && l0 >= o.level0_stop_writes_trigger {
             Some(Stall::Level0NumFiles)
-        } else if auto && sv.pending_compaction_bytes >= o.hard_pending_compaction_bytes_limit {
+        } else if auto && o.pending_bytes_stop(sv.pending_compaction_bytes) {
             Some(Stall::StopPendingCompactionBytes)
         } else {
             None
@@ -185,6 +192,7 @@ fn make_room_for_write(inner: &DbInner, wal: &mut WalState, batch_bytes: usize) 
             (mem_full && inner.state.lock().imm.len() + 1 >= o.max_write_buffer_number)
                 .then_some(Stall::MemtableStop)
         });
+        inner.write_stopped.store(stop.is_some(), Ordering::Relaxed);
         if let Some(kind) = stop {
             let started = Instant::now();
             {
@@ -212,10 +220,11 @@ fn make_room_for_write(inner: &DbInner, wal: &mut WalState, batch_bytes: usize) 
             switch_memtable(inner, wal)?;
             continue;
         }
-        let slow = auto
-            && !delayed
+        let slowed = auto
             && (l0 >= o.level0_slowdown_writes_trigger
-                || sv.pending_compaction_bytes >= o.soft_pending_compaction_bytes_limit);
+                || o.pending_bytes_slowdown(sv.pending_compaction_bytes));
+        inner.write_delayed.store(slowed, Ordering::Relaxed);
+        let slow = slowed && !delayed;
         if slow {
             delayed = true;
             wal.delay_debt_micros += batch_bytes as f64 * 1e6 / o.delayed_write_rate as f64;

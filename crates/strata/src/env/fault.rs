@@ -273,6 +273,10 @@ impl FileSystem for FaultFs {
         self.inner.exists(path)
     }
 
+    fn is_dir(&self, path: &Path) -> bool {
+        self.inner.is_dir(path)
+    }
+
     fn file_size(&self, path: &Path) -> Result<u64> {
         self.inner.file_size(path)
     }

@@ -94,6 +94,10 @@ pub trait FileSystem: Send + Sync + 'static {
     fn sync_dir(&self, dir: &Path) -> Result<()>;
     /// True when `path` exists.
     fn exists(&self, path: &Path) -> bool;
+    /// Whether `path` is a directory (the default: whether it can be listed).
+    fn is_dir(&self, path: &Path) -> bool {
+        self.list(path).is_ok()
+    }
     /// Size of the file at `path`.
     fn file_size(&self, path: &Path) -> Result<u64>;
     /// Takes an exclusive lock on `path` (creating it); fails with `Error::Locked` when held.

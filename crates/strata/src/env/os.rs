@@ -159,6 +159,10 @@ impl FileSystem for OsFs {
         path.exists()
     }
 
+    fn is_dir(&self, path: &Path) -> bool {
+        path.is_dir()
+    }
+
     fn file_size(&self, path: &Path) -> Result<u64> {
         Ok(fs::metadata(path).map_err(|e| Error::io("stat", path, e))?.len())
     }

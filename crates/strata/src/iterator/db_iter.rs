@@ -202,17 +202,36 @@ impl DbIter {
     }
 
     fn past_upper(&self, ukey: &[u8]) -> bool {
-        self.upper_bound.as_deref().is_some_and(|u| ukey >= u)
-            || self.prefix.as_deref().is_some_and(|p| !ukey.starts_with(p))
+        self.upper_bound.as_deref().is_some_and(|u| ukey >= u) || self.outside_prefix(ukey)
     }
 
     fn before_lower(&self, ukey: &[u8]) -> bool {
-        self.lower_bound.as_deref().is_some_and(|l| ukey < l)
-            || self.prefix.as_deref().is_some_and(|p| !ukey.starts_with(p))
+        self.lower_bound.as_deref().is_some_and(|l| ukey < l) || self.outside_prefix(ukey)
+    }
+
+    /// With `prefix_same_as_start`: whether `ukey`'s prefix differs from the start's. Prefixes
+    /// are compared as the extractor takes them (RocksDB's rule), so a key that merely starts
+    /// with a short seek target, but whose own prefix is longer, is outside.
+    fn outside_prefix(&self, ukey: &[u8]) -> bool {
+        match (&self.prefix, self.prefix_extractor) {
+            (Some(p), Some(x)) => x.prefix(ukey) != p.as_slice(),
+            _ => false,
+        }
     }
 
     fn set_prefix(&mut self, target: &[u8]) {
         self.prefix = self.prefix_extractor.map(|p| p.prefix(target).to_vec());
+    }
+
+    /// After `seek_to_first`/`seek_to_last` with `prefix_same_as_start`: the iteration stays
+    /// within the prefix of the key it landed on (RocksDB's rule).
+    fn take_prefix_of_current(&mut self) {
+        self.prefix = None;
+        if self.valid {
+            if let Some(x) = self.prefix_extractor {
+                self.prefix = Some(x.prefix(&self.saved_key).to_vec());
+            }
+        }
     }
 
     fn check_inner_error(&mut self) {
@@ -234,6 +253,7 @@ impl DbIter {
                 self.find_next_user_entry(false);
             }
         }
+        self.take_prefix_of_current();
     }
 
     /// Positions at the first key >= `target` (and >= the lower bound).
@@ -277,6 +297,7 @@ impl DbIter {
             None => self.inner.seek_to_last(),
         }
         self.find_prev_user_entry();
+        self.take_prefix_of_current();
     }
 
     /// Positions at the last key <= `target` (and < the upper bound).

@@ -45,6 +45,9 @@ pub struct MemTable {
     range_dels: RwLock<MemRangeDels>,
     /// Bytes held by the tombstones (written under the `range_dels` lock).
     range_del_bytes: AtomicUsize,
+    /// Some entry was written with the WAL disabled: this memtable is the only copy of it, so
+    /// a clean close must flush it.
+    unlogged: AtomicBool,
 }
 
 #[derive(Default)]
@@ -71,7 +74,19 @@ impl MemTable {
             has_range_dels: AtomicBool::new(false),
             range_dels: RwLock::new(MemRangeDels::default()),
             range_del_bytes: AtomicUsize::new(0),
+            unlogged: AtomicBool::new(false),
         }
+    }
+
+    /// Records that an entry of this memtable skipped the WAL.
+    pub fn mark_unlogged(&self) {
+        self.unlogged.store(true, Ordering::Release);
+    }
+
+    /// Whether an entry of this memtable skipped the WAL (it then exists nowhere else until
+    /// the memtable is flushed).
+    pub fn has_unlogged(&self) -> bool {
+        self.unlogged.load(Ordering::Acquire)
     }
 
     /// Inserts one entry. Safe to call from several threads: writers serialise on an internal

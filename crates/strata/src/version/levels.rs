@@ -41,7 +41,7 @@ impl Version {
         let bad = |reason: String| Err(Error::corruption("", 0, reason));
         for &(level, number) in &edit.deleted_files {
             if level >= n {
-                return bad(format!("edit deletes file {number} at level {level} >= {n}"));
+                return Err(level_out_of_range(level, n, number));
             }
             let before = levels[level].len();
             levels[level].retain(|f| f.number != number);
@@ -53,7 +53,7 @@ impl Version {
         for (level, meta) in &edit.new_files {
             let level = *level;
             if level >= n {
-                return bad(format!("edit adds file {} at level {level} >= {n}", meta.number));
+                return Err(level_out_of_range(level, n, meta.number));
             }
             if compare_internal(&meta.smallest, &meta.largest) == Ordering::Greater {
                 return bad(format!("file {} has smallest key > largest key", meta.number));
@@ -123,6 +123,21 @@ impl Version {
             e.new_files.push((level, (**f).clone()));
         }
         e
+    }
+}
+
+/// An edit names `level` but the version has `n` levels. Below the largest level count the
+/// engine supports, the files are fine and the `num_levels` option is too small (an invalid
+/// argument naming the option); beyond it, the record is damaged.
+fn level_out_of_range(level: usize, n: usize, number: crate::types::FileNumber) -> Error {
+    if level < crate::options::MAX_NUM_LEVELS {
+        Error::InvalidArgument(format!(
+            "the DB has table {number} at level {level} but num_levels is {n}: open it with \
+             num_levels of at least {}",
+            level + 1
+        ))
+    } else {
+        Error::corruption("", 0, format!("edit names table {number} at level {level}"))
     }
 }
 

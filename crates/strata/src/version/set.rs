@@ -16,7 +16,7 @@ use crate::db::filename::{current_path, manifest_name, manifest_path, temp_path}
 use crate::env::FileSystem;
 use crate::error::{Error, Result};
 use crate::types::{FileNumber, SeqNo};
-use crate::wal::{replay_log, tail_is_interrupted_append, LogWriter, WalRecoveryMode};
+use crate::wal::{replay_log, tail_is_interrupted_append, LogWriter, TailRule, WalRecoveryMode};
 
 /// The comparator name recorded in the MANIFEST; a DB written with another order is refused.
 use super::edit::BYTEWISE_COMPARATOR as COMPARATOR_NAME;
@@ -114,7 +114,13 @@ impl VersionSet {
             }
             Ok(())
         })?;
-        if outcome.torn_tail && !tail_is_interrupted_append(&file, outcome.last_valid_end)? {
+        if outcome.torn_tail
+            && !tail_is_interrupted_append(
+                &file,
+                outcome.last_valid_end,
+                TailRule::EveryRecordSynced,
+            )?
+        {
             return Err(Error::corruption(
                 &mpath,
                 outcome.last_valid_end,
@@ -174,6 +180,16 @@ impl VersionSet {
         let number = self.new_file_number();
         let path = manifest_path(&self.dir, number);
         let mut writer = LogWriter::new(self.fs.create(&path)?);
+        writer.add_record(&self.snapshot_record())?;
+        writer.sync()?;
+        set_current(self.fs.as_ref(), &self.dir, number)?;
+        self.manifest = Some(writer);
+        self.manifest_number = number;
+        Ok(())
+    }
+
+    /// The first record of a new MANIFEST: the whole state as one edit.
+    fn snapshot_record(&self) -> Vec<u8> {
         let mut snap = self.current.snapshot_edit();
         snap.comparator = Some(COMPARATOR_NAME.to_string());
         snap.log_number = Some(self.log_number);
@@ -181,12 +197,33 @@ impl VersionSet {
         snap.last_sequence = Some(self.last_sequence);
         let mut buf = Vec::new();
         snap.encode(&mut buf);
-        writer.add_record(&buf)?;
-        writer.sync()?;
-        set_current(self.fs.as_ref(), &self.dir, number)?;
-        self.manifest = Some(writer);
-        self.manifest_number = number;
-        Ok(())
+        buf
+    }
+
+    /// Whether `name`, a MANIFEST found in `dir` while CURRENT is missing, is provably what an
+    /// interrupted creation of a new DB left: its bytes (less trailing zeros) are a prefix of
+    /// exactly what creation writes to that file. Only such a file may be deleted; anything
+    /// else was not proven to be the engine's and the open must refuse.
+    pub fn is_interrupted_creation(
+        fs: &Arc<dyn FileSystem>,
+        dir: &Path,
+        number: FileNumber,
+    ) -> Result<bool> {
+        let data = fs.open(&manifest_path(dir, number))?.read_all()?;
+        let end = data.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
+        let fresh = VersionSet::new(fs.clone(), dir, 1);
+        fresh.next_file.store(number.0 + 1, Ordering::SeqCst);
+        // The same record framed as the log writer frames it, built in memory.
+        let mem = crate::env::MemFs::new();
+        let scratch = Path::new("/creation");
+        mem.create_dir_all(scratch)?;
+        let record_path = scratch.join("MANIFEST");
+        let mut w = LogWriter::new(mem.create(&record_path)?);
+        w.add_record(&fresh.snapshot_record())?;
+        w.flush()?;
+        drop(w);
+        let expected = mem.open(&record_path)?.read_all()?;
+        Ok(expected.starts_with(&data[..end]))
     }
 
     /// Table files referenced by the current version or by any replaced version still alive.
@@ -197,6 +234,12 @@ impl VersionSet {
             live.extend(v.file_numbers());
         }
         live
+    }
+
+    /// Replaced versions still held by readers.
+    pub fn live_old_versions(&mut self) -> usize {
+        self.old_versions.retain(|w| w.strong_count() > 0);
+        self.old_versions.len()
     }
 
     fn replace_current(&mut self, v: Arc<Version>) {

@@ -50,7 +50,7 @@ pub(crate) mod writer;
 pub(crate) use header::{decode_wal_header, encode_wal_header};
 pub(crate) use reader::replay_log;
 pub use reader::WalRecoveryMode;
-pub(crate) use tail::tail_is_interrupted_append;
+pub(crate) use tail::{tail_is_interrupted_append, TailRule};
 pub(crate) use writer::LogWriter;
 
 #[cfg(test)]
