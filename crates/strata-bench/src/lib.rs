@@ -5,6 +5,7 @@
 //! benchmarks against an [`engine::Engine`], [`stats`]/[`histogram`] measure and print, and
 //! [`report`] turns the logs of the seeds' suite (`bench/run.sh`) into tables and a chart.
 
+pub mod catalog;
 pub mod config;
 pub mod engine;
 pub mod flags;
