@@ -427,9 +427,14 @@ impl CombinedStats {
         if self.ops.len() < 2 {
             return String::new();
         }
+        self.avg_line(name, "AVG")
+    }
+
+    /// `<name> [<label> <n> runs] : <ops> (± <ci>) ops/sec[; <mb> (± <ci>) MB/sec]` and a newline.
+    fn avg_line(&self, name: &str, label: &str) -> String {
         let n = self.ops.len();
         let mut s = format!(
-            "{name} [AVG {n} runs] : {} (\u{b1} {}) ops/sec",
+            "{name} [{label} {n} runs] : {} (\u{b1} {}) ops/sec",
             mean(&self.ops) as i64,
             confidence95(&self.ops) as i64
         );
@@ -463,20 +468,7 @@ impl CombinedStats {
     /// The final AVG and MEDIAN lines (db_bench 7.x layout).
     pub fn report_final(&self, name: &str) -> String {
         let n = self.ops.len();
-        let mut s = format!(
-            "{name} [AVG    {n} runs] : {} (\u{b1} {}) ops/sec",
-            mean(&self.ops) as i64,
-            confidence95(&self.ops) as i64
-        );
-        if self.with_mb() {
-            let _ = write!(
-                s,
-                "; {:6.1} (\u{b1} {:.1}) MB/sec",
-                mean(&self.mbs),
-                confidence95(&self.mbs)
-            );
-        }
-        s.push('\n');
+        let mut s = self.avg_line(name, "AVG   ");
         let _ = write!(s, "{name} [MEDIAN {n} runs] : {} ops/sec", median(&self.ops) as i64);
         if self.with_mb() {
             let _ = write!(s, "; {:6.1} MB/sec", median(&self.mbs));
