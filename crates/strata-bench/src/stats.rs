@@ -1,4 +1,4 @@
-//! Per-thread statistics, their merge, and the result line (spec §7.3-§7.4).
+//! Per-thread statistics, their merge, and the result line (`docs/db_bench.md` §8.3-§8.5).
 //!
 //! Each worker owns its [`Stats`]; nothing is shared per operation except, when enabled, the
 //! report-file counter (one relaxed atomic add) and the progress bar (at growing intervals).
@@ -430,7 +430,8 @@ impl CombinedStats {
         self.avg_line(name, "AVG")
     }
 
-    /// `<name> [<label> <n> runs] : <ops> (± <ci>) ops/sec[; <mb> (± <ci>) MB/sec]` and a newline.
+    /// `<name> [<label> <n> runs] : <ops> (± <ci>) ops/sec[; <mb> (± <ci>) MB/sec]`, then a
+    /// newline.
     fn avg_line(&self, name: &str, label: &str) -> String {
         let n = self.ops.len();
         let mut s = format!(

@@ -1,5 +1,5 @@
 //! Runs every benchmark against the Strata engine on a small DB and checks the output parses
-//! the way RocksDB's tools/benchmark.sh parses db_bench's (spec §8.5).
+//! the way RocksDB's tools/benchmark.sh parses db_bench's (`docs/db_bench.md` §8.8).
 
 use std::process::{Command, Output};
 
@@ -132,7 +132,7 @@ fn every_benchmark_runs_and_parses() {
         check_result_line(&out, name);
     }
     check_histograms(&out);
-    // Spec §7.3 details.
+    // `docs/db_bench.md` §5 and §8.3 details.
     assert!(out.contains("(3 ops)"), "fillsync's key range message:\n{out}");
     assert!(out.contains("(0 of 300 found)\n\n") || out.contains("(0 of 3000 found)\n\n"));
     assert!(out.contains("( updates:300 found:"), "{out}");

@@ -1,10 +1,10 @@
 //! Runs the configured benchmarks (`docs/db_bench.md` §2): per benchmark, plan it from the
-//! catalog ([`plan`]), start from an empty DB if it asks for one, then either run it inline
-//! ([`admin`]) or run its workload on N threads over the shared loop ([`op_loop`]) and print
+//! catalog (`plan.rs`), start from an empty DB if it asks for one, then either run it inline
+//! (`admin.rs`) or run its workload on N threads over the shared loop (`op_loop.rs`) and print
 //! the result line, repeated as `name[X<n>-W<m>]` asks.
 //!
-//! One file per workload family: [`fill`], [`read`], [`seek`], [`mixed`], [`merge`],
-//! [`micro`], [`admin`]; each workload is a step function over [`op_loop::OpLoop`].
+//! One file per workload family: `fill.rs`, `read.rs`, `seek.rs`, `mixed.rs`, `merge.rs`,
+//! `micro.rs`, `admin.rs`; each workload is a step function over the shared loop.
 
 use std::time::Instant;
 

@@ -1,5 +1,5 @@
 //! The one operation loop every workload runs on, and the threads that run it
-//! (`docs/db_bench.md` §2.3-§2.4, §5).
+//! (`docs/db_bench.md` §2.3, §5.1).
 //!
 //! A workload is a *step* (one operation, or one batch of `per_step` operations) handed to
 //! [`OpLoop::run`], which owns what every benchmark shares: the stop condition (an op count,
