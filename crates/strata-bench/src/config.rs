@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 
+use crate::catalog;
 use crate::engine::EngineKind;
 use crate::flags::{self, Class, Flags, ParsedFlags};
 use crate::keys::KeyFormat;
@@ -89,88 +90,6 @@ pub fn parse_bench_spec(s: &str) -> Result<BenchSpec> {
     }
     Ok(spec)
 }
-
-/// Every benchmark name the tool implements.
-pub const BENCHMARK_NAMES: &[&str] = &[
-    "fillseq",
-    "fillrandom",
-    "filluniquerandom",
-    "overwrite",
-    "fillsync",
-    "fill100K",
-    "fillbatch",
-    "deleteseq",
-    "deleterandom",
-    "readseq",
-    "readreverse",
-    "readtocache",
-    "readrandom",
-    "readrandomsmall",
-    "readmissing",
-    "readhot",
-    "multireadrandom",
-    "seekrandom",
-    "readwhilewriting",
-    "readwhilemerging",
-    "seekrandomwhilewriting",
-    "seekrandomwhilemerging",
-    "readrandomwriterandom",
-    "updaterandom",
-    "mergerandom",
-    "readrandommergerandom",
-    "crc32c",
-    "xxhash",
-    "xxhash64",
-    "xxh3",
-    "compress",
-    "uncompress",
-    "acquireload",
-    "compact",
-    "compactall",
-    "flush",
-    "waitforcompaction",
-    "stats",
-    "levelstats",
-    "sstables",
-    "memstats",
-    "resetstats",
-    "open",
-];
-
-/// db_bench benchmarks this tool knows but does not implement (a clear error instead of
-/// "unknown benchmark").
-const NOT_IMPLEMENTED: &[&str] = &[
-    "fillseqdeterministic",
-    "filluniquerandomdeterministic",
-    "readwhilescanning",
-    "multireadwhilewriting",
-    "newiteratorwhilewriting",
-    "newiterator",
-    "fillseekseq",
-    "randomwithverify",
-    "xorupdaterandom",
-    "appendrandom",
-    "compact0",
-    "compact1",
-    "block_cache_entry_stats",
-    "cache_report_problems",
-    "stats_history",
-    "heapprofile",
-    "verify",
-    "replay",
-    "backup",
-    "restore",
-    "getmergeoperands",
-    "readrandomoperands",
-    "timeseries",
-    "randomtransaction",
-    "randomreplacekeys",
-    "mixgraph",
-    "approximatesizerandom",
-    "approximatememtablestats",
-    "ingestexternalfile",
-    "openandcompact",
-];
 
 /// Merge operator names db_bench accepts.
 const MERGE_OPERATORS: &[&str] = &[
@@ -357,8 +276,8 @@ impl Config {
         let mut benchmarks = Vec::new();
         for b in f.benchmarks.split(',').map(str::trim).filter(|b| !b.is_empty()) {
             let spec = parse_bench_spec(b)?;
-            if !BENCHMARK_NAMES.contains(&spec.name.as_str()) {
-                if NOT_IMPLEMENTED.contains(&spec.name.as_str()) {
+            if catalog::find(&spec.name).is_none() {
+                if catalog::NOT_IMPLEMENTED.contains(&spec.name.as_str()) {
                     bail!("benchmark '{}' is not implemented by strata-bench", spec.name);
                 }
                 // db_bench's exact message for names it does not know.

@@ -1,4 +1,5 @@
-//! The environment block (stderr) and the header (stdout), spec §7.2, and time formatting.
+//! The environment block (stderr) and the header (stdout), `docs/db_bench.md` §8.2, and time
+//! formatting.
 
 use std::fmt::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};

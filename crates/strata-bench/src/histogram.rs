@@ -1,5 +1,5 @@
-//! Latency histogram with RocksDB's bucket layout and text format (spec §7.5), so that
-//! `Percentiles:` / `Min:` lines parse exactly like db_bench's.
+//! Latency histogram with RocksDB's bucket layout and text format (`docs/db_bench.md` §8.4),
+//! so that `Percentiles:` / `Min:` lines parse exactly like db_bench's.
 
 use std::fmt::Write as _;
 use std::sync::OnceLock;

@@ -1,5 +1,6 @@
-//! Keys (spec §2): an integer written big-endian in at most 8 bytes, padded with ASCII '0'
-//! up to the key size; optionally preceded by a prefix derived from the integer.
+//! Keys (`docs/db_bench.md` §3): an integer written big-endian in at most 8 bytes, padded
+//! with ASCII '0' up to the key size; optionally preceded by a prefix derived from the
+//! integer.
 
 use crate::random::{shuffle, Mt64};
 
@@ -100,7 +101,8 @@ impl KeyGenerator {
     }
 }
 
-/// Exponentially skewed random read key (`--read_random_exp_range`, spec §4.6).
+/// Exponentially skewed random read key (`--read_random_exp_range`, `docs/db_bench.md`
+/// §3.3).
 #[inline]
 pub fn random_read_key(rand: &mut Mt64, num: u64, exp_range: f64) -> u64 {
     let r = rand.next_u64();

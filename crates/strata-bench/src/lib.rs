@@ -1,10 +1,13 @@
 //! strata-bench: a db_bench-compatible benchmark tool (flags, workloads and output of RocksDB's
-//! `db_bench`, spec: `shared/docs/db_bench_compat.md`) for Strata, RocksDB and SQLite.
+//! `db_bench`) for Strata, RocksDB and SQLite. What it implements of db_bench, and where it
+//! differs: `docs/db_bench.md`.
 //!
-//! Layout: [`flags`] parses the command line, [`config`] validates it, [`runner`] runs the
-//! benchmarks against an [`engine::Engine`], [`stats`]/[`histogram`] measure and print, and
-//! [`report`] turns the logs of the seeds' suite (`bench/run.sh`) into tables and a chart.
+//! Layout: [`flags`] parses the command line, [`config`] validates it, [`catalog`] lists the
+//! benchmarks, [`runner`] runs them against an [`engine::Engine`], [`stats`]/[`histogram`]
+//! measure and print, and [`report`] turns the logs of the seeds' suite (`bench/run.sh`) into
+//! tables and a chart.
 
+pub mod catalog;
 pub mod config;
 pub mod engine;
 pub mod flags;

@@ -80,18 +80,13 @@ impl Mt64 {
     }
 
     fn refill(&mut self) {
-        const UPPER: u64 = 0xFFFF_FFFF_8000_0000;
-        const LOWER: u64 = 0x7FFF_FFFF;
-        const MATRIX: u64 = 0xB502_6F5A_A966_19E9;
-        let s = &mut self.state;
-        for i in 0..MT64_N {
-            let x = (s[i] & UPPER) | (s[(i + 1) % MT64_N] & LOWER);
-            let mut y = x >> 1;
-            if x & 1 != 0 {
-                y ^= MATRIX;
-            }
-            s[i] = s[(i + MT64_M) % MT64_N] ^ y;
-        }
+        twist(
+            &mut self.state[..],
+            MT64_M,
+            0xFFFF_FFFF_8000_0000,
+            0x7FFF_FFFF,
+            0xB502_6F5A_A966_19E9,
+        );
         self.index = 0;
     }
 
@@ -107,6 +102,29 @@ impl Mt64 {
         x ^= (x << 37) & 0xFFF7_EEE0_0000_0000;
         x ^= x >> 43;
         x
+    }
+}
+
+/// The Mersenne Twister's state transition (the same for the 32- and 64-bit generators but for
+/// the word type, the middle offset `m` and the masks).
+fn twist<T>(s: &mut [T], m: usize, upper: T, lower: T, matrix: T)
+where
+    T: Copy
+        + PartialEq
+        + From<u8>
+        + std::ops::BitAnd<Output = T>
+        + std::ops::BitOr<Output = T>
+        + std::ops::BitXor<Output = T>
+        + std::ops::Shr<u32, Output = T>,
+{
+    let n = s.len();
+    for i in 0..n {
+        let x = (s[i] & upper) | (s[(i + 1) % n] & lower);
+        let mut y = x >> 1;
+        if x & T::from(1) != T::from(0) {
+            y = y ^ matrix;
+        }
+        s[i] = s[(i + m) % n] ^ y;
     }
 }
 
@@ -132,18 +150,7 @@ impl Mt32 {
     }
 
     fn refill(&mut self) {
-        const UPPER: u32 = 0x8000_0000;
-        const LOWER: u32 = 0x7FFF_FFFF;
-        const MATRIX: u32 = 0x9908_B0DF;
-        let s = &mut self.state;
-        for i in 0..MT32_N {
-            let x = (s[i] & UPPER) | (s[(i + 1) % MT32_N] & LOWER);
-            let mut y = x >> 1;
-            if x & 1 != 0 {
-                y ^= MATRIX;
-            }
-            s[i] = s[(i + MT32_M) % MT32_N] ^ y;
-        }
+        twist(&mut self.state[..], MT32_M, 0x8000_0000, 0x7FFF_FFFF, 0x9908_B0DF);
         self.index = 0;
     }
 
@@ -190,37 +197,34 @@ pub fn shuffle<T>(v: &mut [T], seed: u32) {
 mod tests {
     use super::*;
 
+    /// The 10000th value of `next`.
+    fn ten_thousandth<T: Default>(mut next: impl FnMut() -> T) -> T {
+        let mut v = T::default();
+        for _ in 0..10000 {
+            v = next();
+        }
+        v
+    }
+
     #[test]
     fn mt64_matches_the_cpp_standard() {
         // [rand.predef]: the 10000th output of a default-constructed mt19937_64 (seed 5489).
         let mut r = Mt64::new(5489);
-        let mut v = 0;
-        for _ in 0..10000 {
-            v = r.next_u64();
-        }
-        assert_eq!(v, 9981545732273789042);
+        assert_eq!(ten_thousandth(|| r.next_u64()), 9981545732273789042);
     }
 
     #[test]
     fn mt32_matches_the_cpp_standard() {
         // [rand.predef]: the 10000th output of a default-constructed mt19937 (seed 5489).
         let mut r = Mt32::new(5489);
-        let mut v = 0;
-        for _ in 0..10000 {
-            v = r.next_u32();
-        }
-        assert_eq!(v, 4123659995);
+        assert_eq!(ten_thousandth(|| r.next_u32()), 4123659995);
     }
 
     #[test]
     fn lehmer_minimal_standard() {
         // Park & Miller's check: from seed 1, the 10000th value is 1043618065.
         let mut r = Lehmer::new(1);
-        let mut v = 0;
-        for _ in 0..10000 {
-            v = r.next_u32();
-        }
-        assert_eq!(v, 1043618065);
+        assert_eq!(ten_thousandth(|| r.next_u32()), 1043618065);
         assert_eq!(Lehmer::new(301).next_u32(), 301 * 16807);
     }
 

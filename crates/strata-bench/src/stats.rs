@@ -1,4 +1,4 @@
-//! Per-thread statistics, their merge, and the result line (spec §7.3-§7.4).
+//! Per-thread statistics, their merge, and the result line (`docs/db_bench.md` §8.3-§8.5).
 //!
 //! Each worker owns its [`Stats`]; nothing is shared per operation except, when enabled, the
 //! report-file counter (one relaxed atomic add) and the progress bar (at growing intervals).
@@ -427,9 +427,15 @@ impl CombinedStats {
         if self.ops.len() < 2 {
             return String::new();
         }
+        self.avg_line(name, "AVG")
+    }
+
+    /// `<name> [<label> <n> runs] : <ops> (± <ci>) ops/sec[; <mb> (± <ci>) MB/sec]`, then a
+    /// newline.
+    fn avg_line(&self, name: &str, label: &str) -> String {
         let n = self.ops.len();
         let mut s = format!(
-            "{name} [AVG {n} runs] : {} (\u{b1} {}) ops/sec",
+            "{name} [{label} {n} runs] : {} (\u{b1} {}) ops/sec",
             mean(&self.ops) as i64,
             confidence95(&self.ops) as i64
         );
@@ -463,20 +469,7 @@ impl CombinedStats {
     /// The final AVG and MEDIAN lines (db_bench 7.x layout).
     pub fn report_final(&self, name: &str) -> String {
         let n = self.ops.len();
-        let mut s = format!(
-            "{name} [AVG    {n} runs] : {} (\u{b1} {}) ops/sec",
-            mean(&self.ops) as i64,
-            confidence95(&self.ops) as i64
-        );
-        if self.with_mb() {
-            let _ = write!(
-                s,
-                "; {:6.1} (\u{b1} {:.1}) MB/sec",
-                mean(&self.mbs),
-                confidence95(&self.mbs)
-            );
-        }
-        s.push('\n');
+        let mut s = self.avg_line(name, "AVG   ");
         let _ = write!(s, "{name} [MEDIAN {n} runs] : {} ops/sec", median(&self.ops) as i64);
         if self.with_mb() {
             let _ = write!(s, "; {:6.1} MB/sec", median(&self.mbs));

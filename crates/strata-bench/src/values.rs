@@ -1,6 +1,6 @@
-//! Values (spec §3): slices of a pre-generated buffer of 100-byte pieces, each piece a run of
-//! `int(100 * compression_ratio)` random bytes repeated, from a Park–Miller generator seeded
-//! with 301 — the same bytes in every thread and every run.
+//! Values (`docs/db_bench.md` §4): slices of a pre-generated buffer of 100-byte pieces, each
+//! piece a run of `int(100 * compression_ratio)` random bytes repeated, from a Park–Miller
+//! generator seeded with 301 — the same bytes in every thread and every run.
 
 use crate::random::{Lehmer, Mt64};
 

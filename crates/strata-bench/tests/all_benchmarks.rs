@@ -1,7 +1,9 @@
 //! Runs every benchmark against the Strata engine on a small DB and checks the output parses
-//! the way RocksDB's tools/benchmark.sh parses db_bench's (spec §8.5).
+//! the way RocksDB's tools/benchmark.sh parses db_bench's (`docs/db_bench.md` §8.8).
 
 use std::process::{Command, Output};
+
+use strata_bench::catalog::{find, Admin, Benchmark, Family, Fill, Workload, BENCHMARKS};
 
 fn run(dir: &std::path::Path, args: &[&str]) -> Output {
     let db = dir.join("db");
@@ -67,52 +69,48 @@ fn check_histograms(out: &str) {
     assert!(percentiles > 0, "no histogram in:\n{out}");
 }
 
-const DB_BENCHMARKS: &[&str] = &[
-    "fillseq",
-    "fillrandom",
-    "filluniquerandom",
-    "fillbatch",
-    "fill100K",
-    "fillsync",
-    "fillrandom",
-    "overwrite",
-    "readseq",
-    "readreverse",
-    "readtocache",
-    "readrandom",
-    "readrandomsmall",
-    "readmissing",
-    "readhot",
-    "multireadrandom",
-    "seekrandom",
-    "readwhilewriting",
-    "readwhilemerging",
-    "seekrandomwhilewriting",
-    "seekrandomwhilemerging",
-    "readrandomwriterandom",
-    "updaterandom",
-    "mergerandom",
-    "readrandommergerandom",
-    "open",
-    "deleteseq",
-    "deleterandom",
-    "compact",
-];
+/// The benchmarks with a result line that use the DB, from the catalog, in an order that keeps
+/// data in the DB for the readers: the fresh-DB fills, a `fillrandom` that refills after the
+/// small fillsync/fill100K ranges, then every other one, with deletes and `compact` last.
+fn db_benchmarks() -> Vec<&'static str> {
+    let rank = |b: &Benchmark| match b.workload {
+        _ if b.fresh_db => 0,
+        Workload::Fill(Fill::Delete { .. }) => 3,
+        Workload::Admin(Admin::Compact) => 4,
+        Workload::Admin(Admin::Open) => 2,
+        _ => 1,
+    };
+    let mut rows: Vec<&Benchmark> = BENCHMARKS
+        .iter()
+        .filter(|b| b.family() != Family::Micro && !b.workload.is_inline())
+        .collect();
+    rows.sort_by_key(|b| rank(b));
+    let mut names: Vec<&str> = rows.iter().map(|b| b.name).collect();
+    let refill = names.iter().position(|n| !find(n).is_some_and(|b| b.fresh_db));
+    names.insert(refill.unwrap_or(names.len()), "fillrandom");
+    names
+}
+
+/// The inline benchmarks, but `resetstats` (see `meta_benchmarks_succeed_or_say_why`).
+fn inline_benchmarks() -> Vec<&'static str> {
+    BENCHMARKS
+        .iter()
+        .filter(|b| b.workload.is_inline() && b.workload != Workload::Admin(Admin::ResetStats))
+        .map(|b| b.name)
+        .collect()
+}
+
+fn micro_benchmarks() -> Vec<&'static str> {
+    BENCHMARKS.iter().filter(|b| b.family() == Family::Micro).map(|b| b.name).collect()
+}
 
 #[test]
 fn every_benchmark_runs_and_parses() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut list: Vec<&str> = DB_BENCHMARKS.to_vec();
-    list.extend([
-        "flush",
-        "compactall",
-        "waitforcompaction",
-        "levelstats",
-        "sstables",
-        "memstats",
-        "stats",
-        "readrandom[X2-W1]",
-    ]);
+    let db_benchmarks = db_benchmarks();
+    let mut list = db_benchmarks.clone();
+    list.extend(inline_benchmarks());
+    list.push("readrandom[X2-W1]");
     let benchmarks = format!("--benchmarks={}", list.join(","));
     let o = run(
         dir.path(),
@@ -130,11 +128,11 @@ fn every_benchmark_runs_and_parses() {
     );
     let (out, errs) = text(&o);
     assert!(o.status.success(), "stderr:\n{errs}\nstdout:\n{out}");
-    for name in DB_BENCHMARKS {
+    for name in &db_benchmarks {
         check_result_line(&out, name);
     }
     check_histograms(&out);
-    // Spec §7.3 details.
+    // `docs/db_bench.md` §5 and §8.3 details.
     assert!(out.contains("(3 ops)"), "fillsync's key range message:\n{out}");
     assert!(out.contains("(0 of 300 found)\n\n") || out.contains("(0 of 3000 found)\n\n"));
     assert!(out.contains("( updates:300 found:"), "{out}");
@@ -162,18 +160,12 @@ fn every_benchmark_runs_and_parses() {
 #[test]
 fn cpu_benchmarks_run_and_parse() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let o = run(
-        dir.path(),
-        &[
-            "--benchmarks=crc32c,xxhash,xxhash64,xxh3,compress,uncompress,acquireload",
-            "--duration=1",
-            "--histogram=1",
-            "--seed=1",
-        ],
-    );
+    let micro = micro_benchmarks();
+    let benchmarks = format!("--benchmarks={}", micro.join(","));
+    let o = run(dir.path(), &[&benchmarks, "--duration=1", "--histogram=1", "--seed=1"]);
     let (out, errs) = text(&o);
     assert!(o.status.success(), "stderr:\n{errs}\nstdout:\n{out}");
-    for name in ["crc32c", "xxhash", "xxhash64", "xxh3", "compress", "uncompress", "acquireload"] {
+    for name in &micro {
         check_result_line(&out, name);
     }
     assert!(out.contains("(4096 per op)"), "{out}");

@@ -3,10 +3,10 @@
 //! the operation completes without reaching the fault. After each attempt:
 //!
 //! - a failed write or flush must leave the DB refusing writes: a synced probe write must fail
-//!   (no write is acknowledged after a failed WAL write or sync; contract rule 6);
+//!   (no write is acknowledged after a failed WAL write or sync; `docs/contract.md` rule 6);
 //! - the faults are cleared, the machine loses power (`MemFs::crash(PowerLoss)`), and the DB
 //!   must reopen (twice) with every acknowledged write, without the probe, and take writes
-//!   again (a full disk loses nothing acknowledged; contract rule 5).
+//!   again (a full disk loses nothing acknowledged; `docs/contract.md` rule 5).
 //!
 //! Adding an operation is one entry in [`OPS`].
 

@@ -1,5 +1,5 @@
 //! Strata's reliability harness (issue #6): the tools that check the reliability contract of
-//! `docs/engineering.md` §4 and report figures. See `docs/reliability.md` for how to run them.
+//! `docs/contract.md` and report figures. See `docs/reliability.md` for how to run them.
 //!
 //! - [`crash`]: the kill -9 crash loop (parent process + `--child` writer, expected-state file).
 //! - [`power`]: the in-process power-loss loop on `MemFs` + `FaultFs` (exact-prefix check).

@@ -1,4 +1,4 @@
-//! The corruption matrix on a tiny DB: every offset of every file (contract rule 4).
+//! The corruption matrix on a tiny DB: every offset of every file (`docs/contract.md` rule 4).
 
 #[test]
 fn tiny_db_corruption_matrix() {

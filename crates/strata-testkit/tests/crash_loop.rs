@@ -1,5 +1,5 @@
-//! A short kill -9 crash loop (contract rule 2: acknowledged writes survive a killed process),
-//! running the real `strata-stress` binary. `STRATA_STRESS_SECS` (default 25) and
+//! A short kill -9 crash loop (`docs/contract.md` rule 2: acknowledged writes survive a killed
+//! process), running the real `strata-stress` binary. `STRATA_STRESS_SECS` (default 25) and
 //! `STRATA_STRESS_SEED` (default 1) change the run.
 
 use std::process::Command;

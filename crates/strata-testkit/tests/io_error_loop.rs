@@ -1,4 +1,4 @@
-//! The I/O error loop (contract rules 5 and 6); see `strata_testkit::iofault`.
+//! The I/O error loop (`docs/contract.md` rules 5 and 6); see `strata_testkit::iofault`.
 
 #[test]
 fn io_errors_at_every_io_lose_nothing_acknowledged() {

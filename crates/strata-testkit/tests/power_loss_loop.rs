@@ -1,6 +1,6 @@
-//! A short in-process power-loss loop (contract rules 1 and 2: after power loss the DB is an
-//! exact prefix of the acknowledged history holding every synced write). Its own test binary:
-//! the kill point configuration is process-global. `STRATA_STRESS_SECS` (default 25) and
+//! A short in-process power-loss loop (`docs/contract.md` rules 1 and 2: after power loss the
+//! DB is an exact prefix of the acknowledged history holding every synced write). Its own test
+//! binary: the kill point configuration is process-global. `STRATA_STRESS_SECS` (default 25) and
 //! `STRATA_STRESS_SEED` (default 1) change the run.
 
 use std::time::Duration;

@@ -7,6 +7,51 @@ use anyhow::{bail, Result};
 
 use crate::config::Config;
 
+/// Implements [`EngineIter`] for a struct whose field `it` is a raw iterator with the
+/// `rocksdb` crate's method names (`seek_to_first`, ..., `key() -> Option<&[u8]>`,
+/// `status() -> Result<(), E>`): Strata's `DbRawIterator` and RocksDB's `DBRawIterator`.
+macro_rules! raw_iterator_adapter {
+    ($ty:ty) => {
+        impl $crate::engine::EngineIter for $ty {
+            fn seek_to_first(&mut self) {
+                self.it.seek_to_first();
+            }
+
+            fn seek_to_last(&mut self) {
+                self.it.seek_to_last();
+            }
+
+            fn seek(&mut self, key: &[u8]) {
+                self.it.seek(key);
+            }
+
+            fn next(&mut self) {
+                self.it.next();
+            }
+
+            fn prev(&mut self) {
+                self.it.prev();
+            }
+
+            fn valid(&self) -> bool {
+                self.it.valid()
+            }
+
+            fn key(&self) -> &[u8] {
+                self.it.key().unwrap_or_default()
+            }
+
+            fn value(&self) -> &[u8] {
+                self.it.value().unwrap_or_default()
+            }
+
+            fn status(&self) -> ::anyhow::Result<()> {
+                Ok(self.it.status()?)
+            }
+        }
+    };
+}
+
 pub mod memory;
 pub mod merge;
 #[cfg(feature = "rocksdb")]

@@ -519,40 +519,4 @@ struct RocksIter<'a> {
     it: rocksdb::DBRawIterator<'a>,
 }
 
-impl EngineIter for RocksIter<'_> {
-    fn seek_to_first(&mut self) {
-        self.it.seek_to_first();
-    }
-
-    fn seek_to_last(&mut self) {
-        self.it.seek_to_last();
-    }
-
-    fn seek(&mut self, key: &[u8]) {
-        self.it.seek(key);
-    }
-
-    fn next(&mut self) {
-        self.it.next();
-    }
-
-    fn prev(&mut self) {
-        self.it.prev();
-    }
-
-    fn valid(&self) -> bool {
-        self.it.valid()
-    }
-
-    fn key(&self) -> &[u8] {
-        self.it.key().unwrap_or_default()
-    }
-
-    fn value(&self) -> &[u8] {
-        self.it.value().unwrap_or_default()
-    }
-
-    fn status(&self) -> Result<()> {
-        Ok(self.it.status()?)
-    }
-}
+raw_iterator_adapter!(RocksIter<'_>);

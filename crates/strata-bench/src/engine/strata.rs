@@ -243,40 +243,21 @@ struct StrataIter {
     it: strata::DbRawIterator,
 }
 
-impl EngineIter for StrataIter {
-    fn seek_to_first(&mut self) {
-        self.it.seek_to_first();
+raw_iterator_adapter!(StrataIter);
+
+#[cfg(test)]
+mod tests {
+    /// The adapter also fits a struct with a lifetime, as `engine/rocks.rs` uses it (that file
+    /// builds only with the `rocksdb` feature).
+    struct Borrowed<'a> {
+        it: &'a mut strata::DbRawIterator,
     }
 
-    fn seek_to_last(&mut self) {
-        self.it.seek_to_last();
-    }
+    raw_iterator_adapter!(Borrowed<'_>);
 
-    fn seek(&mut self, key: &[u8]) {
-        self.it.seek(key);
-    }
-
-    fn next(&mut self) {
-        self.it.next();
-    }
-
-    fn prev(&mut self) {
-        self.it.prev();
-    }
-
-    fn valid(&self) -> bool {
-        self.it.valid()
-    }
-
-    fn key(&self) -> &[u8] {
-        self.it.key().unwrap_or_default()
-    }
-
-    fn value(&self) -> &[u8] {
-        self.it.value().unwrap_or_default()
-    }
-
-    fn status(&self) -> Result<()> {
-        Ok(self.it.status()?)
+    #[test]
+    fn adapter_over_a_borrowed_iterator() {
+        fn is_iter<T: crate::engine::EngineIter>() {}
+        is_iter::<Borrowed<'_>>();
     }
 }

@@ -1,6 +1,6 @@
 //! Reports of the seeds' suite (`bench/run.sh`): parse each step's log the way RocksDB's
-//! `tools/benchmark.sh` does (spec §8.5), then write `report.tsv`, the relative-QPS table
-//! (Strata / other engine, per step, as in seed 002) and charts.
+//! `tools/benchmark.sh` does (`docs/db_bench.md` §8.8), then write `report.tsv`, the
+//! relative-QPS table (Strata / other engine, per step, as in seed 002) and charts.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

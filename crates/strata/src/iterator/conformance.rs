@@ -1,4 +1,4 @@
-//! The iterator conformance suite (engineering.md §3): every iterator is driven forward,
+//! The iterator conformance suite (`docs/design.md`, Testing): every iterator is driven forward,
 //! backward, by random seeks and by random walks, and compared with a sorted model.
 
 use std::cmp::Ordering;

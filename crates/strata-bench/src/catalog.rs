@@ -1,0 +1,407 @@
+//! The benchmarks strata-bench implements, one row each ([`BENCHMARKS`]): the name, what runs
+//! (its [`Workload`], which also names its [`Family`]), what it does, whether it writes,
+//! whether it starts from an empty DB, whether it needs `--merge_operator`, and how it adjusts
+//! the per-benchmark parameters ([`Tweak`]). Flag validation ([`crate::config`]), the planner
+//! ([`crate::runner`]), the tests and `docs/db_bench.md` §6 all read this table.
+
+use crate::keys::WriteMode;
+
+/// The workload families; the runner keeps one file per family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Family {
+    /// Puts and deletes (`runner/fill.rs`).
+    Fill,
+    /// Point reads and full scans (`runner/read.rs`).
+    Read,
+    /// Seeks followed by short scans (`runner/seek.rs`).
+    Seek,
+    /// Reads mixed with writes (`runner/mixed.rs`).
+    Mixed,
+    /// Read-modify-write and merges (`runner/merge.rs`).
+    Merge,
+    /// CPU micro-benchmarks that do not touch the DB (`runner/micro.rs`).
+    Micro,
+    /// DB maintenance and introspection: compaction, flush, stats, open (`runner/admin.rs`).
+    Admin,
+}
+
+impl Family {
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Fill => "fill",
+            Family::Read => "read",
+            Family::Seek => "seek",
+            Family::Mixed => "mixed",
+            Family::Merge => "merge",
+            Family::Micro => "micro",
+            Family::Admin => "admin",
+        }
+    }
+}
+
+/// What the threads of a benchmark do (the family is the outer variant).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Workload {
+    Fill(Fill),
+    Read(Read),
+    Seek,
+    Mixed(Mixed),
+    Merge(Merge),
+    Micro(Micro),
+    Admin(Admin),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fill {
+    /// Puts, keys in the given order.
+    Put(WriteMode),
+    /// Deletes, keys in order (`seq`) or at random.
+    Delete { seq: bool },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Read {
+    /// One iterator over the whole DB, forward or backward.
+    Seq { reverse: bool },
+    /// Point gets of random keys (`hot`: from the first 1% of the key space).
+    Random { hot: bool },
+    /// MultiGet of `--batch_size` keys.
+    Multi,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mixed {
+    /// Thread 0 writes (or merges) in the background, excluded from the result; the others
+    /// read (or seek).
+    WhileWriting { merge: bool, seek: bool },
+    /// Each thread reads and writes random keys in `--readwritepercent` proportion.
+    ReadRandomWriteRandom,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Merge {
+    /// Get then put of the same random key.
+    Update,
+    /// Merge operands to random keys.
+    MergeRandom,
+    /// Merges and gets of random keys in `--mergereadpercent` proportion.
+    ReadRandomMergeRandom,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HashKind {
+    Xxh32,
+    Xxh64,
+    Xxh3,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Micro {
+    Crc32c,
+    Hash(HashKind),
+    Compress,
+    Uncompress,
+    AcquireLoad,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Admin {
+    /// `compact_range` over the whole key space on every thread (with a result line).
+    Compact,
+    /// Close and reopen the DB `--num / 10000` times (with a result line).
+    Open,
+    /// The rest run inline on the main thread and print their own text, no result line.
+    CompactAll,
+    Flush,
+    WaitForCompaction,
+    Stats,
+    LevelStats,
+    SsTables,
+    MemStats,
+    ResetStats,
+}
+
+impl Workload {
+    pub fn family(self) -> Family {
+        match self {
+            Workload::Fill(_) => Family::Fill,
+            Workload::Read(_) => Family::Read,
+            Workload::Seek => Family::Seek,
+            Workload::Mixed(_) => Family::Mixed,
+            Workload::Merge(_) => Family::Merge,
+            Workload::Micro(_) => Family::Micro,
+            Workload::Admin(_) => Family::Admin,
+        }
+    }
+
+    /// Runs inline on the main thread and prints no result line.
+    pub fn is_inline(self) -> bool {
+        matches!(self, Workload::Admin(a) if !matches!(a, Admin::Compact | Admin::Open))
+    }
+
+    /// One more thread than `--threads`: thread 0 is a background writer.
+    pub fn extra_writer_thread(self) -> bool {
+        matches!(self, Workload::Mixed(Mixed::WhileWriting { .. }))
+    }
+}
+
+/// A change to the per-benchmark parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tweak {
+    /// Writers' key range is `--num / 1000`; the op count stays `--writes` (`(N ops)` message).
+    KeyRangeDiv1000,
+    /// Every write is synced.
+    Sync,
+    /// 100,000-byte values.
+    Values100K,
+    /// 1000 entries per write batch.
+    Batch1000,
+    /// One thread; says so on stderr when `--threads` asked for more.
+    OneThreadWithNote,
+    /// One thread that reads `--num` entries.
+    OneThreadReadAll,
+    /// `--reads / 1000` reads.
+    ReadsDiv1000,
+    /// Keys one byte longer than stored ones, so never found.
+    LongerKeys,
+}
+
+/// One row of the table.
+#[derive(Clone, Copy, Debug)]
+pub struct Benchmark {
+    pub name: &'static str,
+    pub workload: Workload,
+    pub about: &'static str,
+    /// Modifies the DB.
+    pub writes: bool,
+    /// Starts from an empty DB (skipped with `--use_existing_db`).
+    pub fresh_db: bool,
+    /// Needs `--merge_operator`.
+    pub merge_operator: bool,
+    pub tweaks: &'static [Tweak],
+}
+
+impl Benchmark {
+    pub fn family(&self) -> Family {
+        self.workload.family()
+    }
+}
+
+const fn row(
+    name: &'static str,
+    workload: Workload,
+    writes: bool,
+    about: &'static str,
+) -> Benchmark {
+    Benchmark { name, workload, about, writes, fresh_db: false, merge_operator: false, tweaks: &[] }
+}
+
+const fn fresh(b: Benchmark) -> Benchmark {
+    Benchmark { fresh_db: true, ..b }
+}
+
+const fn merging(b: Benchmark) -> Benchmark {
+    Benchmark { merge_operator: true, ..b }
+}
+
+const fn tweaked(b: Benchmark, tweaks: &'static [Tweak]) -> Benchmark {
+    Benchmark { tweaks, ..b }
+}
+
+/// A *while* benchmark: `--threads` readers (`seek`: seekers) and one background writer that
+/// puts (`merge`: merges, which needs `--merge_operator`).
+const fn while_writing(
+    name: &'static str,
+    merge: bool,
+    seek: bool,
+    about: &'static str,
+) -> Benchmark {
+    let b = row(name, Workload::Mixed(Mixed::WhileWriting { merge, seek }), true, about);
+    if merge {
+        merging(b)
+    } else {
+        b
+    }
+}
+
+use Workload as W;
+
+const PUT_SEQ: Workload = W::Fill(Fill::Put(WriteMode::Sequential));
+const PUT_RANDOM: Workload = W::Fill(Fill::Put(WriteMode::Random));
+const READ_RANDOM: Workload = W::Read(Read::Random { hot: false });
+const WRITE: bool = true;
+const READ: bool = false;
+
+/// Every benchmark strata-bench implements.
+pub const BENCHMARKS: &[Benchmark] = &[
+    fresh(row("fillseq", PUT_SEQ, WRITE, "puts keys 0, 1, 2, ... into an empty DB")),
+    fresh(row("fillrandom", PUT_RANDOM, WRITE, "puts random keys into an empty DB")),
+    fresh(tweaked(
+        row(
+            "filluniquerandom",
+            W::Fill(Fill::Put(WriteMode::UniqueRandom)),
+            WRITE,
+            "puts every key once, in a shuffled order, into an empty DB (one thread)",
+        ),
+        &[Tweak::OneThreadWithNote],
+    )),
+    row("overwrite", PUT_RANDOM, WRITE, "puts random keys into the existing DB"),
+    fresh(tweaked(
+        row("fillsync", PUT_RANDOM, WRITE, "synced puts of random keys from --num/1000"),
+        &[Tweak::KeyRangeDiv1000, Tweak::Sync],
+    )),
+    fresh(tweaked(
+        row("fill100K", PUT_RANDOM, WRITE, "puts of 100,000-byte values, keys from --num/1000"),
+        &[Tweak::KeyRangeDiv1000, Tweak::Values100K],
+    )),
+    fresh(tweaked(
+        row("fillbatch", PUT_SEQ, WRITE, "sequential puts in batches of 1000"),
+        &[Tweak::Batch1000],
+    )),
+    row("deleteseq", W::Fill(Fill::Delete { seq: true }), WRITE, "deletes keys 0, 1, 2, ..."),
+    row("deleterandom", W::Fill(Fill::Delete { seq: false }), WRITE, "deletes random keys"),
+    row("readseq", W::Read(Read::Seq { reverse: false }), READ, "scans the DB forward"),
+    row("readreverse", W::Read(Read::Seq { reverse: true }), READ, "scans the DB backward"),
+    tweaked(
+        row(
+            "readtocache",
+            W::Read(Read::Seq { reverse: false }),
+            READ,
+            "one thread scans --num entries forward (warms the cache)",
+        ),
+        &[Tweak::OneThreadReadAll],
+    ),
+    row("readrandom", READ_RANDOM, READ, "gets of random keys"),
+    tweaked(
+        row("readrandomsmall", READ_RANDOM, READ, "readrandom with --reads/1000 reads"),
+        &[Tweak::ReadsDiv1000],
+    ),
+    tweaked(
+        row("readmissing", READ_RANDOM, READ, "gets of keys that are never stored"),
+        &[Tweak::LongerKeys],
+    ),
+    row(
+        "readhot",
+        W::Read(Read::Random { hot: true }),
+        READ,
+        "gets of random keys from the first 1% of the key space",
+    ),
+    row("multireadrandom", W::Read(Read::Multi), READ, "MultiGet of --batch_size random keys"),
+    row("seekrandom", W::Seek, READ, "seeks to random keys, then --seek_nexts steps"),
+    while_writing("readwhilewriting", false, false, "readrandom while one more thread puts"),
+    while_writing("readwhilemerging", true, false, "readrandom while one more thread merges"),
+    while_writing("seekrandomwhilewriting", false, true, "seekrandom while one more thread puts"),
+    while_writing("seekrandomwhilemerging", true, true, "seekrandom while one more thread merges"),
+    row(
+        "readrandomwriterandom",
+        W::Mixed(Mixed::ReadRandomWriteRandom),
+        WRITE,
+        "gets and puts of random keys, --readwritepercent of them gets",
+    ),
+    row("updaterandom", W::Merge(Merge::Update), WRITE, "get then put of random keys"),
+    merging(row(
+        "mergerandom",
+        W::Merge(Merge::MergeRandom),
+        WRITE,
+        "merges to random keys of --merge_keys",
+    )),
+    merging(row(
+        "readrandommergerandom",
+        W::Merge(Merge::ReadRandomMergeRandom),
+        WRITE,
+        "merges and gets of random keys, --mergereadpercent of them merges",
+    )),
+    row("crc32c", W::Micro(Micro::Crc32c), READ, "CRC32C of --block_size blocks"),
+    row("xxhash", W::Micro(Micro::Hash(HashKind::Xxh32)), READ, "XXH32 of --block_size blocks"),
+    row("xxhash64", W::Micro(Micro::Hash(HashKind::Xxh64)), READ, "XXH64 of --block_size blocks"),
+    row("xxh3", W::Micro(Micro::Hash(HashKind::Xxh3)), READ, "XXH3 of --block_size blocks"),
+    row("compress", W::Micro(Micro::Compress), READ, "compresses a --block_size value block"),
+    row("uncompress", W::Micro(Micro::Uncompress), READ, "uncompresses a --block_size block"),
+    row("acquireload", W::Micro(Micro::AcquireLoad), READ, "atomic acquire loads, 1000 per op"),
+    row("compact", W::Admin(Admin::Compact), WRITE, "compacts the whole key range (timed)"),
+    row("flush", W::Admin(Admin::Flush), WRITE, "flushes the memtable"),
+    row("compactall", W::Admin(Admin::CompactAll), WRITE, "compacts the whole key range"),
+    row(
+        "waitforcompaction",
+        W::Admin(Admin::WaitForCompaction),
+        READ,
+        "waits until background compaction is done",
+    ),
+    row("levelstats", W::Admin(Admin::LevelStats), READ, "prints files and bytes per level"),
+    row("sstables", W::Admin(Admin::SsTables), READ, "prints every table file per level"),
+    row("memstats", W::Admin(Admin::MemStats), READ, "prints memtable properties"),
+    row("stats", W::Admin(Admin::Stats), READ, "prints the engine's compaction and DB stats"),
+    row("resetstats", W::Admin(Admin::ResetStats), READ, "resets the engine's statistics"),
+    row("open", W::Admin(Admin::Open), READ, "closes and reopens the DB --num/10000 times"),
+];
+
+/// db_bench benchmarks strata-bench knows but does not implement (a clear error instead of
+/// "unknown benchmark").
+pub const NOT_IMPLEMENTED: &[&str] = &[
+    "fillseqdeterministic",
+    "filluniquerandomdeterministic",
+    "readwhilescanning",
+    "multireadwhilewriting",
+    "newiteratorwhilewriting",
+    "newiterator",
+    "fillseekseq",
+    "randomwithverify",
+    "xorupdaterandom",
+    "appendrandom",
+    "compact0",
+    "compact1",
+    "block_cache_entry_stats",
+    "cache_report_problems",
+    "stats_history",
+    "heapprofile",
+    "verify",
+    "replay",
+    "backup",
+    "restore",
+    "getmergeoperands",
+    "readrandomoperands",
+    "timeseries",
+    "randomtransaction",
+    "randomreplacekeys",
+    "mixgraph",
+    "approximatesizerandom",
+    "approximatememtablestats",
+    "ingestexternalfile",
+    "openandcompact",
+];
+
+/// The row of `name`.
+pub fn find(name: &str) -> Option<&'static Benchmark> {
+    BENCHMARKS.iter().find(|b| b.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_not_also_unimplemented() {
+        let mut names: Vec<&str> = BENCHMARKS.iter().map(|b| b.name).collect();
+        names.sort_unstable();
+        let n = names.len();
+        names.dedup();
+        assert_eq!(names.len(), n, "a name is listed twice");
+        for u in NOT_IMPLEMENTED {
+            assert!(find(u).is_none(), "{u} is both implemented and not");
+        }
+    }
+
+    #[test]
+    fn rows_are_consistent() {
+        for b in BENCHMARKS {
+            assert!(!b.fresh_db || b.writes, "{}: a fresh DB is only for writers", b.name);
+            if let Workload::Mixed(Mixed::WhileWriting { merge, .. }) = b.workload {
+                assert_eq!(merge, b.merge_operator, "{}", b.name);
+            }
+            if b.merge_operator {
+                assert!(b.writes, "{}", b.name);
+            }
+            assert!(!b.about.is_empty(), "{}", b.name);
+        }
+    }
+}

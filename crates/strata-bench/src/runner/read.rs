@@ -1,0 +1,106 @@
+//! Point reads and scans: readseq, readreverse, readtocache, readrandom, readrandomsmall,
+//! readmissing, readhot, multireadrandom (`docs/db_bench.md` §5.3).
+
+use anyhow::{Context, Result};
+
+use super::op_loop::{Ctx, Step, Worker};
+use crate::catalog::Read;
+use crate::engine::Bounds;
+use crate::keys::random_read_key;
+use crate::stats::OpType;
+
+pub(super) fn run(kind: Read, cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
+    match kind {
+        Read::Seq { reverse } => scan(reverse, cx, ts),
+        Read::Random { hot } => random(hot, cx, ts),
+        Read::Multi => multi(cx, ts),
+    }
+}
+
+/// One iterator from one end: `--reads` entries per thread, or fewer if the DB ends first.
+fn scan(reverse: bool, cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
+    let p = cx.p;
+    let mut it = cx.engine.new_iterator(&p.ro, Bounds::default())?;
+    if reverse {
+        it.seek_to_last();
+    } else {
+        it.seek_to_first();
+    }
+    cx.ops(p.reads, 1, false).read_limited(1024).run(ts, |_| {
+        if !it.valid() {
+            return Ok(Step::Stop);
+        }
+        let bytes = (it.key().len() + it.value().len()) as u64;
+        if reverse {
+            it.prev();
+        } else {
+            it.next();
+        }
+        Ok(Step::Did(OpType::Read, bytes))
+    })?;
+    it.status().context("iterator error")
+}
+
+/// `--reads` gets of random keys per thread (`hot`: from the first 1% of the key space).
+/// Message: `(found of read found)`, ending in a newline as db_bench's does.
+pub(super) fn random(hot: bool, cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
+    let p = cx.p;
+    let exp_range = cx.flags().read_random_exp_range;
+    let hot_range = p.flags_num.div_ceil(100).max(1);
+    let (mut read, mut found) = (0u64, 0u64);
+    cx.ops(p.reads, 1, true).read_limited(256).run(ts, |ts| {
+        let k = if hot {
+            ts.rand.next_u64() % hot_range
+        } else {
+            random_read_key(&mut ts.rand, p.flags_num, exp_range)
+        };
+        p.key.encode(k, p.flags_num, &mut ts.key);
+        read += 1;
+        let mut bytes = 0;
+        if cx.get(ts)? {
+            found += 1;
+            bytes = (ts.key.len() + ts.scratch.len()) as u64;
+        }
+        Ok(Step::Did(OpType::Read, bytes))
+    })?;
+    ts.stats.add_message(&format!("({found} of {read} found)\n"));
+    Ok(())
+}
+
+/// MultiGet of `--batch_size` keys: random, or `--multiread_stride` apart from a random first.
+fn multi(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
+    let p = cx.p;
+    eprintln!("entries_per_batch = {}", p.batch);
+    let stride = cx.flags().multiread_stride as u64;
+    let exp_range = cx.flags().read_random_exp_range;
+    let ks = p.key.key_size;
+    let mut keys = vec![0u8; ks * p.batch as usize];
+    let (mut read, mut found) = (0u64, 0u64);
+    cx.ops(p.reads, p.batch, true).run(ts, |ts| {
+        let mut base = random_read_key(&mut ts.rand, p.flags_num, exp_range);
+        if stride > 0 && base + (p.batch - 1) * stride >= p.flags_num {
+            base = p.flags_num.saturating_sub(p.batch * stride);
+        }
+        for (i, slot) in keys.chunks_mut(ks).enumerate() {
+            let k = if stride > 0 {
+                base + i as u64 * stride
+            } else if i == 0 {
+                base
+            } else {
+                random_read_key(&mut ts.rand, p.flags_num, exp_range)
+            };
+            p.key.encode(k, p.flags_num, &mut ts.key);
+            slot.copy_from_slice(&ts.key);
+        }
+        let mut value_bytes = 0u64;
+        let hits = cx
+            .engine
+            .multi_get(&keys, ks, &p.ro, &mut ts.scratch, &mut value_bytes)
+            .context("multiget error")?;
+        found += hits;
+        read += p.batch;
+        Ok(Step::Did(OpType::Read, hits * ks as u64 + value_bytes))
+    })?;
+    ts.stats.add_message(&format!("({found} of {read} found)"));
+    Ok(())
+}
