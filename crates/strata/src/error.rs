@@ -17,11 +17,34 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[non_exhaustive]
 pub enum Error {
     /// An operating-system I/O failure on `path` while doing `op`.
-    Io { op: &'static str, path: PathBuf, source: io::Error },
+    Io {
+        /// The operation that failed (`open`, `read`, `fsync`, ...).
+        op: &'static str,
+        /// The file or directory it was done on.
+        path: PathBuf,
+        /// The operating system's error.
+        source: io::Error,
+    },
     /// Persistent state is damaged or is not what the engine wrote.
-    Corruption { file: PathBuf, offset: u64, reason: String },
+    Corruption {
+        /// The damaged file.
+        file: PathBuf,
+        /// Byte offset of the damage (of the damaged record or block) in the file.
+        offset: u64,
+        /// What is wrong there.
+        reason: String,
+    },
     /// A stored checksum does not match the data it covers.
-    ChecksumMismatch { file: PathBuf, offset: u64, expected: u32, actual: u32 },
+    ChecksumMismatch {
+        /// The file holding the data.
+        file: PathBuf,
+        /// Byte offset of the block whose checksum failed.
+        offset: u64,
+        /// The checksum stored with the data.
+        expected: u32,
+        /// The checksum of the data as read.
+        actual: u32,
+    },
     /// The caller passed something the engine cannot accept.
     InvalidArgument(String),
     /// The request is valid but this build or configuration cannot serve it.

@@ -258,7 +258,6 @@ pub fn build_version_edit(files: u64, first: bool) -> Vec<u8> {
                 largest_seqno: SeqNo(i * 10 + 5),
                 num_entries: 5,
                 num_deletions: 0,
-                table: crate::cache::table_cache::PinnedTable::default(),
             },
         ));
     }
@@ -284,7 +283,6 @@ pub fn build_manifest(edits: u64) -> Vec<u8> {
                 largest_seqno: SeqNo(i + 1),
                 num_entries: 2,
                 num_deletions: 0,
-                table: crate::cache::table_cache::PinnedTable::default(),
             },
         ));
         let mut buf = Vec::new();

@@ -6,22 +6,29 @@
 //! assert_eq!(db.get(b"key").unwrap().as_deref(), Some(&b"value"[..]));
 //! ```
 
+#![warn(missing_docs)]
+// A panic in the engine is a defect: failures are `Error`s. Tests may unwrap.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 pub mod env;
 pub mod error;
-pub mod key;
 pub mod merge_operator;
 pub mod options;
-pub mod types;
 pub mod write_batch;
 
 pub(crate) mod cache;
 pub(crate) mod compaction;
 pub(crate) mod db;
+pub(crate) mod filename;
 pub(crate) mod iterator;
+pub(crate) mod key;
 pub(crate) mod memtable;
+pub(crate) mod prefix;
 pub(crate) mod range_del;
+pub(crate) mod snapshot;
 pub(crate) mod sstable;
 pub(crate) mod stats;
+pub(crate) mod types;
 pub(crate) mod util;
 pub(crate) mod version;
 pub(crate) mod wal;
@@ -32,12 +39,17 @@ pub mod fuzz_api;
 #[cfg(feature = "kill-points")]
 pub use util::kill_point;
 
-pub use db::{Db, DbIterator, DbRawIterator, Direction, IteratorMode, Snapshot};
+pub use db::{Db, DbIterator, DbRawIterator, Direction, IteratorMode};
 pub use error::{Error, Result};
 pub use merge_operator::MergeOperator;
 pub use options::{Options, PrefixExtractor, ReadOptions, WriteOptions};
+pub use snapshot::Snapshot;
 pub use sstable::CompressionType;
-pub use types::{FileNumber, Level, SeqNo, ValueType};
 pub use util::checksum::ChecksumType;
 pub use wal::WalRecoveryMode;
 pub use write_batch::WriteBatch;
+
+/// The README's examples, compiled and run as doctests.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

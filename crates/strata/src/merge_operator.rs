@@ -153,6 +153,7 @@ pub struct StringAppendOperator {
 }
 
 impl StringAppendOperator {
+    /// Joins operands with `delimiter`.
     pub fn new(delimiter: &[u8]) -> Self {
         StringAppendOperator { delimiter: delimiter.to_vec() }
     }

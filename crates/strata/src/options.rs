@@ -3,15 +3,15 @@
 
 use std::sync::Arc;
 
-use crate::db::Snapshot;
 use crate::env::{FileSystem, OsFs};
 use crate::merge_operator::MergeOperator;
+pub use crate::prefix::PrefixExtractor;
+use crate::snapshot::Snapshot;
 use crate::sstable::{CompressionType, TableOptions};
 use crate::util::checksum::ChecksumType;
 use crate::wal::WalRecoveryMode;
 
-/// The largest `num_levels` accepted.
-pub(crate) const MAX_NUM_LEVELS: usize = 64;
+use crate::version::levels::MAX_NUM_LEVELS;
 
 /// Options fixed when the DB is opened.
 #[derive(Clone)]
@@ -112,6 +112,8 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
+        // The table settings' defaults are the table format's own (`TableOptions::default`).
+        let table = TableOptions::default();
         Options {
             create_if_missing: true,
             error_if_exists: false,
@@ -120,12 +122,12 @@ impl Default for Options {
             max_write_buffer_number: 2,
             max_open_files: -1,
             block_cache_size: 32 << 20,
-            block_size: 4096,
-            block_restart_interval: 16,
-            bloom_bits_per_key: 10,
-            compression: CompressionType::Snappy,
-            zstd_level: 3,
-            checksum: ChecksumType::Crc32c,
+            block_size: table.block_size,
+            block_restart_interval: table.block_restart_interval,
+            bloom_bits_per_key: table.bloom_bits_per_key,
+            compression: table.compression,
+            zstd_level: table.zstd_level,
+            checksum: table.checksum,
             wal_recovery_mode: WalRecoveryMode::PointInTime,
             num_levels: 7,
             max_background_jobs: 2,
@@ -174,7 +176,7 @@ impl Options {
         if self.max_write_buffer_number < 2 {
             return bad("max_write_buffer_number must be at least 2");
         }
-        if self.block_size == 0 || self.block_size > (1 << 30) {
+        if self.block_size == 0 || self.block_size > crate::sstable::builder::MAX_BLOCK_SIZE {
             return bad("block_size must be between 1 and 1 GiB");
         }
         if self.block_restart_interval == 0 {
@@ -266,24 +268,6 @@ impl Options {
     }
 }
 
-/// How a key's prefix is taken (RocksDB's `SliceTransform`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PrefixExtractor {
-    /// The first `n` bytes; a shorter key is its own prefix.
-    Fixed(usize),
-    /// At most the first `n` bytes.
-    Capped(usize),
-}
-
-impl PrefixExtractor {
-    /// The prefix of `key`.
-    pub fn prefix(self, key: &[u8]) -> &[u8] {
-        match self {
-            PrefixExtractor::Fixed(n) | PrefixExtractor::Capped(n) => &key[..n.min(key.len())],
-        }
-    }
-}
-
 /// Options of one write.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct WriteOptions {
@@ -296,6 +280,7 @@ pub struct WriteOptions {
 }
 
 impl WriteOptions {
+    /// Default write options (no sync, WAL on).
     pub fn new() -> Self {
         Self::default()
     }
@@ -354,22 +339,27 @@ impl ReadOptions {
         self.snapshot = Some(snapshot.clone());
     }
 
+    /// Sets the inclusive lower bound of iterators (rocksdb-crate style setter).
     pub fn set_iterate_lower_bound(&mut self, key: impl Into<Vec<u8>>) {
         self.iterate_lower_bound = Some(key.into());
     }
 
+    /// Sets the exclusive upper bound of iterators (rocksdb-crate style setter).
     pub fn set_iterate_upper_bound(&mut self, key: impl Into<Vec<u8>>) {
         self.iterate_upper_bound = Some(key.into());
     }
 
+    /// Sets `prefix_same_as_start` (rocksdb-crate style setter).
     pub fn set_prefix_same_as_start(&mut self, v: bool) {
         self.prefix_same_as_start = v;
     }
 
+    /// Sets `fill_cache` (rocksdb-crate style setter).
     pub fn fill_cache(&mut self, v: bool) {
         self.fill_cache = v;
     }
 
+    /// Sets `verify_checksums` (rocksdb-crate style setter).
     pub fn set_verify_checksums(&mut self, v: bool) {
         self.verify_checksums = v;
     }

@@ -36,10 +36,6 @@ impl fmt::Display for FileNumber {
     }
 }
 
-/// An LSM level, 0 = newest.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-pub struct Level(pub usize);
-
 /// What an internal key records. on-disk: never change the tag values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]

@@ -21,7 +21,6 @@
 
 mod hash;
 mod lru;
-pub(crate) mod table_cache;
 
 use std::hash::{BuildHasher, Hash};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};

@@ -9,20 +9,20 @@ use std::time::Instant;
 
 use super::picker::CompactionPlan;
 use super::stream::{run_stream, StreamContext, StreamStats};
-use crate::cache::table_cache::TableCache;
-use crate::db::filename::table_path;
 use crate::env::FileSystem;
 use crate::error::Result;
-use crate::iterator::level::LevelIterator;
+use crate::filename::table_path;
 use crate::iterator::merging::MergingIterator;
 use crate::iterator::InternalIterator;
 use crate::key::{compare_internal, make_internal_key, user_key};
 use crate::merge_operator::MergeOperator;
 use crate::range_del::{sort_tombstones, FragmentedTombstones, RangeTombstone};
+use crate::sstable::table_cache::TableCache;
 use crate::sstable::{ReadBlockOptions, TableBuilder, TableOptions};
 use crate::stats::LevelStats;
 use crate::types::{FileNumber, SeqNo, ValueType};
 use crate::version::edit::{FileMetaData, VersionEdit};
+use crate::version::level_iter::LevelIterator;
 use crate::version::levels::Version;
 
 /// Everything a job needs from the DB.
@@ -166,7 +166,7 @@ fn input_iterator(env: &JobEnv<'_>, plan: &CompactionPlan) -> Result<MergingIter
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
     if plan.start_level == 0 {
         for f in &plan.inputs {
-            children.push(Box::new(env.tables.reader(f)?.iter(ro)));
+            children.push(Box::new(env.tables.reader(f.number, &f.pinned)?.iter(ro)));
         }
     } else {
         children.push(Box::new(LevelIterator::new(plan.inputs.clone(), env.tables.clone(), ro)));
@@ -197,7 +197,7 @@ fn nothing_below(version: &Version, output_level: usize, ukey: &[u8]) -> bool {
 fn input_range_tombstones(env: &JobEnv<'_>, plan: &CompactionPlan) -> Result<Vec<RangeTombstone>> {
     let mut out = Vec::new();
     for (_, f) in plan.all_inputs() {
-        out.extend_from_slice(env.tables.reader(f)?.range_tombstones());
+        out.extend_from_slice(env.tables.reader(f.number, &f.pinned)?.range_tombstones());
     }
     Ok(out)
 }
@@ -366,18 +366,7 @@ impl<'a> OutputWriter<'a> {
         }
         self.lower = upper.map(<[u8]>::to_vec);
         if let Some((b, number)) = self.builder.take() {
-            let s = b.finish()?;
-            self.done.push(FileMetaData {
-                number,
-                file_size: s.file_size,
-                smallest: s.smallest,
-                largest: s.largest,
-                smallest_seqno: s.smallest_seqno,
-                largest_seqno: s.largest_seqno,
-                num_entries: s.num_entries,
-                num_deletions: s.properties.num_deletions,
-                table: crate::cache::table_cache::PinnedTable::default(),
-            });
+            self.done.push(FileMetaData::from_summary(number, b.finish()?));
         }
         Ok(())
     }
@@ -467,13 +456,14 @@ mod tests {
     use crate::env::MemFs;
     use crate::key::is_exclusive_bound;
     use crate::range_del::RangeTombstone;
+    use crate::version::levels::TableFile;
 
     fn write_table(
         fs: &MemFs,
         number: u64,
         points: &[(&str, u64)],
         tombstones: &[RangeTombstone],
-    ) -> Arc<FileMetaData> {
+    ) -> Arc<TableFile> {
         let path = table_path(std::path::Path::new("/db"), FileNumber(number));
         let mut b = TableBuilder::new(&TableOptions::default(), fs.create(&path).unwrap(), path);
         for (k, seq) in points {
@@ -482,18 +472,10 @@ mod tests {
         for t in tombstones {
             b.add_range_tombstone(t);
         }
-        let s = b.finish().unwrap();
-        Arc::new(FileMetaData {
-            number: FileNumber(number),
-            file_size: s.file_size,
-            smallest: s.smallest,
-            largest: s.largest,
-            smallest_seqno: s.smallest_seqno,
-            largest_seqno: s.largest_seqno,
-            num_entries: s.num_entries,
-            num_deletions: 0,
-            table: crate::cache::table_cache::PinnedTable::default(),
-        })
+        Arc::new(TableFile::new(FileMetaData::from_summary(
+            FileNumber(number),
+            b.finish().unwrap(),
+        )))
     }
 
     /// Subcompactions and output cuts split tombstones at their boundaries: the outputs do not
@@ -562,7 +544,7 @@ mod tests {
         assert!(outputs.iter().any(|f| is_exclusive_bound(&f.largest)));
         let mut all = Vec::new();
         for f in &after.levels[2] {
-            let r = tables.reader(f).unwrap();
+            let r = tables.reader(f.number, &f.pinned).unwrap();
             for x in r.range_tombstones() {
                 assert!(user_key(&f.smallest) <= x.start.as_slice(), "file {}", f.number);
                 let lu = user_key(&f.largest);
@@ -628,17 +610,27 @@ mod tests {
         let whole = KeyRange { start: None, end: None };
         let (out, _) = run_range(&env, &plan, &whole).unwrap();
         assert_eq!(out.len(), 1, "a tombstone-only input still yields a file");
-        assert_eq!(tables.reader(&out[0]).unwrap().range_tombstones(), std::slice::from_ref(&t));
+        assert_eq!(
+            tables
+                .reader(out[0].number, &crate::sstable::table_cache::PinnedTable::default())
+                .unwrap()
+                .range_tombstones(),
+            std::slice::from_ref(&t)
+        );
         // Bottom: tombstone and covered entry dropped.
         plan.start_level = 2;
         plan.output_level = 3;
-        plan.inputs = vec![Arc::new(out[0].clone())];
+        plan.inputs = vec![Arc::new(TableFile::new(out[0].clone()))];
         plan.output_inputs = vec![data];
         plan.grandparents = Vec::new();
         plan.bottommost = true;
         let (out, stats) = run_range(&env, &plan, &whole).unwrap();
         assert_eq!(out.len(), 1);
         assert_eq!(stats.output_entries, 2, "c dropped");
-        assert!(tables.reader(&out[0]).unwrap().range_tombstones().is_empty());
+        assert!(tables
+            .reader(out[0].number, &crate::sstable::table_cache::PinnedTable::default())
+            .unwrap()
+            .range_tombstones()
+            .is_empty());
     }
 }

@@ -21,8 +21,7 @@ use std::sync::Arc;
 
 use crate::key::{after_largest, compare_internal, user_key};
 use crate::types::FileNumber;
-use crate::version::edit::FileMetaData;
-use crate::version::levels::Version;
+use crate::version::levels::{TableFile, Version};
 
 /// The options the picker reads.
 #[derive(Clone, Debug)]
@@ -42,11 +41,11 @@ pub(crate) struct CompactionPlan {
     pub start_level: usize,
     pub output_level: usize,
     /// Inputs from `start_level`.
-    pub inputs: Vec<Arc<FileMetaData>>,
+    pub inputs: Vec<Arc<TableFile>>,
     /// Inputs from `output_level`.
-    pub output_inputs: Vec<Arc<FileMetaData>>,
+    pub output_inputs: Vec<Arc<TableFile>>,
     /// Files of `output_level + 1` overlapping the inputs (limit output overlap).
-    pub grandparents: Vec<Arc<FileMetaData>>,
+    pub grandparents: Vec<Arc<TableFile>>,
     /// Move the single input file down without rewriting it.
     pub trivial_move: bool,
     /// No level below `output_level` holds data in the inputs' key range.
@@ -58,7 +57,7 @@ pub(crate) struct CompactionPlan {
 
 impl CompactionPlan {
     /// Every input file with its level.
-    pub fn all_inputs(&self) -> impl Iterator<Item = (usize, &Arc<FileMetaData>)> {
+    pub fn all_inputs(&self) -> impl Iterator<Item = (usize, &Arc<TableFile>)> {
         self.inputs
             .iter()
             .map(move |f| (self.start_level, f))
@@ -144,7 +143,7 @@ pub(crate) fn level_scores(
     scores
 }
 
-fn range_of<'a>(files: impl Iterator<Item = &'a Arc<FileMetaData>>) -> Option<(Vec<u8>, Vec<u8>)> {
+fn range_of<'a>(files: impl Iterator<Item = &'a Arc<TableFile>>) -> Option<(Vec<u8>, Vec<u8>)> {
     let mut lo: Option<&[u8]> = None;
     let mut hi: Option<&[u8]> = None;
     for f in files {
@@ -161,12 +160,7 @@ fn range_of<'a>(files: impl Iterator<Item = &'a Arc<FileMetaData>>) -> Option<(V
 /// Files of `level` whose user-key range intersects [lo, hi] (internal keys; compared by user
 /// key so that no version of a boundary key is left behind). A largest key that is a range
 /// tombstone's end bound, in a file or as `hi`, is exclusive.
-pub(crate) fn overlapping(
-    v: &Version,
-    level: usize,
-    lo: &[u8],
-    hi: &[u8],
-) -> Vec<Arc<FileMetaData>> {
+pub(crate) fn overlapping(v: &Version, level: usize, lo: &[u8], hi: &[u8]) -> Vec<Arc<TableFile>> {
     let ulo = user_key(lo);
     v.levels[level]
         .iter()
@@ -195,7 +189,7 @@ pub(crate) fn plan_for(
     c: &PickContext<'_>,
     start: usize,
     output: usize,
-    inputs: Vec<Arc<FileMetaData>>,
+    inputs: Vec<Arc<TableFile>>,
 ) -> Option<CompactionPlan> {
     let PickContext { v, o, t, busy } = *c;
     if inputs.is_empty() || inputs.iter().any(|f| busy.contains(&f.number)) {
@@ -287,7 +281,7 @@ pub(crate) fn pick_compaction(
 fn pick_file_in_level(c: &PickContext<'_>, level: usize) -> Option<CompactionPlan> {
     let PickContext { v, busy, .. } = *c;
     let output = level + 1;
-    let mut candidates: Vec<(u128, &Arc<FileMetaData>)> = Vec::new();
+    let mut candidates: Vec<(u128, &Arc<TableFile>)> = Vec::new();
     for f in &v.levels[level] {
         if busy.contains(&f.number) {
             continue;

@@ -4,13 +4,13 @@
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use super::filename::table_path;
 use super::DbInner;
 use crate::compaction::job::{run_job, JobEnv};
 use crate::compaction::picker::{
     level_targets, overlapping, pick_compaction, plan_for, CompactionPlan, PickContext,
 };
 use crate::error::{Error, Result};
+use crate::filename::table_path;
 use crate::key::{make_internal_key, user_key};
 use crate::types::{FileNumber, SeqNo, ValueType};
 use crate::version::levels::Version;
@@ -77,7 +77,7 @@ fn finish(inner: &DbInner, plan: &CompactionPlan, result: Result<()>) {
         }
         inner.bg_cv.notify_all();
     }
-    purge_obsolete_tables(inner);
+    super::obsolete::purge_obsolete_tables(inner);
 }
 
 /// Runs `plan` and installs its result.
@@ -120,24 +120,6 @@ fn execute(inner: &DbInner, plan: &CompactionPlan) -> Result<()> {
     }
     inner.stats.add_compaction(plan.output_level, &result.stats);
     Ok(())
-}
-
-/// Deletes tables that were compacted away and that no live version references.
-pub(crate) fn purge_obsolete_tables(inner: &DbInner) {
-    let candidates = std::mem::take(&mut inner.state.lock().obsolete_tables);
-    if candidates.is_empty() {
-        return;
-    }
-    let live = inner.versions.lock().live_files();
-    let (keep, delete): (Vec<FileNumber>, Vec<FileNumber>) =
-        candidates.into_iter().partition(|n| live.contains(n));
-    for n in delete {
-        inner.table_cache.evict(n);
-        crate::kill_point!("compaction.delete");
-        // A leftover file is removed at the next open, so failure is not an error.
-        let _ = inner.fs.remove(&table_path(&inner.dir, n));
-    }
-    inner.state.lock().obsolete_tables.extend(keep);
 }
 
 /// Compacts every file overlapping [begin, end] (None = unbounded) down to the last level
@@ -232,12 +214,23 @@ fn overlapping_open(
     lo: &[u8],
     hi: &[u8],
     open_end: bool,
-) -> Vec<Arc<crate::version::edit::FileMetaData>> {
+) -> Vec<Arc<crate::version::levels::TableFile>> {
     if open_end {
         v.levels[level].iter().filter(|f| user_key(&f.largest) >= user_key(lo)).cloned().collect()
     } else {
         overlapping(v, level, lo, hi)
     }
+}
+
+/// `Err` once a background error is set or the DB is shutting down: waiting is then over.
+fn still_running(st: &super::DbState) -> Result<()> {
+    if let Some(e) = &st.bg_error {
+        return Err(Error::Background(e.to_string()));
+    }
+    if st.shutting_down {
+        return Err(Error::ShutdownInProgress);
+    }
+    Ok(())
 }
 
 /// Waits until `f` can build a plan over files that are not busy; `Some(None)` = nothing to do.
@@ -247,12 +240,7 @@ fn wait_for_plan(
 ) -> Result<Option<CompactionPlan>> {
     let mut st = inner.state.lock();
     loop {
-        if let Some(e) = &st.bg_error {
-            return Err(Error::Background(e.to_string()));
-        }
-        if st.shutting_down {
-            return Err(Error::ShutdownInProgress);
-        }
+        still_running(&st)?;
         let v = inner.current_super_version().version.clone();
         if let Some(p) = f(&v, &st.compacting) {
             if let Some(plan) = &p {
@@ -280,12 +268,7 @@ pub(crate) fn wait_for_compact(inner: &DbInner) -> Result<()> {
     let picker = inner.opts.picker_options();
     let mut st = inner.state.lock();
     loop {
-        if let Some(e) = &st.bg_error {
-            return Err(Error::Background(e.to_string()));
-        }
-        if st.shutting_down {
-            return Err(Error::ShutdownInProgress);
-        }
+        still_running(&st)?;
         let v = inner.current_super_version().version.clone();
         let pending = !inner.opts.disable_auto_compactions
             && pick_compaction(&v, &picker, &st.compacting).is_some();

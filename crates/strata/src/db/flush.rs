@@ -3,11 +3,11 @@
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use super::filename::{table_path, wal_path};
 use super::write::switch_memtable;
 use super::DbInner;
 use crate::compaction::stream::{run_stream, StreamContext, StreamStats};
 use crate::error::{Error, Result};
+use crate::filename::table_path;
 use crate::memtable::MemTable;
 use crate::sstable::TableBuilder;
 use crate::stats::LevelStats;
@@ -59,20 +59,7 @@ pub(crate) fn write_level0_table(
     }
     crate::kill_point!("sst.sync_dir");
     env.fs.sync_dir(env.dir)?;
-    Ok(Some((
-        FileMetaData {
-            number,
-            file_size: summary.file_size,
-            smallest: summary.smallest,
-            largest: summary.largest,
-            smallest_seqno: summary.smallest_seqno,
-            largest_seqno: summary.largest_seqno,
-            num_entries: summary.num_entries,
-            num_deletions: summary.properties.num_deletions,
-            table: crate::cache::table_cache::PinnedTable::default(),
-        },
-        stats,
-    )))
+    Ok(Some((FileMetaData::from_summary(number, summary), stats)))
 }
 
 /// Starts the background flush thread.
@@ -140,7 +127,6 @@ fn flush_one(inner: &DbInner, mem: &Arc<MemTable>, next_log: FileNumber) -> Resu
         edit.last_sequence = Some(edit.last_sequence.map_or(seq, |s| s.max(seq)));
     }
     edit.log_number = Some(next_log);
-    let old_logs: Vec<FileNumber>;
     {
         let mut versions = inner.versions.lock();
         crate::kill_point!("flush.install");
@@ -151,7 +137,6 @@ fn flush_one(inner: &DbInner, mem: &Arc<MemTable>, next_log: FileNumber) -> Resu
         st.memtables_flushed += 1;
         inner.install_super_version(&st, version);
         inner.bg_cv.notify_all();
-        old_logs = obsolete_wals(inner, next_log);
     }
     level_stats.micros = start.elapsed().as_micros() as u64;
     inner
@@ -159,24 +144,8 @@ fn flush_one(inner: &DbInner, mem: &Arc<MemTable>, next_log: FileNumber) -> Resu
         .flush_bytes
         .fetch_add(level_stats.bytes_written, std::sync::atomic::Ordering::Relaxed);
     inner.stats.add_compaction(0, &level_stats);
-    for n in old_logs {
-        // A leftover WAL is harmless (it is skipped at the next open), so failure is ignored.
-        crate::kill_point!("obsolete.delete");
-        let _ = inner.fs.remove(&wal_path(&inner.dir, n));
-    }
+    super::obsolete::delete_obsolete_wals(inner, next_log);
     Ok(())
-}
-
-/// WAL files numbered below `log_number`.
-fn obsolete_wals(inner: &DbInner, log_number: FileNumber) -> Vec<FileNumber> {
-    let Ok(names) = inner.fs.list(&inner.dir) else { return Vec::new() };
-    names
-        .iter()
-        .filter_map(|n| match super::filename::parse_file_name(n) {
-            Some(super::filename::FileKind::Wal(w)) if w < log_number => Some(w),
-            _ => None,
-        })
-        .collect()
 }
 
 /// Makes the active memtable immutable (if it holds anything) and waits until it and every

@@ -8,13 +8,13 @@ use std::sync::Arc;
 use super::{DbInner, SuperVersion};
 use crate::error::Result;
 use crate::iterator::db_iter::{DbIter, DbIterOptions, RangeDelView};
-use crate::iterator::level::LevelIterator;
 use crate::iterator::merging::MergingIterator;
 use crate::iterator::InternalIterator;
 use crate::options::ReadOptions;
 use crate::range_del::FragmentedTombstones;
 use crate::sstable::ReadBlockOptions;
 use crate::types::SeqNo;
+use crate::version::level_iter::LevelIterator;
 
 /// Where a [`DbIterator`] starts and which way it goes.
 #[derive(Clone, Copy, Debug)]
@@ -30,7 +30,9 @@ pub enum IteratorMode<'a> {
 /// Iteration direction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Direction {
+    /// Ascending key order.
     Forward,
+    /// Descending key order.
     Reverse,
 }
 
@@ -53,7 +55,7 @@ pub(crate) fn new_db_iter(inner: &Arc<DbInner>, ro: &ReadOptions) -> DbIter {
         }
         if level == 0 {
             for f in files {
-                match inner.table_cache.reader(f) {
+                match inner.table_cache.reader(f.number, &f.pinned) {
                     Ok(t) => children.push(Box::new(t.iter(rb))),
                     Err(e) => open_error = Some(e),
                 }
@@ -112,7 +114,7 @@ fn version_range_dels(inner: &DbInner, sv: &SuperVersion) -> Result<Arc<Fragment
             continue;
         }
         for f in files {
-            let t = inner.table_cache.reader(f)?;
+            let t = inner.table_cache.reader(f.number, &f.pinned)?;
             all.extend(t.range_tombstones().iter().map(|r| (r.clone(), source)));
             if level == 0 {
                 source += 1;
@@ -137,14 +139,17 @@ impl DbRawIterator {
         DbRawIterator { it }
     }
 
+    /// Whether the cursor is at an entry.
     pub fn valid(&self) -> bool {
         self.it.valid()
     }
 
+    /// Positions at the first key (at or after the lower bound).
     pub fn seek_to_first(&mut self) {
         self.it.seek_to_first();
     }
 
+    /// Positions at the last key (before the upper bound).
     pub fn seek_to_last(&mut self) {
         self.it.seek_to_last();
     }
@@ -173,14 +178,17 @@ impl DbRawIterator {
         }
     }
 
+    /// The current key, or `None` when not valid.
     pub fn key(&self) -> Option<&[u8]> {
         self.it.valid().then(|| self.it.key())
     }
 
+    /// The current value, or `None` when not valid.
     pub fn value(&self) -> Option<&[u8]> {
         self.it.valid().then(|| self.it.value())
     }
 
+    /// The current key and value, or `None` when not valid.
     pub fn item(&self) -> Option<(&[u8], &[u8])> {
         self.it.valid().then(|| (self.it.key(), self.it.value()))
     }

@@ -13,13 +13,13 @@
 //! - Lock order: `wal` -> `versions` -> `state`; `queue` is never held with another lock.
 
 mod compact;
-pub(crate) mod filename;
 mod flush;
 mod iter;
+mod obsolete;
 mod open;
 mod properties;
 mod read;
-mod snapshot;
+mod recover;
 mod write;
 
 use std::collections::{HashMap, VecDeque};
@@ -31,13 +31,13 @@ use std::thread::JoinHandle;
 use parking_lot::{Condvar, Mutex, RwLock};
 
 pub use self::iter::{DbIterator, DbRawIterator, Direction, IteratorMode};
-pub use self::snapshot::Snapshot;
-use self::snapshot::SnapshotList;
-use crate::cache::table_cache::TableCache;
 use crate::env::{FileLock, FileSystem};
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
 use crate::options::{Options, ReadOptions, WriteOptions};
+pub use crate::snapshot::Snapshot;
+use crate::snapshot::SnapshotList;
+use crate::sstable::table_cache::TableCache;
 use crate::sstable::TableOptions;
 use crate::types::{FileNumber, SeqNo};
 use crate::version::levels::Version;
@@ -183,6 +183,7 @@ impl Db {
         self.put_opt(key, value, &WriteOptions::default())
     }
 
+    /// [`Db::put`] with write options.
     pub fn put_opt(
         &self,
         key: impl AsRef<[u8]>,
@@ -199,6 +200,7 @@ impl Db {
         self.delete_opt(key, &WriteOptions::default())
     }
 
+    /// [`Db::delete`] with write options.
     pub fn delete_opt(&self, key: impl AsRef<[u8]>, opts: &WriteOptions) -> Result<()> {
         let mut b = WriteBatch::new();
         b.delete(key.as_ref());
@@ -211,6 +213,7 @@ impl Db {
         self.delete_range_opt(begin, end, &WriteOptions::default())
     }
 
+    /// [`Db::delete_range`] with write options.
     pub fn delete_range_opt(
         &self,
         begin: impl AsRef<[u8]>,
@@ -227,6 +230,7 @@ impl Db {
         self.merge_opt(key, operand, &WriteOptions::default())
     }
 
+    /// [`Db::merge`] with write options.
     pub fn merge_opt(
         &self,
         key: impl AsRef<[u8]>,
@@ -243,6 +247,7 @@ impl Db {
         self.write_opt(batch, &WriteOptions::default())
     }
 
+    /// [`Db::write`] with write options (`sync`, `disable_wal`).
     pub fn write_opt(&self, batch: WriteBatch, opts: &WriteOptions) -> Result<()> {
         write::write(&self.inner, batch, *opts)
     }
@@ -252,6 +257,7 @@ impl Db {
         self.get_opt(key, &ReadOptions::default())
     }
 
+    /// [`Db::get`] with read options (snapshot, checksum verification, cache fill).
     pub fn get_opt(&self, key: impl AsRef<[u8]>, opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
         read::get(&self.inner, key.as_ref(), opts)
     }
@@ -266,6 +272,7 @@ impl Db {
         self.multi_get_opt(keys, &ReadOptions::default())
     }
 
+    /// [`Db::multi_get`] with read options.
     pub fn multi_get_opt<K: AsRef<[u8]>>(
         &self,
         keys: impl IntoIterator<Item = K>,
@@ -287,6 +294,7 @@ impl Db {
         self.iterator_opt(mode, &ReadOptions::default())
     }
 
+    /// [`Db::iterator`] with read options (snapshot, bounds, prefix).
     pub fn iterator_opt(&self, mode: IteratorMode<'_>, opts: &ReadOptions) -> DbIterator {
         DbIterator::new(self.raw_iterator_opt(opts), mode)
     }
@@ -306,6 +314,7 @@ impl Db {
         self.raw_iterator_opt(&ReadOptions::default())
     }
 
+    /// [`Db::raw_iterator`] with read options.
     pub fn raw_iterator_opt(&self, opts: &ReadOptions) -> DbRawIterator {
         DbRawIterator::new(iter::new_db_iter(&self.inner, opts))
     }

@@ -84,7 +84,7 @@ pub(crate) fn property_value(inner: &DbInner, name: &str) -> Result<Option<Strin
                 .iter()
                 .filter(|n| !sizes.contains_key(n))
                 .filter_map(|n| {
-                    inner.fs.file_size(&super::filename::table_path(&inner.dir, *n)).ok()
+                    inner.fs.file_size(&crate::filename::table_path(&inner.dir, *n)).ok()
                 })
                 .sum();
             (current + older).to_string()

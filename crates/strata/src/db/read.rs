@@ -10,7 +10,7 @@ use crate::options::ReadOptions;
 use crate::sstable::ReadBlockOptions;
 use crate::stats::Ticker;
 use crate::types::{SeqNo, ValueType};
-use crate::version::edit::FileMetaData;
+use crate::version::levels::TableFile;
 
 /// Where a lookup stands after seeing some entries of its key, newest first.
 pub(crate) enum Lookup {
@@ -242,8 +242,8 @@ pub(crate) fn get_at(
         };
         // One table: its tombstones first (they apply even where the filter says no), then
         // its entries if the Bloom filter lets the key through.
-        let search = |ctx: &mut GetContext<'_>, f: &FileMetaData| -> Result<()> {
-            let t = inner.table_cache.reader(f)?;
+        let search = |ctx: &mut GetContext<'_>, f: &TableFile| -> Result<()> {
+            let t = inner.table_cache.reader(f.number, &f.pinned)?;
             ctx.cover(t.fragmented_range_tombstones().map(|a| &**a), seq);
             if filter_passes(tickers, &t, key) {
                 t.get(lkey, &ro, |k, v| ctx.add(k, v))?;

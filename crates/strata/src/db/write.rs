@@ -4,9 +4,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::filename::wal_path;
 use super::{DbInner, PendingWrite, WalState};
 use crate::error::{Error, Result};
+use crate::filename::wal_path;
 use crate::memtable::MemTable;
 use crate::options::WriteOptions;
 use crate::stats::{Stall, Ticker};

@@ -17,14 +17,23 @@ use crate::error::{Error, Result};
 /// The operations a rule can target.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FaultOp {
+    /// `FileSystem::create`.
     Create,
+    /// `FileSystem::open`.
     Open,
+    /// `WritableFile::append`.
     Append,
+    /// `WritableFile::flush`.
     Flush,
+    /// `WritableFile::sync`.
     Sync,
+    /// `FileSystem::sync_dir`.
     SyncDir,
+    /// `FileSystem::rename`.
     Rename,
+    /// `FileSystem::remove`.
     Remove,
+    /// `RandomAccessFile::read_at`.
     Read,
     /// Any of the above.
     Any,
@@ -46,7 +55,9 @@ pub enum FaultKind {
 /// One injection rule.
 #[derive(Clone, Debug)]
 pub struct FaultRule {
+    /// The operation the rule applies to.
     pub op: FaultOp,
+    /// What the fault does.
     pub kind: FaultKind,
     /// Fail the nth matching operation (1-based), counted from when the rule was added.
     pub nth: u64,
@@ -76,6 +87,7 @@ pub struct FaultFs {
 }
 
 impl FaultFs {
+    /// Wraps `inner`; `seed` drives the random choices of injected faults (which bit flips).
     pub fn new(inner: Arc<dyn FileSystem>, seed: u64) -> Self {
         FaultFs {
             inner,

@@ -45,7 +45,11 @@ pub enum CrashMode {
     PowerLoss,
     /// Like `PowerLoss`, but each file keeps a random prefix of its unsynced bytes (a torn
     /// write), chosen from the seed.
-    TornPowerLoss { seed: u64 },
+    /// Power loss that keeps a random prefix of each file's unsynced bytes (`seed` picks it).
+    TornPowerLoss {
+        /// Seeds the choice of how much of each file survives.
+        seed: u64,
+    },
 }
 
 /// The in-memory filesystem. Cloning shares the same files.
@@ -65,6 +69,7 @@ fn not_found(op: &'static str, path: &Path) -> Error {
 }
 
 impl MemFs {
+    /// An empty filesystem.
     pub fn new() -> Self {
         Self::default()
     }

@@ -7,11 +7,25 @@
 //!   OS (it then survives a killed process); `sync` makes them durable (survive power loss).
 //! - A created, renamed or removed directory entry is durable only after `sync_dir` on its parent.
 
+#[cfg(any(test, feature = "testing"))]
 mod fault;
+// Without `testing`, the engine uses `MemFs` only as scratch space (its crash model is then
+// unused).
+#[cfg_attr(not(any(test, feature = "testing")), allow(dead_code))]
 mod mem;
 mod os;
 
+// The test filesystems are public only with the `testing` feature (the engine's own tests,
+// the reliability harness): applications see the trait and the OS filesystem.
+#[cfg(feature = "testing")]
 pub use fault::{FaultFs, FaultKind, FaultOp, FaultRule};
+#[cfg(all(test, not(feature = "testing")))]
+pub(crate) use fault::{FaultFs, FaultKind, FaultOp, FaultRule};
+#[cfg(all(test, not(feature = "testing")))]
+pub(crate) use mem::CrashMode;
+#[cfg(not(feature = "testing"))]
+pub(crate) use mem::MemFs;
+#[cfg(feature = "testing")]
 pub use mem::{CrashMode, MemFs};
 pub use os::OsFs;
 

@@ -2,7 +2,6 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -76,11 +75,23 @@ struct OsRandom {
     len: u64,
 }
 
+/// One positional read: `pread` on Unix; on Windows `seek_read` (it moves the handle's
+/// cursor, which nothing here uses).
+#[cfg(unix)]
+fn pread(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+    std::os::unix::fs::FileExt::read_at(file, buf, offset)
+}
+
+#[cfg(windows)]
+fn pread(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+    std::os::windows::fs::FileExt::seek_read(file, buf, offset)
+}
+
 impl RandomAccessFile for OsRandom {
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize> {
         let mut done = 0;
         while done < buf.len() {
-            match self.file.read_at(&mut buf[done..], offset + done as u64) {
+            match pread(&self.file, &mut buf[done..], offset + done as u64) {
                 Ok(0) => break,
                 Ok(n) => done += n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
@@ -151,6 +162,11 @@ impl FileSystem for OsFs {
     }
 
     fn sync_dir(&self, dir: &Path) -> Result<()> {
+        // Windows has no directory fsync (entries are durable with the file system's metadata
+        // journal); on Unix the directory is opened and fsynced.
+        if cfg!(windows) {
+            return Ok(());
+        }
         let d = File::open(dir).map_err(|e| Error::io("open dir", dir, e))?;
         d.sync_all().map_err(|e| Error::io("fsync dir", dir, e))
     }

@@ -9,7 +9,7 @@ use super::InternalIterator;
 use crate::error::{Error, Result};
 use crate::key::{append_internal_key, make_internal_key, parse_internal_key};
 use crate::merge_operator::MergeOperator;
-use crate::options::PrefixExtractor;
+use crate::prefix::PrefixExtractor;
 use crate::range_del::{Fragment, FragmentedTombstones};
 use crate::types::{SeqNo, ValueType};
 

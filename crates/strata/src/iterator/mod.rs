@@ -3,7 +3,6 @@
 #[cfg(test)]
 pub(crate) mod conformance;
 pub(crate) mod db_iter;
-pub(crate) mod level;
 pub(crate) mod merging;
 
 use crate::error::Result;

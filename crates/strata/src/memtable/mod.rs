@@ -16,6 +16,7 @@
 mod arena;
 mod iter;
 mod skiplist;
+mod sync;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -45,9 +45,9 @@
 use std::cmp::Ordering;
 use std::marker::PhantomData;
 use std::ptr::{self, NonNull};
-use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering as MemOrder};
+use std::sync::atomic::Ordering as MemOrder;
 
-use parking_lot::{Mutex, MutexGuard};
+use super::sync::{AtomicPtr, AtomicUsize, Mutex, MutexGuard};
 
 use super::arena::{Arena, ALIGN};
 use crate::key::compare_internal;

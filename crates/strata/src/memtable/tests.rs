@@ -542,3 +542,100 @@ fn bench_insert_get() {
         println!("btreemap n={n} random: insert {ins:.0} ns/op, get {:.0} ns/op", per_op(t, n));
     }
 }
+
+/// Shuttle explores thread interleavings of the real skiplist (its atomics and writer mutex
+/// are Shuttle's under the `shuttle` feature, `sync.rs`): two writers insert concurrently while
+/// a lock-free reader checks what the publication protocol promises. Run with
+/// `cargo test -p strata --lib --features shuttle shuttle_`.
+#[cfg(feature = "shuttle")]
+mod shuttle_tests {
+    use std::sync::atomic::Ordering as MemOrder;
+    use std::sync::Arc;
+
+    use shuttle::sync::atomic::AtomicUsize;
+
+    use super::super::skiplist::SkipList;
+    use crate::key::{compare_internal, make_internal_key, pack_trailer};
+    use crate::types::{SeqNo, ValueType};
+
+    const PER_WRITER: u64 = 5;
+
+    fn user_key(i: u64) -> Vec<u8> {
+        // Scrambled so inserts land before, between and after existing nodes.
+        format!("k{:03}", (i * 7) % 23).into_bytes()
+    }
+
+    fn insert(list: &SkipList, i: u64) {
+        let trailer = pack_trailer(SeqNo(i + 1), ValueType::Value).to_le_bytes();
+        list.insert(&user_key(i), &trailer, &i.to_le_bytes());
+    }
+
+    fn ikey(i: u64) -> Vec<u8> {
+        make_internal_key(&user_key(i), SeqNo(i + 1), ValueType::Value)
+    }
+
+    /// Every node a reader reaches is complete (its value names its key) and in order.
+    fn check_scan(list: &SkipList) -> usize {
+        let mut n = 0;
+        let mut prev: Option<Vec<u8>> = None;
+        let mut node = list.first();
+        while let Some(x) = node {
+            let i = u64::from_le_bytes(x.value().try_into().expect("8-byte value"));
+            assert_eq!(x.key(), ikey(i).as_slice(), "a node's key and value disagree");
+            if let Some(p) = &prev {
+                assert_eq!(compare_internal(p, x.key()), std::cmp::Ordering::Less, "order");
+            }
+            prev = Some(x.key().to_vec());
+            n += 1;
+            node = x.next(0);
+        }
+        n
+    }
+
+    #[test]
+    fn shuttle_concurrent_inserts_and_lock_free_reads() {
+        shuttle::check_random(
+            || {
+                let list = Arc::new(SkipList::new());
+                // How many of writer 0's inserts have returned (published with Release).
+                let done0 = Arc::new(AtomicUsize::new(0));
+                let writers: Vec<_> = (0..2u64)
+                    .map(|w| {
+                        let (list, done0) = (list.clone(), done0.clone());
+                        shuttle::thread::spawn(move || {
+                            for j in 0..PER_WRITER {
+                                insert(&list, w * PER_WRITER + j);
+                                if w == 0 {
+                                    done0.store(j as usize + 1, MemOrder::Release);
+                                }
+                            }
+                        })
+                    })
+                    .collect();
+                let reader = {
+                    let (list, done0) = (list.clone(), done0.clone());
+                    shuttle::thread::spawn(move || {
+                        for _ in 0..3 {
+                            // An insert that returned before this load is found by every
+                            // search that starts after it.
+                            let seen = done0.load(MemOrder::Acquire) as u64;
+                            for j in 0..seen {
+                                let found = list.seek_ge(&ikey(j)).expect("published key");
+                                assert_eq!(found.key(), ikey(j).as_slice(), "lost key {j}");
+                            }
+                            assert!(check_scan(&list) >= seen as usize);
+                        }
+                    })
+                };
+                for w in writers {
+                    w.join().expect("writer");
+                }
+                reader.join().expect("reader");
+                assert_eq!(check_scan(&list), 2 * PER_WRITER as usize);
+                let last = list.last().expect("non-empty");
+                assert!(last.next(0).is_none());
+            },
+            300,
+        );
+    }
+}

@@ -32,8 +32,9 @@ use crate::range_del::{encode_block, sort_tombstones, RangeTombstone};
 /// Largest internal key or value accepted by [`TableBuilder::add`]; keeps every block offset
 /// within the 32-bit restart array.
 pub const MAX_ENTRY_PART_LEN: usize = 1 << 30;
-/// Largest `block_size` honoured; larger settings are clamped.
-const MAX_BLOCK_SIZE: usize = 1 << 30;
+/// Largest `block_size` honoured; larger settings are clamped (`Options::validate` refuses
+/// them at open).
+pub(crate) const MAX_BLOCK_SIZE: usize = 1 << 30;
 
 /// How tables are built.
 #[derive(Clone, Debug, PartialEq, Eq)]

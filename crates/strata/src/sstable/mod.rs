@@ -20,6 +20,7 @@ pub mod format;
 pub mod metaindex;
 pub mod properties;
 pub mod reader;
+pub(crate) mod table_cache;
 
 #[cfg(test)]
 mod tests;

@@ -381,32 +381,18 @@ impl TableIterator {
     /// After the data iterator ran off its block's end, moves to the first entry of the next
     /// non-empty block.
     fn skip_forward(&mut self) {
-        loop {
-            match &self.data {
-                Some(d) if d.valid() || d.has_error() => return,
-                None => return,
-                Some(_) => {}
-            }
-            if !self.index.valid() {
-                return;
-            }
-            self.index.next();
-            if !self.index.valid() {
-                self.invalidate_data();
-                return;
-            }
-            if !self.load_data_block() {
-                return;
-            }
-            if let Some(d) = &mut self.data {
-                d.seek_to_first();
-            }
-        }
+        self.skip_empty(true);
     }
 
     /// After the data iterator ran off its block's start, moves to the last entry of the
     /// previous non-empty block.
     fn skip_backward(&mut self) {
+        self.skip_empty(false);
+    }
+
+    /// While the data iterator is exhausted (and has no error), steps the index one block
+    /// `forward` (or back) and enters that block at its first (or last) entry.
+    fn skip_empty(&mut self, forward: bool) {
         loop {
             match &self.data {
                 Some(d) if d.valid() || d.has_error() => return,
@@ -416,7 +402,11 @@ impl TableIterator {
             if !self.index.valid() {
                 return;
             }
-            self.index.prev();
+            if forward {
+                self.index.next();
+            } else {
+                self.index.prev();
+            }
             if !self.index.valid() {
                 self.invalidate_data();
                 return;
@@ -425,7 +415,11 @@ impl TableIterator {
                 return;
             }
             if let Some(d) = &mut self.data {
-                d.seek_to_last();
+                if forward {
+                    d.seek_to_first();
+                } else {
+                    d.seek_to_last();
+                }
             }
         }
     }

@@ -13,6 +13,7 @@ pub enum ChecksumType {
 }
 
 impl ChecksumType {
+    /// The checksum type with on-disk tag `b`, if known.
     pub fn from_u8(b: u8) -> Option<Self> {
         match b {
             1 => Some(ChecksumType::Crc32c),

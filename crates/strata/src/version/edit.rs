@@ -72,8 +72,23 @@ pub(crate) struct FileMetaData {
     pub largest_seqno: SeqNo,
     pub num_entries: u64,
     pub num_deletions: u64,
-    /// The open reader, when the table cache pins readers (in memory only).
-    pub table: crate::cache::table_cache::PinnedTable,
+}
+
+impl FileMetaData {
+    /// The record of a finished table written as file `number` (the one place a record is
+    /// built from a table: flush, compaction and recovery all use it).
+    pub fn from_summary(number: FileNumber, s: crate::sstable::TableSummary) -> FileMetaData {
+        FileMetaData {
+            number,
+            file_size: s.file_size,
+            smallest: s.smallest,
+            largest: s.largest,
+            smallest_seqno: s.smallest_seqno,
+            largest_seqno: s.largest_seqno,
+            num_entries: s.num_entries,
+            num_deletions: s.properties.num_deletions,
+        }
+    }
 }
 
 /// One MANIFEST record: fields that are `None`/empty are unchanged by the edit.
@@ -203,7 +218,6 @@ impl VersionEdit {
                         largest_seqno: d.seqno("largest seqno")?,
                         num_entries: d.u64("entry count")?,
                         num_deletions: d.u64("deletion count")?,
-                        table: crate::cache::table_cache::PinnedTable::default(),
                     };
                     e.new_files.push((level, f));
                 }
@@ -310,7 +324,6 @@ mod tests {
             largest_seqno: SeqNo(n + 5),
             num_entries: 1000 + n,
             num_deletions: n,
-            table: crate::cache::table_cache::PinnedTable::default(),
         }
     }
 

@@ -14,12 +14,38 @@ use std::sync::Arc;
 use super::edit::{FileMetaData, VersionEdit};
 use crate::error::{Error, Result};
 use crate::key::{after_largest, compare_internal, user_key};
+use crate::sstable::table_cache::PinnedTable;
 use crate::types::FileNumber;
+
+/// The largest number of levels a DB may have (`Options::num_levels`).
+pub(crate) const MAX_NUM_LEVELS: usize = 64;
+
+/// A table file of a live version: its MANIFEST record and, at run time only, the reader the
+/// table cache pinned for it (never part of the record: equality and encoding ignore it).
+#[derive(Debug)]
+pub(crate) struct TableFile {
+    pub meta: FileMetaData,
+    pub pinned: PinnedTable,
+}
+
+impl TableFile {
+    pub fn new(meta: FileMetaData) -> TableFile {
+        TableFile { meta, pinned: PinnedTable::default() }
+    }
+}
+
+impl std::ops::Deref for TableFile {
+    type Target = FileMetaData;
+
+    fn deref(&self) -> &FileMetaData {
+        &self.meta
+    }
+}
 
 /// Files per level. Cheap to clone (files are shared).
 #[derive(Clone, Debug)]
 pub(crate) struct Version {
-    pub levels: Vec<Vec<Arc<FileMetaData>>>,
+    pub levels: Vec<Vec<Arc<TableFile>>>,
 }
 
 fn l0_order(a: &FileMetaData, b: &FileMetaData) -> Ordering {
@@ -39,12 +65,19 @@ impl Version {
         let mut levels = self.levels.clone();
         let n = levels.len();
         let bad = |reason: String| Err(Error::corruption("", 0, reason));
+        // A file deleted and added again unchanged (a trivial move) keeps its pinned reader.
+        let mut removed: Vec<Arc<TableFile>> = Vec::new();
         for &(level, number) in &edit.deleted_files {
             if level >= n {
                 return Err(level_out_of_range(level, n, number));
             }
             let before = levels[level].len();
-            levels[level].retain(|f| f.number != number);
+            levels[level].retain(|f| {
+                if f.number == number {
+                    removed.push(f.clone());
+                }
+                f.number != number
+            });
             if levels[level].len() == before {
                 return bad(format!("edit deletes file {number} not present at level {level}"));
             }
@@ -58,7 +91,11 @@ impl Version {
             if compare_internal(&meta.smallest, &meta.largest) == Ordering::Greater {
                 return bad(format!("file {} has smallest key > largest key", meta.number));
             }
-            levels[level].push(Arc::new(meta.clone()));
+            let file = match removed.iter().find(|f| f.meta == *meta) {
+                Some(f) => f.clone(),
+                None => Arc::new(TableFile::new(meta.clone())),
+            };
+            levels[level].push(file);
             touched[level] = true;
         }
         let mut seen = HashSet::new();
@@ -106,7 +143,7 @@ impl Version {
     }
 
     /// Every file with its level.
-    pub fn files(&self) -> impl Iterator<Item = (usize, &Arc<FileMetaData>)> + '_ {
+    pub fn files(&self) -> impl Iterator<Item = (usize, &Arc<TableFile>)> + '_ {
         self.levels.iter().enumerate().flat_map(|(l, fs)| fs.iter().map(move |f| (l, f)))
     }
 
@@ -130,7 +167,7 @@ impl Version {
 /// engine supports, the files are fine and the `num_levels` option is too small (an invalid
 /// argument naming the option); beyond it, the record is damaged.
 fn level_out_of_range(level: usize, n: usize, number: crate::types::FileNumber) -> Error {
-    if level < crate::options::MAX_NUM_LEVELS {
+    if level < MAX_NUM_LEVELS {
         Error::InvalidArgument(format!(
             "the DB has table {number} at level {level} but num_levels is {n}: open it with \
              num_levels of at least {}",
@@ -157,8 +194,25 @@ mod tests {
             largest_seqno: SeqNo(seq),
             num_entries: 1,
             num_deletions: 0,
-            table: crate::cache::table_cache::PinnedTable::default(),
         }
+    }
+
+    #[test]
+    fn a_trivial_move_keeps_the_same_live_file_and_a_rewrite_does_not() {
+        let mut e = VersionEdit::default();
+        e.new_files.push((0, meta(1, "a", "k", 5)));
+        let v = Version::new(3).apply(&e).unwrap();
+        let before = v.levels[0][0].clone();
+        let mut mv = VersionEdit::default();
+        mv.deleted_files.push((0, FileNumber(1)));
+        mv.new_files.push((1, meta(1, "a", "k", 5)));
+        let moved = v.apply(&mv).unwrap();
+        assert!(Arc::ptr_eq(&before, &moved.levels[1][0]), "the pinned reader slot is kept");
+        let mut changed = VersionEdit::default();
+        changed.deleted_files.push((0, FileNumber(1)));
+        changed.new_files.push((1, meta(1, "a", "m", 5)));
+        let other = v.apply(&changed).unwrap();
+        assert!(!Arc::ptr_eq(&before, &other.levels[1][0]));
     }
 
     #[test]

@@ -12,9 +12,9 @@ use std::sync::{Arc, Weak};
 
 use super::edit::VersionEdit;
 use super::levels::Version;
-use crate::db::filename::{current_path, manifest_name, manifest_path, temp_path};
 use crate::env::FileSystem;
 use crate::error::{Error, Result};
+use crate::filename::{current_path, manifest_name, manifest_path, temp_path};
 use crate::types::{FileNumber, SeqNo};
 use crate::wal::{replay_log, tail_is_interrupted_append, LogWriter, TailRule, WalRecoveryMode};
 
@@ -66,15 +66,15 @@ impl VersionSet {
             .ok()
             .and_then(|s| s.strip_suffix('\n'))
             .filter(|s| {
-                crate::db::filename::parse_file_name(s)
-                    .is_some_and(|k| matches!(k, crate::db::filename::FileKind::Manifest(_)))
+                crate::filename::parse_file_name(s)
+                    .is_some_and(|k| matches!(k, crate::filename::FileKind::Manifest(_)))
             })
             .ok_or_else(|| {
                 Error::corruption(&cur_path, 0, "CURRENT does not name a MANIFEST file")
             })?;
         let mpath = dir.join(name);
-        let Some(crate::db::filename::FileKind::Manifest(manifest_number)) =
-            crate::db::filename::parse_file_name(name)
+        let Some(crate::filename::FileKind::Manifest(manifest_number)) =
+            crate::filename::parse_file_name(name)
         else {
             return Err(Error::corruption(&cur_path, 0, "CURRENT does not name a MANIFEST file"));
         };

@@ -16,6 +16,7 @@ use std::path::PathBuf;
 use super::*;
 use crate::key::make_internal_key;
 use crate::types::{SeqNo, ValueType};
+use crate::version::edit::FileMetaData;
 use crate::version::edit::VersionEdit;
 
 fn parse_shape(text: &str) -> (Version, PickerOptions, HashSet<FileNumber>) {
@@ -78,7 +79,6 @@ fn parse_shape(text: &str) -> (Version, PickerOptions, HashSet<FileNumber>) {
                             largest_seqno: SeqNo(number),
                             num_entries: 1,
                             num_deletions: 0,
-                            table: crate::cache::table_cache::PinnedTable::default(),
                         },
                     ));
                 }
@@ -90,7 +90,7 @@ fn parse_shape(text: &str) -> (Version, PickerOptions, HashSet<FileNumber>) {
     (v, o, busy)
 }
 
-fn names(files: &[Arc<FileMetaData>]) -> String {
+fn names(files: &[Arc<TableFile>]) -> String {
     let mut v: Vec<u64> = files.iter().map(|f| f.number.0).collect();
     v.sort_unstable();
     format!("{v:?}")

@@ -4,15 +4,15 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use super::InternalIterator;
-use crate::cache::table_cache::TableCache;
 use crate::error::{Error, Result};
+use crate::iterator::InternalIterator;
 use crate::key::compare_internal;
+use crate::sstable::table_cache::TableCache;
 use crate::sstable::ReadBlockOptions;
-use crate::version::edit::FileMetaData;
+use crate::version::levels::TableFile;
 
 pub(crate) struct LevelIterator {
-    files: Vec<Arc<FileMetaData>>,
+    files: Vec<Arc<TableFile>>,
     tables: Arc<TableCache>,
     read: ReadBlockOptions,
     /// Index of the file `current` iterates.
@@ -23,7 +23,7 @@ pub(crate) struct LevelIterator {
 
 impl LevelIterator {
     pub fn new(
-        files: Vec<Arc<FileMetaData>>,
+        files: Vec<Arc<TableFile>>,
         tables: Arc<TableCache>,
         read: ReadBlockOptions,
     ) -> Self {
@@ -35,7 +35,7 @@ impl LevelIterator {
         self.index = i;
         self.current = None;
         let Some(f) = self.files.get(i) else { return false };
-        match self.tables.reader(f) {
+        match self.tables.reader(f.number, &f.pinned) {
             Ok(t) => {
                 self.current = Some(Box::new(t.iter(self.read)));
                 true
@@ -161,5 +161,65 @@ impl InternalIterator for LevelIterator {
             return Err(e.duplicate());
         }
         self.current.as_ref().map_or(Ok(()), |c| c.status())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::env::{FileSystem, MemFs};
+    use crate::filename::table_path;
+    use crate::iterator::conformance::{check_internal_iterator, sample_entries};
+    use crate::key::user_key;
+    use crate::sstable::{TableBuilder, TableOptions};
+    use crate::types::FileNumber;
+    use crate::version::edit::FileMetaData;
+
+    /// Writes `model` as consecutive tables of about `per_file` entries each, never splitting
+    /// one user key's versions, and returns the level's files.
+    fn level_of(fs: &MemFs, model: &[(Vec<u8>, Vec<u8>)], per_file: usize) -> Vec<Arc<TableFile>> {
+        let opts =
+            TableOptions { block_size: 64, block_restart_interval: 2, ..TableOptions::default() };
+        let mut files = Vec::new();
+        let mut i = 0;
+        while i < model.len() {
+            let number = FileNumber(files.len() as u64 + 1);
+            let path = table_path(Path::new("/db"), number);
+            let mut b = TableBuilder::new(&opts, fs.create(&path).unwrap(), path);
+            let mut n = 0;
+            while i < model.len() {
+                let cut = n >= per_file && user_key(&model[i].0) != user_key(&model[i - 1].0);
+                if cut {
+                    break;
+                }
+                b.add(&model[i].0, &model[i].1).unwrap();
+                i += 1;
+                n += 1;
+            }
+            let meta = FileMetaData::from_summary(number, b.finish().unwrap());
+            files.push(Arc::new(TableFile::new(meta)));
+        }
+        files
+    }
+
+    #[test]
+    fn level_iterator_passes_the_conformance_suite() {
+        for (n, per_file, seed) in [(0, 4, 1), (1, 4, 2), (40, 1, 3), (300, 7, 4), (500, 500, 5)] {
+            let fs = MemFs::new();
+            fs.create_dir_all(Path::new("/db")).unwrap();
+            let model = sample_entries(n, seed);
+            let files = level_of(&fs, &model, per_file);
+            let tables = Arc::new(TableCache::new(
+                Arc::new(fs.clone()),
+                "/db".into(),
+                if seed % 2 == 0 { usize::MAX } else { 2 },
+                None,
+            ));
+            let read = ReadBlockOptions { verify_checksums: true, fill_cache: true };
+            let mut it = LevelIterator::new(files, tables, read);
+            check_internal_iterator(&mut it, &model, seed);
+        }
     }
 }

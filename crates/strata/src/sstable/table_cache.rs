@@ -14,27 +14,17 @@ use std::ops::Deref;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
-use super::{Cache, CacheKey};
-use crate::db::filename::table_path;
+use crate::cache::{Cache, CacheKey};
 use crate::env::FileSystem;
 use crate::error::Result;
+use crate::filename::table_path;
 use crate::sstable::{Block, TableReader};
 use crate::types::FileNumber;
-use crate::version::edit::FileMetaData;
 
-/// The open reader of one table file, set once and kept by its [`FileMetaData`] when the
-/// table cache pins readers. Not part of the file's identity: clones share the reader, and
-/// equality ignores it.
-#[derive(Clone, Default)]
+/// The open reader of one table file, set once and kept beside the file's record in a live
+/// version when the table cache pins readers.
+#[derive(Default)]
 pub(crate) struct PinnedTable(OnceLock<Arc<TableReader>>);
-
-impl PartialEq for PinnedTable {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
-}
-
-impl Eq for PinnedTable {}
 
 impl std::fmt::Debug for PinnedTable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -81,16 +71,16 @@ impl TableCache {
         TableCache { fs, dir, readers: Cache::new(capacity), block_cache, pin }
     }
 
-    /// The reader of the table `f` describes: the pinned one if it was opened before (and
-    /// readers are pinned), else through the cache.
-    pub fn reader<'a>(&self, f: &'a FileMetaData) -> Result<TableRef<'a>> {
-        if let Some(r) = f.table.0.get() {
+    /// The reader of table `number`: the one pinned in `pinned` if it was opened before (and
+    /// readers are pinned), else through the cache (pinning it).
+    pub fn reader<'a>(&self, number: FileNumber, pinned: &'a PinnedTable) -> Result<TableRef<'a>> {
+        if let Some(r) = pinned.0.get() {
             return Ok(TableRef::Pinned(r));
         }
-        let r = self.open_cached(f.number)?;
+        let r = self.open_cached(number)?;
         if self.pin {
             // A racing thread may have set it first: both readers are of the same file.
-            let _ = f.table.0.set(r.clone());
+            let _ = pinned.0.set(r.clone());
         }
         Ok(TableRef::Cached(r))
     }
@@ -127,18 +117,12 @@ mod tests {
     use crate::sstable::{TableBuilder, TableOptions};
     use crate::types::{SeqNo, ValueType};
 
-    fn table(fs: &MemFs, number: u64) -> FileMetaData {
+    fn table(fs: &MemFs, number: u64) -> FileNumber {
         let path = table_path(Path::new("/db"), FileNumber(number));
         let mut b = TableBuilder::new(&TableOptions::default(), fs.create(&path).unwrap(), path);
         b.add(&make_internal_key(b"k", SeqNo(1), ValueType::Value), b"v").unwrap();
-        let s = b.finish().unwrap();
-        FileMetaData {
-            number: FileNumber(number),
-            file_size: s.file_size,
-            smallest: s.smallest,
-            largest: s.largest,
-            ..Default::default()
-        }
+        b.finish().unwrap();
+        FileNumber(number)
     }
 
     fn setup(capacity: usize) -> (MemFs, TableCache) {
@@ -149,40 +133,41 @@ mod tests {
     }
 
     #[test]
-    fn unbounded_cache_pins_readers_in_the_metadata() {
+    fn unbounded_cache_pins_readers_in_the_slot() {
         let (fs, cache) = setup(usize::MAX);
-        let f = table(&fs, 7);
-        let first = cache.reader(&f).unwrap();
+        let n = table(&fs, 7);
+        let slot = PinnedTable::default();
+        let first = cache.reader(n, &slot).unwrap();
         assert!(matches!(first, TableRef::Cached(_)));
-        let again = cache.reader(&f).unwrap();
+        let again = cache.reader(n, &slot).unwrap();
         assert!(matches!(again, TableRef::Pinned(_)));
         assert!(Arc::ptr_eq(&first, &again));
-        // A clone of the metadata (a trivial move, a new version) shares the reader, and
-        // equality ignores it.
-        let moved = f.clone();
-        assert!(matches!(cache.reader(&moved).unwrap(), TableRef::Pinned(_)));
-        assert_eq!(moved, FileMetaData { table: PinnedTable::default(), ..f.clone() });
-        // Evicting from the cache leaves the pinned reader to the metadata's lifetime.
-        cache.evict(FileNumber(7));
-        assert!(matches!(cache.reader(&f).unwrap(), TableRef::Pinned(_)));
+        // Evicting from the cache leaves the pinned reader to the slot's lifetime.
+        cache.evict(n);
+        assert!(matches!(cache.reader(n, &slot).unwrap(), TableRef::Pinned(_)));
+        // Another slot for the same file (a new record) is served by the cache, then pinned.
+        let other = PinnedTable::default();
+        assert!(matches!(cache.reader(n, &other).unwrap(), TableRef::Cached(_)));
+        assert!(matches!(cache.reader(n, &other).unwrap(), TableRef::Pinned(_)));
     }
 
     #[test]
     fn bounded_cache_never_pins() {
         let (fs, cache) = setup(1);
         let (a, b) = (table(&fs, 1), table(&fs, 2));
+        let (sa, sb) = (PinnedTable::default(), PinnedTable::default());
         for _ in 0..3 {
-            assert!(matches!(cache.reader(&a).unwrap(), TableRef::Cached(_)));
-            assert!(matches!(cache.reader(&b).unwrap(), TableRef::Cached(_)));
+            assert!(matches!(cache.reader(a, &sa).unwrap(), TableRef::Cached(_)));
+            assert!(matches!(cache.reader(b, &sb).unwrap(), TableRef::Cached(_)));
         }
-        assert_eq!(format!("{:?}", a.table), "PinnedTable");
+        assert_eq!(format!("{sa:?}"), "PinnedTable");
     }
 
     #[test]
     fn a_missing_table_is_an_error_and_pins_nothing() {
         let (_fs, cache) = setup(usize::MAX);
-        let f = FileMetaData { number: FileNumber(9), ..Default::default() };
-        assert!(cache.reader(&f).is_err());
-        assert!(f.table.0.get().is_none());
+        let slot = PinnedTable::default();
+        assert!(cache.reader(FileNumber(9), &slot).is_err());
+        assert!(slot.0.get().is_none());
     }
 }

@@ -1,0 +1,84 @@
+//! Deleting files the DB no longer needs, in one place for the three moments it happens: at
+//! open (anything the recovered state does not keep), after a flush (WALs whose writes are now
+//! in a table) and after a compaction (input tables no live version references).
+//!
+//! Invariant: a file is deleted only once the MANIFEST edit that makes it unnecessary is
+//! synced (the callers delete after `log_and_apply`), and only if it is one of the engine's
+//! own names (`filename::parse_file_name`). A failed deletion is never an error: a leftover
+//! file is found and deleted by the next open.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use super::DbInner;
+use crate::env::FileSystem;
+use crate::filename::{manifest_name, parse_file_name, table_path, temp_path, wal_path, FileKind};
+use crate::types::FileNumber;
+
+/// What the current state keeps.
+pub(crate) struct Keep {
+    /// WALs numbered below this hold nothing that is not in a table.
+    pub oldest_wal: FileNumber,
+    /// The MANIFEST CURRENT names.
+    pub manifest: FileNumber,
+    /// Tables some live version references.
+    pub live_tables: HashSet<FileNumber>,
+}
+
+/// The path of `kind` in `dir` if `keep` does not need it.
+fn obsolete_path(dir: &Path, kind: FileKind, keep: &Keep) -> Option<PathBuf> {
+    match kind {
+        FileKind::Wal(n) if n < keep.oldest_wal => Some(wal_path(dir, n)),
+        FileKind::Manifest(n) if n != keep.manifest => Some(dir.join(manifest_name(n))),
+        FileKind::Temp(n) => Some(temp_path(dir, n)),
+        FileKind::Table(n) if !keep.live_tables.contains(&n) => Some(table_path(dir, n)),
+        _ => None,
+    }
+}
+
+/// At open, after the recovered state is installed: removes old WALs and MANIFESTs, temp
+/// files and tables no version references (outputs of an interrupted flush or compaction).
+pub(crate) fn delete_obsolete_at_open(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    kinds: &[FileKind],
+    keep: &Keep,
+) {
+    for &kind in kinds {
+        if let Some(path) = obsolete_path(dir, kind, keep) {
+            crate::kill_point!("open.delete");
+            let _ = fs.remove(&path);
+        }
+    }
+}
+
+/// After a flush installed `log_number`: removes the WALs below it.
+pub(crate) fn delete_obsolete_wals(inner: &DbInner, log_number: FileNumber) {
+    let Ok(names) = inner.fs.list(&inner.dir) else { return };
+    for name in &names {
+        if let Some(FileKind::Wal(n)) = parse_file_name(name) {
+            if n < log_number {
+                crate::kill_point!("obsolete.delete");
+                let _ = inner.fs.remove(&wal_path(&inner.dir, n));
+            }
+        }
+    }
+}
+
+/// Deletes tables that were compacted away and that no live version references; the others
+/// wait for the versions (iterators) holding them to go.
+pub(crate) fn purge_obsolete_tables(inner: &DbInner) {
+    let candidates = std::mem::take(&mut inner.state.lock().obsolete_tables);
+    if candidates.is_empty() {
+        return;
+    }
+    let live = inner.versions.lock().live_files();
+    let (keep, delete): (Vec<FileNumber>, Vec<FileNumber>) =
+        candidates.into_iter().partition(|n| live.contains(n));
+    for n in delete {
+        inner.table_cache.evict(n);
+        crate::kill_point!("compaction.delete");
+        let _ = inner.fs.remove(&table_path(&inner.dir, n));
+    }
+    inner.state.lock().obsolete_tables.extend(keep);
+}
