@@ -230,7 +230,7 @@ fn one_cycle(
 
     let state = ExpectedState::open(state_path).map_err(|e| e.to_string())?;
     let t0 = Instant::now();
-    let db = Db::open(&verify_options(Arc::new(OsFs)), dbdir)
+    let db = Db::open(&verify_options(Arc::new(OsFs), dbdir), dbdir)
         .map_err(|e| format!("recovery failed (kill points {spec:?}): {e}"))?;
     sum.recovery_us.push(t0.elapsed().as_micros() as u64);
     let (obs, problems) =
@@ -286,7 +286,7 @@ pub fn child_main(args: &ChildArgs) -> i32 {
         }
     };
     let mut rng = StdRng::seed_from_u64(args.seed);
-    let opts = random_options(&mut rng, Arc::new(OsFs), false);
+    let opts = random_options(&mut rng, Arc::new(OsFs), false, &args.dir);
     let mut wl = WorkloadConfig::random(&mut rng, state.keys(), args.threads);
     if args.clean_close {
         // Only a clean close keeps writes that skipped the WAL.

@@ -32,6 +32,9 @@ pub struct Ctx {
     pub write_buffer_size: usize,
     /// Whether background compactions run.
     pub auto_compactions: bool,
+    /// Where WAL files go (`Options::wal_dir`); attempts alternate between the DB directory
+    /// and a separate one.
+    pub wal_dir: Option<std::path::PathBuf>,
 }
 
 impl Ctx {
@@ -45,6 +48,7 @@ impl Ctx {
             uncertain: Vec::new(),
             write_buffer_size: 64 << 10,
             auto_compactions: true,
+            wal_dir: None,
         }
     }
 
@@ -54,6 +58,7 @@ impl Ctx {
             write_buffer_size: self.write_buffer_size,
             block_size: 512,
             disable_auto_compactions: !self.auto_compactions,
+            wal_dir: self.wal_dir.clone(),
             ..Options::default()
         }
     }
@@ -263,15 +268,17 @@ fn attempt(
     out: &mut Vec<String>,
 ) -> (bool, bool) {
     let mut c = Ctx::new();
+    c.wal_dir = (nth % 2 == 0).then(|| crate::wal_dir_for(std::path::Path::new(DIR)));
     let db = (op.prepare)(&mut c);
     c.fs.add_rule(FaultRule { op: f.1, kind: f.2, nth, persistent, path_contains: None });
     let (r, db) = (op.run)(&mut c, db);
     let injected = c.fs.injected() > 0;
     let what = format!(
-        "{} / {} / {} / N={nth}",
+        "{} / {} / {} / N={nth}{}",
         op.name,
         f.0,
-        if persistent { "persistent" } else { "single" }
+        if persistent { "persistent" } else { "single" },
+        if c.wal_dir.is_some() { " / separate wal_dir" } else { "" }
     );
     if let (Err(_), Some(db)) = (&r, &db) {
         // The operation failed: nothing may be acknowledged after it, even once the fault is

@@ -28,9 +28,24 @@ use rand::Rng;
 use strata::env::FileSystem;
 use strata::{ChecksumType, CompressionType, Options, WalRecoveryMode};
 
-/// Random engine options for one cycle. `small` picks the small memtables and levels the
-/// in-memory loops use, so that flushes and compactions happen within a short cycle.
-pub fn random_options(rng: &mut StdRng, fs: Arc<dyn FileSystem>, small: bool) -> Options {
+/// The WAL directory the loops may use for a DB at `db`: a sibling directory, so WAL files and
+/// tables live apart (as on two devices).
+pub fn wal_dir_for(db: &std::path::Path) -> std::path::PathBuf {
+    let mut name = db.file_name().unwrap_or_default().to_os_string();
+    name.push("-wal");
+    db.with_file_name(name)
+}
+
+/// Random engine options for one cycle of the DB at `db`. `small` picks the small memtables
+/// and levels the in-memory loops use, so that flushes and compactions happen within a short
+/// cycle. Half the cycles keep the WAL in [`wal_dir_for`] `db` (so WALs move between the two
+/// directories from cycle to cycle).
+pub fn random_options(
+    rng: &mut StdRng,
+    fs: Arc<dyn FileSystem>,
+    small: bool,
+    db: &std::path::Path,
+) -> Options {
     let wbs = if small {
         [16 << 10, 64 << 10, 256 << 10][rng.gen_range(0..3)]
     } else {
@@ -75,6 +90,7 @@ pub fn random_options(rng: &mut StdRng, fs: Arc<dyn FileSystem>, small: bool) ->
         hard_pending_compaction_bytes_limit: [0, 1, 4 << 20, 256 << 30][rng.gen_range(0..4)],
         delayed_write_rate: [1 << 20, 16 << 20][rng.gen_range(0..2)],
         avoid_flush_during_recovery: rng.gen_bool(0.3),
+        wal_dir: rng.gen_bool(0.5).then(|| wal_dir_for(db)),
         ..Options::default()
     }
 }
@@ -86,7 +102,7 @@ pub fn describe_options(o: &Options) -> String {
          compression={:?} checksum={:?} cache={} paranoid={} l0_trigger={} level_base={} \
          target_file={} dynamic={} subcompactions={} jobs={} wal_recovery={:?} \
          l0_slowdown={} l0_stop={} soft_pending={} hard_pending={} delayed_rate={} \
-         avoid_flush_during_recovery={}",
+         avoid_flush_during_recovery={} wal_dir={:?}",
         o.write_buffer_size,
         o.max_write_buffer_number,
         o.block_size,
@@ -108,15 +124,19 @@ pub fn describe_options(o: &Options) -> String {
         o.soft_pending_compaction_bytes_limit,
         o.hard_pending_compaction_bytes_limit,
         o.delayed_write_rate,
-        o.avoid_flush_during_recovery
+        o.avoid_flush_during_recovery,
+        o.wal_dir
     )
 }
 
-/// Options for opening a DB to verify it (the merge operator is what matters).
-pub fn verify_options(fs: Arc<dyn FileSystem>) -> Options {
+/// Options for opening the DB at `db` to verify it (the merge operator is what matters). It
+/// always names [`wal_dir_for`] `db`: recovery finds WALs there and in the DB directory, so it
+/// reads what a cycle wrote with either setting.
+pub fn verify_options(fs: Arc<dyn FileSystem>, db: &std::path::Path) -> Options {
     Options {
         fs,
         merge_operator: strata::merge_operator::builtin_merge_operator("uint64add"),
+        wal_dir: Some(wal_dir_for(db)),
         ..Options::default()
     }
 }

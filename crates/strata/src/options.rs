@@ -46,6 +46,11 @@ pub struct Options {
     pub bloom_bits_per_key: u32,
     /// Compression of data blocks. Default: Snappy (as RocksDB).
     pub compression: CompressionType,
+    /// Compression per level (RocksDB's `compression_per_level`): level `i` uses entry `i`, or
+    /// the last entry for deeper levels; empty means `compression` everywhere. Typical use:
+    /// no compression for L0 and L1 (they are rewritten soon), a strong one at the bottom.
+    /// Default: empty.
+    pub compression_per_level: Vec<CompressionType>,
     /// Zstd level when `compression` is Zstd. Default: 3.
     pub zstd_level: i32,
     /// Checksum protecting every block. Default: CRC32C.
@@ -102,6 +107,13 @@ pub struct Options {
     /// Read every table's footer, index and filter at `open` to find damage early.
     /// Default: true.
     pub paranoid_checks: bool,
+    /// Directory of the write-ahead log files; `None` keeps them in the DB directory. Put it on
+    /// another device to separate the WAL's sequential, synced writes from table I/O. At open,
+    /// WAL files are looked for in the DB directory and in this one (so setting it on an
+    /// existing DB loses nothing); a WAL number present in both is refused as ambiguous, and a
+    /// WAL the MANIFEST still needs that is in neither (the DB was last opened with another
+    /// `wal_dir`) fails the open with `Corruption` naming it. Default: none.
+    pub wal_dir: Option<std::path::PathBuf>,
     /// Replay the WAL into memtables at `open` without writing tables: the replayed writes
     /// stay in their WAL files and are flushed in the background like any memtable. Open is
     /// faster and needs no free space for tables (a DB on a full disk can still be opened
@@ -126,6 +138,7 @@ impl Default for Options {
             block_restart_interval: table.block_restart_interval,
             bloom_bits_per_key: table.bloom_bits_per_key,
             compression: table.compression,
+            compression_per_level: Vec::new(),
             zstd_level: table.zstd_level,
             checksum: table.checksum,
             wal_recovery_mode: WalRecoveryMode::PointInTime,
@@ -146,6 +159,7 @@ impl Default for Options {
             delayed_write_rate: 16 << 20,
             paranoid_checks: true,
             avoid_flush_during_recovery: false,
+            wal_dir: None,
             merge_operator: None,
             prefix_extractor: None,
         }
@@ -252,6 +266,15 @@ impl Options {
             target_file_size_base: self.target_file_size_base,
             target_file_size_multiplier: self.target_file_size_multiplier,
         }
+    }
+
+    /// The table format options for tables written to `level`.
+    pub(crate) fn table_options_for_level(&self, level: usize) -> TableOptions {
+        let mut t = self.table_options();
+        if let Some(last) = self.compression_per_level.last() {
+            t.compression = *self.compression_per_level.get(level).unwrap_or(last);
+        }
+        t
     }
 
     /// The table format options these options imply.

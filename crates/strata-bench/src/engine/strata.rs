@@ -46,6 +46,8 @@ pub const HONOURED_FLAGS: &[&str] = &[
     "soft_pending_compaction_bytes_limit",
     "hard_pending_compaction_bytes_limit",
     "delayed_write_rate",
+    "wal_dir",
+    "min_level_to_compress",
 ];
 
 /// Strata `Options` from the flags.
@@ -56,6 +58,9 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
         usize::try_from(v).map_err(|_| anyhow!("--{name}={v}: must not be negative"))
     };
     o.create_if_missing = true;
+    if !f.wal_dir.is_empty() {
+        o.wal_dir = Some(std::path::PathBuf::from(&f.wal_dir));
+    }
     o.block_cache_size = if f.cache_size <= 0 { 0 } else { usize_of("cache_size", f.cache_size)? };
     // db_bench: < 0 keeps the table default, which in RocksDB is no filter.
     o.bloom_bits_per_key = if f.bloom_bits <= 0 { 0 } else { f.bloom_bits as u32 };
@@ -71,6 +76,12 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
             f.compression_type
         ),
     };
+    // db_bench: levels below --min_level_to_compress are not compressed (-1 or 0: all are).
+    if f.min_level_to_compress > 0 {
+        let below = usize::try_from(f.min_level_to_compress)?;
+        o.compression_per_level = vec![CompressionType::None; below];
+        o.compression_per_level.push(o.compression);
+    }
     if f.compression_level != 32767 {
         if cfg.compression != Compression::Zstd {
             bail!("--compression_level: strata applies a level to zstd only");

@@ -89,7 +89,7 @@ fn execute(inner: &DbInner, plan: &CompactionPlan) -> Result<()> {
         fs: inner.fs.as_ref(),
         dir: &inner.dir,
         tables: &inner.table_cache,
-        table_options: &inner.table_options,
+        table_options: &inner.table_options[plan.output_level],
         merge_operator: inner.opts.merge_operator.as_deref(),
         snapshots: &snapshots,
         version: &sv.version,

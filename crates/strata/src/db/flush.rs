@@ -102,7 +102,7 @@ fn flush_one(inner: &DbInner, mem: &Arc<MemTable>, next_log: FileNumber) -> Resu
     let env = FlushEnv {
         fs: inner.fs.as_ref(),
         dir: &inner.dir,
-        table_options: &inner.table_options,
+        table_options: &inner.table_options[0],
         snapshots: &snapshots,
         merge_operator: inner.opts.merge_operator.as_deref(),
     };

@@ -110,8 +110,11 @@ pub(crate) struct WriteQueue {
 
 pub(crate) struct DbInner {
     pub opts: Options,
-    pub table_options: TableOptions,
+    /// Table options per level (they differ in compression with `compression_per_level`).
+    pub table_options: Vec<TableOptions>,
     pub dir: PathBuf,
+    /// Where WAL files are created (`Options::wal_dir`, or `dir`).
+    pub wal_dir: PathBuf,
     pub fs: Arc<dyn FileSystem>,
     pub state: Mutex<DbState>,
     /// Signalled when: a memtable becomes immutable, a flush finishes, a background error is

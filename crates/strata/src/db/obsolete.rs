@@ -7,12 +7,12 @@
 //! own names (`filename::parse_file_name`). A failed deletion is never an error: a leftover
 //! file is found and deleted by the next open.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use super::DbInner;
 use crate::env::FileSystem;
-use crate::filename::{manifest_name, parse_file_name, table_path, temp_path, wal_path, FileKind};
+use crate::filename::{manifest_name, table_path, temp_path, FileKind};
 use crate::types::FileNumber;
 
 /// What the current state keeps.
@@ -28,7 +28,6 @@ pub(crate) struct Keep {
 /// The path of `kind` in `dir` if `keep` does not need it.
 fn obsolete_path(dir: &Path, kind: FileKind, keep: &Keep) -> Option<PathBuf> {
     match kind {
-        FileKind::Wal(n) if n < keep.oldest_wal => Some(wal_path(dir, n)),
         FileKind::Manifest(n) if n != keep.manifest => Some(dir.join(manifest_name(n))),
         FileKind::Temp(n) => Some(temp_path(dir, n)),
         FileKind::Table(n) if !keep.live_tables.contains(&n) => Some(table_path(dir, n)),
@@ -42,8 +41,13 @@ pub(crate) fn delete_obsolete_at_open(
     fs: &dyn FileSystem,
     dir: &Path,
     kinds: &[FileKind],
+    wal_files: &BTreeMap<FileNumber, PathBuf>,
     keep: &Keep,
 ) {
+    for (_, path) in wal_files.range(..keep.oldest_wal) {
+        crate::kill_point!("open.delete");
+        let _ = fs.remove(path);
+    }
     for &kind in kinds {
         if let Some(path) = obsolete_path(dir, kind, keep) {
             crate::kill_point!("open.delete");
@@ -52,16 +56,15 @@ pub(crate) fn delete_obsolete_at_open(
     }
 }
 
-/// After a flush installed `log_number`: removes the WALs below it.
+/// After a flush installed `log_number`: removes the WALs below it, in the WAL directory and
+/// (left by an earlier `wal_dir` setting) in the DB directory.
 pub(crate) fn delete_obsolete_wals(inner: &DbInner, log_number: FileNumber) {
-    let Ok(names) = inner.fs.list(&inner.dir) else { return };
-    for name in &names {
-        if let Some(FileKind::Wal(n)) = parse_file_name(name) {
-            if n < log_number {
-                crate::kill_point!("obsolete.delete");
-                let _ = inner.fs.remove(&wal_path(&inner.dir, n));
-            }
-        }
+    let Ok(wals) = super::recover::find_wals(inner.fs.as_ref(), &inner.dir, &inner.wal_dir) else {
+        return;
+    };
+    for (_, path) in wals.range(..log_number) {
+        crate::kill_point!("obsolete.delete");
+        let _ = inner.fs.remove(path);
     }
 }
 

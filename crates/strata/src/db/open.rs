@@ -8,7 +8,7 @@ use std::sync::Arc;
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use super::obsolete::{delete_obsolete_at_open, Keep};
-use super::recover::{recover_version_set, replay_wals, Replayed};
+use super::recover::{find_wals, recover_version_set, replay_wals, Replayed};
 use super::{DbInner, DbState, SuperVersion, WalState, WriteQueue};
 use crate::cache::Cache;
 use crate::env::{FileLock, FileSystem};
@@ -25,8 +25,19 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
     let opts = &opts.sanitized();
     let fs = opts.fs.clone();
     let lock = prepare_dir(opts, fs.as_ref(), dir)?;
+    let wal_dir = opts.wal_dir.clone().unwrap_or_else(|| dir.to_path_buf());
+    if wal_dir != dir {
+        fs.create_dir_all(&wal_dir)?;
+    }
+    let wal_files = find_wals(fs.as_ref(), dir, &wal_dir)?;
     let names = fs.list(dir)?;
-    let kinds: Vec<FileKind> = names.iter().filter_map(|n| parse_file_name(n)).collect();
+    // The DB's files: those in its directory, and the WALs wherever they are.
+    let mut kinds: Vec<FileKind> = names
+        .iter()
+        .filter_map(|n| parse_file_name(n))
+        .filter(|k| !matches!(k, FileKind::Wal(_)))
+        .collect();
+    kinds.extend(wal_files.keys().map(|&n| FileKind::Wal(n)));
 
     let mut versions = recover_version_set(opts, &fs, dir, &kinds)?;
     let block_cache =
@@ -45,22 +56,18 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
         }
     }
 
-    let table_options = opts.table_options();
+    let table_options = opts.table_options_for_level(0);
     let Replayed { mut edit, last_seq, recovered } =
-        replay_wals(opts, &fs, dir, &kinds, &versions, &table_options)?;
+        replay_wals(opts, &fs, dir, &wal_files, &versions, &table_options)?;
 
     // A fresh WAL for new writes; once the MANIFEST says so, older WALs are obsolete.
     let new_log_number = versions.new_file_number();
-    let mut log_writer = LogWriter::new(fs.create(&wal_path(dir, new_log_number))?);
-    let last_wal = kinds
-        .iter()
-        .filter_map(|k| if let FileKind::Wal(n) = k { Some(*n) } else { None })
-        .max()
-        .unwrap_or(FileNumber(0));
+    let mut log_writer = LogWriter::new(fs.create(&wal_path(&wal_dir, new_log_number))?);
+    let last_wal = wal_files.keys().next_back().copied().unwrap_or(FileNumber(0));
     log_writer.add_record(&encode_wal_header(last_wal))?;
     log_writer.flush()?;
     let log_number = new_log_number;
-    fs.sync_dir(dir)?;
+    fs.sync_dir(&wal_dir)?;
     // WALs older than this hold nothing that is not in a table.
     let oldest_needed_wal = recovered.first().map_or(log_number, |(_, w)| *w);
     edit.log_number = Some(oldest_needed_wal);
@@ -72,6 +79,7 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
         fs.as_ref(),
         dir,
         &kinds,
+        &wal_files,
         &Keep {
             oldest_wal: oldest_needed_wal,
             manifest: versions.manifest_number(),
@@ -107,8 +115,9 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
     let next_file = versions.file_counter();
     Ok(DbInner {
         opts: opts.clone(),
-        table_options,
+        table_options: (0..opts.num_levels).map(|l| opts.table_options_for_level(l)).collect(),
         dir: dir.to_path_buf(),
+        wal_dir,
         fs,
         state: Mutex::new(state),
         bg_cv: Condvar::new(),

@@ -111,6 +111,38 @@ pub(crate) fn recover_version_set(
     Ok(versions)
 }
 
+/// The WAL files of a DB: those in the DB directory and, when `wal_dir` differs, those in it,
+/// by number. The same number in both places is refused (which one holds the writes?).
+pub(crate) fn find_wals(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    wal_dir: &Path,
+) -> Result<std::collections::BTreeMap<FileNumber, std::path::PathBuf>> {
+    let mut wals = std::collections::BTreeMap::new();
+    let dirs: &[&Path] = if wal_dir == dir { &[dir] } else { &[dir, wal_dir] };
+    for &d in dirs {
+        if d != dir && !fs.exists(d) {
+            continue;
+        }
+        for name in fs.list(d)? {
+            if let Some(FileKind::Wal(n)) = crate::filename::parse_file_name(&name) {
+                let path = wal_path(d, n);
+                if let Some(other) = wals.insert(n, path.clone()) {
+                    return Err(Error::corruption(
+                        path,
+                        0,
+                        format!(
+                            "WAL {n} also exists as {}; remove the stale copy",
+                            other.display()
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(wals)
+}
+
 /// What the WAL replay produced.
 pub(crate) struct Replayed {
     /// Tables written from replayed memtables (L0), and the last sequence number seen.
@@ -126,7 +158,7 @@ pub(crate) fn replay_wals(
     opts: &Options,
     fs: &Arc<dyn FileSystem>,
     dir: &Path,
-    kinds: &[FileKind],
+    wal_files: &std::collections::BTreeMap<FileNumber, std::path::PathBuf>,
     versions: &VersionSet,
     table_options: &TableOptions,
 ) -> Result<Replayed> {
@@ -139,14 +171,23 @@ pub(crate) fn replay_wals(
     };
     let mut edit = VersionEdit::default();
     let mut last_seq = versions.last_sequence();
-    let mut wals: Vec<FileNumber> = kinds
-        .iter()
-        .filter_map(|k| match k {
-            FileKind::Wal(n) if *n >= versions.log_number() => Some(*n),
-            _ => None,
-        })
-        .collect();
-    wals.sort();
+    let wals: Vec<FileNumber> =
+        wal_files.keys().copied().filter(|&n| n >= versions.log_number()).collect();
+    // The WAL the MANIFEST's log number names always exists once a DB has been opened: it is
+    // created (and its directory synced) before any edit names it, and only older WALs are
+    // deleted. Missing, its writes would be lost silently.
+    let needed = versions.log_number();
+    if needed.0 > 0 && !wal_files.contains_key(&needed) {
+        return Err(Error::corruption(
+            crate::filename::wal_path(dir, needed),
+            0,
+            format!(
+                "WAL {needed}, which the MANIFEST says holds unflushed writes, is missing (looked \
+                 in the DB directory and the WAL directory); if the DB was last opened with \
+                 another wal_dir, open it with that one"
+            ),
+        ));
+    }
     let mut mem = Arc::new(MemTable::new());
     // With `avoid_flush_during_recovery`: replayed memtables kept in memory, oldest first,
     // each with the WAL its first record came from (that WAL must outlive its flush).
@@ -157,7 +198,7 @@ pub(crate) fn replay_wals(
     let log_number = versions.log_number();
     let mut previous_wal: Option<FileNumber> = None;
     for &n in &wals {
-        let path = wal_path(dir, n);
+        let path = wal_files[&n].clone();
         let file = fs.open(&path)?;
         if let Some((bad, offset)) = stop_at {
             // An earlier WAL ended in damage: a later WAL holding records means a hole.
@@ -165,7 +206,7 @@ pub(crate) fn replay_wals(
                 replay_log(&file, WalRecoveryMode::SkipAnyCorruptedRecords, |_, _| Ok(()))?;
             if outcome.records > 1 {
                 return Err(Error::corruption(
-                    wal_path(dir, bad),
+                    wal_files[&bad].clone(),
                     offset,
                     format!("WAL is damaged here but the later WAL {n} holds records"),
                 ));

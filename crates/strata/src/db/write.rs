@@ -252,9 +252,9 @@ fn make_room_for_write(inner: &DbInner, wal: &mut WalState, batch_bytes: usize) 
 /// WAL lock (it is the leader, or `flush`).
 pub(crate) fn switch_memtable(inner: &DbInner, wal: &mut WalState) -> Result<()> {
     let number = inner.new_file_number();
-    let path = wal_path(&inner.dir, number);
+    let path = wal_path(&inner.wal_dir, number);
     let created = inner.fs.create(&path).and_then(|f| {
-        inner.fs.sync_dir(&inner.dir)?;
+        inner.fs.sync_dir(&inner.wal_dir)?;
         Ok(f)
     });
     // The old WAL is synced so a later synced write in the new WAL can never survive a power
