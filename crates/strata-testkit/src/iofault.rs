@@ -268,7 +268,7 @@ fn attempt(
     out: &mut Vec<String>,
 ) -> (bool, bool) {
     let mut c = Ctx::new();
-    c.wal_dir = (nth % 2 == 0).then(|| crate::wal_dir_for(std::path::Path::new(DIR)));
+    c.wal_dir = nth.is_multiple_of(2).then(|| crate::wal_dir_for(std::path::Path::new(DIR)));
     let db = (op.prepare)(&mut c);
     c.fs.add_rule(FaultRule { op: f.1, kind: f.2, nth, persistent, path_contains: None });
     let (r, db) = (op.run)(&mut c, db);
