@@ -176,6 +176,9 @@ fn one_cycle(
     if clean_close {
         cmd.args(["--clean-close-ms", &run_for.as_millis().to_string()]);
     }
+    if let Some(w) = crate::run_wal_dir(cfg.seed, dbdir) {
+        cmd.arg("--wal-dir").arg(w);
+    }
     if let Some(spec) = &spec {
         cmd.env("STRATA_KILL_POINTS", spec)
             .env("STRATA_KILL_POINTS_SEED", child_seed.to_string())
@@ -230,7 +233,7 @@ fn one_cycle(
 
     let state = ExpectedState::open(state_path).map_err(|e| e.to_string())?;
     let t0 = Instant::now();
-    let db = Db::open(&verify_options(Arc::new(OsFs), dbdir), dbdir)
+    let db = Db::open(&verify_options(Arc::new(OsFs), crate::run_wal_dir(cfg.seed, dbdir)), dbdir)
         .map_err(|e| format!("recovery failed (kill points {spec:?}): {e}"))?;
     sum.recovery_us.push(t0.elapsed().as_micros() as u64);
     let (obs, problems) =
@@ -269,6 +272,8 @@ pub struct ChildArgs {
     /// A clean-close cycle: the child writes for `max_life` (some writes with the WAL
     /// disabled), closes the DB and exits 0; the parent does not kill it.
     pub clean_close: bool,
+    /// The run's WAL directory (`--wal-dir`), if the WAL is kept apart.
+    pub wal_dir: Option<PathBuf>,
 }
 
 /// The child: opens the DB and writes until killed. Returns the process exit code.
@@ -286,7 +291,7 @@ pub fn child_main(args: &ChildArgs) -> i32 {
         }
     };
     let mut rng = StdRng::seed_from_u64(args.seed);
-    let opts = random_options(&mut rng, Arc::new(OsFs), false, &args.dir);
+    let opts = random_options(&mut rng, Arc::new(OsFs), false, args.wal_dir.clone());
     let mut wl = WorkloadConfig::random(&mut rng, state.keys(), args.threads);
     if args.clean_close {
         // Only a clean close keeps writes that skipped the WAL.

@@ -36,15 +36,21 @@ pub fn wal_dir_for(db: &std::path::Path) -> std::path::PathBuf {
     db.with_file_name(name)
 }
 
+/// The WAL directory of a whole run of a loop: runs with an odd seed keep the WAL apart from
+/// the tables (every cycle, and the verifier, must agree: a DB opened without the directory its
+/// WAL is in refuses to open rather than lose the WAL's writes).
+pub fn run_wal_dir(seed: u64, db: &std::path::Path) -> Option<std::path::PathBuf> {
+    (seed % 2 == 1).then(|| wal_dir_for(db))
+}
+
 /// Random engine options for one cycle of the DB at `db`. `small` picks the small memtables
 /// and levels the in-memory loops use, so that flushes and compactions happen within a short
-/// cycle. Half the cycles keep the WAL in [`wal_dir_for`] `db` (so WALs move between the two
-/// directories from cycle to cycle).
+/// cycle. `wal_dir` is the run's WAL directory ([`run_wal_dir`]).
 pub fn random_options(
     rng: &mut StdRng,
     fs: Arc<dyn FileSystem>,
     small: bool,
-    db: &std::path::Path,
+    wal_dir: Option<std::path::PathBuf>,
 ) -> Options {
     let wbs = if small {
         [16 << 10, 64 << 10, 256 << 10][rng.gen_range(0..3)]
@@ -90,7 +96,7 @@ pub fn random_options(
         hard_pending_compaction_bytes_limit: [0, 1, 4 << 20, 256 << 30][rng.gen_range(0..4)],
         delayed_write_rate: [1 << 20, 16 << 20][rng.gen_range(0..2)],
         avoid_flush_during_recovery: rng.gen_bool(0.3),
-        wal_dir: rng.gen_bool(0.5).then(|| wal_dir_for(db)),
+        wal_dir,
         ..Options::default()
     }
 }
@@ -129,14 +135,13 @@ pub fn describe_options(o: &Options) -> String {
     )
 }
 
-/// Options for opening the DB at `db` to verify it (the merge operator is what matters). It
-/// always names [`wal_dir_for`] `db`: recovery finds WALs there and in the DB directory, so it
-/// reads what a cycle wrote with either setting.
-pub fn verify_options(fs: Arc<dyn FileSystem>, db: &std::path::Path) -> Options {
+/// Options for opening a DB to verify it (the merge operator and the run's WAL directory are
+/// what matter).
+pub fn verify_options(fs: Arc<dyn FileSystem>, wal_dir: Option<std::path::PathBuf>) -> Options {
     Options {
         fs,
         merge_operator: strata::merge_operator::builtin_merge_operator("uint64add"),
-        wal_dir: Some(wal_dir_for(db)),
+        wal_dir,
         ..Options::default()
     }
 }

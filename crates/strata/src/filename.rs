@@ -46,7 +46,12 @@ pub(crate) fn wal_path(dir: &Path, n: FileNumber) -> PathBuf {
 }
 
 pub(crate) fn table_path(dir: &Path, n: FileNumber) -> PathBuf {
-    dir.join(format!("{n}.sst"))
+    dir.join(table_file_name(n))
+}
+
+/// The name of table `n` inside the DB directory.
+pub(crate) fn table_file_name(n: FileNumber) -> String {
+    format!("{n}.sst")
 }
 
 pub(crate) fn temp_path(dir: &Path, n: FileNumber) -> PathBuf {

@@ -39,7 +39,7 @@ pub mod fuzz_api;
 #[cfg(feature = "kill-points")]
 pub use util::kill_point;
 
-pub use db::{Db, DbIterator, DbRawIterator, Direction, IteratorMode};
+pub use db::{Db, DbIterator, DbRawIterator, Direction, IteratorMode, LiveFileMetaData};
 pub use error::{Error, Result};
 pub use merge_operator::MergeOperator;
 pub use options::{Options, PrefixExtractor, ReadOptions, WriteOptions};

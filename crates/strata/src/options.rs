@@ -114,6 +114,11 @@ pub struct Options {
     /// WAL the MANIFEST still needs that is in neither (the DB was last opened with another
     /// `wal_dir`) fails the open with `Corruption` naming it. Default: none.
     pub wal_dir: Option<std::path::PathBuf>,
+    /// Old info LOGs (`LOG.old.<micros>`) kept beside the active `LOG`. Default: 1000.
+    pub keep_log_file_num: usize,
+    /// Seconds between dumps of the `stats` property into the info LOG; 0 never dumps.
+    /// Default: 600.
+    pub stats_dump_period_sec: u32,
     /// Replay the WAL into memtables at `open` without writing tables: the replayed writes
     /// stay in their WAL files and are flushed in the background like any memtable. Open is
     /// faster and needs no free space for tables (a DB on a full disk can still be opened
@@ -160,6 +165,8 @@ impl Default for Options {
             paranoid_checks: true,
             avoid_flush_during_recovery: false,
             wal_dir: None,
+            keep_log_file_num: 1000,
+            stats_dump_period_sec: 600,
             merge_operator: None,
             prefix_extractor: None,
         }
@@ -253,6 +260,66 @@ impl Options {
     pub(crate) fn pending_bytes_slowdown(&self, pending: u64) -> bool {
         self.soft_pending_compaction_bytes_limit > 0
             && pending >= self.soft_pending_compaction_bytes_limit
+    }
+
+    /// Every option as `(name, value)`, in declaration order, for the info LOG.
+    pub(crate) fn describe(&self) -> Vec<(&'static str, String)> {
+        let name_of = |m: &Option<Arc<dyn MergeOperator>>| {
+            m.as_ref().map_or_else(|| "none".to_string(), |m| m.name().to_string())
+        };
+        vec![
+            ("create_if_missing", self.create_if_missing.to_string()),
+            ("error_if_exists", self.error_if_exists.to_string()),
+            ("write_buffer_size", self.write_buffer_size.to_string()),
+            ("max_write_buffer_number", self.max_write_buffer_number.to_string()),
+            ("max_open_files", self.max_open_files.to_string()),
+            ("block_cache_size", self.block_cache_size.to_string()),
+            ("block_size", self.block_size.to_string()),
+            ("block_restart_interval", self.block_restart_interval.to_string()),
+            ("bloom_bits_per_key", self.bloom_bits_per_key.to_string()),
+            ("compression", format!("{:?}", self.compression)),
+            ("compression_per_level", format!("{:?}", self.compression_per_level)),
+            ("zstd_level", self.zstd_level.to_string()),
+            ("checksum", format!("{:?}", self.checksum)),
+            ("wal_recovery_mode", format!("{:?}", self.wal_recovery_mode)),
+            ("num_levels", self.num_levels.to_string()),
+            ("max_background_jobs", self.max_background_jobs.to_string()),
+            ("max_subcompactions", self.max_subcompactions.to_string()),
+            (
+                "level0_file_num_compaction_trigger",
+                self.level0_file_num_compaction_trigger.to_string(),
+            ),
+            ("level0_slowdown_writes_trigger", self.level0_slowdown_writes_trigger.to_string()),
+            ("level0_stop_writes_trigger", self.level0_stop_writes_trigger.to_string()),
+            ("max_bytes_for_level_base", self.max_bytes_for_level_base.to_string()),
+            ("max_bytes_for_level_multiplier", self.max_bytes_for_level_multiplier.to_string()),
+            (
+                "level_compaction_dynamic_level_bytes",
+                self.level_compaction_dynamic_level_bytes.to_string(),
+            ),
+            ("target_file_size_base", self.target_file_size_base.to_string()),
+            ("target_file_size_multiplier", self.target_file_size_multiplier.to_string()),
+            ("disable_auto_compactions", self.disable_auto_compactions.to_string()),
+            (
+                "soft_pending_compaction_bytes_limit",
+                self.soft_pending_compaction_bytes_limit.to_string(),
+            ),
+            (
+                "hard_pending_compaction_bytes_limit",
+                self.hard_pending_compaction_bytes_limit.to_string(),
+            ),
+            ("delayed_write_rate", self.delayed_write_rate.to_string()),
+            ("merge_operator", name_of(&self.merge_operator)),
+            ("prefix_extractor", format!("{:?}", self.prefix_extractor)),
+            ("paranoid_checks", self.paranoid_checks.to_string()),
+            (
+                "wal_dir",
+                self.wal_dir.as_ref().map_or_else(String::new, |p| p.display().to_string()),
+            ),
+            ("keep_log_file_num", self.keep_log_file_num.to_string()),
+            ("stats_dump_period_sec", self.stats_dump_period_sec.to_string()),
+            ("avoid_flush_during_recovery", self.avoid_flush_during_recovery.to_string()),
+        ]
     }
 
     /// The options the compaction picker reads.

@@ -40,6 +40,7 @@ struct Args {
     progress: Option<PathBuf>,
     hits: Option<PathBuf>,
     clean_close_ms: Option<u64>,
+    wal_dir: Option<PathBuf>,
 }
 
 fn parse() -> Result<Args, String> {
@@ -63,6 +64,7 @@ fn parse() -> Result<Args, String> {
         progress: None,
         hits: None,
         clean_close_ms: None,
+        wal_dir: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -95,6 +97,7 @@ fn parse() -> Result<Args, String> {
             "--progress" => a.progress = Some(PathBuf::from(val()?)),
             "--hits" => a.hits = Some(PathBuf::from(val()?)),
             "--clean-close-ms" => a.clean_close_ms = Some(num(val()?)?),
+            "--wal-dir" => a.wal_dir = Some(PathBuf::from(val()?)),
             "-h" | "--help" => return Err(USAGE.to_string()),
             other => return Err(format!("unknown flag {other}\n{USAGE}")),
         }
@@ -127,6 +130,7 @@ fn main() -> ExitCode {
             threads: a.threads,
             max_life: a.clean_close_ms.map_or(Duration::from_secs(120), Duration::from_millis),
             clean_close: a.clean_close_ms.is_some(),
+            wal_dir: a.wal_dir,
         });
         return ExitCode::from(code as u8);
     }

@@ -11,7 +11,7 @@ use crate::compaction::picker::{
 };
 use crate::error::{Error, Result};
 use crate::filename::table_path;
-use crate::key::{make_internal_key, user_key};
+use crate::key::{compare_internal, make_internal_key, user_key};
 use crate::types::{FileNumber, SeqNo, ValueType};
 use crate::version::levels::Version;
 
@@ -119,7 +119,51 @@ fn execute(inner: &DbInner, plan: &CompactionPlan) -> Result<()> {
         return Err(e);
     }
     inner.stats.add_compaction(plan.output_level, &result.stats);
+    log_compaction(inner, plan, &outputs, &result.stats);
     Ok(())
+}
+
+/// The info LOG's account of one compaction: a readable line and an `EVENT_LOG_v1` record.
+fn log_compaction(
+    inner: &DbInner,
+    plan: &CompactionPlan,
+    outputs: &[FileNumber],
+    s: &crate::stats::LevelStats,
+) {
+    let numbers = |files: &[std::sync::Arc<crate::version::levels::TableFile>]| {
+        files.iter().map(|f| f.number.0).collect::<Vec<_>>()
+    };
+    let outs: Vec<u64> = outputs.iter().map(|n| n.0).collect();
+    let read = s.bytes_read_non_output + s.bytes_read_output;
+    let secs = s.micros as f64 / 1e6;
+    inner.info_log.log(&format!(
+        "[default] Compaction L{} -> L{}{}: inputs L{} {:?} + L{} {:?} ({read} bytes) -> {outs:?} \
+         ({} bytes written, {} moved); {} records in, {} dropped; {secs:.3} s",
+        plan.start_level,
+        plan.output_level,
+        if plan.trivial_move { " (trivial move)" } else { "" },
+        plan.start_level,
+        numbers(&plan.inputs),
+        plan.output_level,
+        numbers(&plan.output_inputs),
+        s.bytes_written,
+        s.bytes_moved,
+        s.input_records,
+        s.dropped_records,
+    ));
+    inner.info_log.log(&format!(
+        "EVENT_LOG_v1 {{\"time_micros\": {}, \"event\": \"compaction_finished\", \"cf_name\": \
+         \"default\", \"output_level\": {}, \"num_output_files\": {}, \"total_output_size\": \
+         {}, \"num_input_records\": {}, \"num_output_records\": {}, \"compaction_time_micros\": \
+         {}}}",
+        super::info_log::now_micros(),
+        plan.output_level,
+        outs.len(),
+        s.bytes_written,
+        s.input_records,
+        s.input_records - s.dropped_records.min(s.input_records),
+        s.micros
+    ));
 }
 
 /// Compacts every file overlapping [begin, end] (None = unbounded) down to the last level
@@ -236,7 +280,10 @@ fn still_running(st: &super::DbState) -> Result<()> {
 /// Waits until `f` can build a plan over files that are not busy; `Some(None)` = nothing to do.
 fn wait_for_plan(
     inner: &DbInner,
-    f: impl Fn(&Version, &std::collections::HashSet<FileNumber>) -> Option<Option<CompactionPlan>>,
+    mut f: impl FnMut(
+        &Version,
+        &std::collections::HashSet<FileNumber>,
+    ) -> Option<Option<CompactionPlan>>,
 ) -> Result<Option<CompactionPlan>> {
     let mut st = inner.state.lock();
     loop {
@@ -276,5 +323,97 @@ pub(crate) fn wait_for_compact(inner: &DbInner) -> Result<()> {
             return Ok(());
         }
         inner.bg_cv.wait(&mut st);
+    }
+}
+
+/// Compacts the given table files, all of one level, into `output_level` (RocksDB's
+/// `CompactFiles`). L0 inputs are widened to every L0 file, since L0 files overlap and moving
+/// only some could put a newer file below an older one; files of `output_level` overlapping the
+/// inputs join the compaction. Refused (`InvalidArgument`): an unknown file, inputs from several
+/// levels, an output level above the inputs' or beyond the last, and a level between the two
+/// holding keys in the inputs' range (the inputs would land below older versions of their
+/// keys). Waits while an input is being compacted; automatic compactions pause meanwhile.
+pub(crate) fn compact_files(
+    inner: &DbInner,
+    inputs: &[FileNumber],
+    output_level: usize,
+) -> Result<()> {
+    let o = inner.opts.picker_options();
+    if output_level >= o.num_levels {
+        return Err(Error::InvalidArgument(format!(
+            "compact_files: output level {output_level} is beyond the last level {}",
+            o.num_levels - 1
+        )));
+    }
+    if inputs.is_empty() {
+        return Err(Error::InvalidArgument("compact_files: no input files".into()));
+    }
+    inner.state.lock().manual_compactions += 1;
+    let r = compact_files_locked_out(inner, inputs, output_level, &o);
+    {
+        let mut st = inner.state.lock();
+        st.manual_compactions -= 1;
+        inner.bg_cv.notify_all();
+    }
+    r
+}
+
+fn compact_files_locked_out(
+    inner: &DbInner,
+    inputs: &[FileNumber],
+    output_level: usize,
+    o: &crate::compaction::picker::PickerOptions,
+) -> Result<()> {
+    let mut refusal: Option<Error> = None;
+    let plan = wait_for_plan(inner, |v, busy| {
+        let mut level = None;
+        let mut files = Vec::new();
+        for &n in inputs {
+            let Some((l, f)) = v.files().find(|(_, f)| f.number == n) else {
+                refusal = Some(Error::InvalidArgument(format!(
+                    "compact_files: table {n} is not a live file of the DB"
+                )));
+                return Some(None);
+            };
+            if level.is_some_and(|x| x != l) {
+                refusal = Some(Error::InvalidArgument(
+                    "compact_files: the input files are on different levels".into(),
+                ));
+                return Some(None);
+            }
+            level = Some(l);
+            files.push(f.clone());
+        }
+        let level = level?;
+        if output_level < level {
+            refusal = Some(Error::InvalidArgument(format!(
+                "compact_files: output level {output_level} is above the inputs' level {level}"
+            )));
+            return Some(None);
+        }
+        if level == 0 {
+            files.clone_from(&v.levels[0]);
+        }
+        let lo = files.iter().map(|f| f.smallest.clone()).min_by(|a, b| compare_internal(a, b))?;
+        let hi = files.iter().map(|f| f.largest.clone()).max_by(|a, b| compare_internal(a, b))?;
+        if let Some(between) =
+            (level + 1..output_level).find(|&l| !overlapping(v, l, &lo, &hi).is_empty())
+        {
+            refusal = Some(Error::InvalidArgument(format!(
+                "compact_files: level {between} holds keys in the inputs' range; compact into \
+                 level {between} (or compact it first)"
+            )));
+            return Some(None);
+        }
+        let t = level_targets(v, o);
+        let c = PickContext { v, o, t: &t, busy };
+        plan_for(&c, level, output_level, files).map(Some)
+    })?;
+    if let Some(e) = refusal {
+        return Err(e);
+    }
+    match plan {
+        Some(plan) => run_manual(inner, &plan),
+        None => Ok(()),
     }
 }

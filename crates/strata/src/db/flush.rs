@@ -116,6 +116,7 @@ fn flush_one(inner: &DbInner, mem: &Arc<MemTable>, next_log: FileNumber) -> Resu
     };
     let mut edit = VersionEdit::default();
     let mut level_stats = LevelStats { count: 1, ..LevelStats::default() };
+    let written = meta.as_ref().map(|(m, _)| (m.number, m.num_entries, m.file_size));
     if let Some((m, s)) = meta {
         level_stats.bytes_written = m.file_size;
         level_stats.input_records = s.input_entries;
@@ -144,8 +145,36 @@ fn flush_one(inner: &DbInner, mem: &Arc<MemTable>, next_log: FileNumber) -> Resu
         .flush_bytes
         .fetch_add(level_stats.bytes_written, std::sync::atomic::Ordering::Relaxed);
     inner.stats.add_compaction(0, &level_stats);
+    log_flush(inner, mem, written, &level_stats);
     super::obsolete::delete_obsolete_wals(inner, next_log);
     Ok(())
+}
+
+/// The info LOG's account of one flush: a readable line and an `EVENT_LOG_v1` record.
+fn log_flush(
+    inner: &DbInner,
+    mem: &MemTable,
+    written: Option<(FileNumber, u64, u64)>,
+    s: &LevelStats,
+) {
+    let secs = s.micros as f64 / 1e6;
+    let (table, entries, bytes) = written.unwrap_or((FileNumber(0), 0, 0));
+    inner.info_log.log(&format!(
+        "[default] Flush: memtable of {} entries ({} bytes) -> {}: {entries} entries, {bytes} \
+         bytes, {} dropped, {secs:.3} s",
+        mem.num_entries(),
+        mem.approximate_memory_usage(),
+        if written.is_some() { format!("table #{}", table.0) } else { "no table".into() },
+        s.dropped_records,
+    ));
+    inner.info_log.log(&format!(
+        "EVENT_LOG_v1 {{\"time_micros\": {}, \"event\": \"flush_finished\", \"cf_name\": \
+         \"default\", \"table\": {}, \"num_entries\": {entries}, \"file_size\": {bytes}, \
+         \"micros\": {}}}",
+        super::info_log::now_micros(),
+        table.0,
+        s.micros
+    ));
 }
 
 /// Makes the active memtable immutable (if it holds anything) and waits until it and every

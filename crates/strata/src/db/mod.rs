@@ -14,6 +14,7 @@
 
 mod compact;
 mod flush;
+mod info_log;
 mod iter;
 mod obsolete;
 mod open;
@@ -138,7 +139,37 @@ pub(crate) struct DbInner {
     pub table_cache: Arc<TableCache>,
     pub snapshots: Arc<SnapshotList>,
     pub stats: crate::stats::Stats,
+    /// `<db>/LOG`: options, recovery, flushes, compactions, stalls, errors, stats dumps.
+    pub info_log: info_log::InfoLog,
+    /// When the current write stall began (microseconds since the epoch; 0: none).
+    pub stall_started_micros: AtomicU64,
     _lock: Box<dyn FileLock>,
+}
+
+/// One live table file (`Db::live_files_metadata`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LiveFileMetaData {
+    /// File name in the DB directory, e.g. `000123.sst`.
+    pub name: String,
+    /// The file number in the name.
+    pub number: u64,
+    /// LSM level, 0 = newest.
+    pub level: usize,
+    /// Bytes on disk.
+    pub size: u64,
+    /// Smallest user key in the file.
+    pub smallest_key: Vec<u8>,
+    /// Largest user key in the file (for a file ending in a range tombstone, its exclusive
+    /// end).
+    pub largest_key: Vec<u8>,
+    /// Smallest sequence number of an entry.
+    pub smallest_seqno: u64,
+    /// Largest sequence number of an entry.
+    pub largest_seqno: u64,
+    /// Entries (deletions included).
+    pub num_entries: u64,
+    /// Deletion entries.
+    pub num_deletions: u64,
 }
 
 /// An open database. Share it between threads with `Arc<Db>`; dropping it closes the DB
@@ -159,6 +190,13 @@ impl Db {
     pub fn open(opts: &Options, path: impl AsRef<Path>) -> Result<Db> {
         let inner = Arc::new(open::open(opts, path.as_ref())?);
         let mut threads = flush::start_background(&inner)?;
+        match properties::start_stats_dump(&inner) {
+            Ok(t) => threads.extend(t),
+            Err(e) => {
+                drop(Db { inner, threads });
+                return Err(e);
+            }
+        }
         let db_threads = compact::start_compaction_threads(&inner);
         match db_threads {
             Ok(t) => threads.extend(t),
@@ -341,6 +379,50 @@ impl Db {
         compact::compact_range(&self.inner, b, e)
     }
 
+    /// Every live table file with its level, size, key and sequence range (RocksDB's
+    /// `GetLiveFilesMetaData`), by level, L0 newest first.
+    pub fn live_files_metadata(&self) -> Vec<LiveFileMetaData> {
+        let sv = self.inner.current_super_version();
+        sv.version
+            .files()
+            .map(|(level, f)| LiveFileMetaData {
+                name: crate::filename::table_file_name(f.number),
+                number: f.number.0,
+                level,
+                size: f.file_size,
+                smallest_key: crate::key::user_key(&f.smallest).to_vec(),
+                largest_key: crate::key::user_key(&f.largest).to_vec(),
+                smallest_seqno: f.smallest_seqno.0,
+                largest_seqno: f.largest_seqno.0,
+                num_entries: f.num_entries,
+                num_deletions: f.num_deletions,
+            })
+            .collect()
+    }
+
+    /// Compacts the named table files (names as [`Db::live_files_metadata`] gives them, with
+    /// or without a directory), all of one level, into `output_level` (RocksDB's
+    /// `CompactFiles`). L0 inputs are widened to every L0 file; files of the output level that
+    /// overlap join. Refused with `InvalidArgument`: an unknown name, inputs on several levels,
+    /// an output level above the inputs' or past the last, or a level in between holding keys
+    /// of the inputs' range. Waits while an input is being compacted.
+    pub fn compact_files<S: AsRef<str>>(&self, files: &[S], output_level: usize) -> Result<()> {
+        let mut numbers = Vec::with_capacity(files.len());
+        for name in files {
+            let name = name.as_ref();
+            let base = name.rsplit('/').next().unwrap_or(name);
+            match crate::filename::parse_file_name(base) {
+                Some(crate::filename::FileKind::Table(n)) => numbers.push(n),
+                _ => {
+                    return Err(Error::InvalidArgument(format!(
+                        "compact_files: {name:?} is not a table file name (NNNNNN.sst)"
+                    )))
+                }
+            }
+        }
+        compact::compact_files(&self.inner, &numbers, output_level)
+    }
+
     /// Waits until no flush or compaction is pending or running.
     pub fn wait_for_compact(&self) -> Result<()> {
         compact::wait_for_compact(&self.inner)
@@ -407,6 +489,7 @@ impl DbInner {
     /// Records the first background error and makes the DB refuse writes.
     pub(crate) fn set_bg_error(&self, st: &mut DbState, e: &Error) {
         if st.bg_error.is_none() {
+            self.info_log.log(&format!("Background error (the DB now refuses writes): {e}"));
             st.bg_error = Some(e.duplicate());
             self.has_bg_error.store(true, Ordering::Release);
         }

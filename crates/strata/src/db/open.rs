@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
+use super::info_log::{InfoLog, GIT_SHA};
 use super::obsolete::{delete_obsolete_at_open, Keep};
 use super::recover::{find_wals, recover_version_set, replay_wals, Replayed};
 use super::{DbInner, DbState, SuperVersion, WalState, WriteQueue};
@@ -25,6 +26,15 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
     let opts = &opts.sanitized();
     let fs = opts.fs.clone();
     let lock = prepare_dir(opts, fs.as_ref(), dir)?;
+    // The LOG is a diagnostic: a DB whose LOG cannot be written still opens, without one.
+    let info_log = InfoLog::open(fs.as_ref(), dir, opts.keep_log_file_num)
+        .unwrap_or_else(|_| InfoLog::disabled());
+    info_log.log(&format!("Strata version: {}", env!("CARGO_PKG_VERSION")));
+    info_log.log(&format!("Git sha {GIT_SHA}"));
+    info_log.log(&format!("DB path: {}", dir.display()));
+    for (name, value) in opts.describe() {
+        info_log.log(&format!("Options.{name}: {value}"));
+    }
     let wal_dir = opts.wal_dir.clone().unwrap_or_else(|| dir.to_path_buf());
     if wal_dir != dir {
         fs.create_dir_all(&wal_dir)?;
@@ -57,8 +67,14 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
     }
 
     let table_options = opts.table_options_for_level(0);
-    let Replayed { mut edit, last_seq, recovered } =
-        replay_wals(opts, &fs, dir, &wal_files, &versions, &table_options)?;
+    let replay = replay_wals(opts, &fs, dir, &wal_files, &versions, &table_options);
+    let Replayed { mut edit, last_seq, recovered, wals, records, dropped_bytes } = match replay {
+        Ok(r) => r,
+        Err(e) => {
+            info_log.log(&format!("Recovery failed: {e}"));
+            return Err(e);
+        }
+    };
 
     // A fresh WAL for new writes; once the MANIFEST says so, older WALs are obsolete.
     let new_log_number = versions.new_file_number();
@@ -75,6 +91,21 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
     crate::kill_point!("open.install");
     let version = versions.log_and_apply(&mut edit)?;
 
+    info_log.log(&format!(
+        "Recovered from MANIFEST-{:06}: {} tables, {} bytes; last sequence {}; WALs replayed \
+         {:?}: {} records, {} damaged bytes dropped; {} L0 tables written, {} memtables kept \
+         in memory; new WAL {}",
+        versions.manifest_number().0,
+        version.files().count(),
+        version.files().map(|(_, f)| f.file_size).sum::<u64>(),
+        last_seq.0,
+        wals.iter().map(|n| n.0).collect::<Vec<_>>(),
+        records,
+        dropped_bytes,
+        edit.new_files.len(),
+        recovered.len(),
+        log_number.0,
+    ));
     delete_obsolete_at_open(
         fs.as_ref(),
         dir,
@@ -141,6 +172,8 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
         table_cache,
         snapshots: Arc::default(),
         stats: crate::stats::Stats::new(opts.num_levels),
+        info_log,
+        stall_started_micros: AtomicU64::new(0),
         _lock: lock,
     })
 }

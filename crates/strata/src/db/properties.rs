@@ -181,3 +181,40 @@ fn sstables(v: &crate::version::levels::Version) -> String {
     }
     s
 }
+
+/// Starts the thread that writes the `stats` property into the info LOG every
+/// `Options::stats_dump_period_sec` (none when it is 0).
+pub(crate) fn start_stats_dump(
+    inner: &std::sync::Arc<DbInner>,
+) -> Result<Option<std::thread::JoinHandle<()>>> {
+    let secs = inner.opts.stats_dump_period_sec;
+    if secs == 0 {
+        return Ok(None);
+    }
+    let db = inner.clone();
+    std::thread::Builder::new()
+        .name("strata-stats".to_string())
+        .spawn(move || stats_dump_loop(&db, std::time::Duration::from_secs(u64::from(secs))))
+        .map(Some)
+        .map_err(|e| crate::error::Error::io("spawn thread", &inner.dir, e))
+}
+
+fn stats_dump_loop(inner: &DbInner, period: std::time::Duration) {
+    let mut next = std::time::Instant::now() + period;
+    let mut st = inner.state.lock();
+    while !st.shutting_down {
+        let now = std::time::Instant::now();
+        if now < next {
+            // Woken early by any background event or by shutdown; loop re-checks.
+            inner.bg_cv.wait_for(&mut st, next - now);
+            continue;
+        }
+        drop(st);
+        if let Ok(Some(stats)) = property_value(inner, "strata.stats") {
+            inner.info_log.log("------- DUMPING STATS -------");
+            inner.info_log.log_lines(&stats);
+        }
+        next = now + period;
+        st = inner.state.lock();
+    }
+}

@@ -151,6 +151,10 @@ pub(crate) struct Replayed {
     /// With `avoid_flush_during_recovery`: memtables kept in memory, oldest first, each with
     /// the WAL its first record came from (that WAL must outlive its flush).
     pub recovered: Vec<(Arc<MemTable>, FileNumber)>,
+    /// For the info LOG: the WALs replayed, the records applied and the damaged bytes dropped.
+    pub wals: Vec<FileNumber>,
+    pub records: u64,
+    pub dropped_bytes: u64,
 }
 
 /// Replays the WALs at or after the MANIFEST's log number (see the module documentation).
@@ -194,6 +198,7 @@ pub(crate) fn replay_wals(
     let mut recovered: Vec<(Arc<MemTable>, FileNumber)> = Vec::new();
     let mut mem_first_wal = FileNumber(0);
     let mut wal_damage_seen = false;
+    let (mut records, mut dropped_bytes) = (0u64, 0u64);
     let mut stop_at: Option<(FileNumber, u64)> = None;
     let log_number = versions.log_number();
     let mut previous_wal: Option<FileNumber> = None;
@@ -259,6 +264,8 @@ pub(crate) fn replay_wals(
             Ok(())
         })?;
         wal_damage_seen |= outcome.torn_tail || outcome.dropped_bytes > 0;
+        records += outcome.records;
+        dropped_bytes += outcome.dropped_bytes;
         previous_wal = Some(n);
         if outcome.torn_tail && opts.wal_recovery_mode != WalRecoveryMode::SkipAnyCorruptedRecords {
             // The MANIFEST's rule, for a log whose last records may be unsynced: a complete
@@ -295,5 +302,5 @@ pub(crate) fn replay_wals(
         }
     }
 
-    Ok(Replayed { edit, last_seq, recovered })
+    Ok(Replayed { edit, last_seq, recovered, wals, records, dropped_bytes })
 }

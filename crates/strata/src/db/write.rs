@@ -193,6 +193,7 @@ fn make_room_for_write(inner: &DbInner, wal: &mut WalState, batch_bytes: usize) 
                 .then_some(Stall::MemtableStop)
         });
         inner.write_stopped.store(stop.is_some(), Ordering::Relaxed);
+        note_stall_change(inner, stop.map(|k| describe_stop(k, l0, sv.pending_compaction_bytes)));
         if let Some(kind) = stop {
             let started = Instant::now();
             {
@@ -223,7 +224,23 @@ fn make_room_for_write(inner: &DbInner, wal: &mut WalState, batch_bytes: usize) 
         let slowed = auto
             && (l0 >= o.level0_slowdown_writes_trigger
                 || o.pending_bytes_slowdown(sv.pending_compaction_bytes));
-        inner.write_delayed.store(slowed, Ordering::Relaxed);
+        if inner.write_delayed.load(Ordering::Relaxed) != slowed
+            && inner.write_delayed.swap(slowed, Ordering::Relaxed) != slowed
+        {
+            inner.info_log.log(&if slowed {
+                format!(
+                    "[default] Slowing writes to {} bytes/s: {} L0 files (slowdown trigger {}), \
+                     {} pending compaction bytes (soft limit {})",
+                    o.delayed_write_rate,
+                    l0,
+                    o.level0_slowdown_writes_trigger,
+                    sv.pending_compaction_bytes,
+                    o.soft_pending_compaction_bytes_limit
+                )
+            } else {
+                "[default] Writes no longer slowed down".to_string()
+            });
+        }
         let slow = slowed && !delayed;
         if slow {
             delayed = true;
@@ -245,6 +262,44 @@ fn make_room_for_write(inner: &DbInner, wal: &mut WalState, batch_bytes: usize) 
             continue;
         }
         return Ok(());
+    }
+}
+
+/// Why writes stop, for the info LOG.
+fn describe_stop(kind: Stall, l0: usize, pending: u64) -> String {
+    match kind {
+        Stall::MemtableStop => "every memtable is full, waiting for a flush".to_string(),
+        Stall::StopPendingCompactionBytes => {
+            format!("{pending} pending compaction bytes reach the hard limit")
+        }
+        _ => format!("{l0} L0 files reach the stop trigger"),
+    }
+}
+
+/// Logs the start of a write stop (with its cause) and, when writes flow again, its duration.
+fn note_stall_change(inner: &DbInner, cause: Option<String>) {
+    let now = super::info_log::now_micros();
+    match cause {
+        Some(cause) => {
+            if inner
+                .stall_started_micros
+                .compare_exchange(0, now.max(1), Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+            {
+                inner.info_log.log(&format!("[default] Stopping writes: {cause}"));
+            }
+        }
+        // One load per write group in the common case (no stall).
+        None if inner.stall_started_micros.load(Ordering::Relaxed) == 0 => {}
+        None => {
+            let started = inner.stall_started_micros.swap(0, Ordering::Relaxed);
+            if started != 0 {
+                inner.info_log.log(&format!(
+                    "[default] Writes resume after a stop of {:.1} ms",
+                    now.saturating_sub(started) as f64 / 1000.0
+                ));
+            }
+        }
     }
 }
 

@@ -1,0 +1,70 @@
+//! The info LOG (`<db>/LOG`, issue #12): the build, the options in effect, the recovery, every
+//! flush and compaction, write stops with their cause and duration, periodic stats dumps, and
+//! rotation of the previous LOG.
+
+use std::path::Path;
+
+use strata::{Db, Options};
+
+fn read_log(dir: &Path) -> String {
+    std::fs::read_to_string(dir.join("LOG")).unwrap()
+}
+
+#[test]
+fn the_log_tells_what_the_db_did() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options {
+        write_buffer_size: 8 << 10,
+        // Writes stop whenever L0 holds a file, until compaction moves it: stops are certain.
+        level0_file_num_compaction_trigger: 1,
+        level0_slowdown_writes_trigger: 1,
+        level0_stop_writes_trigger: 1,
+        stats_dump_period_sec: 1,
+        ..Options::default()
+    };
+    {
+        let db = Db::open(&opts, dir.path()).unwrap();
+        for i in 0..3_000u32 {
+            db.put(format!("key{:06}", i * 7 % 3_000), [7u8; 100]).unwrap();
+        }
+        db.wait_for_compact().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(1_300));
+    }
+    let log = read_log(dir.path());
+    for needle in [
+        "Strata version: ",
+        "Git sha ",
+        "Options.write_buffer_size: 8192",
+        "Options.level0_stop_writes_trigger: 1",
+        "Recovered from MANIFEST-",
+        "[default] Flush: memtable of ",
+        "\"event\": \"flush_finished\"",
+        "[default] Compaction L0 -> L",
+        "\"event\": \"compaction_finished\"",
+        "[default] Stopping writes: ",
+        "[default] Writes resume after a stop of ",
+        "------- DUMPING STATS -------",
+        "** Compaction Stats",
+    ] {
+        assert!(log.contains(needle), "LOG lacks {needle:?}:\n{log}");
+    }
+    // Every line starts with a timestamp like 2026/11/22-11:45:00.123456.
+    for line in log.lines() {
+        let b = line.as_bytes();
+        assert!(b.len() > 27 && b[4] == b'/' && b[10] == b'-' && b[19] == b'.', "{line}");
+    }
+    // "Git sha" is the fifth field, where RocksDB's benchmark.sh reads it.
+    let git = log.lines().find(|l| l.contains(" Git sha ")).unwrap();
+    assert_eq!(git.split_whitespace().nth(2), Some("Git"));
+
+    // Reopening rotates the LOG and starts a new one that reports the recovery.
+    drop(Db::open(&opts, dir.path()).unwrap());
+    let old: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.unwrap().file_name().into_string().ok())
+        .filter(|n| n.starts_with("LOG.old."))
+        .collect();
+    assert_eq!(old.len(), 1, "{old:?}");
+    let log = read_log(dir.path());
+    assert!(log.contains("Recovered from MANIFEST-") && !log.contains("DUMPING STATS"));
+}
