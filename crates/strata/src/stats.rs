@@ -338,16 +338,7 @@ impl Stats {
             int_sum.add(&st.minus(&prev));
         }
         let int_flush = flush - last.flush_bytes;
-        level_row(
-            &mut s,
-            "Int",
-            0,
-            0,
-            0,
-            0.0,
-            &int_sum,
-            int_sum.bytes_written as f64 / (int_flush + 1) as f64,
-        );
+        level_row(&mut s, "Int", 0, 0, 0, 0.0, &int_sum, ratio(int_sum.bytes_written, int_flush));
 
         // ---- Summary lines.
         let gb = |b: u64| b as f64 / (1u64 << 30) as f64;

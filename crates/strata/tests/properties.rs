@@ -36,3 +36,27 @@ fn common_properties_answer() {
     assert_eq!(int("rocksdb.num-snapshots"), 1);
     assert_eq!(db.property_value("rocksdb.no-such-property").unwrap(), None);
 }
+
+/// The `stats` dump's compaction table: `CompMergeCPU(sec)` is measured (it was always 0.00)
+/// and the `Int` row's W-Amp is a ratio (it divided by 1 byte when nothing was flushed).
+#[test]
+fn compaction_stats_measure_cpu_and_interval_w_amp() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options { write_buffer_size: 1 << 20, ..Options::default() };
+    let db = Db::open(&opts, dir.path()).unwrap();
+    for i in 0..150_000u32 {
+        db.put(format!("key{:08}", i.wrapping_mul(2_654_435_761) % 150_000), [7u8; 100]).unwrap();
+    }
+    db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
+    let stats = db.property_value("rocksdb.stats").unwrap().unwrap();
+    // benchmark.sh reads the Sum row with awk: $15 is Comp(sec), $16 CompMergeCPU(sec).
+    let sum = stats.lines().find(|l| l.starts_with(" Sum")).unwrap();
+    let fields: Vec<&str> = sum.split_whitespace().collect();
+    let cpu: f64 = fields[15].parse().unwrap();
+    assert!(cpu > 0.0, "CompMergeCPU is 0 in:\n{sum}");
+    // A second dump right away: nothing was flushed in between, so the interval's W-Amp is 0.
+    let stats = db.property_value("rocksdb.stats").unwrap().unwrap();
+    let int = stats.lines().find(|l| l.trim_start().starts_with("Int")).unwrap();
+    let wamp: f64 = int.split_whitespace().nth(11).unwrap().parse().unwrap();
+    assert!(wamp < 100.0, "Int W-Amp {wamp}:\n{int}");
+}

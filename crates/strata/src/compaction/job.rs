@@ -97,6 +97,7 @@ pub(crate) fn run_job(env: &JobEnv<'_>, plan: &CompactionPlan) -> Result<JobResu
             Ok((files, s)) => {
                 stats.input_records += s.input_entries;
                 stats.dropped_records += s.dropped;
+                stats.cpu_micros += s.cpu_micros;
                 outputs.extend(files);
             }
             Err(e) => {
@@ -207,6 +208,7 @@ fn run_range(
     plan: &CompactionPlan,
     range: &KeyRange,
 ) -> Result<(Vec<FileMetaData>, StreamStats)> {
+    let cpu_start = crate::util::cpu::thread_cpu_micros();
     let tombstones = input_range_tombstones(env, plan)?;
     let fragmented =
         (!tombstones.is_empty()).then(|| FragmentedTombstones::from_tombstones(&tombstones, 0));
@@ -234,7 +236,10 @@ fn run_range(
     let mut out = OutputWriter::new(env, plan, kept, range);
     let result = run_stream(&mut input, &ctx, |k, v| out.add(k, v));
     match result.and_then(|s| out.finish().map(|files| (files, s))) {
-        Ok(r) => Ok(r),
+        Ok((files, mut s)) => {
+            s.cpu_micros = crate::util::cpu::thread_cpu_micros().saturating_sub(cpu_start);
+            Ok((files, s))
+        }
         Err(e) => {
             out.abandon();
             Err(e)

@@ -51,6 +51,9 @@ pub(crate) struct StreamStats {
     pub output_entries: u64,
     /// Entries dropped (shadowed, obsolete tombstones, merged away).
     pub dropped: u64,
+    /// CPU microseconds of the thread that ran the stream and wrote its output (set by the
+    /// caller that measures it: compaction jobs).
+    pub cpu_micros: u64,
 }
 
 /// The stripe of `seq`: index of the first snapshot >= seq (`snapshots.len()` = latest view).

@@ -106,7 +106,9 @@ fn flush_one(inner: &DbInner, mem: &Arc<MemTable>, next_log: FileNumber) -> Resu
         snapshots: &snapshots,
         merge_operator: inner.opts.merge_operator.as_deref(),
     };
+    let cpu_start = crate::util::cpu::thread_cpu_micros();
     let meta = write_level0_table(&env, mem, number);
+    let cpu_micros = crate::util::cpu::thread_cpu_micros().saturating_sub(cpu_start);
     let meta = match meta {
         Ok(m) => m,
         Err(e) => {
@@ -115,7 +117,7 @@ fn flush_one(inner: &DbInner, mem: &Arc<MemTable>, next_log: FileNumber) -> Resu
         }
     };
     let mut edit = VersionEdit::default();
-    let mut level_stats = LevelStats { count: 1, ..LevelStats::default() };
+    let mut level_stats = LevelStats { count: 1, cpu_micros, ..LevelStats::default() };
     let written = meta.as_ref().map(|(m, _)| (m.number, m.num_entries, m.file_size));
     if let Some((m, s)) = meta {
         level_stats.bytes_written = m.file_size;

@@ -2,4 +2,5 @@
 
 pub mod checksum;
 pub mod coding;
+pub mod cpu;
 pub mod kill_point;
