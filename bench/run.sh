@@ -6,11 +6,14 @@
 #
 #   bash bench/run.sh [--engines strata,rocksdb,sqlite,db_bench] [--num N] [--duration S]
 #                     [--threads T] [--value-size B] [--sync-writes N] [--out DIR] [--keep-db]
+#                     [--job-id ID]
 #
 # Engines other than strata need their cargo feature (rocksdb: a C++ toolchain and
 # clang/libclang for bindgen; the first build of RocksDB takes tens of minutes).
 # Results: bench/out/<timestamp>/{report.tsv, relative_qps.md, relative_qps.txt,
-# relative_qps.png (with a second engine), qps.png, steps.tsv, logs/}.
+# relative_qps.png (with a second engine), qps.png, steps.tsv, logs/}. report.tsv has
+# benchmark.sh's columns in its order (+ engine, du_mb, message); each step runs under
+# /usr/bin/time for its CPU seconds and peak RSS (left blank without /usr/bin/time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,6 +26,7 @@ sync_writes=2000     # fillsync: synced writes per run
 write_rate=$((2 << 20)) # readwhilewriting: background writer limit (bytes/s), as benchmark_compare.sh
 out=""
 keep_db=0
+job_id="${JOB_ID:-}"
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -41,7 +45,9 @@ while [ $# -gt 0 ]; do
     --out) out="$2"; shift 2 ;;
     --out=*) out="${1#*=}"; shift ;;
     --keep-db) keep_db=1; shift ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    --job-id) job_id="$2"; shift 2 ;;
+    --job-id=*) job_id="${1#*=}"; shift ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     [0-9]*) num="$1"; shift ;; # the placeholder script's positional NUM
     *) echo "bench/run.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -78,8 +84,16 @@ out="${out:-bench/out/$stamp}"
 mkdir -p "$out/logs"
 out="$(cd "$out" && pwd)"
 steps="$out/steps.tsv"
-printf '# engine\ttest\tbench\tlog\tdu_kb\n' > "$steps"
+printf '# engine\ttest\tbench\tlog\tdu_kb\ttime\tjob_id\tgithash\n' > "$steps"
 seed="$(date +%s)"
+githash="$(git rev-parse --short=10 HEAD 2>/dev/null || true)"
+# benchmark.sh's get_cmd: `/usr/bin/time -f '%e %U %S'`, plus %M (peak RSS, KiB).
+timer=()
+if [ -x /usr/bin/time ]; then
+  timer=(/usr/bin/time -f '%e %U %S %M' -o)
+else
+  echo "bench/run.sh: no /usr/bin/time: u_cpu, s_cpu and rss stay blank (apt-get install -y time)" >&2
+fi
 
 # Flags every engine gets, so that they are configured alike (each engine honours all it gets:
 # strata-bench rejects flags an engine cannot honour).
@@ -106,6 +120,12 @@ run_step() { # engine test bench extra-flags...
   if [ "$engine" != sqlite ]; then engine_flags+=("${lsm[@]}"); fi
   local cmd=("$bin" --engine="$engine")
   if [ "$engine" = db_bench ]; then cmd=(db_bench); fi
+  local time_file="" hash="$githash"
+  if [ "$engine" = db_bench ]; then hash=""; fi # not built from this repository
+  if [ ${#timer[@]} -gt 0 ]; then
+    time_file="$log.time"
+    cmd=("${timer[@]}" "$out/$time_file" "${cmd[@]}")
+  fi
   if ! "${cmd[@]}" --db="$db" "${engine_flags[@]}" --seed="$step_seed" \
       --benchmarks="$bench,stats" "$@" \
       > "$out/$log" 2>&1; then
@@ -114,7 +134,8 @@ run_step() { # engine test bench extra-flags...
   grep -E "^$bench " "$out/$log" | tail -1 >&2 || true
   local du_kb=""
   if [ -d "$db" ]; then du_kb="$(du -sk "$db" | cut -f1)"; fi
-  printf '%s\t%s\t%s\t%s\t%s\n' "$engine" "$test" "$bench" "$log" "$du_kb" >> "$steps"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$engine" "$test" "$bench" "$log" "$du_kb" \
+    "$time_file" "$job_id" "$hash" >> "$steps"
 }
 
 for engine in "${engine_list[@]}"; do

@@ -337,6 +337,17 @@ pub const BENCHMARKS: &[Benchmark] = &[
 
 /// db_bench benchmarks strata-bench knows but does not implement (a clear error instead of
 /// "unknown benchmark").
+/// Why a benchmark of [`NOT_IMPLEMENTED`] is missing, when it is for want of an engine feature.
+pub fn not_implemented_reason(name: &str) -> Option<&'static str> {
+    match name {
+        "compact0" | "compact1" => {
+            Some("it compacts chosen files (CompactFiles), which the engine does not offer yet")
+        }
+        "randomtransaction" => Some("it needs transactions, which Strata does not have"),
+        _ => None,
+    }
+}
+
 pub const NOT_IMPLEMENTED: &[&str] = &[
     "fillseqdeterministic",
     "filluniquerandomdeterministic",

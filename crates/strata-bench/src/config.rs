@@ -278,7 +278,9 @@ impl Config {
             let spec = parse_bench_spec(b)?;
             if catalog::find(&spec.name).is_none() {
                 if catalog::NOT_IMPLEMENTED.contains(&spec.name.as_str()) {
-                    bail!("benchmark '{}' is not implemented by strata-bench", spec.name);
+                    let why = catalog::not_implemented_reason(&spec.name)
+                        .map_or_else(String::new, |r| format!(" ({r})"));
+                    bail!("benchmark '{}' is not implemented by strata-bench{why}", spec.name);
                 }
                 // db_bench's exact message for names it does not know.
                 bail!("unknown benchmark '{}'", spec.name);
@@ -321,14 +323,43 @@ impl Config {
     }
 }
 
+/// The feature a run asks for with a switch the engine does not honour (universal or FIFO
+/// compaction, BlobDB, transactions), named once rather than as a list of its tuning flags.
+fn missing_feature(flags: &Flags, honoured: &[&str]) -> Option<String> {
+    let lacks = |name: &str| !flags.is_default(name) && !honoured.contains(&name);
+    if lacks("compaction_style") {
+        let style = match flags.compaction_style {
+            1 => "universal compaction",
+            2 => "FIFO compaction",
+            3 => "compaction style 'none'",
+            _ => "such compaction style",
+        };
+        return Some(format!(
+            "{style} (--compaction_style={}): only leveled compaction (--compaction_style=0; \
+             benchmark.sh: COMPACTION_STYLE=leveled) is implemented",
+            flags.compaction_style
+        ));
+    }
+    if lacks("enable_blob_files") {
+        return Some("key-value separation (BlobDB, --enable_blob_files=true)".into());
+    }
+    if lacks("transaction_db") {
+        return Some("transactions (--transaction_db=true)".into());
+    }
+    None
+}
+
 /// Rejects non-default engine-class flags the engine cannot honour; returns notes for hint
-/// flags it does not apply.
+/// flags it does not apply, one per flag.
 fn check_engine_flags(
     flags: &Flags,
     set: &BTreeSet<&'static str>,
     engine: EngineKind,
 ) -> Result<Vec<String>> {
     let honoured = engine.honoured_flags();
+    if let Some(feature) = missing_feature(flags, honoured) {
+        bail!("engine {} has no {feature}", engine.name());
+    }
     let mut errors = Vec::new();
     let mut notes = Vec::new();
     for name in set {

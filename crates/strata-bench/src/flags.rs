@@ -225,6 +225,8 @@ define_flags! {
     keys_per_prefix: i64 = 0i64, Tool, "Keys that share one prefix (0: prefixes not used in keys)";
     seek_missing_prefix: bool = false, Tool, "Seek keys get byte 8 set to '1' (needs --prefix_size > 8)";
     use_existing_db: bool = false, Tool, "Keep the DB; fresh-DB benchmarks are skipped";
+    transaction_db: bool = false, Engine, "Open a transaction DB (randomtransaction)";
+    transaction_sets: i64 = 2i64, Tool, "randomtransaction: keys per transaction set";
     use_existing_keys: bool = false, Tool, "Load the existing keys and use them (needs --use_existing_db; not implemented yet: rejected)";
     readonly: bool = false, Engine, "Open the DB read-only (implies --use_existing_db)";
     db: String = "", Tool, "DB directory (default: $TEST_TMPDIR/dbbench or <tmp>/strata-bench-<uid>/dbbench)";
@@ -246,6 +248,7 @@ define_flags! {
     report_open_timing: bool = false, Tool, "Print how long opening the DB took";
     thread_status_per_interval: i64 = 0i64, Hint, "RocksDB thread status dumps";
     print_malloc_stats: bool = false, Hint, "RocksDB malloc statistics";
+    compaction_measure_io_stats: bool = false, Hint, "RocksDB: time compaction I/O in the compaction stats";
     // ---- engine configuration ----
     cache_size: i64 = 33554432i64, Engine, "Block cache capacity in bytes (<= 0: no block cache)";
     cache_type: String = "hyper_clock_cache", Hint, "RocksDB block cache implementation";

@@ -31,6 +31,10 @@ pub fn open(cfg: &Config) -> Result<Box<dyn Engine>> {
     Ok(Box::new(MemoryEngine { map, merge }))
 }
 
+pub fn exists(cfg: &Config) -> bool {
+    registry().lock().is_ok_and(|r| r.contains_key(&cfg.db))
+}
+
 pub fn destroy(cfg: &Config) -> Result<()> {
     let mut r = registry().lock().map_err(|_| anyhow!("memory engine registry poisoned"))?;
     r.remove(&cfg.db);

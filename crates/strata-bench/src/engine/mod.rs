@@ -310,6 +310,15 @@ impl EngineKind {
         }
     }
 
+    /// Whether a DB exists at `cfg.db` (what `--use_existing_db` needs).
+    pub fn exists(self, cfg: &Config) -> bool {
+        match self {
+            EngineKind::Memory => memory::exists(cfg),
+            EngineKind::Sqlite => cfg.db.join("dbbench_sqlite3.db").is_file(),
+            EngineKind::Strata | EngineKind::RocksDb => cfg.db.join("CURRENT").is_file(),
+        }
+    }
+
     /// Removes the DB at `cfg.db` (and its WAL directory).
     pub fn destroy(self, cfg: &Config) -> Result<()> {
         match self {

@@ -125,7 +125,8 @@ fn size(name: &str, v: i64) -> Result<usize> {
 pub fn build_options(cfg: &Config) -> Result<Options> {
     let f = &cfg.flags;
     let mut o = Options::default();
-    o.create_if_missing(true);
+    // As db_bench: a run on an existing DB never creates an empty one.
+    o.create_if_missing(!cfg.use_existing_db);
     o.set_write_buffer_size(size("write_buffer_size", f.write_buffer_size)?);
     o.set_max_write_buffer_number(int("max_write_buffer_number", f.max_write_buffer_number)?);
     o.set_min_write_buffer_number_to_merge(int(

@@ -57,7 +57,8 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
     let usize_of = |name: &str, v: i64| -> Result<usize> {
         usize::try_from(v).map_err(|_| anyhow!("--{name}={v}: must not be negative"))
     };
-    o.create_if_missing = true;
+    // As db_bench: a run on an existing DB never creates an empty one.
+    o.create_if_missing = !cfg.use_existing_db;
     if !f.wal_dir.is_empty() {
         o.wal_dir = Some(std::path::PathBuf::from(&f.wal_dir));
     }

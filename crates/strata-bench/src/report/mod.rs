@@ -10,7 +10,8 @@ use anyhow::{Context, Result};
 
 pub mod chart;
 
-/// What one step's log says.
+/// What one step's log says: the fields `tools/benchmark.sh` takes from a db_bench log
+/// (`summarize_result`), each `None` when the log does not have it.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct StepResult {
     pub ops_sec: Option<f64>,
@@ -22,11 +23,34 @@ pub struct StepResult {
     pub p9999: Option<f64>,
     pub pmax: Option<f64>,
     /// W-Amp of the ` Sum` row of the engine's stats.
-    pub w_amp: Option<f64>,
+    pub sum_w_amp: Option<f64>,
     /// `Cumulative stall: ... , P percent`.
     pub stall_pct: Option<f64>,
     /// Size column of the ` Sum` row, e.g. `25MB`.
     pub lsm_size: Option<String>,
+    /// `Blob file count: ... <size> <unit>,`.
+    pub blob_size: Option<String>,
+    /// `Cumulative compaction: <n> <unit> write` in GB (flush output included, as RocksDB counts).
+    pub c_wgb: Option<f64>,
+    /// `Cumulative compaction: ..., <n> MB/s write`.
+    pub c_mbps: Option<f64>,
+    /// ` Sum` row: `Comp(sec)`, `CompMergeCPU(sec)`, `Rblob(GB)`, `Wblob(GB)`.
+    pub c_wsecs: Option<f64>,
+    pub c_csecs: Option<f64>,
+    pub b_rgb: Option<f64>,
+    pub b_wgb: Option<f64>,
+    /// `Flush(GB): cumulative <n>`.
+    pub flush_gb: Option<f64>,
+    /// `Cumulative writes: ... ingest: <n> <unit>` in GB.
+    pub ingest_gb: Option<f64>,
+    /// `Uptime(secs): <n> total`.
+    pub uptime: Option<f64>,
+    /// `Stalls(count):` summed as benchmark.sh sums it.
+    pub nstall: Option<f64>,
+    /// `Date:` of the environment block, as `2026-11-22T13:32:26`.
+    pub date: Option<String>,
+    /// `<Engine>: version <v>` of the environment block.
+    pub version: Option<String>,
     /// The message after the result line, e.g. `(17318 of 20000 found)`.
     pub message: String,
 }
@@ -35,19 +59,70 @@ fn num(tok: Option<&&str>) -> Option<f64> {
     tok.and_then(|t| t.trim_end_matches(',').parse::<f64>().ok())
 }
 
-/// Parses the log of a run whose result line starts with `bench` (e.g. `seekrandom`).
+/// `<n> <unit>` in GB (benchmark.sh's `units_as_gb`: MB, GB or TB).
+fn as_gb(n: Option<f64>, unit: Option<&&str>) -> Option<f64> {
+    let n = n?;
+    match unit.map(|u| u.trim_end_matches(',')) {
+        Some("KB") => Some(n / 1024.0 / 1024.0),
+        Some("MB") => Some(n / 1024.0),
+        Some("GB") => Some(n),
+        Some("TB") => Some(n * 1024.0),
+        _ => None,
+    }
+}
+
+/// Column indexes of the ` Sum` row, found from the `Level` header (RocksDB 8.x+ adds
+/// `WPreComp(GB)`); the row splits `Size` into a number and a unit, one token more than the
+/// header before it. The defaults are RocksDB 7.x's (benchmark.sh's fixed `$12 $15 $16 $21 $22`).
+struct SumColumns {
+    w_amp: usize,
+    comp_sec: usize,
+    comp_cpu: usize,
+    rblob: usize,
+    wblob: usize,
+}
+
+impl SumColumns {
+    const V7: SumColumns =
+        SumColumns { w_amp: 11, comp_sec: 14, comp_cpu: 15, rblob: 20, wblob: 21 };
+
+    fn from_header(f: &[&str]) -> SumColumns {
+        let at = |name: &str, default: usize| {
+            f.iter().position(|t| *t == name).map_or(default, |i| i + 1)
+        };
+        let d = SumColumns::V7;
+        SumColumns {
+            w_amp: at("W-Amp", d.w_amp),
+            comp_sec: at("Comp(sec)", d.comp_sec),
+            comp_cpu: at("CompMergeCPU(sec)", d.comp_cpu),
+            rblob: at("Rblob(GB)", d.rblob),
+            wblob: at("Wblob(GB)", d.wblob),
+        }
+    }
+}
+
+/// `Sun Nov 22 13:32:26 2026` -> `2026-11-22T13:32:26` (benchmark.sh: `$6-$3-$4T$5`, month
+/// names to numbers).
+fn date_of(f: &[&str]) -> Option<String> {
+    const MONTHS: [&str; 12] =
+        ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    let (month, day, time, year) = (f.get(2)?, f.get(3)?, f.get(4)?, f.get(5)?);
+    let m = MONTHS
+        .iter()
+        .position(|x| x == month)
+        .map_or_else(|| (*month).to_string(), |i| format!("{:02}", i + 1));
+    Some(format!("{year}-{m}-{day}T{time}"))
+}
+
+/// Parses the log of a run whose result line starts with `bench` (e.g. `seekrandom`); for the
+/// stats lines the last one counts (benchmark.sh's `tail -1`).
 pub fn parse_log(text: &str, bench: &str) -> StepResult {
     let mut r = StepResult::default();
-    // Index of W-Amp in the ` Sum` row: taken from the table's header, whose columns differ
-    // across versions (RocksDB 8.x+ adds `WPreComp(GB)`); the row splits `Size` into a number
-    // and a unit, one token more than the header before it.
-    let mut w_amp_col = 11;
+    let mut cols = SumColumns::V7;
     for line in text.lines() {
         let f: Vec<&str> = line.split_whitespace().collect();
         if f.first() == Some(&"Level") {
-            if let Some(i) = f.iter().position(|t| *t == "W-Amp") {
-                w_amp_col = i + 1;
-            }
+            cols = SumColumns::from_header(&f);
         } else if f.first() == Some(&bench)
             && f.get(1) == Some(&":")
             && f.get(3) == Some(&"micros/op")
@@ -74,9 +149,35 @@ pub fn parse_log(text: &str, bench: &str) -> StepResult {
             if let (Some(size), Some(unit)) = (num(f.get(2)), f.get(3)) {
                 r.lsm_size = Some(format!("{size:.0}{unit}"));
             }
-            r.w_amp = num(f.get(w_amp_col));
+            r.sum_w_amp = num(f.get(cols.w_amp));
+            r.c_wsecs = num(f.get(cols.comp_sec));
+            r.c_csecs = num(f.get(cols.comp_cpu));
+            r.b_rgb = num(f.get(cols.rblob));
+            r.b_wgb = num(f.get(cols.wblob));
+        } else if line.starts_with("Blob file count:") {
+            if let (Some(size), Some(unit)) = (num(f.get(6)), f.get(7)) {
+                r.blob_size = Some(format!("{size:.0}{}", unit.trim_end_matches(',')));
+            }
+        } else if line.starts_with("Cumulative compaction:") {
+            r.c_wgb = as_gb(num(f.get(2)), f.get(3));
+            r.c_mbps = num(f.get(5));
+        } else if line.starts_with("Flush(GB):") {
+            r.flush_gb = num(f.get(2));
+        } else if line.starts_with("Cumulative writes:") {
+            if let Some(i) = f.iter().position(|t| *t == "ingest:") {
+                r.ingest_gb = as_gb(num(f.get(i + 1)), f.get(i + 2));
+            }
+        } else if line.starts_with("Uptime(secs") {
+            r.uptime = num(f.get(1));
+        } else if line.starts_with("Stalls(count):") {
+            let n: f64 = [1, 5, 9, 13, 17, 19].iter().filter_map(|&i| num(f.get(i))).sum();
+            r.nstall = Some(n);
         } else if line.starts_with("Cumulative stall") {
             r.stall_pct = num(f.get(4));
+        } else if line.starts_with("Date:") && r.date.is_none() {
+            r.date = date_of(&f);
+        } else if f.get(1) == Some(&"version") && r.version.is_none() && f[0].ends_with(':') {
+            r.version = f.get(2).map(|v| (*v).to_string());
         }
     }
     r
@@ -91,6 +192,15 @@ impl StepResult {
             (q, _) => q,
         }
     }
+
+    /// benchmark.sh's write amplification, `(compaction GB + flush GB) / ingest GB`; the
+    /// ` Sum` row's W-Amp when the log lacks one of them.
+    pub fn w_amp(&self) -> Option<f64> {
+        match (self.c_wgb, self.flush_gb, self.ingest_gb) {
+            (Some(c), Some(fl), Some(i)) if i > 0.0 => Some((c + fl) / i),
+            _ => self.sum_w_amp,
+        }
+    }
 }
 
 /// A QPS figure as the tables print it: whole numbers, two decimals below 100.
@@ -99,6 +209,28 @@ pub fn fmt_qps(q: f64) -> String {
         format!("{q:.2}")
     } else {
         format!("{q:.0}")
+    }
+}
+
+/// What `/usr/bin/time -f '%e %U %S %M'` measured of one step's process.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Usage {
+    pub user_s: f64,
+    pub sys_s: f64,
+    /// Peak resident set size in KiB.
+    pub max_rss_kb: u64,
+}
+
+impl Usage {
+    /// The last line of a `%e %U %S %M` time file (earlier lines may be the tool's complaints).
+    pub fn parse(text: &str) -> Option<Usage> {
+        let f: Vec<&str> =
+            text.lines().rev().find(|l| !l.trim().is_empty())?.split_whitespace().collect();
+        Some(Usage {
+            user_s: f.get(1)?.parse().ok()?,
+            sys_s: f.get(2)?.parse().ok()?,
+            max_rss_kb: f.get(3)?.parse().ok()?,
+        })
     }
 }
 
@@ -112,10 +244,16 @@ pub struct Step {
     pub bench: String,
     pub log: String,
     pub du_kb: Option<u64>,
+    /// CPU and peak memory of the step's process.
+    pub usage: Option<Usage>,
+    pub job_id: String,
+    /// The commit strata-bench was built from.
+    pub githash: String,
     pub result: StepResult,
 }
 
-/// Reads `<dir>/steps.tsv` (`engine test bench log du_kb`, tab-separated) and the logs.
+/// Reads `<dir>/steps.tsv` (`engine test bench log du_kb [time_file job_id githash]`,
+/// tab-separated) and the logs.
 pub fn load_steps(dir: &Path) -> Result<Vec<Step>> {
     let path = dir.join("steps.tsv");
     let text = std::fs::read_to_string(&path)
@@ -126,14 +264,22 @@ pub fn load_steps(dir: &Path) -> Result<Vec<Step>> {
         if f.len() < 4 {
             continue;
         }
-        let log_path = dir.join(f[3]);
-        let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+        let log = std::fs::read_to_string(dir.join(f[3])).unwrap_or_default();
+        let usage = f
+            .get(5)
+            .filter(|t| !t.is_empty())
+            .and_then(|t| std::fs::read_to_string(dir.join(t)).ok())
+            .and_then(|t| Usage::parse(&t));
+        let field = |i: usize| f.get(i).map_or_else(String::new, |v| v.trim().to_string());
         steps.push(Step {
             engine: f[0].to_string(),
             test: f[1].to_string(),
             bench: f[2].to_string(),
             log: f[3].to_string(),
             du_kb: f.get(4).and_then(|v| v.trim().parse().ok()),
+            usage,
+            job_id: field(6),
+            githash: field(7),
             result: parse_log(&log, f[2]),
         });
     }
@@ -144,32 +290,59 @@ fn opt(v: Option<f64>, prec: usize) -> String {
     v.map_or_else(String::new, |x| format!("{x:.prec$}"))
 }
 
-/// `report.tsv`: the seeds' columns, one row per engine and step.
+/// The columns of `report.tsv`: benchmark.sh's, in its order, then this suite's own.
+pub const REPORT_COLUMNS: &[&str] = &[
+    "ops_sec", "mb_sec", "lsm_sz", "blob_sz", "c_wgb", "w_amp", "c_mbps", "c_wsecs", "c_csecs",
+    "b_rgb", "b_wgb", "usec_op", "p50", "p99", "p99.9", "p99.99", "pmax", "uptime", "stall%",
+    "Nstall", "u_cpu", "s_cpu", "rss", "test", "date", "version", "job_id", "githash", "engine",
+    "du_mb", "message",
+];
+
+/// `report.tsv`: one row per engine and step, with benchmark.sh's columns in its order (so a
+/// sheet made for its tables reads this one), then `engine`, `du_mb` and the result message.
+/// A step without a result line reads `failed`, as in benchmark.sh.
 pub fn report_tsv(steps: &[Step]) -> String {
-    let mut s = String::from(
-        "engine\ttest\tops_sec\tmb_sec\tw_amp\tusec_op\tp50\tp99\tp99.9\tp99.99\tpmax\tstall%\tlsm_sz\tdu_mb\tmessage\n",
-    );
+    let mut s = REPORT_COLUMNS.join("\t");
+    s.push('\n');
     for st in steps {
         let r = &st.result;
-        let _ = writeln!(
-            s,
-            "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
-            st.engine,
-            st.test,
+        let u = st.usage;
+        let cells = [
             if r.ops_sec.is_some() { opt(r.ops_sec, 0) } else { "failed".into() },
             opt(r.mb_sec, 1),
-            opt(r.w_amp, 1),
+            r.lsm_size.clone().unwrap_or_default(),
+            r.blob_size.clone().unwrap_or_default(),
+            opt(r.c_wgb, 3),
+            opt(r.w_amp(), 1),
+            opt(r.c_mbps, 1),
+            opt(r.c_wsecs, 1),
+            opt(r.c_csecs, 1),
+            opt(r.b_rgb, 1),
+            opt(r.b_wgb, 1),
             opt(r.usec_op, 1),
             opt(r.p50, 1),
             opt(r.p99, 0),
             opt(r.p999, 0),
             opt(r.p9999, 0),
             opt(r.pmax, 0),
+            opt(r.uptime, 1),
             opt(r.stall_pct, 1),
-            r.lsm_size.clone().unwrap_or_default(),
+            opt(r.nstall, 0),
+            opt(u.map(|u| u.user_s), 1),
+            opt(u.map(|u| u.sys_s), 1),
+            opt(u.map(|u| u.max_rss_kb as f64 / 1048576.0), 3),
+            st.test.clone(),
+            r.date.clone().unwrap_or_default(),
+            r.version.clone().unwrap_or_default(),
+            st.job_id.clone(),
+            st.githash.clone(),
+            st.engine.clone(),
             st.du_kb.map_or_else(String::new, |k| format!("{:.1}", k as f64 / 1024.0)),
             r.message.replace('\t', " "),
-        );
+        ];
+        debug_assert_eq!(cells.len(), REPORT_COLUMNS.len());
+        s.push_str(&cells.join("\t"));
+        s.push('\n');
     }
     s
 }
@@ -333,17 +506,59 @@ Cumulative stall: 00:00:0.363 H:M:S, 41.6 percent
         assert_eq!(r.p999, Some(16.56));
         assert_eq!(r.p9999, Some(71.45));
         assert_eq!(r.pmax, Some(2944.0));
-        assert_eq!(r.w_amp, Some(3.2));
+        assert_eq!(r.sum_w_amp, Some(3.2));
+        assert_eq!(r.w_amp(), Some(3.2));
+        assert_eq!(
+            (r.c_wsecs, r.c_csecs, r.b_rgb, r.b_wgb),
+            (Some(4.25), Some(1.67), Some(0.0), Some(0.0))
+        );
         assert_eq!(r.stall_pct, Some(41.6));
         assert_eq!(r.lsm_size.as_deref(), Some("22MB"));
         assert_eq!(r.message, "(31508 of 50000 found)");
         // RocksDB 10.x: one more column before W-Amp.
         let v10 = "Level    Files   Size     Score Read(GB)  Rn(GB) Rnp1(GB) Write(GB) WPreComp(GB) Wnew(GB) Moved(GB) W-Amp Rd(MB/s)\n Sum      3/0     89.31 MB   0.0      0.5     0.3      0.2       0.5       0.9      0.3       0.0   2.1    102.3\n";
-        assert_eq!(parse_log(v10, "x").w_amp, Some(2.1));
+        assert_eq!(parse_log(v10, "x").sum_w_amp, Some(2.1));
         let none = parse_log("seekrandom   :       2.221 micros/op 449919 ops/sec 0.111 seconds 50000 operations; (31711 of 50000 found)", "seekrandom");
         assert_eq!(none.mb_sec, None);
         assert_eq!(none.ops_sec, Some(449919.0));
         assert_eq!(none.message, "(31711 of 50000 found)");
+    }
+
+    /// A Strata `stats` dump: every field benchmark.sh reads.
+    const STATS: &str = "\
+Strata:     version 0.1.0
+Date:       Sun Nov 22 13:32:26 2026
+Level    Files   Size     Score Read(GB)  Rn(GB) Rnp1(GB) Write(GB) Wnew(GB) Moved(GB) W-Amp Rd(MB/s) Wr(MB/s) Comp(sec) CompMergeCPU(sec) Comp(cnt) Avg(sec) KeyIn KeyDrop Rblob(GB) Wblob(GB)
+ Sum      3/0     11.12 MB   0.0      0.0     0.0      0.0       0.0      0.0       0.0   1.0      0.0     31.0      0.24              0.10         2    0.120    595K   555K       0.5       0.7
+Uptime(secs): 3.1 total, 3.1 interval
+Flush(GB): cumulative 0.007, interval 0.007
+Cumulative compaction: 51.20 MB write, 2.44 MB/s write, 0.00 GB read, 0.00 MB/s read, 0.2 seconds
+Stalls(count): 1 level0_slowdown, 9 level0_slowdown_with_compaction, 2 level0_numfiles, 9 level0_numfiles_with_compaction, 3 stop for pending_compaction_bytes, 4 slowdown for pending_compaction_bytes, 5 memtable_compaction, 6 memtable_slowdown, interval 0 total count
+Uptime(secs): 3.2 total, 3.2 interval
+Cumulative writes: 648K writes, 648K keys, 648K commit groups, 1.0 writes per commit group, ingest: 0.20 GB, 88.44 MB/s
+Cumulative stall: 00:00:0.000 H:M:S, 0.0 percent
+";
+
+    #[test]
+    fn stats_fields_like_benchmark_sh() {
+        let r = parse_log(STATS, "x");
+        assert_eq!(r.version.as_deref(), Some("0.1.0"));
+        assert_eq!(r.date.as_deref(), Some("2026-11-22T13:32:26"));
+        assert_eq!(r.lsm_size.as_deref(), Some("11MB"));
+        assert_eq!(
+            (r.c_wsecs, r.c_csecs, r.b_rgb, r.b_wgb),
+            (Some(0.24), Some(0.1), Some(0.5), Some(0.7))
+        );
+        assert_eq!(r.c_wgb, Some(0.05));
+        assert_eq!(r.c_mbps, Some(2.44));
+        assert_eq!(r.uptime, Some(3.2));
+        assert_eq!(r.nstall, Some(21.0));
+        // (0.05 + 0.007) / 0.2
+        assert!(r.w_amp().is_some_and(|w| (w - 0.285).abs() < 1e-9), "{:?}", r.w_amp());
+        assert_eq!(
+            Usage::parse("Command exited with non-zero status 1\n3.07 2.99 0.01 51200\n"),
+            Some(Usage { user_s: 2.99, sys_s: 0.01, max_rss_kb: 51200 })
+        );
     }
 
     #[test]
@@ -354,7 +569,10 @@ Cumulative stall: 00:00:0.363 H:M:S, 41.6 percent
             bench: test.into(),
             log: String::new(),
             du_kb: Some(2048),
-            result: StepResult { ops_sec: Some(q), ..Default::default() },
+            usage: Some(Usage { user_s: 1.5, sys_s: 0.25, max_rss_kb: 1 << 20 }),
+            job_id: "j1".into(),
+            githash: "abc".into(),
+            result: StepResult { ops_sec: Some(q), sum_w_amp: Some(2.0), ..Default::default() },
         };
         let steps = vec![
             mk("strata", "fillseq", 200.0),
@@ -368,8 +586,21 @@ Cumulative stall: 00:00:0.363 H:M:S, 41.6 percent
         assert!(md.contains("| fillseq | 200 | 100 | 2.00 |"), "{md}");
         assert!(md.contains("| readrandom | 500 | - | - |"), "{md}");
         let tsv = report_tsv(&steps);
-        assert!(tsv.lines().nth(1).is_some_and(|l| l.starts_with("strata\tfillseq\t200\t")));
-        assert!(tsv.lines().nth(1).is_some_and(|l| l.contains("\t2.0\t")));
+        let header: Vec<&str> = tsv.lines().next().unwrap_or_default().split('\t').collect();
+        let row: Vec<&str> = tsv.lines().nth(1).unwrap_or_default().split('\t').collect();
+        assert_eq!(header.len(), row.len(), "{tsv}");
+        let col = |name: &str| row[header.iter().position(|h| *h == name).expect(name)];
+        // benchmark.sh's order: ops_sec first, githash 28th; then ours.
+        assert_eq!(
+            (header[0], header[23], header[27], header[28]),
+            ("ops_sec", "test", "githash", "engine")
+        );
+        assert_eq!(
+            (col("ops_sec"), col("w_amp"), col("test"), col("engine")),
+            ("200", "2.0", "fillseq", "strata")
+        );
+        assert_eq!((col("u_cpu"), col("s_cpu"), col("rss")), ("1.5", "0.2", "1.000"));
+        assert_eq!((col("job_id"), col("githash"), col("du_mb")), ("j1", "abc", "2.0"));
     }
 
     #[test]
@@ -390,6 +621,9 @@ Cumulative stall: 00:00:0.363 H:M:S, 41.6 percent
             bench: "compact".into(),
             log: String::new(),
             du_kb: None,
+            usage: None,
+            job_id: String::new(),
+            githash: String::new(),
             result,
         };
         let rel = Relative::new(&[mk("strata", strata), mk("rocksdb", rocks)]);

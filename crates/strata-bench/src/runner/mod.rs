@@ -78,6 +78,15 @@ impl Runner {
         }
         if !self.cfg.use_existing_db {
             self.cfg.engine.destroy(&self.cfg)?;
+        } else if !self.cfg.engine.exists(&self.cfg) {
+            // db_bench fails to open (create_if_missing is false) rather than measure an
+            // empty DB.
+            bail!(
+                "--use_existing_db: there is no {} DB at {}; create it first (for example \
+                 --benchmarks=fillseq without --use_existing_db) or drop --use_existing_db",
+                self.cfg.engine.name(),
+                self.cfg.db.display()
+            );
         }
         if let Some(parent) = self.cfg.db.parent() {
             std::fs::create_dir_all(parent)
