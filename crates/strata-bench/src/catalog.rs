@@ -112,6 +112,11 @@ pub enum Admin {
     Open,
     /// The rest run inline on the main thread and print their own text, no result line.
     CompactAll,
+    /// Compact the files of the first non-empty level at or below `from` (0 or 1) into the
+    /// next non-empty level, with the engine's CompactFiles.
+    CompactLevel {
+        from: usize,
+    },
     Flush,
     WaitForCompaction,
     Stats,
@@ -320,6 +325,18 @@ pub const BENCHMARKS: &[Benchmark] = &[
     row("acquireload", W::Micro(Micro::AcquireLoad), READ, "atomic acquire loads, 1000 per op"),
     row("compact", W::Admin(Admin::Compact), WRITE, "compacts the whole key range (timed)"),
     row("flush", W::Admin(Admin::Flush), WRITE, "flushes the memtable"),
+    row(
+        "compact0",
+        W::Admin(Admin::CompactLevel { from: 0 }),
+        WRITE,
+        "compacts the L0 files into the next non-empty level (CompactFiles)",
+    ),
+    row(
+        "compact1",
+        W::Admin(Admin::CompactLevel { from: 1 }),
+        WRITE,
+        "compacts the first non-empty level below L0 into the next one (CompactFiles)",
+    ),
     row("compactall", W::Admin(Admin::CompactAll), WRITE, "compacts the whole key range"),
     row(
         "waitforcompaction",
@@ -340,9 +357,6 @@ pub const BENCHMARKS: &[Benchmark] = &[
 /// Why a benchmark of [`NOT_IMPLEMENTED`] is missing, when it is for want of an engine feature.
 pub fn not_implemented_reason(name: &str) -> Option<&'static str> {
     match name {
-        "compact0" | "compact1" => {
-            Some("it compacts chosen files (CompactFiles), which the engine does not offer yet")
-        }
         "randomtransaction" => Some("it needs transactions, which Strata does not have"),
         _ => None,
     }
@@ -359,8 +373,6 @@ pub const NOT_IMPLEMENTED: &[&str] = &[
     "randomwithverify",
     "xorupdaterandom",
     "appendrandom",
-    "compact0",
-    "compact1",
     "block_cache_entry_stats",
     "cache_report_problems",
     "stats_history",

@@ -127,10 +127,14 @@ fn validation() {
 #[test]
 fn engine_flags_are_never_silently_ignored() {
     // Non-default engine flags that Strata cannot honour are rejected, naming them.
-    let e = err(&["--compaction_style=1", "--use_direct_reads"]);
+    let e = err(&["--compression_max_dict_bytes=16384", "--use_direct_reads"]);
     assert!(e.contains("engine strata cannot honour"), "{e}");
-    assert!(e.contains("--compaction_style=1"), "{e}");
+    assert!(e.contains("--compression_max_dict_bytes=16384"), "{e}");
     assert!(e.contains("--use_direct_reads=true"), "{e}");
+    // A missing compaction style is named once, as the feature, not as a list of its knobs.
+    let e = err(&["--compaction_style=1", "--universal_size_ratio=5"]);
+    assert!(e.contains("engine strata has no universal compaction (--compaction_style=1)"), "{e}");
+    assert!(!e.contains("universal_size_ratio"), "{e}");
     // Their default values are fine.
     assert!(Config::from_args(&["--compaction_style=0", "--use_direct_reads=false"]).is_ok());
     // Honoured engine flags pass.

@@ -216,6 +216,28 @@ pub trait Engine: Send + Sync {
     fn reset_stats(&self) -> Result<()> {
         bail!("resetstats is not supported by this engine")
     }
+    /// The live table files with their levels (RocksDB's `GetLiveFilesMetaData`).
+    fn live_files(&self) -> Result<Vec<LiveFile>> {
+        bail!("this engine has no LSM table files to list")
+    }
+    /// Compacts the named table files, as [`Engine::live_files`] names them, into
+    /// `output_level` (RocksDB's `CompactFiles`).
+    fn compact_files(&self, _names: &[String], _output_level: usize) -> Result<()> {
+        bail!("this engine cannot compact chosen files (CompactFiles)")
+    }
+}
+
+/// The RocksDB release the `rocksdb` crate's `librocksdb-sys` bundles (the `+X.Y.Z` of its
+/// version in `Cargo.lock`; a test keeps the two equal).
+pub const ROCKSDB_VERSION: &str = "11.8.1";
+
+/// One live table file (what `compact0`/`compact1` need of `GetLiveFilesMetaData`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LiveFile {
+    /// The name the engine gives it and takes back in [`Engine::compact_files`].
+    pub name: String,
+    /// LSM level, 0 = newest.
+    pub level: usize,
 }
 
 /// Which engine to run.
@@ -343,4 +365,19 @@ fn remove_dir_if_exists(p: &std::path::Path) -> Result<()> {
 /// Translates db_bench's `rocksdb.*` property names for engines that use another prefix.
 pub fn strip_rocksdb_prefix(name: &str) -> &str {
     name.strip_prefix("rocksdb.").unwrap_or(name)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn rocksdb_version_matches_the_locked_librocksdb_sys() {
+        let lock = include_str!("../../../../Cargo.lock");
+        let mut lines = lock.lines();
+        let found = std::iter::from_fn(|| lines.next())
+            .skip_while(|l| *l != "name = \"librocksdb-sys\"")
+            .nth(1)
+            .expect("Cargo.lock lists librocksdb-sys");
+        let bundled = found.rsplit('+').next().unwrap_or("").trim_end_matches('"');
+        assert_eq!(bundled, super::ROCKSDB_VERSION, "{found}");
+    }
 }

@@ -4,7 +4,7 @@
 //! Merge operators are the crate's Rust callbacks (RocksDB's C++ built-ins are not reachable
 //! through its C API), implemented in [`super::merge`].
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use rocksdb::{
     BlockBasedOptions, BottommostLevelCompaction, Cache, CompactOptions, CompactionPri,
     DBCompactionStyle, DBCompressionType, FifoCompactOptions, LruCacheOptions, MemtableFactory,
@@ -13,12 +13,12 @@ use rocksdb::{
 };
 
 use super::merge::MergeKind;
-use super::{Batch, BatchOp, Bounds, Engine, EngineIter, ReadOpts, WriteOpts};
+use super::{Batch, BatchOp, Bounds, Engine, EngineIter, LiveFile, ReadOpts, WriteOpts};
 use crate::config::{Compression, Config};
 
 /// Version of the RocksDB library the `rocksdb` crate bundles.
 pub fn version() -> &'static str {
-    "10.4.2"
+    super::ROCKSDB_VERSION
 }
 
 /// Engine-class and hint flags applied to RocksDB.
@@ -514,6 +514,62 @@ impl Engine for RocksEngine {
     fn reset_stats(&self) -> Result<()> {
         bail!("resetstats: the rocksdb crate does not expose DB::ResetStats")
     }
+
+    fn live_files(&self) -> Result<Vec<LiveFile>> {
+        Ok(self
+            .db
+            .live_files()?
+            .into_iter()
+            .map(|f| LiveFile { name: f.name, level: usize::try_from(f.level).unwrap_or(0) })
+            .collect())
+    }
+
+    fn compact_files(&self, names: &[String], output_level: usize) -> Result<()> {
+        compact_files(&self.db, names, output_level)
+    }
+}
+
+/// `DB::CompactFiles` through the C API (the `rocksdb` crate does not wrap it). Default
+/// `CompactionOptions`: the C API cannot set `output_file_size_limit`, so RocksDB writes
+/// one output file where db_bench asks for `target_file_size_base`-sized ones.
+fn compact_files(db: &DB, names: &[String], output_level: usize) -> Result<()> {
+    use rocksdb::AsRawPtr;
+    use std::ffi::{c_char, CStr, CString};
+
+    let level = i32::try_from(output_level).context("compact_files: output level")?;
+    let c_names = names.iter().map(|n| CString::new(n.as_str())).collect::<Result<Vec<_>, _>>()?;
+    let ptrs: Vec<*const c_char> = c_names.iter().map(|c| c.as_ptr()).collect();
+    let mut out_names: *mut *mut c_char = std::ptr::null_mut();
+    let mut out_len: usize = 0;
+    let mut err: *mut c_char = std::ptr::null_mut();
+    // SAFETY: `db` outlives the call; `opts` is created here and destroyed below; `ptrs`
+    // points into `c_names`, NUL-terminated strings alive for the call; the output arrays
+    // are released with the API's own destroy function; `err` is freed with `rocksdb_free`.
+    unsafe {
+        let opts = librocksdb_sys::rocksdb_compaction_options_create();
+        librocksdb_sys::rocksdb_compact_files(
+            db.as_raw_ptr(),
+            opts,
+            ptrs.as_ptr(),
+            ptrs.len(),
+            level,
+            0,
+            &mut out_names,
+            &mut out_len,
+            std::ptr::null_mut(),
+            &mut err,
+        );
+        librocksdb_sys::rocksdb_compaction_options_destroy(opts);
+        if !out_names.is_null() {
+            librocksdb_sys::rocksdb_compact_files_output_file_names_destroy(out_names, out_len);
+        }
+        if !err.is_null() {
+            let msg = CStr::from_ptr(err).to_string_lossy().into_owned();
+            librocksdb_sys::rocksdb_free(err.cast());
+            bail!("CompactFiles: {msg}");
+        }
+    }
+    Ok(())
 }
 
 struct RocksIter<'a> {

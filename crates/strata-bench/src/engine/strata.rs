@@ -9,7 +9,7 @@ use strata::{
     CompressionType, Db, Options, PrefixExtractor, ReadOptions, WriteBatch, WriteOptions,
 };
 
-use super::{Batch, BatchOp, Bounds, Engine, EngineIter, ReadOpts, WriteOpts};
+use super::{Batch, BatchOp, Bounds, Engine, EngineIter, LiveFile, ReadOpts, WriteOpts};
 use crate::config::{Compression, Config};
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -25,6 +25,8 @@ pub const HONOURED_FLAGS: &[&str] = &[
     "write_buffer_size",
     "max_write_buffer_number",
     "max_background_jobs",
+    "max_background_compactions",
+    "max_background_flushes",
     "num_levels",
     "open_files",
     "merge_operator",
@@ -92,6 +94,13 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
     o.write_buffer_size = usize_of("write_buffer_size", f.write_buffer_size)?;
     o.max_write_buffer_number = usize_of("max_write_buffer_number", f.max_write_buffer_number)?;
     o.max_background_jobs = usize_of("max_background_jobs", f.max_background_jobs)?;
+    // RocksDB's deprecated split: when either is set, the two limits (each at least 1)
+    // replace max_background_jobs. Strata's threads take both kinds of work.
+    if f.max_background_compactions != -1 || f.max_background_flushes != -1 {
+        let limit = |name: &str, v: i64| usize_of(name, v.max(1));
+        o.max_background_jobs = limit("max_background_compactions", f.max_background_compactions)?
+            + limit("max_background_flushes", f.max_background_flushes)?;
+    }
     o.num_levels = usize_of("num_levels", f.num_levels)?;
     o.max_open_files = i32::try_from(f.open_files)
         .map_err(|_| anyhow!("--open_files={}: out of range", f.open_files))?;
@@ -248,6 +257,19 @@ impl Engine for StrataEngine {
         self.db
             .property_value("strata.sstables")?
             .ok_or_else(|| anyhow!("sstables: strata has no strata.sstables property yet"))
+    }
+
+    fn live_files(&self) -> Result<Vec<LiveFile>> {
+        Ok(self
+            .db
+            .live_files_metadata()
+            .into_iter()
+            .map(|f| LiveFile { name: f.name, level: f.level })
+            .collect())
+    }
+
+    fn compact_files(&self, names: &[String], output_level: usize) -> Result<()> {
+        Ok(self.db.compact_files(names, output_level)?)
     }
 }
 

@@ -11,6 +11,7 @@ use anyhow::{Context, Result};
 use super::op_loop::Ctx;
 use super::Runner;
 use crate::catalog::Admin;
+use crate::engine::{Engine, LiveFile};
 use crate::stats::{print_flush, OpType, Stats, Summary};
 
 /// The work of one thread of a threaded admin benchmark.
@@ -31,12 +32,61 @@ const MEM_PROPERTIES: &[&str] = &[
     "rocksdb.num-entries-imm-mem-tables",
 ];
 
+/// `compact0`/`compact1` as db_bench runs them: the files of the first non-empty level at or
+/// below `from` (L0 for `compact0`) go to the next non-empty level under it, in one
+/// CompactFiles call. Nothing to do (no files, or nothing below them) is reported, not an
+/// error; a refused CompactFiles is printed and the run goes on, as db_bench does.
+fn compact_level(engine: &dyn Engine, from: usize) -> Result<()> {
+    let files = engine.live_files().with_context(|| format!("compact{from}: live files"))?;
+    let Some(plan) = plan_compact_level(&files, from) else {
+        print_flush(&format!("compact{from} found 0 files to compact\n"));
+        return Ok(());
+    };
+    let Some(to) = plan.to else {
+        print_flush(&format!("compact{from} found no data beyond L{}\n", plan.from));
+        return Ok(());
+    };
+    print_flush(&format!(
+        "compact{from} found {} files to compact from L{} to L{to}\n",
+        plan.names.len(),
+        plan.from
+    ));
+    if let Err(e) = engine.compact_files(&plan.names, to) {
+        print_flush(&format!("compact{from} CompactFiles failed: {e:#}\n"));
+    }
+    Ok(())
+}
+
+/// What `compact<from>` compacts: every file of level `from`, into `to`.
+#[derive(Debug, PartialEq, Eq)]
+struct CompactLevelPlan {
+    from: usize,
+    to: Option<usize>,
+    names: Vec<String>,
+}
+
+/// `None` when there is no file to compact. With `from` > 0 the source is the first
+/// non-empty level below L0 (dynamic level sizing may leave L1 empty); the target is the
+/// first non-empty level under the source, `None` when there is none.
+fn plan_compact_level(files: &[LiveFile], from: usize) -> Option<CompactLevelPlan> {
+    let source =
+        if from == 0 { 0 } else { files.iter().map(|f| f.level).filter(|&l| l >= from).min()? };
+    let names: Vec<String> =
+        files.iter().filter(|f| f.level == source).map(|f| f.name.clone()).collect();
+    if names.is_empty() {
+        return None;
+    }
+    let to = files.iter().map(|f| f.level).filter(|&l| l > source).min();
+    Some(CompactLevelPlan { from: source, to, names })
+}
+
 impl Runner {
     pub(super) fn run_inline(&mut self, kind: Admin) -> Result<()> {
         let db = self.cfg.db.display().to_string();
         let engine = self.engine()?;
         match kind {
             Admin::CompactAll => engine.compact_range().context("compactall")?,
+            Admin::CompactLevel { from } => compact_level(engine, from)?,
             Admin::Flush => {
                 engine.flush().context("flush")?;
                 print_flush("flush memtable\n");
@@ -92,5 +142,42 @@ impl Runner {
         let mut merged = Stats::new(0, &ctx);
         merged.merge(&stats);
         Ok(merged.report(name))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f(name: &str, level: usize) -> LiveFile {
+        LiveFile { name: name.into(), level }
+    }
+
+    #[test]
+    fn compact0_moves_l0_to_the_next_non_empty_level() {
+        let files = [f("1.sst", 0), f("2.sst", 0), f("3.sst", 4), f("4.sst", 6)];
+        let p = plan_compact_level(&files, 0).unwrap();
+        assert_eq!(
+            p,
+            CompactLevelPlan { from: 0, to: Some(4), names: vec!["1.sst".into(), "2.sst".into()] }
+        );
+    }
+
+    #[test]
+    fn compact1_starts_at_the_first_non_empty_level_below_l0() {
+        let files = [f("1.sst", 0), f("3.sst", 4), f("5.sst", 4), f("4.sst", 6)];
+        let p = plan_compact_level(&files, 1).unwrap();
+        assert_eq!(
+            p,
+            CompactLevelPlan { from: 4, to: Some(6), names: vec!["3.sst".into(), "5.sst".into()] }
+        );
+    }
+
+    #[test]
+    fn nothing_to_do_is_not_an_error() {
+        assert_eq!(plan_compact_level(&[f("1.sst", 3)], 0), None);
+        assert_eq!(plan_compact_level(&[f("1.sst", 0)], 1), None);
+        let last = plan_compact_level(&[f("1.sst", 0)], 0).unwrap();
+        assert_eq!(last.to, None);
     }
 }

@@ -1,0 +1,224 @@
+#!/usr/bin/env bash
+# Runs RocksDB's own benchmark scripts (tools/benchmark.sh, tools/benchmark_compare.sh) with
+# strata-bench in db_bench's place, unchanged. The scripts are not part of this repository:
+# they are taken from the RocksDB source tree that the `librocksdb-sys` crate ships (the
+# dependency of strata-bench's `rocksdb` feature), which `cargo metadata` downloads and locates
+# without building it.
+#
+#   bash bench/rocksdb-tools.sh jobs    [options] [JOB ...]
+#       every job of benchmark.sh (or the JOBs named), each checked for a report.tsv row with
+#       a non-zero ops_sec; randomtransaction and universal_compaction are checked to be
+#       refused with a message naming the missing feature.
+#   bash bench/rocksdb-tools.sh compare [options] [ENGINE ...]
+#       benchmark_compare.sh over the engines (default: strata rocksdb), each behind its own
+#       ./db_bench.<engine> wrapper, then the two report.tsv tables side by side.
+#
+# Options: --bin PATH (strata-bench; default: built in release here, with the `rocksdb`
+# feature when an engine needs it), --engine E (jobs: default strata), --num-keys N
+# (default 20000), --threads T (default 1), --duration S (default 3), --out DIR (default
+# bench/out/rocksdb-tools-<timestamp>), --db DIR (default <out>/db), --wal DIR (jobs:
+# default <out>/wal, a directory apart from the DB's).
+# Needs bash, awk, bc and /usr/bin/time (Debian: apt-get install -y bc time), as the scripts do.
+set -euo pipefail
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+
+die() { echo "rocksdb-tools.sh: $*" >&2; exit 2; }
+
+mode="${1:-}"
+case "$mode" in
+  jobs|compare) shift ;;
+  -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+  *) die "first argument must be 'jobs' or 'compare' (see --help)" ;;
+esac
+
+bin="" engine=strata num_keys=20000 threads=1 duration=3 out="" db="" wal=""
+positional=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --bin) bin="$2"; shift 2 ;;
+    --engine) engine="$2"; shift 2 ;;
+    --num-keys) num_keys="$2"; shift 2 ;;
+    --threads) threads="$2"; shift 2 ;;
+    --duration) duration="$2"; shift 2 ;;
+    --out) out="$2"; shift 2 ;;
+    --db) db="$2"; shift 2 ;;
+    --wal) wal="$2"; shift 2 ;;
+    --*) die "unknown option '$1' (see --help)" ;;
+    *) positional+=("$1"); shift ;;
+  esac
+done
+
+for tool in awk bc /usr/bin/time; do
+  command -v "$tool" > /dev/null || die "'$tool' is missing; RocksDB's scripts need it (Debian: apt-get install -y bc time)"
+done
+
+# RocksDB's tools directory in the librocksdb-sys source that Cargo.lock pins.
+tools_dir() {
+  local manifest
+  manifest="$(cd "$repo" && cargo metadata --format-version 1 --features strata-bench/rocksdb 2> /dev/null \
+    | grep -o '"manifest_path":"[^"]*/librocksdb-sys-[^"/]*/Cargo.toml"' | head -1 | cut -d'"' -f4)" || true
+  [ -n "$manifest" ] || die "cargo metadata did not give the librocksdb-sys source (offline and not in ~/.cargo/registry?)"
+  local dir
+  dir="$(dirname "$manifest")/rocksdb/tools"
+  [ -f "$dir/benchmark.sh" ] || die "no tools/benchmark.sh under $(dirname "$manifest")"
+  echo "$dir"
+}
+tools="$(tools_dir)"
+
+engines=(strata)
+if [ "$mode" = compare ]; then
+  engines=("${positional[@]}")
+  [ ${#engines[@]} -gt 0 ] || engines=(strata rocksdb)
+else
+  engines=("$engine")
+fi
+needs_rocksdb=0
+for e in "${engines[@]}"; do [ "$e" = rocksdb ] && needs_rocksdb=1; done
+if [ -z "$bin" ]; then
+  features=()
+  if [ "$needs_rocksdb" = 1 ]; then features=(--features rocksdb); fi
+  (cd "$repo" && cargo build --release -p strata-bench "${features[@]}") >&2
+  bin="${CARGO_TARGET_DIR:-$repo/target}/release/strata-bench"
+fi
+[ -x "$bin" ] || die "--bin $bin is not an executable"
+bin="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
+
+out="${out:-$repo/bench/out/rocksdb-tools-$(date +%Y%m%dT%H%M%S)}"
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+db="${db:-$out/db}"
+wal="${wal:-$out/wal}"
+work="$out/tools"
+mkdir -p "$work"
+# The scripts call ./db_bench and ./benchmark.sh from the working directory: link them there.
+ln -sf "$tools/benchmark.sh" "$work/benchmark.sh"
+ln -sf "$tools/benchmark_compare.sh" "$work/benchmark_compare.sh"
+wrapper() { # engine path
+  printf '#!/bin/sh\nexec "%s" --engine=%s "$@"\n' "$bin" "$1" > "$2"
+  chmod +x "$2"
+}
+echo "RocksDB scripts: $tools" >&2
+echo "strata-bench:    $bin" >&2
+echo "output:          $out" >&2
+
+# benchmark.sh's jobs; the fills first (they make the DB the others read), merges last
+# (a DB holding merge operands needs --merge_operator, which only the merge jobs pass).
+all_jobs=(bulkload fillseq_disable_wal fillseq_enable_wal filluniquerandom readrandom
+  multireadrandom fwdrange revrange overwrite overwritesome overwriteandwait flush_mt_l0
+  waitforcompaction updaterandom readwhilewriting
+  fwdrangewhilewriting revrangewhilewriting mergerandom readwhilemerging
+  fwdrangewhilemerging revrangewhilemerging randomtransaction universal_compaction)
+# Jobs that write no report row (benchmark.sh does not summarize them): lines their output
+# must hold instead.
+no_row_lines() {
+  case "$1" in
+    flush_mt_l0) echo "flush memtable|compact0 found|finished with status \(OK\)" ;;
+    waitforcompaction) echo "finished with status \(OK\)" ;;
+    *) echo "" ;;
+  esac
+}
+# Refused until the engine has the feature: job -> a word the refusal must contain.
+refused_word() {
+  case "$1" in
+    randomtransaction) echo transactions ;;
+    universal_compaction) echo "no universal compaction" ;;
+    *) echo "" ;;
+  esac
+}
+
+rows() { # report.tsv -> data rows
+  if [ -f "$1" ]; then grep -cv '^ops_sec' "$1" || true; else echo 0; fi
+}
+
+run_jobs() {
+  local jobs=("${positional[@]}")
+  [ ${#jobs[@]} -gt 0 ] || jobs=("${all_jobs[@]}")
+  wrapper "$engine" "$work/db_bench"
+  mkdir -p "$db" "$wal"
+  local report="$out/report.tsv" failed=0 job
+  for job in "${jobs[@]}"; do
+    local before after log word
+    before="$(rows "$report")"
+    log="$out/$job.out"
+    local extra=()
+    if [ "$job" = universal_compaction ]; then extra=(COMPACTION_STYLE=universal); fi
+    # The background writer of the *while* jobs is rate limited, as benchmark_compare.sh does.
+    case "$job" in *while*) extra+=(MB_WRITE_PER_SEC=1) ;; esac
+    echo "== $job" >&2
+    (cd "$work" && env -i PATH="$PATH" HOME="$HOME" "${extra[@]}" \
+      DB_DIR="$db" WAL_DIR="$wal" OUTPUT_DIR="$out" NUM_KEYS="$num_keys" \
+      NUM_THREADS="$threads" DURATION="$duration" DB_BENCH_NO_SYNC=1 \
+      bash ./benchmark.sh "$job") > "$log" 2>&1 || true
+    after="$(rows "$report")"
+    word="$(refused_word "$job")"
+    if [ -n "$word" ]; then
+      if grep -q "$word" "$log"; then
+        echo "   refused as expected: $(grep -m1 "$word" "$log" | cut -c1-160)" >&2
+      else
+        echo "   FAILED: expected a refusal naming '$word'; see $log" >&2; failed=1
+      fi
+      continue
+    fi
+    local want
+    want="$(no_row_lines "$job")"
+    if [ -n "$want" ]; then
+      local line ok=1
+      while IFS= read -r line; do
+        grep -Eq "$line" "$log" || { echo "   FAILED: no line matching '$line' in $log" >&2; ok=0; }
+      done < <(echo "$want" | tr '|' '\n')
+      local err
+      err="$(grep -v "^strata-bench: note: " "$log" | grep -m1 "^strata-bench: \|CompactFiles failed" || true)"
+      if [ -n "$err" ]; then
+        echo "   FAILED: an error in $log: $err" >&2; ok=0
+      fi
+      if [ "$ok" = 1 ]; then
+        echo "   ok: $(grep "compact0 found\|finished with status" "$log" | sort -u | tr '\n' ' ')" >&2
+      else
+        failed=1
+      fi
+      continue
+    fi
+    local ops
+    ops="$(tail -1 "$report" 2> /dev/null | cut -f1)"
+    if [ "$after" -gt "$before" ] && awk -v v="$ops" 'BEGIN { exit !(v + 0 > 0) }'; then
+      echo "   row: $(tail -1 "$report" | cut -f1,12,24 | tr '\t' ' ')  (ops_sec usec_op test)" >&2
+    else
+      echo "   FAILED: no report.tsv row with ops_sec > 0; last lines of $log:" >&2
+      tail -5 "$log" | sed 's/^/     /' >&2; failed=1
+    fi
+  done
+  echo "report: $report" >&2
+  return "$failed"
+}
+
+run_compare() {
+  local e
+  for e in "${engines[@]}"; do wrapper "$e" "$work/db_bench.$e"; done
+  mkdir -p "$db"
+  local cmp="$out/compare"
+  [ ! -e "$cmp" ] || die "$cmp exists (benchmark_compare.sh refuses to overwrite)"
+  (cd "$work" && env NUM_KEYS="$num_keys" NUM_THREADS="$threads" DURATION_RW="$duration" \
+    DURATION_RO="$duration" CI_TESTS_ONLY="${CI_TESTS_ONLY:-false}" \
+    bash ./benchmark_compare.sh "$db" "$cmp" "${engines[@]}") > "$out/compare.out" 2>&1 \
+    || { tail -20 "$out/compare.out" >&2; die "benchmark_compare.sh failed; see $out/compare.out"; }
+  for e in "${engines[@]}"; do
+    local n
+    n="$(rows "$cmp/$e/report.tsv")"
+    [ "$n" -gt 0 ] || die "no report rows for $e; see $out/compare.out"
+    echo "$e: $n report rows in $cmp/$e/report.tsv" >&2
+  done
+  # Side by side: per test, each engine's ops_sec, usec_op, p99, w_amp and stall%.
+  awk -F'\t' -v engines="${engines[*]}" '
+    FNR == 1 { file++; for (i = 1; i <= NF; i++) col[$i] = i; next }
+    { test = $col["test"]; sub(/\.t[0-9]+\.s[0-9]+$/, "", test)
+      if (!(test in seen)) { seen[test] = 1; order[++n] = test }
+      v[test, file] = sprintf("%s %s %s %s %s", $col["ops_sec"], $col["usec_op"], $col["p99"], $col["w_amp"], $col["stall%"]) }
+    END {
+      split(engines, e, " ")
+      printf "%-24s", "test"; for (f = 1; f <= file; f++) printf " | %-32s", e[f] " (ops/s us/op p99 wamp stall%)"; printf "\n"
+      for (i = 1; i <= n; i++) { t = order[i]; printf "%-24s", t
+        for (f = 1; f <= file; f++) printf " | %-32s", ((t, f) in v ? v[t, f] : "-"); printf "\n" }
+    }' $(for e in "${engines[@]}"; do echo "$cmp/$e/report.tsv"; done) | tee "$out/compare.txt"
+}
+
+if [ "$mode" = jobs ]; then run_jobs; else run_compare; fi
