@@ -207,18 +207,36 @@ run_compare() {
     [ "$n" -gt 0 ] || die "no report rows for $e; see $out/compare.out"
     echo "$e: $n report rows in $cmp/$e/report.tsv" >&2
   done
-  # Side by side: per test, each engine's ops_sec, usec_op, p99, w_amp and stall%.
+  # Side by side, one row per test: each engine's ops/sec, p99 and pmax (usec) and W-Amp,
+  # and the first engine's ops/sec over each other's.
   awk -F'\t' -v engines="${engines[*]}" '
-    FNR == 1 { file++; for (i = 1; i <= NF; i++) col[$i] = i; next }
-    { test = $col["test"]; sub(/\.t[0-9]+\.s[0-9]+$/, "", test)
-      if (!(test in seen)) { seen[test] = 1; order[++n] = test }
-      v[test, file] = sprintf("%s %s %s %s %s", $col["ops_sec"], $col["usec_op"], $col["p99"], $col["w_amp"], $col["stall%"]) }
+    FNR == 1 { file++ }
+    /^#/ { next }
+    /^ops_sec\t/ { for (i = 1; i <= NF; i++) col[file, $i] = i; next }
+    {
+      t = $col[file, "test"]; sub(/\.t[0-9]+(\.s[0-9]+)?$/, "", t)
+      if (!(t in seen)) { seen[t] = 1; order[++n] = t }
+      ops[t, file] = $col[file, "ops_sec"]; p99[t, file] = $col[file, "p99"]
+      pmax[t, file] = $col[file, "pmax"]; wamp[t, file] = $col[file, "w_amp"]
+    }
     END {
-      split(engines, e, " ")
-      printf "%-24s", "test"; for (f = 1; f <= file; f++) printf " | %-32s", e[f] " (ops/s us/op p99 wamp stall%)"; printf "\n"
-      for (i = 1; i <= n; i++) { t = order[i]; printf "%-24s", t
-        for (f = 1; f <= file; f++) printf " | %-32s", ((t, f) in v ? v[t, f] : "-"); printf "\n" }
-    }' $(for e in "${engines[@]}"; do echo "$cmp/$e/report.tsv"; done) | tee "$out/compare.txt"
+      k = split(engines, e, " ")
+      printf "| test |"; for (f = 1; f <= k; f++) printf " %s ops/s | p99 | pmax | W-Amp |", e[f]
+      for (f = 2; f <= k; f++) printf " %s/%s |", e[1], e[f]; printf "\n|---|"
+      for (f = 1; f <= k; f++) printf "---:|---:|---:|---:|"; for (f = 2; f <= k; f++) printf "---:|"; printf "\n"
+      for (i = 1; i <= n; i++) {
+        t = order[i]; printf "| %s |", t
+        for (f = 1; f <= k; f++) {
+          if ((t, f) in ops) printf " %s | %s | %s | %s |", ops[t, f], p99[t, f], pmax[t, f], wamp[t, f]
+          else printf " - | - | - | - |"
+        }
+        for (f = 2; f <= k; f++) {
+          if ((t, 1) in ops && (t, f) in ops && ops[t, f] + 0 > 0) printf " %.2f |", ops[t, 1] / ops[t, f]
+          else printf " - |"
+        }
+        printf "\n"
+      }
+    }' $(for e in "${engines[@]}"; do echo "$cmp/$e/report.tsv"; done) | tee "$out/compare.md"
 }
 
 if [ "$mode" = jobs ]; then run_jobs; else run_compare; fi

@@ -2,58 +2,30 @@
 //! formatting.
 
 use std::fmt::Write as _;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
+
+use chrono::{DateTime, Utc};
 
 use crate::config::Config;
 use crate::values::ValueSize;
 
-/// Civil date (UTC) of a Unix time: (year, month 1-12, day, hour, minute, second, weekday 0=Sun).
-fn civil(t: SystemTime) -> (i64, u32, u32, u32, u32, u32, u32) {
-    let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()) as i64;
-    let days = secs.div_euclid(86400);
-    let rem = secs.rem_euclid(86400);
-    // Days since 1970-01-01 -> civil date (proleptic Gregorian), by 400-year eras.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    let weekday = (days + 4).rem_euclid(7) as u32; // 1970-01-01 was a Thursday
-    (year, month, day, (rem / 3600) as u32, (rem % 3600 / 60) as u32, (rem % 60) as u32, weekday)
+fn utc(t: SystemTime) -> DateTime<Utc> {
+    DateTime::<Utc>::from(t)
 }
 
 /// `ctime` layout without the newline: `Sat Nov 21 05:01:03 2026` (UTC).
 pub fn ctime(t: SystemTime) -> String {
-    const DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
-    const MONTHS: [&str; 12] =
-        ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
-    let (y, mo, d, h, mi, s, wd) = civil(t);
-    format!(
-        "{} {} {:>2} {:02}:{:02}:{:02} {}",
-        DAYS[wd as usize],
-        MONTHS[mo as usize - 1],
-        d,
-        h,
-        mi,
-        s,
-        y
-    )
+    utc(t).format("%a %b %e %H:%M:%S %Y").to_string()
 }
 
 /// `2026/11/21-04:55:59 ` (with the trailing space), for interval lines.
 pub fn time_to_string(t: SystemTime) -> String {
-    let (y, mo, d, h, mi, s, _) = civil(t);
-    format!("{y:04}/{mo:02}/{d:02}-{h:02}:{mi:02}:{s:02} ")
+    utc(t).format("%Y/%m/%d-%H:%M:%S ").to_string()
 }
 
 /// `20261121-045559`, for output directory names.
 pub fn timestamp_compact(t: SystemTime) -> String {
-    let (y, mo, d, h, mi, s, _) = civil(t);
-    format!("{y:04}{mo:02}{d:02}-{h:02}{mi:02}{s:02}")
+    utc(t).format("%Y%m%d-%H%M%S").to_string()
 }
 
 fn cpu_info() -> (usize, String, String) {
@@ -156,7 +128,7 @@ fn memtablerep(cfg: &Config) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
+    use std::time::{Duration, UNIX_EPOCH};
 
     #[test]
     fn dates() {

@@ -350,10 +350,13 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
 
 pub fn open(cfg: &Config) -> Result<Box<dyn Engine>> {
     let opts = build_options(cfg)?;
+    // The default column family is named so that `cf_handle("default")` (batched MultiGet)
+    // finds it.
+    let cfs = [rocksdb::DEFAULT_COLUMN_FAMILY_NAME];
     let db = if cfg.flags.readonly {
-        DB::open_for_read_only(&opts, &cfg.db, false)?
+        DB::open_cf_for_read_only(&opts, &cfg.db, cfs, false)?
     } else {
-        DB::open(&opts, &cfg.db)?
+        DB::open_cf(&opts, &cfg.db, cfs)?
     };
     let f = &cfg.flags;
     let mut ro = ReadOptions::default();

@@ -130,6 +130,9 @@ fn flush_one(inner: &DbInner, mem: &Arc<MemTable>, next_log: FileNumber) -> Resu
         edit.last_sequence = Some(edit.last_sequence.map_or(seq, |s| s.max(seq)));
     }
     edit.log_number = Some(next_log);
+    // The WALs this edit drops are synced first: a retired WAL is never deleted unsynced,
+    // and the window in which power loss can cut one closes here.
+    super::write::sync_retired_wals(inner, Some(next_log))?;
     {
         let mut versions = inner.versions.lock();
         crate::kill_point!("flush.install");

@@ -10,7 +10,11 @@
 //!   at the published last sequence.
 //! - `versions` (the MANIFEST) is changed by background jobs; `state` holds the memtable list,
 //!   the background error and shutdown flag.
-//! - Lock order: `wal` -> `versions` -> `state`; `queue` is never held with another lock.
+//! - A WAL that stops taking writes (a memtable switch) is not synced by the writer that
+//!   switched: it joins `retired_wals`, synced by the flush job before the MANIFEST drops it,
+//!   or by the next synced write, which must not become durable before it (`db/write.rs`).
+//! - Lock order: `wal` -> `retired_wals`; `wal` -> `versions` -> `state`; `retired_wals` is
+//!   never held with `versions` or `state`; `queue` is never held with another lock.
 
 mod compact;
 mod flush;
@@ -91,6 +95,8 @@ pub(crate) struct WalState {
     pub last_sequence: SeqNo,
     /// Write delay owed while writes are slowed down, paid in sleeps of at least 1 ms.
     pub delay_debt_micros: f64,
+    /// The highest WAL number a "synced" event in the WAL chain names (0: none yet).
+    pub synced_event_through: FileNumber,
 }
 
 /// A queued write.
@@ -124,6 +130,12 @@ pub(crate) struct DbInner {
     pub versions: Mutex<VersionSet>,
     pub next_file: Arc<AtomicU64>,
     pub wal: Mutex<WalState>,
+    /// WALs that stopped taking writes and are not synced yet, oldest first, with their
+    /// writers.
+    pub retired_wals: Mutex<VecDeque<(FileNumber, LogWriter)>>,
+    /// The highest WAL number synced whole after it stopped taking writes (0: none yet);
+    /// the next write group records it in the WAL as a "synced" event.
+    pub wals_synced_through: AtomicU64,
     pub queue: Mutex<WriteQueue>,
     pub queue_cv: Condvar,
     pub super_version: RwLock<Arc<SuperVersion>>,

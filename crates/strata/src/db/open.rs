@@ -68,14 +68,23 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
 
     let table_options = opts.table_options_for_level(0);
     let replay = replay_wals(opts, &fs, dir, &wal_files, &versions, &table_options);
-    let Replayed { mut edit, last_seq, recovered, wals, records, dropped_bytes } = match replay {
-        Ok(r) => r,
-        Err(e) => {
-            info_log.log(&format!("Recovery failed: {e}"));
-            return Err(e);
-        }
-    };
+    let Replayed { mut edit, last_seq, recovered, wals, records, dropped_bytes, unsynced_dropped } =
+        match replay {
+            Ok(r) => r,
+            Err(e) => {
+                info_log.log(&format!("Recovery failed: {e}"));
+                return Err(e);
+            }
+        };
 
+    // WALs kept for memtables held in memory were written before this open, perhaps not
+    // synced (a killed process leaves them in the page cache): sync them before a later
+    // WAL can take writes, as a memtable switch would have (`db/write.rs`).
+    if !recovered.is_empty() {
+        for n in &wals {
+            fs.sync_file(&wal_files[n])?;
+        }
+    }
     // A fresh WAL for new writes; once the MANIFEST says so, older WALs are obsolete.
     let new_log_number = versions.new_file_number();
     let mut log_writer = LogWriter::new(fs.create(&wal_path(&wal_dir, new_log_number))?);
@@ -93,8 +102,8 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
 
     info_log.log(&format!(
         "Recovered from MANIFEST-{:06}: {} tables, {} bytes; last sequence {}; WALs replayed \
-         {:?}: {} records, {} damaged bytes dropped; {} L0 tables written, {} memtables kept \
-         in memory; new WAL {}",
+         {:?}: {} records, {} damaged bytes dropped, {} never-synced batches dropped behind a \
+         WAL cut short; {} L0 tables written, {} memtables kept in memory; new WAL {}",
         versions.manifest_number().0,
         version.files().count(),
         version.files().map(|(_, f)| f.file_size).sum::<u64>(),
@@ -102,6 +111,7 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
         wals.iter().map(|n| n.0).collect::<Vec<_>>(),
         records,
         dropped_bytes,
+        unsynced_dropped,
         edit.new_files.len(),
         recovered.len(),
         log_number.0,
@@ -160,7 +170,10 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
             mem,
             last_sequence: last_seq,
             delay_debt_micros: 0.0,
+            synced_event_through: FileNumber(0),
         }),
+        retired_wals: Mutex::new(std::collections::VecDeque::new()),
+        wals_synced_through: AtomicU64::new(0),
         queue: Mutex::new(WriteQueue::default()),
         queue_cv: Condvar::new(),
         super_version: RwLock::new(Arc::new(sv)),

@@ -15,7 +15,14 @@
 //! - a torn tail (a record cut short, or zeros to the end) ends the replay in the default
 //!   modes; a complete record that fails its checksum with bytes after it is damage, not a
 //!   torn write (the tail rule shared with the MANIFEST, `wal/tail.rs`), and fails the open;
-//! - once a WAL ended in damage, a later WAL holding records means a hole: `Corruption`;
+//! - once a WAL ended early (a torn tail), a later WAL holding write batches is either a
+//!   hole or writes that outran an unsynced WAL. A WAL of format version 1 was synced whole
+//!   before the next WAL started, so it is a hole: `Corruption`. A version-2 WAL may be left
+//!   unsynced when the next starts; every synced write first syncs the WALs before its own,
+//!   and the next write group records that in a "synced" event (`db/write.rs`). So when no
+//!   later WAL holds a "synced" event covering the short WAL, its later writes were never
+//!   synced: power loss may drop them, and recovery must, to keep the recovered writes a
+//!   prefix. With such an event the short WAL was durable whole: damage, `Corruption`;
 //! - `SkipAnyCorruptedRecords` salvages every intact record; `AbsoluteConsistency` refuses any
 //!   damage.
 //!
@@ -39,7 +46,8 @@ use crate::types::{FileNumber, SeqNo};
 use crate::version::edit::VersionEdit;
 use crate::version::set::VersionSet;
 use crate::wal::{
-    decode_wal_header, replay_log, tail_is_interrupted_append, TailRule, WalRecoveryMode,
+    decode_wal_event, decode_wal_header, replay_log, tail_is_interrupted_append, TailRule,
+    WalEvent, WalRecoveryMode,
 };
 use crate::write_batch::WriteBatch;
 
@@ -155,6 +163,8 @@ pub(crate) struct Replayed {
     pub wals: Vec<FileNumber>,
     pub records: u64,
     pub dropped_bytes: u64,
+    /// Write batches of WALs after one that ended early, dropped as never synced.
+    pub unsynced_dropped: u64,
 }
 
 /// Replays the WALs at or after the MANIFEST's log number (see the module documentation).
@@ -199,31 +209,64 @@ pub(crate) fn replay_wals(
     let mut mem_first_wal = FileNumber(0);
     let mut wal_damage_seen = false;
     let (mut records, mut dropped_bytes) = (0u64, 0u64);
-    let mut stop_at: Option<(FileNumber, u64)> = None;
+    // The WAL that ended early, where, and whether later WALs may have outrun it.
+    let mut stop_at: Option<(FileNumber, u64, bool)> = None;
+    let mut unsynced_dropped = 0u64;
     let log_number = versions.log_number();
     let mut previous_wal: Option<FileNumber> = None;
     for &n in &wals {
         let path = wal_files[&n].clone();
         let file = fs.open(&path)?;
-        if let Some((bad, offset)) = stop_at {
-            // An earlier WAL ended in damage: a later WAL holding records means a hole.
-            let outcome =
-                replay_log(&file, WalRecoveryMode::SkipAnyCorruptedRecords, |_, _| Ok(()))?;
-            if outcome.records > 1 {
+        if let Some((bad, offset, may_outrun)) = stop_at {
+            // An earlier WAL ended early. Its later WALs' writes came after the lost ones.
+            let (mut batches, mut synced_event) = (0u64, None);
+            let mut is_header = true;
+            replay_log(&file, WalRecoveryMode::SkipAnyCorruptedRecords, |_, record| {
+                if std::mem::take(&mut is_header) {
+                    return Ok(());
+                }
+                match decode_wal_event(record) {
+                    Some(Ok(WalEvent::SyncedThrough(m))) if m >= bad => synced_event = Some(m),
+                    Some(_) => {}
+                    None => batches += 1,
+                }
+                Ok(())
+            })?;
+            if batches == 0 {
+                continue;
+            }
+            if !may_outrun {
+                // Its writer synced it whole before starting the next WAL: a hole.
                 return Err(Error::corruption(
                     wal_files[&bad].clone(),
                     offset,
                     format!("WAL is damaged here but the later WAL {n} holds records"),
                 ));
             }
+            if let Some(m) = synced_event {
+                return Err(Error::corruption(
+                    wal_files[&bad].clone(),
+                    offset,
+                    format!(
+                        "WAL ends here, but the later WAL {n} records that every WAL through \
+                         {m} was synced whole: damage, not a lost unsynced tail"
+                    ),
+                ));
+            }
+            // Never synced (a synced write syncs the WALs before its own, and the next
+            // write records that): power loss may drop them, and must, to keep a prefix.
+            unsynced_dropped += batches;
             continue;
         }
         let mut is_header = true;
+        let mut may_outrun = false;
         let outcome = replay_log(&file, opts.wal_recovery_mode, |offset, record| {
             if is_header {
                 is_header = false;
                 // The WAL this one follows must be flushed or replayed just before it.
-                let prev = decode_wal_header(record).map_err(|e| e.with_file(&path))?;
+                let h = decode_wal_header(record).map_err(|e| e.with_file(&path))?;
+                may_outrun = h.successor_may_outrun();
+                let prev = h.prev;
                 if prev >= log_number && Some(prev) != previous_wal {
                     return Err(Error::corruption(
                         &path,
@@ -234,6 +277,14 @@ pub(crate) fn replay_wals(
                         ),
                     ));
                 }
+                return Ok(());
+            }
+            if let Some(event) = decode_wal_event(record) {
+                // Events are for the damage rule above; they hold no writes.
+                event.map_err(|e| match e {
+                    Error::Corruption { reason, .. } => Error::corruption(&path, offset, reason),
+                    other => other,
+                })?;
                 return Ok(());
             }
             let batch = WriteBatch::from_data(record.to_vec()).map_err(|e| match e {
@@ -283,7 +334,7 @@ pub(crate) fn replay_wals(
                      it); open with wal_recovery_mode SkipAnyCorruptedRecords to salvage",
                 ));
             }
-            stop_at = Some((n, outcome.last_valid_end));
+            stop_at = Some((n, outcome.last_valid_end, may_outrun));
         }
     }
     if !mem.is_empty() {
@@ -302,5 +353,100 @@ pub(crate) fn replay_wals(
         }
     }
 
-    Ok(Replayed { edit, last_seq, recovered, wals, records, dropped_bytes })
+    Ok(Replayed { edit, last_seq, recovered, wals, records, dropped_bytes, unsynced_dropped })
+}
+
+#[cfg(test)]
+mod tests {
+    //! The rule for writes behind a WAL that ended early, on WALs written by hand.
+
+    use std::path::{Path, PathBuf};
+    use std::sync::Arc;
+
+    use crate::db::Db;
+    use crate::env::{FileSystem, MemFs};
+    use crate::error::Error;
+    use crate::filename::wal_path;
+    use crate::options::Options;
+    use crate::types::{FileNumber, SeqNo};
+    use crate::wal::{encode_wal_event, encode_wal_header, LogWriter, WalEvent};
+    use crate::write_batch::WriteBatch;
+
+    fn batch(key: &[u8], seq: u64) -> Vec<u8> {
+        let mut b = WriteBatch::new();
+        b.put(key, b"v");
+        b.set_sequence(SeqNo(seq));
+        b.data().to_vec()
+    }
+
+    /// A DB whose MANIFEST names WAL `n` as the oldest needed one, with that WAL and the next
+    /// written by hand: WAL `n` (header `version`) holds `a` and a torn record `b`; WAL `n+1`
+    /// holds `c`, after a "synced through n" event when `event`.
+    fn db_with_short_wal(version: u32, event: bool) -> (MemFs, PathBuf) {
+        let fs = MemFs::new();
+        let dir = PathBuf::from("/db");
+        let opts = Options { fs: Arc::new(fs.clone()), ..Options::default() };
+        drop(Db::open(&opts, &dir).expect("create"));
+        let wals: Vec<u64> = fs
+            .list(&dir)
+            .expect("list")
+            .iter()
+            .filter_map(|name| name.strip_suffix(".log")?.parse().ok())
+            .collect();
+        let n = FileNumber(*wals.iter().max().expect("a WAL"));
+        let write = |path: &Path, records: &[Vec<u8>]| {
+            let mut w = LogWriter::new(fs.create(path).expect("create WAL"));
+            for r in records {
+                w.add_record(r).expect("append");
+            }
+            w.flush().expect("flush");
+        };
+        let mut header = encode_wal_header(FileNumber(0));
+        header[8..12].copy_from_slice(&version.to_le_bytes());
+        let first = wal_path(&dir, n);
+        write(&first, &[header, batch(b"a", 1), batch(b"b", 2)]);
+        let bytes = fs.read_file(&first).expect("WAL bytes");
+        fs.write_file(&first, &bytes[..bytes.len() - 4]); // cut inside b's record
+        let mut second = vec![encode_wal_header(n)];
+        if event {
+            second.push(encode_wal_event(WalEvent::SyncedThrough(n)));
+        }
+        second.push(batch(b"c", 3));
+        write(&wal_path(&dir, FileNumber(n.0 + 1)), &second);
+        (fs, dir)
+    }
+
+    fn open(fs: &MemFs, dir: &Path) -> crate::error::Result<Db> {
+        Db::open(&Options { fs: Arc::new(fs.clone()), ..Options::default() }, dir)
+    }
+
+    #[test]
+    fn writes_behind_an_unsynced_short_wal_are_dropped() {
+        let (fs, dir) = db_with_short_wal(2, false);
+        let db = open(&fs, &dir).expect("open");
+        assert_eq!(db.get(b"a").unwrap().as_deref(), Some(&b"v"[..]));
+        assert_eq!(db.get(b"b").unwrap(), None, "the torn record");
+        assert_eq!(db.get(b"c").unwrap(), None, "a write behind the lost one");
+        // New writes go on, and the next open sees the same prefix.
+        db.put(b"d", b"v").unwrap();
+        drop(db);
+        let db = open(&fs, &dir).expect("reopen");
+        assert_eq!(db.get(b"c").unwrap(), None);
+        assert_eq!(db.get(b"d").unwrap().as_deref(), Some(&b"v"[..]));
+    }
+
+    #[test]
+    fn a_short_wal_recorded_as_synced_is_damage() {
+        let (fs, dir) = db_with_short_wal(2, true);
+        let Err(e) = open(&fs, &dir) else { panic!("the open should be refused") };
+        assert!(matches!(e, Error::Corruption { .. }), "{e}");
+        assert!(e.to_string().contains("synced whole"), "{e}");
+    }
+
+    #[test]
+    fn a_short_version_1_wal_with_later_writes_is_a_hole() {
+        let (fs, dir) = db_with_short_wal(1, false);
+        let Err(e) = open(&fs, &dir) else { panic!("the open should be refused") };
+        assert!(e.to_string().contains("later WAL"), "{e}");
+    }
 }

@@ -10,8 +10,8 @@ use crate::filename::wal_path;
 use crate::memtable::MemTable;
 use crate::options::WriteOptions;
 use crate::stats::{Stall, Ticker};
-use crate::types::SeqNo;
-use crate::wal::{encode_wal_header, LogWriter};
+use crate::types::{FileNumber, SeqNo};
+use crate::wal::{encode_wal_event, encode_wal_header, LogWriter, WalEvent};
 use crate::write_batch::WriteBatch;
 
 /// A write group never grows past this many bytes.
@@ -112,9 +112,13 @@ fn commit_group(
         wal.mem.mark_unlogged();
     } else {
         crate::kill_point!("wal.append");
-        let logged = wal
-            .writer
-            .add_record(batch.data())
+        // A synced write must not become durable before the writes of retired WALs: sync
+        // them first (the caller asked for a sync; no other writer ever waits on one).
+        if sync {
+            sync_retired_wals(inner, None)?;
+        }
+        let logged = append_synced_event(inner, &mut wal)
+            .and_then(|()| wal.writer.add_record(batch.data()))
             .and_then(|()| wal.writer.flush())
             .and_then(|()| if sync { wal.writer.sync() } else { Ok(()) });
         if let Err(e) = logged {
@@ -143,6 +147,40 @@ fn commit_group(
         if sync {
             w.wal_syncs.fetch_add(1, Ordering::Relaxed);
         }
+    }
+    Ok(())
+}
+
+/// Appends a "synced" event when retired WALs were synced since the last one: recovery then
+/// knows a retired WAL that ends early is damaged, not an unsynced tail (`db/recover.rs`).
+fn append_synced_event(inner: &DbInner, wal: &mut WalState) -> Result<()> {
+    let through = FileNumber(inner.wals_synced_through.load(Ordering::Acquire));
+    if through > wal.synced_event_through {
+        wal.writer.add_record(&encode_wal_event(WalEvent::SyncedThrough(through)))?;
+        wal.synced_event_through = through;
+    }
+    Ok(())
+}
+
+/// Syncs the retired WALs numbered below `before` (all of them with `None`), oldest first.
+/// Called by a synced write's leader (holding the WAL lock) and by the flush job before its
+/// MANIFEST edit drops WALs. A failed sync is a background error: the WAL's unsynced writes
+/// may be lost, so nothing more is acknowledged.
+pub(crate) fn sync_retired_wals(inner: &DbInner, before: Option<FileNumber>) -> Result<()> {
+    let mut retired = inner.retired_wals.lock();
+    while let Some((n, _)) = retired.front() {
+        if before.is_some_and(|b| *n >= b) {
+            break;
+        }
+        crate::kill_point!("wal.sync_retired");
+        let Some((n, mut writer)) = retired.pop_front() else { break };
+        if let Err(e) = writer.sync() {
+            drop(retired);
+            let mut st = inner.state.lock();
+            inner.set_bg_error(&mut st, &e);
+            return Err(e);
+        }
+        inner.wals_synced_through.fetch_max(n.0, Ordering::AcqRel);
     }
     Ok(())
 }
@@ -312,11 +350,12 @@ pub(crate) fn switch_memtable(inner: &DbInner, wal: &mut WalState) -> Result<()>
         inner.fs.sync_dir(&inner.wal_dir)?;
         Ok(f)
     });
-    // The old WAL is synced so a later synced write in the new WAL can never survive a power
-    // loss that its predecessors did not (recovery must see a prefix).
+    // The old WAL is not synced here (the writer that switched did not ask for it): it is
+    // retired, and synced by the flush job or by the next synced write first. Until then a
+    // power loss may cut it while later writes in the new WAL survive; recovery drops those
+    // (they were never synced) to keep a prefix (`db/recover.rs`).
     crate::kill_point!("wal.switch");
-    let synced = created.and_then(|f| wal.writer.sync().map(|()| f));
-    let file = match synced {
+    let file = match created {
         Ok(f) => f,
         Err(e) => {
             let mut st = inner.state.lock();
@@ -335,7 +374,8 @@ pub(crate) fn switch_memtable(inner: &DbInner, wal: &mut WalState) -> Result<()>
         inner.install_super_version(&st, version);
         inner.bg_cv.notify_all();
     }
-    wal.writer = LogWriter::new(file);
+    let retired = std::mem::replace(&mut wal.writer, LogWriter::new(file));
+    inner.retired_wals.lock().push_back((wal.number, retired));
     let header =
         wal.writer.add_record(&encode_wal_header(wal.number)).and_then(|()| wal.writer.flush());
     if let Err(e) = header {

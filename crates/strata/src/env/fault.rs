@@ -281,6 +281,11 @@ impl FileSystem for FaultFs {
         self.inner.sync_dir(dir)
     }
 
+    fn sync_file(&self, path: &Path) -> Result<()> {
+        gate(&self.shared, FaultOp::Sync, "fsync", path)?;
+        self.inner.sync_file(path)
+    }
+
     fn exists(&self, path: &Path) -> bool {
         self.inner.exists(path)
     }

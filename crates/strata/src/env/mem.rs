@@ -309,6 +309,14 @@ impl FileSystem for MemFs {
         Ok(())
     }
 
+    fn sync_file(&self, path: &Path) -> Result<()> {
+        let st = self.state.lock();
+        let inode = st.live.get(path).ok_or_else(|| not_found("fsync", path))?;
+        let mut ino = inode.lock();
+        ino.synced_len = ino.data.len();
+        Ok(())
+    }
+
     fn exists(&self, path: &Path) -> bool {
         let st = self.state.lock();
         st.live.contains_key(path) || st.dirs.contains(path)

@@ -106,6 +106,9 @@ pub trait FileSystem: Send + Sync + 'static {
     fn create_dir_all(&self, dir: &Path) -> Result<()>;
     /// Makes the entries of `dir` durable.
     fn sync_dir(&self, dir: &Path) -> Result<()>;
+    /// Makes the whole content of the existing file at `path` durable (for a file written
+    /// before this process opened the DB, which it holds no writable handle of).
+    fn sync_file(&self, path: &Path) -> Result<()>;
     /// True when `path` exists.
     fn exists(&self, path: &Path) -> bool;
     /// Whether `path` is a directory (the default: whether it can be listed).

@@ -171,6 +171,13 @@ impl FileSystem for OsFs {
         d.sync_all().map_err(|e| Error::io("fsync dir", dir, e))
     }
 
+    fn sync_file(&self, path: &Path) -> Result<()> {
+        // Opened for writing (nothing is written): Windows flushes only writable handles.
+        let f =
+            OpenOptions::new().write(true).open(path).map_err(|e| Error::io("open", path, e))?;
+        f.sync_data().map_err(|e| Error::io("fdatasync", path, e))
+    }
+
     fn exists(&self, path: &Path) -> bool {
         path.exists()
     }

@@ -47,6 +47,7 @@ pub const ALL: &[&str] = &[
     "wal.append",
     "wal.sync",
     "wal.switch",
+    "wal.sync_retired",
     "manifest.append",
     "manifest.sync",
     "current.rename",

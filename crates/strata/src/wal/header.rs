@@ -1,18 +1,36 @@
-//! The first record of every WAL file names the WAL that came before it, so recovery can tell
-//! a WAL that is missing (deleted or lost with a damaged MANIFEST) from a gap in file numbers.
+//! The WAL's own records, beside the write batches: the header that starts every WAL file,
+//! and event records.
+//!
+//! The header names the WAL that came before, so recovery can tell a WAL that is missing
+//! (deleted or lost with a damaged MANIFEST) from a gap in file numbers:
 //!
 //! ```text
 //! header record = magic "STRATAWL" (8) | format version fixed32 (4) | previous WAL number fixed64 (8)
+//! event record  = magic "STRATAEV" (8) | kind u8 (1) | WAL number fixed64 (8)
+//!                 kind 1 = "synced": every WAL numbered up to and including the number was
+//!                 synced whole before this record was written
 //! ```
-//! on-disk: never change. Version 1. "Previous" is the WAL whose memtable was active just before
-//! this one, or 0 for the first WAL of a new DB.
+//! on-disk: never change. "Previous" is the WAL whose memtable was active just before this
+//! one, or 0 for the first WAL of a new DB.
+//!
+//! Versions: 1 = WALs synced whole when the next WAL starts; no event records. 2 = a WAL may
+//! be left unsynced when the next starts (its sync is the flush job's, or the next synced
+//! write's, `db/write.rs`), and "synced" events record when it was. A batch record starts with
+//! its sequence number, fixed64 below 2^56, so its 8th byte is 0; an event's magic ends in
+//! `'V'`: the two never mix up. This build writes version 2 and reads both.
 
 use crate::error::{Error, Result};
 use crate::types::FileNumber;
 use crate::util::coding::{put_fixed32, put_fixed64, Reader};
 
 const MAGIC: &[u8; 8] = b"STRATAWL";
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
+/// The oldest header version this build reads.
+const OLDEST_VERSION: u32 = 1;
+const EVENT_MAGIC: &[u8; 8] = b"STRATAEV";
+const EVENT_SYNCED: u8 = 1;
+/// Length of an encoded event record.
+const EVENT_LEN: usize = 17;
 /// Length of the encoded header record.
 pub(crate) const WAL_HEADER_LEN: usize = 20;
 
@@ -25,8 +43,22 @@ pub(crate) fn encode_wal_header(prev: FileNumber) -> Vec<u8> {
     b
 }
 
+/// What a WAL's header says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct WalHeader {
+    pub prev: FileNumber,
+    pub version: u32,
+}
+
+impl WalHeader {
+    /// Whether this WAL may have been left unsynced when the next WAL started (version 2).
+    pub fn successor_may_outrun(&self) -> bool {
+        self.version >= 2
+    }
+}
+
 /// Decodes a header record; the error names no file (the caller adds it).
-pub(crate) fn decode_wal_header(record: &[u8]) -> Result<FileNumber> {
+pub(crate) fn decode_wal_header(record: &[u8]) -> Result<WalHeader> {
     let bad = |why: &str| Err(Error::corruption("", 0, format!("bad WAL header: {why}")));
     if record.len() != WAL_HEADER_LEN {
         return bad(&format!("{} bytes, expected {WAL_HEADER_LEN}", record.len()));
@@ -35,14 +67,56 @@ pub(crate) fn decode_wal_header(record: &[u8]) -> Result<FileNumber> {
     if r.bytes(8) != Some(&MAGIC[..]) {
         return bad("magic number does not match (not a Strata WAL?)");
     }
-    match r.fixed32() {
-        Some(VERSION) => {}
-        Some(v) => return bad(&format!("format version {v}, this build reads {VERSION}")),
+    let version = match r.fixed32() {
+        Some(v) if (OLDEST_VERSION..=VERSION).contains(&v) => v,
+        Some(v) => {
+            return bad(&format!(
+                "format version {v}, this build reads versions {OLDEST_VERSION} to {VERSION}"
+            ))
+        }
         None => return bad("truncated"),
-    }
+    };
     match r.fixed64() {
-        Some(prev) => Ok(FileNumber(prev)),
+        Some(prev) => Ok(WalHeader { prev: FileNumber(prev), version }),
         None => bad("truncated"),
+    }
+}
+
+/// An event record of a version-2 WAL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WalEvent {
+    /// Every WAL numbered up to and including this one was synced whole.
+    SyncedThrough(FileNumber),
+}
+
+/// Encodes an event record.
+pub(crate) fn encode_wal_event(event: WalEvent) -> Vec<u8> {
+    let WalEvent::SyncedThrough(n) = event;
+    let mut b = Vec::with_capacity(EVENT_LEN);
+    b.extend_from_slice(EVENT_MAGIC);
+    b.push(EVENT_SYNCED);
+    put_fixed64(&mut b, n.0);
+    b
+}
+
+/// `None` for a record that is not an event (a write batch: its 8th byte is 0); an event
+/// with an unknown kind or length is an error naming no file (the caller adds it).
+pub(crate) fn decode_wal_event(record: &[u8]) -> Option<Result<WalEvent>> {
+    if record.len() < 8 || record[7] == 0 {
+        return None;
+    }
+    let bad = |why: String| Some(Err(Error::corruption("", 0, format!("bad WAL event: {why}"))));
+    if &record[..8] != EVENT_MAGIC {
+        return bad("neither a write batch nor an event (magic does not match)".into());
+    }
+    if record.len() != EVENT_LEN {
+        return bad(format!("{} bytes, expected {EVENT_LEN}", record.len()));
+    }
+    let mut r = Reader::new(&record[8..]);
+    match (r.u8(), r.fixed64()) {
+        (Some(EVENT_SYNCED), Some(n)) => Some(Ok(WalEvent::SyncedThrough(FileNumber(n)))),
+        (Some(kind), _) => bad(format!("unknown kind {kind}")),
+        _ => bad("truncated".into()),
     }
 }
 
@@ -54,7 +128,10 @@ mod tests {
     fn roundtrip_and_rejects() {
         let h = encode_wal_header(FileNumber(42));
         assert_eq!(h.len(), WAL_HEADER_LEN);
-        assert_eq!(decode_wal_header(&h).unwrap(), FileNumber(42));
+        assert_eq!(
+            decode_wal_header(&h).unwrap(),
+            WalHeader { prev: FileNumber(42), version: VERSION }
+        );
         for i in 0..h.len() {
             let mut d = h.clone();
             d[i] ^= 0x10;
@@ -63,5 +140,34 @@ mod tests {
             }
         }
         assert!(decode_wal_header(&h[..19]).is_err());
+        // A version-1 header (written by older builds) still reads.
+        let mut v1 = h.clone();
+        v1[8..12].copy_from_slice(&1u32.to_le_bytes());
+        let old = decode_wal_header(&v1).unwrap();
+        assert!(!old.successor_may_outrun());
+        let mut v3 = h.clone();
+        v3[8..12].copy_from_slice(&3u32.to_le_bytes());
+        let e = decode_wal_header(&v3).unwrap_err().to_string();
+        assert!(e.contains("format version 3"), "{e}");
+    }
+
+    #[test]
+    fn events_roundtrip_and_never_pass_for_batches() {
+        let e = encode_wal_event(WalEvent::SyncedThrough(FileNumber(7)));
+        assert_eq!(e.len(), EVENT_LEN);
+        assert_eq!(decode_wal_event(&e).unwrap().unwrap(), WalEvent::SyncedThrough(FileNumber(7)));
+        // A write batch (sequence number below 2^56) is not an event.
+        let mut batch = crate::write_batch::WriteBatch::new();
+        batch.put(b"k", b"v");
+        batch.set_sequence(crate::types::SeqNo((1 << 56) - 1));
+        assert!(decode_wal_event(batch.data()).is_none());
+        // Damaged events are errors, not batches.
+        let mut kind = e.clone();
+        kind[8] = 9;
+        assert!(decode_wal_event(&kind).unwrap().is_err());
+        assert!(decode_wal_event(&e[..16]).unwrap().is_err());
+        let mut magic = e.clone();
+        magic[0] = b'X';
+        assert!(decode_wal_event(&magic).unwrap().is_err());
     }
 }

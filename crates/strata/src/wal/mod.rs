@@ -47,7 +47,9 @@ pub(crate) mod reader;
 mod tail;
 pub(crate) mod writer;
 
-pub(crate) use header::{decode_wal_header, encode_wal_header};
+pub(crate) use header::{
+    decode_wal_event, decode_wal_header, encode_wal_event, encode_wal_header, WalEvent,
+};
 pub(crate) use reader::replay_log;
 pub use reader::WalRecoveryMode;
 pub(crate) use tail::{tail_is_interrupted_append, TailRule};
