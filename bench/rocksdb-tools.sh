@@ -127,7 +127,7 @@ refused_word() {
 }
 
 rows() { # report.tsv -> data rows
-  if [ -f "$1" ]; then grep -cv '^ops_sec' "$1" || true; else echo 0; fi
+  if [ -f "$1" ]; then grep -cv '^ops_sec\|^#' "$1" || true; else echo 0; fi
 }
 
 run_jobs() {

@@ -350,13 +350,19 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
 
 pub fn open(cfg: &Config) -> Result<Box<dyn Engine>> {
     let opts = build_options(cfg)?;
-    // The default column family is named so that `cf_handle("default")` (batched MultiGet)
-    // finds it.
-    let cfs = [rocksdb::DEFAULT_COLUMN_FAMILY_NAME];
+    // The default column family is opened by descriptor, with the same options, so that
+    // `cf_handle("default")` (batched MultiGet) finds it. (`open_cf` by name would give it
+    // default options: no merge operator, no table options.)
+    let cf = || {
+        vec![rocksdb::ColumnFamilyDescriptor::new(
+            rocksdb::DEFAULT_COLUMN_FAMILY_NAME,
+            opts.clone(),
+        )]
+    };
     let db = if cfg.flags.readonly {
-        DB::open_cf_for_read_only(&opts, &cfg.db, cfs, false)?
+        DB::open_cf_descriptors_read_only(&opts, &cfg.db, cf(), false)?
     } else {
-        DB::open_cf(&opts, &cfg.db, cfs)?
+        DB::open_cf_descriptors(&opts, &cfg.db, cf())?
     };
     let f = &cfg.flags;
     let mut ro = ReadOptions::default();
@@ -580,3 +586,37 @@ struct RocksIter<'a> {
 }
 
 raw_iterator_adapter!(RocksIter<'_>);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The default column family gets the run's options (it once got RocksDB's defaults:
+    /// no merge operator), and batched MultiGet finds it.
+    #[test]
+    fn default_column_family_has_the_run_options() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = dir.path().join("db");
+        let cfg = Config::from_args(&[
+            "--engine=rocksdb".to_string(),
+            "--merge_operator=uint64add".to_string(),
+            "--multiread_batched=true".to_string(),
+            format!("--db={}", db.display()),
+        ])
+        .expect("config");
+        let e = open(&cfg).expect("open");
+        let wo = WriteOpts::default();
+        e.merge(b"k", &1u64.to_le_bytes(), &wo).expect("merge");
+        e.merge(b"k", &2u64.to_le_bytes(), &wo).expect("merge");
+        let mut out = Vec::new();
+        assert!(e.get(b"k", &ReadOpts::default(), &mut out).expect("get"));
+        assert_eq!(out, 3u64.to_le_bytes());
+        let (mut scratch, mut bytes) = (Vec::new(), 0);
+        let found =
+            e.multi_get(b"kx", 1, &ReadOpts::default(), &mut scratch, &mut bytes).expect("mget");
+        assert_eq!(found, 1);
+        // Table files are listed for compact0/compact1.
+        e.flush().expect("flush");
+        assert_eq!(e.live_files().expect("live files").len(), 1);
+    }
+}
