@@ -111,6 +111,9 @@ pub struct Stats<'a> {
     last_report_done: u64,
     last_report_finish: Instant,
     progress_reported: u64,
+    /// Whether another thread's stats were merged in: the first merge takes its interval
+    /// (the merged stats' own creation time is not part of the measured work).
+    merged_any: bool,
 }
 
 impl<'a> Stats<'a> {
@@ -132,6 +135,7 @@ impl<'a> Stats<'a> {
             last_report_done: 0,
             last_report_finish: now,
             progress_reported: 0,
+            merged_any: false,
         }
     }
 
@@ -288,8 +292,13 @@ impl<'a> Stats<'a> {
         self.done += o.done;
         self.bytes += o.bytes;
         self.seconds += o.seconds;
-        self.start = self.start.min(o.start);
-        self.finish = self.finish.max(o.finish);
+        if self.merged_any {
+            self.start = self.start.min(o.start);
+            self.finish = self.finish.max(o.finish);
+        } else {
+            (self.start, self.finish) = (o.start, o.finish);
+            self.merged_any = true;
+        }
         if self.message.is_empty() {
             self.message.clone_from(&o.message);
         }
@@ -498,6 +507,23 @@ mod tests {
         let l = result_line("readwhilewriting", 5.147, 10, 1.0, 1048576, "(1 of 2 found)\n");
         assert!(l.starts_with("readwhilewriting :       5.147 micros/op 10 ops/sec 1.000 seconds"));
         assert!(l.contains("operations;    1.0 MB/s (1 of 2 found)\n"), "{l}");
+    }
+
+    /// The merged interval is the threads' own: time spent after they stopped (joining the
+    /// report-file thread) once made short runs look slower.
+    #[test]
+    fn merged_interval_is_the_threads_own() {
+        let ctx = ReportCtx::quiet(false);
+        let mut t = Stats::new(0, &ctx);
+        t.start();
+        t.finished_ops(10, OpType::Write);
+        t.stop();
+        let own = t.elapsed();
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        let mut merged = Stats::new(0, &ctx);
+        merged.merge(&t);
+        assert_eq!(merged.elapsed(), own);
+        assert!(merged.elapsed() < 0.03, "{}", merged.elapsed());
     }
 
     #[test]
