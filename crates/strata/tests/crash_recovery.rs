@@ -163,20 +163,21 @@ fn run_seed(seed: u64, path: &Path, params: Params) {
     }
 }
 
-#[test]
-fn crash_cycles_keep_acknowledged_writes() {
+/// Runs `STRATA_CRASH_SEEDS` seeds (default 150) with `params`.
+fn run_seeds(params: Params) {
     let seeds: u64 =
         std::env::var("STRATA_CRASH_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(150);
     for seed in 0..seeds {
-        run_seed(seed, &PathBuf::from("/db"), MIXED);
+        run_seed(seed, &PathBuf::from("/db"), params);
     }
 }
 
 #[test]
+fn crash_cycles_keep_acknowledged_writes() {
+    run_seeds(MIXED);
+}
+
+#[test]
 fn power_loss_around_memtable_switches_keeps_a_prefix() {
-    let seeds: u64 =
-        std::env::var("STRATA_CRASH_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(150);
-    for seed in 0..seeds {
-        run_seed(seed, &PathBuf::from("/db"), SWITCHES);
-    }
+    run_seeds(SWITCHES);
 }

@@ -444,25 +444,14 @@ impl Engine for RocksEngine {
         _scratch: &mut Vec<u8>,
         value_bytes: &mut u64,
     ) -> Result<u64> {
-        let mut found = 0;
+        let keys = keys.chunks(key_size);
         if self.batched_multiget {
             let cf =
                 self.db.cf_handle("default").ok_or_else(|| anyhow!("no default column family"))?;
-            for r in self.db.batched_multi_get_cf_opt(&cf, keys.chunks(key_size), false, &self.ro) {
-                if let Some(v) = r? {
-                    found += 1;
-                    *value_bytes += v.len() as u64;
-                }
-            }
+            count_found(self.db.batched_multi_get_cf_opt(&cf, keys, false, &self.ro), value_bytes)
         } else {
-            for r in self.db.multi_get_opt(keys.chunks(key_size), &self.ro) {
-                if let Some(v) = r? {
-                    found += 1;
-                    *value_bytes += v.len() as u64;
-                }
-            }
+            count_found(self.db.multi_get_opt(keys, &self.ro), value_bytes)
         }
-        Ok(found)
     }
 
     fn new_iterator<'a>(
@@ -536,6 +525,21 @@ impl Engine for RocksEngine {
     fn compact_files(&self, names: &[String], output_level: usize) -> Result<()> {
         compact_files(&self.db, names, output_level)
     }
+}
+
+/// How many MultiGet results found a value; their lengths are added to `value_bytes`.
+fn count_found<V: AsRef<[u8]>>(
+    results: impl IntoIterator<Item = std::result::Result<Option<V>, rocksdb::Error>>,
+    value_bytes: &mut u64,
+) -> Result<u64> {
+    let mut found = 0;
+    for r in results {
+        if let Some(v) = r? {
+            found += 1;
+            *value_bytes += v.as_ref().len() as u64;
+        }
+    }
+    Ok(found)
 }
 
 /// `DB::CompactFiles` through the C API (the `rocksdb` crate does not wrap it). Default
