@@ -19,7 +19,7 @@ use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::sstable::table_cache::TableCache;
 use crate::types::FileNumber;
-use crate::wal::{encode_wal_header, LogWriter};
+use crate::wal::{encode_wal_event, encode_wal_header, LogWriter, WalEvent};
 
 pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
     opts.validate()?;
@@ -90,6 +90,12 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
     let mut log_writer = LogWriter::new(fs.create(&wal_path(&wal_dir, new_log_number))?);
     let last_wal = wal_files.keys().next_back().copied().unwrap_or(FileNumber(0));
     log_writer.add_record(&encode_wal_header(last_wal))?;
+    // The kept WALs were synced above (they end without a "closed" event: the process that
+    // wrote them stopped); say so, or recovery would take them for WALs cut short.
+    let kept_synced_through = if recovered.is_empty() { FileNumber(0) } else { last_wal };
+    if kept_synced_through.0 > 0 {
+        log_writer.add_record(&encode_wal_event(WalEvent::SyncedThrough(kept_synced_through)))?;
+    }
     log_writer.flush()?;
     let log_number = new_log_number;
     fs.sync_dir(&wal_dir)?;
@@ -170,10 +176,10 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
             mem,
             last_sequence: last_seq,
             delay_debt_micros: 0.0,
-            synced_event_through: FileNumber(0),
+            synced_event_through: kept_synced_through,
         }),
         retired_wals: Mutex::new(std::collections::VecDeque::new()),
-        wals_synced_through: AtomicU64::new(0),
+        wals_synced_through: AtomicU64::new(kept_synced_through.0),
         queue: Mutex::new(WriteQueue::default()),
         queue_cv: Condvar::new(),
         super_version: RwLock::new(Arc::new(sv)),

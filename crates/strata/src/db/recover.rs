@@ -23,6 +23,10 @@
 //!   later WAL holds a "synced" event covering the short WAL, its later writes were never
 //!   synced: power loss may drop them, and recovery must, to keep the recovered writes a
 //!   prefix. With such an event the short WAL was durable whole: damage, `Corruption`;
+//! - a version-2 WAL that stopped taking writes ends with its "closed" event. One followed by
+//!   later WALs that lacks it, with no "synced" event covering it, may have been cut by power
+//!   loss at a record boundary: it counts as ended early (the rule above). A WAL whose header
+//!   was lost takes its successor's version;
 //! - `SkipAnyCorruptedRecords` salvages every intact record; `AbsoluteConsistency` refuses any
 //!   damage.
 //!
@@ -259,13 +263,17 @@ pub(crate) fn replay_wals(
             continue;
         }
         let mut is_header = true;
-        let mut may_outrun = false;
+        // From the header; for a WAL whose header was lost (it was never synced), from the
+        // next WAL's (below).
+        let mut may_outrun: Option<bool> = None;
+        let mut ends_closed = false;
         let outcome = replay_log(&file, opts.wal_recovery_mode, |offset, record| {
+            ends_closed = false;
             if is_header {
                 is_header = false;
                 // The WAL this one follows must be flushed or replayed just before it.
                 let h = decode_wal_header(record).map_err(|e| e.with_file(&path))?;
-                may_outrun = h.successor_may_outrun();
+                may_outrun = Some(h.successor_may_outrun());
                 let prev = h.prev;
                 if prev >= log_number && Some(prev) != previous_wal {
                     return Err(Error::corruption(
@@ -280,11 +288,12 @@ pub(crate) fn replay_wals(
                 return Ok(());
             }
             if let Some(event) = decode_wal_event(record) {
-                // Events are for the damage rule above; they hold no writes.
-                event.map_err(|e| match e {
+                // Events are for the rules on short WALs; they hold no writes.
+                let event = event.map_err(|e| match e {
                     Error::Corruption { reason, .. } => Error::corruption(&path, offset, reason),
                     other => other,
                 })?;
+                ends_closed = event == WalEvent::Closed(n);
                 return Ok(());
             }
             let batch = WriteBatch::from_data(record.to_vec()).map_err(|e| match e {
@@ -318,6 +327,12 @@ pub(crate) fn replay_wals(
         records += outcome.records;
         dropped_bytes += outcome.dropped_bytes;
         previous_wal = Some(n);
+        let next = wals.iter().copied().find(|&w| w > n);
+        let may_outrun = match (may_outrun, next) {
+            (Some(m), _) => m,
+            (None, Some(next)) => wal_header_version(fs, &wal_files[&next])? >= Some(2),
+            (None, None) => false,
+        };
         if outcome.torn_tail && opts.wal_recovery_mode != WalRecoveryMode::SkipAnyCorruptedRecords {
             // The MANIFEST's rule, for a log whose last records may be unsynced: a complete
             // record failing its checksum with bytes after it (a later write, or the marker
@@ -335,6 +350,16 @@ pub(crate) fn replay_wals(
                 ));
             }
             stop_at = Some((n, outcome.last_valid_end, may_outrun));
+        } else if may_outrun
+            && !ends_closed
+            && next.is_some()
+            && opts.wal_recovery_mode != WalRecoveryMode::SkipAnyCorruptedRecords
+            && !later_wal_says_synced(fs, wal_files, &wals, n)?
+        {
+            // A WAL that stopped taking writes ends with its "closed" event. Without it, and
+            // with no later record that it was synced whole, power loss may have cut it at a
+            // record boundary: the later WALs' writes are treated as behind a short WAL.
+            stop_at = Some((n, outcome.last_valid_end, true));
         }
     }
     if !mem.is_empty() {
@@ -354,6 +379,43 @@ pub(crate) fn replay_wals(
     }
 
     Ok(Replayed { edit, last_seq, recovered, wals, records, dropped_bytes, unsynced_dropped })
+}
+
+/// The format version in the header of the WAL at `path`; `None` when it has no header.
+fn wal_header_version(fs: &Arc<dyn FileSystem>, path: &Path) -> Result<Option<u32>> {
+    let file = fs.open(path)?;
+    let mut version = None;
+    let mut first = true;
+    replay_log(&file, WalRecoveryMode::SkipAnyCorruptedRecords, |_, record| {
+        if std::mem::take(&mut first) {
+            version = decode_wal_header(record).ok().map(|h| h.version);
+        }
+        Ok(())
+    })?;
+    Ok(version)
+}
+
+/// Whether a WAL after `n` holds a "synced" event covering `n` (then `n` was synced whole).
+fn later_wal_says_synced(
+    fs: &Arc<dyn FileSystem>,
+    wal_files: &std::collections::BTreeMap<FileNumber, std::path::PathBuf>,
+    wals: &[FileNumber],
+    n: FileNumber,
+) -> Result<bool> {
+    let mut found = false;
+    for later in wals.iter().filter(|&&w| w > n) {
+        let file = fs.open(&wal_files[later])?;
+        replay_log(&file, WalRecoveryMode::SkipAnyCorruptedRecords, |_, record| {
+            if let Some(Ok(WalEvent::SyncedThrough(m))) = decode_wal_event(record) {
+                found |= m >= n;
+            }
+            Ok(())
+        })?;
+        if found {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 #[cfg(test)]
@@ -379,10 +441,23 @@ mod tests {
         b.data().to_vec()
     }
 
+    /// How the first hand-written WAL ends.
+    #[derive(Clone, Copy, PartialEq)]
+    enum Tail {
+        /// Cut inside the record of `b` (a torn tail).
+        Torn,
+        /// After `b`, at a record boundary, without the "closed" event.
+        Boundary,
+        /// After `b` and the "closed" event a memtable switch writes.
+        Closed,
+        /// Nothing reached the disk, not even the header.
+        Lost,
+    }
+
     /// A DB whose MANIFEST names WAL `n` as the oldest needed one, with that WAL and the next
-    /// written by hand: WAL `n` (header `version`) holds `a` and a torn record `b`; WAL `n+1`
-    /// holds `c`, after a "synced through n" event when `event`.
-    fn db_with_short_wal(version: u32, event: bool) -> (MemFs, PathBuf) {
+    /// written by hand: WAL `n` (header `version`) holds `a` and `b` and ends as `tail` says;
+    /// WAL `n+1` holds `c`, after a "synced through n" event when `event`.
+    fn db_with_two_wals(version: u32, tail: Tail, event: bool) -> (MemFs, PathBuf) {
         let fs = MemFs::new();
         let dir = PathBuf::from("/db");
         let opts = Options { fs: Arc::new(fs.clone()), ..Options::default() };
@@ -404,9 +479,17 @@ mod tests {
         let mut header = encode_wal_header(FileNumber(0));
         header[8..12].copy_from_slice(&version.to_le_bytes());
         let first = wal_path(&dir, n);
-        write(&first, &[header, batch(b"a", 1), batch(b"b", 2)]);
+        let mut records = vec![header, batch(b"a", 1), batch(b"b", 2)];
+        if tail == Tail::Closed {
+            records.push(encode_wal_event(WalEvent::Closed(n)));
+        }
+        write(&first, &records);
         let bytes = fs.read_file(&first).expect("WAL bytes");
-        fs.write_file(&first, &bytes[..bytes.len() - 4]); // cut inside b's record
+        match tail {
+            Tail::Torn => fs.write_file(&first, &bytes[..bytes.len() - 4]), // inside b's record
+            Tail::Lost => fs.write_file(&first, &[]),
+            Tail::Boundary | Tail::Closed => {}
+        }
         let mut second = vec![encode_wal_header(n)];
         if event {
             second.push(encode_wal_event(WalEvent::SyncedThrough(n)));
@@ -416,18 +499,21 @@ mod tests {
         (fs, dir)
     }
 
+    fn keys(fs: &MemFs, dir: &Path) -> Vec<&'static str> {
+        let db = open(fs, dir).expect("open");
+        ["a", "b", "c"].into_iter().filter(|k| db.get(k).unwrap().is_some()).collect()
+    }
+
     fn open(fs: &MemFs, dir: &Path) -> crate::error::Result<Db> {
         Db::open(&Options { fs: Arc::new(fs.clone()), ..Options::default() }, dir)
     }
 
     #[test]
     fn writes_behind_an_unsynced_short_wal_are_dropped() {
-        let (fs, dir) = db_with_short_wal(2, false);
-        let db = open(&fs, &dir).expect("open");
-        assert_eq!(db.get(b"a").unwrap().as_deref(), Some(&b"v"[..]));
-        assert_eq!(db.get(b"b").unwrap(), None, "the torn record");
-        assert_eq!(db.get(b"c").unwrap(), None, "a write behind the lost one");
+        let (fs, dir) = db_with_two_wals(2, Tail::Torn, false);
+        assert_eq!(keys(&fs, &dir), ["a"], "b is torn; c came after it and was never synced");
         // New writes go on, and the next open sees the same prefix.
+        let db = open(&fs, &dir).expect("open");
         db.put(b"d", b"v").unwrap();
         drop(db);
         let db = open(&fs, &dir).expect("reopen");
@@ -436,8 +522,25 @@ mod tests {
     }
 
     #[test]
+    fn a_wal_cut_at_a_record_boundary_is_short_too() {
+        // Without its "closed" event the WAL may have lost whole records.
+        let (fs, dir) = db_with_two_wals(2, Tail::Boundary, false);
+        assert_eq!(keys(&fs, &dir), ["a", "b"]);
+        // Closed, it was complete: everything is replayed.
+        let (fs, dir) = db_with_two_wals(2, Tail::Closed, false);
+        assert_eq!(keys(&fs, &dir), ["a", "b", "c"]);
+        // Recorded as synced whole (WALs kept at open end without the event): complete too.
+        let (fs, dir) = db_with_two_wals(2, Tail::Boundary, true);
+        assert_eq!(keys(&fs, &dir), ["a", "b", "c"]);
+        // Nothing of it reached the disk: the next WAL (version 2) says whether it may have
+        // outrun it.
+        let (fs, dir) = db_with_two_wals(2, Tail::Lost, false);
+        assert_eq!(keys(&fs, &dir), Vec::<&str>::new());
+    }
+
+    #[test]
     fn a_short_wal_recorded_as_synced_is_damage() {
-        let (fs, dir) = db_with_short_wal(2, true);
+        let (fs, dir) = db_with_two_wals(2, Tail::Torn, true);
         let Err(e) = open(&fs, &dir) else { panic!("the open should be refused") };
         assert!(matches!(e, Error::Corruption { .. }), "{e}");
         assert!(e.to_string().contains("synced whole"), "{e}");
@@ -445,8 +548,11 @@ mod tests {
 
     #[test]
     fn a_short_version_1_wal_with_later_writes_is_a_hole() {
-        let (fs, dir) = db_with_short_wal(1, false);
+        let (fs, dir) = db_with_two_wals(1, Tail::Torn, false);
         let Err(e) = open(&fs, &dir) else { panic!("the open should be refused") };
         assert!(e.to_string().contains("later WAL"), "{e}");
+        // A version-1 WAL was synced whole at the switch: no "closed" event is needed.
+        let (fs, dir) = db_with_two_wals(1, Tail::Boundary, false);
+        assert_eq!(keys(&fs, &dir), ["a", "b", "c"]);
     }
 }

@@ -355,7 +355,15 @@ pub(crate) fn switch_memtable(inner: &DbInner, wal: &mut WalState) -> Result<()>
     // power loss may cut it while later writes in the new WAL survive; recovery drops those
     // (they were never synced) to keep a prefix (`db/recover.rs`).
     crate::kill_point!("wal.switch");
-    let file = match created {
+    // The old WAL's last record says it ended here: recovery then tells a WAL that power loss
+    // cut at a record boundary from one that was complete (`db/recover.rs`).
+    let closed = created.and_then(|f| {
+        wal.writer
+            .add_record(&encode_wal_event(WalEvent::Closed(wal.number)))
+            .and_then(|()| wal.writer.flush())
+            .map(|()| f)
+    });
+    let file = match closed {
         Ok(f) => f,
         Err(e) => {
             let mut st = inner.state.lock();

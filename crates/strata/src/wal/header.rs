@@ -9,6 +9,8 @@
 //! event record  = magic "STRATAEV" (8) | kind u8 (1) | WAL number fixed64 (8)
 //!                 kind 1 = "synced": every WAL numbered up to and including the number was
 //!                 synced whole before this record was written
+//!                 kind 2 = "closed": the last record of a WAL that stopped taking writes at
+//!                 a memtable switch; the number is the WAL's own
 //! ```
 //! on-disk: never change. "Previous" is the WAL whose memtable was active just before this
 //! one, or 0 for the first WAL of a new DB.
@@ -29,6 +31,7 @@ const VERSION: u32 = 2;
 const OLDEST_VERSION: u32 = 1;
 const EVENT_MAGIC: &[u8; 8] = b"STRATAEV";
 const EVENT_SYNCED: u8 = 1;
+const EVENT_CLOSED: u8 = 2;
 /// Length of an encoded event record.
 const EVENT_LEN: usize = 17;
 /// Length of the encoded header record.
@@ -87,14 +90,19 @@ pub(crate) fn decode_wal_header(record: &[u8]) -> Result<WalHeader> {
 pub(crate) enum WalEvent {
     /// Every WAL numbered up to and including this one was synced whole.
     SyncedThrough(FileNumber),
+    /// The last record of this WAL, written when it stopped taking writes.
+    Closed(FileNumber),
 }
 
 /// Encodes an event record.
 pub(crate) fn encode_wal_event(event: WalEvent) -> Vec<u8> {
-    let WalEvent::SyncedThrough(n) = event;
+    let (kind, n) = match event {
+        WalEvent::SyncedThrough(n) => (EVENT_SYNCED, n),
+        WalEvent::Closed(n) => (EVENT_CLOSED, n),
+    };
     let mut b = Vec::with_capacity(EVENT_LEN);
     b.extend_from_slice(EVENT_MAGIC);
-    b.push(EVENT_SYNCED);
+    b.push(kind);
     put_fixed64(&mut b, n.0);
     b
 }
@@ -115,6 +123,7 @@ pub(crate) fn decode_wal_event(record: &[u8]) -> Option<Result<WalEvent>> {
     let mut r = Reader::new(&record[8..]);
     match (r.u8(), r.fixed64()) {
         (Some(EVENT_SYNCED), Some(n)) => Some(Ok(WalEvent::SyncedThrough(FileNumber(n)))),
+        (Some(EVENT_CLOSED), Some(n)) => Some(Ok(WalEvent::Closed(FileNumber(n)))),
         (Some(kind), _) => bad(format!("unknown kind {kind}")),
         _ => bad("truncated".into()),
     }
@@ -156,6 +165,8 @@ mod tests {
         let e = encode_wal_event(WalEvent::SyncedThrough(FileNumber(7)));
         assert_eq!(e.len(), EVENT_LEN);
         assert_eq!(decode_wal_event(&e).unwrap().unwrap(), WalEvent::SyncedThrough(FileNumber(7)));
+        let c = encode_wal_event(WalEvent::Closed(FileNumber(9)));
+        assert_eq!(decode_wal_event(&c).unwrap().unwrap(), WalEvent::Closed(FileNumber(9)));
         // A write batch (sequence number below 2^56) is not an event.
         let mut batch = crate::write_batch::WriteBatch::new();
         batch.put(b"k", b"v");
