@@ -285,6 +285,7 @@ define_flags! {
     num_levels: i64 = 7i64, Engine, "Number of LSM levels";
     target_file_size_base: i64 = 67108864i64, Engine, "Target table file size at level 1";
     target_file_size_multiplier: i64 = 1i64, Engine, "Target file size growth per level";
+    max_compaction_bytes: u64 = 0u64, Engine, "Bound on one compaction's bytes (0: 25 x target_file_size_base)";
     max_bytes_for_level_base: u64 = 268435456u64, Engine, "Level 1 size budget";
     max_bytes_for_level_multiplier: f64 = 10.0f64, Engine, "Level size growth per level";
     level_compaction_dynamic_level_bytes: bool = false, Engine, "Size levels from the bottom up";

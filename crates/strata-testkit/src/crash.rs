@@ -231,6 +231,9 @@ fn one_cycle(
         eprintln!("cycle: child {ending} after {:?}, kill points {spec:?}", t0.elapsed());
     }
 
+    // The files as the child left them, for a failure's post-mortem (the verifying open below
+    // changes them).
+    keep_crashed_files(cfg, dbdir);
     let state = ExpectedState::open(state_path).map_err(|e| e.to_string())?;
     let t0 = Instant::now();
     let db = Db::open(&verify_options(Arc::new(OsFs), crate::run_wal_dir(cfg.seed, dbdir)), dbdir)
@@ -256,6 +259,26 @@ fn one_cycle(
         ));
     }
     Ok(())
+}
+
+/// Copies the DB directory (and the WAL directory, if apart) to `<dir>/as-crashed/`,
+/// replacing the previous cycle's copy. Best effort: a failed copy only loses the post-mortem.
+fn keep_crashed_files(cfg: &KillConfig, dbdir: &Path) {
+    let to = cfg.dir.join("as-crashed");
+    let _ = std::fs::remove_dir_all(&to);
+    let mut dirs = vec![(dbdir.to_path_buf(), to.join("db"))];
+    if let Some(w) = crate::run_wal_dir(cfg.seed, dbdir) {
+        dirs.push((w, to.join("wal")));
+    }
+    for (from, to) in dirs {
+        let Ok(entries) = std::fs::read_dir(&from) else { continue };
+        let _ = std::fs::create_dir_all(&to);
+        for e in entries.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_file()) {
+                let _ = std::fs::copy(e.path(), to.join(e.file_name()));
+            }
+        }
+    }
 }
 
 /// Child-mode arguments.

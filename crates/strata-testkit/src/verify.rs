@@ -84,8 +84,8 @@ pub fn check_acked(
     resolve: bool,
 ) -> std::io::Result<AckedReport> {
     let mut rep = AckedReport { keys: obs.len() as u64, ..AckedReport::default() };
-    // batch id -> (keys found old, keys found new)
-    let mut batches: HashMap<u64, (u32, u32)> = HashMap::new();
+    // batch id -> (keys found old, keys found new, what each key showed)
+    let mut batches: HashMap<u64, (u32, u32, Vec<String>)> = HashMap::new();
     for (i, &o) in obs.iter().enumerate() {
         let i = i as u32;
         let rec = state.get(i);
@@ -95,13 +95,17 @@ pub fn check_acked(
             if let Some(n) = new {
                 if n.observed(i) != old {
                     rep.pending_old += 1;
-                    batches.entry(rec.batch).or_default().0 += 1;
+                    let b = batches.entry(rec.batch).or_default();
+                    b.0 += 1;
+                    b.2.push(format!("key {i} {:?}: old {old:?}", rec.pending));
                 }
             }
             rec.state
         } else if let Some(n) = new.filter(|n| n.observed(i) == o) {
             rep.pending_new += 1;
-            batches.entry(rec.batch).or_default().1 += 1;
+            let b = batches.entry(rec.batch).or_default();
+            b.1 += 1;
+            b.2.push(format!("key {i} {:?}: new {o:?}", rec.pending));
             n
         } else {
             let lost = match (o, old) {
@@ -128,12 +132,14 @@ pub fn check_acked(
             state.resolve(i, settled)?;
         }
     }
-    for (b, (old, new)) in batches {
+    for (b, (old, new, keys)) in batches {
         if old > 0 && new > 0 {
             rep.torn_batches += 1;
             if rep.messages.len() < 20 {
-                rep.messages
-                    .push(format!("batch {b:#x} torn: {old} keys without it, {new} keys with it"));
+                rep.messages.push(format!(
+                    "batch {b:#x} torn: {old} keys without it, {new} keys with it ({})",
+                    keys.join("; ")
+                ));
             }
         }
     }

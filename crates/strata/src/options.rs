@@ -87,6 +87,11 @@ pub struct Options {
     pub target_file_size_base: u64,
     /// Output file size ratio between adjacent levels below the base level. Default: 1.
     pub target_file_size_multiplier: u64,
+    /// Upper bound on one compaction's input bytes as the picker foresees them: a compaction
+    /// output is cut at a grandparent boundary before it and the grandparent files it overlaps
+    /// exceed this, and a file overlapping more of the level below is not moved down
+    /// trivially. 0 means 25 x `target_file_size_base`. Default: 0.
+    pub max_compaction_bytes: u64,
     /// Do not compact automatically (manual `compact_range` still works); L0-based write
     /// stalls are off too. Default: false.
     pub disable_auto_compactions: bool,
@@ -158,6 +163,7 @@ impl Default for Options {
             level_compaction_dynamic_level_bytes: true,
             target_file_size_base: 64 << 20,
             target_file_size_multiplier: 1,
+            max_compaction_bytes: 0,
             disable_auto_compactions: false,
             soft_pending_compaction_bytes_limit: 64 << 30,
             hard_pending_compaction_bytes_limit: 256 << 30,
@@ -299,6 +305,7 @@ impl Options {
             ),
             ("target_file_size_base", self.target_file_size_base.to_string()),
             ("target_file_size_multiplier", self.target_file_size_multiplier.to_string()),
+            ("max_compaction_bytes", self.max_compaction_bytes.to_string()),
             ("disable_auto_compactions", self.disable_auto_compactions.to_string()),
             (
                 "soft_pending_compaction_bytes_limit",
@@ -332,6 +339,11 @@ impl Options {
             dynamic_level_bytes: self.level_compaction_dynamic_level_bytes,
             target_file_size_base: self.target_file_size_base,
             target_file_size_multiplier: self.target_file_size_multiplier,
+            max_compaction_bytes: if self.max_compaction_bytes == 0 {
+                self.target_file_size_base.saturating_mul(25)
+            } else {
+                self.max_compaction_bytes
+            },
         }
     }
 

@@ -61,6 +61,7 @@ pub const HONOURED_FLAGS: &[&str] = &[
     "num_levels",
     "target_file_size_base",
     "target_file_size_multiplier",
+    "max_compaction_bytes",
     "max_bytes_for_level_base",
     "max_bytes_for_level_multiplier",
     "level_compaction_dynamic_level_bytes",
@@ -173,6 +174,7 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
         f.target_file_size_multiplier,
     )?);
     o.set_max_bytes_for_level_base(f.max_bytes_for_level_base);
+    o.set_max_compaction_bytes(f.max_compaction_bytes);
     o.set_max_bytes_for_level_multiplier(f.max_bytes_for_level_multiplier);
     o.set_level_compaction_dynamic_level_bytes(f.level_compaction_dynamic_level_bytes);
     o.set_level_zero_file_num_compaction_trigger(int(

@@ -44,6 +44,7 @@ pub const HONOURED_FLAGS: &[&str] = &[
     "level_compaction_dynamic_level_bytes",
     "target_file_size_base",
     "target_file_size_multiplier",
+    "max_compaction_bytes",
     "disable_auto_compactions",
     "soft_pending_compaction_bytes_limit",
     "hard_pending_compaction_bytes_limit",
@@ -118,6 +119,7 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
     o.target_file_size_base = usize_of("target_file_size_base", f.target_file_size_base)? as u64;
     o.target_file_size_multiplier =
         usize_of("target_file_size_multiplier", f.target_file_size_multiplier)? as u64;
+    o.max_compaction_bytes = f.max_compaction_bytes;
     o.disable_auto_compactions = f.disable_auto_compactions;
     o.soft_pending_compaction_bytes_limit = f.soft_pending_compaction_bytes_limit;
     o.hard_pending_compaction_bytes_limit = f.hard_pending_compaction_bytes_limit;

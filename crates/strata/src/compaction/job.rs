@@ -1,12 +1,11 @@
 //! Running one compaction plan: merge the inputs, keep what [`super::stream`] keeps, cut output
-//! tables at the target size (never inside one user key's versions, and early when an output
-//! would overlap too much of the grandparent level), split large jobs into key-range
+//! tables where [`super::cut`] says (never inside one user key's versions), split large jobs into key-range
 //! subcompactions running on their own threads.
 
-use std::cmp::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::cut::OutputCutter;
 use super::picker::CompactionPlan;
 use super::stream::{run_stream, StreamContext, StreamStats};
 use crate::env::FileSystem;
@@ -14,7 +13,7 @@ use crate::error::Result;
 use crate::filename::table_path;
 use crate::iterator::merging::MergingIterator;
 use crate::iterator::InternalIterator;
-use crate::key::{compare_internal, make_internal_key, user_key};
+use crate::key::{make_internal_key, user_key};
 use crate::merge_operator::MergeOperator;
 use crate::range_del::{sort_tombstones, FragmentedTombstones, RangeTombstone};
 use crate::sstable::table_cache::TableCache;
@@ -250,14 +249,10 @@ fn run_range(
 /// Writes the compaction output, cutting files.
 struct OutputWriter<'a> {
     env: &'a JobEnv<'a>,
-    plan: &'a CompactionPlan,
     builder: Option<(TableBuilder, FileNumber)>,
     done: Vec<FileMetaData>,
     last_user_key: Vec<u8>,
-    /// Grandparent files passed so far and the bytes of those overlapped by the current output.
-    gp_index: usize,
-    gp_overlap: u64,
-    seen_key: bool,
+    cutter: OutputCutter<'a>,
     /// Range tombstones to write, clipped to the subcompaction's range; each output gets
     /// them clipped to its own range [lower, first user key of the next output).
     tombstones: Vec<RangeTombstone>,
@@ -276,37 +271,18 @@ impl<'a> OutputWriter<'a> {
     ) -> Self {
         OutputWriter {
             env,
-            plan,
             tombstones,
             lower: range.start.clone(),
             range_end: range.end.clone(),
             builder: None,
             done: Vec::new(),
             last_user_key: Vec::new(),
-            gp_index: 0,
-            gp_overlap: 0,
-            seen_key: false,
+            cutter: OutputCutter::new(
+                &plan.grandparents,
+                plan.target_file_size,
+                plan.max_compaction_bytes,
+            ),
             since_cancel_check: 0,
-        }
-    }
-
-    /// Whether the output should end before `ikey` because of grandparent overlap.
-    fn grandparent_cut(&mut self, ikey: &[u8]) -> bool {
-        let gps = &self.plan.grandparents;
-        while self.gp_index < gps.len()
-            && compare_internal(ikey, &gps[self.gp_index].largest) == Ordering::Greater
-        {
-            if self.seen_key {
-                self.gp_overlap += gps[self.gp_index].file_size;
-            }
-            self.gp_index += 1;
-        }
-        self.seen_key = true;
-        if self.gp_overlap > self.plan.max_grandparent_overlap {
-            self.gp_overlap = 0;
-            true
-        } else {
-            false
         }
     }
 
@@ -325,12 +301,10 @@ impl<'a> OutputWriter<'a> {
         }
         let ukey = user_key(ikey);
         let new_user_key = ukey != self.last_user_key.as_slice();
-        let gp_cut = self.grandparent_cut(ikey);
         if new_user_key {
-            if let Some((b, _)) = &self.builder {
-                if b.estimated_file_size() >= self.plan.target_file_size || gp_cut {
-                    self.finish_current(Some(ukey))?;
-                }
+            let size = self.builder.as_ref().map(|(b, _)| b.estimated_file_size());
+            if self.cutter.cut_before(ukey, size) {
+                self.finish_current(Some(ukey))?;
             }
         }
         if self.builder.is_none() {
@@ -527,7 +501,7 @@ mod tests {
             trivial_move: false,
             bottommost: true,
             target_file_size: 400,
-            max_grandparent_overlap: u64::MAX,
+            max_compaction_bytes: u64::MAX,
         };
         let ranges = [
             KeyRange { start: None, end: Some(b"k100".to_vec()) },
@@ -572,6 +546,74 @@ mod tests {
         assert_eq!(entries, 300);
     }
 
+    fn write_values(fs: &MemFs, number: u64, keys: &[String], value: &[u8]) -> Arc<TableFile> {
+        let path = table_path(std::path::Path::new("/db"), FileNumber(number));
+        let mut b = TableBuilder::new(&TableOptions::default(), fs.create(&path).unwrap(), path);
+        for k in keys {
+            b.add(&make_internal_key(k.as_bytes(), SeqNo(number), ValueType::Value), value)
+                .unwrap();
+        }
+        Arc::new(TableFile::new(FileMetaData::from_summary(
+            FileNumber(number),
+            b.finish().unwrap(),
+        )))
+    }
+
+    /// Past half the target size, outputs end where the grandparent level has a boundary:
+    /// each output then overlaps whole grandparent files only (`compaction/cut.rs`).
+    #[test]
+    fn outputs_line_up_with_grandparent_files() {
+        let fs = MemFs::new();
+        fs.create_dir_all(std::path::Path::new("/db")).unwrap();
+        let keys: Vec<String> = (0..200).map(|i| format!("k{i:03}")).collect();
+        let input = write_values(&fs, 1, &keys, &[b'x'; 100]);
+        // Ten grandparents of 20 keys each: k000-k019, k020-k039, ...
+        let gps: Vec<Arc<TableFile>> = (0..10)
+            .map(|g| write_values(&fs, 10 + g as u64, &keys[g * 20..g * 20 + 20], b"v"))
+            .collect();
+        let tables =
+            Arc::new(TableCache::new(Arc::new(fs.clone()), PathBuf::from("/db"), 16, None));
+        let mut base = VersionEdit::default();
+        base.new_files.push((1, (*input).clone()));
+        for g in &gps {
+            base.new_files.push((3, (**g).clone()));
+        }
+        let version = Version::new(4).apply(&base).unwrap();
+        let next = AtomicU64::new(100);
+        let new_file_number = || FileNumber(next.fetch_add(1, AtomicOrdering::Relaxed));
+        let env = JobEnv {
+            fs: &fs,
+            dir: std::path::Path::new("/db"),
+            tables: &tables,
+            table_options: &TableOptions::default(),
+            merge_operator: None,
+            snapshots: &[],
+            version: &version,
+            max_subcompactions: 1,
+            new_file_number: &new_file_number,
+            cancel: &std::sync::atomic::AtomicBool::new(false),
+        };
+        // 20 entries of ~115 bytes pass half of a 2,000-byte target before each boundary.
+        let plan = CompactionPlan {
+            start_level: 1,
+            output_level: 2,
+            inputs: vec![input],
+            output_inputs: Vec::new(),
+            grandparents: gps,
+            trivial_move: false,
+            bottommost: false,
+            target_file_size: 2000,
+            max_compaction_bytes: u64::MAX,
+        };
+        let (out, _) = run_range(&env, &plan, &KeyRange { start: None, end: None }).unwrap();
+        let firsts: Vec<String> = out
+            .iter()
+            .map(|f| String::from_utf8(user_key(&f.smallest).to_vec()).unwrap())
+            .collect();
+        let want: Vec<String> = (0..10).map(|g| format!("k{:03}", g * 20)).collect();
+        assert_eq!(firsts, want);
+    }
+
     /// At the bottom with no snapshot, covered entries and the tombstones go away; a job whose
     /// input is only tombstones above data still writes them.
     #[test]
@@ -610,7 +652,7 @@ mod tests {
             trivial_move: false,
             bottommost: false,
             target_file_size: 1 << 20,
-            max_grandparent_overlap: u64::MAX,
+            max_compaction_bytes: u64::MAX,
         };
         let whole = KeyRange { start: None, end: None };
         let (out, _) = run_range(&env, &plan, &whole).unwrap();

@@ -1,6 +1,7 @@
 //! Compaction: which entries survive ([`stream`]), which files to compact ([`picker`], a pure
-//! function) and running a plan ([`job`]).
+//! function), running a plan ([`job`]) and where its output files end ([`cut`]).
 
+pub(crate) mod cut;
 pub(crate) mod job;
 pub(crate) mod picker;
 pub(crate) mod stream;

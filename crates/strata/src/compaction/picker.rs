@@ -2,18 +2,20 @@
 //! compacted and the options to a plan (or nothing to do).
 //!
 //! Rules (RocksDB's leveled compaction with dynamic level bytes):
-//! - Level targets: the largest level's size is the last level's target; each level above gets
-//!   the next one's target divided by the multiplier. The *base level* (where L0 compacts to) is
-//!   the deepest level whose target is at most `max_bytes_for_level_base`; levels between L0
-//!   and the base level stay empty. An empty DB has the last level as base.
-//! - Scores: L0 = files / `level0_file_num_compaction_trigger`; a level >= 1 = bytes not being
-//!   compacted / target. A non-empty level above the base level always scores >= 1 (it must
-//!   drain). The last level is never a compaction input by score.
-//! - The highest score >= 1 that yields a compaction wins. L0 takes all its files (one L0
-//!   compaction at a time) plus the overlapping base-level files; another level takes the one
-//!   file with the least overlap with the next level relative to its size
-//!   (kMinOverlappingRatio) plus the overlapping next-level files.
-//! - A single input file with no overlap below is a trivial move (a MANIFEST-only change).
+//! - Level targets: with the largest level's size as the last level's target, each level
+//!   above gets the next one's divided by the multiplier. The *base level* (where L0 compacts
+//!   to) is the first non-empty level, moved up while its size would exceed
+//!   `max_bytes_for_level_base`; levels above it are empty. No level's target is below
+//!   `max_bytes_for_level_base`. Levels whose size under this rule would not even reach
+//!   `max_bytes_for_level_base / multiplier` are *unnecessary* (the DB shrank) and drain
+//!   downward. An empty DB has the last level as base.
+//! - Scores: see [`level_scores`]. The highest score >= 1 that yields a compaction wins.
+//! - L0 takes all its files (one L0 compaction at a time) plus the overlapping base-level
+//!   files; another level takes the one file with the least overlap with the next level
+//!   relative to its size (kMinOverlappingRatio), grown to the neighbours that add no file
+//!   of the next level, plus the overlapping next-level files.
+//! - A single input file with no overlap below is a trivial move (a MANIFEST-only change)
+//!   unless it overlaps more than `max_compaction_bytes` of the level below its output.
 
 use std::cmp::Ordering;
 use std::collections::HashSet;
@@ -33,6 +35,8 @@ pub(crate) struct PickerOptions {
     pub dynamic_level_bytes: bool,
     pub target_file_size_base: u64,
     pub target_file_size_multiplier: u64,
+    /// `Options::max_compaction_bytes`, its default resolved.
+    pub max_compaction_bytes: u64,
 }
 
 /// A compaction to run.
@@ -51,8 +55,8 @@ pub(crate) struct CompactionPlan {
     /// No level below `output_level` holds data in the inputs' key range.
     pub bottommost: bool,
     pub target_file_size: u64,
-    /// Stop an output file when its overlap with grandparents exceeds this.
-    pub max_grandparent_overlap: u64,
+    /// See [`crate::compaction::cut`].
+    pub max_compaction_bytes: u64,
 }
 
 impl CompactionPlan {
@@ -73,50 +77,83 @@ impl CompactionPlan {
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct LevelTargets {
     pub base_level: usize,
-    /// Target bytes per level (index 0 unused; 0 for levels above the base level).
+    /// Target bytes per level (index 0 unused; 0 for the empty levels above the base level).
     pub target: Vec<u64>,
+    /// With dynamic level bytes: the levels from the first non-empty one down to this one
+    /// hold data the LSM's shape does not need (the DB shrank, or options changed); they are
+    /// drained into the levels below.
+    pub lowest_unnecessary: Option<usize>,
 }
 
 pub(crate) fn level_targets(v: &Version, o: &PickerOptions) -> LevelTargets {
     let n = o.num_levels;
     let last = n - 1;
     let mut target = vec![0u64; n];
+    let mult = o.max_bytes_for_level_multiplier;
     if !o.dynamic_level_bytes || n <= 2 {
         let mut t = o.max_bytes_for_level_base as f64;
         for slot in target.iter_mut().skip(1) {
             *slot = t as u64;
-            t *= o.max_bytes_for_level_multiplier;
+            t *= mult;
         }
-        return LevelTargets { base_level: 1.min(last), target };
+        return LevelTargets { base_level: 1.min(last), target, lowest_unnecessary: None };
     }
     let max_size = (1..n).map(|l| v.level_bytes(l)).max().unwrap_or(0);
-    if max_size == 0 {
+    let Some(first_non_empty) = (1..n).find(|&l| v.level_bytes(l) > 0) else {
         target[last] = o.max_bytes_for_level_base;
-        return LevelTargets { base_level: last, target };
-    }
-    let mut t = max_size as f64;
-    let mut base = last;
-    target[last] = max_size;
-    while base > 1 && t > o.max_bytes_for_level_base as f64 {
-        t /= o.max_bytes_for_level_multiplier;
-        base -= 1;
-        target[base] = t as u64;
-    }
-    // Data left above the computed base (the DB shrank, or options changed) keeps the base
-    // where it is, so that data has somewhere to go.
-    let first_non_empty = (1..n).find(|&l| v.level_bytes(l) > 0).unwrap_or(last);
-    if first_non_empty < base {
-        let mut l = base;
-        while l > first_non_empty {
-            target[l - 1] = (target[l] as f64 / o.max_bytes_for_level_multiplier) as u64;
-            l -= 1;
+        return LevelTargets { base_level: last, target, lowest_unnecessary: None };
+    };
+    let base_max = o.max_bytes_for_level_base;
+    let base_min = (base_max as f64 / mult) as u64;
+    // The size the first non-empty level would get if the last level's target were the
+    // largest level's size.
+    let mut cur = max_size;
+    let mut lowest_unnecessary = None;
+    for l in (first_non_empty..last).rev() {
+        cur = (cur as f64 / mult) as u64;
+        if lowest_unnecessary.is_none() && cur <= base_min {
+            lowest_unnecessary = Some(l);
         }
-        base = first_non_empty;
     }
-    LevelTargets { base_level: base, target }
+    let (base_level, base_size) = if cur <= base_min {
+        // Fewer levels would do: keep the base where the data is, at the smallest size.
+        (first_non_empty, base_min + 1)
+    } else {
+        let mut base = first_non_empty;
+        while base > 1 && cur > base_max {
+            base -= 1;
+            cur = (cur as f64 / mult) as u64;
+        }
+        (base, if cur > base_max { base_max } else { cur.max(1) })
+    };
+    // No level's target is below `max_bytes_for_level_base`: a level smaller than L0 would
+    // win the scores over L0 and let L0 fill up.
+    let mut size = base_size as f64;
+    for (l, slot) in target.iter_mut().enumerate().skip(base_level) {
+        if l > base_level {
+            size *= mult;
+        }
+        *slot = (size as u64).max(base_max);
+    }
+    LevelTargets { base_level, target, lowest_unnecessary }
 }
 
-/// The compaction score of each level (0 for levels that are not inputs by score).
+/// Scores of 1 and more are multiplied by this, which leaves room below it to rank
+/// compactions that must run (RocksDB's scale).
+const SCORE_SCALE: f64 = 10.0;
+
+/// The compaction score of each level (0 for levels that are not inputs by score); a level
+/// needs compaction at 1 and more.
+///
+/// - L0: files not being compacted / trigger. With dynamic level bytes, at least 1.01 once
+///   those files hold `max_bytes_for_level_base`, and at least their size over the base
+///   level's (actual or target, the larger) once they outgrow the base level's target; then
+///   scaled. Without: at least their size / `max_bytes_for_level_base`.
+/// - A level >= 1: bytes not being compacted / target. With dynamic level bytes, a level at
+///   or over its target divides instead by its target plus the bytes on their way down into
+///   it (all of L0, the excess of each level above), then scaled: a level about to receive
+///   much data waits, so L0 goes first. Unnecessary levels score just above the scale,
+///   higher the nearer the top.
 pub(crate) fn level_scores(
     v: &Version,
     o: &PickerOptions,
@@ -125,20 +162,47 @@ pub(crate) fn level_scores(
 ) -> Vec<f64> {
     let n = o.num_levels;
     let mut scores = vec![0.0; n];
-    let l0_files = v.levels[0].iter().filter(|f| !busy.contains(&f.number)).count();
-    scores[0] = l0_files as f64 / o.level0_file_num_compaction_trigger.max(1) as f64;
-    for (l, score) in scores.iter_mut().enumerate().take(n.saturating_sub(1)).skip(1) {
-        let bytes: u64 =
-            v.levels[l].iter().filter(|f| !busy.contains(&f.number)).map(|f| f.file_size).sum();
-        if bytes == 0 {
-            continue;
+    let free = |l: usize| v.levels[l].iter().filter(|f| !busy.contains(&f.number));
+    let l0_files = free(0).count();
+    let l0_bytes: u64 = free(0).map(|f| f.file_size).sum();
+    let mut score = l0_files as f64 / o.level0_file_num_compaction_trigger.max(1) as f64;
+    if o.dynamic_level_bytes {
+        if l0_bytes >= o.max_bytes_for_level_base {
+            score = score.max(1.01);
         }
-        *score = if l < t.base_level {
-            // Must drain: at least 1, larger the more it holds.
-            1.0 + bytes as f64 / o.max_bytes_for_level_base.max(1) as f64
+        let base_target = t.target[t.base_level.max(1)];
+        if l0_bytes > base_target {
+            let base_bytes = v.level_bytes(t.base_level);
+            score = score.max(l0_bytes as f64 / base_bytes.max(base_target).max(1) as f64);
+        }
+        if score > 1.0 {
+            score *= SCORE_SCALE;
+        }
+    } else {
+        score = score.max(l0_bytes as f64 / o.max_bytes_for_level_base.max(1) as f64);
+    }
+    scores[0] = score;
+    let mut down = v.level_bytes(0) as f64;
+    for (l, slot) in scores.iter_mut().enumerate().take(n.saturating_sub(1)).skip(1) {
+        let bytes: u64 = free(l).map(|f| f.file_size).sum();
+        let total = v.level_bytes(l);
+        let target = t.target[l].max(1);
+        let unnecessary = t.lowest_unnecessary.is_some_and(|u| l <= u);
+        let mut score = if !o.dynamic_level_bytes || bytes < target {
+            bytes as f64 / target as f64
         } else {
-            bytes as f64 / t.target[l].max(1) as f64
+            bytes as f64 / (target as f64 + down) * SCORE_SCALE
         };
+        if o.dynamic_level_bytes && bytes > 0 && unnecessary {
+            let above = t.lowest_unnecessary.unwrap_or(l) - l;
+            score = score.max(SCORE_SCALE * (1.001 + 0.001 * above as f64));
+        }
+        if unnecessary {
+            down += total as f64;
+        } else if total > target {
+            down += (total - target) as f64;
+        }
+        *slot = score;
     }
     scores
 }
@@ -209,10 +273,11 @@ pub(crate) fn plan_for(
     let bottommost =
         (output + 1..o.num_levels).all(|l| overlapping(v, l, &all_lo, &all_hi).is_empty());
     let target = target_file_size(o, t, output);
-    let max_gp = target.saturating_mul(10);
     let gp_bytes: u64 = grandparents.iter().map(|f| f.file_size).sum();
-    let trivial_move =
-        start != output && inputs.len() == 1 && output_inputs.is_empty() && gp_bytes <= max_gp;
+    let trivial_move = start != output
+        && inputs.len() == 1
+        && output_inputs.is_empty()
+        && gp_bytes <= o.max_compaction_bytes;
     Some(CompactionPlan {
         start_level: start,
         output_level: output,
@@ -222,7 +287,7 @@ pub(crate) fn plan_for(
         trivial_move,
         bottommost,
         target_file_size: target,
-        max_grandparent_overlap: max_gp,
+        max_compaction_bytes: o.max_compaction_bytes,
     })
 }
 
@@ -277,7 +342,7 @@ pub(crate) fn pick_compaction(
 }
 
 /// kMinOverlappingRatio: the non-busy file with the least next-level overlap per byte whose
-/// overlapping files are free.
+/// overlapping files are free, grown by [`grow_inputs`].
 fn pick_file_in_level(c: &PickContext<'_>, level: usize) -> Option<CompactionPlan> {
     let PickContext { v, busy, .. } = *c;
     let output = level + 1;
@@ -296,7 +361,52 @@ fn pick_file_in_level(c: &PickContext<'_>, level: usize) -> Option<CompactionPla
     }
     candidates.sort_by(|a, b| a.0.cmp(&b.0).then(compare_internal(&a.1.smallest, &b.1.smallest)));
     let (_, f) = candidates.first()?;
-    plan_for(c, level, output, vec![(*f).clone()])
+    let inputs = grow_inputs(c, level, vec![(*f).clone()]);
+    plan_for(c, level, output, inputs)
+}
+
+/// The inputs of a `level` -> `level + 1` compaction, grown to more files of `level` when
+/// that rewrites no more files of `level + 1`: first every file overlapping the key range of
+/// the inputs and their next-level overlap, else the files wholly inside it. Growth stops at
+/// busy files and at `max_compaction_bytes`. More bytes move down per byte of the next level
+/// rewritten.
+fn grow_inputs(
+    c: &PickContext<'_>,
+    level: usize,
+    inputs: Vec<Arc<TableFile>>,
+) -> Vec<Arc<TableFile>> {
+    let PickContext { v, o, busy, .. } = *c;
+    let output = level + 1;
+    let Some((lo, hi)) = range_of(inputs.iter()) else { return inputs };
+    let below = overlapping(v, output, &lo, &hi);
+    if below.is_empty() {
+        return inputs;
+    }
+    let below_bytes: u64 = below.iter().map(|f| f.file_size).sum();
+    let Some((all_lo, all_hi)) = range_of(inputs.iter().chain(below.iter())) else {
+        return inputs;
+    };
+    let (ulo, uhi) = (user_key(&all_lo), user_key(&all_hi));
+    let touching = overlapping(v, level, &all_lo, &all_hi);
+    let inside: Vec<Arc<TableFile>> = touching
+        .iter()
+        .filter(|f| user_key(&f.smallest) >= ulo && user_key(&f.largest) <= uhi)
+        .cloned()
+        .collect();
+    for grown in [touching, inside] {
+        if grown.len() <= inputs.len() || grown.iter().any(|f| busy.contains(&f.number)) {
+            continue;
+        }
+        let bytes: u64 = grown.iter().map(|f| f.file_size).sum();
+        if bytes.saturating_add(below_bytes) >= o.max_compaction_bytes {
+            continue;
+        }
+        let Some((glo, ghi)) = range_of(grown.iter()) else { continue };
+        if overlapping(v, output, &glo, &ghi).len() == below.len() {
+            return grown;
+        }
+    }
+    inputs
 }
 
 #[cfg(test)]

@@ -134,11 +134,10 @@ fn log_compaction(
         files.iter().map(|f| f.number.0).collect::<Vec<_>>()
     };
     let outs: Vec<u64> = outputs.iter().map(|n| n.0).collect();
-    let read = s.bytes_read_non_output + s.bytes_read_output;
     let secs = s.micros as f64 / 1e6;
     inner.info_log.log(&format!(
-        "[default] Compaction L{} -> L{}{}: inputs L{} {:?} + L{} {:?} ({read} bytes) -> {outs:?} \
-         ({} bytes written, {} moved); {} records in, {} dropped; {secs:.3} s",
+        "[default] Compaction L{} -> L{}{}: inputs L{} {:?} + L{} {:?} ({} + {} bytes) -> \
+         {outs:?} ({} bytes written, {} moved); {} records in, {} dropped; {secs:.3} s",
         plan.start_level,
         plan.output_level,
         if plan.trivial_move { " (trivial move)" } else { "" },
@@ -146,6 +145,8 @@ fn log_compaction(
         numbers(&plan.inputs),
         plan.output_level,
         numbers(&plan.output_inputs),
+        s.bytes_read_non_output,
+        s.bytes_read_output,
         s.bytes_written,
         s.bytes_moved,
         s.input_records,

@@ -28,6 +28,7 @@ fn parse_shape(text: &str) -> (Version, PickerOptions, HashSet<FileNumber>) {
         dynamic_level_bytes: true,
         target_file_size_base: 64 << 20,
         target_file_size_multiplier: 1,
+        max_compaction_bytes: 25 * (64 << 20),
     };
     let mut edit = VersionEdit::default();
     let mut busy = HashSet::new();
@@ -47,7 +48,10 @@ fn parse_shape(text: &str) -> (Version, PickerOptions, HashSet<FileNumber>) {
                         "base" => o.max_bytes_for_level_base = v.parse().unwrap(),
                         "mult" => o.max_bytes_for_level_multiplier = v.parse().unwrap(),
                         "dynamic" => o.dynamic_level_bytes = v.parse().unwrap(),
-                        "target" => o.target_file_size_base = v.parse().unwrap(),
+                        "target" => {
+                            o.target_file_size_base = v.parse().unwrap();
+                            o.max_compaction_bytes = 25 * o.target_file_size_base;
+                        }
                         other => panic!("unknown option {other}"),
                     }
                 }
