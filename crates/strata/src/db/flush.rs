@@ -133,6 +133,8 @@ fn flush_one(inner: &DbInner, mem: &Arc<MemTable>, next_log: FileNumber) -> Resu
     // The WALs this edit drops are synced first: a retired WAL is never deleted unsynced,
     // and the window in which power loss can cut one closes here.
     super::write::sync_retired_wals(inner, Some(next_log))?;
+    // The WAL the edit names as the log number must be found at the next open.
+    super::write::sync_wal_dir(inner)?;
     {
         let mut versions = inner.versions.lock();
         crate::kill_point!("flush.install");

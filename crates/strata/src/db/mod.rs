@@ -13,6 +13,7 @@
 //! - A WAL that stops taking writes (a memtable switch) is not synced by the writer that
 //!   switched: it joins `retired_wals`, synced by the flush job before the MANIFEST drops it,
 //!   or by the next synced write, which must not become durable before it (`db/write.rs`).
+//!   Likewise the new WAL's directory entry: synced by the next synced write or flush.
 //! - Lock order: `wal` -> `retired_wals`; `wal` -> `versions` -> `state`; `retired_wals` is
 //!   never held with `versions` or `state`; `queue` is never held with another lock.
 
@@ -136,6 +137,12 @@ pub(crate) struct DbInner {
     /// The highest WAL number synced whole after it stopped taking writes (0: none yet);
     /// the next write group records it in the WAL as a "synced" event.
     pub wals_synced_through: AtomicU64,
+    /// The newest WAL created, and the newest whose directory entry is known durable. A
+    /// memtable switch creates its WAL without syncing the directory (no writer waits on an
+    /// fsync it did not ask for); a synced write, and a flush before its MANIFEST edit names
+    /// a WAL, sync it first ([`write::sync_wal_dir`]).
+    pub newest_wal: AtomicU64,
+    pub wal_dir_synced_through: AtomicU64,
     pub queue: Mutex<WriteQueue>,
     pub queue_cv: Condvar,
     pub super_version: RwLock<Arc<SuperVersion>>,

@@ -180,6 +180,8 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
         }),
         retired_wals: Mutex::new(std::collections::VecDeque::new()),
         wals_synced_through: AtomicU64::new(kept_synced_through.0),
+        newest_wal: AtomicU64::new(log_number.0),
+        wal_dir_synced_through: AtomicU64::new(log_number.0),
         queue: Mutex::new(WriteQueue::default()),
         queue_cv: Condvar::new(),
         super_version: RwLock::new(Arc::new(sv)),

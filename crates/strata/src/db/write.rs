@@ -116,6 +116,7 @@ fn commit_group(
         // them first (the caller asked for a sync; no other writer ever waits on one).
         if sync {
             sync_retired_wals(inner, None)?;
+            sync_wal_dir(inner)?;
         }
         let logged = append_synced_event(inner, &mut wal)
             .and_then(|()| wal.writer.add_record(batch.data()))
@@ -182,6 +183,27 @@ pub(crate) fn sync_retired_wals(inner: &DbInner, before: Option<FileNumber>) -> 
         }
         inner.wals_synced_through.fetch_max(n.0, Ordering::AcqRel);
     }
+    Ok(())
+}
+
+/// Makes the directory entries of every WAL created so far durable, unless they are known to
+/// be. Called by a synced write's leader and by the flush job before its MANIFEST edit. Under
+/// power loss a file system keeps the entries of one directory in creation order, so WALs
+/// created after the last sync are lost together with their (never synced) writes, which
+/// recovery treats as a WAL that ended early; should one vanish while a later one survives,
+/// the next open reports the missing WAL. A failed sync is a background error.
+pub(crate) fn sync_wal_dir(inner: &DbInner) -> Result<()> {
+    let newest = inner.newest_wal.load(Ordering::Acquire);
+    if inner.wal_dir_synced_through.load(Ordering::Acquire) >= newest {
+        return Ok(());
+    }
+    crate::kill_point!("wal.sync_dir");
+    if let Err(e) = inner.fs.sync_dir(&inner.wal_dir) {
+        let mut st = inner.state.lock();
+        inner.set_bg_error(&mut st, &e);
+        return Err(e);
+    }
+    inner.wal_dir_synced_through.fetch_max(newest, Ordering::AcqRel);
     Ok(())
 }
 
@@ -346,14 +368,15 @@ fn note_stall_change(inner: &DbInner, cause: Option<String>) {
 pub(crate) fn switch_memtable(inner: &DbInner, wal: &mut WalState) -> Result<()> {
     let number = inner.new_file_number();
     let path = wal_path(&inner.wal_dir, number);
-    let created = inner.fs.create(&path).and_then(|f| {
-        inner.fs.sync_dir(&inner.wal_dir)?;
-        Ok(f)
-    });
-    // The old WAL is not synced here (the writer that switched did not ask for it): it is
-    // retired, and synced by the flush job or by the next synced write first. Until then a
-    // power loss may cut it while later writes in the new WAL survive; recovery drops those
-    // (they were never synced) to keep a prefix (`db/recover.rs`).
+    let created = inner.fs.create(&path);
+    // Neither the old WAL nor the new one's directory entry is synced here (the writer that
+    // switched did not ask for it): the old WAL is retired, and synced by the flush job or by
+    // the next synced write first, which also syncs the directory (`sync_wal_dir`). Until
+    // then a power loss may cut the old WAL while later writes in the new one survive;
+    // recovery drops those (they were never synced) to keep a prefix (`db/recover.rs`).
+    if created.is_ok() {
+        inner.newest_wal.fetch_max(number.0, Ordering::AcqRel);
+    }
     crate::kill_point!("wal.switch");
     // The old WAL's last record says it ended here: recovery then tells a WAL that power loss
     // cut at a record boundary from one that was complete (`db/recover.rs`).

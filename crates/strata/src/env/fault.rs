@@ -72,11 +72,24 @@ struct ActiveRule {
     seen: u64,
 }
 
+/// An operation seen while recording ([`FaultFs::start_recording`]).
+#[derive(Clone, Debug)]
+pub struct RecordedOp {
+    /// What was called.
+    pub op: FaultOp,
+    /// The thread that made the call.
+    pub thread: std::thread::ThreadId,
+    /// The file or directory it was called on.
+    pub path: std::path::PathBuf,
+}
+
 struct Shared {
     rules: Mutex<Vec<ActiveRule>>,
     injected: AtomicU64,
     ops: AtomicU64,
     seed: AtomicU64,
+    recording: std::sync::atomic::AtomicBool,
+    recorded: Mutex<Vec<RecordedOp>>,
 }
 
 /// The fault-injecting filesystem. Cloning shares rules and counters.
@@ -96,6 +109,8 @@ impl FaultFs {
                 injected: AtomicU64::new(0),
                 ops: AtomicU64::new(0),
                 seed: AtomicU64::new(seed | 1),
+                recording: std::sync::atomic::AtomicBool::new(false),
+                recorded: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -132,12 +147,31 @@ impl FaultFs {
     pub fn ops(&self) -> u64 {
         self.shared.ops.load(Ordering::SeqCst)
     }
+
+    /// From now on, every gated operation is recorded with its thread and path (tests of who
+    /// does which I/O, e.g. that a writer never syncs what it did not ask for).
+    pub fn start_recording(&self) {
+        self.shared.recorded.lock().clear();
+        self.shared.recording.store(true, Ordering::SeqCst);
+    }
+
+    /// The operations recorded since [`FaultFs::start_recording`].
+    pub fn recorded(&self) -> Vec<RecordedOp> {
+        self.shared.recorded.lock().clone()
+    }
 }
 
 impl Shared {
     /// Decides whether this operation fails, and how.
     fn check(&self, op: FaultOp, path: &Path) -> Option<FaultKind> {
         self.ops.fetch_add(1, Ordering::Relaxed);
+        if self.recording.load(Ordering::Relaxed) {
+            self.recorded.lock().push(RecordedOp {
+                op,
+                thread: std::thread::current().id(),
+                path: path.to_path_buf(),
+            });
+        }
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
         let mut rules = self.rules.lock();
         for r in rules.iter_mut() {

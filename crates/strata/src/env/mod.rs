@@ -17,10 +17,10 @@ mod os;
 
 // The test filesystems are public only with the `testing` feature (the engine's own tests,
 // the reliability harness): applications see the trait and the OS filesystem.
-#[cfg(feature = "testing")]
-pub use fault::{FaultFs, FaultKind, FaultOp, FaultRule};
 #[cfg(all(test, not(feature = "testing")))]
 pub(crate) use fault::{FaultFs, FaultKind, FaultOp, FaultRule};
+#[cfg(feature = "testing")]
+pub use fault::{FaultFs, FaultKind, FaultOp, FaultRule, RecordedOp};
 #[cfg(all(test, not(feature = "testing")))]
 pub(crate) use mem::CrashMode;
 #[cfg(not(feature = "testing"))]

@@ -48,6 +48,7 @@ pub const ALL: &[&str] = &[
     "wal.sync",
     "wal.switch",
     "wal.sync_retired",
+    "wal.sync_dir",
     "manifest.append",
     "manifest.sync",
     "current.rename",
