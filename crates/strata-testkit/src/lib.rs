@@ -96,6 +96,9 @@ pub fn random_options(
         hard_pending_compaction_bytes_limit: [0, 1, 4 << 20, 256 << 30][rng.gen_range(0..4)],
         delayed_write_rate: [1 << 20, 16 << 20][rng.gen_range(0..2)],
         avoid_flush_during_recovery: rng.gen_bool(0.3),
+        // Drawn last, so the earlier draws of a seed are what they were before.
+        recycle_log_file_num: [0, 0, 1, 4][rng.gen_range(0..4)],
+        wal_bytes_per_sync: [0, 64 << 10][rng.gen_range(0..2)],
         wal_dir,
         ..Options::default()
     }
@@ -108,7 +111,8 @@ pub fn describe_options(o: &Options) -> String {
          compression={:?} checksum={:?} cache={} paranoid={} l0_trigger={} level_base={} \
          target_file={} dynamic={} subcompactions={} jobs={} wal_recovery={:?} \
          l0_slowdown={} l0_stop={} soft_pending={} hard_pending={} delayed_rate={} \
-         avoid_flush_during_recovery={} wal_dir={:?}",
+         avoid_flush_during_recovery={} recycle_log_file_num={} wal_bytes_per_sync={} \
+         wal_dir={:?}",
         o.write_buffer_size,
         o.max_write_buffer_number,
         o.block_size,
@@ -131,6 +135,8 @@ pub fn describe_options(o: &Options) -> String {
         o.hard_pending_compaction_bytes_limit,
         o.delayed_write_rate,
         o.avoid_flush_during_recovery,
+        o.recycle_log_file_num,
+        o.wal_bytes_per_sync,
         o.wal_dir
     )
 }

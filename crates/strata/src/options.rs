@@ -130,6 +130,21 @@ pub struct Options {
     /// and read); the WALs live longer. When a WAL ended in damage (a torn tail), the open
     /// writes tables as usual. Default: false.
     pub avoid_flush_during_recovery: bool,
+    /// WAL files kept for reuse instead of being deleted once their writes are in tables. A
+    /// reused file is overwritten in place, so a synced write into it changes no file size and
+    /// allocates no block: the sync writes the data alone. WALs are then written in recyclable
+    /// fragments (`docs/format/wal.md`). A damaged last record of such a WAL cannot be told from
+    /// the file's old bytes and reads as the WAL's end (point-in-time semantics); with
+    /// `wal_recovery_mode = AbsoluteConsistency` this is set to 0 at open. Default: 0.
+    pub recycle_log_file_num: usize,
+    /// Bytes written to the WAL after which the OS is asked to start writing it out (in the
+    /// background), so a later sync has less to wait for; 0: never. Default: 0.
+    pub wal_bytes_per_sync: u64,
+    /// Writes leave their WAL bytes in the process's buffer (64 KiB, written out when full)
+    /// instead of handing each group's to the OS: fewer system calls, but a killed process
+    /// loses what is buffered. `Db::flush_wal` hands them over (and syncs, if asked); synced
+    /// writes are unaffected. Default: false.
+    pub manual_wal_flush: bool,
 }
 
 impl Default for Options {
@@ -170,6 +185,9 @@ impl Default for Options {
             delayed_write_rate: 16 << 20,
             paranoid_checks: true,
             avoid_flush_during_recovery: false,
+            recycle_log_file_num: 0,
+            wal_bytes_per_sync: 0,
+            manual_wal_flush: false,
             wal_dir: None,
             keep_log_file_num: 1000,
             stats_dump_period_sec: 600,
@@ -246,6 +264,10 @@ impl Options {
             o.level0_slowdown_writes_trigger.max(o.level0_file_num_compaction_trigger);
         o.level0_stop_writes_trigger =
             o.level0_stop_writes_trigger.max(o.level0_slowdown_writes_trigger);
+        if o.wal_recovery_mode == WalRecoveryMode::AbsoluteConsistency {
+            // A reused WAL's old bytes would read as damage after its last record.
+            o.recycle_log_file_num = 0;
+        }
         if o.soft_pending_compaction_bytes_limit == 0 {
             o.soft_pending_compaction_bytes_limit = o.hard_pending_compaction_bytes_limit;
         } else if o.hard_pending_compaction_bytes_limit > 0
@@ -326,6 +348,9 @@ impl Options {
             ("keep_log_file_num", self.keep_log_file_num.to_string()),
             ("stats_dump_period_sec", self.stats_dump_period_sec.to_string()),
             ("avoid_flush_during_recovery", self.avoid_flush_during_recovery.to_string()),
+            ("recycle_log_file_num", self.recycle_log_file_num.to_string()),
+            ("wal_bytes_per_sync", self.wal_bytes_per_sync.to_string()),
+            ("manual_wal_flush", self.manual_wal_flush.to_string()),
         ]
     }
 

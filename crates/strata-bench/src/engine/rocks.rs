@@ -83,6 +83,8 @@ pub const HONOURED_FLAGS: &[&str] = &[
     "use_fsync",
     "bytes_per_sync",
     "wal_bytes_per_sync",
+    "recycle_log_file_num",
+    "manual_wal_flush",
     "open_files",
     "mmap_read",
     "mmap_write",
@@ -227,6 +229,10 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
     o.set_use_fsync(f.use_fsync);
     o.set_bytes_per_sync(f.bytes_per_sync);
     o.set_wal_bytes_per_sync(f.wal_bytes_per_sync);
+    o.set_recycle_log_file_num(usize::try_from(f.recycle_log_file_num).map_err(|_| {
+        anyhow!("--recycle_log_file_num={}: must not be negative", f.recycle_log_file_num)
+    })?);
+    o.set_manual_wal_flush(f.manual_wal_flush);
     o.set_max_open_files(int("open_files", f.open_files)?);
     o.set_allow_mmap_reads(f.mmap_read);
     o.set_allow_mmap_writes(f.mmap_write);

@@ -51,6 +51,9 @@ pub const HONOURED_FLAGS: &[&str] = &[
     "delayed_write_rate",
     "wal_dir",
     "min_level_to_compress",
+    "wal_bytes_per_sync",
+    "recycle_log_file_num",
+    "manual_wal_flush",
 ];
 
 /// Strata `Options` from the flags.
@@ -124,6 +127,9 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
     o.soft_pending_compaction_bytes_limit = f.soft_pending_compaction_bytes_limit;
     o.hard_pending_compaction_bytes_limit = f.hard_pending_compaction_bytes_limit;
     o.delayed_write_rate = f.delayed_write_rate;
+    o.wal_bytes_per_sync = f.wal_bytes_per_sync;
+    o.recycle_log_file_num = usize_of("recycle_log_file_num", f.recycle_log_file_num)?;
+    o.manual_wal_flush = f.manual_wal_flush;
     if !f.merge_operator.is_empty() {
         let op =
             strata::merge_operator::builtin_merge_operator(&f.merge_operator).ok_or_else(|| {

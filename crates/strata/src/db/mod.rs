@@ -14,8 +14,11 @@
 //!   switched: it joins `retired_wals`, synced by the flush job before the MANIFEST drops it,
 //!   or by the next synced write, which must not become durable before it (`db/write.rs`).
 //!   Likewise the new WAL's directory entry: synced by the next synced write or flush.
-//! - Lock order: `wal` -> `retired_wals`; `wal` -> `versions` -> `state`; `retired_wals` is
-//!   never held with `versions` or `state`; `queue` is never held with another lock.
+//! - With `recycle_log_file_num`, obsolete WALs this process wrote join `recycled_wals`
+//!   instead of being deleted, and a memtable switch reuses the oldest (`db/obsolete.rs`).
+//! - Lock order: `wal` -> `retired_wals`; `wal` -> `recycled_wals`; `wal` -> `versions` ->
+//!   `state`; `retired_wals` and `recycled_wals` are never held with `versions` or `state` or
+//!   each other; `queue` is never held with another lock.
 
 mod compact;
 mod flush;
@@ -100,6 +103,17 @@ pub(crate) struct WalState {
     pub synced_event_through: FileNumber,
 }
 
+/// Obsolete WAL files kept for reuse, oldest first. Each was written whole in recyclable
+/// fragments and synced before the MANIFEST edit that made it obsolete.
+#[derive(Default)]
+pub(crate) struct RecycledWals {
+    pub files: VecDeque<FileNumber>,
+    /// The highest number ever added: WALs become obsolete in number order, so one at or
+    /// below it that is not in `files` was deleted or is being reused (a directory listing
+    /// taken before its rename may still show its old name).
+    pub high_water: FileNumber,
+}
+
 /// A queued write.
 pub(crate) struct PendingWrite {
     pub ticket: u64,
@@ -143,6 +157,11 @@ pub(crate) struct DbInner {
     /// a WAL, sync it first ([`write::sync_wal_dir`]).
     pub newest_wal: AtomicU64,
     pub wal_dir_synced_through: AtomicU64,
+    /// Obsolete WAL files kept for reuse (`Options::recycle_log_file_num`).
+    pub recycled_wals: Mutex<RecycledWals>,
+    /// The first WAL this open created: from it on, WALs are written in recyclable fragments
+    /// when recycling is on, and only those may be reused.
+    pub first_own_wal: FileNumber,
     pub queue: Mutex<WriteQueue>,
     pub queue_cv: Condvar,
     pub super_version: RwLock<Arc<SuperVersion>>,
@@ -377,6 +396,12 @@ impl Db {
     /// [`Db::raw_iterator`] with read options.
     pub fn raw_iterator_opt(&self, opts: &ReadOptions) -> DbRawIterator {
         DbRawIterator::new(iter::new_db_iter(&self.inner, opts))
+    }
+
+    /// Hands the WAL bytes buffered by `Options::manual_wal_flush` to the OS; with `sync`,
+    /// also makes every write so far durable (the WALs before the current one included).
+    pub fn flush_wal(&self, sync: bool) -> Result<()> {
+        write::flush_wal(&self.inner, sync)
     }
 
     /// Writes the memtable to a table file and waits until every memtable made immutable

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use super::DbInner;
 use crate::env::FileSystem;
-use crate::filename::{manifest_name, table_path, temp_path, FileKind};
+use crate::filename::{manifest_name, table_path, temp_path, wal_path, FileKind};
 use crate::types::FileNumber;
 
 /// What the current state keeps.
@@ -57,12 +57,30 @@ pub(crate) fn delete_obsolete_at_open(
 }
 
 /// After a flush installed `log_number`: removes the WALs below it, in the WAL directory and
-/// (left by an earlier `wal_dir` setting) in the DB directory.
+/// (left by an earlier `wal_dir` setting) in the DB directory. With `recycle_log_file_num`,
+/// WALs this process wrote are kept for reuse instead, up to that many.
 pub(crate) fn delete_obsolete_wals(inner: &DbInner, log_number: FileNumber) {
     let Ok(wals) = super::recover::find_wals(inner.fs.as_ref(), &inner.dir, &inner.wal_dir) else {
         return;
     };
-    for (_, path) in wals.range(..log_number) {
+    let recycle = inner.opts.recycle_log_file_num;
+    // Held across the deletions: a file is never deleted once listed for reuse, and one taken
+    // for reuse is renamed under this lock (`write::switch_memtable`), so a stale listing's
+    // old name just fails to delete.
+    let mut recycled = (recycle > 0).then(|| inner.recycled_wals.lock());
+    for (&n, path) in wals.range(..log_number) {
+        if let Some(r) = recycled.as_mut() {
+            if n >= inner.first_own_wal && *path == wal_path(&inner.wal_dir, n) {
+                if r.files.contains(&n) {
+                    continue;
+                }
+                if n > r.high_water && r.files.len() < recycle {
+                    r.files.push_back(n);
+                    r.high_water = n;
+                    continue;
+                }
+            }
+        }
         crate::kill_point!("obsolete.delete");
         let _ = inner.fs.remove(path);
     }

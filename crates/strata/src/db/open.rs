@@ -10,16 +10,17 @@ use parking_lot::{Condvar, Mutex, RwLock};
 use super::info_log::{InfoLog, GIT_SHA};
 use super::obsolete::{delete_obsolete_at_open, Keep};
 use super::recover::{find_wals, recover_version_set, replay_wals, Replayed};
+use super::write::open_wal_writer;
 use super::{DbInner, DbState, SuperVersion, WalState, WriteQueue};
 use crate::cache::Cache;
 use crate::env::{FileLock, FileSystem};
 use crate::error::{Error, Result};
-use crate::filename::{lock_path, parse_file_name, wal_path, FileKind};
+use crate::filename::{lock_path, parse_file_name, FileKind};
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::sstable::table_cache::TableCache;
 use crate::types::FileNumber;
-use crate::wal::{encode_wal_event, encode_wal_header, LogWriter, WalEvent};
+use crate::wal::{encode_wal_event, encode_wal_header, WalEvent};
 
 pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
     opts.validate()?;
@@ -87,9 +88,9 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
     }
     // A fresh WAL for new writes; once the MANIFEST says so, older WALs are obsolete.
     let new_log_number = versions.new_file_number();
-    let mut log_writer = LogWriter::new(fs.create(&wal_path(&wal_dir, new_log_number))?);
+    let mut log_writer = open_wal_writer(fs.as_ref(), opts, &wal_dir, new_log_number, None)?;
     let last_wal = wal_files.keys().next_back().copied().unwrap_or(FileNumber(0));
-    log_writer.add_record(&encode_wal_header(last_wal))?;
+    log_writer.add_record(&encode_wal_header(last_wal, opts.recycle_log_file_num > 0))?;
     // The kept WALs were synced above (they end without a "closed" event: the process that
     // wrote them stopped); say so, or recovery would take them for WALs cut short.
     let kept_synced_through = if recovered.is_empty() { FileNumber(0) } else { last_wal };
@@ -179,6 +180,8 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
             synced_event_through: kept_synced_through,
         }),
         retired_wals: Mutex::new(std::collections::VecDeque::new()),
+        recycled_wals: Mutex::new(super::RecycledWals::default()),
+        first_own_wal: log_number,
         wals_synced_through: AtomicU64::new(kept_synced_through.0),
         newest_wal: AtomicU64::new(log_number.0),
         wal_dir_synced_through: AtomicU64::new(log_number.0),

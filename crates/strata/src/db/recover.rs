@@ -50,7 +50,7 @@ use crate::types::{FileNumber, SeqNo};
 use crate::version::edit::VersionEdit;
 use crate::version::set::VersionSet;
 use crate::wal::{
-    decode_wal_event, decode_wal_header, replay_log, tail_is_interrupted_append, TailRule,
+    decode_wal_event, decode_wal_header, replay_wal, tail_is_interrupted_append, TailRule,
     WalEvent, WalRecoveryMode,
 };
 use crate::write_batch::WriteBatch;
@@ -225,7 +225,7 @@ pub(crate) fn replay_wals(
             // An earlier WAL ended early. Its later WALs' writes came after the lost ones.
             let (mut batches, mut synced_event) = (0u64, None);
             let mut is_header = true;
-            replay_log(&file, WalRecoveryMode::SkipAnyCorruptedRecords, |_, record| {
+            replay_wal(&file, WalRecoveryMode::SkipAnyCorruptedRecords, n.0, |_, record| {
                 if std::mem::take(&mut is_header) {
                     return Ok(());
                 }
@@ -267,7 +267,7 @@ pub(crate) fn replay_wals(
         // next WAL's (below).
         let mut may_outrun: Option<bool> = None;
         let mut ends_closed = false;
-        let outcome = replay_log(&file, opts.wal_recovery_mode, |offset, record| {
+        let outcome = replay_wal(&file, opts.wal_recovery_mode, n.0, |offset, record| {
             ends_closed = false;
             if is_header {
                 is_header = false;
@@ -323,17 +323,29 @@ pub(crate) fn replay_wals(
             }
             Ok(())
         })?;
-        wal_damage_seen |= outcome.torn_tail || outcome.dropped_bytes > 0;
+        // A recyclable WAL's file may hold its previous log after the last record, which reads
+        // as a torn tail: not damage by itself.
+        wal_damage_seen |= (outcome.torn_tail && !outcome.recyclable) || outcome.dropped_bytes > 0;
         records += outcome.records;
         dropped_bytes += outcome.dropped_bytes;
         previous_wal = Some(n);
         let next = wals.iter().copied().find(|&w| w > n);
         let may_outrun = match (may_outrun, next) {
             (Some(m), _) => m,
-            (None, Some(next)) => wal_header_version(fs, &wal_files[&next])? >= Some(2),
+            (None, Some(next)) => wal_header_version(fs, &wal_files[&next], next)? >= Some(2),
             (None, None) => false,
         };
-        if outcome.torn_tail && opts.wal_recovery_mode != WalRecoveryMode::SkipAnyCorruptedRecords {
+        if outcome.torn_tail && outcome.recyclable {
+            // The bytes after the last record are a torn write or the file's previous log; the
+            // two cannot be told apart (nor a damaged last record from them, as in RocksDB's
+            // recycled logs). A WAL that ended with its "closed" event is whole; otherwise it
+            // is treated as ended early, as a torn WAL is.
+            if !ends_closed && opts.wal_recovery_mode != WalRecoveryMode::SkipAnyCorruptedRecords {
+                stop_at = Some((n, outcome.last_valid_end, may_outrun));
+            }
+        } else if outcome.torn_tail
+            && opts.wal_recovery_mode != WalRecoveryMode::SkipAnyCorruptedRecords
+        {
             // The MANIFEST's rule, for a log whose last records may be unsynced: a complete
             // record failing its checksum with bytes after it (a later write, or the marker
             // a clean close appends) is damage, not a torn write.
@@ -382,11 +394,15 @@ pub(crate) fn replay_wals(
 }
 
 /// The format version in the header of the WAL at `path`; `None` when it has no header.
-fn wal_header_version(fs: &Arc<dyn FileSystem>, path: &Path) -> Result<Option<u32>> {
+fn wal_header_version(
+    fs: &Arc<dyn FileSystem>,
+    path: &Path,
+    number: FileNumber,
+) -> Result<Option<u32>> {
     let file = fs.open(path)?;
     let mut version = None;
     let mut first = true;
-    replay_log(&file, WalRecoveryMode::SkipAnyCorruptedRecords, |_, record| {
+    replay_wal(&file, WalRecoveryMode::SkipAnyCorruptedRecords, number.0, |_, record| {
         if std::mem::take(&mut first) {
             version = decode_wal_header(record).ok().map(|h| h.version);
         }
@@ -405,7 +421,7 @@ fn later_wal_says_synced(
     let mut found = false;
     for later in wals.iter().filter(|&&w| w > n) {
         let file = fs.open(&wal_files[later])?;
-        replay_log(&file, WalRecoveryMode::SkipAnyCorruptedRecords, |_, record| {
+        replay_wal(&file, WalRecoveryMode::SkipAnyCorruptedRecords, later.0, |_, record| {
             if let Some(Ok(WalEvent::SyncedThrough(m))) = decode_wal_event(record) {
                 found |= m >= n;
             }
@@ -476,7 +492,7 @@ mod tests {
             }
             w.flush().expect("flush");
         };
-        let mut header = encode_wal_header(FileNumber(0));
+        let mut header = encode_wal_header(FileNumber(0), false);
         header[8..12].copy_from_slice(&version.to_le_bytes());
         let first = wal_path(&dir, n);
         let mut records = vec![header, batch(b"a", 1), batch(b"b", 2)];
@@ -490,7 +506,7 @@ mod tests {
             Tail::Lost => fs.write_file(&first, &[]),
             Tail::Boundary | Tail::Closed => {}
         }
-        let mut second = vec![encode_wal_header(n)];
+        let mut second = vec![encode_wal_header(n, false)];
         if event {
             second.push(encode_wal_event(WalEvent::SyncedThrough(n)));
         }

@@ -118,9 +118,12 @@ fn commit_group(
             sync_retired_wals(inner, None)?;
             sync_wal_dir(inner)?;
         }
+        // With `manual_wal_flush` the bytes stay in the process until `Db::flush_wal` (or a
+        // full buffer, or a synced write).
+        let hand_over = sync || !inner.opts.manual_wal_flush;
         let logged = append_synced_event(inner, &mut wal)
             .and_then(|()| wal.writer.add_record(batch.data()))
-            .and_then(|()| wal.writer.flush())
+            .and_then(|()| if hand_over { wal.writer.flush() } else { Ok(()) })
             .and_then(|()| if sync { wal.writer.sync() } else { Ok(()) });
         if let Err(e) = logged {
             // Contract: after a failed WAL write or sync nothing more is acknowledged.
@@ -184,6 +187,59 @@ pub(crate) fn sync_retired_wals(inner: &DbInner, before: Option<FileNumber>) -> 
         inner.wals_synced_through.fetch_max(n.0, Ordering::AcqRel);
     }
     Ok(())
+}
+
+/// `Db::flush_wal`: hands the current WAL's buffered bytes to the OS; with `sync`, makes every
+/// write so far durable, as a synced write would (older WALs and the directory first).
+pub(crate) fn flush_wal(inner: &DbInner, sync: bool) -> Result<()> {
+    if let Some(e) = inner.bg_error() {
+        return Err(e);
+    }
+    let mut wal = inner.wal.lock();
+    if sync {
+        sync_retired_wals(inner, None)?;
+        sync_wal_dir(inner)?;
+    }
+    let r = wal.writer.flush().and_then(|()| if sync { wal.writer.sync() } else { Ok(()) });
+    if let Err(e) = &r {
+        let mut st = inner.state.lock();
+        inner.set_bg_error(&mut st, e);
+    } else if sync {
+        inner.stats.write.wal_syncs.fetch_add(1, Ordering::Relaxed);
+    }
+    r
+}
+
+/// Opens the writer of WAL `number` in `wal_dir`: in the file of WAL `reuse` when given (an
+/// obsolete WAL written in recyclable fragments, renamed and overwritten in place), else in a
+/// new file with space reserved for a memtable's worth of writes. With recycling on, the WAL
+/// is written in recyclable fragments.
+pub(crate) fn open_wal_writer(
+    fs: &dyn crate::env::FileSystem,
+    opts: &crate::options::Options,
+    wal_dir: &std::path::Path,
+    number: FileNumber,
+    reuse: Option<FileNumber>,
+) -> Result<LogWriter> {
+    let path = wal_path(wal_dir, number);
+    let file = match reuse {
+        Some(old) => {
+            crate::kill_point!("wal.reuse");
+            fs.reuse_for_write(&wal_path(wal_dir, old), &path)?
+        }
+        None => fs.create(&path)?,
+    };
+    let mut writer = if opts.recycle_log_file_num > 0 {
+        LogWriter::recyclable(file, number.0)
+    } else {
+        LogWriter::new(file)
+    };
+    writer.set_bytes_per_sync(opts.wal_bytes_per_sync);
+    if reuse.is_none() {
+        // A memtable's worth of records, with room for their framing.
+        writer.preallocate(opts.write_buffer_size as u64 / 10 * 11);
+    }
+    Ok(writer)
 }
 
 /// Makes the directory entries of every WAL created so far durable, unless they are known to
@@ -367,8 +423,14 @@ fn note_stall_change(inner: &DbInner, cause: Option<String>) {
 /// WAL lock (it is the leader, or `flush`).
 pub(crate) fn switch_memtable(inner: &DbInner, wal: &mut WalState) -> Result<()> {
     let number = inner.new_file_number();
-    let path = wal_path(&inner.wal_dir, number);
-    let created = inner.fs.create(&path);
+    // The file taken for reuse is renamed under the list's lock (`db/obsolete.rs`).
+    let created = if inner.opts.recycle_log_file_num > 0 {
+        let mut recycled = inner.recycled_wals.lock();
+        let reuse = recycled.files.pop_front();
+        open_wal_writer(inner.fs.as_ref(), &inner.opts, &inner.wal_dir, number, reuse)
+    } else {
+        open_wal_writer(inner.fs.as_ref(), &inner.opts, &inner.wal_dir, number, None)
+    };
     // Neither the old WAL nor the new one's directory entry is synced here (the writer that
     // switched did not ask for it): the old WAL is retired, and synced by the flush job or by
     // the next synced write first, which also syncs the directory (`sync_wal_dir`). Until
@@ -386,8 +448,8 @@ pub(crate) fn switch_memtable(inner: &DbInner, wal: &mut WalState) -> Result<()>
             .and_then(|()| wal.writer.flush())
             .map(|()| f)
     });
-    let file = match closed {
-        Ok(f) => f,
+    let new_writer = match closed {
+        Ok(w) => w,
         Err(e) => {
             let mut st = inner.state.lock();
             inner.set_bg_error(&mut st, &e);
@@ -405,10 +467,13 @@ pub(crate) fn switch_memtable(inner: &DbInner, wal: &mut WalState) -> Result<()>
         inner.install_super_version(&st, version);
         inner.bg_cv.notify_all();
     }
-    let retired = std::mem::replace(&mut wal.writer, LogWriter::new(file));
+    let retired = std::mem::replace(&mut wal.writer, new_writer);
     inner.retired_wals.lock().push_back((wal.number, retired));
-    let header =
-        wal.writer.add_record(&encode_wal_header(wal.number)).and_then(|()| wal.writer.flush());
+    let recyclable = inner.opts.recycle_log_file_num > 0;
+    let header = wal
+        .writer
+        .add_record(&encode_wal_header(wal.number, recyclable))
+        .and_then(|()| wal.writer.flush());
     if let Err(e) = header {
         let mut st = inner.state.lock();
         inner.set_bg_error(&mut st, &e);

@@ -246,6 +246,15 @@ impl WritableFile for FaultWritable {
     fn len(&self) -> u64 {
         self.inner.len()
     }
+
+    fn preallocate(&mut self, bytes: u64) -> Result<()> {
+        self.inner.preallocate(bytes)
+    }
+
+    fn start_writeback(&mut self) -> Result<()> {
+        gate(&self.shared, FaultOp::Flush, "sync_file_range", &self.path)?;
+        self.inner.start_writeback()
+    }
 }
 
 struct FaultRandom {
@@ -284,6 +293,12 @@ impl FileSystem for FaultFs {
         gate(&self.shared, FaultOp::Create, "create", path)?;
         let inner = self.inner.create(path)?;
         Ok(Box::new(FaultWritable { inner, path: path.to_path_buf(), shared: self.shared.clone() }))
+    }
+
+    fn reuse_for_write(&self, old: &Path, new: &Path) -> Result<Box<dyn WritableFile>> {
+        gate(&self.shared, FaultOp::Rename, "rename", old)?;
+        let inner = self.inner.reuse_for_write(old, new)?;
+        Ok(Box::new(FaultWritable { inner, path: new.to_path_buf(), shared: self.shared.clone() }))
     }
 
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {

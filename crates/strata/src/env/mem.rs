@@ -8,6 +8,9 @@
 //!   unflushed buffers are lost) and keeps everything flushed; with [`CrashMode::PowerLoss`] it
 //!   also reverts the namespace to its durable state and truncates every inode to its synced
 //!   length; [`CrashMode::TornPowerLoss`] keeps a seeded random prefix of the unsynced bytes.
+//! - A file reused for writing (`reuse_for_write`) is overwritten from its start: its inode
+//!   keeps the durable old bytes, and power loss restores them past the synced (and kept torn)
+//!   prefix of the new ones.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
@@ -22,8 +25,16 @@ use crate::error::{Error, Result};
 
 #[derive(Default)]
 struct Inode {
+    /// The live content.
     data: Vec<u8>,
+    /// `data[..synced_len]` is durable.
     synced_len: usize,
+    /// For a reused file: its durable content before the reuse; past `synced_len` the durable
+    /// bytes are these (empty for other files).
+    old: Vec<u8>,
+    /// `data[..written]` was written since the file was created or reused (the rest of `data`
+    /// is `old`'s).
+    written: usize,
 }
 
 type InodeRef = Arc<Mutex<Inode>>;
@@ -92,7 +103,7 @@ impl MemFs {
                 continue;
             }
             let mut ino = inode.lock();
-            let unsynced = ino.data.len() - ino.synced_len;
+            let unsynced = ino.written.saturating_sub(ino.synced_len);
             let keep = match rng.as_mut() {
                 Some(s) if unsynced > 0 => {
                     *s ^= *s << 13;
@@ -104,7 +115,13 @@ impl MemFs {
             };
             let n = ino.synced_len + keep;
             ino.data.truncate(n);
-            ino.synced_len = n;
+            if ino.old.len() > n {
+                let old = std::mem::take(&mut ino.old);
+                ino.data.extend_from_slice(&old[n..]);
+            }
+            ino.old.clear();
+            ino.synced_len = ino.data.len();
+            ino.written = ino.data.len();
         }
     }
 
@@ -117,7 +134,12 @@ impl MemFs {
     /// Replaces a file's contents durably, for corruption tests.
     pub fn write_file(&self, path: &Path, data: &[u8]) {
         let mut st = self.state.lock();
-        let inode = Arc::new(Mutex::new(Inode { data: data.to_vec(), synced_len: data.len() }));
+        let inode = Arc::new(Mutex::new(Inode {
+            data: data.to_vec(),
+            synced_len: data.len(),
+            old: Vec::new(),
+            written: data.len(),
+        }));
         st.live.insert(path.to_path_buf(), inode.clone());
         st.durable.insert(path.to_path_buf(), inode);
     }
@@ -138,6 +160,8 @@ struct MemWritable {
     inode: InodeRef,
     buf: Vec<u8>,
     len: u64,
+    /// Where the next flushed byte goes in the inode.
+    pos: usize,
     generation: u64,
     fs_generation: Arc<AtomicU64>,
 }
@@ -162,7 +186,13 @@ impl WritableFile for MemWritable {
 
     fn flush(&mut self) -> Result<()> {
         self.check_alive()?;
-        self.inode.lock().data.extend_from_slice(&self.buf);
+        let mut ino = self.inode.lock();
+        let (pos, n) = (self.pos, self.buf.len());
+        let overlap = ino.data.len().saturating_sub(pos).min(n);
+        ino.data[pos..pos + overlap].copy_from_slice(&self.buf[..overlap]);
+        ino.data.extend_from_slice(&self.buf[overlap..]);
+        self.pos += n;
+        ino.written = ino.written.max(self.pos);
         self.buf.clear();
         Ok(())
     }
@@ -170,7 +200,7 @@ impl WritableFile for MemWritable {
     fn sync(&mut self) -> Result<()> {
         self.flush()?;
         let mut ino = self.inode.lock();
-        ino.synced_len = ino.data.len();
+        ino.synced_len = ino.synced_len.max(self.pos);
         Ok(())
     }
 
@@ -247,6 +277,32 @@ impl FileSystem for MemFs {
             inode,
             buf: Vec::new(),
             len: 0,
+            pos: 0,
+            generation: self.generation.load(Ordering::SeqCst),
+            fs_generation: self.generation.clone(),
+        }))
+    }
+
+    fn reuse_for_write(&self, old: &Path, new: &Path) -> Result<Box<dyn WritableFile>> {
+        let mut st = self.state.lock();
+        if !st.dirs.contains(&parent_dir(new)) {
+            return Err(not_found("rename", new));
+        }
+        let inode = st.live.remove(old).ok_or_else(|| not_found("rename", old))?;
+        st.live.insert(new.to_path_buf(), inode.clone());
+        {
+            let mut ino = inode.lock();
+            let durable = ino.data[..ino.synced_len].to_vec();
+            ino.old = durable;
+            ino.synced_len = 0;
+            ino.written = 0;
+        }
+        Ok(Box::new(MemWritable {
+            path: new.to_path_buf(),
+            inode,
+            buf: Vec::new(),
+            len: 0,
+            pos: 0,
             generation: self.generation.load(Ordering::SeqCst),
             fs_generation: self.generation.clone(),
         }))
@@ -314,6 +370,7 @@ impl FileSystem for MemFs {
         let inode = st.live.get(path).ok_or_else(|| not_found("fsync", path))?;
         let mut ino = inode.lock();
         ino.synced_len = ino.data.len();
+        ino.old.clear();
         Ok(())
     }
 

@@ -44,6 +44,17 @@ pub trait WritableFile: Send {
     fn sync(&mut self) -> Result<()>;
     /// Bytes appended so far (buffered or not).
     fn len(&self) -> u64;
+    /// Reserves space for `bytes` more bytes past what is appended, without changing the
+    /// file's size (a hint: later appends then allocate nothing; may do nothing).
+    fn preallocate(&mut self, bytes: u64) -> Result<()> {
+        let _ = bytes;
+        Ok(())
+    }
+    /// Flushes, then asks the OS to start writing the file's dirty pages out without waiting
+    /// (a hint that makes a later `sync` cheaper; durability still needs `sync`).
+    fn start_writeback(&mut self) -> Result<()> {
+        self.flush()
+    }
     /// True when nothing has been appended.
     fn is_empty(&self) -> bool {
         self.len() == 0
@@ -94,6 +105,15 @@ pub trait FileLock: Send + Sync {}
 pub trait FileSystem: Send + Sync + 'static {
     /// Creates (or truncates) a file for appending.
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
+    /// Renames the existing file `old` to `new` and opens it for writing from its start
+    /// *without truncating it*: appends overwrite the old bytes in place (no new blocks, no
+    /// size change while within them), and bytes past the last write keep their old content.
+    /// For reusing WAL files. The default renames, then creates (truncating): correct, but
+    /// without the benefit.
+    fn reuse_for_write(&self, old: &Path, new: &Path) -> Result<Box<dyn WritableFile>> {
+        self.rename(old, new)?;
+        self.create(new)
+    }
     /// Opens an existing file for reading.
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
     /// Atomically renames `from` to `to`, replacing `to`.

@@ -49,6 +49,7 @@ pub const ALL: &[&str] = &[
     "wal.switch",
     "wal.sync_retired",
     "wal.sync_dir",
+    "wal.reuse",
     "manifest.append",
     "manifest.sync",
     "current.rename",

@@ -19,14 +19,17 @@
 //! be left unsynced when the next starts (its sync is the flush job's, or the next synced
 //! write's, `db/write.rs`), and "synced" events record when it was. A batch record starts with
 //! its sequence number, fixed64 below 2^56, so its 8th byte is 0; an event's magic ends in
-//! `'V'`: the two never mix up. This build writes version 2 and reads both.
+//! `'V'`: the two never mix up. 3 = version 2, written in recyclable fragments (the file may
+//! be a reused one; `wal/format.rs`). This build writes versions 2 and 3 and reads all three.
 
 use crate::error::{Error, Result};
 use crate::types::FileNumber;
 use crate::util::coding::{put_fixed32, put_fixed64, Reader};
 
 const MAGIC: &[u8; 8] = b"STRATAWL";
-const VERSION: u32 = 2;
+const VERSION: u32 = 3;
+/// The version of a WAL written in legacy fragments.
+const LEGACY_FRAGMENTS_VERSION: u32 = 2;
 /// The oldest header version this build reads.
 const OLDEST_VERSION: u32 = 1;
 const EVENT_MAGIC: &[u8; 8] = b"STRATAEV";
@@ -37,11 +40,12 @@ const EVENT_LEN: usize = 17;
 /// Length of the encoded header record.
 pub(crate) const WAL_HEADER_LEN: usize = 20;
 
-/// Encodes the header record of a WAL whose predecessor is `prev`.
-pub(crate) fn encode_wal_header(prev: FileNumber) -> Vec<u8> {
+/// Encodes the header record of a WAL whose predecessor is `prev`, written in recyclable
+/// fragments or not.
+pub(crate) fn encode_wal_header(prev: FileNumber, recyclable: bool) -> Vec<u8> {
     let mut b = Vec::with_capacity(WAL_HEADER_LEN);
     b.extend_from_slice(MAGIC);
-    put_fixed32(&mut b, VERSION);
+    put_fixed32(&mut b, if recyclable { VERSION } else { LEGACY_FRAGMENTS_VERSION });
     put_fixed64(&mut b, prev.0);
     b
 }
@@ -135,12 +139,15 @@ mod tests {
 
     #[test]
     fn roundtrip_and_rejects() {
-        let h = encode_wal_header(FileNumber(42));
+        let h = encode_wal_header(FileNumber(42), true);
         assert_eq!(h.len(), WAL_HEADER_LEN);
         assert_eq!(
             decode_wal_header(&h).unwrap(),
             WalHeader { prev: FileNumber(42), version: VERSION }
         );
+        let legacy = decode_wal_header(&encode_wal_header(FileNumber(42), false)).unwrap();
+        assert_eq!(legacy.version, 2);
+        assert!(legacy.successor_may_outrun());
         for i in 0..h.len() {
             let mut d = h.clone();
             d[i] ^= 0x10;
@@ -154,10 +161,11 @@ mod tests {
         v1[8..12].copy_from_slice(&1u32.to_le_bytes());
         let old = decode_wal_header(&v1).unwrap();
         assert!(!old.successor_may_outrun());
-        let mut v3 = h.clone();
-        v3[8..12].copy_from_slice(&3u32.to_le_bytes());
-        let e = decode_wal_header(&v3).unwrap_err().to_string();
-        assert!(e.contains("format version 3"), "{e}");
+        assert!(decode_wal_header(&h).unwrap().successor_may_outrun());
+        let mut v4 = h.clone();
+        v4[8..12].copy_from_slice(&4u32.to_le_bytes());
+        let e = decode_wal_header(&v4).unwrap_err().to_string();
+        assert!(e.contains("format version 4"), "{e}");
     }
 
     #[test]

@@ -9,7 +9,8 @@
 use std::sync::Arc;
 
 use super::format::{
-    decode_header, fragment_checksum, FragmentType, BLOCK_SIZE, HEADER_SIZE, MAX_FRAGMENT_PAYLOAD,
+    decode_header, fragment_checksum, header_size_of, recyclable_checksum, FragmentType,
+    BLOCK_SIZE, HEADER_SIZE, RECYCLABLE_HEADER_SIZE,
 };
 use crate::env::RandomAccessFile;
 use crate::error::{Error, Result};
@@ -56,12 +57,20 @@ pub struct ReplayOutcome {
     /// File offset just past the last fragment of the last delivered record (0 if none). A log
     /// truncated here and appended to again is well-formed.
     pub last_valid_end: u64,
+    /// The log is written in recyclable fragments. Its file may have held an older log, whose
+    /// bytes follow the last record: a torn tail there cannot be told from them, and its bytes
+    /// are not counted as dropped.
+    pub recyclable: bool,
 }
 
 /// One fragment as read from the file.
 enum Fragment {
-    /// A fragment whose checksum verifies; its payload is `block[start..end]`.
+    /// A fragment whose checksum verifies; its payload is `block[start..end]`; `t` is its role
+    /// (`Full`, `First`, `Middle` or `Last`).
     Good { offset: u64, t: FragmentType, start: usize, end: usize },
+    /// A recyclable fragment whose checksum verifies but which names another log: the bytes of
+    /// the file's previous use, so this log ends here.
+    OtherLog { offset: u64, log: u32 },
     /// Bytes at `offset` are not a valid fragment (damaged, zero-filled or cut short).
     Bad { offset: u64, reason: String },
     /// The file ends cleanly here (possibly inside a block trailer).
@@ -101,10 +110,25 @@ pub(crate) struct LogReader {
     pending_start: Option<u64>,
     outcome: ReplayOutcome,
     done: bool,
+    /// The low 32 bits of the log's number when it is a WAL (recyclable fragments must name
+    /// it); `None` for a log whose fragments are never recyclable (the MANIFEST).
+    log: Option<u32>,
+    /// Set by the first good fragment: whether the log is written in recyclable fragments.
+    kind: Option<bool>,
 }
 
 impl LogReader {
+    /// A reader of a log that has no number (the MANIFEST): recyclable fragments are damage.
     pub fn new(file: Arc<dyn RandomAccessFile>, mode: WalRecoveryMode) -> Self {
+        Self::with_log(file, mode, None)
+    }
+
+    /// A reader of the WAL numbered `log`, written in either kind of fragment.
+    pub fn for_wal(file: Arc<dyn RandomAccessFile>, mode: WalRecoveryMode, log: u64) -> Self {
+        Self::with_log(file, mode, Some(log as u32))
+    }
+
+    fn with_log(file: Arc<dyn RandomAccessFile>, mode: WalRecoveryMode, log: Option<u32>) -> Self {
         let file_size = file.len();
         LogReader {
             file,
@@ -117,6 +141,17 @@ impl LogReader {
             pending_start: None,
             outcome: ReplayOutcome::default(),
             done: false,
+            log,
+            kind: None,
+        }
+    }
+
+    /// The smallest header of the log's kind: fewer bytes left in a block are its trailer.
+    fn min_header(&self) -> usize {
+        if self.kind == Some(true) {
+            RECYCLABLE_HEADER_SIZE
+        } else {
+            HEADER_SIZE
         }
     }
 
@@ -156,6 +191,21 @@ impl LogReader {
                     let start = self.pending_start.take().unwrap_or(offset);
                     self.on_damage(start, Resume::Scan(offset + 1), reason)?;
                 }
+                Fragment::OtherLog { offset, log } => {
+                    // The file's previous log starts here (aligned with a fragment of ours).
+                    if let Some(start) = self.pending_start.take() {
+                        self.on_damage(
+                            start,
+                            Resume::Scan(offset + 1),
+                            format!(
+                                "record is cut short: a fragment of log {log} (the file's \
+                                 previous use) follows at offset {offset}"
+                            ),
+                        )?;
+                    } else {
+                        self.done = true;
+                    }
+                }
                 Fragment::Good { offset, t, start, end } => match t {
                     FragmentType::Full | FragmentType::First => {
                         if let Some(pstart) = self.pending_start.take() {
@@ -194,9 +244,13 @@ impl LogReader {
                             return Ok(Some(self.deliver(pstart, Location::Scratch)));
                         }
                     }
-                    FragmentType::Zero => {
-                        // `next_fragment` never returns a reserved type as good.
-                        debug_assert!(false, "zero type returned as a good fragment");
+                    FragmentType::Zero
+                    | FragmentType::RecyclableFull
+                    | FragmentType::RecyclableFirst
+                    | FragmentType::RecyclableMiddle
+                    | FragmentType::RecyclableLast => {
+                        // `next_fragment` returns roles only, never a reserved type.
+                        debug_assert!(false, "fragment type {t:?} returned as a role");
                     }
                 },
             }
@@ -211,6 +265,12 @@ impl LogReader {
 
     /// Applies the recovery mode to damage starting at `start`.
     fn on_damage(&mut self, start: u64, resume: Resume, reason: String) -> Result<()> {
+        if self.kind.is_none() && self.log.is_some() && self.holds_recyclable_fragment()? {
+            // Damage before any good fragment, in a file holding an older log's recyclable
+            // fragments: a reused file whose first write (the WAL header) did not survive.
+            self.kind = Some(true);
+            self.outcome.recyclable = true;
+        }
         if self.mode == WalRecoveryMode::AbsoluteConsistency {
             self.done = true;
             return Err(Error::corruption(self.file.path(), start, reason));
@@ -222,9 +282,12 @@ impl LogReader {
         };
         match next {
             None => {
-                // Nothing valid follows: a torn tail, dropped in every remaining mode.
+                // Nothing valid follows: a torn tail, dropped in every remaining mode. In a
+                // recyclable log the rest may be the file's previous log: not counted.
                 self.outcome.torn_tail = true;
-                self.outcome.dropped_bytes += self.file_size.saturating_sub(start);
+                if self.kind != Some(true) {
+                    self.outcome.dropped_bytes += self.file_size.saturating_sub(start);
+                }
                 self.outcome.dropped_records_or_fragments += 1;
                 self.done = true;
                 Ok(())
@@ -275,7 +338,7 @@ impl LogReader {
     fn next_fragment(&mut self) -> Result<Fragment> {
         loop {
             let in_block = (self.cur % BLOCK_SIZE as u64) as usize;
-            if in_block + HEADER_SIZE > BLOCK_SIZE {
+            if in_block + self.min_header() > BLOCK_SIZE {
                 // Block trailer: padding, never a fragment. Its content is not checked.
                 self.cur += (BLOCK_SIZE - in_block) as u64;
                 continue;
@@ -297,16 +360,26 @@ impl LogReader {
             }
             let hbytes = &self.block[in_block..in_block + HEADER_SIZE];
             let h = decode_header(hbytes);
-            let start = in_block + HEADER_SIZE;
+            let zeros = hbytes.iter().all(|&b| b == 0);
+            let header_size = header_size_of(h.type_byte);
+            if in_block + header_size > BLOCK_SIZE || avail < header_size {
+                let reason = if in_block + header_size > BLOCK_SIZE {
+                    format!("a {header_size}-byte fragment header does not fit in its block")
+                } else {
+                    format!("truncated fragment header ({avail} of {header_size} bytes)")
+                };
+                return Ok(Fragment::Bad { offset, reason });
+            }
+            let start = in_block + header_size;
             let end = start + h.length;
             if end > BLOCK_SIZE {
-                let reason = if hbytes.iter().all(|&b| b == 0) {
+                let reason = if zeros {
                     "zero-filled bytes where a fragment was expected".to_string()
                 } else {
                     format!(
                         "fragment length {} overruns its block (at most {} bytes fit)",
                         h.length,
-                        MAX_FRAGMENT_PAYLOAD - in_block
+                        BLOCK_SIZE - start
                     )
                 };
                 return Ok(Fragment::Bad { offset, reason });
@@ -322,8 +395,16 @@ impl LogReader {
                 });
             }
             let payload = &self.block[start..end];
-            if fragment_checksum(h.type_byte, payload) != h.masked_crc {
-                let reason = if hbytes.iter().all(|&b| b == 0) {
+            let log = (header_size == RECYCLABLE_HEADER_SIZE).then(|| {
+                let b = &self.block[in_block + HEADER_SIZE..start];
+                u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+            });
+            let sum = match log {
+                Some(log) => recyclable_checksum(h.type_byte, log, payload),
+                None => fragment_checksum(h.type_byte, payload),
+            };
+            if sum != h.masked_crc {
+                let reason = if zeros {
                     "zero-filled bytes where a fragment was expected".to_string()
                 } else {
                     "fragment checksum mismatch".to_string()
@@ -339,20 +420,82 @@ impl LogReader {
                     ),
                 });
             };
-            self.cur += (HEADER_SIZE + h.length) as u64;
-            return Ok(Fragment::Good { offset, t, start, end });
+            if let Some(log) = log {
+                match self.log {
+                    None => {
+                        return Ok(Fragment::Bad {
+                            offset,
+                            reason: format!(
+                                "recyclable fragment (type {}) in a log that is not a WAL",
+                                h.type_byte
+                            ),
+                        })
+                    }
+                    // In a legacy log this cannot be the file's previous use: damage.
+                    Some(ours) if ours != log && self.kind != Some(false) => {
+                        return Ok(Fragment::OtherLog { offset, log })
+                    }
+                    Some(_) => {}
+                }
+            }
+            match self.kind {
+                None => self.kind = Some(t.is_recyclable()),
+                Some(k) if k != t.is_recyclable() => {
+                    return Ok(Fragment::Bad {
+                        offset,
+                        reason: format!(
+                            "fragment of type {} in a log written in {} fragments",
+                            h.type_byte,
+                            if k { "recyclable" } else { "legacy" }
+                        ),
+                    })
+                }
+                Some(_) => {}
+            }
+            self.outcome.recyclable = self.kind == Some(true);
+            self.cur += (header_size + h.length) as u64;
+            return Ok(Fragment::Good { offset, t: t.role(), start, end });
         }
     }
 
+    /// Whether any verified recyclable fragment (of any log) is in the file, at any offset.
+    fn holds_recyclable_fragment(&mut self) -> Result<bool> {
+        let mut block_start = 0;
+        while block_start < self.file_size {
+            self.load_block(block_start)?;
+            let blk = &self.block[..];
+            let mut p = 0;
+            while p + RECYCLABLE_HEADER_SIZE <= blk.len() {
+                let h = decode_header(&blk[p..]);
+                let end = p + RECYCLABLE_HEADER_SIZE + h.length;
+                if FragmentType::from_u8(h.type_byte).is_some_and(FragmentType::is_recyclable)
+                    && end <= blk.len()
+                {
+                    let b = &blk[p + HEADER_SIZE..p + RECYCLABLE_HEADER_SIZE];
+                    let log = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                    let payload = &blk[p + RECYCLABLE_HEADER_SIZE..end];
+                    if recyclable_checksum(h.type_byte, log, payload) == h.masked_crc {
+                        return Ok(true);
+                    }
+                }
+                p += 1;
+            }
+            block_start += BLOCK_SIZE as u64;
+        }
+        Ok(false)
+    }
+
     /// The offset of the first fragment at or after `from` that starts a record (`Full` or
-    /// `First`) and whose checksum verifies, trying every byte offset. Verified `Middle` and
-    /// `Last` fragments are stepped over: they continue a record whose start is damaged and do
-    /// not show that anything was written after it.
+    /// `First`) of this log and whose checksum verifies, trying every byte offset. Verified
+    /// `Middle` and `Last` fragments are stepped over: they continue a record whose start is
+    /// damaged and do not show that anything was written after it; so are fragments of
+    /// another log (a reused file's previous content).
     fn scan_for_record_start(&mut self, from: u64) -> Result<Option<u64>> {
+        let min_header = self.min_header();
         let mut off = from;
         while off < self.file_size {
             let in_block = (off % BLOCK_SIZE as u64) as usize;
-            if in_block + HEADER_SIZE > BLOCK_SIZE {
+            if in_block + min_header > BLOCK_SIZE {
                 off += (BLOCK_SIZE - in_block) as u64;
                 continue;
             }
@@ -362,14 +505,25 @@ impl LogReader {
             let mut p = in_block;
             while p + HEADER_SIZE <= blk.len() {
                 let h = decode_header(&blk[p..]);
-                let end = p + HEADER_SIZE + h.length;
                 // Cheap filters first: most garbage fails the type test.
-                if FragmentType::from_u8(h.type_byte).is_some()
-                    && end <= blk.len()
-                    && fragment_checksum(h.type_byte, &blk[p + HEADER_SIZE..end]) == h.masked_crc
-                {
-                    if h.type_byte == FragmentType::Full as u8
-                        || h.type_byte == FragmentType::First as u8
+                let Some(t) = FragmentType::from_u8(h.type_byte) else {
+                    p += 1;
+                    continue;
+                };
+                let hs = header_size_of(h.type_byte);
+                let end = p + hs + h.length;
+                let verified = end <= blk.len()
+                    && if t.is_recyclable() {
+                        let b = &blk[p + HEADER_SIZE..p + hs];
+                        let log = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                        recyclable_checksum(h.type_byte, log, &blk[p + hs..end]) == h.masked_crc
+                            && Some(log) == self.log
+                    } else {
+                        fragment_checksum(h.type_byte, &blk[p + hs..end]) == h.masked_crc
+                    };
+                if verified {
+                    let kind_matches = self.kind.is_none_or(|k| k == t.is_recyclable());
+                    if kind_matches && matches!(t.role(), FragmentType::Full | FragmentType::First)
                     {
                         return Ok(Some(block_start + p as u64));
                     }
@@ -389,9 +543,26 @@ impl LogReader {
 pub(crate) fn replay_log(
     file: &Arc<dyn RandomAccessFile>,
     mode: WalRecoveryMode,
+    f: impl FnMut(u64, &[u8]) -> Result<()>,
+) -> Result<ReplayOutcome> {
+    replay(LogReader::new(file.clone(), mode), f)
+}
+
+/// [`replay_log`] for the WAL numbered `log`: its fragments may be recyclable ones, and the
+/// log ends where a fragment of another log (the file's previous use) starts.
+pub(crate) fn replay_wal(
+    file: &Arc<dyn RandomAccessFile>,
+    mode: WalRecoveryMode,
+    log: u64,
+    f: impl FnMut(u64, &[u8]) -> Result<()>,
+) -> Result<ReplayOutcome> {
+    replay(LogReader::for_wal(file.clone(), mode, log), f)
+}
+
+fn replay(
+    mut reader: LogReader,
     mut f: impl FnMut(u64, &[u8]) -> Result<()>,
 ) -> Result<ReplayOutcome> {
-    let mut reader = LogReader::new(file.clone(), mode);
     while let Some((offset, record)) = reader.read_record()? {
         f(offset, record)?;
     }

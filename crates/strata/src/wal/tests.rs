@@ -595,13 +595,13 @@ fn fragment_sequence_errors() {
 #[test]
 fn unknown_fragment_type_is_damage() {
     let mut frag = raw_log(&[(FragmentType::Full, b"new")]);
-    frag[6] = 5;
-    let crc = super::format::fragment_checksum(5, b"new");
+    frag[6] = 9;
+    let crc = super::format::fragment_checksum(9, b"new");
     frag[..4].copy_from_slice(&crc.to_le_bytes());
     let mut data = raw_log(&[(FragmentType::Full, b"a")]);
     data.extend_from_slice(&frag);
     let e = replay(&data, WalRecoveryMode::AbsoluteConsistency).unwrap_err();
-    assert!(e.to_string().contains("unknown fragment type 5"), "{e}");
+    assert!(e.to_string().contains("unknown fragment type 9"), "{e}");
     let (got, out) = replay(&data, WalRecoveryMode::PointInTime).unwrap();
     assert_eq!(got.len(), 1);
     assert!(out.torn_tail);

@@ -9,11 +9,14 @@
 //! not report again, so every later call fails. The DB must never acknowledge a write after a
 //! failure of its log; it switches to a new log (or reopens) instead.
 
-use super::format::{encode_header, FragmentType, BLOCK_SIZE, HEADER_SIZE};
+use super::format::{
+    encode_header, encode_recyclable_header, FragmentType, BLOCK_SIZE, HEADER_SIZE,
+    RECYCLABLE_HEADER_SIZE,
+};
 use crate::env::WritableFile;
 use crate::error::{Error, Result};
 
-const ZEROS: [u8; HEADER_SIZE] = [0; HEADER_SIZE];
+const ZEROS: [u8; RECYCLABLE_HEADER_SIZE] = [0; RECYCLABLE_HEADER_SIZE];
 
 /// Writes records into a log file.
 pub(crate) struct LogWriter {
@@ -26,6 +29,11 @@ pub(crate) struct LogWriter {
     block_offset: usize,
     /// The first failure, once one happened.
     failure: Option<String>,
+    /// `Some(low 32 bits of the log number)`: recyclable fragments (types 5-8) are written.
+    recyclable: Option<u32>,
+    /// `file.len()` at the last sync or writeback request (for `bytes_per_sync`).
+    written_back_len: u64,
+    bytes_per_sync: u64,
 }
 
 impl LogWriter {
@@ -46,7 +54,24 @@ impl LogWriter {
             start_len,
             block_offset: (offset % BLOCK_SIZE as u64) as usize,
             failure: None,
+            recyclable: None,
+            written_back_len: start_len,
+            bytes_per_sync: 0,
         }
+    }
+
+    /// A writer of recyclable fragments for the log numbered `log`, from the start of `file`
+    /// (a new file, or a reused one whose old bytes it overwrites).
+    pub fn recyclable(file: Box<dyn WritableFile>, log: u64) -> Self {
+        let mut w = Self::with_initial_offset(file, 0);
+        w.recyclable = Some(log as u32);
+        w
+    }
+
+    /// Asks the OS to start writing the log out every `bytes` flushed bytes (0: never), so a
+    /// later sync finds little left to write.
+    pub fn set_bytes_per_sync(&mut self, bytes: u64) {
+        self.bytes_per_sync = bytes;
     }
 
     /// Appends one record (possibly empty). Does not flush.
@@ -60,14 +85,30 @@ impl LogWriter {
     pub fn flush(&mut self) -> Result<()> {
         self.check_usable()?;
         let r = self.file.flush();
-        self.record_failure(r)
+        let r = self.record_failure(r);
+        let len = self.file.len();
+        if r.is_ok()
+            && self.bytes_per_sync > 0
+            && len - self.written_back_len >= self.bytes_per_sync
+        {
+            self.written_back_len = len;
+            // A hint: the data's durability still rests on `sync`.
+            let _ = self.file.start_writeback();
+        }
+        r
     }
 
     /// Flushes, then makes every appended byte durable.
     pub fn sync(&mut self) -> Result<()> {
         self.check_usable()?;
         let r = self.file.sync();
+        self.written_back_len = self.file.len();
         self.record_failure(r)
+    }
+
+    /// Reserves space for `bytes` more bytes (a hint; see `WritableFile::preallocate`).
+    pub fn preallocate(&mut self, bytes: u64) {
+        let _ = self.file.preallocate(bytes);
     }
 
     /// The log's size in bytes, counting appended but unflushed bytes.
@@ -98,11 +139,13 @@ impl LogWriter {
     }
 
     fn write_fragments(&mut self, data: &[u8]) -> Result<()> {
+        let header_size =
+            if self.recyclable.is_some() { RECYCLABLE_HEADER_SIZE } else { HEADER_SIZE };
         let mut rest = data;
         let mut first = true;
         loop {
             let left = BLOCK_SIZE - self.block_offset;
-            if left < HEADER_SIZE {
+            if left < header_size {
                 // Too small for a header: pad the block with zeros and start the next one.
                 if left > 0 {
                     self.file.append(&ZEROS[..left])?;
@@ -110,7 +153,7 @@ impl LogWriter {
                 self.block_offset = 0;
                 continue;
             }
-            let room = left - HEADER_SIZE;
+            let room = left - header_size;
             let n = rest.len().min(room);
             let last = n == rest.len();
             let t = match (first, last) {
@@ -120,11 +163,14 @@ impl LogWriter {
                 (false, true) => FragmentType::Last,
             };
             let (payload, tail) = rest.split_at(n);
-            self.file.append(&encode_header(t, payload))?;
+            match self.recyclable {
+                Some(log) => self.file.append(&encode_recyclable_header(t, log, payload))?,
+                None => self.file.append(&encode_header(t, payload))?,
+            }
             if !payload.is_empty() {
                 self.file.append(payload)?;
             }
-            self.block_offset += HEADER_SIZE + n;
+            self.block_offset += header_size + n;
             debug_assert!(self.block_offset <= BLOCK_SIZE);
             if self.block_offset == BLOCK_SIZE {
                 self.block_offset = 0;
