@@ -2,10 +2,13 @@
 //!
 //! Concurrency design:
 //! - Writers queue in `queue`; the writer at the front becomes the *leader*, takes the batches
-//!   queued behind it (a write group), and holds the `wal` lock while it appends one combined
-//!   WAL record, syncs if any member asked, inserts into the memtable and publishes the new
-//!   last sequence. Only a leader switches memtables, so the memtable it inserts into is always
-//!   the one its WAL file belongs to.
+//!   queued behind it (a write group), and holds the `wal` lock while it takes sequence
+//!   numbers and appends one combined WAL record (flushed to the OS). It then hands the
+//!   leadership on, so the next group can be logged while this one syncs (if any member
+//!   asked, through a handle that needs no lock), inserts into the memtable, and publishes its
+//!   last sequence: groups publish strictly in sequence order (`pipeline`). A memtable switch
+//!   first waits for every group in flight, so the memtable a group inserts into is always
+//!   the one its WAL file belongs to, and complete before it is flushed.
 //! - Readers never lock: they clone the current [`SuperVersion`] (memtables + version) and read
 //!   at the published last sequence.
 //! - `versions` (the MANIFEST) is changed by background jobs; `state` holds the memtable list,
@@ -18,7 +21,8 @@
 //!   instead of being deleted, and a memtable switch reuses the oldest (`db/obsolete.rs`).
 //! - Lock order: `wal` -> `retired_wals`; `wal` -> `recycled_wals`; `wal` -> `versions` ->
 //!   `state`; `retired_wals` and `recycled_wals` are never held with `versions` or `state` or
-//!   each other; `queue` is never held with another lock.
+//!   each other; `queue` and `pipeline` are never held with another lock (a group in flight
+//!   takes `state` only after its sync, holding nothing).
 
 mod compact;
 mod flush;
@@ -164,6 +168,9 @@ pub(crate) struct DbInner {
     pub first_own_wal: FileNumber,
     pub queue: Mutex<WriteQueue>,
     pub queue_cv: Condvar,
+    /// Write groups between the WAL and publication (`db/write.rs`).
+    pub pipeline: Mutex<write::WritePipeline>,
+    pub pipeline_cv: Condvar,
     pub super_version: RwLock<Arc<SuperVersion>>,
     /// Largest sequence number whose write is fully in the memtable: what reads see.
     pub visible_sequence: AtomicU64,

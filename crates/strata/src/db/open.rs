@@ -187,6 +187,8 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
         wal_dir_synced_through: AtomicU64::new(log_number.0),
         queue: Mutex::new(WriteQueue::default()),
         queue_cv: Condvar::new(),
+        pipeline: Mutex::new(super::write::WritePipeline::default()),
+        pipeline_cv: Condvar::new(),
         super_version: RwLock::new(Arc::new(sv)),
         visible_sequence: AtomicU64::new(last_seq.0),
         has_bg_error: AtomicBool::new(false),

@@ -80,7 +80,15 @@ pub(crate) fn write(inner: &DbInner, batch: WriteBatch, opts: WriteOptions) -> R
         leader.batch.append(&p.batch);
     }
     let writers = 1 + followers.len() as u64;
-    let result = commit_group(inner, &mut leader.batch, sync, leader.disable_wal, writers);
+    let staged = stage_group(inner, &mut leader.batch, sync, leader.disable_wal);
+    // The WAL holds the group's bytes: the next group may be formed and logged while this
+    // one waits for its sync (several syncs in flight share the device's flushes).
+    {
+        let mut q = inner.queue.lock();
+        q.leader_active = false;
+        inner.queue_cv.notify_all();
+    }
+    let result = staged.and_then(|st| finish_group(inner, &leader.batch, st, writers));
 
     let mut q = inner.queue.lock();
     for p in &followers {
@@ -90,24 +98,50 @@ pub(crate) fn write(inner: &DbInner, batch: WriteBatch, opts: WriteOptions) -> R
         };
         q.done.insert(p.ticket, r);
     }
-    q.leader_active = false;
     inner.queue_cv.notify_all();
     drop(q);
     result
 }
 
-/// Logs and applies one combined batch. Called by the leader only.
-fn commit_group(
+/// A write group that took its sequence numbers and is in the WAL (flushed, maybe not yet
+/// synced), on its way into the memtable.
+pub(crate) struct StagedGroup {
+    /// The group's place in the pipeline (`WritePipeline`).
+    group: u64,
+    mem: Arc<MemTable>,
+    first: SeqNo,
+    last: SeqNo,
+    /// Makes the group's WAL bytes durable; `None` when no sync was asked for, or it was made.
+    syncer: Option<Box<dyn crate::env::FileSyncer>>,
+    sync: bool,
+    disable_wal: bool,
+}
+
+/// Groups in flight between the WAL and publication. Groups take numbers in sequence order
+/// (under the WAL lock) and are published in that order: `visible_sequence` never covers a
+/// group before every earlier one is in the memtable.
+#[derive(Default)]
+pub(crate) struct WritePipeline {
+    /// Groups numbered below this took their sequence numbers.
+    pub assigned: u64,
+    /// Groups numbered below this are finished: published, or failed.
+    pub finished: u64,
+}
+
+/// Phase one, holding the WAL lock: room in the memtable, sequence numbers, the WAL record
+/// (flushed), and for a synced group the syncs it must not outrun (retired WALs, the WAL
+/// directory) and a handle for its own. Called by the leader only.
+fn stage_group(
     inner: &DbInner,
     batch: &mut WriteBatch,
     sync: bool,
     disable_wal: bool,
-    writers: u64,
-) -> Result<()> {
+) -> Result<StagedGroup> {
     let mut wal = inner.wal.lock();
     make_room_for_write(inner, &mut wal, batch.size_in_bytes())?;
     let first = wal.last_sequence.plus(1);
     batch.set_sequence(first);
+    let mut syncer = None;
     if disable_wal {
         wal.mem.mark_unlogged();
     } else {
@@ -124,7 +158,18 @@ fn commit_group(
         let logged = append_synced_event(inner, &mut wal)
             .and_then(|()| wal.writer.add_record(batch.data()))
             .and_then(|()| if hand_over { wal.writer.flush() } else { Ok(()) })
-            .and_then(|()| if sync { wal.writer.sync() } else { Ok(()) });
+            .and_then(|()| {
+                if !sync {
+                    return Ok(());
+                }
+                match wal.writer.syncer()? {
+                    Some(s) => {
+                        syncer = Some(s);
+                        Ok(())
+                    }
+                    None => wal.writer.sync(),
+                }
+            });
         if let Err(e) = logged {
             // Contract: after a failed WAL write or sync nothing more is acknowledged.
             let mut st = inner.state.lock();
@@ -132,13 +177,75 @@ fn commit_group(
             return Err(e);
         }
     }
-    crate::kill_point!("wal.sync", when sync);
-    let count = insert_into_memtable(&wal.mem, batch, first)?;
-    let last = SeqNo(first.0 + count - 1);
+    let last = SeqNo(first.0 + u64::from(batch.count()) - 1);
     wal.last_sequence = last;
-    inner.visible_sequence.store(last.0, Ordering::Release);
+    let group = {
+        let mut p = inner.pipeline.lock();
+        p.assigned += 1;
+        p.assigned - 1
+    };
+    Ok(StagedGroup { group, mem: wal.mem.clone(), first, last, syncer, sync, disable_wal })
+}
+
+/// Phase two, without the WAL lock: the group's sync, its memtable insert, then, in group
+/// order, publication. A group that fails (or follows a failure: a background error) is
+/// finished without publishing, so later groups never make it visible.
+fn finish_group(
+    inner: &DbInner,
+    batch: &WriteBatch,
+    staged: StagedGroup,
+    writers: u64,
+) -> Result<()> {
+    let StagedGroup { group, mem, first, last, syncer, sync, disable_wal } = staged;
+    let mut result = Ok(());
+    if let Some(s) = syncer {
+        if let Err(e) = s.sync() {
+            let mut st = inner.state.lock();
+            inner.set_bg_error(&mut st, &e);
+            result = Err(e);
+        }
+    }
+    if result.is_ok() {
+        crate::kill_point!("wal.sync", when sync);
+        result = insert_into_memtable(&mem, batch, first).and_then(|count| {
+            if count == last.0 - first.0 + 1 {
+                Ok(())
+            } else {
+                Err(Error::Background(format!(
+                    "write batch inserted {count} records, its header says {}",
+                    last.0 - first.0 + 1
+                )))
+            }
+        });
+        if let Err(e) = &result {
+            // Part of the batch may be in the memtable: nothing more may be published.
+            let mut st = inner.state.lock();
+            inner.set_bg_error(&mut st, e);
+        }
+    }
+    // This group's turn: only it advances `finished` from here, so it publishes unlocked.
+    {
+        let mut p = inner.pipeline.lock();
+        while p.finished != group {
+            inner.pipeline_cv.wait(&mut p);
+        }
+    }
+    if result.is_ok() {
+        if let Some(e) = inner.bg_error() {
+            // An earlier group's sync failed: the OS may have dropped its pages, and this
+            // group's sync does not vouch for them.
+            result = Err(e);
+        }
+    }
+    if result.is_ok() {
+        inner.visible_sequence.store(last.0, Ordering::Release);
+    }
+    inner.pipeline.lock().finished += 1;
+    inner.pipeline_cv.notify_all();
+    result?;
     let w = &inner.stats.write;
     let bytes = batch.size_in_bytes() as u64;
+    let count = last.0 - first.0 + 1;
     w.writes.fetch_add(writers, Ordering::Relaxed);
     w.keys.fetch_add(count, Ordering::Relaxed);
     w.groups.fetch_add(1, Ordering::Relaxed);
@@ -153,6 +260,16 @@ fn commit_group(
         }
     }
     Ok(())
+}
+
+/// Waits until every staged group is finished (in the memtable and published, or failed).
+/// A memtable switch calls it first, so that no group still inserts into the memtable it
+/// makes immutable. The caller holds the WAL lock, which finishing groups never take.
+pub(crate) fn drain_pipeline(inner: &DbInner) {
+    let mut p = inner.pipeline.lock();
+    while p.finished < p.assigned {
+        inner.pipeline_cv.wait(&mut p);
+    }
 }
 
 /// Appends a "synced" event when retired WALs were synced since the last one: recovery then
@@ -422,6 +539,7 @@ fn note_stall_change(inner: &DbInner, cause: Option<String>) {
 /// Makes the active memtable immutable and starts a new WAL and memtable. The caller holds the
 /// WAL lock (it is the leader, or `flush`).
 pub(crate) fn switch_memtable(inner: &DbInner, wal: &mut WalState) -> Result<()> {
+    drain_pipeline(inner);
     let number = inner.new_file_number();
     // The file taken for reuse is renamed under the list's lock (`db/obsolete.rs`).
     let created = if inner.opts.recycle_log_file_num > 0 {

@@ -251,9 +251,27 @@ impl WritableFile for FaultWritable {
         self.inner.preallocate(bytes)
     }
 
+    fn syncer(&mut self) -> Option<Box<dyn super::FileSyncer>> {
+        let inner = self.inner.syncer()?;
+        Some(Box::new(FaultSyncer { inner, path: self.path.clone(), shared: self.shared.clone() }))
+    }
+
     fn start_writeback(&mut self) -> Result<()> {
         gate(&self.shared, FaultOp::Flush, "sync_file_range", &self.path)?;
         self.inner.start_writeback()
+    }
+}
+
+struct FaultSyncer {
+    inner: Box<dyn super::FileSyncer>,
+    path: std::path::PathBuf,
+    shared: Arc<Shared>,
+}
+
+impl super::FileSyncer for FaultSyncer {
+    fn sync(&self) -> Result<()> {
+        gate(&self.shared, FaultOp::Sync, "fdatasync", &self.path)?;
+        self.inner.sync()
     }
 }
 

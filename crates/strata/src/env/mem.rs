@@ -207,6 +207,36 @@ impl WritableFile for MemWritable {
     fn len(&self) -> u64 {
         self.len
     }
+
+    fn syncer(&mut self) -> Option<Box<dyn super::FileSyncer>> {
+        Some(Box::new(MemSyncer {
+            path: self.path.clone(),
+            inode: self.inode.clone(),
+            upto: self.pos,
+            generation: self.generation,
+            fs_generation: self.fs_generation.clone(),
+        }))
+    }
+}
+
+/// Makes an inode durable up to where its writer had flushed when the syncer was made.
+struct MemSyncer {
+    path: PathBuf,
+    inode: InodeRef,
+    upto: usize,
+    generation: u64,
+    fs_generation: Arc<AtomicU64>,
+}
+
+impl super::FileSyncer for MemSyncer {
+    fn sync(&self) -> Result<()> {
+        if self.fs_generation.load(Ordering::SeqCst) != self.generation {
+            return Err(dead_handle(&self.path));
+        }
+        let mut ino = self.inode.lock();
+        ino.synced_len = ino.synced_len.max(self.upto);
+        Ok(())
+    }
 }
 
 impl Drop for MemWritable {

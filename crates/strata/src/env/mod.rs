@@ -50,6 +50,13 @@ pub trait WritableFile: Send {
         let _ = bytes;
         Ok(())
     }
+    /// A handle that makes durable, when called, every byte flushed before this call, and
+    /// that may be called without holding the file (while others append to it): the WAL's
+    /// synced writes wait for their sync outside the writer's lock. `None` when the file
+    /// system has none; callers then `sync` the file itself.
+    fn syncer(&mut self) -> Option<Box<dyn FileSyncer>> {
+        None
+    }
     /// Flushes, then asks the OS to start writing the file's dirty pages out without waiting
     /// (a hint that makes a later `sync` cheaper; durability still needs `sync`).
     fn start_writeback(&mut self) -> Result<()> {
@@ -59,6 +66,12 @@ pub trait WritableFile: Send {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+}
+
+/// See [`WritableFile::syncer`].
+pub trait FileSyncer: Send {
+    /// Makes the bytes the handle covers durable (fdatasync).
+    fn sync(&self) -> Result<()>;
 }
 
 /// A file read at arbitrary offsets, shared between threads.

@@ -17,7 +17,8 @@ const WRITE_BUFFER: usize = 64 * 1024;
 
 struct OsWritable {
     path: PathBuf,
-    file: File,
+    /// Shared with the syncers handed out (`WritableFile::syncer`).
+    file: Arc<File>,
     buf: Vec<u8>,
     len: u64,
 }
@@ -25,7 +26,7 @@ struct OsWritable {
 impl OsWritable {
     fn write_out(&mut self) -> Result<()> {
         if !self.buf.is_empty() {
-            let r = self.file.write_all(&self.buf);
+            let r = (&*self.file).write_all(&self.buf);
             self.buf.clear();
             r.map_err(|e| Error::io("write", &self.path, e))?;
         }
@@ -38,7 +39,7 @@ impl WritableFile for OsWritable {
         if self.buf.len() + data.len() > WRITE_BUFFER {
             self.write_out()?;
             if data.len() >= WRITE_BUFFER {
-                self.file.write_all(data).map_err(|e| Error::io("write", &self.path, e))?;
+                (&*self.file).write_all(data).map_err(|e| Error::io("write", &self.path, e))?;
                 self.len += data.len() as u64;
                 return Ok(());
             }
@@ -59,6 +60,10 @@ impl WritableFile for OsWritable {
 
     fn len(&self) -> u64 {
         self.len
+    }
+
+    fn syncer(&mut self) -> Option<Box<dyn super::FileSyncer>> {
+        Some(Box::new(OsSyncer { path: self.path.clone(), file: self.file.clone() }))
     }
 
     #[cfg(target_os = "linux")]
@@ -97,6 +102,18 @@ impl WritableFile for OsWritable {
             return Err(Error::io("sync_file_range", &self.path, std::io::Error::last_os_error()));
         }
         Ok(())
+    }
+}
+
+/// fdatasync through a shared handle of a file being appended to.
+struct OsSyncer {
+    path: PathBuf,
+    file: Arc<File>,
+}
+
+impl super::FileSyncer for OsSyncer {
+    fn sync(&self) -> Result<()> {
+        self.file.sync_data().map_err(|e| Error::io("fdatasync", &self.path, e))
     }
 }
 
@@ -164,7 +181,7 @@ impl FileSystem for OsFs {
             .map_err(|e| Error::io("create", path, e))?;
         Ok(Box::new(OsWritable {
             path: path.to_path_buf(),
-            file,
+            file: Arc::new(file),
             buf: Vec::with_capacity(WRITE_BUFFER),
             len: 0,
         }))
@@ -177,7 +194,7 @@ impl FileSystem for OsFs {
             OpenOptions::new().write(true).open(new).map_err(|e| Error::io("open", new, e))?;
         Ok(Box::new(OsWritable {
             path: new.to_path_buf(),
-            file,
+            file: Arc::new(file),
             buf: Vec::with_capacity(WRITE_BUFFER),
             len: 0,
         }))

@@ -106,6 +106,13 @@ impl LogWriter {
         self.record_failure(r)
     }
 
+    /// A handle that makes every byte flushed so far durable, to call without holding this
+    /// writer (`WritableFile::syncer`); `None` when the file has none (then `sync` here).
+    pub fn syncer(&mut self) -> Result<Option<Box<dyn crate::env::FileSyncer>>> {
+        self.check_usable()?;
+        Ok(self.file.syncer())
+    }
+
     /// Reserves space for `bytes` more bytes (a hint; see `WritableFile::preallocate`).
     pub fn preallocate(&mut self, bytes: u64) {
         let _ = self.file.preallocate(bytes);
