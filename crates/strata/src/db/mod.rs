@@ -170,6 +170,8 @@ pub(crate) struct DbInner {
     pub queue_cv: Condvar,
     /// Write groups between the WAL and publication (`db/write.rs`).
     pub pipeline: Mutex<write::WritePipeline>,
+    /// Synced groups waiting for their fdatasync outside the WAL lock.
+    pub syncs_in_flight: AtomicU64,
     pub pipeline_cv: Condvar,
     pub super_version: RwLock<Arc<SuperVersion>>,
     /// Largest sequence number whose write is fully in the memtable: what reads see.

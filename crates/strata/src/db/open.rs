@@ -189,6 +189,7 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
         queue_cv: Condvar::new(),
         pipeline: Mutex::new(super::write::WritePipeline::default()),
         pipeline_cv: Condvar::new(),
+        syncs_in_flight: AtomicU64::new(0),
         super_version: RwLock::new(Arc::new(sv)),
         visible_sequence: AtomicU64::new(last_seq.0),
         has_bg_error: AtomicBool::new(false),

@@ -18,6 +18,12 @@ use crate::write_batch::WriteBatch;
 const MAX_GROUP_BYTES: usize = 1 << 20;
 /// A small leader only takes this many extra bytes, so its own latency stays low.
 const SMALL_LEADER_EXTRA: usize = 128 << 10;
+/// Synced groups whose fdatasync may be in flight at once. A second one is started only by
+/// a writer alone in the queue: then two writers no longer take turns with the device, while
+/// with more writers waiting one larger group's sync costs less than two overlapping ones
+/// (measured: overlapping syncs of small groups lost up to a third of the throughput at 8 to
+/// 32 writers).
+const MAX_SYNCS_IN_FLIGHT: u64 = 2;
 
 pub(crate) fn write(inner: &DbInner, batch: WriteBatch, opts: WriteOptions) -> Result<()> {
     if opts.sync && opts.disable_wal {
@@ -50,7 +56,16 @@ pub(crate) fn write(inner: &DbInner, batch: WriteBatch, opts: WriteOptions) -> R
         if let Some(r) = q.done.remove(&ticket) {
             return r;
         }
-        if !q.leader_active && q.pending.front().is_some_and(|p| p.ticket == ticket) {
+        // A synced writer leads when no sync is in flight, or when it is alone and a second
+        // may start; otherwise it waits, more writers queue behind it, and its group takes
+        // them all.
+        let in_flight = inner.syncs_in_flight.load(Ordering::Acquire);
+        if !q.leader_active
+            && q.pending.front().is_some_and(|p| p.ticket == ticket)
+            && (!opts.sync
+                || in_flight == 0
+                || (in_flight < MAX_SYNCS_IN_FLIGHT && q.pending.len() == 1))
+        {
             break;
         }
         inner.queue_cv.wait(&mut q);
@@ -73,6 +88,8 @@ pub(crate) fn write(inner: &DbInner, batch: WriteBatch, opts: WriteOptions) -> R
             followers.push(p);
         }
     }
+    // Alone: no follower taken and nobody queued behind.
+    let alone = followers.is_empty() && q.pending.is_empty();
     drop(q);
 
     let sync = leader.sync || followers.iter().any(|p| p.sync);
@@ -80,15 +97,20 @@ pub(crate) fn write(inner: &DbInner, batch: WriteBatch, opts: WriteOptions) -> R
         leader.batch.append(&p.batch);
     }
     let writers = 1 + followers.len() as u64;
+    // A synced writer that is alone hands the leadership on as soon as its bytes are in the
+    // WAL: a writer arriving during its sync then starts its own instead of waiting for this
+    // one (two writers no longer take turns with the device). A larger group keeps the
+    // leadership through its sync, and the writers arriving meanwhile all join the next group
+    // (one larger sync costs less than overlapping small ones, and each hand-over wakes every
+    // waiting writer).
+    let early = sync && alone;
     let staged = stage_group(inner, &mut leader.batch, sync, leader.disable_wal);
-    // The WAL holds the group's bytes: the next group may be formed and logged while this
-    // one waits for its sync (several syncs in flight share the device's flushes).
-    {
+    if early {
         let mut q = inner.queue.lock();
         q.leader_active = false;
         inner.queue_cv.notify_all();
     }
-    let result = staged.and_then(|st| finish_group(inner, &leader.batch, st, writers));
+    let result = staged.and_then(|st| finish_group(inner, &leader.batch, st, writers, early));
 
     let mut q = inner.queue.lock();
     for p in &followers {
@@ -97,6 +119,9 @@ pub(crate) fn write(inner: &DbInner, batch: WriteBatch, opts: WriteOptions) -> R
             Err(e) => Err(e.duplicate()),
         };
         q.done.insert(p.ticket, r);
+    }
+    if !early {
+        q.leader_active = false;
     }
     inner.queue_cv.notify_all();
     drop(q);
@@ -164,6 +189,7 @@ fn stage_group(
                 }
                 match wal.writer.syncer()? {
                     Some(s) => {
+                        inner.syncs_in_flight.fetch_add(1, Ordering::AcqRel);
                         syncer = Some(s);
                         Ok(())
                     }
@@ -195,11 +221,20 @@ fn finish_group(
     batch: &WriteBatch,
     staged: StagedGroup,
     writers: u64,
+    handed_on: bool,
 ) -> Result<()> {
     let StagedGroup { group, mem, first, last, syncer, sync, disable_wal } = staged;
     let mut result = Ok(());
     if let Some(s) = syncer {
-        if let Err(e) = s.sync() {
+        let synced = s.sync();
+        inner.syncs_in_flight.fetch_sub(1, Ordering::AcqRel);
+        if handed_on {
+            // A writer may wait for this sync slot (a group that kept the leadership wakes
+            // the queue when it finishes). Under the queue lock, so the wake-up is not missed.
+            let _q = inner.queue.lock();
+            inner.queue_cv.notify_all();
+        }
+        if let Err(e) = synced {
             let mut st = inner.state.lock();
             inner.set_bg_error(&mut st, &e);
             result = Err(e);
