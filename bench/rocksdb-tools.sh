@@ -17,7 +17,9 @@
 # feature when an engine needs it), --engine E (jobs: default strata), --num-keys N
 # (default 20000), --threads T (default 1), --duration S (default 3), --out DIR (default
 # bench/out/rocksdb-tools-<timestamp>), --db DIR (default <out>/db), --wal DIR (jobs:
-# default <out>/wal, a directory apart from the DB's).
+# default <out>/wal, a directory apart from the DB's), --sync (jobs: leave DB_BENCH_NO_SYNC
+# unset, so benchmark.sh runs its write jobs with --sync=1 as it does by default; without it
+# they run unsynced, as benchmark_compare.sh runs them).
 # Needs bash, awk, bc and /usr/bin/time (Debian: apt-get install -y bc time), as the scripts do.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
@@ -27,11 +29,11 @@ die() { echo "rocksdb-tools.sh: $*" >&2; exit 2; }
 mode="${1:-}"
 case "$mode" in
   jobs|compare) shift ;;
-  -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+  -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
   *) die "first argument must be 'jobs' or 'compare' (see --help)" ;;
 esac
 
-bin="" engine=strata num_keys=20000 threads=1 duration=3 out="" db="" wal=""
+bin="" engine=strata num_keys=20000 threads=1 duration=3 out="" db="" wal="" sync=0
 positional=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -43,6 +45,7 @@ while [ $# -gt 0 ]; do
     --out) out="$2"; shift 2 ;;
     --db) db="$2"; shift 2 ;;
     --wal) wal="$2"; shift 2 ;;
+    --sync) sync=1; shift ;;
     --*) die "unknown option '$1' (see --help)" ;;
     *) positional+=("$1"); shift ;;
   esac
@@ -144,10 +147,11 @@ run_jobs() {
     if [ "$job" = universal_compaction ]; then extra=(COMPACTION_STYLE=universal); fi
     # The background writer of the *while* jobs is rate limited, as benchmark_compare.sh does.
     case "$job" in *while*) extra+=(MB_WRITE_PER_SEC=1) ;; esac
+    if [ "$sync" = 0 ]; then extra+=(DB_BENCH_NO_SYNC=1); fi
     echo "== $job" >&2
     (cd "$work" && env -i PATH="$PATH" HOME="$HOME" "${extra[@]}" \
       DB_DIR="$db" WAL_DIR="$wal" OUTPUT_DIR="$out" NUM_KEYS="$num_keys" \
-      NUM_THREADS="$threads" DURATION="$duration" DB_BENCH_NO_SYNC=1 \
+      NUM_THREADS="$threads" DURATION="$duration" \
       bash ./benchmark.sh "$job") > "$log" 2>&1 || true
     after="$(rows "$report")"
     word="$(refused_word "$job")"

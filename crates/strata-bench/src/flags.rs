@@ -274,8 +274,10 @@ define_flags! {
     min_write_buffer_number_to_merge: i64 = 1i64, Engine, "Memtables merged into one flush";
     db_write_buffer_size: i64 = 0i64, Engine, "Total memtable budget of the DB (0: none)";
     memtablerep: String = "skip_list", Hint, "RocksDB memtable representation";
-    allow_concurrent_memtable_write: bool = true, Hint, "RocksDB concurrent memtable inserts";
-    enable_pipelined_write: bool = true, Hint, "RocksDB pipelined write";
+    allow_concurrent_memtable_write: bool = true, Engine, "Group members insert their own (large) batches into the memtable in parallel";
+    enable_pipelined_write: bool = true, Engine, "The next write group's WAL write overlaps this group's memtable insert";
+    unordered_write: bool = false, Engine, "Publish a group once it is in the WAL; writers insert unordered (weaker snapshots)";
+    max_write_batch_group_size_bytes: u64 = 1048576u64, Engine, "The most bytes of batches one write group takes";
     max_background_jobs: i64 = 2i64, Engine, "Background flush and compaction threads";
     max_background_compactions: i64 = -1i64, Engine, "Background compaction threads (-1: from max_background_jobs)";
     max_background_flushes: i64 = -1i64, Engine, "Background flush threads (-1: from max_background_jobs)";

@@ -100,6 +100,19 @@ pub fn random_options(
         recycle_log_file_num: [0, 0, 1, 4][rng.gen_range(0..4)],
         wal_bytes_per_sync: [0, 64 << 10][rng.gen_range(0..2)],
         wal_dir,
+        ..write_mode(rng)
+    }
+}
+
+/// Default options with one of the write modes drawn: ordered (the default), pipelined,
+/// without concurrent memtable inserts, or unordered; and a small or the default group bound.
+fn write_mode(rng: &mut StdRng) -> Options {
+    let mode = rng.gen_range(0..4);
+    Options {
+        enable_pipelined_write: mode == 1,
+        allow_concurrent_memtable_write: mode != 2,
+        unordered_write: mode == 3,
+        max_write_batch_group_size_bytes: [4 << 10, 1 << 20][rng.gen_range(0..2)],
         ..Options::default()
     }
 }
@@ -112,7 +125,7 @@ pub fn describe_options(o: &Options) -> String {
          target_file={} dynamic={} subcompactions={} jobs={} wal_recovery={:?} \
          l0_slowdown={} l0_stop={} soft_pending={} hard_pending={} delayed_rate={} \
          avoid_flush_during_recovery={} recycle_log_file_num={} wal_bytes_per_sync={} \
-         wal_dir={:?}",
+         wal_dir={:?} pipelined={} concurrent_memtable={} unordered={} group_bytes={}",
         o.write_buffer_size,
         o.max_write_buffer_number,
         o.block_size,
@@ -137,7 +150,11 @@ pub fn describe_options(o: &Options) -> String {
         o.avoid_flush_during_recovery,
         o.recycle_log_file_num,
         o.wal_bytes_per_sync,
-        o.wal_dir
+        o.wal_dir,
+        o.enable_pipelined_write,
+        o.allow_concurrent_memtable_write,
+        o.unordered_write,
+        o.max_write_batch_group_size_bytes
     )
 }
 

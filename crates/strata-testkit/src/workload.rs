@@ -209,7 +209,13 @@ pub fn run_thread(w: &Writer<'_>, tid: u32) -> ThreadStats {
         }
         writes += 1;
         let batch_id = (u64::from(tid) + 1) << 40 | writes;
-        let n = if rng.gen_bool(cfg.batch_ratio) { rng.gen_range(2..=6) } else { 1 };
+        // One batch in ten is large enough for its writer to insert it itself when it joins a
+        // group (`allow_concurrent_memtable_write`).
+        let n = match (rng.gen_bool(cfg.batch_ratio), rng.gen_bool(0.1)) {
+            (true, true) => rng.gen_range(16..=24),
+            (true, false) => rng.gen_range(2..=6),
+            (false, _) => 1,
+        };
         let n = n.min(owned.len());
         let mut ops = Vec::with_capacity(n);
         for idx in sample(&mut rng, owned.len(), n) {

@@ -145,6 +145,30 @@ pub struct Options {
     /// loses what is buffered. `Db::flush_wal` hands them over (and syncs, if asked); synced
     /// writes are unaffected. Default: false.
     pub manual_wal_flush: bool,
+    /// The most bytes of batches one write group takes (its leader's included): larger groups
+    /// share one WAL write and one sync among more writers, but their members wait longer. A
+    /// leader whose own batch is at most an eighth of this takes only an eighth more, so a
+    /// small write is not held up by a large group. Default: 1 MiB.
+    pub max_write_batch_group_size_bytes: u64,
+    /// The next write group starts its WAL write while this one inserts into the memtable
+    /// (after this one's sync, when it syncs), instead of once this one is published: more
+    /// throughput when memtable inserts are a large part of a write, a little more latency per
+    /// group otherwise. Publication stays in sequence order. Incompatible with
+    /// `unordered_write`. Default: false.
+    pub enable_pipelined_write: bool,
+    /// Members of a write group whose batch is large (16 records or more) insert it into the
+    /// memtable themselves, in parallel with the leader, instead of waiting for the leader to
+    /// insert every batch; the memtable takes concurrent inserts either way. Default: true.
+    pub allow_concurrent_memtable_write: bool,
+    /// A write group is published as soon as its WAL record is written (and synced, when
+    /// asked), and each writer then inserts its own batch into the memtable without waiting for
+    /// earlier groups: higher write throughput with many writers, at the price of weaker
+    /// reads. A read (or a snapshot, or an iterator) at a sequence number may miss a write
+    /// numbered below it that is still being inserted, and may see part of a batch; a writer
+    /// still reads its own write once acknowledged, and durability is unchanged. Needs
+    /// `allow_concurrent_memtable_write`; incompatible with `enable_pipelined_write`.
+    /// Default: false.
+    pub unordered_write: bool,
 }
 
 impl Default for Options {
@@ -188,6 +212,10 @@ impl Default for Options {
             recycle_log_file_num: 0,
             wal_bytes_per_sync: 0,
             manual_wal_flush: false,
+            max_write_batch_group_size_bytes: 1 << 20,
+            enable_pipelined_write: false,
+            allow_concurrent_memtable_write: true,
+            unordered_write: false,
             wal_dir: None,
             keep_log_file_num: 1000,
             stats_dump_period_sec: 600,
@@ -249,6 +277,12 @@ impl Options {
         }
         if self.delayed_write_rate == 0 {
             return bad("delayed_write_rate must be positive");
+        }
+        if self.unordered_write && self.enable_pipelined_write {
+            return bad("unordered_write is incompatible with enable_pipelined_write");
+        }
+        if self.unordered_write && !self.allow_concurrent_memtable_write {
+            return bad("unordered_write needs allow_concurrent_memtable_write");
         }
         Ok(())
     }

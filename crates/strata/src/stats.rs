@@ -149,6 +149,9 @@ pub(crate) struct WriteCounters {
     pub wal_syncs: AtomicU64,
     pub wal_bytes: AtomicU64,
     pub stall_micros: AtomicU64,
+    /// Batches their own writer inserted into the memtable as a group member
+    /// (`allow_concurrent_memtable_write`, `unordered_write`).
+    pub member_inserts: AtomicU64,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -260,6 +263,16 @@ impl Stats {
         rows.push(("rocksdb.compact.write.bytes", compact_written));
         rows.push(("rocksdb.wal.synced", self.write.wal_syncs.load(Ordering::Relaxed)));
         rows.push(("rocksdb.wal.bytes", self.write.wal_bytes.load(Ordering::Relaxed)));
+        let groups = self.write.groups.load(Ordering::Relaxed);
+        rows.push(("rocksdb.write.self", groups));
+        rows.push((
+            "rocksdb.write.other",
+            self.write.writes.load(Ordering::Relaxed).saturating_sub(groups),
+        ));
+        rows.push((
+            "strata.write.member.inserts",
+            self.write.member_inserts.load(Ordering::Relaxed),
+        ));
         rows.sort_by_key(|r| r.0);
         let mut s = String::new();
         for (name, v) in rows {

@@ -28,18 +28,21 @@ struct Knobs {
     soft: u64,
     hard: u64,
     avoid_flush_during_recovery: bool,
+    /// 0 ordered, 1 pipelined, 2 without concurrent memtable inserts, 3 unordered.
+    write_mode: u8,
 }
 
 fn knobs_strategy() -> impl Strategy<Value = Knobs> {
     let limit = || prop_oneof![Just(0u64), Just(1), 1u64..(128 << 10), Just(64 << 30)];
-    (1usize..6, 0usize..10, 0usize..12, limit(), limit(), any::<bool>()).prop_map(
-        |(trigger, slowdown, stop, soft, hard, avoid_flush_during_recovery)| Knobs {
+    (1usize..6, 0usize..10, 0usize..12, limit(), limit(), any::<bool>(), 0u8..4).prop_map(
+        |(trigger, slowdown, stop, soft, hard, avoid_flush_during_recovery, write_mode)| Knobs {
             trigger,
             slowdown,
             stop,
             soft,
             hard,
             avoid_flush_during_recovery,
+            write_mode,
         },
     )
 }
@@ -124,6 +127,9 @@ fn options(fs: Arc<dyn FileSystem>, knobs: &Knobs) -> Options {
         soft_pending_compaction_bytes_limit: knobs.soft,
         hard_pending_compaction_bytes_limit: knobs.hard,
         avoid_flush_during_recovery: knobs.avoid_flush_during_recovery,
+        enable_pipelined_write: knobs.write_mode == 1,
+        allow_concurrent_memtable_write: knobs.write_mode != 2,
+        unordered_write: knobs.write_mode == 3,
         max_bytes_for_level_base: 64 << 10,
         target_file_size_base: 32 << 10,
         merge_operator: strata::merge_operator::builtin_merge_operator("stringappend"),

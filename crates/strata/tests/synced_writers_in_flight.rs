@@ -2,7 +2,8 @@
 //! group is logged while earlier ones wait for their sync). Each writer reads its own write
 //! back as soon as it returns; after power loss every writer's recovered writes are a prefix
 //! of its writes that holds every synced one; a failed sync fails that group and every later
-//! one, and loses nothing acknowledged.
+//! one, and loses nothing acknowledged. Each in every write mode: ordered, pipelined, without
+//! concurrent memtable inserts, and unordered.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -17,8 +18,17 @@ fn key(t: u32, i: u32) -> String {
     format!("t{t}-{i:05}")
 }
 
-fn options(fs: Arc<dyn strata::env::FileSystem>) -> Options {
-    Options { fs, write_buffer_size: 32 << 10, max_write_buffer_number: 4, ..Options::default() }
+/// Options for write mode `mode % 4` (module doc).
+fn options(fs: Arc<dyn strata::env::FileSystem>, mode: u64) -> Options {
+    Options {
+        fs,
+        write_buffer_size: 32 << 10,
+        max_write_buffer_number: 4,
+        enable_pipelined_write: mode % 4 == 1,
+        allow_concurrent_memtable_write: mode % 4 != 2,
+        unordered_write: mode % 4 == 3,
+        ..Options::default()
+    }
 }
 
 /// Runs the writers; returns, per writer, how many writes were acknowledged and the index of
@@ -76,16 +86,16 @@ fn recovered_prefixes(db: &Db) -> Vec<u32> {
 
 #[test]
 fn overlapping_groups_keep_every_synced_write_and_a_prefix() {
-    for seed in 0..4u64 {
+    for seed in 0..8u64 {
         let mem = MemFs::new();
         let fs = FaultFs::new(Arc::new(mem.clone()), seed);
         let dir = PathBuf::from("/db");
-        let db = Arc::new(Db::open(&options(Arc::new(fs.clone())), &dir).unwrap());
+        let db = Arc::new(Db::open(&options(Arc::new(fs.clone()), seed), &dir).unwrap());
         let acked = run_writers(&db, false);
         fs.kill();
         drop(db);
         mem.crash(CrashMode::TornPowerLoss { seed });
-        let db = Db::open(&options(Arc::new(mem.clone())), &dir).unwrap();
+        let db = Db::open(&options(Arc::new(mem.clone()), seed), &dir).unwrap();
         let got = recovered_prefixes(&db);
         for (t, ((n, synced), g)) in acked.iter().zip(&got).enumerate() {
             assert!(g <= n, "writer {t}: {g} recovered of {n} acknowledged");
@@ -98,10 +108,16 @@ fn overlapping_groups_keep_every_synced_write_and_a_prefix() {
 
 #[test]
 fn a_failed_sync_fails_later_groups_and_loses_nothing_acknowledged() {
+    for mode in 0..4 {
+        failed_sync_in_mode(mode);
+    }
+}
+
+fn failed_sync_in_mode(mode: u64) {
     let mem = MemFs::new();
     let fs = FaultFs::new(Arc::new(mem.clone()), 7);
     let dir = PathBuf::from("/db");
-    let db = Arc::new(Db::open(&options(Arc::new(fs.clone())), &dir).unwrap());
+    let db = Arc::new(Db::open(&options(Arc::new(fs.clone()), mode), &dir).unwrap());
     fs.add_rule(FaultRule {
         op: FaultOp::Sync,
         kind: FaultKind::Eio,
@@ -115,11 +131,11 @@ fn a_failed_sync_fails_later_groups_and_loses_nothing_acknowledged() {
     fs.kill();
     drop(db);
     mem.crash(CrashMode::PowerLoss);
-    let db = Db::open(&options(Arc::new(mem.clone())), &dir).unwrap();
+    let db = Db::open(&options(Arc::new(mem.clone()), mode), &dir).unwrap();
     let got = recovered_prefixes(&db);
     for (t, ((_, synced), g)) in acked.iter().zip(&got).enumerate() {
         if let Some(s) = synced {
-            assert!(*g > *s, "writer {t}: acknowledged synced write {s} lost ({g} recovered)");
+            assert!(*g > *s, "mode {mode} writer {t}: synced write {s} lost ({g} recovered)");
         }
     }
 }

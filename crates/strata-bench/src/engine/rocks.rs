@@ -52,6 +52,8 @@ pub const HONOURED_FLAGS: &[&str] = &[
     "memtablerep",
     "allow_concurrent_memtable_write",
     "enable_pipelined_write",
+    "unordered_write",
+    "max_write_batch_group_size_bytes",
     "max_background_jobs",
     "max_background_compactions",
     "max_background_flushes",
@@ -241,6 +243,15 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
     o.set_paranoid_checks(f.paranoid_checks);
     o.set_allow_concurrent_memtable_write(f.allow_concurrent_memtable_write);
     o.set_enable_pipelined_write(f.enable_pipelined_write);
+    o.set_unordered_write(f.unordered_write);
+    // SAFETY: `o` is a live options object for the duration of the call; the C setter only
+    // stores the value.
+    unsafe {
+        librocksdb_sys::rocksdb_options_set_max_write_batch_group_size_bytes(
+            rocksdb::AsRawPtr::as_raw_ptr(&o),
+            f.max_write_batch_group_size_bytes,
+        );
+    }
     match f.memtablerep.as_str() {
         "skip_list" | "skiplist" => {}
         "vector" => o.set_memtable_factory(MemtableFactory::Vector),

@@ -54,6 +54,10 @@ pub const HONOURED_FLAGS: &[&str] = &[
     "wal_bytes_per_sync",
     "recycle_log_file_num",
     "manual_wal_flush",
+    "allow_concurrent_memtable_write",
+    "enable_pipelined_write",
+    "unordered_write",
+    "max_write_batch_group_size_bytes",
 ];
 
 /// Strata `Options` from the flags.
@@ -130,6 +134,10 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
     o.wal_bytes_per_sync = f.wal_bytes_per_sync;
     o.recycle_log_file_num = usize_of("recycle_log_file_num", f.recycle_log_file_num)?;
     o.manual_wal_flush = f.manual_wal_flush;
+    o.allow_concurrent_memtable_write = f.allow_concurrent_memtable_write;
+    o.enable_pipelined_write = f.enable_pipelined_write;
+    o.unordered_write = f.unordered_write;
+    o.max_write_batch_group_size_bytes = f.max_write_batch_group_size_bytes;
     if !f.merge_operator.is_empty() {
         let op =
             strata::merge_operator::builtin_merge_operator(&f.merge_operator).ok_or_else(|| {

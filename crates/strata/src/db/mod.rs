@@ -1,14 +1,17 @@
 //! The `Db` handle.
 //!
 //! Concurrency design:
-//! - Writers queue in `queue`; the writer at the front becomes the *leader*, takes the batches
-//!   queued behind it (a write group), and holds the `wal` lock while it takes sequence
-//!   numbers and appends one combined WAL record (flushed to the OS). It then hands the
-//!   leadership on, so the next group can be logged while this one syncs (if any member
-//!   asked, through a handle that needs no lock), inserts into the memtable, and publishes its
-//!   last sequence: groups publish strictly in sequence order (`pipeline`). A memtable switch
-//!   first waits for every group in flight, so the memtable a group inserts into is always
-//!   the one its WAL file belongs to, and complete before it is flushed.
+//! - Writers queue in `queue`, each waiting on a slot of its own (`db/write_queue.rs`); the
+//!   writer at the front becomes the *leader*, takes the batches queued behind it (a write
+//!   group), and holds the `wal` lock while it takes sequence numbers and appends one combined
+//!   WAL record (flushed to the OS). Without the WAL lock the group then syncs (if any member
+//!   asked, through a handle that needs no lock), inserts into the memtable (members with large
+//!   batches in parallel, with `allow_concurrent_memtable_write`), and publishes its last
+//!   sequence: groups publish strictly in sequence order (`pipeline`). When the leadership
+//!   passes to the next group depends on the write mode (`db/write.rs`), so several groups may
+//!   be in flight. A memtable switch first waits for every group in flight, so the memtable a
+//!   group inserts into is always the one its WAL file belongs to, and complete before it is
+//!   flushed.
 //! - Readers never lock: they clone the current [`SuperVersion`] (memtables + version) and read
 //!   at the published last sequence.
 //! - `versions` (the MANIFEST) is changed by background jobs; `state` holds the memtable list,
@@ -21,8 +24,9 @@
 //!   instead of being deleted, and a memtable switch reuses the oldest (`db/obsolete.rs`).
 //! - Lock order: `wal` -> `retired_wals`; `wal` -> `recycled_wals`; `wal` -> `versions` ->
 //!   `state`; `retired_wals` and `recycled_wals` are never held with `versions` or `state` or
-//!   each other; `queue` and `pipeline` are never held with another lock (a group in flight
-//!   takes `state` only after its sync, holding nothing).
+//!   each other; `queue` -> a writer's slot; `queue`, `sync_slots` and `pipeline` are never
+//!   held with another lock otherwise (a group in flight takes `state` only after its sync,
+//!   holding nothing).
 
 mod compact;
 mod flush;
@@ -34,8 +38,9 @@ mod properties;
 mod read;
 mod recover;
 mod write;
+mod write_queue;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -118,22 +123,6 @@ pub(crate) struct RecycledWals {
     pub high_water: FileNumber,
 }
 
-/// A queued write.
-pub(crate) struct PendingWrite {
-    pub ticket: u64,
-    pub batch: WriteBatch,
-    pub sync: bool,
-    pub disable_wal: bool,
-}
-
-#[derive(Default)]
-pub(crate) struct WriteQueue {
-    pub pending: VecDeque<PendingWrite>,
-    pub done: HashMap<u64, Result<()>>,
-    pub next_ticket: u64,
-    pub leader_active: bool,
-}
-
 pub(crate) struct DbInner {
     pub opts: Options,
     /// Table options per level (they differ in compression with `compression_per_level`).
@@ -166,13 +155,15 @@ pub(crate) struct DbInner {
     /// The first WAL this open created: from it on, WALs are written in recyclable fragments
     /// when recycling is on, and only those may be reused.
     pub first_own_wal: FileNumber,
-    pub queue: Mutex<WriteQueue>,
-    pub queue_cv: Condvar,
+    pub queue: Mutex<write_queue::WriteQueue>,
     /// Write groups between the WAL and publication (`db/write.rs`).
     pub pipeline: Mutex<write::WritePipeline>,
-    /// Synced groups waiting for their fdatasync outside the WAL lock.
-    pub syncs_in_flight: AtomicU64,
     pub pipeline_cv: Condvar,
+    /// Synced groups waiting for their fdatasync outside the WAL lock. It drops under
+    /// `sync_slots`, with `sync_slots_cv` signalled, for a leader waiting to start its sync.
+    pub syncs_in_flight: AtomicU64,
+    pub sync_slots: Mutex<()>,
+    pub sync_slots_cv: Condvar,
     pub super_version: RwLock<Arc<SuperVersion>>,
     /// Largest sequence number whose write is fully in the memtable: what reads see.
     pub visible_sequence: AtomicU64,
@@ -190,6 +181,9 @@ pub(crate) struct DbInner {
     pub info_log: info_log::InfoLog,
     /// When the current write stall began (microseconds since the epoch; 0: none).
     pub stall_started_micros: AtomicU64,
+    /// When writes were last slowed down (microseconds since the epoch), for the LOG line that
+    /// ends the slowdown.
+    pub slowdown_started_micros: AtomicU64,
     _lock: Box<dyn FileLock>,
 }
 

@@ -11,7 +11,7 @@ use super::info_log::{InfoLog, GIT_SHA};
 use super::obsolete::{delete_obsolete_at_open, Keep};
 use super::recover::{find_wals, recover_version_set, replay_wals, Replayed};
 use super::write::open_wal_writer;
-use super::{DbInner, DbState, SuperVersion, WalState, WriteQueue};
+use super::{DbInner, DbState, SuperVersion, WalState};
 use crate::cache::Cache;
 use crate::env::{FileLock, FileSystem};
 use crate::error::{Error, Result};
@@ -185,11 +185,12 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
         wals_synced_through: AtomicU64::new(kept_synced_through.0),
         newest_wal: AtomicU64::new(log_number.0),
         wal_dir_synced_through: AtomicU64::new(log_number.0),
-        queue: Mutex::new(WriteQueue::default()),
-        queue_cv: Condvar::new(),
+        queue: Mutex::new(super::write_queue::WriteQueue::default()),
         pipeline: Mutex::new(super::write::WritePipeline::default()),
         pipeline_cv: Condvar::new(),
         syncs_in_flight: AtomicU64::new(0),
+        sync_slots: Mutex::new(()),
+        sync_slots_cv: Condvar::new(),
         super_version: RwLock::new(Arc::new(sv)),
         visible_sequence: AtomicU64::new(last_seq.0),
         has_bg_error: AtomicBool::new(false),
@@ -201,6 +202,7 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
         stats: crate::stats::Stats::new(opts.num_levels),
         info_log,
         stall_started_micros: AtomicU64::new(0),
+        slowdown_started_micros: AtomicU64::new(0),
         _lock: lock,
     })
 }

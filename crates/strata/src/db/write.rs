@@ -1,10 +1,35 @@
 //! The write path: queue, group commit, WAL, memtable, publish.
+//!
+//! A writer queues (`db/write_queue.rs`); the one at the front leads a *group*: it takes the
+//! batches queued behind it (up to `max_write_batch_group_size_bytes`), and in phase one, under
+//! the WAL lock, makes room, takes sequence numbers and appends one combined WAL record
+//! ([`stage_group`]). Phase two, without the WAL lock ([`finish_group`]): the group's sync, its
+//! memtable inserts, and its publication, in group order. When the leadership passes on is the
+//! choice of the write modes:
+//!
+//! | group | leadership passes on | so that |
+//! |---|---|---|
+//! | synced, one writer, nobody queued | after the WAL append | a writer arriving during the sync starts its own (at most [`MAX_SYNCS_IN_FLIGHT`]) |
+//! | synced, several writers | after the publication | writers arriving during the sync all join the next group: one larger sync |
+//! | `enable_pipelined_write` | after the WAL append (after the sync when synced) | group k+1's WAL write overlaps group k's memtable insert |
+//! | `unordered_write` | after the WAL append | inserts need not wait for earlier groups at all |
+//! | otherwise | after the publication | |
+//!
+//! With `allow_concurrent_memtable_write`, members whose batch is large insert it themselves, in
+//! parallel with the leader (who inserts the rest) and with earlier groups still inserting; a
+//! small batch is inserted by the leader, since waking its writer costs more than the insert.
+//! With `unordered_write`, a group is published as soon as its WAL record is written (in group
+//! order), and every member inserts its own batch and answers itself: reads may see part of a
+//! batch, or a write below a snapshot's sequence that appeared after the snapshot.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{DbInner, PendingWrite, WalState};
+use super::write_queue::{
+    hand_on_leadership, GroupInserts, InsertJob, PendingWrite, SlotState, WriterSlot,
+};
+use super::{DbInner, WalState};
 use crate::error::{Error, Result};
 use crate::filename::wal_path;
 use crate::memtable::MemTable;
@@ -14,16 +39,17 @@ use crate::types::{FileNumber, SeqNo};
 use crate::wal::{encode_wal_event, encode_wal_header, LogWriter, WalEvent};
 use crate::write_batch::WriteBatch;
 
-/// A write group never grows past this many bytes.
-const MAX_GROUP_BYTES: usize = 1 << 20;
-/// A small leader only takes this many extra bytes, so its own latency stays low.
-const SMALL_LEADER_EXTRA: usize = 128 << 10;
 /// Synced groups whose fdatasync may be in flight at once. A second one is started only by
 /// a writer alone in the queue: then two writers no longer take turns with the device, while
 /// with more writers waiting one larger group's sync costs less than two overlapping ones
 /// (measured: overlapping syncs of small groups lost up to a third of the throughput at 8 to
 /// 32 writers).
 const MAX_SYNCS_IN_FLIGHT: u64 = 2;
+
+/// With `allow_concurrent_memtable_write`, a member inserts its own batch from this many
+/// records on (below, its leader inserts it: a wake-up costs several microseconds, a record's
+/// insert well under one).
+const OWN_INSERT_MIN_RECORDS: u32 = 16;
 
 pub(crate) fn write(inner: &DbInner, batch: WriteBatch, opts: WriteOptions) -> Result<()> {
     if opts.sync && opts.disable_wal {
@@ -43,44 +69,90 @@ pub(crate) fn write(inner: &DbInner, batch: WriteBatch, opts: WriteOptions) -> R
     if batch.is_empty() {
         return Ok(());
     }
-    let mut q = inner.queue.lock();
-    let ticket = q.next_ticket;
-    q.next_ticket += 1;
-    q.pending.push_back(PendingWrite {
-        ticket,
-        batch,
-        sync: opts.sync,
-        disable_wal: opts.disable_wal,
-    });
+    let slot = WriterSlot::new();
+    let lead_now = {
+        let mut q = inner.queue.lock();
+        q.pending.push_back(PendingWrite {
+            batch,
+            sync: opts.sync,
+            disable_wal: opts.disable_wal,
+            slot: slot.clone(),
+        });
+        !std::mem::replace(&mut q.leader_active, true)
+    };
+    let mut next = if lead_now { SlotState::Lead } else { slot.wait() };
     loop {
-        if let Some(r) = q.done.remove(&ticket) {
-            return r;
+        match next {
+            SlotState::Done(r) => return r,
+            SlotState::Lead => return lead_group(inner, &slot),
+            SlotState::Insert(job) => {
+                let answers_itself = job.group.is_none();
+                let r = run_insert_job(inner, job);
+                if answers_itself {
+                    return r;
+                }
+            }
+            SlotState::Waiting => {}
         }
-        // A synced writer leads when no sync is in flight, or when it is alone and a second
-        // may start; otherwise it waits, more writers queue behind it, and its group takes
-        // them all.
-        let in_flight = inner.syncs_in_flight.load(Ordering::Acquire);
-        if !q.leader_active
-            && q.pending.front().is_some_and(|p| p.ticket == ticket)
-            && (!opts.sync
-                || in_flight == 0
-                || (in_flight < MAX_SYNCS_IN_FLIGHT && q.pending.len() == 1))
-        {
+        next = slot.wait();
+    }
+}
+
+/// When a group's leader passes the leadership on (module doc).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum HandOn {
+    /// Once the group's WAL record is written.
+    Wal,
+    /// Once the group's sync is done.
+    Sync,
+    /// Once the group is published.
+    Publish,
+}
+
+/// Leads one write group; the caller's slot is at the front of the queue. Returns the
+/// leader's own result; every follower gets its own through its slot.
+fn lead_group(inner: &DbInner, me: &Arc<WriterSlot>) -> Result<()> {
+    let mut q = inner.queue.lock();
+    // A synced group starts its sync when none is in flight, or when its writer is alone and
+    // a second may start; otherwise it waits, more writers queue behind, and it takes them all.
+    while let Some(front) = q.pending.front() {
+        if !front.sync {
             break;
         }
-        inner.queue_cv.wait(&mut q);
+        let limit = if q.pending.len() == 1 { MAX_SYNCS_IN_FLIGHT } else { 1 };
+        if inner.syncs_in_flight.load(Ordering::Acquire) < limit {
+            break;
+        }
+        drop(q);
+        {
+            // The count drops under this lock, so the wake-up cannot be missed.
+            let mut g = inner.sync_slots.lock();
+            while inner.syncs_in_flight.load(Ordering::Acquire) >= limit {
+                inner.sync_slots_cv.wait(&mut g);
+            }
+        }
+        q = inner.queue.lock();
     }
-    q.leader_active = true;
-    let Some(mut leader) = q.pending.pop_front() else {
-        q.leader_active = false;
-        return Err(Error::Background("write queue lost the leader's batch".into()));
+    let leader = match q.pending.pop_front() {
+        Some(p) if Arc::ptr_eq(&p.slot, me) => p,
+        other => {
+            // Unreachable by the queue's invariant; refuse rather than lose a batch.
+            if let Some(p) = other {
+                q.pending.push_front(p);
+            }
+            drop(q);
+            hand_on_leadership(&inner.queue);
+            return Err(Error::Background("write queue: the leader is not at the front".into()));
+        }
     };
-    let mut size = leader.batch.size_in_bytes();
-    let limit =
-        if size <= SMALL_LEADER_EXTRA { size + SMALL_LEADER_EXTRA } else { MAX_GROUP_BYTES };
+    let PendingWrite { batch: mut wal_batch, sync: leader_sync, disable_wal, .. } = leader;
+    let max_bytes = inner.opts.max_write_batch_group_size_bytes.max(1) as usize;
+    let mut size = wal_batch.size_in_bytes();
+    // A small leader takes only an eighth of the bound more, so its own latency stays low.
+    let limit = if size <= max_bytes / 8 { size + max_bytes / 8 } else { max_bytes };
     let mut followers = Vec::new();
     while let Some(p) = q.pending.front() {
-        if p.disable_wal != leader.disable_wal || size + p.batch.size_in_bytes() > limit {
+        if p.disable_wal != disable_wal || size + p.batch.size_in_bytes() > limit {
             break;
         }
         size += p.batch.size_in_bytes();
@@ -92,40 +164,43 @@ pub(crate) fn write(inner: &DbInner, batch: WriteBatch, opts: WriteOptions) -> R
     let alone = followers.is_empty() && q.pending.is_empty();
     drop(q);
 
-    let sync = leader.sync || followers.iter().any(|p| p.sync);
+    let sync = leader_sync || followers.iter().any(|p| p.sync);
+    let o = &inner.opts;
+    let hand_on = if o.unordered_write || (sync && alone) || (o.enable_pipelined_write && !sync) {
+        HandOn::Wal
+    } else if o.enable_pipelined_write {
+        HandOn::Sync
+    } else {
+        HandOn::Publish
+    };
+    let own_records = wal_batch.count();
     for p in &followers {
-        leader.batch.append(&p.batch);
+        wal_batch.append(&p.batch);
     }
-    let writers = 1 + followers.len() as u64;
-    // A synced writer that is alone hands the leadership on as soon as its bytes are in the
-    // WAL: a writer arriving during its sync then starts its own instead of waiting for this
-    // one (two writers no longer take turns with the device). A larger group keeps the
-    // leadership through its sync, and the writers arriving meanwhile all join the next group
-    // (one larger sync costs less than overlapping small ones, and each hand-over wakes every
-    // waiting writer).
-    let early = sync && alone;
-    let staged = stage_group(inner, &mut leader.batch, sync, leader.disable_wal);
-    if early {
-        let mut q = inner.queue.lock();
-        q.leader_active = false;
-        inner.queue_cv.notify_all();
+    let staged = stage_group(inner, &mut wal_batch, sync, disable_wal);
+    if hand_on == HandOn::Wal || staged.is_err() {
+        hand_on_leadership(&inner.queue);
     }
-    let result = staged.and_then(|st| finish_group(inner, &leader.batch, st, writers, early));
+    let group = Group { wal_batch, own_records, followers, hand_on };
+    match staged {
+        Ok(st) => finish_group(inner, group, st),
+        Err(e) => {
+            for p in &group.followers {
+                p.slot.post(SlotState::Done(Err(e.duplicate())));
+            }
+            Err(e)
+        }
+    }
+}
 
-    let mut q = inner.queue.lock();
-    for p in &followers {
-        let r = match &result {
-            Ok(()) => Ok(()),
-            Err(e) => Err(e.duplicate()),
-        };
-        q.done.insert(p.ticket, r);
-    }
-    if !early {
-        q.leader_active = false;
-    }
-    inner.queue_cv.notify_all();
-    drop(q);
-    result
+/// A write group as its leader holds it.
+struct Group {
+    /// Every member's records, the leader's first (the WAL record).
+    wal_batch: WriteBatch,
+    /// How many of them are the leader's own.
+    own_records: u32,
+    followers: Vec<PendingWrite>,
+    hand_on: HandOn,
 }
 
 /// A write group that took its sequence numbers and is in the WAL (flushed, maybe not yet
@@ -144,13 +219,17 @@ pub(crate) struct StagedGroup {
 
 /// Groups in flight between the WAL and publication. Groups take numbers in sequence order
 /// (under the WAL lock) and are published in that order: `visible_sequence` never covers a
-/// group before every earlier one is in the memtable.
+/// group before every earlier one is published. Outside unordered writes a group is published
+/// only once it is in the memtable; with them, `inserting` counts the inserts of published
+/// groups still going on.
 #[derive(Default)]
 pub(crate) struct WritePipeline {
     /// Groups numbered below this took their sequence numbers.
     pub assigned: u64,
     /// Groups numbered below this are finished: published, or failed.
     pub finished: u64,
+    /// Inserts of published groups still running (unordered writes only).
+    pub inserting: u64,
 }
 
 /// Phase one, holding the WAL lock: room in the memtable, sequence numbers, the WAL record
@@ -213,58 +292,196 @@ fn stage_group(
     Ok(StagedGroup { group, mem: wal.mem.clone(), first, last, syncer, sync, disable_wal })
 }
 
-/// Phase two, without the WAL lock: the group's sync, its memtable insert, then, in group
-/// order, publication. A group that fails (or follows a failure: a background error) is
-/// finished without publishing, so later groups never make it visible.
-fn finish_group(
-    inner: &DbInner,
-    batch: &WriteBatch,
-    staged: StagedGroup,
-    writers: u64,
-    handed_on: bool,
-) -> Result<()> {
-    let StagedGroup { group, mem, first, last, syncer, sync, disable_wal } = staged;
-    let mut result = Ok(());
-    if let Some(s) = syncer {
-        let synced = s.sync();
-        inner.syncs_in_flight.fetch_sub(1, Ordering::AcqRel);
-        if handed_on {
-            // A writer may wait for this sync slot (a group that kept the leadership wakes
-            // the queue when it finishes). Under the queue lock, so the wake-up is not missed.
-            let _q = inner.queue.lock();
-            inner.queue_cv.notify_all();
-        }
-        if let Err(e) = synced {
-            let mut st = inner.state.lock();
-            inner.set_bg_error(&mut st, &e);
-            result = Err(e);
-        }
+/// Phase two, without the WAL lock: the group's sync, its memtable inserts, then, in group
+/// order, publication; then every follower's answer. A group that fails (or follows a failure:
+/// a background error) is finished without publishing, so later groups never make it visible.
+fn finish_group(inner: &DbInner, mut group: Group, mut staged: StagedGroup) -> Result<()> {
+    let mut result = sync_group(inner, &mut staged);
+    if result.is_ok() {
+        crate::kill_point!("wal.sync", when staged.sync);
+    }
+    if group.hand_on == HandOn::Sync {
+        hand_on_leadership(&inner.queue);
+    }
+    if inner.opts.unordered_write {
+        return finish_unordered(inner, group, &staged, result);
     }
     if result.is_ok() {
-        crate::kill_point!("wal.sync", when sync);
-        result = insert_into_memtable(&mem, batch, first).and_then(|count| {
-            if count == last.0 - first.0 + 1 {
-                Ok(())
-            } else {
-                Err(Error::Background(format!(
-                    "write batch inserted {count} records, its header says {}",
-                    last.0 - first.0 + 1
-                )))
-            }
-        });
+        result = insert_group(inner, &mut group, &staged);
         if let Err(e) = &result {
             // Part of the batch may be in the memtable: nothing more may be published.
             let mut st = inner.state.lock();
             inner.set_bg_error(&mut st, e);
         }
     }
-    // This group's turn: only it advances `finished` from here, so it publishes unlocked.
+    let result = publish_in_order(inner, &staged, result, 0);
+    if group.hand_on == HandOn::Publish {
+        hand_on_leadership(&inner.queue);
+    }
+    if result.is_ok() {
+        count_group(inner, &group, &staged);
+    }
+    for p in &group.followers {
+        p.slot.post(SlotState::Done(result.as_ref().map_err(Error::duplicate).copied()));
+    }
+    result
+}
+
+/// The group's fdatasync, if it asked for one (outside the WAL lock). A failure is a
+/// background error.
+fn sync_group(inner: &DbInner, staged: &mut StagedGroup) -> Result<()> {
+    let Some(syncer) = staged.syncer.take() else { return Ok(()) };
+    let synced = syncer.sync();
+    {
+        // Under the lock a leader waiting for a sync slot checks the count with.
+        let _g = inner.sync_slots.lock();
+        inner.syncs_in_flight.fetch_sub(1, Ordering::AcqRel);
+        inner.sync_slots_cv.notify_all();
+    }
+    if let Err(e) = &synced {
+        let mut st = inner.state.lock();
+        inner.set_bg_error(&mut st, e);
+    }
+    synced
+}
+
+/// The followers that insert their own batch: (index, first sequence number, record count).
+fn delegated_members(inner: &DbInner, group: &Group, first: SeqNo) -> Vec<(usize, SeqNo, u32)> {
+    let o = &inner.opts;
+    let mut next = first.0 + u64::from(group.own_records);
+    let mut out = Vec::new();
+    for (i, p) in group.followers.iter().enumerate() {
+        let count = p.batch.count();
+        if o.unordered_write
+            || (o.allow_concurrent_memtable_write && count >= OWN_INSERT_MIN_RECORDS)
+        {
+            out.push((i, SeqNo(next), count));
+        }
+        next += u64::from(count);
+    }
+    out
+}
+
+/// Hands each delegated member its insert job (its batch moves into the job).
+fn post_insert_jobs(
+    group: &mut Group,
+    delegated: &[(usize, SeqNo, u32)],
+    mem: &Arc<MemTable>,
+    waiting: Option<&Arc<GroupInserts>>,
+) {
+    for &(i, first, _) in delegated {
+        let p = &mut group.followers[i];
+        let job = InsertJob {
+            batch: std::mem::take(&mut p.batch),
+            mem: mem.clone(),
+            first,
+            group: waiting.cloned(),
+        };
+        p.slot.post(SlotState::Insert(job));
+    }
+}
+
+/// The group's memtable inserts, outside unordered writes: delegated members insert their own
+/// batches while the leader inserts the rest; returns once all are in.
+fn insert_group(inner: &DbInner, group: &mut Group, staged: &StagedGroup) -> Result<()> {
+    let delegated = delegated_members(inner, group, staged.first);
+    let waiting = (!delegated.is_empty()).then(|| GroupInserts::new(delegated.len()));
+    post_insert_jobs(group, &delegated, &staged.mem, waiting.as_ref());
+    let mine = insert_undelegated(&staged.mem, &group.wal_batch, staged, &delegated);
+    // Waited for whatever the leader's own insert gave: no insert may outlive the group.
+    let members = waiting.map_or(Ok(()), |w| w.wait());
+    mine.and(members)
+}
+
+/// Inserts the records of `batch` (the group's WAL batch, starting at `staged.first`) except
+/// the delegated members' ranges.
+fn insert_undelegated(
+    mem: &MemTable,
+    batch: &WriteBatch,
+    staged: &StagedGroup,
+    delegated: &[(usize, SeqNo, u32)],
+) -> Result<()> {
+    let first = staged.first.0;
+    let total = staged.last.0 - first + 1;
+    let mut records = batch.iter();
+    let (mut at, mut expected, mut inserted) = (0u64, 0u64, 0u64);
+    for &(_, start, count) in delegated {
+        let skip_from = start.0 - first;
+        let run = records.by_ref().take((skip_from - at) as usize).map(as_entry);
+        inserted += mem.add_batch(SeqNo(first + at), run);
+        expected += skip_from - at;
+        records.by_ref().take(count as usize).for_each(drop);
+        at = skip_from + u64::from(count);
+    }
+    inserted += mem.add_batch(SeqNo(first + at), records.map(as_entry));
+    expected += total - at;
+    check_inserted(inserted, expected)
+}
+
+/// Unordered writes: the group is published as soon as it is in the WAL (in group order), then
+/// every member inserts its own batch and answers itself; the leader inserts its own.
+fn finish_unordered(
+    inner: &DbInner,
+    mut group: Group,
+    staged: &StagedGroup,
+    synced: Result<()>,
+) -> Result<()> {
+    let members = 1 + group.followers.len() as u64;
+    let result = publish_in_order(inner, staged, synced, members);
+    if let Err(e) = &result {
+        for p in &group.followers {
+            p.slot.post(SlotState::Done(Err(e.duplicate())));
+        }
+        return result;
+    }
+    count_group(inner, &group, staged);
+    let delegated = delegated_members(inner, &group, staged.first);
+    post_insert_jobs(&mut group, &delegated, &staged.mem, None);
+    let own = group.wal_batch.iter().take(group.own_records as usize).map(as_entry);
+    let n = staged.mem.add_batch(staged.first, own);
+    end_unordered_insert(inner, check_inserted(n, u64::from(group.own_records)))
+}
+
+/// A member's own insert (its leader handed it the job).
+fn run_insert_job(inner: &DbInner, job: InsertJob) -> Result<()> {
+    let n = job.mem.add_batch(job.first, job.batch.iter().map(as_entry));
+    inner.stats.write.member_inserts.fetch_add(1, Ordering::Relaxed);
+    let r = check_inserted(n, u64::from(job.batch.count()));
+    match job.group {
+        Some(g) => {
+            g.done(r);
+            Ok(())
+        }
+        None => end_unordered_insert(inner, r),
+    }
+}
+
+/// One insert of a published (unordered) group is over: a memtable switch may be waiting.
+fn end_unordered_insert(inner: &DbInner, r: Result<()>) -> Result<()> {
+    if let Err(e) = &r {
+        let mut st = inner.state.lock();
+        inner.set_bg_error(&mut st, e);
+    }
+    inner.pipeline.lock().inserting -= 1;
+    inner.pipeline_cv.notify_all();
+    r
+}
+
+/// Waits for the group's turn, then publishes its last sequence unless it, or an earlier
+/// group, failed; `inserts_after` inserts of an unordered group are counted as still running.
+fn publish_in_order(
+    inner: &DbInner,
+    staged: &StagedGroup,
+    mut result: Result<()>,
+    inserts_after: u64,
+) -> Result<()> {
     {
         let mut p = inner.pipeline.lock();
-        while p.finished != group {
+        while p.finished != staged.group {
             inner.pipeline_cv.wait(&mut p);
         }
     }
+    // This group's turn: only it advances `finished` from here, so it publishes unlocked.
     if result.is_ok() {
         if let Some(e) = inner.bg_error() {
             // An earlier group's sync failed: the OS may have dropped its pages, and this
@@ -273,28 +490,52 @@ fn finish_group(
         }
     }
     if result.is_ok() {
-        inner.visible_sequence.store(last.0, Ordering::Release);
+        inner.visible_sequence.store(staged.last.0, Ordering::Release);
     }
-    inner.pipeline.lock().finished += 1;
+    {
+        let mut p = inner.pipeline.lock();
+        p.finished += 1;
+        if result.is_ok() {
+            p.inserting += inserts_after;
+        }
+    }
     inner.pipeline_cv.notify_all();
-    result?;
+    result
+}
+
+/// The write statistics of a published group.
+fn count_group(inner: &DbInner, group: &Group, staged: &StagedGroup) {
     let w = &inner.stats.write;
-    let bytes = batch.size_in_bytes() as u64;
-    let count = last.0 - first.0 + 1;
+    let writers = 1 + group.followers.len() as u64;
+    let bytes = group.wal_batch.size_in_bytes() as u64;
+    let count = staged.last.0 - staged.first.0 + 1;
     w.writes.fetch_add(writers, Ordering::Relaxed);
     w.keys.fetch_add(count, Ordering::Relaxed);
     w.groups.fetch_add(1, Ordering::Relaxed);
     w.ingest_bytes.fetch_add(bytes, Ordering::Relaxed);
     inner.stats.tickers.add(Ticker::KeysWritten, count);
     inner.stats.tickers.add(Ticker::BytesWritten, bytes);
-    if !disable_wal {
+    if !staged.disable_wal {
         w.wal_writes.fetch_add(writers, Ordering::Relaxed);
         w.wal_bytes.fetch_add(bytes, Ordering::Relaxed);
-        if sync {
+        if staged.sync {
             w.wal_syncs.fetch_add(1, Ordering::Relaxed);
         }
     }
-    Ok(())
+}
+
+fn as_entry(r: crate::write_batch::BatchRecord<'_>) -> (crate::types::ValueType, &[u8], &[u8]) {
+    (r.value_type, r.key, r.value)
+}
+
+fn check_inserted(inserted: u64, expected: u64) -> Result<()> {
+    if inserted == expected {
+        Ok(())
+    } else {
+        Err(Error::Background(format!(
+            "write batch inserted {inserted} records, its header says {expected}"
+        )))
+    }
 }
 
 /// Waits until every staged group is finished (in the memtable and published, or failed).
@@ -302,7 +543,7 @@ fn finish_group(
 /// makes immutable. The caller holds the WAL lock, which finishing groups never take.
 pub(crate) fn drain_pipeline(inner: &DbInner) {
     let mut p = inner.pipeline.lock();
-    while p.finished < p.assigned {
+    while p.finished < p.assigned || p.inserting > 0 {
         inner.pipeline_cv.wait(&mut p);
     }
 }
@@ -422,14 +663,7 @@ pub(crate) fn insert_into_memtable(
     batch: &WriteBatch,
     first: SeqNo,
 ) -> Result<u64> {
-    let mut seq = first;
-    let mut n = 0u64;
-    for rec in batch.iter() {
-        mem.add(seq, rec.value_type, rec.key, rec.value);
-        seq = seq.plus(1);
-        n += 1;
-    }
-    Ok(n)
+    Ok(mem.add_batch(first, batch.iter().map(as_entry)))
 }
 
 /// Ensures the active memtable has room and applies write flow control: stops while L0 has
@@ -495,7 +729,9 @@ fn make_room_for_write(inner: &DbInner, wal: &mut WalState, batch_bytes: usize) 
         if inner.write_delayed.load(Ordering::Relaxed) != slowed
             && inner.write_delayed.swap(slowed, Ordering::Relaxed) != slowed
         {
+            let now = super::info_log::now_micros();
             inner.info_log.log(&if slowed {
+                inner.slowdown_started_micros.store(now, Ordering::Relaxed);
                 format!(
                     "[default] Slowing writes to {} bytes/s: {} L0 files (slowdown trigger {}), \
                      {} pending compaction bytes (soft limit {})",
@@ -506,7 +742,11 @@ fn make_room_for_write(inner: &DbInner, wal: &mut WalState, batch_bytes: usize) 
                     o.soft_pending_compaction_bytes_limit
                 )
             } else {
-                "[default] Writes no longer slowed down".to_string()
+                let started = inner.slowdown_started_micros.load(Ordering::Relaxed);
+                format!(
+                    "[default] Writes no longer slowed down, after {:.1} ms",
+                    now.saturating_sub(started) as f64 / 1000.0
+                )
             });
         }
         let slow = slowed && !delayed;

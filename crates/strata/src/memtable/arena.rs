@@ -34,7 +34,7 @@ struct Chunk {
 }
 
 /// A bump allocator that frees everything at once. Not synchronised: the skiplist keeps it
-/// behind its writer mutex.
+/// behind a lock held only while a node's bytes are reserved.
 pub(crate) struct Arena {
     chunks: Vec<Chunk>,
     /// Next free byte of the current standard chunk (dangling when there is none).

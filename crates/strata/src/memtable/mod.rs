@@ -4,9 +4,10 @@
 //! - memory layout and accounting: each entry is one arena allocation holding its links, key and
 //!   value, copied exactly once; the DB decides when to flush from
 //!   [`MemTable::approximate_memory_usage`], which is one atomic load;
-//! - concurrency model: the DB has one writer at a time (the write-group leader) and many readers
-//!   (gets, iterators, the flush), so readers are lock-free and never block the writer, and the
-//!   writer never waits for readers;
+//! - concurrency model: several writers insert at once (write groups in flight, and group
+//!   members inserting their own batches with `allow_concurrent_memtable_write`), linking with
+//!   compare-and-swap; readers (gets, iterators, the flush) are lock-free, never block a writer,
+//!   and no writer waits for readers;
 //! - no per-entry heap allocation and no per-entry drop: the arena is freed in one go when the
 //!   last reference to the memtable (the DB's or an iterator's `Arc`) goes away.
 //!
@@ -90,9 +91,16 @@ impl MemTable {
         self.unlogged.load(Ordering::Acquire)
     }
 
-    /// Inserts one entry. Safe to call from several threads: writers serialise on an internal
-    /// mutex (uncontended in practice: the DB's write-group leader does all inserts). Readers
-    /// see the entry complete or not at all.
+    /// Inserts one entry; see [`Self::add_batch`].
+    #[cfg(test)]
+    pub fn add(&self, seq: SeqNo, t: ValueType, user_key: &[u8], value: &[u8]) {
+        self.add_batch(seq, std::iter::once((t, user_key, value)));
+    }
+
+    /// Inserts `entries` at consecutive sequence numbers from `first`; returns how many. Safe
+    /// to call from any number of threads at once (the skiplist links with compare-and-swap);
+    /// readers see each entry complete or not at all. The statistics are updated once per
+    /// call, after the entries are in.
     ///
     /// The DB gives every entry a unique sequence number. Should the same internal key (user
     /// key, seq and type) be added twice anyway, both entries are kept: forward iteration and
@@ -104,47 +112,50 @@ impl MemTable {
     ///
     /// A `RangeDeletion` (key = start, value = exclusive end) goes to the tombstone list; an
     /// empty range (start >= end) is dropped.
-    pub fn add(&self, seq: SeqNo, t: ValueType, user_key: &[u8], value: &[u8]) {
-        if t == ValueType::RangeDeletion {
-            self.add_range_tombstone(seq, user_key, value);
-            return;
+    pub fn add_batch<'a>(
+        &self,
+        first: SeqNo,
+        entries: impl IntoIterator<Item = (ValueType, &'a [u8], &'a [u8])>,
+    ) -> u64 {
+        let (mut n, mut points, mut deletes) = (0u64, 0u64, 0u64);
+        self.list.with_splice(|splice| {
+            for (t, user_key, value) in entries {
+                let seq = SeqNo(first.0 + n);
+                n += 1;
+                if t == ValueType::RangeDeletion {
+                    self.add_range_tombstone(seq, user_key, value);
+                    continue;
+                }
+                let trailer = pack_trailer(seq, t).to_le_bytes();
+                self.list.insert_with(splice, user_key, &trailer, value);
+                points += 1;
+                if matches!(t, ValueType::Deletion | ValueType::SingleDeletion) {
+                    deletes += 1;
+                }
+            }
+        });
+        if n == 0 {
+            return 0;
         }
-        let trailer = pack_trailer(seq, t).to_le_bytes();
-        let mut writer = self.list.lock_writer();
-        writer.insert(user_key, &trailer, value);
-        // The statistics are only written under the writer lock, so plain load + store suffice
-        // (no read-modify-write instructions on the write path); readers load them relaxed.
-        increment(&self.num_entries);
-        if matches!(t, ValueType::Deletion | ValueType::SingleDeletion) {
-            increment(&self.num_deletes);
+        self.num_entries.fetch_add(points, Ordering::Relaxed);
+        if deletes > 0 {
+            self.num_deletes.fetch_add(deletes, Ordering::Relaxed);
         }
-        if seq.0 < self.first_seqno.load(Ordering::Relaxed) {
-            self.first_seqno.store(seq.0, Ordering::Relaxed);
-        }
-        if seq.0 + 1 > self.largest_seqno_plus1.load(Ordering::Relaxed) {
-            self.largest_seqno_plus1.store(seq.0 + 1, Ordering::Relaxed);
-        }
-        drop(writer);
+        self.first_seqno.fetch_min(first.0, Ordering::Relaxed);
+        self.largest_seqno_plus1.fetch_max(first.0 + n, Ordering::Relaxed);
+        n
     }
 
     fn add_range_tombstone(&self, seq: SeqNo, start: &[u8], end: &[u8]) {
+        if start >= end {
+            return;
+        }
         let mut r = self.range_dels.write();
-        if start < end {
-            let bytes = start.len() + end.len() + std::mem::size_of::<RangeTombstone>();
-            let total = self.range_del_bytes.load(Ordering::Relaxed) + bytes;
-            self.range_del_bytes.store(total, Ordering::Relaxed);
-            r.list.push(RangeTombstone::new(start, end, seq));
-            r.fragmented = None;
-            self.has_range_dels.store(true, Ordering::Release);
-        }
-        // Sequence statistics are updated under the write lock; only the write-group leader
-        // adds, so load + store suffices.
-        if seq.0 < self.first_seqno.load(Ordering::Relaxed) {
-            self.first_seqno.store(seq.0, Ordering::Relaxed);
-        }
-        if seq.0 + 1 > self.largest_seqno_plus1.load(Ordering::Relaxed) {
-            self.largest_seqno_plus1.store(seq.0 + 1, Ordering::Relaxed);
-        }
+        let bytes = start.len() + end.len() + std::mem::size_of::<RangeTombstone>();
+        self.range_del_bytes.fetch_add(bytes, Ordering::Relaxed);
+        r.list.push(RangeTombstone::new(start, end, seq));
+        r.fragmented = None;
+        self.has_range_dels.store(true, Ordering::Release);
     }
 
     /// True when the memtable holds range tombstones.
@@ -246,12 +257,6 @@ impl MemTable {
     pub(crate) fn skiplist(&self) -> &SkipList {
         &self.list
     }
-}
-
-/// `+= 1` for a counter that only one thread at a time writes.
-#[inline]
-fn increment(a: &AtomicU64) {
-    a.store(a.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
-//! An arena-backed skiplist of internal keys: one writer at a time, any number of lock-free
-//! readers.
+//! An arena-backed skiplist of internal keys: any number of concurrent writers, linking with
+//! compare-and-swap, and any number of lock-free readers.
 //!
 //! ## Node layout
 //!
@@ -16,18 +16,32 @@
 //! has at least `i + 1` links, which is all a search needs (a [`Node`] carries that lower bound).
 //! The head node has [`MAX_HEIGHT`] links and an empty key it never compares.
 //!
-//! ## Publication protocol
+//! ## Insertion and publication protocol
 //!
-//! The writer (holding the writer mutex) allocates and fully initialises a node (header, key,
-//! value, and its own links pointing at its successors), then links it in level by level, from 0
-//! up, each with a `Release` store into the predecessor's link. Readers load links with `Acquire`,
-//! so a node pointer they see carries the happens-before edge for every byte the writer wrote into
-//! that node. Nodes are never unlinked or modified after publication (except their links, which
-//! only the writer stores, atomically), and the arena frees nothing while the list lives, so a
-//! reader can hold a node for as long as it holds the list. A reader may observe a node at level 0
-//! before its higher levels, or a stale list height: both only make its search take a lower road.
-//! A search answers with the nodes it actually compared: re-reading a link after the comparison
-//! could return a node inserted meanwhile that is smaller than the target.
+//! A writer reserves the node's bytes in the arena (a pointer bump under the arena's short
+//! lock, the only lock an insert takes) and initialises them on its own thread: header, key,
+//! value. It then searches, without any lock, for the node's predecessor and successor at every
+//! level, and links the node in level by level, from 0 up. At each level it first stores the
+//! successor into the node's own link (nobody else can reach that link yet: the node is not
+//! linked at that level), then swaps the predecessor's link from that successor to the node
+//! with a `Release` compare-and-swap. A failed swap means another writer linked a node after
+//! the predecessor meanwhile: the writer walks right from the predecessor at that level (every
+//! node it meets is complete, see below) to the new position and tries again. Level 0 first
+//! means a node is in the list before any search can reach it from above; a higher level's
+//! search that misses it (not linked there yet) only takes a lower road.
+//!
+//! Readers (and writers' searches) load links with `Acquire`, so a node pointer they see carries
+//! the happens-before edge of the `Release` swap that published it, and with it every byte the
+//! node's writer wrote. Nodes are never unlinked or modified after publication (except their
+//! links, only ever changed by a swap that publishes a newer node), and the arena frees nothing
+//! while the list lives, so a thread can hold a node for as long as it holds the list. A reader
+//! may observe a node at level 0 before its higher levels, or a stale list height: both only
+//! make its search take a lower road. A search answers with the nodes it actually compared:
+//! re-reading a link after the comparison could return a node inserted meanwhile that is smaller
+//! than the target.
+//!
+//! The list height only grows (an atomic maximum); a reader that sees a height before the head's
+//! link at that level finds null there and moves down.
 //!
 //! ## Order and duplicates
 //!
@@ -37,17 +51,20 @@
 //!
 //! ## Sequential inserts
 //!
-//! The writer remembers, per level, where its last insert was linked (the "splice"). When the
-//! next key is larger than the last one, as it is for bulk loads and per-batch writes of sorted
-//! keys, each level's search starts from the splice when that is further right than the search
-//! position, so appending costs a few comparisons instead of a full descent.
+//! A [`Splice`] remembers, per level, where an insert was linked. When the next key is larger
+//! than the last one, as it is for bulk loads and per-batch writes of sorted keys, each level's
+//! search starts from the splice when that is further right than the search position, so
+//! appending costs a few comparisons instead of a full descent. A splice stays a valid start for
+//! any larger key whatever other writers do (nodes are never removed), so the list keeps one
+//! shared splice, taken by whichever writer finds it free (`try_lock`), and a writer that finds
+//! it taken uses a fresh one.
 
 use std::cmp::Ordering;
 use std::marker::PhantomData;
 use std::ptr::{self, NonNull};
 use std::sync::atomic::Ordering as MemOrder;
 
-use super::sync::{AtomicPtr, AtomicUsize, Mutex, MutexGuard};
+use super::sync::{AtomicPtr, AtomicU64, AtomicUsize, Mutex};
 
 use super::arena::{Arena, ALIGN};
 use crate::key::compare_internal;
@@ -169,48 +186,41 @@ impl<'a> Node<'a> {
     }
 }
 
-/// State only the writer touches, behind the writer mutex.
-struct Writer {
-    arena: Arena,
-    rng: u64,
-    /// The last inserted node, if any.
+/// Where the last insert through this splice was linked: a starting point for the search of
+/// any larger key (module doc).
+///
+/// Invariant: `prev[i]` is the head or a node of the list it was made for, with more than `i`
+/// links, whose key is `<=` the key of `last` (`last` is `None` only while every `prev[i]` is
+/// the head).
+pub(crate) struct Splice {
     last: Option<NodePtr>,
-    /// `splice[i]`: a node with more than `i` links (or the head) whose key is `<=` the key of
-    /// `last`; i.e. a valid starting point at level `i` for any key greater than `last`'s.
-    splice: [NodePtr; MAX_HEIGHT],
+    prev: [NodePtr; MAX_HEIGHT],
 }
 
-// SAFETY: the raw pointers point into `arena`, which moves with the writer; they are used only by
-// the thread holding the writer mutex.
-unsafe impl Send for Writer {}
-
-impl Writer {
-    /// A height in 1..=MAX_HEIGHT, each extra level with probability 1/4.
-    fn random_height(&mut self) -> usize {
-        // splitmix64: well-mixed low bits from a counter.
-        self.rng = self.rng.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.rng;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^= z >> 31;
-        1 + ((z.trailing_zeros() / BRANCHING_BITS) as usize).min(MAX_HEIGHT - 1)
-    }
-}
+// SAFETY: the pointers name nodes of one list's arena, immutable after publication except their
+// atomic links; a splice is used only with its list, and moving it between threads is ordered by
+// the mutex that holds the shared one (or by the thread that owns a local one).
+unsafe impl Send for Splice {}
 
 /// A sorted set of (internal key, value) entries; see the module doc.
 pub(crate) struct SkipList {
     head: NodePtr,
-    /// Current height of the list (1..=MAX_HEIGHT); only the writer stores it.
+    /// Current height of the list (1..=MAX_HEIGHT); only grows.
     height: AtomicUsize,
-    /// Arena usage, republished by the writer after each insert so readers need no lock.
+    /// Node memory. Held only to reserve a node's bytes, never during a search or a link.
+    arena: Mutex<Arena>,
+    /// Arena usage, republished after each reservation so readers need no lock.
     memory_usage: AtomicUsize,
-    writer: Mutex<Writer>,
+    /// Counter behind node heights (splitmix64 of successive values).
+    rng: AtomicU64,
+    /// The shared insertion hint (module doc).
+    hint: Mutex<Splice>,
 }
 
-// SAFETY: shared state is reached only through atomics (links, height, memory_usage) or the
-// writer mutex; node bytes are written only before publication (Release/Acquire, module doc) and
-// are immutable afterwards; `head` points into the arena owned by `writer`, which is freed only
-// when the list drops, after every borrow has ended.
+// SAFETY: shared state is reached only through atomics (links, height, memory_usage, rng) or
+// mutexes (arena, hint); node bytes are written only before publication (Release/Acquire, module
+// doc) and are immutable afterwards; `head` points into the arena, which is freed only when the
+// list drops, after every borrow has ended.
 unsafe impl Send for SkipList {}
 // SAFETY: as for Send.
 unsafe impl Sync for SkipList {}
@@ -218,17 +228,16 @@ unsafe impl Sync for SkipList {}
 impl SkipList {
     pub(crate) fn new() -> Self {
         let mut arena = Arena::new();
-        let head = alloc_node(&mut arena, MAX_HEIGHT, &[], &[], &[]);
+        let head = alloc_node(&mut arena, MAX_HEIGHT, 0, 0);
+        // SAFETY: fresh, exclusively owned, sized for MAX_HEIGHT links and an empty entry.
+        unsafe { init_node(head, MAX_HEIGHT, &[], &[], &[]) };
         SkipList {
             head,
             height: AtomicUsize::new(1),
             memory_usage: AtomicUsize::new(arena.memory_usage()),
-            writer: Mutex::new(Writer {
-                arena,
-                rng: 0x5eed_0f57_a7a0_0001,
-                last: None,
-                splice: [head; MAX_HEIGHT],
-            }),
+            arena: Mutex::new(arena),
+            rng: AtomicU64::new(0x5eed_0f57_a7a0_0001),
+            hint: Mutex::new(Splice { last: None, prev: [head; MAX_HEIGHT] }),
         }
     }
 
@@ -247,6 +256,17 @@ impl SkipList {
     /// Arena bytes in use (see the arena's doc). One atomic load.
     pub(crate) fn memory_usage(&self) -> usize {
         self.memory_usage.load(MemOrder::Relaxed)
+    }
+
+    /// A height in 1..=MAX_HEIGHT, each extra level with probability 1/4.
+    fn random_height(&self) -> usize {
+        const GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
+        // splitmix64: well-mixed low bits from a counter.
+        let mut z = self.rng.fetch_add(GAMMA, MemOrder::Relaxed).wrapping_add(GAMMA);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        1 + ((z.trailing_zeros() / BRANCHING_BITS) as usize).min(MAX_HEIGHT - 1)
     }
 
     /// Walks down from the top level, moving right while the next key satisfies `go_right`
@@ -303,87 +323,122 @@ impl SkipList {
         self.non_head(self.descend(|k| compare_internal(k, key) != Ordering::Greater).0)
     }
 
-    /// Takes the writer mutex (readers are never blocked by it). Holding the guard lets a
-    /// caller insert several entries, and update its own statistics, under one acquisition.
-    pub(crate) fn lock_writer(&self) -> ListWriter<'_> {
-        ListWriter { list: self, w: self.writer.lock() }
+    /// Runs `f` with a splice for [`Self::insert_with`]: the list's shared one when no other
+    /// writer holds it, else a fresh one (module doc, "Sequential inserts").
+    pub(crate) fn with_splice<R>(&self, f: impl FnOnce(&mut Splice) -> R) -> R {
+        if let Some(mut shared) = self.hint.try_lock() {
+            return f(&mut shared);
+        }
+        f(&mut Splice { last: None, prev: [self.head; MAX_HEIGHT] })
     }
 
-    /// Inserts one entry; see [`ListWriter::insert`].
+    /// Inserts one entry; see [`Self::insert_with`].
     #[cfg(test)]
     pub(crate) fn insert(&self, key_prefix: &[u8], key_suffix: &[u8], value: &[u8]) {
-        self.lock_writer().insert(key_prefix, key_suffix, value);
+        self.with_splice(|s| self.insert_with(s, key_prefix, key_suffix, value));
     }
-}
 
-/// The right to insert: holds the list's writer mutex.
-pub(crate) struct ListWriter<'a> {
-    list: &'a SkipList,
-    w: MutexGuard<'a, Writer>,
-}
-
-impl ListWriter<'_> {
     /// Inserts the entry whose key is `key_prefix | key_suffix`, copying key and value into the
-    /// arena once. Equal keys are kept (module doc).
+    /// arena once. Safe to call from any number of threads at once (module doc). Equal keys
+    /// are kept. `splice` must come from [`Self::with_splice`] of this list.
     ///
     /// Panics if the key or the value is longer than `u32::MAX` bytes (the DB rejects such
     /// writes before they reach the memtable).
-    pub(crate) fn insert(&mut self, key_prefix: &[u8], key_suffix: &[u8], value: &[u8]) {
-        let list = self.list;
-        let w = &mut *self.w;
-        let height = w.random_height();
-        let new_ptr = alloc_node(&mut w.arena, height, key_prefix, key_suffix, value);
-        // SAFETY: `alloc_node` initialised the node completely on this thread; it has `height`
-        // links and lives in this list's arena.
+    pub(crate) fn insert_with(
+        &self,
+        splice: &mut Splice,
+        key_prefix: &[u8],
+        key_suffix: &[u8],
+        value: &[u8],
+    ) {
+        let height = self.random_height();
+        let new_ptr = {
+            let mut arena = self.arena.lock();
+            let p =
+                alloc_node(&mut arena, height, key_prefix.len() + key_suffix.len(), value.len());
+            self.memory_usage.store(arena.memory_usage(), MemOrder::Relaxed);
+            p
+        };
+        // SAFETY: the arena handed these bytes to this call alone, sized by `alloc_node` for
+        // `height` links and this entry.
+        unsafe { init_node(new_ptr, height, key_prefix, key_suffix, value) };
+        // SAFETY: the node is initialised on this thread, has `height` links and lives in this
+        // list's arena.
         let new = unsafe { Node::from_raw(new_ptr, height) };
         let key = new.key();
 
-        let hinted = w.last.is_some_and(|l| {
-            // SAFETY: `last` was linked into this list by an earlier insert under this mutex.
+        // Raise the list's height first: a search starting below the node's top level would
+        // find no predecessor there for it.
+        let mut top = self.height.load(MemOrder::Relaxed);
+        while height > top {
+            match self.height.compare_exchange_weak(
+                top,
+                height,
+                MemOrder::Relaxed,
+                MemOrder::Relaxed,
+            ) {
+                Ok(_) => top = height,
+                Err(now) => top = now,
+            }
+        }
+
+        let hinted = splice.last.is_some_and(|l| {
+            // SAFETY: `last` was linked into this list through this splice (Splice invariant).
             let last = unsafe { Node::from_raw(l, 1) };
             compare_internal(key, last.key()) == Ordering::Greater
         });
-
         let mut go_right = |k: &[u8]| compare_internal(k, key) == Ordering::Less;
         let mut bound = None;
-        let list_height = list.height.load(MemOrder::Relaxed);
-        let mut prev = [list.head(); MAX_HEIGHT];
-        let mut x = list.head();
-        for level in (0..list_height).rev() {
+        let mut prev = [self.head(); MAX_HEIGHT];
+        let mut next: [Option<Node<'_>>; MAX_HEIGHT] = [None; MAX_HEIGHT];
+        let mut x = self.head();
+        for level in (0..top).rev() {
             if hinted {
-                // SAFETY: `splice[level]` is the head or a node linked into this list by an
-                // earlier insert under this mutex with more than `level` links (Writer doc).
-                let s = unsafe { Node::from_raw(w.splice[level], level + 1) };
+                // SAFETY: Splice invariant: the head or a node of this list with more than
+                // `level` links.
+                let s = unsafe { Node::from_raw(splice.prev[level], level + 1) };
                 // Start from the splice when it is right of `x` (both are < key).
-                if !list.is_head(s)
+                if !self.is_head(s)
                     && s.ptr != x.ptr
-                    && (list.is_head(x) || compare_internal(s.key(), x.key()) == Ordering::Greater)
+                    && (self.is_head(x) || compare_internal(s.key(), x.key()) == Ordering::Greater)
                 {
                     x = s;
                 }
             }
-            x = walk(x, level, &mut go_right, &mut bound).0;
-            prev[level] = x;
+            let (p, n) = walk(x, level, &mut go_right, &mut bound);
+            prev[level] = p;
+            next[level] = n;
+            x = p;
         }
 
-        if height > list_height {
-            // Readers that see the new height before the head links find null there and move
-            // down: harmless.
-            list.height.store(height, MemOrder::Relaxed);
-        }
-        for (level, p) in prev.iter().enumerate().take(height) {
-            // Only this thread stores links, so a relaxed load reads the current successor.
-            let succ = p.link(level).load(MemOrder::Relaxed);
-            new.link(level).store(succ, MemOrder::Relaxed);
-            // Publication: everything written to `new` happens-before this store.
-            p.link(level).store(new_ptr.as_ptr(), MemOrder::Release);
+        for level in 0..height {
+            loop {
+                let succ = next[level].map_or(ptr::null_mut(), |n| n.ptr.as_ptr());
+                // Not yet reachable at this level: only this thread touches this link.
+                new.link(level).store(succ, MemOrder::Relaxed);
+                // Publication: everything written to `new` happens-before a successful swap.
+                match prev[level].link(level).compare_exchange(
+                    succ,
+                    new_ptr.as_ptr(),
+                    MemOrder::Release,
+                    MemOrder::Relaxed,
+                ) {
+                    Ok(_) => break,
+                    Err(_) => {
+                        // A node was linked after `prev[level]` meanwhile: walk on from there
+                        // (the walk's loads acquire what it meets).
+                        let (p, n) = walk(prev[level], level, &mut go_right, &mut None);
+                        prev[level] = p;
+                        next[level] = n;
+                    }
+                }
+            }
         }
 
-        for (level, s) in w.splice.iter_mut().enumerate() {
+        for (level, s) in splice.prev.iter_mut().enumerate() {
             *s = if level < height { new_ptr } else { prev[level].ptr };
         }
-        w.last = Some(new_ptr);
-        list.memory_usage.store(w.arena.memory_usage(), MemOrder::Relaxed);
+        splice.last = Some(new_ptr);
     }
 }
 
@@ -429,39 +484,61 @@ fn prefetch(p: *const NodeHeader) {
     let _ = p;
 }
 
-/// Allocates and initialises a node of `height` links (all null) holding
-/// `key_prefix | key_suffix` and `value`; returns its node pointer. See the module doc for the
-/// layout.
-fn alloc_node(
-    arena: &mut Arena,
+/// Reserves a node of `height` links for an entry of `klen` key and `vlen` value bytes; returns
+/// its node pointer (uninitialised: [`init_node`] fills it). See the module doc for the layout.
+///
+/// Panics if the key or the value is longer than `u32::MAX` bytes.
+fn alloc_node(arena: &mut Arena, height: usize, klen: usize, vlen: usize) -> NodePtr {
+    assert!(
+        u32::try_from(klen).is_ok() && u32::try_from(vlen).is_ok(),
+        "memtable entry too large: key {klen} bytes, value {vlen} bytes"
+    );
+    let size = height * LINK_LEN + std::mem::size_of::<NodeHeader>() + klen + vlen;
+    let links = arena.allocate(size).as_ptr();
+    // The arena returns ALIGN-aligned memory and links are 8 bytes, so the header is aligned
+    // (checked above).
+    #[allow(clippy::cast_ptr_alignment)]
+    // SAFETY: the allocation is `size` bytes, so the header position (after `height` links) is
+    // within it, and it is not null.
+    unsafe {
+        NonNull::new_unchecked(links.add(height * LINK_LEN).cast::<NodeHeader>())
+    }
+}
+
+/// Writes a node reserved by [`alloc_node`]: `height` null links, the header, the key
+/// `key_prefix | key_suffix` and `value`.
+///
+/// # Safety
+/// `node` must come from `alloc_node(_, height, key_prefix.len() + key_suffix.len(),
+/// value.len())` and not be reachable by any other thread yet.
+unsafe fn init_node(
+    node: NodePtr,
     height: usize,
     key_prefix: &[u8],
     key_suffix: &[u8],
     value: &[u8],
-) -> NodePtr {
-    let klen = key_prefix.len() + key_suffix.len();
-    let (Ok(key_len), Ok(value_len)) = (u32::try_from(klen), u32::try_from(value.len())) else {
-        panic!("memtable entry too large: key {klen} bytes, value {} bytes", value.len());
-    };
-    let size = height * LINK_LEN + std::mem::size_of::<NodeHeader>() + klen + value.len();
-    // The arena returns ALIGN-aligned memory, enough for links and header (checked above).
-    #[allow(clippy::cast_ptr_alignment)]
-    let links = arena.allocate(size).as_ptr().cast::<Link>();
-    // SAFETY: `links` is aligned and valid for `size` bytes, owned by nobody else yet: `height`
-    // links, then the header, then `klen + value.len()` bytes, all within `size`. The sources are
-    // caller slices, which cannot overlap fresh arena memory.
+) {
+    let node = node.as_ptr();
+    // SAFETY: by the contract, the `height * LINK_LEN` bytes below `node` and the header and
+    // `klen + vlen` bytes from `node` on are one fresh arena allocation owned by this call,
+    // aligned for links and header (the arena's ALIGN, checked above); the sources are caller
+    // slices, which cannot overlap it.
     unsafe {
+        #[allow(clippy::cast_ptr_alignment)]
+        let links = node.cast::<u8>().sub(height * LINK_LEN).cast::<Link>();
         for i in 0..height {
             links.add(i).write(AtomicPtr::new(ptr::null_mut()));
         }
-        let node = links.add(height).cast::<NodeHeader>();
-        node.write(NodeHeader { key_len, value_len });
+        // Lengths fit u32: checked by `alloc_node`.
+        node.write(NodeHeader {
+            key_len: (key_prefix.len() + key_suffix.len()) as u32,
+            value_len: value.len() as u32,
+        });
         let mut dst = node.add(1).cast::<u8>();
         for src in [key_prefix, key_suffix, value] {
             ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len());
             dst = dst.add(src.len());
         }
-        NonNull::new_unchecked(node)
     }
 }
 
@@ -577,6 +654,39 @@ mod tests {
         check_levels(&l);
     }
 
+    /// Writers racing on neighbouring keys make compare-and-swaps fail and re-walk at every
+    /// level; afterwards every key is present once and every level is a sorted sublist of the
+    /// one below.
+    #[test]
+    fn concurrent_inserts_keep_every_level_sorted() {
+        let l = std::sync::Arc::new(SkipList::new());
+        let writers = 4u64;
+        let per = scaled(4000, 60);
+        let handles: Vec<_> = (0..writers)
+            .map(|w| {
+                let l = l.clone();
+                std::thread::spawn(move || {
+                    for i in 0..per {
+                        // Interleaved ids: each writer's key sits between two of the others'.
+                        let id = i * writers + w;
+                        let k = ik(format!("{id:08}").as_bytes(), id + 1);
+                        l.insert(&k, &[], &id.to_le_bytes());
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().expect("writer");
+        }
+        let all = collect(&l);
+        assert_eq!(all.len() as u64, writers * per);
+        for (i, (k, v)) in all.iter().enumerate() {
+            assert_eq!(k, &ik(format!("{i:08}").as_bytes(), i as u64 + 1));
+            assert_eq!(v, &(i as u64).to_le_bytes());
+        }
+        check_levels(&l);
+    }
+
     #[test]
     fn duplicate_keys_are_both_kept() {
         let l = SkipList::new();
@@ -591,12 +701,7 @@ mod tests {
 
     #[test]
     fn heights_follow_branching_four() {
-        let mut w = Writer {
-            arena: Arena::new(),
-            rng: 1,
-            last: None,
-            splice: [NonNull::dangling(); MAX_HEIGHT],
-        };
+        let w = SkipList::new();
         let mut counts = [0usize; MAX_HEIGHT + 1];
         let n = scaled(400_000, 20_000) as usize;
         for _ in 0..n {
