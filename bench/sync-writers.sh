@@ -48,10 +48,17 @@ printf 'bench\tthreads\trep\tengine\tops_sec\tp99_usec\n' > "$results"
 
 if command -v fio > /dev/null; then
   # One writer appending small records and fdatasync-ing each, on the DBs' file system.
+  # Overwriting a laid-out file (a sync writes data only: the device's limit, which a reused
+  # WAL meets) and appending to a new one (each sync also commits the file's new size, as
+  # for a new WAL).
   fio --name=fdatasync --directory="$out/db" --rw=write --bs=4k --size=64m --ioengine=sync \
     --fdatasync=1 --runtime=10 --time_based > "$out/fio.txt" 2>&1 || true
   rm -f "$out/db"/fdatasync.*
-  echo "fio: $(grep -m1 -o 'IOPS=[^,]*' "$out/fio.txt" || echo 'no IOPS line; see fio.txt')" >&2
+  fio --name=append --directory="$out/db" --rw=write --bs=4k --size=64m --ioengine=sync \
+    --fdatasync=1 --runtime=10 --time_based --file_append=1 --fallocate=keep \
+    > "$out/fio-append.txt" 2>&1 || true
+  rm -f "$out/db"/append.*
+  echo "fio: overwrite $(grep -m1 -o 'IOPS=[^,]*' "$out/fio.txt" || echo '?'), append $(grep -m1 -o 'IOPS=[^,]*' "$out/fio-append.txt" || echo '?')" >&2
 else
   echo "sync-writers.sh: fio is missing (apt-get install -y fio): no device line" >&2
 fi
@@ -125,6 +132,6 @@ awk -F'\t' -v engines="$engines" '
   }' "$results" | tee "$out/table.md"
 if [ -f "$out/fio.txt" ]; then
   echo "" | tee -a "$out/table.md"
-  echo "fio, one writer, 4 KiB writes each followed by fdatasync: $(grep -m1 -o 'IOPS=[^,]*' "$out/fio.txt")" | tee -a "$out/table.md"
+  echo "fio, one writer, 4 KiB writes each followed by fdatasync: overwriting a laid-out file $(grep -m1 -o 'IOPS=[^,]*' "$out/fio.txt"), appending $(grep -m1 -o 'IOPS=[^,]*' "$out/fio-append.txt")" | tee -a "$out/table.md"
 fi
 echo "results: $out" >&2

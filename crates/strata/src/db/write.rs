@@ -69,7 +69,7 @@ pub(crate) fn write(inner: &DbInner, batch: WriteBatch, opts: WriteOptions) -> R
     if batch.is_empty() {
         return Ok(());
     }
-    let slot = WriterSlot::new();
+    let slot = WriterSlot::for_this_thread();
     let lead_now = {
         let mut q = inner.queue.lock();
         q.pending.push_back(PendingWrite {

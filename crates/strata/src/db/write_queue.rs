@@ -37,9 +37,18 @@ pub(crate) struct WriterSlot {
     cv: Condvar,
 }
 
+thread_local! {
+    /// Each thread's slot, reused by its writes (a thread has one write in flight at a time),
+    /// so a write allocates no slot of its own.
+    static SLOT: Arc<WriterSlot> =
+        Arc::new(WriterSlot { state: Mutex::new(SlotState::Waiting), cv: Condvar::new() });
+}
+
 impl WriterSlot {
-    pub(crate) fn new() -> Arc<WriterSlot> {
-        Arc::new(WriterSlot { state: Mutex::new(SlotState::Waiting), cv: Condvar::new() })
+    /// The calling thread's slot. Every write ends with its slot back at `Waiting` (it returns
+    /// only after taking what was posted, and nothing is posted to a writer after its answer).
+    pub(crate) fn for_this_thread() -> Arc<WriterSlot> {
+        SLOT.with(Arc::clone)
     }
 
     /// Waits until something is posted, and takes it.

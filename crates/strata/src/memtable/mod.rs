@@ -141,8 +141,14 @@ impl MemTable {
         if deletes > 0 {
             self.num_deletes.fetch_add(deletes, Ordering::Relaxed);
         }
-        self.first_seqno.fetch_min(first.0, Ordering::Relaxed);
-        self.largest_seqno_plus1.fetch_max(first.0 + n, Ordering::Relaxed);
+        // Read first: after the first batch the minimum rarely moves, so most calls make one
+        // atomic read-modify-write here, not two.
+        if first.0 < self.first_seqno.load(Ordering::Relaxed) {
+            self.first_seqno.fetch_min(first.0, Ordering::Relaxed);
+        }
+        if first.0 + n > self.largest_seqno_plus1.load(Ordering::Relaxed) {
+            self.largest_seqno_plus1.fetch_max(first.0 + n, Ordering::Relaxed);
+        }
         n
     }
 

@@ -211,7 +211,7 @@ pub(crate) struct SkipList {
     arena: Mutex<Arena>,
     /// Arena usage, republished after each reservation so readers need no lock.
     memory_usage: AtomicUsize,
-    /// Counter behind node heights (splitmix64 of successive values).
+    /// Counter behind node heights (splitmix64 of successive values; see `random_height`).
     rng: AtomicU64,
     /// The shared insertion hint (module doc).
     hint: Mutex<Splice>,
@@ -261,8 +261,10 @@ impl SkipList {
     /// A height in 1..=MAX_HEIGHT, each extra level with probability 1/4.
     fn random_height(&self) -> usize {
         const GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
-        // splitmix64: well-mixed low bits from a counter.
-        let mut z = self.rng.fetch_add(GAMMA, MemOrder::Relaxed).wrapping_add(GAMMA);
+        // splitmix64: well-mixed low bits from a counter. Load and store rather than an atomic
+        // add: writers racing here may draw the same height, which costs nothing.
+        let mut z = self.rng.load(MemOrder::Relaxed).wrapping_add(GAMMA);
+        self.rng.store(z, MemOrder::Relaxed);
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^= z >> 31;
