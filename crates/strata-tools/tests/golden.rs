@@ -111,6 +111,24 @@ fn read_commands_match_golden_outputs_and_change_nothing() {
 }
 
 #[test]
+fn read_commands_run_while_another_process_has_the_db_open() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    fixture(&dir);
+    let db = Db::open(&Options::default(), &dir).unwrap();
+    db.put(b"fresh", b"from the writer").unwrap();
+    let get = strata(&["--db", dir.to_str().unwrap(), "get", "fresh"]);
+    assert_eq!(String::from_utf8_lossy(&get.stdout), "from the writer\n");
+    let verify = strata(&["--db", dir.to_str().unwrap(), "verify"]);
+    assert!(verify.status.success(), "{}", String::from_utf8_lossy(&verify.stdout));
+    // Writing needs the lock the writer holds.
+    let put = strata(&["--db", dir.to_str().unwrap(), "put", "k", "v"]);
+    assert_eq!(put.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&put.stderr).contains("lock"), "{put:?}");
+    drop(db);
+}
+
+#[test]
 fn write_commands_change_the_db() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("db");

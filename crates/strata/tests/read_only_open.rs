@@ -47,6 +47,10 @@ fn sees_tables_and_wal_and_writes_nothing() {
     assert_eq!(ro.get(b"k01999").unwrap().as_deref(), Some(&b"v1999"[..]));
     assert_eq!(ro.iterator(IteratorMode::Start).count(), 2000);
     assert_eq!(ro.latest_sequence_number(), db.latest_sequence_number());
+    // Its live files are the writer's as of the open (the MANIFEST named by CURRENT).
+    let current = std::fs::read_to_string(dir.join("CURRENT")).unwrap();
+    assert!(ro.live_files().contains(&current.trim_end().to_string()), "{:?}", ro.live_files());
+    assert_eq!(ro.live_files_metadata(), db.live_files_metadata());
     // Writes made after the open are not seen.
     db.put(b"later", b"x").unwrap();
     assert_eq!(ro.get(b"later").unwrap(), None);

@@ -138,6 +138,8 @@ impl VersionSet {
         let next = vs.next_file.load(Ordering::SeqCst).max(max_file + 1).max(manifest_number.0 + 1);
         vs.next_file.store(next, Ordering::SeqCst);
         vs.current = Arc::new(version);
+        // The MANIFEST read (a read-only DB keeps it; an open writes a new one).
+        vs.manifest_number = manifest_number;
         Ok(vs)
     }
 
