@@ -89,7 +89,7 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<Outcome> {
             Ok(Outcome::Ok)
         }
         Command::ListBackups { backup_dir } => {
-            let engine = BackupEngine::open(&Options::default(), backup_dir)?;
+            let engine = open_backups(backup_dir)?;
             for info in engine.backups()? {
                 writeln!(
                     out,
@@ -101,7 +101,7 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<Outcome> {
         }
         Command::Restore { backup_dir, id } => {
             let target = db_path(cli)?;
-            let engine = BackupEngine::open(&Options::default(), backup_dir)?;
+            let engine = open_backups(backup_dir)?;
             let info = match id {
                 Some(id) => engine.restore_from_backup(*id, target)?,
                 None => engine.restore_from_latest_backup(target)?,
@@ -141,6 +141,14 @@ fn db_path(cli: &Cli) -> Result<&Path> {
         Some(p) => Ok(p),
         None => bail!("this command needs --db DIR"),
     }
+}
+
+/// An existing backup directory (reading one must not create it).
+fn open_backups(dir: &Path) -> Result<BackupEngine> {
+    if !dir.is_dir() {
+        bail!("{} is not a backup directory (it does not exist)", dir.display());
+    }
+    Ok(BackupEngine::open(&Options::default(), dir)?)
 }
 
 fn open_read_only(cli: &Cli) -> Result<Db> {

@@ -186,6 +186,7 @@ fn errors_are_one_line_and_a_nonzero_exit() {
         (vec!["dump-sst", table.to_str().unwrap(), "--verify", "--no-entries"], 1, ""),
         (vec!["--db", db, "verify"], 1, ""),
         (vec!["--db", db, "properties", "no.such"], 1, "unknown property"),
+        (vec!["list-backups", nothing.to_str().unwrap()], 1, "not a backup directory"),
     ];
     for (args, code, message) in cases {
         let out = strata(&args);
@@ -195,6 +196,7 @@ fn errors_are_one_line_and_a_nonzero_exit() {
         assert!(!stderr.contains("panicked") && !stderr.contains("RUST_BACKTRACE"), "{stderr}");
         assert!(stderr.contains(message), "{args:?}: {stderr}");
     }
+    assert!(!nothing.exists(), "reading a missing backup directory does not create it");
     let verify = String::from_utf8(strata(&["--db", db, "verify"]).stdout).unwrap();
     let name = table.file_name().unwrap().to_str().unwrap();
     assert!(verify.contains(&format!("DAMAGED {name}")), "{verify}");
