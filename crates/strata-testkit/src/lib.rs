@@ -4,6 +4,7 @@
 //! - [`crash`]: the kill -9 crash loop (parent process + `--child` writer, expected-state file).
 //! - [`power`]: the in-process power-loss loop on `MemFs` + `FaultFs` (exact-prefix check).
 //! - [`iofault`]: the I/O error loop (EIO, ENOSPC, failed fsync at the Nth I/O).
+//! - [`ops_crash`]: crashes inside checkpoints and backups.
 //! - [`corruption`]: the corruption matrix (flips, zeroed pages, truncation, garbage, deletion).
 //! - [`fuzz`]: the fuzz targets' bodies, shared by `fuzz/` and the corpus replay test.
 //! - [`expected`], [`value`], [`workload`], [`verify`]: the oracle, the self-checking values,
@@ -14,6 +15,7 @@ pub mod crash;
 pub mod expected;
 pub mod fuzz;
 pub mod iofault;
+pub mod ops_crash;
 pub mod power;
 pub mod value;
 pub mod verify;

@@ -82,7 +82,6 @@ pub fn compare_internal(a: &[u8], b: &[u8]) -> Ordering {
 }
 
 /// The key a point lookup seeks to: the newest entry of `user_key` visible at `seq`.
-#[cfg(test)]
 pub fn lookup_key(user_key: &[u8], seq: SeqNo) -> Vec<u8> {
     make_internal_key(user_key, seq, ValueType::FOR_SEEK)
 }

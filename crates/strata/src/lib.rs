@@ -12,6 +12,7 @@
 
 pub mod env;
 pub mod error;
+pub mod inspect;
 pub mod merge_operator;
 pub mod options;
 pub mod write_batch;
@@ -39,7 +40,10 @@ pub mod fuzz_api;
 #[cfg(feature = "kill-points")]
 pub use util::kill_point;
 
-pub use db::{Db, DbIterator, DbRawIterator, Direction, IteratorMode, LiveFileMetaData};
+pub use db::{
+    BackupEngine, BackupInfo, Checkpoint, Db, DbIterator, DbRawIterator, Direction, IteratorMode,
+    LiveFileMetaData, RepairReport,
+};
 pub use error::{Error, Result};
 pub use merge_operator::MergeOperator;
 pub use options::{Options, PrefixExtractor, ReadOptions, WriteOptions};

@@ -16,7 +16,7 @@ const LAYERS: &[&[&str]] = &[
     &["compaction"],
     &["options"],
     &["db"],
-    &["lib", "fuzz_api"],
+    &["lib", "fuzz_api", "inspect"],
 ];
 
 fn layer_of(module: &str) -> Option<usize> {

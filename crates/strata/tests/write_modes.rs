@@ -139,7 +139,7 @@ fn run(mode: Mode) {
         // Large batches inserted by their own writers: whether a given write joins a group is
         // up to the scheduler, so the test is repeated until one did (bounded).
         Mode::Ordered | Mode::Pipelined => {
-            assert!(own_inserts > 0 || retry_for_member_insert(mode))
+            assert!(own_inserts > 0 || retry_for_member_insert(mode));
         }
         Mode::LeaderInserts => assert_eq!(own_inserts, 0, "{mode:?}"),
         Mode::Unordered => {}

@@ -311,6 +311,19 @@ fn run_manual(inner: &DbInner, plan: &CompactionPlan) -> Result<()> {
     ret
 }
 
+/// Stops background work for good (`Db::cancel_all_background_work`): running compactions
+/// are abandoned, the background threads end, waiters get `ShutdownInProgress`. With `wait`,
+/// returns once no compaction runs.
+pub(crate) fn cancel_all_background_work(inner: &DbInner, wait: bool) {
+    inner.closing.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut st = inner.state.lock();
+    st.shutting_down = true;
+    inner.bg_cv.notify_all();
+    while wait && st.running_compactions > 0 {
+        inner.bg_cv.wait(&mut st);
+    }
+}
+
 /// Waits until no flush or compaction is pending or running.
 pub(crate) fn wait_for_compact(inner: &DbInner) -> Result<()> {
     let picker = inner.opts.picker_options();

@@ -43,6 +43,11 @@ pub(crate) struct InfoLog {
 pub(crate) const LOG_NAME: &str = "LOG";
 const OLD_PREFIX: &str = "LOG.old.";
 
+/// Whether `name` is an info LOG file (the active one or an old one).
+pub(crate) fn is_info_log_name(name: &str) -> bool {
+    name == LOG_NAME || name.strip_prefix(OLD_PREFIX).is_some_and(|t| t.parse::<u64>().is_ok())
+}
+
 impl InfoLog {
     /// A LOG that writes nothing (`Options::info_log = false`).
     pub fn disabled() -> InfoLog {

@@ -28,7 +28,11 @@
 //!   held with another lock otherwise (a group in flight takes `state` only after its sync,
 //!   holding nothing).
 
+mod backup;
+mod checkpoint;
 mod compact;
+mod destroy;
+mod files;
 mod flush;
 mod info_log;
 mod iter;
@@ -37,6 +41,7 @@ mod open;
 mod properties;
 mod read;
 mod recover;
+mod repair;
 mod write;
 mod write_queue;
 
@@ -48,7 +53,11 @@ use std::thread::JoinHandle;
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
+pub use self::backup::{BackupEngine, BackupInfo};
+pub use self::checkpoint::Checkpoint;
 pub use self::iter::{DbIterator, DbRawIterator, Direction, IteratorMode};
+pub(crate) use self::recover::find_wals as find_wal_files;
+pub use self::repair::RepairReport;
 use crate::env::{FileLock, FileSystem};
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
@@ -184,6 +193,8 @@ pub(crate) struct DbInner {
     /// When writes were last slowed down (microseconds since the epoch), for the LOG line that
     /// ends the slowdown.
     pub slowdown_started_micros: AtomicU64,
+    /// Opened with [`Db::open_read_only`]: no background threads, every write refused.
+    pub read_only: bool,
     _lock: Box<dyn FileLock>,
 }
 
@@ -253,6 +264,46 @@ impl Db {
     /// Opens with default options.
     pub fn open_default(path: impl AsRef<Path>) -> Result<Db> {
         Self::open(&Options::default(), path)
+    }
+
+    /// Opens the DB in `path` for reading only, writing nothing to it: no lock, no LOG, no
+    /// WAL, no table, no MANIFEST edit. It reads the state as of this call, the WALs included
+    /// (replayed into memory), and may run while a read-write `Db` (in any process) has the
+    /// DB open; later writes by that `Db` are not seen. Every write, flush and compaction
+    /// returns `NotSupported`. A missing DB is `InvalidArgument`, a damaged one `Corruption`.
+    pub fn open_read_only(opts: &Options, path: impl AsRef<Path>) -> Result<Db> {
+        let inner = Arc::new(open::open_read_only(opts, path.as_ref())?);
+        Ok(Db { inner, threads: Vec::new() })
+    }
+
+    /// Whether this `Db` was opened with [`Db::open_read_only`].
+    pub fn is_read_only(&self) -> bool {
+        self.inner.read_only
+    }
+
+    /// Deletes the DB in `path`: every file the engine names (CURRENT, MANIFESTs, WALs in the
+    /// DB and WAL directories, tables, temporary files, LOGs), then the LOCK file and the
+    /// directories if they are empty. Fails with `Locked` while a `Db` has it open; files
+    /// it does not own are left, and so is the directory holding them. A missing directory is
+    /// not an error.
+    pub fn destroy(opts: &Options, path: impl AsRef<Path>) -> Result<()> {
+        destroy::destroy(opts, path.as_ref())
+    }
+
+    /// Rebuilds the MANIFEST of the DB in `path` from its table files and WALs, after the
+    /// MANIFEST or CURRENT was lost or damaged (`db/repair.rs` has the procedure). Tables that
+    /// fail their checksums and the WALs (once their intact records are in new tables) are
+    /// moved to `path/lost/`. Fails with `Locked` while a `Db` has the DB open.
+    pub fn repair(opts: &Options, path: impl AsRef<Path>) -> Result<RepairReport> {
+        repair::repair(opts, path.as_ref())
+    }
+
+    /// Refuses a change to a read-only DB.
+    fn check_writable(&self) -> Result<()> {
+        if self.inner.read_only {
+            return Err(open::read_only_error(&self.inner.dir));
+        }
+        Ok(())
     }
 
     /// The DB directory.
@@ -331,6 +382,7 @@ impl Db {
 
     /// [`Db::write`] with write options (`sync`, `disable_wal`).
     pub fn write_opt(&self, batch: WriteBatch, opts: &WriteOptions) -> Result<()> {
+        self.check_writable()?;
         write::write(&self.inner, batch, *opts)
     }
 
@@ -404,12 +456,14 @@ impl Db {
     /// Hands the WAL bytes buffered by `Options::manual_wal_flush` to the OS; with `sync`,
     /// also makes every write so far durable (the WALs before the current one included).
     pub fn flush_wal(&self, sync: bool) -> Result<()> {
+        self.check_writable()?;
         write::flush_wal(&self.inner, sync)
     }
 
     /// Writes the memtable to a table file and waits until every memtable made immutable
     /// before the call is flushed.
     pub fn flush(&self) -> Result<()> {
+        self.check_writable()?;
         flush::flush_and_wait(&self.inner)
     }
 
@@ -423,6 +477,7 @@ impl Db {
     ) -> Result<()> {
         let b = begin.as_ref().map(AsRef::as_ref);
         let e = end.as_ref().map(AsRef::as_ref);
+        self.check_writable()?;
         compact::compact_range(&self.inner, b, e)
     }
 
@@ -454,6 +509,7 @@ impl Db {
     /// an output level above the inputs' or past the last, or a level in between holding keys
     /// of the inputs' range. Waits while an input is being compacted.
     pub fn compact_files<S: AsRef<str>>(&self, files: &[S], output_level: usize) -> Result<()> {
+        self.check_writable()?;
         let mut numbers = Vec::with_capacity(files.len());
         for name in files {
             let name = name.as_ref();
@@ -472,7 +528,31 @@ impl Db {
 
     /// Waits until no flush or compaction is pending or running.
     pub fn wait_for_compact(&self) -> Result<()> {
+        if self.inner.read_only {
+            return Ok(()); // nothing runs
+        }
         compact::wait_for_compact(&self.inner)
+    }
+
+    /// The names of the files a copy of the DB needs, relative to the DB directory (WALs
+    /// relative to `Options::wal_dir` when set): CURRENT, the MANIFEST, every live table and
+    /// every WAL still holding unflushed writes, sorted. Files may be deleted after the
+    /// call; [`Checkpoint`] is the consistent way to copy a live DB.
+    pub fn live_files(&self) -> Vec<String> {
+        files::live_files(&self.inner)
+    }
+
+    /// For each `[start, end)` user-key range, the approximate bytes of table data it covers
+    /// (from the tables' indexes, memtables not counted). A range with `start >= end` is 0.
+    pub fn get_approximate_sizes(&self, ranges: &[(&[u8], &[u8])]) -> Result<Vec<u64>> {
+        ranges.iter().map(|&(s, e)| files::approximate_size(&self.inner, s, e)).collect()
+    }
+
+    /// Stops background work: running compactions are abandoned (their inputs stay), and no
+    /// flush or compaction starts afterwards, so memtables grow until writes stall; use it
+    /// before closing a DB quickly. With `wait`, returns once no background job runs.
+    pub fn cancel_all_background_work(&self, wait: bool) {
+        compact::cancel_all_background_work(&self.inner, wait);
     }
 
     /// A named property (`strata.*`, or the `rocksdb.*` alias), `None` for an unknown name.
@@ -493,6 +573,9 @@ impl Db {
 
 impl Drop for Db {
     fn drop(&mut self) {
+        if self.inner.read_only {
+            return; // nothing to flush, mark or stop
+        }
         let needs_flush = {
             // Each memtable knows whether it holds writes that skipped the WAL; only those
             // memtables (active or still waiting for flush) make the close flush.

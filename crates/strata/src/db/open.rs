@@ -1,7 +1,17 @@
 //! Opening a DB: checks and lock, recovery (`recover.rs`), a new WAL, the recovered state
 //! installed in the MANIFEST, cleanup (`obsolete.rs`), and the `DbInner` the handle runs on.
+//!
+//! A read-only open ([`open_read_only`]) follows the same recovery but writes nothing: no
+//! lock file, no LOG, no new WAL, no MANIFEST edit, no table; the WALs are replayed into
+//! memtables kept in memory. It takes no lock, so a read-write `Db` (in this or another
+//! process) may change the directory meanwhile: an open that finds a file gone between
+//! listing and reading it (a MANIFEST rolled, a WAL or table deleted) starts again, and every
+//! live table is opened at once so that later deletions do not take it away (with
+//! `max_open_files` at least the number of tables; a table evicted from the table cache and
+//! deleted since is then an I/O error).
 
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 
@@ -19,8 +29,10 @@ use crate::filename::{lock_path, parse_file_name, FileKind};
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::sstable::table_cache::TableCache;
-use crate::types::FileNumber;
-use crate::wal::{encode_wal_event, encode_wal_header, WalEvent};
+use crate::types::{FileNumber, SeqNo};
+use crate::version::levels::Version;
+use crate::version::set::VersionSet;
+use crate::wal::{encode_wal_event, encode_wal_header, LogWriter, WalEvent};
 
 pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
     opts.validate()?;
@@ -40,27 +52,10 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
     if wal_dir != dir {
         fs.create_dir_all(&wal_dir)?;
     }
-    let wal_files = find_wals(fs.as_ref(), dir, &wal_dir)?;
-    let names = fs.list(dir)?;
-    // The DB's files: those in its directory, and the WALs wherever they are.
-    let mut kinds: Vec<FileKind> = names
-        .iter()
-        .filter_map(|n| parse_file_name(n))
-        .filter(|k| !matches!(k, FileKind::Wal(_)))
-        .collect();
-    kinds.extend(wal_files.keys().map(|&n| FileKind::Wal(n)));
+    let (wal_files, kinds) = scan_dir(fs.as_ref(), dir, &wal_dir)?;
 
     let mut versions = recover_version_set(opts, &fs, dir, &kinds)?;
-    let block_cache =
-        (opts.block_cache_size > 0).then(|| Arc::new(Cache::new(opts.block_cache_size)));
-    let table_capacity =
-        if opts.max_open_files < 0 { usize::MAX } else { opts.max_open_files as usize };
-    let table_cache = Arc::new(TableCache::new(
-        fs.clone(),
-        dir.to_path_buf(),
-        table_capacity.max(1),
-        block_cache,
-    ));
+    let table_cache = new_table_cache(opts, &fs, dir);
     if opts.paranoid_checks {
         for (_, f) in versions.current().files() {
             table_cache.reader(f.number, &f.pinned)?;
@@ -68,7 +63,7 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
     }
 
     let table_options = opts.table_options_for_level(0);
-    let replay = replay_wals(opts, &fs, dir, &wal_files, &versions, &table_options);
+    let replay = replay_wals(opts, &fs, dir, &wal_files, &versions, &table_options, false);
     let Replayed { mut edit, last_seq, recovered, wals, records, dropped_bytes, unsynced_dropped } =
         match replay {
             Ok(r) => r,
@@ -134,15 +129,186 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
             live_tables: version.file_numbers().collect(),
         },
     );
+    Ok(assemble(Parts {
+        opts,
+        dir,
+        wal_dir,
+        fs,
+        versions,
+        version,
+        table_cache,
+        recovered,
+        log_writer,
+        log_number,
+        last_seq,
+        kept_synced_through,
+        info_log,
+        lock,
+        read_only: false,
+    }))
+}
 
+/// Opens the DB in `dir` without writing anything (see the module documentation).
+pub(crate) fn open_read_only(opts: &Options, dir: &Path) -> Result<DbInner> {
+    opts.validate()?;
+    let mut opts = opts.sanitized();
+    opts.create_if_missing = false;
+    opts.error_if_exists = false;
+    let fs = opts.fs.clone();
+    if !fs.is_dir(dir) {
+        return Err(Error::InvalidArgument(format!(
+            "{} is not a DB directory (it does not exist or is not a directory)",
+            dir.display()
+        )));
+    }
+    // A writer may roll the MANIFEST or delete a WAL or table between our listing and our
+    // read of it; the next attempt sees its newer state.
+    const ATTEMPTS: usize = 5;
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        match try_open_read_only(&opts, dir) {
+            Err(e) if attempt < ATTEMPTS && is_vanished_file(&e) => {}
+            result => return result,
+        }
+    }
+}
+
+fn try_open_read_only(opts: &Options, dir: &Path) -> Result<DbInner> {
+    let fs = opts.fs.clone();
+    let wal_dir = opts.wal_dir.clone().unwrap_or_else(|| dir.to_path_buf());
+    let (wal_files, kinds) = scan_dir(fs.as_ref(), dir, &wal_dir)?;
+    if !kinds.contains(&FileKind::Current) {
+        return Err(Error::InvalidArgument(format!(
+            "{} holds no DB (no CURRENT file)",
+            dir.display()
+        )));
+    }
+    let versions = recover_version_set(opts, &fs, dir, &kinds)?;
+    let table_cache = new_table_cache(opts, &fs, dir);
+    // Opened now, the tables stay readable if the writer deletes them later.
+    for (_, f) in versions.current().files() {
+        table_cache.reader(f.number, &f.pinned)?;
+    }
+    let table_options = opts.table_options_for_level(0);
+    let Replayed { last_seq, recovered, .. } =
+        replay_wals(opts, &fs, dir, &wal_files, &versions, &table_options, true)?;
+    let version = versions.current().clone();
+    let log_number = versions.log_number();
+    let log_writer = LogWriter::new(Box::new(RefusingFile { dir: dir.to_path_buf() }));
+    Ok(assemble(Parts {
+        opts,
+        dir,
+        wal_dir,
+        fs,
+        versions,
+        version,
+        table_cache,
+        recovered,
+        log_writer,
+        log_number,
+        last_seq,
+        kept_synced_through: FileNumber(0),
+        info_log: InfoLog::disabled(),
+        lock: Box::new(NoLock),
+        read_only: true,
+    }))
+}
+
+/// Whether `e` says a file was not found (it vanished under a concurrent writer).
+fn is_vanished_file(e: &Error) -> bool {
+    match e {
+        Error::Io { source, .. } => source.kind() == std::io::ErrorKind::NotFound,
+        Error::Corruption { reason, .. } => reason.contains("missing"),
+        _ => false,
+    }
+}
+
+/// The WAL a read-only DB holds: every write to it fails.
+struct RefusingFile {
+    dir: std::path::PathBuf,
+}
+
+impl crate::env::WritableFile for RefusingFile {
+    fn append(&mut self, _: &[u8]) -> Result<()> {
+        Err(read_only_error(&self.dir))
+    }
+    fn flush(&mut self) -> Result<()> {
+        Ok(())
+    }
+    fn sync(&mut self) -> Result<()> {
+        Ok(())
+    }
+    fn len(&self) -> u64 {
+        0
+    }
+}
+
+/// The error every write to a read-only DB returns.
+pub(crate) fn read_only_error(dir: &Path) -> Error {
+    Error::NotSupported(format!("{} is open read-only", dir.display()))
+}
+
+/// A read-only DB takes no lock.
+struct NoLock;
+
+impl FileLock for NoLock {}
+
+/// The DB's WAL files by number (in `dir` and `wal_dir`), and the kinds of every DB file.
+fn scan_dir(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    wal_dir: &Path,
+) -> Result<(BTreeMap<FileNumber, PathBuf>, Vec<FileKind>)> {
+    let wal_files = find_wals(fs, dir, wal_dir)?;
+    let names = fs.list(dir)?;
+    // The DB's files: those in its directory, and the WALs wherever they are.
+    let mut kinds: Vec<FileKind> = names
+        .iter()
+        .filter_map(|n| parse_file_name(n))
+        .filter(|k| !matches!(k, FileKind::Wal(_)))
+        .collect();
+    kinds.extend(wal_files.keys().map(|&n| FileKind::Wal(n)));
+    Ok((wal_files, kinds))
+}
+
+fn new_table_cache(opts: &Options, fs: &Arc<dyn FileSystem>, dir: &Path) -> Arc<TableCache> {
+    let block_cache =
+        (opts.block_cache_size > 0).then(|| Arc::new(Cache::new(opts.block_cache_size)));
+    let table_capacity =
+        if opts.max_open_files < 0 { usize::MAX } else { opts.max_open_files as usize };
+    Arc::new(TableCache::new(fs.clone(), dir.to_path_buf(), table_capacity.max(1), block_cache))
+}
+
+/// What [`assemble`] builds a `DbInner` from.
+struct Parts<'a> {
+    opts: &'a Options,
+    dir: &'a Path,
+    wal_dir: PathBuf,
+    fs: Arc<dyn FileSystem>,
+    versions: VersionSet,
+    version: Arc<Version>,
+    table_cache: Arc<TableCache>,
+    /// Memtables kept from the WAL replay, oldest first, each with its first WAL.
+    recovered: Vec<(Arc<MemTable>, FileNumber)>,
+    log_writer: LogWriter,
+    log_number: FileNumber,
+    last_seq: SeqNo,
+    kept_synced_through: FileNumber,
+    info_log: InfoLog,
+    lock: Box<dyn FileLock>,
+    read_only: bool,
+}
+
+fn assemble(p: Parts<'_>) -> DbInner {
     let mem = Arc::new(MemTable::new());
     let state = DbState {
         mem: mem.clone(),
-        mem_log: log_number,
-        imm: recovered.iter().cloned().collect(),
+        mem_log: p.log_number,
+        imm: p.recovered.iter().cloned().collect(),
         bg_error: None,
         shutting_down: false,
-        memtables_switched: recovered.len() as u64,
+        memtables_switched: p.recovered.len() as u64,
         memtables_flushed: 0,
         compacting: std::collections::HashSet::new(),
         running_compactions: 0,
@@ -150,41 +316,41 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
         obsolete_tables: Vec::new(),
     };
     let pending_compaction_bytes = crate::compaction::picker::estimated_pending_compaction_bytes(
-        &version,
-        &opts.picker_options(),
+        &p.version,
+        &p.opts.picker_options(),
     );
     let sv = SuperVersion {
         mem: mem.clone(),
-        imm: recovered.iter().rev().map(|(m, _)| m.clone()).collect(),
-        version,
+        imm: p.recovered.iter().rev().map(|(m, _)| m.clone()).collect(),
+        version: p.version,
         pending_compaction_bytes,
         version_range_dels: std::sync::OnceLock::new(),
     };
-    let next_file = versions.file_counter();
-    Ok(DbInner {
-        opts: opts.clone(),
-        table_options: (0..opts.num_levels).map(|l| opts.table_options_for_level(l)).collect(),
-        dir: dir.to_path_buf(),
-        wal_dir,
-        fs,
+    let next_file = p.versions.file_counter();
+    DbInner {
+        opts: p.opts.clone(),
+        table_options: (0..p.opts.num_levels).map(|l| p.opts.table_options_for_level(l)).collect(),
+        dir: p.dir.to_path_buf(),
+        wal_dir: p.wal_dir,
+        fs: p.fs,
         state: Mutex::new(state),
         bg_cv: Condvar::new(),
-        versions: Mutex::new(versions),
+        versions: Mutex::new(p.versions),
         next_file,
         wal: Mutex::new(WalState {
-            writer: log_writer,
-            number: log_number,
+            writer: p.log_writer,
+            number: p.log_number,
             mem,
-            last_sequence: last_seq,
+            last_sequence: p.last_seq,
             delay_debt_micros: 0.0,
-            synced_event_through: kept_synced_through,
+            synced_event_through: p.kept_synced_through,
         }),
         retired_wals: Mutex::new(std::collections::VecDeque::new()),
         recycled_wals: Mutex::new(super::RecycledWals::default()),
-        first_own_wal: log_number,
-        wals_synced_through: AtomicU64::new(kept_synced_through.0),
-        newest_wal: AtomicU64::new(log_number.0),
-        wal_dir_synced_through: AtomicU64::new(log_number.0),
+        first_own_wal: p.log_number,
+        wals_synced_through: AtomicU64::new(p.kept_synced_through.0),
+        newest_wal: AtomicU64::new(p.log_number.0),
+        wal_dir_synced_through: AtomicU64::new(p.log_number.0),
         queue: Mutex::new(super::write_queue::WriteQueue::default()),
         pipeline: Mutex::new(super::write::WritePipeline::default()),
         pipeline_cv: Condvar::new(),
@@ -192,19 +358,20 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
         sync_slots: Mutex::new(()),
         sync_slots_cv: Condvar::new(),
         super_version: RwLock::new(Arc::new(sv)),
-        visible_sequence: AtomicU64::new(last_seq.0),
+        visible_sequence: AtomicU64::new(p.last_seq.0),
         has_bg_error: AtomicBool::new(false),
         closing: AtomicBool::new(false),
         write_stopped: AtomicBool::new(false),
         write_delayed: AtomicBool::new(false),
-        table_cache,
+        table_cache: p.table_cache,
         snapshots: Arc::default(),
-        stats: crate::stats::Stats::new(opts.num_levels),
-        info_log,
+        stats: crate::stats::Stats::new(p.opts.num_levels),
+        info_log: p.info_log,
         stall_started_micros: AtomicU64::new(0),
         slowdown_started_micros: AtomicU64::new(0),
-        _lock: lock,
-    })
+        read_only: p.read_only,
+        _lock: p.lock,
+    }
 }
 
 /// Checks the DB path, creates the directory when allowed, and takes the DB's lock file.

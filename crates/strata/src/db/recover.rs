@@ -172,6 +172,7 @@ pub(crate) struct Replayed {
 }
 
 /// Replays the WALs at or after the MANIFEST's log number (see the module documentation).
+/// With `read_only`, every replayed memtable is kept in memory and nothing is written.
 pub(crate) fn replay_wals(
     opts: &Options,
     fs: &Arc<dyn FileSystem>,
@@ -179,6 +180,7 @@ pub(crate) fn replay_wals(
     wal_files: &std::collections::BTreeMap<FileNumber, std::path::PathBuf>,
     versions: &VersionSet,
     table_options: &TableOptions,
+    read_only: bool,
 ) -> Result<Replayed> {
     let flush_env = FlushEnv {
         fs: fs.as_ref(),
@@ -312,7 +314,7 @@ pub(crate) fn replay_wals(
             }
             if mem.approximate_memory_usage() >= opts.write_buffer_size {
                 let full = std::mem::replace(&mut mem, Arc::new(MemTable::new()));
-                if opts.avoid_flush_during_recovery {
+                if opts.avoid_flush_during_recovery || read_only {
                     recovered.push((full, mem_first_wal));
                 } else {
                     let number = versions.new_file_number();
@@ -380,7 +382,7 @@ pub(crate) fn replay_wals(
     // Kept in memory, the replayed writes stay in their WALs until a background flush. A WAL
     // that ended in damage cannot be kept (a later WAL holding records behind it would read
     // as a hole at the next open), so then everything is written to tables as usual.
-    let keep_in_memory = opts.avoid_flush_during_recovery && !wal_damage_seen;
+    let keep_in_memory = read_only || (opts.avoid_flush_during_recovery && !wal_damage_seen);
     if !keep_in_memory {
         for (m, _) in recovered.drain(..) {
             let number = versions.new_file_number();

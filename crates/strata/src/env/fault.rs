@@ -368,6 +368,16 @@ impl FileSystem for FaultFs {
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
         self.inner.lock(path)
     }
+
+    fn link(&self, from: &Path, to: &Path) -> Result<()> {
+        gate(&self.shared, FaultOp::Create, "link", to)?;
+        self.inner.link(from, to)
+    }
+
+    fn remove_dir(&self, dir: &Path) -> Result<()> {
+        gate(&self.shared, FaultOp::Remove, "rmdir", dir)?;
+        self.inner.remove_dir(dir)
+    }
 }
 
 #[cfg(test)]

@@ -293,6 +293,22 @@ impl Drop for MemLock {
     }
 }
 
+/// Moves directory `from` and everything under it to `to`, which must not exist. Directories
+/// are not crash-modeled: the move is durable at once, entries inside keep their durability.
+fn rename_dir(st: &mut State, from: &Path, to: &Path) -> Result<()> {
+    if st.dirs.contains(to) || st.live.contains_key(to) {
+        return Err(Error::io("rename", to, io::Error::from(io::ErrorKind::AlreadyExists)));
+    }
+    let moved = |p: &Path| p.strip_prefix(from).ok().map(|rest| to.join(rest));
+    for map in [&mut st.live, &mut st.durable] {
+        let old = std::mem::take(map);
+        *map = old.into_iter().map(|(p, i)| (moved(&p).unwrap_or(p), i)).collect();
+    }
+    let dirs = std::mem::take(&mut st.dirs);
+    st.dirs = dirs.into_iter().map(|d| moved(&d).unwrap_or(d)).collect();
+    Ok(())
+}
+
 impl FileSystem for MemFs {
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
         let mut st = self.state.lock();
@@ -347,6 +363,9 @@ impl FileSystem for MemFs {
 
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {
         let mut st = self.state.lock();
+        if st.dirs.contains(from) {
+            return rename_dir(&mut st, from, to);
+        }
         let inode = st.live.remove(from).ok_or_else(|| not_found("rename", from))?;
         st.live.insert(to.to_path_buf(), inode);
         Ok(())
@@ -414,6 +433,34 @@ impl FileSystem for MemFs {
         let inode = st.live.get(path).ok_or_else(|| not_found("stat", path))?;
         let len = inode.lock().data.len() as u64;
         Ok(len)
+    }
+
+    fn link(&self, from: &Path, to: &Path) -> Result<()> {
+        let mut st = self.state.lock();
+        if st.live.contains_key(to) {
+            return Err(Error::io("link", to, io::Error::from(io::ErrorKind::AlreadyExists)));
+        }
+        if !st.dirs.contains(&parent_dir(to)) {
+            return Err(not_found("link", to));
+        }
+        let inode = st.live.get(from).ok_or_else(|| not_found("link", from))?.clone();
+        st.live.insert(to.to_path_buf(), inode);
+        Ok(())
+    }
+
+    fn remove_dir(&self, dir: &Path) -> Result<()> {
+        let mut st = self.state.lock();
+        if !st.dirs.contains(dir) {
+            return Err(not_found("rmdir", dir));
+        }
+        let busy = st.live.keys().any(|p| p.starts_with(dir))
+            || st.dirs.iter().any(|d| d != dir && d.starts_with(dir));
+        if busy {
+            return Err(Error::io("rmdir", dir, io::Error::other("directory not empty")));
+        }
+        st.dirs.remove(dir);
+        st.durable.retain(|p, _| !p.starts_with(dir));
+        Ok(())
     }
 
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
@@ -517,6 +564,29 @@ mod tests {
         fs.crash(CrashMode::PowerLoss);
         assert_eq!(fs.read_file(&cur).unwrap(), b"new");
         assert_eq!(fs.list(&d).unwrap(), vec!["CURRENT".to_string()]);
+    }
+
+    #[test]
+    fn links_share_the_file_and_directories_move() {
+        let (fs, d) = setup();
+        let a = d.join("a");
+        crate::env::write_file_synced(&fs, &a, b"abc").unwrap();
+        let sub = d.join("sub");
+        fs.create_dir_all(&sub).unwrap();
+        fs.link(&a, &sub.join("l")).unwrap();
+        assert!(fs.link(&a, &sub.join("l")).is_err(), "the name exists");
+        fs.sync_dir(&sub).unwrap();
+        let moved = d.join("moved");
+        fs.rename(&sub, &moved).unwrap();
+        assert!(!fs.exists(&sub));
+        assert_eq!(fs.read_file(&moved.join("l")).unwrap(), b"abc");
+        assert!(fs.remove_dir(&moved).is_err(), "not empty");
+        fs.crash(CrashMode::PowerLoss);
+        assert_eq!(fs.read_file(&moved.join("l")).unwrap(), b"abc", "the link was synced");
+        fs.remove(&moved.join("l")).unwrap();
+        fs.remove_dir(&moved).unwrap();
+        assert!(!fs.exists(&moved));
+        assert_eq!(fs.read_file(&a).unwrap(), b"abc");
     }
 
     #[test]

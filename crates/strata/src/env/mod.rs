@@ -129,7 +129,8 @@ pub trait FileSystem: Send + Sync + 'static {
     }
     /// Opens an existing file for reading.
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
-    /// Atomically renames `from` to `to`, replacing `to`.
+    /// Atomically renames `from` to `to`, replacing `to`. Works on files, and on a directory
+    /// when `to` does not exist (its entries move with it).
     fn rename(&self, from: &Path, to: &Path) -> Result<()>;
     /// Removes a file.
     fn remove(&self, path: &Path) -> Result<()>;
@@ -152,6 +153,36 @@ pub trait FileSystem: Send + Sync + 'static {
     fn file_size(&self, path: &Path) -> Result<u64>;
     /// Takes an exclusive lock on `path` (creating it); fails with `Error::Locked` when held.
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>>;
+    /// Makes `to` a second name of the existing file `from` (a hard link); `to` must not
+    /// exist. The new entry is durable after `sync_dir` of its parent. Fails when the two
+    /// paths are on different devices or the filesystem has no links (the default): callers
+    /// then copy ([`copy_file`]).
+    fn link(&self, from: &Path, to: &Path) -> Result<()> {
+        let _ = to;
+        Err(Error::NotSupported(format!("{}: this filesystem has no hard links", from.display())))
+    }
+    /// Removes the empty directory `dir`.
+    fn remove_dir(&self, dir: &Path) -> Result<()>;
+}
+
+/// Copies the file `from` to `to` (created or truncated) through `fs` and syncs the copy; the
+/// caller syncs `to`'s directory. Returns the bytes copied.
+pub fn copy_file(fs: &dyn FileSystem, from: &Path, to: &Path) -> Result<u64> {
+    const CHUNK: usize = 1 << 20;
+    let src = fs.open(from)?;
+    let mut dst = fs.create(to)?;
+    let mut buf = vec![0u8; CHUNK];
+    let mut offset = 0u64;
+    loop {
+        let n = src.read_at(offset, &mut buf)?;
+        if n == 0 {
+            break;
+        }
+        dst.append(&buf[..n])?;
+        offset += n as u64;
+    }
+    dst.sync()?;
+    Ok(offset)
 }
 
 /// Writes `data` to `path` durably: create, append, sync, then sync the parent directory.

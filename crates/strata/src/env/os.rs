@@ -272,6 +272,14 @@ impl FileSystem for OsFs {
             Err(fs::TryLockError::Error(e)) => Err(Error::io("lock", path, e)),
         }
     }
+
+    fn link(&self, from: &Path, to: &Path) -> Result<()> {
+        fs::hard_link(from, to).map_err(|e| Error::io("link", from, e))
+    }
+
+    fn remove_dir(&self, dir: &Path) -> Result<()> {
+        fs::remove_dir(dir).map_err(|e| Error::io("rmdir", dir, e))
+    }
 }
 
 #[cfg(test)]
@@ -301,6 +309,27 @@ mod tests {
         assert_eq!(fs.list(dir.path()).unwrap(), vec!["b".to_string()]);
         fs.remove(&q).unwrap();
         assert!(!fs.exists(&q));
+    }
+
+    #[test]
+    fn link_copy_and_directory_rename() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = OsFs;
+        let a = dir.path().join("a");
+        crate::env::write_file_synced(&fs, &a, b"abc").unwrap();
+        let sub = dir.path().join("sub");
+        fs.create_dir_all(&sub).unwrap();
+        fs.link(&a, &sub.join("l")).unwrap();
+        assert_eq!(crate::env::copy_file(&fs, &a, &sub.join("c")).unwrap(), 3);
+        let moved = dir.path().join("moved");
+        fs.rename(&sub, &moved).unwrap();
+        for name in ["l", "c"] {
+            assert_eq!(fs.open(&moved.join(name)).unwrap().read_all().unwrap(), b"abc");
+            fs.remove(&moved.join(name)).unwrap();
+        }
+        fs.remove_dir(&moved).unwrap();
+        assert!(!fs.exists(&moved));
+        assert!(fs.link(&a, &a).is_err(), "linking onto an existing name fails");
     }
 
     #[test]

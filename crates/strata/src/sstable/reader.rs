@@ -250,12 +250,40 @@ impl TableReader {
         }
     }
 
-    #[cfg(test)]
+    /// The data blocks as the index lists them: each block's separator key (an internal key
+    /// at or after its last key) and handle, in order. For tools.
+    pub fn data_blocks(&self) -> Result<Vec<(Vec<u8>, BlockHandle)>> {
+        let mut out = Vec::new();
+        let mut it = self.index.iter();
+        it.seek_to_first();
+        while it.valid() {
+            out.push((it.key().to_vec(), self.decode_handle(it.value())?));
+            it.next();
+        }
+        it.status().map_err(|e| e.with_file(&self.path))?;
+        Ok(out)
+    }
+
+    /// Every (internal key, value) of the data block at `handle`, its checksum verified and
+    /// the block cache bypassed. For tools.
+    pub fn data_block_entries(&self, handle: BlockHandle) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let block = Arc::new(self.load_block(handle, true)?);
+        let mut it = BlockIter::new(block);
+        it.seek_to_first();
+        let mut out = Vec::new();
+        while it.valid() {
+            out.push((it.key().to_vec(), it.value().to_vec()));
+            it.next();
+        }
+        it.status().map_err(|e| e.with_file(&self.path))?;
+        Ok(out)
+    }
+
+    /// The table's properties block, decoded.
     pub fn properties(&self) -> &TableProperties {
         &self.properties
     }
 
-    #[cfg(test)]
     /// The file offset where the data for `ikey` is (or would be): the start of the data block
     /// that would hold it, or the end of the data blocks when it sorts after every key.
     pub fn approximate_offset_of(&self, ikey: &[u8]) -> u64 {
@@ -277,7 +305,6 @@ impl TableReader {
         &self.path
     }
 
-    #[cfg(test)]
     /// The table file's size.
     pub fn file_size(&self) -> u64 {
         self.file.len()

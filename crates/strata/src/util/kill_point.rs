@@ -63,6 +63,12 @@ pub const ALL: &[&str] = &[
     "obsolete.delete",
     "open.install",
     "open.delete",
+    "checkpoint.table",
+    "checkpoint.manifest",
+    "checkpoint.rename",
+    "backup.table",
+    "backup.meta",
+    "backup.meta_rename",
 ];
 
 #[cfg(feature = "kill-points")]

@@ -31,7 +31,6 @@
 //! once. Whether the edit applies to the current version is the version set's business.
 
 use std::fmt;
-#[cfg(test)]
 use std::path::Path;
 
 use crate::error::{Error, Result};
@@ -232,7 +231,6 @@ impl VersionEdit {
         Ok(e)
     }
 
-    #[cfg(test)]
     /// [`Self::decode`] for the MANIFEST record at `record_offset` of `file`: a `Corruption`
     /// names the file and the record, and the byte inside the edit in its reason.
     pub fn decode_record(data: &[u8], file: &Path, record_offset: u64) -> Result<VersionEdit> {

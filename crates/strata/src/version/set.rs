@@ -138,6 +138,8 @@ impl VersionSet {
         let next = vs.next_file.load(Ordering::SeqCst).max(max_file + 1).max(manifest_number.0 + 1);
         vs.next_file.store(next, Ordering::SeqCst);
         vs.current = Arc::new(version);
+        // The MANIFEST read (a read-only DB keeps it; an open writes a new one).
+        vs.manifest_number = manifest_number;
         Ok(vs)
     }
 
@@ -190,14 +192,16 @@ impl VersionSet {
 
     /// The first record of a new MANIFEST: the whole state as one edit.
     fn snapshot_record(&self) -> Vec<u8> {
-        let mut snap = self.current.snapshot_edit();
-        snap.comparator = Some(COMPARATOR_NAME.to_string());
-        snap.log_number = Some(self.log_number);
-        snap.next_file_number = Some(FileNumber(self.next_file.load(Ordering::SeqCst)));
-        snap.last_sequence = Some(self.last_sequence);
-        let mut buf = Vec::new();
-        snap.encode(&mut buf);
-        buf
+        snapshot_record(&self.current, &self.counters())
+    }
+
+    /// The persistent counters as of now.
+    pub fn counters(&self) -> Counters {
+        Counters {
+            log_number: self.log_number,
+            next_file: FileNumber(self.next_file.load(Ordering::SeqCst)),
+            last_sequence: self.last_sequence,
+        }
     }
 
     /// Whether `name`, a MANIFEST found in `dir` while CURRENT is missing, is provably what an
@@ -293,6 +297,47 @@ impl VersionSet {
         self.replace_current(Arc::new(new_version));
         Ok(self.current.clone())
     }
+}
+
+/// The counters a MANIFEST records besides the files.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Counters {
+    /// WALs numbered below this hold nothing that is not in a table (0: no WAL is needed).
+    pub log_number: FileNumber,
+    /// Above every file number in use.
+    pub next_file: FileNumber,
+    /// Above or at every sequence number in a table.
+    pub last_sequence: SeqNo,
+}
+
+/// A MANIFEST's first record: `version` whole, with the comparator and `counters`.
+fn snapshot_record(version: &Version, counters: &Counters) -> Vec<u8> {
+    let mut snap = version.snapshot_edit();
+    snap.comparator = Some(COMPARATOR_NAME.to_string());
+    snap.log_number = Some(counters.log_number);
+    snap.next_file_number = Some(counters.next_file);
+    snap.last_sequence = Some(counters.last_sequence);
+    let mut buf = Vec::new();
+    snap.encode(&mut buf);
+    buf
+}
+
+/// Writes a DB's MANIFEST-`number` in `dir` holding `version` and `counters`, syncs it, and
+/// points CURRENT at it (durably): for a DB made from table files (checkpoints, restored
+/// backups, repair). `counters.next_file` must be above `number` and every table's number.
+pub(crate) fn write_manifest_for(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    number: FileNumber,
+    version: &Version,
+    counters: &Counters,
+) -> Result<()> {
+    let path = manifest_path(dir, number);
+    let mut writer = LogWriter::new(fs.create(&path)?);
+    writer.add_record(&snapshot_record(version, counters))?;
+    writer.sync()?;
+    drop(writer);
+    set_current(fs, dir, number)
 }
 
 /// Points CURRENT at MANIFEST-`number` atomically and durably.

@@ -1,0 +1,204 @@
+//! Crashes during checkpoints and backups, on `MemFs` behind `FaultFs`.
+//!
+//! Each cycle builds a DB (every write synced, so the model is exact), then cuts the
+//! filesystem off in the middle of `Checkpoint::create` or `BackupEngine::create_new_backup`
+//! (at one of their kill points, or at the Nth filesystem operation), simulates a crash
+//! (power loss, torn power loss or a killed process) and checks:
+//! - the source DB opens and holds exactly the model;
+//! - the checkpoint directory either does not exist or opens as a DB equal to the model (a
+//!   half-made checkpoint never opens as if complete; its temporary directory never opens);
+//! - the backup directory lists either no backup or one that verifies and restores to the
+//!   model; the next backup after the crash succeeds.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use strata::env::{CrashMode, FaultFs, FaultKind, FaultOp, FaultRule, FileSystem, MemFs};
+use strata::{BackupEngine, Checkpoint, Db, IteratorMode, Options, WriteOptions};
+
+/// What a run did.
+#[derive(Debug, Default)]
+pub struct OpsCrashSummary {
+    /// Cycles run.
+    pub cycles: u64,
+    /// Cycles whose operation failed because of the cut (the rest completed before it).
+    pub interrupted: u64,
+    /// Cycles after which the checkpoint or backup existed and was checked whole.
+    pub complete_after_crash: u64,
+    /// Kill points that fired, by name.
+    pub fired: BTreeMap<String, u64>,
+    /// Violations found.
+    pub failures: Vec<String>,
+}
+
+fn options(fs: Arc<dyn FileSystem>) -> Options {
+    Options { fs, create_if_missing: true, write_buffer_size: 8 << 10, ..Options::default() }
+}
+
+fn contents(db: &Db) -> Result<BTreeMap<Vec<u8>, Vec<u8>>, String> {
+    db.iterator(IteratorMode::Start)
+        .map(|r| r.map(|(k, v)| (k.to_vec(), v.to_vec())).map_err(|e| e.to_string()))
+        .collect()
+}
+
+/// Turns an engine error into a failure naming the step.
+fn e(what: &str) -> impl FnOnce(strata::Error) -> String + '_ {
+    move |err| format!("{what}: {err}")
+}
+
+/// Runs `cycles` cycles from `seed`.
+pub fn run(seed: u64, cycles: u64) -> OpsCrashSummary {
+    let mut sum = OpsCrashSummary::default();
+    for cycle in 0..cycles {
+        let cycle_seed = seed ^ cycle.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        if let Err(f) = one_cycle(cycle_seed, &mut sum) {
+            sum.failures.push(format!("seed {seed} cycle {cycle} (cycle seed {cycle_seed}): {f}"));
+        }
+        sum.cycles += 1;
+    }
+    sum
+}
+
+fn one_cycle(seed: u64, sum: &mut OpsCrashSummary) -> Result<(), String> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mem = MemFs::new();
+    let fault = FaultFs::new(Arc::new(mem.clone()), seed);
+    let opts = options(Arc::new(fault.clone()));
+    let db = Db::open(&opts, "/db").map_err(e("open"))?;
+    let sync = WriteOptions { sync: true, ..WriteOptions::default() };
+    let mut model = BTreeMap::new();
+    let n = rng.gen_range(50..400);
+    for i in 0..n {
+        let k = format!("k{:04}", rng.gen_range(0..200)).into_bytes();
+        if rng.gen_bool(0.1) {
+            db.delete_opt(&k, &sync).map_err(e("delete"))?;
+            model.remove(&k);
+        } else {
+            let v = format!("v{i}-{}", "x".repeat(rng.gen_range(0..64))).into_bytes();
+            db.put_opt(&k, &v, &sync).map_err(e("put"))?;
+            model.insert(k, v);
+        }
+    }
+    let backup = rng.gen_bool(0.5);
+    let engine = if backup {
+        let engine = BackupEngine::open(&opts, "/backups").map_err(e("open backups"))?;
+        if rng.gen_bool(0.5) {
+            // An earlier backup whose tables the interrupted one shares.
+            engine.create_new_backup(&db).map_err(e("first backup"))?;
+        }
+        Some(engine)
+    } else {
+        None
+    };
+    let backups_before = engine.as_ref().map_or(Ok(0), |en| en.backups().map(|b| b.len()));
+    let backups_before = backups_before.map_err(e("list backups"))?;
+    arm(&mut rng, &fault, backup);
+    let result = match &engine {
+        Some(en) => en.create_new_backup(&db).map(|_| ()),
+        None => Checkpoint::create(&db, "/cp").map(|_| ()),
+    };
+    if result.is_err() {
+        sum.interrupted += 1;
+    }
+    collect_fired(sum);
+    drop(engine);
+    drop(db);
+    let mode = match rng.gen_range(0..3) {
+        0 => CrashMode::PowerLoss,
+        1 => CrashMode::TornPowerLoss { seed: rng.gen() },
+        _ => CrashMode::ProcessKill,
+    };
+    mem.crash(mode);
+    fault.clear();
+
+    let plain = options(Arc::new(mem.clone()));
+    let db = Db::open(&plain, "/db").map_err(e("reopen the source after the crash"))?;
+    if contents(&db)? != model {
+        return Err(format!("{mode:?}: the source DB changed"));
+    }
+    drop(db);
+    if backup {
+        let engine = BackupEngine::open(&plain, "/backups").map_err(e("reopen backups"))?;
+        let list = engine.backups().map_err(e("list backups after the crash"))?;
+        if list.len() < backups_before || list.len() > backups_before + 1 {
+            return Err(format!("{mode:?}: {} backups, {backups_before} before", list.len()));
+        }
+        for b in &list {
+            engine.verify_backup(b.id).map_err(e("verify a listed backup"))?;
+        }
+        if list.len() > backups_before {
+            sum.complete_after_crash += 1;
+        }
+        if let Some(last) = list.last() {
+            let target = format!("/restored-{}", last.id);
+            engine.restore_from_backup(last.id, &target).map_err(e("restore"))?;
+            let r = Db::open(&plain, &target).map_err(e("open the restored DB"))?;
+            if contents(&r)? != model {
+                return Err(format!("{mode:?}: backup {} restores other data", last.id));
+            }
+        }
+        let db = Db::open(&plain, "/db").map_err(e("reopen the source"))?;
+        engine.create_new_backup(&db).map_err(e("a backup after the crash"))?;
+    } else if mem.exists(Path::new("/cp")) {
+        let cp = Db::open(&Options { create_if_missing: false, ..plain.clone() }, "/cp")
+            .map_err(e(&format!("{mode:?}: the checkpoint exists but does not open")))?;
+        if contents(&cp)? != model {
+            return Err(format!("{mode:?}: the checkpoint differs from the source"));
+        }
+        sum.complete_after_crash += 1;
+    } else if mem.exists(Path::new("/cp.checkpoint-tmp")) {
+        let half =
+            Db::open(&Options { create_if_missing: false, ..plain.clone() }, "/cp.checkpoint-tmp");
+        if let Ok(half) = half {
+            // CURRENT is written last: a temporary directory that opens is complete.
+            if contents(&half)? != model {
+                return Err(format!("{mode:?}: a half-made checkpoint opens with other data"));
+            }
+        }
+        let db = Db::open(&plain, "/db").map_err(e("reopen the source"))?;
+        Checkpoint::create(&db, "/cp").map_err(e("a checkpoint after the crash"))?;
+    }
+    Ok(())
+}
+
+/// Cuts the filesystem off during the coming operation: at one of its kill points, or at a
+/// random filesystem operation.
+fn arm(rng: &mut StdRng, fault: &FaultFs, backup: bool) {
+    #[cfg(feature = "kill-points")]
+    if rng.gen_bool(0.5) {
+        use strata::kill_point::{configure, Action, ALL};
+        let prefix = if backup { "backup." } else { "checkpoint." };
+        let names: Vec<&str> = ALL.iter().copied().filter(|n| n.starts_with(prefix)).collect();
+        let name = names[rng.gen_range(0..names.len())];
+        let f = fault.clone();
+        configure(
+            vec![(name.to_string(), 0.5)],
+            rng.gen(),
+            Action::Hook(Arc::new(move |_| f.kill())),
+            None,
+        );
+        return;
+    }
+    let _ = backup;
+    fault.add_rule(FaultRule {
+        op: FaultOp::Any,
+        kind: FaultKind::Eio,
+        nth: rng.gen_range(1..60),
+        persistent: true,
+        path_contains: None,
+    });
+}
+
+#[cfg(feature = "kill-points")]
+fn collect_fired(sum: &mut OpsCrashSummary) {
+    for (k, v) in strata::kill_point::fired() {
+        *sum.fired.entry(k.to_string()).or_default() += v;
+    }
+    strata::kill_point::reset();
+}
+
+#[cfg(not(feature = "kill-points"))]
+fn collect_fired(_sum: &mut OpsCrashSummary) {}

@@ -1,0 +1,15 @@
+//! Crashes during checkpoints and backups (issue #18): the source DB is intact, a checkpoint
+//! or backup is either absent or complete. Its own test binary: the kill point configuration
+//! is process-global. `STRATA_STRESS_SEED` (default 1) changes the run.
+
+use strata_testkit::ops_crash::run;
+
+#[test]
+fn checkpoint_and_backup_crash_loop() {
+    let seed = std::env::var("STRATA_STRESS_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(1);
+    let s = run(seed, 60);
+    println!("{s:?}");
+    assert!(s.failures.is_empty(), "{:#?}", s.failures);
+    assert!(s.interrupted > 10, "the cut must land inside the operation: {s:?}");
+    assert!(s.complete_after_crash > 0, "{s:?}");
+}

@@ -1,0 +1,164 @@
+//! `dump-sst`, `dump-wal`, `dump-manifest`: file contents as text (`docs/cli.md`). Only the
+//! file name of a dumped file is printed, so output does not depend on where the DB lives.
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use strata::env::{FileSystem, OsFs};
+use strata::inspect::{read_manifest, read_wal, EditItem, Entry, Table, WalRecord};
+
+use crate::fmt::Bytes;
+use crate::Outcome;
+
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
+}
+
+/// `key @ seq : KIND`, the form every dump writes an entry's key in.
+pub fn show_key(f: Bytes, e: &Entry) -> String {
+    format!("'{}' @ {} : {}", f.show(&e.key), e.seq, e.kind)
+}
+
+/// An entry with its value (range deletions show their end, deletions nothing).
+pub fn show_entry(f: Bytes, e: &Entry) -> String {
+    match e.kind {
+        "DEL" | "SDEL" => show_key(f, e),
+        "RDEL" => format!("{} .. '{}'", show_key(f, e), f.show(&e.value)),
+        _ => format!("{} => '{}'", show_key(f, e), f.show(&e.value)),
+    }
+}
+
+fn exists(path: &Path) -> Result<()> {
+    if !OsFs.exists(path) {
+        anyhow::bail!("{} does not exist", path.display());
+    }
+    Ok(())
+}
+
+pub fn dump_sst(
+    out: &mut dyn Write,
+    f: Bytes,
+    path: &Path,
+    verify: bool,
+    entries: bool,
+) -> Result<Outcome> {
+    exists(path)?;
+    let table =
+        Table::open(&OsFs, path).with_context(|| format!("reading table {}", path.display()))?;
+    writeln!(out, "file: {}", file_name(path))?;
+    writeln!(out, "file_size: {}", table.file_size())?;
+    writeln!(out, "[properties]")?;
+    for (name, value) in table.properties() {
+        writeln!(out, "{name}: {value}")?;
+    }
+    let index = table.index()?;
+    writeln!(out, "[index] {} data blocks", index.len())?;
+    for (i, (sep, b)) in index.iter().enumerate() {
+        writeln!(
+            out,
+            "block {i}: offset {} size {} separator {}",
+            b.offset,
+            b.size,
+            show_key(f, sep)
+        )?;
+    }
+    let rdels = table.range_deletions();
+    writeln!(out, "[range deletions] {}", rdels.len())?;
+    for e in &rdels {
+        writeln!(out, "{}", show_entry(f, e))?;
+    }
+    if entries {
+        writeln!(out, "[entries]")?;
+        for (i, (_, b)) in index.iter().enumerate() {
+            let list = table.block_entries(*b)?;
+            writeln!(out, "block {i} ({} entries)", list.len())?;
+            for e in &list {
+                writeln!(out, "  {}", show_entry(f, e))?;
+            }
+        }
+    }
+    if verify {
+        match table.verify() {
+            Ok(n) => writeln!(out, "verify: OK ({n} data blocks)")?,
+            Err(e) => {
+                writeln!(out, "verify: DAMAGED: {e}")?;
+                return Ok(Outcome::Negative);
+            }
+        }
+    }
+    Ok(Outcome::Ok)
+}
+
+pub fn dump_wal(out: &mut dyn Write, f: Bytes, path: &Path) -> Result<Outcome> {
+    exists(path)?;
+    let dump = read_wal(&OsFs, path).with_context(|| format!("reading WAL {}", path.display()))?;
+    writeln!(out, "file: {}", file_name(path))?;
+    for r in &dump.records {
+        match r {
+            WalRecord::Header { offset, prev, version } => {
+                writeln!(out, "@{offset} header: version {version}, previous WAL {prev}")?;
+            }
+            WalRecord::Event { offset, text } => writeln!(out, "@{offset} event: {text}")?,
+            WalRecord::Batch { offset, sequence, entries } => {
+                writeln!(out, "@{offset} batch: sequence {sequence}, {} entries", entries.len())?;
+                for e in entries {
+                    writeln!(out, "  {}", show_entry(f, e))?;
+                }
+            }
+        }
+    }
+    writeln!(out, "records: {}", dump.records.len())?;
+    if dump.torn_tail_bytes > 0 {
+        writeln!(
+            out,
+            "torn tail: {} bytes (an interrupted write; recovery drops it)",
+            dump.torn_tail_bytes
+        )?;
+    }
+    if dump.records.is_empty() && dump.torn_tail_bytes > 0 {
+        writeln!(out, "DAMAGED: no record decodes (not a WAL, or its first write was cut)")?;
+        return Ok(Outcome::Negative);
+    }
+    if let Some(e) = dump.damage {
+        writeln!(out, "DAMAGED: {e}")?;
+        return Ok(Outcome::Negative);
+    }
+    Ok(Outcome::Ok)
+}
+
+pub fn dump_manifest(out: &mut dyn Write, f: Bytes, path: &Path) -> Result<Outcome> {
+    exists(path)?;
+    let records = read_manifest(&OsFs, path)
+        .with_context(|| format!("reading MANIFEST {}", path.display()))?;
+    writeln!(out, "file: {}", file_name(path))?;
+    for (offset, items) in &records {
+        writeln!(out, "@{offset} edit")?;
+        for item in items {
+            let line = match item {
+                EditItem::Comparator(c) => format!("comparator {c}"),
+                EditItem::LogNumber(n) => format!("log_number {n}"),
+                EditItem::NextFile(n) => format!("next_file {n}"),
+                EditItem::LastSequence(n) => format!("last_sequence {n}"),
+                EditItem::DeleteFile { level, number } => format!("delete L{level} #{number}"),
+                EditItem::AddFile(t) => format!(
+                    "add L{} #{} size {} entries {} deletions {} [{} .. {}]",
+                    t.level,
+                    t.number,
+                    t.size,
+                    t.entries,
+                    t.deletions,
+                    show_key(f, &t.smallest),
+                    show_key(f, &t.largest)
+                ),
+                EditItem::CompactCursor { level, key } => {
+                    format!("compact_cursor L{level} {}", show_key(f, key))
+                }
+            };
+            writeln!(out, "  {line}")?;
+        }
+    }
+    writeln!(out, "records: {}", records.len())?;
+    Ok(Outcome::Ok)
+}

@@ -1,0 +1,288 @@
+//! The commands that open a DB (`docs/cli.md`), and the dispatch of every command.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use strata::inspect::{all_intact, verify_db};
+use strata::{BackupEngine, Checkpoint, Db, Direction, IteratorMode, Options, ReadOptions};
+
+use crate::dump::{dump_manifest, dump_sst, dump_wal};
+use crate::fmt::{json_string, Bytes};
+use crate::{Cli, Command, Outcome};
+
+pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<Outcome> {
+    let f = Bytes::from_flag(cli.hex);
+    match &cli.command {
+        Command::DumpSst { file, verify, no_entries } => {
+            dump_sst(out, f, file, *verify, !no_entries)
+        }
+        Command::DumpWal { file } => dump_wal(out, f, file),
+        Command::DumpManifest { file: Some(file) } => dump_manifest(out, f, file),
+        Command::DumpManifest { file: None } => {
+            let db = db_path(cli)?;
+            dump_manifest(out, f, &current_manifest(db)?)
+        }
+        Command::Get { key } => {
+            let db = open_read_only(cli)?;
+            let key = f.parse(key, "key")?;
+            match db.get(&key)? {
+                Some(v) => {
+                    writeln!(out, "{}", f.show(&v))?;
+                    Ok(Outcome::Ok)
+                }
+                None => {
+                    eprintln!("strata: key '{}' not found", f.show(&key));
+                    Ok(Outcome::Negative)
+                }
+            }
+        }
+        Command::Put { key, value } => {
+            let db = open_read_write(cli)?;
+            db.put(f.parse(key, "key")?, f.parse(value, "value")?)?;
+            Ok(Outcome::Ok)
+        }
+        Command::Delete { key } => {
+            let db = open_read_write(cli)?;
+            db.delete(f.parse(key, "key")?)?;
+            Ok(Outcome::Ok)
+        }
+        Command::Scan { from, to, limit, json } => {
+            let from = from.as_deref().map(|k| f.parse(k, "--from")).transpose()?;
+            let to = to.as_deref().map(|k| f.parse(k, "--to")).transpose()?;
+            let db = open_read_only(cli)?;
+            scan(out, f, &db, from.as_deref(), to, *limit, *json)
+        }
+        Command::Lsm { json } => {
+            let db = open_read_only(cli)?;
+            lsm(out, f, &db, *json)
+        }
+        Command::Verify => verify(out, db_path(cli)?),
+        Command::Repair => {
+            let path = db_path(cli)?;
+            let report = Db::repair(&Options::default(), path)?;
+            write!(out, "{report}")?;
+            Ok(Outcome::Ok)
+        }
+        Command::Checkpoint { dir } => {
+            let db = open_read_write(cli)?;
+            let cp = Checkpoint::create(&db, dir)?;
+            writeln!(
+                out,
+                "checkpoint {} at sequence {}: {} tables linked, {} copied",
+                dir.display(),
+                cp.sequence,
+                cp.tables_linked,
+                cp.tables_copied
+            )?;
+            Ok(Outcome::Ok)
+        }
+        Command::Backup { backup_dir } => {
+            let db = open_read_write(cli)?;
+            let engine = BackupEngine::open(&Options::default(), backup_dir)?;
+            let info = engine.create_new_backup(&db)?;
+            writeln!(
+                out,
+                "backup {} at sequence {}: {} files, {} bytes",
+                info.id, info.sequence, info.files, info.size
+            )?;
+            Ok(Outcome::Ok)
+        }
+        Command::ListBackups { backup_dir } => {
+            let engine = open_backups(backup_dir)?;
+            for info in engine.backups()? {
+                writeln!(
+                    out,
+                    "backup {}: sequence {}, {} files, {} bytes, created {}",
+                    info.id, info.sequence, info.files, info.size, info.timestamp
+                )?;
+            }
+            Ok(Outcome::Ok)
+        }
+        Command::Restore { backup_dir, id } => {
+            let target = db_path(cli)?;
+            let engine = open_backups(backup_dir)?;
+            let info = match id {
+                Some(id) => engine.restore_from_backup(*id, target)?,
+                None => engine.restore_from_latest_backup(target)?,
+            };
+            writeln!(
+                out,
+                "restored backup {} (sequence {}) into {}",
+                info.id,
+                info.sequence,
+                target.display()
+            )?;
+            Ok(Outcome::Ok)
+        }
+        Command::Compact { from, to } => {
+            let from = from.as_deref().map(|k| f.parse(k, "--from")).transpose()?;
+            let to = to.as_deref().map(|k| f.parse(k, "--to")).transpose()?;
+            let db = open_read_write(cli)?;
+            db.compact_range(from, to)?;
+            writeln!(out, "compacted")?;
+            Ok(Outcome::Ok)
+        }
+        Command::Properties { name } => {
+            let db = open_read_only(cli)?;
+            match db.property_value(name)? {
+                Some(v) => {
+                    writeln!(out, "{}", v.trim_end())?;
+                    Ok(Outcome::Ok)
+                }
+                None => bail!("unknown property {name:?}"),
+            }
+        }
+    }
+}
+
+fn db_path(cli: &Cli) -> Result<&Path> {
+    match &cli.db {
+        Some(p) => Ok(p),
+        None => bail!("this command needs --db DIR"),
+    }
+}
+
+/// An existing backup directory (reading one must not create it).
+fn open_backups(dir: &Path) -> Result<BackupEngine> {
+    if !dir.is_dir() {
+        bail!("{} is not a backup directory (it does not exist)", dir.display());
+    }
+    Ok(BackupEngine::open(&Options::default(), dir)?)
+}
+
+fn open_read_only(cli: &Cli) -> Result<Db> {
+    let path = db_path(cli)?;
+    Db::open_read_only(&Options::default(), path)
+        .with_context(|| format!("opening {} read-only", path.display()))
+}
+
+fn open_read_write(cli: &Cli) -> Result<Db> {
+    let path = db_path(cli)?;
+    Db::open(&Options::default(), path).with_context(|| format!("opening {}", path.display()))
+}
+
+/// The MANIFEST CURRENT names.
+fn current_manifest(db: &Path) -> Result<PathBuf> {
+    let current = db.join("CURRENT");
+    let text = std::fs::read_to_string(&current)
+        .with_context(|| format!("reading {}", current.display()))?;
+    let name = text.trim_end();
+    if !name.starts_with("MANIFEST-") || name.contains('/') {
+        bail!("{} does not name a MANIFEST", current.display());
+    }
+    Ok(db.join(name))
+}
+
+fn scan(
+    out: &mut dyn Write,
+    f: Bytes,
+    db: &Db,
+    from: Option<&[u8]>,
+    to: Option<Vec<u8>>,
+    limit: Option<usize>,
+    json: bool,
+) -> Result<Outcome> {
+    let opts = ReadOptions { iterate_upper_bound: to, ..ReadOptions::default() };
+    let mode = match from {
+        Some(k) => IteratorMode::From(k, Direction::Forward),
+        None => IteratorMode::Start,
+    };
+    for item in db.iterator_opt(mode, &opts).take(limit.unwrap_or(usize::MAX)) {
+        let (k, v) = item?;
+        if json {
+            writeln!(
+                out,
+                "{{\"key\":{},\"value\":{}}}",
+                json_string(&f.show(&k)),
+                json_string(&f.show(&v))
+            )?;
+        } else {
+            writeln!(out, "{} => {}", f.show(&k), f.show(&v))?;
+        }
+    }
+    Ok(Outcome::Ok)
+}
+
+fn lsm(out: &mut dyn Write, f: Bytes, db: &Db, json: bool) -> Result<Outcome> {
+    let files = db.live_files_metadata();
+    let levels = files.iter().map(|m| m.level + 1).max().unwrap_or(0);
+    if json {
+        let mut level_objs = Vec::new();
+        for level in 0..levels {
+            let on: Vec<_> = files.iter().filter(|m| m.level == level).collect();
+            let file_objs: Vec<String> = on
+                .iter()
+                .map(|m| {
+                    format!(
+                        "{{\"name\":{},\"size\":{},\"smallest\":{},\"largest\":{},\"smallest_seqno\":{},\"largest_seqno\":{},\"entries\":{},\"deletions\":{}}}",
+                        json_string(&m.name),
+                        m.size,
+                        json_string(&f.show(&m.smallest_key)),
+                        json_string(&f.show(&m.largest_key)),
+                        m.smallest_seqno,
+                        m.largest_seqno,
+                        m.num_entries,
+                        m.num_deletions
+                    )
+                })
+                .collect();
+            level_objs.push(format!(
+                "{{\"level\":{level},\"files\":[{}],\"bytes\":{}}}",
+                file_objs.join(","),
+                on.iter().map(|m| m.size).sum::<u64>()
+            ));
+        }
+        writeln!(
+            out,
+            "{{\"last_sequence\":{},\"levels\":[{}]}}",
+            db.latest_sequence_number(),
+            level_objs.join(",")
+        )?;
+        return Ok(Outcome::Ok);
+    }
+    writeln!(out, "last sequence: {}", db.latest_sequence_number())?;
+    for level in 0..levels {
+        let on: Vec<_> = files.iter().filter(|m| m.level == level).collect();
+        writeln!(
+            out,
+            "L{level}: {} files, {} bytes",
+            on.len(),
+            on.iter().map(|m| m.size).sum::<u64>()
+        )?;
+        for m in on {
+            writeln!(
+                out,
+                "  {} {} bytes ['{}' .. '{}'] seq {}..{} entries {} deletions {}",
+                m.name,
+                m.size,
+                f.show(&m.smallest_key),
+                f.show(&m.largest_key),
+                m.smallest_seqno,
+                m.largest_seqno,
+                m.num_entries,
+                m.num_deletions
+            )?;
+        }
+    }
+    Ok(Outcome::Ok)
+}
+
+fn verify(out: &mut dyn Write, db: &Path) -> Result<Outcome> {
+    let checks = verify_db(&Options::default(), db)?;
+    for c in &checks {
+        let name = c.path.strip_prefix(db).unwrap_or(&c.path).display().to_string();
+        match &c.result {
+            Ok(summary) => writeln!(out, "OK {name}: {summary}")?,
+            Err(e) => writeln!(out, "DAMAGED {name}: {e}")?,
+        }
+    }
+    if all_intact(&checks) {
+        writeln!(out, "clean: {} files checked", checks.len())?;
+        Ok(Outcome::Ok)
+    } else {
+        let bad = checks.iter().filter(|c| c.result.is_err()).count();
+        writeln!(out, "damaged: {bad} of {} files", checks.len())?;
+        Ok(Outcome::Negative)
+    }
+}

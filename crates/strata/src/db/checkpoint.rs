@@ -1,0 +1,131 @@
+//! Checkpoints: a consistent copy of an open DB, usable as a DB of its own.
+//!
+//! Protocol (`Checkpoint::create`):
+//! 1. flush the memtables, so that every write made before the call is in a table;
+//! 2. under the MANIFEST lock, take the current version and counters together: the tables of
+//!    one version hold exactly the writes up to the version set's last sequence number
+//!    (memtables are flushed oldest first, each holding a contiguous run of sequence
+//!    numbers), and holding the version keeps its tables from deletion;
+//! 3. in a temporary directory `<dir>.checkpoint-tmp` beside the target, hard-link each table
+//!    (or copy it, when linking fails, e.g. across filesystems), then write a MANIFEST naming
+//!    exactly those tables with no WAL needed (log number 0), then CURRENT, syncing files and
+//!    the directory;
+//! 4. rename the temporary directory to `dir` and sync its parent.
+//!
+//! Invariant: a directory at `dir` is a complete checkpoint. A crash before step 4 leaves
+//! only the temporary directory (removed by the next `create` to the same target), and it
+//! does not open as a DB before its CURRENT exists, which is written last. The source DB is
+//! only read (besides the flush).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::Db;
+use crate::env::{copy_file, parent_dir, FileSystem};
+use crate::error::{Error, Result};
+use crate::filename::table_path;
+use crate::types::FileNumber;
+use crate::version::levels::Version;
+use crate::version::set::{write_manifest_for, Counters};
+
+/// A checkpoint made by [`Checkpoint::create`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Checkpoint {
+    /// The checkpoint's directory.
+    pub path: PathBuf,
+    /// The sequence number it is at: it holds every write of the source DB up to this one
+    /// and none after.
+    pub sequence: u64,
+    /// Tables hard-linked to the source's.
+    pub tables_linked: usize,
+    /// Tables copied (linking failed).
+    pub tables_copied: usize,
+}
+
+impl Checkpoint {
+    /// Makes a checkpoint of `db` in `dir`, which must not exist (its parent is created).
+    /// Flushes the memtables first. Fails with `NotSupported` on a read-only `Db`.
+    pub fn create(db: &Db, dir: impl AsRef<Path>) -> Result<Checkpoint> {
+        create(db, dir.as_ref())
+    }
+}
+
+/// The directory a checkpoint is built in before it is renamed to `dir`.
+fn temp_dir_for(dir: &Path) -> Result<PathBuf> {
+    let name = dir.file_name().and_then(|n| n.to_str()).ok_or_else(|| {
+        Error::InvalidArgument(format!("checkpoint: {} has no directory name", dir.display()))
+    })?;
+    Ok(parent_dir(dir).join(format!("{name}.checkpoint-tmp")))
+}
+
+/// Removes a temporary directory left by an interrupted checkpoint or restore (its files and
+/// then the directory itself).
+pub(crate) fn remove_leftover_dir(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
+    if !fs.exists(dir) {
+        return Ok(());
+    }
+    for name in fs.list(dir)? {
+        fs.remove(&dir.join(name))?;
+    }
+    fs.remove_dir(dir)
+}
+
+/// Steps 1 and 2 of the protocol: flushes, then takes the current version and the counters
+/// together (the version holds its tables alive).
+pub(crate) fn capture(db: &Db) -> Result<(Arc<Version>, Counters)> {
+    db.flush()?;
+    let versions = db.inner.versions.lock();
+    Ok((versions.current().clone(), versions.counters()))
+}
+
+fn create(db: &Db, dir: &Path) -> Result<Checkpoint> {
+    let inner = &db.inner;
+    if inner.read_only {
+        return Err(Error::NotSupported(format!(
+            "checkpoint: {} is open read-only; open it read-write to make a checkpoint",
+            inner.dir.display()
+        )));
+    }
+    let fs = inner.fs.as_ref();
+    if fs.exists(dir) {
+        return Err(Error::InvalidArgument(format!(
+            "checkpoint: {} already exists",
+            dir.display()
+        )));
+    }
+    let tmp = temp_dir_for(dir)?;
+    remove_leftover_dir(fs, &tmp)?;
+    let (version, counters) = capture(db)?;
+    let parent = parent_dir(dir);
+    fs.create_dir_all(&tmp)?;
+    fs.sync_dir(&parent)?;
+    let (mut tables_linked, mut tables_copied) = (0, 0);
+    for n in version.file_numbers() {
+        let (src, dst) = (table_path(&inner.dir, n), table_path(&tmp, n));
+        if fs.link(&src, &dst).is_ok() {
+            tables_linked += 1;
+        } else {
+            copy_file(fs, &src, &dst)?;
+            tables_copied += 1;
+        }
+        crate::kill_point!("checkpoint.table");
+    }
+    fs.sync_dir(&tmp)?;
+    let manifest = FileNumber(counters.next_file.0);
+    let counters = Counters {
+        log_number: FileNumber(0),
+        next_file: FileNumber(manifest.0 + 1),
+        last_sequence: counters.last_sequence,
+    };
+    crate::kill_point!("checkpoint.manifest");
+    write_manifest_for(fs, &tmp, manifest, &version, &counters)?;
+    crate::kill_point!("checkpoint.rename");
+    fs.rename(&tmp, dir)?;
+    fs.sync_dir(&parent)?;
+    Ok(Checkpoint {
+        path: dir.to_path_buf(),
+        sequence: counters.last_sequence.0,
+        tables_linked,
+        tables_copied,
+    })
+}

@@ -1,0 +1,482 @@
+//! Reading a DB's files for tools (the `strata` CLI): a table's properties, index, data
+//! blocks and entries; a WAL's records; a MANIFEST's edits; and a check of every checksum of
+//! a DB's live files ([`verify_db`]).
+//!
+//! Contract: everything here only reads, through the given [`FileSystem`]; results are data
+//! (keys and values as bytes), formatting is the tool's. Damage is an `Err` naming the file
+//! and offset, never a panic; where a file is read record by record, what decoded before the
+//! damage is returned with it.
+
+use std::path::{Path, PathBuf};
+
+use crate::env::FileSystem;
+use crate::error::{Error, Result};
+use crate::filename::{current_path, parse_file_name, table_path, FileKind};
+use crate::key::parse_internal_key;
+use crate::options::Options;
+use crate::sstable::{BlockHandle, TableReader};
+use crate::types::{FileNumber, ValueType};
+use crate::version::edit::{FileMetaData, VersionEdit};
+use crate::version::set::VersionSet;
+use crate::wal::reader::LogReader;
+use crate::wal::{
+    decode_wal_event, decode_wal_header, tail_is_interrupted_append, TailRule, WalEvent,
+    WalRecoveryMode,
+};
+use crate::write_batch::WriteBatch;
+
+/// One entry: a user key with its sequence number and kind, and its value (for a range
+/// deletion, the exclusive end of the range; empty for deletions).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// The user key (for a range deletion, its inclusive start).
+    pub key: Vec<u8>,
+    /// The sequence number.
+    pub seq: u64,
+    /// `PUT`, `DEL`, `SDEL` (single delete), `MERGE` or `RDEL` (range delete).
+    pub kind: &'static str,
+    /// The value, merge operand or range end.
+    pub value: Vec<u8>,
+}
+
+fn kind_name(t: ValueType) -> &'static str {
+    match t {
+        ValueType::Value => "PUT",
+        ValueType::Deletion => "DEL",
+        ValueType::SingleDeletion => "SDEL",
+        ValueType::Merge => "MERGE",
+        ValueType::RangeDeletion => "RDEL",
+    }
+}
+
+fn entry(path: &Path, offset: u64, ikey: &[u8], value: Vec<u8>) -> Result<Entry> {
+    let p = parse_internal_key(ikey).ok_or_else(|| {
+        Error::corruption(path, offset, "bad internal key (short or unknown type)")
+    })?;
+    Ok(Entry { key: p.user_key.to_vec(), seq: p.seq.0, kind: kind_name(p.value_type), value })
+}
+
+/// A data block as the index lists it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DataBlock {
+    /// File offset of the block.
+    pub offset: u64,
+    /// Stored size, without the 5-byte trailer.
+    pub size: u64,
+}
+
+/// An open table file.
+pub struct Table {
+    reader: TableReader,
+    path: PathBuf,
+}
+
+impl Table {
+    /// Opens the table at `path`, reading and verifying its footer, metaindex, index, filter,
+    /// range deletions and properties.
+    pub fn open(fs: &dyn FileSystem, path: &Path) -> Result<Table> {
+        let file = fs.open(path)?;
+        Ok(Table { reader: TableReader::open(file, 0, None)?, path: path.to_path_buf() })
+    }
+
+    /// The file's size in bytes.
+    pub fn file_size(&self) -> u64 {
+        self.reader.file_size()
+    }
+
+    /// The properties block, as `(name, value)` in a fixed order.
+    pub fn properties(&self) -> Vec<(&'static str, String)> {
+        let p = self.reader.properties();
+        vec![
+            ("num_entries", p.num_entries.to_string()),
+            ("num_deletions", p.num_deletions.to_string()),
+            ("num_merge_operands", p.num_merge_operands.to_string()),
+            ("num_range_deletions", p.num_range_deletions.to_string()),
+            ("raw_key_size", p.raw_key_size.to_string()),
+            ("raw_value_size", p.raw_value_size.to_string()),
+            ("data_size", p.data_size.to_string()),
+            ("index_size", p.index_size.to_string()),
+            ("filter_size", p.filter_size.to_string()),
+            ("num_data_blocks", p.num_data_blocks.to_string()),
+            ("smallest_seqno", p.smallest_seqno.0.to_string()),
+            ("largest_seqno", p.largest_seqno.0.to_string()),
+            ("compression", format!("{:?}", p.compression)),
+            ("creation_time", p.creation_time.to_string()),
+        ]
+    }
+
+    /// The index: each data block with its separator (an entry at or after its last key).
+    pub fn index(&self) -> Result<Vec<(Entry, DataBlock)>> {
+        self.reader
+            .data_blocks()?
+            .into_iter()
+            .map(|(k, h)| {
+                let e = entry(&self.path, h.offset, &k, Vec::new())?;
+                Ok((e, DataBlock { offset: h.offset, size: h.size }))
+            })
+            .collect()
+    }
+
+    /// The entries of one data block, its checksum verified.
+    pub fn block_entries(&self, block: DataBlock) -> Result<Vec<Entry>> {
+        let h = BlockHandle::new(block.offset, block.size);
+        self.reader
+            .data_block_entries(h)?
+            .into_iter()
+            .map(|(k, v)| entry(&self.path, block.offset, &k, v))
+            .collect()
+    }
+
+    /// The range deletions of the table's range-deletion block.
+    pub fn range_deletions(&self) -> Vec<Entry> {
+        self.reader
+            .range_tombstones()
+            .iter()
+            .map(|t| Entry {
+                key: t.start.clone(),
+                seq: t.seq.0,
+                kind: "RDEL",
+                value: t.end.clone(),
+            })
+            .collect()
+    }
+
+    /// Reads every data block, verifying its checksum, and checks that each block's entries
+    /// are in order and end at or before the block's separator; returns the blocks read.
+    pub fn verify(&self) -> Result<u64> {
+        let mut blocks = 0u64;
+        let mut previous: Option<Vec<u8>> = None;
+        for (separator, h) in self.reader.data_blocks()? {
+            for (k, _) in self.reader.data_block_entries(h)? {
+                if previous.as_deref().is_some_and(|p| crate::key::compare_internal(p, &k).is_ge())
+                {
+                    return Err(Error::corruption(&self.path, h.offset, "keys out of order"));
+                }
+                if crate::key::compare_internal(&k, &separator).is_gt() {
+                    return Err(Error::corruption(
+                        &self.path,
+                        h.offset,
+                        "a key of the block sorts after its index separator",
+                    ));
+                }
+                previous = Some(k);
+            }
+            blocks += 1;
+        }
+        Ok(blocks)
+    }
+}
+
+/// One record of a WAL.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WalRecord {
+    /// The header every WAL starts with.
+    Header {
+        /// File offset of the record.
+        offset: u64,
+        /// The WAL that was active before this one.
+        prev: u64,
+        /// The WAL format version.
+        version: u32,
+    },
+    /// An event record (holds no writes).
+    Event {
+        /// File offset of the record.
+        offset: u64,
+        /// `synced-through N` or `closed N`.
+        text: String,
+    },
+    /// A write batch; entry `i` has sequence number `sequence + i`.
+    Batch {
+        /// File offset of the record.
+        offset: u64,
+        /// The batch's first sequence number.
+        sequence: u64,
+        /// Its operations in order.
+        entries: Vec<Entry>,
+    },
+}
+
+/// What [`read_wal`] found.
+#[derive(Debug)]
+pub struct WalDump {
+    /// The records before the end or the first damage.
+    pub records: Vec<WalRecord>,
+    /// Bytes after the last record that do not decode: an interrupted write (torn tail), or
+    /// for a reused WAL file, the older log it held.
+    pub torn_tail_bytes: u64,
+    /// Damage that is not a torn tail (the reading stopped there).
+    pub damage: Option<Error>,
+}
+
+/// Reads the WAL at `path` in point-in-time mode (its number, for reused files, from its
+/// name).
+pub fn read_wal(fs: &dyn FileSystem, path: &Path) -> Result<WalDump> {
+    let file = fs.open(path)?;
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    let number = match parse_file_name(name) {
+        Some(FileKind::Wal(n)) => n.0,
+        _ => 0,
+    };
+    let mut reader = LogReader::for_wal(file.clone(), WalRecoveryMode::PointInTime, number);
+    let mut records = Vec::new();
+    let mut damage = None;
+    loop {
+        match reader.read_record() {
+            Ok(Some((offset, data))) => match wal_record(path, offset, data, records.is_empty()) {
+                Ok(r) => records.push(r),
+                Err(e) => {
+                    damage = Some(e);
+                    break;
+                }
+            },
+            Ok(None) => break,
+            Err(e) => {
+                damage = Some(e);
+                break;
+            }
+        }
+    }
+    let outcome = reader.outcome();
+    let mut torn_tail_bytes = 0;
+    if damage.is_none() && outcome.torn_tail {
+        if !outcome.recyclable
+            && !tail_is_interrupted_append(
+                &file,
+                outcome.last_valid_end,
+                TailRule::UnsyncedTailPossible,
+            )?
+        {
+            damage = Some(Error::corruption(
+                path,
+                outcome.last_valid_end,
+                "WAL record is damaged (complete but fails its checksum, and bytes follow it)",
+            ));
+        } else {
+            torn_tail_bytes = file.len().saturating_sub(outcome.last_valid_end);
+        }
+    }
+    Ok(WalDump { records, torn_tail_bytes, damage })
+}
+
+fn wal_record(path: &Path, offset: u64, data: &[u8], first: bool) -> Result<WalRecord> {
+    let relocate = |e: Error| match e {
+        Error::Corruption { reason, .. } => Error::corruption(path, offset, reason),
+        other => other,
+    };
+    if first {
+        if let Ok(h) = decode_wal_header(data) {
+            return Ok(WalRecord::Header { offset, prev: h.prev.0, version: h.version });
+        }
+    }
+    if let Some(event) = decode_wal_event(data) {
+        let text = match event.map_err(relocate)? {
+            WalEvent::SyncedThrough(n) => format!("synced-through {}", n.0),
+            WalEvent::Closed(n) => format!("closed {}", n.0),
+        };
+        return Ok(WalRecord::Event { offset, text });
+    }
+    let batch = WriteBatch::from_data(data.to_vec()).map_err(relocate)?;
+    let sequence = batch.sequence().0;
+    let entries = batch
+        .iter()
+        .enumerate()
+        .map(|(i, r)| Entry {
+            key: r.key.to_vec(),
+            seq: sequence + i as u64,
+            kind: kind_name(r.value_type),
+            value: r.value.to_vec(),
+        })
+        .collect();
+    Ok(WalRecord::Batch { offset, sequence, entries })
+}
+
+/// A table as a MANIFEST edit adds it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TableSummary {
+    /// The level it is added to.
+    pub level: usize,
+    /// Its file number.
+    pub number: u64,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Its smallest and largest entries (values empty).
+    pub smallest: Entry,
+    /// See `smallest`.
+    pub largest: Entry,
+    /// Entries, deletions included.
+    pub entries: u64,
+    /// Deletions.
+    pub deletions: u64,
+}
+
+/// One field of a MANIFEST edit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EditItem {
+    /// The comparator's name.
+    Comparator(String),
+    /// WALs numbered below this hold nothing that is not in a table.
+    LogNumber(u64),
+    /// The next file number.
+    NextFile(u64),
+    /// The last sequence number.
+    LastSequence(u64),
+    /// A table removed from a level.
+    DeleteFile {
+        /// Its level.
+        level: usize,
+        /// Its number.
+        number: u64,
+    },
+    /// A table added.
+    AddFile(TableSummary),
+    /// A level's round-robin compaction cursor.
+    CompactCursor {
+        /// The level.
+        level: usize,
+        /// The cursor (an entry, value empty).
+        key: Entry,
+    },
+}
+
+/// Reads the MANIFEST at `path`: each record's offset and fields, in order. Damage (besides
+/// a torn last record) is an `Err`.
+pub fn read_manifest(fs: &dyn FileSystem, path: &Path) -> Result<Vec<(u64, Vec<EditItem>)>> {
+    let file = fs.open(path)?;
+    let mut reader = LogReader::new(file, WalRecoveryMode::PointInTime);
+    let mut out = Vec::new();
+    while let Some((offset, data)) = reader.read_record()? {
+        let edit = VersionEdit::decode_record(data, path, offset)?;
+        out.push((offset, edit_items(path, offset, &edit)?));
+    }
+    Ok(out)
+}
+
+fn table_summary(path: &Path, offset: u64, level: usize, f: &FileMetaData) -> Result<TableSummary> {
+    Ok(TableSummary {
+        level,
+        number: f.number.0,
+        size: f.file_size,
+        smallest: entry(path, offset, &f.smallest, Vec::new())?,
+        largest: entry(path, offset, &f.largest, Vec::new())?,
+        entries: f.num_entries,
+        deletions: f.num_deletions,
+    })
+}
+
+fn edit_items(path: &Path, offset: u64, e: &VersionEdit) -> Result<Vec<EditItem>> {
+    let mut items = Vec::new();
+    if let Some(c) = &e.comparator {
+        items.push(EditItem::Comparator(c.clone()));
+    }
+    if let Some(n) = e.log_number {
+        items.push(EditItem::LogNumber(n.0));
+    }
+    if let Some(n) = e.next_file_number {
+        items.push(EditItem::NextFile(n.0));
+    }
+    if let Some(s) = e.last_sequence {
+        items.push(EditItem::LastSequence(s.0));
+    }
+    for &(level, n) in &e.deleted_files {
+        items.push(EditItem::DeleteFile { level, number: n.0 });
+    }
+    for (level, f) in &e.new_files {
+        items.push(EditItem::AddFile(table_summary(path, offset, *level, f)?));
+    }
+    for (level, k) in &e.compact_cursors {
+        items.push(EditItem::CompactCursor {
+            level: *level,
+            key: entry(path, offset, k, Vec::new())?,
+        });
+    }
+    Ok(items)
+}
+
+/// The outcome of checking one file ([`verify_db`]).
+#[derive(Debug)]
+pub struct FileCheck {
+    /// The file's path.
+    pub path: PathBuf,
+    /// What was found: a short summary when it is intact, the damage otherwise.
+    pub result: Result<String>,
+}
+
+/// Checks every checksum of the DB in `dir`: CURRENT and the MANIFEST it names (every
+/// record), every live table (every block) and every WAL the DB still needs (every record;
+/// a torn tail, which recovery drops, is reported as intact). When the MANIFEST cannot be
+/// read, every table and WAL in the directory is checked instead. Reads only.
+pub fn verify_db(opts: &Options, dir: &Path) -> Result<Vec<FileCheck>> {
+    let fs = opts.fs.as_ref();
+    if !fs.is_dir(dir) {
+        return Err(Error::InvalidArgument(format!("{} is not a directory", dir.display())));
+    }
+    let wal_dir = opts.wal_dir.clone().unwrap_or_else(|| dir.to_path_buf());
+    let mut checks = Vec::new();
+    let recovered = VersionSet::recover(opts.fs.clone(), dir, opts.num_levels);
+    let (tables, oldest_wal): (Vec<FileNumber>, FileNumber) = match recovered {
+        Ok(vs) => {
+            let mut tables: Vec<FileNumber> = vs.current().file_numbers().collect();
+            tables.sort_unstable();
+            checks.push(FileCheck {
+                path: current_manifest(fs, dir)?,
+                result: Ok(format!(
+                    "named by CURRENT; {} tables, last sequence {}",
+                    tables.len(),
+                    vs.last_sequence().0
+                )),
+            });
+            (tables, vs.log_number())
+        }
+        Err(e) => {
+            let path = match &e {
+                Error::Corruption { file, .. } | Error::ChecksumMismatch { file, .. } => {
+                    file.clone()
+                }
+                _ => current_path(dir),
+            };
+            checks.push(FileCheck { path, result: Err(e) });
+            let mut tables: Vec<FileNumber> = fs
+                .list(dir)?
+                .iter()
+                .filter_map(|n| match parse_file_name(n) {
+                    Some(FileKind::Table(t)) => Some(t),
+                    _ => None,
+                })
+                .collect();
+            tables.sort_unstable();
+            (tables, FileNumber(0))
+        }
+    };
+    for n in tables {
+        let path = table_path(dir, n);
+        let result = Table::open(fs, &path)
+            .and_then(|t| t.verify())
+            .map(|blocks| format!("{blocks} data blocks"));
+        checks.push(FileCheck { path, result });
+    }
+    let wals = crate::db::find_wal_files(fs, dir, &wal_dir)?;
+    for (_, path) in wals.into_iter().filter(|(n, _)| *n >= oldest_wal) {
+        let result = read_wal(fs, &path).and_then(|d| match d.damage {
+            Some(e) => Err(e),
+            None if d.torn_tail_bytes > 0 => {
+                Ok(format!("{} records; {} bytes of torn tail", d.records.len(), d.torn_tail_bytes))
+            }
+            None => Ok(format!("{} records", d.records.len())),
+        });
+        checks.push(FileCheck { path, result });
+    }
+    Ok(checks)
+}
+
+/// The path of the MANIFEST CURRENT names (CURRENT was read successfully just before).
+fn current_manifest(fs: &dyn FileSystem, dir: &Path) -> Result<PathBuf> {
+    let cur = fs.open(&current_path(dir))?.read_all()?;
+    let name = String::from_utf8_lossy(&cur);
+    Ok(dir.join(name.trim_end()))
+}
+
+/// Whether every check found its file intact.
+pub fn all_intact(checks: &[FileCheck]) -> bool {
+    checks.iter().all(|c| c.result.is_ok())
+}
