@@ -12,8 +12,9 @@
 # Output: <out>/results.tsv (one row per run: bench, threads, rep, engine, ops/s, p99 usec),
 # <out>/table.md (per bench and thread count: each engine's median ops/s with its range and
 # median p99, and the median of the per-repetition ratios of the first engine over the
-# second), <out>/fio.txt and <out>/logs/. Needs fio for the device line (skipped, with a
-# message, when it is missing: apt-get install -y fio).
+# second), <out>/fio.txt and <out>/fio-append.txt (one writer overwriting a laid-out file, and
+# appending to a new one, each 4 KiB write followed by fdatasync), and <out>/logs/. Needs fio
+# for the device lines (skipped, with a message, when it is missing: apt-get install -y fio).
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 

@@ -63,6 +63,19 @@ fn writer(db: &Db, t: u64) {
     }
 }
 
+/// Runs every writer to the end.
+fn run_writers(db: &Arc<Db>) {
+    let writers: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let db = db.clone();
+            thread::spawn(move || writer(&db, t))
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+}
+
 fn read_u64(v: Option<Vec<u8>>) -> Option<u64> {
     v.map(|b| String::from_utf8(b).unwrap().parse().unwrap())
 }
@@ -117,15 +130,7 @@ fn run(mode: Mode) {
             let (db, stop) = (db.clone(), stop.clone());
             thread::spawn(move || check_snapshots(&db, &stop))
         });
-        let writers: Vec<_> = (0..THREADS)
-            .map(|t| {
-                let db = db.clone();
-                thread::spawn(move || writer(&db, t))
-            })
-            .collect();
-        for w in writers {
-            w.join().unwrap();
-        }
+        run_writers(&db);
         stop.store(true, Ordering::Release);
         if let Some(r) = reader {
             assert!(r.join().unwrap() > 0);
@@ -152,15 +157,7 @@ fn retry_for_member_insert(mode: Mode) -> bool {
     (0..20).any(|_| {
         let dir = tempfile::tempdir().unwrap();
         let db = Arc::new(Db::open(&options(mode), dir.path()).unwrap());
-        let writers: Vec<_> = (0..THREADS)
-            .map(|t| {
-                let db = db.clone();
-                thread::spawn(move || writer(&db, t))
-            })
-            .collect();
-        for w in writers {
-            w.join().unwrap();
-        }
+        run_writers(&db);
         member_inserts(&db) > 0
     })
 }
