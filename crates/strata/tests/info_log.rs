@@ -68,3 +68,30 @@ fn the_log_tells_what_the_db_did() {
     let log = read_log(dir.path());
     assert!(log.contains("Recovered from MANIFEST-") && !log.contains("DUMPING STATS"));
 }
+
+#[test]
+fn the_log_tells_each_slowdown_with_its_cause_and_duration() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options {
+        write_buffer_size: 8 << 10,
+        // Writes slow down whenever L0 holds a file, and never stop.
+        level0_file_num_compaction_trigger: 1,
+        level0_slowdown_writes_trigger: 1,
+        level0_stop_writes_trigger: 1000,
+        ..Options::default()
+    };
+    {
+        let db = Db::open(&opts, dir.path()).unwrap();
+        for i in 0..1_000u32 {
+            db.put(format!("key{:06}", i * 7 % 1_000), [7u8; 100]).unwrap();
+        }
+        db.wait_for_compact().unwrap();
+        // L0 is empty now: this write sees the slowdown end.
+        db.put("last", "x").unwrap();
+    }
+    let log = read_log(dir.path());
+    let slowed = log.lines().find(|l| l.contains("[default] Slowing writes to ")).unwrap();
+    assert!(slowed.contains("L0 files (slowdown trigger 1)"), "{slowed}");
+    let ended = log.lines().find(|l| l.contains("[default] Writes no longer slowed down")).unwrap();
+    assert!(ended.contains(", after ") && ended.ends_with(" ms"), "{ended}");
+}
