@@ -308,7 +308,7 @@ pub(crate) fn replay_wals(
             if mem.is_empty() {
                 mem_first_wal = n;
             }
-            let count = insert_into_memtable(&mem, &batch, first)?;
+            let count = insert_into_memtable(&mem, &batch, first);
             if count > 0 {
                 last_seq = last_seq.max(SeqNo(first.0 + count - 1));
             }

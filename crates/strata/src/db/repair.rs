@@ -163,7 +163,7 @@ fn rebuild(opts: &Options, fs: &Arc<dyn FileSystem>, dir: &Path) -> Result<Repai
             }
             // A record that is not a batch is damage the checksum did not catch: skipped.
             let Ok(batch) = WriteBatch::from_data(record.to_vec()) else { continue };
-            insert_into_memtable(&mem, &batch, batch.sequence())?;
+            insert_into_memtable(&mem, &batch, batch.sequence());
             records += 1;
             if mem.approximate_memory_usage() >= opts.write_buffer_size {
                 write_table(&mem, &mut report)?;

@@ -133,17 +133,21 @@ fn lead_group(inner: &DbInner, me: &Arc<WriterSlot>) -> Result<()> {
         }
         q = inner.queue.lock();
     }
-    let leader = match q.pending.pop_front() {
-        Some(p) if Arc::ptr_eq(&p.slot, me) => p,
-        other => {
-            // Unreachable by the queue's invariant; refuse rather than lose a batch.
-            if let Some(p) = other {
-                q.pending.push_front(p);
-            }
-            drop(q);
-            hand_on_leadership(&inner.queue);
-            return Err(Error::Background("write queue: the leader is not at the front".into()));
+    // The leader is at the front (the queue's invariant). Were it not, its entry is taken out
+    // wherever it is, so that no later group writes its batch or answers its slot, and the
+    // write fails.
+    let leader = match q.pending.iter().position(|p| Arc::ptr_eq(&p.slot, me)) {
+        Some(0) => q.pending.pop_front(),
+        Some(i) => {
+            q.pending.remove(i);
+            None
         }
+        None => None,
+    };
+    let Some(leader) = leader else {
+        drop(q);
+        hand_on_leadership(&inner.queue);
+        return Err(Error::Background("write queue: the leader was not at the front".into()));
     };
     let PendingWrite { batch: mut wal_batch, sync: leader_sync, disable_wal, .. } = leader;
     let max_bytes = inner.opts.max_write_batch_group_size_bytes.max(1) as usize;
@@ -658,12 +662,8 @@ pub(crate) fn sync_wal_dir(inner: &DbInner) -> Result<()> {
 
 /// Inserts every record of `batch` at consecutive sequence numbers from `first`; returns the
 /// record count.
-pub(crate) fn insert_into_memtable(
-    mem: &MemTable,
-    batch: &WriteBatch,
-    first: SeqNo,
-) -> Result<u64> {
-    Ok(mem.add_batch(first, batch.iter().map(as_entry)))
+pub(crate) fn insert_into_memtable(mem: &MemTable, batch: &WriteBatch, first: SeqNo) -> u64 {
+    mem.add_batch(first, batch.iter().map(as_entry))
 }
 
 /// Ensures the active memtable has room and applies write flow control: stops while L0 has
