@@ -278,6 +278,7 @@ define_flags! {
     enable_pipelined_write: bool = true, Engine, "The next write group's WAL write overlaps this group's memtable insert";
     unordered_write: bool = false, Engine, "Publish a group once it is in the WAL; writers insert unordered (weaker snapshots)";
     max_write_batch_group_size_bytes: u64 = 1048576u64, Engine, "The most bytes of batches one write group takes";
+    wal_zeros_ahead: bool = true, Engine, "Strata only: new WAL files are zero-filled ahead of their records, so a synced write changes no file size";
     max_background_jobs: i64 = 2i64, Engine, "Background flush and compaction threads";
     max_background_compactions: i64 = -1i64, Engine, "Background compaction threads (-1: from max_background_jobs)";
     max_background_flushes: i64 = -1i64, Engine, "Background flush threads (-1: from max_background_jobs)";

@@ -428,8 +428,30 @@ fn garbage_cases() -> Vec<Damage> {
     ]
 }
 
+/// The offsets worth damaging in `data`: every one, except in a run of zeros that ends the
+/// file (a WAL's zeros ahead of its records, a megabyte of them), where every 4093rd and the
+/// last few stand for the rest. Their handling does not depend on where in the run they are.
+pub fn damage_offsets(data: &[u8]) -> Vec<usize> {
+    let content = data.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+    let dense = (content + 4096).min(data.len());
+    let mut offsets: Vec<usize> = (0..dense).collect();
+    offsets.extend((dense..data.len()).step_by(4093));
+    offsets.extend(data.len().saturating_sub(8).max(dense)..data.len());
+    offsets.sort_unstable();
+    offsets.dedup();
+    offsets
+}
+
+/// The part of `data` before the zeros that end it (plus a page of them), where random
+/// damage is drawn (`damage_offsets`).
+fn content_len(data: &[u8]) -> usize {
+    let content = data.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+    (content + 4096).min(data.len())
+}
+
 /// The tiny-DB matrix: every byte flipped, every truncation length, every 4 KiB page zeroed,
-/// garbage appended, each file deleted.
+/// garbage appended, each file deleted (in a run of zeros ending a file, a sample of its
+/// bytes: `damage_offsets`).
 pub fn run_tiny() -> Matrix {
     install_panic_counter();
     let built = build(24, 2, 24, 11);
@@ -437,8 +459,9 @@ pub fn run_tiny() -> Matrix {
     for path in db_files(&built) {
         let data = built.fs.read_file(&path).unwrap_or_default();
         let mut cases: Vec<Damage> = Vec::new();
-        cases.extend((0..data.len()).map(Damage::Flip));
-        cases.extend((0..data.len()).map(Damage::Truncate));
+        let offsets = damage_offsets(&data);
+        cases.extend(offsets.iter().copied().map(Damage::Flip));
+        cases.extend(offsets.iter().copied().map(Damage::Truncate));
         cases.extend((0..data.len().div_ceil(4096)).map(Damage::ZeroPage));
         cases.extend(garbage_cases());
         for d in cases {
@@ -469,14 +492,26 @@ pub fn run_large(cfg: &MatrixConfig) -> Matrix {
             continue;
         }
         let mut cases: Vec<Damage> = Vec::new();
-        let n = cfg.samples.min(data.len() as u64 * 2);
+        // Mostly in the content; one draw in 16 anywhere (the zeros ending a WAL included).
+        let content = content_len(&data);
+        let n = cfg.samples.min(content as u64 * 2);
+        let offset = |rng: &mut StdRng| {
+            if rng.gen_range(0..16) == 0 {
+                rng.gen_range(0..data.len())
+            } else {
+                rng.gen_range(0..content)
+            }
+        };
         for _ in 0..n {
-            cases.push(Damage::Flip(rng.gen_range(0..data.len())));
+            cases.push(Damage::Flip(offset(&mut rng)));
         }
         for _ in 0..n / 4 {
-            cases.push(Damage::Truncate(rng.gen_range(0..data.len())));
+            cases.push(Damage::Truncate(offset(&mut rng)));
         }
-        cases.extend((0..data.len().div_ceil(4096)).map(Damage::ZeroPage));
+        cases.extend((0..content.div_ceil(4096)).map(Damage::ZeroPage));
+        cases.extend(
+            (content.div_ceil(4096)..data.len().div_ceil(4096)).step_by(16).map(Damage::ZeroPage),
+        );
         cases.extend(garbage_cases());
         for d in cases {
             run_case(&built, &path, &data, d, &mut m);

@@ -115,6 +115,11 @@ fn write_mode(rng: &mut StdRng) -> Options {
         allow_concurrent_memtable_write: mode != 2,
         unordered_write: mode == 3,
         max_write_batch_group_size_bytes: [4 << 10, 1 << 20][rng.gen_range(0..2)],
+        wal_zeros_ahead: rng.gen_bool(0.75),
+        // On the memory file system direct handles are the plain ones: this covers the
+        // engine's choice of handles (`env/direct_tables.rs`), not the alignment.
+        use_direct_reads: rng.gen_bool(0.25),
+        use_direct_io_for_flush_and_compaction: rng.gen_bool(0.25),
         ..Options::default()
     }
 }
@@ -127,7 +132,8 @@ pub fn describe_options(o: &Options) -> String {
          target_file={} dynamic={} subcompactions={} jobs={} wal_recovery={:?} \
          l0_slowdown={} l0_stop={} soft_pending={} hard_pending={} delayed_rate={} \
          avoid_flush_during_recovery={} recycle_log_file_num={} wal_bytes_per_sync={} \
-         wal_dir={:?} pipelined={} concurrent_memtable={} unordered={} group_bytes={}",
+         wal_dir={:?} pipelined={} concurrent_memtable={} unordered={} group_bytes={} \
+         wal_zeros_ahead={} direct_reads={} direct_writes={}",
         o.write_buffer_size,
         o.max_write_buffer_number,
         o.block_size,
@@ -156,7 +162,10 @@ pub fn describe_options(o: &Options) -> String {
         o.enable_pipelined_write,
         o.allow_concurrent_memtable_write,
         o.unordered_write,
-        o.max_write_batch_group_size_bytes
+        o.max_write_batch_group_size_bytes,
+        o.wal_zeros_ahead,
+        o.use_direct_reads,
+        o.use_direct_io_for_flush_and_compaction
     )
 }
 

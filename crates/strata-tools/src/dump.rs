@@ -97,8 +97,9 @@ pub fn dump_wal(out: &mut dyn Write, f: Bytes, path: &Path) -> Result<Outcome> {
     writeln!(out, "file: {}", file_name(path))?;
     for r in &dump.records {
         match r {
-            WalRecord::Header { offset, prev, version } => {
-                writeln!(out, "@{offset} header: version {version}, previous WAL {prev}")?;
+            WalRecord::Header { offset, prev, version, zeros_ahead } => {
+                let zeros = if *zeros_ahead { " (zeros ahead)" } else { "" };
+                writeln!(out, "@{offset} header: version {version}{zeros}, previous WAL {prev}")?;
             }
             WalRecord::Event { offset, text } => writeln!(out, "@{offset} event: {text}")?,
             WalRecord::Batch { offset, sequence, entries } => {

@@ -178,6 +178,8 @@ pub enum WalRecord {
         prev: u64,
         /// The WAL format version.
         version: u32,
+        /// The file was zero-filled ahead of its records (version 4).
+        zeros_ahead: bool,
     },
     /// An event record (holds no writes).
     Event {
@@ -266,7 +268,12 @@ fn wal_record(path: &Path, offset: u64, data: &[u8], first: bool) -> Result<WalR
     };
     if first {
         if let Ok(h) = decode_wal_header(data) {
-            return Ok(WalRecord::Header { offset, prev: h.prev.0, version: h.version });
+            return Ok(WalRecord::Header {
+                offset,
+                prev: h.prev.0,
+                version: h.version,
+                zeros_ahead: h.zeros_ahead,
+            });
         }
     }
     if let Some(event) = decode_wal_event(data) {

@@ -137,6 +137,22 @@ pub struct Options {
     /// the file's old bytes and reads as the WAL's end (point-in-time semantics); with
     /// `wal_recovery_mode = AbsoluteConsistency` this is set to 0 at open. Default: 0.
     pub recycle_log_file_num: usize,
+    /// Table reads (point lookups, iterators, compaction inputs) bypass the OS page cache
+    /// (`O_DIRECT`): the block cache is then the only cache, and memory use is what it is
+    /// configured to be. `open` fails with `NotSupported` where the file system has no direct
+    /// I/O (tmpfs). Default: false.
+    pub use_direct_reads: bool,
+    /// Table files written by flushes and compactions bypass the OS page cache (`O_DIRECT`),
+    /// so background writes do not evict the foreground's cached pages. The WAL stays
+    /// buffered. Default: false.
+    pub use_direct_io_for_flush_and_compaction: bool,
+    /// New WAL files are zero-filled ahead of their records, a megabyte at a time, so a synced
+    /// write overwrites blocks that exist and its fdatasync writes the data alone, with no
+    /// file size to journal (one sync per megabyte of WAL still does). The WAL header records
+    /// it, and readers take the zeros after the last record as the log's end (format version
+    /// 4, `docs/format/wal.md`). Where the file system cannot, space is reserved with
+    /// `fallocate` instead. Costs a write of the zeros per megabyte of WAL. Default: true.
+    pub wal_zeros_ahead: bool,
     /// Bytes written to the WAL after which the OS is asked to start writing it out (in the
     /// background), so a later sync has less to wait for; 0: never. Default: 0.
     pub wal_bytes_per_sync: u64,
@@ -210,6 +226,9 @@ impl Default for Options {
             paranoid_checks: true,
             avoid_flush_during_recovery: false,
             recycle_log_file_num: 0,
+            wal_zeros_ahead: true,
+            use_direct_reads: false,
+            use_direct_io_for_flush_and_compaction: false,
             wal_bytes_per_sync: 0,
             manual_wal_flush: false,
             max_write_batch_group_size_bytes: 1 << 20,
@@ -298,6 +317,13 @@ impl Options {
             o.level0_slowdown_writes_trigger.max(o.level0_file_num_compaction_trigger);
         o.level0_stop_writes_trigger =
             o.level0_stop_writes_trigger.max(o.level0_slowdown_writes_trigger);
+        if o.use_direct_reads || o.use_direct_io_for_flush_and_compaction {
+            o.fs = Arc::new(crate::env::DirectTableFs::new(
+                o.fs.clone(),
+                o.use_direct_reads,
+                o.use_direct_io_for_flush_and_compaction,
+            ));
+        }
         if o.wal_recovery_mode == WalRecoveryMode::AbsoluteConsistency {
             // A reused WAL's old bytes would read as damage after its last record.
             o.recycle_log_file_num = 0;
@@ -383,6 +409,12 @@ impl Options {
             ("stats_dump_period_sec", self.stats_dump_period_sec.to_string()),
             ("avoid_flush_during_recovery", self.avoid_flush_during_recovery.to_string()),
             ("recycle_log_file_num", self.recycle_log_file_num.to_string()),
+            ("wal_zeros_ahead", self.wal_zeros_ahead.to_string()),
+            ("use_direct_reads", self.use_direct_reads.to_string()),
+            (
+                "use_direct_io_for_flush_and_compaction",
+                self.use_direct_io_for_flush_and_compaction.to_string(),
+            ),
             ("wal_bytes_per_sync", self.wal_bytes_per_sync.to_string()),
             ("manual_wal_flush", self.manual_wal_flush.to_string()),
         ]

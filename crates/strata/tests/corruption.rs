@@ -113,15 +113,19 @@ fn bit_flips_and_truncations_in_every_file() {
         }
         kinds_seen.push(name.clone());
         let data = fs.read_file(path).unwrap();
-        for off in 0..data.len() {
+        // Every byte, except in the zeros ending a WAL (zeros ahead of its records): a sample.
+        let content = data.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+        let dense = (content + 4096).min(data.len());
+        let offsets: Vec<usize> = (0..dense).chain((dense..data.len()).step_by(4093)).collect();
+        for &off in &offsets {
             let copy = clone_fs(&fs);
             let mut d = data.clone();
             d[off] ^= 1 << (off % 8);
             copy.write_file(path, &d);
             classify(copy, &history, &format!("{name} flip at {off}"), &mut out);
         }
-        let step = (data.len() / 64).max(1);
-        for len in (0..data.len()).step_by(step) {
+        let step = (offsets.len() / 64).max(1);
+        for len in offsets.iter().copied().step_by(step) {
             let copy = clone_fs(&fs);
             copy.write_file(path, &data[..len]);
             classify(copy, &history, &format!("{name} truncated to {len}"), &mut out);

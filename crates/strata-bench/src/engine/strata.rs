@@ -58,6 +58,9 @@ pub const HONOURED_FLAGS: &[&str] = &[
     "enable_pipelined_write",
     "unordered_write",
     "max_write_batch_group_size_bytes",
+    "wal_zeros_ahead",
+    "use_direct_reads",
+    "use_direct_io_for_flush_and_compaction",
 ];
 
 /// Strata `Options` from the flags.
@@ -138,6 +141,9 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
     o.enable_pipelined_write = f.enable_pipelined_write;
     o.unordered_write = f.unordered_write;
     o.max_write_batch_group_size_bytes = f.max_write_batch_group_size_bytes;
+    o.wal_zeros_ahead = f.wal_zeros_ahead;
+    o.use_direct_reads = f.use_direct_reads;
+    o.use_direct_io_for_flush_and_compaction = f.use_direct_io_for_flush_and_compaction;
     if !f.merge_operator.is_empty() {
         let op =
             strata::merge_operator::builtin_merge_operator(&f.merge_operator).ok_or_else(|| {

@@ -612,7 +612,8 @@ fn write_close_marker(inner: &DbInner) {
     marker.set_sequence(wal.last_sequence.plus(1));
     // Best effort: a close that cannot write the marker loses nothing, only the stricter
     // check of the last record at the next open.
-    let _ = wal.writer.add_record(marker.data()).and_then(|()| wal.writer.flush());
+    // The zeros written ahead of the records go too: a closed WAL ends at its marker.
+    let _ = wal.writer.add_record(marker.data()).and_then(|()| wal.writer.trim_zeros_ahead());
 }
 
 impl DbInner {

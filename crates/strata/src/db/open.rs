@@ -39,6 +39,7 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
     let opts = &opts.sanitized();
     let fs = opts.fs.clone();
     let lock = prepare_dir(opts, fs.as_ref(), dir)?;
+    probe_direct_io(opts, fs.as_ref(), dir)?;
     // The LOG is a diagnostic: a DB whose LOG cannot be written still opens, without one.
     let info_log = InfoLog::open(fs.as_ref(), dir, opts.keep_log_file_num)
         .unwrap_or_else(|_| InfoLog::disabled());
@@ -85,7 +86,11 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
     let new_log_number = versions.new_file_number();
     let mut log_writer = open_wal_writer(fs.as_ref(), opts, &wal_dir, new_log_number, None)?;
     let last_wal = wal_files.keys().next_back().copied().unwrap_or(FileNumber(0));
-    log_writer.add_record(&encode_wal_header(last_wal, opts.recycle_log_file_num > 0))?;
+    log_writer.add_record(&encode_wal_header(
+        last_wal,
+        opts.recycle_log_file_num > 0,
+        log_writer.zeros_ahead(),
+    ))?;
     // The kept WALs were synced above (they end without a "closed" event: the process that
     // wrote them stopped); say so, or recovery would take them for WALs cut short.
     let kept_synced_through = if recovered.is_empty() { FileNumber(0) } else { last_wal };
@@ -148,6 +153,31 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
     }))
 }
 
+/// Fails, naming the directory, when direct I/O is asked for and its file system has none,
+/// rather than at the first flush or read. Writes and removes a probe file.
+fn probe_direct_io(opts: &Options, fs: &dyn FileSystem, dir: &Path) -> Result<()> {
+    if !opts.use_direct_reads && !opts.use_direct_io_for_flush_and_compaction {
+        return Ok(());
+    }
+    let probe = dir.join("DIRECT_IO_PROBE.dbtmp");
+    let r = (|| {
+        if opts.use_direct_io_for_flush_and_compaction {
+            let mut f = fs.create_direct(&probe)?;
+            f.append(b"probe")?;
+            f.flush()?;
+        } else {
+            fs.create(&probe)?.flush()?;
+        }
+        if opts.use_direct_reads {
+            let mut buf = [0u8; 5];
+            fs.open_direct(&probe)?.read_at(0, &mut buf)?;
+        }
+        Ok(())
+    })();
+    let _ = fs.remove(&probe);
+    r
+}
+
 /// Opens the DB in `dir` without writing anything (see the module documentation).
 pub(crate) fn open_read_only(opts: &Options, dir: &Path) -> Result<DbInner> {
     opts.validate()?;
@@ -183,6 +213,10 @@ fn try_open_read_only(opts: &Options, dir: &Path) -> Result<DbInner> {
             "{} holds no DB (no CURRENT file)",
             dir.display()
         )));
+    }
+    if opts.use_direct_reads {
+        // Writes nothing: the probe is a direct open of CURRENT.
+        fs.open_direct(&crate::filename::current_path(dir))?;
     }
     let versions = recover_version_set(opts, &fs, dir, &kinds)?;
     let table_cache = new_table_cache(opts, &fs, dir);

@@ -494,7 +494,7 @@ mod tests {
             }
             w.flush().expect("flush");
         };
-        let mut header = encode_wal_header(FileNumber(0), false);
+        let mut header = encode_wal_header(FileNumber(0), false, false);
         header[8..12].copy_from_slice(&version.to_le_bytes());
         let first = wal_path(&dir, n);
         let mut records = vec![header, batch(b"a", 1), batch(b"b", 2)];
@@ -508,7 +508,7 @@ mod tests {
             Tail::Lost => fs.write_file(&first, &[]),
             Tail::Boundary | Tail::Closed => {}
         }
-        let mut second = vec![encode_wal_header(n, false)];
+        let mut second = vec![encode_wal_header(n, false, false)];
         if event {
             second.push(encode_wal_event(WalEvent::SyncedThrough(n)));
         }

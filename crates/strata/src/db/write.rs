@@ -609,8 +609,10 @@ pub(crate) fn flush_wal(inner: &DbInner, sync: bool) -> Result<()> {
 
 /// Opens the writer of WAL `number` in `wal_dir`: in the file of WAL `reuse` when given (an
 /// obsolete WAL written in recyclable fragments, renamed and overwritten in place), else in a
-/// new file with space reserved for a memtable's worth of writes. With recycling on, the WAL
-/// is written in recyclable fragments.
+/// new file, zero-filled ahead of its records (`Options::wal_zeros_ahead`, where the file
+/// system can) or with space reserved for a memtable's worth of writes. With recycling on, the
+/// WAL is written in recyclable fragments. The caller writes the header, which says whether
+/// zeros are ahead (`LogWriter::zeros_ahead`).
 pub(crate) fn open_wal_writer(
     fs: &dyn crate::env::FileSystem,
     opts: &crate::options::Options,
@@ -632,7 +634,7 @@ pub(crate) fn open_wal_writer(
         LogWriter::new(file)
     };
     writer.set_bytes_per_sync(opts.wal_bytes_per_sync);
-    if reuse.is_none() {
+    if reuse.is_none() && !(opts.wal_zeros_ahead && writer.write_zeros_ahead()) {
         // A memtable's worth of records, with room for their framing.
         writer.preallocate(opts.write_buffer_size as u64 / 10 * 11);
     }
@@ -863,9 +865,10 @@ pub(crate) fn switch_memtable(inner: &DbInner, wal: &mut WalState) -> Result<()>
     let retired = std::mem::replace(&mut wal.writer, new_writer);
     inner.retired_wals.lock().push_back((wal.number, retired));
     let recyclable = inner.opts.recycle_log_file_num > 0;
+    let zeros_ahead = wal.writer.zeros_ahead();
     let header = wal
         .writer
-        .add_record(&encode_wal_header(wal.number, recyclable))
+        .add_record(&encode_wal_header(wal.number, recyclable, zeros_ahead))
         .and_then(|()| wal.writer.flush());
     if let Err(e) = header {
         let mut st = inner.state.lock();

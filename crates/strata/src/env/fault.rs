@@ -23,7 +23,7 @@ pub enum FaultOp {
     Open,
     /// `WritableFile::append`.
     Append,
-    /// `WritableFile::flush`.
+    /// `WritableFile::flush` (and `start_writeback`, `write_zeros_ahead`: writes to the OS).
     Flush,
     /// `WritableFile::sync`.
     Sync,
@@ -251,6 +251,16 @@ impl WritableFile for FaultWritable {
         self.inner.preallocate(bytes)
     }
 
+    fn truncate_to_len(&mut self) -> Result<()> {
+        gate(&self.shared, FaultOp::Flush, "ftruncate", &self.path)?;
+        self.inner.truncate_to_len()
+    }
+
+    fn write_zeros_ahead(&mut self, to: u64) -> Result<bool> {
+        gate(&self.shared, FaultOp::Flush, "pwrite", &self.path)?;
+        self.inner.write_zeros_ahead(to)
+    }
+
     fn syncer(&mut self) -> Option<Box<dyn super::FileSyncer>> {
         let inner = self.inner.syncer()?;
         Some(Box::new(FaultSyncer { inner, path: self.path.clone(), shared: self.shared.clone() }))
@@ -323,6 +333,18 @@ impl FileSystem for FaultFs {
         gate(&self.shared, FaultOp::Open, "open", path)?;
         let inner = self.inner.open(path)?;
         Ok(Arc::new(FaultRandom { inner, shared: self.shared.clone() }))
+    }
+
+    fn open_direct(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        gate(&self.shared, FaultOp::Open, "open", path)?;
+        let inner = self.inner.open_direct(path)?;
+        Ok(Arc::new(FaultRandom { inner, shared: self.shared.clone() }))
+    }
+
+    fn create_direct(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        gate(&self.shared, FaultOp::Create, "create", path)?;
+        let inner = self.inner.create_direct(path)?;
+        Ok(Box::new(FaultWritable { inner, path: path.to_path_buf(), shared: self.shared.clone() }))
     }
 
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {

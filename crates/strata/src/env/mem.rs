@@ -208,6 +208,38 @@ impl WritableFile for MemWritable {
         self.len
     }
 
+    /// The zeros are modelled as durable at once (as if the next sync had happened): power
+    /// loss reverts unsynced appends over them to zeros, never cuts the file shorter. A real
+    /// file system may lose the extension with them, which readers see the same way (the
+    /// log ends there).
+    fn write_zeros_ahead(&mut self, to: u64) -> Result<bool> {
+        self.check_alive()?;
+        let mut ino = self.inode.lock();
+        let Ok(to) = usize::try_from(to) else { return Ok(false) };
+        if to <= ino.data.len() {
+            return Ok(true);
+        }
+        // What power loss leaves: the durable old bytes, then zeros (never-synced bytes
+        // between the old end and the zeros revert to zeros too).
+        let len = ino.data.len();
+        ino.old.resize(len, 0);
+        ino.old.resize(to, 0);
+        ino.data.resize(to, 0);
+        Ok(true)
+    }
+
+    /// Modelled as durable at once, as the zeros it drops were.
+    fn truncate_to_len(&mut self) -> Result<()> {
+        self.flush()?;
+        let mut ino = self.inode.lock();
+        let pos = self.pos;
+        ino.data.truncate(pos);
+        ino.old.truncate(pos);
+        ino.synced_len = ino.synced_len.min(pos);
+        ino.written = ino.written.min(pos);
+        Ok(())
+    }
+
     fn syncer(&mut self) -> Option<Box<dyn super::FileSyncer>> {
         Some(Box::new(MemSyncer {
             path: self.path.clone(),
@@ -352,6 +384,17 @@ impl FileSystem for MemFs {
             generation: self.generation.load(Ordering::SeqCst),
             fs_generation: self.generation.clone(),
         }))
+    }
+
+    /// Memory has no page cache to bypass: direct handles are the plain ones, so the crash
+    /// model covers the engine's direct I/O paths (the alignment is `direct.rs`'s, tested on
+    /// the OS's file system).
+    fn open_direct(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        self.open(path)
+    }
+
+    fn create_direct(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        self.create(path)
     }
 
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {

@@ -7,6 +7,9 @@
 //!   OS (it then survives a killed process); `sync` makes them durable (survive power loss).
 //! - A created, renamed or removed directory entry is durable only after `sync_dir` on its parent.
 
+#[cfg(target_os = "linux")]
+mod direct;
+mod direct_tables;
 #[cfg(any(test, feature = "testing"))]
 mod fault;
 // Without `testing`, the engine uses `MemFs` only as scratch space (its crash model is then
@@ -17,6 +20,7 @@ mod os;
 
 // The test filesystems are public only with the `testing` feature (the engine's own tests,
 // the reliability harness): applications see the trait and the OS filesystem.
+pub(crate) use direct_tables::DirectTableFs;
 #[cfg(all(test, not(feature = "testing")))]
 pub(crate) use fault::{FaultFs, FaultKind, FaultOp, FaultRule};
 #[cfg(feature = "testing")]
@@ -49,6 +53,21 @@ pub trait WritableFile: Send {
     fn preallocate(&mut self, bytes: u64) -> Result<()> {
         let _ = bytes;
         Ok(())
+    }
+    /// Writes zero bytes from the file's end up to offset `to` (nothing when the file already
+    /// reaches it), as data, not holes or unwritten extents, so that later appends up to `to`
+    /// overwrite blocks that exist and change no file size: a sync after such an append
+    /// writes the data alone. Appends continue at `len()`. Returns `false` when the file
+    /// system cannot (then nothing was written). The zeros become durable with the next sync.
+    fn write_zeros_ahead(&mut self, to: u64) -> Result<bool> {
+        let _ = to;
+        Ok(false)
+    }
+    /// Flushes, then cuts the file to `len()` bytes, dropping what was written past them
+    /// ([`WritableFile::write_zeros_ahead`]). Like the flush, durable only after a sync. The
+    /// default flushes only (for files that never write ahead).
+    fn truncate_to_len(&mut self) -> Result<()> {
+        self.flush()
     }
     /// A handle that makes durable, when called, every byte flushed before this call, and
     /// that may be called without holding the file (while others append to it): the WAL's
@@ -129,6 +148,18 @@ pub trait FileSystem: Send + Sync + 'static {
     }
     /// Opens an existing file for reading.
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
+    /// [`FileSystem::open`] with direct I/O: reads bypass the OS page cache (`O_DIRECT`),
+    /// with any offset and length (the handle aligns them). `NotSupported`, naming the file,
+    /// where the file system or platform has none (the default).
+    fn open_direct(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        Err(no_direct_io(path))
+    }
+    /// [`FileSystem::create`] with direct I/O: `flush` writes the bytes to the device,
+    /// bypassing the OS page cache. `NotSupported`, naming the file, where there is none (the
+    /// default).
+    fn create_direct(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        Err(no_direct_io(path))
+    }
     /// Atomically renames `from` to `to`, replacing `to`. Works on files, and on a directory
     /// when `to` does not exist (its entries move with it).
     fn rename(&self, from: &Path, to: &Path) -> Result<()>;
@@ -163,6 +194,14 @@ pub trait FileSystem: Send + Sync + 'static {
     }
     /// Removes the empty directory `dir`.
     fn remove_dir(&self, dir: &Path) -> Result<()>;
+}
+
+fn no_direct_io(path: &Path) -> Error {
+    Error::NotSupported(format!(
+        "{}: this file system has no direct I/O: turn off use_direct_reads and \
+         use_direct_io_for_flush_and_compaction",
+        path.display()
+    ))
 }
 
 /// Copies the file `from` to `to` (created or truncated) through `fs` and syncs the copy; the

@@ -21,6 +21,8 @@ struct OsWritable {
     file: Arc<File>,
     buf: Vec<u8>,
     len: u64,
+    /// The file reaches at least this offset on disk (`write_zeros_ahead`).
+    zeroed_to: u64,
 }
 
 impl OsWritable {
@@ -60,6 +62,33 @@ impl WritableFile for OsWritable {
 
     fn len(&self) -> u64 {
         self.len
+    }
+
+    /// Positional writes leave the file's cursor, where appends go, where it is (`pwrite`);
+    /// Unix only, since Windows' positional write moves the cursor.
+    #[cfg(unix)]
+    fn write_zeros_ahead(&mut self, to: u64) -> Result<bool> {
+        use std::os::unix::fs::FileExt;
+        static ZEROS: [u8; WRITE_BUFFER] = [0; WRITE_BUFFER];
+        let mut at = self.zeroed_to.max(self.len);
+        while at < to {
+            let n = (to - at).min(WRITE_BUFFER as u64) as usize;
+            self.file
+                .write_all_at(&ZEROS[..n], at)
+                .map_err(|e| Error::io("pwrite", &self.path, e))?;
+            at += n as u64;
+            self.zeroed_to = at;
+        }
+        Ok(true)
+    }
+
+    fn truncate_to_len(&mut self) -> Result<()> {
+        self.write_out()?;
+        if self.zeroed_to > self.len {
+            self.file.set_len(self.len).map_err(|e| Error::io("ftruncate", &self.path, e))?;
+            self.zeroed_to = self.len;
+        }
+        Ok(())
     }
 
     fn syncer(&mut self) -> Option<Box<dyn super::FileSyncer>> {
@@ -184,6 +213,7 @@ impl FileSystem for OsFs {
             file: Arc::new(file),
             buf: Vec::with_capacity(WRITE_BUFFER),
             len: 0,
+            zeroed_to: 0,
         }))
     }
 
@@ -192,11 +222,13 @@ impl FileSystem for OsFs {
         // Opened without truncation: writes start at offset 0 and overwrite the old bytes.
         let file =
             OpenOptions::new().write(true).open(new).map_err(|e| Error::io("open", new, e))?;
+        let size = file.metadata().map_err(|e| Error::io("stat", new, e))?.len();
         Ok(Box::new(OsWritable {
             path: new.to_path_buf(),
             file: Arc::new(file),
             buf: Vec::with_capacity(WRITE_BUFFER),
             len: 0,
+            zeroed_to: size,
         }))
     }
 
@@ -204,6 +236,16 @@ impl FileSystem for OsFs {
         let file = File::open(path).map_err(|e| Error::io("open", path, e))?;
         let len = file.metadata().map_err(|e| Error::io("stat", path, e))?.len();
         Ok(Arc::new(OsRandom { path: path.to_path_buf(), file, len }))
+    }
+
+    #[cfg(target_os = "linux")]
+    fn open_direct(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        super::direct::open(path)
+    }
+
+    #[cfg(target_os = "linux")]
+    fn create_direct(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        super::direct::create(path)
     }
 
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {
@@ -309,6 +351,36 @@ mod tests {
         assert_eq!(fs.list(dir.path()).unwrap(), vec!["b".to_string()]);
         fs.remove(&q).unwrap();
         assert!(!fs.exists(&q));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn zeros_ahead_are_overwritten_by_appends() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("log");
+        let mut w = OsFs.create(&p).unwrap();
+        w.append(b"head").unwrap();
+        // Buffered bytes count: the zeros start after them.
+        assert!(w.write_zeros_ahead(3 * WRITE_BUFFER as u64 + 5).unwrap());
+        assert!(w.write_zeros_ahead(10).unwrap(), "already long enough: nothing to do");
+        w.append(&vec![b'x'; WRITE_BUFFER + 1]).unwrap();
+        w.sync().unwrap();
+        assert_eq!(w.len(), 4 + WRITE_BUFFER as u64 + 1);
+        assert_eq!(OsFs.file_size(&p).unwrap(), 3 * WRITE_BUFFER as u64 + 5);
+        let all = OsFs.open(&p).unwrap().read_all().unwrap();
+        assert_eq!(&all[..4], b"head");
+        assert!(all[4..5 + WRITE_BUFFER].iter().all(|&b| b == b'x'));
+        assert!(all[5 + WRITE_BUFFER..].iter().all(|&b| b == 0));
+        // A reused file is zero-filled from its old end, never over its old bytes.
+        let q = dir.path().join("reused");
+        let mut r = OsFs.reuse_for_write(&p, &q).unwrap();
+        r.append(b"new").unwrap();
+        assert!(r.write_zeros_ahead(4 * WRITE_BUFFER as u64).unwrap());
+        r.flush().unwrap();
+        let all = OsFs.open(&q).unwrap().read_all().unwrap();
+        assert_eq!(all.len(), 4 * WRITE_BUFFER);
+        assert_eq!(&all[..4], b"newd");
+        assert!(all[5..5 + WRITE_BUFFER].iter().all(|&b| b == b'x'));
     }
 
     #[test]

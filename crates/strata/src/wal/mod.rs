@@ -59,3 +59,5 @@ pub(crate) use writer::LogWriter;
 mod recycle_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod zeros_ahead_tests;

@@ -115,6 +115,9 @@ pub(crate) struct LogReader {
     log: Option<u32>,
     /// Set by the first good fragment: whether the log is written in recyclable fragments.
     kind: Option<bool>,
+    /// Set by the WAL's header record: zeros from a fragment boundary to the end of the file
+    /// are the log's end (the writer wrote them ahead of its records, `writer.rs`).
+    zeros_end_log: bool,
 }
 
 impl LogReader {
@@ -143,6 +146,7 @@ impl LogReader {
             done: false,
             log,
             kind: None,
+            zeros_end_log: false,
         }
     }
 
@@ -159,11 +163,19 @@ impl LogReader {
     /// log (including a dropped torn tail). Damage is an error or is skipped as the mode says;
     /// after a `Corruption` error the reader returns `None`.
     pub fn read_record(&mut self) -> Result<Option<(u64, &[u8])>> {
-        Ok(match self.next_record()? {
-            None => None,
-            Some((offset, Location::Block(s, e))) => Some((offset, &self.block[s..e])),
-            Some((offset, Location::Scratch)) => Some((offset, &self.scratch[..])),
-        })
+        let Some((offset, loc)) = self.next_record()? else { return Ok(None) };
+        if self.log.is_some() && self.outcome.records == 1 {
+            // A WAL's first record is its header.
+            self.zeros_end_log = super::header::header_says_zeros_ahead(self.bytes(&loc));
+        }
+        Ok(Some((offset, self.bytes(&loc))))
+    }
+
+    fn bytes(&self, loc: &Location) -> &[u8] {
+        match *loc {
+            Location::Block(s, e) => &self.block[s..e],
+            Location::Scratch => &self.scratch[..],
+        }
     }
 
     /// What the reader found so far; final once `read_record` returned `Ok(None)`.
@@ -334,6 +346,28 @@ impl LogReader {
         Ok(())
     }
 
+    /// Whether every byte from `offset` (in the loaded block) to the end of the file is zero.
+    fn zeros_to_end(&self, offset: u64) -> Result<bool> {
+        let in_block = (offset % BLOCK_SIZE as u64) as usize;
+        if self.block[in_block..].iter().any(|&b| b != 0) {
+            return Ok(false);
+        }
+        let mut pos = offset - in_block as u64 + self.block.len() as u64;
+        let mut buf = vec![0u8; BLOCK_SIZE];
+        while pos < self.file_size {
+            let want = (self.file_size - pos).min(BLOCK_SIZE as u64) as usize;
+            let n = self.file.read_at(pos, &mut buf[..want])?;
+            if n == 0 {
+                break; // the file shrank since it was opened
+            }
+            if buf[..n].iter().any(|&b| b != 0) {
+                return Ok(false);
+            }
+            pos += n as u64;
+        }
+        Ok(true)
+    }
+
     /// Reads the fragment at `self.cur`, advancing past it when it is good.
     fn next_fragment(&mut self) -> Result<Fragment> {
         loop {
@@ -352,6 +386,13 @@ impl LogReader {
             if avail == 0 {
                 return Ok(Fragment::Eof);
             }
+            if self.zeros_end_log
+                && self.pending_start.is_none()
+                && self.block[in_block] == 0
+                && self.zeros_to_end(offset)?
+            {
+                return Ok(Fragment::Eof);
+            }
             if avail < HEADER_SIZE {
                 return Ok(Fragment::Bad {
                     offset,
@@ -361,6 +402,7 @@ impl LogReader {
             let hbytes = &self.block[in_block..in_block + HEADER_SIZE];
             let h = decode_header(hbytes);
             let zeros = hbytes.iter().all(|&b| b == 0);
+
             let header_size = header_size_of(h.type_byte);
             if in_block + header_size > BLOCK_SIZE || avail < header_size {
                 let reason = if in_block + header_size > BLOCK_SIZE {

@@ -4,6 +4,15 @@
 //! in the process), [`LogWriter::flush`] hands them to the OS (they survive a killed process),
 //! [`LogWriter::sync`] makes them durable (they survive power loss).
 //!
+//! Zeros ahead ([`LogWriter::write_zeros_ahead`]): a new WAL file is kept at least half of
+//! [`ZEROS_AHEAD_CHUNK`] longer than its records, by writing zeros past them in chunks of that
+//! size before the records get there. Records then overwrite blocks that exist, so a synced
+//! write's fdatasync writes the data alone, with no file size or block allocation to journal
+//! (one sync in a chunk's worth of bytes still writes the zeros and the new size). The WAL
+//! header says so, and readers take zeros from a fragment boundary to the end of the file as
+//! the log's end (`reader.rs`). A failed zero write only stops the zeros ahead (appends then
+//! extend the file, as without them); the zeros written so far are still zeros.
+//!
 //! After any failed append, flush or sync the writer is poisoned: the file may hold a partial
 //! fragment, and the OS may have dropped dirty pages whose failure it reported once and will
 //! not report again, so every later call fails. The DB must never acknowledge a write after a
@@ -17,6 +26,10 @@ use crate::env::WritableFile;
 use crate::error::{Error, Result};
 
 const ZEROS: [u8; RECYCLABLE_HEADER_SIZE] = [0; RECYCLABLE_HEADER_SIZE];
+
+/// How far ahead of its records a WAL written with zeros ahead is zero-filled, and in what
+/// steps: one sync in this many WAL bytes writes file-size metadata.
+pub(crate) const ZEROS_AHEAD_CHUNK: u64 = 1 << 20;
 
 /// Writes records into a log file.
 pub(crate) struct LogWriter {
@@ -34,6 +47,10 @@ pub(crate) struct LogWriter {
     /// `file.len()` at the last sync or writeback request (for `bytes_per_sync`).
     written_back_len: u64,
     bytes_per_sync: u64,
+    /// Zeros are written ahead of the records (see the module documentation).
+    zeros_ahead: bool,
+    /// The file reaches at least this offset (`file.len()` terms) with zeros past the records.
+    zeroed_to: u64,
 }
 
 impl LogWriter {
@@ -57,6 +74,8 @@ impl LogWriter {
             recyclable: None,
             written_back_len: start_len,
             bytes_per_sync: 0,
+            zeros_ahead: false,
+            zeroed_to: 0,
         }
     }
 
@@ -74,11 +93,60 @@ impl LogWriter {
         self.bytes_per_sync = bytes;
     }
 
+    /// Starts writing zeros ahead of the records (module documentation), for a new, empty
+    /// file. Returns `false` when the file system cannot: then nothing changed. Call before
+    /// the first record; the WAL header should then say so (`header.rs`).
+    pub fn write_zeros_ahead(&mut self) -> bool {
+        if self.failure.is_some() || !self.file.is_empty() {
+            return false;
+        }
+        self.zeros_ahead = true;
+        self.zero_fill_for(0);
+        self.zeros_ahead
+    }
+
+    /// Flushes, and drops the zeros written ahead of the records (for a clean close: the
+    /// file then ends at its last record, as a WAL without zeros ahead).
+    pub fn trim_zeros_ahead(&mut self) -> Result<()> {
+        self.check_usable()?;
+        let r = if self.zeroed_to > 0 { self.file.truncate_to_len() } else { self.file.flush() };
+        self.zeros_ahead = false;
+        self.record_failure(r)
+    }
+
+    /// Whether zeros are written ahead of the records (they were at least at the start).
+    pub fn zeros_ahead(&self) -> bool {
+        self.zeroed_to > 0
+    }
+
     /// Appends one record (possibly empty). Does not flush.
     pub fn add_record(&mut self, data: &[u8]) -> Result<()> {
         self.check_usable()?;
+        if self.zeros_ahead {
+            // The record's bytes: its payload, a header per block it touches, and at most a
+            // block trailer before it.
+            let blocks = data.len() as u64 / BLOCK_SIZE as u64 + 2;
+            let size = data.len() as u64 + blocks * RECYCLABLE_HEADER_SIZE as u64;
+            self.zero_fill_for(self.file.len() + size);
+        }
         let r = self.write_fragments(data);
         self.record_failure(r)
+    }
+
+    /// Keeps the zeros at least half a chunk past `end`: when they are not, extends them to
+    /// the chunk boundary that is.
+    fn zero_fill_for(&mut self, end: u64) {
+        let want = end + ZEROS_AHEAD_CHUNK / 2;
+        if want <= self.zeroed_to {
+            return;
+        }
+        let to = (want / ZEROS_AHEAD_CHUNK + 1) * ZEROS_AHEAD_CHUNK;
+        match self.file.write_zeros_ahead(to) {
+            Ok(true) => self.zeroed_to = to,
+            // Not supported, or failed: appends extend the file from here on. Should the
+            // failure be the device's, the next append or sync reports it.
+            Ok(false) | Err(_) => self.zeros_ahead = false,
+        }
     }
 
     /// Hands every appended byte to the OS.

@@ -1,0 +1,208 @@
+//! Tests of WALs written with zeros ahead (`writer.rs`): the file stays zero-filled ahead of
+//! its records; readers take the zeros as the log's end in every mode (even
+//! `AbsoluteConsistency`), but only from a fragment boundary to the end of the file and only
+//! when the header says so; power loss keeps a prefix with nothing reported dropped.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use rand::{Rng, SeedableRng};
+
+use super::format::BLOCK_SIZE;
+use super::reader::ReplayOutcome;
+use super::writer::ZEROS_AHEAD_CHUNK;
+use super::*;
+use crate::env::{CrashMode, FileSystem, MemFs, RandomAccessFile};
+use crate::error::Result;
+use crate::types::FileNumber;
+
+const LOG: u64 = 9;
+const ALL_MODES: [WalRecoveryMode; 4] = [
+    WalRecoveryMode::TolerateCorruptedTailRecords,
+    WalRecoveryMode::AbsoluteConsistency,
+    WalRecoveryMode::PointInTime,
+    WalRecoveryMode::SkipAnyCorruptedRecords,
+];
+
+fn path() -> &'static Path {
+    Path::new("/db/000009.log")
+}
+
+fn setup() -> MemFs {
+    let fs = MemFs::new();
+    fs.create_dir_all(Path::new("/db")).unwrap();
+    fs
+}
+
+/// Records of mixed sizes: small ones, block-sized ones and ones spanning blocks.
+fn records(seed: u64, n: usize) -> Vec<Vec<u8>> {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    (0..n)
+        .map(|i| {
+            let len = match i % 5 {
+                0 => rng.gen_range(0..16),
+                1 | 2 => rng.gen_range(16..2000),
+                3 => BLOCK_SIZE - rng.gen_range(0..40),
+                _ => rng.gen_range(BLOCK_SIZE..3 * BLOCK_SIZE),
+            };
+            (0..len).map(|_| rng.gen_range(1..=255u8)).collect()
+        })
+        .collect()
+}
+
+/// Opens a writer for a new WAL with zeros ahead (or not) and writes its header.
+fn new_writer(fs: &MemFs, recyclable: bool, zeros: bool) -> LogWriter {
+    let file = fs.create(path()).unwrap();
+    let mut w = if recyclable { LogWriter::recyclable(file, LOG) } else { LogWriter::new(file) };
+    if zeros {
+        assert!(w.write_zeros_ahead(), "MemFs writes zeros ahead");
+    }
+    assert_eq!(w.zeros_ahead(), zeros);
+    w.add_record(&encode_wal_header(FileNumber(3), recyclable, zeros)).unwrap();
+    w
+}
+
+fn read(fs: &MemFs, mode: WalRecoveryMode) -> Result<(Vec<Vec<u8>>, ReplayOutcome)> {
+    let file: Arc<dyn RandomAccessFile> = fs.open(path())?;
+    let mut out = Vec::new();
+    let outcome = replay_wal(&file, mode, LOG, |_, r| {
+        out.push(r.to_vec());
+        Ok(())
+    })?;
+    Ok((out, outcome))
+}
+
+/// Every mode reads exactly `want` (after the header) and calls the log whole.
+fn assert_reads_whole(fs: &MemFs, want: &[Vec<u8>]) {
+    for mode in ALL_MODES {
+        let (got, outcome) = read(fs, mode).unwrap_or_else(|e| panic!("{mode:?}: {e}"));
+        assert_eq!(got.len(), want.len() + 1, "{mode:?}");
+        assert!(got[1..] == *want, "{mode:?}: records differ");
+        assert!(!outcome.torn_tail, "{mode:?}: zeros ahead read as a torn tail");
+        assert_eq!(outcome.dropped_bytes, 0, "{mode:?}");
+    }
+}
+
+#[test]
+fn zeros_stay_ahead_and_read_as_the_end_in_every_mode() {
+    for recyclable in [false, true] {
+        let fs = setup();
+        let mut w = new_writer(&fs, recyclable, true);
+        let recs = records(1, 150);
+        for (i, r) in recs.iter().enumerate() {
+            w.add_record(r).unwrap();
+            w.flush().unwrap();
+            let len = fs.read_file(path()).unwrap().len() as u64;
+            // The file is a whole number of chunks, at least half a chunk past the records.
+            assert_eq!(len % ZEROS_AHEAD_CHUNK, 0);
+            assert!(len >= w.file_size() + ZEROS_AHEAD_CHUNK / 2, "record {i}");
+            if i % 37 == 0 {
+                assert_reads_whole(&fs, &recs[..=i]);
+            }
+        }
+        assert!(w.file_size() > 2 * ZEROS_AHEAD_CHUNK, "the test crosses chunk boundaries");
+        w.sync().unwrap();
+        drop(w);
+        assert_reads_whole(&fs, &recs);
+    }
+}
+
+#[test]
+fn without_the_header_flag_zeros_are_a_torn_tail() {
+    // A version-2 WAL whose file ends in zeros (written by something else): as before.
+    let fs = setup();
+    let mut w = new_writer(&fs, false, false);
+    w.add_record(b"one").unwrap();
+    w.flush().unwrap();
+    drop(w);
+    let mut data = fs.read_file(path()).unwrap();
+    data.resize(data.len() + 3 * BLOCK_SIZE, 0);
+    fs.write_file(path(), &data);
+    let (got, outcome) = read(&fs, WalRecoveryMode::PointInTime).unwrap();
+    assert_eq!(got.len(), 2);
+    assert!(outcome.torn_tail);
+    assert!(read(&fs, WalRecoveryMode::AbsoluteConsistency).unwrap_err().is_corruption());
+}
+
+#[test]
+fn zeros_followed_by_data_are_damage_not_the_end() {
+    // A hole: zeros where records were, then a valid record (power loss that kept a later
+    // page of unsynced writes). The zeros are not taken as the end: the record after them
+    // is found, as in a log without zeros ahead.
+    let fs = setup();
+    let mut w = new_writer(&fs, false, true);
+    let recs = records(2, 6);
+    let mut ends = Vec::new();
+    for r in &recs {
+        w.add_record(r).unwrap();
+        ends.push(w.file_size());
+    }
+    w.flush().unwrap();
+    drop(w);
+    let mut data = fs.read_file(path()).unwrap();
+    // Zero records 2 and 3.
+    data[ends[1] as usize..ends[3] as usize].fill(0);
+    fs.write_file(path(), &data);
+    assert!(read(&fs, WalRecoveryMode::PointInTime).unwrap_err().is_corruption());
+    assert!(read(&fs, WalRecoveryMode::AbsoluteConsistency).unwrap_err().is_corruption());
+    let (got, outcome) = read(&fs, WalRecoveryMode::SkipAnyCorruptedRecords).unwrap();
+    assert!(outcome.dropped_bytes > 0);
+    assert_eq!(got.len(), 1 + recs.len() - 2);
+}
+
+#[test]
+fn a_torn_last_record_before_the_zeros_is_still_a_torn_tail() {
+    let fs = setup();
+    let mut w = new_writer(&fs, false, true);
+    let recs = records(3, 5);
+    let mut ends = Vec::new();
+    for r in &recs {
+        w.add_record(r).unwrap();
+        ends.push(w.file_size());
+    }
+    w.flush().unwrap();
+    drop(w);
+    let mut data = fs.read_file(path()).unwrap();
+    // The last record's second half never reached the disk.
+    let (start, end) = (ends[3] as usize, ends[4] as usize);
+    data[usize::midpoint(start, end)..end].fill(0);
+    fs.write_file(path(), &data);
+    let (got, outcome) = read(&fs, WalRecoveryMode::PointInTime).unwrap();
+    assert!(got[1..] == recs[..4]);
+    assert!(outcome.torn_tail);
+    assert!(read(&fs, WalRecoveryMode::AbsoluteConsistency).unwrap_err().is_corruption());
+}
+
+#[test]
+fn power_loss_keeps_a_prefix_holding_every_synced_record() {
+    for seed in 0..40u64 {
+        let fs = setup();
+        let mut w = new_writer(&fs, seed % 2 == 1, true);
+        fs.sync_dir(Path::new("/db")).unwrap();
+        let recs = records(100 + seed, 60);
+        let mut synced = 0;
+        for (i, r) in recs.iter().enumerate() {
+            w.add_record(r).unwrap();
+            if i % 7 == 3 {
+                w.sync().unwrap();
+                synced = i + 1;
+            } else {
+                w.flush().unwrap();
+            }
+        }
+        let mode =
+            if seed % 3 == 0 { CrashMode::PowerLoss } else { CrashMode::TornPowerLoss { seed } };
+        fs.crash(mode);
+        let (got, _) =
+            read(&fs, WalRecoveryMode::PointInTime).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        let got = &got[1..];
+        assert!(got.len() >= synced, "seed {seed}: {} of {synced} synced records", got.len());
+        assert!(got == &recs[..got.len()], "seed {seed}: not a prefix");
+        if mode == CrashMode::PowerLoss {
+            // Exactly the synced records, ending in zeros: a clean end.
+            let (all, outcome) = read(&fs, WalRecoveryMode::AbsoluteConsistency).unwrap();
+            assert_eq!(all.len(), synced + 1, "seed {seed}");
+            assert!(!outcome.torn_tail);
+        }
+    }
+}
