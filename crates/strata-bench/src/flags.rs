@@ -311,7 +311,7 @@ define_flags! {
     sync: bool = false, Engine, "Sync every write (WriteOptions.sync)";
     disable_wal: bool = false, Engine, "Write without the WAL (WriteOptions.disableWAL)";
     use_fsync: bool = false, Engine, "fsync instead of fdatasync";
-    bytes_per_sync: u64 = 0u64, Hint, "RocksDB incremental sync of table files";
+    bytes_per_sync: u64 = 0u64, Engine, "Start writing table files out every this many bytes (0: never)";
     wal_bytes_per_sync: u64 = 0u64, Engine, "Start writing the WAL out every this many bytes (0: never)";
     recycle_log_file_num: i64 = 0i64, Engine, "Obsolete WAL files kept and reused (overwritten in place)";
     manual_wal_flush: bool = false, Engine, "WAL bytes stay in the process buffer until it fills or a synced write";

@@ -146,6 +146,13 @@ pub struct Options {
     /// so background writes do not evict the foreground's cached pages. The WAL stays
     /// buffered. Default: false.
     pub use_direct_io_for_flush_and_compaction: bool,
+    /// Table files being written by flushes and compactions ask the OS to start writing them
+    /// out every this many bytes (0: never), so the page cache never holds gigabytes of dirty
+    /// table data and the final sync has little left. Default: 0.
+    pub bytes_per_sync: u64,
+    /// Bounds the bytes per second flushes and compactions write to table files; one limiter
+    /// may be shared by several DBs. Default: none.
+    pub rate_limiter: Option<Arc<crate::env::RateLimiter>>,
     /// New WAL files are zero-filled ahead of their records, a megabyte at a time, so a synced
     /// write overwrites blocks that exist and its fdatasync writes the data alone, with no
     /// file size to journal (one sync per megabyte of WAL still does). The WAL header records
@@ -229,6 +236,8 @@ impl Default for Options {
             wal_zeros_ahead: true,
             use_direct_reads: false,
             use_direct_io_for_flush_and_compaction: false,
+            bytes_per_sync: 0,
+            rate_limiter: None,
             wal_bytes_per_sync: 0,
             manual_wal_flush: false,
             max_write_batch_group_size_bytes: 1 << 20,
@@ -317,12 +326,14 @@ impl Options {
             o.level0_slowdown_writes_trigger.max(o.level0_file_num_compaction_trigger);
         o.level0_stop_writes_trigger =
             o.level0_stop_writes_trigger.max(o.level0_slowdown_writes_trigger);
-        if o.use_direct_reads || o.use_direct_io_for_flush_and_compaction {
-            o.fs = Arc::new(crate::env::DirectTableFs::new(
-                o.fs.clone(),
-                o.use_direct_reads,
-                o.use_direct_io_for_flush_and_compaction,
-            ));
+        let table_io = crate::env::TableIo {
+            direct_reads: o.use_direct_reads,
+            direct_writes: o.use_direct_io_for_flush_and_compaction,
+            bytes_per_sync: o.bytes_per_sync,
+            rate_limiter: o.rate_limiter.clone(),
+        };
+        if !table_io.is_plain() {
+            o.fs = Arc::new(crate::env::TableFileFs::new(o.fs.clone(), table_io));
         }
         if o.wal_recovery_mode == WalRecoveryMode::AbsoluteConsistency {
             // A reused WAL's old bytes would read as damage after its last record.
@@ -410,6 +421,11 @@ impl Options {
             ("avoid_flush_during_recovery", self.avoid_flush_during_recovery.to_string()),
             ("recycle_log_file_num", self.recycle_log_file_num.to_string()),
             ("wal_zeros_ahead", self.wal_zeros_ahead.to_string()),
+            ("bytes_per_sync", self.bytes_per_sync.to_string()),
+            (
+                "rate_limiter_bytes_per_sec",
+                self.rate_limiter.as_ref().map_or(0, |r| r.bytes_per_sec()).to_string(),
+            ),
             ("use_direct_reads", self.use_direct_reads.to_string()),
             (
                 "use_direct_io_for_flush_and_compaction",
@@ -511,6 +527,11 @@ pub struct ReadOptions {
     /// not `"abcd1"` (prefix `"abcd"`). Without an extractor the option does nothing.
     /// Default: false.
     pub prefix_same_as_start: bool,
+    /// Iterators read each table this many bytes at a time at least (one large read serving
+    /// several blocks). 0: automatic, as RocksDB's: after two block reads in a row that
+    /// continue each other (a forward scan), 8 KiB, doubling per read up to 256 KiB.
+    /// Default: 0.
+    pub readahead_size: usize,
 }
 
 impl Default for ReadOptions {
@@ -522,6 +543,7 @@ impl Default for ReadOptions {
             iterate_lower_bound: None,
             iterate_upper_bound: None,
             prefix_same_as_start: false,
+            readahead_size: 0,
         }
     }
 }

@@ -61,6 +61,8 @@ pub const HONOURED_FLAGS: &[&str] = &[
     "wal_zeros_ahead",
     "use_direct_reads",
     "use_direct_io_for_flush_and_compaction",
+    "bytes_per_sync",
+    "rate_limiter_bytes_per_sec",
 ];
 
 /// Strata `Options` from the flags.
@@ -144,6 +146,9 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
     o.wal_zeros_ahead = f.wal_zeros_ahead;
     o.use_direct_reads = f.use_direct_reads;
     o.use_direct_io_for_flush_and_compaction = f.use_direct_io_for_flush_and_compaction;
+    o.bytes_per_sync = f.bytes_per_sync;
+    o.rate_limiter = (f.rate_limiter_bytes_per_sec > 0)
+        .then(|| std::sync::Arc::new(strata::env::RateLimiter::new(f.rate_limiter_bytes_per_sec)));
     if !f.merge_operator.is_empty() {
         let op =
             strata::merge_operator::builtin_merge_operator(&f.merge_operator).ok_or_else(|| {

@@ -162,7 +162,7 @@ fn split_ranges(plan: &CompactionPlan, n: usize) -> Vec<KeyRange> {
 
 /// The merged input of the plan (fresh iterators: each subcompaction has its own).
 fn input_iterator(env: &JobEnv<'_>, plan: &CompactionPlan) -> Result<MergingIterator> {
-    let ro = ReadBlockOptions { verify_checksums: true, fill_cache: false };
+    let ro = ReadBlockOptions { verify_checksums: true, fill_cache: false, readahead_size: 0 };
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
     if plan.start_level == 0 {
         for f in &plan.inputs {

@@ -42,7 +42,11 @@ pub(crate) fn new_db_iter(inner: &Arc<DbInner>, ro: &ReadOptions) -> DbIter {
         .snapshot
         .as_ref()
         .map_or_else(|| SeqNo(inner.visible_sequence.load(Ordering::Acquire)), |s| s.seq());
-    let rb = ReadBlockOptions { verify_checksums: ro.verify_checksums, fill_cache: ro.fill_cache };
+    let rb = ReadBlockOptions {
+        verify_checksums: ro.verify_checksums,
+        fill_cache: ro.fill_cache,
+        readahead_size: ro.readahead_size,
+    };
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
     children.push(Box::new(sv.mem.iter()));
     for m in &sv.imm {

@@ -239,6 +239,7 @@ pub(crate) fn get_at(
         let ro = ReadBlockOptions {
             verify_checksums: opts.verify_checksums,
             fill_cache: opts.fill_cache,
+            readahead_size: 0,
         };
         // One table: its tombstones first (they apply even where the filter says no), then
         // its entries if the Bloom filter lets the key through.

@@ -9,9 +9,10 @@
 
 #[cfg(target_os = "linux")]
 mod direct;
-mod direct_tables;
 #[cfg(any(test, feature = "testing"))]
 mod fault;
+mod rate_limiter;
+mod table_files;
 // Without `testing`, the engine uses `MemFs` only as scratch space (its crash model is then
 // unused).
 #[cfg_attr(not(any(test, feature = "testing")), allow(dead_code))]
@@ -20,7 +21,6 @@ mod os;
 
 // The test filesystems are public only with the `testing` feature (the engine's own tests,
 // the reliability harness): applications see the trait and the OS filesystem.
-pub(crate) use direct_tables::DirectTableFs;
 #[cfg(all(test, not(feature = "testing")))]
 pub(crate) use fault::{FaultFs, FaultKind, FaultOp, FaultRule};
 #[cfg(feature = "testing")]
@@ -32,6 +32,8 @@ pub(crate) use mem::MemFs;
 #[cfg(feature = "testing")]
 pub use mem::{CrashMode, MemFs};
 pub use os::OsFs;
+pub use rate_limiter::RateLimiter;
+pub(crate) use table_files::{TableFileFs, TableIo};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

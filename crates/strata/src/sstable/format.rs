@@ -221,7 +221,29 @@ pub fn read_block(
     }
     // Bounded by the file length checked above.
     let size = handle.size as usize;
-    let mut buf = file.read_exact_at(handle.offset, size + BLOCK_TRAILER_LEN)?;
+    let buf = file.read_exact_at(handle.offset, size + BLOCK_TRAILER_LEN)?;
+    decode_block(path, handle, buf, checksum, verify_checksum)
+}
+
+/// Checks the trailer of `buf`, the bytes of the block at `handle` with its trailer (the
+/// checksum only when `verify_checksum`), and returns its uncompressed contents. Errors carry
+/// `path` and the block's offset.
+pub fn decode_block(
+    path: &std::path::Path,
+    handle: BlockHandle,
+    mut buf: Vec<u8>,
+    checksum: ChecksumType,
+    verify_checksum: bool,
+) -> Result<Vec<u8>> {
+    let bad = |reason: String| Error::corruption(path, handle.offset, reason);
+    let size = handle.size as usize;
+    if buf.len() != size + BLOCK_TRAILER_LEN {
+        return Err(bad(format!(
+            "block of {} bytes where its handle says {}",
+            buf.len(),
+            size + BLOCK_TRAILER_LEN
+        )));
+    }
     let ty_byte = buf[size];
     if verify_checksum {
         let expected = decode_fixed32(&buf, size + 1);

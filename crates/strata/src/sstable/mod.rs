@@ -19,6 +19,7 @@ pub mod filter;
 pub mod format;
 pub mod metaindex;
 pub mod properties;
+mod readahead;
 pub mod reader;
 pub(crate) mod table_cache;
 

@@ -18,9 +18,10 @@ use crate::util::checksum::ChecksumType;
 
 use super::block::{Block, BlockIter};
 use super::filter::BloomFilter;
-use super::format::{read_block, BlockHandle, Footer, FOOTER_LEN};
+use super::format::{read_block, BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN};
 use super::metaindex::{MetaIndex, FILTER_BLOCK, PROPERTIES_BLOCK, RANGE_DELETION_BLOCK};
 use super::properties::TableProperties;
+use super::readahead::Readahead;
 use crate::range_del::{decode_block, FragmentedTombstones, RangeTombstone};
 
 /// Key buffers larger than this are freed after a `get` rather than kept for the next one.
@@ -41,11 +42,15 @@ pub struct ReadBlockOptions {
     /// Insert blocks read from the file into the block cache. Default true; scans that should
     /// not evict the working set turn it off.
     pub fill_cache: bool,
+    /// An iterator's readahead (`readahead.rs`): 0 (the default) reads ahead automatically
+    /// once it scans forward; otherwise every read from the file takes at least this many
+    /// bytes. Point lookups never read ahead.
+    pub readahead_size: usize,
 }
 
 impl Default for ReadBlockOptions {
     fn default() -> Self {
-        ReadBlockOptions { verify_checksums: true, fill_cache: true }
+        ReadBlockOptions { verify_checksums: true, fill_cache: true, readahead_size: 0 }
     }
 }
 
@@ -247,6 +252,7 @@ impl TableReader {
             read,
             data: None,
             status: None,
+            readahead: Readahead::new(read.readahead_size),
         }
     }
 
@@ -344,6 +350,35 @@ impl TableReader {
         Ok(b)
     }
 
+    /// [`TableReader::read_data_block`] for an iterator: a block not in the cache is read
+    /// through the iterator's readahead.
+    fn read_data_block_ahead(
+        &self,
+        handle: BlockHandle,
+        read: ReadBlockOptions,
+        ahead: &mut Readahead,
+    ) -> Result<Arc<Block>> {
+        let key = CacheKey { file: self.cache_id, offset: handle.offset };
+        if let Some(b) = self.block_cache.as_ref().and_then(|c| c.lookup(&key)) {
+            return Ok(b);
+        }
+        self.check_handle(handle)?;
+        let len = handle.size as usize + BLOCK_TRAILER_LEN;
+        let bytes = ahead.read(&*self.file, handle.offset, len, self.blocks_end)?.to_vec();
+        let data = super::format::decode_block(
+            &self.path,
+            handle,
+            bytes,
+            self.checksum,
+            read.verify_checksums,
+        )?;
+        let b = Arc::new(Block::new(data, handle.offset).map_err(|e| e.with_file(&self.path))?);
+        if let (Some(cache), true) = (&self.block_cache, read.fill_cache) {
+            cache.insert(key, b.clone(), b.memory_size());
+        }
+        Ok(b)
+    }
+
     fn load_block(&self, handle: BlockHandle, verify: bool) -> Result<Block> {
         self.check_handle(handle)?;
         let data = read_block(&*self.file, handle, self.checksum, verify)?;
@@ -360,6 +395,7 @@ pub struct TableIterator {
     /// The current data block's iterator; kept across blocks to reuse its buffers.
     data: Option<BlockIter>,
     status: Option<Error>,
+    readahead: Readahead,
 }
 
 impl TableIterator {
@@ -390,7 +426,7 @@ impl TableIterator {
                 return true;
             }
         }
-        match self.table.read_data_block(handle, self.read) {
+        match self.table.read_data_block_ahead(handle, self.read, &mut self.readahead) {
             Ok(block) => {
                 match &mut self.data {
                     Some(d) => d.set_block(block),

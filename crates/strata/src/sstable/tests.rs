@@ -326,7 +326,7 @@ fn check_damaged(fs: &MemFs, path: &Path, model: &Model, verify: bool, what: &st
         Ok(t) => Arc::new(t),
         Err(e) => return check_err(&e),
     };
-    let read = ReadBlockOptions { verify_checksums: verify, fill_cache: true };
+    let read = ReadBlockOptions { verify_checksums: verify, ..ReadBlockOptions::default() };
     let mut it = t.iter(read);
     it.seek_to_first();
     let mut i = 0;

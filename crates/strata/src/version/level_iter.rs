@@ -217,7 +217,7 @@ mod tests {
                 if seed % 2 == 0 { usize::MAX } else { 2 },
                 None,
             ));
-            let read = ReadBlockOptions { verify_checksums: true, fill_cache: true };
+            let read = ReadBlockOptions::default();
             let mut it = LevelIterator::new(files, tables, read);
             check_internal_iterator(&mut it, &model, seed);
         }
