@@ -9,11 +9,12 @@ use std::cell::Cell;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::cache::{Cache, CacheKey};
+use crate::cache::{CacheKey, Priority};
 use crate::env::RandomAccessFile;
 use crate::error::{Error, Result};
 use crate::iterator::InternalIterator;
 use crate::key::TRAILER_LEN;
+use crate::sstable::CacheAccess;
 use crate::util::checksum::ChecksumType;
 
 use super::block::{Block, BlockIter};
@@ -54,7 +55,7 @@ pub struct TableReader {
     file: Arc<dyn RandomAccessFile>,
     path: PathBuf,
     cache_id: u64,
-    block_cache: Option<Arc<Cache<CacheKey, Block>>>,
+    block_cache: Option<CacheAccess>,
     checksum: ChecksumType,
     /// Blocks must end (trailer included) at or before this offset: the footer's start.
     blocks_end: u64,
@@ -79,11 +80,11 @@ impl std::fmt::Debug for TableReader {
 impl TableReader {
     /// Reads and verifies the footer, metaindex, index, filter and properties (kept in memory,
     /// not in the block cache). Data blocks are cached under `cache_id`, which must be unique
-    /// among the tables sharing `block_cache`.
+    /// among the tables of the owner in `block_cache`.
     pub fn open(
         file: Arc<dyn RandomAccessFile>,
         cache_id: u64,
-        block_cache: Option<Arc<Cache<CacheKey, Block>>>,
+        block_cache: Option<CacheAccess>,
     ) -> Result<TableReader> {
         let path = file.path().to_path_buf();
         let len = file.len();
@@ -333,13 +334,13 @@ impl TableReader {
         let Some(cache) = &self.block_cache else {
             return Ok(Arc::new(self.load_block(handle, read.verify_checksums)?));
         };
-        let key = CacheKey { file: self.cache_id, offset: handle.offset };
-        if let Some(b) = cache.lookup(&key) {
+        let key = CacheKey { owner: cache.owner, file: self.cache_id, offset: handle.offset };
+        if let Some(b) = cache.cache.lookup(&key) {
             return Ok(b);
         }
         let b = Arc::new(self.load_block(handle, read.verify_checksums)?);
         if read.fill_cache {
-            cache.insert(key, b.clone(), b.memory_size());
+            cache.cache.insert(key, b.clone(), b.memory_size(), Priority::Low);
         }
         Ok(b)
     }
