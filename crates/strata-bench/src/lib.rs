@@ -7,6 +7,7 @@
 //! measure and print, and [`report`] turns the logs of the seeds' suite (`bench/run.sh`) into
 //! tables and a chart.
 
+pub mod cache_bench;
 pub mod catalog;
 pub mod config;
 pub mod engine;

@@ -148,9 +148,18 @@ fn engine_flags_are_never_silently_ignored() {
     .expect("honoured");
     assert_eq!(c.flags.write_buffer_size, 1 << 20);
     // RocksDB tuning knobs are accepted with a note.
-    let c = Config::from_args(&["--cache_numshardbits=6", "--memtablerep=vector"]).expect("hints");
+    let c = Config::from_args(&["--cache_low_pri_pool_ratio=0.1", "--memtablerep=vector"])
+        .expect("hints");
     assert_eq!(c.notes.len(), 2);
-    assert!(c.notes[0].contains("--cache_numshardbits=6"), "{:?}", c.notes);
+    assert!(c.notes[0].contains("--cache_low_pri_pool_ratio=0.1"), "{:?}", c.notes);
+    // The block cache's shape is Strata's too: no note.
+    let c = Config::from_args(&[
+        "--cache_type=lru_cache",
+        "--cache_numshardbits=6",
+        "--cache_high_pri_pool_ratio=0.5",
+    ])
+    .expect("cache flags");
+    assert!(c.notes.is_empty(), "{:?}", c.notes);
     // The memory engine honours fewer flags.
     assert!(err(&["--engine=memory", "--bloom_bits=10"]).contains("engine memory cannot honour"));
 }
@@ -162,4 +171,21 @@ fn engines_not_compiled_in_are_explained() {
     }
     let e = err(&["--engine=rocksdb"]);
     assert!(e.contains("--features rocksdb"), "{e}");
+}
+
+#[test]
+fn cache_flags_build_the_strata_block_cache() {
+    use strata::CacheType;
+    use strata_bench::engine::strata::block_cache;
+    let cache = |args: &[&str]| block_cache(&Config::from_args(args).expect("valid flags"));
+    let c = cache(&["--cache_size=8388608", "--cache_type=lru_cache"]).unwrap().unwrap();
+    assert_eq!((c.cache_type(), c.capacity()), (CacheType::Lru, 8 << 20));
+    for t in ["hyper_clock_cache", "fixed_hyper_clock_cache", "auto_hyper_clock_cache"] {
+        let c = cache(&["--cache_size=8388608", &format!("--cache_type={t}")]).unwrap().unwrap();
+        assert_eq!(c.cache_type(), CacheType::HyperClock, "{t}");
+    }
+    assert!(cache(&["--cache_size=0"]).unwrap().is_none());
+    assert!(cache(&["--cache_type=clock_cache"]).is_err());
+    assert!(cache(&["--cache_type=lru_cache", "--cache_high_pri_pool_ratio=2"]).is_err());
+    assert!(cache(&["--cache_type=lru_cache", "--cache_numshardbits=20"]).is_err());
 }

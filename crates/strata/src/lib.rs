@@ -10,6 +10,7 @@
 // A panic in the engine is a defect: failures are `Error`s. Tests may unwrap.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod cache;
 pub mod env;
 pub mod error;
 pub mod inspect;
@@ -17,7 +18,6 @@ pub mod merge_operator;
 pub mod options;
 pub mod write_batch;
 
-pub(crate) mod cache;
 pub(crate) mod compaction;
 pub(crate) mod db;
 pub(crate) mod filename;
@@ -40,6 +40,7 @@ pub mod fuzz_api;
 #[cfg(feature = "kill-points")]
 pub use util::kill_point;
 
+pub use cache::{CacheType, HyperClockCacheOptions, LruCacheOptions, Priority as CachePriority};
 pub use db::{
     BackupEngine, BackupInfo, Checkpoint, Db, DbIterator, DbRawIterator, Direction, IteratorMode,
     LiveFileMetaData, RepairReport,
@@ -48,7 +49,7 @@ pub use error::{Error, Result};
 pub use merge_operator::MergeOperator;
 pub use options::{Options, PrefixExtractor, ReadOptions, WriteOptions};
 pub use snapshot::Snapshot;
-pub use sstable::CompressionType;
+pub use sstable::{Cache, CompressionType};
 pub use util::checksum::ChecksumType;
 pub use wal::WalRecoveryMode;
 pub use write_batch::WriteBatch;

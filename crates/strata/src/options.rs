@@ -7,7 +7,7 @@ use crate::env::{FileSystem, OsFs};
 use crate::merge_operator::MergeOperator;
 pub use crate::prefix::PrefixExtractor;
 use crate::snapshot::Snapshot;
-use crate::sstable::{CompressionType, TableOptions};
+use crate::sstable::{Cache, CompressionType, TableOptions};
 use crate::util::checksum::ChecksumType;
 use crate::wal::WalRecoveryMode;
 
@@ -32,9 +32,15 @@ pub struct Options {
     /// Table readers kept open (each holds its index and filter in memory); -1 keeps every
     /// table open. Default: -1.
     pub max_open_files: i32,
-    /// Byte capacity of the block cache of uncompressed data blocks; 0 disables it.
+    /// Byte capacity of the block cache of uncompressed data blocks, when `block_cache` is not
+    /// set (a private LRU cache of this size is made at open); 0 disables it.
     /// Default: 32 MiB.
     pub block_cache_size: usize,
+    /// A block cache to use instead of a private one: clones of one [`Cache`] given to several
+    /// DBs share its capacity, so one number bounds their blocks. `Cache::new_lru` (mutex per
+    /// shard) or `Cache::new_hyper_clock` (lock-free; better with many reading threads).
+    /// Overrides `block_cache_size`. Default: none.
+    pub block_cache: Option<Cache>,
     /// Target uncompressed size of a data block. Smaller blocks make point reads cheaper and
     /// the index larger. Default: 4096.
     pub block_size: usize,
@@ -206,6 +212,7 @@ impl Default for Options {
             max_write_buffer_number: 2,
             max_open_files: -1,
             block_cache_size: 32 << 20,
+            block_cache: None,
             block_size: table.block_size,
             block_restart_interval: table.block_restart_interval,
             bloom_bits_per_key: table.bloom_bits_per_key,
@@ -260,6 +267,7 @@ impl std::fmt::Debug for Options {
             .field("write_buffer_size", &self.write_buffer_size)
             .field("max_write_buffer_number", &self.max_write_buffer_number)
             .field("block_cache_size", &self.block_cache_size)
+            .field("block_cache", &self.block_cache)
             .field("block_size", &self.block_size)
             .field("compression", &self.compression)
             .field("wal_recovery_mode", &self.wal_recovery_mode)
@@ -373,6 +381,13 @@ impl Options {
             ("max_write_buffer_number", self.max_write_buffer_number.to_string()),
             ("max_open_files", self.max_open_files.to_string()),
             ("block_cache_size", self.block_cache_size.to_string()),
+            (
+                "block_cache",
+                self.block_cache.as_ref().map_or_else(
+                    || "none".to_string(),
+                    |c| format!("{:?} of {} bytes (shared)", c.cache_type(), c.capacity()),
+                ),
+            ),
             ("block_size", self.block_size.to_string()),
             ("block_restart_interval", self.block_restart_interval.to_string()),
             ("bloom_bits_per_key", self.bloom_bits_per_key.to_string()),

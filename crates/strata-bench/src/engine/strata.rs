@@ -6,7 +6,8 @@
 
 use anyhow::{anyhow, bail, Result};
 use strata::{
-    CompressionType, Db, Options, PrefixExtractor, ReadOptions, WriteBatch, WriteOptions,
+    Cache, CompressionType, Db, HyperClockCacheOptions, LruCacheOptions, Options, PrefixExtractor,
+    ReadOptions, WriteBatch, WriteOptions,
 };
 
 use super::{Batch, BatchOp, Bounds, Engine, EngineIter, LiveFile, ReadOpts, WriteOpts};
@@ -17,6 +18,9 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// Engine-class flags Strata applies.
 pub const HONOURED_FLAGS: &[&str] = &[
     "cache_size",
+    "cache_type",
+    "cache_numshardbits",
+    "cache_high_pri_pool_ratio",
     "bloom_bits",
     "block_size",
     "block_restart_interval",
@@ -65,6 +69,45 @@ pub const HONOURED_FLAGS: &[&str] = &[
     "rate_limiter_bytes_per_sec",
 ];
 
+/// The block cache `--cache_type`, `--cache_size`, `--cache_numshardbits` and
+/// `--cache_high_pri_pool_ratio` ask for (None without a cache). `hyper_clock_cache` and
+/// `fixed_hyper_clock_cache` size the clock table for entries of `--block_size` bytes (as
+/// db_bench does); `auto_hyper_clock_cache` too, since Strata has no automatically grown
+/// table (a note says so).
+pub fn block_cache(cfg: &Config) -> Result<Option<Cache>> {
+    let f = &cfg.flags;
+    if f.cache_size <= 0 {
+        return Ok(None);
+    }
+    let capacity = usize::try_from(f.cache_size)?;
+    let num_shard_bits = i32::try_from(f.cache_numshardbits)
+        .map_err(|_| anyhow!("--cache_numshardbits={}: out of range", f.cache_numshardbits))?;
+    let cache = match f.cache_type.as_str() {
+        "lru_cache" => Cache::new_lru_opts(&LruCacheOptions {
+            capacity,
+            num_shard_bits,
+            strict_capacity_limit: false,
+            high_pri_pool_ratio: f.cache_high_pri_pool_ratio,
+        }),
+        "hyper_clock_cache" | "fixed_hyper_clock_cache" | "auto_hyper_clock_cache" => {
+            if f.cache_type == "auto_hyper_clock_cache" {
+                eprintln!(
+                    "note: --cache_type=auto_hyper_clock_cache: strata's clock cache has no \
+                     automatically grown table; using a fixed table sized for --block_size={} \
+                     byte entries",
+                    f.block_size
+                );
+            }
+            let mut o = HyperClockCacheOptions::new(capacity, usize::try_from(f.block_size)?);
+            o.num_shard_bits = num_shard_bits;
+            Cache::new_hyper_clock_opts(&o)
+        }
+        "clock_cache" => bail!("Old clock cache implementation has been removed."),
+        other => bail!("--cache_type={other}: Cache type not supported."),
+    };
+    Ok(Some(cache.map_err(|e| anyhow!("--cache_type={}: {e}", f.cache_type))?))
+}
+
 /// Strata `Options` from the flags.
 pub fn build_options(cfg: &Config) -> Result<Options> {
     let f = &cfg.flags;
@@ -78,6 +121,7 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
         o.wal_dir = Some(std::path::PathBuf::from(&f.wal_dir));
     }
     o.block_cache_size = if f.cache_size <= 0 { 0 } else { usize_of("cache_size", f.cache_size)? };
+    o.block_cache = block_cache(cfg)?;
     // db_bench: < 0 keeps the table default, which in RocksDB is no filter.
     o.bloom_bits_per_key = if f.bloom_bits <= 0 { 0 } else { f.bloom_bits as u32 };
     o.block_size = usize_of("block_size", f.block_size)?;

@@ -95,7 +95,7 @@ mod tests {
         let n = 64 * 1024;
         for file in 0..4u64 {
             for block in 0..n / 4 {
-                let h = b.hash_one(CacheKey { file, offset: block * 4096 });
+                let h = b.hash_one(CacheKey { owner: 1, file, offset: block * 4096 });
                 shards[(h >> 58) as usize] += 1;
                 slots[(h as u32 & 1023) as usize] += 1;
             }

@@ -6,7 +6,14 @@
 //! slab:  [Slot]       Used(entry) or Free(next free slot)
 //! list:  head .. tail doubly linked through the entries' prev/next slot numbers; head = most
 //!        recently used, tail = next victim
+//!        [ high-priority pool | low-priority part ]   low_head = first entry of the low part
 //! ```
+//!
+//! The high-priority pool (RocksDB's `high_pri_pool_ratio`) is a prefix of the list holding at
+//! most `high_capacity` bytes: high-priority entries, and entries hit while cached, enter at
+//! the head; other entries enter at the head of the low part, so an entry read once leaves
+//! before the pool's. When the pool overflows, its last entries move to the low part. With a
+//! pool of 0 bytes there is no pool and every entry enters at the head (plain LRU).
 //!
 //! Every operation is O(1) expected. Nothing allocates on a lookup; an insert allocates only
 //! when the slab or table grows (both keep their size, so a warm cache no longer allocates). The
@@ -18,6 +25,8 @@
 
 use std::mem;
 use std::sync::Arc;
+
+use super::Priority;
 
 /// No slot (list ends, free-list end, and the slot half of an empty table word).
 const NIL: u32 = u32::MAX;
@@ -34,6 +43,8 @@ struct Entry<K, V> {
     tag: u32,
     prev: u32,
     next: u32,
+    /// In the high-priority pool (its charge counts in `high_usage`).
+    in_high: bool,
 }
 
 enum Slot<K, V> {
@@ -56,11 +67,25 @@ pub(crate) struct LruShard<K, V> {
     head: u32,
     /// Least recently used.
     tail: u32,
+    /// Bytes the high-priority pool may hold (0: no pool).
+    high_capacity: usize,
+    high_usage: usize,
+    /// First entry outside the pool (NIL: none).
+    low_head: u32,
 }
 
 impl<K: Eq, V> LruShard<K, V> {
+    #[cfg(test)]
     pub(crate) fn new(capacity: usize) -> Self {
+        Self::with_pool(capacity, 0)
+    }
+
+    /// A shard of `capacity` bytes whose high-priority pool holds `high_capacity` of them.
+    pub(crate) fn with_pool(capacity: usize, high_capacity: usize) -> Self {
         LruShard {
+            high_capacity: high_capacity.min(capacity),
+            high_usage: 0,
+            low_head: NIL,
             capacity,
             usage: 0,
             len: 0,
@@ -76,7 +101,6 @@ impl<K: Eq, V> LruShard<K, V> {
         self.usage
     }
 
-    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.len
     }
@@ -85,7 +109,7 @@ impl<K: Eq, V> LruShard<K, V> {
     pub(crate) fn lookup(&mut self, hash: u64, key: &K) -> Option<Arc<V>> {
         let (_, slot) = self.find(hash as u32, key).ok()?;
         self.unlink(slot);
-        self.push_front(slot);
+        self.place(slot, true);
         Some(Arc::clone(&self.entry(slot).value))
     }
 
@@ -98,9 +122,11 @@ impl<K: Eq, V> LruShard<K, V> {
         key: K,
         value: Arc<V>,
         charge: usize,
+        priority: Priority,
         removed: &mut Removed<K, V>,
     ) {
         let tag = hash as u32;
+        let high = priority == Priority::High;
         let pos = match self.find(tag, &key) {
             Ok((_, slot)) if charge > self.capacity => {
                 removed.push(self.remove(slot));
@@ -108,12 +134,12 @@ impl<K: Eq, V> LruShard<K, V> {
                 return;
             }
             Ok((_, slot)) => {
+                self.unlink(slot);
                 let e = self.entry_mut(slot);
                 let old_charge = mem::replace(&mut e.charge, charge);
                 let old_value = mem::replace(&mut e.value, value);
                 self.usage = self.usage - old_charge + charge;
-                self.unlink(slot);
-                self.push_front(slot);
+                self.place(slot, high);
                 removed.push((key, old_value));
                 self.evict(removed);
                 return;
@@ -124,7 +150,7 @@ impl<K: Eq, V> LruShard<K, V> {
             removed.push((key, value));
             return;
         }
-        let entry = Entry { key, value, charge, tag, prev: NIL, next: NIL };
+        let entry = Entry { key, value, charge, tag, prev: NIL, next: NIL, in_high: false };
         let slot = if self.free_head != NIL {
             let slot = self.free_head;
             match mem::replace(&mut self.slab[slot as usize], Slot::Used(entry)) {
@@ -139,7 +165,7 @@ impl<K: Eq, V> LruShard<K, V> {
         self.table[pos] = (u64::from(tag) << 32) | u64::from(slot);
         self.len += 1;
         self.usage += charge;
-        self.push_front(slot);
+        self.place(slot, high);
         if self.len * 2 > self.table.len() {
             self.grow();
         }
@@ -248,11 +274,49 @@ impl<K: Eq, V> LruShard<K, V> {
         }
     }
 
+    /// Links an unlinked entry in: at the head, in the pool, if `high` and there is a pool;
+    /// else at the head of the low part.
+    fn place(&mut self, slot: u32, high: bool) {
+        if high && self.high_capacity > 0 {
+            self.push_front(slot);
+            let e = self.entry_mut(slot);
+            e.in_high = true;
+            let charge = e.charge;
+            self.high_usage += charge;
+            // Overflow: the pool's last entries become the low part's first.
+            while self.high_usage > self.high_capacity {
+                let last =
+                    if self.low_head == NIL { self.tail } else { self.entry(self.low_head).prev };
+                let e = self.entry_mut(last);
+                e.in_high = false;
+                let charge = e.charge;
+                self.high_usage -= charge;
+                self.low_head = last;
+            }
+            return;
+        }
+        if self.low_head == NIL {
+            self.push_back(slot);
+        } else {
+            self.insert_before(slot, self.low_head);
+        }
+        self.low_head = slot;
+    }
+
     fn unlink(&mut self, slot: u32) {
         let (prev, next) = {
+            let e = self.entry_mut(slot);
+            let in_high = mem::replace(&mut e.in_high, false);
+            let charge = e.charge;
+            if in_high {
+                self.high_usage -= charge;
+            }
             let e = self.entry(slot);
             (e.prev, e.next)
         };
+        if self.low_head == slot {
+            self.low_head = next;
+        }
         if prev == NIL {
             self.head = next;
         } else {
@@ -278,6 +342,37 @@ impl<K: Eq, V> LruShard<K, V> {
             self.entry_mut(old_head).prev = slot;
         }
         self.head = slot;
+    }
+
+    fn push_back(&mut self, slot: u32) {
+        let old_tail = self.tail;
+        {
+            let e = self.entry_mut(slot);
+            e.prev = old_tail;
+            e.next = NIL;
+        }
+        if old_tail == NIL {
+            self.head = slot;
+        } else {
+            self.entry_mut(old_tail).next = slot;
+        }
+        self.tail = slot;
+    }
+
+    /// Links `slot` just before the linked entry `at`.
+    fn insert_before(&mut self, slot: u32, at: u32) {
+        let prev = self.entry(at).prev;
+        {
+            let e = self.entry_mut(slot);
+            e.prev = prev;
+            e.next = at;
+        }
+        self.entry_mut(at).prev = slot;
+        if prev == NIL {
+            self.head = slot;
+        } else {
+            self.entry_mut(prev).next = slot;
+        }
     }
 
     #[cfg(test)]
@@ -315,6 +410,20 @@ impl<K: Eq, V> LruShard<K, V> {
         }
         assert_eq!(self.tail, prev);
         assert_eq!(count, self.len);
+        // The pool is a prefix ending just before `low_head`, within its capacity.
+        let mut s = self.head;
+        let mut high = 0;
+        while s != NIL && self.entry(s).in_high {
+            high += self.entry(s).charge;
+            s = self.entry(s).next;
+        }
+        assert_eq!(s, self.low_head, "low_head is the first entry outside the pool");
+        while s != NIL {
+            assert!(!self.entry(s).in_high, "pool entries form a prefix");
+            s = self.entry(s).next;
+        }
+        assert_eq!(high, self.high_usage);
+        assert!(self.high_usage <= self.high_capacity);
         assert_eq!(charge, self.usage);
         assert!(self.usage <= self.capacity);
         let used = self.slab.iter().filter(|s| matches!(s, Slot::Used(_))).count();
@@ -347,7 +456,7 @@ mod tests {
 
     fn ins(s: &mut LruShard<u64, u64>, hash: u64, key: u64, charge: usize) -> Vec<u64> {
         let mut removed = Vec::new();
-        s.insert(hash, key, Arc::new(key * 10), charge, &mut removed);
+        s.insert(hash, key, Arc::new(key * 10), charge, Priority::Low, &mut removed);
         s.check();
         removed.into_iter().map(|(k, _)| k).collect()
     }
@@ -371,7 +480,7 @@ mod tests {
                 }
                 _ => {
                     let mut removed = Vec::new();
-                    s.insert(hash, key, Arc::new(step), 0, &mut removed);
+                    s.insert(hash, key, Arc::new(step), 0, Priority::Low, &mut removed);
                     model.insert(key, step);
                 }
             }
@@ -416,7 +525,7 @@ mod tests {
         ins(&mut s, 1, 1, 3);
         ins(&mut s, 2, 2, 3);
         let mut removed = Vec::new();
-        s.insert(1, 1, Arc::new(99), 5, &mut removed);
+        s.insert(1, 1, Arc::new(99), 5, Priority::Low, &mut removed);
         s.check();
         assert_eq!(removed.len(), 1);
         assert_eq!(*removed[0].1, 10, "old value returned for dropping");
@@ -425,7 +534,7 @@ mod tests {
         assert_eq!(s.lookup(1, &1).map(|v| *v), Some(99));
         // Growing the charge past capacity evicts others, not itself.
         let mut removed = Vec::new();
-        s.insert(1, 1, Arc::new(7), 9, &mut removed);
+        s.insert(1, 1, Arc::new(7), 9, Priority::Low, &mut removed);
         s.check();
         assert_eq!(removed.iter().map(|(k, _)| *k).collect::<Vec<_>>(), [1, 2]);
         assert_eq!(s.keys_mru_first(), [&1]);
@@ -440,5 +549,51 @@ mod tests {
         // Zero-charge entries fit.
         assert!(ins(&mut s, 2, 2, 0).is_empty());
         assert_eq!(s.len(), 1);
+    }
+
+    #[test]
+    fn high_priority_pool_keeps_index_blocks_and_hit_entries() {
+        // 10 bytes, a pool of 4.
+        let mut s: LruShard<u64, u64> = LruShard::with_pool(10, 4);
+        let put = |s: &mut LruShard<u64, u64>, k: u64, p: Priority| {
+            let mut removed = Vec::new();
+            s.insert(k, k, Arc::new(k), 1, p, &mut removed);
+            s.check();
+            removed.into_iter().map(|(k, _)| k).collect::<Vec<_>>()
+        };
+        put(&mut s, 1, Priority::High);
+        put(&mut s, 2, Priority::High);
+        for k in 10..18 {
+            put(&mut s, k, Priority::Low);
+        }
+        // Full: the next low entries evict low entries only, oldest first.
+        assert_eq!(put(&mut s, 18, Priority::Low), [10]);
+        assert_eq!(put(&mut s, 19, Priority::Low), [11]);
+        assert!(s.lookup(1, &1).is_some() && s.lookup(2, &2).is_some());
+        // A hit promotes a low entry into the pool; it then outlives older low entries.
+        assert!(s.lookup(12, &12).is_some());
+        assert_eq!(s.keys_mru_first()[0], &12);
+        for k in 20..26 {
+            put(&mut s, k, Priority::Low);
+        }
+        assert!(s.lookup(12, &12).is_some(), "pool entry survived a flood of low entries");
+        assert!(s.lookup(1, &1).is_some() && s.lookup(2, &2).is_some());
+        // Pool overflow demotes its oldest to the low part (which then leaves first).
+        for k in 30..34 {
+            put(&mut s, k, Priority::High);
+        }
+        s.check();
+        assert!(s.high_usage <= 4);
+    }
+
+    #[test]
+    fn without_a_pool_priority_changes_nothing() {
+        let mut s: LruShard<u64, u64> = LruShard::new(3);
+        let mut removed = Vec::new();
+        s.insert(1, 1, Arc::new(1), 1, Priority::High, &mut removed);
+        s.insert(2, 2, Arc::new(2), 1, Priority::Low, &mut removed);
+        s.insert(3, 3, Arc::new(3), 1, Priority::High, &mut removed);
+        s.check();
+        assert_eq!(s.keys_mru_first(), [&3, &2, &1]);
     }
 }

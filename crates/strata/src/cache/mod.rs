@@ -1,185 +1,58 @@
-//! Caches: the block cache (uncompressed blocks by file and offset) and the table cache.
+//! Caches: the block cache (uncompressed blocks by owner, file and offset) and the table cache.
 //!
-//! [`Cache`] is a sharded strict LRU bounded by the sum of its entries' charges (bytes):
-//! - The key is hashed once ([`hash::MixHasher`]); the hash's top bits pick a shard, its low bits
-//!   place the entry in that shard's table (`lru.rs`).
-//! - Each shard is a `parking_lot::Mutex` over an LRU list and hash table whose operations are
-//!   O(1) and allocation-free on a lookup hit; shards are cache-line aligned so that threads
-//!   working on different shards do not share lines.
-//! - The shard count is a power of two chosen from the capacity: one shard per 512 KiB, at most
-//!   64; caches under 1 MiB have one shard. Each shard gets an equal part of the capacity (the
-//!   parts add up to exactly `capacity`), so one shard can evict while another has room; with
-//!   a good hash and many small entries this costs little and removes the global lock.
-//! - Values are `Arc<V>`: a reader keeps an evicted or erased value alive for as long as it
-//!   holds it. Such values no longer count against the capacity.
-//! - An entry whose charge exceeds its shard's capacity is not cached (and an older entry for the
-//!   same key is dropped, so no stale value remains); `insert` still takes ownership.
-//! - Replaced, erased and evicted entries are dropped after the shard lock is released.
-//! - Hit and miss counters are relaxed atomics next to each shard's lock (a line the operation
-//!   touches anyway), summed when read.
-//! - Zero-charge entries never cause eviction; the cache does not bound their number.
+//! Two implementations behind one interface ([`AnyCache`]):
+//! - [`LruCache`] (`sharded_lru.rs`, `lru.rs`): sharded strict LRU, a mutex per shard, with an
+//!   optional high-priority pool.
+//! - [`ClockCache`] (`clock/`): lock-free clock cache of the HyperClock family; a hit takes no
+//!   lock and writes one slot word.
+//!
+//! The shareable block-cache handle users create and give to any number of `Db`s,
+//! `strata::Cache`, is `sstable/block_cache.rs` (it names the block type, from above).
+//! Index and filter blocks are loaded with the table and kept in its reader (not in the cache);
+//! [`Priority::High`] is for them when they are cached, and is honoured by both
+//! implementations.
 
+mod any;
+pub mod clock;
 mod hash;
 mod lru;
+mod options;
+mod sharded_lru;
+mod striped;
 
-use std::hash::{BuildHasher, Hash};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+pub use any::AnyCache;
+pub use clock::ClockCache;
+pub use options::{CacheType, HyperClockCacheOptions, LruCacheOptions};
+pub(crate) use sharded_lru::default_shard_bits;
+pub use sharded_lru::LruCache;
 
-use parking_lot::Mutex;
-
-use hash::MixBuildHasher;
-use lru::{LruShard, Removed};
-
-/// Identifies a cached block: the owning table's cache id and the block's offset in the file.
+/// Identifies a cached block: the table cache that owns the table (process-unique), the
+/// table's file number, and the block's offset in the file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct CacheKey {
+    /// The owning table cache (one per open DB): `CacheKey::new_owner`.
+    pub owner: u64,
+    /// The table file number.
     pub file: u64,
+    /// The block's offset in the file.
     pub offset: u64,
 }
 
-/// Each shard holds at least this much capacity (when there is more than one).
-const MIN_SHARD_CAPACITY: usize = 512 * 1024;
-/// At most 2^6 = 64 shards.
-const MAX_SHARD_BITS: u32 = 6;
-
-/// One shard: its lock, and counters kept on the same (otherwise private) cache lines.
-#[repr(align(128))]
-struct Shard<K, V> {
-    lru: Mutex<LruShard<K, V>>,
-    /// Mirror of the shard's usage, stored under the lock, read without it.
-    usage: AtomicUsize,
-    hits: AtomicU64,
-    misses: AtomicU64,
-}
-
-/// A byte-bounded cache of shared values. Lookups take `&self` and may run concurrently.
-pub struct Cache<K, V> {
-    capacity: usize,
-    /// `64 - log2(shard count)`; shift of the hash that yields the shard index.
-    shard_shift: u32,
-    shards: Box<[Shard<K, V>]>,
-    hasher: MixBuildHasher,
-}
-
-impl<K: Hash + Eq + Send, V: Send + Sync> Cache<K, V> {
-    /// A cache holding at most `capacity` bytes of charge.
-    pub fn new(capacity: usize) -> Self {
-        Self::with_shard_bits(capacity, default_shard_bits(capacity))
-    }
-
-    /// A cache with 2^`shard_bits` shards (at most 64).
-    pub(crate) fn with_shard_bits(capacity: usize, shard_bits: u32) -> Self {
-        let shard_bits = shard_bits.min(MAX_SHARD_BITS);
-        let n = 1usize << shard_bits;
-        let (base, extra) = (capacity / n, capacity % n);
-        let shards = (0..n)
-            .map(|i| Shard {
-                lru: Mutex::new(LruShard::new(base + usize::from(i < extra))),
-                usage: AtomicUsize::new(0),
-                hits: AtomicU64::new(0),
-                misses: AtomicU64::new(0),
-            })
-            .collect();
-        Cache { capacity, shard_shift: 64 - shard_bits, shards, hasher: MixBuildHasher::default() }
-    }
-
-    /// The key's hash and its shard.
-    #[inline]
-    fn locate(&self, key: &K) -> (u64, &Shard<K, V>) {
-        let h = self.hasher.hash_one(key);
-        // `checked_shr` handles the single-shard case (shift by 64 yields 0).
-        let i = h.checked_shr(self.shard_shift).unwrap_or(0) as usize;
-        (h, &self.shards[i])
-    }
-
-    /// The value for `key`, marking it recently used.
-    pub fn lookup(&self, key: &K) -> Option<Arc<V>> {
-        let (h, shard) = self.locate(key);
-        let found = shard.lru.lock().lookup(h, key);
-        let counter = if found.is_some() { &shard.hits } else { &shard.misses };
-        counter.fetch_add(1, Ordering::Relaxed);
-        found
-    }
-
-    /// Inserts `value` with `charge` bytes, replacing any entry for `key` and evicting least
-    /// recently used entries of the key's shard as needed. See the module doc for entries larger
-    /// than a shard.
-    pub fn insert(&self, key: K, value: Arc<V>, charge: usize) {
-        let (h, shard) = self.locate(&key);
-        let mut removed: Removed<K, V> = Vec::new();
-        {
-            let mut lru = shard.lru.lock();
-            lru.insert(h, key, value, charge, &mut removed);
-            shard.usage.store(lru.usage(), Ordering::Relaxed);
-        }
-        drop(removed);
-    }
-
-    /// Removes `key` if present.
-    pub fn erase(&self, key: &K) {
-        let (h, shard) = self.locate(key);
-        let removed = {
-            let mut lru = shard.lru.lock();
-            let r = lru.erase(h, key);
-            shard.usage.store(lru.usage(), Ordering::Relaxed);
-            r
-        };
-        drop(removed);
-    }
-
-    /// Total charge of the entries held (a sum of per-shard snapshots: exact when quiescent).
-    pub fn usage(&self) -> usize {
-        self.shards.iter().map(|s| s.usage.load(Ordering::Relaxed)).sum()
-    }
-
-    /// The byte capacity.
-    pub fn capacity(&self) -> usize {
-        self.capacity
-    }
-
-    /// Lookups that found their key.
-    pub fn hits(&self) -> u64 {
-        self.shards.iter().map(|s| s.hits.load(Ordering::Relaxed)).sum()
-    }
-
-    /// Lookups that did not.
-    pub fn misses(&self) -> u64 {
-        self.shards.iter().map(|s| s.misses.load(Ordering::Relaxed)).sum()
-    }
-
-    #[cfg(test)]
-    /// Number of shards.
-    pub(crate) fn num_shards(&self) -> usize {
-        self.shards.len()
-    }
-
-    #[cfg(test)]
-    /// Number of entries held.
-    pub(crate) fn len(&self) -> usize {
-        self.shards.iter().map(|s| s.lru.lock().len()).sum()
-    }
-
-    /// Checks every shard's invariants (tests).
-    #[cfg(test)]
-    fn check(&self) {
-        for s in &self.shards {
-            let lru = s.lru.lock();
-            lru.check();
-            assert_eq!(s.usage.load(Ordering::Relaxed), lru.usage());
-        }
+impl CacheKey {
+    /// A process-unique owner id, so that DBs sharing one cache never collide.
+    pub fn new_owner() -> u64 {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        NEXT.fetch_add(1, Ordering::Relaxed)
     }
 }
 
-/// log2 of the default shard count for `capacity` (module doc).
-fn default_shard_bits(capacity: usize) -> u32 {
-    let n = capacity / MIN_SHARD_CAPACITY;
-    if n < 2 {
-        0
-    } else {
-        n.ilog2().min(MAX_SHARD_BITS)
-    }
+/// How long an entry deserves to stay: index and filter blocks are `High`, data blocks `Low`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Priority {
+    /// Kept longer (index and filter blocks).
+    High,
+    /// The default (data blocks).
+    #[default]
+    Low,
 }
-
-#[cfg(test)]
-mod tests;

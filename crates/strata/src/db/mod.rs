@@ -13,7 +13,8 @@
 //!   group inserts into is always the one its WAL file belongs to, and complete before it is
 //!   flushed.
 //! - Readers never lock: they clone the current [`SuperVersion`] (memtables + version) and read
-//!   at the published last sequence.
+//!   at the published last sequence; a point read uses its thread's cached reference when it
+//!   is current (`db/local_sv.rs`), touching no shared lock or count.
 //! - `versions` (the MANIFEST) is changed by background jobs; `state` holds the memtable list,
 //!   the background error and shutdown flag.
 //! - A WAL that stops taking writes (a memtable switch) is not synced by the writer that
@@ -36,6 +37,7 @@ mod files;
 mod flush;
 mod info_log;
 mod iter;
+mod local_sv;
 mod obsolete;
 mod open;
 mod properties;
@@ -74,6 +76,9 @@ use crate::write_batch::WriteBatch;
 
 /// What a read sees: the memtables and the table files, captured together.
 pub(crate) struct SuperVersion {
+    /// Installation count: each installed super version has the next number
+    /// (`db/local_sv.rs` compares it to tell a cached one current).
+    pub number: u64,
     pub mem: Arc<MemTable>,
     /// Immutable memtables, newest first.
     pub imm: Vec<Arc<MemTable>>,
@@ -174,6 +179,8 @@ pub(crate) struct DbInner {
     pub sync_slots: Mutex<()>,
     pub sync_slots_cv: Condvar,
     pub super_version: RwLock<Arc<SuperVersion>>,
+    /// Per-thread cached references to the current super version, for point reads.
+    pub local_svs: local_sv::LocalSuperVersions,
     /// Largest sequence number whose write is fully in the memtable: what reads see.
     pub visible_sequence: AtomicU64,
     pub has_bg_error: AtomicBool,
@@ -649,7 +656,9 @@ impl DbInner {
                 let _ = version_range_dels.set(r.clone());
             }
         }
+        let number = current.number + 1;
         let sv = SuperVersion {
+            number,
             mem: st.mem.clone(),
             imm: st.imm.iter().rev().map(|(m, _)| m.clone()).collect(),
             version,
@@ -657,6 +666,8 @@ impl DbInner {
             version_range_dels,
         };
         *current = Arc::new(sv);
+        // Under the write lock, so numbers are recorded in installation order.
+        self.local_svs.invalidate(number);
     }
 
     pub(crate) fn current_super_version(&self) -> Arc<SuperVersion> {

@@ -22,13 +22,13 @@ use super::obsolete::{delete_obsolete_at_open, Keep};
 use super::recover::{find_wals, recover_version_set, replay_wals, Replayed};
 use super::write::open_wal_writer;
 use super::{DbInner, DbState, SuperVersion, WalState};
-use crate::cache::Cache;
 use crate::env::{FileLock, FileSystem};
 use crate::error::{Error, Result};
 use crate::filename::{lock_path, parse_file_name, FileKind};
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::sstable::table_cache::TableCache;
+use crate::sstable::{Cache, CacheAccess};
 use crate::types::{FileNumber, SeqNo};
 use crate::version::levels::Version;
 use crate::version::set::VersionSet;
@@ -307,8 +307,11 @@ fn scan_dir(
 }
 
 fn new_table_cache(opts: &Options, fs: &Arc<dyn FileSystem>, dir: &Path) -> Arc<TableCache> {
-    let block_cache =
-        (opts.block_cache_size > 0).then(|| Arc::new(Cache::new(opts.block_cache_size)));
+    let block_cache = match &opts.block_cache {
+        Some(c) => Some(c.clone()),
+        None => (opts.block_cache_size > 0).then(|| Cache::new_lru(opts.block_cache_size)),
+    }
+    .map(CacheAccess::new);
     let table_capacity =
         if opts.max_open_files < 0 { usize::MAX } else { opts.max_open_files as usize };
     Arc::new(TableCache::new(fs.clone(), dir.to_path_buf(), table_capacity.max(1), block_cache))
@@ -354,6 +357,7 @@ fn assemble(p: Parts<'_>) -> DbInner {
         &p.opts.picker_options(),
     );
     let sv = SuperVersion {
+        number: 1,
         mem: mem.clone(),
         imm: p.recovered.iter().rev().map(|(m, _)| m.clone()).collect(),
         version: p.version,
@@ -392,6 +396,7 @@ fn assemble(p: Parts<'_>) -> DbInner {
         sync_slots: Mutex::new(()),
         sync_slots_cv: Condvar::new(),
         super_version: RwLock::new(Arc::new(sv)),
+        local_svs: super::local_sv::LocalSuperVersions::new(1),
         visible_sequence: AtomicU64::new(p.last_seq.0),
         has_bg_error: AtomicBool::new(false),
         closing: AtomicBool::new(false),

@@ -35,11 +35,17 @@ pub(crate) fn property_value(inner: &DbInner, name: &str) -> Result<Option<Strin
         }
         "total-sst-files-size" => v.files().map(|(_, f)| f.file_size).sum::<u64>().to_string(),
         "block-cache-capacity" => {
-            inner.table_cache.block_cache().map_or(0, |c| c.capacity()).to_string()
+            inner.table_cache.block_cache().map_or(0, |c| c.cache.capacity()).to_string()
         }
-        "block-cache-usage" => inner.table_cache.block_cache().map_or(0, |c| c.usage()).to_string(),
-        "block-cache-hit" => inner.table_cache.block_cache().map_or(0, |c| c.hits()).to_string(),
-        "block-cache-miss" => inner.table_cache.block_cache().map_or(0, |c| c.misses()).to_string(),
+        "block-cache-usage" => {
+            inner.table_cache.block_cache().map_or(0, |c| c.cache.usage()).to_string()
+        }
+        "block-cache-hit" => {
+            inner.table_cache.block_cache().map_or(0, |c| c.cache.hits()).to_string()
+        }
+        "block-cache-miss" => {
+            inner.table_cache.block_cache().map_or(0, |c| c.cache.misses()).to_string()
+        }
         "background-errors" => u8::from(inner.bg_error().is_some()).to_string(),
         "estimate-pending-compaction-bytes" => sv.pending_compaction_bytes.to_string(),
         "num-running-compactions" => inner.state.lock().running_compactions.to_string(),
@@ -123,8 +129,8 @@ pub(crate) fn property_value(inner: &DbInner, name: &str) -> Result<Option<Strin
         "statistics" => {
             let cache = inner.table_cache.block_cache();
             inner.stats.statistics(&[
-                ("rocksdb.block.cache.hit", cache.map_or(0, |c| c.hits())),
-                ("rocksdb.block.cache.miss", cache.map_or(0, |c| c.misses())),
+                ("rocksdb.block.cache.hit", cache.map_or(0, |c| c.cache.hits())),
+                ("rocksdb.block.cache.miss", cache.map_or(0, |c| c.cache.misses())),
             ])
         }
         "stats" => {

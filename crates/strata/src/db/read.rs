@@ -187,12 +187,16 @@ impl LookupKeyBuf {
 }
 
 pub(crate) fn get(inner: &DbInner, key: &[u8], opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
-    let sv = inner.current_super_version();
-    let seq = match &opts.snapshot {
-        Some(s) => s.seq(),
-        None => SeqNo(inner.visible_sequence.load(Ordering::Acquire)),
-    };
-    get_at(inner, &sv, key, seq, opts)
+    inner.local_svs.with(
+        || inner.current_super_version(),
+        |sv| {
+            let seq = match &opts.snapshot {
+                Some(s) => s.seq(),
+                None => SeqNo(inner.visible_sequence.load(Ordering::Acquire)),
+            };
+            get_at(inner, sv, key, seq, opts)
+        },
+    )
 }
 
 pub(crate) fn multi_get<K: AsRef<[u8]>>(

@@ -10,9 +10,11 @@
 //! - [`properties`]: the properties block.
 //! - [`metaindex`]: names of meta blocks mapped to their handles.
 //! - [`builder`] / [`reader`]: whole tables.
+//! - [`block_cache`]: the shareable block cache handle, `strata::Cache`.
 
 pub mod block;
 pub mod block_builder;
+pub mod block_cache;
 pub mod builder;
 pub mod compression;
 pub mod filter;
@@ -30,6 +32,8 @@ mod tests;
 // re-exports).
 #[allow(unused_imports)]
 pub use block::{Block, BlockIter};
+pub use block_cache::Cache;
+pub(crate) use block_cache::CacheAccess;
 #[allow(unused_imports)]
 pub use builder::{TableBuilder, TableOptions, TableSummary};
 #[allow(unused_imports)]

@@ -9,11 +9,12 @@ use std::cell::Cell;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::cache::{Cache, CacheKey};
+use crate::cache::{CacheKey, Priority};
 use crate::env::RandomAccessFile;
 use crate::error::{Error, Result};
 use crate::iterator::InternalIterator;
 use crate::key::TRAILER_LEN;
+use crate::sstable::CacheAccess;
 use crate::util::checksum::ChecksumType;
 
 use super::block::{Block, BlockIter};
@@ -59,7 +60,7 @@ pub struct TableReader {
     file: Arc<dyn RandomAccessFile>,
     path: PathBuf,
     cache_id: u64,
-    block_cache: Option<Arc<Cache<CacheKey, Block>>>,
+    block_cache: Option<CacheAccess>,
     checksum: ChecksumType,
     /// Blocks must end (trailer included) at or before this offset: the footer's start.
     blocks_end: u64,
@@ -84,11 +85,11 @@ impl std::fmt::Debug for TableReader {
 impl TableReader {
     /// Reads and verifies the footer, metaindex, index, filter and properties (kept in memory,
     /// not in the block cache). Data blocks are cached under `cache_id`, which must be unique
-    /// among the tables sharing `block_cache`.
+    /// among the tables of the owner in `block_cache`.
     pub fn open(
         file: Arc<dyn RandomAccessFile>,
         cache_id: u64,
-        block_cache: Option<Arc<Cache<CacheKey, Block>>>,
+        block_cache: Option<CacheAccess>,
     ) -> Result<TableReader> {
         let path = file.path().to_path_buf();
         let len = file.len();
@@ -339,13 +340,13 @@ impl TableReader {
         let Some(cache) = &self.block_cache else {
             return Ok(Arc::new(self.load_block(handle, read.verify_checksums)?));
         };
-        let key = CacheKey { file: self.cache_id, offset: handle.offset };
-        if let Some(b) = cache.lookup(&key) {
+        let key = CacheKey { owner: cache.owner, file: self.cache_id, offset: handle.offset };
+        if let Some(b) = cache.cache.lookup(&key) {
             return Ok(b);
         }
         let b = Arc::new(self.load_block(handle, read.verify_checksums)?);
         if read.fill_cache {
-            cache.insert(key, b.clone(), b.memory_size());
+            cache.cache.insert(key, b.clone(), b.memory_size(), Priority::Low);
         }
         Ok(b)
     }
@@ -358,9 +359,15 @@ impl TableReader {
         read: ReadBlockOptions,
         ahead: &mut Readahead,
     ) -> Result<Arc<Block>> {
-        let key = CacheKey { file: self.cache_id, offset: handle.offset };
-        if let Some(b) = self.block_cache.as_ref().and_then(|c| c.lookup(&key)) {
-            return Ok(b);
+        let key = self.block_cache.as_ref().map(|c| CacheKey {
+            owner: c.owner,
+            file: self.cache_id,
+            offset: handle.offset,
+        });
+        if let (Some(c), Some(key)) = (&self.block_cache, &key) {
+            if let Some(b) = c.cache.lookup(key) {
+                return Ok(b);
+            }
         }
         self.check_handle(handle)?;
         let len = handle.size as usize + BLOCK_TRAILER_LEN;
@@ -373,8 +380,8 @@ impl TableReader {
             read.verify_checksums,
         )?;
         let b = Arc::new(Block::new(data, handle.offset).map_err(|e| e.with_file(&self.path))?);
-        if let (Some(cache), true) = (&self.block_cache, read.fill_cache) {
-            cache.insert(key, b.clone(), b.memory_size());
+        if let (Some(c), Some(key), true) = (&self.block_cache, key, read.fill_cache) {
+            c.cache.insert(key, b.clone(), b.memory_size(), Priority::Low);
         }
         Ok(b)
     }

@@ -1,7 +1,7 @@
 //! The table cache: open [`TableReader`]s by file number, bounded by `max_open_files`.
 //!
 //! A reader holds its file handle, index and filter; opening one costs a few reads, so readers
-//! are shared through the LRU [`Cache`] with a charge of 1 each.
+//! are shared through an [`LruCache`] with a charge of 1 each.
 //!
 //! With no bound on open files (`max_open_files = -1`, the default) a reader is also pinned in
 //! its file's metadata ([`PinnedTable`]) the first time it is opened, and later lookups go
@@ -14,11 +14,11 @@ use std::ops::Deref;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
-use crate::cache::{Cache, CacheKey};
+use crate::cache::LruCache;
 use crate::env::FileSystem;
 use crate::error::Result;
 use crate::filename::table_path;
-use crate::sstable::{Block, TableReader};
+use crate::sstable::{CacheAccess, TableReader};
 use crate::types::FileNumber;
 
 /// The open reader of one table file, set once and kept beside the file's record in a live
@@ -52,8 +52,8 @@ impl Deref for TableRef<'_> {
 pub(crate) struct TableCache {
     fs: Arc<dyn FileSystem>,
     dir: PathBuf,
-    readers: Cache<u64, TableReader>,
-    block_cache: Option<Arc<Cache<CacheKey, Block>>>,
+    readers: LruCache<u64, TableReader>,
+    block_cache: Option<CacheAccess>,
     /// Whether readers are pinned in their metadata (no bound on open files).
     pin: bool,
 }
@@ -65,10 +65,10 @@ impl TableCache {
         fs: Arc<dyn FileSystem>,
         dir: PathBuf,
         capacity: usize,
-        block_cache: Option<Arc<Cache<CacheKey, Block>>>,
+        block_cache: Option<CacheAccess>,
     ) -> TableCache {
         let pin = capacity == usize::MAX;
-        TableCache { fs, dir, readers: Cache::new(capacity), block_cache, pin }
+        TableCache { fs, dir, readers: LruCache::new(capacity), block_cache, pin }
     }
 
     /// The reader of table `number`: the one pinned in `pinned` if it was opened before (and
@@ -102,7 +102,7 @@ impl TableCache {
         self.readers.erase(&number.0);
     }
 
-    pub fn block_cache(&self) -> Option<&Arc<Cache<CacheKey, Block>>> {
+    pub fn block_cache(&self) -> Option<&CacheAccess> {
         self.block_cache.as_ref()
     }
 }

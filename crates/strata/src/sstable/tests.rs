@@ -3,16 +3,15 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::block::Block;
 use super::builder::{TableBuilder, TableOptions, TableSummary};
 use super::format::{CompressionType, FOOTER_LEN};
 use super::reader::{ReadBlockOptions, TableReader};
-use crate::cache::{Cache, CacheKey};
 use crate::env::{FaultFs, FaultKind, FaultOp, FaultRule, FileSystem, MemFs};
 use crate::error::Error;
 use crate::iterator::conformance::{check_internal_iterator, sample_entries};
 use crate::iterator::InternalIterator;
 use crate::key::{compare_internal, lookup_key, make_internal_key, parse_internal_key, user_key};
+use crate::sstable::{Cache, CacheAccess};
 use crate::types::{SeqNo, ValueType};
 use crate::util::checksum::ChecksumType;
 
@@ -288,11 +287,17 @@ fn approximate_offsets_grow_with_keys() {
 
 #[test]
 fn block_cache_is_used_and_fill_cache_respected() {
+    for cache in [Cache::new_lru(64 << 20), Cache::new_hyper_clock(64 << 20, 512).unwrap()] {
+        block_cache_case(&cache);
+    }
+}
+
+fn block_cache_case(cache: &Cache) {
     let (fs, path) = mem_fs();
     let model = compressible_model(2000, 9);
     let s = build(&fs, &path, &opts(512, CompressionType::Snappy, ChecksumType::Crc32c), &model);
-    let cache: Arc<Cache<CacheKey, Block>> = Arc::new(Cache::new(64 << 20));
-    let t = Arc::new(TableReader::open(fs.open(&path).unwrap(), 42, Some(cache.clone())).unwrap());
+    let access = CacheAccess::new(cache.clone());
+    let t = Arc::new(TableReader::open(fs.open(&path).unwrap(), 42, Some(access)).unwrap());
     let no_fill = ReadBlockOptions { fill_cache: false, ..ReadBlockOptions::default() };
     check_internal_iterator(&mut t.iter(no_fill), &model, 1);
     assert_eq!(cache.usage(), 0);
@@ -312,6 +317,13 @@ fn block_cache_is_used_and_fill_cache_respected() {
     }
     assert_eq!(cache.misses(), misses, "every block is cached");
     assert!(s.properties.num_data_blocks > 10);
+    // A second table under another owner, same file id: its blocks are its own.
+    let other = CacheAccess::new(cache.clone());
+    let t2 = TableReader::open(fs.open(&path).unwrap(), 42, Some(other)).unwrap();
+    let misses = cache.misses();
+    let first = user_key(&model[0].0);
+    assert_eq!(table_get(&t2, first, SeqNo::MAX).unwrap(), model_get(&model, first, SeqNo::MAX));
+    assert!(cache.misses() > misses, "owners do not share blocks");
 }
 
 /// Opens, scans and probes a possibly damaged table. Every outcome is either exactly the model's

@@ -4,3 +4,4 @@ pub mod checksum;
 pub mod coding;
 pub mod cpu;
 pub mod kill_point;
+pub(crate) mod thread_index;

@@ -2,6 +2,7 @@ use std::collections::HashMap;
 use std::thread;
 
 use super::*;
+use crate::cache::CacheKey;
 
 struct Rng(u64);
 
@@ -18,19 +19,19 @@ impl Rng {
 }
 
 fn key(file: u64, offset: u64) -> CacheKey {
-    CacheKey { file, offset }
+    CacheKey { owner: 0, file, offset }
 }
 
 #[test]
 fn thread_safety_markers() {
     fn send_sync<T: Send + Sync>() {}
-    send_sync::<Cache<CacheKey, Vec<u8>>>();
-    send_sync::<Cache<String, String>>();
+    send_sync::<LruCache<CacheKey, Vec<u8>>>();
+    send_sync::<LruCache<String, String>>();
 }
 
 #[test]
 fn shard_count_follows_capacity() {
-    let shards = |cap| Cache::<CacheKey, u8>::new(cap).num_shards();
+    let shards = |cap| LruCache::<CacheKey, u8>::new(cap).num_shards();
     assert_eq!(shards(0), 1);
     assert_eq!(shards(4096), 1);
     assert_eq!(shards((1 << 20) - 1), 1);
@@ -40,14 +41,14 @@ fn shard_count_follows_capacity() {
     assert_eq!(shards(32 << 20), 64);
     assert_eq!(shards(8 << 30), 64);
     // Shard capacities add up to the total.
-    let c = Cache::<u64, u8>::with_shard_bits(1000, 3);
+    let c = LruCache::<u64, u8>::with_shard_bits(1000, 3);
     let total: usize = c.shards.iter().map(|s| s.lru.lock().capacity_for_test()).sum();
     assert_eq!(total, 1000);
 }
 
 #[test]
 fn lookup_insert_erase_and_counters() {
-    let c: Cache<CacheKey, Vec<u8>> = Cache::new(1 << 20);
+    let c: LruCache<CacheKey, Vec<u8>> = LruCache::new(1 << 20);
     assert_eq!(c.capacity(), 1 << 20);
     assert!(c.lookup(&key(1, 0)).is_none());
     c.insert(key(1, 0), Arc::new(vec![1; 10]), 10);
@@ -70,7 +71,7 @@ fn lookup_insert_erase_and_counters() {
 
 #[test]
 fn replace_same_key() {
-    let c: Cache<CacheKey, u32> = Cache::new(1000);
+    let c: LruCache<CacheKey, u32> = LruCache::new(1000);
     c.insert(key(1, 1), Arc::new(1), 100);
     c.insert(key(1, 1), Arc::new(2), 250);
     assert_eq!(c.lookup(&key(1, 1)).as_deref(), Some(&2));
@@ -85,7 +86,7 @@ fn replace_same_key() {
 #[test]
 fn recently_looked_up_entry_survives() {
     // One shard so that order is global.
-    let c: Cache<u64, u64> = Cache::with_shard_bits(10, 0);
+    let c: LruCache<u64, u64> = LruCache::with_shard_bits(10, 0);
     for k in 0..10 {
         c.insert(k, Arc::new(k), 1);
     }
@@ -111,7 +112,7 @@ fn recently_looked_up_entry_survives() {
 
 #[test]
 fn oversized_entry_is_not_cached() {
-    let c: Cache<u64, u64> = Cache::with_shard_bits(100, 0);
+    let c: LruCache<u64, u64> = LruCache::with_shard_bits(100, 0);
     c.insert(1, Arc::new(1), 60);
     c.insert(2, Arc::new(2), 101);
     assert!(c.lookup(&2).is_none());
@@ -127,7 +128,7 @@ fn oversized_entry_is_not_cached() {
     assert_eq!(c.lookup(&4).as_deref(), Some(&4));
     assert_eq!(c.usage(), 100);
     // A zero-capacity cache holds nothing with a charge.
-    let z: Cache<u64, u64> = Cache::new(0);
+    let z: LruCache<u64, u64> = LruCache::new(0);
     z.insert(1, Arc::new(1), 1);
     assert!(z.lookup(&1).is_none());
     c.check();
@@ -135,7 +136,7 @@ fn oversized_entry_is_not_cached() {
 
 #[test]
 fn evicted_value_stays_alive_for_holder() {
-    let c: Cache<u64, Vec<u8>> = Cache::with_shard_bits(10, 0);
+    let c: LruCache<u64, Vec<u8>> = LruCache::with_shard_bits(10, 0);
     c.insert(1, Arc::new(vec![7; 3]), 10);
     let held = c.lookup(&1).expect("present");
     c.insert(2, Arc::new(vec![8; 3]), 10); // evicts 1
@@ -147,7 +148,7 @@ fn evicted_value_stays_alive_for_holder() {
 #[test]
 fn capacity_respected_under_random_inserts() {
     for (cap, bits) in [(50_000usize, 0), (2 << 20, 2), (300_000, 6)] {
-        let c: Cache<CacheKey, u64> = Cache::with_shard_bits(cap, bits);
+        let c: LruCache<CacheKey, u64> = LruCache::with_shard_bits(cap, bits);
         let per_shard_max = cap / c.num_shards();
         let mut r = Rng(cap as u64 | 1);
         for i in 0..20_000u64 {
@@ -177,7 +178,7 @@ fn capacity_respected_under_random_inserts() {
 #[test]
 fn matches_model_when_nothing_is_evicted() {
     // Capacity never reached: the cache must behave exactly like a map.
-    let c: Cache<CacheKey, u64> = Cache::with_shard_bits(usize::MAX, 3);
+    let c: LruCache<CacheKey, u64> = LruCache::with_shard_bits(usize::MAX, 3);
     let mut model = HashMap::new();
     let mut r = Rng(42);
     for i in 0..30_000u64 {
@@ -204,7 +205,7 @@ fn matches_model_when_nothing_is_evicted() {
 
 #[test]
 fn string_keys_work() {
-    let c: Cache<String, String> = Cache::new(1 << 20);
+    let c: LruCache<String, String> = LruCache::new(1 << 20);
     for i in 0..1000 {
         c.insert(format!("table-{i}"), Arc::new(format!("v{i}")), 10);
     }
@@ -222,7 +223,8 @@ fn string_keys_work() {
 fn concurrent_threads_with_model() {
     let ops = if cfg!(miri) { 300 } else { 50_000 };
     for (cap, bits) in [(1usize << 20, 0), (4 << 20, 3), (usize::MAX, 4)] {
-        let c: Arc<Cache<CacheKey, (CacheKey, u64)>> = Arc::new(Cache::with_shard_bits(cap, bits));
+        let c: Arc<LruCache<CacheKey, (CacheKey, u64)>> =
+            Arc::new(LruCache::with_shard_bits(cap, bits));
         let handles: Vec<_> = (0..4u64)
             .map(|t| {
                 let c = Arc::clone(&c);
@@ -287,7 +289,7 @@ fn concurrent_threads_with_model() {
 
 #[test]
 fn hit_and_miss_counts_from_threads() {
-    let c: Arc<Cache<u64, u64>> = Arc::new(Cache::new(64 << 20));
+    let c: Arc<LruCache<u64, u64>> = Arc::new(LruCache::new(64 << 20));
     for k in 0..100 {
         c.insert(k, Arc::new(k), 1);
     }
@@ -314,7 +316,7 @@ fn hit_and_miss_counts_from_threads() {
 #[ignore = "benchmark"]
 fn bench_lookup() {
     use std::time::Instant;
-    let c: Cache<CacheKey, u64> = Cache::new(8 << 20);
+    let c: LruCache<CacheKey, u64> = LruCache::new(8 << 20);
     let n = 100_000u64;
     for i in 0..n {
         c.insert(key(i % 7, i * 4096), Arc::new(i), 64);

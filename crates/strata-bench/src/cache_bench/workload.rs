@@ -1,0 +1,298 @@
+//! The measured loop and its report (RocksDB's cache_bench output lines, plus CPU per op).
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Barrier};
+use std::time::Instant;
+
+use anyhow::{anyhow, bail, Result};
+use strata::cache::AnyCache;
+use strata::{CachePriority, HyperClockCacheOptions, LruCacheOptions};
+
+use super::CacheBenchFlags;
+
+/// RocksDB's cache keys are 16 bytes.
+type Key = [u64; 2];
+type Value = Vec<u8>;
+type BenchCache = AnyCache<Key, Value>;
+
+/// splitmix64: a fast per-thread generator (its quality is ample for picking keys and ops).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
+fn make_cache(f: &CacheBenchFlags) -> Result<(BenchCache, &'static str)> {
+    let capacity = usize::try_from(f.cache_size)?;
+    let cache = match f.cache_type.as_str() {
+        "lru_cache" => (
+            AnyCache::lru(&LruCacheOptions {
+                capacity,
+                num_shard_bits: f.num_shard_bits,
+                strict_capacity_limit: false,
+                high_pri_pool_ratio: 0.5,
+            })?,
+            "strata::LruCache",
+        ),
+        "hyper_clock_cache" | "fixed_hyper_clock_cache" | "auto_hyper_clock_cache" => {
+            let estimate =
+                if f.value_bytes_estimate > 0 { f.value_bytes_estimate } else { f.value_bytes };
+            let mut o = HyperClockCacheOptions::new(capacity, estimate as usize);
+            o.num_shard_bits = f.num_shard_bits;
+            (AnyCache::hyper_clock(&o)?, "strata::ClockCache (fixed table)")
+        }
+        "clock_cache" => bail!("Old clock cache implementation has been removed."),
+        _ => bail!("Cache type not supported."),
+    };
+    Ok(cache)
+}
+
+fn key_for(rng: &mut Rng, max_key: u64, skew: u32) -> Key {
+    let mut raw = rng.next();
+    for _ in 0..skew {
+        raw = raw.min(rng.next());
+    }
+    let k = ((u128::from(raw) * u128::from(max_key)) >> 64) as u64;
+    [k, k]
+}
+
+fn new_value(rng: &mut Rng, bytes: u32) -> Arc<Value> {
+    let mut v = Vec::with_capacity(bytes as usize + 8);
+    while v.len() < bytes as usize {
+        v.extend_from_slice(&rng.next().to_le_bytes());
+    }
+    v.truncate(bytes as usize);
+    Arc::new(v)
+}
+
+/// Inserts until 100 inserts in a row do not raise the entry count or 100 keys in a row are
+/// found already cached (RocksDB's procedure); returns the highest entry count.
+fn populate(cache: &BenchCache, f: &CacheBenchFlags, max_key: u64) -> Result<usize> {
+    let mut rng = Rng(f.seed);
+    let (mut max_occ, mut since_increase, mut since_missing) = (0, 0, 0);
+    while since_increase < 100 && since_missing < 100 {
+        let key = key_for(&mut rng, max_key, f.skew);
+        if cache.lookup(&key).is_some() {
+            since_missing += 1;
+            continue;
+        }
+        since_missing = 0;
+        cache.insert(
+            key,
+            new_value(&mut rng, f.value_bytes),
+            f.value_bytes as usize,
+            CachePriority::Low,
+        );
+        if cache.lookup(&key).is_none() {
+            return Err(anyhow!("Failed to lookup key just inserted."));
+        }
+        let occ = cache.occupancy();
+        if occ > max_occ {
+            max_occ = occ;
+            since_increase = 0;
+        } else {
+            since_increase += 1;
+        }
+    }
+    Ok(max_occ)
+}
+
+struct ThreadResult {
+    hits: u64,
+    misses: u64,
+    pinned: usize,
+    micros: u64,
+    checksum: u64,
+}
+
+fn operate(
+    cache: &BenchCache,
+    f: &CacheBenchFlags,
+    tid: u32,
+    max_key: u64,
+    start: &Barrier,
+) -> ThreadResult {
+    let hundredth = u64::MAX / 100;
+    let t_lookup_insert = hundredth * u64::from(f.lookup_insert_percent);
+    let t_insert = t_lookup_insert + hundredth * u64::from(f.insert_percent);
+    let t_blind = t_insert + hundredth * u64::from(f.blind_insert_percent);
+    let t_lookup = t_blind + hundredth * u64::from(f.lookup_percent);
+    let total_pins =
+        ((f.cache_size as f64 * f.pinned_ratio) / f64::from(f.value_bytes) + 0.999_999) as usize;
+    let pin_count = (total_pins + tid as usize) / f.threads as usize;
+    let mut pinned: VecDeque<Arc<Value>> = VecDeque::with_capacity(pin_count + 1);
+    let mut rng = Rng(f.seed.wrapping_add(1 + u64::from(tid)));
+    let charge = f.value_bytes as usize;
+    let (mut hits, mut misses, mut checksum) = (0u64, 0u64, 0u64);
+    let use_value = |v: &Value| if f.lean { 0 } else { xxhash_rust::xxh3::xxh3_64(v) };
+    start.wait();
+    let t0 = Instant::now();
+    for _ in 0..f.ops_per_thread {
+        let key = key_for(&mut rng, max_key, f.skew);
+        let op = rng.next();
+        if op < t_lookup_insert {
+            if let Some(v) = cache.lookup(&key) {
+                hits += 1;
+                checksum = checksum.wrapping_add(use_value(&v));
+                pinned.push_back(v);
+            } else {
+                misses += 1;
+                let v = new_value(&mut rng, f.value_bytes);
+                cache.insert(key, v.clone(), charge, CachePriority::Low);
+                pinned.push_back(v);
+            }
+        } else if op < t_insert {
+            let v = new_value(&mut rng, f.value_bytes);
+            cache.insert(key, v.clone(), charge, CachePriority::Low);
+            pinned.push_back(v);
+        } else if op < t_blind {
+            cache.insert(key, new_value(&mut rng, f.value_bytes), charge, CachePriority::Low);
+        } else if op < t_lookup {
+            if let Some(v) = cache.lookup(&key) {
+                hits += 1;
+                checksum = checksum.wrapping_add(use_value(&v));
+                pinned.push_back(v);
+            } else {
+                misses += 1;
+            }
+        } else {
+            cache.erase(&key);
+        }
+        while pinned.len() > pin_count {
+            pinned.pop_front();
+        }
+    }
+    let micros = t0.elapsed().as_micros() as u64;
+    ThreadResult { hits, misses, pinned: pinned.len(), micros, checksum }
+}
+
+/// Process CPU time (user + system) in microseconds.
+fn cpu_micros() -> u64 {
+    // SAFETY: getrusage writes the struct it is given; a zeroed rusage is a valid value.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: RUSAGE_SELF with a valid pointer to a rusage the call may overwrite.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return 0;
+    }
+    let us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+    us(ru.ru_utime) + us(ru.ru_stime)
+}
+
+fn human_bytes(n: u64) -> String {
+    const UNITS: [(u64, &str); 4] =
+        [(1 << 40, "TB"), (1 << 30, "GB"), (1 << 20, "MB"), (1 << 10, "KB")];
+    for (size, name) in UNITS {
+        if n >= size {
+            return format!("{:.2} {name}", n as f64 / size as f64);
+        }
+    }
+    format!("{n} B")
+}
+
+/// Runs the benchmark and prints RocksDB's report.
+pub fn run(f: &CacheBenchFlags) -> Result<()> {
+    let (cache, impl_name) = make_cache(f)?;
+    let max_key = f.key_space();
+    if f.populate_cache {
+        let occ = populate(&cache, f, max_key)?;
+        println!(
+            "Population complete ({occ} entries, {} average charge)",
+            f.cache_size as f64 / occ.max(1) as f64
+        );
+    }
+    println!("----------------------------");
+    println!("Strata version      : {}", env!("CARGO_PKG_VERSION"));
+    println!("Cache impl name     : {impl_name}");
+    println!("Number of threads   : {}", f.threads);
+    println!("Ops per thread      : {}", f.ops_per_thread);
+    println!("Cache size          : {}", human_bytes(f.cache_size));
+    println!("Num shard bits      : {}", cache.num_shards().trailing_zeros());
+    println!("Max key             : {max_key}");
+    println!("Resident ratio      : {}", f.resident_ratio);
+    println!("Skew degree         : {}", f.skew);
+    println!("Populate cache      : {}", i32::from(f.populate_cache));
+    println!("Lookup+Insert pct   : {}%", f.lookup_insert_percent);
+    println!("Insert percentage   : {}%", f.insert_percent);
+    println!("Lookup percentage   : {}%", f.lookup_percent);
+    println!("Erase percentage    : {}%", f.erase_percent);
+    println!("Gather stats        : disabled");
+    println!("----------------------------");
+    let start = Barrier::new(f.threads as usize + 1);
+    let cpu0 = cpu_micros();
+    let (results, elapsed) = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..f.threads)
+            .map(|tid| {
+                let (cache, start) = (&cache, &start);
+                s.spawn(move || operate(cache, f, tid, max_key, start))
+            })
+            .collect();
+        start.wait();
+        let t0 = Instant::now();
+        let results: Vec<ThreadResult> =
+            handles.into_iter().map(|h| h.join().expect("worker thread panicked")).collect();
+        (results, t0.elapsed())
+    });
+    let cpu = cpu_micros().saturating_sub(cpu0);
+    let total_ops = u64::from(f.threads) * f.ops_per_thread;
+    let secs = elapsed.as_secs_f64();
+    println!(
+        "Complete in {secs:.3} s; Rough parallel ops/sec = {}",
+        (total_ops as f64 / secs) as u64
+    );
+    let thread_secs: f64 = results.iter().map(|r| r.micros as f64 * 1e-6).sum();
+    println!("Thread ops/sec = {}", (total_ops as f64 / thread_secs) as u64);
+    let (hits, misses): (u64, u64) =
+        results.iter().fold((0, 0), |(h, m), r| (h + r.hits, m + r.misses));
+    println!("Lookup hit ratio: {}", hits as f64 / (hits + misses).max(1) as f64);
+    let occ = cache.occupancy();
+    match cache.table_slots() {
+        Some(slots) => {
+            println!("Final load factor: {} ({occ} / {slots})", occ as f64 / slots as f64);
+        }
+        None => println!("Final load factor: n/a ({occ} entries; the LRU table grows)"),
+    }
+    println!("Final pinned count: {}", results.iter().map(|r| r.pinned).sum::<usize>());
+    println!("CPU (user+sys) per op: {:.4} us", cpu as f64 / total_ops as f64);
+    if results.iter().fold(0u64, |a, r| a.wrapping_add(r.checksum)) == 1 {
+        println!("You are extremely unlucky(2). Try again.");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_caches_run_the_workload() {
+        for cache_type in ["lru_cache", "hyper_clock_cache"] {
+            let f = CacheBenchFlags {
+                threads: 2,
+                cache_size: 1 << 20,
+                ops_per_thread: 2000,
+                value_bytes: 1024,
+                cache_type: cache_type.into(),
+                ..CacheBenchFlags::default()
+            };
+            let (cache, _) = make_cache(&f).unwrap();
+            let occ = populate(&cache, &f, f.key_space()).unwrap();
+            assert!(occ > 500 && occ <= 1024, "{cache_type}: populated {occ}");
+            let start = Barrier::new(1);
+            let r = operate(&cache, &f, 0, f.key_space(), &start);
+            assert!(r.hits > 0, "{cache_type}: a populated cache hits");
+            assert!(cache.usage() <= (1 << 20) + 1024);
+        }
+    }
+
+    #[test]
+    fn unknown_cache_type_is_refused() {
+        let f = CacheBenchFlags { cache_type: "clock_cache".into(), ..CacheBenchFlags::default() };
+        assert!(make_cache(&f).is_err());
+    }
+}

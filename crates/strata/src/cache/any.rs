@@ -1,0 +1,162 @@
+//! [`AnyCache`]: one of the two cache implementations, chosen at run time, behind one
+//! interface (what the block cache, `Cache`, and `cache_bench` use).
+
+use std::hash::Hash;
+use std::sync::Arc;
+
+use super::options::{CacheType, HyperClockCacheOptions, LruCacheOptions};
+use super::{default_shard_bits, ClockCache, LruCache, Priority};
+use crate::error::{Error, Result};
+
+/// At most 2^6 shards, for either implementation.
+const MAX_SHARD_BITS: i32 = 6;
+
+/// An LRU or a clock cache.
+pub enum AnyCache<K, V> {
+    /// The sharded LRU.
+    Lru(LruCache<K, V>),
+    /// The lock-free clock cache (boxed: its striped counters make it large).
+    Clock(Box<ClockCache<K, V>>),
+}
+
+fn shard_bits(capacity: usize, requested: i32) -> Result<u32> {
+    match requested {
+        -1 => Ok(default_shard_bits(capacity)),
+        0..=MAX_SHARD_BITS => Ok(requested as u32),
+        _ => Err(Error::InvalidArgument(format!(
+            "num_shard_bits = {requested}: must be -1 (automatic) or 0..={MAX_SHARD_BITS}"
+        ))),
+    }
+}
+
+impl<K: Hash + Eq + Send + Sync, V: Send + Sync> AnyCache<K, V> {
+    /// An LRU cache.
+    pub fn lru(o: &LruCacheOptions) -> Result<Self> {
+        if !(0.0..=1.0).contains(&o.high_pri_pool_ratio) {
+            return Err(Error::InvalidArgument(format!(
+                "high_pri_pool_ratio = {}: must be within [0, 1]",
+                o.high_pri_pool_ratio
+            )));
+        }
+        let bits = shard_bits(o.capacity, o.num_shard_bits)?;
+        Ok(AnyCache::Lru(LruCache::with_options(
+            o.capacity,
+            bits,
+            o.high_pri_pool_ratio,
+            o.strict_capacity_limit,
+        )))
+    }
+
+    /// A clock cache. Its tables have a fixed size, computed from `estimated_entry_charge`,
+    /// which must be positive (no automatically grown table: `NotSupported`).
+    pub fn hyper_clock(o: &HyperClockCacheOptions) -> Result<Self> {
+        if o.estimated_entry_charge == 0 {
+            return Err(Error::NotSupported(
+                "hyper clock cache: estimated_entry_charge = 0 asks for an automatically grown \
+                 table, which Strata does not implement; give the typical entry size (e.g. the \
+                 block size)"
+                    .into(),
+            ));
+        }
+        let bits = shard_bits(o.capacity, o.num_shard_bits)?;
+        Ok(AnyCache::Clock(Box::new(ClockCache::new(
+            o.capacity,
+            o.estimated_entry_charge,
+            bits,
+            o.strict_capacity_limit,
+        ))))
+    }
+
+    /// Which implementation this is.
+    pub fn cache_type(&self) -> CacheType {
+        match self {
+            AnyCache::Lru(_) => CacheType::Lru,
+            AnyCache::Clock(_) => CacheType::HyperClock,
+        }
+    }
+
+    /// The value for `key`.
+    #[inline]
+    pub fn lookup(&self, key: &K) -> Option<Arc<V>> {
+        match self {
+            AnyCache::Lru(c) => c.lookup(key),
+            AnyCache::Clock(c) => c.lookup(key),
+        }
+    }
+
+    /// Inserts or replaces `key` with `charge` bytes at `priority`.
+    #[inline]
+    pub fn insert(&self, key: K, value: Arc<V>, charge: usize, priority: Priority) {
+        match self {
+            AnyCache::Lru(c) => c.insert_with_priority(key, value, charge, priority),
+            AnyCache::Clock(c) => {
+                c.insert(key, value, charge, priority);
+            }
+        }
+    }
+
+    /// Removes `key` if present.
+    #[inline]
+    pub fn erase(&self, key: &K) {
+        match self {
+            AnyCache::Lru(c) => c.erase(key),
+            AnyCache::Clock(c) => c.erase(key),
+        }
+    }
+
+    /// Charge held.
+    pub fn usage(&self) -> usize {
+        match self {
+            AnyCache::Lru(c) => c.usage(),
+            AnyCache::Clock(c) => c.usage(),
+        }
+    }
+
+    /// Byte capacity.
+    pub fn capacity(&self) -> usize {
+        match self {
+            AnyCache::Lru(c) => c.capacity(),
+            AnyCache::Clock(c) => c.capacity(),
+        }
+    }
+
+    /// Lookup hits.
+    pub fn hits(&self) -> u64 {
+        match self {
+            AnyCache::Lru(c) => c.hits(),
+            AnyCache::Clock(c) => c.hits(),
+        }
+    }
+
+    /// Lookup misses.
+    pub fn misses(&self) -> u64 {
+        match self {
+            AnyCache::Lru(c) => c.misses(),
+            AnyCache::Clock(c) => c.misses(),
+        }
+    }
+
+    /// Entries held.
+    pub fn occupancy(&self) -> usize {
+        match self {
+            AnyCache::Lru(c) => c.entries(),
+            AnyCache::Clock(c) => c.occupancy(),
+        }
+    }
+
+    /// Slots of the clock cache's tables (None for the LRU cache, whose tables grow).
+    pub fn table_slots(&self) -> Option<usize> {
+        match self {
+            AnyCache::Lru(_) => None,
+            AnyCache::Clock(c) => Some(c.table_slots()),
+        }
+    }
+
+    /// Number of shards.
+    pub fn num_shards(&self) -> usize {
+        match self {
+            AnyCache::Lru(c) => c.shard_count(),
+            AnyCache::Clock(c) => c.num_shards(),
+        }
+    }
+}

@@ -1,0 +1,225 @@
+//! A lock-free clock cache of the HyperClock family: lookups, inserts, erases and evictions
+//! are atomic read-modify-writes on one state word per slot; no operation takes a lock, and a
+//! hit writes nothing but its slot's word.
+//!
+//! Layout: the key's hash picks a shard by its top bits (as in the LRU cache); each shard is a
+//! fixed-size open-addressed table (`table.rs`) with a double-hashing probe sequence (home =
+//! low hash bits, odd step from bits 32..), its own byte budget, slot budget and sweep hand.
+//! The table is sized from the shard's capacity and an *estimated entry charge*: slots =
+//! capacity / estimate / 0.7, rounded up to a power of two. The table never grows (RocksDB's
+//! `FixedHyperClockCache`): when entries are smaller than the estimate, the slot budget (7/8 of
+//! the slots) evicts before the byte budget does.
+//!
+//! ## Slot protocol
+//!
+//! A slot's word (`meta.rs`) holds a reference count, a clock countdown, a priority bit and a
+//! state: EMPTY -> EXCLUSIVE (an inserter fills the payload) -> VISIBLE -> INVISIBLE (erased or
+//! replaced) -> EXCLUSIVE (the freer takes the payload) -> EMPTY; a VISIBLE entry with no
+//! references and clock 0 goes straight to EXCLUSIVE when the sweep evicts it.
+//!
+//! - *Lookup* peeks at the word; if VISIBLE it increments the reference count (`fetch_add`,
+//!   Acquire) and, if the returned word is still VISIBLE, compares the key and clones the
+//!   value, then releases the reference (`fetch_sub`, Release), raising the clock to its
+//!   maximum in the same CAS when it was lower. A reference taken in any other state is
+//!   released without reading the payload.
+//! - *Insert* erases visible entries for the key, reserves one slot of the slot budget and the
+//!   charge of the byte budget (CAS loops that never pass the limits; the sweep runs when they
+//!   would), then walks the probe sequence: CAS EMPTY -> EXCLUSIVE (refs kept: transient
+//!   lookups may hold an empty slot), write the payload, `fetch_add` to VISIBLE with the
+//!   priority's initial clock (Release). Each slot passed on the way gets its displacement
+//!   count incremented; a lookup stops at the first slot that neither matches nor has a
+//!   displacement.
+//! - *Erase* takes a reference as a lookup does and sets INVISIBLE (`fetch_or`); whoever drops
+//!   the last reference of an INVISIBLE entry (a `fetch_sub` returning refs = 1) CASes it to
+//!   EXCLUSIVE from refs = 0 and frees it. Exactly one such CAS succeeds, and a thread that
+//!   made the count non-zero in between is itself a later last releaser, so the entry is
+//!   always freed.
+//! - *Sweep*: the hand is a shared counter advanced in batches of 4 slots; an unreferenced
+//!   VISIBLE entry has its clock decremented (CAS), or at 0 is CASed to EXCLUSIVE and freed.
+//!   Freeing takes the payload, decrements the displacements along the entry's probe
+//!   sequence, then `fetch_sub`s EXCLUSIVE -> EMPTY (Release) and returns the slot and charge
+//!   to the budgets.
+//!
+//! Priorities: a high-priority entry (index and filter blocks) starts with the maximum clock
+//! (3), a low-priority one (data blocks) with 1, so an unused low-priority entry is evicted
+//! after one pass of the hand and an unused high-priority one after three. A hit raises either
+//! to 3.
+//!
+//! ## Memory ordering
+//!
+//! The payload is plain memory guarded by the state word:
+//! - Written only by the thread that holds the slot EXCLUSIVE, which it entered with an
+//!   Acquire CAS from EMPTY (insert) or from a state with no references (free). EXCLUSIVE can
+//!   only be entered from refs = 0 and refs only grow by `fetch_add`s that then see a
+//!   non-VISIBLE state, so no reader is inside the payload while it is written.
+//! - Published by a Release `fetch_add` to VISIBLE. A reader's Acquire `fetch_add` reads that
+//!   value or a later one in the word's modification order; every later modification is a
+//!   read-modify-write, so it is in the release sequence headed by the publication, and the
+//!   reader synchronises with it: the payload's writes happen before its reads.
+//! - A reader's reads happen before the next write of the payload: its release is a Release
+//!   `fetch_sub` (or CAS), and the freer's Acquire CAS to EXCLUSIVE reads a value at or after
+//!   it in the modification order (it requires refs = 0, i.e. after every release), again
+//!   through a release sequence of read-modify-writes.
+//! - A free's `take` happens before the next fill: the Release EXCLUSIVE -> EMPTY and the next
+//!   inserter's Acquire CAS from EMPTY.
+//! - Clock bits, displacement counts, the hand and the budgets are Relaxed: they only steer
+//!   decisions, never guard memory. A lookup that reads a stale displacement of 0 misses an
+//!   entry whose insert was not yet complete (allowed: the insert is concurrent); an insert
+//!   that completed before the lookup began happens-before it, so by coherence its increment
+//!   is seen (and a free's decrement follows its own insert's increment in that count's
+//!   modification order, through the slot word's Release/Acquire chain, so the count never
+//!   drops below the number of live entries passing through the slot).
+//!
+//! `loom_tests` in `tests.rs` checks the protocol under the C++11 model
+//! (`cargo test -p strata --lib --features loom loom_tests`); the payload cell is loom's there,
+//! so a read racing a write would be reported.
+//!
+//! Values are `Arc<V>`, as in the LRU cache: a reader keeps an evicted value alive after the
+//! slot is reused, and such values no longer count against the capacity. Slot references only
+//! live inside an operation, so non-strict mode (insert past the capacity when the sweep finds
+//! nothing to evict) differs from strict mode only while entries are being read.
+
+mod meta;
+mod sync;
+mod table;
+#[cfg(test)]
+mod tests;
+
+use std::hash::{BuildHasher, Hash};
+use std::sync::Arc;
+
+use super::hash::MixBuildHasher;
+use super::striped::StripedCounter;
+use super::Priority;
+use table::ClockTable;
+
+/// Table sizing: slots = expected entries / LOAD_FACTOR (as tenths).
+const LOAD_FACTOR_TENTHS: usize = 7;
+const MIN_SLOTS: usize = 4;
+const MAX_SLOTS_PER_SHARD: usize = 1 << 30;
+
+/// A sharded, lock-free clock cache bounded by the sum of its entries' charges.
+pub struct ClockCache<K, V> {
+    capacity: usize,
+    shard_shift: u32,
+    shards: Box<[ClockTable<K, V>]>,
+    hasher: MixBuildHasher,
+    hits: StripedCounter,
+    misses: StripedCounter,
+    estimated_entry_charge: usize,
+    strict: bool,
+}
+
+impl<K: Hash + Eq + Send + Sync, V: Send + Sync> ClockCache<K, V> {
+    /// A cache of `capacity` bytes in 2^`shard_bits` shards whose tables hold
+    /// `capacity / estimated_entry_charge` entries (see the module doc).
+    pub(crate) fn new(
+        capacity: usize,
+        estimated_entry_charge: usize,
+        shard_bits: u32,
+        strict: bool,
+    ) -> Self {
+        let n = 1usize << shard_bits;
+        let (base, extra) = (capacity / n, capacity % n);
+        let estimate = estimated_entry_charge.max(1);
+        let shards = (0..n)
+            .map(|i| {
+                let cap = base + usize::from(i < extra);
+                let entries = (cap / estimate).max(1);
+                let slots = (entries.saturating_mul(10) / LOAD_FACTOR_TENTHS)
+                    .clamp(MIN_SLOTS, MAX_SLOTS_PER_SHARD)
+                    .next_power_of_two();
+                ClockTable::new(cap, slots, strict)
+            })
+            .collect();
+        ClockCache {
+            capacity,
+            shard_shift: 64 - shard_bits,
+            shards,
+            hasher: MixBuildHasher::default(),
+            hits: StripedCounter::default(),
+            misses: StripedCounter::default(),
+            estimated_entry_charge: estimate,
+            strict,
+        }
+    }
+
+    #[inline]
+    fn locate(&self, key: &K) -> (u64, &ClockTable<K, V>) {
+        let h = self.hasher.hash_one(key);
+        let i = h.checked_shr(self.shard_shift).unwrap_or(0) as usize;
+        (h, &self.shards[i])
+    }
+
+    /// The value for `key`.
+    pub fn lookup(&self, key: &K) -> Option<Arc<V>> {
+        let (h, shard) = self.locate(key);
+        let found = shard.lookup(h, key);
+        if found.is_some() { &self.hits } else { &self.misses }.add(1);
+        found
+    }
+
+    /// Inserts (or replaces) `key`; returns whether the entry was cached.
+    pub fn insert(&self, key: K, value: Arc<V>, charge: usize, priority: Priority) -> bool {
+        let (h, shard) = self.locate(&key);
+        shard.insert(h, key, value, charge, priority)
+    }
+
+    /// Removes `key` if present.
+    pub fn erase(&self, key: &K) {
+        let (h, shard) = self.locate(key);
+        shard.erase(h, key);
+    }
+
+    /// Total charge held (a sum of per-shard counters: exact when quiescent).
+    pub fn usage(&self) -> usize {
+        self.shards.iter().map(ClockTable::usage).sum()
+    }
+
+    /// The byte capacity.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Lookups that found their key.
+    pub fn hits(&self) -> u64 {
+        self.hits.sum()
+    }
+
+    /// Lookups that did not.
+    pub fn misses(&self) -> u64 {
+        self.misses.sum()
+    }
+
+    /// Entries held.
+    pub fn occupancy(&self) -> usize {
+        self.shards.iter().map(ClockTable::occupancy).sum()
+    }
+
+    /// Slots in all tables.
+    pub fn table_slots(&self) -> usize {
+        self.shards.iter().map(ClockTable::len).sum()
+    }
+
+    /// The estimated entry charge the tables were sized with.
+    pub fn estimated_entry_charge(&self) -> usize {
+        self.estimated_entry_charge
+    }
+
+    /// Whether inserts that do not fit fail rather than exceed the capacity.
+    pub fn strict_capacity_limit(&self) -> bool {
+        self.strict
+    }
+
+    /// Number of shards.
+    pub fn num_shards(&self) -> usize {
+        self.shards.len()
+    }
+
+    #[cfg(all(test, not(any(feature = "shuttle", feature = "loom"))))]
+    fn check(&self) {
+        for s in &*self.shards {
+            s.check();
+        }
+    }
+}

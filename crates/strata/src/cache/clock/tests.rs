@@ -1,0 +1,418 @@
+//! Clock cache tests: units, a randomized model test against a `HashMap`, a multi-threaded
+//! stress test, and the slot protocol under Shuttle (`shuttle_`) and loom (`loom_tests`).
+
+#[cfg(not(any(feature = "shuttle", feature = "loom")))]
+mod units {
+    use std::collections::HashMap;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    use super::super::table::ClockTable;
+    use super::super::ClockCache;
+    use crate::cache::Priority;
+
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    fn cache(capacity: usize, estimate: usize, strict: bool) -> ClockCache<u64, u64> {
+        ClockCache::new(capacity, estimate, 0, strict)
+    }
+
+    #[test]
+    fn thread_safety_markers() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<ClockCache<u64, Vec<u8>>>();
+        send_sync::<ClockCache<String, String>>();
+    }
+
+    #[test]
+    fn lookup_insert_replace_erase() {
+        let c = cache(1000, 10, true);
+        assert!(c.lookup(&1).is_none());
+        assert!(c.insert(1, Arc::new(10), 10, Priority::Low));
+        assert!(c.insert(2, Arc::new(20), 20, Priority::High));
+        assert_eq!(c.lookup(&1).as_deref(), Some(&10));
+        assert_eq!(c.lookup(&2).as_deref(), Some(&20));
+        assert_eq!(c.usage(), 30);
+        // Replace: new value and charge, one entry.
+        assert!(c.insert(1, Arc::new(11), 5, Priority::Low));
+        assert_eq!(c.lookup(&1).as_deref(), Some(&11));
+        assert_eq!((c.usage(), c.occupancy()), (25, 2));
+        c.erase(&1);
+        assert!(c.lookup(&1).is_none());
+        c.erase(&1);
+        assert_eq!((c.usage(), c.occupancy()), (20, 1));
+        assert_eq!((c.hits(), c.misses()), (3, 2));
+        c.check();
+    }
+
+    #[test]
+    fn a_held_value_outlives_its_eviction() {
+        let c = cache(10, 10, true);
+        c.insert(1, Arc::new(1), 10, Priority::Low);
+        let held = c.lookup(&1).unwrap();
+        c.insert(2, Arc::new(2), 10, Priority::Low);
+        assert!(c.lookup(&1).is_none());
+        assert_eq!(*held, 1);
+        assert_eq!(c.usage(), 10);
+        c.check();
+    }
+
+    #[test]
+    fn too_large_is_not_cached_and_drops_the_old_value() {
+        let c = cache(100, 10, false);
+        c.insert(1, Arc::new(1), 10, Priority::Low);
+        assert!(!c.insert(1, Arc::new(2), 101, Priority::Low));
+        assert!(c.lookup(&1).is_none(), "no stale value");
+        assert_eq!(c.usage(), 0);
+        c.check();
+    }
+
+    #[test]
+    fn table_size_follows_the_estimate_and_bounds_the_entries() {
+        let c = cache(64 * 100, 100, false);
+        // 64 entries / 0.7 -> 91 -> 128 slots; at most 7/8 of them used.
+        assert_eq!(c.table_slots(), 128);
+        for k in 0..1000 {
+            c.insert(k, Arc::new(k), 1, Priority::Low);
+        }
+        assert!(c.occupancy() <= 112);
+        assert!(c.occupancy() >= 100, "the slot budget, not the bytes, evicted");
+        c.check();
+    }
+
+    #[test]
+    fn high_priority_entries_outlive_low_ones() {
+        let c = cache(100, 1, true);
+        for k in 0..50 {
+            c.insert(k, Arc::new(k), 1, Priority::High);
+        }
+        for k in 1000..1050 {
+            c.insert(k, Arc::new(k), 1, Priority::Low);
+        }
+        // Push 50 more low entries through: the sweep evicts low entries first.
+        for k in 2000..2050 {
+            c.insert(k, Arc::new(k), 1, Priority::Low);
+        }
+        let high = (0..50).filter(|k| c.lookup(k).is_some()).count();
+        let low = (1000..1050).filter(|k| c.lookup(k).is_some()).count();
+        assert_eq!(high, 50, "no high-priority entry evicted");
+        assert!(low < 10, "old low-priority entries evicted ({low} left)");
+        c.check();
+    }
+
+    #[test]
+    fn recently_hit_entries_survive_the_sweep() {
+        let c = cache(100, 1, true);
+        for k in 0..100 {
+            c.insert(k, Arc::new(k), 1, Priority::Low);
+        }
+        for _ in 0..3 {
+            for k in 0..10 {
+                assert!(c.lookup(&k).is_some());
+            }
+        }
+        for k in 100..150 {
+            c.insert(k, Arc::new(k), 1, Priority::Low);
+        }
+        assert_eq!((0..10).filter(|k| c.lookup(k).is_some()).count(), 10);
+        c.check();
+    }
+
+    #[test]
+    fn zero_capacity_holds_zero_charge_entries_only() {
+        let c = cache(0, 1, true);
+        assert!(!c.insert(1, Arc::new(1), 1, Priority::Low));
+        assert!(c.insert(2, Arc::new(2), 0, Priority::Low));
+        assert_eq!(c.lookup(&2).as_deref(), Some(&2));
+        c.check();
+    }
+
+    /// Colliding probe sequences: every key shares one home slot, so lookups walk long
+    /// displacement chains, and frees must undo displacements along the whole chain.
+    #[test]
+    fn colliding_hashes_keep_displacements_exact() {
+        let t: ClockTable<u64, u64> = ClockTable::new(usize::MAX, 16, true);
+        let mut model = HashMap::new();
+        let mut r = Rng(7);
+        for step in 0..20_000u64 {
+            let key = r.below(20);
+            let hash = (key % 3) << 32 | 5; // three probe sequences, one home
+            match r.below(3) {
+                0 => {
+                    // The model holds what may be cached (the slot budget evicts silently).
+                    let erased = t.erase(hash, &key);
+                    assert!(erased <= usize::from(model.remove(&key).is_some()));
+                    assert!(t.lookup(hash, &key).is_none());
+                }
+                _ => {
+                    if t.insert(hash, key, Arc::new(step), 0, Priority::Low) {
+                        model.insert(key, step);
+                    } else {
+                        model.remove(&key);
+                    }
+                }
+            }
+            let k = r.below(20);
+            let got = t.lookup((k % 3) << 32 | 5, &k).map(|v| *v);
+            match got {
+                Some(v) => assert_eq!(Some(&v), model.get(&k), "step {step}: wrong value"),
+                None => {
+                    model.remove(&k); // evicted (the slot budget is 14 of 16)
+                }
+            }
+            if step % 61 == 0 {
+                t.check();
+            }
+        }
+        t.check();
+    }
+
+    /// Random operations against a `HashMap` of what may be cached: a hit returns the value
+    /// last inserted for its key; an insert that reports success is found at once; an erased
+    /// or evicted key stays missing until inserted again; in strict mode the usage never
+    /// exceeds the capacity; and the table's invariants hold between operations.
+    #[test]
+    fn model_random_operations() {
+        for (seed, strict, capacity, estimate) in
+            [(1, true, 2000, 40), (2, false, 2000, 40), (3, true, 500, 5), (4, false, 64, 64)]
+        {
+            let c = cache(capacity, estimate, strict);
+            let mut model: HashMap<u64, u64> = HashMap::new();
+            let mut r = Rng(seed * 0x9e37_79b9 + 1);
+            for step in 0..30_000u64 {
+                let key = r.below(200);
+                match r.below(10) {
+                    0..=3 => {
+                        let got = c.lookup(&key).map(|v| *v);
+                        match got {
+                            Some(v) => {
+                                assert_eq!(Some(&v), model.get(&key), "seed {seed} step {step}");
+                            }
+                            None => {
+                                model.remove(&key);
+                            }
+                        }
+                    }
+                    4..=8 => {
+                        let charge = r.below(2 * estimate as u64) as usize;
+                        let prio = if r.below(4) == 0 { Priority::High } else { Priority::Low };
+                        if c.insert(key, Arc::new(step), charge, prio) {
+                            model.insert(key, step);
+                            assert_eq!(c.lookup(&key).map(|v| *v), Some(step));
+                        } else {
+                            model.remove(&key);
+                            assert!(c.lookup(&key).is_none());
+                        }
+                    }
+                    _ => {
+                        c.erase(&key);
+                        model.remove(&key);
+                        assert!(c.lookup(&key).is_none());
+                    }
+                }
+                if strict {
+                    assert!(c.usage() <= capacity, "seed {seed} step {step}: over capacity");
+                }
+                if step % 97 == 0 {
+                    c.check();
+                    // Every key the model holds as possibly cached and found has its value.
+                    for (k, v) in &model {
+                        if let Some(got) = c.lookup(k) {
+                            assert_eq!(*got, *v);
+                        }
+                    }
+                }
+            }
+            c.check();
+        }
+    }
+
+    /// Threads hammer a small cache with lookups, inserts and erases of overlapping keys while
+    /// a monitor checks the strict bound; values always carry their key, so a hit returning
+    /// another key's value is caught.
+    #[test]
+    fn concurrent_stress_keeps_values_and_bounds() {
+        let c: Arc<ClockCache<u64, (u64, u64)>> = Arc::new(ClockCache::new(4000, 16, 2, true));
+        let stop = Arc::new(AtomicBool::new(false));
+        std::thread::scope(|s| {
+            let monitor = {
+                let (c, stop) = (c.clone(), stop.clone());
+                s.spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        assert!(c.usage() <= 4000);
+                        std::thread::yield_now();
+                    }
+                })
+            };
+            let workers: Vec<_> = (0..4u64)
+                .map(|t| {
+                    let c = c.clone();
+                    s.spawn(move || {
+                        let mut r = Rng(t + 11);
+                        for i in 0..40_000u64 {
+                            let k = r.below(600);
+                            match r.below(10) {
+                                0..=5 => {
+                                    if let Some(v) = c.lookup(&k) {
+                                        assert_eq!(v.0, k, "a hit returned another key's value");
+                                    }
+                                }
+                                6..=8 => {
+                                    let p = if i % 5 == 0 { Priority::High } else { Priority::Low };
+                                    c.insert(k, Arc::new((k, i)), 1 + (k % 31) as usize, p);
+                                }
+                                _ => c.erase(&k),
+                            }
+                        }
+                    })
+                })
+                .collect();
+            for w in workers {
+                w.join().unwrap();
+            }
+            stop.store(true, Ordering::Relaxed);
+            monitor.join().unwrap();
+        });
+        c.check();
+        assert!(c.hits() > 0 && c.misses() > 0);
+    }
+}
+
+/// The slot protocol under Shuttle's randomized scheduler (`sync.rs` switches the atomics).
+/// Run with `cargo test -p strata --lib --features shuttle shuttle_`.
+#[cfg(feature = "shuttle")]
+mod shuttle_tests {
+    use std::sync::Arc;
+
+    use super::super::table::ClockTable;
+    use crate::cache::Priority;
+
+    #[test]
+    fn shuttle_clock_slots_lookup_insert_erase_evict() {
+        shuttle::check_random(
+            || {
+                // 4 slots (3 usable), room for 2 entries of charge 1: inserts evict.
+                let t = Arc::new(ClockTable::<u64, (u64, u64)>::new(2, 4, true));
+                let threads: Vec<_> = (0..3u64)
+                    .map(|w| {
+                        let t = t.clone();
+                        shuttle::thread::spawn(move || {
+                            for i in 0..4u64 {
+                                let k = (w + i) % 3;
+                                let h = k << 32 | (k & 1); // two homes, distinct steps
+                                match (w + i) % 3 {
+                                    0 => {
+                                        t.insert(h, k, Arc::new((k, w)), 1, Priority::Low);
+                                    }
+                                    1 => {
+                                        if let Some(v) = t.lookup(h, &k) {
+                                            assert_eq!(v.0, k);
+                                        }
+                                    }
+                                    _ => {
+                                        t.erase(h, &k);
+                                    }
+                                }
+                                assert!(t.usage() <= 2);
+                            }
+                        })
+                    })
+                    .collect();
+                for th in threads {
+                    th.join().expect("worker");
+                }
+                t.check();
+            },
+            500,
+        );
+    }
+}
+
+/// The slot protocol under loom: every interleaving (preemption bound 2) under the C++11
+/// memory model, with the payload in loom's `UnsafeCell` (a payload read racing a write
+/// fails the test). Run with `cargo test -p strata --lib --features loom loom_tests`.
+#[cfg(all(feature = "loom", not(feature = "shuttle")))]
+mod loom_tests {
+    use std::sync::Arc;
+
+    use super::super::table::ClockTable;
+    use crate::cache::Priority;
+
+    fn model() -> loom::model::Builder {
+        let mut b = loom::model::Builder::new();
+        b.preemption_bound = Some(2);
+        b
+    }
+
+    /// A lookup racing an insert of its key sees nothing or the complete value.
+    #[test]
+    fn loom_clock_lookup_races_insert() {
+        model().check(|| {
+            let t = Arc::new(ClockTable::<u64, (u64, u64)>::new(10, 4, true));
+            let reader = {
+                let t = t.clone();
+                loom::thread::spawn(move || t.lookup(1, &1).map(|v| *v))
+            };
+            assert!(t.insert(1, 1, Arc::new((1, 100)), 1, Priority::Low));
+            let seen = reader.join().expect("reader");
+            assert!(seen.is_none() || seen == Some((1, 100)));
+            assert_eq!(t.lookup(1, &1).map(|v| *v), Some((1, 100)));
+            t.check();
+        });
+    }
+
+    /// An erase racing a lookup that holds a reference: the entry is freed exactly once (by
+    /// whichever drops the last reference) and the slot ends empty.
+    #[test]
+    fn loom_clock_erase_races_lookup() {
+        model().check(|| {
+            let t = Arc::new(ClockTable::<u64, u64>::new(10, 4, true));
+            t.insert(1, 1, Arc::new(7), 3, Priority::Low);
+            let reader = {
+                let t = t.clone();
+                loom::thread::spawn(move || t.lookup(1, &1).map(|v| *v))
+            };
+            t.erase(1, &1);
+            let seen = reader.join().expect("reader");
+            assert!(seen.is_none() || seen == Some(7));
+            assert!(t.lookup(1, &1).is_none());
+            assert_eq!((t.usage(), t.occupancy()), (0, 0));
+            t.check();
+        });
+    }
+
+    /// Two inserts into a table with room for one entry: each evicts or is evicted, a racing
+    /// lookup of a colliding key sees a complete value, and the budget holds.
+    #[test]
+    fn loom_clock_inserts_evict_under_lookup() {
+        model().check(|| {
+            let t = Arc::new(ClockTable::<u64, (u64, u64)>::new(1, 4, true));
+            t.insert(0, 0, Arc::new((0, 0)), 1, Priority::Low);
+            let other = {
+                let t = t.clone();
+                loom::thread::spawn(move || {
+                    t.insert(1 << 32, 2, Arc::new((2, 2)), 1, Priority::Low);
+                })
+            };
+            // Same home as key 0: the lookup walks over key 0's slot.
+            if let Some(v) = t.lookup(3 << 32, &2) {
+                assert_eq!(*v, (2, 2));
+            }
+            other.join().expect("inserter");
+            assert!(t.usage() <= 1);
+            t.check();
+        });
+    }
+}
