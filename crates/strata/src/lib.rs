@@ -46,7 +46,10 @@ pub use db::{
 };
 pub use error::{Error, Result};
 pub use merge_operator::MergeOperator;
-pub use options::{Options, PrefixExtractor, ReadOptions, WriteOptions};
+pub use options::{
+    CompactionStopStyle, CompactionStyle, FifoCompactionOptions, Options, PrefixExtractor,
+    ReadOptions, UniversalCompactionOptions, WriteOptions,
+};
 pub use snapshot::Snapshot;
 pub use sstable::CompressionType;
 pub use util::checksum::ChecksumType;

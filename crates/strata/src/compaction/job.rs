@@ -59,10 +59,13 @@ pub(crate) fn run_job(env: &JobEnv<'_>, plan: &CompactionPlan) -> Result<JobResu
         edit.deleted_files.push((level, f.number));
     }
     let mut stats = LevelStats { count: 1, ..LevelStats::default() };
-    if plan.trivial_move {
-        let f = &plan.inputs[0];
-        edit.new_files.push((plan.output_level, (**f).clone()));
-        stats.bytes_moved = f.file_size;
+    if plan.trivial_move || plan.deletion {
+        if plan.trivial_move {
+            for (_, f) in plan.all_inputs() {
+                edit.new_files.push((plan.output_level, (**f).clone()));
+                stats.bytes_moved += f.file_size;
+            }
+        }
         stats.micros = start.elapsed().as_micros() as u64;
         return Ok(JobResult { edit, stats });
     }
@@ -110,7 +113,10 @@ pub(crate) fn run_job(env: &JobEnv<'_>, plan: &CompactionPlan) -> Result<JobResu
         }
         return Err(e);
     }
-    for f in outputs {
+    // An output holds data as new as its newest input's (FIFO's TTL reads this).
+    let data_time = plan.all_inputs().map(|(_, f)| f.data_time).max().unwrap_or(0);
+    for mut f in outputs {
+        f.data_time = data_time;
         stats.bytes_written += f.file_size;
         edit.new_files.push((plan.output_level, f));
     }
@@ -129,7 +135,8 @@ struct KeyRange {
 fn split_ranges(plan: &CompactionPlan, n: usize) -> Vec<KeyRange> {
     let whole = vec![KeyRange { start: None, end: None }];
     let total = plan.input_bytes();
-    if n <= 1 || total < (32 << 20) {
+    // An L0 output (universal) is one sorted run: one file.
+    if n <= 1 || total < (32 << 20) || plan.output_level == 0 {
         return whole;
     }
     let mut bounds: Vec<(Vec<u8>, u64)> =
@@ -171,6 +178,9 @@ fn input_iterator(env: &JobEnv<'_>, plan: &CompactionPlan) -> Result<MergingIter
     } else {
         children.push(Box::new(LevelIterator::new(plan.inputs.clone(), env.tables.clone(), ro)));
     }
+    for (_, files) in &plan.middle_inputs {
+        children.push(Box::new(LevelIterator::new(files.clone(), env.tables.clone(), ro)));
+    }
     if !plan.output_inputs.is_empty() {
         children.push(Box::new(LevelIterator::new(
             plan.output_inputs.clone(),
@@ -181,8 +191,20 @@ fn input_iterator(env: &JobEnv<'_>, plan: &CompactionPlan) -> Result<MergingIter
     Ok(MergingIterator::new(children))
 }
 
-/// True when no level below the output holds `ukey` (so nothing older can exist).
-fn nothing_below(version: &Version, output_level: usize, ukey: &[u8]) -> bool {
+/// True when no level below the output holds `ukey` (so nothing older can exist). For an L0
+/// output (universal), the L0 files that are not inputs count too: they may be older.
+fn nothing_below(plan: &CompactionPlan, version: &Version, ukey: &[u8]) -> bool {
+    let output_level = plan.output_level;
+    if output_level == 0 {
+        let older_l0 = version.levels[0].iter().any(|f| {
+            !plan.inputs.iter().any(|i| i.number == f.number)
+                && user_key(&f.smallest) <= ukey
+                && !crate::key::after_largest(ukey, &f.largest)
+        });
+        if older_l0 {
+            return false;
+        }
+    }
     for level in output_level + 1..version.levels.len() {
         let files = &version.levels[level];
         let i = files.partition_point(|f| user_key(&f.largest) < ukey);
@@ -224,7 +246,7 @@ fn run_range(
     let mut input =
         Bounded { inner: &mut merged, start: range.start.as_deref(), end: range.end.as_deref() };
     let bottommost = plan.bottommost;
-    let is_bottom = |ukey: &[u8]| bottommost || nothing_below(env.version, plan.output_level, ukey);
+    let is_bottom = |ukey: &[u8]| bottommost || nothing_below(plan, env.version, ukey);
     let ctx = StreamContext {
         snapshots: env.snapshots,
         merge_operator: env.merge_operator,
@@ -496,7 +518,11 @@ mod tests {
             start_level: 1,
             output_level: 2,
             inputs: vec![f1],
+            middle_inputs: Vec::new(),
             output_inputs: vec![f2],
+            deletion: false,
+            compress: true,
+            reason: "test",
             grandparents: Vec::new(),
             trivial_move: false,
             bottommost: true,
@@ -598,7 +624,11 @@ mod tests {
             start_level: 1,
             output_level: 2,
             inputs: vec![input],
+            middle_inputs: Vec::new(),
             output_inputs: Vec::new(),
+            deletion: false,
+            compress: true,
+            reason: "test",
             grandparents: gps,
             trivial_move: false,
             bottommost: false,
@@ -647,7 +677,11 @@ mod tests {
             start_level: 1,
             output_level: 2,
             inputs: vec![only.clone()],
+            middle_inputs: Vec::new(),
             output_inputs: Vec::new(),
+            deletion: false,
+            compress: true,
+            reason: "test",
             grandparents: vec![data.clone()],
             trivial_move: false,
             bottommost: false,
