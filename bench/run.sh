@@ -6,7 +6,13 @@
 #
 #   bash bench/run.sh [--engines strata,rocksdb,sqlite,db_bench] [--num N] [--duration S]
 #                     [--threads T] [--value-size B] [--sync-writes N] [--out DIR] [--keep-db]
-#                     [--job-id ID]
+#                     [--job-id ID] [--styles leveled,universal,fifo]
+#
+# --styles runs the whole sequence once per compaction style (each engine in turn within a
+# style; test names get a .<style> suffix unless only leveled runs): leveled as above,
+# universal with benchmark.sh's COMPACTION_STYLE=universal settings (--num_levels=40, L0/run
+# triggers 8/20/30, --universal_* at benchmark.sh's defaults), FIFO with a 1 GiB budget and
+# intra-L0 compaction (db_bench's defaults).
 #
 # Engines other than strata need their cargo feature (rocksdb: a C++ toolchain and
 # clang/libclang for bindgen; the first build of RocksDB takes tens of minutes).
@@ -27,6 +33,7 @@ write_rate=$((2 << 20)) # readwhilewriting: background writer limit (bytes/s), a
 out=""
 keep_db=0
 job_id="${JOB_ID:-}"
+styles="leveled"
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -47,7 +54,9 @@ while [ $# -gt 0 ]; do
     --keep-db) keep_db=1; shift ;;
     --job-id) job_id="$2"; shift 2 ;;
     --job-id=*) job_id="${1#*=}"; shift ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    --styles) styles="$2"; shift 2 ;;
+    --styles=*) styles="${1#*=}"; shift ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     [0-9]*) num="$1"; shift ;; # the placeholder script's positional NUM
     *) echo "bench/run.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -107,17 +116,43 @@ lsm=(
   --max_write_buffer_number=2 --max_background_jobs=2 --level_compaction_dynamic_level_bytes=true
 )
 step_no=0
+IFS=',' read -r -a style_list <<< "$styles"
+for style in "${style_list[@]}"; do
+  case "$style" in
+    leveled|universal|fifo) ;;
+    *) echo "bench/run.sh: unknown style '$style' (leveled, universal, fifo)" >&2; exit 2 ;;
+  esac
+done
+style_flags=() # set per style below; LSM engines only
+suffix=""
+
+# The flags of a compaction style (benchmark.sh's univ_const_params and l0_config for
+# universal; db_bench's FIFO defaults with benchmark.sh's leveled L0 triggers).
+set_style() {
+  case "$1" in
+    leveled) style_flags=(--compaction_style=0) ;;
+    universal) style_flags=(--compaction_style=1 --num_levels=40
+      --universal_compression_size_percent=-1 --universal_min_merge_width=2
+      --universal_max_merge_width=20 --universal_size_ratio=1
+      --universal_max_size_amplification_percent=200 --universal_allow_trivial_move=false
+      --level0_file_num_compaction_trigger=8 --level0_slowdown_writes_trigger=20
+      --level0_stop_writes_trigger=30) ;;
+    fifo) style_flags=(--compaction_style=2 --fifo_compaction_max_table_files_size_mb=1024
+      --fifo_compaction_allow_compaction=true) ;;
+  esac
+  if [ "$styles" = leveled ]; then suffix=""; else suffix=".$1"; fi
+}
 
 run_step() { # engine test bench extra-flags...
-  local engine="$1" test="$2" bench="$3"; shift 3
+  local engine="$1" test="$2$suffix" bench="$3"; shift 3
   # Each step gets its own seed (as benchmark.sh's per-job epoch), the same for every engine:
   # a reader must not replay the exact key sequence of the writer before it.
   step_no=$((step_no + 1))
   local step_seed=$((seed + step_no))
-  local db="$out/db/$engine" log="logs/$engine.$test.log"
+  local db="$out/db/$engine$suffix" log="logs/$engine.$test.log"
   echo "== $engine: $test" >&2
   local engine_flags=("${common[@]}")
-  if [ "$engine" != sqlite ]; then engine_flags+=("${lsm[@]}"); fi
+  if [ "$engine" != sqlite ]; then engine_flags+=("${lsm[@]}" "${style_flags[@]}"); fi
   local cmd=("$bin" --engine="$engine")
   if [ "$engine" = db_bench ]; then cmd=(db_bench); fi
   local time_file="" hash="$githash"
@@ -138,7 +173,10 @@ run_step() { # engine test bench extra-flags...
     "$time_file" "$job_id" "$hash" >> "$steps"
 }
 
+for style in "${style_list[@]}"; do
+set_style "$style"
 for engine in "${engine_list[@]}"; do
+  if [ "$style" != leveled ] && [ "$engine" = sqlite ]; then continue; fi # no LSM styles
   # SQLite has no WAL-less writes: its load steps keep its own write-ahead log.
   nowal=(--disable_wal=1)
   if [ "$engine" = sqlite ]; then nowal=(); fi
@@ -171,8 +209,9 @@ for engine in "${engine_list[@]}"; do
   fi
   # Synchronous writes (LevelDB's fillsync): a fixed number of synced writes.
   run_step "$engine" fillsync fillsync --writes="$sync_writes"
-  if [ "$keep_db" = 0 ]; then rm -rf "$out/db/$engine"; fi
+  if [ "$keep_db" = 0 ]; then rm -rf "$out/db/$engine$suffix"; fi
   step_no=0
+done
 done
 if [ "$keep_db" = 0 ]; then rmdir "$out/db" 2>/dev/null || true; fi
 

@@ -132,8 +132,8 @@ fn engine_flags_are_never_silently_ignored() {
     assert!(e.contains("--compression_max_dict_bytes=16384"), "{e}");
     assert!(!e.contains("use_direct_reads"), "direct I/O is honoured: {e}");
     // A missing compaction style is named once, as the feature, not as a list of its knobs.
-    let e = err(&["--compaction_style=1", "--universal_size_ratio=5"]);
-    assert!(e.contains("engine strata has no universal compaction (--compaction_style=1)"), "{e}");
+    let e = err(&["--engine=memory", "--compaction_style=1", "--universal_size_ratio=5"]);
+    assert!(e.contains("engine memory has no universal compaction (--compaction_style=1)"), "{e}");
     assert!(!e.contains("universal_size_ratio"), "{e}");
     // Their default values are fine.
     assert!(Config::from_args(&["--compaction_style=0", "--use_direct_reads=false"]).is_ok());
@@ -162,6 +162,54 @@ fn engine_flags_are_never_silently_ignored() {
     assert!(c.notes.is_empty(), "{:?}", c.notes);
     // The memory engine honours fewer flags.
     assert!(err(&["--engine=memory", "--bloom_bits=10"]).contains("engine memory cannot honour"));
+}
+
+#[test]
+fn compaction_styles_map_to_strata_options() {
+    use strata::{CompactionStopStyle, CompactionStyle};
+    let c = Config::from_args(&[
+        "--compaction_style=1",
+        "--universal_size_ratio=5",
+        "--universal_min_merge_width=3",
+        "--universal_max_merge_width=20",
+        "--universal_max_size_amplification_percent=150",
+        "--universal_compression_size_percent=40",
+        "--universal_allow_trivial_move=true",
+    ])
+    .expect("universal flags are honoured");
+    let o = strata_bench::engine::strata::build_options(&c).expect("options");
+    assert_eq!(o.compaction_style, CompactionStyle::Universal);
+    let u = &o.compaction_options_universal;
+    assert_eq!(
+        (u.size_ratio, u.min_merge_width, u.max_merge_width, u.max_size_amplification_percent),
+        (5, 3, 20, 150)
+    );
+    assert_eq!(u.compression_size_percent, 40);
+    assert!(u.allow_trivial_move);
+    assert_eq!(u.stop_style, CompactionStopStyle::TotalSize);
+    // 0 keeps the engine's defaults, as db_bench's flags do for RocksDB.
+    let c = Config::from_args(&["--compaction_style=1"]).expect("universal");
+    let o = strata_bench::engine::strata::build_options(&c).expect("options");
+    assert_eq!(o.compaction_options_universal, strata::UniversalCompactionOptions::default());
+    let c = Config::from_args(&[
+        "--compaction_style=2",
+        "--fifo_compaction_max_table_files_size_mb=64",
+        "--fifo_compaction_ttl=3600",
+        "--fifo_compaction_allow_compaction=false",
+    ])
+    .expect("FIFO flags are honoured");
+    let o = strata_bench::engine::strata::build_options(&c).expect("options");
+    assert_eq!(o.compaction_style, CompactionStyle::Fifo);
+    assert_eq!(o.compaction_options_fifo.max_table_files_size, 64 << 20);
+    assert_eq!(o.compaction_options_fifo.ttl_secs, 3600);
+    assert!(!o.compaction_options_fifo.allow_compaction);
+    // 3 ("none") is leveled without automatic compactions; other numbers are refused.
+    let c = Config::from_args(&["--compaction_style=3"]).expect("none");
+    let o = strata_bench::engine::strata::build_options(&c).expect("options");
+    assert!(o.disable_auto_compactions);
+    let c = Config::from_args(&["--compaction_style=7"]).expect("parsed");
+    let e = strata_bench::engine::strata::build_options(&c).expect_err("style 7");
+    assert!(e.to_string().contains("--compaction_style=7"), "{e}");
 }
 
 #[test]

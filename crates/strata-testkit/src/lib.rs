@@ -28,7 +28,10 @@ use std::sync::Arc;
 use rand::rngs::StdRng;
 use rand::Rng;
 use strata::env::FileSystem;
-use strata::{ChecksumType, CompressionType, Options, WalRecoveryMode};
+use strata::{
+    ChecksumType, CompactionStyle, CompressionType, FifoCompactionOptions, Options,
+    UniversalCompactionOptions, WalRecoveryMode,
+};
 
 /// The WAL directory the loops may use for a DB at `db`: a sibling directory, so WAL files and
 /// tables live apart (as on two devices).
@@ -101,6 +104,25 @@ pub fn random_options(
         // Drawn last, so the earlier draws of a seed are what they were before.
         recycle_log_file_num: [0, 0, 1, 4][rng.gen_range(0..4)],
         wal_bytes_per_sync: [0, 64 << 10][rng.gen_range(0..2)],
+        compaction_style: [
+            CompactionStyle::Leveled,
+            CompactionStyle::Universal,
+            CompactionStyle::Fifo,
+        ][rng.gen_range(0..3)],
+        compaction_options_universal: UniversalCompactionOptions {
+            size_ratio: [1, 20][rng.gen_range(0..2)],
+            max_size_amplification_percent: [25, 200][rng.gen_range(0..2)],
+            allow_trivial_move: rng.gen_bool(0.5),
+            compression_size_percent: [-1, 50][rng.gen_range(0..2)],
+            ..UniversalCompactionOptions::default()
+        },
+        // FIFO with room for everything (the oracle expects no write to vanish) and intra-L0
+        // merges, which rewrite data like any compaction.
+        compaction_options_fifo: FifoCompactionOptions {
+            max_table_files_size: 1 << 40,
+            ttl_secs: 0,
+            allow_compaction: true,
+        },
         wal_dir,
         ..write_mode(rng)
     }
@@ -133,7 +155,8 @@ pub fn describe_options(o: &Options) -> String {
          l0_slowdown={} l0_stop={} soft_pending={} hard_pending={} delayed_rate={} \
          avoid_flush_during_recovery={} recycle_log_file_num={} wal_bytes_per_sync={} \
          wal_dir={:?} pipelined={} concurrent_memtable={} unordered={} group_bytes={} \
-         wal_zeros_ahead={} direct_reads={} direct_writes={}",
+         wal_zeros_ahead={} direct_reads={} direct_writes={} compaction_style={:?} \
+         universal={:?}",
         o.write_buffer_size,
         o.max_write_buffer_number,
         o.block_size,
@@ -165,7 +188,9 @@ pub fn describe_options(o: &Options) -> String {
         o.max_write_batch_group_size_bytes,
         o.wal_zeros_ahead,
         o.use_direct_reads,
-        o.use_direct_io_for_flush_and_compaction
+        o.use_direct_io_for_flush_and_compaction,
+        o.compaction_style,
+        o.compaction_options_universal
     )
 }
 

@@ -258,6 +258,7 @@ pub fn build_version_edit(files: u64, first: bool) -> Vec<u8> {
                 largest_seqno: SeqNo(i * 10 + 5),
                 num_entries: 5,
                 num_deletions: 0,
+                data_time: 0,
             },
         ));
     }
@@ -283,6 +284,7 @@ pub fn build_manifest(edits: u64) -> Vec<u8> {
                 largest_seqno: SeqNo(i + 1),
                 num_entries: 2,
                 num_deletions: 0,
+                data_time: 0,
             },
         ));
         let mut buf = Vec::new();

@@ -47,7 +47,10 @@ pub use db::{
 };
 pub use error::{Error, Result};
 pub use merge_operator::MergeOperator;
-pub use options::{Options, PrefixExtractor, ReadOptions, WriteOptions};
+pub use options::{
+    CompactionStopStyle, CompactionStyle, FifoCompactionOptions, Options, PrefixExtractor,
+    ReadOptions, UniversalCompactionOptions, WriteOptions,
+};
 pub use snapshot::Snapshot;
 pub use sstable::{Cache, CompressionType};
 pub use util::checksum::ChecksumType;

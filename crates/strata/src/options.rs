@@ -3,6 +3,9 @@
 
 use std::sync::Arc;
 
+pub use crate::compaction::style::{
+    CompactionStopStyle, CompactionStyle, FifoCompactionOptions, UniversalCompactionOptions,
+};
 use crate::env::{FileSystem, OsFs};
 use crate::merge_operator::MergeOperator;
 pub use crate::prefix::PrefixExtractor;
@@ -75,7 +78,8 @@ pub struct Options {
     pub level0_file_num_compaction_trigger: usize,
     /// L0 files at which writes are slowed to `delayed_write_rate`. A value below
     /// `level0_file_num_compaction_trigger` is raised to it at open (as RocksDB does), so writes
-    /// never slow down before compaction has been asked to run. Default: 20.
+    /// never slow down before compaction has been asked to run (in universal style: to the
+    /// sorted-run count at which a merge is always picked). Default: 20.
     pub level0_slowdown_writes_trigger: usize,
     /// L0 files at which writes stop until compaction catches up. A value below the slowdown
     /// trigger (0 included) is raised to it at open, so writes never stop before compaction
@@ -98,6 +102,16 @@ pub struct Options {
     /// exceed this, and a file overlapping more of the level below is not moved down
     /// trivially. 0 means 25 x `target_file_size_base`. Default: 0.
     pub max_compaction_bytes: u64,
+    /// How the tree is shaped and compacted: leveled, universal or FIFO (see
+    /// [`CompactionStyle`] for each one's trade-off). In universal style the L0 compaction
+    /// trigger and the L0 stall triggers count sorted runs (each L0 file and each non-empty
+    /// level) instead of L0 files; in FIFO style the L0 stall triggers are off (writes never
+    /// wait for a compaction that only deletes). Default: leveled.
+    pub compaction_style: CompactionStyle,
+    /// Options of universal compaction. Default: RocksDB's defaults.
+    pub compaction_options_universal: UniversalCompactionOptions,
+    /// Options of FIFO compaction. Default: 1 GiB, no TTL, no intra-L0 compaction.
+    pub compaction_options_fifo: FifoCompactionOptions,
     /// Do not compact automatically (manual `compact_range` still works); L0-based write
     /// stalls are off too. Default: false.
     pub disable_auto_compactions: bool,
@@ -152,6 +166,10 @@ pub struct Options {
     /// so background writes do not evict the foreground's cached pages. The WAL stays
     /// buffered. Default: false.
     pub use_direct_io_for_flush_and_compaction: bool,
+    /// Compactions read each input table this many bytes at a time at least (one large read
+    /// serving many blocks; what keeps compaction reads efficient under direct I/O); 0 for
+    /// the automatic readahead of iterators. Default: 2 MiB, as RocksDB.
+    pub compaction_readahead_size: usize,
     /// Table files being written by flushes and compactions ask the OS to start writing them
     /// out every this many bytes (0: never), so the page cache never holds gigabytes of dirty
     /// table data and the final sync has little left. Default: 0.
@@ -233,6 +251,9 @@ impl Default for Options {
             target_file_size_base: 64 << 20,
             target_file_size_multiplier: 1,
             max_compaction_bytes: 0,
+            compaction_style: CompactionStyle::Leveled,
+            compaction_options_universal: UniversalCompactionOptions::default(),
+            compaction_options_fifo: FifoCompactionOptions::default(),
             disable_auto_compactions: false,
             soft_pending_compaction_bytes_limit: 64 << 30,
             hard_pending_compaction_bytes_limit: 256 << 30,
@@ -245,6 +266,7 @@ impl Default for Options {
             use_direct_io_for_flush_and_compaction: false,
             bytes_per_sync: 0,
             rate_limiter: None,
+            compaction_readahead_size: 2 << 20,
             wal_bytes_per_sync: 0,
             manual_wal_flush: false,
             max_write_batch_group_size_bytes: 1 << 20,
@@ -320,18 +342,37 @@ impl Options {
         if self.unordered_write && !self.allow_concurrent_memtable_write {
             return bad("unordered_write needs allow_concurrent_memtable_write");
         }
-        Ok(())
+        match self.compaction_style {
+            CompactionStyle::Universal => self.compaction_options_universal.validate(),
+            CompactionStyle::Fifo => self.compaction_options_fifo.validate(),
+            CompactionStyle::Leveled => Ok(()),
+        }
     }
 
     /// These options with the write-stall settings made consistent, as RocksDB's
-    /// `SanitizeOptions` does: slowdown >= compaction trigger, stop >= slowdown, a soft
+    /// `SanitizeOptions` does: slowdown >= compaction trigger (in universal style, >= the
+    /// sorted-run count at which a merge is sure to be picked: trigger + min_merge_width - 1),
+    /// stop >= slowdown, FIFO's L0 stall triggers off, a soft
     /// pending-bytes limit of 0 takes the hard one, a hard limit below the soft one is raised.
     /// The DB runs with the sanitized values, so no accepted configuration can stop writes
     /// at a point that compaction is never asked to get below.
     pub(crate) fn sanitized(&self) -> Options {
         let mut o = self.clone();
-        o.level0_slowdown_writes_trigger =
-            o.level0_slowdown_writes_trigger.max(o.level0_file_num_compaction_trigger);
+        if o.compaction_style == CompactionStyle::Fifo {
+            // FIFO only deletes (or merges a few small files): stalling writes on the L0
+            // file count would wait for compactions that are not meant to reduce it.
+            o.level0_slowdown_writes_trigger = usize::MAX;
+            o.level0_stop_writes_trigger = usize::MAX;
+        }
+        // The stall count universal compaction always brings back down: with `trigger` runs
+        // at rest, its run-count rule fires once `trigger + min_merge_width - 1` runs exist.
+        let floor = if o.compaction_style == CompactionStyle::Universal {
+            let width = o.compaction_options_universal.min_merge_width.max(2) as usize;
+            o.level0_file_num_compaction_trigger.saturating_add(width - 1)
+        } else {
+            o.level0_file_num_compaction_trigger
+        };
+        o.level0_slowdown_writes_trigger = o.level0_slowdown_writes_trigger.max(floor);
         o.level0_stop_writes_trigger =
             o.level0_stop_writes_trigger.max(o.level0_slowdown_writes_trigger);
         let table_io = crate::env::TableIo {
@@ -414,6 +455,9 @@ impl Options {
             ("target_file_size_base", self.target_file_size_base.to_string()),
             ("target_file_size_multiplier", self.target_file_size_multiplier.to_string()),
             ("max_compaction_bytes", self.max_compaction_bytes.to_string()),
+            ("compaction_style", format!("{:?}", self.compaction_style)),
+            ("compaction_options_universal", format!("{:?}", self.compaction_options_universal)),
+            ("compaction_options_fifo", format!("{:?}", self.compaction_options_fifo)),
             ("disable_auto_compactions", self.disable_auto_compactions.to_string()),
             (
                 "soft_pending_compaction_bytes_limit",
@@ -436,6 +480,7 @@ impl Options {
             ("avoid_flush_during_recovery", self.avoid_flush_during_recovery.to_string()),
             ("recycle_log_file_num", self.recycle_log_file_num.to_string()),
             ("wal_zeros_ahead", self.wal_zeros_ahead.to_string()),
+            ("compaction_readahead_size", self.compaction_readahead_size.to_string()),
             ("bytes_per_sync", self.bytes_per_sync.to_string()),
             (
                 "rate_limiter_bytes_per_sec",
@@ -466,6 +511,10 @@ impl Options {
             } else {
                 self.max_compaction_bytes
             },
+            style: self.compaction_style,
+            universal: self.compaction_options_universal.clone(),
+            fifo: self.compaction_options_fifo.clone(),
+            write_buffer_size: self.write_buffer_size as u64,
         }
     }
 

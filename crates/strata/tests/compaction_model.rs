@@ -1,5 +1,6 @@
 //! Many compactions under a random workload (puts, deletes, merges, snapshots, reopens) keep
-//! the DB equal to a model; `compact_range` brings the space used close to the live data.
+//! the DB equal to a model, in each compaction style; `compact_range` brings the space used
+//! close to the live data.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -8,7 +9,9 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use strata::env::MemFs;
 use strata::merge_operator::builtin_merge_operator;
-use strata::{CompressionType, Db, IteratorMode, Options, ReadOptions};
+use strata::{
+    CompactionStyle, CompressionType, Db, FifoCompactionOptions, IteratorMode, Options, ReadOptions,
+};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -40,10 +43,38 @@ fn scan(db: &Db, ro: &ReadOptions) -> Model {
         .unwrap()
 }
 
+/// `opts` in `style`; FIFO with room for everything (nothing expires) and intra-L0 merges.
+fn style_opts(fs: &MemFs, style: CompactionStyle) -> Options {
+    Options {
+        compaction_style: style,
+        compaction_options_fifo: FifoCompactionOptions {
+            max_table_files_size: 1 << 40,
+            ttl_secs: 0,
+            allow_compaction: true,
+        },
+        ..opts(fs)
+    }
+}
+
 #[test]
 fn randomized_compactions_match_model() {
+    randomized_compactions(CompactionStyle::Leveled);
+}
+
+#[test]
+fn randomized_universal_compactions_match_model() {
+    randomized_compactions(CompactionStyle::Universal);
+}
+
+#[test]
+fn randomized_fifo_compactions_match_model() {
+    randomized_compactions(CompactionStyle::Fifo);
+}
+
+fn randomized_compactions(style: CompactionStyle) {
     let fs = MemFs::new();
     let mut rng = StdRng::seed_from_u64(42);
+    let opts = |fs: &MemFs| style_opts(fs, style);
     let mut db = Db::open(&opts(&fs), "/db").unwrap();
     let mut model = Model::new();
     let mut snaps: Vec<(strata::Snapshot, Model)> = Vec::new();
@@ -99,8 +130,29 @@ fn randomized_compactions_match_model() {
     let levels: Vec<u64> = (0..7)
         .map(|l| db.property_int_value(&format!("strata.num-files-at-level{l}")).unwrap().unwrap())
         .collect();
-    assert!(levels[1..].iter().sum::<u64>() > 0, "compaction moved data below L0: {levels:?}");
-    assert!(levels[0] < 20, "L0 kept small: {levels:?}");
+    let int = |name: &str| db.property_int_value(name).unwrap().unwrap();
+    match style {
+        CompactionStyle::Leveled => {
+            assert!(
+                levels[1..].iter().sum::<u64>() > 0,
+                "compaction moved data below L0: {levels:?}"
+            );
+            assert!(levels[0] < 20, "L0 kept small: {levels:?}");
+        }
+        CompactionStyle::Universal => {
+            // At rest: at most `trigger` (2) sorted runs, and with that many, the runs above
+            // the oldest within 200% of it.
+            let runs = int("strata.num-sorted-runs");
+            let amp = int("strata.estimate-size-amplification-percent");
+            assert!(runs <= 2, "sorted runs {runs}: {levels:?}");
+            assert!(runs < 2 || amp < 200, "size amplification {amp}% with {runs} runs");
+        }
+        CompactionStyle::Fifo => {
+            assert_eq!(levels[1..].iter().sum::<u64>(), 0, "FIFO keeps files in L0: {levels:?}");
+            let stats = db.property_value("strata.stats").unwrap().unwrap();
+            assert!(stats.contains("L0 "), "{stats}");
+        }
+    }
 
     db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
     assert_eq!(scan(&db, &ReadOptions::default()), model);

@@ -30,19 +30,24 @@ struct Knobs {
     avoid_flush_during_recovery: bool,
     /// 0 ordered, 1 pipelined, 2 without concurrent memtable inserts, 3 unordered.
     write_mode: u8,
+    /// 0 leveled, 1 universal, 2 FIFO (room for everything, intra-L0 merges).
+    style: u8,
 }
 
 fn knobs_strategy() -> impl Strategy<Value = Knobs> {
     let limit = || prop_oneof![Just(0u64), Just(1), 1u64..(128 << 10), Just(64 << 30)];
-    (1usize..6, 0usize..10, 0usize..12, limit(), limit(), any::<bool>(), 0u8..4).prop_map(
-        |(trigger, slowdown, stop, soft, hard, avoid_flush_during_recovery, write_mode)| Knobs {
-            trigger,
-            slowdown,
-            stop,
-            soft,
-            hard,
-            avoid_flush_during_recovery,
-            write_mode,
+    (1usize..6, 0usize..10, 0usize..12, limit(), limit(), any::<bool>(), 0u8..4, 0u8..3).prop_map(
+        |(trigger, slowdown, stop, soft, hard, avoid_flush_during_recovery, write_mode, style)| {
+            Knobs {
+                trigger,
+                slowdown,
+                stop,
+                soft,
+                hard,
+                avoid_flush_during_recovery,
+                write_mode,
+                style,
+            }
         },
     )
 }
@@ -133,6 +138,16 @@ fn options(fs: Arc<dyn FileSystem>, knobs: &Knobs) -> Options {
         max_bytes_for_level_base: 64 << 10,
         target_file_size_base: 32 << 10,
         merge_operator: strata::merge_operator::builtin_merge_operator("stringappend"),
+        compaction_style: [
+            strata::CompactionStyle::Leveled,
+            strata::CompactionStyle::Universal,
+            strata::CompactionStyle::Fifo,
+        ][usize::from(knobs.style)],
+        compaction_options_fifo: strata::FifoCompactionOptions {
+            max_table_files_size: 1 << 40,
+            ttl_secs: 0,
+            allow_compaction: true,
+        },
         ..Options::default()
     }
 }

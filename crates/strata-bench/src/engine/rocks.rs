@@ -78,8 +78,10 @@ pub const HONOURED_FLAGS: &[&str] = &[
     "universal_max_merge_width",
     "universal_max_size_amplification_percent",
     "universal_compression_size_percent",
+    "universal_allow_trivial_move",
     "fifo_compaction_max_table_files_size_mb",
     "fifo_compaction_allow_compaction",
+    "fifo_compaction_ttl",
     "sync",
     "disable_wal",
     "use_fsync",
@@ -225,8 +227,13 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
     }
     if f.compaction_style == 2 {
         let mut fifo = FifoCompactOptions::default();
-        fifo.set_max_table_files_size(f.fifo_compaction_max_table_files_size_mb << 20);
+        // 0 (db_bench's default) keeps RocksDB's 1 GiB, as for Strata (0 would drop every file).
+        if f.fifo_compaction_max_table_files_size_mb != 0 {
+            fifo.set_max_table_files_size(f.fifo_compaction_max_table_files_size_mb << 20);
+        }
         o.set_fifo_compaction_options(&fifo);
+        // db_bench: `options.ttl = FLAGS_fifo_compaction_ttl`.
+        o.set_ttl(f.fifo_compaction_ttl);
     }
     o.set_use_fsync(f.use_fsync);
     o.set_bytes_per_sync(f.bytes_per_sync);
@@ -384,6 +391,20 @@ pub fn open(cfg: &Config) -> Result<Box<dyn Engine>> {
         DB::open_cf_descriptors(&opts, &cfg.db, cf())?
     };
     let f = &cfg.flags;
+    if !f.readonly {
+        // What the `rocksdb` crate's option setters do not reach: set as mutable options
+        // right after the open, before any write.
+        if f.compaction_style == 1 && f.universal_allow_trivial_move {
+            db.set_options(&[("compaction_options_universal", "{allow_trivial_move=true;}")])?;
+        }
+        if f.compaction_style == 2 {
+            let allow = if f.fifo_compaction_allow_compaction { "true" } else { "false" };
+            db.set_options(&[(
+                "compaction_options_fifo",
+                format!("{{allow_compaction={allow};}}").as_str(),
+            )])?;
+        }
+    }
     let mut ro = ReadOptions::default();
     ro.set_verify_checksums(f.verify_checksum);
     let wopts = |sync: bool, disable_wal: bool| {

@@ -6,8 +6,8 @@
 
 use anyhow::{anyhow, bail, Result};
 use strata::{
-    Cache, CompressionType, Db, HyperClockCacheOptions, LruCacheOptions, Options, PrefixExtractor,
-    ReadOptions, WriteBatch, WriteOptions,
+    Cache, CompactionStyle, CompressionType, Db, HyperClockCacheOptions, LruCacheOptions, Options,
+    PrefixExtractor, ReadOptions, WriteBatch, WriteOptions,
 };
 
 use super::{Batch, BatchOp, Bounds, Engine, EngineIter, LiveFile, ReadOpts, WriteOpts};
@@ -67,6 +67,16 @@ pub const HONOURED_FLAGS: &[&str] = &[
     "use_direct_io_for_flush_and_compaction",
     "bytes_per_sync",
     "rate_limiter_bytes_per_sec",
+    "compaction_style",
+    "universal_size_ratio",
+    "universal_min_merge_width",
+    "universal_max_merge_width",
+    "universal_max_size_amplification_percent",
+    "universal_compression_size_percent",
+    "universal_allow_trivial_move",
+    "fifo_compaction_max_table_files_size_mb",
+    "fifo_compaction_ttl",
+    "fifo_compaction_allow_compaction",
 ];
 
 /// The block cache `--cache_type`, `--cache_size`, `--cache_numshardbits` and
@@ -203,7 +213,53 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
     if f.prefix_size > 0 {
         o.prefix_extractor = Some(PrefixExtractor::Fixed(f.prefix_size as usize));
     }
+    apply_compaction_style(f, &mut o)?;
     Ok(o)
+}
+
+/// `--compaction_style` and the `--universal_*` / `--fifo_*` flags, as db_bench maps them
+/// (0 for a universal knob keeps the engine default; the FIFO size 0, db_bench's default,
+/// keeps the engine's 1 GiB, where RocksDB would get 0 and drop every file).
+fn apply_compaction_style(f: &crate::flags::Flags, o: &mut Options) -> Result<()> {
+    o.compaction_style = match f.compaction_style {
+        3 => {
+            o.disable_auto_compactions = true;
+            CompactionStyle::Leveled
+        }
+        n => CompactionStyle::from_rocksdb_number(n).ok_or_else(|| {
+            anyhow!("--compaction_style={n}: use 0 (level), 1 (universal), 2 (FIFO) or 3 (none)")
+        })?,
+    };
+    let u32_of = |name: &str, v: i64| -> Result<u32> {
+        u32::try_from(v).map_err(|_| anyhow!("--{name}={v}: out of range"))
+    };
+    let u = &mut o.compaction_options_universal;
+    if f.universal_size_ratio != 0 {
+        u.size_ratio = u32_of("universal_size_ratio", f.universal_size_ratio)?;
+    }
+    if f.universal_min_merge_width != 0 {
+        u.min_merge_width = u32_of("universal_min_merge_width", f.universal_min_merge_width)?;
+    }
+    if f.universal_max_merge_width != 0 {
+        u.max_merge_width = u32_of("universal_max_merge_width", f.universal_max_merge_width)?;
+    }
+    if f.universal_max_size_amplification_percent != 0 {
+        u.max_size_amplification_percent = u32_of(
+            "universal_max_size_amplification_percent",
+            f.universal_max_size_amplification_percent,
+        )?;
+    }
+    u.compression_size_percent = i32::try_from(f.universal_compression_size_percent)
+        .map_err(|_| anyhow!("--universal_compression_size_percent: out of range"))?;
+    u.allow_trivial_move = f.universal_allow_trivial_move;
+    let fifo = &mut o.compaction_options_fifo;
+    if f.fifo_compaction_max_table_files_size_mb != 0 {
+        fifo.max_table_files_size =
+            f.fifo_compaction_max_table_files_size_mb.saturating_mul(1 << 20);
+    }
+    fifo.ttl_secs = f.fifo_compaction_ttl;
+    fifo.allow_compaction = f.fifo_compaction_allow_compaction;
+    Ok(())
 }
 
 pub fn open(cfg: &Config) -> Result<Box<dyn Engine>> {

@@ -40,6 +40,9 @@ pub(crate) struct JobEnv<'a> {
     /// [`CANCEL_CHECK_EVERY`] entries), removes what it wrote and fails with
     /// `ShutdownInProgress`; its inputs stay live, so nothing is lost.
     pub cancel: &'a std::sync::atomic::AtomicBool,
+    /// Each input table is read this many bytes at a time at least (0: automatic readahead;
+    /// `Options::compaction_readahead_size`).
+    pub readahead_size: usize,
 }
 
 /// Entries a job writes between two looks at the cancel flag.
@@ -59,10 +62,13 @@ pub(crate) fn run_job(env: &JobEnv<'_>, plan: &CompactionPlan) -> Result<JobResu
         edit.deleted_files.push((level, f.number));
     }
     let mut stats = LevelStats { count: 1, ..LevelStats::default() };
-    if plan.trivial_move {
-        let f = &plan.inputs[0];
-        edit.new_files.push((plan.output_level, (**f).clone()));
-        stats.bytes_moved = f.file_size;
+    if plan.trivial_move || plan.deletion {
+        if plan.trivial_move {
+            for (_, f) in plan.all_inputs() {
+                edit.new_files.push((plan.output_level, (**f).clone()));
+                stats.bytes_moved += f.file_size;
+            }
+        }
         stats.micros = start.elapsed().as_micros() as u64;
         return Ok(JobResult { edit, stats });
     }
@@ -110,7 +116,10 @@ pub(crate) fn run_job(env: &JobEnv<'_>, plan: &CompactionPlan) -> Result<JobResu
         }
         return Err(e);
     }
-    for f in outputs {
+    // An output holds data as new as its newest input's (FIFO's TTL reads this).
+    let data_time = plan.all_inputs().map(|(_, f)| f.data_time).max().unwrap_or(0);
+    for mut f in outputs {
+        f.data_time = data_time;
         stats.bytes_written += f.file_size;
         edit.new_files.push((plan.output_level, f));
     }
@@ -129,7 +138,8 @@ struct KeyRange {
 fn split_ranges(plan: &CompactionPlan, n: usize) -> Vec<KeyRange> {
     let whole = vec![KeyRange { start: None, end: None }];
     let total = plan.input_bytes();
-    if n <= 1 || total < (32 << 20) {
+    // An L0 output (universal) is one sorted run: one file.
+    if n <= 1 || total < (32 << 20) || plan.output_level == 0 {
         return whole;
     }
     let mut bounds: Vec<(Vec<u8>, u64)> =
@@ -162,7 +172,11 @@ fn split_ranges(plan: &CompactionPlan, n: usize) -> Vec<KeyRange> {
 
 /// The merged input of the plan (fresh iterators: each subcompaction has its own).
 fn input_iterator(env: &JobEnv<'_>, plan: &CompactionPlan) -> Result<MergingIterator> {
-    let ro = ReadBlockOptions { verify_checksums: true, fill_cache: false, readahead_size: 0 };
+    let ro = ReadBlockOptions {
+        verify_checksums: true,
+        fill_cache: false,
+        readahead_size: env.readahead_size,
+    };
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
     if plan.start_level == 0 {
         for f in &plan.inputs {
@@ -170,6 +184,9 @@ fn input_iterator(env: &JobEnv<'_>, plan: &CompactionPlan) -> Result<MergingIter
         }
     } else {
         children.push(Box::new(LevelIterator::new(plan.inputs.clone(), env.tables.clone(), ro)));
+    }
+    for (_, files) in &plan.middle_inputs {
+        children.push(Box::new(LevelIterator::new(files.clone(), env.tables.clone(), ro)));
     }
     if !plan.output_inputs.is_empty() {
         children.push(Box::new(LevelIterator::new(
@@ -181,8 +198,20 @@ fn input_iterator(env: &JobEnv<'_>, plan: &CompactionPlan) -> Result<MergingIter
     Ok(MergingIterator::new(children))
 }
 
-/// True when no level below the output holds `ukey` (so nothing older can exist).
-fn nothing_below(version: &Version, output_level: usize, ukey: &[u8]) -> bool {
+/// True when no level below the output holds `ukey` (so nothing older can exist). For an L0
+/// output (universal), the L0 files that are not inputs count too: they may be older.
+fn nothing_below(plan: &CompactionPlan, version: &Version, ukey: &[u8]) -> bool {
+    let output_level = plan.output_level;
+    if output_level == 0 {
+        let older_l0 = version.levels[0].iter().any(|f| {
+            !plan.inputs.iter().any(|i| i.number == f.number)
+                && user_key(&f.smallest) <= ukey
+                && !crate::key::after_largest(ukey, &f.largest)
+        });
+        if older_l0 {
+            return false;
+        }
+    }
     for level in output_level + 1..version.levels.len() {
         let files = &version.levels[level];
         let i = files.partition_point(|f| user_key(&f.largest) < ukey);
@@ -224,7 +253,7 @@ fn run_range(
     let mut input =
         Bounded { inner: &mut merged, start: range.start.as_deref(), end: range.end.as_deref() };
     let bottommost = plan.bottommost;
-    let is_bottom = |ukey: &[u8]| bottommost || nothing_below(env.version, plan.output_level, ukey);
+    let is_bottom = |ukey: &[u8]| bottommost || nothing_below(plan, env.version, ukey);
     let ctx = StreamContext {
         snapshots: env.snapshots,
         merge_operator: env.merge_operator,
@@ -491,12 +520,17 @@ mod tests {
             max_subcompactions: 2,
             new_file_number: &new_file_number,
             cancel: &std::sync::atomic::AtomicBool::new(false),
+            readahead_size: 0,
         };
         let plan = CompactionPlan {
             start_level: 1,
             output_level: 2,
             inputs: vec![f1],
+            middle_inputs: Vec::new(),
             output_inputs: vec![f2],
+            deletion: false,
+            compress: true,
+            reason: "test",
             grandparents: Vec::new(),
             trivial_move: false,
             bottommost: true,
@@ -592,13 +626,18 @@ mod tests {
             max_subcompactions: 1,
             new_file_number: &new_file_number,
             cancel: &std::sync::atomic::AtomicBool::new(false),
+            readahead_size: 0,
         };
         // 20 entries of ~115 bytes pass half of a 2,000-byte target before each boundary.
         let plan = CompactionPlan {
             start_level: 1,
             output_level: 2,
             inputs: vec![input],
+            middle_inputs: Vec::new(),
             output_inputs: Vec::new(),
+            deletion: false,
+            compress: true,
+            reason: "test",
             grandparents: gps,
             trivial_move: false,
             bottommost: false,
@@ -642,12 +681,17 @@ mod tests {
             max_subcompactions: 1,
             new_file_number: &new_file_number,
             cancel: &std::sync::atomic::AtomicBool::new(false),
+            readahead_size: 0,
         };
         let mut plan = CompactionPlan {
             start_level: 1,
             output_level: 2,
             inputs: vec![only.clone()],
+            middle_inputs: Vec::new(),
             output_inputs: Vec::new(),
+            deletion: false,
+            compress: true,
+            reason: "test",
             grandparents: vec![data.clone()],
             trivial_move: false,
             bottommost: false,

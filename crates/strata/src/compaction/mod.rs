@@ -1,7 +1,58 @@
-//! Compaction: which entries survive ([`stream`]), which files to compact ([`picker`], a pure
-//! function), running a plan ([`job`]) and where its output files end ([`cut`]).
+//! Compaction: which entries survive ([`stream`]), which files to compact (a pure picker per
+//! style: [`picker`] leveled, [`universal`], [`fifo`]; [`pick`] dispatches), running a plan
+//! ([`job`]) and where its output files end ([`cut`]).
+
+use std::collections::HashSet;
+
+use crate::types::FileNumber;
+use crate::version::levels::Version;
+use picker::{CompactionPlan, PickerOptions};
+use style::CompactionStyle;
 
 pub(crate) mod cut;
+pub(crate) mod fifo;
 pub(crate) mod job;
 pub(crate) mod picker;
 pub(crate) mod stream;
+pub(crate) mod style;
+pub(crate) mod universal;
+
+/// The compaction to run next in the style of `o`, if any; `now_secs` (seconds since the Unix
+/// epoch) is read by FIFO's TTL only.
+pub(crate) fn pick(
+    v: &Version,
+    o: &PickerOptions,
+    busy: &HashSet<FileNumber>,
+    now_secs: u64,
+) -> Option<CompactionPlan> {
+    match o.style {
+        CompactionStyle::Leveled => picker::pick_compaction(v, o, busy),
+        CompactionStyle::Universal => universal::pick_universal(v, o, busy),
+        CompactionStyle::Fifo => fifo::pick_fifo(v, o, busy, now_secs),
+    }
+}
+
+/// The estimate of bytes compaction must still rewrite, for the pending-bytes write stalls
+/// and the `estimate-pending-compaction-bytes` property.
+pub(crate) fn estimated_pending_compaction_bytes(v: &Version, o: &PickerOptions) -> u64 {
+    match o.style {
+        CompactionStyle::Leveled => picker::estimated_pending_compaction_bytes(v, o),
+        CompactionStyle::Universal => universal::estimated_pending_compaction_bytes(v, o),
+        // Deleting files costs no rewrite; intra-L0 merges are optional.
+        CompactionStyle::Fifo => 0,
+    }
+}
+
+/// What the L0 write-stall triggers count: L0 files, or in universal style the sorted runs
+/// (each L0 file and each non-empty level), as RocksDB does.
+pub(crate) fn stall_count(v: &Version, o: &PickerOptions) -> usize {
+    match o.style {
+        CompactionStyle::Universal => universal::sorted_run_count(v),
+        CompactionStyle::Leveled | CompactionStyle::Fifo => v.num_files(0),
+    }
+}
+
+/// Seconds since the Unix epoch (0 if the clock is before it).
+pub(crate) fn now_secs() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}

@@ -21,6 +21,7 @@ use std::cmp::Ordering;
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use super::style::{CompactionStyle, FifoCompactionOptions, UniversalCompactionOptions};
 use crate::key::{after_largest, compare_internal, user_key};
 use crate::types::FileNumber;
 use crate::version::levels::{TableFile, Version};
@@ -37,6 +38,33 @@ pub(crate) struct PickerOptions {
     pub target_file_size_multiplier: u64,
     /// `Options::max_compaction_bytes`, its default resolved.
     pub max_compaction_bytes: u64,
+    /// Which picker runs ([`crate::compaction::pick`]); this module is the leveled one.
+    pub style: CompactionStyle,
+    pub universal: UniversalCompactionOptions,
+    pub fifo: FifoCompactionOptions,
+    /// `Options::write_buffer_size` (FIFO's intra-L0 compaction takes files up to this size).
+    pub write_buffer_size: u64,
+}
+
+impl PickerOptions {
+    /// Leveled defaults with `num_levels` levels and an L0 trigger (tests start from these).
+    #[cfg(test)]
+    pub fn for_tests(num_levels: usize, trigger: usize) -> PickerOptions {
+        PickerOptions {
+            num_levels,
+            level0_file_num_compaction_trigger: trigger,
+            max_bytes_for_level_base: 256 << 20,
+            max_bytes_for_level_multiplier: 10.0,
+            dynamic_level_bytes: true,
+            target_file_size_base: 64 << 20,
+            target_file_size_multiplier: 1,
+            max_compaction_bytes: 25 * (64 << 20),
+            style: CompactionStyle::Leveled,
+            universal: UniversalCompactionOptions::default(),
+            fifo: FifoCompactionOptions::default(),
+            write_buffer_size: 64 << 20,
+        }
+    }
 }
 
 /// A compaction to run.
@@ -46,12 +74,22 @@ pub(crate) struct CompactionPlan {
     pub output_level: usize,
     /// Inputs from `start_level`.
     pub inputs: Vec<Arc<TableFile>>,
+    /// Inputs from the levels strictly between `start_level` and `output_level`, each with
+    /// its level (universal compaction merges several sorted runs at once); empty otherwise.
+    pub middle_inputs: Vec<(usize, Vec<Arc<TableFile>>)>,
     /// Inputs from `output_level`.
     pub output_inputs: Vec<Arc<TableFile>>,
     /// Files of `output_level + 1` overlapping the inputs (limit output overlap).
     pub grandparents: Vec<Arc<TableFile>>,
-    /// Move the single input file down without rewriting it.
+    /// Move the input files to `output_level` without rewriting them (no two overlap, and
+    /// nothing at `output_level` overlaps them).
     pub trivial_move: bool,
+    /// Delete the inputs and write nothing (FIFO compaction drops its oldest files).
+    pub deletion: bool,
+    /// Compress the output (universal's `compression_size_percent` may turn it off).
+    pub compress: bool,
+    /// Why the picker chose this compaction, for the info LOG.
+    pub reason: &'static str,
     /// No level below `output_level` holds data in the inputs' key range.
     pub bottommost: bool,
     pub target_file_size: u64,
@@ -65,6 +103,7 @@ impl CompactionPlan {
         self.inputs
             .iter()
             .map(move |f| (self.start_level, f))
+            .chain(self.middle_inputs.iter().flat_map(|(l, fs)| fs.iter().map(move |f| (*l, f))))
             .chain(self.output_inputs.iter().map(move |f| (self.output_level, f)))
     }
 
@@ -282,9 +321,13 @@ pub(crate) fn plan_for(
         start_level: start,
         output_level: output,
         inputs,
+        middle_inputs: Vec::new(),
         output_inputs,
         grandparents,
         trivial_move,
+        deletion: false,
+        compress: true,
+        reason: if start == 0 { "L0 files" } else { "level size" },
         bottommost,
         target_file_size: target,
         max_compaction_bytes: o.max_compaction_bytes,
@@ -410,4 +453,4 @@ fn grow_inputs(
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -1,14 +1,16 @@
 //! Compaction scheduling: background threads pick and run compactions; `compact_range`,
 //! `wait_for_compact`; deleting table files no live version needs.
 
+use std::fmt::Write as _;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use super::DbInner;
 use crate::compaction::job::{run_job, JobEnv};
 use crate::compaction::picker::{
-    level_targets, overlapping, pick_compaction, plan_for, CompactionPlan, PickContext,
+    level_targets, overlapping, plan_for, CompactionPlan, PickContext,
 };
+use crate::compaction::{now_secs, pick};
 use crate::error::{Error, Result};
 use crate::filename::table_path;
 use crate::key::{compare_internal, make_internal_key, user_key};
@@ -31,6 +33,8 @@ pub(crate) fn start_compaction_threads(inner: &Arc<DbInner>) -> Result<Vec<JoinH
 
 fn compaction_loop(inner: &DbInner) {
     let picker = inner.opts.picker_options();
+    let timed =
+        picker.style == crate::compaction::style::CompactionStyle::Fifo && picker.fifo.ttl_secs > 0;
     loop {
         let plan = {
             let mut st = inner.state.lock();
@@ -43,13 +47,18 @@ fn compaction_loop(inner: &DbInner) {
                     && st.manual_compactions == 0
                 {
                     let v = inner.current_super_version().version.clone();
-                    if let Some(p) = pick_compaction(&v, &picker, &st.compacting) {
+                    if let Some(p) = pick(&v, &picker, &st.compacting, now_secs()) {
                         mark_busy(&mut st.compacting, &p);
                         st.running_compactions += 1;
                         break p;
                     }
                 }
-                inner.bg_cv.wait(&mut st);
+                if timed {
+                    // Files expire with time alone: look again without being woken.
+                    inner.bg_cv.wait_for(&mut st, std::time::Duration::from_secs(1));
+                } else {
+                    inner.bg_cv.wait(&mut st);
+                }
             }
         };
         let result = execute(inner, &plan);
@@ -85,17 +94,27 @@ fn execute(inner: &DbInner, plan: &CompactionPlan) -> Result<()> {
     let sv = inner.current_super_version();
     let snapshots = inner.snapshots.sequences();
     let new_file_number = || inner.new_file_number();
+    let uncompressed;
+    let mut table_options = &inner.table_options[plan.output_level];
+    if !plan.compress {
+        uncompressed = crate::sstable::TableOptions {
+            compression: crate::sstable::CompressionType::None,
+            ..table_options.clone()
+        };
+        table_options = &uncompressed;
+    }
     let env = JobEnv {
         fs: inner.fs.as_ref(),
         dir: &inner.dir,
         tables: &inner.table_cache,
-        table_options: &inner.table_options[plan.output_level],
+        table_options,
         merge_operator: inner.opts.merge_operator.as_deref(),
         snapshots: &snapshots,
         version: &sv.version,
         max_subcompactions: inner.opts.max_subcompactions,
         new_file_number: &new_file_number,
         cancel: &inner.closing,
+        readahead_size: inner.opts.compaction_readahead_size,
     };
     let mut result = run_job(&env, plan)?;
     let outputs: Vec<FileNumber> = result.edit.new_files.iter().map(|(_, f)| f.number).collect();
@@ -135,12 +154,23 @@ fn log_compaction(
     };
     let outs: Vec<u64> = outputs.iter().map(|n| n.0).collect();
     let secs = s.micros as f64 / 1e6;
+    let mut middle = String::new();
+    for (l, files) in &plan.middle_inputs {
+        let _ = write!(middle, " + L{l} {:?}", numbers(files));
+    }
     inner.info_log.log(&format!(
-        "[default] Compaction L{} -> L{}{}: inputs L{} {:?} + L{} {:?} ({} + {} bytes) -> \
-         {outs:?} ({} bytes written, {} moved); {} records in, {} dropped; {secs:.3} s",
+        "[default] Compaction L{} -> L{}{} ({}): inputs L{} {:?}{middle} + L{} {:?} ({} + {} \
+         bytes) -> {outs:?} ({} bytes written, {} moved); {} records in, {} dropped; {secs:.3} s",
         plan.start_level,
         plan.output_level,
-        if plan.trivial_move { " (trivial move)" } else { "" },
+        if plan.trivial_move {
+            " (trivial move)"
+        } else if plan.deletion {
+            " (deletion)"
+        } else {
+            ""
+        },
+        plan.reason,
         plan.start_level,
         numbers(&plan.inputs),
         plan.output_level,
@@ -332,7 +362,7 @@ pub(crate) fn wait_for_compact(inner: &DbInner) -> Result<()> {
         still_running(&st)?;
         let v = inner.current_super_version().version.clone();
         let pending = !inner.opts.disable_auto_compactions
-            && pick_compaction(&v, &picker, &st.compacting).is_some();
+            && pick(&v, &picker, &st.compacting, now_secs()).is_some();
         if st.imm.is_empty() && st.running_compactions == 0 && !pending {
             return Ok(());
         }

@@ -59,7 +59,9 @@ pub(crate) fn write_level0_table(
     }
     crate::kill_point!("sst.sync_dir");
     env.fs.sync_dir(env.dir)?;
-    Ok(Some((FileMetaData::from_summary(number, summary), stats)))
+    let mut meta = FileMetaData::from_summary(number, summary);
+    meta.data_time = super::info_log::now_micros() / 1_000_000;
+    Ok(Some((meta, stats)))
 }
 
 /// Starts the background flush thread.

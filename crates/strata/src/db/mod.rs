@@ -85,6 +85,9 @@ pub(crate) struct SuperVersion {
     pub version: Arc<Version>,
     /// Compaction debt of `version` (RocksDB's estimate), for write flow control.
     pub pending_compaction_bytes: u64,
+    /// What the L0 stall triggers compare against: L0 files, or sorted runs in universal
+    /// style ([`crate::compaction::stall_count`]).
+    pub stall_count: usize,
     /// Range tombstones of every table of `version`, fragmented, with sources numbered as
     /// the DB iterator numbers its table children; built by the first iterator.
     pub version_range_dels: std::sync::OnceLock<Arc<crate::range_del::FragmentedTombstones>>,
@@ -644,11 +647,10 @@ impl DbInner {
 
     /// Publishes a new super version built from `st` and `version`.
     pub(crate) fn install_super_version(&self, st: &DbState, version: Arc<Version>) {
+        let picker = self.opts.picker_options();
         let pending_compaction_bytes =
-            crate::compaction::picker::estimated_pending_compaction_bytes(
-                &version,
-                &self.opts.picker_options(),
-            );
+            crate::compaction::estimated_pending_compaction_bytes(&version, &picker);
+        let stall_count = crate::compaction::stall_count(&version, &picker);
         let version_range_dels = std::sync::OnceLock::new();
         let mut current = self.super_version.write();
         if Arc::ptr_eq(&current.version, &version) {
@@ -663,6 +665,7 @@ impl DbInner {
             imm: st.imm.iter().rev().map(|(m, _)| m.clone()).collect(),
             version,
             pending_compaction_bytes,
+            stall_count,
             version_range_dels,
         };
         *current = Arc::new(sv);

@@ -352,16 +352,17 @@ fn assemble(p: Parts<'_>) -> DbInner {
         manual_compactions: 0,
         obsolete_tables: Vec::new(),
     };
-    let pending_compaction_bytes = crate::compaction::picker::estimated_pending_compaction_bytes(
-        &p.version,
-        &p.opts.picker_options(),
-    );
+    let picker = p.opts.picker_options();
+    let pending_compaction_bytes =
+        crate::compaction::estimated_pending_compaction_bytes(&p.version, &picker);
+    let stall_count = crate::compaction::stall_count(&p.version, &picker);
     let sv = SuperVersion {
         number: 1,
         mem: mem.clone(),
         imm: p.recovered.iter().rev().map(|(m, _)| m.clone()).collect(),
         version: p.version,
         pending_compaction_bytes,
+        stall_count,
         version_range_dels: std::sync::OnceLock::new(),
     };
     let next_file = p.versions.file_counter();

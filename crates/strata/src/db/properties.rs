@@ -51,13 +51,16 @@ pub(crate) fn property_value(inner: &DbInner, name: &str) -> Result<Option<Strin
         "num-running-compactions" => inner.state.lock().running_compactions.to_string(),
         "compaction-pending" => {
             let st = inner.state.lock();
-            let pick = crate::compaction::picker::pick_compaction(
+            let pick = crate::compaction::pick(
                 v,
                 &inner.opts.picker_options(),
                 &st.compacting,
+                crate::compaction::now_secs(),
             );
             u8::from(pick.is_some()).to_string()
         }
+        "num-sorted-runs" => crate::compaction::universal::sorted_run_count(v).to_string(),
+        "estimate-size-amplification-percent" => size_amplification_percent(v).to_string(),
         "num-snapshots" => inner.snapshots.count().to_string(),
         "oldest-snapshot-sequence" => {
             inner.snapshots.sequences().first().map_or(0, |s| s.0).to_string()
@@ -223,4 +226,13 @@ fn stats_dump_loop(inner: &DbInner, period: std::time::Duration) {
         next = now + period;
         st = inner.state.lock();
     }
+}
+
+/// Bytes of every sorted run above the oldest, as a percentage of the oldest run's: what
+/// universal's `max_size_amplification_percent` bounds (0 for an empty DB or a single run).
+fn size_amplification_percent(v: &crate::version::levels::Version) -> u64 {
+    let runs = crate::compaction::universal::sorted_runs(v, &std::collections::HashSet::new());
+    let Some((oldest, newer)) = runs.split_last() else { return 0 };
+    let newer: u64 = newer.iter().map(|r| r.size).sum();
+    (u128::from(newer) * 100 / u128::from(oldest.size.max(1))) as u64
 }

@@ -274,6 +274,7 @@ fn scan_table(fs: &dyn FileSystem, path: &Path, n: FileNumber) -> Result<Option<
         largest_seqno: p.largest_seqno,
         num_entries: p.num_entries,
         num_deletions: p.num_deletions,
+        data_time: 0,
     }))
 }
 

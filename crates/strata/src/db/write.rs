@@ -683,7 +683,7 @@ fn make_room_for_write(inner: &DbInner, wal: &mut WalState, batch_bytes: usize) 
             return Err(e);
         }
         let sv = inner.current_super_version();
-        let l0 = sv.version.num_files(0);
+        let l0 = sv.stall_count;
         let stop = if auto && l0 >= o.level0_stop_writes_trigger {
             Some(Stall::Level0NumFiles)
         } else if auto && o.pending_bytes_stop(sv.pending_compaction_bytes) {

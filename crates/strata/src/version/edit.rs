@@ -18,6 +18,9 @@
 //!                          | varint64 smallest_seqno | varint64 largest_seqno
 //!                          | varint64 num_entries | varint64 num_deletions
 //!  tag & 0x4000 != 0       varint len | payload   ("safe to ignore": skipped when unknown)
+//! 0x4008 FileTime          varint len | varint64 file number | varint64 seconds
+//!                          (the data time of a file added earlier in the same edit;
+//!                          written only when known, i.e. nonzero)
 //! ```
 //!
 //! Tag values. on-disk: never change. Compatibility rule: a field an older reader may ignore is
@@ -53,6 +56,8 @@ pub(crate) mod tag {
     /// Set in a tag whose field may be skipped by a reader that does not know it; such a
     /// field's body is `varint len | payload`.
     pub const SAFE_TO_IGNORE: u32 = 0x4000;
+    /// The data time of a new file (FIFO's TTL); older readers skip it.
+    pub const FILE_TIME: u32 = SAFE_TO_IGNORE | 8;
 }
 
 /// Name of the only comparator, written in the first edit of every MANIFEST.
@@ -71,6 +76,10 @@ pub(crate) struct FileMetaData {
     pub largest_seqno: SeqNo,
     pub num_entries: u64,
     pub num_deletions: u64,
+    /// Seconds since the Unix epoch at which the file's newest entry was written: the flush
+    /// time, or the latest of a compaction's inputs'. 0 = unknown (files written before the
+    /// field existed, repaired files); such a file never expires by FIFO's TTL.
+    pub data_time: u64,
 }
 
 impl FileMetaData {
@@ -86,6 +95,7 @@ impl FileMetaData {
             largest_seqno: s.largest_seqno,
             num_entries: s.num_entries,
             num_deletions: s.properties.num_deletions,
+            data_time: 0,
         }
     }
 }
@@ -166,6 +176,13 @@ impl VersionEdit {
             put_varint64(buf, f.largest_seqno.0);
             put_varint64(buf, f.num_entries);
             put_varint64(buf, f.num_deletions);
+            if f.data_time != 0 {
+                let mut payload = Vec::new();
+                put_varint64(&mut payload, f.number.0);
+                put_varint64(&mut payload, f.data_time);
+                put_varint32(buf, tag::FILE_TIME);
+                put_length_prefixed(buf, &payload);
+            }
         }
     }
 
@@ -217,8 +234,22 @@ impl VersionEdit {
                         largest_seqno: d.seqno("largest seqno")?,
                         num_entries: d.u64("entry count")?,
                         num_deletions: d.u64("deletion count")?,
+                        data_time: 0,
                     };
                     e.new_files.push((level, f));
+                }
+                tag::FILE_TIME => {
+                    let payload = d.bytes("file time")?;
+                    let mut r = Reader::new(payload);
+                    let (Some(number), Some(secs)) = (r.varint64(), r.varint64()) else {
+                        return Err(d.err("bad file time"));
+                    };
+                    // Safe to ignore: a time for a file not added by this edit is dropped.
+                    if let Some((_, f)) =
+                        e.new_files.iter_mut().rev().find(|(_, f)| f.number.0 == number)
+                    {
+                        f.data_time = secs;
+                    }
                 }
                 t if t & tag::SAFE_TO_IGNORE != 0 => {
                     d.bytes("ignorable field")?;
@@ -322,6 +353,7 @@ mod tests {
             largest_seqno: SeqNo(n + 5),
             num_entries: 1000 + n,
             num_deletions: n,
+            data_time: if n.is_multiple_of(2) { 1_700_000_000 + n } else { 0 },
         }
     }
 
@@ -395,6 +427,28 @@ mod tests {
         put_varint32(&mut bad, tag::SAFE_TO_IGNORE | 2);
         bad.push(10);
         bad.extend_from_slice(b"short");
+        assert!(VersionEdit::decode(&bad).unwrap_err().is_corruption());
+    }
+
+    #[test]
+    fn file_time_follows_its_file_and_is_skipped_for_other_files() {
+        let mut e = VersionEdit::new();
+        e.add_file(0, file(8));
+        let buf = encoded(&e);
+        assert!(buf.windows(2).any(|w| w == [0x88, 0x80]), "FILE_TIME tag written");
+        assert_eq!(VersionEdit::decode(&buf).unwrap().new_files[0].1.data_time, 1_700_000_008);
+        // A time for a file the edit does not add is ignored, like any ignorable field.
+        let mut buf = Vec::new();
+        let mut payload = Vec::new();
+        put_varint64(&mut payload, 99);
+        put_varint64(&mut payload, 5);
+        put_varint32(&mut buf, tag::FILE_TIME);
+        put_length_prefixed(&mut buf, &payload);
+        assert_eq!(VersionEdit::decode(&buf).unwrap(), VersionEdit::new());
+        // A payload that is not two varints is corruption.
+        let mut bad = Vec::new();
+        put_varint32(&mut bad, tag::FILE_TIME);
+        put_length_prefixed(&mut bad, &[0x80]);
         assert!(VersionEdit::decode(&bad).unwrap_err().is_corruption());
     }
 

@@ -194,6 +194,7 @@ mod tests {
             largest_seqno: SeqNo(seq),
             num_entries: 1,
             num_deletions: 0,
+            data_time: 0,
         }
     }
 

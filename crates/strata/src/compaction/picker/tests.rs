@@ -19,17 +19,12 @@ use crate::types::{SeqNo, ValueType};
 use crate::version::edit::FileMetaData;
 use crate::version::edit::VersionEdit;
 
-fn parse_shape(text: &str) -> (Version, PickerOptions, HashSet<FileNumber>) {
-    let mut o = PickerOptions {
-        num_levels: 7,
-        level0_file_num_compaction_trigger: 4,
-        max_bytes_for_level_base: 256 << 20,
-        max_bytes_for_level_multiplier: 10.0,
-        dynamic_level_bytes: true,
-        target_file_size_base: 64 << 20,
-        target_file_size_multiplier: 1,
-        max_compaction_bytes: 25 * (64 << 20),
-    };
+/// Parses a shape. Besides the leveled options, `options:` takes `style=universal|fifo`,
+/// universal's `ratio min_merge max_merge max_amp comp_pct trivial stop=similar`, FIFO's
+/// `fifo_max ttl intra wbs`; a file may end in `:t=<secs>`, its data time; a `now: <secs>` line
+/// is read by [`parse_now`].
+pub(crate) fn parse_shape(text: &str) -> (Version, PickerOptions, HashSet<FileNumber>) {
+    let mut o = PickerOptions::for_tests(7, 4);
     let mut edit = VersionEdit::default();
     let mut busy = HashSet::new();
     for line in text.lines() {
@@ -52,10 +47,39 @@ fn parse_shape(text: &str) -> (Version, PickerOptions, HashSet<FileNumber>) {
                             o.target_file_size_base = v.parse().unwrap();
                             o.max_compaction_bytes = 25 * o.target_file_size_base;
                         }
+                        "style" => {
+                            o.style = match v {
+                                "universal" => CompactionStyle::Universal,
+                                "fifo" => CompactionStyle::Fifo,
+                                "leveled" => CompactionStyle::Leveled,
+                                other => panic!("unknown style {other}"),
+                            }
+                        }
+                        "ratio" => o.universal.size_ratio = v.parse().unwrap(),
+                        "min_merge" => o.universal.min_merge_width = v.parse().unwrap(),
+                        "max_merge" => o.universal.max_merge_width = v.parse().unwrap(),
+                        "max_amp" => {
+                            o.universal.max_size_amplification_percent = v.parse().unwrap();
+                        }
+                        "comp_pct" => o.universal.compression_size_percent = v.parse().unwrap(),
+                        "trivial" => o.universal.allow_trivial_move = v.parse().unwrap(),
+                        "stop" => {
+                            o.universal.stop_style = match v {
+                                "similar" => {
+                                    crate::compaction::style::CompactionStopStyle::SimilarSize
+                                }
+                                _ => crate::compaction::style::CompactionStopStyle::TotalSize,
+                            }
+                        }
+                        "fifo_max" => o.fifo.max_table_files_size = v.parse().unwrap(),
+                        "ttl" => o.fifo.ttl_secs = v.parse().unwrap(),
+                        "intra" => o.fifo.allow_compaction = v.parse().unwrap(),
+                        "wbs" => o.write_buffer_size = v.parse().unwrap(),
                         other => panic!("unknown option {other}"),
                     }
                 }
             }
+            "now" => {}
             "busy" => busy.extend(rest.split_whitespace().map(|n| FileNumber(n.parse().unwrap()))),
             level if level.starts_with('L') => {
                 let l: usize = level[1..].parse().unwrap();
@@ -64,6 +88,10 @@ fn parse_shape(text: &str) -> (Version, PickerOptions, HashSet<FileNumber>) {
                     let number: u64 = parts[0].parse().unwrap();
                     let (lo, hi) = parts[1].split_once('-').unwrap();
                     let size: u64 = parts[2].parse().unwrap();
+                    let data_time: u64 = parts
+                        .get(3)
+                        .and_then(|t| t.strip_prefix("t="))
+                        .map_or(0, |t| t.parse().unwrap());
                     edit.new_files.push((
                         l,
                         FileMetaData {
@@ -83,6 +111,7 @@ fn parse_shape(text: &str) -> (Version, PickerOptions, HashSet<FileNumber>) {
                             largest_seqno: SeqNo(number),
                             num_entries: 1,
                             num_deletions: 0,
+                            data_time,
                         },
                     ));
                 }
@@ -94,7 +123,64 @@ fn parse_shape(text: &str) -> (Version, PickerOptions, HashSet<FileNumber>) {
     (v, o, busy)
 }
 
-fn names(files: &[Arc<TableFile>]) -> String {
+/// The `now:` line of a shape (0 without one).
+pub(crate) fn parse_now(text: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix("now:"))
+        .map_or(0, |n| n.trim().parse().unwrap())
+}
+
+/// Runs every golden file of `testdata/<dir>`: its expectation is `describe` of its shape.
+/// With `STRATA_UPDATE_GOLDEN` set, rewrites the expectations instead.
+pub(crate) fn run_golden_dir(dir: &str, describe: impl Fn(&str) -> String) {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata").join(dir);
+    let update = std::env::var_os("STRATA_UPDATE_GOLDEN").is_some();
+    let mut files: Vec<PathBuf> =
+        std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    assert!(files.len() >= 5, "golden files missing in {}", dir.display());
+    let mut failures = Vec::new();
+    for path in files {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let (shape, expected) = text.split_once("\n---\n").unwrap_or((text.as_str(), ""));
+        let got = describe(shape);
+        if update {
+            std::fs::write(&path, format!("{shape}\n---\n{got}")).unwrap();
+        } else if got != expected {
+            failures.push(format!("{}:\n--- expected\n{expected}--- got\n{got}", path.display()));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// One line describing a plan (or `pick: none`), the same for every style.
+pub(crate) fn describe_plan(p: Option<&CompactionPlan>) -> String {
+    let Some(p) = p else { return "pick: none\n".to_string() };
+    let mut middle = String::new();
+    for (l, fs) in &p.middle_inputs {
+        let _ = write!(middle, " L{l}={}", names(fs));
+    }
+    format!(
+        "pick: L{} -> L{} ({}) inputs={}{middle} output_inputs={} trivial_move={} deletion={} \
+         compress={} bottommost={} target={}\n",
+        p.start_level,
+        p.output_level,
+        p.reason,
+        names(&p.inputs),
+        names(&p.output_inputs),
+        p.trivial_move,
+        p.deletion,
+        p.compress,
+        p.bottommost,
+        if p.target_file_size == u64::MAX {
+            "none".to_string()
+        } else {
+            p.target_file_size.to_string()
+        }
+    )
+}
+
+pub(crate) fn names(files: &[Arc<TableFile>]) -> String {
     let mut v: Vec<u64> = files.iter().map(|f| f.number.0).collect();
     v.sort_unstable();
     format!("{v:?}")

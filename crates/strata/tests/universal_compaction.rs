@@ -1,0 +1,105 @@
+//! Universal compaction under a long fillrandom + overwrite: the DB stays equal to a model,
+//! the sorted runs stay within the trigger, the size-amplification bound holds at rest, and
+//! the space used stays within the bound of the live data.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use strata::env::MemFs;
+use strata::{
+    CompactionStyle, CompressionType, Db, IteratorMode, Options, UniversalCompactionOptions,
+};
+
+fn opts(fs: &MemFs) -> Options {
+    Options {
+        fs: Arc::new(fs.clone()),
+        write_buffer_size: 64 << 10,
+        target_file_size_base: 64 << 10,
+        level0_file_num_compaction_trigger: 4,
+        compression: CompressionType::None,
+        compaction_style: CompactionStyle::Universal,
+        compaction_options_universal: UniversalCompactionOptions {
+            max_size_amplification_percent: 100,
+            ..UniversalCompactionOptions::default()
+        },
+        ..Options::default()
+    }
+}
+
+#[test]
+fn fillrandom_then_overwrite_keeps_runs_and_size_amplification_bounded() {
+    let fs = MemFs::new();
+    let db = Db::open(&opts(&fs), "/db").unwrap();
+    let int = |name: &str| db.property_int_value(name).unwrap().unwrap();
+    let mut rng = StdRng::seed_from_u64(16);
+    let mut model = BTreeMap::new();
+    let keys = 8000u32;
+    let mut checks = 0;
+    for pass in 0..6 {
+        for i in 0..keys {
+            // fillrandom, then overwrites of random keys.
+            let k = if pass == 0 { i } else { rng.gen_range(0..keys) };
+            let key = format!("key{k:06}");
+            let value = vec![b'a' + (pass as u8); 100 + (k % 50) as usize];
+            db.put(&key, &value).unwrap();
+            model.insert(key.into_bytes(), value);
+            if i % 2000 == 1999 {
+                db.wait_for_compact().unwrap();
+                let runs = int("strata.num-sorted-runs");
+                let amp = int("strata.estimate-size-amplification-percent");
+                assert!(runs <= 4, "pass {pass}: {runs} sorted runs at rest");
+                assert!(runs < 4 || amp < 100, "pass {pass}: size amplification {amp}%");
+                checks += 1;
+            }
+        }
+    }
+    assert_eq!(checks, 24);
+    // Runs were placed in levels: the oldest one in the last level.
+    assert!(
+        int("strata.num-files-at-level6") > 0,
+        "{}",
+        db.property_value("strata.levelstats").unwrap().unwrap()
+    );
+    let got: BTreeMap<Vec<u8>, Vec<u8>> = db
+        .iterator(IteratorMode::Start)
+        .map(|r| r.map(|(k, v)| (k.to_vec(), v.to_vec())))
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(got, model);
+    // Space: at most the oldest run (the live data, give or take) plus the bound's 100%.
+    let before = int("strata.total-sst-files-size");
+    db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
+    let live = int("strata.total-sst-files-size");
+    assert!(before <= live * 2 + (64 << 10) * 4, "space {before} vs live {live}");
+    let stats = db.property_value("strata.stats").unwrap().unwrap();
+    assert!(stats.contains("** Compaction Stats [default] **"), "{stats}");
+}
+
+#[test]
+fn allow_trivial_move_moves_sequential_runs_without_rewriting() {
+    let fs = MemFs::new();
+    // Large outputs: a rewrite would merge several flushed files into one larger file.
+    let o = Options {
+        target_file_size_base: 4 << 20,
+        compaction_options_universal: UniversalCompactionOptions {
+            allow_trivial_move: true,
+            ..UniversalCompactionOptions::default()
+        },
+        ..opts(&fs)
+    };
+    let db = Db::open(&o, "/db").unwrap();
+    for i in 0..20_000u32 {
+        db.put(format!("key{i:08}"), [b'v'; 100]).unwrap();
+    }
+    db.wait_for_compact().unwrap();
+    let files = db.live_files_metadata();
+    assert!(db.property_int_value("strata.num-sorted-runs").unwrap().unwrap() <= 4);
+    assert!(files.iter().any(|f| f.level > 0), "runs were moved below L0: {files:?}");
+    // Sequential keys: every merge was a move, so every file is still a flushed one.
+    assert!(files.iter().all(|f| f.size < 200 << 10), "a merge rewrote files: {files:?}");
+    for i in (0..20_000u32).step_by(997) {
+        assert!(db.get(format!("key{i:08}")).unwrap().is_some());
+    }
+}
