@@ -111,17 +111,27 @@ fn an_idle_reader_thread_does_not_pin_obsolete_tables() {
     db.flush().unwrap();
     db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
     db.wait_for_compact().unwrap();
-    let after = table_files(&fs);
-    let live: Vec<String> = db.live_files_metadata().into_iter().map(|f| f.name).collect();
+    // Obsolete tables are deleted when a compaction finishes, just after it wakes
+    // `wait_for_compact`: poll briefly. A table pinned by the idle thread's cached super
+    // version would stay until the next compaction, so this would time out.
+    let live = || {
+        let mut l: Vec<String> = db.live_files_metadata().into_iter().map(|f| f.name).collect();
+        l.sort();
+        l
+    };
+    let mut after = table_files(&fs);
+    for _ in 0..200 {
+        if after == live() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        after = table_files(&fs);
+    }
     assert!(
         before.iter().all(|f| !after.contains(f)),
         "obsolete tables kept: {before:?} in {after:?}"
     );
-    assert_eq!(after, {
-        let mut l = live;
-        l.sort();
-        l
-    });
+    assert_eq!(after, live());
     release.wait();
     idle.join().unwrap();
 }
