@@ -18,6 +18,7 @@ mod table_files;
 #[cfg_attr(not(any(test, feature = "testing")), allow(dead_code))]
 mod mem;
 mod os;
+mod os_lock;
 
 // The test filesystems are public only with the `testing` feature (the engine's own tests,
 // the reliability harness): applications see the trait and the OS filesystem.

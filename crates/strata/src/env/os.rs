@@ -194,12 +194,6 @@ impl RandomAccessFile for OsRandom {
     }
 }
 
-struct OsLock {
-    _file: File,
-}
-
-impl FileLock for OsLock {}
-
 impl FileSystem for OsFs {
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
         let file = OpenOptions::new()
@@ -301,18 +295,7 @@ impl FileSystem for OsFs {
     }
 
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .map_err(|e| Error::io("open lock", path, e))?;
-        match file.try_lock() {
-            Ok(()) => Ok(Box::new(OsLock { _file: file })),
-            Err(fs::TryLockError::WouldBlock) => Err(Error::Locked(super::parent_dir(path))),
-            Err(fs::TryLockError::Error(e)) => Err(Error::io("lock", path, e)),
-        }
+        super::os_lock::lock(path)
     }
 
     fn link(&self, from: &Path, to: &Path) -> Result<()> {

@@ -124,14 +124,12 @@ fn without_the_header_flag_zeros_are_a_torn_tail() {
     assert!(read(&fs, WalRecoveryMode::AbsoluteConsistency).unwrap_err().is_corruption());
 }
 
-#[test]
-fn zeros_followed_by_data_are_damage_not_the_end() {
-    // A hole: zeros where records were, then a valid record (power loss that kept a later
-    // page of unsynced writes). The zeros are not taken as the end: the record after them
-    // is found, as in a log without zeros ahead.
+/// A legacy-fragment WAL with zeros ahead holding `n` records drawn from `seed`: the file
+/// system, the records, and the log's size after each record.
+fn written_log(seed: u64, n: usize) -> (MemFs, Vec<Vec<u8>>, Vec<u64>) {
     let fs = setup();
     let mut w = new_writer(&fs, false, true);
-    let recs = records(2, 6);
+    let recs = records(seed, n);
     let mut ends = Vec::new();
     for r in &recs {
         w.add_record(r).unwrap();
@@ -139,6 +137,15 @@ fn zeros_followed_by_data_are_damage_not_the_end() {
     }
     w.flush().unwrap();
     drop(w);
+    (fs, recs, ends)
+}
+
+#[test]
+fn zeros_followed_by_data_are_damage_not_the_end() {
+    // A hole: zeros where records were, then a valid record (power loss that kept a later
+    // page of unsynced writes). The zeros are not taken as the end: the record after them
+    // is found, as in a log without zeros ahead.
+    let (fs, recs, ends) = written_log(2, 6);
     let mut data = fs.read_file(path()).unwrap();
     // Zero records 2 and 3.
     data[ends[1] as usize..ends[3] as usize].fill(0);
@@ -152,16 +159,7 @@ fn zeros_followed_by_data_are_damage_not_the_end() {
 
 #[test]
 fn a_torn_last_record_before_the_zeros_is_still_a_torn_tail() {
-    let fs = setup();
-    let mut w = new_writer(&fs, false, true);
-    let recs = records(3, 5);
-    let mut ends = Vec::new();
-    for r in &recs {
-        w.add_record(r).unwrap();
-        ends.push(w.file_size());
-    }
-    w.flush().unwrap();
-    drop(w);
+    let (fs, recs, ends) = written_log(3, 5);
     let mut data = fs.read_file(path()).unwrap();
     // The last record's second half never reached the disk.
     let (start, end) = (ends[3] as usize, ends[4] as usize);
