@@ -142,6 +142,11 @@ fn write_mode(rng: &mut StdRng) -> Options {
         // engine's choice of handles (`env/direct_tables.rs`), not the alignment.
         use_direct_reads: rng.gen_bool(0.25),
         use_direct_io_for_flush_and_compaction: rng.gen_bool(0.25),
+        // Table writes handed to writeback as they grow, and paying a (generous) rate limit.
+        bytes_per_sync: [0, 32 << 10][rng.gen_range(0..2)],
+        rate_limiter: rng
+            .gen_bool(0.25)
+            .then(|| std::sync::Arc::new(strata::env::RateLimiter::new(256 << 20))),
         ..Options::default()
     }
 }
@@ -155,8 +160,8 @@ pub fn describe_options(o: &Options) -> String {
          l0_slowdown={} l0_stop={} soft_pending={} hard_pending={} delayed_rate={} \
          avoid_flush_during_recovery={} recycle_log_file_num={} wal_bytes_per_sync={} \
          wal_dir={:?} pipelined={} concurrent_memtable={} unordered={} group_bytes={} \
-         wal_zeros_ahead={} direct_reads={} direct_writes={} compaction_style={:?} \
-         universal={:?}",
+         wal_zeros_ahead={} direct_reads={} direct_writes={} bytes_per_sync={} \
+         rate_limiter={:?} compaction_style={:?} universal={:?}",
         o.write_buffer_size,
         o.max_write_buffer_number,
         o.block_size,
@@ -189,6 +194,8 @@ pub fn describe_options(o: &Options) -> String {
         o.wal_zeros_ahead,
         o.use_direct_reads,
         o.use_direct_io_for_flush_and_compaction,
+        o.bytes_per_sync,
+        o.rate_limiter.as_ref().map(|r| r.bytes_per_sec()),
         o.compaction_style,
         o.compaction_options_universal
     )

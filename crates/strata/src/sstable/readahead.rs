@@ -37,8 +37,6 @@ pub(crate) struct Readahead {
     run: u32,
     /// The next automatic readahead.
     auto_size: usize,
-    /// Reads made from the file (for tests and statistics).
-    file_reads: u64,
 }
 
 impl Readahead {
@@ -88,7 +86,6 @@ impl Readahead {
             }
             got += n;
         }
-        self.file_reads += 1;
         self.buf.truncate(got);
         self.buf_start = offset;
         if got < len {
@@ -101,12 +98,6 @@ impl Readahead {
         }
         self.next_offset = Some(end);
         Ok(&self.buf[..len])
-    }
-
-    /// Reads made from the file so far.
-    #[cfg(test)]
-    pub fn file_reads(&self) -> u64 {
-        self.file_reads
     }
 }
 
@@ -172,7 +163,6 @@ mod tests {
         assert_eq!(reads[3].1, 2 * AUTO_INITIAL);
         assert!(reads.iter().all(|&(_, n)| n <= AUTO_MAX));
         assert!(reads.len() < 15, "{} reads for 1,500 blocks", reads.len());
-        assert_eq!(ra.file_reads(), reads.len() as u64);
         // Nothing at or past the limit was read.
         assert!(reads.iter().all(|&(o, n)| o + n as u64 <= 1_600_000), "{reads:?}");
     }

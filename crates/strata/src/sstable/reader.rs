@@ -219,7 +219,7 @@ impl TableReader {
         index.seek(lookup_ikey);
         while index.valid() {
             let handle = self.decode_handle(index.value())?;
-            let block = self.read_data_block(handle, read)?;
+            let block = self.read_data_block(handle, read, None)?;
             let it = match data.as_mut() {
                 Some(it) => {
                     it.set_block(block);
@@ -274,7 +274,7 @@ impl TableReader {
     /// Every (internal key, value) of the data block at `handle`, its checksum verified and
     /// the block cache bypassed. For tools.
     pub fn data_block_entries(&self, handle: BlockHandle) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-        let block = Arc::new(self.load_block(handle, true)?);
+        let block = Arc::new(self.load_block(handle, true, None)?);
         let mut it = BlockIter::new(block);
         it.seek_to_first();
         let mut out = Vec::new();
@@ -335,29 +335,13 @@ impl TableReader {
         })
     }
 
-    /// The data block at `handle`, from the block cache when possible.
-    fn read_data_block(&self, handle: BlockHandle, read: ReadBlockOptions) -> Result<Arc<Block>> {
-        let Some(cache) = &self.block_cache else {
-            return Ok(Arc::new(self.load_block(handle, read.verify_checksums)?));
-        };
-        let key = CacheKey { owner: cache.owner, file: self.cache_id, offset: handle.offset };
-        if let Some(b) = cache.cache.lookup(&key) {
-            return Ok(b);
-        }
-        let b = Arc::new(self.load_block(handle, read.verify_checksums)?);
-        if read.fill_cache {
-            cache.cache.insert(key, b.clone(), b.memory_size(), Priority::Low);
-        }
-        Ok(b)
-    }
-
-    /// [`TableReader::read_data_block`] for an iterator: a block not in the cache is read
-    /// through the iterator's readahead.
-    fn read_data_block_ahead(
+    /// The data block at `handle`, from the block cache when possible; read from the file
+    /// through `ahead` (an iterator's readahead) when given.
+    fn read_data_block(
         &self,
         handle: BlockHandle,
         read: ReadBlockOptions,
-        ahead: &mut Readahead,
+        ahead: Option<&mut Readahead>,
     ) -> Result<Arc<Block>> {
         let key = self.block_cache.as_ref().map(|c| CacheKey {
             owner: c.owner,
@@ -369,26 +353,29 @@ impl TableReader {
                 return Ok(b);
             }
         }
-        self.check_handle(handle)?;
-        let len = handle.size as usize + BLOCK_TRAILER_LEN;
-        let bytes = ahead.read(&*self.file, handle.offset, len, self.blocks_end)?.to_vec();
-        let data = super::format::decode_block(
-            &self.path,
-            handle,
-            bytes,
-            self.checksum,
-            read.verify_checksums,
-        )?;
-        let b = Arc::new(Block::new(data, handle.offset).map_err(|e| e.with_file(&self.path))?);
+        let b = Arc::new(self.load_block(handle, read.verify_checksums, ahead)?);
         if let (Some(c), Some(key), true) = (&self.block_cache, key, read.fill_cache) {
             c.cache.insert(key, b.clone(), b.memory_size(), Priority::Low);
         }
         Ok(b)
     }
 
-    fn load_block(&self, handle: BlockHandle, verify: bool) -> Result<Block> {
+    /// Reads, checks and parses the block at `handle`, through `ahead` when given.
+    fn load_block(
+        &self,
+        handle: BlockHandle,
+        verify: bool,
+        ahead: Option<&mut Readahead>,
+    ) -> Result<Block> {
         self.check_handle(handle)?;
-        let data = read_block(&*self.file, handle, self.checksum, verify)?;
+        let data = match ahead {
+            None => read_block(&*self.file, handle, self.checksum, verify)?,
+            Some(ra) => {
+                let len = handle.size as usize + BLOCK_TRAILER_LEN;
+                let bytes = ra.read(&*self.file, handle.offset, len, self.blocks_end)?.to_vec();
+                super::format::decode_block(&self.path, handle, bytes, self.checksum, verify)?
+            }
+        };
         Block::new(data, handle.offset).map_err(|e| e.with_file(&self.path))
     }
 }
@@ -433,7 +420,7 @@ impl TableIterator {
                 return true;
             }
         }
-        match self.table.read_data_block_ahead(handle, self.read, &mut self.readahead) {
+        match self.table.read_data_block(handle, self.read, Some(&mut self.readahead)) {
             Ok(block) => {
                 match &mut self.data {
                     Some(d) => d.set_block(block),
