@@ -25,7 +25,6 @@ use std::time::{Duration, Instant};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use strata::env::OsFs;
-use strata::Db;
 
 use crate::expected::ExpectedState;
 use crate::value::mix;
@@ -241,8 +240,9 @@ fn one_cycle(
     keep_crashed_files(cfg, dbdir);
     let state = ExpectedState::open(state_path).map_err(|e| e.to_string())?;
     let t0 = Instant::now();
-    let db = Db::open(&verify_options(Arc::new(OsFs), crate::run_wal_dir(cfg.seed, dbdir)), dbdir)
-        .map_err(|e| format!("recovery failed (kill points {spec:?}): {e}"))?;
+    let db =
+        crate::open_db(&verify_options(Arc::new(OsFs), crate::run_wal_dir(cfg.seed, dbdir)), dbdir)
+            .map_err(|e| format!("recovery failed (kill points {spec:?}): {e}"))?;
     sum.recovery_us.push(t0.elapsed().as_micros() as u64);
     let (obs, problems) =
         read_all(&db, cfg.keys).map_err(|e| format!("read after recovery: {e}"))?;
@@ -335,7 +335,7 @@ pub fn child_main(args: &ChildArgs) -> i32 {
         }
     };
     let progress = Progress::new(Some(progress_file));
-    let db = match Db::open(&opts, &args.dir) {
+    let db = match crate::open_db(&opts, &args.dir) {
         Ok(db) => db,
         Err(e) => {
             eprintln!("open: {e}");

@@ -51,6 +51,23 @@ pub fn run_wal_dir(seed: u64, db: &std::path::Path) -> Option<std::path::PathBuf
 /// Random engine options for one cycle of the DB at `db`. `small` picks the small memtables
 /// and levels the in-memory loops use, so that flushes and compactions happen within a short
 /// cycle. `wal_dir` is the run's WAL directory ([`run_wal_dir`]).
+/// The column family every crash-loop write also goes to, in the same batch: after any
+/// crash it must agree with `default` key for key (cross-family batches are atomic). Its
+/// memtable is half the size of `default`'s, so the two flush at different moments.
+pub const SHADOW_CF: &str = "shadow";
+
+/// Opens the crash loops' DB: `default` and [`SHADOW_CF`] (created when missing).
+pub fn open_db(opts: &Options, dir: impl AsRef<std::path::Path>) -> strata::Result<strata::Db> {
+    let opts = Options { create_missing_column_families: true, ..opts.clone() };
+    let shadow =
+        Options { write_buffer_size: (opts.write_buffer_size / 2).max(4096), ..opts.clone() };
+    strata::Db::open_cf_descriptors(
+        &opts,
+        dir,
+        [strata::ColumnFamilyDescriptor::new(SHADOW_CF, shadow)],
+    )
+}
+
 pub fn random_options(
     rng: &mut StdRng,
     fs: Arc<dyn FileSystem>,

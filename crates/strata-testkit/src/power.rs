@@ -23,7 +23,6 @@ use std::time::{Duration, Instant};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use strata::env::{CrashMode, FaultFs, MemFs};
-use strata::Db;
 
 use crate::expected::{ExpectedState, KeyState, Observed};
 use crate::value::mix;
@@ -145,7 +144,7 @@ fn one_cycle(
     let view = FaultFs::new(Arc::new(mem.clone()), seed);
     let wal_dir = crate::run_wal_dir(cfg.seed, std::path::Path::new(DB));
     let opts = random_options(&mut rng, Arc::new(view.clone()), true, wal_dir.clone());
-    let db = Db::open(&opts, DB).map_err(|e| format!("open before writing: {e}"))?;
+    let db = crate::open_db(&opts, DB).map_err(|e| format!("open before writing: {e}"))?;
     let wl = WorkloadConfig::random(&mut rng, cfg.keys, cfg.threads);
     let init: Vec<KeyState> = (0..cfg.keys).map(|i| state.get(i).state).collect();
     let history = History::new(cfg.threads);
@@ -208,7 +207,7 @@ fn one_cycle(
 
     let view2 = FaultFs::new(Arc::new(mem.clone()), seed ^ 1);
     let t0 = Instant::now();
-    let db = Db::open(&verify_options(Arc::new(view2), wal_dir), DB)
+    let db = crate::open_db(&verify_options(Arc::new(view2), wal_dir), DB)
         .map_err(|e| format!("recovery after {mode:?} failed: {e}"))?;
     sum.recovery_us.push(t0.elapsed().as_micros() as u64);
     let (obs, problems) =

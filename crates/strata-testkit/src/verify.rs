@@ -38,6 +38,19 @@ pub fn read_all(db: &Db, keys: u32) -> Result<(Vec<Observed>, Vec<String>), stra
             problems.push(format!("key {i}: get finds it, the iterator skips it"));
         }
     }
+    // Every write went to both families in one batch: they must agree after any crash.
+    if let Some(cf) = db.cf_handle(crate::SHADOW_CF) {
+        for i in 0..keys {
+            let o = observe(i, db.get_cf(&cf, key(i))?.as_deref());
+            if o != obs[i as usize] {
+                problems.push(format!(
+                    "key {i}: family {} holds {o:?}, default {:?} (a batch torn across families)",
+                    crate::SHADOW_CF,
+                    obs[i as usize]
+                ));
+            }
+        }
+    }
     Ok((obs, problems))
 }
 

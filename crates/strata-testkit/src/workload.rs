@@ -195,7 +195,13 @@ pub fn run_thread(w: &Writer<'_>, tid: u32) -> ThreadStats {
             break;
         }
         if cfg.flush_ratio > 0.0 && rng.gen_bool(cfg.flush_ratio) {
-            if let Err(e) = db.flush() {
+            // Either family alone: each flushes on its own.
+            let shadow = db.cf_handle(crate::SHADOW_CF).filter(|_| rng.gen_bool(0.5));
+            let flushed = match &shadow {
+                Some(cf) => db.flush_cf(cf),
+                None => db.flush(),
+            };
+            if let Err(e) = flushed {
                 stats.error = Some(format!("flush: {e}"));
                 break;
             }
@@ -242,7 +248,9 @@ pub fn run_thread(w: &Writer<'_>, tid: u32) -> ThreadStats {
         let wo = WriteOptions { sync, disable_wal };
         let ranged = cfg.range_delete_ratio > 0.0 && rng.gen_bool(cfg.range_delete_ratio);
         let start = history.map_or(0, History::tick);
-        let result = if ops.len() == 1 {
+        // Every op also goes to the shadow family, in the same batch (`crate::SHADOW_CF`).
+        let shadow = db.cf_handle(crate::SHADOW_CF);
+        let result = if ops.len() == 1 && shadow.is_none() {
             let (i, op, v) = ops[0];
             match op {
                 OpKind::Put => db.put_opt(key(i), payload(i, v), &wo),
@@ -262,6 +270,16 @@ pub fn run_thread(w: &Writer<'_>, tid: u32) -> ThreadStats {
                     }
                     OpKind::Delete => b.delete(key(i)),
                     OpKind::Merge => b.merge(key(i), value::operand(i, v).to_le_bytes()),
+                }
+                if let Some(cf) = &shadow {
+                    match op {
+                        OpKind::Put => b.put_cf(cf, key(i), payload(i, v)),
+                        OpKind::Delete if ranged => {
+                            b.delete_range_cf(cf, key(i), single_key_range_end(&key(i)));
+                        }
+                        OpKind::Delete => b.delete_cf(cf, key(i)),
+                        OpKind::Merge => b.merge_cf(cf, key(i), value::operand(i, v).to_le_bytes()),
+                    }
                 }
             }
             db.write_opt(b, &wo)

@@ -55,6 +55,8 @@ pub enum Error {
     Background(String),
     /// The database is shutting down.
     ShutdownInProgress,
+    /// The column family (named) was dropped: the call's work on it was abandoned.
+    ColumnFamilyDropped(String),
 }
 
 impl Error {
@@ -115,6 +117,7 @@ impl Error {
             Error::Locked(p) => Error::Locked(p.clone()),
             Error::Background(s) => Error::Background(s.clone()),
             Error::ShutdownInProgress => Error::ShutdownInProgress,
+            Error::ColumnFamilyDropped(s) => Error::ColumnFamilyDropped(s.clone()),
         }
     }
 }
@@ -144,6 +147,7 @@ impl fmt::Display for Error {
                 write!(f, "database is read-only after a background error: {s}")
             }
             Error::ShutdownInProgress => write!(f, "database is shutting down"),
+            Error::ColumnFamilyDropped(s) => write!(f, "column family {s:?} was dropped"),
         }
     }
 }

@@ -146,7 +146,7 @@ pub fn manifest(data: &[u8]) -> Result<()> {
     let _ = fs.create_dir_all(&dir);
     fs.write_file(&dir.join("CURRENT"), b"MANIFEST-000001\n");
     fs.write_file(&dir.join("MANIFEST-000001"), data);
-    VersionSet::recover(Arc::new(fs), &dir, 7).map(|_| ())
+    VersionSet::recover(Arc::new(fs), &dir, &|_: &str| 7).map(|_| ())
 }
 
 /// Decodes `data` as a write batch (a WAL record's payload) and iterates its records.

@@ -420,10 +420,12 @@ pub fn verify_db(opts: &Options, dir: &Path) -> Result<Vec<FileCheck>> {
     }
     let wal_dir = opts.wal_dir.clone().unwrap_or_else(|| dir.to_path_buf());
     let mut checks = Vec::new();
-    let recovered = VersionSet::recover(opts.fs.clone(), dir, opts.num_levels);
+    let levels = |_: &str| crate::version::levels::MAX_NUM_LEVELS;
+    let recovered = VersionSet::recover(opts.fs.clone(), dir, &levels);
     let (tables, oldest_wal): (Vec<FileNumber>, FileNumber) = match recovered {
         Ok(vs) => {
-            let mut tables: Vec<FileNumber> = vs.current().file_numbers().collect();
+            let mut tables: Vec<FileNumber> =
+                vs.families().values().flat_map(|f| f.current.file_numbers()).collect();
             tables.sort_unstable();
             checks.push(FileCheck {
                 path: current_manifest(fs, dir)?,

@@ -11,6 +11,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod cache;
+pub mod column_family;
 pub mod env;
 pub mod error;
 pub mod inspect;
@@ -41,9 +42,10 @@ pub mod fuzz_api;
 pub use util::kill_point;
 
 pub use cache::{CacheType, HyperClockCacheOptions, LruCacheOptions, Priority as CachePriority};
+pub use column_family::{AsColumnFamilyRef, ColumnFamilyId, DEFAULT_COLUMN_FAMILY_NAME};
 pub use db::{
-    BackupEngine, BackupInfo, Checkpoint, Db, DbIterator, DbRawIterator, Direction, IteratorMode,
-    LiveFileMetaData, RepairReport,
+    BackupEngine, BackupInfo, Checkpoint, ColumnFamily, ColumnFamilyDescriptor, Db, DbIterator,
+    DbRawIterator, Direction, IteratorMode, LiveFileMetaData, RepairReport,
 };
 pub use error::{Error, Result};
 pub use merge_operator::MergeOperator;
@@ -55,7 +57,7 @@ pub use snapshot::Snapshot;
 pub use sstable::{Cache, CompressionType};
 pub use util::checksum::ChecksumType;
 pub use wal::WalRecoveryMode;
-pub use write_batch::WriteBatch;
+pub use write_batch::{WriteBatch, WriteBatchIterator};
 
 /// The README's examples, compiled and run as doctests.
 #[doc = include_str!("../../../README.md")]

@@ -23,6 +23,9 @@ pub struct Options {
     pub create_if_missing: bool,
     /// Fail `open` when the DB already exists. Default: false.
     pub error_if_exists: bool,
+    /// `Db::open_cf`/`open_cf_descriptors`: create the named families the DB lacks (else
+    /// such an open fails). Default: false.
+    pub create_missing_column_families: bool,
     /// The filesystem all I/O goes through. Default: the OS filesystem.
     pub fs: Arc<dyn FileSystem>,
     /// Bytes a memtable may hold before it is switched for a new one and flushed. Larger
@@ -224,6 +227,7 @@ impl Default for Options {
         let table = TableOptions::default();
         Options {
             create_if_missing: true,
+            create_missing_column_families: false,
             error_if_exists: false,
             fs: Arc::new(OsFs),
             write_buffer_size: 64 << 20,
@@ -417,6 +421,7 @@ impl Options {
         };
         vec![
             ("create_if_missing", self.create_if_missing.to_string()),
+            ("create_missing_column_families", self.create_missing_column_families.to_string()),
             ("error_if_exists", self.error_if_exists.to_string()),
             ("write_buffer_size", self.write_buffer_size.to_string()),
             ("max_write_buffer_number", self.max_write_buffer_number.to_string()),

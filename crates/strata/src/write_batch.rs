@@ -10,6 +10,7 @@
 //!   tag 2 Merge         body := varint key_len | key | varint operand_len | operand
 //!   tag 3 SingleDelete  body := varint key_len | key
 //!   tag 4 DeleteRange   body := varint begin_len | begin | varint end_len | end (exclusive)
+//!   tag | 0x80          varint32 column_family | body of the tag's kind
 //! ```
 //!
 //! Integers are little-endian; lengths are LEB128 varints of at most 5 bytes (values up to
@@ -17,6 +18,11 @@
 //! sequence number of the first record; record `i` gets `sequence + i`. `count` is the number
 //! of records. An unknown tag is corruption, so an older reader given a batch with a record kind
 //! added later refuses it instead of misapplying it.
+//!
+//! A record of a column family other than `default` (id 0) has bit 7 set in its tag and the
+//! family's id after it; a record without the bit belongs to `default`, so batches of a DB
+//! with one family are encoded exactly as before families existed, and an older reader
+//! refuses a batch naming another family (an unknown tag).
 //!
 //! Limits: a key, value, operand or range bound is at most `u32::MAX` bytes (4 GiB - 1) and a
 //! batch holds at most `u32::MAX` records. The builder methods cannot fail (they mirror the
@@ -27,9 +33,25 @@ use std::fmt;
 #[cfg(test)]
 use std::path::Path;
 
+use crate::column_family::{AsColumnFamilyRef, ColumnFamilyId};
 use crate::error::{Error, Result};
 use crate::types::{SeqNo, ValueType};
-use crate::util::coding::{decode_fixed32, decode_fixed64, put_varint64, Reader};
+use crate::util::coding::{decode_fixed32, decode_fixed64, put_varint32, put_varint64, Reader};
+
+/// Receives the records of a batch from [`WriteBatch::iterate`] (rust-rocksdb's
+/// `WriteBatchIterator`, whose boxed arguments it keeps so handlers port unchanged); merges
+/// and range deletions are ignored unless overridden.
+#[allow(clippy::boxed_local)]
+pub trait WriteBatchIterator {
+    /// A put of `key` to `value`.
+    fn put(&mut self, key: Box<[u8]>, value: Box<[u8]>);
+    /// A deletion of `key` (single deletions included).
+    fn delete(&mut self, key: Box<[u8]>);
+    /// A merge operand for `key`.
+    fn merge(&mut self, _key: Box<[u8]>, _operand: Box<[u8]>) {}
+    /// A deletion of `[begin, end)`.
+    fn delete_range(&mut self, _begin: Box<[u8]>, _end: Box<[u8]>) {}
+}
 
 /// Bytes of the batch header: sequence (8) + count (4).
 pub(crate) const HEADER_SIZE: usize = 12;
@@ -54,11 +76,18 @@ pub struct WriteBatch {
     inverted_range: bool,
     /// Set when the batch holds a merge: a DB without a merge operator refuses it.
     has_merge: bool,
+    /// Set when a record names a column family other than `default`.
+    has_cf: bool,
 }
+
+/// The tag bit saying a column family id follows the tag.
+const CF_TAG_BIT: u8 = 0x80;
 
 /// One decoded record, borrowing from the batch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct BatchRecord<'a> {
+    /// The record's column family (0: `default`).
+    pub cf: ColumnFamilyId,
     pub value_type: ValueType,
     /// The key (for `RangeDeletion`, the inclusive range start).
     pub key: &'a [u8],
@@ -74,6 +103,7 @@ impl Default for WriteBatch {
             oversized: false,
             inverted_range: false,
             has_merge: false,
+            has_cf: false,
         }
     }
 }
@@ -98,35 +128,90 @@ impl WriteBatch {
     pub fn with_capacity_bytes(bytes: usize) -> Self {
         let mut rep = Vec::with_capacity(HEADER_SIZE + bytes);
         rep.resize(HEADER_SIZE, 0);
-        WriteBatch { rep, oversized: false, inverted_range: false, has_merge: false }
+        WriteBatch { rep, oversized: false, inverted_range: false, has_merge: false, has_cf: false }
     }
 
     /// Sets `key` to `value`.
     pub fn put<K: AsRef<[u8]>, V: AsRef<[u8]>>(&mut self, key: K, value: V) {
-        self.add(ValueType::Value, key.as_ref(), Some(value.as_ref()));
+        self.add(0, ValueType::Value, key.as_ref(), Some(value.as_ref()));
     }
 
     /// Deletes `key`.
     pub fn delete<K: AsRef<[u8]>>(&mut self, key: K) {
-        self.add(ValueType::Deletion, key.as_ref(), None);
+        self.add(0, ValueType::Deletion, key.as_ref(), None);
     }
 
     /// Adds a merge operand for `key`, combined with older values by the merge operator.
     pub fn merge<K: AsRef<[u8]>, V: AsRef<[u8]>>(&mut self, key: K, value: V) {
         self.has_merge = true;
-        self.add(ValueType::Merge, key.as_ref(), Some(value.as_ref()));
+        self.add(0, ValueType::Merge, key.as_ref(), Some(value.as_ref()));
     }
 
     /// Deletes the one earlier `put` of `key`; see RocksDB's SingleDelete for the contract
     /// (the key was put at most once since its last deletion, and never merged).
     pub fn single_delete<K: AsRef<[u8]>>(&mut self, key: K) {
-        self.add(ValueType::SingleDeletion, key.as_ref(), None);
+        self.add(0, ValueType::SingleDeletion, key.as_ref(), None);
     }
 
     /// Deletes every key in `[begin, end)`.
     pub fn delete_range<K: AsRef<[u8]>>(&mut self, begin: K, end: K) {
         self.inverted_range |= begin.as_ref() > end.as_ref();
-        self.add(ValueType::RangeDeletion, begin.as_ref(), Some(end.as_ref()));
+        self.add(0, ValueType::RangeDeletion, begin.as_ref(), Some(end.as_ref()));
+    }
+
+    /// [`WriteBatch::put`] in column family `cf`.
+    pub fn put_cf<K: AsRef<[u8]>, V: AsRef<[u8]>>(
+        &mut self,
+        cf: &impl AsColumnFamilyRef,
+        key: K,
+        value: V,
+    ) {
+        self.add(cf.cf_id(), ValueType::Value, key.as_ref(), Some(value.as_ref()));
+    }
+
+    /// [`WriteBatch::delete`] in column family `cf`.
+    pub fn delete_cf<K: AsRef<[u8]>>(&mut self, cf: &impl AsColumnFamilyRef, key: K) {
+        self.add(cf.cf_id(), ValueType::Deletion, key.as_ref(), None);
+    }
+
+    /// [`WriteBatch::merge`] in column family `cf`.
+    pub fn merge_cf<K: AsRef<[u8]>, V: AsRef<[u8]>>(
+        &mut self,
+        cf: &impl AsColumnFamilyRef,
+        key: K,
+        value: V,
+    ) {
+        self.has_merge = true;
+        self.add(cf.cf_id(), ValueType::Merge, key.as_ref(), Some(value.as_ref()));
+    }
+
+    /// [`WriteBatch::single_delete`] in column family `cf`.
+    pub fn single_delete_cf<K: AsRef<[u8]>>(&mut self, cf: &impl AsColumnFamilyRef, key: K) {
+        self.add(cf.cf_id(), ValueType::SingleDeletion, key.as_ref(), None);
+    }
+
+    /// [`WriteBatch::delete_range`] in column family `cf`.
+    pub fn delete_range_cf<K: AsRef<[u8]>>(
+        &mut self,
+        cf: &impl AsColumnFamilyRef,
+        begin: K,
+        end: K,
+    ) {
+        self.inverted_range |= begin.as_ref() > end.as_ref();
+        self.add(cf.cf_id(), ValueType::RangeDeletion, begin.as_ref(), Some(end.as_ref()));
+    }
+
+    /// Calls `handler` for every record in order (rust-rocksdb's `WriteBatch::iterate`; records
+    /// of every family, without their family, as there).
+    pub fn iterate(&self, handler: &mut dyn WriteBatchIterator) {
+        for r in self.iter() {
+            match r.value_type {
+                ValueType::Value => handler.put(r.key.into(), r.value.into()),
+                ValueType::Deletion | ValueType::SingleDeletion => handler.delete(r.key.into()),
+                ValueType::Merge => handler.merge(r.key.into(), r.value.into()),
+                ValueType::RangeDeletion => handler.delete_range(r.key.into(), r.value.into()),
+            }
+        }
     }
 
     /// Removes every record and resets the header.
@@ -136,6 +221,7 @@ impl WriteBatch {
         self.oversized = false;
         self.inverted_range = false;
         self.has_merge = false;
+        self.has_cf = false;
     }
 
     /// Number of records.
@@ -169,11 +255,12 @@ impl WriteBatch {
         }
         let mut r = Reader::new(&data[HEADER_SIZE..]);
         let mut found: u64 = 0;
-        let mut has_merge = false;
+        let (mut has_merge, mut has_cf) = (false, false);
         while !r.is_empty() {
             let rec =
                 decode_record(&mut r).map_err(|(at, reason)| corrupt(HEADER_SIZE + at, reason))?;
             has_merge |= rec.value_type == ValueType::Merge;
+            has_cf |= rec.cf != 0;
             found += 1;
         }
         let count = decode_fixed32(&data, COUNT_OFFSET);
@@ -183,7 +270,7 @@ impl WriteBatch {
                 format!("header says {count} records, the batch holds {found}"),
             ));
         }
-        Ok(WriteBatch { rep: data, oversized: false, inverted_range: false, has_merge })
+        Ok(WriteBatch { rep: data, oversized: false, inverted_range: false, has_merge, has_cf })
     }
 
     #[cfg(test)]
@@ -228,6 +315,7 @@ impl WriteBatch {
         self.oversized |= other.oversized;
         self.inverted_range |= other.inverted_range;
         self.has_merge |= other.has_merge;
+        self.has_cf |= other.has_cf;
         match self.count().checked_add(other.count()) {
             Some(n) => self.set_count(n),
             None => {
@@ -260,14 +348,36 @@ impl WriteBatch {
         self.has_merge
     }
 
+    /// Whether a record names a column family other than `default`.
+    pub(crate) fn has_cf(&self) -> bool {
+        self.has_cf
+    }
+
+    /// The column families the batch's records name, ascending, without repeats.
+    pub(crate) fn column_families(&self) -> Vec<ColumnFamilyId> {
+        if !self.has_cf {
+            return vec![0];
+        }
+        let mut ids: Vec<ColumnFamilyId> = self.iter().map(|r| r.cf).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    }
+
     /// The records in order, without copying.
     #[allow(clippy::iter_without_into_iter)] // crate-internal: `BatchRecord` is not public.
     pub(crate) fn iter(&self) -> BatchIter<'_> {
         BatchIter { r: Reader::new(self.rep.get(HEADER_SIZE..).unwrap_or_default()) }
     }
 
-    fn add(&mut self, t: ValueType, key: &[u8], value: Option<&[u8]>) {
-        self.rep.push(t as u8);
+    fn add(&mut self, cf: ColumnFamilyId, t: ValueType, key: &[u8], value: Option<&[u8]>) {
+        if cf == 0 {
+            self.rep.push(t as u8);
+        } else {
+            self.has_cf = true;
+            self.rep.push(t as u8 | CF_TAG_BIT);
+            put_varint32(&mut self.rep, cf);
+        }
         self.put_slice(key);
         if let Some(v) = value {
             self.put_slice(v);
@@ -321,7 +431,12 @@ fn corrupt(offset: usize, reason: impl fmt::Display) -> Error {
 fn decode_record<'a>(r: &mut Reader<'a>) -> std::result::Result<BatchRecord<'a>, (usize, String)> {
     let at = r.position();
     let tag = r.u8().ok_or((at, "missing record tag".to_string()))?;
-    let value_type = ValueType::from_u8(tag)
+    let cf = if tag & CF_TAG_BIT != 0 {
+        r.varint32().ok_or_else(|| (at, format!("bad column family id after tag {tag}")))?
+    } else {
+        0
+    };
+    let value_type = ValueType::from_u8(tag & !CF_TAG_BIT)
         .ok_or_else(|| (at, format!("unknown record tag {tag} (written by a newer version?)")))?;
     let key = get_slice(r).ok_or_else(|| (at, format!("bad key in record with tag {tag}")))?;
     let value = match value_type {
@@ -330,7 +445,7 @@ fn decode_record<'a>(r: &mut Reader<'a>) -> std::result::Result<BatchRecord<'a>,
         }
         ValueType::Deletion | ValueType::SingleDeletion => &[],
     };
-    Ok(BatchRecord { value_type, key, value })
+    Ok(BatchRecord { cf, value_type, key, value })
 }
 
 /// A `varint len | bytes` slice with `len <= MAX_KEY_OR_VALUE_LEN`.

@@ -116,10 +116,10 @@ impl BackupEngine {
             )));
         }
         let id = self.ids()?.last().map_or(1, |&i| i + 1);
-        let (version, counters) = capture(db)?;
+        let (families, counters) = capture(db)?;
         let fs = self.fs.as_ref();
         let mut files = Vec::new();
-        for n in version.file_numbers() {
+        for n in families.iter().flat_map(|f| f.version.file_numbers()) {
             files.push(self.store_table(&table_path(&db.inner.dir, n), n)?);
             crate::kill_point!("backup.table");
         }
@@ -133,8 +133,9 @@ impl BackupEngine {
             log_number: FileNumber(0),
             next_file: FileNumber(manifest.0 + 1),
             last_sequence: counters.last_sequence,
+            max_column_family: counters.max_column_family,
         };
-        write_manifest_for(fs, &private, manifest, &version, &backup_counters)?;
+        write_manifest_for(fs, &private, manifest, &families, &backup_counters)?;
         let name = manifest_name(manifest);
         let (size, crc) = file_crc(fs, &private.join(&name))?;
         files.push(BackupFile { stored: format!("{PRIVATE}/{id}/{name}"), name, size, crc });

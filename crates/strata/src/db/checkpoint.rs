@@ -18,15 +18,13 @@
 //! only read (besides the flush).
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use super::Db;
 use crate::env::{copy_file, parent_dir, FileSystem};
 use crate::error::{Error, Result};
 use crate::filename::table_path;
 use crate::types::FileNumber;
-use crate::version::levels::Version;
-use crate::version::set::{write_manifest_for, Counters};
+use crate::version::set::{write_manifest_for, Counters, FamilySnapshot};
 
 /// A checkpoint made by [`Checkpoint::create`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -70,12 +68,19 @@ pub(crate) fn remove_leftover_dir(fs: &dyn FileSystem, dir: &Path) -> Result<()>
     fs.remove_dir(dir)
 }
 
-/// Steps 1 and 2 of the protocol: flushes, then takes the current version and the counters
-/// together (the version holds its tables alive).
-pub(crate) fn capture(db: &Db) -> Result<(Arc<Version>, Counters)> {
-    db.flush()?;
+/// Steps 1 and 2 of the protocol: flushes every family, then takes the families' current
+/// versions and the counters together (the versions hold their tables alive).
+pub(crate) fn capture(db: &Db) -> Result<(Vec<FamilySnapshot>, Counters)> {
+    for cfd in db.inner.families() {
+        super::flush::flush_and_wait(&db.inner, &cfd)?;
+    }
     let versions = db.inner.versions.lock();
-    Ok((versions.current().clone(), versions.counters()))
+    let mut families = versions.snapshot();
+    for f in &mut families {
+        // Everything is in tables: the copy needs no WAL.
+        f.log_number = FileNumber(0);
+    }
+    Ok((families, versions.counters()))
 }
 
 fn create(db: &Db, dir: &Path) -> Result<Checkpoint> {
@@ -95,12 +100,12 @@ fn create(db: &Db, dir: &Path) -> Result<Checkpoint> {
     }
     let tmp = temp_dir_for(dir)?;
     remove_leftover_dir(fs, &tmp)?;
-    let (version, counters) = capture(db)?;
+    let (families, counters) = capture(db)?;
     let parent = parent_dir(dir);
     fs.create_dir_all(&tmp)?;
     fs.sync_dir(&parent)?;
     let (mut tables_linked, mut tables_copied) = (0, 0);
-    for n in version.file_numbers() {
+    for n in families.iter().flat_map(|f| f.version.file_numbers()) {
         let (src, dst) = (table_path(&inner.dir, n), table_path(&tmp, n));
         if fs.link(&src, &dst).is_ok() {
             tables_linked += 1;
@@ -116,9 +121,10 @@ fn create(db: &Db, dir: &Path) -> Result<Checkpoint> {
         log_number: FileNumber(0),
         next_file: FileNumber(manifest.0 + 1),
         last_sequence: counters.last_sequence,
+        max_column_family: counters.max_column_family,
     };
     crate::kill_point!("checkpoint.manifest");
-    write_manifest_for(fs, &tmp, manifest, &version, &counters)?;
+    write_manifest_for(fs, &tmp, manifest, &families, &counters)?;
     crate::kill_point!("checkpoint.rename");
     fs.rename(&tmp, dir)?;
     fs.sync_dir(&parent)?;

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use super::DbInner;
+use super::{Cfd, DbInner};
 use crate::compaction::job::{run_job, JobEnv};
 use crate::compaction::picker::{
     level_targets, overlapping, plan_for, CompactionPlan, PickContext,
@@ -31,28 +31,42 @@ pub(crate) fn start_compaction_threads(inner: &Arc<DbInner>) -> Result<Vec<JoinH
         .collect()
 }
 
+/// The first compaction any family needs (families in id order), marked busy.
+fn pick_any(st: &mut super::DbState) -> Option<(Arc<Cfd>, CompactionPlan)> {
+    let now = now_secs();
+    let found = st.cfs.values().find_map(|c| {
+        if c.cfd.opts.disable_auto_compactions {
+            return None;
+        }
+        let v = c.cfd.current_super_version().version.clone();
+        pick(&v, &c.cfd.opts.picker_options(), &st.compacting, now).map(|p| (c.cfd.clone(), p))
+    });
+    if let Some((_, p)) = &found {
+        mark_busy(&mut st.compacting, p);
+        st.running_compactions += 1;
+    }
+    found
+}
+
 fn compaction_loop(inner: &DbInner) {
-    let picker = inner.opts.picker_options();
-    let timed =
-        picker.style == crate::compaction::style::CompactionStyle::Fifo && picker.fifo.ttl_secs > 0;
     loop {
-        let plan = {
+        let (cfd, plan) = {
             let mut st = inner.state.lock();
             loop {
                 if st.shutting_down {
                     return;
                 }
-                if st.bg_error.is_none()
-                    && !inner.opts.disable_auto_compactions
-                    && st.manual_compactions == 0
-                {
-                    let v = inner.current_super_version().version.clone();
-                    if let Some(p) = pick(&v, &picker, &st.compacting, now_secs()) {
-                        mark_busy(&mut st.compacting, &p);
-                        st.running_compactions += 1;
+                if st.bg_error.is_none() && st.manual_compactions == 0 {
+                    if let Some(p) = pick_any(&mut st) {
                         break p;
                     }
                 }
+                // Files expire with time alone under FIFO's TTL: look again without being woken.
+                let timed = st.cfs.values().any(|c| {
+                    let p = c.cfd.opts.picker_options();
+                    p.style == crate::compaction::style::CompactionStyle::Fifo
+                        && p.fifo.ttl_secs > 0
+                });
                 if timed {
                     // Files expire with time alone: look again without being woken.
                     inner.bg_cv.wait_for(&mut st, std::time::Duration::from_secs(1));
@@ -61,7 +75,7 @@ fn compaction_loop(inner: &DbInner) {
                 }
             }
         };
-        let result = execute(inner, &plan);
+        let result = execute(inner, &cfd, &plan);
         finish(inner, &plan, result);
     }
 }
@@ -79,8 +93,9 @@ fn finish(inner: &DbInner, plan: &CompactionPlan, result: Result<()>) {
         }
         st.running_compactions -= 1;
         match &result {
-            // Abandoned because the DB is closing: the inputs are intact, nothing failed.
-            Err(Error::ShutdownInProgress) => {}
+            // Abandoned because the DB is closing or the family was dropped: the inputs are
+            // intact, nothing failed.
+            Err(Error::ShutdownInProgress | Error::ColumnFamilyDropped(_)) => {}
             Err(e) => inner.set_bg_error(&mut st, e),
             Ok(()) => {}
         }
@@ -89,13 +104,13 @@ fn finish(inner: &DbInner, plan: &CompactionPlan, result: Result<()>) {
     super::obsolete::purge_obsolete_tables(inner);
 }
 
-/// Runs `plan` and installs its result.
-fn execute(inner: &DbInner, plan: &CompactionPlan) -> Result<()> {
-    let sv = inner.current_super_version();
+/// Runs `plan` (of family `cfd`) and installs its result.
+fn execute(inner: &DbInner, cfd: &Arc<Cfd>, plan: &CompactionPlan) -> Result<()> {
+    let sv = cfd.current_super_version();
     let snapshots = inner.snapshots.sequences();
     let new_file_number = || inner.new_file_number();
     let uncompressed;
-    let mut table_options = &inner.table_options[plan.output_level];
+    let mut table_options = &cfd.table_options[plan.output_level];
     if !plan.compress {
         uncompressed = crate::sstable::TableOptions {
             compression: crate::sstable::CompressionType::None,
@@ -108,7 +123,7 @@ fn execute(inner: &DbInner, plan: &CompactionPlan) -> Result<()> {
         dir: &inner.dir,
         tables: &inner.table_cache,
         table_options,
-        merge_operator: inner.opts.merge_operator.as_deref(),
+        merge_operator: cfd.opts.merge_operator.as_deref(),
         snapshots: &snapshots,
         version: &sv.version,
         max_subcompactions: inner.opts.max_subcompactions,
@@ -119,15 +134,23 @@ fn execute(inner: &DbInner, plan: &CompactionPlan) -> Result<()> {
     let mut result = run_job(&env, plan)?;
     let outputs: Vec<FileNumber> = result.edit.new_files.iter().map(|(_, f)| f.number).collect();
     crate::kill_point!("compaction.install");
+    result.edit.column_family = cfd.id;
     let installed = {
         let mut versions = inner.versions.lock();
-        versions.log_and_apply(&mut result.edit).map(|version| {
-            let mut st = inner.state.lock();
-            st.obsolete_tables
-                .extend(plan.all_inputs().map(|(_, f)| f.number).filter(|n| !outputs.contains(n)));
-            inner.install_super_version(&st, version);
-            inner.bg_cv.notify_all();
-        })
+        if cfd.dropped.load(std::sync::atomic::Ordering::Acquire) {
+            Err(Error::ColumnFamilyDropped(cfd.name.clone()))
+        } else {
+            versions.log_and_apply(&mut result.edit, cfd.opts.num_levels).map(|version| {
+                let mut st = inner.state.lock();
+                st.obsolete_tables.extend(
+                    plan.all_inputs().map(|(_, f)| f.number).filter(|n| !outputs.contains(n)),
+                );
+                if let (Some(cs), Some(version)) = (st.cfs.get(&cfd.id), version) {
+                    cfd.install_super_version(cs, version);
+                }
+                inner.bg_cv.notify_all();
+            })
+        }
     };
     if let Err(e) = installed {
         if !plan.trivial_move {
@@ -137,14 +160,15 @@ fn execute(inner: &DbInner, plan: &CompactionPlan) -> Result<()> {
         }
         return Err(e);
     }
-    inner.stats.add_compaction(plan.output_level, &result.stats);
-    log_compaction(inner, plan, &outputs, &result.stats);
+    cfd.stats.add_compaction(plan.output_level, &result.stats);
+    log_compaction(inner, cfd, plan, &outputs, &result.stats);
     Ok(())
 }
 
 /// The info LOG's account of one compaction: a readable line and an `EVENT_LOG_v1` record.
 fn log_compaction(
     inner: &DbInner,
+    cfd: &Cfd,
     plan: &CompactionPlan,
     outputs: &[FileNumber],
     s: &crate::stats::LevelStats,
@@ -159,8 +183,9 @@ fn log_compaction(
         let _ = write!(middle, " + L{l} {:?}", numbers(files));
     }
     inner.info_log.log(&format!(
-        "[default] Compaction L{} -> L{}{} ({}): inputs L{} {:?}{middle} + L{} {:?} ({} + {} \
+        "[{}] Compaction L{} -> L{}{} ({}): inputs L{} {:?}{middle} + L{} {:?} ({} + {} \
          bytes) -> {outs:?} ({} bytes written, {} moved); {} records in, {} dropped; {secs:.3} s",
+        cfd.name,
         plan.start_level,
         plan.output_level,
         if plan.trivial_move {
@@ -184,10 +209,11 @@ fn log_compaction(
     ));
     inner.info_log.log(&format!(
         "EVENT_LOG_v1 {{\"time_micros\": {}, \"event\": \"compaction_finished\", \"cf_name\": \
-         \"default\", \"output_level\": {}, \"num_output_files\": {}, \"total_output_size\": \
+         \"{}\", \"output_level\": {}, \"num_output_files\": {}, \"total_output_size\": \
          {}, \"num_input_records\": {}, \"num_output_records\": {}, \"compaction_time_micros\": \
          {}}}",
         super::info_log::now_micros(),
+        cfd.name,
         plan.output_level,
         outs.len(),
         s.bytes_written,
@@ -203,12 +229,13 @@ fn log_compaction(
 /// so the call compacts what existed when it started and returns even while writes go on.
 pub(crate) fn compact_range(
     inner: &DbInner,
+    cfd: &Arc<Cfd>,
     begin: Option<&[u8]>,
     end: Option<&[u8]>,
 ) -> Result<()> {
-    super::flush::flush_and_wait(inner)?;
+    super::flush::flush_and_wait(inner, cfd)?;
     inner.state.lock().manual_compactions += 1;
-    let r = compact_range_levels(inner, begin, end);
+    let r = compact_range_levels(inner, cfd, begin, end);
     {
         let mut st = inner.state.lock();
         st.manual_compactions -= 1;
@@ -228,14 +255,19 @@ fn range_keys(begin: Option<&[u8]>, end: Option<&[u8]>) -> (Vec<u8>, Vec<u8>) {
     (lo, hi)
 }
 
-fn compact_range_levels(inner: &DbInner, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
-    let o = inner.opts.picker_options();
+fn compact_range_levels(
+    inner: &DbInner,
+    cfd: &Arc<Cfd>,
+    begin: Option<&[u8]>,
+    end: Option<&[u8]>,
+) -> Result<()> {
+    let o = cfd.opts.picker_options();
     let (lo, hi) = range_keys(begin, end);
     let last = o.num_levels - 1;
     let mut level = 0;
     let mut rewrote_bottom = false;
     while level < last {
-        let plan = wait_for_plan(inner, |v, busy| {
+        let plan = wait_for_plan(inner, cfd, |v, busy| {
             let mut files = overlapping_open(v, level, &lo, &hi, end.is_none());
             if files.is_empty() {
                 return Some(None);
@@ -257,7 +289,7 @@ fn compact_range_levels(inner: &DbInner, begin: Option<&[u8]>, end: Option<&[u8]
         match plan {
             Some(plan) => {
                 rewrote_bottom |= !plan.trivial_move && plan.bottommost;
-                run_manual(inner, &plan)?;
+                run_manual(inner, cfd, &plan)?;
                 level = plan.output_level.max(level + 1);
             }
             None => level += 1,
@@ -265,7 +297,7 @@ fn compact_range_levels(inner: &DbInner, begin: Option<&[u8]>, end: Option<&[u8]
     }
     if !rewrote_bottom {
         // Data reached the last level by moves (or was there): rewrite it in place.
-        let plan = wait_for_plan(inner, |v, busy| {
+        let plan = wait_for_plan(inner, cfd, |v, busy| {
             let bottom = (1..=last).rev().find(|&l| v.num_files(l) > 0);
             let Some(bottom) = bottom else { return Some(None) };
             let files = overlapping_open(v, bottom, &lo, &hi, end.is_none());
@@ -277,7 +309,7 @@ fn compact_range_levels(inner: &DbInner, begin: Option<&[u8]>, end: Option<&[u8]
             plan_for(&c, bottom, bottom, files).map(Some)
         })?;
         if let Some(plan) = plan {
-            run_manual(inner, &plan)?;
+            run_manual(inner, cfd, &plan)?;
         }
     }
     Ok(())
@@ -311,6 +343,7 @@ fn still_running(st: &super::DbState) -> Result<()> {
 /// Waits until `f` can build a plan over files that are not busy; `Some(None)` = nothing to do.
 fn wait_for_plan(
     inner: &DbInner,
+    cfd: &Cfd,
     mut f: impl FnMut(
         &Version,
         &std::collections::HashSet<FileNumber>,
@@ -319,7 +352,10 @@ fn wait_for_plan(
     let mut st = inner.state.lock();
     loop {
         still_running(&st)?;
-        let v = inner.current_super_version().version.clone();
+        if cfd.dropped.load(std::sync::atomic::Ordering::Acquire) {
+            return Err(Error::ColumnFamilyDropped(cfd.name.clone()));
+        }
+        let v = cfd.current_super_version().version.clone();
         if let Some(p) = f(&v, &st.compacting) {
             if let Some(plan) = &p {
                 mark_busy(&mut st.compacting, plan);
@@ -331,8 +367,8 @@ fn wait_for_plan(
     }
 }
 
-fn run_manual(inner: &DbInner, plan: &CompactionPlan) -> Result<()> {
-    let r = execute(inner, plan);
+fn run_manual(inner: &DbInner, cfd: &Arc<Cfd>, plan: &CompactionPlan) -> Result<()> {
+    let r = execute(inner, cfd, plan);
     let ret = match &r {
         Ok(()) => Ok(()),
         Err(e) => Err(e.duplicate()),
@@ -356,14 +392,17 @@ pub(crate) fn cancel_all_background_work(inner: &DbInner, wait: bool) {
 
 /// Waits until no flush or compaction is pending or running.
 pub(crate) fn wait_for_compact(inner: &DbInner) -> Result<()> {
-    let picker = inner.opts.picker_options();
     let mut st = inner.state.lock();
     loop {
         still_running(&st)?;
-        let v = inner.current_super_version().version.clone();
-        let pending = !inner.opts.disable_auto_compactions
-            && pick(&v, &picker, &st.compacting, now_secs()).is_some();
-        if st.imm.is_empty() && st.running_compactions == 0 && !pending {
+        let now = now_secs();
+        let pending = st.cfs.values().any(|c| {
+            let v = c.cfd.current_super_version().version.clone();
+            !c.cfd.opts.disable_auto_compactions
+                && pick(&v, &c.cfd.opts.picker_options(), &st.compacting, now).is_some()
+        });
+        let flushing = st.cfs.values().any(|c| !c.imm.is_empty());
+        if !flushing && st.running_compactions == 0 && !pending {
             return Ok(());
         }
         inner.bg_cv.wait(&mut st);
@@ -379,10 +418,11 @@ pub(crate) fn wait_for_compact(inner: &DbInner) -> Result<()> {
 /// keys). Waits while an input is being compacted; automatic compactions pause meanwhile.
 pub(crate) fn compact_files(
     inner: &DbInner,
+    cfd: &Arc<Cfd>,
     inputs: &[FileNumber],
     output_level: usize,
 ) -> Result<()> {
-    let o = inner.opts.picker_options();
+    let o = cfd.opts.picker_options();
     if output_level >= o.num_levels {
         return Err(Error::InvalidArgument(format!(
             "compact_files: output level {output_level} is beyond the last level {}",
@@ -393,7 +433,7 @@ pub(crate) fn compact_files(
         return Err(Error::InvalidArgument("compact_files: no input files".into()));
     }
     inner.state.lock().manual_compactions += 1;
-    let r = compact_files_locked_out(inner, inputs, output_level, &o);
+    let r = compact_files_locked_out(inner, cfd, inputs, output_level, &o);
     {
         let mut st = inner.state.lock();
         st.manual_compactions -= 1;
@@ -404,18 +444,20 @@ pub(crate) fn compact_files(
 
 fn compact_files_locked_out(
     inner: &DbInner,
+    cfd: &Arc<Cfd>,
     inputs: &[FileNumber],
     output_level: usize,
     o: &crate::compaction::picker::PickerOptions,
 ) -> Result<()> {
     let mut refusal: Option<Error> = None;
-    let plan = wait_for_plan(inner, |v, busy| {
+    let plan = wait_for_plan(inner, cfd, |v, busy| {
         let mut level = None;
         let mut files = Vec::new();
         for &n in inputs {
             let Some((l, f)) = v.files().find(|(_, f)| f.number == n) else {
                 refusal = Some(Error::InvalidArgument(format!(
-                    "compact_files: table {n} is not a live file of the DB"
+                    "compact_files: table {n} is not a live file of column family {:?}",
+                    cfd.name
                 )));
                 return Some(None);
             };
@@ -457,7 +499,7 @@ fn compact_files_locked_out(
         return Err(e);
     }
     match plan {
-        Some(plan) => run_manual(inner, &plan),
+        Some(plan) => run_manual(inner, cfd, &plan),
         None => Ok(()),
     }
 }

@@ -12,12 +12,14 @@ use crate::types::SeqNo;
 /// CURRENT, the MANIFEST, the live tables and the WALs at or after the MANIFEST's log number,
 /// sorted by name.
 pub(crate) fn live_files(inner: &DbInner) -> Vec<String> {
-    let (manifest, log_number, version) = {
+    let (manifest, log_number, families) = {
         let v = inner.versions.lock();
-        (v.manifest_number(), v.log_number(), v.current().clone())
+        (v.manifest_number(), v.log_number(), v.snapshot())
     };
     let mut names = vec!["CURRENT".to_string(), manifest_name(manifest)];
-    names.extend(version.file_numbers().map(table_file_name));
+    for f in &families {
+        names.extend(f.version.file_numbers().map(table_file_name));
+    }
     // A WAL that fails to list is left out: callers copying files see the error on the copy.
     if let Ok(wals) = inner.fs.list(&inner.wal_dir) {
         names.extend(
@@ -30,12 +32,17 @@ pub(crate) fn live_files(inner: &DbInner) -> Vec<String> {
     names
 }
 
-/// The bytes of table data between user keys `start` and `end` (exclusive).
-pub(crate) fn approximate_size(inner: &DbInner, start: &[u8], end: &[u8]) -> Result<u64> {
+/// The bytes of family `cfd`'s table data between user keys `start` and `end` (exclusive).
+pub(crate) fn approximate_size(
+    inner: &DbInner,
+    cfd: &super::Cfd,
+    start: &[u8],
+    end: &[u8],
+) -> Result<u64> {
     if start >= end {
         return Ok(0);
     }
-    let sv = inner.current_super_version();
+    let sv = cfd.current_super_version();
     let (lo, hi) = (lookup_key(start, SeqNo::MAX), lookup_key(end, SeqNo::MAX));
     let mut total = 0u64;
     for (_, f) in sv.version.files() {

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use super::write::switch_memtable;
-use super::DbInner;
+use super::{Cfd, DbInner};
 use crate::compaction::stream::{run_stream, StreamContext, StreamStats};
 use crate::error::{Error, Result};
 use crate::filename::table_path;
@@ -76,37 +76,57 @@ pub(crate) fn start_background(inner: &Arc<DbInner>) -> Result<Vec<JoinHandle<()
 
 fn flush_loop(inner: &DbInner) {
     loop {
-        let (mem, next_log) = {
+        let (cfd, mem, next_log) = {
             let mut st = inner.state.lock();
-            while !st.shutting_down && (st.imm.is_empty() || st.bg_error.is_some()) {
+            // The family whose oldest immutable memtable started in the oldest WAL goes
+            // first: its flush frees WALs soonest.
+            let pick = |st: &super::DbState| {
+                st.cfs
+                    .values()
+                    .filter_map(|c| c.imm.front().map(|(m, log)| (*log, c, m)))
+                    .min_by_key(|(log, c, _)| (*log, c.cfd.id))
+                    .map(|(_, c, m)| {
+                        let next_log = c.imm.get(1).map_or(c.mem_log, |(_, l)| *l);
+                        (c.cfd.clone(), m.clone(), next_log)
+                    })
+            };
+            loop {
+                if st.shutting_down {
+                    return;
+                }
+                if st.bg_error.is_none() {
+                    if let Some(p) = pick(&st) {
+                        break p;
+                    }
+                }
                 inner.bg_cv.wait(&mut st);
             }
-            if st.shutting_down {
-                return;
-            }
-            let Some((mem, _)) = st.imm.front() else { continue };
-            let next_log = st.imm.get(1).map_or(st.mem_log, |(_, l)| *l);
-            (mem.clone(), next_log)
         };
-        if let Err(e) = flush_one(inner, &mem, next_log) {
+        if let Err(e) = flush_one(inner, &cfd, &mem, next_log) {
             let mut st = inner.state.lock();
             inner.set_bg_error(&mut st, &e);
         }
     }
 }
 
-/// Flushes the oldest immutable memtable `mem`; afterwards WALs older than `next_log` hold
-/// nothing that is not in a table and are deleted.
-fn flush_one(inner: &DbInner, mem: &Arc<MemTable>, next_log: FileNumber) -> Result<()> {
+/// Flushes family `cfd`'s oldest immutable memtable `mem`; afterwards WALs older than
+/// `next_log` hold nothing of the family that is not in a table, and WALs no family needs
+/// any more are deleted.
+fn flush_one(
+    inner: &DbInner,
+    cfd: &Arc<Cfd>,
+    mem: &Arc<MemTable>,
+    next_log: FileNumber,
+) -> Result<()> {
     let start = std::time::Instant::now();
     let number = inner.new_file_number();
     let snapshots = inner.snapshots.sequences();
     let env = FlushEnv {
         fs: inner.fs.as_ref(),
         dir: &inner.dir,
-        table_options: &inner.table_options[0],
+        table_options: &cfd.table_options[0],
         snapshots: &snapshots,
-        merge_operator: inner.opts.merge_operator.as_deref(),
+        merge_operator: cfd.opts.merge_operator.as_deref(),
     };
     let cpu_start = crate::util::cpu::thread_cpu_micros();
     let meta = write_level0_table(&env, mem, number);
@@ -131,37 +151,60 @@ fn flush_one(inner: &DbInner, mem: &Arc<MemTable>, next_log: FileNumber) -> Resu
     if let Some(seq) = mem.largest_seqno() {
         edit.last_sequence = Some(edit.last_sequence.map_or(seq, |s| s.max(seq)));
     }
-    edit.log_number = Some(next_log);
+    edit.column_family = cfd.id;
+    edit.cf_log_number = Some(next_log);
+    // WALs below this hold nothing of any family that is not in a table once this flush is
+    // installed (other families may still need older ones than `next_log`).
+    let keep_from = {
+        let st = inner.state.lock();
+        let after = st
+            .cfs
+            .get(&cfd.id)
+            .and_then(|c| (c.imm.len() > 1 || !c.mem.is_empty()).then_some(next_log));
+        super::cf::min_log_to_keep(&st.cfs, Some((cfd.id, after)))
+    };
+    // The DB's log number never goes back (another family's flush may have raised it).
+    let keep_from = keep_from.max(inner.versions.lock().log_number());
+    edit.log_number = Some(keep_from);
     // The WALs this edit drops are synced first: a retired WAL is never deleted unsynced,
     // and the window in which power loss can cut one closes here.
-    super::write::sync_retired_wals(inner, Some(next_log))?;
+    super::write::sync_retired_wals(inner, Some(keep_from))?;
     // The WAL the edit names as the log number must be found at the next open.
     super::write::sync_wal_dir(inner)?;
     {
         let mut versions = inner.versions.lock();
+        if cfd.dropped.load(std::sync::atomic::Ordering::Acquire) {
+            // Dropped meanwhile: the table is not the family's any more.
+            drop(versions);
+            let _ = inner.fs.remove(&table_path(&inner.dir, number));
+            return Ok(());
+        }
+        edit.log_number = edit.log_number.map(|n| n.max(versions.log_number()));
         crate::kill_point!("flush.install");
-        let version = versions.log_and_apply(&mut edit)?;
+        let version = versions.log_and_apply(&mut edit, cfd.opts.num_levels)?;
         let mut st = inner.state.lock();
-        let flushed = st.imm.pop_front();
-        debug_assert!(flushed.is_some_and(|(m, _)| Arc::ptr_eq(&m, mem)));
-        st.memtables_flushed += 1;
-        inner.install_super_version(&st, version);
+        if let (Some(cs), Some(version)) = (st.cfs.get_mut(&cfd.id), version) {
+            let flushed = cs.imm.pop_front();
+            debug_assert!(flushed.is_some_and(|(m, _)| Arc::ptr_eq(&m, mem)));
+            cs.memtables_flushed += 1;
+            cfd.install_super_version(cs, version);
+        }
         inner.bg_cv.notify_all();
     }
     level_stats.micros = start.elapsed().as_micros() as u64;
-    inner
-        .stats
+    cfd.stats
         .flush_bytes
         .fetch_add(level_stats.bytes_written, std::sync::atomic::Ordering::Relaxed);
-    inner.stats.add_compaction(0, &level_stats);
-    log_flush(inner, mem, written, &level_stats);
-    super::obsolete::delete_obsolete_wals(inner, next_log);
+    cfd.stats.add_compaction(0, &level_stats);
+    log_flush(inner, cfd, mem, written, &level_stats);
+    super::obsolete::delete_obsolete_wals(inner, edit.log_number.unwrap_or(keep_from));
     Ok(())
 }
 
 /// The info LOG's account of one flush: a readable line and an `EVENT_LOG_v1` record.
 fn log_flush(
     inner: &DbInner,
+    cfd: &Cfd,
     mem: &MemTable,
     written: Option<(FileNumber, u64, u64)>,
     s: &LevelStats,
@@ -169,8 +212,9 @@ fn log_flush(
     let secs = s.micros as f64 / 1e6;
     let (table, entries, bytes) = written.unwrap_or((FileNumber(0), 0, 0));
     inner.info_log.log(&format!(
-        "[default] Flush: memtable of {} entries ({} bytes) -> {}: {entries} entries, {bytes} \
+        "[{}] Flush: memtable of {} entries ({} bytes) -> {}: {entries} entries, {bytes} \
          bytes, {} dropped, {secs:.3} s",
+        cfd.name,
         mem.num_entries(),
         mem.approximate_memory_usage(),
         if written.is_some() { format!("table #{}", table.0) } else { "no table".into() },
@@ -178,29 +222,30 @@ fn log_flush(
     ));
     inner.info_log.log(&format!(
         "EVENT_LOG_v1 {{\"time_micros\": {}, \"event\": \"flush_finished\", \"cf_name\": \
-         \"default\", \"table\": {}, \"num_entries\": {entries}, \"file_size\": {bytes}, \
+         \"{}\", \"table\": {}, \"num_entries\": {entries}, \"file_size\": {bytes}, \
          \"micros\": {}}}",
         super::info_log::now_micros(),
+        cfd.name,
         table.0,
         s.micros
     ));
 }
 
-/// Makes the active memtable immutable (if it holds anything) and waits until it and every
-/// older immutable memtable are flushed.
-pub(crate) fn flush_and_wait(inner: &DbInner) -> Result<()> {
+/// Makes family `cfd`'s active memtable immutable (if it holds anything) and waits until it
+/// and every older immutable memtable of the family are flushed.
+pub(crate) fn flush_and_wait(inner: &DbInner, cfd: &Arc<Cfd>) -> Result<()> {
     let target = {
         let mut wal = inner.wal.lock();
         if let Some(e) = inner.bg_error() {
             return Err(e);
         }
-        if !wal.mem.is_empty() {
-            switch_memtable(inner, &mut wal)?;
+        if wal.mems.get(cfd.id).is_some_and(|f| !f.mem.is_empty()) {
+            switch_memtable(inner, &mut wal, cfd)?;
         }
-        inner.state.lock().memtables_switched
+        inner.state.lock().cfs.get(&cfd.id).map_or(0, |c| c.memtables_switched)
     };
     let mut st = inner.state.lock();
-    while st.memtables_flushed < target {
+    while st.cfs.get(&cfd.id).is_some_and(|c| c.memtables_flushed < target) {
         if let Some(e) = &st.bg_error {
             return Err(Error::Background(e.to_string()));
         }

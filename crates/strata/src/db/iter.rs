@@ -5,7 +5,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::{DbInner, SuperVersion};
+use super::{Cfd, DbInner, SuperVersion};
 use crate::error::Result;
 use crate::iterator::db_iter::{DbIter, DbIterOptions, RangeDelView};
 use crate::iterator::merging::MergingIterator;
@@ -36,8 +36,8 @@ pub enum Direction {
     Reverse,
 }
 
-pub(crate) fn new_db_iter(inner: &Arc<DbInner>, ro: &ReadOptions) -> DbIter {
-    let sv = inner.current_super_version();
+pub(crate) fn new_db_iter(inner: &Arc<DbInner>, cfd: &Cfd, ro: &ReadOptions) -> DbIter {
+    let sv = cfd.current_super_version();
     let sequence = ro
         .snapshot
         .as_ref()
@@ -89,17 +89,33 @@ pub(crate) fn new_db_iter(inner: &Arc<DbInner>, ro: &ReadOptions) -> DbIter {
         Some(e) => Box::new(crate::iterator::ErrorIterator::new(e)),
         None => Box::new(MergingIterator::new(children)),
     };
-    let prefix_extractor = if ro.prefix_same_as_start { inner.opts.prefix_extractor } else { None };
+    let prefix_extractor = if ro.prefix_same_as_start { cfd.opts.prefix_extractor } else { None };
     DbIter::new(
         merged,
         DbIterOptions {
             sequence,
-            merge_operator: inner.opts.merge_operator.clone(),
+            merge_operator: cfd.opts.merge_operator.clone(),
             lower_bound: ro.iterate_lower_bound.clone(),
             upper_bound: ro.iterate_upper_bound.clone(),
             prefix_extractor,
             pin: Some(sv),
             range_dels: Some(RangeDelView::new(lists)),
+        },
+    )
+}
+
+/// An iterator that yields nothing and reports `e` (a call given a bad family handle).
+pub(crate) fn error_iter(e: crate::error::Error) -> DbIter {
+    DbIter::new(
+        Box::new(crate::iterator::ErrorIterator::new(e)),
+        DbIterOptions {
+            sequence: SeqNo::ZERO,
+            merge_operator: None,
+            lower_bound: None,
+            upper_bound: None,
+            prefix_extractor: None,
+            pin: None,
+            range_dels: None,
         },
     )
 }

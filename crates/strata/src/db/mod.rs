@@ -30,6 +30,8 @@
 //!   holding nothing).
 
 mod backup;
+mod cf;
+mod cf_admin;
 mod checkpoint;
 mod compact;
 mod destroy;
@@ -47,19 +49,23 @@ mod repair;
 mod write;
 mod write_queue;
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use parking_lot::{Condvar, Mutex, RwLock};
+use parking_lot::{Condvar, Mutex};
 
 pub use self::backup::{BackupEngine, BackupInfo};
+pub use self::cf::ColumnFamily;
+pub use self::cf::ColumnFamilyDescriptor;
+pub(crate) use self::cf::{CfState, Cfd, MemSet};
 pub use self::checkpoint::Checkpoint;
 pub use self::iter::{DbIterator, DbRawIterator, Direction, IteratorMode};
 pub(crate) use self::recover::find_wals as find_wal_files;
 pub use self::repair::RepairReport;
+use crate::column_family::{AsColumnFamilyRef, ColumnFamilyId};
 use crate::env::{FileLock, FileSystem};
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
@@ -67,7 +73,6 @@ use crate::options::{Options, ReadOptions, WriteOptions};
 pub use crate::snapshot::Snapshot;
 use crate::snapshot::SnapshotList;
 use crate::sstable::table_cache::TableCache;
-use crate::sstable::TableOptions;
 use crate::types::{FileNumber, SeqNo};
 use crate::version::levels::Version;
 use crate::version::set::VersionSet;
@@ -93,19 +98,38 @@ pub(crate) struct SuperVersion {
     pub version_range_dels: std::sync::OnceLock<Arc<crate::range_del::FragmentedTombstones>>,
 }
 
+impl SuperVersion {
+    /// The super version of a family with options `opts`, active memtable `mem`, immutable
+    /// ones `imm` (oldest first, with their WALs) and `version`.
+    pub(crate) fn build(
+        opts: &Options,
+        mem: &Arc<MemTable>,
+        imm: &VecDeque<(Arc<MemTable>, FileNumber)>,
+        version: Arc<Version>,
+        number: u64,
+    ) -> Self {
+        let picker = opts.picker_options();
+        SuperVersion {
+            number,
+            mem: mem.clone(),
+            imm: imm.iter().rev().map(|(m, _)| m.clone()).collect(),
+            pending_compaction_bytes: crate::compaction::estimated_pending_compaction_bytes(
+                &version, &picker,
+            ),
+            stall_count: crate::compaction::stall_count(&version, &picker),
+            version,
+            version_range_dels: std::sync::OnceLock::new(),
+        }
+    }
+}
+
 /// State guarded by `DbInner::state`.
 pub(crate) struct DbState {
-    /// The active memtable and the WAL it is logged to.
-    pub mem: Arc<MemTable>,
-    pub mem_log: FileNumber,
-    /// Immutable memtables waiting for flush, oldest first, each with its WAL.
-    pub imm: VecDeque<(Arc<MemTable>, FileNumber)>,
+    /// Every live family's memtables, by id.
+    pub cfs: BTreeMap<ColumnFamilyId, CfState>,
     /// The first background failure; once set, writes fail.
     pub bg_error: Option<Error>,
     pub shutting_down: bool,
-    /// Count of memtables made immutable and of memtables flushed (for `flush` to wait on).
-    pub memtables_switched: u64,
-    pub memtables_flushed: u64,
     /// Table files that are inputs of a running compaction.
     pub compacting: std::collections::HashSet<FileNumber>,
     pub running_compactions: usize,
@@ -119,8 +143,9 @@ pub(crate) struct DbState {
 pub(crate) struct WalState {
     pub writer: LogWriter,
     pub number: FileNumber,
-    /// The memtable writes go into (same as `DbState::mem`, changed only under this lock).
-    pub mem: Arc<MemTable>,
+    /// The memtables writes go into, one per family (the same as the families' `mem` in
+    /// `DbState`, changed only under this lock).
+    pub mems: Arc<MemSet>,
     /// Last sequence number handed out.
     pub last_sequence: SeqNo,
     /// Write delay owed while writes are slowed down, paid in sleeps of at least 1 ms.
@@ -141,9 +166,11 @@ pub(crate) struct RecycledWals {
 }
 
 pub(crate) struct DbInner {
+    /// The DB-wide options (the `default` family's are `default_cf.opts`).
     pub opts: Options,
-    /// Table options per level (they differ in compression with `compression_per_level`).
-    pub table_options: Vec<TableOptions>,
+    /// Tells this open DB's family handles from another's.
+    pub instance: u64,
+    pub default_cf: Arc<Cfd>,
     pub dir: PathBuf,
     /// Where WAL files are created (`Options::wal_dir`, or `dir`).
     pub wal_dir: PathBuf,
@@ -181,9 +208,6 @@ pub(crate) struct DbInner {
     pub syncs_in_flight: AtomicU64,
     pub sync_slots: Mutex<()>,
     pub sync_slots_cv: Condvar,
-    pub super_version: RwLock<Arc<SuperVersion>>,
-    /// Per-thread cached references to the current super version, for point reads.
-    pub local_svs: local_sv::LocalSuperVersions,
     /// Largest sequence number whose write is fully in the memtable: what reads see.
     pub visible_sequence: AtomicU64,
     pub has_bg_error: AtomicBool,
@@ -195,7 +219,7 @@ pub(crate) struct DbInner {
     pub write_delayed: AtomicBool,
     pub table_cache: Arc<TableCache>,
     pub snapshots: Arc<SnapshotList>,
-    pub stats: crate::stats::Stats,
+    pub stats: Arc<crate::stats::Stats>,
     /// `<db>/LOG`: options, recovery, flushes, compactions, stalls, errors, stats dumps.
     pub info_log: info_log::InfoLog,
     /// When the current write stall began (microseconds since the epoch; 0: none).
@@ -203,6 +227,9 @@ pub(crate) struct DbInner {
     /// When writes were last slowed down (microseconds since the epoch), for the LOG line that
     /// ends the slowdown.
     pub slowdown_started_micros: AtomicU64,
+    /// The families that caused the current write stop and slowdown, for the LOG lines that
+    /// end them.
+    pub stall_families: Mutex<(String, String)>,
     /// Opened with [`Db::open_read_only`]: no background threads, every write refused.
     pub read_only: bool,
     _lock: Box<dyn FileLock>,
@@ -211,6 +238,8 @@ pub(crate) struct DbInner {
 /// One live table file (`Db::live_files_metadata`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LiveFileMetaData {
+    /// The column family the file belongs to.
+    pub column_family_name: String,
     /// File name in the DB directory, e.g. `000123.sst`.
     pub name: String,
     /// The file number in the name.
@@ -250,7 +279,37 @@ impl std::fmt::Debug for Db {
 impl Db {
     /// Opens (or, with `create_if_missing`, creates) the DB in `path`.
     pub fn open(opts: &Options, path: impl AsRef<Path>) -> Result<Db> {
-        let inner = Arc::new(open::open(opts, path.as_ref())?);
+        Self::open_cf_descriptors(opts, path, Vec::new())
+    }
+
+    /// Opens the DB with column families `names`, each with `opts` (and `default`, always
+    /// opened). Every family the DB has must be named; with
+    /// `Options::create_missing_column_families`, named families it lacks are created.
+    pub fn open_cf<I, N>(opts: &Options, path: impl AsRef<Path>, names: I) -> Result<Db>
+    where
+        I: IntoIterator<Item = N>,
+        N: AsRef<str>,
+    {
+        let descriptors = names
+            .into_iter()
+            .map(|n| ColumnFamilyDescriptor::new(n.as_ref(), opts.clone()))
+            .collect::<Vec<_>>();
+        Self::open_cf_descriptors(opts, path, descriptors)
+    }
+
+    /// Opens the DB with the families `descriptors` describe, each with its own options (a
+    /// descriptor named `default` gives that family's; else it takes `opts`). See
+    /// [`Db::open_cf`].
+    pub fn open_cf_descriptors<I>(
+        opts: &Options,
+        path: impl AsRef<Path>,
+        descriptors: I,
+    ) -> Result<Db>
+    where
+        I: IntoIterator<Item = ColumnFamilyDescriptor>,
+    {
+        let descriptors: Vec<_> = descriptors.into_iter().collect();
+        let inner = Arc::new(open::open(opts, path.as_ref(), &descriptors)?);
         let mut threads = flush::start_background(&inner)?;
         match properties::start_stats_dump(&inner) {
             Ok(t) => threads.extend(t),
@@ -282,8 +341,51 @@ impl Db {
     /// DB open; later writes by that `Db` are not seen. Every write, flush and compaction
     /// returns `NotSupported`. A missing DB is `InvalidArgument`, a damaged one `Corruption`.
     pub fn open_read_only(opts: &Options, path: impl AsRef<Path>) -> Result<Db> {
-        let inner = Arc::new(open::open_read_only(opts, path.as_ref())?);
+        Self::open_cf_descriptors_read_only(opts, path, Vec::new())
+    }
+
+    /// [`Db::open_read_only`] with column families (every family the DB has must be named).
+    pub fn open_cf_descriptors_read_only<I>(
+        opts: &Options,
+        path: impl AsRef<Path>,
+        descriptors: I,
+    ) -> Result<Db>
+    where
+        I: IntoIterator<Item = ColumnFamilyDescriptor>,
+    {
+        let descriptors: Vec<_> = descriptors.into_iter().collect();
+        let inner = Arc::new(open::open_read_only(opts, path.as_ref(), &descriptors)?);
         Ok(Db { inner, threads: Vec::new() })
+    }
+
+    /// The names of the column families of the DB in `path` (`default` first), read without
+    /// opening it.
+    pub fn list_cf(opts: &Options, path: impl AsRef<Path>) -> Result<Vec<String>> {
+        cf_admin::list_cf(opts, path.as_ref())
+    }
+
+    /// Creates column family `name` with `opts` (its LSM-tree options: see
+    /// [`ColumnFamilyDescriptor`]) and returns its handle.
+    pub fn create_cf(&self, name: impl AsRef<str>, opts: &Options) -> Result<Arc<ColumnFamily>> {
+        self.check_writable()?;
+        cf_admin::create_cf(&self.inner, name.as_ref(), opts)
+    }
+
+    /// Drops column family `name`: its data is gone for later calls; handles and iterators
+    /// taken before still read it as of the drop. `default` cannot be dropped.
+    pub fn drop_cf(&self, name: impl AsRef<str>) -> Result<()> {
+        self.check_writable()?;
+        cf_admin::drop_cf(&self.inner, name.as_ref())
+    }
+
+    /// The handle of column family `name`, `None` when the DB has no such family.
+    pub fn cf_handle(&self, name: impl AsRef<str>) -> Option<Arc<ColumnFamily>> {
+        cf_admin::cf_handle(&self.inner, name.as_ref())
+    }
+
+    /// The family a handle names, checked to be one of this DB's.
+    fn cfd<'a>(&self, cf: &'a impl AsColumnFamilyRef) -> Result<&'a Arc<Cfd>> {
+        cf::resolve(self.inner.instance, cf)
     }
 
     /// Whether this `Db` was opened with [`Db::open_read_only`].
@@ -385,6 +487,96 @@ impl Db {
         self.write_opt(b, opts)
     }
 
+    /// [`Db::put`] in column family `cf`.
+    pub fn put_cf(
+        &self,
+        cf: &impl AsColumnFamilyRef,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+    ) -> Result<()> {
+        self.put_cf_opt(cf, key, value, &WriteOptions::default())
+    }
+
+    /// [`Db::put_cf`] with write options.
+    pub fn put_cf_opt(
+        &self,
+        cf: &impl AsColumnFamilyRef,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        opts: &WriteOptions,
+    ) -> Result<()> {
+        self.cfd(cf)?;
+        let mut b = WriteBatch::new();
+        b.put_cf(cf, key.as_ref(), value.as_ref());
+        self.write_opt(b, opts)
+    }
+
+    /// [`Db::delete`] in column family `cf`.
+    pub fn delete_cf(&self, cf: &impl AsColumnFamilyRef, key: impl AsRef<[u8]>) -> Result<()> {
+        self.delete_cf_opt(cf, key, &WriteOptions::default())
+    }
+
+    /// [`Db::delete_cf`] with write options.
+    pub fn delete_cf_opt(
+        &self,
+        cf: &impl AsColumnFamilyRef,
+        key: impl AsRef<[u8]>,
+        opts: &WriteOptions,
+    ) -> Result<()> {
+        self.cfd(cf)?;
+        let mut b = WriteBatch::new();
+        b.delete_cf(cf, key.as_ref());
+        self.write_opt(b, opts)
+    }
+
+    /// [`Db::delete_range`] in column family `cf`.
+    pub fn delete_range_cf(
+        &self,
+        cf: &impl AsColumnFamilyRef,
+        begin: impl AsRef<[u8]>,
+        end: impl AsRef<[u8]>,
+    ) -> Result<()> {
+        self.delete_range_cf_opt(cf, begin, end, &WriteOptions::default())
+    }
+
+    /// [`Db::delete_range_cf`] with write options.
+    pub fn delete_range_cf_opt(
+        &self,
+        cf: &impl AsColumnFamilyRef,
+        begin: impl AsRef<[u8]>,
+        end: impl AsRef<[u8]>,
+        opts: &WriteOptions,
+    ) -> Result<()> {
+        self.cfd(cf)?;
+        let mut b = WriteBatch::new();
+        b.delete_range_cf(cf, begin.as_ref(), end.as_ref());
+        self.write_opt(b, opts)
+    }
+
+    /// [`Db::merge`] in column family `cf` (with that family's merge operator).
+    pub fn merge_cf(
+        &self,
+        cf: &impl AsColumnFamilyRef,
+        key: impl AsRef<[u8]>,
+        operand: impl AsRef<[u8]>,
+    ) -> Result<()> {
+        self.merge_cf_opt(cf, key, operand, &WriteOptions::default())
+    }
+
+    /// [`Db::merge_cf`] with write options.
+    pub fn merge_cf_opt(
+        &self,
+        cf: &impl AsColumnFamilyRef,
+        key: impl AsRef<[u8]>,
+        operand: impl AsRef<[u8]>,
+        opts: &WriteOptions,
+    ) -> Result<()> {
+        self.cfd(cf)?;
+        let mut b = WriteBatch::new();
+        b.merge_cf(cf, key.as_ref(), operand.as_ref());
+        self.write_opt(b, opts)
+    }
+
     /// Applies `batch` atomically.
     pub fn write(&self, batch: WriteBatch) -> Result<()> {
         self.write_opt(batch, &WriteOptions::default())
@@ -403,7 +595,65 @@ impl Db {
 
     /// [`Db::get`] with read options (snapshot, checksum verification, cache fill).
     pub fn get_opt(&self, key: impl AsRef<[u8]>, opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
-        read::get(&self.inner, key.as_ref(), opts)
+        read::get(&self.inner, &self.inner.default_cf, key.as_ref(), opts)
+    }
+
+    /// The value of `key` in column family `cf`, or `None`.
+    pub fn get_cf(
+        &self,
+        cf: &impl AsColumnFamilyRef,
+        key: impl AsRef<[u8]>,
+    ) -> Result<Option<Vec<u8>>> {
+        self.get_cf_opt(cf, key, &ReadOptions::default())
+    }
+
+    /// [`Db::get_cf`] with read options.
+    pub fn get_cf_opt(
+        &self,
+        cf: &impl AsColumnFamilyRef,
+        key: impl AsRef<[u8]>,
+        opts: &ReadOptions,
+    ) -> Result<Option<Vec<u8>>> {
+        read::get(&self.inner, self.cfd(cf)?, key.as_ref(), opts)
+    }
+
+    /// Reads `(family, key)` pairs at one consistent point (rust-rocksdb's `multi_get_cf`);
+    /// results come back in the order given.
+    pub fn multi_get_cf<'c, C, K, I>(&self, keys: I) -> Vec<Result<Option<Vec<u8>>>>
+    where
+        C: AsColumnFamilyRef + 'c,
+        K: AsRef<[u8]>,
+        I: IntoIterator<Item = (&'c C, K)>,
+    {
+        self.multi_get_cf_opt(keys, &ReadOptions::default())
+    }
+
+    /// [`Db::multi_get_cf`] with read options.
+    pub fn multi_get_cf_opt<'c, C, K, I>(
+        &self,
+        keys: I,
+        opts: &ReadOptions,
+    ) -> Vec<Result<Option<Vec<u8>>>>
+    where
+        C: AsColumnFamilyRef + 'c,
+        K: AsRef<[u8]>,
+        I: IntoIterator<Item = (&'c C, K)>,
+    {
+        let keys: Vec<(&C, K)> = keys.into_iter().collect();
+        // One sequence for all, so the reads are consistent across families.
+        let mut opts = opts.clone();
+        let snapshot;
+        if opts.snapshot.is_none() {
+            snapshot = self.snapshot();
+            opts.snapshot = Some(snapshot.clone());
+        }
+        let mut out: Vec<Result<Option<Vec<u8>>>> = Vec::with_capacity(keys.len());
+        for (cf, key) in &keys {
+            out.push(
+                self.cfd(*cf).and_then(|cfd| read::get(&self.inner, cfd, key.as_ref(), &opts)),
+            );
+        }
+        out
     }
 
     /// Reads many keys at one consistent point. Keys are looked up in sorted order through
@@ -422,7 +672,7 @@ impl Db {
         keys: impl IntoIterator<Item = K>,
         opts: &ReadOptions,
     ) -> Vec<Result<Option<Vec<u8>>>> {
-        read::multi_get(&self.inner, keys.into_iter().collect(), opts)
+        read::multi_get(&self.inner, &self.inner.default_cf, keys.into_iter().collect(), opts)
     }
 
     /// A consistent view of the DB as of now; pass it in `ReadOptions::snapshot`.
@@ -460,7 +710,54 @@ impl Db {
 
     /// [`Db::raw_iterator`] with read options.
     pub fn raw_iterator_opt(&self, opts: &ReadOptions) -> DbRawIterator {
-        DbRawIterator::new(iter::new_db_iter(&self.inner, opts))
+        DbRawIterator::new(iter::new_db_iter(&self.inner, &self.inner.default_cf, opts))
+    }
+
+    /// A Rust iterator over column family `cf` from `mode`. A handle of another DB gives an
+    /// iterator whose only item is the error.
+    pub fn iterator_cf(&self, cf: &impl AsColumnFamilyRef, mode: IteratorMode<'_>) -> DbIterator {
+        self.iterator_cf_opt(cf, mode, &ReadOptions::default())
+    }
+
+    /// [`Db::iterator_cf`] with read options.
+    pub fn iterator_cf_opt(
+        &self,
+        cf: &impl AsColumnFamilyRef,
+        mode: IteratorMode<'_>,
+        opts: &ReadOptions,
+    ) -> DbIterator {
+        DbIterator::new(self.raw_iterator_cf_opt(cf, opts), mode)
+    }
+
+    /// Iterates forward over the keys of family `cf` that start with `prefix`.
+    pub fn prefix_iterator_cf(
+        &self,
+        cf: &impl AsColumnFamilyRef,
+        prefix: impl AsRef<[u8]>,
+    ) -> DbIterator {
+        let prefix = prefix.as_ref();
+        let mut opts = ReadOptions::default();
+        if let Some(upper) = prefix_successor(prefix) {
+            opts.iterate_upper_bound = Some(upper);
+        }
+        self.iterator_cf_opt(cf, IteratorMode::From(prefix, Direction::Forward), &opts)
+    }
+
+    /// An unpositioned cursor over column family `cf`.
+    pub fn raw_iterator_cf(&self, cf: &impl AsColumnFamilyRef) -> DbRawIterator {
+        self.raw_iterator_cf_opt(cf, &ReadOptions::default())
+    }
+
+    /// [`Db::raw_iterator_cf`] with read options.
+    pub fn raw_iterator_cf_opt(
+        &self,
+        cf: &impl AsColumnFamilyRef,
+        opts: &ReadOptions,
+    ) -> DbRawIterator {
+        match self.cfd(cf) {
+            Ok(cfd) => DbRawIterator::new(iter::new_db_iter(&self.inner, cfd, opts)),
+            Err(e) => DbRawIterator::new(iter::error_iter(e)),
+        }
     }
 
     /// Hands the WAL bytes buffered by `Options::manual_wal_flush` to the OS; with `sync`,
@@ -474,7 +771,13 @@ impl Db {
     /// before the call is flushed.
     pub fn flush(&self) -> Result<()> {
         self.check_writable()?;
-        flush::flush_and_wait(&self.inner)
+        flush::flush_and_wait(&self.inner, &self.inner.default_cf)
+    }
+
+    /// [`Db::flush`] for column family `cf` (the other families' memtables stay).
+    pub fn flush_cf(&self, cf: &impl AsColumnFamilyRef) -> Result<()> {
+        self.check_writable()?;
+        flush::flush_and_wait(&self.inner, self.cfd(cf)?)
     }
 
     /// Compacts the key range [begin, end] (None = unbounded on that side) down to the last
@@ -488,16 +791,31 @@ impl Db {
         let b = begin.as_ref().map(AsRef::as_ref);
         let e = end.as_ref().map(AsRef::as_ref);
         self.check_writable()?;
-        compact::compact_range(&self.inner, b, e)
+        compact::compact_range(&self.inner, &self.inner.default_cf, b, e)
     }
 
-    /// Every live table file with its level, size, key and sequence range (RocksDB's
-    /// `GetLiveFilesMetaData`), by level, L0 newest first.
+    /// [`Db::compact_range`] in column family `cf`.
+    pub fn compact_range_cf(
+        &self,
+        cf: &impl AsColumnFamilyRef,
+        begin: Option<impl AsRef<[u8]>>,
+        end: Option<impl AsRef<[u8]>>,
+    ) -> Result<()> {
+        let b = begin.as_ref().map(AsRef::as_ref);
+        let e = end.as_ref().map(AsRef::as_ref);
+        self.check_writable()?;
+        compact::compact_range(&self.inner, self.cfd(cf)?, b, e)
+    }
+
+    /// Every live table file of every column family with its family, level, size, key and
+    /// sequence range (RocksDB's `GetLiveFilesMetaData`), by family, then level, L0 newest
+    /// first.
     pub fn live_files_metadata(&self) -> Vec<LiveFileMetaData> {
-        let sv = self.inner.current_super_version();
-        sv.version
-            .files()
-            .map(|(level, f)| LiveFileMetaData {
+        let mut out = Vec::new();
+        for cfd in self.inner.families() {
+            let sv = cfd.current_super_version();
+            out.extend(sv.version.files().map(|(level, f)| LiveFileMetaData {
+                column_family_name: cfd.name.clone(),
                 name: crate::filename::table_file_name(f.number),
                 number: f.number.0,
                 level,
@@ -508,8 +826,9 @@ impl Db {
                 largest_seqno: f.largest_seqno.0,
                 num_entries: f.num_entries,
                 num_deletions: f.num_deletions,
-            })
-            .collect()
+            }));
+        }
+        out
     }
 
     /// Compacts the named table files (names as [`Db::live_files_metadata`] gives them, with
@@ -533,7 +852,17 @@ impl Db {
                 }
             }
         }
-        compact::compact_files(&self.inner, &numbers, output_level)
+        // Table numbers are unique across families: the first input names the family.
+        let cfd = numbers
+            .first()
+            .and_then(|n| {
+                self.inner
+                    .families()
+                    .into_iter()
+                    .find(|c| c.current_super_version().version.file_numbers().any(|x| x == *n))
+            })
+            .unwrap_or_else(|| self.inner.default_cf.clone());
+        compact::compact_files(&self.inner, &cfd, &numbers, output_level)
     }
 
     /// Waits until no flush or compaction is pending or running.
@@ -555,7 +884,18 @@ impl Db {
     /// For each `[start, end)` user-key range, the approximate bytes of table data it covers
     /// (from the tables' indexes, memtables not counted). A range with `start >= end` is 0.
     pub fn get_approximate_sizes(&self, ranges: &[(&[u8], &[u8])]) -> Result<Vec<u64>> {
-        ranges.iter().map(|&(s, e)| files::approximate_size(&self.inner, s, e)).collect()
+        let cfd = &self.inner.default_cf;
+        ranges.iter().map(|&(s, e)| files::approximate_size(&self.inner, cfd, s, e)).collect()
+    }
+
+    /// [`Db::get_approximate_sizes`] in column family `cf`.
+    pub fn get_approximate_sizes_cf(
+        &self,
+        cf: &impl AsColumnFamilyRef,
+        ranges: &[(&[u8], &[u8])],
+    ) -> Result<Vec<u64>> {
+        let cfd = self.cfd(cf)?;
+        ranges.iter().map(|&(s, e)| files::approximate_size(&self.inner, cfd, s, e)).collect()
     }
 
     /// Stops background work: running compactions are abandoned (their inputs stay), and no
@@ -567,12 +907,31 @@ impl Db {
 
     /// A named property (`strata.*`, or the `rocksdb.*` alias), `None` for an unknown name.
     pub fn property_value(&self, name: &str) -> Result<Option<String>> {
-        properties::property_value(&self.inner, name)
+        properties::property_value(&self.inner, &self.inner.default_cf, name)
     }
 
     /// A numeric property, `None` for an unknown or non-numeric name.
     pub fn property_int_value(&self, name: &str) -> Result<Option<u64>> {
         Ok(self.property_value(name)?.and_then(|s| s.trim().parse().ok()))
+    }
+
+    /// [`Db::property_value`] of column family `cf` (its tree, memtables and compaction
+    /// stats; DB-wide properties are the same for every family).
+    pub fn property_value_cf(
+        &self,
+        cf: &impl AsColumnFamilyRef,
+        name: &str,
+    ) -> Result<Option<String>> {
+        properties::property_value(&self.inner, self.cfd(cf)?, name)
+    }
+
+    /// [`Db::property_int_value`] of column family `cf`.
+    pub fn property_int_value_cf(
+        &self,
+        cf: &impl AsColumnFamilyRef,
+        name: &str,
+    ) -> Result<Option<u64>> {
+        Ok(self.property_value_cf(cf, name)?.and_then(|s| s.trim().parse().ok()))
     }
 
     /// The last sequence number visible to reads.
@@ -586,16 +945,23 @@ impl Drop for Db {
         if self.inner.read_only {
             return; // nothing to flush, mark or stop
         }
-        let needs_flush = {
+        let needs_flush: Vec<Arc<Cfd>> = {
             // Each memtable knows whether it holds writes that skipped the WAL; only those
             // memtables (active or still waiting for flush) make the close flush.
             let st = self.inner.state.lock();
-            st.bg_error.is_none()
-                && (st.mem.has_unlogged() || st.imm.iter().any(|(m, _)| m.has_unlogged()))
+            if st.bg_error.is_some() {
+                Vec::new()
+            } else {
+                st.cfs
+                    .values()
+                    .filter(|c| c.mem.has_unlogged() || c.imm.iter().any(|(m, _)| m.has_unlogged()))
+                    .map(|c| c.cfd.clone())
+                    .collect()
+            }
         };
-        if needs_flush {
+        for cfd in needs_flush {
             // Writes made without the WAL exist only in memory; keep them, as RocksDB does.
-            let _ = flush::flush_and_wait(&self.inner);
+            let _ = flush::flush_and_wait(&self.inner, &cfd);
         }
         write_close_marker(&self.inner);
         self.inner.closing.store(true, Ordering::Relaxed);
@@ -645,36 +1011,9 @@ impl DbInner {
         self.state.lock().bg_error.as_ref().map(|e| Error::Background(e.to_string()))
     }
 
-    /// Publishes a new super version built from `st` and `version`.
-    pub(crate) fn install_super_version(&self, st: &DbState, version: Arc<Version>) {
-        let picker = self.opts.picker_options();
-        let pending_compaction_bytes =
-            crate::compaction::estimated_pending_compaction_bytes(&version, &picker);
-        let stall_count = crate::compaction::stall_count(&version, &picker);
-        let version_range_dels = std::sync::OnceLock::new();
-        let mut current = self.super_version.write();
-        if Arc::ptr_eq(&current.version, &version) {
-            if let Some(r) = current.version_range_dels.get() {
-                let _ = version_range_dels.set(r.clone());
-            }
-        }
-        let number = current.number + 1;
-        let sv = SuperVersion {
-            number,
-            mem: st.mem.clone(),
-            imm: st.imm.iter().rev().map(|(m, _)| m.clone()).collect(),
-            version,
-            pending_compaction_bytes,
-            stall_count,
-            version_range_dels,
-        };
-        *current = Arc::new(sv);
-        // Under the write lock, so numbers are recorded in installation order.
-        self.local_svs.invalidate(number);
-    }
-
-    pub(crate) fn current_super_version(&self) -> Arc<SuperVersion> {
-        self.super_version.read().clone()
+    /// Every live family, by id.
+    pub(crate) fn families(&self) -> Vec<Arc<Cfd>> {
+        self.state.lock().cfs.values().map(|c| c.cfd.clone()).collect()
     }
 
     pub(crate) fn new_file_number(&self) -> FileNumber {

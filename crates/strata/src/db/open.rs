@@ -15,13 +15,16 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 
-use parking_lot::{Condvar, Mutex, RwLock};
+use parking_lot::{Condvar, Mutex};
 
+use super::cf::ColumnFamilyDescriptor;
+use super::cf::FamilyMem;
 use super::info_log::{InfoLog, GIT_SHA};
 use super::obsolete::{delete_obsolete_at_open, Keep};
-use super::recover::{find_wals, recover_version_set, replay_wals, Replayed};
+use super::recover::{find_wals, recover_version_set, replay_wals, Replayed, ReplayedFamily};
 use super::write::open_wal_writer;
-use super::{DbInner, DbState, SuperVersion, WalState};
+use super::{CfState, Cfd, DbInner, DbState, MemSet, SuperVersion, WalState};
+use crate::column_family::{check_name, DEFAULT_COLUMN_FAMILY_NAME};
 use crate::env::{FileLock, FileSystem};
 use crate::error::{Error, Result};
 use crate::filename::{lock_path, parse_file_name, FileKind};
@@ -30,12 +33,82 @@ use crate::options::Options;
 use crate::sstable::table_cache::TableCache;
 use crate::sstable::{Cache, CacheAccess};
 use crate::types::{FileNumber, SeqNo};
-use crate::version::levels::Version;
+use crate::version::edit::VersionEdit;
 use crate::version::set::VersionSet;
 use crate::wal::{encode_wal_event, encode_wal_header, LogWriter, WalEvent};
 
-pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
+/// The options of each family an open names: `default` (the descriptor's, else the DB's)
+/// and every descriptor's, validated and sanitized, by name.
+fn family_options(
+    opts: &Options,
+    descriptors: &[ColumnFamilyDescriptor],
+) -> Result<BTreeMap<String, Options>> {
+    let mut out = BTreeMap::new();
+    out.insert(DEFAULT_COLUMN_FAMILY_NAME.to_string(), opts.sanitized());
+    let mut seen = std::collections::HashSet::new();
+    for d in descriptors {
+        check_name(&d.name)?;
+        if !seen.insert(d.name.as_str()) {
+            return Err(Error::InvalidArgument(format!(
+                "column family {:?} is named twice in the open",
+                d.name
+            )));
+        }
+        d.options.validate().map_err(|e| match e {
+            Error::InvalidArgument(m) => {
+                Error::InvalidArgument(format!("column family {:?}: {m}", d.name))
+            }
+            other => other,
+        })?;
+        out.insert(d.name.clone(), d.options.sanitized());
+    }
+    Ok(out)
+}
+
+/// Checks the families the MANIFEST has against those the open names: every live family must
+/// be opened (as RocksDB requires); a named one missing is created only with
+/// `create_missing_column_families`. Returns the options of each live family by id, and the
+/// names to create.
+fn match_families(
+    opts: &Options,
+    versions: &VersionSet,
+    by_name: &BTreeMap<String, Options>,
+) -> Result<(BTreeMap<u32, Options>, Vec<String>)> {
+    let live = versions.families();
+    let unopened: Vec<&str> =
+        live.values().map(|f| f.name.as_str()).filter(|n| !by_name.contains_key(*n)).collect();
+    if !unopened.is_empty() {
+        return Err(Error::InvalidArgument(format!(
+            "column families not opened: {} (open the DB with open_cf naming every family; \
+             Db::list_cf lists them)",
+            unopened.join(", ")
+        )));
+    }
+    let missing: Vec<String> =
+        by_name.keys().filter(|n| !live.values().any(|f| &f.name == *n)).cloned().collect();
+    if !missing.is_empty() && !opts.create_missing_column_families {
+        return Err(Error::InvalidArgument(format!(
+            "column families {} do not exist (set create_missing_column_families to create them)",
+            missing.join(", ")
+        )));
+    }
+    let by_id = live.iter().map(|(&id, f)| (id, by_name[&f.name].clone())).collect();
+    Ok((by_id, missing))
+}
+
+/// The level count of family `name` in the open (families the open does not name are refused
+/// later; meanwhile they get the most levels any version can have).
+fn levels_of(by_name: &BTreeMap<String, Options>) -> impl Fn(&str) -> usize + '_ {
+    |name| by_name.get(name).map_or(crate::version::levels::MAX_NUM_LEVELS, |o| o.num_levels)
+}
+
+pub(crate) fn open(
+    opts: &Options,
+    dir: &Path,
+    descriptors: &[ColumnFamilyDescriptor],
+) -> Result<DbInner> {
     opts.validate()?;
+    let by_name = family_options(opts, descriptors)?;
     let opts = &opts.sanitized();
     let fs = opts.fs.clone();
     let lock = prepare_dir(opts, fs.as_ref(), dir)?;
@@ -55,17 +128,19 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
     }
     let (wal_files, kinds) = scan_dir(fs.as_ref(), dir, &wal_dir)?;
 
-    let mut versions = recover_version_set(opts, &fs, dir, &kinds)?;
+    let mut versions = recover_version_set(opts, &levels_of(&by_name), &fs, dir, &kinds)?;
+    let (family_opts, missing) = match_families(opts, &versions, &by_name)?;
     let table_cache = new_table_cache(opts, &fs, dir);
     if opts.paranoid_checks {
-        for (_, f) in versions.current().files() {
-            table_cache.reader(f.number, &f.pinned)?;
+        for f in versions.families().values() {
+            for (_, t) in f.current.files() {
+                table_cache.reader(t.number, &t.pinned)?;
+            }
         }
     }
 
-    let table_options = opts.table_options_for_level(0);
-    let replay = replay_wals(opts, &fs, dir, &wal_files, &versions, &table_options, false);
-    let Replayed { mut edit, last_seq, recovered, wals, records, dropped_bytes, unsynced_dropped } =
+    let replay = replay_wals(opts, &family_opts, &fs, dir, &wal_files, &versions, false);
+    let Replayed { families, last_seq, wals, records, dropped_bytes, unsynced_dropped } =
         match replay {
             Ok(r) => r,
             Err(e) => {
@@ -74,10 +149,11 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
             }
         };
 
+    let any_recovered = families.values().any(|f| !f.recovered.is_empty());
     // WALs kept for memtables held in memory were written before this open, perhaps not
     // synced (a killed process leaves them in the page cache): sync them before a later
     // WAL can take writes, as a memtable switch would have (`db/write.rs`).
-    if !recovered.is_empty() {
+    if any_recovered {
         for n in &wals {
             fs.sync_file(&wal_files[n])?;
         }
@@ -93,34 +169,66 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
     ))?;
     // The kept WALs were synced above (they end without a "closed" event: the process that
     // wrote them stopped); say so, or recovery would take them for WALs cut short.
-    let kept_synced_through = if recovered.is_empty() { FileNumber(0) } else { last_wal };
+    let kept_synced_through = if any_recovered { last_wal } else { FileNumber(0) };
     if kept_synced_through.0 > 0 {
         log_writer.add_record(&encode_wal_event(WalEvent::SyncedThrough(kept_synced_through)))?;
     }
     log_writer.flush()?;
     let log_number = new_log_number;
     fs.sync_dir(&wal_dir)?;
-    // WALs older than this hold nothing that is not in a table.
-    let oldest_needed_wal = recovered.first().map_or(log_number, |(_, w)| *w);
-    edit.log_number = Some(oldest_needed_wal);
-    edit.last_sequence = Some(last_seq);
-    crate::kill_point!("open.install");
-    let version = versions.log_and_apply(&mut edit)?;
+    // A family's WALs older than its first kept memtable's hold nothing of it that is not in
+    // a table; the DB's oldest needed WAL is the least of those.
+    let family_log = |f: &ReplayedFamily| f.recovered.first().map_or(log_number, |(_, w)| *w);
+    let oldest_needed_wal = families.values().map(family_log).min().unwrap_or(log_number);
+    // Each family's tables and log number in an edit of its own, `default` last with the
+    // DB's log number: a crash between them replays each family from its own log number.
+    let mut tables_written = 0;
+    for (&id, f) in families.iter().rev() {
+        let mut edit = VersionEdit {
+            column_family: id,
+            new_files: f.new_files.iter().map(|m| (0, m.clone())).collect(),
+            cf_log_number: Some(family_log(f)),
+            ..VersionEdit::default()
+        };
+        tables_written += edit.new_files.len();
+        if id == 0 {
+            edit.log_number = Some(oldest_needed_wal);
+            edit.last_sequence = Some(last_seq);
+        } else if edit.new_files.is_empty() {
+            continue; // nothing replayed: its log number may stay behind (module doc of cf.rs)
+        }
+        crate::kill_point!("open.install");
+        versions.log_and_apply(&mut edit, family_opts[&id].num_levels)?;
+    }
+    // Families the open names that the DB lacks.
+    let mut family_opts = family_opts;
+    for name in &missing {
+        let id = versions.max_column_family() + 1;
+        let mut edit = VersionEdit {
+            column_family: id,
+            cf_add: Some(name.clone()),
+            cf_log_number: Some(log_number),
+            ..VersionEdit::default()
+        };
+        versions.log_and_apply(&mut edit, by_name[name].num_levels)?;
+        family_opts.insert(id, by_name[name].clone());
+    }
+    let version_files = versions.families().values().map(|f| f.current.clone()).collect::<Vec<_>>();
 
     info_log.log(&format!(
         "Recovered from MANIFEST-{:06}: {} tables, {} bytes; last sequence {}; WALs replayed \
          {:?}: {} records, {} damaged bytes dropped, {} never-synced batches dropped behind a \
          WAL cut short; {} L0 tables written, {} memtables kept in memory; new WAL {}",
         versions.manifest_number().0,
-        version.files().count(),
-        version.files().map(|(_, f)| f.file_size).sum::<u64>(),
+        version_files.iter().map(|v| v.files().count()).sum::<usize>(),
+        version_files.iter().flat_map(|v| v.files()).map(|(_, f)| f.file_size).sum::<u64>(),
         last_seq.0,
         wals.iter().map(|n| n.0).collect::<Vec<_>>(),
         records,
         dropped_bytes,
         unsynced_dropped,
-        edit.new_files.len(),
-        recovered.len(),
+        tables_written,
+        families.values().map(|f| f.recovered.len()).sum::<usize>(),
         log_number.0,
     ));
     delete_obsolete_at_open(
@@ -131,7 +239,7 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
         &Keep {
             oldest_wal: oldest_needed_wal,
             manifest: versions.manifest_number(),
-            live_tables: version.file_numbers().collect(),
+            live_tables: version_files.iter().flat_map(|v| v.file_numbers()).collect(),
         },
     );
     Ok(assemble(Parts {
@@ -140,9 +248,9 @@ pub(crate) fn open(opts: &Options, dir: &Path) -> Result<DbInner> {
         wal_dir,
         fs,
         versions,
-        version,
+        family_opts,
         table_cache,
-        recovered,
+        recovered: families.into_iter().map(|(id, f)| (id, f.recovered)).collect(),
         log_writer,
         log_number,
         last_seq,
@@ -179,8 +287,13 @@ fn probe_direct_io(opts: &Options, fs: &dyn FileSystem, dir: &Path) -> Result<()
 }
 
 /// Opens the DB in `dir` without writing anything (see the module documentation).
-pub(crate) fn open_read_only(opts: &Options, dir: &Path) -> Result<DbInner> {
+pub(crate) fn open_read_only(
+    opts: &Options,
+    dir: &Path,
+    descriptors: &[ColumnFamilyDescriptor],
+) -> Result<DbInner> {
     opts.validate()?;
+    let by_name = family_options(opts, descriptors)?;
     let mut opts = opts.sanitized();
     opts.create_if_missing = false;
     opts.error_if_exists = false;
@@ -197,14 +310,18 @@ pub(crate) fn open_read_only(opts: &Options, dir: &Path) -> Result<DbInner> {
     let mut attempt = 0;
     loop {
         attempt += 1;
-        match try_open_read_only(&opts, dir) {
+        match try_open_read_only(&opts, &by_name, dir) {
             Err(e) if attempt < ATTEMPTS && is_vanished_file(&e) => {}
             result => return result,
         }
     }
 }
 
-fn try_open_read_only(opts: &Options, dir: &Path) -> Result<DbInner> {
+fn try_open_read_only(
+    opts: &Options,
+    by_name: &BTreeMap<String, Options>,
+    dir: &Path,
+) -> Result<DbInner> {
     let fs = opts.fs.clone();
     let wal_dir = opts.wal_dir.clone().unwrap_or_else(|| dir.to_path_buf());
     let (wal_files, kinds) = scan_dir(fs.as_ref(), dir, &wal_dir)?;
@@ -218,16 +335,23 @@ fn try_open_read_only(opts: &Options, dir: &Path) -> Result<DbInner> {
         // Writes nothing: the probe is a direct open of CURRENT.
         fs.open_direct(&crate::filename::current_path(dir))?;
     }
-    let versions = recover_version_set(opts, &fs, dir, &kinds)?;
+    let versions = recover_version_set(opts, &levels_of(by_name), &fs, dir, &kinds)?;
+    let (family_opts, missing) = match_families(opts, &versions, by_name)?;
+    if !missing.is_empty() {
+        return Err(Error::InvalidArgument(format!(
+            "column families {} do not exist (a read-only open creates none)",
+            missing.join(", ")
+        )));
+    }
     let table_cache = new_table_cache(opts, &fs, dir);
     // Opened now, the tables stay readable if the writer deletes them later.
-    for (_, f) in versions.current().files() {
-        table_cache.reader(f.number, &f.pinned)?;
+    for f in versions.families().values() {
+        for (_, t) in f.current.files() {
+            table_cache.reader(t.number, &t.pinned)?;
+        }
     }
-    let table_options = opts.table_options_for_level(0);
-    let Replayed { last_seq, recovered, .. } =
-        replay_wals(opts, &fs, dir, &wal_files, &versions, &table_options, true)?;
-    let version = versions.current().clone();
+    let Replayed { last_seq, families, .. } =
+        replay_wals(opts, &family_opts, &fs, dir, &wal_files, &versions, true)?;
     let log_number = versions.log_number();
     let log_writer = LogWriter::new(Box::new(RefusingFile { dir: dir.to_path_buf() }));
     Ok(assemble(Parts {
@@ -236,9 +360,9 @@ fn try_open_read_only(opts: &Options, dir: &Path) -> Result<DbInner> {
         wal_dir,
         fs,
         versions,
-        version,
+        family_opts,
         table_cache,
-        recovered,
+        recovered: families.into_iter().map(|(id, f)| (id, f.recovered)).collect(),
         log_writer,
         log_number,
         last_seq,
@@ -324,10 +448,11 @@ struct Parts<'a> {
     wal_dir: PathBuf,
     fs: Arc<dyn FileSystem>,
     versions: VersionSet,
-    version: Arc<Version>,
+    /// The options of every live family, by id.
+    family_opts: BTreeMap<u32, Options>,
     table_cache: Arc<TableCache>,
-    /// Memtables kept from the WAL replay, oldest first, each with its first WAL.
-    recovered: Vec<(Arc<MemTable>, FileNumber)>,
+    /// Per family: memtables kept from the WAL replay, oldest first, each with its first WAL.
+    recovered: BTreeMap<u32, Vec<(Arc<MemTable>, FileNumber)>>,
     log_writer: LogWriter,
     log_number: FileNumber,
     last_seq: SeqNo,
@@ -337,38 +462,56 @@ struct Parts<'a> {
     read_only: bool,
 }
 
-fn assemble(p: Parts<'_>) -> DbInner {
-    let mem = Arc::new(MemTable::new());
+/// Process-unique ids of open DBs, so a family handle is never used with another DB.
+static NEXT_INSTANCE: AtomicU64 = AtomicU64::new(1);
+
+fn assemble(mut p: Parts<'_>) -> DbInner {
+    let instance = NEXT_INSTANCE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let db_stats = Arc::new(crate::stats::Stats::new(p.opts.num_levels));
+    let mut cfs = BTreeMap::new();
+    for (&id, family) in p.versions.families() {
+        let Some(fopts) = p.family_opts.remove(&id) else { continue };
+        let recovered = p.recovered.remove(&id).unwrap_or_default();
+        let mem = Arc::new(MemTable::new());
+        let stats = if id == 0 {
+            db_stats.clone()
+        } else {
+            Arc::new(crate::stats::Stats::new(fopts.num_levels))
+        };
+        let imm: std::collections::VecDeque<_> = recovered.into_iter().collect();
+        let sv = SuperVersion::build(&fopts, &mem, &imm, family.current.clone(), 1);
+        let cfd = Arc::new(Cfd::new(instance, id, &family.name, fopts, sv, stats));
+        let switched = imm.len() as u64;
+        let cs = CfState {
+            cfd,
+            mem,
+            mem_log: p.log_number,
+            imm,
+            memtables_switched: switched,
+            memtables_flushed: 0,
+        };
+        cfs.insert(id, cs);
+    }
+    let family_mem = |c: &CfState| FamilyMem { cfd: c.cfd.clone(), mem: c.mem.clone() };
+    let default_cf = cfs[&0].cfd.clone();
+    let mems = MemSet {
+        default: family_mem(&cfs[&0]),
+        others: cfs.values().filter(|c| c.cfd.id != 0).map(family_mem).collect(),
+    };
     let state = DbState {
-        mem: mem.clone(),
-        mem_log: p.log_number,
-        imm: p.recovered.iter().cloned().collect(),
+        cfs,
         bg_error: None,
         shutting_down: false,
-        memtables_switched: p.recovered.len() as u64,
-        memtables_flushed: 0,
         compacting: std::collections::HashSet::new(),
         running_compactions: 0,
         manual_compactions: 0,
         obsolete_tables: Vec::new(),
     };
-    let picker = p.opts.picker_options();
-    let pending_compaction_bytes =
-        crate::compaction::estimated_pending_compaction_bytes(&p.version, &picker);
-    let stall_count = crate::compaction::stall_count(&p.version, &picker);
-    let sv = SuperVersion {
-        number: 1,
-        mem: mem.clone(),
-        imm: p.recovered.iter().rev().map(|(m, _)| m.clone()).collect(),
-        version: p.version,
-        pending_compaction_bytes,
-        stall_count,
-        version_range_dels: std::sync::OnceLock::new(),
-    };
     let next_file = p.versions.file_counter();
     DbInner {
         opts: p.opts.clone(),
-        table_options: (0..p.opts.num_levels).map(|l| p.opts.table_options_for_level(l)).collect(),
+        instance,
+        default_cf,
         dir: p.dir.to_path_buf(),
         wal_dir: p.wal_dir,
         fs: p.fs,
@@ -379,7 +522,7 @@ fn assemble(p: Parts<'_>) -> DbInner {
         wal: Mutex::new(WalState {
             writer: p.log_writer,
             number: p.log_number,
-            mem,
+            mems: Arc::new(mems),
             last_sequence: p.last_seq,
             delay_debt_micros: 0.0,
             synced_event_through: p.kept_synced_through,
@@ -396,8 +539,6 @@ fn assemble(p: Parts<'_>) -> DbInner {
         syncs_in_flight: AtomicU64::new(0),
         sync_slots: Mutex::new(()),
         sync_slots_cv: Condvar::new(),
-        super_version: RwLock::new(Arc::new(sv)),
-        local_svs: super::local_sv::LocalSuperVersions::new(1),
         visible_sequence: AtomicU64::new(p.last_seq.0),
         has_bg_error: AtomicBool::new(false),
         closing: AtomicBool::new(false),
@@ -405,10 +546,11 @@ fn assemble(p: Parts<'_>) -> DbInner {
         write_delayed: AtomicBool::new(false),
         table_cache: p.table_cache,
         snapshots: Arc::default(),
-        stats: crate::stats::Stats::new(p.opts.num_levels),
+        stats: db_stats,
         info_log: p.info_log,
         stall_started_micros: AtomicU64::new(0),
         slowdown_started_micros: AtomicU64::new(0),
+        stall_families: Mutex::new((String::new(), String::new())),
         read_only: p.read_only,
         _lock: p.lock,
     }

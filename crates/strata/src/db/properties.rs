@@ -3,15 +3,17 @@
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering::Relaxed;
 
-use super::DbInner;
+use super::{Cfd, DbInner};
 use crate::error::Result;
 use crate::stats::LevelShape;
 
-pub(crate) fn property_value(inner: &DbInner, name: &str) -> Result<Option<String>> {
+/// Property `name` of family `cfd`: views of its LSM tree and memtables are the family's,
+/// the rest (cache, snapshots, write stalls, background errors, `statistics`) the DB's.
+pub(crate) fn property_value(inner: &DbInner, cfd: &Cfd, name: &str) -> Result<Option<String>> {
     let Some(prop) = name.strip_prefix("strata.").or_else(|| name.strip_prefix("rocksdb.")) else {
         return Ok(None);
     };
-    let sv = inner.current_super_version();
+    let sv = cfd.current_super_version();
     let v = &sv.version;
     let mems = || std::iter::once(&sv.mem).chain(sv.imm.iter());
     if let Some(level) = prop.strip_prefix("num-files-at-level") {
@@ -53,7 +55,7 @@ pub(crate) fn property_value(inner: &DbInner, name: &str) -> Result<Option<Strin
             let st = inner.state.lock();
             let pick = crate::compaction::pick(
                 v,
-                &inner.opts.picker_options(),
+                &cfd.opts.picker_options(),
                 &st.compacting,
                 crate::compaction::now_secs(),
             );
@@ -107,7 +109,7 @@ pub(crate) fn property_value(inner: &DbInner, name: &str) -> Result<Option<Strin
                 .fold(0u64, |acc, level| acc.max(level))
                 .to_string()
         }
-        "base-level" => crate::compaction::picker::level_targets(v, &inner.opts.picker_options())
+        "base-level" => crate::compaction::picker::level_targets(v, &cfd.opts.picker_options())
             .base_level
             .to_string(),
         "num-live-versions" => {
@@ -138,7 +140,7 @@ pub(crate) fn property_value(inner: &DbInner, name: &str) -> Result<Option<Strin
         }
         "stats" => {
             let busy = inner.state.lock().compacting.clone();
-            let o = inner.opts.picker_options();
+            let o = cfd.opts.picker_options();
             let t = crate::compaction::picker::level_targets(v, &o);
             let scores = crate::compaction::picker::level_scores(v, &o, &busy, &t);
             let shape: Vec<LevelShape> = (0..v.levels.len())
@@ -152,7 +154,7 @@ pub(crate) fn property_value(inner: &DbInner, name: &str) -> Result<Option<Strin
                     score: scores[l],
                 })
                 .collect();
-            inner.stats.report(&shape, sv.pending_compaction_bytes)
+            cfd.stats.report(&shape, sv.pending_compaction_bytes)
         }
         _ => return Ok(None),
     };
@@ -219,9 +221,12 @@ fn stats_dump_loop(inner: &DbInner, period: std::time::Duration) {
             continue;
         }
         drop(st);
-        if let Ok(Some(stats)) = property_value(inner, "strata.stats") {
-            inner.info_log.log("------- DUMPING STATS -------");
-            inner.info_log.log_lines(&stats);
+        inner.info_log.log("------- DUMPING STATS -------");
+        for cfd in inner.families() {
+            if let Ok(Some(stats)) = property_value(inner, &cfd, "strata.stats") {
+                inner.info_log.log(&format!("[{}]", cfd.name));
+                inner.info_log.log_lines(&stats);
+            }
         }
         next = now + period;
         st = inner.state.lock();

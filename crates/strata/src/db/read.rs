@@ -2,7 +2,7 @@
 
 use std::sync::atomic::Ordering;
 
-use super::DbInner;
+use super::{Cfd, DbInner};
 use crate::error::{Error, Result};
 use crate::key::{after_largest, append_internal_key, parse_internal_key, user_key};
 use crate::merge_operator::MergeOperator;
@@ -186,25 +186,31 @@ impl LookupKeyBuf {
     }
 }
 
-pub(crate) fn get(inner: &DbInner, key: &[u8], opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
-    inner.local_svs.with(
-        || inner.current_super_version(),
+pub(crate) fn get(
+    inner: &DbInner,
+    cfd: &Cfd,
+    key: &[u8],
+    opts: &ReadOptions,
+) -> Result<Option<Vec<u8>>> {
+    cfd.local_svs.with(
+        || cfd.current_super_version(),
         |sv| {
             let seq = match &opts.snapshot {
                 Some(s) => s.seq(),
                 None => SeqNo(inner.visible_sequence.load(Ordering::Acquire)),
             };
-            get_at(inner, sv, key, seq, opts)
+            get_at(inner, cfd, sv, key, seq, opts)
         },
     )
 }
 
 pub(crate) fn multi_get<K: AsRef<[u8]>>(
     inner: &DbInner,
+    cfd: &Cfd,
     keys: Vec<K>,
     opts: &ReadOptions,
 ) -> Vec<Result<Option<Vec<u8>>>> {
-    let sv = inner.current_super_version();
+    let sv = cfd.current_super_version();
     let seq = match &opts.snapshot {
         Some(s) => s.seq(),
         None => SeqNo(inner.visible_sequence.load(Ordering::Acquire)),
@@ -213,13 +219,14 @@ pub(crate) fn multi_get<K: AsRef<[u8]>>(
     order.sort_by(|&a, &b| keys[a].as_ref().cmp(keys[b].as_ref()));
     let mut out: Vec<Option<Result<Option<Vec<u8>>>>> = (0..keys.len()).map(|_| None).collect();
     for i in order {
-        out[i] = Some(get_at(inner, &sv, keys[i].as_ref(), seq, opts));
+        out[i] = Some(get_at(inner, cfd, &sv, keys[i].as_ref(), seq, opts));
     }
     out.into_iter().map(|r| r.unwrap_or(Ok(None))).collect()
 }
 
 pub(crate) fn get_at(
     inner: &DbInner,
+    cfd: &Cfd,
     sv: &super::SuperVersion,
     key: &[u8],
     seq: SeqNo,
@@ -227,7 +234,7 @@ pub(crate) fn get_at(
 ) -> Result<Option<Vec<u8>>> {
     let lkey = LookupKeyBuf::new(key, seq);
     let lkey = lkey.as_slice();
-    let mut ctx = GetContext::new(key, inner.opts.merge_operator.as_deref());
+    let mut ctx = GetContext::new(key, cfd.opts.merge_operator.as_deref());
     let tickers = &inner.stats.tickers;
     tickers.add(Ticker::KeysRead, 1);
     for m in std::iter::once(&sv.mem).chain(&sv.imm) {

@@ -35,11 +35,11 @@
 //! background flush); a WAL that ended in damage forces the tables, since keeping it would
 //! leave a hole behind the next WAL.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
 use super::flush::{write_level0_table, FlushEnv};
-use super::write::insert_into_memtable;
 use crate::env::FileSystem;
 use crate::error::{Error, Result};
 use crate::filename::{current_path, table_path, wal_path, FileKind};
@@ -47,7 +47,6 @@ use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::sstable::TableOptions;
 use crate::types::{FileNumber, SeqNo};
-use crate::version::edit::VersionEdit;
 use crate::version::set::VersionSet;
 use crate::wal::{
     decode_wal_event, decode_wal_header, replay_wal, tail_is_interrupted_append, TailRule,
@@ -59,6 +58,7 @@ use crate::write_batch::WriteBatch;
 /// are the DB files found in `dir`.
 pub(crate) fn recover_version_set(
     opts: &Options,
+    levels_of: &dyn Fn(&str) -> usize,
     fs: &Arc<dyn FileSystem>,
     dir: &Path,
     kinds: &[FileKind],
@@ -67,7 +67,7 @@ pub(crate) fn recover_version_set(
         if opts.error_if_exists {
             return Err(Error::InvalidArgument(format!("{} already exists", dir.display())));
         }
-        VersionSet::recover(fs.clone(), dir, opts.num_levels)?
+        VersionSet::recover(fs.clone(), dir, levels_of)?
     } else {
         if !opts.create_if_missing {
             return Err(Error::InvalidArgument(format!(
@@ -113,7 +113,7 @@ pub(crate) fn recover_version_set(
     }
 
     // Every table the MANIFEST names must exist.
-    for (_, f) in versions.current().files() {
+    for f in versions.families().values().flat_map(|fam| fam.current.files()).map(|(_, f)| f) {
         let path = table_path(dir, f.number);
         if !kinds.contains(&FileKind::Table(f.number)) {
             return Err(Error::corruption(path, 0, "table named by the MANIFEST is missing"));
@@ -155,14 +155,22 @@ pub(crate) fn find_wals(
     Ok(wals)
 }
 
-/// What the WAL replay produced.
-pub(crate) struct Replayed {
-    /// Tables written from replayed memtables (L0), and the last sequence number seen.
-    pub edit: VersionEdit,
-    pub last_seq: SeqNo,
+/// What the WAL replay produced for one column family.
+#[derive(Default)]
+pub(crate) struct ReplayedFamily {
+    /// Tables written from replayed memtables (L0).
+    pub new_files: Vec<crate::version::edit::FileMetaData>,
     /// With `avoid_flush_during_recovery`: memtables kept in memory, oldest first, each with
     /// the WAL its first record came from (that WAL must outlive its flush).
     pub recovered: Vec<(Arc<MemTable>, FileNumber)>,
+}
+
+/// What the WAL replay produced.
+pub(crate) struct Replayed {
+    /// Per live family (every one has an entry).
+    pub families: BTreeMap<u32, ReplayedFamily>,
+    /// The last sequence number seen.
+    pub last_seq: SeqNo,
     /// For the info LOG: the WALs replayed, the records applied and the damaged bytes dropped.
     pub wals: Vec<FileNumber>,
     pub records: u64,
@@ -171,25 +179,58 @@ pub(crate) struct Replayed {
     pub unsynced_dropped: u64,
 }
 
-/// Replays the WALs at or after the MANIFEST's log number (see the module documentation).
-/// With `read_only`, every replayed memtable is kept in memory and nothing is written.
+/// One family's replay state: its options' table settings, its memtable being filled.
+struct FamilyReplay<'a> {
+    opts: &'a Options,
+    table_options: TableOptions,
+    /// WALs below this hold nothing of the family that is not in its tables.
+    log_number: FileNumber,
+    mem: Arc<MemTable>,
+    mem_first_wal: FileNumber,
+    out: ReplayedFamily,
+}
+
+impl FamilyReplay<'_> {
+    fn flush_env<'b>(&'b self, fs: &'b dyn FileSystem, dir: &'b Path) -> FlushEnv<'b> {
+        FlushEnv {
+            fs,
+            dir,
+            table_options: &self.table_options,
+            snapshots: &[],
+            merge_operator: self.opts.merge_operator.as_deref(),
+        }
+    }
+}
+
+/// Replays the WALs at or after the MANIFEST's log number (see the module documentation),
+/// each record into its column family's memtable (`family_opts`: the options of every live
+/// family; records of a family dropped since, and a family's records in WALs its tables
+/// already cover, are skipped). With `read_only`, every replayed memtable is kept in memory
+/// and nothing is written.
 pub(crate) fn replay_wals(
     opts: &Options,
+    family_opts: &BTreeMap<u32, Options>,
     fs: &Arc<dyn FileSystem>,
     dir: &Path,
     wal_files: &std::collections::BTreeMap<FileNumber, std::path::PathBuf>,
     versions: &VersionSet,
-    table_options: &TableOptions,
     read_only: bool,
 ) -> Result<Replayed> {
-    let flush_env = FlushEnv {
-        fs: fs.as_ref(),
-        dir,
-        table_options,
-        snapshots: &[],
-        merge_operator: opts.merge_operator.as_deref(),
-    };
-    let mut edit = VersionEdit::default();
+    let mut fams: BTreeMap<u32, FamilyReplay<'_>> = family_opts
+        .iter()
+        .map(|(&id, o)| {
+            let f = FamilyReplay {
+                opts: o,
+                table_options: o.table_options_for_level(0),
+                log_number: versions.family_log_number(id),
+                mem: Arc::new(MemTable::new()),
+                mem_first_wal: FileNumber(0),
+                out: ReplayedFamily::default(),
+            };
+            (id, f)
+        })
+        .collect();
+    let max_cf = versions.max_column_family();
     let mut last_seq = versions.last_sequence();
     let wals: Vec<FileNumber> =
         wal_files.keys().copied().filter(|&n| n >= versions.log_number()).collect();
@@ -208,11 +249,6 @@ pub(crate) fn replay_wals(
             ),
         ));
     }
-    let mut mem = Arc::new(MemTable::new());
-    // With `avoid_flush_during_recovery`: replayed memtables kept in memory, oldest first,
-    // each with the WAL its first record came from (that WAL must outlive its flush).
-    let mut recovered: Vec<(Arc<MemTable>, FileNumber)> = Vec::new();
-    let mut mem_first_wal = FileNumber(0);
     let mut wal_damage_seen = false;
     let (mut records, mut dropped_bytes) = (0u64, 0u64);
     // The WAL that ended early, where, and whether later WALs may have outrun it.
@@ -305,21 +341,48 @@ pub(crate) fn replay_wals(
                 other => other,
             })?;
             let first = batch.sequence();
-            if mem.is_empty() {
-                mem_first_wal = n;
-            }
-            let count = insert_into_memtable(&mem, &batch, first);
+            let count = u64::from(batch.count());
             if count > 0 {
                 last_seq = last_seq.max(SeqNo(first.0 + count - 1));
             }
-            if mem.approximate_memory_usage() >= opts.write_buffer_size {
-                let full = std::mem::replace(&mut mem, Arc::new(MemTable::new()));
-                if opts.avoid_flush_during_recovery || read_only {
-                    recovered.push((full, mem_first_wal));
-                } else {
-                    let number = versions.new_file_number();
-                    if let Some((meta, _)) = write_level0_table(&flush_env, &full, number)? {
-                        edit.new_files.push((0, meta));
+            // Runs of consecutive records of one family go in with one call.
+            let mut records = batch.iter().enumerate().peekable();
+            while let Some((i, r)) = records.next() {
+                let mut run = vec![(r.value_type, r.key, r.value)];
+                while let Some((_, next)) = records.next_if(|(_, x)| x.cf == r.cf) {
+                    run.push((next.value_type, next.key, next.value));
+                }
+                let Some(f) = fams.get_mut(&r.cf) else {
+                    if r.cf > max_cf {
+                        return Err(Error::corruption(
+                            &path,
+                            offset,
+                            format!(
+                                "write batch names column family {}, which the MANIFEST never \
+                                 created (largest id {max_cf})",
+                                r.cf
+                            ),
+                        ));
+                    }
+                    continue; // a family dropped since: its writes went with it
+                };
+                if n < f.log_number {
+                    continue; // already in the family's tables
+                }
+                if f.mem.is_empty() {
+                    f.mem_first_wal = n;
+                }
+                f.mem.add_batch(SeqNo(first.0 + i as u64), run);
+                if f.mem.approximate_memory_usage() >= f.opts.write_buffer_size {
+                    let full = std::mem::replace(&mut f.mem, Arc::new(MemTable::new()));
+                    if opts.avoid_flush_during_recovery || read_only {
+                        f.out.recovered.push((full, f.mem_first_wal));
+                    } else {
+                        let number = versions.new_file_number();
+                        let env = f.flush_env(fs.as_ref(), dir);
+                        if let Some((meta, _)) = write_level0_table(&env, &full, number)? {
+                            f.out.new_files.push(meta);
+                        }
                     }
                 }
             }
@@ -376,23 +439,29 @@ pub(crate) fn replay_wals(
             stop_at = Some((n, outcome.last_valid_end, true));
         }
     }
-    if !mem.is_empty() {
-        recovered.push((mem, mem_first_wal));
-    }
     // Kept in memory, the replayed writes stay in their WALs until a background flush. A WAL
     // that ended in damage cannot be kept (a later WAL holding records behind it would read
     // as a hole at the next open), so then everything is written to tables as usual.
     let keep_in_memory = read_only || (opts.avoid_flush_during_recovery && !wal_damage_seen);
-    if !keep_in_memory {
-        for (m, _) in recovered.drain(..) {
-            let number = versions.new_file_number();
-            if let Some((meta, _)) = write_level0_table(&flush_env, &m, number)? {
-                edit.new_files.push((0, meta));
+    let mut families = BTreeMap::new();
+    for (id, mut f) in fams {
+        if !f.mem.is_empty() {
+            let mem = std::mem::replace(&mut f.mem, Arc::new(MemTable::new()));
+            f.out.recovered.push((mem, f.mem_first_wal));
+        }
+        if !keep_in_memory {
+            for (m, _) in std::mem::take(&mut f.out.recovered) {
+                let number = versions.new_file_number();
+                let env = f.flush_env(fs.as_ref(), dir);
+                if let Some((meta, _)) = write_level0_table(&env, &m, number)? {
+                    f.out.new_files.push(meta);
+                }
             }
         }
+        families.insert(id, f.out);
     }
 
-    Ok(Replayed { edit, last_seq, recovered, wals, records, dropped_bytes, unsynced_dropped })
+    Ok(Replayed { families, last_seq, wals, records, dropped_bytes, unsynced_dropped })
 }
 
 /// The format version in the header of the WAL at `path`; `None` when it has no header.

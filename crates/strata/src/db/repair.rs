@@ -25,7 +25,6 @@ use std::sync::Arc;
 
 use super::flush::{write_level0_table, FlushEnv};
 use super::recover::find_wals;
-use super::write::insert_into_memtable;
 use crate::env::FileSystem;
 use crate::error::{Error, Result};
 use crate::filename::{lock_path, manifest_path, parse_file_name, table_path, FileKind};
@@ -36,7 +35,7 @@ use crate::sstable::TableReader;
 use crate::types::{FileNumber, SeqNo, ValueType};
 use crate::version::edit::{FileMetaData, VersionEdit};
 use crate::version::levels::Version;
-use crate::version::set::{write_manifest_for, Counters};
+use crate::version::set::{write_manifest_for, Counters, FamilySnapshot};
 use crate::wal::reader::LogReader;
 use crate::wal::{decode_wal_event, decode_wal_header, WalRecoveryMode};
 use crate::write_batch::WriteBatch;
@@ -163,7 +162,16 @@ fn rebuild(opts: &Options, fs: &Arc<dyn FileSystem>, dir: &Path) -> Result<Repai
             }
             // A record that is not a batch is damage the checksum did not catch: skipped.
             let Ok(batch) = WriteBatch::from_data(record.to_vec()) else { continue };
-            insert_into_memtable(&mem, &batch, batch.sequence());
+            if batch.has_cf() {
+                // Tables do not record their family, so repair rebuilds `default` alone; it
+                // must not fold another family's writes into it.
+                return Err(Error::NotSupported(format!(
+                    "repair: {} holds writes of column families other than default; repair \
+                     rebuilds a DB of the default family only",
+                    path.display()
+                )));
+            }
+            mem.add_batch(batch.sequence(), batch.iter().map(|r| (r.value_type, r.key, r.value)));
             records += 1;
             if mem.approximate_memory_usage() >= opts.write_buffer_size {
                 write_table(&mem, &mut report)?;
@@ -206,8 +214,15 @@ fn rebuild(opts: &Options, fs: &Arc<dyn FileSystem>, dir: &Path) -> Result<Repai
         log_number: FileNumber(0),
         next_file: FileNumber(manifest.0 + 1),
         last_sequence,
+        max_column_family: 0,
     };
-    write_manifest_for(fs.as_ref(), dir, manifest, &version, &counters)?;
+    let family = FamilySnapshot {
+        id: 0,
+        name: crate::column_family::DEFAULT_COLUMN_FAMILY_NAME.to_string(),
+        version: Arc::new(version),
+        log_number: FileNumber(0),
+    };
+    write_manifest_for(fs.as_ref(), dir, manifest, &[family], &counters)?;
     report.last_sequence = last_sequence.0;
 
     // 4. Superseded files out of the way.

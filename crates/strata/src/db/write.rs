@@ -26,10 +26,11 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::cf::FamilyMem;
 use super::write_queue::{
     hand_on_leadership, GroupInserts, InsertJob, PendingWrite, SlotState, WriterSlot,
 };
-use super::{DbInner, WalState};
+use super::{Cfd, DbInner, MemSet, WalState};
 use crate::error::{Error, Result};
 use crate::filename::wal_path;
 use crate::memtable::MemTable;
@@ -56,7 +57,9 @@ pub(crate) fn write(inner: &DbInner, batch: WriteBatch, opts: WriteOptions) -> R
         return Err(Error::InvalidArgument("sync writes need the WAL (disable_wal is set)".into()));
     }
     batch.validate()?;
-    if batch.has_merge() && inner.opts.merge_operator.is_none() {
+    if batch.has_cf() {
+        check_families(inner, &batch)?;
+    } else if batch.has_merge() && inner.default_cf.opts.merge_operator.is_none() {
         // Refused at the call (as RocksDB does): stored, the operand would leave the key
         // unreadable until the DB is reopened with an operator.
         return Err(Error::NotSupported(
@@ -96,6 +99,27 @@ pub(crate) fn write(inner: &DbInner, batch: WriteBatch, opts: WriteOptions) -> R
         }
         next = slot.wait();
     }
+}
+
+/// Refuses a batch naming a family that does not exist (or was dropped), or merging into a
+/// family without a merge operator.
+fn check_families(inner: &DbInner, batch: &WriteBatch) -> Result<()> {
+    let st = inner.state.lock();
+    for r in batch.iter() {
+        let Some(cs) = st.cfs.get(&r.cf) else {
+            return Err(Error::InvalidArgument(format!(
+                "write batch names column family {}, which does not exist (dropped?)",
+                r.cf
+            )));
+        };
+        if r.value_type == crate::types::ValueType::Merge && cs.cfd.opts.merge_operator.is_none() {
+            return Err(Error::NotSupported(format!(
+                "merge needs a merge operator: column family {:?} has none",
+                cs.cfd.name
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// When a group's leader passes the leadership on (module doc).
@@ -212,7 +236,7 @@ struct Group {
 pub(crate) struct StagedGroup {
     /// The group's place in the pipeline (`WritePipeline`).
     group: u64,
-    mem: Arc<MemTable>,
+    mems: Arc<MemSet>,
     first: SeqNo,
     last: SeqNo,
     /// Makes the group's WAL bytes durable; `None` when no sync was asked for, or it was made.
@@ -251,7 +275,15 @@ fn stage_group(
     batch.set_sequence(first);
     let mut syncer = None;
     if disable_wal {
-        wal.mem.mark_unlogged();
+        if batch.has_cf() {
+            for cf in batch.column_families() {
+                if let Some(f) = wal.mems.get(cf) {
+                    f.mem.mark_unlogged();
+                }
+            }
+        } else {
+            wal.mems.default.mem.mark_unlogged();
+        }
     } else {
         crate::kill_point!("wal.append");
         // A synced write must not become durable before the writes of retired WALs: sync
@@ -293,7 +325,7 @@ fn stage_group(
         p.assigned += 1;
         p.assigned - 1
     };
-    Ok(StagedGroup { group, mem: wal.mem.clone(), first, last, syncer, sync, disable_wal })
+    Ok(StagedGroup { group, mems: wal.mems.clone(), first, last, syncer, sync, disable_wal })
 }
 
 /// Phase two, without the WAL lock: the group's sync, its memtable inserts, then, in group
@@ -370,14 +402,14 @@ fn delegated_members(inner: &DbInner, group: &Group, first: SeqNo) -> Vec<(usize
 fn post_insert_jobs(
     group: &mut Group,
     delegated: &[(usize, SeqNo, u32)],
-    mem: &Arc<MemTable>,
+    mems: &Arc<MemSet>,
     waiting: Option<&Arc<GroupInserts>>,
 ) {
     for &(i, first, _) in delegated {
         let p = &mut group.followers[i];
         let job = InsertJob {
             batch: std::mem::take(&mut p.batch),
-            mem: mem.clone(),
+            mems: mems.clone(),
             first,
             group: waiting.cloned(),
         };
@@ -390,8 +422,8 @@ fn post_insert_jobs(
 fn insert_group(inner: &DbInner, group: &mut Group, staged: &StagedGroup) -> Result<()> {
     let delegated = delegated_members(inner, group, staged.first);
     let waiting = (!delegated.is_empty()).then(|| GroupInserts::new(delegated.len()));
-    post_insert_jobs(group, &delegated, &staged.mem, waiting.as_ref());
-    let mine = insert_undelegated(&staged.mem, &group.wal_batch, staged, &delegated);
+    post_insert_jobs(group, &delegated, &staged.mems, waiting.as_ref());
+    let mine = insert_undelegated(&staged.mems, &group.wal_batch, staged, &delegated);
     // Waited for whatever the leader's own insert gave: no insert may outlive the group.
     let members = waiting.map_or(Ok(()), |w| w.wait());
     mine.and(members)
@@ -400,24 +432,25 @@ fn insert_group(inner: &DbInner, group: &mut Group, staged: &StagedGroup) -> Res
 /// Inserts the records of `batch` (the group's WAL batch, starting at `staged.first`) except
 /// the delegated members' ranges.
 fn insert_undelegated(
-    mem: &MemTable,
+    mems: &MemSet,
     batch: &WriteBatch,
     staged: &StagedGroup,
     delegated: &[(usize, SeqNo, u32)],
 ) -> Result<()> {
     let first = staged.first.0;
     let total = staged.last.0 - first + 1;
+    let single = !batch.has_cf();
     let mut records = batch.iter();
     let (mut at, mut expected, mut inserted) = (0u64, 0u64, 0u64);
     for &(_, start, count) in delegated {
         let skip_from = start.0 - first;
-        let run = records.by_ref().take((skip_from - at) as usize).map(as_entry);
-        inserted += mem.add_batch(SeqNo(first + at), run);
+        let run = records.by_ref().take((skip_from - at) as usize);
+        inserted += mems.add_batch(SeqNo(first + at), run, single);
         expected += skip_from - at;
         records.by_ref().take(count as usize).for_each(drop);
         at = skip_from + u64::from(count);
     }
-    inserted += mem.add_batch(SeqNo(first + at), records.map(as_entry));
+    inserted += mems.add_batch(SeqNo(first + at), records, single);
     expected += total - at;
     check_inserted(inserted, expected)
 }
@@ -440,15 +473,15 @@ fn finish_unordered(
     }
     count_group(inner, &group, staged);
     let delegated = delegated_members(inner, &group, staged.first);
-    post_insert_jobs(&mut group, &delegated, &staged.mem, None);
-    let own = group.wal_batch.iter().take(group.own_records as usize).map(as_entry);
-    let n = staged.mem.add_batch(staged.first, own);
+    post_insert_jobs(&mut group, &delegated, &staged.mems, None);
+    let own = group.wal_batch.iter().take(group.own_records as usize);
+    let n = staged.mems.add_batch(staged.first, own, !group.wal_batch.has_cf());
     end_unordered_insert(inner, check_inserted(n, u64::from(group.own_records)))
 }
 
 /// A member's own insert (its leader handed it the job).
 fn run_insert_job(inner: &DbInner, job: InsertJob) -> Result<()> {
-    let n = job.mem.add_batch(job.first, job.batch.iter().map(as_entry));
+    let n = job.mems.add_batch(job.first, job.batch.iter(), !job.batch.has_cf());
     inner.stats.write.member_inserts.fetch_add(1, Ordering::Relaxed);
     let r = check_inserted(n, u64::from(job.batch.count()));
     match job.group {
@@ -526,10 +559,6 @@ fn count_group(inner: &DbInner, group: &Group, staged: &StagedGroup) {
             w.wal_syncs.fetch_add(1, Ordering::Relaxed);
         }
     }
-}
-
-fn as_entry(r: crate::write_batch::BatchRecord<'_>) -> (crate::types::ValueType, &[u8], &[u8]) {
-    (r.value_type, r.key, r.value)
 }
 
 fn check_inserted(inserted: u64, expected: u64) -> Result<()> {
@@ -662,12 +691,6 @@ pub(crate) fn sync_wal_dir(inner: &DbInner) -> Result<()> {
     Ok(())
 }
 
-/// Inserts every record of `batch` at consecutive sequence numbers from `first`; returns the
-/// record count.
-pub(crate) fn insert_into_memtable(mem: &MemTable, batch: &WriteBatch, first: SeqNo) -> u64 {
-    mem.add_batch(first, batch.iter().map(as_entry))
-}
-
 /// Ensures the active memtable has room and applies write flow control: stops while L0 has
 /// `level0_stop_writes_trigger` files, while every memtable is full, or while the pending
 /// compaction bytes exceed the hard limit; paces writes at `delayed_write_rate` once L0 reaches
@@ -675,30 +698,66 @@ pub(crate) fn insert_into_memtable(mem: &MemTable, batch: &WriteBatch, first: Se
 /// counted (once per write group and kind) and timed.
 fn make_room_for_write(inner: &DbInner, wal: &mut WalState, batch_bytes: usize) -> Result<()> {
     let o = &inner.opts;
-    let auto = !o.disable_auto_compactions;
     let mut delayed = false;
     let mut counted: Option<Stall> = None;
     loop {
         if let Some(e) = inner.bg_error() {
             return Err(e);
         }
-        let sv = inner.current_super_version();
-        let l0 = sv.stall_count;
-        let stop = if auto && l0 >= o.level0_stop_writes_trigger {
-            Some(Stall::Level0NumFiles)
-        } else if auto && o.pending_bytes_stop(sv.pending_compaction_bytes) {
-            Some(Stall::StopPendingCompactionBytes)
-        } else {
-            None
-        };
-        let mem_full = wal.mem.approximate_memory_usage() >= o.write_buffer_size;
-        let stop = stop.or_else(|| {
-            (mem_full && inner.state.lock().imm.len() + 1 >= o.max_write_buffer_number)
-                .then_some(Stall::MemtableStop)
-        });
+        // The worst state over the families: a stop in any stops every write (they share
+        // the WAL and the sequence), as does a slowdown.
+        let mut stop: Option<(Stall, &str, usize, u64)> = None;
+        let mut slow: Option<(String, String, usize)> = None;
+        let mut full: Option<Arc<Cfd>> = None;
+        let mems = wal.mems.clone();
+        for f in mems.iter() {
+            let co = &f.cfd.opts;
+            let auto = !co.disable_auto_compactions;
+            let sv = f.cfd.current_super_version();
+            let l0 = sv.stall_count;
+            let pending = sv.pending_compaction_bytes;
+            let kind = if auto && l0 >= co.level0_stop_writes_trigger {
+                Some(Stall::Level0NumFiles)
+            } else if auto && co.pending_bytes_stop(pending) {
+                Some(Stall::StopPendingCompactionBytes)
+            } else {
+                None
+            };
+            let mem_full = f.mem.approximate_memory_usage() >= co.write_buffer_size;
+            let kind = kind.or_else(|| {
+                (mem_full
+                    && inner.state.lock().cfs.get(&f.cfd.id).map_or(0, |c| c.imm.len()) + 1
+                        >= co.max_write_buffer_number)
+                    .then_some(Stall::MemtableStop)
+            });
+            if let Some(kind) = kind {
+                stop.get_or_insert((kind, &f.cfd.name, l0, pending));
+                continue;
+            }
+            if mem_full && full.is_none() {
+                full = Some(f.cfd.clone());
+            }
+            if auto
+                && slow.is_none()
+                && (l0 >= co.level0_slowdown_writes_trigger || co.pending_bytes_slowdown(pending))
+            {
+                let why = format!(
+                    "{} L0 files (slowdown trigger {}), {} pending compaction bytes (soft limit \
+                     {})",
+                    l0,
+                    co.level0_slowdown_writes_trigger,
+                    pending,
+                    co.soft_pending_compaction_bytes_limit
+                );
+                slow = Some((f.cfd.name.clone(), why, l0));
+            }
+        }
         inner.write_stopped.store(stop.is_some(), Ordering::Relaxed);
-        note_stall_change(inner, stop.map(|k| describe_stop(k, l0, sv.pending_compaction_bytes)));
-        if let Some(kind) = stop {
+        note_stall_change(
+            inner,
+            stop.map(|(k, name, l0, pending)| (name.to_string(), describe_stop(k, l0, pending))),
+        );
+        if let Some((kind, _, _, _)) = stop {
             let started = Instant::now();
             {
                 let mut st = inner.state.lock();
@@ -721,38 +780,32 @@ fn make_room_for_write(inner: &DbInner, wal: &mut WalState, batch_bytes: usize) 
             }
             continue;
         }
-        if mem_full {
-            switch_memtable(inner, wal)?;
+        if let Some(cfd) = full {
+            switch_memtable(inner, wal, &cfd)?;
             continue;
         }
-        let slowed = auto
-            && (l0 >= o.level0_slowdown_writes_trigger
-                || o.pending_bytes_slowdown(sv.pending_compaction_bytes));
+        let slowed = slow.is_some();
         if inner.write_delayed.load(Ordering::Relaxed) != slowed
             && inner.write_delayed.swap(slowed, Ordering::Relaxed) != slowed
         {
             let now = super::info_log::now_micros();
-            inner.info_log.log(&if slowed {
-                inner.slowdown_started_micros.store(now, Ordering::Relaxed);
-                format!(
-                    "[default] Slowing writes to {} bytes/s: {} L0 files (slowdown trigger {}), \
-                     {} pending compaction bytes (soft limit {})",
-                    o.delayed_write_rate,
-                    l0,
-                    o.level0_slowdown_writes_trigger,
-                    sv.pending_compaction_bytes,
-                    o.soft_pending_compaction_bytes_limit
-                )
-            } else {
-                let started = inner.slowdown_started_micros.load(Ordering::Relaxed);
-                format!(
-                    "[default] Writes no longer slowed down, after {:.1} ms",
-                    now.saturating_sub(started) as f64 / 1000.0
-                )
+            inner.info_log.log(&match &slow {
+                Some((name, why, _)) => {
+                    inner.slowdown_started_micros.store(now, Ordering::Relaxed);
+                    name.clone_into(&mut inner.stall_families.lock().1);
+                    format!("[{name}] Slowing writes to {} bytes/s: {why}", o.delayed_write_rate)
+                }
+                None => {
+                    let started = inner.slowdown_started_micros.load(Ordering::Relaxed);
+                    format!(
+                        "[{}] Writes no longer slowed down, after {:.1} ms",
+                        inner.stall_families.lock().1,
+                        now.saturating_sub(started) as f64 / 1000.0
+                    )
+                }
             });
         }
-        let slow = slowed && !delayed;
-        if slow {
+        if let Some((_, _, l0)) = slow.filter(|_| !delayed) {
             delayed = true;
             wal.delay_debt_micros += batch_bytes as f64 * 1e6 / o.delayed_write_rate as f64;
             if wal.delay_debt_micros >= 1000.0 {
@@ -760,7 +813,7 @@ fn make_room_for_write(inner: &DbInner, wal: &mut WalState, batch_bytes: usize) 
                 wal.delay_debt_micros = 0.0;
                 std::thread::sleep(Duration::from_micros(micros));
                 let running = inner.state.lock().running_compactions > 0;
-                let kind = if l0 < o.level0_slowdown_writes_trigger {
+                let kind = if l0 < inner.default_cf.opts.level0_slowdown_writes_trigger {
                     Stall::SlowdownPendingCompactionBytes
                 } else if running {
                     Stall::Level0SlowdownWithCompaction
@@ -786,17 +839,19 @@ fn describe_stop(kind: Stall, l0: usize, pending: u64) -> String {
     }
 }
 
-/// Logs the start of a write stop (with its cause) and, when writes flow again, its duration.
-fn note_stall_change(inner: &DbInner, cause: Option<String>) {
+/// Logs the start of a write stop (with the family and cause) and, when writes flow again,
+/// its duration.
+fn note_stall_change(inner: &DbInner, cause: Option<(String, String)>) {
     let now = super::info_log::now_micros();
     match cause {
-        Some(cause) => {
+        Some((name, cause)) => {
             if inner
                 .stall_started_micros
                 .compare_exchange(0, now.max(1), Ordering::Relaxed, Ordering::Relaxed)
                 .is_ok()
             {
-                inner.info_log.log(&format!("[default] Stopping writes: {cause}"));
+                inner.info_log.log(&format!("[{name}] Stopping writes: {cause}"));
+                inner.stall_families.lock().0 = name;
             }
         }
         // One load per write group in the common case (no stall).
@@ -805,7 +860,8 @@ fn note_stall_change(inner: &DbInner, cause: Option<String>) {
             let started = inner.stall_started_micros.swap(0, Ordering::Relaxed);
             if started != 0 {
                 inner.info_log.log(&format!(
-                    "[default] Writes resume after a stop of {:.1} ms",
+                    "[{}] Writes resume after a stop of {:.1} ms",
+                    inner.stall_families.lock().0,
                     now.saturating_sub(started) as f64 / 1000.0
                 ));
             }
@@ -813,9 +869,13 @@ fn note_stall_change(inner: &DbInner, cause: Option<String>) {
     }
 }
 
-/// Makes the active memtable immutable and starts a new WAL and memtable. The caller holds the
-/// WAL lock (it is the leader, or `flush`).
-pub(crate) fn switch_memtable(inner: &DbInner, wal: &mut WalState) -> Result<()> {
+/// Makes family `cfd`'s active memtable immutable and starts a new WAL and a new memtable for
+/// the family (the other families keep theirs). The caller holds the WAL lock (it is the
+/// leader, or `flush`).
+pub(crate) fn switch_memtable(inner: &DbInner, wal: &mut WalState, cfd: &Arc<Cfd>) -> Result<()> {
+    if cfd.dropped.load(Ordering::Acquire) {
+        return Ok(()); // its memtables went with it (`db/cf_admin.rs`)
+    }
     drain_pipeline(inner);
     let number = inner.new_file_number();
     // The file taken for reuse is renamed under the list's lock (`db/obsolete.rs`).
@@ -854,12 +914,14 @@ pub(crate) fn switch_memtable(inner: &DbInner, wal: &mut WalState) -> Result<()>
     let new_mem = Arc::new(MemTable::new());
     {
         let mut st = inner.state.lock();
-        let old_mem = std::mem::replace(&mut st.mem, new_mem.clone());
-        let old_log = std::mem::replace(&mut st.mem_log, number);
-        st.imm.push_back((old_mem, old_log));
-        st.memtables_switched += 1;
-        let version = inner.current_super_version().version.clone();
-        inner.install_super_version(&st, version);
+        if let Some(cs) = st.cfs.get_mut(&cfd.id) {
+            let old_mem = std::mem::replace(&mut cs.mem, new_mem.clone());
+            let old_log = std::mem::replace(&mut cs.mem_log, number);
+            cs.imm.push_back((old_mem, old_log));
+            cs.memtables_switched += 1;
+            let version = cfd.current_super_version().version.clone();
+            cfd.install_super_version(cs, version);
+        }
         inner.bg_cv.notify_all();
     }
     let retired = std::mem::replace(&mut wal.writer, new_writer);
@@ -875,6 +937,6 @@ pub(crate) fn switch_memtable(inner: &DbInner, wal: &mut WalState) -> Result<()>
         inner.set_bg_error(&mut st, &e);
     }
     wal.number = number;
-    wal.mem = new_mem;
+    wal.mems = Arc::new(wal.mems.with(FamilyMem { cfd: cfd.clone(), mem: new_mem }));
     Ok(())
 }

@@ -15,7 +15,6 @@ use std::sync::Arc;
 use parking_lot::{Condvar, Mutex};
 
 use crate::error::{Error, Result};
-use crate::memtable::MemTable;
 use crate::types::SeqNo;
 use crate::write_batch::WriteBatch;
 
@@ -86,7 +85,7 @@ pub(crate) struct WriteQueue {
 /// is written (and synced, if asked).
 pub(crate) struct InsertJob {
     pub batch: WriteBatch,
-    pub mem: Arc<MemTable>,
+    pub mems: Arc<crate::db::MemSet>,
     /// Sequence number of the batch's first record.
     pub first: SeqNo,
     /// The leader waits for these inserts before publishing the group; `None` (unordered

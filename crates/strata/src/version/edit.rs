@@ -17,6 +17,13 @@
 //!                          | varint len | smallest internal key | varint len | largest internal key
 //!                          | varint64 smallest_seqno | varint64 largest_seqno
 //!                          | varint64 num_entries | varint64 num_deletions
+//!   9  ColumnFamily        varint32 id: the family the edit's files and CfLogNumber are of
+//!                          (absent: `default`, id 0)                (at most once)
+//!  10  ColumnFamilyAdd     varint len | UTF-8 name: creates family `ColumnFamily` (at most once)
+//!  11  ColumnFamilyDrop    (no body): drops family `ColumnFamily`   (at most once)
+//!  12  MaxColumnFamily     varint32: the largest family id ever used (at most once)
+//!  13  CfLogNumber         varint64: WALs below it hold nothing of family `ColumnFamily`
+//!                          that is not in its tables                 (at most once)
 //!  tag & 0x4000 != 0       varint len | payload   ("safe to ignore": skipped when unknown)
 //! 0x4008 FileTime          varint len | varint64 file number | varint64 seconds
 //!                          (the data time of a file added earlier in the same edit;
@@ -28,6 +35,13 @@
 //! step over it; a field an older reader must understand gets a plain new tag, and the older
 //! reader refuses the MANIFEST ("unknown tag N, written by a newer version?") rather than build
 //! a wrong version. New per-file attributes go in a new tag carrying the file number.
+//!
+//! Column families: an edit changes one family's files (tag 9 names it; without it, `default`).
+//! `LogNumber` is DB-wide: WALs below it hold nothing unflushed of any family, so they are
+//! never replayed. A family's own `CfLogNumber` may be higher (it flushed more recently);
+//! replay skips its records in WALs below it. Absent, it is the DB's `LogNumber`. A DB with
+//! only `default` writes none of tags 9–13, so its MANIFEST reads as before families existed;
+//! an older build refuses a MANIFEST with them (an unknown tag).
 //!
 //! Decoding checks structure, not meaning: levels are below [`LEVEL_LIMIT`], sequence numbers
 //! fit in 56 bits, keys are internal keys (at least the 8-byte trailer), singleton fields appear
@@ -58,6 +72,11 @@ pub(crate) mod tag {
     pub const SAFE_TO_IGNORE: u32 = 0x4000;
     /// The data time of a new file (FIFO's TTL); older readers skip it.
     pub const FILE_TIME: u32 = SAFE_TO_IGNORE | 8;
+    pub const COLUMN_FAMILY: u32 = 9;
+    pub const COLUMN_FAMILY_ADD: u32 = 10;
+    pub const COLUMN_FAMILY_DROP: u32 = 11;
+    pub const MAX_COLUMN_FAMILY: u32 = 12;
+    pub const CF_LOG_NUMBER: u32 = 13;
 }
 
 /// Name of the only comparator, written in the first edit of every MANIFEST.
@@ -117,6 +136,16 @@ pub(crate) struct VersionEdit {
     pub new_files: Vec<(usize, FileMetaData)>,
     /// Per-level round-robin compaction cursors (internal keys).
     pub compact_cursors: Vec<(usize, Vec<u8>)>,
+    /// The family the files, cursors and `cf_log_number` are of (0: `default`).
+    pub column_family: u32,
+    /// Creates family `column_family` with this name.
+    pub cf_add: Option<String>,
+    /// Drops family `column_family`.
+    pub cf_drop: bool,
+    /// The largest family id ever handed out.
+    pub max_column_family: Option<u32>,
+    /// The family's own log number (see the module doc).
+    pub cf_log_number: Option<FileNumber>,
 }
 
 impl VersionEdit {
@@ -142,6 +171,25 @@ impl VersionEdit {
         if let Some(c) = &self.comparator {
             put_varint32(buf, tag::COMPARATOR);
             put_length_prefixed(buf, c.as_bytes());
+        }
+        if self.column_family != 0 {
+            put_varint32(buf, tag::COLUMN_FAMILY);
+            put_varint32(buf, self.column_family);
+        }
+        if let Some(name) = &self.cf_add {
+            put_varint32(buf, tag::COLUMN_FAMILY_ADD);
+            put_length_prefixed(buf, name.as_bytes());
+        }
+        if self.cf_drop {
+            put_varint32(buf, tag::COLUMN_FAMILY_DROP);
+        }
+        if let Some(n) = self.max_column_family {
+            put_varint32(buf, tag::MAX_COLUMN_FAMILY);
+            put_varint32(buf, n);
+        }
+        if let Some(n) = self.cf_log_number {
+            put_varint32(buf, tag::CF_LOG_NUMBER);
+            put_varint64(buf, n.0);
         }
         if let Some(n) = self.log_number {
             put_varint32(buf, tag::LOG_NUMBER);
@@ -204,6 +252,32 @@ impl VersionEdit {
                 tag::LOG_NUMBER => {
                     let n = FileNumber(d.u64("log number")?);
                     d.once(&mut e.log_number, n, "log number")?;
+                }
+                tag::COLUMN_FAMILY => {
+                    let id = d.r.varint32().ok_or_else(|| d.err("bad column family id"))?;
+                    let mut slot = (e.column_family != 0).then_some(e.column_family);
+                    d.once(&mut slot, id, "column family")?;
+                    e.column_family = id;
+                }
+                tag::COLUMN_FAMILY_ADD => {
+                    let name = d.bytes("column family name")?;
+                    let name = std::str::from_utf8(name)
+                        .map_err(|_| d.err("column family name is not UTF-8"))?;
+                    d.once(&mut e.cf_add, name.to_string(), "column family add")?;
+                }
+                tag::COLUMN_FAMILY_DROP => {
+                    if e.cf_drop {
+                        return Err(d.err("column family drop appears twice"));
+                    }
+                    e.cf_drop = true;
+                }
+                tag::MAX_COLUMN_FAMILY => {
+                    let n = d.r.varint32().ok_or_else(|| d.err("bad max column family"))?;
+                    d.once(&mut e.max_column_family, n, "max column family")?;
+                }
+                tag::CF_LOG_NUMBER => {
+                    let n = FileNumber(d.u64("column family log number")?);
+                    d.once(&mut e.cf_log_number, n, "column family log number")?;
                 }
                 tag::NEXT_FILE_NUMBER => {
                     let n = FileNumber(d.u64("next file number")?);

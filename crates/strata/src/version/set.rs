@@ -6,12 +6,14 @@
 //! snapshot edit of the whole state; CURRENT is switched to it by writing a temporary file,
 //! syncing it, renaming it over CURRENT and syncing the directory.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
 use super::edit::VersionEdit;
 use super::levels::Version;
+use crate::column_family::DEFAULT_COLUMN_FAMILY_NAME;
 use crate::env::FileSystem;
 use crate::error::{Error, Result};
 use crate::filename::{current_path, manifest_name, manifest_path, temp_path};
@@ -27,28 +29,57 @@ const MAX_MANIFEST_SIZE: u64 = 64 << 20;
 pub(crate) struct VersionSet {
     fs: Arc<dyn FileSystem>,
     dir: PathBuf,
-    current: Arc<Version>,
+    /// The live column families by id (`default`, id 0, always among them).
+    families: BTreeMap<u32, Family>,
+    /// The largest family id ever handed out (ids are never reused).
+    max_column_family: u32,
     /// Next file number not yet handed out, shared with the DB so that creating a WAL or a
     /// table never waits for the MANIFEST lock. Persisted in every edit as an upper bound.
     next_file: Arc<AtomicU64>,
     /// Largest sequence number persisted in a table (WAL replay may raise the DB's).
     last_sequence: SeqNo,
-    /// WALs with a smaller number hold nothing that is not in a table.
+    /// WALs with a smaller number hold nothing of any family that is not in a table.
     log_number: FileNumber,
     manifest: Option<LogWriter>,
     manifest_number: FileNumber,
-    /// Versions replaced since open that may still be read (by iterators through their super
-    /// version): their files must not be deleted while they live.
+    /// Versions replaced since open (of every family, dropped ones included) that may still be
+    /// read (by iterators through their super version): their files must not be deleted while
+    /// they live.
     old_versions: Vec<Weak<Version>>,
+}
+
+/// One column family as the MANIFEST knows it.
+#[derive(Clone)]
+pub(crate) struct Family {
+    pub name: String,
+    pub current: Arc<Version>,
+    /// WALs below this hold nothing of the family that is not in its tables (the DB's log
+    /// number, if that is higher, rules: see [`VersionSet::family_log_number`]).
+    pub log_number: FileNumber,
+}
+
+/// A family's state as a new MANIFEST records it (checkpoints, backups, repair).
+#[derive(Clone)]
+pub(crate) struct FamilySnapshot {
+    pub id: u32,
+    pub name: String,
+    pub version: Arc<Version>,
+    pub log_number: FileNumber,
 }
 
 impl VersionSet {
     /// An empty version set for a new DB (nothing written yet; call [`Self::write_new_manifest`]).
     pub fn new(fs: Arc<dyn FileSystem>, dir: &Path, num_levels: usize) -> VersionSet {
+        let default = Family {
+            name: DEFAULT_COLUMN_FAMILY_NAME.to_string(),
+            current: Arc::new(Version::new(num_levels)),
+            log_number: FileNumber(0),
+        };
         VersionSet {
             fs,
             dir: dir.to_path_buf(),
-            current: Arc::new(Version::new(num_levels)),
+            families: BTreeMap::from([(0, default)]),
+            max_column_family: 0,
             next_file: Arc::new(AtomicU64::new(1)),
             last_sequence: SeqNo::ZERO,
             log_number: FileNumber(0),
@@ -58,8 +89,13 @@ impl VersionSet {
         }
     }
 
-    /// Reads CURRENT and replays the MANIFEST it names.
-    pub fn recover(fs: Arc<dyn FileSystem>, dir: &Path, num_levels: usize) -> Result<VersionSet> {
+    /// Reads CURRENT and replays the MANIFEST it names. `levels_of(name)` is the level count
+    /// of family `name` (the options it is opened with).
+    pub fn recover(
+        fs: Arc<dyn FileSystem>,
+        dir: &Path,
+        levels_of: &dyn Fn(&str) -> usize,
+    ) -> Result<VersionSet> {
         let cur_path = current_path(dir);
         let cur = fs.open(&cur_path)?.read_all()?;
         let name = std::str::from_utf8(&cur)
@@ -84,8 +120,7 @@ impl VersionSet {
             }
             other => other,
         })?;
-        let mut vs = VersionSet::new(fs.clone(), dir, num_levels);
-        let mut version = Version::new(num_levels);
+        let mut vs = VersionSet::new(fs.clone(), dir, levels_of(DEFAULT_COLUMN_FAMILY_NAME));
         let mut saw_comparator = false;
         let mut saw_next_file = false;
         // A torn last record was never acknowledged (edits are synced before they take
@@ -101,7 +136,7 @@ impl VersionSet {
                 }
                 saw_comparator = true;
             }
-            version = version.apply(&edit).map_err(|e| relocate(e, &mpath, offset))?;
+            vs.apply_families(&edit, levels_of).map_err(|e| relocate(e, &mpath, offset))?;
             if let Some(n) = edit.log_number {
                 vs.log_number = n;
             }
@@ -134,17 +169,114 @@ impl VersionSet {
                 "MANIFEST lacks its initial record (comparator and file counter)",
             ));
         }
-        let max_file = version.file_numbers().map(|n| n.0).max().unwrap_or(0);
+        let max_file = vs
+            .families
+            .values()
+            .flat_map(|f| f.current.file_numbers())
+            .map(|n| n.0)
+            .max()
+            .unwrap_or(0);
         let next = vs.next_file.load(Ordering::SeqCst).max(max_file + 1).max(manifest_number.0 + 1);
         vs.next_file.store(next, Ordering::SeqCst);
-        vs.current = Arc::new(version);
+        vs.old_versions.clear();
         // The MANIFEST read (a read-only DB keeps it; an open writes a new one).
         vs.manifest_number = manifest_number;
         Ok(vs)
     }
 
-    pub fn current(&self) -> &Arc<Version> {
-        &self.current
+    /// The current version of family `cf`; `None` for a family that does not exist (dropped).
+    pub fn current(&self, cf: u32) -> Option<&Arc<Version>> {
+        self.families.get(&cf).map(|f| &f.current)
+    }
+
+    /// The live families by id.
+    pub fn families(&self) -> &BTreeMap<u32, Family> {
+        &self.families
+    }
+
+    /// The largest family id ever handed out.
+    pub fn max_column_family(&self) -> u32 {
+        self.max_column_family
+    }
+
+    /// WALs below this hold nothing of family `cf` that is not in its tables: its replay
+    /// skips them.
+    pub fn family_log_number(&self, cf: u32) -> FileNumber {
+        self.families.get(&cf).map_or(self.log_number, |f| f.log_number.max(self.log_number))
+    }
+
+    /// The state of every family, for a new MANIFEST.
+    pub fn snapshot(&self) -> Vec<FamilySnapshot> {
+        self.families
+            .iter()
+            .map(|(&id, f)| FamilySnapshot {
+                id,
+                name: f.name.clone(),
+                version: f.current.clone(),
+                log_number: self.family_log_number(id),
+            })
+            .collect()
+    }
+
+    /// Applies `edit`'s family changes (creation, drop, files, family log number) to the
+    /// families, replacing the changed family's version. On error nothing changes.
+    fn apply_families(
+        &mut self,
+        edit: &VersionEdit,
+        levels_of: &dyn Fn(&str) -> usize,
+    ) -> Result<()> {
+        let cf = edit.column_family;
+        if let Some(n) = edit.max_column_family {
+            self.max_column_family = self.max_column_family.max(n);
+        }
+        if let Some(name) = &edit.cf_add {
+            if cf == 0 || self.families.contains_key(&cf) {
+                return Err(Error::corruption(
+                    "",
+                    0,
+                    format!("edit creates column family {cf} ({name:?}), which exists"),
+                ));
+            }
+            if let Some((id, _)) = self.families.iter().find(|(_, f)| f.name == *name) {
+                return Err(Error::corruption(
+                    "",
+                    0,
+                    format!("edit creates column family {name:?} as {cf}, but {id} has that name"),
+                ));
+            }
+            let family = Family {
+                name: name.clone(),
+                current: Arc::new(Version::new(levels_of(name))),
+                log_number: FileNumber(0),
+            };
+            self.families.insert(cf, family);
+            self.max_column_family = self.max_column_family.max(cf);
+        }
+        let Some(family) = self.families.get(&cf) else {
+            return Err(Error::corruption(
+                "",
+                0,
+                format!("edit names column family {cf}, which does not exist"),
+            ));
+        };
+        if edit.cf_drop {
+            if cf == 0 {
+                return Err(Error::corruption("", 0, "edit drops the default column family"));
+            }
+            if let Some(old) = self.families.remove(&cf) {
+                self.old_versions.push(Arc::downgrade(&old.current));
+            }
+            return Ok(());
+        }
+        let version = family.current.apply(edit)?;
+        let log_number = edit.cf_log_number.unwrap_or(family.log_number);
+        if let Some(f) = self.families.get_mut(&cf) {
+            let old = std::mem::replace(&mut f.current, Arc::new(version));
+            f.log_number = log_number;
+            self.old_versions.retain(|w| w.strong_count() > 0);
+            self.old_versions.push(Arc::downgrade(&old));
+        }
+        Ok(())
     }
 
     pub fn last_sequence(&self) -> SeqNo {
@@ -182,7 +314,9 @@ impl VersionSet {
         let number = self.new_file_number();
         let path = manifest_path(&self.dir, number);
         let mut writer = LogWriter::new(self.fs.create(&path)?);
-        writer.add_record(&self.snapshot_record())?;
+        for record in self.snapshot_records() {
+            writer.add_record(&record)?;
+        }
         writer.sync()?;
         set_current(self.fs.as_ref(), &self.dir, number)?;
         self.manifest = Some(writer);
@@ -190,9 +324,9 @@ impl VersionSet {
         Ok(())
     }
 
-    /// The first record of a new MANIFEST: the whole state as one edit.
-    fn snapshot_record(&self) -> Vec<u8> {
-        snapshot_record(&self.current, &self.counters())
+    /// The first records of a new MANIFEST: the whole state, an edit per family.
+    fn snapshot_records(&self) -> Vec<Vec<u8>> {
+        snapshot_records(&self.snapshot(), &self.counters())
     }
 
     /// The persistent counters as of now.
@@ -201,6 +335,7 @@ impl VersionSet {
             log_number: self.log_number,
             next_file: FileNumber(self.next_file.load(Ordering::SeqCst)),
             last_sequence: self.last_sequence,
+            max_column_family: self.max_column_family,
         }
     }
 
@@ -223,7 +358,9 @@ impl VersionSet {
         mem.create_dir_all(scratch)?;
         let record_path = scratch.join("MANIFEST");
         let mut w = LogWriter::new(mem.create(&record_path)?);
-        w.add_record(&fresh.snapshot_record())?;
+        for record in fresh.snapshot_records() {
+            w.add_record(&record)?;
+        }
         w.flush()?;
         drop(w);
         let expected = mem.open(&record_path)?.read_all()?;
@@ -233,7 +370,8 @@ impl VersionSet {
     /// Table files referenced by the current version or by any replaced version still alive.
     pub fn live_files(&mut self) -> std::collections::HashSet<FileNumber> {
         self.old_versions.retain(|w| w.strong_count() > 0);
-        let mut live: std::collections::HashSet<FileNumber> = self.current.file_numbers().collect();
+        let mut live: std::collections::HashSet<FileNumber> =
+            self.families.values().flat_map(|f| f.current.file_numbers()).collect();
         for v in self.old_versions.iter().filter_map(Weak::upgrade) {
             live.extend(v.file_numbers());
         }
@@ -246,17 +384,16 @@ impl VersionSet {
         self.old_versions.len()
     }
 
-    fn replace_current(&mut self, v: Arc<Version>) {
-        let old = std::mem::replace(&mut self.current, v);
-        self.old_versions.retain(|w| w.strong_count() > 0);
-        self.old_versions.push(Arc::downgrade(&old));
-    }
-
-    /// Persists `edit` and installs the version it produces. Fills in the counters. On error
-    /// nothing is installed; the MANIFEST writer is then unusable and the caller must treat
-    /// the error as a background error.
-    pub fn log_and_apply(&mut self, edit: &mut VersionEdit) -> Result<Arc<Version>> {
-        let new_version = self.current.apply(edit)?;
+    /// Persists `edit` and installs what it changes: a family's files and log number, a
+    /// family created (`cf_add`, with `num_levels` levels) or dropped. Fills in the counters.
+    /// Returns the family's new version (`None` for a drop). On error nothing is installed;
+    /// the MANIFEST writer is then unusable and the caller must treat the error as a
+    /// background error.
+    pub fn log_and_apply(
+        &mut self,
+        edit: &mut VersionEdit,
+        num_levels: usize,
+    ) -> Result<Option<Arc<Version>>> {
         if let Some(n) = edit.log_number {
             debug_assert!(n >= self.log_number);
         }
@@ -264,38 +401,49 @@ impl VersionSet {
             self.last_sequence = self.last_sequence.max(s);
         }
         edit.last_sequence = Some(self.last_sequence);
-        let roll = self.manifest.as_ref().is_none_or(|m| m.file_size() > MAX_MANIFEST_SIZE);
-        if roll {
-            // The snapshot must include this edit: install it first into a scratch copy.
-            let old_current = self.current.clone();
-            self.replace_current(Arc::new(new_version));
-            let old_log = self.log_number;
-            if let Some(n) = edit.log_number {
-                self.log_number = n;
-            }
-            if let Err(e) = self.write_new_manifest() {
-                self.current = old_current;
-                self.log_number = old_log;
-                return Err(e);
-            }
-            return Ok(self.current.clone());
+        if edit.cf_add.is_some() {
+            edit.max_column_family = Some(self.max_column_family.max(edit.column_family));
         }
-        edit.next_file_number = Some(FileNumber(self.next_file.load(Ordering::SeqCst)));
-        let mut buf = Vec::new();
-        edit.encode(&mut buf);
-        let writer = self
-            .manifest
-            .as_mut()
-            .ok_or_else(|| Error::Background("MANIFEST writer missing".to_string()))?;
-        crate::kill_point!("manifest.append");
-        writer.add_record(&buf)?;
-        crate::kill_point!("manifest.sync");
-        writer.sync()?;
+        let before = (self.families.clone(), self.max_column_family, self.log_number);
+        let levels = move |_: &str| num_levels;
+        self.apply_families(edit, &levels)?;
         if let Some(n) = edit.log_number {
             self.log_number = n;
         }
-        self.replace_current(Arc::new(new_version));
-        Ok(self.current.clone())
+        let restore = |vs: &mut VersionSet| {
+            (vs.families, vs.max_column_family, vs.log_number) = before.clone();
+        };
+        let roll = self.manifest.as_ref().is_none_or(|m| m.file_size() > MAX_MANIFEST_SIZE);
+        if roll {
+            // The snapshot includes this edit: it is installed above.
+            if let Err(e) = self.write_new_manifest() {
+                restore(self);
+                return Err(e);
+            }
+            return Ok(self.current(edit.column_family).cloned());
+        }
+        edit.next_file_number = Some(FileNumber(self.next_file.load(Ordering::SeqCst)));
+        if self.families.len() == 1 && edit.column_family == 0 {
+            // With `default` alone its log number is the DB's: the MANIFEST stays readable by
+            // builds without families.
+            edit.cf_log_number = None;
+        }
+        let mut buf = Vec::new();
+        edit.encode(&mut buf);
+        let Some(writer) = self.manifest.as_mut() else {
+            restore(self);
+            return Err(Error::Background("MANIFEST writer missing".to_string()));
+        };
+        crate::kill_point!("manifest.append");
+        let written = writer.add_record(&buf).and_then(|()| {
+            crate::kill_point!("manifest.sync");
+            writer.sync()
+        });
+        if let Err(e) = written {
+            restore(self);
+            return Err(e);
+        }
+        Ok(self.current(edit.column_family).cloned())
     }
 }
 
@@ -308,33 +456,61 @@ pub(crate) struct Counters {
     pub next_file: FileNumber,
     /// Above or at every sequence number in a table.
     pub last_sequence: SeqNo,
+    /// The largest column family id ever handed out.
+    pub max_column_family: u32,
 }
 
-/// A MANIFEST's first record: `version` whole, with the comparator and `counters`.
-fn snapshot_record(version: &Version, counters: &Counters) -> Vec<u8> {
-    let mut snap = version.snapshot_edit();
-    snap.comparator = Some(COMPARATOR_NAME.to_string());
-    snap.log_number = Some(counters.log_number);
-    snap.next_file_number = Some(counters.next_file);
-    snap.last_sequence = Some(counters.last_sequence);
+/// A MANIFEST's first records: `default` whole with the comparator and `counters`, then
+/// each other family whole, created.
+fn snapshot_records(families: &[FamilySnapshot], counters: &Counters) -> Vec<Vec<u8>> {
+    let mut out = Vec::with_capacity(families.len());
+    let mut first = VersionEdit {
+        comparator: Some(COMPARATOR_NAME.to_string()),
+        log_number: Some(counters.log_number),
+        next_file_number: Some(counters.next_file),
+        last_sequence: Some(counters.last_sequence),
+        max_column_family: (counters.max_column_family > 0).then_some(counters.max_column_family),
+        ..VersionEdit::default()
+    };
+    for f in families.iter().filter(|f| f.id == 0) {
+        first.new_files = f.version.snapshot_edit().new_files;
+        if families.len() > 1 {
+            first.cf_log_number = Some(f.log_number);
+        }
+    }
     let mut buf = Vec::new();
-    snap.encode(&mut buf);
-    buf
+    first.encode(&mut buf);
+    out.push(buf);
+    for f in families.iter().filter(|f| f.id != 0) {
+        let edit = VersionEdit {
+            column_family: f.id,
+            cf_add: Some(f.name.clone()),
+            cf_log_number: Some(f.log_number),
+            new_files: f.version.snapshot_edit().new_files,
+            ..VersionEdit::default()
+        };
+        let mut buf = Vec::new();
+        edit.encode(&mut buf);
+        out.push(buf);
+    }
+    out
 }
 
-/// Writes a DB's MANIFEST-`number` in `dir` holding `version` and `counters`, syncs it, and
+/// Writes a DB's MANIFEST-`number` in `dir` holding `families` and `counters`, syncs it, and
 /// points CURRENT at it (durably): for a DB made from table files (checkpoints, restored
 /// backups, repair). `counters.next_file` must be above `number` and every table's number.
 pub(crate) fn write_manifest_for(
     fs: &dyn FileSystem,
     dir: &Path,
     number: FileNumber,
-    version: &Version,
+    families: &[FamilySnapshot],
     counters: &Counters,
 ) -> Result<()> {
     let path = manifest_path(dir, number);
     let mut writer = LogWriter::new(fs.create(&path)?);
-    writer.add_record(&snapshot_record(version, counters))?;
+    for record in snapshot_records(families, counters) {
+        writer.add_record(&record)?;
+    }
     writer.sync()?;
     drop(writer);
     set_current(fs, dir, number)

@@ -1,0 +1,307 @@
+//! Column families at run time: the handle users hold ([`ColumnFamily`]), each family's
+//! shared part ([`Cfd`]: options, current super version) and its memtable state
+//! ([`CfState`], under `DbInner::state`), and the memtables write groups insert into
+//! ([`MemSet`]).
+//!
+//! Invariants:
+//! - every family has its own memtables and LSM tree (its own version in the MANIFEST); all
+//!   share the WAL, the sequence numbers, the table cache and the background threads;
+//! - a family's memtable is switched on its own (a new WAL starts, the other families keep
+//!   theirs); `CfState::mem_log` is the WAL that was current when its active memtable
+//!   started, so the family's data in older WALs is in its immutable memtables or tables;
+//! - a WAL may be deleted once every family's data in it is in tables: below
+//!   [`min_log_to_keep`] over all families;
+//! - a dropped family's handle stays usable for reads (its super version keeps its files
+//!   alive); writes to it are refused, and records of it found in the WAL are skipped.
+
+use std::any::Any;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+
+use super::local_sv::LocalSuperVersions;
+use super::SuperVersion;
+use crate::column_family::{AsColumnFamilyRef, ColumnFamilyId};
+use crate::memtable::MemTable;
+use crate::options::Options;
+use crate::sstable::TableOptions;
+use crate::types::{FileNumber, SeqNo, ValueType};
+use crate::version::levels::Version;
+use crate::write_batch::BatchRecord;
+
+/// A family to open or create: its name and its options. Of the options, the family uses
+/// what shapes one LSM tree (memtable size and count, compaction style and its settings,
+/// table options: block size, compression, bloom bits; merge operator, prefix extractor,
+/// compaction filter); the DB-wide settings (WAL, file system, caches, threads, sync) come
+/// from the options the DB is opened with.
+#[derive(Clone, Debug)]
+pub struct ColumnFamilyDescriptor {
+    pub(crate) name: String,
+    pub(crate) options: Options,
+}
+
+impl ColumnFamilyDescriptor {
+    /// A descriptor for family `name` with `options`.
+    pub fn new(name: impl Into<String>, options: Options) -> Self {
+        ColumnFamilyDescriptor { name: name.into(), options }
+    }
+
+    /// The family's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// A column family's shared part: what reads and background jobs of the family need.
+pub(crate) struct Cfd {
+    pub id: ColumnFamilyId,
+    pub name: String,
+    /// The family's options (sanitized); DB-wide settings are read from the DB's options.
+    pub opts: Options,
+    /// Table options per level (they differ in compression with `compression_per_level`).
+    pub table_options: Vec<TableOptions>,
+    pub super_version: RwLock<Arc<SuperVersion>>,
+    /// Per-thread cached references to the current super version, for point reads.
+    pub local_svs: LocalSuperVersions,
+    pub dropped: AtomicBool,
+    /// The DB instance the family belongs to (`DbInner::instance`).
+    pub owner: u64,
+    /// The family's flush and compaction statistics (`default`'s are the DB's).
+    pub stats: Arc<crate::stats::Stats>,
+}
+
+impl Cfd {
+    pub(crate) fn new(
+        owner: u64,
+        id: ColumnFamilyId,
+        name: &str,
+        opts: Options,
+        sv: SuperVersion,
+        stats: Arc<crate::stats::Stats>,
+    ) -> Cfd {
+        let number = sv.number;
+        Cfd {
+            stats,
+            id,
+            name: name.to_string(),
+            table_options: (0..opts.num_levels).map(|l| opts.table_options_for_level(l)).collect(),
+            opts,
+            super_version: RwLock::new(Arc::new(sv)),
+            local_svs: LocalSuperVersions::new(number),
+            dropped: AtomicBool::new(false),
+            owner,
+        }
+    }
+
+    pub(crate) fn current_super_version(&self) -> Arc<SuperVersion> {
+        self.super_version.read().clone()
+    }
+
+    /// Publishes a new super version of the family built from `cs` and `version`.
+    pub(crate) fn install_super_version(&self, cs: &CfState, version: Arc<Version>) {
+        let mut current = self.super_version.write();
+        let sv = SuperVersion::build(&self.opts, &cs.mem, &cs.imm, version, current.number + 1);
+        if Arc::ptr_eq(&current.version, &sv.version) {
+            if let Some(r) = current.version_range_dels.get() {
+                let _ = sv.version_range_dels.set(r.clone());
+            }
+        }
+        let number = sv.number;
+        *current = Arc::new(sv);
+        // Under the write lock, so numbers are recorded in installation order.
+        self.local_svs.invalidate(number);
+    }
+}
+
+/// A column family of an open DB (rust-rocksdb's `ColumnFamily`/`BoundColumnFamily`). Get it
+/// from [`crate::Db::cf_handle`] or [`crate::Db::create_cf`]; pass it (or `&Arc` of it) to
+/// the `_cf` calls. After [`crate::Db::drop_cf`] reads through it still work on the data as
+/// of the drop, and writes are refused.
+pub struct ColumnFamily {
+    pub(crate) cfd: Arc<Cfd>,
+}
+
+impl ColumnFamily {
+    /// The family's name.
+    pub fn name(&self) -> &str {
+        &self.cfd.name
+    }
+
+    /// The family's id (0 for `default`).
+    pub fn id(&self) -> ColumnFamilyId {
+        self.cfd.id
+    }
+}
+
+impl std::fmt::Debug for ColumnFamily {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ColumnFamily")
+            .field("name", &self.cfd.name)
+            .field("id", &self.cfd.id)
+            .finish()
+    }
+}
+
+impl AsColumnFamilyRef for ColumnFamily {
+    fn cf_id(&self) -> ColumnFamilyId {
+        self.cfd.id
+    }
+    fn cf_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// One family's memtables, under `DbInner::state`.
+pub(crate) struct CfState {
+    pub cfd: Arc<Cfd>,
+    /// The active memtable, and the WAL that was current when it started.
+    pub mem: Arc<MemTable>,
+    pub mem_log: FileNumber,
+    /// Immutable memtables waiting for flush, oldest first, each with the WAL it started in.
+    pub imm: VecDeque<(Arc<MemTable>, FileNumber)>,
+    /// Count of memtables made immutable and of memtables flushed (for `flush` to wait on).
+    pub memtables_switched: u64,
+    pub memtables_flushed: u64,
+}
+
+impl CfState {
+    /// The oldest WAL holding data of this family not yet in its tables, `None` when none.
+    pub(crate) fn oldest_unflushed_log(&self) -> Option<FileNumber> {
+        match self.imm.front() {
+            Some((_, log)) => Some(*log),
+            None if !self.mem.is_empty() => Some(self.mem_log),
+            None => None,
+        }
+    }
+}
+
+/// WALs below this hold nothing of any family that is not in a table: the smallest WAL
+/// holding unflushed data of a family (`skip` is treated as flushed through `skip_to`), or,
+/// when no family holds any, the newest WAL.
+pub(crate) fn min_log_to_keep(
+    cfs: &BTreeMap<ColumnFamilyId, CfState>,
+    skip: Option<(ColumnFamilyId, Option<FileNumber>)>,
+) -> FileNumber {
+    let newest = cfs.values().map(|c| c.mem_log).max().unwrap_or(FileNumber(0));
+    cfs.iter()
+        .filter_map(|(id, c)| match skip {
+            Some((s, after)) if s == *id => after,
+            _ => c.oldest_unflushed_log(),
+        })
+        .min()
+        .unwrap_or(newest)
+}
+
+/// A family's active memtable, as the write path holds it.
+#[derive(Clone)]
+pub(crate) struct FamilyMem {
+    pub cfd: Arc<Cfd>,
+    pub mem: Arc<MemTable>,
+}
+
+/// The active memtable of every family, as a write group inserts into them (a family's
+/// memtable changes only under the WAL lock, after every group in flight finished).
+#[derive(Clone)]
+pub(crate) struct MemSet {
+    pub default: FamilyMem,
+    /// The other families, by id, ascending.
+    pub others: Vec<FamilyMem>,
+}
+
+impl MemSet {
+    /// The memtable of family `cf`; `None` for a family that does not exist (dropped).
+    #[inline]
+    pub(crate) fn get(&self, cf: ColumnFamilyId) -> Option<&FamilyMem> {
+        if cf == 0 {
+            return Some(&self.default);
+        }
+        self.others.binary_search_by_key(&cf, |f| f.cfd.id).ok().map(|i| &self.others[i])
+    }
+
+    /// Every family, `default` first.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &FamilyMem> {
+        std::iter::once(&self.default).chain(&self.others)
+    }
+
+    /// This set with family `f.cfd.id`'s memtable replaced (or the family added).
+    pub(crate) fn with(&self, f: FamilyMem) -> MemSet {
+        let mut s = self.clone();
+        if f.cfd.id == 0 {
+            s.default = f;
+        } else {
+            match s.others.binary_search_by_key(&f.cfd.id, |x| x.cfd.id) {
+                Ok(i) => s.others[i] = f,
+                Err(i) => s.others.insert(i, f),
+            }
+        }
+        s
+    }
+
+    /// This set without family `cf`.
+    pub(crate) fn without(&self, cf: ColumnFamilyId) -> MemSet {
+        let mut s = self.clone();
+        s.others.retain(|f| f.cfd.id != cf);
+        s
+    }
+
+    /// Inserts `records` at consecutive sequence numbers from `first`, each into its family's
+    /// memtable; records of a family that no longer exists are skipped (dropped with it).
+    /// Returns how many records were consumed. `single_cf`: every record is `default`'s.
+    pub(crate) fn add_batch<'a>(
+        &self,
+        first: SeqNo,
+        records: impl Iterator<Item = BatchRecord<'a>>,
+        single_cf: bool,
+    ) -> u64 {
+        if single_cf {
+            return self.default.mem.add_batch(first, records.map(as_entry));
+        }
+        // Runs of consecutive records of one family go in with one call.
+        let mut run: Vec<(ValueType, &[u8], &[u8])> = Vec::new();
+        let (mut run_cf, mut run_first, mut n, mut consumed) = (0, first.0, 0u64, 0u64);
+        let put_run = |cf: ColumnFamilyId, from: u64, run: &mut Vec<_>| {
+            let len = run.len() as u64;
+            match self.get(cf) {
+                Some(f) => {
+                    f.mem.add_batch(SeqNo(from), run.drain(..));
+                }
+                None => run.clear(),
+            }
+            len
+        };
+        for r in records {
+            if r.cf != run_cf && !run.is_empty() {
+                consumed += put_run(run_cf, run_first, &mut run);
+            }
+            if run.is_empty() {
+                run_cf = r.cf;
+                run_first = first.0 + n;
+            }
+            run.push(as_entry(r));
+            n += 1;
+        }
+        if !run.is_empty() {
+            consumed += put_run(run_cf, run_first, &mut run);
+        }
+        consumed
+    }
+}
+
+fn as_entry(r: BatchRecord<'_>) -> (ValueType, &[u8], &[u8]) {
+    (r.value_type, r.key, r.value)
+}
+
+/// A handle given to a DB call, resolved to its family: `InvalidArgument` when it belongs to
+/// another DB.
+pub(crate) fn resolve(owner: u64, cf: &impl AsColumnFamilyRef) -> crate::Result<&Arc<Cfd>> {
+    match cf.cf_any().downcast_ref::<ColumnFamily>() {
+        Some(h) if h.cfd.owner == owner => Ok(&h.cfd),
+        Some(h) => Err(crate::Error::InvalidArgument(format!(
+            "column family {:?} belongs to another open DB",
+            h.cfd.name
+        ))),
+        None => Err(crate::Error::InvalidArgument("not a column family handle".into())),
+    }
+}
