@@ -53,6 +53,8 @@ pub struct StepResult {
     pub version: Option<String>,
     /// The message after the result line, e.g. `(17318 of 20000 found)`.
     pub message: String,
+    /// The step's `I/O:` line (`crate::io`), the last one of the log.
+    pub io: Option<crate::io::IoColumns>,
 }
 
 fn num(tok: Option<&&str>) -> Option<f64> {
@@ -138,6 +140,8 @@ pub fn parse_log(text: &str, bench: &str) -> StepResult {
                 None => after,
             };
             r.message = msg.to_string();
+        } else if let Some(io) = crate::io::IoColumns::parse(line) {
+            r.io = Some(io);
         } else if line.starts_with("Percentiles:") {
             r.p50 = num(f.get(2));
             r.p99 = num(f.get(6));
@@ -249,10 +253,12 @@ pub struct Step {
     pub job_id: String,
     /// The commit strata-bench was built from.
     pub githash: String,
+    /// The suite's I/O mode: `byrx`, `iodir`, `iobuf` (empty in older `steps.tsv` files).
+    pub mode: String,
     pub result: StepResult,
 }
 
-/// Reads `<dir>/steps.tsv` (`engine test bench log du_kb [time_file job_id githash]`,
+/// Reads `<dir>/steps.tsv` (`engine test bench log du_kb [time_file job_id githash mode]`,
 /// tab-separated) and the logs.
 pub fn load_steps(dir: &Path) -> Result<Vec<Step>> {
     let path = dir.join("steps.tsv");
@@ -280,6 +286,7 @@ pub fn load_steps(dir: &Path) -> Result<Vec<Step>> {
             usage,
             job_id: field(6),
             githash: field(7),
+            mode: field(8),
             result: parse_log(&log, f[2]),
         });
     }
@@ -295,11 +302,12 @@ pub const REPORT_COLUMNS: &[&str] = &[
     "ops_sec", "mb_sec", "lsm_sz", "blob_sz", "c_wgb", "w_amp", "c_mbps", "c_wsecs", "c_csecs",
     "b_rgb", "b_wgb", "usec_op", "p50", "p99", "p99.9", "p99.99", "pmax", "uptime", "stall%",
     "Nstall", "u_cpu", "s_cpu", "rss", "test", "date", "version", "job_id", "githash", "engine",
-    "du_mb", "message",
+    "du_mb", "mode", "rps", "rmbps", "rpo", "io_eff", "wps", "wmbps", "message",
 ];
 
 /// `report.tsv`: one row per engine and step, with benchmark.sh's columns in its order (so a
-/// sheet made for its tables reads this one), then `engine`, `du_mb` and the result message.
+/// sheet made for its tables reads this one), then `engine`, `du_mb`, the I/O mode, the I/O
+/// columns of the step's `I/O:` line (`crate::io`) and the result message.
 /// A step without a result line reads `failed`, as in benchmark.sh.
 pub fn report_tsv(steps: &[Step]) -> String {
     let mut s = REPORT_COLUMNS.join("\t");
@@ -338,6 +346,13 @@ pub fn report_tsv(steps: &[Step]) -> String {
             st.githash.clone(),
             st.engine.clone(),
             st.du_kb.map_or_else(String::new, |k| format!("{:.1}", k as f64 / 1024.0)),
+            st.mode.clone(),
+            opt(r.io.and_then(|i| i.rps), 1),
+            opt(r.io.and_then(|i| i.rmbps), 2),
+            opt(r.io.and_then(|i| i.rpo), 3),
+            opt(r.io.and_then(|i| i.io_eff), 3),
+            opt(r.io.and_then(|i| i.wps), 1),
+            opt(r.io.and_then(|i| i.wmbps), 2),
             r.message.replace('\t', " "),
         ];
         debug_assert_eq!(cells.len(), REPORT_COLUMNS.len());
@@ -457,6 +472,41 @@ impl Relative {
     }
 }
 
+/// The I/O table (`io.md`): per step and engine, ops/sec, the `I/O:` line's columns and the
+/// step's peak RSS; `None` when no step printed an `I/O:` line.
+pub fn io_markdown(steps: &[Step]) -> Option<String> {
+    if steps.iter().all(|s| s.result.io.is_none()) {
+        return None;
+    }
+    let mut s = String::from(
+        "| step | mode | engine | ops/sec | rps | rmbps | rpo | io_eff | wps | wmbps | w_amp | rss GB |\n\
+         |---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    let cell =
+        |v: Option<f64>, prec: usize| v.map_or_else(|| "-".to_string(), |x| format!("{x:.prec$}"));
+    for st in steps {
+        let r = &st.result;
+        let io = r.io.unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            st.test,
+            if st.mode.is_empty() { "-" } else { &st.mode },
+            st.engine,
+            r.qps().map_or("-".into(), fmt_qps),
+            cell(io.rps, 0),
+            cell(io.rmbps, 1),
+            cell(io.rpo, 2),
+            cell(io.io_eff, 3),
+            cell(io.wps, 0),
+            cell(io.wmbps, 1),
+            cell(r.w_amp(), 1),
+            cell(st.usage.map(|u| u.max_rss_kb as f64 / 1048576.0), 3),
+        );
+    }
+    Some(s)
+}
+
 /// Writes every report file into `dir`; returns the names written.
 pub fn write_reports(dir: &Path) -> Result<Vec<String>> {
     let steps = load_steps(dir)?;
@@ -470,6 +520,9 @@ pub fn write_reports(dir: &Path) -> Result<Vec<String>> {
     let rel = Relative::new(&steps);
     put("relative_qps.md", rel.markdown().as_bytes())?;
     put("relative_qps.txt", rel.text().as_bytes())?;
+    if let Some(io) = io_markdown(&steps) {
+        put("io.md", io.as_bytes())?;
+    }
     let qps_chart = chart::qps_chart(&rel);
     put("qps.png", &qps_chart.to_png()?)?;
     if !rel.baselines().is_empty() {
@@ -572,6 +625,7 @@ Cumulative stall: 00:00:0.000 H:M:S, 0.0 percent
             usage: Some(Usage { user_s: 1.5, sys_s: 0.25, max_rss_kb: 1 << 20 }),
             job_id: "j1".into(),
             githash: "abc".into(),
+            mode: "iodir".into(),
             result: StepResult { ops_sec: Some(q), sum_w_amp: Some(2.0), ..Default::default() },
         };
         let steps = vec![
@@ -601,6 +655,59 @@ Cumulative stall: 00:00:0.000 H:M:S, 0.0 percent
         );
         assert_eq!((col("u_cpu"), col("s_cpu"), col("rss")), ("1.5", "0.2", "1.000"));
         assert_eq!((col("job_id"), col("githash"), col("du_mb")), ("j1", "abc", "2.0"));
+        assert_eq!((col("mode"), col("rps"), col("io_eff")), ("iodir", "", ""));
+        assert_eq!(io_markdown(&steps), None);
+    }
+
+    #[test]
+    fn io_columns_reach_the_report() {
+        let log = format!(
+            "{}I/O: rps=950.0 rmbps=3.71 rpo=1.020 io_eff=0.950 wps=2.0 wmbps=0.50 secs=10.000 \
+             process: read_bytes=1 write_bytes=2 syscr=3 syscw=4 device: reads=9500 read_mb=37.1 \
+             writes=20 write_mb=5.0\n",
+            LOG
+        );
+        let r = parse_log(&log, "readrandom");
+        assert_eq!(r.ops_sec, Some(611620.0));
+        let io = r.io.expect("the I/O line");
+        assert_eq!(
+            (io.rps, io.rpo, io.io_eff, io.wmbps),
+            (Some(950.0), Some(1.02), Some(0.95), Some(0.5))
+        );
+        let st = Step {
+            engine: "strata".into(),
+            test: "readrandom.iodir".into(),
+            bench: "readrandom".into(),
+            log: String::new(),
+            du_kb: None,
+            usage: Some(Usage { user_s: 1.0, sys_s: 1.0, max_rss_kb: 524288 }),
+            job_id: String::new(),
+            githash: String::new(),
+            mode: "iodir".into(),
+            result: r,
+        };
+        let tsv = report_tsv(std::slice::from_ref(&st));
+        let header: Vec<&str> = tsv.lines().next().unwrap_or_default().split('\t').collect();
+        let row: Vec<&str> = tsv.lines().nth(1).unwrap_or_default().split('\t').collect();
+        let col = |name: &str| row[header.iter().position(|h| *h == name).expect(name)];
+        assert_eq!(
+            (
+                col("mode"),
+                col("rps"),
+                col("rmbps"),
+                col("rpo"),
+                col("io_eff"),
+                col("wps"),
+                col("wmbps")
+            ),
+            ("iodir", "950.0", "3.71", "1.020", "0.950", "2.0", "0.50")
+        );
+        assert_eq!(*header.last().unwrap_or(&""), "message");
+        let md = io_markdown(&[st]).expect("a table");
+        assert!(
+            md.contains("| readrandom.iodir | iodir | strata | 611620 | 950 | 3.7 | 1.02 | 0.950 | 2 | 0.5 | 3.2 | 0.500 |"),
+            "{md}"
+        );
     }
 
     #[test]
@@ -624,6 +731,7 @@ Cumulative stall: 00:00:0.000 H:M:S, 0.0 percent
             usage: None,
             job_id: String::new(),
             githash: String::new(),
+            mode: String::new(),
             result,
         };
         let rel = Relative::new(&[mk("strata", strata), mk("rocksdb", rocks)]);
