@@ -507,6 +507,96 @@ pub fn io_markdown(steps: &[Step]) -> Option<String> {
     Some(s)
 }
 
+fn median_of(v: &[f64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
+}
+
+/// `median [min, max]` of `v` (`-` when empty).
+fn spread(v: &[f64], prec: usize) -> String {
+    match median_of(v) {
+        None => "-".into(),
+        Some(m) if v.len() == 1 => format!("{m:.prec$}"),
+        Some(m) => {
+            let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            format!("{m:.prec$} [{lo:.prec$}, {hi:.prec$}]")
+        }
+    }
+}
+
+/// The repetitions table (`reps.md`): per step and engine, over the repetitions (rows of one
+/// `job_id` each), the median and `[min, max]` of ops/sec, `io_eff`, `rpo`, `wmbps` and W-Amp,
+/// the largest peak RSS, and, for each engine other than Strata, Strata's ops/sec over that
+/// engine's in the same repetition (median and range of the per-repetition ratios). `None`
+/// when no step ran more than once.
+pub fn reps_markdown(steps: &[Step]) -> Option<String> {
+    let mut tests: Vec<&str> = Vec::new();
+    let mut engines: Vec<&str> = Vec::new();
+    for st in steps {
+        if !tests.contains(&st.test.as_str()) {
+            tests.push(&st.test);
+        }
+        if !engines.contains(&st.engine.as_str()) {
+            engines.push(&st.engine);
+        }
+    }
+    let rows = |t: &str, e: &str| -> Vec<&Step> {
+        steps.iter().filter(|s| s.test == t && s.engine == e).collect()
+    };
+    if !tests.iter().any(|t| engines.iter().any(|e| rows(t, e).len() > 1)) {
+        return None;
+    }
+    let mut s = String::from(
+        "| step | engine | reps | ops/sec median [min, max] | strata / engine | io_eff | rpo | wmbps | w_amp | peak rss GB |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for t in &tests {
+        for e in &engines {
+            let r = rows(t, e);
+            if r.is_empty() {
+                continue;
+            }
+            let col = |f: &dyn Fn(&Step) -> Option<f64>| -> Vec<f64> {
+                r.iter().filter_map(|st| f(st)).collect()
+            };
+            let ratio = if *e == "strata" {
+                "-".to_string()
+            } else {
+                let per_rep: Vec<f64> = r
+                    .iter()
+                    .filter_map(|b| {
+                        let a = steps.iter().find(|a| {
+                            a.test == *t && a.engine == "strata" && a.job_id == b.job_id
+                        })?;
+                        let (qa, qb) = (a.result.qps()?, b.result.qps()?);
+                        (qb > 0.0).then(|| qa / qb)
+                    })
+                    .collect();
+                spread(&per_rep, 2)
+            };
+            let rss = col(&|st| st.usage.map(|u| u.max_rss_kb as f64 / 1048576.0));
+            let _ = writeln!(
+                s,
+                "| {t} | {e} | {} | {} | {ratio} | {} | {} | {} | {} | {} |",
+                r.len(),
+                spread(&col(&|st| st.result.qps()), 0),
+                spread(&col(&|st| st.result.io.and_then(|i| i.io_eff)), 3),
+                spread(&col(&|st| st.result.io.and_then(|i| i.rpo)), 2),
+                spread(&col(&|st| st.result.io.and_then(|i| i.wmbps)), 1),
+                spread(&col(&|st| st.result.w_amp()), 1),
+                rss.iter().copied().reduce(f64::max).map_or("-".into(), |m| format!("{m:.3}")),
+            );
+        }
+    }
+    Some(s)
+}
+
 /// Writes every report file into `dir`; returns the names written.
 pub fn write_reports(dir: &Path) -> Result<Vec<String>> {
     let steps = load_steps(dir)?;
@@ -522,6 +612,9 @@ pub fn write_reports(dir: &Path) -> Result<Vec<String>> {
     put("relative_qps.txt", rel.text().as_bytes())?;
     if let Some(io) = io_markdown(&steps) {
         put("io.md", io.as_bytes())?;
+    }
+    if let Some(reps) = reps_markdown(&steps) {
+        put("reps.md", reps.as_bytes())?;
     }
     let qps_chart = chart::qps_chart(&rel);
     put("qps.png", &qps_chart.to_png()?)?;
@@ -703,11 +796,54 @@ Cumulative stall: 00:00:0.000 H:M:S, 0.0 percent
             ("iodir", "950.0", "3.71", "1.020", "0.950", "2.0", "0.50")
         );
         assert_eq!(*header.last().unwrap_or(&""), "message");
-        let md = io_markdown(&[st]).expect("a table");
+        let md = io_markdown(std::slice::from_ref(&st)).expect("a table");
         assert!(
             md.contains("| readrandom.iodir | iodir | strata | 611620 | 950 | 3.7 | 1.02 | 0.950 | 2 | 0.5 | 3.2 | 0.500 |"),
             "{md}"
         );
+        assert_eq!(reps_markdown(&[st]), None);
+    }
+
+    #[test]
+    fn repetitions_give_median_spread_and_paired_ratios() {
+        let mk = |engine: &str, rep: &str, q: f64, eff: f64, rss_kb: u64| Step {
+            engine: engine.into(),
+            test: "readrandom.iodir".into(),
+            bench: "readrandom".into(),
+            log: String::new(),
+            du_kb: None,
+            usage: Some(Usage { user_s: 0.0, sys_s: 0.0, max_rss_kb: rss_kb }),
+            job_id: rep.into(),
+            githash: String::new(),
+            mode: "iodir".into(),
+            result: StepResult {
+                ops_sec: Some(q),
+                io: Some(crate::io::IoColumns { io_eff: Some(eff), ..Default::default() }),
+                ..Default::default()
+            },
+        };
+        let steps = [
+            mk("strata", "r1", 1100.0, 0.9, 1 << 20),
+            mk("rocksdb", "r1", 1000.0, 0.8, 1 << 19),
+            mk("strata", "r2", 900.0, 0.7, 1 << 19),
+            mk("rocksdb", "r2", 1000.0, 0.85, 1 << 19),
+            mk("strata", "r3", 1300.0, 0.95, 1 << 19),
+            mk("rocksdb", "r3", 1000.0, 0.9, 1 << 20),
+        ];
+        let md = reps_markdown(&steps).expect("a table");
+        assert!(
+            md.contains(
+                "| readrandom.iodir | strata | 3 | 1100 [900, 1300] | - | 0.900 [0.700, 0.950] |"
+            ),
+            "{md}"
+        );
+        // Ratios per repetition: 1.1, 0.9, 1.3.
+        assert!(
+            md.contains("| readrandom.iodir | rocksdb | 3 | 1000 [1000, 1000] | 1.10 [0.90, 1.30] | 0.850 [0.800, 0.900] |"),
+            "{md}"
+        );
+        assert!(md.contains("| 1.000 |"), "peak RSS is the largest: {md}");
+        assert_eq!(median_of(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
     }
 
     #[test]
