@@ -423,8 +423,9 @@ mod tests {
     fn splits_dev_t_like_glibc() {
         assert_eq!(major_minor(0xfe00), (254, 0));
         assert_eq!(major_minor(0x0803), (8, 3));
-        // minor 300 on major 259 (NVMe partitions): high minor bits above bit 19.
-        let dev = (259u64 << 8) | (300 & 0xff) | ((300u64 & !0xff) << 12);
+        // minor 300 (0x12c) on major 259 (NVMe partitions): minor bits above 8 sit at bit 20.
+        let minor = 0x12c_u64;
+        let dev = (259u64 << 8) | (minor & 0xff) | ((minor & !0xff) << 12);
         assert_eq!(major_minor(dev), (259, 300));
     }
 

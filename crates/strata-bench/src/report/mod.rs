@@ -755,10 +755,9 @@ Cumulative stall: 00:00:0.000 H:M:S, 0.0 percent
     #[test]
     fn io_columns_reach_the_report() {
         let log = format!(
-            "{}I/O: rps=950.0 rmbps=3.71 rpo=1.020 io_eff=0.950 wps=2.0 wmbps=0.50 secs=10.000 \
+            "{LOG}I/O: rps=950.0 rmbps=3.71 rpo=1.020 io_eff=0.950 wps=2.0 wmbps=0.50 secs=10.000 \
              process: read_bytes=1 write_bytes=2 syscr=3 syscw=4 device: reads=9500 read_mb=37.1 \
-             writes=20 write_mb=5.0\n",
-            LOG
+             writes=20 write_mb=5.0\n"
         );
         let r = parse_log(&log, "readrandom");
         assert_eq!(r.ops_sec, Some(611620.0));
