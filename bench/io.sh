@@ -19,7 +19,8 @@
 #          a writable memory cgroup it says so and falls back to dropping the page cache
 #          (/proc/sys/vm/drop_caches) before each step, or, if that is refused too, runs on
 #          with a warning that the DB may be cached (make it larger than RAM then).
-# Steps (per engine, in this order, on one loaded DB): fillseq (WAL off, fresh DB), readrandom,
+# Steps (per engine, in this order, on one loaded DB): fillseq (WAL off, fresh DB; then, in the
+# same process and outside its result, waitforcompaction), readrandom,
 # revrangewhilewriting and fwdrangewhilewriting (seekrandomwhilewriting, 10 nexts per seek,
 # reverse or forward) and readwhilewriting with the writer held to --write-rate bytes/s
 # (benchmark.sh's *whilewriting jobs), then overwrite. The read and overwrite steps last
@@ -170,11 +171,12 @@ common=(
   --level_compaction_dynamic_level_bytes=true --fio_baseline_iops="$fio_iops"
 )
 
+after="" # an unmeasured benchmark run after the step's own, before stats
 run_step() { # mode engine rep test bench flags...
   local mode="$1" engine="$2" rep="$3" test="$4.$1" bench="$5"; shift 5
   local db="$out/db/$engine" log="logs/$engine.$test.r$rep.log"
   local cmd=("$bin" --engine="$engine" --db="$db" "${common[@]}" "${mode_flags[@]}"
-    --seed=$((seed + step_no)) --benchmarks="$bench,stats" "$@" "${extra[@]}")
+    --seed=$((seed + step_no)) --benchmarks="$bench${after:+,$after},stats" "$@" "${extra[@]}")
   step_no=$((step_no + 1))
   local time_file=""
   if [ ${#timer[@]} -gt 0 ]; then
@@ -215,7 +217,9 @@ for mode in "${mode_list[@]}"; do
     for engine in "${order[@]}"; do
       step_no=0
       rm -rf "$out/db/$engine"
-      run_step "$mode" "$engine" "$rep" fillseq fillseq --disable_wal=1
+      # The load's compaction debt is paid before the reads (benchmark_compare.sh's
+      # waitforcompaction): unmeasured, so every engine's read steps start from a settled LSM.
+      after=waitforcompaction run_step "$mode" "$engine" "$rep" fillseq fillseq --disable_wal=1
       run_step "$mode" "$engine" "$rep" readrandom readrandom --use_existing_db=1 \
         --threads="$threads" --duration="$duration"
       run_step "$mode" "$engine" "$rep" revrangeww seekrandomwhilewriting --use_existing_db=1 \
