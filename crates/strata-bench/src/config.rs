@@ -223,6 +223,13 @@ impl Config {
         if !(0.0..=1.0).contains(&f.compression_ratio) {
             bail!("--compression_ratio={}: must be between 0 and 1", f.compression_ratio);
         }
+        if f.fio_baseline_iops < 0.0 {
+            bail!(
+                "--fio_baseline_iops={}: must not be negative (the read IOPS of the fio \
+                 baseline; 0: none)",
+                f.fio_baseline_iops
+            );
+        }
         if f.read_random_exp_range < 0.0 {
             bail!("--read_random_exp_range={}: must not be negative", f.read_random_exp_range);
         }

@@ -4,7 +4,7 @@
 //!
 //! Layout: [`flags`] parses the command line, [`config`] validates it, [`catalog`] lists the
 //! benchmarks, [`runner`] runs them against an [`engine::Engine`], [`stats`]/[`histogram`]
-//! measure and print, and [`report`] turns the logs of the seeds' suite (`bench/run.sh`) into
+//! measure and print ([`io`]: the storage traffic of each step), and [`report`] turns the logs of the seeds' suite (`bench/run.sh`) into
 //! tables and a chart.
 
 pub mod cache_bench;
@@ -14,6 +14,7 @@ pub mod engine;
 pub mod flags;
 pub mod header;
 pub mod histogram;
+pub mod io;
 pub mod keys;
 pub mod random;
 pub mod rate_limiter;

@@ -317,6 +317,7 @@ impl<'a> Stats<'a> {
             ops_per_sec: self.done as f64 / elapsed,
             mb_per_sec: (self.bytes > 0).then(|| self.bytes as f64 / 1048576.0 / elapsed),
             micros_per_op: self.seconds * 1e6 / self.done as f64,
+            ops: self.done,
         };
         let mut out =
             result_line(name, summary.micros_per_op, self.done, elapsed, self.bytes, &self.message);
@@ -343,6 +344,8 @@ pub struct Summary {
     pub ops_per_sec: f64,
     pub mb_per_sec: Option<f64>,
     pub micros_per_op: f64,
+    /// Operations the result line counts.
+    pub ops: u64,
 }
 
 fn append_with_space(s: &mut String, msg: &str) {
@@ -530,7 +533,7 @@ mod tests {
     fn combined() {
         let mut c = CombinedStats::default();
         for (o, m) in [(100.0, 10.0), (300.0, 30.0), (200.0, 20.0)] {
-            c.add(&Summary { ops_per_sec: o, mb_per_sec: Some(m), micros_per_op: 1.0 });
+            c.add(&Summary { ops_per_sec: o, mb_per_sec: Some(m), micros_per_op: 1.0, ops: 1 });
         }
         let f = c.report_final("readrandom");
         assert!(f.starts_with("readrandom [AVG    3 runs] : 200 (\u{b1} 113) ops/sec;   20.0 (\u{b1} 11.3) MB/sec\n"), "{f}");

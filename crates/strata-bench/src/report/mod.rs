@@ -53,6 +53,8 @@ pub struct StepResult {
     pub version: Option<String>,
     /// The message after the result line, e.g. `(17318 of 20000 found)`.
     pub message: String,
+    /// The step's `I/O:` line (`crate::io`), the last one of the log.
+    pub io: Option<crate::io::IoColumns>,
 }
 
 fn num(tok: Option<&&str>) -> Option<f64> {
@@ -138,6 +140,8 @@ pub fn parse_log(text: &str, bench: &str) -> StepResult {
                 None => after,
             };
             r.message = msg.to_string();
+        } else if let Some(io) = crate::io::IoColumns::parse(line) {
+            r.io = Some(io);
         } else if line.starts_with("Percentiles:") {
             r.p50 = num(f.get(2));
             r.p99 = num(f.get(6));
@@ -249,10 +253,12 @@ pub struct Step {
     pub job_id: String,
     /// The commit strata-bench was built from.
     pub githash: String,
+    /// The suite's I/O mode: `byrx`, `iodir`, `iobuf` (empty in older `steps.tsv` files).
+    pub mode: String,
     pub result: StepResult,
 }
 
-/// Reads `<dir>/steps.tsv` (`engine test bench log du_kb [time_file job_id githash]`,
+/// Reads `<dir>/steps.tsv` (`engine test bench log du_kb [time_file job_id githash mode]`,
 /// tab-separated) and the logs.
 pub fn load_steps(dir: &Path) -> Result<Vec<Step>> {
     let path = dir.join("steps.tsv");
@@ -280,6 +286,7 @@ pub fn load_steps(dir: &Path) -> Result<Vec<Step>> {
             usage,
             job_id: field(6),
             githash: field(7),
+            mode: field(8),
             result: parse_log(&log, f[2]),
         });
     }
@@ -295,11 +302,12 @@ pub const REPORT_COLUMNS: &[&str] = &[
     "ops_sec", "mb_sec", "lsm_sz", "blob_sz", "c_wgb", "w_amp", "c_mbps", "c_wsecs", "c_csecs",
     "b_rgb", "b_wgb", "usec_op", "p50", "p99", "p99.9", "p99.99", "pmax", "uptime", "stall%",
     "Nstall", "u_cpu", "s_cpu", "rss", "test", "date", "version", "job_id", "githash", "engine",
-    "du_mb", "message",
+    "du_mb", "mode", "rps", "rmbps", "rpo", "io_eff", "wps", "wmbps", "message",
 ];
 
 /// `report.tsv`: one row per engine and step, with benchmark.sh's columns in its order (so a
-/// sheet made for its tables reads this one), then `engine`, `du_mb` and the result message.
+/// sheet made for its tables reads this one), then `engine`, `du_mb`, the I/O mode, the I/O
+/// columns of the step's `I/O:` line (`crate::io`) and the result message.
 /// A step without a result line reads `failed`, as in benchmark.sh.
 pub fn report_tsv(steps: &[Step]) -> String {
     let mut s = REPORT_COLUMNS.join("\t");
@@ -338,6 +346,13 @@ pub fn report_tsv(steps: &[Step]) -> String {
             st.githash.clone(),
             st.engine.clone(),
             st.du_kb.map_or_else(String::new, |k| format!("{:.1}", k as f64 / 1024.0)),
+            st.mode.clone(),
+            opt(r.io.and_then(|i| i.rps), 1),
+            opt(r.io.and_then(|i| i.rmbps), 2),
+            opt(r.io.and_then(|i| i.rpo), 3),
+            opt(r.io.and_then(|i| i.io_eff), 3),
+            opt(r.io.and_then(|i| i.wps), 1),
+            opt(r.io.and_then(|i| i.wmbps), 2),
             r.message.replace('\t', " "),
         ];
         debug_assert_eq!(cells.len(), REPORT_COLUMNS.len());
@@ -457,6 +472,131 @@ impl Relative {
     }
 }
 
+/// The I/O table (`io.md`): per step and engine, ops/sec, the `I/O:` line's columns and the
+/// step's peak RSS; `None` when no step printed an `I/O:` line.
+pub fn io_markdown(steps: &[Step]) -> Option<String> {
+    if steps.iter().all(|s| s.result.io.is_none()) {
+        return None;
+    }
+    let mut s = String::from(
+        "| step | mode | engine | ops/sec | rps | rmbps | rpo | io_eff | wps | wmbps | w_amp | rss GB |\n\
+         |---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    let cell =
+        |v: Option<f64>, prec: usize| v.map_or_else(|| "-".to_string(), |x| format!("{x:.prec$}"));
+    for st in steps {
+        let r = &st.result;
+        let io = r.io.unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            st.test,
+            if st.mode.is_empty() { "-" } else { &st.mode },
+            st.engine,
+            r.qps().map_or("-".into(), fmt_qps),
+            cell(io.rps, 0),
+            cell(io.rmbps, 1),
+            cell(io.rpo, 2),
+            cell(io.io_eff, 3),
+            cell(io.wps, 0),
+            cell(io.wmbps, 1),
+            cell(r.w_amp(), 1),
+            cell(st.usage.map(|u| u.max_rss_kb as f64 / 1048576.0), 3),
+        );
+    }
+    Some(s)
+}
+
+fn median_of(v: &[f64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 { v[n / 2] } else { f64::midpoint(v[n / 2 - 1], v[n / 2]) })
+}
+
+/// `median [min, max]` of `v` (`-` when empty).
+fn spread(v: &[f64], prec: usize) -> String {
+    match median_of(v) {
+        None => "-".into(),
+        Some(m) if v.len() == 1 => format!("{m:.prec$}"),
+        Some(m) => {
+            let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            format!("{m:.prec$} [{lo:.prec$}, {hi:.prec$}]")
+        }
+    }
+}
+
+/// The repetitions table (`reps.md`): per step and engine, over the repetitions (rows of one
+/// `job_id` each), the median and `[min, max]` of ops/sec, `io_eff`, `rpo`, `wmbps` and W-Amp,
+/// the largest peak RSS, and, for each engine other than Strata, Strata's ops/sec over that
+/// engine's in the same repetition (median and range of the per-repetition ratios). `None`
+/// when no step ran more than once.
+pub fn reps_markdown(steps: &[Step]) -> Option<String> {
+    let mut tests: Vec<&str> = Vec::new();
+    let mut engines: Vec<&str> = Vec::new();
+    for st in steps {
+        if !tests.contains(&st.test.as_str()) {
+            tests.push(&st.test);
+        }
+        if !engines.contains(&st.engine.as_str()) {
+            engines.push(&st.engine);
+        }
+    }
+    let rows = |t: &str, e: &str| -> Vec<&Step> {
+        steps.iter().filter(|s| s.test == t && s.engine == e).collect()
+    };
+    if !tests.iter().any(|t| engines.iter().any(|e| rows(t, e).len() > 1)) {
+        return None;
+    }
+    let mut s = String::from(
+        "| step | engine | reps | ops/sec median [min, max] | strata / engine | io_eff | rpo | wmbps | w_amp | peak rss GB |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for t in &tests {
+        for e in &engines {
+            let r = rows(t, e);
+            if r.is_empty() {
+                continue;
+            }
+            let col = |f: &dyn Fn(&Step) -> Option<f64>| -> Vec<f64> {
+                r.iter().filter_map(|st| f(st)).collect()
+            };
+            let ratio = if *e == "strata" {
+                "-".to_string()
+            } else {
+                let per_rep: Vec<f64> = r
+                    .iter()
+                    .filter_map(|b| {
+                        let a = steps.iter().find(|a| {
+                            a.test == *t && a.engine == "strata" && a.job_id == b.job_id
+                        })?;
+                        let (qa, qb) = (a.result.qps()?, b.result.qps()?);
+                        (qb > 0.0).then(|| qa / qb)
+                    })
+                    .collect();
+                spread(&per_rep, 2)
+            };
+            let rss = col(&|st| st.usage.map(|u| u.max_rss_kb as f64 / 1048576.0));
+            let _ = writeln!(
+                s,
+                "| {t} | {e} | {} | {} | {ratio} | {} | {} | {} | {} | {} |",
+                r.len(),
+                spread(&col(&|st| st.result.qps()), 0),
+                spread(&col(&|st| st.result.io.and_then(|i| i.io_eff)), 3),
+                spread(&col(&|st| st.result.io.and_then(|i| i.rpo)), 2),
+                spread(&col(&|st| st.result.io.and_then(|i| i.wmbps)), 1),
+                spread(&col(&|st| st.result.w_amp()), 1),
+                rss.iter().copied().reduce(f64::max).map_or("-".into(), |m| format!("{m:.3}")),
+            );
+        }
+    }
+    Some(s)
+}
+
 /// Writes every report file into `dir`; returns the names written.
 pub fn write_reports(dir: &Path) -> Result<Vec<String>> {
     let steps = load_steps(dir)?;
@@ -470,6 +610,12 @@ pub fn write_reports(dir: &Path) -> Result<Vec<String>> {
     let rel = Relative::new(&steps);
     put("relative_qps.md", rel.markdown().as_bytes())?;
     put("relative_qps.txt", rel.text().as_bytes())?;
+    if let Some(io) = io_markdown(&steps) {
+        put("io.md", io.as_bytes())?;
+    }
+    if let Some(reps) = reps_markdown(&steps) {
+        put("reps.md", reps.as_bytes())?;
+    }
     let qps_chart = chart::qps_chart(&rel);
     put("qps.png", &qps_chart.to_png()?)?;
     if !rel.baselines().is_empty() {
@@ -572,6 +718,7 @@ Cumulative stall: 00:00:0.000 H:M:S, 0.0 percent
             usage: Some(Usage { user_s: 1.5, sys_s: 0.25, max_rss_kb: 1 << 20 }),
             job_id: "j1".into(),
             githash: "abc".into(),
+            mode: "iodir".into(),
             result: StepResult { ops_sec: Some(q), sum_w_amp: Some(2.0), ..Default::default() },
         };
         let steps = vec![
@@ -601,6 +748,101 @@ Cumulative stall: 00:00:0.000 H:M:S, 0.0 percent
         );
         assert_eq!((col("u_cpu"), col("s_cpu"), col("rss")), ("1.5", "0.2", "1.000"));
         assert_eq!((col("job_id"), col("githash"), col("du_mb")), ("j1", "abc", "2.0"));
+        assert_eq!((col("mode"), col("rps"), col("io_eff")), ("iodir", "", ""));
+        assert_eq!(io_markdown(&steps), None);
+    }
+
+    #[test]
+    fn io_columns_reach_the_report() {
+        let log = format!(
+            "{LOG}I/O: rps=950.0 rmbps=3.71 rpo=1.020 io_eff=0.950 wps=2.0 wmbps=0.50 secs=10.000 \
+             process: read_bytes=1 write_bytes=2 syscr=3 syscw=4 device: reads=9500 read_mb=37.1 \
+             writes=20 write_mb=5.0\n"
+        );
+        let r = parse_log(&log, "readrandom");
+        assert_eq!(r.ops_sec, Some(611620.0));
+        let io = r.io.expect("the I/O line");
+        assert_eq!(
+            (io.rps, io.rpo, io.io_eff, io.wmbps),
+            (Some(950.0), Some(1.02), Some(0.95), Some(0.5))
+        );
+        let st = Step {
+            engine: "strata".into(),
+            test: "readrandom.iodir".into(),
+            bench: "readrandom".into(),
+            log: String::new(),
+            du_kb: None,
+            usage: Some(Usage { user_s: 1.0, sys_s: 1.0, max_rss_kb: 524288 }),
+            job_id: String::new(),
+            githash: String::new(),
+            mode: "iodir".into(),
+            result: r,
+        };
+        let tsv = report_tsv(std::slice::from_ref(&st));
+        let header: Vec<&str> = tsv.lines().next().unwrap_or_default().split('\t').collect();
+        let row: Vec<&str> = tsv.lines().nth(1).unwrap_or_default().split('\t').collect();
+        let col = |name: &str| row[header.iter().position(|h| *h == name).expect(name)];
+        assert_eq!(
+            (
+                col("mode"),
+                col("rps"),
+                col("rmbps"),
+                col("rpo"),
+                col("io_eff"),
+                col("wps"),
+                col("wmbps")
+            ),
+            ("iodir", "950.0", "3.71", "1.020", "0.950", "2.0", "0.50")
+        );
+        assert_eq!(*header.last().unwrap_or(&""), "message");
+        let md = io_markdown(std::slice::from_ref(&st)).expect("a table");
+        assert!(
+            md.contains("| readrandom.iodir | iodir | strata | 611620 | 950 | 3.7 | 1.02 | 0.950 | 2 | 0.5 | 3.2 | 0.500 |"),
+            "{md}"
+        );
+        assert_eq!(reps_markdown(&[st]), None);
+    }
+
+    #[test]
+    fn repetitions_give_median_spread_and_paired_ratios() {
+        let mk = |engine: &str, rep: &str, q: f64, eff: f64, rss_kb: u64| Step {
+            engine: engine.into(),
+            test: "readrandom.iodir".into(),
+            bench: "readrandom".into(),
+            log: String::new(),
+            du_kb: None,
+            usage: Some(Usage { user_s: 0.0, sys_s: 0.0, max_rss_kb: rss_kb }),
+            job_id: rep.into(),
+            githash: String::new(),
+            mode: "iodir".into(),
+            result: StepResult {
+                ops_sec: Some(q),
+                io: Some(crate::io::IoColumns { io_eff: Some(eff), ..Default::default() }),
+                ..Default::default()
+            },
+        };
+        let steps = [
+            mk("strata", "r1", 1100.0, 0.9, 1 << 20),
+            mk("rocksdb", "r1", 1000.0, 0.8, 1 << 19),
+            mk("strata", "r2", 900.0, 0.7, 1 << 19),
+            mk("rocksdb", "r2", 1000.0, 0.85, 1 << 19),
+            mk("strata", "r3", 1300.0, 0.95, 1 << 19),
+            mk("rocksdb", "r3", 1000.0, 0.9, 1 << 20),
+        ];
+        let md = reps_markdown(&steps).expect("a table");
+        assert!(
+            md.contains(
+                "| readrandom.iodir | strata | 3 | 1100 [900, 1300] | - | 0.900 [0.700, 0.950] |"
+            ),
+            "{md}"
+        );
+        // Ratios per repetition: 1.1, 0.9, 1.3.
+        assert!(
+            md.contains("| readrandom.iodir | rocksdb | 3 | 1000 [1000, 1000] | 1.10 [0.90, 1.30] | 0.850 [0.800, 0.900] |"),
+            "{md}"
+        );
+        assert!(md.contains("| 1.000 |"), "peak RSS is the largest: {md}");
+        assert_eq!(median_of(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
     }
 
     #[test]
@@ -624,6 +866,7 @@ Cumulative stall: 00:00:0.000 H:M:S, 0.0 percent
             usage: None,
             job_id: String::new(),
             githash: String::new(),
+            mode: String::new(),
             result,
         };
         let rel = Relative::new(&[mk("strata", strata), mk("rocksdb", rocks)]);

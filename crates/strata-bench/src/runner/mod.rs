@@ -37,11 +37,13 @@ pub struct Runner {
     /// Threads created so far: thread seeds are `seed_base + this` (db_bench's
     /// `total_thread_count_`).
     thread_count: std::sync::atomic::AtomicU64,
+    /// The I/O counters each multi-threaded step samples (set when the run starts).
+    io: Option<crate::io::Sampler>,
 }
 
 impl Runner {
     pub fn new(cfg: Config) -> Self {
-        Runner { cfg, engine: None, thread_count: std::sync::atomic::AtomicU64::new(0) }
+        Runner { cfg, engine: None, thread_count: std::sync::atomic::AtomicU64::new(0), io: None }
     }
 
     fn engine(&self) -> Result<&dyn Engine> {
@@ -93,6 +95,9 @@ impl Runner {
                 .with_context(|| format!("cannot create {}", parent.display()))?;
         }
         self.open()?;
+        let io = crate::io::Sampler::new(&self.cfg.db, self.cfg.flags.fio_baseline_iops);
+        eprintln!("{}", io.describe());
+        self.io = Some(io);
         eprint!("{}", header::environment(&self.cfg));
         print_flush(&header::header(&self.cfg));
         let specs = self.cfg.benchmarks.clone();

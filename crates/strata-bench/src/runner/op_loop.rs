@@ -359,6 +359,7 @@ impl Runner {
         };
         let cx = Ctx { cfg: &self.cfg, p, shared: &shared, engine };
         let barrier = Barrier::new(n);
+        let io_before = self.io.as_ref().map(crate::io::Sampler::sample);
         let seeds: Vec<u64> = (0..n)
             .map(|_| {
                 self.cfg
@@ -394,6 +395,7 @@ impl Runner {
                 .map(|h| h.join().unwrap_or_else(|_| Err(anyhow!("a benchmark thread panicked"))))
                 .collect()
         });
+        let io_after = self.io.as_ref().map(crate::io::Sampler::sample);
         reporter.finish();
         if let Some(pb) = &progress {
             pb.finish_and_clear();
@@ -405,7 +407,11 @@ impl Runner {
                 merged.merge(&st);
             }
         }
-        Ok(merged.report(name))
+        let summary = merged.report(name);
+        if let (Some(io), Some(b), Some(a)) = (&self.io, io_before, io_after) {
+            crate::stats::print_flush(&io.step(&b, &a, summary.ops).line());
+        }
+        Ok(summary)
     }
 }
 

@@ -1,0 +1,245 @@
+#!/usr/bin/env bash
+# The seeds' I/O modes (seed 002): every step of the sequence below in up to three modes, the
+# engines interleaved within each repetition (alternating which goes first), with per-step I/O accounting (strata-bench's
+# `I/O:` line) and IO efficiency against a fio baseline the script runs itself.
+#
+#   bash bench/io.sh [--modes byrx,iodir,iobuf] [--engines strata,rocksdb] [--reps 3]
+#                    [--first-rep 1] [--num 6000000] [--key-size 20] [--value-size 400]
+#                    [--block-size 4096] [--cache-mb 32] [--iobuf-mem-mb 384] [--duration 15]
+#                    [--threads 1] [--write-rate 2097152] [--fio-secs 20] [--out DIR]
+#                    [--keep-db] [-- EXTRA strata-bench FLAGS ...]
+#
+# Modes:
+#   byrx   the DB sits in the block cache (cache = the uncompressed data size + 25%);
+#   iodir  O_DIRECT: --use_direct_reads --use_direct_io_for_flush_and_compaction, block cache
+#          --cache-mb (far smaller than the DB);
+#   iobuf  buffered I/O, block cache --cache-mb, and the page cache held below the DB: every
+#          step runs in a memory cgroup limited to --iobuf-mem-mb (RSS + page cache; cgroup v1
+#          memory.limit_in_bytes or v2 memory.max, made under this shell's own cgroup). Without
+#          a writable memory cgroup it says so and falls back to dropping the page cache
+#          (/proc/sys/vm/drop_caches) before each step, or, if that is refused too, runs on
+#          with a warning that the DB may be cached (make it larger than RAM then).
+# Steps (per engine, in this order, on one loaded DB): fillseq (WAL off, fresh DB; then, in the
+# same process and outside its result, waitforcompaction), readrandom,
+# revrangewhilewriting and fwdrangewhilewriting (seekrandomwhilewriting, 10 nexts per seek,
+# reverse or forward) and readwhilewriting with the writer held to --write-rate bytes/s
+# (benchmark.sh's *whilewriting jobs), then overwrite. The read and overwrite steps last
+# --duration seconds.
+#
+# fio baseline (once per run, when fio is installed: apt-get install -y fio): random reads of
+# --block-size bytes with O_DIRECT, psync, depth 1, --threads jobs, --fio-secs seconds, on a
+# file on the DBs' file system sized like the DB (num x (key + value x 0.5) bytes); its read
+# IOPS go to strata-bench as --fio_baseline_iops, the denominator of io_eff. Without fio,
+# io_eff stays blank and the script says so.
+#
+# Output (appends when --out names an earlier run's directory, e.g. one repetition per call
+# with --reps 1 --first-rep K): <out>/steps.tsv and logs/, and strata-bench-report's
+# report.tsv (mode and I/O columns), io.md (per step, engine and repetition), reps.md (median
+# and [min, max] over the repetitions, Strata / other engine per repetition), fio.txt.
+set -euo pipefail
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+
+modes="iodir,iobuf" engines="strata,rocksdb" reps=3 first_rep=1 num=6000000 key_size=20
+value_size=400 block_size=4096 cache_mb=32 iobuf_mem_mb=384 duration=15 threads=1
+write_rate=$((2 << 20)) fio_secs=20 out="" keep_db=0
+extra=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --modes) modes="$2"; shift 2 ;;
+    --engines) engines="$2"; shift 2 ;;
+    --reps) reps="$2"; shift 2 ;;
+    --first-rep) first_rep="$2"; shift 2 ;;
+    --num) num="$2"; shift 2 ;;
+    --key-size) key_size="$2"; shift 2 ;;
+    --value-size) value_size="$2"; shift 2 ;;
+    --block-size) block_size="$2"; shift 2 ;;
+    --cache-mb) cache_mb="$2"; shift 2 ;;
+    --iobuf-mem-mb) iobuf_mem_mb="$2"; shift 2 ;;
+    --duration) duration="$2"; shift 2 ;;
+    --threads) threads="$2"; shift 2 ;;
+    --write-rate) write_rate="$2"; shift 2 ;;
+    --fio-secs) fio_secs="$2"; shift 2 ;;
+    --out) out="$2"; shift 2 ;;
+    --keep-db) keep_db=1; shift ;;
+    --) shift; extra=("$@"); break ;;
+    -h|--help) sed -n '2,/^set -euo/{/^#/p}' "$0"; exit 0 ;;
+    *) echo "bench/io.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+IFS=',' read -r -a mode_list <<< "$modes"
+IFS=',' read -r -a engine_list <<< "$engines"
+for m in "${mode_list[@]}"; do
+  case "$m" in byrx|iodir|iobuf) ;; *) echo "bench/io.sh: unknown mode '$m' (byrx, iodir, iobuf)" >&2; exit 2 ;; esac
+done
+features=()
+for e in "${engine_list[@]}"; do
+  case "$e" in
+    strata) ;;
+    rocksdb) features=(--features rocksdb) ;;
+    *) echo "bench/io.sh: engine '$e' is not an LSM engine of strata-bench (strata, rocksdb)" >&2; exit 2 ;;
+  esac
+done
+
+(cd "$repo" && cargo build --release -p strata-bench --bins "${features[@]}") >&2
+target="${CARGO_TARGET_DIR:-$repo/target}"
+bin="$target/release/strata-bench"
+report_bin="$target/release/strata-bench-report"
+out="${out:-$repo/bench/out/io-$(date -u +%Y%m%d-%H%M%S)}"
+mkdir -p "$out/logs" "$out/db"
+out="$(cd "$out" && pwd)"
+steps="$out/steps.tsv"
+[ -f "$steps" ] || printf '# engine\ttest\tbench\tlog\tdu_kb\ttime\tjob_id\tgithash\tmode\n' > "$steps"
+githash="$(git -C "$repo" rev-parse --short=10 HEAD 2>/dev/null || true)"
+timer=()
+if [ -x /usr/bin/time ]; then
+  timer=(/usr/bin/time -f '%e %U %S %M' -o)
+else
+  echo "bench/io.sh: no /usr/bin/time: u_cpu, s_cpu and rss stay blank (apt-get install -y time)" >&2
+fi
+
+# The DB's size on disk, roughly: keys plus values at --compression_ratio 0.5.
+db_bytes=$((num * (key_size + value_size / 2)))
+raw_bytes=$((num * (key_size + value_size)))
+
+# --- fio baseline --------------------------------------------------------------------------
+fio_iops=0
+if [ -f "$out/fio.iops" ]; then
+  fio_iops="$(cat "$out/fio.iops")"
+elif command -v fio > /dev/null; then
+  echo "== fio: randread bs=$block_size O_DIRECT psync depth 1 numjobs=$threads, ${fio_secs}s on a $((db_bytes >> 20)) MiB file in $out/db" >&2
+  fio --name=io_eff --filename="$out/db/fio.baseline" --size="$db_bytes" --rw=randread \
+    --bs="$block_size" --direct=1 --ioengine=psync --iodepth=1 --numjobs="$threads" \
+    --runtime="$fio_secs" --time_based --group_reporting --output-format=terse \
+    --terse-version=3 > "$out/fio.txt" 2> "$out/fio.err" || true
+  rm -f "$out/db/fio.baseline"
+  # terse v3: field 8 is the read IOPS of the group.
+  fio_iops="$(awk -F';' 'NF > 8 { print $8 }' "$out/fio.txt" | tail -1)"
+  if [ -z "$fio_iops" ] || [ "$fio_iops" = 0 ]; then
+    echo "bench/io.sh: fio gave no read IOPS (see $out/fio.txt, $out/fio.err): io_eff stays blank" >&2
+    fio_iops=0
+  else
+    echo "$fio_iops" > "$out/fio.iops"
+    echo "   fio read IOPS: $fio_iops" >&2
+  fi
+else
+  echo "bench/io.sh: fio is not installed (apt-get install -y fio): no baseline, io_eff stays blank" >&2
+fi
+
+# --- iobuf's memory cgroup -----------------------------------------------------------------
+cgroup="" cg_fallback=""
+make_cgroup() {
+  local limit=$((iobuf_mem_mb << 20)) own base
+  if [ -d /sys/fs/cgroup/memory ] && [ -f /sys/fs/cgroup/memory/memory.limit_in_bytes ]; then
+    own="$(awk -F: '$2 == "memory" { print $3 }' /proc/self/cgroup)"
+    base="/sys/fs/cgroup/memory${own%/}"
+    cgroup="$base/strata-io-$$"
+    if mkdir "$cgroup" 2>/dev/null && echo "$limit" > "$cgroup/memory.limit_in_bytes"; then
+      echo "   iobuf: cgroup v1 $cgroup, memory.limit_in_bytes=$limit (RSS + page cache)" >&2
+      return 0
+    fi
+  elif [ -f /sys/fs/cgroup/cgroup.controllers ] && grep -qw memory /sys/fs/cgroup/cgroup.controllers; then
+    own="$(awk -F: '$1 == "0" { print $3 }' /proc/self/cgroup)"
+    base="/sys/fs/cgroup${own%/}"
+    cgroup="$base/strata-io-$$"
+    if mkdir "$cgroup" 2>/dev/null && echo "$limit" > "$cgroup/memory.max"; then
+      echo "   iobuf: cgroup v2 $cgroup, memory.max=$limit (RSS + page cache)" >&2
+      return 0
+    fi
+  fi
+  [ -n "$cgroup" ] && rmdir "$cgroup" 2>/dev/null
+  cgroup=""
+  if [ -w /proc/sys/vm/drop_caches ]; then
+    cg_fallback=drop
+    echo "bench/io.sh: iobuf: no writable memory cgroup: falling back to dropping the page cache before each step (the page cache is then not capped during a step)" >&2
+  else
+    cg_fallback=none
+    echo "bench/io.sh: iobuf: no writable memory cgroup and /proc/sys/vm/drop_caches is not writable: the DB may sit in the page cache; use a DB larger than RAM (--num)" >&2
+  fi
+}
+remove_cgroup() {
+  if [ -n "$cgroup" ]; then
+    rmdir "$cgroup" 2>/dev/null || echo "bench/io.sh: could not remove $cgroup" >&2
+    cgroup=""
+  fi
+}
+trap remove_cgroup EXIT
+
+common=(
+  --num="$num" --key_size="$key_size" --value_size="$value_size" --compression_ratio=0.5
+  --block_size="$block_size" --histogram=1 --compression_type=snappy --bloom_bits=10
+  --write_buffer_size=$((32 << 20)) --max_write_buffer_number=2 --max_background_jobs=2
+  --level_compaction_dynamic_level_bytes=true --fio_baseline_iops="$fio_iops"
+)
+
+after="" # an unmeasured benchmark run after the step's own, before stats
+run_step() { # mode engine rep test bench flags...
+  local mode="$1" engine="$2" rep="$3" test="$4.$1" bench="$5"; shift 5
+  local db="$out/db/$engine" log="logs/$engine.$test.r$rep.log"
+  local cmd=("$bin" --engine="$engine" --db="$db" "${common[@]}" "${mode_flags[@]}"
+    --seed=$((seed + step_no)) --benchmarks="$bench${after:+,$after},stats" "$@" "${extra[@]}")
+  step_no=$((step_no + 1))
+  local time_file=""
+  if [ ${#timer[@]} -gt 0 ]; then
+    time_file="$log.time"
+    cmd=("${timer[@]}" "$out/$time_file" "${cmd[@]}")
+  fi
+  if [ "$mode" = iobuf ] && [ -n "$cgroup" ]; then
+    cmd=(sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$cgroup" "${cmd[@]}")
+  elif [ "$mode" = iobuf ] && [ "$cg_fallback" = drop ]; then
+    sync; echo 1 > /proc/sys/vm/drop_caches
+  fi
+  echo "== $mode r$rep $engine: $test" >&2
+  if ! "${cmd[@]}" > "$out/$log" 2>&1; then
+    echo "   (failed: see $out/$log)" >&2
+  fi
+  grep -E "^$bench |^I/O:" "$out/$log" | tail -2 | cut -c1-150 >&2 || true
+  local du_kb=""
+  if [ -d "$db" ]; then du_kb="$(du -sk "$db" | cut -f1)"; fi
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$engine" "$test" "$bench" "$log" "$du_kb" \
+    "$time_file" "r$rep" "$githash" "$mode" >> "$steps"
+}
+
+seed="$(date +%s)"
+for mode in "${mode_list[@]}"; do
+  case "$mode" in
+    byrx) mode_flags=(--cache_size=$((raw_bytes + raw_bytes / 4))) ;;
+    iodir) mode_flags=(--cache_size=$((cache_mb << 20)) --use_direct_reads=true
+      --use_direct_io_for_flush_and_compaction=true) ;;
+    iobuf) mode_flags=(--cache_size=$((cache_mb << 20))); make_cgroup ;;
+  esac
+  for ((rep = first_rep; rep < first_rep + reps; rep++)); do
+    # Engines alternate which goes first from one repetition to the next.
+    order=("${engine_list[@]}")
+    if [ $((rep % 2)) = 0 ]; then
+      order=()
+      for ((i = ${#engine_list[@]} - 1; i >= 0; i--)); do order+=("${engine_list[$i]}"); done
+    fi
+    for engine in "${order[@]}"; do
+      step_no=0
+      rm -rf "$out/db/$engine"
+      # The load's compaction debt is paid before the reads (benchmark_compare.sh's
+      # waitforcompaction): unmeasured, so every engine's read steps start from a settled LSM.
+      after=waitforcompaction run_step "$mode" "$engine" "$rep" fillseq fillseq --disable_wal=1
+      run_step "$mode" "$engine" "$rep" readrandom readrandom --use_existing_db=1 \
+        --threads="$threads" --duration="$duration"
+      run_step "$mode" "$engine" "$rep" revrangeww seekrandomwhilewriting --use_existing_db=1 \
+        --threads="$threads" --seek_nexts=10 --reverse_iterator=true \
+        --benchmark_write_rate_limit="$write_rate" --duration="$duration"
+      run_step "$mode" "$engine" "$rep" fwdrangeww seekrandomwhilewriting --use_existing_db=1 \
+        --threads="$threads" --seek_nexts=10 --reverse_iterator=false \
+        --benchmark_write_rate_limit="$write_rate" --duration="$duration"
+      run_step "$mode" "$engine" "$rep" readww readwhilewriting --use_existing_db=1 \
+        --threads="$threads" --benchmark_write_rate_limit="$write_rate" --duration="$duration"
+      run_step "$mode" "$engine" "$rep" overwrite overwrite --use_existing_db=1 \
+        --threads="$threads" --duration="$duration"
+      if [ "$keep_db" = 0 ]; then rm -rf "$out/db/$engine"; fi
+    done
+  done
+  if [ "$mode" = iobuf ]; then remove_cgroup; fi
+done
+if [ "$keep_db" = 0 ]; then rmdir "$out/db" 2>/dev/null || true; fi
+
+"$report_bin" "$out" >&2
+for f in reps.md io.md; do
+  if [ -f "$out/$f" ]; then echo; echo "== $out/$f"; cat "$out/$f"; fi
+done
