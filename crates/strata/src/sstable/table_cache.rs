@@ -225,6 +225,32 @@ mod tests {
     }
 
     #[test]
+    fn a_bounded_cache_never_holds_more_readers_than_its_bound() {
+        let (fs, cache) = setup(3);
+        let tables: Vec<_> = (1..=10).map(|n| table(&fs, n)).collect();
+        let slots: Vec<_> = tables.iter().map(|_| PinnedTable::default()).collect();
+        for round in 0..3 {
+            for (i, (n, slot)) in tables.iter().zip(&slots).enumerate() {
+                let r = cache.reader(*n, slot).unwrap();
+                assert!(r
+                    .get(
+                        &make_internal_key(b"k", SeqNo(9), ValueType::Value),
+                        &Default::default(),
+                        |_, _| false
+                    )
+                    .is_ok());
+                drop(r);
+                assert!(
+                    cache.open_readers() <= 3,
+                    "round {round} table {i}: {}",
+                    cache.open_readers()
+                );
+            }
+        }
+        assert_eq!(cache.open_readers(), 3);
+    }
+
+    #[test]
     fn a_missing_table_is_an_error_and_pins_nothing() {
         let (_fs, cache) = setup(usize::MAX);
         let slot = PinnedTable::default();
