@@ -170,6 +170,9 @@ pub struct TableBuilder {
     range_dels: Vec<RangeTombstone>,
 }
 
+/// A closed partition: its last separator, raw index partition and filter partition.
+type ClosedPartition = (Vec<u8>, Vec<u8>, Option<Vec<u8>>);
+
 /// The state of a partitioned index (and filter) being built.
 struct Partitions {
     top: BlockBuilder,
@@ -182,7 +185,7 @@ struct Partitions {
     fresh_filter: bool,
     /// Closed partitions, written after the data blocks at `finish` (so data blocks stay
     /// contiguous): last separator, raw index partition, filter partition.
-    closed: Vec<(Vec<u8>, Vec<u8>, Option<Vec<u8>>)>,
+    closed: Vec<ClosedPartition>,
     /// Bytes held in `closed`.
     closed_bytes: u64,
 }

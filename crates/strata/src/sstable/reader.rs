@@ -234,18 +234,22 @@ impl TableReader {
         };
         // Read (and verify) the index and filter now; then keep them unless they are to be
         // read through the cache. Without a block cache there is nowhere else to keep them.
+        // A block larger than the cache holds per entry (its shard's capacity) would never
+        // stay cached and be read again on every use: such a block is kept, uncharged (a
+        // partitioned index is the way to bound it).
         let cached = meta.cache_index_and_filter_blocks && r.block_cache.is_some();
-        let keep_index = !cached || meta.pin || (partitioned && meta.pin_top_level);
-        let keep_filter = !cached || meta.pin;
+        let max_charge = r.block_cache.as_ref().map_or(0, |c| c.cache.max_entry_charge());
         let index = r.meta_block(footer.index, MetaKind::Index, cached)?;
-        if keep_index {
-            r.hold(&index, cached);
+        let index_fits = index.memory_size() <= max_charge;
+        if !cached || !index_fits || meta.pin || (partitioned && meta.pin_top_level) {
+            r.hold(&index, cached && index_fits);
             r.index = Meta::Held(index);
         }
         if let Some(fh) = filter_handle {
             let filter = r.meta_block(fh, MetaKind::Filter, cached)?;
-            if keep_filter {
-                r.hold(&filter, cached);
+            let filter_fits = filter.memory_size() <= max_charge;
+            if !cached || !filter_fits || meta.pin {
+                r.hold(&filter, cached && filter_fits);
                 r.filter = Some(Meta::Held(filter));
             }
         }
@@ -502,7 +506,7 @@ impl TableReader {
     fn index_iter(self: &Arc<Self>) -> Result<IndexIter> {
         let top = self.index_block()?.iter();
         Ok(if self.partitioned {
-            IndexIter::Partitioned(PartitionedIndexIter::new(self.clone(), top))
+            IndexIter::Partitioned(Box::new(PartitionedIndexIter::new(self.clone(), top)))
         } else {
             IndexIter::Single(top)
         })
@@ -636,7 +640,7 @@ impl TableReader {
 /// The index entries of a table, as one sequence whichever the index's layout.
 enum IndexIter {
     Single(BlockIter),
-    Partitioned(PartitionedIndexIter),
+    Partitioned(Box<PartitionedIndexIter>),
     /// The index could not be read (a block read through the cache failed): never valid,
     /// the error is its status.
     Failed(Error),

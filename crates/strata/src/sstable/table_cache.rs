@@ -235,7 +235,7 @@ mod tests {
                 assert!(r
                     .get(
                         &make_internal_key(b"k", SeqNo(9), ValueType::Value),
-                        &Default::default(),
+                        &crate::sstable::ReadBlockOptions::default(),
                         |_, _| false
                     )
                     .is_ok());

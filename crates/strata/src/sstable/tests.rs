@@ -736,7 +736,7 @@ fn partitioned_tables_read_as_the_model_and_as_unpartitioned_tables() {
                     let model = compressible_model(n, (n + block_size) as u64);
                     let o = TableOptions { compression, ..partitioned(block_size, mbs, filters) };
                     let s = build(&fs, &path, &o, &model);
-                    let plain = TableOptions { compression, block_size, ..TableOptions::default() };
+                    let plain = TableOptions { block_size, compression, ..TableOptions::default() };
                     let sp = build(&fs, &plain_path, &plain, &model);
                     let what =
                         format!("{compression:?} bs {block_size} mbs {mbs} f {filters} n {n}");
