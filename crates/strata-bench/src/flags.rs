@@ -256,8 +256,14 @@ define_flags! {
     cache_numshardbits: i64 = -1i64, Hint, "RocksDB block cache shard bits";
     cache_high_pri_pool_ratio: f64 = 0.0f64, Hint, "RocksDB LRU high-priority pool ratio";
     cache_low_pri_pool_ratio: f64 = 0.0f64, Hint, "RocksDB LRU low-priority pool ratio";
-    cache_index_and_filter_blocks: bool = false, Hint, "RocksDB: index and filter blocks in the block cache";
-    pin_l0_filter_and_index_blocks_in_cache: bool = false, Hint, "RocksDB: pin L0 index/filter blocks";
+    cache_index_and_filter_blocks: bool = false, Engine, "Index and filter blocks in the block cache (charged)";
+    pin_l0_filter_and_index_blocks_in_cache: bool = false, Engine, "Pin L0 index/filter blocks in the block cache";
+    pin_top_level_index_and_filter: bool = true, Engine, "Pin the top level of a partitioned index/filter";
+    partition_index_and_filters: bool = false, Engine, "Partitioned index and filters (two-level index)";
+    partition_index: bool = false, Engine, "Partitioned index (two-level index), full filters";
+    index_type: i64 = 0i64, Engine, "Index type: 0 binary search, 2 two-level (partitioned)";
+    metadata_block_size: i64 = 4096i64, Engine, "Target size of index/filter partitions";
+    block_align: bool = false, Engine, "Data blocks never straddle a block_size boundary";
     row_cache_size: i64 = 0i64, Engine, "Row cache capacity in bytes";
     compressed_cache_size: i64 = -1i64, Engine, "Compressed block cache capacity";
     bloom_bits: i64 = -1i64, Engine, "Bloom filter bits per key (< 0: table default = none, 0: none)";

@@ -164,6 +164,29 @@ fn write_mode(rng: &mut StdRng) -> Options {
         rate_limiter: rng
             .gen_bool(0.25)
             .then(|| std::sync::Arc::new(strata::env::RateLimiter::new(256 << 20))),
+        ..metadata_mode(rng)
+    }
+}
+
+/// Default options with the placement and layout of index and filter blocks drawn: kept by
+/// the table or read through the block cache (pinned for L0 or not), one index block or a
+/// partitioned index (with or without partitioned filters, small partitions so tables have
+/// several), and aligned data blocks.
+fn metadata_mode(rng: &mut StdRng) -> Options {
+    let cached = rng.gen_bool(0.5);
+    Options {
+        cache_index_and_filter_blocks: cached,
+        cache_index_and_filter_blocks_with_high_priority: rng.gen_bool(0.75),
+        pin_l0_filter_and_index_blocks_in_cache: cached && rng.gen_bool(0.5),
+        pin_top_level_index_and_filter: rng.gen_bool(0.5),
+        index_type: if rng.gen_bool(0.5) {
+            strata::IndexType::TwoLevel
+        } else {
+            strata::IndexType::BinarySearch
+        },
+        partition_filters: rng.gen_bool(0.5),
+        metadata_block_size: [128, 4096][rng.gen_range(0..2)],
+        block_align: rng.gen_bool(0.25),
         ..Options::default()
     }
 }
@@ -178,7 +201,9 @@ pub fn describe_options(o: &Options) -> String {
          avoid_flush_during_recovery={} recycle_log_file_num={} wal_bytes_per_sync={} \
          wal_dir={:?} pipelined={} concurrent_memtable={} unordered={} group_bytes={} \
          wal_zeros_ahead={} direct_reads={} direct_writes={} bytes_per_sync={} \
-         rate_limiter={:?} compaction_style={:?} universal={:?}",
+         rate_limiter={:?} compaction_style={:?} universal={:?} cache_index_and_filter={} \
+         high_pri={} pin_l0={} pin_top={} index_type={:?} partition_filters={} \
+         metadata_block_size={} block_align={}",
         o.write_buffer_size,
         o.max_write_buffer_number,
         o.block_size,
@@ -214,7 +239,15 @@ pub fn describe_options(o: &Options) -> String {
         o.bytes_per_sync,
         o.rate_limiter.as_ref().map(|r| r.bytes_per_sec()),
         o.compaction_style,
-        o.compaction_options_universal
+        o.compaction_options_universal,
+        o.cache_index_and_filter_blocks,
+        o.cache_index_and_filter_blocks_with_high_priority,
+        o.pin_l0_filter_and_index_blocks_in_cache,
+        o.pin_top_level_index_and_filter,
+        o.index_type,
+        o.partition_filters,
+        o.metadata_block_size,
+        o.block_align
     )
 }
 

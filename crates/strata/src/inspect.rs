@@ -67,7 +67,7 @@ pub struct DataBlock {
 
 /// An open table file.
 pub struct Table {
-    reader: TableReader,
+    reader: std::sync::Arc<TableReader>,
     path: PathBuf,
 }
 
@@ -76,7 +76,10 @@ impl Table {
     /// range deletions and properties.
     pub fn open(fs: &dyn FileSystem, path: &Path) -> Result<Table> {
         let file = fs.open(path)?;
-        Ok(Table { reader: TableReader::open(file, 0, None)?, path: path.to_path_buf() })
+        Ok(Table {
+            reader: std::sync::Arc::new(TableReader::open(file, 0, None)?),
+            path: path.to_path_buf(),
+        })
     }
 
     /// The file's size in bytes.

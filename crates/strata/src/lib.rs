@@ -54,7 +54,7 @@ pub use options::{
     ReadOptions, UniversalCompactionOptions, WriteOptions,
 };
 pub use snapshot::Snapshot;
-pub use sstable::{Cache, CompressionType};
+pub use sstable::{Cache, CompressionType, IndexType};
 pub use util::checksum::ChecksumType;
 pub use wal::WalRecoveryMode;
 pub use write_batch::{WriteBatch, WriteBatchIterator};

@@ -10,7 +10,7 @@ use crate::env::{FileSystem, OsFs};
 use crate::merge_operator::MergeOperator;
 pub use crate::prefix::PrefixExtractor;
 use crate::snapshot::Snapshot;
-use crate::sstable::{Cache, CompressionType, TableOptions};
+use crate::sstable::{Cache, CompressionType, IndexType, TableOptions};
 use crate::util::checksum::ChecksumType;
 use crate::wal::WalRecoveryMode;
 
@@ -56,6 +56,42 @@ pub struct Options {
     /// Bloom filter bits per key (0 = no filter). 10 gives about 1% false positives.
     /// Default: 10.
     pub bloom_bits_per_key: u32,
+    /// Index and filter blocks are read through the block cache, charged to it, instead of
+    /// being kept by each open table for its life: their memory is then bounded by the cache's
+    /// capacity (a DB with many tables no longer holds every index and filter), at the price
+    /// of a cache lookup per table consulted and of re-reading the ones evicted. Without a
+    /// block cache they are kept as when false. Default: false (as RocksDB).
+    pub cache_index_and_filter_blocks: bool,
+    /// With `cache_index_and_filter_blocks`: index and filter blocks enter the cache at high
+    /// priority, so data blocks are evicted before them (the LRU cache's high-priority pool;
+    /// the clock cache's priority). Default: true.
+    pub cache_index_and_filter_blocks_with_high_priority: bool,
+    /// With `cache_index_and_filter_blocks`: the index and filter of level 0 tables (those
+    /// first opened for a level 0 read) stay held by their table, charged to the cache
+    /// (`strata.block-cache-pinned-usage`): L0 tables are consulted by every read.
+    /// Default: false.
+    pub pin_l0_filter_and_index_blocks_in_cache: bool,
+    /// With a partitioned index and `cache_index_and_filter_blocks`: the top-level index stays
+    /// held by its table (it is small; the partitions still go through the cache).
+    /// Default: true.
+    pub pin_top_level_index_and_filter: bool,
+    /// The index of new tables: one block (binary search), or partitioned (a top-level index
+    /// over partitions of about `metadata_block_size` bytes, read through the block cache a
+    /// partition at a time: bounded memory for large tables, one more block read per lookup
+    /// on a cache miss). Tables with a partitioned index are format version 2, which builds
+    /// older than it refuse to open. Default: binary search.
+    pub index_type: IndexType,
+    /// With `index_type = TwoLevel`: filters are partitioned like the index (one partition
+    /// read per lookup instead of the whole filter). Ignored otherwise. Default: false.
+    pub partition_filters: bool,
+    /// Target size of index (and filter) partitions. Default: 4096.
+    pub metadata_block_size: usize,
+    /// Data blocks never straddle a multiple of `block_size` (a page, for the default 4096):
+    /// blocks are cut to fit one unit, trailer included, and padded to the next one; one
+    /// aligned read per block under direct I/O, at the price of the padding. Works with any
+    /// compression (a stored block is never larger than its raw form), but the padding then
+    /// wastes more of each unit. Default: false.
+    pub block_align: bool,
     /// Compression of data blocks. Default: Snappy (as RocksDB).
     pub compression: CompressionType,
     /// Compression per level (RocksDB's `compression_per_level`): level `i` uses entry `i`, or
@@ -238,6 +274,14 @@ impl Default for Options {
             block_size: table.block_size,
             block_restart_interval: table.block_restart_interval,
             bloom_bits_per_key: table.bloom_bits_per_key,
+            cache_index_and_filter_blocks: false,
+            cache_index_and_filter_blocks_with_high_priority: true,
+            pin_l0_filter_and_index_blocks_in_cache: false,
+            pin_top_level_index_and_filter: true,
+            index_type: table.index_type,
+            partition_filters: table.partition_filters,
+            metadata_block_size: table.metadata_block_size,
+            block_align: table.block_align,
             compression: table.compression,
             compression_per_level: Vec::new(),
             zstd_level: table.zstd_level,
@@ -316,6 +360,11 @@ impl Options {
         }
         if self.block_restart_interval == 0 {
             return bad("block_restart_interval must be at least 1");
+        }
+        if self.metadata_block_size == 0
+            || self.metadata_block_size > crate::sstable::builder::MAX_BLOCK_SIZE
+        {
+            return bad("metadata_block_size must be between 1 and 1 GiB");
         }
         if !(2..=MAX_NUM_LEVELS).contains(&self.num_levels) {
             return bad("num_levels must be between 2 and 64");
@@ -437,6 +486,20 @@ impl Options {
             ("block_size", self.block_size.to_string()),
             ("block_restart_interval", self.block_restart_interval.to_string()),
             ("bloom_bits_per_key", self.bloom_bits_per_key.to_string()),
+            ("cache_index_and_filter_blocks", self.cache_index_and_filter_blocks.to_string()),
+            (
+                "cache_index_and_filter_blocks_with_high_priority",
+                self.cache_index_and_filter_blocks_with_high_priority.to_string(),
+            ),
+            (
+                "pin_l0_filter_and_index_blocks_in_cache",
+                self.pin_l0_filter_and_index_blocks_in_cache.to_string(),
+            ),
+            ("pin_top_level_index_and_filter", self.pin_top_level_index_and_filter.to_string()),
+            ("index_type", format!("{:?}", self.index_type)),
+            ("partition_filters", self.partition_filters.to_string()),
+            ("metadata_block_size", self.metadata_block_size.to_string()),
+            ("block_align", self.block_align.to_string()),
             ("compression", format!("{:?}", self.compression)),
             ("compression_per_level", format!("{:?}", self.compression_per_level)),
             ("zstd_level", self.zstd_level.to_string()),
@@ -541,6 +604,10 @@ impl Options {
             compression: self.compression,
             checksum: self.checksum,
             zstd_level: self.zstd_level,
+            index_type: self.index_type,
+            partition_filters: self.partition_filters,
+            metadata_block_size: self.metadata_block_size,
+            block_align: self.block_align,
             ..TableOptions::default()
         }
     }

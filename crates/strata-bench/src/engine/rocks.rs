@@ -34,6 +34,11 @@ pub const HONOURED_FLAGS: &[&str] = &[
     "cache_numshardbits",
     "cache_index_and_filter_blocks",
     "pin_l0_filter_and_index_blocks_in_cache",
+    "pin_top_level_index_and_filter",
+    "partition_index_and_filters",
+    "partition_index",
+    "index_type",
+    "metadata_block_size",
     "row_cache_size",
     "bloom_bits",
     "use_ribbon_filter",
@@ -362,6 +367,18 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
     }
     t.set_cache_index_and_filter_blocks(f.cache_index_and_filter_blocks);
     t.set_pin_l0_filter_and_index_blocks_in_cache(f.pin_l0_filter_and_index_blocks_in_cache);
+    t.set_pin_top_level_index_and_filter(f.pin_top_level_index_and_filter);
+    // db_bench: either partition flag selects the two-level index.
+    let index_type =
+        if f.partition_index || f.partition_index_and_filters { 2 } else { f.index_type };
+    t.set_index_type(match index_type {
+        0 => rocksdb::BlockBasedIndexType::BinarySearch,
+        1 => rocksdb::BlockBasedIndexType::HashSearch,
+        2 => rocksdb::BlockBasedIndexType::TwoLevelIndexSearch,
+        t => bail!("--index_type={t}: not an index type (0, 1 or 2)"),
+    });
+    t.set_partition_filters(f.partition_index_and_filters);
+    t.set_metadata_block_size(size("metadata_block_size", f.metadata_block_size)?);
     if f.bloom_bits > 0 {
         if f.use_ribbon_filter {
             t.set_ribbon_filter(f.bloom_bits as f64);

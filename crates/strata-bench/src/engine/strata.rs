@@ -23,6 +23,14 @@ pub const HONOURED_FLAGS: &[&str] = &[
     "cache_high_pri_pool_ratio",
     "bloom_bits",
     "block_size",
+    "cache_index_and_filter_blocks",
+    "pin_l0_filter_and_index_blocks_in_cache",
+    "pin_top_level_index_and_filter",
+    "partition_index_and_filters",
+    "partition_index",
+    "index_type",
+    "metadata_block_size",
+    "block_align",
     "block_restart_interval",
     "compression_type",
     "compression_level",
@@ -135,6 +143,17 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
     // db_bench: < 0 keeps the table default, which in RocksDB is no filter.
     o.bloom_bits_per_key = if f.bloom_bits <= 0 { 0 } else { f.bloom_bits as u32 };
     o.block_size = usize_of("block_size", f.block_size)?;
+    o.cache_index_and_filter_blocks = f.cache_index_and_filter_blocks;
+    o.pin_l0_filter_and_index_blocks_in_cache = f.pin_l0_filter_and_index_blocks_in_cache;
+    o.pin_top_level_index_and_filter = f.pin_top_level_index_and_filter;
+    o.index_type = match (f.index_type, f.partition_index || f.partition_index_and_filters) {
+        (0, false) => strata::IndexType::BinarySearch,
+        (0 | 2, _) => strata::IndexType::TwoLevel,
+        (t, _) => bail!("--index_type={t}: Strata supports 0 (binary search) and 2 (two-level)"),
+    };
+    o.partition_filters = f.partition_index_and_filters;
+    o.metadata_block_size = usize_of("metadata_block_size", f.metadata_block_size)?;
+    o.block_align = f.block_align;
     o.block_restart_interval = usize_of("block_restart_interval", f.block_restart_interval)?;
     o.compression = match cfg.compression {
         Compression::None => CompressionType::None,

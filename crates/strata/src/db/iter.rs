@@ -59,7 +59,7 @@ pub(crate) fn new_db_iter(inner: &Arc<DbInner>, cfd: &Cfd, ro: &ReadOptions) -> 
         }
         if level == 0 {
             for f in files {
-                match inner.table_cache.reader(f.number, &f.pinned) {
+                match inner.table_cache.reader_at(f.number, &f.pinned, 0) {
                     Ok(t) => children.push(Box::new(t.iter(rb))),
                     Err(e) => open_error = Some(e),
                 }

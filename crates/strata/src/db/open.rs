@@ -133,8 +133,8 @@ pub(crate) fn open(
     let table_cache = new_table_cache(opts, &fs, dir);
     if opts.paranoid_checks {
         for f in versions.families().values() {
-            for (_, t) in f.current.files() {
-                table_cache.reader(t.number, &t.pinned)?;
+            for (level, t) in f.current.files() {
+                table_cache.reader_at(t.number, &t.pinned, level)?;
             }
         }
     }
@@ -346,8 +346,8 @@ fn try_open_read_only(
     let table_cache = new_table_cache(opts, &fs, dir);
     // Opened now, the tables stay readable if the writer deletes them later.
     for f in versions.families().values() {
-        for (_, t) in f.current.files() {
-            table_cache.reader(t.number, &t.pinned)?;
+        for (level, t) in f.current.files() {
+            table_cache.reader_at(t.number, &t.pinned, level)?;
         }
     }
     let Replayed { last_seq, families, .. } =
@@ -438,7 +438,16 @@ fn new_table_cache(opts: &Options, fs: &Arc<dyn FileSystem>, dir: &Path) -> Arc<
     .map(CacheAccess::new);
     let table_capacity =
         if opts.max_open_files < 0 { usize::MAX } else { opts.max_open_files as usize };
-    Arc::new(TableCache::new(fs.clone(), dir.to_path_buf(), table_capacity.max(1), block_cache))
+    let meta = crate::sstable::MetaBlockOptions {
+        cache_index_and_filter_blocks: opts.cache_index_and_filter_blocks,
+        high_priority: opts.cache_index_and_filter_blocks_with_high_priority,
+        pin: false,
+        pin_top_level: opts.pin_top_level_index_and_filter,
+    };
+    Arc::new(
+        TableCache::new(fs.clone(), dir.to_path_buf(), table_capacity.max(1), block_cache)
+            .with_meta_options(meta, opts.pin_l0_filter_and_index_blocks_in_cache),
+    )
 }
 
 /// What [`assemble`] builds a `DbInner` from.

@@ -42,6 +42,18 @@ pub(crate) fn property_value(inner: &DbInner, cfd: &Cfd, name: &str) -> Result<O
         "block-cache-usage" => {
             inner.table_cache.block_cache().map_or(0, |c| c.cache.usage()).to_string()
         }
+        "block-cache-pinned-usage" => v
+            .files()
+            .filter_map(|(_, f)| inner.table_cache.open_reader(f.number, &f.pinned))
+            .map(|r| r.pinned_usage())
+            .sum::<usize>()
+            .to_string(),
+        "estimate-table-readers-mem" => v
+            .files()
+            .filter_map(|(_, f)| inner.table_cache.open_reader(f.number, &f.pinned))
+            .map(|r| r.memory_usage())
+            .sum::<usize>()
+            .to_string(),
         "block-cache-hit" => {
             inner.table_cache.block_cache().map_or(0, |c| c.cache.hits()).to_string()
         }

@@ -254,10 +254,10 @@ pub(crate) fn get_at(
         };
         // One table: its tombstones first (they apply even where the filter says no), then
         // its entries if the Bloom filter lets the key through.
-        let search = |ctx: &mut GetContext<'_>, f: &TableFile| -> Result<()> {
-            let t = inner.table_cache.reader(f.number, &f.pinned)?;
+        let search = |ctx: &mut GetContext<'_>, f: &TableFile, level: usize| -> Result<()> {
+            let t = inner.table_cache.reader_at(f.number, &f.pinned, level)?;
             ctx.cover(t.fragmented_range_tombstones().map(|a| &**a), seq);
-            if filter_passes(tickers, &t, key) {
+            if filter_passes(tickers, &t, key)? {
                 t.get(lkey, &ro, |k, v| ctx.add(k, v))?;
                 ctx.name_file(t.path());
             }
@@ -270,7 +270,7 @@ pub(crate) fn get_at(
                     if key < user_key(&f.smallest) || after_largest(key, &f.largest) {
                         continue;
                     }
-                    search(&mut ctx, f)?;
+                    search(&mut ctx, f, level)?;
                     if ctx.is_done() {
                         tickers.add(Ticker::GetHitL0, 1);
                         break 'levels;
@@ -282,7 +282,7 @@ pub(crate) fn get_at(
             if key < user_key(&f.smallest) {
                 continue;
             }
-            search(&mut ctx, f)?;
+            search(&mut ctx, f, level)?;
             if ctx.is_done() {
                 tickers.add(if level == 1 { Ticker::GetHitL1 } else { Ticker::GetHitL2AndUp }, 1);
                 break;
@@ -301,8 +301,8 @@ fn filter_passes(
     tickers: &crate::stats::Tickers,
     t: &crate::sstable::TableReader,
     key: &[u8],
-) -> bool {
-    let pass = t.may_contain(key);
+) -> Result<bool> {
+    let pass = t.may_contain(key)?;
     tickers.add(if pass { Ticker::BloomChecked } else { Ticker::BloomUseful }, 1);
-    pass
+    Ok(pass)
 }

@@ -258,7 +258,7 @@ fn move_to_lost(fs: &dyn FileSystem, lost: &Path, path: &Path) -> Result<()> {
 fn scan_table(fs: &dyn FileSystem, path: &Path, n: FileNumber) -> Result<Option<FileMetaData>> {
     let file = fs.open(path)?;
     let file_size = file.len();
-    let reader = TableReader::open(file, n.0, None)?;
+    let reader = std::sync::Arc::new(TableReader::open(file, n.0, None)?);
     let mut smallest: Option<Vec<u8>> = None;
     let mut largest: Option<Vec<u8>> = None;
     let mut widen = |k: Vec<u8>| {

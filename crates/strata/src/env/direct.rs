@@ -311,6 +311,50 @@ mod tests {
         assert_eq!(r.read_at(data.len() as u64 + 5000, &mut buf).unwrap(), 0);
     }
 
+    /// Property: any sequence of appends (with flushes between some) through the aligned write
+    /// window leaves exactly the bytes appended, and any reads at random offsets and lengths
+    /// through the direct reader return what buffered reads of the same file return.
+    #[test]
+    fn direct_writes_and_reads_equal_buffered_ones() {
+        use proptest::prelude::*;
+        let Some(dir) = direct_dir() else { return };
+        let config = ProptestConfig { cases: 24, ..ProptestConfig::default() };
+        let counter = std::cell::Cell::new(0u32);
+        proptest!(config, |(
+            appends in proptest::collection::vec((1usize..20_000, any::<bool>()), 1..24),
+            reads in proptest::collection::vec((0u64..400_000, 0usize..70_000), 1..40),
+            seed in any::<u8>(),
+        )| {
+            counter.set(counter.get() + 1);
+            let path = dir.path().join(format!("p{}", counter.get()));
+            let mut written = Vec::new();
+            let mut w = create(&path).unwrap();
+            for (i, &(len, flush)) in appends.iter().enumerate() {
+                let chunk: Vec<u8> =
+                    (0..len).map(|j| (j as u8).wrapping_mul(31) ^ seed ^ i as u8).collect();
+                w.append(&chunk).unwrap();
+                written.extend_from_slice(&chunk);
+                if flush {
+                    w.flush().unwrap();
+                    prop_assert_eq!(std::fs::metadata(&path).unwrap().len(), written.len() as u64);
+                }
+            }
+            w.sync().unwrap();
+            drop(w);
+            let buffered = std::fs::read(&path).unwrap();
+            prop_assert!(buffered == written, "file differs from the bytes appended");
+            let r = open(&path).unwrap();
+            for &(offset, len) in &reads {
+                let mut buf = vec![0u8; len];
+                let n = r.read_at(offset, &mut buf).unwrap();
+                let start = (offset as usize).min(buffered.len());
+                let end = (start + len).min(buffered.len());
+                prop_assert!(buf[..n] == buffered[start..end], "read at {} of {}", offset, len);
+            }
+            std::fs::remove_file(&path).unwrap();
+        });
+    }
+
     #[test]
     fn a_file_system_without_direct_io_is_a_clear_error() {
         // /dev/shm is tmpfs on Linux, which refuses O_DIRECT.

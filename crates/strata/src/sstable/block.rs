@@ -24,7 +24,10 @@ use crate::iterator::InternalIterator;
 use crate::key::{compare_internal, TRAILER_LEN};
 use crate::util::coding::{decode_fixed32, get_varint32};
 
-/// An immutable, validated, uncompressed block.
+use super::filter::BloomFilter;
+
+/// An immutable, validated, uncompressed block: a block of entries, or (for the block cache,
+/// which holds one value type) a decoded filter block, which has no entries.
 pub struct Block {
     data: Vec<u8>,
     /// Where the restart array starts; entries live in `data[..entries_end]`.
@@ -32,6 +35,9 @@ pub struct Block {
     num_restarts: usize,
     /// The block's offset in its file, for error messages.
     file_offset: u64,
+    /// Set (and `data` empty) for a filter block; such a block is never iterated: the block
+    /// cache keys filters apart from blocks of entries (`reader.rs`).
+    filter: Option<BloomFilter>,
 }
 
 impl std::fmt::Debug for Block {
@@ -67,12 +73,31 @@ impl Block {
             }
             prev = r;
         }
-        Ok(Block { data, entries_end, num_restarts, file_offset })
+        Ok(Block { data, entries_end, num_restarts, file_offset, filter: None })
+    }
+
+    /// A decoded filter block read at `file_offset`, to be held by the block cache.
+    pub fn from_filter(filter: BloomFilter, file_offset: u64) -> Block {
+        Block {
+            data: Vec::new(),
+            entries_end: 0,
+            num_restarts: 0,
+            file_offset,
+            filter: Some(filter),
+        }
+    }
+
+    /// The filter, for a block made by [`Block::from_filter`].
+    #[inline]
+    pub fn filter(&self) -> Option<&BloomFilter> {
+        self.filter.as_ref()
     }
 
     /// Memory held, for the block cache's charge.
     pub fn memory_size(&self) -> usize {
-        self.data.capacity() + size_of::<Block>()
+        self.data.capacity()
+            + size_of::<Block>()
+            + self.filter.as_ref().map_or(0, BloomFilter::memory_size)
     }
 
     /// The block's offset in its file.

@@ -64,6 +64,11 @@ impl Cache {
         self.inner.capacity()
     }
 
+    /// The largest charge one entry can have and be kept (a shard's capacity).
+    pub(crate) fn max_entry_charge(&self) -> usize {
+        self.inner.capacity() / self.inner.num_shards().max(1)
+    }
+
     /// Lookups that hit, over every user.
     pub fn hits(&self) -> u64 {
         self.inner.hits()

@@ -24,8 +24,10 @@ use super::compression::Compressor;
 use super::filter::FilterBuilder;
 use super::format::{
     block_trailer, BlockHandle, CompressionType, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN,
+    FORMAT_VERSION, FORMAT_VERSION_PARTITIONED,
 };
 use super::metaindex::{MetaIndex, FILTER_BLOCK, PROPERTIES_BLOCK, RANGE_DELETION_BLOCK};
+use super::partitioned::{encode_top_entry, IndexType};
 use super::properties::TableProperties;
 use crate::range_del::{encode_block, sort_tombstones, RangeTombstone};
 
@@ -57,6 +59,22 @@ pub struct TableOptions {
     pub checksum: ChecksumType,
     /// Zstandard level when `compression` is `Zstd`. Default 3.
     pub zstd_level: i32,
+    /// One index block, or a top-level index over index partitions (`partitioned.rs`), which
+    /// lets a reader load a large table's index a partition at a time through the block cache.
+    /// Default binary search (one block).
+    pub index_type: IndexType,
+    /// With [`IndexType::TwoLevel`]: one filter partition per index partition, found through
+    /// the same top-level entry, instead of one filter for the table. Ignored with a one-block
+    /// index (as RocksDB). Default false.
+    pub partition_filters: bool,
+    /// Target size of an index partition (and so of a filter partition's span). Default 4096.
+    pub metadata_block_size: usize,
+    /// Data blocks never straddle a multiple of `block_size` (padding before a block that
+    /// would, and cutting blocks so that each fits, trailer included): one aligned read per
+    /// block under direct I/O. Needs `compression = None` (a block's stored size is then known
+    /// before it is cut); a single entry larger than `block_size` still makes a larger block,
+    /// which starts aligned. Default false.
+    pub block_align: bool,
 }
 
 impl Default for TableOptions {
@@ -69,6 +87,10 @@ impl Default for TableOptions {
             compression: CompressionType::Snappy,
             checksum: ChecksumType::Crc32c,
             zstd_level: 3,
+            index_type: IndexType::BinarySearch,
+            partition_filters: false,
+            metadata_block_size: 4096,
+            block_align: false,
         }
     }
 }
@@ -96,6 +118,20 @@ struct BlockWriter {
 }
 
 impl BlockWriter {
+    /// Writes zeros up to the next multiple of `align` when a block of `stored_len` bytes
+    /// (plus trailer) written here would cross one and would fit in one unit from there.
+    fn pad_for(&mut self, stored_len: usize, align: u64) -> Result<()> {
+        let len = (stored_len + BLOCK_TRAILER_LEN) as u64;
+        let used = self.offset % align;
+        if used == 0 || used + len <= align {
+            return Ok(());
+        }
+        let pad = (align - used) as usize;
+        self.file.append(&vec![0u8; pad])?;
+        self.offset += pad as u64;
+        Ok(())
+    }
+
     fn write(&mut self, stored: &[u8], ty: CompressionType) -> Result<BlockHandle> {
         let handle = BlockHandle::new(self.offset, stored.len() as u64);
         let trailer = block_trailer(stored, ty, self.checksum);
@@ -112,7 +148,13 @@ pub struct TableBuilder {
     writer: BlockWriter,
     block_size: usize,
     data_block: BlockBuilder,
+    /// The index block, or with a partitioned index the open index partition.
     index_block: BlockBuilder,
+    /// With a partitioned index: the top-level index, the partition size, and whether filters
+    /// are partitioned too.
+    partitions: Option<Partitions>,
+    /// With `block_align`: the alignment unit (`block_size`).
+    align: Option<u64>,
     /// The handle of the last data block written, waiting for the next key to pick a separator.
     pending_index: Option<BlockHandle>,
     last_key: Vec<u8>,
@@ -128,6 +170,26 @@ pub struct TableBuilder {
     range_dels: Vec<RangeTombstone>,
 }
 
+/// A closed partition: its last separator, raw index partition and filter partition.
+type ClosedPartition = (Vec<u8>, Vec<u8>, Option<Vec<u8>>);
+
+/// The state of a partitioned index (and filter) being built.
+struct Partitions {
+    top: BlockBuilder,
+    metadata_block_size: usize,
+    partition_filters: bool,
+    /// The separator of the last index entry of the open partition.
+    last_separator: Vec<u8>,
+    /// The next user key starts a new filter partition and is added even when it repeats the
+    /// previous key, so each partition's filter holds every user key of its data blocks.
+    fresh_filter: bool,
+    /// Closed partitions, written after the data blocks at `finish` (so data blocks stay
+    /// contiguous): last separator, raw index partition, filter partition.
+    closed: Vec<ClosedPartition>,
+    /// Bytes held in `closed`.
+    closed_bytes: u64,
+}
+
 impl TableBuilder {
     /// Starts a table written to `file` (named `path` in errors and summaries).
     pub fn new(opts: &TableOptions, file: Box<dyn WritableFile>, path: PathBuf) -> Self {
@@ -138,6 +200,16 @@ impl TableBuilder {
             block_size: opts.block_size.clamp(1, MAX_BLOCK_SIZE),
             data_block: BlockBuilder::new(opts.block_restart_interval),
             index_block: BlockBuilder::new(opts.index_block_restart_interval),
+            partitions: (opts.index_type == IndexType::TwoLevel).then(|| Partitions {
+                top: BlockBuilder::new(opts.index_block_restart_interval),
+                metadata_block_size: opts.metadata_block_size.clamp(1, MAX_BLOCK_SIZE),
+                partition_filters: opts.partition_filters,
+                last_separator: Vec::new(),
+                fresh_filter: false,
+                closed: Vec::new(),
+                closed_bytes: 0,
+            }),
+            align: opts.block_align.then(|| opts.block_size.clamp(1, MAX_BLOCK_SIZE) as u64),
             pending_index: None,
             last_key: Vec::new(),
             smallest: Vec::new(),
@@ -192,14 +264,24 @@ impl TableBuilder {
             )));
         }
 
+        if let Some(align) = self.align {
+            // Cut before this entry when the block would no longer fit one alignment unit
+            // (the estimate bounds an entry's header and a new restart point).
+            let grown = self.data_block.size_estimate() + ikey.len() + value.len() + 20;
+            if !self.data_block.is_empty() && (grown + BLOCK_TRAILER_LEN) as u64 > align {
+                self.flush_data_block()?;
+            }
+        }
         if let Some(handle) = self.pending_index.take() {
             self.scratch_key.clear();
             self.scratch_key.extend_from_slice(&self.last_key);
             key::shorten_separator(&mut self.scratch_key, ikey);
-            self.add_index_entry(handle);
+            self.add_index_entry(handle)?;
         }
         if let Some(f) = &mut self.filter {
-            if first || key::user_key(&self.last_key) != parsed.user_key {
+            let fresh =
+                self.partitions.as_mut().is_some_and(|p| std::mem::take(&mut p.fresh_filter));
+            if first || fresh || key::user_key(&self.last_key) != parsed.user_key {
                 f.add_key(parsed.user_key);
             }
         }
@@ -252,23 +334,84 @@ impl TableBuilder {
         self.writer.offset
             + self.data_block.size_estimate() as u64
             + self.index_block.size_estimate() as u64
+            + self.partitions.as_ref().map_or(0, |p| p.closed_bytes)
     }
 
-    /// Adds `scratch_key -> handle` to the index.
-    fn add_index_entry(&mut self, handle: BlockHandle) {
+    /// Adds `scratch_key -> handle` to the index; with a partitioned index, closes the
+    /// partition once it reaches `metadata_block_size`.
+    fn add_index_entry(&mut self, handle: BlockHandle) -> Result<()> {
         self.scratch_handle.clear();
         handle.encode_to(&mut self.scratch_handle);
         self.index_block.add(&self.scratch_key, &self.scratch_handle);
+        if let Some(p) = &mut self.partitions {
+            p.last_separator.clear();
+            p.last_separator.extend_from_slice(&self.scratch_key);
+            if self.index_block.size_estimate() >= p.metadata_block_size {
+                self.close_partition();
+            }
+        }
+        Ok(())
+    }
+
+    /// Closes the open index partition (and its filter partition); they are written at
+    /// `finish`.
+    fn close_partition(&mut self) {
+        let Some(p) = &mut self.partitions else { return };
+        if self.index_block.is_empty() {
+            return;
+        }
+        let index = self.index_block.finish().to_vec();
+        self.index_block.reset();
+        let mut filter = None;
+        if p.partition_filters {
+            if let Some(f) = &mut self.filter {
+                filter = Some(f.finish());
+                f.reset();
+            }
+            p.fresh_filter = true;
+        }
+        p.closed_bytes += (index.len() + filter.as_ref().map_or(0, Vec::len)) as u64;
+        p.closed.push((p.last_separator.clone(), index, filter));
+    }
+
+    /// Writes the closed partitions and returns the raw top-level index over them.
+    fn write_partitions(&mut self) -> Result<Vec<u8>> {
+        let Some(mut p) = self.partitions.take() else { return Ok(Vec::new()) };
+        for (separator, index, filter) in std::mem::take(&mut p.closed) {
+            let (ty, stored) = self.compressor.compress(&index);
+            let ih = self.writer.write(stored, ty)?;
+            self.props.index_size += ih.size + BLOCK_TRAILER_LEN as u64;
+            let fh = match filter {
+                Some(f) => {
+                    let h = self.writer.write(&f, CompressionType::None)?;
+                    self.props.filter_size += h.size + BLOCK_TRAILER_LEN as u64;
+                    Some(h)
+                }
+                None => None,
+            };
+            self.scratch_handle.clear();
+            encode_top_entry(&mut self.scratch_handle, ih, fh);
+            p.top.add(&separator, &self.scratch_handle);
+        }
+        Ok(p.top.finish().to_vec())
     }
 
     fn flush_data_block(&mut self) -> Result<()> {
         debug_assert!(!self.data_block.is_empty());
         let raw = self.data_block.finish();
         let (ty, stored) = self.compressor.compress(raw);
-        let r = self.writer.write(stored, ty);
+        let start = self.writer.offset;
+        let r = match self.align {
+            Some(align) => {
+                let len = stored.len();
+                self.writer.pad_for(len, align).and_then(|()| self.writer.write(stored, ty))
+            }
+            None => self.writer.write(stored, ty),
+        };
         self.data_block.reset();
         let handle = self.note_failure(r)?;
-        self.props.data_size += handle.size + BLOCK_TRAILER_LEN as u64;
+        // Padding counts as data: data blocks and their padding end at `data_size`.
+        self.props.data_size += self.writer.offset - start;
         self.props.num_data_blocks += 1;
         self.pending_index = Some(handle);
         Ok(())
@@ -294,12 +437,22 @@ impl TableBuilder {
             self.scratch_key.clear();
             self.scratch_key.extend_from_slice(&self.last_key);
             key::shorten_successor(&mut self.scratch_key);
-            self.add_index_entry(handle);
+            self.add_index_entry(handle)?;
         }
+        let version = if self.partitions.is_some() {
+            self.close_partition();
+            FORMAT_VERSION_PARTITIONED
+        } else {
+            FORMAT_VERSION
+        };
         let mut meta = MetaIndex::new();
 
-        let mut smallest = self.smallest;
-        let mut largest = if self.props.num_entries > 0 { self.last_key } else { Vec::new() };
+        let mut smallest = std::mem::take(&mut self.smallest);
+        let mut largest = if self.props.num_entries > 0 {
+            std::mem::take(&mut self.last_key)
+        } else {
+            Vec::new()
+        };
         if !self.range_dels.is_empty() {
             sort_tombstones(&mut self.range_dels);
             let p = &mut self.props;
@@ -326,22 +479,31 @@ impl TableBuilder {
             meta.insert(RANGE_DELETION_BLOCK, h);
         }
 
-        if let Some(f) = self.filter.take().filter(|f| f.num_keys() > 0) {
+        let filter_partitioned = self.partitions.as_ref().is_some_and(|p| p.partition_filters);
+        if let Some(f) = self.filter.take().filter(|f| f.num_keys() > 0 && !filter_partitioned) {
             let h = self.writer.write(&f.finish(), CompressionType::None)?;
             self.props.filter_size = h.size + BLOCK_TRAILER_LEN as u64;
             meta.insert(FILTER_BLOCK, h);
         }
 
-        let raw = self.index_block.finish();
+        let top = if version == FORMAT_VERSION_PARTITIONED {
+            Some(self.write_partitions()?)
+        } else {
+            None
+        };
+        let raw = match &top {
+            Some(t) => t.as_slice(),
+            None => self.index_block.finish(),
+        };
         let (ty, stored) = self.compressor.compress(raw);
         let index = self.writer.write(stored, ty)?;
-        self.props.index_size = index.size + BLOCK_TRAILER_LEN as u64;
+        self.props.index_size += index.size + BLOCK_TRAILER_LEN as u64;
 
         let h = self.writer.write(&self.props.encode(), CompressionType::None)?;
         meta.insert(PROPERTIES_BLOCK, h);
         let metaindex = self.writer.write(&meta.encode(), CompressionType::None)?;
 
-        let footer = Footer { metaindex, index, checksum: self.writer.checksum };
+        let footer = Footer { metaindex, index, checksum: self.writer.checksum, version };
         self.writer.file.append(&footer.encode())?;
         self.writer.file.sync()?;
         let file_size = self.writer.offset + FOOTER_LEN as u64;

@@ -68,6 +68,11 @@ impl FilterBuilder {
         self.hashes.push(hash(user_key));
     }
 
+    /// Forgets every key added (the next filter partition starts empty).
+    pub fn reset(&mut self) {
+        self.hashes.clear();
+    }
+
     pub fn num_keys(&self) -> usize {
         self.hashes.len()
     }
@@ -139,6 +144,11 @@ impl BloomFilter {
             })
             .collect();
         Ok(BloomFilter { lines, num_probes })
+    }
+
+    /// Heap bytes held (the bit array).
+    pub fn memory_size(&self) -> usize {
+        self.lines.capacity() * LINE_BYTES
     }
 
     /// False when `user_key` was certainly not added.

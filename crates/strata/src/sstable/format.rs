@@ -7,7 +7,8 @@
 //! | data block n-1    | trailer |
 //! | filter block      | trailer |   optional (no keys, or bloom_bits_per_key = 0)
 //! | rangedel block    | trailer |   optional (only with range tombstones)
-//! | index block       | trailer |
+//! | index partitions  | trailers|   format version 2 only (see `partitioned.rs`)
+//! | index block       | trailer |   version 2: the top-level index over the partitions
 //! | properties block  | trailer |
 //! | metaindex block   | trailer |
 //! | footer (52 bytes)           |
@@ -25,13 +26,20 @@
 //!     24  fixed64  index size
 //!     32  u8       checksum type (util::checksum::ChecksumType)
 //!     33  3 bytes  zero
-//!     36  fixed32  format version (FORMAT_VERSION = 1)
+//!     36  fixed32  format version: 1 = one index block (binary search),
+//!                                   2 = partitioned index (and filters), `partitioned.rs`
 //!     40  fixed32  checksum of bytes [0, 40), using the checksum type at byte 32
 //!     44  fixed64  magic (TABLE_MAGIC)
 //! ```
 //!
+//! With `TableOptions::block_align`, zero bytes may sit between a data block's trailer and the
+//! next data block (padding, so no data block straddles an alignment unit); nothing points
+//! at them and readers never read them. Such tables are still version 1 or 2.
+//!
 //! All fixed-width integers are little-endian. on-disk: never change the compression type tags,
-//! the footer layout, the magic number or the meaning of format version 1.
+//! the footer layout, the magic number or the meaning of format versions 1 and 2. A table is
+//! written as version 1 unless it has a partitioned index, so builds that only know version 1
+//! read every other table, and refuse a version 2 table with an error naming the version.
 //!
 //! The footer uses fixed-width handles so it has one size and can be found without parsing.
 //! The magic comes last so that a file that is not a table is rejected before anything else is
@@ -54,8 +62,11 @@ use super::compression;
 pub const BLOCK_TRAILER_LEN: usize = 5;
 /// Length of the footer at the end of every table.
 pub const FOOTER_LEN: usize = 52;
-/// The newest table format this code writes and the only one it reads.
+/// A table with one index block (binary search over data blocks).
 pub const FORMAT_VERSION: u32 = 1;
+/// A table with a partitioned index: the footer's index is a top-level index over index
+/// partitions (`partitioned.rs`).
+pub const FORMAT_VERSION_PARTITIONED: u32 = 2;
 /// Identifies a Strata table; stored little-endian in the last 8 bytes. on-disk: never change.
 pub const TABLE_MAGIC: u64 = 0x53b7_a7a1_5570_0001;
 #[cfg(test)]
@@ -133,6 +144,8 @@ pub struct Footer {
     pub metaindex: BlockHandle,
     pub index: BlockHandle,
     pub checksum: ChecksumType,
+    /// [`FORMAT_VERSION`] or [`FORMAT_VERSION_PARTITIONED`].
+    pub version: u32,
 }
 
 impl Footer {
@@ -145,7 +158,7 @@ impl Footer {
         put_fixed64(&mut v, self.index.size);
         v.push(self.checksum as u8);
         v.extend_from_slice(&[0, 0, 0]);
-        put_fixed32(&mut v, FORMAT_VERSION);
+        put_fixed32(&mut v, self.version);
         let sum = self.checksum.compute(&v, &[]);
         put_fixed32(&mut v, sum);
         put_fixed64(&mut v, TABLE_MAGIC);
@@ -172,8 +185,11 @@ impl Footer {
             return Err(Error::ChecksumMismatch { file: PathBuf::new(), offset, expected, actual });
         }
         let version = decode_fixed32(buf, 36);
-        if version != FORMAT_VERSION {
-            return Err(bad(&format!("unsupported table format version {version}")));
+        if version != FORMAT_VERSION && version != FORMAT_VERSION_PARTITIONED {
+            return Err(bad(&format!(
+                "unsupported table format version {version} (this build reads versions \
+                 {FORMAT_VERSION} and {FORMAT_VERSION_PARTITIONED})"
+            )));
         }
         if buf[33..36] != [0, 0, 0] {
             return Err(bad("reserved footer bytes are not zero"));
@@ -182,6 +198,7 @@ impl Footer {
             metaindex: BlockHandle::new(decode_fixed64(buf, 0), decode_fixed64(buf, 8)),
             index: BlockHandle::new(decode_fixed64(buf, 16), decode_fixed64(buf, 24)),
             checksum,
+            version,
         })
     }
 }
@@ -297,8 +314,14 @@ mod tests {
             metaindex: BlockHandle::new(1000, 40),
             index: BlockHandle::new(900, 95),
             checksum: ChecksumType::Xxh3,
+            version: FORMAT_VERSION,
         };
         let enc = f.encode();
+        let v2 = Footer { version: FORMAT_VERSION_PARTITIONED, ..f };
+        assert_eq!(Footer::decode(&v2.encode(), 7).unwrap(), v2);
+        let v3 = Footer { version: 3, ..f };
+        let e = Footer::decode(&v3.encode(), 7).unwrap_err();
+        assert!(e.to_string().contains("unsupported table format version 3"), "{e}");
         assert_eq!(Footer::decode(&enc, 7).unwrap(), f);
         for i in 0..FOOTER_LEN {
             let mut d = enc;

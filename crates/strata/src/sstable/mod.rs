@@ -9,6 +9,7 @@
 //! - [`filter`]: the cache-line-blocked Bloom filter over user keys.
 //! - [`properties`]: the properties block.
 //! - [`metaindex`]: names of meta blocks mapped to their handles.
+//! - [`partitioned`]: the partitioned index and filters (format version 2).
 //! - [`builder`] / [`reader`]: whole tables.
 //! - [`block_cache`]: the shareable block cache handle, `strata::Cache`.
 
@@ -20,6 +21,7 @@ pub mod compression;
 pub mod filter;
 pub mod format;
 pub mod metaindex;
+pub mod partitioned;
 pub mod properties;
 mod readahead;
 pub mod reader;
@@ -38,7 +40,8 @@ pub(crate) use block_cache::CacheAccess;
 pub use builder::{TableBuilder, TableOptions, TableSummary};
 #[allow(unused_imports)]
 pub use format::{BlockHandle, CompressionType};
+pub use partitioned::IndexType;
 #[allow(unused_imports)]
 pub use properties::TableProperties;
 #[allow(unused_imports)]
-pub use reader::{ReadBlockOptions, TableIterator, TableReader};
+pub use reader::{MetaBlockOptions, ReadBlockOptions, TableIterator, TableReader};

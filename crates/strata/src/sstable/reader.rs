@@ -1,9 +1,14 @@
-//! Reads a table file (layout in [`super::format`]).
+//! Reads a table file (layout in [`super::format`], partitioned index in
+//! [`super::partitioned`]).
 //!
 //! `open` reads and verifies (always, whatever the read options say) the footer, the metaindex,
-//! the index, the filter, the range tombstones and the properties, and keeps them in memory for
-//! the reader's life; only data blocks go through the block cache. Every error names the table's path and the
-//! offset of the damaged structure.
+//! the index, the filter, the range tombstones and the properties. Where the index and filter
+//! live afterwards is [`MetaBlockOptions`]'s choice: kept by the reader for its life (not
+//! charged to the block cache, the default), or read through the block cache on each use
+//! (charged, at high priority), optionally pinned (held by the reader and charged). The
+//! partitions of a partitioned index or filter always go through the block cache (or the
+//! file, without one). Data blocks go through the block cache. Every error names the table's
+//! path and the offset of the damaged structure.
 
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
@@ -13,20 +18,29 @@ use crate::cache::{CacheKey, Priority};
 use crate::env::RandomAccessFile;
 use crate::error::{Error, Result};
 use crate::iterator::InternalIterator;
-use crate::key::TRAILER_LEN;
+use crate::key::{lookup_key, TRAILER_LEN};
 use crate::sstable::CacheAccess;
+use crate::types::SeqNo;
 use crate::util::checksum::ChecksumType;
 
 use super::block::{Block, BlockIter};
 use super::filter::BloomFilter;
-use super::format::{read_block, BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN};
+use super::format::{
+    read_block, BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN, FORMAT_VERSION_PARTITIONED,
+};
 use super::metaindex::{MetaIndex, FILTER_BLOCK, PROPERTIES_BLOCK, RANGE_DELETION_BLOCK};
+use super::partitioned::{decode_top_entry, PartitionedIndexIter};
 use super::properties::TableProperties;
 use super::readahead::Readahead;
 use crate::range_del::{decode_block, FragmentedTombstones, RangeTombstone};
 
 /// Key buffers larger than this are freed after a `get` rather than kept for the next one.
 const MAX_REUSED_KEY_BUFFER: usize = 4096;
+
+/// Set in the block-cache key of a filter block: filters are cached as [`Block::from_filter`],
+/// which has no entries, so no block handle (offsets are below 2^63, checked before a lookup)
+/// can ever find one where it expects entries.
+const FILTER_KEY_BIT: u64 = 1 << 63;
 
 thread_local! {
     /// Key buffers for the index and data block iterators of `get`, so a point lookup does
@@ -55,6 +69,47 @@ impl Default for ReadBlockOptions {
     }
 }
 
+/// Where a table's index and filter blocks live (RocksDB's `BlockBasedTableOptions` of the same
+/// names; `Options` documents each).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MetaBlockOptions {
+    /// Read the index and filter through the block cache (charged) instead of keeping them.
+    pub cache_index_and_filter_blocks: bool,
+    /// ... at high priority.
+    pub high_priority: bool,
+    /// Keep them anyway, charged to the cache (the caller decides: L0 tables with
+    /// `pin_l0_filter_and_index_blocks_in_cache`).
+    pub pin: bool,
+    /// Keep the top level of a partitioned index.
+    pub pin_top_level: bool,
+}
+
+impl Default for MetaBlockOptions {
+    fn default() -> Self {
+        MetaBlockOptions {
+            cache_index_and_filter_blocks: false,
+            high_priority: true,
+            pin: false,
+            pin_top_level: true,
+        }
+    }
+}
+
+/// A metadata block (index, top-level index or filter) of a table.
+enum Meta {
+    /// Kept for the reader's life.
+    Held(Arc<Block>),
+    /// Read through the block cache on each use.
+    Cached(BlockHandle),
+}
+
+/// Which kind of metadata block: how to parse it and how to key it in the cache.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum MetaKind {
+    Index,
+    Filter,
+}
+
 /// An open table.
 pub struct TableReader {
     file: Arc<dyn RandomAccessFile>,
@@ -64,8 +119,19 @@ pub struct TableReader {
     checksum: ChecksumType,
     /// Blocks must end (trailer included) at or before this offset: the footer's start.
     blocks_end: u64,
-    index: Arc<Block>,
-    filter: Option<BloomFilter>,
+    /// The index, or (format version 2) the top-level index.
+    index: Meta,
+    /// Whether `index` is a top-level index over partitions.
+    partitioned: bool,
+    /// The table's full filter; `None` without one or with partitioned filters.
+    filter: Option<Meta>,
+    /// The filter is partitioned: each top-level entry names its partition's filter.
+    partitioned_filter: bool,
+    meta_priority: Priority,
+    /// Bytes of metadata blocks this reader keeps outside the block cache.
+    held_bytes: usize,
+    /// Bytes of metadata blocks this reader keeps pinned (also charged to the block cache).
+    pinned_bytes: usize,
     properties: TableProperties,
     /// The `strata.rangedel` block, as stored and fragmented (source 0).
     range_dels: Vec<RangeTombstone>,
@@ -83,13 +149,23 @@ impl std::fmt::Debug for TableReader {
 }
 
 impl TableReader {
-    /// Reads and verifies the footer, metaindex, index, filter and properties (kept in memory,
-    /// not in the block cache). Data blocks are cached under `cache_id`, which must be unique
-    /// among the tables of the owner in `block_cache`.
+    /// Reads and verifies the footer, metaindex, index, filter and properties. Data blocks
+    /// (and index and filter blocks, as `meta` says) are cached under `cache_id`, which must be
+    /// unique among the tables of the owner in `block_cache`.
     pub fn open(
         file: Arc<dyn RandomAccessFile>,
         cache_id: u64,
         block_cache: Option<CacheAccess>,
+    ) -> Result<TableReader> {
+        Self::open_with(file, cache_id, block_cache, MetaBlockOptions::default())
+    }
+
+    /// [`Self::open`] with the index and filter placed as `meta` says.
+    pub fn open_with(
+        file: Arc<dyn RandomAccessFile>,
+        cache_id: u64,
+        block_cache: Option<CacheAccess>,
+        meta: MetaBlockOptions,
     ) -> Result<TableReader> {
         let path = file.path().to_path_buf();
         let len = file.len();
@@ -115,10 +191,10 @@ impl TableReader {
             read_block(&*file, h, checksum, true)
         };
 
-        let meta =
+        let metaindex =
             MetaIndex::decode(&read_meta(footer.metaindex, "metaindex")?, footer.metaindex.offset)
                 .map_err(|e| e.with_file(&path))?;
-        let Some(ph) = meta.get(PROPERTIES_BLOCK) else {
+        let Some(ph) = metaindex.get(PROPERTIES_BLOCK) else {
             return Err(Error::corruption(
                 &path,
                 footer.metaindex.offset,
@@ -127,36 +203,143 @@ impl TableReader {
         };
         let properties = TableProperties::decode(&read_meta(ph, "properties")?, ph.offset)
             .map_err(|e| e.with_file(&path))?;
-        let filter = match meta.get(FILTER_BLOCK) {
-            Some(fh) => Some(
-                BloomFilter::decode(&read_meta(fh, "filter")?, fh.offset)
-                    .map_err(|e| e.with_file(&path))?,
-            ),
-            None => None,
-        };
-        let index = Block::new(read_meta(footer.index, "index")?, footer.index.offset)
-            .map_err(|e| e.with_file(&path))?;
-        let range_dels = match meta.get(RANGE_DELETION_BLOCK) {
+        let range_dels = match metaindex.get(RANGE_DELETION_BLOCK) {
             Some(h) => decode_block(&read_meta(h, "range deletion")?, h.offset)
                 .map_err(|e| e.with_file(&path))?,
             None => Vec::new(),
         };
         let fragmented_range_dels = (!range_dels.is_empty())
             .then(|| Arc::new(FragmentedTombstones::from_tombstones(&range_dels, 0)));
-
-        Ok(TableReader {
+        let partitioned = footer.version == FORMAT_VERSION_PARTITIONED;
+        let filter_handle = metaindex.get(FILTER_BLOCK);
+        let mut r = TableReader {
             file,
             path,
             cache_id,
             block_cache,
             checksum,
             blocks_end: footer_offset,
-            index: Arc::new(index),
-            filter,
+            index: Meta::Cached(footer.index),
+            partitioned,
+            filter: filter_handle.map(Meta::Cached),
+            partitioned_filter: partitioned
+                && filter_handle.is_none()
+                && properties.filter_size > 0,
+            meta_priority: if meta.high_priority { Priority::High } else { Priority::Low },
+            held_bytes: 0,
+            pinned_bytes: 0,
             properties,
             range_dels,
             fragmented_range_dels,
+        };
+        // Read (and verify) the index and filter now; then keep them unless they are to be
+        // read through the cache. Without a block cache there is nowhere else to keep them.
+        // A block larger than the cache holds per entry (its shard's capacity) would never
+        // stay cached and be read again on every use: such a block is kept, uncharged (a
+        // partitioned index is the way to bound it).
+        let cached = meta.cache_index_and_filter_blocks && r.block_cache.is_some();
+        let max_charge = r.block_cache.as_ref().map_or(0, |c| c.cache.max_entry_charge());
+        let index = r.meta_block(footer.index, MetaKind::Index, cached)?;
+        let index_fits = index.memory_size() <= max_charge;
+        if !cached || !index_fits || meta.pin || (partitioned && meta.pin_top_level) {
+            r.hold(&index, cached && index_fits);
+            r.index = Meta::Held(index);
+        }
+        if let Some(fh) = filter_handle {
+            let filter = r.meta_block(fh, MetaKind::Filter, cached)?;
+            let filter_fits = filter.memory_size() <= max_charge;
+            if !cached || !filter_fits || meta.pin {
+                r.hold(&filter, cached && filter_fits);
+                r.filter = Some(Meta::Held(filter));
+            }
+        }
+        Ok(r)
+    }
+
+    /// Accounts for a metadata block the reader keeps: pinned (charged to the cache too) or
+    /// held outside it.
+    fn hold(&mut self, b: &Block, pinned: bool) {
+        if pinned {
+            self.pinned_bytes += b.memory_size();
+        } else {
+            self.held_bytes += b.memory_size();
+        }
+    }
+
+    /// The metadata block at `h`: from the block cache, or read, verified and parsed (and
+    /// inserted into the cache when `fill`).
+    fn meta_block(&self, h: BlockHandle, kind: MetaKind, fill: bool) -> Result<Arc<Block>> {
+        self.check_handle(h)?;
+        let key = self.block_cache.as_ref().map(|c| CacheKey {
+            owner: c.owner,
+            file: self.cache_id,
+            offset: if kind == MetaKind::Filter { h.offset | FILTER_KEY_BIT } else { h.offset },
+        });
+        if let (Some(c), Some(key)) = (&self.block_cache, &key) {
+            if let Some(b) = c.cache.lookup(key) {
+                return Ok(b);
+            }
+        }
+        let data = read_block(&*self.file, h, self.checksum, true)?;
+        let block = match kind {
+            MetaKind::Index => Block::new(data, h.offset),
+            MetaKind::Filter => {
+                BloomFilter::decode(&data, h.offset).map(|f| Block::from_filter(f, h.offset))
+            }
+        }
+        .map_err(|e| e.with_file(&self.path))?;
+        let b = Arc::new(block);
+        if let (Some(c), Some(key), true) = (&self.block_cache, key, fill) {
+            c.cache.insert(key, b.clone(), b.memory_size(), self.meta_priority);
+        }
+        Ok(b)
+    }
+
+    fn meta(&self, m: &Meta, kind: MetaKind) -> Result<Arc<Block>> {
+        match m {
+            Meta::Held(b) => Ok(b.clone()),
+            Meta::Cached(h) => self.meta_block(*h, kind, true),
+        }
+    }
+
+    /// The index block (the top-level index of a partitioned table).
+    pub(super) fn index_block(&self) -> Result<Arc<Block>> {
+        self.meta(&self.index, MetaKind::Index)
+    }
+
+    /// The index partition named by the top-level entry `top` is at.
+    pub(crate) fn index_partition_at(&self, top: &BlockIter) -> Result<Arc<Block>> {
+        let (h, _) = self.decode_top(top)?;
+        self.meta_block(h, MetaKind::Index, true)
+    }
+
+    fn decode_top(&self, top: &BlockIter) -> Result<(BlockHandle, Option<BlockHandle>)> {
+        decode_top_entry(top.value()).ok_or_else(|| {
+            Error::corruption(
+                &self.path,
+                top.block().file_offset(),
+                "bad partition handles in the top-level index",
+            )
         })
+    }
+
+    /// Bytes this reader keeps in memory outside the block cache: its own structures, the
+    /// properties and range tombstones, and any index and filter blocks it holds uncharged
+    /// (RocksDB's `estimate-table-readers-mem`).
+    pub fn memory_usage(&self) -> usize {
+        std::mem::size_of::<Self>()
+            + self.path.capacity()
+            + self.held_bytes
+            + self
+                .range_dels
+                .iter()
+                .map(|t| t.start.capacity() + t.end.capacity() + 32)
+                .sum::<usize>()
+    }
+
+    /// Bytes of index and filter blocks this reader pins (charged to the block cache).
+    pub fn pinned_usage(&self) -> usize {
+        self.pinned_bytes
     }
 
     /// The table's range tombstones, sorted by start then seq descending.
@@ -170,10 +353,35 @@ impl TableReader {
         self.fragmented_range_dels.as_ref()
     }
 
-    /// Bloom check on a user key; false means the table holds no entry for it.
+    /// Bloom check on a user key; false means the table holds no entry for it. Errors come
+    /// from reading a filter (or top-level index) block that is not kept in memory.
     #[inline]
-    pub fn may_contain(&self, user_key: &[u8]) -> bool {
-        self.filter.as_ref().is_none_or(|f| f.may_contain(user_key))
+    pub fn may_contain(&self, user_key: &[u8]) -> Result<bool> {
+        if let Some(Meta::Held(b)) = &self.filter {
+            return Ok(b.filter().is_none_or(|f| f.may_contain(user_key)));
+        }
+        self.may_contain_slow(user_key)
+    }
+
+    fn may_contain_slow(&self, user_key: &[u8]) -> Result<bool> {
+        if let Some(m) = &self.filter {
+            let b = self.meta(m, MetaKind::Filter)?;
+            return Ok(b.filter().is_none_or(|f| f.may_contain(user_key)));
+        }
+        if !self.partitioned_filter {
+            return Ok(true);
+        }
+        // The first partition that can hold `user_key` holds it in its filter if the table
+        // holds it at all (partitioned.rs); past the last separator the table cannot.
+        let mut top = BlockIter::new(self.index_block()?);
+        top.seek(&lookup_key(user_key, SeqNo::MAX));
+        if !top.valid() {
+            top.status().map_err(|e| e.with_file(&self.path))?;
+            return Ok(false);
+        }
+        let Some(fh) = self.decode_top(&top)?.1 else { return Ok(true) };
+        let b = self.meta_block(fh, MetaKind::Filter, true)?;
+        Ok(b.filter().is_none_or(|f| f.may_contain(user_key)))
     }
 
     /// Point lookup: seeks to the first entry >= `lookup_ikey` and calls `f(ikey, value)` for
@@ -192,11 +400,18 @@ impl TableReader {
                 "lookup key {lookup_ikey:?} is not an internal key"
             )));
         }
+        let index_block = self.index_block()?;
         let (index_buf, data_buf) = GET_KEY_BUFFERS.take();
-        let mut index = BlockIter::with_key_buffer(self.index.clone(), index_buf);
+        let mut index = BlockIter::with_key_buffer(index_block, index_buf);
         let mut data_buf = Some(data_buf);
         let mut data: Option<BlockIter> = None;
-        let r = self.get_with(&mut index, &mut data, &mut data_buf, lookup_ikey, *read, &mut f);
+        let r = if self.partitioned {
+            self.get_partitioned(&mut index, &mut data, &mut data_buf, lookup_ikey, *read, &mut f)
+        } else {
+            index.seek(lookup_ikey);
+            self.get_with(&mut index, &mut data, &mut data_buf, lookup_ikey, *read, &mut f)
+                .map(|_| ())
+        };
         let data_buf = data.map(BlockIter::into_key_buffer).or(data_buf).unwrap_or_default();
         let index_buf = index.into_key_buffer();
         if index_buf.capacity() <= MAX_REUSED_KEY_BUFFER
@@ -207,6 +422,36 @@ impl TableReader {
         r
     }
 
+    /// `get` over a partitioned index: `top` is the top-level index; each partition from the
+    /// one holding `lookup_ikey` on is scanned until `f` stops.
+    fn get_partitioned(
+        &self,
+        top: &mut BlockIter,
+        data: &mut Option<BlockIter>,
+        data_buf: &mut Option<Vec<u8>>,
+        lookup_ikey: &[u8],
+        read: ReadBlockOptions,
+        f: &mut impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<()> {
+        top.seek(lookup_ikey);
+        let mut first = true;
+        while top.valid() {
+            let mut part = BlockIter::new(self.index_partition_at(top)?);
+            if first {
+                part.seek(lookup_ikey);
+                first = false;
+            } else {
+                part.seek_to_first();
+            }
+            if self.get_with(&mut part, data, data_buf, lookup_ikey, read, f)? {
+                return Ok(());
+            }
+            top.next();
+        }
+        top.status().map_err(|e| e.with_file(&self.path))
+    }
+
+    /// Scans data blocks from the (positioned) `index` entry on; true when `f` stopped.
     fn get_with(
         &self,
         index: &mut BlockIter,
@@ -215,10 +460,9 @@ impl TableReader {
         lookup_ikey: &[u8],
         read: ReadBlockOptions,
         f: &mut impl FnMut(&[u8], &[u8]) -> bool,
-    ) -> Result<()> {
-        index.seek(lookup_ikey);
+    ) -> Result<bool> {
         while index.valid() {
-            let handle = self.decode_handle(index.value())?;
+            let handle = self.decode_handle(index.value(), index.block().file_offset())?;
             let block = self.read_data_block(handle, read, None)?;
             let it = match data.as_mut() {
                 Some(it) => {
@@ -235,20 +479,21 @@ impl TableReader {
             };
             while it.valid() {
                 if !f(it.key(), it.value()) {
-                    return Ok(());
+                    return Ok(true);
                 }
                 it.next();
             }
             it.status().map_err(|e| e.with_file(&self.path))?;
             index.next();
         }
-        index.status().map_err(|e| e.with_file(&self.path))
+        index.status().map_err(|e| e.with_file(&self.path))?;
+        Ok(false)
     }
 
     /// A two-level iterator over the whole table.
     pub fn iter(self: &Arc<Self>, read: ReadBlockOptions) -> TableIterator {
         TableIterator {
-            index: self.index.iter(),
+            index: self.index_iter().unwrap_or_else(IndexIter::Failed),
             table: self.clone(),
             read,
             data: None,
@@ -257,17 +502,27 @@ impl TableReader {
         }
     }
 
+    /// An iterator over the index entries (data block handles), partitioned or not.
+    fn index_iter(self: &Arc<Self>) -> Result<IndexIter> {
+        let top = self.index_block()?.iter();
+        Ok(if self.partitioned {
+            IndexIter::Partitioned(Box::new(PartitionedIndexIter::new(self.clone(), top)))
+        } else {
+            IndexIter::Single(top)
+        })
+    }
+
     /// The data blocks as the index lists them: each block's separator key (an internal key
     /// at or after its last key) and handle, in order. For tools.
-    pub fn data_blocks(&self) -> Result<Vec<(Vec<u8>, BlockHandle)>> {
+    pub fn data_blocks(self: &Arc<Self>) -> Result<Vec<(Vec<u8>, BlockHandle)>> {
         let mut out = Vec::new();
-        let mut it = self.index.iter();
+        let mut it = self.index_iter()?;
         it.seek_to_first();
         while it.valid() {
-            out.push((it.key().to_vec(), self.decode_handle(it.value())?));
+            out.push((it.key().to_vec(), self.decode_handle(it.value(), it.block_offset())?));
             it.next();
         }
-        it.status().map_err(|e| e.with_file(&self.path))?;
+        it.status_in(&self.path)?;
         Ok(out)
     }
 
@@ -293,12 +548,12 @@ impl TableReader {
 
     /// The file offset where the data for `ikey` is (or would be): the start of the data block
     /// that would hold it, or the end of the data blocks when it sorts after every key.
-    pub fn approximate_offset_of(&self, ikey: &[u8]) -> u64 {
+    pub fn approximate_offset_of(self: &Arc<Self>, ikey: &[u8]) -> u64 {
         let data_end = self.properties.data_size.min(self.blocks_end);
         if ikey.len() < TRAILER_LEN {
             return 0;
         }
-        let mut it = self.index.iter();
+        let Ok(mut it) = self.index_iter() else { return 0 };
         it.seek(ikey);
         if it.valid() {
             if let Some(h) = BlockHandle::decode_exact(it.value()) {
@@ -329,10 +584,10 @@ impl TableReader {
         }
     }
 
-    fn decode_handle(&self, v: &[u8]) -> Result<BlockHandle> {
-        BlockHandle::decode_exact(v).ok_or_else(|| {
-            Error::corruption(&self.path, self.index.file_offset(), "bad block handle in index")
-        })
+    /// Decodes a data block handle from an entry of the index block at `index_offset`.
+    fn decode_handle(&self, v: &[u8], index_offset: u64) -> Result<BlockHandle> {
+        BlockHandle::decode_exact(v)
+            .ok_or_else(|| Error::corruption(&self.path, index_offset, "bad block handle in index"))
     }
 
     /// The data block at `handle`, from the block cache when possible; read from the file
@@ -343,6 +598,8 @@ impl TableReader {
         read: ReadBlockOptions,
         ahead: Option<&mut Readahead>,
     ) -> Result<Arc<Block>> {
+        // Before the cache lookup: a handle past the blocks could name a cached filter.
+        self.check_handle(handle)?;
         let key = self.block_cache.as_ref().map(|c| CacheKey {
             owner: c.owner,
             file: self.cache_id,
@@ -380,12 +637,113 @@ impl TableReader {
     }
 }
 
-/// Iterates a whole table: an index block iterator choosing data blocks, and an iterator over
-/// the current data block. Owns its table, so it is `'static`.
+/// The index entries of a table, as one sequence whichever the index's layout.
+enum IndexIter {
+    Single(BlockIter),
+    Partitioned(Box<PartitionedIndexIter>),
+    /// The index could not be read (a block read through the cache failed): never valid,
+    /// the error is its status.
+    Failed(Error),
+}
+
+impl IndexIter {
+    fn valid(&self) -> bool {
+        match self {
+            IndexIter::Single(i) => i.valid(),
+            IndexIter::Partitioned(i) => i.valid(),
+            IndexIter::Failed(_) => false,
+        }
+    }
+
+    fn key(&self) -> &[u8] {
+        match self {
+            IndexIter::Single(i) => i.key(),
+            IndexIter::Partitioned(i) => i.key(),
+            IndexIter::Failed(_) => &[],
+        }
+    }
+
+    fn value(&self) -> &[u8] {
+        match self {
+            IndexIter::Single(i) => i.value(),
+            IndexIter::Partitioned(i) => i.value(),
+            IndexIter::Failed(_) => &[],
+        }
+    }
+
+    /// The file offset of the index block holding the current entry.
+    fn block_offset(&self) -> u64 {
+        match self {
+            IndexIter::Single(i) => i.block().file_offset(),
+            IndexIter::Partitioned(i) => i.block_offset(),
+            IndexIter::Failed(_) => 0,
+        }
+    }
+
+    fn has_error(&self) -> bool {
+        match self {
+            IndexIter::Single(i) => i.has_error(),
+            IndexIter::Partitioned(i) => i.has_error(),
+            IndexIter::Failed(_) => true,
+        }
+    }
+
+    fn seek_to_first(&mut self) {
+        match self {
+            IndexIter::Single(i) => i.seek_to_first(),
+            IndexIter::Partitioned(i) => i.seek_to_first(),
+            IndexIter::Failed(_) => {}
+        }
+    }
+
+    fn seek_to_last(&mut self) {
+        match self {
+            IndexIter::Single(i) => i.seek_to_last(),
+            IndexIter::Partitioned(i) => i.seek_to_last(),
+            IndexIter::Failed(_) => {}
+        }
+    }
+
+    fn seek(&mut self, target: &[u8]) {
+        match self {
+            IndexIter::Single(i) => i.seek(target),
+            IndexIter::Partitioned(i) => i.seek(target),
+            IndexIter::Failed(_) => {}
+        }
+    }
+
+    fn next(&mut self) {
+        match self {
+            IndexIter::Single(i) => i.next(),
+            IndexIter::Partitioned(i) => i.next(),
+            IndexIter::Failed(_) => {}
+        }
+    }
+
+    fn prev(&mut self) {
+        match self {
+            IndexIter::Single(i) => i.prev(),
+            IndexIter::Partitioned(i) => i.prev(),
+            IndexIter::Failed(_) => {}
+        }
+    }
+
+    /// The status, errors naming the table at `path`.
+    fn status_in(&self, path: &Path) -> Result<()> {
+        match self {
+            IndexIter::Single(i) => i.status().map_err(|e| e.with_file(path)),
+            IndexIter::Partitioned(i) => i.status(),
+            IndexIter::Failed(e) => Err(e.duplicate()),
+        }
+    }
+}
+
+/// Iterates a whole table: an index iterator choosing data blocks, and an iterator over the
+/// current data block. Owns its table, so it is `'static`.
 pub struct TableIterator {
     table: Arc<TableReader>,
     read: ReadBlockOptions,
-    index: BlockIter,
+    index: IndexIter,
     /// The current data block's iterator; kept across blocks to reuse its buffers.
     data: Option<BlockIter>,
     status: Option<Error>,
@@ -408,7 +766,7 @@ impl TableIterator {
 
     /// Points `data` at the block named by the (valid) index entry; false on error.
     fn load_data_block(&mut self) -> bool {
-        let handle = match self.table.decode_handle(self.index.value()) {
+        let handle = match self.table.decode_handle(self.index.value(), self.index.block_offset()) {
             Ok(h) => h,
             Err(e) => {
                 self.fail(e);
@@ -608,7 +966,7 @@ impl InternalIterator for TableIterator {
             return Err(e.duplicate());
         }
         let path = &self.table.path;
-        self.index.status().map_err(|e| e.with_file(path))?;
+        self.index.status_in(path)?;
         match &self.data {
             Some(d) => d.status().map_err(|e| e.with_file(path)),
             None => Ok(()),

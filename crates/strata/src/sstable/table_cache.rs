@@ -18,7 +18,7 @@ use crate::cache::LruCache;
 use crate::env::FileSystem;
 use crate::error::Result;
 use crate::filename::table_path;
-use crate::sstable::{CacheAccess, TableReader};
+use crate::sstable::{CacheAccess, MetaBlockOptions, TableReader};
 use crate::types::FileNumber;
 
 /// The open reader of one table file, set once and kept beside the file's record in a live
@@ -56,6 +56,11 @@ pub(crate) struct TableCache {
     block_cache: Option<CacheAccess>,
     /// Whether readers are pinned in their metadata (no bound on open files).
     pin: bool,
+    /// Where readers keep their index and filter blocks.
+    meta: MetaBlockOptions,
+    /// Pin the index and filter of tables first opened for a level 0 lookup
+    /// (`pin_l0_filter_and_index_blocks_in_cache`).
+    pin_l0: bool,
 }
 
 impl TableCache {
@@ -68,16 +73,52 @@ impl TableCache {
         block_cache: Option<CacheAccess>,
     ) -> TableCache {
         let pin = capacity == usize::MAX;
-        TableCache { fs, dir, readers: LruCache::new(capacity), block_cache, pin }
+        TableCache {
+            fs,
+            dir,
+            readers: LruCache::new(capacity),
+            block_cache,
+            pin,
+            meta: MetaBlockOptions::default(),
+            pin_l0: false,
+        }
+    }
+
+    /// Readers opened from now on place their index and filter blocks as `meta` says, and
+    /// with `pin_l0` pin them for tables opened as level 0 tables ([`Self::reader_at`]).
+    pub fn with_meta_options(mut self, meta: MetaBlockOptions, pin_l0: bool) -> TableCache {
+        self.meta = meta;
+        self.pin_l0 = pin_l0;
+        self
     }
 
     /// The reader of table `number`: the one pinned in `pinned` if it was opened before (and
     /// readers are pinned), else through the cache (pinning it).
     pub fn reader<'a>(&self, number: FileNumber, pinned: &'a PinnedTable) -> Result<TableRef<'a>> {
+        self.reader_in(number, pinned, None)
+    }
+
+    /// [`Self::reader`] for a table of `level`: a level 0 table opened here has its index and
+    /// filter pinned when the options ask for it.
+    pub fn reader_at<'a>(
+        &self,
+        number: FileNumber,
+        pinned: &'a PinnedTable,
+        level: usize,
+    ) -> Result<TableRef<'a>> {
+        self.reader_in(number, pinned, Some(level))
+    }
+
+    fn reader_in<'a>(
+        &self,
+        number: FileNumber,
+        pinned: &'a PinnedTable,
+        level: Option<usize>,
+    ) -> Result<TableRef<'a>> {
         if let Some(r) = pinned.0.get() {
             return Ok(TableRef::Pinned(r));
         }
-        let r = self.open_cached(number)?;
+        let r = self.open_cached(number, level)?;
         if self.pin {
             // A racing thread may have set it first: both readers are of the same file.
             let _ = pinned.0.set(r.clone());
@@ -86,15 +127,35 @@ impl TableCache {
     }
 
     /// The reader of table `number` from the cache, opening it if needed.
-    fn open_cached(&self, number: FileNumber) -> Result<Arc<TableReader>> {
+    fn open_cached(&self, number: FileNumber, level: Option<usize>) -> Result<Arc<TableReader>> {
         if let Some(r) = self.readers.lookup(&number.0) {
             return Ok(r);
         }
         let path = table_path(&self.dir, number);
         let file = self.fs.open(&path)?;
-        let reader = Arc::new(TableReader::open(file, number.0, self.block_cache.clone())?);
+        let meta = MetaBlockOptions {
+            pin: self.meta.cache_index_and_filter_blocks && self.pin_l0 && level == Some(0),
+            ..self.meta
+        };
+        let reader =
+            Arc::new(TableReader::open_with(file, number.0, self.block_cache.clone(), meta)?);
         self.readers.insert(number.0, reader.clone(), 1);
         Ok(reader)
+    }
+
+    /// The open reader of table `number`, if any, without opening it.
+    pub fn open_reader(
+        &self,
+        number: FileNumber,
+        pinned: &PinnedTable,
+    ) -> Option<Arc<TableReader>> {
+        pinned.0.get().cloned().or_else(|| self.readers.lookup(&number.0))
+    }
+
+    /// Readers open now (and their total count bounded by the capacity); for tests.
+    #[cfg(test)]
+    pub fn open_readers(&self) -> usize {
+        self.readers.usage()
     }
 
     /// Drops the cached reader of a deleted table.
@@ -161,6 +222,32 @@ mod tests {
             assert!(matches!(cache.reader(b, &sb).unwrap(), TableRef::Cached(_)));
         }
         assert_eq!(format!("{sa:?}"), "PinnedTable");
+    }
+
+    #[test]
+    fn a_bounded_cache_never_holds_more_readers_than_its_bound() {
+        let (fs, cache) = setup(3);
+        let tables: Vec<_> = (1..=10).map(|n| table(&fs, n)).collect();
+        let slots: Vec<_> = tables.iter().map(|_| PinnedTable::default()).collect();
+        for round in 0..3 {
+            for (i, (n, slot)) in tables.iter().zip(&slots).enumerate() {
+                let r = cache.reader(*n, slot).unwrap();
+                assert!(r
+                    .get(
+                        &make_internal_key(b"k", SeqNo(9), ValueType::Value),
+                        &crate::sstable::ReadBlockOptions::default(),
+                        |_, _| false
+                    )
+                    .is_ok());
+                drop(r);
+                assert!(
+                    cache.open_readers() <= 3,
+                    "round {round} table {i}: {}",
+                    cache.open_readers()
+                );
+            }
+        }
+        assert_eq!(cache.open_readers(), 3);
     }
 
     #[test]

@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use super::builder::{TableBuilder, TableOptions, TableSummary};
 use super::format::{CompressionType, FOOTER_LEN};
-use super::reader::{ReadBlockOptions, TableReader};
+use super::partitioned::IndexType;
+use super::reader::{MetaBlockOptions, ReadBlockOptions, TableReader};
 use crate::env::{FaultFs, FaultKind, FaultOp, FaultRule, FileSystem, MemFs};
 use crate::error::Error;
 use crate::iterator::conformance::{check_internal_iterator, sample_entries};
@@ -71,7 +72,7 @@ fn model_get(model: &Model, user: &[u8], seq: SeqNo) -> Model {
 }
 
 fn table_get(t: &TableReader, user: &[u8], seq: SeqNo) -> crate::error::Result<Model> {
-    if !t.may_contain(user) {
+    if !t.may_contain(user)? {
         return Ok(Vec::new()); // as the DB does: the filter first
     }
     let lk = lookup_key(user, seq);
@@ -121,7 +122,7 @@ fn iterator_conformance_with_restart_intervals_and_no_filter() {
         build(&fs, &path, &o, &model);
         let t = open(&fs, &path);
         check_internal_iterator(&mut t.iter(ReadBlockOptions::default()), &model, 3);
-        assert!(t.may_contain(b"anything"));
+        assert!(t.may_contain(b"anything").unwrap());
     }
 }
 
@@ -165,7 +166,7 @@ fn get_matches_the_model() {
                 let got = table_get(&t, p.user_key, seq).unwrap();
                 assert_eq!(got, model_get(&model, p.user_key, seq), "{:?} @ {seq}", p.user_key);
             }
-            assert!(t.may_contain(p.user_key));
+            assert!(t.may_contain(p.user_key).unwrap());
         }
         // Absent user keys: between, before and after the present ones.
         for i in 0..5000 {
@@ -199,7 +200,8 @@ fn table_bloom_filter_rejects_most_absent_keys() {
     }
     build(&fs, &path, &TableOptions::default(), &model);
     let t = open(&fs, &path);
-    let fp = (0..20_000u32).filter(|i| t.may_contain(format!("a{i:08}").as_bytes())).count();
+    let fp =
+        (0..20_000u32).filter(|i| t.may_contain(format!("a{i:08}").as_bytes()).unwrap()).count();
     assert!(fp < 400, "{fp} false positives in 20000");
     // Repeated versions of one user key are added to the filter once.
     assert!(t.properties().filter_size > 0);
@@ -329,12 +331,26 @@ fn block_cache_case(cache: &Cache) {
 /// Opens, scans and probes a possibly damaged table. Every outcome is either exactly the model's
 /// data or a corruption error naming the file; never a panic or a wrong entry.
 fn check_damaged(fs: &MemFs, path: &Path, model: &Model, verify: bool, what: &str) {
+    check_damaged_with(fs, path, model, verify, what, None, MetaBlockOptions::default());
+}
+
+/// [`check_damaged`] with the reader's index and filter placed as `meta` says.
+fn check_damaged_with(
+    fs: &MemFs,
+    path: &Path,
+    model: &Model,
+    verify: bool,
+    what: &str,
+    cache: Option<&Cache>,
+    meta: MetaBlockOptions,
+) {
     let path_str = path.display().to_string();
     let check_err = |e: &Error| {
         assert!(e.is_corruption(), "{what}: not corruption: {e}");
         assert!(e.to_string().contains(&path_str), "{what}: no path: {e}");
     };
-    let t = match TableReader::open(fs.open(path).unwrap(), 1, None) {
+    let access = cache.map(|c| CacheAccess::new(c.clone()));
+    let t = match TableReader::open_with(fs.open(path).unwrap(), 1, access, meta) {
         Ok(t) => Arc::new(t),
         Err(e) => return check_err(&e),
     };
@@ -681,4 +697,317 @@ mod range_tombstones {
             assert!(e.is_corruption() || matches!(e, Error::ChecksumMismatch { .. }), "{e}");
         }
     }
+}
+
+/// Table options with a partitioned index of small partitions (and, if asked, filters).
+fn partitioned(block_size: usize, metadata_block_size: usize, filters: bool) -> TableOptions {
+    TableOptions {
+        block_size,
+        index_type: IndexType::TwoLevel,
+        partition_filters: filters,
+        metadata_block_size,
+        ..TableOptions::default()
+    }
+}
+
+/// Every placement of index and filter blocks a reader can be opened with, and the cache
+/// it is given.
+fn meta_placements() -> Vec<(Option<Cache>, MetaBlockOptions)> {
+    let cached = MetaBlockOptions { cache_index_and_filter_blocks: true, ..Default::default() };
+    vec![
+        (None, MetaBlockOptions::default()),
+        (Some(Cache::new_lru(1 << 20)), MetaBlockOptions::default()),
+        (Some(Cache::new_lru(1 << 20)), cached),
+        (Some(Cache::new_lru(1 << 20)), MetaBlockOptions { pin_top_level: false, ..cached }),
+        (Some(Cache::new_lru(1 << 20)), MetaBlockOptions { pin: true, ..cached }),
+        // A cache too small for anything: every metadata block is read again on each use.
+        (Some(Cache::new_lru(64)), MetaBlockOptions { pin_top_level: false, ..cached }),
+    ]
+}
+
+#[test]
+fn partitioned_tables_read_as_the_model_and_as_unpartitioned_tables() {
+    for compression in [CompressionType::None, CompressionType::Snappy] {
+        for (block_size, mbs) in [(64, 32), (256, 128), (512, 4096)] {
+            for filters in [false, true] {
+                for n in [0, 1, 7, 900] {
+                    let (fs, path) = mem_fs();
+                    let plain_path = PathBuf::from("/db/000008.sst");
+                    let model = compressible_model(n, (n + block_size) as u64);
+                    let o = TableOptions { compression, ..partitioned(block_size, mbs, filters) };
+                    let s = build(&fs, &path, &o, &model);
+                    let plain = TableOptions { block_size, compression, ..TableOptions::default() };
+                    let sp = build(&fs, &plain_path, &plain, &model);
+                    let what =
+                        format!("{compression:?} bs {block_size} mbs {mbs} f {filters} n {n}");
+                    assert_eq!(
+                        s.properties.num_data_blocks, sp.properties.num_data_blocks,
+                        "{what}"
+                    );
+                    assert_eq!(s.properties.data_size, sp.properties.data_size, "{what}");
+                    let p = open(&fs, &plain_path);
+                    for (cache, meta) in meta_placements() {
+                        let access = cache.as_ref().map(|c| CacheAccess::new(c.clone()));
+                        let t = Arc::new(
+                            TableReader::open_with(fs.open(&path).unwrap(), 1, access, meta)
+                                .unwrap(),
+                        );
+                        let what = format!("{what} {meta:?}");
+                        check_internal_iterator(
+                            &mut t.iter(ReadBlockOptions::default()),
+                            &model,
+                            7,
+                        );
+                        let seps: Vec<_> =
+                            t.data_blocks().unwrap().into_iter().map(|(k, _)| k).collect();
+                        let plain_seps: Vec<_> =
+                            p.data_blocks().unwrap().into_iter().map(|(k, _)| k).collect();
+                        assert_eq!(seps, plain_seps, "{what}");
+                        for (i, (k, _)) in model.iter().enumerate().step_by(5) {
+                            let u = user_key(k);
+                            let seq = parse_internal_key(k).unwrap().seq;
+                            for at in [SeqNo::MAX, seq] {
+                                let want = model_get(&model, u, at);
+                                assert_eq!(table_get(&t, u, at).unwrap(), want, "{what} {i}");
+                                assert_eq!(table_get(&p, u, at).unwrap(), want, "{what} {i}");
+                            }
+                            assert_eq!(
+                                t.approximate_offset_of(k),
+                                p.approximate_offset_of(k),
+                                "{what} {i}"
+                            );
+                        }
+                        for absent in [&b""[..], b"zzzz", b"\xff\xff\xff"] {
+                            assert_eq!(table_get(&t, absent, SeqNo::MAX).unwrap(), vec![]);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn partitioned_filters_reject_absent_keys_and_keep_straddling_user_keys() {
+    // Many versions of few user keys, so user keys straddle data blocks and partitions.
+    let mut model: Model = Vec::new();
+    for u in 0..300u32 {
+        for seq in (1..=6u64).rev() {
+            let k =
+                make_internal_key(format!("key{u:06}").as_bytes(), SeqNo(seq), ValueType::Value);
+            model.push((k, format!("v{u}-{seq}").into_bytes()));
+        }
+    }
+    let (fs, path) = mem_fs();
+    build(&fs, &path, &partitioned(64, 48, true), &model);
+    let t = open(&fs, &path);
+    for u in 0..300u32 {
+        let k = format!("key{u:06}");
+        assert!(t.may_contain(k.as_bytes()).unwrap(), "{k}");
+        for seq in 1..=6u64 {
+            let want = model_get(&model, k.as_bytes(), SeqNo(seq));
+            assert_eq!(table_get(&t, k.as_bytes(), SeqNo(seq)).unwrap(), want, "{k}@{seq}");
+        }
+    }
+    let fp =
+        (0..5000u32).filter(|i| t.may_contain(format!("nokey{i}").as_bytes()).unwrap()).count();
+    assert!(fp < 250, "{fp} false positives of 5000");
+}
+
+#[test]
+fn partitioned_tables_are_format_version_2_and_others_stay_version_1() {
+    use super::format::{Footer, FORMAT_VERSION, FORMAT_VERSION_PARTITIONED};
+    let model = compressible_model(200, 4);
+    for (o, version) in [
+        (TableOptions::default(), FORMAT_VERSION),
+        (TableOptions { block_align: true, ..TableOptions::default() }, FORMAT_VERSION),
+        (partitioned(256, 128, true), FORMAT_VERSION_PARTITIONED),
+    ] {
+        let (fs, path) = mem_fs();
+        build(&fs, &path, &o, &model);
+        let bytes = fs.read_file(&path).unwrap();
+        let at = (bytes.len() - FOOTER_LEN) as u64;
+        assert_eq!(
+            Footer::decode(&bytes[bytes.len() - FOOTER_LEN..], at).unwrap().version,
+            version
+        );
+    }
+}
+
+#[test]
+fn every_flipped_byte_of_a_partitioned_table_is_detected_or_harmless() {
+    let model = compressible_model(40, 3);
+    for filters in [false, true] {
+        let (fs, path) = mem_fs();
+        build(
+            &fs,
+            &path,
+            &TableOptions { compression: CompressionType::Snappy, ..partitioned(128, 40, filters) },
+            &model,
+        );
+        let good = fs.read_file(&path).unwrap();
+        for i in 0..good.len() {
+            let mut d = good.clone();
+            d[i] ^= 0x20;
+            fs.write_file(&path, &d);
+            for (cache, meta) in meta_placements() {
+                let what = format!("filters {filters} byte {i} {meta:?}");
+                check_damaged_with(&fs, &path, &model, true, &what, cache.as_ref(), meta);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_damaged_partition_is_an_error_naming_file_and_offset() {
+    let model = compressible_model(600, 8);
+    let (fs, path) = mem_fs();
+    build(&fs, &path, &partitioned(128, 64, true), &model);
+    let good = fs.read_file(&path).unwrap();
+    let t = open(&fs, &path);
+    // The second index partition: a partition other than the first block the top level names.
+    let top = t.index_block().unwrap();
+    let mut it = top.iter();
+    it.seek_to_first();
+    it.next();
+    assert!(it.valid(), "the table has at least two partitions");
+    let (ih, fh) = super::partitioned::decode_top_entry(it.value()).unwrap();
+    let fh = fh.unwrap();
+    for (h, kind) in [(ih, "index"), (fh, "filter")] {
+        let mut d = good.clone();
+        d[h.offset as usize + 1] ^= 0x40;
+        fs.write_file(&path, &d);
+        let cache = Cache::new_lru(1 << 20);
+        let meta = MetaBlockOptions { cache_index_and_filter_blocks: true, ..Default::default() };
+        let t = Arc::new(
+            TableReader::open_with(fs.open(&path).unwrap(), 1, Some(CacheAccess::new(cache)), meta)
+                .unwrap(),
+        );
+        let mut found = None;
+        for (k, _) in &model {
+            let r = if kind == "filter" {
+                t.may_contain(user_key(k)).map(|_| ())
+            } else {
+                table_get(&t, user_key(k), SeqNo::MAX).map(|_| ())
+            };
+            if let Err(e) = r {
+                found = Some(e);
+                break;
+            }
+        }
+        let e = found.unwrap_or_else(|| panic!("no read saw the damaged {kind} partition"));
+        let msg = e.to_string();
+        assert!(msg.contains("000007.sst"), "{kind}: {msg}");
+        assert!(msg.contains(&format!("offset {}", h.offset)), "{kind}: {msg}");
+        let mut scan = t.iter(ReadBlockOptions::default());
+        scan.seek_to_first();
+        while scan.valid() {
+            scan.next();
+        }
+        if kind == "index" {
+            let e = scan.status().unwrap_err();
+            assert!(e.to_string().contains(&format!("offset {}", h.offset)), "{kind}: {e}");
+        }
+    }
+}
+
+#[test]
+fn cached_index_and_filter_blocks_are_charged_and_not_held() {
+    let model = compressible_model(3000, 12);
+    for o in
+        [TableOptions { block_size: 256, ..TableOptions::default() }, partitioned(256, 256, true)]
+    {
+        let (fs, path) = mem_fs();
+        build(&fs, &path, &o, &model);
+        let held = open(&fs, &path);
+        let cache = Cache::new_lru(16 << 20);
+        let meta = MetaBlockOptions {
+            cache_index_and_filter_blocks: true,
+            pin_top_level: false,
+            ..Default::default()
+        };
+        let t = Arc::new(
+            TableReader::open_with(
+                fs.open(&path).unwrap(),
+                1,
+                Some(CacheAccess::new(cache.clone())),
+                meta,
+            )
+            .unwrap(),
+        );
+        let what = format!("{:?}", o.index_type);
+        // Open verified the index and filter (or top level) through the cache.
+        let after_open = cache.usage();
+        assert!(after_open > 0, "{what}");
+        assert!(
+            t.memory_usage() < held.memory_usage(),
+            "{what}: {} vs {}",
+            t.memory_usage(),
+            held.memory_usage()
+        );
+        assert_eq!(t.pinned_usage(), 0);
+        for (k, _) in model.iter().step_by(7) {
+            let u = user_key(k);
+            assert_eq!(table_get(&t, u, SeqNo::MAX).unwrap(), model_get(&model, u, SeqNo::MAX));
+        }
+        assert!(cache.usage() > after_open, "{what}");
+        // Pinned: held and charged.
+        let cache = Cache::new_lru(16 << 20);
+        let pinned = MetaBlockOptions { pin: true, ..meta };
+        let t = TableReader::open_with(
+            fs.open(&path).unwrap(),
+            1,
+            Some(CacheAccess::new(cache.clone())),
+            pinned,
+        )
+        .unwrap();
+        assert!(t.pinned_usage() > 0, "{what}");
+        assert!(cache.usage() >= t.pinned_usage(), "{what}");
+    }
+}
+
+#[test]
+fn block_align_keeps_every_data_block_inside_one_unit() {
+    use proptest::prelude::*;
+    let config = ProptestConfig { cases: 48, ..ProptestConfig::default() };
+    proptest!(config, |(
+        sizes in proptest::collection::vec((1usize..40, 0usize..700), 1..400),
+        align_pow in 9u32..13,
+        compressed in any::<bool>(),
+        partitioned_index in any::<bool>(),
+    )| {
+        let block_size = 1usize << align_pow;
+        let model: Model = sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &(kl, vl))| {
+                let mut u = format!("{i:08}").into_bytes();
+                u.resize(8 + kl, b'k');
+                let v = (0..vl).map(|j| (j * 7 + i) as u8).collect();
+                (make_internal_key(&u, SeqNo(1), ValueType::Value), v)
+            })
+            .collect();
+        let (fs, path) = mem_fs();
+        let o = TableOptions {
+            block_size,
+            block_align: true,
+            compression: if compressed { CompressionType::Snappy } else { CompressionType::None },
+            index_type: if partitioned_index { IndexType::TwoLevel } else { IndexType::BinarySearch },
+            metadata_block_size: 256,
+            ..TableOptions::default()
+        };
+        let s = build(&fs, &path, &o, &model);
+        let t = open(&fs, &path);
+        let unit = block_size as u64;
+        for (_, h) in t.data_blocks().unwrap() {
+            let end = h.end_with_trailer().unwrap();
+            if end - h.offset <= unit {
+                prop_assert_eq!(h.offset / unit, (end - 1) / unit, "block {:?} straddles", h);
+            } else {
+                prop_assert_eq!(h.offset % unit, 0, "large block {:?} is not aligned", h);
+            }
+            prop_assert!(end <= s.properties.data_size);
+        }
+        check_internal_iterator(&mut t.iter(ReadBlockOptions::default()), &model, 5);
+    });
 }
