@@ -30,7 +30,7 @@ use rand::Rng;
 use strata::env::FileSystem;
 use strata::{
     ChecksumType, CompactionStyle, CompressionType, FifoCompactionOptions, Options,
-    UniversalCompactionOptions, WalRecoveryMode,
+    TieredCompactionOptions, UniversalCompactionOptions, WalRecoveryMode,
 };
 
 /// The WAL directory the loops may use for a DB at `db`: a sibling directory, so WAL files and
@@ -108,7 +108,8 @@ pub fn random_options(
             CompactionStyle::Leveled,
             CompactionStyle::Universal,
             CompactionStyle::Fifo,
-        ][rng.gen_range(0..3)],
+            CompactionStyle::Tiered,
+        ][rng.gen_range(0..4)],
         compaction_options_universal: UniversalCompactionOptions {
             size_ratio: [1, 20][rng.gen_range(0..2)],
             max_size_amplification_percent: [25, 200][rng.gen_range(0..2)],
@@ -122,6 +123,14 @@ pub fn random_options(
             max_table_files_size: 1 << 40,
             ttl_secs: 0,
             allow_compaction: true,
+        },
+        compaction_options_tiered: {
+            let fan_in = [2, 4][rng.gen_range(0..2)];
+            TieredCompactionOptions {
+                fan_in,
+                max_sorted_runs: [fan_in, 8][rng.gen_range(0..2)],
+                max_size_amplification_percent: [25, 200][rng.gen_range(0..2)],
+            }
         },
         wal_dir,
         ..write_mode(rng)
@@ -161,7 +170,7 @@ pub fn describe_options(o: &Options) -> String {
          avoid_flush_during_recovery={} recycle_log_file_num={} wal_bytes_per_sync={} \
          wal_dir={:?} pipelined={} concurrent_memtable={} unordered={} group_bytes={} \
          wal_zeros_ahead={} direct_reads={} direct_writes={} bytes_per_sync={} \
-         rate_limiter={:?} compaction_style={:?} universal={:?}",
+         rate_limiter={:?} compaction_style={:?} universal={:?} tiered={:?}",
         o.write_buffer_size,
         o.max_write_buffer_number,
         o.block_size,
@@ -197,7 +206,8 @@ pub fn describe_options(o: &Options) -> String {
         o.bytes_per_sync,
         o.rate_limiter.as_ref().map(|r| r.bytes_per_sec()),
         o.compaction_style,
-        o.compaction_options_universal
+        o.compaction_options_universal,
+        o.compaction_options_tiered
     )
 }
 
