@@ -28,8 +28,8 @@
 //!   written: 1/P per byte (0.5 at 200%).
 //! - Reads pay for the runs: up to T - 1 per tier, capped by `max_sorted_runs`.
 //!
-//! So W ≈ 1 + log_T(P·N/B) + 1/P, against leveled's roughly 1 + (T_level + 1)/2 per level,
-//! about 6 at 3 levels of ratio 10. Universal merges any runs whose sizes chain within
+//! So W ≈ 1 + log_T(P·N/B) + 1/P. Leveled pays roughly (T_level + 1)/2 rewrites per level
+//! instead: about 1 + 3 · 5.5 at 3 levels of ratio 10. Universal merges any runs whose sizes chain within
 //! `size_ratio` (about two at a time) and keeps only about `trigger` runs, so it rewrites
 //! a byte more often in the upper part. Tiered keeps more runs per read instead.
 //!
@@ -39,13 +39,24 @@
 //! is lower (about 1/T), but its write amplification is above universal's. This style aims
 //! at the opposite end of that trade-off.
 //!
-//! A key-set simulation of uniform random fill + overwrite (1M keys, 57K-key flushes, instant
-//! compactions) gives W = 2.06 for tiered (T = 8, budget 16), with 4.3 runs on average and 9
-//! at most. Universal (trigger 8, ratio 1) gives W = 2.24, with 4.0 runs on average and 7 at
-//! most. With 3x as many flushes per N the two are level (2.59 vs 2.48). The write saving is
-//! bought with sorted runs: universal with a larger trigger buys it the same way (trigger 12:
-//! 1.87, with 5.8 runs on average). The benchmark in the report of issue #16 measures the
-//! real engines.
+//! A key-set simulation of uniform random fill + overwrite (each pass writes every key once
+//! on average; N/B flushes per pass; compactions instant; the script is in the report of
+//! issue #16) gives W and the sorted runs after each flush:
+//!
+//! ```text
+//!   N/B   universal (trigger 8)    tiered T=8, budget 16    tiered T=12, budget 24
+//!   17    W 2.24, runs 4.0 / 7     W 2.06, runs 4.3 / 9     W 1.95, runs 5.1 / 12
+//!   35    W 2.48, runs 4.6 / 8     W 2.59, runs 5.5 / 12    W 2.02, runs 6.6 / 14
+//!   52    W 2.62, runs 5.0 / 8     W 2.41, runs 6.0 / 12    W 2.32, runs 6.8 / 14
+//!                                  (runs: mean / max)
+//! ```
+//!
+//! The saving is bought with sorted runs, not free. Universal with a larger trigger buys it
+//! the same way (trigger 12 at N/B = 17: W 1.87, runs 5.8 / 11). What tiered adds is the
+//! shape of the bill: the oldest run costs exactly the bound's 1/P, and each tier costs one
+//! rewrite. `fan_in` prices reads against writes directly. The defaults (8, 16) write less
+//! than universal's defaults at 17 and 52 flushes per pass, but not at 35, where the tier
+//! sizes fall between powers of 8. A fan-in of 12 writes less at all three sizes.
 
 use std::collections::HashSet;
 
