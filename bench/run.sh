@@ -6,13 +6,14 @@
 #
 #   bash bench/run.sh [--engines strata,rocksdb,sqlite,db_bench] [--num N] [--duration S]
 #                     [--threads T] [--value-size B] [--sync-writes N] [--out DIR] [--keep-db]
-#                     [--job-id ID] [--styles leveled,universal,fifo]
+#                     [--job-id ID] [--styles leveled,universal,fifo,tiered]
 #
 # --styles runs the whole sequence once per compaction style (each engine in turn within a
 # style; test names get a .<style> suffix unless only leveled runs): leveled as above,
 # universal with benchmark.sh's COMPACTION_STYLE=universal settings (--num_levels=40, L0/run
 # triggers 8/20/30, --universal_* at benchmark.sh's defaults), FIFO with a 1 GiB budget and
-# intra-L0 compaction (db_bench's defaults).
+# intra-L0 compaction (db_bench's defaults), tiered (Strata's write-optimised style,
+# --compaction_style=4 at its defaults; Strata only: other engines skip it).
 #
 # Engines other than strata need their cargo feature (rocksdb: a C++ toolchain and
 # clang/libclang for bindgen; the first build of RocksDB takes tens of minutes).
@@ -119,8 +120,8 @@ step_no=0
 IFS=',' read -r -a style_list <<< "$styles"
 for style in "${style_list[@]}"; do
   case "$style" in
-    leveled|universal|fifo) ;;
-    *) echo "bench/run.sh: unknown style '$style' (leveled, universal, fifo)" >&2; exit 2 ;;
+    leveled|universal|fifo|tiered) ;;
+    *) echo "bench/run.sh: unknown style '$style' (leveled, universal, fifo, tiered)" >&2; exit 2 ;;
   esac
 done
 style_flags=() # set per style below; LSM engines only
@@ -139,6 +140,7 @@ set_style() {
       --level0_stop_writes_trigger=30) ;;
     fifo) style_flags=(--compaction_style=2 --fifo_compaction_max_table_files_size_mb=1024
       --fifo_compaction_allow_compaction=true) ;;
+    tiered) style_flags=(--compaction_style=4 --num_levels=40) ;;
   esac
   if [ "$styles" = leveled ]; then suffix=""; else suffix=".$1"; fi
 }
@@ -177,6 +179,7 @@ for style in "${style_list[@]}"; do
 set_style "$style"
 for engine in "${engine_list[@]}"; do
   if [ "$style" != leveled ] && [ "$engine" = sqlite ]; then continue; fi # no LSM styles
+  if [ "$style" = tiered ] && [ "$engine" != strata ]; then continue; fi # Strata's own style
   # SQLite has no WAL-less writes: its load steps keep its own write-ahead log.
   nowal=(--disable_wal=1)
   if [ "$engine" = sqlite ]; then nowal=(); fi

@@ -339,6 +339,7 @@ fn missing_feature(flags: &Flags, honoured: &[&str]) -> Option<String> {
             1 => "universal compaction",
             2 => "FIFO compaction",
             3 => "compaction style 'none'",
+            4 => "tiered compaction",
             _ => "such compaction style",
         };
         return Some(format!(

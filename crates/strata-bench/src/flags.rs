@@ -290,7 +290,7 @@ define_flags! {
     max_background_compactions: i64 = -1i64, Engine, "Background compaction threads (-1: from max_background_jobs)";
     max_background_flushes: i64 = -1i64, Engine, "Background flush threads (-1: from max_background_jobs)";
     subcompactions: i64 = 1i64, Engine, "Threads of one compaction";
-    compaction_style: i64 = 0i64, Engine, "0 level, 1 universal, 2 FIFO, 3 none";
+    compaction_style: i64 = 0i64, Engine, "0 level, 1 universal, 2 FIFO, 3 none, 4 tiered (Strata only)";
     compaction_pri: i64 = 3i64, Engine, "Compaction file picking priority (3: min overlapping ratio)";
     num_levels: i64 = 7i64, Engine, "Number of LSM levels";
     target_file_size_base: i64 = 67108864i64, Engine, "Target table file size at level 1";
@@ -315,6 +315,10 @@ define_flags! {
     fifo_compaction_max_table_files_size_mb: u64 = 0u64, Engine, "FIFO compaction size budget";
     fifo_compaction_ttl: u64 = 0u64, Engine, "FIFO compaction TTL";
     fifo_compaction_allow_compaction: bool = true, Engine, "FIFO compaction may compact";
+    universal_stop_style: i64 = 0i64, Engine, "Universal compaction stop style: 0 total size, 1 similar size";
+    tiered_fan_in: i64 = 0i64, Engine, "Tiered compaction (--compaction_style=4, Strata only) fan-in (0: engine default)";
+    tiered_max_sorted_runs: i64 = 0i64, Engine, "Tiered compaction sorted-run budget (0: engine default)";
+    tiered_max_size_amplification_percent: i64 = 0i64, Engine, "Tiered compaction size amplification bound (0: engine default)";
     sync: bool = false, Engine, "Sync every write (WriteOptions.sync)";
     disable_wal: bool = false, Engine, "Write without the WAL (WriteOptions.disableWAL)";
     use_fsync: bool = false, Engine, "fsync instead of fdatasync";

@@ -207,6 +207,26 @@ fn compaction_styles_map_to_strata_options() {
     let c = Config::from_args(&["--compaction_style=3"]).expect("none");
     let o = strata_bench::engine::strata::build_options(&c).expect("options");
     assert!(o.disable_auto_compactions);
+    // 4 is Strata's tiered style, with its own flags and universal's stop style.
+    let c = Config::from_args(&[
+        "--compaction_style=4",
+        "--tiered_fan_in=6",
+        "--tiered_max_sorted_runs=20",
+        "--tiered_max_size_amplification_percent=150",
+        "--universal_stop_style=1",
+    ])
+    .expect("tiered flags are honoured");
+    let o = strata_bench::engine::strata::build_options(&c).expect("options");
+    assert_eq!(o.compaction_style, CompactionStyle::Tiered);
+    let t = &o.compaction_options_tiered;
+    assert_eq!((t.fan_in, t.max_sorted_runs, t.max_size_amplification_percent), (6, 20, 150));
+    assert_eq!(o.compaction_options_universal.stop_style, CompactionStopStyle::SimilarSize);
+    let c = Config::from_args(&["--compaction_style=4"]).expect("tiered");
+    let o = strata_bench::engine::strata::build_options(&c).expect("options");
+    assert_eq!(o.compaction_options_tiered, strata::TieredCompactionOptions::default());
+    let c = Config::from_args(&["--universal_stop_style=2"]).expect("parsed");
+    let e = strata_bench::engine::strata::build_options(&c).expect_err("stop style 2");
+    assert!(e.to_string().contains("--universal_stop_style=2"), "{e}");
     let c = Config::from_args(&["--compaction_style=7"]).expect("parsed");
     let e = strata_bench::engine::strata::build_options(&c).expect_err("style 7");
     assert!(e.to_string().contains("--compaction_style=7"), "{e}");

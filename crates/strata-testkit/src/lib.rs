@@ -30,7 +30,7 @@ use rand::Rng;
 use strata::env::FileSystem;
 use strata::{
     ChecksumType, CompactionStyle, CompressionType, FifoCompactionOptions, Options,
-    UniversalCompactionOptions, WalRecoveryMode,
+    TieredCompactionOptions, UniversalCompactionOptions, WalRecoveryMode,
 };
 
 /// The WAL directory the loops may use for a DB at `db`: a sibling directory, so WAL files and
@@ -125,7 +125,8 @@ pub fn random_options(
             CompactionStyle::Leveled,
             CompactionStyle::Universal,
             CompactionStyle::Fifo,
-        ][rng.gen_range(0..3)],
+            CompactionStyle::Tiered,
+        ][rng.gen_range(0..4)],
         compaction_options_universal: UniversalCompactionOptions {
             size_ratio: [1, 20][rng.gen_range(0..2)],
             max_size_amplification_percent: [25, 200][rng.gen_range(0..2)],
@@ -139,6 +140,14 @@ pub fn random_options(
             max_table_files_size: 1 << 40,
             ttl_secs: 0,
             allow_compaction: true,
+        },
+        compaction_options_tiered: {
+            let fan_in = [2, 4][rng.gen_range(0..2)];
+            TieredCompactionOptions {
+                fan_in,
+                max_sorted_runs: [fan_in, 8][rng.gen_range(0..2)],
+                max_size_amplification_percent: [25, 200][rng.gen_range(0..2)],
+            }
         },
         wal_dir,
         ..write_mode(rng)
@@ -201,9 +210,9 @@ pub fn describe_options(o: &Options) -> String {
          avoid_flush_during_recovery={} recycle_log_file_num={} wal_bytes_per_sync={} \
          wal_dir={:?} pipelined={} concurrent_memtable={} unordered={} group_bytes={} \
          wal_zeros_ahead={} direct_reads={} direct_writes={} bytes_per_sync={} \
-         rate_limiter={:?} compaction_style={:?} universal={:?} cache_index_and_filter={} \
-         high_pri={} pin_l0={} pin_top={} index_type={:?} partition_filters={} \
-         metadata_block_size={} block_align={}",
+         rate_limiter={:?} compaction_style={:?} universal={:?} tiered={:?} \
+         cache_index_and_filter={} high_pri={} pin_l0={} pin_top={} index_type={:?} \
+         partition_filters={} metadata_block_size={} block_align={}",
         o.write_buffer_size,
         o.max_write_buffer_number,
         o.block_size,
@@ -240,6 +249,7 @@ pub fn describe_options(o: &Options) -> String {
         o.rate_limiter.as_ref().map(|r| r.bytes_per_sec()),
         o.compaction_style,
         o.compaction_options_universal,
+        o.compaction_options_tiered,
         o.cache_index_and_filter_blocks,
         o.cache_index_and_filter_blocks_with_high_priority,
         o.pin_l0_filter_and_index_blocks_in_cache,

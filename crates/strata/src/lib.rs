@@ -51,7 +51,7 @@ pub use error::{Error, Result};
 pub use merge_operator::MergeOperator;
 pub use options::{
     CompactionStopStyle, CompactionStyle, FifoCompactionOptions, Options, PrefixExtractor,
-    ReadOptions, UniversalCompactionOptions, WriteOptions,
+    ReadOptions, TieredCompactionOptions, UniversalCompactionOptions, WriteOptions,
 };
 pub use snapshot::Snapshot;
 pub use sstable::{Cache, CompressionType, IndexType};

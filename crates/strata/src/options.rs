@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 pub use crate::compaction::style::{
-    CompactionStopStyle, CompactionStyle, FifoCompactionOptions, UniversalCompactionOptions,
+    CompactionStopStyle, CompactionStyle, FifoCompactionOptions, TieredCompactionOptions,
+    UniversalCompactionOptions,
 };
 use crate::env::{FileSystem, OsFs};
 use crate::merge_operator::MergeOperator;
@@ -144,13 +145,18 @@ pub struct Options {
     /// How the tree is shaped and compacted: leveled, universal or FIFO (see
     /// [`CompactionStyle`] for each one's trade-off). In universal style the L0 compaction
     /// trigger and the L0 stall triggers count sorted runs (each L0 file and each non-empty
-    /// level) instead of L0 files; in FIFO style the L0 stall triggers are off (writes never
+    /// level) instead of L0 files (in tiered style too); in FIFO style the L0 stall triggers are off (writes never
     /// wait for a compaction that only deletes). Default: leveled.
     pub compaction_style: CompactionStyle,
     /// Options of universal compaction. Default: RocksDB's defaults.
     pub compaction_options_universal: UniversalCompactionOptions,
     /// Options of FIFO compaction. Default: 1 GiB, no TTL, no intra-L0 compaction.
     pub compaction_options_fifo: FifoCompactionOptions,
+    /// Options of tiered (write-optimised) compaction. In tiered style the L0 stall triggers
+    /// count sorted runs, and the slowdown trigger is at least `max_sorted_runs + 1` (the
+    /// count the run budget always brings back down); `level0_file_num_compaction_trigger` is
+    /// not read. Default: fan-in 8, 16 runs, 200%.
+    pub compaction_options_tiered: TieredCompactionOptions,
     /// Do not compact automatically (manual `compact_range` still works); L0-based write
     /// stalls are off too. Default: false.
     pub disable_auto_compactions: bool,
@@ -302,6 +308,7 @@ impl Default for Options {
             compaction_style: CompactionStyle::Leveled,
             compaction_options_universal: UniversalCompactionOptions::default(),
             compaction_options_fifo: FifoCompactionOptions::default(),
+            compaction_options_tiered: TieredCompactionOptions::default(),
             disable_auto_compactions: false,
             soft_pending_compaction_bytes_limit: 64 << 30,
             hard_pending_compaction_bytes_limit: 256 << 30,
@@ -398,14 +405,15 @@ impl Options {
         match self.compaction_style {
             CompactionStyle::Universal => self.compaction_options_universal.validate(),
             CompactionStyle::Fifo => self.compaction_options_fifo.validate(),
+            CompactionStyle::Tiered => self.compaction_options_tiered.validate(),
             CompactionStyle::Leveled => Ok(()),
         }
     }
 
     /// These options with the write-stall settings made consistent, as RocksDB's
     /// `SanitizeOptions` does: slowdown >= compaction trigger (in universal style, >= the
-    /// sorted-run count at which a merge is sure to be picked: trigger + min_merge_width - 1),
-    /// stop >= slowdown, FIFO's L0 stall triggers off, a soft
+    /// sorted-run count at which a merge is sure to be picked: trigger + min_merge_width - 1;
+    /// in tiered style, >= max_sorted_runs + 1), stop >= slowdown, FIFO's L0 stall triggers off, a soft
     /// pending-bytes limit of 0 takes the hard one, a hard limit below the soft one is raised.
     /// The DB runs with the sanitized values, so no accepted configuration can stop writes
     /// at a point that compaction is never asked to get below.
@@ -419,11 +427,18 @@ impl Options {
         }
         // The stall count universal compaction always brings back down: with `trigger` runs
         // at rest, its run-count rule fires once `trigger + min_merge_width - 1` runs exist.
-        let floor = if o.compaction_style == CompactionStyle::Universal {
-            let width = o.compaction_options_universal.min_merge_width.max(2) as usize;
-            o.level0_file_num_compaction_trigger.saturating_add(width - 1)
-        } else {
-            o.level0_file_num_compaction_trigger
+        // Tiered: the run budget always merges once more than `max_sorted_runs` runs exist.
+        let floor = match o.compaction_style {
+            CompactionStyle::Universal => {
+                let width = o.compaction_options_universal.min_merge_width.max(2) as usize;
+                o.level0_file_num_compaction_trigger.saturating_add(width - 1)
+            }
+            CompactionStyle::Tiered => {
+                (o.compaction_options_tiered.max_sorted_runs as usize).saturating_add(1)
+            }
+            CompactionStyle::Leveled | CompactionStyle::Fifo => {
+                o.level0_file_num_compaction_trigger
+            }
         };
         o.level0_slowdown_writes_trigger = o.level0_slowdown_writes_trigger.max(floor);
         o.level0_stop_writes_trigger =
@@ -526,6 +541,7 @@ impl Options {
             ("compaction_style", format!("{:?}", self.compaction_style)),
             ("compaction_options_universal", format!("{:?}", self.compaction_options_universal)),
             ("compaction_options_fifo", format!("{:?}", self.compaction_options_fifo)),
+            ("compaction_options_tiered", format!("{:?}", self.compaction_options_tiered)),
             ("disable_auto_compactions", self.disable_auto_compactions.to_string()),
             (
                 "soft_pending_compaction_bytes_limit",
@@ -582,6 +598,7 @@ impl Options {
             style: self.compaction_style,
             universal: self.compaction_options_universal.clone(),
             fifo: self.compaction_options_fifo.clone(),
+            tiered: self.compaction_options_tiered.clone(),
             write_buffer_size: self.write_buffer_size as u64,
         }
     }

@@ -258,8 +258,12 @@ impl Stats {
             .collect();
         rows.extend_from_slice(extra);
         rows.push(("rocksdb.stall.micros", self.write.stall_micros.load(Ordering::Relaxed)));
-        rows.push(("rocksdb.flush.write.bytes", self.flush_bytes.load(Ordering::Relaxed)));
-        let compact_written: u64 = self.levels.lock().iter().skip(1).map(|l| l.bytes_written).sum();
+        let flushed = self.flush_bytes.load(Ordering::Relaxed);
+        rows.push(("rocksdb.flush.write.bytes", flushed));
+        // Every level's writes but the flushes: compactions may output into L0 (universal,
+        // tiered and FIFO merge L0 files into one).
+        let all_written: u64 = self.levels.lock().iter().map(|l| l.bytes_written).sum();
+        let compact_written = all_written.saturating_sub(flushed);
         rows.push(("rocksdb.compact.write.bytes", compact_written));
         rows.push(("rocksdb.wal.synced", self.write.wal_syncs.load(Ordering::Relaxed)));
         rows.push(("rocksdb.wal.bytes", self.write.wal_bytes.load(Ordering::Relaxed)));
@@ -616,5 +620,19 @@ mod tests {
         assert!(r.contains("Cumulative writes: 600K writes"));
         assert!(r.contains("  L2     10/1 "));
         assert!(r.contains("   20K    500"), "{r}");
+    }
+
+    /// A compaction whose output stays in L0 (universal, tiered, FIFO intra-L0) counts as
+    /// compaction writes, not as flush writes.
+    #[test]
+    fn compaction_writes_into_l0_count_as_compaction_bytes() {
+        let st = Stats::new(3);
+        st.flush_bytes.fetch_add(1 << 20, Ordering::Relaxed);
+        st.add_compaction(0, &LevelStats { bytes_written: 1 << 20, ..LevelStats::default() });
+        st.add_compaction(0, &LevelStats { bytes_written: 5 << 20, ..LevelStats::default() });
+        st.add_compaction(2, &LevelStats { bytes_written: 3 << 20, ..LevelStats::default() });
+        let dump = st.statistics(&[]);
+        assert!(dump.contains(&format!("rocksdb.flush.write.bytes COUNT : {}\n", 1 << 20)));
+        assert!(dump.contains(&format!("rocksdb.compact.write.bytes COUNT : {}\n", 8 << 20)));
     }
 }

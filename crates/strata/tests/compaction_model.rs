@@ -10,7 +10,8 @@ use rand::{Rng, SeedableRng};
 use strata::env::MemFs;
 use strata::merge_operator::builtin_merge_operator;
 use strata::{
-    CompactionStyle, CompressionType, Db, FifoCompactionOptions, IteratorMode, Options, ReadOptions,
+    CompactionStyle, CompressionType, Db, FifoCompactionOptions, IteratorMode, Options,
+    ReadOptions, TieredCompactionOptions,
 };
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -43,10 +44,16 @@ fn scan(db: &Db, ro: &ReadOptions) -> Model {
         .unwrap()
 }
 
-/// `opts` in `style`; FIFO with room for everything (nothing expires) and intra-L0 merges.
+/// `opts` in `style`; FIFO with room for everything (nothing expires) and intra-L0 merges;
+/// tiered with fan-in 3 and a budget of 4 runs.
 fn style_opts(fs: &MemFs, style: CompactionStyle) -> Options {
     Options {
         compaction_style: style,
+        compaction_options_tiered: TieredCompactionOptions {
+            fan_in: 3,
+            max_sorted_runs: 4,
+            max_size_amplification_percent: 200,
+        },
         compaction_options_fifo: FifoCompactionOptions {
             max_table_files_size: 1 << 40,
             ttl_secs: 0,
@@ -69,6 +76,11 @@ fn randomized_universal_compactions_match_model() {
 #[test]
 fn randomized_fifo_compactions_match_model() {
     randomized_compactions(CompactionStyle::Fifo);
+}
+
+#[test]
+fn randomized_tiered_compactions_match_model() {
+    randomized_compactions(CompactionStyle::Tiered);
 }
 
 fn randomized_compactions(style: CompactionStyle) {
@@ -146,6 +158,13 @@ fn randomized_compactions(style: CompactionStyle) {
             let amp = int("strata.estimate-size-amplification-percent");
             assert!(runs <= 2, "sorted runs {runs}: {levels:?}");
             assert!(runs < 2 || amp < 200, "size amplification {amp}% with {runs} runs");
+        }
+        CompactionStyle::Tiered => {
+            // At rest: within the budget of 4 runs and the 200% space bound.
+            let runs = int("strata.num-sorted-runs");
+            let amp = int("strata.estimate-size-amplification-percent");
+            assert!(runs <= 4, "sorted runs {runs}: {levels:?}");
+            assert!(amp < 200, "size amplification {amp}% with {runs} runs");
         }
         CompactionStyle::Fifo => {
             assert_eq!(levels[1..].iter().sum::<u64>(), 0, "FIFO keeps files in L0: {levels:?}");

@@ -30,13 +30,14 @@ struct Knobs {
     avoid_flush_during_recovery: bool,
     /// 0 ordered, 1 pipelined, 2 without concurrent memtable inserts, 3 unordered.
     write_mode: u8,
-    /// 0 leveled, 1 universal, 2 FIFO (room for everything, intra-L0 merges).
+    /// 0 leveled, 1 universal, 2 FIFO (room for everything, intra-L0 merges), 3 tiered
+    /// (fan-in 2, a budget of 4 runs).
     style: u8,
 }
 
 fn knobs_strategy() -> impl Strategy<Value = Knobs> {
     let limit = || prop_oneof![Just(0u64), Just(1), 1u64..(128 << 10), Just(64 << 30)];
-    (1usize..6, 0usize..10, 0usize..12, limit(), limit(), any::<bool>(), 0u8..4, 0u8..3).prop_map(
+    (1usize..6, 0usize..10, 0usize..12, limit(), limit(), any::<bool>(), 0u8..4, 0u8..4).prop_map(
         |(trigger, slowdown, stop, soft, hard, avoid_flush_during_recovery, write_mode, style)| {
             Knobs {
                 trigger,
@@ -142,7 +143,13 @@ fn options(fs: Arc<dyn FileSystem>, knobs: &Knobs) -> Options {
             strata::CompactionStyle::Leveled,
             strata::CompactionStyle::Universal,
             strata::CompactionStyle::Fifo,
+            strata::CompactionStyle::Tiered,
         ][usize::from(knobs.style)],
+        compaction_options_tiered: strata::TieredCompactionOptions {
+            fan_in: 2,
+            max_sorted_runs: 4,
+            max_size_amplification_percent: 200,
+        },
         compaction_options_fifo: strata::FifoCompactionOptions {
             max_table_files_size: 1 << 40,
             ttl_secs: 0,

@@ -9,7 +9,7 @@ use rocksdb::{
     BlockBasedOptions, BottommostLevelCompaction, Cache, CompactOptions, CompactionPri,
     DBCompactionStyle, DBCompressionType, FifoCompactOptions, LruCacheOptions, MemtableFactory,
     MergeOperands, Options, ReadOptions, SliceTransform, UniversalCompactOptions,
-    WaitForCompactOptions, WriteBatch, WriteOptions, DB,
+    UniversalCompactionStopStyle, WaitForCompactOptions, WriteBatch, WriteOptions, DB,
 };
 
 use super::merge::MergeKind;
@@ -87,6 +87,7 @@ pub const HONOURED_FLAGS: &[&str] = &[
     "fifo_compaction_max_table_files_size_mb",
     "fifo_compaction_allow_compaction",
     "fifo_compaction_ttl",
+    "universal_stop_style",
     "sync",
     "disable_wal",
     "use_fsync",
@@ -168,6 +169,10 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
             o.set_compaction_style(DBCompactionStyle::Level);
             o.set_disable_auto_compactions(true);
         }
+        4 => bail!(
+            "--compaction_style=4: tiered compaction is Strata's own write-optimised style; \
+             RocksDB has no equivalent (use 0, 1, 2 or 3 with --engine=rocksdb)"
+        ),
         v => bail!("--compaction_style={v}: use 0 (level), 1 (universal), 2 (FIFO) or 3 (none)"),
     }
     o.set_compaction_pri(match f.compaction_pri {
@@ -228,6 +233,11 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
                 f.universal_compression_size_percent,
             )?);
         }
+        u.set_stop_style(match f.universal_stop_style {
+            0 => UniversalCompactionStopStyle::Total,
+            1 => UniversalCompactionStopStyle::Similar,
+            v => bail!("--universal_stop_style={v}: use 0 (total size) or 1 (similar size)"),
+        });
         o.set_universal_compaction_options(&u);
     }
     if f.compaction_style == 2 {

@@ -6,8 +6,8 @@
 
 use anyhow::{anyhow, bail, Result};
 use strata::{
-    Cache, CompactionStyle, CompressionType, Db, HyperClockCacheOptions, LruCacheOptions, Options,
-    PrefixExtractor, ReadOptions, WriteBatch, WriteOptions,
+    Cache, CompactionStopStyle, CompactionStyle, CompressionType, Db, HyperClockCacheOptions,
+    LruCacheOptions, Options, PrefixExtractor, ReadOptions, WriteBatch, WriteOptions,
 };
 
 use super::{Batch, BatchOp, Bounds, Engine, EngineIter, LiveFile, ReadOpts, WriteOpts};
@@ -85,6 +85,10 @@ pub const HONOURED_FLAGS: &[&str] = &[
     "fifo_compaction_max_table_files_size_mb",
     "fifo_compaction_ttl",
     "fifo_compaction_allow_compaction",
+    "universal_stop_style",
+    "tiered_fan_in",
+    "tiered_max_sorted_runs",
+    "tiered_max_size_amplification_percent",
 ];
 
 /// The block cache `--cache_type`, `--cache_size`, `--cache_numshardbits` and
@@ -238,15 +242,20 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
 
 /// `--compaction_style` and the `--universal_*` / `--fifo_*` flags, as db_bench maps them
 /// (0 for a universal knob keeps the engine default; the FIFO size 0, db_bench's default,
-/// keeps the engine's 1 GiB, where RocksDB would get 0 and drop every file).
+/// keeps the engine's 1 GiB, where RocksDB would get 0 and drop every file); the Strata-only
+/// style 4 (tiered) and its `--tiered_*` flags (0 keeps the engine default).
 fn apply_compaction_style(f: &crate::flags::Flags, o: &mut Options) -> Result<()> {
     o.compaction_style = match f.compaction_style {
         3 => {
             o.disable_auto_compactions = true;
             CompactionStyle::Leveled
         }
+        4 => CompactionStyle::Tiered,
         n => CompactionStyle::from_rocksdb_number(n).ok_or_else(|| {
-            anyhow!("--compaction_style={n}: use 0 (level), 1 (universal), 2 (FIFO) or 3 (none)")
+            anyhow!(
+                "--compaction_style={n}: use 0 (level), 1 (universal), 2 (FIFO), 3 (none) or \
+                 4 (tiered)"
+            )
         })?,
     };
     let u32_of = |name: &str, v: i64| -> Result<u32> {
@@ -271,6 +280,24 @@ fn apply_compaction_style(f: &crate::flags::Flags, o: &mut Options) -> Result<()
     u.compression_size_percent = i32::try_from(f.universal_compression_size_percent)
         .map_err(|_| anyhow!("--universal_compression_size_percent: out of range"))?;
     u.allow_trivial_move = f.universal_allow_trivial_move;
+    u.stop_style = match f.universal_stop_style {
+        0 => CompactionStopStyle::TotalSize,
+        1 => CompactionStopStyle::SimilarSize,
+        v => bail!("--universal_stop_style={v}: use 0 (total size) or 1 (similar size)"),
+    };
+    let t = &mut o.compaction_options_tiered;
+    if f.tiered_fan_in != 0 {
+        t.fan_in = u32_of("tiered_fan_in", f.tiered_fan_in)?;
+    }
+    if f.tiered_max_sorted_runs != 0 {
+        t.max_sorted_runs = u32_of("tiered_max_sorted_runs", f.tiered_max_sorted_runs)?;
+    }
+    if f.tiered_max_size_amplification_percent != 0 {
+        t.max_size_amplification_percent = u32_of(
+            "tiered_max_size_amplification_percent",
+            f.tiered_max_size_amplification_percent,
+        )?;
+    }
     let fifo = &mut o.compaction_options_fifo;
     if f.fifo_compaction_max_table_files_size_mb != 0 {
         fifo.max_table_files_size =

@@ -1,5 +1,5 @@
 //! Compaction: which entries survive ([`stream`]), which files to compact (a pure picker per
-//! style: [`picker`] leveled, [`universal`], [`fifo`]; [`pick`] dispatches), running a plan
+//! style: [`picker`] leveled, [`universal`], [`fifo`], [`tiered`]; [`pick`] dispatches), running a plan
 //! ([`job`]) and where its output files end ([`cut`]).
 
 use std::collections::HashSet;
@@ -15,6 +15,7 @@ pub(crate) mod job;
 pub(crate) mod picker;
 pub(crate) mod stream;
 pub(crate) mod style;
+pub(crate) mod tiered;
 pub(crate) mod universal;
 
 /// The compaction to run next in the style of `o`, if any; `now_secs` (seconds since the Unix
@@ -29,6 +30,7 @@ pub(crate) fn pick(
         CompactionStyle::Leveled => picker::pick_compaction(v, o, busy),
         CompactionStyle::Universal => universal::pick_universal(v, o, busy),
         CompactionStyle::Fifo => fifo::pick_fifo(v, o, busy, now_secs),
+        CompactionStyle::Tiered => tiered::pick_tiered(v, o, busy),
     }
 }
 
@@ -38,16 +40,17 @@ pub(crate) fn estimated_pending_compaction_bytes(v: &Version, o: &PickerOptions)
     match o.style {
         CompactionStyle::Leveled => picker::estimated_pending_compaction_bytes(v, o),
         CompactionStyle::Universal => universal::estimated_pending_compaction_bytes(v, o),
+        CompactionStyle::Tiered => tiered::estimated_pending_compaction_bytes(v, o),
         // Deleting files costs no rewrite; intra-L0 merges are optional.
         CompactionStyle::Fifo => 0,
     }
 }
 
-/// What the L0 write-stall triggers count: L0 files, or in universal style the sorted runs
-/// (each L0 file and each non-empty level), as RocksDB does.
+/// What the L0 write-stall triggers count: L0 files, or in universal and tiered style the
+/// sorted runs (each L0 file and each non-empty level), as RocksDB does for universal.
 pub(crate) fn stall_count(v: &Version, o: &PickerOptions) -> usize {
     match o.style {
-        CompactionStyle::Universal => universal::sorted_run_count(v),
+        CompactionStyle::Universal | CompactionStyle::Tiered => universal::sorted_run_count(v),
         CompactionStyle::Leveled | CompactionStyle::Fifo => v.num_files(0),
     }
 }

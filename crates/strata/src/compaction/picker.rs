@@ -21,7 +21,9 @@ use std::cmp::Ordering;
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::style::{CompactionStyle, FifoCompactionOptions, UniversalCompactionOptions};
+use super::style::{
+    CompactionStyle, FifoCompactionOptions, TieredCompactionOptions, UniversalCompactionOptions,
+};
 use crate::key::{after_largest, compare_internal, user_key};
 use crate::types::FileNumber;
 use crate::version::levels::{TableFile, Version};
@@ -42,6 +44,7 @@ pub(crate) struct PickerOptions {
     pub style: CompactionStyle,
     pub universal: UniversalCompactionOptions,
     pub fifo: FifoCompactionOptions,
+    pub tiered: TieredCompactionOptions,
     /// `Options::write_buffer_size` (FIFO's intra-L0 compaction takes files up to this size).
     pub write_buffer_size: u64,
 }
@@ -62,6 +65,7 @@ impl PickerOptions {
             style: CompactionStyle::Leveled,
             universal: UniversalCompactionOptions::default(),
             fifo: FifoCompactionOptions::default(),
+            tiered: TieredCompactionOptions::default(),
             write_buffer_size: 64 << 20,
         }
     }

@@ -1,5 +1,6 @@
 //! The compaction styles and their options: leveled (the default), universal (tiered sorted
-//! runs, RocksDB's rules) and FIFO (a time-ordered log that drops its oldest files).
+//! runs, RocksDB's rules), FIFO (a time-ordered log that drops its oldest files) and tiered
+//! (Strata's write-optimised size tiering, `compaction/tiered.rs`).
 //!
 //! Every option documents its default and its trade-off; [`CompactionStyle::validate`]
 //! refuses values the pickers cannot honour, naming the option and what was expected.
@@ -20,11 +21,18 @@ pub enum CompactionStyle {
     /// `max_table_files_size` or they outlive the TTL (see [`FifoCompactionOptions`]). For
     /// data that expires (logs, time series): write amplification 1, but old data is lost.
     Fifo,
+    /// Write-optimised size tiering (Strata only; RocksDB has no equivalent): sorted runs of
+    /// similar size merge only `fan_in` at a time, the oldest run is rewritten only when the
+    /// space-amplification bound requires it, and a sorted-run budget bounds reads (see
+    /// [`TieredCompactionOptions`] and the cost model in `compaction/tiered.rs`). The lowest
+    /// write amplification of the styles that keep all data, at the price of more sorted runs
+    /// per read than universal and up to `max_size_amplification_percent` extra space.
+    Tiered,
 }
 
 impl CompactionStyle {
     /// The style of RocksDB's number (`--compaction_style`): 0 leveled, 1 universal, 2 FIFO
-    /// (RocksDB's 3, "none", is not offered).
+    /// (RocksDB's 3, "none", is not offered). Tiered has no RocksDB number.
     pub fn from_rocksdb_number(n: i64) -> Option<CompactionStyle> {
         match n {
             0 => Some(CompactionStyle::Leveled),
@@ -110,6 +118,59 @@ impl Default for FifoCompactionOptions {
             ttl_secs: 0,
             allow_compaction: false,
         }
+    }
+}
+
+/// Options of tiered compaction ([`CompactionStyle::Tiered`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TieredCompactionOptions {
+    /// Sorted runs of similar size (within a factor of 2 of each other) that merge together:
+    /// each byte is rewritten about once per factor of `fan_in` its run grows by. Larger
+    /// rewrites less and leaves up to `fan_in - 1` runs of each size class (more runs per
+    /// read). At least 2. Default: 8.
+    pub fan_in: u32,
+    /// The sorted-run budget: with more runs than this (none of them being compacted), the
+    /// newest runs are merged until the budget holds, whatever their sizes. Bounds the runs a
+    /// read visits; at least `fan_in`. Default: 16.
+    pub max_sorted_runs: u32,
+    /// Once the runs above the oldest hold this percentage of the oldest run's bytes,
+    /// everything is merged into one run (the only rule that rewrites the oldest run): the
+    /// bound on space amplification, and the price of it in writes, about
+    /// 100 / this percentage per byte written. Default: 200.
+    pub max_size_amplification_percent: u32,
+}
+
+impl Default for TieredCompactionOptions {
+    fn default() -> Self {
+        TieredCompactionOptions {
+            fan_in: 8,
+            max_sorted_runs: 16,
+            max_size_amplification_percent: 200,
+        }
+    }
+}
+
+impl TieredCompactionOptions {
+    /// Refuses values tiered compaction cannot honour.
+    pub(crate) fn validate(&self) -> crate::Result<()> {
+        if self.fan_in < 2 {
+            return invalid(format!(
+                "compaction_options_tiered.fan_in must be at least 2, got {}",
+                self.fan_in
+            ));
+        }
+        if self.max_sorted_runs < self.fan_in {
+            return invalid(format!(
+                "compaction_options_tiered.max_sorted_runs ({}) must be at least fan_in ({})",
+                self.max_sorted_runs, self.fan_in
+            ));
+        }
+        if self.max_size_amplification_percent == 0 {
+            return invalid(
+                "compaction_options_tiered.max_size_amplification_percent must be positive".into(),
+            );
+        }
+        Ok(())
     }
 }
 
@@ -203,6 +264,22 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("max_table_files_size"), "{e}");
+        assert!(TieredCompactionOptions::default().validate().is_ok());
+        let tiered = [
+            (TieredCompactionOptions { fan_in: 1, ..Default::default() }, "fan_in must"),
+            (
+                TieredCompactionOptions { fan_in: 8, max_sorted_runs: 7, ..Default::default() },
+                "max_sorted_runs (7)",
+            ),
+            (
+                TieredCompactionOptions { max_size_amplification_percent: 0, ..Default::default() },
+                "max_size_amplification_percent",
+            ),
+        ];
+        for (o, name) in tiered {
+            let e = o.validate().unwrap_err().to_string();
+            assert!(e.contains(name) && e.contains("compaction_options_tiered"), "{e}");
+        }
     }
 
     #[test]

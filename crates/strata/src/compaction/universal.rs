@@ -83,6 +83,11 @@ pub(crate) fn estimated_pending_compaction_bytes(v: &Version, o: &PickerOptions)
     if pick_universal(v, o, &HashSet::new()).is_none() {
         return 0;
     }
+    bytes_above_oldest(v)
+}
+
+/// The bytes of every sorted run but the oldest.
+pub(crate) fn bytes_above_oldest(v: &Version) -> u64 {
     let runs = sorted_runs(v, &HashSet::new());
     runs.split_last().map_or(0, |(_, newer)| newer.iter().map(|r| r.size).sum())
 }
@@ -98,8 +103,9 @@ pub(crate) fn pick_universal(
     if runs.is_empty() || runs.len() < trigger {
         return None;
     }
-    if let Some(p) = pick_size_amp(o, &runs) {
-        return Some(p);
+    let amp = o.universal.max_size_amplification_percent;
+    if let Some((start, after)) = size_amp_span(&runs, amp) {
+        return Some(build_plan(o, &runs, start, after, "universal size amplification"));
     }
     let ratio = Some(o.universal.size_ratio);
     if let Some(p) = pick_span(o, &runs, ratio, usize::MAX, "universal size ratio") {
@@ -112,8 +118,10 @@ pub(crate) fn pick_universal(
     None
 }
 
-fn pick_size_amp(o: &PickerOptions, runs: &[SortedRun]) -> Option<CompactionPlan> {
-    let end = runs.len() - 1;
+/// The span `start..runs.len()` merging every free run above the oldest into it, when they
+/// hold at least `percent`% of its bytes (and the oldest is free).
+pub(crate) fn size_amp_span(runs: &[SortedRun], percent: u32) -> Option<(usize, usize)> {
+    let end = runs.len().checked_sub(1)?;
     if runs[end].busy {
         return None;
     }
@@ -126,11 +134,11 @@ fn pick_size_amp(o: &PickerOptions, runs: &[SortedRun]) -> Option<CompactionPlan
     if start == end {
         return None;
     }
-    let bound = u128::from(o.universal.max_size_amplification_percent) * u128::from(runs[end].size);
+    let bound = u128::from(percent) * u128::from(runs[end].size);
     if u128::from(newer) * 100 < bound {
         return None;
     }
-    Some(build_plan(o, runs, start, end + 1, "universal size amplification"))
+    Some((start, end + 1))
 }
 
 /// The first span of consecutive free runs, newest first, that the size test (`ratio`,
@@ -183,13 +191,29 @@ fn pick_span(
     None
 }
 
-/// The plan merging `runs[start..after]`.
+/// The plan merging `runs[start..after]` with universal's compression and trivial-move options.
 fn build_plan(
     o: &PickerOptions,
     runs: &[SortedRun],
     start: usize,
     after: usize,
     reason: &'static str,
+) -> CompactionPlan {
+    let u = &o.universal;
+    merge_plan(o, runs, start, after, reason, u.compression_size_percent, u.allow_trivial_move)
+}
+
+/// The plan merging `runs[start..after]` into one run placed where age order stays level
+/// order (see the module doc); `compression_size_percent` and `allow_trivial_move` as in
+/// [`super::style::UniversalCompactionOptions`].
+pub(crate) fn merge_plan(
+    o: &PickerOptions,
+    runs: &[SortedRun],
+    start: usize,
+    after: usize,
+    reason: &'static str,
+    compression_size_percent: i32,
+    allow_trivial_move: bool,
 ) -> CompactionPlan {
     let last = o.num_levels - 1;
     let output_level = match runs.get(after) {
@@ -210,10 +234,10 @@ fn build_plan(
             middle_inputs.push((r.level, r.files.clone()));
         }
     }
-    let compress = o.universal.compression_size_percent < 0 || after == runs.len() || {
+    let compress = compression_size_percent < 0 || after == runs.len() || {
         let total: u128 = runs.iter().map(|r| u128::from(r.size)).sum();
         let older: u128 = runs[after..].iter().map(|r| u128::from(r.size)).sum();
-        older * 100 < total * o.universal.compression_size_percent.unsigned_abs() as u128
+        older * 100 < total * u128::from(compression_size_percent.unsigned_abs())
     };
     let target_file_size = if output_level == 0 {
         u64::MAX // an L0 run is one file
@@ -237,7 +261,7 @@ fn build_plan(
         target_file_size,
         max_compaction_bytes: u64::MAX,
     };
-    plan.trivial_move = o.universal.allow_trivial_move && output_level > 0 && disjoint(&plan);
+    plan.trivial_move = allow_trivial_move && output_level > 0 && disjoint(&plan);
     plan
 }
 

@@ -19,10 +19,11 @@ use crate::types::{SeqNo, ValueType};
 use crate::version::edit::FileMetaData;
 use crate::version::edit::VersionEdit;
 
-/// Parses a shape. Besides the leveled options, `options:` takes `style=universal|fifo`,
-/// universal's `ratio min_merge max_merge max_amp comp_pct trivial stop=similar`, FIFO's
-/// `fifo_max ttl intra wbs`; a file may end in `:t=<secs>`, its data time; a `now: <secs>` line
-/// is read by [`parse_now`].
+/// Parses a shape. Besides the leveled options, `options:` takes
+/// `style=universal|fifo|tiered`, universal's `ratio min_merge max_merge max_amp comp_pct
+/// trivial stop=similar`, FIFO's `fifo_max ttl intra wbs`, tiered's `fan_in max_runs t_amp`;
+/// a file may end in `:t=<secs>`, its data time; a `now: <secs>` line is read by
+/// [`parse_now`].
 pub(crate) fn parse_shape(text: &str) -> (Version, PickerOptions, HashSet<FileNumber>) {
     let mut o = PickerOptions::for_tests(7, 4);
     let mut edit = VersionEdit::default();
@@ -51,6 +52,7 @@ pub(crate) fn parse_shape(text: &str) -> (Version, PickerOptions, HashSet<FileNu
                             o.style = match v {
                                 "universal" => CompactionStyle::Universal,
                                 "fifo" => CompactionStyle::Fifo,
+                                "tiered" => CompactionStyle::Tiered,
                                 "leveled" => CompactionStyle::Leveled,
                                 other => panic!("unknown style {other}"),
                             }
@@ -75,6 +77,11 @@ pub(crate) fn parse_shape(text: &str) -> (Version, PickerOptions, HashSet<FileNu
                         "ttl" => o.fifo.ttl_secs = v.parse().unwrap(),
                         "intra" => o.fifo.allow_compaction = v.parse().unwrap(),
                         "wbs" => o.write_buffer_size = v.parse().unwrap(),
+                        "fan_in" => o.tiered.fan_in = v.parse().unwrap(),
+                        "max_runs" => o.tiered.max_sorted_runs = v.parse().unwrap(),
+                        "t_amp" => {
+                            o.tiered.max_size_amplification_percent = v.parse().unwrap();
+                        }
                         other => panic!("unknown option {other}"),
                     }
                 }
