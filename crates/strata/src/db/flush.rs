@@ -166,9 +166,12 @@ fn flush_one(
     // The DB's log number never goes back (another family's flush may have raised it).
     let keep_from = keep_from.max(inner.versions.lock().log_number());
     edit.log_number = Some(keep_from);
-    // The WALs this edit drops are synced first: a retired WAL is never deleted unsynced,
-    // and the window in which power loss can cut one closes here.
-    super::write::sync_retired_wals(inner, Some(keep_from))?;
+    // Every WAL the flushed memtable's writes are in is synced first (all below `next_log`,
+    // not only those this edit drops): the table makes those writes durable, so the writes
+    // of other families before them, in the same WALs, must be too, or power loss would keep
+    // part of a batch (the family that flushed) and lose the rest. Also, a retired WAL is
+    // never deleted unsynced.
+    super::write::sync_retired_wals(inner, Some(next_log.max(keep_from)))?;
     // The WAL the edit names as the log number must be found at the next open.
     super::write::sync_wal_dir(inner)?;
     {

@@ -911,6 +911,10 @@ pub(crate) fn switch_memtable(inner: &DbInner, wal: &mut WalState, cfd: &Arc<Cfd
             return Err(e);
         }
     };
+    // Retired before the memtable is handed to the flush thread: a flush syncs the retired
+    // WALs its memtable's writes are in (`db/flush.rs`), so the WAL must be on the list by then.
+    let retired = std::mem::replace(&mut wal.writer, new_writer);
+    inner.retired_wals.lock().push_back((wal.number, retired));
     let new_mem = Arc::new(MemTable::new());
     {
         let mut st = inner.state.lock();
@@ -924,8 +928,6 @@ pub(crate) fn switch_memtable(inner: &DbInner, wal: &mut WalState, cfd: &Arc<Cfd
         }
         inner.bg_cv.notify_all();
     }
-    let retired = std::mem::replace(&mut wal.writer, new_writer);
-    inner.retired_wals.lock().push_back((wal.number, retired));
     let recyclable = inner.opts.recycle_log_file_num > 0;
     let zeros_ahead = wal.writer.zeros_ahead();
     let header = wal
