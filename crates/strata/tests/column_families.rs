@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use strata::env::{CrashMode, MemFs};
-use strata::merge_operator::MergeOperator;
+use strata::merge_operator::StringAppendOperator;
 use strata::{ColumnFamilyDescriptor, Db, Error, IteratorMode, Options, WriteBatch, WriteOptions};
 
 fn mem_opts(fs: &MemFs) -> Options {
@@ -204,32 +204,13 @@ fn a_wal_is_kept_until_every_family_flushed_past_it() {
     assert_eq!(db.get(b"k02999").unwrap().map(|v| v.len()), Some(100));
 }
 
-struct Concat;
-
-impl MergeOperator for Concat {
-    fn name(&self) -> &str {
-        "concat"
-    }
-    fn full_merge(
-        &self,
-        _key: &[u8],
-        existing: Option<&[u8]>,
-        operands: &[&[u8]],
-    ) -> Option<Vec<u8>> {
-        let mut v = existing.unwrap_or_default().to_vec();
-        for o in operands {
-            v.extend_from_slice(o);
-        }
-        Some(v)
-    }
-}
-
 #[test]
 fn merge_operators_and_handles_are_per_family() {
     let fs = MemFs::new();
     let opts = mem_opts(&fs);
     let db = Db::open(&opts, "/db").unwrap();
-    let merging = Options { merge_operator: Some(Arc::new(Concat)), ..opts.clone() };
+    let merging =
+        Options { merge_operator: Some(Arc::new(StringAppendOperator::new(b""))), ..opts.clone() };
     let m = db.create_cf("m", &merging).unwrap();
     let plain = db.create_cf("plain", &opts).unwrap();
     db.merge_cf(&m, b"k", b"a").unwrap();

@@ -705,12 +705,12 @@ fn make_room_for_write(inner: &DbInner, wal: &mut WalState, batch_bytes: usize) 
             return Err(e);
         }
         // The worst state over the families: a stop in any stops every write (they share
-        // the WAL and the sequence), as does a slowdown.
-        let mut stop: Option<(Stall, &str, usize, u64)> = None;
-        let mut slow: Option<(String, String, usize)> = None;
+        // the WAL and the sequence), as does a slowdown. Nothing is cloned or formatted here
+        // unless a family stalls or is full.
+        let mut stop: Option<(Stall, Arc<Cfd>, usize, u64)> = None;
+        let mut slow: Option<(Arc<Cfd>, usize, u64)> = None;
         let mut full: Option<Arc<Cfd>> = None;
-        let mems = wal.mems.clone();
-        for f in mems.iter() {
+        for f in wal.mems.iter() {
             let co = &f.cfd.opts;
             let auto = !co.disable_auto_compactions;
             let sv = f.cfd.current_super_version();
@@ -731,7 +731,7 @@ fn make_room_for_write(inner: &DbInner, wal: &mut WalState, batch_bytes: usize) 
                     .then_some(Stall::MemtableStop)
             });
             if let Some(kind) = kind {
-                stop.get_or_insert((kind, &f.cfd.name, l0, pending));
+                stop.get_or_insert_with(|| (kind, f.cfd.clone(), l0, pending));
                 continue;
             }
             if mem_full && full.is_none() {
@@ -741,21 +741,14 @@ fn make_room_for_write(inner: &DbInner, wal: &mut WalState, batch_bytes: usize) 
                 && slow.is_none()
                 && (l0 >= co.level0_slowdown_writes_trigger || co.pending_bytes_slowdown(pending))
             {
-                let why = format!(
-                    "{} L0 files (slowdown trigger {}), {} pending compaction bytes (soft limit \
-                     {})",
-                    l0,
-                    co.level0_slowdown_writes_trigger,
-                    pending,
-                    co.soft_pending_compaction_bytes_limit
-                );
-                slow = Some((f.cfd.name.clone(), why, l0));
+                slow = Some((f.cfd.clone(), l0, pending));
             }
         }
         inner.write_stopped.store(stop.is_some(), Ordering::Relaxed);
         note_stall_change(
             inner,
-            stop.map(|(k, name, l0, pending)| (name.to_string(), describe_stop(k, l0, pending))),
+            stop.as_ref()
+                .map(|(k, cfd, l0, pending)| (cfd.name.clone(), describe_stop(*k, *l0, *pending))),
         );
         if let Some((kind, _, _, _)) = stop {
             let started = Instant::now();
@@ -790,10 +783,18 @@ fn make_room_for_write(inner: &DbInner, wal: &mut WalState, batch_bytes: usize) 
         {
             let now = super::info_log::now_micros();
             inner.info_log.log(&match &slow {
-                Some((name, why, _)) => {
+                Some((cfd, l0, pending)) => {
                     inner.slowdown_started_micros.store(now, Ordering::Relaxed);
-                    name.clone_into(&mut inner.stall_families.lock().1);
-                    format!("[{name}] Slowing writes to {} bytes/s: {why}", o.delayed_write_rate)
+                    cfd.name.clone_into(&mut inner.stall_families.lock().1);
+                    let co = &cfd.opts;
+                    format!(
+                        "[{}] Slowing writes to {} bytes/s: {l0} L0 files (slowdown trigger {}), \
+                         {pending} pending compaction bytes (soft limit {})",
+                        cfd.name,
+                        o.delayed_write_rate,
+                        co.level0_slowdown_writes_trigger,
+                        co.soft_pending_compaction_bytes_limit
+                    )
                 }
                 None => {
                     let started = inner.slowdown_started_micros.load(Ordering::Relaxed);
@@ -805,7 +806,7 @@ fn make_room_for_write(inner: &DbInner, wal: &mut WalState, batch_bytes: usize) 
                 }
             });
         }
-        if let Some((_, _, l0)) = slow.filter(|_| !delayed) {
+        if let Some((cfd, l0, _)) = slow.filter(|_| !delayed) {
             delayed = true;
             wal.delay_debt_micros += batch_bytes as f64 * 1e6 / o.delayed_write_rate as f64;
             if wal.delay_debt_micros >= 1000.0 {
@@ -813,7 +814,7 @@ fn make_room_for_write(inner: &DbInner, wal: &mut WalState, batch_bytes: usize) 
                 wal.delay_debt_micros = 0.0;
                 std::thread::sleep(Duration::from_micros(micros));
                 let running = inner.state.lock().running_compactions > 0;
-                let kind = if l0 < inner.default_cf.opts.level0_slowdown_writes_trigger {
+                let kind = if l0 < cfd.opts.level0_slowdown_writes_trigger {
                     Stall::SlowdownPendingCompactionBytes
                 } else if running {
                     Stall::Level0SlowdownWithCompaction
