@@ -12,6 +12,7 @@
 
 pub mod cache;
 pub mod column_family;
+pub mod compaction_filter;
 pub mod env;
 pub mod error;
 pub mod inspect;
@@ -43,6 +44,10 @@ pub use util::kill_point;
 
 pub use cache::{CacheType, HyperClockCacheOptions, LruCacheOptions, Priority as CachePriority};
 pub use column_family::{AsColumnFamilyRef, ColumnFamilyId, DEFAULT_COLUMN_FAMILY_NAME};
+pub use compaction_filter::{
+    CompactionFilter, CompactionFilterContext, CompactionFilterFactory, Decision,
+    TableFileCreationReason,
+};
 pub use db::{
     BackupEngine, BackupInfo, Checkpoint, ColumnFamily, ColumnFamilyDescriptor, Db, DbIterator,
     DbRawIterator, Direction, IteratorMode, LiveFileMetaData, RepairReport,
