@@ -50,7 +50,8 @@ pub use compaction_filter::{
 };
 pub use db::{
     BackupEngine, BackupInfo, Checkpoint, ColumnFamily, ColumnFamilyDescriptor, Db, DbIterator,
-    DbRawIterator, Direction, IteratorMode, LiveFileMetaData, RepairReport,
+    DbRawIterator, DbWithTtl, Direction, IteratorMode, LiveFileMetaData, RepairReport, TtlClock,
+    TtlIterator, TTL_SUFFIX_LEN,
 };
 pub use error::{Error, Result};
 pub use merge_operator::MergeOperator;
