@@ -109,6 +109,7 @@ pub fn observe(i: u32, got: Option<&[u8]>) -> Observed {
         },
         Some(v) => match value::decode_value(v) {
             Ok((k, ver)) if k == i => Observed::Value(ver),
+            _ if value::decode_dead_value(v) == Some(i) => Observed::Absent,
             _ => Observed::Garbage,
         },
     }

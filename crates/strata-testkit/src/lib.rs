@@ -196,7 +196,39 @@ fn metadata_mode(rng: &mut StdRng) -> Options {
         partition_filters: rng.gen_bool(0.5),
         metadata_block_size: [128, 4096][rng.gen_range(0..2)],
         block_align: rng.gen_bool(0.25),
+        compaction_filter_factory: rng.gen_bool(0.5).then(stress_filter),
         ..Options::default()
+    }
+}
+
+/// The crash loops' compaction filter: removes dead values (`value::dead_value`), so the
+/// filter's removals go through flushes, compactions, crashes and recovery without changing
+/// what any read means.
+pub fn stress_filter() -> Arc<dyn strata::CompactionFilterFactory> {
+    Arc::new(DeadValueFilter)
+}
+
+struct DeadValueFilter;
+
+impl strata::CompactionFilter for DeadValueFilter {
+    fn filter(&mut self, _level: u32, _key: &[u8], v: &[u8]) -> strata::Decision {
+        if value::decode_dead_value(v).is_some() {
+            strata::Decision::Remove
+        } else {
+            strata::Decision::Keep
+        }
+    }
+    fn name(&self) -> &str {
+        "stress-dead-values"
+    }
+}
+
+impl strata::CompactionFilterFactory for DeadValueFilter {
+    fn create(&self, _: &strata::CompactionFilterContext) -> Box<dyn strata::CompactionFilter> {
+        Box::new(DeadValueFilter)
+    }
+    fn name(&self) -> &str {
+        "stress-dead-values"
     }
 }
 
@@ -212,7 +244,7 @@ pub fn describe_options(o: &Options) -> String {
          wal_zeros_ahead={} direct_reads={} direct_writes={} bytes_per_sync={} \
          rate_limiter={:?} compaction_style={:?} universal={:?} tiered={:?} \
          cache_index_and_filter={} high_pri={} pin_l0={} pin_top={} index_type={:?} \
-         partition_filters={} metadata_block_size={} block_align={}",
+         partition_filters={} metadata_block_size={} block_align={} compaction_filter={}",
         o.write_buffer_size,
         o.max_write_buffer_number,
         o.block_size,
@@ -257,7 +289,8 @@ pub fn describe_options(o: &Options) -> String {
         o.index_type,
         o.partition_filters,
         o.metadata_block_size,
-        o.block_align
+        o.block_align,
+        o.compaction_filter_factory.as_ref().map_or("none", |f| f.name())
     )
 }
 

@@ -94,6 +94,32 @@ pub fn decode_value(v: &[u8]) -> Result<(u32, u64), String> {
     Ok((i, version))
 }
 
+/// A *dead value* of value key `i`: a put the harness makes in place of a delete, read as
+/// absent. The crash loops' compaction filter (`crate::stress_filter`) removes dead values, so
+/// flushes and compactions turn such puts into deletions; with or without the filter having
+/// run, the key reads as deleted.
+///
+/// ```text
+/// 'D' | key index u32 LE | crc32c u32 LE (of the first 5 bytes)
+/// ```
+pub fn dead_value(i: u32) -> Vec<u8> {
+    let mut v = Vec::with_capacity(9);
+    v.push(b'D');
+    v.extend_from_slice(&i.to_le_bytes());
+    let crc = crc32c::crc32c(&v);
+    v.extend_from_slice(&crc.to_le_bytes());
+    v
+}
+
+/// The key index of a dead value, if `v` is one.
+pub fn decode_dead_value(v: &[u8]) -> Option<u32> {
+    if v.len() != 9 || v[0] != b'D' {
+        return None;
+    }
+    let i = u32::from_le_bytes(v[1..5].try_into().ok()?);
+    (dead_value(i) == v).then_some(i)
+}
+
 /// The operand a merge (or the base a put) of counter key `i` at `version` carries.
 pub fn operand(i: u32, version: u64) -> u64 {
     seed_of(i, version) | 1
@@ -119,5 +145,10 @@ mod tests {
         assert_eq!(parse_key(&key(8)), Some(8));
         assert_eq!(parse_key(b"c00000008"), None);
         assert_ne!(operand(3, 1), operand(3, 2));
+        assert_eq!(decode_dead_value(&dead_value(6)), Some(6));
+        assert_eq!(decode_dead_value(&value(6, 1)), None);
+        let mut bad = dead_value(6);
+        bad[2] ^= 1;
+        assert_eq!(decode_dead_value(&bad), None);
     }
 }

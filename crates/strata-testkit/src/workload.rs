@@ -45,6 +45,10 @@ pub struct WorkloadConfig {
     /// key is read at it, the snapshot is held over later writes (and across a crash), and
     /// the key is read again at it before release; both reads must agree.
     pub snapshot_ratio: f64,
+    /// Fraction of writes whose deletes of value keys are puts of a dead value
+    /// (`value::dead_value`), which reads take as absent and the crash loops' compaction filter
+    /// turns into deletions.
+    pub dead_put_ratio: f64,
 }
 
 impl WorkloadConfig {
@@ -63,6 +67,7 @@ impl WorkloadConfig {
             range_delete_ratio: [0.0, 0.3, 1.0][rng.gen_range(0..3)],
             disable_wal_ratio: 0.0,
             snapshot_ratio: [0.0, 0.002, 0.02][rng.gen_range(0..3)],
+            dead_put_ratio: [0.0, 0.5][rng.gen_range(0..2)],
         }
     }
 }
@@ -247,6 +252,7 @@ pub fn run_thread(w: &Writer<'_>, tid: u32) -> ThreadStats {
             !sync && cfg.disable_wal_ratio > 0.0 && rng.gen_bool(cfg.disable_wal_ratio);
         let wo = WriteOptions { sync, disable_wal };
         let ranged = cfg.range_delete_ratio > 0.0 && rng.gen_bool(cfg.range_delete_ratio);
+        let dead = cfg.dead_put_ratio > 0.0 && rng.gen_bool(cfg.dead_put_ratio);
         let start = history.map_or(0, History::tick);
         // Every op also goes to the shadow family, in the same batch (`crate::SHADOW_CF`).
         let shadow = db.cf_handle(crate::SHADOW_CF);
@@ -254,6 +260,9 @@ pub fn run_thread(w: &Writer<'_>, tid: u32) -> ThreadStats {
             let (i, op, v) = ops[0];
             match op {
                 OpKind::Put => db.put_opt(key(i), payload(i, v), &wo),
+                OpKind::Delete if dead && !is_counter(i) => {
+                    db.put_opt(key(i), value::dead_value(i), &wo)
+                }
                 OpKind::Delete if ranged => {
                     db.delete_range_opt(key(i), single_key_range_end(&key(i)), &wo)
                 }
@@ -265,6 +274,7 @@ pub fn run_thread(w: &Writer<'_>, tid: u32) -> ThreadStats {
             for &(i, op, v) in &ops {
                 match op {
                     OpKind::Put => b.put(key(i), payload(i, v)),
+                    OpKind::Delete if dead && !is_counter(i) => b.put(key(i), value::dead_value(i)),
                     OpKind::Delete if ranged => {
                         b.delete_range(key(i), single_key_range_end(&key(i)));
                     }
@@ -274,6 +284,9 @@ pub fn run_thread(w: &Writer<'_>, tid: u32) -> ThreadStats {
                 if let Some(cf) = &shadow {
                     match op {
                         OpKind::Put => b.put_cf(cf, key(i), payload(i, v)),
+                        OpKind::Delete if dead && !is_counter(i) => {
+                            b.put_cf(cf, key(i), value::dead_value(i));
+                        }
                         OpKind::Delete if ranged => {
                             b.delete_range_cf(cf, key(i), single_key_range_end(&key(i)));
                         }
