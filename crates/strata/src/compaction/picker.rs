@@ -282,6 +282,14 @@ fn target_file_size(o: &PickerOptions, t: &LevelTargets, level: usize) -> u64 {
         .saturating_mul(o.target_file_size_multiplier.max(1).saturating_pow(steps))
 }
 
+/// Whether no two of `files` share a user key (a range tombstone's exclusive end counts as
+/// not shared, as in [`overlapping`]).
+fn pairwise_disjoint(files: &[Arc<TableFile>]) -> bool {
+    let mut sorted: Vec<&Arc<TableFile>> = files.iter().collect();
+    sorted.sort_by(|a, b| compare_internal(&a.smallest, &b.smallest));
+    sorted.windows(2).all(|w| after_largest(user_key(&w[1].smallest), &w[0].largest))
+}
+
 /// What every picking step looks at.
 pub(crate) struct PickContext<'a> {
     pub v: &'a Version,
@@ -317,10 +325,12 @@ pub(crate) fn plan_for(
         (output + 1..o.num_levels).all(|l| overlapping(v, l, &all_lo, &all_hi).is_empty());
     let target = target_file_size(o, t, output);
     let gp_bytes: u64 = grandparents.iter().map(|f| f.file_size).sum();
+    // Several inputs move too when no two of them share a user key (L0 files of a sequential
+    // load): the output level then holds them side by side, as a rewrite would.
     let trivial_move = start != output
-        && inputs.len() == 1
         && output_inputs.is_empty()
-        && gp_bytes <= o.max_compaction_bytes;
+        && gp_bytes <= o.max_compaction_bytes
+        && pairwise_disjoint(&inputs);
     Some(CompactionPlan {
         start_level: start,
         output_level: output,
