@@ -211,6 +211,12 @@ pub struct Options {
     /// configured to be. `open` fails with `NotSupported` where the file system has no direct
     /// I/O (tmpfs). Default: false.
     pub use_direct_reads: bool,
+    /// Tell the OS that table files are read at random (`POSIX_FADV_RANDOM` when a table is
+    /// opened), so a point read does not pull the kernel's readahead into the page cache:
+    /// with a database larger than memory, that readahead evicts data that will be read.
+    /// Iterators and compactions read ahead themselves. Default: true (RocksDB's
+    /// `advise_random_on_open`).
+    pub advise_random_on_open: bool,
     /// Table files written by flushes and compactions bypass the OS page cache (`O_DIRECT`),
     /// so background writes do not evict the foreground's cached pages. The WAL stays
     /// buffered. Default: false.
@@ -322,6 +328,7 @@ impl Default for Options {
             recycle_log_file_num: 0,
             wal_zeros_ahead: true,
             use_direct_reads: false,
+            advise_random_on_open: true,
             use_direct_io_for_flush_and_compaction: false,
             bytes_per_sync: 0,
             rate_limiter: None,
@@ -583,6 +590,7 @@ impl Options {
                     .map_or_else(String::new, |f| f.name().to_string()),
             ),
             ("prefix_extractor", format!("{:?}", self.prefix_extractor)),
+            ("advise_random_on_open", self.advise_random_on_open.to_string()),
             ("paranoid_checks", self.paranoid_checks.to_string()),
             (
                 "wal_dir",

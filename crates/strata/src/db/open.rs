@@ -446,7 +446,8 @@ fn new_table_cache(opts: &Options, fs: &Arc<dyn FileSystem>, dir: &Path) -> Arc<
     };
     Arc::new(
         TableCache::new(fs.clone(), dir.to_path_buf(), table_capacity.max(1), block_cache)
-            .with_meta_options(meta, opts.pin_l0_filter_and_index_blocks_in_cache),
+            .with_meta_options(meta, opts.pin_l0_filter_and_index_blocks_in_cache)
+            .with_advise_random(opts.advise_random_on_open),
     )
 }
 

@@ -307,6 +307,10 @@ impl RandomAccessFile for FaultRandom {
         }
     }
 
+    fn advise_random(&self) {
+        self.inner.advise_random();
+    }
+
     fn len(&self) -> u64 {
         self.inner.len()
     }

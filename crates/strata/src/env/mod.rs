@@ -108,6 +108,9 @@ pub trait RandomAccessFile: Send + Sync {
     }
     /// The path, for error messages.
     fn path(&self) -> &Path;
+    /// Advises the OS that reads will come at random offsets (no kernel readahead). A hint:
+    /// the default does nothing, and a failure is ignored.
+    fn advise_random(&self) {}
 }
 
 impl dyn RandomAccessFile {

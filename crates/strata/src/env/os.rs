@@ -172,6 +172,15 @@ fn pread(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
 }
 
 impl RandomAccessFile for OsRandom {
+    #[cfg(target_os = "linux")]
+    fn advise_random(&self) {
+        use std::os::fd::AsRawFd;
+        // SAFETY: posix_fadvise only reads its integer arguments; the descriptor is open for
+        // as long as `self.file` lives, which covers the call.
+        let _ =
+            unsafe { libc::posix_fadvise(self.file.as_raw_fd(), 0, 0, libc::POSIX_FADV_RANDOM) };
+    }
+
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize> {
         let mut done = 0;
         while done < buf.len() {

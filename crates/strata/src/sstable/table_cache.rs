@@ -61,6 +61,8 @@ pub(crate) struct TableCache {
     /// Pin the index and filter of tables first opened for a level 0 lookup
     /// (`pin_l0_filter_and_index_blocks_in_cache`).
     pin_l0: bool,
+    /// Advise the OS of random reads on each table opened (`advise_random_on_open`).
+    advise_random: bool,
 }
 
 impl TableCache {
@@ -81,7 +83,14 @@ impl TableCache {
             pin,
             meta: MetaBlockOptions::default(),
             pin_l0: false,
+            advise_random: false,
         }
+    }
+
+    /// Tables opened from now on are advised to the OS as read at random.
+    pub fn with_advise_random(mut self, on: bool) -> TableCache {
+        self.advise_random = on;
+        self
     }
 
     /// Readers opened from now on place their index and filter blocks as `meta` says, and
@@ -133,6 +142,9 @@ impl TableCache {
         }
         let path = table_path(&self.dir, number);
         let file = self.fs.open(&path)?;
+        if self.advise_random {
+            file.advise_random();
+        }
         let meta = MetaBlockOptions {
             pin: self.meta.cache_index_and_filter_blocks && self.pin_l0 && level == Some(0),
             ..self.meta
