@@ -330,6 +330,7 @@ define_flags! {
     mmap_read: bool = false, Engine, "Read files with mmap";
     mmap_write: bool = false, Engine, "Write files with mmap";
     use_direct_reads: bool = false, Engine, "O_DIRECT reads";
+    advise_random_on_open: bool = true, Engine, "Advise the OS of random reads on table files (no kernel readahead)";
     use_direct_io_for_flush_and_compaction: bool = false, Engine, "O_DIRECT background writes";
     verify_checksum: bool = true, Engine, "Verify block checksums on reads";
     paranoid_checks: bool = true, Engine, "Check every table when the DB is opened";

@@ -99,6 +99,7 @@ pub const HONOURED_FLAGS: &[&str] = &[
     "mmap_read",
     "mmap_write",
     "use_direct_reads",
+    "advise_random_on_open",
     "use_direct_io_for_flush_and_compaction",
     "verify_checksum",
     "paranoid_checks",
@@ -261,6 +262,7 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
     o.set_allow_mmap_reads(f.mmap_read);
     o.set_allow_mmap_writes(f.mmap_write);
     o.set_use_direct_reads(f.use_direct_reads);
+    o.set_advise_random_on_open(f.advise_random_on_open);
     o.set_use_direct_io_for_flush_and_compaction(f.use_direct_io_for_flush_and_compaction);
     o.set_paranoid_checks(f.paranoid_checks);
     o.set_allow_concurrent_memtable_write(f.allow_concurrent_memtable_write);

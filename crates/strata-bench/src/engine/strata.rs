@@ -72,6 +72,7 @@ pub const HONOURED_FLAGS: &[&str] = &[
     "max_write_batch_group_size_bytes",
     "wal_zeros_ahead",
     "use_direct_reads",
+    "advise_random_on_open",
     "use_direct_io_for_flush_and_compaction",
     "bytes_per_sync",
     "rate_limiter_bytes_per_sec",
@@ -222,6 +223,7 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
     o.max_write_batch_group_size_bytes = f.max_write_batch_group_size_bytes;
     o.wal_zeros_ahead = f.wal_zeros_ahead;
     o.use_direct_reads = f.use_direct_reads;
+    o.advise_random_on_open = f.advise_random_on_open;
     o.use_direct_io_for_flush_and_compaction = f.use_direct_io_for_flush_and_compaction;
     o.bytes_per_sync = f.bytes_per_sync;
     o.rate_limiter = (f.rate_limiter_bytes_per_sec > 0)
