@@ -45,7 +45,8 @@ pub use cache::{CacheType, HyperClockCacheOptions, LruCacheOptions, Priority as 
 pub use column_family::{AsColumnFamilyRef, ColumnFamilyId, DEFAULT_COLUMN_FAMILY_NAME};
 pub use db::{
     BackupEngine, BackupInfo, Checkpoint, ColumnFamily, ColumnFamilyDescriptor, Db, DbIterator,
-    DbRawIterator, Direction, IteratorMode, LiveFileMetaData, RepairReport,
+    DbRawIterator, Direction, ExternalSstFileInfo, IngestExternalFileOptions, IteratorMode,
+    LiveFileMetaData, RepairReport, SstFileWriter,
 };
 pub use error::{Error, Result};
 pub use merge_operator::MergeOperator;
