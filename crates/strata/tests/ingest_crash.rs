@@ -27,8 +27,7 @@ fn setup(mem: &MemFs) {
         db.put(k, "old").unwrap();
     }
     db.flush().unwrap();
-    let mut sync = WriteOptions::default();
-    sync.sync = true;
+    let sync = WriteOptions { sync: true, ..WriteOptions::default() };
     db.put_opt("c", "mem", &sync).unwrap();
     drop(db);
     mem.create_dir_all(Path::new("/ext")).unwrap();
