@@ -323,6 +323,8 @@ pub struct TableSummary {
     pub entries: u64,
     /// Deletions.
     pub deletions: u64,
+    /// An ingested external file's global sequence number (0: none).
+    pub global_seqno: u64,
 }
 
 /// One field of a MANIFEST edit.
@@ -376,6 +378,7 @@ fn table_summary(path: &Path, offset: u64, level: usize, f: &FileMetaData) -> Re
         largest: entry(path, offset, &f.largest, Vec::new())?,
         entries: f.num_entries,
         deletions: f.num_deletions,
+        global_seqno: f.global_seqno.0,
     })
 }
 

@@ -368,6 +368,29 @@ fn reopen_keeps_ingested_files_and_their_global_seqnos() {
         db.ingest_external_file([&f]).unwrap();
         db.put("c", "after").unwrap(); // in the WAL, numbered after the file
     }
+    // The tools see the external file and its global seqno.
+    let manifest = fs
+        .paths()
+        .into_iter()
+        .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("MANIFEST")))
+        .unwrap();
+    let added: Vec<strata::inspect::TableSummary> = strata::inspect::read_manifest(&fs, &manifest)
+        .unwrap()
+        .into_iter()
+        .flat_map(|(_, items)| items)
+        .filter_map(|i| match i {
+            strata::inspect::EditItem::AddFile(t) => Some(t),
+            _ => None,
+        })
+        .collect();
+    let ingested = added.iter().find(|t| t.global_seqno > 0).expect("a file with a global seqno");
+    let table = fs
+        .paths()
+        .into_iter()
+        .find(|p| p.ends_with(format!("{:06}.sst", ingested.number)))
+        .unwrap();
+    let props = strata::inspect::Table::open(&fs, &table).unwrap().properties();
+    assert!(props.contains(&("external_file_version", "1".to_string())), "{props:?}");
     let db = Db::open(&opts, "/db").unwrap();
     assert_eq!(get(&db, "a").as_deref(), Some("new"));
     assert_eq!(get(&db, "b").as_deref(), Some("old"));
