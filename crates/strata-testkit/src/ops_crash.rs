@@ -1,14 +1,17 @@
-//! Crashes during checkpoints and backups, on `MemFs` behind `FaultFs`.
+//! Crashes during checkpoints, backups and ingestions, on `MemFs` behind `FaultFs`.
 //!
 //! Each cycle builds a DB (every write synced, so the model is exact), then cuts the
-//! filesystem off in the middle of `Checkpoint::create` or `BackupEngine::create_new_backup`
-//! (at one of their kill points, or at the Nth filesystem operation), simulates a crash
+//! filesystem off in the middle of `Checkpoint::create`, `BackupEngine::create_new_backup` or
+//! `Db::ingest_external_file` of one to three external files (at one of their kill points, or
+//! at the Nth filesystem operation), simulates a crash
 //! (power loss, torn power loss or a killed process) and checks:
 //! - the source DB opens and holds exactly the model;
 //! - the checkpoint directory either does not exist or opens as a DB equal to the model (a
 //!   half-made checkpoint never opens as if complete; its temporary directory never opens);
 //! - the backup directory lists either no backup or one that verifies and restores to the
-//!   model; the next backup after the crash succeeds.
+//!   model; the next backup after the crash succeeds;
+//! - after an ingestion, the DB holds the model before it or the model with every file
+//!   applied (all or none), the latter whenever the ingestion was acknowledged.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -17,7 +20,10 @@ use std::sync::Arc;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use strata::env::{CrashMode, FaultFs, FaultKind, FaultOp, FaultRule, FileSystem, MemFs};
-use strata::{BackupEngine, Checkpoint, Db, IteratorMode, Options, WriteOptions};
+use strata::{
+    BackupEngine, Checkpoint, Db, IngestExternalFileOptions, IteratorMode, Options, SstFileWriter,
+    WriteOptions,
+};
 
 /// What a run did.
 #[derive(Debug, Default)]
@@ -82,6 +88,9 @@ fn one_cycle(seed: u64, sum: &mut OpsCrashSummary) -> Result<(), String> {
             model.insert(k, v);
         }
     }
+    if rng.gen_range(0..3) == 0 {
+        return ingest_cycle(&mut rng, &mem, &fault, db, model, sum);
+    }
     let backup = rng.gen_bool(0.5);
     let engine = if backup {
         let engine = BackupEngine::open(&opts, "/backups").map_err(e("open backups"))?;
@@ -95,7 +104,7 @@ fn one_cycle(seed: u64, sum: &mut OpsCrashSummary) -> Result<(), String> {
     };
     let backups_before = engine.as_ref().map_or(Ok(0), |en| en.backups().map(|b| b.len()));
     let backups_before = backups_before.map_err(e("list backups"))?;
-    arm(&mut rng, &fault, backup);
+    arm(&mut rng, &fault, if backup { "backup." } else { "checkpoint." });
     let result = match &engine {
         Some(en) => en.create_new_backup(&db).map(|_| ()),
         None => Checkpoint::create(&db, "/cp").map(|_| ()),
@@ -164,13 +173,81 @@ fn one_cycle(seed: u64, sum: &mut OpsCrashSummary) -> Result<(), String> {
     Ok(())
 }
 
-/// Cuts the filesystem off during the coming operation: at one of its kill points, or at a
-/// random filesystem operation.
-fn arm(rng: &mut StdRng, fault: &FaultFs, backup: bool) {
+/// Writes one to three external files over disjoint key ranges, cuts the filesystem off
+/// during their ingestion, crashes, and checks that the DB holds all of them or none.
+fn ingest_cycle(
+    rng: &mut StdRng,
+    mem: &MemFs,
+    fault: &FaultFs,
+    db: Db,
+    model: BTreeMap<Vec<u8>, Vec<u8>>,
+    sum: &mut OpsCrashSummary,
+) -> Result<(), String> {
+    let opts = options(Arc::new(fault.clone()));
+    fault.create_dir_all(Path::new("/ext")).map_err(e("mkdir /ext"))?;
+    let mut after = model.clone();
+    let mut paths = Vec::new();
+    let files = rng.gen_range(1..=3);
+    for f in 0..files {
+        // Key ranges k{f}000.. are disjoint across files and overlap the DB's keys.
+        let path = format!("/ext/{f}.sst");
+        let mut w = SstFileWriter::create(&opts);
+        w.open(&path).map_err(e("open an external file"))?;
+        let base = f * 70;
+        for i in base..base + 69 {
+            if !rng.gen_bool(0.4) {
+                continue;
+            }
+            let k = format!("k{i:04}").into_bytes();
+            if rng.gen_bool(0.15) {
+                w.delete(&k).map_err(e("external delete"))?;
+                after.remove(&k);
+            } else {
+                let v = format!("ext{f}-{i}").into_bytes();
+                w.put(&k, &v).map_err(e("external put"))?;
+                after.insert(k, v);
+            }
+        }
+        w.put(format!("k{:04}", base + 70 - 1), b"last").map_err(e("external put"))?;
+        after.insert(format!("k{:04}", base + 70 - 1).into_bytes(), b"last".to_vec());
+        w.finish().map_err(e("finish an external file"))?;
+        paths.push(path);
+    }
+    fault.sync_dir(Path::new("/ext")).map_err(e("sync /ext"))?;
+    let io = IngestExternalFileOptions { move_files: rng.gen_bool(0.5), ..Default::default() };
+    arm(rng, fault, "ingest.");
+    let acked = db.ingest_external_file_opts(&io, &paths).is_ok();
+    if !acked {
+        sum.interrupted += 1;
+    }
+    collect_fired(sum);
+    drop(db);
+    let mode = match rng.gen_range(0..3) {
+        0 => CrashMode::PowerLoss,
+        1 => CrashMode::TornPowerLoss { seed: rng.gen() },
+        _ => CrashMode::ProcessKill,
+    };
+    mem.crash(mode);
+    fault.clear();
+    let db = Db::open(&options(Arc::new(mem.clone())), "/db")
+        .map_err(e("reopen after a crash during ingestion"))?;
+    let got = contents(&db)?;
+    if got == after {
+        sum.complete_after_crash += 1;
+    } else if acked {
+        return Err(format!("{mode:?}: an acknowledged ingestion is not all there"));
+    } else if got != model {
+        return Err(format!("{mode:?}: part of an ingestion survived"));
+    }
+    Ok(())
+}
+
+/// Cuts the filesystem off during the coming operation: at one of its kill points (those
+/// named `prefix*`), or at a random filesystem operation.
+fn arm(rng: &mut StdRng, fault: &FaultFs, prefix: &str) {
     #[cfg(feature = "kill-points")]
     if rng.gen_bool(0.5) {
         use strata::kill_point::{configure, Action, ALL};
-        let prefix = if backup { "backup." } else { "checkpoint." };
         let names: Vec<&str> = ALL.iter().copied().filter(|n| n.starts_with(prefix)).collect();
         let name = names[rng.gen_range(0..names.len())];
         let f = fault.clone();
@@ -182,7 +259,7 @@ fn arm(rng: &mut StdRng, fault: &FaultFs, backup: bool) {
         );
         return;
     }
-    let _ = backup;
+    let _ = prefix;
     fault.add_rule(FaultRule {
         op: FaultOp::Any,
         kind: FaultKind::Eio,

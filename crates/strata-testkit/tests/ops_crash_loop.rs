@@ -1,4 +1,5 @@
-//! Crashes during checkpoints and backups (issue #18): the source DB is intact, a checkpoint
+//! Crashes during checkpoints, backups (issue #18) and ingestions (#17): the source DB is
+//! intact (an ingestion all there or absent), a checkpoint
 //! or backup is either absent or complete. Its own test binary: the kill point configuration
 //! is process-global. `STRATA_STRESS_SEED` (default 1) changes the run.
 

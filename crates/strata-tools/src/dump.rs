@@ -144,14 +144,19 @@ pub fn dump_manifest(out: &mut dyn Write, f: Bytes, path: &Path) -> Result<Outco
                 EditItem::LastSequence(n) => format!("last_sequence {n}"),
                 EditItem::DeleteFile { level, number } => format!("delete L{level} #{number}"),
                 EditItem::AddFile(t) => format!(
-                    "add L{} #{} size {} entries {} deletions {} [{} .. {}]",
+                    "add L{} #{} size {} entries {} deletions {} [{} .. {}]{}",
                     t.level,
                     t.number,
                     t.size,
                     t.entries,
                     t.deletions,
                     show_key(f, &t.smallest),
-                    show_key(f, &t.largest)
+                    show_key(f, &t.largest),
+                    if t.global_seqno == 0 {
+                        String::new()
+                    } else {
+                        format!(" global_seqno {}", t.global_seqno)
+                    }
                 ),
                 EditItem::CompactCursor { level, key } => {
                     format!("compact_cursor L{level} {}", show_key(f, key))

@@ -259,6 +259,7 @@ pub fn build_version_edit(files: u64, first: bool) -> Vec<u8> {
                 num_entries: 5,
                 num_deletions: 0,
                 data_time: 0,
+                global_seqno: crate::types::SeqNo::ZERO,
             },
         ));
     }
@@ -285,6 +286,7 @@ pub fn build_manifest(edits: u64) -> Vec<u8> {
                 num_entries: 2,
                 num_deletions: 0,
                 data_time: 0,
+                global_seqno: crate::types::SeqNo::ZERO,
             },
         ));
         let mut buf = Vec::new();

@@ -90,7 +90,7 @@ impl Table {
     /// The properties block, as `(name, value)` in a fixed order.
     pub fn properties(&self) -> Vec<(&'static str, String)> {
         let p = self.reader.properties();
-        vec![
+        let mut out = vec![
             ("num_entries", p.num_entries.to_string()),
             ("num_deletions", p.num_deletions.to_string()),
             ("num_merge_operands", p.num_merge_operands.to_string()),
@@ -105,7 +105,12 @@ impl Table {
             ("largest_seqno", p.largest_seqno.0.to_string()),
             ("compression", format!("{:?}", p.compression)),
             ("creation_time", p.creation_time.to_string()),
-        ]
+        ];
+        // Only external files (SstFileWriter's) carry it.
+        if p.external_file_version != 0 {
+            out.push(("external_file_version", p.external_file_version.to_string()));
+        }
+        out
     }
 
     /// The index: each data block with its separator (an entry at or after its last key).
@@ -318,6 +323,8 @@ pub struct TableSummary {
     pub entries: u64,
     /// Deletions.
     pub deletions: u64,
+    /// An ingested external file's global sequence number (0: none).
+    pub global_seqno: u64,
 }
 
 /// One field of a MANIFEST edit.
@@ -371,6 +378,7 @@ fn table_summary(path: &Path, offset: u64, level: usize, f: &FileMetaData) -> Re
         largest: entry(path, offset, &f.largest, Vec::new())?,
         entries: f.num_entries,
         deletions: f.num_deletions,
+        global_seqno: f.global_seqno.0,
     })
 }
 

@@ -50,8 +50,9 @@ pub use compaction_filter::{
 };
 pub use db::{
     BackupEngine, BackupInfo, Checkpoint, ColumnFamily, ColumnFamilyDescriptor, Db, DbIterator,
-    DbRawIterator, DbWithTtl, Direction, IteratorMode, LiveFileMetaData, RepairReport, TtlClock,
-    TtlIterator, TTL_SUFFIX_LEN,
+    DbRawIterator, DbWithTtl, Direction, ExternalSstFileInfo, IngestExternalFileOptions,
+    IteratorMode, LiveFileMetaData, RepairReport, SstFileWriter, TtlClock, TtlIterator,
+    TTL_SUFFIX_LEN,
 };
 pub use error::{Error, Result};
 pub use merge_operator::MergeOperator;

@@ -38,6 +38,7 @@ mod destroy;
 mod files;
 mod flush;
 mod info_log;
+mod ingest;
 mod iter;
 mod local_sv;
 mod obsolete;
@@ -46,6 +47,7 @@ mod properties;
 mod read;
 mod recover;
 mod repair;
+mod sst_file_writer;
 mod ttl;
 mod write;
 mod write_queue;
@@ -63,9 +65,11 @@ pub use self::cf::ColumnFamily;
 pub use self::cf::ColumnFamilyDescriptor;
 pub(crate) use self::cf::{CfState, Cfd, MemSet};
 pub use self::checkpoint::Checkpoint;
+pub use self::ingest::IngestExternalFileOptions;
 pub use self::iter::{DbIterator, DbRawIterator, Direction, IteratorMode};
 pub(crate) use self::recover::find_wals as find_wal_files;
 pub use self::repair::RepairReport;
+pub use self::sst_file_writer::{ExternalSstFileInfo, SstFileWriter};
 pub use self::ttl::{DbWithTtl, TtlClock, TtlIterator, TTL_SUFFIX_LEN};
 use crate::column_family::{AsColumnFamilyRef, ColumnFamilyId};
 use crate::env::{FileLock, FileSystem};
@@ -865,6 +869,55 @@ impl Db {
             })
             .unwrap_or_else(|| self.inner.default_cf.clone());
         compact::compact_files(&self.inner, &cfd, &numbers, output_level)
+    }
+
+    /// Ingests table files written by [`SstFileWriter`] into the `default` family
+    /// atomically (all or none, also across a crash), with the default
+    /// [`IngestExternalFileOptions`]. See [`Db::ingest_external_file_cf_opts`].
+    pub fn ingest_external_file<P: AsRef<Path>>(
+        &self,
+        paths: impl IntoIterator<Item = P>,
+    ) -> Result<()> {
+        self.ingest_external_file_opts(&IngestExternalFileOptions::default(), paths)
+    }
+
+    /// [`Db::ingest_external_file`] with `opts`.
+    pub fn ingest_external_file_opts<P: AsRef<Path>>(
+        &self,
+        opts: &IngestExternalFileOptions,
+        paths: impl IntoIterator<Item = P>,
+    ) -> Result<()> {
+        self.check_writable()?;
+        let paths: Vec<PathBuf> = paths.into_iter().map(|p| p.as_ref().to_path_buf()).collect();
+        ingest::ingest(&self.inner, &self.inner.default_cf, &paths, opts)
+    }
+
+    /// [`Db::ingest_external_file`] into family `cf`.
+    pub fn ingest_external_file_cf<P: AsRef<Path>>(
+        &self,
+        cf: &impl AsColumnFamilyRef,
+        paths: impl IntoIterator<Item = P>,
+    ) -> Result<()> {
+        self.ingest_external_file_cf_opts(cf, &IngestExternalFileOptions::default(), paths)
+    }
+
+    /// Ingests the external files `paths` into family `cf`: each is validated (checksums,
+    /// sorted keys, written by [`SstFileWriter`]), copied (or, with `move_files`, hard-linked)
+    /// into the DB and synced, and one MANIFEST edit adds them all. A file overlapping existing
+    /// data gets a global sequence number above every write so far and shadows older data;
+    /// snapshots taken before do not see it. Files of one call must not overlap each other.
+    /// Refused with `InvalidArgument`: a bad or overlapping file, a file overlapping the
+    /// memtable without `allow_blocking_flush`, a file needing a global sequence number
+    /// without `allow_global_seqno`. Details in `crates/strata/src/db/ingest.rs`.
+    pub fn ingest_external_file_cf_opts<P: AsRef<Path>>(
+        &self,
+        cf: &impl AsColumnFamilyRef,
+        opts: &IngestExternalFileOptions,
+        paths: impl IntoIterator<Item = P>,
+    ) -> Result<()> {
+        self.check_writable()?;
+        let paths: Vec<PathBuf> = paths.into_iter().map(|p| p.as_ref().to_path_buf()).collect();
+        ingest::ingest(&self.inner, self.cfd(cf)?, &paths, opts)
     }
 
     /// Waits until no flush or compaction is pending or running.

@@ -292,6 +292,7 @@ fn scan_table(fs: &dyn FileSystem, path: &Path, n: FileNumber) -> Result<Option<
         num_entries: p.num_entries,
         num_deletions: p.num_deletions,
         data_time: 0,
+        global_seqno: crate::types::SeqNo::ZERO,
     }))
 }
 

@@ -224,6 +224,12 @@ impl TableBuilder {
         }
     }
 
+    /// Marks the table as an external file (`external_file_version`, see
+    /// [`super::properties`]); its entries must all be at sequence number 0.
+    pub fn set_external(&mut self) {
+        self.props.external_file_version = super::properties::EXTERNAL_FILE_VERSION;
+    }
+
     #[cfg(test)]
     /// Records the creation time (seconds since the epoch) in the properties; default 0.
     pub fn set_creation_time(&mut self, secs: u64) {

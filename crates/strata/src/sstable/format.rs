@@ -9,10 +9,13 @@
 //! | rangedel block    | trailer |   optional (only with range tombstones)
 //! | index partitions  | trailers|   format version 2 only (see `partitioned.rs`)
 //! | index block       | trailer |   version 2: the top-level index over the partitions
-//! | properties block  | trailer |
+//! | properties block  | trailer |   external_file_version = 1 marks an external file
 //! | metaindex block   | trailer |
 //! | footer (52 bytes)           |
 //! +-----------------------------+
+//!
+//! external file (SstFileWriter) = the same layout; every entry and range tombstone at
+//!     seqno 0; its global seqno, if any, lives in the MANIFEST (`GlobalSeqno`), never here
 //!
 //! block handle = varint64 offset | varint64 size        (size excludes the trailer)
 //!

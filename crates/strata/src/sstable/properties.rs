@@ -20,8 +20,15 @@
 //!  6 raw_value_size      13 compression         (CompressionType tag configured for data)
 //!  7 data_size           14 creation_time       (caller-provided, seconds; 0 if unknown)
 //!                                                (data_size: stored bytes incl. trailers)
+//! 15 external_file_version
 //! ```
 //! `num_deletions` counts deletions and single deletions.
+//!
+//! `external_file_version` marks a table written by `SstFileWriter` for ingestion: 0 (absent)
+//! for tables the DB wrote itself; 1 for an external file, whose entries and range tombstones
+//! are all stored at sequence number 0 and whose global sequence number, if ingestion assigns
+//! one, is kept outside the file (the MANIFEST's `GlobalSeqno` field): the file itself is never
+//! rewritten, so a hard-linked source stays unchanged.
 
 use std::path::PathBuf;
 
@@ -48,6 +55,11 @@ const TAG_SMALLEST_SEQNO: u64 = 11;
 const TAG_LARGEST_SEQNO: u64 = 12;
 const TAG_COMPRESSION: u64 = 13;
 const TAG_CREATION_TIME: u64 = 14;
+const TAG_EXTERNAL_FILE_VERSION: u64 = 15;
+
+/// `external_file_version` of a file written by `SstFileWriter`: entries at sequence number 0,
+/// the global seqno kept by the DB (see the module doc).
+pub const EXTERNAL_FILE_VERSION: u64 = 1;
 
 /// What a table holds, recorded when it was built.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -73,6 +85,8 @@ pub struct TableProperties {
     pub compression: CompressionType,
     /// Caller-provided creation time, 0 when unknown.
     pub creation_time: u64,
+    /// 0 for a table the DB wrote; [`EXTERNAL_FILE_VERSION`] for an external file.
+    pub external_file_version: u64,
 }
 
 impl Default for TableProperties {
@@ -92,6 +106,7 @@ impl Default for TableProperties {
             largest_seqno: SeqNo::ZERO,
             compression: CompressionType::None,
             creation_time: 0,
+            external_file_version: 0,
         }
     }
 }
@@ -115,8 +130,12 @@ impl TableProperties {
             (TAG_LARGEST_SEQNO, self.largest_seqno.0),
             (TAG_COMPRESSION, self.compression as u64),
             (TAG_CREATION_TIME, self.creation_time),
+            (TAG_EXTERNAL_FILE_VERSION, self.external_file_version),
         ];
         for (tag, v) in fields {
+            if tag == TAG_EXTERNAL_FILE_VERSION && v == 0 {
+                continue; // tables the DB writes stay byte-identical to before the field
+            }
             put_varint64(&mut out, (tag << 1) | WIRE_VARINT);
             put_varint64(&mut out, v);
         }
@@ -162,6 +181,7 @@ impl TableProperties {
                         .ok_or_else(|| bad(format!("unknown compression type {v}")))?;
                 }
                 TAG_CREATION_TIME => p.creation_time = v,
+                TAG_EXTERNAL_FILE_VERSION => p.external_file_version = v,
                 _ => {} // a property from a newer version
             }
         }
@@ -189,6 +209,7 @@ mod tests {
             largest_seqno: SeqNo::MAX,
             compression: CompressionType::Zstd,
             creation_time: 1_700_000_000,
+            external_file_version: EXTERNAL_FILE_VERSION,
         }
     }
 

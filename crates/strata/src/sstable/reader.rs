@@ -9,6 +9,14 @@
 //! partitions of a partitioned index or filter always go through the block cache (or the
 //! file, without one). Data blocks go through the block cache. Every error names the table's
 //! path and the offset of the damaged structure.
+//!
+//! A table ingested as an external file stores every entry (and range tombstone) at sequence
+//! number 0; the DB gives it a *global sequence number* G (recorded in the MANIFEST, not in
+//! the file). With [`TableReader::set_global_seqno`], the reader presents each entry as
+//! `(user key, G, type)`: `get`, the iterator (keys, seeks against the mapped order) and the
+//! range tombstones all see G. This is sound because such a table holds each user key at
+//! most once, so the mapping keeps its entries in order. The block cache holds blocks as
+//! stored; the mapping is applied as entries are read.
 
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
@@ -136,6 +144,8 @@ pub struct TableReader {
     /// The `strata.rangedel` block, as stored and fragmented (source 0).
     range_dels: Vec<RangeTombstone>,
     fragmented_range_dels: Option<Arc<FragmentedTombstones>>,
+    /// Sequence number entries read as (an ingested file's global seqno); 0 = as stored.
+    global_seqno: SeqNo,
 }
 
 impl std::fmt::Debug for TableReader {
@@ -231,6 +241,7 @@ impl TableReader {
             properties,
             range_dels,
             fragmented_range_dels,
+            global_seqno: SeqNo::ZERO,
         };
         // Read (and verify) the index and filter now; then keep them unless they are to be
         // read through the cache. Without a block cache there is nowhere else to keep them.
@@ -254,6 +265,34 @@ impl TableReader {
             }
         }
         Ok(r)
+    }
+
+    /// Makes every entry and range tombstone read as sequence number `seq` (an ingested
+    /// file's global seqno; see the module doc). Refused when the table holds entries at
+    /// other sequence numbers than 0: only external files (written at 0) may be mapped.
+    pub fn set_global_seqno(&mut self, seq: SeqNo) -> Result<()> {
+        if seq == SeqNo::ZERO {
+            return Ok(());
+        }
+        let p = &self.properties;
+        if p.largest_seqno != SeqNo::ZERO || self.range_dels.iter().any(|t| t.seq != SeqNo::ZERO) {
+            return Err(Error::corruption(
+                &self.path,
+                0,
+                format!(
+                    "global seqno {} given to a table with entries at sequence numbers up to {} \
+                     (an external file stores every entry at 0)",
+                    seq.0, p.largest_seqno.0
+                ),
+            ));
+        }
+        for t in &mut self.range_dels {
+            t.seq = seq;
+        }
+        self.fragmented_range_dels = (!self.range_dels.is_empty())
+            .then(|| Arc::new(FragmentedTombstones::from_tombstones(&self.range_dels, 0)));
+        self.global_seqno = seq;
+        Ok(())
     }
 
     /// Accounts for a metadata block the reader keeps: pinned (charged to the cache too) or
@@ -400,6 +439,29 @@ impl TableReader {
                 "lookup key {lookup_ikey:?} is not an internal key"
             )));
         }
+        let global = self.global_seqno;
+        if global != SeqNo::ZERO {
+            // The table's one entry for the key reads as `global`: a lookup below it sees
+            // nothing here; at or above it, the stored entry (at 0) is found and remapped.
+            if crate::key::trailer(lookup_ikey) >> 8 < global.0 {
+                return Ok(());
+            }
+            let mut mapped = Vec::new();
+            return self.get_stored(lookup_ikey, read, &mut |k: &[u8], v: &[u8]| {
+                remap_key(&mut mapped, k, global);
+                f(&mapped, v)
+            });
+        }
+        self.get_stored(lookup_ikey, read, &mut f)
+    }
+
+    /// `get` over the entries as stored.
+    fn get_stored(
+        &self,
+        lookup_ikey: &[u8],
+        read: &ReadBlockOptions,
+        mut f: impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<()> {
         let index_block = self.index_block()?;
         let (index_buf, data_buf) = GET_KEY_BUFFERS.take();
         let mut index = BlockIter::with_key_buffer(index_block, index_buf);
@@ -499,6 +561,9 @@ impl TableReader {
             data: None,
             status: None,
             readahead: Readahead::new(read.readahead_size),
+            global: self.global_seqno,
+            mapped: Vec::new(),
+            target: Vec::new(),
         }
     }
 
@@ -748,6 +813,26 @@ pub struct TableIterator {
     data: Option<BlockIter>,
     status: Option<Error>,
     readahead: Readahead,
+    /// The table's global seqno (0: keys as stored) and the current key mapped to it.
+    global: SeqNo,
+    mapped: Vec<u8>,
+    /// Scratch for seek targets translated into the stored order.
+    target: Vec<u8>,
+}
+
+/// `key` (an internal key) with its sequence number replaced by `seq` into `out`.
+fn remap_key(out: &mut Vec<u8>, key: &[u8], seq: SeqNo) {
+    out.clear();
+    if key.len() < TRAILER_LEN {
+        out.extend_from_slice(key);
+        return;
+    }
+    let (user, trailer) = key.split_at(key.len() - TRAILER_LEN);
+    let mut t = [0u8; TRAILER_LEN];
+    t.copy_from_slice(trailer);
+    let packed = (seq.0 << 8) | (u64::from_le_bytes(t) & 0xff);
+    out.extend_from_slice(user);
+    out.extend_from_slice(&packed.to_le_bytes());
 }
 
 impl TableIterator {
@@ -848,6 +933,42 @@ impl TableIterator {
         self.load_data_block()
     }
 
+    /// Refreshes the mapped key after a move (global seqno tables only).
+    fn remap(&mut self) {
+        if self.global != SeqNo::ZERO && self.valid() {
+            if let Some(d) = &self.data {
+                remap_key(&mut self.mapped, d.key(), self.global);
+            }
+        }
+    }
+
+    /// The stored-order key to seek for mapped `target` `(u, s)`, and whether the stored
+    /// entry of `u` must be skipped (forward) / passed over (backward): the entry of `u`
+    /// reads as `(u, G)`, which sorts at or after `(u, s)` exactly when `G <= s`.
+    /// Forward: with `G <= s` seek `(u, s)` (the stored `(u, 0)` is at or after it); else
+    /// seek `(u, 0, lowest type)` and step past `u`. Backward: with `G >= s` seek-for-prev
+    /// the last key of `u`; else the first key of `u`, which lands before it.
+    fn stored_target(&mut self, target: &[u8], forward: bool) -> bool {
+        let user = crate::key::user_key(target);
+        let s = crate::key::trailer(target) >> 8;
+        let g = self.global.0;
+        self.target.clear();
+        self.target.extend_from_slice(user);
+        let (trailer, skip_user) = if forward {
+            if g <= s {
+                (crate::key::trailer(target), false)
+            } else {
+                (0, true)
+            }
+        } else if g >= s {
+            (0, false)
+        } else {
+            (u64::MAX, false)
+        };
+        self.target.extend_from_slice(&trailer.to_le_bytes());
+        skip_user
+    }
+
     fn check_target(&mut self, target: &[u8]) -> bool {
         self.status = None;
         if target.len() < TRAILER_LEN {
@@ -875,6 +996,7 @@ impl InternalIterator for TableIterator {
             }
             self.skip_forward();
         }
+        self.remap();
     }
 
     fn seek_to_last(&mut self) {
@@ -886,42 +1008,41 @@ impl InternalIterator for TableIterator {
             }
             self.skip_backward();
         }
+        self.remap();
     }
 
     fn seek(&mut self, target: &[u8]) {
         if !self.check_target(target) {
             return;
         }
-        self.index.seek(target);
-        if self.position_index() {
-            if let Some(d) = &mut self.data {
-                d.seek(target);
+        if self.global != SeqNo::ZERO {
+            let skip_user = self.stored_target(target, true);
+            let stored = std::mem::take(&mut self.target);
+            self.seek_stored(&stored);
+            if skip_user
+                && self.valid()
+                && crate::key::user_key(self.key()) == crate::key::user_key(target)
+            {
+                self.next();
             }
-            self.skip_forward();
+            self.target = stored;
+            return;
         }
+        self.seek_stored(target);
     }
 
     fn seek_for_prev(&mut self, target: &[u8]) {
         if !self.check_target(target) {
             return;
         }
-        // The first block whose separator is >= target is the last one that can hold a key
-        // <= target; past every separator, only the last block can.
-        self.index.seek(target);
-        if !self.index.valid() {
-            if self.index.has_error() {
-                self.invalidate_data();
-            } else {
-                self.seek_to_last();
-            }
+        if self.global != SeqNo::ZERO {
+            self.stored_target(target, false);
+            let stored = std::mem::take(&mut self.target);
+            self.seek_for_prev_stored(&stored);
+            self.target = stored;
             return;
         }
-        if self.position_index() {
-            if let Some(d) = &mut self.data {
-                d.seek_for_prev(target);
-            }
-            self.skip_backward();
-        }
+        self.seek_for_prev_stored(target);
     }
 
     #[inline]
@@ -933,6 +1054,7 @@ impl InternalIterator for TableIterator {
                 self.skip_forward();
             }
         }
+        self.remap();
     }
 
     fn prev(&mut self) {
@@ -943,10 +1065,14 @@ impl InternalIterator for TableIterator {
                 self.skip_backward();
             }
         }
+        self.remap();
     }
 
     #[inline]
     fn key(&self) -> &[u8] {
+        if self.global != SeqNo::ZERO {
+            return &self.mapped;
+        }
         match &self.data {
             Some(d) => d.key(),
             None => &[],
@@ -971,5 +1097,41 @@ impl InternalIterator for TableIterator {
             Some(d) => d.status().map_err(|e| e.with_file(path)),
             None => Ok(()),
         }
+    }
+}
+
+impl TableIterator {
+    /// `seek` in the stored order (target checked).
+    fn seek_stored(&mut self, target: &[u8]) {
+        self.index.seek(target);
+        if self.position_index() {
+            if let Some(d) = &mut self.data {
+                d.seek(target);
+            }
+            self.skip_forward();
+        }
+        self.remap();
+    }
+
+    /// `seek_for_prev` in the stored order (target checked).
+    fn seek_for_prev_stored(&mut self, target: &[u8]) {
+        // The first block whose separator is >= target is the last one that can hold a key
+        // <= target; past every separator, only the last block can.
+        self.index.seek(target);
+        if !self.index.valid() {
+            if self.index.has_error() {
+                self.invalidate_data();
+            } else {
+                self.seek_to_last();
+            }
+            return;
+        }
+        if self.position_index() {
+            if let Some(d) = &mut self.data {
+                d.seek_for_prev(target);
+            }
+            self.skip_backward();
+        }
+        self.remap();
     }
 }

@@ -19,12 +19,21 @@ use crate::env::FileSystem;
 use crate::error::Result;
 use crate::filename::table_path;
 use crate::sstable::{CacheAccess, MetaBlockOptions, TableReader};
-use crate::types::FileNumber;
+use crate::types::{FileNumber, SeqNo};
 
 /// The open reader of one table file, set once and kept beside the file's record in a live
 /// version when the table cache pins readers.
+/// It also carries the file's global sequence number (an ingested file's, from its MANIFEST
+/// record; 0 otherwise), which every reader of the file is opened with.
 #[derive(Default)]
-pub(crate) struct PinnedTable(OnceLock<Arc<TableReader>>);
+pub(crate) struct PinnedTable(OnceLock<Arc<TableReader>>, SeqNo);
+
+impl PinnedTable {
+    /// The slot of a file whose entries read as `global_seqno` (0: as stored).
+    pub fn with_global_seqno(global_seqno: SeqNo) -> PinnedTable {
+        PinnedTable(OnceLock::new(), global_seqno)
+    }
+}
 
 impl std::fmt::Debug for PinnedTable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -127,7 +136,7 @@ impl TableCache {
         if let Some(r) = pinned.0.get() {
             return Ok(TableRef::Pinned(r));
         }
-        let r = self.open_cached(number, level)?;
+        let r = self.open_cached(number, level, pinned.1)?;
         if self.pin {
             // A racing thread may have set it first: both readers are of the same file.
             let _ = pinned.0.set(r.clone());
@@ -136,7 +145,13 @@ impl TableCache {
     }
 
     /// The reader of table `number` from the cache, opening it if needed.
-    fn open_cached(&self, number: FileNumber, level: Option<usize>) -> Result<Arc<TableReader>> {
+    /// The cache key is the file number: a file's global seqno never changes.
+    fn open_cached(
+        &self,
+        number: FileNumber,
+        level: Option<usize>,
+        global_seqno: SeqNo,
+    ) -> Result<Arc<TableReader>> {
         if let Some(r) = self.readers.lookup(&number.0) {
             return Ok(r);
         }
@@ -149,8 +164,9 @@ impl TableCache {
             pin: self.meta.cache_index_and_filter_blocks && self.pin_l0 && level == Some(0),
             ..self.meta
         };
-        let reader =
-            Arc::new(TableReader::open_with(file, number.0, self.block_cache.clone(), meta)?);
+        let mut reader = TableReader::open_with(file, number.0, self.block_cache.clone(), meta)?;
+        reader.set_global_seqno(global_seqno)?;
+        let reader = Arc::new(reader);
         self.readers.insert(number.0, reader.clone(), 1);
         Ok(reader)
     }

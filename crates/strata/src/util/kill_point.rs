@@ -69,6 +69,8 @@ pub const ALL: &[&str] = &[
     "backup.table",
     "backup.meta",
     "backup.meta_rename",
+    "ingest.copy",
+    "ingest.install",
 ];
 
 #[cfg(feature = "kill-points")]

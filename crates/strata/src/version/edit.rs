@@ -28,6 +28,11 @@
 //! 0x4008 FileTime          varint len | varint64 file number | varint64 seconds
 //!                          (the data time of a file added earlier in the same edit;
 //!                          written only when known, i.e. nonzero)
+//!  14  GlobalSeqno         varint64 file number | varint64 sequence number
+//!                          (the global sequence number of an ingested external file added
+//!                          earlier in the same edit: every entry the file stores at sequence
+//!                          number 0 reads as this one; written only when nonzero. Not safe to
+//!                          ignore: a reader without it would read the entries at 0)
 //! ```
 //!
 //! Tag values. on-disk: never change. Compatibility rule: a field an older reader may ignore is
@@ -77,6 +82,8 @@ pub(crate) mod tag {
     pub const COLUMN_FAMILY_DROP: u32 = 11;
     pub const MAX_COLUMN_FAMILY: u32 = 12;
     pub const CF_LOG_NUMBER: u32 = 13;
+    /// The global sequence number of an ingested file (see the module doc).
+    pub const GLOBAL_SEQNO: u32 = 14;
 }
 
 /// Name of the only comparator, written in the first edit of every MANIFEST.
@@ -99,6 +106,9 @@ pub(crate) struct FileMetaData {
     /// time, or the latest of a compaction's inputs'. 0 = unknown (files written before the
     /// field existed, repaired files); such a file never expires by FIFO's TTL.
     pub data_time: u64,
+    /// For an ingested external file: the sequence number its entries (stored at 0) read
+    /// as. 0 = none (entries read as stored).
+    pub global_seqno: SeqNo,
 }
 
 impl FileMetaData {
@@ -115,6 +125,7 @@ impl FileMetaData {
             num_entries: s.num_entries,
             num_deletions: s.properties.num_deletions,
             data_time: 0,
+            global_seqno: SeqNo::ZERO,
         }
     }
 }
@@ -231,6 +242,11 @@ impl VersionEdit {
                 put_varint32(buf, tag::FILE_TIME);
                 put_length_prefixed(buf, &payload);
             }
+            if f.global_seqno != SeqNo::ZERO {
+                put_varint32(buf, tag::GLOBAL_SEQNO);
+                put_varint64(buf, f.number.0);
+                put_varint64(buf, f.global_seqno.0);
+            }
         }
     }
 
@@ -309,6 +325,7 @@ impl VersionEdit {
                         num_entries: d.u64("entry count")?,
                         num_deletions: d.u64("deletion count")?,
                         data_time: 0,
+                        global_seqno: SeqNo::ZERO,
                     };
                     e.new_files.push((level, f));
                 }
@@ -324,6 +341,18 @@ impl VersionEdit {
                     {
                         f.data_time = secs;
                     }
+                }
+                tag::GLOBAL_SEQNO => {
+                    let number = d.u64("global seqno file number")?;
+                    let seq = d.seqno("global seqno")?;
+                    let Some((_, f)) =
+                        e.new_files.iter_mut().rev().find(|(_, f)| f.number.0 == number)
+                    else {
+                        return Err(d.err(format_args!(
+                            "global seqno for file {number}, which the edit does not add"
+                        )));
+                    };
+                    f.global_seqno = seq;
                 }
                 t if t & tag::SAFE_TO_IGNORE != 0 => {
                     d.bytes("ignorable field")?;
@@ -428,6 +457,7 @@ mod tests {
             num_entries: 1000 + n,
             num_deletions: n,
             data_time: if n.is_multiple_of(2) { 1_700_000_000 + n } else { 0 },
+            global_seqno: if n.is_multiple_of(3) { SeqNo(n + 7) } else { SeqNo::ZERO },
         }
     }
 

@@ -30,7 +30,8 @@ pub(crate) struct TableFile {
 
 impl TableFile {
     pub fn new(meta: FileMetaData) -> TableFile {
-        TableFile { meta, pinned: PinnedTable::default() }
+        let pinned = PinnedTable::with_global_seqno(meta.global_seqno);
+        TableFile { meta, pinned }
     }
 }
 
@@ -195,6 +196,7 @@ mod tests {
             num_entries: 1,
             num_deletions: 0,
             data_time: 0,
+            global_seqno: crate::types::SeqNo::ZERO,
         }
     }
 

@@ -119,6 +119,7 @@ pub(crate) fn parse_shape(text: &str) -> (Version, PickerOptions, HashSet<FileNu
                             num_entries: 1,
                             num_deletions: 0,
                             data_time,
+                            global_seqno: SeqNo::ZERO,
                         },
                     ));
                 }

@@ -1,0 +1,439 @@
+//! Ingesting external table files ([`crate::SstFileWriter`]'s) into a column family.
+//!
+//! Steps, and what each guarantees:
+//! 1. **Validate** every file outside any lock: it opens as a table (footer, metaindex,
+//!    properties, index, filter verified), says `external_file_version = 1`, and a full scan
+//!    with checksums finds every entry at sequence number 0 with strictly increasing user
+//!    keys. The files of one call must not overlap each other (`InvalidArgument`).
+//! 2. **Copy** each file under a fresh table number of the DB (a hard link with
+//!    `move_files`, falling back to a copy when linking fails), sync it, then sync the DB
+//!    directory. Nothing refers to these files yet: a crash here leaves orphan tables, which
+//!    the next open deletes (`db/obsolete.rs`).
+//! 3. **Install** under the WAL lock (no write is in flight or starts): a file overlapping a
+//!    memtable first makes the family flush (`allow_blocking_flush`, else `InvalidArgument`)
+//!    and the step starts again. Then, holding the version set and DB state locks (no
+//!    compaction is picked or installed meanwhile), each file's level and sequence number are
+//!    chosen (below) and one MANIFEST edit adds every file, with `last_sequence` raised to the
+//!    global seqno. The edit is the commit point: before it is synced nothing is visible,
+//!    after it everything is, and a reopen replays it.
+//!
+//! Placement. A file that overlaps nothing in the family (memtables, every level) and that no
+//! snapshot must be kept from seeing (`snapshot_consistency` with live snapshots) keeps
+//! sequence number 0 and goes to the last level. Otherwise it gets the global seqno
+//! `last_sequence + 1` (one for the whole call; refused when `allow_global_seqno` is false):
+//! newer than everything, so it goes to the deepest level such that no level from L0 down
+//! to it holds an overlapping file (leveled style), or to L0 (universal, FIFO and tiered,
+//! whose runs are ordered by age). A level that a running compaction may write keys of the
+//! file's range into is not chosen (its output could otherwise overlap the file there).
+//!
+//! The global seqno is recorded in the file's MANIFEST record (`GlobalSeqno`,
+//! `docs/format/manifest.md`); the file itself is never rewritten. Table readers opened for
+//! the file present its entries at that sequence number (`sstable/reader.rs`).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::{Cfd, DbInner};
+use crate::env::{copy_file, FileSystem};
+use crate::error::{Error, Result};
+use crate::filename::table_path;
+use crate::iterator::InternalIterator;
+use crate::key::{
+    after_largest, compare_internal, lookup_key, make_internal_key, parse_internal_key,
+    range_end_bound, user_key,
+};
+use crate::options::CompactionStyle;
+use crate::sstable::properties::EXTERNAL_FILE_VERSION;
+use crate::sstable::{ReadBlockOptions, TableReader};
+use crate::types::{FileNumber, SeqNo, ValueType};
+use crate::version::edit::{FileMetaData, VersionEdit};
+use crate::version::levels::Version;
+
+/// How [`crate::Db::ingest_external_file_opts`] ingests (RocksDB's
+/// `IngestExternalFileOptions`, with its defaults).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IngestExternalFileOptions {
+    /// Hard-link the files into the DB (falling back to a copy when linking fails) and
+    /// remove the originals after a successful ingestion, instead of copying them. Default
+    /// false: the sources are left untouched.
+    pub move_files: bool,
+    /// Snapshots taken before the ingestion do not see the ingested data (the files get a
+    /// global seqno whenever a snapshot is live). Default true.
+    pub snapshot_consistency: bool,
+    /// Allow giving files a global sequence number; without it, a file that overlaps
+    /// existing data (or needs one for snapshots) is refused. Default true.
+    pub allow_global_seqno: bool,
+    /// Flush the memtable when a file overlaps it (the ingestion waits for the flush);
+    /// without it such an ingestion is refused. Default true.
+    pub allow_blocking_flush: bool,
+    /// Put the files below all existing data (RocksDB's `ingest_behind`). Not supported:
+    /// `true` is refused with `NotSupported`. Default false.
+    pub ingest_behind: bool,
+    /// Write the global seqno into the ingested file. Strata always keeps it in the
+    /// MANIFEST instead (the file is never rewritten); `true` is refused with
+    /// `NotSupported`. Default false (as RocksDB's current default).
+    pub write_global_seqno: bool,
+}
+
+impl Default for IngestExternalFileOptions {
+    fn default() -> Self {
+        IngestExternalFileOptions {
+            move_files: false,
+            snapshot_consistency: true,
+            allow_global_seqno: true,
+            allow_blocking_flush: true,
+            ingest_behind: false,
+            write_global_seqno: false,
+        }
+    }
+}
+
+/// One validated external file.
+struct Candidate {
+    source: PathBuf,
+    /// Smallest user key (inclusive).
+    lo: Vec<u8>,
+    /// Smallest and largest internal keys as stored (the largest may be an exclusive range
+    /// end bound).
+    smallest: Vec<u8>,
+    largest: Vec<u8>,
+    file_size: u64,
+    num_entries: u64,
+    num_deletions: u64,
+}
+
+impl Candidate {
+    fn overlaps(&self, lo: &[u8], hi: &[u8]) -> bool {
+        !after_largest(lo, &self.largest) && !after_largest(&self.lo, hi)
+    }
+}
+
+/// Where a copied file is going.
+struct Placed {
+    number: FileNumber,
+    linked: bool,
+}
+
+/// Ingests `paths` into family `cfd` (see the module doc).
+pub(crate) fn ingest(
+    inner: &DbInner,
+    cfd: &Arc<Cfd>,
+    paths: &[PathBuf],
+    opts: &IngestExternalFileOptions,
+) -> Result<()> {
+    if opts.ingest_behind {
+        return Err(Error::NotSupported(
+            "ingest_external_file: ingest_behind is not supported".to_string(),
+        ));
+    }
+    if opts.write_global_seqno {
+        return Err(Error::NotSupported(
+            "ingest_external_file: write_global_seqno is not supported (the global sequence \
+             number is kept in the MANIFEST)"
+                .to_string(),
+        ));
+    }
+    if paths.is_empty() {
+        return Err(Error::InvalidArgument("ingest_external_file: no files given".to_string()));
+    }
+    let fs = inner.fs.as_ref();
+    let mut files = paths.iter().map(|p| validate(fs, p)).collect::<Result<Vec<_>>>()?;
+    files.sort_by(|a, b| compare_internal(&a.smallest, &b.smallest));
+    for w in files.windows(2) {
+        if w[1].overlaps(&w[0].lo, &w[0].largest) {
+            return Err(Error::InvalidArgument(format!(
+                "ingest_external_file: files {} and {} overlap (the files of one call must not)",
+                w[0].source.display(),
+                w[1].source.display()
+            )));
+        }
+    }
+    let mut placed = Vec::with_capacity(files.len());
+    let copied = copy_in(inner, &files, opts.move_files, &mut placed);
+    let installed = copied.and_then(|()| install(inner, cfd, &files, &placed, opts));
+    if let Err(e) = installed {
+        for p in &placed {
+            let _ = fs.remove(&table_path(&inner.dir, p.number));
+        }
+        return Err(e);
+    }
+    if opts.move_files {
+        for (f, p) in files.iter().zip(&placed) {
+            if p.linked {
+                let _ = fs.remove(&f.source);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Opens and scans one external file (step 1).
+fn validate(fs: &dyn FileSystem, path: &Path) -> Result<Candidate> {
+    let bad = |reason: String| {
+        Error::InvalidArgument(format!("ingest_external_file: {}: {reason}", path.display()))
+    };
+    let file = fs.open(path)?;
+    let file_size = file.len();
+    let reader = Arc::new(TableReader::open(file, 0, None)?);
+    let props = reader.properties();
+    if props.external_file_version != EXTERNAL_FILE_VERSION {
+        return Err(bad(format!(
+            "not an external file written by SstFileWriter (external_file_version {}, \
+             expected {EXTERNAL_FILE_VERSION})",
+            props.external_file_version
+        )));
+    }
+    let ro = ReadBlockOptions { verify_checksums: true, fill_cache: false, readahead_size: 0 };
+    let mut it = reader.iter(ro);
+    it.seek_to_first();
+    let (mut smallest, mut largest) = (Vec::new(), Vec::new());
+    let (mut num_entries, mut num_deletions) = (0u64, 0u64);
+    while it.valid() {
+        let k = it.key();
+        let Some(p) = parse_internal_key(k) else {
+            return Err(Error::corruption(path, 0, format!("entry {num_entries}: bad key {k:?}")));
+        };
+        if p.seq != SeqNo::ZERO {
+            return Err(bad(format!(
+                "entry {:?} has sequence number {} (external files hold only 0)",
+                p.user_key, p.seq.0
+            )));
+        }
+        if !largest.is_empty() && user_key(&largest) >= p.user_key {
+            return Err(bad(format!(
+                "key {:?} does not sort after the previous key {:?}",
+                p.user_key,
+                user_key(&largest)
+            )));
+        }
+        if matches!(p.value_type, ValueType::Deletion | ValueType::SingleDeletion) {
+            num_deletions += 1;
+        }
+        if smallest.is_empty() {
+            smallest = k.to_vec();
+        }
+        largest.clear();
+        largest.extend_from_slice(k);
+        num_entries += 1;
+        it.next();
+    }
+    it.status()?;
+    for t in reader.range_tombstones() {
+        if t.seq != SeqNo::ZERO {
+            return Err(bad(format!(
+                "range deletion [{:?}, {:?}) has sequence number {}",
+                t.start, t.end, t.seq.0
+            )));
+        }
+        let lo = make_internal_key(&t.start, SeqNo::ZERO, ValueType::RangeDeletion);
+        if smallest.is_empty() || compare_internal(&lo, &smallest).is_lt() {
+            smallest = lo;
+        }
+        let hi = range_end_bound(&t.end);
+        if largest.is_empty() || compare_internal(&hi, &largest).is_gt() {
+            largest = hi;
+        }
+    }
+    if smallest.is_empty() {
+        return Err(bad("the file holds no entries".to_string()));
+    }
+    Ok(Candidate {
+        source: path.to_path_buf(),
+        lo: user_key(&smallest).to_vec(),
+        smallest,
+        largest,
+        file_size,
+        num_entries,
+        num_deletions,
+    })
+}
+
+/// Links or copies every file under a new table number, syncs them and the directory
+/// (step 2). `placed` receives each file made, so the caller can remove them on failure.
+fn copy_in(
+    inner: &DbInner,
+    files: &[Candidate],
+    move_files: bool,
+    placed: &mut Vec<Placed>,
+) -> Result<()> {
+    let fs = inner.fs.as_ref();
+    for f in files {
+        let number = inner.new_file_number();
+        let dst = table_path(&inner.dir, number);
+        let linked = move_files && fs.link(&f.source, &dst).is_ok();
+        placed.push(Placed { number, linked });
+        if linked {
+            fs.sync_file(&dst)?;
+        } else {
+            copy_file(fs, &f.source, &dst)?;
+        }
+        crate::kill_point!("ingest.copy");
+    }
+    fs.sync_dir(&inner.dir)
+}
+
+/// Whether a memtable of the family holds a key (or range tombstone) in `f`'s range.
+fn overlaps_memtables(sv: &super::SuperVersion, f: &Candidate) -> bool {
+    std::iter::once(&sv.mem).chain(&sv.imm).any(|m| {
+        if m.is_empty() {
+            return false;
+        }
+        let mut it = m.iter();
+        it.seek(&lookup_key(&f.lo, SeqNo::MAX));
+        if it.valid() && !after_largest(user_key(it.key()), &f.largest) {
+            return true;
+        }
+        m.range_tombstones().iter().any(|t| f.overlaps(&t.start, &range_end_bound(&t.end)))
+    })
+}
+
+fn overlaps_level(version: &Version, level: usize, f: &Candidate) -> bool {
+    version.levels[level].iter().any(|t| f.overlaps(user_key(&t.smallest), &t.largest))
+}
+
+/// The installing step (3), retried after a flush the files made necessary.
+fn install(
+    inner: &DbInner,
+    cfd: &Arc<Cfd>,
+    files: &[Candidate],
+    placed: &[Placed],
+    opts: &IngestExternalFileOptions,
+) -> Result<()> {
+    const MAX_FLUSHES: usize = 8;
+    for _ in 0..MAX_FLUSHES {
+        let mut wal = inner.wal.lock();
+        if let Some(e) = inner.bg_error() {
+            return Err(e);
+        }
+        super::write::drain_pipeline(inner);
+        let sv = cfd.current_super_version();
+        if let Some(f) = files.iter().find(|f| overlaps_memtables(&sv, f)) {
+            if !opts.allow_blocking_flush {
+                return Err(Error::InvalidArgument(format!(
+                    "ingest_external_file: {} overlaps the memtable and allow_blocking_flush \
+                     is false",
+                    f.source.display()
+                )));
+            }
+            drop(wal);
+            super::flush::flush_and_wait(inner, cfd)?;
+            continue;
+        }
+        let mut versions = inner.versions.lock();
+        let st = inner.state.lock();
+        if cfd.dropped.load(std::sync::atomic::Ordering::Acquire) {
+            return Err(Error::ColumnFamilyDropped(cfd.name.clone()));
+        }
+        let version = cfd.current_super_version().version.clone();
+        let next = SeqNo(wal.last_sequence.0 + 1);
+        let snapshots_live = opts.snapshot_consistency && inner.snapshots.count() > 0;
+        let busy: Vec<(usize, &Arc<crate::version::levels::TableFile>)> =
+            version.files().filter(|(_, t)| st.compacting.contains(&t.number)).collect();
+        let mut edit = VersionEdit { column_family: cfd.id, ..VersionEdit::default() };
+        let mut global = SeqNo::ZERO;
+        let data_time = super::info_log::now_micros() / 1_000_000;
+        for (f, p) in files.iter().zip(placed) {
+            // A level below the highest level of a running compaction over the file's
+            // range may receive that compaction's output there.
+            let busy_from = busy
+                .iter()
+                .filter(|(_, t)| f.overlaps(user_key(&t.smallest), &t.largest))
+                .map(|(l, _)| *l)
+                .min();
+            let free = |level: usize| level == 0 || busy_from.is_none_or(|b| level < b);
+            let last = version.levels.len() - 1;
+            let overlaps_any = (0..=last).any(|l| overlaps_level(&version, l, f));
+            let (level, seq) = if !overlaps_any && !snapshots_live && free(last) {
+                (last, SeqNo::ZERO)
+            } else {
+                if !opts.allow_global_seqno {
+                    return Err(Error::InvalidArgument(format!(
+                        "ingest_external_file: {} needs a global sequence number ({}) and \
+                         allow_global_seqno is false",
+                        f.source.display(),
+                        if overlaps_any {
+                            "it overlaps existing data"
+                        } else if snapshots_live {
+                            "snapshots are live"
+                        } else {
+                            "a compaction is writing its key range"
+                        }
+                    )));
+                }
+                let mut level = 0;
+                if cfd.opts.compaction_style == CompactionStyle::Leveled {
+                    for l in 0..=last {
+                        if overlaps_level(&version, l, f) {
+                            break;
+                        }
+                        if free(l) {
+                            level = l;
+                        }
+                    }
+                }
+                (level, next)
+            };
+            if seq != SeqNo::ZERO {
+                global = seq;
+            }
+            let remap = |k: &[u8]| match parse_internal_key(k) {
+                Some(pk) if seq != SeqNo::ZERO && !crate::key::is_exclusive_bound(k) => {
+                    make_internal_key(pk.user_key, seq, pk.value_type)
+                }
+                _ => k.to_vec(),
+            };
+            edit.new_files.push((
+                level,
+                FileMetaData {
+                    number: p.number,
+                    file_size: f.file_size,
+                    smallest: remap(&f.smallest),
+                    largest: remap(&f.largest),
+                    smallest_seqno: seq,
+                    largest_seqno: seq,
+                    num_entries: f.num_entries,
+                    num_deletions: f.num_deletions,
+                    data_time,
+                    global_seqno: seq,
+                },
+            ));
+        }
+        if global != SeqNo::ZERO {
+            edit.last_sequence = Some(global);
+        }
+        crate::kill_point!("ingest.install");
+        let new_version = versions.log_and_apply(&mut edit, cfd.opts.num_levels);
+        let new_version = match new_version {
+            Ok(v) => v,
+            Err(e) => {
+                drop(st);
+                let mut st = inner.state.lock();
+                inner.set_bg_error(&mut st, &e);
+                return Err(e);
+            }
+        };
+        if let (Some(cs), Some(v)) = (st.cfs.get(&cfd.id), new_version) {
+            cfd.install_super_version(cs, v);
+        }
+        if global != SeqNo::ZERO {
+            wal.last_sequence = global;
+            inner.visible_sequence.store(global.0, std::sync::atomic::Ordering::Release);
+        }
+        inner.bg_cv.notify_all();
+        inner.info_log.log(&format!(
+            "[{}] Ingested {} external file(s): {}",
+            cfd.name,
+            edit.new_files.len(),
+            edit.new_files
+                .iter()
+                .map(|(l, f)| format!("#{} at L{l} seqno {}", f.number.0, f.global_seqno.0))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        return Ok(());
+    }
+    Err(Error::InvalidArgument(format!(
+        "ingest_external_file: the memtable kept overlapping the files after {MAX_FLUSHES} \
+         flushes (concurrent writes into their range); try again"
+    )))
+}
