@@ -6,7 +6,9 @@
 //!    damaged stretches skipped) into memtables written as new tables;
 //! 2. every table is read whole, every block's checksum verified; an intact table is kept
 //!    with the key and sequence ranges read from it, a damaged or empty one is moved to
-//!    `lost/`;
+//!    `lost/`; an ingested table keeps the global sequence number an old MANIFEST's intact
+//!    records still give it (where none survives, its entries read at 0, older than the
+//!    rest: the limit of a file that does not carry its own number);
 //! 3. a new MANIFEST naming every kept table at L0, with no WAL needed and the last sequence
 //!    number the largest found, is written and synced, then CURRENT (the commit point);
 //! 4. the WALs and the old MANIFESTs are moved to `lost/` (their contents are now in tables
@@ -185,14 +187,30 @@ fn rebuild(opts: &Options, fs: &Arc<dyn FileSystem>, dir: &Path) -> Result<Repai
         write_table(&mem, &mut report)?;
     }
 
-    // 2. Every table read whole.
+    // 2. Every table read whole; an ingested table takes the global sequence number any old
+    // MANIFEST still records for it.
+    let global_seqnos = salvage_global_seqnos(fs.as_ref(), &kinds, dir);
     tables.sort_unstable();
     let mut edit = VersionEdit::default();
     let mut last_sequence = SeqNo::ZERO;
     for n in tables {
         let path = table_path(dir, n);
         match scan_table(fs.as_ref(), &path, n) {
-            Ok(Some(meta)) => {
+            Ok(Some(mut meta)) => {
+                if let Some(&g) = global_seqnos.get(&n) {
+                    // The bounds as ingestion recorded them: every entry at `g`.
+                    let remap = |k: &[u8]| match crate::key::parse_internal_key(k) {
+                        Some(pk) if !crate::key::is_exclusive_bound(k) => {
+                            make_internal_key(pk.user_key, g, pk.value_type)
+                        }
+                        _ => k.to_vec(),
+                    };
+                    meta.smallest = remap(&meta.smallest);
+                    meta.largest = remap(&meta.largest);
+                    meta.global_seqno = g;
+                    meta.smallest_seqno = g;
+                    meta.largest_seqno = g;
+                }
                 last_sequence = last_sequence.max(meta.largest_seqno);
                 report.tables_kept.push(crate::filename::table_file_name(n));
                 edit.new_files.push((0, meta));
@@ -253,6 +271,39 @@ fn move_to_lost(fs: &dyn FileSystem, lost: &Path, path: &Path) -> Result<()> {
     let to: PathBuf = lost.join(file_name(path));
     fs.rename(path, &to)?;
     fs.sync_dir(lost)
+}
+
+/// The global sequence numbers of ingested tables that the DB's MANIFESTs still record, read
+/// record by record in salvage mode (damaged records are skipped; a later record wins).
+fn salvage_global_seqnos(
+    fs: &dyn FileSystem,
+    kinds: &[FileKind],
+    dir: &Path,
+) -> std::collections::HashMap<FileNumber, SeqNo> {
+    let mut manifests: Vec<FileNumber> = kinds
+        .iter()
+        .filter_map(|k| match *k {
+            FileKind::Manifest(n) => Some(n),
+            _ => None,
+        })
+        .collect();
+    manifests.sort_unstable();
+    let mut out = std::collections::HashMap::new();
+    for m in manifests {
+        let path = manifest_path(dir, m);
+        let Ok(file) = fs.open(&path) else { continue };
+        let mut r = LogReader::new(file, WalRecoveryMode::SkipAnyCorruptedRecords);
+        while let Ok(Some((offset, rec))) = r.read_record() {
+            if let Ok(e) = VersionEdit::decode_record(rec, &path, offset) {
+                for (_, f) in &e.new_files {
+                    if f.global_seqno != SeqNo::ZERO {
+                        out.insert(f.number, f.global_seqno);
+                    }
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Reads table `n` whole (every block's checksum verified) and returns its MANIFEST record,
