@@ -12,6 +12,7 @@
 
 pub mod cache;
 pub mod column_family;
+pub mod compaction_filter;
 pub mod env;
 pub mod error;
 pub mod inspect;
@@ -43,9 +44,14 @@ pub use util::kill_point;
 
 pub use cache::{CacheType, HyperClockCacheOptions, LruCacheOptions, Priority as CachePriority};
 pub use column_family::{AsColumnFamilyRef, ColumnFamilyId, DEFAULT_COLUMN_FAMILY_NAME};
+pub use compaction_filter::{
+    CompactionFilter, CompactionFilterContext, CompactionFilterFactory, Decision,
+    TableFileCreationReason,
+};
 pub use db::{
     BackupEngine, BackupInfo, Checkpoint, ColumnFamily, ColumnFamilyDescriptor, Db, DbIterator,
-    DbRawIterator, Direction, IteratorMode, LiveFileMetaData, RepairReport,
+    DbRawIterator, DbWithTtl, Direction, IteratorMode, LiveFileMetaData, RepairReport, TtlClock,
+    TtlIterator, TTL_SUFFIX_LEN,
 };
 pub use error::{Error, Result};
 pub use merge_operator::MergeOperator;

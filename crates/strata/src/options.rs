@@ -7,6 +7,7 @@ pub use crate::compaction::style::{
     CompactionStopStyle, CompactionStyle, FifoCompactionOptions, TieredCompactionOptions,
     UniversalCompactionOptions,
 };
+use crate::compaction_filter::{CompactionFilterFactory, Decision, FnFilterFactory};
 use crate::env::{FileSystem, OsFs};
 use crate::merge_operator::MergeOperator;
 pub use crate::prefix::PrefixExtractor;
@@ -171,6 +172,9 @@ pub struct Options {
     /// Combines merge operands (`Db::merge`); with `None`, a write holding a merge is refused
     /// with `NotSupported`. Default: none.
     pub merge_operator: Option<Arc<dyn MergeOperator>>,
+    /// Drops or rewrites values as flushes and compactions write them, never a value a live
+    /// snapshot can see (`crate::compaction_filter`). Per column family. Default: none.
+    pub compaction_filter_factory: Option<Arc<dyn CompactionFilterFactory>>,
     /// Splits keys into a prefix used by `ReadOptions::prefix_same_as_start` (and, later,
     /// prefix Bloom filters). Default: none.
     pub prefix_extractor: Option<PrefixExtractor>,
@@ -332,6 +336,7 @@ impl Default for Options {
             keep_log_file_num: 1000,
             stats_dump_period_sec: 600,
             merge_operator: None,
+            compaction_filter_factory: None,
             prefix_extractor: None,
         }
     }
@@ -353,6 +358,24 @@ impl std::fmt::Debug for Options {
 }
 
 impl Options {
+    /// Filters values with `f(level, key, value)` in every flush and compaction of the family
+    /// (rust-rocksdb's `set_compaction_filter`; the closure is shared by concurrent runs).
+    pub fn set_compaction_filter<F>(&mut self, name: &str, f: F)
+    where
+        F: Fn(u32, &[u8], &[u8]) -> Decision + Send + Sync + 'static,
+    {
+        self.compaction_filter_factory = Some(Arc::new(FnFilterFactory::new(name, f)));
+    }
+
+    /// Makes a filter per flush or compaction with `factory` (rust-rocksdb's
+    /// `set_compaction_filter_factory`).
+    pub fn set_compaction_filter_factory(
+        &mut self,
+        factory: impl CompactionFilterFactory + 'static,
+    ) {
+        self.compaction_filter_factory = Some(Arc::new(factory));
+    }
+
     /// Checks option values that would make the engine misbehave.
     pub(crate) fn validate(&self) -> crate::Result<()> {
         let bad = |s: &str| Err(crate::Error::InvalidArgument(s.to_string()));
@@ -553,6 +576,12 @@ impl Options {
             ),
             ("delayed_write_rate", self.delayed_write_rate.to_string()),
             ("merge_operator", name_of(&self.merge_operator)),
+            (
+                "compaction_filter_factory",
+                self.compaction_filter_factory
+                    .as_ref()
+                    .map_or_else(String::new, |f| f.name().to_string()),
+            ),
             ("prefix_extractor", format!("{:?}", self.prefix_extractor)),
             ("paranoid_checks", self.paranoid_checks.to_string()),
             (

@@ -370,6 +370,19 @@ impl WriteBatch {
         BatchIter { r: Reader::new(self.rep.get(HEADER_SIZE..).unwrap_or_default()) }
     }
 
+    /// Appends one record (`value`: the value, operand or range end; `None` for deletions).
+    pub(crate) fn push_record(
+        &mut self,
+        cf: ColumnFamilyId,
+        t: ValueType,
+        key: &[u8],
+        value: Option<&[u8]>,
+    ) {
+        self.add(cf, t, key, value);
+        self.has_merge |= t == ValueType::Merge;
+        self.inverted_range |= t == ValueType::RangeDeletion && value.is_some_and(|e| key > e);
+    }
+
     fn add(&mut self, cf: ColumnFamilyId, t: ValueType, key: &[u8], value: Option<&[u8]>) {
         if cf == 0 {
             self.rep.push(t as u8);

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[&[&str]] = &[
     &["util", "error", "types", "stats"],
     &["env", "key", "filename", "prefix", "snapshot", "column_family"],
-    &["cache", "merge_operator", "range_del", "write_batch"],
+    &["cache", "merge_operator", "compaction_filter", "range_del", "write_batch"],
     &["iterator", "wal"],
     &["sstable"],
     &["memtable", "version"],

@@ -7,7 +7,8 @@ use std::time::Instant;
 
 use super::cut::OutputCutter;
 use super::picker::CompactionPlan;
-use super::stream::{run_stream, StreamContext, StreamStats};
+use super::stream::{run_stream, StreamContext, StreamFilter, StreamStats};
+use crate::compaction_filter::{filter_for, CompactionFilterContext, CompactionFilterFactory};
 use crate::env::FileSystem;
 use crate::error::Result;
 use crate::filename::table_path;
@@ -43,6 +44,9 @@ pub(crate) struct JobEnv<'a> {
     /// Each input table is read this many bytes at a time at least (0: automatic readahead;
     /// `Options::compaction_readahead_size`).
     pub readahead_size: usize,
+    /// The family's compaction filter factory and what it is told of this job; each
+    /// subcompaction gets a filter of its own.
+    pub filter: Option<(&'a dyn CompactionFilterFactory, CompactionFilterContext)>,
 }
 
 /// Entries a job writes between two looks at the cancel flag.
@@ -261,8 +265,11 @@ fn run_range(
         range_dels: fragmented.as_ref(),
         zero_seqnos: plan.output_level > 0,
     };
+    let mut filter = env.filter.as_ref().and_then(|(f, c)| filter_for(Some(*f), c));
+    let sf =
+        filter.as_deref_mut().map(|f| StreamFilter { filter: f, level: plan.output_level as u32 });
     let mut out = OutputWriter::new(env, plan, kept, range);
-    let result = run_stream(&mut input, &ctx, |k, v| out.add(k, v));
+    let result = run_stream(&mut input, &ctx, sf, |k, v| out.add(k, v));
     match result.and_then(|s| out.finish().map(|files| (files, s))) {
         Ok((files, mut s)) => {
             s.cpu_micros = crate::util::cpu::thread_cpu_micros().saturating_sub(cpu_start);
@@ -521,6 +528,7 @@ mod tests {
             new_file_number: &new_file_number,
             cancel: &std::sync::atomic::AtomicBool::new(false),
             readahead_size: 0,
+            filter: None,
         };
         let plan = CompactionPlan {
             start_level: 1,
@@ -627,6 +635,7 @@ mod tests {
             new_file_number: &new_file_number,
             cancel: &std::sync::atomic::AtomicBool::new(false),
             readahead_size: 0,
+            filter: None,
         };
         // 20 entries of ~115 bytes pass half of a 2,000-byte target before each boundary.
         let plan = CompactionPlan {
@@ -682,6 +691,7 @@ mod tests {
             new_file_number: &new_file_number,
             cancel: &std::sync::atomic::AtomicBool::new(false),
             readahead_size: 0,
+            filter: None,
         };
         let mut plan = CompactionPlan {
             start_level: 1,

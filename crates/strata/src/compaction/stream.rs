@@ -18,9 +18,15 @@
 //!   older than the value yet kept in the same output, which a zero would put above it; such
 //!   keys keep their number.
 //!
-//! Invariant: for every live snapshot and for the latest view, a read over the output returns
-//! exactly what it returned over the input.
+//! - a compaction filter ([`crate::compaction_filter`]) sees the newest entry of a key when
+//!   it is a value that no snapshot can see (its stripe is the latest view's); it may keep it,
+//!   change its value, or remove it, which makes it a deletion at its sequence number (dropped
+//!   by the rule above where nothing older can exist).
+//!
+//! Invariant: for every live snapshot, a read over the output returns exactly what it returned
+//! over the input; so does the latest view, but for the keys the filter removed or changed.
 
+use crate::compaction_filter::{CompactionFilter, Decision};
 use crate::error::{Error, Result};
 use crate::iterator::InternalIterator;
 use crate::key::{make_internal_key, parse_internal_key};
@@ -54,6 +60,16 @@ pub(crate) struct StreamStats {
     /// CPU microseconds of the thread that ran the stream and wrote its output (set by the
     /// caller that measures it: compaction jobs).
     pub cpu_micros: u64,
+    /// Values the compaction filter removed.
+    pub filter_removed: u64,
+    /// Values the compaction filter changed.
+    pub filter_changed: u64,
+}
+
+/// A compaction filter and the level the run writes to.
+pub(crate) struct StreamFilter<'a> {
+    pub filter: &'a mut dyn CompactionFilter,
+    pub level: u32,
 }
 
 /// The stripe of `seq`: index of the first snapshot >= seq (`snapshots.len()` = latest view).
@@ -66,6 +82,7 @@ fn stripe(snapshots: &[SeqNo], seq: SeqNo) -> usize {
 pub(crate) fn run_stream(
     input: &mut dyn InternalIterator,
     ctx: &StreamContext<'_>,
+    mut filter: Option<StreamFilter<'_>>,
     mut emit: impl FnMut(&[u8], &[u8]) -> Result<()>,
 ) -> Result<StreamStats> {
     let mut stats = StreamStats::default();
@@ -84,7 +101,7 @@ pub(crate) fn run_stream(
         stats.input_entries += 1;
         if p.user_key != group_key.as_slice() || group.is_empty() {
             if !group.is_empty() {
-                flush_group(&group_key, &group, ctx, &mut stats, &mut emit)?;
+                flush_group(&group_key, &group, ctx, filter.as_mut(), &mut stats, &mut emit)?;
                 group.clear();
             }
             group_key.clear();
@@ -95,7 +112,7 @@ pub(crate) fn run_stream(
     }
     input.status()?;
     if !group.is_empty() {
-        flush_group(&group_key, &group, ctx, &mut stats, &mut emit)?;
+        flush_group(&group_key, &group, ctx, filter.as_mut(), &mut stats, &mut emit)?;
     }
     stats.dropped = stats.input_entries - stats.output_entries;
     Ok(stats)
@@ -105,6 +122,7 @@ fn flush_group(
     ukey: &[u8],
     group: &[(SeqNo, ValueType, Vec<u8>)],
     ctx: &StreamContext<'_>,
+    mut filter: Option<&mut StreamFilter<'_>>,
     stats: &mut StreamStats,
     emit: &mut impl FnMut(&[u8], &[u8]) -> Result<()>,
 ) -> Result<()> {
@@ -136,7 +154,26 @@ fn flush_group(
             continue;
         }
         match t {
-            ValueType::Value => out(value_seq(seq, s), t, v, stats)?,
+            ValueType::Value => {
+                // Only the latest view can see this entry: the filter may decide its fate.
+                let decision = match filter.as_deref_mut() {
+                    Some(f) if s == ctx.snapshots.len() => f.filter.filter(f.level, ukey, v),
+                    _ => Decision::Keep,
+                };
+                match decision {
+                    Decision::Keep => out(value_seq(seq, s), t, v, stats)?,
+                    Decision::Change(nv) => {
+                        stats.filter_changed += 1;
+                        out(value_seq(seq, s), t, &nv, stats)?;
+                    }
+                    Decision::Remove => {
+                        stats.filter_removed += 1;
+                        if !(oldest_stripe && bottom) {
+                            out(seq, ValueType::Deletion, b"", stats)?;
+                        }
+                    }
+                }
+            }
             ValueType::Deletion | ValueType::SingleDeletion => {
                 if !(oldest_stripe && bottom) {
                     out(seq, t, v, stats)?;
@@ -312,7 +349,7 @@ mod tests {
                 zero_seqnos: (round / 2) % 2 == 0,
             };
             let mut out = Vec::new();
-            let stats = run_stream(&mut VecIter::new(entries.clone()), &ctx, |k, v| {
+            let stats = run_stream(&mut VecIter::new(entries.clone()), &ctx, None, |k, v| {
                 out.push((k.to_vec(), v.to_vec()));
                 Ok(())
             })
@@ -338,6 +375,116 @@ mod tests {
                 let live = view(&entries, SeqNo(n), op.clone());
                 assert_eq!(out.len(), live.len(), "round {round}");
             }
+        }
+    }
+
+    /// A filter that removes values ending in 0 mod 3 and rewrites those ending in 1 mod 3.
+    struct ModFilter {
+        calls: Vec<(Vec<u8>, Vec<u8>)>,
+    }
+    impl CompactionFilter for ModFilter {
+        fn filter(&mut self, _level: u32, key: &[u8], value: &[u8]) -> Decision {
+            self.calls.push((key.to_vec(), value.to_vec()));
+            let n: u64 =
+                std::str::from_utf8(value).unwrap().trim_start_matches('c').parse().unwrap();
+            match n % 3 {
+                0 => Decision::Remove,
+                1 => Decision::Change(format!("c{n}").into_bytes()),
+                _ => Decision::Keep,
+            }
+        }
+        fn name(&self) -> &str {
+            "mod3"
+        }
+    }
+
+    /// With a filter: every snapshot's view survives unchanged; the latest view is the input's
+    /// with the filter applied to exactly the keys whose newest entry is a value above every
+    /// snapshot; the filter is never shown anything a snapshot can see.
+    #[test]
+    fn filter_changes_only_what_no_snapshot_sees() {
+        let mut r = 0x0f11_7e25_u64;
+        let mut rnd = move |n: u64| {
+            r ^= r << 13;
+            r ^= r >> 7;
+            r ^= r << 17;
+            r % n
+        };
+        let op = builtin_merge_operator("stringappend").unwrap();
+        for round in 0..400 {
+            let n = 1 + rnd(60);
+            let mut entries = Vec::new();
+            let mut newest: BTreeMap<Vec<u8>, (SeqNo, ValueType, Vec<u8>)> = BTreeMap::new();
+            for seq in 1..=n {
+                let k = format!("k{}", rnd(6)).into_bytes();
+                let t = match rnd(7) {
+                    0 => ValueType::Deletion,
+                    1 => ValueType::Merge,
+                    _ => ValueType::Value,
+                };
+                let v =
+                    if t == ValueType::Deletion { vec![] } else { format!("{seq}").into_bytes() };
+                newest.insert(k.clone(), (SeqNo(seq), t, v.clone()));
+                entries.push((make_internal_key(&k, SeqNo(seq), t), v));
+            }
+            entries.sort_by(|a, b| compare_internal(&a.0, &b.0));
+            let mut snaps: Vec<SeqNo> = (0..rnd(3)).map(|_| SeqNo(1 + rnd(n))).collect();
+            snaps.sort();
+            snaps.dedup();
+            let bottom = round % 3 != 0;
+            let is_bottom = move |_: &[u8]| bottom;
+            let ctx = StreamContext {
+                snapshots: &snaps,
+                merge_operator: Some(&*op),
+                is_bottom: &is_bottom,
+                range_dels: None,
+                zero_seqnos: round % 2 == 0,
+            };
+            let mut f = ModFilter { calls: Vec::new() };
+            let mut out = Vec::new();
+            let sf = StreamFilter { filter: &mut f, level: 1 };
+            let stats = run_stream(&mut VecIter::new(entries.clone()), &ctx, Some(sf), |k, v| {
+                out.push((k.to_vec(), v.to_vec()));
+                Ok(())
+            })
+            .unwrap();
+            for &s in &snaps {
+                assert_eq!(
+                    view(&out, s, op.clone()),
+                    view(&entries, s, op.clone()),
+                    "round {round}"
+                );
+            }
+            let top = snaps.last().copied().unwrap_or(SeqNo::ZERO);
+            let mut expected = view(&entries, SeqNo(n), op.clone());
+            let mut want_calls = Vec::new();
+            for (k, (seq, t, v)) in &newest {
+                if *t == ValueType::Value && *seq > top {
+                    want_calls.push((k.clone(), v.clone()));
+                    let m = seq.0;
+                    match m % 3 {
+                        0 => {
+                            expected.remove(k);
+                        }
+                        1 => {
+                            expected.insert(k.clone(), format!("c{m}").into_bytes());
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            assert_eq!(f.calls, want_calls, "round {round}: the filter sees exactly these");
+            assert_eq!(view(&out, SeqNo(n), op.clone()), expected, "round {round}");
+            let by_mod = |r: u64| {
+                want_calls
+                    .iter()
+                    .filter(|(_, v)| {
+                        std::str::from_utf8(v).unwrap().parse::<u64>().unwrap() % 3 == r
+                    })
+                    .count() as u64
+            };
+            assert_eq!(stats.filter_removed, by_mod(0), "round {round}");
+            assert_eq!(stats.filter_changed, by_mod(1), "round {round}");
         }
     }
 
@@ -394,7 +541,7 @@ mod tests {
                 zero_seqnos: round % 3 == 0,
             };
             let mut out = Vec::new();
-            run_stream(&mut VecIter::new(entries.clone()), &ctx, |k, v| {
+            run_stream(&mut VecIter::new(entries.clone()), &ctx, None, |k, v| {
                 out.push((k.to_vec(), v.to_vec()));
                 Ok(())
             })
@@ -445,7 +592,7 @@ mod tests {
                 zero_seqnos: zero,
             };
             let mut out = Vec::new();
-            run_stream(&mut VecIter::new(entries.clone()), &ctx, |k, _| {
+            run_stream(&mut VecIter::new(entries.clone()), &ctx, None, |k, _| {
                 let p = parse_internal_key(k).unwrap();
                 out.push((String::from_utf8(p.user_key.to_vec()).unwrap(), p.seq.0));
                 Ok(())

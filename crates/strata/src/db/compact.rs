@@ -75,7 +75,7 @@ fn compaction_loop(inner: &DbInner) {
                 }
             }
         };
-        let result = execute(inner, &cfd, &plan);
+        let result = execute(inner, &cfd, &plan, false);
         finish(inner, &plan, result);
     }
 }
@@ -104,9 +104,19 @@ fn finish(inner: &DbInner, plan: &CompactionPlan, result: Result<()>) {
     super::obsolete::purge_obsolete_tables(inner);
 }
 
-/// Runs `plan` (of family `cfd`) and installs its result.
-fn execute(inner: &DbInner, cfd: &Arc<Cfd>, plan: &CompactionPlan) -> Result<()> {
+/// Runs `plan` (of family `cfd`; `manual`: asked for by the user) and installs its result.
+fn execute(inner: &DbInner, cfd: &Arc<Cfd>, plan: &CompactionPlan, manual: bool) -> Result<()> {
     let sv = cfd.current_super_version();
+    let filter = cfd.opts.compaction_filter_factory.as_deref().map(|f| {
+        let files: usize = sv.version.levels.iter().map(Vec::len).sum();
+        let ctx = crate::compaction_filter::CompactionFilterContext {
+            is_full_compaction: plan.all_inputs().count() == files,
+            is_manual_compaction: manual,
+            column_family_id: cfd.id,
+            reason: crate::compaction_filter::TableFileCreationReason::Compaction,
+        };
+        (f, ctx)
+    });
     let snapshots = inner.snapshots.sequences();
     let new_file_number = || inner.new_file_number();
     let uncompressed;
@@ -130,6 +140,7 @@ fn execute(inner: &DbInner, cfd: &Arc<Cfd>, plan: &CompactionPlan) -> Result<()>
         new_file_number: &new_file_number,
         cancel: &inner.closing,
         readahead_size: inner.opts.compaction_readahead_size,
+        filter,
     };
     let mut result = run_job(&env, plan)?;
     let outputs: Vec<FileNumber> = result.edit.new_files.iter().map(|(_, f)| f.number).collect();
@@ -368,7 +379,7 @@ fn wait_for_plan(
 }
 
 fn run_manual(inner: &DbInner, cfd: &Arc<Cfd>, plan: &CompactionPlan) -> Result<()> {
-    let r = execute(inner, cfd, plan);
+    let r = execute(inner, cfd, plan, true);
     let ret = match &r {
         Ok(()) => Ok(()),
         Err(e) => Err(e.duplicate()),

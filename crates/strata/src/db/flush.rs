@@ -5,7 +5,10 @@ use std::thread::JoinHandle;
 
 use super::write::switch_memtable;
 use super::{Cfd, DbInner};
-use crate::compaction::stream::{run_stream, StreamContext, StreamStats};
+use crate::compaction::stream::{run_stream, StreamContext, StreamFilter, StreamStats};
+use crate::compaction_filter::{
+    filter_for, CompactionFilterContext, CompactionFilterFactory, TableFileCreationReason,
+};
 use crate::error::{Error, Result};
 use crate::filename::table_path;
 use crate::memtable::MemTable;
@@ -21,6 +24,8 @@ pub(crate) struct FlushEnv<'a> {
     pub table_options: &'a crate::sstable::TableOptions,
     pub snapshots: &'a [crate::types::SeqNo],
     pub merge_operator: Option<&'a dyn crate::merge_operator::MergeOperator>,
+    /// The family's compaction filter factory and what it is told of this run.
+    pub filter: Option<(&'a dyn CompactionFilterFactory, CompactionFilterContext)>,
 }
 
 /// Writes `mem` as table `number`, dropping versions no snapshot can see (nothing is treated
@@ -46,8 +51,10 @@ pub(crate) fn write_level0_table(
         range_dels: range_dels.as_deref(),
         zero_seqnos: false,
     };
+    let mut filter = env.filter.as_ref().and_then(|(f, c)| filter_for(Some(*f), c));
+    let sf = filter.as_deref_mut().map(|f| StreamFilter { filter: f, level: 0 });
     let mut it = mem.iter();
-    let stats = run_stream(&mut it, &ctx, |k, v| builder.add(k, v))?;
+    let stats = run_stream(&mut it, &ctx, sf, |k, v| builder.add(k, v))?;
     for t in mem.range_tombstones() {
         builder.add_range_tombstone(&t);
     }
@@ -62,6 +69,19 @@ pub(crate) fn write_level0_table(
     let mut meta = FileMetaData::from_summary(number, summary);
     meta.data_time = super::info_log::now_micros() / 1_000_000;
     Ok(Some((meta, stats)))
+}
+
+/// What a compaction filter factory is told of a flush (or of a memtable written at recovery).
+pub(crate) fn flush_filter_context(
+    cf: u32,
+    reason: TableFileCreationReason,
+) -> CompactionFilterContext {
+    CompactionFilterContext {
+        is_full_compaction: false,
+        is_manual_compaction: false,
+        column_family_id: cf,
+        reason,
+    }
 }
 
 /// Starts the background flush thread.
@@ -127,6 +147,11 @@ fn flush_one(
         table_options: &cfd.table_options[0],
         snapshots: &snapshots,
         merge_operator: cfd.opts.merge_operator.as_deref(),
+        filter: cfd
+            .opts
+            .compaction_filter_factory
+            .as_deref()
+            .map(|f| (f, flush_filter_context(cfd.id, TableFileCreationReason::Flush))),
     };
     let cpu_start = crate::util::cpu::thread_cpu_micros();
     let meta = write_level0_table(&env, mem, number);

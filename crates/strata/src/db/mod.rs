@@ -46,6 +46,7 @@ mod properties;
 mod read;
 mod recover;
 mod repair;
+mod ttl;
 mod write;
 mod write_queue;
 
@@ -65,6 +66,7 @@ pub use self::checkpoint::Checkpoint;
 pub use self::iter::{DbIterator, DbRawIterator, Direction, IteratorMode};
 pub(crate) use self::recover::find_wals as find_wal_files;
 pub use self::repair::RepairReport;
+pub use self::ttl::{DbWithTtl, TtlClock, TtlIterator, TTL_SUFFIX_LEN};
 use crate::column_family::{AsColumnFamilyRef, ColumnFamilyId};
 use crate::env::{FileLock, FileSystem};
 use crate::error::{Error, Result};

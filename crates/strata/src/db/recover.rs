@@ -181,6 +181,7 @@ pub(crate) struct Replayed {
 
 /// One family's replay state: its options' table settings, its memtable being filled.
 struct FamilyReplay<'a> {
+    cf_id: u32,
     opts: &'a Options,
     table_options: TableOptions,
     /// WALs below this hold nothing of the family that is not in its tables.
@@ -198,6 +199,15 @@ impl FamilyReplay<'_> {
             table_options: &self.table_options,
             snapshots: &[],
             merge_operator: self.opts.merge_operator.as_deref(),
+            filter: self.opts.compaction_filter_factory.as_deref().map(|f| {
+                (
+                    f,
+                    super::flush::flush_filter_context(
+                        self.cf_id,
+                        crate::compaction_filter::TableFileCreationReason::Recovery,
+                    ),
+                )
+            }),
         }
     }
 }
@@ -220,6 +230,7 @@ pub(crate) fn replay_wals(
         .iter()
         .map(|(&id, o)| {
             let f = FamilyReplay {
+                cf_id: id,
                 opts: o,
                 table_options: o.table_options_for_level(0),
                 log_number: versions.family_log_number(id),

@@ -132,6 +132,8 @@ fn rebuild(opts: &Options, fs: &Arc<dyn FileSystem>, dir: &Path) -> Result<Repai
         table_options: &table_options,
         snapshots: &[],
         merge_operator: opts.merge_operator.as_deref(),
+        // Repair salvages what is there; it does not run user filters.
+        filter: None,
     };
     let mut tables: Vec<FileNumber> = kinds
         .iter()

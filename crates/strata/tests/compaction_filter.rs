@@ -1,0 +1,202 @@
+//! Compaction filters: values removed or changed in flushes and compactions, removed keys
+//! staying removed over older versions below, snapshots never seeing a filtered value, what the
+//! factory is told (manual, full, family, flush/compaction/recovery), and filters per family.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use strata::env::MemFs;
+use strata::{
+    CompactionFilter, CompactionFilterContext, CompactionFilterFactory, Db, Decision, Options,
+    ReadOptions, TableFileCreationReason,
+};
+
+fn mem_opts(fs: &MemFs) -> Options {
+    Options { fs: Arc::new(fs.clone()), ..Options::default() }
+}
+
+/// Removes the value `drop`, upper-cases values starting with `up:`.
+fn drop_and_upcase(_level: u32, _key: &[u8], value: &[u8]) -> Decision {
+    if value == b"drop" {
+        Decision::Remove
+    } else if value.starts_with(b"up:") {
+        Decision::Change(value.to_ascii_uppercase())
+    } else {
+        Decision::Keep
+    }
+}
+
+fn get(db: &Db, k: &str) -> Option<String> {
+    db.get(k).unwrap().map(|v| String::from_utf8(v).unwrap())
+}
+
+#[test]
+fn flush_and_compaction_remove_and_change_values() {
+    let fs = MemFs::new();
+    let mut opts = mem_opts(&fs);
+    opts.set_compaction_filter("drop-and-upcase", drop_and_upcase);
+    let db = Db::open(&opts, Path::new("/db")).unwrap();
+    db.put("a", "keep").unwrap();
+    db.put("b", "drop").unwrap();
+    db.put("c", "up:x").unwrap();
+    // Still in the memtable: nothing filtered yet.
+    assert_eq!(get(&db, "b").as_deref(), Some("drop"));
+    db.flush().unwrap();
+    assert_eq!(get(&db, "a").as_deref(), Some("keep"));
+    assert_eq!(get(&db, "b"), None);
+    assert_eq!(get(&db, "c").as_deref(), Some("UP:X"));
+    db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
+    assert_eq!(get(&db, "b"), None);
+    assert_eq!(get(&db, "c").as_deref(), Some("UP:X"));
+    let keys: Vec<_> =
+        db.iterator(strata::IteratorMode::Start).map(|r| r.unwrap().0.to_vec()).collect();
+    assert_eq!(keys, [b"a".to_vec(), b"c".to_vec()]);
+}
+
+/// A removed value becomes a deletion: the older version below it does not come back.
+#[test]
+fn a_removed_value_keeps_older_versions_hidden() {
+    let fs = MemFs::new();
+    let mut opts = mem_opts(&fs);
+    opts.set_compaction_filter("drop-and-upcase", drop_and_upcase);
+    let db = Db::open(&opts, Path::new("/db")).unwrap();
+    db.put("k", "old").unwrap();
+    db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap(); // "old" at the bottom
+    db.put("k", "drop").unwrap();
+    db.flush().unwrap(); // filtered in the flush: a deletion in L0 above "old"
+    assert_eq!(get(&db, "k"), None);
+    db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
+    assert_eq!(get(&db, "k"), None);
+    drop(db);
+    let db = Db::open(&opts, Path::new("/db")).unwrap();
+    assert_eq!(get(&db, "k"), None);
+}
+
+/// The calls a filter saw: (level, key, value).
+type Calls = Arc<Mutex<Vec<(u32, Vec<u8>, Vec<u8>)>>>;
+
+/// Records every context and call; filters only compactions.
+#[derive(Default)]
+struct Recorder {
+    contexts: Mutex<Vec<CompactionFilterContext>>,
+    seen: Calls,
+    compactions_only: bool,
+}
+
+struct RecordingFilter {
+    seen: Calls,
+}
+
+impl CompactionFilter for RecordingFilter {
+    fn filter(&mut self, level: u32, key: &[u8], value: &[u8]) -> Decision {
+        self.seen.lock().unwrap().push((level, key.to_vec(), value.to_vec()));
+        drop_and_upcase(level, key, value)
+    }
+    fn name(&self) -> &str {
+        "recording"
+    }
+}
+
+impl CompactionFilterFactory for Recorder {
+    fn create(&self, ctx: &CompactionFilterContext) -> Box<dyn CompactionFilter> {
+        self.contexts.lock().unwrap().push(ctx.clone());
+        Box::new(RecordingFilter { seen: self.seen.clone() })
+    }
+    fn name(&self) -> &str {
+        "recorder"
+    }
+    fn should_filter_table_file_creation(&self, reason: TableFileCreationReason) -> bool {
+        !self.compactions_only || reason == TableFileCreationReason::Compaction
+    }
+}
+
+#[test]
+fn snapshots_never_see_a_filtered_value() {
+    let fs = MemFs::new();
+    let rec = Arc::new(Recorder { compactions_only: true, ..Recorder::default() });
+    let mut opts = mem_opts(&fs);
+    opts.compaction_filter_factory = Some(rec.clone());
+    let db = Db::open(&opts, Path::new("/db")).unwrap();
+    db.put("k", "drop").unwrap();
+    db.put("u", "up:1").unwrap();
+    let snap = db.snapshot();
+    let mut at_snap = ReadOptions::default();
+    at_snap.set_snapshot(&snap);
+    db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
+    // Both values are visible to the snapshot: the filter is not shown them.
+    assert!(rec.seen.lock().unwrap().is_empty());
+    assert_eq!(db.get_opt("k", &at_snap).unwrap().as_deref(), Some(&b"drop"[..]));
+    assert_eq!(db.get_opt("u", &at_snap).unwrap().as_deref(), Some(&b"up:1"[..]));
+    assert_eq!(get(&db, "k").as_deref(), Some("drop"));
+    // A newer value above the snapshot is filtered; the snapshot still reads its own.
+    db.put("u", "up:2").unwrap();
+    db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
+    assert_eq!(get(&db, "u").as_deref(), Some("UP:2"));
+    assert_eq!(db.get_opt("u", &at_snap).unwrap().as_deref(), Some(&b"up:1"[..]));
+    assert_eq!(rec.seen.lock().unwrap().len(), 1);
+    // Once the snapshot is gone, the next compaction filters the rest.
+    drop(at_snap);
+    drop(snap);
+    db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
+    assert_eq!(get(&db, "k"), None);
+    assert_eq!(get(&db, "u").as_deref(), Some("UP:2"));
+}
+
+#[test]
+fn the_factory_is_told_what_runs() {
+    let fs = MemFs::new();
+    let dir = Path::new("/db");
+    let rec = Arc::new(Recorder::default());
+    let mut opts = mem_opts(&fs);
+    opts.compaction_filter_factory = Some(rec.clone());
+    {
+        let db = Db::open(&opts, dir).unwrap();
+        db.put("a", "1").unwrap();
+        db.flush().unwrap();
+        db.put("b", "2").unwrap();
+        db.flush().unwrap();
+        db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
+        db.put("c", "3").unwrap(); // left in the WAL
+    }
+    let contexts = rec.contexts.lock().unwrap().clone();
+    let flushes: Vec<_> =
+        contexts.iter().filter(|c| c.reason == TableFileCreationReason::Flush).collect();
+    assert!(flushes.len() >= 2, "{contexts:?}");
+    let manual: Vec<_> =
+        contexts.iter().filter(|c| c.reason == TableFileCreationReason::Compaction).collect();
+    assert!(!manual.is_empty(), "{contexts:?}");
+    assert!(manual.iter().all(|c| c.is_manual_compaction && c.column_family_id == 0));
+    assert!(manual.iter().any(|c| c.is_full_compaction), "{contexts:?}");
+    // The WAL left behind is written to a table at open: a recovery run.
+    rec.contexts.lock().unwrap().clear();
+    let db = Db::open(&opts, dir).unwrap();
+    let contexts = rec.contexts.lock().unwrap().clone();
+    assert!(contexts.iter().any(|c| c.reason == TableFileCreationReason::Recovery), "{contexts:?}");
+    assert_eq!(get(&db, "c").as_deref(), Some("3"));
+}
+
+#[test]
+fn each_family_has_its_own_filter() {
+    let fs = MemFs::new();
+    let opts = mem_opts(&fs);
+    let db = Db::open(&opts, Path::new("/db")).unwrap();
+    let mut filtered = opts.clone();
+    filtered.set_compaction_filter("drop-and-upcase", drop_and_upcase);
+    let rec = Arc::new(Recorder::default());
+    let mut recorded = opts.clone();
+    recorded.compaction_filter_factory = Some(rec.clone());
+    let f = db.create_cf("filtered", &filtered).unwrap();
+    let r = db.create_cf("recorded", &recorded).unwrap();
+    for cf in [&f, &r] {
+        db.put_cf(cf, "k", "drop").unwrap();
+        db.flush_cf(cf).unwrap();
+    }
+    db.put("k", "drop").unwrap();
+    db.flush().unwrap();
+    assert_eq!(db.get_cf(&f, "k").unwrap(), None);
+    assert_eq!(db.get_cf(&r, "k").unwrap(), None);
+    assert_eq!(db.get("k").unwrap().as_deref(), Some(&b"drop"[..]), "default has no filter");
+    let contexts = rec.contexts.lock().unwrap().clone();
+    assert!(!contexts.is_empty());
+    assert!(contexts.iter().all(|c| c.column_family_id == r.id()), "{contexts:?}");
+}
