@@ -12,7 +12,6 @@ pub mod storage;
 
 use server::Shared;
 use std::sync::Arc;
-use std::time::Instant;
 
 /// Opens the store, binds, prints the ready line and serves until SIGINT/SIGTERM, then
 /// flushes the DB.
@@ -24,18 +23,7 @@ pub async fn run(cfg: config::Config) -> Result<(), String> {
         .await
         .map_err(|e| format!("cannot listen on {}:{}: {e}", cfg.bind, cfg.port))?;
     let port = listener.local_addr().map_err(|e| e.to_string())?.port();
-    let mut params = cfg.params();
-    params.insert("port".into(), port.to_string());
-    let sh = Arc::new(Shared {
-        store: store.clone(),
-        params: parking_lot::RwLock::new(params),
-        config: cfg.clone(),
-        stats: server::Stats::default(),
-        clients: parking_lot::Mutex::new(Default::default()),
-        cursors: parking_lot::Mutex::new(Default::default()),
-        started: Instant::now(),
-        port,
-    });
+    let sh = Arc::new(Shared::new(store.clone(), cfg.clone(), port));
     server::tasks::start(&sh);
     println!(
         "strata-server {} on {}:{port}, data in {}, appendfsync {}",

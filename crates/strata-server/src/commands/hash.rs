@@ -7,7 +7,7 @@ use crate::storage::{subkey, Kind};
 use strata::WriteBatch;
 
 fn set_fields(sh: &Shared, a: &[Vec<u8>], name: &str) -> Result<i64, String> {
-    if a.len() % 2 != 0 {
+    if !a.len().is_multiple_of(2) {
         return Err(super::arity_err(name));
     }
     let st = &sh.store;
@@ -82,7 +82,9 @@ pub fn hmget(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResu
 }
 
 /// All (field, value) pairs of the hash at `key`.
-fn all_fields(sh: &Shared, key: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>, String> {
+type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
+
+fn all_fields(sh: &Shared, key: &[u8]) -> Result<Pairs, String> {
     let st = &sh.store;
     let mut v = Vec::new();
     if let Some(m) = st.typed(key, Kind::Hash)? {

@@ -389,7 +389,7 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
             out.bulk(v.as_bytes());
         }
     } else if is(sub, "set") {
-        if a.len() < 4 || a.len() % 2 != 0 {
+        if a.len() < 4 || !a.len().is_multiple_of(2) {
             return Err("ERR wrong number of arguments for 'config|set' command".into());
         }
         let mut params = sh.params.write();
@@ -404,7 +404,7 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
                 ));
             }
             if k == "appendfsync" {
-                let p = SyncPolicy::parse(&v).ok_or_else(|| format!("ERR CONFIG SET failed (possibly related to argument 'appendfsync') - argument(s) must be one of the following: always, everysec, no"))?;
+                let p = SyncPolicy::parse(&v).ok_or_else(|| "ERR CONFIG SET failed (possibly related to argument 'appendfsync') - argument(s) must be one of the following: always, everysec, no".to_string())?;
                 sh.store.set_sync_policy(p);
             }
             params.insert(k, v);

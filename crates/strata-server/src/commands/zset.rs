@@ -67,13 +67,13 @@ pub fn zadd(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResul
         i += 1;
     }
     let rest = &a[i..];
-    if rest.is_empty() || rest.len() % 2 != 0 {
+    if rest.is_empty() || !rest.len().is_multiple_of(2) {
         return Err(SYNTAX.into());
     }
     if nx && xx {
         return Err("ERR XX and NX options at the same time are not compatible".into());
     }
-    if (gt && nx) || (lt && nx) || (gt && lt) {
+    if (nx && (gt || lt)) || (gt && lt) {
         return Err("ERR GT, LT, and/or NX options at the same time are not compatible".into());
     }
     if incr && rest.len() > 2 {
@@ -108,7 +108,7 @@ pub fn zadd(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResul
             if (gt && new <= o) || (lt && new >= o) {
                 continue;
             }
-            if o == new {
+            if o.to_bits() == new.to_bits() || (o == 0.0 && new == 0.0) {
                 incr_result = Some(new);
                 continue;
             }
@@ -325,7 +325,7 @@ fn range_by_score(
         return Ok(items);
     };
     let (offset, count) = limit.unwrap_or((0, -1));
-    if offset < 0 {
+    if offset < 0 || count == 0 {
         return Ok(items);
     }
     let mut skip = offset;

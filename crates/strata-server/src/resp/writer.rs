@@ -130,7 +130,7 @@ pub fn format_double(v: f64) -> String {
     if v.is_infinite() {
         return if v > 0.0 { "inf".into() } else { "-inf".into() };
     }
-    if v == v.trunc() && v.abs() < 1e17 {
+    if v.fract() == 0.0 && v.abs() < 1e17 {
         return format!("{}", v as i64);
     }
     format!("{v}")

@@ -92,6 +92,22 @@ pub struct Shared {
 }
 
 impl Shared {
+    /// The state of a server on `store` configured by `config`, listening on `port`.
+    pub fn new(store: Arc<Store>, config: Config, port: u16) -> Shared {
+        let mut params = config.params();
+        params.insert("port".into(), port.to_string());
+        Shared {
+            store,
+            params: RwLock::new(params),
+            config,
+            stats: Stats::default(),
+            clients: Mutex::new(HashMap::new()),
+            cursors: Mutex::new(Cursors::default()),
+            started: Instant::now(),
+            port,
+        }
+    }
+
     /// The password AUTH checks, if any.
     pub fn password(&self) -> Option<String> {
         self.params.read().get("requirepass").filter(|p| !p.is_empty()).cloned()

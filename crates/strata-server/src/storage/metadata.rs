@@ -136,7 +136,11 @@ impl Meta {
         let kind = Kind::from_nibble(b[0] & 0x0f)
             .ok_or_else(|| format!("metadata type {} unknown", b[0] & 0x0f))?;
         let expire_ms = read_u64(b, 1);
-        let mut m = Meta::composite(kind, 0);
+        let mut m = if kind == Kind::String {
+            Meta::string(Vec::new(), 0)
+        } else {
+            Meta::composite(kind, 0)
+        };
         m.expire_ms = expire_ms;
         match kind {
             Kind::String => m.value = b[9..].to_vec(),

@@ -164,8 +164,10 @@ impl Store {
         if batch.is_empty() {
             return Ok(());
         }
-        let mut wo = WriteOptions::default();
-        wo.sync = self.sync_policy() == SyncPolicy::Always;
+        let wo = WriteOptions {
+            sync: self.sync_policy() == SyncPolicy::Always,
+            ..WriteOptions::default()
+        };
         self.db.write_opt(batch, &wo).map_err(engine_err)
     }
 
@@ -200,9 +202,11 @@ impl Store {
     ) -> Result<(), String> {
         let prefix = subkey::prefix(key, version);
         let end = subkey::prefix_end(key, version);
-        let mut ro = ReadOptions::default();
-        ro.iterate_lower_bound = Some(prefix.clone());
-        ro.iterate_upper_bound = Some(end.clone());
+        let ro = ReadOptions {
+            iterate_lower_bound: Some(prefix.clone()),
+            iterate_upper_bound: Some(end.clone()),
+            ..ReadOptions::default()
+        };
         let mut it = self.db.raw_iterator_cf_opt(cf, &ro);
         if reverse {
             it.seek_to_last();
@@ -290,7 +294,16 @@ impl Store {
 }
 
 /// Installs the stale sub-key filter on a family's options (when the engine offers one).
-fn install_filter(_opts: &mut Options, _slot: &filter::StoreSlot) {}
+fn install_filter(opts: &mut Options, slot: &filter::StoreSlot) {
+    let slot = slot.clone();
+    opts.set_compaction_filter("strata-server.stale-subkeys", move |_level, key, _value| {
+        if filter::decide(&slot, key) {
+            strata::Decision::Remove
+        } else {
+            strata::Decision::Keep
+        }
+    });
+}
 
 impl Store {
     /// The live metadata of `key` if it is of `kind`; `Ok(None)` when absent; the WRONGTYPE
