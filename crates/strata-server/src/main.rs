@@ -20,6 +20,8 @@ fn main() {
         }
     };
     let res = rt.block_on(strata_server::run(cfg));
+    // Connection tasks still running after the DB is closed are abandoned, not waited for.
+    rt.shutdown_timeout(std::time::Duration::from_secs(1));
     let _ = std::io::stdout().flush();
     if let Err(e) = res {
         eprintln!("strata-server: {e}");
