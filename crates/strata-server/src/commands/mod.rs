@@ -1,0 +1,251 @@
+//! Command dispatch: the command table (name, arity, flags), argument parsing helpers and the
+//! exact Redis error texts. One file per type family holds the commands themselves.
+//!
+//! A command handler appends its reply to the connection's [`Out`] and returns `Err(text)`
+//! for an error reply (`text` starts with the error code).
+
+pub mod glob;
+pub mod hash;
+pub mod keys;
+pub mod list;
+pub mod server;
+pub mod set;
+pub mod strings;
+pub mod zset;
+
+use crate::resp::Out;
+use crate::server::{Conn, Shared};
+
+/// Result of a handler: `Err` is the error reply's text.
+pub type CmdResult = Result<(), String>;
+/// A command handler.
+pub type Handler = fn(&Shared, &mut Conn, &[Vec<u8>], &mut Out) -> CmdResult;
+
+/// `WRONGTYPE ...`
+pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+/// `ERR syntax error`
+pub const SYNTAX: &str = "ERR syntax error";
+/// `ERR value is not an integer or out of range`
+pub const NOT_INT: &str = "ERR value is not an integer or out of range";
+/// `ERR value is not a valid float`
+pub const NOT_FLOAT: &str = "ERR value is not a valid float";
+/// `ERR increment or decrement would overflow`
+pub const OVERFLOW: &str = "ERR increment or decrement would overflow";
+/// `NOAUTH Authentication required.`
+pub const NOAUTH: &str = "NOAUTH Authentication required.";
+
+/// One entry of the command table.
+pub struct Command {
+    /// Lower-case name.
+    pub name: &'static str,
+    /// Redis arity: `n` > 0 exactly n arguments (name included), `-n` at least n.
+    pub arity: i32,
+    /// Whether it writes (reported by COMMAND; such commands run off the async workers when
+    /// every write is synced).
+    pub write: bool,
+    /// The handler.
+    pub handler: Handler,
+    /// Position of the first key argument (0 = none), for COMMAND INFO.
+    pub first_key: i32,
+}
+
+macro_rules! cmd {
+    ($name:expr, $arity:expr, $write:expr, $first:expr, $h:path) => {
+        Command { name: $name, arity: $arity, write: $write, handler: $h, first_key: $first }
+    };
+}
+
+/// Every command.
+pub static COMMANDS: &[Command] = &[
+    // strings
+    cmd!("get", 2, false, 1, strings::get),
+    cmd!("set", -3, true, 1, strings::set),
+    cmd!("setnx", 3, true, 1, strings::setnx),
+    cmd!("setex", 4, true, 1, strings::setex),
+    cmd!("psetex", 4, true, 1, strings::psetex),
+    cmd!("getset", 3, true, 1, strings::getset),
+    cmd!("getdel", 2, true, 1, strings::getdel),
+    cmd!("mget", -2, false, 1, strings::mget),
+    cmd!("mset", -3, true, 1, strings::mset),
+    cmd!("msetnx", -3, true, 1, strings::msetnx),
+    cmd!("incr", 2, true, 1, strings::incr),
+    cmd!("decr", 2, true, 1, strings::decr),
+    cmd!("incrby", 3, true, 1, strings::incrby),
+    cmd!("decrby", 3, true, 1, strings::decrby),
+    cmd!("append", 3, true, 1, strings::append),
+    cmd!("strlen", 2, false, 1, strings::strlen),
+    // keys
+    cmd!("del", -2, true, 1, keys::del),
+    cmd!("unlink", -2, true, 1, keys::del),
+    cmd!("exists", -2, false, 1, keys::exists),
+    cmd!("expire", -3, true, 1, keys::expire),
+    cmd!("pexpire", -3, true, 1, keys::pexpire),
+    cmd!("expireat", -3, true, 1, keys::expireat),
+    cmd!("pexpireat", -3, true, 1, keys::pexpireat),
+    cmd!("ttl", 2, false, 1, keys::ttl),
+    cmd!("pttl", 2, false, 1, keys::pttl),
+    cmd!("persist", 2, true, 1, keys::persist),
+    cmd!("type", 2, false, 1, keys::type_),
+    cmd!("scan", -2, false, 0, keys::scan),
+    cmd!("keys", 2, false, 0, keys::keys),
+    cmd!("dbsize", 1, false, 0, keys::dbsize),
+    cmd!("flushdb", -1, true, 0, keys::flushdb),
+    cmd!("flushall", -1, true, 0, keys::flushdb),
+    cmd!("rename", 3, true, 1, keys::rename),
+    cmd!("renamenx", 3, true, 1, keys::renamenx),
+    cmd!("randomkey", 1, false, 0, keys::randomkey),
+    // hashes
+    cmd!("hset", -4, true, 1, hash::hset),
+    cmd!("hmset", -4, true, 1, hash::hmset),
+    cmd!("hsetnx", 4, true, 1, hash::hsetnx),
+    cmd!("hget", 3, false, 1, hash::hget),
+    cmd!("hmget", -3, false, 1, hash::hmget),
+    cmd!("hgetall", 2, false, 1, hash::hgetall),
+    cmd!("hdel", -3, true, 1, hash::hdel),
+    cmd!("hlen", 2, false, 1, hash::hlen),
+    cmd!("hexists", 3, false, 1, hash::hexists),
+    cmd!("hincrby", 4, true, 1, hash::hincrby),
+    cmd!("hkeys", 2, false, 1, hash::hkeys),
+    cmd!("hvals", 2, false, 1, hash::hvals),
+    cmd!("hscan", -3, false, 1, hash::hscan),
+    // lists
+    cmd!("lpush", -3, true, 1, list::lpush),
+    cmd!("rpush", -3, true, 1, list::rpush),
+    cmd!("lpop", -2, true, 1, list::lpop),
+    cmd!("rpop", -2, true, 1, list::rpop),
+    cmd!("lrange", 4, false, 1, list::lrange),
+    cmd!("llen", 2, false, 1, list::llen),
+    cmd!("lindex", 3, false, 1, list::lindex),
+    // sets
+    cmd!("sadd", -3, true, 1, set::sadd),
+    cmd!("srem", -3, true, 1, set::srem),
+    cmd!("smembers", 2, false, 1, set::smembers),
+    cmd!("sismember", 3, false, 1, set::sismember),
+    cmd!("scard", 2, false, 1, set::scard),
+    cmd!("spop", -2, true, 1, set::spop),
+    // sorted sets
+    cmd!("zadd", -4, true, 1, zset::zadd),
+    cmd!("zincrby", 4, true, 1, zset::zincrby),
+    cmd!("zrem", -3, true, 1, zset::zrem),
+    cmd!("zscore", 3, false, 1, zset::zscore),
+    cmd!("zcard", 2, false, 1, zset::zcard),
+    cmd!("zrange", -4, false, 1, zset::zrange),
+    cmd!("zrevrange", -4, false, 1, zset::zrevrange),
+    cmd!("zrangebyscore", -4, false, 1, zset::zrangebyscore),
+    cmd!("zrevrangebyscore", -4, false, 1, zset::zrevrangebyscore),
+    cmd!("zcount", 4, false, 1, zset::zcount),
+    cmd!("zrank", 3, false, 1, zset::zrank),
+    cmd!("zpopmin", -2, true, 1, zset::zpopmin),
+    cmd!("zpopmax", -2, true, 1, zset::zpopmax),
+    // connection and server
+    cmd!("ping", -1, false, 0, server::ping),
+    cmd!("echo", 2, false, 0, server::echo),
+    cmd!("select", 2, false, 0, server::select),
+    cmd!("quit", -1, false, 0, server::quit),
+    cmd!("auth", -2, false, 0, server::auth),
+    cmd!("hello", -1, false, 0, server::hello),
+    cmd!("command", -1, false, 0, server::command),
+    cmd!("client", -2, false, 0, server::client),
+    cmd!("info", -1, false, 0, server::info),
+    cmd!("config", -2, false, 0, server::config),
+    cmd!("time", 1, false, 0, server::time),
+];
+
+/// Looks a command up by (any-case) name.
+pub fn lookup(name: &[u8]) -> Option<&'static Command> {
+    if name.len() > 32 {
+        return None;
+    }
+    let lower = name.to_ascii_lowercase();
+    COMMANDS.iter().find(|c| c.name.as_bytes() == lower.as_slice())
+}
+
+/// `ERR wrong number of arguments for 'name' command`
+pub fn arity_err(name: &str) -> String {
+    format!("ERR wrong number of arguments for '{name}' command")
+}
+
+/// `ERR unknown command 'x', with args beginning with: 'a' 'b' `
+pub fn unknown_err(args: &[Vec<u8>]) -> String {
+    let name = String::from_utf8_lossy(&args[0]);
+    let name: String = name.chars().take(128).collect();
+    let mut s = format!("ERR unknown command '{name}', with args beginning with: ");
+    for a in args.iter().skip(1) {
+        if s.len() > 256 {
+            break;
+        }
+        let a = String::from_utf8_lossy(a);
+        let a: String = a.chars().take(128).collect();
+        s.push('\'');
+        s.push_str(&a);
+        s.push_str("' ");
+    }
+    s
+}
+
+/// Runs one command: lookup, auth and arity checks, then its handler.
+pub fn dispatch(sh: &Shared, conn: &mut Conn, args: &[Vec<u8>], out: &mut Out) {
+    let Some(cmd) = lookup(&args[0]) else {
+        if !conn.authed {
+            out.error(NOAUTH);
+        } else {
+            out.error(&unknown_err(args));
+        }
+        return;
+    };
+    if !conn.authed && !matches!(cmd.name, "auth" | "hello" | "quit") {
+        out.error(NOAUTH);
+        return;
+    }
+    let n = args.len() as i32;
+    if (cmd.arity > 0 && n != cmd.arity) || (cmd.arity < 0 && n < -cmd.arity) {
+        out.error(&arity_err(cmd.name));
+        return;
+    }
+    sh.stats.commands.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    if let Err(e) = (cmd.handler)(sh, conn, args, out) {
+        sh.stats.errors.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        out.error(&e);
+    }
+}
+
+/// Case-insensitive comparison of an argument with an ASCII word.
+pub fn is(arg: &[u8], word: &str) -> bool {
+    arg.eq_ignore_ascii_case(word.as_bytes())
+}
+
+/// Parses a strict integer (no spaces, no `+`, no leading zeros), as Redis's string2ll.
+pub fn parse_int_strict(b: &[u8]) -> Option<i64> {
+    if b.is_empty() || b.len() > 20 {
+        return None;
+    }
+    let s = std::str::from_utf8(b).ok()?;
+    let v: i64 = s.parse().ok()?;
+    (v.to_string() == s).then_some(v)
+}
+
+/// An integer argument, or `ERR value is not an integer or out of range`.
+pub fn int_arg(b: &[u8]) -> Result<i64, String> {
+    parse_int_strict(b).ok_or_else(|| NOT_INT.to_string())
+}
+
+/// Parses a float the way Redis reads scores: `inf`, `+inf`, `-inf` and decimal/exponent
+/// forms; NaN and trailing garbage rejected.
+pub fn parse_float(b: &[u8]) -> Option<f64> {
+    let s = std::str::from_utf8(b).ok()?;
+    if s.is_empty() || s.trim() != s {
+        return None;
+    }
+    let v: f64 = match s.to_ascii_lowercase().as_str() {
+        "inf" | "+inf" | "infinity" | "+infinity" => f64::INFINITY,
+        "-inf" | "-infinity" => f64::NEG_INFINITY,
+        l if l.contains("inf") || l.contains("nan") => return None,
+        _ => s.parse().ok()?,
+    };
+    (!v.is_nan()).then_some(v)
+}
+
+/// A float argument, or `ERR value is not a valid float`.
+pub fn float_arg(b: &[u8]) -> Result<f64, String> {
+    parse_float(b).ok_or_else(|| NOT_FLOAT.to_string())
+}

@@ -1,0 +1,430 @@
+//! Connection and server commands: PING, ECHO, SELECT, QUIT, AUTH, HELLO, COMMAND, CLIENT,
+//! INFO, CONFIG, TIME.
+
+use super::{glob, is, CmdResult, COMMANDS, NOAUTH, SYNTAX};
+use crate::resp::Out;
+use crate::server::{Conn, Shared};
+use crate::storage::SyncPolicy;
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering;
+
+/// The Redis version reported to clients (they gate features on it).
+pub const REDIS_VERSION: &str = "7.2.0";
+
+pub fn ping(_: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    match a.len() {
+        1 => out.simple("PONG"),
+        2 => out.bulk(&a[1]),
+        _ => return Err(super::arity_err("ping")),
+    }
+    Ok(())
+}
+
+pub fn echo(_: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    out.bulk(&a[1]);
+    Ok(())
+}
+
+pub fn select(_: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let db = super::parse_int_strict(&a[1]).ok_or(super::NOT_INT)?;
+    if db != 0 {
+        return Err("ERR DB index is out of range".into());
+    }
+    out.ok();
+    Ok(())
+}
+
+pub fn quit(_: &Shared, c: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    c.close = true;
+    out.ok();
+    Ok(())
+}
+
+fn check_password(sh: &Shared, user: Option<&[u8]>, pass: &[u8]) -> Result<(), String> {
+    let Some(pw) = sh.password() else {
+        if user.is_none() {
+            return Err("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?".into());
+        }
+        return Ok(());
+    };
+    if user.is_some_and(|u| u != b"default") || pass != pw.as_bytes() {
+        return Err("WRONGPASS invalid username-password pair or user is disabled.".into());
+    }
+    Ok(())
+}
+
+pub fn auth(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    match a.len() {
+        2 => check_password(sh, None, &a[1])?,
+        3 => check_password(sh, Some(&a[1]), &a[2])?,
+        _ => return Err(SYNTAX.into()),
+    }
+    c.authed = true;
+    out.ok();
+    Ok(())
+}
+
+pub fn hello(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let mut proto = None;
+    let mut i = 1;
+    if a.len() > 1 {
+        let v = super::parse_int_strict(&a[1])
+            .ok_or("ERR Protocol version is not an integer or out of range")?;
+        if v != 2 && v != 3 {
+            return Err("NOPROTO unsupported protocol version".into());
+        }
+        proto = Some(v);
+        i = 2;
+    }
+    let mut name = None;
+    while i < a.len() {
+        if is(&a[i], "auth") && i + 2 < a.len() {
+            check_password(sh, Some(&a[i + 1]), &a[i + 2])?;
+            c.authed = true;
+            i += 3;
+        } else if is(&a[i], "setname") && i + 1 < a.len() {
+            name = Some(a[i + 1].clone());
+            i += 2;
+        } else {
+            return Err(format!(
+                "ERR Syntax error in HELLO option '{}'",
+                String::from_utf8_lossy(&a[i])
+            ));
+        }
+    }
+    if !c.authed {
+        return Err(format!("{} HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time", NOAUTH.trim_end_matches(" Authentication required.")));
+    }
+    if let Some(p) = proto {
+        c.resp3 = p == 3;
+    }
+    out.resp3 = c.resp3;
+    {
+        let mut cl = sh.clients.lock();
+        if let Some(e) = cl.get_mut(&c.id) {
+            e.resp = if c.resp3 { 3 } else { 2 };
+            if let Some(n) = &name {
+                e.name = String::from_utf8_lossy(n).into_owned();
+            }
+        }
+    }
+    out.map(7);
+    out.bulk(b"server");
+    out.bulk(b"redis");
+    out.bulk(b"version");
+    out.bulk(REDIS_VERSION.as_bytes());
+    out.bulk(b"proto");
+    out.int(if c.resp3 { 3 } else { 2 });
+    out.bulk(b"id");
+    out.int(c.id as i64);
+    out.bulk(b"mode");
+    out.bulk(b"standalone");
+    out.bulk(b"role");
+    out.bulk(b"master");
+    out.bulk(b"modules");
+    out.array(0);
+    Ok(())
+}
+
+fn command_info(out: &mut Out, c: &super::Command) {
+    out.array(10);
+    out.bulk(c.name.as_bytes());
+    out.int(i64::from(c.arity));
+    out.set(1);
+    out.simple(if c.write { "write" } else { "readonly" });
+    let (first, last, step) = match (c.first_key, c.name) {
+        (0, _) => (0, 0, 0),
+        (_, "mget" | "del" | "unlink" | "exists") => (1, -1, 1),
+        (_, "mset" | "msetnx") => (1, -1, 2),
+        (_, "rename" | "renamenx") => (1, 2, 1),
+        (f, _) => (f, f, 1),
+    };
+    out.int(i64::from(first));
+    out.int(i64::from(last));
+    out.int(i64::from(step));
+    out.set(0);
+    out.set(0);
+    out.array(0);
+    out.array(0);
+}
+
+pub fn command(_: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    if a.len() == 1 {
+        out.array(COMMANDS.len());
+        for c in COMMANDS {
+            command_info(out, c);
+        }
+        return Ok(());
+    }
+    let sub = &a[1];
+    if is(sub, "count") {
+        out.int(COMMANDS.len() as i64);
+    } else if is(sub, "info") {
+        let names: Vec<&Vec<u8>> = a[2..].iter().collect();
+        if names.is_empty() {
+            out.array(COMMANDS.len());
+            for c in COMMANDS {
+                command_info(out, c);
+            }
+        } else {
+            out.array(names.len());
+            for n in names {
+                match super::lookup(n) {
+                    Some(c) => command_info(out, c),
+                    None => out.null_array(),
+                }
+            }
+        }
+    } else if is(sub, "docs") {
+        out.map(0);
+    } else if is(sub, "list") {
+        out.array(COMMANDS.len());
+        for c in COMMANDS {
+            out.bulk(c.name.as_bytes());
+        }
+    } else {
+        return Err(format!(
+            "ERR unknown subcommand '{}'. Try COMMAND HELP.",
+            String::from_utf8_lossy(sub)
+        ));
+    }
+    Ok(())
+}
+
+fn client_line(id: u64, e: &crate::server::ClientEntry) -> String {
+    let age = e.since.map_or(0, |s| s.elapsed().as_secs());
+    format!("id={id} addr={} laddr= fd=0 name={} age={age} idle=0 flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=client user=default redir=-1 resp={} lib-name={} lib-ver=\n", e.addr, e.name, e.resp, e.lib)
+}
+
+pub fn client(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let sub = &a[1];
+    let arity = || {
+        format!(
+            "ERR wrong number of arguments for 'client|{}' command",
+            String::from_utf8_lossy(sub).to_ascii_lowercase()
+        )
+    };
+    if is(sub, "setname") {
+        let name = a.get(2).filter(|_| a.len() == 3).ok_or_else(arity)?;
+        if name.iter().any(|&b| b <= b' ' || b > b'~') {
+            return Err(
+                "ERR Client names cannot contain spaces, newlines or special characters.".into()
+            );
+        }
+        if let Some(e) = sh.clients.lock().get_mut(&c.id) {
+            e.name = String::from_utf8_lossy(name).into_owned();
+        }
+        out.ok();
+    } else if is(sub, "getname") {
+        let name = sh.clients.lock().get(&c.id).map(|e| e.name.clone()).unwrap_or_default();
+        out.opt_bulk((!name.is_empty()).then_some(name.as_bytes()));
+    } else if is(sub, "setinfo") {
+        if a.len() != 4 {
+            return Err(arity());
+        }
+        if is(&a[2], "lib-name") {
+            if let Some(e) = sh.clients.lock().get_mut(&c.id) {
+                e.lib = String::from_utf8_lossy(&a[3]).into_owned();
+            }
+        } else if !is(&a[2], "lib-ver") {
+            return Err(format!("ERR Unrecognized option '{}'", String::from_utf8_lossy(&a[2])));
+        }
+        out.ok();
+    } else if is(sub, "id") {
+        out.int(c.id as i64);
+    } else if is(sub, "list") || is(sub, "info") {
+        let cl = sh.clients.lock();
+        let mut s = String::new();
+        if is(sub, "info") {
+            if let Some(e) = cl.get(&c.id) {
+                s = client_line(c.id, e);
+            }
+        } else {
+            let mut ids: Vec<_> = cl.keys().copied().collect();
+            ids.sort_unstable();
+            for id in ids {
+                s.push_str(&client_line(id, &cl[&id]));
+            }
+        }
+        drop(cl);
+        out.verbatim(&s);
+    } else {
+        return Err(format!(
+            "ERR unknown subcommand '{}'. Try CLIENT HELP.",
+            String::from_utf8_lossy(sub)
+        ));
+    }
+    Ok(())
+}
+
+fn prop(sh: &Shared, name: &str) -> u64 {
+    let st = &sh.store;
+    [&st.meta_cf, &st.sub_cf, &st.score_cf]
+        .iter()
+        .filter_map(|cf| st.db.property_int_value_cf(&***cf, name).ok().flatten())
+        .sum()
+}
+
+/// The INFO text of the sections `want` (empty = all).
+pub fn info_text(sh: &Shared, want: &[String]) -> Result<String, String> {
+    let all =
+        want.is_empty() || want.iter().any(|w| w == "all" || w == "everything" || w == "default");
+    let on = |s: &str| all || want.iter().any(|w| w == s);
+    let mut t = String::new();
+    if on("server") {
+        let _ = write!(
+            t,
+            "# Server\r\nredis_version:{REDIS_VERSION}\r\nstrata_server_version:{}\r\nredis_mode:standalone\r\nos:{}\r\narch_bits:64\r\nmultiplexing_api:tokio\r\nprocess_id:{}\r\ntcp_port:{}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\nexecutable:strata-server\r\n\r\n",
+            env!("CARGO_PKG_VERSION"),
+            std::env::consts::OS,
+            std::process::id(),
+            sh.port,
+            sh.started.elapsed().as_secs(),
+            sh.started.elapsed().as_secs() / 86400
+        );
+    }
+    if on("clients") {
+        let _ = write!(
+            t,
+            "# Clients\r\nconnected_clients:{}\r\nblocked_clients:0\r\nmaxclients:10000\r\n\r\n",
+            sh.stats.connected.load(Ordering::Relaxed)
+        );
+    }
+    if on("memory") {
+        let mem = prop(sh, "strata.size-all-mem-tables") + prop(sh, "strata.block-cache-usage");
+        let _ = write!(t, "# Memory\r\nused_memory:{mem}\r\nused_memory_human:{:.2}M\r\nmaxmemory:0\r\nmaxmemory_policy:noeviction\r\nmem_allocator:libc\r\n\r\n", mem as f64 / 1048576.0);
+    }
+    if on("persistence") {
+        let _ = write!(
+            t,
+            "# Persistence\r\nloading:0\r\naof_enabled:1\r\naof_rewrite_in_progress:0\r\nrdb_bgsave_in_progress:0\r\nrdb_changes_since_last_save:0\r\nappendfsync:{}\r\nstrata_sst_bytes:{}\r\n\r\n",
+            sh.store.sync_policy().name(),
+            prop(sh, "strata.total-sst-files-size")
+        );
+    }
+    if on("stats") {
+        let s = &sh.stats;
+        let _ = write!(
+            t,
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ntotal_error_replies:{}\r\nexpired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:0\r\nkeyspace_misses:0\r\ntotal_protocol_errors:{}\r\n\r\n",
+            s.connections.load(Ordering::Relaxed),
+            s.commands.load(Ordering::Relaxed),
+            s.errors.load(Ordering::Relaxed),
+            s.expired_keys.load(Ordering::Relaxed),
+            s.protocol_errors.load(Ordering::Relaxed)
+        );
+    }
+    if on("replication") {
+        t.push_str("# Replication\r\nrole:master\r\nconnected_slaves:0\r\n\r\n");
+    }
+    if on("keyspace") {
+        let mut keys = 0u64;
+        let mut expires = 0u64;
+        sh.store.scan_keys(b"", |_, m| {
+            keys += 1;
+            expires += u64::from(m.expire_ms != 0);
+            true
+        })?;
+        t.push_str("# Keyspace\r\n");
+        if keys > 0 {
+            let _ = write!(t, "db0:keys={keys},expires={expires},avg_ttl=0\r\n");
+        }
+        t.push_str("\r\n");
+    }
+    if on("strata") {
+        t.push_str("# Strata\r\n");
+        for (name, cf) in [
+            ("metadata", &sh.store.meta_cf),
+            ("subkey", &sh.store.sub_cf),
+            ("zscore", &sh.store.score_cf),
+        ] {
+            let stats = sh
+                .store
+                .db
+                .property_value_cf(&**cf, "strata.stats")
+                .ok()
+                .flatten()
+                .unwrap_or_default();
+            let _ = write!(t, "strata_cf_{name}_stats:");
+            // One field per line; the engine's multi-line text is folded with " | ".
+            t.push_str(
+                &stats
+                    .lines()
+                    .map(str::trim_end)
+                    .filter(|l| !l.is_empty())
+                    .collect::<Vec<_>>()
+                    .join(" | "),
+            );
+            t.push_str("\r\n");
+        }
+        t.push_str("\r\n");
+    }
+    Ok(t)
+}
+
+pub fn info(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let want: Vec<String> =
+        a[1..].iter().map(|s| String::from_utf8_lossy(s).to_ascii_lowercase()).collect();
+    let t = info_text(sh, &want)?;
+    out.verbatim(&t);
+    Ok(())
+}
+
+pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let sub = &a[1];
+    if is(sub, "get") {
+        if a.len() < 3 {
+            return Err("ERR wrong number of arguments for 'config|get' command".into());
+        }
+        let params = sh.params.read();
+        let hits: Vec<(&String, &String)> = params
+            .iter()
+            .filter(|(k, _)| {
+                a[2..].iter().any(|p| glob::matches(&p.to_ascii_lowercase(), k.as_bytes()))
+            })
+            .collect();
+        out.map(hits.len());
+        for (k, v) in hits {
+            out.bulk(k.as_bytes());
+            out.bulk(v.as_bytes());
+        }
+    } else if is(sub, "set") {
+        if a.len() < 4 || !a.len().is_multiple_of(2) {
+            return Err("ERR wrong number of arguments for 'config|set' command".into());
+        }
+        let mut params = sh.params.write();
+        for pair in a[2..].chunks(2) {
+            let k = String::from_utf8_lossy(&pair[0]).to_ascii_lowercase();
+            let v = String::from_utf8_lossy(&pair[1]).into_owned();
+            if !params.contains_key(&k)
+                || matches!(k.as_str(), "port" | "bind" | "dir" | "databases")
+            {
+                return Err(format!(
+                    "ERR Unknown option or number of arguments for CONFIG SET - '{k}'"
+                ));
+            }
+            if k == "appendfsync" {
+                let p = SyncPolicy::parse(&v).ok_or_else(|| "ERR CONFIG SET failed (possibly related to argument 'appendfsync') - argument(s) must be one of the following: always, everysec, no".to_string())?;
+                sh.store.set_sync_policy(p);
+            }
+            params.insert(k, v);
+        }
+        out.ok();
+    } else if is(sub, "resetstat") || is(sub, "rewrite") {
+        out.ok();
+    } else {
+        return Err(format!(
+            "ERR unknown subcommand '{}'. Try CONFIG HELP.",
+            String::from_utf8_lossy(sub)
+        ));
+    }
+    Ok(())
+}
+
+pub fn time(_: &Shared, _: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let d = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    out.array(2);
+    out.bulk(d.as_secs().to_string().as_bytes());
+    out.bulk(d.subsec_micros().to_string().as_bytes());
+    Ok(())
+}

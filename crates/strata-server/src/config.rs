@@ -1,0 +1,243 @@
+//! Configuration: a redis.conf-style file (`key value` lines, `#` comments, quoted values)
+//! overridden by command-line flags, then defaults.
+//!
+//! Flags (stable; scripts rely on them): `--port` (6379; 0 = pick a free port and print it),
+//! `--bind` (127.0.0.1), `--dir` (./strata-data), `--requirepass`, `--appendfsync
+//! always|everysec|no` (everysec), `--write-buffer-size`, `--block-cache-size`,
+//! `--max-background-jobs`, `--proto-max-bulk-len` (512 MiB), and a config file path as the
+//! first positional argument.
+
+use crate::storage::SyncPolicy;
+use clap::Parser;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// Command-line flags; `None` means "from the file, else the default".
+#[derive(Parser, Debug, Default)]
+#[command(name = "strata-server", about = "A Redis-protocol server on the Strata engine")]
+pub struct Flags {
+    /// A redis.conf-style configuration file.
+    pub config_file: Option<PathBuf>,
+    /// TCP port (0 = any free port, printed at start).
+    #[arg(long)]
+    pub port: Option<u16>,
+    /// Address to listen on.
+    #[arg(long)]
+    pub bind: Option<String>,
+    /// Database directory.
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Password clients must AUTH with.
+    #[arg(long)]
+    pub requirepass: Option<String>,
+    /// WAL sync policy: always | everysec | no.
+    #[arg(long)]
+    pub appendfsync: Option<String>,
+    /// Engine memtable size in bytes.
+    #[arg(long)]
+    pub write_buffer_size: Option<usize>,
+    /// Engine block cache size in bytes.
+    #[arg(long)]
+    pub block_cache_size: Option<usize>,
+    /// Engine background flush/compaction threads.
+    #[arg(long)]
+    pub max_background_jobs: Option<usize>,
+    /// Largest bulk string accepted in a request, in bytes.
+    #[arg(long)]
+    pub proto_max_bulk_len: Option<usize>,
+}
+
+/// The resolved configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// TCP port; 0 = any.
+    pub port: u16,
+    /// Listen address.
+    pub bind: String,
+    /// Data directory.
+    pub dir: PathBuf,
+    /// AUTH password (empty = none).
+    pub requirepass: String,
+    /// WAL sync policy.
+    pub appendfsync: SyncPolicy,
+    /// Engine memtable size.
+    pub write_buffer_size: Option<usize>,
+    /// Engine block cache size.
+    pub block_cache_size: Option<usize>,
+    /// Engine background jobs.
+    pub max_background_jobs: Option<usize>,
+    /// Largest request bulk string.
+    pub proto_max_bulk_len: usize,
+    /// Every `key value` of the file, for CONFIG GET of settings without their own field.
+    pub extra: BTreeMap<String, String>,
+}
+
+/// Parses a config file's text into `key -> value` (the last occurrence wins).
+pub fn parse_file(text: &str) -> Result<BTreeMap<String, String>, String> {
+    let mut m = BTreeMap::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (k, v) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+        let v = v.trim();
+        let v = if v.len() >= 2
+            && ((v.starts_with('"') && v.ends_with('"'))
+                || (v.starts_with('\'') && v.ends_with('\'')))
+        {
+            &v[1..v.len() - 1]
+        } else {
+            v
+        };
+        if k.is_empty() {
+            return Err(format!("line {}: expected `key value`", n + 1));
+        }
+        m.insert(k.to_ascii_lowercase(), v.to_string());
+    }
+    Ok(m)
+}
+
+fn num<T: std::str::FromStr>(
+    file: &BTreeMap<String, String>,
+    key: &str,
+) -> Result<Option<T>, String> {
+    file.get(key)
+        .map(|v| {
+            parse_size(v)
+                .and_then(|n| n.to_string().parse().ok())
+                .ok_or_else(|| format!("config `{key}`: `{v}` is not a number"))
+        })
+        .transpose()
+}
+
+/// Parses `123`, `64mb`, `1gb`, `512k`... (redis.conf memory units).
+pub fn parse_size(v: &str) -> Option<u64> {
+    let l = v.to_ascii_lowercase();
+    let (digits, mul) = [
+        ("gb", 1u64 << 30),
+        ("mb", 1 << 20),
+        ("kb", 1 << 10),
+        ("g", 1_000_000_000),
+        ("m", 1_000_000),
+        ("k", 1000),
+        ("b", 1),
+    ]
+    .iter()
+    .find_map(|(s, m)| l.strip_suffix(s).map(|d| (d.to_string(), *m)))
+    .unwrap_or((l.clone(), 1));
+    digits.trim().parse::<u64>().ok()?.checked_mul(mul)
+}
+
+impl Config {
+    /// Resolves flags over the file over defaults.
+    pub fn resolve(flags: Flags) -> Result<Config, String> {
+        let file = match &flags.config_file {
+            Some(p) => {
+                let text = std::fs::read_to_string(p)
+                    .map_err(|e| format!("cannot read config file {}: {e}", p.display()))?;
+                parse_file(&text).map_err(|e| format!("{}: {e}", p.display()))?
+            }
+            None => BTreeMap::new(),
+        };
+        let fsync = flags
+            .appendfsync
+            .or_else(|| file.get("appendfsync").cloned())
+            .unwrap_or_else(|| "everysec".into());
+        let appendfsync = SyncPolicy::parse(&fsync)
+            .ok_or_else(|| format!("appendfsync `{fsync}`: expected always, everysec or no"))?;
+        let port = match flags.port {
+            Some(p) => p,
+            None => num::<u16>(&file, "port")?.unwrap_or(6379),
+        };
+        Ok(Config {
+            port,
+            bind: flags
+                .bind
+                .or_else(|| {
+                    file.get("bind").and_then(|b| b.split_whitespace().next().map(String::from))
+                })
+                .unwrap_or_else(|| "127.0.0.1".into()),
+            dir: flags
+                .dir
+                .or_else(|| file.get("dir").map(PathBuf::from))
+                .unwrap_or_else(|| PathBuf::from("strata-data")),
+            requirepass: flags
+                .requirepass
+                .or_else(|| file.get("requirepass").cloned())
+                .unwrap_or_default(),
+            appendfsync,
+            write_buffer_size: flags
+                .write_buffer_size
+                .map_or_else(|| num(&file, "write-buffer-size"), |v| Ok(Some(v)))?,
+            block_cache_size: flags
+                .block_cache_size
+                .map_or_else(|| num(&file, "block-cache-size"), |v| Ok(Some(v)))?,
+            max_background_jobs: flags
+                .max_background_jobs
+                .map_or_else(|| num(&file, "max-background-jobs"), |v| Ok(Some(v)))?,
+            proto_max_bulk_len: flags
+                .proto_max_bulk_len
+                .map_or_else(|| num(&file, "proto-max-bulk-len"), |v| Ok(Some(v)))?
+                .unwrap_or(512 << 20),
+            extra: file,
+        })
+    }
+
+    /// Engine options from this configuration.
+    pub fn engine_options(&self) -> strata::Options {
+        let mut o = strata::Options::default();
+        if let Some(v) = self.write_buffer_size {
+            o.write_buffer_size = v;
+        }
+        if let Some(v) = self.block_cache_size {
+            o.block_cache_size = v;
+        }
+        if let Some(v) = self.max_background_jobs {
+            o.max_background_jobs = v.max(1);
+        }
+        o
+    }
+
+    /// The settings CONFIG GET reports (Redis names, lower case).
+    pub fn params(&self) -> BTreeMap<String, String> {
+        let mut m = self.extra.clone();
+        let mut set = |k: &str, v: String| {
+            m.insert(k.to_string(), v);
+        };
+        set("port", self.port.to_string());
+        set("bind", self.bind.clone());
+        set("dir", self.dir.display().to_string());
+        set("requirepass", self.requirepass.clone());
+        set("appendfsync", self.appendfsync.name().to_string());
+        set("appendonly", "yes".into());
+        set("proto-max-bulk-len", self.proto_max_bulk_len.to_string());
+        for (k, v) in [
+            ("save", ""),
+            ("maxmemory", "0"),
+            ("maxmemory-policy", "noeviction"),
+            ("databases", "1"),
+            ("maxclients", "10000"),
+            ("timeout", "0"),
+            ("tcp-keepalive", "300"),
+            ("hz", "10"),
+        ] {
+            m.entry(k.to_string()).or_insert_with(|| v.to_string());
+        }
+        m
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_then_flags() {
+        let f = parse_file("# c\nport 7000\nappendfsync always\nrequirepass \"pw x\"\n").unwrap();
+        assert_eq!(f["port"], "7000");
+        assert_eq!(f["requirepass"], "pw x");
+        assert_eq!(parse_size("64mb"), Some(64 << 20));
+        assert_eq!(parse_size("x"), None);
+    }
+}

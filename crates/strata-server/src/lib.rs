@@ -1,0 +1,56 @@
+//! strata-server: the Redis protocol (RESP2/RESP3) served on the Strata engine.
+//!
+//! Layers: [`resp`] (wire format) <- [`server`] (connections) -> [`commands`] (semantics) ->
+//! [`storage`] (the Kvrocks-style encoding of Redis types on column families). [`config`]
+//! resolves flags and the config file.
+
+pub mod commands;
+pub mod config;
+pub mod resp;
+pub mod server;
+pub mod storage;
+
+use server::Shared;
+use std::sync::Arc;
+
+/// Opens the store, binds, prints the ready line and serves until SIGINT/SIGTERM, then
+/// flushes the DB.
+pub async fn run(cfg: config::Config) -> Result<(), String> {
+    std::fs::create_dir_all(&cfg.dir)
+        .map_err(|e| format!("cannot create {}: {e}", cfg.dir.display()))?;
+    let store = storage::Store::open(cfg.engine_options(), &cfg.dir, cfg.appendfsync)?;
+    let listener = tokio::net::TcpListener::bind((cfg.bind.as_str(), cfg.port))
+        .await
+        .map_err(|e| format!("cannot listen on {}:{}: {e}", cfg.bind, cfg.port))?;
+    let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+    let sh = Arc::new(Shared::new(store.clone(), cfg.clone(), port));
+    server::tasks::start(&sh);
+    println!(
+        "strata-server {} on {}:{port}, data in {}, appendfsync {}",
+        env!("CARGO_PKG_VERSION"),
+        cfg.bind,
+        cfg.dir.display(),
+        cfg.appendfsync.name()
+    );
+    println!("Ready to accept connections on port {port}");
+    server::listener::serve(sh.clone(), listener, shutdown_signal()).await;
+    println!("Shutting down: flushing the database");
+    let st = store.clone();
+    tokio::task::spawn_blocking(move || st.close()).await.map_err(|e| e.to_string())??;
+    println!("Bye");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}

@@ -1,0 +1,30 @@
+//! The `strata-server` binary: see [`strata_server::config`] for its flags.
+
+use clap::Parser;
+use std::io::Write as _;
+
+fn main() {
+    let flags = strata_server::config::Flags::parse();
+    let cfg = match strata_server::config::Config::resolve(flags) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("strata-server: {e}");
+            std::process::exit(2);
+        }
+    };
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("strata-server: cannot start the runtime: {e}");
+            std::process::exit(1);
+        }
+    };
+    let res = rt.block_on(strata_server::run(cfg));
+    // Connection tasks still running after the DB is closed are abandoned, not waited for.
+    rt.shutdown_timeout(std::time::Duration::from_secs(1));
+    let _ = std::io::stdout().flush();
+    if let Err(e) = res {
+        eprintln!("strata-server: {e}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,11 @@
+//! RESP, the Redis serialization protocol: an incremental request parser ([`parser`]) and a
+//! reply writer for RESP2 and RESP3 ([`writer`]).
+//!
+//! Contract: the parser never panics on any input; a malformed frame is a [`ProtocolError`]
+//! after which the connection must be closed (the stream cannot be resynchronised).
+
+pub mod parser;
+pub mod writer;
+
+pub use parser::{parse_command, ParseOutcome, ProtocolError};
+pub use writer::Out;

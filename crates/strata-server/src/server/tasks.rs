@@ -1,0 +1,47 @@
+//! Background tasks: active expiry (walks the metadata family a slice at a time, deleting
+//! expired keys nobody reads) and the once-a-second WAL sync of `appendfsync everysec`.
+
+use super::Shared;
+use crate::commands::keys::expire_cycle;
+use crate::storage::SyncPolicy;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Keys examined per expiry round (10 rounds a second).
+const EXPIRE_BUDGET: usize = 200;
+
+/// Starts the tasks on the current runtime.
+pub fn start(sh: &Arc<Shared>) {
+    let s = sh.clone();
+    tokio::spawn(async move {
+        let mut from = Vec::new();
+        let mut tick = tokio::time::interval(Duration::from_millis(100));
+        loop {
+            tick.tick().await;
+            let s2 = s.clone();
+            let start = std::mem::take(&mut from);
+            let r =
+                tokio::task::spawn_blocking(move || expire_cycle(&s2.store, &start, EXPIRE_BUDGET))
+                    .await;
+            if let Ok(Ok((next, n))) = r {
+                from = next;
+                s.stats.expired_keys.fetch_add(n as u64, Ordering::Relaxed);
+            }
+        }
+    });
+    let s = sh.clone();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            tick.tick().await;
+            if s.store.sync_policy() == SyncPolicy::EverySec {
+                let s2 = s.clone();
+                let r = tokio::task::spawn_blocking(move || s2.store.db.flush_wal(true)).await;
+                if let Ok(Err(e)) = r {
+                    eprintln!("background WAL sync failed: {e}");
+                }
+            }
+        }
+    });
+}

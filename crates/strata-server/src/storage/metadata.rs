@@ -1,0 +1,204 @@
+//! The metadata entry of a key: one per user key, in the `metadata` column family, keyed by the
+//! user key itself.
+//!
+//! ```text
+//!  0       1                 9
+//!  +-------+-----------------+---------------------------------------------------+
+//!  | flags | expire_ms u64LE | type-specific                                     |
+//!  +-------+-----------------+---------------------------------------------------+
+//!  flags:      low 4 bits = type, high 4 bits = format version (0)
+//!              type (on-disk: never change): 1 string, 2 hash, 3 list, 4 set, 5 zset
+//!  expire_ms:  absolute Unix time in milliseconds; 0 = no expiry
+//!  string:     the value bytes (strings keep no sub-keys)
+//!  hash, set, zset:  version u64LE | size u64LE
+//!  list:             version u64LE | size u64LE | head u64LE | tail u64LE
+//!                    (elements live at indexes head..tail, head inclusive, tail exclusive)
+//! ```
+//!
+//! `version` names the generation of a composite key: its sub-keys carry it, so deleting,
+//! expiring or overwriting the key only replaces this entry (O(1)); sub-keys of an older
+//! version are garbage that the compaction filter ([`super::filter`]) removes.
+
+/// The type of a key (the low nibble of `flags`; on-disk: never change).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A string; the value is inline.
+    String = 1,
+    /// A hash: field -> value sub-keys.
+    Hash = 2,
+    /// A list: index -> element sub-keys.
+    List = 3,
+    /// A set: member sub-keys with empty values.
+    Set = 4,
+    /// A sorted set: member -> score sub-keys plus score-index entries.
+    ZSet = 5,
+}
+
+impl Kind {
+    /// The name TYPE replies with.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::String => "string",
+            Kind::Hash => "hash",
+            Kind::List => "list",
+            Kind::Set => "set",
+            Kind::ZSet => "zset",
+        }
+    }
+
+    fn from_nibble(b: u8) -> Option<Kind> {
+        Some(match b {
+            1 => Kind::String,
+            2 => Kind::Hash,
+            3 => Kind::List,
+            4 => Kind::Set,
+            5 => Kind::ZSet,
+            _ => return None,
+        })
+    }
+}
+
+/// Initial head/tail of an empty list: the middle of the index space, so both ends can grow.
+pub const LIST_MIDDLE: u64 = 1 << 63;
+
+/// A decoded metadata entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Meta {
+    /// The key's type.
+    pub kind: Kind,
+    /// Absolute expiry in Unix ms; 0 = none.
+    pub expire_ms: u64,
+    /// Sub-key generation (composite types).
+    pub version: u64,
+    /// Number of fields/members/elements (composite types).
+    pub size: u64,
+    /// List head index (inclusive).
+    pub head: u64,
+    /// List tail index (exclusive).
+    pub tail: u64,
+    /// The string value (strings only).
+    pub value: Vec<u8>,
+}
+
+impl Meta {
+    /// A new string entry.
+    pub fn string(value: Vec<u8>, expire_ms: u64) -> Meta {
+        Meta { kind: Kind::String, expire_ms, version: 0, size: 0, head: 0, tail: 0, value }
+    }
+
+    /// A new, empty composite entry of `kind` with `version`.
+    pub fn composite(kind: Kind, version: u64) -> Meta {
+        Meta {
+            kind,
+            expire_ms: 0,
+            version,
+            size: 0,
+            head: LIST_MIDDLE,
+            tail: LIST_MIDDLE,
+            value: Vec::new(),
+        }
+    }
+
+    /// Whether the key has expired at `now_ms`.
+    pub fn expired(&self, now_ms: u64) -> bool {
+        self.expire_ms != 0 && self.expire_ms <= now_ms
+    }
+
+    /// Encodes the entry.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(9 + 32 + self.value.len());
+        out.push(self.kind as u8);
+        out.extend_from_slice(&self.expire_ms.to_le_bytes());
+        match self.kind {
+            Kind::String => out.extend_from_slice(&self.value),
+            Kind::Hash | Kind::Set | Kind::ZSet => {
+                out.extend_from_slice(&self.version.to_le_bytes());
+                out.extend_from_slice(&self.size.to_le_bytes());
+            }
+            Kind::List => {
+                out.extend_from_slice(&self.version.to_le_bytes());
+                out.extend_from_slice(&self.size.to_le_bytes());
+                out.extend_from_slice(&self.head.to_le_bytes());
+                out.extend_from_slice(&self.tail.to_le_bytes());
+            }
+        }
+        out
+    }
+
+    /// Decodes an entry; `Err` names what is wrong.
+    pub fn decode(b: &[u8]) -> Result<Meta, String> {
+        if b.len() < 9 {
+            return Err(format!("metadata entry of {} bytes, expected at least 9", b.len()));
+        }
+        if b[0] >> 4 != 0 {
+            return Err(format!("metadata format version {} unknown", b[0] >> 4));
+        }
+        let kind = Kind::from_nibble(b[0] & 0x0f)
+            .ok_or_else(|| format!("metadata type {} unknown", b[0] & 0x0f))?;
+        let expire_ms = read_u64(b, 1);
+        let mut m = if kind == Kind::String {
+            Meta::string(Vec::new(), 0)
+        } else {
+            Meta::composite(kind, 0)
+        };
+        m.expire_ms = expire_ms;
+        match kind {
+            Kind::String => m.value = b[9..].to_vec(),
+            Kind::Hash | Kind::Set | Kind::ZSet => {
+                if b.len() != 25 {
+                    return Err(format!(
+                        "{} metadata of {} bytes, expected 25",
+                        kind.name(),
+                        b.len()
+                    ));
+                }
+                m.version = read_u64(b, 9);
+                m.size = read_u64(b, 17);
+            }
+            Kind::List => {
+                if b.len() != 41 {
+                    return Err(format!("list metadata of {} bytes, expected 41", b.len()));
+                }
+                m.version = read_u64(b, 9);
+                m.size = read_u64(b, 17);
+                m.head = read_u64(b, 25);
+                m.tail = read_u64(b, 33);
+            }
+        }
+        Ok(m)
+    }
+}
+
+fn read_u64(b: &[u8], at: usize) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(a)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_every_kind() {
+        let s = Meta::string(b"hello".to_vec(), 42);
+        assert_eq!(Meta::decode(&s.encode()).unwrap(), s);
+        for kind in [Kind::Hash, Kind::List, Kind::Set, Kind::ZSet] {
+            let mut m = Meta::composite(kind, 7);
+            m.size = 3;
+            m.expire_ms = 9;
+            if kind == Kind::List {
+                m.head = 5;
+                m.tail = 8;
+            }
+            assert_eq!(Meta::decode(&m.encode()).unwrap(), m);
+        }
+    }
+
+    #[test]
+    fn garbage_is_an_error() {
+        assert!(Meta::decode(b"").is_err());
+        assert!(Meta::decode(&[9; 9]).is_err());
+        assert!(Meta::decode(&[2; 12]).is_err());
+    }
+}

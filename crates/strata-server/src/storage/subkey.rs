@@ -1,0 +1,61 @@
+//! Sub-key encoding: the entries of hashes, sets, lists and sorted sets, in the `subkey`
+//! column family (and the score index, [`super::score`], in `zscore`).
+//!
+//! ```text
+//!  +-------------+----------+------------+----------------------------------+
+//!  | key_len u32BE | key    | version u64BE | field                          |
+//!  +-------------+----------+------------+----------------------------------+
+//!  hash:  field = the field name,       value = the field's value
+//!  set:   field = the member,           value = empty
+//!  list:  field = index u64BE,          value = the element
+//!  zset:  field = the member,           value = score (f64 bits, u64LE)
+//! ```
+//!
+//! Big-endian length, version and index keep every sub-key of one key generation contiguous
+//! and ordered, so `prefix(key, version)` bounds a scan of all of them.
+
+/// The prefix shared by every sub-key of `key` at `version`.
+pub fn prefix(key: &[u8], version: u64) -> Vec<u8> {
+    let mut out = Vec::with_capacity(12 + key.len() + 16);
+    out.extend_from_slice(&(key.len() as u32).to_be_bytes());
+    out.extend_from_slice(key);
+    out.extend_from_slice(&version.to_be_bytes());
+    out
+}
+
+/// The exclusive upper bound of `prefix(key, version)`'s range.
+pub fn prefix_end(key: &[u8], version: u64) -> Vec<u8> {
+    prefix(key, version.wrapping_add(1))
+}
+
+/// The sub-key of `field` of `key` at `version`.
+pub fn encode(key: &[u8], version: u64, field: &[u8]) -> Vec<u8> {
+    let mut out = prefix(key, version);
+    out.extend_from_slice(field);
+    out
+}
+
+/// Splits a sub-key into (user key, version, field); `None` if it is malformed.
+pub fn decode(sub: &[u8]) -> Option<(&[u8], u64, &[u8])> {
+    let len = u32::from_be_bytes(sub.get(..4)?.try_into().ok()?) as usize;
+    let key = sub.get(4..4usize.checked_add(len)?)?;
+    let vstart = 4 + len;
+    let version = u64::from_be_bytes(sub.get(vstart..vstart + 8)?.try_into().ok()?);
+    Some((key, version, &sub[vstart + 8..]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_order() {
+        let a = encode(b"k", 5, b"f");
+        assert_eq!(decode(&a), Some((&b"k"[..], 5, &b"f"[..])));
+        assert!(prefix(b"k", 5) < a && a < prefix_end(b"k", 5));
+        // A key that extends another never falls inside its range.
+        let b = encode(b"kk", 5, b"");
+        assert!(!(b >= prefix(b"k", 5) && b < prefix_end(b"k", 5)));
+        assert_eq!(decode(b"\0\0\0\x09k"), None);
+    }
+}

@@ -1,0 +1,245 @@
+//! Test support: starts the `strata-server` binary on a free loopback port and talks to it
+//! with the `redis` crate or a raw RESP client.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// A running server child process.
+pub struct Server {
+    pub child: Child,
+    pub port: u16,
+    pub dir: PathBuf,
+    tmp_dir: Option<tempfile::TempDir>,
+}
+
+impl Server {
+    /// Starts a server on a fresh temporary directory.
+    pub fn start(args: &[&str]) -> Server {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_path_buf();
+        let mut s = Server::start_in(&dir, args);
+        s.tmp_dir = Some(tmp);
+        s
+    }
+
+    /// Starts a server on `dir`.
+    pub fn start_in(dir: &Path, args: &[&str]) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_strata-server"))
+            .args(["--port", "0", "--dir"])
+            .arg(dir)
+            .args(["--write-buffer-size", "1048576"])
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap());
+        let mut port = 0;
+        let mut line = String::new();
+        while lines.read_line(&mut line).unwrap() > 0 {
+            if let Some(p) = line.trim().strip_prefix("Ready to accept connections on port ") {
+                port = p.parse().unwrap();
+                break;
+            }
+            line.clear();
+        }
+        assert!(port > 0, "server did not print its port");
+        // Keep draining stdout so the child never blocks on a full pipe.
+        std::thread::spawn(move || {
+            let mut sink = Vec::new();
+            let _ = lines.read_to_end(&mut sink);
+        });
+        Server { child, port, dir: dir.to_path_buf(), tmp_dir: None }
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// A `redis` crate connection.
+    pub fn conn(&self) -> redis::Connection {
+        redis::Client::open(self.url()).unwrap().get_connection().unwrap()
+    }
+
+    /// A raw RESP connection.
+    pub fn raw(&self) -> Raw {
+        Raw::connect(self.port)
+    }
+
+    /// SIGTERM and wait: the graceful shutdown.
+    pub fn stop(&mut self) {
+        // SAFETY: signalling our own child by its pid.
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGTERM);
+        }
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "server exited with {status}");
+    }
+
+    /// Takes the directory out so it outlives this server (for a restart).
+    pub fn keep_dir(&mut self) -> tempfile::TempDir {
+        self.tmp_dir.take().unwrap()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// A decoded reply.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    Simple(String),
+    Error(String),
+    Int(i64),
+    Bulk(Vec<u8>),
+    Null,
+    Array(Vec<Reply>),
+    Map(Vec<(Reply, Reply)>),
+    Set(Vec<Reply>),
+    Double(String),
+    Verbatim(String),
+}
+
+impl Reply {
+    pub fn bulk(s: &str) -> Reply {
+        Reply::Bulk(s.as_bytes().to_vec())
+    }
+}
+
+/// A minimal RESP client that sends raw bytes and decodes RESP2/RESP3 replies.
+pub struct Raw {
+    pub stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Raw {
+    pub fn connect(port: u16) -> Raw {
+        let stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        stream.set_nodelay(true).unwrap();
+        Raw { stream, buf: Vec::new() }
+    }
+
+    pub fn send_raw(&mut self, b: &[u8]) {
+        self.stream.write_all(b).unwrap();
+    }
+
+    pub fn encode(args: &[&[u8]]) -> Vec<u8> {
+        let mut v = format!("*{}\r\n", args.len()).into_bytes();
+        for a in args {
+            v.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+            v.extend_from_slice(a);
+            v.extend_from_slice(b"\r\n");
+        }
+        v
+    }
+
+    pub fn cmd(&mut self, args: &[&str]) -> Reply {
+        let a: Vec<&[u8]> = args.iter().map(|s| s.as_bytes()).collect();
+        self.send_raw(&Self::encode(&a));
+        self.read()
+    }
+
+    fn fill(&mut self) -> bool {
+        let mut tmp = [0u8; 16384];
+        match self.stream.read(&mut tmp) {
+            Ok(0) | Err(_) => false,
+            Ok(n) => {
+                self.buf.extend_from_slice(&tmp[..n]);
+                true
+            }
+        }
+    }
+
+    fn line(&mut self) -> Option<String> {
+        loop {
+            if let Some(p) = self.buf.windows(2).position(|w| w == b"\r\n") {
+                let l = String::from_utf8_lossy(&self.buf[..p]).into_owned();
+                self.buf.drain(..p + 2);
+                return Some(l);
+            }
+            if !self.fill() {
+                return None;
+            }
+        }
+    }
+
+    /// Reads one reply; `None` when the server closed the connection.
+    pub fn try_read(&mut self) -> Option<Reply> {
+        let l = self.line()?;
+        let (t, rest) = l.split_at(1);
+        Some(match t {
+            "+" => Reply::Simple(rest.into()),
+            "-" => Reply::Error(rest.into()),
+            ":" => Reply::Int(rest.parse().unwrap()),
+            "_" => Reply::Null,
+            "," => Reply::Double(rest.into()),
+            "$" | "=" => {
+                let n: i64 = rest.parse().unwrap();
+                if n < 0 {
+                    return Some(Reply::Null);
+                }
+                let n = n as usize;
+                while self.buf.len() < n + 2 {
+                    assert!(self.fill(), "closed inside a bulk");
+                }
+                let b = self.buf[..n].to_vec();
+                self.buf.drain(..n + 2);
+                if t == "=" {
+                    Reply::Verbatim(String::from_utf8_lossy(&b[4..]).into_owned())
+                } else {
+                    Reply::Bulk(b)
+                }
+            }
+            "*" | "~" => {
+                let n: i64 = rest.parse().unwrap();
+                if n < 0 {
+                    return Some(Reply::Null);
+                }
+                let v = (0..n).map(|_| self.read()).collect();
+                if t == "~" {
+                    Reply::Set(v)
+                } else {
+                    Reply::Array(v)
+                }
+            }
+            "%" => {
+                let n: usize = rest.parse().unwrap();
+                Reply::Map((0..n).map(|_| (self.read(), self.read())).collect())
+            }
+            other => panic!("unexpected reply type {other:?}"),
+        })
+    }
+
+    pub fn read(&mut self) -> Reply {
+        self.try_read().expect("connection closed")
+    }
+}
+
+/// A small deterministic PRNG for the randomized model tests.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9E3779B97F4A7C15) | 1)
+    }
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}

@@ -1,0 +1,74 @@
+//! Error replies match Redis's texts, and a malformed frame closes only its own connection.
+
+mod common;
+use common::{Reply, Server};
+
+fn err(s: &str) -> Reply {
+    Reply::Error(s.into())
+}
+
+#[test]
+fn error_texts_match_redis() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    assert_eq!(c.cmd(&["HSET", "h", "f", "v"]), Reply::Int(1));
+    let wrong = err("WRONGTYPE Operation against a key holding the wrong kind of value");
+    assert_eq!(c.cmd(&["GET", "h"]), wrong);
+    assert_eq!(c.cmd(&["LPUSH", "h", "x"]), wrong);
+    assert_eq!(c.cmd(&["ZADD", "h", "1", "x"]), wrong);
+    assert_eq!(c.cmd(&["SADD", "h", "x"]), wrong);
+    assert_eq!(c.cmd(&["INCR", "h"]), wrong);
+    assert_eq!(c.cmd(&["GET"]), err("ERR wrong number of arguments for 'get' command"));
+    assert_eq!(c.cmd(&["hset", "h", "f"]), err("ERR wrong number of arguments for 'hset' command"));
+    assert_eq!(c.cmd(&["SET", "k", "v", "BOGUS"]), err("ERR syntax error"));
+    assert_eq!(c.cmd(&["SET", "k", "v", "NX", "XX"]), err("ERR syntax error"));
+    assert_eq!(c.cmd(&["SET", "s", "abc"]), Reply::Simple("OK".into()));
+    assert_eq!(c.cmd(&["INCR", "s"]), err("ERR value is not an integer or out of range"));
+    assert_eq!(c.cmd(&["INCRBY", "n", "x"]), err("ERR value is not an integer or out of range"));
+    assert_eq!(c.cmd(&["ZADD", "z", "abc", "m"]), err("ERR value is not a valid float"));
+    assert_eq!(c.cmd(&["ZADD", "z", "nan", "m"]), err("ERR value is not a valid float"));
+    assert_eq!(c.cmd(&["SET", "big", "9223372036854775807"]), Reply::Simple("OK".into()));
+    assert_eq!(c.cmd(&["INCR", "big"]), err("ERR increment or decrement would overflow"));
+    assert_eq!(c.cmd(&["HINCRBY", "h", "f", "1"]), err("ERR hash value is not an integer"));
+    assert_eq!(
+        c.cmd(&["FOO", "a", "b"]),
+        err("ERR unknown command 'FOO', with args beginning with: 'a' 'b' ")
+    );
+    assert_eq!(c.cmd(&["SELECT", "1"]), err("ERR DB index is out of range"));
+    assert_eq!(c.cmd(&["SELECT", "0"]), Reply::Simple("OK".into()));
+    assert_eq!(c.cmd(&["EXPIRE", "s", "x"]), err("ERR value is not an integer or out of range"));
+    assert_eq!(c.cmd(&["ZRANGEBYSCORE", "z", "a", "1"]), err("ERR min or max is not a float"));
+    assert_eq!(c.cmd(&["RENAME", "nokey", "x"]), err("ERR no such key"));
+    assert_eq!(
+        c.cmd(&["SET", "k", "v", "EX", "0"]),
+        err("ERR invalid expire time in 'set' command")
+    );
+    assert_eq!(c.cmd(&["PING"]), Reply::Simple("PONG".into()));
+}
+
+#[test]
+fn protocol_error_closes_only_that_connection() {
+    let srv = Server::start(&["--proto-max-bulk-len", "1000"]);
+    let mut good = srv.raw();
+    assert_eq!(good.cmd(&["SET", "a", "1"]), Reply::Simple("OK".into()));
+    for bad in [
+        &b"*1\r\n+PING\r\n"[..],
+        b"*abc\r\n",
+        b"*1\r\n$5000\r\n",
+        b"*2\r\n$3\r\nGET\r\n$1\r\nxyz\r\n",
+        b"SET \"a b\r\n",
+    ] {
+        let mut c = srv.raw();
+        // A command before the bad frame in the same packet still gets its reply.
+        let mut pkt = b"PING\r\n".to_vec();
+        pkt.extend_from_slice(bad);
+        c.send_raw(&pkt);
+        assert_eq!(c.read(), Reply::Simple("PONG".into()));
+        match c.read() {
+            Reply::Error(e) => assert!(e.starts_with("ERR Protocol error: "), "{e}"),
+            other => panic!("{bad:?}: {other:?}"),
+        }
+        assert_eq!(c.try_read(), None, "connection left open after {bad:?}");
+        assert_eq!(good.cmd(&["GET", "a"]), Reply::bulk("1"));
+    }
+}

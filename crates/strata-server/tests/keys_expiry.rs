@@ -1,0 +1,143 @@
+//! Keyspace and expiry: EXPIRE/PEXPIRE/EXPIREAT/TTL/PTTL/PERSIST, lazy expiry on access, the
+//! active expiry task removing keys nobody reads, TYPE, SCAN with MATCH/COUNT/TYPE, KEYS,
+//! DBSIZE, RENAME of every type, FLUSHALL.
+// Scores in these tests are exact binary fractions.
+#![allow(clippy::float_cmp)]
+
+mod common;
+use common::Server;
+use redis::Commands;
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+#[test]
+fn expiry_lazy_and_active() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let _: () = c.set("s", "v").unwrap();
+    let _: () = c.hset("h", "f", "v").unwrap();
+    assert_eq!(c.ttl::<_, i64>("s").unwrap(), -1);
+    assert_eq!(c.ttl::<_, i64>("missing").unwrap(), -2);
+    assert!(c.expire::<_, bool>("s", 100).unwrap());
+    assert_eq!(c.ttl::<_, i64>("s").unwrap(), 100);
+    assert!(c.persist::<_, bool>("s").unwrap());
+    assert_eq!(c.ttl::<_, i64>("s").unwrap(), -1);
+    assert!(c.pexpire::<_, bool>("s", 150).unwrap());
+    assert!(c.pexpire::<_, bool>("h", 150).unwrap());
+    let far = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()
+        + 1000;
+    let _: () = c.set("at", "v").unwrap();
+    assert!(c.expire_at::<_, bool>("at", far as i64).unwrap());
+    let t: i64 = c.ttl("at").unwrap();
+    assert!((999..=1000).contains(&t));
+    std::thread::sleep(Duration::from_millis(300));
+    // Lazily: expired keys read as absent.
+    assert_eq!(c.get::<_, Option<String>>("s").unwrap(), None);
+    assert_eq!(c.hget::<_, _, Option<String>>("h", "f").unwrap(), None);
+    assert!(!c.exists::<_, bool>("h").unwrap());
+    // A new hash under an expired key's name starts empty.
+    let _: () = c.hset("h", "g", "w").unwrap();
+    assert_eq!(c.hlen::<_, usize>("h").unwrap(), 1);
+    // Actively: keys never read again disappear from the keyspace count of INFO.
+    for i in 0..50 {
+        let _: () = redis::cmd("SET")
+            .arg(format!("e{i}"))
+            .arg("v")
+            .arg("PX")
+            .arg(100)
+            .query(&mut c)
+            .unwrap();
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let info: String = redis::cmd("INFO").arg("stats").query(&mut c).unwrap();
+        let expired: u64 = info
+            .lines()
+            .find_map(|l| l.strip_prefix("expired_keys:"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        if expired >= 50 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "active expiry removed only {expired}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // An expiry in the past deletes.
+    assert!(c.expire::<_, bool>("at", -1).unwrap());
+    assert!(!c.exists::<_, bool>("at").unwrap());
+}
+
+#[test]
+fn scan_keys_type_rename_flush() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let mut all = BTreeSet::new();
+    for i in 0..57 {
+        let k = format!("user:{i}");
+        let _: () = c.set(&k, i).unwrap();
+        all.insert(k);
+    }
+    let _: () = c.hset("hash1", "f", "v").unwrap();
+    let _: () = c.rpush("list1", "a").unwrap();
+    let _: () = c.sadd("set1", "a").unwrap();
+    let _: () = c.zadd("zset1", "a", 1).unwrap();
+    let mut seen = BTreeSet::new();
+    let mut cursor = 0u64;
+    loop {
+        let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("MATCH")
+            .arg("user:*")
+            .arg("COUNT")
+            .arg(7)
+            .query(&mut c)
+            .unwrap();
+        seen.extend(keys);
+        if next == 0 {
+            break;
+        }
+        cursor = next;
+    }
+    assert_eq!(seen, all);
+    let (_, hashes): (u64, Vec<String>) = redis::cmd("SCAN")
+        .arg(0)
+        .arg("TYPE")
+        .arg("hash")
+        .arg("COUNT")
+        .arg(1000)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(hashes, vec!["hash1".to_string()]);
+    let keys: BTreeSet<String> = c.keys("user:1*").unwrap();
+    assert_eq!(keys, all.iter().filter(|k| k.starts_with("user:1")).cloned().collect());
+    assert_eq!(redis::cmd("DBSIZE").query::<usize>(&mut c).unwrap(), 61);
+    for (k, t) in [
+        ("user:1", "string"),
+        ("hash1", "hash"),
+        ("list1", "list"),
+        ("set1", "set"),
+        ("zset1", "zset"),
+        ("nope", "none"),
+    ] {
+        let got: String = redis::cmd("TYPE").arg(k).query(&mut c).unwrap();
+        assert_eq!(got, t);
+    }
+    for k in ["hash1", "list1", "set1", "zset1", "user:1"] {
+        let to = format!("{k}.renamed");
+        let _: () = c.rename(k, &to).unwrap();
+        assert!(!c.exists::<_, bool>(k).unwrap());
+    }
+    assert_eq!(c.hget::<_, _, String>("hash1.renamed", "f").unwrap(), "v");
+    assert_eq!(c.lrange::<_, Vec<String>>("list1.renamed", 0, -1).unwrap(), vec!["a"]);
+    assert!(c.sismember::<_, _, bool>("set1.renamed", "a").unwrap());
+    assert_eq!(c.zscore::<_, _, f64>("zset1.renamed", "a").unwrap(), 1.0);
+    assert_eq!(c.get::<_, String>("user:1.renamed").unwrap(), "1");
+    let rk: Option<String> = redis::cmd("RANDOMKEY").query(&mut c).unwrap();
+    assert!(rk.is_some());
+    let _: () = redis::cmd("FLUSHALL").query(&mut c).unwrap();
+    assert_eq!(redis::cmd("DBSIZE").query::<usize>(&mut c).unwrap(), 0);
+    let rk: Option<String> = redis::cmd("RANDOMKEY").query(&mut c).unwrap();
+    assert_eq!(rk, None);
+}

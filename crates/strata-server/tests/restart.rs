@@ -1,0 +1,50 @@
+//! Restart persistence: stop the server (SIGTERM, which flushes), start it on the same
+//! directory, every type's data is there; then the same after a second restart with
+//! appendfsync always.
+
+mod common;
+use common::Server;
+use redis::Commands;
+
+fn fill(c: &mut redis::Connection) {
+    let _: () = c.set("s", "v").unwrap();
+    let _: () = redis::cmd("SET").arg("ttl").arg("v").arg("EX").arg(1000).query(c).unwrap();
+    let _: () = c.hset_multiple("h", &[("a", "1"), ("b", "2")]).unwrap();
+    let _: () = c.rpush("l", &["x", "y", "z"]).unwrap();
+    let _: () = c.sadd("set", &["m", "n"]).unwrap();
+    let _: () = c.zadd_multiple("z", &[(1.0, "one"), (2.0, "two")]).unwrap();
+}
+
+fn check(c: &mut redis::Connection) {
+    assert_eq!(c.get::<_, String>("s").unwrap(), "v");
+    assert!(c.ttl::<_, i64>("ttl").unwrap() > 900);
+    assert_eq!(c.hget::<_, _, String>("h", "b").unwrap(), "2");
+    assert_eq!(c.lrange::<_, Vec<String>>("l", 0, -1).unwrap(), vec!["x", "y", "z"]);
+    assert_eq!(c.scard::<_, usize>("set").unwrap(), 2);
+    assert_eq!(
+        c.zrange_withscores::<_, Vec<(String, f64)>>("z", 0, -1).unwrap(),
+        vec![("one".into(), 1.0), ("two".into(), 2.0)]
+    );
+    assert_eq!(redis::cmd("DBSIZE").query::<usize>(c).unwrap(), 6);
+}
+
+#[test]
+fn data_survives_restart() {
+    let mut srv = Server::start(&[]);
+    fill(&mut srv.conn());
+    check(&mut srv.conn());
+    srv.stop();
+    let dir = srv.keep_dir();
+    let mut srv = Server::start_in(dir.path(), &["--appendfsync", "always"]);
+    check(&mut srv.conn());
+    let _: () = srv.conn().set("after", "1").unwrap();
+    srv.stop();
+    let srv = Server::start_in(dir.path(), &[]);
+    let mut c = srv.conn();
+    check_after(&mut c);
+}
+
+fn check_after(c: &mut redis::Connection) {
+    assert_eq!(c.get::<_, String>("after").unwrap(), "1");
+    assert_eq!(c.hget::<_, _, String>("h", "a").unwrap(), "1");
+}

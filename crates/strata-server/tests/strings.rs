@@ -1,0 +1,119 @@
+//! Strings against a HashMap model: random SET/GET/APPEND/INCRBY/DEL/STRLEN/GETSET/MGET/MSET/
+//! SETNX/EXISTS over a small key space, several seeds.
+
+mod common;
+use common::{Rng, Server};
+use redis::Commands;
+use std::collections::HashMap;
+
+#[test]
+fn strings_match_model() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    for seed in 1..=4u64 {
+        let _: () = redis::cmd("FLUSHALL").query(&mut c).unwrap();
+        let mut model: HashMap<String, String> = HashMap::new();
+        let mut rng = Rng::new(seed);
+        for _ in 0..600 {
+            let k = format!("k{}", rng.below(12));
+            match rng.below(10) {
+                0 => {
+                    let v = format!("v{}", rng.below(1000));
+                    let _: () = c.set(&k, &v).unwrap();
+                    model.insert(k, v);
+                }
+                1 => {
+                    let got: Option<String> = c.get(&k).unwrap();
+                    assert_eq!(got, model.get(&k).cloned(), "GET {k}");
+                }
+                2 => {
+                    let v = format!("a{}", rng.below(10));
+                    let n: usize = c.append(&k, &v).unwrap();
+                    let e = model.entry(k).or_default();
+                    e.push_str(&v);
+                    assert_eq!(n, e.len());
+                }
+                3 => {
+                    let by = rng.below(100) as i64 - 50;
+                    let r: redis::RedisResult<i64> = c.incr(&k, by);
+                    match model.get(&k).map(|v| v.parse::<i64>()) {
+                        None => {
+                            assert_eq!(r.unwrap(), by);
+                            model.insert(k, by.to_string());
+                        }
+                        Some(Ok(old)) => {
+                            assert_eq!(r.unwrap(), old + by);
+                            model.insert(k, (old + by).to_string());
+                        }
+                        Some(Err(_)) => {
+                            let e = r.unwrap_err();
+                            assert!(
+                                e.to_string().contains("value is not an integer or out of range"),
+                                "{e}"
+                            );
+                        }
+                    }
+                }
+                4 => {
+                    let n: i64 = c.del(&k).unwrap();
+                    assert_eq!(n, i64::from(model.remove(&k).is_some()));
+                }
+                5 => {
+                    let n: usize = c.strlen(&k).unwrap();
+                    assert_eq!(n, model.get(&k).map_or(0, |v| v.len()));
+                }
+                6 => {
+                    let v = format!("g{}", rng.below(100));
+                    let old: Option<String> = c.getset(&k, &v).unwrap();
+                    assert_eq!(old, model.insert(k, v));
+                }
+                7 => {
+                    let k2 = format!("k{}", rng.below(12));
+                    let got: Vec<Option<String>> =
+                        redis::cmd("MGET").arg(&k).arg(&k2).query(&mut c).unwrap();
+                    assert_eq!(got, vec![model.get(&k).cloned(), model.get(&k2).cloned()]);
+                }
+                8 => {
+                    let k2 = format!("k{}", rng.below(12));
+                    let _: () = redis::cmd("MSET")
+                        .arg(&k)
+                        .arg("m1")
+                        .arg(&k2)
+                        .arg("m2")
+                        .query(&mut c)
+                        .unwrap();
+                    model.insert(k, "m1".into());
+                    model.insert(k2, "m2".into());
+                }
+                _ => {
+                    let set: bool = c.set_nx(&k, "nx").unwrap();
+                    assert_eq!(set, !model.contains_key(&k));
+                    model.entry(k.clone()).or_insert_with(|| "nx".into());
+                    let e: bool = c.exists(&k).unwrap();
+                    assert!(e);
+                }
+            }
+        }
+        let n: usize = redis::cmd("DBSIZE").query(&mut c).unwrap();
+        assert_eq!(n, model.len(), "seed {seed}");
+    }
+    // Options of SET.
+    let r: Option<String> = redis::cmd("SET").arg("o").arg("1").arg("XX").query(&mut c).unwrap();
+    assert_eq!(r, None);
+    let r: Option<String> =
+        redis::cmd("SET").arg("o").arg("1").arg("NX").arg("EX").arg(100).query(&mut c).unwrap();
+    assert_eq!(r.as_deref(), Some("OK"));
+    let r: Option<String> =
+        redis::cmd("SET").arg("o").arg("2").arg("GET").arg("KEEPTTL").query(&mut c).unwrap();
+    assert_eq!(r.as_deref(), Some("1"));
+    let ttl: i64 = c.ttl("o").unwrap();
+    assert!((99..=100).contains(&ttl), "{ttl}");
+    let _: () = redis::cmd("SETEX").arg("se").arg(50).arg("x").query(&mut c).unwrap();
+    let pttl: i64 = c.pttl("se").unwrap();
+    assert!(pttl > 49_000 && pttl <= 50_000);
+    let _: () = redis::cmd("PSETEX").arg("pse").arg(50_000).arg("x").query(&mut c).unwrap();
+    let n: i64 = c.decr("cnt", 5).unwrap();
+    assert_eq!(n, -5);
+    let n: i64 = redis::cmd("DECR").arg("cnt").query(&mut c).unwrap();
+    assert_eq!(n, -6);
+}
