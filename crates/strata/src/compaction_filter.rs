@@ -16,6 +16,10 @@
 //!   may keep state across the calls of that run. Calls come in key order within a run.
 //! - A filter must be deterministic for a given key and value if the application relies on a
 //!   key staying removed: a value it keeps may be presented again by a later compaction.
+//! - A filter runs on a flush or compaction thread of the DB. It may read the DB (`get`, as a
+//!   Redis-style server does to judge sub-keys by their key's metadata) but must not write to
+//!   it, wait for its flushes or compactions, or hold the last handle to it (keep a weak one):
+//!   closing a DB joins those threads.
 //!
 //! The filter belongs to a column family (`Options::compaction_filter_factory`, or the closure
 //! form `Options::set_compaction_filter`); `Options::ttl`-style expiry is built on it
