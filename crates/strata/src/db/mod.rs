@@ -42,8 +42,10 @@ mod iter;
 mod local_sv;
 mod obsolete;
 mod open;
+mod pinnable;
 mod properties;
 mod read;
+mod snapshot_reads;
 mod recover;
 mod repair;
 mod write;
@@ -63,6 +65,7 @@ pub use self::cf::ColumnFamilyDescriptor;
 pub(crate) use self::cf::{CfState, Cfd, MemSet};
 pub use self::checkpoint::Checkpoint;
 pub use self::iter::{DbIterator, DbRawIterator, Direction, IteratorMode};
+pub use self::pinnable::{DbPinnableSlice, PinnedSource};
 pub(crate) use self::recover::find_wals as find_wal_files;
 pub use self::repair::RepairReport;
 use crate::column_family::{AsColumnFamilyRef, ColumnFamilyId};
@@ -617,6 +620,41 @@ impl Db {
         read::get(&self.inner, self.cfd(cf)?, key.as_ref(), opts)
     }
 
+    /// The value of `key` pinned where the read found it, not copied (the `rocksdb` crate's
+    /// `get_pinned`): in the memtable or in the table's data block (what stays held while
+    /// the slice lives, and the exceptions, are in [`DbPinnableSlice`]'s module doc).
+    pub fn get_pinned(&self, key: impl AsRef<[u8]>) -> Result<Option<DbPinnableSlice>> {
+        self.get_pinned_opt(key, &ReadOptions::default())
+    }
+
+    /// [`Db::get_pinned`] with read options.
+    pub fn get_pinned_opt(
+        &self,
+        key: impl AsRef<[u8]>,
+        opts: &ReadOptions,
+    ) -> Result<Option<DbPinnableSlice>> {
+        read::get_pinned(&self.inner, &self.inner.default_cf, key.as_ref(), opts)
+    }
+
+    /// [`Db::get_pinned`] in column family `cf`.
+    pub fn get_pinned_cf(
+        &self,
+        cf: &impl AsColumnFamilyRef,
+        key: impl AsRef<[u8]>,
+    ) -> Result<Option<DbPinnableSlice>> {
+        self.get_pinned_cf_opt(cf, key, &ReadOptions::default())
+    }
+
+    /// [`Db::get_pinned_cf`] with read options.
+    pub fn get_pinned_cf_opt(
+        &self,
+        cf: &impl AsColumnFamilyRef,
+        key: impl AsRef<[u8]>,
+        opts: &ReadOptions,
+    ) -> Result<Option<DbPinnableSlice>> {
+        read::get_pinned(&self.inner, self.cfd(cf)?, key.as_ref(), opts)
+    }
+
     /// Reads `(family, key)` pairs at one consistent point (rust-rocksdb's `multi_get_cf`);
     /// results come back in the order given.
     pub fn multi_get_cf<'c, C, K, I>(&self, keys: I) -> Vec<Result<Option<Vec<u8>>>>
@@ -680,7 +718,8 @@ impl Db {
         // The visible sequence is published only after a whole write group is in the
         // memtable, so no batch is ever half inside a snapshot.
         let seq = SeqNo(self.inner.visible_sequence.load(Ordering::Acquire));
-        Snapshot::new(&self.inner.snapshots, seq)
+        let core: Arc<dyn std::any::Any + Send + Sync> = self.inner.clone();
+        Snapshot::new(&self.inner.snapshots, seq).with_source(Arc::downgrade(&core))
     }
 
     /// A Rust iterator over the DB from `mode`.
@@ -690,7 +729,10 @@ impl Db {
 
     /// [`Db::iterator`] with read options (snapshot, bounds, prefix).
     pub fn iterator_opt(&self, mode: IteratorMode<'_>, opts: &ReadOptions) -> DbIterator {
-        DbIterator::new(self.raw_iterator_opt(opts), mode)
+        DbIterator::from_source(
+            iter::IterSource::capture(&self.inner, &self.inner.default_cf, opts),
+            mode,
+        )
     }
 
     /// Iterates forward over the keys that start with `prefix`.
@@ -726,7 +768,12 @@ impl Db {
         mode: IteratorMode<'_>,
         opts: &ReadOptions,
     ) -> DbIterator {
-        DbIterator::new(self.raw_iterator_cf_opt(cf, opts), mode)
+        match self.cfd(cf) {
+            Ok(cfd) => {
+                DbIterator::from_source(iter::IterSource::capture(&self.inner, cfd, opts), mode)
+            }
+            Err(e) => DbIterator::failed(e),
+        }
     }
 
     /// Iterates forward over the keys of family `cf` that start with `prefix`.

@@ -389,11 +389,23 @@ impl TableReader {
     /// ends. The Bloom filter is not consulted here: callers check [`Self::may_contain`] first
     /// (the DB does, once per table, counting the lookups the filter saves).
     #[allow(clippy::trivially_copy_pass_by_ref)] // the signature the DB's read path codes against
+    #[cfg_attr(not(any(test, feature = "fuzzing")), allow(dead_code))]
     pub fn get(
         &self,
         lookup_ikey: &[u8],
         read: &ReadBlockOptions,
         mut f: impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<()> {
+        self.get_in_blocks(lookup_ikey, read, |_, k, v| f(k, v))
+    }
+
+    /// [`TableReader::get`], also handing `f` the data block each entry lies in (its key and
+    /// value are sub-slices of [`Block::bytes`]).
+    pub fn get_in_blocks(
+        &self,
+        lookup_ikey: &[u8],
+        read: &ReadBlockOptions,
+        mut f: impl FnMut(&Arc<Block>, &[u8], &[u8]) -> bool,
     ) -> Result<()> {
         if lookup_ikey.len() < TRAILER_LEN {
             return Err(Error::InvalidArgument(format!(
@@ -431,7 +443,7 @@ impl TableReader {
         data_buf: &mut Option<Vec<u8>>,
         lookup_ikey: &[u8],
         read: ReadBlockOptions,
-        f: &mut impl FnMut(&[u8], &[u8]) -> bool,
+        f: &mut impl FnMut(&Arc<Block>, &[u8], &[u8]) -> bool,
     ) -> Result<()> {
         top.seek(lookup_ikey);
         let mut first = true;
@@ -459,7 +471,7 @@ impl TableReader {
         data_buf: &mut Option<Vec<u8>>,
         lookup_ikey: &[u8],
         read: ReadBlockOptions,
-        f: &mut impl FnMut(&[u8], &[u8]) -> bool,
+        f: &mut impl FnMut(&Arc<Block>, &[u8], &[u8]) -> bool,
     ) -> Result<bool> {
         while index.valid() {
             let handle = self.decode_handle(index.value(), index.block().file_offset())?;
@@ -478,7 +490,7 @@ impl TableReader {
                 }
             };
             while it.valid() {
-                if !f(it.key(), it.value()) {
+                if !f(it.block(), it.key(), it.value()) {
                     return Ok(true);
                 }
                 it.next();
