@@ -727,10 +727,15 @@ impl Db {
         self.iterator_opt(mode, &ReadOptions::default())
     }
 
-    /// [`Db::iterator`] with read options (snapshot, bounds, prefix).
-    pub fn iterator_opt(&self, mode: IteratorMode<'_>, opts: &ReadOptions) -> DbIterator {
+    /// [`Db::iterator`] with read options (snapshot, bounds, prefix), by reference or by
+    /// value (as the `rocksdb` crate takes them).
+    pub fn iterator_opt(
+        &self,
+        mode: IteratorMode<'_>,
+        opts: impl std::borrow::Borrow<ReadOptions>,
+    ) -> DbIterator {
         DbIterator::from_source(
-            iter::IterSource::capture(&self.inner, &self.inner.default_cf, opts),
+            iter::IterSource::capture(&self.inner, &self.inner.default_cf, opts.borrow()),
             mode,
         )
     }
@@ -750,9 +755,9 @@ impl Db {
         self.raw_iterator_opt(&ReadOptions::default())
     }
 
-    /// [`Db::raw_iterator`] with read options.
-    pub fn raw_iterator_opt(&self, opts: &ReadOptions) -> DbRawIterator {
-        DbRawIterator::new(iter::new_db_iter(&self.inner, &self.inner.default_cf, opts))
+    /// [`Db::raw_iterator`] with read options (by reference or by value).
+    pub fn raw_iterator_opt(&self, opts: impl std::borrow::Borrow<ReadOptions>) -> DbRawIterator {
+        DbRawIterator::new(iter::new_db_iter(&self.inner, &self.inner.default_cf, opts.borrow()))
     }
 
     /// A Rust iterator over column family `cf` from `mode`. A handle of another DB gives an
@@ -761,17 +766,18 @@ impl Db {
         self.iterator_cf_opt(cf, mode, &ReadOptions::default())
     }
 
-    /// [`Db::iterator_cf`] with read options.
+    /// [`Db::iterator_cf`] with read options (by reference or by value).
     pub fn iterator_cf_opt(
         &self,
         cf: &impl AsColumnFamilyRef,
         mode: IteratorMode<'_>,
-        opts: &ReadOptions,
+        opts: impl std::borrow::Borrow<ReadOptions>,
     ) -> DbIterator {
         match self.cfd(cf) {
-            Ok(cfd) => {
-                DbIterator::from_source(iter::IterSource::capture(&self.inner, cfd, opts), mode)
-            }
+            Ok(cfd) => DbIterator::from_source(
+                iter::IterSource::capture(&self.inner, cfd, opts.borrow()),
+                mode,
+            ),
             Err(e) => DbIterator::failed(e),
         }
     }
@@ -795,14 +801,14 @@ impl Db {
         self.raw_iterator_cf_opt(cf, &ReadOptions::default())
     }
 
-    /// [`Db::raw_iterator_cf`] with read options.
+    /// [`Db::raw_iterator_cf`] with read options (by reference or by value).
     pub fn raw_iterator_cf_opt(
         &self,
         cf: &impl AsColumnFamilyRef,
-        opts: &ReadOptions,
+        opts: impl std::borrow::Borrow<ReadOptions>,
     ) -> DbRawIterator {
         match self.cfd(cf) {
-            Ok(cfd) => DbRawIterator::new(iter::new_db_iter(&self.inner, cfd, opts)),
+            Ok(cfd) => DbRawIterator::new(iter::new_db_iter(&self.inner, cfd, opts.borrow())),
             Err(e) => DbRawIterator::new(iter::error_iter(e)),
         }
     }

@@ -117,12 +117,15 @@ impl Snapshot {
         self.iterator_opt(mode, ReadOptions::default())
     }
 
-    /// [`Snapshot::iterator`] with read options (bounds, prefix; the `rocksdb` crate takes
-    /// them by value here).
-    pub fn iterator_opt(&self, mode: IteratorMode<'_>, opts: ReadOptions) -> DbIterator {
+    /// [`Snapshot::iterator`] with read options (bounds, prefix), by reference or by value.
+    pub fn iterator_opt(
+        &self,
+        mode: IteratorMode<'_>,
+        opts: impl std::borrow::Borrow<ReadOptions>,
+    ) -> DbIterator {
         match self.db() {
             Ok(db) => DbIterator::from_source(
-                IterSource::capture(&db, &db.default_cf, &self.at(&opts)),
+                IterSource::capture(&db, &db.default_cf, &self.at(opts.borrow())),
                 mode,
             ),
             Err(e) => DbIterator::failed(e),
@@ -139,11 +142,11 @@ impl Snapshot {
         &self,
         cf: &impl AsColumnFamilyRef,
         mode: IteratorMode<'_>,
-        opts: ReadOptions,
+        opts: impl std::borrow::Borrow<ReadOptions>,
     ) -> DbIterator {
         let r = self.db().and_then(|db| {
             let cfd = cf::resolve(db.instance, cf)?;
-            Ok(IterSource::capture(&db, cfd, &self.at(&opts)))
+            Ok(IterSource::capture(&db, cfd, &self.at(opts.borrow())))
         });
         match r {
             Ok(src) => DbIterator::from_source(src, mode),
