@@ -50,9 +50,7 @@ pub use db::{
 };
 pub use error::{Error, Result};
 pub use merge_operator::MergeOperator;
-pub use options::{
-    BlockBasedOptions, MergeOperands, SliceTransform,
-};
+pub use options::{BlockBasedOptions, MergeOperands, SliceTransform};
 pub use options::{
     CompactionStopStyle, CompactionStyle, FifoCompactionOptions, Options, PrefixExtractor,
     ReadOptions, TieredCompactionOptions, UniversalCompactionOptions, WriteOptions,

@@ -10,11 +10,11 @@ pub use crate::compaction::style::{
 use crate::env::{FileSystem, OsFs};
 use crate::merge_operator::MergeOperator;
 pub use crate::prefix::PrefixExtractor;
-pub use setters::{BlockBasedOptions, MergeOperands, SliceTransform};
 use crate::snapshot::Snapshot;
 use crate::sstable::{Cache, CompressionType, IndexType, TableOptions};
 use crate::util::checksum::ChecksumType;
 use crate::wal::WalRecoveryMode;
+pub use setters::{BlockBasedOptions, MergeOperands, SliceTransform};
 
 use crate::version::levels::MAX_NUM_LEVELS;
 

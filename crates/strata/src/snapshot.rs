@@ -66,7 +66,7 @@ pub struct Snapshot {
 
 impl std::fmt::Debug for Snapshot {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Snapshot").field("sequence", &self.pinned.seq.0).finish()
+        f.debug_struct("Snapshot").field("sequence", &self.pinned.seq.0).finish_non_exhaustive()
     }
 }
 

@@ -15,7 +15,7 @@ fn key(i: u8) -> Vec<u8> {
     // Two-byte prefixes ("a0".."a3", "b0".."b3") with a varying tail, plus some short keys.
     let p = [b'a' + (i / 32) % 2, b'0' + (i / 8) % 4];
     let mut k = p.to_vec();
-    if i % 8 != 0 {
+    if !i.is_multiple_of(8) {
         k.push(b'0' + i % 8);
     }
     k
@@ -139,7 +139,7 @@ proptest! {
         // Interleaved: front items in order, back items from the end, never overlapping.
         let mut it = db.iterator_opt(mode.as_mode(), &ro);
         let (mut lo, mut hi) = (0usize, want.len());
-        for front in steps.iter().copied().chain(std::iter::repeat(true).take(want.len() + 1)) {
+        for front in steps.iter().copied().chain(std::iter::repeat_n(true, want.len() + 1)) {
             let got = if front { it.next() } else { it.next_back() };
             match got {
                 Some(r) => {
@@ -180,10 +180,7 @@ fn rev_of_start_walks_from_the_last_key() {
         .collect();
     assert_eq!(rev, ["e", "d", "c", "a"]);
     assert_eq!(keys(db.iterator(IteratorMode::End)), ["e", "d", "c", "a"]);
-    assert_eq!(
-        keys(db.iterator(IteratorMode::From(b"c", Direction::Reverse))),
-        ["c", "a"]
-    );
+    assert_eq!(keys(db.iterator(IteratorMode::From(b"c", Direction::Reverse))), ["c", "a"]);
     let from_c_rev: Vec<String> = db
         .iterator(IteratorMode::From(b"c", Direction::Forward))
         .rev()

@@ -39,8 +39,7 @@ fn snapshot_reads_see_the_state_it_was_taken_at() {
     let got = snap.multi_get(["c", "a", "b"]);
     let got: Vec<Option<Vec<u8>>> = got.into_iter().map(Result::unwrap).collect();
     assert_eq!(got, [None, Some(b"1".to_vec()), Some(b"1".to_vec())]);
-    let got: Vec<_> =
-        snap.multi_get_cf([(&cf, "x")]).into_iter().map(Result::unwrap).collect();
+    let got: Vec<_> = snap.multi_get_cf([(&cf, "x")]).into_iter().map(Result::unwrap).collect();
     assert_eq!(got, [Some(b"1".to_vec())]);
 
     let one = |k: &str| (k.to_string(), "1".to_string());

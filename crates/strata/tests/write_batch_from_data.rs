@@ -39,7 +39,9 @@ fn malformed_buffers_name_the_offset() {
     // A record cut short: the put's value length points past the end.
     let mut d = sample().data().to_vec();
     d.truncate(12 + 4);
-    assert!(matches!(WriteBatch::from_data(&d), Err(Error::Corruption { offset, .. }) if offset >= 12));
+    assert!(
+        matches!(WriteBatch::from_data(&d), Err(Error::Corruption { offset, .. }) if offset >= 12)
+    );
     // An unknown tag right after the header.
     let mut d = sample().data().to_vec();
     d[12] = 0x7e;

@@ -129,8 +129,7 @@ impl IterSource {
             Some(e) => Box::new(crate::iterator::ErrorIterator::new(e)),
             None => Box::new(MergingIterator::new(children)),
         };
-        let prefix_extractor =
-            if ro.prefix_same_as_start { self.prefix_extractor } else { None };
+        let prefix_extractor = if ro.prefix_same_as_start { self.prefix_extractor } else { None };
         DbIter::new(
             merged,
             DbIterOptions {
@@ -378,14 +377,15 @@ impl DbIterator {
             IteratorMode::From(k, _) => Some(k.to_vec()),
             IteratorMode::Start | IteratorMode::End => None,
         };
-        self.prefix = self.source.as_ref().and_then(IterSource::active_prefix_extractor).map(
-            |x| match mode {
-                IteratorMode::From(k, _) => Ok(x.prefix(k).to_vec()),
-                IteratorMode::Start | IteratorMode::End => {
-                    self.raw.key().map(|k| x.prefix(k).to_vec()).ok_or(())
-                }
-            },
-        );
+        self.prefix =
+            self.source.as_ref().and_then(IterSource::active_prefix_extractor).map(
+                |x| match mode {
+                    IteratorMode::From(k, _) => Ok(x.prefix(k).to_vec()),
+                    IteratorMode::Start | IteratorMode::End => {
+                        self.raw.key().map(|k| x.prefix(k).to_vec()).ok_or(())
+                    }
+                },
+            );
     }
 
     /// Whether the front end may yield `key` (it has not reached the back end's last key).

@@ -45,9 +45,9 @@ mod open;
 mod pinnable;
 mod properties;
 mod read;
-mod snapshot_reads;
 mod recover;
 mod repair;
+mod snapshot_reads;
 mod write;
 mod write_queue;
 
@@ -724,7 +724,7 @@ impl Db {
 
     /// A Rust iterator over the DB from `mode`.
     pub fn iterator(&self, mode: IteratorMode<'_>) -> DbIterator {
-        self.iterator_opt(mode, &ReadOptions::default())
+        self.iterator_opt(mode, ReadOptions::default())
     }
 
     /// [`Db::iterator`] with read options (snapshot, bounds, prefix), by reference or by
@@ -752,7 +752,7 @@ impl Db {
 
     /// An unpositioned cursor over the DB.
     pub fn raw_iterator(&self) -> DbRawIterator {
-        self.raw_iterator_opt(&ReadOptions::default())
+        self.raw_iterator_opt(ReadOptions::default())
     }
 
     /// [`Db::raw_iterator`] with read options (by reference or by value).
@@ -763,15 +763,16 @@ impl Db {
     /// A Rust iterator over column family `cf` from `mode`. A handle of another DB gives an
     /// iterator whose only item is the error.
     pub fn iterator_cf(&self, cf: &impl AsColumnFamilyRef, mode: IteratorMode<'_>) -> DbIterator {
-        self.iterator_cf_opt(cf, mode, &ReadOptions::default())
+        self.iterator_cf_opt(cf, ReadOptions::default(), mode)
     }
 
-    /// [`Db::iterator_cf`] with read options (by reference or by value).
+    /// [`Db::iterator_cf`] with read options (by reference or by value). The read options
+    /// come before the mode, as in the `rocksdb` crate.
     pub fn iterator_cf_opt(
         &self,
         cf: &impl AsColumnFamilyRef,
-        mode: IteratorMode<'_>,
         opts: impl std::borrow::Borrow<ReadOptions>,
+        mode: IteratorMode<'_>,
     ) -> DbIterator {
         match self.cfd(cf) {
             Ok(cfd) => DbIterator::from_source(
@@ -793,12 +794,12 @@ impl Db {
         if let Some(upper) = prefix_successor(prefix) {
             opts.iterate_upper_bound = Some(upper);
         }
-        self.iterator_cf_opt(cf, IteratorMode::From(prefix, Direction::Forward), &opts)
+        self.iterator_cf_opt(cf, &opts, IteratorMode::From(prefix, Direction::Forward))
     }
 
     /// An unpositioned cursor over column family `cf`.
     pub fn raw_iterator_cf(&self, cf: &impl AsColumnFamilyRef) -> DbRawIterator {
-        self.raw_iterator_cf_opt(cf, &ReadOptions::default())
+        self.raw_iterator_cf_opt(cf, ReadOptions::default())
     }
 
     /// [`Db::raw_iterator_cf`] with read options (by reference or by value).

@@ -134,15 +134,15 @@ impl Snapshot {
 
     /// [`Snapshot::iterator`] over column family `cf`.
     pub fn iterator_cf(&self, cf: &impl AsColumnFamilyRef, mode: IteratorMode<'_>) -> DbIterator {
-        self.iterator_cf_opt(cf, mode, ReadOptions::default())
+        self.iterator_cf_opt(cf, ReadOptions::default(), mode)
     }
 
-    /// [`Snapshot::iterator_cf`] with read options.
+    /// [`Snapshot::iterator_cf`] with read options (before the mode, as `Db::iterator_cf_opt`).
     pub fn iterator_cf_opt(
         &self,
         cf: &impl AsColumnFamilyRef,
-        mode: IteratorMode<'_>,
         opts: impl std::borrow::Borrow<ReadOptions>,
+        mode: IteratorMode<'_>,
     ) -> DbIterator {
         let r = self.db().and_then(|db| {
             let cfd = cf::resolve(db.instance, cf)?;
@@ -158,8 +158,7 @@ impl Snapshot {
     pub fn raw_iterator(&self) -> DbRawIterator {
         match self.db() {
             Ok(db) => DbRawIterator::new(
-                IterSource::capture(&db, &db.default_cf, &self.at(&ReadOptions::default()))
-                    .build(),
+                IterSource::capture(&db, &db.default_cf, &self.at(&ReadOptions::default())).build(),
             ),
             Err(e) => DbRawIterator::new(super::iter::error_iter(e)),
         }

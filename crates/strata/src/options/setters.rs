@@ -249,10 +249,7 @@ impl Options {
     /// value, to combine operands early (the operation must be associative).
     pub fn set_merge_operator_associative<F>(&mut self, name: &str, full_merge: F)
     where
-        F: Fn(&[u8], Option<&[u8]>, &MergeOperands<'_>) -> Option<Vec<u8>>
-            + Send
-            + Sync
-            + 'static,
+        F: Fn(&[u8], Option<&[u8]>, &MergeOperands<'_>) -> Option<Vec<u8>> + Send + Sync + 'static,
     {
         let f: Arc<MergeFn> = Arc::new(full_merge);
         self.merge_operator = Some(Arc::new(FnMergeOperator {
@@ -266,14 +263,8 @@ impl Options {
     /// existing value; returning `None` leaves the operands uncombined).
     pub fn set_merge_operator<F, PF>(&mut self, name: &str, full_merge: F, partial_merge: PF)
     where
-        F: Fn(&[u8], Option<&[u8]>, &MergeOperands<'_>) -> Option<Vec<u8>>
-            + Send
-            + Sync
-            + 'static,
-        PF: Fn(&[u8], Option<&[u8]>, &MergeOperands<'_>) -> Option<Vec<u8>>
-            + Send
-            + Sync
-            + 'static,
+        F: Fn(&[u8], Option<&[u8]>, &MergeOperands<'_>) -> Option<Vec<u8>> + Send + Sync + 'static,
+        PF: Fn(&[u8], Option<&[u8]>, &MergeOperands<'_>) -> Option<Vec<u8>> + Send + Sync + 'static,
     {
         self.merge_operator = Some(Arc::new(FnMergeOperator {
             name: name.to_string(),
@@ -537,7 +528,12 @@ impl Options {
     /// Limits flush and compaction writes to `rate_bytes_per_sec` (`rate_limiter`; Strata's
     /// limiter refills continuously with a 100 ms burst and has no fairness knob, so the
     /// other two arguments are not used). 0 or less removes the limit.
-    pub fn set_ratelimiter(&mut self, rate_bytes_per_sec: i64, _refill_period_us: i64, _fairness: i32) {
+    pub fn set_ratelimiter(
+        &mut self,
+        rate_bytes_per_sec: i64,
+        _refill_period_us: i64,
+        _fairness: i32,
+    ) {
         self.rate_limiter = u64::try_from(rate_bytes_per_sec)
             .ok()
             .filter(|&r| r > 0)
@@ -598,8 +594,7 @@ mod tests {
 
     #[test]
     fn block_based_options_apply_only_what_was_set() {
-        let mut o = Options::default();
-        o.bloom_bits_per_key = 7;
+        let mut o = Options { bloom_bits_per_key: 7, ..Options::default() };
         let mut b = BlockBasedOptions::default();
         b.set_block_size(16 << 10);
         b.set_bloom_filter(9.6, false);
