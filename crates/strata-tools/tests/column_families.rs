@@ -28,10 +28,7 @@ fn commands_open_multi_family_dbs_and_cf_picks_one() {
     }
     let db = path.to_str().unwrap();
     assert_eq!(stdout(&strata(&["--db", db, "scan"])), "k0 => in-default\n");
-    assert_eq!(
-        stdout(&strata(&["--db", db, "scan", "--cf", "users"])),
-        "u1 => alice\nu2 => bob\n"
-    );
+    assert_eq!(stdout(&strata(&["--db", db, "scan", "--cf", "users"])), "u1 => alice\nu2 => bob\n");
     assert_eq!(stdout(&strata(&["--db", db, "--cf", "users", "get", "u2"])), "bob\n");
     assert!(!strata(&["--db", db, "get", "u2"]).status.success(), "u2 is not in default");
     stdout(&strata(&["--db", db, "--cf", "users", "put", "u3", "carol"]));
