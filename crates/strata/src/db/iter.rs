@@ -304,7 +304,9 @@ pub struct DbIterator {
     /// With `prefix_same_as_start`: the prefix every key yielded must have (`Err(())`: the
     /// front found no key, so the range is empty).
     prefix: Option<std::result::Result<Vec<u8>, ()>>,
-    last_front: Option<Box<[u8]>>,
+    /// The last key the back end yielded (the front end stops before it). The front end's
+    /// last key needs no copy: the back end stops before the front cursor's current key,
+    /// the next one the front would yield.
     last_back: Option<Box<[u8]>>,
 }
 
@@ -342,7 +344,6 @@ impl DbIterator {
             back_done: false,
             limit: None,
             prefix: None,
-            last_front: None,
             last_back: None,
         };
         it.set_mode(mode);
@@ -360,7 +361,6 @@ impl DbIterator {
             back_done: false,
             limit: None,
             prefix: None,
-            last_front: None,
             last_back: None,
         }
     }
@@ -371,7 +371,6 @@ impl DbIterator {
         self.done = false;
         self.back = None;
         self.back_done = false;
-        self.last_front = None;
         self.last_back = None;
         self.limit = match mode {
             IteratorMode::From(k, _) => Some(k.to_vec()),
@@ -397,15 +396,14 @@ impl DbIterator {
         }
     }
 
-    /// Whether the back end may yield `key`: it has not reached the front end's last key nor
-    /// passed the start.
+    /// Whether the back end may yield `key`: it has not passed the front cursor (the key the
+    /// front end would yield next; none left: the range is used up) nor the start.
     fn back_allows(&self, key: &[u8]) -> bool {
         let forward = self.direction == Direction::Forward;
         let before = |a: &[u8], b: &[u8]| if forward { a < b } else { a > b };
-        if let Some(f) = &self.last_front {
-            if !before(f, key) {
-                return false;
-            }
+        match self.raw.key() {
+            Some(f) if !self.done && !before(key, f) => {}
+            _ => return false,
         }
         match &self.limit {
             Some(l) => !before(key, l),
@@ -468,7 +466,6 @@ impl Iterator for DbIterator {
                     Direction::Forward => self.raw.next(),
                     Direction::Reverse => self.raw.prev(),
                 }
-                self.last_front = Some(item.0.clone());
                 return Some(Ok(item));
             }
         }
