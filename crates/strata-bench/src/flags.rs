@@ -223,6 +223,7 @@ define_flags! {
     benchmark_read_rate_limit: u64 = 0u64, Tool, "Read rate limit in operations/second (0: none)";
     fio_baseline_iops: f64 = 0.0f64, Tool, "Read IOPS of fio on the DB's device at this thread count (the io_eff denominator; 0: none)";
     prefix_size: i64 = 0i64, Engine, "Fixed prefix extractor length (0: none)";
+    num_column_families: i64 = 1i64, Engine, "Column families the keys are spread over (key number modulo N; family 0 is default, then column_family_name_000001..)";
     keys_per_prefix: i64 = 0i64, Tool, "Keys that share one prefix (0: prefixes not used in keys)";
     seek_missing_prefix: bool = false, Tool, "Seek keys get byte 8 set to '1' (needs --prefix_size > 8)";
     use_existing_db: bool = false, Tool, "Keep the DB; fresh-DB benchmarks are skipped";

@@ -25,6 +25,10 @@ pub struct Cli {
     /// Keys and values as hex (arguments and output) instead of escaped text.
     #[arg(long, global = true)]
     pub hex: bool,
+    /// The column family get, put, delete, scan, compact and properties act on (default:
+    /// `default`). Every command opens a DB with all its families.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub cf: Option<String>,
     /// The command.
     #[command(subcommand)]
     pub command: Command,

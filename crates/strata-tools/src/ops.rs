@@ -4,8 +4,13 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
+use std::sync::Arc;
 use strata::inspect::{all_intact, verify_db};
-use strata::{BackupEngine, Checkpoint, Db, Direction, IteratorMode, Options, ReadOptions};
+
+use strata::{
+    BackupEngine, Checkpoint, ColumnFamily, ColumnFamilyDescriptor, Db, Direction, IteratorMode,
+    Options, ReadOptions,
+};
 
 use crate::dump::{dump_manifest, dump_sst, dump_wal};
 use crate::fmt::{json_string, Bytes};
@@ -26,7 +31,11 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<Outcome> {
         Command::Get { key } => {
             let db = open_read_only(cli)?;
             let key = f.parse(key, "key")?;
-            match db.get(&key)? {
+            let value = match family(cli, &db)? {
+                None => db.get(&key)?,
+                Some(cf) => db.get_cf(&cf, &key)?,
+            };
+            match value {
                 Some(v) => {
                     writeln!(out, "{}", f.show(&v))?;
                     Ok(Outcome::Ok)
@@ -39,19 +48,28 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<Outcome> {
         }
         Command::Put { key, value } => {
             let db = open_read_write(cli)?;
-            db.put(f.parse(key, "key")?, f.parse(value, "value")?)?;
+            let (key, value) = (f.parse(key, "key")?, f.parse(value, "value")?);
+            match family(cli, &db)? {
+                None => db.put(key, value)?,
+                Some(cf) => db.put_cf(&cf, key, value)?,
+            }
             Ok(Outcome::Ok)
         }
         Command::Delete { key } => {
             let db = open_read_write(cli)?;
-            db.delete(f.parse(key, "key")?)?;
+            let key = f.parse(key, "key")?;
+            match family(cli, &db)? {
+                None => db.delete(key)?,
+                Some(cf) => db.delete_cf(&cf, key)?,
+            }
             Ok(Outcome::Ok)
         }
         Command::Scan { from, to, limit, json } => {
             let from = from.as_deref().map(|k| f.parse(k, "--from")).transpose()?;
             let to = to.as_deref().map(|k| f.parse(k, "--to")).transpose()?;
             let db = open_read_only(cli)?;
-            scan(out, f, &db, from.as_deref(), to, *limit, *json)
+            let cf = family(cli, &db)?;
+            scan(out, f, &db, cf.as_ref(), from.as_deref(), to, *limit, *json)
         }
         Command::Lsm { json } => {
             let db = open_read_only(cli)?;
@@ -119,13 +137,20 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<Outcome> {
             let from = from.as_deref().map(|k| f.parse(k, "--from")).transpose()?;
             let to = to.as_deref().map(|k| f.parse(k, "--to")).transpose()?;
             let db = open_read_write(cli)?;
-            db.compact_range(from, to)?;
+            match family(cli, &db)? {
+                None => db.compact_range(from, to)?,
+                Some(cf) => db.compact_range_cf(&cf, from, to)?,
+            }
             writeln!(out, "compacted")?;
             Ok(Outcome::Ok)
         }
         Command::Properties { name } => {
             let db = open_read_only(cli)?;
-            match db.property_value(name)? {
+            let value = match family(cli, &db)? {
+                None => db.property_value(name)?,
+                Some(cf) => db.property_value_cf(&cf, name)?,
+            };
+            match value {
                 Some(v) => {
                     writeln!(out, "{}", v.trim_end())?;
                     Ok(Outcome::Ok)
@@ -151,15 +176,45 @@ fn open_backups(dir: &Path) -> Result<BackupEngine> {
     Ok(BackupEngine::open(&Options::default(), dir)?)
 }
 
+/// Descriptors of every column family but `default` of the DB in `path` (none when there is
+/// no DB there yet: the open reports that).
+fn other_families(path: &Path) -> Result<Vec<ColumnFamilyDescriptor>> {
+    if !path.join("CURRENT").is_file() {
+        return Ok(Vec::new());
+    }
+    let names = Db::list_cf(&Options::default(), path)
+        .with_context(|| format!("listing the column families of {}", path.display()))?;
+    Ok(names
+        .into_iter()
+        .filter(|n| n != "default")
+        .map(|n| ColumnFamilyDescriptor::new(n, Options::default()))
+        .collect())
+}
+
 fn open_read_only(cli: &Cli) -> Result<Db> {
     let path = db_path(cli)?;
-    Db::open_read_only(&Options::default(), path)
+    Db::open_cf_descriptors_read_only(&Options::default(), path, other_families(path)?)
         .with_context(|| format!("opening {} read-only", path.display()))
 }
 
 fn open_read_write(cli: &Cli) -> Result<Db> {
     let path = db_path(cli)?;
-    Db::open(&Options::default(), path).with_context(|| format!("opening {}", path.display()))
+    Db::open_cf_descriptors(&Options::default(), path, other_families(path)?)
+        .with_context(|| format!("opening {}", path.display()))
+}
+
+/// The family `--cf` names (`None`: default), or an error listing the DB's families.
+fn family(cli: &Cli, db: &Db) -> Result<Option<Arc<ColumnFamily>>> {
+    match cli.cf.as_deref() {
+        None | Some("default") => Ok(None),
+        Some(name) => match db.cf_handle(name) {
+            Some(cf) => Ok(Some(cf)),
+            None => {
+                let names = Db::list_cf(&Options::default(), db.path()).unwrap_or_default();
+                bail!("--cf {name}: no such column family (the DB has: {})", names.join(", "))
+            }
+        },
+    }
 }
 
 /// The MANIFEST CURRENT names.
@@ -174,10 +229,12 @@ fn current_manifest(db: &Path) -> Result<PathBuf> {
     Ok(db.join(name))
 }
 
+#[allow(clippy::too_many_arguments)] // the scan command's options, each one flag
 fn scan(
     out: &mut dyn Write,
     f: Bytes,
     db: &Db,
+    cf: Option<&Arc<ColumnFamily>>,
     from: Option<&[u8]>,
     to: Option<Vec<u8>>,
     limit: Option<usize>,
@@ -188,7 +245,11 @@ fn scan(
         Some(k) => IteratorMode::From(k, Direction::Forward),
         None => IteratorMode::Start,
     };
-    for item in db.iterator_opt(mode, &opts).take(limit.unwrap_or(usize::MAX)) {
+    let it = match cf {
+        None => db.iterator_opt(mode, opts),
+        Some(cf) => db.iterator_cf_opt(cf, opts, mode),
+    };
+    for item in it.take(limit.unwrap_or(usize::MAX)) {
         let (k, v) = item?;
         if json {
             writeln!(

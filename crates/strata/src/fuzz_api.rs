@@ -151,7 +151,7 @@ pub fn manifest(data: &[u8]) -> Result<()> {
 
 /// Decodes `data` as a write batch (a WAL record's payload) and iterates its records.
 pub fn write_batch(data: &[u8]) -> Result<u64> {
-    let batch = WriteBatch::from_data(data.to_vec())?;
+    let batch = WriteBatch::from_vec(data.to_vec())?;
     let mut n = 0u64;
     for rec in batch.iter() {
         let _ = (rec.value_type, rec.key.len(), rec.value.len());

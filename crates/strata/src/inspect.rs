@@ -291,7 +291,7 @@ fn wal_record(path: &Path, offset: u64, data: &[u8], first: bool) -> Result<WalR
         };
         return Ok(WalRecord::Event { offset, text });
     }
-    let batch = WriteBatch::from_data(data.to_vec()).map_err(relocate)?;
+    let batch = WriteBatch::from_vec(data.to_vec()).map_err(relocate)?;
     let sequence = batch.sequence().0;
     let entries = batch
         .iter()

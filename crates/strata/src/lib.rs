@@ -50,12 +50,13 @@ pub use compaction_filter::{
 };
 pub use db::{
     BackupEngine, BackupInfo, Checkpoint, ColumnFamily, ColumnFamilyDescriptor, Db, DbIterator,
-    DbRawIterator, DbWithTtl, Direction, ExternalSstFileInfo, IngestExternalFileOptions,
-    IteratorMode, LiveFileMetaData, RepairReport, SstFileWriter, TtlClock, TtlIterator,
-    TTL_SUFFIX_LEN,
+    DbPinnableSlice, DbRawIterator, DbWithTtl, Direction, ExternalSstFileInfo,
+    IngestExternalFileOptions, IteratorMode, LiveFileMetaData, PinnedSource, RepairReport,
+    SstFileWriter, TtlClock, TtlIterator, TTL_SUFFIX_LEN,
 };
 pub use error::{Error, Result};
 pub use merge_operator::MergeOperator;
+pub use options::{BlockBasedOptions, MergeOperands, SliceTransform};
 pub use options::{
     CompactionStopStyle, CompactionStyle, FifoCompactionOptions, Options, PrefixExtractor,
     ReadOptions, TieredCompactionOptions, UniversalCompactionOptions, WriteOptions,
@@ -65,6 +66,26 @@ pub use sstable::{Cache, CompressionType, IndexType};
 pub use util::checksum::ChecksumType;
 pub use wal::WalRecoveryMode;
 pub use write_batch::{WriteBatch, WriteBatchIterator};
+
+// The `rocksdb` crate's names, so its users' programs port with renames of the `use` line
+// only (`examples/rocksdb_port.rs`).
+/// The `rocksdb` crate's name of [`Db`].
+pub type DB = Db;
+/// The `rocksdb` crate's name of [`DbIterator`].
+pub type DBIterator = DbIterator;
+/// The `rocksdb` crate's name of [`DbRawIterator`].
+pub type DBRawIterator = DbRawIterator;
+/// The `rocksdb` crate's name of [`DbPinnableSlice`].
+pub type DBPinnableSlice = DbPinnableSlice;
+/// The `rocksdb` crate's name of [`CompressionType`].
+pub type DBCompressionType = CompressionType;
+/// The `rocksdb` crate's name of [`CompactionStyle`] (`DBCompactionStyle::Level` is
+/// `CompactionStyle::Leveled`).
+pub type DBCompactionStyle = CompactionStyle;
+/// The `rocksdb` crate's name of [`WalRecoveryMode`].
+pub type DBRecoveryMode = WalRecoveryMode;
+/// The `rocksdb` crate's name of [`IndexType`].
+pub type BlockBasedIndexType = IndexType;
 
 /// The README's examples, compiled and run as doctests.
 #[doc = include_str!("../../../README.md")]

@@ -15,8 +15,11 @@ use crate::snapshot::Snapshot;
 use crate::sstable::{Cache, CompressionType, IndexType, TableOptions};
 use crate::util::checksum::ChecksumType;
 use crate::wal::WalRecoveryMode;
+pub use setters::{BlockBasedOptions, MergeOperands, SliceTransform};
 
 use crate::version::levels::MAX_NUM_LEVELS;
+
+mod setters;
 
 /// Options fixed when the DB is opened.
 #[derive(Clone)]

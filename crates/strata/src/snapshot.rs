@@ -1,8 +1,9 @@
 //! Snapshots: a read view pinned at a sequence number. The DB keeps the list of live snapshot
 //! sequence numbers so flush and compaction keep every version a snapshot can still see.
 
+use std::any::Any;
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
 
@@ -49,23 +50,41 @@ impl Drop for Pinned {
 }
 
 /// A consistent read view of the DB at one moment. Reads through `ReadOptions::snapshot` see
-/// exactly the writes made before `Db::snapshot` returned. Cloning shares the pin; the view
-/// is released when the last clone is dropped.
+/// exactly the writes made before `Db::snapshot` returned, and so do the snapshot's own reads
+/// (`Snapshot::get`, `iterator`, ..., the `rocksdb` crate's `SnapshotWithThreadMode`).
+/// Cloning shares the pin; the view is released when the last clone is dropped.
+///
+/// A snapshot holds its DB weakly: it never keeps a closed DB's files open or locked, and a
+/// read through a snapshot whose `Db` was dropped fails with `ShutdownInProgress`.
 #[derive(Clone)]
 pub struct Snapshot {
     pinned: Arc<Pinned>,
+    /// The DB's shared core (downcast by the read methods in `db/`); `None` for a snapshot
+    /// made without one (unit tests).
+    source: Option<Weak<dyn Any + Send + Sync>>,
 }
 
 impl std::fmt::Debug for Snapshot {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Snapshot").field("sequence", &self.pinned.seq.0).finish()
+        f.debug_struct("Snapshot").field("sequence", &self.pinned.seq.0).finish_non_exhaustive()
     }
 }
 
 impl Snapshot {
     pub(crate) fn new(list: &Arc<SnapshotList>, seq: SeqNo) -> Snapshot {
         *list.live.lock().entry(seq.0).or_insert(0) += 1;
-        Snapshot { pinned: Arc::new(Pinned { seq, list: list.clone() }) }
+        Snapshot { pinned: Arc::new(Pinned { seq, list: list.clone() }), source: None }
+    }
+
+    /// The snapshot, reading through `source` (held weakly).
+    pub(crate) fn with_source(mut self, source: Weak<dyn Any + Send + Sync>) -> Snapshot {
+        self.source = Some(source);
+        self
+    }
+
+    /// The source, if it is still alive.
+    pub(crate) fn source(&self) -> Option<Arc<dyn Any + Send + Sync>> {
+        self.source.as_ref().and_then(Weak::upgrade)
     }
 
     /// The sequence number the snapshot reads at.

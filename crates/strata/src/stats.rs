@@ -285,8 +285,17 @@ impl Stats {
         s
     }
 
-    /// The `strata.stats` report. `shape` has one entry per level. Advances the interval.
-    pub fn report(&self, shape: &[LevelShape], pending_compaction_bytes: u64) -> String {
+    /// The `strata.stats` report of column family `family` (these are its stats): its
+    /// compaction stats table and summary lines, then, with `db_wide` (the `default`
+    /// family's report, as RocksDB prints it), the DB-wide write and stall section.
+    /// `shape` has one entry per level. Advances the interval.
+    pub fn report(
+        &self,
+        family: &str,
+        shape: &[LevelShape],
+        pending_compaction_bytes: u64,
+        db_wide: bool,
+    ) -> String {
         let now = self.start.elapsed().as_secs_f64();
         let levels = self.level_stats();
         let flush = self.flush_bytes.load(Ordering::Relaxed);
@@ -325,7 +334,7 @@ impl Stats {
         );
         let _ = write!(
             s,
-            "\n** Compaction Stats [default] **\n{header}\n{}\n",
+            "\n** Compaction Stats [{family}] **\n{header}\n{}\n",
             "-".repeat(header.len() + 1)
         );
         let mut sum = LevelStats::default();
@@ -415,12 +424,14 @@ impl Stats {
             wal_bytes: w.wal_bytes - last.writes.wal_bytes,
             stall_micros: w.stall_micros - last.writes.stall_micros,
         };
-        let _ = write!(
-            s,
-            "\n** DB Stats **\nUptime(secs): {now:.1} total, {interval_secs:.1} interval\n"
-        );
-        write_db_lines(&mut s, "Cumulative", &w, now, true);
-        write_db_lines(&mut s, "Interval", &iw, interval_secs, false);
+        if db_wide {
+            let _ = write!(
+                s,
+                "\n** DB Stats **\nUptime(secs): {now:.1} total, {interval_secs:.1} interval\n"
+            );
+            write_db_lines(&mut s, "Cumulative", &w, now, true);
+            write_db_lines(&mut s, "Interval", &iw, interval_secs, false);
+        }
 
         *last =
             Interval { at_secs: now, levels, flush_bytes: flush, writes: w, stalls: total_stalls };
@@ -607,7 +618,7 @@ mod tests {
             LevelShape { files: 0, being_compacted: 0, bytes: 0, score: 0.0 },
             LevelShape { files: 10, being_compacted: 1, bytes: 20 << 20, score: 0.0 },
         ];
-        let r = st.report(&shape, 0);
+        let r = st.report("default", &shape, 0, true);
         assert!(r.contains("** Compaction Stats [default] **"));
         let lines: Vec<&str> = r.lines().collect();
         let sum = lines.iter().find(|l| l.trim_start().starts_with("Sum")).unwrap();

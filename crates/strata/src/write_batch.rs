@@ -244,9 +244,28 @@ impl WriteBatch {
         &self.rep
     }
 
+    /// A batch from its encoding (as [`WriteBatch::data`] gives it; the `rocksdb` crate's
+    /// `WriteBatch::from_data`), validated: a malformed buffer is `Corruption` naming the
+    /// byte offset inside it and what was expected there, a `delete_range` whose begin is
+    /// after its end is `InvalidArgument`; never a panic.
+    pub fn from_data(data: &[u8]) -> Result<WriteBatch> {
+        let b = WriteBatch::from_vec(data.to_vec())?;
+        if b.has_inverted_range() {
+            return Err(Error::InvalidArgument(
+                "write batch: a delete_range record's begin key is after its end key".into(),
+            ));
+        }
+        Ok(b)
+    }
+
+    /// Whether a range deletion record has begin > end.
+    fn has_inverted_range(&self) -> bool {
+        self.iter().any(|r| r.value_type == ValueType::RangeDeletion && r.key > r.value)
+    }
+
     /// Decodes and validates an encoded batch: header, every record, and the count. Errors are
     /// `Corruption` with the offset inside the batch and no file; see [`Self::from_record`].
-    pub(crate) fn from_data(data: Vec<u8>) -> Result<WriteBatch> {
+    pub(crate) fn from_vec(data: Vec<u8>) -> Result<WriteBatch> {
         if data.len() < HEADER_SIZE {
             return Err(corrupt(
                 0,
@@ -281,7 +300,7 @@ impl WriteBatch {
         file: &Path,
         record_offset: u64,
     ) -> Result<WriteBatch> {
-        WriteBatch::from_data(data).map_err(|e| match e {
+        WriteBatch::from_vec(data).map_err(|e| match e {
             Error::Corruption { offset, reason, .. } => Error::corruption(
                 file,
                 record_offset,
@@ -507,7 +526,7 @@ mod tests {
             (ValueType::Value, vec![], b"empty-key".to_vec()),
         ];
         assert_eq!(records(&b), want);
-        let d = WriteBatch::from_data(b.data().to_vec()).unwrap();
+        let d = WriteBatch::from_vec(b.data().to_vec()).unwrap();
         assert_eq!(d, b);
         assert_eq!(d.sequence(), SeqNo(77));
         assert_eq!(records(&d), want);
@@ -532,7 +551,7 @@ mod tests {
         assert_eq!(empty.len(), 0);
         assert!(empty.is_empty());
         assert_eq!(empty.iter().count(), 0);
-        assert_eq!(WriteBatch::from_data(empty.data().to_vec()).unwrap(), empty);
+        assert_eq!(WriteBatch::from_vec(empty.data().to_vec()).unwrap(), empty);
     }
 
     #[test]
@@ -540,7 +559,7 @@ mod tests {
         let mut b = WriteBatch::new();
         let big = vec![7u8; 300];
         b.put(&big, vec![1u8; 20_000]);
-        let d = WriteBatch::from_data(b.data().to_vec()).unwrap();
+        let d = WriteBatch::from_vec(b.data().to_vec()).unwrap();
         let r: Vec<_> = d.iter().collect();
         assert_eq!(r.len(), 1);
         assert_eq!(r[0].key, &big[..]);
@@ -563,7 +582,7 @@ mod tests {
         want.extend(records(&b));
         assert_eq!(records(&c), want);
         assert_eq!(c.size_in_bytes(), a.size_in_bytes() + b.size_in_bytes() - HEADER_SIZE);
-        assert_eq!(WriteBatch::from_data(c.data().to_vec()).unwrap(), c);
+        assert_eq!(WriteBatch::from_vec(c.data().to_vec()).unwrap(), c);
     }
 
     #[test]
@@ -581,7 +600,7 @@ mod tests {
         for count in [0u32, 7, 9, u32::MAX] {
             let mut data = b.data().to_vec();
             data[8..12].copy_from_slice(&count.to_le_bytes());
-            let e = WriteBatch::from_data(data).unwrap_err();
+            let e = WriteBatch::from_vec(data).unwrap_err();
             match e {
                 Error::Corruption { offset, reason, .. } => {
                     assert_eq!(offset, 8);
@@ -596,10 +615,10 @@ mod tests {
     fn unknown_tag_and_short_header_are_corruption() {
         let mut data = sample().data().to_vec();
         data[HEADER_SIZE] = 9;
-        let e = WriteBatch::from_data(data).unwrap_err();
+        let e = WriteBatch::from_vec(data).unwrap_err();
         assert!(e.to_string().contains("unknown record tag 9"), "{e}");
         assert!(matches!(e, Error::Corruption { offset: 12, .. }));
-        let e = WriteBatch::from_data(vec![0; 11]).unwrap_err();
+        let e = WriteBatch::from_vec(vec![0; 11]).unwrap_err();
         assert!(e.is_corruption());
     }
 
@@ -617,7 +636,7 @@ mod tests {
         let full = b.data();
         for cut in 0..full.len() {
             // Cutting anywhere loses at least one record while the count stays: corruption.
-            let r = WriteBatch::from_data(full[..cut].to_vec());
+            let r = WriteBatch::from_vec(full[..cut].to_vec());
             assert!(r.unwrap_err().is_corruption(), "cut {cut}");
         }
         // Cutting at a record boundary and fixing the count gives a valid prefix.
@@ -625,7 +644,7 @@ mod tests {
         prefix.put(b"k1", b"v1");
         let mut data = full[..prefix.size_in_bytes()].to_vec();
         data[8..12].copy_from_slice(&1u32.to_le_bytes());
-        assert_eq!(records(&WriteBatch::from_data(data).unwrap()), records(&prefix));
+        assert_eq!(records(&WriteBatch::from_vec(data).unwrap()), records(&prefix));
     }
 
     #[test]
@@ -653,7 +672,7 @@ mod tests {
     }
 
     fn check_decodes_or_corrupt(data: Vec<u8>) {
-        match WriteBatch::from_data(data.clone()) {
+        match WriteBatch::from_vec(data.clone()) {
             Ok(d) => {
                 // Valid: iteration yields exactly `count` records and re-encodes identically.
                 assert_eq!(d.iter().count(), d.len());
@@ -695,6 +714,6 @@ mod tests {
         data[8] = 1;
         data.push(ValueType::Deletion as u8);
         put_varint64(&mut data, 1 << 32);
-        assert!(WriteBatch::from_data(data).unwrap_err().is_corruption());
+        assert!(WriteBatch::from_vec(data).unwrap_err().is_corruption());
     }
 }

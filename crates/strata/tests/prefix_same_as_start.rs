@@ -20,7 +20,7 @@ fn prefix_opts() -> ReadOptions {
 }
 
 fn collect(db: &Db, mode: IteratorMode<'_>) -> Vec<String> {
-    db.iterator_opt(mode, &prefix_opts())
+    db.iterator_opt(mode, prefix_opts())
         .map(|r| String::from_utf8(r.unwrap().0.to_vec()).unwrap())
         .collect()
 }
@@ -71,7 +71,7 @@ fn without_the_option_nothing_is_limited() {
 #[test]
 fn raw_iterator_next_and_prev_stop_at_the_prefix_edge() {
     let (_d, db) = db_with(PrefixExtractor::Fixed(4), KEYS);
-    let mut it = db.raw_iterator_opt(&prefix_opts());
+    let mut it = db.raw_iterator_opt(prefix_opts());
     it.seek(b"aaab");
     assert_eq!(it.key(), Some(&b"aaab1"[..]));
     it.prev();

@@ -362,6 +362,38 @@ fn remove_dir_if_exists(p: &std::path::Path) -> Result<()> {
     }
 }
 
+/// db_bench's name of column family `i` of `--num_column_families`: `default`, then
+/// `column_family_name_000001`, ...
+pub fn column_family_name(i: usize) -> String {
+    if i == 0 {
+        "default".to_string()
+    } else {
+        format!("column_family_name_{i:06}")
+    }
+}
+
+/// The column family (index) of `key` among `n`: db_bench picks family `key number % n`; the
+/// key number is the big-endian integer in the key's first 8 bytes (the key layout of
+/// `keys.rs` without prefixes; with `--keys_per_prefix`, the prefix's bytes, which spreads
+/// whole prefixes instead).
+pub fn family_of(key: &[u8], n: usize) -> usize {
+    if n <= 1 {
+        return 0;
+    }
+    let mut b = [0u8; 8];
+    let take = key.len().min(8);
+    b[..take].copy_from_slice(&key[..take]);
+    (u64::from_be_bytes(b) % n as u64) as usize
+}
+
+/// `--num_column_families` as a count (at least 1).
+pub fn num_column_families(cfg: &Config) -> Result<usize> {
+    match usize::try_from(cfg.flags.num_column_families) {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => bail!("--num_column_families={}: must be at least 1", cfg.flags.num_column_families),
+    }
+}
+
 /// Translates db_bench's `rocksdb.*` property names for engines that use another prefix.
 pub fn strip_rocksdb_prefix(name: &str) -> &str {
     name.strip_prefix("rocksdb.").unwrap_or(name)
@@ -369,6 +401,17 @@ pub fn strip_rocksdb_prefix(name: &str) -> &str {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn families_follow_db_bench() {
+        assert_eq!(super::column_family_name(0), "default");
+        assert_eq!(super::column_family_name(12), "column_family_name_000012");
+        let mut k = Vec::new();
+        crate::keys::KeyFormat::plain(16).encode(299_999, 1_000_000, &mut k);
+        assert_eq!(super::family_of(&k, 7), (299_999 % 7) as usize);
+        assert_eq!(super::family_of(&k, 1), 0);
+        assert_eq!(super::family_of(b"", 3), 0);
+    }
+
     #[test]
     fn rocksdb_version_matches_the_locked_librocksdb_sys() {
         let lock = include_str!("../../../../Cargo.lock");

@@ -26,6 +26,7 @@ pub const HONOURED_FLAGS: &[&str] = &[
     "use_tailing_iterator",
     "multiread_batched",
     "prefix_size",
+    "num_column_families",
     "readonly",
     "wal_dir",
     "stats_level",
@@ -404,15 +405,29 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
 }
 
 pub fn open(cfg: &Config) -> Result<Box<dyn Engine>> {
-    let opts = build_options(cfg)?;
+    let mut opts = build_options(cfg)?;
+    let n = super::num_column_families(cfg)?;
+    // `--num_column_families`: the families keys are spread over (created when missing), and
+    // any other family an existing DB has (RocksDB must open them all).
+    let mut names: Vec<String> = (1..n).map(super::column_family_name).collect();
+    if cfg.db.join("CURRENT").is_file() {
+        for existing in DB::list_cf(&opts, &cfg.db)? {
+            if existing != rocksdb::DEFAULT_COLUMN_FAMILY_NAME && !names.contains(&existing) {
+                names.push(existing);
+            }
+        }
+    }
+    if n > 1 {
+        opts.create_missing_column_families(true);
+    }
     // The default column family is opened by descriptor, with the same options, so that
     // `cf_handle("default")` (batched MultiGet) finds it. (`open_cf` by name would give it
     // default options: no merge operator, no table options.)
     let cf = || {
-        vec![rocksdb::ColumnFamilyDescriptor::new(
-            rocksdb::DEFAULT_COLUMN_FAMILY_NAME,
-            opts.clone(),
-        )]
+        std::iter::once(rocksdb::DEFAULT_COLUMN_FAMILY_NAME.to_string())
+            .chain(names.iter().cloned())
+            .map(|name| rocksdb::ColumnFamilyDescriptor::new(name, opts.clone()))
+            .collect::<Vec<_>>()
     };
     let db = if cfg.flags.readonly {
         DB::open_cf_descriptors_read_only(&opts, &cfg.db, cf(), false)?
@@ -449,6 +464,7 @@ pub fn open(cfg: &Config) -> Result<Box<dyn Engine>> {
         wo: [wopts(false, false), wopts(false, true), wopts(true, false), wopts(true, true)],
         batched_multiget: f.multiread_batched,
         tailing: f.use_tailing_iterator,
+        families: (0..n).map(super::column_family_name).collect(),
     }))
 }
 
@@ -461,41 +477,72 @@ struct RocksEngine {
     wo: [WriteOptions; 4],
     batched_multiget: bool,
     tailing: bool,
+    /// `--num_column_families` names, by index (`default` first).
+    families: Vec<String>,
 }
 
 impl RocksEngine {
     fn wo(&self, w: WriteOpts) -> &WriteOptions {
         &self.wo[usize::from(w.sync) * 2 + usize::from(w.disable_wal)]
     }
+
+    /// The family `key` belongs to with `--num_column_families` > 1 (`None`: default).
+    fn cf(&self, key: &[u8]) -> Result<Option<&rocksdb::ColumnFamily>> {
+        if self.families.len() <= 1 {
+            return Ok(None);
+        }
+        let i = super::family_of(key, self.families.len());
+        if i == 0 {
+            return Ok(None);
+        }
+        let name = &self.families[i];
+        self.db.cf_handle(name).map(Some).ok_or_else(|| anyhow!("no column family {name}"))
+    }
 }
 
 impl Engine for RocksEngine {
     fn put(&self, key: &[u8], value: &[u8], wo: &WriteOpts) -> Result<()> {
-        Ok(self.db.put_opt(key, value, self.wo(*wo))?)
+        match self.cf(key)? {
+            None => Ok(self.db.put_opt(key, value, self.wo(*wo))?),
+            Some(cf) => Ok(self.db.put_cf_opt(cf, key, value, self.wo(*wo))?),
+        }
     }
 
     fn delete(&self, key: &[u8], wo: &WriteOpts) -> Result<()> {
-        Ok(self.db.delete_opt(key, self.wo(*wo))?)
+        match self.cf(key)? {
+            None => Ok(self.db.delete_opt(key, self.wo(*wo))?),
+            Some(cf) => Ok(self.db.delete_cf_opt(cf, key, self.wo(*wo))?),
+        }
     }
 
     fn merge(&self, key: &[u8], value: &[u8], wo: &WriteOpts) -> Result<()> {
-        Ok(self.db.merge_opt(key, value, self.wo(*wo))?)
+        match self.cf(key)? {
+            None => Ok(self.db.merge_opt(key, value, self.wo(*wo))?),
+            Some(cf) => Ok(self.db.merge_cf_opt(cf, key, value, self.wo(*wo))?),
+        }
     }
 
     fn write(&self, batch: &Batch, wo: &WriteOpts) -> Result<()> {
         let mut b = WriteBatch::default();
         for (op, k, v) in batch.iter() {
-            match op {
-                BatchOp::Put => b.put(k, v),
-                BatchOp::Delete => b.delete(k),
-                BatchOp::Merge => b.merge(k, v),
+            match (op, self.cf(k)?) {
+                (BatchOp::Put, None) => b.put(k, v),
+                (BatchOp::Delete, None) => b.delete(k),
+                (BatchOp::Merge, None) => b.merge(k, v),
+                (BatchOp::Put, Some(cf)) => b.put_cf(cf, k, v),
+                (BatchOp::Delete, Some(cf)) => b.delete_cf(cf, k),
+                (BatchOp::Merge, Some(cf)) => b.merge_cf(cf, k, v),
             }
         }
         Ok(self.db.write_opt(b, self.wo(*wo))?)
     }
 
     fn get(&self, key: &[u8], _ro: &ReadOpts, out: &mut Vec<u8>) -> Result<bool> {
-        match self.db.get_pinned_opt(key, &self.ro)? {
+        let value = match self.cf(key)? {
+            None => self.db.get_pinned_opt(key, &self.ro)?,
+            Some(cf) => self.db.get_pinned_cf_opt(cf, key, &self.ro)?,
+        };
+        match value {
             Some(v) => {
                 out.clear();
                 out.extend_from_slice(&v);
@@ -509,10 +556,22 @@ impl Engine for RocksEngine {
         &self,
         keys: &[u8],
         key_size: usize,
-        _ro: &ReadOpts,
+        ro: &ReadOpts,
         _scratch: &mut Vec<u8>,
         value_bytes: &mut u64,
     ) -> Result<u64> {
+        if self.families.len() > 1 {
+            // Each key in its family, one read at a time.
+            let mut found = 0;
+            let mut scratch = Vec::new();
+            for k in keys.chunks(key_size.max(1)) {
+                if self.get(k, ro, &mut scratch)? {
+                    found += 1;
+                    *value_bytes += scratch.len() as u64;
+                }
+            }
+            return Ok(found);
+        }
         let keys = keys.chunks(key_size);
         if self.batched_multiget {
             let cf =
@@ -542,13 +601,22 @@ impl Engine for RocksEngine {
     }
 
     fn flush(&self) -> Result<()> {
-        Ok(self.db.flush()?)
+        self.db.flush()?;
+        for name in self.families.iter().skip(1) {
+            let cf = self.db.cf_handle(name).ok_or_else(|| anyhow!("no column family {name}"))?;
+            self.db.flush_cf(cf)?;
+        }
+        Ok(())
     }
 
     fn compact_range(&self) -> Result<()> {
         let mut c = CompactOptions::default();
         c.set_bottommost_level_compaction(BottommostLevelCompaction::ForceOptimized);
         self.db.compact_range_opt(None::<&[u8]>, None::<&[u8]>, &c);
+        for name in self.families.iter().skip(1) {
+            let cf = self.db.cf_handle(name).ok_or_else(|| anyhow!("no column family {name}"))?;
+            self.db.compact_range_cf_opt(cf, None::<&[u8]>, None::<&[u8]>, &c);
+        }
         Ok(())
     }
 

@@ -5,9 +5,12 @@
 //! rejected by the configuration stage. A new engine option is one line in each.
 
 use anyhow::{anyhow, bail, Result};
+use std::sync::Arc;
+
 use strata::{
-    Cache, CompactionStopStyle, CompactionStyle, CompressionType, Db, HyperClockCacheOptions,
-    LruCacheOptions, Options, PrefixExtractor, ReadOptions, WriteBatch, WriteOptions,
+    Cache, ColumnFamily, ColumnFamilyDescriptor, CompactionStopStyle, CompactionStyle,
+    CompressionType, Db, HyperClockCacheOptions, LruCacheOptions, Options, PrefixExtractor,
+    ReadOptions, WriteBatch, WriteOptions,
 };
 
 use super::{Batch, BatchOp, Bounds, Engine, EngineIter, LiveFile, ReadOpts, WriteOpts};
@@ -43,6 +46,7 @@ pub const HONOURED_FLAGS: &[&str] = &[
     "open_files",
     "merge_operator",
     "prefix_size",
+    "num_column_families",
     "paranoid_checks",
     "sync",
     "disable_wal",
@@ -311,13 +315,48 @@ fn apply_compaction_style(f: &crate::flags::Flags, o: &mut Options) -> Result<()
 }
 
 pub fn open(cfg: &Config) -> Result<Box<dyn Engine>> {
-    let opts = build_options(cfg)?;
-    let db = Db::open(&opts, &cfg.db)?;
-    Ok(Box::new(StrataEngine { db }))
+    let mut opts = build_options(cfg)?;
+    let n = super::num_column_families(cfg)?;
+    if n == 1 && !cfg.db.join("CURRENT").is_file() {
+        let db = Db::open(&opts, &cfg.db)?;
+        return Ok(Box::new(StrataEngine { db, cfs: Vec::new() }));
+    }
+    // Every family the DB has must be opened; the ones `--num_column_families` names and the
+    // DB lacks are created. Each family gets the run's options.
+    let mut names: Vec<String> = (1..n).map(super::column_family_name).collect();
+    if cfg.db.join("CURRENT").is_file() {
+        for existing in Db::list_cf(&opts, &cfg.db)? {
+            if existing != "default" && !names.contains(&existing) {
+                names.push(existing);
+            }
+        }
+    }
+    opts.create_missing_column_families = true;
+    let descriptors = names.iter().map(|name| ColumnFamilyDescriptor::new(name, opts.clone()));
+    let db = Db::open_cf_descriptors(&opts, &cfg.db, descriptors.collect::<Vec<_>>())?;
+    let mut cfs = vec![None];
+    for i in 1..n {
+        let name = super::column_family_name(i);
+        cfs.push(Some(db.cf_handle(&name).ok_or_else(|| anyhow!("no column family {name}"))?));
+    }
+    Ok(Box::new(StrataEngine { db, cfs }))
 }
 
 struct StrataEngine {
     db: Db,
+    /// With `--num_column_families` > 1: the families keys are spread over, by index (0 is
+    /// `default`, kept as `None`); empty otherwise.
+    cfs: Vec<Option<Arc<ColumnFamily>>>,
+}
+
+impl StrataEngine {
+    /// The family `key` belongs to (`None`: default).
+    fn cf_of(&self, key: &[u8]) -> Option<&Arc<ColumnFamily>> {
+        if self.cfs.len() <= 1 {
+            return None;
+        }
+        self.cfs[super::family_of(key, self.cfs.len())].as_ref()
+    }
 }
 
 fn wopts(wo: WriteOpts) -> WriteOptions {
@@ -334,31 +373,47 @@ fn ropts(ro: ReadOpts) -> ReadOptions {
 
 impl Engine for StrataEngine {
     fn put(&self, key: &[u8], value: &[u8], wo: &WriteOpts) -> Result<()> {
-        Ok(self.db.put_opt(key, value, &wopts(*wo))?)
+        match self.cf_of(key) {
+            None => Ok(self.db.put_opt(key, value, &wopts(*wo))?),
+            Some(cf) => Ok(self.db.put_cf_opt(cf, key, value, &wopts(*wo))?),
+        }
     }
 
     fn delete(&self, key: &[u8], wo: &WriteOpts) -> Result<()> {
-        Ok(self.db.delete_opt(key, &wopts(*wo))?)
+        match self.cf_of(key) {
+            None => Ok(self.db.delete_opt(key, &wopts(*wo))?),
+            Some(cf) => Ok(self.db.delete_cf_opt(cf, key, &wopts(*wo))?),
+        }
     }
 
     fn merge(&self, key: &[u8], value: &[u8], wo: &WriteOpts) -> Result<()> {
-        Ok(self.db.merge_opt(key, value, &wopts(*wo))?)
+        match self.cf_of(key) {
+            None => Ok(self.db.merge_opt(key, value, &wopts(*wo))?),
+            Some(cf) => Ok(self.db.merge_cf_opt(cf, key, value, &wopts(*wo))?),
+        }
     }
 
     fn write(&self, batch: &Batch, wo: &WriteOpts) -> Result<()> {
         let mut b = WriteBatch::new();
         for (op, k, v) in batch.iter() {
-            match op {
-                BatchOp::Put => b.put(k, v),
-                BatchOp::Delete => b.delete(k),
-                BatchOp::Merge => b.merge(k, v),
+            match (op, self.cf_of(k)) {
+                (BatchOp::Put, None) => b.put(k, v),
+                (BatchOp::Delete, None) => b.delete(k),
+                (BatchOp::Merge, None) => b.merge(k, v),
+                (BatchOp::Put, Some(cf)) => b.put_cf(cf, k, v),
+                (BatchOp::Delete, Some(cf)) => b.delete_cf(cf, k),
+                (BatchOp::Merge, Some(cf)) => b.merge_cf(cf, k, v),
             }
         }
         Ok(self.db.write_opt(b, &wopts(*wo))?)
     }
 
     fn get(&self, key: &[u8], ro: &ReadOpts, out: &mut Vec<u8>) -> Result<bool> {
-        match self.db.get_opt(key, &ropts(*ro))? {
+        let r = match self.cf_of(key) {
+            None => self.db.get_opt(key, &ropts(*ro))?,
+            Some(cf) => self.db.get_cf_opt(cf, key, &ropts(*ro))?,
+        };
+        match r {
             Some(v) => {
                 *out = v;
                 Ok(true)
@@ -379,11 +434,19 @@ impl Engine for StrataEngine {
     }
 
     fn flush(&self) -> Result<()> {
-        Ok(self.db.flush()?)
+        self.db.flush()?;
+        for cf in self.cfs.iter().flatten() {
+            self.db.flush_cf(cf)?;
+        }
+        Ok(())
     }
 
     fn compact_range(&self) -> Result<()> {
-        Ok(self.db.compact_range(None::<&[u8]>, None::<&[u8]>)?)
+        self.db.compact_range(None::<&[u8]>, None::<&[u8]>)?;
+        for cf in self.cfs.iter().flatten() {
+            self.db.compact_range_cf(cf, None::<&[u8]>, None::<&[u8]>)?;
+        }
+        Ok(())
     }
 
     fn wait_for_compaction(&self) -> Result<()> {
@@ -399,6 +462,20 @@ impl Engine for StrataEngine {
         value_bytes: &mut u64,
     ) -> Result<u64> {
         let mut found = 0;
+        if self.cfs.len() > 1 {
+            // Per key (each in its family); the batched path reads one family.
+            for k in keys.chunks(key_size.max(1)) {
+                let r = match self.cf_of(k) {
+                    None => self.db.get_opt(k, &ropts(*ro))?,
+                    Some(cf) => self.db.get_cf_opt(cf, k, &ropts(*ro))?,
+                };
+                if let Some(v) = r {
+                    found += 1;
+                    *value_bytes += v.len() as u64;
+                }
+            }
+            return Ok(found);
+        }
         for r in self.db.multi_get_opt(keys.chunks(key_size.max(1)), &ropts(*ro)) {
             if let Some(v) = r? {
                 found += 1;

@@ -12,6 +12,7 @@ use crate::iterator::merging::MergingIterator;
 use crate::iterator::InternalIterator;
 use crate::options::ReadOptions;
 use crate::range_del::FragmentedTombstones;
+use crate::sstable::table_cache::TableCache;
 use crate::sstable::ReadBlockOptions;
 use crate::types::SeqNo;
 use crate::version::level_iter::LevelIterator;
@@ -36,72 +37,121 @@ pub enum Direction {
     Reverse,
 }
 
-pub(crate) fn new_db_iter(inner: &Arc<DbInner>, cfd: &Cfd, ro: &ReadOptions) -> DbIter {
-    let sv = cfd.current_super_version();
-    let sequence = ro
-        .snapshot
-        .as_ref()
-        .map_or_else(|| SeqNo(inner.visible_sequence.load(Ordering::Acquire)), |s| s.seq());
-    let rb = ReadBlockOptions {
-        verify_checksums: ro.verify_checksums,
-        fill_cache: ro.fill_cache,
-        readahead_size: ro.readahead_size,
-    };
-    let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
-    children.push(Box::new(sv.mem.iter()));
-    for m in &sv.imm {
-        children.push(Box::new(m.iter()));
-    }
-    let mut open_error = None;
-    for (level, files) in sv.version.levels.iter().enumerate() {
-        if files.is_empty() {
-            continue;
-        }
-        if level == 0 {
-            for f in files {
-                match inner.table_cache.reader_at(f.number, &f.pinned, 0) {
-                    Ok(t) => children.push(Box::new(t.iter(rb))),
-                    Err(e) => open_error = Some(e),
-                }
-            }
-        } else {
-            children.push(Box::new(LevelIterator::new(
-                files.clone(),
-                inner.table_cache.clone(),
-                rb,
-            )));
-        }
-    }
-    // Children: 0 = active memtable, 1.. = immutables newest first, then the tables.
-    let mut lists = Vec::new();
-    for (i, m) in std::iter::once(&sv.mem).chain(sv.imm.iter()).enumerate() {
-        if let Some(f) = m.fragmented_range_tombstones() {
-            lists.push((f, i));
-        }
-    }
-    if open_error.is_none() {
-        match version_range_dels(inner, &sv) {
-            Ok(f) => lists.push((f, 1 + sv.imm.len())),
-            Err(e) => open_error = Some(e),
-        }
-    }
-    let merged: Box<dyn InternalIterator> = match open_error {
-        Some(e) => Box::new(crate::iterator::ErrorIterator::new(e)),
-        None => Box::new(MergingIterator::new(children)),
-    };
-    let prefix_extractor = if ro.prefix_same_as_start { cfd.opts.prefix_extractor } else { None };
-    DbIter::new(
-        merged,
-        DbIterOptions {
+/// What a DB iterator reads: one super version at one sequence number, with the family's
+/// merge operator and the read options. Building a second iterator from it (the back cursor
+/// of a double-ended [`DbIterator`]) sees exactly what the first sees. Holds no reference to
+/// the DB itself, so an iterator never keeps a closed DB's lock.
+#[derive(Clone)]
+pub(crate) struct IterSource {
+    table_cache: Arc<TableCache>,
+    sv: Arc<SuperVersion>,
+    sequence: SeqNo,
+    merge_operator: Option<Arc<dyn crate::merge_operator::MergeOperator>>,
+    prefix_extractor: Option<crate::prefix::PrefixExtractor>,
+    ro: ReadOptions,
+}
+
+impl IterSource {
+    /// The family's current state at `ro`'s snapshot, or at the latest published sequence.
+    pub(crate) fn capture(inner: &DbInner, cfd: &Cfd, ro: &ReadOptions) -> IterSource {
+        let sv = cfd.current_super_version();
+        let sequence = ro
+            .snapshot
+            .as_ref()
+            .map_or_else(|| SeqNo(inner.visible_sequence.load(Ordering::Acquire)), |s| s.seq());
+        IterSource {
+            table_cache: inner.table_cache.clone(),
+            sv,
             sequence,
             merge_operator: cfd.opts.merge_operator.clone(),
-            lower_bound: ro.iterate_lower_bound.clone(),
-            upper_bound: ro.iterate_upper_bound.clone(),
-            prefix_extractor,
-            pin: Some(sv),
-            range_dels: Some(RangeDelView::new(lists)),
-        },
-    )
+            prefix_extractor: cfd.opts.prefix_extractor,
+            ro: ro.clone(),
+        }
+    }
+
+    /// The extractor `prefix_same_as_start` applies, if it is on.
+    fn active_prefix_extractor(&self) -> Option<crate::prefix::PrefixExtractor> {
+        if self.ro.prefix_same_as_start {
+            self.prefix_extractor
+        } else {
+            None
+        }
+    }
+
+    /// A new iterator over the source, with `ro` in place of the captured read options
+    /// (same snapshot sequence).
+    fn build_with(&self, ro: &ReadOptions) -> DbIter {
+        let sv = &self.sv;
+        let rb = ReadBlockOptions {
+            verify_checksums: ro.verify_checksums,
+            fill_cache: ro.fill_cache,
+            readahead_size: ro.readahead_size,
+        };
+        let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+        children.push(Box::new(sv.mem.iter()));
+        for m in &sv.imm {
+            children.push(Box::new(m.iter()));
+        }
+        let mut open_error = None;
+        for (level, files) in sv.version.levels.iter().enumerate() {
+            if files.is_empty() {
+                continue;
+            }
+            if level == 0 {
+                for f in files {
+                    match self.table_cache.reader_at(f.number, &f.pinned, 0) {
+                        Ok(t) => children.push(Box::new(t.iter(rb))),
+                        Err(e) => open_error = Some(e),
+                    }
+                }
+            } else {
+                children.push(Box::new(LevelIterator::new(
+                    files.clone(),
+                    self.table_cache.clone(),
+                    rb,
+                )));
+            }
+        }
+        // Children: 0 = active memtable, 1.. = immutables newest first, then the tables.
+        let mut lists = Vec::new();
+        for (i, m) in std::iter::once(&sv.mem).chain(sv.imm.iter()).enumerate() {
+            if let Some(f) = m.fragmented_range_tombstones() {
+                lists.push((f, i));
+            }
+        }
+        if open_error.is_none() {
+            match version_range_dels(&self.table_cache, sv) {
+                Ok(f) => lists.push((f, 1 + sv.imm.len())),
+                Err(e) => open_error = Some(e),
+            }
+        }
+        let merged: Box<dyn InternalIterator> = match open_error {
+            Some(e) => Box::new(crate::iterator::ErrorIterator::new(e)),
+            None => Box::new(MergingIterator::new(children)),
+        };
+        let prefix_extractor = if ro.prefix_same_as_start { self.prefix_extractor } else { None };
+        DbIter::new(
+            merged,
+            DbIterOptions {
+                sequence: self.sequence,
+                merge_operator: self.merge_operator.clone(),
+                lower_bound: ro.iterate_lower_bound.clone(),
+                upper_bound: ro.iterate_upper_bound.clone(),
+                prefix_extractor,
+                pin: Some(sv.clone()),
+                range_dels: Some(RangeDelView::new(lists)),
+            },
+        )
+    }
+
+    /// A new iterator over the source.
+    pub(crate) fn build(&self) -> DbIter {
+        self.build_with(&self.ro)
+    }
+}
+
+pub(crate) fn new_db_iter(inner: &DbInner, cfd: &Cfd, ro: &ReadOptions) -> DbIter {
+    IterSource::capture(inner, cfd, ro).build()
 }
 
 /// An iterator that yields nothing and reports `e` (a call given a bad family handle).
@@ -123,7 +173,10 @@ pub(crate) fn error_iter(e: crate::error::Error) -> DbIter {
 /// The range tombstones of every table of the super version's version, sources numbered like
 /// the iterator's table children: each L0 file, then each non-empty level. Cached in the
 /// super version.
-fn version_range_dels(inner: &DbInner, sv: &SuperVersion) -> Result<Arc<FragmentedTombstones>> {
+fn version_range_dels(
+    table_cache: &TableCache,
+    sv: &SuperVersion,
+) -> Result<Arc<FragmentedTombstones>> {
     if let Some(f) = sv.version_range_dels.get() {
         return Ok(f.clone());
     }
@@ -134,7 +187,7 @@ fn version_range_dels(inner: &DbInner, sv: &SuperVersion) -> Result<Arc<Fragment
             continue;
         }
         for f in files {
-            let t = inner.table_cache.reader(f.number, &f.pinned)?;
+            let t = table_cache.reader(f.number, &f.pinned)?;
             all.extend(t.range_tombstones().iter().map(|r| (r.clone(), source)));
             if level == 0 {
                 source += 1;
@@ -228,10 +281,33 @@ impl DbRawIterator {
 
 /// A Rust iterator over `(key, value)` pairs (the `rocksdb` crate's `DBIterator`). An error
 /// is yielded once, then the iteration ends.
+///
+/// It is double-ended: `next` walks from the mode's start in the mode's direction, and
+/// `next_back` from the other end of the same range towards it (`.rev()` of an
+/// `IteratorMode::Start` iterator walks from the last key down). The range is what `next`
+/// alone would yield: for `From(k, Forward)`, the keys from `k` up; for `From(k, Reverse)`,
+/// the keys up to `k`; within the read options' bounds and, with `prefix_same_as_start`, the
+/// start's prefix. The two ends never yield a key twice: they stop where they meet. The back
+/// end is a second cursor over the same view (same memtables, tables and sequence number),
+/// made at the first `next_back`.
 pub struct DbIterator {
     raw: DbRawIterator,
     direction: Direction,
     done: bool,
+    /// What the back cursor is built from; `None` for an iterator that only reports an error.
+    source: Option<IterSource>,
+    back: Option<DbRawIterator>,
+    back_done: bool,
+    /// For `From(k, _)`: the back end yields nothing beyond `k` (below it when the front goes
+    /// forward, above it when it goes backward).
+    limit: Option<Vec<u8>>,
+    /// With `prefix_same_as_start`: the prefix every key yielded must have (`Err(())`: the
+    /// front found no key, so the range is empty).
+    prefix: Option<std::result::Result<Vec<u8>, ()>>,
+    /// The last key the back end yielded (the front end stops before it). The front end's
+    /// last key needs no copy: the back end stops before the front cursor's current key,
+    /// the next one the front would yield.
+    last_back: Option<Box<[u8]>>,
 }
 
 fn position(raw: &mut DbRawIterator, mode: IteratorMode<'_>) -> Direction {
@@ -256,15 +332,123 @@ fn position(raw: &mut DbRawIterator, mode: IteratorMode<'_>) -> Direction {
 }
 
 impl DbIterator {
-    pub(crate) fn new(mut raw: DbRawIterator, mode: IteratorMode<'_>) -> Self {
-        let direction = position(&mut raw, mode);
-        DbIterator { raw, direction, done: false }
+    /// An iterator over `source` from `mode`.
+    pub(crate) fn from_source(source: IterSource, mode: IteratorMode<'_>) -> Self {
+        let raw = DbRawIterator::new(source.build());
+        let mut it = DbIterator {
+            raw,
+            direction: Direction::Forward,
+            done: false,
+            source: Some(source),
+            back: None,
+            back_done: false,
+            limit: None,
+            prefix: None,
+            last_back: None,
+        };
+        it.set_mode(mode);
+        it
     }
 
-    /// Repositions the iterator.
+    /// An iterator whose only item is `e` (a call given a bad family handle).
+    pub(crate) fn failed(e: crate::error::Error) -> Self {
+        DbIterator {
+            raw: DbRawIterator::new(error_iter(e)),
+            direction: Direction::Forward,
+            done: false,
+            source: None,
+            back: None,
+            back_done: false,
+            limit: None,
+            prefix: None,
+            last_back: None,
+        }
+    }
+
+    /// Repositions the iterator (both ends).
     pub fn set_mode(&mut self, mode: IteratorMode<'_>) {
         self.direction = position(&mut self.raw, mode);
         self.done = false;
+        self.back = None;
+        self.back_done = false;
+        self.last_back = None;
+        self.limit = match mode {
+            IteratorMode::From(k, _) => Some(k.to_vec()),
+            IteratorMode::Start | IteratorMode::End => None,
+        };
+        self.prefix =
+            self.source.as_ref().and_then(IterSource::active_prefix_extractor).map(
+                |x| match mode {
+                    IteratorMode::From(k, _) => Ok(x.prefix(k).to_vec()),
+                    IteratorMode::Start | IteratorMode::End => {
+                        self.raw.key().map(|k| x.prefix(k).to_vec()).ok_or(())
+                    }
+                },
+            );
+    }
+
+    /// Whether the front end may yield `key` (it has not reached the back end's last key).
+    fn front_allows(&self, key: &[u8]) -> bool {
+        match (&self.last_back, self.direction) {
+            (None, _) => true,
+            (Some(b), Direction::Forward) => key < &b[..],
+            (Some(b), Direction::Reverse) => key > &b[..],
+        }
+    }
+
+    /// Whether the back end may yield `key`: it has not passed the front cursor (the key the
+    /// front end would yield next; none left: the range is used up) nor the start.
+    fn back_allows(&self, key: &[u8]) -> bool {
+        let forward = self.direction == Direction::Forward;
+        let before = |a: &[u8], b: &[u8]| if forward { a < b } else { a > b };
+        match self.raw.key() {
+            Some(f) if !self.done && !before(key, f) => {}
+            _ => return false,
+        }
+        match &self.limit {
+            Some(l) => !before(key, l),
+            None => true,
+        }
+    }
+
+    /// The back cursor, made and positioned on first use: opposite to the front, within the
+    /// same bounds; with a prefix, bounded to the keys starting with it (the keys in those
+    /// bounds whose extracted prefix differs are skipped by the caller).
+    fn back_cursor(&mut self) -> Option<&mut DbRawIterator> {
+        if self.back.is_none() {
+            let source = self.source.as_ref()?;
+            let mut ro = source.ro.clone();
+            if let Some(Ok(p)) = &self.prefix {
+                ro.prefix_same_as_start = false;
+                let lower = match ro.iterate_lower_bound.take() {
+                    Some(l) if l.as_slice() > p.as_slice() => l,
+                    _ => p.clone(),
+                };
+                ro.iterate_lower_bound = Some(lower);
+                if let Some(succ) = super::prefix_successor(p) {
+                    ro.iterate_upper_bound = match ro.iterate_upper_bound.take() {
+                        Some(u) if u < succ => Some(u),
+                        _ => Some(succ),
+                    };
+                }
+            }
+            let mut raw = DbRawIterator::new(source.build_with(&ro));
+            match self.direction {
+                Direction::Forward => raw.seek_to_last(),
+                Direction::Reverse => raw.seek_to_first(),
+            }
+            self.back = Some(raw);
+        }
+        self.back.as_mut()
+    }
+
+    /// Whether `key` has the range's prefix (always, without `prefix_same_as_start`).
+    fn has_prefix(&self, key: &[u8]) -> bool {
+        match (&self.prefix, self.source.as_ref().and_then(|s| s.prefix_extractor)) {
+            (Some(Ok(p)), Some(x)) => x.prefix(key) == p.as_slice(),
+            (Some(Err(())), _) => false,
+            _ => true,
+        }
     }
 }
 
@@ -276,17 +460,61 @@ impl Iterator for DbIterator {
             return None;
         }
         if let Some((k, v)) = self.raw.item() {
-            let item = (Box::from(k), Box::from(v));
-            match self.direction {
-                Direction::Forward => self.raw.next(),
-                Direction::Reverse => self.raw.prev(),
+            if self.front_allows(k) {
+                let item = (Box::<[u8]>::from(k), Box::<[u8]>::from(v));
+                match self.direction {
+                    Direction::Forward => self.raw.next(),
+                    Direction::Reverse => self.raw.prev(),
+                }
+                return Some(Ok(item));
             }
-            return Some(Ok(item));
         }
         self.done = true;
         match self.raw.status() {
             Ok(()) => None,
             Err(e) => Some(Err(e)),
+        }
+    }
+}
+
+impl DoubleEndedIterator for DbIterator {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        if self.back_done {
+            return None;
+        }
+        if self.source.is_none() || matches!(self.prefix, Some(Err(()))) {
+            // Nothing to walk back over: an error-only iterator reports its error once.
+            self.back_done = true;
+            return if self.done {
+                None
+            } else {
+                self.done = true;
+                self.raw.status().err().map(Err)
+            };
+        }
+        let forward = self.direction == Direction::Forward;
+        loop {
+            let back = self.back_cursor()?;
+            let Some((k, v)) = back.item() else { break };
+            let item = (Box::<[u8]>::from(k), Box::<[u8]>::from(v));
+            if forward {
+                back.prev();
+            } else {
+                back.next();
+            }
+            if !self.back_allows(&item.0) {
+                break;
+            }
+            if !self.has_prefix(&item.0) {
+                continue;
+            }
+            self.last_back = Some(item.0.clone());
+            return Some(Ok(item));
+        }
+        self.back_done = true;
+        match self.back.as_ref().map(DbRawIterator::status) {
+            Some(Err(e)) => Some(Err(e)),
+            _ => None,
         }
     }
 }

@@ -43,10 +43,12 @@ mod iter;
 mod local_sv;
 mod obsolete;
 mod open;
+mod pinnable;
 mod properties;
 mod read;
 mod recover;
 mod repair;
+mod snapshot_reads;
 mod sst_file_writer;
 mod ttl;
 mod write;
@@ -67,6 +69,7 @@ pub(crate) use self::cf::{CfState, Cfd, MemSet};
 pub use self::checkpoint::Checkpoint;
 pub use self::ingest::IngestExternalFileOptions;
 pub use self::iter::{DbIterator, DbRawIterator, Direction, IteratorMode};
+pub use self::pinnable::{DbPinnableSlice, PinnedSource};
 pub(crate) use self::recover::find_wals as find_wal_files;
 pub use self::repair::RepairReport;
 pub use self::sst_file_writer::{ExternalSstFileInfo, SstFileWriter};
@@ -623,6 +626,41 @@ impl Db {
         read::get(&self.inner, self.cfd(cf)?, key.as_ref(), opts)
     }
 
+    /// The value of `key` pinned where the read found it, not copied (the `rocksdb` crate's
+    /// `get_pinned`): in the memtable or in the table's data block (what stays held while
+    /// the slice lives, and the exceptions, are in [`DbPinnableSlice`]'s module doc).
+    pub fn get_pinned(&self, key: impl AsRef<[u8]>) -> Result<Option<DbPinnableSlice>> {
+        self.get_pinned_opt(key, &ReadOptions::default())
+    }
+
+    /// [`Db::get_pinned`] with read options.
+    pub fn get_pinned_opt(
+        &self,
+        key: impl AsRef<[u8]>,
+        opts: &ReadOptions,
+    ) -> Result<Option<DbPinnableSlice>> {
+        read::get_pinned(&self.inner, &self.inner.default_cf, key.as_ref(), opts)
+    }
+
+    /// [`Db::get_pinned`] in column family `cf`.
+    pub fn get_pinned_cf(
+        &self,
+        cf: &impl AsColumnFamilyRef,
+        key: impl AsRef<[u8]>,
+    ) -> Result<Option<DbPinnableSlice>> {
+        self.get_pinned_cf_opt(cf, key, &ReadOptions::default())
+    }
+
+    /// [`Db::get_pinned_cf`] with read options.
+    pub fn get_pinned_cf_opt(
+        &self,
+        cf: &impl AsColumnFamilyRef,
+        key: impl AsRef<[u8]>,
+        opts: &ReadOptions,
+    ) -> Result<Option<DbPinnableSlice>> {
+        read::get_pinned(&self.inner, self.cfd(cf)?, key.as_ref(), opts)
+    }
+
     /// Reads `(family, key)` pairs at one consistent point (rust-rocksdb's `multi_get_cf`);
     /// results come back in the order given.
     pub fn multi_get_cf<'c, C, K, I>(&self, keys: I) -> Vec<Result<Option<Vec<u8>>>>
@@ -686,17 +724,26 @@ impl Db {
         // The visible sequence is published only after a whole write group is in the
         // memtable, so no batch is ever half inside a snapshot.
         let seq = SeqNo(self.inner.visible_sequence.load(Ordering::Acquire));
-        Snapshot::new(&self.inner.snapshots, seq)
+        let core: Arc<dyn std::any::Any + Send + Sync> = self.inner.clone();
+        Snapshot::new(&self.inner.snapshots, seq).with_source(Arc::downgrade(&core))
     }
 
     /// A Rust iterator over the DB from `mode`.
     pub fn iterator(&self, mode: IteratorMode<'_>) -> DbIterator {
-        self.iterator_opt(mode, &ReadOptions::default())
+        self.iterator_opt(mode, ReadOptions::default())
     }
 
-    /// [`Db::iterator`] with read options (snapshot, bounds, prefix).
-    pub fn iterator_opt(&self, mode: IteratorMode<'_>, opts: &ReadOptions) -> DbIterator {
-        DbIterator::new(self.raw_iterator_opt(opts), mode)
+    /// [`Db::iterator`] with read options (snapshot, bounds, prefix), by reference or by
+    /// value (as the `rocksdb` crate takes them).
+    pub fn iterator_opt(
+        &self,
+        mode: IteratorMode<'_>,
+        opts: impl std::borrow::Borrow<ReadOptions>,
+    ) -> DbIterator {
+        DbIterator::from_source(
+            iter::IterSource::capture(&self.inner, &self.inner.default_cf, opts.borrow()),
+            mode,
+        )
     }
 
     /// Iterates forward over the keys that start with `prefix`.
@@ -711,28 +758,35 @@ impl Db {
 
     /// An unpositioned cursor over the DB.
     pub fn raw_iterator(&self) -> DbRawIterator {
-        self.raw_iterator_opt(&ReadOptions::default())
+        self.raw_iterator_opt(ReadOptions::default())
     }
 
-    /// [`Db::raw_iterator`] with read options.
-    pub fn raw_iterator_opt(&self, opts: &ReadOptions) -> DbRawIterator {
-        DbRawIterator::new(iter::new_db_iter(&self.inner, &self.inner.default_cf, opts))
+    /// [`Db::raw_iterator`] with read options (by reference or by value).
+    pub fn raw_iterator_opt(&self, opts: impl std::borrow::Borrow<ReadOptions>) -> DbRawIterator {
+        DbRawIterator::new(iter::new_db_iter(&self.inner, &self.inner.default_cf, opts.borrow()))
     }
 
     /// A Rust iterator over column family `cf` from `mode`. A handle of another DB gives an
     /// iterator whose only item is the error.
     pub fn iterator_cf(&self, cf: &impl AsColumnFamilyRef, mode: IteratorMode<'_>) -> DbIterator {
-        self.iterator_cf_opt(cf, mode, &ReadOptions::default())
+        self.iterator_cf_opt(cf, ReadOptions::default(), mode)
     }
 
-    /// [`Db::iterator_cf`] with read options.
+    /// [`Db::iterator_cf`] with read options (by reference or by value). The read options
+    /// come before the mode, as in the `rocksdb` crate.
     pub fn iterator_cf_opt(
         &self,
         cf: &impl AsColumnFamilyRef,
+        opts: impl std::borrow::Borrow<ReadOptions>,
         mode: IteratorMode<'_>,
-        opts: &ReadOptions,
     ) -> DbIterator {
-        DbIterator::new(self.raw_iterator_cf_opt(cf, opts), mode)
+        match self.cfd(cf) {
+            Ok(cfd) => DbIterator::from_source(
+                iter::IterSource::capture(&self.inner, cfd, opts.borrow()),
+                mode,
+            ),
+            Err(e) => DbIterator::failed(e),
+        }
     }
 
     /// Iterates forward over the keys of family `cf` that start with `prefix`.
@@ -746,22 +800,22 @@ impl Db {
         if let Some(upper) = prefix_successor(prefix) {
             opts.iterate_upper_bound = Some(upper);
         }
-        self.iterator_cf_opt(cf, IteratorMode::From(prefix, Direction::Forward), &opts)
+        self.iterator_cf_opt(cf, &opts, IteratorMode::From(prefix, Direction::Forward))
     }
 
     /// An unpositioned cursor over column family `cf`.
     pub fn raw_iterator_cf(&self, cf: &impl AsColumnFamilyRef) -> DbRawIterator {
-        self.raw_iterator_cf_opt(cf, &ReadOptions::default())
+        self.raw_iterator_cf_opt(cf, ReadOptions::default())
     }
 
-    /// [`Db::raw_iterator_cf`] with read options.
+    /// [`Db::raw_iterator_cf`] with read options (by reference or by value).
     pub fn raw_iterator_cf_opt(
         &self,
         cf: &impl AsColumnFamilyRef,
-        opts: &ReadOptions,
+        opts: impl std::borrow::Borrow<ReadOptions>,
     ) -> DbRawIterator {
         match self.cfd(cf) {
-            Ok(cfd) => DbRawIterator::new(iter::new_db_iter(&self.inner, cfd, opts)),
+            Ok(cfd) => DbRawIterator::new(iter::new_db_iter(&self.inner, cfd, opts.borrow())),
             Err(e) => DbRawIterator::new(iter::error_iter(e)),
         }
     }

@@ -166,7 +166,7 @@ pub(crate) fn property_value(inner: &DbInner, cfd: &Cfd, name: &str) -> Result<O
                     score: scores[l],
                 })
                 .collect();
-            cfd.stats.report(&shape, sv.pending_compaction_bytes)
+            cfd.stats.report(&cfd.name, &shape, sv.pending_compaction_bytes, cfd.id == 0)
         }
         _ => return Ok(None),
     };
@@ -233,10 +233,10 @@ fn stats_dump_loop(inner: &DbInner, period: std::time::Duration) {
             continue;
         }
         drop(st);
+        // Every family's report names it; `default`'s (first) carries the DB-wide section.
         inner.info_log.log("------- DUMPING STATS -------");
         for cfd in inner.families() {
             if let Ok(Some(stats)) = property_value(inner, &cfd, "strata.stats") {
-                inner.info_log.log(&format!("[{}]", cfd.name));
                 inner.info_log.log_lines(&stats);
             }
         }

@@ -2,6 +2,7 @@
 
 use std::sync::atomic::Ordering;
 
+use super::pinnable::DbPinnableSlice;
 use super::{Cfd, DbInner};
 use crate::error::{Error, Result};
 use crate::key::{after_largest, append_internal_key, parse_internal_key, user_key};
@@ -17,6 +18,10 @@ pub(crate) enum Lookup {
     /// Nothing decisive seen yet.
     Searching,
     Found(Vec<u8>),
+    /// (Pinning lookups) the value is the one just given to [`GetContext::add`]: the source
+    /// that gave it must pin it (`Pinned`) before its bytes go away.
+    FoundHere,
+    Pinned(DbPinnableSlice),
     Deleted,
     Failed(Error),
 }
@@ -33,6 +38,8 @@ pub(crate) struct GetContext<'a> {
     /// sources read so far: entries older than it are deleted. Raised by each source before
     /// its entries are fed.
     pub covered_below: SeqNo,
+    /// Pin a found value where it lies instead of copying it (`Lookup::FoundHere`).
+    pub pin: bool,
 }
 
 impl<'a> GetContext<'a> {
@@ -43,6 +50,15 @@ impl<'a> GetContext<'a> {
             operands: Vec::new(),
             state: Lookup::Searching,
             covered_below: SeqNo::ZERO,
+            pin: false,
+        }
+    }
+
+    /// Pins the value just found (if the last `add` found one in place) with `pin`.
+    #[inline]
+    fn pin_found(&mut self, pin: impl FnOnce() -> DbPinnableSlice) {
+        if matches!(self.state, Lookup::FoundHere) {
+            self.state = Lookup::Pinned(pin());
         }
     }
 
@@ -83,7 +99,11 @@ impl<'a> GetContext<'a> {
         match p.value_type {
             ValueType::Value => {
                 self.state = if self.operands.is_empty() {
-                    Lookup::Found(value.to_vec())
+                    if self.pin {
+                        Lookup::FoundHere
+                    } else {
+                        Lookup::Found(value.to_vec())
+                    }
                 } else {
                     self.merge(Some(value))
                 };
@@ -131,13 +151,18 @@ impl<'a> GetContext<'a> {
     }
 
     /// Ends the lookup after every source was read.
-    pub fn finish(mut self) -> Result<Option<Vec<u8>>> {
+    pub fn finish(mut self) -> Result<Option<DbPinnableSlice>> {
         if matches!(self.state, Lookup::Searching) && !self.operands.is_empty() {
             self.state = self.merge(None);
         }
         match self.state {
-            Lookup::Found(v) => Ok(Some(v)),
+            Lookup::Found(v) => Ok(Some(DbPinnableSlice::owned(v))),
+            Lookup::Pinned(p) => Ok(Some(p)),
             Lookup::Searching | Lookup::Deleted => Ok(None),
+            // A source that did not pin its value: a defect, reported rather than panicking.
+            Lookup::FoundHere => Err(Error::InvalidArgument(
+                "internal: a pinned lookup's value was not pinned by its source".into(),
+            )),
             Lookup::Failed(e) => Err(e),
         }
     }
@@ -199,9 +224,25 @@ pub(crate) fn get(
                 Some(s) => s.seq(),
                 None => SeqNo(inner.visible_sequence.load(Ordering::Acquire)),
             };
-            get_at(inner, cfd, sv, key, seq, opts)
+            get_at(inner, cfd, sv, key, seq, opts, false).map(|o| o.map(DbPinnableSlice::into_vec))
         },
     )
+}
+
+/// [`get`], the value pinned where it lies (`db/pinnable.rs`). The super version is taken
+/// afresh (not the thread's cached one): the value may hold its memtable past the call.
+pub(crate) fn get_pinned(
+    inner: &DbInner,
+    cfd: &Cfd,
+    key: &[u8],
+    opts: &ReadOptions,
+) -> Result<Option<DbPinnableSlice>> {
+    let sv = cfd.current_super_version();
+    let seq = match &opts.snapshot {
+        Some(s) => s.seq(),
+        None => SeqNo(inner.visible_sequence.load(Ordering::Acquire)),
+    };
+    get_at(inner, cfd, &sv, key, seq, opts, true)
 }
 
 pub(crate) fn multi_get<K: AsRef<[u8]>>(
@@ -219,7 +260,10 @@ pub(crate) fn multi_get<K: AsRef<[u8]>>(
     order.sort_by(|&a, &b| keys[a].as_ref().cmp(keys[b].as_ref()));
     let mut out: Vec<Option<Result<Option<Vec<u8>>>>> = (0..keys.len()).map(|_| None).collect();
     for i in order {
-        out[i] = Some(get_at(inner, cfd, &sv, keys[i].as_ref(), seq, opts));
+        out[i] = Some(
+            get_at(inner, cfd, &sv, keys[i].as_ref(), seq, opts, false)
+                .map(|o| o.map(DbPinnableSlice::into_vec)),
+        );
     }
     out.into_iter().map(|r| r.unwrap_or(Ok(None))).collect()
 }
@@ -231,15 +275,21 @@ pub(crate) fn get_at(
     key: &[u8],
     seq: SeqNo,
     opts: &ReadOptions,
-) -> Result<Option<Vec<u8>>> {
+    pin: bool,
+) -> Result<Option<DbPinnableSlice>> {
     let lkey = LookupKeyBuf::new(key, seq);
     let lkey = lkey.as_slice();
     let mut ctx = GetContext::new(key, cfd.opts.merge_operator.as_deref());
+    ctx.pin = pin;
     let tickers = &inner.stats.tickers;
     tickers.add(Ticker::KeysRead, 1);
     for m in std::iter::once(&sv.mem).chain(&sv.imm) {
         ctx.cover(m.fragmented_range_tombstones().as_deref(), seq);
-        m.get(lkey, |k, v| ctx.add(k, v));
+        m.get(lkey, |k, v| {
+            let more = ctx.add(k, v);
+            ctx.pin_found(|| DbPinnableSlice::in_memtable(m, v));
+            more
+        });
         ctx.end_if_covered();
         if ctx.is_done() {
             break;
@@ -258,7 +308,11 @@ pub(crate) fn get_at(
             let t = inner.table_cache.reader_at(f.number, &f.pinned, level)?;
             ctx.cover(t.fragmented_range_tombstones().map(|a| &**a), seq);
             if filter_passes(tickers, &t, key)? {
-                t.get(lkey, &ro, |k, v| ctx.add(k, v))?;
+                t.get_in_blocks(lkey, &ro, |block, k, v| {
+                    let more = ctx.add(k, v);
+                    ctx.pin_found(|| DbPinnableSlice::in_block(block, v));
+                    more
+                })?;
                 ctx.name_file(t.path());
             }
             ctx.end_if_covered();

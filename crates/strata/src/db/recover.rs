@@ -345,7 +345,7 @@ pub(crate) fn replay_wals(
                 ends_closed = event == WalEvent::Closed(n);
                 return Ok(());
             }
-            let batch = WriteBatch::from_data(record.to_vec()).map_err(|e| match e {
+            let batch = WriteBatch::from_vec(record.to_vec()).map_err(|e| match e {
                 Error::Corruption { reason, .. } => {
                     Error::corruption(&path, offset, format!("bad write batch: {reason}"))
                 }

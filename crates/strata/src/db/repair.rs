@@ -165,7 +165,7 @@ fn rebuild(opts: &Options, fs: &Arc<dyn FileSystem>, dir: &Path) -> Result<Repai
                 continue;
             }
             // A record that is not a batch is damage the checksum did not catch: skipped.
-            let Ok(batch) = WriteBatch::from_data(record.to_vec()) else { continue };
+            let Ok(batch) = WriteBatch::from_vec(record.to_vec()) else { continue };
             if batch.has_cf() {
                 // Tables do not record their family, so repair rebuilds `default` alone; it
                 // must not fold another family's writes into it.

@@ -101,6 +101,12 @@ impl Block {
     }
 
     /// The block's offset in its file.
+    /// The block's bytes (entries and restart array); a value read from the block is a
+    /// sub-slice of them (`DbPinnableSlice` relies on it to pin values without copying).
+    pub fn bytes(&self) -> &[u8] {
+        &self.data
+    }
+
     pub fn file_offset(&self) -> u64 {
         self.file_offset
     }

@@ -428,11 +428,24 @@ impl TableReader {
     /// ends. The Bloom filter is not consulted here: callers check [`Self::may_contain`] first
     /// (the DB does, once per table, counting the lookups the filter saves).
     #[allow(clippy::trivially_copy_pass_by_ref)] // the signature the DB's read path codes against
+    #[cfg_attr(not(any(test, feature = "fuzzing")), allow(dead_code))]
     pub fn get(
         &self,
         lookup_ikey: &[u8],
         read: &ReadBlockOptions,
         mut f: impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<()> {
+        self.get_in_blocks(lookup_ikey, read, |_, k, v| f(k, v))
+    }
+
+    /// [`TableReader::get`], also handing `f` the data block each entry lies in (its value is
+    /// a sub-slice of [`Block::bytes`]; so is its key, unless the table has a global sequence
+    /// number, whose keys are rewritten to carry it).
+    pub fn get_in_blocks(
+        &self,
+        lookup_ikey: &[u8],
+        read: &ReadBlockOptions,
+        mut f: impl FnMut(&Arc<Block>, &[u8], &[u8]) -> bool,
     ) -> Result<()> {
         if lookup_ikey.len() < TRAILER_LEN {
             return Err(Error::InvalidArgument(format!(
@@ -447,10 +460,14 @@ impl TableReader {
                 return Ok(());
             }
             let mut mapped = Vec::new();
-            return self.get_stored(lookup_ikey, read, &mut |k: &[u8], v: &[u8]| {
-                remap_key(&mut mapped, k, global);
-                f(&mapped, v)
-            });
+            return self.get_stored(
+                lookup_ikey,
+                read,
+                &mut |b: &Arc<Block>, k: &[u8], v: &[u8]| {
+                    remap_key(&mut mapped, k, global);
+                    f(b, &mapped, v)
+                },
+            );
         }
         self.get_stored(lookup_ikey, read, &mut f)
     }
@@ -460,7 +477,7 @@ impl TableReader {
         &self,
         lookup_ikey: &[u8],
         read: &ReadBlockOptions,
-        mut f: impl FnMut(&[u8], &[u8]) -> bool,
+        mut f: impl FnMut(&Arc<Block>, &[u8], &[u8]) -> bool,
     ) -> Result<()> {
         let index_block = self.index_block()?;
         let (index_buf, data_buf) = GET_KEY_BUFFERS.take();
@@ -493,7 +510,7 @@ impl TableReader {
         data_buf: &mut Option<Vec<u8>>,
         lookup_ikey: &[u8],
         read: ReadBlockOptions,
-        f: &mut impl FnMut(&[u8], &[u8]) -> bool,
+        f: &mut impl FnMut(&Arc<Block>, &[u8], &[u8]) -> bool,
     ) -> Result<()> {
         top.seek(lookup_ikey);
         let mut first = true;
@@ -521,7 +538,7 @@ impl TableReader {
         data_buf: &mut Option<Vec<u8>>,
         lookup_ikey: &[u8],
         read: ReadBlockOptions,
-        f: &mut impl FnMut(&[u8], &[u8]) -> bool,
+        f: &mut impl FnMut(&Arc<Block>, &[u8], &[u8]) -> bool,
     ) -> Result<bool> {
         while index.valid() {
             let handle = self.decode_handle(index.value(), index.block().file_offset())?;
@@ -540,7 +557,7 @@ impl TableReader {
                 }
             };
             while it.valid() {
-                if !f(it.key(), it.value()) {
+                if !f(it.block(), it.key(), it.value()) {
                     return Ok(true);
                 }
                 it.next();
