@@ -7,7 +7,7 @@
 #     redis.clients:jedis:2.9.0 with their dependencies, and the project's YCSB binding
 #     (bench/ycsb/src/main/java), built into bench/ycsb/target/{classes,lib}.
 # Needs Java 17+ and Maven (`mvn`). Safe to run again: it only does what is missing
-# (pass --rebuild to rebuild the binding anyway).
+# (the binding is rebuilt when its sources are newer; --rebuild rebuilds it anyway).
 #
 #   bash bench/setup-ycsb.sh [--rebuild] [--no-apt]
 set -euo pipefail
@@ -50,7 +50,9 @@ for tool in java mvn; do
 done
 
 jar_dir=bench/ycsb/target/lib
-if [ "$rebuild" = 1 ] || [ ! -f bench/ycsb/target/classes/org/strata/ycsb/RedisClient.class ] \
+stamp=bench/ycsb/target/classes/org/strata/ycsb/RedisClient.class
+if [ "$rebuild" = 1 ] || [ ! -f "$stamp" ] \
+  || [ -n "$(find bench/ycsb/pom.xml bench/ycsb/src -newer "$stamp" -type f | head -n 1)" ] \
   || ! ls "$jar_dir"/core-0.17.0.jar "$jar_dir"/jedis-2.9.0.jar >/dev/null 2>&1; then
   echo "setup-ycsb.sh: building the YCSB client (Maven Central: site.ycsb:core:0.17.0, redis.clients:jedis:2.9.0)"
   mvn -q -B -f bench/ycsb/pom.xml package -DskipTests

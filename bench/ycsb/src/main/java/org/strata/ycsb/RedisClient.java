@@ -33,7 +33,9 @@ import site.ycsb.StringByteIterator;
  * </ul>
  *
  * <p>Properties: {@code redis.host} (default 127.0.0.1), {@code redis.port} (6379),
- * {@code redis.password} (none), {@code redis.timeout} (socket timeout in ms, 10000). Each
+ * {@code redis.password} (none), {@code redis.timeout} (socket timeout in ms, 10000),
+ * {@code redis.acklog} (none: a file to which every insert the server acknowledged, both
+ * commands, is appended as a line {@code key TAB digest} for {@link AckCheck}). Each
  * YCSB client thread gets its own instance and so its own connection. An error reply or a
  * broken connection is reported as {@link Status#ERROR} with the reason on stderr, so YCSB's
  * output counts it under the operation's {@code Return=ERROR} line.
@@ -43,6 +45,7 @@ public final class RedisClient extends DB {
   static final String INDEX = "_indices";
 
   private Jedis jedis;
+  private AckLog ackLog;
 
   @Override
   public void init() throws DBException {
@@ -51,6 +54,10 @@ public final class RedisClient extends DB {
     int port = intProperty(p, "redis.port", Protocol.DEFAULT_PORT);
     int timeout = intProperty(p, "redis.timeout", 10000);
     String password = p.getProperty("redis.password");
+    String ackPath = p.getProperty("redis.acklog");
+    if (ackPath != null && !ackPath.isEmpty()) {
+      ackLog = AckLog.open(ackPath);
+    }
     try {
       jedis = new Jedis(host, port, timeout);
       jedis.connect();
@@ -129,12 +136,16 @@ public final class RedisClient extends DB {
   @Override
   public Status insert(String table, String key, Map<String, ByteIterator> values) {
     try {
-      String reply = jedis.hmset(key, StringByteIterator.getStringMap(values));
+      Map<String, String> fields = StringByteIterator.getStringMap(values);
+      String reply = jedis.hmset(key, fields);
       if (!"OK".equals(reply)) {
         System.err.println("RedisClient: insert " + key + ": HMSET replied " + reply);
         return Status.ERROR;
       }
       jedis.zadd(INDEX, score(key), key);
+      if (ackLog != null) {
+        ackLog.acknowledged(key, AckLog.digest(fields));
+      }
       return Status.OK;
     } catch (JedisException e) {
       return failed("insert", key, e);
