@@ -125,7 +125,7 @@ for rep in $(seq 1 "$reps"); do
         while IFS=, read -r test rps _avg _min p50 _p95 p99 _max; do
           printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$rep" "$dur" "$engine" "$test" "$rps" \
             "$p50" "$p99" "$rc" >>"$results"
-        done
+        done || true  # no result rows (a failed run) is reported through errors.txt
       if [ "$engine" = strata ] && grep -q "^$rep $dur strata: " "$errors"; then
         strata_failed=1
       fi

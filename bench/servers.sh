@@ -8,6 +8,8 @@
 #                                   FSYNC: always|everysec|no; DIR: created, holds data + server.log)
 #   server_stop                  -> SIGTERM, then SIGKILL after 20 s
 #   server_kill9                 -> SIGKILL, no shutdown
+#   SERVER_PASS (environment)    -> servers start with requirepass SERVER_PASS (the clients of
+#                                   the scripts do not send it: a way to see errors reported)
 #
 # Durability, equal on both sides: redis-server runs with `appendonly yes` and
 # `appendfsync FSYNC` (RDB snapshots off); strata-server with `--appendfsync FSYNC`.
