@@ -87,7 +87,8 @@ printf 'rep\tdurability\tengine\ttest\trps\tp50_ms\tp99_ms\texit\n' >"$results"
   echo "# bench/redis-benchmark.sh $(date -u +%FT%TZ) on $(hostname), $(nproc) cores"
   echo "requests=$requests clients=$clients pipeline=$pipeline keyspace=$keyspace tests=${tests:-default} reps=$reps durability=$durability engines=$engines"
   echo "$(redis-benchmark --version 2>/dev/null || echo 'redis-benchmark ?'); redis: $(redis-server --version 2>/dev/null || echo absent)"
-  [ -n "$STRATA_SERVER" ] && echo "strata-server: $STRATA_SERVER"
+  [ -n "$STRATA_SERVER" ] && echo "strata-server: $STRATA_SERVER, sha256 $(sha256sum "$STRATA_SERVER" | cut -c1-16), built $(date -u -r "$STRATA_SERVER" +%FT%TZ)"
+  echo "bench scripts at $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 } >"$out/environment.txt"
 
 data_root=$(mktemp -d "${TMPDIR:-/tmp}/strata-redis-benchmark.XXXXXX")

@@ -99,7 +99,8 @@ printf 'rep\tdurability\tengine\tworkload\tcase\tratio\tthreads\trecords\tops\te
   echo "# bench/ycsb.sh $(date -u +%FT%TZ) on $(hostname), $(nproc) cores"
   echo "records=$records ops=$ops threads=$threads reps=$reps workloads=$workloads durability=$durability engines=$engines"
   echo "redis: $(redis-server --version)"
-  [ -n "$STRATA_SERVER" ] && echo "strata-server: $STRATA_SERVER ($(git rev-parse --short HEAD 2>/dev/null || echo '?'))"
+  [ -n "$STRATA_SERVER" ] && echo "strata-server: $STRATA_SERVER, sha256 $(sha256sum "$STRATA_SERVER" | cut -c1-16), built $(date -u -r "$STRATA_SERVER" +%FT%TZ)"
+  echo "bench scripts at $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
   java -version 2>&1 | head -n 1
 } >"$out/environment.txt"
 
