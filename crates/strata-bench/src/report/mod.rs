@@ -9,6 +9,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 pub mod chart;
+pub mod ycsb;
 
 /// What one step's log says: the fields `tools/benchmark.sh` takes from a db_bench log
 /// (`summarize_result`), each `None` when the log does not have it.
@@ -507,7 +508,7 @@ pub fn io_markdown(steps: &[Step]) -> Option<String> {
     Some(s)
 }
 
-fn median_of(v: &[f64]) -> Option<f64> {
+pub(crate) fn median_of(v: &[f64]) -> Option<f64> {
     if v.is_empty() {
         return None;
     }
