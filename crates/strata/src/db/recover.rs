@@ -49,8 +49,8 @@ use crate::sstable::TableOptions;
 use crate::types::{FileNumber, SeqNo};
 use crate::version::set::VersionSet;
 use crate::wal::{
-    decode_wal_event, decode_wal_header, replay_wal, tail_is_interrupted_append, TailRule,
-    WalEvent, WalRecoveryMode,
+    decode_wal_event, decode_wal_header, replay_live_wal, replay_wal, tail_is_interrupted_append,
+    TailRule, WalEvent, WalRecoveryMode,
 };
 use crate::write_batch::WriteBatch;
 
@@ -316,89 +316,94 @@ pub(crate) fn replay_wals(
         // next WAL's (below).
         let mut may_outrun: Option<bool> = None;
         let mut ends_closed = false;
-        let outcome = replay_wal(&file, opts.wal_recovery_mode, n.0, |offset, record| {
-            ends_closed = false;
-            if is_header {
-                is_header = false;
-                // The WAL this one follows must be flushed or replayed just before it.
-                let h = decode_wal_header(record).map_err(|e| e.with_file(&path))?;
-                may_outrun = Some(h.successor_may_outrun());
-                let prev = h.prev;
-                if prev >= log_number && Some(prev) != previous_wal {
-                    return Err(Error::corruption(
-                        &path,
-                        offset,
-                        format!(
-                            "WAL {prev} is missing: this WAL follows it and the MANIFEST's \
-                             log number {log_number} says it still holds unflushed writes"
-                        ),
-                    ));
-                }
-                return Ok(());
-            }
-            if let Some(event) = decode_wal_event(record) {
-                // Events are for the rules on short WALs; they hold no writes.
-                let event = event.map_err(|e| match e {
-                    Error::Corruption { reason, .. } => Error::corruption(&path, offset, reason),
-                    other => other,
-                })?;
-                ends_closed = event == WalEvent::Closed(n);
-                return Ok(());
-            }
-            let batch = WriteBatch::from_vec(record.to_vec()).map_err(|e| match e {
-                Error::Corruption { reason, .. } => {
-                    Error::corruption(&path, offset, format!("bad write batch: {reason}"))
-                }
-                other => other,
-            })?;
-            let first = batch.sequence();
-            let count = u64::from(batch.count());
-            if count > 0 {
-                last_seq = last_seq.max(SeqNo(first.0 + count - 1));
-            }
-            // Runs of consecutive records of one family go in with one call.
-            let mut records = batch.iter().enumerate().peekable();
-            while let Some((i, r)) = records.next() {
-                let mut run = vec![(r.value_type, r.key, r.value)];
-                while let Some((_, next)) = records.next_if(|(_, x)| x.cf == r.cf) {
-                    run.push((next.value_type, next.key, next.value));
-                }
-                let Some(f) = fams.get_mut(&r.cf) else {
-                    if r.cf > max_cf {
+        // A read-only open may run beside a live writer appending to these WALs.
+        let live = read_only;
+        let outcome =
+            replay_live_wal(&file, opts.wal_recovery_mode, n.0, live, |offset, record| {
+                ends_closed = false;
+                if is_header {
+                    is_header = false;
+                    // The WAL this one follows must be flushed or replayed just before it.
+                    let h = decode_wal_header(record).map_err(|e| e.with_file(&path))?;
+                    may_outrun = Some(h.successor_may_outrun());
+                    let prev = h.prev;
+                    if prev >= log_number && Some(prev) != previous_wal {
                         return Err(Error::corruption(
                             &path,
                             offset,
                             format!(
-                                "write batch names column family {}, which the MANIFEST never \
-                                 created (largest id {max_cf})",
-                                r.cf
+                                "WAL {prev} is missing: this WAL follows it and the MANIFEST's \
+                             log number {log_number} says it still holds unflushed writes"
                             ),
                         ));
                     }
-                    continue; // a family dropped since: its writes went with it
-                };
-                if n < f.log_number {
-                    continue; // already in the family's tables
+                    return Ok(());
                 }
-                if f.mem.is_empty() {
-                    f.mem_first_wal = n;
+                if let Some(event) = decode_wal_event(record) {
+                    // Events are for the rules on short WALs; they hold no writes.
+                    let event = event.map_err(|e| match e {
+                        Error::Corruption { reason, .. } => {
+                            Error::corruption(&path, offset, reason)
+                        }
+                        other => other,
+                    })?;
+                    ends_closed = event == WalEvent::Closed(n);
+                    return Ok(());
                 }
-                f.mem.add_batch(SeqNo(first.0 + i as u64), run);
-                if f.mem.approximate_memory_usage() >= f.opts.write_buffer_size {
-                    let full = std::mem::replace(&mut f.mem, Arc::new(MemTable::new()));
-                    if opts.avoid_flush_during_recovery || read_only {
-                        f.out.recovered.push((full, f.mem_first_wal));
-                    } else {
-                        let number = versions.new_file_number();
-                        let env = f.flush_env(fs.as_ref(), dir);
-                        if let Some((meta, _)) = write_level0_table(&env, &full, number)? {
-                            f.out.new_files.push(meta);
+                let batch = WriteBatch::from_vec(record.to_vec()).map_err(|e| match e {
+                    Error::Corruption { reason, .. } => {
+                        Error::corruption(&path, offset, format!("bad write batch: {reason}"))
+                    }
+                    other => other,
+                })?;
+                let first = batch.sequence();
+                let count = u64::from(batch.count());
+                if count > 0 {
+                    last_seq = last_seq.max(SeqNo(first.0 + count - 1));
+                }
+                // Runs of consecutive records of one family go in with one call.
+                let mut records = batch.iter().enumerate().peekable();
+                while let Some((i, r)) = records.next() {
+                    let mut run = vec![(r.value_type, r.key, r.value)];
+                    while let Some((_, next)) = records.next_if(|(_, x)| x.cf == r.cf) {
+                        run.push((next.value_type, next.key, next.value));
+                    }
+                    let Some(f) = fams.get_mut(&r.cf) else {
+                        if r.cf > max_cf {
+                            return Err(Error::corruption(
+                                &path,
+                                offset,
+                                format!(
+                                    "write batch names column family {}, which the MANIFEST never \
+                                 created (largest id {max_cf})",
+                                    r.cf
+                                ),
+                            ));
+                        }
+                        continue; // a family dropped since: its writes went with it
+                    };
+                    if n < f.log_number {
+                        continue; // already in the family's tables
+                    }
+                    if f.mem.is_empty() {
+                        f.mem_first_wal = n;
+                    }
+                    f.mem.add_batch(SeqNo(first.0 + i as u64), run);
+                    if f.mem.approximate_memory_usage() >= f.opts.write_buffer_size {
+                        let full = std::mem::replace(&mut f.mem, Arc::new(MemTable::new()));
+                        if opts.avoid_flush_during_recovery || read_only {
+                            f.out.recovered.push((full, f.mem_first_wal));
+                        } else {
+                            let number = versions.new_file_number();
+                            let env = f.flush_env(fs.as_ref(), dir);
+                            if let Some((meta, _)) = write_level0_table(&env, &full, number)? {
+                                f.out.new_files.push(meta);
+                            }
                         }
                     }
                 }
-            }
-            Ok(())
-        })?;
+                Ok(())
+            })?;
         // A recyclable WAL's file may hold its previous log after the last record, which reads
         // as a torn tail: not damage by itself.
         wal_damage_seen |= (outcome.torn_tail && !outcome.recyclable) || outcome.dropped_bytes > 0;

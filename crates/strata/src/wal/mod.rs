@@ -51,7 +51,7 @@ pub(crate) use header::{
     decode_wal_event, decode_wal_header, encode_wal_event, encode_wal_header, WalEvent,
 };
 pub use reader::WalRecoveryMode;
-pub(crate) use reader::{replay_log, replay_wal};
+pub(crate) use reader::{replay_live_wal, replay_log, replay_wal};
 pub(crate) use tail::{tail_is_interrupted_append, TailRule};
 pub(crate) use writer::LogWriter;
 

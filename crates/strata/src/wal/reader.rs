@@ -118,7 +118,14 @@ pub(crate) struct LogReader {
     /// Set by the WAL's header record: zeros from a fragment boundary to the end of the file
     /// are the log's end (the writer wrote them ahead of its records, `writer.rs`).
     zeros_end_log: bool,
+    /// Whether a writer may be appending to the log as it is read (`beside_live_writer`).
+    live: bool,
+    /// The offset of the last bad fragment read a second time (see `next_record`).
+    reread_at: Option<u64>,
 }
+
+/// How long the reader waits before reading a bad fragment's block again.
+const REREAD_PAUSE: std::time::Duration = std::time::Duration::from_millis(2);
 
 impl LogReader {
     /// A reader of a log that has no number (the MANIFEST): recyclable fragments are damage.
@@ -147,7 +154,16 @@ impl LogReader {
             log,
             kind: None,
             zeros_end_log: false,
+            live: false,
+            reread_at: None,
         }
+    }
+
+    /// This reader's log may be appended to while it is read (a read-only open beside a live
+    /// writer): a bad fragment's block is read once more, after a pause, before it is judged.
+    pub(crate) fn beside_live_writer(mut self) -> Self {
+        self.live = true;
+        self
     }
 
     /// The smallest header of the log's kind: fewer bytes left in a block are its trailer.
@@ -198,6 +214,15 @@ impl LogReader {
                         )?;
                     }
                     self.done = true;
+                }
+                Fragment::Bad { offset, .. } if self.live && self.reread_at != Some(offset) => {
+                    // A log still being written can be read mid-write: a new WAL's zeros
+                    // before its header lands, or a write the kernel has copied only in part.
+                    // Read the block once more before judging; a file at rest reads the same
+                    // and is judged the same.
+                    self.reread_at = Some(offset);
+                    self.block_start = None;
+                    std::thread::sleep(REREAD_PAUSE);
                 }
                 Fragment::Bad { offset, reason } => {
                     let start = self.pending_start.take().unwrap_or(offset);
@@ -599,6 +624,19 @@ pub(crate) fn replay_wal(
     f: impl FnMut(u64, &[u8]) -> Result<()>,
 ) -> Result<ReplayOutcome> {
     replay(LogReader::for_wal(file.clone(), mode, log), f)
+}
+
+/// [`replay_wal`], for a WAL a live writer may be appending to when `live` (see
+/// [`LogReader::beside_live_writer`]).
+pub(crate) fn replay_live_wal(
+    file: &Arc<dyn RandomAccessFile>,
+    mode: WalRecoveryMode,
+    log: u64,
+    live: bool,
+    f: impl FnMut(u64, &[u8]) -> Result<()>,
+) -> Result<ReplayOutcome> {
+    let reader = LogReader::for_wal(file.clone(), mode, log);
+    replay(if live { reader.beside_live_writer() } else { reader }, f)
 }
 
 fn replay(
