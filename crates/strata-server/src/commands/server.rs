@@ -333,6 +333,18 @@ pub fn info_text(sh: &Shared, want: &[String]) -> Result<String, String> {
     }
     if on("strata") {
         t.push_str("# Strata\r\n");
+        // The DB-wide section (WAL, writes, stalls) comes with the `default` family's stats.
+        let db_wide = sh.store.db.property_value("strata.stats").ok().flatten().unwrap_or_default();
+        let _ = write!(t, "strata_db_stats:");
+        t.push_str(
+            &db_wide
+                .lines()
+                .map(str::trim_end)
+                .filter(|l| !l.is_empty())
+                .collect::<Vec<_>>()
+                .join(" | "),
+        );
+        t.push_str("\r\n");
         for (name, cf) in [
             ("metadata", &sh.store.meta_cf),
             ("subkey", &sh.store.sub_cf),

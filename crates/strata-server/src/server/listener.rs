@@ -7,8 +7,9 @@
 //!
 //! Engine calls are blocking but fast (memtable/cache hits) and run on the connection's task,
 //! except when every write is synced (`appendfsync always`): a batch containing a write then
-//! runs on the blocking pool so that concurrent connections wait for the WAL sync together
-//! (group commit) instead of holding the async workers.
+//! runs on the blocking pool, and its replies wait for one WAL sync shared with every other
+//! connection's writes (`storage::sync_group`) without holding the async workers or any key
+//! lock.
 
 use super::{ClientEntry, Conn, Shared};
 use crate::commands;
@@ -57,6 +58,13 @@ fn run_batch(sh: &Shared, conn: &mut Conn, frames: &[Vec<Vec<u8>>], out: &mut Ou
         }
         out.resp3 = conn.resp3;
         commands::dispatch(sh, conn, f, out);
+    }
+    // Under `appendfsync always` the replies wait for one WAL sync covering every write the
+    // batch made. If it fails, nothing of the batch is acknowledged: the connection closes
+    // without its replies.
+    if sh.store.settle_sync().is_err() {
+        out.buf.clear();
+        conn.close = true;
     }
 }
 

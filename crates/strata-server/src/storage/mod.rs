@@ -10,6 +10,7 @@ pub mod locks;
 pub mod metadata;
 pub mod score;
 pub mod subkey;
+pub mod sync_group;
 
 pub use metadata::{Kind, Meta};
 
@@ -85,6 +86,8 @@ pub struct Store {
     last_version: AtomicU64,
     /// Set when shutting down: the compaction filter stops consulting the store.
     pub closing: AtomicBool,
+    /// Shared WAL syncs for `appendfsync always` (`sync_group`).
+    pub syncs: sync_group::SyncGroup,
 }
 
 impl Store {
@@ -121,6 +124,7 @@ impl Store {
             sync: AtomicU8::new(policy as u8),
             last_version: AtomicU64::new(0),
             closing: AtomicBool::new(false),
+            syncs: sync_group::SyncGroup::default(),
         });
         let _ = slot.set(Arc::downgrade(&store));
         Ok(store)
@@ -159,16 +163,27 @@ impl Store {
         }
     }
 
-    /// Writes `batch` under the current sync policy.
+    /// Writes `batch` under the current sync policy. Under `always` the write is made without
+    /// a sync and this thread owes one: the caller settles it with [`Store::settle_sync`]
+    /// before acknowledging (after releasing its key locks; `sync_group`).
     pub fn write(&self, batch: WriteBatch) -> Result<(), String> {
         if batch.is_empty() {
             return Ok(());
         }
-        let wo = WriteOptions {
-            sync: self.sync_policy() == SyncPolicy::Always,
-            ..WriteOptions::default()
-        };
-        self.db.write_opt(batch, &wo).map_err(engine_err)
+        self.db.write_opt(batch, &WriteOptions::default()).map_err(engine_err)?;
+        if self.sync_policy() == SyncPolicy::Always {
+            sync_group::owe_sync();
+        }
+        Ok(())
+    }
+
+    /// Makes this thread's writes durable if it owes a sync (see [`Store::write`]).
+    pub fn settle_sync(&self) -> Result<(), String> {
+        if sync_group::take_owed_sync() {
+            self.syncs.wait_durable(&self.db)
+        } else {
+            Ok(())
+        }
     }
 
     /// The live metadata of `key` (an expired key reads as absent).
