@@ -335,16 +335,7 @@ pub fn info_text(sh: &Shared, want: &[String]) -> Result<String, String> {
         t.push_str("# Strata\r\n");
         // The DB-wide section (WAL, writes, stalls) comes with the `default` family's stats.
         let db_wide = sh.store.db.property_value("strata.stats").ok().flatten().unwrap_or_default();
-        let _ = write!(t, "strata_db_stats:");
-        t.push_str(
-            &db_wide
-                .lines()
-                .map(str::trim_end)
-                .filter(|l| !l.is_empty())
-                .collect::<Vec<_>>()
-                .join(" | "),
-        );
-        t.push_str("\r\n");
+        let _ = write!(t, "strata_db_stats:{}\r\n", fold_lines(&db_wide));
         for (name, cf) in [
             ("metadata", &sh.store.meta_cf),
             ("subkey", &sh.store.sub_cf),
@@ -357,17 +348,7 @@ pub fn info_text(sh: &Shared, want: &[String]) -> Result<String, String> {
                 .ok()
                 .flatten()
                 .unwrap_or_default();
-            let _ = write!(t, "strata_cf_{name}_stats:");
-            // One field per line; the engine's multi-line text is folded with " | ".
-            t.push_str(
-                &stats
-                    .lines()
-                    .map(str::trim_end)
-                    .filter(|l| !l.is_empty())
-                    .collect::<Vec<_>>()
-                    .join(" | "),
-            );
-            t.push_str("\r\n");
+            let _ = write!(t, "strata_cf_{name}_stats:{}\r\n", fold_lines(&stats));
         }
         t.push_str("\r\n");
     }
@@ -439,4 +420,9 @@ pub fn time(_: &Shared, _: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdResult
     out.bulk(d.as_secs().to_string().as_bytes());
     out.bulk(d.subsec_micros().to_string().as_bytes());
     Ok(())
+}
+
+/// The engine's multi-line stats text as one INFO field: lines folded with " | ".
+fn fold_lines(text: &str) -> String {
+    text.lines().map(str::trim_end).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" | ")
 }

@@ -310,7 +310,7 @@ pub struct DbIterator {
     last_back: Option<Box<[u8]>>,
 }
 
-fn position(raw: &mut DbRawIterator, mode: IteratorMode<'_>) -> Direction {
+pub(crate) fn position(raw: &mut DbRawIterator, mode: IteratorMode<'_>) -> Direction {
     match mode {
         IteratorMode::Start => {
             raw.seek_to_first();

@@ -443,23 +443,7 @@ impl DbWithTtl {
         opts: &ReadOptions,
     ) -> TtlIterator {
         let mut raw = self.db.raw_iterator_cf_opt(cf, opts);
-        let direction = match mode {
-            IteratorMode::Start => {
-                raw.seek_to_first();
-                Direction::Forward
-            }
-            IteratorMode::End => {
-                raw.seek_to_last();
-                Direction::Reverse
-            }
-            IteratorMode::From(k, d) => {
-                match d {
-                    Direction::Forward => raw.seek(k),
-                    Direction::Reverse => raw.seek_for_prev(k),
-                }
-                d
-            }
-        };
+        let direction = super::iter::position(&mut raw, mode);
         TtlIterator {
             raw,
             direction,
