@@ -626,7 +626,23 @@ pub(crate) fn flush_wal(inner: &DbInner, sync: bool) -> Result<()> {
         sync_retired_wals(inner, None)?;
         sync_wal_dir(inner)?;
     }
-    let r = wal.writer.flush().and_then(|()| if sync { wal.writer.sync() } else { Ok(()) });
+    // The fdatasync itself runs after the WAL lock is released (as a synced group's does), so
+    // writers keep appending while it runs.
+    let mut syncer = None;
+    let staged = wal.writer.flush().and_then(|()| {
+        if !sync {
+            return Ok(());
+        }
+        match wal.writer.syncer()? {
+            Some(s) => {
+                syncer = Some(s);
+                Ok(())
+            }
+            None => wal.writer.sync(),
+        }
+    });
+    drop(wal);
+    let r = staged.and_then(|()| syncer.map_or(Ok(()), |s| s.sync()));
     if let Err(e) = &r {
         let mut st = inner.state.lock();
         inner.set_bg_error(&mut st, e);
