@@ -43,19 +43,7 @@ pub fn rpush(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResu
 }
 
 fn pop(sh: &Shared, a: &[Vec<u8>], left: bool, out: &mut Out) -> CmdResult {
-    if a.len() > 3 {
-        return Err(super::SYNTAX.into());
-    }
-    let count = match a.get(2) {
-        Some(c) => {
-            let c = int_arg(c).map_err(|_| "ERR value is out of range, must be positive")?;
-            if c < 0 {
-                return Err("ERR value is out of range, must be positive".into());
-            }
-            Some(c as u64)
-        }
-        None => None,
-    };
+    let count = super::pop_count(a)?;
     let st = &sh.store;
     let _g = st.locks.lock(&[&a[1]]);
     let Some(mut m) = st.typed(&a[1], Kind::List)? else {

@@ -224,6 +224,21 @@ pub fn parse_int_strict(b: &[u8]) -> Option<i64> {
     (v.to_string() == s).then_some(v)
 }
 
+/// The optional count of LPOP/RPOP/SPOP (`key [count]`): any count that is not a
+/// non-negative integer gets Redis's `ERR value is out of range, must be positive`.
+pub fn pop_count(a: &[Vec<u8>]) -> Result<Option<u64>, String> {
+    const NOT_POSITIVE: &str = "ERR value is out of range, must be positive";
+    if a.len() > 3 {
+        return Err(SYNTAX.into());
+    }
+    a.get(2)
+        .map(|c| match parse_int_strict(c) {
+            Some(n) if n >= 0 => Ok(n as u64),
+            _ => Err(NOT_POSITIVE.to_string()),
+        })
+        .transpose()
+}
+
 /// An integer argument, or `ERR value is not an integer or out of range`.
 pub fn int_arg(b: &[u8]) -> Result<i64, String> {
     parse_int_strict(b).ok_or_else(|| NOT_INT.to_string())
@@ -248,4 +263,24 @@ pub fn parse_float(b: &[u8]) -> Option<f64> {
 /// A float argument, or `ERR value is not a valid float`.
 pub fn float_arg(b: &[u8]) -> Result<f64, String> {
     parse_float(b).ok_or_else(|| NOT_FLOAT.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(v: &[&str]) -> Vec<Vec<u8>> {
+        v.iter().map(|s| s.as_bytes().to_vec()).collect()
+    }
+
+    #[test]
+    fn pop_counts_are_non_negative_integers_with_redis_errors() {
+        assert_eq!(pop_count(&args(&["lpop", "k"])), Ok(None));
+        assert_eq!(pop_count(&args(&["lpop", "k", "0"])), Ok(Some(0)));
+        assert_eq!(pop_count(&args(&["lpop", "k", "7"])), Ok(Some(7)));
+        let positive = Err("ERR value is out of range, must be positive".to_string());
+        assert_eq!(pop_count(&args(&["lpop", "k", "-1"])), positive);
+        assert_eq!(pop_count(&args(&["lpop", "k", "x"])), positive);
+        assert_eq!(pop_count(&args(&["lpop", "k", "1", "2"])), Err(SYNTAX.to_string()));
+    }
 }

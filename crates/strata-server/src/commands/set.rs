@@ -1,6 +1,6 @@
 //! Set commands: one sub-key per member, empty value.
 
-use super::{int_arg, CmdResult};
+use super::CmdResult;
 use crate::resp::Out;
 use crate::server::{Conn, Shared};
 use crate::storage::{subkey, Kind};
@@ -87,19 +87,7 @@ pub fn scard(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResu
 
 /// SPOP takes the first members in byte order (as Kvrocks): cheap, not random.
 pub fn spop(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    if a.len() > 3 {
-        return Err(super::SYNTAX.into());
-    }
-    let count = match a.get(2) {
-        Some(c) => {
-            let c = int_arg(c).map_err(|_| "ERR value is out of range, must be positive")?;
-            if c < 0 {
-                return Err("ERR value is out of range, must be positive".into());
-            }
-            Some(c as usize)
-        }
-        None => None,
-    };
+    let count = super::pop_count(a)?.map(|c| c as usize);
     let st = &sh.store;
     let _g = st.locks.lock(&[&a[1]]);
     let Some(mut m) = st.typed(&a[1], Kind::Set)? else {
