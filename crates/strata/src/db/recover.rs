@@ -33,7 +33,8 @@
 //! **Where replayed writes go.** Memtables filled by the replay are written as L0 tables,
 //! unless `avoid_flush_during_recovery` keeps them in memory (their WALs stay until a
 //! background flush); a WAL that ended in damage forces the tables, since keeping it would
-//! leave a hole behind the next WAL.
+//! leave a hole behind the next WAL. A memtable kept in memory ends only where a WAL ends, so
+//! that no WAL is ever part in a table and part in memory (the next open replays a WAL whole).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -267,6 +268,12 @@ pub(crate) fn replay_wals(
     let mut unsynced_dropped = 0u64;
     let log_number = versions.log_number();
     let mut previous_wal: Option<FileNumber> = None;
+    // Memtables kept in memory (flushed later, one at a time) are cut only where a WAL ends:
+    // the flush of one cut inside WAL w would name w as the first WAL still needed, and the
+    // next open would replay w whole, over the table holding its first part (a merge operand
+    // applied twice). A WAL holds at most one write-time memtable per family, so a kept
+    // memtable is no larger than the write-time `write_buffer_size`.
+    let keep_split_at_wal_end = opts.avoid_flush_during_recovery || read_only;
     for &n in &wals {
         let path = wal_files[&n].clone();
         let file = fs.open(&path)?;
@@ -389,16 +396,15 @@ pub(crate) fn replay_wals(
                         f.mem_first_wal = n;
                     }
                     f.mem.add_batch(SeqNo(first.0 + i as u64), run);
-                    if f.mem.approximate_memory_usage() >= f.opts.write_buffer_size {
+                    // Kept in memory, a memtable ends only with a WAL (below).
+                    if !keep_split_at_wal_end
+                        && f.mem.approximate_memory_usage() >= f.opts.write_buffer_size
+                    {
                         let full = std::mem::replace(&mut f.mem, Arc::new(MemTable::new()));
-                        if opts.avoid_flush_during_recovery || read_only {
-                            f.out.recovered.push((full, f.mem_first_wal));
-                        } else {
-                            let number = versions.new_file_number();
-                            let env = f.flush_env(fs.as_ref(), dir);
-                            if let Some((meta, _)) = write_level0_table(&env, &full, number)? {
-                                f.out.new_files.push(meta);
-                            }
+                        let number = versions.new_file_number();
+                        let env = f.flush_env(fs.as_ref(), dir);
+                        if let Some((meta, _)) = write_level0_table(&env, &full, number)? {
+                            f.out.new_files.push(meta);
                         }
                     }
                 }
@@ -453,6 +459,14 @@ pub(crate) fn replay_wals(
             // with no later record that it was synced whole, power loss may have cut it at a
             // record boundary: the later WALs' writes are treated as behind a short WAL.
             stop_at = Some((n, outcome.last_valid_end, true));
+        }
+        if keep_split_at_wal_end {
+            for f in fams.values_mut() {
+                if f.mem.approximate_memory_usage() >= f.opts.write_buffer_size {
+                    let full = std::mem::replace(&mut f.mem, Arc::new(MemTable::new()));
+                    f.out.recovered.push((full, f.mem_first_wal));
+                }
+            }
         }
     }
     // Kept in memory, the replayed writes stay in their WALs until a background flush. A WAL
