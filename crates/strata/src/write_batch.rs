@@ -131,6 +131,12 @@ impl WriteBatch {
         WriteBatch { rep, oversized: false, inverted_range: false, has_merge: false, has_cf: false }
     }
 
+    /// An empty batch with room for exactly one record of `key` and `value` (either in any
+    /// family): the single-record writes (`Db::put` and the like) allocate once, never grow.
+    pub(crate) fn for_record(key: &[u8], value: &[u8]) -> Self {
+        Self::with_capacity_bytes(max_record_bytes(key.len(), value.len()))
+    }
+
     /// Sets `key` to `value`.
     pub fn put<K: AsRef<[u8]>, V: AsRef<[u8]>>(&mut self, key: K, value: V) {
         self.add(0, ValueType::Value, key.as_ref(), Some(value.as_ref()));
@@ -403,6 +409,8 @@ impl WriteBatch {
     }
 
     fn add(&mut self, cf: ColumnFamilyId, t: ValueType, key: &[u8], value: Option<&[u8]>) {
+        // One reallocation at most per record, not one per field.
+        self.rep.reserve(max_record_bytes(key.len(), value.map_or(0, <[u8]>::len)));
         if cf == 0 {
             self.rep.push(t as u8);
         } else {
@@ -429,6 +437,12 @@ impl WriteBatch {
         put_varint64(&mut self.rep, s.len() as u64);
         self.rep.extend_from_slice(s);
     }
+}
+
+/// The most bytes one record of a `key`-byte key and a `value`-byte value takes: its tag, a
+/// family id (varint32), and two length prefixes (varint64) besides the bytes themselves.
+fn max_record_bytes(key: usize, value: usize) -> usize {
+    1 + 5 + 10 + key + 10 + value
 }
 
 /// Iterator over the records of a batch; see [`WriteBatch::iter`].
@@ -583,6 +597,20 @@ mod tests {
         assert_eq!(records(&c), want);
         assert_eq!(c.size_in_bytes(), a.size_in_bytes() + b.size_in_bytes() - HEADER_SIZE);
         assert_eq!(WriteBatch::from_vec(c.data().to_vec()).unwrap(), c);
+    }
+
+    #[test]
+    fn a_single_record_batch_is_allocated_once() {
+        for (k, v) in [(0, 0), (16, 100), (300, 70_000), (1, 200_000)] {
+            let (key, value) = (vec![1u8; k], vec![2u8; v]);
+            for (cf, t) in [(0, ValueType::Value), (u32::MAX, ValueType::Merge)] {
+                let mut b = WriteBatch::for_record(&key, &value);
+                let at = b.rep.as_ptr();
+                b.add(cf, t, &key, Some(&value));
+                assert_eq!(b.rep.as_ptr(), at, "key {k} B, value {v} B, family {cf}: grew");
+                assert_eq!(b.count(), 1);
+            }
+        }
     }
 
     #[test]

@@ -444,8 +444,9 @@ impl Db {
         value: impl AsRef<[u8]>,
         opts: &WriteOptions,
     ) -> Result<()> {
-        let mut b = WriteBatch::new();
-        b.put(key.as_ref(), value.as_ref());
+        let (key, value) = (key.as_ref(), value.as_ref());
+        let mut b = WriteBatch::for_record(key, value);
+        b.put(key, value);
         self.write_opt(b, opts)
     }
 
@@ -456,8 +457,9 @@ impl Db {
 
     /// [`Db::delete`] with write options.
     pub fn delete_opt(&self, key: impl AsRef<[u8]>, opts: &WriteOptions) -> Result<()> {
-        let mut b = WriteBatch::new();
-        b.delete(key.as_ref());
+        let key = key.as_ref();
+        let mut b = WriteBatch::for_record(key, &[]);
+        b.delete(key);
         self.write_opt(b, opts)
     }
 
@@ -474,8 +476,9 @@ impl Db {
         end: impl AsRef<[u8]>,
         opts: &WriteOptions,
     ) -> Result<()> {
-        let mut b = WriteBatch::new();
-        b.delete_range(begin.as_ref(), end.as_ref());
+        let (begin, end) = (begin.as_ref(), end.as_ref());
+        let mut b = WriteBatch::for_record(begin, end);
+        b.delete_range(begin, end);
         self.write_opt(b, opts)
     }
 
@@ -491,8 +494,9 @@ impl Db {
         operand: impl AsRef<[u8]>,
         opts: &WriteOptions,
     ) -> Result<()> {
-        let mut b = WriteBatch::new();
-        b.merge(key.as_ref(), operand.as_ref());
+        let (key, operand) = (key.as_ref(), operand.as_ref());
+        let mut b = WriteBatch::for_record(key, operand);
+        b.merge(key, operand);
         self.write_opt(b, opts)
     }
 
@@ -515,8 +519,9 @@ impl Db {
         opts: &WriteOptions,
     ) -> Result<()> {
         self.cfd(cf)?;
-        let mut b = WriteBatch::new();
-        b.put_cf(cf, key.as_ref(), value.as_ref());
+        let (key, value) = (key.as_ref(), value.as_ref());
+        let mut b = WriteBatch::for_record(key, value);
+        b.put_cf(cf, key, value);
         self.write_opt(b, opts)
     }
 
@@ -533,8 +538,9 @@ impl Db {
         opts: &WriteOptions,
     ) -> Result<()> {
         self.cfd(cf)?;
-        let mut b = WriteBatch::new();
-        b.delete_cf(cf, key.as_ref());
+        let key = key.as_ref();
+        let mut b = WriteBatch::for_record(key, &[]);
+        b.delete_cf(cf, key);
         self.write_opt(b, opts)
     }
 
@@ -557,8 +563,9 @@ impl Db {
         opts: &WriteOptions,
     ) -> Result<()> {
         self.cfd(cf)?;
-        let mut b = WriteBatch::new();
-        b.delete_range_cf(cf, begin.as_ref(), end.as_ref());
+        let (begin, end) = (begin.as_ref(), end.as_ref());
+        let mut b = WriteBatch::for_record(begin, end);
+        b.delete_range_cf(cf, begin, end);
         self.write_opt(b, opts)
     }
 
@@ -581,8 +588,9 @@ impl Db {
         opts: &WriteOptions,
     ) -> Result<()> {
         self.cfd(cf)?;
-        let mut b = WriteBatch::new();
-        b.merge_cf(cf, key.as_ref(), operand.as_ref());
+        let (key, operand) = (key.as_ref(), operand.as_ref());
+        let mut b = WriteBatch::for_record(key, operand);
+        b.merge_cf(cf, key, operand);
         self.write_opt(b, opts)
     }
 
