@@ -81,66 +81,13 @@ impl IterSource {
     /// A new iterator over the source, with `ro` in place of the captured read options
     /// (same snapshot sequence).
     fn build_with(&self, ro: &ReadOptions) -> DbIter {
-        let sv = &self.sv;
-        let rb = ReadBlockOptions {
-            verify_checksums: ro.verify_checksums,
-            fill_cache: ro.fill_cache,
-            readahead_size: ro.readahead_size,
-        };
-        let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
-        children.push(Box::new(sv.mem.iter()));
-        for m in &sv.imm {
-            children.push(Box::new(m.iter()));
-        }
-        let mut open_error = None;
-        for (level, files) in sv.version.levels.iter().enumerate() {
-            if files.is_empty() {
-                continue;
-            }
-            if level == 0 {
-                for f in files {
-                    match self.table_cache.reader_at(f.number, &f.pinned, 0) {
-                        Ok(t) => children.push(Box::new(t.iter(rb))),
-                        Err(e) => open_error = Some(e),
-                    }
-                }
-            } else {
-                children.push(Box::new(LevelIterator::new(
-                    files.clone(),
-                    self.table_cache.clone(),
-                    rb,
-                )));
-            }
-        }
-        // Children: 0 = active memtable, 1.. = immutables newest first, then the tables.
-        let mut lists = Vec::new();
-        for (i, m) in std::iter::once(&sv.mem).chain(sv.imm.iter()).enumerate() {
-            if let Some(f) = m.fragmented_range_tombstones() {
-                lists.push((f, i));
-            }
-        }
-        if open_error.is_none() {
-            match version_range_dels(&self.table_cache, sv) {
-                Ok(f) => lists.push((f, 1 + sv.imm.len())),
-                Err(e) => open_error = Some(e),
-            }
-        }
-        let merged: Box<dyn InternalIterator> = match open_error {
-            Some(e) => Box::new(crate::iterator::ErrorIterator::new(e)),
-            None => Box::new(MergingIterator::new(children)),
-        };
-        let prefix_extractor = if ro.prefix_same_as_start { self.prefix_extractor } else { None };
-        DbIter::new(
-            merged,
-            DbIterOptions {
-                sequence: self.sequence,
-                merge_operator: self.merge_operator.clone(),
-                lower_bound: ro.iterate_lower_bound.clone(),
-                upper_bound: ro.iterate_upper_bound.clone(),
-                prefix_extractor,
-                pin: Some(sv.clone()),
-                range_dels: Some(RangeDelView::new(lists)),
-            },
+        build_iter(
+            &self.table_cache,
+            self.sv.clone(),
+            self.sequence,
+            self.merge_operator.as_ref(),
+            self.prefix_extractor,
+            ro,
         )
     }
 
@@ -150,8 +97,83 @@ impl IterSource {
     }
 }
 
+/// An iterator over super version `sv` at `sequence`, with the family's merge operator and
+/// prefix extractor and the read options `ro`.
+fn build_iter(
+    table_cache: &Arc<TableCache>,
+    sv: Arc<SuperVersion>,
+    sequence: SeqNo,
+    merge_operator: Option<&Arc<dyn crate::merge_operator::MergeOperator>>,
+    prefix_extractor: Option<crate::prefix::PrefixExtractor>,
+    ro: &ReadOptions,
+) -> DbIter {
+    let rb = ReadBlockOptions {
+        verify_checksums: ro.verify_checksums,
+        fill_cache: ro.fill_cache,
+        readahead_size: ro.readahead_size,
+    };
+    let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+    children.push(Box::new(sv.mem.iter()));
+    for m in &sv.imm {
+        children.push(Box::new(m.iter()));
+    }
+    let mut open_error = None;
+    for (level, files) in sv.version.levels.iter().enumerate() {
+        if files.is_empty() {
+            continue;
+        }
+        if level == 0 {
+            for f in files {
+                match table_cache.reader_at(f.number, &f.pinned, 0) {
+                    Ok(t) => children.push(Box::new(t.iter(rb))),
+                    Err(e) => open_error = Some(e),
+                }
+            }
+        } else {
+            children.push(Box::new(LevelIterator::new(files.clone(), table_cache.clone(), rb)));
+        }
+    }
+    // Children: 0 = active memtable, 1.. = immutables newest first, then the tables.
+    let mut lists = Vec::new();
+    for (i, m) in std::iter::once(&sv.mem).chain(sv.imm.iter()).enumerate() {
+        if let Some(f) = m.fragmented_range_tombstones() {
+            lists.push((f, i));
+        }
+    }
+    if open_error.is_none() {
+        match version_range_dels(table_cache, &sv) {
+            Ok(f) => lists.push((f, 1 + sv.imm.len())),
+            Err(e) => open_error = Some(e),
+        }
+    }
+    let merged: Box<dyn InternalIterator> = match open_error {
+        Some(e) => Box::new(crate::iterator::ErrorIterator::new(e)),
+        None => Box::new(MergingIterator::new(children)),
+    };
+    let prefix_extractor = if ro.prefix_same_as_start { prefix_extractor } else { None };
+    DbIter::new(
+        merged,
+        DbIterOptions {
+            sequence,
+            merge_operator: merge_operator.cloned(),
+            lower_bound: ro.iterate_lower_bound.clone(),
+            upper_bound: ro.iterate_upper_bound.clone(),
+            prefix_extractor,
+            pin: Some(sv),
+            range_dels: Some(RangeDelView::new(lists)),
+        },
+    )
+}
+
 pub(crate) fn new_db_iter(inner: &DbInner, cfd: &Cfd, ro: &ReadOptions) -> DbIter {
-    IterSource::capture(inner, cfd, ro).build()
+    // As `IterSource::capture(..).build()`, without copying the read options and handles.
+    let sv = cfd.current_super_version();
+    let sequence = ro
+        .snapshot
+        .as_ref()
+        .map_or_else(|| SeqNo(inner.visible_sequence.load(Ordering::Acquire)), |s| s.seq());
+    let merge = cfd.opts.merge_operator.as_ref();
+    build_iter(&inner.table_cache, sv, sequence, merge, cfd.opts.prefix_extractor, ro)
 }
 
 /// An iterator that yields nothing and reports `e` (a call given a bad family handle).
