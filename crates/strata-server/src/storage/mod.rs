@@ -8,6 +8,7 @@
 pub mod filter;
 pub mod locks;
 pub mod metadata;
+pub mod pop_hints;
 pub mod score;
 pub mod subkey;
 pub mod sync_group;
@@ -88,6 +89,11 @@ pub struct Store {
     pub closing: AtomicBool,
     /// Shared WAL syncs for `appendfsync always` (`sync_group`).
     pub syncs: sync_group::SyncGroup,
+    /// Where SPOP/ZPOPMIN/ZPOPMAX start (`pop_hints`).
+    pub pop_hints: pop_hints::PopHints,
+    /// Internal entries sub-key scans have stepped over (INFO `strata_scan_steps`): what
+    /// tombstones and old versions cost the scans.
+    pub scan_steps: AtomicU64,
 }
 
 impl Store {
@@ -125,6 +131,8 @@ impl Store {
             last_version: AtomicU64::new(0),
             closing: AtomicBool::new(false),
             syncs: sync_group::SyncGroup::default(),
+            pop_hints: pop_hints::PopHints::default(),
+            scan_steps: AtomicU64::new(0),
         });
         let _ = slot.set(Arc::downgrade(&store));
         Ok(store)
@@ -204,8 +212,9 @@ impl Store {
         batch.put_cf(&*self.meta_cf, key, meta.encode());
     }
 
-    /// Visits sub-keys of (`key`, `version`) in `cf` whose field is >= `from`, in order (or
-    /// in reverse), until `f` returns false. `f` gets the field and the value.
+    /// Visits sub-keys of (`key`, `version`) in `cf` in order, from the first whose field is
+    /// >= `from`, until `f` returns false; or in reverse, from the last whose field is below
+    /// `from` (empty `from`: the last of all). `f` gets the field and the value.
     pub fn scan(
         &self,
         cf: &ColumnFamily,
@@ -216,7 +225,13 @@ impl Store {
         mut f: impl FnMut(&[u8], &[u8]) -> bool,
     ) -> Result<(), String> {
         let prefix = subkey::prefix(key, version);
-        let end = subkey::prefix_end(key, version);
+        let end = if reverse && !from.is_empty() {
+            let mut e = prefix.clone();
+            e.extend_from_slice(from);
+            e
+        } else {
+            subkey::prefix_end(key, version)
+        };
         let ro = ReadOptions {
             iterate_lower_bound: Some(prefix.clone()),
             iterate_upper_bound: Some(end.clone()),
@@ -243,6 +258,7 @@ impl Store {
                 it.next();
             }
         }
+        self.scan_steps.fetch_add(it.internal_steps(), Ordering::Relaxed);
         it.status().map_err(engine_err)
     }
 
@@ -279,6 +295,7 @@ impl Store {
 
     /// Deletes every key (all families), by range deletions up to each family's last key.
     pub fn flush_all(&self) -> Result<(), String> {
+        self.pop_hints.clear();
         for cf in [&self.meta_cf, &self.sub_cf, &self.score_cf] {
             let mut it = self.db.raw_iterator_cf(&**cf);
             it.seek_to_last();
