@@ -96,13 +96,29 @@ fn all_fields(sh: &Shared, key: &[u8]) -> Result<Pairs, String> {
     Ok(v)
 }
 
+/// Replies with the fields and values as they are scanned (no per-field copies); the map
+/// header, whose count is known only at the end, is put in front of them afterwards.
 pub fn hgetall(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let all = all_fields(sh, &a[1])?;
-    out.map(all.len());
-    for (f, v) in &all {
+    let st = &sh.store;
+    let Some(m) = st.typed(&a[1], Kind::Hash)? else {
+        out.map(0);
+        return Ok(());
+    };
+    let start = out.buf.len();
+    let mut n = 0usize;
+    let scanned = st.scan(&st.sub_cf, &a[1], m.version, b"", false, |f, v| {
         out.bulk(f);
         out.bulk(v);
+        n += 1;
+        true
+    });
+    if let Err(e) = scanned {
+        out.buf.truncate(start);
+        return Err(e);
     }
+    let mut head = Out { buf: Vec::with_capacity(16), resp3: out.resp3 };
+    head.map(n);
+    out.buf.splice(start..start, head.buf);
     Ok(())
 }
 

@@ -232,24 +232,30 @@ impl Store {
         } else {
             subkey::prefix_end(key, version)
         };
+        let mut start = Vec::new();
+        if !reverse {
+            start.reserve(prefix.len() + from.len());
+            start.extend_from_slice(&prefix);
+            start.extend_from_slice(from);
+        }
+        let plen = prefix.len();
         let ro = ReadOptions {
-            iterate_lower_bound: Some(prefix.clone()),
-            iterate_upper_bound: Some(end.clone()),
+            iterate_lower_bound: Some(prefix),
+            iterate_upper_bound: Some(end),
             ..ReadOptions::default()
         };
         let mut it = self.db.raw_iterator_cf_opt(cf, &ro);
+        let prefix = ro.iterate_lower_bound.as_deref().unwrap_or_default();
         if reverse {
             it.seek_to_last();
         } else {
-            let mut start = prefix.clone();
-            start.extend_from_slice(from);
             it.seek(&start);
         }
         while let Some((k, v)) = it.item() {
-            if !k.starts_with(&prefix) {
+            if !k.starts_with(prefix) {
                 break;
             }
-            if !f(&k[prefix.len()..], v) {
+            if !f(&k[plen..], v) {
                 break;
             }
             if reverse {
