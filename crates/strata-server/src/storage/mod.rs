@@ -88,7 +88,7 @@ pub struct Store {
     /// Set when shutting down: the compaction filter stops consulting the store.
     pub closing: AtomicBool,
     /// Shared WAL syncs for `appendfsync always` (`sync_group`).
-    pub syncs: sync_group::SyncGroup,
+    pub syncs: Arc<sync_group::SyncGroup>,
     /// Where SPOP/ZPOPMIN/ZPOPMAX start (`pop_hints`).
     pub pop_hints: pop_hints::PopHints,
     /// Internal entries sub-key scans have stepped over (INFO `strata_scan_steps`): what
@@ -130,7 +130,7 @@ impl Store {
             sync: AtomicU8::new(policy as u8),
             last_version: AtomicU64::new(0),
             closing: AtomicBool::new(false),
-            syncs: sync_group::SyncGroup::default(),
+            syncs: Arc::new(sync_group::SyncGroup::default()),
             pop_hints: pop_hints::PopHints::default(),
             scan_steps: AtomicU64::new(0),
         });
@@ -172,8 +172,8 @@ impl Store {
     }
 
     /// Writes `batch` under the current sync policy. Under `always` the write is made without
-    /// a sync and this thread owes one: the caller settles it with [`Store::settle_sync`]
-    /// before acknowledging (after releasing its key locks; `sync_group`).
+    /// a sync and this thread owes one: the caller takes it with [`Store::owed_sync`] and
+    /// waits for it before acknowledging (after releasing its key locks; `sync_group`).
     pub fn write(&self, batch: WriteBatch) -> Result<(), String> {
         if batch.is_empty() {
             return Ok(());
@@ -185,13 +185,10 @@ impl Store {
         Ok(())
     }
 
-    /// Makes this thread's writes durable if it owes a sync (see [`Store::write`]).
-    pub fn settle_sync(&self) -> Result<(), String> {
-        if sync_group::take_owed_sync() {
-            self.syncs.wait_durable(&self.db)
-        } else {
-            Ok(())
-        }
+    /// The sync this thread's writes since the last call must wait for, if they owe one (see
+    /// [`Store::write`]): requested now, awaited with `self.syncs.wait`.
+    pub fn owed_sync(&self) -> Option<u64> {
+        sync_group::take_owed_sync().then(|| self.syncs.request(&self.db))
     }
 
     /// The live metadata of `key` (an expired key reads as absent).
@@ -327,6 +324,7 @@ impl Store {
             }
         }
         self.db.cancel_all_background_work(true);
+        self.syncs.stop();
         res
     }
 }
