@@ -13,7 +13,8 @@ fn set_fields(sh: &Shared, a: &[Vec<u8>], name: &str) -> Result<i64, String> {
     let st = &sh.store;
     let _g = st.locks.lock(&[&a[1]]);
     let mut m = st.typed_or_new(&a[1], Kind::Hash)?;
-    let mut b = WriteBatch::new();
+    let bytes: usize = a[2..].iter().map(|x| x.len() + a[1].len() + 32).sum();
+    let mut b = WriteBatch::with_capacity_bytes(bytes + 64);
     let mut added = 0;
     let mut fresh = std::collections::HashSet::new();
     for pair in a[2..].chunks(2) {
@@ -22,8 +23,11 @@ fn set_fields(sh: &Shared, a: &[Vec<u8>], name: &str) -> Result<i64, String> {
         }
         b.put_cf(&*st.sub_cf, subkey::encode(&a[1], m.version, &pair[0]), &pair[1]);
     }
-    m.size += added as u64;
-    st.put_meta(&mut b, &a[1], &m);
+    // Overwriting fields of an existing hash leaves its metadata as it is.
+    if added > 0 {
+        m.size += added as u64;
+        st.put_meta(&mut b, &a[1], &m);
+    }
     st.write(b)?;
     Ok(added)
 }
