@@ -210,8 +210,8 @@ impl Store {
     }
 
     /// Visits sub-keys of (`key`, `version`) in `cf` in order, from the first whose field is
-    /// >= `from`, until `f` returns false; or in reverse, from the last whose field is below
-    /// `from` (empty `from`: the last of all). `f` gets the field and the value.
+    /// at or above `from`, until `f` returns false; or in reverse, from the last whose field
+    /// is below `from` (empty `from`: the last of all). `f` gets the field and the value.
     pub fn scan(
         &self,
         cf: &ColumnFamily,
