@@ -7,6 +7,7 @@
 
 pub mod filter;
 pub mod locks;
+pub mod meta_cache;
 pub mod metadata;
 pub mod pop_hints;
 pub mod score;
@@ -89,6 +90,8 @@ pub struct Store {
     pub closing: AtomicBool,
     /// Shared WAL syncs for `appendfsync always` (`sync_group`).
     pub syncs: Arc<sync_group::SyncGroup>,
+    /// Small metadata entries of hot keys (`meta_cache`).
+    pub meta_cache: meta_cache::MetaCache,
     /// Where SPOP/ZPOPMIN/ZPOPMAX start (`pop_hints`).
     pub pop_hints: pop_hints::PopHints,
     /// Internal entries sub-key scans have stepped over (INFO `strata_scan_steps`): what
@@ -131,6 +134,7 @@ impl Store {
             last_version: AtomicU64::new(0),
             closing: AtomicBool::new(false),
             syncs: Arc::new(sync_group::SyncGroup::default()),
+            meta_cache: meta_cache::MetaCache::default(),
             pop_hints: pop_hints::PopHints::default(),
             scan_steps: AtomicU64::new(0),
         });
@@ -176,9 +180,13 @@ impl Store {
     /// waits for it before acknowledging (after releasing its key locks; `sync_group`).
     pub fn write(&self, batch: WriteBatch) -> Result<(), String> {
         if batch.is_empty() {
+            self.meta_cache.invalidate_noted();
             return Ok(());
         }
-        self.db.write_opt(batch, &WriteOptions::default()).map_err(engine_err)?;
+        let written = self.db.write_opt(batch, &WriteOptions::default());
+        // After the write (`meta_cache` contract), whether or not it succeeded.
+        self.meta_cache.invalidate_noted();
+        written.map_err(engine_err)?;
         if self.sync_policy() == SyncPolicy::Always {
             sync_group::owe_sync();
         }
@@ -193,7 +201,16 @@ impl Store {
 
     /// The live metadata of `key` (an expired key reads as absent).
     pub fn meta(&self, key: &[u8]) -> Result<Option<Meta>, String> {
-        let raw = self.db.get_cf(&*self.meta_cf, key).map_err(engine_err)?;
+        let raw = match self.meta_cache.get(key) {
+            Ok(raw) => Some(raw),
+            Err(generation) => {
+                let raw = self.db.get_cf(&*self.meta_cf, key).map_err(engine_err)?;
+                if let Some(r) = &raw {
+                    self.meta_cache.fill(key, r, generation);
+                }
+                raw
+            }
+        };
         match raw {
             None => Ok(None),
             Some(raw) => {
@@ -206,7 +223,14 @@ impl Store {
 
     /// Puts `meta` for `key` into `batch`.
     pub fn put_meta(&self, batch: &mut WriteBatch, key: &[u8], meta: &Meta) {
+        meta_cache::note_write(key);
         batch.put_cf(&*self.meta_cf, key, meta.encode());
+    }
+
+    /// Puts the deletion of `key`'s metadata into `batch`.
+    pub fn delete_meta(&self, batch: &mut WriteBatch, key: &[u8]) {
+        meta_cache::note_write(key);
+        batch.delete_cf(&*self.meta_cf, key);
     }
 
     /// Visits sub-keys of (`key`, `version`) in `cf` in order, from the first whose field is
@@ -311,6 +335,7 @@ impl Store {
             }
             it.status().map_err(engine_err)?;
         }
+        self.meta_cache.clear();
         Ok(())
     }
 
@@ -362,7 +387,7 @@ impl Store {
     /// Puts `m` for `key` into `b`, or deletes the key when `m` is an empty container.
     pub fn put_or_delete_meta(&self, b: &mut WriteBatch, key: &[u8], m: &Meta) {
         if m.kind != Kind::String && m.size == 0 {
-            b.delete_cf(&*self.meta_cf, key);
+            self.delete_meta(b, key);
         } else {
             self.put_meta(b, key, m);
         }
