@@ -45,6 +45,9 @@ pub struct Flags {
     /// Largest bulk string accepted in a request, in bytes.
     #[arg(long)]
     pub proto_max_bulk_len: Option<usize>,
+    /// Threads serving connections (the async runtime's workers). Default: one per core.
+    #[arg(long)]
+    pub io_threads: Option<usize>,
 }
 
 /// The resolved configuration.
@@ -68,6 +71,8 @@ pub struct Config {
     pub max_background_jobs: Option<usize>,
     /// Largest request bulk string.
     pub proto_max_bulk_len: usize,
+    /// Connection-serving threads (`None`: one per core).
+    pub io_threads: Option<usize>,
     /// Every `key value` of the file, for CONFIG GET of settings without their own field.
     pub extra: BTreeMap<String, String>,
 }
@@ -176,6 +181,10 @@ impl Config {
             max_background_jobs: flags
                 .max_background_jobs
                 .map_or_else(|| num(&file, "max-background-jobs"), |v| Ok(Some(v)))?,
+            io_threads: flags
+                .io_threads
+                .map_or_else(|| num(&file, "io-threads"), |v| Ok(Some(v)))?
+                .map(|n| n.max(1)),
             proto_max_bulk_len: flags
                 .proto_max_bulk_len
                 .map_or_else(|| num(&file, "proto-max-bulk-len"), |v| Ok(Some(v)))?

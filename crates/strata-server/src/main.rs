@@ -12,7 +12,11 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let mut rt = tokio::runtime::Builder::new_multi_thread();
+    if let Some(n) = cfg.io_threads {
+        rt.worker_threads(n);
+    }
+    let rt = match rt.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("strata-server: cannot start the runtime: {e}");

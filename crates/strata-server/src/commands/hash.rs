@@ -13,7 +13,8 @@ fn set_fields(sh: &Shared, a: &[Vec<u8>], name: &str) -> Result<i64, String> {
     let st = &sh.store;
     let _g = st.locks.lock(&[&a[1]]);
     let mut m = st.typed_or_new(&a[1], Kind::Hash)?;
-    let mut b = WriteBatch::new();
+    let bytes: usize = a[2..].iter().map(|x| x.len() + a[1].len() + 32).sum();
+    let mut b = WriteBatch::with_capacity_bytes(bytes + 64);
     let mut added = 0;
     let mut fresh = std::collections::HashSet::new();
     for pair in a[2..].chunks(2) {
@@ -22,8 +23,11 @@ fn set_fields(sh: &Shared, a: &[Vec<u8>], name: &str) -> Result<i64, String> {
         }
         b.put_cf(&*st.sub_cf, subkey::encode(&a[1], m.version, &pair[0]), &pair[1]);
     }
-    m.size += added as u64;
-    st.put_meta(&mut b, &a[1], &m);
+    // Overwriting fields of an existing hash leaves its metadata as it is.
+    if added > 0 {
+        m.size += added as u64;
+        st.put_meta(&mut b, &a[1], &m);
+    }
     st.write(b)?;
     Ok(added)
 }
@@ -96,13 +100,29 @@ fn all_fields(sh: &Shared, key: &[u8]) -> Result<Pairs, String> {
     Ok(v)
 }
 
+/// Replies with the fields and values as they are scanned (no per-field copies); the map
+/// header, whose count is known only at the end, is put in front of them afterwards.
 pub fn hgetall(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let all = all_fields(sh, &a[1])?;
-    out.map(all.len());
-    for (f, v) in &all {
+    let st = &sh.store;
+    let Some(m) = st.typed(&a[1], Kind::Hash)? else {
+        out.map(0);
+        return Ok(());
+    };
+    let start = out.buf.len();
+    let mut n = 0usize;
+    let scanned = st.scan(&st.sub_cf, &a[1], m.version, b"", false, |f, v| {
         out.bulk(f);
         out.bulk(v);
+        n += 1;
+        true
+    });
+    if let Err(e) = scanned {
+        out.buf.truncate(start);
+        return Err(e);
     }
+    let mut head = Out { buf: Vec::with_capacity(16), resp3: out.resp3 };
+    head.map(n);
+    out.buf.splice(start..start, head.buf);
     Ok(())
 }
 

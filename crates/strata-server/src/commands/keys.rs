@@ -17,7 +17,7 @@ pub fn del(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult
     let mut seen = std::collections::HashSet::new();
     for k in &a[1..] {
         if seen.insert(k) && st.meta(k)?.is_some() {
-            b.delete_cf(&*st.meta_cf, k);
+            st.delete_meta(&mut b, k);
             n += 1;
         }
     }
@@ -87,7 +87,7 @@ fn expire_generic(
     }
     let mut b = WriteBatch::new();
     if at <= now_ms() as i64 {
-        b.delete_cf(&*st.meta_cf, &a[1]);
+        st.delete_meta(&mut b, &a[1]);
     } else {
         m.expire_ms = at as u64;
         st.put_meta(&mut b, &a[1], &m);
@@ -301,7 +301,7 @@ fn rename_generic(sh: &Shared, a: &[Vec<u8>], nx: bool) -> Result<bool, String> 
     }
     let mut b = WriteBatch::new();
     copy_key(st, &mut b, &a[1], &m, &a[2])?;
-    b.delete_cf(&*st.meta_cf, &a[1]);
+    st.delete_meta(&mut b, &a[1]);
     st.write(b)?;
     Ok(true)
 }
@@ -365,7 +365,7 @@ pub fn expire_cycle(st: &Store, from: &[u8], budget: usize) -> Result<(Vec<u8>, 
         let raw = st.db.get_cf(&*st.meta_cf, &k).map_err(crate::storage::engine_err)?;
         if raw.as_deref().and_then(|r| Meta::decode(r).ok()).is_some_and(|m| m.expired(now_ms())) {
             let mut b = WriteBatch::new();
-            b.delete_cf(&*st.meta_cf, &k);
+            st.delete_meta(&mut b, &k);
             st.write(b)?;
             n += 1;
         }

@@ -153,11 +153,9 @@ pub static COMMANDS: &[Command] = &[
 
 /// Looks a command up by (any-case) name.
 pub fn lookup(name: &[u8]) -> Option<&'static Command> {
-    if name.len() > 32 {
-        return None;
-    }
-    let lower = name.to_ascii_lowercase();
-    COMMANDS.iter().find(|c| c.name.as_bytes() == lower.as_slice())
+    COMMANDS
+        .iter()
+        .find(|c| c.name.len() == name.len() && c.name.as_bytes().eq_ignore_ascii_case(name))
 }
 
 /// `ERR wrong number of arguments for 'name' command`

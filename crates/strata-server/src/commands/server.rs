@@ -333,6 +333,8 @@ pub fn info_text(sh: &Shared, want: &[String]) -> Result<String, String> {
     }
     if on("strata") {
         t.push_str("# Strata\r\n");
+        let steps = sh.store.scan_steps.load(std::sync::atomic::Ordering::Relaxed);
+        let _ = write!(t, "strata_scan_steps:{steps}\r\n");
         // The DB-wide section (WAL, writes, stalls) comes with the `default` family's stats.
         let db_wide = sh.store.db.property_value("strata.stats").ok().flatten().unwrap_or_default();
         let _ = write!(t, "strata_db_stats:{}\r\n", fold_lines(&db_wide));

@@ -3,6 +3,7 @@
 use super::CmdResult;
 use crate::resp::Out;
 use crate::server::{Conn, Shared};
+use crate::storage::pop_hints::Family;
 use crate::storage::{subkey, Kind};
 use std::collections::HashSet;
 use strata::WriteBatch;
@@ -13,10 +14,12 @@ pub fn sadd(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResul
     let mut m = st.typed_or_new(&a[1], Kind::Set)?;
     let mut b = WriteBatch::new();
     let mut added = HashSet::new();
+    let prefix = subkey::prefix(&a[1], m.version);
     for mem in &a[2..] {
         if !added.contains(mem) && st.get_sub(&a[1], m.version, mem)?.is_none() {
             added.insert(mem);
             b.put_cf(&*st.sub_cf, subkey::encode(&a[1], m.version, mem), b"");
+            st.pop_hints.inserted(Family::SetMembers, &prefix, mem);
         }
     }
     m.size += added.len() as u64;
@@ -85,7 +88,9 @@ pub fn scard(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResu
     Ok(())
 }
 
-/// SPOP takes the first members in byte order (as Kvrocks): cheap, not random.
+/// SPOP takes the first members in byte order (as Kvrocks): cheap, not random. It starts
+/// where the previous pop of this key generation stopped (`pop_hints`), not over the
+/// tombstones of the members popped before.
 pub fn spop(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let count = super::pop_count(a)?.map(|c| c as usize);
     let st = &sh.store;
@@ -100,8 +105,10 @@ pub fn spop(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResul
     };
     let n = count.unwrap_or(1);
     let mut v = Vec::new();
+    let prefix = subkey::prefix(&a[1], m.version);
     if n > 0 {
-        st.scan(&st.sub_cf, &a[1], m.version, b"", false, |f, _| {
+        let from = st.pop_hints.low(Family::SetMembers, &prefix);
+        st.scan(&st.sub_cf, &a[1], m.version, &from, false, |f, _| {
             v.push(f.to_vec());
             v.len() < n
         })?;
@@ -113,6 +120,9 @@ pub fn spop(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResul
     m.size -= v.len() as u64;
     st.put_or_delete_meta(&mut b, &a[1], &m);
     st.write(b)?;
+    if let (Some(last), true) = (v.last(), m.size > 0) {
+        st.pop_hints.popped_low(Family::SetMembers, &prefix, last);
+    }
     match count {
         None => out.opt_bulk(v.first().map(|x| x.as_slice())),
         Some(_) => {

@@ -152,7 +152,7 @@ pub fn getdel(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
     let old = get_string(st, &a[1])?;
     if old.is_some() {
         let mut b = WriteBatch::new();
-        b.delete_cf(&*st.meta_cf, &a[1]);
+        st.delete_meta(&mut b, &a[1]);
         st.write(b)?;
     }
     out.opt_bulk(old.as_ref().map(|m| m.value.as_slice()));

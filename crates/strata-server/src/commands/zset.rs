@@ -5,6 +5,7 @@
 use super::{float_arg, int_arg, is, parse_float, CmdResult, SYNTAX};
 use crate::resp::Out;
 use crate::server::{Conn, Shared};
+use crate::storage::pop_hints::Family;
 use crate::storage::{score, subkey, Kind, Store};
 use strata::WriteBatch;
 
@@ -35,7 +36,10 @@ fn put_member(
         b.delete_cf(&*st.score_cf, score::index_key(key, version, o, member));
     }
     b.put_cf(&*st.sub_cf, subkey::encode(key, version, member), new.to_bits().to_le_bytes());
-    b.put_cf(&*st.score_cf, score::index_key(key, version, new, member), b"");
+    let ik = score::index_key(key, version, new, member);
+    let (prefix, suffix) = ik.split_at(subkey::prefix_len(key));
+    st.pop_hints.inserted(Family::ScoreIndex, prefix, suffix);
+    b.put_cf(&*st.score_cf, &ik, b"");
 }
 
 fn del_member(st: &Store, b: &mut WriteBatch, key: &[u8], version: u64, member: &[u8], old: f64) {
@@ -241,24 +245,31 @@ fn walk(
     version: u64,
     from_score: Option<f64>,
     reverse: bool,
-    mut f: impl FnMut(f64, &[u8]) -> bool,
+    f: impl FnMut(f64, &[u8]) -> bool,
 ) -> CmdResult {
     let from = from_score.map(|s| score::encode_score(s).to_vec()).unwrap_or_default();
+    walk_from(st, key, version, &from, reverse, f)
+}
+
+/// Like [`walk`], from an index-key suffix (`Store::scan`'s `from`).
+fn walk_from(
+    st: &Store,
+    key: &[u8],
+    version: u64,
+    from: &[u8],
+    reverse: bool,
+    mut f: impl FnMut(f64, &[u8]) -> bool,
+) -> CmdResult {
     let mut err = None;
-    st.scan(
-        &st.score_cf,
-        key,
-        version,
-        &from,
-        reverse,
-        |rest, _| match score::split_index_suffix(rest) {
-            Some((s, mem)) => f(s, mem),
-            None => {
-                err = Some("ERR corrupt sorted set index".to_string());
-                false
-            }
-        },
-    )?;
+    st.scan(&st.score_cf, key, version, from, reverse, |rest, _| match score::split_index_suffix(
+        rest,
+    ) {
+        Some((s, mem)) => f(s, mem),
+        None => {
+            err = Some("ERR corrupt sorted set index".to_string());
+            false
+        }
+    })?;
     err.map_or(Ok(()), Err)
 }
 
@@ -472,8 +483,16 @@ fn pop(sh: &Shared, a: &[Vec<u8>], max: bool, out: &mut Out) -> CmdResult {
     let mut items = Vec::new();
     if let Some(mut m) = st.typed(&a[1], Kind::ZSet)? {
         let n = count.unwrap_or(1);
+        // Start where the previous pop from this end stopped (`pop_hints`), not over the
+        // tombstones of the entries popped before.
+        let prefix = subkey::prefix(&a[1], m.version);
         if n > 0 {
-            walk(st, &a[1], m.version, None, max, |s, mem| {
+            let from = if max {
+                st.pop_hints.high(Family::ScoreIndex, &prefix).unwrap_or_default()
+            } else {
+                st.pop_hints.low(Family::ScoreIndex, &prefix)
+            };
+            walk_from(st, &a[1], m.version, &from, max, |s, mem| {
                 items.push((s, mem.to_vec()));
                 items.len() < n
             })?;
@@ -485,6 +504,15 @@ fn pop(sh: &Shared, a: &[Vec<u8>], max: bool, out: &mut Out) -> CmdResult {
         m.size -= items.len() as u64;
         st.put_or_delete_meta(&mut b, &a[1], &m);
         st.write(b)?;
+        if let (Some((s, mem)), true) = (items.last(), m.size > 0) {
+            let ik = score::index_key(&a[1], m.version, *s, mem);
+            let last = &ik[prefix.len()..];
+            if max {
+                st.pop_hints.popped_high(Family::ScoreIndex, &prefix, last);
+            } else {
+                st.pop_hints.popped_low(Family::ScoreIndex, &prefix, last);
+            }
+        }
     }
     if count.is_none() || !out.resp3 {
         // Flat member, score list.

@@ -16,6 +16,22 @@ pub struct Out {
 }
 
 impl Out {
+    /// `<tag><n>\r\n`: the length line of bulks, arrays, maps and sets.
+    pub fn header(&mut self, tag: u8, n: usize) {
+        self.buf.push(tag);
+        push_decimal(&mut self.buf, n as u64);
+        self.buf.extend_from_slice(b"\r\n");
+    }
+
+    fn header_i(&mut self, tag: u8, n: i64) {
+        self.buf.push(tag);
+        if n < 0 {
+            self.buf.push(b'-');
+        }
+        push_decimal(&mut self.buf, n.unsigned_abs());
+        self.buf.extend_from_slice(b"\r\n");
+    }
+
     /// `+s`
     pub fn simple(&mut self, s: &str) {
         self.buf.push(b'+');
@@ -38,12 +54,13 @@ impl Out {
 
     /// `:n`
     pub fn int(&mut self, n: i64) {
-        let _ = write!(self.buf, ":{n}\r\n");
+        self.header_i(b':', n);
     }
 
     /// `$len\r\nbytes`
     pub fn bulk(&mut self, b: &[u8]) {
-        let _ = write!(self.buf, "${}\r\n", b.len());
+        self.buf.reserve(b.len() + 16);
+        self.header(b'$', b.len());
         self.buf.extend_from_slice(b);
         self.buf.extend_from_slice(b"\r\n");
     }
@@ -76,13 +93,13 @@ impl Out {
 
     /// Array header of `n` elements.
     pub fn array(&mut self, n: usize) {
-        let _ = write!(self.buf, "*{n}\r\n");
+        self.header(b'*', n);
     }
 
     /// Map header of `n` pairs (RESP2: an array of `2n`).
     pub fn map(&mut self, n: usize) {
         if self.resp3 {
-            let _ = write!(self.buf, "%{n}\r\n");
+            self.header(b'%', n);
         } else {
             self.array(2 * n);
         }
@@ -91,7 +108,7 @@ impl Out {
     /// Set header (RESP2: an array).
     pub fn set(&mut self, n: usize) {
         if self.resp3 {
-            let _ = write!(self.buf, "~{n}\r\n");
+            self.header(b'~', n);
         } else {
             self.array(n);
         }
@@ -124,6 +141,22 @@ impl Out {
     }
 }
 
+/// Appends `n` in decimal (what `write!(buf, "{n}")` gives, without the formatting machinery:
+/// reply headers are on every request's path).
+fn push_decimal(buf: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    buf.extend_from_slice(&digits[i..]);
+}
+
 /// Formats a double the way Redis replies with one: integers without a fraction, `inf`/`-inf`,
 /// otherwise the shortest form that reads back the same.
 pub fn format_double(v: f64) -> String {
@@ -152,6 +185,21 @@ mod tests {
         o.map(1);
         o.double(1.5);
         assert_eq!(o.buf, b"_\r\n%1\r\n,1.5\r\n");
+    }
+
+    #[test]
+    fn headers_and_integers_match_formatting() {
+        for n in [0i64, 1, 9, 10, 99, 100, 12345, -1, -10, i64::MAX, i64::MIN] {
+            let mut o = Out::default();
+            o.int(n);
+            assert_eq!(o.buf, format!(":{n}\r\n").into_bytes());
+        }
+        let mut o = Out::default();
+        o.array(0);
+        o.header(b'%', 1_000_000);
+        o.bulk(b"ab");
+        o.bulk(b"");
+        assert_eq!(o.buf, b"*0\r\n%1000000\r\n$2\r\nab\r\n$0\r\n\r\n");
     }
 
     #[test]

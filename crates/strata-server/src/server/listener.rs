@@ -5,16 +5,14 @@
 //! gets `-ERR Protocol error: ...` after the replies of the frames before it, and closes that
 //! connection only.
 //!
-//! Engine calls are blocking but fast (memtable/cache hits) and run on the connection's task,
-//! except when every write is synced (`appendfsync always`): a batch containing a write then
-//! runs on the blocking pool, and its replies wait for one WAL sync shared with every other
-//! connection's writes (`storage::sync_group`) without holding the async workers or any key
-//! lock.
+//! Engine calls are blocking but fast (memtable/cache hits) and run on the connection's task.
+//! When every write is synced (`appendfsync always`), a batch's writes are made unsynced and
+//! its replies wait (asynchronously, holding no worker and no key lock) for one WAL sync
+//! shared with every other connection's writes (`storage::sync_group`).
 
 use super::{ClientEntry, Conn, Shared};
 use crate::commands;
 use crate::resp::{parse_command, Out, ParseOutcome};
-use crate::storage::SyncPolicy;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -48,7 +46,8 @@ pub async fn serve(
     }
 }
 
-fn run_batch(sh: &Shared, conn: &mut Conn, frames: &[Vec<Vec<u8>>], out: &mut Out) {
+/// Runs a batch of frames; returns the WAL sync their replies must wait for, if any.
+fn run_batch(sh: &Shared, conn: &mut Conn, frames: &[Vec<Vec<u8>>], out: &mut Out) -> Option<u64> {
     for f in frames {
         if conn.close {
             break;
@@ -59,13 +58,7 @@ fn run_batch(sh: &Shared, conn: &mut Conn, frames: &[Vec<Vec<u8>>], out: &mut Ou
         out.resp3 = conn.resp3;
         commands::dispatch(sh, conn, f, out);
     }
-    // Under `appendfsync always` the replies wait for one WAL sync covering every write the
-    // batch made. If it fails, nothing of the batch is acknowledged: the connection closes
-    // without its replies.
-    if sh.store.settle_sync().is_err() {
-        out.buf.clear();
-        conn.close = true;
-    }
+    sh.store.owed_sync()
 }
 
 async fn handle(sh: Arc<Shared>, mut sock: TcpStream, addr: String) {
@@ -85,7 +78,7 @@ async fn handle(sh: Arc<Shared>, mut sock: TcpStream, addr: String) {
     let mut buf: Vec<u8> = Vec::with_capacity(16 * 1024);
     let mut out = Out::default();
     let max_bulk = sh.config.proto_max_bulk_len;
-    'conn: loop {
+    loop {
         match sock.read_buf(&mut buf).await {
             Ok(0) | Err(_) => break,
             Ok(_) => {}
@@ -108,31 +101,14 @@ async fn handle(sh: Arc<Shared>, mut sock: TcpStream, addr: String) {
         }
         buf.drain(..pos);
         if !frames.is_empty() {
-            let needs_pool = sh.store.sync_policy() == SyncPolicy::Always
-                && frames
-                    .iter()
-                    .any(|f| f.first().and_then(|n| commands::lookup(n)).is_some_and(|c| c.write));
-            if needs_pool {
-                let sh2 = sh.clone();
-                let mut c = std::mem::replace(
-                    &mut conn,
-                    Conn { id, authed: false, resp3: false, close: false },
-                );
-                let mut o = std::mem::take(&mut out);
-                let res = tokio::task::spawn_blocking(move || {
-                    run_batch(&sh2, &mut c, &frames, &mut o);
-                    (c, o)
-                })
-                .await;
-                match res {
-                    Ok((c, o)) => {
-                        conn = c;
-                        out = o;
-                    }
-                    Err(_) => break 'conn,
+            // Under `appendfsync always` the replies wait for one WAL sync covering every
+            // write the batch made. If it fails, nothing of the batch is acknowledged: the
+            // connection closes without its replies.
+            if let Some(need) = run_batch(&sh, &mut conn, &frames, &mut out) {
+                if sh.store.syncs.wait(need).await.is_err() {
+                    out.buf.clear();
+                    conn.close = true;
                 }
-            } else {
-                run_batch(&sh, &mut conn, &frames, &mut out);
             }
         }
         if let Some(e) = &proto_err {

@@ -24,7 +24,7 @@ pub fn start(sh: &Arc<Shared>) {
             let r = tokio::task::spawn_blocking(move || {
                 let r = expire_cycle(&s2.store, &start, EXPIRE_BUDGET);
                 // Expiry deletions owe no acknowledgement: only keep the thread's mark clean.
-                let _ = s2.store.settle_sync();
+                let _ = crate::storage::sync_group::take_owed_sync();
                 r
             })
             .await;

@@ -7,7 +7,9 @@
 
 pub mod filter;
 pub mod locks;
+pub mod meta_cache;
 pub mod metadata;
+pub mod pop_hints;
 pub mod score;
 pub mod subkey;
 pub mod sync_group;
@@ -87,7 +89,14 @@ pub struct Store {
     /// Set when shutting down: the compaction filter stops consulting the store.
     pub closing: AtomicBool,
     /// Shared WAL syncs for `appendfsync always` (`sync_group`).
-    pub syncs: sync_group::SyncGroup,
+    pub syncs: Arc<sync_group::SyncGroup>,
+    /// Small metadata entries of hot keys (`meta_cache`).
+    pub meta_cache: meta_cache::MetaCache,
+    /// Where SPOP/ZPOPMIN/ZPOPMAX start (`pop_hints`).
+    pub pop_hints: pop_hints::PopHints,
+    /// Internal entries sub-key scans have stepped over (INFO `strata_scan_steps`): what
+    /// tombstones and old versions cost the scans.
+    pub scan_steps: AtomicU64,
 }
 
 impl Store {
@@ -124,7 +133,10 @@ impl Store {
             sync: AtomicU8::new(policy as u8),
             last_version: AtomicU64::new(0),
             closing: AtomicBool::new(false),
-            syncs: sync_group::SyncGroup::default(),
+            syncs: Arc::new(sync_group::SyncGroup::default()),
+            meta_cache: meta_cache::MetaCache::default(),
+            pop_hints: pop_hints::PopHints::default(),
+            scan_steps: AtomicU64::new(0),
         });
         let _ = slot.set(Arc::downgrade(&store));
         Ok(store)
@@ -164,31 +176,41 @@ impl Store {
     }
 
     /// Writes `batch` under the current sync policy. Under `always` the write is made without
-    /// a sync and this thread owes one: the caller settles it with [`Store::settle_sync`]
-    /// before acknowledging (after releasing its key locks; `sync_group`).
+    /// a sync and this thread owes one: the caller takes it with [`Store::owed_sync`] and
+    /// waits for it before acknowledging (after releasing its key locks; `sync_group`).
     pub fn write(&self, batch: WriteBatch) -> Result<(), String> {
         if batch.is_empty() {
+            self.meta_cache.invalidate_noted();
             return Ok(());
         }
-        self.db.write_opt(batch, &WriteOptions::default()).map_err(engine_err)?;
+        let written = self.db.write_opt(batch, &WriteOptions::default());
+        // After the write (`meta_cache` contract), whether or not it succeeded.
+        self.meta_cache.invalidate_noted();
+        written.map_err(engine_err)?;
         if self.sync_policy() == SyncPolicy::Always {
             sync_group::owe_sync();
         }
         Ok(())
     }
 
-    /// Makes this thread's writes durable if it owes a sync (see [`Store::write`]).
-    pub fn settle_sync(&self) -> Result<(), String> {
-        if sync_group::take_owed_sync() {
-            self.syncs.wait_durable(&self.db)
-        } else {
-            Ok(())
-        }
+    /// The sync this thread's writes since the last call must wait for, if they owe one (see
+    /// [`Store::write`]): requested now, awaited with `self.syncs.wait`.
+    pub fn owed_sync(&self) -> Option<u64> {
+        sync_group::take_owed_sync().then(|| self.syncs.request(&self.db))
     }
 
     /// The live metadata of `key` (an expired key reads as absent).
     pub fn meta(&self, key: &[u8]) -> Result<Option<Meta>, String> {
-        let raw = self.db.get_cf(&*self.meta_cf, key).map_err(engine_err)?;
+        let raw = match self.meta_cache.get(key) {
+            Ok(raw) => Some(raw),
+            Err(generation) => {
+                let raw = self.db.get_cf(&*self.meta_cf, key).map_err(engine_err)?;
+                if let Some(r) = &raw {
+                    self.meta_cache.fill(key, r, generation);
+                }
+                raw
+            }
+        };
         match raw {
             None => Ok(None),
             Some(raw) => {
@@ -201,11 +223,19 @@ impl Store {
 
     /// Puts `meta` for `key` into `batch`.
     pub fn put_meta(&self, batch: &mut WriteBatch, key: &[u8], meta: &Meta) {
+        meta_cache::note_write(key);
         batch.put_cf(&*self.meta_cf, key, meta.encode());
     }
 
-    /// Visits sub-keys of (`key`, `version`) in `cf` whose field is >= `from`, in order (or
-    /// in reverse), until `f` returns false. `f` gets the field and the value.
+    /// Puts the deletion of `key`'s metadata into `batch`.
+    pub fn delete_meta(&self, batch: &mut WriteBatch, key: &[u8]) {
+        meta_cache::note_write(key);
+        batch.delete_cf(&*self.meta_cf, key);
+    }
+
+    /// Visits sub-keys of (`key`, `version`) in `cf` in order, from the first whose field is
+    /// at or above `from`, until `f` returns false; or in reverse, from the last whose field
+    /// is below `from` (empty `from`: the last of all). `f` gets the field and the value.
     pub fn scan(
         &self,
         cf: &ColumnFamily,
@@ -216,25 +246,37 @@ impl Store {
         mut f: impl FnMut(&[u8], &[u8]) -> bool,
     ) -> Result<(), String> {
         let prefix = subkey::prefix(key, version);
-        let end = subkey::prefix_end(key, version);
+        let end = if reverse && !from.is_empty() {
+            let mut e = prefix.clone();
+            e.extend_from_slice(from);
+            e
+        } else {
+            subkey::prefix_end(key, version)
+        };
+        let mut start = Vec::new();
+        if !reverse {
+            start.reserve(prefix.len() + from.len());
+            start.extend_from_slice(&prefix);
+            start.extend_from_slice(from);
+        }
+        let plen = prefix.len();
         let ro = ReadOptions {
-            iterate_lower_bound: Some(prefix.clone()),
-            iterate_upper_bound: Some(end.clone()),
+            iterate_lower_bound: Some(prefix),
+            iterate_upper_bound: Some(end),
             ..ReadOptions::default()
         };
         let mut it = self.db.raw_iterator_cf_opt(cf, &ro);
+        let prefix = ro.iterate_lower_bound.as_deref().unwrap_or_default();
         if reverse {
             it.seek_to_last();
         } else {
-            let mut start = prefix.clone();
-            start.extend_from_slice(from);
             it.seek(&start);
         }
         while let Some((k, v)) = it.item() {
-            if !k.starts_with(&prefix) {
+            if !k.starts_with(prefix) {
                 break;
             }
-            if !f(&k[prefix.len()..], v) {
+            if !f(&k[plen..], v) {
                 break;
             }
             if reverse {
@@ -243,6 +285,7 @@ impl Store {
                 it.next();
             }
         }
+        self.scan_steps.fetch_add(it.internal_steps(), Ordering::Relaxed);
         it.status().map_err(engine_err)
     }
 
@@ -279,6 +322,7 @@ impl Store {
 
     /// Deletes every key (all families), by range deletions up to each family's last key.
     pub fn flush_all(&self) -> Result<(), String> {
+        self.pop_hints.clear();
         for cf in [&self.meta_cf, &self.sub_cf, &self.score_cf] {
             let mut it = self.db.raw_iterator_cf(&**cf);
             it.seek_to_last();
@@ -291,6 +335,7 @@ impl Store {
             }
             it.status().map_err(engine_err)?;
         }
+        self.meta_cache.clear();
         Ok(())
     }
 
@@ -304,6 +349,7 @@ impl Store {
             }
         }
         self.db.cancel_all_background_work(true);
+        self.syncs.stop();
         res
     }
 }
@@ -341,7 +387,7 @@ impl Store {
     /// Puts `m` for `key` into `b`, or deletes the key when `m` is an empty container.
     pub fn put_or_delete_meta(&self, b: &mut WriteBatch, key: &[u8], m: &Meta) {
         if m.kind != Kind::String && m.size == 0 {
-            b.delete_cf(&*self.meta_cf, key);
+            self.delete_meta(b, key);
         } else {
             self.put_meta(b, key, m);
         }

@@ -23,6 +23,11 @@ pub fn prefix(key: &[u8], version: u64) -> Vec<u8> {
     out
 }
 
+/// The length of `prefix(key, _)`.
+pub fn prefix_len(key: &[u8]) -> usize {
+    4 + key.len() + 8
+}
+
 /// The exclusive upper bound of `prefix(key, version)`'s range.
 pub fn prefix_end(key: &[u8], version: u64) -> Vec<u8> {
     prefix(key, version.wrapping_add(1))
@@ -53,6 +58,7 @@ mod tests {
         let a = encode(b"k", 5, b"f");
         assert_eq!(decode(&a), Some((&b"k"[..], 5, &b"f"[..])));
         assert!(prefix(b"k", 5) < a && a < prefix_end(b"k", 5));
+        assert_eq!(prefix_len(b"k"), prefix(b"k", 5).len());
         // A key that extends another never falls inside its range.
         let b = encode(b"kk", 5, b"");
         assert!(!(b >= prefix(b"k", 5) && b < prefix_end(b"k", 5)));

@@ -2,21 +2,30 @@
 //!
 //! A command writes its batch without a sync while it holds its keys' locks, so writers of
 //! one hot key do not wait for each other's fdatasync one by one; the reply is held until a
-//! WAL sync that *began after* the write has finished (`wait_durable`), and one sync serves
-//! every write made before it began. This is how Redis's `appendfsync always` answers too:
-//! commands run, one fsync, then the replies.
+//! WAL sync that *began after* the write has finished, and one sync serves every write made
+//! before it began. This is how Redis's `appendfsync always` answers too: commands run, one
+//! fsync, then the replies.
 //!
-//! Contract: when `wait_durable` returns `Ok`, every write this thread made before the call is
-//! on the device. A failed sync fails every waiter it was to cover, and the engine refuses
-//! later writes (its error is sticky), so no write after a failed sync is acknowledged.
+//! One syncer thread (started on the first request, stopped by [`SyncGroup::stop`]) runs the
+//! syncs: [`SyncGroup::request`] asks for one that begins after the call and returns its
+//! number; [`SyncGroup::wait`] (async, for connection tasks, which keep serving other
+//! connections meanwhile) or [`SyncGroup::wait_blocking`] returns when it has finished. No
+//! connection task hands its batch to another thread or blocks a runtime worker on a sync.
 //!
-//! A write that owes a sync marks this thread (`owe_sync`); the connection loop settles the
-//! debt before it sends the replies of the commands it ran (`take_owed_sync`).
+//! Contract: when a wait for the number `request` returned succeeds, every write this thread
+//! made before `request` is on the device. A failed sync fails every waiter it was to cover,
+//! and the engine refuses later writes (its error is sticky), so no write after a failed sync
+//! is acknowledged.
+//!
+//! A write that owes a sync marks this thread (`owe_sync`); the connection loop takes the mark
+//! (`take_owed_sync`) right after the commands it ran, before it awaits anything.
 
 use std::cell::Cell;
+use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex};
 use strata::Db;
+use tokio::sync::watch;
 
 #[derive(Default)]
 struct State {
@@ -24,50 +33,143 @@ struct State {
     started: u64,
     /// The highest-numbered sync finished.
     finished: u64,
-    /// Whether a sync is running now.
-    running: bool,
+    /// The highest sync number requested.
+    requested: u64,
     /// The first sync that failed, with its error.
+    failed: Option<(u64, String)>,
+    /// Whether the syncer thread runs.
+    syncer: bool,
+    /// Stop the syncer once the requested syncs are done.
+    stop: bool,
+}
+
+/// What waiters watch: the last finished sync and the first failure.
+#[derive(Clone, Default)]
+struct Progress {
+    finished: u64,
     failed: Option<(u64, String)>,
 }
 
+impl Progress {
+    /// `None` while sync `need` is pending; then its outcome.
+    fn outcome(&self, need: u64) -> Option<Result<(), String>> {
+        if let Some((n, e)) = &self.failed {
+            if *n <= need {
+                return Some(Err(e.clone()));
+            }
+        }
+        (self.finished >= need).then_some(Ok(()))
+    }
+}
+
 /// Shares WAL syncs among concurrent writers.
-#[derive(Default)]
 pub struct SyncGroup {
     state: Mutex<State>,
+    /// The syncer waits here for requests.
+    wake: Condvar,
+    /// Blocking waiters wait here.
     done: Condvar,
+    progress: watch::Sender<Progress>,
+}
+
+impl Default for SyncGroup {
+    fn default() -> Self {
+        SyncGroup {
+            state: Mutex::new(State::default()),
+            wake: Condvar::new(),
+            done: Condvar::new(),
+            progress: watch::Sender::new(Progress::default()),
+        }
+    }
 }
 
 impl SyncGroup {
-    /// Returns once a WAL sync that began after this call has finished: every write this
-    /// thread completed before the call is durable.
-    pub fn wait_durable(&self, db: &Db) -> Result<(), String> {
+    /// Asks for a WAL sync that begins after this call; returns its number for
+    /// [`SyncGroup::wait`]. Starts the syncer thread on the first call.
+    pub fn request(self: &Arc<Self>, db: &Arc<Db>) -> u64 {
         let mut st = self.state.lock();
         let need = st.started + 1;
+        st.requested = st.requested.max(need);
+        if !st.syncer {
+            st.syncer = true;
+            let (g, db) = (self.clone(), db.clone());
+            let spawned = std::thread::Builder::new()
+                .name("strata-wal-sync".into())
+                .spawn(move || g.run_syncer(&db));
+            if let Err(e) = spawned {
+                st.syncer = false;
+                st.failed
+                    .get_or_insert((need, format!("ERR cannot start the WAL sync thread: {e}")));
+                let failed = st.failed.clone();
+                drop(st);
+                self.publish(None, failed);
+                return need;
+            }
+        }
+        self.wake.notify_one();
+        need
+    }
+
+    /// Returns once sync `need` (from [`SyncGroup::request`]) has finished.
+    pub async fn wait(&self, need: u64) -> Result<(), String> {
+        let mut rx = self.progress.subscribe();
+        let outcome = match rx.wait_for(|p| p.outcome(need).is_some()).await {
+            Ok(p) => p.outcome(need).unwrap_or(Ok(())),
+            Err(_) => Err("ERR WAL sync stopped".into()),
+        };
+        outcome
+    }
+
+    /// [`SyncGroup::wait`] for a plain thread.
+    pub fn wait_blocking(&self, need: u64) -> Result<(), String> {
+        let mut st = self.state.lock();
         loop {
-            if let Some((n, e)) = &st.failed {
-                if *n <= need {
-                    return Err(e.clone());
-                }
+            let p = Progress { finished: st.finished, failed: st.failed.clone() };
+            if let Some(r) = p.outcome(need) {
+                return r;
             }
-            if st.finished >= need {
-                return Ok(());
+            self.done.wait(&mut st);
+        }
+    }
+
+    /// Stops the syncer thread after the syncs requested so far.
+    pub fn stop(&self) {
+        self.state.lock().stop = true;
+        self.wake.notify_one();
+    }
+
+    fn publish(&self, finished: Option<u64>, failed: Option<(u64, String)>) {
+        self.done.notify_all();
+        self.progress.send_modify(|p| {
+            if let Some(f) = finished {
+                p.finished = f;
             }
-            if st.running {
-                self.done.wait(&mut st);
-                continue;
+            p.failed = failed;
+        });
+    }
+
+    fn run_syncer(&self, db: &Db) {
+        loop {
+            let mut st = self.state.lock();
+            while st.requested <= st.finished && !st.stop {
+                self.wake.wait(&mut st);
             }
-            st.running = true;
+            if st.requested <= st.finished {
+                st.syncer = false;
+                return;
+            }
             st.started += 1;
             let n = st.started;
             drop(st);
             let r = db.flush_wal(true);
-            st = self.state.lock();
-            st.running = false;
+            let mut st = self.state.lock();
             st.finished = n;
             if let Err(e) = r {
                 st.failed.get_or_insert((n, format!("ERR WAL sync failed: {e}")));
             }
-            self.done.notify_all();
+            let failed = st.failed.clone();
+            drop(st);
+            self.publish(Some(n), failed);
         }
     }
 }
@@ -103,7 +205,8 @@ mod tests {
                     for i in 0..50 {
                         db.put(format!("k{t}-{i}"), "v").unwrap();
                         let before = g.state.lock().started;
-                        g.wait_durable(&db).unwrap();
+                        let need = g.request(&db);
+                        g.wait_blocking(need).unwrap();
                         let st = g.state.lock();
                         assert!(st.finished > before, "a sync begun after the write finished");
                     }
@@ -115,6 +218,32 @@ mod tests {
         }
         let syncs = g.state.lock().started;
         assert!(syncs <= 400, "{syncs}");
+    }
+
+    #[test]
+    fn async_waiters_get_a_sync_begun_after_their_request() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Arc::new(Db::open_default(dir.path()).unwrap());
+        let g = Arc::new(SyncGroup::default());
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        rt.block_on(async {
+            for i in 0..20 {
+                db.put(format!("k{i}"), "v").unwrap();
+                let before = g.state.lock().started;
+                let need = g.request(&db);
+                assert!(need > before);
+                g.wait(need).await.unwrap();
+                assert!(g.state.lock().finished > before);
+            }
+        });
+        g.stop();
+        for _ in 0..500 {
+            if !g.state.lock().syncer {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        assert!(!g.state.lock().syncer, "the syncer stops");
     }
 
     #[test]
