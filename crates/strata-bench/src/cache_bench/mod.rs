@@ -7,7 +7,11 @@
 //! without keeping the handle (`-blind_insert_percent`), lookup (`-lookup_percent`) or erase
 //! (`-erase_percent`). A hit hashes the value (unless `-lean`); values are `-value_bytes` of
 //! random data charged at their size. As RocksDB's tool, each thread keeps the most recent
-//! handles (values) it looked up or inserted pinned, `-pinned_ratio` of the cache in all.
+//! handles it looked up or inserted pinned, `-pinned_ratio` of the cache in all: a lookup
+//! takes each cache's own handle (`AnyCache::lookup_handle`: the clock cache's holds the slot,
+//! the LRU cache's is a clone of the value's `Arc`); an inserted value is pinned as the
+//! caller's `Arc`. Keys are drawn with wyrand, a generator of a few instructions, so that the
+//! `1 + -skew` draws per operation weigh little next to the cache.
 //! `-max_key` defaults to `cache_size / resident_ratio / value_bytes`.
 //!
 //! Differences: the LRU cache is Strata's (high-priority pool ratio 0.5, as the tool sets);

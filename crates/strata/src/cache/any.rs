@@ -2,8 +2,10 @@
 //! interface (what the block cache, `Cache`, and `cache_bench` use).
 
 use std::hash::Hash;
+use std::ops::Deref;
 use std::sync::Arc;
 
+use super::clock::ClockHandle;
 use super::options::{CacheType, HyperClockCacheOptions, LruCacheOptions};
 use super::{default_shard_bits, ClockCache, LruCache, Priority};
 use crate::error::{Error, Result};
@@ -84,6 +86,16 @@ impl<K: Hash + Eq + Send + Sync, V: Send + Sync> AnyCache<K, V> {
         }
     }
 
+    /// A handle on the value for `key`, each implementation's cheapest: the clock cache's
+    /// keeps the entry in its slot ([`ClockHandle`]), the LRU cache's is a clone of the `Arc`.
+    #[inline]
+    pub fn lookup_handle(&self, key: &K) -> Option<CacheHandle<'_, K, V>> {
+        match self {
+            AnyCache::Lru(c) => c.lookup(key).map(CacheHandle::Shared),
+            AnyCache::Clock(c) => c.lookup_handle(key).map(CacheHandle::Clock),
+        }
+    }
+
     /// Inserts or replaces `key` with `charge` bytes at `priority`.
     #[inline]
     pub fn insert(&self, key: K, value: Arc<V>, charge: usize, priority: Priority) {
@@ -157,6 +169,26 @@ impl<K: Hash + Eq + Send + Sync, V: Send + Sync> AnyCache<K, V> {
         match self {
             AnyCache::Lru(c) => c.shard_count(),
             AnyCache::Clock(c) => c.num_shards(),
+        }
+    }
+}
+
+/// A looked-up value ([`AnyCache::lookup_handle`]), or a value the caller holds itself.
+pub enum CacheHandle<'a, K: Eq, V> {
+    /// A shared value (the LRU cache's handle, or one the caller made).
+    Shared(Arc<V>),
+    /// A clock cache entry held in its slot.
+    Clock(ClockHandle<'a, K, V>),
+}
+
+impl<K: Eq, V> Deref for CacheHandle<'_, K, V> {
+    type Target = V;
+
+    #[inline]
+    fn deref(&self) -> &V {
+        match self {
+            CacheHandle::Shared(v) => v,
+            CacheHandle::Clock(h) => h,
         }
     }
 }

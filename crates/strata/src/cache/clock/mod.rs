@@ -75,9 +75,15 @@
 //! so a read racing a write would be reported.
 //!
 //! Values are `Arc<V>`, as in the LRU cache: a reader keeps an evicted value alive after the
-//! slot is reused, and such values no longer count against the capacity. Slot references only
-//! live inside an operation, so non-strict mode (insert past the capacity when the sweep finds
-//! nothing to evict) differs from strict mode only while entries are being read.
+//! slot is reused, and such values no longer count against the capacity. [`ClockCache::lookup`]
+//! holds its slot reference only inside the call (it returns a clone of the `Arc`);
+//! [`ClockCache::lookup_handle`] returns the reference itself as a [`ClockHandle`] (RocksDB's
+//! handle), which saves the two read-modify-writes of the `Arc`'s shared count, the costly part
+//! of a hit on an entry that other threads are also reading. A held handle pins its entry: the
+//! sweep skips it and an erase frees it when the last handle drops, and its charge stays
+//! counted, so strict mode refuses inserts that would need to evict pinned entries while
+//! non-strict mode (insert past the capacity when the sweep finds nothing to evict) admits
+//! them.
 
 mod meta;
 mod sync;
@@ -86,12 +92,13 @@ mod table;
 mod tests;
 
 use std::hash::{BuildHasher, Hash};
+use std::ops::Deref;
 use std::sync::Arc;
 
 use super::hash::MixBuildHasher;
 use super::striped::StripedCounter;
 use super::Priority;
-use table::ClockTable;
+use table::{ClockTable, Slot};
 
 /// Table sizing: slots = expected entries / LOAD_FACTOR (as tenths).
 const LOAD_FACTOR_TENTHS: usize = 7;
@@ -159,6 +166,25 @@ impl<K: Hash + Eq + Send + Sync, V: Send + Sync> ClockCache<K, V> {
         found
     }
 
+    /// A handle on the entry for `key`: the value, borrowed from the cache, kept in place (not
+    /// evicted, not freed) until the handle drops.
+    #[inline]
+    pub fn lookup_handle(&self, key: &K) -> Option<ClockHandle<'_, K, V>> {
+        let (h, shard) = self.locate(key);
+        let found = shard.acquire(h, key);
+        if found.is_some() { &self.hits } else { &self.misses }.add(1);
+        let (slot, acquired) = found?;
+        // SAFETY: `acquire` returned a held reference; the borrow lives in the handle, whose
+        // drop releases the reference after the borrow's last use.
+        match unsafe { shard.value_of(slot) } {
+            Some(value) => Some(ClockHandle { table: shard, slot, acquired, value }),
+            None => {
+                shard.release_after_hit(slot, acquired);
+                None
+            }
+        }
+    }
+
     /// Inserts (or replaces) `key`; returns whether the entry was cached.
     pub fn insert(&self, key: K, value: Arc<V>, charge: usize, priority: Priority) -> bool {
         let (h, shard) = self.locate(&key);
@@ -221,5 +247,30 @@ impl<K: Hash + Eq + Send + Sync, V: Send + Sync> ClockCache<K, V> {
         for s in &*self.shards {
             s.check();
         }
+    }
+}
+
+/// A reference to a cached entry ([`ClockCache::lookup_handle`]); derefs to its value. The
+/// entry stays in its slot until the handle drops (module doc).
+pub struct ClockHandle<'a, K: Eq, V> {
+    table: &'a ClockTable<K, V>,
+    slot: &'a Slot<K, V>,
+    acquired: u64,
+    value: &'a V,
+}
+
+impl<K: Eq, V> Deref for ClockHandle<'_, K, V> {
+    type Target = V;
+
+    #[inline]
+    fn deref(&self) -> &V {
+        self.value
+    }
+}
+
+impl<K: Eq, V> Drop for ClockHandle<'_, K, V> {
+    #[inline]
+    fn drop(&mut self) {
+        self.table.release_after_hit(self.slot, self.acquired);
     }
 }

@@ -103,10 +103,25 @@ impl<K: Eq, V> ClockTable<K, V> {
     }
 
     /// The value of a visible entry for `key`.
+    #[inline]
     pub(super) fn lookup(&self, hash: u64, key: &K) -> Option<Arc<V>> {
+        let (s, acquired) = self.acquire(hash, key)?;
+        // SAFETY: `acquire` returned a reference taken in the VISIBLE state on a payload that
+        // matched: the payload is neither written nor freed until `release_after_hit`.
+        let v = s.payload.with(|p| unsafe { (*p).as_ref().map(|pl| pl.value.clone()) });
+        self.release_after_hit(s, acquired);
+        v
+    }
+
+    /// Takes a reference on a visible entry for `key`: the slot and its word as the reference
+    /// was taken. The caller reads the payload (which is `Some`) and then gives the reference
+    /// back with `release_after_hit`.
+    #[inline]
+    pub(super) fn acquire(&self, hash: u64, key: &K) -> Option<(&Slot<K, V>, u64)> {
         let (mut i, step) = self.probe_start(hash);
         for _ in 0..self.slots.len() {
-            let s = &self.slots[i];
+            // SAFETY: `i` is masked by `self.mask`, the table size minus one.
+            let s = unsafe { self.slots.get_unchecked(i) };
             // Peek first: a slot that is not visible is not worth a read-modify-write.
             if state(s.meta.load(Relaxed)) == VISIBLE {
                 let old = s.meta.fetch_add(REF, Acquire);
@@ -116,12 +131,11 @@ impl<K: Eq, V> ClockTable<K, V> {
                     // the payload is not written meanwhile, and the Acquire increment
                     // synchronises with the Release that published it.
                     let hit = s.payload.with(|p| match unsafe { &*p } {
-                        Some(pl) if pl.hash == hash && pl.key == *key => Some(pl.value.clone()),
-                        _ => None,
+                        Some(pl) => pl.hash == hash && pl.key == *key,
+                        None => false,
                     });
-                    if let Some(v) = hit {
-                        self.release_after_hit(s, old);
-                        return Some(v);
+                    if hit {
+                        return Some((s, old));
                     }
                 }
                 self.release(s);
@@ -134,10 +148,21 @@ impl<K: Eq, V> ClockTable<K, V> {
         None
     }
 
+    /// The value in a slot this thread holds a reference on, taken by `acquire`.
+    ///
+    /// # Safety
+    /// The reference must still be held; the returned borrow must end before it is released.
+    #[inline]
+    pub(super) unsafe fn value_of<'a>(&self, s: &'a Slot<K, V>) -> Option<&'a V> {
+        // SAFETY: the caller holds a reference taken in the VISIBLE state (see `acquire`): the
+        // payload stays in place and unwritten while the borrow lives.
+        s.payload.with(|p| unsafe { (*p).as_ref().map(|pl| &*pl.value) })
+    }
+
     /// Drops a reference taken by a hit, raising the entry's clock to the maximum in the same
     /// operation when it is lower (one attempt; on a race the plain release does).
     #[inline]
-    fn release_after_hit(&self, s: &Slot<K, V>, acquired: u64) {
+    pub(super) fn release_after_hit(&self, s: &Slot<K, V>, acquired: u64) {
         if clock(acquired) < MAX_CLOCK {
             let cur = acquired + REF;
             let bumped = with_clock(cur, MAX_CLOCK) - REF;

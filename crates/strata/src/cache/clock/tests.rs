@@ -70,6 +70,38 @@ mod units {
     }
 
     #[test]
+    fn a_handle_pins_its_entry_until_dropped() {
+        // Strict: the pinned entry cannot be evicted, so an insert that needs its room fails.
+        let c = cache(10, 10, true);
+        c.insert(1, Arc::new(1), 10, Priority::Low);
+        let h = c.lookup_handle(&1).unwrap();
+        assert_eq!(*h, 1);
+        assert!(!c.insert(2, Arc::new(2), 10, Priority::Low), "pinned: no room");
+        assert_eq!(c.lookup(&1).as_deref(), Some(&1));
+        drop(h);
+        assert!(c.insert(2, Arc::new(2), 10, Priority::Low), "unpinned: evictable");
+        assert!(c.lookup(&1).is_none());
+        c.check();
+    }
+
+    #[test]
+    fn an_erased_entry_is_freed_by_its_last_handle() {
+        let c = cache(100, 10, true);
+        c.insert(1, Arc::new(1), 10, Priority::Low);
+        let (h1, h2) = (c.lookup_handle(&1).unwrap(), c.lookup_handle(&1).unwrap());
+        c.erase(&1);
+        assert!(c.lookup_handle(&1).is_none());
+        assert_eq!((*h1, *h2), (1, 1));
+        assert_eq!(c.usage(), 10, "still held");
+        drop(h1);
+        assert_eq!(c.usage(), 10, "still held by the second handle");
+        drop(h2);
+        assert_eq!((c.usage(), c.occupancy()), (0, 0));
+        assert_eq!((c.hits(), c.misses()), (2, 1));
+        c.check();
+    }
+
+    #[test]
     fn too_large_is_not_cached_and_drops_the_old_value() {
         let c = cache(100, 10, false);
         c.insert(1, Arc::new(1), 10, Priority::Low);
@@ -264,9 +296,17 @@ mod units {
                         for i in 0..40_000u64 {
                             let k = r.below(600);
                             match r.below(10) {
-                                0..=5 => {
+                                0..=2 => {
                                     if let Some(v) = c.lookup(&k) {
                                         assert_eq!(v.0, k, "a hit returned another key's value");
+                                    }
+                                }
+                                3..=5 => {
+                                    // A handle held across other operations of this thread.
+                                    if let Some(h) = c.lookup_handle(&k) {
+                                        assert_eq!(h.0, k, "a handle on another key's value");
+                                        c.insert(k + 1, Arc::new((k + 1, i)), 1, Priority::Low);
+                                        assert_eq!(h.0, k, "a held value changed");
                                     }
                                 }
                                 6..=8 => {
