@@ -15,9 +15,9 @@
 //! `-max_key` defaults to `cache_size / resident_ratio / value_bytes`.
 //!
 //! Differences: the LRU cache is Strata's (high-priority pool ratio 0.5, as the tool sets);
-//! `*hyper_clock_cache` is Strata's clock cache with a fixed table sized for
-//! `-value_bytes_estimate` or `-value_bytes` entries (also for `auto_hyper_clock_cache`: no
-//! automatically grown table). No latency histograms, stats thread, secondary cache or
+//! `hyper_clock_cache` is Strata's clock cache with a fixed table sized for
+//! `-value_bytes_estimate` or `-value_bytes` entries, `auto_hyper_clock_cache` the same cache
+//! with tables that grow (no estimate). No latency histograms, stats thread, secondary cache or
 //! capacity variation. Timing adds the process's CPU time (user + system) per operation,
 //! which shows the cost difference even where the machine has fewer cores than threads.
 

@@ -42,11 +42,18 @@ fn make_cache(f: &CacheBenchFlags) -> Result<(BenchCache, &'static str)> {
             "strata::LruCache",
         ),
         "hyper_clock_cache" | "fixed_hyper_clock_cache" | "auto_hyper_clock_cache" => {
-            let estimate =
-                if f.value_bytes_estimate > 0 { f.value_bytes_estimate } else { f.value_bytes };
+            // As RocksDB's tool: the automatic table needs no estimate; the fixed one is sized
+            // for -value_bytes_estimate, or -value_bytes when that is 0.
+            let (estimate, name) = match f.cache_type.as_str() {
+                "auto_hyper_clock_cache" => (0, "strata::ClockCache (growing table)"),
+                _ if f.value_bytes_estimate > 0 => {
+                    (f.value_bytes_estimate, "strata::ClockCache (fixed table)")
+                }
+                _ => (f.value_bytes, "strata::ClockCache (fixed table)"),
+            };
             let mut o = HyperClockCacheOptions::new(capacity, estimate as usize);
             o.num_shard_bits = f.num_shard_bits;
-            (AnyCache::hyper_clock(&o)?, "strata::ClockCache (fixed table)")
+            (AnyCache::hyper_clock(&o)?, name)
         }
         "clock_cache" => bail!("Old clock cache implementation has been removed."),
         _ => bail!("Cache type not supported."),
@@ -275,7 +282,7 @@ mod tests {
 
     #[test]
     fn both_caches_run_the_workload() {
-        for cache_type in ["lru_cache", "hyper_clock_cache"] {
+        for cache_type in ["lru_cache", "hyper_clock_cache", "auto_hyper_clock_cache"] {
             let f = CacheBenchFlags {
                 threads: 2,
                 cache_size: 1 << 20,

@@ -50,16 +50,8 @@ impl<K: Hash + Eq + Send + Sync, V: Send + Sync> AnyCache<K, V> {
     }
 
     /// A clock cache. Its tables have a fixed size, computed from `estimated_entry_charge`,
-    /// which must be positive (no automatically grown table: `NotSupported`).
+    /// or grow as entries are inserted when it is 0 (RocksDB's `auto_hyper_clock_cache`).
     pub fn hyper_clock(o: &HyperClockCacheOptions) -> Result<Self> {
-        if o.estimated_entry_charge == 0 {
-            return Err(Error::NotSupported(
-                "hyper clock cache: estimated_entry_charge = 0 asks for an automatically grown \
-                 table, which Strata does not implement; give the typical entry size (e.g. the \
-                 block size)"
-                    .into(),
-            ));
-        }
         let bits = shard_bits(o.capacity, o.num_shard_bits)?;
         Ok(AnyCache::Clock(Box::new(ClockCache::new(
             o.capacity,

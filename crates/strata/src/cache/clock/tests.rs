@@ -125,6 +125,51 @@ mod units {
     }
 
     #[test]
+    fn a_growing_table_starts_small_and_keeps_every_entry() {
+        // 1 MiB, one shard: the first generation is sized for 64 KiB entries (32 slots).
+        let c = cache(1 << 20, 0, false);
+        assert_eq!((c.table_slots(), c.max_generations()), (32, 1));
+        for k in 0..5000 {
+            assert!(c.insert(k, Arc::new(k), 100, Priority::Low));
+        }
+        // 500 KB fit in the bytes: the slots grew, nothing was evicted.
+        assert_eq!(c.occupancy(), 5000);
+        assert!(c.max_generations() >= 4, "{} generations", c.max_generations());
+        assert!(c.table_slots() < 5000 * 4, "{} slots for 5000 entries", c.table_slots());
+        for k in 0..5000 {
+            assert_eq!(c.lookup(&k).as_deref(), Some(&k), "key {k} (older generations too)");
+        }
+        c.check();
+        // Replacing and erasing reach entries in older generations.
+        assert!(c.insert(3, Arc::new(33), 100, Priority::Low));
+        assert_eq!(c.lookup(&3).as_deref(), Some(&33));
+        c.erase(&4);
+        assert!(c.lookup(&4).is_none());
+        assert_eq!(c.occupancy(), 4999);
+        c.check();
+    }
+
+    #[test]
+    fn a_growing_table_drains_its_older_generations() {
+        let c = cache(100_000, 0, true);
+        for k in 0..1000 {
+            c.insert(k, Arc::new(k), 100, Priority::Low);
+        }
+        let grown = c.max_generations();
+        assert!(grown > 1);
+        // New keys, never looked up again, push the first thousand out of every generation.
+        for k in 1000..20_000 {
+            c.insert(k, Arc::new(k), 100, Priority::Low);
+            assert!(c.usage() <= 100_000);
+        }
+        assert!((0..1000).all(|k| c.lookup(&k).is_none()), "old generations drained");
+        assert!(c.occupancy() >= 900, "the newest generation holds the bytes' worth");
+        // The newest generation grows once more at most: to hold the bytes' worth alone.
+        assert!(c.max_generations() <= grown + 1, "{} after {grown}", c.max_generations());
+        c.check();
+    }
+
+    #[test]
     fn high_priority_entries_outlive_low_ones() {
         let c = cache(100, 1, true);
         for k in 0..50 {
@@ -217,10 +262,17 @@ mod units {
     /// exceeds the capacity; and the table's invariants hold between operations.
     #[test]
     fn model_random_operations() {
-        for (seed, strict, capacity, estimate) in
-            [(1, true, 2000, 40), (2, false, 2000, 40), (3, true, 500, 5), (4, false, 64, 64)]
-        {
-            let c = cache(capacity, estimate, strict);
+        // (seed, strict, capacity, typical charge, growing table)
+        for (seed, strict, capacity, estimate, grow) in [
+            (1, true, 2000, 40, false),
+            (2, false, 2000, 40, false),
+            (3, true, 500, 5, false),
+            (4, false, 64, 64, false),
+            (5, true, 600, 5, true),
+            (6, false, 20_000, 8, true),
+            (7, true, 2000, 40, true),
+        ] {
+            let c = cache(capacity, if grow { 0 } else { estimate }, strict);
             let mut model: HashMap<u64, u64> = HashMap::new();
             let mut r = Rng(seed * 0x9e37_79b9 + 1);
             for step in 0..30_000u64 {
@@ -276,7 +328,14 @@ mod units {
     /// another key's value is caught.
     #[test]
     fn concurrent_stress_keeps_values_and_bounds() {
-        let c: Arc<ClockCache<u64, (u64, u64)>> = Arc::new(ClockCache::new(4000, 16, 2, true));
+        for estimate in [16, 0] {
+            stress(estimate);
+        }
+    }
+
+    fn stress(estimate: usize) {
+        let c: Arc<ClockCache<u64, (u64, u64)>> =
+            Arc::new(ClockCache::new(4000, estimate, 2, true));
         let stop = Arc::new(AtomicBool::new(false));
         std::thread::scope(|s| {
             let monitor = {
@@ -378,6 +437,45 @@ mod shuttle_tests {
             500,
         );
     }
+
+    /// Inserts that grow a table (first generation 4 slots, room for 3) race lookups and
+    /// each other: one thread grows, the others evict or retry, nothing is lost or found with
+    /// another key's value, and the invariants hold in every generation.
+    #[test]
+    fn shuttle_clock_growth_races_lookups() {
+        shuttle::check_random(
+            || {
+                let t = Arc::new(ClockTable::<u64, (u64, u64)>::growing(100, 4, true, 3));
+                let threads: Vec<_> = (0..3u64)
+                    .map(|w| {
+                        let t = t.clone();
+                        shuttle::thread::spawn(move || {
+                            for i in 0..3u64 {
+                                let k = w * 3 + i;
+                                let h = k.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                                assert!(t.insert(h, k, Arc::new((k, w)), 1, Priority::Low));
+                                let other = (k + 4) % 9;
+                                let ho = other.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                                if let Some(v) = t.lookup(ho, &other) {
+                                    assert_eq!(v.0, other);
+                                }
+                            }
+                        })
+                    })
+                    .collect();
+                for th in threads {
+                    th.join().expect("worker");
+                }
+                t.check();
+                // 9 entries of charge 1 fit in the bytes: growth (4, 16 slots) kept them all.
+                for k in 0..9u64 {
+                    let h = k.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                    assert_eq!(t.lookup(h, &k).map(|v| v.0), Some(k), "key {k}");
+                }
+            },
+            300,
+        );
+    }
 }
 
 /// The slot protocol under loom: every interleaving (preemption bound 2) under the C++11
@@ -452,6 +550,33 @@ mod loom_tests {
             }
             other.join().expect("inserter");
             assert!(t.usage() <= 1);
+            t.check();
+        });
+    }
+
+    /// An insert that grows the table races a lookup of an entry in the first generation and
+    /// one of the key being inserted: the old entry is found throughout, the new one is seen
+    /// whole or not at all, and the new generation is seen initialised.
+    #[test]
+    fn loom_clock_growth_races_lookup() {
+        model().check(|| {
+            let t = Arc::new(ClockTable::<u64, (u64, u64)>::growing(10, 4, true, 2));
+            for k in 0..3u64 {
+                assert!(t.insert(k, k, Arc::new((k, k)), 1, Priority::Low));
+            }
+            let grower = {
+                let t = t.clone();
+                loom::thread::spawn(move || {
+                    assert!(t.insert(3, 3, Arc::new((3, 3)), 1, Priority::Low));
+                })
+            };
+            assert_eq!(t.lookup(1, &1).map(|v| *v), Some((1, 1)));
+            if let Some(v) = t.lookup(3, &3) {
+                assert_eq!(*v, (3, 3));
+            }
+            grower.join().expect("grower");
+            assert_eq!(t.generation_count(), 2);
+            assert_eq!(t.lookup(3, &3).map(|v| *v), Some((3, 3)));
             t.check();
         });
     }
