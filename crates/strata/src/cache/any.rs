@@ -31,7 +31,7 @@ fn shard_bits(capacity: usize, requested: i32) -> Result<u32> {
     }
 }
 
-impl<K: Hash + Eq + Send + Sync, V: Send + Sync> AnyCache<K, V> {
+impl<K: Hash + Eq + Clone + Send + Sync, V: Send + Sync> AnyCache<K, V> {
     /// An LRU cache.
     pub fn lru(o: &LruCacheOptions) -> Result<Self> {
         if !(0.0..=1.0).contains(&o.high_pri_pool_ratio) {
@@ -166,14 +166,14 @@ impl<K: Hash + Eq + Send + Sync, V: Send + Sync> AnyCache<K, V> {
 }
 
 /// A looked-up value ([`AnyCache::lookup_handle`]), or a value the caller holds itself.
-pub enum CacheHandle<'a, K: Eq, V> {
+pub enum CacheHandle<'a, K: Eq + Clone, V> {
     /// A shared value (the LRU cache's handle, or one the caller made).
     Shared(Arc<V>),
     /// A clock cache entry held in its slot.
     Clock(ClockHandle<'a, K, V>),
 }
 
-impl<K: Eq, V> Deref for CacheHandle<'_, K, V> {
+impl<K: Eq + Clone, V> Deref for CacheHandle<'_, K, V> {
     type Target = V;
 
     #[inline]

@@ -12,17 +12,29 @@
 //! - *Growing* (estimate 0; RocksDB's `auto_hyper_clock_cache`): the first generation is sized
 //!   for 64 KiB entries; when an insert finds the newest generation's slot budget spent while
 //!   the byte budget still has room, it adds a generation with 4 times the slots (at most 8
-//!   generations, so entries down to a few bytes fit). Inserts go to the newest generation;
-//!   lookups and erases probe the newest first, then the older ones that still hold entries;
-//!   older generations only drain (the sweep covers every generation, laid end to end).
+//!   generations, so entries down to a few bytes fit). Inserts go to the newest generation.
 //!   Growing is the one slow path: one thread, chosen by a CAS on a flag, allocates the next
-//!   generation and publishes it; lookups never wait for it, and an insert that needs the new
-//!   generation while another thread builds it yields until it is published (rather than
-//!   evict an entry the new generation has room for). Nothing moves between generations, so no entry is ever
-//!   in two places; the cost is that an old entry kept hot is found after a probe of the
-//!   newer generations (a probe that stops at the first slot without displacements), and
-//!   that drained generations stay allocated until the cache drops (at most a third of the
-//!   newest one's slots).
+//!   generation, publishes it, and *moves* the older generations' entries into it; lookups
+//!   never wait for it, and an insert that needs the new generation while another thread
+//!   builds it yields until it is published (rather than evict an entry the new generation
+//!   has room for). Lookups and erases probe the generations oldest first, skipping older
+//!   ones that are empty (all of them once a growth has moved their entries), so the common
+//!   lookup probes one generation. The sweep covers every generation, laid end to end.
+//!   Drained generations stay allocated until the cache drops (at most a third of the newest
+//!   one's slots).
+//!
+//! A move copies an entry without taking it away from readers: holding a reference on the
+//! original (taken VISIBLE), the grower reserves a slot in the new generation, publishes a
+//! copy (same key, `Arc` clone of the value, clock and priority) holding one reference of its
+//! own, then sets the original INVISIBLE and MOVED (`fetch_or`, AcqRel). MOVED hands the
+//! charge to the copy: freeing a MOVED entry returns none. If the original was already
+//! INVISIBLE (an erase or a replacing insert got there first), the grower sets the copy
+//! INVISIBLE too, so no stale value survives. A reader therefore always finds the entry in one
+//! place or the other (the copy is visible before the original is hidden, the reader probes
+//! the original's generation first, and a miss probes again when the generation count grew
+//! meanwhile), and an erase reaches the copy: erases go oldest
+//! generation first, re-reading the count after each, and an erase that sees the original
+//! already MOVED (Acquire) sees the copy's publication, which preceded it.
 //!
 //! ## Slot protocol
 //!
@@ -82,6 +94,12 @@
 //!   by the shard's `drop`, when no operation can run, so a pointer read is never dangling.
 //!   Only the thread that won the `growing` flag (Acquire CAS; released with a Release store)
 //!   writes a pointer or the count, so the count only grows by one at a time.
+//! - A move's copy is published (Release) before the original's MOVED `fetch_or` (AcqRel,
+//!   program order); a lookup or erase that reads the original hidden with an Acquire peek,
+//!   or the original's generation empty with an Acquire load of its occupancy (decremented
+//!   with Release by the free that follows the hiding), is ordered after the copy's
+//!   publication (and the new generation's count, stored before the move began), and so
+//!   finds it in the newer generation.
 //! - Clock bits, displacement counts, the hand and the budgets are Relaxed: they only steer
 //!   decisions, never guard memory. A lookup that reads a stale displacement of 0 misses an
 //!   entry whose insert was not yet complete (allowed: the insert is concurrent); an insert
@@ -143,7 +161,7 @@ pub struct ClockCache<K, V> {
     strict: bool,
 }
 
-impl<K: Hash + Eq + Send + Sync, V: Send + Sync> ClockCache<K, V> {
+impl<K: Hash + Eq + Clone + Send + Sync, V: Send + Sync> ClockCache<K, V> {
     /// A cache of `capacity` bytes in 2^`shard_bits` shards whose tables hold
     /// `capacity / estimated_entry_charge` entries, or, with an estimate of 0, whose tables
     /// grow as entries are inserted (see the module doc).
@@ -287,7 +305,7 @@ impl<K: Hash + Eq + Send + Sync, V: Send + Sync> ClockCache<K, V> {
 
 /// A reference to a cached entry ([`ClockCache::lookup_handle`]); derefs to its value. The
 /// entry stays in its slot until the handle drops (module doc).
-pub struct ClockHandle<'a, K: Eq, V> {
+pub struct ClockHandle<'a, K: Eq + Clone, V> {
     table: &'a ClockTable<K, V>,
     generation: &'a Generation<K, V>,
     slot: &'a Slot<K, V>,
@@ -295,7 +313,7 @@ pub struct ClockHandle<'a, K: Eq, V> {
     value: &'a V,
 }
 
-impl<K: Eq, V> Deref for ClockHandle<'_, K, V> {
+impl<K: Eq + Clone, V> Deref for ClockHandle<'_, K, V> {
     type Target = V;
 
     #[inline]
@@ -304,7 +322,7 @@ impl<K: Eq, V> Deref for ClockHandle<'_, K, V> {
     }
 }
 
-impl<K: Eq, V> Drop for ClockHandle<'_, K, V> {
+impl<K: Eq + Clone, V> Drop for ClockHandle<'_, K, V> {
     #[inline]
     fn drop(&mut self) {
         self.table.release_after_hit(self.generation, self.slot, self.acquired);

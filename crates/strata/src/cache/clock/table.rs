@@ -6,8 +6,8 @@ use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 use std::sync::Arc;
 
 use super::meta::{
-    clock, refs, state, with_clock, with_state_cleared, CLOCK_SHIFT, EMPTY, EXCLUSIVE, HIGH,
-    INVISIBLE, MAX_CLOCK, REF, STATE_SHIFT, VISIBLE,
+    clock, refs, state, with_clock, with_state_cleared, CLOCK_MASK, CLOCK_SHIFT, EMPTY, EXCLUSIVE,
+    HIGH, INVISIBLE, MAX_CLOCK, MOVED, REF, STATE_SHIFT, VISIBLE,
 };
 use super::slots::{Generation, Padded, Payload, Slot};
 use super::sync::{yield_now, AtomicBool, AtomicPtr, AtomicUsize};
@@ -65,7 +65,7 @@ impl<K, V> Drop for ClockTable<K, V> {
     }
 }
 
-impl<K: Eq, V> ClockTable<K, V> {
+impl<K: Eq + Clone, V> ClockTable<K, V> {
     /// A fixed table of `slots` slots (a power of two) holding up to `capacity` bytes of charge.
     #[cfg(test)]
     pub(super) fn new(capacity: usize, slots: usize, strict: bool) -> Self {
@@ -137,6 +137,12 @@ impl<K: Eq, V> ClockTable<K, V> {
         self.generations.load(Acquire)
     }
 
+    /// Each generation's occupancy, oldest first (tests).
+    #[cfg(all(test, not(feature = "shuttle")))]
+    pub(super) fn generation_occupancy(&self) -> Vec<usize> {
+        self.generations().map(|g| g.occupancy.0.load(Relaxed)).collect()
+    }
+
     /// The value of a visible entry for `key`.
     #[inline]
     pub(super) fn lookup(&self, hash: u64, key: &K) -> Option<Arc<V>> {
@@ -148,25 +154,35 @@ impl<K: Eq, V> ClockTable<K, V> {
         v
     }
 
-    /// Takes a reference on a visible entry for `key`, newest generation first: the entry's
-    /// generation, its slot and the slot's word as the reference was taken. The caller reads
-    /// the payload (which is `Some`) and gives the reference back with `release_after_hit`.
+    /// Takes a reference on a visible entry for `key`: the entry's generation, its slot and
+    /// the slot's word as the reference was taken. The caller reads the payload (which is
+    /// `Some`) and gives the reference back with `release_after_hit`.
+    ///
+    /// Generations are probed oldest first, skipping empty older ones (after a growth has
+    /// moved their entries, all of them), so that an entry being moved is found in one place
+    /// or the other: its copy is published before the original is hidden (module doc); a
+    /// miss probes again if the count grew meanwhile.
     #[inline]
     pub(super) fn acquire(&self, hash: u64, key: &K) -> Option<Acquired<'_, K, V>> {
-        let mut gens = self.generations();
-        let newest = gens.next_back()?;
-        if let Some((s, m)) = self.acquire_in(newest, hash, key) {
-            return Some((newest, s, m));
-        }
-        for g in gens.rev() {
-            // An older generation only drains: skip it once empty.
-            if g.occupancy.0.load(Relaxed) > 0 {
+        let mut n = self.generations.load(Acquire);
+        loop {
+            for i in 0..n {
+                let g = self.generation(i);
+                if i + 1 < n && g.occupancy.0.load(Acquire) == 0 {
+                    continue;
+                }
                 if let Some((s, m)) = self.acquire_in(g, hash, key) {
                     return Some((g, s, m));
                 }
             }
+            // A miss that raced a growth (it saw a moved original, or its generation
+            // emptied, after the new generation was published) probes again with it.
+            let now = self.generations.load(Acquire);
+            if now == n {
+                return None;
+            }
+            n = now;
         }
-        None
     }
 
     #[inline]
@@ -180,7 +196,8 @@ impl<K: Eq, V> ClockTable<K, V> {
         for _ in 0..g.len() {
             let s = g.slot(i);
             // Peek first: a slot that is not visible is not worth a read-modify-write.
-            if state(s.meta.load(Relaxed)) == VISIBLE {
+            // Acquire: an entry seen already moved must show its copy.
+            if state(s.meta.load(Acquire)) == VISIBLE {
                 let old = s.meta.fetch_add(REF, Acquire);
                 if state(old) == VISIBLE {
                     // SAFETY: the reference was taken in the VISIBLE state, so no thread can
@@ -235,7 +252,7 @@ impl<K: Eq, V> ClockTable<K, V> {
             match s.meta.compare_exchange(cur, with_state_cleared(cur, EXCLUSIVE), Acquire, Relaxed)
             {
                 Ok(_) => {
-                    self.free(g, s);
+                    self.free(g, s, cur & MOVED != 0);
                     return;
                 }
                 Err(x) => cur = x,
@@ -243,19 +260,21 @@ impl<K: Eq, V> ClockTable<K, V> {
         }
     }
 
-    /// Empties a slot this thread holds EXCLUSIVE; returns the freed charge. The value is
-    /// dropped after the slot is empty again.
-    fn free(&self, g: &Generation<K, V>, s: &Slot<K, V>) -> usize {
+    /// Empties a slot this thread holds EXCLUSIVE; returns the freed charge (none for a
+    /// `moved` entry, whose copy holds it). The value is dropped after the slot is empty again.
+    fn free(&self, g: &Generation<K, V>, s: &Slot<K, V>, moved: bool) -> usize {
         // SAFETY: this thread moved the slot to EXCLUSIVE with an Acquire CAS from a state
         // with no references: no other thread reads or writes the payload until the Release
         // below makes the slot EMPTY.
         let p = s.payload.with_mut(|p| unsafe { (*p).take() });
-        let charge = p.as_ref().map_or(0, |p| p.charge);
+        let charge = if moved { 0 } else { p.as_ref().map_or(0, |p| p.charge) };
         if let Some(p) = &p {
             g.undisplace(p.hash, g.index_of(s));
         }
         s.meta.fetch_sub(EXCLUSIVE << STATE_SHIFT, Release);
-        g.occupancy.0.fetch_sub(1, Relaxed);
+        // Release: a lookup that reads the generation empty sees the copies of its moved
+        // entries.
+        g.occupancy.0.fetch_sub(1, Release);
         self.usage.0.fetch_sub(charge, Relaxed);
         drop(p);
         charge
@@ -263,12 +282,19 @@ impl<K: Eq, V> ClockTable<K, V> {
 
     /// Makes every visible entry for `key` invisible, in every generation (each is freed by
     /// its last holder); returns how many this call erased.
+    ///
+    /// Generations are erased oldest first and the count is read again after each: a copy
+    /// that a growth made of an entry this erase finds already moved (module doc) was
+    /// published before the move, so the erase reaches it.
     pub(super) fn erase(&self, hash: u64, key: &K) -> usize {
         let mut erased = 0;
-        for g in self.generations() {
-            if g.occupancy.0.load(Relaxed) > 0 {
+        let mut i = 0;
+        while i < self.generations.load(Acquire) {
+            let g = self.generation(i);
+            if g.occupancy.0.load(Acquire) > 0 {
                 erased += self.erase_in(g, hash, key);
             }
+            i += 1;
         }
         erased
     }
@@ -278,7 +304,8 @@ impl<K: Eq, V> ClockTable<K, V> {
         let (mut i, step) = g.probe_start(hash);
         for _ in 0..g.len() {
             let s = g.slot(i);
-            if state(s.meta.load(Relaxed)) == VISIBLE {
+            // Acquire, unlike a lookup's peek: an entry seen already moved must show its copy.
+            if state(s.meta.load(Acquire)) == VISIBLE {
                 let old = s.meta.fetch_add(REF, Acquire);
                 if state(old) == VISIBLE {
                     // SAFETY: as in `acquire_in`: a reference taken in the VISIBLE state.
@@ -319,13 +346,25 @@ impl<K: Eq, V> ClockTable<K, V> {
         let Some(g) = self.reserve(charge) else {
             return false;
         };
-        let (start, step) = g.probe_start(hash);
-        let mut i = start;
-        let (initial_clock, high) = match priority {
-            Priority::High => (MAX_CLOCK, HIGH),
-            Priority::Low => (1, 0),
+        let published = match priority {
+            Priority::High => (MAX_CLOCK << CLOCK_SHIFT) | HIGH,
+            Priority::Low => 1 << CLOCK_SHIFT,
         };
-        let mut payload = Some(Payload { key, value, charge, hash });
+        if Self::place(g, Payload { key, value, charge, hash }, published).is_some() {
+            return true;
+        }
+        g.occupancy.0.fetch_sub(1, Relaxed);
+        self.usage.0.fetch_sub(charge, Relaxed);
+        false
+    }
+
+    /// Fills an empty slot of `g` (whose slot budget the caller reserved) with `payload` and
+    /// publishes it VISIBLE with the clock and priority bits (and references) of `published`.
+    /// Returns the slot, or None if the probe sequence had no empty slot.
+    fn place(g: &Generation<K, V>, payload: Payload<K, V>, published: u64) -> Option<&Slot<K, V>> {
+        let (start, step) = g.probe_start(payload.hash);
+        let mut i = start;
+        let mut payload = Some(payload);
         for probes in 0..g.len() {
             let s = g.slot(i);
             let mut m = s.meta.load(Relaxed);
@@ -337,11 +376,9 @@ impl<K: Eq, V> ClockTable<K, V> {
                         // EMPTY, which synchronises with the Release of its last free): no
                         // other thread touches the payload until the Release below.
                         s.payload.with_mut(|p| unsafe { *p = payload.take() });
-                        let publish = ((VISIBLE - EXCLUSIVE) << STATE_SHIFT)
-                            | (initial_clock << CLOCK_SHIFT)
-                            | high;
-                        s.meta.fetch_add(publish, Release);
-                        return true;
+                        s.meta
+                            .fetch_add(((VISIBLE - EXCLUSIVE) << STATE_SHIFT) | published, Release);
+                        return Some(s);
                     }
                     Err(x) => m = x,
                 }
@@ -358,9 +395,7 @@ impl<K: Eq, V> ClockTable<K, V> {
                 }
             }
         }
-        g.occupancy.0.fetch_sub(1, Relaxed);
-        self.usage.0.fetch_sub(charge, Relaxed);
-        false
+        None
     }
 
     /// Takes a slot of the newest generation (growing the table when its slots, not the
@@ -424,8 +459,73 @@ impl<K: Eq, V> ClockTable<K, V> {
             let next = Box::into_raw(Box::new(Generation::new(slots)));
             self.tables[n].store(next, Release);
             self.generations.store(n + 1, Release);
+            self.migrate(n);
         }
         self.growing.0.store(false, Release);
+    }
+
+    /// Moves the entries of the generations below `newest` into it, while its slot budget
+    /// lasts (module doc: a copy is published, then the original is made INVISIBLE and MOVED;
+    /// if an erase or replacement got there first, the copy is erased too).
+    #[cold]
+    fn migrate(&self, newest: usize) {
+        let to = self.generation(newest);
+        for gi in 0..newest {
+            let from = self.generation(gi);
+            for s in &from.slots {
+                if state(s.meta.load(Relaxed)) != VISIBLE {
+                    continue;
+                }
+                let old = s.meta.fetch_add(REF, Acquire);
+                if state(old) == VISIBLE && !self.migrate_one(s, old, to) {
+                    self.release(from, s);
+                    return; // the newest generation is full
+                }
+                self.release(from, s);
+            }
+        }
+    }
+
+    /// Copies the entry in `s` (on which this thread holds a reference taken in the VISIBLE
+    /// state, word `old`) into `to`. Returns false if `to` has no slot to spare.
+    fn migrate_one(&self, s: &Slot<K, V>, old: u64, to: &Generation<K, V>) -> bool {
+        let occ = &to.occupancy.0;
+        let mut o = occ.load(Relaxed);
+        loop {
+            if o >= to.occupancy_limit {
+                return false;
+            }
+            match occ.compare_exchange(o, o + 1, Relaxed, Relaxed) {
+                Ok(_) => break,
+                Err(x) => o = x,
+            }
+        }
+        // SAFETY: a reference taken in the VISIBLE state: the payload is in place and not
+        // written until it is released.
+        let copy = s.payload.with(|p| unsafe {
+            (*p).as_ref().map(|pl| Payload {
+                key: pl.key.clone(),
+                value: pl.value.clone(),
+                charge: pl.charge,
+                hash: pl.hash,
+            })
+        });
+        let Some(copy) = copy else {
+            occ.fetch_sub(1, Relaxed);
+            return true;
+        };
+        // The copy keeps the clock and priority, and is published holding one reference.
+        let Some(c) = Self::place(to, copy, (old & (CLOCK_MASK | HIGH)) + REF) else {
+            occ.fetch_sub(1, Relaxed);
+            return true;
+        };
+        let before = s.meta.fetch_or((1 << STATE_SHIFT) | MOVED, AcqRel);
+        if state(before) != VISIBLE {
+            // Erased or replaced while being copied: so is the copy.
+            c.meta.fetch_or(1 << STATE_SHIFT, AcqRel);
+        }
+        self.release(to, c);
+        true
     }
 
     /// Runs the clock sweep until `bytes` bytes are freed (over every generation) or, with
@@ -480,7 +580,7 @@ impl<K: Eq, V> ClockTable<K, V> {
         s.meta
             .compare_exchange(m, with_state_cleared(m, EXCLUSIVE), AcqRel, Relaxed)
             .ok()
-            .map(|_| self.free(g, s))
+            .map(|_| self.free(g, s, false))
     }
 
     /// Checks the invariants that hold when no operation is running (tests).

@@ -136,6 +136,9 @@ mod units {
         assert_eq!(c.occupancy(), 5000);
         assert!(c.max_generations() >= 4, "{} generations", c.max_generations());
         assert!(c.table_slots() < 5000 * 4, "{} slots for 5000 entries", c.table_slots());
+        // Each growth moved the older generations' entries into the new one.
+        let occ = c.shards[0].generation_occupancy();
+        assert_eq!(occ.iter().rev().skip(1).sum::<usize>(), 0, "older generations: {occ:?}");
         for k in 0..5000 {
             assert_eq!(c.lookup(&k).as_deref(), Some(&k), "key {k} (older generations too)");
         }
@@ -554,9 +557,10 @@ mod loom_tests {
         });
     }
 
-    /// An insert that grows the table races a lookup of an entry in the first generation and
-    /// one of the key being inserted: the old entry is found throughout, the new one is seen
-    /// whole or not at all, and the new generation is seen initialised.
+    /// An insert that grows the table (and moves the first generation's entries into the
+    /// second) races a lookup of a moved entry and one of the key being inserted: the moved
+    /// entry is found throughout, the new one is seen whole or not at all, and the new
+    /// generation is seen initialised.
     #[test]
     fn loom_clock_growth_races_lookup() {
         model().check(|| {
@@ -576,6 +580,7 @@ mod loom_tests {
             }
             grower.join().expect("grower");
             assert_eq!(t.generation_count(), 2);
+            assert_eq!(t.generation_occupancy(), vec![0, 4], "entries moved");
             assert_eq!(t.lookup(3, &3).map(|v| *v), Some((3, 3)));
             t.check();
         });
