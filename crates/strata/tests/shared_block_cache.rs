@@ -76,8 +76,14 @@ fn clock_cache_shared_by_two_dbs() {
 }
 
 #[test]
+fn auto_sized_clock_cache_shared_by_two_dbs() {
+    let c = Cache::new_hyper_clock(256 << 10, 0).unwrap();
+    assert_eq!(c.cache_type(), CacheType::HyperClock);
+    check(c);
+}
+
+#[test]
 fn bad_cache_options_are_errors() {
-    assert!(Cache::new_hyper_clock(1 << 20, 0).is_err(), "no auto-sized table");
     let mut o = strata::LruCacheOptions::new(1 << 20);
     o.high_pri_pool_ratio = 1.5;
     assert!(Cache::new_lru_opts(&o).is_err());

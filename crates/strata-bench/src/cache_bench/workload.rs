@@ -5,7 +5,7 @@ use std::sync::{Arc, Barrier};
 use std::time::Instant;
 
 use anyhow::{anyhow, bail, Result};
-use strata::cache::AnyCache;
+use strata::cache::{AnyCache, CacheHandle};
 use strata::{CachePriority, HyperClockCacheOptions, LruCacheOptions};
 
 use super::CacheBenchFlags;
@@ -15,16 +15,17 @@ type Key = [u64; 2];
 type Value = Vec<u8>;
 type BenchCache = AnyCache<Key, Value>;
 
-/// splitmix64: a fast per-thread generator (its quality is ample for picking keys and ops).
+/// wyrand: a per-thread generator of a few instructions (a skewed key takes `1 + -skew`
+/// draws, so the generator's cost is part of every operation; its quality is ample for picking
+/// keys and operations).
 struct Rng(u64);
 
 impl Rng {
+    #[inline]
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.0 = self.0.wrapping_add(0xa076_1d64_78bd_642f);
+        let t = u128::from(self.0) * u128::from(self.0 ^ 0xe703_7ed1_a0b4_28db);
+        (t >> 64) as u64 ^ t as u64
     }
 }
 
@@ -41,11 +42,18 @@ fn make_cache(f: &CacheBenchFlags) -> Result<(BenchCache, &'static str)> {
             "strata::LruCache",
         ),
         "hyper_clock_cache" | "fixed_hyper_clock_cache" | "auto_hyper_clock_cache" => {
-            let estimate =
-                if f.value_bytes_estimate > 0 { f.value_bytes_estimate } else { f.value_bytes };
+            // As RocksDB's tool: the automatic table needs no estimate; the fixed one is sized
+            // for -value_bytes_estimate, or -value_bytes when that is 0.
+            let (estimate, name) = match f.cache_type.as_str() {
+                "auto_hyper_clock_cache" => (0, "strata::ClockCache (growing table)"),
+                _ if f.value_bytes_estimate > 0 => {
+                    (f.value_bytes_estimate, "strata::ClockCache (fixed table)")
+                }
+                _ => (f.value_bytes, "strata::ClockCache (fixed table)"),
+            };
             let mut o = HyperClockCacheOptions::new(capacity, estimate as usize);
             o.num_shard_bits = f.num_shard_bits;
-            (AnyCache::hyper_clock(&o)?, "strata::ClockCache (fixed table)")
+            (AnyCache::hyper_clock(&o)?, name)
         }
         "clock_cache" => bail!("Old clock cache implementation has been removed."),
         _ => bail!("Cache type not supported."),
@@ -53,6 +61,7 @@ fn make_cache(f: &CacheBenchFlags) -> Result<(BenchCache, &'static str)> {
     Ok(cache)
 }
 
+#[inline]
 fn key_for(rng: &mut Rng, max_key: u64, skew: u32) -> Key {
     let mut raw = rng.next();
     for _ in 0..skew {
@@ -126,7 +135,9 @@ fn operate(
     let total_pins =
         ((f.cache_size as f64 * f.pinned_ratio) / f64::from(f.value_bytes) + 0.999_999) as usize;
     let pin_count = (total_pins + tid as usize) / f.threads as usize;
-    let mut pinned: VecDeque<Arc<Value>> = VecDeque::with_capacity(pin_count + 1);
+    // The handles kept (RocksDB's tool keeps its most recent ones); inserted values are kept
+    // as the caller's own reference.
+    let mut pinned: VecDeque<CacheHandle<'_, Key, Value>> = VecDeque::with_capacity(pin_count + 1);
     let mut rng = Rng(f.seed.wrapping_add(1 + u64::from(tid)));
     let charge = f.value_bytes as usize;
     let (mut hits, mut misses, mut checksum) = (0u64, 0u64, 0u64);
@@ -137,7 +148,7 @@ fn operate(
         let key = key_for(&mut rng, max_key, f.skew);
         let op = rng.next();
         if op < t_lookup_insert {
-            if let Some(v) = cache.lookup(&key) {
+            if let Some(v) = cache.lookup_handle(&key) {
                 hits += 1;
                 checksum = checksum.wrapping_add(use_value(&v));
                 pinned.push_back(v);
@@ -145,16 +156,16 @@ fn operate(
                 misses += 1;
                 let v = new_value(&mut rng, f.value_bytes);
                 cache.insert(key, v.clone(), charge, CachePriority::Low);
-                pinned.push_back(v);
+                pinned.push_back(CacheHandle::Shared(v));
             }
         } else if op < t_insert {
             let v = new_value(&mut rng, f.value_bytes);
             cache.insert(key, v.clone(), charge, CachePriority::Low);
-            pinned.push_back(v);
+            pinned.push_back(CacheHandle::Shared(v));
         } else if op < t_blind {
             cache.insert(key, new_value(&mut rng, f.value_bytes), charge, CachePriority::Low);
         } else if op < t_lookup {
-            if let Some(v) = cache.lookup(&key) {
+            if let Some(v) = cache.lookup_handle(&key) {
                 hits += 1;
                 checksum = checksum.wrapping_add(use_value(&v));
                 pinned.push_back(v);
@@ -271,7 +282,7 @@ mod tests {
 
     #[test]
     fn both_caches_run_the_workload() {
-        for cache_type in ["lru_cache", "hyper_clock_cache"] {
+        for cache_type in ["lru_cache", "hyper_clock_cache", "auto_hyper_clock_cache"] {
             let f = CacheBenchFlags {
                 threads: 2,
                 cache_size: 1 << 20,

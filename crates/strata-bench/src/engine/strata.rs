@@ -117,15 +117,13 @@ pub fn block_cache(cfg: &Config) -> Result<Option<Cache>> {
             high_pri_pool_ratio: f.cache_high_pri_pool_ratio,
         }),
         "hyper_clock_cache" | "fixed_hyper_clock_cache" | "auto_hyper_clock_cache" => {
-            if f.cache_type == "auto_hyper_clock_cache" {
-                eprintln!(
-                    "note: --cache_type=auto_hyper_clock_cache: strata's clock cache has no \
-                     automatically grown table; using a fixed table sized for --block_size={} \
-                     byte entries",
-                    f.block_size
-                );
-            }
-            let mut o = HyperClockCacheOptions::new(capacity, usize::try_from(f.block_size)?);
+            // As RocksDB: the fixed table is sized for --block_size entries; the automatic
+            // one (estimate 0) grows.
+            let estimate = match f.cache_type.as_str() {
+                "auto_hyper_clock_cache" => 0,
+                _ => usize::try_from(f.block_size)?,
+            };
+            let mut o = HyperClockCacheOptions::new(capacity, estimate);
             o.num_shard_bits = num_shard_bits;
             Cache::new_hyper_clock_opts(&o)
         }

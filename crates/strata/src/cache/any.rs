@@ -2,8 +2,10 @@
 //! interface (what the block cache, `Cache`, and `cache_bench` use).
 
 use std::hash::Hash;
+use std::ops::Deref;
 use std::sync::Arc;
 
+use super::clock::ClockHandle;
 use super::options::{CacheType, HyperClockCacheOptions, LruCacheOptions};
 use super::{default_shard_bits, ClockCache, LruCache, Priority};
 use crate::error::{Error, Result};
@@ -29,7 +31,7 @@ fn shard_bits(capacity: usize, requested: i32) -> Result<u32> {
     }
 }
 
-impl<K: Hash + Eq + Send + Sync, V: Send + Sync> AnyCache<K, V> {
+impl<K: Hash + Eq + Clone + Send + Sync, V: Send + Sync> AnyCache<K, V> {
     /// An LRU cache.
     pub fn lru(o: &LruCacheOptions) -> Result<Self> {
         if !(0.0..=1.0).contains(&o.high_pri_pool_ratio) {
@@ -48,16 +50,8 @@ impl<K: Hash + Eq + Send + Sync, V: Send + Sync> AnyCache<K, V> {
     }
 
     /// A clock cache. Its tables have a fixed size, computed from `estimated_entry_charge`,
-    /// which must be positive (no automatically grown table: `NotSupported`).
+    /// or grow as entries are inserted when it is 0 (RocksDB's `auto_hyper_clock_cache`).
     pub fn hyper_clock(o: &HyperClockCacheOptions) -> Result<Self> {
-        if o.estimated_entry_charge == 0 {
-            return Err(Error::NotSupported(
-                "hyper clock cache: estimated_entry_charge = 0 asks for an automatically grown \
-                 table, which Strata does not implement; give the typical entry size (e.g. the \
-                 block size)"
-                    .into(),
-            ));
-        }
         let bits = shard_bits(o.capacity, o.num_shard_bits)?;
         Ok(AnyCache::Clock(Box::new(ClockCache::new(
             o.capacity,
@@ -81,6 +75,16 @@ impl<K: Hash + Eq + Send + Sync, V: Send + Sync> AnyCache<K, V> {
         match self {
             AnyCache::Lru(c) => c.lookup(key),
             AnyCache::Clock(c) => c.lookup(key),
+        }
+    }
+
+    /// A handle on the value for `key`, each implementation's cheapest: the clock cache's
+    /// keeps the entry in its slot ([`ClockHandle`]), the LRU cache's is a clone of the `Arc`.
+    #[inline]
+    pub fn lookup_handle(&self, key: &K) -> Option<CacheHandle<'_, K, V>> {
+        match self {
+            AnyCache::Lru(c) => c.lookup(key).map(CacheHandle::Shared),
+            AnyCache::Clock(c) => c.lookup_handle(key).map(CacheHandle::Clock),
         }
     }
 
@@ -157,6 +161,26 @@ impl<K: Hash + Eq + Send + Sync, V: Send + Sync> AnyCache<K, V> {
         match self {
             AnyCache::Lru(c) => c.shard_count(),
             AnyCache::Clock(c) => c.num_shards(),
+        }
+    }
+}
+
+/// A looked-up value ([`AnyCache::lookup_handle`]), or a value the caller holds itself.
+pub enum CacheHandle<'a, K: Eq + Clone, V> {
+    /// A shared value (the LRU cache's handle, or one the caller made).
+    Shared(Arc<V>),
+    /// A clock cache entry held in its slot.
+    Clock(ClockHandle<'a, K, V>),
+}
+
+impl<K: Eq + Clone, V> Deref for CacheHandle<'_, K, V> {
+    type Target = V;
+
+    #[inline]
+    fn deref(&self) -> &V {
+        match self {
+            CacheHandle::Shared(v) => v,
+            CacheHandle::Clock(h) => h,
         }
     }
 }

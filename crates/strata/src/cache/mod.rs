@@ -20,8 +20,8 @@ mod options;
 mod sharded_lru;
 mod striped;
 
-pub use any::AnyCache;
-pub use clock::ClockCache;
+pub use any::{AnyCache, CacheHandle};
+pub use clock::{ClockCache, ClockHandle};
 pub use options::{CacheType, HyperClockCacheOptions, LruCacheOptions};
 pub(crate) use sharded_lru::default_shard_bits;
 pub use sharded_lru::LruCache;

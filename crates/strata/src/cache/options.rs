@@ -44,7 +44,9 @@ pub struct HyperClockCacheOptions {
     pub capacity: usize,
     /// The typical entry's charge (for the block cache, about the block size): sizes the
     /// fixed tables. Entries much smaller than this leave capacity unused (the slot budget
-    /// evicts first); much larger ones leave slots unused. Must be positive.
+    /// evicts first); much larger ones leave slots unused. 0 asks for tables that start small
+    /// and grow as entries are inserted (RocksDB's `auto_hyper_clock_cache`), so that no
+    /// estimate is needed.
     pub estimated_entry_charge: usize,
     /// log2 of the shard count; -1 (default) as for the LRU cache.
     pub num_shard_bits: i32,

@@ -39,7 +39,8 @@ impl Cache {
     }
 
     /// A clock cache of `capacity` bytes whose tables are sized for entries of about
-    /// `estimated_entry_charge` bytes (`NotSupported` for 0: no automatically grown table).
+    /// `estimated_entry_charge` bytes, or, for 0, grow as entries are inserted (RocksDB's
+    /// `auto_hyper_clock_cache`).
     pub fn new_hyper_clock(capacity: usize, estimated_entry_charge: usize) -> Result<Cache> {
         Self::new_hyper_clock_opts(&HyperClockCacheOptions::new(capacity, estimated_entry_charge))
     }

@@ -6,6 +6,8 @@
 //!                      release; transient: values leave the cache as `Arc` clones)
 //! bits 32..34  clock   countdown 0..=3; the sweep decrements it, and evicts at 0
 //! bit  34      high    the entry was inserted with high priority
+//! bit  35      moved   the entry was copied to a newer generation, which took over its
+//!                      charge (set with INVISIBLE; freeing it returns no charge)
 //! bits 60..62  state   EMPTY, EXCLUSIVE (one thread fills or empties the payload),
 //!                      VISIBLE (lookups may match it), INVISIBLE (erased or replaced: no
 //!                      lookup matches it; freed by whoever drops the last ref)
@@ -17,6 +19,7 @@ pub(super) const CLOCK_SHIFT: u32 = 32;
 pub(super) const CLOCK_MASK: u64 = 3 << CLOCK_SHIFT;
 pub(super) const MAX_CLOCK: u64 = 3;
 pub(super) const HIGH: u64 = 1 << 34;
+pub(super) const MOVED: u64 = 1 << 35;
 pub(super) const STATE_SHIFT: u32 = 60;
 pub(super) const STATE_MASK: u64 = 3 << STATE_SHIFT;
 

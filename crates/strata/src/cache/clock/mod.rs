@@ -2,13 +2,39 @@
 //! are atomic read-modify-writes on one state word per slot; no operation takes a lock, and a
 //! hit writes nothing but its slot's word.
 //!
-//! Layout: the key's hash picks a shard by its top bits (as in the LRU cache); each shard is a
-//! fixed-size open-addressed table (`table.rs`) with a double-hashing probe sequence (home =
-//! low hash bits, odd step from bits 32..), its own byte budget, slot budget and sweep hand.
-//! The table is sized from the shard's capacity and an *estimated entry charge*: slots =
-//! capacity / estimate / 0.7, rounded up to a power of two. The table never grows (RocksDB's
-//! `FixedHyperClockCache`): when entries are smaller than the estimate, the slot budget (7/8 of
-//! the slots) evicts before the byte budget does.
+//! Layout: the key's hash picks a shard by its top bits (as in the LRU cache); each shard
+//! (`table.rs`) has a byte budget, a sweep hand and one or more *generations*: open-addressed
+//! slot arrays (`slots.rs`) with a double-hashing probe sequence (home = low hash bits, odd
+//! step from bits 32..) and a slot budget each (7/8 of their slots).
+//! - *Fixed* (an estimated entry charge is given; RocksDB's `FixedHyperClockCache`): one
+//!   generation of capacity / estimate / 0.7 slots, rounded up to a power of two. When entries
+//!   are smaller than the estimate, the slot budget evicts before the byte budget does.
+//! - *Growing* (estimate 0; RocksDB's `auto_hyper_clock_cache`): the first generation is sized
+//!   for 64 KiB entries; when an insert finds the newest generation's slot budget spent while
+//!   the byte budget still has room, it adds a generation with 4 times the slots (at most 8
+//!   generations, so entries down to a few bytes fit). Inserts go to the newest generation.
+//!   Growing is the one slow path: one thread, chosen by a CAS on a flag, allocates the next
+//!   generation, publishes it, and *moves* the older generations' entries into it; lookups
+//!   never wait for it, and an insert that needs the new generation while another thread
+//!   builds it yields until it is published (rather than evict an entry the new generation
+//!   has room for). Lookups and erases probe the generations oldest first, skipping older
+//!   ones that are empty (all of them once a growth has moved their entries), so the common
+//!   lookup probes one generation. The sweep covers every generation, laid end to end.
+//!   Drained generations stay allocated until the cache drops (at most a third of the newest
+//!   one's slots).
+//!
+//! A move copies an entry without taking it away from readers: holding a reference on the
+//! original (taken VISIBLE), the grower reserves a slot in the new generation, publishes a
+//! copy (same key, `Arc` clone of the value, clock and priority) holding one reference of its
+//! own, then sets the original INVISIBLE and MOVED (`fetch_or`, AcqRel). MOVED hands the
+//! charge to the copy: freeing a MOVED entry returns none. If the original was already
+//! INVISIBLE (an erase or a replacing insert got there first), the grower sets the copy
+//! INVISIBLE too, so no stale value survives. A reader therefore always finds the entry in one
+//! place or the other (the copy is visible before the original is hidden, the reader probes
+//! the original's generation first, and a miss probes again when the generation count grew
+//! meanwhile), and an erase reaches the copy: erases go oldest
+//! generation first, re-reading the count after each, and an erase that sees the original
+//! already MOVED (Acquire) sees the copy's publication, which preceded it.
 //!
 //! ## Slot protocol
 //!
@@ -62,6 +88,18 @@
 //!   through a release sequence of read-modify-writes.
 //! - A free's `take` happens before the next fill: the Release EXCLUSIVE -> EMPTY and the next
 //!   inserter's Acquire CAS from EMPTY.
+//! - A generation is written (its slots initialised) before its pointer is stored (Release)
+//!   and the count that covers it is raised (Release); every reader loads the count with
+//!   Acquire before the pointer, so it sees the initialised slots. Generations are freed only
+//!   by the shard's `drop`, when no operation can run, so a pointer read is never dangling.
+//!   Only the thread that won the `growing` flag (Acquire CAS; released with a Release store)
+//!   writes a pointer or the count, so the count only grows by one at a time.
+//! - A move's copy is published (Release) before the original's MOVED `fetch_or` (AcqRel,
+//!   program order); a lookup or erase that reads the original hidden with an Acquire peek,
+//!   or the original's generation empty with an Acquire load of its occupancy (decremented
+//!   with Release by the free that follows the hiding), is ordered after the copy's
+//!   publication (and the new generation's count, stored before the move began), and so
+//!   finds it in the newer generation.
 //! - Clock bits, displacement counts, the hand and the budgets are Relaxed: they only steer
 //!   decisions, never guard memory. A lookup that reads a stale displacement of 0 misses an
 //!   entry whose insert was not yet complete (allowed: the insert is concurrent); an insert
@@ -69,34 +107,47 @@
 //!   is seen (and a free's decrement follows its own insert's increment in that count's
 //!   modification order, through the slot word's Release/Acquire chain, so the count never
 //!   drops below the number of live entries passing through the slot).
+//!   A generation's occupancy is read the same way to skip an empty older generation: an
+//!   insert into it that completed before the lookup began is seen.
 //!
 //! `loom_tests` in `tests.rs` checks the protocol under the C++11 model
 //! (`cargo test -p strata --lib --features loom loom_tests`); the payload cell is loom's there,
 //! so a read racing a write would be reported.
 //!
 //! Values are `Arc<V>`, as in the LRU cache: a reader keeps an evicted value alive after the
-//! slot is reused, and such values no longer count against the capacity. Slot references only
-//! live inside an operation, so non-strict mode (insert past the capacity when the sweep finds
-//! nothing to evict) differs from strict mode only while entries are being read.
+//! slot is reused, and such values no longer count against the capacity. [`ClockCache::lookup`]
+//! holds its slot reference only inside the call (it returns a clone of the `Arc`);
+//! [`ClockCache::lookup_handle`] returns the reference itself as a [`ClockHandle`] (RocksDB's
+//! handle), which saves the two read-modify-writes of the `Arc`'s shared count, the costly part
+//! of a hit on an entry that other threads are also reading. A held handle pins its entry: the
+//! sweep skips it and an erase frees it when the last handle drops, and its charge stays
+//! counted, so strict mode refuses inserts that would need to evict pinned entries while
+//! non-strict mode (insert past the capacity when the sweep finds nothing to evict) admits
+//! them.
 
 mod meta;
+mod slots;
 mod sync;
 mod table;
 #[cfg(test)]
 mod tests;
 
 use std::hash::{BuildHasher, Hash};
+use std::ops::Deref;
 use std::sync::Arc;
 
 use super::hash::MixBuildHasher;
 use super::striped::StripedCounter;
 use super::Priority;
-use table::ClockTable;
+use slots::{Generation, Slot};
+use table::{ClockTable, MAX_GENERATIONS, MAX_SLOTS};
 
 /// Table sizing: slots = expected entries / LOAD_FACTOR (as tenths).
 const LOAD_FACTOR_TENTHS: usize = 7;
 const MIN_SLOTS: usize = 4;
-const MAX_SLOTS_PER_SHARD: usize = 1 << 30;
+/// A growing table's first generation is sized for entries of this charge (larger than most
+/// blocks, so that it starts small; each growth quadruples the slots).
+const AUTO_FIRST_ENTRY_CHARGE: usize = 64 << 10;
 
 /// A sharded, lock-free clock cache bounded by the sum of its entries' charges.
 pub struct ClockCache<K, V> {
@@ -110,9 +161,10 @@ pub struct ClockCache<K, V> {
     strict: bool,
 }
 
-impl<K: Hash + Eq + Send + Sync, V: Send + Sync> ClockCache<K, V> {
+impl<K: Hash + Eq + Clone + Send + Sync, V: Send + Sync> ClockCache<K, V> {
     /// A cache of `capacity` bytes in 2^`shard_bits` shards whose tables hold
-    /// `capacity / estimated_entry_charge` entries (see the module doc).
+    /// `capacity / estimated_entry_charge` entries, or, with an estimate of 0, whose tables
+    /// grow as entries are inserted (see the module doc).
     pub(crate) fn new(
         capacity: usize,
         estimated_entry_charge: usize,
@@ -121,15 +173,18 @@ impl<K: Hash + Eq + Send + Sync, V: Send + Sync> ClockCache<K, V> {
     ) -> Self {
         let n = 1usize << shard_bits;
         let (base, extra) = (capacity / n, capacity % n);
-        let estimate = estimated_entry_charge.max(1);
+        let (estimate, generations) = match estimated_entry_charge {
+            0 => (AUTO_FIRST_ENTRY_CHARGE, MAX_GENERATIONS),
+            e => (e, 1),
+        };
         let shards = (0..n)
             .map(|i| {
                 let cap = base + usize::from(i < extra);
                 let entries = (cap / estimate).max(1);
                 let slots = (entries.saturating_mul(10) / LOAD_FACTOR_TENTHS)
-                    .clamp(MIN_SLOTS, MAX_SLOTS_PER_SHARD)
+                    .clamp(MIN_SLOTS, MAX_SLOTS)
                     .next_power_of_two();
-                ClockTable::new(cap, slots, strict)
+                ClockTable::growing(cap, slots, strict, generations)
             })
             .collect();
         ClockCache {
@@ -139,7 +194,7 @@ impl<K: Hash + Eq + Send + Sync, V: Send + Sync> ClockCache<K, V> {
             hasher: MixBuildHasher::default(),
             hits: StripedCounter::default(),
             misses: StripedCounter::default(),
-            estimated_entry_charge: estimate,
+            estimated_entry_charge,
             strict,
         }
     }
@@ -157,6 +212,25 @@ impl<K: Hash + Eq + Send + Sync, V: Send + Sync> ClockCache<K, V> {
         let found = shard.lookup(h, key);
         if found.is_some() { &self.hits } else { &self.misses }.add(1);
         found
+    }
+
+    /// A handle on the entry for `key`: the value, borrowed from the cache, kept in place (not
+    /// evicted, not freed) until the handle drops.
+    #[inline]
+    pub fn lookup_handle(&self, key: &K) -> Option<ClockHandle<'_, K, V>> {
+        let (h, shard) = self.locate(key);
+        let found = shard.acquire(h, key);
+        if found.is_some() { &self.hits } else { &self.misses }.add(1);
+        let (generation, slot, acquired) = found?;
+        // SAFETY: `acquire` returned a held reference; the borrow lives in the handle, whose
+        // drop releases the reference after the borrow's last use.
+        match unsafe { slot.value() } {
+            Some(value) => Some(ClockHandle { table: shard, generation, slot, acquired, value }),
+            None => {
+                shard.release_after_hit(generation, slot, acquired);
+                None
+            }
+        }
     }
 
     /// Inserts (or replaces) `key`; returns whether the entry was cached.
@@ -201,9 +275,14 @@ impl<K: Hash + Eq + Send + Sync, V: Send + Sync> ClockCache<K, V> {
         self.shards.iter().map(ClockTable::len).sum()
     }
 
-    /// The estimated entry charge the tables were sized with.
+    /// The estimated entry charge the tables were sized with (0: the tables grow).
     pub fn estimated_entry_charge(&self) -> usize {
         self.estimated_entry_charge
+    }
+
+    /// The most generations any shard's table has (1 until a growing table grows).
+    pub fn max_generations(&self) -> usize {
+        self.shards.iter().map(ClockTable::generation_count).max().unwrap_or(1)
     }
 
     /// Whether inserts that do not fit fail rather than exceed the capacity.
@@ -221,5 +300,31 @@ impl<K: Hash + Eq + Send + Sync, V: Send + Sync> ClockCache<K, V> {
         for s in &*self.shards {
             s.check();
         }
+    }
+}
+
+/// A reference to a cached entry ([`ClockCache::lookup_handle`]); derefs to its value. The
+/// entry stays in its slot until the handle drops (module doc).
+pub struct ClockHandle<'a, K: Eq + Clone, V> {
+    table: &'a ClockTable<K, V>,
+    generation: &'a Generation<K, V>,
+    slot: &'a Slot<K, V>,
+    acquired: u64,
+    value: &'a V,
+}
+
+impl<K: Eq + Clone, V> Deref for ClockHandle<'_, K, V> {
+    type Target = V;
+
+    #[inline]
+    fn deref(&self) -> &V {
+        self.value
+    }
+}
+
+impl<K: Eq + Clone, V> Drop for ClockHandle<'_, K, V> {
+    #[inline]
+    fn drop(&mut self) {
+        self.table.release_after_hit(self.generation, self.slot, self.acquired);
     }
 }

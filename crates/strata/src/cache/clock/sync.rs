@@ -7,13 +7,22 @@
 //! [`UnsafeCell`] offers loom's closure interface (`with`, `with_mut`) in every build.
 
 #[cfg(not(any(feature = "shuttle", feature = "loom")))]
-pub(crate) use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize};
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize};
 
 #[cfg(feature = "shuttle")]
-pub(crate) use shuttle::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize};
+pub(crate) use shuttle::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize};
 
 #[cfg(all(feature = "loom", not(feature = "shuttle")))]
-pub(crate) use loom::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize};
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize};
+
+#[cfg(not(any(feature = "shuttle", feature = "loom")))]
+pub(crate) use std::thread::yield_now;
+
+#[cfg(feature = "shuttle")]
+pub(crate) use shuttle::thread::yield_now;
+
+#[cfg(all(feature = "loom", not(feature = "shuttle")))]
+pub(crate) use loom::thread::yield_now;
 
 /// An `UnsafeCell` accessed through closures (loom's interface).
 #[cfg(not(all(feature = "loom", not(feature = "shuttle"))))]

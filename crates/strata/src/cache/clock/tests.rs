@@ -70,6 +70,38 @@ mod units {
     }
 
     #[test]
+    fn a_handle_pins_its_entry_until_dropped() {
+        // Strict: the pinned entry cannot be evicted, so an insert that needs its room fails.
+        let c = cache(10, 10, true);
+        c.insert(1, Arc::new(1), 10, Priority::Low);
+        let h = c.lookup_handle(&1).unwrap();
+        assert_eq!(*h, 1);
+        assert!(!c.insert(2, Arc::new(2), 10, Priority::Low), "pinned: no room");
+        assert_eq!(c.lookup(&1).as_deref(), Some(&1));
+        drop(h);
+        assert!(c.insert(2, Arc::new(2), 10, Priority::Low), "unpinned: evictable");
+        assert!(c.lookup(&1).is_none());
+        c.check();
+    }
+
+    #[test]
+    fn an_erased_entry_is_freed_by_its_last_handle() {
+        let c = cache(100, 10, true);
+        c.insert(1, Arc::new(1), 10, Priority::Low);
+        let (h1, h2) = (c.lookup_handle(&1).unwrap(), c.lookup_handle(&1).unwrap());
+        c.erase(&1);
+        assert!(c.lookup_handle(&1).is_none());
+        assert_eq!((*h1, *h2), (1, 1));
+        assert_eq!(c.usage(), 10, "still held");
+        drop(h1);
+        assert_eq!(c.usage(), 10, "still held by the second handle");
+        drop(h2);
+        assert_eq!((c.usage(), c.occupancy()), (0, 0));
+        assert_eq!((c.hits(), c.misses()), (2, 1));
+        c.check();
+    }
+
+    #[test]
     fn too_large_is_not_cached_and_drops_the_old_value() {
         let c = cache(100, 10, false);
         c.insert(1, Arc::new(1), 10, Priority::Low);
@@ -89,6 +121,54 @@ mod units {
         }
         assert!(c.occupancy() <= 112);
         assert!(c.occupancy() >= 100, "the slot budget, not the bytes, evicted");
+        c.check();
+    }
+
+    #[test]
+    fn a_growing_table_starts_small_and_keeps_every_entry() {
+        // 1 MiB, one shard: the first generation is sized for 64 KiB entries (32 slots).
+        let c = cache(1 << 20, 0, false);
+        assert_eq!((c.table_slots(), c.max_generations()), (32, 1));
+        for k in 0..5000 {
+            assert!(c.insert(k, Arc::new(k), 100, Priority::Low));
+        }
+        // 500 KB fit in the bytes: the slots grew, nothing was evicted.
+        assert_eq!(c.occupancy(), 5000);
+        assert!(c.max_generations() >= 4, "{} generations", c.max_generations());
+        assert!(c.table_slots() < 5000 * 4, "{} slots for 5000 entries", c.table_slots());
+        // Each growth moved the older generations' entries into the new one.
+        let occ = c.shards[0].generation_occupancy();
+        assert_eq!(occ.iter().rev().skip(1).sum::<usize>(), 0, "older generations: {occ:?}");
+        for k in 0..5000 {
+            assert_eq!(c.lookup(&k).as_deref(), Some(&k), "key {k} (older generations too)");
+        }
+        c.check();
+        // Replacing and erasing reach entries in older generations.
+        assert!(c.insert(3, Arc::new(33), 100, Priority::Low));
+        assert_eq!(c.lookup(&3).as_deref(), Some(&33));
+        c.erase(&4);
+        assert!(c.lookup(&4).is_none());
+        assert_eq!(c.occupancy(), 4999);
+        c.check();
+    }
+
+    #[test]
+    fn a_growing_table_drains_its_older_generations() {
+        let c = cache(100_000, 0, true);
+        for k in 0..1000 {
+            c.insert(k, Arc::new(k), 100, Priority::Low);
+        }
+        let grown = c.max_generations();
+        assert!(grown > 1);
+        // New keys, never looked up again, push the first thousand out of every generation.
+        for k in 1000..20_000 {
+            c.insert(k, Arc::new(k), 100, Priority::Low);
+            assert!(c.usage() <= 100_000);
+        }
+        assert!((0..1000).all(|k| c.lookup(&k).is_none()), "old generations drained");
+        assert!(c.occupancy() >= 900, "the newest generation holds the bytes' worth");
+        // The newest generation grows once more at most: to hold the bytes' worth alone.
+        assert!(c.max_generations() <= grown + 1, "{} after {grown}", c.max_generations());
         c.check();
     }
 
@@ -185,10 +265,17 @@ mod units {
     /// exceeds the capacity; and the table's invariants hold between operations.
     #[test]
     fn model_random_operations() {
-        for (seed, strict, capacity, estimate) in
-            [(1, true, 2000, 40), (2, false, 2000, 40), (3, true, 500, 5), (4, false, 64, 64)]
-        {
-            let c = cache(capacity, estimate, strict);
+        // (seed, strict, capacity, typical charge, growing table)
+        for (seed, strict, capacity, estimate, grow) in [
+            (1, true, 2000, 40, false),
+            (2, false, 2000, 40, false),
+            (3, true, 500, 5, false),
+            (4, false, 64, 64, false),
+            (5, true, 600, 5, true),
+            (6, false, 20_000, 8, true),
+            (7, true, 2000, 40, true),
+        ] {
+            let c = cache(capacity, if grow { 0 } else { estimate }, strict);
             let mut model: HashMap<u64, u64> = HashMap::new();
             let mut r = Rng(seed * 0x9e37_79b9 + 1);
             for step in 0..30_000u64 {
@@ -244,7 +331,14 @@ mod units {
     /// another key's value is caught.
     #[test]
     fn concurrent_stress_keeps_values_and_bounds() {
-        let c: Arc<ClockCache<u64, (u64, u64)>> = Arc::new(ClockCache::new(4000, 16, 2, true));
+        for estimate in [16, 0] {
+            stress(estimate);
+        }
+    }
+
+    fn stress(estimate: usize) {
+        let c: Arc<ClockCache<u64, (u64, u64)>> =
+            Arc::new(ClockCache::new(4000, estimate, 2, true));
         let stop = Arc::new(AtomicBool::new(false));
         std::thread::scope(|s| {
             let monitor = {
@@ -264,9 +358,17 @@ mod units {
                         for i in 0..40_000u64 {
                             let k = r.below(600);
                             match r.below(10) {
-                                0..=5 => {
+                                0..=2 => {
                                     if let Some(v) = c.lookup(&k) {
                                         assert_eq!(v.0, k, "a hit returned another key's value");
+                                    }
+                                }
+                                3..=5 => {
+                                    // A handle held across other operations of this thread.
+                                    if let Some(h) = c.lookup_handle(&k) {
+                                        assert_eq!(h.0, k, "a handle on another key's value");
+                                        c.insert(k + 1, Arc::new((k + 1, i)), 1, Priority::Low);
+                                        assert_eq!(h.0, k, "a held value changed");
                                     }
                                 }
                                 6..=8 => {
@@ -336,6 +438,45 @@ mod shuttle_tests {
                 t.check();
             },
             500,
+        );
+    }
+
+    /// Inserts that grow a table (first generation 4 slots, room for 3) race lookups and
+    /// each other: one thread grows, the others evict or retry, nothing is lost or found with
+    /// another key's value, and the invariants hold in every generation.
+    #[test]
+    fn shuttle_clock_growth_races_lookups() {
+        shuttle::check_random(
+            || {
+                let t = Arc::new(ClockTable::<u64, (u64, u64)>::growing(100, 4, true, 3));
+                let threads: Vec<_> = (0..3u64)
+                    .map(|w| {
+                        let t = t.clone();
+                        shuttle::thread::spawn(move || {
+                            for i in 0..3u64 {
+                                let k = w * 3 + i;
+                                let h = k.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                                assert!(t.insert(h, k, Arc::new((k, w)), 1, Priority::Low));
+                                let other = (k + 4) % 9;
+                                let ho = other.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                                if let Some(v) = t.lookup(ho, &other) {
+                                    assert_eq!(v.0, other);
+                                }
+                            }
+                        })
+                    })
+                    .collect();
+                for th in threads {
+                    th.join().expect("worker");
+                }
+                t.check();
+                // 9 entries of charge 1 fit in the bytes: growth (4, 16 slots) kept them all.
+                for k in 0..9u64 {
+                    let h = k.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                    assert_eq!(t.lookup(h, &k).map(|v| v.0), Some(k), "key {k}");
+                }
+            },
+            300,
         );
     }
 }
@@ -412,6 +553,35 @@ mod loom_tests {
             }
             other.join().expect("inserter");
             assert!(t.usage() <= 1);
+            t.check();
+        });
+    }
+
+    /// An insert that grows the table (and moves the first generation's entries into the
+    /// second) races a lookup of a moved entry and one of the key being inserted: the moved
+    /// entry is found throughout, the new one is seen whole or not at all, and the new
+    /// generation is seen initialised.
+    #[test]
+    fn loom_clock_growth_races_lookup() {
+        model().check(|| {
+            let t = Arc::new(ClockTable::<u64, (u64, u64)>::growing(10, 4, true, 2));
+            for k in 0..3u64 {
+                assert!(t.insert(k, k, Arc::new((k, k)), 1, Priority::Low));
+            }
+            let grower = {
+                let t = t.clone();
+                loom::thread::spawn(move || {
+                    assert!(t.insert(3, 3, Arc::new((3, 3)), 1, Priority::Low));
+                })
+            };
+            assert_eq!(t.lookup(1, &1).map(|v| *v), Some((1, 1)));
+            if let Some(v) = t.lookup(3, &3) {
+                assert_eq!(*v, (3, 3));
+            }
+            grower.join().expect("grower");
+            assert_eq!(t.generation_count(), 2);
+            assert_eq!(t.generation_occupancy(), vec![0, 4], "entries moved");
+            assert_eq!(t.lookup(3, &3).map(|v| *v), Some((3, 3)));
             t.check();
         });
     }
