@@ -117,12 +117,12 @@ pub(crate) struct DbIterOptions {
     pub range_dels: Option<RangeDelView>,
 }
 
-/// Builds the internal key `(ukey, seq, t)` in `buf`, the iterator's kept scratch: a seek
-/// allocates nothing once the buffer has grown to the key size.
 /// Hidden entries of one user key stepped over one by one before the forward scan seeks past
 /// the rest of them (RocksDB's `max_sequential_skip_in_iterations`).
 const MAX_SEQUENTIAL_SKIPS: usize = 8;
 
+/// Builds the internal key `(ukey, seq, t)` in `buf`, the iterator's kept scratch: a seek
+/// allocates nothing once the buffer has grown to the key size.
 fn set_seek_key(buf: &mut Vec<u8>, ukey: &[u8], seq: SeqNo, t: ValueType) {
     buf.clear();
     append_internal_key(buf, ukey, seq, t);
