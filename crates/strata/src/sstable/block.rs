@@ -36,8 +36,9 @@ pub struct Block {
     /// The block's offset in its file, for error messages.
     file_offset: u64,
     /// Set (and `data` empty) for a filter block; such a block is never iterated: the block
-    /// cache keys filters apart from blocks of entries (`reader.rs`).
-    filter: Option<BloomFilter>,
+    /// cache keys filters apart from blocks of entries (`reader.rs`). Boxed: every cached
+    /// block of entries carries the field, and its size is charged to the cache.
+    filter: Option<Box<BloomFilter>>,
 }
 
 impl std::fmt::Debug for Block {
@@ -83,30 +84,30 @@ impl Block {
             entries_end: 0,
             num_restarts: 0,
             file_offset,
-            filter: Some(filter),
+            filter: Some(Box::new(filter)),
         }
     }
 
     /// The filter, for a block made by [`Block::from_filter`].
     #[inline]
     pub fn filter(&self) -> Option<&BloomFilter> {
-        self.filter.as_ref()
+        self.filter.as_deref()
     }
 
     /// Memory held, for the block cache's charge.
     pub fn memory_size(&self) -> usize {
         self.data.capacity()
             + size_of::<Block>()
-            + self.filter.as_ref().map_or(0, BloomFilter::memory_size)
+            + self.filter.as_deref().map_or(0, |f| size_of::<BloomFilter>() + f.memory_size())
     }
 
-    /// The block's offset in its file.
     /// The block's bytes (entries and restart array); a value read from the block is a
     /// sub-slice of them (`DbPinnableSlice` relies on it to pin values without copying).
     pub fn bytes(&self) -> &[u8] {
         &self.data
     }
 
+    /// The block's offset in its file.
     pub fn file_offset(&self) -> u64 {
         self.file_offset
     }
