@@ -175,6 +175,7 @@ fn compaction_styles_map_to_strata_options() {
         "--universal_max_size_amplification_percent=150",
         "--universal_compression_size_percent=40",
         "--universal_allow_trivial_move=true",
+        "--universal_incremental=true",
     ])
     .expect("universal flags are honoured");
     let o = strata_bench::engine::strata::build_options(&c).expect("options");
@@ -186,6 +187,7 @@ fn compaction_styles_map_to_strata_options() {
     );
     assert_eq!(u.compression_size_percent, 40);
     assert!(u.allow_trivial_move);
+    assert!(u.incremental);
     assert_eq!(u.stop_style, CompactionStopStyle::TotalSize);
     // 0 keeps the engine's defaults, as db_bench's flags do for RocksDB.
     let c = Config::from_args(&["--compaction_style=1"]).expect("universal");

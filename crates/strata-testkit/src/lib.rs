@@ -79,7 +79,7 @@ pub fn random_options(
     } else {
         [64 << 10, 256 << 10, 1 << 20, 4 << 20][rng.gen_range(0..4)]
     };
-    Options {
+    let mut o = Options {
         fs,
         merge_operator: strata::merge_operator::builtin_merge_operator("uint64add"),
         write_buffer_size: wbs,
@@ -151,7 +151,14 @@ pub fn random_options(
         },
         wal_dir,
         ..write_mode(rng)
+    };
+    // Drawn after the rest, so a seed's earlier draws stay what they were. Small windows
+    // (a few target-size files) make the incremental size-amplification merges partial.
+    if o.compaction_style == CompactionStyle::Universal && rng.gen_bool(0.5) {
+        o.compaction_options_universal.incremental = true;
+        o.max_compaction_bytes = o.target_file_size_base * [2, 8][rng.gen_range(0..2)];
     }
+    o
 }
 
 /// Default options with one of the write modes drawn: ordered (the default), pipelined,

@@ -87,6 +87,7 @@ pub const HONOURED_FLAGS: &[&str] = &[
     "universal_max_size_amplification_percent",
     "universal_compression_size_percent",
     "universal_allow_trivial_move",
+    "universal_incremental",
     "fifo_compaction_max_table_files_size_mb",
     "fifo_compaction_ttl",
     "fifo_compaction_allow_compaction",
@@ -286,6 +287,7 @@ fn apply_compaction_style(f: &crate::flags::Flags, o: &mut Options) -> Result<()
     u.compression_size_percent = i32::try_from(f.universal_compression_size_percent)
         .map_err(|_| anyhow!("--universal_compression_size_percent: out of range"))?;
     u.allow_trivial_move = f.universal_allow_trivial_move;
+    u.incremental = f.universal_incremental;
     u.stop_style = match f.universal_stop_style {
         0 => CompactionStopStyle::TotalSize,
         1 => CompactionStopStyle::SimilarSize,

@@ -80,6 +80,13 @@ pub struct UniversalCompactionOptions {
     pub allow_trivial_move: bool,
     /// See [`CompactionStopStyle`]. Default: total size.
     pub stop_style: CompactionStopStyle,
+    /// Incremental size-amplification compactions: when the size-amplification rule fires
+    /// and the second oldest run is a level, merge only a key range of it (about half of
+    /// `max_compaction_bytes` with what it overlaps in the oldest run, the range overlapping
+    /// the fewest oldest-run bytes per byte) into the oldest run, instead of every run at
+    /// once. Bounds each compaction's size and the transient space of a full merge; falls
+    /// back to the full merge when no range is cheap enough. Default: false.
+    pub incremental: bool,
 }
 
 impl Default for UniversalCompactionOptions {
@@ -92,6 +99,7 @@ impl Default for UniversalCompactionOptions {
             compression_size_percent: -1,
             allow_trivial_move: false,
             stop_style: CompactionStopStyle::TotalSize,
+            incremental: false,
         }
     }
 }
