@@ -321,6 +321,7 @@ define_flags! {
     tiered_fan_in: i64 = 0i64, Engine, "Tiered compaction (--compaction_style=4, Strata only) fan-in (0: engine default)";
     tiered_max_sorted_runs: i64 = 0i64, Engine, "Tiered compaction sorted-run budget (0: engine default)";
     tiered_max_size_amplification_percent: i64 = 0i64, Engine, "Tiered compaction size amplification bound (0: engine default)";
+    tiered_skewed_filter_bits: bool = false, Engine, "Tiered compaction: filter bits per key skewed towards smaller, newer runs (Monkey)";
     sync: bool = false, Engine, "Sync every write (WriteOptions.sync)";
     disable_wal: bool = false, Engine, "Write without the WAL (WriteOptions.disableWAL)";
     use_fsync: bool = false, Engine, "fsync instead of fdatasync";

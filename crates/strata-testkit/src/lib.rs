@@ -147,6 +147,7 @@ pub fn random_options(
                 fan_in,
                 max_sorted_runs: [fan_in, 8][rng.gen_range(0..2)],
                 max_size_amplification_percent: [25, 200][rng.gen_range(0..2)],
+                skewed_filter_bits: false, // drawn below
             }
         },
         wal_dir,
@@ -157,6 +158,9 @@ pub fn random_options(
     if o.compaction_style == CompactionStyle::Universal && rng.gen_bool(0.5) {
         o.compaction_options_universal.incremental = true;
         o.max_compaction_bytes = o.target_file_size_base * [2, 8][rng.gen_range(0..2)];
+    }
+    if o.compaction_style == CompactionStyle::Tiered {
+        o.compaction_options_tiered.skewed_filter_bits = rng.gen_bool(0.5);
     }
     o
 }

@@ -53,6 +53,8 @@ fn style_opts(fs: &MemFs, style: CompactionStyle) -> Options {
             fan_in: 3,
             max_sorted_runs: 4,
             max_size_amplification_percent: 200,
+            // Every table's filter sized from the runs around it: reads stay exact.
+            skewed_filter_bits: true,
         },
         compaction_options_fifo: FifoCompactionOptions {
             max_table_files_size: 1 << 40,

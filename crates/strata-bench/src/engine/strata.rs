@@ -95,6 +95,7 @@ pub const HONOURED_FLAGS: &[&str] = &[
     "tiered_fan_in",
     "tiered_max_sorted_runs",
     "tiered_max_size_amplification_percent",
+    "tiered_skewed_filter_bits",
 ];
 
 /// The block cache `--cache_type`, `--cache_size`, `--cache_numshardbits` and
@@ -306,6 +307,7 @@ fn apply_compaction_style(f: &crate::flags::Flags, o: &mut Options) -> Result<()
             f.tiered_max_size_amplification_percent,
         )?;
     }
+    t.skewed_filter_bits = f.tiered_skewed_filter_bits;
     let fifo = &mut o.compaction_options_fifo;
     if f.fifo_compaction_max_table_files_size_mb != 0 {
         fifo.max_table_files_size =

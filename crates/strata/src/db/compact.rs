@@ -128,6 +128,15 @@ fn execute(inner: &DbInner, cfd: &Arc<Cfd>, plan: &CompactionPlan, manual: bool)
         };
         table_options = &uncompressed;
     }
+    let skewed;
+    if cfd.opts.compaction_style == crate::compaction::style::CompactionStyle::Tiered
+        && cfd.opts.compaction_options_tiered.skewed_filter_bits
+    {
+        let base = table_options.bloom_bits_per_key;
+        let bits = crate::compaction::filter_bits::bits_for_plan(base, &sv.version, plan);
+        skewed = crate::sstable::TableOptions { bloom_bits_per_key: bits, ..table_options.clone() };
+        table_options = &skewed;
+    }
     let env = JobEnv {
         fs: inner.fs.as_ref(),
         dir: &inner.dir,
