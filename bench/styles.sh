@@ -5,11 +5,17 @@
 #   fillrandom, settle, stats, overwrite (--num writes), settle, stats   (one process)
 #   readrandom for --duration seconds; seekrandom + 10 next (fwdrange) for --duration seconds
 # Configurations: leveled and universal (benchmark.sh's univ_const_params) for strata and
-# rocksdb, and Strata's tiered style (--compaction_style=4) at fan-in 8 (the default) and 12.
+# rocksdb, and Strata's tiered style (--compaction_style=4) at fan-in 8 (the default) and 12;
+# on request also universal_inc (--universal_incremental) and tiered8_skew (tiered with
+# --tiered_skewed_filter_bits). readrandom runs with --statistics (bloom filter counters).
 #
 #   bash bench/styles.sh [--num N] [--reps R] [--duration S] [--out DIR] [--db-dir DIR]
+#                        [--engines strata,rocksdb] [--styles leveled,universal,tiered8,tiered12]
+#                        [--lock FILE] [-- extra strata-bench flags]
 #
-# Needs the rocksdb feature. Writes DIR/results.tsv, one row per configuration and repetition:
+# --engines/--styles pick a subset (tiered is Strata's only). RocksDB needs the rocksdb feature
+# (built here when rocksdb is among the engines). --lock runs each strata-bench process under
+# `flock FILE` (a machine shared with builds). Flags after `--` go to every strata-bench run. Writes DIR/results.tsv, one row per configuration and repetition:
 # ops/sec of each step; W-Amp of the fill phase, of the overwrite phase alone and of both
 # (each engine's `Interval compaction: X GB write` over its `Flush(GB)`, flushes included);
 # stall percent; du of the settled DB in KiB. Logs stay in DIR/logs. Run each repetition
@@ -22,6 +28,10 @@ reps=3
 duration=4
 out=""
 db_dir=""
+engines="strata,rocksdb"
+styles="leveled,universal,tiered8,tiered12"
+lock=""
+extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --num) num="$2"; shift 2 ;;
@@ -29,12 +39,19 @@ while [ $# -gt 0 ]; do
     --duration) duration="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --db-dir) db_dir="$2"; shift 2 ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    --engines) engines="$2"; shift 2 ;;
+    --styles) styles="$2"; shift 2 ;;
+    --lock) lock="$2"; shift 2 ;;
+    --) shift; extra=("$@"); break ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "bench/styles.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
 
-cargo build --release -p strata-bench --features rocksdb
+case ",$engines," in
+  *,rocksdb,*) cargo build --release -p strata-bench --features rocksdb ;;
+  *) cargo build --release -p strata-bench ;;
+esac
 bin="${CARGO_TARGET_DIR:-target}/release/strata-bench"
 out="${out:-bench/out/styles-$(date -u +%Y%m%d-%H%M%S)}"
 db_dir="${db_dir:-$out/db}"
@@ -57,7 +74,14 @@ style_flags() {
     universal) echo "${universal[@]}" ;;
     tiered8) echo --compaction_style=4 --num_levels=40 ;;
     tiered12) echo --compaction_style=4 --num_levels=40 --tiered_fan_in=12 --tiered_max_sorted_runs=24 ;;
+    universal_inc) echo "${universal[@]}" --universal_incremental=true ;;
+    tiered8_skew) echo --compaction_style=4 --num_levels=40 --tiered_skewed_filter_bits=true ;;
   esac
+}
+
+# Runs strata-bench with the arguments, under the lock when one was given.
+bench() {
+  if [ -n "$lock" ]; then flock "$lock" "$bin" "$@" "${extra[@]}"; else "$bin" "$@" "${extra[@]}"; fi
 }
 
 # ops/sec of benchmark $2 in log $1.
@@ -74,8 +98,21 @@ wamp() {
     }' "$1"
 }
 
-configs=("leveled strata" "leveled rocksdb" "universal strata" "universal rocksdb"
-  "tiered8 strata" "tiered12 strata")
+configs=()
+for style in ${styles//,/ }; do
+  case "$style" in
+    leveled | universal | universal_inc | tiered8 | tiered12 | tiered8_skew) ;;
+    *) echo "bench/styles.sh: unknown style '$style' (leveled, universal, universal_inc, tiered8, tiered12, tiered8_skew)" >&2; exit 2 ;;
+  esac
+  for engine in ${engines//,/ }; do
+    case "$engine" in
+      strata) ;;
+      rocksdb) case "$style" in tiered*) continue ;; esac ;;
+      *) echo "bench/styles.sh: unknown engine '$engine' (strata, rocksdb)" >&2; exit 2 ;;
+    esac
+    configs+=("$style $engine")
+  done
+done
 printf 'rep\tstyle\tengine\tfillrandom\toverwrite\treadrandom\tfwdrange\tw_amp_fill\tw_amp_overwrite\tw_amp_both\tstall_pct\tdu_kb\n' \
   > "$out/results.tsv"
 for rep in $(seq 1 "$reps"); do
@@ -91,12 +128,12 @@ for rep in $(seq 1 "$reps"); do
     rm -rf "$db"
     log="$out/logs/$engine.$style.$rep"
     echo "== rep $rep: $engine $style" >&2
-    "$bin" --engine="$engine" --db="$db" "${common[@]}" "${sf[@]}" \
+    bench --engine="$engine" --db="$db" "${common[@]}" "${sf[@]}" \
       --benchmarks=fillrandom,waitforcompaction,stats,overwrite,waitforcompaction,stats > "$log.write.log" 2>&1
     du_kb="$(du -sk "$db" | cut -f1)"
-    "$bin" --engine="$engine" --db="$db" "${common[@]}" "${sf[@]}" --use_existing_db=1 \
-      --duration="$duration" --benchmarks=readrandom,stats > "$log.readrandom.log" 2>&1
-    "$bin" --engine="$engine" --db="$db" "${common[@]}" "${sf[@]}" --use_existing_db=1 \
+    bench --engine="$engine" --db="$db" "${common[@]}" "${sf[@]}" --use_existing_db=1 \
+      --duration="$duration" --statistics=1 --benchmarks=readrandom,stats > "$log.readrandom.log" 2>&1
+    bench --engine="$engine" --db="$db" "${common[@]}" "${sf[@]}" --use_existing_db=1 \
       --duration="$duration" --seek_nexts=10 --reverse_iterator=false \
       --benchmarks=seekrandom,stats > "$log.fwdrange.log" 2>&1
     rm -rf "$db"
