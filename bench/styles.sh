@@ -81,7 +81,7 @@ style_flags() {
     universal) echo "${universal[@]}" ;;
     tiered8) echo --compaction_style=4 --num_levels=40 ;;
     tiered12) echo --compaction_style=4 --num_levels=40 --tiered_fan_in=12 --tiered_max_sorted_runs=24 ;;
-    universal_inc) echo "${universal[@]}" --universal_incremental=true ;;
+    universal_inc) echo "${universal[@]}" --universal_incremental=true --max_compaction_bytes=$((32 << 20)) ;;
     tiered8_skew) echo --compaction_style=4 --num_levels=40 --tiered_skewed_filter_bits=true ;;
   esac
 }
@@ -164,7 +164,7 @@ for rep in $(seq 1 "$reps"); do
       "$(ops "$log.fill.log" fillrandom)" "$(ops "$log.overwrite.log" overwrite)" \
       "$(ops "$log.readrandom.log" readrandom)" "$(ops "$log.fwdrange.log" seekrandom)" \
       "$(wamp "$log.fill.log" "$log.overwrite.log")" "$du_kb" "$live_kb" \
-      "$(awk -v a="$du_kb" -v b="$live_kb" 'BEGIN { printf "%.2f", b > 0 ? a / b : 0 }')" \
+      "$(awk -v a="$du_kb" -v b="$live_kb" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')" \
       "$(filter "$log.readrandom.log")" >> "$out/results.tsv"
   done
 done
