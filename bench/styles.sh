@@ -2,18 +2,31 @@
 # Compaction styles compared on write amplification, space and reads (issue #16's table):
 # for each repetition, every configuration in turn (the order reversed on even repetitions),
 # each on a fresh DB:
-#   fillrandom, settle, stats, overwrite (--num writes), settle, stats   (one process)
-#   readrandom for --duration seconds; seekrandom + 10 next (fwdrange) for --duration seconds
+#   fillrandom, settle, stats; then overwrite (--num writes), settle, stats (a second process,
+#   so each phase's --statistics counters are its own)
+#   readrandom for --duration seconds; seekrandom + 10 next (fwdrange) for --duration seconds;
+#   compact (everything into one run: the live data, for space amplification)
 # Configurations: leveled and universal (benchmark.sh's univ_const_params) for strata and
-# rocksdb, and Strata's tiered style (--compaction_style=4) at fan-in 8 (the default) and 12.
+# rocksdb, and Strata's tiered style (--compaction_style=4) at fan-in 8 (the default) and 12;
+# on request also universal_inc (--universal_incremental) and tiered8_skew (tiered with
+# --tiered_skewed_filter_bits). readrandom runs with --statistics (bloom filter counters).
 #
 #   bash bench/styles.sh [--num N] [--reps R] [--duration S] [--out DIR] [--db-dir DIR]
+#                        [--engines strata,rocksdb] [--styles leveled,universal,tiered8,tiered12]
+#                        [--lock FILE] [-- extra strata-bench flags]
 #
-# Needs the rocksdb feature. Writes DIR/results.tsv, one row per configuration and repetition:
-# ops/sec of each step; W-Amp of the fill phase, of the overwrite phase alone and of both
-# (each engine's `Interval compaction: X GB write` over its `Flush(GB)`, flushes included);
-# stall percent; du of the settled DB in KiB. Logs stay in DIR/logs. Run each repetition
-# under the machine's benchmark lock if it is shared; each takes about 5 minutes at 2M keys.
+# --engines/--styles pick a subset (tiered is Strata's only). RocksDB needs the rocksdb feature
+# (built here when rocksdb is among the engines). --lock runs each strata-bench process under
+# `flock FILE` (a machine shared with builds). Flags after `--` go to every strata-bench run.
+#
+# Writes DIR/results.tsv, one row per configuration and repetition: ops/sec of each step;
+# W-Amp of the fill phase, of the overwrite phase alone and of both ((flush + compaction
+# bytes written) / flush bytes, from each engine's exact --statistics counters
+# rocksdb.flush.write.bytes and rocksdb.compact.write.bytes);
+# stall percent of each phase; du of the settled DB and of the same DB compacted into one run
+# (the live data) in KiB and their ratio (space amplification); per read of readrandom, the
+# filter checks that answered "maybe" (true and false positives) and "no". Logs stay in
+# DIR/logs. A repetition takes about 5 minutes at 2M keys.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,6 +35,10 @@ reps=3
 duration=4
 out=""
 db_dir=""
+engines="strata,rocksdb"
+styles="leveled,universal,tiered8,tiered12"
+lock=""
+extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --num) num="$2"; shift 2 ;;
@@ -29,12 +46,19 @@ while [ $# -gt 0 ]; do
     --duration) duration="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --db-dir) db_dir="$2"; shift 2 ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    --engines) engines="$2"; shift 2 ;;
+    --styles) styles="$2"; shift 2 ;;
+    --lock) lock="$2"; shift 2 ;;
+    --) shift; extra=("$@"); break ;;
+    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
     *) echo "bench/styles.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
 
-cargo build --release -p strata-bench --features rocksdb
+case ",$engines," in
+  *,rocksdb,*) cargo build --release -p strata-bench --features rocksdb ;;
+  *) cargo build --release -p strata-bench ;;
+esac
 bin="${CARGO_TARGET_DIR:-target}/release/strata-bench"
 out="${out:-bench/out/styles-$(date -u +%Y%m%d-%H%M%S)}"
 db_dir="${db_dir:-$out/db}"
@@ -57,26 +81,57 @@ style_flags() {
     universal) echo "${universal[@]}" ;;
     tiered8) echo --compaction_style=4 --num_levels=40 ;;
     tiered12) echo --compaction_style=4 --num_levels=40 --tiered_fan_in=12 --tiered_max_sorted_runs=24 ;;
+    universal_inc) echo "${universal[@]}" --universal_incremental=true --max_compaction_bytes=$((32 << 20)) ;;
+    tiered8_skew) echo --compaction_style=4 --num_levels=40 --tiered_skewed_filter_bits=true ;;
   esac
+}
+
+# Runs strata-bench with the arguments, under the lock when one was given.
+bench() {
+  if [ -n "$lock" ]; then flock "$lock" "$bin" "$@" "${extra[@]}"; else "$bin" "$@" "${extra[@]}"; fi
 }
 
 # ops/sec of benchmark $2 in log $1.
 ops() { awk -v b="$2" '$1 == b { for (i = 1; i < NF; i++) if ($(i + 1) == "ops/sec") v = $i } END { print v }' "$1"; }
 
-# W-Amp of the two stats dumps of a write log: fill, overwrite alone, both.
+# W-Amp of the fill log $1, of the overwrite log $2, of both; then each one's stall percent.
 wamp() {
   awk '
-    /^Flush\(GB\): cumulative/ { gsub(",", "", $3); cum = $3; fl[++nf] = $5 }
-    /^Interval compaction:/ { cw[++nc] = $3 }
-    /Cumulative stall:/ { stall = $(NF - 1) }
+    FNR == 1 { n++ }
+    $1 == "rocksdb.flush.write.bytes" { f[n] = $NF }
+    $1 == "rocksdb.compact.write.bytes" { c[n] = $NF }
+    /Cumulative stall:/ { st[n] = $(NF - 1) }
     END {
-      printf "%.2f\t%.2f\t%.2f\t%s\n", cw[1] / fl[1], cw[2] / fl[2], (cw[1] + cw[2]) / cum, stall
-    }' "$1"
+      printf "%.3f\t%.3f\t%.3f\t%s\t%s\n", (f[1] + c[1]) / f[1], (f[2] + c[2]) / f[2],
+        (f[1] + c[1] + f[2] + c[2]) / (f[1] + f[2]), st[1], st[2]
+    }' "$1" "$2"
 }
 
-configs=("leveled strata" "leveled rocksdb" "universal strata" "universal rocksdb"
-  "tiered8 strata" "tiered12 strata")
-printf 'rep\tstyle\tengine\tfillrandom\toverwrite\treadrandom\tfwdrange\tw_amp_fill\tw_amp_overwrite\tw_amp_both\tstall_pct\tdu_kb\n' \
+# Per read of the readrandom log $1: filter checks that said "maybe", and that said no.
+filter() {
+  awk '
+    $1 == "rocksdb.number.keys.read" { r = $NF }
+    $1 == "rocksdb.bloom.filter.full.positive" { p = $NF }
+    $1 == "rocksdb.bloom.filter.useful" { u = $NF }
+    END { if (r > 0) printf "%.3f\t%.3f\n", p / r, u / r; else printf "-\t-\n" }' "$1"
+}
+
+configs=()
+for style in ${styles//,/ }; do
+  case "$style" in
+    leveled | universal | universal_inc | tiered8 | tiered12 | tiered8_skew) ;;
+    *) echo "bench/styles.sh: unknown style '$style' (leveled, universal, universal_inc, tiered8, tiered12, tiered8_skew)" >&2; exit 2 ;;
+  esac
+  for engine in ${engines//,/ }; do
+    case "$engine" in
+      strata) ;;
+      rocksdb) case "$style" in tiered*) continue ;; esac ;;
+      *) echo "bench/styles.sh: unknown engine '$engine' (strata, rocksdb)" >&2; exit 2 ;;
+    esac
+    configs+=("$style $engine")
+  done
+done
+printf 'rep\tstyle\tengine\tfillrandom\toverwrite\treadrandom\tfwdrange\tw_amp_fill\tw_amp_overwrite\tw_amp_both\tstall_pct_fill\tstall_pct_overwrite\tdu_kb\tlive_kb\tspace_amp\tfilter_maybe_per_read\tfilter_no_per_read\n' \
   > "$out/results.tsv"
 for rep in $(seq 1 "$reps"); do
   order=("${configs[@]}")
@@ -91,19 +146,26 @@ for rep in $(seq 1 "$reps"); do
     rm -rf "$db"
     log="$out/logs/$engine.$style.$rep"
     echo "== rep $rep: $engine $style" >&2
-    "$bin" --engine="$engine" --db="$db" "${common[@]}" "${sf[@]}" \
-      --benchmarks=fillrandom,waitforcompaction,stats,overwrite,waitforcompaction,stats > "$log.write.log" 2>&1
+    bench --engine="$engine" --db="$db" "${common[@]}" "${sf[@]}" --statistics=1 \
+      --benchmarks=fillrandom,waitforcompaction,stats > "$log.fill.log" 2>&1
+    bench --engine="$engine" --db="$db" "${common[@]}" "${sf[@]}" --statistics=1 \
+      --use_existing_db=1 --benchmarks=overwrite,waitforcompaction,stats > "$log.overwrite.log" 2>&1
     du_kb="$(du -sk "$db" | cut -f1)"
-    "$bin" --engine="$engine" --db="$db" "${common[@]}" "${sf[@]}" --use_existing_db=1 \
-      --duration="$duration" --benchmarks=readrandom,stats > "$log.readrandom.log" 2>&1
-    "$bin" --engine="$engine" --db="$db" "${common[@]}" "${sf[@]}" --use_existing_db=1 \
+    bench --engine="$engine" --db="$db" "${common[@]}" "${sf[@]}" --use_existing_db=1 \
+      --duration="$duration" --statistics=1 --benchmarks=readrandom,stats > "$log.readrandom.log" 2>&1
+    bench --engine="$engine" --db="$db" "${common[@]}" "${sf[@]}" --use_existing_db=1 \
       --duration="$duration" --seek_nexts=10 --reverse_iterator=false \
       --benchmarks=seekrandom,stats > "$log.fwdrange.log" 2>&1
+    bench --engine="$engine" --db="$db" "${common[@]}" "${sf[@]}" --use_existing_db=1 \
+      --benchmarks=compact > "$log.compact.log" 2>&1
+    live_kb="$(du -sk "$db" | cut -f1)"
     rm -rf "$db"
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$rep" "$style" "$engine" \
-      "$(ops "$log.write.log" fillrandom)" "$(ops "$log.write.log" overwrite)" \
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$rep" "$style" "$engine" \
+      "$(ops "$log.fill.log" fillrandom)" "$(ops "$log.overwrite.log" overwrite)" \
       "$(ops "$log.readrandom.log" readrandom)" "$(ops "$log.fwdrange.log" seekrandom)" \
-      "$(wamp "$log.write.log")" "$du_kb" >> "$out/results.tsv"
+      "$(wamp "$log.fill.log" "$log.overwrite.log")" "$du_kb" "$live_kb" \
+      "$(awk -v a="$du_kb" -v b="$live_kb" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')" \
+      "$(filter "$log.readrandom.log")" >> "$out/results.tsv"
   done
 done
 rmdir "$db_dir" 2>/dev/null || true

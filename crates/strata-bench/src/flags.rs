@@ -313,6 +313,7 @@ define_flags! {
     universal_max_size_amplification_percent: i64 = 0i64, Engine, "Universal compaction size amplification";
     universal_compression_size_percent: i64 = -1i64, Engine, "Universal compaction compressed percent";
     universal_allow_trivial_move: bool = false, Engine, "Universal compaction trivial moves";
+    universal_incremental: bool = false, Engine, "Universal size-amplification compactions merge key ranges of the second oldest run";
     fifo_compaction_max_table_files_size_mb: u64 = 0u64, Engine, "FIFO compaction size budget";
     fifo_compaction_ttl: u64 = 0u64, Engine, "FIFO compaction TTL";
     fifo_compaction_allow_compaction: bool = true, Engine, "FIFO compaction may compact";
@@ -320,6 +321,7 @@ define_flags! {
     tiered_fan_in: i64 = 0i64, Engine, "Tiered compaction (--compaction_style=4, Strata only) fan-in (0: engine default)";
     tiered_max_sorted_runs: i64 = 0i64, Engine, "Tiered compaction sorted-run budget (0: engine default)";
     tiered_max_size_amplification_percent: i64 = 0i64, Engine, "Tiered compaction size amplification bound (0: engine default)";
+    tiered_skewed_filter_bits: bool = false, Engine, "Tiered compaction: filter bits per key skewed towards smaller, newer runs (Monkey)";
     sync: bool = false, Engine, "Sync every write (WriteOptions.sync)";
     disable_wal: bool = false, Engine, "Write without the WAL (WriteOptions.disableWAL)";
     use_fsync: bool = false, Engine, "fsync instead of fdatasync";

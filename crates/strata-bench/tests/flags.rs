@@ -175,6 +175,7 @@ fn compaction_styles_map_to_strata_options() {
         "--universal_max_size_amplification_percent=150",
         "--universal_compression_size_percent=40",
         "--universal_allow_trivial_move=true",
+        "--universal_incremental=true",
     ])
     .expect("universal flags are honoured");
     let o = strata_bench::engine::strata::build_options(&c).expect("options");
@@ -186,6 +187,7 @@ fn compaction_styles_map_to_strata_options() {
     );
     assert_eq!(u.compression_size_percent, 40);
     assert!(u.allow_trivial_move);
+    assert!(u.incremental);
     assert_eq!(u.stop_style, CompactionStopStyle::TotalSize);
     // 0 keeps the engine's defaults, as db_bench's flags do for RocksDB.
     let c = Config::from_args(&["--compaction_style=1"]).expect("universal");
@@ -213,6 +215,7 @@ fn compaction_styles_map_to_strata_options() {
         "--tiered_fan_in=6",
         "--tiered_max_sorted_runs=20",
         "--tiered_max_size_amplification_percent=150",
+        "--tiered_skewed_filter_bits=true",
         "--universal_stop_style=1",
     ])
     .expect("tiered flags are honoured");
@@ -220,6 +223,7 @@ fn compaction_styles_map_to_strata_options() {
     assert_eq!(o.compaction_style, CompactionStyle::Tiered);
     let t = &o.compaction_options_tiered;
     assert_eq!((t.fan_in, t.max_sorted_runs, t.max_size_amplification_percent), (6, 20, 150));
+    assert!(t.skewed_filter_bits);
     assert_eq!(o.compaction_options_universal.stop_style, CompactionStopStyle::SimilarSize);
     let c = Config::from_args(&["--compaction_style=4"]).expect("tiered");
     let o = strata_bench::engine::strata::build_options(&c).expect("options");

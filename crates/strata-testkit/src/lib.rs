@@ -79,7 +79,7 @@ pub fn random_options(
     } else {
         [64 << 10, 256 << 10, 1 << 20, 4 << 20][rng.gen_range(0..4)]
     };
-    Options {
+    let mut o = Options {
         fs,
         merge_operator: strata::merge_operator::builtin_merge_operator("uint64add"),
         write_buffer_size: wbs,
@@ -147,11 +147,22 @@ pub fn random_options(
                 fan_in,
                 max_sorted_runs: [fan_in, 8][rng.gen_range(0..2)],
                 max_size_amplification_percent: [25, 200][rng.gen_range(0..2)],
+                skewed_filter_bits: false, // drawn below
             }
         },
         wal_dir,
         ..write_mode(rng)
+    };
+    // Drawn after the rest, so a seed's earlier draws stay what they were. Small windows
+    // (a few target-size files) make the incremental size-amplification merges partial.
+    if o.compaction_style == CompactionStyle::Universal && rng.gen_bool(0.5) {
+        o.compaction_options_universal.incremental = true;
+        o.max_compaction_bytes = o.target_file_size_base * [2, 8][rng.gen_range(0..2)];
     }
+    if o.compaction_style == CompactionStyle::Tiered {
+        o.compaction_options_tiered.skewed_filter_bits = rng.gen_bool(0.5);
+    }
+    o
 }
 
 /// Default options with one of the write modes drawn: ordered (the default), pipelined,

@@ -144,7 +144,7 @@ pub fn dump_manifest(out: &mut dyn Write, f: Bytes, path: &Path) -> Result<Outco
                 EditItem::LastSequence(n) => format!("last_sequence {n}"),
                 EditItem::DeleteFile { level, number } => format!("delete L{level} #{number}"),
                 EditItem::AddFile(t) => format!(
-                    "add L{} #{} size {} entries {} deletions {} [{} .. {}]{}",
+                    "add L{} #{} size {} entries {} deletions {} [{} .. {}]{}{}",
                     t.level,
                     t.number,
                     t.size,
@@ -156,7 +156,8 @@ pub fn dump_manifest(out: &mut dyn Write, f: Bytes, path: &Path) -> Result<Outco
                         String::new()
                     } else {
                         format!(" global_seqno {}", t.global_seqno)
-                    }
+                    },
+                    if t.data_time == 0 { String::new() } else { format!(" time {}", t.data_time) }
                 ),
                 EditItem::CompactCursor { level, key } => {
                     format!("compact_cursor L{level} {}", show_key(f, key))

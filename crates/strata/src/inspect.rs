@@ -325,6 +325,9 @@ pub struct TableSummary {
     pub deletions: u64,
     /// An ingested external file's global sequence number (0: none).
     pub global_seqno: u64,
+    /// Seconds since the Unix epoch when its newest data was written (the `FileTime` tag
+    /// FIFO's TTL reads; 0: unknown, the tag is absent).
+    pub data_time: u64,
 }
 
 /// One field of a MANIFEST edit.
@@ -379,6 +382,7 @@ fn table_summary(path: &Path, offset: u64, level: usize, f: &FileMetaData) -> Re
         entries: f.num_entries,
         deletions: f.num_deletions,
         global_seqno: f.global_seqno.0,
+        data_time: f.data_time,
     })
 }
 

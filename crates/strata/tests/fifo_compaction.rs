@@ -98,3 +98,46 @@ fn intra_l0_compaction_merges_small_files_and_keeps_every_key() {
         assert_eq!(db.get(key(i)).unwrap().unwrap(), format!("v{}", i / 50).into_bytes());
     }
 }
+
+fn files_at(db: &Db, level: usize) -> u64 {
+    db.property_int_value(&format!("strata.num-files-at-level{level}")).unwrap().unwrap()
+}
+
+/// `compact_range` in FIFO style keeps the data in L0 (moving files down would break the
+/// oldest-first order the size budget and TTL rely on): it merges small L0 files into L0 when
+/// intra-L0 compaction is allowed, and leaves the files as they are when it is not.
+#[test]
+fn compact_range_keeps_data_in_l0() {
+    for allow_compaction in [true, false] {
+        let fs = MemFs::new();
+        let fifo = FifoCompactionOptions { allow_compaction, ..Default::default() };
+        let o = Options {
+            level0_file_num_compaction_trigger: 4,
+            disable_auto_compactions: true,
+            ..opts(&fs, fifo)
+        };
+        let db = Db::open(&o, "/db").unwrap();
+        for round in 0..6u32 {
+            for i in 0..50u32 {
+                db.put(key(i * 7 + round), format!("v{round}")).unwrap();
+            }
+            db.flush().unwrap();
+        }
+        assert_eq!(files_at(&db, 0), 6);
+        db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
+        db.compact_range(Some(key(0)), Some(key(100))).unwrap();
+        let l0 = files_at(&db, 0);
+        if allow_compaction {
+            assert!(l0 < 6, "{l0} L0 files: compact_range merged none");
+        } else {
+            assert_eq!(l0, 6, "without allow_compaction nothing is rewritten");
+        }
+        assert_eq!((1..7).map(|l| files_at(&db, l)).sum::<u64>(), 0, "data left L0");
+        for round in 0..6u32 {
+            for i in 0..50u32 {
+                let got = db.get(key(i * 7 + round)).unwrap();
+                assert_eq!(got, Some(format!("v{round}").into_bytes()), "{allow_compaction}");
+            }
+        }
+    }
+}

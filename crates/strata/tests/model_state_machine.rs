@@ -149,6 +149,7 @@ fn options(fs: Arc<dyn FileSystem>, knobs: &Knobs) -> Options {
             fan_in: 2,
             max_sorted_runs: 4,
             max_size_amplification_percent: 200,
+            skewed_filter_bits: false,
         },
         compaction_options_fifo: strata::FifoCompactionOptions {
             max_table_files_size: 1 << 40,

@@ -25,6 +25,7 @@ fn opts(fs: &MemFs, style: CompactionStyle) -> Options {
             fan_in: 4,
             max_sorted_runs: 8,
             max_size_amplification_percent: 100,
+            skewed_filter_bits: false,
         },
         ..Options::default()
     }

@@ -85,6 +85,7 @@ pub const HONOURED_FLAGS: &[&str] = &[
     "universal_max_size_amplification_percent",
     "universal_compression_size_percent",
     "universal_allow_trivial_move",
+    "universal_incremental",
     "fifo_compaction_max_table_files_size_mb",
     "fifo_compaction_allow_compaction",
     "fifo_compaction_ttl",
@@ -440,6 +441,9 @@ pub fn open(cfg: &Config) -> Result<Box<dyn Engine>> {
         // right after the open, before any write.
         if f.compaction_style == 1 && f.universal_allow_trivial_move {
             db.set_options(&[("compaction_options_universal", "{allow_trivial_move=true;}")])?;
+        }
+        if f.compaction_style == 1 && f.universal_incremental {
+            db.set_options(&[("compaction_options_universal", "{incremental=true;}")])?;
         }
         if f.compaction_style == 2 {
             let allow = if f.fifo_compaction_allow_compaction { "true" } else { "false" };

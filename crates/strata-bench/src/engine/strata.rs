@@ -87,6 +87,7 @@ pub const HONOURED_FLAGS: &[&str] = &[
     "universal_max_size_amplification_percent",
     "universal_compression_size_percent",
     "universal_allow_trivial_move",
+    "universal_incremental",
     "fifo_compaction_max_table_files_size_mb",
     "fifo_compaction_ttl",
     "fifo_compaction_allow_compaction",
@@ -94,6 +95,7 @@ pub const HONOURED_FLAGS: &[&str] = &[
     "tiered_fan_in",
     "tiered_max_sorted_runs",
     "tiered_max_size_amplification_percent",
+    "tiered_skewed_filter_bits",
 ];
 
 /// The block cache `--cache_type`, `--cache_size`, `--cache_numshardbits` and
@@ -284,6 +286,7 @@ fn apply_compaction_style(f: &crate::flags::Flags, o: &mut Options) -> Result<()
     u.compression_size_percent = i32::try_from(f.universal_compression_size_percent)
         .map_err(|_| anyhow!("--universal_compression_size_percent: out of range"))?;
     u.allow_trivial_move = f.universal_allow_trivial_move;
+    u.incremental = f.universal_incremental;
     u.stop_style = match f.universal_stop_style {
         0 => CompactionStopStyle::TotalSize,
         1 => CompactionStopStyle::SimilarSize,
@@ -302,6 +305,7 @@ fn apply_compaction_style(f: &crate::flags::Flags, o: &mut Options) -> Result<()
             f.tiered_max_size_amplification_percent,
         )?;
     }
+    t.skewed_filter_bits = f.tiered_skewed_filter_bits;
     let fifo = &mut o.compaction_options_fifo;
     if f.fifo_compaction_max_table_files_size_mb != 0 {
         fifo.max_table_files_size =

@@ -76,7 +76,7 @@ pub(crate) fn run_job(env: &JobEnv<'_>, plan: &CompactionPlan) -> Result<JobResu
         stats.micros = start.elapsed().as_micros() as u64;
         return Ok(JobResult { edit, stats });
     }
-    for f in &plan.inputs {
+    for f in plan.inputs.iter().chain(plan.middle_inputs.iter().flat_map(|(_, fs)| fs)) {
         stats.bytes_read_non_output += f.file_size;
     }
     for f in &plan.output_inputs {
@@ -599,6 +599,60 @@ mod tests {
             FileNumber(number),
             b.finish().unwrap(),
         )))
+    }
+
+    /// A universal merge's middle levels are read like its start level: the job's read
+    /// bytes are all its inputs' (they were missing from the stats' Read(GB) and W-Amp).
+    #[test]
+    fn middle_inputs_count_as_bytes_read() {
+        let fs = MemFs::new();
+        fs.create_dir_all(std::path::Path::new("/db")).unwrap();
+        let keys: Vec<String> = (0..50).map(|i| format!("k{i:03}")).collect();
+        let top = write_values(&fs, 3, &keys, b"new");
+        let middle = write_values(&fs, 2, &keys, &[b'm'; 50]);
+        let bottom = write_values(&fs, 1, &keys, &[b'o'; 80]);
+        let tables =
+            Arc::new(TableCache::new(Arc::new(fs.clone()), PathBuf::from("/db"), 16, None));
+        let mut base = VersionEdit::default();
+        base.new_files.push((0, (*top).clone()));
+        base.new_files.push((2, (*middle).clone()));
+        base.new_files.push((3, (*bottom).clone()));
+        let version = Version::new(4).apply(&base).unwrap();
+        let next = AtomicU64::new(100);
+        let new_file_number = || FileNumber(next.fetch_add(1, AtomicOrdering::Relaxed));
+        let env = JobEnv {
+            fs: &fs,
+            dir: std::path::Path::new("/db"),
+            tables: &tables,
+            table_options: &TableOptions::default(),
+            merge_operator: None,
+            snapshots: &[],
+            version: &version,
+            max_subcompactions: 1,
+            new_file_number: &new_file_number,
+            cancel: &std::sync::atomic::AtomicBool::new(false),
+            readahead_size: 0,
+            filter: None,
+        };
+        let plan = CompactionPlan {
+            start_level: 0,
+            output_level: 3,
+            inputs: vec![top.clone()],
+            middle_inputs: vec![(2, vec![middle.clone()])],
+            output_inputs: vec![bottom.clone()],
+            deletion: false,
+            compress: true,
+            reason: "test",
+            grandparents: Vec::new(),
+            trivial_move: false,
+            bottommost: true,
+            target_file_size: u64::MAX,
+            max_compaction_bytes: u64::MAX,
+        };
+        let r = run_job(&env, &plan).unwrap();
+        assert_eq!(r.stats.bytes_read_non_output, top.file_size + middle.file_size);
+        assert_eq!(r.stats.bytes_read_output, bottom.file_size);
+        assert_eq!(r.stats.input_records, 150);
     }
 
     /// Past half the target size, outputs end where the grandparent level has a boundary:

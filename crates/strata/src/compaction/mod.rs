@@ -11,6 +11,7 @@ use style::CompactionStyle;
 
 pub(crate) mod cut;
 pub(crate) mod fifo;
+pub(crate) mod filter_bits;
 pub(crate) mod job;
 pub(crate) mod picker;
 pub(crate) mod stream;

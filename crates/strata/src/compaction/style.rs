@@ -80,6 +80,13 @@ pub struct UniversalCompactionOptions {
     pub allow_trivial_move: bool,
     /// See [`CompactionStopStyle`]. Default: total size.
     pub stop_style: CompactionStopStyle,
+    /// Incremental size-amplification compactions: when the size-amplification rule fires
+    /// and the second oldest run is a level, merge only a key range of it (about half of
+    /// `max_compaction_bytes` with what it overlaps in the oldest run, the range overlapping
+    /// the fewest oldest-run bytes per byte) into the oldest run, instead of every run at
+    /// once. Bounds each compaction's size and the transient space of a full merge; falls
+    /// back to the full merge when no range is cheap enough. Default: false.
+    pub incremental: bool,
 }
 
 impl Default for UniversalCompactionOptions {
@@ -92,6 +99,7 @@ impl Default for UniversalCompactionOptions {
             compression_size_percent: -1,
             allow_trivial_move: false,
             stop_style: CompactionStopStyle::TotalSize,
+            incremental: false,
         }
     }
 }
@@ -138,6 +146,12 @@ pub struct TieredCompactionOptions {
     /// bound on space amplification, and the price of it in writes, about
     /// 100 / this percentage per byte written. Default: 200.
     pub max_size_amplification_percent: u32,
+    /// Give each table written the filter bits per key that minimise the summed
+    /// false-positive rate of all runs for the same memory (Monkey): more than
+    /// `bloom_bits_per_key` for small, new runs, slightly fewer for the largest
+    /// (`compaction/filter_bits.rs`). Fewer wasted probes per lookup, the most with many
+    /// runs; filter memory stays about the same. Default: false.
+    pub skewed_filter_bits: bool,
 }
 
 impl Default for TieredCompactionOptions {
@@ -146,6 +160,7 @@ impl Default for TieredCompactionOptions {
             fan_in: 8,
             max_sorted_runs: 16,
             max_size_amplification_percent: 200,
+            skewed_filter_bits: false,
         }
     }
 }

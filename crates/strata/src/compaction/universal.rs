@@ -9,7 +9,9 @@
 //! - Nothing happens while there are fewer runs than `level0_file_num_compaction_trigger`.
 //! - **Size amplification**: the runs above the oldest, from the newest free run down, are
 //!   merged with the oldest when their bytes reach `max_size_amplification_percent` of the
-//!   oldest run's (a busy run stops the span; a busy oldest run prevents the rule).
+//!   oldest run's (a busy run stops the span; a busy oldest run prevents the rule). With
+//!   `incremental`, only a key range of the second oldest run is merged into the oldest
+//!   when one is cheap enough (`universal/incremental.rs`).
 //! - **Size ratio**: from each free run in turn (newest first), older runs are added while the
 //!   next one is at most the bytes picked so far grown by `size_ratio` percent (with the
 //!   similar-size stop style: while it and the last picked one are within that percentage),
@@ -105,6 +107,12 @@ pub(crate) fn pick_universal(
     }
     let amp = o.universal.max_size_amplification_percent;
     if let Some((start, after)) = size_amp_span(&runs, amp) {
+        if o.universal.incremental {
+            let newer: u64 = runs[start..after - 1].iter().map(|r| r.size).sum();
+            if let Some(p) = incremental::pick_incremental(o, &runs[..after], newer) {
+                return Some(p);
+            }
+        }
         return Some(build_plan(o, &runs, start, after, "universal size amplification"));
     }
     let ratio = Some(o.universal.size_ratio);
@@ -239,13 +247,7 @@ pub(crate) fn merge_plan(
         let older: u128 = runs[after..].iter().map(|r| u128::from(r.size)).sum();
         older * 100 < total * u128::from(compression_size_percent.unsigned_abs())
     };
-    let target_file_size = if output_level == 0 {
-        u64::MAX // an L0 run is one file
-    } else {
-        let steps = u32::try_from(output_level - 1).unwrap_or(u32::MAX);
-        o.target_file_size_base
-            .saturating_mul(o.target_file_size_multiplier.max(1).saturating_pow(steps))
-    };
+    let target_file_size = target_file_size(o, output_level);
     let mut plan = CompactionPlan {
         start_level,
         output_level,
@@ -265,6 +267,17 @@ pub(crate) fn merge_plan(
     plan
 }
 
+/// The size outputs at `level` are cut at: unlimited in L0 (an L0 run is one file), else
+/// the level's target file size.
+pub(crate) fn target_file_size(o: &PickerOptions, level: usize) -> u64 {
+    if level == 0 {
+        return u64::MAX;
+    }
+    let steps = u32::try_from(level - 1).unwrap_or(u32::MAX);
+    o.target_file_size_base
+        .saturating_mul(o.target_file_size_multiplier.max(1).saturating_pow(steps))
+}
+
 /// No two input files of `plan` share a user key.
 fn disjoint(plan: &CompactionPlan) -> bool {
     let mut files: Vec<&Arc<TableFile>> = plan.all_inputs().map(|(_, f)| f).collect();
@@ -272,5 +285,6 @@ fn disjoint(plan: &CompactionPlan) -> bool {
     files.windows(2).all(|w| after_largest(user_key(&w[1].smallest), &w[0].largest))
 }
 
+mod incremental;
 #[cfg(test)]
 mod tests;

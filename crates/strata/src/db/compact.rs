@@ -128,6 +128,15 @@ fn execute(inner: &DbInner, cfd: &Arc<Cfd>, plan: &CompactionPlan, manual: bool)
         };
         table_options = &uncompressed;
     }
+    let skewed;
+    if cfd.opts.compaction_style == crate::compaction::style::CompactionStyle::Tiered
+        && cfd.opts.compaction_options_tiered.skewed_filter_bits
+    {
+        let base = table_options.bloom_bits_per_key;
+        let bits = crate::compaction::filter_bits::bits_for_plan(base, &sv.version, plan);
+        skewed = crate::sstable::TableOptions { bloom_bits_per_key: bits, ..table_options.clone() };
+        table_options = &skewed;
+    }
     let env = JobEnv {
         fs: inner.fs.as_ref(),
         dir: &inner.dir,
@@ -246,13 +255,36 @@ pub(crate) fn compact_range(
 ) -> Result<()> {
     super::flush::flush_and_wait(inner, cfd)?;
     inner.state.lock().manual_compactions += 1;
-    let r = compact_range_levels(inner, cfd, begin, end);
+    let r = if cfd.opts.compaction_style == crate::compaction::style::CompactionStyle::Fifo {
+        compact_range_fifo(inner, cfd)
+    } else {
+        compact_range_levels(inner, cfd, begin, end)
+    };
     {
         let mut st = inner.state.lock();
         st.manual_compactions -= 1;
         inner.bg_cv.notify_all();
     }
     r
+}
+
+/// FIFO style's manual compaction (RocksDB's): data stays in L0 whatever the range, since
+/// moving files down would break FIFO's oldest-first order. The call runs FIFO's own picks
+/// (TTL and size deletions, intra-L0 merges when `allow_compaction` is set) until none
+/// applies, at most one round per file present when it starts (so it ends while writes go on).
+fn compact_range_fifo(inner: &DbInner, cfd: &Arc<Cfd>) -> Result<()> {
+    let o = cfd.opts.picker_options();
+    let files: usize = cfd.current_super_version().version.levels.iter().map(Vec::len).sum();
+    for _ in 0..=files {
+        let plan = wait_for_plan(inner, cfd, |v, busy| {
+            Some(crate::compaction::fifo::pick_fifo(v, &o, busy, now_secs()))
+        })?;
+        match plan {
+            Some(plan) => run_manual(inner, cfd, &plan)?,
+            None => break,
+        }
+    }
+    Ok(())
 }
 
 fn range_keys(begin: Option<&[u8]>, end: Option<&[u8]>) -> (Vec<u8>, Vec<u8>) {

@@ -141,10 +141,20 @@ fn flush_one(
     let start = std::time::Instant::now();
     let number = inner.new_file_number();
     let snapshots = inner.snapshots.sequences();
+    let mut table_options = std::borrow::Cow::Borrowed(&cfd.table_options[0]);
+    if cfd.opts.compaction_style == crate::compaction::style::CompactionStyle::Tiered
+        && cfd.opts.compaction_options_tiered.skewed_filter_bits
+    {
+        let v = cfd.current_super_version().version.clone();
+        let base = table_options.bloom_bits_per_key;
+        let mem_bytes = mem.approximate_memory_usage() as u64;
+        let bits = crate::compaction::filter_bits::bits_for_flush(base, &v, mem_bytes);
+        table_options.to_mut().bloom_bits_per_key = bits;
+    }
     let env = FlushEnv {
         fs: inner.fs.as_ref(),
         dir: &inner.dir,
-        table_options: &cfd.table_options[0],
+        table_options: &table_options,
         snapshots: &snapshots,
         merge_operator: cfd.opts.merge_operator.as_deref(),
         filter: cfd

@@ -850,7 +850,8 @@ impl Db {
 
     /// Compacts the key range [begin, end] (None = unbounded on that side) down to the last
     /// level, dropping overwritten versions and tombstones no snapshot needs. Memtables are
-    /// flushed first.
+    /// flushed first. In FIFO style data never leaves L0: the call runs FIFO's own
+    /// compactions (expired and over-budget files dropped, intra-L0 merges when allowed).
     pub fn compact_range(
         &self,
         begin: Option<impl AsRef<[u8]>>,

@@ -65,6 +65,8 @@ pub(crate) fn parse_shape(text: &str) -> (Version, PickerOptions, HashSet<FileNu
                         }
                         "comp_pct" => o.universal.compression_size_percent = v.parse().unwrap(),
                         "trivial" => o.universal.allow_trivial_move = v.parse().unwrap(),
+                        "incremental" => o.universal.incremental = v.parse().unwrap(),
+                        "max_comp" => o.max_compaction_bytes = v.parse().unwrap(),
                         "stop" => {
                             o.universal.stop_style = match v {
                                 "similar" => {
