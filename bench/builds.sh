@@ -10,8 +10,8 @@
 # Build the old binary from a worktree of the old commit, e.g.
 #   git worktree add /tmp/old <commit> && (cd /tmp/old && cargo build --release -p strata-bench)
 # Steps (16-byte keys, 100-byte values, snappy, 10 Bloom bits, 64 MiB cache, --seed=7):
-# fillrandom (fresh DB), overwrite, waitforcompaction (untimed), readrandom,
-# seekrandom --seek_nexts=10, readwhilewriting with its writer at 2 MB/s. Timed steps last
+# fillrandom (fresh DB), overwrite (--num writes), waitforcompaction (untimed), readrandom,
+# seekrandom --seek_nexts=10, readwhilewriting with its writer at 2 MB/s. The read steps last
 # --duration seconds. Wall-clock figures are noisy on a shared machine: for a repeatable cost,
 # also count instructions (valgrind --tool=callgrind) on a short run of each build.
 set -euo pipefail
@@ -64,8 +64,10 @@ for rep in $(seq 1 "$reps"); do
     db="$out/db-$label"
     rm -rf "$db"
     step "$label" "$bin" "$db" fillrandom --benchmarks=fillrandom --use_existing_db=0
+    # A fixed count, not a duration: the read steps must see the same data for both builds
+    # (a faster writer would otherwise leave a larger LSM tree for its reads).
     step "$label" "$bin" "$db" overwrite --benchmarks=overwrite --use_existing_db=1 \
-      --duration="$duration"
+      --writes="$num"
     "$bin" --db="$db" "${common[@]}" --benchmarks=waitforcompaction --use_existing_db=1 \
       > /dev/null 2>&1
     step "$label" "$bin" "$db" readrandom --benchmarks=readrandom --use_existing_db=1 \
