@@ -473,6 +473,41 @@ mod tests {
     use crate::range_del::RangeTombstone;
     use crate::version::levels::TableFile;
 
+    /// Runs `f` with a job's surroundings over `fs`'s `/db`: `files` at their levels make the
+    /// version, the table cache reads them, and new tables are numbered from 100.
+    fn with_env<R>(
+        fs: &MemFs,
+        files: &[(usize, &Arc<TableFile>)],
+        snapshots: &[SeqNo],
+        max_subcompactions: usize,
+        f: impl FnOnce(&JobEnv<'_>) -> R,
+    ) -> R {
+        let tables =
+            Arc::new(TableCache::new(Arc::new(fs.clone()), PathBuf::from("/db"), 16, None));
+        let mut base = VersionEdit::default();
+        for (level, file) in files {
+            base.new_files.push((*level, (***file).clone()));
+        }
+        let version = Version::new(4).apply(&base).unwrap();
+        let next = AtomicU64::new(100);
+        let new_file_number = || FileNumber(next.fetch_add(1, AtomicOrdering::Relaxed));
+        let env = JobEnv {
+            fs,
+            dir: std::path::Path::new("/db"),
+            tables: &tables,
+            table_options: &TableOptions::default(),
+            merge_operator: None,
+            snapshots,
+            version: &version,
+            max_subcompactions,
+            new_file_number: &new_file_number,
+            cancel: &std::sync::atomic::AtomicBool::new(false),
+            readahead_size: 0,
+            filter: None,
+        };
+        f(&env)
+    }
+
     fn write_table(
         fs: &MemFs,
         number: u64,
@@ -507,85 +542,68 @@ mod tests {
         let tombstones = [t("k010", "k150", 50), t("k120", "k199x", 60)];
         let f1 = write_table(&fs, 1, &newer, &tombstones);
         let f2 = write_table(&fs, 2, &older, &[]);
-        let tables =
-            Arc::new(TableCache::new(Arc::new(fs.clone()), PathBuf::from("/db"), 16, None));
-        let mut base = VersionEdit::default();
-        base.new_files.push((1, (*f1).clone()));
-        base.new_files.push((2, (*f2).clone()));
-        let version = Version::new(4).apply(&base).unwrap();
-        let next = AtomicU64::new(100);
-        let new_file_number = || FileNumber(next.fetch_add(1, AtomicOrdering::Relaxed));
         let snapshots = [SeqNo(20)]; // keeps the covered old entries and the tombstones
-        let env = JobEnv {
-            fs: &fs,
-            dir: std::path::Path::new("/db"),
-            tables: &tables,
-            table_options: &TableOptions::default(),
-            merge_operator: None,
-            snapshots: &snapshots,
-            version: &version,
-            max_subcompactions: 2,
-            new_file_number: &new_file_number,
-            cancel: &std::sync::atomic::AtomicBool::new(false),
-            readahead_size: 0,
-            filter: None,
-        };
-        let plan = CompactionPlan {
-            start_level: 1,
-            output_level: 2,
-            inputs: vec![f1],
-            middle_inputs: Vec::new(),
-            output_inputs: vec![f2],
-            deletion: false,
-            compress: true,
-            reason: "test",
-            grandparents: Vec::new(),
-            trivial_move: false,
-            bottommost: true,
-            target_file_size: 400,
-            max_compaction_bytes: u64::MAX,
-        };
-        let ranges = [
-            KeyRange { start: None, end: Some(b"k100".to_vec()) },
-            KeyRange { start: Some(b"k100".to_vec()), end: Some(b"k130".to_vec()) },
-            KeyRange { start: Some(b"k130".to_vec()), end: None },
-        ];
-        let mut outputs = Vec::new();
-        for r in &ranges {
-            outputs.extend(run_range(&env, &plan, r).unwrap().0);
-        }
-        assert!(outputs.len() > 4, "several outputs: {}", outputs.len());
-        let mut edit = VersionEdit::default();
-        edit.deleted_files.push((1, FileNumber(1)));
-        edit.deleted_files.push((2, FileNumber(2)));
-        for f in &outputs {
-            edit.new_files.push((2, f.clone()));
-        }
-        let after = version.apply(&edit).expect("outputs do not overlap");
-        assert!(outputs.iter().any(|f| is_exclusive_bound(&f.largest)));
-        let mut all = Vec::new();
-        for f in &after.levels[2] {
-            let r = tables.reader(f.number, &f.pinned).unwrap();
-            for x in r.range_tombstones() {
-                assert!(user_key(&f.smallest) <= x.start.as_slice(), "file {}", f.number);
-                let lu = user_key(&f.largest);
-                assert!(
-                    x.end.as_slice() < lu
-                        || (x.end.as_slice() == lu && is_exclusive_bound(&f.largest)),
-                    "file {}",
-                    f.number
-                );
-                all.push(x.clone());
+        with_env(&fs, &[(1, &f1), (2, &f2)], &snapshots, 2, |env| {
+            let plan = CompactionPlan {
+                start_level: 1,
+                output_level: 2,
+                inputs: vec![f1.clone()],
+                middle_inputs: Vec::new(),
+                output_inputs: vec![f2.clone()],
+                deletion: false,
+                compress: true,
+                reason: "test",
+                grandparents: Vec::new(),
+                trivial_move: false,
+                bottommost: true,
+                target_file_size: 400,
+                max_compaction_bytes: u64::MAX,
+            };
+            let ranges = [
+                KeyRange { start: None, end: Some(b"k100".to_vec()) },
+                KeyRange { start: Some(b"k100".to_vec()), end: Some(b"k130".to_vec()) },
+                KeyRange { start: Some(b"k130".to_vec()), end: None },
+            ];
+            let mut outputs = Vec::new();
+            for r in &ranges {
+                outputs.extend(run_range(env, &plan, r).unwrap().0);
             }
-        }
-        let got = FragmentedTombstones::from_tombstones(&all, 0);
-        let want = FragmentedTombstones::from_tombstones(&tombstones, 0);
-        for k in keys.iter().map(String::as_bytes).chain([&b"k199x"[..], b"k199w", b"a"]) {
-            assert_eq!(got.max_covering_seq(k, SeqNo::MAX), want.max_covering_seq(k, SeqNo::MAX));
-        }
-        // Old entries are kept for the snapshot; the newer ones too.
-        let entries: u64 = outputs.iter().map(|f| f.num_entries).sum();
-        assert_eq!(entries, 300);
+            assert!(outputs.len() > 4, "several outputs: {}", outputs.len());
+            let mut edit = VersionEdit::default();
+            edit.deleted_files.push((1, FileNumber(1)));
+            edit.deleted_files.push((2, FileNumber(2)));
+            for f in &outputs {
+                edit.new_files.push((2, f.clone()));
+            }
+            let after = env.version.apply(&edit).expect("outputs do not overlap");
+            assert!(outputs.iter().any(|f| is_exclusive_bound(&f.largest)));
+            let mut all = Vec::new();
+            for f in &after.levels[2] {
+                let r = env.tables.reader(f.number, &f.pinned).unwrap();
+                for x in r.range_tombstones() {
+                    assert!(user_key(&f.smallest) <= x.start.as_slice(), "file {}", f.number);
+                    let lu = user_key(&f.largest);
+                    assert!(
+                        x.end.as_slice() < lu
+                            || (x.end.as_slice() == lu && is_exclusive_bound(&f.largest)),
+                        "file {}",
+                        f.number
+                    );
+                    all.push(x.clone());
+                }
+            }
+            let got = FragmentedTombstones::from_tombstones(&all, 0);
+            let want = FragmentedTombstones::from_tombstones(&tombstones, 0);
+            for k in keys.iter().map(String::as_bytes).chain([&b"k199x"[..], b"k199w", b"a"]) {
+                assert_eq!(
+                    got.max_covering_seq(k, SeqNo::MAX),
+                    want.max_covering_seq(k, SeqNo::MAX)
+                );
+            }
+            // Old entries are kept for the snapshot; the newer ones too.
+            let entries: u64 = outputs.iter().map(|f| f.num_entries).sum();
+            assert_eq!(entries, 300);
+        });
     }
 
     fn write_values(fs: &MemFs, number: u64, keys: &[String], value: &[u8]) -> Arc<TableFile> {
@@ -611,48 +629,27 @@ mod tests {
         let top = write_values(&fs, 3, &keys, b"new");
         let middle = write_values(&fs, 2, &keys, &[b'm'; 50]);
         let bottom = write_values(&fs, 1, &keys, &[b'o'; 80]);
-        let tables =
-            Arc::new(TableCache::new(Arc::new(fs.clone()), PathBuf::from("/db"), 16, None));
-        let mut base = VersionEdit::default();
-        base.new_files.push((0, (*top).clone()));
-        base.new_files.push((2, (*middle).clone()));
-        base.new_files.push((3, (*bottom).clone()));
-        let version = Version::new(4).apply(&base).unwrap();
-        let next = AtomicU64::new(100);
-        let new_file_number = || FileNumber(next.fetch_add(1, AtomicOrdering::Relaxed));
-        let env = JobEnv {
-            fs: &fs,
-            dir: std::path::Path::new("/db"),
-            tables: &tables,
-            table_options: &TableOptions::default(),
-            merge_operator: None,
-            snapshots: &[],
-            version: &version,
-            max_subcompactions: 1,
-            new_file_number: &new_file_number,
-            cancel: &std::sync::atomic::AtomicBool::new(false),
-            readahead_size: 0,
-            filter: None,
-        };
-        let plan = CompactionPlan {
-            start_level: 0,
-            output_level: 3,
-            inputs: vec![top.clone()],
-            middle_inputs: vec![(2, vec![middle.clone()])],
-            output_inputs: vec![bottom.clone()],
-            deletion: false,
-            compress: true,
-            reason: "test",
-            grandparents: Vec::new(),
-            trivial_move: false,
-            bottommost: true,
-            target_file_size: u64::MAX,
-            max_compaction_bytes: u64::MAX,
-        };
-        let r = run_job(&env, &plan).unwrap();
-        assert_eq!(r.stats.bytes_read_non_output, top.file_size + middle.file_size);
-        assert_eq!(r.stats.bytes_read_output, bottom.file_size);
-        assert_eq!(r.stats.input_records, 150);
+        with_env(&fs, &[(0, &top), (2, &middle), (3, &bottom)], &[], 1, |env| {
+            let plan = CompactionPlan {
+                start_level: 0,
+                output_level: 3,
+                inputs: vec![top.clone()],
+                middle_inputs: vec![(2, vec![middle.clone()])],
+                output_inputs: vec![bottom.clone()],
+                deletion: false,
+                compress: true,
+                reason: "test",
+                grandparents: Vec::new(),
+                trivial_move: false,
+                bottommost: true,
+                target_file_size: u64::MAX,
+                max_compaction_bytes: u64::MAX,
+            };
+            let r = run_job(env, &plan).unwrap();
+            assert_eq!(r.stats.bytes_read_non_output, top.file_size + middle.file_size);
+            assert_eq!(r.stats.bytes_read_output, bottom.file_size);
+            assert_eq!(r.stats.input_records, 150);
+        });
     }
 
     /// Past half the target size, outputs end where the grandparent level has a boundary:
@@ -667,53 +664,33 @@ mod tests {
         let gps: Vec<Arc<TableFile>> = (0..10)
             .map(|g| write_values(&fs, 10 + g as u64, &keys[g * 20..g * 20 + 20], b"v"))
             .collect();
-        let tables =
-            Arc::new(TableCache::new(Arc::new(fs.clone()), PathBuf::from("/db"), 16, None));
-        let mut base = VersionEdit::default();
-        base.new_files.push((1, (*input).clone()));
-        for g in &gps {
-            base.new_files.push((3, (**g).clone()));
-        }
-        let version = Version::new(4).apply(&base).unwrap();
-        let next = AtomicU64::new(100);
-        let new_file_number = || FileNumber(next.fetch_add(1, AtomicOrdering::Relaxed));
-        let env = JobEnv {
-            fs: &fs,
-            dir: std::path::Path::new("/db"),
-            tables: &tables,
-            table_options: &TableOptions::default(),
-            merge_operator: None,
-            snapshots: &[],
-            version: &version,
-            max_subcompactions: 1,
-            new_file_number: &new_file_number,
-            cancel: &std::sync::atomic::AtomicBool::new(false),
-            readahead_size: 0,
-            filter: None,
-        };
-        // 20 entries of ~115 bytes pass half of a 2,000-byte target before each boundary.
-        let plan = CompactionPlan {
-            start_level: 1,
-            output_level: 2,
-            inputs: vec![input],
-            middle_inputs: Vec::new(),
-            output_inputs: Vec::new(),
-            deletion: false,
-            compress: true,
-            reason: "test",
-            grandparents: gps,
-            trivial_move: false,
-            bottommost: false,
-            target_file_size: 2000,
-            max_compaction_bytes: u64::MAX,
-        };
-        let (out, _) = run_range(&env, &plan, &KeyRange { start: None, end: None }).unwrap();
-        let firsts: Vec<String> = out
-            .iter()
-            .map(|f| String::from_utf8(user_key(&f.smallest).to_vec()).unwrap())
-            .collect();
-        let want: Vec<String> = (0..10).map(|g| format!("k{:03}", g * 20)).collect();
-        assert_eq!(firsts, want);
+        let mut files = vec![(1, &input)];
+        files.extend(gps.iter().map(|g| (3, g)));
+        with_env(&fs, &files, &[], 1, |env| {
+            // 20 entries of ~115 bytes pass half of a 2,000-byte target before each boundary.
+            let plan = CompactionPlan {
+                start_level: 1,
+                output_level: 2,
+                inputs: vec![input.clone()],
+                middle_inputs: Vec::new(),
+                output_inputs: Vec::new(),
+                deletion: false,
+                compress: true,
+                reason: "test",
+                grandparents: gps.clone(),
+                trivial_move: false,
+                bottommost: false,
+                target_file_size: 2000,
+                max_compaction_bytes: u64::MAX,
+            };
+            let (out, _) = run_range(env, &plan, &KeyRange { start: None, end: None }).unwrap();
+            let firsts: Vec<String> = out
+                .iter()
+                .map(|f| String::from_utf8(user_key(&f.smallest).to_vec()).unwrap())
+                .collect();
+            let want: Vec<String> = (0..10).map(|g| format!("k{:03}", g * 20)).collect();
+            assert_eq!(firsts, want);
+        });
     }
 
     /// At the bottom with no snapshot, covered entries and the tombstones go away; a job whose
@@ -725,67 +702,48 @@ mod tests {
         let t = RangeTombstone::new(b"b", b"y", SeqNo(50));
         let only = write_table(&fs, 1, &[], std::slice::from_ref(&t));
         let data = write_table(&fs, 2, &[("a", 1), ("c", 2), ("z", 3)], &[]);
-        let tables =
-            Arc::new(TableCache::new(Arc::new(fs.clone()), PathBuf::from("/db"), 16, None));
-        let mut base = VersionEdit::default();
-        base.new_files.push((1, (*only).clone()));
-        base.new_files.push((3, (*data).clone()));
-        let version = Version::new(4).apply(&base).unwrap();
-        let next = AtomicU64::new(100);
-        let new_file_number = || FileNumber(next.fetch_add(1, AtomicOrdering::Relaxed));
-        let env = JobEnv {
-            fs: &fs,
-            dir: std::path::Path::new("/db"),
-            tables: &tables,
-            table_options: &TableOptions::default(),
-            merge_operator: None,
-            snapshots: &[],
-            version: &version,
-            max_subcompactions: 1,
-            new_file_number: &new_file_number,
-            cancel: &std::sync::atomic::AtomicBool::new(false),
-            readahead_size: 0,
-            filter: None,
-        };
-        let mut plan = CompactionPlan {
-            start_level: 1,
-            output_level: 2,
-            inputs: vec![only.clone()],
-            middle_inputs: Vec::new(),
-            output_inputs: Vec::new(),
-            deletion: false,
-            compress: true,
-            reason: "test",
-            grandparents: vec![data.clone()],
-            trivial_move: false,
-            bottommost: false,
-            target_file_size: 1 << 20,
-            max_compaction_bytes: u64::MAX,
-        };
-        let whole = KeyRange { start: None, end: None };
-        let (out, _) = run_range(&env, &plan, &whole).unwrap();
-        assert_eq!(out.len(), 1, "a tombstone-only input still yields a file");
-        assert_eq!(
-            tables
+        with_env(&fs, &[(1, &only), (3, &data)], &[], 1, |env| {
+            let mut plan = CompactionPlan {
+                start_level: 1,
+                output_level: 2,
+                inputs: vec![only.clone()],
+                middle_inputs: Vec::new(),
+                output_inputs: Vec::new(),
+                deletion: false,
+                compress: true,
+                reason: "test",
+                grandparents: vec![data.clone()],
+                trivial_move: false,
+                bottommost: false,
+                target_file_size: 1 << 20,
+                max_compaction_bytes: u64::MAX,
+            };
+            let whole = KeyRange { start: None, end: None };
+            let (out, _) = run_range(env, &plan, &whole).unwrap();
+            assert_eq!(out.len(), 1, "a tombstone-only input still yields a file");
+            assert_eq!(
+                env.tables
+                    .reader(out[0].number, &crate::sstable::table_cache::PinnedTable::default())
+                    .unwrap()
+                    .range_tombstones(),
+                std::slice::from_ref(&t)
+            );
+            // Bottom: tombstone and covered entry dropped.
+            plan.start_level = 2;
+            plan.output_level = 3;
+            plan.inputs = vec![Arc::new(TableFile::new(out[0].clone()))];
+            plan.output_inputs = vec![data.clone()];
+            plan.grandparents = Vec::new();
+            plan.bottommost = true;
+            let (out, stats) = run_range(env, &plan, &whole).unwrap();
+            assert_eq!(out.len(), 1);
+            assert_eq!(stats.output_entries, 2, "c dropped");
+            assert!(env
+                .tables
                 .reader(out[0].number, &crate::sstable::table_cache::PinnedTable::default())
                 .unwrap()
-                .range_tombstones(),
-            std::slice::from_ref(&t)
-        );
-        // Bottom: tombstone and covered entry dropped.
-        plan.start_level = 2;
-        plan.output_level = 3;
-        plan.inputs = vec![Arc::new(TableFile::new(out[0].clone()))];
-        plan.output_inputs = vec![data];
-        plan.grandparents = Vec::new();
-        plan.bottommost = true;
-        let (out, stats) = run_range(&env, &plan, &whole).unwrap();
-        assert_eq!(out.len(), 1);
-        assert_eq!(stats.output_entries, 2, "c dropped");
-        assert!(tables
-            .reader(out[0].number, &crate::sstable::table_cache::PinnedTable::default())
-            .unwrap()
-            .range_tombstones()
-            .is_empty());
+                .range_tombstones()
+                .is_empty());
+        });
     }
 }
