@@ -96,11 +96,7 @@ trap 'server_stop; rm -rf "$data_root"' EXIT
 
 strata_failed=0
 for rep in $(seq 1 "$reps"); do
-  order=("${eng_list[@]}")
-  if [ $((rep % 2)) = 0 ]; then
-    order=()
-    for ((i = ${#eng_list[@]} - 1; i >= 0; i--)); do order+=("${eng_list[i]}"); done
-  fi
+  mapfile -t order < <(rep_order "$rep" "${eng_list[@]}")
   for dur in "${dur_list[@]}"; do
     for engine in "${order[@]}"; do
       dir="$data_root/$engine.$dur.$rep"

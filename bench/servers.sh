@@ -109,6 +109,18 @@ server_start() {
   return 1
 }
 
+# rep_order REP ENGINE...: the engines in the order repetition REP runs them, one a line: as
+# given on odd repetitions, reversed on even ones, so that no engine always goes first.
+rep_order() {
+  local rep=$1 i
+  shift
+  if [ $((rep % 2)) = 0 ]; then
+    for ((i = $#; i >= 1; i--)); do printf '%s\n' "${!i}"; done
+  else
+    printf '%s\n' "$@"
+  fi
+}
+
 server_stop() {
   [ -n "$SERVER_PID" ] || return 0
   kill "$SERVER_PID" 2>/dev/null || true
