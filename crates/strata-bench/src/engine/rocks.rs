@@ -108,6 +108,7 @@ pub const HONOURED_FLAGS: &[&str] = &[
     "merge_operator",
     "max_successive_merges",
     "rate_limiter_bytes_per_sec",
+    "rate_limiter_auto_tuned",
     "enable_blob_files",
     "min_blob_size",
     "blob_file_size",
@@ -317,7 +318,12 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
         o.set_max_successive_merges(f.max_successive_merges as usize);
     }
     if f.rate_limiter_bytes_per_sec > 0 {
-        o.set_ratelimiter(f.rate_limiter_bytes_per_sec as i64, 100_000, 10);
+        let rate = f.rate_limiter_bytes_per_sec as i64;
+        if f.rate_limiter_auto_tuned {
+            o.set_auto_tuned_ratelimiter(rate, 100_000, 10);
+        } else {
+            o.set_ratelimiter(rate, 100_000, 10);
+        }
     }
     // Compression.
     let ct = compression_of(cfg.compression)?;
