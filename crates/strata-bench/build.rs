@@ -113,7 +113,9 @@ mod rocks_shim {
         let manifest = Path::new(&env::var("CARGO_MANIFEST_DIR").map_err(|e| e.to_string())?)
             .join("Cargo.toml");
         let out = Command::new(&cargo)
-            .args(["metadata", "--format-version", "1", "--offline", "--manifest-path"])
+            // Optional dependencies are listed only with their feature on.
+            .args(["metadata", "--format-version", "1", "--offline", "--features", "rocksdb"])
+            .arg("--manifest-path")
             .arg(&manifest)
             .output()
             .map_err(|e| format!("running {cargo}: {e}"))?;
