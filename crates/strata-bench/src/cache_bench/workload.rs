@@ -153,14 +153,7 @@ fn operate<C: BenchCache>(
 
 /// Process CPU time (user + system) in microseconds.
 fn cpu_micros() -> u64 {
-    // SAFETY: getrusage writes the struct it is given; a zeroed rusage is a valid value.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: RUSAGE_SELF with a valid pointer to a rusage the call may overwrite.
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
-        return 0;
-    }
-    let us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
-    us(ru.ru_utime) + us(ru.ru_stime)
+    crate::io::process_cpu().map_or(0, |c| c.user_us + c.sys_us)
 }
 
 fn human_bytes(n: u64) -> String {
