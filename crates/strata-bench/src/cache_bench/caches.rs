@@ -39,7 +39,8 @@ pub(super) trait BenchCache: Sync {
     fn usage(&self) -> usize;
     /// Byte capacity.
     fn capacity(&self) -> usize;
-    /// Slots of the hash tables, when they are fixed or the implementation reports them.
+    /// Slots of the hash tables that hold or may receive entries, when the implementation
+    /// reports them (the load factor's denominator).
     fn table_slots(&self) -> Option<usize>;
     /// log2 of the shard count.
     fn num_shard_bits(&self) -> u32;
@@ -159,7 +160,8 @@ impl BenchCache for StrataCache {
     }
 
     fn table_slots(&self) -> Option<usize> {
-        self.cache.table_slots()
+        // The live tables: a growing table's drained generations hold nothing.
+        self.cache.live_table_slots()
     }
 
     fn num_shard_bits(&self) -> u32 {

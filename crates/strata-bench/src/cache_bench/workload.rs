@@ -75,6 +75,9 @@ struct ThreadResult {
     pinned: usize,
     micros: u64,
     checksum: u64,
+    /// When the thread's loop began and ended.
+    start: Instant,
+    end: Instant,
 }
 
 /// A handle the thread keeps: one the cache gave, or a value the thread inserted and keeps a
@@ -147,8 +150,21 @@ fn operate<C: BenchCache>(
             pinned.pop_front();
         }
     }
-    let micros = t0.elapsed().as_micros() as u64;
-    ThreadResult { hits, misses, pinned: pinned.len(), micros, checksum }
+    let end = Instant::now();
+    let micros = end.duration_since(t0).as_micros() as u64;
+    ThreadResult { hits, misses, pinned: pinned.len(), micros, checksum, start: t0, end }
+}
+
+/// The run's wall time: from the first thread's start to the last one's end (measured by the
+/// threads themselves: the main thread may be descheduled past their whole run when there are
+/// fewer cores than threads).
+fn parallel_secs(results: &[ThreadResult]) -> f64 {
+    let first = results.iter().map(|r| r.start).min();
+    let last = results.iter().map(|r| r.end).max();
+    match (first, last) {
+        (Some(a), Some(b)) => b.duration_since(a).as_secs_f64().max(1e-9),
+        _ => 1e-9,
+    }
 }
 
 /// Process CPU time (user + system) in microseconds.
@@ -205,7 +221,7 @@ fn run_on<C: BenchCache>(cache: &C, f: &CacheBenchFlags) -> Result<()> {
     println!("----------------------------");
     let start = Barrier::new(f.threads as usize + 1);
     let cpu0 = cpu_micros();
-    let (results, elapsed) = std::thread::scope(|s| {
+    let results: Vec<ThreadResult> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..f.threads)
             .map(|tid| {
                 let start = &start;
@@ -213,14 +229,11 @@ fn run_on<C: BenchCache>(cache: &C, f: &CacheBenchFlags) -> Result<()> {
             })
             .collect();
         start.wait();
-        let t0 = Instant::now();
-        let results: Vec<ThreadResult> =
-            handles.into_iter().map(|h| h.join().expect("worker thread panicked")).collect();
-        (results, t0.elapsed())
+        handles.into_iter().map(|h| h.join().expect("worker thread panicked")).collect()
     });
     let cpu = cpu_micros().saturating_sub(cpu0);
     let total_ops = u64::from(f.threads) * f.ops_per_thread;
-    let secs = elapsed.as_secs_f64();
+    let secs = parallel_secs(&results);
     println!(
         "Complete in {secs:.3} s; Rough parallel ops/sec = {}",
         (total_ops as f64 / secs) as u64
@@ -271,6 +284,25 @@ mod tests {
         assert!(r.hits > 0, "{name}: a populated cache hits");
         assert!(r.pinned > 0, "{name}: the thread keeps handles");
         assert!(cache.usage() <= (1 << 20) + slack, "{name}: usage {}", cache.usage());
+        assert!(r.end >= r.start);
+    }
+
+    #[test]
+    fn parallel_time_spans_the_threads() {
+        let t = Instant::now();
+        let ms = std::time::Duration::from_millis;
+        let r = |a: u64, b: u64| ThreadResult {
+            hits: 0,
+            misses: 0,
+            pinned: 0,
+            micros: (b - a) * 1000,
+            checksum: 0,
+            start: t + ms(a),
+            end: t + ms(b),
+        };
+        // From the first start to the last end, whatever the main thread saw.
+        let secs = parallel_secs(&[r(5, 20), r(0, 10), r(8, 30)]);
+        assert!((secs - 0.030).abs() < 1e-9, "{secs}");
     }
 
     #[test]
