@@ -90,7 +90,7 @@ while [ $# -gt 0 ]; do
     --lock) lock="$2"; shift 2 ;;
     --no-build) build=0; shift ;;
     --bin-dir) bin_dir="$2"; build=0; shift 2 ;;
-    -h|--help) sed -n '2,50p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,49p' "$0"; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
