@@ -145,6 +145,19 @@ impl<K: Eq + Clone, V> ClockTable<K, V> {
         self.generations().map(Generation::len).sum()
     }
 
+    /// Slots of the generations that hold or may receive entries: the newest, and older ones
+    /// a growth has not drained yet (a drained generation stays allocated but is never
+    /// inserted into again: inserts go to the newest).
+    pub(super) fn live_len(&self) -> usize {
+        let n = self.generations.load(Acquire);
+        (0..n)
+            .map(|i| self.generation(i))
+            .enumerate()
+            .filter(|(i, g)| i + 1 == n || g.occupancy.0.load(Relaxed) > 0)
+            .map(|(_, g)| g.len())
+            .sum()
+    }
+
     /// Generations published.
     pub(super) fn generation_count(&self) -> usize {
         self.generations.load(Acquire)
