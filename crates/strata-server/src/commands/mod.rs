@@ -94,6 +94,7 @@ pub static COMMANDS: &[Command] = &[
     cmd!("rename", 3, true, 1, keys::rename),
     cmd!("renamenx", 3, true, 1, keys::renamenx),
     cmd!("randomkey", 1, false, 0, keys::randomkey),
+    cmd!("object", -2, false, 2, keys::object),
     // hashes
     cmd!("hset", -4, true, 1, hash::hset),
     cmd!("hmset", -4, true, 1, hash::hmset),

@@ -402,6 +402,17 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
                 let p = SyncPolicy::parse(&v).ok_or_else(|| "ERR CONFIG SET failed (possibly related to argument 'appendfsync') - argument(s) must be one of the following: always, everysec, no".to_string())?;
                 sh.store.set_sync_policy(p);
             }
+            if matches!(k.as_str(), "hash-max-listpack-entries" | "hash-max-listpack-value") {
+                let n = crate::config::parse_size(&v).and_then(|n| usize::try_from(n).ok());
+                let n = n.ok_or_else(|| {
+                    format!("ERR CONFIG SET failed (possibly related to argument '{k}') - argument couldn't be parsed into an integer")
+                })?;
+                if k == "hash-max-listpack-entries" {
+                    sh.store.hash_limits.set_entries(n);
+                } else {
+                    sh.store.hash_limits.set_value(n);
+                }
+            }
             params.insert(k, v);
         }
         out.ok();

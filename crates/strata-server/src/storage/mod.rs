@@ -1,10 +1,12 @@
 //! Redis data types on Strata, Kvrocks-style: one metadata entry per key ([`metadata`]) and
 //! one sub-key per field/member/element ([`subkey`]), plus a score index for sorted sets
-//! ([`score`]). Stale sub-keys are collected by a compaction filter ([`filter`]).
+//! ([`score`]); small hashes keep their pairs inside the metadata entry instead
+//! ([`compact_hash`]). Stale sub-keys are collected by a compaction filter ([`filter`]).
 //!
 //! Column families: `metadata` (user key -> [`Meta`]), `subkey`, `zscore`. Every command
 //! writes its changes in one `WriteBatch` across the families (atomic).
 
+pub mod compact_hash;
 pub mod filter;
 pub mod locks;
 pub mod meta_cache;
@@ -97,6 +99,8 @@ pub struct Store {
     /// Internal entries sub-key scans have stepped over (INFO `strata_scan_steps`): what
     /// tombstones and old versions cost the scans.
     pub scan_steps: AtomicU64,
+    /// When a hash is compact (`hash-max-listpack-entries`/`-value`).
+    pub hash_limits: compact_hash::Limits,
 }
 
 impl Store {
@@ -137,6 +141,7 @@ impl Store {
             meta_cache: meta_cache::MetaCache::default(),
             pop_hints: pop_hints::PopHints::default(),
             scan_steps: AtomicU64::new(0),
+            hash_limits: compact_hash::Limits::default(),
         });
         let _ = slot.set(Arc::downgrade(&store));
         Ok(store)
@@ -214,7 +219,7 @@ impl Store {
         match raw {
             None => Ok(None),
             Some(raw) => {
-                let m = Meta::decode(&raw)
+                let m = Meta::decode_owned(raw)
                     .map_err(|e| format!("ERR corrupt metadata of a key: {e}"))?;
                 Ok(if m.expired(now_ms()) { None } else { Some(m) })
             }
