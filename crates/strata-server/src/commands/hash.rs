@@ -9,7 +9,8 @@
 use super::{int_arg, CmdResult, NOT_INT, OVERFLOW, SYNTAX};
 use crate::resp::Out;
 use crate::server::{Conn, Shared};
-use crate::storage::{compact_hash, subkey, Kind, Meta, Store};
+use crate::storage::compact_hash::{self, Edit as Change};
+use crate::storage::{subkey, Kind, Meta, Store};
 use strata::WriteBatch;
 
 /// The live hash at `key`, or a new empty compact one; WRONGTYPE for another type.
@@ -55,12 +56,6 @@ fn for_each(
     Ok(())
 }
 
-/// A change to one field.
-enum Change<'a> {
-    Put(&'a [u8], &'a [u8]),
-    Del(&'a [u8]),
-}
-
 /// Writes `changes` (in order: a later change of a field wins) to the hash `key` whose
 /// metadata is `m`, in one batch. The caller has counted the fields added or removed into
 /// `m.size` and says whether it changed (a sub-key hash rewrites its metadata only then). A
@@ -78,35 +73,31 @@ fn commit(
     }
     let mut b;
     if m.compact {
+        if let Some((payload, n)) = compact_hash::apply(&m.value, changes, &st.hash_limits) {
+            m.size = n;
+            m.value = payload;
+            b = WriteBatch::with_capacity_bytes(key.len() + m.value.len() + 64);
+            st.put_or_delete_meta(&mut b, key, &m);
+            return st.write(b);
+        }
+        // Past a limit: every pair to sub-keys of a fresh version.
         let mut pairs = compact_hash::to_map(&m.value);
         for c in changes {
             match *c {
-                Change::Put(f, v) => {
-                    pairs.insert(f, v);
-                }
-                Change::Del(f) => {
-                    pairs.remove(f);
-                }
-            }
+                Change::Put(f, v) => pairs.insert(f, v),
+                Change::Del(f) => pairs.remove(f),
+            };
         }
-        if st.hash_limits.fit(&pairs) {
-            let payload = compact_hash::encode(&pairs);
-            m.size = pairs.len() as u64;
-            b = WriteBatch::with_capacity_bytes(key.len() + payload.len() + 64);
-            m.value = payload;
-            st.put_or_delete_meta(&mut b, key, &m);
-        } else {
-            let version = st.new_version();
-            let bytes: usize = pairs.iter().map(|(f, v)| key.len() + f.len() + v.len() + 32).sum();
-            b = WriteBatch::with_capacity_bytes(bytes + 64);
-            for (f, v) in &pairs {
-                b.put_cf(&*st.sub_cf, subkey::encode(key, version, f), v);
-            }
-            let mut sub = Meta::composite(Kind::Hash, version);
-            sub.expire_ms = m.expire_ms;
-            sub.size = pairs.len() as u64;
-            st.put_meta(&mut b, key, &sub);
+        let version = st.new_version();
+        let bytes: usize = pairs.iter().map(|(f, v)| key.len() + f.len() + v.len() + 32).sum();
+        b = WriteBatch::with_capacity_bytes(bytes + 64);
+        for (f, v) in &pairs {
+            b.put_cf(&*st.sub_cf, subkey::encode(key, version, f), v);
         }
+        let mut sub = Meta::composite(Kind::Hash, version);
+        sub.expire_ms = m.expire_ms;
+        sub.size = pairs.len() as u64;
+        st.put_meta(&mut b, key, &sub);
     } else {
         let bytes: usize = changes
             .iter()

@@ -68,12 +68,6 @@ impl Limits {
     pub fn set_value(&self, n: usize) {
         self.value.store(n, Ordering::Relaxed);
     }
-
-    /// Whether a hash of exactly these pairs stays compact.
-    pub fn fit(&self, pairs: &BTreeMap<&[u8], &[u8]>) -> bool {
-        let max = self.value();
-        pairs.len() <= self.entries() && pairs.iter().all(|(f, v)| f.len() <= max && v.len() <= max)
-    }
 }
 
 /// The payload of an empty hash.
@@ -145,6 +139,79 @@ pub fn encode(pairs: &BTreeMap<&[u8], &[u8]>) -> Vec<u8> {
         out.extend_from_slice(v);
     }
     out
+}
+
+/// A change to one field.
+#[derive(Debug, Clone, Copy)]
+pub enum Edit<'a> {
+    /// Sets the field to the value.
+    Put(&'a [u8], &'a [u8]),
+    /// Removes the field.
+    Del(&'a [u8]),
+}
+
+impl<'a> Edit<'a> {
+    fn field(&self) -> &'a [u8] {
+        match *self {
+            Edit::Put(f, _) | Edit::Del(f) => f,
+        }
+    }
+}
+
+/// The payload of `payload` after `edits` (in order: a later edit of a field wins) and its
+/// number of pairs, or `None` when the result does not fit `limits` (the caller converts the
+/// hash). One merge of the sorted edits into the payload; no map is built.
+pub fn apply(payload: &[u8], edits: &[Edit], limits: &Limits) -> Option<(Vec<u8>, u64)> {
+    let mut sorted: Vec<Edit> = edits.to_vec();
+    // Stable: of the edits of one field, the last stays last; only it is applied.
+    sorted.sort_by(|a, b| a.field().cmp(b.field()));
+    let (max_entries, max_len) = (limits.entries(), limits.value());
+    let extra: usize = sorted
+        .iter()
+        .map(|e| match e {
+            Edit::Put(f, v) => 8 + f.len() + v.len(),
+            Edit::Del(_) => 0,
+        })
+        .sum();
+    let mut out = Vec::with_capacity(payload.len() + extra);
+    out.extend_from_slice(&[0; 4]);
+    let mut count = 0usize;
+    let mut push = |out: &mut Vec<u8>, f: &[u8], v: &[u8]| {
+        count += 1;
+        out.extend_from_slice(&(f.len() as u32).to_le_bytes());
+        out.extend_from_slice(f);
+        out.extend_from_slice(&(v.len() as u32).to_le_bytes());
+        out.extend_from_slice(v);
+        count <= max_entries && f.len() <= max_len && v.len() <= max_len
+    };
+    let mut old = iter(payload).peekable();
+    let mut i = 0;
+    while i < sorted.len() {
+        let f = sorted[i].field();
+        if sorted.get(i + 1).is_some_and(|n| n.field() == f) {
+            i += 1;
+            continue;
+        }
+        while let Some((of, ov)) = old.next_if(|(of, _)| *of < f) {
+            if !push(&mut out, of, ov) {
+                return None;
+            }
+        }
+        old.next_if(|(of, _)| *of == f);
+        if let Edit::Put(_, v) = sorted[i] {
+            if !push(&mut out, f, v) {
+                return None;
+            }
+        }
+        i += 1;
+    }
+    for (of, ov) in old {
+        if !push(&mut out, of, ov) {
+            return None;
+        }
+    }
+    out[..4].copy_from_slice(&(count as u32).to_le_bytes());
+    Some((out, count as u64))
 }
 
 /// Checks every invariant of `payload`; returns its number of pairs, or what is wrong (with
@@ -230,14 +297,83 @@ mod tests {
     }
 
     #[test]
+    fn edits_merge_like_a_map() {
+        let l = Limits::new(4, 5);
+        let p = encode(&map(&[(b"b", b"2"), (b"d", b"4")]));
+        let edits = [
+            Edit::Put(b"c", b"x"),
+            Edit::Del(b"b"),
+            Edit::Put(b"a", b"1"),
+            Edit::Put(b"c", b"3"),
+            Edit::Del(b"zz"),
+            Edit::Put(b"b", b"22"),
+            Edit::Del(b"d"),
+            Edit::Put(b"e", b""),
+        ];
+        let (q, n) = apply(&p, &edits, &l).unwrap();
+        let want = map(&[(b"a", b"1"), (b"b", b"22"), (b"c", b"3"), (b"e", b"")]);
+        assert_eq!((to_map(&q), n), (want.clone(), 4));
+        assert_eq!(q, encode(&want));
+        assert_eq!(validate(&q), Ok(4));
+        // Past a limit: no payload.
+        assert!(apply(&q, &[Edit::Put(b"f", b"")], &l).is_none());
+        assert!(apply(&q, &[Edit::Put(b"a", b"123456")], &l).is_none());
+        assert!(apply(&q, &[Edit::Put(b"abcdef", b"")], &l).is_none());
+        // Removing everything leaves the empty payload.
+        let all = [Edit::Del(b"a"), Edit::Del(b"b"), Edit::Del(b"c"), Edit::Del(b"e")];
+        assert_eq!(apply(&q, &all, &l), Some((empty(), 0)));
+        // Against a map, random edits.
+        let mut seed = 7u64;
+        let mut rnd = |n: u64| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 33) % n
+        };
+        let names: Vec<Vec<u8>> = (0..8).map(|i| vec![b'a' + i]).collect();
+        let big = Limits::new(100, 100);
+        let mut model: BTreeMap<&[u8], &[u8]> = BTreeMap::new();
+        let mut payload = empty();
+        for _ in 0..300 {
+            let edits: Vec<Edit> = (0..rnd(4))
+                .map(|_| {
+                    let f = &names[rnd(8) as usize][..];
+                    if rnd(3) == 0 {
+                        Edit::Del(f)
+                    } else {
+                        Edit::Put(f, &names[rnd(8) as usize][..])
+                    }
+                })
+                .collect();
+            for e in &edits {
+                match *e {
+                    Edit::Put(f, v) => model.insert(f, v),
+                    Edit::Del(f) => model.remove(f),
+                };
+            }
+            let (next, n) = apply(&payload, &edits, &big).unwrap();
+            assert_eq!(next, encode(&model));
+            assert_eq!(n, model.len() as u64);
+            payload = next;
+        }
+    }
+
+    #[test]
     fn limits_bound_pairs_and_lengths() {
         let l = Limits::new(2, 3);
-        assert!(l.fit(&map(&[(b"abc", b"xyz"), (b"b", b"")])));
-        assert!(!l.fit(&map(&[(b"a", b""), (b"b", b""), (b"c", b"")])));
-        assert!(!l.fit(&map(&[(b"abcd", b"")])));
-        assert!(!l.fit(&map(&[(b"a", b"wxyz")])));
+        let fit = |pairs: &[(&[u8], &[u8])]| {
+            let edits: Vec<Edit> = pairs.iter().map(|&(f, v)| Edit::Put(f, v)).collect();
+            apply(&empty(), &edits, &l).is_some()
+        };
+        assert!(fit(&[(b"abc", b"xyz"), (b"b", b"")]));
+        assert!(!fit(&[(b"a", b""), (b"b", b""), (b"c", b"")]));
+        assert!(!fit(&[(b"abcd", b"")]));
+        assert!(!fit(&[(b"a", b"wxyz")]));
         l.set_entries(0);
-        assert!(!l.fit(&map(&[(b"a", b"")])));
-        assert!(l.fit(&map(&[])));
+        assert!(!fit(&[(b"a", b"")]));
+        assert!(fit(&[]));
+        // Lowered limits: an existing pair past them counts too.
+        let p = encode(&map(&[(b"a", b"xyz")]));
+        l.set_entries(2);
+        l.set_value(2);
+        assert!(apply(&p, &[Edit::Put(b"b", b"")], &l).is_none());
     }
 }

@@ -1,5 +1,6 @@
-//! A cache of small metadata entries (raw bytes, as stored), so that reads of hot keys skip
-//! the engine's point lookup (a memtable seek plus table probes) for the metadata family.
+//! A cache of metadata entries (raw bytes, as stored), so that reads of hot keys skip the
+//! engine's point lookup (a memtable seek plus table probes) for the metadata family. A
+//! compact hash lives whole in its metadata entry, so for it this is a row cache.
 //!
 //! Contract (what keeps it from serving a stale entry):
 //! - Every write of a metadata entry (put or delete) names its key with [`note_write`] while
@@ -9,8 +10,9 @@
 //!   ([`MetaCache::generation`]) and [`MetaCache::fill`]s only if no invalidation of that
 //!   shard happened since. So a value read before a write landed is either dropped (the
 //!   write's invalidation came first) or removed (it came after).
-//! - Only entries of at most [`MAX_ENTRY`] bytes are kept (every hash/set/zset/list entry; small
-//!   strings); a shard past [`SHARD_CAP`] entries is emptied. A miss is always correct.
+//! - Only entries of at most [`MAX_ENTRY`] bytes are kept (every sub-key hash/set/zset/list
+//!   entry; strings and compact hashes up to that size); a shard that would pass
+//!   [`SHARD_CAP`] entries or [`SHARD_BYTES`] bytes is emptied. A miss is always correct.
 
 use parking_lot::Mutex;
 use std::cell::RefCell;
@@ -19,16 +21,27 @@ use std::collections::HashMap;
 use std::hash::BuildHasher;
 
 /// Largest raw entry kept.
-pub const MAX_ENTRY: usize = 64;
+pub const MAX_ENTRY: usize = 4096;
 /// Entries per shard before it is emptied.
 pub const SHARD_CAP: usize = 16 * 1024;
+/// Bytes per shard (keys, entries and [`ENTRY_OVERHEAD`] each) before it is emptied: 2 MiB,
+/// so at most 64 MiB in all.
+pub const SHARD_BYTES: usize = 2 << 20;
+/// What one cached entry is charged beyond its key and value bytes.
+pub const ENTRY_OVERHEAD: usize = 64;
 const SHARDS: usize = 32;
 
 #[derive(Default)]
 struct Shard {
     map: HashMap<Vec<u8>, Vec<u8>>,
+    /// Bytes charged for `map`'s entries.
+    bytes: usize,
     /// Bumped by every invalidation of a key of this shard.
     generation: u64,
+}
+
+fn charge(key: &[u8], raw: &[u8]) -> usize {
+    key.len() + raw.len() + ENTRY_OVERHEAD
 }
 
 /// The cache.
@@ -84,10 +97,15 @@ impl MetaCache {
         if s.generation != generation {
             return;
         }
-        if s.map.len() >= SHARD_CAP {
+        let cost = charge(key, raw);
+        if s.map.len() >= SHARD_CAP || s.bytes + cost > SHARD_BYTES {
             s.map.clear();
+            s.bytes = 0;
         }
-        s.map.insert(key.to_vec(), raw.to_vec());
+        if let Some(old) = s.map.insert(key.to_vec(), raw.to_vec()) {
+            s.bytes -= charge(key, &old);
+        }
+        s.bytes += cost;
     }
 
     /// Forgets the keys this thread noted (call after the batch that wrote them).
@@ -96,7 +114,9 @@ impl MetaCache {
         for k in &keys {
             let mut s = self.shard(k).lock();
             s.generation += 1;
-            s.map.remove(k.as_slice());
+            if let Some(old) = s.map.remove(k.as_slice()) {
+                s.bytes -= charge(k, &old);
+            }
         }
         // Keep the thread's buffer for the next batch.
         NOTED.with(|n| {
@@ -115,6 +135,7 @@ impl MetaCache {
             let mut s = s.lock();
             s.generation += 1;
             s.map.clear();
+            s.bytes = 0;
         }
     }
 }
@@ -147,5 +168,43 @@ mod tests {
         c.fill(b"a", b"x", g);
         c.clear();
         assert!(c.get(b"a").is_err());
+    }
+
+    #[test]
+    fn a_shard_stays_within_its_byte_budget() {
+        let c = MetaCache::default();
+        let big = vec![7u8; MAX_ENTRY];
+        // Enough entries of the largest size to overflow every shard many times over.
+        let n = SHARDS * SHARD_BYTES / MAX_ENTRY * 3;
+        for i in 0..n {
+            let k = i.to_le_bytes();
+            let g = c.generation(&k);
+            c.fill(&k, &big, g);
+            assert_eq!(c.get(&k).unwrap(), big);
+        }
+        let mut cached = 0;
+        for s in &c.shards {
+            let s = s.lock();
+            let want: usize = s.map.iter().map(|(k, v)| charge(k, v)).sum();
+            assert_eq!(s.bytes, want);
+            assert!(s.bytes <= SHARD_BYTES);
+            cached += s.map.len();
+        }
+        assert!(cached > 0 && cached < n);
+        // Invalidation and refills keep the count exact.
+        for i in 0..n {
+            let k = i.to_le_bytes();
+            if i % 2 == 0 {
+                note_write(&k);
+            } else {
+                let g = c.generation(&k);
+                c.fill(&k, b"small", g);
+            }
+        }
+        c.invalidate_noted();
+        for s in &c.shards {
+            let s = s.lock();
+            assert_eq!(s.bytes, s.map.iter().map(|(k, v)| charge(k, v)).sum::<usize>());
+        }
     }
 }
