@@ -110,6 +110,11 @@ pub fn iter(payload: &[u8]) -> Pairs<'_> {
     }
 }
 
+/// The pair count a payload states (0 if it is too short to state one).
+pub fn count(payload: &[u8]) -> u64 {
+    payload.get(..4).and_then(|c| c.try_into().ok()).map_or(0, |c| u64::from(u32::from_le_bytes(c)))
+}
+
 /// The value of `field` in `payload`.
 pub fn get<'a>(payload: &'a [u8], field: &[u8]) -> Option<&'a [u8]> {
     for (f, v) in iter(payload) {

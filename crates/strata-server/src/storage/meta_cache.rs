@@ -18,7 +18,7 @@ use parking_lot::Mutex;
 use std::cell::RefCell;
 use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
-use std::hash::BuildHasher;
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 
 /// Largest raw entry kept.
 pub const MAX_ENTRY: usize = 4096;
@@ -31,9 +31,30 @@ pub const SHARD_BYTES: usize = 2 << 20;
 pub const ENTRY_OVERHEAD: usize = 64;
 const SHARDS: usize = 32;
 
+/// A map keyed by the key's hash, already computed: the hasher passes it through.
+#[derive(Default)]
+struct Prehashed(u64);
+
+impl Hasher for Prehashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        // Only u64 keys are hashed here; fold anything else in anyway.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
 #[derive(Default)]
 struct Shard {
-    map: HashMap<Vec<u8>, Vec<u8>>,
+    /// hash of the key -> (key, raw entry). Two keys of one hash share a slot: the later
+    /// fill replaces the earlier, and lookups compare the key.
+    map: HashMap<u64, (Vec<u8>, Vec<u8>), BuildHasherDefault<Prehashed>>,
     /// Bytes charged for `map`'s entries.
     bytes: usize,
     /// Bumped by every invalidation of a key of this shard.
@@ -47,14 +68,15 @@ fn charge(key: &[u8], raw: &[u8]) -> usize {
 /// The cache.
 pub struct MetaCache {
     shards: Vec<Mutex<Shard>>,
-    hasher: RandomState,
+    /// Random per process, so clients cannot aim keys at one shard or slot.
+    seed: u64,
 }
 
 impl Default for MetaCache {
     fn default() -> Self {
         MetaCache {
             shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
-            hasher: RandomState::new(),
+            seed: RandomState::new().hash_one(0x5eed_u64),
         }
     }
 }
@@ -69,41 +91,46 @@ pub fn note_write(key: &[u8]) {
 }
 
 impl MetaCache {
-    fn shard(&self, key: &[u8]) -> &Mutex<Shard> {
-        &self.shards[(self.hasher.hash_one(key) as usize) % SHARDS]
+    /// `key`'s hash and shard.
+    fn slot(&self, key: &[u8]) -> (u64, &Mutex<Shard>) {
+        let h = xxhash_rust::xxh3::xxh3_64_with_seed(key, self.seed);
+        // The high bits pick the shard; the map uses all of them.
+        (h, &self.shards[(h >> 58) as usize % SHARDS])
     }
 
     /// The cached raw entry of `key`, or the shard generation to pass to [`MetaCache::fill`].
     pub fn get(&self, key: &[u8]) -> Result<Vec<u8>, u64> {
-        let s = self.shard(key).lock();
-        match s.map.get(key) {
-            Some(v) => Ok(v.clone()),
-            None => Err(s.generation),
+        let (h, shard) = self.slot(key);
+        let s = shard.lock();
+        match s.map.get(&h) {
+            Some((k, v)) if k == key => Ok(v.clone()),
+            _ => Err(s.generation),
         }
     }
 
     /// The generation of `key`'s shard now.
     pub fn generation(&self, key: &[u8]) -> u64 {
-        self.shard(key).lock().generation
+        self.slot(key).1.lock().generation
     }
 
     /// Caches `raw` for `key`, read from the engine after [`MetaCache::get`] returned
     /// `generation`, unless the shard was invalidated since.
-    pub fn fill(&self, key: &[u8], raw: &[u8], generation: u64) {
+    pub fn fill(&self, key: &[u8], raw: Vec<u8>, generation: u64) {
         if raw.len() > MAX_ENTRY {
             return;
         }
-        let mut s = self.shard(key).lock();
+        let (h, shard) = self.slot(key);
+        let mut s = shard.lock();
         if s.generation != generation {
             return;
         }
-        let cost = charge(key, raw);
+        let cost = charge(key, &raw);
         if s.map.len() >= SHARD_CAP || s.bytes + cost > SHARD_BYTES {
             s.map.clear();
             s.bytes = 0;
         }
-        if let Some(old) = s.map.insert(key.to_vec(), raw.to_vec()) {
-            s.bytes -= charge(key, &old);
+        if let Some((k, old)) = s.map.insert(h, (key.to_vec(), raw)) {
+            s.bytes -= charge(&k, &old);
         }
         s.bytes += cost;
     }
@@ -112,10 +139,13 @@ impl MetaCache {
     pub fn invalidate_noted(&self) {
         let keys = NOTED.with(|n| std::mem::take(&mut *n.borrow_mut()));
         for k in &keys {
-            let mut s = self.shard(k).lock();
+            let (h, shard) = self.slot(k);
+            let mut s = shard.lock();
             s.generation += 1;
-            if let Some(old) = s.map.remove(k.as_slice()) {
-                s.bytes -= charge(k, &old);
+            if s.map.get(&h).is_some_and(|(ck, _)| ck == k) {
+                if let Some((ck, old)) = s.map.remove(&h) {
+                    s.bytes -= charge(&ck, &old);
+                }
             }
         }
         // Keep the thread's buffer for the next batch.
@@ -148,13 +178,13 @@ mod tests {
     fn fills_only_without_an_invalidation_in_between() {
         let c = MetaCache::default();
         let g = c.get(b"k").unwrap_err();
-        c.fill(b"k", b"v1", g);
+        c.fill(b"k", b"v1".to_vec(), g);
         assert_eq!(c.get(b"k").unwrap(), b"v1");
         // A reader that read before a write landed must not cache what it read.
         let g = c.generation(b"k2");
         note_write(b"k2");
         c.invalidate_noted();
-        c.fill(b"k2", b"old", g);
+        c.fill(b"k2", b"old".to_vec(), g);
         assert!(c.get(b"k2").is_err());
         // A write removes the cached entry.
         note_write(b"k");
@@ -162,10 +192,10 @@ mod tests {
         assert!(c.get(b"k").is_err());
         // Large entries are not kept; clear forgets all.
         let g = c.generation(b"big");
-        c.fill(b"big", &[0; MAX_ENTRY + 1], g);
+        c.fill(b"big", vec![0; MAX_ENTRY + 1], g);
         assert!(c.get(b"big").is_err());
         let g = c.generation(b"a");
-        c.fill(b"a", b"x", g);
+        c.fill(b"a", b"x".to_vec(), g);
         c.clear();
         assert!(c.get(b"a").is_err());
     }
@@ -179,13 +209,13 @@ mod tests {
         for i in 0..n {
             let k = i.to_le_bytes();
             let g = c.generation(&k);
-            c.fill(&k, &big, g);
+            c.fill(&k, big.clone(), g);
             assert_eq!(c.get(&k).unwrap(), big);
         }
         let mut cached = 0;
         for s in &c.shards {
             let s = s.lock();
-            let want: usize = s.map.iter().map(|(k, v)| charge(k, v)).sum();
+            let want: usize = s.map.values().map(|(k, v)| charge(k, v)).sum();
             assert_eq!(s.bytes, want);
             assert!(s.bytes <= SHARD_BYTES);
             cached += s.map.len();
@@ -198,13 +228,13 @@ mod tests {
                 note_write(&k);
             } else {
                 let g = c.generation(&k);
-                c.fill(&k, b"small", g);
+                c.fill(&k, b"small".to_vec(), g);
             }
         }
         c.invalidate_noted();
         for s in &c.shards {
             let s = s.lock();
-            assert_eq!(s.bytes, s.map.iter().map(|(k, v)| charge(k, v)).sum::<usize>());
+            assert_eq!(s.bytes, s.map.values().map(|(k, v)| charge(k, v)).sum::<usize>());
         }
     }
 }

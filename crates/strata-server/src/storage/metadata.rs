@@ -157,11 +157,17 @@ impl Meta {
 
     /// Decodes an entry; `Err` names what is wrong.
     pub fn decode(b: &[u8]) -> Result<Meta, String> {
-        Meta::decode_owned(b.to_vec())
+        Meta::decode_with(b.to_vec(), true)
     }
 
-    /// Decodes an entry, reusing its buffer for a string value or compact hash payload.
-    pub fn decode_owned(mut b: Vec<u8>) -> Result<Meta, String> {
+    /// Decodes an entry that [`Meta::decode`] accepted before (a cached copy), without
+    /// checking a compact hash's payload again. Never panics: an entry that does not decode
+    /// reads as an empty string.
+    pub fn decode_trusted(b: Vec<u8>) -> Meta {
+        Meta::decode_with(b, false).unwrap_or_else(|_| Meta::string(Vec::new(), 0))
+    }
+
+    fn decode_with(mut b: Vec<u8>, validate: bool) -> Result<Meta, String> {
         if b.len() < 9 {
             return Err(format!("metadata entry of {} bytes, expected at least 9", b.len()));
         }
@@ -171,8 +177,12 @@ impl Meta {
             (0, _) => {}
             (1, Kind::Hash) => {
                 let expire_ms = read_u64(&b, 1);
-                let size = super::compact_hash::validate(&b[9..])
-                    .map_err(|e| format!("{e} (metadata bytes 9..)"))?;
+                let size = if validate {
+                    super::compact_hash::validate(&b[9..])
+                        .map_err(|e| format!("{e} (metadata bytes 9..)"))?
+                } else {
+                    super::compact_hash::count(&b[9..])
+                };
                 b.drain(..9);
                 let mut m = Meta::compact_hash();
                 m.expire_ms = expire_ms;
@@ -272,6 +282,12 @@ mod tests {
         assert!(Meta::decode(&set).unwrap_err().contains("format 1 unknown for a set"));
         assert!(Meta::decode(&raw[..raw.len() - 1]).is_err());
         assert!(Meta::decode(&[0x22; 13]).unwrap_err().contains("format 2"));
+        assert_eq!(Meta::decode_trusted(raw.clone()), m);
+        // Trusted decoding of a bad entry never panics.
+        for cut in 0..raw.len() {
+            let t = Meta::decode_trusted(raw[..cut].to_vec());
+            let _ = crate::storage::compact_hash::iter(&t.value).count();
+        }
     }
 
     #[test]

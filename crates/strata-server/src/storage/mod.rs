@@ -206,24 +206,20 @@ impl Store {
 
     /// The live metadata of `key` (an expired key reads as absent).
     pub fn meta(&self, key: &[u8]) -> Result<Option<Meta>, String> {
-        let raw = match self.meta_cache.get(key) {
-            Ok(raw) => Some(raw),
+        let m = match self.meta_cache.get(key) {
+            // Cached entries were decoded (validated) before they were cached.
+            Ok(raw) => Meta::decode_trusted(raw),
             Err(generation) => {
-                let raw = self.db.get_cf(&*self.meta_cf, key).map_err(engine_err)?;
-                if let Some(r) = &raw {
-                    self.meta_cache.fill(key, r, generation);
-                }
-                raw
+                let Some(raw) = self.db.get_cf(&*self.meta_cf, key).map_err(engine_err)? else {
+                    return Ok(None);
+                };
+                let m = Meta::decode(&raw)
+                    .map_err(|e| format!("ERR corrupt metadata of a key: {e}"))?;
+                self.meta_cache.fill(key, raw, generation);
+                m
             }
         };
-        match raw {
-            None => Ok(None),
-            Some(raw) => {
-                let m = Meta::decode_owned(raw)
-                    .map_err(|e| format!("ERR corrupt metadata of a key: {e}"))?;
-                Ok(if m.expired(now_ms()) { None } else { Some(m) })
-            }
-        }
+        Ok(if m.expired(now_ms()) { None } else { Some(m) })
     }
 
     /// Puts `meta` for `key` into `batch`.
