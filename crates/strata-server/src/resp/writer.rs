@@ -24,7 +24,7 @@ impl Out {
             0..=9 => self.buf.extend_from_slice(&[tag, d(n), b'\r', b'\n']),
             10..=99 => self.buf.extend_from_slice(&[tag, d(n / 10), d(n), b'\r', b'\n']),
             100..=999 => {
-                self.buf.extend_from_slice(&[tag, d(n / 100), d(n / 10), d(n), b'\r', b'\n'])
+                self.buf.extend_from_slice(&[tag, d(n / 100), d(n / 10), d(n), b'\r', b'\n']);
             }
             _ => {
                 self.buf.push(tag);
