@@ -205,6 +205,9 @@ pub fn dispatch(sh: &Shared, conn: &mut Conn, args: &[Vec<u8>], out: &mut Out) {
     if let Err(e) = (cmd.handler)(sh, conn, args, out) {
         sh.stats.errors.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         out.error(&e);
+        // A handler that failed between noting a metadata write and writing its batch: the
+        // noted entries were never written, so none may be cached (`meta_cache` contract).
+        sh.store.meta_cache.invalidate_noted(false);
     }
 }
 

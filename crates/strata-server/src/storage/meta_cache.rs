@@ -3,13 +3,21 @@
 //! compact hash lives whole in its metadata entry, so for it this is a row cache.
 //!
 //! Contract (what keeps it from serving a stale entry):
-//! - Every write of a metadata entry (put or delete) names its key with [`note_write`] while
-//!   the batch is built, and the writer calls [`MetaCache::invalidate_noted`] *after* the batch
-//!   is written (`Store::write`); FLUSHALL calls [`MetaCache::clear`] after its deletions.
-//! - A reader that misses notes its shard's generation before reading the engine
-//!   ([`MetaCache::generation`]) and [`MetaCache::fill`]s only if no invalidation of that
-//!   shard happened since. So a value read before a write landed is either dropped (the
-//!   write's invalidation came first) or removed (it came after).
+//! - Every write of a metadata entry (put or delete) names its key, and for a put the entry,
+//!   with [`MetaCache::note_write`] while the batch is built (under the key's lock), and the
+//!   writer calls [`MetaCache::invalidate_noted`] *after* the batch is written
+//!   (`Store::write`); FLUSHALL calls [`MetaCache::clear`] after its deletions.
+//! - Every invalidation bumps its shard's generation. A reader that misses notes the
+//!   generation before reading the engine ([`MetaCache::get`]) and [`MetaCache::fill`]s only
+//!   if no invalidation of that shard happened since. So a value read before a write landed
+//!   is either dropped (the write's invalidation came first) or replaced (it came after).
+//! - Write-through: a put whose batch was written replaces the cached entry with what it
+//!   wrote, but only if its shard's generation is still the one noted with the put (no
+//!   other invalidation, FLUSHALL's included, came in between: the writer holds the key's
+//!   lock, so no other write of the key is in flight, and a FLUSHALL that deleted the entry
+//!   bumped the generation). Otherwise, and after a failed write, the entry is removed. A
+//!   command that fails after noting and before writing settles its notes as not written
+//!   (`commands::dispatch`), so no note outlives its command.
 //! - Only entries of at most [`MAX_ENTRY`] bytes are kept (every sub-key hash/set/zset/list
 //!   entry; strings and compact hashes up to that size); a shard that would pass
 //!   [`SHARD_CAP`] entries or [`SHARD_BYTES`] bytes is emptied. A miss is always correct.
@@ -61,6 +69,21 @@ struct Shard {
     generation: u64,
 }
 
+impl Shard {
+    /// Caches `raw` for `key` (of hash `h`), emptying the shard first if it is full.
+    fn insert(&mut self, h: u64, key: Vec<u8>, raw: Vec<u8>) {
+        let cost = charge(&key, &raw);
+        if self.map.len() >= SHARD_CAP || self.bytes + cost > SHARD_BYTES {
+            self.map.clear();
+            self.bytes = 0;
+        }
+        if let Some((k, old)) = self.map.insert(h, (key, raw)) {
+            self.bytes -= charge(&k, &old);
+        }
+        self.bytes += cost;
+    }
+}
+
 fn charge(key: &[u8], raw: &[u8]) -> usize {
     key.len() + raw.len() + ENTRY_OVERHEAD
 }
@@ -81,13 +104,16 @@ impl Default for MetaCache {
     }
 }
 
-thread_local! {
-    static NOTED: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
+/// A write noted by this thread: the key, the entry put (`None`: deleted, or not to be
+/// cached) and its shard's generation when noted.
+struct Noted {
+    key: Vec<u8>,
+    raw: Option<Vec<u8>>,
+    generation: u64,
 }
 
-/// Records that this thread's batch being built writes the metadata of `key`.
-pub fn note_write(key: &[u8]) {
-    NOTED.with(|n| n.borrow_mut().push(key.to_vec()));
+thread_local! {
+    static NOTED: RefCell<Vec<Noted>> = const { RefCell::new(Vec::new()) };
 }
 
 impl MetaCache {
@@ -113,6 +139,14 @@ impl MetaCache {
         self.slot(key).1.lock().generation
     }
 
+    /// Records that this thread's batch being built writes the metadata of `key`: `raw`, or
+    /// a deletion (`None`).
+    pub fn note_write(&self, key: &[u8], raw: Option<&[u8]>) {
+        let generation = self.generation(key);
+        let raw = raw.filter(|r| r.len() <= MAX_ENTRY).map(<[u8]>::to_vec);
+        NOTED.with(|n| n.borrow_mut().push(Noted { key: key.to_vec(), raw, generation }));
+    }
+
     /// Caches `raw` for `key`, read from the engine after [`MetaCache::get`] returned
     /// `generation`, unless the shard was invalidated since.
     pub fn fill(&self, key: &[u8], raw: Vec<u8>, generation: u64) {
@@ -124,39 +158,28 @@ impl MetaCache {
         if s.generation != generation {
             return;
         }
-        let cost = charge(key, &raw);
-        if s.map.len() >= SHARD_CAP || s.bytes + cost > SHARD_BYTES {
-            s.map.clear();
-            s.bytes = 0;
-        }
-        if let Some((k, old)) = s.map.insert(h, (key.to_vec(), raw)) {
-            s.bytes -= charge(&k, &old);
-        }
-        s.bytes += cost;
+        s.insert(h, key.to_vec(), raw);
     }
 
-    /// Forgets the keys this thread noted (call after the batch that wrote them).
-    pub fn invalidate_noted(&self) {
-        let keys = NOTED.with(|n| std::mem::take(&mut *n.borrow_mut()));
-        for k in &keys {
-            let (h, shard) = self.slot(k);
+    /// Settles the writes this thread noted, after their batch: `written` says whether it
+    /// was. A put is cached as written if its shard saw no invalidation since it was noted;
+    /// every other noted key is removed.
+    pub fn invalidate_noted(&self, written: bool) {
+        let noted = NOTED.with(|n| std::mem::take(&mut *n.borrow_mut()));
+        for w in noted {
+            let (h, shard) = self.slot(&w.key);
             let mut s = shard.lock();
+            let through = written && s.generation == w.generation;
             s.generation += 1;
-            if s.map.get(&h).is_some_and(|(ck, _)| ck == k) {
-                if let Some((ck, old)) = s.map.remove(&h) {
-                    s.bytes -= charge(&ck, &old);
+            if s.map.get(&h).is_some_and(|(k, _)| *k == w.key) {
+                if let Some((k, old)) = s.map.remove(&h) {
+                    s.bytes -= charge(&k, &old);
                 }
             }
-        }
-        // Keep the thread's buffer for the next batch.
-        NOTED.with(|n| {
-            let mut n = n.borrow_mut();
-            if n.capacity() == 0 {
-                let mut keys = keys;
-                keys.clear();
-                *n = keys;
+            if let (true, Some(raw)) = (through, w.raw) {
+                s.insert(h, w.key, raw);
             }
-        });
+        }
     }
 
     /// Forgets everything (FLUSHALL).
@@ -182,13 +205,13 @@ mod tests {
         assert_eq!(c.get(b"k").unwrap(), b"v1");
         // A reader that read before a write landed must not cache what it read.
         let g = c.generation(b"k2");
-        note_write(b"k2");
-        c.invalidate_noted();
+        c.note_write(b"k2", None);
+        c.invalidate_noted(true);
         c.fill(b"k2", b"old".to_vec(), g);
         assert!(c.get(b"k2").is_err());
-        // A write removes the cached entry.
-        note_write(b"k");
-        c.invalidate_noted();
+        // A deletion removes the cached entry.
+        c.note_write(b"k", None);
+        c.invalidate_noted(true);
         assert!(c.get(b"k").is_err());
         // Large entries are not kept; clear forgets all.
         let g = c.generation(b"big");
@@ -198,6 +221,39 @@ mod tests {
         c.fill(b"a", b"x".to_vec(), g);
         c.clear();
         assert!(c.get(b"a").is_err());
+    }
+
+    #[test]
+    fn a_written_put_is_cached_unless_its_shard_was_invalidated_meanwhile() {
+        let c = MetaCache::default();
+        c.note_write(b"k", Some(b"v1"));
+        c.invalidate_noted(true);
+        assert_eq!(c.get(b"k").unwrap(), b"v1");
+        // A failed write caches nothing and removes what was there.
+        c.note_write(b"k", Some(b"v2"));
+        c.invalidate_noted(false);
+        assert!(c.get(b"k").is_err());
+        // A FLUSHALL (or any invalidation of the shard) between note and write: not cached.
+        c.note_write(b"k", Some(b"v3"));
+        c.clear();
+        c.invalidate_noted(true);
+        assert!(c.get(b"k").is_err());
+        // A key noted twice in one batch (MSET k a k b, the engine keeps b): the first put's
+        // write-through bumps the generation, so the second removes it; nothing is cached.
+        c.note_write(b"k", Some(b"a"));
+        c.note_write(b"k", Some(b"b"));
+        c.invalidate_noted(true);
+        assert!(c.get(b"k").is_err());
+        // A stale fill racing the write loses: its miss came before the write's invalidation.
+        let g = c.get(b"x").unwrap_err();
+        c.note_write(b"x", Some(b"new"));
+        c.invalidate_noted(true);
+        c.fill(b"x", b"old".to_vec(), g);
+        assert_eq!(c.get(b"x").unwrap(), b"new");
+        // Entries past MAX_ENTRY are not written through.
+        c.note_write(b"big", Some(&[1; MAX_ENTRY + 1]));
+        c.invalidate_noted(true);
+        assert!(c.get(b"big").is_err());
     }
 
     #[test]
@@ -225,13 +281,13 @@ mod tests {
         for i in 0..n {
             let k = i.to_le_bytes();
             if i % 2 == 0 {
-                note_write(&k);
+                c.note_write(&k, None);
             } else {
                 let g = c.generation(&k);
                 c.fill(&k, b"small".to_vec(), g);
             }
         }
-        c.invalidate_noted();
+        c.invalidate_noted(true);
         for s in &c.shards {
             let s = s.lock();
             assert_eq!(s.bytes, s.map.values().map(|(k, v)| charge(k, v)).sum::<usize>());

@@ -185,12 +185,12 @@ impl Store {
     /// waits for it before acknowledging (after releasing its key locks; `sync_group`).
     pub fn write(&self, batch: WriteBatch) -> Result<(), String> {
         if batch.is_empty() {
-            self.meta_cache.invalidate_noted();
+            self.meta_cache.invalidate_noted(false);
             return Ok(());
         }
         let written = self.db.write_opt(batch, &WriteOptions::default());
         // After the write (`meta_cache` contract), whether or not it succeeded.
-        self.meta_cache.invalidate_noted();
+        self.meta_cache.invalidate_noted(written.is_ok());
         written.map_err(engine_err)?;
         if self.sync_policy() == SyncPolicy::Always {
             sync_group::owe_sync();
@@ -224,13 +224,14 @@ impl Store {
 
     /// Puts `meta` for `key` into `batch`.
     pub fn put_meta(&self, batch: &mut WriteBatch, key: &[u8], meta: &Meta) {
-        meta_cache::note_write(key);
-        batch.put_cf(&*self.meta_cf, key, meta.encode());
+        let raw = meta.encode();
+        self.meta_cache.note_write(key, Some(&raw));
+        batch.put_cf(&*self.meta_cf, key, raw);
     }
 
     /// Puts the deletion of `key`'s metadata into `batch`.
     pub fn delete_meta(&self, batch: &mut WriteBatch, key: &[u8]) {
-        meta_cache::note_write(key);
+        self.meta_cache.note_write(key, None);
         batch.delete_cf(&*self.meta_cf, key);
     }
 
