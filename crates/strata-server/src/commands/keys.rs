@@ -378,7 +378,9 @@ pub fn expire_cycle(st: &Store, from: &[u8], budget: usize) -> Result<(Vec<u8>, 
             break;
         }
         seen += 1;
-        if Meta::decode(v).is_ok_and(|m| m.expired(now)) {
+        // The header first: most keys are live, and decoding a compact hash copies it.
+        let due = crate::storage::metadata::raw_expire_ms(v).is_some_and(|e| e != 0 && e <= now);
+        if due && Meta::decode(v).is_ok_and(|m| m.expired(now)) {
             expired.push(k.to_vec());
         }
         it.next();

@@ -232,6 +232,12 @@ impl Meta {
     }
 }
 
+/// The expiry of a raw entry, read from its header alone (`None`: too short to have one):
+/// cheap for walks over many keys that decode only the entries it selects.
+pub fn raw_expire_ms(b: &[u8]) -> Option<u64> {
+    (b.len() >= 9).then(|| read_u64(b, 1))
+}
+
 fn read_u64(b: &[u8], at: usize) -> u64 {
     let mut a = [0u8; 8];
     a.copy_from_slice(&b[at..at + 8]);
@@ -288,6 +294,15 @@ mod tests {
             let t = Meta::decode_trusted(raw[..cut].to_vec());
             let _ = crate::storage::compact_hash::iter(&t.value).count();
         }
+    }
+
+    #[test]
+    fn the_header_expiry_matches_the_decoded_one() {
+        let mut m = Meta::compact_hash();
+        m.expire_ms = 1234;
+        assert_eq!(raw_expire_ms(&m.encode()), Some(1234));
+        assert_eq!(raw_expire_ms(&Meta::string(b"v".to_vec(), 9).encode()), Some(9));
+        assert_eq!(raw_expire_ms(&[2; 8]), None);
     }
 
     #[test]
