@@ -1,7 +1,8 @@
 //! Hashes written in sub-keys (metadata format 0, all a server wrote before compact hashes;
 //! here forced with `--hash-max-listpack-entries 0`) read and update after a restart with the
 //! compact defaults, and stay in sub-keys; compact hashes written then survive another
-//! restart, and one grown past the limits meanwhile converts and survives too.
+//! restart, and one grown past the limits meanwhile converts and survives too. Reads of a hot
+//! hash hit the metadata cache (INFO `strata_meta_cache`).
 
 mod common;
 use common::Server;
@@ -59,4 +60,16 @@ fn both_encodings_survive_restarts() {
     assert_eq!(all(&mut c, "grows"), grows);
     assert_eq!(c.hlen::<_, usize>("grows").unwrap(), 2);
     assert_eq!(encoding(&mut c, "grows"), "hashtable");
+    // Repeated reads of one hash are served by the metadata cache (INFO shows it).
+    for _ in 0..3 {
+        assert_eq!(all(&mut c, "new"), new);
+    }
+    let info: String = redis::cmd("INFO").arg("strata").query(&mut c).unwrap();
+    let line = info.lines().find_map(|l| l.strip_prefix("strata_meta_cache:")).unwrap();
+    let hits: u64 = line
+        .split(',')
+        .find_map(|kv| kv.strip_prefix("hits="))
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    assert!(hits >= 2, "{line}");
 }

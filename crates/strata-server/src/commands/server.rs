@@ -335,6 +335,11 @@ pub fn info_text(sh: &Shared, want: &[String]) -> Result<String, String> {
         t.push_str("# Strata\r\n");
         let steps = sh.store.scan_steps.load(std::sync::atomic::Ordering::Relaxed);
         let _ = write!(t, "strata_scan_steps:{steps}\r\n");
+        let (n, bytes, hits, misses) = sh.store.meta_cache.stats();
+        let _ = write!(
+            t,
+            "strata_meta_cache:entries={n},bytes={bytes},hits={hits},misses={misses}\r\n"
+        );
         // The DB-wide section (WAL, writes, stalls) comes with the `default` family's stats.
         let db_wide = sh.store.db.property_value("strata.stats").ok().flatten().unwrap_or_default();
         let _ = write!(t, "strata_db_stats:{}\r\n", fold_lines(&db_wide));

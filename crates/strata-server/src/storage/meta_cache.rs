@@ -65,6 +65,9 @@ struct Shard {
     map: HashMap<u64, (Vec<u8>, Vec<u8>), BuildHasherDefault<Prehashed>>,
     /// Bytes charged for `map`'s entries.
     bytes: usize,
+    /// Lookups answered from `map`, and not.
+    hits: u64,
+    misses: u64,
     /// Bumped by every invalidation of a key of this shard.
     generation: u64,
 }
@@ -127,11 +130,26 @@ impl MetaCache {
     /// The cached raw entry of `key`, or the shard generation to pass to [`MetaCache::fill`].
     pub fn get(&self, key: &[u8]) -> Result<Vec<u8>, u64> {
         let (h, shard) = self.slot(key);
-        let s = shard.lock();
+        let mut s = shard.lock();
         match s.map.get(&h) {
-            Some((k, v)) if k == key => Ok(v.clone()),
-            _ => Err(s.generation),
+            Some((k, v)) if k == key => {
+                let v = v.clone();
+                s.hits += 1;
+                Ok(v)
+            }
+            _ => {
+                s.misses += 1;
+                Err(s.generation)
+            }
         }
+    }
+
+    /// Totals over the shards: (entries, bytes charged, hits, misses), for INFO.
+    pub fn stats(&self) -> (usize, usize, u64, u64) {
+        self.shards.iter().fold((0, 0, 0, 0), |(n, b, h, m), s| {
+            let s = s.lock();
+            (n + s.map.len(), b + s.bytes, h + s.hits, m + s.misses)
+        })
     }
 
     /// The generation of `key`'s shard now.
@@ -203,6 +221,7 @@ mod tests {
         let g = c.get(b"k").unwrap_err();
         c.fill(b"k", b"v1".to_vec(), g);
         assert_eq!(c.get(b"k").unwrap(), b"v1");
+        assert_eq!(c.stats(), (1, charge(b"k", b"v1"), 1, 1));
         // A reader that read before a write landed must not cache what it read.
         let g = c.generation(b"k2");
         c.note_write(b"k2", None);
