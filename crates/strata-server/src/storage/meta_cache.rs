@@ -159,9 +159,9 @@ impl MetaCache {
 
     /// Records that this thread's batch being built writes the metadata of `key`: `raw`, or
     /// a deletion (`None`).
-    pub fn note_write(&self, key: &[u8], raw: Option<&[u8]>) {
+    pub fn note_write(&self, key: &[u8], raw: Option<Vec<u8>>) {
         let generation = self.generation(key);
-        let raw = raw.filter(|r| r.len() <= MAX_ENTRY).map(<[u8]>::to_vec);
+        let raw = raw.filter(|r| r.len() <= MAX_ENTRY);
         NOTED.with(|n| n.borrow_mut().push(Noted { key: key.to_vec(), raw, generation }));
     }
 
@@ -245,32 +245,32 @@ mod tests {
     #[test]
     fn a_written_put_is_cached_unless_its_shard_was_invalidated_meanwhile() {
         let c = MetaCache::default();
-        c.note_write(b"k", Some(b"v1"));
+        c.note_write(b"k", Some(b"v1".to_vec()));
         c.invalidate_noted(true);
         assert_eq!(c.get(b"k").unwrap(), b"v1");
         // A failed write caches nothing and removes what was there.
-        c.note_write(b"k", Some(b"v2"));
+        c.note_write(b"k", Some(b"v2".to_vec()));
         c.invalidate_noted(false);
         assert!(c.get(b"k").is_err());
         // A FLUSHALL (or any invalidation of the shard) between note and write: not cached.
-        c.note_write(b"k", Some(b"v3"));
+        c.note_write(b"k", Some(b"v3".to_vec()));
         c.clear();
         c.invalidate_noted(true);
         assert!(c.get(b"k").is_err());
         // A key noted twice in one batch (MSET k a k b, the engine keeps b): the first put's
         // write-through bumps the generation, so the second removes it; nothing is cached.
-        c.note_write(b"k", Some(b"a"));
-        c.note_write(b"k", Some(b"b"));
+        c.note_write(b"k", Some(b"a".to_vec()));
+        c.note_write(b"k", Some(b"b".to_vec()));
         c.invalidate_noted(true);
         assert!(c.get(b"k").is_err());
         // A stale fill racing the write loses: its miss came before the write's invalidation.
         let g = c.get(b"x").unwrap_err();
-        c.note_write(b"x", Some(b"new"));
+        c.note_write(b"x", Some(b"new".to_vec()));
         c.invalidate_noted(true);
         c.fill(b"x", b"old".to_vec(), g);
         assert_eq!(c.get(b"x").unwrap(), b"new");
         // Entries past MAX_ENTRY are not written through.
-        c.note_write(b"big", Some(&[1; MAX_ENTRY + 1]));
+        c.note_write(b"big", Some(vec![1; MAX_ENTRY + 1]));
         c.invalidate_noted(true);
         assert!(c.get(b"big").is_err());
     }

@@ -225,8 +225,8 @@ impl Store {
     /// Puts `meta` for `key` into `batch`.
     pub fn put_meta(&self, batch: &mut WriteBatch, key: &[u8], meta: &Meta) {
         let raw = meta.encode();
-        self.meta_cache.note_write(key, Some(&raw));
-        batch.put_cf(&*self.meta_cf, key, raw);
+        batch.put_cf(&*self.meta_cf, key, &raw);
+        self.meta_cache.note_write(key, Some(raw));
     }
 
     /// Puts the deletion of `key`'s metadata into `batch`.
