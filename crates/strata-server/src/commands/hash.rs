@@ -3,7 +3,7 @@
 //! `hash-max-listpack-value`); else one sub-key per field (value = the field's value). A new
 //! hash starts compact; a write that takes it past a limit converts it to sub-keys, and it
 //! never converts back. Every command behaves the same in both encodings: reads go through
-//! [`has_field`], [`field`] and [`for_each`], writes through [`commit`], which alone picks
+//! `has_field`, `field` and `for_each`, writes through `commit`, which alone picks
 //! the encoding.
 
 use super::{int_arg, CmdResult, NOT_INT, OVERFLOW, SYNTAX};
