@@ -441,6 +441,7 @@ impl TableReader {
     /// [`TableReader::get`], also handing `f` the data block each entry lies in (its value is
     /// a sub-slice of [`Block::bytes`]; so is its key, unless the table has a global sequence
     /// number, whose keys are rewritten to carry it).
+    #[inline]
     pub fn get_in_blocks(
         &self,
         lookup_ikey: &[u8],
@@ -452,24 +453,32 @@ impl TableReader {
                 "lookup key {lookup_ikey:?} is not an internal key"
             )));
         }
-        let global = self.global_seqno;
-        if global != SeqNo::ZERO {
-            // The table's one entry for the key reads as `global`: a lookup below it sees
-            // nothing here; at or above it, the stored entry (at 0) is found and remapped.
-            if crate::key::trailer(lookup_ikey) >> 8 < global.0 {
-                return Ok(());
-            }
-            let mut mapped = Vec::new();
-            return self.get_stored(
-                lookup_ikey,
-                read,
-                &mut |b: &Arc<Block>, k: &[u8], v: &[u8]| {
-                    remap_key(&mut mapped, k, global);
-                    f(b, &mapped, v)
-                },
-            );
+        if self.global_seqno != SeqNo::ZERO {
+            return self.get_remapped(lookup_ikey, read, &mut f);
         }
         self.get_stored(lookup_ikey, read, &mut f)
+    }
+
+    /// [`Self::get_in_blocks`] for a table with a global sequence number (an ingested one):
+    /// the table's one entry for the key reads as that number, so a lookup below it sees
+    /// nothing here; at or above it, the stored entry (at 0) is found and its key remapped.
+    /// Out of line and not generic: the common path stays small.
+    #[inline(never)]
+    fn get_remapped(
+        &self,
+        lookup_ikey: &[u8],
+        read: &ReadBlockOptions,
+        f: &mut dyn FnMut(&Arc<Block>, &[u8], &[u8]) -> bool,
+    ) -> Result<()> {
+        let global = self.global_seqno;
+        if crate::key::trailer(lookup_ikey) >> 8 < global.0 {
+            return Ok(());
+        }
+        let mut mapped = Vec::new();
+        self.get_stored(lookup_ikey, read, &mut |b: &Arc<Block>, k: &[u8], v: &[u8]| {
+            remap_key(&mut mapped, k, global);
+            f(b, &mapped, v)
+        })
     }
 
     /// `get` over the entries as stored.
@@ -682,16 +691,29 @@ impl TableReader {
     ) -> Result<Arc<Block>> {
         // Before the cache lookup: a handle past the blocks could name a cached filter.
         self.check_handle(handle)?;
+        if let Some(c) = &self.block_cache {
+            let key = CacheKey { owner: c.owner, file: self.cache_id, offset: handle.offset };
+            if let Some(b) = c.cache.lookup(&key) {
+                return Ok(b);
+            }
+        }
+        self.read_data_block_miss(handle, read, ahead)
+    }
+
+    /// [`Self::read_data_block`] past a block cache miss: reads the block and inserts it
+    /// (when `read.fill_cache`). Out of line: the cache hit is the path that must be short.
+    #[inline(never)]
+    fn read_data_block_miss(
+        &self,
+        handle: BlockHandle,
+        read: ReadBlockOptions,
+        ahead: Option<&mut Readahead>,
+    ) -> Result<Arc<Block>> {
         let key = self.block_cache.as_ref().map(|c| CacheKey {
             owner: c.owner,
             file: self.cache_id,
             offset: handle.offset,
         });
-        if let (Some(c), Some(key)) = (&self.block_cache, &key) {
-            if let Some(b) = c.cache.lookup(key) {
-                return Ok(b);
-            }
-        }
         let b = Arc::new(self.load_block(handle, read.verify_checksums, ahead)?);
         if let (Some(c), Some(key), true) = (&self.block_cache, key, read.fill_cache) {
             c.cache.insert(key, b.clone(), b.memory_size(), Priority::Low);

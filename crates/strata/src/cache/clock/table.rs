@@ -231,7 +231,7 @@ impl<K: Eq + Clone, V> ClockTable<K, V> {
 
     /// Probes `view` (the slots of `g`) for a visible entry for `key` and takes a reference
     /// on it.
-    #[inline]
+    #[inline(always)]
     fn acquire_in<'a>(
         &self,
         g: &'a Generation<K, V>,
