@@ -158,6 +158,10 @@ impl std::fmt::Debug for TableReader {
     }
 }
 
+/// A point lookup's consumer of (block, internal key, value), as `get_in_blocks` hands them
+/// out; returns whether to keep reading.
+type EntryInBlock<'a> = dyn FnMut(&Arc<Block>, &[u8], &[u8]) -> bool + 'a;
+
 impl TableReader {
     /// Reads and verifies the footer, metaindex, index, filter and properties. Data blocks
     /// (and index and filter blocks, as `meta` says) are cached under `cache_id`, which must be
@@ -468,7 +472,7 @@ impl TableReader {
         &self,
         lookup_ikey: &[u8],
         read: &ReadBlockOptions,
-        f: &mut dyn FnMut(&Arc<Block>, &[u8], &[u8]) -> bool,
+        f: &mut EntryInBlock<'_>,
     ) -> Result<()> {
         let global = self.global_seqno;
         if crate::key::trailer(lookup_ikey) >> 8 < global.0 {
