@@ -725,10 +725,19 @@ fn make_room_for_write(inner: &DbInner, wal: &mut WalState, batch_bytes: usize) 
         // The shared memtable budget: at most one switch per write group, of this DB's
         // largest mutable memtable (`memtable/write_buffer_manager.rs`).
         if !budget_switched && wbm.is_some_and(WriteBufferManager::should_flush) {
-            budget_switched = true;
-            if let Some(cfd) = largest_switchable(inner, wal) {
-                switch_memtable(inner, wal, &cfd)?;
-                continue;
+            match largest_mutable(inner, wal) {
+                Some((cfd, true)) => {
+                    budget_switched = true;
+                    switch_memtable(inner, wal, &cfd)?;
+                    continue;
+                }
+                Some((_, false)) => {
+                    // Every memtable slot of that family is taken: wait for its flush, as
+                    // for a full memtable (the budget then bounds it, not write_buffer_size).
+                    wait_for_flush(inner, &mut counted)?;
+                    continue;
+                }
+                None => budget_switched = true,
             }
         }
         // The worst state over the families: a stop in any stops every write (they share
@@ -903,19 +912,35 @@ fn wait_for_budget(
     Ok(())
 }
 
-/// This DB's family with the largest non-empty mutable memtable that may be switched now
-/// (a free memtable slot: fewer than `max_write_buffer_number - 1` immutable ones).
-fn largest_switchable(inner: &DbInner, wal: &WalState) -> Option<Arc<Cfd>> {
-    let st = inner.state.lock();
-    wal.mems
+/// This DB's family with the largest non-empty mutable memtable, and whether it may be
+/// switched now (a free memtable slot: fewer than `max_write_buffer_number - 1` immutable
+/// ones).
+fn largest_mutable(inner: &DbInner, wal: &WalState) -> Option<(Arc<Cfd>, bool)> {
+    let f = wal
+        .mems
         .iter()
         .filter(|f| !f.mem.is_empty())
-        .filter(|f| {
-            st.cfs.get(&f.cfd.id).map_or(0, |c| c.imm.len()) + 1
-                < f.cfd.opts.max_write_buffer_number
-        })
-        .max_by_key(|f| f.mem.approximate_memory_usage())
-        .map(|f| f.cfd.clone())
+        .max_by_key(|f| f.mem.approximate_memory_usage())?;
+    let imm = inner.state.lock().cfs.get(&f.cfd.id).map_or(0, |c| c.imm.len());
+    Some((f.cfd.clone(), imm + 1 < f.cfd.opts.max_write_buffer_number))
+}
+
+/// One wait (at most 100 ms) for a flush to free a memtable slot, counted as a memtable stop.
+fn wait_for_flush(inner: &DbInner, counted: &mut Option<Stall>) -> Result<()> {
+    let started = Instant::now();
+    let mut st = inner.state.lock();
+    if st.shutting_down {
+        return Err(Error::ShutdownInProgress);
+    }
+    inner.bg_cv.wait_for(&mut st, Duration::from_millis(100));
+    let micros = started.elapsed().as_micros() as u64;
+    if *counted == Some(Stall::MemtableStop) {
+        inner.stats.add_stall_micros(micros);
+    } else {
+        *counted = Some(Stall::MemtableStop);
+        inner.stats.record_stall(Stall::MemtableStop, micros);
+    }
+    Ok(())
 }
 
 /// Why writes stop, for the info LOG.
