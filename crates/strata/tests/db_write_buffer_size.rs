@@ -42,9 +42,11 @@ fn one_budget_over_all_families_of_one_db() {
         }
         models[f].insert(k.into_bytes(), v);
         let mem: u64 = std::iter::once(db.property_int_value("rocksdb.cur-size-all-mem-tables"))
-            .chain(handles.iter().map(|h| {
-                db.property_int_value_cf(h, "rocksdb.cur-size-all-mem-tables")
-            }))
+            .chain(
+                handles
+                    .iter()
+                    .map(|h| db.property_int_value_cf(h, "rocksdb.cur-size-all-mem-tables")),
+            )
             .map(|r| r.unwrap().unwrap())
             .sum();
         peak = peak.max(mem);
@@ -77,7 +79,10 @@ fn option_errors_name_the_option() {
     };
     match Db::open(&both, "/both") {
         Err(Error::InvalidArgument(m)) => {
-            assert!(m.contains("db_write_buffer_size") && m.contains("write_buffer_manager"), "{m}");
+            assert!(
+                m.contains("db_write_buffer_size") && m.contains("write_buffer_manager"),
+                "{m}"
+            );
         }
         other => panic!("expected InvalidArgument, got {other:?}"),
     }

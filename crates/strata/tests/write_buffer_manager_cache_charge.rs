@@ -125,8 +125,7 @@ fn charge_alone_follows_memory_in_units() {
             write_buffer_manager: Some(m.clone()),
             ..Options::default()
         };
-        let dbs: Vec<Db> =
-            ["/x", "/y"].iter().map(|p| Db::open(&o, p).unwrap()).collect();
+        let dbs: Vec<Db> = ["/x", "/y"].iter().map(|p| Db::open(&o, p).unwrap()).collect();
         for (d, db) in dbs.iter().enumerate() {
             for i in 0..(1000 * (d as u32 + 1)) {
                 db.put(format!("k{i:08}"), value(i)).unwrap();
