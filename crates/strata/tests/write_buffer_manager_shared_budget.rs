@@ -48,7 +48,7 @@ fn write(db: &Db, seed: u64, bytes: usize) -> BTreeMap<Vec<u8>, Vec<u8>> {
         let n = 1 + rng.next() % 4;
         for _ in 0..n {
             let k = format!("key{:06}", rng.next() % 4000).into_bytes();
-            if rng.next() % 10 == 0 {
+            if rng.next().is_multiple_of(10) {
                 batch.delete(&k);
                 model.remove(&k);
             } else {

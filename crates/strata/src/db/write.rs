@@ -780,12 +780,30 @@ fn make_room_for_write(inner: &DbInner, wal: &mut WalState, batch_bytes: usize) 
                 slow = Some((f.cfd.clone(), l0, pending));
             }
         }
-        inner.write_stopped.store(stop.is_some(), Ordering::Relaxed);
+        // The shared memtable budget stops writes too, once no family must switch first.
+        let budget = wbm.filter(|m| stop.is_none() && full.is_none() && budget_stall_applies(m));
+        inner.write_stopped.store(stop.is_some() || budget.is_some(), Ordering::Relaxed);
         note_stall_change(
             inner,
-            stop.as_ref()
-                .map(|(k, cfd, l0, pending)| (cfd.name.clone(), describe_stop(*k, *l0, *pending))),
+            match (&stop, budget) {
+                (Some((k, cfd, l0, pending)), _) => {
+                    Some((cfd.name.clone(), describe_stop(*k, *l0, *pending)))
+                }
+                (None, Some(m)) => Some((
+                    inner.default_cf.name.clone(),
+                    format!(
+                        "the write buffer manager's memtables hold {} bytes of its {} byte budget",
+                        m.memory_usage(),
+                        m.buffer_size()
+                    ),
+                )),
+                (None, None) => None,
+            },
         );
+        if let Some(m) = budget {
+            wait_for_budget(inner, m, &mut counted)?;
+            continue;
+        }
         if let Some((kind, _, _, _)) = stop {
             let started = Instant::now();
             {
@@ -861,10 +879,6 @@ fn make_room_for_write(inner: &DbInner, wal: &mut WalState, batch_bytes: usize) 
             }
             continue;
         }
-        if let Some(m) = wbm.filter(|m| budget_stall_applies(m)) {
-            wait_for_budget(inner, m, &mut counted)?;
-            continue;
-        }
         return Ok(());
     }
 }
@@ -888,18 +902,6 @@ fn wait_for_budget(
     if inner.state.lock().shutting_down {
         return Err(Error::ShutdownInProgress);
     }
-    inner.write_stopped.store(true, Ordering::Relaxed);
-    note_stall_change(
-        inner,
-        Some((
-            inner.default_cf.name.clone(),
-            format!(
-                "the write buffer manager's memtables hold {} bytes of its {} byte budget",
-                m.memory_usage(),
-                m.buffer_size()
-            ),
-        )),
-    );
     let started = Instant::now();
     m.wait_for_room(Duration::from_millis(100));
     let micros = started.elapsed().as_micros() as u64;

@@ -44,7 +44,12 @@
 //! kind "write buffer manager" in its stall statistics. A stalled writer re-checks
 //! [`should_flush`] every 100 ms, so a writer whose own DB must flush never waits for
 //! itself. A DB stalled by another DB's idle memtables waits until that DB writes, flushes
-//! or closes, or the budget is raised ([`set_buffer_size`]).
+//! or closes, or the budget is raised ([`set_buffer_size`]). Writers stall only while part
+//! of the total is being freed (immutable memtables exist): with every byte in mutable
+//! memtables nothing the writer could wait for would free memory, so it goes on and the
+//! flush rule acts. As in RocksDB, a flushed memtable still held by an iterator keeps its
+//! bytes, so a thread that holds such an iterator while it writes may wait until another
+//! thread's flushes bring the total below the budget, or forever when none can.
 //!
 //! ## Charging a block cache
 //!
