@@ -7,7 +7,8 @@
 #   readrandom for --duration seconds; seekrandom + 10 next (fwdrange) for --duration seconds;
 #   compact (everything into one run: the live data, for space amplification)
 # Configurations: leveled and universal (benchmark.sh's univ_const_params) for strata and
-# rocksdb, and Strata's tiered style (--compaction_style=4) at fan-in 8 (the default) and 12;
+# rocksdb, and Strata's tiered style (--compaction_style=4): tieredN runs fan-in N with a budget
+# of 2N sorted runs (tiered8 is the engine's default; tiered4,tiered8,tiered12,tiered16 sweeps it);
 # on request also universal_inc (--universal_incremental) and tiered8_skew (tiered with
 # --tiered_skewed_filter_bits). readrandom runs with --statistics (bloom filter counters).
 #
@@ -80,9 +81,10 @@ style_flags() {
     leveled) echo --compaction_style=0 ;;
     universal) echo "${universal[@]}" ;;
     tiered8) echo --compaction_style=4 --num_levels=40 ;;
-    tiered12) echo --compaction_style=4 --num_levels=40 --tiered_fan_in=12 --tiered_max_sorted_runs=24 ;;
     universal_inc) echo "${universal[@]}" --universal_incremental=true --max_compaction_bytes=$((32 << 20)) ;;
     tiered8_skew) echo --compaction_style=4 --num_levels=40 --tiered_skewed_filter_bits=true ;;
+    tiered*) local n="${1#tiered}"
+      echo --compaction_style=4 --num_levels=40 --tiered_fan_in="$n" --tiered_max_sorted_runs=$((2 * n)) ;;
   esac
 }
 
@@ -119,8 +121,14 @@ filter() {
 configs=()
 for style in ${styles//,/ }; do
   case "$style" in
-    leveled | universal | universal_inc | tiered8 | tiered12 | tiered8_skew) ;;
-    *) echo "bench/styles.sh: unknown style '$style' (leveled, universal, universal_inc, tiered8, tiered12, tiered8_skew)" >&2; exit 2 ;;
+    leveled | universal | universal_inc | tiered8_skew) ;;
+    tiered[0-9]*)
+      n="${style#tiered}"
+      case "$n" in
+        *[!0-9]*) echo "bench/styles.sh: style '$style': expected tiered<fan-in>, e.g. tiered4 or tiered12" >&2; exit 2 ;;
+      esac
+      if [ "$n" -lt 2 ]; then echo "bench/styles.sh: style '$style': the fan-in must be at least 2" >&2; exit 2; fi ;;
+    *) echo "bench/styles.sh: unknown style '$style' (leveled, universal, universal_inc, tiered<fan-in> such as tiered8, tiered8_skew)" >&2; exit 2 ;;
   esac
   for engine in ${engines//,/ }; do
     case "$engine" in

@@ -341,6 +341,8 @@ define_flags! {
     merge_operator: String = "", Engine, "Merge operator: put, uint64add, max, stringappend, bytesxor";
     max_successive_merges: i64 = 0i64, Engine, "Merges of one key in a memtable before it is collapsed";
     rate_limiter_bytes_per_sec: u64 = 0u64, Engine, "Background I/O rate limit";
+    compaction_readahead_size: u64 = 2097152u64, Engine, "Compaction input read this many bytes at a time (0: automatic readahead)";
+    rate_limiter_auto_tuned: bool = false, Engine, "The rate limit is a ceiling; the rate follows demand within [limit/20, limit]";
     delete_obsolete_files_period_micros: u64 = 0u64, Hint, "Ignored by RocksDB itself (kept for compatibility)";
     enable_blob_files: bool = false, Engine, "Key-value separation (BlobDB)";
     min_blob_size: u64 = 0u64, Engine, "BlobDB minimum blob size";

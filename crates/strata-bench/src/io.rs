@@ -18,6 +18,11 @@
 //! operation of the step), `io_eff` (`rps` / the fio baseline's read IOPS given by
 //! `--fio_baseline_iops`), `wps` (device writes/s), `wmbps` (process MB written/s); MB is 2^20
 //! bytes. A figure whose source is unavailable prints as `-`, and the line says why.
+//!
+//! The line ends with the process's CPU time over the step (`getrusage(RUSAGE_SELF)`, every
+//! thread, background ones included): `cpu: user_us=<µs> sys_us=<µs> us_per_op=<µs>`, the
+//! last being (user + system) over the step's operations (the readers' in the *whilewriting*
+//! benchmarks, whose writer and compactions are in the numerator).
 
 use std::fmt::Write as _;
 use std::os::unix::fs::MetadataExt;
@@ -153,6 +158,27 @@ pub struct Sample {
     pub at: Instant,
     pub proc: Option<ProcIo>,
     pub dev: Option<DevStat>,
+    /// The process's CPU time so far, user and system, in microseconds.
+    pub cpu: Option<CpuTime>,
+}
+
+/// User and system CPU time in microseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CpuTime {
+    pub user_us: u64,
+    pub sys_us: u64,
+}
+
+/// The whole process's CPU time (`getrusage(RUSAGE_SELF)`).
+pub fn process_cpu() -> Option<CpuTime> {
+    // SAFETY: a zeroed rusage is a valid value for the call to overwrite.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: RUSAGE_SELF with a valid pointer to a rusage the call may write.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return None;
+    }
+    let us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+    Some(CpuTime { user_us: us(ru.ru_utime), sys_us: us(ru.ru_stime) })
 }
 
 /// Reads the counters for the steps of one run.
@@ -202,7 +228,7 @@ impl Sampler {
             .ok()
             .and_then(|d| std::fs::read_to_string(&d.stat_path).ok())
             .and_then(|t| parse_dev_stat(&t).ok());
-        Sample { at: Instant::now(), proc, dev }
+        Sample { at: Instant::now(), proc, dev, cpu: process_cpu() }
     }
 
     /// The step's figures between two samples, over `ops` operations.
@@ -229,6 +255,8 @@ pub struct StepIo {
     pub fio_iops: f64,
     /// Why `dev` is `None`, when it is known.
     pub dev_error: Option<String>,
+    /// The process's CPU time over the step.
+    pub cpu: Option<CpuTime>,
 }
 
 const MB: f64 = 1048576.0;
@@ -260,7 +288,14 @@ impl StepIo {
             }),
             _ => None,
         };
-        StepIo { secs, ops, proc, dev, fio_iops, dev_error }
+        let cpu = match (before.cpu, after.cpu) {
+            (Some(b), Some(a)) => Some(CpuTime {
+                user_us: a.user_us.saturating_sub(b.user_us),
+                sys_us: a.sys_us.saturating_sub(b.sys_us),
+            }),
+            _ => None,
+        };
+        StepIo { secs, ops, proc, dev, fio_iops, dev_error, cpu }
     }
 
     fn per_sec(&self, v: f64) -> Option<f64> {
@@ -287,6 +322,12 @@ impl StepIo {
     pub fn io_eff(&self) -> Option<f64> {
         (self.fio_iops > 0.0).then_some(())?;
         Some(self.rps()? / self.fio_iops)
+    }
+
+    /// CPU time (user + system) per operation, in microseconds.
+    pub fn cpu_us_per_op(&self) -> Option<f64> {
+        let c = self.cpu?;
+        (self.ops > 0).then(|| (c.user_us + c.sys_us) as f64 / self.ops as f64)
     }
 
     /// Device writes per second.
@@ -339,6 +380,14 @@ impl StepIo {
                 let _ = write!(s, " device: unavailable ({e})");
             }
             (None, None) => s.push_str(" device: unavailable"),
+        }
+        match self.cpu {
+            Some(c) => {
+                let per_op = self.cpu_us_per_op().map_or_else(|| "-".into(), |v| format!("{v:.3}"));
+                let _ =
+                    write!(s, " cpu: user_us={} sys_us={} us_per_op={per_op}", c.user_us, c.sys_us);
+            }
+            None => s.push_str(" cpu: unavailable"),
         }
         if self.fio_iops <= 0.0 {
             s.push_str(" (io_eff: no --fio_baseline_iops)");
@@ -465,6 +514,7 @@ mod tests {
             at: t0,
             proc: Some(ProcIo { syscr: 5, syscw: 1, read_bytes: 0, write_bytes: 0 }),
             dev: Some(DevStat { reads: 100, sectors_read: 800, writes: 10, sectors_written: 80 }),
+            cpu: Some(CpuTime { user_us: 1_000, sys_us: 500 }),
         };
         let after = Sample {
             at: t0,
@@ -480,6 +530,7 @@ mod tests {
                 writes: 30,
                 sectors_written: 4176,
             }),
+            cpu: Some(CpuTime { user_us: 3_001_000, sys_us: 250_500 }),
         };
         let io = StepIo::between(&before, &after, 2.0, 1000, 1250.0, None);
         assert_eq!(io.rps(), Some(1000.0));
@@ -493,6 +544,9 @@ mod tests {
             "{line}"
         );
         assert!(line.contains("device: reads=2000 read_mb=7.8 writes=20 write_mb=2.0"), "{line}");
+        // 3 s user + 0.25 s system over 1000 operations.
+        assert_eq!(io.cpu_us_per_op(), Some(3250.0));
+        assert!(line.contains(" cpu: user_us=3000000 sys_us=250000 us_per_op=3250.000"), "{line}");
         let c = IoColumns::parse(&line).expect("an I/O line");
         assert_eq!(
             c,
@@ -529,5 +583,14 @@ mod tests {
         // /proc/self/io exists on every Linux this tool supports; the device may not.
         assert!(io.proc.is_some(), "{}", s.describe());
         assert!(io.line().starts_with("I/O: "));
+        // getrusage works everywhere; spin so the process's CPU time moves.
+        let c0 = process_cpu().expect("getrusage");
+        let t = Instant::now();
+        let mut x = 0u64;
+        while t.elapsed().as_millis() < 30 {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+        }
+        let c1 = process_cpu().expect("getrusage");
+        assert!(c1.user_us + c1.sys_us > c0.user_us + c0.sys_us, "{c0:?} -> {c1:?}");
     }
 }

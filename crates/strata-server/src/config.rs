@@ -4,8 +4,9 @@
 //! Flags (stable; scripts rely on them): `--port` (6379; 0 = pick a free port and print it),
 //! `--bind` (127.0.0.1), `--dir` (./strata-data), `--requirepass`, `--appendfsync
 //! always|everysec|no` (everysec), `--write-buffer-size`, `--block-cache-size`,
-//! `--max-background-jobs`, `--proto-max-bulk-len` (512 MiB), and a config file path as the
-//! first positional argument.
+//! `--max-background-jobs`, `--proto-max-bulk-len` (512 MiB), `--hash-max-listpack-entries`
+//! (128) and `--hash-max-listpack-value` (128; when a hash is compact, see
+//! `storage::compact_hash`), and a config file path as the first positional argument.
 
 use crate::storage::SyncPolicy;
 use clap::Parser;
@@ -48,6 +49,12 @@ pub struct Flags {
     /// Threads serving connections (the async runtime's workers). Default: one per core.
     #[arg(long)]
     pub io_threads: Option<usize>,
+    /// Most fields of a compact hash (0: every hash keeps one sub-key per field).
+    #[arg(long)]
+    pub hash_max_listpack_entries: Option<usize>,
+    /// Longest field or value of a compact hash, in bytes.
+    #[arg(long)]
+    pub hash_max_listpack_value: Option<usize>,
 }
 
 /// The resolved configuration.
@@ -73,6 +80,10 @@ pub struct Config {
     pub proto_max_bulk_len: usize,
     /// Connection-serving threads (`None`: one per core).
     pub io_threads: Option<usize>,
+    /// Most fields of a compact hash.
+    pub hash_max_listpack_entries: usize,
+    /// Longest field or value of a compact hash.
+    pub hash_max_listpack_value: usize,
     /// Every `key value` of the file, for CONFIG GET of settings without their own field.
     pub extra: BTreeMap<String, String>,
 }
@@ -189,6 +200,14 @@ impl Config {
                 .proto_max_bulk_len
                 .map_or_else(|| num(&file, "proto-max-bulk-len"), |v| Ok(Some(v)))?
                 .unwrap_or(512 << 20),
+            hash_max_listpack_entries: flags
+                .hash_max_listpack_entries
+                .map_or_else(|| num(&file, "hash-max-listpack-entries"), |v| Ok(Some(v)))?
+                .unwrap_or(crate::storage::compact_hash::DEFAULT_MAX_ENTRIES),
+            hash_max_listpack_value: flags
+                .hash_max_listpack_value
+                .map_or_else(|| num(&file, "hash-max-listpack-value"), |v| Ok(Some(v)))?
+                .unwrap_or(crate::storage::compact_hash::DEFAULT_MAX_VALUE),
             extra: file,
         })
     }
@@ -221,6 +240,8 @@ impl Config {
         set("appendfsync", self.appendfsync.name().to_string());
         set("appendonly", "yes".into());
         set("proto-max-bulk-len", self.proto_max_bulk_len.to_string());
+        set("hash-max-listpack-entries", self.hash_max_listpack_entries.to_string());
+        set("hash-max-listpack-value", self.hash_max_listpack_value.to_string());
         for (k, v) in [
             ("save", ""),
             ("maxmemory", "0"),

@@ -19,6 +19,8 @@ pub async fn run(cfg: config::Config) -> Result<(), String> {
     std::fs::create_dir_all(&cfg.dir)
         .map_err(|e| format!("cannot create {}: {e}", cfg.dir.display()))?;
     let store = storage::Store::open(cfg.engine_options(), &cfg.dir, cfg.appendfsync)?;
+    store.hash_limits.set_entries(cfg.hash_max_listpack_entries);
+    store.hash_limits.set_value(cfg.hash_max_listpack_value);
     let listener = tokio::net::TcpListener::bind((cfg.bind.as_str(), cfg.port))
         .await
         .map_err(|e| format!("cannot listen on {}:{}: {e}", cfg.bind, cfg.port))?;

@@ -1,7 +1,9 @@
 //! The compaction filter collects stale sub-keys: a big hash and a big sorted set are written
 //! and flushed to tables, then deleted (an O(1) metadata delete), overwritten with another
 //! type, or expired; a manual compaction of the sub-key families leaves only the sub-keys of
-//! live keys. Runs the store in-process and counts entries with the engine's iterators.
+//! live keys. A hash that grew past the compact limits keeps its sub-keys; a small (compact)
+//! hash has none, and a compact hash recreated over a deleted big one leaves the big one's
+//! sub-keys stale. Runs the store in-process and counts entries with the engine's iterators.
 
 use std::sync::Arc;
 use strata_server::commands::dispatch;
@@ -48,29 +50,37 @@ fn stale_subkeys_are_collected() {
         if i < 300 {
             run(&sh, &["RPUSH", "list", &f]);
             run(&sh, &["SADD", "set", &f]);
+            run(&sh, &["HSET", "grown", &f, "v"]);
+            run(&sh, &["HSET", "redo", &f, "v"]);
         }
     }
+    // Compact: no sub-keys.
     run(&sh, &["HSET", "live", "a", "1", "b", "2"]);
     run(&sh, &["ZADD", "livez", "1", "a"]);
     let st = &sh.store;
     st.db.flush_cf(&*st.sub_cf).unwrap();
     st.db.flush_cf(&*st.score_cf).unwrap();
     st.db.flush_cf(&*st.meta_cf).unwrap();
-    assert_eq!(count(&sh, &st.sub_cf), 2000 + 2000 + 300 + 300 + 2 + 1);
+    assert_eq!(count(&sh, &st.sub_cf), 2000 + 2000 + 300 + 300 + 300 + 300 + 1);
     assert_eq!(count(&sh, &st.score_cf), 2000 + 1);
     run(&sh, &["DEL", "big"]);
     run(&sh, &["SET", "bigz", "now a string"]);
     run(&sh, &["PEXPIRE", "list", "1"]);
     run(&sh, &["DEL", "set"]);
     run(&sh, &["SADD", "set", "fresh"]);
+    run(&sh, &["DEL", "redo"]);
+    run(&sh, &["HSET", "redo", "f1", "compact again"]);
     std::thread::sleep(std::time::Duration::from_millis(10));
     for cf in [&st.meta_cf, &st.sub_cf, &st.score_cf] {
         st.db.flush_cf(&**cf).unwrap();
         st.db.compact_range_cf(&**cf, None::<&[u8]>, None::<&[u8]>).unwrap();
     }
-    assert_eq!(count(&sh, &st.sub_cf), 2 + 1 + 1, "stale sub-keys left");
+    assert_eq!(count(&sh, &st.sub_cf), 300 + 1 + 1, "stale sub-keys left");
     assert_eq!(count(&sh, &st.score_cf), 1, "stale score entries left");
     assert_eq!(run(&sh, &["HGET", "live", "b"]), b"$1\r\n2\r\n");
+    assert_eq!(run(&sh, &["HLEN", "grown"]), b":300\r\n");
+    assert_eq!(run(&sh, &["HGET", "grown", "f299"]), b"$1\r\nv\r\n");
+    assert_eq!(run(&sh, &["HGETALL", "redo"]), b"*2\r\n$2\r\nf1\r\n$13\r\ncompact again\r\n");
     assert_eq!(run(&sh, &["SMEMBERS", "set"]), b"*1\r\n$5\r\nfresh\r\n");
     st.close().unwrap();
 }

@@ -1,5 +1,8 @@
-//! Hashes against a model: HSET/HMSET/HGET/HMGET/HGETALL/HDEL/HLEN/HEXISTS/HINCRBY/HKEYS/HVALS/
-//! HSCAN, several seeds; DEL of a hash then a new hash under the same key starts empty.
+//! Hashes against a model: HSET/HMSET/HSETNX/HGET/HMGET/HGETALL/HDEL/HLEN/HEXISTS/HINCRBY/HKEYS/
+//! HVALS/HSCAN, EXPIRE/PERSIST/TYPE/RENAME, several seeds; DEL of a hash then a new hash under
+//! the same key starts empty. The same model runs with every hash compact, with every hash in
+//! sub-keys, and with small compact limits that hashes cross both ways (grow past, shrink
+//! below, and get deleted and recreated), checked with OBJECT ENCODING.
 
 mod common;
 use common::{Rng, Server};
@@ -7,10 +10,40 @@ use redis::Commands;
 use std::collections::{BTreeMap, HashMap};
 
 #[test]
-fn hashes_match_model() {
-    let srv = Server::start(&[]);
+fn hashes_match_model_compact() {
+    let encodings = run_model(&[], 3, 12);
+    assert_eq!(encodings.get("hashtable"), None, "{encodings:?}");
+}
+
+#[test]
+fn hashes_match_model_subkeys() {
+    let encodings = run_model(&["--hash-max-listpack-entries", "0"], 3, 12);
+    assert_eq!(encodings.get("listpack"), None, "{encodings:?}");
+}
+
+#[test]
+fn hashes_match_model_across_the_compact_limits() {
+    let args = ["--hash-max-listpack-entries", "6", "--hash-max-listpack-value", "8"];
+    let encodings = run_model(&args, 6, 12);
+    // Both encodings were seen often.
+    assert!(encodings.get("listpack").is_some_and(|&n| n > 20), "{encodings:?}");
+    assert!(encodings.get("hashtable").is_some_and(|&n| n > 20), "{encodings:?}");
+}
+
+/// A value of 0..max_len bytes.
+fn value(rng: &mut Rng, max_len: u64) -> String {
+    let n = rng.below(max_len + 1) as usize;
+    let c = (b'a' + rng.below(26) as u8) as char;
+    std::iter::repeat_n(c, n).collect()
+}
+
+/// Runs the model on a server started with `args` over `seeds` seeds with values up to
+/// `max_len` bytes; returns how often OBJECT ENCODING named each encoding.
+fn run_model(args: &[&str], seeds: u64, max_len: u64) -> BTreeMap<String, usize> {
+    let srv = Server::start(args);
     let mut c = srv.conn();
-    for seed in 1..=3u64 {
+    let mut encodings = BTreeMap::new();
+    for seed in 1..=seeds {
         let _: () = redis::cmd("FLUSHALL").query(&mut c).unwrap();
         let mut model: HashMap<String, BTreeMap<String, String>> = HashMap::new();
         let mut rng = Rng::new(seed);
@@ -19,21 +52,34 @@ fn hashes_match_model() {
             let f = format!("f{}", rng.below(15));
             match rng.below(9) {
                 0 | 1 => {
-                    let v = format!("v{}", rng.below(100));
+                    let v = value(&mut rng, max_len);
                     let n: i64 = c.hset(&k, &f, &v).unwrap();
                     let h = model.entry(k).or_default();
                     assert_eq!(n, i64::from(h.insert(f, v).is_none()));
                 }
                 2 => {
                     let f2 = format!("f{}", rng.below(15));
-                    let _: () = c.hset_multiple(&k, &[(&f, "m1"), (&f2, "m2")]).unwrap();
+                    let (v1, v2) = (value(&mut rng, max_len), value(&mut rng, max_len));
+                    let _: () = c.hset_multiple(&k, &[(&f, &v1), (&f2, &v2)]).unwrap();
                     let h = model.entry(k).or_default();
-                    h.insert(f, "m1".into());
-                    h.insert(f2, "m2".into());
+                    h.insert(f, v1);
+                    h.insert(f2, v2);
                 }
                 3 => {
                     let got: Option<String> = c.hget(&k, &f).unwrap();
                     assert_eq!(got, model.get(&k).and_then(|h| h.get(&f)).cloned());
+                    let f2 = format!("f{}", rng.below(15));
+                    let got: Vec<Option<String>> =
+                        redis::cmd("HMGET").arg(&k).arg(&f).arg(&f2).query(&mut c).unwrap();
+                    let h = model.get(&k);
+                    let want = [&f, &f2].map(|f| h.and_then(|h| h.get(f)).cloned());
+                    assert_eq!(got, want);
+                    let enc: Option<String> =
+                        redis::cmd("OBJECT").arg("ENCODING").arg(&k).query(&mut c).unwrap();
+                    assert_eq!(enc.is_some(), model.contains_key(&k));
+                    if let Some(e) = enc {
+                        *encodings.entry(e).or_insert(0) += 1;
+                    }
                 }
                 4 => {
                     let got: BTreeMap<String, String> = c.hgetall(&k).unwrap();
@@ -67,12 +113,44 @@ fn hashes_match_model() {
                     assert_eq!(r.unwrap(), old + by);
                     h.insert(format!("n{f}"), (old + by).to_string());
                 }
+                8 if rng.below(3) == 0 => {
+                    let v = value(&mut rng, max_len);
+                    let n: i64 =
+                        redis::cmd("HSETNX").arg(&k).arg(&f).arg(&v).query(&mut c).unwrap();
+                    let h = model.entry(k).or_default();
+                    assert_eq!(n, i64::from(!h.contains_key(&f)));
+                    h.entry(f).or_insert(v);
+                }
+                8 if rng.below(2) == 0 => {
+                    // Keyspace commands keep a hash whole in either encoding.
+                    let k2 = format!("h{}", rng.below(4));
+                    let t: String = redis::cmd("TYPE").arg(&k).query(&mut c).unwrap();
+                    assert_eq!(t, if model.contains_key(&k) { "hash" } else { "none" });
+                    let n: i64 = c.expire(&k, 1000).unwrap();
+                    assert_eq!(n, i64::from(model.contains_key(&k)));
+                    let ttl: i64 = c.ttl(&k).unwrap();
+                    assert_eq!(ttl, if model.contains_key(&k) { 1000 } else { -2 });
+                    let _: i64 = c.persist(&k).unwrap();
+                    let r: redis::RedisResult<()> = c.rename(&k, &k2);
+                    match model.remove(&k) {
+                        Some(h) => {
+                            r.unwrap();
+                            model.insert(k2, h);
+                        }
+                        None => assert!(r.is_err()),
+                    }
+                }
                 _ => {
                     let n: i64 = c.del(&k).unwrap();
                     assert_eq!(n, i64::from(model.remove(&k).is_some()));
                 }
             }
         }
+        let mut keys: Vec<String> = c.keys("*").unwrap();
+        keys.sort();
+        let mut want: Vec<String> = model.keys().cloned().collect();
+        want.sort();
+        assert_eq!(keys, want);
         for (k, h) in &model {
             let mut cursor = 0u64;
             let mut seen = BTreeMap::new();
@@ -93,4 +171,5 @@ fn hashes_match_model() {
             assert_eq!(&seen, h);
         }
     }
+    encodings
 }

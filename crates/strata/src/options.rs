@@ -659,6 +659,10 @@ impl Options {
                 "rate_limiter_bytes_per_sec",
                 self.rate_limiter.as_ref().map_or(0, |r| r.bytes_per_sec()).to_string(),
             ),
+            (
+                "rate_limiter_auto_tuned",
+                self.rate_limiter.as_ref().is_some_and(|r| r.is_auto_tuned()).to_string(),
+            ),
             ("use_direct_reads", self.use_direct_reads.to_string()),
             (
                 "use_direct_io_for_flush_and_compaction",

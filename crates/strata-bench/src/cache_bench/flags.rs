@@ -26,7 +26,8 @@ pub struct CacheBenchFlags {
     pub erase_percent: u32,
     pub lean: bool,
     pub seed: u64,
-    /// `strata` (Strata's caches) is the only engine this build drives.
+    /// Whose caches: `strata`, or `rocksdb` (feature `rocksdb`). Not a flag of RocksDB's
+    /// tool, which drives only its own.
     pub engine: String,
 }
 
@@ -56,6 +57,13 @@ impl Default for CacheBenchFlags {
         }
     }
 }
+
+/// What `-engine` accepts in this build.
+pub(super) const ENGINES: &str = if cfg!(feature = "rocksdb") {
+    "choose strata (Strata's caches) or rocksdb (RocksDB's)"
+} else {
+    "choose strata (Strata's caches); rocksdb needs strata-bench built with --features rocksdb"
+};
 
 fn num<T: std::str::FromStr>(name: &str, v: &str) -> Result<T> {
     v.parse().map_err(|_| anyhow!("illegal value '{v}' specified for flag '{name}'"))
@@ -150,12 +158,10 @@ impl CacheBenchFlags {
         if !(0.0..=1.0).contains(&self.pinned_ratio) {
             bail!("-pinned_ratio must be within [0, 1]");
         }
-        if self.engine != "strata" {
-            bail!(
-                "-engine={}: this cache_bench drives Strata's caches only (RocksDB's C API has \
-                 no cache insert/lookup; see the module doc)",
-                self.engine
-            );
+        match self.engine.as_str() {
+            "strata" => {}
+            "rocksdb" if cfg!(feature = "rocksdb") => {}
+            other => bail!("-engine={other}: {ENGINES}"),
         }
         Ok(())
     }
@@ -172,8 +178,9 @@ impl CacheBenchFlags {
     pub fn usage() -> String {
         let d = CacheBenchFlags::default();
         format!(
-            "cache_bench: Strata's caches under RocksDB's cache_bench workload.\n\
+            "cache_bench: Strata's (or RocksDB's) caches under RocksDB's cache_bench workload.\n\
              Flags (defaults as RocksDB's cache_bench):\n\
+             -engine (strata | rocksdb: whose caches; rocksdb needs --features rocksdb; {})\n\
              -threads ({})  -cache_size ({})  -num_shard_bits ({})\n\
              -cache_type (lru_cache | hyper_clock_cache | fixed_hyper_clock_cache | auto_hyper_clock_cache; {})\n\
              -ops_per_thread ({})  -value_bytes ({})  -value_bytes_estimate ({})\n\
@@ -181,7 +188,7 @@ impl CacheBenchFlags {
              -populate_cache ({})  -pinned_ratio ({})  -lean ({})  -seed ({})\n\
              -lookup_insert_percent ({})  -insert_percent ({})  -blind_insert_percent ({})\n\
              -lookup_percent ({})  -erase_percent ({})  (must add to 100)\n",
-            d.threads, d.cache_size, d.num_shard_bits, d.cache_type, d.ops_per_thread,
+            d.engine, d.threads, d.cache_size, d.num_shard_bits, d.cache_type, d.ops_per_thread,
             d.value_bytes, d.value_bytes_estimate, d.resident_ratio, d.skew, d.populate_cache,
             d.pinned_ratio, d.lean, d.seed, d.lookup_insert_percent, d.insert_percent,
             d.blind_insert_percent, d.lookup_percent, d.erase_percent
@@ -224,6 +231,8 @@ mod tests {
         assert!(parse(&["-lookup_percent=50"]).unwrap_err().to_string().contains("add to 100"));
         assert!(parse(&["-threads=x"]).is_err());
         assert!(parse(&["-bogus=1"]).is_err());
-        assert!(parse(&["-engine=rocksdb"]).is_err());
+        assert_eq!(parse(&["-engine=rocksdb"]).is_ok(), cfg!(feature = "rocksdb"));
+        let e = parse(&["-engine=leveldb"]).unwrap_err().to_string();
+        assert!(e.contains("-engine=leveldb") && e.contains("strata"), "{e}");
     }
 }

@@ -110,6 +110,8 @@ pub const HONOURED_FLAGS: &[&str] = &[
     "merge_operator",
     "max_successive_merges",
     "rate_limiter_bytes_per_sec",
+    "rate_limiter_auto_tuned",
+    "compaction_readahead_size",
     "enable_blob_files",
     "min_blob_size",
     "blob_file_size",
@@ -355,8 +357,14 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
     if f.max_successive_merges > 0 {
         o.set_max_successive_merges(f.max_successive_merges as usize);
     }
+    o.set_compaction_readahead_size(usize::try_from(f.compaction_readahead_size)?);
     if f.rate_limiter_bytes_per_sec > 0 {
-        o.set_ratelimiter(f.rate_limiter_bytes_per_sec as i64, 100_000, 10);
+        let rate = f.rate_limiter_bytes_per_sec as i64;
+        if f.rate_limiter_auto_tuned {
+            o.set_auto_tuned_ratelimiter(rate, 100_000, 10);
+        } else {
+            o.set_ratelimiter(rate, 100_000, 10);
+        }
     }
     // Compression.
     let ct = compression_of(cfg.compression)?;

@@ -82,6 +82,8 @@ pub const HONOURED_FLAGS: &[&str] = &[
     "use_direct_io_for_flush_and_compaction",
     "bytes_per_sync",
     "rate_limiter_bytes_per_sec",
+    "rate_limiter_auto_tuned",
+    "compaction_readahead_size",
     "compaction_style",
     "universal_size_ratio",
     "universal_min_merge_width",
@@ -239,8 +241,16 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
     o.advise_random_on_open = f.advise_random_on_open;
     o.use_direct_io_for_flush_and_compaction = f.use_direct_io_for_flush_and_compaction;
     o.bytes_per_sync = f.bytes_per_sync;
-    o.rate_limiter = (f.rate_limiter_bytes_per_sec > 0)
-        .then(|| std::sync::Arc::new(strata::env::RateLimiter::new(f.rate_limiter_bytes_per_sec)));
+    o.compaction_readahead_size = usize::try_from(f.compaction_readahead_size).map_err(|_| {
+        anyhow!("--compaction_readahead_size={}: out of range", f.compaction_readahead_size)
+    })?;
+    o.rate_limiter = (f.rate_limiter_bytes_per_sec > 0).then(|| {
+        std::sync::Arc::new(if f.rate_limiter_auto_tuned {
+            strata::env::RateLimiter::new_auto_tuned(f.rate_limiter_bytes_per_sec)
+        } else {
+            strata::env::RateLimiter::new(f.rate_limiter_bytes_per_sec)
+        })
+    });
     if !f.merge_operator.is_empty() {
         let op =
             strata::merge_operator::builtin_merge_operator(&f.merge_operator).ok_or_else(|| {

@@ -1,10 +1,124 @@
-//! Hash commands: one sub-key per field, value = the field's value.
+//! Hash commands. A hash has one of two encodings: compact, every pair inside its metadata
+//! entry ([`compact_hash`]), while it fits the store's limits (`hash-max-listpack-entries`,
+//! `hash-max-listpack-value`); else one sub-key per field (value = the field's value). A new
+//! hash starts compact; a write that takes it past a limit converts it to sub-keys, and it
+//! never converts back. Every command behaves the same in both encodings: reads go through
+//! `has_field`, `field` and `for_each`, writes through `commit`, which alone picks
+//! the encoding.
 
 use super::{int_arg, CmdResult, NOT_INT, OVERFLOW, SYNTAX};
 use crate::resp::Out;
 use crate::server::{Conn, Shared};
-use crate::storage::{subkey, Kind};
+use crate::storage::compact_hash::{self, Edit as Change};
+use crate::storage::{subkey, Kind, Meta, Store};
 use strata::WriteBatch;
+
+/// The live hash at `key`, or a new empty compact one; WRONGTYPE for another type.
+fn hash_or_new(st: &Store, key: &[u8]) -> Result<Meta, String> {
+    Ok(st.typed(key, Kind::Hash)?.unwrap_or_else(Meta::compact_hash))
+}
+
+/// Whether the hash `key` (metadata `m`) has `f`.
+fn has_field(st: &Store, key: &[u8], m: &Meta, f: &[u8]) -> Result<bool, String> {
+    if m.compact {
+        Ok(compact_hash::get(&m.value, f).is_some())
+    } else {
+        Ok(st.get_sub(key, m.version, f)?.is_some())
+    }
+}
+
+/// The value of `f` in the hash `key` (metadata `m`).
+fn field(st: &Store, key: &[u8], m: &Meta, f: &[u8]) -> Result<Option<Vec<u8>>, String> {
+    if m.compact {
+        Ok(compact_hash::get(&m.value, f).map(<[u8]>::to_vec))
+    } else {
+        st.get_sub(key, m.version, f)
+    }
+}
+
+/// Visits the pairs of the hash `key` (metadata `m`) in field order from the first field at
+/// or above `from`, until `f` returns false.
+fn for_each(
+    st: &Store,
+    key: &[u8],
+    m: &Meta,
+    from: &[u8],
+    mut f: impl FnMut(&[u8], &[u8]) -> bool,
+) -> Result<(), String> {
+    if !m.compact {
+        return st.scan(&st.sub_cf, key, m.version, from, false, f);
+    }
+    for (k, v) in compact_hash::iter(&m.value) {
+        if k >= from && !f(k, v) {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Writes `changes` (in order: a later change of a field wins) to the hash `key` whose
+/// metadata is `m`, in one batch. The caller has counted the fields added or removed into
+/// `m.size` and says whether it changed (a sub-key hash rewrites its metadata only then). A
+/// compact hash that no longer fits the limits is converted to sub-keys at a fresh version;
+/// an emptied hash is deleted.
+fn commit(
+    st: &Store,
+    key: &[u8],
+    mut m: Meta,
+    changes: &[Change],
+    size_changed: bool,
+) -> Result<(), String> {
+    if changes.is_empty() {
+        return Ok(());
+    }
+    let mut b;
+    if m.compact {
+        if let Some((payload, n)) = compact_hash::apply(&m.value, changes, &st.hash_limits) {
+            m.size = n;
+            m.value = payload;
+            b = WriteBatch::with_capacity_bytes(key.len() + m.value.len() + 64);
+            st.put_or_delete_meta(&mut b, key, &m);
+            return st.write(b);
+        }
+        // Past a limit: every pair to sub-keys of a fresh version.
+        let mut pairs = compact_hash::to_map(&m.value);
+        for c in changes {
+            match *c {
+                Change::Put(f, v) => pairs.insert(f, v),
+                Change::Del(f) => pairs.remove(f),
+            };
+        }
+        let version = st.new_version();
+        let bytes: usize = pairs.iter().map(|(f, v)| key.len() + f.len() + v.len() + 32).sum();
+        b = WriteBatch::with_capacity_bytes(bytes + 64);
+        for (f, v) in &pairs {
+            b.put_cf(&*st.sub_cf, subkey::encode(key, version, f), v);
+        }
+        let mut sub = Meta::composite(Kind::Hash, version);
+        sub.expire_ms = m.expire_ms;
+        sub.size = pairs.len() as u64;
+        st.put_meta(&mut b, key, &sub);
+    } else {
+        let bytes: usize = changes
+            .iter()
+            .map(|c| match c {
+                Change::Put(f, v) => key.len() + f.len() + v.len() + 32,
+                Change::Del(f) => key.len() + f.len() + 32,
+            })
+            .sum();
+        b = WriteBatch::with_capacity_bytes(bytes + 64);
+        for c in changes {
+            match *c {
+                Change::Put(f, v) => b.put_cf(&*st.sub_cf, subkey::encode(key, m.version, f), v),
+                Change::Del(f) => b.delete_cf(&*st.sub_cf, subkey::encode(key, m.version, f)),
+            }
+        }
+        if size_changed {
+            st.put_or_delete_meta(&mut b, key, &m);
+        }
+    }
+    st.write(b)
+}
 
 fn set_fields(sh: &Shared, a: &[Vec<u8>], name: &str) -> Result<i64, String> {
     if !a.len().is_multiple_of(2) {
@@ -12,23 +126,18 @@ fn set_fields(sh: &Shared, a: &[Vec<u8>], name: &str) -> Result<i64, String> {
     }
     let st = &sh.store;
     let _g = st.locks.lock(&[&a[1]]);
-    let mut m = st.typed_or_new(&a[1], Kind::Hash)?;
-    let bytes: usize = a[2..].iter().map(|x| x.len() + a[1].len() + 32).sum();
-    let mut b = WriteBatch::with_capacity_bytes(bytes + 64);
+    let mut m = hash_or_new(st, &a[1])?;
     let mut added = 0;
     let mut fresh = std::collections::HashSet::new();
+    let mut changes = Vec::with_capacity(a.len() / 2);
     for pair in a[2..].chunks(2) {
-        if st.get_sub(&a[1], m.version, &pair[0])?.is_none() && fresh.insert(&pair[0]) {
+        if !has_field(st, &a[1], &m, &pair[0])? && fresh.insert(&pair[0]) {
             added += 1;
         }
-        b.put_cf(&*st.sub_cf, subkey::encode(&a[1], m.version, &pair[0]), &pair[1]);
+        changes.push(Change::Put(&pair[0], &pair[1]));
     }
-    // Overwriting fields of an existing hash leaves its metadata as it is.
-    if added > 0 {
-        m.size += added as u64;
-        st.put_meta(&mut b, &a[1], &m);
-    }
-    st.write(b)?;
+    m.size += added as u64;
+    commit(st, &a[1], m, &changes, added > 0)?;
     Ok(added)
 }
 
@@ -47,27 +156,24 @@ pub fn hmset(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResu
 pub fn hsetnx(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let st = &sh.store;
     let _g = st.locks.lock(&[&a[1]]);
-    let mut m = st.typed_or_new(&a[1], Kind::Hash)?;
-    if st.get_sub(&a[1], m.version, &a[2])?.is_some() {
+    let mut m = hash_or_new(st, &a[1])?;
+    if has_field(st, &a[1], &m, &a[2])? {
         out.int(0);
         return Ok(());
     }
-    let mut b = WriteBatch::new();
-    b.put_cf(&*st.sub_cf, subkey::encode(&a[1], m.version, &a[2]), &a[3]);
     m.size += 1;
-    st.put_meta(&mut b, &a[1], &m);
-    st.write(b)?;
+    commit(st, &a[1], m, &[Change::Put(&a[2], &a[3])], true)?;
     out.int(1);
     Ok(())
 }
 
 pub fn hget(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let st = &sh.store;
-    let v = match st.typed(&a[1], Kind::Hash)? {
-        Some(m) => st.get_sub(&a[1], m.version, &a[2])?,
-        None => None,
-    };
-    out.opt_bulk(v.as_deref());
+    match st.typed(&a[1], Kind::Hash)? {
+        Some(m) if m.compact => out.opt_bulk(compact_hash::get(&m.value, &a[2])),
+        Some(m) => out.opt_bulk(st.get_sub(&a[1], m.version, &a[2])?.as_deref()),
+        None => out.opt_bulk(None),
+    }
     Ok(())
 }
 
@@ -77,7 +183,7 @@ pub fn hmget(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResu
     out.array(a.len() - 2);
     for f in &a[2..] {
         let v = match &m {
-            Some(m) => st.get_sub(&a[1], m.version, f)?,
+            Some(m) => field(st, &a[1], m, f)?,
             None => None,
         };
         out.opt_bulk(v.as_deref());
@@ -92,7 +198,7 @@ fn all_fields(sh: &Shared, key: &[u8]) -> Result<Pairs, String> {
     let st = &sh.store;
     let mut v = Vec::new();
     if let Some(m) = st.typed(key, Kind::Hash)? {
-        st.scan(&st.sub_cf, key, m.version, b"", false, |f, val| {
+        for_each(st, key, &m, b"", |f, val| {
             v.push((f.to_vec(), val.to_vec()));
             true
         })?;
@@ -100,14 +206,23 @@ fn all_fields(sh: &Shared, key: &[u8]) -> Result<Pairs, String> {
     Ok(v)
 }
 
-/// Replies with the fields and values as they are scanned (no per-field copies); the map
-/// header, whose count is known only at the end, is put in front of them afterwards.
+/// Replies with the fields and values as they are read (no per-field copies). A sub-key
+/// hash's map header, whose count is known only at the end of its scan, is put in front of
+/// them afterwards.
 pub fn hgetall(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let st = &sh.store;
     let Some(m) = st.typed(&a[1], Kind::Hash)? else {
         out.map(0);
         return Ok(());
     };
+    if m.compact {
+        out.map(m.size as usize);
+        for (f, v) in compact_hash::iter(&m.value) {
+            out.bulk(f);
+            out.bulk(v);
+        }
+        return Ok(());
+    }
     let start = out.buf.len();
     let mut n = 0usize;
     let scanned = st.scan(&st.sub_cf, &a[1], m.version, b"", false, |f, v| {
@@ -151,19 +266,17 @@ pub fn hdel(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResul
         out.int(0);
         return Ok(());
     };
-    let mut b = WriteBatch::new();
-    let mut n = 0;
+    let mut changes = Vec::new();
     let mut gone = std::collections::HashSet::new();
     for f in &a[2..] {
-        if !gone.contains(f) && st.get_sub(&a[1], m.version, f)?.is_some() {
+        if !gone.contains(f) && has_field(st, &a[1], &m, f)? {
             gone.insert(f);
-            b.delete_cf(&*st.sub_cf, subkey::encode(&a[1], m.version, f));
-            n += 1;
+            changes.push(Change::Del(f));
         }
     }
-    m.size -= n;
-    st.put_or_delete_meta(&mut b, &a[1], &m);
-    st.write(b)?;
+    let n = changes.len();
+    m.size -= n as u64;
+    commit(st, &a[1], m, &changes, n > 0)?;
     out.int(n as i64);
     Ok(())
 }
@@ -177,7 +290,7 @@ pub fn hlen(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResul
 pub fn hexists(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let st = &sh.store;
     let found = match st.typed(&a[1], Kind::Hash)? {
-        Some(m) => st.get_sub(&a[1], m.version, &a[2])?.is_some(),
+        Some(m) => has_field(st, &a[1], &m, &a[2])?,
         None => false,
     };
     out.int(i64::from(found));
@@ -188,20 +301,18 @@ pub fn hincrby(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
     let by = int_arg(&a[3])?;
     let st = &sh.store;
     let _g = st.locks.lock(&[&a[1]]);
-    let mut m = st.typed_or_new(&a[1], Kind::Hash)?;
-    let old = st.get_sub(&a[1], m.version, &a[2])?;
+    let mut m = hash_or_new(st, &a[1])?;
+    let old = field(st, &a[1], &m, &a[2])?;
     let cur = match &old {
         Some(v) => super::parse_int_strict(v).ok_or("ERR hash value is not an integer")?,
         None => 0,
     };
     let new = cur.checked_add(by).ok_or(OVERFLOW)?;
-    let mut b = WriteBatch::new();
-    b.put_cf(&*st.sub_cf, subkey::encode(&a[1], m.version, &a[2]), new.to_string());
+    let text = new.to_string();
     if old.is_none() {
         m.size += 1;
     }
-    st.put_meta(&mut b, &a[1], &m);
-    st.write(b)?;
+    commit(st, &a[1], m, &[Change::Put(&a[2], text.as_bytes())], old.is_none())?;
     out.int(new);
     Ok(())
 }
@@ -236,7 +347,7 @@ pub fn hscan(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResu
             sh.cursors.lock().load(cursor).unwrap_or_default()
         };
         let mut seen = 0;
-        st.scan(&st.sub_cf, &a[1], m.version, &from, false, |f, v| {
+        for_each(st, &a[1], &m, &from, |f, v| {
             if seen == count {
                 next_field = Some(f.to_vec());
                 return false;

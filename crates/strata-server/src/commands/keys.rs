@@ -158,6 +158,31 @@ pub fn type_(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResu
     Ok(())
 }
 
+/// OBJECT ENCODING: Redis's names for this server's encodings (a compact hash is
+/// `listpack`, a hash of sub-keys `hashtable`).
+pub fn object(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    if !is(&a[1], "encoding") {
+        return Err(format!(
+            "ERR unknown subcommand '{}'. Try OBJECT HELP.",
+            String::from_utf8_lossy(&a[1])
+        ));
+    }
+    if a.len() != 3 {
+        return Err(super::arity_err("object|encoding"));
+    }
+    let name = sh.store.meta(&a[2])?.map(|m| match m.kind {
+        Kind::String if super::parse_int_strict(&m.value).is_some() => "int",
+        Kind::String if m.value.len() <= 44 => "embstr",
+        Kind::String => "raw",
+        Kind::Hash if m.compact => "listpack",
+        Kind::Hash | Kind::Set => "hashtable",
+        Kind::List => "quicklist",
+        Kind::ZSet => "skiplist",
+    });
+    out.opt_bulk(name.map(str::as_bytes));
+    Ok(())
+}
+
 fn kind_by_name(name: &[u8]) -> Option<Kind> {
     [Kind::String, Kind::Hash, Kind::List, Kind::Set, Kind::ZSet]
         .into_iter()
@@ -265,7 +290,8 @@ fn copy_key(
     dst: &[u8],
 ) -> Result<(), String> {
     let mut nm = m.clone();
-    if m.kind != Kind::String {
+    // Strings and compact hashes are whole in their metadata entry.
+    if m.kind != Kind::String && !m.compact {
         nm.version = st.new_version();
         let mut err = None;
         st.scan(&st.sub_cf, src, m.version, b"", false, |f, v| {
@@ -352,7 +378,9 @@ pub fn expire_cycle(st: &Store, from: &[u8], budget: usize) -> Result<(Vec<u8>, 
             break;
         }
         seen += 1;
-        if Meta::decode(v).is_ok_and(|m| m.expired(now)) {
+        // The header first: most keys are live, and decoding a compact hash copies it.
+        let due = crate::storage::metadata::raw_expire_ms(v).is_some_and(|e| e != 0 && e <= now);
+        if due && Meta::decode(v).is_ok_and(|m| m.expired(now)) {
             expired.push(k.to_vec());
         }
         it.next();

@@ -94,6 +94,7 @@ pub static COMMANDS: &[Command] = &[
     cmd!("rename", 3, true, 1, keys::rename),
     cmd!("renamenx", 3, true, 1, keys::renamenx),
     cmd!("randomkey", 1, false, 0, keys::randomkey),
+    cmd!("object", -2, false, 2, keys::object),
     // hashes
     cmd!("hset", -4, true, 1, hash::hset),
     cmd!("hmset", -4, true, 1, hash::hmset),
@@ -204,6 +205,9 @@ pub fn dispatch(sh: &Shared, conn: &mut Conn, args: &[Vec<u8>], out: &mut Out) {
     if let Err(e) = (cmd.handler)(sh, conn, args, out) {
         sh.stats.errors.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         out.error(&e);
+        // A handler that failed between noting a metadata write and writing its batch: the
+        // noted entries were never written, so none may be cached (`meta_cache` contract).
+        sh.store.meta_cache.invalidate_noted(false);
     }
 }
 

@@ -335,6 +335,11 @@ pub fn info_text(sh: &Shared, want: &[String]) -> Result<String, String> {
         t.push_str("# Strata\r\n");
         let steps = sh.store.scan_steps.load(std::sync::atomic::Ordering::Relaxed);
         let _ = write!(t, "strata_scan_steps:{steps}\r\n");
+        let (n, bytes, hits, misses) = sh.store.meta_cache.stats();
+        let _ = write!(
+            t,
+            "strata_meta_cache:entries={n},bytes={bytes},hits={hits},misses={misses}\r\n"
+        );
         // The DB-wide section (WAL, writes, stalls) comes with the `default` family's stats.
         let db_wide = sh.store.db.property_value("strata.stats").ok().flatten().unwrap_or_default();
         let _ = write!(t, "strata_db_stats:{}\r\n", fold_lines(&db_wide));
@@ -401,6 +406,17 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
             if k == "appendfsync" {
                 let p = SyncPolicy::parse(&v).ok_or_else(|| "ERR CONFIG SET failed (possibly related to argument 'appendfsync') - argument(s) must be one of the following: always, everysec, no".to_string())?;
                 sh.store.set_sync_policy(p);
+            }
+            if matches!(k.as_str(), "hash-max-listpack-entries" | "hash-max-listpack-value") {
+                let n = crate::config::parse_size(&v).and_then(|n| usize::try_from(n).ok());
+                let n = n.ok_or_else(|| {
+                    format!("ERR CONFIG SET failed (possibly related to argument '{k}') - argument couldn't be parsed into an integer")
+                })?;
+                if k == "hash-max-listpack-entries" {
+                    sh.store.hash_limits.set_entries(n);
+                } else {
+                    sh.store.hash_limits.set_value(n);
+                }
             }
             params.insert(k, v);
         }

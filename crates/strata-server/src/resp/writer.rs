@@ -18,9 +18,20 @@ pub struct Out {
 impl Out {
     /// `<tag><n>\r\n`: the length line of bulks, arrays, maps and sets.
     pub fn header(&mut self, tag: u8, n: usize) {
-        self.buf.push(tag);
-        push_decimal(&mut self.buf, n as u64);
-        self.buf.extend_from_slice(b"\r\n");
+        // Lengths under 1000 (nearly all) as one fixed-size copy.
+        let d = |x: usize| b'0' + (x % 10) as u8;
+        match n {
+            0..=9 => self.buf.extend_from_slice(&[tag, d(n), b'\r', b'\n']),
+            10..=99 => self.buf.extend_from_slice(&[tag, d(n / 10), d(n), b'\r', b'\n']),
+            100..=999 => {
+                self.buf.extend_from_slice(&[tag, d(n / 100), d(n / 10), d(n), b'\r', b'\n']);
+            }
+            _ => {
+                self.buf.push(tag);
+                push_decimal(&mut self.buf, n as u64);
+                self.buf.extend_from_slice(b"\r\n");
+            }
+        }
     }
 
     fn header_i(&mut self, tag: u8, n: i64) {
@@ -193,6 +204,11 @@ mod tests {
             let mut o = Out::default();
             o.int(n);
             assert_eq!(o.buf, format!(":{n}\r\n").into_bytes());
+        }
+        for n in [0usize, 5, 9, 10, 42, 99, 100, 512, 999, 1000, 65536] {
+            let mut o = Out::default();
+            o.header(b'$', n);
+            assert_eq!(o.buf, format!("${n}\r\n").into_bytes());
         }
         let mut o = Out::default();
         o.array(0);

@@ -78,12 +78,14 @@ async fn handle(sh: Arc<Shared>, mut sock: TcpStream, addr: String) {
     let mut buf: Vec<u8> = Vec::with_capacity(16 * 1024);
     let mut out = Out::default();
     let max_bulk = sh.config.proto_max_bulk_len;
+    // Parsed frames of one read; kept across reads for its capacity.
+    let mut frames: Vec<Vec<Vec<u8>>> = Vec::new();
     loop {
         match sock.read_buf(&mut buf).await {
             Ok(0) | Err(_) => break,
             Ok(_) => {}
         }
-        let mut frames = Vec::new();
+        frames.clear();
         let mut pos = 0;
         let mut proto_err = None;
         loop {
@@ -129,6 +131,9 @@ async fn handle(sh: Arc<Shared>, mut sock: TcpStream, addr: String) {
         }
         if buf.capacity() > 1 << 20 && buf.len() < 64 * 1024 {
             buf.shrink_to(64 * 1024);
+        }
+        if frames.capacity() > 4096 {
+            frames = Vec::new();
         }
     }
     let _ = sock.shutdown().await;

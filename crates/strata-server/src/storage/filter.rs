@@ -1,6 +1,7 @@
 //! The garbage collector of stale sub-keys: a compaction filter on the `subkey` and `zscore`
 //! families that removes an entry when the live metadata of its user key is gone, expired,
-//! of another generation (`version`), or a string.
+//! of another generation (`version`), a string, or a compact hash (which owns no sub-keys; a
+//! hash converted to sub-keys takes a fresh version, never one of older sub-keys).
 //!
 //! The filter reads the metadata through the DB itself (a plain `get` on the `metadata`
 //! family, no snapshot): a sub-key written in the same batch as its metadata is never judged
@@ -23,7 +24,12 @@ pub fn is_stale(store: &Store, sub: &[u8]) -> bool {
     match store.db.get_cf(&*store.meta_cf, key) {
         Ok(None) => true,
         Ok(Some(raw)) => match Meta::decode(&raw) {
-            Ok(m) => m.version != version || m.kind == super::Kind::String || m.expired(now_ms()),
+            Ok(m) => {
+                m.version != version
+                    || m.kind == super::Kind::String
+                    || m.compact
+                    || m.expired(now_ms())
+            }
             Err(_) => false,
         },
         Err(_) => false,

@@ -1,112 +1,203 @@
-//! A cache of small metadata entries (raw bytes, as stored), so that reads of hot keys skip
-//! the engine's point lookup (a memtable seek plus table probes) for the metadata family.
+//! A cache of metadata entries (raw bytes, as stored), so that reads of hot keys skip the
+//! engine's point lookup (a memtable seek plus table probes) for the metadata family. A
+//! compact hash lives whole in its metadata entry, so for it this is a row cache.
 //!
 //! Contract (what keeps it from serving a stale entry):
-//! - Every write of a metadata entry (put or delete) names its key with [`note_write`] while
-//!   the batch is built, and the writer calls [`MetaCache::invalidate_noted`] *after* the batch
-//!   is written (`Store::write`); FLUSHALL calls [`MetaCache::clear`] after its deletions.
-//! - A reader that misses notes its shard's generation before reading the engine
-//!   ([`MetaCache::generation`]) and [`MetaCache::fill`]s only if no invalidation of that
-//!   shard happened since. So a value read before a write landed is either dropped (the
-//!   write's invalidation came first) or removed (it came after).
-//! - Only entries of at most [`MAX_ENTRY`] bytes are kept (every hash/set/zset/list entry; small
-//!   strings); a shard past [`SHARD_CAP`] entries is emptied. A miss is always correct.
+//! - Every write of a metadata entry (put or delete) names its key, and for a put the entry,
+//!   with [`MetaCache::note_write`] while the batch is built (under the key's lock), and the
+//!   writer calls [`MetaCache::invalidate_noted`] *after* the batch is written
+//!   (`Store::write`); FLUSHALL calls [`MetaCache::clear`] after its deletions.
+//! - Every invalidation bumps its shard's generation. A reader that misses notes the
+//!   generation before reading the engine ([`MetaCache::get`]) and [`MetaCache::fill`]s only
+//!   if no invalidation of that shard happened since. So a value read before a write landed
+//!   is either dropped (the write's invalidation came first) or replaced (it came after).
+//! - Write-through: a put whose batch was written replaces the cached entry with what it
+//!   wrote, but only if its shard's generation is still the one noted with the put (no
+//!   other invalidation, FLUSHALL's included, came in between: the writer holds the key's
+//!   lock, so no other write of the key is in flight, and a FLUSHALL that deleted the entry
+//!   bumped the generation). Otherwise, and after a failed write, the entry is removed. A
+//!   command that fails after noting and before writing settles its notes as not written
+//!   (`commands::dispatch`), so no note outlives its command.
+//! - Only entries of at most [`MAX_ENTRY`] bytes are kept (every sub-key hash/set/zset/list
+//!   entry; strings and compact hashes up to that size); a shard that would pass
+//!   [`SHARD_CAP`] entries or [`SHARD_BYTES`] bytes is emptied. A miss is always correct.
 
 use parking_lot::Mutex;
 use std::cell::RefCell;
 use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
-use std::hash::BuildHasher;
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 
 /// Largest raw entry kept.
-pub const MAX_ENTRY: usize = 64;
+pub const MAX_ENTRY: usize = 4096;
 /// Entries per shard before it is emptied.
 pub const SHARD_CAP: usize = 16 * 1024;
+/// Bytes per shard (keys, entries and [`ENTRY_OVERHEAD`] each) before it is emptied: 2 MiB,
+/// so at most 64 MiB in all.
+pub const SHARD_BYTES: usize = 2 << 20;
+/// What one cached entry is charged beyond its key and value bytes.
+pub const ENTRY_OVERHEAD: usize = 64;
 const SHARDS: usize = 32;
+
+/// A map keyed by the key's hash, already computed: the hasher passes it through.
+#[derive(Default)]
+struct Prehashed(u64);
+
+impl Hasher for Prehashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        // Only u64 keys are hashed here; fold anything else in anyway.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
 
 #[derive(Default)]
 struct Shard {
-    map: HashMap<Vec<u8>, Vec<u8>>,
+    /// hash of the key -> (key, raw entry). Two keys of one hash share a slot: the later
+    /// fill replaces the earlier, and lookups compare the key.
+    map: HashMap<u64, (Vec<u8>, Vec<u8>), BuildHasherDefault<Prehashed>>,
+    /// Bytes charged for `map`'s entries.
+    bytes: usize,
+    /// Lookups answered from `map`, and not.
+    hits: u64,
+    misses: u64,
     /// Bumped by every invalidation of a key of this shard.
     generation: u64,
+}
+
+impl Shard {
+    /// Caches `raw` for `key` (of hash `h`), emptying the shard first if it is full.
+    fn insert(&mut self, h: u64, key: Vec<u8>, raw: Vec<u8>) {
+        let cost = charge(&key, &raw);
+        if self.map.len() >= SHARD_CAP || self.bytes + cost > SHARD_BYTES {
+            self.map.clear();
+            self.bytes = 0;
+        }
+        if let Some((k, old)) = self.map.insert(h, (key, raw)) {
+            self.bytes -= charge(&k, &old);
+        }
+        self.bytes += cost;
+    }
+}
+
+fn charge(key: &[u8], raw: &[u8]) -> usize {
+    key.len() + raw.len() + ENTRY_OVERHEAD
 }
 
 /// The cache.
 pub struct MetaCache {
     shards: Vec<Mutex<Shard>>,
-    hasher: RandomState,
+    /// Random per process, so clients cannot aim keys at one shard or slot.
+    seed: u64,
 }
 
 impl Default for MetaCache {
     fn default() -> Self {
         MetaCache {
             shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
-            hasher: RandomState::new(),
+            seed: RandomState::new().hash_one(0x5eed_u64),
         }
     }
 }
 
-thread_local! {
-    static NOTED: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
+/// A write noted by this thread: the key, the entry put (`None`: deleted, or not to be
+/// cached) and its shard's generation when noted.
+struct Noted {
+    key: Vec<u8>,
+    raw: Option<Vec<u8>>,
+    generation: u64,
 }
 
-/// Records that this thread's batch being built writes the metadata of `key`.
-pub fn note_write(key: &[u8]) {
-    NOTED.with(|n| n.borrow_mut().push(key.to_vec()));
+thread_local! {
+    static NOTED: RefCell<Vec<Noted>> = const { RefCell::new(Vec::new()) };
 }
 
 impl MetaCache {
-    fn shard(&self, key: &[u8]) -> &Mutex<Shard> {
-        &self.shards[(self.hasher.hash_one(key) as usize) % SHARDS]
+    /// `key`'s hash and shard.
+    fn slot(&self, key: &[u8]) -> (u64, &Mutex<Shard>) {
+        let h = xxhash_rust::xxh3::xxh3_64_with_seed(key, self.seed);
+        // The high bits pick the shard; the map uses all of them.
+        (h, &self.shards[(h >> 58) as usize % SHARDS])
     }
 
     /// The cached raw entry of `key`, or the shard generation to pass to [`MetaCache::fill`].
     pub fn get(&self, key: &[u8]) -> Result<Vec<u8>, u64> {
-        let s = self.shard(key).lock();
-        match s.map.get(key) {
-            Some(v) => Ok(v.clone()),
-            None => Err(s.generation),
+        let (h, shard) = self.slot(key);
+        let mut s = shard.lock();
+        match s.map.get(&h) {
+            Some((k, v)) if k == key => {
+                let v = v.clone();
+                s.hits += 1;
+                Ok(v)
+            }
+            _ => {
+                s.misses += 1;
+                Err(s.generation)
+            }
         }
+    }
+
+    /// Totals over the shards: (entries, bytes charged, hits, misses), for INFO.
+    pub fn stats(&self) -> (usize, usize, u64, u64) {
+        self.shards.iter().fold((0, 0, 0, 0), |(n, b, h, m), s| {
+            let s = s.lock();
+            (n + s.map.len(), b + s.bytes, h + s.hits, m + s.misses)
+        })
     }
 
     /// The generation of `key`'s shard now.
     pub fn generation(&self, key: &[u8]) -> u64 {
-        self.shard(key).lock().generation
+        self.slot(key).1.lock().generation
+    }
+
+    /// Records that this thread's batch being built writes the metadata of `key`: `raw`, or
+    /// a deletion (`None`).
+    pub fn note_write(&self, key: &[u8], raw: Option<Vec<u8>>) {
+        let generation = self.generation(key);
+        let raw = raw.filter(|r| r.len() <= MAX_ENTRY);
+        NOTED.with(|n| n.borrow_mut().push(Noted { key: key.to_vec(), raw, generation }));
     }
 
     /// Caches `raw` for `key`, read from the engine after [`MetaCache::get`] returned
     /// `generation`, unless the shard was invalidated since.
-    pub fn fill(&self, key: &[u8], raw: &[u8], generation: u64) {
+    pub fn fill(&self, key: &[u8], raw: Vec<u8>, generation: u64) {
         if raw.len() > MAX_ENTRY {
             return;
         }
-        let mut s = self.shard(key).lock();
+        let (h, shard) = self.slot(key);
+        let mut s = shard.lock();
         if s.generation != generation {
             return;
         }
-        if s.map.len() >= SHARD_CAP {
-            s.map.clear();
-        }
-        s.map.insert(key.to_vec(), raw.to_vec());
+        s.insert(h, key.to_vec(), raw);
     }
 
-    /// Forgets the keys this thread noted (call after the batch that wrote them).
-    pub fn invalidate_noted(&self) {
-        let keys = NOTED.with(|n| std::mem::take(&mut *n.borrow_mut()));
-        for k in &keys {
-            let mut s = self.shard(k).lock();
+    /// Settles the writes this thread noted, after their batch: `written` says whether it
+    /// was. A put is cached as written if its shard saw no invalidation since it was noted;
+    /// every other noted key is removed.
+    pub fn invalidate_noted(&self, written: bool) {
+        let noted = NOTED.with(|n| std::mem::take(&mut *n.borrow_mut()));
+        for w in noted {
+            let (h, shard) = self.slot(&w.key);
+            let mut s = shard.lock();
+            let through = written && s.generation == w.generation;
             s.generation += 1;
-            s.map.remove(k.as_slice());
-        }
-        // Keep the thread's buffer for the next batch.
-        NOTED.with(|n| {
-            let mut n = n.borrow_mut();
-            if n.capacity() == 0 {
-                let mut keys = keys;
-                keys.clear();
-                *n = keys;
+            if s.map.get(&h).is_some_and(|(k, _)| *k == w.key) {
+                if let Some((k, old)) = s.map.remove(&h) {
+                    s.bytes -= charge(&k, &old);
+                }
             }
-        });
+            if let (true, Some(raw)) = (through, w.raw) {
+                s.insert(h, w.key, raw);
+            }
+        }
     }
 
     /// Forgets everything (FLUSHALL).
@@ -115,6 +206,7 @@ impl MetaCache {
             let mut s = s.lock();
             s.generation += 1;
             s.map.clear();
+            s.bytes = 0;
         }
     }
 }
@@ -127,25 +219,97 @@ mod tests {
     fn fills_only_without_an_invalidation_in_between() {
         let c = MetaCache::default();
         let g = c.get(b"k").unwrap_err();
-        c.fill(b"k", b"v1", g);
+        c.fill(b"k", b"v1".to_vec(), g);
         assert_eq!(c.get(b"k").unwrap(), b"v1");
+        assert_eq!(c.stats(), (1, charge(b"k", b"v1"), 1, 1));
         // A reader that read before a write landed must not cache what it read.
         let g = c.generation(b"k2");
-        note_write(b"k2");
-        c.invalidate_noted();
-        c.fill(b"k2", b"old", g);
+        c.note_write(b"k2", None);
+        c.invalidate_noted(true);
+        c.fill(b"k2", b"old".to_vec(), g);
         assert!(c.get(b"k2").is_err());
-        // A write removes the cached entry.
-        note_write(b"k");
-        c.invalidate_noted();
+        // A deletion removes the cached entry.
+        c.note_write(b"k", None);
+        c.invalidate_noted(true);
         assert!(c.get(b"k").is_err());
         // Large entries are not kept; clear forgets all.
         let g = c.generation(b"big");
-        c.fill(b"big", &[0; MAX_ENTRY + 1], g);
+        c.fill(b"big", vec![0; MAX_ENTRY + 1], g);
         assert!(c.get(b"big").is_err());
         let g = c.generation(b"a");
-        c.fill(b"a", b"x", g);
+        c.fill(b"a", b"x".to_vec(), g);
         c.clear();
         assert!(c.get(b"a").is_err());
+    }
+
+    #[test]
+    fn a_written_put_is_cached_unless_its_shard_was_invalidated_meanwhile() {
+        let c = MetaCache::default();
+        c.note_write(b"k", Some(b"v1".to_vec()));
+        c.invalidate_noted(true);
+        assert_eq!(c.get(b"k").unwrap(), b"v1");
+        // A failed write caches nothing and removes what was there.
+        c.note_write(b"k", Some(b"v2".to_vec()));
+        c.invalidate_noted(false);
+        assert!(c.get(b"k").is_err());
+        // A FLUSHALL (or any invalidation of the shard) between note and write: not cached.
+        c.note_write(b"k", Some(b"v3".to_vec()));
+        c.clear();
+        c.invalidate_noted(true);
+        assert!(c.get(b"k").is_err());
+        // A key noted twice in one batch (MSET k a k b, the engine keeps b): the first put's
+        // write-through bumps the generation, so the second removes it; nothing is cached.
+        c.note_write(b"k", Some(b"a".to_vec()));
+        c.note_write(b"k", Some(b"b".to_vec()));
+        c.invalidate_noted(true);
+        assert!(c.get(b"k").is_err());
+        // A stale fill racing the write loses: its miss came before the write's invalidation.
+        let g = c.get(b"x").unwrap_err();
+        c.note_write(b"x", Some(b"new".to_vec()));
+        c.invalidate_noted(true);
+        c.fill(b"x", b"old".to_vec(), g);
+        assert_eq!(c.get(b"x").unwrap(), b"new");
+        // Entries past MAX_ENTRY are not written through.
+        c.note_write(b"big", Some(vec![1; MAX_ENTRY + 1]));
+        c.invalidate_noted(true);
+        assert!(c.get(b"big").is_err());
+    }
+
+    #[test]
+    fn a_shard_stays_within_its_byte_budget() {
+        let c = MetaCache::default();
+        let big = vec![7u8; MAX_ENTRY];
+        // Enough entries of the largest size to overflow every shard many times over.
+        let n = SHARDS * SHARD_BYTES / MAX_ENTRY * 3;
+        for i in 0..n {
+            let k = i.to_le_bytes();
+            let g = c.generation(&k);
+            c.fill(&k, big.clone(), g);
+            assert_eq!(c.get(&k).unwrap(), big);
+        }
+        let mut cached = 0;
+        for s in &c.shards {
+            let s = s.lock();
+            let want: usize = s.map.values().map(|(k, v)| charge(k, v)).sum();
+            assert_eq!(s.bytes, want);
+            assert!(s.bytes <= SHARD_BYTES);
+            cached += s.map.len();
+        }
+        assert!(cached > 0 && cached < n);
+        // Invalidation and refills keep the count exact.
+        for i in 0..n {
+            let k = i.to_le_bytes();
+            if i % 2 == 0 {
+                c.note_write(&k, None);
+            } else {
+                let g = c.generation(&k);
+                c.fill(&k, b"small".to_vec(), g);
+            }
+        }
+        c.invalidate_noted(true);
+        for s in &c.shards {
+            let s = s.lock();
+            assert_eq!(s.bytes, s.map.values().map(|(k, v)| charge(k, v)).sum::<usize>());
+        }
     }
 }

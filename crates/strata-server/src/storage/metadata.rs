@@ -6,18 +6,23 @@
 //!  +-------+-----------------+---------------------------------------------------+
 //!  | flags | expire_ms u64LE | type-specific                                     |
 //!  +-------+-----------------+---------------------------------------------------+
-//!  flags:      low 4 bits = type, high 4 bits = format version (0)
+//!  flags:      low 4 bits = type, high 4 bits = format (0 or 1)
 //!              type (on-disk: never change): 1 string, 2 hash, 3 list, 4 set, 5 zset
 //!  expire_ms:  absolute Unix time in milliseconds; 0 = no expiry
-//!  string:     the value bytes (strings keep no sub-keys)
-//!  hash, set, zset:  version u64LE | size u64LE
-//!  list:             version u64LE | size u64LE | head u64LE | tail u64LE
-//!                    (elements live at indexes head..tail, head inclusive, tail exclusive)
+//!  format 0 (every type; the only format before compact hashes):
+//!    string:           the value bytes (strings keep no sub-keys)
+//!    hash, set, zset:  version u64LE | size u64LE
+//!    list:             version u64LE | size u64LE | head u64LE | tail u64LE
+//!                      (elements live at indexes head..tail, head inclusive, tail exclusive)
+//!  format 1 (hash only): a compact hash, every pair inline, no sub-keys:
+//!    hash:             count u32LE | (field_len u32LE | field | value_len u32LE | value)*
+//!                      (fields strictly ascending; see [`super::compact_hash`])
 //! ```
 //!
-//! `version` names the generation of a composite key: its sub-keys carry it, so deleting,
-//! expiring or overwriting the key only replaces this entry (O(1)); sub-keys of an older
-//! version are garbage that the compaction filter ([`super::filter`]) removes.
+//! `version` names the generation of a composite key in format 0: its sub-keys carry it, so
+//! deleting, expiring or overwriting the key only replaces this entry (O(1)); sub-keys of an
+//! older version are garbage that the compaction filter ([`super::filter`]) removes. A
+//! compact hash owns no sub-keys: every sub-key of its user key is garbage.
 
 /// The type of a key (the low nibble of `flags`; on-disk: never change).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,14 +81,34 @@ pub struct Meta {
     pub head: u64,
     /// List tail index (exclusive).
     pub tail: u64,
-    /// The string value (strings only).
+    /// The string value (strings), or the compact hash payload (`compact`).
     pub value: Vec<u8>,
+    /// A compact hash (format 1): `value` holds every pair, `size` their number, `version`
+    /// is 0 and there are no sub-keys.
+    pub compact: bool,
 }
 
 impl Meta {
     /// A new string entry.
     pub fn string(value: Vec<u8>, expire_ms: u64) -> Meta {
-        Meta { kind: Kind::String, expire_ms, version: 0, size: 0, head: 0, tail: 0, value }
+        Meta {
+            kind: Kind::String,
+            expire_ms,
+            version: 0,
+            size: 0,
+            head: 0,
+            tail: 0,
+            value,
+            compact: false,
+        }
+    }
+
+    /// A new, empty compact hash.
+    pub fn compact_hash() -> Meta {
+        let mut m = Meta::composite(Kind::Hash, 0);
+        m.compact = true;
+        m.value = super::compact_hash::empty();
+        m
     }
 
     /// A new, empty composite entry of `kind` with `version`.
@@ -96,6 +121,7 @@ impl Meta {
             head: LIST_MIDDLE,
             tail: LIST_MIDDLE,
             value: Vec::new(),
+            compact: false,
         }
     }
 
@@ -107,8 +133,12 @@ impl Meta {
     /// Encodes the entry.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(9 + 32 + self.value.len());
-        out.push(self.kind as u8);
+        out.push(self.kind as u8 | if self.compact { 0x10 } else { 0 });
         out.extend_from_slice(&self.expire_ms.to_le_bytes());
+        if self.compact {
+            out.extend_from_slice(&self.value);
+            return out;
+        }
         match self.kind {
             Kind::String => out.extend_from_slice(&self.value),
             Kind::Hash | Kind::Set | Kind::ZSet => {
@@ -127,15 +157,44 @@ impl Meta {
 
     /// Decodes an entry; `Err` names what is wrong.
     pub fn decode(b: &[u8]) -> Result<Meta, String> {
+        Meta::decode_with(b.to_vec(), true)
+    }
+
+    /// Decodes an entry that [`Meta::decode`] accepted before (a cached copy), without
+    /// checking a compact hash's payload again. Never panics: an entry that does not decode
+    /// reads as an empty string.
+    pub fn decode_trusted(b: Vec<u8>) -> Meta {
+        Meta::decode_with(b, false).unwrap_or_else(|_| Meta::string(Vec::new(), 0))
+    }
+
+    fn decode_with(mut b: Vec<u8>, validate: bool) -> Result<Meta, String> {
         if b.len() < 9 {
             return Err(format!("metadata entry of {} bytes, expected at least 9", b.len()));
         }
-        if b[0] >> 4 != 0 {
-            return Err(format!("metadata format version {} unknown", b[0] >> 4));
-        }
         let kind = Kind::from_nibble(b[0] & 0x0f)
             .ok_or_else(|| format!("metadata type {} unknown", b[0] & 0x0f))?;
-        let expire_ms = read_u64(b, 1);
+        match (b[0] >> 4, kind) {
+            (0, _) => {}
+            (1, Kind::Hash) => {
+                let expire_ms = read_u64(&b, 1);
+                let size = if validate {
+                    super::compact_hash::validate(&b[9..])
+                        .map_err(|e| format!("{e} (metadata bytes 9..)"))?
+                } else {
+                    super::compact_hash::count(&b[9..])
+                };
+                b.drain(..9);
+                let mut m = Meta::compact_hash();
+                m.expire_ms = expire_ms;
+                m.size = size;
+                m.value = b;
+                return Ok(m);
+            }
+            (f, _) => {
+                return Err(format!("metadata format {f} unknown for a {}", kind.name()));
+            }
+        }
+        let expire_ms = read_u64(&b, 1);
         let mut m = if kind == Kind::String {
             Meta::string(Vec::new(), 0)
         } else {
@@ -143,7 +202,11 @@ impl Meta {
         };
         m.expire_ms = expire_ms;
         match kind {
-            Kind::String => m.value = b[9..].to_vec(),
+            Kind::String => {
+                b.drain(..9);
+                m.value = b;
+                return Ok(m);
+            }
             Kind::Hash | Kind::Set | Kind::ZSet => {
                 if b.len() != 25 {
                     return Err(format!(
@@ -152,21 +215,27 @@ impl Meta {
                         b.len()
                     ));
                 }
-                m.version = read_u64(b, 9);
-                m.size = read_u64(b, 17);
+                m.version = read_u64(&b, 9);
+                m.size = read_u64(&b, 17);
             }
             Kind::List => {
                 if b.len() != 41 {
                     return Err(format!("list metadata of {} bytes, expected 41", b.len()));
                 }
-                m.version = read_u64(b, 9);
-                m.size = read_u64(b, 17);
-                m.head = read_u64(b, 25);
-                m.tail = read_u64(b, 33);
+                m.version = read_u64(&b, 9);
+                m.size = read_u64(&b, 17);
+                m.head = read_u64(&b, 25);
+                m.tail = read_u64(&b, 33);
             }
         }
         Ok(m)
     }
+}
+
+/// The expiry of a raw entry, read from its header alone (`None`: too short to have one):
+/// cheap for walks over many keys that decode only the entries it selects.
+pub fn raw_expire_ms(b: &[u8]) -> Option<u64> {
+    (b.len() >= 9).then(|| read_u64(b, 1))
 }
 
 fn read_u64(b: &[u8], at: usize) -> u64 {
@@ -193,6 +262,47 @@ mod tests {
             }
             assert_eq!(Meta::decode(&m.encode()).unwrap(), m);
         }
+    }
+
+    #[test]
+    fn compact_hashes_round_trip_and_format_0_still_reads() {
+        let mut m = Meta::compact_hash();
+        let pairs = [(&b"f1"[..], &b"v1"[..]), (b"f2", b"")].into_iter().collect();
+        m.value = crate::storage::compact_hash::encode(&pairs);
+        m.size = 2;
+        m.expire_ms = 77;
+        let raw = m.encode();
+        assert_eq!(raw[0], 0x12);
+        assert_eq!(Meta::decode(&raw).unwrap(), m);
+        // A format 0 hash entry written before compact hashes existed.
+        let mut old = vec![2u8];
+        old.extend_from_slice(&5u64.to_le_bytes());
+        old.extend_from_slice(&9u64.to_le_bytes());
+        old.extend_from_slice(&3u64.to_le_bytes());
+        let d = Meta::decode(&old).unwrap();
+        assert!(!d.compact);
+        assert_eq!((d.kind, d.expire_ms, d.version, d.size), (Kind::Hash, 5, 9, 3));
+        // Format 1 is for hashes only; a corrupt payload is an error.
+        let mut set = raw.clone();
+        set[0] = 0x14;
+        assert!(Meta::decode(&set).unwrap_err().contains("format 1 unknown for a set"));
+        assert!(Meta::decode(&raw[..raw.len() - 1]).is_err());
+        assert!(Meta::decode(&[0x22; 13]).unwrap_err().contains("format 2"));
+        assert_eq!(Meta::decode_trusted(raw.clone()), m);
+        // Trusted decoding of a bad entry never panics.
+        for cut in 0..raw.len() {
+            let t = Meta::decode_trusted(raw[..cut].to_vec());
+            let _ = crate::storage::compact_hash::iter(&t.value).count();
+        }
+    }
+
+    #[test]
+    fn the_header_expiry_matches_the_decoded_one() {
+        let mut m = Meta::compact_hash();
+        m.expire_ms = 1234;
+        assert_eq!(raw_expire_ms(&m.encode()), Some(1234));
+        assert_eq!(raw_expire_ms(&Meta::string(b"v".to_vec(), 9).encode()), Some(9));
+        assert_eq!(raw_expire_ms(&[2; 8]), None);
     }
 
     #[test]

@@ -1,10 +1,12 @@
 //! Redis data types on Strata, Kvrocks-style: one metadata entry per key ([`metadata`]) and
 //! one sub-key per field/member/element ([`subkey`]), plus a score index for sorted sets
-//! ([`score`]). Stale sub-keys are collected by a compaction filter ([`filter`]).
+//! ([`score`]); small hashes keep their pairs inside the metadata entry instead
+//! ([`compact_hash`]). Stale sub-keys are collected by a compaction filter ([`filter`]).
 //!
 //! Column families: `metadata` (user key -> [`Meta`]), `subkey`, `zscore`. Every command
 //! writes its changes in one `WriteBatch` across the families (atomic).
 
+pub mod compact_hash;
 pub mod filter;
 pub mod locks;
 pub mod meta_cache;
@@ -97,6 +99,8 @@ pub struct Store {
     /// Internal entries sub-key scans have stepped over (INFO `strata_scan_steps`): what
     /// tombstones and old versions cost the scans.
     pub scan_steps: AtomicU64,
+    /// When a hash is compact (`hash-max-listpack-entries`/`-value`).
+    pub hash_limits: compact_hash::Limits,
 }
 
 impl Store {
@@ -137,6 +141,7 @@ impl Store {
             meta_cache: meta_cache::MetaCache::default(),
             pop_hints: pop_hints::PopHints::default(),
             scan_steps: AtomicU64::new(0),
+            hash_limits: compact_hash::Limits::default(),
         });
         let _ = slot.set(Arc::downgrade(&store));
         Ok(store)
@@ -180,12 +185,12 @@ impl Store {
     /// waits for it before acknowledging (after releasing its key locks; `sync_group`).
     pub fn write(&self, batch: WriteBatch) -> Result<(), String> {
         if batch.is_empty() {
-            self.meta_cache.invalidate_noted();
+            self.meta_cache.invalidate_noted(false);
             return Ok(());
         }
         let written = self.db.write_opt(batch, &WriteOptions::default());
         // After the write (`meta_cache` contract), whether or not it succeeded.
-        self.meta_cache.invalidate_noted();
+        self.meta_cache.invalidate_noted(written.is_ok());
         written.map_err(engine_err)?;
         if self.sync_policy() == SyncPolicy::Always {
             sync_group::owe_sync();
@@ -201,35 +206,32 @@ impl Store {
 
     /// The live metadata of `key` (an expired key reads as absent).
     pub fn meta(&self, key: &[u8]) -> Result<Option<Meta>, String> {
-        let raw = match self.meta_cache.get(key) {
-            Ok(raw) => Some(raw),
+        let m = match self.meta_cache.get(key) {
+            // Cached entries were decoded (validated) before they were cached.
+            Ok(raw) => Meta::decode_trusted(raw),
             Err(generation) => {
-                let raw = self.db.get_cf(&*self.meta_cf, key).map_err(engine_err)?;
-                if let Some(r) = &raw {
-                    self.meta_cache.fill(key, r, generation);
-                }
-                raw
-            }
-        };
-        match raw {
-            None => Ok(None),
-            Some(raw) => {
+                let Some(raw) = self.db.get_cf(&*self.meta_cf, key).map_err(engine_err)? else {
+                    return Ok(None);
+                };
                 let m = Meta::decode(&raw)
                     .map_err(|e| format!("ERR corrupt metadata of a key: {e}"))?;
-                Ok(if m.expired(now_ms()) { None } else { Some(m) })
+                self.meta_cache.fill(key, raw, generation);
+                m
             }
-        }
+        };
+        Ok(if m.expired(now_ms()) { None } else { Some(m) })
     }
 
     /// Puts `meta` for `key` into `batch`.
     pub fn put_meta(&self, batch: &mut WriteBatch, key: &[u8], meta: &Meta) {
-        meta_cache::note_write(key);
-        batch.put_cf(&*self.meta_cf, key, meta.encode());
+        let raw = meta.encode();
+        batch.put_cf(&*self.meta_cf, key, &raw);
+        self.meta_cache.note_write(key, Some(raw));
     }
 
     /// Puts the deletion of `key`'s metadata into `batch`.
     pub fn delete_meta(&self, batch: &mut WriteBatch, key: &[u8]) {
-        meta_cache::note_write(key);
+        self.meta_cache.note_write(key, None);
         batch.delete_cf(&*self.meta_cf, key);
     }
 

@@ -178,6 +178,15 @@ impl<K: Hash + Eq + Clone + Send + Sync, V: Send + Sync> AnyCache<K, V> {
         }
     }
 
+    /// Slots of the clock cache's live tables, drained generations of a growing table left
+    /// out ([`ClockCache::live_table_slots`]; None for the LRU cache).
+    pub fn live_table_slots(&self) -> Option<usize> {
+        match self {
+            AnyCache::Lru(_) => None,
+            AnyCache::Clock(c) => Some(c.live_table_slots()),
+        }
+    }
+
     /// Number of shards.
     pub fn num_shards(&self) -> usize {
         match self {

@@ -150,11 +150,31 @@ impl<'a> GetContext<'a> {
         }
     }
 
-    /// Ends the lookup after every source was read.
-    pub fn finish(mut self) -> Result<Option<DbPinnableSlice>> {
+    /// Merges the operands left when no source held a base value or a deletion.
+    fn settle(&mut self) {
         if matches!(self.state, Lookup::Searching) && !self.operands.is_empty() {
             self.state = self.merge(None);
         }
+    }
+
+    /// Ends a copying lookup (`pin` false) after every source was read: the value as an owned
+    /// vector, with no pinnable wrapper on the way.
+    pub fn finish_copied(mut self) -> Result<Option<Vec<u8>>> {
+        self.settle();
+        match self.state {
+            Lookup::Found(v) => Ok(Some(v)),
+            Lookup::Searching | Lookup::Deleted => Ok(None),
+            Lookup::Pinned(p) => Ok(Some(p.into_vec())),
+            Lookup::FoundHere => Err(Error::InvalidArgument(
+                "internal: a copying lookup's value was left in place".into(),
+            )),
+            Lookup::Failed(e) => Err(e),
+        }
+    }
+
+    /// Ends the lookup after every source was read.
+    pub fn finish(mut self) -> Result<Option<DbPinnableSlice>> {
+        self.settle();
         match self.state {
             Lookup::Found(v) => Ok(Some(DbPinnableSlice::owned(v))),
             Lookup::Pinned(p) => Ok(Some(p)),
@@ -224,7 +244,7 @@ pub(crate) fn get(
                 Some(s) => s.seq(),
                 None => SeqNo(inner.visible_sequence.load(Ordering::Acquire)),
             };
-            get_at(inner, cfd, sv, key, seq, opts, false).map(|o| o.map(DbPinnableSlice::into_vec))
+            get_copied_at(inner, cfd, sv, key, seq, opts)
         },
     )
 }
@@ -260,14 +280,12 @@ pub(crate) fn multi_get<K: AsRef<[u8]>>(
     order.sort_by(|&a, &b| keys[a].as_ref().cmp(keys[b].as_ref()));
     let mut out: Vec<Option<Result<Option<Vec<u8>>>>> = (0..keys.len()).map(|_| None).collect();
     for i in order {
-        out[i] = Some(
-            get_at(inner, cfd, &sv, keys[i].as_ref(), seq, opts, false)
-                .map(|o| o.map(DbPinnableSlice::into_vec)),
-        );
+        out[i] = Some(get_copied_at(inner, cfd, &sv, keys[i].as_ref(), seq, opts));
     }
     out.into_iter().map(|r| r.unwrap_or(Ok(None))).collect()
 }
 
+/// The value of `key` at `seq` in `sv`, pinned where it lies when `pin` (else owned).
 pub(crate) fn get_at(
     inner: &DbInner,
     cfd: &Cfd,
@@ -277,10 +295,46 @@ pub(crate) fn get_at(
     opts: &ReadOptions,
     pin: bool,
 ) -> Result<Option<DbPinnableSlice>> {
-    let lkey = LookupKeyBuf::new(key, seq);
-    let lkey = lkey.as_slice();
     let mut ctx = GetContext::new(key, cfd.opts.merge_operator.as_deref());
     ctx.pin = pin;
+    search(inner, sv, key, seq, opts, &mut ctx)?;
+    let r = ctx.finish();
+    if let Ok(Some(v)) = &r {
+        inner.stats.tickers.add(Ticker::BytesRead, v.len() as u64);
+    }
+    r
+}
+
+/// [`get_at`] for a copying read: the value as an owned vector.
+fn get_copied_at(
+    inner: &DbInner,
+    cfd: &Cfd,
+    sv: &super::SuperVersion,
+    key: &[u8],
+    seq: SeqNo,
+    opts: &ReadOptions,
+) -> Result<Option<Vec<u8>>> {
+    let mut ctx = GetContext::new(key, cfd.opts.merge_operator.as_deref());
+    search(inner, sv, key, seq, opts, &mut ctx)?;
+    let r = ctx.finish_copied();
+    if let Ok(Some(v)) = &r {
+        inner.stats.tickers.add(Ticker::BytesRead, v.len() as u64);
+    }
+    r
+}
+
+/// Feeds `ctx` the entries of `key` at `seq` from the sources of `sv`, newest first, until
+/// one decides the lookup.
+fn search(
+    inner: &DbInner,
+    sv: &super::SuperVersion,
+    key: &[u8],
+    seq: SeqNo,
+    opts: &ReadOptions,
+    ctx: &mut GetContext<'_>,
+) -> Result<()> {
+    let lkey = LookupKeyBuf::new(key, seq);
+    let lkey = lkey.as_slice();
     let tickers = &inner.stats.tickers;
     tickers.add(Ticker::KeysRead, 1);
     for m in std::iter::once(&sv.mem).chain(&sv.imm) {
@@ -304,7 +358,7 @@ pub(crate) fn get_at(
         };
         // One table: its tombstones first (they apply even where the filter says no), then
         // its entries if the Bloom filter lets the key through.
-        let search = |ctx: &mut GetContext<'_>, f: &TableFile, level: usize| -> Result<()> {
+        let search_table = |ctx: &mut GetContext<'_>, f: &TableFile, level: usize| -> Result<()> {
             let t = inner.table_cache.reader_at(f.number, &f.pinned, level)?;
             ctx.cover(t.fragmented_range_tombstones().map(|a| &**a), seq);
             if filter_passes(tickers, &t, key)? {
@@ -324,7 +378,7 @@ pub(crate) fn get_at(
                     if key < user_key(&f.smallest) || after_largest(key, &f.largest) {
                         continue;
                     }
-                    search(&mut ctx, f, level)?;
+                    search_table(ctx, f, level)?;
                     if ctx.is_done() {
                         tickers.add(Ticker::GetHitL0, 1);
                         break 'levels;
@@ -336,18 +390,14 @@ pub(crate) fn get_at(
             if key < user_key(&f.smallest) {
                 continue;
             }
-            search(&mut ctx, f, level)?;
+            search_table(ctx, f, level)?;
             if ctx.is_done() {
                 tickers.add(if level == 1 { Ticker::GetHitL1 } else { Ticker::GetHitL2AndUp }, 1);
                 break;
             }
         }
     }
-    let r = ctx.finish();
-    if let Ok(Some(v)) = &r {
-        tickers.add(Ticker::BytesRead, v.len() as u64);
-    }
-    r
+    Ok(())
 }
 
 /// Consults the table's Bloom filter, counting checks and the lookups it saved.

@@ -550,6 +550,22 @@ impl Options {
             .filter(|&r| r > 0)
             .map(|r| Arc::new(crate::env::RateLimiter::new(r)));
     }
+
+    /// [`Self::set_ratelimiter`] with an auto-tuned limiter: `rate_bytes_per_sec` is the
+    /// ceiling, and the rate in force follows the background writers' demand within
+    /// [ceiling / 20, ceiling] ([`crate::env::RateLimiter::new_auto_tuned`]). 0 or less removes
+    /// the limit.
+    pub fn set_auto_tuned_ratelimiter(
+        &mut self,
+        rate_bytes_per_sec: i64,
+        _refill_period_us: i64,
+        _fairness: i32,
+    ) {
+        self.rate_limiter = u64::try_from(rate_bytes_per_sec)
+            .ok()
+            .filter(|&r| r > 0)
+            .map(|r| Arc::new(crate::env::RateLimiter::new_auto_tuned(r)));
+    }
 }
 
 impl super::ReadOptions {

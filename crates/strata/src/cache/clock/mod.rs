@@ -283,9 +283,16 @@ impl<K: Hash + Eq + Clone + Send + Sync, V: Send + Sync> ClockCache<K, V> {
         self.shards.iter().map(ClockTable::occupancy).sum()
     }
 
-    /// Slots in all tables.
+    /// Slots in all tables (drained generations of a growing table included: what is
+    /// allocated).
     pub fn table_slots(&self) -> usize {
         self.shards.iter().map(ClockTable::len).sum()
+    }
+
+    /// Slots of the tables that hold or may receive entries: without the drained older
+    /// generations of a growing table (the denominator of a load factor).
+    pub fn live_table_slots(&self) -> usize {
+        self.shards.iter().map(ClockTable::live_len).sum()
     }
 
     /// The estimated entry charge the tables were sized with (0: the tables grow).

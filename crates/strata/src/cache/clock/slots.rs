@@ -41,6 +41,43 @@ impl<K, V> Slot<K, V> {
     }
 }
 
+/// A generation's slot array with its mask: what a probe reads. A fixed table keeps a copy of
+/// its one generation's view beside its other read-mostly fields (`ClockTable::fixed_view`),
+/// so a lookup reads no generation header.
+pub(super) struct SlotsView<'a, K, V> {
+    pub(super) slots: &'a [Slot<K, V>],
+    pub(super) mask: usize,
+}
+
+impl<K, V> Clone for SlotsView<'_, K, V> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<K, V> Copy for SlotsView<'_, K, V> {}
+
+impl<'a, K, V> SlotsView<'a, K, V> {
+    /// As [`Generation::probe_start`].
+    #[inline]
+    pub(super) fn probe_start(&self, hash: u64) -> (usize, usize) {
+        (hash as usize & self.mask, ((hash >> 32) as usize | 1) & self.mask)
+    }
+
+    /// As [`Generation::slot`].
+    #[inline]
+    pub(super) fn slot(&self, i: usize) -> &'a Slot<K, V> {
+        // SAFETY: `mask` is the array's size - 1 and the size is a power of two (both come
+        // from one `Generation`), so `i & mask` is in bounds.
+        unsafe { self.slots.get_unchecked(i & self.mask) }
+    }
+
+    #[inline]
+    pub(super) fn len(&self) -> usize {
+        self.mask + 1
+    }
+}
+
 /// A counter on its own cache lines (written by inserts and frees, not by lookups).
 #[repr(align(128))]
 pub(super) struct Padded<T>(pub(super) T);
@@ -78,6 +115,12 @@ impl<K, V> Generation<K, V> {
 
     pub(super) fn len(&self) -> usize {
         self.slots.len()
+    }
+
+    /// The slot array and its mask, for a probe.
+    #[inline]
+    pub(super) fn view(&self) -> SlotsView<'_, K, V> {
+        SlotsView { slots: &self.slots, mask: self.mask }
     }
 
     /// The first slot of `hash`'s probe sequence and its (odd, so the sequence visits every

@@ -9,7 +9,7 @@ use super::meta::{
     clock, refs, state, with_clock, with_state_cleared, CLOCK_MASK, CLOCK_SHIFT, EMPTY, EXCLUSIVE,
     HIGH, INVISIBLE, MAX_CLOCK, MOVED, REF, STATE_SHIFT, VISIBLE,
 };
-use super::slots::{Generation, Padded, Payload, Slot};
+use super::slots::{Generation, Padded, Payload, Slot, SlotsView};
 use super::sync::{yield_now, AtomicBool, AtomicPtr, AtomicUsize};
 use crate::cache::Priority;
 
@@ -29,13 +29,21 @@ pub(super) const MAX_SLOTS: usize = 1 << 30;
 pub(super) type Acquired<'a, K, V> = (&'a Generation<K, V>, &'a Slot<K, V>, u64);
 
 /// A shard: generations of slot arrays bounded by `capacity` bytes of charge.
-#[repr(align(128))]
+///
+/// `repr(C)`: the fields a lookup reads (`max_generations`, the first generation's slot
+/// pointer and mask, `generations`, `tables`) share the first cache line, which only a growth
+/// writes; the counters written by inserts and frees have lines of their own (`Padded`).
+#[repr(C, align(128))]
 pub(super) struct ClockTable<K, V> {
+    /// 1 for a fixed table.
+    max_generations: usize,
+    /// The first generation's slots (the array `tables[0]` owns, which never moves or
+    /// changes size) and mask: a fixed table's lookups probe through these alone.
+    first_slots: *const Slot<K, V>,
+    first_mask: usize,
     /// Generations published (at least 1); `tables[..generations]` are set and never change.
     generations: AtomicUsize,
     tables: [AtomicPtr<Generation<K, V>>; MAX_GENERATIONS],
-    /// 1 for a fixed table.
-    max_generations: usize,
     capacity: usize,
     strict: bool,
     /// Entries' charges plus `reserved`.
@@ -52,7 +60,8 @@ pub(super) struct ClockTable<K, V> {
 // EXCLUSIVE state and only read by threads holding a reference taken in the VISIBLE state, which
 // excludes EXCLUSIVE (module doc); keys and values move between threads, hence `Send`, and are
 // read (`Eq`, `Arc` clone) from several at once, hence `Sync`. The generation pointers are
-// owned boxes, published once and freed only by `drop`.
+// owned boxes, published once and freed only by `drop`; `first_slots` points into the first
+// of them.
 unsafe impl<K: Send + Sync, V: Send + Sync> Sync for ClockTable<K, V> {}
 // SAFETY: as above; the table owns its keys and values.
 unsafe impl<K: Send, V: Send + Sync> Send for ClockTable<K, V> {}
@@ -83,14 +92,18 @@ impl<K: Eq + Clone, V> ClockTable<K, V> {
         strict: bool,
         max_generations: usize,
     ) -> Self {
-        let first = Box::into_raw(Box::new(Generation::new(slots)));
+        let first = Box::new(Generation::new(slots));
+        let (first_slots, first_mask) = (first.slots.as_ptr(), first.mask);
+        let first = Box::into_raw(first);
         let tables = std::array::from_fn(|i| {
             AtomicPtr::new(if i == 0 { first } else { std::ptr::null_mut() })
         });
         ClockTable {
+            max_generations: max_generations.clamp(1, MAX_GENERATIONS),
+            first_slots,
+            first_mask,
             generations: AtomicUsize::new(1),
             tables,
-            max_generations: max_generations.clamp(1, MAX_GENERATIONS),
             capacity,
             strict,
             usage: Padded(AtomicUsize::new(0)),
@@ -136,6 +149,19 @@ impl<K: Eq + Clone, V> ClockTable<K, V> {
         self.generations().map(Generation::len).sum()
     }
 
+    /// Slots of the generations that hold or may receive entries: the newest, and older ones
+    /// a growth has not drained yet (a drained generation stays allocated but is never
+    /// inserted into again: inserts go to the newest).
+    pub(super) fn live_len(&self) -> usize {
+        let n = self.generations.load(Acquire);
+        (0..n)
+            .map(|i| self.generation(i))
+            .enumerate()
+            .filter(|(i, g)| i + 1 == n || g.occupancy.0.load(Relaxed) > 0)
+            .map(|(_, g)| g.len())
+            .sum()
+    }
+
     /// Generations published.
     pub(super) fn generation_count(&self) -> usize {
         self.generations.load(Acquire)
@@ -166,8 +192,15 @@ impl<K: Eq + Clone, V> ClockTable<K, V> {
     /// moved their entries, all of them), so that an entry being moved is found in one place
     /// or the other: its copy is published before the original is hidden (module doc); a
     /// miss probes again if the count grew meanwhile.
+    ///
+    /// A fixed table has one generation for its whole life: its lookups probe it through the
+    /// view kept in the table's first line, with no generation count to read or re-check.
     #[inline]
     pub(super) fn acquire(&self, hash: u64, key: &K) -> Option<Acquired<'_, K, V>> {
+        if self.max_generations == 1 {
+            let g = self.generation(0);
+            return self.acquire_in(g, self.first_view(), hash, key).map(|(s, m)| (g, s, m));
+        }
         let mut n = self.generations.load(Acquire);
         loop {
             for i in 0..n {
@@ -175,7 +208,7 @@ impl<K: Eq + Clone, V> ClockTable<K, V> {
                 if i + 1 < n && g.occupancy.0.load(Acquire) == 0 {
                     continue;
                 }
-                if let Some((s, m)) = self.acquire_in(g, hash, key) {
+                if let Some((s, m)) = self.acquire_in(g, g.view(), hash, key) {
                     return Some((g, s, m));
                 }
             }
@@ -189,16 +222,30 @@ impl<K: Eq + Clone, V> ClockTable<K, V> {
         }
     }
 
+    /// The first generation's slots, from the copies in the table's first line.
+    #[inline]
+    fn first_view(&self) -> SlotsView<'_, K, V> {
+        // SAFETY: `first_slots` and `first_mask` were taken from generation 0's array, which
+        // `tables[0]` owns, never reallocates, and frees only when `self` drops; its length is
+        // `first_mask + 1`. Slots are only accessed through shared references (atomics and the
+        // payload protocol), so a shared slice over them is sound.
+        let slots = unsafe { std::slice::from_raw_parts(self.first_slots, self.first_mask + 1) };
+        SlotsView { slots, mask: self.first_mask }
+    }
+
+    /// Probes `view` (the slots of `g`) for a visible entry for `key` and takes a reference
+    /// on it.
     #[inline]
     fn acquire_in<'a>(
         &self,
         g: &'a Generation<K, V>,
+        view: SlotsView<'a, K, V>,
         hash: u64,
         key: &K,
     ) -> Option<(&'a Slot<K, V>, u64)> {
-        let (mut i, step) = g.probe_start(hash);
-        for _ in 0..g.len() {
-            let s = g.slot(i);
+        let (mut i, step) = view.probe_start(hash);
+        for _ in 0..view.len() {
+            let s = view.slot(i);
             // Peek first: a slot that is not visible is not worth a read-modify-write.
             // Acquire: an entry seen already moved must show its copy.
             if state(s.meta.load(Acquire)) == VISIBLE {
@@ -221,7 +268,7 @@ impl<K: Eq + Clone, V> ClockTable<K, V> {
             if s.displacements.load(Relaxed) == 0 {
                 return None;
             }
-            i = (i + step) & g.mask;
+            i = (i + step) & view.mask;
         }
         None
     }

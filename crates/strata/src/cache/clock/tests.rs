@@ -115,7 +115,7 @@ mod units {
     fn table_size_follows_the_estimate_and_bounds_the_entries() {
         let c = cache(64 * 100, 100, false);
         // 64 entries / 0.7 -> 91 -> 128 slots; at most 7/8 of them used.
-        assert_eq!(c.table_slots(), 128);
+        assert_eq!((c.table_slots(), c.live_table_slots()), (128, 128));
         for k in 0..1000 {
             c.insert(k, Arc::new(k), 1, Priority::Low);
         }
@@ -139,6 +139,12 @@ mod units {
         // Each growth moved the older generations' entries into the new one.
         let occ = c.shards[0].generation_occupancy();
         assert_eq!(occ.iter().rev().skip(1).sum::<usize>(), 0, "older generations: {occ:?}");
+        // The live slots are the newest generation's alone (a load factor's denominator); the
+        // drained ones stay allocated.
+        // (One shard; generations of 32, 128, 512, ... slots.)
+        let newest = 32 << (2 * (c.max_generations() - 1));
+        assert_eq!(c.live_table_slots(), newest);
+        assert!(c.table_slots() > newest, "{} allocated", c.table_slots());
         for k in 0..5000 {
             assert_eq!(c.lookup(&k).as_deref(), Some(&k), "key {k} (older generations too)");
         }
