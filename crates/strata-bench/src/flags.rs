@@ -280,7 +280,8 @@ define_flags! {
     write_buffer_size: i64 = 67108864i64, Engine, "Memtable size in bytes";
     max_write_buffer_number: i64 = 2i64, Engine, "Memtables (active + immutable) before writes stall";
     min_write_buffer_number_to_merge: i64 = 1i64, Engine, "Memtables merged into one flush";
-    db_write_buffer_size: i64 = 0i64, Engine, "Total memtable budget of the DB (0: none)";
+    db_write_buffer_size: i64 = 0i64, Engine, "Memtable budget over all column families (0: none); with it or --cost_write_buffer_to_cache, a write buffer manager charged to the block cache";
+    cost_write_buffer_to_cache: bool = false, Engine, "Charge memtable memory to the block cache (a write buffer manager of --db_write_buffer_size bytes)";
     memtablerep: String = "skip_list", Hint, "RocksDB memtable representation";
     allow_concurrent_memtable_write: bool = true, Engine, "Group members insert their own (large) batches into the memtable in parallel";
     enable_pipelined_write: bool = true, Engine, "The next write group's WAL write overlaps this group's memtable insert";

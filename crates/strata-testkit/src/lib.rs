@@ -162,6 +162,11 @@ pub fn random_options(
     if o.compaction_style == CompactionStyle::Tiered {
         o.compaction_options_tiered.skewed_filter_bits = rng.gen_bool(0.5);
     }
+    // A DB-wide memtable budget below the families' buffers now and then, so its flushes
+    // (largest family first) go through crashes and recovery too.
+    if rng.gen_bool(0.25) {
+        o.db_write_buffer_size = [128 << 10, 1 << 20, 4 << 20][rng.gen_range(0..3)];
+    }
     o
 }
 
@@ -255,7 +260,8 @@ pub fn describe_options(o: &Options) -> String {
          wal_zeros_ahead={} direct_reads={} direct_writes={} bytes_per_sync={} \
          rate_limiter={:?} compaction_style={:?} universal={:?} tiered={:?} \
          cache_index_and_filter={} high_pri={} pin_l0={} pin_top={} index_type={:?} \
-         partition_filters={} metadata_block_size={} block_align={} compaction_filter={}",
+         partition_filters={} metadata_block_size={} block_align={} compaction_filter={} \
+         db_write_buffer_size={}",
         o.write_buffer_size,
         o.max_write_buffer_number,
         o.block_size,
@@ -301,7 +307,8 @@ pub fn describe_options(o: &Options) -> String {
         o.partition_filters,
         o.metadata_block_size,
         o.block_align,
-        o.compaction_filter_factory.as_ref().map_or("none", |f| f.name())
+        o.compaction_filter_factory.as_ref().map_or("none", |f| f.name()),
+        o.db_write_buffer_size
     )
 }
 

@@ -55,6 +55,8 @@ pub use db::{
     SstFileWriter, TtlClock, TtlIterator, TTL_SUFFIX_LEN,
 };
 pub use error::{Error, Result};
+pub use memtable::write_buffer_manager::CACHE_UNIT as WRITE_BUFFER_CACHE_UNIT;
+pub use memtable::WriteBufferManager;
 pub use merge_operator::MergeOperator;
 pub use options::{BlockBasedOptions, MergeOperands, SliceTransform};
 pub use options::{

@@ -9,6 +9,7 @@ pub use crate::compaction::style::{
 };
 use crate::compaction_filter::{CompactionFilterFactory, Decision, FnFilterFactory};
 use crate::env::{FileSystem, OsFs};
+use crate::memtable::WriteBufferManager;
 use crate::merge_operator::MergeOperator;
 pub use crate::prefix::PrefixExtractor;
 use crate::snapshot::Snapshot;
@@ -20,6 +21,10 @@ pub use setters::{BlockBasedOptions, MergeOperands, SliceTransform};
 use crate::version::levels::MAX_NUM_LEVELS;
 
 mod setters;
+
+/// The smallest nonzero `db_write_buffer_size`: below it the memtables' first chunks alone
+/// would fill the budget.
+pub const MIN_DB_WRITE_BUFFER_SIZE: usize = 64 << 10;
 
 /// Options fixed when the DB is opened.
 #[derive(Clone)]
@@ -37,6 +42,17 @@ pub struct Options {
     /// buffers mean fewer, larger L0 files (less write amplification) but longer recovery and
     /// more memory. Default: 64 MiB.
     pub write_buffer_size: usize,
+    /// One memory budget for the memtables of every DB (and column family) given a clone of
+    /// this `Arc`, optionally charged to a block cache: when the memtables approach it, the
+    /// writing DB flushes its largest memtable, and with `allow_stall` writes wait while it is
+    /// full (`WriteBufferManager`'s doc has the rules). A DB-wide option: the `default`
+    /// family's options (those given to `open`) decide. Default: none.
+    pub write_buffer_manager: Option<Arc<WriteBufferManager>>,
+    /// A budget for this DB's memtables alone, over all its column families: nonzero makes a
+    /// private `WriteBufferManager` of this size at open (no stalls, no cache charge), as
+    /// RocksDB does. 0 (default): no DB-wide bound beyond `write_buffer_size` ×
+    /// `max_write_buffer_number` per family. Must be 0 when `write_buffer_manager` is set.
+    pub db_write_buffer_size: usize,
     /// Memtables (active + immutable) that may exist at once; when all are full, writes stall
     /// until a flush finishes. Default: 2.
     pub max_write_buffer_number: usize,
@@ -286,6 +302,8 @@ impl Default for Options {
             error_if_exists: false,
             fs: Arc::new(OsFs),
             write_buffer_size: 64 << 20,
+            write_buffer_manager: None,
+            db_write_buffer_size: 0,
             max_write_buffer_number: 2,
             max_open_files: -1,
             block_cache_size: 32 << 20,
@@ -358,6 +376,8 @@ impl std::fmt::Debug for Options {
             .field("create_if_missing", &self.create_if_missing)
             .field("write_buffer_size", &self.write_buffer_size)
             .field("max_write_buffer_number", &self.max_write_buffer_number)
+            .field("write_buffer_manager", &self.write_buffer_manager)
+            .field("db_write_buffer_size", &self.db_write_buffer_size)
             .field("block_cache_size", &self.block_cache_size)
             .field("block_cache", &self.block_cache)
             .field("block_size", &self.block_size)
@@ -394,6 +414,20 @@ impl Options {
         }
         if self.max_write_buffer_number < 2 {
             return bad("max_write_buffer_number must be at least 2");
+        }
+        if self.db_write_buffer_size > 0 && self.write_buffer_manager.is_some() {
+            return Err(crate::Error::InvalidArgument(format!(
+                "db_write_buffer_size = {} and write_buffer_manager are both set: the \
+                 manager's buffer_size is the budget; set db_write_buffer_size to 0",
+                self.db_write_buffer_size
+            )));
+        }
+        if self.db_write_buffer_size > 0 && self.db_write_buffer_size < MIN_DB_WRITE_BUFFER_SIZE {
+            return Err(crate::Error::InvalidArgument(format!(
+                "db_write_buffer_size = {}: must be 0 (no DB-wide budget) or at least \
+                 {MIN_DB_WRITE_BUFFER_SIZE}",
+                self.db_write_buffer_size
+            )));
         }
         if self.block_size == 0 || self.block_size > crate::sstable::builder::MAX_BLOCK_SIZE {
             return bad("block_size must be between 1 and 1 GiB");
@@ -522,6 +556,21 @@ impl Options {
             ("error_if_exists", self.error_if_exists.to_string()),
             ("write_buffer_size", self.write_buffer_size.to_string()),
             ("max_write_buffer_number", self.max_write_buffer_number.to_string()),
+            ("db_write_buffer_size", self.db_write_buffer_size.to_string()),
+            (
+                "write_buffer_manager",
+                self.write_buffer_manager.as_ref().map_or_else(
+                    || "none".to_string(),
+                    |m| {
+                        format!(
+                            "buffer_size {}, cost_to_cache {}, allow_stall {}",
+                            m.buffer_size(),
+                            m.cost_to_cache(),
+                            m.allow_stall()
+                        )
+                    },
+                ),
+            ),
             ("max_open_files", self.max_open_files.to_string()),
             ("block_cache_size", self.block_cache_size.to_string()),
             (

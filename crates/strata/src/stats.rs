@@ -64,9 +64,12 @@ pub(crate) enum Stall {
     SlowdownPendingCompactionBytes = 5,
     MemtableStop = 6,
     MemtableSlowdown = 7,
+    /// Writes waited for the memtables of the DBs sharing a write buffer manager to free
+    /// memory below its budget.
+    WriteBufferManager = 8,
 }
 
-const STALL_KINDS: usize = 8;
+const STALL_KINDS: usize = 9;
 
 /// Event counters in the spirit of RocksDB's tickers. Each thread adds to one of a few
 /// cache-line-aligned shards, so counting on the read path does not bounce a shared line
@@ -236,6 +239,11 @@ impl Stats {
     pub fn record_stall(&self, kind: Stall, micros: u64) {
         self.stalls[kind as usize].fetch_add(1, Ordering::Relaxed);
         self.write.stall_micros.fetch_add(micros, Ordering::Relaxed);
+    }
+
+    /// Stalls of `kind` so far.
+    pub fn stall_count(&self, kind: Stall) -> u64 {
+        self.stalls[kind as usize].load(Ordering::Relaxed)
     }
 
     pub fn add_stall_micros(&self, micros: u64) {
@@ -410,6 +418,11 @@ impl Stats {
             c(Stall::MemtableStop),
             c(Stall::MemtableSlowdown),
             total_stalls - last.stalls
+        );
+        let _ = writeln!(
+            s,
+            "Write Stall (count): write-buffer-manager-limit-stops: {}",
+            c(Stall::WriteBufferManager)
         );
 
         // ---- DB stats.

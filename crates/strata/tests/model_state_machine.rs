@@ -33,13 +33,17 @@ struct Knobs {
     /// 0 leveled, 1 universal, 2 FIFO (room for everything, intra-L0 merges), 3 tiered
     /// (fan-in 2, a budget of 4 runs).
     style: u8,
+    /// Memtable budget: 0 none, 1 `db_write_buffer_size` 64 KiB, 2 the same at 2 MiB, 3 a
+    /// `WriteBufferManager` of 128 KiB with stalls (the budget flushes almost every write).
+    budget: u8,
 }
 
 fn knobs_strategy() -> impl Strategy<Value = Knobs> {
     let limit = || prop_oneof![Just(0u64), Just(1), 1u64..(128 << 10), Just(64 << 30)];
-    (1usize..6, 0usize..10, 0usize..12, limit(), limit(), any::<bool>(), 0u8..4, 0u8..4).prop_map(
-        |(trigger, slowdown, stop, soft, hard, avoid_flush_during_recovery, write_mode, style)| {
-            Knobs {
+    let budget = prop_oneof![3 => Just(0u8), 1 => 1u8..4];
+    (1usize..6, 0usize..10, 0usize..12, limit(), limit(), any::<bool>(), 0u8..4, 0u8..4, budget)
+        .prop_map(
+            |(
                 trigger,
                 slowdown,
                 stop,
@@ -48,9 +52,21 @@ fn knobs_strategy() -> impl Strategy<Value = Knobs> {
                 avoid_flush_during_recovery,
                 write_mode,
                 style,
-            }
-        },
-    )
+                budget,
+            )| {
+                Knobs {
+                    trigger,
+                    slowdown,
+                    stop,
+                    soft,
+                    hard,
+                    avoid_flush_during_recovery,
+                    write_mode,
+                    style,
+                    budget,
+                }
+            },
+        )
 }
 
 #[derive(Clone, Debug)]
@@ -156,6 +172,9 @@ fn options(fs: Arc<dyn FileSystem>, knobs: &Knobs) -> Options {
             ttl_secs: 0,
             allow_compaction: true,
         },
+        db_write_buffer_size: [0, 64 << 10, 2 << 20, 0][usize::from(knobs.budget)],
+        write_buffer_manager: (knobs.budget == 3)
+            .then(|| Arc::new(strata::WriteBufferManager::new(128 << 10, None, true))),
         ..Options::default()
     }
 }

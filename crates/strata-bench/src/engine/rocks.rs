@@ -9,7 +9,8 @@ use rocksdb::{
     BlockBasedOptions, BottommostLevelCompaction, Cache, CompactOptions, CompactionPri,
     DBCompactionStyle, DBCompressionType, FifoCompactOptions, LruCacheOptions, MemtableFactory,
     MergeOperands, Options, ReadOptions, SliceTransform, UniversalCompactOptions,
-    UniversalCompactionStopStyle, WaitForCompactOptions, WriteBatch, WriteOptions, DB,
+    UniversalCompactionStopStyle, WaitForCompactOptions, WriteBatch, WriteBufferManager,
+    WriteOptions, DB,
 };
 
 use super::merge::MergeKind;
@@ -55,6 +56,7 @@ pub const HONOURED_FLAGS: &[&str] = &[
     "max_write_buffer_number",
     "min_write_buffer_number_to_merge",
     "db_write_buffer_size",
+    "cost_write_buffer_to_cache",
     "memtablerep",
     "allow_concurrent_memtable_write",
     "enable_pipelined_write",
@@ -139,6 +141,31 @@ fn size(name: &str, v: i64) -> Result<usize> {
     usize::try_from(v).map_err(|_| anyhow!("--{name}={v}: must not be negative"))
 }
 
+/// The block cache of `--cache_size` and `--cache_type` (None without one).
+fn block_cache(f: &crate::flags::Flags) -> Result<Option<Cache>> {
+    if f.cache_size <= 0 {
+        return Ok(None);
+    }
+    let cap = f.cache_size as usize;
+    let cache = match f.cache_type.as_str() {
+        "lru_cache" => {
+            let mut lo = LruCacheOptions::default();
+            lo.set_capacity(cap);
+            if f.cache_numshardbits >= 0 {
+                lo.set_num_shard_bits(int("cache_numshardbits", f.cache_numshardbits)?);
+            }
+            Cache::new_lru_cache_opts(&lo)
+        }
+        "hyper_clock_cache" | "auto_hyper_clock_cache" => Cache::new_hyper_clock_cache(cap, 0),
+        "fixed_hyper_clock_cache" => {
+            Cache::new_hyper_clock_cache(cap, size("block_size", f.block_size)?)
+        }
+        "clock_cache" => bail!("Old clock cache implementation has been removed."),
+        other => bail!("--cache_type={other}: Cache type not supported."),
+    };
+    Ok(Some(cache))
+}
+
 /// RocksDB `Options` from the flags (db_bench's `InitializeOptionsFromFlags`).
 pub fn build_options(cfg: &Config) -> Result<Options> {
     let f = &cfg.flags;
@@ -151,7 +178,19 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
         "min_write_buffer_number_to_merge",
         f.min_write_buffer_number_to_merge,
     )?);
-    o.set_db_write_buffer_size(size("db_write_buffer_size", f.db_write_buffer_size)?);
+    // db_bench: either flag makes a write buffer manager of --db_write_buffer_size bytes
+    // charged to the block cache (when there is one).
+    let cache = block_cache(f)?;
+    if f.cost_write_buffer_to_cache || f.db_write_buffer_size != 0 {
+        let budget = size("db_write_buffer_size", f.db_write_buffer_size)?;
+        let m = match &cache {
+            Some(c) => {
+                WriteBufferManager::new_write_buffer_manager_with_cache(budget, false, c.clone())
+            }
+            None => WriteBufferManager::new_write_buffer_manager(budget, false),
+        };
+        o.set_write_buffer_manager(&m);
+    }
     o.set_max_background_jobs(int("max_background_jobs", f.max_background_jobs)?);
     // Deprecated in RocksDB (derived from max_background_jobs) but still applied, as db_bench does.
     #[allow(deprecated)]
@@ -365,27 +404,9 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
     t.set_block_size(size("block_size", f.block_size)?);
     t.set_block_restart_interval(int("block_restart_interval", f.block_restart_interval)?);
     t.set_format_version(int("format_version", f.format_version)?);
-    if f.cache_size > 0 {
-        let cap = f.cache_size as usize;
-        let cache = match f.cache_type.as_str() {
-            "lru_cache" => {
-                let mut lo = LruCacheOptions::default();
-                lo.set_capacity(cap);
-                if f.cache_numshardbits >= 0 {
-                    lo.set_num_shard_bits(int("cache_numshardbits", f.cache_numshardbits)?);
-                }
-                Cache::new_lru_cache_opts(&lo)
-            }
-            "hyper_clock_cache" | "auto_hyper_clock_cache" => Cache::new_hyper_clock_cache(cap, 0),
-            "fixed_hyper_clock_cache" => {
-                Cache::new_hyper_clock_cache(cap, size("block_size", f.block_size)?)
-            }
-            "clock_cache" => bail!("Old clock cache implementation has been removed."),
-            other => bail!("--cache_type={other}: Cache type not supported."),
-        };
-        t.set_block_cache(&cache);
-    } else {
-        t.disable_cache();
+    match &cache {
+        Some(cache) => t.set_block_cache(cache),
+        None => t.disable_cache(),
     }
     t.set_cache_index_and_filter_blocks(f.cache_index_and_filter_blocks);
     t.set_pin_l0_filter_and_index_blocks_in_cache(f.pin_l0_filter_and_index_blocks_in_cache);

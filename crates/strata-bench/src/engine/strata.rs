@@ -10,7 +10,7 @@ use std::sync::Arc;
 use strata::{
     Cache, ColumnFamily, ColumnFamilyDescriptor, CompactionStopStyle, CompactionStyle,
     CompressionType, Db, HyperClockCacheOptions, LruCacheOptions, Options, PrefixExtractor,
-    ReadOptions, WriteBatch, WriteOptions,
+    ReadOptions, WriteBatch, WriteBufferManager, WriteOptions,
 };
 
 use super::{Batch, BatchOp, Bounds, Engine, EngineIter, LiveFile, ReadOpts, WriteOpts};
@@ -39,6 +39,8 @@ pub const HONOURED_FLAGS: &[&str] = &[
     "compression_level",
     "write_buffer_size",
     "max_write_buffer_number",
+    "db_write_buffer_size",
+    "cost_write_buffer_to_cache",
     "max_background_jobs",
     "max_background_compactions",
     "max_background_flushes",
@@ -190,6 +192,13 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
     }
     o.write_buffer_size = usize_of("write_buffer_size", f.write_buffer_size)?;
     o.max_write_buffer_number = usize_of("max_write_buffer_number", f.max_write_buffer_number)?;
+    // db_bench: either flag makes a write buffer manager of --db_write_buffer_size bytes (0:
+    // no budget) charged to the block cache when there is one; no stalls.
+    if f.cost_write_buffer_to_cache || f.db_write_buffer_size != 0 {
+        let budget = usize_of("db_write_buffer_size", f.db_write_buffer_size)?;
+        o.write_buffer_manager =
+            Some(Arc::new(WriteBufferManager::new(budget, o.block_cache.clone(), false)));
+    }
     o.max_background_jobs = usize_of("max_background_jobs", f.max_background_jobs)?;
     // RocksDB's deprecated split: when either is set, the two limits (each at least 1)
     // replace max_background_jobs. Strata's threads take both kinds of work.

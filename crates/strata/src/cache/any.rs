@@ -108,7 +108,29 @@ impl<K: Hash + Eq + Clone + Send + Sync, V: Send + Sync> AnyCache<K, V> {
         }
     }
 
-    /// Charge held.
+    /// Holds `charge` bytes of shard `shard % num_shards()` without an entry, evicting
+    /// entries to make room; the reservation is never evicted and counts in [`Self::usage`]
+    /// until [`Self::release`]d. Returns false, holding nothing, when a strict clock cache
+    /// cannot make room (the LRU cache always can: its entries are never pinned).
+    pub fn reserve(&self, shard: usize, charge: usize) -> bool {
+        match self {
+            AnyCache::Lru(c) => {
+                c.reserve(shard, charge);
+                true
+            }
+            AnyCache::Clock(c) => c.reserve(shard, charge),
+        }
+    }
+
+    /// Gives back a reservation that [`Self::reserve`] granted with the same arguments.
+    pub fn release(&self, shard: usize, charge: usize) {
+        match self {
+            AnyCache::Lru(c) => c.release(shard, charge),
+            AnyCache::Clock(c) => c.release(shard, charge),
+        }
+    }
+
+    /// Charge held (entries and reservations).
     pub fn usage(&self) -> usize {
         match self {
             AnyCache::Lru(c) => c.usage(),

@@ -58,7 +58,10 @@ pub(crate) type Removed<K, V> = Vec<(K, Arc<V>)>;
 
 pub(crate) struct LruShard<K, V> {
     capacity: usize,
+    /// Entries' charges plus `reserved`.
     usage: usize,
+    /// Charge held without an entry ([`LruShard::reserve`]): counted in `usage`, never evicted.
+    reserved: usize,
     len: usize,
     table: Vec<u64>,
     slab: Vec<Slot<K, V>>,
@@ -88,6 +91,7 @@ impl<K: Eq, V> LruShard<K, V> {
             low_head: NIL,
             capacity,
             usage: 0,
+            reserved: 0,
             len: 0,
             table: vec![EMPTY; MIN_TABLE],
             slab: Vec::new(),
@@ -103,6 +107,22 @@ impl<K: Eq, V> LruShard<K, V> {
 
     pub(crate) fn len(&self) -> usize {
         self.len
+    }
+
+    /// Holds `charge` bytes of the capacity without an entry, evicting entries (into
+    /// `removed`) to make room. The reservation is never evicted; when it alone exceeds the
+    /// capacity, the shard holds no charged entry until it is released.
+    pub(crate) fn reserve(&mut self, charge: usize, removed: &mut Removed<K, V>) {
+        self.reserved += charge;
+        self.usage += charge;
+        self.evict(removed);
+    }
+
+    /// Gives back `charge` bytes of an earlier [`LruShard::reserve`].
+    pub(crate) fn release(&mut self, charge: usize) {
+        let charge = charge.min(self.reserved);
+        self.reserved -= charge;
+        self.usage -= charge;
     }
 
     /// The value for `key`, made most recently used.
@@ -424,8 +444,8 @@ impl<K: Eq, V> LruShard<K, V> {
         }
         assert_eq!(high, self.high_usage);
         assert!(self.high_usage <= self.high_capacity);
-        assert_eq!(charge, self.usage);
-        assert!(self.usage <= self.capacity);
+        assert_eq!(charge + self.reserved, self.usage);
+        assert!(self.usage <= self.capacity.max(self.reserved));
         let used = self.slab.iter().filter(|s| matches!(s, Slot::Used(_))).count();
         assert_eq!(used, self.len);
         // Table: every used slot once, findable from its home.

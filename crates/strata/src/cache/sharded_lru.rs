@@ -145,7 +145,30 @@ impl<K: Hash + Eq + Send, V: Send + Sync> LruCache<K, V> {
         drop(removed);
     }
 
-    /// Total charge of the entries held (a sum of per-shard snapshots: exact when quiescent).
+    /// Holds `charge` bytes of shard `shard % shard count` without an entry, evicting that
+    /// shard's entries to make room (`LruShard::reserve`). Always succeeds: entries are never
+    /// pinned, so eviction can always make room for the reservation.
+    pub fn reserve(&self, shard: usize, charge: usize) {
+        let shard = &self.shards[shard % self.shards.len()];
+        let mut removed: Removed<K, V> = Vec::new();
+        {
+            let mut lru = shard.lru.lock();
+            lru.reserve(charge, &mut removed);
+            shard.usage.store(lru.usage(), Ordering::Relaxed);
+        }
+        drop(removed);
+    }
+
+    /// Gives back a reservation made with the same `shard` and `charge`.
+    pub fn release(&self, shard: usize, charge: usize) {
+        let shard = &self.shards[shard % self.shards.len()];
+        let mut lru = shard.lru.lock();
+        lru.release(charge);
+        shard.usage.store(lru.usage(), Ordering::Relaxed);
+    }
+
+    /// Total charge of the entries held and of the reservations (a sum of per-shard snapshots:
+    /// exact when quiescent).
     pub fn usage(&self) -> usize {
         self.shards.iter().map(|s| s.usage.load(Ordering::Relaxed)).sum()
     }

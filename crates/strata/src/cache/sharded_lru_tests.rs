@@ -310,6 +310,34 @@ fn hit_and_miss_counts_from_threads() {
     assert_eq!(c.misses(), 400);
 }
 
+#[test]
+fn a_reservation_evicts_entries_and_is_never_evicted() {
+    let c: LruCache<CacheKey, u64> = LruCache::with_shard_bits(100, 0);
+    for i in 0..10 {
+        c.insert(key(1, i), Arc::new(i), 10);
+    }
+    assert_eq!(c.usage(), 100);
+    c.reserve(0, 60);
+    assert_eq!(c.usage(), 100);
+    assert_eq!(c.len(), 4, "the least recently used entries made room");
+    for i in 10..40 {
+        c.insert(key(1, i), Arc::new(i), 10);
+    }
+    assert_eq!(c.usage(), 100);
+    assert_eq!(c.len(), 4);
+    c.check();
+    // Beyond the capacity: every entry goes, the reservation stays.
+    c.reserve(0, 60);
+    assert_eq!((c.usage(), c.len()), (120, 0));
+    c.insert(key(2, 0), Arc::new(0), 10);
+    assert_eq!((c.usage(), c.len()), (120, 0));
+    c.check();
+    c.release(0, 60);
+    c.release(0, 60);
+    assert_eq!(c.usage(), 0);
+    c.check();
+}
+
 /// Rough numbers; run with
 /// `cargo test --release -p strata cache::tests::bench -- --ignored --nocapture`.
 #[test]

@@ -49,7 +49,8 @@ pub(crate) fn create_cf(inner: &DbInner, name: &str, opts: &Options) -> Result<A
             return Err(e);
         }
     };
-    let mem = Arc::new(MemTable::new());
+    let mem =
+        Arc::new(MemTable::with_write_buffer_manager(inner.opts.write_buffer_manager.as_ref()));
     let imm = std::collections::VecDeque::new();
     let sv = SuperVersion::build(&fopts, &mem, &imm, version, 1);
     let stats = Arc::new(crate::stats::Stats::new(fopts.num_levels));

@@ -28,7 +28,7 @@ use crate::column_family::{check_name, DEFAULT_COLUMN_FAMILY_NAME};
 use crate::env::{FileLock, FileSystem};
 use crate::error::{Error, Result};
 use crate::filename::{lock_path, parse_file_name, FileKind};
-use crate::memtable::MemTable;
+use crate::memtable::{MemTable, WriteBufferManager};
 use crate::options::Options;
 use crate::sstable::table_cache::TableCache;
 use crate::sstable::{Cache, CacheAccess};
@@ -109,7 +109,14 @@ pub(crate) fn open(
 ) -> Result<DbInner> {
     opts.validate()?;
     let by_name = family_options(opts, descriptors)?;
-    let opts = &opts.sanitized();
+    let mut opts = opts.sanitized();
+    if opts.db_write_buffer_size > 0 {
+        // RocksDB's rule: a private manager of that size, no stalls, no cache charge.
+        opts.write_buffer_manager =
+            Some(Arc::new(WriteBufferManager::new(opts.db_write_buffer_size, None, false)));
+        opts.db_write_buffer_size = 0;
+    }
+    let opts = &opts;
     let fs = opts.fs.clone();
     let lock = prepare_dir(opts, fs.as_ref(), dir)?;
     probe_direct_io(opts, fs.as_ref(), dir)?;
@@ -297,6 +304,9 @@ pub(crate) fn open_read_only(
     let mut opts = opts.sanitized();
     opts.create_if_missing = false;
     opts.error_if_exists = false;
+    // Nothing is written: the replayed memtables stay out of any budget.
+    opts.write_buffer_manager = None;
+    opts.db_write_buffer_size = 0;
     let fs = opts.fs.clone();
     if !fs.is_dir(dir) {
         return Err(Error::InvalidArgument(format!(
@@ -482,7 +492,8 @@ fn assemble(mut p: Parts<'_>) -> DbInner {
     for (&id, family) in p.versions.families() {
         let Some(fopts) = p.family_opts.remove(&id) else { continue };
         let recovered = p.recovered.remove(&id).unwrap_or_default();
-        let mem = Arc::new(MemTable::new());
+        let mem =
+            Arc::new(MemTable::with_write_buffer_manager(p.opts.write_buffer_manager.as_ref()));
         let stats = if id == 0 {
             db_stats.clone()
         } else {

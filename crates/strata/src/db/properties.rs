@@ -60,6 +60,12 @@ pub(crate) fn property_value(inner: &DbInner, cfd: &Cfd, name: &str) -> Result<O
         "block-cache-miss" => {
             inner.table_cache.block_cache().map_or(0, |c| c.cache.misses()).to_string()
         }
+        "write-buffer-manager-stops" => {
+            inner.stats.stall_count(crate::stats::Stall::WriteBufferManager).to_string()
+        }
+        "write-buffer-manager-usage" => {
+            inner.opts.write_buffer_manager.as_ref().map_or(0, |m| m.memory_usage()).to_string()
+        }
         "background-errors" => u8::from(inner.bg_error().is_some()).to_string(),
         "estimate-pending-compaction-bytes" => sv.pending_compaction_bytes.to_string(),
         "num-running-compactions" => inner.state.lock().running_compactions.to_string(),

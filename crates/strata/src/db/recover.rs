@@ -227,6 +227,10 @@ pub(crate) fn replay_wals(
     versions: &VersionSet,
     read_only: bool,
 ) -> Result<Replayed> {
+    // Replayed memtables count in the DB's write buffer manager like any other; one
+    // replaced when full is immutable from then on.
+    let wbm = opts.write_buffer_manager.as_ref();
+    let new_mem = || Arc::new(MemTable::with_write_buffer_manager(wbm));
     let mut fams: BTreeMap<u32, FamilyReplay<'_>> = family_opts
         .iter()
         .map(|(&id, o)| {
@@ -235,7 +239,7 @@ pub(crate) fn replay_wals(
                 opts: o,
                 table_options: o.table_options_for_level(0),
                 log_number: versions.family_log_number(id),
-                mem: Arc::new(MemTable::new()),
+                mem: new_mem(),
                 mem_first_wal: FileNumber(0),
                 out: ReplayedFamily::default(),
             };
@@ -400,7 +404,8 @@ pub(crate) fn replay_wals(
                     if !keep_split_at_wal_end
                         && f.mem.approximate_memory_usage() >= f.opts.write_buffer_size
                     {
-                        let full = std::mem::replace(&mut f.mem, Arc::new(MemTable::new()));
+                        let full = std::mem::replace(&mut f.mem, new_mem());
+                        full.mark_immutable();
                         let number = versions.new_file_number();
                         let env = f.flush_env(fs.as_ref(), dir);
                         if let Some((meta, _)) = write_level0_table(&env, &full, number)? {
@@ -463,7 +468,8 @@ pub(crate) fn replay_wals(
         if keep_split_at_wal_end {
             for f in fams.values_mut() {
                 if f.mem.approximate_memory_usage() >= f.opts.write_buffer_size {
-                    let full = std::mem::replace(&mut f.mem, Arc::new(MemTable::new()));
+                    let full = std::mem::replace(&mut f.mem, new_mem());
+                    full.mark_immutable();
                     f.out.recovered.push((full, f.mem_first_wal));
                 }
             }
@@ -476,7 +482,8 @@ pub(crate) fn replay_wals(
     let mut families = BTreeMap::new();
     for (id, mut f) in fams {
         if !f.mem.is_empty() {
-            let mem = std::mem::replace(&mut f.mem, Arc::new(MemTable::new()));
+            let mem = std::mem::replace(&mut f.mem, new_mem());
+            mem.mark_immutable();
             f.out.recovered.push((mem, f.mem_first_wal));
         }
         if !keep_in_memory {

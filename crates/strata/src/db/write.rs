@@ -33,7 +33,7 @@ use super::write_queue::{
 use super::{Cfd, DbInner, MemSet, WalState};
 use crate::error::{Error, Result};
 use crate::filename::wal_path;
-use crate::memtable::MemTable;
+use crate::memtable::{MemTable, WriteBufferManager};
 use crate::options::WriteOptions;
 use crate::stats::{Stall, Ticker};
 use crate::types::{FileNumber, SeqNo};
@@ -716,9 +716,29 @@ fn make_room_for_write(inner: &DbInner, wal: &mut WalState, batch_bytes: usize) 
     let o = &inner.opts;
     let mut delayed = false;
     let mut counted: Option<Stall> = None;
+    let wbm = o.write_buffer_manager.as_deref();
+    let mut budget_switched = false;
     loop {
         if let Some(e) = inner.bg_error() {
             return Err(e);
+        }
+        // The shared memtable budget: at most one switch per write group, of this DB's
+        // largest mutable memtable (`memtable/write_buffer_manager.rs`).
+        if !budget_switched && wbm.is_some_and(WriteBufferManager::should_flush) {
+            match largest_mutable(inner, wal) {
+                Some((cfd, true)) => {
+                    budget_switched = true;
+                    switch_memtable(inner, wal, &cfd)?;
+                    continue;
+                }
+                Some((_, false)) => {
+                    // Every memtable slot of that family is taken: wait for its flush, as
+                    // for a full memtable (the budget then bounds it, not write_buffer_size).
+                    wait_for_flush(inner, &mut counted)?;
+                    continue;
+                }
+                None => budget_switched = true,
+            }
         }
         // The worst state over the families: a stop in any stops every write (they share
         // the WAL and the sequence), as does a slowdown. Nothing is cloned or formatted here
@@ -760,12 +780,30 @@ fn make_room_for_write(inner: &DbInner, wal: &mut WalState, batch_bytes: usize) 
                 slow = Some((f.cfd.clone(), l0, pending));
             }
         }
-        inner.write_stopped.store(stop.is_some(), Ordering::Relaxed);
+        // The shared memtable budget stops writes too, once no family must switch first.
+        let budget = wbm.filter(|m| stop.is_none() && full.is_none() && budget_stall_applies(m));
+        inner.write_stopped.store(stop.is_some() || budget.is_some(), Ordering::Relaxed);
         note_stall_change(
             inner,
-            stop.as_ref()
-                .map(|(k, cfd, l0, pending)| (cfd.name.clone(), describe_stop(*k, *l0, *pending))),
+            match (&stop, budget) {
+                (Some((k, cfd, l0, pending)), _) => {
+                    Some((cfd.name.clone(), describe_stop(*k, *l0, *pending)))
+                }
+                (None, Some(m)) => Some((
+                    inner.default_cf.name.clone(),
+                    format!(
+                        "the write buffer manager's memtables hold {} bytes of its {} byte budget",
+                        m.memory_usage(),
+                        m.buffer_size()
+                    ),
+                )),
+                (None, None) => None,
+            },
         );
+        if let Some(m) = budget {
+            wait_for_budget(inner, m, &mut counted)?;
+            continue;
+        }
         if let Some((kind, _, _, _)) = stop {
             let started = Instant::now();
             {
@@ -843,6 +881,68 @@ fn make_room_for_write(inner: &DbInner, wal: &mut WalState, batch_bytes: usize) 
         }
         return Ok(());
     }
+}
+
+/// Whether writes must wait for the write buffer manager: it allows stalls, its memtables
+/// hold the whole budget, and some of that memory is on its way out (immutable memtables).
+/// With every byte in mutable memtables that no write of this DB could switch, nothing this
+/// writer waits for would free memory: it goes on (the flush rule switches memtables as
+/// writes come).
+fn budget_stall_applies(m: &WriteBufferManager) -> bool {
+    m.should_stall() && m.memory_usage() > m.mutable_memtable_memory_usage()
+}
+
+/// One wait (at most 100 ms) of a write stopped by the write buffer manager, counted as a
+/// stall of its own kind.
+fn wait_for_budget(
+    inner: &DbInner,
+    m: &WriteBufferManager,
+    counted: &mut Option<Stall>,
+) -> Result<()> {
+    if inner.state.lock().shutting_down {
+        return Err(Error::ShutdownInProgress);
+    }
+    let started = Instant::now();
+    m.wait_for_room(Duration::from_millis(100));
+    let micros = started.elapsed().as_micros() as u64;
+    if *counted == Some(Stall::WriteBufferManager) {
+        inner.stats.add_stall_micros(micros);
+    } else {
+        *counted = Some(Stall::WriteBufferManager);
+        inner.stats.record_stall(Stall::WriteBufferManager, micros);
+    }
+    Ok(())
+}
+
+/// This DB's family with the largest non-empty mutable memtable, and whether it may be
+/// switched now (a free memtable slot: fewer than `max_write_buffer_number - 1` immutable
+/// ones).
+fn largest_mutable(inner: &DbInner, wal: &WalState) -> Option<(Arc<Cfd>, bool)> {
+    let f = wal
+        .mems
+        .iter()
+        .filter(|f| !f.mem.is_empty())
+        .max_by_key(|f| f.mem.approximate_memory_usage())?;
+    let imm = inner.state.lock().cfs.get(&f.cfd.id).map_or(0, |c| c.imm.len());
+    Some((f.cfd.clone(), imm + 1 < f.cfd.opts.max_write_buffer_number))
+}
+
+/// One wait (at most 100 ms) for a flush to free a memtable slot, counted as a memtable stop.
+fn wait_for_flush(inner: &DbInner, counted: &mut Option<Stall>) -> Result<()> {
+    let started = Instant::now();
+    let mut st = inner.state.lock();
+    if st.shutting_down {
+        return Err(Error::ShutdownInProgress);
+    }
+    inner.bg_cv.wait_for(&mut st, Duration::from_millis(100));
+    let micros = started.elapsed().as_micros() as u64;
+    if *counted == Some(Stall::MemtableStop) {
+        inner.stats.add_stall_micros(micros);
+    } else {
+        *counted = Some(Stall::MemtableStop);
+        inner.stats.record_stall(Stall::MemtableStop, micros);
+    }
+    Ok(())
 }
 
 /// Why writes stop, for the info LOG.
@@ -932,11 +1032,13 @@ pub(crate) fn switch_memtable(inner: &DbInner, wal: &mut WalState, cfd: &Arc<Cfd
     // WALs its memtable's writes are in (`db/flush.rs`), so the WAL must be on the list by then.
     let retired = std::mem::replace(&mut wal.writer, new_writer);
     inner.retired_wals.lock().push_back((wal.number, retired));
-    let new_mem = Arc::new(MemTable::new());
+    let new_mem =
+        Arc::new(MemTable::with_write_buffer_manager(inner.opts.write_buffer_manager.as_ref()));
     {
         let mut st = inner.state.lock();
         if let Some(cs) = st.cfs.get_mut(&cfd.id) {
             let old_mem = std::mem::replace(&mut cs.mem, new_mem.clone());
+            old_mem.mark_immutable();
             let old_log = std::mem::replace(&mut cs.mem_log, number);
             cs.imm.push_back((old_mem, old_log));
             cs.memtables_switched += 1;

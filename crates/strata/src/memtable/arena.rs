@@ -6,7 +6,13 @@
 //! pointers without reference counting.
 //!
 //! Requests larger than a quarter of a chunk get a chunk of their own, so a large value neither
-//! wastes the tail of the current chunk nor forces an oversized standard chunk.
+//! wastes the tail of the current chunk nor forces an oversized standard chunk. The first
+//! chunk is small ([`FIRST_CHUNK_SIZE`]): an empty or nearly empty memtable (a new one, or a
+//! column family that is rarely written) holds a few KiB, not a whole chunk.
+//!
+//! With a [`MemoryTracker`], every chunk obtained is reported to its write buffer manager
+//! (which counts memory at chunk granularity), and the tracker's drop, after the chunks are
+//! freed, tells the manager they are gone.
 //!
 //! Accounting: [`Arena::memory_usage`] counts bytes handed out (with alignment padding), bytes
 //! abandoned at the tail of a chunk when a new chunk was started, and the chunk list itself. It
@@ -18,11 +24,16 @@
 use std::alloc::{self, Layout};
 use std::ptr::NonNull;
 
+use super::write_buffer_manager::MemoryTracker;
+
 /// Alignment of every allocation: enough for the node header and its atomic pointers.
 pub(crate) const ALIGN: usize = 8;
 
 /// Size of a standard chunk.
 pub(crate) const CHUNK_SIZE: usize = 1 << 20;
+
+/// Size of the first chunk (it holds the skiplist's head node and the first entries).
+pub(crate) const FIRST_CHUNK_SIZE: usize = 4096;
 
 /// Requests above this size get a dedicated chunk.
 const LARGE_THRESHOLD: usize = CHUNK_SIZE / 4;
@@ -43,6 +54,8 @@ pub(crate) struct Arena {
     remaining: usize,
     /// See the module doc.
     usage: usize,
+    /// Reports chunks to a write buffer manager (module doc).
+    tracker: Option<MemoryTracker>,
 }
 
 // SAFETY: the arena exclusively owns its chunks (plain heap memory with no thread affinity); the
@@ -51,8 +64,19 @@ pub(crate) struct Arena {
 unsafe impl Send for Arena {}
 
 impl Arena {
+    #[cfg(test)]
     pub(crate) fn new() -> Self {
-        Arena { chunks: Vec::new(), cursor: NonNull::dangling(), remaining: 0, usage: 0 }
+        Self::with_tracker(None)
+    }
+
+    /// An arena whose chunks are reported to `tracker`.
+    pub(crate) fn with_tracker(tracker: Option<MemoryTracker>) -> Self {
+        Arena { chunks: Vec::new(), cursor: NonNull::dangling(), remaining: 0, usage: 0, tracker }
+    }
+
+    /// The tracker, if any.
+    pub(crate) fn tracker_mut(&mut self) -> Option<&mut MemoryTracker> {
+        self.tracker.as_mut()
     }
 
     /// Returns `size` bytes aligned to [`ALIGN`], uninitialised, valid until the arena drops.
@@ -68,8 +92,13 @@ impl Arena {
         if size > self.remaining {
             // The tail of the old chunk is lost; count it so the total stays honest.
             self.usage += self.remaining;
-            self.cursor = self.new_chunk(CHUNK_SIZE);
-            self.remaining = CHUNK_SIZE;
+            let chunk = if self.chunks.is_empty() && size <= FIRST_CHUNK_SIZE {
+                FIRST_CHUNK_SIZE
+            } else {
+                CHUNK_SIZE
+            };
+            self.cursor = self.new_chunk(chunk);
+            self.remaining = chunk;
         }
         let p = self.cursor;
         // SAFETY: `size <= remaining`, so `cursor + size` is within (or one past the end of) the
@@ -102,6 +131,9 @@ impl Arena {
         let raw = unsafe { alloc::alloc(layout) };
         let Some(ptr) = NonNull::new(raw) else { alloc::handle_alloc_error(layout) };
         self.chunks.push(Chunk { ptr, layout });
+        if let Some(t) = &mut self.tracker {
+            t.allocated(size);
+        }
         ptr
     }
 }
@@ -164,16 +196,19 @@ mod tests {
         a.allocate(10);
         let small = a.memory_usage();
         assert!((16..1024).contains(&small), "{small}");
-        assert_eq!(a.reserved_bytes(), CHUNK_SIZE);
+        assert_eq!(a.reserved_bytes(), FIRST_CHUNK_SIZE);
         let big = CHUNK_SIZE + 3;
         let p = a.allocate(big);
         // SAFETY: valid for `big` bytes.
         unsafe { std::ptr::write_bytes(p.as_ptr(), 0xab, big) };
         assert!(a.memory_usage() >= small + big);
-        assert_eq!(a.reserved_bytes(), CHUNK_SIZE + round_up(big));
-        // The standard chunk keeps serving small requests.
+        assert_eq!(a.reserved_bytes(), FIRST_CHUNK_SIZE + round_up(big));
+        // The first chunk keeps serving small requests.
         a.allocate(10);
-        assert_eq!(a.reserved_bytes(), CHUNK_SIZE + round_up(big));
+        assert_eq!(a.reserved_bytes(), FIRST_CHUNK_SIZE + round_up(big));
+        // Past it, chunks are standard.
+        a.allocate(FIRST_CHUNK_SIZE);
+        assert_eq!(a.reserved_bytes(), FIRST_CHUNK_SIZE + round_up(big) + CHUNK_SIZE);
     }
 
     #[test]
@@ -181,13 +216,16 @@ mod tests {
         let t = LARGE_THRESHOLD;
         let mut a = Arena::new();
         a.allocate(8);
-        for _ in 0..3 {
-            a.allocate(t);
-        }
-        assert_eq!(a.usage, 8 + 3 * t);
+        // The first chunk's tail is abandoned: `t` needs a standard chunk.
+        a.allocate(t);
+        assert_eq!(a.usage, FIRST_CHUNK_SIZE + t);
+        a.allocate(8);
+        a.allocate(t);
+        a.allocate(t);
+        assert_eq!(a.usage, FIRST_CHUNK_SIZE + 8 + 3 * t);
         // `t` no longer fits the `t - 8` bytes left: the tail is abandoned and counted.
         a.allocate(t);
-        assert_eq!(a.reserved_bytes(), 2 * CHUNK_SIZE);
-        assert_eq!(a.usage, CHUNK_SIZE + t);
+        assert_eq!(a.reserved_bytes(), FIRST_CHUNK_SIZE + 2 * CHUNK_SIZE);
+        assert_eq!(a.usage, FIRST_CHUNK_SIZE + CHUNK_SIZE + t);
     }
 }

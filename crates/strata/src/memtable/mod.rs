@@ -18,6 +18,7 @@ mod arena;
 mod iter;
 mod skiplist;
 mod sync;
+pub mod write_buffer_manager;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -26,6 +27,8 @@ use parking_lot::RwLock;
 
 pub(crate) use iter::MemTableIterator;
 use skiplist::SkipList;
+use write_buffer_manager::MemoryTracker;
+pub use write_buffer_manager::WriteBufferManager;
 
 use crate::key::pack_trailer;
 use crate::range_del::{FragmentedTombstones, RangeTombstone};
@@ -67,8 +70,13 @@ impl Default for MemTable {
 
 impl MemTable {
     pub fn new() -> MemTable {
+        Self::with_write_buffer_manager(None)
+    }
+
+    /// A memtable whose memory counts in `manager`'s budget (`write_buffer_manager.rs`).
+    pub fn with_write_buffer_manager(manager: Option<&Arc<WriteBufferManager>>) -> MemTable {
         MemTable {
-            list: SkipList::new(),
+            list: SkipList::with_tracker(manager.map(|m| MemoryTracker::new(m.clone()))),
             num_entries: AtomicU64::new(0),
             num_deletes: AtomicU64::new(0),
             first_seqno: AtomicU64::new(u64::MAX),
@@ -78,6 +86,12 @@ impl MemTable {
             range_del_bytes: AtomicUsize::new(0),
             unlogged: AtomicBool::new(false),
         }
+    }
+
+    /// The memtable takes no more writes (it was switched out, to be flushed): its memory
+    /// leaves its write buffer manager's mutable count. Idempotent.
+    pub fn mark_immutable(&self) {
+        self.list.mark_immutable();
     }
 
     /// Records that an entry of this memtable skipped the WAL.

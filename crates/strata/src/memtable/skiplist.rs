@@ -67,6 +67,7 @@ use std::sync::atomic::Ordering as MemOrder;
 use super::sync::{AtomicPtr, AtomicU64, AtomicUsize, Mutex};
 
 use super::arena::{Arena, ALIGN};
+use super::write_buffer_manager::MemoryTracker;
 use crate::key::compare_internal;
 
 /// Maximum node height; with branching 4 a list stays logarithmic up to ~4^12 = 16M entries.
@@ -226,8 +227,14 @@ unsafe impl Send for SkipList {}
 unsafe impl Sync for SkipList {}
 
 impl SkipList {
+    #[cfg(test)]
     pub(crate) fn new() -> Self {
-        let mut arena = Arena::new();
+        Self::with_tracker(None)
+    }
+
+    /// A list whose arena reports its chunks to `tracker` (`arena.rs`).
+    pub(crate) fn with_tracker(tracker: Option<MemoryTracker>) -> Self {
+        let mut arena = Arena::with_tracker(tracker);
         let head = alloc_node(&mut arena, MAX_HEIGHT, 0, 0);
         // SAFETY: fresh, exclusively owned, sized for MAX_HEIGHT links and an empty entry.
         unsafe { init_node(head, MAX_HEIGHT, &[], &[], &[]) };
@@ -251,6 +258,15 @@ impl SkipList {
     #[inline]
     fn is_head(&self, n: Node<'_>) -> bool {
         n.ptr == self.head
+    }
+
+    /// Tells the arena's tracker (if any) that the list takes no more writes; returns the
+    /// bytes it reported.
+    pub(crate) fn mark_immutable(&self) -> Option<usize> {
+        let mut arena = self.arena.lock();
+        let t = arena.tracker_mut()?;
+        t.mark_immutable();
+        Some(t.bytes())
     }
 
     /// Arena bytes in use (see the arena's doc). One atomic load.

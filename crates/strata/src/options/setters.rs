@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use super::Options;
 use crate::compaction::style::CompactionStyle;
+use crate::memtable::WriteBufferManager;
 use crate::merge_operator::MergeOperator;
 use crate::prefix::PrefixExtractor;
 use crate::sstable::{Cache, CompressionType, IndexType};
@@ -281,6 +282,16 @@ impl Options {
     /// `write_buffer_size`.
     pub fn set_write_buffer_size(&mut self, size: usize) {
         self.write_buffer_size = size;
+    }
+
+    /// `db_write_buffer_size`.
+    pub fn set_db_write_buffer_size(&mut self, size: usize) {
+        self.db_write_buffer_size = size;
+    }
+
+    /// Shares `manager` (`Options::write_buffer_manager`).
+    pub fn set_write_buffer_manager(&mut self, manager: &Arc<WriteBufferManager>) {
+        self.write_buffer_manager = Some(manager.clone());
     }
 
     /// `max_write_buffer_number` (at least 2 is useful; below 1 means 1).

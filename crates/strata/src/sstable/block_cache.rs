@@ -85,6 +85,21 @@ impl Cache {
         Arc::ptr_eq(&a.inner, &b.inner)
     }
 
+    /// Shards (reservations are spread over them).
+    pub(crate) fn num_shards(&self) -> usize {
+        self.inner.num_shards()
+    }
+
+    /// Holds `charge` bytes of shard `shard` without a block (`AnyCache::reserve`).
+    pub(crate) fn reserve(&self, shard: usize, charge: usize) -> bool {
+        self.inner.reserve(shard, charge)
+    }
+
+    /// Gives back a reservation (`AnyCache::release`).
+    pub(crate) fn release(&self, shard: usize, charge: usize) {
+        self.inner.release(shard, charge);
+    }
+
     #[inline]
     pub(crate) fn lookup(&self, key: &CacheKey) -> Option<Arc<Block>> {
         self.inner.lookup(key)

@@ -245,7 +245,20 @@ impl<K: Hash + Eq + Clone + Send + Sync, V: Send + Sync> ClockCache<K, V> {
         shard.erase(h, key);
     }
 
-    /// Total charge held (a sum of per-shard counters: exact when quiescent).
+    /// Holds `charge` bytes of shard `shard % shard count`'s budget without an entry,
+    /// evicting that shard's entries to make room; never evicted. False (nothing held) when
+    /// the cache is strict and the shard's unreferenced entries do not make room.
+    pub fn reserve(&self, shard: usize, charge: usize) -> bool {
+        self.shards[shard % self.shards.len()].reserve_charge(charge)
+    }
+
+    /// Gives back a reservation made with the same `shard` and `charge`.
+    pub fn release(&self, shard: usize, charge: usize) {
+        self.shards[shard % self.shards.len()].release_charge(charge);
+    }
+
+    /// Total charge held, entries' and reservations' (a sum of per-shard counters: exact
+    /// when quiescent).
     pub fn usage(&self) -> usize {
         self.shards.iter().map(ClockTable::usage).sum()
     }

@@ -46,7 +46,10 @@ pub(super) struct ClockTable<K, V> {
     tables: [AtomicPtr<Generation<K, V>>; MAX_GENERATIONS],
     capacity: usize,
     strict: bool,
+    /// Entries' charges plus `reserved`.
     usage: Padded<AtomicUsize>,
+    /// Charge held without an entry ([`ClockTable::reserve_charge`]); never evicted.
+    reserved: AtomicUsize,
     /// The sweep's position (over the generations' slots laid end to end).
     hand: Padded<AtomicUsize>,
     /// Set while one thread builds the next generation.
@@ -104,6 +107,7 @@ impl<K: Eq + Clone, V> ClockTable<K, V> {
             capacity,
             strict,
             usage: Padded(AtomicUsize::new(0)),
+            reserved: AtomicUsize::new(0),
             hand: Padded(AtomicUsize::new(0)),
             growing: Padded(AtomicBool::new(false)),
         }
@@ -489,6 +493,36 @@ impl<K: Eq + Clone, V> ClockTable<K, V> {
         }
     }
 
+    /// Takes `charge` bytes of the byte budget without an entry (no slot), evicting entries
+    /// to make room. Returns false, taking nothing, in strict mode when what can be evicted
+    /// does not make room; otherwise the budget may be exceeded, as by a non-strict insert.
+    pub(super) fn reserve_charge(&self, charge: usize) -> bool {
+        loop {
+            let used = self.usage.0.load(Relaxed);
+            if used + charge <= self.capacity {
+                if self.usage.0.compare_exchange(used, used + charge, Relaxed, Relaxed).is_ok() {
+                    break;
+                }
+                continue;
+            }
+            if !self.evict(used + charge - self.capacity, None) {
+                if self.strict {
+                    return false;
+                }
+                self.usage.0.fetch_add(charge, Relaxed);
+                break;
+            }
+        }
+        self.reserved.fetch_add(charge, Relaxed);
+        true
+    }
+
+    /// Gives back `charge` bytes taken by [`ClockTable::reserve_charge`].
+    pub(super) fn release_charge(&self, charge: usize) {
+        self.reserved.fetch_sub(charge, Relaxed);
+        self.usage.0.fetch_sub(charge, Relaxed);
+    }
+
     /// Publishes generation `n` (with 2^GROWTH_BITS times `len` slots) unless another thread
     /// is building one, in which case this yields once and the caller tries again (an insert
     /// waits for a growth in progress rather than evict an entry the new generation has room
@@ -667,9 +701,10 @@ impl<K: Eq + Clone, V> ClockTable<K, V> {
             assert_eq!(g.occupancy.0.load(Relaxed), occupied, "gen {gi} occupancy");
             assert!(occupied <= g.occupancy_limit);
         }
-        assert_eq!(self.usage.0.load(Relaxed), usage);
+        let reserved = self.reserved.load(Relaxed);
+        assert_eq!(self.usage.0.load(Relaxed), usage + reserved);
         if self.strict {
-            assert!(usage <= self.capacity);
+            assert!(usage + reserved <= self.capacity);
         }
     }
 }

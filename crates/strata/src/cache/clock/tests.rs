@@ -217,6 +217,38 @@ mod units {
     }
 
     #[test]
+    fn a_reservation_evicts_entries_and_is_never_evicted() {
+        for strict in [false, true] {
+            let c = cache(100, 10, strict);
+            for k in 0..10 {
+                assert!(c.insert(k, Arc::new(k), 10, Priority::Low));
+            }
+            assert_eq!(c.usage(), 100);
+            assert!(c.reserve(0, 60));
+            assert_eq!(c.usage(), 100, "entries evicted to make room");
+            assert!(c.occupancy() <= 4);
+            for k in 10..40 {
+                c.insert(k, Arc::new(k), 10, Priority::High);
+            }
+            assert!(c.usage() <= 100 && c.usage() >= 60, "the reservation stays");
+            c.check();
+            c.release(0, 60);
+            assert!(c.usage() <= 40);
+            c.check();
+        }
+        // Strict: a reservation the unreferenced entries cannot make room for is refused.
+        let c = cache(100, 10, true);
+        assert!(c.insert(1, Arc::new(1), 10, Priority::Low));
+        let pinned = c.lookup_handle(&1).expect("cached");
+        assert!(!c.reserve(0, 95));
+        assert_eq!(c.usage(), 10);
+        drop(pinned);
+        assert!(c.reserve(0, 95));
+        assert_eq!(c.usage(), 95);
+        c.check();
+    }
+
+    #[test]
     fn zero_capacity_holds_zero_charge_entries_only() {
         let c = cache(0, 1, true);
         assert!(!c.insert(1, Arc::new(1), 1, Priority::Low));
