@@ -84,14 +84,15 @@ fn mark_busy(busy: &mut std::collections::HashSet<FileNumber>, plan: &Compaction
     busy.extend(plan.all_inputs().map(|(_, f)| f.number));
 }
 
-/// Releases the plan's files, records an error, wakes waiters, removes obsolete files.
+/// Releases the plan's files, records an error, removes obsolete files, then stops counting
+/// the compaction as running and wakes waiters: a waiter that sees no compaction running
+/// ([`wait_for_compact`]) finds the finished ones' obsolete tables gone from disk.
 fn finish(inner: &DbInner, plan: &CompactionPlan, result: Result<()>) {
     {
         let mut st = inner.state.lock();
         for (_, f) in plan.all_inputs() {
             st.compacting.remove(&f.number);
         }
-        st.running_compactions -= 1;
         match &result {
             // Abandoned because the DB is closing or the family was dropped: the inputs are
             // intact, nothing failed.
@@ -99,9 +100,11 @@ fn finish(inner: &DbInner, plan: &CompactionPlan, result: Result<()>) {
             Err(e) => inner.set_bg_error(&mut st, e),
             Ok(()) => {}
         }
-        inner.bg_cv.notify_all();
     }
     super::obsolete::purge_obsolete_tables(inner);
+    let mut st = inner.state.lock();
+    st.running_compactions -= 1;
+    inner.bg_cv.notify_all();
 }
 
 /// Runs `plan` (of family `cfd`; `manual`: asked for by the user) and installs its result.

@@ -1,0 +1,93 @@
+//! `wait_for_compact` returns only once the finished compactions' obsolete tables are gone
+//! from disk. The file system here takes 200 ms to remove a table file, so a compaction that
+//! stopped counting as running before its inputs were deleted lets the waiter see them.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use strata::env::{FileLock, FileSystem, MemFs, RandomAccessFile, WritableFile};
+use strata::{Db, Options, Result};
+
+/// A [`MemFs`] whose table removals are slow.
+struct SlowTableRemoval(MemFs);
+
+impl FileSystem for SlowTableRemoval {
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        self.0.create(path)
+    }
+    fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        self.0.open(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        self.0.rename(from, to)
+    }
+    fn remove(&self, path: &Path) -> Result<()> {
+        if path.extension().is_some_and(|e| e == "sst") {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        self.0.remove(path)
+    }
+    fn list(&self, dir: &Path) -> Result<Vec<String>> {
+        self.0.list(dir)
+    }
+    fn create_dir_all(&self, dir: &Path) -> Result<()> {
+        self.0.create_dir_all(dir)
+    }
+    fn sync_dir(&self, dir: &Path) -> Result<()> {
+        self.0.sync_dir(dir)
+    }
+    fn sync_file(&self, path: &Path) -> Result<()> {
+        self.0.sync_file(path)
+    }
+    fn exists(&self, path: &Path) -> bool {
+        self.0.exists(path)
+    }
+    fn file_size(&self, path: &Path) -> Result<u64> {
+        self.0.file_size(path)
+    }
+    fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
+        self.0.lock(path)
+    }
+    fn remove_dir(&self, dir: &Path) -> Result<()> {
+        self.0.remove_dir(dir)
+    }
+}
+
+fn tables_on_disk(mem: &MemFs) -> BTreeSet<String> {
+    mem.list(Path::new("/db"))
+        .unwrap()
+        .into_iter()
+        .filter(|n| Path::new(n).extension().is_some_and(|e| e == "sst"))
+        .collect()
+}
+
+#[test]
+fn no_obsolete_table_is_left_when_the_wait_returns() {
+    let mem = MemFs::new();
+    let opts = Options {
+        fs: Arc::new(SlowTableRemoval(mem.clone())),
+        level0_file_num_compaction_trigger: 2,
+        ..Options::default()
+    };
+    let db = Db::open(&opts, "/db").unwrap();
+    for round in 0..3 {
+        // Two flushed L0 tables trigger a compaction in the background; the wait must cover
+        // the deletion of its inputs.
+        for t in 0..2 {
+            for k in 0..50 {
+                db.put(format!("k{k:03}"), format!("v{round}-{t}")).unwrap();
+            }
+            db.flush().unwrap();
+        }
+        db.wait_for_compact().unwrap();
+        let live: BTreeSet<String> = db
+            .live_files_metadata()
+            .into_iter()
+            .map(|f| f.name.trim_start_matches('/').to_string())
+            .collect();
+        assert_eq!(tables_on_disk(&mem), live, "round {round}: tables on disk are the live ones");
+        assert_eq!(db.get("k007").unwrap(), Some(format!("v{round}-1").into_bytes()));
+    }
+}
