@@ -298,11 +298,7 @@ pub(crate) fn get_at(
     let mut ctx = GetContext::new(key, cfd.opts.merge_operator.as_deref());
     ctx.pin = pin;
     search(inner, sv, key, seq, opts, &mut ctx)?;
-    let r = ctx.finish();
-    if let Ok(Some(v)) = &r {
-        inner.stats.tickers.add(Ticker::BytesRead, v.len() as u64);
-    }
-    r
+    count_bytes_read(inner, ctx.finish())
 }
 
 /// [`get_at`] for a copying read: the value as an owned vector.
@@ -316,7 +312,15 @@ fn get_copied_at(
 ) -> Result<Option<Vec<u8>>> {
     let mut ctx = GetContext::new(key, cfd.opts.merge_operator.as_deref());
     search(inner, sv, key, seq, opts, &mut ctx)?;
-    let r = ctx.finish_copied();
+    count_bytes_read(inner, ctx.finish_copied())
+}
+
+/// Counts a found value's bytes as read.
+#[inline]
+fn count_bytes_read<V: std::ops::Deref<Target = [u8]>>(
+    inner: &DbInner,
+    r: Result<Option<V>>,
+) -> Result<Option<V>> {
     if let Ok(Some(v)) = &r {
         inner.stats.tickers.add(Ticker::BytesRead, v.len() as u64);
     }

@@ -545,10 +545,7 @@ impl Options {
         _refill_period_us: i64,
         _fairness: i32,
     ) {
-        self.rate_limiter = u64::try_from(rate_bytes_per_sec)
-            .ok()
-            .filter(|&r| r > 0)
-            .map(|r| Arc::new(crate::env::RateLimiter::new(r)));
+        self.rate_limiter = limiter(rate_bytes_per_sec, crate::env::RateLimiter::new);
     }
 
     /// [`Self::set_ratelimiter`] with an auto-tuned limiter: `rate_bytes_per_sec` is the
@@ -561,11 +558,16 @@ impl Options {
         _refill_period_us: i64,
         _fairness: i32,
     ) {
-        self.rate_limiter = u64::try_from(rate_bytes_per_sec)
-            .ok()
-            .filter(|&r| r > 0)
-            .map(|r| Arc::new(crate::env::RateLimiter::new_auto_tuned(r)));
+        self.rate_limiter = limiter(rate_bytes_per_sec, crate::env::RateLimiter::new_auto_tuned);
     }
+}
+
+/// A limiter made by `make` for a positive rate; none for 0 or less (no limit).
+fn limiter(
+    rate_bytes_per_sec: i64,
+    make: fn(u64) -> crate::env::RateLimiter,
+) -> Option<Arc<crate::env::RateLimiter>> {
+    u64::try_from(rate_bytes_per_sec).ok().filter(|&r| r > 0).map(|r| Arc::new(make(r)))
 }
 
 impl super::ReadOptions {

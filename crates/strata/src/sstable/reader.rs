@@ -695,13 +695,19 @@ impl TableReader {
     ) -> Result<Arc<Block>> {
         // Before the cache lookup: a handle past the blocks could name a cached filter.
         self.check_handle(handle)?;
-        if let Some(c) = &self.block_cache {
-            let key = CacheKey { owner: c.owner, file: self.cache_id, offset: handle.offset };
+        if let (Some(c), Some(key)) = (&self.block_cache, self.data_block_key(handle)) {
             if let Some(b) = c.cache.lookup(&key) {
                 return Ok(b);
             }
         }
         self.read_data_block_miss(handle, read, ahead)
+    }
+
+    /// The block cache's key of the data block at `handle` (None without a cache).
+    #[inline]
+    fn data_block_key(&self, handle: BlockHandle) -> Option<CacheKey> {
+        let c = self.block_cache.as_ref()?;
+        Some(CacheKey { owner: c.owner, file: self.cache_id, offset: handle.offset })
     }
 
     /// [`Self::read_data_block`] past a block cache miss: reads the block and inserts it
@@ -713,11 +719,7 @@ impl TableReader {
         read: ReadBlockOptions,
         ahead: Option<&mut Readahead>,
     ) -> Result<Arc<Block>> {
-        let key = self.block_cache.as_ref().map(|c| CacheKey {
-            owner: c.owner,
-            file: self.cache_id,
-            offset: handle.offset,
-        });
+        let key = self.data_block_key(handle);
         let b = Arc::new(self.load_block(handle, read.verify_checksums, ahead)?);
         if let (Some(c), Some(key), true) = (&self.block_cache, key, read.fill_cache) {
             c.cache.insert(key, b.clone(), b.memory_size(), Priority::Low);
