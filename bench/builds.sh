@@ -9,7 +9,8 @@
 #
 # Build the old binary from a worktree of the old commit, e.g.
 #   git worktree add /tmp/old <commit> && (cd /tmp/old && cargo build --release -p strata-bench)
-# Steps (16-byte keys, 100-byte values, snappy, 10 Bloom bits, 64 MiB cache, --seed=7):
+# Steps (16-byte keys, 100-byte values, snappy, 10 Bloom bits, 64 MiB fixed clock cache,
+# --seed=7):
 # fillrandom (fresh DB), overwrite (--num writes), waitforcompaction (untimed), readrandom,
 # seekrandom --seek_nexts=10, readwhilewriting with its writer at 2 MB/s. The read steps last
 # --duration seconds. Wall-clock figures are noisy on a shared machine: for a repeatable cost,
@@ -17,7 +18,7 @@
 set -euo pipefail
 
 if [ $# -lt 2 ]; then
-  sed -n '2,16p' "$0" >&2
+  sed -n '2,17p' "$0" >&2
   exit 2
 fi
 old_bin=$1 new_bin=$2
@@ -38,8 +39,10 @@ done
 out="${out:-$(mktemp -d /tmp/strata-builds.XXXXXX)}"
 mkdir -p "$out"
 : > "$out/results.tsv"
+# The cache is named explicitly: builds before the growing clock table read the default
+# `hyper_clock_cache` as the fixed table, later ones as the growing one (as RocksDB 11 does).
 common=(--num="$num" --key_size=16 --value_size=100 --compression_type=snappy --bloom_bits=10
-  --cache_size=67108864 --seed=7)
+  --cache_size=67108864 --cache_type=fixed_hyper_clock_cache --seed=7)
 
 # step LABEL BIN DB NAME FLAGS...: runs one step, appends "rep label step ops/s".
 step() {

@@ -36,7 +36,7 @@
 # Cache types: `lru_cache`; `fixed_hyper_clock_cache`, the clock cache with tables sized for
 # an estimated entry charge (cache_bench: -value_bytes; strata-bench: --block_size);
 # `auto_hyper_clock_cache`, the clock cache with growing tables. (The explicit names: RocksDB 11
-# reads a bare `hyper_clock_cache` as the growing table, Strata as the fixed one.) RocksDB needs
+# reads a bare `hyper_clock_cache` as the growing table, and so do both of ours.) RocksDB needs
 # strata-bench built with the rocksdb feature (done here unless --no-build; --engines strata
 # skips it). --lock runs each process under `flock FILE`; to keep other work off the machine for
 # the whole run, run the script itself under flock with --no-build after building.

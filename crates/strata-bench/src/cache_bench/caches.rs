@@ -95,15 +95,15 @@ pub(super) enum CacheKind {
 }
 
 impl CacheKind {
-    /// `-cache_type`: `lru_cache`, or a clock cache whose table is fixed (`hyper_clock_cache`,
-    /// `fixed_hyper_clock_cache`) or grows (`auto_hyper_clock_cache`). The same for both
-    /// engines. (RocksDB 11's own cache_bench and db_bench read `hyper_clock_cache` as the
-    /// growing table; this tool keeps the meaning it has had for Strata.)
+    /// `-cache_type`: `lru_cache`, or a clock cache whose table is fixed
+    /// (`fixed_hyper_clock_cache`) or grows (`auto_hyper_clock_cache`, and a bare
+    /// `hyper_clock_cache`, as RocksDB 11's own cache_bench and db_bench read it). The same for
+    /// both engines.
     pub(super) fn parse(cache_type: &str) -> Result<Self> {
         Ok(match cache_type {
             "lru_cache" => CacheKind::Lru,
-            "hyper_clock_cache" | "fixed_hyper_clock_cache" => CacheKind::FixedClock,
-            "auto_hyper_clock_cache" => CacheKind::AutoClock,
+            "fixed_hyper_clock_cache" => CacheKind::FixedClock,
+            "hyper_clock_cache" | "auto_hyper_clock_cache" => CacheKind::AutoClock,
             "clock_cache" => bail!("Old clock cache implementation has been removed."),
             _ => bail!("Cache type not supported."),
         })

@@ -23,11 +23,10 @@
 //! call per operation on RocksDB's side (its caches are virtual calls anyway).
 //!
 //! Caches (`-cache_type`, the same for both engines): `lru_cache` (high-priority pool ratio
-//! 0.5, as RocksDB's tool sets); `hyper_clock_cache` and `fixed_hyper_clock_cache`, a clock
-//! cache with fixed tables sized for `-value_bytes_estimate`, or `-value_bytes` when that is
-//! 0; `auto_hyper_clock_cache`, the same cache with tables that grow (no estimate). RocksDB 11's
-//! own tool reads `hyper_clock_cache` as the growing table: name `fixed_` or `auto_` to be
-//! unambiguous. RocksDB charges each entry's metadata to the capacity as well (its default
+//! 0.5, as RocksDB's tool sets); `fixed_hyper_clock_cache`, a clock cache with fixed tables
+//! sized for `-value_bytes_estimate`, or `-value_bytes` when that is 0;
+//! `auto_hyper_clock_cache` and a bare `hyper_clock_cache` (as RocksDB 11's own tool reads it),
+//! the same cache with tables that grow (no estimate). RocksDB charges each entry's metadata to the capacity as well (its default
 //! policy), so it holds slightly fewer entries at one `-cache_size`.
 //!
 //! Differences from RocksDB's tool: no latency histograms, stats thread, secondary cache or

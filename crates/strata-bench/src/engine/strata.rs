@@ -103,10 +103,10 @@ pub const HONOURED_FLAGS: &[&str] = &[
 ];
 
 /// The block cache `--cache_type`, `--cache_size`, `--cache_numshardbits` and
-/// `--cache_high_pri_pool_ratio` ask for (None without a cache). `hyper_clock_cache` and
-/// `fixed_hyper_clock_cache` size the clock table for entries of `--block_size` bytes (as
-/// db_bench does); `auto_hyper_clock_cache` too, since Strata has no automatically grown
-/// table (a note says so).
+/// `--cache_high_pri_pool_ratio` ask for (None without a cache). As RocksDB 11's db_bench:
+/// `fixed_hyper_clock_cache` sizes the clock table for entries of `--block_size` bytes;
+/// `auto_hyper_clock_cache` and a bare `hyper_clock_cache` (the default) get the table that
+/// grows as entries are inserted.
 pub fn block_cache(cfg: &Config) -> Result<Option<Cache>> {
     let f = &cfg.flags;
     if f.cache_size <= 0 {
@@ -126,8 +126,8 @@ pub fn block_cache(cfg: &Config) -> Result<Option<Cache>> {
             // As RocksDB: the fixed table is sized for --block_size entries; the automatic
             // one (estimate 0) grows.
             let estimate = match f.cache_type.as_str() {
-                "auto_hyper_clock_cache" => 0,
-                _ => usize::try_from(f.block_size)?,
+                "fixed_hyper_clock_cache" => usize::try_from(f.block_size)?,
+                _ => 0,
             };
             let mut o = HyperClockCacheOptions::new(capacity, estimate);
             o.num_shard_bits = num_shard_bits;
