@@ -285,14 +285,10 @@ mod tests {
         let mut it = DbIter::new(
             Box::new(VecIter::new(entries.to_vec())),
             DbIterOptions {
-                sequence: seq,
                 merge_operator: Some(op),
-                lower_bound: None,
-                upper_bound: None,
-                prefix_extractor: None,
-                pin: None,
                 range_dels: range_dels
                     .map(|r| crate::iterator::db_iter::RangeDelView::new(vec![(r.clone(), 0)])),
+                ..DbIterOptions::at(seq)
             },
         );
         let mut m = BTreeMap::new();

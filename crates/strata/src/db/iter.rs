@@ -178,18 +178,7 @@ pub(crate) fn new_db_iter(inner: &DbInner, cfd: &Cfd, ro: &ReadOptions) -> DbIte
 
 /// An iterator that yields nothing and reports `e` (a call given a bad family handle).
 pub(crate) fn error_iter(e: crate::error::Error) -> DbIter {
-    DbIter::new(
-        Box::new(crate::iterator::ErrorIterator::new(e)),
-        DbIterOptions {
-            sequence: SeqNo::ZERO,
-            merge_operator: None,
-            lower_bound: None,
-            upper_bound: None,
-            prefix_extractor: None,
-            pin: None,
-            range_dels: None,
-        },
-    )
+    DbIter::new(Box::new(crate::iterator::ErrorIterator::new(e)), DbIterOptions::at(SeqNo::ZERO))
 }
 
 /// The range tombstones of every table of the super version's version, sources numbered like

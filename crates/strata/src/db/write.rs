@@ -817,13 +817,7 @@ fn make_room_for_write(inner: &DbInner, wal: &mut WalState, batch_bytes: usize) 
                     kind
                 };
                 inner.bg_cv.wait_for(&mut st, Duration::from_millis(100));
-                let micros = started.elapsed().as_micros() as u64;
-                if counted == Some(kind) {
-                    inner.stats.add_stall_micros(micros);
-                } else {
-                    counted = Some(kind);
-                    inner.stats.record_stall(kind, micros);
-                }
+                count_stall(inner, &mut counted, kind, started);
             }
             continue;
         }
@@ -904,14 +898,20 @@ fn wait_for_budget(
     }
     let started = Instant::now();
     m.wait_for_room(Duration::from_millis(100));
+    count_stall(inner, counted, Stall::WriteBufferManager, started);
+    Ok(())
+}
+
+/// Counts a wait of kind `kind` begun at `started`: a new stall when the write's previous
+/// wait (`counted`) was of another kind (or none), else more time of the same stall.
+fn count_stall(inner: &DbInner, counted: &mut Option<Stall>, kind: Stall, started: Instant) {
     let micros = started.elapsed().as_micros() as u64;
-    if *counted == Some(Stall::WriteBufferManager) {
+    if *counted == Some(kind) {
         inner.stats.add_stall_micros(micros);
     } else {
-        *counted = Some(Stall::WriteBufferManager);
-        inner.stats.record_stall(Stall::WriteBufferManager, micros);
+        *counted = Some(kind);
+        inner.stats.record_stall(kind, micros);
     }
-    Ok(())
 }
 
 /// This DB's family with the largest non-empty mutable memtable, and whether it may be
@@ -935,13 +935,7 @@ fn wait_for_flush(inner: &DbInner, counted: &mut Option<Stall>) -> Result<()> {
         return Err(Error::ShutdownInProgress);
     }
     inner.bg_cv.wait_for(&mut st, Duration::from_millis(100));
-    let micros = started.elapsed().as_micros() as u64;
-    if *counted == Some(Stall::MemtableStop) {
-        inner.stats.add_stall_micros(micros);
-    } else {
-        *counted = Some(Stall::MemtableStop);
-        inner.stats.record_stall(Stall::MemtableStop, micros);
-    }
+    count_stall(inner, counted, Stall::MemtableStop, started);
     Ok(())
 }
 

@@ -117,6 +117,21 @@ pub(crate) struct DbIterOptions {
     pub range_dels: Option<RangeDelView>,
 }
 
+impl DbIterOptions {
+    /// Reads at `sequence`, with no merge operator, bounds, prefix mode, pin or tombstones.
+    pub(crate) fn at(sequence: SeqNo) -> Self {
+        DbIterOptions {
+            sequence,
+            merge_operator: None,
+            lower_bound: None,
+            upper_bound: None,
+            prefix_extractor: None,
+            pin: None,
+            range_dels: None,
+        }
+    }
+}
+
 /// Hidden entries of one user key stepped over one by one before the forward scan seeks past
 /// the rest of them (RocksDB's `max_sequential_skip_in_iterations`).
 const MAX_SEQUENTIAL_SKIPS: usize = 8;
@@ -644,18 +659,7 @@ mod tests {
         }
         entries.push((make_internal_key(b"b", SeqNo(1001), ValueType::Value), b"w".to_vec()));
         entries.sort_by(|x, y| compare_internal(&x.0, &y.0));
-        let mut it = DbIter::new(
-            Box::new(VecIter::new(entries)),
-            DbIterOptions {
-                sequence: SeqNo(2000),
-                merge_operator: None,
-                lower_bound: None,
-                upper_bound: None,
-                prefix_extractor: None,
-                pin: None,
-                range_dels: None,
-            },
-        );
+        let mut it = DbIter::new(Box::new(VecIter::new(entries)), DbIterOptions::at(SeqNo(2000)));
         it.seek_to_first();
         assert!(it.valid());
         assert_eq!(it.key(), b"a");
@@ -731,13 +735,10 @@ mod tests {
                     let mut it = DbIter::new(
                         Box::new(VecIter::new(entries.clone())),
                         DbIterOptions {
-                            sequence: SeqNo(snap),
                             merge_operator: Some(op.clone()),
                             lower_bound: lo.clone(),
                             upper_bound: hi.clone(),
-                            prefix_extractor: None,
-                            pin: None,
-                            range_dels: None,
+                            ..DbIterOptions::at(SeqNo(snap))
                         },
                     );
                     check_user_iterator(&mut it, &expect, round);
