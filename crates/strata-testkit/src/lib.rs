@@ -186,9 +186,14 @@ fn write_mode(rng: &mut StdRng) -> Options {
         use_direct_io_for_flush_and_compaction: rng.gen_bool(0.25),
         // Table writes handed to writeback as they grow, and paying a (generous) rate limit.
         bytes_per_sync: [0, 32 << 10][rng.gen_range(0..2)],
-        rate_limiter: rng
-            .gen_bool(0.25)
-            .then(|| std::sync::Arc::new(strata::env::RateLimiter::new(256 << 20))),
+        // Half of the limiters auto-tuned: their rate starts at half the ceiling and moves.
+        rate_limiter: rng.gen_bool(0.25).then(|| {
+            std::sync::Arc::new(if rng.gen_bool(0.5) {
+                strata::env::RateLimiter::new_auto_tuned(256 << 20)
+            } else {
+                strata::env::RateLimiter::new(256 << 20)
+            })
+        }),
         ..metadata_mode(rng)
     }
 }
@@ -295,7 +300,7 @@ pub fn describe_options(o: &Options) -> String {
         o.use_direct_reads,
         o.use_direct_io_for_flush_and_compaction,
         o.bytes_per_sync,
-        o.rate_limiter.as_ref().map(|r| r.bytes_per_sec()),
+        o.rate_limiter.as_ref().map(|r| (r.bytes_per_sec(), r.is_auto_tuned())),
         o.compaction_style,
         o.compaction_options_universal,
         o.compaction_options_tiered,
