@@ -2,6 +2,10 @@
 //! after restart. Writers own disjoint keys and write increasing values; the oracle keeps, per
 //! key, the last acknowledged value and the one in flight when the process died; after the
 //! restart each key holds one of those two (never an older value, never a lost ack).
+//! Odd writers write hashes instead of strings: field `v` holds the value, and each write to a
+//! key adds a new filler field, so with `--hash-max-listpack-entries 8` a hash starts compact
+//! (one entry) and converts to sub-keys after a few writes; kills land on either encoding and
+//! on conversions.
 
 mod common;
 use common::{Raw, Reply, Server};
@@ -17,7 +21,7 @@ type Oracle = Vec<Mutex<(u64, u64)>>;
 
 #[test]
 fn acknowledged_writes_survive_kill_9() {
-    let mut srv = Server::start(&["--appendfsync", "always"]);
+    let mut srv = Server::start(&["--appendfsync", "always", "--hash-max-listpack-entries", "8"]);
     let dir = srv.keep_dir();
     let port = srv.port;
     let oracle: Arc<Oracle> =
@@ -34,14 +38,27 @@ fn acknowledged_writes_survive_kill_9() {
                 seq += 1;
                 let k = w as u64 * KEYS_PER_WRITER + seq % KEYS_PER_WRITER;
                 oracle[k as usize].lock().unwrap().1 = seq;
-                let (key, val) = (format!("key{k}"), seq.to_string());
-                c.send_raw(&Raw::encode(&[b"SET", key.as_bytes(), val.as_bytes()]));
-                match c.try_read() {
-                    Some(Reply::Simple(s)) if s == "OK" => {
-                        oracle[k as usize].lock().unwrap().0 = seq;
-                    }
-                    _ => return,
+                let val = seq.to_string();
+                let acked = if w % 2 == 0 {
+                    let key = format!("key{k}");
+                    c.send_raw(&Raw::encode(&[b"SET", key.as_bytes(), val.as_bytes()]));
+                    matches!(c.try_read(), Some(Reply::Simple(s)) if s == "OK")
+                } else {
+                    let (key, filler) = (format!("hkey{k}"), format!("f{}", seq / KEYS_PER_WRITER));
+                    c.send_raw(&Raw::encode(&[
+                        b"HSET",
+                        key.as_bytes(),
+                        b"v",
+                        val.as_bytes(),
+                        filler.as_bytes(),
+                        b"x",
+                    ]));
+                    matches!(c.try_read(), Some(Reply::Int(_)))
+                };
+                if !acked {
+                    return;
                 }
+                oracle[k as usize].lock().unwrap().0 = seq;
             }
         }));
     }
@@ -54,19 +71,34 @@ fn acknowledged_writes_survive_kill_9() {
     }
     let acked: u64 = oracle.iter().map(|m| u64::from(m.lock().unwrap().0 > 0)).sum();
     assert!(acked > 0, "no write was acknowledged");
-    let srv = Server::start_in(dir.path(), &[]);
+    let srv = Server::start_in(dir.path(), &["--hash-max-listpack-entries", "8"]);
     let mut c = srv.raw();
+    let mut encodings = std::collections::BTreeSet::new();
+    for k in 0..WRITERS as u64 * KEYS_PER_WRITER {
+        if (k / KEYS_PER_WRITER) % 2 == 1 {
+            if let Reply::Bulk(e) = c.cmd(&["OBJECT", "ENCODING", &format!("hkey{k}")]) {
+                encodings.insert(String::from_utf8(e).unwrap());
+            }
+        }
+    }
+    assert!(encodings.contains("hashtable"), "no hash converted to sub-keys: {encodings:?}");
     let mut lost = 0;
     for (k, m) in oracle.iter().enumerate() {
         let (ack, pending) = *m.lock().unwrap();
-        let got = match c.cmd(&["GET", &format!("key{k}")]) {
+        let writer = k / KEYS_PER_WRITER as usize;
+        let read = if writer % 2 == 0 {
+            c.cmd(&["GET", &format!("key{k}")])
+        } else {
+            c.cmd(&["HGET", &format!("hkey{k}"), "v"])
+        };
+        let got = match read {
             Reply::Bulk(b) => String::from_utf8(b).unwrap().parse::<u64>().unwrap(),
             Reply::Null => 0,
             other => panic!("{other:?}"),
         };
         if got != ack && got != pending {
             lost += 1;
-            eprintln!("key{k}: acknowledged {ack}, in flight {pending}, found {got}");
+            eprintln!("key {k}: acknowledged {ack}, in flight {pending}, found {got}");
         }
     }
     assert_eq!(lost, 0, "acknowledged writes lost");
