@@ -39,7 +39,7 @@ fn acknowledged_writes_survive_kill_9() {
                 let k = w as u64 * KEYS_PER_WRITER + seq % KEYS_PER_WRITER;
                 oracle[k as usize].lock().unwrap().1 = seq;
                 let val = seq.to_string();
-                let acked = if w % 2 == 0 {
+                let acked = if w.is_multiple_of(2) {
                     let key = format!("key{k}");
                     c.send_raw(&Raw::encode(&[b"SET", key.as_bytes(), val.as_bytes()]));
                     matches!(c.try_read(), Some(Reply::Simple(s)) if s == "OK")
@@ -75,7 +75,7 @@ fn acknowledged_writes_survive_kill_9() {
     let mut c = srv.raw();
     let mut encodings = std::collections::BTreeSet::new();
     for k in 0..WRITERS as u64 * KEYS_PER_WRITER {
-        if (k / KEYS_PER_WRITER) % 2 == 1 {
+        if !(k / KEYS_PER_WRITER).is_multiple_of(2) {
             if let Reply::Bulk(e) = c.cmd(&["OBJECT", "ENCODING", &format!("hkey{k}")]) {
                 encodings.insert(String::from_utf8(e).unwrap());
             }
@@ -86,7 +86,7 @@ fn acknowledged_writes_survive_kill_9() {
     for (k, m) in oracle.iter().enumerate() {
         let (ack, pending) = *m.lock().unwrap();
         let writer = k / KEYS_PER_WRITER as usize;
-        let read = if writer % 2 == 0 {
+        let read = if writer.is_multiple_of(2) {
             c.cmd(&["GET", &format!("key{k}")])
         } else {
             c.cmd(&["HGET", &format!("hkey{k}"), "v"])
