@@ -41,9 +41,8 @@ fn pick_any(st: &mut super::DbState) -> Option<(Arc<Cfd>, CompactionPlan)> {
         let v = c.cfd.current_super_version().version.clone();
         pick(&v, &c.cfd.opts.picker_options(), &st.compacting, now).map(|p| (c.cfd.clone(), p))
     });
-    if let Some((_, p)) = &found {
-        mark_busy(&mut st.compacting, p);
-        st.running_compactions += 1;
+    if let Some((cfd, p)) = &found {
+        mark_busy(st, cfd.id, p);
     }
     found
 }
@@ -80,8 +79,34 @@ fn compaction_loop(inner: &DbInner) {
     }
 }
 
-fn mark_busy(busy: &mut std::collections::HashSet<FileNumber>, plan: &CompactionPlan) {
-    busy.extend(plan.all_inputs().map(|(_, f)| f.number));
+/// Counts `plan` (of family `cf`) as running: its inputs busy, its output level and range
+/// recorded.
+fn mark_busy(
+    st: &mut super::DbState,
+    cf: crate::column_family::ColumnFamilyId,
+    plan: &CompactionPlan,
+) {
+    st.compacting.extend(plan.all_inputs().map(|(_, f)| f.number));
+    let mut inputs = plan.all_inputs().map(|(_, f)| f);
+    if let Some(first) = inputs.next() {
+        let (mut smallest, mut largest) = (&first.smallest, &first.largest);
+        for f in inputs {
+            if compare_internal(&f.smallest, smallest) == std::cmp::Ordering::Less {
+                smallest = &f.smallest;
+            }
+            if compare_internal(&f.largest, largest) == std::cmp::Ordering::Greater {
+                largest = &f.largest;
+            }
+        }
+        st.compaction_outputs.push(super::CompactionOutput {
+            cf,
+            level: plan.output_level,
+            smallest: smallest.clone(),
+            largest: largest.clone(),
+            input: first.number,
+        });
+    }
+    st.running_compactions += 1;
 }
 
 /// Releases the plan's files, records an error, removes obsolete files, then stops counting
@@ -92,6 +117,9 @@ fn finish(inner: &DbInner, plan: &CompactionPlan, result: Result<()>) {
         let mut st = inner.state.lock();
         for (_, f) in plan.all_inputs() {
             st.compacting.remove(&f.number);
+        }
+        if let Some((_, first)) = plan.all_inputs().next() {
+            st.compaction_outputs.retain(|o| o.input != first.number);
         }
         match &result {
             // Abandoned because the DB is closing or the family was dropped: the inputs are
@@ -404,8 +432,7 @@ fn wait_for_plan(
         let v = cfd.current_super_version().version.clone();
         if let Some(p) = f(&v, &st.compacting) {
             if let Some(plan) = &p {
-                mark_busy(&mut st.compacting, plan);
-                st.running_compactions += 1;
+                mark_busy(&mut st, cfd.id, plan);
             }
             return Ok(p);
         }

@@ -23,8 +23,9 @@
 //! `last_sequence + 1` (one for the whole call; refused when `allow_global_seqno` is false):
 //! newer than everything, so it goes to the deepest level such that no level from L0 down
 //! to it holds an overlapping file (leveled style), or to L0 (universal, FIFO and tiered,
-//! whose runs are ordered by age). A level that a running compaction may write keys of the
-//! file's range into is not chosen (its output could otherwise overlap the file there).
+//! whose runs are ordered by age). A level a running compaction writes its output into is not
+//! chosen when the file overlaps the key range of that compaction's inputs (its output files
+//! span that range, so they could overlap the file there even where no input does).
 //!
 //! The global seqno is recorded in the file's MANIFEST record (`GlobalSeqno`,
 //! `docs/format/manifest.md`); the file itself is never rewritten. Table readers opened for
@@ -327,20 +328,21 @@ fn install(
         let version = cfd.current_super_version().version.clone();
         let next = SeqNo(wal.last_sequence.0 + 1);
         let snapshots_live = opts.snapshot_consistency && inner.snapshots.count() > 0;
-        let busy: Vec<(usize, &Arc<crate::version::levels::TableFile>)> =
-            version.files().filter(|(_, t)| st.compacting.contains(&t.number)).collect();
+        let writing: Vec<&super::CompactionOutput> =
+            st.compaction_outputs.iter().filter(|o| o.cf == cfd.id).collect();
         let mut edit = VersionEdit { column_family: cfd.id, ..VersionEdit::default() };
         let mut global = SeqNo::ZERO;
         let data_time = super::info_log::now_micros() / 1_000_000;
         for (f, p) in files.iter().zip(placed) {
-            // A level below the highest level of a running compaction over the file's
-            // range may receive that compaction's output there.
-            let busy_from = busy
-                .iter()
-                .filter(|(_, t)| f.overlaps(user_key(&t.smallest), &t.largest))
-                .map(|(l, _)| *l)
-                .min();
-            let free = |level: usize| level == 0 || busy_from.is_none_or(|b| level < b);
+            // A running compaction writes output files anywhere in its inputs' key range at
+            // its output level, even where no input file overlaps this file: such a level
+            // would end up with overlapping files. L0 allows overlap.
+            let free = |level: usize| {
+                level == 0
+                    || !writing
+                        .iter()
+                        .any(|o| o.level == level && f.overlaps(user_key(&o.smallest), &o.largest))
+            };
             let last = version.levels.len() - 1;
             let overlaps_any = (0..=last).any(|l| overlaps_level(&version, l, f));
             let (level, seq) = if !overlaps_any && !snapshots_live && free(last) {

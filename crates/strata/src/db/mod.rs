@@ -141,11 +141,27 @@ pub(crate) struct DbState {
     pub shutting_down: bool,
     /// Table files that are inputs of a running compaction.
     pub compacting: std::collections::HashSet<FileNumber>,
+    /// Where each running compaction writes: its output level and the key range of all its
+    /// inputs (its output files lie within it). Ingestion places no file there.
+    pub compaction_outputs: Vec<CompactionOutput>,
     pub running_compactions: usize,
     /// Manual compactions in progress; automatic picking pauses meanwhile.
     pub manual_compactions: usize,
     /// Tables compacted away, deleted once no live version references them.
     pub obsolete_tables: Vec<FileNumber>,
+}
+
+/// The level and key range a running compaction writes its output into.
+#[derive(Clone, Debug)]
+pub(crate) struct CompactionOutput {
+    pub cf: ColumnFamilyId,
+    pub level: usize,
+    /// Smallest and largest internal key over every input file.
+    pub smallest: Vec<u8>,
+    pub largest: Vec<u8>,
+    /// One input file of the compaction, which names it while it runs (no two running
+    /// compactions share an input).
+    pub input: FileNumber,
 }
 
 /// State guarded by `DbInner::wal`: owned by the write leader.

@@ -524,6 +524,7 @@ fn assemble(mut p: Parts<'_>) -> DbInner {
         bg_error: None,
         shutting_down: false,
         compacting: std::collections::HashSet::new(),
+        compaction_outputs: Vec::new(),
         running_compactions: 0,
         manual_compactions: 0,
         obsolete_tables: Vec::new(),

@@ -406,7 +406,21 @@ impl VersionSet {
         }
         let before = (self.families.clone(), self.max_column_family, self.log_number);
         let levels = move |_: &str| num_levels;
-        self.apply_families(edit, &levels)?;
+        if let Err(e) = self.apply_families(edit, &levels) {
+            (self.families, self.max_column_family, self.log_number) = before;
+            // An edit the running DB made that would break an invariant: refused before any
+            // byte of it reaches the MANIFEST, named by where it would have gone.
+            let manifest = manifest_path(&self.dir, self.manifest_number);
+            let offset = self.manifest.as_ref().map_or(0, LogWriter::file_size);
+            return Err(match e {
+                Error::Corruption { reason, .. } => Error::corruption(
+                    manifest,
+                    offset,
+                    format!("version edit refused, nothing written: {reason}"),
+                ),
+                other => other,
+            });
+        }
         if let Some(n) = edit.log_number {
             self.log_number = n;
         }
