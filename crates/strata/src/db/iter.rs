@@ -15,7 +15,7 @@ use crate::range_del::FragmentedTombstones;
 use crate::sstable::table_cache::TableCache;
 use crate::sstable::ReadBlockOptions;
 use crate::types::SeqNo;
-use crate::version::level_iter::LevelIterator;
+use crate::version::level_iter::{LevelFiles, LevelIterator};
 
 /// Where a [`DbIterator`] starts and which way it goes.
 #[derive(Clone, Copy, Debug)]
@@ -112,7 +112,10 @@ fn build_iter(
         fill_cache: ro.fill_cache,
         readahead_size: ro.readahead_size,
     };
-    let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+    let levels = &sv.version.levels;
+    let tables = levels.first().map_or(0, Vec::len) + levels.len();
+    let mut children: Vec<Box<dyn InternalIterator>> =
+        Vec::with_capacity(1 + sv.imm.len() + tables);
     children.push(Box::new(sv.mem.iter()));
     for m in &sv.imm {
         children.push(Box::new(m.iter()));
@@ -130,18 +133,21 @@ fn build_iter(
                 }
             }
         } else {
-            children.push(Box::new(LevelIterator::new(files.clone(), table_cache.clone(), rb)));
+            let files = LevelFiles::OfVersion(sv.version.clone(), level);
+            children.push(Box::new(LevelIterator::over(files, table_cache.clone(), rb)));
         }
     }
     // Children: 0 = active memtable, 1.. = immutables newest first, then the tables.
+    // Only sources with tombstones: most iterators then allocate no list at all.
     let mut lists = Vec::new();
     for (i, m) in std::iter::once(&sv.mem).chain(sv.imm.iter()).enumerate() {
-        if let Some(f) = m.fragmented_range_tombstones() {
+        if let Some(f) = m.fragmented_range_tombstones().filter(|f| !f.is_empty()) {
             lists.push((f, i));
         }
     }
     if open_error.is_none() {
         match version_range_dels(table_cache, &sv) {
+            Ok(f) if f.is_empty() => {}
             Ok(f) => lists.push((f, 1 + sv.imm.len())),
             Err(e) => open_error = Some(e),
         }

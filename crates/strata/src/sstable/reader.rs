@@ -460,7 +460,8 @@ impl TableReader {
         if self.global_seqno != SeqNo::ZERO {
             return self.get_remapped(lookup_ikey, read, &mut f);
         }
-        self.get_stored(lookup_ikey, read, &mut f)
+        // By value: a `&mut` here would make every entry a call through `&mut F`.
+        self.get_stored(lookup_ikey, read, f)
     }
 
     /// [`Self::get_in_blocks`] for a table with a global sequence number (an ingested one):
@@ -486,6 +487,7 @@ impl TableReader {
     }
 
     /// `get` over the entries as stored.
+    #[inline]
     fn get_stored(
         &self,
         lookup_ikey: &[u8],
@@ -544,6 +546,7 @@ impl TableReader {
     }
 
     /// Scans data blocks from the (positioned) `index` entry on; true when `f` stopped.
+    #[inline]
     fn get_with(
         &self,
         index: &mut BlockIter,

@@ -9,10 +9,30 @@ use crate::iterator::InternalIterator;
 use crate::key::compare_internal;
 use crate::sstable::table_cache::TableCache;
 use crate::sstable::ReadBlockOptions;
-use crate::version::levels::TableFile;
+use crate::version::levels::{TableFile, Version};
+
+/// The files a [`LevelIterator`] walks: a level of a version it keeps alive (a user
+/// iterator: one reference count per level, not one per file), or a list of its own (a
+/// compaction's inputs).
+pub(crate) enum LevelFiles {
+    OfVersion(Arc<Version>, usize),
+    Owned(Vec<Arc<TableFile>>),
+}
+
+impl std::ops::Deref for LevelFiles {
+    type Target = [Arc<TableFile>];
+
+    #[inline]
+    fn deref(&self) -> &[Arc<TableFile>] {
+        match self {
+            LevelFiles::OfVersion(v, level) => &v.levels[*level],
+            LevelFiles::Owned(files) => files,
+        }
+    }
+}
 
 pub(crate) struct LevelIterator {
-    files: Vec<Arc<TableFile>>,
+    files: LevelFiles,
     tables: Arc<TableCache>,
     read: ReadBlockOptions,
     /// Index of the file `current` iterates.
@@ -27,6 +47,10 @@ impl LevelIterator {
         tables: Arc<TableCache>,
         read: ReadBlockOptions,
     ) -> Self {
+        Self::over(LevelFiles::Owned(files), tables, read)
+    }
+
+    pub fn over(files: LevelFiles, tables: Arc<TableCache>, read: ReadBlockOptions) -> Self {
         LevelIterator { files, tables, read, index: 0, current: None, error: None }
     }
 
