@@ -3,6 +3,11 @@
 use clap::Parser;
 use std::io::Write as _;
 
+/// See the `mimalloc` feature in Cargo.toml.
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let flags = strata_server::config::Flags::parse();
     let cfg = match strata_server::config::Config::resolve(flags) {

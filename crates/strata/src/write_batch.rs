@@ -476,7 +476,7 @@ fn corrupt(offset: usize, reason: impl fmt::Display) -> Error {
 /// reader's start) of the record's tag and the reason.
 fn decode_record<'a>(r: &mut Reader<'a>) -> std::result::Result<BatchRecord<'a>, (usize, String)> {
     let at = r.position();
-    let tag = r.u8().ok_or((at, "missing record tag".to_string()))?;
+    let tag = r.u8().ok_or_else(|| (at, "missing record tag".to_string()))?;
     let cf = if tag & CF_TAG_BIT != 0 {
         r.varint32().ok_or_else(|| (at, format!("bad column family id after tag {tag}")))?
     } else {
