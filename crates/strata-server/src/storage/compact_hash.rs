@@ -102,17 +102,30 @@ fn take_chunk(b: &[u8]) -> Option<(&[u8], &[u8])> {
     Some((b.get(4..end)?, b.get(end..)?))
 }
 
+/// The pair count at the head of `payload` (None if it is too short to state one).
+fn stated_count(payload: &[u8]) -> Option<u32> {
+    Some(u32::from_le_bytes(payload.get(..4)?.try_into().ok()?))
+}
+
 /// The pairs of `payload` (a validated one; a malformed one ends early).
 pub fn iter(payload: &[u8]) -> Pairs<'_> {
-    match payload.get(..4).and_then(|c| c.try_into().ok()) {
-        Some(c) => Pairs { rest: &payload[4..], left: u32::from_le_bytes(c) },
+    match stated_count(payload) {
+        Some(left) => Pairs { rest: &payload[4..], left },
         None => Pairs { rest: &[], left: 0 },
     }
 }
 
 /// The pair count a payload states (0 if it is too short to state one).
 pub fn count(payload: &[u8]) -> u64 {
-    payload.get(..4).and_then(|c| c.try_into().ok()).map_or(0, |c| u64::from(u32::from_le_bytes(c)))
+    stated_count(payload).map_or(0, u64::from)
+}
+
+/// Appends one pair's encoding (`len | field | len | value`) to `out`.
+fn push_pair(out: &mut Vec<u8>, f: &[u8], v: &[u8]) {
+    out.extend_from_slice(&(f.len() as u32).to_le_bytes());
+    out.extend_from_slice(f);
+    out.extend_from_slice(&(v.len() as u32).to_le_bytes());
+    out.extend_from_slice(v);
 }
 
 /// The value of `field` in `payload`.
@@ -138,10 +151,7 @@ pub fn encode(pairs: &BTreeMap<&[u8], &[u8]>) -> Vec<u8> {
     let mut out = Vec::with_capacity(4 + bytes);
     out.extend_from_slice(&(pairs.len() as u32).to_le_bytes());
     for (f, v) in pairs {
-        out.extend_from_slice(&(f.len() as u32).to_le_bytes());
-        out.extend_from_slice(f);
-        out.extend_from_slice(&(v.len() as u32).to_le_bytes());
-        out.extend_from_slice(v);
+        push_pair(&mut out, f, v);
     }
     out
 }
@@ -183,10 +193,7 @@ pub fn apply(payload: &[u8], edits: &[Edit], limits: &Limits) -> Option<(Vec<u8>
     let mut count = 0usize;
     let mut push = |out: &mut Vec<u8>, f: &[u8], v: &[u8]| {
         count += 1;
-        out.extend_from_slice(&(f.len() as u32).to_le_bytes());
-        out.extend_from_slice(f);
-        out.extend_from_slice(&(v.len() as u32).to_le_bytes());
-        out.extend_from_slice(v);
+        push_pair(out, f, v);
         count <= max_entries && f.len() <= max_len && v.len() <= max_len
     };
     let mut old = iter(payload).peekable();
@@ -222,9 +229,8 @@ pub fn apply(payload: &[u8], edits: &[Edit], limits: &Limits) -> Option<(Vec<u8>
 /// Checks every invariant of `payload`; returns its number of pairs, or what is wrong (with
 /// the byte offset, counted from the payload's start).
 pub fn validate(payload: &[u8]) -> Result<u64, String> {
-    let count = match payload.get(..4).and_then(|c| <[u8; 4]>::try_from(c).ok()) {
-        Some(c) => u32::from_le_bytes(c),
-        None => return Err(format!("compact hash of {} bytes, expected a count", payload.len())),
+    let Some(count) = stated_count(payload) else {
+        return Err(format!("compact hash of {} bytes, expected a count", payload.len()));
     };
     let mut at = 4;
     let mut prev: Option<&[u8]> = None;

@@ -24,6 +24,7 @@
 
 use parking_lot::Mutex;
 use std::cell::RefCell;
+use std::collections::hash_map::Entry;
 use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
@@ -107,10 +108,11 @@ impl Default for MetaCache {
     }
 }
 
-/// A write noted by this thread: the key, the entry put (`None`: deleted, or not to be
-/// cached) and its shard's generation when noted.
+/// A write noted by this thread: the key and its hash, the entry put (`None`: deleted, or not
+/// to be cached) and its shard's generation when noted.
 struct Noted {
     key: Vec<u8>,
+    hash: u64,
     raw: Option<Vec<u8>>,
     generation: u64,
 }
@@ -123,8 +125,12 @@ impl MetaCache {
     /// `key`'s hash and shard.
     fn slot(&self, key: &[u8]) -> (u64, &Mutex<Shard>) {
         let h = xxhash_rust::xxh3::xxh3_64_with_seed(key, self.seed);
-        // The high bits pick the shard; the map uses all of them.
-        (h, &self.shards[(h >> 58) as usize % SHARDS])
+        (h, self.shard_of(h))
+    }
+
+    /// The shard of a key of hash `h`: its high bits pick it; the map uses all of them.
+    fn shard_of(&self, h: u64) -> &Mutex<Shard> {
+        &self.shards[(h >> 58) as usize % SHARDS]
     }
 
     /// The cached raw entry of `key`, or the shard generation to pass to [`MetaCache::fill`].
@@ -160,9 +166,10 @@ impl MetaCache {
     /// Records that this thread's batch being built writes the metadata of `key`: `raw`, or
     /// a deletion (`None`).
     pub fn note_write(&self, key: &[u8], raw: Option<Vec<u8>>) {
-        let generation = self.generation(key);
+        let (hash, shard) = self.slot(key);
+        let generation = shard.lock().generation;
         let raw = raw.filter(|r| r.len() <= MAX_ENTRY);
-        NOTED.with(|n| n.borrow_mut().push(Noted { key: key.to_vec(), raw, generation }));
+        NOTED.with(|n| n.borrow_mut().push(Noted { key: key.to_vec(), hash, raw, generation }));
     }
 
     /// Caches `raw` for `key`, read from the engine after [`MetaCache::get`] returned
@@ -185,12 +192,13 @@ impl MetaCache {
     pub fn invalidate_noted(&self, written: bool) {
         let noted = NOTED.with(|n| std::mem::take(&mut *n.borrow_mut()));
         for w in noted {
-            let (h, shard) = self.slot(&w.key);
-            let mut s = shard.lock();
+            let h = w.hash;
+            let mut s = self.shard_of(h).lock();
             let through = written && s.generation == w.generation;
             s.generation += 1;
-            if s.map.get(&h).is_some_and(|(k, _)| *k == w.key) {
-                if let Some((k, old)) = s.map.remove(&h) {
+            if let Entry::Occupied(e) = s.map.entry(h) {
+                if e.get().0 == w.key {
+                    let (k, old) = e.remove();
                     s.bytes -= charge(&k, &old);
                 }
             }

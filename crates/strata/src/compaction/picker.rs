@@ -250,7 +250,10 @@ pub(crate) fn level_scores(
     scores
 }
 
-fn range_of<'a>(files: impl Iterator<Item = &'a Arc<TableFile>>) -> Option<(Vec<u8>, Vec<u8>)> {
+/// The smallest and largest internal key over `files` (None when there are none).
+pub(crate) fn range_of<'a>(
+    files: impl Iterator<Item = &'a Arc<TableFile>>,
+) -> Option<(Vec<u8>, Vec<u8>)> {
     let mut lo: Option<&[u8]> = None;
     let mut hi: Option<&[u8]> = None;
     for f in files {

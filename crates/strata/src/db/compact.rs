@@ -8,7 +8,7 @@ use std::thread::JoinHandle;
 use super::{Cfd, DbInner};
 use crate::compaction::job::{run_job, JobEnv};
 use crate::compaction::picker::{
-    level_targets, overlapping, plan_for, CompactionPlan, PickContext,
+    level_targets, overlapping, plan_for, range_of, CompactionPlan, PickContext,
 };
 use crate::compaction::{now_secs, pick};
 use crate::error::{Error, Result};
@@ -87,23 +87,16 @@ fn mark_busy(
     plan: &CompactionPlan,
 ) {
     st.compacting.extend(plan.all_inputs().map(|(_, f)| f.number));
-    let mut inputs = plan.all_inputs().map(|(_, f)| f);
-    if let Some(first) = inputs.next() {
-        let (mut smallest, mut largest) = (&first.smallest, &first.largest);
-        for f in inputs {
-            if compare_internal(&f.smallest, smallest) == std::cmp::Ordering::Less {
-                smallest = &f.smallest;
-            }
-            if compare_internal(&f.largest, largest) == std::cmp::Ordering::Greater {
-                largest = &f.largest;
-            }
-        }
+    let first = plan.all_inputs().next().map(|(_, f)| f.number);
+    if let (Some(input), Some((smallest, largest))) =
+        (first, range_of(plan.all_inputs().map(|(_, f)| f)))
+    {
         st.compaction_outputs.push(super::CompactionOutput {
             cf,
             level: plan.output_level,
-            smallest: smallest.clone(),
-            largest: largest.clone(),
-            input: first.number,
+            smallest,
+            largest,
+            input,
         });
     }
     st.running_compactions += 1;

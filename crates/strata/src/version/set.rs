@@ -405,9 +405,12 @@ impl VersionSet {
             edit.max_column_family = Some(self.max_column_family.max(edit.column_family));
         }
         let before = (self.families.clone(), self.max_column_family, self.log_number);
+        let restore = |vs: &mut VersionSet| {
+            (vs.families, vs.max_column_family, vs.log_number) = before.clone();
+        };
         let levels = move |_: &str| num_levels;
         if let Err(e) = self.apply_families(edit, &levels) {
-            (self.families, self.max_column_family, self.log_number) = before;
+            restore(self);
             // An edit the running DB made that would break an invariant: refused before any
             // byte of it reaches the MANIFEST, named by where it would have gone.
             let manifest = manifest_path(&self.dir, self.manifest_number);
@@ -424,9 +427,6 @@ impl VersionSet {
         if let Some(n) = edit.log_number {
             self.log_number = n;
         }
-        let restore = |vs: &mut VersionSet| {
-            (vs.families, vs.max_column_family, vs.log_number) = before.clone();
-        };
         let roll = self.manifest.as_ref().is_none_or(|m| m.file_size() > MAX_MANIFEST_SIZE);
         if roll {
             // The snapshot includes this edit: it is installed above.
