@@ -3,7 +3,8 @@
 
 use anyhow::Result;
 
-use super::Relative;
+use super::{median_of, Relative, Step};
+use crate::io::IoColumns;
 
 type Rgb = [u8; 3];
 
@@ -148,7 +149,8 @@ impl BarChart {
         let group_w = (longest * 8 + 24).max(n_ser * 34 + 20);
         let (left, right, top, bottom) = (90i64, 30i64, 70i64, 90i64);
         let plot_h = 400i64;
-        let width = left + right + n_cat * group_w;
+        // Wide enough for the title too.
+        let width = (left + right + n_cat * group_w).max(Canvas::text_width(&self.title, 2) + 20);
         let height = top + plot_h + bottom;
         let mut c = Canvas::new(width as usize, height as usize);
         c.text((width - Canvas::text_width(&self.title, 2)) / 2, 16, &self.title, 2, BLACK);
@@ -275,6 +277,94 @@ pub fn qps_chart(rel: &Relative) -> BarChart {
     }
 }
 
+/// Whether a step's benchmark reads the DB (point reads or scans): the steps whose IO
+/// efficiency and reads per operation mean something.
+pub fn is_read_step(st: &Step) -> bool {
+    ["read", "seek", "multiread", "fwdrange", "revrange"].iter().any(|p| st.bench.starts_with(p))
+}
+
+/// A chart of one figure of the steps' `I/O:` lines.
+pub struct IoChartSpec {
+    /// The PNG file's name in the report directory.
+    pub file: &'static str,
+    pub title: &'static str,
+    pub y_label: &'static str,
+    /// The steps charted.
+    pub keep: fn(&Step) -> bool,
+    /// The figure.
+    pub figure: fn(&IoColumns) -> Option<f64>,
+    /// A dashed reference line (io_eff's physical limit, 1.0).
+    pub reference: Option<f64>,
+}
+
+/// The I/O charts of a report.
+pub const IO_CHARTS: [IoChartSpec; 3] = [
+    IoChartSpec {
+        file: "io_eff.png",
+        title: "IO efficiency of read steps: read IOPS / fio's (median)",
+        y_label: "io_eff",
+        keep: is_read_step,
+        figure: |c| c.io_eff,
+        reference: Some(1.0),
+    },
+    IoChartSpec {
+        file: "reads_per_op.png",
+        title: "Storage reads per operation of read steps (median)",
+        y_label: "reads / op",
+        keep: is_read_step,
+        figure: |c| c.rpo,
+        reference: None,
+    },
+    IoChartSpec {
+        file: "write_mbps.png",
+        title: "Storage writes, MB/s (median)",
+        y_label: "MB/s",
+        keep: |_| true,
+        figure: |c| c.wmbps,
+        reference: None,
+    },
+];
+
+/// The chart `spec` over `steps`, per step (test name, which carries the suite's mode) and
+/// engine: the median over the repetitions, one bar per engine, Strata first. Steps where no
+/// engine has the figure are left out; `None` when no step has it.
+pub fn io_chart(steps: &[Step], spec: &IoChartSpec) -> Option<BarChart> {
+    let (keep, figure) = (spec.keep, spec.figure);
+    let value = |st: &Step| if keep(st) { st.result.io.as_ref().and_then(figure) } else { None };
+    let mut tests: Vec<&str> = Vec::new();
+    let mut engines: Vec<&str> = Vec::new();
+    for st in steps.iter().filter(|st| value(st).is_some()) {
+        if !tests.contains(&st.test.as_str()) {
+            tests.push(&st.test);
+        }
+        if !engines.contains(&st.engine.as_str()) {
+            engines.push(&st.engine);
+        }
+    }
+    if tests.is_empty() {
+        return None;
+    }
+    // Strata first, so it takes the first colour as in the other charts.
+    engines.sort_by_key(|e| *e != "strata");
+    let median = |t: &str, e: &str| -> Option<f64> {
+        let v: Vec<f64> =
+            steps.iter().filter(|st| st.test == t && st.engine == e).filter_map(value).collect();
+        median_of(&v)
+    };
+    Some(BarChart {
+        title: spec.title.into(),
+        y_label: spec.y_label.into(),
+        categories: tests.iter().map(|t| (*t).to_string()).collect(),
+        series: engines
+            .iter()
+            .map(|e| ((*e).to_string(), tests.iter().map(|t| median(t, e)).collect()))
+            .collect(),
+        reference: spec.reference,
+        log_scale: false,
+        label_precision: 2,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -298,5 +388,59 @@ mod tests {
         assert!(colored > 1000, "{colored}");
         let png = c.to_png().expect("png");
         assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    }
+
+    fn io_step(engine: &str, test: &str, rep: &str, io_eff: Option<f64>) -> Step {
+        let result = super::super::StepResult {
+            io: Some(IoColumns { io_eff, rpo: Some(1.0), ..IoColumns::default() }),
+            ..Default::default()
+        };
+        Step {
+            engine: engine.into(),
+            test: test.into(),
+            bench: test.into(),
+            log: String::new(),
+            du_kb: None,
+            usage: None,
+            job_id: rep.into(),
+            githash: String::new(),
+            mode: "iodir".into(),
+            result,
+        }
+    }
+
+    #[test]
+    fn io_chart_takes_medians_per_step_and_engine_strata_first() {
+        let steps = vec![
+            io_step("rocksdb", "readrandom.iodir", "r1", Some(0.5)),
+            io_step("strata", "readrandom.iodir", "r1", Some(0.9)),
+            io_step("strata", "readrandom.iodir", "r2", Some(0.7)),
+            io_step("strata", "readrandom.iodir", "r3", Some(0.8)),
+            io_step("rocksdb", "overwrite.iodir", "r1", None),
+            io_step("strata", "overwrite.iodir", "r1", None),
+        ];
+        let spec = |keep: fn(&Step) -> bool, figure: fn(&IoColumns) -> Option<f64>| IoChartSpec {
+            file: "x.png",
+            title: "t",
+            y_label: "y",
+            keep,
+            figure,
+            reference: None,
+        };
+        let all = |_: &Step| true;
+        let c = io_chart(&steps, &spec(all, |c| c.io_eff)).expect("a chart");
+        // overwrite has no io_eff on either engine: not a category.
+        assert_eq!(c.categories, vec!["readrandom.iodir".to_string()]);
+        assert_eq!(
+            c.series,
+            vec![("strata".to_string(), vec![Some(0.8)]), ("rocksdb".to_string(), vec![Some(0.5)])]
+        );
+        let rpo = io_chart(&steps, &spec(all, |c| c.rpo)).expect("a chart");
+        assert_eq!(rpo.categories.len(), 2);
+        let reads = io_chart(&steps, &spec(is_read_step, |c| c.rpo)).expect("a chart");
+        assert_eq!(reads.categories, vec!["readrandom.iodir".to_string()]);
+        assert!(io_chart(&steps, &spec(all, |c| c.wps)).is_none());
+        assert_eq!(IO_CHARTS.map(|s| s.file), ["io_eff.png", "reads_per_op.png", "write_mbps.png"]);
+        assert!(c.to_png().is_ok());
     }
 }

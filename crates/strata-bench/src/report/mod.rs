@@ -622,6 +622,11 @@ pub fn write_reports(dir: &Path) -> Result<Vec<String>> {
     if !rel.baselines().is_empty() {
         put("relative_qps.png", &chart::relative_chart(&rel).to_png()?)?;
     }
+    for spec in &chart::IO_CHARTS {
+        if let Some(c) = chart::io_chart(&steps, spec) {
+            put(spec.file, &c.to_png()?)?;
+        }
+    }
     Ok(written)
 }
 

@@ -495,25 +495,36 @@ impl TableReader {
         mut f: impl FnMut(&Arc<Block>, &[u8], &[u8]) -> bool,
     ) -> Result<()> {
         let index_block = self.index_block()?;
-        let (index_buf, data_buf) = GET_KEY_BUFFERS.take();
-        let mut index = BlockIter::with_key_buffer(index_block, index_buf);
-        let mut data_buf = Some(data_buf);
-        let mut data: Option<BlockIter> = None;
-        let r = if self.partitioned {
-            self.get_partitioned(&mut index, &mut data, &mut data_buf, lookup_ikey, *read, &mut f)
-        } else {
-            index.seek(lookup_ikey);
-            self.get_with(&mut index, &mut data, &mut data_buf, lookup_ikey, *read, &mut f)
-                .map(|_| ())
-        };
-        let data_buf = data.map(BlockIter::into_key_buffer).or(data_buf).unwrap_or_default();
-        let index_buf = index.into_key_buffer();
-        if index_buf.capacity() <= MAX_REUSED_KEY_BUFFER
-            && data_buf.capacity() <= MAX_REUSED_KEY_BUFFER
-        {
-            GET_KEY_BUFFERS.set((index_buf, data_buf));
-        }
-        r
+        // One thread-local access for the whole lookup: the buffers are taken out of the cell
+        // (a nested `get` from `f` finds it empty) and put back at the end.
+        GET_KEY_BUFFERS.with(|cell| {
+            let (index_buf, data_buf) = cell.take();
+            let mut index = BlockIter::with_key_buffer(index_block, index_buf);
+            let mut data_buf = Some(data_buf);
+            let mut data: Option<BlockIter> = None;
+            let r = if self.partitioned {
+                self.get_partitioned(
+                    &mut index,
+                    &mut data,
+                    &mut data_buf,
+                    lookup_ikey,
+                    *read,
+                    &mut f,
+                )
+            } else {
+                index.seek(lookup_ikey);
+                self.get_with(&mut index, &mut data, &mut data_buf, lookup_ikey, *read, &mut f)
+                    .map(|_| ())
+            };
+            let data_buf = data.map(BlockIter::into_key_buffer).or(data_buf).unwrap_or_default();
+            let index_buf = index.into_key_buffer();
+            if index_buf.capacity() <= MAX_REUSED_KEY_BUFFER
+                && data_buf.capacity() <= MAX_REUSED_KEY_BUFFER
+            {
+                cell.set((index_buf, data_buf));
+            }
+            r
+        })
     }
 
     /// `get` over a partitioned index: `top` is the top-level index; each partition from the
@@ -670,16 +681,23 @@ impl TableReader {
         self.file.len()
     }
 
+    #[inline]
     fn check_handle(&self, h: BlockHandle) -> Result<()> {
         if h.end_with_trailer().is_some_and(|end| end <= self.blocks_end) {
             Ok(())
         } else {
-            Err(Error::corruption(
-                &self.path,
-                h.offset,
-                format!("block (size {}) lies outside the table's blocks", h.size),
-            ))
+            Err(self.handle_outside(h))
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn handle_outside(&self, h: BlockHandle) -> Error {
+        Error::corruption(
+            &self.path,
+            h.offset,
+            format!("block (size {}) lies outside the table's blocks", h.size),
+        )
     }
 
     /// Decodes a data block handle from an entry of the index block at `index_offset`.
