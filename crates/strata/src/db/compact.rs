@@ -130,9 +130,11 @@ fn finish(inner: &DbInner, plan: &CompactionPlan, result: Result<()>) {
 
 /// Runs `plan` (of family `cfd`; `manual`: asked for by the user) and installs its result.
 fn execute(inner: &DbInner, cfd: &Arc<Cfd>, plan: &CompactionPlan, manual: bool) -> Result<()> {
-    let sv = cfd.current_super_version();
+    // The version only, not the super version: that one also holds the memtables of the
+    // moment, which would stay in memory, flushed, for as long as the compaction runs.
+    let version = cfd.current_super_version().version.clone();
     let filter = cfd.opts.compaction_filter_factory.as_deref().map(|f| {
-        let files: usize = sv.version.levels.iter().map(Vec::len).sum();
+        let files: usize = version.levels.iter().map(Vec::len).sum();
         let ctx = crate::compaction_filter::CompactionFilterContext {
             is_full_compaction: plan.all_inputs().count() == files,
             is_manual_compaction: manual,
@@ -157,7 +159,7 @@ fn execute(inner: &DbInner, cfd: &Arc<Cfd>, plan: &CompactionPlan, manual: bool)
         && cfd.opts.compaction_options_tiered.skewed_filter_bits
     {
         let base = table_options.bloom_bits_per_key;
-        let bits = crate::compaction::filter_bits::bits_for_plan(base, &sv.version, plan);
+        let bits = crate::compaction::filter_bits::bits_for_plan(base, &version, plan);
         skewed = crate::sstable::TableOptions { bloom_bits_per_key: bits, ..table_options.clone() };
         table_options = &skewed;
     }
@@ -168,7 +170,7 @@ fn execute(inner: &DbInner, cfd: &Arc<Cfd>, plan: &CompactionPlan, manual: bool)
         table_options,
         merge_operator: cfd.opts.merge_operator.as_deref(),
         snapshots: &snapshots,
-        version: &sv.version,
+        version: &version,
         max_subcompactions: inner.opts.max_subcompactions,
         new_file_number: &new_file_number,
         cancel: &inner.closing,
