@@ -4,87 +4,14 @@
 //! next to the ingested file made two files overlap in one level: the edit was refused and
 //! the DB went read-only with a background error.
 
+mod compaction_gate;
+
 use std::path::Path;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 
+use compaction_gate::{Gate, Holding, OpenOnDrop};
 use strata::env::{FileSystem, MemFs};
-use strata::{
-    CompactionFilter, CompactionFilterContext, CompactionFilterFactory, Db, Decision, Options,
-    SstFileWriter, TableFileCreationReason,
-};
-
-/// Open (true) once the test lets compactions go on; `entered` once one has started.
-#[derive(Default)]
-struct Gate {
-    state: Mutex<(bool, bool)>, // (entered, open)
-    cv: Condvar,
-}
-
-impl Gate {
-    fn enter_and_wait(&self) {
-        let mut s = self.state.lock().unwrap();
-        s.0 = true;
-        self.cv.notify_all();
-        while !s.1 {
-            s = self.cv.wait(s).unwrap();
-        }
-    }
-
-    fn wait_entered(&self) {
-        let mut s = self.state.lock().unwrap();
-        while !s.0 {
-            s = self.cv.wait(s).unwrap();
-        }
-    }
-
-    fn open(&self) {
-        self.state.lock().unwrap().1 = true;
-        self.cv.notify_all();
-    }
-}
-
-/// Holds every compaction at its first entry until the gate opens.
-/// Opens the gate when dropped, so that a failing test does not leave the compaction
-/// thread (which closing the DB joins) waiting forever.
-struct OpenOnDrop(Arc<Gate>);
-
-impl Drop for OpenOnDrop {
-    fn drop(&mut self) {
-        self.0.open();
-    }
-}
-
-struct HoldingFilter(Arc<Gate>, bool);
-
-impl CompactionFilter for HoldingFilter {
-    fn filter(&mut self, _level: u32, _key: &[u8], _value: &[u8]) -> Decision {
-        if !self.1 {
-            self.1 = true;
-            self.0.enter_and_wait();
-        }
-        Decision::Keep
-    }
-
-    fn name(&self) -> &str {
-        "holding"
-    }
-}
-
-struct Holding(Arc<Gate>);
-
-impl CompactionFilterFactory for Holding {
-    fn create(&self, _ctx: &CompactionFilterContext) -> Box<dyn CompactionFilter> {
-        Box::new(HoldingFilter(self.0.clone(), false))
-    }
-
-    fn name(&self) -> &str {
-        "holding"
-    }
-
-    fn should_filter_table_file_creation(&self, reason: TableFileCreationReason) -> bool {
-        reason == TableFileCreationReason::Compaction
-    }
-}
+use strata::{Db, Options, SstFileWriter};
 
 #[test]
 fn ingestion_avoids_the_output_range_of_a_running_compaction() {
