@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 
-use super::{median_of, Relative, Step};
+use super::{median_of, tests_and_engines, Relative, Step};
 use crate::io::IoColumns;
 
 type Rgb = [u8; 3];
@@ -331,16 +331,7 @@ pub const IO_CHARTS: [IoChartSpec; 3] = [
 pub fn io_chart(steps: &[Step], spec: &IoChartSpec) -> Option<BarChart> {
     let (keep, figure) = (spec.keep, spec.figure);
     let value = |st: &Step| if keep(st) { st.result.io.as_ref().and_then(figure) } else { None };
-    let mut tests: Vec<&str> = Vec::new();
-    let mut engines: Vec<&str> = Vec::new();
-    for st in steps.iter().filter(|st| value(st).is_some()) {
-        if !tests.contains(&st.test.as_str()) {
-            tests.push(&st.test);
-        }
-        if !engines.contains(&st.engine.as_str()) {
-            engines.push(&st.engine);
-        }
-    }
+    let (tests, mut engines) = tests_and_engines(steps.iter().filter(|st| value(st).is_some()));
     if tests.is_empty() {
         return None;
     }

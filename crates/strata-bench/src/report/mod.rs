@@ -373,21 +373,13 @@ pub struct Relative {
 
 impl Relative {
     pub fn new(steps: &[Step]) -> Relative {
-        let mut engines: Vec<String> = Vec::new();
-        let mut tests: Vec<String> = Vec::new();
-        let mut qps = BTreeMap::new();
-        for st in steps {
-            if !engines.contains(&st.engine) {
-                engines.push(st.engine.clone());
-            }
-            if !tests.contains(&st.test) {
-                tests.push(st.test.clone());
-            }
-            if let Some(q) = st.result.qps() {
-                qps.insert((st.test.clone(), st.engine.clone()), q);
-            }
-        }
-        Relative { engines, tests, qps }
+        let (tests, engines) = tests_and_engines(steps);
+        let owned = |v: Vec<&str>| v.into_iter().map(str::to_string).collect();
+        let qps = steps
+            .iter()
+            .filter_map(|st| Some(((st.test.clone(), st.engine.clone()), st.result.qps()?)))
+            .collect();
+        Relative { engines: owned(engines), tests: owned(tests), qps }
     }
 
     pub fn get(&self, test: &str, engine: &str) -> Option<f64> {
@@ -508,6 +500,22 @@ pub fn io_markdown(steps: &[Step]) -> Option<String> {
     Some(s)
 }
 
+/// The steps' test names and engines, each once, in the order they first appear.
+pub(crate) fn tests_and_engines<'a>(
+    steps: impl IntoIterator<Item = &'a Step>,
+) -> (Vec<&'a str>, Vec<&'a str>) {
+    let (mut tests, mut engines): (Vec<&str>, Vec<&str>) = (Vec::new(), Vec::new());
+    for st in steps {
+        if !tests.contains(&st.test.as_str()) {
+            tests.push(&st.test);
+        }
+        if !engines.contains(&st.engine.as_str()) {
+            engines.push(&st.engine);
+        }
+    }
+    (tests, engines)
+}
+
 pub(crate) fn median_of(v: &[f64]) -> Option<f64> {
     if v.is_empty() {
         return None;
@@ -537,16 +545,7 @@ fn spread(v: &[f64], prec: usize) -> String {
 /// engine's in the same repetition (median and range of the per-repetition ratios). `None`
 /// when no step ran more than once.
 pub fn reps_markdown(steps: &[Step]) -> Option<String> {
-    let mut tests: Vec<&str> = Vec::new();
-    let mut engines: Vec<&str> = Vec::new();
-    for st in steps {
-        if !tests.contains(&st.test.as_str()) {
-            tests.push(&st.test);
-        }
-        if !engines.contains(&st.engine.as_str()) {
-            engines.push(&st.engine);
-        }
-    }
+    let (tests, engines) = tests_and_engines(steps);
     let rows = |t: &str, e: &str| -> Vec<&Step> {
         steps.iter().filter(|s| s.test == t && s.engine == e).collect()
     };
