@@ -10,6 +10,7 @@
 use std::cmp::Ordering;
 
 use crate::types::{SeqNo, ValueType};
+use crate::util::compare::compare_bytes;
 
 /// Length of the trailer appended to every user key.
 pub const TRAILER_LEN: usize = 8;
@@ -75,7 +76,7 @@ pub fn parse_internal_key(ikey: &[u8]) -> Option<ParsedInternalKey<'_>> {
 /// The total order of internal keys.
 #[inline]
 pub fn compare_internal(a: &[u8], b: &[u8]) -> Ordering {
-    match user_key(a).cmp(user_key(b)) {
+    match compare_bytes(user_key(a), user_key(b)) {
         Ordering::Equal => trailer(b).cmp(&trailer(a)),
         o => o,
     }

@@ -176,6 +176,64 @@ struct CachedEntry {
 
 const NOT_CACHED: usize = usize::MAX;
 
+/// Bytes a key delta is copied in when it is this short or shorter: one fixed-size copy (a few
+/// vector moves) instead of a call to `memcpy` with the delta's length.
+const SHORT_DELTA: usize = 32;
+
+/// The current key of a [`BlockIter`]: `buf[..len]`. The bytes of `buf` past `len` are slack
+/// (stale bytes, never read as key), so that a short key delta can be copied as a fixed
+/// [`SHORT_DELTA`]-byte chunk: decoding an entry copies its delta, and a point read decodes
+/// about ten entries.
+struct KeyBuf {
+    buf: Vec<u8>,
+    len: usize,
+}
+
+impl KeyBuf {
+    #[inline]
+    fn as_slice(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+
+    #[inline]
+    fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    /// Keeps the first `shared` bytes (`shared <= self.len`) and appends `data[k..k + n]`
+    /// (in bounds: checked by the caller).
+    #[inline]
+    fn splice(&mut self, shared: usize, data: &[u8], k: usize, n: usize) {
+        if n <= SHORT_DELTA {
+            if let (Some(src), Some(dst)) = (
+                data.get(k..).and_then(<[u8]>::first_chunk::<SHORT_DELTA>),
+                self.buf.get_mut(shared..).and_then(<[u8]>::first_chunk_mut::<SHORT_DELTA>),
+            ) {
+                *dst = *src;
+                self.len = shared + n;
+                return;
+            }
+        }
+        self.splice_slow(shared, &data[k..k + n]);
+    }
+
+    /// [`KeyBuf::splice`] of `delta`, growing the buffer so the next short deltas fit.
+    #[cold]
+    fn splice_slow(&mut self, shared: usize, delta: &[u8]) {
+        let len = shared + delta.len();
+        if self.buf.len() < len + SHORT_DELTA {
+            self.buf.resize(len + SHORT_DELTA, 0);
+        }
+        self.buf[shared..len].copy_from_slice(delta);
+        self.len = len;
+    }
+
+    /// Makes the key `key`.
+    fn assign(&mut self, key: &[u8]) {
+        self.splice_slow(0, key);
+    }
+}
+
 /// A cursor over one block's entries, ordered by [`compare_internal`].
 pub struct BlockIter {
     block: Arc<Block>,
@@ -187,7 +245,7 @@ pub struct BlockIter {
     /// The restart interval holding `current`, and where the following one starts.
     restart_index: usize,
     next_restart: usize,
-    key: Vec<u8>,
+    key: KeyBuf,
     status: Option<Error>,
     /// Entries of restart interval `restart_index` decoded by the last backward step, their
     /// keys concatenated in `cache_keys`, and the index of the current entry among them
@@ -207,7 +265,7 @@ impl BlockIter {
             value_start: end,
             restart_index: 0,
             next_restart: end,
-            key: Vec::new(),
+            key: KeyBuf { buf: Vec::new(), len: 0 },
             status: None,
             cache: Vec::new(),
             cache_keys: Vec::new(),
@@ -216,16 +274,15 @@ impl BlockIter {
     }
 
     /// Like [`BlockIter::new`], reusing `key_buf`'s memory for the current key.
-    pub fn with_key_buffer(block: Arc<Block>, mut key_buf: Vec<u8>) -> Self {
-        key_buf.clear();
+    pub fn with_key_buffer(block: Arc<Block>, key_buf: Vec<u8>) -> Self {
         let mut it = Self::new(block);
-        it.key = key_buf;
+        it.key = KeyBuf { buf: key_buf, len: 0 };
         it
     }
 
     /// Gives back the key buffer, for reuse by [`BlockIter::with_key_buffer`].
     pub fn into_key_buffer(self) -> Vec<u8> {
-        self.key
+        self.key.buf
     }
 
     /// Switches to another block, keeping the buffers; the iterator is left unpositioned.
@@ -273,7 +330,7 @@ impl BlockIter {
 
     /// Decodes the entry at `self.next` and makes it current. Returns false at the end of the
     /// block or on corruption (then the status is set).
-    #[inline]
+    #[inline(always)]
     fn parse_next(&mut self) -> bool {
         let block = &*self.block;
         let p = self.next;
@@ -290,7 +347,7 @@ impl BlockIter {
         let value_start = k + unshared;
         let end = value_start + vlen;
         if end > block.entries_end
-            || shared > self.key.len()
+            || shared > self.key.len
             || shared + unshared < TRAILER_LEN
             || (at_restart && shared != 0)
         {
@@ -307,8 +364,7 @@ impl BlockIter {
             self.restart_index += 1;
             self.next_restart = block.restart_end(self.restart_index);
         }
-        self.key.truncate(shared);
-        self.key.extend_from_slice(&block.data[k..value_start]);
+        self.key.splice(shared, &block.data, k, unshared);
         self.current = p;
         self.value_start = value_start;
         self.next = end;
@@ -332,7 +388,7 @@ impl BlockIter {
                 }
                 return;
             }
-            self.cache_keys.extend_from_slice(&self.key);
+            self.cache_keys.extend_from_slice(self.key.as_slice());
             self.cache.push(CachedEntry {
                 offset: self.current,
                 next: self.next,
@@ -351,8 +407,7 @@ impl BlockIter {
     fn load_cached(&mut self, i: usize) {
         let e = self.cache[i];
         let key_start = if i == 0 { 0 } else { self.cache[i - 1].key_end };
-        self.key.clear();
-        self.key.extend_from_slice(&self.cache_keys[key_start..e.key_end]);
+        self.key.assign(&self.cache_keys[key_start..e.key_end]);
         self.current = e.offset;
         self.next = e.next;
         self.value_start = e.value_start;
@@ -412,7 +467,7 @@ impl InternalIterator for BlockIter {
         let Some(r) = self.find_restart(target) else { return };
         self.seek_to_restart(r);
         while self.parse_next() {
-            if compare_internal(&self.key, target) != Ordering::Less {
+            if compare_internal(self.key.as_slice(), target) != Ordering::Less {
                 return;
             }
         }
@@ -421,7 +476,7 @@ impl InternalIterator for BlockIter {
     fn seek_for_prev(&mut self, target: &[u8]) {
         self.seek(target);
         if self.valid() {
-            if compare_internal(&self.key, target) == Ordering::Greater {
+            if compare_internal(self.key.as_slice(), target) == Ordering::Greater {
                 self.prev();
             }
         } else if !self.has_error() {
@@ -458,7 +513,7 @@ impl InternalIterator for BlockIter {
     #[inline]
     fn key(&self) -> &[u8] {
         debug_assert!(self.valid());
-        &self.key
+        self.key.as_slice()
     }
 
     #[inline]
@@ -504,6 +559,30 @@ mod tests {
                 let mut it = b.iter();
                 check_internal_iterator(&mut it, &model, 7 + n as u64);
             }
+        }
+    }
+
+    /// Key deltas of every length around the fixed-size copy of short deltas (`SHORT_DELTA`),
+    /// with empty values so the copy's chunk runs past the entry, up to the restart array at
+    /// the block's end; then the same keys reused by a second block (`with_key_buffer`).
+    #[test]
+    fn key_deltas_around_the_short_copy() {
+        let mut model = Vec::new();
+        for (i, len) in (0..=3 * SHORT_DELTA).chain([200, 1, 0]).enumerate() {
+            // A shared stem of `i` bytes, then a distinct tail of `len` bytes.
+            let mut user = vec![b'k'; i];
+            user.extend((0..len).map(|j| (j * 7 + i) as u8 | 1));
+            let value = if i % 3 == 0 { Vec::new() } else { vec![i as u8; i % 5] };
+            model.push((make_internal_key(&user, SeqNo(9), ValueType::Value), value));
+        }
+        model.sort_by(|a, b| compare_internal(&a.0, &b.0));
+        model.dedup_by(|a, b| a.0 == b.0);
+        for interval in [1, 3, 16] {
+            let b = block(&model, interval);
+            let mut it = b.iter();
+            check_internal_iterator(&mut it, &model, interval as u64);
+            let mut reused = BlockIter::with_key_buffer(b.clone(), it.into_key_buffer());
+            check_internal_iterator(&mut reused, &model, 100 + interval as u64);
         }
     }
 

@@ -1,7 +1,8 @@
-//! Small shared pieces: integer coding and checksums.
+//! Small shared pieces: integer coding, checksums and the bytewise key order.
 
 pub mod checksum;
 pub mod coding;
+pub mod compare;
 pub mod cpu;
 pub mod kill_point;
 pub(crate) mod thread_index;
