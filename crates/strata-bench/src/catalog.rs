@@ -346,7 +346,12 @@ pub const BENCHMARKS: &[Benchmark] = &[
     ),
     row("levelstats", W::Admin(Admin::LevelStats), READ, "prints files and bytes per level"),
     row("sstables", W::Admin(Admin::SsTables), READ, "prints every table file per level"),
-    row("memstats", W::Admin(Admin::MemStats), READ, "prints memtable properties"),
+    row(
+        "memstats",
+        W::Admin(Admin::MemStats),
+        READ,
+        "prints memtable, table-reader and block-cache memory properties",
+    ),
     row("stats", W::Admin(Admin::Stats), READ, "prints the engine's compaction and DB stats"),
     row("resetstats", W::Admin(Admin::ResetStats), READ, "resets the engine's statistics"),
     row("open", W::Admin(Admin::Open), READ, "closes and reopens the DB --num/10000 times"),

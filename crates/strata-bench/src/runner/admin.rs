@@ -22,7 +22,9 @@ pub(super) fn on_thread(kind: Admin, cx: &Ctx<'_>) -> Result<()> {
     }
 }
 
-/// Properties `memstats` prints.
+/// Properties `memstats` prints: db_bench's six memtable properties, then the rest of the
+/// engine's memory (table readers' index and filter blocks, the block cache), so that two
+/// engines' resident memory can be told apart by part.
 const MEM_PROPERTIES: &[&str] = &[
     "rocksdb.num-immutable-mem-table",
     "rocksdb.cur-size-active-mem-table",
@@ -30,6 +32,9 @@ const MEM_PROPERTIES: &[&str] = &[
     "rocksdb.size-all-mem-tables",
     "rocksdb.num-entries-active-mem-table",
     "rocksdb.num-entries-imm-mem-tables",
+    "rocksdb.estimate-table-readers-mem",
+    "rocksdb.block-cache-usage",
+    "rocksdb.block-cache-pinned-usage",
 ];
 
 /// `compact0`/`compact1` as db_bench runs them: the files of the first non-empty level at or
