@@ -110,6 +110,13 @@ pub fn after_largest(ukey: &[u8], largest: &[u8]) -> bool {
 
 /// Replaces `start` (an internal key) by a shorter internal key `k` with `start <= k < limit`,
 /// when one exists; used for index-block separators. Keeps `start` unchanged otherwise.
+///
+/// With `i` the first byte where the user keys differ (`su[i] < lu[i]`), the separator is
+/// `su[..=i]` with its last byte raised by one when that stays below `lu[i]`. When it does
+/// not (`lu[i] == su[i] + 1`, as between consecutive keys of a sequential load, which would
+/// otherwise keep the whole last key in every index entry), it is `su[..=j]` with its last
+/// byte raised, for the first `j > i` where `su[j] < 0xff`: it still agrees with `su` before
+/// `j` and is above it at `j`, and it agrees with `lu` before `i` and is below it at `i`.
 pub fn shorten_separator(start: &mut Vec<u8>, limit: &[u8]) {
     let su = user_key(start);
     let lu = user_key(limit);
@@ -121,15 +128,23 @@ pub fn shorten_separator(start: &mut Vec<u8>, limit: &[u8]) {
     if i >= min_len {
         return; // one is a prefix of the other: no shorter separator
     }
-    let byte = su[i];
-    if byte < 0xff && byte + 1 < lu[i] {
-        let mut sep = su[..=i].to_vec();
-        sep[i] += 1;
-        debug_assert!(sep.as_slice() > su && sep.as_slice() < lu);
-        // The earliest possible trailer for the new user key keeps `sep` > every version of su.
-        start.clear();
-        append_internal_key(start, &sep, SeqNo::MAX, ValueType::FOR_SEEK);
+    let raise = if su[i] < 0xff && su[i] + 1 < lu[i] {
+        i
+    } else {
+        match su[i + 1..].iter().position(|&b| b < 0xff) {
+            Some(d) => i + 1 + d,
+            None => return,
+        }
+    };
+    if raise + 1 >= su.len() {
+        return; // not shorter than `start`'s own user key
     }
+    let mut sep = su[..=raise].to_vec();
+    sep[raise] += 1;
+    debug_assert!(sep.as_slice() > su && sep.as_slice() < lu);
+    // The earliest possible trailer for the new user key keeps `sep` > every version of su.
+    start.clear();
+    append_internal_key(start, &sep, SeqNo::MAX, ValueType::FOR_SEEK);
 }
 
 /// Replaces `key` (an internal key) by a short internal key `>= key`; used for the last index
@@ -179,6 +194,54 @@ mod tests {
         assert_eq!(parse_internal_key(&e).unwrap().user_key, b"");
     }
 
+    /// Pairs whose first differing bytes are adjacent (`lu[i] == su[i] + 1`).
+    const ADJACENT: &[(&[u8], &[u8])] = &[
+        (b"\x00\x00\x4b000000", b"\x00\x00\x4c000000"),
+        (b"ab\xff\xffzz", b"ac"),
+        (b"ab\xff\xffz", b"ac"),
+        (b"ab\xff\xff", b"ac"),
+        (b"ab\xff", b"ac\x00"),
+        (b"abq", b"ac"),
+    ];
+
+    #[test]
+    fn adjacent_first_difference_still_shortens() {
+        let expect: &[&[u8]] =
+            &[b"\x00\x00\x4b1", b"ab\xff\xff{", b"ab\xff\xffz", b"ab\xff\xff", b"ab\xff", b"abq"];
+        for ((s, l), want) in ADJACENT.iter().zip(expect) {
+            let mut start = make_internal_key(s, SeqNo(5), ValueType::Value);
+            let orig = start.clone();
+            shorten_separator(&mut start, &make_internal_key(l, SeqNo(9), ValueType::Value));
+            if start == orig {
+                assert_eq!(s, want, "{s:?} {l:?} was left as it was");
+            } else {
+                assert_eq!(user_key(&start), *want, "{s:?} {l:?}");
+                assert_eq!(trailer(&start), pack_trailer(SeqNo::MAX, ValueType::FOR_SEEK));
+            }
+        }
+    }
+
+    proptest::proptest! {
+        // Bytes from a small alphabet with 0xff, so prefixes, adjacent bytes and runs of 0xff
+        // are common.
+        #[test]
+        fn separator_is_between_and_no_longer(
+            a in proptest::collection::vec(proptest::sample::select(vec![0u8, 1, 2, 0xfe, 0xff]), 0..10),
+            b in proptest::collection::vec(proptest::sample::select(vec![0u8, 1, 2, 0xfe, 0xff]), 0..10),
+            sa in 0u64..100,
+            sb in 0u64..100,
+        ) {
+            let start = make_internal_key(&a, SeqNo(sa), ValueType::Value);
+            let limit = make_internal_key(&b, SeqNo(sb), ValueType::Value);
+            proptest::prop_assume!(compare_internal(&start, &limit) == Ordering::Less);
+            let mut sep = start.clone();
+            shorten_separator(&mut sep, &limit);
+            proptest::prop_assert_ne!(compare_internal(&sep, &start), Ordering::Less);
+            proptest::prop_assert_eq!(compare_internal(&sep, &limit), Ordering::Less);
+            proptest::prop_assert!(sep.len() <= start.len());
+        }
+    }
+
     #[test]
     fn separators_stay_between() {
         let cases: &[(&[u8], &[u8])] = &[
@@ -189,7 +252,7 @@ mod tests {
             (b"", b"a"),
             (b"foo", b"foo"),
         ];
-        for (s, l) in cases {
+        for (s, l) in cases.iter().chain(ADJACENT) {
             let mut start = make_internal_key(s, SeqNo(5), ValueType::Value);
             let orig = start.clone();
             let limit = make_internal_key(l, SeqNo(9), ValueType::Value);
