@@ -18,6 +18,10 @@ fn file_name(path: &Path) -> String {
 
 /// `key @ seq : KIND`, the form every dump writes an entry's key in.
 pub fn show_key(f: Bytes, e: &Entry) -> String {
+    if e.kind == "KEY" {
+        // A user key with no sequence number (a version-3 index separator).
+        return format!("'{}'", f.show(&e.key));
+    }
     format!("'{}' @ {} : {}", f.show(&e.key), e.seq, e.kind)
 }
 

@@ -33,7 +33,8 @@ pub struct Entry {
     pub key: Vec<u8>,
     /// The sequence number.
     pub seq: u64,
-    /// `PUT`, `DEL`, `SDEL` (single delete), `MERGE` or `RDEL` (range delete).
+    /// `PUT`, `DEL`, `SDEL` (single delete), `MERGE` or `RDEL` (range delete); for an index
+    /// separator that is a user key (format version 3 tables), `KEY` with sequence 0.
     pub kind: &'static str,
     /// The value, merge operand or range end.
     pub value: Vec<u8>,
@@ -87,6 +88,11 @@ impl Table {
         self.reader.file_size()
     }
 
+    /// Whether the index is keyed by user keys (table format version 3).
+    pub fn has_user_key_index(&self) -> bool {
+        self.reader.has_user_key_index()
+    }
+
     /// The properties block, as `(name, value)` in a fixed order.
     pub fn properties(&self) -> Vec<(&'static str, String)> {
         let p = self.reader.properties();
@@ -119,7 +125,10 @@ impl Table {
             .data_blocks()?
             .into_iter()
             .map(|(k, h)| {
-                let e = entry(&self.path, h.offset, &k, Vec::new())?;
+                let mut e = entry(&self.path, h.offset, &k, Vec::new())?;
+                if self.reader.has_user_key_index() {
+                    e.kind = "KEY";
+                }
                 Ok((e, DataBlock { offset: h.offset, size: h.size }))
             })
             .collect()

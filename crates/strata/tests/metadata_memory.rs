@@ -10,7 +10,7 @@ use std::sync::Arc;
 use strata::env::MemFs;
 use strata::{Db, IndexType, Options};
 
-const CAPACITY: usize = 128 << 10;
+const CAPACITY: usize = 96 << 10;
 const TABLES: u32 = 24;
 const KEYS_PER_TABLE: u32 = 3000;
 

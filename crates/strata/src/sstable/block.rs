@@ -8,6 +8,10 @@
 //! with a `Corruption` status naming the block's file offset; nothing here can panic or read out
 //! of bounds on bad input.
 //!
+//! A block's keys are internal keys, except in the index block of a format-version-3 table,
+//! whose keys are user keys ([`Block::with_user_keys`]): its iterator compares them with the
+//! user key of a seek target, and they may be shorter than a trailer.
+//!
 //! [`BlockIter`] holds an `Arc<Block>`, so it is `'static`: a table iterator can own it whether
 //! or not the block cache still holds the block. It keeps the current key in a reused buffer
 //! (no allocation per step once the buffer has grown) and the value as a range of the block.
@@ -21,8 +25,9 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::iterator::InternalIterator;
-use crate::key::{compare_internal, TRAILER_LEN};
+use crate::key::{compare_internal, user_key, TRAILER_LEN};
 use crate::util::coding::{decode_fixed32, get_varint32};
+use crate::util::compare::compare_bytes;
 
 use super::filter::BloomFilter;
 
@@ -35,6 +40,8 @@ pub struct Block {
     num_restarts: usize,
     /// The block's offset in its file, for error messages.
     file_offset: u64,
+    /// Keys are user keys (a version-3 index block), not internal keys.
+    user_keys: bool,
     /// Set (and `data` empty) for a filter block; such a block is never iterated: the block
     /// cache keys filters apart from blocks of entries (`reader.rs`). Boxed: every cached
     /// block of entries carries the field, and its size is charged to the cache.
@@ -74,7 +81,33 @@ impl Block {
             }
             prev = r;
         }
-        Ok(Block { data, entries_end, num_restarts, file_offset, filter: None })
+        Ok(Block { data, entries_end, num_restarts, file_offset, user_keys: false, filter: None })
+    }
+
+    /// Marks the block's keys as user keys (the index block of a format-version-3 table).
+    pub fn with_user_keys(mut self) -> Block {
+        self.user_keys = true;
+        self
+    }
+
+    /// The shortest key an entry may have: a trailer, or nothing for user keys.
+    #[inline]
+    fn min_key_len(&self) -> usize {
+        if self.user_keys {
+            0
+        } else {
+            TRAILER_LEN
+        }
+    }
+
+    /// The order of entry key `key` against seek target `target` (an internal key).
+    #[inline]
+    fn compare(&self, key: &[u8], target: &[u8]) -> Ordering {
+        if self.user_keys {
+            compare_bytes(key, user_key(target))
+        } else {
+            compare_internal(key, target)
+        }
     }
 
     /// A decoded filter block read at `file_offset`, to be held by the block cache.
@@ -84,6 +117,7 @@ impl Block {
             entries_end: 0,
             num_restarts: 0,
             file_offset,
+            user_keys: false,
             filter: Some(Box::new(filter)),
         }
     }
@@ -137,7 +171,7 @@ impl Block {
     fn restart_key(&self, i: usize) -> Option<&[u8]> {
         let off = self.restart(i);
         let (shared, unshared, vlen, p) = decode_header(&self.data, off, self.entries_end)?;
-        if shared != 0 || unshared < TRAILER_LEN || p + unshared + vlen > self.entries_end {
+        if shared != 0 || unshared < self.min_key_len() || p + unshared + vlen > self.entries_end {
             return None;
         }
         Some(&self.data[p..p + unshared])
@@ -234,7 +268,8 @@ impl KeyBuf {
     }
 }
 
-/// A cursor over one block's entries, ordered by [`compare_internal`].
+/// A cursor over one block's entries, ordered by [`compare_internal`] (by the bytes of the
+/// user keys in a block [`Block::with_user_keys`]).
 pub struct BlockIter {
     block: Arc<Block>,
     /// Offset of the current entry; `block.entries_end` when not valid.
@@ -348,7 +383,7 @@ impl BlockIter {
         let end = value_start + vlen;
         if end > block.entries_end
             || shared > self.key.len
-            || shared + unshared < TRAILER_LEN
+            || shared + unshared < block.min_key_len()
             || (at_restart && shared != 0)
         {
             self.corrupt(format!("bad entry at block offset {p}"));
@@ -425,7 +460,7 @@ impl BlockIter {
                 self.corrupt(format!("bad entry at restart point {mid}"));
                 return None;
             };
-            match compare_internal(k, target) {
+            match block.compare(k, target) {
                 Ordering::Less => left = mid,
                 Ordering::Equal => return Some(mid),
                 Ordering::Greater => right = mid - 1,
@@ -467,7 +502,7 @@ impl InternalIterator for BlockIter {
         let Some(r) = self.find_restart(target) else { return };
         self.seek_to_restart(r);
         while self.parse_next() {
-            if compare_internal(self.key.as_slice(), target) != Ordering::Less {
+            if self.block.compare(self.key.as_slice(), target) != Ordering::Less {
                 return;
             }
         }
@@ -476,7 +511,7 @@ impl InternalIterator for BlockIter {
     fn seek_for_prev(&mut self, target: &[u8]) {
         self.seek(target);
         if self.valid() {
-            if compare_internal(self.key.as_slice(), target) == Ordering::Greater {
+            if self.block.compare(self.key.as_slice(), target) == Ordering::Greater {
                 self.prev();
             }
         } else if !self.has_error() {

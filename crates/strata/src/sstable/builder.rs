@@ -24,7 +24,7 @@ use super::compression::Compressor;
 use super::filter::FilterBuilder;
 use super::format::{
     block_trailer, BlockHandle, CompressionType, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN,
-    FORMAT_VERSION, FORMAT_VERSION_PARTITIONED,
+    FORMAT_VERSION, FORMAT_VERSION_PARTITIONED, FORMAT_VERSION_USER_KEY_INDEX,
 };
 use super::metaindex::{MetaIndex, FILTER_BLOCK, PROPERTIES_BLOCK, RANGE_DELETION_BLOCK};
 use super::partitioned::{encode_top_entry, IndexType};
@@ -75,6 +75,11 @@ pub struct TableOptions {
     /// before it is cut); a single entry larger than `block_size` still makes a larger block,
     /// which starts aligned. Default false.
     pub block_align: bool,
+    /// Key the index block by user keys (format version 3, `format.rs`) when no user key
+    /// spans two data blocks: a smaller index in memory. Builds before this version cannot
+    /// read such tables (they refuse them, naming the version); turn it off to write
+    /// version-1 tables they can. Ignored with a partitioned index. Default true.
+    pub user_key_index: bool,
 }
 
 impl Default for TableOptions {
@@ -91,6 +96,7 @@ impl Default for TableOptions {
             partition_filters: false,
             metadata_block_size: 4096,
             block_align: false,
+            user_key_index: true,
         }
     }
 }
@@ -150,6 +156,10 @@ pub struct TableBuilder {
     data_block: BlockBuilder,
     /// The index block, or with a partitioned index the open index partition.
     index_block: BlockBuilder,
+    /// The same index keyed by user keys (format version 3), while every block boundary so
+    /// far falls between two user keys; `None` once one does not, with a partitioned index,
+    /// or with `user_key_index` off.
+    user_index: Option<BlockBuilder>,
     /// With a partitioned index: the top-level index, the partition size, and whether filters
     /// are partitioned too.
     partitions: Option<Partitions>,
@@ -200,6 +210,8 @@ impl TableBuilder {
             block_size: opts.block_size.clamp(1, MAX_BLOCK_SIZE),
             data_block: BlockBuilder::new(opts.block_restart_interval),
             index_block: BlockBuilder::new(opts.index_block_restart_interval),
+            user_index: (opts.user_key_index && opts.index_type != IndexType::TwoLevel)
+                .then(|| BlockBuilder::new(opts.index_block_restart_interval)),
             partitions: (opts.index_type == IndexType::TwoLevel).then(|| Partitions {
                 top: BlockBuilder::new(opts.index_block_restart_interval),
                 metadata_block_size: opts.metadata_block_size.clamp(1, MAX_BLOCK_SIZE),
@@ -282,6 +294,10 @@ impl TableBuilder {
             self.scratch_key.clear();
             self.scratch_key.extend_from_slice(&self.last_key);
             key::shorten_separator(&mut self.scratch_key, ikey);
+            if key::user_key(&self.last_key) == parsed.user_key {
+                // A user key spans this boundary: no user key separates the blocks.
+                self.user_index = None;
+            }
             self.add_index_entry(handle)?;
         }
         if let Some(f) = &mut self.filter {
@@ -349,6 +365,11 @@ impl TableBuilder {
         self.scratch_handle.clear();
         handle.encode_to(&mut self.scratch_handle);
         self.index_block.add(&self.scratch_key, &self.scratch_handle);
+        if let Some(u) = &mut self.user_index {
+            // `scratch_key` lies between the blocks' last and next keys, and the user keys
+            // differ there, so its user key does too.
+            u.add(key::user_key(&self.scratch_key), &self.scratch_handle);
+        }
         if let Some(p) = &mut self.partitions {
             p.last_separator.clear();
             p.last_separator.extend_from_slice(&self.scratch_key);
@@ -448,6 +469,8 @@ impl TableBuilder {
         let version = if self.partitions.is_some() {
             self.close_partition();
             FORMAT_VERSION_PARTITIONED
+        } else if self.user_index.is_some() {
+            FORMAT_VERSION_USER_KEY_INDEX
         } else {
             FORMAT_VERSION
         };
@@ -497,9 +520,10 @@ impl TableBuilder {
         } else {
             None
         };
-        let raw = match &top {
-            Some(t) => t.as_slice(),
-            None => self.index_block.finish(),
+        let raw = match (&top, &mut self.user_index) {
+            (Some(t), _) => t.as_slice(),
+            (None, Some(u)) => u.finish(),
+            (None, None) => self.index_block.finish(),
         };
         let (ty, stored) = self.compressor.compress(raw);
         let index = self.writer.write(stored, ty)?;

@@ -30,7 +30,8 @@
 //!     32  u8       checksum type (util::checksum::ChecksumType)
 //!     33  3 bytes  zero
 //!     36  fixed32  format version: 1 = one index block (binary search),
-//!                                   2 = partitioned index (and filters), `partitioned.rs`
+//!                                   2 = partitioned index (and filters), `partitioned.rs`,
+//!                                   3 = one index block whose keys are user keys
 //!     40  fixed32  checksum of bytes [0, 40), using the checksum type at byte 32
 //!     44  fixed64  magic (TABLE_MAGIC)
 //! ```
@@ -40,9 +41,16 @@
 //! at them and readers never read them. Such tables are still version 1 or 2.
 //!
 //! All fixed-width integers are little-endian. on-disk: never change the compression type tags,
-//! the footer layout, the magic number or the meaning of format versions 1 and 2. A table is
-//! written as version 1 unless it has a partitioned index, so builds that only know version 1
-//! read every other table, and refuse a version 2 table with an error naming the version.
+//! the footer layout, the magic number or the meaning of format versions 1, 2 and 3. A table
+//! with a partitioned index is version 2. Otherwise it is version 3 when every data block ends
+//! on a user key that the next block does not start with (so a user key can separate them;
+//! RocksDB's "index key is user key") and `TableOptions::user_key_index` is on, and version 1
+//! when not. A build that does not know a version refuses the table with an error naming it.
+//!
+//! Version 3's index entries: key = a user key `s` with `user key of block i's last entry <=
+//! s < user key of block i+1's first entry`; value = the block handle, as in version 1. It
+//! saves the 8-byte trailer of every index entry (about a quarter of the index's memory with
+//! short keys).
 //!
 //! The footer uses fixed-width handles so it has one size and can be found without parsing.
 //! The magic comes last so that a file that is not a table is rejected before anything else is
@@ -70,6 +78,8 @@ pub const FORMAT_VERSION: u32 = 1;
 /// A table with a partitioned index: the footer's index is a top-level index over index
 /// partitions (`partitioned.rs`).
 pub const FORMAT_VERSION_PARTITIONED: u32 = 2;
+/// A table with one index block keyed by user keys (no user key spans two data blocks).
+pub const FORMAT_VERSION_USER_KEY_INDEX: u32 = 3;
 /// Identifies a Strata table; stored little-endian in the last 8 bytes. on-disk: never change.
 pub const TABLE_MAGIC: u64 = 0x53b7_a7a1_5570_0001;
 #[cfg(test)]
@@ -147,7 +157,8 @@ pub struct Footer {
     pub metaindex: BlockHandle,
     pub index: BlockHandle,
     pub checksum: ChecksumType,
-    /// [`FORMAT_VERSION`] or [`FORMAT_VERSION_PARTITIONED`].
+    /// [`FORMAT_VERSION`], [`FORMAT_VERSION_PARTITIONED`] or
+    /// [`FORMAT_VERSION_USER_KEY_INDEX`].
     pub version: u32,
 }
 
@@ -188,10 +199,14 @@ impl Footer {
             return Err(Error::ChecksumMismatch { file: PathBuf::new(), offset, expected, actual });
         }
         let version = decode_fixed32(buf, 36);
-        if version != FORMAT_VERSION && version != FORMAT_VERSION_PARTITIONED {
+        if !matches!(
+            version,
+            FORMAT_VERSION | FORMAT_VERSION_PARTITIONED | FORMAT_VERSION_USER_KEY_INDEX
+        ) {
             return Err(bad(&format!(
                 "unsupported table format version {version} (this build reads versions \
-                 {FORMAT_VERSION} and {FORMAT_VERSION_PARTITIONED})"
+                 {FORMAT_VERSION}, {FORMAT_VERSION_PARTITIONED} and \
+                 {FORMAT_VERSION_USER_KEY_INDEX})"
             )));
         }
         if buf[33..36] != [0, 0, 0] {
@@ -322,9 +337,11 @@ mod tests {
         let enc = f.encode();
         let v2 = Footer { version: FORMAT_VERSION_PARTITIONED, ..f };
         assert_eq!(Footer::decode(&v2.encode(), 7).unwrap(), v2);
-        let v3 = Footer { version: 3, ..f };
-        let e = Footer::decode(&v3.encode(), 7).unwrap_err();
-        assert!(e.to_string().contains("unsupported table format version 3"), "{e}");
+        let v3 = Footer { version: FORMAT_VERSION_USER_KEY_INDEX, ..f };
+        assert_eq!(Footer::decode(&v3.encode(), 7).unwrap(), v3);
+        let v4 = Footer { version: 4, ..f };
+        let e = Footer::decode(&v4.encode(), 7).unwrap_err();
+        assert!(e.to_string().contains("unsupported table format version 4"), "{e}");
         assert_eq!(Footer::decode(&enc, 7).unwrap(), f);
         for i in 0..FOOTER_LEN {
             let mut d = enc;

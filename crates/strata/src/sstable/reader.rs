@@ -35,6 +35,7 @@ use super::block::{Block, BlockIter};
 use super::filter::BloomFilter;
 use super::format::{
     read_block, BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN, FORMAT_VERSION_PARTITIONED,
+    FORMAT_VERSION_USER_KEY_INDEX,
 };
 use super::metaindex::{MetaIndex, FILTER_BLOCK, PROPERTIES_BLOCK, RANGE_DELETION_BLOCK};
 use super::partitioned::{decode_top_entry, PartitionedIndexIter};
@@ -131,6 +132,8 @@ pub struct TableReader {
     index: Meta,
     /// Whether `index` is a top-level index over partitions.
     partitioned: bool,
+    /// Whether the index block's keys are user keys (format version 3).
+    user_key_index: bool,
     /// The table's full filter; `None` without one or with partitioned filters.
     filter: Option<Meta>,
     /// The filter is partitioned: each top-level entry names its partition's filter.
@@ -235,6 +238,7 @@ impl TableReader {
             blocks_end: footer_offset,
             index: Meta::Cached(footer.index),
             partitioned,
+            user_key_index: footer.version == FORMAT_VERSION_USER_KEY_INDEX,
             filter: filter_handle.map(Meta::Cached),
             partitioned_filter: partitioned
                 && filter_handle.is_none()
@@ -325,6 +329,9 @@ impl TableReader {
         }
         let data = read_block(&*self.file, h, self.checksum, true)?;
         let block = match kind {
+            MetaKind::Index if self.user_key_index => {
+                Block::new(data, h.offset).map(Block::with_user_keys)
+            }
             MetaKind::Index => Block::new(data, h.offset),
             MetaKind::Filter => {
                 BloomFilter::decode(&data, h.offset).map(|f| Block::from_filter(f, h.offset))
@@ -621,14 +628,25 @@ impl TableReader {
         })
     }
 
+    /// Whether the index is keyed by user keys (format version 3).
+    pub fn has_user_key_index(&self) -> bool {
+        self.user_key_index
+    }
+
     /// The data blocks as the index lists them: each block's separator key (an internal key
-    /// at or after its last key) and handle, in order. For tools.
+    /// at or after its last key) and handle, in order. For tools. A user-key index's
+    /// separator `s` is given as the last internal key of `s` (sequence 0, type 0), which
+    /// every entry of `s` sorts at or before.
     pub fn data_blocks(self: &Arc<Self>) -> Result<Vec<(Vec<u8>, BlockHandle)>> {
         let mut out = Vec::new();
         let mut it = self.index_iter()?;
         it.seek_to_first();
         while it.valid() {
-            out.push((it.key().to_vec(), self.decode_handle(it.value(), it.block_offset())?));
+            let mut separator = it.key().to_vec();
+            if self.user_key_index {
+                separator.extend_from_slice(&0u64.to_le_bytes());
+            }
+            out.push((separator, self.decode_handle(it.value(), it.block_offset())?));
             it.next();
         }
         it.status_in(&self.path)?;

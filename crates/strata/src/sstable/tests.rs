@@ -736,7 +736,13 @@ fn partitioned_tables_read_as_the_model_and_as_unpartitioned_tables() {
                     let model = compressible_model(n, (n + block_size) as u64);
                     let o = TableOptions { compression, ..partitioned(block_size, mbs, filters) };
                     let s = build(&fs, &path, &o, &model);
-                    let plain = TableOptions { block_size, compression, ..TableOptions::default() };
+                    // Version 1, whose separators are internal keys as the partitions' are.
+                    let plain = TableOptions {
+                        block_size,
+                        compression,
+                        user_key_index: false,
+                        ..TableOptions::default()
+                    };
                     let sp = build(&fs, &plain_path, &plain, &model);
                     let what =
                         format!("{compression:?} bs {block_size} mbs {mbs} f {filters} n {n}");
@@ -814,23 +820,98 @@ fn partitioned_filters_reject_absent_keys_and_keep_straddling_user_keys() {
     assert!(fp < 250, "{fp} false positives of 5000");
 }
 
+fn format_version(fs: &MemFs, path: &Path) -> u32 {
+    let bytes = fs.read_file(path).unwrap();
+    let at = (bytes.len() - FOOTER_LEN) as u64;
+    super::format::Footer::decode(&bytes[bytes.len() - FOOTER_LEN..], at).unwrap().version
+}
+
+/// One entry per user key: every block boundary falls between two user keys.
+fn one_version_per_key(n: usize, seed: u64) -> Model {
+    let mut m = compressible_model(n, seed);
+    m.dedup_by(|a, b| user_key(&a.0) == user_key(&b.0));
+    m
+}
+
 #[test]
-fn partitioned_tables_are_format_version_2_and_others_stay_version_1() {
-    use super::format::{Footer, FORMAT_VERSION, FORMAT_VERSION_PARTITIONED};
-    let model = compressible_model(200, 4);
-    for (o, version) in [
-        (TableOptions::default(), FORMAT_VERSION),
-        (TableOptions { block_align: true, ..TableOptions::default() }, FORMAT_VERSION),
-        (partitioned(256, 128, true), FORMAT_VERSION_PARTITIONED),
+fn table_format_versions() {
+    use super::format::{
+        FORMAT_VERSION, FORMAT_VERSION_PARTITIONED, FORMAT_VERSION_USER_KEY_INDEX,
+    };
+    let distinct = one_version_per_key(200, 4);
+    // Forty versions of one key: with 64-byte blocks it spans a block boundary.
+    let spanning: Model = (1..=40u64)
+        .rev()
+        .map(|s| (make_internal_key(b"k", SeqNo(s), ValueType::Value), vec![7; 20]))
+        .collect();
+    let small = TableOptions { block_size: 64, ..TableOptions::default() };
+    for (o, model, version) in [
+        (TableOptions::default(), &distinct, FORMAT_VERSION_USER_KEY_INDEX),
+        (small.clone(), &distinct, FORMAT_VERSION_USER_KEY_INDEX),
+        (small.clone(), &spanning, FORMAT_VERSION),
+        (TableOptions { user_key_index: false, ..small }, &distinct, FORMAT_VERSION),
+        (
+            TableOptions { block_align: true, ..TableOptions::default() },
+            &distinct,
+            FORMAT_VERSION_USER_KEY_INDEX,
+        ),
+        (partitioned(256, 128, true), &distinct, FORMAT_VERSION_PARTITIONED),
     ] {
         let (fs, path) = mem_fs();
-        build(&fs, &path, &o, &model);
-        let bytes = fs.read_file(&path).unwrap();
-        let at = (bytes.len() - FOOTER_LEN) as u64;
-        assert_eq!(
-            Footer::decode(&bytes[bytes.len() - FOOTER_LEN..], at).unwrap().version,
-            version
-        );
+        build(&fs, &path, &o, model);
+        assert_eq!(format_version(&fs, &path), version, "{o:?}");
+        let t = open(&fs, &path);
+        check_internal_iterator(&mut t.iter(ReadBlockOptions::default()), model, 3);
+    }
+}
+
+/// A version-3 table (user-key index) reads as the same data in a version-1 table: every
+/// iterator move, point lookups at several sequence numbers, offsets, block handles, and
+/// with the index held, cached or pinned; its index takes less memory.
+#[test]
+fn user_key_index_tables_read_as_version_1_tables() {
+    use super::format::{FORMAT_VERSION, FORMAT_VERSION_USER_KEY_INDEX};
+    for block_size in [64, 256, 4096] {
+        for n in [0, 1, 50, 600] {
+            let model = one_version_per_key(n, (n + block_size) as u64);
+            let what = format!("bs {block_size} n {n}");
+            let (fs, path) = mem_fs();
+            let v1_path = PathBuf::from("/db/000008.sst");
+            let o = TableOptions { block_size, ..TableOptions::default() };
+            build(&fs, &path, &o, &model);
+            build(&fs, &v1_path, &TableOptions { user_key_index: false, ..o }, &model);
+            assert_eq!(format_version(&fs, &path), FORMAT_VERSION_USER_KEY_INDEX, "{what}");
+            assert_eq!(format_version(&fs, &v1_path), FORMAT_VERSION, "{what}");
+            let v1 = open(&fs, &v1_path);
+            for (cache, meta) in meta_placements() {
+                let access = cache.as_ref().map(|c| CacheAccess::new(c.clone()));
+                let t = Arc::new(
+                    TableReader::open_with(fs.open(&path).unwrap(), 1, access, meta).unwrap(),
+                );
+                let what = format!("{what} {meta:?}");
+                check_internal_iterator(&mut t.iter(ReadBlockOptions::default()), &model, 11);
+                let handles = |r: &Arc<TableReader>| -> Vec<_> {
+                    r.data_blocks().unwrap().into_iter().map(|(_, h)| h).collect()
+                };
+                assert_eq!(handles(&t), handles(&v1), "{what}");
+                for (k, _) in &model {
+                    let u = user_key(k);
+                    let seq = parse_internal_key(k).unwrap().seq;
+                    for at in [SeqNo::MAX, seq, SeqNo(seq.0.saturating_sub(1))] {
+                        let want = model_get(&model, u, at);
+                        assert_eq!(table_get(&t, u, at).unwrap(), want, "{what} {u:?}@{at:?}");
+                    }
+                    assert_eq!(t.approximate_offset_of(k), v1.approximate_offset_of(k), "{what}");
+                }
+                for probe in [&b""[..], b"key", b"key000000", b"zzz"] {
+                    let ik = lookup_key(probe, SeqNo::MAX);
+                    assert_eq!(t.approximate_offset_of(&ik), v1.approximate_offset_of(&ik));
+                }
+            }
+            if n >= 50 {
+                assert!(open(&fs, &path).memory_usage() < v1.memory_usage(), "{what}");
+            }
+        }
     }
 }
 
