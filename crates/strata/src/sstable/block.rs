@@ -167,7 +167,7 @@ impl Block {
     }
 
     /// The whole key stored at restart point `i`.
-    #[inline]
+    #[inline(always)]
     fn restart_key(&self, i: usize) -> Option<&[u8]> {
         let off = self.restart(i);
         let (shared, unshared, vlen, p) = decode_header(&self.data, off, self.entries_end)?;
@@ -251,8 +251,10 @@ impl KeyBuf {
         self.splice_slow(shared, &data[k..k + n]);
     }
 
-    /// [`KeyBuf::splice`] of `delta`, growing the buffer so the next short deltas fit.
-    #[cold]
+    /// [`KeyBuf::splice`] of `delta`, growing the buffer so the next short deltas fit. Not
+    /// rare: every key longer than [`SHORT_DELTA`] at a restart point and every backward step
+    /// (`assign`) comes here. Kept out of line so the decoding loop stays small.
+    #[inline(never)]
     fn splice_slow(&mut self, shared: usize, delta: &[u8]) {
         let len = shared + delta.len();
         if self.buf.len() < len + SHORT_DELTA {
@@ -449,8 +451,10 @@ impl BlockIter {
         self.cache_pos = i;
     }
 
-    /// Binary search for the last restart point whose key is < `target` (0 when none is).
-    fn find_restart(&mut self, target: &[u8]) -> Option<usize> {
+    /// Binary search for the last restart point whose key is < the target (0 when none is);
+    /// `cmp(key)` orders a key against the target.
+    #[inline(always)]
+    fn find_restart(&mut self, cmp: impl Fn(&[u8]) -> Ordering) -> Option<usize> {
         let block = &*self.block;
         let mut left = 0usize;
         let mut right = block.num_restarts - 1;
@@ -460,13 +464,25 @@ impl BlockIter {
                 self.corrupt(format!("bad entry at restart point {mid}"));
                 return None;
             };
-            match block.compare(k, target) {
+            match cmp(k) {
                 Ordering::Less => left = mid,
                 Ordering::Equal => return Some(mid),
                 Ordering::Greater => right = mid - 1,
             }
         }
         Some(left)
+    }
+
+    /// [`InternalIterator::seek`] with `cmp(key)` ordering a key against the target.
+    #[inline(always)]
+    fn seek_by(&mut self, cmp: impl Fn(&[u8]) -> Ordering) {
+        let Some(r) = self.find_restart(&cmp) else { return };
+        self.seek_to_restart(r);
+        while self.parse_next() {
+            if cmp(self.key.as_slice()) != Ordering::Less {
+                return;
+            }
+        }
     }
 }
 
@@ -499,12 +515,13 @@ impl InternalIterator for BlockIter {
             self.invalidate();
             return;
         }
-        let Some(r) = self.find_restart(target) else { return };
-        self.seek_to_restart(r);
-        while self.parse_next() {
-            if self.block.compare(self.key.as_slice(), target) != Ordering::Less {
-                return;
-            }
+        // The key order is chosen once per seek, so each comparison in the searches below is
+        // the plain one.
+        if self.block.user_keys {
+            let u = user_key(target);
+            self.seek_by(|k| compare_bytes(k, u));
+        } else {
+            self.seek_by(|k| compare_internal(k, target));
         }
     }
 
