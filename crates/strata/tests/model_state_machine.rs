@@ -1,6 +1,7 @@
 //! Random sequences of put / delete / delete_range / batch / get / flush / reopen, checked against a BTreeMap
 //! model, on the in-memory and the real filesystem, with the write-stall and trigger options
-//! drawn over their whole accepted range (zeros and inverted orders included).
+//! drawn over their whole accepted range (zeros and inverted orders included), and tables of
+//! both index formats (version 3, user keys, and version 1) in one DB.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -36,12 +37,26 @@ struct Knobs {
     /// Memtable budget: 0 none, 1 `db_write_buffer_size` 64 KiB, 2 the same at 2 MiB, 3 a
     /// `WriteBufferManager` of 128 KiB with stalls (the budget flushes almost every write).
     budget: u8,
+    /// `user_key_index` at the first open; each `Reopen` flips it, so one DB holds tables of
+    /// format version 3 and version 1 side by side.
+    user_key_index: bool,
 }
 
 fn knobs_strategy() -> impl Strategy<Value = Knobs> {
     let limit = || prop_oneof![Just(0u64), Just(1), 1u64..(128 << 10), Just(64 << 30)];
     let budget = prop_oneof![3 => Just(0u8), 1 => 1u8..4];
-    (1usize..6, 0usize..10, 0usize..12, limit(), limit(), any::<bool>(), 0u8..4, 0u8..4, budget)
+    (
+        1usize..6,
+        0usize..10,
+        0usize..12,
+        limit(),
+        limit(),
+        any::<bool>(),
+        0u8..4,
+        0u8..4,
+        budget,
+        any::<bool>(),
+    )
         .prop_map(
             |(
                 trigger,
@@ -53,6 +68,7 @@ fn knobs_strategy() -> impl Strategy<Value = Knobs> {
                 write_mode,
                 style,
                 budget,
+                user_key_index,
             )| {
                 Knobs {
                     trigger,
@@ -64,6 +80,7 @@ fn knobs_strategy() -> impl Strategy<Value = Knobs> {
                     write_mode,
                     style,
                     budget,
+                    user_key_index,
                 }
             },
         )
@@ -175,6 +192,7 @@ fn options(fs: Arc<dyn FileSystem>, knobs: &Knobs) -> Options {
         db_write_buffer_size: [0, 64 << 10, 2 << 20, 0][usize::from(knobs.budget)],
         write_buffer_manager: (knobs.budget == 3)
             .then(|| Arc::new(strata::WriteBufferManager::new(128 << 10, None, true))),
+        user_key_index: knobs.user_key_index,
         ..Options::default()
     }
 }
@@ -195,7 +213,7 @@ fn model_delete_range(model: &mut BTreeMap<Vec<u8>, Vec<u8>>, lo: &[u8], hi: &[u
 }
 
 fn run(ops: &[Op], knobs: &Knobs, fs: Arc<dyn FileSystem>, path: &Path) {
-    let opts = options(fs, knobs);
+    let mut opts = options(fs, knobs);
     let mut db = Db::open(&opts, path).unwrap();
     let mut model = Model::new();
     let mut snapshots: Vec<(strata::Snapshot, Model)> = Vec::new();
@@ -297,6 +315,7 @@ fn run(ops: &[Op], knobs: &Knobs, fs: Arc<dyn FileSystem>, path: &Path) {
             Op::Reopen => {
                 snapshots.clear();
                 drop(db);
+                opts.user_key_index = !opts.user_key_index;
                 db = Db::open(&opts, path).unwrap();
             }
         }

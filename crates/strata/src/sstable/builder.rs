@@ -294,7 +294,7 @@ impl TableBuilder {
             self.scratch_key.clear();
             self.scratch_key.extend_from_slice(&self.last_key);
             key::shorten_separator(&mut self.scratch_key, ikey);
-            if key::user_key(&self.last_key) == parsed.user_key {
+            if self.user_index.is_some() && key::user_key(&self.last_key) == parsed.user_key {
                 // A user key spans this boundary: no user key separates the blocks.
                 self.user_index = None;
             }

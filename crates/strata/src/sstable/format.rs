@@ -38,7 +38,7 @@
 //!
 //! With `TableOptions::block_align`, zero bytes may sit between a data block's trailer and the
 //! next data block (padding, so no data block straddles an alignment unit); nothing points
-//! at them and readers never read them. Such tables are still version 1 or 2.
+//! at them and readers never read them. Such tables keep their version (1, 2 or 3).
 //!
 //! All fixed-width integers are little-endian. on-disk: never change the compression type tags,
 //! the footer layout, the magic number or the meaning of format versions 1, 2 and 3. A table

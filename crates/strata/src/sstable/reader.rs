@@ -26,9 +26,9 @@ use crate::cache::{CacheKey, Priority};
 use crate::env::RandomAccessFile;
 use crate::error::{Error, Result};
 use crate::iterator::InternalIterator;
-use crate::key::{lookup_key, TRAILER_LEN};
+use crate::key::{lookup_key, make_internal_key, TRAILER_LEN};
 use crate::sstable::CacheAccess;
-use crate::types::SeqNo;
+use crate::types::{SeqNo, ValueType};
 use crate::util::checksum::ChecksumType;
 
 use super::block::{Block, BlockIter};
@@ -635,17 +635,18 @@ impl TableReader {
 
     /// The data blocks as the index lists them: each block's separator key (an internal key
     /// at or after its last key) and handle, in order. For tools. A user-key index's
-    /// separator `s` is given as the last internal key of `s` (sequence 0, type 0), which
-    /// every entry of `s` sorts at or before.
+    /// separator `s` is given as the last internal key of `s` (sequence 0, `Deletion`: trailer
+    /// 0), which every entry of `s` sorts at or before.
     pub fn data_blocks(self: &Arc<Self>) -> Result<Vec<(Vec<u8>, BlockHandle)>> {
         let mut out = Vec::new();
         let mut it = self.index_iter()?;
         it.seek_to_first();
         while it.valid() {
-            let mut separator = it.key().to_vec();
-            if self.user_key_index {
-                separator.extend_from_slice(&0u64.to_le_bytes());
-            }
+            let separator = if self.user_key_index {
+                make_internal_key(it.key(), SeqNo::ZERO, ValueType::Deletion)
+            } else {
+                it.key().to_vec()
+            };
             out.push((separator, self.decode_handle(it.value(), it.block_offset())?));
             it.next();
         }
