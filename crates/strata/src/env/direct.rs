@@ -208,6 +208,10 @@ impl RandomAccessFile for DirectRandom {
     fn path(&self) -> &Path {
         &self.path
     }
+
+    fn read_alignment(&self) -> u64 {
+        self.align
+    }
 }
 
 struct DirectWritable {

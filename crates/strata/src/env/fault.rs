@@ -311,6 +311,10 @@ impl RandomAccessFile for FaultRandom {
         self.inner.advise_random();
     }
 
+    fn read_alignment(&self) -> u64 {
+        self.inner.read_alignment()
+    }
+
     fn len(&self) -> u64 {
         self.inner.len()
     }

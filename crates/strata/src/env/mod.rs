@@ -111,6 +111,13 @@ pub trait RandomAccessFile: Send + Sync {
     /// Advises the OS that reads will come at random offsets (no kernel readahead). A hint:
     /// the default does nothing, and a failure is ignored.
     fn advise_random(&self) {}
+    /// The unit the device transfers for a read of this file: a read of any range moves the
+    /// whole span around it, aligned to this many bytes, so a reader that can use the bytes
+    /// beside its range (readahead) asks for that span at no extra I/O. 1 (the default): no
+    /// unit, as for a buffered file, whose pages the OS caches anyway.
+    fn read_alignment(&self) -> u64 {
+        1
+    }
 }
 
 impl dyn RandomAccessFile {

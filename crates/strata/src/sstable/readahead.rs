@@ -5,12 +5,29 @@
 //! - **Automatic** (`ReadBlockOptions::readahead_size == 0`): the first two block reads from
 //!   the file are exact; from the third read in a row that starts where the previous one
 //!   ended (a forward scan), each read takes [`AUTO_INITIAL`] bytes, doubling per read up to
-//!   [`AUTO_MAX`]. A read elsewhere (a seek) starts over. Point lookups never read ahead (they
-//!   do not use iterators).
+//!   [`AUTO_MAX`]. A backward scan (each read ending where the previous one started) reads
+//!   as much before its block the same way. A read elsewhere (a seek) starts over. Point
+//!   lookups never read ahead (they do not use iterators).
+//! - **Learned** (automatic mode, at a seek): a short scan never reaches the third read, so
+//!   each table learns how far its iterators go past the block a seek lands on
+//!   ([`ScanStats`], shared by every iterator of the table): blocks read after a seek,
+//!   forward and backward, counted up to [`LEARN_RUN`] per seek and halved every
+//!   [`DECAY_AT`] seeks. A seek's read also takes, in each direction, the mean rounded to
+//!   whole blocks (a half up), each sized as the sought block plus a quarter. A table read by
+//!   point-like seeks (a mean below one half) reads exactly as before. A scan that goes on
+//!   past a learned read reads ahead automatically from its next read in that direction. Example:
+//!   seeks followed by ten `next`s over blocks of ten entries read two blocks per seek, in
+//!   two device round trips without this and one with it.
 //! - **Fixed** (`readahead_size > 0`): every read from the file takes at least that many bytes.
-//! - Reads never go past the table's last block (the footer's start) and hold one buffer per
-//!   iterator, the size of the last read. Blocks found in the block cache cost no read and
-//!   leave the state as it is.
+//! - Readahead never goes past the table's last block (the footer's start), nor before its
+//!   first byte. A file read with direct I/O transfers whole aligned units
+//!   ([`RandomAccessFile::read_alignment`]), and every read keeps the whole span the device
+//!   moved, so a block that shares a unit with the one before or after it costs no second
+//!   read in a scan either way.
+//! - One buffer per iterator, the size of the last read. Blocks found in the block cache
+//!   cost no read and leave the state as it is.
+
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 use crate::env::RandomAccessFile;
 use crate::error::{Error, Result};
@@ -22,19 +39,72 @@ pub(crate) const AUTO_MAX: usize = 256 << 10;
 /// Block reads in a row, each starting where the previous ended, before automatic
 /// readahead starts.
 const AUTO_AFTER_SEQUENTIAL: u32 = 2;
+/// Blocks after a seek that [`ScanStats`] counts: longer scans reach automatic readahead,
+/// and one long scan (a verification, a full iteration) must not teach a table's seeks to
+/// read far ahead.
+pub(crate) const LEARN_RUN: u32 = 4;
+/// [`ScanStats`] halves its counts when this many seeks are counted: recent seeks weigh most.
+pub(crate) const DECAY_AT: u32 = 1024;
+/// Seeks a table must have seen before its mean is used.
+const LEARN_MIN_SEEKS: u32 = 16;
+/// The most bytes a learned read takes on either side of the sought block.
+const LEARN_MAX: usize = 32 << 10;
+
+/// How far past the block a seek lands on the iterators of one table go, learned from the
+/// reads they make (see the module documentation). Relaxed atomics: a hint for readahead,
+/// which a race only blurs.
+#[derive(Debug, Default)]
+pub(crate) struct ScanStats {
+    /// Seeks whose block was read from the file (not found in the block cache).
+    seeks: AtomicU32,
+    /// Blocks read after those seeks, continuing forward and backward (each at most
+    /// [`LEARN_RUN`] per seek).
+    forward: AtomicU32,
+    backward: AtomicU32,
+}
+
+impl ScanStats {
+    fn seek(&self) {
+        if self.seeks.fetch_add(1, Relaxed) + 1 >= DECAY_AT {
+            for c in [&self.seeks, &self.forward, &self.backward] {
+                c.store(c.load(Relaxed) / 2, Relaxed);
+            }
+        }
+    }
+
+    fn step(&self, forward: bool) {
+        let c = if forward { &self.forward } else { &self.backward };
+        c.fetch_add(1, Relaxed);
+    }
+
+    /// Blocks a seek's read takes (forward, backward) beside the sought one: the mean per
+    /// seek, rounded to the nearest whole block (a half up).
+    pub fn prefetch_blocks(&self) -> (u32, u32) {
+        let seeks = self.seeks.load(Relaxed);
+        if seeks < LEARN_MIN_SEEKS {
+            return (0, 0);
+        }
+        let blocks = |n: u32| ((2 * n + seeks) / (2 * seeks)).min(LEARN_RUN);
+        (blocks(self.forward.load(Relaxed)), blocks(self.backward.load(Relaxed)))
+    }
+}
 
 /// One iterator's readahead state and buffer.
 #[derive(Debug, Default)]
 pub(crate) struct Readahead {
-    /// `ReadBlockOptions::readahead_size`: 0 automatic.
+    /// `ReadBlockOptions::readahead_size`: 0 automatic (and learned).
     fixed: usize,
     /// File bytes `[buf_start, buf_start + buf.len())`.
     buf: Vec<u8>,
     buf_start: u64,
-    /// Where the last block read ended, to tell a forward scan.
-    next_offset: Option<u64>,
-    /// Reads in a row that continued the previous one.
+    /// The file range of the last block returned, to tell a scan (forward or backward) from
+    /// a seek.
+    last: Option<(u64, u64)>,
+    /// Blocks returned since the last seek.
+    steps: u32,
+    /// Reads in a row that continued the previous one forward, and backward.
     run: u32,
+    back_run: u32,
     /// The next automatic readahead.
     auto_size: usize,
 }
@@ -45,59 +115,106 @@ impl Readahead {
     }
 
     /// The file's bytes `[offset, offset + len)`, from the buffer or read (with readahead as
-    /// the module documentation says), reading nothing at or past `limit`. Fewer bytes than
-    /// `len` in the file is `Corruption` naming it.
+    /// the module documentation says, learning from and into `stats`, the table's), reading
+    /// nothing at or past `limit` beyond the block itself. Fewer bytes than `len` in the file
+    /// is `Corruption` naming it.
     pub fn read(
         &mut self,
         file: &dyn RandomAccessFile,
         offset: u64,
         len: usize,
         limit: u64,
+        stats: &ScanStats,
     ) -> Result<&[u8]> {
         let end = offset + len as u64;
+        let forward = self.last.is_some_and(|(_, e)| e == offset);
+        let backward = self.last.is_some_and(|(s, _)| s == end);
+        let learn = self.fixed == 0;
+        let seek = !forward && !backward;
+        if seek {
+            self.steps = 0;
+            if learn {
+                stats.seek();
+            }
+        } else {
+            if learn && self.steps < LEARN_RUN {
+                stats.step(forward);
+            }
+            self.steps = self.steps.saturating_add(1);
+        }
+        self.last = Some((offset, end));
         let buf_end = self.buf_start + self.buf.len() as u64;
         if offset >= self.buf_start && end <= buf_end {
-            self.next_offset = Some(end);
             let at = (offset - self.buf_start) as usize;
             return Ok(&self.buf[at..at + len]);
         }
-        if self.next_offset == Some(offset) {
+        if forward {
             self.run += 1;
+            self.back_run = 0;
+        } else if backward {
+            self.back_run += 1;
+            self.run = 0;
         } else {
             self.run = 0;
+            self.back_run = 0;
             self.auto_size = AUTO_INITIAL;
         }
-        let want = if self.fixed > 0 {
-            len.max(self.fixed)
+        let (mut want, mut behind) = (len, 0);
+        if self.fixed > 0 {
+            want = len.max(self.fixed);
         } else if self.run >= AUTO_AFTER_SEQUENTIAL {
-            let w = len.max(self.auto_size);
+            want = len.max(self.auto_size);
             self.auto_size = (self.auto_size * 2).min(AUTO_MAX);
-            w
-        } else {
-            len
-        };
+        } else if self.back_run >= AUTO_AFTER_SEQUENTIAL {
+            behind = self.auto_size;
+            self.auto_size = (self.auto_size * 2).min(AUTO_MAX);
+        } else if seek {
+            let (f, b) = stats.prefetch_blocks();
+            let side = |blocks: u32| (blocks as usize * (len + len / 4)).min(LEARN_MAX);
+            want = len + side(f);
+            behind = side(b);
+            // A learned scan that goes on past what the seek took reads ahead at once.
+            if f > 0 {
+                self.run = AUTO_AFTER_SEQUENTIAL - 1;
+            }
+            if b > 0 {
+                self.back_run = AUTO_AFTER_SEQUENTIAL - 1;
+            }
+        }
         let want = want.min(limit.saturating_sub(offset) as usize).max(len);
-        self.buf.resize(want, 0);
+        // Under direct I/O the device moves whole aligned units: keep all of them, since the
+        // block beside this one (the next of a forward scan, the previous of a backward one)
+        // often lies in the same units.
+        let a = file.read_alignment().max(1);
+        let first = offset.saturating_sub(behind as u64);
+        let start = first - first % a;
+        let stop = (offset + want as u64).div_ceil(a).saturating_mul(a).min(file.len()).max(end);
+        let span = (stop - start) as usize;
+        let skip = (offset - start) as usize;
+        self.buf.resize(span, 0);
         let mut got = 0;
-        while got < want {
-            let n = file.read_at(offset + got as u64, &mut self.buf[got..])?;
+        while got < span {
+            let n = file.read_at(start + got as u64, &mut self.buf[got..])?;
             if n == 0 {
                 break;
             }
             got += n;
         }
         self.buf.truncate(got);
-        self.buf_start = offset;
-        if got < len {
+        self.buf_start = start;
+        if got < skip + len {
             self.buf.clear();
+            self.last = None;
             return Err(Error::corruption(
                 file.path(),
                 offset,
-                format!("truncated file: wanted {len} bytes, file has {got}"),
+                format!(
+                    "truncated file: wanted {len} bytes, file has {}",
+                    got.saturating_sub(skip)
+                ),
             ));
         }
-        self.next_offset = Some(end);
-        Ok(&self.buf[..len])
+        Ok(&self.buf[skip..skip + len])
     }
 }
 
@@ -115,6 +232,8 @@ mod tests {
         path: PathBuf,
         reads: Mutex<Vec<(u64, usize)>>,
         bytes: AtomicU64,
+        /// `read_alignment`: 1 as a buffered file, a page size as a direct one.
+        align: u64,
     }
 
     impl RandomAccessFile for Counted {
@@ -132,6 +251,9 @@ mod tests {
         fn path(&self) -> &Path {
             &self.path
         }
+        fn read_alignment(&self) -> u64 {
+            self.align
+        }
     }
 
     fn file(len: usize) -> Counted {
@@ -140,13 +262,14 @@ mod tests {
             path: PathBuf::from("/db/000001.sst"),
             reads: Mutex::new(Vec::new()),
             bytes: AtomicU64::new(0),
+            align: 1,
         }
     }
 
     /// Reads `blocks` consecutive 1,000-byte blocks from 0, checking each one's bytes.
     fn scan(ra: &mut Readahead, f: &Counted, blocks: u64, limit: u64) {
         for b in 0..blocks {
-            let got = ra.read(f, b * 1000, 1000, limit).unwrap().to_vec();
+            let got = ra.read(f, b * 1000, 1000, limit, &ScanStats::default()).unwrap().to_vec();
             assert_eq!(got, f.data[(b * 1000) as usize..(b * 1000 + 1000) as usize], "block {b}");
         }
     }
@@ -176,7 +299,7 @@ mod tests {
         // A block far away: exact read, and the next two as well before readahead resumes.
         for b in [500u64, 501, 502] {
             assert_eq!(
-                ra.read(&f, b * 1000, 1000, 1_000_000).unwrap(),
+                ra.read(&f, b * 1000, 1000, 1_000_000, &ScanStats::default()).unwrap(),
                 &f.data[(b * 1000) as usize..(b * 1000 + 1000) as usize]
             );
         }
@@ -200,10 +323,150 @@ mod tests {
     fn a_short_file_is_corruption_naming_it() {
         let f = file(1500);
         let mut ra = Readahead::new(0);
-        let e = ra.read(&f, 1000, 1000, 10_000).unwrap_err();
+        let e = ra.read(&f, 1000, 1000, 10_000, &ScanStats::default()).unwrap_err();
         assert!(e.is_corruption());
         assert!(e.to_string().contains("000001.sst"), "{e}");
         // The state is usable after the error.
-        assert_eq!(ra.read(&f, 0, 1000, 10_000).unwrap(), &f.data[..1000]);
+        assert_eq!(ra.read(&f, 0, 1000, 10_000, &ScanStats::default()).unwrap(), &f.data[..1000]);
+    }
+
+    #[test]
+    fn a_direct_read_keeps_the_aligned_span_it_transferred() {
+        let f = Counted { align: 4096, ..file(10_000) };
+        let mut ra = Readahead::new(0);
+        let expect = |o: usize| &f.data[o..o + 1000];
+        // One read of the unit around the block; the next block in that unit costs nothing.
+        assert_eq!(ra.read(&f, 5000, 1000, 10_000, &ScanStats::default()).unwrap(), expect(5000));
+        assert_eq!(ra.read(&f, 6000, 1000, 10_000, &ScanStats::default()).unwrap(), expect(6000));
+        assert_eq!(f.reads.lock().unwrap().clone(), [(4096, 4096)]);
+        // A block before the span, across a unit boundary: both units, one read, and then a
+        // backward step within them costs nothing.
+        assert_eq!(
+            ra.read(&f, 3500, 1000, 10_000, &ScanStats::default()).unwrap(),
+            &f.data[3500..4500]
+        );
+        assert_eq!(
+            ra.read(&f, 2500, 1000, 10_000, &ScanStats::default()).unwrap(),
+            &f.data[2500..3500]
+        );
+        // The last unit stops at the end of the file.
+        assert_eq!(ra.read(&f, 9000, 1000, 10_000, &ScanStats::default()).unwrap(), expect(9000));
+        assert_eq!(f.reads.lock().unwrap().clone(), [(4096, 4096), (0, 8192), (8192, 1808)]);
+    }
+
+    /// Reads through a new `Readahead` per seek (as a DB iterator per operation does): the
+    /// block `b`, then `then` (the next or previous block, or none).
+    fn seek_then(f: &Counted, stats: &ScanStats, b: u64, then: Option<u64>) {
+        let mut ra = Readahead::new(0);
+        for b in std::iter::once(b).chain(then) {
+            let got = ra.read(f, b * 1000, 1000, 1_000_000, stats).unwrap();
+            assert_eq!(got, &f.data[(b * 1000) as usize..(b * 1000 + 1000) as usize], "block {b}");
+        }
+    }
+
+    #[test]
+    fn seeks_followed_by_the_next_block_learn_to_read_it_with_the_seek() {
+        let f = file(1_000_000);
+        let stats = ScanStats::default();
+        for i in 0..40u64 {
+            seek_then(&f, &stats, 10 + i * 20, Some(11 + i * 20));
+        }
+        let reads = f.reads.lock().unwrap().clone();
+        // Two exact reads per seek while the table learns, then one read of the block and the
+        // next one's share (a block and a quarter) per seek.
+        assert_eq!(&reads[..2], &[(10_000, 1000), (11_000, 1000)]);
+        assert_eq!(reads.len(), 2 * 15 + 25, "{reads:?}");
+        for (k, &r) in reads[30..].iter().enumerate() {
+            assert_eq!(r, (310_000 + 20_000 * k as u64, 2250), "{reads:?}");
+        }
+    }
+
+    #[test]
+    fn seeks_followed_by_the_previous_block_learn_to_read_it_with_the_seek() {
+        let f = file(1_000_000);
+        let stats = ScanStats::default();
+        for i in 0..40u64 {
+            seek_then(&f, &stats, 10 + i * 20, Some(9 + i * 20));
+        }
+        let reads = f.reads.lock().unwrap().clone();
+        assert_eq!(reads.len(), 2 * 15 + 25, "{reads:?}");
+        let (o, n) = *reads.last().unwrap();
+        assert_eq!((o, n), (790_000 - 1250, 2250));
+        assert_eq!(stats.prefetch_blocks(), (0, 1));
+    }
+
+    #[test]
+    fn point_seeks_and_one_long_scan_learn_nothing() {
+        let f = file(2_000_000);
+        let stats = ScanStats::default();
+        // One full scan counts at most LEARN_RUN blocks for its one seek.
+        let mut ra = Readahead::new(0);
+        for b in 0..1000 {
+            ra.read(&f, b * 1000, 1000, 2_000_000, &stats).unwrap();
+        }
+        for i in 0..100u64 {
+            seek_then(&f, &stats, i * 10, None);
+        }
+        assert_eq!(stats.prefetch_blocks(), (0, 0));
+        let reads = f.reads.lock().unwrap().clone();
+        assert!(reads[reads.len() - 100..].iter().all(|&(_, n)| n == 1000), "{reads:?}");
+    }
+
+    #[test]
+    fn fewer_than_half_the_seeks_scanning_on_learns_nothing_and_old_seeks_fade() {
+        let stats = ScanStats::default();
+        let f = file(1_000_000);
+        // One seek in three reads the next block too: a mean of one third.
+        for i in 0..60u64 {
+            seek_then(&f, &stats, i * 10, (i % 3 == 0).then_some(i * 10 + 1));
+        }
+        assert_eq!(stats.prefetch_blocks(), (0, 0));
+        // Every seek scanning on: learned; then point seeks only: the counts halve every
+        // DECAY_AT seeks, and the mean falls below one half again.
+        for i in 0..200u64 {
+            seek_then(&f, &stats, (i * 10) % 990, Some((i * 10) % 990 + 1));
+        }
+        assert_eq!(stats.prefetch_blocks(), (1, 0));
+        for i in 0..(2 * DECAY_AT as u64) {
+            seek_then(&f, &stats, i % 900, None);
+        }
+        assert_eq!(stats.prefetch_blocks(), (0, 0));
+        assert!(stats.seeks.load(Relaxed) < DECAY_AT);
+    }
+
+    #[test]
+    fn a_scan_past_a_learned_read_reads_ahead_from_its_next_read() {
+        let f = file(1_000_000);
+        let stats = ScanStats::default();
+        let scan_from = |b: u64| {
+            let mut ra = Readahead::new(0);
+            for b in b..b + 12 {
+                ra.read(&f, b * 1000, 1000, 1_000_000, &stats).unwrap();
+            }
+        };
+        for i in 0..20u64 {
+            scan_from(i * 20);
+        }
+        // Each seek counted LEARN_RUN blocks after it, not eleven.
+        assert_eq!(stats.prefetch_blocks(), (LEARN_RUN, 0));
+        let before = f.reads.lock().unwrap().len();
+        scan_from(500);
+        let reads = f.reads.lock().unwrap().clone();
+        assert_eq!(&reads[before..], &[(500_000, 6000), (506_000, AUTO_INITIAL)]);
+    }
+
+    #[test]
+    fn automatic_readahead_grows_backward_on_a_backward_scan() {
+        let f = file(2_000_000);
+        let mut ra = Readahead::new(0);
+        for b in (0..1500u64).rev() {
+            let got = ra.read(&f, b * 1000, 1000, 2_000_000, &ScanStats::default()).unwrap();
+            assert_eq!(got, &f.data[(b * 1000) as usize..(b * 1000 + 1000) as usize], "block {b}");
+        }
+        let reads = f.reads.lock().unwrap().clone();
+        assert_eq!(&reads[..2], &[(1_499_000, 1000), (1_498_000, 1000)]);
+        assert_eq!(reads[2], (1_497_000 - AUTO_INITIAL as u64, AUTO_INITIAL + 1000));
+        assert!(reads.len() < 15, "{} reads for 1,500 blocks", reads.len());
+        assert_eq!(reads.last().unwrap().0, 0);
     }
 }

@@ -40,7 +40,7 @@ use super::format::{
 use super::metaindex::{MetaIndex, FILTER_BLOCK, PROPERTIES_BLOCK, RANGE_DELETION_BLOCK};
 use super::partitioned::{decode_top_entry, PartitionedIndexIter};
 use super::properties::TableProperties;
-use super::readahead::Readahead;
+use super::readahead::{Readahead, ScanStats};
 use crate::range_del::{decode_block, FragmentedTombstones, RangeTombstone};
 
 /// Key buffers larger than this are freed after a `get` rather than kept for the next one.
@@ -149,6 +149,8 @@ pub struct TableReader {
     fragmented_range_dels: Option<Arc<FragmentedTombstones>>,
     /// Sequence number entries read as (an ingested file's global seqno); 0 = as stored.
     global_seqno: SeqNo,
+    /// How far this table's iterators read past a seek's block (`readahead.rs`).
+    scan_stats: ScanStats,
 }
 
 impl std::fmt::Debug for TableReader {
@@ -250,6 +252,7 @@ impl TableReader {
             range_dels,
             fragmented_range_dels,
             global_seqno: SeqNo::ZERO,
+            scan_stats: ScanStats::default(),
         };
         // Read (and verify) the index and filter now; then keep them unless they are to be
         // read through the cache. Without a block cache there is nowhere else to keep them.
@@ -779,7 +782,9 @@ impl TableReader {
             None => read_block(&*self.file, handle, self.checksum, verify)?,
             Some(ra) => {
                 let len = handle.size as usize + BLOCK_TRAILER_LEN;
-                let bytes = ra.read(&*self.file, handle.offset, len, self.blocks_end)?.to_vec();
+                let bytes = ra
+                    .read(&*self.file, handle.offset, len, self.blocks_end, &self.scan_stats)?
+                    .to_vec();
                 super::format::decode_block(&self.path, handle, bytes, self.checksum, verify)?
             }
         };
