@@ -24,7 +24,9 @@
 //!   (`statx` with `STATX_DIOALIGN`, Linux 6.1+; 512 on most disks), else 4096: a point read
 //!   of a 4 KiB block that straddles a page boundary then reads 4.5 KiB instead of 8 KiB.
 //! - Memory is aligned by over-allocating a `Vec<u8>` and using the aligned part of it (no
-//!   `unsafe`); readers keep one scratch buffer per thread.
+//!   `unsafe`); readers keep one scratch buffer per thread. A read already aligned in offset,
+//!   length and memory (an iterator's readahead buffer is made so) goes straight into the
+//!   caller's buffer.
 //! - A file system that refuses `O_DIRECT` (tmpfs, some network file systems) fails the open
 //!   with `NotSupported` naming the file and the option to turn off.
 //! - Durability is as for buffered files: `flush` hands every appended byte to the device (a
@@ -165,12 +167,40 @@ thread_local! {
     static SCRATCH: RefCell<AlignedBuf> = RefCell::new(AlignedBuf::new(0));
 }
 
+impl DirectRandom {
+    /// A read whose offset, length and memory address are all aligned: straight into `buf`,
+    /// with no bounce buffer (a readahead buffer, `sstable/readahead.rs`, is made so).
+    fn read_in_place(&self, offset: u64, buf: &mut [u8]) -> Result<usize> {
+        let mut got = 0;
+        while got < buf.len() {
+            match self.file.read_at(&mut buf[got..], offset + got as u64) {
+                Ok(0) => break,
+                Ok(n) => {
+                    got += n;
+                    if !(n as u64).is_multiple_of(self.align) {
+                        break; // the end of the file
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(Error::io("pread (O_DIRECT)", &self.path, e)),
+            }
+        }
+        Ok(got)
+    }
+}
+
 impl RandomAccessFile for DirectRandom {
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize> {
         if buf.is_empty() {
             return Ok(0);
         }
         let a = self.align;
+        if offset.is_multiple_of(a)
+            && (buf.len() as u64).is_multiple_of(a)
+            && (buf.as_ptr() as usize).is_multiple_of(a as usize)
+        {
+            return self.read_in_place(offset, buf);
+        }
         let start = offset - offset % a;
         let end = (offset + buf.len() as u64).div_ceil(a) * a;
         let span = (end - start) as usize;
@@ -327,6 +357,17 @@ mod tests {
             let n = r.read_at(off, &mut buf).unwrap();
             let end = (off as usize + len).min(data.len());
             assert_eq!(&buf[..n], &data[off as usize..end], "read of {len} at {off}");
+        }
+        // Aligned in offset, length and memory: read in place, the same bytes; a last unit
+        // past the end of the file comes back short.
+        assert_eq!(r.read_alignment(), a);
+        let a = a as usize;
+        for (off, len) in [(0, a), (a, 3 * a), (20_000 / a * a, a), (20_000 / a * a - a, 2 * a)] {
+            let mut buf = AlignedBuf::new(len);
+            let n = r.read_at(off as u64, buf.as_mut_slice()).unwrap();
+            let end = (off + len).min(data.len());
+            assert_eq!(n, end - off, "in-place read of {len} at {off}");
+            assert_eq!(&buf.as_slice()[..n], &data[off..end], "in-place read of {len} at {off}");
         }
     }
 

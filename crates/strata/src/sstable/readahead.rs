@@ -94,8 +94,11 @@ impl ScanStats {
 pub(crate) struct Readahead {
     /// `ReadBlockOptions::readahead_size`: 0 automatic (and learned).
     fixed: usize,
-    /// File bytes `[buf_start, buf_start + buf.len())`.
-    buf: Vec<u8>,
+    /// File bytes `[buf_start, buf_start + len)`, at `store[base..base + len]`; `base` puts
+    /// them at an address aligned for direct reads (`room`).
+    store: Vec<u8>,
+    base: usize,
+    len: usize,
     buf_start: u64,
     /// The file range of the last block returned, to tell a scan (forward or backward) from
     /// a seek.
@@ -143,10 +146,10 @@ impl Readahead {
             self.steps = self.steps.saturating_add(1);
         }
         self.last = Some((offset, end));
-        let buf_end = self.buf_start + self.buf.len() as u64;
+        let buf_end = self.buf_start + self.len as u64;
         if offset >= self.buf_start && end <= buf_end {
             let at = (offset - self.buf_start) as usize;
-            return Ok(&self.buf[at..at + len]);
+            return Ok(&self.bytes()[at..at + len]);
         }
         if forward {
             self.run += 1;
@@ -184,26 +187,32 @@ impl Readahead {
         let want = want.min(limit.saturating_sub(offset) as usize).max(len);
         // Under direct I/O the device moves whole aligned units: keep all of them, since the
         // block beside this one (the next of a forward scan, the previous of a backward one)
-        // often lies in the same units.
+        // often lies in the same units. The span stays aligned up to the file's last unit, so
+        // a direct read lands in the buffer in place (no bounce copy, no bounce buffer).
         let a = file.read_alignment().max(1);
         let first = offset.saturating_sub(behind as u64);
         let start = first - first % a;
-        let stop = (offset + want as u64).div_ceil(a).saturating_mul(a).min(file.len()).max(end);
+        let stop = (offset + want as u64)
+            .div_ceil(a)
+            .saturating_mul(a)
+            .min(file.len().div_ceil(a).saturating_mul(a))
+            .max(end);
         let span = (stop - start) as usize;
         let skip = (offset - start) as usize;
-        self.buf.resize(span, 0);
+        let room = self.room(span, a as usize);
         let mut got = 0;
         while got < span {
-            let n = file.read_at(start + got as u64, &mut self.buf[got..])?;
-            if n == 0 {
+            let n = file.read_at(start + got as u64, &mut room[got..])?;
+            got += n;
+            // A short unit is the end of the file.
+            if n == 0 || !(n as u64).is_multiple_of(a) {
                 break;
             }
-            got += n;
         }
-        self.buf.truncate(got);
+        self.len = got;
         self.buf_start = start;
         if got < skip + len {
-            self.buf.clear();
+            self.len = 0;
             self.last = None;
             return Err(Error::corruption(
                 file.path(),
@@ -214,7 +223,29 @@ impl Readahead {
                 ),
             ));
         }
-        Ok(&self.buf[skip..skip + len])
+        Ok(&self.bytes()[skip..skip + len])
+    }
+
+    /// The buffered bytes.
+    fn bytes(&self) -> &[u8] {
+        &self.store[self.base..self.base + self.len]
+    }
+
+    /// `span` bytes of buffer starting at an `align`-aligned address (the memory alignment
+    /// direct reads need is at most the file's read alignment). The store is replaced, at
+    /// exactly the size needed, only when too small or misaligned: a doubling growth would
+    /// hold twice a compaction's 2 MiB readahead per input file.
+    fn room(&mut self, span: usize, align: usize) -> &mut [u8] {
+        let fits = |st: &Vec<u8>, base: usize| base + span <= st.len();
+        let aligned = (self.store.as_ptr() as usize + self.base).is_multiple_of(align);
+        if !aligned || !fits(&self.store, self.base) {
+            let pad = if align > 1 { align } else { 0 };
+            self.store = vec![0u8; span + pad];
+            // `align_offset` on a byte pointer is always computable at run time (< align).
+            self.base = self.store.as_ptr().align_offset(align).min(pad);
+        }
+        self.len = 0;
+        &mut self.store[self.base..self.base + span]
     }
 }
 
@@ -349,9 +380,9 @@ mod tests {
             ra.read(&f, 2500, 1000, 10_000, &ScanStats::default()).unwrap(),
             &f.data[2500..3500]
         );
-        // The last unit stops at the end of the file.
+        // The last unit is asked for whole (an aligned read); the file ends inside it.
         assert_eq!(ra.read(&f, 9000, 1000, 10_000, &ScanStats::default()).unwrap(), expect(9000));
-        assert_eq!(f.reads.lock().unwrap().clone(), [(4096, 4096), (0, 8192), (8192, 1808)]);
+        assert_eq!(f.reads.lock().unwrap().clone(), [(4096, 4096), (0, 8192), (8192, 4096)]);
     }
 
     /// Reads through a new `Readahead` per seek (as a DB iterator per operation does): the
