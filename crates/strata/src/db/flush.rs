@@ -122,7 +122,7 @@ fn flush_loop(inner: &DbInner) {
                 inner.bg_cv.wait(&mut st);
             }
         };
-        if let Err(e) = flush_one(inner, &cfd, &mem, next_log) {
+        if let Err(e) = flush_one(inner, &cfd, mem, next_log) {
             let mut st = inner.state.lock();
             inner.set_bg_error(&mut st, &e);
         }
@@ -131,11 +131,13 @@ fn flush_loop(inner: &DbInner) {
 
 /// Flushes family `cfd`'s oldest immutable memtable `mem`; afterwards WALs older than
 /// `next_log` hold nothing of the family that is not in a table, and WALs no family needs
-/// any more are deleted.
+/// any more are deleted. This thread's reference to `mem` is dropped before waiters (a
+/// `flush()`) are woken: once the flush is installed, only readers still using the memtable
+/// keep its memory.
 fn flush_one(
     inner: &DbInner,
     cfd: &Arc<Cfd>,
-    mem: &Arc<MemTable>,
+    mem: Arc<MemTable>,
     next_log: FileNumber,
 ) -> Result<()> {
     let start = std::time::Instant::now();
@@ -164,7 +166,7 @@ fn flush_one(
             .map(|f| (f, flush_filter_context(cfd.id, TableFileCreationReason::Flush))),
     };
     let cpu_start = crate::util::cpu::thread_cpu_micros();
-    let meta = write_level0_table(&env, mem, number);
+    let meta = write_level0_table(&env, &mem, number);
     let cpu_micros = crate::util::cpu::thread_cpu_micros().saturating_sub(cpu_start);
     let meta = match meta {
         Ok(m) => m,
@@ -223,18 +225,22 @@ fn flush_one(
         let mut st = inner.state.lock();
         if let (Some(cs), Some(version)) = (st.cfs.get_mut(&cfd.id), version) {
             let flushed = cs.imm.pop_front();
-            debug_assert!(flushed.is_some_and(|(m, _)| Arc::ptr_eq(&m, mem)));
+            debug_assert!(flushed.is_some_and(|(m, _)| Arc::ptr_eq(&m, &mem)));
             cs.memtables_flushed += 1;
             cfd.install_super_version(cs, version);
         }
-        inner.bg_cv.notify_all();
     }
+    let (mem_entries, mem_bytes) = (mem.num_entries(), mem.approximate_memory_usage());
+    drop(mem);
+    // After the locks: waiters re-check their condition under the state lock, which the
+    // install above changed while holding it, so no wake-up is lost.
+    inner.bg_cv.notify_all();
     level_stats.micros = start.elapsed().as_micros() as u64;
     cfd.stats
         .flush_bytes
         .fetch_add(level_stats.bytes_written, std::sync::atomic::Ordering::Relaxed);
     cfd.stats.add_compaction(0, &level_stats);
-    log_flush(inner, cfd, mem, written, &level_stats);
+    log_flush(inner, cfd, (mem_entries, mem_bytes), written, &level_stats);
     super::obsolete::delete_obsolete_wals(inner, edit.log_number.unwrap_or(keep_from));
     Ok(())
 }
@@ -243,7 +249,7 @@ fn flush_one(
 fn log_flush(
     inner: &DbInner,
     cfd: &Cfd,
-    mem: &MemTable,
+    (mem_entries, mem_bytes): (u64, usize),
     written: Option<(FileNumber, u64, u64)>,
     s: &LevelStats,
 ) {
@@ -253,8 +259,8 @@ fn log_flush(
         "[{}] Flush: memtable of {} entries ({} bytes) -> {}: {entries} entries, {bytes} \
          bytes, {} dropped, {secs:.3} s",
         cfd.name,
-        mem.num_entries(),
-        mem.approximate_memory_usage(),
+        mem_entries,
+        mem_bytes,
         if written.is_some() { format!("table #{}", table.0) } else { "no table".into() },
         s.dropped_records,
     ));
