@@ -168,8 +168,9 @@ thread_local! {
 }
 
 impl DirectRandom {
-    /// A read whose offset, length and memory address are all aligned: straight into `buf`,
-    /// with no bounce buffer (a readahead buffer, `sstable/readahead.rs`, is made so).
+    /// A read whose offset, length and memory address are all aligned, straight into `buf`:
+    /// the scratch buffer's, or the caller's own when it is aligned (a readahead buffer,
+    /// `sstable/readahead.rs`, is made so). Short only at the end of the file.
     fn read_in_place(&self, offset: u64, buf: &mut [u8]) -> Result<usize> {
         let mut got = 0;
         while got < buf.len() {
@@ -210,20 +211,7 @@ impl RandomAccessFile for DirectRandom {
                 *s = AlignedBuf::new(span.next_power_of_two());
             }
             let scratch = &mut s.as_mut_slice()[..span];
-            let mut got = 0;
-            while got < span {
-                match self.file.read_at(&mut scratch[got..], start + got as u64) {
-                    Ok(0) => break,
-                    Ok(n) => {
-                        got += n;
-                        if !(n as u64).is_multiple_of(a) {
-                            break; // the end of the file
-                        }
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(e) => return Err(Error::io("pread (O_DIRECT)", &self.path, e)),
-                }
-            }
+            let got = self.read_in_place(start, scratch)?;
             let skip = (offset - start) as usize;
             let n = got.saturating_sub(skip).min(buf.len());
             buf[..n].copy_from_slice(&scratch[skip..skip + n]);

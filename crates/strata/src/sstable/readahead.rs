@@ -118,9 +118,10 @@ impl Readahead {
     }
 
     /// The file's bytes `[offset, offset + len)`, from the buffer or read (with readahead as
-    /// the module documentation says, learning from and into `stats`, the table's), reading
-    /// nothing at or past `limit` beyond the block itself. Fewer bytes than `len` in the file
-    /// is `Corruption` naming it.
+    /// the module documentation says, learning from and into `stats`, the table's). Reading
+    /// ahead stops at `limit` (the footer's start), rounded up to the file's read alignment,
+    /// which the device transfers anyway. Fewer bytes than `len` in the file is `Corruption`
+    /// naming it.
     pub fn read(
         &mut self,
         file: &dyn RandomAccessFile,
@@ -166,11 +167,9 @@ impl Readahead {
         if self.fixed > 0 {
             want = len.max(self.fixed);
         } else if self.run >= AUTO_AFTER_SEQUENTIAL {
-            want = len.max(self.auto_size);
-            self.auto_size = (self.auto_size * 2).min(AUTO_MAX);
+            want = len.max(self.next_auto());
         } else if self.back_run >= AUTO_AFTER_SEQUENTIAL {
-            behind = self.auto_size;
-            self.auto_size = (self.auto_size * 2).min(AUTO_MAX);
+            behind = self.next_auto();
         } else if seek {
             let (f, b) = stats.prefetch_blocks();
             let side = |blocks: u32| (blocks as usize * (len + len / 4)).min(LEARN_MAX);
@@ -226,6 +225,13 @@ impl Readahead {
         Ok(&self.bytes()[skip..skip + len])
     }
 
+    /// The automatic readahead for this read; the next one doubles, up to [`AUTO_MAX`].
+    fn next_auto(&mut self) -> usize {
+        let n = self.auto_size;
+        self.auto_size = (n * 2).min(AUTO_MAX);
+        n
+    }
+
     /// The buffered bytes.
     fn bytes(&self) -> &[u8] {
         &self.store[self.base..self.base + self.len]
@@ -236,9 +242,8 @@ impl Readahead {
     /// exactly the size needed, only when too small or misaligned: a doubling growth would
     /// hold twice a compaction's 2 MiB readahead per input file.
     fn room(&mut self, span: usize, align: usize) -> &mut [u8] {
-        let fits = |st: &Vec<u8>, base: usize| base + span <= st.len();
         let aligned = (self.store.as_ptr() as usize + self.base).is_multiple_of(align);
-        if !aligned || !fits(&self.store, self.base) {
+        if !aligned || self.base + span > self.store.len() {
             let pad = if align > 1 { align } else { 0 };
             self.store = vec![0u8; span + pad];
             // `align_offset` on a byte pointer is always computable at run time (< align).
@@ -395,35 +400,29 @@ mod tests {
         }
     }
 
+    /// Seeks each followed by the next block (or, `backward`, the previous one): two exact
+    /// reads per seek while the table learns (15 seeks), then one read per seek of the block
+    /// and its neighbour's share (a block and a quarter) on that side.
     #[test]
-    fn seeks_followed_by_the_next_block_learn_to_read_it_with_the_seek() {
-        let f = file(1_000_000);
-        let stats = ScanStats::default();
-        for i in 0..40u64 {
-            seek_then(&f, &stats, 10 + i * 20, Some(11 + i * 20));
+    fn seeks_followed_by_a_neighbour_learn_to_read_it_with_the_seek() {
+        for backward in [false, true] {
+            let f = file(1_000_000);
+            let stats = ScanStats::default();
+            let block = |i: u64| 10 + i * 20;
+            for i in 0..40u64 {
+                let then = if backward { block(i) - 1 } else { block(i) + 1 };
+                seek_then(&f, &stats, block(i), Some(then));
+            }
+            let reads = f.reads.lock().unwrap().clone();
+            assert_eq!(reads.len(), 2 * 15 + 25, "backward {backward}: {reads:?}");
+            for (k, &r) in reads[30..].iter().enumerate() {
+                let at = block(15 + k as u64) * 1000;
+                let want = if backward { (at - 1250, 2250) } else { (at, 2250) };
+                assert_eq!(r, want, "backward {backward}: {reads:?}");
+            }
+            let learned = if backward { (0, 1) } else { (1, 0) };
+            assert_eq!(stats.prefetch_blocks(), learned);
         }
-        let reads = f.reads.lock().unwrap().clone();
-        // Two exact reads per seek while the table learns, then one read of the block and the
-        // next one's share (a block and a quarter) per seek.
-        assert_eq!(&reads[..2], &[(10_000, 1000), (11_000, 1000)]);
-        assert_eq!(reads.len(), 2 * 15 + 25, "{reads:?}");
-        for (k, &r) in reads[30..].iter().enumerate() {
-            assert_eq!(r, (310_000 + 20_000 * k as u64, 2250), "{reads:?}");
-        }
-    }
-
-    #[test]
-    fn seeks_followed_by_the_previous_block_learn_to_read_it_with_the_seek() {
-        let f = file(1_000_000);
-        let stats = ScanStats::default();
-        for i in 0..40u64 {
-            seek_then(&f, &stats, 10 + i * 20, Some(9 + i * 20));
-        }
-        let reads = f.reads.lock().unwrap().clone();
-        assert_eq!(reads.len(), 2 * 15 + 25, "{reads:?}");
-        let (o, n) = *reads.last().unwrap();
-        assert_eq!((o, n), (790_000 - 1250, 2250));
-        assert_eq!(stats.prefetch_blocks(), (0, 1));
     }
 
     #[test]
