@@ -72,4 +72,17 @@ fn both_encodings_survive_restarts() {
         .and_then(|v| v.parse().ok())
         .unwrap();
     assert!(hits >= 2, "{line}");
+    let field = |info: &str, name: &str| -> u64 {
+        let v = info.lines().find_map(|l| l.strip_prefix(name)).unwrap();
+        v.split(',').next().unwrap().trim_start_matches("bytes=").parse().unwrap()
+    };
+    let cached = line.split(',').find_map(|kv| kv.strip_prefix("bytes=")).unwrap();
+    let cached: u64 = cached.parse().unwrap();
+    assert!(cached > 0, "{line}");
+    // INFO memory counts the metadata cache, and the process's resident set.
+    let mem: String = redis::cmd("INFO").arg("memory").query(&mut c).unwrap();
+    assert!(field(&mem, "used_memory:") >= cached, "{mem}");
+    if cfg!(target_os = "linux") {
+        assert!(field(&mem, "used_memory_rss:") > field(&mem, "used_memory:"), "{mem}");
+    }
 }

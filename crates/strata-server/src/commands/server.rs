@@ -257,6 +257,17 @@ pub fn client(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
     Ok(())
 }
 
+/// The process's resident set in bytes (`/proc/self/statm`; 0 where there is none).
+fn resident_bytes() -> u64 {
+    let pages = std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|t| t.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .unwrap_or(0);
+    // SAFETY: sysconf only reads a system constant.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    pages * u64::try_from(page).unwrap_or(0)
+}
+
 fn prop(sh: &Shared, name: &str) -> u64 {
     let st = &sh.store;
     [&st.meta_cf, &st.sub_cf, &st.score_cf]
@@ -291,8 +302,19 @@ pub fn info_text(sh: &Shared, want: &[String]) -> Result<String, String> {
         );
     }
     if on("memory") {
-        let mem = prop(sh, "strata.size-all-mem-tables") + prop(sh, "strata.block-cache-usage");
-        let _ = write!(t, "# Memory\r\nused_memory:{mem}\r\nused_memory_human:{:.2}M\r\nmaxmemory:0\r\nmaxmemory_policy:noeviction\r\nmem_allocator:libc\r\n\r\n", mem as f64 / 1048576.0);
+        // The engine's memtables and block cache, and the metadata cache in front of them.
+        let mem = prop(sh, "strata.size-all-mem-tables")
+            // One block cache serves every column family: counted once.
+            + sh.store
+                .db
+                .property_int_value_cf(&*sh.store.meta_cf, "strata.block-cache-usage")
+                .ok()
+                .flatten()
+                .unwrap_or(0)
+            + sh.store.meta_cache.stats().1 as u64;
+        let rss = resident_bytes();
+        let allocator = if cfg!(feature = "mimalloc") { "mimalloc" } else { "libc" };
+        let _ = write!(t, "# Memory\r\nused_memory:{mem}\r\nused_memory_human:{:.2}M\r\nused_memory_rss:{rss}\r\nmaxmemory:0\r\nmaxmemory_policy:noeviction\r\nmem_allocator:{allocator}\r\n\r\n", mem as f64 / 1048576.0);
     }
     if on("persistence") {
         let _ = write!(

@@ -19,8 +19,14 @@
 //!   command that fails after noting and before writing settles its notes as not written
 //!   (`commands::dispatch`), so no note outlives its command.
 //! - Only entries of at most [`MAX_ENTRY`] bytes are kept (every sub-key hash/set/zset/list
-//!   entry; strings and compact hashes up to that size); a shard that would pass
-//!   [`SHARD_CAP`] entries or [`SHARD_BYTES`] bytes is emptied. A miss is always correct.
+//!   entry; strings and compact hashes up to that size). Each shard holds a 32nd of the
+//!   cache's byte budget ([`MetaCache::new`]); a fill that would pass it first drops a quarter
+//!   of the shard's entries, chosen by the map's (keyed-hash) order, so about at random. A
+//!   miss is always correct.
+//!
+//! Sizing: the server gives it an eighth of the block cache ([`MetaCache::for_block_cache`]).
+//! A hot key's entry is then answered here, and the blocks behind it stay in the block cache
+//! for the keys that miss.
 
 use parking_lot::Mutex;
 use std::cell::RefCell;
@@ -31,13 +37,12 @@ use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 
 /// Largest raw entry kept.
 pub const MAX_ENTRY: usize = 4096;
-/// Entries per shard before it is emptied.
-pub const SHARD_CAP: usize = 16 * 1024;
-/// Bytes per shard (keys, entries and [`ENTRY_OVERHEAD`] each) before it is emptied: 2 MiB,
-/// so at most 64 MiB in all.
-pub const SHARD_BYTES: usize = 2 << 20;
 /// What one cached entry is charged beyond its key and value bytes.
 pub const ENTRY_OVERHEAD: usize = 64;
+/// The smallest and largest budget [`MetaCache::for_block_cache`] gives.
+pub const MIN_BYTES: usize = 16 << 20;
+/// See [`MIN_BYTES`].
+pub const MAX_BYTES: usize = 1 << 30;
 const SHARDS: usize = 32;
 
 /// A map keyed by the key's hash, already computed: the hasher passes it through.
@@ -74,12 +79,26 @@ struct Shard {
 }
 
 impl Shard {
-    /// Caches `raw` for `key` (of hash `h`), emptying the shard first if it is full.
-    fn insert(&mut self, h: u64, key: Vec<u8>, raw: Vec<u8>) {
+    /// Caches `raw` for `key` (of hash `h`) within `budget` bytes, first dropping a quarter
+    /// of the entries (all, if that is not enough) when it would not fit.
+    fn insert(&mut self, h: u64, key: Vec<u8>, raw: Vec<u8>, budget: usize) {
         let cost = charge(&key, &raw);
-        if self.map.len() >= SHARD_CAP || self.bytes + cost > SHARD_BYTES {
-            self.map.clear();
-            self.bytes = 0;
+        if self.bytes + cost > budget {
+            let mut drop = self.map.len().div_ceil(4);
+            let mut freed = 0;
+            self.map.retain(|_, (k, v)| {
+                if drop == 0 {
+                    return true;
+                }
+                drop -= 1;
+                freed += charge(k, v);
+                false
+            });
+            self.bytes -= freed;
+            if self.bytes + cost > budget {
+                self.map.clear();
+                self.bytes = 0;
+            }
         }
         if let Some((k, old)) = self.map.insert(h, (key, raw)) {
             self.bytes -= charge(&k, &old);
@@ -95,16 +114,16 @@ fn charge(key: &[u8], raw: &[u8]) -> usize {
 /// The cache.
 pub struct MetaCache {
     shards: Vec<Mutex<Shard>>,
+    /// Bytes each shard may hold.
+    shard_bytes: usize,
     /// Random per process, so clients cannot aim keys at one shard or slot.
     seed: u64,
 }
 
 impl Default for MetaCache {
+    /// A cache of [`MIN_BYTES`].
     fn default() -> Self {
-        MetaCache {
-            shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
-            seed: RandomState::new().hash_one(0x5eed_u64),
-        }
+        MetaCache::new(MIN_BYTES)
     }
 }
 
@@ -122,6 +141,22 @@ thread_local! {
 }
 
 impl MetaCache {
+    /// A cache holding at most about `bytes` (keys, entries and [`ENTRY_OVERHEAD`] each).
+    /// Memory is taken only as entries are cached.
+    pub fn new(bytes: usize) -> MetaCache {
+        MetaCache {
+            shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
+            shard_bytes: (bytes / SHARDS).max(MAX_ENTRY + ENTRY_OVERHEAD),
+            seed: RandomState::new().hash_one(0x5eed_u64),
+        }
+    }
+
+    /// The cache a store with a block cache of `block_cache_bytes` gets: an eighth of it,
+    /// within [`MIN_BYTES`] and [`MAX_BYTES`].
+    pub fn for_block_cache(block_cache_bytes: usize) -> MetaCache {
+        MetaCache::new((block_cache_bytes / 8).clamp(MIN_BYTES, MAX_BYTES))
+    }
+
     /// `key`'s hash and shard.
     fn slot(&self, key: &[u8]) -> (u64, &Mutex<Shard>) {
         let h = xxhash_rust::xxh3::xxh3_64_with_seed(key, self.seed);
@@ -183,7 +218,7 @@ impl MetaCache {
         if s.generation != generation {
             return;
         }
-        s.insert(h, key.to_vec(), raw);
+        s.insert(h, key.to_vec(), raw, self.shard_bytes);
     }
 
     /// Settles the writes this thread noted, after their batch: `written` says whether it
@@ -203,7 +238,7 @@ impl MetaCache {
                 }
             }
             if let (true, Some(raw)) = (through, w.raw) {
-                s.insert(h, w.key, raw);
+                s.insert(h, w.key, raw, self.shard_bytes);
             }
         }
     }
@@ -288,7 +323,7 @@ mod tests {
         let c = MetaCache::default();
         let big = vec![7u8; MAX_ENTRY];
         // Enough entries of the largest size to overflow every shard many times over.
-        let n = SHARDS * SHARD_BYTES / MAX_ENTRY * 3;
+        let n = SHARDS * c.shard_bytes / MAX_ENTRY * 3;
         for i in 0..n {
             let k = i.to_le_bytes();
             let g = c.generation(&k);
@@ -300,10 +335,14 @@ mod tests {
             let s = s.lock();
             let want: usize = s.map.values().map(|(k, v)| charge(k, v)).sum();
             assert_eq!(s.bytes, want);
-            assert!(s.bytes <= SHARD_BYTES);
+            assert!(s.bytes <= c.shard_bytes);
             cached += s.map.len();
         }
         assert!(cached > 0 && cached < n);
+        // A full shard drops a quarter of its entries, not all of them.
+        for s in &c.shards {
+            assert!(s.lock().bytes > c.shard_bytes / 2);
+        }
         // Invalidation and refills keep the count exact.
         for i in 0..n {
             let k = i.to_le_bytes();

@@ -138,7 +138,7 @@ impl Store {
             last_version: AtomicU64::new(0),
             closing: AtomicBool::new(false),
             syncs: Arc::new(sync_group::SyncGroup::default()),
-            meta_cache: meta_cache::MetaCache::default(),
+            meta_cache: meta_cache::MetaCache::for_block_cache(opts.block_cache_size),
             pop_hints: pop_hints::PopHints::default(),
             scan_steps: AtomicU64::new(0),
             hash_limits: compact_hash::Limits::default(),
