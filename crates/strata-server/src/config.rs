@@ -241,6 +241,9 @@ impl Config {
             o.write_buffer_size = v;
         }
         o.block_cache_size = self.block_cache_size.unwrap_or_else(default_block_cache_size);
+        // A cache sized for the working set rarely evicts: blocks of tables that compaction
+        // deleted would otherwise stay until it fills.
+        o.uncache_aggressiveness = 1;
         if let Some(v) = self.max_background_jobs {
             o.max_background_jobs = v.max(1);
         }

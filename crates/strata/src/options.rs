@@ -242,6 +242,13 @@ pub struct Options {
     /// Iterators and compactions read ahead themselves. Default: true (RocksDB's
     /// `advise_random_on_open`).
     pub advise_random_on_open: bool,
+    /// When a table file is deleted (compacted away and no longer read), erase its blocks
+    /// from the block cache: every data block its index names and its index and filter
+    /// blocks, at the cost of one pass over its index. Otherwise they hold cache memory until
+    /// they age out, which a cache sized for the whole working set (a server's) may never
+    /// make them do. RocksDB's `uncache_aggressiveness`: 0 leaves them, any other value
+    /// erases them all. Default: 0.
+    pub uncache_aggressiveness: u32,
     /// Table files written by flushes and compactions bypass the OS page cache (`O_DIRECT`),
     /// so background writes do not evict the foreground's cached pages. The WAL stays
     /// buffered. Default: false.
@@ -357,6 +364,7 @@ impl Default for Options {
             wal_zeros_ahead: true,
             use_direct_reads: false,
             advise_random_on_open: true,
+            uncache_aggressiveness: 0,
             use_direct_io_for_flush_and_compaction: false,
             bytes_per_sync: 0,
             rate_limiter: None,
@@ -650,6 +658,7 @@ impl Options {
             ),
             ("prefix_extractor", format!("{:?}", self.prefix_extractor)),
             ("advise_random_on_open", self.advise_random_on_open.to_string()),
+            ("uncache_aggressiveness", self.uncache_aggressiveness.to_string()),
             ("paranoid_checks", self.paranoid_checks.to_string()),
             (
                 "wal_dir",

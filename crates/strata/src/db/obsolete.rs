@@ -97,6 +97,9 @@ pub(crate) fn purge_obsolete_tables(inner: &DbInner) {
     let (keep, delete): (Vec<FileNumber>, Vec<FileNumber>) =
         candidates.into_iter().partition(|n| live.contains(n));
     for n in delete {
+        if inner.opts.uncache_aggressiveness > 0 {
+            inner.table_cache.uncache(n);
+        }
         inner.table_cache.evict(n);
         crate::kill_point!("compaction.delete");
         let _ = inner.fs.remove(&table_path(&inner.dir, n));

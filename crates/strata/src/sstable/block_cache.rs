@@ -109,6 +109,11 @@ impl Cache {
     pub(crate) fn insert(&self, key: CacheKey, block: Arc<Block>, charge: usize, p: Priority) {
         self.inner.insert(key, block, charge, p);
     }
+
+    /// Removes the block under `key`, if cached (a holder of it keeps its copy).
+    pub(crate) fn erase(&self, key: &CacheKey) {
+        self.inner.erase(key);
+    }
 }
 
 /// A block cache as one table cache uses it: the shared cache and this user's owner id.

@@ -320,11 +320,7 @@ impl TableReader {
     /// inserted into the cache when `fill`).
     fn meta_block(&self, h: BlockHandle, kind: MetaKind, fill: bool) -> Result<Arc<Block>> {
         self.check_handle(h)?;
-        let key = self.block_cache.as_ref().map(|c| CacheKey {
-            owner: c.owner,
-            file: self.cache_id,
-            offset: if kind == MetaKind::Filter { h.offset | FILTER_KEY_BIT } else { h.offset },
-        });
+        let key = self.meta_block_key(h.offset, kind);
         if let (Some(c), Some(key)) = (&self.block_cache, &key) {
             if let Some(b) = c.cache.lookup(key) {
                 return Ok(b);
@@ -353,6 +349,61 @@ impl TableReader {
             Meta::Held(b) => Ok(b.clone()),
             Meta::Cached(h) => self.meta_block(*h, kind, true),
         }
+    }
+
+    /// The block cache's key of the metadata block at `h` (None without a cache).
+    fn meta_block_key(&self, offset: u64, kind: MetaKind) -> Option<CacheKey> {
+        let c = self.block_cache.as_ref()?;
+        let offset = if kind == MetaKind::Filter { offset | FILTER_KEY_BIT } else { offset };
+        Some(CacheKey { owner: c.owner, file: self.cache_id, offset })
+    }
+
+    /// Removes this table's blocks from the block cache: every data block its index names,
+    /// every index and filter partition, and its index and filter blocks. For a table that
+    /// no version references any more (RocksDB's `uncache_aggressiveness`): its blocks would
+    /// otherwise hold cache memory until they aged out. Readers still holding a block keep
+    /// their copy. Costs one pass over the index (read through the cache, then erased too).
+    pub fn uncache(self: &Arc<Self>) -> Result<()> {
+        let Some(c) = &self.block_cache else {
+            return Ok(());
+        };
+        let mut it = self.index_iter()?;
+        it.seek_to_first();
+        while it.valid() {
+            let h = self.decode_handle(it.value(), it.block_offset())?;
+            if let Some(key) = self.data_block_key(h) {
+                c.cache.erase(&key);
+            }
+            it.next();
+        }
+        it.status_in(&self.path)?;
+        if self.partitioned {
+            let mut top = self.index_block()?.iter();
+            top.seek_to_first();
+            while top.valid() {
+                let (index, filter) = self.decode_top(&top)?;
+                let keys = [
+                    self.meta_block_key(index.offset, MetaKind::Index),
+                    filter.and_then(|f| self.meta_block_key(f.offset, MetaKind::Filter)),
+                ];
+                keys.iter().flatten().for_each(|k| c.cache.erase(k));
+                top.next();
+            }
+        }
+        // A held block may be in the cache too (pinned): its block knows its offset.
+        let metas =
+            [(Some(&self.index), MetaKind::Index), (self.filter.as_ref(), MetaKind::Filter)];
+        for (m, kind) in metas {
+            let offset = match m {
+                Some(Meta::Cached(h)) => h.offset,
+                Some(Meta::Held(b)) => b.file_offset(),
+                None => continue,
+            };
+            if let Some(k) = self.meta_block_key(offset, kind) {
+                c.cache.erase(&k);
+            }
+        }
+        Ok(())
     }
 
     /// The index block (the top-level index of a partitioned table).

@@ -186,6 +186,15 @@ impl TableCache {
         self.readers.usage()
     }
 
+    /// Erases a deleted table's blocks from the block cache, if its reader is open (a table
+    /// not open now has had its reader evicted; its blocks age out). Best effort: an index
+    /// that cannot be read leaves the rest to age out.
+    pub fn uncache(&self, number: FileNumber) {
+        if let Some(r) = self.readers.lookup(&number.0) {
+            let _ = r.uncache();
+        }
+    }
+
     /// Drops the cached reader of a deleted table.
     pub fn evict(&self, number: FileNumber) {
         self.readers.erase(&number.0);
