@@ -106,8 +106,8 @@ pub fn default_block_cache_size() -> usize {
     if pages <= 0 || page <= 0 {
         return MIN;
     }
-    let phys = (pages as u128 * page as u128).min(usize::MAX as u128) as usize;
-    (phys / 4).clamp(MIN, MAX)
+    let quarter = (pages as u64).saturating_mul(page as u64) / 4;
+    usize::try_from(quarter).unwrap_or(MAX).clamp(MIN, MAX)
 }
 
 /// Parses a config file's text into `key -> value` (the last occurrence wins).

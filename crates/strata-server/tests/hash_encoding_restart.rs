@@ -66,18 +66,15 @@ fn both_encodings_survive_restarts() {
     }
     let info: String = redis::cmd("INFO").arg("strata").query(&mut c).unwrap();
     let line = info.lines().find_map(|l| l.strip_prefix("strata_meta_cache:")).unwrap();
-    let hits: u64 = line
-        .split(',')
-        .find_map(|kv| kv.strip_prefix("hits="))
-        .and_then(|v| v.parse().ok())
-        .unwrap();
-    assert!(hits >= 2, "{line}");
-    let field = |info: &str, name: &str| -> u64 {
-        let v = info.lines().find_map(|l| l.strip_prefix(name)).unwrap();
-        v.split(',').next().unwrap().trim_start_matches("bytes=").parse().unwrap()
+    // `name=value` of the cache's line, and `name:value` of an INFO section.
+    let stat = |name: &str| -> u64 {
+        line.split(',').find_map(|kv| kv.strip_prefix(name)).unwrap().parse().unwrap()
     };
-    let cached = line.split(',').find_map(|kv| kv.strip_prefix("bytes=")).unwrap();
-    let cached: u64 = cached.parse().unwrap();
+    let field = |info: &str, name: &str| -> u64 {
+        info.lines().find_map(|l| l.strip_prefix(name)).unwrap().parse().unwrap()
+    };
+    assert!(stat("hits=") >= 2, "{line}");
+    let cached = stat("bytes=");
     assert!(cached > 0, "{line}");
     // INFO memory counts the metadata cache, and the process's resident set.
     let mem: String = redis::cmd("INFO").arg("memory").query(&mut c).unwrap();

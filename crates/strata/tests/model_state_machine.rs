@@ -1,7 +1,8 @@
 //! Random sequences of put / delete / delete_range / batch / get / flush / reopen, checked against a BTreeMap
 //! model, on the in-memory and the real filesystem, with the write-stall and trigger options
 //! drawn over their whole accepted range (zeros and inverted orders included), and tables of
-//! both index formats (version 3, user keys, and version 1) in one DB.
+//! both index formats (version 3, user keys, and version 1) in one DB; deleted tables'
+//! blocks erased from the block cache or left there.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -40,6 +41,8 @@ struct Knobs {
     /// `user_key_index` at the first open; each `Reopen` flips it, so one DB holds tables of
     /// format version 3 and version 1 side by side.
     user_key_index: bool,
+    /// `uncache_aggressiveness` 1: compaction erases deleted tables' blocks from the cache.
+    uncache: bool,
 }
 
 fn knobs_strategy() -> impl Strategy<Value = Knobs> {
@@ -56,6 +59,7 @@ fn knobs_strategy() -> impl Strategy<Value = Knobs> {
         0u8..4,
         budget,
         any::<bool>(),
+        any::<bool>(),
     )
         .prop_map(
             |(
@@ -69,6 +73,7 @@ fn knobs_strategy() -> impl Strategy<Value = Knobs> {
                 style,
                 budget,
                 user_key_index,
+                uncache,
             )| {
                 Knobs {
                     trigger,
@@ -81,6 +86,7 @@ fn knobs_strategy() -> impl Strategy<Value = Knobs> {
                     style,
                     budget,
                     user_key_index,
+                    uncache,
                 }
             },
         )
@@ -193,6 +199,7 @@ fn options(fs: Arc<dyn FileSystem>, knobs: &Knobs) -> Options {
         write_buffer_manager: (knobs.budget == 3)
             .then(|| Arc::new(strata::WriteBufferManager::new(128 << 10, None, true))),
         user_key_index: knobs.user_key_index,
+        uncache_aggressiveness: u32::from(knobs.uncache),
         ..Options::default()
     }
 }

@@ -7,6 +7,7 @@ use crate::server::{Conn, Shared};
 use crate::storage::SyncPolicy;
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
+use strata::ColumnFamily;
 
 /// The Redis version reported to clients (they gate features on it).
 pub const REDIS_VERSION: &str = "7.2.0";
@@ -268,12 +269,15 @@ fn resident_bytes() -> u64 {
     pages * u64::try_from(page).unwrap_or(0)
 }
 
+/// An engine property of one column family (0 when unknown).
+fn prop_cf(sh: &Shared, cf: &ColumnFamily, name: &str) -> u64 {
+    sh.store.db.property_int_value_cf(cf, name).ok().flatten().unwrap_or(0)
+}
+
+/// An engine property summed over the store's column families.
 fn prop(sh: &Shared, name: &str) -> u64 {
     let st = &sh.store;
-    [&st.meta_cf, &st.sub_cf, &st.score_cf]
-        .iter()
-        .filter_map(|cf| st.db.property_int_value_cf(&***cf, name).ok().flatten())
-        .sum()
+    [&st.meta_cf, &st.sub_cf, &st.score_cf].iter().map(|cf| prop_cf(sh, cf, name)).sum()
 }
 
 /// The INFO text of the sections `want` (empty = all).
@@ -305,12 +309,7 @@ pub fn info_text(sh: &Shared, want: &[String]) -> Result<String, String> {
         // The engine's memtables and block cache, and the metadata cache in front of them.
         let mem = prop(sh, "strata.size-all-mem-tables")
             // One block cache serves every column family: counted once.
-            + sh.store
-                .db
-                .property_int_value_cf(&*sh.store.meta_cf, "strata.block-cache-usage")
-                .ok()
-                .flatten()
-                .unwrap_or(0)
+            + prop_cf(sh, &sh.store.meta_cf, "strata.block-cache-usage")
             + sh.store.meta_cache.stats().1 as u64;
         let rss = resident_bytes();
         let allocator = if cfg!(feature = "mimalloc") { "mimalloc" } else { "libc" };

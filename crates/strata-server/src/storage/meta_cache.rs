@@ -80,9 +80,13 @@ struct Shard {
 
 impl Shard {
     /// Caches `raw` for `key` (of hash `h`) within `budget` bytes, first dropping a quarter
-    /// of the entries (all, if that is not enough) when it would not fit.
+    /// of the entries (all, if that is not enough) when it would not fit. An entry larger
+    /// than the whole budget (a long key) is not cached.
     fn insert(&mut self, h: u64, key: Vec<u8>, raw: Vec<u8>, budget: usize) {
         let cost = charge(&key, &raw);
+        if cost > budget {
+            return;
+        }
         if self.bytes + cost > budget {
             let mut drop = self.map.len().div_ceil(4);
             let mut freed = 0;
@@ -343,6 +347,14 @@ mod tests {
         for s in &c.shards {
             assert!(s.lock().bytes > c.shard_bytes / 2);
         }
+        // An entry larger than a whole shard's budget (its key is) is not cached.
+        let long = vec![b'k'; c.shard_bytes];
+        let g = c.generation(&long);
+        c.fill(&long, b"v".to_vec(), g);
+        assert!(c.get(&long).is_err());
+        c.note_write(&long, Some(b"v".to_vec()));
+        c.invalidate_noted(true);
+        assert!(c.get(&long).is_err());
         // Invalidation and refills keep the count exact.
         for i in 0..n {
             let k = i.to_le_bytes();

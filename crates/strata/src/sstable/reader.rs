@@ -351,7 +351,7 @@ impl TableReader {
         }
     }
 
-    /// The block cache's key of the metadata block at `h` (None without a cache).
+    /// The block cache's key of the metadata block at `offset` (None without a cache).
     fn meta_block_key(&self, offset: u64, kind: MetaKind) -> Option<CacheKey> {
         let c = self.block_cache.as_ref()?;
         let offset = if kind == MetaKind::Filter { offset | FILTER_KEY_BIT } else { offset };
@@ -362,48 +362,60 @@ impl TableReader {
     /// every index and filter partition, and its index and filter blocks. For a table that
     /// no version references any more (RocksDB's `uncache_aggressiveness`): its blocks would
     /// otherwise hold cache memory until they aged out. Readers still holding a block keep
-    /// their copy. Costs one pass over the index (read through the cache, then erased too).
-    pub fn uncache(self: &Arc<Self>) -> Result<()> {
+    /// their copy. Costs one pass over the index; index blocks it has to read from the file
+    /// are not put in the cache.
+    pub fn uncache(&self) -> Result<()> {
         let Some(c) = &self.block_cache else {
             return Ok(());
         };
-        let mut it = self.index_iter()?;
+        let erase = |offset: u64, kind: MetaKind| {
+            if let Some(k) = self.meta_block_key(offset, kind) {
+                c.cache.erase(&k);
+            }
+        };
+        let top = match &self.index {
+            Meta::Held(b) => b.clone(),
+            Meta::Cached(h) => self.meta_block(*h, MetaKind::Index, false)?,
+        };
+        if self.partitioned {
+            let mut it = top.iter();
+            it.seek_to_first();
+            while it.valid() {
+                let (index, filter) = self.decode_top(&it)?;
+                self.uncache_data_blocks(&self.meta_block(index, MetaKind::Index, false)?)?;
+                erase(index.offset, MetaKind::Index);
+                if let Some(f) = filter {
+                    erase(f.offset, MetaKind::Filter);
+                }
+                it.next();
+            }
+            it.status().map_err(|e| e.with_file(&self.path))?;
+        } else {
+            self.uncache_data_blocks(&top)?;
+        }
+        // A held block may be in the cache too (pinned): its block knows its offset.
+        erase(top.file_offset(), MetaKind::Index);
+        match &self.filter {
+            Some(Meta::Cached(h)) => erase(h.offset, MetaKind::Filter),
+            Some(Meta::Held(b)) => erase(b.file_offset(), MetaKind::Filter),
+            None => {}
+        }
+        Ok(())
+    }
+
+    /// Erases from the block cache the data blocks `index` (an index block or partition)
+    /// names.
+    fn uncache_data_blocks(&self, index: &Arc<Block>) -> Result<()> {
+        let mut it = index.iter();
         it.seek_to_first();
         while it.valid() {
-            let h = self.decode_handle(it.value(), it.block_offset())?;
-            if let Some(key) = self.data_block_key(h) {
+            let h = self.decode_handle(it.value(), index.file_offset())?;
+            if let (Some(c), Some(key)) = (&self.block_cache, self.data_block_key(h)) {
                 c.cache.erase(&key);
             }
             it.next();
         }
-        it.status_in(&self.path)?;
-        if self.partitioned {
-            let mut top = self.index_block()?.iter();
-            top.seek_to_first();
-            while top.valid() {
-                let (index, filter) = self.decode_top(&top)?;
-                let keys = [
-                    self.meta_block_key(index.offset, MetaKind::Index),
-                    filter.and_then(|f| self.meta_block_key(f.offset, MetaKind::Filter)),
-                ];
-                keys.iter().flatten().for_each(|k| c.cache.erase(k));
-                top.next();
-            }
-        }
-        // A held block may be in the cache too (pinned): its block knows its offset.
-        let metas =
-            [(Some(&self.index), MetaKind::Index), (self.filter.as_ref(), MetaKind::Filter)];
-        for (m, kind) in metas {
-            let offset = match m {
-                Some(Meta::Cached(h)) => h.offset,
-                Some(Meta::Held(b)) => b.file_offset(),
-                None => continue,
-            };
-            if let Some(k) = self.meta_block_key(offset, kind) {
-                c.cache.erase(&k);
-            }
-        }
-        Ok(())
+        it.status().map_err(|e| e.with_file(&self.path))
     }
 
     /// The index block (the top-level index of a partitioned table).
