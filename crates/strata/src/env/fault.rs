@@ -311,6 +311,10 @@ impl RandomAccessFile for FaultRandom {
         self.inner.advise_random();
     }
 
+    fn prefetch(&self, offset: u64, len: usize) -> bool {
+        self.inner.prefetch(offset, len)
+    }
+
     fn read_alignment(&self) -> u64 {
         self.inner.read_alignment()
     }

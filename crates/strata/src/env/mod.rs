@@ -118,6 +118,15 @@ pub trait RandomAccessFile: Send + Sync {
     fn read_alignment(&self) -> u64 {
         1
     }
+    /// Asks the OS to start reading `[offset, offset + len)` into its page cache in the
+    /// background, so later reads of those bytes do not wait for the device. True if the file
+    /// took the request (a buffered OS file); false where there is no such cache to fill
+    /// (direct I/O, an in-memory file, the default): a reader that wants the bytes ahead then
+    /// reads them into its own buffer. A hint: it reads nothing into memory the caller sees,
+    /// and a failure only returns false.
+    fn prefetch(&self, _offset: u64, _len: usize) -> bool {
+        false
+    }
 }
 
 impl dyn RandomAccessFile {

@@ -24,6 +24,15 @@
 //!   ([`RandomAccessFile::read_alignment`]), and every read keeps the whole span the device
 //!   moved, so a block that shares a unit with the one before or after it costs no second
 //!   read in a scan either way.
+//! - **A buffered file reads wide windows through the OS**: a window of more than
+//!   [`OS_CHUNK`] bytes on either side of the block is asked of the OS
+//!   ([`RandomAccessFile::prefetch`]), which reads it into its page cache in the background,
+//!   and the buffer takes [`OS_CHUNK`] of it at a time. The next request goes out when less
+//!   than half of a window is left ahead of the reads, so the device stays ahead of them. A
+//!   compaction reading twenty tables then holds twenty small buffers, not twenty windows
+//!   (2 MiB each by default), and the OS, which caches those pages anyway, may reclaim them.
+//!   Under direct I/O, or where the file refuses the request, the buffer takes the whole
+//!   window.
 //! - One buffer per iterator, the size of the last read. Blocks found in the block cache
 //!   cost no read and leave the state as it is.
 
@@ -49,6 +58,9 @@ pub(crate) const DECAY_AT: u32 = 1024;
 const LEARN_MIN_SEEKS: u32 = 16;
 /// The most bytes a learned read takes on either side of the sought block.
 const LEARN_MAX: usize = 32 << 10;
+/// The most bytes a buffered file's read takes beside its block when the OS reads the rest
+/// of the window ahead (see the module documentation).
+pub(crate) const OS_CHUNK: usize = 64 << 10;
 
 /// How far past the block a seek lands on the iterators of one table go, learned from the
 /// reads they make (see the module documentation). Relaxed atomics: a hint for readahead,
@@ -110,6 +122,10 @@ pub(crate) struct Readahead {
     back_run: u32,
     /// The next automatic readahead.
     auto_size: usize,
+    /// The file range last asked of the OS to read ahead (`prefetch`), empty at first.
+    os_window: (u64, u64),
+    /// The file refused a `prefetch`: windows go whole into the buffer.
+    os_refused: bool,
 }
 
 impl Readahead {
@@ -183,12 +199,20 @@ impl Readahead {
                 self.back_run = AUTO_AFTER_SEQUENTIAL - 1;
             }
         }
-        let want = want.min(limit.saturating_sub(offset) as usize).max(len);
+        let mut want = want.min(limit.saturating_sub(offset) as usize).max(len);
+        let a = file.read_alignment().max(1);
+        if a == 1 && (want > len + OS_CHUNK || behind > OS_CHUNK) {
+            let (chunk_want, chunk_behind) = (want.min(len + OS_CHUNK), behind.min(OS_CHUNK));
+            let window = (offset.saturating_sub(behind as u64), offset + want as u64);
+            let chunk = (offset.saturating_sub(chunk_behind as u64), offset + chunk_want as u64);
+            if self.os_prefetch(file, window, chunk) {
+                (want, behind) = (chunk_want, chunk_behind);
+            }
+        }
         // Under direct I/O the device moves whole aligned units: keep all of them, since the
         // block beside this one (the next of a forward scan, the previous of a backward one)
         // often lies in the same units. The span stays aligned up to the file's last unit, so
         // a direct read lands in the buffer in place (no bounce copy, no bounce buffer).
-        let a = file.read_alignment().max(1);
         let first = offset.saturating_sub(behind as u64);
         let start = first - first % a;
         let stop = (offset + want as u64)
@@ -223,6 +247,46 @@ impl Readahead {
             ));
         }
         Ok(&self.bytes()[skip..skip + len])
+    }
+
+    /// Has the OS read the window `[lo, hi)` ahead, of which the buffer reads `chunk` now:
+    /// asks for the part of the window outside the last one asked for (the part past it
+    /// forward, before it backward, else all of it) when that part is at least half the
+    /// window or holds some of `chunk`; less than that is already on its way. False if the
+    /// file refuses (then and from then on).
+    fn os_prefetch(
+        &mut self,
+        file: &dyn RandomAccessFile,
+        (lo, hi): (u64, u64),
+        chunk: (u64, u64),
+    ) -> bool {
+        if self.os_refused {
+            return false;
+        }
+        let (was_lo, was_hi) = self.os_window;
+        let (from, to) = if was_lo <= lo && lo < was_hi {
+            (was_hi, hi)
+        } else if was_lo < hi && hi <= was_hi {
+            (lo, was_lo)
+        } else {
+            (lo, hi)
+        };
+        let chunk_asked = was_lo <= chunk.0 && chunk.1 <= was_hi;
+        if to <= from || (chunk_asked && 2 * (to - from) < hi - lo) {
+            return true;
+        }
+        if !file.prefetch(from, (to - from) as usize) {
+            self.os_refused = true;
+            return false;
+        }
+        self.os_window = if from == was_hi && from > was_lo {
+            (was_lo, to)
+        } else if to == was_lo && to < was_hi {
+            (from, was_hi)
+        } else {
+            (from, to)
+        };
+        true
     }
 
     /// The automatic readahead for this read; the next one doubles, up to [`AUTO_MAX`].
@@ -270,6 +334,10 @@ mod tests {
         bytes: AtomicU64,
         /// `read_alignment`: 1 as a buffered file, a page size as a direct one.
         align: u64,
+        /// Whether `prefetch` is taken (an OS file's page cache) or refused.
+        os: bool,
+        /// Each taken `prefetch`: offset, length, and how many reads came before it.
+        asked: Mutex<Vec<(u64, usize, usize)>>,
     }
 
     impl RandomAccessFile for Counted {
@@ -290,6 +358,13 @@ mod tests {
         fn read_alignment(&self) -> u64 {
             self.align
         }
+        fn prefetch(&self, offset: u64, len: usize) -> bool {
+            if self.os {
+                let before = self.reads.lock().unwrap().len();
+                self.asked.lock().unwrap().push((offset, len, before));
+            }
+            self.os
+        }
     }
 
     fn file(len: usize) -> Counted {
@@ -299,6 +374,8 @@ mod tests {
             reads: Mutex::new(Vec::new()),
             bytes: AtomicU64::new(0),
             align: 1,
+            os: false,
+            asked: Mutex::new(Vec::new()),
         }
     }
 
@@ -498,5 +575,79 @@ mod tests {
         assert_eq!(reads[2], (1_497_000 - AUTO_INITIAL as u64, AUTO_INITIAL + 1000));
         assert!(reads.len() < 15, "{} reads for 1,500 blocks", reads.len());
         assert_eq!(reads.last().unwrap().0, 0);
+    }
+
+    /// Checks a scan of a buffered file whose OS reads ahead: no read takes more than
+    /// [`OS_CHUNK`] beside its 1,000-byte block, and before each read the OS was asked for
+    /// every byte it reads and, in a forward scan with a fixed `window`, for half the window
+    /// from where it starts (the window ends at `limit`).
+    fn check_os_windows(f: &Counted, window: u64, limit: u64) {
+        let reads = f.reads.lock().unwrap().clone();
+        let asked = f.asked.lock().unwrap().clone();
+        // Reads before the first request took windows of up to OS_CHUNK into the buffer.
+        let first = asked.first().map_or(reads.len(), |a| a.2);
+        for (i, &(o, n)) in reads.iter().enumerate().skip(first) {
+            assert!(n <= OS_CHUNK + 1000, "read {i} at {o} takes {n} bytes");
+            let covers = |lo: u64, hi: u64| {
+                let mut spans: Vec<(u64, u64)> = asked
+                    .iter()
+                    .filter(|a| a.2 <= i)
+                    .map(|&(ao, an, _)| (ao, ao + an as u64))
+                    .collect();
+                spans.sort_unstable();
+                let mut at = lo;
+                for (s, e) in spans {
+                    if s <= at && e > at {
+                        at = e;
+                    }
+                }
+                at >= hi
+            };
+            let (lo, hi) = (o, o + (n as u64).max(window.min(limit - o) / 2));
+            assert!(
+                covers(lo, hi),
+                "read {i} ({o}, {n}): [{lo}, {hi}) not asked of the OS: {asked:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_buffered_file_reads_a_compaction_window_through_the_os() {
+        let f = Counted { os: true, ..file(8_000_000) };
+        let window = 2 << 20;
+        let mut ra = Readahead::new(window);
+        scan(&mut ra, &f, 7_900, 7_900_000);
+        // Half a window at least stays asked for ahead of where every read starts.
+        check_os_windows(&f, window as u64, 7_900_000);
+        let asked = f.asked.lock().unwrap().clone();
+        assert!(asked.len() <= 10, "{} requests for 8 windows' worth: {asked:?}", asked.len());
+        // Nothing is asked twice, nor past the limit.
+        for w in asked.windows(2) {
+            assert!(w[1].0 >= w[0].0 + w[0].1 as u64, "{asked:?}");
+        }
+        assert!(asked.iter().all(|&(o, n, _)| o + n as u64 <= 7_900_000), "{asked:?}");
+        assert!(ra.store.len() <= OS_CHUNK + 1000, "buffer of {} bytes", ra.store.len());
+    }
+
+    #[test]
+    fn a_buffered_file_reads_automatic_windows_through_the_os_both_ways() {
+        for forward in [true, false] {
+            let f = Counted { os: true, ..file(4_000_000) };
+            let mut ra = Readahead::new(0);
+            let blocks: Vec<u64> =
+                if forward { (0..3_900).collect() } else { (0..3_900).rev().collect() };
+            for b in blocks {
+                let got = ra.read(&f, b * 1000, 1000, 3_900_000, &ScanStats::default()).unwrap();
+                assert_eq!(got, &f.data[(b * 1000) as usize..(b * 1000 + 1000) as usize]);
+            }
+            // Windows up to OS_CHUNK go to the buffer; wider ones (the automatic size grows
+            // to AUTO_MAX) to the OS, which stays a chunk ahead of the reads.
+            let asked = f.asked.lock().unwrap().clone();
+            assert!(!asked.is_empty() && asked.iter().all(|a| a.1 <= AUTO_MAX), "{asked:?}");
+            check_os_windows(&f, 0, 3_900_000);
+            assert!(ra.store.len() <= OS_CHUNK + 1000, "buffer of {} bytes", ra.store.len());
+            let reads = f.reads.lock().unwrap().len();
+            assert!(reads < 3_900 / 50, "{reads} reads for 3,900 blocks");
+        }
     }
 }
