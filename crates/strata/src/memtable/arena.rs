@@ -135,9 +135,12 @@ impl Arena {
             // Only when `size` is within ALIGN of isize::MAX: no allocator could satisfy it.
             Err(_) => capacity_overflow(size),
         };
-        let spare = if size == CHUNK_SIZE { SPARE.lock().take() } else { None };
-        let mapped_chunk = || spare.or_else(|| map(size));
-        let (ptr, mapped) = match (size >= CHUNK_SIZE).then(mapped_chunk).flatten() {
+        let mapped = match size {
+            CHUNK_SIZE => SPARE.lock().take().or_else(|| map(size)),
+            _ if size > CHUNK_SIZE => map(size),
+            _ => None,
+        };
+        let (ptr, mapped) = match mapped {
             Some(p) => (p, true),
             None => {
                 // SAFETY: `layout` has a non-zero size (`size > 0` is a precondition of
@@ -157,22 +160,22 @@ impl Arena {
 
 impl Drop for Arena {
     fn drop(&mut self) {
-        let standard = |c: &&Chunk| c.mapped && c.layout.size() == CHUNK_SIZE;
-        let mut extra = SPARE.lock().give(self.chunks.iter().filter(standard).map(|c| c.ptr));
-        for p in extra.drain(..) {
-            unmap(p, CHUNK_SIZE);
-        }
+        let mut standard = Vec::new();
         for c in &self.chunks {
-            if c.mapped {
-                // Standard chunks went to the spares above.
-                if c.layout.size() != CHUNK_SIZE {
-                    unmap(c.ptr, c.layout.size());
-                }
-            } else {
-                // SAFETY: every other chunk was allocated by `alloc::alloc` with exactly this
-                // layout and is freed once, here.
+            if !c.mapped {
+                // SAFETY: every unmapped chunk was allocated by `alloc::alloc` with exactly
+                // this layout and is freed once, here.
                 unsafe { alloc::dealloc(c.ptr.as_ptr(), c.layout) };
+            } else if c.layout.size() == CHUNK_SIZE {
+                standard.push(c.ptr);
+            } else {
+                unmap(c.ptr, c.layout.size());
             }
+        }
+        // The pool's lock is released before the chunks it refuses are unmapped.
+        let refused = SPARE.lock().give(standard);
+        for p in refused {
+            unmap(p, CHUNK_SIZE);
         }
     }
 }
@@ -206,13 +209,11 @@ impl SparePool {
 
     /// Takes a dropped arena's standard mapped chunks, keeping what the bound allows;
     /// returns the rest, for the caller to unmap.
-    fn give(&mut self, chunks: impl Iterator<Item = NonNull<u8>>) -> Vec<NonNull<u8>> {
-        let chunks: Vec<NonNull<u8>> = chunks.collect();
+    fn give(&mut self, mut chunks: Vec<NonNull<u8>>) -> Vec<NonNull<u8>> {
         self.max = self.max.max(chunks.len());
-        let keep = (self.max - self.chunks.len().min(self.max)).min(chunks.len());
-        let mut chunks = chunks.into_iter();
-        self.chunks.extend(chunks.by_ref().take(keep).map(Spare));
-        chunks.collect()
+        let keep = self.max.saturating_sub(self.chunks.len()).min(chunks.len());
+        self.chunks.extend(chunks.drain(..keep).map(Spare));
+        chunks
     }
 }
 
@@ -282,15 +283,15 @@ mod tests {
         let p = |i: usize| NonNull::new((i * CHUNK_SIZE) as *mut u8).unwrap();
         let mut pool = SparePool::new();
         // The first arena's three chunks are all kept (the bound becomes three).
-        assert!(pool.give((1..=3).map(p)).is_empty());
+        assert!(pool.give((1..=3).map(p).collect()).is_empty());
         // A smaller arena adds nothing past the bound: both of its chunks come back.
-        assert_eq!(pool.give((4..=5).map(p)), vec![p(4), p(5)]);
+        assert_eq!(pool.give((4..=5).map(p).collect()), vec![p(4), p(5)]);
         // Chunks taken make room for as many.
         assert_eq!(pool.take(), Some(p(3)));
         assert_eq!(pool.take(), Some(p(2)));
-        assert_eq!(pool.give((6..=8).map(p)), vec![p(8)]);
+        assert_eq!(pool.give((6..=8).map(p).collect()), vec![p(8)]);
         // A larger arena raises the bound to its own size.
-        assert_eq!(pool.give((9..=13).map(p)), vec![p(11), p(12), p(13)]);
+        assert_eq!(pool.give((9..=13).map(p).collect()), vec![p(11), p(12), p(13)]);
         assert_eq!(pool.chunks.len(), 5);
         let mut taken = Vec::new();
         while let Some(c) = pool.take() {

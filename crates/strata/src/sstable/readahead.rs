@@ -264,12 +264,13 @@ impl Readahead {
             return false;
         }
         let (was_lo, was_hi) = self.os_window;
-        let (from, to) = if was_lo <= lo && lo < was_hi {
-            (was_hi, hi)
+        // The part to ask for, and the window asked for once it is.
+        let ((from, to), asked) = if was_lo <= lo && lo < was_hi {
+            ((was_hi, hi), (was_lo, hi))
         } else if was_lo < hi && hi <= was_hi {
-            (lo, was_lo)
+            ((lo, was_lo), (lo, was_hi))
         } else {
-            (lo, hi)
+            ((lo, hi), (lo, hi))
         };
         let chunk_asked = was_lo <= chunk.0 && chunk.1 <= was_hi;
         if to <= from || (chunk_asked && 2 * (to - from) < hi - lo) {
@@ -279,13 +280,7 @@ impl Readahead {
             self.os_refused = true;
             return false;
         }
-        self.os_window = if from == was_hi && from > was_lo {
-            (was_lo, to)
-        } else if to == was_lo && to < was_hi {
-            (from, was_hi)
-        } else {
-            (from, to)
-        };
+        self.os_window = asked;
         true
     }
 
