@@ -33,13 +33,14 @@
 //!   killed process keeps them; there is no page cache to survive in), `sync` adds an
 //!   fdatasync for the file's metadata and the device's cache.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{RandomAccessFile, WritableFile};
+use super::{truncated, RandomAccessFile, WritableFile};
 use crate::error::{Error, Result};
 
 /// Alignment of every direct transfer: offset, length and memory address.
@@ -190,6 +191,32 @@ impl DirectRandom {
     }
 }
 
+impl DirectRandom {
+    /// Reads the aligned span around `[offset, offset + len)` into this thread's scratch
+    /// buffer and returns `f(bytes from offset on, at most len of them)`. A scratch already
+    /// lent out (`f` reading a file) is not shared: the read gets a buffer of its own.
+    fn with_span<R>(&self, offset: u64, len: usize, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
+        let a = self.align;
+        let start = offset - offset % a;
+        let end = (offset + len as u64).div_ceil(a) * a;
+        let span = (end - start) as usize;
+        let skip = (offset - start) as usize;
+        let read = |buf: &mut AlignedBuf| -> Result<R> {
+            if buf.len < span {
+                *buf = AlignedBuf::new(span.next_power_of_two());
+            }
+            let scratch = &mut buf.as_mut_slice()[..span];
+            let got = self.read_in_place(start, scratch)?;
+            let n = got.saturating_sub(skip).min(len);
+            Ok(f(&scratch[skip..skip + n]))
+        };
+        SCRATCH.with(|s| match s.try_borrow_mut() {
+            Ok(mut s) => read(&mut s),
+            Err(_) => read(&mut AlignedBuf::new(0)),
+        })
+    }
+}
+
 impl RandomAccessFile for DirectRandom {
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize> {
         if buf.is_empty() {
@@ -202,21 +229,30 @@ impl RandomAccessFile for DirectRandom {
         {
             return self.read_in_place(offset, buf);
         }
-        let start = offset - offset % a;
-        let end = (offset + buf.len() as u64).div_ceil(a) * a;
-        let span = (end - start) as usize;
-        SCRATCH.with(|s| {
-            let mut s = s.borrow_mut();
-            if s.len < span {
-                *s = AlignedBuf::new(span.next_power_of_two());
-            }
-            let scratch = &mut s.as_mut_slice()[..span];
-            let got = self.read_in_place(start, scratch)?;
-            let skip = (offset - start) as usize;
-            let n = got.saturating_sub(skip).min(buf.len());
-            buf[..n].copy_from_slice(&scratch[skip..skip + n]);
-            Ok(n)
+        self.with_span(offset, buf.len(), |bytes| {
+            buf[..bytes.len()].copy_from_slice(bytes);
+            bytes.len()
         })
+    }
+
+    fn read_exact_with(
+        &self,
+        offset: u64,
+        len: usize,
+        f: &mut dyn FnMut(Cow<'_, [u8]>),
+    ) -> Result<()> {
+        if len == 0 {
+            f(Cow::Borrowed(&[]));
+            return Ok(());
+        }
+        self.with_span(offset, len, |bytes| {
+            if bytes.len() == len {
+                f(Cow::Borrowed(bytes));
+                Ok(())
+            } else {
+                Err(truncated(&self.path, offset, len, bytes.len()))
+            }
+        })?
     }
 
     fn len(&self) -> u64 {
@@ -403,6 +439,25 @@ mod tests {
         }
         let mut buf = [0u8; 8];
         assert_eq!(r.read_at(data.len() as u64 + 5000, &mut buf).unwrap(), 0);
+        // The same ranges lent from the scratch buffer, and a nested read while it is lent.
+        for (offset, len) in [(0u64, 1usize), (1, 4096), (4095, 2), (4096, 4096), (12_345, 100_000)]
+        {
+            let want = &data[offset as usize..offset as usize + len];
+            let mut calls = 0;
+            r.read_exact_with(offset, len, &mut |bytes| {
+                calls += 1;
+                assert!(matches!(bytes, Cow::Borrowed(_)), "direct reads lend their buffer");
+                assert_eq!(&*bytes, want, "read_exact_with at {offset}, {len} bytes");
+                let inner = r.read_exact_at(offset + 1, 10).unwrap();
+                assert_eq!(inner, data[offset as usize + 1..offset as usize + 11]);
+            })
+            .unwrap();
+            assert_eq!(calls, 1);
+        }
+        let end = data.len() as u64;
+        let e =
+            r.read_exact_with(end - 10, 64, &mut |_| panic!("a short read reaches f")).unwrap_err();
+        assert!(e.is_corruption() && e.to_string().contains("wanted 64 bytes, file has 10"), "{e}");
     }
 
     /// Property: any sequence of appends (with flushes between some) through the aligned write

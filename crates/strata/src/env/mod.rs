@@ -36,6 +36,7 @@ pub use os::OsFs;
 pub use rate_limiter::RateLimiter;
 pub(crate) use table_files::{TableFileFs, TableIo};
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -127,21 +128,46 @@ pub trait RandomAccessFile: Send + Sync {
     fn prefetch(&self, _offset: u64, _len: usize) -> bool {
         false
     }
+    /// Reads exactly `len` bytes at `offset` and, on success, passes them to `f` (called once):
+    /// in a buffer of the file's own where it reads through one (direct I/O's aligned scratch,
+    /// lent for the call), so a caller that decodes the bytes into something else saves a copy
+    /// and an allocation; otherwise in a new `Vec` (the default, through
+    /// [`RandomAccessFile::read_at`]). A short read is `Corruption` (file truncated). `f` must
+    /// not read files (it may run while a thread-local buffer is lent out).
+    fn read_exact_with(
+        &self,
+        offset: u64,
+        len: usize,
+        f: &mut dyn FnMut(Cow<'_, [u8]>),
+    ) -> Result<()> {
+        f(Cow::Owned(read_exact(self, offset, len)?));
+        Ok(())
+    }
+}
+
+/// [`RandomAccessFile::read_at`] of exactly `len` bytes into a new `Vec`.
+fn read_exact<F: RandomAccessFile + ?Sized>(file: &F, offset: u64, len: usize) -> Result<Vec<u8>> {
+    let mut buf = vec![0u8; len];
+    let n = file.read_at(offset, &mut buf)?;
+    if n != len {
+        return Err(truncated(file.path(), offset, len, n));
+    }
+    Ok(buf)
+}
+
+/// The error for a read of `wanted` bytes at `offset` that found only `got`.
+fn truncated(path: &Path, offset: u64, wanted: usize, got: usize) -> Error {
+    Error::corruption(
+        path,
+        offset,
+        format!("truncated file: wanted {wanted} bytes, file has {got}"),
+    )
 }
 
 impl dyn RandomAccessFile {
     /// Reads exactly `len` bytes at `offset`; a short read is `Corruption` (file truncated).
     pub fn read_exact_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
-        let mut buf = vec![0u8; len];
-        let n = self.read_at(offset, &mut buf)?;
-        if n != len {
-            return Err(Error::corruption(
-                self.path(),
-                offset,
-                format!("truncated file: wanted {len} bytes, file has {n}"),
-            ));
-        }
-        Ok(buf)
+        read_exact(self, offset, len)
     }
 
     /// Reads the whole file.

@@ -46,6 +46,8 @@ pub struct Block {
     /// cache keys filters apart from blocks of entries (`reader.rs`). Boxed: every cached
     /// block of entries carries the field, and its size is charged to the cache.
     filter: Option<Box<BloomFilter>>,
+    /// Set for an index block with many restart points ([`Block::with_seek_hints`]).
+    hints: Option<Box<SeekHints>>,
 }
 
 impl std::fmt::Debug for Block {
@@ -81,12 +83,30 @@ impl Block {
             }
             prev = r;
         }
-        Ok(Block { data, entries_end, num_restarts, file_offset, user_keys: false, filter: None })
+        Ok(Block {
+            data,
+            entries_end,
+            num_restarts,
+            file_offset,
+            user_keys: false,
+            filter: None,
+            hints: None,
+        })
     }
 
     /// Marks the block's keys as user keys (the index block of a format-version-3 table).
+    /// Call before [`Block::with_seek_hints`], which reads the keys as this says they are.
     pub fn with_user_keys(mut self) -> Block {
         self.user_keys = true;
+        self
+    }
+
+    /// Builds [`SeekHints`] for a block of at least [`SEEK_HINTS_MIN_RESTARTS`] restart points
+    /// whose restart keys are well-formed and in order (a block that breaks this is searched
+    /// without hints, and its seeks report the bad entry as before). For index blocks and
+    /// partitions, which are searched on every point read and held for many of them.
+    pub fn with_seek_hints(mut self) -> Block {
+        self.hints = SeekHints::build(&self).map(Box::new);
         self
     }
 
@@ -119,6 +139,7 @@ impl Block {
             file_offset,
             user_keys: false,
             filter: Some(Box::new(filter)),
+            hints: None,
         }
     }
 
@@ -133,6 +154,7 @@ impl Block {
         self.data.capacity()
             + size_of::<Block>()
             + self.filter.as_deref().map_or(0, |f| size_of::<BloomFilter>() + f.memory_size())
+            + self.hints.as_deref().map_or(0, SeekHints::memory_size)
     }
 
     /// The block's bytes (entries and restart array); a value read from the block is a
@@ -177,8 +199,165 @@ impl Block {
         Some(&self.data[p..p + unshared])
     }
 
+    /// The user key stored at restart point `i`.
+    fn restart_user_key(&self, i: usize) -> Option<&[u8]> {
+        let k = self.restart_key(i)?;
+        Some(if self.user_keys { k } else { user_key(k) })
+    }
+
+    /// The restart points `(left, right)` that the last restart key below a seek target with
+    /// user key `u` lies between (both included; 0 when no restart key is below it).
+    #[inline]
+    fn restart_bounds(&self, u: &[u8]) -> (usize, usize) {
+        match &self.hints {
+            Some(h) => h.bounds(u),
+            None => (0, self.num_restarts - 1),
+        }
+    }
+
     fn corruption(&self, reason: String) -> Error {
         Error::corruption(PathBuf::new(), self.file_offset, reason)
+    }
+}
+
+/// Blocks with fewer restart points are searched without [`SeekHints`]: a data block has a
+/// handful, and their binary search is a few steps in a block that is already being read.
+pub const SEEK_HINTS_MIN_RESTARTS: usize = 64;
+
+/// A search aid for a block with many restart points (an index block: one restart per entry,
+/// thousands of them). A binary search over the restart keys takes two dependent cache misses
+/// a step, the restart offset and then the entry it points to, and a point read that waited on
+/// the device finds little of a large index in the CPU's caches. The hints hold four bytes of
+/// every restart key, laid out so that a search reads one 64-byte line per level of a tree of
+/// fanout 16 (three or four lines for a block of ten thousand restarts), and restart keys are
+/// compared only among neighbours whose hints tie.
+///
+/// The hint of user key `u` is `h(u)`:
+/// - for `u` starting with `common`: the four bytes after it, zero-padded, read big-endian;
+/// - for `u` below `common` (and not starting with it): 0; above it: `u32::MAX`.
+///
+/// `h` is monotone in byte order (a key that is a prefix of another pads with zeros, which sort
+/// first), so `h(k) < h(u)` implies `k < u` and `h(k) > h(u)` implies `k > u`: restart keys
+/// with a smaller hint than a target's user key are below it (whatever their trailers), those
+/// with a larger one above it. That holds for any `common`; it is chosen as the prefix the
+/// second and the second-to-last restart keys share, so that the hints tell apart the keys
+/// between them: a table's last separator is often a short successor ("\x01" after keys
+/// starting with "\x00"), which shares nothing with the others.
+///
+/// Layout: level 0 is the hint of every restart point, in order; level `k + 1` is the first
+/// entry of every line of level `k`; the top level fits one line. Each level starts on a line
+/// of its own and its last line is padded with `u32::MAX` (never counted below a target).
+///
+/// Invariant (checked by [`SeekHints::build`], which gives none for a block that breaks it):
+/// level 0 is non-decreasing, as it is for any block whose restart keys are in order; then
+/// every level is.
+struct SeekHints {
+    common: Box<[u8]>,
+    lines: Box<[Line]>,
+    /// Per level, bottom first: its first line in `lines` and its number of entries.
+    levels: Box<[(usize, usize)]>,
+}
+
+/// Sixteen hints: one cache line.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Line([u32; LINE]);
+
+const LINE: usize = 16;
+
+impl Line {
+    /// How many of the line's hints satisfy `below` (a prefix of the line, as it is sorted).
+    #[inline(always)]
+    fn count(&self, below: impl Fn(u32) -> bool) -> usize {
+        self.0.iter().map(|&p| usize::from(below(p))).sum()
+    }
+}
+
+impl SeekHints {
+    fn build(block: &Block) -> Option<SeekHints> {
+        let n = block.num_restarts;
+        if n < SEEK_HINTS_MIN_RESTARTS {
+            return None;
+        }
+        let a = block.restart_user_key(1)?;
+        let b = block.restart_user_key(n - 2)?;
+        let common_len = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+        let common: Box<[u8]> = a[..common_len].into();
+        let mut level = Vec::with_capacity(n);
+        for i in 0..n {
+            let p = hint(&common, block.restart_user_key(i)?);
+            if level.last().is_some_and(|&prev| p < prev) {
+                return None;
+            }
+            level.push(p);
+        }
+        let mut lines = Vec::with_capacity(n.div_ceil(LINE) * 17 / 16 + 2);
+        let mut levels = Vec::new();
+        loop {
+            levels.push((lines.len(), level.len()));
+            lines.extend(level.chunks(LINE).map(|c| {
+                let mut l = Line([u32::MAX; LINE]);
+                l.0[..c.len()].copy_from_slice(c);
+                l
+            }));
+            if level.len() <= LINE {
+                break;
+            }
+            level = level.iter().step_by(LINE).copied().collect();
+        }
+        Some(SeekHints { common, lines: lines.into_boxed_slice(), levels: levels.into() })
+    }
+
+    fn memory_size(&self) -> usize {
+        size_of::<SeekHints>()
+            + self.common.len()
+            + self.lines.len() * size_of::<Line>()
+            + self.levels.len() * size_of::<(usize, usize)>()
+    }
+
+    /// The number of level-0 hints satisfying `below`, a predicate true for a prefix of
+    /// every level (`p < t` or `p <= t`): counted in the top line, then, from the top down,
+    /// in the one line of the next level whose group straddles the boundary. A count is capped
+    /// at the level's entries (`p <= u32::MAX` holds for the padding too).
+    #[inline(always)]
+    fn rank(&self, below: impl Fn(u32) -> bool + Copy) -> usize {
+        let (top, top_len) = self.levels[self.levels.len() - 1];
+        let mut g = self.lines[top].count(below).min(top_len);
+        for &(first, len) in self.levels.iter().rev().skip(1) {
+            // `g` entries of the level above satisfy `below`: they are the first hints of
+            // groups `0..g` of this level, so the boundary lies in group `g - 1`.
+            let Some(group) = g.checked_sub(1) else { return 0 };
+            g = (group * LINE + self.lines[first + group].count(below)).min(len);
+        }
+        g
+    }
+
+    /// [`Block::restart_bounds`]: restarts before the first hint equal to `h(u)` are below the
+    /// target, restarts from the first hint above it are above it.
+    #[inline]
+    fn bounds(&self, u: &[u8]) -> (usize, usize) {
+        let t = hint(&self.common, u);
+        let lo = self.rank(|p| p < t);
+        let n = self.levels[0].1;
+        let tied = lo < n && self.lines[self.levels[0].0 + lo / LINE].0[lo % LINE] == t;
+        let hi = if tied { self.rank(|p| p <= t) } else { lo };
+        let left = lo.saturating_sub(1);
+        (left, hi.saturating_sub(1).max(left))
+    }
+}
+
+/// `h(u)` of [`SeekHints`] with prefix `common`.
+#[inline]
+fn hint(common: &[u8], u: &[u8]) -> u32 {
+    match u.strip_prefix(common) {
+        Some(rest) => {
+            let mut b = [0u8; 4];
+            let n = rest.len().min(4);
+            b[..n].copy_from_slice(&rest[..n]);
+            u32::from_be_bytes(b)
+        }
+        None if u < common => 0,
+        None => u32::MAX,
     }
 }
 
@@ -451,13 +630,15 @@ impl BlockIter {
         self.cache_pos = i;
     }
 
-    /// Binary search for the last restart point whose key is < the target (0 when none is);
-    /// `cmp(key)` orders a key against the target.
+    /// Binary search for the last restart point whose key is < the target (0 when none is),
+    /// known to lie in `left..=right`; `cmp(key)` orders a key against the target.
     #[inline(always)]
-    fn find_restart(&mut self, cmp: impl Fn(&[u8]) -> Ordering) -> Option<usize> {
+    fn find_restart(
+        &mut self,
+        (mut left, mut right): (usize, usize),
+        cmp: impl Fn(&[u8]) -> Ordering,
+    ) -> Option<usize> {
         let block = &*self.block;
-        let mut left = 0usize;
-        let mut right = block.num_restarts - 1;
         while left < right {
             let mid = left + (right - left).div_ceil(2);
             let Some(k) = block.restart_key(mid) else {
@@ -475,8 +656,8 @@ impl BlockIter {
 
     /// [`InternalIterator::seek`] with `cmp(key)` ordering a key against the target.
     #[inline(always)]
-    fn seek_by(&mut self, cmp: impl Fn(&[u8]) -> Ordering) {
-        let Some(r) = self.find_restart(&cmp) else { return };
+    fn seek_by(&mut self, bounds: (usize, usize), cmp: impl Fn(&[u8]) -> Ordering) {
+        let Some(r) = self.find_restart(bounds, &cmp) else { return };
         self.seek_to_restart(r);
         while self.parse_next() {
             if cmp(self.key.as_slice()) != Ordering::Less {
@@ -517,11 +698,12 @@ impl InternalIterator for BlockIter {
         }
         // The key order is chosen once per seek, so each comparison in the searches below is
         // the plain one.
+        let u = user_key(target);
+        let bounds = self.block.restart_bounds(u);
         if self.block.user_keys {
-            let u = user_key(target);
-            self.seek_by(|k| compare_bytes(k, u));
+            self.seek_by(bounds, |k| compare_bytes(k, u));
         } else {
-            self.seek_by(|k| compare_internal(k, target));
+            self.seek_by(bounds, |k| compare_internal(k, target));
         }
     }
 
@@ -600,6 +782,118 @@ mod tests {
 
     fn block(entries: &[(Vec<u8>, Vec<u8>)], interval: usize) -> Arc<Block> {
         Arc::new(Block::new(build(entries, interval), 4096).unwrap())
+    }
+
+    /// The index of a table of db_bench's keys (a big-endian integer padded with '0'): an entry
+    /// per data block of ten keys, as internal keys at restart interval 1, the last separator
+    /// the short successor "\x01" of the table's last key, as a table builder makes it.
+    fn bench_index(first: u64, blocks: u64) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut entries: Vec<_> = (0..blocks - 1)
+            .map(|i| {
+                let mut k = (first + 10 * i + 9).to_be_bytes().to_vec();
+                k.extend_from_slice(b"000000000000");
+                (make_internal_key(&k, SeqNo(5), ValueType::Value), vec![1, 2, 3])
+            })
+            .collect();
+        entries.push((make_internal_key(b"\x01", SeqNo(5), ValueType::Value), vec![4]));
+        entries
+    }
+
+    #[test]
+    fn seek_hints_narrow_an_index_search_to_one_restart() {
+        let b = Block::new(build(&bench_index(1 << 20, 8000), 1), 0).unwrap().with_seek_hints();
+        let h = b.hints.as_deref().expect("an index block of 8000 restarts gets hints");
+        assert_eq!(h.common.len(), 5);
+        for v in [0u64, 1 << 20, (1 << 20) + 12_345, (1 << 20) + 79_999, 1 << 40, 1 << 56] {
+            let mut u = v.to_be_bytes().to_vec();
+            u.extend_from_slice(b"000000000000");
+            let (l, r) = b.restart_bounds(&u);
+            assert!(r - l <= 1, "target {v}: bounds {l}..={r}");
+        }
+    }
+
+    /// Seeks with and without hints find the same entries: keys sharing a prefix whose next
+    /// four bytes often tie, keys that are prefixes of others, outliers below and above the
+    /// shared prefix at both ends, several versions of a user key, restart intervals over 1;
+    /// targets inside and outside the block's keys.
+    #[test]
+    fn seek_hints_never_change_a_seek() {
+        use proptest::prelude::*;
+        let tail = |max| prop::collection::vec(prop::sample::select(vec![0u8, b'a', 0xff]), 0..max);
+        let shared = (tail(4), tail(4)).prop_map(|(a, b)| [&b"pre"[..], &a, &b].concat());
+        let outlier =
+            prop::sample::select(vec![&b""[..], b"\x01", b"pr", b"prd\xff", b"prf", b"q", b"\xff"]);
+        let key = prop_oneof![8 => shared, 1 => outlier.prop_map(<[u8]>::to_vec)];
+        let config = ProptestConfig { cases: 64, ..ProptestConfig::default() };
+        proptest!(config, |(
+            keys in prop::collection::vec(key.clone(), 400..500),
+            targets in prop::collection::vec((key, 0u64..4), 40),
+            interval in 1usize..4,
+            user_keys in any::<bool>(),
+        )| {
+            let keys: std::collections::BTreeSet<Vec<u8>> = keys.into_iter().collect();
+            let entries: Vec<(Vec<u8>, Vec<u8>)> = keys
+                .iter()
+                .enumerate()
+                .flat_map(|(i, u)| {
+                    let versions = if user_keys { 1 } else { 1 + i % 3 } as u64;
+                    (0..versions).rev().map(move |s| {
+                        let k = if user_keys {
+                            u.clone()
+                        } else {
+                            make_internal_key(u, SeqNo(2 * s + 1), ValueType::Value)
+                        };
+                        (k, vec![i as u8])
+                    })
+                })
+                .collect();
+            let plain = |b: Block| if user_keys { b.with_user_keys() } else { b };
+            let without = Arc::new(plain(Block::new(build(&entries, interval), 0).unwrap()));
+            let with = Arc::new(plain(Block::new(build(&entries, interval), 0).unwrap()).with_seek_hints());
+            prop_assert!(with.hints.is_some() || with.num_restarts < SEEK_HINTS_MIN_RESTARTS);
+            let (mut a, mut b) = (without.iter(), with.iter());
+            let probes = targets
+                .iter()
+                .map(|(u, s)| (u.clone(), *s))
+                .chain(keys.iter().map(|u| (u.clone(), 2)));
+            for (u, s) in probes {
+                let t = make_internal_key(&u, SeqNo(s), ValueType::Value);
+                if let Some(h) = with.hints.as_deref() {
+                    // Restarts up to `left` are below the target (or `left` is 0), those past
+                    // `right` are not, and those between tie with it.
+                    let (left, right) = with.restart_bounds(&u);
+                    let below = |i| with.compare(with.restart_key(i).unwrap(), &t).is_lt();
+                    prop_assert!(left == 0 || below(left), "{:?}: {}", u, left);
+                    prop_assert!(!(right + 1..with.num_restarts).any(below), "{:?}: {}", u, right);
+                    let at = |i: usize| h.lines[i / LINE].0[i % LINE];
+                    prop_assert!((left + 1..=right).all(|i| at(i) == hint(&h.common, &u)));
+                }
+                a.seek(&t);
+                b.seek(&t);
+                prop_assert_eq!(a.valid(), b.valid(), "seek {:?}", u);
+                if a.valid() {
+                    prop_assert_eq!(a.key(), b.key(), "seek {:?}", u);
+                }
+                a.seek_for_prev(&t);
+                b.seek_for_prev(&t);
+                prop_assert_eq!(a.valid(), b.valid(), "seek_for_prev {:?}", u);
+                if a.valid() {
+                    prop_assert_eq!(a.key(), b.key(), "seek_for_prev {:?}", u);
+                }
+            }
+        });
+    }
+
+    /// A block whose restart keys are out of order gets no hints (a seek then behaves as it
+    /// would in any such block, without a hint steering it).
+    #[test]
+    fn out_of_order_restart_keys_get_no_hints() {
+        let mut entries = bench_index(1 << 20, 100);
+        entries.swap(40, 60);
+        let b = Block::new(build(&entries, 1), 0).unwrap().with_seek_hints();
+        assert!(b.hints.is_none());
+        let few = Block::new(build(&bench_index(1 << 20, 63), 1), 0).unwrap().with_seek_hints();
+        assert!(few.hints.is_none(), "fewer than SEEK_HINTS_MIN_RESTARTS restarts");
     }
 
     #[test]

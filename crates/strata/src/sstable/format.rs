@@ -57,6 +57,7 @@
 //! trusted; the checksum comes before the version so that a damaged version number is reported
 //! as damage, not as a format from the future.
 
+use std::borrow::Cow;
 use std::path::PathBuf;
 
 use crate::env::RandomAccessFile;
@@ -256,17 +257,21 @@ pub fn read_block(
     }
     // Bounded by the file length checked above.
     let size = handle.size as usize;
-    let buf = file.read_exact_at(handle.offset, size + BLOCK_TRAILER_LEN)?;
-    decode_block(path, handle, buf, checksum, verify_checksum)
+    let mut block = None;
+    file.read_exact_with(handle.offset, size + BLOCK_TRAILER_LEN, &mut |buf| {
+        block = Some(decode_block(path, handle, buf, checksum, verify_checksum));
+    })?;
+    block.unwrap_or_else(|| Err(bad("the file returned no bytes for the block".to_string())))
 }
 
 /// Checks the trailer of `buf`, the bytes of the block at `handle` with its trailer (the
-/// checksum only when `verify_checksum`), and returns its uncompressed contents. Errors carry
+/// checksum only when `verify_checksum`), and returns its uncompressed contents: `buf` itself
+/// when it is owned and the block is stored uncompressed, else a new `Vec`. Errors carry
 /// `path` and the block's offset.
 pub fn decode_block(
     path: &std::path::Path,
     handle: BlockHandle,
-    mut buf: Vec<u8>,
+    buf: Cow<'_, [u8]>,
     checksum: ChecksumType,
     verify_checksum: bool,
 ) -> Result<Vec<u8>> {
@@ -295,10 +300,13 @@ pub fn decode_block(
     let ty = CompressionType::from_u8(ty_byte)
         .ok_or_else(|| bad(format!("unknown compression type {ty_byte}")))?;
     match ty {
-        CompressionType::None => {
-            buf.truncate(size);
-            Ok(buf)
-        }
+        CompressionType::None => Ok(match buf {
+            Cow::Owned(mut v) => {
+                v.truncate(size);
+                v
+            }
+            Cow::Borrowed(b) => b[..size].to_vec(),
+        }),
         _ => {
             compression::uncompress(ty, &buf[..size], handle.offset).map_err(|e| e.with_file(path))
         }

@@ -329,9 +329,9 @@ impl TableReader {
         let data = read_block(&*self.file, h, self.checksum, true)?;
         let block = match kind {
             MetaKind::Index if self.user_key_index => {
-                Block::new(data, h.offset).map(Block::with_user_keys)
+                Block::new(data, h.offset).map(|b| b.with_user_keys().with_seek_hints())
             }
-            MetaKind::Index => Block::new(data, h.offset),
+            MetaKind::Index => Block::new(data, h.offset).map(Block::with_seek_hints),
             MetaKind::Filter => {
                 BloomFilter::decode(&data, h.offset).map(|f| Block::from_filter(f, h.offset))
             }
@@ -845,10 +845,15 @@ impl TableReader {
             None => read_block(&*self.file, handle, self.checksum, verify)?,
             Some(ra) => {
                 let len = handle.size as usize + BLOCK_TRAILER_LEN;
-                let bytes = ra
-                    .read(&*self.file, handle.offset, len, self.blocks_end, &self.scan_stats)?
-                    .to_vec();
-                super::format::decode_block(&self.path, handle, bytes, self.checksum, verify)?
+                let bytes =
+                    ra.read(&*self.file, handle.offset, len, self.blocks_end, &self.scan_stats)?;
+                super::format::decode_block(
+                    &self.path,
+                    handle,
+                    bytes.into(),
+                    self.checksum,
+                    verify,
+                )?
             }
         };
         Block::new(data, handle.offset).map_err(|e| e.with_file(&self.path))
