@@ -255,7 +255,10 @@ pub struct Options {
     pub use_direct_io_for_flush_and_compaction: bool,
     /// Compactions read each input table this many bytes at a time at least (one large read
     /// serving many blocks; what keeps compaction reads efficient under direct I/O); 0 for
-    /// the automatic readahead of iterators. Default: 2 MiB, as RocksDB.
+    /// the automatic readahead of iterators. Default: 2 MiB, as RocksDB. A compaction reading
+    /// more than four tables at once (L0 inputs, each read side by side) shares four windows'
+    /// worth among them, at least 256 KiB each: under direct I/O every window is a buffer of
+    /// the job's, and twenty L0 inputs held 40 MiB.
     pub compaction_readahead_size: usize,
     /// Table files being written by flushes and compactions ask the OS to start writing them
     /// out every this many bytes (0: never), so the page cache never holds gigabytes of dirty

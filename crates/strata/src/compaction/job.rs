@@ -174,12 +174,32 @@ fn split_ranges(plan: &CompactionPlan, n: usize) -> Vec<KeyRange> {
     out
 }
 
+/// Full readahead windows a job's inputs share ([`input_readahead`]).
+const READAHEAD_WINDOWS: usize = 4;
+/// The least window an input gets when many share them.
+const MIN_SHARED_READAHEAD: usize = 256 << 10;
+
+/// The readahead window of each of `inputs` tables read side by side, given the configured
+/// window `size` (0: automatic): `size` for up to [`READAHEAD_WINDOWS`] inputs, else their
+/// share of that many windows, at least [`MIN_SHARED_READAHEAD`] (and at most `size`). Under
+/// direct I/O each window is a buffer the job holds, so this bounds the job's memory (an L0
+/// compaction reads every L0 input at once).
+fn input_readahead(size: usize, inputs: usize) -> usize {
+    if inputs <= READAHEAD_WINDOWS {
+        return size;
+    }
+    (size * READAHEAD_WINDOWS / inputs).max(MIN_SHARED_READAHEAD).min(size)
+}
+
 /// The merged input of the plan (fresh iterators: each subcompaction has its own).
 fn input_iterator(env: &JobEnv<'_>, plan: &CompactionPlan) -> Result<MergingIterator> {
+    // Read side by side: every L0 input, and one table of each other level.
+    let l0 = if plan.start_level == 0 { plan.inputs.len() } else { 1 };
+    let side_by_side = l0 + plan.middle_inputs.len() + usize::from(!plan.output_inputs.is_empty());
     let ro = ReadBlockOptions {
         verify_checksums: true,
         fill_cache: false,
-        readahead_size: env.readahead_size,
+        readahead_size: input_readahead(env.readahead_size, side_by_side),
     };
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
     if plan.start_level == 0 {
@@ -472,6 +492,23 @@ mod tests {
     use crate::key::is_exclusive_bound;
     use crate::range_del::RangeTombstone;
     use crate::version::levels::TableFile;
+
+    #[test]
+    fn readahead_windows_are_shared_beyond_four_inputs() {
+        let mib = 1 << 20;
+        for n in 1..=4 {
+            assert_eq!(input_readahead(2 * mib, n), 2 * mib, "{n} inputs");
+        }
+        assert_eq!(input_readahead(2 * mib, 8), mib);
+        assert_eq!(input_readahead(2 * mib, 20), 8 * mib / 20);
+        assert_eq!(input_readahead(2 * mib, 64), MIN_SHARED_READAHEAD);
+        assert_eq!(input_readahead(128 << 10, 20), 128 << 10, "never above the configured size");
+        assert_eq!(input_readahead(0, 20), 0, "automatic readahead stays automatic");
+        for n in 5..100 {
+            let total = n * input_readahead(2 * mib, n);
+            assert!(total <= (8 * mib).max(n * MIN_SHARED_READAHEAD), "{n} inputs hold {total}");
+        }
+    }
 
     /// Runs `f` with a job's surroundings over `fs`'s `/db`: `files` at their levels make the
     /// version, the table cache reads them, and new tables are numbered from 100.
