@@ -189,9 +189,7 @@ impl DirectRandom {
         }
         Ok(got)
     }
-}
 
-impl DirectRandom {
     /// Reads the aligned span around `[offset, offset + len)` into this thread's scratch
     /// buffer and returns `f(bytes from offset on, at most len of them)`. A scratch already
     /// lent out (`f` reading a file) is not shared: the read gets a buffer of its own.

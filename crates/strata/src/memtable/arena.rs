@@ -183,10 +183,10 @@ impl Drop for Arena {
 /// Mapped standard chunks of dropped arenas, resident, kept for the next arenas. A new
 /// memtable takes its chunks from here before mapping fresh ones: its writes then find
 /// resident pages instead of faulting each page in (about 3% of a write-heavy run's
-/// throughput). At most as many are kept as the most standard chunks one arena has held, so
-/// the spares and the memtable that takes them never hold more than one memtable's worth
-/// between them: the process's memtable memory stays within what its full memtables take at
-/// their peak, plus at most one memtable's worth left spare when writes stop.
+/// throughput). At most as many are kept as the most standard chunks one arena has held:
+/// the process's memtable memory stays within what its live memtables take, plus at most one
+/// memtable's worth of spares (a memtable that takes spares shrinks the pool by as much; one
+/// that mapped its chunks while the pool was empty does not, so both can be full at once).
 struct SparePool {
     chunks: Vec<Spare>,
     max: usize,

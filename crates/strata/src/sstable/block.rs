@@ -244,9 +244,10 @@ pub const SEEK_HINTS_MIN_RESTARTS: usize = 64;
 /// between them: a table's last separator is often a short successor ("\x01" after keys
 /// starting with "\x00"), which shares nothing with the others.
 ///
-/// Layout: level 0 is the hint of every restart point, in order; level `k + 1` is the first
-/// entry of every line of level `k`; the top level fits one line. Each level starts on a line
-/// of its own and its last line is padded with `u32::MAX` (never counted below a target).
+/// Layout: level 0, in the first lines, is the hint of every restart point, in order; level
+/// `k + 1` is the first entry of every line of level `k`; the top level fits one line. Each
+/// level starts on a line of its own and its last line is padded with `u32::MAX` (never
+/// counted below a target).
 ///
 /// Invariant (checked by [`SeekHints::build`], which gives none for a block that breaks it):
 /// level 0 is non-decreasing, as it is for any block whose restart keys are in order; then
@@ -308,6 +309,12 @@ impl SeekHints {
         Some(SeekHints { common, lines: lines.into_boxed_slice(), levels: levels.into() })
     }
 
+    /// The hint of restart point `i` (level 0 starts the lines).
+    #[inline]
+    fn hint_at(&self, i: usize) -> u32 {
+        self.lines[i / LINE].0[i % LINE]
+    }
+
     fn memory_size(&self) -> usize {
         size_of::<SeekHints>()
             + self.common.len()
@@ -338,8 +345,7 @@ impl SeekHints {
     fn bounds(&self, u: &[u8]) -> (usize, usize) {
         let t = hint(&self.common, u);
         let lo = self.rank(|p| p < t);
-        let n = self.levels[0].1;
-        let tied = lo < n && self.lines[self.levels[0].0 + lo / LINE].0[lo % LINE] == t;
+        let tied = lo < self.levels[0].1 && self.hint_at(lo) == t;
         let hi = if tied { self.rank(|p| p <= t) } else { lo };
         let left = lo.saturating_sub(1);
         (left, hi.saturating_sub(1).max(left))
@@ -800,7 +806,7 @@ mod tests {
     }
 
     #[test]
-    fn seek_hints_narrow_an_index_search_to_one_restart() {
+    fn seek_hints_narrow_an_index_search_to_two_restarts() {
         let b = Block::new(build(&bench_index(1 << 20, 8000), 1), 0).unwrap().with_seek_hints();
         let h = b.hints.as_deref().expect("an index block of 8000 restarts gets hints");
         assert_eq!(h.common.len(), 5);
@@ -865,8 +871,7 @@ mod tests {
                     let below = |i| with.compare(with.restart_key(i).unwrap(), &t).is_lt();
                     prop_assert!(left == 0 || below(left), "{:?}: {}", u, left);
                     prop_assert!(!(right + 1..with.num_restarts).any(below), "{:?}: {}", u, right);
-                    let at = |i: usize| h.lines[i / LINE].0[i % LINE];
-                    prop_assert!((left + 1..=right).all(|i| at(i) == hint(&h.common, &u)));
+                    prop_assert!((left + 1..=right).all(|i| h.hint_at(i) == hint(&h.common, &u)));
                 }
                 a.seek(&t);
                 b.seek(&t);

@@ -119,6 +119,17 @@ enum MetaKind {
     Filter,
 }
 
+/// What becomes of a metadata block [`TableReader::meta_block`] reads from the file.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum MetaUse {
+    /// Inserted into the block cache, for the reads to come.
+    Cache,
+    /// Held by the reader (not inserted), for the reads to come.
+    Hold,
+    /// Walked once in order and dropped (`uncache`): an index block gets no seek hints.
+    Scan,
+}
+
 /// An open table.
 pub struct TableReader {
     file: Arc<dyn RandomAccessFile>,
@@ -261,14 +272,15 @@ impl TableReader {
         // partitioned index is the way to bound it).
         let cached = meta.cache_index_and_filter_blocks && r.block_cache.is_some();
         let max_charge = r.block_cache.as_ref().map_or(0, |c| c.cache.max_entry_charge());
-        let index = r.meta_block(footer.index, MetaKind::Index, cached)?;
+        let to = if cached { MetaUse::Cache } else { MetaUse::Hold };
+        let index = r.meta_block(footer.index, MetaKind::Index, to)?;
         let index_fits = index.memory_size() <= max_charge;
         if !cached || !index_fits || meta.pin || (partitioned && meta.pin_top_level) {
             r.hold(&index, cached && index_fits);
             r.index = Meta::Held(index);
         }
         if let Some(fh) = filter_handle {
-            let filter = r.meta_block(fh, MetaKind::Filter, cached)?;
+            let filter = r.meta_block(fh, MetaKind::Filter, to)?;
             let filter_fits = filter.memory_size() <= max_charge;
             if !cached || !filter_fits || meta.pin {
                 r.hold(&filter, cached && filter_fits);
@@ -316,9 +328,10 @@ impl TableReader {
         }
     }
 
-    /// The metadata block at `h`: from the block cache, or read, verified and parsed (and
-    /// inserted into the cache when `fill`).
-    fn meta_block(&self, h: BlockHandle, kind: MetaKind, fill: bool) -> Result<Arc<Block>> {
+    /// The metadata block at `h`: from the block cache, or read, verified and parsed (an
+    /// index block with seek hints unless it is only to be scanned), and inserted into the
+    /// cache for [`MetaUse::Cache`].
+    fn meta_block(&self, h: BlockHandle, kind: MetaKind, to: MetaUse) -> Result<Arc<Block>> {
         self.check_handle(h)?;
         let key = self.meta_block_key(h.offset, kind);
         if let (Some(c), Some(key)) = (&self.block_cache, &key) {
@@ -327,18 +340,23 @@ impl TableReader {
             }
         }
         let data = read_block(&*self.file, h, self.checksum, true)?;
-        let block = match kind {
-            MetaKind::Index if self.user_key_index => {
-                Block::new(data, h.offset).map(|b| b.with_user_keys().with_seek_hints())
+        let index = |b: Block| {
+            let b = if self.user_key_index { b.with_user_keys() } else { b };
+            if to == MetaUse::Scan {
+                b
+            } else {
+                b.with_seek_hints()
             }
-            MetaKind::Index => Block::new(data, h.offset).map(Block::with_seek_hints),
+        };
+        let block = match kind {
+            MetaKind::Index => Block::new(data, h.offset).map(index),
             MetaKind::Filter => {
                 BloomFilter::decode(&data, h.offset).map(|f| Block::from_filter(f, h.offset))
             }
         }
         .map_err(|e| e.with_file(&self.path))?;
         let b = Arc::new(block);
-        if let (Some(c), Some(key), true) = (&self.block_cache, key, fill) {
+        if let (Some(c), Some(key), MetaUse::Cache) = (&self.block_cache, key, to) {
             c.cache.insert(key, b.clone(), b.memory_size(), self.meta_priority);
         }
         Ok(b)
@@ -347,7 +365,7 @@ impl TableReader {
     fn meta(&self, m: &Meta, kind: MetaKind) -> Result<Arc<Block>> {
         match m {
             Meta::Held(b) => Ok(b.clone()),
-            Meta::Cached(h) => self.meta_block(*h, kind, true),
+            Meta::Cached(h) => self.meta_block(*h, kind, MetaUse::Cache),
         }
     }
 
@@ -375,14 +393,18 @@ impl TableReader {
         };
         let top = match &self.index {
             Meta::Held(b) => b.clone(),
-            Meta::Cached(h) => self.meta_block(*h, MetaKind::Index, false)?,
+            Meta::Cached(h) => self.meta_block(*h, MetaKind::Index, MetaUse::Scan)?,
         };
         if self.partitioned {
             let mut it = top.iter();
             it.seek_to_first();
             while it.valid() {
                 let (index, filter) = self.decode_top(&it)?;
-                self.uncache_data_blocks(&self.meta_block(index, MetaKind::Index, false)?)?;
+                self.uncache_data_blocks(&self.meta_block(
+                    index,
+                    MetaKind::Index,
+                    MetaUse::Scan,
+                )?)?;
                 erase(index.offset, MetaKind::Index);
                 if let Some(f) = filter {
                     erase(f.offset, MetaKind::Filter);
@@ -426,7 +448,7 @@ impl TableReader {
     /// The index partition named by the top-level entry `top` is at.
     pub(crate) fn index_partition_at(&self, top: &BlockIter) -> Result<Arc<Block>> {
         let (h, _) = self.decode_top(top)?;
-        self.meta_block(h, MetaKind::Index, true)
+        self.meta_block(h, MetaKind::Index, MetaUse::Cache)
     }
 
     fn decode_top(&self, top: &BlockIter) -> Result<(BlockHandle, Option<BlockHandle>)> {
@@ -496,7 +518,7 @@ impl TableReader {
             return Ok(false);
         }
         let Some(fh) = self.decode_top(&top)?.1 else { return Ok(true) };
-        let b = self.meta_block(fh, MetaKind::Filter, true)?;
+        let b = self.meta_block(fh, MetaKind::Filter, MetaUse::Cache)?;
         Ok(b.filter().is_none_or(|f| f.may_contain(user_key)))
     }
 
