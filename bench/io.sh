@@ -6,7 +6,7 @@
 #   bash bench/io.sh [--modes byrx,iodir,iobuf] [--engines strata,rocksdb] [--reps 3]
 #                    [--first-rep 1] [--num 6000000] [--key-size 20] [--value-size 400]
 #                    [--block-size 4096] [--cache-mb 32] [--iobuf-mem-mb 384] [--duration 15]
-#                    [--threads 1] [--write-rate 2097152] [--fio-secs 20] [--out DIR]
+#                    [--threads 1] [--write-rate 2097152] [--fio-secs 10] [--out DIR]
 #                    [--keep-db] [-- EXTRA strata-bench FLAGS ...]
 #
 # Modes:
@@ -26,22 +26,24 @@
 # (benchmark.sh's *whilewriting jobs), then overwrite. The read and overwrite steps last
 # --duration seconds.
 #
-# fio baseline (once per run, when fio is installed: apt-get install -y fio): random reads of
-# --block-size bytes with O_DIRECT, psync, depth 1, --threads jobs, --fio-secs seconds, on a
-# file on the DBs' file system sized like the DB (num x (key + value x 0.5) bytes); its read
-# IOPS go to strata-bench as --fio_baseline_iops, the denominator of io_eff. Without fio,
-# io_eff stays blank and the script says so.
+# fio baseline (when fio is installed: apt-get install -y fio): random reads of --block-size
+# bytes with O_DIRECT, psync, depth 1, --threads jobs, --fio-secs seconds, on a file on the DBs'
+# file system sized like the DB (num x (key + value x 0.5) bytes), laid out once per call. It
+# runs right before each engine's point-read step (readrandom, readwhilewriting), and that
+# run's read IOPS go to the step as --fio_baseline_iops, the denominator of io_eff: the device
+# drifts by 10% and more over a run, so a baseline taken minutes away would credit or charge
+# the engine with the drift. Without fio, io_eff stays blank and the script says so.
 #
 # Output (appends when --out names an earlier run's directory, e.g. one repetition per call
 # with --reps 1 --first-rep K): <out>/steps.tsv and logs/, and strata-bench-report's
 # report.tsv (mode and I/O columns), io.md (per step, engine and repetition), reps.md (median
-# and [min, max] over the repetitions, Strata / other engine per repetition), fio.txt.
+# and [min, max] over the repetitions, Strata / other engine per repetition), fio.tsv (every baseline) and logs/fio.*.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 
 modes="iodir,iobuf" engines="strata,rocksdb" reps=3 first_rep=1 num=6000000 key_size=20
 value_size=400 block_size=4096 cache_mb=32 iobuf_mem_mb=384 duration=15 threads=1
-write_rate=$((2 << 20)) fio_secs=20 out="" keep_db=0
+write_rate=$((2 << 20)) fio_secs=10 out="" keep_db=0
 extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -101,29 +103,33 @@ fi
 db_bytes=$((num * (key_size + value_size / 2)))
 raw_bytes=$((num * (key_size + value_size)))
 
-# --- fio baseline --------------------------------------------------------------------------
-fio_iops=0
-if [ -f "$out/fio.iops" ]; then
-  fio_iops="$(cat "$out/fio.iops")"
-elif command -v fio > /dev/null; then
-  echo "== fio: randread bs=$block_size O_DIRECT psync depth 1 numjobs=$threads, ${fio_secs}s on a $((db_bytes >> 20)) MiB file in $out/db" >&2
-  fio --name=io_eff --filename="$out/db/fio.baseline" --size="$db_bytes" --rw=randread \
-    --bs="$block_size" --direct=1 --ioengine=psync --iodepth=1 --numjobs="$threads" \
-    --runtime="$fio_secs" --time_based --group_reporting --output-format=terse \
-    --terse-version=3 > "$out/fio.txt" 2> "$out/fio.err" || true
-  rm -f "$out/db/fio.baseline"
-  # terse v3: field 8 is the read IOPS of the group.
-  fio_iops="$(awk -F';' 'NF > 8 { print $8 }' "$out/fio.txt" | tail -1)"
-  if [ -z "$fio_iops" ] || [ "$fio_iops" = 0 ]; then
-    echo "bench/io.sh: fio gave no read IOPS (see $out/fio.txt, $out/fio.err): io_eff stays blank" >&2
-    fio_iops=0
-  else
-    echo "$fio_iops" > "$out/fio.iops"
-    echo "   fio read IOPS: $fio_iops" >&2
-  fi
+# --- fio baseline ---------------------------------------------------------------------------
+fio_file="$out/db/fio.baseline" fio_iops=0 have_fio=0
+if command -v fio > /dev/null; then
+  have_fio=1
+  [ -f "$out/fio.tsv" ] || printf '# mode\trep\tengine\tstep\tread_iops\n' > "$out/fio.tsv"
+  echo "== fio: randread bs=$block_size O_DIRECT psync depth 1 numjobs=$threads, ${fio_secs}s before each point-read step, on a $((db_bytes >> 20)) MiB file in $out/db" >&2
 else
   echo "bench/io.sh: fio is not installed (apt-get install -y fio): no baseline, io_eff stays blank" >&2
 fi
+fio_baseline() { # mode rep engine step: sets fio_iops (0 when fio gives none)
+  fio_iops=0
+  [ "$have_fio" = 1 ] || return 0
+  local log="logs/fio.$3.$4.$1.r$2.txt"
+  fio --name=io_eff --filename="$fio_file" --size="$db_bytes" --rw=randread \
+    --bs="$block_size" --direct=1 --ioengine=psync --iodepth=1 --numjobs="$threads" \
+    --runtime="$fio_secs" --time_based --group_reporting --output-format=terse \
+    --terse-version=3 > "$out/$log" 2>&1 || true
+  # terse v3: field 8 is the read IOPS of the group.
+  fio_iops="$(awk -F';' 'NF > 8 { print $8 }' "$out/$log" | tail -1)"
+  if [ -z "$fio_iops" ] || [ "$fio_iops" = 0 ]; then
+    echo "bench/io.sh: fio gave no read IOPS (see $out/$log): io_eff stays blank for $3 $4.$1" >&2
+    fio_iops=0
+  else
+    printf '%s\t%s\t%s\t%s\t%s\n' "$1" "r$2" "$3" "$4" "$fio_iops" >> "$out/fio.tsv"
+    echo "   fio read IOPS: $fio_iops" >&2
+  fi
+}
 
 # --- iobuf's memory cgroup -----------------------------------------------------------------
 cgroup="" cg_fallback=""
@@ -162,13 +168,13 @@ remove_cgroup() {
     cgroup=""
   fi
 }
-trap remove_cgroup EXIT
+trap 'remove_cgroup; rm -f "$fio_file"' EXIT
 
 common=(
   --num="$num" --key_size="$key_size" --value_size="$value_size" --compression_ratio=0.5
   --block_size="$block_size" --histogram=1 --compression_type=snappy --bloom_bits=10
   --write_buffer_size=$((32 << 20)) --max_write_buffer_number=2 --max_background_jobs=2
-  --level_compaction_dynamic_level_bytes=true --fio_baseline_iops="$fio_iops"
+  --level_compaction_dynamic_level_bytes=true
 )
 
 after="" # an unmeasured benchmark run after the step's own, before stats
@@ -176,7 +182,8 @@ run_step() { # mode engine rep test bench flags...
   local mode="$1" engine="$2" rep="$3" test="$4.$1" bench="$5"; shift 5
   local db="$out/db/$engine" log="logs/$engine.$test.r$rep.log"
   local cmd=("$bin" --engine="$engine" --db="$db" "${common[@]}" "${mode_flags[@]}"
-    --seed=$((seed + step_no)) --benchmarks="$bench${after:+,$after},stats" "$@" "${extra[@]}")
+    --seed=$((seed + step_no)) --benchmarks="$bench${after:+,$after},stats"
+    --fio_baseline_iops="$fio_iops" "$@" "${extra[@]}")
   step_no=$((step_no + 1))
   local time_file=""
   if [ ${#timer[@]} -gt 0 ]; then
@@ -215,11 +222,12 @@ for mode in "${mode_list[@]}"; do
       for ((i = ${#engine_list[@]} - 1; i >= 0; i--)); do order+=("${engine_list[$i]}"); done
     fi
     for engine in "${order[@]}"; do
-      step_no=0
+      step_no=0 fio_iops=0
       rm -rf "$out/db/$engine"
       # The load's compaction debt is paid before the reads (benchmark_compare.sh's
       # waitforcompaction): unmeasured, so every engine's read steps start from a settled LSM.
       after=waitforcompaction run_step "$mode" "$engine" "$rep" fillseq fillseq --disable_wal=1
+      fio_baseline "$mode" "$rep" "$engine" readrandom
       run_step "$mode" "$engine" "$rep" readrandom readrandom --use_existing_db=1 \
         --threads="$threads" --duration="$duration"
       run_step "$mode" "$engine" "$rep" revrangeww seekrandomwhilewriting --use_existing_db=1 \
@@ -228,6 +236,7 @@ for mode in "${mode_list[@]}"; do
       run_step "$mode" "$engine" "$rep" fwdrangeww seekrandomwhilewriting --use_existing_db=1 \
         --threads="$threads" --seek_nexts=10 --reverse_iterator=false \
         --benchmark_write_rate_limit="$write_rate" --duration="$duration"
+      fio_baseline "$mode" "$rep" "$engine" readww
       run_step "$mode" "$engine" "$rep" readww readwhilewriting --use_existing_db=1 \
         --threads="$threads" --benchmark_write_rate_limit="$write_rate" --duration="$duration"
       run_step "$mode" "$engine" "$rep" overwrite overwrite --use_existing_db=1 \
@@ -237,6 +246,7 @@ for mode in "${mode_list[@]}"; do
   done
   if [ "$mode" = iobuf ]; then remove_cgroup; fi
 done
+rm -f "$fio_file"
 if [ "$keep_db" = 0 ]; then rmdir "$out/db" 2>/dev/null || true; fi
 
 "$report_bin" "$out" >&2
