@@ -164,9 +164,16 @@ struct DirectRandom {
 }
 
 thread_local! {
-    /// Each thread's scratch for direct reads, grown to the largest read it made.
+    /// Each thread's scratch for direct reads, grown to the largest read it made up to
+    /// [`SCRATCH_KEEP`].
     static SCRATCH: RefCell<AlignedBuf> = RefCell::new(AlignedBuf::new(0));
 }
+
+/// The largest span a thread's scratch grows to. A data block's read fits; an index or filter
+/// block (hundreds of KiB, read once per table and kept by the reader or the cache) gets a
+/// buffer of its own, freed after it, so every thread that ever opened a table does not keep
+/// one such block's worth of memory for the rest of the process.
+const SCRATCH_KEEP: usize = 64 << 10;
 
 impl DirectRandom {
     /// A read whose offset, length and memory address are all aligned, straight into `buf`:
@@ -192,7 +199,8 @@ impl DirectRandom {
 
     /// Reads the aligned span around `[offset, offset + len)` into this thread's scratch
     /// buffer and returns `f(bytes from offset on, at most len of them)`. A scratch already
-    /// lent out (`f` reading a file) is not shared: the read gets a buffer of its own.
+    /// lent out (`f` reading a file), or a span over [`SCRATCH_KEEP`], gets a buffer of its
+    /// own.
     fn with_span<R>(&self, offset: u64, len: usize, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
         let a = self.align;
         let start = offset - offset % a;
@@ -208,6 +216,9 @@ impl DirectRandom {
             let n = got.saturating_sub(skip).min(len);
             Ok(f(&scratch[skip..skip + n]))
         };
+        if span > SCRATCH_KEEP {
+            return read(&mut AlignedBuf::new(0));
+        }
         SCRATCH.with(|s| match s.try_borrow_mut() {
             Ok(mut s) => read(&mut s),
             Err(_) => read(&mut AlignedBuf::new(0)),
@@ -499,6 +510,34 @@ mod tests {
                 prop_assert!(buf[..n] == buffered[start..end], "read at {} of {}", offset, len);
             }
             std::fs::remove_file(&path).unwrap();
+        });
+    }
+
+    #[test]
+    fn a_thread_keeps_no_scratch_larger_than_a_data_block_read() {
+        let Some(dir) = direct_dir() else { return };
+        let path = dir.path().join("f");
+        let data: Vec<u8> = (0..600_000u32).map(|i| (i % 253) as u8).collect();
+        std::fs::write(&path, &data).unwrap();
+        let r = open(&path).unwrap();
+        let kept = || SCRATCH.with(|s| s.borrow().len);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                // An index-sized read, unaligned: exact bytes, and no scratch kept for it.
+                let (off, len) = (1_001u64, 300_000usize);
+                let mut buf = vec![0u8; len];
+                assert_eq!(r.read_at(off, &mut buf).unwrap(), len);
+                assert!(buf == data[1_001..301_001], "large read");
+                assert_eq!(kept(), 0, "a span over SCRATCH_KEEP left its buffer behind");
+                // A data-block-sized read grows the scratch, within the bound, and reuses it.
+                let mut small = vec![0u8; 5_000];
+                assert_eq!(r.read_at(70_001, &mut small).unwrap(), small.len());
+                assert!(small == data[70_001..75_001], "small read");
+                let k = kept();
+                assert!((5_000..=SCRATCH_KEEP).contains(&k), "scratch of {k} bytes");
+                assert_eq!(r.read_at(1_001, &mut buf).unwrap(), len);
+                assert_eq!(kept(), k, "a large read replaced the kept scratch");
+            });
         });
     }
 
