@@ -45,9 +45,26 @@ fn the_log_tells_what_the_db_did() {
         "[default] Writes resume after a stop of ",
         "------- DUMPING STATS -------",
         "** Compaction Stats",
+        "Shutdown: closing the DB",
+        "Shutdown complete",
     ] {
         assert!(log.contains(needle), "LOG lacks {needle:?}:\n{log}");
     }
+    // Every compaction that rewrote data has its start line before its finish line (none was
+    // cut short: the DB closed idle).
+    let rewrites = |l: &&str| !l.contains("(trivial move)") && !l.contains("(deletion)");
+    let finished: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("] Compaction L") && l.contains("): inputs "))
+        .filter(rewrites)
+        .collect();
+    let started: Vec<&str> = log.lines().filter(|l| l.contains(") started: ")).collect();
+    assert!(!finished.is_empty(), "no compaction rewrote data:\n{log}");
+    assert_eq!(started.len(), finished.len(), "start and finish lines:\n{log}");
+    assert!(started[0].contains("[default] Compaction L0 -> L") && started[0].contains("@L0"));
+    let first_finish = log.find(finished[0]).unwrap();
+    assert!(log.find(started[0]).unwrap() < first_finish, "a finish before its start:\n{log}");
+    assert!(!log.contains(" abandoned: "), "{log}");
     // Every line starts with a timestamp like 2026/11/22-11:45:00.123456.
     for line in log.lines() {
         let b = line.as_bytes();

@@ -74,9 +74,45 @@ fn compaction_loop(inner: &DbInner) {
                 }
             }
         };
+        let rewrites = !plan.trivial_move && !plan.deletion;
+        if rewrites {
+            log_compaction_start(inner, &cfd, &plan);
+        }
         let result = execute(inner, &cfd, &plan, false);
+        if rewrites && matches!(result, Err(Error::ShutdownInProgress)) {
+            inner.info_log.log(&format!(
+                "[{}] Compaction L{} -> L{} abandoned: the DB is closing (its inputs stay)",
+                cfd.name, plan.start_level, plan.output_level
+            ));
+        }
         finish(inner, &plan, result);
     }
+}
+
+/// The info LOG's line when a compaction that rewrites data starts (RocksDB's "Compacting
+/// ..."): with the finish line (`log_compaction`) or the abandon line it brackets the job, so a
+/// LOG shows what ran when, and what a close cut short.
+fn log_compaction_start(inner: &DbInner, cfd: &Cfd, plan: &CompactionPlan) {
+    let bytes = |files: &[std::sync::Arc<crate::version::levels::TableFile>]| -> u64 {
+        files.iter().map(|f| f.file_size).sum()
+    };
+    let mut middle = String::new();
+    for (l, files) in &plan.middle_inputs {
+        let _ = write!(middle, " + {}@L{l}", files.len());
+    }
+    inner.info_log.log(&format!(
+        "[{}] Compaction L{} -> L{} ({}) started: {}@L{}{middle} + {}@L{} files, {} + {} bytes",
+        cfd.name,
+        plan.start_level,
+        plan.output_level,
+        plan.reason,
+        plan.inputs.len(),
+        plan.start_level,
+        plan.output_inputs.len(),
+        plan.output_level,
+        bytes(&plan.inputs) + plan.middle_inputs.iter().map(|(_, f)| bytes(f)).sum::<u64>(),
+        bytes(&plan.output_inputs),
+    ));
 }
 
 /// Counts `plan` (of family `cf`) as running: its inputs busy, its output level and range

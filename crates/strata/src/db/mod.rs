@@ -1079,6 +1079,7 @@ impl Drop for Db {
         if self.inner.read_only {
             return; // nothing to flush, mark or stop
         }
+        self.inner.info_log.log("Shutdown: closing the DB");
         let needs_flush: Vec<Arc<Cfd>> = {
             // Each memtable knows whether it holds writes that skipped the WAL; only those
             // memtables (active or still waiting for flush) make the close flush.
@@ -1107,6 +1108,7 @@ impl Drop for Db {
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
+        self.inner.info_log.log("Shutdown complete");
     }
 }
 
