@@ -74,17 +74,7 @@ fn compaction_loop(inner: &DbInner) {
                 }
             }
         };
-        let rewrites = !plan.trivial_move && !plan.deletion;
-        if rewrites {
-            log_compaction_start(inner, &cfd, &plan);
-        }
         let result = execute(inner, &cfd, &plan, false);
-        if rewrites && matches!(result, Err(Error::ShutdownInProgress)) {
-            inner.info_log.log(&format!(
-                "[{}] Compaction L{} -> L{} abandoned: the DB is closing (its inputs stay)",
-                cfd.name, plan.start_level, plan.output_level
-            ));
-        }
         finish(inner, &plan, result);
     }
 }
@@ -93,7 +83,7 @@ fn compaction_loop(inner: &DbInner) {
 /// ..."): with the finish line (`log_compaction`) or the abandon line it brackets the job, so a
 /// LOG shows what ran when, and what a close cut short.
 fn log_compaction_start(inner: &DbInner, cfd: &Cfd, plan: &CompactionPlan) {
-    let bytes = |files: &[std::sync::Arc<crate::version::levels::TableFile>]| -> u64 {
+    let bytes = |files: &[Arc<crate::version::levels::TableFile>]| -> u64 {
         files.iter().map(|f| f.file_size).sum()
     };
     let mut middle = String::new();
@@ -213,7 +203,20 @@ fn execute(inner: &DbInner, cfd: &Arc<Cfd>, plan: &CompactionPlan, manual: bool)
         readahead_size: inner.opts.compaction_readahead_size,
         filter,
     };
-    let mut result = run_job(&env, plan)?;
+    let rewrites = !plan.trivial_move && !plan.deletion;
+    if rewrites {
+        log_compaction_start(inner, cfd, plan);
+    }
+    let mut result = match run_job(&env, plan) {
+        Err(Error::ShutdownInProgress) if rewrites => {
+            inner.info_log.log(&format!(
+                "[{}] Compaction L{} -> L{} abandoned: the DB is closing (its inputs stay)",
+                cfd.name, plan.start_level, plan.output_level
+            ));
+            return Err(Error::ShutdownInProgress);
+        }
+        r => r?,
+    };
     let outputs: Vec<FileNumber> = result.edit.new_files.iter().map(|(_, f)| f.number).collect();
     crate::kill_point!("compaction.install");
     result.edit.column_family = cfd.id;

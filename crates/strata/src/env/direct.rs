@@ -207,21 +207,22 @@ impl DirectRandom {
         let end = (offset + len as u64).div_ceil(a) * a;
         let span = (end - start) as usize;
         let skip = (offset - start) as usize;
-        let read = |buf: &mut AlignedBuf| -> Result<R> {
-            if buf.len < span {
-                *buf = AlignedBuf::new(span.next_power_of_two());
-            }
-            let scratch = &mut buf.as_mut_slice()[..span];
+        let read = |scratch: &mut [u8]| -> Result<R> {
             let got = self.read_in_place(start, scratch)?;
             let n = got.saturating_sub(skip).min(len);
             Ok(f(&scratch[skip..skip + n]))
         };
         if span > SCRATCH_KEEP {
-            return read(&mut AlignedBuf::new(0));
+            return read(AlignedBuf::new(span).as_mut_slice());
         }
         SCRATCH.with(|s| match s.try_borrow_mut() {
-            Ok(mut s) => read(&mut s),
-            Err(_) => read(&mut AlignedBuf::new(0)),
+            Ok(mut s) => {
+                if s.len < span {
+                    *s = AlignedBuf::new(span.next_power_of_two());
+                }
+                read(&mut s.as_mut_slice()[..span])
+            }
+            Err(_) => read(AlignedBuf::new(span).as_mut_slice()),
         })
     }
 }
