@@ -272,6 +272,7 @@ define_flags! {
     whole_key_filtering: bool = true, Engine, "Filter on whole keys";
     block_size: i64 = 4096i64, Engine, "Data block size in bytes (also the crc32c/compress input size)";
     block_restart_interval: i64 = 16i64, Engine, "Keys between restart points in a data block";
+    index_block_restart_interval: i64 = 0i64, Engine, "Keys between restart points in an index block (0: the engine's default: RocksDB 1, Strata 8)";
     format_version: i64 = 7i64, Hint, "RocksDB table format version";
     compression_type: String = "snappy", Engine, "none, snappy, zlib, bzip2, lz4, lz4hc, xpress, zstd";
     compression_level: i64 = 32767i64, Engine, "Compression level (32767: library default)";

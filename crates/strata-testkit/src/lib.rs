@@ -201,7 +201,7 @@ fn write_mode(rng: &mut StdRng) -> Options {
 /// Default options with the placement and layout of index and filter blocks drawn: kept by
 /// the table or read through the block cache (pinned for L0 or not), one index block or a
 /// partitioned index (with or without partitioned filters, small partitions so tables have
-/// several), and aligned data blocks.
+/// several), prefix-compressed index blocks or not, and aligned data blocks.
 fn metadata_mode(rng: &mut StdRng) -> Options {
     let cached = rng.gen_bool(0.5);
     Options {
@@ -218,6 +218,7 @@ fn metadata_mode(rng: &mut StdRng) -> Options {
         metadata_block_size: [128, 4096][rng.gen_range(0..2)],
         block_align: rng.gen_bool(0.25),
         compaction_filter_factory: rng.gen_bool(0.5).then(stress_filter),
+        index_block_restart_interval: [1, 3, 8][rng.gen_range(0..3)],
         ..Options::default()
     }
 }
@@ -266,7 +267,7 @@ pub fn describe_options(o: &Options) -> String {
          rate_limiter={:?} compaction_style={:?} universal={:?} tiered={:?} \
          cache_index_and_filter={} high_pri={} pin_l0={} pin_top={} index_type={:?} \
          partition_filters={} metadata_block_size={} block_align={} compaction_filter={} \
-         db_write_buffer_size={}",
+         db_write_buffer_size={} index_restart={}",
         o.write_buffer_size,
         o.max_write_buffer_number,
         o.block_size,
@@ -313,7 +314,8 @@ pub fn describe_options(o: &Options) -> String {
         o.metadata_block_size,
         o.block_align,
         o.compaction_filter_factory.as_ref().map_or("none", |f| f.name()),
-        o.db_write_buffer_size
+        o.db_write_buffer_size,
+        o.index_block_restart_interval
     )
 }
 

@@ -35,6 +35,9 @@ fn run(cached: bool, index_type: IndexType, pin_l0: bool) -> (usize, usize, usiz
         metadata_block_size: 1024,
         disable_auto_compactions: true,
         block_size: 256,
+        // Whole separators (RocksDB's layout): the largest index, so that held by the tables
+        // the metadata is more than twice the cache (the premise checked below).
+        index_block_restart_interval: 1,
         compression: strata::CompressionType::None,
         ..Options::default()
     };

@@ -47,6 +47,7 @@ pub const HONOURED_FLAGS: &[&str] = &[
     "whole_key_filtering",
     "block_size",
     "block_restart_interval",
+    "index_block_restart_interval",
     "format_version",
     "compression_type",
     "compression_level",
@@ -403,6 +404,12 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
     let mut t = BlockBasedOptions::default();
     t.set_block_size(size("block_size", f.block_size)?);
     t.set_block_restart_interval(int("block_restart_interval", f.block_restart_interval)?);
+    if f.index_block_restart_interval != 0 {
+        t.set_index_block_restart_interval(int(
+            "index_block_restart_interval",
+            f.index_block_restart_interval,
+        )?);
+    }
     t.set_format_version(int("format_version", f.format_version)?);
     match &cache {
         Some(cache) => t.set_block_cache(cache),

@@ -35,6 +35,7 @@ pub const HONOURED_FLAGS: &[&str] = &[
     "metadata_block_size",
     "block_align",
     "block_restart_interval",
+    "index_block_restart_interval",
     "compression_type",
     "compression_level",
     "write_buffer_size",
@@ -168,6 +169,10 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
     o.metadata_block_size = usize_of("metadata_block_size", f.metadata_block_size)?;
     o.block_align = f.block_align;
     o.block_restart_interval = usize_of("block_restart_interval", f.block_restart_interval)?;
+    if f.index_block_restart_interval != 0 {
+        o.index_block_restart_interval =
+            usize_of("index_block_restart_interval", f.index_block_restart_interval)?;
+    }
     o.compression = match cfg.compression {
         Compression::None => CompressionType::None,
         Compression::Snappy => CompressionType::Snappy,

@@ -126,6 +126,7 @@ impl SliceTransform {
 pub struct BlockBasedOptions {
     block_size: Option<usize>,
     block_restart_interval: Option<usize>,
+    index_block_restart_interval: Option<usize>,
     bloom_bits_per_key: Option<u32>,
     block_cache: Option<Cache>,
     no_block_cache: bool,
@@ -149,6 +150,12 @@ impl BlockBasedOptions {
     /// Keys between restart points (`Options::block_restart_interval`); below 1 means 1.
     pub fn set_block_restart_interval(&mut self, interval: i32) {
         self.block_restart_interval = Some(usize::try_from(interval.max(1)).unwrap_or(1));
+    }
+
+    /// Keys between restart points in index blocks
+    /// (`Options::index_block_restart_interval`); below 1 means 1.
+    pub fn set_index_block_restart_interval(&mut self, interval: i32) {
+        self.index_block_restart_interval = Some(usize::try_from(interval.max(1)).unwrap_or(1));
     }
 
     /// A Bloom filter of `bits_per_key` bits per key (rounded; 0 or less: none). Strata's
@@ -387,6 +394,9 @@ impl Options {
         }
         if let Some(v) = o.block_restart_interval {
             self.block_restart_interval = v;
+        }
+        if let Some(v) = o.index_block_restart_interval {
+            self.index_block_restart_interval = v;
         }
         if let Some(v) = o.bloom_bits_per_key {
             self.bloom_bits_per_key = v;

@@ -224,8 +224,8 @@ impl Block {
 /// handful, and their binary search is a few steps in a block that is already being read.
 pub const SEEK_HINTS_MIN_RESTARTS: usize = 64;
 
-/// A search aid for a block with many restart points (an index block: one restart per entry,
-/// thousands of them). A binary search over the restart keys takes two dependent cache misses
+/// A search aid for a block with many restart points (a table's index block: one restart
+/// every `index_block_restart_interval` entries, thousands of them). A binary search over the restart keys takes two dependent cache misses
 /// a step, the restart offset and then the entry it points to, and a point read that waited on
 /// the device finds little of a large index in the CPU's caches. The hints hold four bytes of
 /// every restart key, laid out so that a search reads one 64-byte line per level of a tree of

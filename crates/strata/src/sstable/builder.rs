@@ -47,7 +47,11 @@ pub struct TableOptions {
     /// Entries between restart points in data blocks. Default 16. Larger saves space (more
     /// prefix sharing), smaller makes seeks scan less.
     pub block_restart_interval: usize,
-    /// Entries between restart points in the index block. Default 1 (binary search only).
+    /// Entries between restart points in the index block. Default 8: the separators between
+    /// restarts share their prefix with the one before, and the restart array holds an eighth of
+    /// the entries, which makes the index that a reader keeps in memory about a third smaller
+    /// than at 1 (RocksDB's default, a binary search only). A seek finds the restart (through
+    /// the block's seek hints) and scans at most 8 entries, laid out contiguously.
     pub index_block_restart_interval: usize,
     /// Bloom filter budget in bits per distinct user key; 0 disables the filter. Default 10
     /// (about 1% false positives).
@@ -87,7 +91,7 @@ impl Default for TableOptions {
         TableOptions {
             block_size: 4096,
             block_restart_interval: 16,
-            index_block_restart_interval: 1,
+            index_block_restart_interval: 8,
             bloom_bits_per_key: 10,
             compression: CompressionType::Snappy,
             checksum: ChecksumType::Crc32c,
