@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The seeds' I/O modes (seed 002): every step of the sequence below in up to three modes, the
-# engines interleaved within each repetition (alternating which goes first), with per-step I/O accounting (strata-bench's
-# `I/O:` line) and IO efficiency against a fio baseline the script runs itself.
+# engines interleaved step by step within each repetition (alternating which goes first), with
+# per-step I/O accounting (strata-bench's `I/O:` line) and IO efficiency against a fio baseline
+# the script runs itself.
 #
 #   bash bench/io.sh [--modes byrx,iodir,iobuf] [--engines strata,rocksdb] [--reps 3]
 #                    [--first-rep 1] [--num 6000000] [--key-size 20] [--value-size 400]
@@ -19,7 +20,8 @@
 #          a writable memory cgroup it says so and falls back to dropping the page cache
 #          (/proc/sys/vm/drop_caches) before each step, or, if that is refused too, runs on
 #          with a warning that the DB may be cached (make it larger than RAM then).
-# Steps (per engine, in this order, on one loaded DB): fillseq (WAL off, fresh DB; then, in the
+# Steps (per engine, in this order, on its own loaded DB; each step runs for every engine before
+# the next step starts, so the engines' runs of a step are seconds apart): fillseq (WAL off, fresh DB; then, in the
 # same process and outside its result, waitforcompaction), readrandom,
 # revrangewhilewriting and fwdrangewhilewriting (seekrandomwhilewriting, 10 nexts per seek,
 # reverse or forward) and readwhilewriting with the writer held to --write-rate bytes/s
@@ -221,24 +223,46 @@ for mode in "${mode_list[@]}"; do
       order=()
       for ((i = ${#engine_list[@]} - 1; i >= 0; i--)); do order+=("${engine_list[$i]}"); done
     fi
+    # The range steps use the engine's readrandom baseline, overwrite its readwhilewriting one.
+    declare -A rr_fio=() ww_fio=()
+    # Each engine loads its own DB; then the steps run engine by engine, so the two runs of a
+    # step are seconds apart and the device's drift (10% and more over minutes) falls on both.
+    # Every engine runs the same steps in the same order on its DB, with the same seeds.
     for engine in "${order[@]}"; do
       step_no=0 fio_iops=0
       rm -rf "$out/db/$engine"
       # The load's compaction debt is paid before the reads (benchmark_compare.sh's
       # waitforcompaction): unmeasured, so every engine's read steps start from a settled LSM.
       after=waitforcompaction run_step "$mode" "$engine" "$rep" fillseq fillseq --disable_wal=1
+    done
+    for engine in "${order[@]}"; do
+      step_no=1
       fio_baseline "$mode" "$rep" "$engine" readrandom
+      rr_fio[$engine]="$fio_iops"
       run_step "$mode" "$engine" "$rep" readrandom readrandom --use_existing_db=1 \
         --threads="$threads" --duration="$duration"
+    done
+    for engine in "${order[@]}"; do
+      step_no=2 fio_iops="${rr_fio[$engine]}"
       run_step "$mode" "$engine" "$rep" revrangeww seekrandomwhilewriting --use_existing_db=1 \
         --threads="$threads" --seek_nexts=10 --reverse_iterator=true \
         --benchmark_write_rate_limit="$write_rate" --duration="$duration"
+    done
+    for engine in "${order[@]}"; do
+      step_no=3 fio_iops="${rr_fio[$engine]}"
       run_step "$mode" "$engine" "$rep" fwdrangeww seekrandomwhilewriting --use_existing_db=1 \
         --threads="$threads" --seek_nexts=10 --reverse_iterator=false \
         --benchmark_write_rate_limit="$write_rate" --duration="$duration"
+    done
+    for engine in "${order[@]}"; do
+      step_no=4
       fio_baseline "$mode" "$rep" "$engine" readww
+      ww_fio[$engine]="$fio_iops"
       run_step "$mode" "$engine" "$rep" readww readwhilewriting --use_existing_db=1 \
         --threads="$threads" --benchmark_write_rate_limit="$write_rate" --duration="$duration"
+    done
+    for engine in "${order[@]}"; do
+      step_no=5 fio_iops="${ww_fio[$engine]}"
       run_step "$mode" "$engine" "$rep" overwrite overwrite --use_existing_db=1 \
         --threads="$threads" --duration="$duration"
       if [ "$keep_db" = 0 ]; then rm -rf "$out/db/$engine"; fi
