@@ -15,8 +15,10 @@
 #   iodir  O_DIRECT: --use_direct_reads --use_direct_io_for_flush_and_compaction, block cache
 #          --cache-mb (far smaller than the DB);
 #   iobuf  buffered I/O, block cache --cache-mb, and the page cache held below the DB: every
-#          step runs in a memory cgroup limited to --iobuf-mem-mb (RSS + page cache; cgroup v1
-#          memory.limit_in_bytes or v2 memory.max, made under this shell's own cgroup). Without
+#          step runs in its engine's memory cgroup, limited to --iobuf-mem-mb (RSS + page cache;
+#          cgroup v1 memory.limit_in_bytes or v2 memory.max, made under this shell's own cgroup;
+#          one per engine, so the engines' steps taking turns leave each one's page cache as
+#          its own previous step left it). Without
 #          a writable memory cgroup it says so and falls back to dropping the page cache
 #          (/proc/sys/vm/drop_caches) before each step, or, if that is refused too, runs on
 #          with a warning that the DB may be cached (make it larger than RAM then).
@@ -133,29 +135,35 @@ fio_baseline() { # mode rep engine step: sets fio_iops (0 when fio gives none)
   fi
 }
 
-# --- iobuf's memory cgroup -----------------------------------------------------------------
-cgroup="" cg_fallback=""
-make_cgroup() {
-  local limit=$((iobuf_mem_mb << 20)) own base
+# --- iobuf's memory cgroups ----------------------------------------------------------------
+# One per engine: the page cache an engine's step leaves is there for its next step, as in a
+# run of that engine alone, and the other engine's steps in between neither evict it nor
+# leave theirs in its budget.
+declare -A cgroups=()
+cg_fallback=""
+make_cgroup() { # engine: its cgroup in cgroups[engine]; returns 1 (with the fallback set) if none
+  local limit=$((iobuf_mem_mb << 20)) own base cg=""
   if [ -d /sys/fs/cgroup/memory ] && [ -f /sys/fs/cgroup/memory/memory.limit_in_bytes ]; then
     own="$(awk -F: '$2 == "memory" { print $3 }' /proc/self/cgroup)"
     base="/sys/fs/cgroup/memory${own%/}"
-    cgroup="$base/strata-io-$$"
-    if mkdir "$cgroup" 2>/dev/null && echo "$limit" > "$cgroup/memory.limit_in_bytes"; then
-      echo "   iobuf: cgroup v1 $cgroup, memory.limit_in_bytes=$limit (RSS + page cache)" >&2
+    cg="$base/strata-io-$$-$1"
+    if mkdir "$cg" 2>/dev/null && echo "$limit" > "$cg/memory.limit_in_bytes"; then
+      cgroups[$1]="$cg"
+      echo "   iobuf: $1 in cgroup v1 $cg, memory.limit_in_bytes=$limit (RSS + page cache)" >&2
       return 0
     fi
   elif [ -f /sys/fs/cgroup/cgroup.controllers ] && grep -qw memory /sys/fs/cgroup/cgroup.controllers; then
     own="$(awk -F: '$1 == "0" { print $3 }' /proc/self/cgroup)"
     base="/sys/fs/cgroup${own%/}"
-    cgroup="$base/strata-io-$$"
-    if mkdir "$cgroup" 2>/dev/null && echo "$limit" > "$cgroup/memory.max"; then
-      echo "   iobuf: cgroup v2 $cgroup, memory.max=$limit (RSS + page cache)" >&2
+    cg="$base/strata-io-$$-$1"
+    if mkdir "$cg" 2>/dev/null && echo "$limit" > "$cg/memory.max"; then
+      cgroups[$1]="$cg"
+      echo "   iobuf: $1 in cgroup v2 $cg, memory.max=$limit (RSS + page cache)" >&2
       return 0
     fi
   fi
-  [ -n "$cgroup" ] && rmdir "$cgroup" 2>/dev/null
-  cgroup=""
+  [ -n "$cg" ] && rmdir "$cg" 2>/dev/null
+  remove_cgroups
   if [ -w /proc/sys/vm/drop_caches ]; then
     cg_fallback=drop
     echo "bench/io.sh: iobuf: no writable memory cgroup: falling back to dropping the page cache before each step (the page cache is then not capped during a step)" >&2
@@ -163,14 +171,16 @@ make_cgroup() {
     cg_fallback=none
     echo "bench/io.sh: iobuf: no writable memory cgroup and /proc/sys/vm/drop_caches is not writable: the DB may sit in the page cache; use a DB larger than RAM (--num)" >&2
   fi
+  return 1
 }
-remove_cgroup() {
-  if [ -n "$cgroup" ]; then
-    rmdir "$cgroup" 2>/dev/null || echo "bench/io.sh: could not remove $cgroup" >&2
-    cgroup=""
-  fi
+remove_cgroups() {
+  local e
+  for e in "${!cgroups[@]}"; do
+    rmdir "${cgroups[$e]}" 2>/dev/null || echo "bench/io.sh: could not remove ${cgroups[$e]}" >&2
+  done
+  cgroups=()
 }
-trap 'remove_cgroup; rm -f "$fio_file"' EXIT
+trap 'remove_cgroups; rm -f "$fio_file"' EXIT
 
 common=(
   --num="$num" --key_size="$key_size" --value_size="$value_size" --compression_ratio=0.5
@@ -192,8 +202,9 @@ run_step() { # mode engine rep test bench flags...
     time_file="$log.time"
     cmd=("${timer[@]}" "$out/$time_file" "${cmd[@]}")
   fi
-  if [ "$mode" = iobuf ] && [ -n "$cgroup" ]; then
-    cmd=(sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$cgroup" "${cmd[@]}")
+  local cg="${cgroups[$engine]:-}"
+  if [ "$mode" = iobuf ] && [ -n "$cg" ]; then
+    cmd=(sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$cg" "${cmd[@]}")
   elif [ "$mode" = iobuf ] && [ "$cg_fallback" = drop ]; then
     sync; echo 1 > /proc/sys/vm/drop_caches
   fi
@@ -214,7 +225,9 @@ for mode in "${mode_list[@]}"; do
     byrx) mode_flags=(--cache_size=$((raw_bytes + raw_bytes / 4))) ;;
     iodir) mode_flags=(--cache_size=$((cache_mb << 20)) --use_direct_reads=true
       --use_direct_io_for_flush_and_compaction=true) ;;
-    iobuf) mode_flags=(--cache_size=$((cache_mb << 20))); make_cgroup ;;
+    iobuf)
+      mode_flags=(--cache_size=$((cache_mb << 20)))
+      for e in "${engine_list[@]}"; do make_cgroup "$e" || break; done ;;
   esac
   for ((rep = first_rep; rep < first_rep + reps; rep++)); do
     # Engines alternate which goes first from one repetition to the next.
@@ -268,7 +281,7 @@ for mode in "${mode_list[@]}"; do
       if [ "$keep_db" = 0 ]; then rm -rf "$out/db/$engine"; fi
     done
   done
-  if [ "$mode" = iobuf ]; then remove_cgroup; fi
+  if [ "$mode" = iobuf ]; then remove_cgroups; fi
 done
 rm -f "$fio_file"
 if [ "$keep_db" = 0 ]; then rmdir "$out/db" 2>/dev/null || true; fi
