@@ -101,6 +101,13 @@ fn open_options_are_honoured() {
     assert!(matches!(Db::open(&opts, &path), Err(Error::InvalidArgument(_))));
     let bad = Options { write_buffer_size: 1, ..Options::default() };
     assert!(matches!(Db::open(&bad, dir.path().join("x")), Err(Error::InvalidArgument(_))));
+    let bad = Options { index_block_restart_interval: 0, ..Options::default() };
+    match Db::open(&bad, dir.path().join("y")) {
+        Err(Error::InvalidArgument(m)) => {
+            assert!(m.contains("index_block_restart_interval"), "{m}");
+        }
+        other => panic!("index_block_restart_interval 0 opened: {:?}", other.map(|_| ())),
+    }
 }
 
 #[test]

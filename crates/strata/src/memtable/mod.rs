@@ -57,6 +57,9 @@ pub struct MemTable {
 
 #[derive(Default)]
 struct MemRangeDels {
+    /// Reports the tombstones' bytes to the write buffer manager the skiplist's arena reports
+    /// to, so that a memtable of range deletions counts in the budget as its entries do.
+    tracker: Option<MemoryTracker>,
     list: Vec<RangeTombstone>,
     /// `list` fragmented, built on first use after a change.
     fragmented: Option<Arc<FragmentedTombstones>>,
@@ -82,7 +85,10 @@ impl MemTable {
             first_seqno: AtomicU64::new(u64::MAX),
             largest_seqno_plus1: AtomicU64::new(0),
             has_range_dels: AtomicBool::new(false),
-            range_dels: RwLock::new(MemRangeDels::default()),
+            range_dels: RwLock::new(MemRangeDels {
+                tracker: manager.map(|m| MemoryTracker::new(m.clone())),
+                ..MemRangeDels::default()
+            }),
             range_del_bytes: AtomicUsize::new(0),
             unlogged: AtomicBool::new(false),
         }
@@ -92,6 +98,9 @@ impl MemTable {
     /// leaves its write buffer manager's mutable count. Idempotent.
     pub fn mark_immutable(&self) {
         self.list.mark_immutable();
+        if let Some(t) = &mut self.range_dels.write().tracker {
+            t.mark_immutable();
+        }
     }
 
     /// Records that an entry of this memtable skipped the WAL.
@@ -173,6 +182,9 @@ impl MemTable {
         let mut r = self.range_dels.write();
         let bytes = start.len() + end.len() + std::mem::size_of::<RangeTombstone>();
         self.range_del_bytes.fetch_add(bytes, Ordering::Relaxed);
+        if let Some(t) = &mut r.tracker {
+            t.allocated(bytes);
+        }
         r.list.push(RangeTombstone::new(start, end, seq));
         r.fragmented = None;
         self.has_range_dels.store(true, Ordering::Release);

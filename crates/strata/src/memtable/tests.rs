@@ -738,3 +738,29 @@ mod loom_tests {
         });
     }
 }
+
+/// Range tombstones count in the memtable's write buffer manager as its entries do: they are
+/// reported as they are added, leave the mutable count when the memtable is switched out, and
+/// are freed with it. Before, a memtable holding only range deletions stayed at zero bytes in
+/// the budget whatever it held, so `db_write_buffer_size` never flushed it.
+#[test]
+fn range_tombstones_count_in_the_write_buffer_manager() {
+    let wbm = Arc::new(WriteBufferManager::new(64 << 20, None, false));
+    let m = MemTable::with_write_buffer_manager(Some(&wbm));
+    let arena_bytes = wbm.memory_usage();
+    let n = scaled(2000, 20);
+    for i in 0..n {
+        let start = format!("{i:0>100}");
+        let end = format!("{start}~");
+        m.add(SeqNo(i as u64 + 1), ValueType::RangeDeletion, start.as_bytes(), end.as_bytes());
+    }
+    let tombstones = m.range_del_bytes.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(tombstones >= n * 201, "{tombstones} bytes for {n} tombstones");
+    assert_eq!(wbm.memory_usage(), arena_bytes + tombstones);
+    assert_eq!(wbm.mutable_memtable_memory_usage(), arena_bytes + tombstones);
+    m.mark_immutable();
+    assert_eq!(wbm.mutable_memtable_memory_usage(), 0);
+    assert_eq!(wbm.memory_usage(), arena_bytes + tombstones);
+    drop(m);
+    assert_eq!(wbm.memory_usage(), 0);
+}
