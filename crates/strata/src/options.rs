@@ -71,6 +71,10 @@ pub struct Options {
     /// Target uncompressed size of a data block. Smaller blocks make point reads cheaper and
     /// the index larger. Default: 4096.
     pub block_size: usize,
+    /// A data block at least `100 - block_size_deviation` percent of `block_size` is cut
+    /// before an entry that would take it past `block_size` (0: blocks are cut only once they
+    /// reach it, overshooting by up to an entry). Default: 10, as RocksDB.
+    pub block_size_deviation: usize,
     /// Keys between restart points in a data block: smaller is faster to seek, larger
     /// compresses keys better. Default: 16.
     pub block_restart_interval: usize,
@@ -331,6 +335,7 @@ impl Default for Options {
             block_cache_size: 32 << 20,
             block_cache: None,
             block_size: table.block_size,
+            block_size_deviation: table.block_size_deviation,
             block_restart_interval: table.block_restart_interval,
             index_block_restart_interval: table.index_block_restart_interval,
             bloom_bits_per_key: table.bloom_bits_per_key,
@@ -459,6 +464,9 @@ impl Options {
         }
         if self.block_restart_interval == 0 {
             return bad("block_restart_interval must be at least 1");
+        }
+        if self.block_size_deviation > 100 {
+            return bad("block_size_deviation must be between 0 and 100 (percent)");
         }
         if self.index_block_restart_interval == 0 {
             return bad("index_block_restart_interval must be at least 1");
@@ -609,6 +617,7 @@ impl Options {
                 ),
             ),
             ("block_size", self.block_size.to_string()),
+            ("block_size_deviation", self.block_size_deviation.to_string()),
             ("block_restart_interval", self.block_restart_interval.to_string()),
             ("index_block_restart_interval", self.index_block_restart_interval.to_string()),
             ("bloom_bits_per_key", self.bloom_bits_per_key.to_string()),
@@ -739,6 +748,7 @@ impl Options {
     pub(crate) fn table_options(&self) -> TableOptions {
         TableOptions {
             block_size: self.block_size,
+            block_size_deviation: self.block_size_deviation,
             block_restart_interval: self.block_restart_interval,
             index_block_restart_interval: self.index_block_restart_interval,
             bloom_bits_per_key: self.bloom_bits_per_key,

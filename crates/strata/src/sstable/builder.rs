@@ -1,7 +1,8 @@
 //! Writes a table file (layout in [`super::format`]).
 //!
 //! Entries arrive in strictly increasing internal-key order and are packed into data blocks,
-//! each cut once its size reaches `block_size`. When a block is cut, its index entry waits for
+//! each cut once its size reaches `block_size`, or before an entry that would take it past
+//! `block_size` once it is within `block_size_deviation` percent of it. When a block is cut, its index entry waits for
 //! the next key so the index can hold a short separator between the two blocks
 //! ([`key::shorten_separator`]); the last block gets a short successor of its last key. The
 //! Bloom filter sees each distinct user key once. `finish` writes the filter, index, properties
@@ -44,6 +45,12 @@ pub struct TableOptions {
     /// Target uncompressed size of a data block. Default 4096. Larger blocks compress better and
     /// shrink the index; smaller ones make point reads touch fewer bytes.
     pub block_size: usize,
+    /// Percentage of `block_size` a data block may fall short of: a block at least
+    /// `100 - block_size_deviation` percent full is cut before an entry that would take it
+    /// past `block_size`, so blocks stay near `block_size` instead of overshooting it by up to
+    /// an entry (RocksDB's rule and default, 10). 0 cuts only once a block reaches
+    /// `block_size`; ignored with `block_align`, which cuts to fit its unit.
+    pub block_size_deviation: usize,
     /// Entries between restart points in data blocks. Default 16. Larger saves space (more
     /// prefix sharing), smaller makes seeks scan less.
     pub block_restart_interval: usize,
@@ -90,6 +97,7 @@ impl Default for TableOptions {
     fn default() -> Self {
         TableOptions {
             block_size: 4096,
+            block_size_deviation: 10,
             block_restart_interval: 16,
             index_block_restart_interval: 8,
             bloom_bits_per_key: 10,
@@ -102,6 +110,16 @@ impl Default for TableOptions {
             block_align: false,
             user_key_index: true,
         }
+    }
+}
+
+/// The size above which a data block is cut before an entry that would take it past
+/// `block_size` (`TableOptions::block_size_deviation`; `usize::MAX`: never).
+fn almost_full(opts: &TableOptions) -> usize {
+    let block_size = opts.block_size.clamp(1, MAX_BLOCK_SIZE);
+    match opts.block_size_deviation {
+        0 => usize::MAX,
+        d => (block_size * (100 - d.min(100))).div_ceil(100),
     }
 }
 
@@ -169,6 +187,9 @@ pub struct TableBuilder {
     partitions: Option<Partitions>,
     /// With `block_align`: the alignment unit (`block_size`).
     align: Option<u64>,
+    /// A data block larger than this is cut before an entry that would take it past
+    /// `block_size` (`TableOptions::block_size_deviation`); `usize::MAX` never.
+    almost_full: usize,
     /// The handle of the last data block written, waiting for the next key to pick a separator.
     pending_index: Option<BlockHandle>,
     last_key: Vec<u8>,
@@ -226,6 +247,7 @@ impl TableBuilder {
                 closed_bytes: 0,
             }),
             align: opts.block_align.then(|| opts.block_size.clamp(1, MAX_BLOCK_SIZE) as u64),
+            almost_full: almost_full(opts),
             pending_index: None,
             last_key: Vec::new(),
             smallest: Vec::new(),
@@ -291,6 +313,14 @@ impl TableBuilder {
             // (the estimate bounds an entry's header and a new restart point).
             let grown = self.data_block.size_estimate() + ikey.len() + value.len() + 20;
             if !self.data_block.is_empty() && (grown + BLOCK_TRAILER_LEN) as u64 > align {
+                self.flush_data_block()?;
+            }
+        } else {
+            // Cut before this entry when the block is almost full and the entry would take it
+            // past `block_size` (the entry's size without prefix sharing, plus its header:
+            // never an underestimate).
+            let size = self.data_block.size_estimate();
+            if size > self.almost_full && size + ikey.len() + value.len() + 15 > self.block_size {
                 self.flush_data_block()?;
             }
         }
