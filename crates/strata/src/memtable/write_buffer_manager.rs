@@ -54,7 +54,9 @@
 //! ## Charging a block cache
 //!
 //! With a cache, the manager holds a reservation of its total in the cache, in units of
-//! [`CACHE_UNIT`] (rounded up), spread over the cache's shards. A reservation counts in the
+//! [`CACHE_UNIT`] (rounded up), each split evenly over all the cache's shards (a whole unit
+//! in one shard could take a small shard's budget whole, and a shard with nothing left to
+//! evict lets blocks past its capacity). A reservation counts in the
 //! cache's usage (and `block-cache-usage`) and is never evicted: blocks are evicted to make
 //! room for it. RocksDB does the same with dummy entries whose handles it keeps (so they are
 //! pinned); Strata's LRU cache has no pinned entries (its values are `Arc`s, always
@@ -104,11 +106,8 @@ pub struct WriteBufferManager {
 /// The reservation held in the cache.
 struct CacheCharge {
     cache: Cache,
-    /// One entry per unit wanted: the shard the unit is held in, or None when the cache
-    /// refused it.
-    units: Vec<Option<usize>>,
-    /// The next unit's shard (round robin).
-    next_shard: usize,
+    /// One entry per unit wanted: whether the cache holds it (false when it refused it).
+    units: Vec<bool>,
 }
 
 impl CacheCharge {
@@ -116,17 +115,40 @@ impl CacheCharge {
     fn update(&mut self, bytes: usize) {
         let want = bytes.div_ceil(CACHE_UNIT);
         while self.units.len() < want {
-            let shard = self.next_shard;
-            self.next_shard = (shard + 1) % self.cache.num_shards().max(1);
-            let held = self.cache.reserve(shard, CACHE_UNIT).then_some(shard);
+            let held = self.reserve_unit();
             self.units.push(held);
         }
         while self.units.len() > want {
-            if let Some(Some(shard)) = self.units.pop() {
-                self.cache.release(shard, CACHE_UNIT);
-                self.next_shard = shard;
+            if self.units.pop() == Some(true) {
+                for (shard, piece) in self.pieces() {
+                    self.cache.release(shard, piece);
+                }
             }
         }
+    }
+
+    /// A unit's share of each shard: `CACHE_UNIT` split evenly over all of them, so that no
+    /// shard's budget is taken whole by reservations while others still hold blocks (a shard
+    /// with nothing left to evict would then take blocks past its capacity). Sums to
+    /// `CACHE_UNIT`.
+    fn pieces(&self) -> impl Iterator<Item = (usize, usize)> {
+        let n = self.cache.num_shards().max(1);
+        (0..n).map(move |s| (s, CACHE_UNIT / n + usize::from(s < CACHE_UNIT % n)))
+    }
+
+    /// Reserves one unit in every shard's share, or nothing (a strict cache refused a share).
+    fn reserve_unit(&self) -> bool {
+        let mut taken = Vec::new();
+        for (shard, piece) in self.pieces() {
+            if !self.cache.reserve(shard, piece) {
+                for (shard, piece) in taken {
+                    self.cache.release(shard, piece);
+                }
+                return false;
+            }
+            taken.push((shard, piece));
+        }
+        true
     }
 }
 
@@ -159,8 +181,7 @@ impl WriteBufferManager {
             mutable_limit: AtomicUsize::new(mutable_limit(buffer_size)),
             memory_used: AtomicUsize::new(0),
             memory_active: AtomicUsize::new(0),
-            cache: cache
-                .map(|cache| Mutex::new(CacheCharge { cache, units: Vec::new(), next_shard: 0 })),
+            cache: cache.map(|cache| Mutex::new(CacheCharge { cache, units: Vec::new() })),
             allow_stall,
             stall_lock: Mutex::new(()),
             room: Condvar::new(),
