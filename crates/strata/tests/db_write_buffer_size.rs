@@ -10,16 +10,19 @@ use strata::{ColumnFamilyDescriptor, Db, Error, Options, WriteBufferManager};
 
 const BUDGET: usize = 2 << 20;
 
-#[test]
-fn one_budget_over_all_families_of_one_db() {
-    let fs = MemFs::new();
-    let o = Options {
-        fs: Arc::new(fs.clone()),
+/// A fresh in-memory DB's options: the budget, and buffers far larger than it.
+fn budget_options() -> Options {
+    Options {
+        fs: Arc::new(MemFs::new()),
         write_buffer_size: 128 << 20,
         db_write_buffer_size: BUDGET,
-        create_missing_column_families: true,
         ..Options::default()
-    };
+    }
+}
+
+#[test]
+fn one_budget_over_all_families_of_one_db() {
+    let o = Options { create_missing_column_families: true, ..budget_options() };
     let names = ["one", "two"];
     let cfs = names.map(|n| ColumnFamilyDescriptor::new(n, o.clone()));
     let db = Db::open_cf_descriptors(&o, "/db", cfs).unwrap();
@@ -74,14 +77,7 @@ fn one_budget_over_all_families_of_one_db() {
 /// the memtable grew without bound.
 #[test]
 fn range_deletions_count_in_the_budget() {
-    let fs = MemFs::new();
-    let o = Options {
-        fs: Arc::new(fs.clone()),
-        write_buffer_size: 128 << 20,
-        db_write_buffer_size: BUDGET,
-        ..Options::default()
-    };
-    let db = Db::open(&o, "/db").unwrap();
+    let db = Db::open(&budget_options(), "/db").unwrap();
     let key = |i: u32| format!("{i:0>100}");
     for i in 0..100 {
         db.put(key(i), "v").unwrap();

@@ -43,6 +43,10 @@ struct Knobs {
     user_key_index: bool,
     /// `uncache_aggressiveness` 1: compaction erases deleted tables' blocks from the cache.
     uncache: bool,
+    /// `index_block_restart_interval` (1, 3 or 8) and `block_size_deviation` (0, 10 or 50):
+    /// whole or prefix-compressed index separators, data blocks cut at or before `block_size`.
+    index_restart: usize,
+    block_size_deviation: usize,
 }
 
 fn knobs_strategy() -> impl Strategy<Value = Knobs> {
@@ -60,6 +64,10 @@ fn knobs_strategy() -> impl Strategy<Value = Knobs> {
         budget,
         any::<bool>(),
         any::<bool>(),
+        (
+            prop_oneof![Just(1usize), Just(3), Just(8)],
+            prop_oneof![Just(0usize), Just(10), Just(50)],
+        ),
     )
         .prop_map(
             |(
@@ -74,6 +82,7 @@ fn knobs_strategy() -> impl Strategy<Value = Knobs> {
                 budget,
                 user_key_index,
                 uncache,
+                (index_restart, block_size_deviation),
             )| {
                 Knobs {
                     trigger,
@@ -87,6 +96,8 @@ fn knobs_strategy() -> impl Strategy<Value = Knobs> {
                     budget,
                     user_key_index,
                     uncache,
+                    index_restart,
+                    block_size_deviation,
                 }
             },
         )
@@ -200,6 +211,8 @@ fn options(fs: Arc<dyn FileSystem>, knobs: &Knobs) -> Options {
             .then(|| Arc::new(strata::WriteBufferManager::new(128 << 10, None, true))),
         user_key_index: knobs.user_key_index,
         uncache_aggressiveness: u32::from(knobs.uncache),
+        index_block_restart_interval: knobs.index_restart,
+        block_size_deviation: knobs.block_size_deviation,
         ..Options::default()
     }
 }

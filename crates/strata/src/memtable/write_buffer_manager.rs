@@ -138,17 +138,15 @@ impl CacheCharge {
 
     /// Reserves one unit in every shard's share, or nothing (a strict cache refused a share).
     fn reserve_unit(&self) -> bool {
-        let mut taken = Vec::new();
-        for (shard, piece) in self.pieces() {
-            if !self.cache.reserve(shard, piece) {
-                for (shard, piece) in taken {
-                    self.cache.release(shard, piece);
-                }
-                return false;
-            }
-            taken.push((shard, piece));
+        let taken = self.pieces().take_while(|&(shard, piece)| self.cache.reserve(shard, piece));
+        let taken = taken.count();
+        if taken == self.cache.num_shards().max(1) {
+            return true;
         }
-        true
+        for (shard, piece) in self.pieces().take(taken) {
+            self.cache.release(shard, piece);
+        }
+        false
     }
 }
 

@@ -2,8 +2,9 @@
 //!
 //! Entries arrive in strictly increasing internal-key order and are packed into data blocks,
 //! each cut once its size reaches `block_size`, or before an entry that would take it past
-//! `block_size` once it is within `block_size_deviation` percent of it. When a block is cut, its index entry waits for
-//! the next key so the index can hold a short separator between the two blocks
+//! `block_size` once it is within `block_size_deviation` percent of it (with `block_align`,
+//! before an entry that would take it past its alignment unit). When a block is cut, its index
+//! entry waits for the next key so the index can hold a short separator between the two blocks
 //! ([`key::shorten_separator`]); the last block gets a short successor of its last key. The
 //! Bloom filter sees each distinct user key once. `finish` writes the filter, index, properties
 //! and metaindex blocks and the footer, then syncs the file.
@@ -308,21 +309,19 @@ impl TableBuilder {
             )));
         }
 
-        if let Some(align) = self.align {
-            // Cut before this entry when the block would no longer fit one alignment unit
-            // (the estimate bounds an entry's header and a new restart point).
-            let grown = self.data_block.size_estimate() + ikey.len() + value.len() + 20;
-            if !self.data_block.is_empty() && (grown + BLOCK_TRAILER_LEN) as u64 > align {
-                self.flush_data_block()?;
+        // Cut before this entry when the block, grown by it, would no longer fit one alignment
+        // unit, or would pass `block_size` while already almost full. `grown` never
+        // underestimates: the entry without prefix sharing, its header and a new restart point.
+        let size = self.data_block.size_estimate();
+        let grown = size + ikey.len() + value.len() + 20;
+        let cut = match self.align {
+            Some(align) => {
+                !self.data_block.is_empty() && (grown + BLOCK_TRAILER_LEN) as u64 > align
             }
-        } else {
-            // Cut before this entry when the block is almost full and the entry would take it
-            // past `block_size` (the entry's size without prefix sharing, plus its header:
-            // never an underestimate).
-            let size = self.data_block.size_estimate();
-            if size > self.almost_full && size + ikey.len() + value.len() + 15 > self.block_size {
-                self.flush_data_block()?;
-            }
+            None => size > self.almost_full && grown > self.block_size,
+        };
+        if cut {
+            self.flush_data_block()?;
         }
         if let Some(handle) = self.pending_index.take() {
             self.scratch_key.clear();
