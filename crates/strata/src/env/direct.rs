@@ -23,8 +23,8 @@
 //! - Reads use the file's own direct-I/O offset alignment where the kernel reports it
 //!   (`statx` with `STATX_DIOALIGN`, Linux 6.1+; 512 on most disks), else 4096: a point read
 //!   of a 4 KiB block that straddles a page boundary then reads 4.5 KiB instead of 8 KiB.
-//! - Memory is aligned by over-allocating a `Vec<u8>` and using the aligned part of it (no
-//!   `unsafe`); readers keep one scratch buffer per thread. A read already aligned in offset,
+//! - Memory is page-aligned [`PageBuf`]s (mapped from the OS when large, so a dropped window
+//!   leaves the process at once); readers keep one scratch buffer per thread. A read already aligned in offset,
 //!   length and memory (an iterator's readahead buffer is made so) goes straight into the
 //!   caller's buffer.
 //! - A file system that refuses `O_DIRECT` (tmpfs, some network file systems) fails the open
@@ -42,36 +42,14 @@ use std::sync::Arc;
 
 use super::{truncated, RandomAccessFile, WritableFile};
 use crate::error::{Error, Result};
+use crate::util::page_buf::PageBuf;
 
 /// Alignment of every direct transfer: offset, length and memory address.
 pub(crate) const ALIGN: usize = 4096;
+const _: () = assert!(ALIGN <= crate::util::page_buf::PAGE, "buffers are page-aligned");
 
 /// Bytes a direct writer gathers before writing them out.
 const WRITE_WINDOW: usize = 1 << 20;
-
-/// A byte buffer of `len` bytes whose start is `ALIGN`-aligned, within a larger `Vec`.
-struct AlignedBuf {
-    raw: Vec<u8>,
-    start: usize,
-    len: usize,
-}
-
-impl AlignedBuf {
-    fn new(len: usize) -> AlignedBuf {
-        let raw = vec![0u8; len + ALIGN];
-        // `align_offset` on a byte pointer is always computable at run time (< ALIGN).
-        let start = raw.as_ptr().align_offset(ALIGN).min(ALIGN);
-        AlignedBuf { raw, start, len }
-    }
-
-    fn as_slice(&self) -> &[u8] {
-        &self.raw[self.start..self.start + self.len]
-    }
-
-    fn as_mut_slice(&mut self) -> &mut [u8] {
-        &mut self.raw[self.start..self.start + self.len]
-    }
-}
 
 fn round_up(n: u64) -> u64 {
     n.div_ceil(ALIGN as u64) * ALIGN as u64
@@ -148,7 +126,7 @@ pub(crate) fn create(path: &Path) -> Result<Box<dyn WritableFile>> {
     Ok(Box::new(DirectWritable {
         path: path.to_path_buf(),
         file: Arc::new(file),
-        window: AlignedBuf::new(WRITE_WINDOW),
+        window: PageBuf::new(WRITE_WINDOW),
         filled: 0,
         file_pos: 0,
         len: 0,
@@ -166,7 +144,7 @@ struct DirectRandom {
 thread_local! {
     /// Each thread's scratch for direct reads, grown to the largest read it made up to
     /// [`SCRATCH_KEEP`].
-    static SCRATCH: RefCell<AlignedBuf> = RefCell::new(AlignedBuf::new(0));
+    static SCRATCH: RefCell<PageBuf> = RefCell::new(PageBuf::new(0));
 }
 
 /// The largest span a thread's scratch grows to. A data block's read fits; an index or filter
@@ -213,16 +191,16 @@ impl DirectRandom {
             Ok(f(&scratch[skip..skip + n]))
         };
         if span > SCRATCH_KEEP {
-            return read(AlignedBuf::new(span).as_mut_slice());
+            return read(PageBuf::new(span).as_mut_slice());
         }
         SCRATCH.with(|s| match s.try_borrow_mut() {
             Ok(mut s) => {
-                if s.len < span {
-                    *s = AlignedBuf::new(span.next_power_of_two());
+                if s.len() < span {
+                    *s = PageBuf::new(span.next_power_of_two());
                 }
                 read(&mut s.as_mut_slice()[..span])
             }
-            Err(_) => read(AlignedBuf::new(span).as_mut_slice()),
+            Err(_) => read(PageBuf::new(span).as_mut_slice()),
         })
     }
 }
@@ -282,7 +260,7 @@ struct DirectWritable {
     path: PathBuf,
     file: Arc<File>,
     /// Bytes not yet written for good: `window[..filled]` belongs at `file_pos`.
-    window: AlignedBuf,
+    window: PageBuf,
     filled: usize,
     /// File offset of `window[0]`, a multiple of `ALIGN`.
     file_pos: u64,
@@ -397,7 +375,7 @@ mod tests {
         assert_eq!(r.read_alignment(), a);
         let a = a as usize;
         for (off, len) in [(0, a), (a, 3 * a), (20_000 / a * a, a), (20_000 / a * a - a, 2 * a)] {
-            let mut buf = AlignedBuf::new(len);
+            let mut buf = PageBuf::new(len);
             let n = r.read_at(off as u64, buf.as_mut_slice()).unwrap();
             let end = (off + len).min(data.len());
             assert_eq!(n, end - off, "in-place read of {len} at {off}");
@@ -521,7 +499,7 @@ mod tests {
         let data: Vec<u8> = (0..600_000u32).map(|i| (i % 253) as u8).collect();
         std::fs::write(&path, &data).unwrap();
         let r = open(&path).unwrap();
-        let kept = || SCRATCH.with(|s| s.borrow().len);
+        let kept = || SCRATCH.with(|s| s.borrow().len());
         std::thread::scope(|s| {
             s.spawn(|| {
                 // An index-sized read, unaligned: exact bytes, and no scratch kept for it.

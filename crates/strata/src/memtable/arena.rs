@@ -32,6 +32,7 @@ use std::alloc::{self, Layout};
 use std::ptr::NonNull;
 
 use super::write_buffer_manager::MemoryTracker;
+use crate::util::page_buf::{map, unmap};
 
 /// Alignment of every allocation: enough for the node header and its atomic pointers.
 pub(crate) const ALIGN: usize = 8;
@@ -218,48 +219,6 @@ impl SparePool {
 }
 
 static SPARE: parking_lot::Mutex<SparePool> = parking_lot::Mutex::new(SparePool::new());
-
-/// `size` bytes of fresh zeroed pages mapped from the OS, or `None` (then the global
-/// allocator serves the chunk). Standard chunks are mapped so that a dropped memtable's
-/// memory goes back to the OS at once: from the global allocator, after the allocator has
-/// seen a large block freed (glibc then raises its threshold for mapping), chunks come from
-/// its heap, whose holes stay resident after the memtable is gone.
-#[cfg(all(unix, not(miri)))]
-fn map(size: usize) -> Option<NonNull<u8>> {
-    // SAFETY: an anonymous private mapping at an address of the kernel's choosing touches no
-    // existing memory; the result is checked before use.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            size,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
-        return None;
-    }
-    NonNull::new(p.cast())
-}
-
-#[cfg(not(all(unix, not(miri))))]
-fn map(_size: usize) -> Option<NonNull<u8>> {
-    None
-}
-
-#[cfg(all(unix, not(miri)))]
-fn unmap(ptr: NonNull<u8>, size: usize) {
-    // SAFETY: `ptr..ptr + size` is exactly one mapping made by `map`, unmapped once, when the
-    // arena drops and no pointer into it is used any more.
-    unsafe { libc::munmap(ptr.as_ptr().cast(), size) };
-}
-
-#[cfg(not(all(unix, not(miri))))]
-fn unmap(_ptr: NonNull<u8>, _size: usize) {
-    unreachable!("no chunk is mapped on this target")
-}
 
 #[inline]
 fn round_up(n: usize) -> usize {

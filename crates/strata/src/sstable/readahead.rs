@@ -18,7 +18,13 @@
 //!   past a learned read reads ahead automatically from its next read in that direction. Example:
 //!   seeks followed by ten `next`s over blocks of ten entries read two blocks per seek, in
 //!   two device round trips without this and one with it.
-//! - **Fixed** (`readahead_size > 0`): every read from the file takes at least that many bytes.
+//! - **Fixed** (`readahead_size > 0`, a compaction's `compaction_readahead_size`): every read
+//!   from the file takes at least that many bytes. Under direct I/O, where the window is the
+//!   iterator's buffer, a scan gets there by doubling from [`FIXED_INITIAL`] (a seek starts
+//!   over): a compaction's inputs do not each hold a whole window (2 MiB by default) before
+//!   they have read that much, so a compaction that is short, or abandoned at close, or whose
+//!   level-0 inputs advance slowly beside a larger level's, holds less. Three more reads per
+//!   file reach the full size.
 //! - Readahead never goes past the table's last block (the footer's start), nor before its
 //!   first byte. A file read with direct I/O transfers whole aligned units
 //!   ([`RandomAccessFile::read_alignment`]), and every read keeps the whole span the device
@@ -40,7 +46,10 @@ use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 use crate::env::RandomAccessFile;
 use crate::error::{Error, Result};
+use crate::util::page_buf::PageBuf;
 
+/// The first read of a fixed readahead under direct I/O, doubled per read up to the fixed size.
+pub(crate) const FIXED_INITIAL: usize = 256 << 10;
 /// The first automatic readahead.
 pub(crate) const AUTO_INITIAL: usize = 8 << 10;
 /// The largest automatic readahead.
@@ -106,10 +115,10 @@ impl ScanStats {
 pub(crate) struct Readahead {
     /// `ReadBlockOptions::readahead_size`: 0 automatic (and learned).
     fixed: usize,
-    /// File bytes `[buf_start, buf_start + len)`, at `store[base..base + len]`; `base` puts
-    /// them at an address aligned for direct reads (`room`).
-    store: Vec<u8>,
-    base: usize,
+    /// File bytes `[buf_start, buf_start + len)`, at `store[..len]`: page-aligned, as direct
+    /// reads need, and a window of 128 KiB or more is mapped, so it leaves the process when
+    /// dropped (`util/page_buf.rs`).
+    store: PageBuf,
     len: usize,
     buf_start: u64,
     /// The file range of the last block returned, to tell a scan (forward or backward) from
@@ -122,6 +131,8 @@ pub(crate) struct Readahead {
     back_run: u32,
     /// The next automatic readahead.
     auto_size: usize,
+    /// The next fixed readahead under direct I/O (see `FIXED_INITIAL`).
+    fixed_size: usize,
     /// The file range last asked of the OS to read ahead (`prefetch`), empty at first.
     os_window: (u64, u64),
     /// The file refused a `prefetch`: windows go whole into the buffer.
@@ -179,9 +190,12 @@ impl Readahead {
             self.back_run = 0;
             self.auto_size = AUTO_INITIAL;
         }
+        let a = file.read_alignment().max(1);
+        debug_assert!(a as usize <= crate::util::page_buf::PAGE, "alignment {a} above a page");
         let (mut want, mut behind) = (len, 0);
         if self.fixed > 0 {
-            want = len.max(self.fixed);
+            // A buffered file's window goes to the OS (below), whole from the first read.
+            want = len.max(if a > 1 { self.next_fixed(seek) } else { self.fixed });
         } else if self.run >= AUTO_AFTER_SEQUENTIAL {
             want = len.max(self.next_auto());
         } else if self.back_run >= AUTO_AFTER_SEQUENTIAL {
@@ -200,7 +214,6 @@ impl Readahead {
             }
         }
         let mut want = want.min(limit.saturating_sub(offset) as usize).max(len);
-        let a = file.read_alignment().max(1);
         if a == 1 && (want > len + OS_CHUNK || behind > OS_CHUNK) {
             let (chunk_want, chunk_behind) = (want.min(len + OS_CHUNK), behind.min(OS_CHUNK));
             let window = (offset.saturating_sub(behind as u64), offset + want as u64);
@@ -222,7 +235,7 @@ impl Readahead {
             .max(end);
         let span = (stop - start) as usize;
         let skip = (offset - start) as usize;
-        let room = self.room(span, a as usize);
+        let room = self.room(span);
         let mut got = 0;
         while got < span {
             let n = file.read_at(start + got as u64, &mut room[got..])?;
@@ -284,6 +297,17 @@ impl Readahead {
         true
     }
 
+    /// The fixed readahead for this direct read: [`FIXED_INITIAL`] (at most the fixed size)
+    /// after a seek, then doubling up to the fixed size.
+    fn next_fixed(&mut self, seek: bool) -> usize {
+        if seek || self.fixed_size == 0 {
+            self.fixed_size = FIXED_INITIAL.min(self.fixed);
+        }
+        let n = self.fixed_size;
+        self.fixed_size = (n * 2).min(self.fixed);
+        n
+    }
+
     /// The automatic readahead for this read; the next one doubles, up to [`AUTO_MAX`].
     fn next_auto(&mut self) -> usize {
         let n = self.auto_size;
@@ -293,23 +317,19 @@ impl Readahead {
 
     /// The buffered bytes.
     fn bytes(&self) -> &[u8] {
-        &self.store[self.base..self.base + self.len]
+        &self.store.as_slice()[..self.len]
     }
 
-    /// `span` bytes of buffer starting at an `align`-aligned address (the memory alignment
-    /// direct reads need is at most the file's read alignment). The store is replaced, at
-    /// exactly the size needed, only when too small or misaligned: a doubling growth would
-    /// hold twice a compaction's 2 MiB readahead per input file.
-    fn room(&mut self, span: usize, align: usize) -> &mut [u8] {
-        let aligned = (self.store.as_ptr() as usize + self.base).is_multiple_of(align);
-        if !aligned || self.base + span > self.store.len() {
-            let pad = if align > 1 { align } else { 0 };
-            self.store = vec![0u8; span + pad];
-            // `align_offset` on a byte pointer is always computable at run time (< align).
-            self.base = self.store.as_ptr().align_offset(align).min(pad);
+    /// `span` bytes of page-aligned buffer (the memory alignment direct reads need is at most
+    /// the file's read alignment, at most a page). The store is replaced, at exactly the size
+    /// needed, only when too small: a doubling growth would hold twice a compaction's 2 MiB
+    /// readahead per input file.
+    fn room(&mut self, span: usize) -> &mut [u8] {
+        if span > self.store.len() {
+            self.store = PageBuf::new(span);
         }
         self.len = 0;
-        &mut self.store[self.base..self.base + span]
+        &mut self.store.as_mut_slice()[..span]
     }
 }
 
@@ -425,6 +445,36 @@ mod tests {
         assert_eq!(reads[0], (0, 100_000));
         // The last read stops at the limit.
         assert_eq!(*reads.last().unwrap(), (900_000, 50_000));
+    }
+
+    #[test]
+    fn a_direct_fixed_readahead_doubles_up_to_its_size_and_a_seek_starts_over() {
+        let f = Counted { align: 4096, ..file(8 << 20) };
+        let mut ra = Readahead::new(1 << 20);
+        let limit = 8 << 20;
+        let mut at = 0;
+        while at < 3 << 20 {
+            ra.read(&f, at, 1000, limit, &ScanStats::default()).unwrap();
+            at += 1000;
+        }
+        let sizes: Vec<usize> = f.reads.lock().unwrap().iter().map(|r| r.1).collect();
+        let k = 256 << 10;
+        // Each read is aligned, so it may take up to a unit more than its nominal size.
+        let nominal = [k, 2 * k, 4 * k, 4 * k, 4 * k];
+        assert_eq!(sizes.len(), nominal.len(), "read sizes {sizes:?}");
+        for (got, n) in sizes.iter().zip(nominal) {
+            assert!((n..n + 8192).contains(got), "read sizes {sizes:?}");
+        }
+        assert!(ra.store.len() <= (1 << 20) + 8192, "buffer of {} bytes", ra.store.len());
+        // A seek elsewhere starts again from FIXED_INITIAL.
+        f.reads.lock().unwrap().clear();
+        ra.read(&f, 6 << 20, 1000, limit, &ScanStats::default()).unwrap();
+        assert_eq!(f.reads.lock().unwrap()[0], (6 << 20, k));
+        // A fixed size below FIXED_INITIAL is read whole at once.
+        let mut small = Readahead::new(64 << 10);
+        f.reads.lock().unwrap().clear();
+        small.read(&f, 0, 1000, limit, &ScanStats::default()).unwrap();
+        assert_eq!(f.reads.lock().unwrap()[0], (0, 64 << 10));
     }
 
     #[test]

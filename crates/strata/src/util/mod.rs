@@ -5,4 +5,5 @@ pub mod coding;
 pub mod compare;
 pub mod cpu;
 pub mod kill_point;
+pub(crate) mod page_buf;
 pub(crate) mod thread_index;

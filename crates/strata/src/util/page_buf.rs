@@ -1,0 +1,192 @@
+//! [`PageBuf`]: a zeroed, page-aligned byte buffer for I/O, and the page mappings
+//! ([`map`], [`unmap`]) behind it and behind the memtable's arena chunks.
+//!
+//! ```text
+//!   len < MAP_AT    a Vec of len + PAGE - 1 bytes, used from   freed to the allocator
+//!                   its first page-aligned byte
+//!   len >= MAP_AT   anonymous private mapping of len rounded up to PAGE bytes
+//!                                                            unmapped: back to the OS at once
+//! ```
+//!
+//! Why map the large ones: glibc maps a large block itself only until it sees one freed; then
+//! it raises its mapping threshold to that size, and every later block of that size comes
+//! from its heap, whose free holes stay resident. A compaction's readahead windows (2 MiB
+//! per input under direct I/O) and direct writers' windows (1 MiB) are made and dropped all
+//! the time: from the heap they kept 2-3 MB of a process's peak RSS after the compaction that
+//! used them was over (readwhilewriting under direct I/O, `bench/io.sh`). A mapping costs two
+//! system calls and a fault per page touched, nothing next to the megabytes of I/O such a
+//! buffer is made for. [`MAP_AT`] is glibc's own initial threshold.
+//!
+//! Bytes are zeroed either way (a fresh mapping is; the vector is made zeroed): a buffer never
+//! exposes what an earlier user left in it.
+
+use std::ptr::NonNull;
+
+/// Alignment of a buffer's address: a page, which satisfies every direct-I/O alignment.
+pub const PAGE: usize = 4096;
+
+/// Buffers of at least this many bytes are mapped from the OS.
+pub const MAP_AT: usize = 128 << 10;
+
+/// A zeroed byte buffer at a [`PAGE`]-aligned address (see the module documentation).
+pub struct PageBuf {
+    mem: Mem,
+    len: usize,
+}
+
+enum Mem {
+    /// Below [`MAP_AT`] (or where nothing can be mapped): a `Vec` a page longer than the
+    /// buffer, which starts at the vector's first page-aligned byte. Not an aligned allocation
+    /// from the global allocator: glibc's aligned allocations split off and free the bytes
+    /// before the aligned block, and point reads' and table opens' short-lived buffers left
+    /// those pieces scattered over the heap (5 MB more resident memory in readwhilewriting).
+    Heap { raw: Vec<u8>, start: usize },
+    /// A mapping of `len` rounded up to [`PAGE`] bytes.
+    Mapped(NonNull<u8>),
+}
+
+// SAFETY: a `PageBuf` exclusively owns its memory (no thread affinity: a mapping or a `Vec`);
+// shared access only reads it through `&[u8]`.
+unsafe impl Send for PageBuf {}
+// SAFETY: as above; `&PageBuf` gives out only `&[u8]`.
+unsafe impl Sync for PageBuf {}
+
+impl PageBuf {
+    /// `len` zeroed bytes. Aborts when the system is out of memory, as a `Vec` does.
+    pub fn new(len: usize) -> PageBuf {
+        if len >= MAP_AT {
+            if let Some(ptr) = map(mapped_size(len)) {
+                return PageBuf { mem: Mem::Mapped(ptr), len };
+            }
+        }
+        let raw = vec![0u8; if len == 0 { 0 } else { len + PAGE - 1 }];
+        // `align_offset` on a byte pointer is always computable at run time (< PAGE).
+        let start = raw.as_ptr().align_offset(PAGE).min(raw.len().saturating_sub(len));
+        PageBuf { mem: Mem::Heap { raw, start }, len }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn as_slice(&self) -> &[u8] {
+        match &self.mem {
+            Mem::Heap { raw, start } => &raw[*start..*start + self.len],
+            // SAFETY: a live mapping of at least `len` bytes owned by `self`, zeroed by the OS
+            // and written only through `as_mut_slice`.
+            Mem::Mapped(ptr) => unsafe { std::slice::from_raw_parts(ptr.as_ptr(), self.len) },
+        }
+    }
+
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        match &mut self.mem {
+            Mem::Heap { raw, start } => &mut raw[*start..*start + self.len],
+            // SAFETY: as in `as_slice`, and `&mut self` makes this the only reference.
+            Mem::Mapped(ptr) => unsafe { std::slice::from_raw_parts_mut(ptr.as_ptr(), self.len) },
+        }
+    }
+}
+
+impl Default for PageBuf {
+    fn default() -> Self {
+        PageBuf::new(0)
+    }
+}
+
+impl Drop for PageBuf {
+    fn drop(&mut self) {
+        if let Mem::Mapped(ptr) = self.mem {
+            unmap(ptr, mapped_size(self.len));
+        }
+    }
+}
+
+impl std::fmt::Debug for PageBuf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mapped = matches!(self.mem, Mem::Mapped(_));
+        f.debug_struct("PageBuf").field("len", &self.len).field("mapped", &mapped).finish()
+    }
+}
+
+fn mapped_size(len: usize) -> usize {
+    len.div_ceil(PAGE) * PAGE
+}
+
+/// `size` bytes of fresh zeroed pages mapped from the OS, or `None` (on targets without
+/// mappings, under Miri, or when the OS refuses): the caller then uses the global allocator.
+#[cfg(all(unix, not(miri)))]
+pub fn map(size: usize) -> Option<NonNull<u8>> {
+    // SAFETY: an anonymous private mapping at an address of the kernel's choosing touches no
+    // existing memory; the result is checked before use.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            size,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return None;
+    }
+    NonNull::new(p.cast())
+}
+
+#[cfg(not(all(unix, not(miri))))]
+pub fn map(_size: usize) -> Option<NonNull<u8>> {
+    None
+}
+
+/// Unmaps `ptr..ptr + size`, exactly one mapping made by [`map`] that nothing uses any more.
+#[cfg(all(unix, not(miri)))]
+pub fn unmap(ptr: NonNull<u8>, size: usize) {
+    // SAFETY: the caller's contract: one whole mapping from `map`, unmapped once, with no
+    // reference into it left.
+    unsafe { libc::munmap(ptr.as_ptr().cast(), size) };
+}
+
+#[cfg(not(all(unix, not(miri))))]
+pub fn unmap(_ptr: NonNull<u8>, _size: usize) {
+    unreachable!("nothing is mapped on this target")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buffers_are_zeroed_page_aligned_and_writable_at_every_size() {
+        for len in [0, 1, 4095, 4096, 5000, MAP_AT - 1, MAP_AT, MAP_AT + 1, 2 << 20] {
+            let mut b = PageBuf::new(len);
+            assert_eq!(b.len(), len);
+            let aligned = (b.as_slice().as_ptr() as usize).is_multiple_of(PAGE);
+            assert!(aligned || len == 0, "len {len}");
+            assert!(b.as_slice().iter().all(|&x| x == 0), "len {len}");
+            b.as_mut_slice().fill(0xA5);
+            assert!(b.as_slice().iter().all(|&x| x == 0xA5), "len {len}");
+            #[cfg(all(unix, not(miri)))]
+            assert_eq!(matches!(b.mem, Mem::Mapped(_)), len >= MAP_AT, "len {len}");
+        }
+    }
+
+    /// A dropped mapped buffer's pages leave the process at once (the point of mapping them):
+    /// resident memory falls by about the buffer's size when it drops.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_dropped_large_buffer_goes_back_to_the_os() {
+        fn rss_kb() -> Option<usize> {
+            let s = std::fs::read_to_string("/proc/self/status").ok()?;
+            let line = s.lines().find(|l| l.starts_with("VmRSS:"))?;
+            line.split_whitespace().nth(1)?.parse().ok()
+        }
+        let mut b = PageBuf::new(64 << 20);
+        b.as_mut_slice().fill(1);
+        let Some(with) = rss_kb() else { return };
+        drop(b);
+        let without = rss_kb().unwrap();
+        // Other tests' threads run beside this one: allow them 16 MiB of growth.
+        assert!(with > without + (48 << 10), "RSS {with} KiB with the buffer, {without} KiB after");
+    }
+}
