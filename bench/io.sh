@@ -36,7 +36,9 @@
 # runs right before each engine's point-read step (readrandom, readwhilewriting), and that
 # run's read IOPS go to the step as --fio_baseline_iops, the denominator of io_eff: the device
 # drifts by 10% and more over a run, so a baseline taken minutes away would credit or charge
-# the engine with the drift. Without fio, io_eff stays blank and the script says so.
+# the engine with the drift. Each baseline starts after a sync (the previous step's writeback
+# done), and one under half the mode's median baseline so far is run again once. Without
+# fio, io_eff stays blank and the script says so.
 #
 # Output (appends when --out names an earlier run's directory, e.g. one repetition per call
 # with --reps 1 --first-rep K): <out>/steps.tsv and logs/, and strata-bench-report's
@@ -116,16 +118,33 @@ if command -v fio > /dev/null; then
 else
   echo "bench/io.sh: fio is not installed (apt-get install -y fio): no baseline, io_eff stays blank" >&2
 fi
-fio_baseline() { # mode rep engine step: sets fio_iops (0 when fio gives none)
-  fio_iops=0
-  [ "$have_fio" = 1 ] || return 0
-  local log="logs/fio.$3.$4.$1.r$2.txt"
+fio_run() { # log: runs fio once into $out/log, prints its read IOPS (empty when it gives none)
   fio --name=io_eff --filename="$fio_file" --size="$db_bytes" --rw=randread \
     --bs="$block_size" --direct=1 --ioengine=psync --iodepth=1 --numjobs="$threads" \
     --runtime="$fio_secs" --time_based --group_reporting --output-format=terse \
-    --terse-version=3 > "$out/$log" 2>&1 || true
+    --terse-version=3 > "$out/$1" 2>&1 || true
   # terse v3: field 8 is the read IOPS of the group.
-  fio_iops="$(awk -F';' 'NF > 8 { print $8 }' "$out/$log" | tail -1)"
+  awk -F';' 'NF > 8 { print $8 }' "$out/$1" | tail -1
+}
+fio_baseline() { # mode rep engine step: sets fio_iops (0 when fio gives none)
+  fio_iops=0
+  [ "$have_fio" = 1 ] || return 0
+  local log="logs/fio.$3.$4.$1.r$2.txt" median
+  # The previous step's dirty pages (a buffered WAL, deleted files) are written back first,
+  # so that the baseline does not share the device with them.
+  sync
+  fio_iops="$(fio_run "$log")"
+  # A baseline below half the median of this mode's earlier ones is a disturbed run (one
+  # gave 819 IOPS among 11K-19K, an io_eff of 11): run it again once, after a pause.
+  median="$(awk -F'\t' -v m="$1" '$1 == m { print $5 }' "$out/fio.tsv" | sort -n |
+    awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }')"
+  if [ -n "$median" ] && [ -n "$fio_iops" ] && awk -v f="$fio_iops" -v m="$median" \
+      'BEGIN { exit !(f < m / 2) }'; then
+    echo "bench/io.sh: fio gave $fio_iops read IOPS, under half this mode's median baseline ($median): running it again" >&2
+    sleep 5
+    sync
+    fio_iops="$(fio_run "$log")"
+  fi
   if [ -z "$fio_iops" ] || [ "$fio_iops" = 0 ]; then
     echo "bench/io.sh: fio gave no read IOPS (see $out/$log): io_eff stays blank for $3 $4.$1" >&2
     fio_iops=0
