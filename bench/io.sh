@@ -8,7 +8,7 @@
 #                    [--first-rep 1] [--num 6000000] [--key-size 20] [--value-size 400]
 #                    [--block-size 4096] [--cache-mb 32] [--iobuf-mem-mb 384] [--duration 15]
 #                    [--threads 1] [--write-rate 2097152] [--fio-secs 10] [--out DIR]
-#                    [--keep-db] [-- EXTRA strata-bench FLAGS ...]
+#                    [--keep-db] [--rss-trace] [-- EXTRA strata-bench FLAGS ...]
 #
 # Modes:
 #   byrx   the DB sits in the block cache (cache = the uncompressed data size + 25%);
@@ -40,6 +40,10 @@
 # done), and one under half the mode's median baseline so far is run again once. Without
 # fio, io_eff stays blank and the script says so.
 #
+# --rss-trace samples each step's resident memory every 100 ms into logs/<step log>.rss.tsv
+# (ms since the step started, KiB) and prints the peak and when it came: a step's peak RSS is
+# often a compaction or a flush in its last second, which the report's one number hides.
+#
 # Output (appends when --out names an earlier run's directory, e.g. one repetition per call
 # with --reps 1 --first-rep K): <out>/steps.tsv and logs/, and strata-bench-report's
 # report.tsv (mode and I/O columns), io.md (per step, engine and repetition), reps.md (median
@@ -49,7 +53,7 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 
 modes="iodir,iobuf" engines="strata,rocksdb" reps=3 first_rep=1 num=6000000 key_size=20
 value_size=400 block_size=4096 cache_mb=32 iobuf_mem_mb=384 duration=15 threads=1
-write_rate=$((2 << 20)) fio_secs=10 out="" keep_db=0
+write_rate=$((2 << 20)) fio_secs=10 out="" keep_db=0 rss_trace=0
 extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -69,6 +73,7 @@ while [ $# -gt 0 ]; do
     --fio-secs) fio_secs="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --keep-db) keep_db=1; shift ;;
+    --rss-trace) rss_trace=1; shift ;;
     --) shift; extra=("$@"); break ;;
     -h|--help) sed -n '2,/^set -euo/{/^#/p}' "$0"; exit 0 ;;
     *) echo "bench/io.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
@@ -208,6 +213,30 @@ common=(
   --level_compaction_dynamic_level_bytes=true
 )
 
+# --rss-trace: the step's strata-bench (a child of the timer or shell that runs it, or $1
+# itself) has its VmRSS sampled every 100 ms into $2 (milliseconds since the step started,
+# KiB) until it exits; the peak and when it came are printed.
+trace_rss() { # pid file
+  local pid="$1" file="$2" t0 bp="" now
+  t0="$(date +%s%N)"
+  printf '# ms\trss_kib\n' > "$file"
+  while kill -0 "$pid" 2> /dev/null; do
+    if [ -z "$bp" ]; then
+      if [ "$(cat "/proc/$pid/comm" 2> /dev/null)" = strata-bench ]; then bp="$pid"
+      else bp="$(pgrep -x strata-bench -P "$pid" | head -1 || true)"; fi
+    fi
+    if [ -n "$bp" ]; then
+      now=$((($(date +%s%N) - t0) / 1000000))
+      awk -v t="$now" '/^VmRSS:/ { printf "%s\t%s\n", t, $2 }' "/proc/$bp/status" \
+        >> "$file" 2> /dev/null || true
+    fi
+    sleep 0.1
+  done
+  awk -F'\t' '!/^#/ && $2 > max { max = $2; at = $1 }
+    END { if (max) printf "   peak RSS %.1f MiB at %.1f s (%s)\n", max / 1024, at / 1000, FILENAME }' \
+    "$file" >&2
+}
+
 after="" # an unmeasured benchmark run after the step's own, before stats
 run_step() { # mode engine rep test bench flags...
   local mode="$1" engine="$2" rep="$3" test="$4.$1" bench="$5"; shift 5
@@ -228,7 +257,12 @@ run_step() { # mode engine rep test bench flags...
     sync; echo 1 > /proc/sys/vm/drop_caches
   fi
   echo "== $mode r$rep $engine: $test" >&2
-  if ! "${cmd[@]}" > "$out/$log" 2>&1; then
+  local pid status=0
+  "${cmd[@]}" > "$out/$log" 2>&1 &
+  pid=$!
+  if [ "$rss_trace" = 1 ]; then trace_rss "$pid" "$out/${log%.log}.rss.tsv"; fi
+  wait "$pid" || status=$?
+  if [ "$status" != 0 ]; then
     echo "   (failed: see $out/$log)" >&2
   fi
   grep -E "^$bench |^I/O:" "$out/$log" | tail -2 | cut -c1-150 >&2 || true
