@@ -24,9 +24,9 @@
 //!   (`statx` with `STATX_DIOALIGN`, Linux 6.1+; 512 on most disks), else 4096: a point read
 //!   of a 4 KiB block that straddles a page boundary then reads 4.5 KiB instead of 8 KiB.
 //! - Memory is page-aligned [`PageBuf`]s (mapped from the OS when large, so a dropped window
-//!   leaves the process at once); readers keep one scratch buffer per thread. A read already aligned in offset,
-//!   length and memory (an iterator's readahead buffer is made so) goes straight into the
-//!   caller's buffer.
+//!   leaves the process at once); readers keep one scratch buffer per thread. A read already
+//!   aligned in offset, length and memory (an iterator's readahead buffer is made so) goes
+//!   straight into the caller's buffer.
 //! - A file system that refuses `O_DIRECT` (tmpfs, some network file systems) fails the open
 //!   with `NotSupported` naming the file and the option to turn off.
 //! - Durability is as for buffered files: `flush` hands every appended byte to the device (a

@@ -115,9 +115,9 @@ impl ScanStats {
 pub(crate) struct Readahead {
     /// `ReadBlockOptions::readahead_size`: 0 automatic (and learned).
     fixed: usize,
-    /// File bytes `[buf_start, buf_start + len)`, at `store[..len]`: page-aligned, as direct
-    /// reads need, and a window of 128 KiB or more is mapped, so it leaves the process when
-    /// dropped (`util/page_buf.rs`).
+    /// File bytes `[buf_start, buf_start + len)`, at `store[..len]`: aligned as the file's
+    /// direct reads need (`room`), and a window of 128 KiB or more is mapped, so it leaves the
+    /// process when dropped (`util/page_buf.rs`).
     store: PageBuf,
     len: usize,
     buf_start: u64,
@@ -191,7 +191,6 @@ impl Readahead {
             self.auto_size = AUTO_INITIAL;
         }
         let a = file.read_alignment().max(1);
-        debug_assert!(a as usize <= crate::util::page_buf::PAGE, "alignment {a} above a page");
         let (mut want, mut behind) = (len, 0);
         if self.fixed > 0 {
             // A buffered file's window goes to the OS (below), whole from the first read.
@@ -235,7 +234,7 @@ impl Readahead {
             .max(end);
         let span = (stop - start) as usize;
         let skip = (offset - start) as usize;
-        let room = self.room(span);
+        let room = self.room(span, a as usize);
         let mut got = 0;
         while got < span {
             let n = file.read_at(start + got as u64, &mut room[got..])?;
@@ -300,7 +299,8 @@ impl Readahead {
     /// The fixed readahead for this direct read: [`FIXED_INITIAL`] (at most the fixed size)
     /// after a seek, then doubling up to the fixed size.
     fn next_fixed(&mut self, seek: bool) -> usize {
-        if seek || self.fixed_size == 0 {
+        // The first read is a seek (nothing read before it).
+        if seek {
             self.fixed_size = FIXED_INITIAL.min(self.fixed);
         }
         let n = self.fixed_size;
@@ -320,13 +320,14 @@ impl Readahead {
         &self.store.as_slice()[..self.len]
     }
 
-    /// `span` bytes of page-aligned buffer (the memory alignment direct reads need is at most
-    /// the file's read alignment, at most a page). The store is replaced, at exactly the size
-    /// needed, only when too small: a doubling growth would hold twice a compaction's 2 MiB
-    /// readahead per input file.
-    fn room(&mut self, span: usize) -> &mut [u8] {
-        if span > self.store.len() {
-            self.store = PageBuf::new(span);
+    /// `span` bytes of buffer at an `align`-aligned address (the memory alignment direct
+    /// reads need is at most the file's read alignment; 1 for a buffered file). The store is
+    /// replaced, at exactly the size needed, only when too small or misaligned: a doubling
+    /// growth would hold twice a compaction's 2 MiB readahead per input file.
+    fn room(&mut self, span: usize, align: usize) -> &mut [u8] {
+        let aligned = (self.store.as_slice().as_ptr() as usize).is_multiple_of(align);
+        if !aligned || span > self.store.len() {
+            self.store = PageBuf::aligned_to(span, align);
         }
         self.len = 0;
         &mut self.store.as_mut_slice()[..span]

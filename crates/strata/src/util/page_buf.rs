@@ -2,8 +2,9 @@
 //! ([`map`], [`unmap`]) behind it and behind the memtable's arena chunks.
 //!
 //! ```text
-//!   len < MAP_AT    a Vec of len + PAGE - 1 bytes, used from   freed to the allocator
-//!                   its first page-aligned byte
+//!   len < MAP_AT    a Vec of len + align - 1 bytes, used from  freed to the allocator
+//!                   its first aligned byte (align: PAGE, or
+//!                   less where asked)
 //!   len >= MAP_AT   anonymous private mapping of len rounded up to PAGE bytes
 //!                                                            unmapped: back to the OS at once
 //! ```
@@ -28,15 +29,16 @@ pub const PAGE: usize = 4096;
 /// Buffers of at least this many bytes are mapped from the OS.
 pub const MAP_AT: usize = 128 << 10;
 
-/// A zeroed byte buffer at a [`PAGE`]-aligned address (see the module documentation).
+/// A zeroed byte buffer at a [`PAGE`]-aligned address, or one of a smaller alignment asked
+/// for (see the module documentation).
 pub struct PageBuf {
     mem: Mem,
     len: usize,
 }
 
 enum Mem {
-    /// Below [`MAP_AT`] (or where nothing can be mapped): a `Vec` a page longer than the
-    /// buffer, which starts at the vector's first page-aligned byte. Not an aligned allocation
+    /// Below [`MAP_AT`] (or where nothing can be mapped): a `Vec` longer than the buffer by
+    /// the alignment less one, which starts at the vector's first aligned byte. Not an aligned allocation
     /// from the global allocator: glibc's aligned allocations split off and free the bytes
     /// before the aligned block, and point reads' and table opens' short-lived buffers left
     /// those pieces scattered over the heap (5 MB more resident memory in readwhilewriting).
@@ -52,16 +54,25 @@ unsafe impl Send for PageBuf {}
 unsafe impl Sync for PageBuf {}
 
 impl PageBuf {
-    /// `len` zeroed bytes. Aborts when the system is out of memory, as a `Vec` does.
+    /// `len` zeroed bytes at a [`PAGE`]-aligned address. Aborts when the system is out of
+    /// memory, as a `Vec` does.
     pub fn new(len: usize) -> PageBuf {
+        PageBuf::aligned_to(len, PAGE)
+    }
+
+    /// `len` zeroed bytes at an `align`-aligned address (`align` a power of two up to
+    /// [`PAGE`]; a mapped buffer is page-aligned anyway). A buffered file's reader asks for 1:
+    /// its small buffers then cost no padding.
+    pub fn aligned_to(len: usize, align: usize) -> PageBuf {
+        debug_assert!(align.is_power_of_two() && align <= PAGE, "alignment {align}");
         if len >= MAP_AT {
             if let Some(ptr) = map(mapped_size(len)) {
                 return PageBuf { mem: Mem::Mapped(ptr), len };
             }
         }
-        let raw = vec![0u8; if len == 0 { 0 } else { len + PAGE - 1 }];
-        // `align_offset` on a byte pointer is always computable at run time (< PAGE).
-        let start = raw.as_ptr().align_offset(PAGE).min(raw.len().saturating_sub(len));
+        let raw = vec![0u8; if len == 0 { 0 } else { len + align - 1 }];
+        // `align_offset` on a byte pointer is always computable at run time (< align).
+        let start = raw.as_ptr().align_offset(align).min(raw.len().saturating_sub(len));
         PageBuf { mem: Mem::Heap { raw, start }, len }
     }
 
@@ -168,6 +179,9 @@ mod tests {
             assert!(b.as_slice().iter().all(|&x| x == 0xA5), "len {len}");
             #[cfg(all(unix, not(miri)))]
             assert_eq!(matches!(b.mem, Mem::Mapped(_)), len >= MAP_AT, "len {len}");
+            let small = PageBuf::aligned_to(len, 512);
+            assert!((small.as_slice().as_ptr() as usize).is_multiple_of(512) || len == 0);
+            assert_eq!(small.as_slice().len(), len);
         }
     }
 
