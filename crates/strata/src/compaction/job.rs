@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::below::Below;
 use super::cut::OutputCutter;
 use super::picker::CompactionPlan;
 use super::stream::{run_stream, StreamContext, StreamFilter, StreamStats};
@@ -21,6 +22,7 @@ use crate::sstable::table_cache::TableCache;
 use crate::sstable::{ReadBlockOptions, TableBuilder, TableOptions};
 use crate::stats::LevelStats;
 use crate::types::{FileNumber, SeqNo, ValueType};
+use crate::util::compare::equal_bytes;
 use crate::version::edit::{FileMetaData, VersionEdit};
 use crate::version::level_iter::LevelIterator;
 use crate::version::levels::Version;
@@ -222,30 +224,6 @@ fn input_iterator(env: &JobEnv<'_>, plan: &CompactionPlan) -> Result<MergingIter
     Ok(MergingIterator::new(children))
 }
 
-/// True when no level below the output holds `ukey` (so nothing older can exist). For an L0
-/// output (universal), the L0 files that are not inputs count too: they may be older.
-fn nothing_below(plan: &CompactionPlan, version: &Version, ukey: &[u8]) -> bool {
-    let output_level = plan.output_level;
-    if output_level == 0 {
-        let older_l0 = version.levels[0].iter().any(|f| {
-            !plan.inputs.iter().any(|i| i.number == f.number)
-                && user_key(&f.smallest) <= ukey
-                && !crate::key::after_largest(ukey, &f.largest)
-        });
-        if older_l0 {
-            return false;
-        }
-    }
-    for level in output_level + 1..version.levels.len() {
-        let files = &version.levels[level];
-        let i = files.partition_point(|f| user_key(&f.largest) < ukey);
-        if files.get(i).is_some_and(|f| user_key(&f.smallest) <= ukey) {
-            return false;
-        }
-    }
-    true
-}
-
 /// The range tombstones of the plan's input tables.
 fn input_range_tombstones(env: &JobEnv<'_>, plan: &CompactionPlan) -> Result<Vec<RangeTombstone>> {
     let mut out = Vec::new();
@@ -277,7 +255,8 @@ fn run_range(
     let mut input =
         Bounded { inner: &mut merged, start: range.start.as_deref(), end: range.end.as_deref() };
     let bottommost = plan.bottommost;
-    let is_bottom = |ukey: &[u8]| bottommost || nothing_below(plan, env.version, ukey);
+    let below = Below::new(plan, env.version);
+    let is_bottom = |ukey: &[u8]| bottommost || below.nothing_below(ukey);
     let ctx = StreamContext {
         snapshots: env.snapshots,
         merge_operator: env.merge_operator,
@@ -356,7 +335,7 @@ impl<'a> OutputWriter<'a> {
             self.check_cancel()?;
         }
         let ukey = user_key(ikey);
-        let new_user_key = ukey != self.last_user_key.as_slice();
+        let new_user_key = !equal_bytes(ukey, &self.last_user_key);
         if new_user_key {
             let size = self.builder.as_ref().map(|(b, _)| b.estimated_file_size());
             if self.cutter.cut_before(ukey, size) {

@@ -1,6 +1,7 @@
 //! Compaction: which entries survive ([`stream`]), which files to compact (a pure picker per
 //! style: [`picker`] leveled, [`universal`], [`fifo`], [`tiered`]; [`pick`] dispatches), running a plan
-//! ([`job`]) and where its output files end ([`cut`]).
+//! ([`job`]), where its output files end ([`cut`]) and whether a key has older data below the
+//! output ([`below`]).
 
 use std::collections::HashSet;
 
@@ -9,6 +10,7 @@ use crate::version::levels::Version;
 use picker::{CompactionPlan, PickerOptions};
 use style::CompactionStyle;
 
+pub(crate) mod below;
 pub(crate) mod cut;
 pub(crate) mod fifo;
 pub(crate) mod filter_bits;

@@ -29,10 +29,11 @@
 use crate::compaction_filter::{CompactionFilter, Decision};
 use crate::error::{Error, Result};
 use crate::iterator::InternalIterator;
-use crate::key::{make_internal_key, parse_internal_key};
+use crate::key::{append_internal_key, parse_internal_key};
 use crate::merge_operator::MergeOperator;
 use crate::range_del::FragmentedTombstones;
 use crate::types::{SeqNo, ValueType};
+use crate::util::compare::equal_bytes;
 
 /// What the compaction knows about its surroundings.
 pub(crate) struct StreamContext<'a> {
@@ -77,6 +78,50 @@ fn stripe(snapshots: &[SeqNo], seq: SeqNo) -> usize {
     snapshots.partition_point(|&s| s < seq)
 }
 
+/// The entries of one user key, newest first, copied out of the input (which moves on before
+/// the group is decided). The buffers are reused from key to key, so a run allocates nothing
+/// per entry.
+#[derive(Default)]
+struct Group {
+    ukey: Vec<u8>,
+    /// `(seq, type, end of the value in values)`; a value starts where the previous one ends.
+    entries: Vec<(SeqNo, ValueType, usize)>,
+    values: Vec<u8>,
+}
+
+impl Group {
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Starts the group of `ukey`.
+    fn reset(&mut self, ukey: &[u8]) {
+        self.ukey.clear();
+        self.ukey.extend_from_slice(ukey);
+        self.entries.clear();
+        self.values.clear();
+    }
+
+    fn push(&mut self, seq: SeqNo, t: ValueType, value: &[u8]) {
+        self.values.extend_from_slice(value);
+        self.entries.push((seq, t, self.values.len()));
+    }
+
+    fn seq(&self, i: usize) -> SeqNo {
+        self.entries[i].0
+    }
+
+    fn get(&self, i: usize) -> (SeqNo, ValueType, &[u8]) {
+        let start = if i == 0 { 0 } else { self.entries[i - 1].2 };
+        let (seq, t, end) = self.entries[i];
+        (seq, t, &self.values[start..end])
+    }
+}
+
 /// Runs the input (positioned anywhere; it is rewound) through the rules above, calling
 /// `emit(internal_key, value)` for each surviving entry in order.
 pub(crate) fn run_stream(
@@ -86,9 +131,8 @@ pub(crate) fn run_stream(
     mut emit: impl FnMut(&[u8], &[u8]) -> Result<()>,
 ) -> Result<StreamStats> {
     let mut stats = StreamStats::default();
-    // The current user key's entries, newest first: (seq, type, value).
-    let mut group: Vec<(SeqNo, ValueType, Vec<u8>)> = Vec::new();
-    let mut group_key: Vec<u8> = Vec::new();
+    let mut group = Group::default();
+    let mut ikey = Vec::new();
     input.seek_to_first();
     while input.valid() {
         let p = parse_internal_key(input.key()).ok_or_else(|| {
@@ -99,33 +143,34 @@ pub(crate) fn run_stream(
             )
         })?;
         stats.input_entries += 1;
-        if p.user_key != group_key.as_slice() || group.is_empty() {
+        if group.is_empty() || !equal_bytes(p.user_key, &group.ukey) {
             if !group.is_empty() {
-                flush_group(&group_key, &group, ctx, filter.as_mut(), &mut stats, &mut emit)?;
-                group.clear();
+                flush_group(&group, &mut ikey, ctx, filter.as_mut(), &mut stats, &mut emit)?;
             }
-            group_key.clear();
-            group_key.extend_from_slice(p.user_key);
+            group.reset(p.user_key);
         }
-        group.push((p.seq, p.value_type, input.value().to_vec()));
+        group.push(p.seq, p.value_type, input.value());
         input.next();
     }
     input.status()?;
     if !group.is_empty() {
-        flush_group(&group_key, &group, ctx, filter.as_mut(), &mut stats, &mut emit)?;
+        flush_group(&group, &mut ikey, ctx, filter.as_mut(), &mut stats, &mut emit)?;
     }
     stats.dropped = stats.input_entries - stats.output_entries;
     Ok(stats)
 }
 
+/// Decides the group's entries (module doc) and emits the survivors; `ikey` is scratch for
+/// their internal keys.
 fn flush_group(
-    ukey: &[u8],
-    group: &[(SeqNo, ValueType, Vec<u8>)],
+    group: &Group,
+    ikey: &mut Vec<u8>,
     ctx: &StreamContext<'_>,
     mut filter: Option<&mut StreamFilter<'_>>,
     stats: &mut StreamStats,
     emit: &mut impl FnMut(&[u8], &[u8]) -> Result<()>,
 ) -> Result<()> {
+    let ukey = group.ukey.as_slice();
     let bottom = (ctx.is_bottom)(ukey);
     let range_deleted =
         |seq: SeqNo| ctx.range_dels.is_some_and(|r| r.covers_in_stripe(ukey, seq, ctx.snapshots));
@@ -136,15 +181,17 @@ fn flush_group(
     let value_seq = |seq: SeqNo, s: usize| if zero_ok && s == 0 { SeqNo::ZERO } else { seq };
     let mut out = |seq: SeqNo, t: ValueType, v: &[u8], stats: &mut StreamStats| -> Result<()> {
         stats.output_entries += 1;
-        emit(&make_internal_key(ukey, seq, t), v)
+        ikey.clear();
+        append_internal_key(ikey, ukey, seq, t);
+        emit(ikey, v)
     };
     let mut i = 0;
     while i < group.len() {
-        let (seq, t, ref v) = group[i];
+        let (seq, t, v) = group.get(i);
         let s = stripe(ctx.snapshots, seq);
         // The end of this stripe within the group.
         let mut end = i + 1;
-        while end < group.len() && stripe(ctx.snapshots, group[end].0) == s {
+        while end < group.len() && stripe(ctx.snapshots, group.seq(end)) == s {
             end += 1;
         }
         let oldest_stripe = end == group.len();
@@ -185,7 +232,7 @@ fn flush_group(
                 let mut base: Option<Option<&[u8]>> = None; // Some(None) = deletion
                 let mut consumed = i + 1;
                 while consumed < end {
-                    let (s2, t2, ref v2) = group[consumed];
+                    let (s2, t2, v2) = group.get(consumed);
                     if range_deleted(s2) {
                         base = Some(None); // dropped, and a deletion for the operands
                         break;
@@ -225,8 +272,9 @@ fn flush_group(
                             Some(m) => out(seq, ValueType::Merge, &m, stats)?,
                             None => {
                                 // Keep every operand with its own sequence number.
-                                for (s2, _, v2) in &group[i..consumed] {
-                                    out(*s2, ValueType::Merge, v2, stats)?;
+                                for j in i..consumed {
+                                    let (s2, _, v2) = group.get(j);
+                                    out(s2, ValueType::Merge, v2, stats)?;
                                 }
                             }
                         }
@@ -234,8 +282,9 @@ fn flush_group(
                     _ => {
                         // No operator (reads will report it) or a single operand: keep as is,
                         // including a base value or deletion that ended the run.
-                        for (s2, t2, v2) in &group[i..consumed] {
-                            out(*s2, *t2, v2, stats)?;
+                        for j in i..consumed {
+                            let (s2, t2, v2) = group.get(j);
+                            out(s2, t2, v2, stats)?;
                         }
                     }
                 }
@@ -255,7 +304,7 @@ mod tests {
     use super::*;
     use crate::iterator::conformance::VecIter;
     use crate::iterator::db_iter::{DbIter, DbIterOptions};
-    use crate::key::compare_internal;
+    use crate::key::{compare_internal, make_internal_key};
     use crate::merge_operator::{builtin_merge_operator, StringAppendOperator};
 
     struct NoPartial(StringAppendOperator);

@@ -20,6 +20,7 @@ use crate::error::{Error, Result};
 use crate::key::{self, compare_internal, parse_internal_key};
 use crate::types::{SeqNo, ValueType};
 use crate::util::checksum::ChecksumType;
+use crate::util::compare::equal_bytes;
 
 use super::block_builder::BlockBuilder;
 use super::compression::Compressor;
@@ -327,7 +328,9 @@ impl TableBuilder {
             self.scratch_key.clear();
             self.scratch_key.extend_from_slice(&self.last_key);
             key::shorten_separator(&mut self.scratch_key, ikey);
-            if self.user_index.is_some() && key::user_key(&self.last_key) == parsed.user_key {
+            if self.user_index.is_some()
+                && equal_bytes(key::user_key(&self.last_key), parsed.user_key)
+            {
                 // A user key spans this boundary: no user key separates the blocks.
                 self.user_index = None;
             }
@@ -336,7 +339,7 @@ impl TableBuilder {
         if let Some(f) = &mut self.filter {
             let fresh =
                 self.partitions.as_mut().is_some_and(|p| std::mem::take(&mut p.fresh_filter));
-            if first || fresh || key::user_key(&self.last_key) != parsed.user_key {
+            if first || fresh || !equal_bytes(key::user_key(&self.last_key), parsed.user_key) {
                 f.add_key(parsed.user_key);
             }
         }
