@@ -220,6 +220,8 @@ fn metadata_mode(rng: &mut StdRng) -> Options {
         compaction_filter_factory: rng.gen_bool(0.5).then(stress_filter),
         index_block_restart_interval: [1, 3, 8][rng.gen_range(0..3)],
         block_size_deviation: [0, 10, 50][rng.gen_range(0..3)],
+        // No memtable filter, the default, or one word (every lookup a false positive).
+        memtable_bloom_size_ratio: [0.0, 0.01, 1e-9][rng.gen_range(0..3)],
         ..Options::default()
     }
 }
@@ -268,7 +270,8 @@ pub fn describe_options(o: &Options) -> String {
          rate_limiter={:?} compaction_style={:?} universal={:?} tiered={:?} \
          cache_index_and_filter={} high_pri={} pin_l0={} pin_top={} index_type={:?} \
          partition_filters={} metadata_block_size={} block_align={} compaction_filter={} \
-         db_write_buffer_size={} index_restart={} block_size_deviation={}",
+         db_write_buffer_size={} index_restart={} block_size_deviation={} \
+         memtable_bloom={}",
         o.write_buffer_size,
         o.max_write_buffer_number,
         o.block_size,
@@ -317,7 +320,8 @@ pub fn describe_options(o: &Options) -> String {
         o.compaction_filter_factory.as_ref().map_or("none", |f| f.name()),
         o.db_write_buffer_size,
         o.index_block_restart_interval,
-        o.block_size_deviation
+        o.block_size_deviation,
+        o.memtable_bloom_size_ratio
     )
 }
 

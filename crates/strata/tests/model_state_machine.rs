@@ -47,6 +47,9 @@ struct Knobs {
     /// whole or prefix-compressed index separators, data blocks cut at or before `block_size`.
     index_restart: usize,
     block_size_deviation: usize,
+    /// `memtable_bloom_size_ratio`: 0 (no filter), 0.01, or one word (every probe a false
+    /// positive once a key is in).
+    memtable_bloom: f64,
 }
 
 fn knobs_strategy() -> impl Strategy<Value = Knobs> {
@@ -67,6 +70,7 @@ fn knobs_strategy() -> impl Strategy<Value = Knobs> {
         (
             prop_oneof![Just(1usize), Just(3), Just(8)],
             prop_oneof![Just(0usize), Just(10), Just(50)],
+            prop_oneof![Just(0.0f64), Just(0.01), Just(1e-9)],
         ),
     )
         .prop_map(
@@ -82,7 +86,7 @@ fn knobs_strategy() -> impl Strategy<Value = Knobs> {
                 budget,
                 user_key_index,
                 uncache,
-                (index_restart, block_size_deviation),
+                (index_restart, block_size_deviation, memtable_bloom),
             )| {
                 Knobs {
                     trigger,
@@ -98,6 +102,7 @@ fn knobs_strategy() -> impl Strategy<Value = Knobs> {
                     uncache,
                     index_restart,
                     block_size_deviation,
+                    memtable_bloom,
                 }
             },
         )
@@ -213,6 +218,7 @@ fn options(fs: Arc<dyn FileSystem>, knobs: &Knobs) -> Options {
         uncache_aggressiveness: u32::from(knobs.uncache),
         index_block_restart_interval: knobs.index_restart,
         block_size_deviation: knobs.block_size_deviation,
+        memtable_bloom_size_ratio: knobs.memtable_bloom,
         ..Options::default()
     }
 }

@@ -52,6 +52,8 @@ fn check(cache: Cache) {
         block_cache: Some(cache.clone()),
         write_buffer_size: 64 << 20,
         write_buffer_manager: Some(m.clone()),
+        // Exact units below: an empty memtable is its first chunk alone, without a filter.
+        memtable_bloom_size_ratio: 0.0,
         ..Options::default()
     };
     let db = Db::open(&o, "/db").unwrap();

@@ -49,8 +49,10 @@ pub(crate) fn create_cf(inner: &DbInner, name: &str, opts: &Options) -> Result<A
             return Err(e);
         }
     };
-    let mem =
-        Arc::new(MemTable::with_write_buffer_manager(inner.opts.write_buffer_manager.as_ref()));
+    let mem = Arc::new(MemTable::with_filter(
+        inner.opts.write_buffer_manager.as_ref(),
+        fopts.memtable_bloom_bytes(&inner.opts),
+    ));
     let imm = std::collections::VecDeque::new();
     let sv = SuperVersion::build(&fopts, &mem, &imm, version, 1);
     let stats = Arc::new(crate::stats::Stats::new(fopts.num_levels));

@@ -230,7 +230,7 @@ pub(crate) fn replay_wals(
     // Replayed memtables count in the DB's write buffer manager like any other; one
     // replaced when full is immutable from then on.
     let wbm = opts.write_buffer_manager.as_ref();
-    let new_mem = || Arc::new(MemTable::with_write_buffer_manager(wbm));
+    let new_mem = |o: &Options| Arc::new(MemTable::with_filter(wbm, o.memtable_bloom_bytes(opts)));
     let mut fams: BTreeMap<u32, FamilyReplay<'_>> = family_opts
         .iter()
         .map(|(&id, o)| {
@@ -239,7 +239,7 @@ pub(crate) fn replay_wals(
                 opts: o,
                 table_options: o.table_options_for_level(0),
                 log_number: versions.family_log_number(id),
-                mem: new_mem(),
+                mem: new_mem(o),
                 mem_first_wal: FileNumber(0),
                 out: ReplayedFamily::default(),
             };
@@ -404,7 +404,7 @@ pub(crate) fn replay_wals(
                     if !keep_split_at_wal_end
                         && f.mem.approximate_memory_usage() >= f.opts.write_buffer_size
                     {
-                        let full = std::mem::replace(&mut f.mem, new_mem());
+                        let full = std::mem::replace(&mut f.mem, new_mem(f.opts));
                         full.mark_immutable();
                         let number = versions.new_file_number();
                         let env = f.flush_env(fs.as_ref(), dir);
@@ -468,7 +468,7 @@ pub(crate) fn replay_wals(
         if keep_split_at_wal_end {
             for f in fams.values_mut() {
                 if f.mem.approximate_memory_usage() >= f.opts.write_buffer_size {
-                    let full = std::mem::replace(&mut f.mem, new_mem());
+                    let full = std::mem::replace(&mut f.mem, new_mem(f.opts));
                     full.mark_immutable();
                     f.out.recovered.push((full, f.mem_first_wal));
                 }
@@ -482,7 +482,7 @@ pub(crate) fn replay_wals(
     let mut families = BTreeMap::new();
     for (id, mut f) in fams {
         if !f.mem.is_empty() {
-            let mem = std::mem::replace(&mut f.mem, new_mem());
+            let mem = std::mem::replace(&mut f.mem, new_mem(f.opts));
             mem.mark_immutable();
             f.out.recovered.push((mem, f.mem_first_wal));
         }

@@ -12,9 +12,11 @@
 //!   last reference to the memtable (the DB's or an iterator's `Arc`) goes away.
 //!
 //! Files: `arena.rs` (chunk allocator), `skiplist.rs` (node layout and publication protocol),
-//! `iter.rs` ([`MemTableIterator`]).
+//! `iter.rs` ([`MemTableIterator`]), `bloom.rs` (the optional whole-key filter point lookups
+//! probe first).
 
 mod arena;
+mod bloom;
 mod iter;
 mod skiplist;
 mod sync;
@@ -25,6 +27,7 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 
+use bloom::MemBloom;
 pub(crate) use iter::MemTableIterator;
 use skiplist::SkipList;
 use write_buffer_manager::MemoryTracker;
@@ -38,6 +41,8 @@ use crate::types::{SeqNo, ValueType};
 /// read while one writes.
 pub struct MemTable {
     list: SkipList,
+    /// Whole-key filter of the point entries' user keys (`bloom.rs`), when configured.
+    bloom: Option<MemBloom>,
     num_entries: AtomicU64,
     num_deletes: AtomicU64,
     /// Smallest sequence number added; `u64::MAX` while empty (never a valid `SeqNo`).
@@ -57,8 +62,8 @@ pub struct MemTable {
 
 #[derive(Default)]
 struct MemRangeDels {
-    /// Reports the tombstones' bytes to the write buffer manager the skiplist's arena reports
-    /// to, so that a memtable of range deletions counts in the budget as its entries do.
+    /// Reports the tombstones' bytes (and the filter's) to the write buffer manager the
+    /// skiplist's arena reports to, so that they count in the budget as the entries do.
     tracker: Option<MemoryTracker>,
     list: Vec<RangeTombstone>,
     /// `list` fragmented, built on first use after a change.
@@ -78,15 +83,29 @@ impl MemTable {
 
     /// A memtable whose memory counts in `manager`'s budget (`write_buffer_manager.rs`).
     pub fn with_write_buffer_manager(manager: Option<&Arc<WriteBufferManager>>) -> MemTable {
+        Self::with_filter(manager, 0)
+    }
+
+    /// As [`Self::with_write_buffer_manager`], with a whole-key Bloom filter of about
+    /// `bloom_bytes` bytes (none when 0) that [`Self::get`] probes first. The filter's bytes
+    /// count in [`Self::approximate_memory_usage`] (and so in the write buffer's size).
+    pub fn with_filter(manager: Option<&Arc<WriteBufferManager>>, bloom_bytes: usize) -> MemTable {
+        let bloom = (bloom_bytes > 0).then(|| MemBloom::with_bytes(bloom_bytes));
+        // The filter counts in the manager's budget with the tombstones (side allocations).
+        let mut side_tracker = manager.map(|m| MemoryTracker::new(m.clone()));
+        if let (Some(t), Some(b)) = (&mut side_tracker, &bloom) {
+            t.allocated(b.size());
+        }
         MemTable {
             list: SkipList::with_tracker(manager.map(|m| MemoryTracker::new(m.clone()))),
+            bloom,
             num_entries: AtomicU64::new(0),
             num_deletes: AtomicU64::new(0),
             first_seqno: AtomicU64::new(u64::MAX),
             largest_seqno_plus1: AtomicU64::new(0),
             has_range_dels: AtomicBool::new(false),
             range_dels: RwLock::new(MemRangeDels {
-                tracker: manager.map(|m| MemoryTracker::new(m.clone())),
+                tracker: side_tracker,
                 ..MemRangeDels::default()
             }),
             range_del_bytes: AtomicUsize::new(0),
@@ -148,6 +167,10 @@ impl MemTable {
                 if t == ValueType::RangeDeletion {
                     self.add_range_tombstone(seq, user_key, value);
                     continue;
+                }
+                if let Some(b) = &self.bloom {
+                    // Before the insert: a reader that can see the entry sees its bits.
+                    b.add(user_key);
                 }
                 let trailer = pack_trailer(seq, t).to_le_bytes();
                 self.list.insert_with(splice, user_key, &trailer, value);
@@ -225,7 +248,15 @@ impl MemTable {
     /// Calls `f(ikey, value)` for entries starting at the first entry `>= lookup_ikey` (an
     /// internal key, see [`crate::key::lookup_key`]), in order, until `f` returns false or the
     /// entries end. Lock-free; allocates nothing.
+    ///
+    /// With a filter, entries of other user keys are not visited when the filter rules the
+    /// lookup's user key out: callers read only the entries of that key.
     pub fn get(&self, lookup_ikey: &[u8], mut f: impl FnMut(&[u8], &[u8]) -> bool) {
+        if let Some(b) = &self.bloom {
+            if !b.may_contain(crate::key::user_key(lookup_ikey)) {
+                return;
+            }
+        }
         let mut node = self.list.seek_ge(lookup_ikey);
         while let Some(n) = node {
             if !f(n.key(), n.value()) {
@@ -247,6 +278,7 @@ impl MemTable {
     pub fn approximate_memory_usage(&self) -> usize {
         self.list.memory_usage()
             + std::mem::size_of::<Self>()
+            + self.bloom.as_ref().map_or(0, MemBloom::size)
             + self.range_del_bytes.load(Ordering::Relaxed)
     }
 
