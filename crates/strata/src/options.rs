@@ -447,18 +447,6 @@ impl Options {
         self.compaction_filter_factory = Some(Arc::new(factory));
     }
 
-    /// Bytes of the whole-key filter of a memtable of this family in a DB opened with `db`
-    /// (0: none): `memtable_bloom_size_ratio` of what the memtable can hold, its
-    /// `write_buffer_size` or the DB's memtable budget when that is smaller.
-    pub(crate) fn memtable_bloom_bytes(&self, db: &Options) -> usize {
-        let budget = match &db.write_buffer_manager {
-            Some(m) if m.enabled() => m.buffer_size(),
-            _ if db.db_write_buffer_size > 0 => db.db_write_buffer_size,
-            _ => usize::MAX,
-        };
-        (self.write_buffer_size.min(budget) as f64 * self.memtable_bloom_size_ratio) as usize
-    }
-
     /// Checks option values that would make the engine misbehave.
     pub(crate) fn validate(&self) -> crate::Result<()> {
         let bad = |s: &str| Err(crate::Error::InvalidArgument(s.to_string()));

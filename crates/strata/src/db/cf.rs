@@ -26,6 +26,21 @@ use super::SuperVersion;
 use crate::column_family::{AsColumnFamilyRef, ColumnFamilyId};
 use crate::memtable::MemTable;
 use crate::options::Options;
+
+/// A fresh memtable of a family with options `family` in the DB opened with `db`: counted in
+/// the DB's write buffer manager, with a whole-key filter of `memtable_bloom_size_ratio` of
+/// what the memtable can hold (its `write_buffer_size`, or the DB's memtable budget when that
+/// is smaller, so a small budget with large buffers does not get large filters).
+pub(crate) fn new_memtable(family: &Options, db: &Options) -> Arc<MemTable> {
+    let budget = match &db.write_buffer_manager {
+        Some(m) if m.enabled() => m.buffer_size(),
+        _ if db.db_write_buffer_size > 0 => db.db_write_buffer_size,
+        _ => usize::MAX,
+    };
+    let capacity = family.write_buffer_size.min(budget);
+    let bloom_bytes = (capacity as f64 * family.memtable_bloom_size_ratio) as usize;
+    Arc::new(MemTable::with_budget(db.write_buffer_manager.as_ref(), bloom_bytes))
+}
 use crate::sstable::TableOptions;
 use crate::types::{FileNumber, SeqNo, ValueType};
 use crate::version::levels::Version;

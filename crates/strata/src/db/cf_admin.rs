@@ -16,7 +16,6 @@ use super::cf::FamilyMem;
 use super::{CfState, Cfd, ColumnFamily, DbInner, SuperVersion};
 use crate::column_family::{check_name, DEFAULT_COLUMN_FAMILY_NAME};
 use crate::error::{Error, Result};
-use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::version::edit::VersionEdit;
 use crate::version::set::VersionSet;
@@ -49,10 +48,7 @@ pub(crate) fn create_cf(inner: &DbInner, name: &str, opts: &Options) -> Result<A
             return Err(e);
         }
     };
-    let mem = Arc::new(MemTable::with_filter(
-        inner.opts.write_buffer_manager.as_ref(),
-        fopts.memtable_bloom_bytes(&inner.opts),
-    ));
+    let mem = super::cf::new_memtable(&fopts, &inner.opts);
     let imm = std::collections::VecDeque::new();
     let sv = SuperVersion::build(&fopts, &mem, &imm, version, 1);
     let stats = Arc::new(crate::stats::Stats::new(fopts.num_levels));

@@ -492,10 +492,7 @@ fn assemble(mut p: Parts<'_>) -> DbInner {
     for (&id, family) in p.versions.families() {
         let Some(fopts) = p.family_opts.remove(&id) else { continue };
         let recovered = p.recovered.remove(&id).unwrap_or_default();
-        let mem = Arc::new(MemTable::with_filter(
-            p.opts.write_buffer_manager.as_ref(),
-            fopts.memtable_bloom_bytes(p.opts),
-        ));
+        let mem = super::cf::new_memtable(&fopts, p.opts);
         let stats = if id == 0 {
             db_stats.clone()
         } else {

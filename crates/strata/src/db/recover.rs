@@ -229,8 +229,7 @@ pub(crate) fn replay_wals(
 ) -> Result<Replayed> {
     // Replayed memtables count in the DB's write buffer manager like any other; one
     // replaced when full is immutable from then on.
-    let wbm = opts.write_buffer_manager.as_ref();
-    let new_mem = |o: &Options| Arc::new(MemTable::with_filter(wbm, o.memtable_bloom_bytes(opts)));
+    let new_mem = |o: &Options| super::cf::new_memtable(o, opts);
     let mut fams: BTreeMap<u32, FamilyReplay<'_>> = family_opts
         .iter()
         .map(|(&id, o)| {

@@ -33,7 +33,7 @@ use super::write_queue::{
 use super::{Cfd, DbInner, MemSet, WalState};
 use crate::error::{Error, Result};
 use crate::filename::wal_path;
-use crate::memtable::{MemTable, WriteBufferManager};
+use crate::memtable::WriteBufferManager;
 use crate::options::WriteOptions;
 use crate::stats::{Stall, Ticker};
 use crate::types::{FileNumber, SeqNo};
@@ -1026,10 +1026,7 @@ pub(crate) fn switch_memtable(inner: &DbInner, wal: &mut WalState, cfd: &Arc<Cfd
     // WALs its memtable's writes are in (`db/flush.rs`), so the WAL must be on the list by then.
     let retired = std::mem::replace(&mut wal.writer, new_writer);
     inner.retired_wals.lock().push_back((wal.number, retired));
-    let new_mem = Arc::new(MemTable::with_filter(
-        inner.opts.write_buffer_manager.as_ref(),
-        cfd.opts.memtable_bloom_bytes(&inner.opts),
-    ));
+    let new_mem = super::cf::new_memtable(&cfd.opts, &inner.opts);
     {
         let mut st = inner.state.lock();
         if let Some(cs) = st.cfs.get_mut(&cfd.id) {

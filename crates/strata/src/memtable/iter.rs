@@ -66,7 +66,7 @@ impl InternalIterator for MemTableIterator {
         let next = self.node().next(0);
         if let Some(n) = next {
             // Scans that call `next` read (nearly) every entry: fetch the one after ahead.
-            n.prefetch_next(n.entry_span());
+            n.prefetch_next();
         }
         self.cur = Self::raw(next);
     }

@@ -78,18 +78,14 @@ impl Default for MemTable {
 
 impl MemTable {
     pub fn new() -> MemTable {
-        Self::with_write_buffer_manager(None)
+        Self::with_budget(None, 0)
     }
 
-    /// A memtable whose memory counts in `manager`'s budget (`write_buffer_manager.rs`).
-    pub fn with_write_buffer_manager(manager: Option<&Arc<WriteBufferManager>>) -> MemTable {
-        Self::with_filter(manager, 0)
-    }
-
-    /// As [`Self::with_write_buffer_manager`], with a whole-key Bloom filter of about
-    /// `bloom_bytes` bytes (none when 0) that [`Self::get`] probes first. The filter's bytes
-    /// count in [`Self::approximate_memory_usage`] (and so in the write buffer's size).
-    pub fn with_filter(manager: Option<&Arc<WriteBufferManager>>, bloom_bytes: usize) -> MemTable {
+    /// A memtable whose memory counts in `manager`'s budget (`write_buffer_manager.rs`), with
+    /// a whole-key Bloom filter of about `bloom_bytes` bytes (none when 0) that [`Self::get`]
+    /// probes first. The filter's bytes count in [`Self::approximate_memory_usage`] (and so
+    /// in the write buffer's size) and in the manager's budget.
+    pub fn with_budget(manager: Option<&Arc<WriteBufferManager>>, bloom_bytes: usize) -> MemTable {
         let bloom = (bloom_bytes > 0).then(|| MemBloom::with_bytes(bloom_bytes));
         // The filter counts in the manager's budget with the tombstones (side allocations).
         let mut side_tracker = manager.map(|m| MemoryTracker::new(m.clone()));

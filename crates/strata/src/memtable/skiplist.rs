@@ -186,21 +186,15 @@ impl<'a> Node<'a> {
         unsafe { std::slice::from_raw_parts(self.data().add(klen), vlen) }
     }
 
-    /// Bytes from this node's level-0 link to the end of its value: what an in-order scan
-    /// touches of it.
+    /// Starts loading the next node at level 0: its link, header, key and value, guessed to
+    /// be as long as this node's (at most [`PREFETCH_SPAN_MAX`] bytes). An in-order scan calls
+    /// it on each node it arrives at, so the entry after it is on its way while this one is
+    /// copied: nodes are scattered over the arena in insertion order, and a scan that waits
+    /// for each one is bound by memory latency (a flush was, half of its time).
     #[inline]
-    pub(crate) fn entry_span(self) -> usize {
+    pub(crate) fn prefetch_next(self) {
         let (klen, vlen) = self.lens();
-        LINK_LEN + std::mem::size_of::<NodeHeader>() + klen + vlen
-    }
-
-    /// Starts loading the next node at level 0: its link, header and the first `span` bytes
-    /// from there (at most [`PREFETCH_SPAN_MAX`]). An in-order scan calls it on each node it
-    /// arrives at, with that node's own span as the guess, so the entry after it is on its way
-    /// while this one is copied: nodes are scattered over the arena in insertion order, and a
-    /// scan that waits for each one is bound by memory latency (a flush was, half of its time).
-    #[inline]
-    pub(crate) fn prefetch_next(self, span: usize) {
+        let span = LINK_LEN + std::mem::size_of::<NodeHeader>() + klen + vlen;
         let next = self.link(0).load(MemOrder::Relaxed);
         if next.is_null() {
             return;
