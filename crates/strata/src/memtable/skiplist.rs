@@ -69,6 +69,7 @@ use super::sync::{AtomicPtr, AtomicU64, AtomicUsize, Mutex};
 use super::arena::{Arena, ALIGN};
 use super::write_buffer_manager::MemoryTracker;
 use crate::key::compare_internal;
+use crate::util::prefetch::prefetch;
 
 /// Maximum node height; with branching 4 a list stays logarithmic up to ~4^12 = 16M entries.
 pub(crate) const MAX_HEIGHT: usize = 12;
@@ -204,7 +205,7 @@ impl<'a> Node<'a> {
         let start = next.cast::<u8>().wrapping_sub(LINK_LEN);
         let mut off = 0;
         while off < span.min(PREFETCH_SPAN_MAX) {
-            prefetch(start.wrapping_add(off).cast());
+            prefetch(start.wrapping_add(off));
             off += CACHE_LINE;
         }
     }
@@ -517,19 +518,6 @@ fn walk<'a>(
             return (x, Some(n));
         }
     }
-}
-
-/// A cache hint: starts loading the line at `p` (a node header, possibly null).
-#[inline(always)]
-fn prefetch(p: *const NodeHeader) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is only a hint: it never faults or reads into the program's state,
-    // whatever the address (null included). SSE is part of the x86-64 baseline.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast::<i8>());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
 }
 
 /// Reserves a node of `height` links for an entry of `klen` key and `vlen` value bytes; returns

@@ -28,6 +28,7 @@ use crate::iterator::InternalIterator;
 use crate::key::{compare_internal, user_key, TRAILER_LEN};
 use crate::util::coding::{decode_fixed32, get_varint32};
 use crate::util::compare::compare_bytes;
+use crate::util::spare_bufs;
 
 use super::filter::BloomFilter;
 
@@ -48,6 +49,14 @@ pub struct Block {
     filter: Option<Box<BloomFilter>>,
     /// Set for an index block with many restart points ([`Block::with_seek_hints`]).
     hints: Option<Box<SeekHints>>,
+}
+
+/// The block's buffer goes to this thread's spares, for the next block it decodes
+/// (`util::spare_bufs`).
+impl Drop for Block {
+    fn drop(&mut self) {
+        spare_bufs::give(std::mem::take(&mut self.data));
+    }
 }
 
 impl std::fmt::Debug for Block {

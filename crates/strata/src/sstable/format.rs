@@ -67,6 +67,7 @@ use crate::util::coding::Reader;
 #[cfg(test)]
 use crate::util::coding::MAX_VARINT64_LEN;
 use crate::util::coding::{decode_fixed32, decode_fixed64, put_fixed32, put_fixed64, put_varint64};
+use crate::util::spare_bufs;
 
 use super::compression;
 
@@ -305,7 +306,11 @@ pub fn decode_block(
                 v.truncate(size);
                 v
             }
-            Cow::Borrowed(b) => b[..size].to_vec(),
+            Cow::Borrowed(b) => {
+                let mut v = spare_bufs::take(size);
+                v.extend_from_slice(&b[..size]);
+                v
+            }
         }),
         _ => {
             compression::uncompress(ty, &buf[..size], handle.offset).map_err(|e| e.with_file(path))

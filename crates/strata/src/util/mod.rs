@@ -6,4 +6,6 @@ pub mod compare;
 pub mod cpu;
 pub mod kill_point;
 pub(crate) mod page_buf;
+pub(crate) mod prefetch;
+pub(crate) mod spare_bufs;
 pub(crate) mod thread_index;

@@ -1,0 +1,18 @@
+//! A software prefetch: asks the CPU to start loading the cache line at an address, so that a
+//! later load of it does not wait for memory. Used where the addresses of several loads are
+//! known before the first is needed (a memtable walk, the block cache's clock sweep).
+
+/// Starts loading the cache line holding `p` into every cache level. Only a hint: it never
+/// faults and reads nothing into the program, whatever the address (null and dangling
+/// included); a no-op off x86-64.
+#[inline(always)]
+pub fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch never dereferences its address in the program's sense: it cannot
+    // fault or change the program's state. SSE is part of the x86-64 baseline.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast::<i8>());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
