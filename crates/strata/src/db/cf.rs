@@ -27,6 +27,11 @@ use crate::column_family::{AsColumnFamilyRef, ColumnFamilyId};
 use crate::memtable::MemTable;
 use crate::options::Options;
 
+use crate::sstable::TableOptions;
+use crate::types::{FileNumber, SeqNo, ValueType};
+use crate::version::levels::Version;
+use crate::write_batch::BatchRecord;
+
 /// A fresh memtable of a family with options `family` in the DB opened with `db`: counted in
 /// the DB's write buffer manager, with a whole-key filter of `memtable_bloom_size_ratio` of
 /// what the memtable can hold (its `write_buffer_size`, or the DB's memtable budget when that
@@ -41,10 +46,6 @@ pub(crate) fn new_memtable(family: &Options, db: &Options) -> Arc<MemTable> {
     let bloom_bytes = (capacity as f64 * family.memtable_bloom_size_ratio) as usize;
     Arc::new(MemTable::with_budget(db.write_buffer_manager.as_ref(), bloom_bytes))
 }
-use crate::sstable::TableOptions;
-use crate::types::{FileNumber, SeqNo, ValueType};
-use crate::version::levels::Version;
-use crate::write_batch::BatchRecord;
 
 /// A family to open or create: its name and its options. Of the options, the family uses
 /// what shapes one LSM tree (memtable size and count, compaction style and its settings,

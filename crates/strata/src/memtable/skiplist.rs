@@ -69,7 +69,7 @@ use super::sync::{AtomicPtr, AtomicU64, AtomicUsize, Mutex};
 use super::arena::{Arena, ALIGN};
 use super::write_buffer_manager::MemoryTracker;
 use crate::key::compare_internal;
-use crate::util::prefetch::prefetch;
+use crate::util::prefetch::{prefetch, prefetch_span, CACHE_LINE};
 
 /// Maximum node height; with branching 4 a list stays logarithmic up to ~4^12 = 16M entries.
 pub(crate) const MAX_HEIGHT: usize = 12;
@@ -200,19 +200,12 @@ impl<'a> Node<'a> {
         if next.is_null() {
             return;
         }
-        // The addresses are only hints (`prefetch` never dereferences), hence `wrapping_*`:
-        // a guessed span past the node's end names other arena bytes, or none.
+        // The addresses are only hints (never dereferenced), hence `wrapping_sub`: a guessed
+        // span past the node's end names other arena bytes, or none.
         let start = next.cast::<u8>().wrapping_sub(LINK_LEN);
-        let mut off = 0;
-        while off < span.min(PREFETCH_SPAN_MAX) {
-            prefetch(start.wrapping_add(off));
-            off += CACHE_LINE;
-        }
+        prefetch_span(start, span.min(PREFETCH_SPAN_MAX));
     }
 }
-
-/// Cache line size assumed by [`Node::prefetch_next`].
-const CACHE_LINE: usize = 64;
 
 /// Most bytes of one node [`Node::prefetch_next`] asks for (8 lines): a larger value is
 /// streamed by the hardware once its copy has started.

@@ -28,7 +28,7 @@ use crate::iterator::InternalIterator;
 use crate::key::{compare_internal, user_key, TRAILER_LEN};
 use crate::util::coding::{decode_fixed32, get_varint32};
 use crate::util::compare::compare_bytes;
-use crate::util::prefetch::prefetch;
+use crate::util::prefetch::{prefetch_span, CACHE_LINE};
 use crate::util::spare_bufs;
 
 use super::filter::BloomFilter;
@@ -224,9 +224,7 @@ impl Block {
             // instead of after it: the seek reads one of them next.
             Some(h) => h.bounds(u, |group| {
                 let first = self.entries_end + 4 * group * LINE;
-                let bytes = self.data.as_ptr().wrapping_add(first);
-                prefetch(bytes);
-                prefetch(bytes.wrapping_add(4 * LINE - 1));
+                prefetch_span(self.data.as_ptr().wrapping_add(first), 4 * LINE);
             }),
             None => (0, self.num_restarts - 1),
         }
@@ -237,8 +235,6 @@ impl Block {
     }
 }
 
-/// Cache line size assumed by the prefetches of a seek.
-const CACHE_LINE: usize = 64;
 /// Most bytes of a restart interval a seek prefetches.
 const MAX_SCAN_PREFETCH: usize = 8 * CACHE_LINE;
 
@@ -348,27 +344,19 @@ impl SeekHints {
     /// every level (`p < t` or `p <= t`): counted in the top line, then, from the top down,
     /// in the one line of the next level whose group straddles the boundary. A count is capped
     /// at the level's entries (`p <= u32::MAX` holds for the padding too).
-    /// `at_level0(group)` is called with the level-0 line about to be read (with 0 when the
-    /// count ends above level 0).
+    /// `at_level0(group)` is called before level 0's line `group` is read.
     #[inline(always)]
-    fn rank(&self, below: impl Fn(u32) -> bool + Copy, at_level0: impl FnOnce(usize)) -> usize {
+    fn rank(&self, below: impl Fn(u32) -> bool + Copy, at_level0: impl Fn(usize)) -> usize {
         let (top, top_len) = self.levels[self.levels.len() - 1];
         let mut g = self.lines[top].count(below).min(top_len);
-        let mut hook = Some(at_level0);
-        let levels = self.levels.len();
-        for (k, &(first, len)) in self.levels.iter().rev().skip(1).enumerate() {
+        for (level, &(first, len)) in self.levels.iter().enumerate().rev().skip(1) {
             // `g` entries of the level above satisfy `below`: they are the first hints of
             // groups `0..g` of this level, so the boundary lies in group `g - 1`.
-            let Some(group) = g.checked_sub(1) else { break };
-            if k + 2 == levels {
-                if let Some(h) = hook.take() {
-                    h(group);
-                }
+            let Some(group) = g.checked_sub(1) else { return 0 };
+            if level == 0 {
+                at_level0(group);
             }
             g = (group * LINE + self.lines[first + group].count(below)).min(len);
-        }
-        if let Some(h) = hook {
-            h(0);
         }
         g
     }
@@ -377,7 +365,7 @@ impl SeekHints {
     /// target, restarts from the first hint above it are above it.
     /// `at_level0` is [`SeekHints::rank`]'s, for the first count.
     #[inline]
-    fn bounds(&self, u: &[u8], at_level0: impl FnOnce(usize)) -> (usize, usize) {
+    fn bounds(&self, u: &[u8], at_level0: impl Fn(usize)) -> (usize, usize) {
         let t = hint(&self.common, u);
         let lo = self.rank(|p| p < t, at_level0);
         let tied = lo < self.levels[0].1 && self.hint_at(lo) == t;
@@ -583,12 +571,8 @@ impl BlockIter {
         self.next_restart = self.block.restart_end(i);
         // The interval's entries are read one after the other, each header giving the next
         // one's place: ask for all their lines at once (a few; a no-op on a hot block).
-        let data = self.block.data.as_ptr();
-        let mut line = self.next & !(CACHE_LINE - 1);
-        while line < self.next_restart.min(self.next + MAX_SCAN_PREFETCH) {
-            prefetch(data.wrapping_add(line));
-            line += CACHE_LINE;
-        }
+        let interval = self.next_restart.saturating_sub(self.next).min(MAX_SCAN_PREFETCH);
+        prefetch_span(self.block.data.as_ptr().wrapping_add(self.next), interval);
         self.key.clear();
         self.cache_pos = NOT_CACHED;
     }

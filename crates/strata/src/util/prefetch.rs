@@ -1,6 +1,10 @@
 //! A software prefetch: asks the CPU to start loading the cache line at an address, so that a
 //! later load of it does not wait for memory. Used where the addresses of several loads are
-//! known before the first is needed (a memtable walk, the block cache's clock sweep).
+//! known before the first is needed (a memtable walk, a block seek, the block cache's clock
+//! sweep).
+
+/// Cache line size the prefetches assume.
+pub const CACHE_LINE: usize = 64;
 
 /// Starts loading the cache line holding `p` into every cache level. Only a hint: it never
 /// faults and reads nothing into the program, whatever the address (null and dangling
@@ -15,4 +19,18 @@ pub fn prefetch<T>(p: *const T) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = p;
+}
+
+/// Starts loading every cache line that bytes `p..p + len` touch. Only hints, like
+/// [`prefetch`]: the range may reach past an allocation (addresses are formed with wrapping
+/// arithmetic and never dereferenced).
+#[inline(always)]
+pub fn prefetch_span(p: *const u8, len: usize) {
+    let misalign = p as usize % CACHE_LINE;
+    let line0 = p.wrapping_sub(misalign);
+    let mut off = 0;
+    while off < misalign + len {
+        prefetch(line0.wrapping_add(off));
+        off += CACHE_LINE;
+    }
 }
