@@ -257,6 +257,7 @@ define_flags! {
     cache_numshardbits: i64 = -1i64, Hint, "RocksDB block cache shard bits";
     cache_high_pri_pool_ratio: f64 = 0.0f64, Hint, "RocksDB LRU high-priority pool ratio";
     cache_low_pri_pool_ratio: f64 = 0.0f64, Hint, "RocksDB LRU low-priority pool ratio";
+    block_cache_admission: String = "second_miss", Engine, "Strata: data blocks a full block cache takes in (second_miss: missed twice within its window; always: every one, as RocksDB)";
     cache_index_and_filter_blocks: bool = false, Engine, "Index and filter blocks in the block cache (charged)";
     pin_l0_filter_and_index_blocks_in_cache: bool = false, Engine, "Pin L0 index/filter blocks in the block cache";
     pin_top_level_index_and_filter: bool = true, Engine, "Pin the top level of a partitioned index/filter";

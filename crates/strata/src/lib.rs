@@ -42,7 +42,10 @@ pub mod fuzz_api;
 #[cfg(feature = "kill-points")]
 pub use util::kill_point;
 
-pub use cache::{CacheType, HyperClockCacheOptions, LruCacheOptions, Priority as CachePriority};
+pub use cache::{
+    Admission as BlockCacheAdmission, CacheType, HyperClockCacheOptions, LruCacheOptions,
+    Priority as CachePriority,
+};
 pub use column_family::{AsColumnFamilyRef, ColumnFamilyId, DEFAULT_COLUMN_FAMILY_NAME};
 pub use compaction_filter::{
     CompactionFilter, CompactionFilterContext, CompactionFilterFactory, Decision,

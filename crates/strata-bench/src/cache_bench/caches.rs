@@ -66,6 +66,7 @@ impl StrataCache {
                 num_shard_bits: f.num_shard_bits,
                 strict_capacity_limit: false,
                 high_pri_pool_ratio: HIGH_PRI_POOL_RATIO,
+                ..LruCacheOptions::new(capacity)
             })?,
             CacheKind::FixedClock | CacheKind::AutoClock => {
                 let mut o = HyperClockCacheOptions::new(capacity, kind.estimated_entry_charge(f));

@@ -8,9 +8,10 @@ use anyhow::{anyhow, bail, Result};
 use std::sync::Arc;
 
 use strata::{
-    Cache, ColumnFamily, ColumnFamilyDescriptor, CompactionStopStyle, CompactionStyle,
-    CompressionType, Db, HyperClockCacheOptions, LruCacheOptions, Options, PrefixExtractor,
-    ReadOptions, WriteBatch, WriteBufferManager, WriteOptions,
+    BlockCacheAdmission as Admission, Cache, ColumnFamily, ColumnFamilyDescriptor,
+    CompactionStopStyle, CompactionStyle, CompressionType, Db, HyperClockCacheOptions,
+    LruCacheOptions, Options, PrefixExtractor, ReadOptions, WriteBatch, WriteBufferManager,
+    WriteOptions,
 };
 
 use super::{Batch, BatchOp, Bounds, Engine, EngineIter, LiveFile, ReadOpts, WriteOpts};
@@ -24,6 +25,7 @@ pub const HONOURED_FLAGS: &[&str] = &[
     "cache_type",
     "cache_numshardbits",
     "cache_high_pri_pool_ratio",
+    "block_cache_admission",
     "bloom_bits",
     "block_size",
     "cache_index_and_filter_blocks",
@@ -103,8 +105,8 @@ pub const HONOURED_FLAGS: &[&str] = &[
     "tiered_skewed_filter_bits",
 ];
 
-/// The block cache `--cache_type`, `--cache_size`, `--cache_numshardbits` and
-/// `--cache_high_pri_pool_ratio` ask for (None without a cache). As RocksDB 11's db_bench:
+/// The block cache `--cache_type`, `--cache_size`, `--cache_numshardbits`,
+/// `--cache_high_pri_pool_ratio` and `--block_cache_admission` ask for (None without a cache). As RocksDB 11's db_bench:
 /// `fixed_hyper_clock_cache` sizes the clock table for entries of `--block_size` bytes;
 /// `auto_hyper_clock_cache` and a bare `hyper_clock_cache` (the default) get the table that
 /// grows as entries are inserted.
@@ -116,12 +118,18 @@ pub fn block_cache(cfg: &Config) -> Result<Option<Cache>> {
     let capacity = usize::try_from(f.cache_size)?;
     let num_shard_bits = i32::try_from(f.cache_numshardbits)
         .map_err(|_| anyhow!("--cache_numshardbits={}: out of range", f.cache_numshardbits))?;
+    let admission = match f.block_cache_admission.as_str() {
+        "second_miss" => Admission::SecondMiss,
+        "always" => Admission::Always,
+        other => bail!("--block_cache_admission={other}: expected second_miss or always"),
+    };
     let cache = match f.cache_type.as_str() {
         "lru_cache" => Cache::new_lru_opts(&LruCacheOptions {
             capacity,
             num_shard_bits,
             strict_capacity_limit: false,
             high_pri_pool_ratio: f.cache_high_pri_pool_ratio,
+            admission,
         }),
         "hyper_clock_cache" | "fixed_hyper_clock_cache" | "auto_hyper_clock_cache" => {
             // As RocksDB: the fixed table is sized for --block_size entries; the automatic
@@ -132,6 +140,7 @@ pub fn block_cache(cfg: &Config) -> Result<Option<Cache>> {
             };
             let mut o = HyperClockCacheOptions::new(capacity, estimate);
             o.num_shard_bits = num_shard_bits;
+            o.admission = admission;
             Cache::new_hyper_clock_opts(&o)
         }
         "clock_cache" => bail!("Old clock cache implementation has been removed."),

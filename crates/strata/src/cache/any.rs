@@ -99,6 +99,16 @@ impl<K: Hash + Eq + Clone + Send + Sync, V: Send + Sync> AnyCache<K, V> {
         }
     }
 
+    /// Whether inserting `charge` bytes under `key` now would evict another entry (a hint:
+    /// other threads may change it at any time).
+    #[inline]
+    pub fn would_evict(&self, key: &K, charge: usize) -> bool {
+        match self {
+            AnyCache::Lru(c) => c.would_evict(key, charge),
+            AnyCache::Clock(c) => c.would_evict(key, charge),
+        }
+    }
+
     /// Removes `key` if present.
     #[inline]
     pub fn erase(&self, key: &K) {

@@ -12,6 +12,7 @@
 //! [`Priority::High`] is for them when they are cached, and is honoured by both
 //! implementations.
 
+mod admission;
 mod any;
 pub mod clock;
 mod hash;
@@ -20,6 +21,7 @@ mod options;
 mod sharded_lru;
 mod striped;
 
+pub use admission::{block_hash, Admission, Doorkeeper};
 pub use any::{AnyCache, CacheHandle};
 pub use clock::{ClockCache, ClockHandle};
 pub use options::{CacheType, HyperClockCacheOptions, LruCacheOptions};

@@ -1,4 +1,7 @@
-//! The options of the two cache implementations, as RocksDB names them.
+//! The options of the two cache implementations, as RocksDB names them, and the block cache's
+//! admission policy (ours: `admission.rs`).
+
+use super::admission::Admission;
 
 /// The cache implementations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,6 +26,9 @@ pub struct LruCacheOptions {
     /// Share of each shard's capacity reserved for high-priority entries and entries hit
     /// before; others enter below that pool and leave first. 0 (default) is plain LRU.
     pub high_pri_pool_ratio: f64,
+    /// Which blocks read on a miss the block cache takes in once full (`Admission`; default
+    /// `SecondMiss`). Only the block cache (`strata::Cache`) applies it.
+    pub admission: Admission,
 }
 
 impl LruCacheOptions {
@@ -33,6 +39,7 @@ impl LruCacheOptions {
             num_shard_bits: -1,
             strict_capacity_limit: false,
             high_pri_pool_ratio: 0.0,
+            admission: Admission::default(),
         }
     }
 }
@@ -53,6 +60,8 @@ pub struct HyperClockCacheOptions {
     /// Refuse an insert that does not fit after evicting every unreferenced entry, rather than
     /// exceed the capacity. Default false.
     pub strict_capacity_limit: bool,
+    /// As [`LruCacheOptions::admission`].
+    pub admission: Admission,
 }
 
 impl HyperClockCacheOptions {
@@ -63,6 +72,7 @@ impl HyperClockCacheOptions {
             estimated_entry_charge,
             num_shard_bits: -1,
             strict_capacity_limit: false,
+            admission: Admission::default(),
         }
     }
 }

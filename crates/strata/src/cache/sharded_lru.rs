@@ -38,6 +38,8 @@ struct Shard<K, V> {
     lru: Mutex<LruShard<K, V>>,
     /// Mirror of the shard's usage, stored under the lock, read without it.
     usage: AtomicUsize,
+    /// The shard's part of the capacity.
+    capacity: usize,
     hits: AtomicU64,
     misses: AtomicU64,
 }
@@ -76,12 +78,14 @@ impl<K: Hash + Eq + Send, V: Send + Sync> LruCache<K, V> {
         let n = 1usize << shard_bits;
         let (base, extra) = (capacity / n, capacity % n);
         let shards = (0..n)
-            .map(|i| Shard {
-                lru: Mutex::new({
-                    let cap = base + usize::from(i < extra);
-                    LruShard::with_pool(cap, (cap as f64 * high_pri_pool_ratio) as usize)
-                }),
+            .map(|i| base + usize::from(i < extra))
+            .map(|cap| Shard {
+                lru: Mutex::new(LruShard::with_pool(
+                    cap,
+                    (cap as f64 * high_pri_pool_ratio) as usize,
+                )),
                 usage: AtomicUsize::new(0),
+                capacity: cap,
                 hits: AtomicU64::new(0),
                 misses: AtomicU64::new(0),
             })
@@ -131,6 +135,13 @@ impl<K: Hash + Eq + Send, V: Send + Sync> LruCache<K, V> {
             shard.usage.store(lru.usage(), Ordering::Relaxed);
         }
         drop(removed);
+    }
+
+    /// Whether inserting `charge` bytes under `key` now would evict (its shard is full); read
+    /// without the lock, so only a hint.
+    pub fn would_evict(&self, key: &K, charge: usize) -> bool {
+        let (_, shard) = self.locate(key);
+        shard.usage.load(Ordering::Relaxed) + charge > shard.capacity
     }
 
     /// Removes `key` if present.

@@ -2,19 +2,50 @@
 //! budget bounds the blocks of every `Db` given a clone (`Options::block_cache`). Blocks are
 //! keyed by a process-unique owner per open table cache ([`CacheKey::new_owner`]), so DBs
 //! sharing a cache never see each other's blocks.
+//!
+//! Data blocks read on a miss are offered to the cache ([`Cache::offer`]): a full cache takes
+//! in only a block missed before within its admission window (`cache/admission.rs`,
+//! [`Admission::SecondMiss`], the default), else every block. A block not taken in is returned
+//! to its reader as usual and kept as the thread's last passed-over block (one per thread,
+//! outside the capacity, like the spare buffers of `util/spare_bufs.rs`), so a read of the
+//! same block right after does not read it again: it takes it from there
+//! ([`Cache::passed_over`]) and offers it once more, which, as its second miss, is taken in.
 
+use std::cell::RefCell;
 use std::sync::Arc;
 
 use super::Block;
 use crate::cache::{
-    AnyCache, CacheKey, CacheType, HyperClockCacheOptions, LruCache, LruCacheOptions, Priority,
+    block_hash, Admission, AnyCache, CacheKey, CacheType, Doorkeeper, HyperClockCacheOptions,
+    LruCache, LruCacheOptions, Priority,
 };
 use crate::error::Result;
+
+thread_local! {
+    /// The last data block this thread read that the cache did not take in, with its key.
+    static PASSED_OVER: RefCell<Option<(CacheKey, Arc<Block>)>> = const { RefCell::new(None) };
+}
 
 /// A block cache shared by every `Db` (and every clone) holding it.
 #[derive(Clone)]
 pub struct Cache {
-    inner: Arc<AnyCache<CacheKey, Block>>,
+    inner: Arc<Shared>,
+}
+
+struct Shared {
+    cache: AnyCache<CacheKey, Block>,
+    /// Recent misses, for [`Admission::SecondMiss`]; None for [`Admission::Always`].
+    doorkeeper: Option<Doorkeeper>,
+}
+
+impl Shared {
+    fn new(cache: AnyCache<CacheKey, Block>, admission: Admission) -> Self {
+        let doorkeeper = match admission {
+            Admission::Always => None,
+            Admission::SecondMiss => Some(Doorkeeper::new(cache.capacity())),
+        };
+        Shared { cache, doorkeeper }
+    }
 }
 
 impl std::fmt::Debug for Cache {
@@ -30,12 +61,14 @@ impl std::fmt::Debug for Cache {
 impl Cache {
     /// An LRU cache of `capacity` bytes with default options.
     pub fn new_lru(capacity: usize) -> Cache {
-        Cache { inner: Arc::new(AnyCache::Lru(LruCache::new(capacity))) }
+        let cache = AnyCache::Lru(LruCache::new(capacity));
+        Cache { inner: Arc::new(Shared::new(cache, Admission::default())) }
     }
 
     /// An LRU cache; `InvalidArgument` for a bad ratio or shard count.
     pub fn new_lru_opts(opts: &LruCacheOptions) -> Result<Cache> {
-        Ok(Cache { inner: Arc::new(AnyCache::lru(opts)?) })
+        let cache = AnyCache::lru(opts)?;
+        Ok(Cache { inner: Arc::new(Shared::new(cache, opts.admission)) })
     }
 
     /// A clock cache of `capacity` bytes whose tables are sized for entries of about
@@ -47,37 +80,38 @@ impl Cache {
 
     /// A clock cache with options.
     pub fn new_hyper_clock_opts(opts: &HyperClockCacheOptions) -> Result<Cache> {
-        Ok(Cache { inner: Arc::new(AnyCache::hyper_clock(opts)?) })
+        let cache = AnyCache::hyper_clock(opts)?;
+        Ok(Cache { inner: Arc::new(Shared::new(cache, opts.admission)) })
     }
 
     /// The implementation.
     pub fn cache_type(&self) -> CacheType {
-        self.inner.cache_type()
+        self.inner.cache.cache_type()
     }
 
     /// Bytes of charge held (exact when no operation runs).
     pub fn usage(&self) -> usize {
-        self.inner.usage()
+        self.inner.cache.usage()
     }
 
     /// The byte capacity.
     pub fn capacity(&self) -> usize {
-        self.inner.capacity()
+        self.inner.cache.capacity()
     }
 
     /// The largest charge one entry can have and be kept (a shard's capacity).
     pub(crate) fn max_entry_charge(&self) -> usize {
-        self.inner.capacity() / self.inner.num_shards().max(1)
+        self.inner.cache.capacity() / self.inner.cache.num_shards().max(1)
     }
 
     /// Lookups that hit, over every user.
     pub fn hits(&self) -> u64 {
-        self.inner.hits()
+        self.inner.cache.hits()
     }
 
     /// Lookups that missed.
     pub fn misses(&self) -> u64 {
-        self.inner.misses()
+        self.inner.cache.misses()
     }
 
     /// Whether two handles share one cache.
@@ -87,32 +121,69 @@ impl Cache {
 
     /// Shards (reservations are spread over them).
     pub(crate) fn num_shards(&self) -> usize {
-        self.inner.num_shards()
+        self.inner.cache.num_shards()
     }
 
     /// Holds `charge` bytes of shard `shard` without a block (`AnyCache::reserve`).
     pub(crate) fn reserve(&self, shard: usize, charge: usize) -> bool {
-        self.inner.reserve(shard, charge)
+        self.inner.cache.reserve(shard, charge)
     }
 
     /// Gives back a reservation (`AnyCache::release`).
     pub(crate) fn release(&self, shard: usize, charge: usize) {
-        self.inner.release(shard, charge);
+        self.inner.cache.release(shard, charge);
     }
 
     #[inline]
     pub(crate) fn lookup(&self, key: &CacheKey) -> Option<Arc<Block>> {
-        self.inner.lookup(key)
+        self.inner.cache.lookup(key)
     }
 
     #[inline]
     pub(crate) fn insert(&self, key: CacheKey, block: Arc<Block>, charge: usize, p: Priority) {
-        self.inner.insert(key, block, charge, p);
+        self.inner.cache.insert(key, block, charge, p);
+    }
+
+    /// Offers a data block read on a miss: inserted at low priority unless the cache is full
+    /// and admission turns it away (module doc). Returns whether it was inserted; a block
+    /// turned away becomes this thread's passed-over block.
+    pub(crate) fn offer(&self, key: CacheKey, block: &Arc<Block>, charge: usize) -> bool {
+        if let Some(d) = &self.inner.doorkeeper {
+            if self.inner.cache.would_evict(&key, charge)
+                && !d.second_miss(block_hash([key.owner, key.file, key.offset]), charge)
+            {
+                let kept = Some((key, Arc::clone(block)));
+                // Reentrant use (a block dropped inside) or thread exit: simply not kept.
+                let old = PASSED_OVER
+                    .try_with(|p| p.try_borrow_mut().map(|mut p| std::mem::replace(&mut *p, kept)))
+                    .ok()
+                    .and_then(|r| r.ok());
+                drop(old);
+                return false;
+            }
+        }
+        self.inner.cache.insert(key, Arc::clone(block), charge, Priority::Low);
+        true
+    }
+
+    /// This thread's passed-over block if it is `key`'s (taken from the thread).
+    #[inline]
+    pub(crate) fn passed_over(key: &CacheKey) -> Option<Arc<Block>> {
+        PASSED_OVER
+            .try_with(|p| {
+                let mut p = p.try_borrow_mut().ok()?;
+                match &*p {
+                    Some((k, _)) if k == key => p.take().map(|(_, b)| b),
+                    _ => None,
+                }
+            })
+            .ok()
+            .flatten()
     }
 
     /// Removes the block under `key`, if cached (a holder of it keeps its copy).
     pub(crate) fn erase(&self, key: &CacheKey) {
-        self.inner.erase(key);
+        self.inner.cache.erase(key);
     }
 }
 

@@ -27,7 +27,7 @@ use crate::env::RandomAccessFile;
 use crate::error::{Error, Result};
 use crate::iterator::InternalIterator;
 use crate::key::{lookup_key, make_internal_key, TRAILER_LEN};
-use crate::sstable::CacheAccess;
+use crate::sstable::{Cache, CacheAccess};
 use crate::types::{SeqNo, ValueType};
 use crate::util::checksum::ChecksumType;
 
@@ -838,8 +838,9 @@ impl TableReader {
         Some(CacheKey { owner: c.owner, file: self.cache_id, offset: handle.offset })
     }
 
-    /// [`Self::read_data_block`] past a block cache miss: reads the block and inserts it
-    /// (when `read.fill_cache`). Out of line: the cache hit is the path that must be short.
+    /// [`Self::read_data_block`] past a block cache miss: the block this thread just read and
+    /// the cache passed over, else read; offered to the cache when `read.fill_cache`
+    /// (`block_cache.rs`). Out of line: the cache hit is the path that must be short.
     #[inline(never)]
     fn read_data_block_miss(
         &self,
@@ -848,9 +849,13 @@ impl TableReader {
         ahead: Option<&mut Readahead>,
     ) -> Result<Arc<Block>> {
         let key = self.data_block_key(handle);
-        let b = Arc::new(self.load_block(handle, read.verify_checksums, ahead)?);
+        let kept = key.as_ref().and_then(Cache::passed_over);
+        let b = match kept {
+            Some(b) => b,
+            None => Arc::new(self.load_block(handle, read.verify_checksums, ahead)?),
+        };
         if let (Some(c), Some(key), true) = (&self.block_cache, key, read.fill_cache) {
-            c.cache.insert(key, b.clone(), b.memory_size(), Priority::Low);
+            c.cache.offer(key, &b, b.memory_size());
         }
         Ok(b)
     }

@@ -239,6 +239,14 @@ impl<K: Hash + Eq + Clone + Send + Sync, V: Send + Sync> ClockCache<K, V> {
         shard.insert(h, key, value, charge, priority)
     }
 
+    /// Whether inserting `charge` bytes under `key` now would evict (its shard's bytes or
+    /// slots are used up); a hint, as other threads may insert or free meanwhile.
+    #[inline]
+    pub fn would_evict(&self, key: &K, charge: usize) -> bool {
+        let (_, shard) = self.locate(key);
+        shard.would_evict(charge)
+    }
+
     /// Removes `key` if present.
     pub fn erase(&self, key: &K) {
         let (h, shard) = self.locate(key);

@@ -383,6 +383,16 @@ impl<K: Eq + Clone, V> ClockTable<K, V> {
     /// Inserts `key` (replacing visible entries for it); returns whether it was cached. A
     /// charge above the capacity is not cached; in strict mode neither is one that does not
     /// fit after evicting what can be evicted.
+    /// Whether an insert of `charge` bytes would evict: the byte budget is used up, or the
+    /// newest generation's slots are and the table cannot grow.
+    pub(super) fn would_evict(&self, charge: usize) -> bool {
+        if self.usage.0.load(Relaxed) + charge > self.capacity {
+            return true;
+        }
+        let (g, n) = self.newest();
+        n >= self.max_generations && g.occupancy.0.load(Relaxed) >= g.occupancy_limit
+    }
+
     pub(super) fn insert(
         &self,
         hash: u64,
