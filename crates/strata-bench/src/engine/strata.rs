@@ -106,10 +106,10 @@ pub const HONOURED_FLAGS: &[&str] = &[
 ];
 
 /// The block cache `--cache_type`, `--cache_size`, `--cache_numshardbits`,
-/// `--cache_high_pri_pool_ratio` and `--block_cache_admission` ask for (None without a cache). As RocksDB 11's db_bench:
-/// `fixed_hyper_clock_cache` sizes the clock table for entries of `--block_size` bytes;
-/// `auto_hyper_clock_cache` and a bare `hyper_clock_cache` (the default) get the table that
-/// grows as entries are inserted.
+/// `--cache_high_pri_pool_ratio` and `--block_cache_admission` ask for (None without a
+/// cache). As RocksDB 11's db_bench: `fixed_hyper_clock_cache` sizes the clock table for
+/// entries of `--block_size` bytes; `auto_hyper_clock_cache` and a bare `hyper_clock_cache`
+/// (the default) get the table that grows as entries are inserted.
 pub fn block_cache(cfg: &Config) -> Result<Option<Cache>> {
     let f = &cfg.flags;
     if f.cache_size <= 0 {

@@ -85,6 +85,7 @@ impl Doorkeeper {
     }
 
     /// Memory held, in bytes.
+    #[cfg(test)]
     pub fn memory_size(&self) -> usize {
         self.words.len() * 8
     }

@@ -21,7 +21,8 @@ mod options;
 mod sharded_lru;
 mod striped;
 
-pub use admission::{block_hash, Admission, Doorkeeper};
+pub use admission::Admission;
+pub(crate) use admission::{block_hash, Doorkeeper};
 pub use any::{AnyCache, CacheHandle};
 pub use clock::{ClockCache, ClockHandle};
 pub use options::{CacheType, HyperClockCacheOptions, LruCacheOptions};

@@ -380,9 +380,6 @@ impl<K: Eq + Clone, V> ClockTable<K, V> {
         erased
     }
 
-    /// Inserts `key` (replacing visible entries for it); returns whether it was cached. A
-    /// charge above the capacity is not cached; in strict mode neither is one that does not
-    /// fit after evicting what can be evicted.
     /// Whether an insert of `charge` bytes would evict: the byte budget is used up, or the
     /// newest generation's slots are and the table cannot grow.
     pub(super) fn would_evict(&self, charge: usize) -> bool {
@@ -393,6 +390,9 @@ impl<K: Eq + Clone, V> ClockTable<K, V> {
         n >= self.max_generations && g.occupancy.0.load(Relaxed) >= g.occupancy_limit
     }
 
+    /// Inserts `key` (replacing visible entries for it); returns whether it was cached. A
+    /// charge above the capacity is not cached; in strict mode neither is one that does not
+    /// fit after evicting what can be evicted.
     pub(super) fn insert(
         &self,
         hash: u64,
