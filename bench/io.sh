@@ -28,7 +28,10 @@
 # revrangewhilewriting and fwdrangewhilewriting (seekrandomwhilewriting, 10 nexts per seek,
 # reverse or forward) and readwhilewriting with the writer held to --write-rate bytes/s
 # (benchmark.sh's *whilewriting jobs), then overwrite. The read and overwrite steps last
-# --duration seconds.
+# --duration seconds. Overwrite runs as the seed's overwriteandwait: waitforcompaction follows
+# it in the same process, outside its ops/s, so the step's W-Amp counts the compaction debt its
+# writes left (cut off at --duration, W-Amp measured how far each engine's compactions had got,
+# and an engine that ingests more is further into rewriting its base level).
 #
 # fio baseline (when fio is installed: apt-get install -y fio): random reads of --block-size
 # bytes with O_DIRECT, psync, depth 1, --threads jobs, --fio-secs seconds, on a file on the DBs'
@@ -329,8 +332,8 @@ for mode in "${mode_list[@]}"; do
     done
     for engine in "${order[@]}"; do
       step_no=5 fio_iops="${ww_fio[$engine]}"
-      run_step "$mode" "$engine" "$rep" overwrite overwrite --use_existing_db=1 \
-        --threads="$threads" --duration="$duration"
+      after=waitforcompaction run_step "$mode" "$engine" "$rep" overwrite overwrite \
+        --use_existing_db=1 --threads="$threads" --duration="$duration"
       if [ "$keep_db" = 0 ]; then rm -rf "$out/db/$engine"; fi
     done
   done
