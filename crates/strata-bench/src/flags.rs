@@ -284,6 +284,8 @@ define_flags! {
     min_write_buffer_number_to_merge: i64 = 1i64, Engine, "Memtables merged into one flush";
     db_write_buffer_size: i64 = 0i64, Engine, "Memtable budget over all column families (0: none); with it or --cost_write_buffer_to_cache, a write buffer manager charged to the block cache";
     cost_write_buffer_to_cache: bool = false, Engine, "Charge memtable memory to the block cache (a write buffer manager of --db_write_buffer_size bytes)";
+    memtable_bloom_size_ratio: f64 = -1.0f64, Engine, "Memtable filter bits as a fraction of the write buffer, at most 0.25 (negative: the engine's default: RocksDB 0, none; Strata 0.01, whole keys)";
+    memtable_whole_key_filtering: bool = false, Engine, "The memtable filter holds whole keys (else prefixes, with --prefix_size); Strata's memtable filter holds whole keys only";
     memtablerep: String = "skip_list", Hint, "RocksDB memtable representation";
     allow_concurrent_memtable_write: bool = true, Engine, "Group members insert their own (large) batches into the memtable in parallel";
     enable_pipelined_write: bool = true, Engine, "The next write group's WAL write overlaps this group's memtable insert";

@@ -394,6 +394,16 @@ pub fn num_column_families(cfg: &Config) -> Result<usize> {
     }
 }
 
+/// `--memtable_bloom_size_ratio`: None when negative (each engine keeps its own default),
+/// else the ratio, which must be at most 0.25 (RocksDB would cap it silently, Strata refuse it).
+pub fn memtable_bloom_size_ratio(cfg: &Config) -> Result<Option<f64>> {
+    let r = cfg.flags.memtable_bloom_size_ratio;
+    if r.is_nan() || r > 0.25 {
+        bail!("--memtable_bloom_size_ratio={r}: expected at most 0.25 (negative: the engine's default)");
+    }
+    Ok((r >= 0.0).then_some(r))
+}
+
 /// Translates db_bench's `rocksdb.*` property names for engines that use another prefix.
 pub fn strip_rocksdb_prefix(name: &str) -> &str {
     name.strip_prefix("rocksdb.").unwrap_or(name)
@@ -410,6 +420,24 @@ mod tests {
         assert_eq!(super::family_of(&k, 7), (299_999 % 7) as usize);
         assert_eq!(super::family_of(&k, 1), 0);
         assert_eq!(super::family_of(b"", 3), 0);
+    }
+
+    #[test]
+    fn memtable_filter_flags_map_onto_strata() {
+        let opts = |args: &[&str]| {
+            let mut a = vec!["--db=/tmp/x", "--seed=1"];
+            a.extend_from_slice(args);
+            let c = crate::config::Config::from_args(&a).expect("config");
+            super::strata::build_options(&c).map(|o| o.memtable_bloom_size_ratio)
+        };
+        let default = strata::Options::default().memtable_bloom_size_ratio;
+        assert_eq!(opts(&[]).unwrap(), default, "no flag: Strata's own default");
+        let whole = ["--memtable_bloom_size_ratio=0.1", "--memtable_whole_key_filtering=true"];
+        assert_eq!(opts(&whole).unwrap(), 0.1);
+        assert_eq!(opts(&["--memtable_bloom_size_ratio=0.1"]).unwrap(), 0.0, "prefixes only");
+        assert_eq!(opts(&["--memtable_bloom_size_ratio=0"]).unwrap(), 0.0);
+        let err = opts(&["--memtable_bloom_size_ratio=0.3"]).unwrap_err().to_string();
+        assert!(err.contains("--memtable_bloom_size_ratio=0.3") && err.contains("0.25"), "{err}");
     }
 
     #[test]

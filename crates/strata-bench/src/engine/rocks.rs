@@ -54,6 +54,8 @@ pub const HONOURED_FLAGS: &[&str] = &[
     "compression_max_dict_bytes",
     "min_level_to_compress",
     "write_buffer_size",
+    "memtable_bloom_size_ratio",
+    "memtable_whole_key_filtering",
     "max_write_buffer_number",
     "min_write_buffer_number_to_merge",
     "db_write_buffer_size",
@@ -174,6 +176,10 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
     // As db_bench: a run on an existing DB never creates an empty one.
     o.create_if_missing(!cfg.use_existing_db);
     o.set_write_buffer_size(size("write_buffer_size", f.write_buffer_size)?);
+    if let Some(ratio) = super::memtable_bloom_size_ratio(cfg)? {
+        o.set_memtable_prefix_bloom_ratio(ratio);
+    }
+    o.set_memtable_whole_key_filtering(f.memtable_whole_key_filtering);
     o.set_max_write_buffer_number(int("max_write_buffer_number", f.max_write_buffer_number)?);
     o.set_min_write_buffer_number_to_merge(int(
         "min_write_buffer_number_to_merge",

@@ -41,6 +41,8 @@ pub const HONOURED_FLAGS: &[&str] = &[
     "compression_type",
     "compression_level",
     "write_buffer_size",
+    "memtable_bloom_size_ratio",
+    "memtable_whole_key_filtering",
     "max_write_buffer_number",
     "db_write_buffer_size",
     "cost_write_buffer_to_cache",
@@ -205,6 +207,12 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
         o.zstd_level = f.compression_level as i32;
     }
     o.write_buffer_size = usize_of("write_buffer_size", f.write_buffer_size)?;
+    // Strata's memtable filter holds whole keys: a ratio given without
+    // --memtable_whole_key_filtering (RocksDB's prefix filter) leaves it off, as RocksDB's
+    // whole-key lookups then have none either.
+    if let Some(ratio) = super::memtable_bloom_size_ratio(cfg)? {
+        o.memtable_bloom_size_ratio = if f.memtable_whole_key_filtering { ratio } else { 0.0 };
+    }
     o.max_write_buffer_number = usize_of("max_write_buffer_number", f.max_write_buffer_number)?;
     // db_bench: either flag makes a write buffer manager of --db_write_buffer_size bytes (0:
     // no budget) charged to the block cache when there is one; no stalls.
