@@ -428,14 +428,15 @@ mod tests {
             let mut a = vec!["--db=/tmp/x", "--seed=1"];
             a.extend_from_slice(args);
             let c = crate::config::Config::from_args(&a).expect("config");
-            super::strata::build_options(&c).map(|o| o.memtable_bloom_size_ratio)
+            super::strata::build_options(&c).map(|o| o.memtable_bloom_size_ratio.to_bits())
         };
-        let default = strata::Options::default().memtable_bloom_size_ratio;
+        let default = strata::Options::default().memtable_bloom_size_ratio.to_bits();
         assert_eq!(opts(&[]).unwrap(), default, "no flag: Strata's own default");
         let whole = ["--memtable_bloom_size_ratio=0.1", "--memtable_whole_key_filtering=true"];
-        assert_eq!(opts(&whole).unwrap(), 0.1);
-        assert_eq!(opts(&["--memtable_bloom_size_ratio=0.1"]).unwrap(), 0.0, "prefixes only");
-        assert_eq!(opts(&["--memtable_bloom_size_ratio=0"]).unwrap(), 0.0);
+        assert_eq!(opts(&whole).unwrap(), 0.1f64.to_bits());
+        let off = 0.0f64.to_bits();
+        assert_eq!(opts(&["--memtable_bloom_size_ratio=0.1"]).unwrap(), off, "prefixes only");
+        assert_eq!(opts(&["--memtable_bloom_size_ratio=0"]).unwrap(), off);
         let err = opts(&["--memtable_bloom_size_ratio=0.3"]).unwrap_err().to_string();
         assert!(err.contains("--memtable_bloom_size_ratio=0.3") && err.contains("0.25"), "{err}");
     }
