@@ -12,10 +12,13 @@
 //! an empty block still holds one restart offset (0). on-disk: never change.
 
 use crate::util::coding::{decode_fixed64, put_fixed32, put_varint32};
+use crate::util::grow_buf::GrowBuf;
 
 /// Accumulates sorted entries into one block.
 pub struct BlockBuilder {
-    buf: Vec<u8>,
+    /// Stays a `Vec` for a data block; an index block grows to a mapping of its own
+    /// (`util/grow_buf.rs`).
+    buf: GrowBuf<u8>,
     restarts: Vec<u32>,
     restart_interval: usize,
     /// Entries since the last restart point.
@@ -29,7 +32,7 @@ impl BlockBuilder {
     /// A builder with a restart point every `restart_interval` entries (at least 1).
     pub fn new(restart_interval: usize) -> Self {
         BlockBuilder {
-            buf: Vec::new(),
+            buf: GrowBuf::new(),
             restarts: vec![0],
             restart_interval: restart_interval.max(1),
             counter: 0,
@@ -129,6 +132,21 @@ fn shared_prefix_len(a: &[u8], b: &[u8]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(all(unix, not(miri)))]
+    #[test]
+    fn an_index_sized_block_grows_in_a_mapping_and_a_data_block_stays_on_the_heap() {
+        let mut b = BlockBuilder::new(8);
+        for i in 0..20_000u32 {
+            b.add(format!("key{i:016}").as_bytes(), &[7u8; 12]);
+        }
+        assert!(b.buf.is_mapped(), "{} bytes", b.size_estimate());
+        let mut d = BlockBuilder::new(16);
+        for i in 0..10u32 {
+            d.add(format!("key{i:016}").as_bytes(), &[7u8; 400]);
+        }
+        assert!(!d.buf.is_mapped());
+    }
 
     #[test]
     fn shared_prefix() {

@@ -25,6 +25,7 @@ use std::path::PathBuf;
 
 use crate::error::{Error, Result};
 use crate::util::coding::{decode_fixed32, put_fixed32};
+use crate::util::grow_buf::GrowBuf;
 
 /// The filter kind written by this code. on-disk: never change.
 pub const FILTER_KIND_BLOCKED_BLOOM: u8 = 1;
@@ -52,14 +53,16 @@ fn line_index(h: u64, num_lines: usize) -> usize {
 /// Collects key hashes and builds the filter block.
 pub struct FilterBuilder {
     bits_per_key: u32,
-    hashes: Vec<u64>,
+    /// 8 bytes a key: megabytes for a large table, in a mapping of its own
+    /// (`util/grow_buf.rs`).
+    hashes: GrowBuf<u64>,
 }
 
 impl FilterBuilder {
     /// A builder spending about `bits_per_key` bits per key (must be > 0).
     pub fn new(bits_per_key: u32) -> Self {
         debug_assert!(bits_per_key > 0);
-        FilterBuilder { bits_per_key: bits_per_key.max(1), hashes: Vec::new() }
+        FilterBuilder { bits_per_key: bits_per_key.max(1), hashes: GrowBuf::new() }
     }
 
     /// Adds a user key; the caller skips repeats of the previous key.
@@ -78,13 +81,14 @@ impl FilterBuilder {
     }
 
     /// The encoded filter block for every key added.
-    pub fn finish(&self) -> Vec<u8> {
+    pub fn finish(&self) -> GrowBuf<u8> {
         let total_bits = (self.hashes.len() as u64).saturating_mul(u64::from(self.bits_per_key));
         let num_lines = total_bits.div_ceil(LINE_BYTES as u64 * 8).clamp(1, u64::from(u32::MAX));
         let num_lines = num_lines as usize;
         let probes = num_probes(self.bits_per_key);
-        let mut out = vec![0u8; num_lines * LINE_BYTES + TRAILER_LEN];
-        for &h in &self.hashes {
+        let mut out = GrowBuf::new();
+        out.resize(num_lines * LINE_BYTES + TRAILER_LEN, 0);
+        for &h in self.hashes.iter() {
             let start = line_index(h, num_lines) * LINE_BYTES;
             let line = &mut out[start..start + LINE_BYTES];
             let mut s = h & 0xffff_ffff;
@@ -176,6 +180,23 @@ impl BloomFilter {
 mod tests {
     use super::*;
 
+    #[cfg(all(unix, not(miri)))]
+    #[test]
+    fn a_large_tables_key_hashes_and_filter_are_mapped_not_from_the_heap() {
+        // 8 bytes a key: 20K keys pass the 128 KiB at which a GrowBuf maps its own memory.
+        // Freed through glibc, such a buffer raised its mapping threshold, and the process
+        // kept the heap holes of everything below it (util/grow_buf.rs).
+        let mut b = FilterBuilder::new(10);
+        for i in 0..200_000u64 {
+            b.add_key(&key(i));
+        }
+        assert!(b.hashes.is_mapped());
+        let out = b.finish();
+        assert!(out.is_mapped(), "{} filter bytes", out.len());
+        let f = BloomFilter::decode(&out, 0).unwrap();
+        assert!((0..200_000u64).all(|i| f.may_contain(&key(i))));
+    }
+
     fn key(i: u64) -> Vec<u8> {
         format!("user-key-{i:010}").into_bytes()
     }
@@ -234,7 +255,7 @@ mod tests {
         let t = good.len() - TRAILER_LEN;
         let mut cases = vec![vec![], good[..5].to_vec(), good[1..].to_vec()];
         for (i, v) in [(t, 0u8), (t, 31), (t + 1, 2), (t + 2, 2), (t + 2, 0)] {
-            let mut d = good.clone();
+            let mut d = good.to_vec();
             d[i] = v;
             cases.push(d);
         }

@@ -7,23 +7,53 @@
 /// Maximum encoded length of a varint64.
 pub const MAX_VARINT64_LEN: usize = 10;
 
+/// Where the encoders append: a `Vec` or a [`GrowBuf`](super::grow_buf::GrowBuf).
+pub trait ByteSink {
+    fn push(&mut self, b: u8);
+    fn extend_from_slice(&mut self, bytes: &[u8]);
+}
+
+impl ByteSink for Vec<u8> {
+    #[inline]
+    fn push(&mut self, b: u8) {
+        Vec::push(self, b);
+    }
+
+    #[inline]
+    fn extend_from_slice(&mut self, bytes: &[u8]) {
+        Vec::extend_from_slice(self, bytes);
+    }
+}
+
+impl ByteSink for super::grow_buf::GrowBuf<u8> {
+    #[inline]
+    fn push(&mut self, b: u8) {
+        super::grow_buf::GrowBuf::push(self, b);
+    }
+
+    #[inline]
+    fn extend_from_slice(&mut self, bytes: &[u8]) {
+        super::grow_buf::GrowBuf::extend_from_slice(self, bytes);
+    }
+}
+
 #[inline]
-pub fn put_fixed32(buf: &mut Vec<u8>, v: u32) {
+pub fn put_fixed32(buf: &mut impl ByteSink, v: u32) {
     buf.extend_from_slice(&v.to_le_bytes());
 }
 
 #[inline]
-pub fn put_fixed64(buf: &mut Vec<u8>, v: u64) {
+pub fn put_fixed64(buf: &mut impl ByteSink, v: u64) {
     buf.extend_from_slice(&v.to_le_bytes());
 }
 
 #[inline]
-pub fn put_varint32(buf: &mut Vec<u8>, v: u32) {
+pub fn put_varint32(buf: &mut impl ByteSink, v: u32) {
     put_varint64(buf, u64::from(v));
 }
 
 #[inline]
-pub fn put_varint64(buf: &mut Vec<u8>, mut v: u64) {
+pub fn put_varint64(buf: &mut impl ByteSink, mut v: u64) {
     while v >= 0x80 {
         buf.push((v as u8) | 0x80);
         v >>= 7;

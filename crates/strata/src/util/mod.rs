@@ -4,6 +4,7 @@ pub mod checksum;
 pub mod coding;
 pub mod compare;
 pub mod cpu;
+pub(crate) mod grow_buf;
 pub mod kill_point;
 pub(crate) mod page_buf;
 pub(crate) mod prefetch;
