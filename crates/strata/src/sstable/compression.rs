@@ -18,6 +18,7 @@ use std::path::PathBuf;
 
 use crate::error::{Error, Result};
 use crate::util::coding::{varint_len, Reader};
+use crate::util::grow_buf::GrowBuf;
 use crate::util::spare_bufs;
 
 use super::format::CompressionType;
@@ -34,14 +35,16 @@ const LZ4_MAX_RATIO: usize = 256;
 pub struct Compressor {
     ty: CompressionType,
     zstd_level: i32,
-    out: Vec<u8>,
+    /// Grows to the largest block compressed, an index block's megabyte included: in a
+    /// mapping of its own past 128 KiB (`util/grow_buf.rs`).
+    out: GrowBuf<u8>,
     snappy: Option<snap::raw::Encoder>,
     zstd: Option<zstd::bulk::Compressor<'static>>,
 }
 
 impl Compressor {
     pub fn new(ty: CompressionType, zstd_level: i32) -> Self {
-        Compressor { ty, zstd_level, out: Vec::new(), snappy: None, zstd: None }
+        Compressor { ty, zstd_level, out: GrowBuf::new(), snappy: None, zstd: None }
     }
 
     /// Compresses `raw` with the configured type. Returns the type and stored bytes to write:
@@ -196,6 +199,21 @@ fn split_len(stored: &[u8]) -> Option<(usize, &[u8])> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(all(unix, not(miri)))]
+    #[test]
+    fn an_index_sized_block_is_compressed_into_a_mapping_of_its_own() {
+        // An output table's index block reaches a megabyte: its compression buffer, freed
+        // through glibc, raised the allocator's mapping threshold (util/grow_buf.rs).
+        let raw: Vec<u8> = (0..1_000_000u32).map(|i| (i % 7) as u8).collect();
+        for ty in [CompressionType::Snappy, CompressionType::Lz4, CompressionType::Zstd] {
+            let mut c = Compressor::new(ty, 3);
+            let (got, stored) = c.compress(&raw);
+            assert_eq!(got, ty);
+            assert_eq!(uncompress(ty, stored, 0).unwrap(), raw, "{ty:?}");
+            assert!(c.out.is_mapped(), "{ty:?}");
+        }
+    }
     use crate::util::coding::put_varint64;
 
     const ALL: [CompressionType; 4] = [
