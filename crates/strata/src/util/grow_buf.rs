@@ -79,13 +79,21 @@ impl<T: Copy> GrowBuf<T> {
     }
 
     /// Makes room for `additional` more values.
+    #[inline]
     pub fn reserve(&mut self, additional: usize) {
+        if self.capacity() - self.len() < additional {
+            self.grow(additional);
+        }
+    }
+
+    /// [`Self::reserve`] past the capacity. Out of line: a data block's builder appends a few
+    /// bytes at a time and must not pay for this on every append.
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, additional: usize) {
         let len = self.len();
         // Saturated sizes cannot be mapped and make the `Vec` fail as it fails on overflow.
         let need = len.saturating_add(additional);
-        if need <= self.capacity() {
-            return;
-        }
         let elem = size_of::<T>().max(1);
         let want = need.max(self.capacity().saturating_mul(2)).max(4);
         let want_bytes = want.saturating_mul(elem);
@@ -126,7 +134,14 @@ impl<T: Copy> GrowBuf<T> {
         }
     }
 
+    #[inline]
     pub fn push(&mut self, x: T) {
+        if let Store::Heap(v) = &mut self.store {
+            if v.len() < v.capacity() {
+                v.push(x); // the common case: a block builder's byte, with room for it
+                return;
+            }
+        }
         self.reserve(1);
         match &mut self.store {
             Store::Heap(v) => v.push(x),
@@ -138,6 +153,7 @@ impl<T: Copy> GrowBuf<T> {
         }
     }
 
+    #[inline]
     pub fn extend_from_slice(&mut self, xs: &[T]) {
         self.reserve(xs.len());
         match &mut self.store {
