@@ -158,6 +158,11 @@ pub struct Options {
     pub max_background_jobs: usize,
     /// Threads one large compaction may be split into by key range. Default: 1.
     pub max_subcompactions: usize,
+    /// After each compaction, hand the C allocator's free pages back to the OS (glibc's
+    /// `malloc_trim`; nothing elsewhere): the small buffers a compaction frees leave holes in
+    /// the heap that stay resident otherwise (`util/heap.rs`). Off, a process keeps them for
+    /// its next allocations. Default: true.
+    pub trim_heap_after_compaction: bool,
     /// L0 files that trigger an L0 compaction. Lower means fewer files per read, more
     /// compaction work. Default: 4.
     pub level0_file_num_compaction_trigger: usize,
@@ -366,6 +371,7 @@ impl Default for Options {
             num_levels: 7,
             max_background_jobs: 2,
             max_subcompactions: 1,
+            trim_heap_after_compaction: true,
             level0_file_num_compaction_trigger: 4,
             level0_slowdown_writes_trigger: 20,
             level0_stop_writes_trigger: 36,
@@ -661,6 +667,7 @@ impl Options {
             ("num_levels", self.num_levels.to_string()),
             ("max_background_jobs", self.max_background_jobs.to_string()),
             ("max_subcompactions", self.max_subcompactions.to_string()),
+            ("trim_heap_after_compaction", self.trim_heap_after_compaction.to_string()),
             (
                 "level0_file_num_compaction_trigger",
                 self.level0_file_num_compaction_trigger.to_string(),

@@ -128,7 +128,8 @@ fn mark_busy(
     st.running_compactions += 1;
 }
 
-/// Releases the plan's files, records an error, removes obsolete files, then stops counting
+/// Releases the plan's files, records an error, removes obsolete files, hands the heap's free
+/// pages back (`Options::trim_heap_after_compaction`), then stops counting
 /// the compaction as running and wakes waiters: a waiter that sees no compaction running
 /// ([`wait_for_compact`]) finds the finished ones' obsolete tables gone from disk.
 fn finish(inner: &DbInner, plan: &CompactionPlan, result: Result<()>) {
@@ -149,6 +150,9 @@ fn finish(inner: &DbInner, plan: &CompactionPlan, result: Result<()>) {
         }
     }
     super::obsolete::purge_obsolete_tables(inner);
+    if inner.opts.trim_heap_after_compaction {
+        crate::util::heap::release_free_pages();
+    }
     let mut st = inner.state.lock();
     st.running_compactions -= 1;
     inner.bg_cv.notify_all();

@@ -5,6 +5,7 @@ pub mod coding;
 pub mod compare;
 pub mod cpu;
 pub(crate) mod grow_buf;
+pub(crate) mod heap;
 pub mod kill_point;
 pub(crate) mod page_buf;
 pub(crate) mod prefetch;
