@@ -1,9 +1,11 @@
-//! Crashes during checkpoints, backups and ingestions, on `MemFs` behind `FaultFs`.
+//! Crashes during checkpoints, backups, ingestions and a TTL DB's expiring compactions, on
+//! `MemFs` behind `FaultFs`.
 //!
 //! Each cycle builds a DB (every write synced, so the model is exact), then cuts the
-//! filesystem off in the middle of `Checkpoint::create`, `BackupEngine::create_new_backup` or
-//! `Db::ingest_external_file` of one to three external files (at one of their kill points, or
-//! at the Nth filesystem operation), simulates a crash
+//! filesystem off in the middle of `Checkpoint::create`, `BackupEngine::create_new_backup`,
+//! `Db::ingest_external_file` of one to three external files, or (one cycle in four) a
+//! `DbWithTtl` compaction that drops expired values (at one of their kill points, or at the
+//! Nth filesystem operation), simulates a crash
 //! (power loss, torn power loss or a killed process) and checks:
 //! - the source DB opens and holds exactly the model;
 //! - the checkpoint directory either does not exist or opens as a DB equal to the model (a
@@ -11,18 +13,22 @@
 //! - the backup directory lists either no backup or one that verifies and restores to the
 //!   model; the next backup after the crash succeeds;
 //! - after an ingestion, the DB holds the model before it or the model with every file
-//!   applied (all or none), the latter whenever the ingestion was acknowledged.
+//!   applied (all or none), the latter whenever the ingestion was acknowledged;
+//! - a TTL DB, reopened with the same clock, shows exactly the model's values that have not
+//!   expired (a value written at `t` lives while `t + ttl >= now`), before and after a
+//!   compaction run after the crash and after the clock moves on.
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use strata::env::{CrashMode, FaultFs, FaultKind, FaultOp, FaultRule, FileSystem, MemFs};
 use strata::{
-    BackupEngine, Checkpoint, Db, IngestExternalFileOptions, IteratorMode, Options, SstFileWriter,
-    WriteOptions,
+    BackupEngine, Checkpoint, Db, DbWithTtl, IngestExternalFileOptions, IteratorMode, Options,
+    SstFileWriter, TtlClock, WriteBatch, WriteOptions,
 };
 
 /// What a run did.
@@ -72,6 +78,9 @@ fn one_cycle(seed: u64, sum: &mut OpsCrashSummary) -> Result<(), String> {
     let mut rng = StdRng::seed_from_u64(seed);
     let mem = MemFs::new();
     let fault = FaultFs::new(Arc::new(mem.clone()), seed);
+    if rng.gen_range(0..4) == 0 {
+        return ttl_cycle(&mut rng, &mem, &fault, sum);
+    }
     let opts = options(Arc::new(fault.clone()));
     let db = Db::open(&opts, "/db").map_err(e("open"))?;
     let sync = WriteOptions { sync: true, ..WriteOptions::default() };
@@ -109,19 +118,9 @@ fn one_cycle(seed: u64, sum: &mut OpsCrashSummary) -> Result<(), String> {
         Some(en) => en.create_new_backup(&db).map(|_| ()),
         None => Checkpoint::create(&db, "/cp").map(|_| ()),
     };
-    if result.is_err() {
-        sum.interrupted += 1;
-    }
-    collect_fired(sum);
     drop(engine);
     drop(db);
-    let mode = match rng.gen_range(0..3) {
-        0 => CrashMode::PowerLoss,
-        1 => CrashMode::TornPowerLoss { seed: rng.gen() },
-        _ => CrashMode::ProcessKill,
-    };
-    mem.crash(mode);
-    fault.clear();
+    let mode = crash(&mut rng, &mem, &fault, sum, result.is_err());
 
     let plain = options(Arc::new(mem.clone()));
     let db = Db::open(&plain, "/db").map_err(e("reopen the source after the crash"))?;
@@ -217,18 +216,8 @@ fn ingest_cycle(
     let io = IngestExternalFileOptions { move_files: rng.gen_bool(0.5), ..Default::default() };
     arm(rng, fault, "ingest.");
     let acked = db.ingest_external_file_opts(&io, &paths).is_ok();
-    if !acked {
-        sum.interrupted += 1;
-    }
-    collect_fired(sum);
     drop(db);
-    let mode = match rng.gen_range(0..3) {
-        0 => CrashMode::PowerLoss,
-        1 => CrashMode::TornPowerLoss { seed: rng.gen() },
-        _ => CrashMode::ProcessKill,
-    };
-    mem.crash(mode);
-    fault.clear();
+    let mode = crash(rng, mem, fault, sum, !acked);
     let db = Db::open(&options(Arc::new(mem.clone())), "/db")
         .map_err(e("reopen after a crash during ingestion"))?;
     let got = contents(&db)?;
@@ -239,6 +228,126 @@ fn ingest_cycle(
     } else if got != model {
         return Err(format!("{mode:?}: part of an ingestion survived"));
     }
+    Ok(())
+}
+
+/// After the cut operation (`interrupted`: it failed) and with its DB dropped: counts it,
+/// collects the kill points that fired, and crashes the file system (a power loss, a torn
+/// power loss or a killed process, one in three each), which is then reachable again without
+/// faults. Returns the crash's kind.
+fn crash(
+    rng: &mut StdRng,
+    mem: &MemFs,
+    fault: &FaultFs,
+    sum: &mut OpsCrashSummary,
+    interrupted: bool,
+) -> CrashMode {
+    if interrupted {
+        sum.interrupted += 1;
+    }
+    collect_fired(sum);
+    let mode = match rng.gen_range(0..3) {
+        0 => CrashMode::PowerLoss,
+        1 => CrashMode::TornPowerLoss { seed: rng.gen() },
+        _ => CrashMode::ProcessKill,
+    };
+    mem.crash(mode);
+    fault.clear();
+    mode
+}
+
+/// TTL of [`ttl_cycle`]'s DB, in seconds.
+const TTL: u64 = 100;
+
+/// The keys of `model` (value, write time) alive at `now`, with their values.
+fn alive(model: &BTreeMap<Vec<u8>, (Vec<u8>, u64)>, now: u64) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    model
+        .iter()
+        .filter(|(_, (_, t))| t + TTL >= now)
+        .map(|(k, (v, _))| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// What a TTL DB shows: its iterator's pairs, each also read back with `get`.
+fn ttl_contents(db: &DbWithTtl) -> Result<BTreeMap<Vec<u8>, Vec<u8>>, String> {
+    let mut out = BTreeMap::new();
+    for item in db.iterator(IteratorMode::Start) {
+        let (k, v) = item.map_err(e("iterate the TTL DB"))?;
+        out.insert(k.to_vec(), v.to_vec());
+    }
+    for (k, v) in &out {
+        let got = db.get(k).map_err(e("get from the TTL DB"))?;
+        if got.as_deref() != Some(&v[..]) {
+            return Err(format!("key {k:?}: the iterator shows {v:?}, get {got:?}"));
+        }
+    }
+    Ok(out)
+}
+
+/// Writes to a `DbWithTtl` whose clock moves on between writes (synced: the model, each key's
+/// value and write time, is exact; flushes of its small memtables drop what expired), moves
+/// the clock so that more expires, cuts the filesystem off during a compaction that drops
+/// expired values, crashes, and checks the reopened DB against the model at that time, then
+/// again after a compaction and after the clock moves on.
+fn ttl_cycle(
+    rng: &mut StdRng,
+    mem: &MemFs,
+    fault: &FaultFs,
+    sum: &mut OpsCrashSummary,
+) -> Result<(), String> {
+    let now = Arc::new(AtomicU64::new(1_700_000_000));
+    let clock: TtlClock = {
+        let now = Arc::clone(&now);
+        Arc::new(move || now.load(Ordering::SeqCst))
+    };
+    let open = |fs: Arc<dyn FileSystem>| {
+        let ttl = std::time::Duration::from_secs(TTL);
+        DbWithTtl::open_cf_descriptors_with_clock(
+            &options(fs),
+            "/db",
+            Vec::new(),
+            ttl,
+            clock.clone(),
+        )
+    };
+    let db = open(Arc::new(fault.clone())).map_err(e("open the TTL DB"))?;
+    let sync = WriteOptions { sync: true, ..WriteOptions::default() };
+    let mut model: BTreeMap<Vec<u8>, (Vec<u8>, u64)> = BTreeMap::new();
+    for i in 0..rng.gen_range(50..400) {
+        now.fetch_add(rng.gen_range(0..4), Ordering::SeqCst);
+        let k = format!("k{:04}", rng.gen_range(0..200)).into_bytes();
+        let mut batch = WriteBatch::new();
+        if rng.gen_bool(0.1) {
+            batch.delete(&k);
+            db.write_opt(batch, &sync).map_err(e("TTL delete"))?;
+            model.remove(&k);
+        } else {
+            let v = format!("v{i}-{}", "x".repeat(rng.gen_range(0..64))).into_bytes();
+            batch.put(&k, &v);
+            db.write_opt(batch, &sync).map_err(e("TTL put"))?;
+            model.insert(k, (v, now.load(Ordering::SeqCst)));
+        }
+    }
+    now.fetch_add(rng.gen_range(0..TTL + 20), Ordering::SeqCst);
+    arm(rng, fault, "compaction.");
+    let interrupted = db.compact().is_err();
+    drop(db);
+    let mode = crash(rng, mem, fault, sum, interrupted);
+    let db = open(Arc::new(mem.clone())).map_err(e("reopen the TTL DB after the crash"))?;
+    let t = now.load(Ordering::SeqCst);
+    if ttl_contents(&db)? != alive(&model, t) {
+        return Err(format!("{mode:?}: the TTL DB after the crash differs from the model at {t}"));
+    }
+    db.compact().map_err(e("a TTL compaction after the crash"))?;
+    if ttl_contents(&db)? != alive(&model, t) {
+        return Err(format!("{mode:?}: a TTL compaction after the crash changed live values"));
+    }
+    now.fetch_add(rng.gen_range(1..TTL), Ordering::SeqCst);
+    let t = now.load(Ordering::SeqCst);
+    if ttl_contents(&db)? != alive(&model, t) {
+        return Err(format!("{mode:?}: after the crash, values expire other than at {t}"));
+    }
+    sum.complete_after_crash += 1;
     Ok(())
 }
 
