@@ -216,7 +216,10 @@ pub struct Options {
     /// Estimated bytes awaiting compaction at which writes stop; 0 means no limit. A nonzero
     /// value below the soft limit is raised to it at open. Default: 256 GiB.
     pub hard_pending_compaction_bytes_limit: u64,
-    /// Bytes per second writes are paced at while slowed down. Default: 16 MiB/s.
+    /// Bytes per second writes are paced at when a slowdown starts, and the most they are
+    /// paced at during one: the pace then follows the compaction debt, slower as flushes add
+    /// to it (x0.8) or a stop comes near (x0.6), faster as compactions pay it off (x1.25),
+    /// down to 16 KiB/s (`db/write_rate.rs`). Default: 16 MiB/s.
     pub delayed_write_rate: u64,
     /// Combines merge operands (`Db::merge`); with `None`, a write holding a merge is refused
     /// with `NotSupported`. Default: none.

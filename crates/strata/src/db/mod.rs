@@ -27,7 +27,7 @@
 //!   `state`; `retired_wals` and `recycled_wals` are never held with `versions` or `state` or
 //!   each other; `queue` -> a writer's slot; `queue`, `sync_slots` and `pipeline` are never
 //!   held with another lock otherwise (a group in flight takes `state` only after its sync,
-//!   holding nothing).
+//!   holding nothing); `wal` -> `delayed_rate`, which is a leaf (nothing is taken under it).
 
 mod backup;
 mod cf;
@@ -53,6 +53,7 @@ mod sst_file_writer;
 mod ttl;
 mod write;
 mod write_queue;
+mod write_rate;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
@@ -240,8 +241,11 @@ pub(crate) struct DbInner {
     pub closing: AtomicBool,
     /// A writer is waiting in a write stop (`rocksdb.is-write-stopped`).
     pub write_stopped: AtomicBool,
-    /// Writes are being paced at `delayed_write_rate` (`rocksdb.actual-delayed-write-rate`).
+    /// Writes are being paced (`rocksdb.actual-delayed-write-rate`).
     pub write_delayed: AtomicBool,
+    /// The pace of a write slowdown (`write_rate.rs`): taken by the write leader under `wal`
+    /// and by a property read; a leaf lock.
+    pub delayed_rate: Mutex<write_rate::DelayedRate>,
     pub table_cache: Arc<TableCache>,
     pub snapshots: Arc<SnapshotList>,
     pub stats: Arc<crate::stats::Stats>,

@@ -565,6 +565,7 @@ fn assemble(mut p: Parts<'_>) -> DbInner {
         closing: AtomicBool::new(false),
         write_stopped: AtomicBool::new(false),
         write_delayed: AtomicBool::new(false),
+        delayed_rate: Mutex::new(super::write_rate::DelayedRate::new(p.opts.delayed_write_rate)),
         table_cache: p.table_cache,
         snapshots: Arc::default(),
         stats: db_stats,

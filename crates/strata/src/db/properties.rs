@@ -88,7 +88,7 @@ pub(crate) fn property_value(inner: &DbInner, cfd: &Cfd, name: &str) -> Result<O
         "is-write-stopped" => u8::from(inner.write_stopped.load(Relaxed)).to_string(),
         "actual-delayed-write-rate" => {
             let delayed = inner.write_delayed.load(Relaxed);
-            if delayed { inner.opts.delayed_write_rate } else { 0 }.to_string()
+            if delayed { inner.delayed_rate.lock().rate() } else { 0 }.to_string()
         }
         "num-entries-active-mem-table" => sv.mem.num_entries().to_string(),
         "num-entries-imm-mem-tables" => {

@@ -30,11 +30,12 @@ use super::cf::FamilyMem;
 use super::write_queue::{
     hand_on_leadership, GroupInserts, InsertJob, PendingWrite, SlotState, WriterSlot,
 };
+use super::write_rate::Debt;
 use super::{Cfd, DbInner, MemSet, WalState};
 use crate::error::{Error, Result};
 use crate::filename::wal_path;
 use crate::memtable::WriteBufferManager;
-use crate::options::WriteOptions;
+use crate::options::{Options, WriteOptions};
 use crate::stats::{Stall, Ticker};
 use crate::types::{FileNumber, SeqNo};
 use crate::wal::{encode_wal_event, encode_wal_header, LogWriter, WalEvent};
@@ -709,8 +710,9 @@ pub(crate) fn sync_wal_dir(inner: &DbInner) -> Result<()> {
 
 /// Ensures the active memtable has room and applies write flow control: stops while L0 has
 /// `level0_stop_writes_trigger` files, while every memtable is full, or while the pending
-/// compaction bytes exceed the hard limit; paces writes at `delayed_write_rate` once L0 reaches
-/// `level0_slowdown_writes_trigger` files or pending bytes the soft limit. Every stall is
+/// compaction bytes exceed the hard limit; paces writes once L0 reaches
+/// `level0_slowdown_writes_trigger` files or pending bytes the soft limit, at a rate that
+/// starts at `delayed_write_rate` and follows the debt (`db/write_rate.rs`). Every stall is
 /// counted (once per write group and kind) and timed.
 fn make_room_for_write(inner: &DbInner, wal: &mut WalState, batch_bytes: usize) -> Result<()> {
     let o = &inner.opts;
@@ -805,6 +807,7 @@ fn make_room_for_write(inner: &DbInner, wal: &mut WalState, batch_bytes: usize) 
             continue;
         }
         if let Some((kind, _, _, _)) = stop {
+            inner.delayed_rate.lock().stopped();
             let started = Instant::now();
             {
                 let mut st = inner.state.lock();
@@ -825,6 +828,14 @@ fn make_room_for_write(inner: &DbInner, wal: &mut WalState, batch_bytes: usize) 
             switch_memtable(inner, wal, &cfd)?;
             continue;
         }
+        // The pace of this write group's slowdown, from the slowed family's debt now.
+        let rate = match &slow {
+            Some((cfd, l0, pending)) if !delayed => {
+                let debt = Debt { pending_bytes: *pending, l0_files: *l0 };
+                Some(inner.delayed_rate.lock().slowed(debt, near_stop(&cfd.opts, *l0, *pending)))
+            }
+            _ => None,
+        };
         let slowed = slow.is_some();
         if inner.write_delayed.load(Ordering::Relaxed) != slowed
             && inner.write_delayed.swap(slowed, Ordering::Relaxed) != slowed
@@ -839,12 +850,13 @@ fn make_room_for_write(inner: &DbInner, wal: &mut WalState, batch_bytes: usize) 
                         "[{}] Slowing writes to {} bytes/s: {l0} L0 files (slowdown trigger {}), \
                          {pending} pending compaction bytes (soft limit {})",
                         cfd.name,
-                        o.delayed_write_rate,
+                        rate.unwrap_or_else(|| inner.delayed_rate.lock().rate()),
                         co.level0_slowdown_writes_trigger,
                         co.soft_pending_compaction_bytes_limit
                     )
                 }
                 None => {
+                    inner.delayed_rate.lock().not_slowed();
                     let started = inner.slowdown_started_micros.load(Ordering::Relaxed);
                     format!(
                         "[{}] Writes no longer slowed down, after {:.1} ms",
@@ -854,9 +866,9 @@ fn make_room_for_write(inner: &DbInner, wal: &mut WalState, batch_bytes: usize) 
                 }
             });
         }
-        if let Some((cfd, l0, _)) = slow.filter(|_| !delayed) {
+        if let (Some((cfd, l0, _)), Some(rate)) = (slow, rate) {
             delayed = true;
-            wal.delay_debt_micros += batch_bytes as f64 * 1e6 / o.delayed_write_rate as f64;
+            wal.delay_debt_micros += batch_bytes as f64 * 1e6 / rate as f64;
             if wal.delay_debt_micros >= 1000.0 {
                 let micros = wal.delay_debt_micros as u64;
                 wal.delay_debt_micros = 0.0;
@@ -875,6 +887,16 @@ fn make_room_for_write(inner: &DbInner, wal: &mut WalState, batch_bytes: usize) 
         }
         return Ok(());
     }
+}
+
+/// Whether a slowed family is close to a stop (`db/write_rate.rs`): L0 within two files of
+/// the stop trigger, or pending compaction bytes past three quarters of the way from the soft
+/// limit to the hard one.
+fn near_stop(co: &Options, l0: usize, pending: u64) -> bool {
+    let (soft, hard) =
+        (co.soft_pending_compaction_bytes_limit, co.hard_pending_compaction_bytes_limit);
+    l0 + 2 >= co.level0_stop_writes_trigger
+        || (soft > 0 && hard > soft && pending > soft + (hard - soft) / 4 * 3)
 }
 
 /// Whether writes must wait for the write buffer manager: it allows stalls, its memtables
