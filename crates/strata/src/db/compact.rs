@@ -150,7 +150,8 @@ fn finish(inner: &DbInner, plan: &CompactionPlan, result: Result<()>) {
         }
     }
     super::obsolete::purge_obsolete_tables(inner);
-    if inner.opts.trim_heap_after_compaction {
+    // A trivial move frees nothing; a rewrite or a deletion frees blocks and table readers.
+    if inner.opts.trim_heap_after_compaction && !plan.trivial_move {
         crate::util::heap::release_free_pages();
     }
     let mut st = inner.state.lock();

@@ -717,6 +717,8 @@ pub(crate) fn sync_wal_dir(inner: &DbInner) -> Result<()> {
 fn make_room_for_write(inner: &DbInner, wal: &mut WalState, batch_bytes: usize) -> Result<()> {
     let o = &inner.opts;
     let mut delayed = false;
+    // This writer waited in a stop: a slowdown right after it paces slower (`write_rate.rs`).
+    let mut was_stopped = false;
     let mut counted: Option<Stall> = None;
     let wbm = o.write_buffer_manager.as_deref();
     let mut budget_switched = false;
@@ -807,7 +809,7 @@ fn make_room_for_write(inner: &DbInner, wal: &mut WalState, batch_bytes: usize) 
             continue;
         }
         if let Some((kind, _, _, _)) = stop {
-            inner.delayed_rate.lock().stopped();
+            was_stopped = true;
             let started = Instant::now();
             {
                 let mut st = inner.state.lock();
@@ -832,7 +834,8 @@ fn make_room_for_write(inner: &DbInner, wal: &mut WalState, batch_bytes: usize) 
         let rate = match &slow {
             Some((cfd, l0, pending)) if !delayed => {
                 let debt = Debt { pending_bytes: *pending, l0_files: *l0 };
-                Some(inner.delayed_rate.lock().slowed(debt, near_stop(&cfd.opts, *l0, *pending)))
+                let near = near_stop(&cfd.opts, *l0, *pending);
+                Some(inner.delayed_rate.lock().slowed(debt, near, was_stopped))
             }
             _ => None,
         };

@@ -47,26 +47,24 @@ pub(crate) struct DelayedRate {
     rate: u64,
     /// The debt at the last look while slowed; `None` outside a slowdown.
     last: Option<Debt>,
-    /// A stop happened since the last look: the next look slows down further.
-    stopped: bool,
 }
 
 impl DelayedRate {
     /// A DB whose `delayed_write_rate` is `max` (positive).
     pub(crate) fn new(max: u64) -> DelayedRate {
-        DelayedRate { max, rate: max, last: None, stopped: false }
+        DelayedRate { max, rate: max, last: None }
     }
 
     /// The rate to pace a write at, in a slowdown whose family owes `debt` (`near_stop`: see
-    /// the module doc).
-    pub(crate) fn slowed(&mut self, debt: Debt, near_stop: bool) -> u64 {
+    /// the module doc; `after_stop`: the writer asking was stopped just before).
+    pub(crate) fn slowed(&mut self, debt: Debt, near_stop: bool, after_stop: bool) -> u64 {
         if self.max > MIN_DELAYED_WRITE_RATE {
             let factor = match self.last {
                 // The first look: the rate kept from the last slowdown, unless a stop or its
                 // nearness says slower.
-                None => (near_stop || self.stopped).then_some(NEAR_STOP),
-                Some(prev) if prev == debt && !self.stopped => None,
-                Some(_) if near_stop || self.stopped => Some(NEAR_STOP),
+                None => (near_stop || after_stop).then_some(NEAR_STOP),
+                Some(prev) if prev == debt && !after_stop => None,
+                Some(_) if near_stop || after_stop => Some(NEAR_STOP),
                 Some(prev) if debt >= prev => Some(DEBT_GREW),
                 Some(_) => Some(DEBT_SHRANK),
             };
@@ -74,14 +72,8 @@ impl DelayedRate {
                 self.rate = ((self.rate as f64 * f) as u64).clamp(MIN_DELAYED_WRITE_RATE, self.max);
             }
         }
-        self.stopped = false;
         self.last = Some(debt);
         self.rate
-    }
-
-    /// Writes were stopped (any stop): the next slowdown look slows down further.
-    pub(crate) fn stopped(&mut self) {
-        self.stopped = true;
     }
 
     /// No slowdown any more: the rate recovers part of the way for the next one.
@@ -110,22 +102,22 @@ mod tests {
     #[test]
     fn starts_at_the_configured_rate_and_holds_while_nothing_changes() {
         let mut r = DelayedRate::new(MAX);
-        assert_eq!(r.slowed(debt(100, 20), false), MAX);
-        assert_eq!(r.slowed(debt(100, 20), false), MAX);
+        assert_eq!(r.slowed(debt(100, 20), false, false), MAX);
+        assert_eq!(r.slowed(debt(100, 20), false, false), MAX);
     }
 
     #[test]
     fn growing_debt_slows_down_and_shrinking_debt_speeds_up() {
         let mut r = DelayedRate::new(MAX);
-        r.slowed(debt(100, 20), false);
-        assert_eq!(r.slowed(debt(150, 21), false), (MAX as f64 * 0.8) as u64);
-        let after_two = r.slowed(debt(150, 22), false); // more L0 files, same bytes: grew
+        r.slowed(debt(100, 20), false, false);
+        assert_eq!(r.slowed(debt(150, 21), false, false), (MAX as f64 * 0.8) as u64);
+        let after_two = r.slowed(debt(150, 22), false, false); // more L0 files, same bytes: grew
         assert_eq!(after_two, ((MAX as f64 * 0.8) as u64 as f64 * 0.8) as u64);
-        let up = r.slowed(debt(120, 20), false);
+        let up = r.slowed(debt(120, 20), false, false);
         assert_eq!(up, (after_two as f64 * 1.25) as u64);
         // Never above the configured rate.
         for i in 0..20 {
-            r.slowed(debt(100 - i, 20), false);
+            r.slowed(debt(100 - i, 20), false, false);
         }
         assert_eq!(r.rate(), MAX);
     }
@@ -134,7 +126,7 @@ mod tests {
     fn debt_that_keeps_growing_reaches_the_minimum_and_stays_there() {
         let mut r = DelayedRate::new(MAX);
         for i in 0..100u64 {
-            let rate = r.slowed(debt(1000 + i, 20), false);
+            let rate = r.slowed(debt(1000 + i, 20), false, false);
             assert!((MIN_DELAYED_WRITE_RATE..=MAX).contains(&rate), "{rate}");
         }
         assert_eq!(r.rate(), MIN_DELAYED_WRITE_RATE);
@@ -143,29 +135,28 @@ mod tests {
     #[test]
     fn near_a_stop_or_out_of_one_slows_down_more() {
         let mut r = DelayedRate::new(MAX);
-        assert_eq!(r.slowed(debt(100, 34), true), (MAX as f64 * 0.6) as u64);
+        assert_eq!(r.slowed(debt(100, 34), true, false), (MAX as f64 * 0.6) as u64);
         let mut r = DelayedRate::new(MAX);
-        r.slowed(debt(100, 20), false);
-        r.stopped();
+        r.slowed(debt(100, 20), false, false);
         // Out of a stop with the same debt: still slower.
-        assert_eq!(r.slowed(debt(100, 20), false), (MAX as f64 * 0.6) as u64);
-        // The stop is counted once.
-        assert_eq!(r.slowed(debt(100, 20), false), (MAX as f64 * 0.6) as u64);
+        assert_eq!(r.slowed(debt(100, 20), false, true), (MAX as f64 * 0.6) as u64);
+        // Near a stop with the debt unchanged: nothing new, no further slowing.
+        assert_eq!(r.slowed(debt(100, 20), true, false), (MAX as f64 * 0.6) as u64);
     }
 
     #[test]
     fn the_rate_recovers_between_slowdowns_and_the_next_one_starts_from_it() {
         let mut r = DelayedRate::new(MAX);
-        r.slowed(debt(100, 20), false);
+        r.slowed(debt(100, 20), false, false);
         for i in 1..=5 {
-            r.slowed(debt(100 + i, 20), false);
+            r.slowed(debt(100 + i, 20), false, false);
         }
         let low = r.rate();
         assert!(low < MAX / 2, "{low}");
         r.not_slowed();
         let recovered = (low as f64 * 1.4) as u64;
         assert_eq!(r.rate(), recovered);
-        assert_eq!(r.slowed(debt(10, 20), false), recovered, "a new slowdown starts there");
+        assert_eq!(r.slowed(debt(10, 20), false, false), recovered, "a new slowdown starts there");
         r.not_slowed();
         r.not_slowed(); // outside a slowdown: no second recovery
         assert_eq!(r.rate(), (recovered as f64 * 1.4) as u64);
@@ -174,8 +165,8 @@ mod tests {
     #[test]
     fn a_configured_rate_below_the_minimum_is_never_adjusted() {
         let mut r = DelayedRate::new(4 << 10);
-        assert_eq!(r.slowed(debt(1, 20), true), 4 << 10);
-        assert_eq!(r.slowed(debt(2, 21), false), 4 << 10);
+        assert_eq!(r.slowed(debt(1, 20), true, false), 4 << 10);
+        assert_eq!(r.slowed(debt(2, 21), false, false), 4 << 10);
         r.not_slowed();
         assert_eq!(r.rate(), 4 << 10);
     }

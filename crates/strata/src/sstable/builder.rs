@@ -428,7 +428,7 @@ impl TableBuilder {
         let mut filter = None;
         if p.partition_filters {
             if let Some(f) = &mut self.filter {
-                filter = Some(f.finish().to_vec());
+                filter = Some(f.finish().into_vec());
                 f.reset();
             }
             p.fresh_filter = true;

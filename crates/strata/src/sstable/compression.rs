@@ -199,6 +199,7 @@ fn split_len(stored: &[u8]) -> Option<(usize, &[u8])> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::util::coding::put_varint64;
 
     #[cfg(all(unix, not(miri)))]
     #[test]
@@ -214,7 +215,6 @@ mod tests {
             assert!(c.out.is_mapped(), "{ty:?}");
         }
     }
-    use crate::util::coding::put_varint64;
 
     const ALL: [CompressionType; 4] = [
         CompressionType::None,

@@ -182,6 +182,15 @@ impl<T: Copy> GrowBuf<T> {
         self.truncate(0);
     }
 
+    /// The values as a `Vec`: the buffer's own when it is still one, else a copy (and the
+    /// mapping is unmapped).
+    pub fn into_vec(mut self) -> Vec<T> {
+        match &mut self.store {
+            Store::Heap(v) => std::mem::take(v),
+            Store::Mapped { .. } => self.to_vec(),
+        }
+    }
+
     /// Sets the length to `n`, filling new places with `x`.
     pub fn resize(&mut self, n: usize, x: T) {
         let len = self.len();
@@ -314,6 +323,19 @@ mod tests {
         assert_eq!(g.len(), 0);
         g.push(9);
         assert_eq!(&g[..], &[9]);
+    }
+
+    #[test]
+    fn into_vec_moves_a_heap_buffer_and_copies_a_mapped_one() {
+        let mut small = GrowBuf::<u8>::new();
+        small.resize(100, 3);
+        let at = small.as_ptr();
+        let v = small.into_vec();
+        assert_eq!((v.as_ptr(), v.len()), (at, 100), "moved, not copied");
+        let mut big = GrowBuf::<u64>::new();
+        big.extend_from_slice(&(0..50_000).collect::<Vec<u64>>());
+        let v = big.into_vec();
+        assert_eq!(v, (0..50_000).collect::<Vec<u64>>());
     }
 
     #[test]
