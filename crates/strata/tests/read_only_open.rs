@@ -11,14 +11,20 @@ use std::time::SystemTime;
 use strata::env::{FileSystem, MemFs};
 use strata::{Db, Error, IteratorMode, Options, WriteBatch};
 
-/// Name -> (size, mtime) of every entry of `dir`.
+/// Name -> (size, mtime) of every entry of `dir`. An entry that vanishes between the
+/// directory read and its `stat` is left out: with a writer open, a background compaction
+/// may delete its inputs at any moment.
 fn listing(dir: &Path) -> BTreeMap<String, (u64, SystemTime)> {
     std::fs::read_dir(dir)
         .unwrap()
-        .map(|e| {
+        .filter_map(|e| {
             let e = e.unwrap();
-            let m = e.metadata().unwrap();
-            (e.file_name().to_string_lossy().into_owned(), (m.len(), m.modified().unwrap()))
+            let m = match e.metadata() {
+                Ok(m) => m,
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => return None,
+                Err(err) => panic!("stat {:?}: {err}", e.path()),
+            };
+            Some((e.file_name().to_string_lossy().into_owned(), (m.len(), m.modified().unwrap())))
         })
         .collect()
 }
