@@ -36,12 +36,16 @@
 # fio baseline (when fio is installed: apt-get install -y fio): random reads of --block-size
 # bytes with O_DIRECT, psync, depth 1, --threads jobs, --fio-secs seconds, on a file on the DBs'
 # file system sized like the DB (num x (key + value x 0.5) bytes), laid out once per call. It
-# runs right before each engine's point-read step (readrandom, readwhilewriting), and that
-# run's read IOPS go to the step as --fio_baseline_iops, the denominator of io_eff: the device
-# drifts by 10% and more over a run, so a baseline taken minutes away would credit or charge
-# the engine with the drift. Each baseline starts after a sync (the previous step's writeback
-# done), and one under half the mode's median baseline so far is run again once. Without
-# fio, io_eff stays blank and the script says so.
+# runs right before and right after each engine's point-read step (readrandom,
+# readwhilewriting): the one before goes to the step as --fio_baseline_iops (the io_eff
+# strata-bench prints), both go to the step's log as "fio baseline: before=B after=A", and
+# the report takes io_eff against their mean. The device drifts by 10% and more over a run
+# (and by 2x within a minute at times), so a baseline taken minutes away would credit or
+# charge the engine with the drift, and one taken on one side of the step half of it. The
+# range steps use the readrandom mean, overwrite the readwhilewriting one. Each baseline
+# starts after a sync (the previous step's writeback done), and one under half the mode's
+# median baseline so far is run again once. Without fio, io_eff stays blank and the script
+# says so.
 #
 # --rss-trace samples each step's resident memory every 100 ms into logs/<step log>.rss.tsv
 # (ms since the step started, KiB) and prints the peak and when it came: a step's peak RSS is
@@ -122,7 +126,7 @@ fio_file="$out/db/fio.baseline" fio_iops=0 have_fio=0
 if command -v fio > /dev/null; then
   have_fio=1
   [ -f "$out/fio.tsv" ] || printf '# mode\trep\tengine\tstep\tread_iops\n' > "$out/fio.tsv"
-  echo "== fio: randread bs=$block_size O_DIRECT psync depth 1 numjobs=$threads, ${fio_secs}s before each point-read step, on a $((db_bytes >> 20)) MiB file in $out/db" >&2
+  echo "== fio: randread bs=$block_size O_DIRECT psync depth 1 numjobs=$threads, ${fio_secs}s before and after each point-read step, on a $((db_bytes >> 20)) MiB file in $out/db" >&2
 else
   echo "bench/io.sh: fio is not installed (apt-get install -y fio): no baseline, io_eff stays blank" >&2
 fi
@@ -160,6 +164,18 @@ fio_baseline() { # mode rep engine step: sets fio_iops (0 when fio gives none)
     printf '%s\t%s\t%s\t%s\t%s\n' "$1" "r$2" "$3" "$4" "$fio_iops" >> "$out/fio.tsv"
     echo "   fio read IOPS: $fio_iops" >&2
   fi
+}
+fio_after() { # mode rep engine step log: the baseline after the step (fio_iops holds the one
+  # before): both go to the step's log as "fio baseline: before=B after=A", which the report
+  # takes io_eff against (their mean); fio_iops becomes that mean for the steps that use it.
+  [ "$have_fio" = 1 ] && [ "$fio_iops" != 0 ] || return 0
+  local before="$fio_iops"
+  fio_baseline "$1" "$2" "$3" "$4.after"
+  if [ "$fio_iops" = 0 ]; then fio_iops="$before"; return 0; fi
+  printf 'fio baseline: before=%s after=%s\n' "$before" "$fio_iops" >> "$out/$5"
+  fio_iops="$(awk -v b="$before" -v a="$fio_iops" 'BEGIN { printf "%.0f", (b + a) / 2 }')"
+  echo "   io_eff against the mean of the baselines before and after ($fio_iops): $(awk -F'[ =]' \
+    -v m="$fio_iops" '/^I\/O: rps=/ { printf "%.3f", $3 / m }' "$out/$5")" >&2
 }
 
 # --- iobuf's memory cgroups ----------------------------------------------------------------
@@ -307,9 +323,10 @@ for mode in "${mode_list[@]}"; do
     for engine in "${order[@]}"; do
       step_no=1
       fio_baseline "$mode" "$rep" "$engine" readrandom
-      rr_fio[$engine]="$fio_iops"
       run_step "$mode" "$engine" "$rep" readrandom readrandom --use_existing_db=1 \
         --threads="$threads" --duration="$duration"
+      fio_after "$mode" "$rep" "$engine" readrandom "logs/$engine.readrandom.$mode.r$rep.log"
+      rr_fio[$engine]="$fio_iops"
     done
     for engine in "${order[@]}"; do
       step_no=2 fio_iops="${rr_fio[$engine]}"
@@ -326,9 +343,10 @@ for mode in "${mode_list[@]}"; do
     for engine in "${order[@]}"; do
       step_no=4
       fio_baseline "$mode" "$rep" "$engine" readww
-      ww_fio[$engine]="$fio_iops"
       run_step "$mode" "$engine" "$rep" readww readwhilewriting --use_existing_db=1 \
         --threads="$threads" --benchmark_write_rate_limit="$write_rate" --duration="$duration"
+      fio_after "$mode" "$rep" "$engine" readww "logs/$engine.readww.$mode.r$rep.log"
+      ww_fio[$engine]="$fio_iops"
     done
     for engine in "${order[@]}"; do
       step_no=5 fio_iops="${ww_fio[$engine]}"

@@ -433,6 +433,48 @@ impl IoColumns {
     }
 }
 
+/// The line `bench/io.sh` appends to a point-read step's log when it ran the `fio` baseline
+/// both right before the step (the `--fio_baseline_iops` the step printed its `io_eff` with)
+/// and right after it: `fio baseline: before=<read IOPS> after=<read IOPS>`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BracketingBaseline {
+    pub before: f64,
+    pub after: f64,
+}
+
+impl BracketingBaseline {
+    pub const PREFIX: &'static str = "fio baseline: ";
+
+    /// Parses the line; `None` if it is not one or a figure is missing or not positive.
+    pub fn parse(line: &str) -> Option<BracketingBaseline> {
+        let rest = line.strip_prefix(Self::PREFIX)?;
+        let (mut before, mut after) = (None, None);
+        for tok in rest.split_whitespace() {
+            match tok.split_once('=') {
+                Some(("before", v)) => before = v.parse::<f64>().ok(),
+                Some(("after", v)) => after = v.parse::<f64>().ok(),
+                _ => {}
+            }
+        }
+        let b = BracketingBaseline { before: before?, after: after? };
+        (b.before > 0.0 && b.after > 0.0).then_some(b)
+    }
+
+    /// The device's read IOPS over the step: the two baselines' mean, as the device drifts
+    /// (by 10% and more within minutes on the VMs this runs on) across the step.
+    pub fn iops(&self) -> f64 {
+        (self.before + self.after) / 2.0
+    }
+}
+
+impl IoColumns {
+    /// `io_eff` against a baseline taken around the step instead of the one before it.
+    pub fn rebased(mut self, b: BracketingBaseline) -> IoColumns {
+        self.io_eff = self.rps.map(|rps| rps / b.iops());
+        self
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -54,7 +54,9 @@ pub struct StepResult {
     pub version: Option<String>,
     /// The message after the result line, e.g. `(17318 of 20000 found)`.
     pub message: String,
-    /// The step's `I/O:` line (`crate::io`), the last one of the log.
+    /// The step's `I/O:` line (`crate::io`), the last one of the log; its `io_eff` against
+    /// the mean of the baselines before and after the step when the log has their line
+    /// ([`crate::io::BracketingBaseline`]).
     pub io: Option<crate::io::IoColumns>,
 }
 
@@ -122,6 +124,7 @@ fn date_of(f: &[&str]) -> Option<String> {
 pub fn parse_log(text: &str, bench: &str) -> StepResult {
     let mut r = StepResult::default();
     let mut cols = SumColumns::V7;
+    let mut bracket = None;
     for line in text.lines() {
         let f: Vec<&str> = line.split_whitespace().collect();
         if f.first() == Some(&"Level") {
@@ -143,6 +146,8 @@ pub fn parse_log(text: &str, bench: &str) -> StepResult {
             r.message = msg.to_string();
         } else if let Some(io) = crate::io::IoColumns::parse(line) {
             r.io = Some(io);
+        } else if let Some(b) = crate::io::BracketingBaseline::parse(line) {
+            bracket = Some(b);
         } else if line.starts_with("Percentiles:") {
             r.p50 = num(f.get(2));
             r.p99 = num(f.get(6));
@@ -184,6 +189,9 @@ pub fn parse_log(text: &str, bench: &str) -> StepResult {
         } else if f.get(1) == Some(&"version") && r.version.is_none() && f[0].ends_with(':') {
             r.version = f.get(2).map(|v| (*v).to_string());
         }
+    }
+    if let (Some(io), Some(b)) = (r.io, bracket) {
+        r.io = Some(io.rebased(b));
     }
     r
 }
@@ -806,6 +814,24 @@ Cumulative stall: 00:00:0.000 H:M:S, 0.0 percent
             "{md}"
         );
         assert_eq!(reps_markdown(&[st]), None);
+    }
+
+    /// With the baselines around the step in its log, `io_eff` is the device's read IOPS over
+    /// their mean, not over the one before; a malformed line leaves the printed figure.
+    #[test]
+    fn a_bracketing_baseline_rebases_io_eff() {
+        let io_line = "I/O: rps=950.0 rmbps=3.71 rpo=1.020 io_eff=0.950 wps=2.0 wmbps=0.50 \
+                       secs=10.000 process: read_bytes=1 write_bytes=2 syscr=3 syscw=4\n";
+        let with = |tail: &str| {
+            let r = parse_log(&format!("{LOG}{io_line}{tail}"), "readrandom");
+            r.io.and_then(|io| io.io_eff)
+        };
+        assert_eq!(with("fio baseline: before=1000 after=900\n"), Some(1.0));
+        assert_eq!(with("fio baseline: before=1000 after=-\n"), Some(0.95));
+        assert_eq!(with("fio baseline: before=1000\n"), Some(0.95));
+        assert_eq!(with(""), Some(0.95));
+        let r = parse_log(&format!("{LOG}fio baseline: before=1000 after=900\n"), "readrandom");
+        assert_eq!(r.io, None, "no I/O line: nothing to rebase");
     }
 
     #[test]
