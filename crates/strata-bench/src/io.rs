@@ -463,7 +463,7 @@ impl BracketingBaseline {
     /// The device's read IOPS over the step: the two baselines' mean, as the device drifts
     /// (by 10% and more within minutes on the VMs this runs on) across the step.
     pub fn iops(&self) -> f64 {
-        (self.before + self.after) / 2.0
+        self.before.midpoint(self.after)
     }
 }
 

@@ -26,7 +26,7 @@ pub(crate) fn open_for_reads(path: &Path, flags: i32) -> std::io::Result<File> {
             let r = OpenOptions::new().read(true).custom_flags(flags | libc::O_NOATIME).open(path);
             match r {
                 Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
-                    NOATIME_REFUSED.store(true, Relaxed)
+                    NOATIME_REFUSED.store(true, Relaxed);
                 }
                 r => return r,
             }
