@@ -22,7 +22,7 @@ fn listing(dir: &Path) -> BTreeMap<String, (u64, SystemTime)> {
             let m = match e.metadata() {
                 Ok(m) => m,
                 Err(err) if err.kind() == std::io::ErrorKind::NotFound => return None,
-                Err(err) => panic!("stat {:?}: {err}", e.path()),
+                Err(err) => panic!("stat {}: {err}", e.path().display()),
             };
             Some((e.file_name().to_string_lossy().into_owned(), (m.len(), m.modified().unwrap())))
         })
