@@ -8,7 +8,8 @@
 #                    [--first-rep 1] [--num 6000000] [--key-size 20] [--value-size 400]
 #                    [--block-size 4096] [--cache-mb 32] [--iobuf-mem-mb 384] [--duration 15]
 #                    [--threads 1] [--write-rate 2097152] [--fio-secs 10] [--out DIR]
-#                    [--keep-db] [--rss-trace] [-- EXTRA strata-bench FLAGS ...]
+#                    [--overwrite-writes N] [--keep-db] [--rss-trace]
+#                    [-- EXTRA strata-bench FLAGS ...]
 #
 # Modes:
 #   byrx   the DB sits in the block cache (cache = the uncompressed data size + 25%);
@@ -31,7 +32,10 @@
 # --duration seconds. Overwrite runs as the seed's overwriteandwait: waitforcompaction follows
 # it in the same process, outside its ops/s, so the step's W-Amp counts the compaction debt its
 # writes left (cut off at --duration, W-Amp measured how far each engine's compactions had got,
-# and an engine that ingests more is further into rewriting its base level).
+# and an engine that ingests more is further into rewriting its base level). With
+# --overwrite-writes N, overwrite writes N keys per engine instead of running --duration
+# seconds: every engine ingests the same bytes, so the W-Amp figures compare the engines'
+# compactions on equal work.
 #
 # fio baseline (when fio is installed: apt-get install -y fio): random reads of --block-size
 # bytes with O_DIRECT, psync, depth 1, --threads jobs, --fio-secs seconds, on a file on the DBs'
@@ -60,7 +64,7 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 
 modes="iodir,iobuf" engines="strata,rocksdb" reps=3 first_rep=1 num=6000000 key_size=20
 value_size=400 block_size=4096 cache_mb=32 iobuf_mem_mb=384 duration=15 threads=1
-write_rate=$((2 << 20)) fio_secs=10 out="" keep_db=0 rss_trace=0
+write_rate=$((2 << 20)) fio_secs=10 out="" keep_db=0 rss_trace=0 overwrite_writes=0
 extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -79,6 +83,7 @@ while [ $# -gt 0 ]; do
     --write-rate) write_rate="$2"; shift 2 ;;
     --fio-secs) fio_secs="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
+    --overwrite-writes) overwrite_writes="$2"; shift 2 ;;
     --keep-db) keep_db=1; shift ;;
     --rss-trace) rss_trace=1; shift ;;
     --) shift; extra=("$@"); break ;;
@@ -86,6 +91,11 @@ while [ $# -gt 0 ]; do
     *) echo "bench/io.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
+case "$overwrite_writes" in
+  ''|*[!0-9]*) echo "bench/io.sh: --overwrite-writes takes a number of keys, not '$overwrite_writes'" >&2; exit 2 ;;
+esac
+overwrite_len=(--duration="$duration")
+if [ "$overwrite_writes" -gt 0 ]; then overwrite_len=(--writes="$overwrite_writes"); fi
 IFS=',' read -r -a mode_list <<< "$modes"
 IFS=',' read -r -a engine_list <<< "$engines"
 for m in "${mode_list[@]}"; do
@@ -351,7 +361,7 @@ for mode in "${mode_list[@]}"; do
     for engine in "${order[@]}"; do
       step_no=5 fio_iops="${ww_fio[$engine]}"
       after=waitforcompaction run_step "$mode" "$engine" "$rep" overwrite overwrite \
-        --use_existing_db=1 --threads="$threads" --duration="$duration"
+        --use_existing_db=1 --threads="$threads" "${overwrite_len[@]}"
       if [ "$keep_db" = 0 ]; then rm -rf "$out/db/$engine"; fi
     done
   done
