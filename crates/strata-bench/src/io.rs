@@ -431,6 +431,13 @@ impl IoColumns {
         }
         Some(c)
     }
+
+    /// `io_eff` against a baseline taken around the step ([`BracketingBaseline`]) instead of
+    /// the one before it.
+    pub fn rebased(mut self, b: BracketingBaseline) -> IoColumns {
+        self.io_eff = self.rps.map(|rps| rps / b.iops());
+        self
+    }
 }
 
 /// The line `bench/io.sh` appends to a point-read step's log when it ran the `fio` baseline
@@ -464,14 +471,6 @@ impl BracketingBaseline {
     /// (by 10% and more within minutes on the VMs this runs on) across the step.
     pub fn iops(&self) -> f64 {
         self.before.midpoint(self.after)
-    }
-}
-
-impl IoColumns {
-    /// `io_eff` against a baseline taken around the step instead of the one before it.
-    pub fn rebased(mut self, b: BracketingBaseline) -> IoColumns {
-        self.io_eff = self.rps.map(|rps| rps / b.iops());
-        self
     }
 }
 
