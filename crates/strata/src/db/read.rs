@@ -390,10 +390,7 @@ fn search(
                 }
                 continue;
             }
-            let Some(f) = files.get(sv.version.find_file(level, key)) else { continue };
-            if key < user_key(&f.smallest) {
-                continue;
-            }
+            let Some(f) = sv.version.file_for_key(level, key) else { continue };
             search_table(ctx, f, level)?;
             if ctx.is_done() {
                 tickers.add(if level == 1 { Ticker::GetHitL1 } else { Ticker::GetHitL2AndUp }, 1);

@@ -247,7 +247,18 @@ impl MemTable {
     ///
     /// With a filter, entries of other user keys are not visited when the filter rules the
     /// lookup's user key out: callers read only the entries of that key.
+    ///
+    /// A memtable with no point entries is not searched (a freshly switched one, under a
+    /// read-mostly load): the count sits beside the fields read anyway, where the filter or the
+    /// list's head would each be a cache miss. Sound for any reader that may see an entry:
+    /// `add_batch` counts a batch before it returns, and its entries become visible to other
+    /// threads only through the sequence number the writer publishes after that (with
+    /// `unordered_write` a reader may miss a published group still being inserted, counted or
+    /// not, as that option allows).
     pub fn get(&self, lookup_ikey: &[u8], mut f: impl FnMut(&[u8], &[u8]) -> bool) {
+        if self.num_entries.load(Ordering::Relaxed) == 0 {
+            return;
+        }
         if let Some(b) = &self.bloom {
             if !b.may_contain(crate::key::user_key(lookup_ikey)) {
                 return;

@@ -270,12 +270,27 @@ pub const SEEK_HINTS_MIN_RESTARTS: usize = 64;
 /// Invariant (checked by [`SeekHints::build`], which gives none for a block that breaks it):
 /// level 0 is non-decreasing, as it is for any block whose restart keys are in order; then
 /// every level is.
+///
+/// The fields a seek reads before its first line of hints (the levels, `common`) sit in this
+/// struct's two lines rather than behind pointers of their own: a cold seek waits for each
+/// pointer it follows in turn. `common` is cut to [`MAX_COMMON`] bytes (any prefix of the
+/// keys' shared prefix keeps the order argument above).
+#[repr(C, align(128))]
 struct SeekHints {
-    common: Box<[u8]>,
+    /// Per level, bottom first: its first line in `lines` and its number of entries; the
+    /// first `depth` are set.
+    levels: [(u32, u32); MAX_HINT_LEVELS],
     lines: Box<[Line]>,
-    /// Per level, bottom first: its first line in `lines` and its number of entries.
-    levels: Box<[(usize, usize)]>,
+    depth: u8,
+    common_len: u8,
+    common: [u8; MAX_COMMON],
 }
+
+/// Levels of hints a block can have: a block has fewer than 2^32 restart points, and each
+/// level has a sixteenth of the entries of the one below until one line holds them.
+const MAX_HINT_LEVELS: usize = 8;
+/// Most bytes of the restart keys' shared prefix the hints strip.
+const MAX_COMMON: usize = 46;
 
 /// Sixteen hints: one cache line.
 #[derive(Clone, Copy)]
@@ -298,22 +313,30 @@ impl SeekHints {
         if n < SEEK_HINTS_MIN_RESTARTS {
             return None;
         }
+        if u32::try_from(n).is_err() {
+            return None;
+        }
         let a = block.restart_user_key(1)?;
         let b = block.restart_user_key(n - 2)?;
-        let common_len = a.iter().zip(b).take_while(|(x, y)| x == y).count();
-        let common: Box<[u8]> = a[..common_len].into();
+        let common_len = a.iter().zip(b).take_while(|(x, y)| x == y).count().min(MAX_COMMON);
+        let mut common = [0u8; MAX_COMMON];
+        common[..common_len].copy_from_slice(&a[..common_len]);
         let mut level = Vec::with_capacity(n);
         for i in 0..n {
-            let p = hint(&common, block.restart_user_key(i)?);
+            let p = hint(&common[..common_len], block.restart_user_key(i)?);
             if level.last().is_some_and(|&prev| p < prev) {
                 return None;
             }
             level.push(p);
         }
         let mut lines = Vec::with_capacity(n.div_ceil(LINE) * 17 / 16 + 2);
-        let mut levels = Vec::new();
+        let mut levels = [(0u32, 0u32); MAX_HINT_LEVELS];
+        let mut depth = 0;
         loop {
-            levels.push((lines.len(), level.len()));
+            // Fewer than 2^32 entries (checked above) take at most MAX_HINT_LEVELS levels;
+            // `lines` has fewer entries than level 0.
+            *levels.get_mut(depth)? = (lines.len() as u32, level.len() as u32);
+            depth += 1;
             lines.extend(level.chunks(LINE).map(|c| {
                 let mut l = Line([u32::MAX; LINE]);
                 l.0[..c.len()].copy_from_slice(c);
@@ -324,7 +347,19 @@ impl SeekHints {
             }
             level = level.iter().step_by(LINE).copied().collect();
         }
-        Some(SeekHints { common, lines: lines.into_boxed_slice(), levels: levels.into() })
+        Some(SeekHints {
+            levels,
+            lines: lines.into_boxed_slice(),
+            depth: depth as u8,
+            common_len: common_len as u8,
+            common,
+        })
+    }
+
+    /// The stripped prefix.
+    #[inline]
+    fn common(&self) -> &[u8] {
+        &self.common[..usize::from(self.common_len)]
     }
 
     /// The hint of restart point `i` (level 0 starts the lines).
@@ -334,10 +369,7 @@ impl SeekHints {
     }
 
     fn memory_size(&self) -> usize {
-        size_of::<SeekHints>()
-            + self.common.len()
-            + self.lines.len() * size_of::<Line>()
-            + self.levels.len() * size_of::<(usize, usize)>()
+        size_of::<SeekHints>() + self.lines.len() * size_of::<Line>()
     }
 
     /// The number of level-0 hints satisfying `below`, a predicate true for a prefix of
@@ -347,9 +379,11 @@ impl SeekHints {
     /// `at_level0(group)` is called before level 0's line `group` is read.
     #[inline(always)]
     fn rank(&self, below: impl Fn(u32) -> bool + Copy, at_level0: impl Fn(usize)) -> usize {
-        let (top, top_len) = self.levels[self.levels.len() - 1];
-        let mut g = self.lines[top].count(below).min(top_len);
-        for (level, &(first, len)) in self.levels.iter().enumerate().rev().skip(1) {
+        let levels = &self.levels[..usize::from(self.depth)];
+        let (top, top_len) = levels[levels.len() - 1];
+        let mut g = self.lines[top as usize].count(below).min(top_len as usize);
+        for (level, &(first, len)) in levels.iter().enumerate().rev().skip(1) {
+            let (first, len) = (first as usize, len as usize);
             // `g` entries of the level above satisfy `below`: they are the first hints of
             // groups `0..g` of this level, so the boundary lies in group `g - 1`.
             let Some(group) = g.checked_sub(1) else { return 0 };
@@ -366,9 +400,9 @@ impl SeekHints {
     /// `at_level0` is [`SeekHints::rank`]'s, for the first count.
     #[inline]
     fn bounds(&self, u: &[u8], at_level0: impl Fn(usize)) -> (usize, usize) {
-        let t = hint(&self.common, u);
+        let t = hint(self.common(), u);
         let lo = self.rank(|p| p < t, at_level0);
-        let tied = lo < self.levels[0].1 && self.hint_at(lo) == t;
+        let tied = lo < self.levels[0].1 as usize && self.hint_at(lo) == t;
         let hi = if tied { self.rank(|p| p <= t, |_| {}) } else { lo };
         let left = lo.saturating_sub(1);
         (left, hi.saturating_sub(1).max(left))
@@ -836,7 +870,7 @@ mod tests {
     fn seek_hints_narrow_an_index_search_to_two_restarts() {
         let b = Block::new(build(&bench_index(1 << 20, 8000), 1), 0).unwrap().with_seek_hints();
         let h = b.hints.as_deref().expect("an index block of 8000 restarts gets hints");
-        assert_eq!(h.common.len(), 5);
+        assert_eq!(h.common().len(), 5);
         for v in [0u64, 1 << 20, (1 << 20) + 12_345, (1 << 20) + 79_999, 1 << 40, 1 << 56] {
             let mut u = v.to_be_bytes().to_vec();
             u.extend_from_slice(b"000000000000");
@@ -898,7 +932,7 @@ mod tests {
                     let below = |i| with.compare(with.restart_key(i).unwrap(), &t).is_lt();
                     prop_assert!(left == 0 || below(left), "{:?}: {}", u, left);
                     prop_assert!(!(right + 1..with.num_restarts).any(below), "{:?}: {}", u, right);
-                    prop_assert!((left + 1..=right).all(|i| h.hint_at(i) == hint(&h.common, &u)));
+                    prop_assert!((left + 1..=right).all(|i| h.hint_at(i) == hint(h.common(), &u)));
                 }
                 a.seek(&t);
                 b.seek(&t);

@@ -22,6 +22,7 @@
 //! unevenly. At 10 bits per key the measured false-positive rate is about 1%.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::util::coding::{decode_fixed32, put_fixed32};
@@ -112,9 +113,11 @@ impl FilterBuilder {
 #[repr(C, align(64))]
 struct Line([u8; LINE_BYTES]);
 
-/// A decoded filter, ready for probes.
+/// A decoded filter, ready for probes. Clones share the bits: a table reader keeps one beside
+/// its other hot fields, so that a probe reads the reader's line and one line of bits.
+#[derive(Clone)]
 pub struct BloomFilter {
-    lines: Vec<Line>,
+    lines: Arc<[Line]>,
     num_probes: u32,
 }
 
@@ -152,7 +155,7 @@ impl BloomFilter {
 
     /// Heap bytes held (the bit array).
     pub fn memory_size(&self) -> usize {
-        self.lines.capacity() * LINE_BYTES
+        self.lines.len() * LINE_BYTES
     }
 
     /// False when `user_key` was certainly not added.

@@ -149,6 +149,9 @@ pub struct TableReader {
     filter: Option<Meta>,
     /// The filter is partitioned: each top-level entry names its partition's filter.
     partitioned_filter: bool,
+    /// The held full filter's bits (shared with `filter`'s block): a probe reads them without
+    /// going through the block.
+    held_filter: Option<BloomFilter>,
     meta_priority: Priority,
     /// Bytes of metadata blocks this reader keeps outside the block cache.
     held_bytes: usize,
@@ -256,6 +259,7 @@ impl TableReader {
             partitioned_filter: partitioned
                 && filter_handle.is_none()
                 && properties.filter_size > 0,
+            held_filter: None,
             meta_priority: if meta.high_priority { Priority::High } else { Priority::Low },
             held_bytes: 0,
             pinned_bytes: 0,
@@ -284,6 +288,7 @@ impl TableReader {
             let filter_fits = filter.memory_size() <= max_charge;
             if !cached || !filter_fits || meta.pin {
                 r.hold(&filter, cached && filter_fits);
+                r.held_filter = filter.filter().cloned();
                 r.filter = Some(Meta::Held(filter));
             }
         }
@@ -495,6 +500,9 @@ impl TableReader {
     /// from reading a filter (or top-level index) block that is not kept in memory.
     #[inline]
     pub fn may_contain(&self, user_key: &[u8]) -> Result<bool> {
+        if let Some(f) = &self.held_filter {
+            return Ok(f.may_contain(user_key));
+        }
         if let Some(Meta::Held(b)) = &self.filter {
             return Ok(b.filter().is_none_or(|f| f.may_contain(user_key)));
         }

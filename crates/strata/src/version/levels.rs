@@ -12,6 +12,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use super::edit::{FileMetaData, VersionEdit};
+use super::fences::LevelFences;
 use crate::error::{Error, Result};
 use crate::key::{after_largest, compare_internal, user_key};
 use crate::sstable::table_cache::PinnedTable;
@@ -44,9 +45,14 @@ impl std::ops::Deref for TableFile {
 }
 
 /// Files per level. Cheap to clone (files are shared).
+///
+/// Invariant: `fences[level]` are the fences of `levels[level]` for every sorted level
+/// (`fences[0]` is empty): both are only set together, by [`Version::new`] and
+/// [`Version::apply`].
 #[derive(Clone, Debug)]
 pub(crate) struct Version {
     pub levels: Vec<Vec<Arc<TableFile>>>,
+    fences: Vec<Arc<LevelFences>>,
 }
 
 fn l0_order(a: &FileMetaData, b: &FileMetaData) -> Ordering {
@@ -56,7 +62,10 @@ fn l0_order(a: &FileMetaData, b: &FileMetaData) -> Ordering {
 impl Version {
     /// An empty version with `num_levels` levels.
     pub fn new(num_levels: usize) -> Version {
-        Version { levels: vec![Vec::new(); num_levels] }
+        Version {
+            levels: vec![Vec::new(); num_levels],
+            fences: (0..num_levels).map(|_| Arc::new(LevelFences::default())).collect(),
+        }
     }
 
     /// The version after `edit`. Pure: `self` is unchanged. A deleted file that is not
@@ -68,6 +77,8 @@ impl Version {
         let bad = |reason: String| Err(Error::corruption("", 0, reason));
         // A file deleted and added again unchanged (a trivial move) keeps its pinned reader.
         let mut removed: Vec<Arc<TableFile>> = Vec::new();
+        // Levels that lost or gained a file: their fences are rebuilt.
+        let mut changed = vec![false; n];
         for &(level, number) in &edit.deleted_files {
             if level >= n {
                 return Err(level_out_of_range(level, n, number));
@@ -82,6 +93,7 @@ impl Version {
             if levels[level].len() == before {
                 return bad(format!("edit deletes file {number} not present at level {level}"));
             }
+            changed[level] = true;
         }
         let mut touched = vec![false; n];
         for (level, meta) in &edit.new_files {
@@ -98,6 +110,7 @@ impl Version {
             };
             levels[level].push(file);
             touched[level] = true;
+            changed[level] = true;
         }
         let mut seen = HashSet::new();
         for files in &levels {
@@ -125,7 +138,14 @@ impl Version {
                 }
             }
         }
-        Ok(Version { levels })
+        let fences = (0..n)
+            .map(|level| match level {
+                0 => Arc::new(LevelFences::default()),
+                _ if !changed[level] && self.fences.len() == n => self.fences[level].clone(),
+                _ => Arc::new(level_fences(&levels[level])),
+            })
+            .collect();
+        Ok(Version { levels, fences })
     }
 
     /// Number of files at `level`.
@@ -151,7 +171,19 @@ impl Version {
     /// Index of the first file at sorted `level` (>= 1) that `ukey` is not after (a largest
     /// key that is a range tombstone's end bound is exclusive).
     pub fn find_file(&self, level: usize, ukey: &[u8]) -> usize {
-        self.levels[level].partition_point(|f| after_largest(ukey, &f.largest))
+        let files = &self.levels[level];
+        self.fences[level].find(ukey, |i| after_largest(ukey, &files[i].largest))
+    }
+
+    /// The one file at sorted `level` (>= 1) whose key range can hold `ukey`, if any.
+    #[inline]
+    pub fn file_for_key(&self, level: usize, ukey: &[u8]) -> Option<&Arc<TableFile>> {
+        let files = &self.levels[level];
+        let i = self.find_file(level, ukey);
+        let f = files.get(i)?;
+        let below = |i: usize| ukey < user_key(&files[i].smallest);
+        let before = self.fences[level].before_smallest(i, ukey, below);
+        (!before).then_some(f)
     }
 
     /// The edit that recreates this version from nothing (the start of a new MANIFEST).
@@ -162,6 +194,11 @@ impl Version {
         }
         e
     }
+}
+
+/// The fences of a sorted level's files.
+fn level_fences(files: &[Arc<TableFile>]) -> LevelFences {
+    LevelFences::new(files.iter().map(|f| (user_key(&f.smallest), user_key(&f.largest))))
 }
 
 /// An edit names `level` but the version has `n` levels. Below the largest level count the
@@ -235,10 +272,16 @@ mod tests {
         assert_eq!(v2.find_file(1, b"b"), 0);
         assert_eq!(v2.find_file(1, b"d"), 1);
         assert_eq!(v2.find_file(1, b"q"), 2);
+        assert_eq!(v2.file_for_key(1, b"b").map(|f| f.number.0), Some(4));
+        assert!(v2.file_for_key(1, b"d").is_none(), "between the files");
+        assert!(v2.file_for_key(1, b"q").is_none(), "after the last file");
         let mut d = VersionEdit::default();
         d.deleted_files.push((1, FileNumber(4)));
         let v3 = v2.apply(&d).unwrap();
         assert_eq!(v3.num_files(1), 1);
+        assert_eq!(v3.find_file(1, b"b"), 0, "a deletion rebuilds the level's fences");
+        assert!(v3.file_for_key(1, b"b").is_none());
+        assert_eq!(v3.file_for_key(1, b"n").map(|f| f.number.0), Some(3));
         assert_eq!(v3.level_bytes(1), 100);
         let again = v2.apply(&v2.snapshot_edit());
         assert!(again.is_err(), "re-adding the same files is a duplicate");
