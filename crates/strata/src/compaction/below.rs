@@ -143,19 +143,19 @@ mod tests {
     /// A version of `levels` levels whose levels below 0 hold disjoint files cut from
     /// `bounds` (sorted pairs), and whose L0 holds `l0` (possibly overlapping).
     fn version(levels: &[Vec<(u32, u32)>], l0: &[(u32, u32)]) -> Version {
-        let mut v = Version::new(levels.len() + 1);
+        let mut e = crate::version::edit::VersionEdit::default();
         let mut n = 1;
         for &(lo, hi) in l0 {
-            v.levels[0].push(file(n, lo, hi));
+            e.new_files.push((0, file(n, lo, hi).meta.clone()));
             n += 1;
         }
         for (i, files) in levels.iter().enumerate() {
             for &(lo, hi) in files {
-                v.levels[i + 1].push(file(n, lo, hi));
+                e.new_files.push((i + 1, file(n, lo, hi).meta.clone()));
                 n += 1;
             }
         }
-        v
+        Version::new(levels.len() + 1).apply(&e).expect("disjoint files in each level >= 1")
     }
 
     /// Disjoint sorted ranges from sorted distinct boundaries (pairs of consecutive ones).

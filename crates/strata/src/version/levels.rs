@@ -51,6 +51,7 @@ impl std::ops::Deref for TableFile {
 /// [`Version::apply`].
 #[derive(Clone, Debug)]
 pub(crate) struct Version {
+    /// Read everywhere, written only here (a change elsewhere would leave its fences stale).
     pub levels: Vec<Vec<Arc<TableFile>>>,
     fences: Vec<Arc<LevelFences>>,
 }
