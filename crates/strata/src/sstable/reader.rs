@@ -503,9 +503,6 @@ impl TableReader {
         if let Some(f) = &self.held_filter {
             return Ok(f.may_contain(user_key));
         }
-        if let Some(Meta::Held(b)) = &self.filter {
-            return Ok(b.filter().is_none_or(|f| f.may_contain(user_key)));
-        }
         self.may_contain_slow(user_key)
     }
 

@@ -80,10 +80,36 @@ impl LevelFences {
     /// The index of the first file that `key` is not after, as
     /// `partition_point(after_largest)` over the files, where `after(i)` says whether `key`
     /// is after file `i`'s largest key. `after` is called only for files whose largest fence
-    /// equals the key's.
-    #[inline]
+    /// equals the key's. (The get path asks [`Self::file_for`]; this is its first half.)
+    #[cfg(test)]
     pub fn find(&self, key: &[u8], after: impl Fn(usize) -> bool) -> usize {
-        let t = match self.target(key) {
+        self.find_target(self.target(key), after)
+    }
+
+    /// The one file whose range can hold `key`: [`Self::find`]'s, unless `key` sorts before
+    /// its smallest key. `below(i)` says whether `key` sorts before file `i`'s smallest key;
+    /// like `after`, it is called only where the fences tie.
+    #[inline]
+    pub fn file_for(
+        &self,
+        key: &[u8],
+        after: impl Fn(usize) -> bool,
+        below: impl Fn(usize) -> bool,
+    ) -> Option<usize> {
+        let target = self.target(key);
+        let i = self.find_target(target, after);
+        let fence = *self.smallest.get(i)?;
+        let before = match target {
+            Target::Below => true,
+            Target::Above => false,
+            Target::At(t) => fence > t || (fence == t && below(i)),
+        };
+        (!before).then_some(i)
+    }
+
+    #[inline]
+    fn find_target(&self, target: Target, after: impl Fn(usize) -> bool) -> usize {
+        let t = match target {
             Target::Below => return 0,
             Target::Above => return self.len(),
             Target::At(t) => t,
@@ -102,21 +128,6 @@ impl LevelFences {
             }
         }
         a
-    }
-
-    /// Whether `key` sorts before file `i`'s smallest key, where `below(i)` compares the full
-    /// keys; `below` is called only when the fences are equal. `i < self.len()`.
-    #[inline]
-    pub fn before_smallest(&self, i: usize, key: &[u8], below: impl Fn(usize) -> bool) -> bool {
-        match self.target(key) {
-            Target::Below => true,
-            Target::Above => false,
-            Target::At(t) => match self.smallest[i].cmp(&t) {
-                std::cmp::Ordering::Greater => true,
-                std::cmp::Ordering::Less => false,
-                std::cmp::Ordering::Equal => below(i),
-            },
-        }
     }
 }
 
@@ -165,6 +176,7 @@ mod tests {
         let f = LevelFences::new(std::iter::empty());
         assert_eq!(f.find(b"k", |_| unreachable!()), 0);
         assert_eq!(f.find(b"", |_| unreachable!()), 0);
+        assert_eq!(f.file_for(b"k", |_| unreachable!(), |_| unreachable!()), None);
     }
 
     /// A file's smallest and largest user keys, and whether the largest is an exclusive bound.
@@ -199,7 +211,7 @@ mod tests {
 
     proptest! {
         #[test]
-        fn find_and_before_smallest_agree_with_the_full_keys((files, probes) in level()) {
+        fn find_and_file_for_agree_with_the_full_keys((files, probes) in level()) {
             let after = |key: &[u8], (_, l, excl): &File| {
                 key > l.as_slice() || (key == l.as_slice() && *excl)
             };
@@ -209,10 +221,13 @@ mod tests {
                 let want = files.partition_point(|file| after(key, file));
                 let got = f.find(key, |i| after(key, &files[i]));
                 prop_assert_eq!(got, want, "key {:?}", key);
-                for (i, file) in files.iter().enumerate() {
-                    let got = f.before_smallest(i, key, |i| key.as_slice() < files[i].0.as_slice());
-                    prop_assert_eq!(got, key.as_slice() < file.0.as_slice(), "key {:?} file {}", key, i);
-                }
+                let holder = files.get(want).filter(|file| key.as_slice() >= file.0.as_slice());
+                let got = f.file_for(
+                    key,
+                    |i| after(key, &files[i]),
+                    |i| key.as_slice() < files[i].0.as_slice(),
+                );
+                prop_assert_eq!(got, holder.map(|_| want), "key {:?}", key);
             }
         }
     }

@@ -142,7 +142,7 @@ impl Version {
         let fences = (0..n)
             .map(|level| match level {
                 0 => Arc::new(LevelFences::default()),
-                _ if !changed[level] && self.fences.len() == n => self.fences[level].clone(),
+                _ if !changed[level] => self.fences[level].clone(),
                 _ => Arc::new(level_fences(&levels[level])),
             })
             .collect();
@@ -169,22 +169,14 @@ impl Version {
         self.levels.iter().enumerate().flat_map(|(l, fs)| fs.iter().map(move |f| (l, f)))
     }
 
-    /// Index of the first file at sorted `level` (>= 1) that `ukey` is not after (a largest
+    /// The one file at sorted `level` (>= 1) whose key range can hold `ukey`, if any (a largest
     /// key that is a range tombstone's end bound is exclusive).
-    pub fn find_file(&self, level: usize, ukey: &[u8]) -> usize {
-        let files = &self.levels[level];
-        self.fences[level].find(ukey, |i| after_largest(ukey, &files[i].largest))
-    }
-
-    /// The one file at sorted `level` (>= 1) whose key range can hold `ukey`, if any.
     #[inline]
     pub fn file_for_key(&self, level: usize, ukey: &[u8]) -> Option<&Arc<TableFile>> {
         let files = &self.levels[level];
-        let i = self.find_file(level, ukey);
-        let f = files.get(i)?;
+        let after = |i: usize| after_largest(ukey, &files[i].largest);
         let below = |i: usize| ukey < user_key(&files[i].smallest);
-        let before = self.fences[level].before_smallest(i, ukey, below);
-        (!before).then_some(f)
+        self.fences[level].file_for(ukey, after, below).map(|i| &files[i])
     }
 
     /// The edit that recreates this version from nothing (the start of a new MANIFEST).
@@ -270,18 +262,15 @@ mod tests {
         assert_eq!(l0, vec![2, 1], "L0 newest first");
         let l1: Vec<_> = v2.levels[1].iter().map(|f| f.number.0).collect();
         assert_eq!(l1, vec![4, 3], "L1 sorted by key");
-        assert_eq!(v2.find_file(1, b"b"), 0);
-        assert_eq!(v2.find_file(1, b"d"), 1);
-        assert_eq!(v2.find_file(1, b"q"), 2);
         assert_eq!(v2.file_for_key(1, b"b").map(|f| f.number.0), Some(4));
+        assert_eq!(v2.file_for_key(1, b"n").map(|f| f.number.0), Some(3));
         assert!(v2.file_for_key(1, b"d").is_none(), "between the files");
         assert!(v2.file_for_key(1, b"q").is_none(), "after the last file");
         let mut d = VersionEdit::default();
         d.deleted_files.push((1, FileNumber(4)));
         let v3 = v2.apply(&d).unwrap();
         assert_eq!(v3.num_files(1), 1);
-        assert_eq!(v3.find_file(1, b"b"), 0, "a deletion rebuilds the level's fences");
-        assert!(v3.file_for_key(1, b"b").is_none());
+        assert!(v3.file_for_key(1, b"b").is_none(), "a deletion rebuilds the level's fences");
         assert_eq!(v3.file_for_key(1, b"n").map(|f| f.number.0), Some(3));
         assert_eq!(v3.level_bytes(1), 100);
         let again = v2.apply(&v2.snapshot_edit());
@@ -319,9 +308,10 @@ mod tests {
         e.new_files.push((1, a.clone()));
         e.new_files.push((1, b));
         let v = Version::new(2).apply(&e).unwrap();
-        assert_eq!(v.find_file(1, b"l"), 0);
-        assert_eq!(v.find_file(1, b"m"), 1, "a get for the end key looks in B");
-        assert_eq!(v.find_file(1, b"u"), 2);
+        let holder = |k: &[u8]| v.file_for_key(1, k).map(|f| f.number.0);
+        assert_eq!(holder(b"l"), Some(1));
+        assert_eq!(holder(b"m"), Some(2), "a get for the end key looks in B");
+        assert_eq!(holder(b"u"), None);
         // An inclusive largest key at "m" does overlap B.
         let mut e = VersionEdit::default();
         e.new_files.push((1, meta(3, "a", "m", 5)));
