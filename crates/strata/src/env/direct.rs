@@ -13,9 +13,12 @@
 //!
 //!  append -> aligned window  [ full blocks | partial block ]     written with pwrite at
 //!            file_pos ------^                                    file_pos (aligned)
-//!  flush:  full blocks written and dropped from the window; the partial block written
-//!          zero-padded to a whole block, the file truncated back to its logical length, and
-//!          the partial block kept: the next flush rewrites it with what follows.
+//!  full:   the window goes to the I/O pool to be written (io_pool.rs) and appends go on in
+//!          a second window; a window filled while one is in flight waits for it first
+//!  flush:  the window in flight waited for; full blocks written and dropped from the window;
+//!          the partial block written zero-padded to a whole block, the file truncated back
+//!          to its logical length, and the partial block kept: the next flush rewrites it
+//!          with what follows.
 //! ```
 //!
 //! - Writes and memory use [`ALIGN`] = 4096, a multiple of every logical block size in use
@@ -31,7 +34,9 @@
 //!   with `NotSupported` naming the file and the option to turn off.
 //! - Durability is as for buffered files: `flush` hands every appended byte to the device (a
 //!   killed process keeps them; there is no page cache to survive in), `sync` adds an
-//!   fdatasync for the file's metadata and the device's cache.
+//!   fdatasync for the file's metadata and the device's cache. Between them, a full window
+//!   may still be on its way (a killed process may lose it, as a buffered file's unflushed
+//!   bytes); a failed background write fails the next call, and every later one.
 
 use std::borrow::Cow;
 use std::cell::RefCell;
@@ -40,6 +45,7 @@ use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::io_pool::{self, Pending};
 use super::{truncated, RandomAccessFile, WritableFile};
 use crate::error::{Error, Result};
 use crate::util::page_buf::PageBuf;
@@ -48,8 +54,9 @@ use crate::util::page_buf::PageBuf;
 pub(crate) const ALIGN: usize = 4096;
 const _: () = assert!(ALIGN <= crate::util::page_buf::PAGE, "buffers are page-aligned");
 
-/// Bytes a direct writer gathers before writing them out.
-const WRITE_WINDOW: usize = 1 << 20;
+/// Bytes a direct writer gathers before writing them out. A writer has two such windows: one
+/// filling while the other is written in the background (`io_pool.rs`).
+const WRITE_WINDOW: usize = 512 << 10;
 
 fn round_up(n: u64) -> u64 {
     n.div_ceil(ALIGN as u64) * ALIGN as u64
@@ -120,14 +127,7 @@ pub(crate) fn create(path: &Path) -> Result<Box<dyn WritableFile>> {
         .custom_flags(libc::O_DIRECT)
         .open(path)
         .map_err(|e| open_error("create", path, e))?;
-    Ok(Box::new(DirectWritable {
-        path: path.to_path_buf(),
-        file: Arc::new(file),
-        window: PageBuf::new(WRITE_WINDOW),
-        filled: 0,
-        file_pos: 0,
-        len: 0,
-    }))
+    Ok(Box::new(DirectWritable::new(path, file)))
 }
 
 struct DirectRandom {
@@ -263,9 +263,72 @@ struct DirectWritable {
     file_pos: u64,
     /// Bytes appended in all.
     len: u64,
+    /// The previous full window, being written by the I/O pool (`io_pool.rs`) at the offset
+    /// before `file_pos`; it comes back with the write's result and fills next.
+    in_flight: Option<Pending<(PageBuf, std::io::Result<()>)>>,
+    /// A written window, ready to fill.
+    spare: Option<PageBuf>,
+    /// A background write failed: the file lacks that window, and every later call fails.
+    failed: bool,
 }
 
 impl DirectWritable {
+    /// A writer of `file` (at `path`, for errors), empty.
+    fn new(path: &Path, file: File) -> DirectWritable {
+        DirectWritable {
+            path: path.to_path_buf(),
+            file: Arc::new(file),
+            window: PageBuf::new(WRITE_WINDOW),
+            filled: 0,
+            file_pos: 0,
+            len: 0,
+            in_flight: None,
+            spare: None,
+            failed: false,
+        }
+    }
+
+    /// Waits for the window in flight, if any; its write's error, or one for a failed write
+    /// before (sticky: the file has a hole where that window belongs).
+    fn settle(&mut self) -> Result<()> {
+        if let Some(p) = self.in_flight.take() {
+            let e = match p.wait() {
+                Some((buf, Ok(()))) => {
+                    self.spare = Some(buf);
+                    return Ok(());
+                }
+                Some((_, Err(e))) => e,
+                None => std::io::Error::other("the background write panicked"),
+            };
+            self.failed = true;
+            return Err(Error::io("pwrite (O_DIRECT, in the background)", &self.path, e));
+        }
+        if self.failed {
+            return Err(Error::io(
+                "pwrite (O_DIRECT)",
+                &self.path,
+                std::io::Error::other("an earlier write of this file failed"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Hands the full window to the I/O pool and goes on in the spare one. At most one window
+    /// is in flight: the one before is waited for first.
+    fn write_full_window(&mut self) -> Result<()> {
+        self.settle()?;
+        let next = self.spare.take().unwrap_or_else(|| PageBuf::new(WRITE_WINDOW));
+        let full = std::mem::replace(&mut self.window, next);
+        let (file, at) = (Arc::clone(&self.file), self.file_pos);
+        self.in_flight = Some(io_pool::run(move || {
+            let r = file.write_all_at(&full.as_slice()[..WRITE_WINDOW], at);
+            (full, r)
+        }));
+        self.file_pos += WRITE_WINDOW as u64;
+        self.filled = 0;
+        Ok(())
+    }
+
     /// Writes `window[..n]` (`n` a multiple of `ALIGN`) at `file_pos`.
     fn write_window(&self, n: usize) -> Result<()> {
         self.file
@@ -273,9 +336,11 @@ impl DirectWritable {
             .map_err(|e| Error::io("pwrite (O_DIRECT)", &self.path, e))
     }
 
-    /// Writes out every byte: the full blocks for good, the partial block zero-padded (the
-    /// file is then truncated back to `len`) and kept in the window.
+    /// Writes out every byte: the window in flight, then the full blocks for good, the
+    /// partial block zero-padded (the file is then truncated back to `len`) and kept in the
+    /// window.
     fn write_out(&mut self) -> Result<()> {
+        self.settle()?;
         if self.filled == 0 {
             return Ok(());
         }
@@ -297,6 +362,9 @@ impl DirectWritable {
 
 impl WritableFile for DirectWritable {
     fn append(&mut self, mut data: &[u8]) -> Result<()> {
+        if self.failed {
+            return self.settle();
+        }
         while !data.is_empty() {
             let n = data.len().min(WRITE_WINDOW - self.filled);
             self.window.as_mut_slice()[self.filled..self.filled + n].copy_from_slice(&data[..n]);
@@ -304,9 +372,7 @@ impl WritableFile for DirectWritable {
             self.len += n as u64;
             data = &data[n..];
             if self.filled == WRITE_WINDOW {
-                self.write_window(WRITE_WINDOW)?;
-                self.file_pos += WRITE_WINDOW as u64;
-                self.filled = 0;
+                self.write_full_window()?;
             }
         }
         Ok(())
@@ -532,5 +598,39 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_failed_background_write_fails_the_next_call_and_every_later_one() {
+        let Some(dir) = direct_dir() else { return };
+        let path = dir.path().join("f");
+        std::fs::write(&path, b"").unwrap();
+        // Opened for reading only: every pwrite fails (EBADF), here on a pool thread.
+        let file = OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(&path).unwrap();
+        let mut w = DirectWritable::new(&path, file);
+        // The first full window goes to the pool: the append itself succeeds.
+        w.append(&vec![7u8; WRITE_WINDOW]).unwrap();
+        let text = w.flush().unwrap_err().to_string();
+        assert!(text.contains("in the background") && text.contains("/f"), "{text}");
+        for r in [w.append(b"x"), w.flush(), w.sync()] {
+            let text = r.unwrap_err().to_string();
+            assert!(text.contains("an earlier write of this file failed"), "{text}");
+        }
+    }
+
+    #[test]
+    fn windows_written_in_the_background_land_in_order_with_a_flush_between() {
+        let Some(dir) = direct_dir() else { return };
+        let path = dir.path().join("f");
+        let data: Vec<u8> = (0..5 * WRITE_WINDOW + 777).map(|i| (i % 253) as u8).collect();
+        let mut w = create(&path).unwrap();
+        // Whole windows (each handed to the pool while the next fills), a flush while one is
+        // in flight, then the rest.
+        w.append(&data[..2 * WRITE_WINDOW + 10]).unwrap();
+        w.flush().unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), &data[..2 * WRITE_WINDOW + 10]);
+        w.append(&data[2 * WRITE_WINDOW + 10..]).unwrap();
+        drop(w);
+        assert_eq!(std::fs::read(&path).unwrap(), data, "dropped without a flush");
     }
 }

@@ -11,6 +11,7 @@
 mod direct;
 #[cfg(any(test, feature = "testing"))]
 mod fault;
+pub(crate) mod io_pool;
 mod rate_limiter;
 mod table_files;
 // Without `testing`, the engine uses `MemFs` only as scratch space (its crash model is then

@@ -25,6 +25,13 @@
 //!   they have read that much, so a compaction that is short, or abandoned at close, or whose
 //!   level-0 inputs advance slowly beside a larger level's, holds less. Three more reads per
 //!   file reach the full size.
+//! - **In the background** (fixed, direct I/O, [`Readahead::with_file`]): each window read
+//!   starts a read of the window after it on the I/O pool (`env/io_pool.rs`), so the merging
+//!   thread does not wait for the device at every window. Windows are then at most half the
+//!   fixed size (two of them take the memory one took), each with [`HEADROOM`] bytes in
+//!   front, where the tail of the window before goes when a block spans the two. A read
+//!   elsewhere (a seek) drops the window on its way; a failed or short one is read again
+//!   synchronously when its bytes are needed, which reports any error as before.
 //! - Readahead never goes past the table's last block (the footer's start), nor before its
 //!   first byte. A file read with direct I/O transfers whole aligned units
 //!   ([`RandomAccessFile::read_alignment`]), and every read keeps the whole span the device
@@ -44,12 +51,19 @@
 
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
+use std::sync::Arc;
+
+use crate::env::io_pool::{self, Pending};
 use crate::env::RandomAccessFile;
 use crate::error::{Error, Result};
 use crate::util::page_buf::PageBuf;
 
 /// The first read of a fixed readahead under direct I/O, doubled per read up to the fixed size.
 pub(crate) const FIXED_INITIAL: usize = 256 << 10;
+/// Bytes free in front of a window read in the background, for the tail of the window before
+/// it when a block spans the two (a block longer than this is read again whole). A multiple
+/// of every read alignment, so the window itself stays aligned.
+const HEADROOM: usize = 64 << 10;
 /// The first automatic readahead.
 pub(crate) const AUTO_INITIAL: usize = 8 << 10;
 /// The largest automatic readahead.
@@ -119,6 +133,10 @@ pub(crate) struct Readahead {
     /// direct reads need (`room`), and a window of 128 KiB or more is mapped, so it leaves the
     /// process when dropped (`util/page_buf.rs`).
     store: PageBuf,
+    /// Where the buffered bytes start in `store`: 0 after a read into it; a window read
+    /// ahead starts at [`HEADROOM`], less the tail of the window before it that a block
+    /// spanning the two took along.
+    base: usize,
     len: usize,
     buf_start: u64,
     /// The file range of the last block returned, to tell a scan (forward or backward) from
@@ -137,11 +155,52 @@ pub(crate) struct Readahead {
     os_window: (u64, u64),
     /// The file refused a `prefetch`: windows go whole into the buffer.
     os_refused: bool,
+    /// The file, for reading the next window in the background: set for a fixed readahead
+    /// of a direct file ([`Readahead::with_file`]).
+    background: Option<BackgroundFile>,
+    /// The window after the buffer's, being read by the I/O pool.
+    ahead: Option<Ahead>,
+}
+
+/// The file a readahead reads ahead in the background.
+struct BackgroundFile(Arc<dyn RandomAccessFile>);
+
+impl std::fmt::Debug for BackgroundFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("BackgroundFile").field(&self.0.path()).finish()
+    }
+}
+
+/// A window read in the background: the file's bytes from `start`, `span` asked for.
+struct Ahead {
+    start: u64,
+    span: usize,
+    read: Pending<(PageBuf, Result<usize>)>,
+}
+
+impl std::fmt::Debug for Ahead {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ahead")
+            .field("start", &self.start)
+            .field("span", &self.span)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Readahead {
     pub fn new(fixed: usize) -> Readahead {
         Readahead { fixed, auto_size: AUTO_INITIAL, ..Readahead::default() }
+    }
+
+    /// [`Readahead::new`] for reads of `file`, which a fixed readahead of a direct file
+    /// (read alignment above 1) reads ahead in the background: each window it reads, a
+    /// second one after it is read by the I/O pool (`env/io_pool.rs`) while the first one's
+    /// blocks are used, each half the fixed size at most, so the two take the memory one
+    /// window took before. `read` must be given the same file.
+    pub fn with_file(fixed: usize, file: &Arc<dyn RandomAccessFile>) -> Readahead {
+        let background =
+            (fixed > 0 && file.read_alignment() > 1).then(|| BackgroundFile(Arc::clone(file)));
+        Readahead { background, ..Readahead::new(fixed) }
     }
 
     /// The file's bytes `[offset, offset + len)`, from the buffer or read (with readahead as
@@ -189,6 +248,14 @@ impl Readahead {
             self.run = 0;
             self.back_run = 0;
             self.auto_size = AUTO_INITIAL;
+        }
+        if let Some(ahead) = self.ahead.take() {
+            let spare = self.take_ahead(ahead, offset, end);
+            if self.len > 0 {
+                self.read_ahead(spare, limit);
+                let at = (offset - self.buf_start) as usize;
+                return Ok(&self.bytes()[at..at + len]);
+            }
         }
         let a = file.read_alignment().max(1);
         let (mut want, mut behind) = (len, 0);
@@ -258,7 +325,92 @@ impl Readahead {
                 ),
             ));
         }
+        if self.fixed > 0 {
+            self.read_ahead(None, limit);
+        }
         Ok(&self.bytes()[skip..skip + len])
+    }
+
+    /// Takes the window read in the background as the buffer when it holds `[offset, end)`,
+    /// with the buffer's tail in front of it when the block begins there (up to
+    /// [`HEADROOM`] bytes of it); else (a seek elsewhere, a failed or short read) leaves the
+    /// buffer empty, for a read that reports any error itself. Returns the buffer it
+    /// replaced, to read the next window into.
+    fn take_ahead(&mut self, ahead: Ahead, offset: u64, end: u64) -> Option<PageBuf> {
+        let buf_end = self.buf_start + self.len as u64;
+        // Bytes of the block before the window, in the buffer's tail.
+        let tail = if ahead.start <= offset {
+            0
+        } else if ahead.start == buf_end && self.buf_start <= offset {
+            (ahead.start - offset) as usize
+        } else {
+            usize::MAX
+        };
+        let old_tail = (self.base + self.len).wrapping_sub(tail);
+        self.len = 0;
+        if tail > HEADROOM || end > ahead.start + ahead.span as u64 {
+            // Dropped: the pool finishes the read and frees its buffer.
+            return None;
+        }
+        match ahead.read.wait() {
+            Some((mut buf, Ok(got))) if end <= ahead.start + got as u64 => {
+                let (from, to) = (self.store.as_slice(), buf.as_mut_slice());
+                to[HEADROOM - tail..HEADROOM].copy_from_slice(&from[old_tail..old_tail + tail]);
+                let old = std::mem::replace(&mut self.store, buf);
+                self.base = HEADROOM - tail;
+                self.buf_start = ahead.start - tail as u64;
+                self.len = tail + got;
+                Some(old)
+            }
+            _ => None,
+        }
+    }
+
+    /// Starts reading the window after the buffer's in the background (see
+    /// [`Readahead::with_file`]), into `spare` when it is large enough. Nothing past `limit`
+    /// (rounded up to the read alignment) or the file's end, nor after a short read (the end
+    /// of the file).
+    fn read_ahead(&mut self, spare: Option<PageBuf>, limit: u64) {
+        let Some(file) = self.background.as_ref().map(|b| Arc::clone(&b.0)) else { return };
+        let a = file.read_alignment().max(1);
+        // The buffer ends on a unit unless the file ended there.
+        let from = self.buf_start + self.len as u64;
+        if !from.is_multiple_of(a) {
+            return;
+        }
+        let want = self.next_fixed(false).min(self.fixed.div_ceil(2)) as u64;
+        let stop = (from + want)
+            .min(limit)
+            .div_ceil(a)
+            .saturating_mul(a)
+            .min(file.len().div_ceil(a).saturating_mul(a));
+        if stop <= from {
+            return;
+        }
+        let span = (stop - from) as usize;
+        let fits = |b: &PageBuf| {
+            b.len() >= HEADROOM + span
+                && (b.as_slice().as_ptr() as usize).is_multiple_of(a as usize)
+        };
+        let mut buf =
+            spare.filter(fits).unwrap_or_else(|| PageBuf::aligned_to(HEADROOM + span, a as usize));
+        let read = io_pool::run(move || {
+            let room = &mut buf.as_mut_slice()[HEADROOM..HEADROOM + span];
+            let mut got = 0;
+            let r = loop {
+                if got == span {
+                    break Ok(got);
+                }
+                match file.read_at(from + got as u64, &mut room[got..]) {
+                    // A short unit is the end of the file.
+                    Ok(n) if n == 0 || !(n as u64).is_multiple_of(a) => break Ok(got + n),
+                    Ok(n) => got += n,
+                    Err(e) => break Err(e),
+                }
+            };
+            (buf, r)
+        });
+        self.ahead = Some(Ahead { start: from, span, read });
     }
 
     /// Has the OS read the window `[lo, hi)` ahead, of which the buffer reads `chunk` now:
@@ -317,7 +469,7 @@ impl Readahead {
 
     /// The buffered bytes.
     fn bytes(&self) -> &[u8] {
-        &self.store.as_slice()[..self.len]
+        &self.store.as_slice()[self.base..self.base + self.len]
     }
 
     /// `span` bytes of buffer at an `align`-aligned address (the memory alignment direct
@@ -330,6 +482,7 @@ impl Readahead {
             self.store = PageBuf::aligned_to(span, align);
         }
         self.len = 0;
+        self.base = 0;
         &mut self.store.as_mut_slice()[..span]
     }
 }
@@ -354,11 +507,16 @@ mod tests {
         os: bool,
         /// Each taken `prefetch`: offset, length, and how many reads came before it.
         asked: Mutex<Vec<(u64, usize, usize)>>,
+        /// Reads reaching past this offset fail (an I/O error).
+        fail_from: u64,
     }
 
     impl RandomAccessFile for Counted {
         fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize> {
             self.reads.lock().unwrap().push((offset, buf.len()));
+            if offset + buf.len() as u64 > self.fail_from {
+                return Err(Error::io("pread", &self.path, std::io::Error::other("injected")));
+            }
             let start = (offset as usize).min(self.data.len());
             let n = buf.len().min(self.data.len() - start);
             buf[..n].copy_from_slice(&self.data[start..start + n]);
@@ -392,6 +550,7 @@ mod tests {
             align: 1,
             os: false,
             asked: Mutex::new(Vec::new()),
+            fail_from: u64::MAX,
         }
     }
 
@@ -476,6 +635,96 @@ mod tests {
         f.reads.lock().unwrap().clear();
         small.read(&f, 0, 1000, limit, &ScanStats::default()).unwrap();
         assert_eq!(f.reads.lock().unwrap()[0], (0, 64 << 10));
+    }
+
+    /// A direct file (4 KiB units) shared with a background readahead of `fixed` bytes.
+    fn direct(f: Counted, fixed: usize) -> (Arc<Counted>, Readahead) {
+        let f = Arc::new(Counted { align: 4096, ..f });
+        let dynf: Arc<dyn RandomAccessFile> = f.clone();
+        (f, Readahead::with_file(fixed, &dynf))
+    }
+
+    #[test]
+    fn a_direct_fixed_readahead_reads_the_next_half_window_in_the_background() {
+        let (f, mut ra) = direct(file(8 << 20), 2 << 20);
+        let limit = 7 << 20;
+        // A forward scan to the limit: every block's bytes.
+        let mut at = 0;
+        while at + 1000 <= limit {
+            let got = ra.read(&*f, at, 1000, limit, &ScanStats::default()).unwrap();
+            assert!(got == &f.data[at as usize..at as usize + 1000], "block at {at}");
+            at += 1000;
+        }
+        let reads = f.reads.lock().unwrap().clone();
+        let k = 256 << 10;
+        // The first read is the synchronous FIXED_INITIAL; each after it was read ahead and
+        // started where the one before ended, doubling to half the fixed size.
+        assert_eq!(reads[0], (0, k));
+        for w in reads.windows(2) {
+            assert_eq!(w[0].0 + w[0].1 as u64, w[1].0, "reads {reads:?}");
+        }
+        let sizes: Vec<usize> = reads.iter().map(|r| r.1).collect();
+        assert_eq!(&sizes[..3], &[k, 2 * k, 4 * k], "{sizes:?}");
+        assert!(sizes.iter().all(|&n| n <= 4 * k), "{sizes:?}");
+        // Nothing past the limit (rounded to a unit) was asked for, and the scan read each
+        // byte once.
+        let end = reads.last().map(|r| r.0 + r.1 as u64).unwrap();
+        assert!(end <= limit.div_ceil(4096) * 4096, "read to {end}");
+        assert!(end >= limit, "read to {end}");
+        // Two windows of half the fixed size at most (each with its headroom): about the
+        // memory of one fixed window.
+        assert!(ra.store.len() <= HEADROOM + 4 * k + 4096, "buffer of {} bytes", ra.store.len());
+    }
+
+    #[test]
+    fn a_seek_drops_the_window_read_ahead_and_reads_where_it_lands() {
+        let (f, mut ra) = direct(file(8 << 20), 2 << 20);
+        let s = ScanStats::default();
+        ra.read(&*f, 0, 1000, 8 << 20, &s).unwrap();
+        assert!(ra.ahead.is_some(), "a window after the first is on its way");
+        let got = ra.read(&*f, 5 << 20, 1000, 8 << 20, &s).unwrap();
+        assert!(got == &f.data[5 << 20..(5 << 20) + 1000]);
+        // The seek's own read, from FIXED_INITIAL again, and a window after it.
+        assert_eq!(ra.buf_start, 5 << 20);
+        assert_eq!(ra.ahead.as_ref().map(|a| a.start), Some((5 << 20) + (256 << 10)));
+    }
+
+    #[test]
+    fn a_block_longer_than_the_headroom_across_two_windows_is_read_whole() {
+        let (f, mut ra) = direct(file(6 << 20), 2 << 20);
+        let n = 2 * HEADROOM + 1000;
+        let mut at = 0;
+        while at + n as u64 <= 5 << 20 {
+            let got = ra.read(&*f, at, n, 6 << 20, &ScanStats::default()).unwrap();
+            assert!(got == &f.data[at as usize..at as usize + n], "block at {at}");
+            at += n as u64;
+        }
+    }
+
+    #[test]
+    fn a_failed_background_read_fails_only_the_read_that_needs_its_bytes() {
+        // Reads reaching past 600 KB fail: the window read ahead after the first 256 KiB
+        // (512 KiB of it) fails in the background.
+        let (f, mut ra) = direct(Counted { fail_from: 600_000, ..file(4 << 20) }, 2 << 20);
+        let s = ScanStats::default();
+        let mut at = 0;
+        // Blocks before the failing span read, whatever the window ahead holds.
+        while at + 1000 <= 256 << 10 {
+            assert!(ra.read(&*f, at, 1000, 4 << 20, &s).is_ok(), "block at {at}");
+            at += 1000;
+        }
+        // The first block of the failed window is read again, synchronously: it reaches past
+        // the failing offset too, and its error is the file's own, naming it.
+        let e = ra.read(&*f, at, 1000, 4 << 20, &s).unwrap_err();
+        assert!(e.to_string().contains("000001.sst"), "{e}");
+        // A short read ahead window (a file that ends inside it) serves the bytes it has.
+        let (f, mut ra) = direct(file(300_000), 2 << 20);
+        let mut at = 0;
+        while at + 1000 <= 300_000 {
+            let got = ra.read(&*f, at, 1000, 300_000, &s).unwrap();
+            assert!(got == &f.data[at as usize..at as usize + 1000], "block at {at}");
+            at += 1000;
+        }
     }
 
     #[test]

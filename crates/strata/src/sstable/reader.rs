@@ -704,7 +704,7 @@ impl TableReader {
             read,
             data: None,
             status: None,
-            readahead: Readahead::new(read.readahead_size),
+            readahead: Readahead::with_file(read.readahead_size, &self.file),
             global: self.global_seqno,
             mapped: Vec::new(),
             target: Vec::new(),
