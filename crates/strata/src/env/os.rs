@@ -44,8 +44,21 @@ pub(crate) fn open_for_reads(path: &Path, flags: i32) -> std::io::Result<File> {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct OsFs;
 
-/// Appends are gathered in a 64 KiB buffer and written with one `write` per flush.
-const WRITE_BUFFER: usize = 64 * 1024;
+/// Appends are gathered in a buffer that is written out, in one `write`, when it reaches the
+/// next multiple of `WRITE_CHUNK` bytes of the file (and at every `flush`/`sync`): a file
+/// written without flushes goes out in whole, aligned 1 MiB writes. The alignment matters
+/// to the page cache: Linux sizes the folios a buffered write creates by the write's length
+/// and offset, so aligned megabyte writes leave a table in large folios, whose pages stay
+/// cached or leave together; unaligned 64 KiB writes left tables in small folios, and a
+/// data block spanning two pages then more often found one of them evicted (a read request
+/// more per such block: 0.82 against 0.78 reads per point read in `bench/io.sh`'s iobuf
+/// readrandom).
+const WRITE_CHUNK: usize = 1 << 20;
+/// The buffer's first capacity: it grows (to `WRITE_CHUNK`) only in a writer that appends
+/// that much between flushes, so a WAL or MANIFEST writer keeps a small one.
+const FIRST_CAPACITY: usize = 64 * 1024;
+/// The largest write `write_zeros_ahead` makes.
+const ZERO_RUN: usize = 64 * 1024;
 
 struct OsWritable {
     path: PathBuf,
@@ -69,17 +82,30 @@ impl OsWritable {
 }
 
 impl WritableFile for OsWritable {
-    fn append(&mut self, data: &[u8]) -> Result<()> {
-        if self.buf.len() + data.len() > WRITE_BUFFER {
-            self.write_out()?;
-            if data.len() >= WRITE_BUFFER {
-                (&*self.file).write_all(data).map_err(|e| Error::io("write", &self.path, e))?;
-                self.len += data.len() as u64;
-                return Ok(());
+    /// The buffer holds the file's bytes from `len - buf.len()` to `len`; it is written out
+    /// when it reaches a multiple of `WRITE_CHUNK` of the file, so with no flush in between
+    /// every write starts and ends on such a boundary.
+    fn append(&mut self, mut data: &[u8]) -> Result<()> {
+        while !data.is_empty() {
+            let to_boundary = WRITE_CHUNK - (self.len % WRITE_CHUNK as u64) as usize;
+            if self.buf.is_empty() && to_boundary == WRITE_CHUNK && data.len() >= WRITE_CHUNK {
+                // Whole aligned chunks go out without a copy.
+                let whole = data.len() - data.len() % WRITE_CHUNK;
+                (&*self.file)
+                    .write_all(&data[..whole])
+                    .map_err(|e| Error::io("write", &self.path, e))?;
+                self.len += whole as u64;
+                data = &data[whole..];
+                continue;
+            }
+            let take = to_boundary.min(data.len());
+            self.buf.extend_from_slice(&data[..take]);
+            self.len += take as u64;
+            data = &data[take..];
+            if self.len.is_multiple_of(WRITE_CHUNK as u64) {
+                self.write_out()?;
             }
         }
-        self.buf.extend_from_slice(data);
-        self.len += data.len() as u64;
         Ok(())
     }
 
@@ -101,10 +127,10 @@ impl WritableFile for OsWritable {
     #[cfg(unix)]
     fn write_zeros_ahead(&mut self, to: u64) -> Result<bool> {
         use std::os::unix::fs::FileExt;
-        static ZEROS: [u8; WRITE_BUFFER] = [0; WRITE_BUFFER];
+        static ZEROS: [u8; ZERO_RUN] = [0; ZERO_RUN];
         let mut at = self.zeroed_to.max(self.len);
         while at < to {
-            let n = (to - at).min(WRITE_BUFFER as u64) as usize;
+            let n = (to - at).min(ZERO_RUN as u64) as usize;
             self.file
                 .write_all_at(&ZEROS[..n], at)
                 .map_err(|e| Error::io("pwrite", &self.path, e))?;
@@ -259,7 +285,7 @@ impl FileSystem for OsFs {
         Ok(Box::new(OsWritable {
             path: path.to_path_buf(),
             file: Arc::new(file),
-            buf: Vec::with_capacity(WRITE_BUFFER),
+            buf: Vec::with_capacity(FIRST_CAPACITY),
             len: 0,
             zeroed_to: 0,
         }))
@@ -274,7 +300,7 @@ impl FileSystem for OsFs {
         Ok(Box::new(OsWritable {
             path: new.to_path_buf(),
             file: Arc::new(file),
-            buf: Vec::with_capacity(WRITE_BUFFER),
+            buf: Vec::with_capacity(FIRST_CAPACITY),
             len: 0,
             zeroed_to: size,
         }))
@@ -372,10 +398,10 @@ mod tests {
         let p = dir.path().join("a");
         let mut w = fs.create(&p).unwrap();
         w.append(b"hello ").unwrap();
-        w.append(&vec![b'x'; WRITE_BUFFER + 10]).unwrap();
+        w.append(&vec![b'x'; WRITE_CHUNK + 10]).unwrap();
         w.append(b"end").unwrap();
         w.sync().unwrap();
-        assert_eq!(w.len(), 6 + WRITE_BUFFER as u64 + 10 + 3);
+        assert_eq!(w.len(), 6 + WRITE_CHUNK as u64 + 10 + 3);
         drop(w);
         let r = fs.open(&p).unwrap();
         let all = r.read_all().unwrap();
@@ -426,6 +452,49 @@ mod tests {
         assert_eq!(buf, &data[150_000..250_000]);
     }
 
+    /// What reaches the file without a flush ends on a `WRITE_CHUNK` boundary, whatever the
+    /// sizes appended; a flush writes what is buffered, and later writes end on the next
+    /// boundary again.
+    #[test]
+    fn unflushed_writes_end_on_chunk_boundaries() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t");
+        let mut w = OsFs.create(&p).unwrap();
+        let mut model = Vec::new();
+        let mut piece = 0u32;
+        let mut append = |w: &mut Box<dyn WritableFile>, n: usize, model: &mut Vec<u8>| {
+            let data: Vec<u8> = (0..n).map(|i| (i as u32 ^ piece) as u8).collect();
+            piece += 1;
+            w.append(&data).unwrap();
+            model.extend_from_slice(&data);
+        };
+        let on_disk = || OsFs.file_size(&p).unwrap() as usize;
+        // Odd-sized appends: nothing is written before the first boundary.
+        while model.len() + 4099 < WRITE_CHUNK {
+            append(&mut w, 4099, &mut model);
+        }
+        assert_eq!(on_disk(), 0);
+        append(&mut w, 4099, &mut model);
+        assert_eq!(on_disk(), WRITE_CHUNK);
+        // A large append from an unaligned offset: up to the last boundary it covers.
+        append(&mut w, 2 * WRITE_CHUNK + 77, &mut model);
+        assert_eq!(on_disk(), model.len() / WRITE_CHUNK * WRITE_CHUNK);
+        // From an aligned offset, whole chunks go out directly and the tail waits.
+        let to_boundary = WRITE_CHUNK - model.len() % WRITE_CHUNK;
+        append(&mut w, to_boundary, &mut model);
+        assert_eq!(on_disk(), model.len());
+        append(&mut w, 3 * WRITE_CHUNK + 5, &mut model);
+        assert_eq!(on_disk(), model.len() - 5);
+        // A flush writes the tail; the next write ends on the next boundary.
+        w.flush().unwrap();
+        assert_eq!(on_disk(), model.len());
+        append(&mut w, WRITE_CHUNK, &mut model);
+        assert_eq!(on_disk(), model.len() / WRITE_CHUNK * WRITE_CHUNK);
+        w.sync().unwrap();
+        assert_eq!(w.len(), model.len() as u64);
+        assert_eq!(OsFs.open(&p).unwrap().read_all().unwrap(), model);
+    }
+
     #[cfg(unix)]
     #[test]
     fn zeros_ahead_are_overwritten_by_appends() {
@@ -434,26 +503,26 @@ mod tests {
         let mut w = OsFs.create(&p).unwrap();
         w.append(b"head").unwrap();
         // Buffered bytes count: the zeros start after them.
-        assert!(w.write_zeros_ahead(3 * WRITE_BUFFER as u64 + 5).unwrap());
+        assert!(w.write_zeros_ahead(3 * ZERO_RUN as u64 + 5).unwrap());
         assert!(w.write_zeros_ahead(10).unwrap(), "already long enough: nothing to do");
-        w.append(&vec![b'x'; WRITE_BUFFER + 1]).unwrap();
+        w.append(&vec![b'x'; ZERO_RUN + 1]).unwrap();
         w.sync().unwrap();
-        assert_eq!(w.len(), 4 + WRITE_BUFFER as u64 + 1);
-        assert_eq!(OsFs.file_size(&p).unwrap(), 3 * WRITE_BUFFER as u64 + 5);
+        assert_eq!(w.len(), 4 + ZERO_RUN as u64 + 1);
+        assert_eq!(OsFs.file_size(&p).unwrap(), 3 * ZERO_RUN as u64 + 5);
         let all = OsFs.open(&p).unwrap().read_all().unwrap();
         assert_eq!(&all[..4], b"head");
-        assert!(all[4..5 + WRITE_BUFFER].iter().all(|&b| b == b'x'));
-        assert!(all[5 + WRITE_BUFFER..].iter().all(|&b| b == 0));
+        assert!(all[4..5 + ZERO_RUN].iter().all(|&b| b == b'x'));
+        assert!(all[5 + ZERO_RUN..].iter().all(|&b| b == 0));
         // A reused file is zero-filled from its old end, never over its old bytes.
         let q = dir.path().join("reused");
         let mut r = OsFs.reuse_for_write(&p, &q).unwrap();
         r.append(b"new").unwrap();
-        assert!(r.write_zeros_ahead(4 * WRITE_BUFFER as u64).unwrap());
+        assert!(r.write_zeros_ahead(4 * ZERO_RUN as u64).unwrap());
         r.flush().unwrap();
         let all = OsFs.open(&q).unwrap().read_all().unwrap();
-        assert_eq!(all.len(), 4 * WRITE_BUFFER);
+        assert_eq!(all.len(), 4 * ZERO_RUN);
         assert_eq!(&all[..4], b"newd");
-        assert!(all[5..5 + WRITE_BUFFER].iter().all(|&b| b == b'x'));
+        assert!(all[5..5 + ZERO_RUN].iter().all(|&b| b == b'x'));
     }
 
     #[test]
