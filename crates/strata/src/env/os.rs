@@ -49,10 +49,10 @@ pub struct OsFs;
 /// written without flushes goes out in whole, aligned 1 MiB writes. The alignment matters
 /// to the page cache: Linux sizes the folios a buffered write creates by the write's length
 /// and offset, so aligned megabyte writes leave a table in large folios, whose pages stay
-/// cached or leave together; unaligned 64 KiB writes left tables in small folios, and a
-/// data block spanning two pages then more often found one of them evicted (a read request
-/// more per such block: 0.82 against 0.78 reads per point read in `bench/io.sh`'s iobuf
-/// readrandom).
+/// cached or leave together. Unaligned pieces leave it in small folios, and a data block
+/// spanning two pages then more often finds one of them evicted: a read request more per
+/// such block (with 64 KiB pieces, 0.82 reads per lookup against 0.77 in `bench/io.sh`'s
+/// iobuf readrandom; `docs/design.md`).
 const WRITE_CHUNK: usize = 1 << 20;
 /// The buffer's first capacity: it grows (to `WRITE_CHUNK`) only in a writer that appends
 /// that much between flushes, so a WAL or MANIFEST writer keeps a small one.

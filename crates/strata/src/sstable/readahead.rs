@@ -338,24 +338,27 @@ impl Readahead {
     /// replaced, to read the next window into.
     fn take_ahead(&mut self, ahead: Ahead, offset: u64, end: u64) -> Option<PageBuf> {
         let buf_end = self.buf_start + self.len as u64;
-        // Bytes of the block before the window, in the buffer's tail.
+        // Bytes of the block before the window, in the buffer's tail: none when the block
+        // starts in the window; `None` when the block is neither there nor spanning into it.
         let tail = if ahead.start <= offset {
-            0
+            Some(0)
         } else if ahead.start == buf_end && self.buf_start <= offset {
-            (ahead.start - offset) as usize
+            Some((ahead.start - offset) as usize)
         } else {
-            usize::MAX
+            None
         };
-        let old_tail = (self.base + self.len).wrapping_sub(tail);
+        let buffered_to = self.base + self.len;
         self.len = 0;
-        if tail > HEADROOM || end > ahead.start + ahead.span as u64 {
+        let Some(tail) = tail.filter(|&t| t <= HEADROOM && end <= ahead.start + ahead.span as u64)
+        else {
             // Dropped: the pool finishes the read and frees its buffer.
             return None;
-        }
+        };
         match ahead.read.wait() {
             Some((mut buf, Ok(got))) if end <= ahead.start + got as u64 => {
                 let (from, to) = (self.store.as_slice(), buf.as_mut_slice());
-                to[HEADROOM - tail..HEADROOM].copy_from_slice(&from[old_tail..old_tail + tail]);
+                to[HEADROOM - tail..HEADROOM]
+                    .copy_from_slice(&from[buffered_to - tail..buffered_to]);
                 let old = std::mem::replace(&mut self.store, buf);
                 self.base = HEADROOM - tail;
                 self.buf_start = ahead.start - tail as u64;
