@@ -58,6 +58,7 @@ const WRITE_CHUNK: usize = 1 << 20;
 /// that much between flushes, so a WAL or MANIFEST writer keeps a small one.
 const FIRST_CAPACITY: usize = 64 * 1024;
 /// The largest write `write_zeros_ahead` makes.
+#[cfg(unix)]
 const ZERO_RUN: usize = 64 * 1024;
 
 struct OsWritable {
