@@ -297,6 +297,7 @@ define_flags! {
     max_background_flushes: i64 = -1i64, Engine, "Background flush threads (-1: from max_background_jobs)";
     subcompactions: i64 = 1i64, Engine, "Threads of one compaction";
     trim_heap_after_compaction: bool = true, Engine, "Strata only: after each compaction, hand the C allocator's free pages back to the OS (glibc malloc_trim)";
+    level0_compaction_batching: bool = true, Engine, "Strata only: under write pressure an L0 compaction waits for the files that would arrive while it runs (leveled style)";
     compaction_style: i64 = 0i64, Engine, "0 level, 1 universal, 2 FIFO, 3 none, 4 tiered (Strata only)";
     compaction_pri: i64 = 3i64, Engine, "Compaction file picking priority (3: min overlapping ratio)";
     num_levels: i64 = 7i64, Engine, "Number of LSM levels";

@@ -171,6 +171,15 @@ pub struct Options {
     /// never slow down before compaction has been asked to run (in universal style: to the
     /// sorted-run count at which a merge is always picked). Default: 20.
     pub level0_slowdown_writes_trigger: usize,
+    /// Leveled style: while flushes add L0 files faster than an L0 -> base compaction could
+    /// rewrite the base level, that compaction waits for as many files as would arrive while
+    /// it ran (at most half `level0_slowdown_writes_trigger`) rather than starting at
+    /// `level0_file_num_compaction_trigger`, and goes ahead once files stop coming for two
+    /// of their mean intervals. Each L0 -> base compaction rewrites the base level it
+    /// overlaps, so fewer and larger batches write less; L0 holds no more files than
+    /// sustained writes put there anyway (`compaction/l0_batch.rs`). Off, L0 compacts at the
+    /// trigger as in RocksDB. Default: true.
+    pub level0_compaction_batching: bool,
     /// L0 files at which writes stop until compaction catches up. A value below the slowdown
     /// trigger (0 included) is raised to it at open, so writes never stop before compaction
     /// can run. Default: 36.
@@ -377,6 +386,7 @@ impl Default for Options {
             trim_heap_after_compaction: true,
             level0_file_num_compaction_trigger: 4,
             level0_slowdown_writes_trigger: 20,
+            level0_compaction_batching: true,
             level0_stop_writes_trigger: 36,
             max_bytes_for_level_base: 256 << 20,
             max_bytes_for_level_multiplier: 10.0,
@@ -676,6 +686,7 @@ impl Options {
                 self.level0_file_num_compaction_trigger.to_string(),
             ),
             ("level0_slowdown_writes_trigger", self.level0_slowdown_writes_trigger.to_string()),
+            ("level0_compaction_batching", self.level0_compaction_batching.to_string()),
             ("level0_stop_writes_trigger", self.level0_stop_writes_trigger.to_string()),
             ("max_bytes_for_level_base", self.max_bytes_for_level_base.to_string()),
             ("max_bytes_for_level_multiplier", self.max_bytes_for_level_multiplier.to_string()),
@@ -745,6 +756,8 @@ impl Options {
         crate::compaction::picker::PickerOptions {
             num_levels: self.num_levels,
             level0_file_num_compaction_trigger: self.level0_file_num_compaction_trigger,
+            level0_batch_files: self.level0_file_num_compaction_trigger,
+            level0_slowdown_writes_trigger: self.level0_slowdown_writes_trigger,
             max_bytes_for_level_base: self.max_bytes_for_level_base,
             max_bytes_for_level_multiplier: self.max_bytes_for_level_multiplier,
             dynamic_level_bytes: self.level_compaction_dynamic_level_bytes,

@@ -27,6 +27,7 @@ pub const HONOURED_FLAGS: &[&str] = &[
     "cache_high_pri_pool_ratio",
     "block_cache_admission",
     "trim_heap_after_compaction",
+    "level0_compaction_batching",
     "bloom_bits",
     "block_size",
     "cache_index_and_filter_blocks",
@@ -236,6 +237,7 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
     o.paranoid_checks = f.paranoid_checks;
     o.max_subcompactions = usize_of("subcompactions", f.subcompactions)?;
     o.trim_heap_after_compaction = f.trim_heap_after_compaction;
+    o.level0_compaction_batching = f.level0_compaction_batching;
     o.level0_file_num_compaction_trigger =
         usize_of("level0_file_num_compaction_trigger", f.level0_file_num_compaction_trigger)?;
     o.level0_slowdown_writes_trigger =

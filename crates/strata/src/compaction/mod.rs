@@ -15,6 +15,7 @@ pub(crate) mod cut;
 pub(crate) mod fifo;
 pub(crate) mod filter_bits;
 pub(crate) mod job;
+pub(crate) mod l0_batch;
 pub(crate) mod picker;
 pub(crate) mod stream;
 pub(crate) mod style;

@@ -11,7 +11,9 @@
 //!   downward. An empty DB has the last level as base.
 //! - Scores: see [`level_scores`]. The highest score >= 1 that yields a compaction wins.
 //! - L0 takes all its files (one L0 compaction at a time) plus the overlapping base-level
-//!   files; another level takes the one file with the least overlap with the next level
+//!   files, once it has `level0_batch_files` of them or `max_bytes_for_level_base` in them
+//!   (the batch is the trigger unless the DB batches L0 under write pressure, see
+//!   [`super::l0_batch`]); while it waits, only levels scoring above it are picked; another level takes the one file with the least overlap with the next level
 //!   relative to its size (kMinOverlappingRatio), grown to the neighbours that add no file
 //!   of the next level, plus the overlapping next-level files.
 //! - A single input file with no overlap below is a trivial move (a MANIFEST-only change)
@@ -33,6 +35,11 @@ use crate::version::levels::{TableFile, Version};
 pub(crate) struct PickerOptions {
     pub num_levels: usize,
     pub level0_file_num_compaction_trigger: usize,
+    /// The free L0 files an L0 compaction that L0's file count calls for waits for: the
+    /// trigger, or more while the DB batches L0 under write pressure ([`super::l0_batch`]).
+    /// One that L0's bytes call for (at least `max_bytes_for_level_base`) never waits.
+    pub level0_batch_files: usize,
+    pub level0_slowdown_writes_trigger: usize,
     pub max_bytes_for_level_base: u64,
     pub max_bytes_for_level_multiplier: f64,
     pub dynamic_level_bytes: bool,
@@ -56,6 +63,8 @@ impl PickerOptions {
         PickerOptions {
             num_levels,
             level0_file_num_compaction_trigger: trigger,
+            level0_batch_files: trigger,
+            level0_slowdown_writes_trigger: 20,
             max_bytes_for_level_base: 256 << 20,
             max_bytes_for_level_multiplier: 10.0,
             dynamic_level_bytes: true,
@@ -390,6 +399,11 @@ pub(crate) fn pick_compaction(
             if v.levels[0].iter().any(|f| busy.contains(&f.number)) {
                 continue; // one L0 compaction at a time
             }
+            if waits_for_batch(v, o) {
+                // Nothing L0 outranks starts meanwhile: it would hold the thread when the
+                // batch is in.
+                break;
+            }
             plan_for(&c, 0, t.base_level, v.levels[0].clone())
         } else {
             pick_file_in_level(&c, level)
@@ -399,6 +413,13 @@ pub(crate) fn pick_compaction(
         }
     }
     None
+}
+
+/// Whether L0's compaction waits for more files ([`PickerOptions::level0_batch_files`]):
+/// fewer than that many, and less than `max_bytes_for_level_base` in them. (Called when no
+/// L0 file is busy.)
+fn waits_for_batch(v: &Version, o: &PickerOptions) -> bool {
+    v.levels[0].len() < o.level0_batch_files && v.level_bytes(0) < o.max_bytes_for_level_base
 }
 
 /// kMinOverlappingRatio: the non-busy file with the least next-level overlap per byte whose

@@ -180,6 +180,8 @@ pub(crate) struct CfState {
     /// Count of memtables made immutable and of memtables flushed (for `flush` to wait on).
     pub memtables_switched: u64,
     pub memtables_flushed: u64,
+    /// How fast flushes add L0 files and compactions read, for L0 batching.
+    pub l0_pace: crate::compaction::l0_batch::L0Pace,
 }
 
 impl CfState {

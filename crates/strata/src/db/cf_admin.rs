@@ -63,6 +63,7 @@ pub(crate) fn create_cf(inner: &DbInner, name: &str, opts: &Options) -> Result<A
             imm,
             memtables_switched: 0,
             memtables_flushed: 0,
+            l0_pace: crate::compaction::l0_batch::L0Pace::default(),
         },
     );
     wal.mems = Arc::new(wal.mems.with(FamilyMem { cfd: cfd.clone(), mem }));

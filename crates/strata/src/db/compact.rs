@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use super::{Cfd, DbInner};
 use crate::compaction::job::{run_job, JobEnv};
@@ -31,20 +32,37 @@ pub(crate) fn start_compaction_threads(inner: &Arc<DbInner>) -> Result<Vec<JoinH
         .collect()
 }
 
-/// The first compaction any family needs (families in id order), marked busy.
-fn pick_any(st: &mut super::DbState) -> Option<(Arc<Cfd>, CompactionPlan)> {
+/// The first compaction any family needs (families in id order), marked busy; else, when a
+/// family's L0 compaction waits for a batch ([`crate::compaction::l0_batch`]), the moment
+/// that wait ends unless another L0 file comes.
+fn pick_any(st: &mut super::DbState) -> Result<(Arc<Cfd>, CompactionPlan), Option<Instant>> {
     let now = now_secs();
+    let instant = Instant::now();
+    let mut wake = None::<Instant>;
     let found = st.cfs.values().find_map(|c| {
         if c.cfd.opts.disable_auto_compactions {
             return None;
         }
         let v = c.cfd.current_super_version().version.clone();
-        pick(&v, &c.cfd.opts.picker_options(), &st.compacting, now).map(|p| (c.cfd.clone(), p))
+        let mut o = c.cfd.opts.picker_options();
+        let batch =
+            c.l0_pace.batch(&v, &o, &st.compacting, c.cfd.opts.level0_compaction_batching, instant);
+        o.level0_batch_files = batch.files;
+        let plan = pick(&v, &o, &st.compacting, now);
+        if plan.is_none() {
+            if let Some(until) = batch.until {
+                wake = Some(wake.map_or(until, |w| w.min(until)));
+            }
+        }
+        plan.map(|p| (c.cfd.clone(), p))
     });
-    if let Some((cfd, p)) = &found {
-        mark_busy(st, cfd.id, p);
+    match found {
+        Some((cfd, p)) => {
+            mark_busy(st, cfd.id, &p);
+            Ok((cfd, p))
+        }
+        None => Err(wake),
     }
-    found
 }
 
 fn compaction_loop(inner: &DbInner) {
@@ -55,9 +73,11 @@ fn compaction_loop(inner: &DbInner) {
                 if st.shutting_down {
                     return;
                 }
+                let mut wake = None;
                 if st.bg_error.is_none() && st.manual_compactions == 0 {
-                    if let Some(p) = pick_any(&mut st) {
-                        break p;
+                    match pick_any(&mut st) {
+                        Ok(p) => break p,
+                        Err(w) => wake = w,
                     }
                 }
                 // Files expire with time alone under FIFO's TTL: look again without being woken.
@@ -67,10 +87,17 @@ fn compaction_loop(inner: &DbInner) {
                         && p.fifo.ttl_secs > 0
                 });
                 if timed {
-                    // Files expire with time alone: look again without being woken.
-                    inner.bg_cv.wait_for(&mut st, std::time::Duration::from_secs(1));
-                } else {
-                    inner.bg_cv.wait(&mut st);
+                    wake = Some(wake.map_or_else(
+                        || Instant::now() + Duration::from_secs(1),
+                        |w| w.min(Instant::now() + Duration::from_secs(1)),
+                    ));
+                }
+                match wake {
+                    // An L0 batch's wait ends then (or a TTL may expire): look again.
+                    Some(at) => {
+                        inner.bg_cv.wait_until(&mut st, at);
+                    }
+                    None => inner.bg_cv.wait(&mut st),
                 }
             }
         };
@@ -237,6 +264,11 @@ fn execute(inner: &DbInner, cfd: &Arc<Cfd>, plan: &CompactionPlan, manual: bool)
                 );
                 if let (Some(cs), Some(version)) = (st.cfs.get(&cfd.id), version) {
                     cfd.install_super_version(cs, version);
+                }
+                if let (true, Some(cs)) = (rewrites, st.cfs.get_mut(&cfd.id)) {
+                    let s = &result.stats;
+                    cs.l0_pace
+                        .on_compaction(s.bytes_read_non_output + s.bytes_read_output, s.micros);
                 }
                 inner.bg_cv.notify_all();
             })
@@ -615,3 +647,6 @@ fn compact_files_locked_out(
         None => Ok(()),
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -227,6 +227,9 @@ fn flush_one(
             let flushed = cs.imm.pop_front();
             debug_assert!(flushed.is_some_and(|(m, _)| Arc::ptr_eq(&m, &mem)));
             cs.memtables_flushed += 1;
+            if written.is_some() {
+                cs.l0_pace.on_l0_file(std::time::Instant::now());
+            }
             cfd.install_super_version(cs, version);
         }
     }

@@ -509,6 +509,7 @@ fn assemble(mut p: Parts<'_>) -> DbInner {
             imm,
             memtables_switched: switched,
             memtables_flushed: 0,
+            l0_pace: crate::compaction::l0_batch::L0Pace::default(),
         };
         cfs.insert(id, cs);
     }

@@ -40,7 +40,12 @@ pub(crate) fn parse_shape(text: &str) -> (Version, PickerOptions, HashSet<FileNu
                     let (k, v) = kv.split_once('=').expect("option k=v");
                     match k {
                         "levels" => o.num_levels = v.parse().unwrap(),
-                        "trigger" => o.level0_file_num_compaction_trigger = v.parse().unwrap(),
+                        "trigger" => {
+                            o.level0_file_num_compaction_trigger = v.parse().unwrap();
+                            o.level0_batch_files = o.level0_file_num_compaction_trigger;
+                        }
+                        "batch" => o.level0_batch_files = v.parse().unwrap(),
+                        "slowdown" => o.level0_slowdown_writes_trigger = v.parse().unwrap(),
                         "base" => o.max_bytes_for_level_base = v.parse().unwrap(),
                         "mult" => o.max_bytes_for_level_multiplier = v.parse().unwrap(),
                         "dynamic" => o.dynamic_level_bytes = v.parse().unwrap(),

@@ -1,0 +1,295 @@
+//! L0 batching under write pressure: how many L0 files an L0 -> base compaction waits for
+//! while flushes keep adding them (leveled style, `Options::level0_compaction_batching`).
+//!
+//! Why: an L0 -> base compaction rewrites every base-level file its L0 files overlap, which
+//! under random keys is the whole base level, however few L0 files it takes. Its writes per
+//! L0 byte are `(base + batch) / batch`. Under sustained writes the files that arrive while
+//! one such compaction runs are the next one's batch, so batches settle by themselves at
+//! "what arrives during a compaction". The compactions that start right at the trigger
+//! take fewer: the first ones after writes begin, and every one after the compaction thread
+//! was briefly ahead of the flushes. Each of those rewrites the base level for a few files.
+//! Waiting for the batch the writes are about to bring anyway removes them, and leaves the
+//! largest L0 (the batch plus what arrives while it compacts) where sustained writes put it.
+//!
+//! The rule ([`L0Pace::batch`]):
+//! - `arrival` = the mean interval between L0 files lately (flushes; an exponentially
+//!   weighted mean), `speed` = input bytes per second of the compactions lately;
+//! - `duration` = (free L0 bytes + the base-level bytes they overlap) / `speed`: how long the
+//!   L0 -> base compaction would run if it started now;
+//! - batch = `ceil(duration / arrival)` files, at least the trigger, at most half the slowdown
+//!   trigger (a batch and what arrives while it compacts then stay below the slowdown trigger
+//!   when the estimate holds), never more than the trigger in a DB without both measurements;
+//! - the batch holds only while files keep coming: until twice the mean interval after the
+//!   last arrival ([`L0Batch::until`]). After that (writes stopped or slowed) the trigger
+//!   applies again, so a compaction L0 needs is never put off for longer than that.
+//!
+//! The picker applies it ([`super::picker::PickerOptions::level0_batch_files`]) to a
+//! compaction L0's file count calls for, never to one its size calls for. Light writes (a
+//! file every few seconds against compactions of a second) get the trigger: batching is for
+//! the regime where L0 fills faster than the base level can be rewritten.
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use super::picker::{level_targets, overlapping, range_of, PickerOptions};
+use super::style::CompactionStyle;
+use crate::types::FileNumber;
+use crate::version::levels::Version;
+
+/// Weight of the newest sample in the running means.
+const NEW_SAMPLE_WEIGHT: f64 = 0.3;
+
+/// Pause after the last L0 file, in mean intervals, after which writes count as stopped.
+const PAUSE_INTERVALS: f64 = 2.0;
+
+/// What a family measured of its L0 inflow and of its compactions' speed.
+#[derive(Debug, Default)]
+pub(crate) struct L0Pace {
+    last_arrival: Option<Instant>,
+    /// Mean seconds between L0 files (needs two arrivals).
+    mean_interval: Option<f64>,
+    /// Mean input bytes per second of rewriting compactions.
+    compaction_speed: Option<f64>,
+}
+
+/// The L0 file count an L0 -> base compaction waits for, and until when that holds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct L0Batch {
+    pub files: usize,
+    /// When the batch falls back to the trigger unless another file arrives (`None`: it is
+    /// the trigger already).
+    pub until: Option<Instant>,
+}
+
+fn mean(old: Option<f64>, sample: f64) -> f64 {
+    match old {
+        Some(m) => m + NEW_SAMPLE_WEIGHT * (sample - m),
+        None => sample,
+    }
+}
+
+impl L0Pace {
+    /// A pace as if files had come every `interval` seconds, the last at `last`, and
+    /// compactions read `speed` bytes per second.
+    #[cfg(test)]
+    pub(crate) fn measured(last: Instant, interval: f64, speed: f64) -> L0Pace {
+        L0Pace {
+            last_arrival: Some(last),
+            mean_interval: Some(interval),
+            compaction_speed: Some(speed),
+        }
+    }
+
+    /// A flush added an L0 file at `now`.
+    pub(crate) fn on_l0_file(&mut self, now: Instant) {
+        if let Some(last) = self.last_arrival {
+            let gap = now.saturating_duration_since(last).as_secs_f64();
+            self.mean_interval = Some(mean(self.mean_interval, gap));
+        }
+        self.last_arrival = Some(now);
+    }
+
+    /// A compaction read `input_bytes` and ran for `micros` (rewriting compactions only: a
+    /// trivial move or a deletion says nothing of the speed).
+    pub(crate) fn on_compaction(&mut self, input_bytes: u64, micros: u64) {
+        if input_bytes == 0 || micros == 0 {
+            return;
+        }
+        let speed = input_bytes as f64 / (micros as f64 / 1e6);
+        self.compaction_speed = Some(mean(self.compaction_speed, speed));
+    }
+
+    /// The batch for `v` (files in `busy` are being compacted) at `now`, under options `o`
+    /// with batching `enabled`.
+    pub(crate) fn batch(
+        &self,
+        v: &Version,
+        o: &PickerOptions,
+        busy: &HashSet<FileNumber>,
+        enabled: bool,
+        now: Instant,
+    ) -> L0Batch {
+        let trigger = o.level0_file_num_compaction_trigger.max(1);
+        let at_trigger = L0Batch { files: trigger, until: None };
+        let cap = (o.level0_slowdown_writes_trigger / 2).max(trigger);
+        if !enabled || o.style != CompactionStyle::Leveled || o.num_levels < 2 || cap == trigger {
+            return at_trigger;
+        }
+        let (Some(last), Some(interval), Some(speed)) =
+            (self.last_arrival, self.mean_interval, self.compaction_speed)
+        else {
+            return at_trigger;
+        };
+        if interval <= 0.0 || speed <= 0.0 {
+            return at_trigger;
+        }
+        let Some(until) = last.checked_add(Duration::from_secs_f64(interval * PAUSE_INTERVALS))
+        else {
+            return at_trigger;
+        };
+        if now >= until {
+            return at_trigger;
+        }
+        let free: Vec<_> =
+            v.levels[0].iter().filter(|f| !busy.contains(&f.number)).cloned().collect();
+        let Some((lo, hi)) = range_of(free.iter()) else { return at_trigger };
+        let base = level_targets(v, o).base_level;
+        let base_bytes: u64 = if base == 0 {
+            0
+        } else {
+            overlapping(v, base, &lo, &hi).iter().map(|f| f.file_size).sum()
+        };
+        let l0_bytes: u64 = free.iter().map(|f| f.file_size).sum();
+        let duration = (l0_bytes + base_bytes) as f64 / speed;
+        let arriving = (duration / interval).ceil();
+        let files =
+            if arriving.is_finite() { (arriving as usize).clamp(trigger, cap) } else { cap };
+        if files == trigger {
+            return at_trigger;
+        }
+        L0Batch { files, until: Some(until) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fmt::Write as _;
+
+    use super::*;
+    use crate::compaction::picker::tests::parse_shape;
+
+    const MB: u64 = 1 << 20;
+
+    /// `l0` files of 16 MiB over the whole key range above a 200 MiB base level (L5) and a
+    /// 2 GiB last level; trigger 4, slowdown 20.
+    fn shape(l0: usize) -> (Version, PickerOptions) {
+        let mut text = String::from(
+            "options: levels=7 trigger=4 base=268435456 dynamic=true slowdown=20\nL0:",
+        );
+        for i in 0..l0 {
+            let _ = write!(text, " {}:a-z:{}", 100 + i, 16 * MB);
+        }
+        let _ = write!(text, "\nL5: 10:a-m:{} 11:n-z:{}", 100 * MB, 100 * MB);
+        let _ = writeln!(text, "\nL6: 20:a-z:{}", 2048 * MB);
+        let (v, o, _) = parse_shape(&text);
+        (v, o)
+    }
+
+    /// Files every 0.2 s from `t0` on (five of them), compactions reading `mb_per_sec`.
+    fn pressed(t0: Instant, mb_per_sec: u64) -> L0Pace {
+        let mut p = L0Pace::default();
+        for i in 0..5 {
+            p.on_l0_file(t0 + Duration::from_millis(200 * i));
+        }
+        p.on_compaction(mb_per_sec * MB, 1_000_000);
+        p
+    }
+
+    fn files(p: &L0Pace, l0: usize, busy: &[u64], enabled: bool, now: Instant) -> usize {
+        let (v, o) = shape(l0);
+        let busy: HashSet<FileNumber> = busy.iter().map(|&n| FileNumber(n)).collect();
+        p.batch(&v, &o, &busy, enabled, now).files
+    }
+
+    #[test]
+    fn without_both_measurements_the_trigger_applies() {
+        let now = Instant::now();
+        let mut p = L0Pace::default();
+        assert_eq!(files(&p, 4, &[], true, now), 4);
+        p.on_l0_file(now);
+        p.on_l0_file(now + Duration::from_millis(200));
+        // Arrivals measured, no compaction speed yet.
+        assert_eq!(files(&p, 4, &[], true, now + Duration::from_millis(250)), 4);
+        let mut q = L0Pace::default();
+        q.on_compaction(MB, 1_000_000);
+        q.on_l0_file(now);
+        // One arrival: no interval yet.
+        assert_eq!(files(&q, 4, &[], true, now), 4);
+    }
+
+    #[test]
+    fn waits_for_what_arrives_while_the_compaction_would_run() {
+        let t0 = Instant::now();
+        let now = t0 + Duration::from_millis(850);
+        // 4 x 16 + 200 MiB at 200 MiB/s: 1.32 s; a file per 0.2 s: 7 files.
+        let p = pressed(t0, 200);
+        assert_eq!(files(&p, 4, &[], true, now), 7);
+        // Already 6 there: 296 MiB, 1.48 s, 8 files.
+        assert_eq!(files(&p, 6, &[], true, now), 8);
+        // At 100 MiB/s: 2.64 s, 14 files, capped at half the slowdown trigger.
+        assert_eq!(files(&pressed(t0, 100), 4, &[], true, now), 10);
+        // At 400 MiB/s: 0.66 s, 4 files: the trigger, with no deadline.
+        let (v, o) = shape(4);
+        let b = pressed(t0, 400).batch(&v, &o, &HashSet::new(), true, now);
+        assert_eq!(b, L0Batch { files: 4, until: None });
+    }
+
+    #[test]
+    fn the_batch_ends_when_files_stop_coming() {
+        let t0 = Instant::now();
+        let p = pressed(t0, 200);
+        let (v, o) = shape(4);
+        // Last file at 0.8 s, mean interval 0.2 s: the batch holds until 1.2 s.
+        let until = t0 + Duration::from_millis(1200);
+        let b = p.batch(&v, &o, &HashSet::new(), true, t0 + Duration::from_millis(1199));
+        assert_eq!(b, L0Batch { files: 7, until: Some(until) });
+        assert_eq!(p.batch(&v, &o, &HashSet::new(), true, until).files, 4);
+    }
+
+    #[test]
+    fn the_mean_interval_follows_the_arrivals() {
+        let t0 = Instant::now();
+        let mut p = pressed(t0, 200);
+        // Writes slow to a file every 2 s: the batch shrinks back to the trigger.
+        let mut t = t0 + Duration::from_millis(800);
+        for _ in 0..10 {
+            t += Duration::from_secs(2);
+            p.on_l0_file(t);
+        }
+        assert_eq!(files(&p, 4, &[], true, t + Duration::from_millis(10)), 4);
+    }
+
+    #[test]
+    fn off_or_another_style_or_no_room_below_the_slowdown_trigger_means_the_trigger() {
+        let t0 = Instant::now();
+        let p = pressed(t0, 200);
+        let now = t0 + Duration::from_millis(850);
+        assert_eq!(files(&p, 4, &[], false, now), 4);
+        let (v, mut o) = shape(4);
+        o.style = CompactionStyle::Universal;
+        assert_eq!(p.batch(&v, &o, &HashSet::new(), true, now).files, 4);
+        let (v, mut o) = shape(4);
+        o.level0_slowdown_writes_trigger = 9;
+        assert_eq!(p.batch(&v, &o, &HashSet::new(), true, now).files, 4);
+        o.level0_slowdown_writes_trigger = 12;
+        assert_eq!(p.batch(&v, &o, &HashSet::new(), true, now).files, 6);
+    }
+
+    #[test]
+    fn l0_files_beside_the_base_levels_keys_take_the_trigger() {
+        // A sequential load: L0 files past the base level's keys overlap nothing there, so
+        // their compaction is short (or a trivial move) and needs no batch.
+        let (v, o, _) = parse_shape(&format!(
+            "options: levels=7 trigger=4 base=268435456 dynamic=true slowdown=20\n\
+             L0: 100:q0-q1:{m} 101:q2-q3:{m} 102:q4-q5:{m} 103:q6-q7:{m}\n\
+             L5: 10:a-m:{b}\nL6: 20:a-m:{l}\n",
+            m = 16 * MB,
+            b = 200 * MB,
+            l = 2048 * MB
+        ));
+        let t0 = Instant::now();
+        let b =
+            pressed(t0, 200).batch(&v, &o, &HashSet::new(), true, t0 + Duration::from_millis(850));
+        assert_eq!(b.files, 4);
+    }
+
+    #[test]
+    fn files_being_compacted_are_left_out_of_the_estimate() {
+        let t0 = Instant::now();
+        let p = pressed(t0, 200);
+        let now = t0 + Duration::from_millis(850);
+        // 8 free files: 328 MiB, 1.64 s, 9 files; with 4 of them busy: 264 MiB, 7 files.
+        assert_eq!(files(&p, 8, &[], true, now), 9);
+        assert_eq!(files(&p, 8, &[100, 101, 102, 103], true, now), 7);
+    }
+}
