@@ -13,7 +13,7 @@
 //!
 //! The rule ([`L0Pace::batch`]):
 //! - `arrival` = the mean interval between L0 files lately (flushes; an exponentially
-//!   weighted mean), `speed` = input bytes per second of the compactions lately;
+//!   weighted mean), `speed` = input bytes per second of the L0 -> base compactions lately;
 //! - `duration` = (free L0 bytes + the base-level bytes they overlap) / `speed`: how long the
 //!   L0 -> base compaction would run if it started now;
 //! - batch = `ceil(duration / arrival)` files, at least the trigger, at most half the slowdown
@@ -48,7 +48,7 @@ pub(crate) struct L0Pace {
     last_arrival: Option<Instant>,
     /// Mean seconds between L0 files (needs two arrivals).
     mean_interval: Option<f64>,
-    /// Mean input bytes per second of rewriting compactions.
+    /// Mean input bytes per second of L0 -> base compactions that rewrote data.
     compaction_speed: Option<f64>,
 }
 
@@ -89,8 +89,9 @@ impl L0Pace {
         self.last_arrival = Some(now);
     }
 
-    /// A compaction read `input_bytes` and ran for `micros` (rewriting compactions only: a
-    /// trivial move or a deletion says nothing of the speed).
+    /// An L0 -> base compaction read `input_bytes` and ran for `micros` (rewrites only: a
+    /// trivial move says nothing of the speed; nor do other levels' compactions, whose
+    /// inputs and outputs differ in size and overlap).
     pub(crate) fn on_compaction(&mut self, input_bytes: u64, micros: u64) {
         if input_bytes == 0 || micros == 0 {
             return;

@@ -49,10 +49,10 @@ fn pick_any(st: &mut super::DbState) -> Result<(Arc<Cfd>, CompactionPlan), Optio
             c.l0_pace.batch(&v, &o, &st.compacting, c.cfd.opts.level0_compaction_batching, instant);
         o.level0_batch_files = batch.files;
         let plan = pick(&v, &o, &st.compacting, now);
-        if plan.is_none() {
-            if let Some(until) = batch.until {
-                wake = Some(wake.map_or(until, |w| w.min(until)));
-            }
+        // Only a wait that holds back a compaction L0 needs is worth waking up for.
+        let held = v.levels[0].len() >= o.level0_file_num_compaction_trigger;
+        if let (None, Some(until), true) = (&plan, batch.until, held) {
+            wake = Some(wake.map_or(until, |w| w.min(until)));
         }
         plan.map(|p| (c.cfd.clone(), p))
     });
@@ -265,7 +265,10 @@ fn execute(inner: &DbInner, cfd: &Arc<Cfd>, plan: &CompactionPlan, manual: bool)
                 if let (Some(cs), Some(version)) = (st.cfs.get(&cfd.id), version) {
                     cfd.install_super_version(cs, version);
                 }
-                if let (true, Some(cs)) = (rewrites, st.cfs.get_mut(&cfd.id)) {
+                // The pace L0 batching estimates with: L0 -> base rewrites' (other levels'
+                // compactions read at other speeds).
+                let l0_to_base = rewrites && plan.start_level == 0 && plan.output_level > 0;
+                if let (true, Some(cs)) = (l0_to_base, st.cfs.get_mut(&cfd.id)) {
                     let s = &result.stats;
                     cs.l0_pace
                         .on_compaction(s.bytes_read_non_output + s.bytes_read_output, s.micros);
