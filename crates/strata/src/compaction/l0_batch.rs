@@ -80,6 +80,12 @@ impl L0Pace {
         }
     }
 
+    /// The mean seconds between L0 files and the L0 -> base compactions' input bytes per
+    /// second, once both are measured.
+    pub(crate) fn measured_pace(&self) -> Option<(f64, f64)> {
+        Some((self.mean_interval?, self.compaction_speed?))
+    }
+
     /// A flush added an L0 file at `now`.
     pub(crate) fn on_l0_file(&mut self, now: Instant) {
         if let Some(last) = self.last_arrival {

@@ -35,7 +35,11 @@ pub(crate) fn start_compaction_threads(inner: &Arc<DbInner>) -> Result<Vec<JoinH
 /// The first compaction any family needs (families in id order), marked busy; else, when a
 /// family's L0 compaction waits for a batch ([`crate::compaction::l0_batch`]), the moment
 /// that wait ends unless another L0 file comes.
-fn pick_any(st: &mut super::DbState) -> Result<(Arc<Cfd>, CompactionPlan), Option<Instant>> {
+/// An L0 compaction picked while the pace is measured is logged with the batch it waited for.
+fn pick_any(
+    st: &mut super::DbState,
+    log: &super::info_log::InfoLog,
+) -> Result<(Arc<Cfd>, CompactionPlan), Option<Instant>> {
     let now = now_secs();
     let instant = Instant::now();
     let mut wake = None::<Instant>;
@@ -53,6 +57,18 @@ fn pick_any(st: &mut super::DbState) -> Result<(Arc<Cfd>, CompactionPlan), Optio
         let held = v.levels[0].len() >= o.level0_file_num_compaction_trigger;
         if let (None, Some(until), true) = (&plan, batch.until, held) {
             wake = Some(wake.map_or(until, |w| w.min(until)));
+        }
+        if let (Some(p), Some((interval, speed))) = (&plan, c.l0_pace.measured_pace()) {
+            if p.start_level == 0 && p.output_level > 0 && !p.trivial_move {
+                log.log(&format!(
+                    "[{}] L0 batch of {} files (trigger {}): a file every {interval:.2} s, L0 -> \
+                     base compactions read {:.0} MB/s",
+                    c.cfd.name,
+                    batch.files,
+                    o.level0_file_num_compaction_trigger,
+                    speed / 1e6
+                ));
+            }
         }
         plan.map(|p| (c.cfd.clone(), p))
     });
@@ -75,7 +91,7 @@ fn compaction_loop(inner: &DbInner) {
                 }
                 let mut wake = None;
                 if st.bg_error.is_none() && st.manual_compactions == 0 {
-                    match pick_any(&mut st) {
+                    match pick_any(&mut st, &inner.info_log) {
                         Ok(p) => break p,
                         Err(w) => wake = w,
                     }
