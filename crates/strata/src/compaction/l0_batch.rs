@@ -192,6 +192,12 @@ mod tests {
         p
     }
 
+    /// [`pressed`] from now, and the moment 50 ms after its last file.
+    fn pressed_at_850ms(mb_per_sec: u64) -> (L0Pace, Instant) {
+        let t0 = Instant::now();
+        (pressed(t0, mb_per_sec), t0 + Duration::from_millis(850))
+    }
+
     fn files(p: &L0Pace, l0: usize, busy: &[u64], enabled: bool, now: Instant) -> usize {
         let (v, o) = shape(l0);
         let busy: HashSet<FileNumber> = busy.iter().map(|&n| FileNumber(n)).collect();
@@ -258,9 +264,7 @@ mod tests {
 
     #[test]
     fn off_or_another_style_or_no_room_below_the_slowdown_trigger_means_the_trigger() {
-        let t0 = Instant::now();
-        let p = pressed(t0, 200);
-        let now = t0 + Duration::from_millis(850);
+        let (p, now) = pressed_at_850ms(200);
         assert_eq!(files(&p, 4, &[], false, now), 4);
         let (v, mut o) = shape(4);
         o.style = CompactionStyle::Universal;
@@ -284,17 +288,13 @@ mod tests {
             b = 200 * MB,
             l = 2048 * MB
         ));
-        let t0 = Instant::now();
-        let b =
-            pressed(t0, 200).batch(&v, &o, &HashSet::new(), true, t0 + Duration::from_millis(850));
-        assert_eq!(b.files, 4);
+        let (p, now) = pressed_at_850ms(200);
+        assert_eq!(p.batch(&v, &o, &HashSet::new(), true, now).files, 4);
     }
 
     #[test]
     fn files_being_compacted_are_left_out_of_the_estimate() {
-        let t0 = Instant::now();
-        let p = pressed(t0, 200);
-        let now = t0 + Duration::from_millis(850);
+        let (p, now) = pressed_at_850ms(200);
         // 8 free files: 328 MiB, 1.64 s, 9 files; with 4 of them busy: 264 MiB, 7 files.
         assert_eq!(files(&p, 8, &[], true, now), 9);
         assert_eq!(files(&p, 8, &[100, 101, 102, 103], true, now), 7);
