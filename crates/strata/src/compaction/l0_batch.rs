@@ -56,8 +56,8 @@ pub(crate) struct L0Pace {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct L0Batch {
     pub files: usize,
-    /// When the batch falls back to the trigger unless another file arrives (`None`: it is
-    /// the trigger already).
+    /// When the batch falls back to the trigger unless another file arrives. `None` when it
+    /// holds nothing back: the batch is the trigger, or L0 has fewer free files than that.
     pub until: Option<Instant>,
 }
 
@@ -139,6 +139,9 @@ impl L0Pace {
         }
         let free: Vec<_> =
             v.levels[0].iter().filter(|f| !busy.contains(&f.number)).cloned().collect();
+        if free.len() < trigger {
+            return at_trigger;
+        }
         let Some((lo, hi)) = range_of(free.iter()) else { return at_trigger };
         let base = level_targets(v, o).base_level;
         let base_bytes: u64 = if base == 0 {
@@ -235,6 +238,9 @@ mod tests {
         let (v, o) = shape(4);
         let b = pressed(t0, 400).batch(&v, &o, &HashSet::new(), true, now);
         assert_eq!(b, L0Batch { files: 4, until: None });
+        // Below the trigger nothing is held back: no deadline to wake up for.
+        let (v, o) = shape(3);
+        assert_eq!(p.batch(&v, &o, &HashSet::new(), true, now), L0Batch { files: 4, until: None });
     }
 
     #[test]

@@ -34,8 +34,8 @@ pub(crate) fn start_compaction_threads(inner: &Arc<DbInner>) -> Result<Vec<JoinH
 
 /// The first compaction any family needs (families in id order), marked busy; else, when a
 /// family's L0 compaction waits for a batch ([`crate::compaction::l0_batch`]), the moment
-/// that wait ends unless another L0 file comes.
-/// An L0 compaction picked while the pace is measured is logged with the batch it waited for.
+/// that wait ends unless another L0 file comes. An L0 compaction picked while the pace is
+/// measured is logged with the batch it waited for.
 fn pick_any(
     st: &mut super::DbState,
     log: &super::info_log::InfoLog,
@@ -53,9 +53,7 @@ fn pick_any(
             c.l0_pace.batch(&v, &o, &st.compacting, c.cfd.opts.level0_compaction_batching, instant);
         o.level0_batch_files = batch.files;
         let plan = pick(&v, &o, &st.compacting, now);
-        // Only a wait that holds back a compaction L0 needs is worth waking up for.
-        let held = v.levels[0].len() >= o.level0_file_num_compaction_trigger;
-        if let (None, Some(until), true) = (&plan, batch.until, held) {
+        if let (None, Some(until)) = (&plan, batch.until) {
             wake = Some(wake.map_or(until, |w| w.min(until)));
         }
         if let (Some(p), Some((interval, speed))) = (&plan, c.l0_pace.measured_pace()) {
@@ -103,10 +101,8 @@ fn compaction_loop(inner: &DbInner) {
                         && p.fifo.ttl_secs > 0
                 });
                 if timed {
-                    wake = Some(wake.map_or_else(
-                        || Instant::now() + Duration::from_secs(1),
-                        |w| w.min(Instant::now() + Duration::from_secs(1)),
-                    ));
+                    let ttl_check = Instant::now() + Duration::from_secs(1);
+                    wake = Some(wake.map_or(ttl_check, |w| w.min(ttl_check)));
                 }
                 match wake {
                     // An L0 batch's wait ends then (or a TTL may expire): look again.
