@@ -295,6 +295,9 @@ run_step() { # mode engine rep test bench flags...
     echo "   (failed: see $out/$log)" >&2
   fi
   grep -E "^$bench |^I/O:" "$out/$log" | tail -2 | cut -c1-150 >&2 || true
+  # The engine's own info LOG of this step (its flushes, compactions and stalls), beside the
+  # step's output: both engines name it LOG and start it afresh at each open.
+  if [ -f "$db/LOG" ]; then cp "$db/LOG" "$out/${log%.log}.LOG"; fi
   local du_kb=""
   if [ -d "$db" ]; then du_kb="$(du -sk "$db" | cut -f1)"; fi
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$engine" "$test" "$bench" "$log" "$du_kb" \

@@ -23,6 +23,18 @@
 //!   last arrival ([`L0Batch::until`]). After that (writes stopped or slowed) the trigger
 //!   applies again, so a compaction L0 needs is never put off for longer than that.
 //!
+//! Carry-over: when writes pause with at least the trigger's files in L0 after they came
+//! faster than L0 -> base compactions drain them (the batch the pace calls for, had files kept
+//! coming, is above the trigger), those files are a batch cut short. Rewriting the base level
+//! for them costs as much as for a full one, and a burst that filled L0 this fast tends to be
+//! followed by another. So the batch says to carry them over ([`L0Batch::carry_over`]): the
+//! picker merges them into one L0 file, which goes down with the next batch, when the base
+//! level holds at least twice their bytes in their key range
+//! ([`super::picker::PickerOptions::level0_carry_over`]). L0 then holds one file, below the
+//! trigger; reads see one sorted run there instead of none. Light writes (no batch above the
+//! trigger) and a DB that measured nothing yet (a fresh process) compact L0 into the base
+//! level as before.
+//!
 //! The picker applies it ([`super::picker::PickerOptions::level0_batch_files`]) to a
 //! compaction L0's file count calls for, never to one its size calls for. Light writes (a
 //! file every few seconds against compactions of a second) get the trigger: batching is for
@@ -59,6 +71,10 @@ pub(crate) struct L0Batch {
     /// When the batch falls back to the trigger unless another file arrives. `None` when it
     /// holds nothing back: the batch is the trigger, or L0 has fewer free files than that.
     pub until: Option<Instant>,
+    /// Writes paused with at least the trigger's files in L0, which they brought faster than
+    /// L0 -> base compactions drain them: L0 may merge in place and wait for the next batch
+    /// (see the module doc).
+    pub carry_over: bool,
 }
 
 fn mean(old: Option<f64>, sample: f64) -> f64 {
@@ -117,7 +133,7 @@ impl L0Pace {
         now: Instant,
     ) -> L0Batch {
         let trigger = o.level0_file_num_compaction_trigger.max(1);
-        let at_trigger = L0Batch { files: trigger, until: None };
+        let at_trigger = L0Batch { files: trigger, until: None, carry_over: false };
         let cap = (o.level0_slowdown_writes_trigger / 2).max(trigger);
         if !enabled || o.style != CompactionStyle::Leveled || o.num_levels < 2 || cap == trigger {
             return at_trigger;
@@ -134,9 +150,6 @@ impl L0Pace {
         else {
             return at_trigger;
         };
-        if now >= until {
-            return at_trigger;
-        }
         let free: Vec<_> =
             v.levels[0].iter().filter(|f| !busy.contains(&f.number)).cloned().collect();
         if free.len() < trigger {
@@ -152,12 +165,16 @@ impl L0Pace {
         let l0_bytes: u64 = free.iter().map(|f| f.file_size).sum();
         let duration = (l0_bytes + base_bytes) as f64 / speed;
         let arriving = (duration / interval).ceil();
+        if now >= until {
+            // Writes paused: the trigger applies, and under pressure L0 is carried over.
+            return L0Batch { carry_over: arriving > trigger as f64, ..at_trigger };
+        }
         let files =
             if arriving.is_finite() { (arriving as usize).clamp(trigger, cap) } else { cap };
         if files == trigger {
             return at_trigger;
         }
-        L0Batch { files, until: Some(until) }
+        L0Batch { files, until: Some(until), carry_over: false }
     }
 }
 
@@ -237,10 +254,11 @@ mod tests {
         // At 400 MiB/s: 0.66 s, 4 files: the trigger, with no deadline.
         let (v, o) = shape(4);
         let b = pressed(t0, 400).batch(&v, &o, &HashSet::new(), true, now);
-        assert_eq!(b, L0Batch { files: 4, until: None });
+        assert_eq!(b, L0Batch { files: 4, until: None, carry_over: false });
         // Below the trigger nothing is held back: no deadline to wake up for.
         let (v, o) = shape(3);
-        assert_eq!(p.batch(&v, &o, &HashSet::new(), true, now), L0Batch { files: 4, until: None });
+        let b = p.batch(&v, &o, &HashSet::new(), true, now);
+        assert_eq!(b, L0Batch { files: 4, until: None, carry_over: false });
     }
 
     #[test]
@@ -251,8 +269,32 @@ mod tests {
         // Last file at 0.8 s, mean interval 0.2 s: the batch holds until 1.2 s.
         let until = t0 + Duration::from_millis(1200);
         let b = p.batch(&v, &o, &HashSet::new(), true, t0 + Duration::from_millis(1199));
-        assert_eq!(b, L0Batch { files: 7, until: Some(until) });
-        assert_eq!(p.batch(&v, &o, &HashSet::new(), true, until).files, 4);
+        assert_eq!(b, L0Batch { files: 7, until: Some(until), carry_over: false });
+        // Then the trigger applies, and the 4 files a batch of 7 was gathering carry over.
+        let b = p.batch(&v, &o, &HashSet::new(), true, until);
+        assert_eq!(b, L0Batch { files: 4, until: None, carry_over: true });
+    }
+
+    #[test]
+    fn only_files_that_came_faster_than_compactions_drain_them_carry_over() {
+        let t0 = Instant::now();
+        let paused = t0 + Duration::from_secs(5);
+        let (v, o) = shape(4);
+        let none = HashSet::new();
+        // Compactions at 400 MiB/s would have taken the trigger (0.66 s, 4 files).
+        assert!(!pressed(t0, 400).batch(&v, &o, &none, true, paused).carry_over);
+        // At 200 MiB/s a batch of 7: carried over, also past the slowdown cap's 10.
+        assert!(pressed(t0, 200).batch(&v, &o, &none, true, paused).carry_over);
+        assert!(pressed(t0, 50).batch(&v, &o, &none, true, paused).carry_over);
+        // Below the trigger there is nothing to compact, so nothing to carry.
+        let (v3, o3) = shape(3);
+        assert!(!pressed(t0, 200).batch(&v3, &o3, &none, true, paused).carry_over);
+        // Nothing measured (a fresh process), batching off, or another style: never.
+        assert!(!L0Pace::default().batch(&v, &o, &none, true, paused).carry_over);
+        assert!(!pressed(t0, 200).batch(&v, &o, &none, false, paused).carry_over);
+        let mut u = o.clone();
+        u.style = CompactionStyle::Universal;
+        assert!(!pressed(t0, 200).batch(&v, &u, &none, true, paused).carry_over);
     }
 
     #[test]

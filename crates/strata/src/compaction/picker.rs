@@ -13,9 +13,11 @@
 //! - L0 takes all its files (one L0 compaction at a time) plus the overlapping base-level
 //!   files, once it has `level0_batch_files` of them or `max_bytes_for_level_base` in them
 //!   (the batch is the trigger unless the DB batches L0 under write pressure, see
-//!   [`super::l0_batch`]); while it waits, only levels scoring above it are picked; another level takes the one file with the least overlap with the next level
-//!   relative to its size (kMinOverlappingRatio), grown to the neighbours that add no file
-//!   of the next level, plus the overlapping next-level files.
+//!   [`super::l0_batch`]); while it waits, only levels scoring above it are picked. When
+//!   writes paused after a batch was gathered, L0 may instead merge into one L0 file that
+//!   waits for the next batch ([`carried_over`]). Another level takes the one file with the
+//!   least overlap with the next level relative to its size (kMinOverlappingRatio), grown to
+//!   the neighbours that add no file of the next level, plus the overlapping next-level files.
 //! - A single input file with no overlap below is a trivial move (a MANIFEST-only change)
 //!   unless it overlaps more than `max_compaction_bytes` of the level below its output.
 
@@ -39,6 +41,11 @@ pub(crate) struct PickerOptions {
     /// trigger, or more while the DB batches L0 under write pressure ([`super::l0_batch`]).
     /// One that L0's bytes call for (at least `max_bytes_for_level_base`) never waits.
     pub level0_batch_files: usize,
+    /// Set by the DB when writes paused after filling L0 faster than L0 -> base compactions
+    /// drain it ([`super::l0_batch`]): an L0 compaction that L0's file count calls for then
+    /// merges L0 into one L0 file, which waits for the next batch, when that writes far less
+    /// than rewriting the base level (see [`carried_over`]).
+    pub level0_carry_over: bool,
     pub level0_slowdown_writes_trigger: usize,
     pub max_bytes_for_level_base: u64,
     pub max_bytes_for_level_multiplier: f64,
@@ -64,6 +71,7 @@ impl PickerOptions {
             num_levels,
             level0_file_num_compaction_trigger: trigger,
             level0_batch_files: trigger,
+            level0_carry_over: false,
             level0_slowdown_writes_trigger: 20,
             max_bytes_for_level_base: 256 << 20,
             max_bytes_for_level_multiplier: 10.0,
@@ -404,7 +412,10 @@ pub(crate) fn pick_compaction(
                 // batch is in.
                 break;
             }
-            plan_for(&c, 0, t.base_level, v.levels[0].clone())
+            match carried_over(v, o, &t) {
+                Some(merge) => Some(merge),
+                None => plan_for(&c, 0, t.base_level, v.levels[0].clone()),
+            }
         } else {
             pick_file_in_level(&c, level)
         };
@@ -420,6 +431,45 @@ pub(crate) fn pick_compaction(
 /// L0 file is busy.)
 fn waits_for_batch(v: &Version, o: &PickerOptions) -> bool {
     v.levels[0].len() < o.level0_batch_files && v.level_bytes(0) < o.max_bytes_for_level_base
+}
+
+/// With [`PickerOptions::level0_carry_over`], the merge of all of L0 into one L0 file in place
+/// of its L0 -> base compaction, when that is the cheaper: L0 has at least two files and less
+/// than `max_bytes_for_level_base` in them (the merged file calls for no compaction by size),
+/// and the base level holds at least twice their bytes in their key range. The merge writes
+/// L0's bytes now and once more when the merged file goes down with the next batch (whose
+/// base rewrite happens anyway): at most two thirds of what the base rewrite would write now.
+/// The base files need not be free. (Called when no L0 file is busy, so the merged file takes
+/// L0's whole sequence-number range and keeps its place in L0's order.)
+fn carried_over(v: &Version, o: &PickerOptions, t: &LevelTargets) -> Option<CompactionPlan> {
+    let l0 = &v.levels[0];
+    if !o.level0_carry_over || l0.len() < 2 || t.base_level == 0 {
+        return None;
+    }
+    let l0_bytes = v.level_bytes(0);
+    if l0_bytes >= o.max_bytes_for_level_base {
+        return None;
+    }
+    let (lo, hi) = range_of(l0.iter())?;
+    let base_bytes: u64 = overlapping(v, t.base_level, &lo, &hi).iter().map(|f| f.file_size).sum();
+    if base_bytes < l0_bytes.saturating_mul(2) {
+        return None;
+    }
+    Some(CompactionPlan {
+        start_level: 0,
+        output_level: 0,
+        inputs: l0.clone(),
+        middle_inputs: Vec::new(),
+        output_inputs: Vec::new(),
+        grandparents: Vec::new(),
+        trivial_move: false,
+        deletion: false,
+        compress: true,
+        reason: "L0 carry-over",
+        bottommost: false,
+        target_file_size: u64::MAX,
+        max_compaction_bytes: u64::MAX,
+    })
 }
 
 /// kMinOverlappingRatio: the non-busy file with the least next-level overlap per byte whose

@@ -52,11 +52,23 @@ fn pick_any(
         let batch =
             c.l0_pace.batch(&v, &o, &st.compacting, c.cfd.opts.level0_compaction_batching, instant);
         o.level0_batch_files = batch.files;
+        o.level0_carry_over = batch.carry_over;
         let plan = pick(&v, &o, &st.compacting, now);
         if let (None, Some(until)) = (&plan, batch.until) {
             wake = Some(wake.map_or(until, |w| w.min(until)));
         }
         if let (Some(p), Some((interval, speed))) = (&plan, c.l0_pace.measured_pace()) {
+            if p.start_level == 0 && p.output_level == 0 && batch.carry_over {
+                log.log(&format!(
+                    "[{}] L0 carry-over: writes paused with {} L0 files ({:.1} MB) that came \
+                     every {interval:.2} s, faster than L0 -> base compactions ({:.0} MB/s) \
+                     drain them; merging them in L0 to go down with the next batch",
+                    c.cfd.name,
+                    p.inputs.len(),
+                    p.input_bytes() as f64 / 1e6,
+                    speed / 1e6
+                ));
+            }
             if p.start_level == 0 && p.output_level > 0 && !p.trivial_move {
                 log.log(&format!(
                     "[{}] L0 batch of {} files (trigger {}): a file every {interval:.2} s, L0 -> \

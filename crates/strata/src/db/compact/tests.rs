@@ -1,6 +1,7 @@
 //! The compaction threads' side of L0 batching (`compaction/l0_batch.rs`): a compaction that
 //! waits for a batch does not start while the wait holds, and starts by itself, with no
-//! write to wake it, once files stop coming.
+//! write to wake it, once files stop coming; the files a batch gathered under pressure are
+//! then carried over (merged in L0), and go down with the next batch.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -28,7 +29,8 @@ fn options(batching: bool) -> Options {
 
 /// A base level to rewrite, then a pace of a file every `interval_secs` and compactions far
 /// too slow to keep up (a batch of half the slowdown trigger, 4 files), then two L0 files.
-fn two_l0_files_under_pressure(batching: bool, interval_secs: f64) -> Db {
+/// Returns the DB and the numbers of the files below L0 before those two came.
+fn two_l0_files_under_pressure(batching: bool, interval_secs: f64) -> (Db, Vec<u64>) {
     let db = Db::open(&options(batching), "/db").unwrap();
     let value = vec![b'v'; 100];
     for i in 0..2000u32 {
@@ -36,6 +38,7 @@ fn two_l0_files_under_pressure(batching: bool, interval_secs: f64) -> Db {
     }
     db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
     assert_eq!(l0_files(&db), 0);
+    let base = base_files(&db);
     {
         let mut st = db.inner.state.lock();
         let cs = st.cfs.get_mut(&0).unwrap();
@@ -47,7 +50,7 @@ fn two_l0_files_under_pressure(batching: bool, interval_secs: f64) -> Db {
         }
         db.flush().unwrap();
     }
-    db
+    (db, base)
 }
 
 fn wait_for_l0_below(db: &Db, files: usize) {
@@ -62,7 +65,7 @@ fn wait_for_l0_below(db: &Db, files: usize) {
 fn an_l0_batch_holds_while_files_come_and_ends_by_itself_when_they_stop() {
     // Seeded at 3 s between files, the two quick flushes bring the mean to about 1.5 s: the
     // batch holds for some 3 s after the second one.
-    let db = two_l0_files_under_pressure(true, 3.0);
+    let (db, _) = two_l0_files_under_pressure(true, 3.0);
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(l0_files(&db), 2, "the compaction started at the trigger");
     assert_eq!(db.get("key00007").unwrap().as_deref(), Some(&b"round 0"[..]));
@@ -74,17 +77,49 @@ fn an_l0_batch_holds_while_files_come_and_ends_by_itself_when_they_stop() {
     assert_eq!(db.get("key00009").unwrap().as_deref(), Some(&vec![b'v'; 100][..]));
 }
 
+fn base_files(db: &Db) -> Vec<u64> {
+    let v = db.inner.default_cf.current_super_version().version.clone();
+    v.levels[1..].iter().flatten().map(|f| f.number.0).collect()
+}
+
+#[test]
+fn l0_files_gathered_under_pressure_are_carried_over_when_writes_pause() {
+    let (db, base) = two_l0_files_under_pressure(true, 1.0);
+    wait_for_l0_below(&db, 2);
+    // Merged in L0: one file there, the base level untouched.
+    assert_eq!(l0_files(&db), 1);
+    assert_eq!(base_files(&db), base);
+    assert_eq!(db.get("key00007").unwrap().as_deref(), Some(&b"round 0"[..]));
+    assert_eq!(db.get("key00008").unwrap().as_deref(), Some(&b"round 1"[..]));
+    assert_eq!(db.get("key00009").unwrap().as_deref(), Some(&vec![b'v'; 100][..]));
+    // The next file brings L0 to the trigger again, in a fresh pace (no pressure measured):
+    // the merged file goes down with it.
+    db.inner.state.lock().cfs.get_mut(&0).unwrap().l0_pace = L0Pace::default();
+    db.put("key00009", "later").unwrap();
+    db.flush().unwrap();
+    db.wait_for_compact().unwrap();
+    assert_eq!(l0_files(&db), 0);
+    assert_ne!(base_files(&db), base);
+    assert_eq!(db.get("key00007").unwrap().as_deref(), Some(&b"round 0"[..]));
+    assert_eq!(db.get("key00008").unwrap().as_deref(), Some(&b"round 1"[..]));
+    assert_eq!(db.get("key00009").unwrap().as_deref(), Some(&b"later"[..]));
+}
+
 #[test]
 fn without_batching_l0_compacts_at_the_trigger_under_the_same_pace() {
-    let db = two_l0_files_under_pressure(false, 3.0);
+    let (db, base) = two_l0_files_under_pressure(false, 3.0);
     wait_for_l0_below(&db, 2);
+    db.wait_for_compact().unwrap();
+    // Into the base level, nothing carried over.
+    assert_eq!(l0_files(&db), 0);
+    assert_ne!(base_files(&db), base);
 }
 
 #[test]
 fn wait_for_compact_returns_once_a_held_batch_is_compacted() {
     // A short hold (seeded 1 s between files): `wait_for_compact` sees the L0 compaction
     // pending and returns once the compaction thread, woken by the hold's end, ran it.
-    let db = two_l0_files_under_pressure(true, 1.0);
+    let (db, _) = two_l0_files_under_pressure(true, 1.0);
     db.wait_for_compact().unwrap();
     assert!(l0_files(&db) < 2);
 }
