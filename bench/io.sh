@@ -58,7 +58,8 @@
 # Output (appends when --out names an earlier run's directory, e.g. one repetition per call
 # with --reps 1 --first-rep K): <out>/steps.tsv and logs/, and strata-bench-report's
 # report.tsv (mode and I/O columns), io.md (per step, engine and repetition), reps.md (median
-# and [min, max] over the repetitions, Strata / other engine per repetition), fio.tsv (every baseline) and logs/fio.*.
+# and [min, max] over the repetitions, Strata / other engine per repetition), fio.tsv (every baseline) and logs/fio.*;
+# each step's engine info LOG beside its output (logs/<step log without .log>.LOG).
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 

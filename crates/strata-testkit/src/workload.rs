@@ -49,6 +49,10 @@ pub struct WorkloadConfig {
     /// (`value::dead_value`), which reads take as absent and the crash loops' compaction filter
     /// turns into deletions.
     pub dead_put_ratio: f64,
+    /// `(period, pause)` in milliseconds: every writer stops for the last `pause` ms of each
+    /// `period` of the process's clock, all at once, so flushes stop too and start again
+    /// (L0 batches that end when files stop coming, and L0 carry-over after a burst).
+    pub pauses: Option<(u64, u64)>,
 }
 
 impl WorkloadConfig {
@@ -68,6 +72,7 @@ impl WorkloadConfig {
             disable_wal_ratio: 0.0,
             snapshot_ratio: [0.0, 0.002, 0.02][rng.gen_range(0..3)],
             dead_put_ratio: [0.0, 0.5][rng.gen_range(0..2)],
+            pauses: [None, None, Some((500, 150)), Some((1500, 400))][rng.gen_range(0..4)],
         }
     }
 }
@@ -195,6 +200,9 @@ pub fn run_thread(w: &Writer<'_>, tid: u32) -> ThreadStats {
     let mut writes = 0u64;
     let mut held: Option<HeldSnapshot> = None;
     while !stop.load(Ordering::Relaxed) && !owned.is_empty() {
+        if let Some((period, pause)) = cfg.pauses {
+            pause_with_the_others(period, pause);
+        }
         if let Err(e) = snapshot_step(db, cfg, &mut rng, &owned, &mut held, &mut stats) {
             stats.error = Some(e);
             break;
@@ -346,6 +354,18 @@ pub fn run_thread(w: &Writer<'_>, tid: u32) -> ThreadStats {
         }
     }
     stats
+}
+
+/// Sleeps out the rest of the pause when the process's clock is in the last `pause` ms of a
+/// `period` (see [`WorkloadConfig::pauses`]).
+fn pause_with_the_others(period: u64, pause: u64) {
+    static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    let period = period.max(1);
+    let elapsed = EPOCH.get_or_init(std::time::Instant::now).elapsed().as_millis();
+    let phase = (elapsed % u128::from(period)) as u64;
+    if phase >= period.saturating_sub(pause) {
+        std::thread::sleep(std::time::Duration::from_millis(period - phase));
+    }
 }
 
 /// Takes, checks or releases the thread's snapshot (see `WorkloadConfig::snapshot_ratio`). A

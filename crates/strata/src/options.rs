@@ -177,8 +177,11 @@ pub struct Options {
     /// `level0_file_num_compaction_trigger`, and goes ahead once files stop coming for two
     /// of their mean intervals. Each L0 -> base compaction rewrites the base level it
     /// overlaps, so fewer and larger batches write less; L0 holds no more files than
-    /// sustained writes put there anyway (`compaction/l0_batch.rs`). Off, L0 compacts at the
-    /// trigger as in RocksDB. Default: true.
+    /// sustained writes put there anyway (`compaction/l0_batch.rs`). When files stop coming
+    /// after such a batch was gathered, its files are merged into one L0 file that goes down
+    /// with the next batch, if the base level holds at least twice their bytes (L0
+    /// carry-over). Off, L0 compacts at the trigger into the base level as in RocksDB.
+    /// Default: true.
     pub level0_compaction_batching: bool,
     /// L0 files at which writes stop until compaction catches up. A value below the slowdown
     /// trigger (0 included) is raised to it at open, so writes never stop before compaction
