@@ -115,21 +115,7 @@ fn intra_l0(v: &Version, o: &PickerOptions, busy: &HashSet<FileNumber>) -> Optio
     if span.len() < o.level0_file_num_compaction_trigger.max(2) {
         return None;
     }
-    Some(CompactionPlan {
-        start_level: 0,
-        output_level: 0,
-        inputs: span,
-        middle_inputs: Vec::new(),
-        output_inputs: Vec::new(),
-        grandparents: Vec::new(),
-        trivial_move: false,
-        deletion: false,
-        compress: true,
-        reason: "FIFO intra-L0",
-        bottommost: false,
-        target_file_size: u64::MAX,
-        max_compaction_bytes: u64::MAX,
-    })
+    Some(CompactionPlan::l0_merge(span, "FIFO intra-L0"))
 }
 
 #[cfg(test)]

@@ -119,6 +119,25 @@ pub(crate) struct CompactionPlan {
 }
 
 impl CompactionPlan {
+    /// A merge of `inputs` (L0 files, consecutive in L0's order) into one L0 file.
+    pub fn l0_merge(inputs: Vec<Arc<TableFile>>, reason: &'static str) -> CompactionPlan {
+        CompactionPlan {
+            start_level: 0,
+            output_level: 0,
+            inputs,
+            middle_inputs: Vec::new(),
+            output_inputs: Vec::new(),
+            grandparents: Vec::new(),
+            trivial_move: false,
+            deletion: false,
+            compress: true,
+            reason,
+            bottommost: false,
+            target_file_size: u64::MAX,
+            max_compaction_bytes: u64::MAX,
+        }
+    }
+
     /// Every input file with its level.
     pub fn all_inputs(&self) -> impl Iterator<Item = (usize, &Arc<TableFile>)> {
         self.inputs
@@ -455,21 +474,7 @@ fn carried_over(v: &Version, o: &PickerOptions, t: &LevelTargets) -> Option<Comp
     if base_bytes < l0_bytes.saturating_mul(2) {
         return None;
     }
-    Some(CompactionPlan {
-        start_level: 0,
-        output_level: 0,
-        inputs: l0.clone(),
-        middle_inputs: Vec::new(),
-        output_inputs: Vec::new(),
-        grandparents: Vec::new(),
-        trivial_move: false,
-        deletion: false,
-        compress: true,
-        reason: "L0 carry-over",
-        bottommost: false,
-        target_file_size: u64::MAX,
-        max_compaction_bytes: u64::MAX,
-    })
+    Some(CompactionPlan::l0_merge(l0.clone(), "L0 carry-over"))
 }
 
 /// kMinOverlappingRatio: the non-busy file with the least next-level overlap per byte whose
