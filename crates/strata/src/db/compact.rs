@@ -91,13 +91,35 @@ fn pick_any(
     }
 }
 
+/// First wait before looking again at tables a compaction made obsolete while a reader (an
+/// iterator, a read in flight) still held their version; doubled at each look that finds
+/// them still held, up to [`OBSOLETE_RETRY_MAX`].
+const OBSOLETE_RETRY_MIN: Duration = Duration::from_millis(20);
+const OBSOLETE_RETRY_MAX: Duration = Duration::from_secs(5);
+
 fn compaction_loop(inner: &DbInner) {
+    let mut obsolete_retry = OBSOLETE_RETRY_MIN;
     loop {
         let (cfd, plan) = {
             let mut st = inner.state.lock();
             loop {
                 if st.shutting_down {
                     return;
+                }
+                // Tables kept because a reader held them when their compaction finished: their
+                // files and readers go as soon as that reader does, not at the next job.
+                if !st.obsolete_tables.is_empty() {
+                    parking_lot::MutexGuard::unlocked(&mut st, || {
+                        let deleted = super::obsolete::purge_obsolete_tables(inner);
+                        // Their readers' index and filter blocks were freed after the
+                        // compaction's own trim.
+                        if deleted > 0 && inner.opts.trim_heap_after_compaction {
+                            crate::util::heap::release_free_pages();
+                        }
+                    });
+                    if st.shutting_down {
+                        return;
+                    }
                 }
                 let mut wake = None;
                 if st.bg_error.is_none() && st.manual_compactions == 0 {
@@ -116,8 +138,16 @@ fn compaction_loop(inner: &DbInner) {
                     let ttl_check = Instant::now() + Duration::from_secs(1);
                     wake = Some(wake.map_or(ttl_check, |w| w.min(ttl_check)));
                 }
+                if st.obsolete_tables.is_empty() {
+                    obsolete_retry = OBSOLETE_RETRY_MIN;
+                } else {
+                    let retry = Instant::now() + obsolete_retry;
+                    wake = Some(wake.map_or(retry, |w| w.min(retry)));
+                    obsolete_retry = (obsolete_retry * 2).min(OBSOLETE_RETRY_MAX);
+                }
                 match wake {
-                    // An L0 batch's wait ends then (or a TTL may expire): look again.
+                    // An L0 batch's wait ends then (or a TTL may expire, or a reader may have let
+                    // go of obsolete tables): look again.
                     Some(at) => {
                         inner.bg_cv.wait_until(&mut st, at);
                     }

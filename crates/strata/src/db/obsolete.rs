@@ -87,15 +87,16 @@ pub(crate) fn delete_obsolete_wals(inner: &DbInner, log_number: FileNumber) {
 }
 
 /// Deletes tables that were compacted away and that no live version references; the others
-/// wait for the versions (iterators) holding them to go.
-pub(crate) fn purge_obsolete_tables(inner: &DbInner) {
+/// wait for the versions (iterators) holding them to go. Returns how many it deleted.
+pub(crate) fn purge_obsolete_tables(inner: &DbInner) -> usize {
     let candidates = std::mem::take(&mut inner.state.lock().obsolete_tables);
     if candidates.is_empty() {
-        return;
+        return 0;
     }
     let live = inner.versions.lock().live_files();
     let (keep, delete): (Vec<FileNumber>, Vec<FileNumber>) =
         candidates.into_iter().partition(|n| live.contains(n));
+    let deleted = delete.len();
     for n in delete {
         if inner.opts.uncache_aggressiveness > 0 {
             inner.table_cache.uncache(n);
@@ -105,4 +106,5 @@ pub(crate) fn purge_obsolete_tables(inner: &DbInner) {
         let _ = inner.fs.remove(&table_path(&inner.dir, n));
     }
     inner.state.lock().obsolete_tables.extend(keep);
+    deleted
 }
