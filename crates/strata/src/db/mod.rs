@@ -27,7 +27,8 @@
 //!   `state`; `retired_wals` and `recycled_wals` are never held with `versions` or `state` or
 //!   each other; `queue` -> a writer's slot; `queue`, `sync_slots` and `pipeline` are never
 //!   held with another lock otherwise (a group in flight takes `state` only after its sync,
-//!   holding nothing); `wal` -> `delayed_rate`, which is a leaf (nothing is taken under it).
+//!   holding nothing); `wal` -> `delayed_rate`, which is a leaf (nothing is taken under it);
+//!   `purging` -> `versions`, `purging` -> `state` (`purging` is taken holding no lock).
 
 mod backup;
 mod cf;
@@ -202,6 +203,10 @@ pub(crate) struct DbInner {
     pub wal_dir: PathBuf,
     pub fs: Arc<dyn FileSystem>,
     pub state: Mutex<DbState>,
+    /// Held by a purge of obsolete tables (`db/obsolete.rs`) from start to end, so that a
+    /// purge never misses tables another one took out of `DbState::obsolete_tables` and is
+    /// about to put back as still in use.
+    pub purging: Mutex<()>,
     /// Signalled when: a memtable becomes immutable, a flush finishes, a background error is
     /// set, shutdown starts.
     pub bg_cv: Condvar,

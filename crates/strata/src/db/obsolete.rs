@@ -89,6 +89,7 @@ pub(crate) fn delete_obsolete_wals(inner: &DbInner, log_number: FileNumber) {
 /// Deletes tables that were compacted away and that no live version references; the others
 /// wait for the versions (iterators) holding them to go. Returns how many it deleted.
 pub(crate) fn purge_obsolete_tables(inner: &DbInner) -> usize {
+    let _purging = inner.purging.lock();
     let candidates = std::mem::take(&mut inner.state.lock().obsolete_tables);
     if candidates.is_empty() {
         return 0;

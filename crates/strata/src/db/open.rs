@@ -538,6 +538,7 @@ fn assemble(mut p: Parts<'_>) -> DbInner {
         wal_dir: p.wal_dir,
         fs: p.fs,
         state: Mutex::new(state),
+        purging: Mutex::new(()),
         bg_cv: Condvar::new(),
         versions: Mutex::new(p.versions),
         next_file,
