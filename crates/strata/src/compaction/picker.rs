@@ -431,10 +431,7 @@ pub(crate) fn pick_compaction(
                 // batch is in.
                 break;
             }
-            match carried_over(v, o, &t) {
-                Some(merge) => Some(merge),
-                None => plan_for(&c, 0, t.base_level, v.levels[0].clone()),
-            }
+            carried_over(v, o, &t).or_else(|| plan_for(&c, 0, t.base_level, v.levels[0].clone()))
         } else {
             pick_file_in_level(&c, level)
         };

@@ -99,6 +99,9 @@ const OBSOLETE_RETRY_MAX: Duration = Duration::from_secs(5);
 
 fn compaction_loop(inner: &DbInner) {
     let mut obsolete_retry = OBSOLETE_RETRY_MIN;
+    // When to look again at obsolete tables a reader held (`None`: nothing scheduled). Only
+    // that moment triggers the look, not every wake-up of the thread (each flush notifies).
+    let mut obsolete_at: Option<Instant> = None;
     loop {
         let (cfd, plan) = {
             let mut st = inner.state.lock();
@@ -107,8 +110,11 @@ fn compaction_loop(inner: &DbInner) {
                     return;
                 }
                 // Tables kept because a reader held them when their compaction finished: their
-                // files and readers go as soon as that reader does, not at the next job.
-                if !st.obsolete_tables.is_empty() {
+                // files and readers go soon after that reader does, not at the next job.
+                if obsolete_at.is_some_and(|at| Instant::now() >= at)
+                    && !st.obsolete_tables.is_empty()
+                {
+                    obsolete_at = None;
                     parking_lot::MutexGuard::unlocked(&mut st, || {
                         let deleted = super::obsolete::purge_obsolete_tables(inner);
                         // Their readers' index and filter blocks were freed after the
@@ -117,9 +123,7 @@ fn compaction_loop(inner: &DbInner) {
                             crate::util::heap::release_free_pages();
                         }
                     });
-                    if st.shutting_down {
-                        return;
-                    }
+                    continue;
                 }
                 let mut wake = None;
                 if st.bg_error.is_none() && st.manual_compactions == 0 {
@@ -140,10 +144,14 @@ fn compaction_loop(inner: &DbInner) {
                 }
                 if st.obsolete_tables.is_empty() {
                     obsolete_retry = OBSOLETE_RETRY_MIN;
+                    obsolete_at = None;
                 } else {
-                    let retry = Instant::now() + obsolete_retry;
-                    wake = Some(wake.map_or(retry, |w| w.min(retry)));
-                    obsolete_retry = (obsolete_retry * 2).min(OBSOLETE_RETRY_MAX);
+                    let at = *obsolete_at.get_or_insert_with(|| {
+                        let at = Instant::now() + obsolete_retry;
+                        obsolete_retry = (obsolete_retry * 2).min(OBSOLETE_RETRY_MAX);
+                        at
+                    });
+                    wake = Some(wake.map_or(at, |w| w.min(at)));
                 }
                 match wake {
                     // An L0 batch's wait ends then (or a TTL may expire, or a reader may have let
