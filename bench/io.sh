@@ -133,30 +133,42 @@ db_bytes=$((num * (key_size + value_size / 2)))
 raw_bytes=$((num * (key_size + value_size)))
 
 # --- fio baseline ---------------------------------------------------------------------------
-fio_file="$out/db/fio.baseline" fio_iops=0 have_fio=0
+fio_file="$out/db/fio.baseline" fio_iops=0 fio_user_us=- fio_sys_us=- have_fio=0
 if command -v fio > /dev/null; then
   have_fio=1
-  [ -f "$out/fio.tsv" ] || printf '# mode\trep\tengine\tstep\tread_iops\n' > "$out/fio.tsv"
+  [ -f "$out/fio.tsv" ] ||
+    printf '# mode\trep\tengine\tstep\tread_iops\tuser_us_per_io\tsys_us_per_io\n' > "$out/fio.tsv"
   echo "== fio: randread bs=$block_size O_DIRECT psync depth 1 numjobs=$threads, ${fio_secs}s before and after each point-read step, on a $((db_bytes >> 20)) MiB file in $out/db" >&2
 else
   echo "bench/io.sh: fio is not installed (apt-get install -y fio): no baseline, io_eff stays blank" >&2
 fi
-fio_run() { # log: runs fio once into $out/log, prints its read IOPS (empty when it gives none)
+fio_run() { # log: runs fio once into $out/log, prints its read IOPS and its user and system
+  # CPU microseconds per read (empty when it gives no IOPS; the CPU figures "-" when it gives
+  # none)
   fio --name=io_eff --filename="$fio_file" --size="$db_bytes" --rw=randread \
     --bs="$block_size" --direct=1 --ioengine=psync --iodepth=1 --numjobs="$threads" \
     --runtime="$fio_secs" --time_based --group_reporting --output-format=terse \
     --terse-version=3 > "$out/$1" 2>&1 || true
-  # terse v3: field 8 is the read IOPS of the group.
-  awk -F';' 'NF > 8 { print $8 }' "$out/$1" | tail -1
+  # terse v3: field 8 is the read IOPS of the group; fields 88 and 89 its user and system
+  # CPU, each a percentage of the run time per job: CPU seconds per read are
+  # percent / 100 x jobs / IOPS (seed 002's usPer and syPer of fio).
+  awk -F';' -v jobs="$threads" 'NF > 8 {
+    u = $88; y = $89; sub(/%$/, "", u); sub(/%$/, "", y)
+    if (NF > 89 && $8 > 0 && u ~ /^[0-9.]+$/ && y ~ /^[0-9.]+$/)
+      printf "%s %.3f %.3f\n", $8, u / 100 * jobs * 1e6 / $8, y / 100 * jobs * 1e6 / $8
+    else
+      printf "%s - -\n", $8
+  }' "$out/$1" | tail -1
 }
-fio_baseline() { # mode rep engine step: sets fio_iops (0 when fio gives none)
-  fio_iops=0
+fio_baseline() { # mode rep engine step: sets fio_iops (0 when fio gives none), fio_user_us
+  # and fio_sys_us (its CPU per read, "-" when unknown)
+  fio_iops=0 fio_user_us=- fio_sys_us=-
   [ "$have_fio" = 1 ] || return 0
   local log="logs/fio.$3.$4.$1.r$2.txt" median
   # The previous step's dirty pages (a buffered WAL, deleted files) are written back first,
   # so that the baseline does not share the device with them.
   sync
-  fio_iops="$(fio_run "$log")"
+  read -r fio_iops fio_user_us fio_sys_us _ <<< "$(fio_run "$log") - - -" || true
   # A baseline below half the median of this mode's earlier ones is a disturbed run (one
   # gave 819 IOPS among 11K-19K, an io_eff of 11): run it again once, after a pause.
   median="$(awk -F'\t' -v m="$1" '$1 == m { print $5 }' "$out/fio.tsv" | sort -n |
@@ -166,24 +178,32 @@ fio_baseline() { # mode rep engine step: sets fio_iops (0 when fio gives none)
     echo "bench/io.sh: fio gave $fio_iops read IOPS, under half this mode's median baseline ($median): running it again" >&2
     sleep 5
     sync
-    fio_iops="$(fio_run "$log")"
+    read -r fio_iops fio_user_us fio_sys_us _ <<< "$(fio_run "$log") - - -" || true
   fi
-  if [ -z "$fio_iops" ] || [ "$fio_iops" = 0 ]; then
+  if [ -z "$fio_iops" ] || [ "$fio_iops" = 0 ] || [ "$fio_iops" = - ]; then
     echo "bench/io.sh: fio gave no read IOPS (see $out/$log): io_eff stays blank for $3 $4.$1" >&2
-    fio_iops=0
+    fio_iops=0 fio_user_us=- fio_sys_us=-
   else
-    printf '%s\t%s\t%s\t%s\t%s\n' "$1" "r$2" "$3" "$4" "$fio_iops" >> "$out/fio.tsv"
-    echo "   fio read IOPS: $fio_iops" >&2
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "r$2" "$3" "$4" "$fio_iops" "$fio_user_us" \
+      "$fio_sys_us" >> "$out/fio.tsv"
+    echo "   fio read IOPS: $fio_iops (CPU per read: user $fio_user_us us, system $fio_sys_us us)" >&2
   fi
 }
 fio_after() { # mode rep engine step log: the baseline after the step (fio_iops holds the one
   # before): both go to the step's log as "fio baseline: before=B after=A", which the report
-  # takes io_eff against (their mean); fio_iops becomes that mean for the steps that use it.
+  # takes io_eff against (their mean), with fio's CPU per read (the two runs' mean) as
+  # "user_us_per_io=U sys_us_per_io=S" when both gave it, which the report subtracts from
+  # the engine's CPU per operation (cpu_inc); fio_iops becomes that mean for the steps that
+  # use it.
   [ "$have_fio" = 1 ] && [ "$fio_iops" != 0 ] || return 0
-  local before="$fio_iops"
+  local before="$fio_iops" b_user="$fio_user_us" b_sys="$fio_sys_us" cpu=""
   fio_baseline "$1" "$2" "$3" "$4.after"
   if [ "$fio_iops" = 0 ]; then fio_iops="$before"; return 0; fi
-  printf 'fio baseline: before=%s after=%s\n' "$before" "$fio_iops" >> "$out/$5"
+  if [ "$b_user" != - ] && [ "$fio_user_us" != - ]; then
+    cpu="$(awk -v bu="$b_user" -v bs="$b_sys" -v au="$fio_user_us" -v as="$fio_sys_us" \
+      'BEGIN { printf " user_us_per_io=%.3f sys_us_per_io=%.3f", (bu + au) / 2, (bs + as) / 2 }')"
+  fi
+  printf 'fio baseline: before=%s after=%s%s\n' "$before" "$fio_iops" "$cpu" >> "$out/$5"
   fio_iops="$(awk -v b="$before" -v a="$fio_iops" 'BEGIN { printf "%.0f", (b + a) / 2 }')"
   echo "   io_eff against the mean of the baselines before and after ($fio_iops): $(awk -F'[ =]' \
     -v m="$fio_iops" '/^I\/O: rps=/ { printf "%.3f", $3 / m }' "$out/$5")" >&2

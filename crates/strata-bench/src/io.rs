@@ -330,6 +330,13 @@ impl StepIo {
         (self.ops > 0).then(|| (c.user_us + c.sys_us) as f64 / self.ops as f64)
     }
 
+    /// User and system CPU time per operation, in microseconds.
+    pub fn user_sys_us_per_op(&self) -> Option<(f64, f64)> {
+        let c = self.cpu?;
+        let n = self.ops as f64;
+        (self.ops > 0).then(|| (c.user_us as f64 / n, c.sys_us as f64 / n))
+    }
+
     /// Device writes per second.
     pub fn wps(&self) -> Option<f64> {
         self.per_sec(self.dev?.writes as f64)
@@ -386,6 +393,9 @@ impl StepIo {
                 let per_op = self.cpu_us_per_op().map_or_else(|| "-".into(), |v| format!("{v:.3}"));
                 let _ =
                     write!(s, " cpu: user_us={} sys_us={} us_per_op={per_op}", c.user_us, c.sys_us);
+                if let Some((u, y)) = self.user_sys_us_per_op() {
+                    let _ = write!(s, " user_us_per_op={u:.3} sys_us_per_op={y:.3}");
+                }
             }
             None => s.push_str(" cpu: unavailable"),
         }
@@ -397,7 +407,12 @@ impl StepIo {
     }
 }
 
-/// The six columns of an `I/O:` line, `None` where it printed `-`.
+/// The six columns of an `I/O:` line, `None` where it printed `-`, the CPU time per operation
+/// it ends with, and, against a baseline that measured fio's CPU ([`BracketingBaseline`]),
+/// the CPU the engine adds per storage read over fio's (seed 002's `us.inc` and `cpu.inc`,
+/// which it takes per query at one read per query: here the CPU per operation over `rpo`).
+/// Per read, because then, with fio's time per read `L` (1 / its IOPS), a one-thread step's
+/// `io_eff` is about `L / (L + cpu_inc)` whatever its reads per operation.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct IoColumns {
     pub rps: Option<f64>,
@@ -406,6 +421,14 @@ pub struct IoColumns {
     pub io_eff: Option<f64>,
     pub wps: Option<f64>,
     pub wmbps: Option<f64>,
+    /// User CPU µs per operation (the whole process: background threads included).
+    pub user_op: Option<f64>,
+    /// System CPU µs per operation.
+    pub sys_op: Option<f64>,
+    /// `user_op / rpo` minus fio's user CPU µs per read.
+    pub us_inc: Option<f64>,
+    /// `(user_op + sys_op) / rpo` minus fio's user + system CPU µs per read.
+    pub cpu_inc: Option<f64>,
 }
 
 impl IoColumns {
@@ -429,24 +452,44 @@ impl IoColumns {
                 break; // the raw counts after it reuse some names
             }
         }
+        if let Some((_, cpu)) = rest.split_once(" cpu: ") {
+            for tok in cpu.split_whitespace() {
+                let Some((k, v)) = tok.split_once('=') else { continue };
+                match k {
+                    "user_us_per_op" => c.user_op = v.parse::<f64>().ok(),
+                    "sys_us_per_op" => c.sys_op = v.parse::<f64>().ok(),
+                    _ => {}
+                }
+            }
+        }
         Some(c)
     }
 
     /// `io_eff` against a baseline taken around the step ([`BracketingBaseline`]) instead of
-    /// the one before it.
+    /// the one before it, and the CPU added over fio's when the baseline measured it.
     pub fn rebased(mut self, b: BracketingBaseline) -> IoColumns {
         self.io_eff = self.rps.map(|rps| rps / b.iops());
+        if let (Some((fu, fs)), Some(u), Some(y), Some(rpo)) =
+            (b.cpu, self.user_op, self.sys_op, self.rpo.filter(|r| *r > 0.0))
+        {
+            self.us_inc = Some(u / rpo - fu);
+            self.cpu_inc = Some((u + y) / rpo - (fu + fs));
+        }
         self
     }
 }
 
 /// The line `bench/io.sh` appends to a point-read step's log when it ran the `fio` baseline
 /// both right before the step (the `--fio_baseline_iops` the step printed its `io_eff` with)
-/// and right after it: `fio baseline: before=<read IOPS> after=<read IOPS>`.
+/// and right after it: `fio baseline: before=<read IOPS> after=<read IOPS>`, then, when fio
+/// reported its CPU time, `user_us_per_io=<µs> sys_us_per_io=<µs>` (fio's CPU per read,
+/// the mean of the two runs).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BracketingBaseline {
     pub before: f64,
     pub after: f64,
+    /// fio's user and system CPU µs per read.
+    pub cpu: Option<(f64, f64)>,
 }
 
 impl BracketingBaseline {
@@ -455,15 +498,21 @@ impl BracketingBaseline {
     /// Parses the line; `None` if it is not one or a figure is missing or not positive.
     pub fn parse(line: &str) -> Option<BracketingBaseline> {
         let rest = line.strip_prefix(Self::PREFIX)?;
-        let (mut before, mut after) = (None, None);
+        let (mut before, mut after, mut user, mut sys) = (None, None, None, None);
         for tok in rest.split_whitespace() {
             match tok.split_once('=') {
                 Some(("before", v)) => before = v.parse::<f64>().ok(),
                 Some(("after", v)) => after = v.parse::<f64>().ok(),
+                Some(("user_us_per_io", v)) => user = v.parse::<f64>().ok(),
+                Some(("sys_us_per_io", v)) => sys = v.parse::<f64>().ok(),
                 _ => {}
             }
         }
-        let b = BracketingBaseline { before: before?, after: after? };
+        let cpu = match (user, sys) {
+            (Some(u), Some(s)) if u >= 0.0 && s >= 0.0 => Some((u, s)),
+            _ => None,
+        };
+        let b = BracketingBaseline { before: before?, after: after?, cpu };
         (b.before > 0.0 && b.after > 0.0).then_some(b)
     }
 
@@ -587,7 +636,13 @@ mod tests {
         assert!(line.contains("device: reads=2000 read_mb=7.8 writes=20 write_mb=2.0"), "{line}");
         // 3 s user + 0.25 s system over 1000 operations.
         assert_eq!(io.cpu_us_per_op(), Some(3250.0));
-        assert!(line.contains(" cpu: user_us=3000000 sys_us=250000 us_per_op=3250.000"), "{line}");
+        assert!(
+            line.contains(
+                " cpu: user_us=3000000 sys_us=250000 us_per_op=3250.000 \
+                 user_us_per_op=3000.000 sys_us_per_op=250.000"
+            ),
+            "{line}"
+        );
         let c = IoColumns::parse(&line).expect("an I/O line");
         assert_eq!(
             c,
@@ -597,9 +652,29 @@ mod tests {
                 rpo: Some(2.0),
                 io_eff: Some(0.8),
                 wps: Some(10.0),
-                wmbps: Some(1.0)
+                wmbps: Some(1.0),
+                user_op: Some(3000.0),
+                sys_op: Some(250.0),
+                us_inc: None,
+                cpu_inc: None,
             }
         );
+        // Against a baseline with fio's CPU per read: the CPU the engine adds over it.
+        let b = BracketingBaseline::parse(
+            "fio baseline: before=1200 after=800 user_us_per_io=3.5 sys_us_per_io=29.5",
+        )
+        .expect("a baseline line");
+        assert_eq!(b.cpu, Some((3.5, 29.5)));
+        let r = c.rebased(b);
+        assert_eq!(r.io_eff, Some(1.0));
+        // 3000 + 250 µs per operation at 2 reads per operation: 1500 + 125 per read.
+        assert_eq!((r.us_inc, r.cpu_inc), (Some(1496.5), Some(1592.0)));
+        let no_reads = IoColumns { rpo: Some(0.0), ..c };
+        assert_eq!(no_reads.rebased(b).cpu_inc, None, "no reads: nothing per read");
+        // Without fio's CPU (an older log), the increments stay unknown.
+        let b = BracketingBaseline::parse("fio baseline: before=1200 after=800").expect("line");
+        assert_eq!(b.cpu, None);
+        assert_eq!(c.rebased(b).cpu_inc, None);
         // No device, no baseline: `-`, and the line says why.
         let nodev = Sample { dev: None, ..after };
         let io = StepIo::between(&before, &nodev, 2.0, 1000, 0.0, Some("tmpfs".into()));

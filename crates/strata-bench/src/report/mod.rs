@@ -311,7 +311,8 @@ pub const REPORT_COLUMNS: &[&str] = &[
     "ops_sec", "mb_sec", "lsm_sz", "blob_sz", "c_wgb", "w_amp", "c_mbps", "c_wsecs", "c_csecs",
     "b_rgb", "b_wgb", "usec_op", "p50", "p99", "p99.9", "p99.99", "pmax", "uptime", "stall%",
     "Nstall", "u_cpu", "s_cpu", "rss", "test", "date", "version", "job_id", "githash", "engine",
-    "du_mb", "mode", "rps", "rmbps", "rpo", "io_eff", "wps", "wmbps", "message",
+    "du_mb", "mode", "rps", "rmbps", "rpo", "io_eff", "wps", "wmbps", "us_op", "sy_op", "us_inc",
+    "cpu_inc", "message",
 ];
 
 /// `report.tsv`: one row per engine and step, with benchmark.sh's columns in its order (so a
@@ -362,6 +363,10 @@ pub fn report_tsv(steps: &[Step]) -> String {
             opt(r.io.and_then(|i| i.io_eff), 3),
             opt(r.io.and_then(|i| i.wps), 1),
             opt(r.io.and_then(|i| i.wmbps), 2),
+            opt(r.io.and_then(|i| i.user_op), 2),
+            opt(r.io.and_then(|i| i.sys_op), 2),
+            opt(r.io.and_then(|i| i.us_inc), 2),
+            opt(r.io.and_then(|i| i.cpu_inc), 2),
             r.message.replace('\t', " "),
         ];
         debug_assert_eq!(cells.len(), REPORT_COLUMNS.len());
@@ -473,15 +478,17 @@ impl Relative {
     }
 }
 
-/// The I/O table (`io.md`): per step and engine, ops/sec, the `I/O:` line's columns and the
-/// step's peak RSS; `None` when no step printed an `I/O:` line.
+/// The I/O table (`io.md`): per step and engine, ops/sec, the `I/O:` line's columns, the CPU
+/// µs per operation, the CPU per storage read over fio's (`cpu_inc`, where the step's log has
+/// a baseline that measured it) and the step's peak RSS; `None` when no step printed an `I/O:`
+/// line.
 pub fn io_markdown(steps: &[Step]) -> Option<String> {
     if steps.iter().all(|s| s.result.io.is_none()) {
         return None;
     }
     let mut s = String::from(
-        "| step | mode | engine | ops/sec | rps | rmbps | rpo | io_eff | wps | wmbps | w_amp | rss GB |\n\
-         |---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| step | mode | engine | ops/sec | rps | rmbps | rpo | io_eff | cpu µs/op | cpu_inc | wps | wmbps | w_amp | rss GB |\n\
+         |---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     let cell =
         |v: Option<f64>, prec: usize| v.map_or_else(|| "-".to_string(), |x| format!("{x:.prec$}"));
@@ -490,7 +497,7 @@ pub fn io_markdown(steps: &[Step]) -> Option<String> {
         let io = r.io.unwrap_or_default();
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             st.test,
             if st.mode.is_empty() { "-" } else { &st.mode },
             st.engine,
@@ -499,6 +506,8 @@ pub fn io_markdown(steps: &[Step]) -> Option<String> {
             cell(io.rmbps, 1),
             cell(io.rpo, 2),
             cell(io.io_eff, 3),
+            cell(io.user_op.zip(io.sys_op).map(|(u, y)| u + y), 1),
+            cell(io.cpu_inc, 1),
             cell(io.wps, 0),
             cell(io.wmbps, 1),
             cell(r.w_amp(), 1),
@@ -548,7 +557,8 @@ fn spread(v: &[f64], prec: usize) -> String {
 }
 
 /// The repetitions table (`reps.md`): per step and engine, over the repetitions (rows of one
-/// `job_id` each), the median and `[min, max]` of ops/sec, `io_eff`, `rpo`, `wmbps` and W-Amp,
+/// `job_id` each), the median and `[min, max]` of ops/sec, `io_eff`, `cpu_inc`, `rpo`, `wmbps`
+/// and W-Amp,
 /// the largest peak RSS, and, for each engine other than Strata, Strata's ops/sec over that
 /// engine's in the same repetition (median and range of the per-repetition ratios). `None`
 /// when no step ran more than once.
@@ -561,8 +571,8 @@ pub fn reps_markdown(steps: &[Step]) -> Option<String> {
         return None;
     }
     let mut s = String::from(
-        "| step | engine | reps | ops/sec median [min, max] | strata / engine | io_eff | rpo | wmbps | w_amp | peak rss GB |\n\
-         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| step | engine | reps | ops/sec median [min, max] | strata / engine | io_eff | cpu_inc | rpo | wmbps | w_amp | peak rss GB |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for t in &tests {
         for e in &engines {
@@ -591,10 +601,11 @@ pub fn reps_markdown(steps: &[Step]) -> Option<String> {
             let rss = col(&|st| st.usage.map(|u| u.max_rss_kb as f64 / 1048576.0));
             let _ = writeln!(
                 s,
-                "| {t} | {e} | {} | {} | {ratio} | {} | {} | {} | {} | {} |",
+                "| {t} | {e} | {} | {} | {ratio} | {} | {} | {} | {} | {} | {} |",
                 r.len(),
                 spread(&col(&|st| st.result.qps()), 0),
                 spread(&col(&|st| st.result.io.and_then(|i| i.io_eff)), 3),
+                spread(&col(&|st| st.result.io.and_then(|i| i.cpu_inc)), 1),
                 spread(&col(&|st| st.result.io.and_then(|i| i.rpo)), 2),
                 spread(&col(&|st| st.result.io.and_then(|i| i.wmbps)), 1),
                 spread(&col(&|st| st.result.w_amp()), 1),
@@ -810,7 +821,7 @@ Cumulative stall: 00:00:0.000 H:M:S, 0.0 percent
         assert_eq!(*header.last().unwrap_or(&""), "message");
         let md = io_markdown(std::slice::from_ref(&st)).expect("a table");
         assert!(
-            md.contains("| readrandom.iodir | iodir | strata | 611620 | 950 | 3.7 | 1.02 | 0.950 | 2 | 0.5 | 3.2 | 0.500 |"),
+            md.contains("| readrandom.iodir | iodir | strata | 611620 | 950 | 3.7 | 1.02 | 0.950 | - | - | 2 | 0.5 | 3.2 | 0.500 |"),
             "{md}"
         );
         assert_eq!(reps_markdown(&[st]), None);
@@ -832,6 +843,54 @@ Cumulative stall: 00:00:0.000 H:M:S, 0.0 percent
         assert_eq!(with(""), Some(0.95));
         let r = parse_log(&format!("{LOG}fio baseline: before=1000 after=900\n"), "readrandom");
         assert_eq!(r.io, None, "no I/O line: nothing to rebase");
+    }
+
+    /// The CPU per storage read (per operation over `rpo`), less fio's per read from the
+    /// baseline line, reaches report.tsv (`us_op`, `sy_op`, `us_inc`, `cpu_inc`) and io.md.
+    #[test]
+    fn cpu_added_over_fio_reaches_the_tables() {
+        let log = format!(
+            "{LOG}I/O: rps=950.0 rmbps=3.71 rpo=1.020 io_eff=0.950 wps=2.0 wmbps=0.50 \
+             secs=10.000 process: read_bytes=1 write_bytes=2 syscr=3 syscw=4 device: reads=9500 \
+             read_mb=37.1 writes=20 write_mb=5.0 cpu: user_us=90000 sys_us=290000 \
+             us_per_op=38.000 user_us_per_op=9.000 sys_us_per_op=29.000\n\
+             fio baseline: before=1000 after=900 user_us_per_io=3.250 sys_us_per_io=28.750\n"
+        );
+        let r = parse_log(&log, "readrandom");
+        let io = r.io.expect("the I/O line");
+        assert_eq!((io.user_op, io.sys_op), (Some(9.0), Some(29.0)));
+        // Per read: 9 + 29 µs per operation at 1.02 reads per operation.
+        let per_read = |v: f64| v / 1.02;
+        assert_eq!(io.io_eff, Some(1.0));
+        assert_eq!(
+            (io.us_inc, io.cpu_inc),
+            (Some(per_read(9.0) - 3.25), Some(per_read(38.0) - 32.0))
+        );
+        let st = Step {
+            engine: "strata".into(),
+            test: "readrandom.iodir".into(),
+            bench: "readrandom".into(),
+            log: String::new(),
+            du_kb: None,
+            usage: None,
+            job_id: String::new(),
+            githash: String::new(),
+            mode: "iodir".into(),
+            result: r,
+        };
+        let tsv = report_tsv(std::slice::from_ref(&st));
+        let header: Vec<&str> = tsv.lines().next().unwrap_or_default().split('\t').collect();
+        let row: Vec<&str> = tsv.lines().nth(1).unwrap_or_default().split('\t').collect();
+        let col = |name: &str| row[header.iter().position(|h| *h == name).expect(name)];
+        assert_eq!(
+            (col("us_op"), col("sy_op"), col("us_inc"), col("cpu_inc")),
+            ("9.00", "29.00", "5.57", "5.25")
+        );
+        let md = io_markdown(std::slice::from_ref(&st)).expect("a table");
+        assert!(md.contains("| 1.000 | 38.0 | 5.3 | 2 |"), "{md}");
+        // A baseline line without fio's CPU (fio gave none): no increment, and io.md says `-`.
+        let r = parse_log(&log.replace(" user_us_per_io=3.250 sys_us_per_io=28.750", ""), "x");
+        assert_eq!(r.io.and_then(|io| io.cpu_inc), None);
     }
 
     #[test]
@@ -863,7 +922,7 @@ Cumulative stall: 00:00:0.000 H:M:S, 0.0 percent
         let md = reps_markdown(&steps).expect("a table");
         assert!(
             md.contains(
-                "| readrandom.iodir | strata | 3 | 1100 [900, 1300] | - | 0.900 [0.700, 0.950] |"
+                "| readrandom.iodir | strata | 3 | 1100 [900, 1300] | - | 0.900 [0.700, 0.950] | - |"
             ),
             "{md}"
         );
