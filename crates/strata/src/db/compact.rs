@@ -164,7 +164,7 @@ fn compaction_loop(inner: &DbInner) {
             }
         };
         let result = execute(inner, &cfd, &plan, false);
-        finish(inner, &plan, result);
+        finish(inner, plan, result);
     }
 }
 
@@ -221,7 +221,11 @@ fn mark_busy(
 /// pages back (`Options::trim_heap_after_compaction`), then stops counting
 /// the compaction as running and wakes waiters: a waiter that sees no compaction running
 /// ([`wait_for_compact`]) finds the finished ones' obsolete tables gone from disk.
-fn finish(inner: &DbInner, plan: &CompactionPlan, result: Result<()>) {
+///
+/// Takes the plan, and drops it before the purge and the trim: its input tables' metadata
+/// holds their readers (index and filter blocks, megabytes for a large compaction), which
+/// must be freed before the trim hands free pages back, not after it.
+fn finish(inner: &DbInner, plan: CompactionPlan, result: Result<()>) {
     {
         let mut st = inner.state.lock();
         for (_, f) in plan.all_inputs() {
@@ -238,9 +242,11 @@ fn finish(inner: &DbInner, plan: &CompactionPlan, result: Result<()>) {
             Ok(()) => {}
         }
     }
+    let trivial_move = plan.trivial_move;
+    drop(plan);
     super::obsolete::purge_obsolete_tables(inner);
     // A trivial move frees nothing; a rewrite or a deletion frees blocks and table readers.
-    if inner.opts.trim_heap_after_compaction && !plan.trivial_move {
+    if inner.opts.trim_heap_after_compaction && !trivial_move {
         crate::util::heap::release_free_pages();
     }
     let mut st = inner.state.lock();
@@ -447,7 +453,7 @@ fn compact_range_fifo(inner: &DbInner, cfd: &Arc<Cfd>) -> Result<()> {
             Some(crate::compaction::fifo::pick_fifo(v, &o, busy, now_secs()))
         })?;
         match plan {
-            Some(plan) => run_manual(inner, cfd, &plan)?,
+            Some(plan) => run_manual(inner, cfd, plan)?,
             None => break,
         }
     }
@@ -499,8 +505,9 @@ fn compact_range_levels(
         match plan {
             Some(plan) => {
                 rewrote_bottom |= !plan.trivial_move && plan.bottommost;
-                run_manual(inner, cfd, &plan)?;
-                level = plan.output_level.max(level + 1);
+                let next = plan.output_level.max(level + 1);
+                run_manual(inner, cfd, plan)?;
+                level = next;
             }
             None => level += 1,
         }
@@ -519,7 +526,7 @@ fn compact_range_levels(
             plan_for(&c, bottom, bottom, files).map(Some)
         })?;
         if let Some(plan) = plan {
-            run_manual(inner, cfd, &plan)?;
+            run_manual(inner, cfd, plan)?;
         }
     }
     Ok(())
@@ -576,8 +583,8 @@ fn wait_for_plan(
     }
 }
 
-fn run_manual(inner: &DbInner, cfd: &Arc<Cfd>, plan: &CompactionPlan) -> Result<()> {
-    let r = execute(inner, cfd, plan, true);
+fn run_manual(inner: &DbInner, cfd: &Arc<Cfd>, plan: CompactionPlan) -> Result<()> {
+    let r = execute(inner, cfd, &plan, true);
     let ret = match &r {
         Ok(()) => Ok(()),
         Err(e) => Err(e.duplicate()),
@@ -708,7 +715,7 @@ fn compact_files_locked_out(
         return Err(e);
     }
     match plan {
-        Some(plan) => run_manual(inner, cfd, &plan),
+        Some(plan) => run_manual(inner, cfd, plan),
         None => Ok(()),
     }
 }
