@@ -244,9 +244,8 @@ fn finish(inner: &DbInner, plan: CompactionPlan, result: Result<()>) {
     }
     let trivial_move = plan.trivial_move;
     drop(plan);
-    super::obsolete::purge_obsolete_tables(inner);
-    // A trivial move frees nothing; a rewrite or a deletion frees blocks and table readers.
-    if inner.opts.trim_heap_after_compaction && !trivial_move {
+    let purged = super::obsolete::purge_obsolete_tables(inner);
+    if inner.opts.trim_heap_after_compaction && frees_memory(trivial_move, purged) {
         crate::util::heap::release_free_pages();
     }
     let mut st = inner.state.lock();
@@ -544,6 +543,13 @@ fn overlapping_open(
     } else {
         overlapping(v, level, lo, hi)
     }
+}
+
+/// Whether a finished compaction freed memory worth a trim: a rewrite or a deletion frees
+/// blocks and its inputs' readers; a trivial move frees nothing itself, but the purge after it
+/// may have deleted tables an earlier compaction left to a reader, and freed their readers.
+fn frees_memory(trivial_move: bool, purged: usize) -> bool {
+    !trivial_move || purged > 0
 }
 
 /// `Err` once a background error is set or the DB is shutting down: waiting is then over.
