@@ -776,6 +776,30 @@ Cumulative stall: 00:00:0.000 H:M:S, 0.0 percent
         assert_eq!(io_markdown(&steps), None);
     }
 
+    /// Strata's readrandom step of the iodir mode, with `result` and `usage`.
+    fn readrandom_iodir(result: StepResult, usage: Option<Usage>) -> Step {
+        Step {
+            engine: "strata".into(),
+            test: "readrandom.iodir".into(),
+            bench: "readrandom".into(),
+            log: String::new(),
+            du_kb: None,
+            usage,
+            job_id: String::new(),
+            githash: String::new(),
+            mode: "iodir".into(),
+            result,
+        }
+    }
+
+    /// The first row of a `report.tsv`, by column name.
+    fn first_row(tsv: &str) -> std::collections::HashMap<String, String> {
+        let mut lines = tsv.lines();
+        let header = lines.next().unwrap_or_default().split('\t');
+        let row = lines.next().unwrap_or_default().split('\t');
+        header.zip(row).map(|(h, v)| (h.to_string(), v.to_string())).collect()
+    }
+
     #[test]
     fn io_columns_reach_the_report() {
         let log = format!(
@@ -790,22 +814,10 @@ Cumulative stall: 00:00:0.000 H:M:S, 0.0 percent
             (io.rps, io.rpo, io.io_eff, io.wmbps),
             (Some(950.0), Some(1.02), Some(0.95), Some(0.5))
         );
-        let st = Step {
-            engine: "strata".into(),
-            test: "readrandom.iodir".into(),
-            bench: "readrandom".into(),
-            log: String::new(),
-            du_kb: None,
-            usage: Some(Usage { user_s: 1.0, sys_s: 1.0, max_rss_kb: 524288 }),
-            job_id: String::new(),
-            githash: String::new(),
-            mode: "iodir".into(),
-            result: r,
-        };
+        let st = readrandom_iodir(r, Some(Usage { user_s: 1.0, sys_s: 1.0, max_rss_kb: 524288 }));
         let tsv = report_tsv(std::slice::from_ref(&st));
-        let header: Vec<&str> = tsv.lines().next().unwrap_or_default().split('\t').collect();
-        let row: Vec<&str> = tsv.lines().nth(1).unwrap_or_default().split('\t').collect();
-        let col = |name: &str| row[header.iter().position(|h| *h == name).expect(name)];
+        let row = first_row(&tsv);
+        let col = |name: &str| row[name].as_str();
         assert_eq!(
             (
                 col("mode"),
@@ -818,7 +830,7 @@ Cumulative stall: 00:00:0.000 H:M:S, 0.0 percent
             ),
             ("iodir", "950.0", "3.71", "1.020", "0.950", "2.0", "0.50")
         );
-        assert_eq!(*header.last().unwrap_or(&""), "message");
+        assert_eq!(tsv.lines().next().and_then(|h| h.split('\t').next_back()), Some("message"));
         let md = io_markdown(std::slice::from_ref(&st)).expect("a table");
         assert!(
             md.contains("| readrandom.iodir | iodir | strata | 611620 | 950 | 3.7 | 1.02 | 0.950 | - | - | 2 | 0.5 | 3.2 | 0.500 |"),
@@ -866,22 +878,10 @@ Cumulative stall: 00:00:0.000 H:M:S, 0.0 percent
             (io.us_inc, io.cpu_inc),
             (Some(per_read(9.0) - 3.25), Some(per_read(38.0) - 32.0))
         );
-        let st = Step {
-            engine: "strata".into(),
-            test: "readrandom.iodir".into(),
-            bench: "readrandom".into(),
-            log: String::new(),
-            du_kb: None,
-            usage: None,
-            job_id: String::new(),
-            githash: String::new(),
-            mode: "iodir".into(),
-            result: r,
-        };
+        let st = readrandom_iodir(r, None);
         let tsv = report_tsv(std::slice::from_ref(&st));
-        let header: Vec<&str> = tsv.lines().next().unwrap_or_default().split('\t').collect();
-        let row: Vec<&str> = tsv.lines().nth(1).unwrap_or_default().split('\t').collect();
-        let col = |name: &str| row[header.iter().position(|h| *h == name).expect(name)];
+        let row = first_row(&tsv);
+        let col = |name: &str| row[name].as_str();
         assert_eq!(
             (col("us_op"), col("sy_op"), col("us_inc"), col("cpu_inc")),
             ("9.00", "29.00", "5.57", "5.25")
