@@ -142,9 +142,8 @@ if command -v fio > /dev/null; then
 else
   echo "bench/io.sh: fio is not installed (apt-get install -y fio): no baseline, io_eff stays blank" >&2
 fi
-fio_run() { # log: runs fio once into $out/log, prints its read IOPS and its user and system
-  # CPU microseconds per read (empty when it gives no IOPS; the CPU figures "-" when it gives
-  # none)
+fio_run() { # log: runs fio once into $out/log; sets fio_iops to its read IOPS ("-" when it
+  # gives none) and fio_user_us, fio_sys_us to its CPU microseconds per read ("-" likewise)
   fio --name=io_eff --filename="$fio_file" --size="$db_bytes" --rw=randread \
     --bs="$block_size" --direct=1 --ioengine=psync --iodepth=1 --numjobs="$threads" \
     --runtime="$fio_secs" --time_based --group_reporting --output-format=terse \
@@ -152,13 +151,13 @@ fio_run() { # log: runs fio once into $out/log, prints its read IOPS and its use
   # terse v3: field 8 is the read IOPS of the group; fields 88 and 89 its user and system
   # CPU, each a percentage of the run time per job: CPU seconds per read are
   # percent / 100 x jobs / IOPS (seed 002's usPer and syPer of fio).
-  awk -F';' -v jobs="$threads" 'NF > 8 {
+  read -r fio_iops fio_user_us fio_sys_us _ <<< "$(awk -F';' -v jobs="$threads" 'NF > 8 {
     u = $88; y = $89; sub(/%$/, "", u); sub(/%$/, "", y)
     if (NF > 89 && $8 > 0 && u ~ /^[0-9.]+$/ && y ~ /^[0-9.]+$/)
       printf "%s %.3f %.3f\n", $8, u / 100 * jobs * 1e6 / $8, y / 100 * jobs * 1e6 / $8
     else
       printf "%s - -\n", $8
-  }' "$out/$1" | tail -1
+  }' "$out/$1" | tail -1) - - -" || true
 }
 fio_baseline() { # mode rep engine step: sets fio_iops (0 when fio gives none), fio_user_us
   # and fio_sys_us (its CPU per read, "-" when unknown)
@@ -168,7 +167,7 @@ fio_baseline() { # mode rep engine step: sets fio_iops (0 when fio gives none), 
   # The previous step's dirty pages (a buffered WAL, deleted files) are written back first,
   # so that the baseline does not share the device with them.
   sync
-  read -r fio_iops fio_user_us fio_sys_us _ <<< "$(fio_run "$log") - - -" || true
+  fio_run "$log"
   # A baseline below half the median of this mode's earlier ones is a disturbed run (one
   # gave 819 IOPS among 11K-19K, an io_eff of 11): run it again once, after a pause.
   median="$(awk -F'\t' -v m="$1" '$1 == m { print $5 }' "$out/fio.tsv" | sort -n |
@@ -178,7 +177,7 @@ fio_baseline() { # mode rep engine step: sets fio_iops (0 when fio gives none), 
     echo "bench/io.sh: fio gave $fio_iops read IOPS, under half this mode's median baseline ($median): running it again" >&2
     sleep 5
     sync
-    read -r fio_iops fio_user_us fio_sys_us _ <<< "$(fio_run "$log") - - -" || true
+    fio_run "$log"
   fi
   if [ -z "$fio_iops" ] || [ "$fio_iops" = 0 ] || [ "$fio_iops" = - ]; then
     echo "bench/io.sh: fio gave no read IOPS (see $out/$log): io_eff stays blank for $3 $4.$1" >&2

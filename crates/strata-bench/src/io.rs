@@ -324,17 +324,16 @@ impl StepIo {
         Some(self.rps()? / self.fio_iops)
     }
 
-    /// CPU time (user + system) per operation, in microseconds.
-    pub fn cpu_us_per_op(&self) -> Option<f64> {
-        let c = self.cpu?;
-        (self.ops > 0).then(|| (c.user_us + c.sys_us) as f64 / self.ops as f64)
-    }
-
     /// User and system CPU time per operation, in microseconds.
     pub fn user_sys_us_per_op(&self) -> Option<(f64, f64)> {
         let c = self.cpu?;
         let n = self.ops as f64;
         (self.ops > 0).then(|| (c.user_us as f64 / n, c.sys_us as f64 / n))
+    }
+
+    /// CPU time (user + system) per operation, in microseconds.
+    pub fn cpu_us_per_op(&self) -> Option<f64> {
+        self.user_sys_us_per_op().map(|(u, y)| u + y)
     }
 
     /// Device writes per second.
@@ -425,10 +424,8 @@ pub struct IoColumns {
     pub user_op: Option<f64>,
     /// System CPU µs per operation.
     pub sys_op: Option<f64>,
-    /// `user_op / rpo` minus fio's user CPU µs per read.
-    pub us_inc: Option<f64>,
-    /// `(user_op + sys_op) / rpo` minus fio's user + system CPU µs per read.
-    pub cpu_inc: Option<f64>,
+    /// fio's user and system CPU µs per read, from the baseline the columns were rebased on.
+    pub fio_cpu: Option<(f64, f64)>,
 }
 
 impl IoColumns {
@@ -466,16 +463,29 @@ impl IoColumns {
     }
 
     /// `io_eff` against a baseline taken around the step ([`BracketingBaseline`]) instead of
-    /// the one before it, and the CPU added over fio's when the baseline measured it.
+    /// the one before it, and fio's CPU per read from it.
     pub fn rebased(mut self, b: BracketingBaseline) -> IoColumns {
         self.io_eff = self.rps.map(|rps| rps / b.iops());
-        if let (Some((fu, fs)), Some(u), Some(y), Some(rpo)) =
-            (b.cpu, self.user_op, self.sys_op, self.rpo.filter(|r| *r > 0.0))
-        {
-            self.us_inc = Some(u / rpo - fu);
-            self.cpu_inc = Some((u + y) / rpo - (fu + fs));
-        }
+        self.fio_cpu = b.cpu;
         self
+    }
+
+    /// User and system CPU µs per storage read, less fio's (`None` without fio's figures or
+    /// without reads).
+    fn over_fio(&self) -> Option<(f64, f64)> {
+        let (fu, fs) = self.fio_cpu?;
+        let rpo = self.rpo.filter(|r| *r > 0.0)?;
+        Some((self.user_op? / rpo - fu, self.sys_op? / rpo - fs))
+    }
+
+    /// User CPU µs per storage read (`user_op / rpo`) minus fio's user CPU per read.
+    pub fn us_inc(&self) -> Option<f64> {
+        self.over_fio().map(|(u, _)| u)
+    }
+
+    /// User + system CPU µs per storage read minus fio's user + system CPU per read.
+    pub fn cpu_inc(&self) -> Option<f64> {
+        self.over_fio().map(|(u, y)| u + y)
     }
 }
 
@@ -655,10 +665,10 @@ mod tests {
                 wmbps: Some(1.0),
                 user_op: Some(3000.0),
                 sys_op: Some(250.0),
-                us_inc: None,
-                cpu_inc: None,
+                fio_cpu: None,
             }
         );
+        assert_eq!((c.us_inc(), c.cpu_inc()), (None, None), "no baseline: no increments");
         // Against a baseline with fio's CPU per read: the CPU the engine adds over it.
         let b = BracketingBaseline::parse(
             "fio baseline: before=1200 after=800 user_us_per_io=3.5 sys_us_per_io=29.5",
@@ -668,13 +678,13 @@ mod tests {
         let r = c.rebased(b);
         assert_eq!(r.io_eff, Some(1.0));
         // 3000 + 250 µs per operation at 2 reads per operation: 1500 + 125 per read.
-        assert_eq!((r.us_inc, r.cpu_inc), (Some(1496.5), Some(1592.0)));
+        assert_eq!((r.us_inc(), r.cpu_inc()), (Some(1496.5), Some(1592.0)));
         let no_reads = IoColumns { rpo: Some(0.0), ..c };
-        assert_eq!(no_reads.rebased(b).cpu_inc, None, "no reads: nothing per read");
+        assert_eq!(no_reads.rebased(b).cpu_inc(), None, "no reads: nothing per read");
         // Without fio's CPU (an older log), the increments stay unknown.
         let b = BracketingBaseline::parse("fio baseline: before=1200 after=800").expect("line");
         assert_eq!(b.cpu, None);
-        assert_eq!(c.rebased(b).cpu_inc, None);
+        assert_eq!(c.rebased(b).cpu_inc(), None);
         // No device, no baseline: `-`, and the line says why.
         let nodev = Sample { dev: None, ..after };
         let io = StepIo::between(&before, &nodev, 2.0, 1000, 0.0, Some("tmpfs".into()));

@@ -365,8 +365,8 @@ pub fn report_tsv(steps: &[Step]) -> String {
             opt(r.io.and_then(|i| i.wmbps), 2),
             opt(r.io.and_then(|i| i.user_op), 2),
             opt(r.io.and_then(|i| i.sys_op), 2),
-            opt(r.io.and_then(|i| i.us_inc), 2),
-            opt(r.io.and_then(|i| i.cpu_inc), 2),
+            opt(r.io.and_then(|i| i.us_inc()), 2),
+            opt(r.io.and_then(|i| i.cpu_inc()), 2),
             r.message.replace('\t', " "),
         ];
         debug_assert_eq!(cells.len(), REPORT_COLUMNS.len());
@@ -507,7 +507,7 @@ pub fn io_markdown(steps: &[Step]) -> Option<String> {
             cell(io.rpo, 2),
             cell(io.io_eff, 3),
             cell(io.user_op.zip(io.sys_op).map(|(u, y)| u + y), 1),
-            cell(io.cpu_inc, 1),
+            cell(io.cpu_inc(), 1),
             cell(io.wps, 0),
             cell(io.wmbps, 1),
             cell(r.w_amp(), 1),
@@ -605,7 +605,7 @@ pub fn reps_markdown(steps: &[Step]) -> Option<String> {
                 r.len(),
                 spread(&col(&|st| st.result.qps()), 0),
                 spread(&col(&|st| st.result.io.and_then(|i| i.io_eff)), 3),
-                spread(&col(&|st| st.result.io.and_then(|i| i.cpu_inc)), 1),
+                spread(&col(&|st| st.result.io.and_then(|i| i.cpu_inc())), 1),
                 spread(&col(&|st| st.result.io.and_then(|i| i.rpo)), 2),
                 spread(&col(&|st| st.result.io.and_then(|i| i.wmbps)), 1),
                 spread(&col(&|st| st.result.w_amp()), 1),
@@ -871,13 +871,10 @@ Cumulative stall: 00:00:0.000 H:M:S, 0.0 percent
         let r = parse_log(&log, "readrandom");
         let io = r.io.expect("the I/O line");
         assert_eq!((io.user_op, io.sys_op), (Some(9.0), Some(29.0)));
-        // Per read: 9 + 29 µs per operation at 1.02 reads per operation.
-        let per_read = |v: f64| v / 1.02;
+        // Per read: 9 + 29 µs per operation at 1.02 reads per operation, each less fio's.
+        let (us, sy) = (9.0 / 1.02 - 3.25, 29.0 / 1.02 - 28.75);
         assert_eq!(io.io_eff, Some(1.0));
-        assert_eq!(
-            (io.us_inc, io.cpu_inc),
-            (Some(per_read(9.0) - 3.25), Some(per_read(38.0) - 32.0))
-        );
+        assert_eq!((io.us_inc(), io.cpu_inc()), (Some(us), Some(us + sy)));
         let st = readrandom_iodir(r, None);
         let tsv = report_tsv(std::slice::from_ref(&st));
         let row = first_row(&tsv);
@@ -890,7 +887,7 @@ Cumulative stall: 00:00:0.000 H:M:S, 0.0 percent
         assert!(md.contains("| 1.000 | 38.0 | 5.3 | 2 |"), "{md}");
         // A baseline line without fio's CPU (fio gave none): no increment, and io.md says `-`.
         let r = parse_log(&log.replace(" user_us_per_io=3.250 sys_us_per_io=28.750", ""), "x");
-        assert_eq!(r.io.and_then(|io| io.cpu_inc), None);
+        assert_eq!(r.io.and_then(|io| io.cpu_inc()), None);
     }
 
     #[test]

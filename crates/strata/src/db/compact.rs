@@ -115,14 +115,9 @@ fn compaction_loop(inner: &DbInner) {
                     && !st.obsolete_tables.is_empty()
                 {
                     obsolete_at = None;
-                    parking_lot::MutexGuard::unlocked(&mut st, || {
-                        let deleted = super::obsolete::purge_obsolete_tables(inner);
-                        // Their readers' index and filter blocks were freed after the
-                        // compaction's own trim.
-                        if deleted > 0 && inner.opts.trim_heap_after_compaction {
-                            crate::util::heap::release_free_pages();
-                        }
-                    });
+                    // Their readers' index and filter blocks go after the compaction's own
+                    // trim: the purge trims again if it deleted any.
+                    parking_lot::MutexGuard::unlocked(&mut st, || purge_then_trim(inner, false));
                     continue;
                 }
                 let mut wake = None;
@@ -242,12 +237,11 @@ fn finish(inner: &DbInner, plan: CompactionPlan, result: Result<()>) {
             Ok(()) => {}
         }
     }
-    let trivial_move = plan.trivial_move;
+    // A trivial move frees nothing itself; a rewrite or a deletion frees blocks and its
+    // inputs' readers.
+    let job_freed = !plan.trivial_move;
     drop(plan);
-    let purged = super::obsolete::purge_obsolete_tables(inner);
-    if inner.opts.trim_heap_after_compaction && frees_memory(trivial_move, purged) {
-        crate::util::heap::release_free_pages();
-    }
+    purge_then_trim(inner, job_freed);
     let mut st = inner.state.lock();
     st.running_compactions -= 1;
     inner.bg_cv.notify_all();
@@ -545,11 +539,20 @@ fn overlapping_open(
     }
 }
 
-/// Whether a finished compaction freed memory worth a trim: a rewrite or a deletion frees
-/// blocks and its inputs' readers; a trivial move frees nothing itself, but the purge after it
-/// may have deleted tables an earlier compaction left to a reader, and freed their readers.
-fn frees_memory(trivial_move: bool, purged: usize) -> bool {
-    !trivial_move || purged > 0
+/// Deletes the obsolete tables no reader holds any more, then hands the heap's free pages back
+/// (`Options::trim_heap_after_compaction`) if memory was freed: by the job that ran before
+/// (`job_freed`), or by the purge itself, whose deleted tables' readers go with them.
+fn purge_then_trim(inner: &DbInner, job_freed: bool) {
+    let purged = super::obsolete::purge_obsolete_tables(inner);
+    if inner.opts.trim_heap_after_compaction && frees_memory(job_freed, purged) {
+        crate::util::heap::release_free_pages();
+    }
+}
+
+/// Whether a trim is worth it: the job before freed memory, or the purge deleted tables (an
+/// earlier compaction's inputs that a reader held when it finished; after a trivial move too).
+fn frees_memory(job_freed: bool, purged: usize) -> bool {
+    job_freed || purged > 0
 }
 
 /// `Err` once a background error is set or the DB is shutting down: waiting is then over.

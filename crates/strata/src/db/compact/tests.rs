@@ -132,7 +132,7 @@ fn wait_for_compact_returns_once_a_held_batch_is_compacted() {
 /// io.sh's fwdrangewhilewriting step.)
 #[test]
 fn a_trivial_move_whose_purge_deleted_tables_trims_the_heap() {
-    assert!(super::frees_memory(false, 0), "a rewrite frees its blocks and inputs");
-    assert!(super::frees_memory(true, 3), "the purge freed three tables' readers");
-    assert!(!super::frees_memory(true, 0), "nothing freed: no trim");
+    assert!(super::frees_memory(true, 0), "a rewrite frees its blocks and inputs");
+    assert!(super::frees_memory(false, 3), "the purge freed three tables' readers");
+    assert!(!super::frees_memory(false, 0), "a trivial move, nothing purged: no trim");
 }
