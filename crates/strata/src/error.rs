@@ -57,6 +57,15 @@ pub enum Error {
     ShutdownInProgress,
     /// The column family (named) was dropped: the call's work on it was abandoned.
     ColumnFamilyDropped(String),
+    /// Work the engine ran panicked (its own code, or a user callback it called, such as a
+    /// compaction filter or merge operator); the panic was caught. On a background thread it
+    /// becomes the background error: every waiter is woken with it and writes are refused.
+    Panic {
+        /// The thread it happened on (`strata-flush`, `strata-compact-0`, ...).
+        thread: String,
+        /// The panic's message.
+        message: String,
+    },
 }
 
 impl Error {
@@ -118,6 +127,9 @@ impl Error {
             Error::Background(s) => Error::Background(s.clone()),
             Error::ShutdownInProgress => Error::ShutdownInProgress,
             Error::ColumnFamilyDropped(s) => Error::ColumnFamilyDropped(s.clone()),
+            Error::Panic { thread, message } => {
+                Error::Panic { thread: thread.clone(), message: message.clone() }
+            }
         }
     }
 }
@@ -148,6 +160,7 @@ impl fmt::Display for Error {
             }
             Error::ShutdownInProgress => write!(f, "database is shutting down"),
             Error::ColumnFamilyDropped(s) => write!(f, "column family {s:?} was dropped"),
+            Error::Panic { thread, message } => write!(f, "panic in thread {thread}: {message}"),
         }
     }
 }

@@ -159,3 +159,129 @@ fn tables_are_copied_where_links_fail() {
     let copy = Db::open(&opts, "/cp").unwrap();
     assert_eq!(contents(&copy), contents(&db));
 }
+
+/// Families `a` and `b` beside `default`, with small write buffers (one of them universal) so
+/// that their memtables fill and flush at different moments.
+fn three_family_descriptors() -> Vec<strata::ColumnFamilyDescriptor> {
+    use strata::{ColumnFamilyDescriptor, CompactionStyle};
+    let family = |buffer: usize, style: CompactionStyle| Options {
+        write_buffer_size: buffer,
+        compaction_style: style,
+        ..Options::default()
+    };
+    vec![
+        ColumnFamilyDescriptor::new("default", family(64 << 10, CompactionStyle::Level)),
+        ColumnFamilyDescriptor::new("a", family(256 << 10, CompactionStyle::Level)),
+        ColumnFamilyDescriptor::new("b", family(64 << 10, CompactionStyle::Universal)),
+    ]
+}
+
+/// Every family's contents, in the order of [`three_family_descriptors`].
+fn family_contents(db: &Db) -> Vec<BTreeMap<Vec<u8>, Vec<u8>>> {
+    ["default", "a", "b"]
+        .iter()
+        .map(|name| {
+            let cf = db.cf_handle(name).unwrap();
+            db.iterator_cf(&cf, IteratorMode::Start)
+                .map(|r| r.unwrap())
+                .map(|(k, v)| (k.to_vec(), v.to_vec()))
+                .collect()
+        })
+        .collect()
+}
+
+/// Writers each put one key and value into all three families in one batch. `copy` makes a
+/// copy of the DB (a checkpoint, or a backup restored) and returns its directory and the
+/// sequence number it claims; every copy must hold the same data in every family, and with
+/// one writer exactly the batches up to that sequence number.
+fn copies_under_atomic_cross_family_writes(
+    writers: u64,
+    copy: &dyn Fn(&Db, &Path, usize) -> (std::path::PathBuf, u64),
+) {
+    let tmp = tempfile::tempdir().unwrap();
+    let opts = Options {
+        create_if_missing: true,
+        create_missing_column_families: true,
+        ..Options::default()
+    };
+    let db = Arc::new(
+        Db::open_cf_descriptors(&opts, tmp.path().join("db"), three_family_descriptors()).unwrap(),
+    );
+    let base = db.latest_sequence_number();
+    let stop = Arc::new(AtomicBool::new(false));
+    let threads: Vec<_> = (0..writers)
+        .map(|w| {
+            let (db, stop) = (db.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let cfs: Vec<_> =
+                    ["default", "a", "b"].iter().map(|n| db.cf_handle(n).unwrap()).collect();
+                let mut i = 0u64;
+                while !stop.load(Ordering::Relaxed) || i < 500 {
+                    let mut batch = strata::WriteBatch::new();
+                    let (key, value) = (
+                        format!("key{:03}", (i * 7 + w) % 211),
+                        format!("w{w}-{i}-{}", "x".repeat(40)),
+                    );
+                    for cf in &cfs {
+                        batch.put_cf(cf, &key, &value);
+                    }
+                    db.write(batch).unwrap();
+                    i += 1;
+                }
+                i
+            })
+        })
+        .collect();
+    for round in 0..8 {
+        std::thread::sleep(std::time::Duration::from_millis(15));
+        let (dir, sequence) = copy(&db, tmp.path(), round);
+        let copy = Db::open_cf_descriptors(&opts, &dir, three_family_descriptors()).unwrap();
+        assert_eq!(copy.latest_sequence_number(), sequence);
+        let fams = family_contents(&copy);
+        assert_eq!(fams[0], fams[1], "copy {round} at {sequence}: default and a differ");
+        assert_eq!(fams[0], fams[2], "copy {round} at {sequence}: default and b differ");
+        if writers == 1 {
+            // Batch i has sequence numbers base + 3i + 1 ..= base + 3i + 3.
+            let batches = sequence - base;
+            assert_eq!(batches % 3, 0, "copy {round}: {sequence} is inside a batch");
+            let mut want = BTreeMap::new();
+            for i in 0..batches / 3 {
+                let (k, v) =
+                    (format!("key{:03}", (i * 7) % 211), format!("w0-{i}-{}", "x".repeat(40)));
+                want.insert(k.into_bytes(), v.into_bytes());
+            }
+            assert_eq!(fams[0], want, "copy {round}: not the DB at {sequence}");
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    for t in threads {
+        t.join().unwrap();
+    }
+}
+
+/// A checkpoint is one sequence number across families: a batch written to three families is
+/// in all of the checkpoint's families or in none, and `sequence` is exactly where it is.
+#[test]
+fn checkpoints_hold_atomic_cross_family_batches_whole() {
+    let checkpoint = |db: &Db, tmp: &Path, round: usize| {
+        let dir = tmp.join(format!("cp{round}"));
+        let cp = Checkpoint::create(db, &dir).unwrap();
+        (dir, cp.sequence)
+    };
+    copies_under_atomic_cross_family_writes(2, &checkpoint);
+    copies_under_atomic_cross_family_writes(1, &checkpoint);
+}
+
+/// Backups capture as checkpoints do: a restored backup holds whole batches only.
+#[test]
+fn backups_hold_atomic_cross_family_batches_whole() {
+    let backup = |db: &Db, tmp: &Path, round: usize| {
+        let engine = strata::BackupEngine::open(&Options::default(), tmp.join("backups")).unwrap();
+        let info = engine.create_new_backup(db).unwrap();
+        let dir = tmp.join(format!("restored{round}"));
+        engine.restore_from_backup(info.id, &dir).unwrap();
+        (dir, info.sequence)
+    };
+    copies_under_atomic_cross_family_writes(2, &backup);
+    copies_under_atomic_cross_family_writes(1, &backup);
+}

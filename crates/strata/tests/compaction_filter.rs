@@ -200,3 +200,111 @@ fn each_family_has_its_own_filter() {
     assert!(!contexts.is_empty());
     assert!(contexts.iter().all(|c| c.column_family_id == r.id()), "{contexts:?}");
 }
+
+/// A filter that panics in runs of kind `reason`.
+struct PanicsIn(TableFileCreationReason);
+
+impl CompactionFilterFactory for PanicsIn {
+    fn create(&self, ctx: &CompactionFilterContext) -> Box<dyn CompactionFilter> {
+        struct Boom(bool);
+        impl CompactionFilter for Boom {
+            fn filter(&mut self, _: u32, _: &[u8], _: &[u8]) -> Decision {
+                assert!(!self.0, "filter exploded");
+                Decision::Keep
+            }
+            fn name(&self) -> &str {
+                "boom"
+            }
+        }
+        Box::new(Boom(ctx.reason == self.0))
+    }
+    fn name(&self) -> &str {
+        "panics-in"
+    }
+}
+
+/// Runs `f` on its own thread and gives its result, or fails the test after 20 s (a hang).
+fn within<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(20))
+        .unwrap_or_else(|_| panic!("{what} hung (or panicked)"))
+}
+
+fn expect_panic_error(r: strata::Result<()>, thread: &str) {
+    let e = r.expect_err("the panic must come back as an error");
+    let msg = e.to_string();
+    assert!(matches!(e, strata::Error::Background(_)), "{msg}");
+    assert!(msg.contains(thread) && msg.contains("filter exploded"), "{msg}");
+}
+
+/// A panic in a flush (the user's filter, here) fails `flush`, every writer waiting for
+/// memtable space and every later write with the panic's message, never a hang; the info
+/// LOG names the thread; closing the DB returns.
+#[test]
+fn a_panic_in_a_flush_is_a_background_error_not_a_hang() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    let opts = Options {
+        compaction_filter_factory: Some(Arc::new(PanicsIn(TableFileCreationReason::Flush))),
+        write_buffer_size: 64 << 10,
+        max_write_buffer_number: 2,
+        ..Options::default()
+    };
+    let db = Arc::new(Db::open(&opts, &path).unwrap());
+    db.put(b"k", b"v").unwrap();
+    let d = db.clone();
+    expect_panic_error(within("flush", move || d.flush()), "strata-flush");
+    expect_panic_error(db.put(b"k2", b"v"), "strata-flush");
+    let log = std::fs::read_to_string(path.join("LOG")).unwrap();
+    assert!(log.contains("panic in thread strata-flush: filter exploded"), "{log}");
+    within("close", move || drop(db));
+
+    // Writers filling the memtables: they get the error instead of waiting for room forever.
+    let dir = tempfile::tempdir().unwrap();
+    let db = Arc::new(Db::open(&opts, dir.path()).unwrap());
+    let d = db.clone();
+    let r = within("writers waiting for memtable space", move || {
+        (0..100_000).try_for_each(|i| d.put(format!("key{i:08}"), [7u8; 200]))
+    });
+    expect_panic_error(r, "strata-flush");
+    within("close", move || drop(db));
+}
+
+/// A panic in a compaction, on a compaction thread or in a manual `compact_range`, fails
+/// `wait_for_compact`, the manual compaction and later writes, and closing returns.
+#[test]
+fn a_panic_in_a_compaction_is_a_background_error_not_a_hang() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options {
+        compaction_filter_factory: Some(Arc::new(PanicsIn(TableFileCreationReason::Compaction))),
+        level0_file_num_compaction_trigger: 2,
+        ..Options::default()
+    };
+    let db = Arc::new(Db::open(&opts, dir.path()).unwrap());
+    for round in 0..2 {
+        db.put(format!("k{round}"), b"v").unwrap();
+        db.put(b"shared", format!("{round}")).unwrap();
+        db.flush().unwrap();
+    }
+    let d = db.clone();
+    expect_panic_error(within("wait_for_compact", move || d.wait_for_compact()), "strata-compact-");
+    expect_panic_error(db.put(b"k9", b"v"), "strata-compact-");
+    within("close", move || drop(db));
+
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options { disable_auto_compactions: true, ..opts };
+    let db = Arc::new(Db::open(&opts, dir.path()).unwrap());
+    for round in 0..2 {
+        db.put(b"shared", format!("{round}")).unwrap();
+        db.flush().unwrap();
+    }
+    let d = db.clone();
+    let r = within("compact_range", move || d.compact_range(None::<&[u8]>, None::<&[u8]>));
+    let e = r.expect_err("the manual compaction's panic is its error");
+    assert!(matches!(e, strata::Error::Panic { .. }), "{e}");
+    expect_panic_error(db.put(b"k9", b"v"), "filter exploded");
+    within("close", move || drop(db));
+}

@@ -91,3 +91,82 @@ fn a_manifest_of_an_interrupted_creation_is_replaced() {
         }
     }
 }
+
+/// Run by [`another_process_can_open`] in a child process (the env variable names the DB):
+/// tries a read-write open and prints what happened. Does nothing when run as a test.
+#[test]
+fn lock_probe_child() {
+    let Ok(dir) = std::env::var("STRATA_LOCK_PROBE_DIR") else { return };
+    let outcome = match Db::open(&Options::default(), &dir) {
+        Ok(_) => "opened".to_string(),
+        Err(Error::Locked(_)) => "locked".to_string(),
+        Err(e) => format!("error {e}"),
+    };
+    println!("PROBE-OUTCOME {outcome}");
+}
+
+/// Whether a second process can open `dir` read-write now (this test binary, re-run with
+/// only [`lock_probe_child`]).
+fn another_process_can_open(dir: &Path) -> bool {
+    let exe = std::env::current_exe().unwrap();
+    let out = std::process::Command::new(exe)
+        .args(["--exact", "lock_probe_child", "--nocapture", "--test-threads=1"])
+        .env("STRATA_LOCK_PROBE_DIR", dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout
+        .lines()
+        .find_map(|l| l.split_once("PROBE-OUTCOME ").map(|(_, o)| o.trim()))
+        .unwrap_or_else(|| {
+            panic!(
+                "the probe printed no outcome: {stdout}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+    match line {
+        "opened" => true,
+        "locked" => false,
+        other => panic!("the probe's open failed otherwise: {other}"),
+    }
+}
+
+/// Closing any descriptor of `LOCK` drops the POSIX record lock the process holds on it, so
+/// nothing this process does to an open DB (another open refused, a read-only open, a
+/// checkpoint, a backup, a refused destroy or repair) may open `LOCK` a second time.
+#[cfg(unix)]
+#[test]
+fn nothing_done_in_the_process_lets_another_process_open_a_db_it_holds() {
+    use strata::{BackupEngine, Checkpoint, DbWithTtl};
+    let dir = tempfile::tempdir().unwrap();
+    let db_dir = dir.path().join("db");
+    let opts = Options::default();
+    let db = Db::open(&opts, &db_dir).unwrap();
+    db.put(b"k", b"v").unwrap();
+    db.flush().unwrap();
+    assert!(!another_process_can_open(&db_dir), "the open DB itself");
+
+    assert!(matches!(Db::open(&opts, &db_dir), Err(Error::Locked(_))));
+    assert!(matches!(Db::open(&opts, db_dir.join(".")), Err(Error::Locked(_))));
+    assert!(!another_process_can_open(&db_dir), "after refused opens in this process");
+
+    let ttl = DbWithTtl::open(&opts, &db_dir, std::time::Duration::from_secs(60));
+    assert!(matches!(ttl, Err(Error::Locked(_))));
+    assert!(matches!(Db::destroy(&opts, &db_dir), Err(Error::Locked(_))));
+    assert!(matches!(Db::repair(&opts, &db_dir), Err(Error::Locked(_))));
+    assert!(!another_process_can_open(&db_dir), "after a refused TTL open, destroy and repair");
+
+    let ro = Db::open_read_only(&opts, &db_dir).unwrap();
+    assert_eq!(ro.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+    drop(ro);
+    assert!(!another_process_can_open(&db_dir), "after a read-only open and close");
+
+    Checkpoint::create(&db, dir.path().join("cp")).unwrap();
+    let backups = BackupEngine::open(&opts, dir.path().join("backups")).unwrap();
+    backups.create_new_backup(&db).unwrap();
+    assert!(!another_process_can_open(&db_dir), "after a checkpoint and a backup");
+
+    db.put(b"k2", b"v2").unwrap();
+    drop(db);
+    assert!(another_process_can_open(&db_dir), "the lock goes with the Db");
+}

@@ -1,11 +1,13 @@
 //! Checkpoints: a consistent copy of an open DB, usable as a DB of its own.
 //!
 //! Protocol (`Checkpoint::create`):
-//! 1. flush the memtables, so that every write made before the call is in a table;
-//! 2. under the MANIFEST lock, take the current version and counters together: the tables of
-//!    one version hold exactly the writes up to the version set's last sequence number
-//!    (memtables are flushed oldest first, each holding a contiguous run of sequence
-//!    numbers), and holding the version keeps its tables from deletion;
+//! 1. hold writes (the WAL lock) at sequence number S, make every family's memtable immutable
+//!    and wait until they are all flushed: every family's tables then hold exactly its writes
+//!    up to S (memtables are flushed oldest first, each holding a contiguous run of sequence
+//!    numbers), so a batch written to several families is in all of them or in none;
+//! 2. under the MANIFEST lock, still holding writes, take every family's current version and
+//!    the counters, with S as the last sequence number; holding the versions keeps their
+//!    tables from deletion. Then writes resume.
 //! 3. in a temporary directory `<dir>.checkpoint-tmp` beside the target, hard-link each table
 //!    (or copy it, when linking fails, e.g. across filesystems), then write a MANIFEST naming
 //!    exactly those tables with no WAL needed (log number 0), then CURRENT, syncing files and
@@ -16,9 +18,16 @@
 //! only the temporary directory (removed by the next `create` to the same target), and it
 //! does not open as a DB before its CURRENT exists, which is written last. The source DB is
 //! only read (besides the flush).
+//!
+//! Cost: writes (and ingestion, and family creation or drop) wait from step 1 to the end of
+//! step 2, that is for the flush of every family's memtable and of any immutable memtable
+//! already waiting; the copying of step 3 runs with writes flowing. RocksDB instead copies
+//! the live WALs up to S, which stalls no writer; a flush with writes held was chosen here so
+//! that a checkpoint or backup is tables and a MANIFEST alone (no WAL to replay at open).
 
 use std::path::{Path, PathBuf};
 
+use super::write::{drain_pipeline, switch_memtable};
 use super::Db;
 use crate::env::{copy_file, parent_dir, FileSystem};
 use crate::error::{Error, Result};
@@ -68,19 +77,54 @@ pub(crate) fn remove_leftover_dir(fs: &dyn FileSystem, dir: &Path) -> Result<()>
     fs.remove_dir(dir)
 }
 
-/// Steps 1 and 2 of the protocol: flushes every family, then takes the families' current
-/// versions and the counters together (the versions hold their tables alive).
+/// Steps 1 and 2 of the protocol: with writes held, makes every family's memtable immutable,
+/// waits until all of them are flushed, and takes the families' current versions and the
+/// counters together (the versions hold their tables alive). The counters' last sequence is
+/// the one the writes were held at, so the capture holds exactly the writes up to it in every
+/// family.
 pub(crate) fn capture(db: &Db) -> Result<(Vec<FamilySnapshot>, Counters)> {
-    for cfd in db.inner.families() {
-        super::flush::flush_and_wait(&db.inner, &cfd)?;
+    let inner = &db.inner;
+    // Holding the WAL lock holds every writer (and ingestion, and family creation or drop)
+    // until the capture is taken. The flushes it waits for do not take that lock.
+    let mut wal = inner.wal.lock();
+    if let Some(e) = inner.bg_error() {
+        return Err(e);
     }
-    let versions = db.inner.versions.lock();
+    drain_pipeline(inner);
+    let sequence = wal.last_sequence;
+    let mut targets = Vec::new();
+    for cfd in inner.families() {
+        if wal.mems.get(cfd.id).is_some_and(|f| !f.mem.is_empty()) {
+            switch_memtable(inner, &mut wal, &cfd)?;
+        }
+        let st = inner.state.lock();
+        if let Some(c) = st.cfs.get(&cfd.id) {
+            targets.push((cfd.id, c.memtables_switched));
+        }
+    }
+    {
+        let mut st = inner.state.lock();
+        while targets.iter().any(|(id, t)| st.cfs.get(id).is_some_and(|c| c.memtables_flushed < *t))
+        {
+            if let Some(e) = &st.bg_error {
+                return Err(Error::Background(e.to_string()));
+            }
+            if st.shutting_down {
+                return Err(Error::ShutdownInProgress);
+            }
+            inner.bg_cv.wait(&mut st);
+        }
+    }
+    let versions = inner.versions.lock();
     let mut families = versions.snapshot();
     for f in &mut families {
         // Everything is in tables: the copy needs no WAL.
         f.log_number = FileNumber(0);
     }
-    Ok((families, versions.counters()))
+    let counters = Counters { last_sequence: sequence, ..versions.counters() };
+    drop(versions);
+    drop(wal);
+    Ok((families, counters))
 }
 
 fn create(db: &Db, dir: &Path) -> Result<Checkpoint> {

@@ -22,13 +22,7 @@ use crate::version::levels::Version;
 pub(crate) fn start_compaction_threads(inner: &Arc<DbInner>) -> Result<Vec<JoinHandle<()>>> {
     let n = inner.opts.max_background_jobs.saturating_sub(1).max(1);
     (0..n)
-        .map(|i| {
-            let db = inner.clone();
-            std::thread::Builder::new()
-                .name(format!("strata-compact-{i}"))
-                .spawn(move || compaction_loop(&db))
-                .map_err(|e| Error::io("spawn thread", &inner.dir, e))
-        })
+        .map(|i| super::background::spawn(inner, format!("strata-compact-{i}"), compaction_loop))
         .collect()
 }
 
@@ -158,7 +152,8 @@ fn compaction_loop(inner: &DbInner) {
                 }
             }
         };
-        let result = execute(inner, &cfd, &plan, false);
+        // A panic in the job is a failed job: `finish` releases its inputs and records it.
+        let result = super::background::catch_panic(|| execute(inner, &cfd, &plan, false));
         finish(inner, plan, result);
     }
 }
@@ -593,7 +588,7 @@ fn wait_for_plan(
 }
 
 fn run_manual(inner: &DbInner, cfd: &Arc<Cfd>, plan: CompactionPlan) -> Result<()> {
-    let r = execute(inner, cfd, &plan, true);
+    let r = super::background::catch_panic(|| execute(inner, cfd, &plan, true));
     let ret = match &r {
         Ok(()) => Ok(()),
         Err(e) => Err(e.duplicate()),

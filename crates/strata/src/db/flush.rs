@@ -30,8 +30,18 @@ pub(crate) struct FlushEnv<'a> {
 
 /// Writes `mem` as table `number`, dropping versions no snapshot can see (nothing is treated
 /// as the bottom: older data may exist in tables); `None` when nothing is left to write. The
-/// table is synced and its directory entry made durable before this returns.
+/// table is synced and its directory entry made durable before this returns. A panic while
+/// writing (in a user's compaction filter or merge operator, say) is returned as
+/// `Error::Panic`, on a recovery or repair as on a flush.
 pub(crate) fn write_level0_table(
+    env: &FlushEnv<'_>,
+    mem: &Arc<MemTable>,
+    number: FileNumber,
+) -> Result<Option<(FileMetaData, StreamStats)>> {
+    super::background::catch_panic(|| build_level0_table(env, mem, number))
+}
+
+fn build_level0_table(
     env: &FlushEnv<'_>,
     mem: &Arc<MemTable>,
     number: FileNumber,
@@ -86,12 +96,7 @@ pub(crate) fn flush_filter_context(
 
 /// Starts the background flush thread.
 pub(crate) fn start_background(inner: &Arc<DbInner>) -> Result<Vec<JoinHandle<()>>> {
-    let db = inner.clone();
-    let t = std::thread::Builder::new()
-        .name("strata-flush".to_string())
-        .spawn(move || flush_loop(&db))
-        .map_err(|e| Error::io("spawn thread", &inner.dir, e))?;
-    Ok(vec![t])
+    Ok(vec![super::background::spawn(inner, "strata-flush".to_string(), flush_loop)?])
 }
 
 fn flush_loop(inner: &DbInner) {
@@ -122,7 +127,9 @@ fn flush_loop(inner: &DbInner) {
                 inner.bg_cv.wait(&mut st);
             }
         };
-        if let Err(e) = flush_one(inner, &cfd, mem, next_log) {
+        // A panic in the flush (a compaction filter's, say) is a failed flush: the memtable
+        // stays queued and the DB refuses writes (`db/background.rs`).
+        if let Err(e) = super::background::catch_panic(|| flush_one(inner, &cfd, mem, next_log)) {
             let mut st = inner.state.lock();
             inner.set_bg_error(&mut st, &e);
         }

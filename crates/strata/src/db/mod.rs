@@ -30,6 +30,7 @@
 //!   holding nothing); `wal` -> `delayed_rate`, which is a leaf (nothing is taken under it);
 //!   `purging` -> `versions`, `purging` -> `state` (`purging` is taken holding no lock).
 
+mod background;
 mod backup;
 mod cf;
 mod cf_admin;

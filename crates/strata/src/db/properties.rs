@@ -220,12 +220,11 @@ pub(crate) fn start_stats_dump(
     if secs == 0 {
         return Ok(None);
     }
-    let db = inner.clone();
-    std::thread::Builder::new()
-        .name("strata-stats".to_string())
-        .spawn(move || stats_dump_loop(&db, std::time::Duration::from_secs(u64::from(secs))))
-        .map(Some)
-        .map_err(|e| crate::error::Error::io("spawn thread", &inner.dir, e))
+    let period = std::time::Duration::from_secs(u64::from(secs));
+    super::background::spawn(inner, "strata-stats".to_string(), move |db| {
+        stats_dump_loop(db, period);
+    })
+    .map(Some)
 }
 
 fn stats_dump_loop(inner: &DbInner, period: std::time::Duration) {

@@ -35,7 +35,19 @@ impl Drop for OsLock {
 }
 
 /// Takes the lock on `path` (creating the file); `Locked` naming its directory when held.
+///
+/// The held set is checked before `LOCK` is opened: when this process already holds the
+/// lock, opening and then closing a second descriptor of the file would drop the record lock
+/// it holds, and a second process could then open the DB.
 pub(crate) fn lock(path: &Path) -> Result<Box<dyn FileLock>> {
+    let held = held_name(path)?;
+    let locked = || Error::Locked(super::parent_dir(path));
+    if !HELD.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(held.clone()) {
+        return Err(locked());
+    }
+    // From here on this path is in the held set; `Release` takes it out again on every
+    // return but the one that hands the lock over.
+    let release = Release(Some(held));
     let file = OpenOptions::new()
         .read(true)
         .write(true)
@@ -43,16 +55,38 @@ pub(crate) fn lock(path: &Path) -> Result<Box<dyn FileLock>> {
         .truncate(false)
         .open(path)
         .map_err(|e| Error::io("open lock", path, e))?;
-    let held = std::fs::canonicalize(path).map_err(|e| Error::io("realpath", path, e))?;
-    let locked = || Error::Locked(super::parent_dir(path));
-    if !HELD.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(held.clone()) {
-        return Err(locked());
-    }
-    let lock = OsLock { file, held };
-    match try_lock(&lock.file) {
-        Ok(true) => Ok(Box::new(lock)),
+    match try_lock(&file) {
+        Ok(true) => Ok(Box::new(OsLock { file, held: release.keep() })),
         Ok(false) => Err(locked()),
         Err(e) => Err(Error::io("lock", path, e)),
+    }
+}
+
+/// The name a lock file is held under: its directory's canonical path and its file name, so
+/// every path to one file names it alike, whether or not the file exists yet.
+fn held_name(path: &Path) -> Result<PathBuf> {
+    let dir = super::parent_dir(path);
+    let dir = std::fs::canonicalize(&dir).map_err(|e| Error::io("realpath", &dir, e))?;
+    let name = path.file_name().ok_or_else(|| {
+        Error::InvalidArgument(format!("lock file {} has no file name", path.display()))
+    })?;
+    Ok(dir.join(name))
+}
+
+/// Takes a path out of the held set when dropped, unless `keep` handed it to an `OsLock`.
+struct Release(Option<PathBuf>);
+
+impl Release {
+    fn keep(mut self) -> PathBuf {
+        self.0.take().unwrap_or_default()
+    }
+}
+
+impl Drop for Release {
+    fn drop(&mut self) {
+        if let Some(p) = self.0.take() {
+            HELD.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&p);
+        }
     }
 }
 

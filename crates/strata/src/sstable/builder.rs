@@ -313,14 +313,15 @@ impl TableBuilder {
         // Cut before this entry when the block, grown by it, would no longer fit one alignment
         // unit, or would pass `block_size` while already almost full. `grown` never
         // underestimates: the entry without prefix sharing, its header and a new restart point.
+        // An empty block is never cut, whatever the sizes (a `block_size` smaller than an empty
+        // block's own restart array would otherwise cut one before every table's first entry).
         let size = self.data_block.size_estimate();
         let grown = size + ikey.len() + value.len() + 20;
-        let cut = match self.align {
-            Some(align) => {
-                !self.data_block.is_empty() && (grown + BLOCK_TRAILER_LEN) as u64 > align
-            }
-            None => size > self.almost_full && grown > self.block_size,
-        };
+        let cut = !self.data_block.is_empty()
+            && match self.align {
+                Some(align) => (grown + BLOCK_TRAILER_LEN) as u64 > align,
+                None => size > self.almost_full && grown > self.block_size,
+            };
         if cut {
             self.flush_data_block()?;
         }
