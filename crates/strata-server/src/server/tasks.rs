@@ -28,9 +28,14 @@ pub fn start(sh: &Arc<Shared>) {
                 r
             })
             .await;
-            if let Ok(Ok((next, n))) = r {
-                from = next;
-                s.stats.expired_keys.fetch_add(n as u64, Ordering::Relaxed);
+            match r {
+                Ok(Ok((next, n))) => {
+                    from = next;
+                    s.stats.expired_keys.fetch_add(n as u64, Ordering::Relaxed);
+                }
+                Ok(Err(_)) => {}
+                // A panic in one round ends that round only: the next starts over.
+                Err(e) => eprintln!("active expiry round failed: {e}"),
             }
         }
     });
@@ -42,8 +47,10 @@ pub fn start(sh: &Arc<Shared>) {
             if s.store.sync_policy() == SyncPolicy::EverySec {
                 let s2 = s.clone();
                 let r = tokio::task::spawn_blocking(move || s2.store.db.flush_wal(true)).await;
-                if let Ok(Err(e)) = r {
-                    eprintln!("background WAL sync failed: {e}");
+                match r {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => eprintln!("background WAL sync failed: {e}"),
+                    Err(e) => eprintln!("background WAL sync failed: {e}"),
                 }
             }
         }

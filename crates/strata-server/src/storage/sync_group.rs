@@ -87,15 +87,25 @@ impl SyncGroup {
     /// Asks for a WAL sync that begins after this call; returns its number for
     /// [`SyncGroup::wait`]. Starts the syncer thread on the first call.
     pub fn request(self: &Arc<Self>, db: &Arc<Db>) -> u64 {
+        let db = db.clone();
+        self.request_with(move || move || db.flush_wal(true))
+    }
+
+    /// [`SyncGroup::request`], with the sync the syncer thread runs made by `make_sync` when
+    /// that thread starts.
+    fn request_with<S>(self: &Arc<Self>, make_sync: impl FnOnce() -> S) -> u64
+    where
+        S: Fn() -> strata::Result<()> + Send + 'static,
+    {
         let mut st = self.state.lock();
         let need = st.started + 1;
         st.requested = st.requested.max(need);
         if !st.syncer {
             st.syncer = true;
-            let (g, db) = (self.clone(), db.clone());
+            let (g, sync) = (self.clone(), make_sync());
             let spawned = std::thread::Builder::new()
                 .name("strata-wal-sync".into())
-                .spawn(move || g.run_syncer(&db));
+                .spawn(move || g.run_syncer(&sync));
             if let Err(e) = spawned {
                 st.syncer = false;
                 st.failed
@@ -148,7 +158,10 @@ impl SyncGroup {
         });
     }
 
-    fn run_syncer(&self, db: &Db) {
+    /// Runs syncs until stopped. A panic in a sync fails it (and so every waiter it was to
+    /// cover and every later one) instead of ending the thread, which would leave waiters
+    /// waiting for ever.
+    fn run_syncer(&self, sync: &dyn Fn() -> strata::Result<()>) {
         loop {
             let mut st = self.state.lock();
             while st.requested <= st.finished && !st.stop {
@@ -161,7 +174,8 @@ impl SyncGroup {
             st.started += 1;
             let n = st.started;
             drop(st);
-            let r = db.flush_wal(true);
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(sync))
+                .unwrap_or_else(|p| Err(panic_error(p.as_ref())));
             let mut st = self.state.lock();
             st.finished = n;
             if let Err(e) = r {
@@ -172,6 +186,16 @@ impl SyncGroup {
             self.publish(Some(n), failed);
         }
     }
+}
+
+/// A caught panic of the syncer thread as the engine's error for it.
+fn panic_error(payload: &(dyn std::any::Any + Send)) -> strata::Error {
+    let message = payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(a panic payload that is not a string)".into());
+    strata::Error::Panic { thread: "strata-wal-sync".into(), message }
 }
 
 thread_local! {
@@ -218,6 +242,25 @@ mod tests {
         }
         let syncs = g.state.lock().started;
         assert!(syncs <= 400, "{syncs}");
+    }
+
+    #[test]
+    fn a_panicking_sync_fails_its_waiters_and_every_later_one() {
+        let g = Arc::new(SyncGroup::default());
+        let calls = Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let c = calls.clone();
+        let need = g.request_with(move || {
+            move || {
+                assert!(c.fetch_add(1, std::sync::atomic::Ordering::Relaxed) > 0, "device gone");
+                Ok(())
+            }
+        });
+        let e = g.wait_blocking(need).unwrap_err();
+        assert!(e.contains("panic in thread strata-wal-sync: device gone"), "{e}");
+        // The thread lives on; the failure is sticky.
+        let later = g.request_with(|| || Ok(()));
+        assert!(g.wait_blocking(later).is_err());
+        g.stop();
     }
 
     #[test]

@@ -21,7 +21,9 @@ use crate::error::{Error, Result};
 static HELD: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
 
 struct OsLock {
-    file: File,
+    /// The one descriptor of `LOCK` while the lock is held: the record lock lives as long as
+    /// it is open.
+    _file: File,
     held: PathBuf,
 }
 
@@ -56,7 +58,7 @@ pub(crate) fn lock(path: &Path) -> Result<Box<dyn FileLock>> {
         .open(path)
         .map_err(|e| Error::io("open lock", path, e))?;
     match try_lock(&file) {
-        Ok(true) => Ok(Box::new(OsLock { file, held: release.keep() })),
+        Ok(true) => Ok(Box::new(OsLock { _file: file, held: release.keep() })),
         Ok(false) => Err(locked()),
         Err(e) => Err(Error::io("lock", path, e)),
     }
