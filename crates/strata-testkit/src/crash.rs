@@ -10,6 +10,10 @@
 //! One cycle in four is a *clean-close* cycle instead: the child writes for the cycle's time,
 //! part of it with the WAL disabled, then drops the DB and exits 0 (no kill points). A clean
 //! close must keep every acknowledged write, those that skipped the WAL included.
+//!
+//! The lock: once the child has its DB open it tries to open it again itself (refused), and
+//! then the parent, another process, tries to open it too. That must be refused while the
+//! child lives: two processes never write one DB.
 
 use std::collections::BTreeMap;
 #[cfg(feature = "kill-points")]
@@ -156,7 +160,8 @@ fn one_cycle(
     let hits_file = cfg.dir.join("hits");
     let progress = cfg.dir.join("progress");
     let child_err = cfg.dir.join("child.stderr");
-    for p in [&fired_log, &hits_file, &progress] {
+    let opened = opened_marker(&progress);
+    for p in [&fired_log, &hits_file, &progress, &opened] {
         let _ = std::fs::remove_file(p);
     }
     let err_file = File::create(&child_err).map_err(|e| e.to_string())?;
@@ -193,10 +198,19 @@ fn one_cycle(
     let wait_for = if clean_close { run_for + Duration::from_secs(60) } else { run_for };
     let t0 = Instant::now();
     let mut status = None;
+    let mut probed = false;
     while t0.elapsed() < wait_for {
         if let Some(s) = child.try_wait().map_err(|e| e.to_string())? {
             status = Some(s);
             break;
+        }
+        if !probed && opened.exists() {
+            probed = true;
+            if let Err(e) = probe_lock(cfg, dbdir, &mut child, sum) {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(e);
+            }
         }
         std::thread::sleep(Duration::from_millis(2));
     }
@@ -262,6 +276,57 @@ fn one_cycle(
             stderr.lines().next().unwrap_or(""),
             msgs.join("\n    ")
         ));
+    }
+    Ok(())
+}
+
+/// The file the child creates once its DB is open and its own second opens were refused.
+fn opened_marker(progress: &Path) -> PathBuf {
+    progress.with_extension("opened")
+}
+
+/// The parent, another process, tries to open the DB the child holds: refused with `Locked`,
+/// or opened only because the child has ended meanwhile.
+fn probe_lock(
+    cfg: &KillConfig,
+    dbdir: &Path,
+    child: &mut std::process::Child,
+    sum: &mut Summary,
+) -> Result<(), String> {
+    let opts = verify_options(Arc::new(OsFs), crate::run_wal_dir(cfg.seed, dbdir));
+    match crate::open_db(&opts, dbdir) {
+        Err(strata::Error::Locked(_)) => {
+            sum.lock_refusals += 1;
+            Ok(())
+        }
+        Ok(db) => {
+            drop(db);
+            match child.try_wait() {
+                Ok(Some(_)) => Ok(()),
+                _ => Err("another process opened the DB while the child held it".into()),
+            }
+        }
+        Err(e) if child.try_wait().is_ok_and(|s| s.is_some()) => {
+            // The child died meanwhile (a kill point): the open raced its end.
+            let _ = e;
+            Ok(())
+        }
+        Err(e) => Err(format!("a second process's open failed otherwise than Locked: {e}")),
+    }
+}
+
+/// The child's own second opens of the DB it holds (through two paths) must be refused.
+fn refuse_second_opens(opts: &strata::Options, dir: &Path) -> Result<(), String> {
+    for path in [dir.to_path_buf(), dir.join(".")] {
+        match crate::open_db(opts, &path) {
+            Err(strata::Error::Locked(_)) => {}
+            Ok(_) => {
+                return Err(format!("a second open of {} in the process succeeded", path.display()))
+            }
+            Err(e) => {
+                return Err(format!("a second open of {} failed otherwise: {e}", path.display()))
+            }
+        }
     }
     Ok(())
 }
@@ -342,6 +407,12 @@ pub fn child_main(args: &ChildArgs) -> i32 {
             return 3;
         }
     };
+    if let Err(w) = refuse_second_opens(&opts, &args.dir) {
+        eprintln!("WRONG {w}");
+        return 5;
+    }
+    // Best effort: without the marker the parent only skips its probe this cycle.
+    let _ = std::fs::write(opened_marker(&args.progress), b"");
     let done = AtomicBool::new(false);
     let results = std::thread::scope(|s| {
         if let Some(hits) = &args.hits {

@@ -84,7 +84,8 @@ pub fn random_options(
         merge_operator: strata::merge_operator::builtin_merge_operator("uint64add"),
         write_buffer_size: wbs,
         max_write_buffer_number: rng.gen_range(2..=4),
-        block_size: [256, 1024, 4096, 16384][rng.gen_range(0..4)],
+        // From one byte (a block per entry) up.
+        block_size: [1, 256, 1024, 4096, 16384][rng.gen_range(0..5)],
         block_restart_interval: [1, 4, 16][rng.gen_range(0..3)],
         bloom_bits_per_key: [0, 10][rng.gen_range(0..2)],
         compression: [
@@ -360,6 +361,13 @@ pub struct Summary {
     /// Pending (unacknowledged) writes found applied / not applied after recovery.
     pub pending_new: u64,
     pub pending_old: u64,
+    /// Checkpoints and restored backups taken while writers ran, opened and checked.
+    pub copies_checked: u64,
+    /// Of those, copies whose families disagree or that are no prefix of the writes holding
+    /// every write acknowledged before the copy was asked for.
+    pub torn_copies: u64,
+    /// Kill loop: times another process (the parent) was refused the DB a child held.
+    pub lock_refusals: u64,
     /// Recovery (`Db::open` after a crash) times in microseconds.
     pub recovery_us: Vec<u64>,
     pub kill_point_hits: BTreeMap<String, u64>,
@@ -370,7 +378,7 @@ pub struct Summary {
 
 impl Summary {
     pub fn violations(&self) -> u64 {
-        self.lost + self.wrong + self.torn_batches + self.prefix_violations
+        self.lost + self.wrong + self.torn_batches + self.prefix_violations + self.torn_copies
     }
 
     pub fn passed(&self) -> bool {
@@ -398,6 +406,16 @@ impl Summary {
         let _ = writeln!(s, "wrong values:                {}", self.wrong);
         let _ = writeln!(s, "torn batches:                {}", self.torn_batches);
         let _ = writeln!(s, "prefix violations:           {}", self.prefix_violations);
+        if self.copies_checked > 0 {
+            let _ = writeln!(
+                s,
+                "copies under writes:         {} checked, {} torn",
+                self.copies_checked, self.torn_copies
+            );
+        }
+        if self.lock_refusals > 0 {
+            let _ = writeln!(s, "second-process opens refused: {}", self.lock_refusals);
+        }
         if self.mode.starts_with("power") {
             let _ = writeln!(
                 s,

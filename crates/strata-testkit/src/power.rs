@@ -15,6 +15,11 @@
 //! - every synced write, and every write acknowledged before a synced one started, is there.
 //!
 //! After `ProcessKill` every acknowledged write must be there.
+//!
+//! In half the cycles a thread also takes checkpoints and backups (restored at once) while
+//! the writers run, and opens each copy: its two families must agree key for key (every
+//! write goes to both in one batch), and it must be the state after an exact prefix of every
+//! thread's writes that holds every write acknowledged before the copy was asked for.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
@@ -22,7 +27,8 @@ use std::time::{Duration, Instant};
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use strata::env::{CrashMode, FaultFs, MemFs};
+use strata::env::{CrashMode, FaultFs, FileSystem, MemFs};
+use strata::{BackupEngine, Checkpoint, Db};
 
 use crate::expected::{ExpectedState, KeyState, Observed};
 use crate::value::mix;
@@ -87,11 +93,11 @@ pub fn run(cfg: &PowerConfig) -> Summary {
 fn arm_kill_point(rng: &mut StdRng, view: &FaultFs) -> Option<&'static str> {
     use strata::kill_point::{configure, Action, ALL};
     let candidates: Vec<&'static str> =
-        // Points of operations this loop never runs (open, checkpoints, backups: `ops_crash`)
-        // would never fire.
+        // Points of an open would never fire: the loop cuts the filesystem off only once the
+        // DB is open (checkpoints and backups run in half the cycles).
         ALL.iter()
             .copied()
-            .filter(|n| !["open.", "checkpoint.", "backup."].iter().any(|p| n.starts_with(p)))
+            .filter(|n| !n.starts_with("open."))
             .collect();
     let name = candidates[rng.gen_range(0..candidates.len())];
     let p = match name {
@@ -155,7 +161,13 @@ fn one_cycle(
     }
     let write_for = Duration::from_millis(rng.gen_range(1..=cfg.max_cycle_ms.max(1)));
     let progress = Progress::new(None);
+    let copier_seed = rng.gen_bool(0.5).then(|| rng.gen::<u64>());
+    let mut copies = CopyChecks::default();
     let stats = std::thread::scope(|s| {
+        let copier = copier_seed.map(|seed| {
+            let (db, view, history, stop) = (&db, &view, &history, &stop);
+            s.spawn(move || take_copies(db, view, history, stop, seed, cfg.keys))
+        });
         let handles: Vec<_> = (0..cfg.threads)
             .map(|tid| {
                 let (db, wl, state, stop, history, progress, running) =
@@ -175,8 +187,13 @@ fn one_cycle(
         }
         view.kill();
         stop.store(true, Ordering::SeqCst);
+        if let Some(c) = copier {
+            copies = c.join().expect("copier thread panicked");
+        }
         handles.into_iter().map(|h| h.join().expect("writer thread panicked")).collect::<Vec<_>>()
     });
+    let hist = history.take();
+    check_copies(&copies, &init, &hist, cfg, seed, sum);
     let fired = collect_kill_points(sum);
     let mode = match rng.gen_range(0..5) {
         0 => CrashMode::ProcessKill,
@@ -237,7 +254,6 @@ fn one_cycle(
         }
         return Ok(());
     }
-    let hist = history.take();
     let rep = check_prefix(&init, &hist, &obs, cfg.threads);
     sum.lost += rep.lost;
     sum.prefix_violations += rep.prefix_violations;
@@ -257,6 +273,114 @@ fn one_cycle(
         eprintln!("cycle seed {seed}: {mode:?}, prefixes {:?}", rep.prefixes);
     }
     Ok(())
+}
+
+/// What the copier thread saw: each copy's contents with the tick it was asked for at, and
+/// errors that came before the filesystem was cut off.
+#[derive(Default)]
+struct CopyChecks {
+    copies: Vec<CopyCheck>,
+    errors: Vec<String>,
+}
+
+struct CopyCheck {
+    /// A checkpoint or a restored backup.
+    what: &'static str,
+    /// The history's tick just before the copy was asked for.
+    start: u64,
+    obs: Vec<Observed>,
+    /// Families that disagree, iterator and `get` that disagree.
+    problems: Vec<String>,
+}
+
+/// Until `stop`: now and then a checkpoint, or a backup restored at once, of `db`, each opened
+/// and read whole, then deleted. An error once the filesystem was cut off (by the timer or a
+/// kill point) ends the thread quietly; any other error is recorded.
+fn take_copies(
+    db: &Db,
+    view: &FaultFs,
+    history: &History,
+    stop: &AtomicBool,
+    seed: u64,
+    keys: u32,
+) -> CopyChecks {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut out = CopyChecks::default();
+    let fs: Arc<dyn FileSystem> = Arc::new(view.clone());
+    let opts = verify_options(fs.clone(), None);
+    let backups = std::path::PathBuf::from("/backups");
+    for n in 0.. {
+        std::thread::sleep(Duration::from_millis(rng.gen_range(1..=15)));
+        if stop.load(Ordering::SeqCst) {
+            break;
+        }
+        let dir = std::path::PathBuf::from(format!("/copy-{seed:016x}-{n}"));
+        let what = if rng.gen_bool(0.5) { "checkpoint" } else { "backup" };
+        let start = history.tick();
+        let made = if what == "checkpoint" {
+            Checkpoint::create(db, &dir).map(|_| ())
+        } else {
+            BackupEngine::open(&opts, &backups).and_then(|engine| {
+                let info = engine.create_new_backup(db)?;
+                engine.restore_from_backup(info.id, &dir)?;
+                engine.purge_old_backups(1)
+            })
+        };
+        let read = made.and_then(|()| {
+            let copy = crate::open_db(&opts, &dir)?;
+            read_all(&copy, keys)
+        });
+        match read {
+            Ok((obs, problems)) => out.copies.push(CopyCheck { what, start, obs, problems }),
+            Err(e) => {
+                if view.injected() == 0 {
+                    out.errors.push(format!("{what} {}: {e}", dir.display()));
+                }
+                break;
+            }
+        }
+        let _ = Db::destroy(&opts, &dir);
+    }
+    out
+}
+
+/// Checks the copies the copier took against the writers' whole histories: families agree,
+/// and each copy is a prefix of every thread's writes holding those acknowledged before it
+/// was asked for (marked as the prefix check's required writes).
+fn check_copies(
+    copies: &CopyChecks,
+    init: &[KeyState],
+    hist: &[Vec<HistEntry>],
+    cfg: &PowerConfig,
+    seed: u64,
+    sum: &mut Summary,
+) {
+    let fail = |sum: &mut Summary, m: String| {
+        sum.failures.push(format!("seed {} (cycle seed {seed}): {m}", cfg.seed));
+    };
+    for e in &copies.errors {
+        fail(sum, format!("a copy taken under writes failed: {e}"));
+    }
+    for c in &copies.copies {
+        sum.copies_checked += 1;
+        let required: Vec<Vec<HistEntry>> = hist
+            .iter()
+            .map(|h| {
+                h.iter()
+                    .map(|e| HistEntry { sync: e.ack.is_some_and(|a| a < c.start), ..e.clone() })
+                    .collect()
+            })
+            .collect();
+        let rep = check_prefix(init, &required, &c.obs, cfg.threads);
+        let garbage = c.obs.iter().any(|o| *o == Observed::Garbage);
+        if !c.problems.is_empty() || rep.prefix_violations > 0 || rep.lost > 0 || garbage {
+            sum.torn_copies += 1;
+            let mut msgs = c.problems.clone();
+            msgs.extend(rep.messages);
+            msgs.truncate(6);
+            fail(sum, format!("a {} taken under writes is torn: {}", c.what, msgs.join("; ")));
+        }
+    }
 }
 
 /// The outcome of the prefix check.

@@ -119,7 +119,7 @@ impl History {
         }
     }
 
-    fn tick(&self) -> u64 {
+    pub(crate) fn tick(&self) -> u64 {
         self.tick.fetch_add(1, Ordering::SeqCst)
     }
 
