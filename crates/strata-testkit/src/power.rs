@@ -372,7 +372,7 @@ fn check_copies(
             })
             .collect();
         let rep = check_prefix(init, &required, &c.obs, cfg.threads);
-        let garbage = c.obs.iter().any(|o| *o == Observed::Garbage);
+        let garbage = c.obs.contains(&Observed::Garbage);
         if !c.problems.is_empty() || rep.prefix_violations > 0 || rep.lost > 0 || garbage {
             sum.torn_copies += 1;
             let mut msgs = c.problems.clone();
