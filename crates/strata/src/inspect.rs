@@ -488,7 +488,7 @@ pub fn verify_db(opts: &Options, dir: &Path) -> Result<Vec<FileCheck>> {
             .map(|blocks| format!("{blocks} data blocks"));
         checks.push(FileCheck { path, result });
     }
-    let wals = crate::db::find_wal_files(fs, dir, &wal_dir)?;
+    let wals = crate::db::files::find_wals(fs, dir, &wal_dir)?;
     for (_, path) in wals.into_iter().filter(|(n, _)| *n >= oldest_wal) {
         let result = read_wal(fs, &path).and_then(|d| match d.damage {
             Some(e) => Err(e),

@@ -33,6 +33,7 @@ pub(crate) mod sstable;
 pub(crate) mod stats;
 pub(crate) mod types;
 pub(crate) mod util;
+pub(crate) mod utilities;
 pub(crate) mod version;
 pub(crate) mod wal;
 
@@ -52,12 +53,14 @@ pub use compaction_filter::{
     TableFileCreationReason,
 };
 pub use db::{
-    BackupEngine, BackupInfo, Checkpoint, ColumnFamily, ColumnFamilyDescriptor, Db, DbIterator,
-    DbPinnableSlice, DbRawIterator, DbWithTtl, Direction, ExternalSstFileInfo,
-    IngestExternalFileOptions, IteratorMode, LiveFileMetaData, PinnedSource, RepairReport,
-    SstFileWriter, TtlClock, TtlIterator, TTL_SUFFIX_LEN,
+    ColumnFamily, ColumnFamilyDescriptor, Db, DbIterator, DbPinnableSlice, DbRawIterator,
+    Direction, IngestExternalFileOptions, IteratorMode, LiveFileMetaData, PinnedSource,
 };
 pub use error::{Error, Result};
+pub use utilities::{
+    BackupEngine, BackupInfo, Checkpoint, DbWithTtl, ExternalSstFileInfo, RepairReport,
+    SstFileWriter, TtlClock, TtlIterator, TTL_SUFFIX_LEN,
+};
 pub use memtable::write_buffer_manager::CACHE_UNIT as WRITE_BUFFER_CACHE_UNIT;
 pub use memtable::WriteBufferManager;
 pub use merge_operator::MergeOperator;

@@ -16,6 +16,7 @@ const LAYERS: &[&[&str]] = &[
     &["compaction"],
     &["options"],
     &["db"],
+    &["utilities"],
     &["lib", "fuzz_api", "inspect"],
 ];
 

@@ -1,13 +1,16 @@
-//! The DB's files as seen from outside: the live file list (`Db::live_files`) and the
-//! approximate bytes of a key range (`Db::get_approximate_sizes`).
+//! The DB's files: the WAL files of a directory pair (`find_wals`, for recovery, obsolete-file
+//! deletion, repair and the inspector), and as seen from outside, the live file list
+//! (`Db::live_files`) and the approximate bytes of a key range (`Db::get_approximate_sizes`).
 
 use std::cmp::Ordering;
+use std::path::Path;
 
 use super::DbInner;
-use crate::error::Result;
-use crate::filename::{manifest_name, parse_file_name, table_file_name, FileKind};
+use crate::env::FileSystem;
+use crate::error::{Error, Result};
+use crate::filename::{manifest_name, parse_file_name, table_file_name, wal_path, FileKind};
 use crate::key::{lookup_key, user_key};
-use crate::types::SeqNo;
+use crate::types::{FileNumber, SeqNo};
 
 /// CURRENT, the MANIFEST, the live tables and the WALs at or after the MANIFEST's log number,
 /// sorted by name.
@@ -56,4 +59,36 @@ pub(crate) fn approximate_size(
         total += to.saturating_sub(from);
     }
     Ok(total)
+}
+
+/// The WAL files of a DB: those in the DB directory and, when `wal_dir` differs, those in it,
+/// by number. The same number in both places is refused (which one holds the writes?).
+pub(crate) fn find_wals(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    wal_dir: &Path,
+) -> Result<std::collections::BTreeMap<FileNumber, std::path::PathBuf>> {
+    let mut wals = std::collections::BTreeMap::new();
+    let dirs: &[&Path] = if wal_dir == dir { &[dir] } else { &[dir, wal_dir] };
+    for &d in dirs {
+        if d != dir && !fs.exists(d) {
+            continue;
+        }
+        for name in fs.list(d)? {
+            if let Some(FileKind::Wal(n)) = crate::filename::parse_file_name(&name) {
+                let path = wal_path(d, n);
+                if let Some(other) = wals.insert(n, path.clone()) {
+                    return Err(Error::corruption(
+                        path,
+                        0,
+                        format!(
+                            "WAL {n} also exists as {}; remove the stale copy",
+                            other.display()
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(wals)
 }

@@ -31,17 +31,15 @@
 //!   `purging` -> `versions`, `purging` -> `state` (`purging` is taken holding no lock).
 
 mod background;
-mod backup;
 mod cf;
 mod cf_admin;
-mod checkpoint;
+pub(crate) mod capture;
 mod compact;
-mod destroy;
-mod files;
-mod flush;
-mod info_log;
+pub(crate) mod files;
+pub(crate) mod flush;
+pub(crate) mod info_log;
 mod ingest;
-mod iter;
+pub(crate) mod iter;
 mod local_sv;
 mod obsolete;
 mod open;
@@ -49,10 +47,7 @@ mod pinnable;
 mod properties;
 mod read;
 mod recover;
-mod repair;
 mod snapshot_reads;
-mod sst_file_writer;
-mod ttl;
 mod write;
 mod write_queue;
 mod write_rate;
@@ -65,18 +60,12 @@ use std::thread::JoinHandle;
 
 use parking_lot::{Condvar, Mutex};
 
-pub use self::backup::{BackupEngine, BackupInfo};
 pub use self::cf::ColumnFamily;
 pub use self::cf::ColumnFamilyDescriptor;
 pub(crate) use self::cf::{CfState, Cfd, MemSet};
-pub use self::checkpoint::Checkpoint;
 pub use self::ingest::IngestExternalFileOptions;
 pub use self::iter::{DbIterator, DbRawIterator, Direction, IteratorMode};
 pub use self::pinnable::{DbPinnableSlice, PinnedSource};
-pub(crate) use self::recover::find_wals as find_wal_files;
-pub use self::repair::RepairReport;
-pub use self::sst_file_writer::{ExternalSstFileInfo, SstFileWriter};
-pub use self::ttl::{DbWithTtl, TtlClock, TtlIterator, TTL_SUFFIX_LEN};
 use crate::column_family::{AsColumnFamilyRef, ColumnFamilyId};
 use crate::env::{FileLock, FileSystem};
 use crate::error::{Error, Result};
@@ -428,29 +417,17 @@ impl Db {
         self.inner.read_only
     }
 
-    /// Deletes the DB in `path`: every file the engine names (CURRENT, MANIFESTs, WALs in the
-    /// DB and WAL directories, tables, temporary files, LOGs), then the LOCK file and the
-    /// directories if they are empty. Fails with `Locked` while a `Db` has it open; files
-    /// it does not own are left, and so is the directory holding them. A missing directory is
-    /// not an error.
-    pub fn destroy(opts: &Options, path: impl AsRef<Path>) -> Result<()> {
-        destroy::destroy(opts, path.as_ref())
-    }
-
-    /// Rebuilds the MANIFEST of the DB in `path` from its table files and WALs, after the
-    /// MANIFEST or CURRENT was lost or damaged (`db/repair.rs` has the procedure). Tables that
-    /// fail their checksums and the WALs (once their intact records are in new tables) are
-    /// moved to `path/lost/`. Fails with `Locked` while a `Db` has the DB open.
-    pub fn repair(opts: &Options, path: impl AsRef<Path>) -> Result<RepairReport> {
-        repair::repair(opts, path.as_ref())
-    }
-
     /// Refuses a change to a read-only DB.
     fn check_writable(&self) -> Result<()> {
         if self.inner.read_only {
             return Err(open::read_only_error(&self.inner.dir));
         }
         Ok(())
+    }
+
+    /// The file system the DB's files are on.
+    pub(crate) fn file_system(&self) -> &dyn FileSystem {
+        self.inner.fs.as_ref()
     }
 
     /// The DB directory.

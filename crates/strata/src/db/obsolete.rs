@@ -60,7 +60,7 @@ pub(crate) fn delete_obsolete_at_open(
 /// (left by an earlier `wal_dir` setting) in the DB directory. With `recycle_log_file_num`,
 /// WALs this process wrote are kept for reuse instead, up to that many.
 pub(crate) fn delete_obsolete_wals(inner: &DbInner, log_number: FileNumber) {
-    let Ok(wals) = super::recover::find_wals(inner.fs.as_ref(), &inner.dir, &inner.wal_dir) else {
+    let Ok(wals) = super::files::find_wals(inner.fs.as_ref(), &inner.dir, &inner.wal_dir) else {
         return;
     };
     let recycle = inner.opts.recycle_log_file_num;

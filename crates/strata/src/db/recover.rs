@@ -43,7 +43,7 @@ use std::sync::Arc;
 use super::flush::{write_level0_table, FlushEnv};
 use crate::env::FileSystem;
 use crate::error::{Error, Result};
-use crate::filename::{current_path, table_path, wal_path, FileKind};
+use crate::filename::{current_path, table_path, FileKind};
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::sstable::TableOptions;
@@ -122,38 +122,6 @@ pub(crate) fn recover_version_set(
     }
 
     Ok(versions)
-}
-
-/// The WAL files of a DB: those in the DB directory and, when `wal_dir` differs, those in it,
-/// by number. The same number in both places is refused (which one holds the writes?).
-pub(crate) fn find_wals(
-    fs: &dyn FileSystem,
-    dir: &Path,
-    wal_dir: &Path,
-) -> Result<std::collections::BTreeMap<FileNumber, std::path::PathBuf>> {
-    let mut wals = std::collections::BTreeMap::new();
-    let dirs: &[&Path] = if wal_dir == dir { &[dir] } else { &[dir, wal_dir] };
-    for &d in dirs {
-        if d != dir && !fs.exists(d) {
-            continue;
-        }
-        for name in fs.list(d)? {
-            if let Some(FileKind::Wal(n)) = crate::filename::parse_file_name(&name) {
-                let path = wal_path(d, n);
-                if let Some(other) = wals.insert(n, path.clone()) {
-                    return Err(Error::corruption(
-                        path,
-                        0,
-                        format!(
-                            "WAL {n} also exists as {}; remove the stale copy",
-                            other.display()
-                        ),
-                    ));
-                }
-            }
-        }
-    }
-    Ok(wals)
 }
 
 /// What the WAL replay produced for one column family.

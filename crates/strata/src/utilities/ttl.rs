@@ -34,7 +34,7 @@ use std::time::Duration;
 
 use parking_lot::RwLock;
 
-use super::{ColumnFamily, ColumnFamilyDescriptor, Db, Direction, IteratorMode};
+use crate::db::{ColumnFamily, ColumnFamilyDescriptor, Db, DbRawIterator, Direction, IteratorMode};
 use crate::column_family::{AsColumnFamilyRef, ColumnFamilyId, DEFAULT_COLUMN_FAMILY_NAME};
 use crate::compaction_filter::{
     CompactionFilter, CompactionFilterContext, CompactionFilterFactory, Decision,
@@ -443,7 +443,7 @@ impl DbWithTtl {
         opts: &ReadOptions,
     ) -> TtlIterator {
         let mut raw = self.db.raw_iterator_cf_opt(cf, opts);
-        let direction = super::iter::position(&mut raw, mode);
+        let direction = crate::db::iter::position(&mut raw, mode);
         TtlIterator {
             raw,
             direction,
@@ -472,7 +472,7 @@ impl DbWithTtl {
 /// An iterator over unexpired `(key, value)` pairs, values without their suffix. An error is
 /// yielded once, then the iteration ends.
 pub struct TtlIterator {
-    raw: super::DbRawIterator,
+    raw: DbRawIterator,
     direction: Direction,
     ttl: u64,
     /// Expiry is judged at the time the iterator was made, so one pass is consistent.

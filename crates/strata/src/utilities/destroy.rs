@@ -7,12 +7,24 @@
 
 use std::path::Path;
 
-use super::info_log::is_info_log_name;
+use crate::db::info_log::is_info_log_name;
+use crate::db::Db;
 use crate::error::Result;
 use crate::filename::{current_path, lock_path, parse_file_name, FileKind};
 use crate::options::Options;
 
-pub(crate) fn destroy(opts: &Options, dir: &Path) -> Result<()> {
+impl Db {
+    /// Deletes the DB in `path`: every file the engine names (CURRENT, MANIFESTs, WALs in the
+    /// DB and WAL directories, tables, temporary files, LOGs), then the LOCK file and the
+    /// directories if they are empty. Fails with `Locked` while a `Db` has it open; files
+    /// it does not own are left, and so is the directory holding them. A missing directory is
+    /// not an error.
+    pub fn destroy(opts: &Options, path: impl AsRef<Path>) -> Result<()> {
+        destroy(opts, path.as_ref())
+    }
+}
+
+fn destroy(opts: &Options, dir: &Path) -> Result<()> {
     let fs = opts.fs.as_ref();
     if !fs.exists(dir) {
         return Ok(());

@@ -25,8 +25,9 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::flush::{write_level0_table, FlushEnv};
-use super::recover::find_wals;
+use crate::db::files::find_wals;
+use crate::db::flush::{write_level0_table, FlushEnv};
+use crate::db::Db;
 use crate::env::FileSystem;
 use crate::error::{Error, Result};
 use crate::filename::{lock_path, manifest_path, parse_file_name, table_path, FileKind};
@@ -84,7 +85,17 @@ impl fmt::Display for RepairReport {
     }
 }
 
-pub(crate) fn repair(opts: &Options, dir: &Path) -> Result<RepairReport> {
+impl Db {
+    /// Rebuilds the MANIFEST of the DB in `path` from its table files and WALs, after the
+    /// MANIFEST or CURRENT was lost or damaged (`utilities/repair.rs` has the procedure).
+    /// Tables that fail their checksums and the WALs (once their intact records are in new
+    /// tables) are moved to `path/lost/`. Fails with `Locked` while a `Db` has the DB open.
+    pub fn repair(opts: &Options, path: impl AsRef<Path>) -> Result<RepairReport> {
+        repair(opts, path.as_ref())
+    }
+}
+
+fn repair(opts: &Options, dir: &Path) -> Result<RepairReport> {
     opts.validate()?;
     let opts = opts.sanitized();
     let fs = opts.fs.clone();
@@ -96,7 +107,7 @@ pub(crate) fn repair(opts: &Options, dir: &Path) -> Result<RepairReport> {
         rebuild(&opts, &fs, dir)?
     };
     if report.compacted {
-        let db = super::Db::open(&opts, dir)?;
+        let db = Db::open(&opts, dir)?;
         db.compact_range(None::<&[u8]>, None::<&[u8]>)?;
     }
     Ok(report)

@@ -36,8 +36,9 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::checkpoint::{capture, remove_leftover_dir};
-use super::Db;
+use super::checkpoint::remove_leftover_dir;
+use crate::db::capture::capture;
+use crate::db::Db;
 use crate::env::{parent_dir, write_file_synced, FileSystem};
 use crate::error::{Error, Result};
 use crate::filename::{manifest_name, table_file_name, table_path};
@@ -109,10 +110,10 @@ impl BackupEngine {
 
     /// Backs up `db`: flushes it and copies the tables not already in the backup directory.
     pub fn create_new_backup(&self, db: &Db) -> Result<BackupInfo> {
-        if db.inner.read_only {
+        if db.is_read_only() {
             return Err(Error::NotSupported(format!(
                 "backup: {} is open read-only; open it read-write to back it up",
-                db.inner.dir.display()
+                db.path().display()
             )));
         }
         let id = self.ids()?.last().map_or(1, |&i| i + 1);
@@ -120,7 +121,7 @@ impl BackupEngine {
         let fs = self.fs.as_ref();
         let mut files = Vec::new();
         for n in families.iter().flat_map(|f| f.version.file_numbers()) {
-            files.push(self.store_table(&table_path(&db.inner.dir, n), n)?);
+            files.push(self.store_table(&table_path(db.path(), n), n)?);
             crate::kill_point!("backup.table");
         }
         self.fs.sync_dir(&self.dir.join(SHARED))?;

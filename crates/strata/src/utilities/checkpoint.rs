@@ -27,13 +27,13 @@
 
 use std::path::{Path, PathBuf};
 
-use super::write::{drain_pipeline, switch_memtable};
-use super::Db;
+use crate::db::capture::capture;
+use crate::db::Db;
 use crate::env::{copy_file, parent_dir, FileSystem};
 use crate::error::{Error, Result};
 use crate::filename::table_path;
 use crate::types::FileNumber;
-use crate::version::set::{write_manifest_for, Counters, FamilySnapshot};
+use crate::version::set::{write_manifest_for, Counters};
 
 /// A checkpoint made by [`Checkpoint::create`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -77,65 +77,14 @@ pub(crate) fn remove_leftover_dir(fs: &dyn FileSystem, dir: &Path) -> Result<()>
     fs.remove_dir(dir)
 }
 
-/// Steps 1 and 2 of the protocol: with writes held, makes every family's memtable immutable,
-/// waits until all of them are flushed, and takes the families' current versions and the
-/// counters together (the versions hold their tables alive). The counters' last sequence is
-/// the one the writes were held at, so the capture holds exactly the writes up to it in every
-/// family.
-pub(crate) fn capture(db: &Db) -> Result<(Vec<FamilySnapshot>, Counters)> {
-    let inner = &db.inner;
-    // Holding the WAL lock holds every writer (and ingestion, and family creation or drop)
-    // until the capture is taken. The flushes it waits for do not take that lock.
-    let mut wal = inner.wal.lock();
-    if let Some(e) = inner.bg_error() {
-        return Err(e);
-    }
-    drain_pipeline(inner);
-    let sequence = wal.last_sequence;
-    let mut targets = Vec::new();
-    for cfd in inner.families() {
-        if wal.mems.get(cfd.id).is_some_and(|f| !f.mem.is_empty()) {
-            switch_memtable(inner, &mut wal, &cfd)?;
-        }
-        let st = inner.state.lock();
-        if let Some(c) = st.cfs.get(&cfd.id) {
-            targets.push((cfd.id, c.memtables_switched));
-        }
-    }
-    {
-        let mut st = inner.state.lock();
-        while targets.iter().any(|(id, t)| st.cfs.get(id).is_some_and(|c| c.memtables_flushed < *t))
-        {
-            if let Some(e) = &st.bg_error {
-                return Err(Error::Background(e.to_string()));
-            }
-            if st.shutting_down {
-                return Err(Error::ShutdownInProgress);
-            }
-            inner.bg_cv.wait(&mut st);
-        }
-    }
-    let versions = inner.versions.lock();
-    let mut families = versions.snapshot();
-    for f in &mut families {
-        // Everything is in tables: the copy needs no WAL.
-        f.log_number = FileNumber(0);
-    }
-    let counters = Counters { last_sequence: sequence, ..versions.counters() };
-    drop(versions);
-    drop(wal);
-    Ok((families, counters))
-}
-
 fn create(db: &Db, dir: &Path) -> Result<Checkpoint> {
-    let inner = &db.inner;
-    if inner.read_only {
+    if db.is_read_only() {
         return Err(Error::NotSupported(format!(
             "checkpoint: {} is open read-only; open it read-write to make a checkpoint",
-            inner.dir.display()
+            db.path().display()
         )));
     }
-    let fs = inner.fs.as_ref();
+    let fs = db.file_system();
     if fs.exists(dir) {
         return Err(Error::InvalidArgument(format!(
             "checkpoint: {} already exists",
@@ -150,7 +99,7 @@ fn create(db: &Db, dir: &Path) -> Result<Checkpoint> {
     fs.sync_dir(&parent)?;
     let (mut tables_linked, mut tables_copied) = (0, 0);
     for n in families.iter().flat_map(|f| f.version.file_numbers()) {
-        let (src, dst) = (table_path(&inner.dir, n), table_path(&tmp, n));
+        let (src, dst) = (table_path(db.path(), n), table_path(&tmp, n));
         if fs.link(&src, &dst).is_ok() {
             tables_linked += 1;
         } else {

@@ -1,0 +1,59 @@
+//! A point-in-time capture of every family's tables, for checkpoints and backups
+//! (`utilities/checkpoint.rs`, `utilities/backup.rs`; the protocol and its cost are in
+//! `docs/checkpoint_backup.md`).
+
+use super::write::{drain_pipeline, switch_memtable};
+use super::Db;
+use crate::error::{Error, Result};
+use crate::types::FileNumber;
+use crate::version::set::{Counters, FamilySnapshot};
+
+/// With writes held, makes every family's memtable immutable,
+/// waits until all of them are flushed, and takes the families' current versions and the
+/// counters together (the versions hold their tables alive). The counters' last sequence is
+/// the one the writes were held at, so the capture holds exactly the writes up to it in every
+/// family.
+pub(crate) fn capture(db: &Db) -> Result<(Vec<FamilySnapshot>, Counters)> {
+    let inner = &db.inner;
+    // Holding the WAL lock holds every writer (and ingestion, and family creation or drop)
+    // until the capture is taken. The flushes it waits for do not take that lock.
+    let mut wal = inner.wal.lock();
+    if let Some(e) = inner.bg_error() {
+        return Err(e);
+    }
+    drain_pipeline(inner);
+    let sequence = wal.last_sequence;
+    let mut targets = Vec::new();
+    for cfd in inner.families() {
+        if wal.mems.get(cfd.id).is_some_and(|f| !f.mem.is_empty()) {
+            switch_memtable(inner, &mut wal, &cfd)?;
+        }
+        let st = inner.state.lock();
+        if let Some(c) = st.cfs.get(&cfd.id) {
+            targets.push((cfd.id, c.memtables_switched));
+        }
+    }
+    {
+        let mut st = inner.state.lock();
+        while targets.iter().any(|(id, t)| st.cfs.get(id).is_some_and(|c| c.memtables_flushed < *t))
+        {
+            if let Some(e) = &st.bg_error {
+                return Err(Error::Background(e.to_string()));
+            }
+            if st.shutting_down {
+                return Err(Error::ShutdownInProgress);
+            }
+            inner.bg_cv.wait(&mut st);
+        }
+    }
+    let versions = inner.versions.lock();
+    let mut families = versions.snapshot();
+    for f in &mut families {
+        // Everything is in tables: the copy needs no WAL.
+        f.log_number = FileNumber(0);
+    }
+    let counters = Counters { last_sequence: sequence, ..versions.counters() };
+    drop(versions);
+    drop(wal);
+    Ok((families, counters))
+}
