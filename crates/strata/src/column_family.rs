@@ -1,7 +1,8 @@
 //! Column families as the layers below the DB see them: an id, a name rule, and the trait a
-//! family handle implements. The handle users hold (`ColumnFamily`), the descriptor a family
-//! is opened with and the family's live state belong to `db/cf.rs`; here is only what write
-//! batches and the MANIFEST need.
+//! family handle implements. Everything else of column families (the handle users hold,
+//! `ColumnFamily`; the descriptor a family is opened with; each family's live state; creating
+//! and dropping families) is `db/cf/`; here is only what write batches and the MANIFEST need,
+//! which sit below the DB.
 //!
 //! Ids are handed out in creation order and never reused (the MANIFEST records the largest
 //! used); id 0 is the `default` family, which every DB has and which cannot be dropped.

@@ -32,7 +32,6 @@
 
 mod background;
 mod cf;
-mod cf_admin;
 pub(crate) mod capture;
 mod compact;
 pub(crate) mod files;
@@ -385,26 +384,26 @@ impl Db {
     /// The names of the column families of the DB in `path` (`default` first), read without
     /// opening it.
     pub fn list_cf(opts: &Options, path: impl AsRef<Path>) -> Result<Vec<String>> {
-        cf_admin::list_cf(opts, path.as_ref())
+        cf::admin::list_cf(opts, path.as_ref())
     }
 
     /// Creates column family `name` with `opts` (its LSM-tree options: see
     /// [`ColumnFamilyDescriptor`]) and returns its handle.
     pub fn create_cf(&self, name: impl AsRef<str>, opts: &Options) -> Result<Arc<ColumnFamily>> {
         self.check_writable()?;
-        cf_admin::create_cf(&self.inner, name.as_ref(), opts)
+        cf::admin::create_cf(&self.inner, name.as_ref(), opts)
     }
 
     /// Drops column family `name`: its data is gone for later calls; handles and iterators
     /// taken before still read it as of the drop. `default` cannot be dropped.
     pub fn drop_cf(&self, name: impl AsRef<str>) -> Result<()> {
         self.check_writable()?;
-        cf_admin::drop_cf(&self.inner, name.as_ref())
+        cf::admin::drop_cf(&self.inner, name.as_ref())
     }
 
     /// The handle of column family `name`, `None` when the DB has no such family.
     pub fn cf_handle(&self, name: impl AsRef<str>) -> Option<Arc<ColumnFamily>> {
-        cf_admin::cf_handle(&self.inner, name.as_ref())
+        cf::admin::cf_handle(&self.inner, name.as_ref())
     }
 
     /// The family a handle names, checked to be one of this DB's.

@@ -1010,7 +1010,7 @@ fn note_stall_change(inner: &DbInner, cause: Option<(String, String)>) {
 /// leader, or `flush`).
 pub(crate) fn switch_memtable(inner: &DbInner, wal: &mut WalState, cfd: &Arc<Cfd>) -> Result<()> {
     if cfd.dropped.load(Ordering::Acquire) {
-        return Ok(()); // its memtables went with it (`db/cf_admin.rs`)
+        return Ok(()); // its memtables went with it (`db/cf/admin.rs`)
     }
     drain_pipeline(inner);
     let number = inner.new_file_number();

@@ -1,4 +1,5 @@
-//! Column families at run time: the handle users hold ([`ColumnFamily`]), each family's
+//! Column families at run time (creating, dropping and listing them: `admin.rs`; what the
+//! layers below the DB need, ids and the handle trait: `crate::column_family`): the handle users hold ([`ColumnFamily`]), each family's
 //! shared part ([`Cfd`]: options, current super version) and its memtable state
 //! ([`CfState`], under `DbInner::state`), and the memtables write groups insert into
 //! ([`MemSet`]).
@@ -13,6 +14,8 @@
 //!   [`min_log_to_keep`] over all families;
 //! - a dropped family's handle stays usable for reads (its super version keeps its files
 //!   alive); writes to it are refused, and records of it found in the WAL are skipped.
+
+pub(crate) mod admin;
 
 use std::any::Any;
 use std::collections::{BTreeMap, VecDeque};

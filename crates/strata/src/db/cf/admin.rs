@@ -12,8 +12,8 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::cf::FamilyMem;
-use super::{CfState, Cfd, ColumnFamily, DbInner, SuperVersion};
+use crate::db::{DbInner, SuperVersion};
+use super::{CfState, Cfd, ColumnFamily, FamilyMem};
 use crate::column_family::{check_name, DEFAULT_COLUMN_FAMILY_NAME};
 use crate::error::{Error, Result};
 use crate::options::Options;
@@ -48,7 +48,7 @@ pub(crate) fn create_cf(inner: &DbInner, name: &str, opts: &Options) -> Result<A
             return Err(e);
         }
     };
-    let mem = super::cf::new_memtable(&fopts, &inner.opts);
+    let mem = super::new_memtable(&fopts, &inner.opts);
     let imm = std::collections::VecDeque::new();
     let sv = SuperVersion::build(&fopts, &mem, &imm, version, 1);
     let stats = Arc::new(crate::stats::Stats::new(fopts.num_levels));
@@ -83,7 +83,7 @@ pub(crate) fn drop_cf(inner: &DbInner, name: &str) -> Result<()> {
         return Err(e);
     }
     // No group may still insert into the family's memtable once it is gone.
-    super::write::drain_pipeline(inner);
+    crate::db::write::drain_pipeline(inner);
     let mut versions = inner.versions.lock();
     let Some((&id, family)) = versions.families().iter().find(|(_, f)| f.name == name) else {
         return Err(Error::InvalidArgument(format!("column family {name:?} does not exist")));
@@ -106,7 +106,7 @@ pub(crate) fn drop_cf(inner: &DbInner, name: &str) -> Result<()> {
     drop(versions);
     drop(wal);
     inner.info_log.log(&format!("Dropped column family [{name}] (ID {id})"));
-    super::obsolete::purge_obsolete_tables(inner);
+    crate::db::obsolete::purge_obsolete_tables(inner);
     Ok(())
 }
 
