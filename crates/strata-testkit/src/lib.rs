@@ -1,4 +1,4 @@
-//! Strata's reliability harness (issue #6): the tools that check the reliability contract of
+//! Strata's reliability harness: the tools that check the reliability contract of
 //! `docs/contract.md` and report figures. See `docs/reliability.md` for how to run them.
 //!
 //! - [`crash`]: the kill -9 crash loop (parent process + `--child` writer, expected-state file).

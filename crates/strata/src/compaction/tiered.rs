@@ -41,7 +41,7 @@
 //!
 //! A key-set simulation of uniform random fill + overwrite (each pass writes every key once
 //! on average; N/B flushes per pass; compactions instant; the script is in the report of
-//! issue #16) gives W and the sorted runs after each flush:
+//! the tiered-compaction model) gives W and the sorted runs after each flush:
 //!
 //! ```text
 //!   N/B   universal (trigger 8)    tiered T=8, budget 16    tiered T=12, budget 24

@@ -4,9 +4,9 @@
 //!
 //! Under direct I/O nothing happens in the background on the engine's behalf (there is no page
 //! cache to write back or read ahead): without this, a flush or compaction waits for the
-//! device on every window it reads and every window it writes (about 45% of an L0->L5
-//! compaction's time under `bench/io.sh`'s iodir overwrite). With it, the merging thread
-//! waits only where the device is slower than its merging.
+//! device on every window it reads and every window it writes (a large share of a big
+//! compaction's time; `docs/measurements.md`). With it, the merging thread waits only where
+//! the device is slower than its merging.
 //!
 //! ```text
 //!   caller                        pool: IO_THREADS threads, started on first use

@@ -11,9 +11,9 @@ use crate::error::{Error, Result};
 /// Opens `path` read-only with the extra open flags `flags` (`O_DIRECT`, or 0).
 ///
 /// On Linux the file is opened with `O_NOATIME`: a read then skips the access-time check
-/// and update the kernel makes on every `read`/`pread` (`touch_atime`, about 1% of the CPU
-/// a point read spends with direct I/O), and the engine's reads leave no trace in the files'
-/// access times (which nothing of the engine reads). The kernel allows the flag only to the
+/// and update the kernel makes on every `read`/`pread` (`touch_atime`, a visible share of a
+/// direct point read's CPU; `docs/measurements.md`), and the engine's reads leave no trace in
+/// the files' access times (which nothing of the engine reads). The kernel allows the flag only to the
 /// file's owner (or a process with `CAP_FOWNER`): once refused (`EPERM`), files open without
 /// it for the rest of the process.
 pub(crate) fn open_for_reads(path: &Path, flags: i32) -> std::io::Result<File> {

@@ -30,8 +30,8 @@ pub(crate) mod table_cache;
 #[cfg(test)]
 mod tests;
 
-// Bring-up: the DB wires these in later (the crate's `dead_code` allowance does not cover
-// re-exports).
+// Re-exported for the crate's other layers and tools; some are used only by tests and
+// `inspect` (the crate's `dead_code` allowance does not cover re-exports).
 #[allow(unused_imports)]
 pub use block::{Block, BlockIter};
 pub use block_cache::Cache;

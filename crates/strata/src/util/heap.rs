@@ -3,13 +3,13 @@
 //! A compaction allocates and frees tens of thousands of small buffers (input blocks, output
 //! blocks, keys) across the allocator's arenas. glibc returns memory to the OS only from the top
 //! of a heap; a free run of pages below a chunk still in use (a block the cache took, a table
-//! reader's index) stays resident until a later allocation reuses it. After one L0->L5
-//! compaction of io.sh's 6M-key DB the process held 3-4 MB of such pages for good.
+//! reader's index) stays resident until a later allocation reuses it, so after large
+//! compactions a process keeps megabytes of such pages for good (`docs/measurements.md`).
 //! [`release_free_pages`] asks glibc (`malloc_trim(0)`) to give back every free page of every
 //! arena (`madvise(MADV_DONTNEED)`; the address space stays, a later allocation that touches a
-//! page again gets a zeroed one). It walks the arenas' free lists under each arena's lock: a
-//! tenth to a half of a millisecond after a compaction of that DB, during which an allocation in
-//! the arena being walked waits.
+//! page again gets a zeroed one). It walks the arenas' free lists under each arena's lock,
+//! well under a millisecond after a large compaction, during which an allocation in the arena
+//! being walked waits.
 //!
 //! Written here rather than taken from a crate: it is one call, and which allocator a process
 //! uses is its own choice (with another global allocator the call still reaches glibc's heap,

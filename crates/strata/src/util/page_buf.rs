@@ -13,8 +13,8 @@
 //! it raises its mapping threshold to that size, and every later block of that size comes
 //! from its heap, whose free holes stay resident. A compaction's readahead windows (2 MiB
 //! per input under direct I/O) and direct writers' windows (1 MiB) are made and dropped all
-//! the time: from the heap they kept 2-3 MB of a process's peak RSS after the compaction that
-//! used them was over (readwhilewriting under direct I/O, `bench/io.sh`). A mapping costs two
+//! the time: from the heap they kept megabytes of a process's peak RSS after the compaction
+//! that used them was over (`docs/measurements.md`). A mapping costs two
 //! system calls and a fault per page touched, nothing next to the megabytes of I/O such a
 //! buffer is made for. [`MAP_AT`] is glibc's own initial threshold.
 //!

@@ -126,10 +126,9 @@ fn wait_for_compact_returns_once_a_held_batch_is_compacted() {
 
 /// A trivial move frees nothing itself, but the purge after it may delete tables that an
 /// earlier compaction left to a reader (the iterator that held them has gone since), freeing
-/// their readers: the heap is trimmed then too. (Regression: every trivial move skipped the
-/// trim, so when a reader held the old version at a rewrite's end and the trivial move after
-/// it purged those tables, their readers' memory stayed resident: 4.8 MB in one repetition of
-/// io.sh's fwdrangewhilewriting step.)
+/// their readers: the heap is trimmed then too, or their readers' memory would stay resident
+/// when a reader held the old version at a rewrite's end and the trivial move after it purged
+/// those tables.
 #[test]
 fn a_trivial_move_whose_purge_deleted_tables_trims_the_heap() {
     assert!(super::frees_memory(true, 0), "a rewrite frees its blocks and inputs");
