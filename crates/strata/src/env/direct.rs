@@ -77,8 +77,8 @@ fn open_error(op: &'static str, path: &Path, e: std::io::Error) -> Error {
 
 /// Opens `path` for direct reads.
 pub(crate) fn open(path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
-    let file =
-        super::os::open_for_reads(path, libc::O_DIRECT).map_err(|e| open_error("open", path, e))?;
+    let file = super::open_read::open_for_reads(path, libc::O_DIRECT)
+        .map_err(|e| open_error("open", path, e))?;
     let len = file.metadata().map_err(|e| Error::io("stat", path, e))?.len();
     let align = read_alignment(&file);
     Ok(Arc::new(DirectRandom { path: path.to_path_buf(), file, len, align }))

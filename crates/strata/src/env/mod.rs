@@ -18,6 +18,7 @@ mod table_files;
 // unused).
 #[cfg_attr(not(any(test, feature = "testing")), allow(dead_code))]
 mod mem;
+mod open_read;
 mod os;
 mod os_lock;
 

@@ -21,7 +21,32 @@ use crate::util::coding::{varint_len, Reader};
 use crate::util::grow_buf::GrowBuf;
 use crate::util::spare_bufs;
 
-use super::format::CompressionType;
+/// How a block's bytes are compressed. on-disk: never change the tag values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum CompressionType {
+    /// Stored as is.
+    None = 0,
+    /// Snappy raw format (carries its own length prefix).
+    Snappy = 1,
+    /// varint64 uncompressed length, then an LZ4 block.
+    Lz4 = 2,
+    /// varint64 uncompressed length, then a Zstandard frame.
+    Zstd = 3,
+}
+
+impl CompressionType {
+    /// Decodes a tag, `None` for an unknown one.
+    pub fn from_u8(b: u8) -> Option<CompressionType> {
+        match b {
+            0 => Some(CompressionType::None),
+            1 => Some(CompressionType::Snappy),
+            2 => Some(CompressionType::Lz4),
+            3 => Some(CompressionType::Zstd),
+            _ => None,
+        }
+    }
+}
 
 /// Largest block that is ever stored compressed; larger blocks are stored raw.
 pub const MAX_UNCOMPRESSED_BLOCK: usize = 256 << 20;

@@ -70,6 +70,8 @@ use crate::util::coding::{decode_fixed32, decode_fixed64, put_fixed32, put_fixed
 use crate::util::spare_bufs;
 
 use super::compression;
+// The block trailer's compression tag (its values are `compression.rs`'s).
+pub use super::compression::CompressionType;
 
 /// Length of the trailer after every block: compression type and checksum.
 pub const BLOCK_TRAILER_LEN: usize = 5;
@@ -87,33 +89,6 @@ pub const TABLE_MAGIC: u64 = 0x53b7_a7a1_5570_0001;
 #[cfg(test)]
 /// Longest encoding of a [`BlockHandle`].
 pub const MAX_BLOCK_HANDLE_LEN: usize = 2 * MAX_VARINT64_LEN;
-
-/// How a block's bytes are compressed. on-disk: never change the tag values.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum CompressionType {
-    /// Stored as is.
-    None = 0,
-    /// Snappy raw format (carries its own length prefix).
-    Snappy = 1,
-    /// varint64 uncompressed length, then an LZ4 block.
-    Lz4 = 2,
-    /// varint64 uncompressed length, then a Zstandard frame.
-    Zstd = 3,
-}
-
-impl CompressionType {
-    /// Decodes a tag, `None` for an unknown one.
-    pub fn from_u8(b: u8) -> Option<CompressionType> {
-        match b {
-            0 => Some(CompressionType::None),
-            1 => Some(CompressionType::Snappy),
-            2 => Some(CompressionType::Lz4),
-            3 => Some(CompressionType::Zstd),
-            _ => None,
-        }
-    }
-}
 
 /// Where a block lives in the file: its offset and its stored size, trailer excluded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

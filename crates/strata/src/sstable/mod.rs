@@ -39,7 +39,9 @@ pub(crate) use block_cache::CacheAccess;
 #[allow(unused_imports)]
 pub use builder::{TableBuilder, TableOptions, TableSummary};
 #[allow(unused_imports)]
-pub use format::{BlockHandle, CompressionType};
+pub use compression::CompressionType;
+#[allow(unused_imports)]
+pub use format::BlockHandle;
 pub use partitioned::IndexType;
 #[allow(unused_imports)]
 pub use properties::TableProperties;

@@ -36,7 +36,7 @@ use crate::error::{Error, Result};
 use crate::types::SeqNo;
 use crate::util::coding::{put_varint64, Reader};
 
-use super::format::CompressionType;
+use super::compression::CompressionType;
 
 const WIRE_VARINT: u64 = 0;
 const WIRE_BYTES: u64 = 1;

@@ -4,7 +4,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::builder::{TableBuilder, TableOptions, TableSummary};
-use super::format::{CompressionType, FOOTER_LEN};
+use super::compression::CompressionType;
+use super::format::FOOTER_LEN;
 use super::partitioned::IndexType;
 use super::reader::{MetaBlockOptions, ReadBlockOptions, TableReader};
 use crate::env::{FaultFs, FaultKind, FaultOp, FaultRule, FileSystem, MemFs};
