@@ -243,5 +243,4 @@ pub(crate) fn default_shard_bits(capacity: usize) -> u32 {
 }
 
 #[cfg(test)]
-#[path = "sharded_lru_tests.rs"]
 mod tests;

@@ -56,8 +56,4 @@ pub(crate) use tail::{tail_is_interrupted_append, TailRule};
 pub(crate) use writer::LogWriter;
 
 #[cfg(test)]
-mod recycle_tests;
-#[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod zeros_ahead_tests;

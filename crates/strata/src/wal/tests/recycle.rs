@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use rand::{Rng, SeedableRng};
 
-use super::format::{BLOCK_SIZE, RECYCLABLE_HEADER_SIZE};
-use super::reader::LogReader;
-use super::*;
 use crate::env::{CrashMode, FileSystem, MemFs, RandomAccessFile};
 use crate::error::Result;
+use crate::wal::format::{BLOCK_SIZE, RECYCLABLE_HEADER_SIZE};
+use crate::wal::reader::LogReader;
+use crate::wal::*;
 
 fn records(rng: &mut rand::rngs::StdRng, n: usize, max: usize) -> Vec<Vec<u8>> {
     (0..n)

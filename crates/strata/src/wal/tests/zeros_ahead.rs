@@ -8,13 +8,13 @@ use std::sync::Arc;
 
 use rand::{Rng, SeedableRng};
 
-use super::format::BLOCK_SIZE;
-use super::reader::ReplayOutcome;
-use super::writer::ZEROS_AHEAD_CHUNK;
-use super::*;
 use crate::env::{CrashMode, FileSystem, MemFs, RandomAccessFile};
 use crate::error::Result;
 use crate::types::FileNumber;
+use crate::wal::format::BLOCK_SIZE;
+use crate::wal::reader::ReplayOutcome;
+use crate::wal::writer::ZEROS_AHEAD_CHUNK;
+use crate::wal::*;
 
 const LOG: u64 = 9;
 const ALL_MODES: [WalRecoveryMode; 4] = [

@@ -1,6 +1,9 @@
 //! Tests of the log writer and reader: layout, round trips, every truncation and bit flip in
 //! every recovery mode, hand-built damage, and writer poisoning.
 
+mod recycle;
+mod zeros_ahead;
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
