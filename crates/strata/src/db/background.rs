@@ -61,7 +61,7 @@ pub(crate) fn spawn(
 }
 
 /// Records a caught panic as the background error (the info LOG line names the thread).
-pub(crate) fn set_panic_error(inner: &DbInner, e: &Error) {
+fn set_panic_error(inner: &DbInner, e: &Error) {
     let mut st = inner.state.lock();
     inner.set_bg_error(&mut st, e);
 }

@@ -8,11 +8,10 @@ use crate::error::{Error, Result};
 use crate::types::FileNumber;
 use crate::version::set::{Counters, FamilySnapshot};
 
-/// With writes held, makes every family's memtable immutable,
-/// waits until all of them are flushed, and takes the families' current versions and the
-/// counters together (the versions hold their tables alive). The counters' last sequence is
-/// the one the writes were held at, so the capture holds exactly the writes up to it in every
-/// family.
+/// With writes held, makes every family's memtable immutable, waits until all of them are
+/// flushed, and takes the families' current versions and the counters together (the versions
+/// hold their tables alive). The counters' last sequence is the one the writes were held at,
+/// so the capture holds exactly the writes up to it in every family.
 pub(crate) fn capture(db: &Db) -> Result<(Vec<FamilySnapshot>, Counters)> {
     let inner = &db.inner;
     // Holding the WAL lock holds every writer (and ingestion, and family creation or drop)
