@@ -1,7 +1,9 @@
 //! Stage 2 of the command line: raw [`Flags`] -> a validated [`Config`].
 //!
 //! Every rejection names the flag and why; engine-class flags with non-default values that the
-//! chosen engine cannot honour are rejected here, before anything runs.
+//! chosen engine cannot honour, and benchmarks it cannot run, are rejected here, before anything
+//! runs. What each engine honours and runs is data in [`crate::engine_kind`]; this stage needs
+//! nothing of the engines themselves.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -9,7 +11,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 
 use crate::catalog;
-use crate::engine::EngineKind;
+use crate::engine_kind::EngineKind;
 use crate::flags::{self, Class, Flags, ParsedFlags};
 use crate::keys::KeyFormat;
 use crate::values::ValueSize;

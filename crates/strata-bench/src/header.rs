@@ -111,7 +111,7 @@ pub fn header(cfg: &Config) -> String {
 }
 
 fn memtablerep(cfg: &Config) -> &'static str {
-    use crate::engine::EngineKind;
+    use crate::engine_kind::EngineKind;
     match cfg.engine {
         EngineKind::Strata => "StrataArenaSkipList",
         EngineKind::Memory => "BTreeMap",

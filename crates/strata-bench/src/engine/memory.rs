@@ -12,7 +12,7 @@ use super::merge::MergeKind;
 use super::{Batch, BatchOp, Bounds, Engine, EngineIter, ReadOpts, WriteOpts};
 use crate::config::Config;
 
-pub const HONOURED_FLAGS: &[&str] = &["sync", "disable_wal", "merge_operator", "verify_checksum"];
+// The engine-class flags applied here are listed in `crate::engine_kind::MEMORY_HONOURED_FLAGS`.
 
 type Map = BTreeMap<Vec<u8>, Vec<u8>>;
 

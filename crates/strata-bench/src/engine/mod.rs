@@ -1,4 +1,6 @@
-//! The interface between benchmarks and a storage engine, and the engines behind it.
+//! The interface between benchmarks and a storage engine, and the engines behind it, opened
+//! from a [`Config`] by their [`EngineKind`] (that enum, with what each engine honours, lives in
+//! the leaf [`crate::engine_kind`] so that flag validation needs nothing from here).
 //!
 //! Hot-path methods take borrowed slices and caller-owned buffers, so an adapter can serve a
 //! benchmark without allocating per operation (where the engine's own API allows).
@@ -6,6 +8,7 @@
 use anyhow::{bail, Result};
 
 use crate::config::Config;
+use crate::engine_kind::EngineKind;
 
 /// Implements [`EngineIter`] for a struct whose field `it` is a raw iterator with the
 /// `rocksdb` crate's method names (`seek_to_first`, ..., `key() -> Option<&[u8]>`,
@@ -240,70 +243,9 @@ pub struct LiveFile {
     pub level: usize,
 }
 
-/// Which engine to run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EngineKind {
-    Strata,
-    RocksDb,
-    Sqlite,
-    Memory,
-}
-
+/// Opening, probing and removing the DB of an engine kind: here, beside the engines. The kind
+/// and what each engine can do (what flag validation reads) are [`crate::engine_kind`]'s.
 impl EngineKind {
-    pub fn parse(s: &str) -> Result<Self> {
-        Ok(match s {
-            "strata" => EngineKind::Strata,
-            "rocksdb" => EngineKind::RocksDb,
-            "sqlite" | "sqlite3" => EngineKind::Sqlite,
-            "memory" => EngineKind::Memory,
-            _ => bail!("unknown engine '{s}' (choose strata, rocksdb, sqlite or memory)"),
-        })
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            EngineKind::Strata => "strata",
-            EngineKind::RocksDb => "rocksdb",
-            EngineKind::Sqlite => "sqlite",
-            EngineKind::Memory => "memory",
-        }
-    }
-
-    /// Whether this binary was built with the engine.
-    pub fn compiled_in(self) -> bool {
-        match self {
-            EngineKind::Strata | EngineKind::Memory => true,
-            EngineKind::RocksDb => cfg!(feature = "rocksdb"),
-            EngineKind::Sqlite => cfg!(feature = "sqlite"),
-        }
-    }
-
-    /// The engine-class flags this engine honours (see [`crate::flags::Class`]).
-    pub fn honoured_flags(self) -> &'static [&'static str] {
-        match self {
-            EngineKind::Strata => strata::HONOURED_FLAGS,
-            EngineKind::Memory => memory::HONOURED_FLAGS,
-            #[cfg(feature = "rocksdb")]
-            EngineKind::RocksDb => rocks::HONOURED_FLAGS,
-            #[cfg(feature = "sqlite")]
-            EngineKind::Sqlite => sqlite::HONOURED_FLAGS,
-            #[allow(unreachable_patterns)]
-            _ => &[],
-        }
-    }
-
-    /// `Err(reason)` when the engine cannot run benchmark `name`.
-    pub fn check_benchmark(self, name: &str) -> std::result::Result<(), String> {
-        match self {
-            #[cfg(feature = "sqlite")]
-            EngineKind::Sqlite => sqlite::check_benchmark(name),
-            _ => {
-                let _ = name;
-                Ok(())
-            }
-        }
-    }
-
     /// The version line of the environment block (`RocksDB:    version 7.8.3`).
     pub fn version_line(self) -> String {
         match self {

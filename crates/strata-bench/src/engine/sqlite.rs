@@ -14,28 +14,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use super::{Batch, BatchOp, Bounds, Engine, EngineIter, ReadOpts, WriteOpts};
 use crate::config::Config;
 
-pub const HONOURED_FLAGS: &[&str] = &["sync", "cache_size", "block_size"];
-
-/// Benchmarks SQLite cannot run besides those that need a merge operator (the catalog marks
-/// those).
-const UNSUPPORTED: &[(&str, &str)] = &[
-    ("compact", "SQLite has no LSM compaction"),
-    ("compactall", "SQLite has no LSM compaction"),
-    ("waitforcompaction", "SQLite has no LSM compaction"),
-    ("levelstats", "SQLite has no LSM levels"),
-    ("sstables", "SQLite has no table files"),
-    ("resetstats", "SQLite keeps no statistics"),
-];
-
-pub fn check_benchmark(name: &str) -> std::result::Result<(), String> {
-    if crate::catalog::find(name).is_some_and(|b| b.merge_operator) {
-        return Err("SQLite has no merge operator".to_string());
-    }
-    match UNSUPPORTED.iter().find(|(n, _)| *n == name) {
-        Some((_, why)) => Err((*why).to_string()),
-        None => Ok(()),
-    }
-}
+// Flags applied here, benchmarks SQLite cannot run: `crate::engine_kind` (`SQLITE_*`).
 
 pub fn version() -> &'static str {
     rusqlite::version()

@@ -1,8 +1,9 @@
 //! `--engine=strata`: the engine under test.
 //!
-//! Flag mapping: each engine-class flag Strata honours is listed in [`HONOURED_FLAGS`] and
-//! applied in [`build_options`]; any other engine-class flag with a non-default value is
-//! rejected by the configuration stage. A new engine option is one line in each.
+//! Flag mapping: each engine-class flag Strata honours is listed in
+//! [`STRATA_HONOURED_FLAGS`](crate::engine_kind::STRATA_HONOURED_FLAGS) and applied in
+//! [`build_options`]; any other engine-class flag with a non-default value is rejected by the
+//! configuration stage. A new engine option is one line in each.
 
 use anyhow::{anyhow, bail, Result};
 use std::sync::Arc;
@@ -19,95 +20,7 @@ use crate::config::{Compression, Config};
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
-/// Engine-class flags Strata applies.
-pub const HONOURED_FLAGS: &[&str] = &[
-    "cache_size",
-    "cache_type",
-    "cache_numshardbits",
-    "cache_high_pri_pool_ratio",
-    "block_cache_admission",
-    "trim_heap_after_compaction",
-    "level0_compaction_batching",
-    "bloom_bits",
-    "block_size",
-    "cache_index_and_filter_blocks",
-    "pin_l0_filter_and_index_blocks_in_cache",
-    "pin_top_level_index_and_filter",
-    "partition_index_and_filters",
-    "partition_index",
-    "index_type",
-    "metadata_block_size",
-    "block_align",
-    "block_restart_interval",
-    "index_block_restart_interval",
-    "compression_type",
-    "compression_level",
-    "write_buffer_size",
-    "memtable_bloom_size_ratio",
-    "memtable_whole_key_filtering",
-    "max_write_buffer_number",
-    "db_write_buffer_size",
-    "cost_write_buffer_to_cache",
-    "max_background_jobs",
-    "max_background_compactions",
-    "max_background_flushes",
-    "num_levels",
-    "open_files",
-    "merge_operator",
-    "prefix_size",
-    "num_column_families",
-    "paranoid_checks",
-    "sync",
-    "disable_wal",
-    "verify_checksum",
-    "subcompactions",
-    "level0_file_num_compaction_trigger",
-    "level0_slowdown_writes_trigger",
-    "level0_stop_writes_trigger",
-    "max_bytes_for_level_base",
-    "max_bytes_for_level_multiplier",
-    "level_compaction_dynamic_level_bytes",
-    "target_file_size_base",
-    "target_file_size_multiplier",
-    "max_compaction_bytes",
-    "disable_auto_compactions",
-    "soft_pending_compaction_bytes_limit",
-    "hard_pending_compaction_bytes_limit",
-    "delayed_write_rate",
-    "wal_dir",
-    "min_level_to_compress",
-    "wal_bytes_per_sync",
-    "recycle_log_file_num",
-    "manual_wal_flush",
-    "allow_concurrent_memtable_write",
-    "enable_pipelined_write",
-    "unordered_write",
-    "max_write_batch_group_size_bytes",
-    "wal_zeros_ahead",
-    "use_direct_reads",
-    "advise_random_on_open",
-    "use_direct_io_for_flush_and_compaction",
-    "bytes_per_sync",
-    "rate_limiter_bytes_per_sec",
-    "rate_limiter_auto_tuned",
-    "compaction_readahead_size",
-    "compaction_style",
-    "universal_size_ratio",
-    "universal_min_merge_width",
-    "universal_max_merge_width",
-    "universal_max_size_amplification_percent",
-    "universal_compression_size_percent",
-    "universal_allow_trivial_move",
-    "universal_incremental",
-    "fifo_compaction_max_table_files_size_mb",
-    "fifo_compaction_ttl",
-    "fifo_compaction_allow_compaction",
-    "universal_stop_style",
-    "tiered_fan_in",
-    "tiered_max_sorted_runs",
-    "tiered_max_size_amplification_percent",
-    "tiered_skewed_filter_bits",
-];
+// The engine-class flags applied here are listed in `crate::engine_kind::STRATA_HONOURED_FLAGS`.
 
 /// The block cache `--cache_type`, `--cache_size`, `--cache_numshardbits`,
 /// `--cache_high_pri_pool_ratio` and `--block_cache_admission` ask for (None without a

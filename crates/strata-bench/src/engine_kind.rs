@@ -1,0 +1,292 @@
+//! Which engine a run uses ([`EngineKind`]) and what each engine can do, as data: the
+//! engine-class flags it honours and the benchmarks it cannot run. Flag validation
+//! ([`crate::config`]) reads these answers and needs nothing of the engines themselves; opening,
+//! probing and removing an engine's DB by its kind is [`crate::engine`]'s.
+//!
+//! Contract: each flag listed for an engine is applied by its adapter (`engine/<engine>.rs`)
+//! when it opens the DB; another engine-class flag with a non-default value is rejected, and
+//! another hint flag only noted (see [`crate::flags::Class`]). A new engine option is one line
+//! here and its mapping in the adapter.
+//!
+//! The answers describe the engine whether or not this binary was built with it: validation
+//! refuses an engine that is not [`EngineKind::compiled_in`] before it asks anything else.
+
+use anyhow::{bail, Result};
+
+use crate::catalog;
+
+/// Which engine to run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EngineKind {
+    Strata,
+    RocksDb,
+    Sqlite,
+    Memory,
+}
+
+impl EngineKind {
+    pub fn parse(s: &str) -> Result<Self> {
+        Ok(match s {
+            "strata" => EngineKind::Strata,
+            "rocksdb" => EngineKind::RocksDb,
+            "sqlite" | "sqlite3" => EngineKind::Sqlite,
+            "memory" => EngineKind::Memory,
+            _ => bail!("unknown engine '{s}' (choose strata, rocksdb, sqlite or memory)"),
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::Strata => "strata",
+            EngineKind::RocksDb => "rocksdb",
+            EngineKind::Sqlite => "sqlite",
+            EngineKind::Memory => "memory",
+        }
+    }
+
+    /// Whether this binary was built with the engine.
+    pub fn compiled_in(self) -> bool {
+        match self {
+            EngineKind::Strata | EngineKind::Memory => true,
+            EngineKind::RocksDb => cfg!(feature = "rocksdb"),
+            EngineKind::Sqlite => cfg!(feature = "sqlite"),
+        }
+    }
+
+    /// The engine-class flags this engine honours (see [`crate::flags::Class`]).
+    pub fn honoured_flags(self) -> &'static [&'static str] {
+        match self {
+            EngineKind::Strata => STRATA_HONOURED_FLAGS,
+            EngineKind::RocksDb => ROCKSDB_HONOURED_FLAGS,
+            EngineKind::Sqlite => SQLITE_HONOURED_FLAGS,
+            EngineKind::Memory => MEMORY_HONOURED_FLAGS,
+        }
+    }
+
+    /// `Err(reason)` when the engine cannot run benchmark `name`.
+    pub fn check_benchmark(self, name: &str) -> std::result::Result<(), String> {
+        match self {
+            EngineKind::Sqlite => {
+                if catalog::find(name).is_some_and(|b| b.merge_operator) {
+                    return Err("SQLite has no merge operator".to_string());
+                }
+                match SQLITE_UNSUPPORTED.iter().find(|(n, _)| *n == name) {
+                    Some((_, why)) => Err((*why).to_string()),
+                    None => Ok(()),
+                }
+            }
+            EngineKind::Strata | EngineKind::RocksDb | EngineKind::Memory => Ok(()),
+        }
+    }
+}
+
+/// Engine-class flags Strata applies (`engine/strata.rs`, `build_options`).
+pub const STRATA_HONOURED_FLAGS: &[&str] = &[
+    "cache_size",
+    "cache_type",
+    "cache_numshardbits",
+    "cache_high_pri_pool_ratio",
+    "block_cache_admission",
+    "trim_heap_after_compaction",
+    "level0_compaction_batching",
+    "bloom_bits",
+    "block_size",
+    "cache_index_and_filter_blocks",
+    "pin_l0_filter_and_index_blocks_in_cache",
+    "pin_top_level_index_and_filter",
+    "partition_index_and_filters",
+    "partition_index",
+    "index_type",
+    "metadata_block_size",
+    "block_align",
+    "block_restart_interval",
+    "index_block_restart_interval",
+    "compression_type",
+    "compression_level",
+    "write_buffer_size",
+    "memtable_bloom_size_ratio",
+    "memtable_whole_key_filtering",
+    "max_write_buffer_number",
+    "db_write_buffer_size",
+    "cost_write_buffer_to_cache",
+    "max_background_jobs",
+    "max_background_compactions",
+    "max_background_flushes",
+    "num_levels",
+    "open_files",
+    "merge_operator",
+    "prefix_size",
+    "num_column_families",
+    "paranoid_checks",
+    "sync",
+    "disable_wal",
+    "verify_checksum",
+    "subcompactions",
+    "level0_file_num_compaction_trigger",
+    "level0_slowdown_writes_trigger",
+    "level0_stop_writes_trigger",
+    "max_bytes_for_level_base",
+    "max_bytes_for_level_multiplier",
+    "level_compaction_dynamic_level_bytes",
+    "target_file_size_base",
+    "target_file_size_multiplier",
+    "max_compaction_bytes",
+    "disable_auto_compactions",
+    "soft_pending_compaction_bytes_limit",
+    "hard_pending_compaction_bytes_limit",
+    "delayed_write_rate",
+    "wal_dir",
+    "min_level_to_compress",
+    "wal_bytes_per_sync",
+    "recycle_log_file_num",
+    "manual_wal_flush",
+    "allow_concurrent_memtable_write",
+    "enable_pipelined_write",
+    "unordered_write",
+    "max_write_batch_group_size_bytes",
+    "wal_zeros_ahead",
+    "use_direct_reads",
+    "advise_random_on_open",
+    "use_direct_io_for_flush_and_compaction",
+    "bytes_per_sync",
+    "rate_limiter_bytes_per_sec",
+    "rate_limiter_auto_tuned",
+    "compaction_readahead_size",
+    "compaction_style",
+    "universal_size_ratio",
+    "universal_min_merge_width",
+    "universal_max_merge_width",
+    "universal_max_size_amplification_percent",
+    "universal_compression_size_percent",
+    "universal_allow_trivial_move",
+    "universal_incremental",
+    "fifo_compaction_max_table_files_size_mb",
+    "fifo_compaction_ttl",
+    "fifo_compaction_allow_compaction",
+    "universal_stop_style",
+    "tiered_fan_in",
+    "tiered_max_sorted_runs",
+    "tiered_max_size_amplification_percent",
+    "tiered_skewed_filter_bits",
+];
+
+/// Engine-class and hint flags applied to RocksDB (`engine/rocks.rs`).
+pub const ROCKSDB_HONOURED_FLAGS: &[&str] = &[
+    "use_tailing_iterator",
+    "multiread_batched",
+    "prefix_size",
+    "num_column_families",
+    "readonly",
+    "wal_dir",
+    "stats_level",
+    "cache_size",
+    "cache_type",
+    "cache_numshardbits",
+    "cache_index_and_filter_blocks",
+    "pin_l0_filter_and_index_blocks_in_cache",
+    "pin_top_level_index_and_filter",
+    "partition_index_and_filters",
+    "partition_index",
+    "index_type",
+    "metadata_block_size",
+    "row_cache_size",
+    "bloom_bits",
+    "use_ribbon_filter",
+    "whole_key_filtering",
+    "block_size",
+    "block_restart_interval",
+    "index_block_restart_interval",
+    "format_version",
+    "compression_type",
+    "compression_level",
+    "compression_max_dict_bytes",
+    "min_level_to_compress",
+    "write_buffer_size",
+    "memtable_bloom_size_ratio",
+    "memtable_whole_key_filtering",
+    "max_write_buffer_number",
+    "min_write_buffer_number_to_merge",
+    "db_write_buffer_size",
+    "cost_write_buffer_to_cache",
+    "memtablerep",
+    "allow_concurrent_memtable_write",
+    "enable_pipelined_write",
+    "unordered_write",
+    "max_write_batch_group_size_bytes",
+    "max_background_jobs",
+    "max_background_compactions",
+    "max_background_flushes",
+    "subcompactions",
+    "compaction_style",
+    "compaction_pri",
+    "num_levels",
+    "target_file_size_base",
+    "target_file_size_multiplier",
+    "max_compaction_bytes",
+    "max_bytes_for_level_base",
+    "max_bytes_for_level_multiplier",
+    "level_compaction_dynamic_level_bytes",
+    "level0_file_num_compaction_trigger",
+    "level0_slowdown_writes_trigger",
+    "level0_stop_writes_trigger",
+    "soft_pending_compaction_bytes_limit",
+    "hard_pending_compaction_bytes_limit",
+    "disable_auto_compactions",
+    "universal_size_ratio",
+    "universal_min_merge_width",
+    "universal_max_merge_width",
+    "universal_max_size_amplification_percent",
+    "universal_compression_size_percent",
+    "universal_allow_trivial_move",
+    "universal_incremental",
+    "fifo_compaction_max_table_files_size_mb",
+    "fifo_compaction_allow_compaction",
+    "fifo_compaction_ttl",
+    "universal_stop_style",
+    "sync",
+    "disable_wal",
+    "use_fsync",
+    "bytes_per_sync",
+    "wal_bytes_per_sync",
+    "recycle_log_file_num",
+    "manual_wal_flush",
+    "open_files",
+    "mmap_read",
+    "mmap_write",
+    "use_direct_reads",
+    "advise_random_on_open",
+    "use_direct_io_for_flush_and_compaction",
+    "verify_checksum",
+    "paranoid_checks",
+    "merge_operator",
+    "max_successive_merges",
+    "rate_limiter_bytes_per_sec",
+    "rate_limiter_auto_tuned",
+    "compaction_readahead_size",
+    "enable_blob_files",
+    "min_blob_size",
+    "blob_file_size",
+    "blob_compression_type",
+    "enable_blob_garbage_collection",
+    "blob_garbage_collection_age_cutoff",
+    "blob_garbage_collection_force_threshold",
+    "delete_obsolete_files_period_micros",
+];
+
+/// Engine-class flags applied to SQLite (`engine/sqlite.rs`).
+pub const SQLITE_HONOURED_FLAGS: &[&str] = &["sync", "cache_size", "block_size"];
+
+/// Benchmarks SQLite cannot run besides those that need a merge operator (the catalog marks
+/// those), with why.
+pub const SQLITE_UNSUPPORTED: &[(&str, &str)] = &[
+    ("compact", "SQLite has no LSM compaction"),
+    ("compactall", "SQLite has no LSM compaction"),
+    ("waitforcompaction", "SQLite has no LSM compaction"),
+    ("levelstats", "SQLite has no LSM levels"),
+    ("sstables", "SQLite has no table files"),
+    ("resetstats", "SQLite keeps no statistics"),
+];
+
+/// Engine-class flags the memory engine applies (`engine/memory.rs`).
+pub const MEMORY_HONOURED_FLAGS: &[&str] =
+    &["sync", "disable_wal", "merge_operator", "verify_checksum"];
