@@ -8,9 +8,10 @@ pub mod commands;
 pub mod config;
 pub mod resp;
 pub mod server;
+pub mod state;
 pub mod storage;
 
-use server::Shared;
+use state::Shared;
 use std::sync::Arc;
 
 /// Opens the store, binds, prints the ready line and serves until SIGINT/SIGTERM, then

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use strata_server::commands::dispatch;
 use strata_server::config::{Config, Flags};
 use strata_server::resp::Out;
-use strata_server::server::{Conn, Shared};
+use strata_server::state::{Conn, Shared};
 use strata_server::storage::{Store, SyncPolicy};
 
 fn shared(dir: &std::path::Path) -> Arc<Shared> {

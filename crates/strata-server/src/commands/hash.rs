@@ -8,7 +8,7 @@
 
 use super::{int_arg, CmdResult, NOT_INT, OVERFLOW, SYNTAX};
 use crate::resp::Out;
-use crate::server::{Conn, Shared};
+use crate::state::{Conn, Shared};
 use crate::storage::compact_hash::{self, Edit as Change};
 use crate::storage::{subkey, Kind, Meta, Store};
 use strata::WriteBatch;

@@ -5,7 +5,7 @@
 
 use super::{glob, int_arg, is, CmdResult, SYNTAX};
 use crate::resp::Out;
-use crate::server::{Conn, Shared};
+use crate::state::{Conn, Shared};
 use crate::storage::{now_ms, score, subkey, Kind, Meta, Store};
 use strata::WriteBatch;
 

@@ -4,7 +4,7 @@
 
 use super::{int_arg, CmdResult};
 use crate::resp::Out;
-use crate::server::{Conn, Shared};
+use crate::state::{Conn, Shared};
 use crate::storage::{subkey, Kind};
 use strata::WriteBatch;
 

@@ -14,7 +14,7 @@ pub mod strings;
 pub mod zset;
 
 use crate::resp::Out;
-use crate::server::{Conn, Shared};
+use crate::state::{Conn, Shared};
 
 /// Result of a handler: `Err` is the error reply's text.
 pub type CmdResult = Result<(), String>;

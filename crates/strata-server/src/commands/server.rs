@@ -3,7 +3,7 @@
 
 use super::{glob, is, CmdResult, COMMANDS, NOAUTH, SYNTAX};
 use crate::resp::Out;
-use crate::server::{Conn, Shared};
+use crate::state::{Conn, Shared};
 use crate::storage::SyncPolicy;
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
@@ -192,7 +192,7 @@ pub fn command(_: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
     Ok(())
 }
 
-fn client_line(id: u64, e: &crate::server::ClientEntry) -> String {
+fn client_line(id: u64, e: &crate::state::ClientEntry) -> String {
     let age = e.since.map_or(0, |s| s.elapsed().as_secs());
     format!("id={id} addr={} laddr= fd=0 name={} age={age} idle=0 flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=client user=default redir=-1 resp={} lib-name={} lib-ver=\n", e.addr, e.name, e.resp, e.lib)
 }

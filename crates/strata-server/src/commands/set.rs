@@ -2,7 +2,7 @@
 
 use super::CmdResult;
 use crate::resp::Out;
-use crate::server::{Conn, Shared};
+use crate::state::{Conn, Shared};
 use crate::storage::pop_hints::Family;
 use crate::storage::{subkey, Kind};
 use std::collections::HashSet;

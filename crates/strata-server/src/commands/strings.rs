@@ -2,7 +2,7 @@
 
 use super::{int_arg, is, parse_int_strict, CmdResult, NOT_INT, OVERFLOW, SYNTAX, WRONGTYPE};
 use crate::resp::Out;
-use crate::server::{Conn, Shared};
+use crate::state::{Conn, Shared};
 use crate::storage::{now_ms, Kind, Meta, Store};
 use strata::WriteBatch;
 

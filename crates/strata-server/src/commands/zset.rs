@@ -4,7 +4,7 @@
 
 use super::{float_arg, int_arg, is, parse_float, CmdResult, SYNTAX};
 use crate::resp::Out;
-use crate::server::{Conn, Shared};
+use crate::state::{Conn, Shared};
 use crate::storage::pop_hints::Family;
 use crate::storage::{score, subkey, Kind, Store};
 use strata::WriteBatch;

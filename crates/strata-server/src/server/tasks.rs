@@ -1,8 +1,8 @@
 //! Background tasks: active expiry (walks the metadata family a slice at a time, deleting
 //! expired keys nobody reads) and the once-a-second WAL sync of `appendfsync everysec`.
 
-use super::Shared;
 use crate::commands::keys::expire_cycle;
+use crate::state::Shared;
 use crate::storage::SyncPolicy;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
