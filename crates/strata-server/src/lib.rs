@@ -1,8 +1,9 @@
 //! strata-server: the Redis protocol (RESP2/RESP3) served on the Strata engine.
 //!
 //! Layers: [`resp`] (wire format) <- [`server`] (connections) -> [`commands`] (semantics) ->
-//! [`storage`] (the Kvrocks-style encoding of Redis types on column families). [`config`]
-//! resolves flags and the config file.
+//! [`types`] (the Redis types: encodings and operations) -> [`storage`] (the engine and its
+//! column families). [`state`] is what commands run against; [`config`] resolves flags and
+//! the config file.
 
 pub mod commands;
 pub mod config;
@@ -10,6 +11,7 @@ pub mod resp;
 pub mod server;
 pub mod state;
 pub mod storage;
+pub mod types;
 
 use state::Shared;
 use std::sync::Arc;
@@ -19,9 +21,8 @@ use std::sync::Arc;
 pub async fn run(cfg: config::Config) -> Result<(), String> {
     std::fs::create_dir_all(&cfg.dir)
         .map_err(|e| format!("cannot create {}: {e}", cfg.dir.display()))?;
-    let store = storage::Store::open(cfg.engine_options(), &cfg.dir, cfg.appendfsync)?;
-    store.hash_limits.set_entries(cfg.hash_max_listpack_entries);
-    store.hash_limits.set_value(cfg.hash_max_listpack_value);
+    let store =
+        types::open(cfg.engine_options(), &cfg.dir, cfg.appendfsync).map_err(|e| e.to_string())?;
     let listener = tokio::net::TcpListener::bind((cfg.bind.as_str(), cfg.port))
         .await
         .map_err(|e| format!("cannot listen on {}:{}: {e}", cfg.bind, cfg.port))?;
@@ -39,7 +40,10 @@ pub async fn run(cfg: config::Config) -> Result<(), String> {
     server::listener::serve(sh.clone(), listener, shutdown_signal()).await;
     println!("Shutting down: flushing the database");
     let st = store.clone();
-    tokio::task::spawn_blocking(move || st.close()).await.map_err(|e| e.to_string())??;
+    tokio::task::spawn_blocking(move || st.close())
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| format!("cannot close the database: {e}"))?;
     println!("Bye");
     Ok(())
 }

@@ -5,6 +5,8 @@
 
 use crate::config::Config;
 use crate::storage::Store;
+use crate::types::compact_hash::Limits;
+use crate::types::{now_ms, Keyspace};
 use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, AtomicUsize};
@@ -74,6 +76,8 @@ impl Cursors {
 pub struct Shared {
     /// The data.
     pub store: Arc<Store>,
+    /// When a hash is compact (`hash-max-listpack-entries`/`-value`; CONFIG SET changes them).
+    pub hash_limits: Limits,
     /// Settings as CONFIG GET shows them (lower-case names).
     pub params: RwLock<BTreeMap<String, String>>,
     /// The startup configuration.
@@ -97,6 +101,10 @@ impl Shared {
         params.insert("port".into(), port.to_string());
         Shared {
             store,
+            hash_limits: Limits::new(
+                config.hash_max_listpack_entries,
+                config.hash_max_listpack_value,
+            ),
             params: RwLock::new(params),
             config,
             stats: Stats::default(),
@@ -105,6 +113,11 @@ impl Shared {
             started: Instant::now(),
             port,
         }
+    }
+
+    /// The keyspace as a command starting now sees it.
+    pub fn keyspace(&self) -> Keyspace<'_> {
+        Keyspace::new(&self.store, &self.hash_limits, now_ms())
     }
 
     /// The password AUTH checks, if any.
