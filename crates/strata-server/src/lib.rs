@@ -1,9 +1,30 @@
 //! strata-server: the Redis protocol (RESP2/RESP3) served on the Strata engine.
 //!
-//! Layers: [`resp`] (wire format) <- [`server`] (connections) -> [`commands`] (semantics) ->
-//! [`types`] (the Redis types: encodings and operations) -> [`storage`] (the engine and its
-//! column families). [`state`] is what commands run against; [`config`] resolves flags and
-//! the config file.
+//! # Layers
+//!
+//! The top-level modules form layers; a module uses only modules of lower layers, never one
+//! of its own layer or above (`tests/layering.rs` reads the sources and fails otherwise).
+//! From the bottom:
+//!
+//! 0. [`resp`]: the wire format (the frame parser, the reply writer).
+//! 1. [`storage`]: the engine under the types: the DB and its column families, records as
+//!    bytes, batches written under the sync policy, per-key locks, the metadata cache, pop
+//!    hints, group commit. Fails with the engine's errors.
+//! 2. [`types`]: the Redis types, as Kvrocks' `types/`: record encodings, the metadata and
+//!    expiry rules, type checks, and one module per type that computes each command's reads
+//!    and its `WriteBatch` (with the index upkeep it needs). Fails with
+//!    [`types::TypeError`].
+//! 3. [`config`]: flags and the config file.
+//! 4. [`state`]: what commands run against: the state every connection shares, and one
+//!    connection's.
+//! 5. [`commands`]: the command table and the handlers. A handler parses its arguments,
+//!    calls `types` and formats the reply; [`commands::errors`] maps a `TypeError` to Redis's
+//!    error text, in one place.
+//! 6. [`server`]: the listener, the connection loop and the background tasks.
+//! 7. `lib` ([`run`]) and `main` (the binary).
+//!
+//! The data layers (`storage`, `types`) return errors, never reply texts, and do not use
+//! `resp`: the same test checks that.
 
 pub mod commands;
 pub mod config;
