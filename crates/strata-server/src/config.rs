@@ -225,11 +225,11 @@ impl Config {
             hash_max_listpack_entries: flags
                 .hash_max_listpack_entries
                 .map_or_else(|| num(&file, "hash-max-listpack-entries"), |v| Ok(Some(v)))?
-                .unwrap_or(crate::storage::compact_hash::DEFAULT_MAX_ENTRIES),
+                .unwrap_or(crate::types::compact_hash::DEFAULT_MAX_ENTRIES),
             hash_max_listpack_value: flags
                 .hash_max_listpack_value
                 .map_or_else(|| num(&file, "hash-max-listpack-value"), |v| Ok(Some(v)))?
-                .unwrap_or(crate::storage::compact_hash::DEFAULT_MAX_VALUE),
+                .unwrap_or(crate::types::compact_hash::DEFAULT_MAX_VALUE),
             extra: file,
         })
     }

@@ -1,16 +1,40 @@
 //! strata-server: the Redis protocol (RESP2/RESP3) served on the Strata engine.
 //!
-//! Layers: [`resp`] (wire format) <- [`server`] (connections) -> [`commands`] (semantics) ->
-//! [`storage`] (the Kvrocks-style encoding of Redis types on column families). [`config`]
-//! resolves flags and the config file.
+//! # Layers
+//!
+//! The top-level modules form layers; a module uses only modules of lower layers, never one
+//! of its own layer or above (`tests/layering.rs` reads the sources and fails otherwise).
+//! From the bottom:
+//!
+//! 0. [`resp`]: the wire format (the frame parser, the reply writer).
+//! 1. [`storage`]: the engine under the types: the DB and its column families, records as
+//!    bytes, batches written under the sync policy, per-key locks, the metadata cache, pop
+//!    hints, group commit. Fails with the engine's errors.
+//! 2. [`types`]: the Redis types, as Kvrocks' `types/`: record encodings, the metadata and
+//!    expiry rules, type checks, and one module per type that computes each command's reads
+//!    and its `WriteBatch` (with the index upkeep it needs). Fails with
+//!    [`types::TypeError`].
+//! 3. [`config`]: flags and the config file.
+//! 4. [`state`]: what commands run against: the state every connection shares, and one
+//!    connection's.
+//! 5. [`commands`]: the command table and the handlers. A handler parses its arguments,
+//!    calls `types` and formats the reply; [`commands::errors`] maps a `TypeError` to Redis's
+//!    error text, in one place.
+//! 6. [`server`]: the listener, the connection loop and the background tasks.
+//! 7. `lib` ([`run`]) and `main` (the binary).
+//!
+//! The data layers (`storage`, `types`) return errors, never reply texts, and do not use
+//! `resp`: the same test checks that.
 
 pub mod commands;
 pub mod config;
 pub mod resp;
 pub mod server;
+pub mod state;
 pub mod storage;
+pub mod types;
 
-use server::Shared;
+use state::Shared;
 use std::sync::Arc;
 
 /// Opens the store, binds, prints the ready line and serves until SIGINT/SIGTERM, then
@@ -18,9 +42,8 @@ use std::sync::Arc;
 pub async fn run(cfg: config::Config) -> Result<(), String> {
     std::fs::create_dir_all(&cfg.dir)
         .map_err(|e| format!("cannot create {}: {e}", cfg.dir.display()))?;
-    let store = storage::Store::open(cfg.engine_options(), &cfg.dir, cfg.appendfsync)?;
-    store.hash_limits.set_entries(cfg.hash_max_listpack_entries);
-    store.hash_limits.set_value(cfg.hash_max_listpack_value);
+    let store =
+        types::open(cfg.engine_options(), &cfg.dir, cfg.appendfsync).map_err(|e| e.to_string())?;
     let listener = tokio::net::TcpListener::bind((cfg.bind.as_str(), cfg.port))
         .await
         .map_err(|e| format!("cannot listen on {}:{}: {e}", cfg.bind, cfg.port))?;
@@ -38,7 +61,10 @@ pub async fn run(cfg: config::Config) -> Result<(), String> {
     server::listener::serve(sh.clone(), listener, shutdown_signal()).await;
     println!("Shutting down: flushing the database");
     let st = store.clone();
-    tokio::task::spawn_blocking(move || st.close()).await.map_err(|e| e.to_string())??;
+    tokio::task::spawn_blocking(move || st.close())
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| format!("cannot close the database: {e}"))?;
     println!("Bye");
     Ok(())
 }

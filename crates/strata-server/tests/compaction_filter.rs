@@ -9,12 +9,12 @@ use std::sync::Arc;
 use strata_server::commands::dispatch;
 use strata_server::config::{Config, Flags};
 use strata_server::resp::Out;
-use strata_server::server::{Conn, Shared};
-use strata_server::storage::{Store, SyncPolicy};
+use strata_server::state::{Conn, Shared};
+use strata_server::storage::SyncPolicy;
 
 fn shared(dir: &std::path::Path) -> Arc<Shared> {
     let cfg = Config::resolve(Flags { dir: Some(dir.to_path_buf()), ..Flags::default() }).unwrap();
-    let store = Store::open(cfg.engine_options(), dir, SyncPolicy::No).unwrap();
+    let store = strata_server::types::open(cfg.engine_options(), dir, SyncPolicy::No).unwrap();
     Arc::new(Shared::new(store, cfg, 0))
 }
 

@@ -1,9 +1,13 @@
-//! Command dispatch: the command table (name, arity, flags), argument parsing helpers and the
-//! exact Redis error texts. One file per type family holds the commands themselves.
+//! Commands: the command table ([`COMMANDS`]: name, arity, flags, handler) and dispatch.
+//! One file per type family holds its commands; each parses its arguments, calls the data
+//! layer (`crate::types`) and formats the reply. Argument parsing shared by several is in
+//! [`args`], error replies (and the mapping of data-layer errors to them) in [`errors`].
 //!
-//! A command handler appends its reply to the connection's [`Out`] and returns `Err(text)`
-//! for an error reply (`text` starts with the error code).
+//! A handler appends its reply to the connection's [`Out`], or fails with a [`CmdError`]
+//! whose text `dispatch` replies with.
 
+pub mod args;
+pub mod errors;
 pub mod glob;
 pub mod hash;
 pub mod keys;
@@ -14,25 +18,13 @@ pub mod strings;
 pub mod zset;
 
 use crate::resp::Out;
-use crate::server::{Conn, Shared};
+use crate::state::{Conn, Shared};
+use errors::{arity_err, unknown_err, CmdError, NOAUTH};
 
-/// Result of a handler: `Err` is the error reply's text.
-pub type CmdResult = Result<(), String>;
+/// Result of a handler.
+pub type CmdResult = Result<(), CmdError>;
 /// A command handler.
 pub type Handler = fn(&Shared, &mut Conn, &[Vec<u8>], &mut Out) -> CmdResult;
-
-/// `WRONGTYPE ...`
-pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
-/// `ERR syntax error`
-pub const SYNTAX: &str = "ERR syntax error";
-/// `ERR value is not an integer or out of range`
-pub const NOT_INT: &str = "ERR value is not an integer or out of range";
-/// `ERR value is not a valid float`
-pub const NOT_FLOAT: &str = "ERR value is not a valid float";
-/// `ERR increment or decrement would overflow`
-pub const OVERFLOW: &str = "ERR increment or decrement would overflow";
-/// `NOAUTH Authentication required.`
-pub const NOAUTH: &str = "NOAUTH Authentication required.";
 
 /// One entry of the command table.
 pub struct Command {
@@ -159,29 +151,6 @@ pub fn lookup(name: &[u8]) -> Option<&'static Command> {
         .find(|c| c.name.len() == name.len() && c.name.as_bytes().eq_ignore_ascii_case(name))
 }
 
-/// `ERR wrong number of arguments for 'name' command`
-pub fn arity_err(name: &str) -> String {
-    format!("ERR wrong number of arguments for '{name}' command")
-}
-
-/// `ERR unknown command 'x', with args beginning with: 'a' 'b' `
-pub fn unknown_err(args: &[Vec<u8>]) -> String {
-    let name = String::from_utf8_lossy(&args[0]);
-    let name: String = name.chars().take(128).collect();
-    let mut s = format!("ERR unknown command '{name}', with args beginning with: ");
-    for a in args.iter().skip(1) {
-        if s.len() > 256 {
-            break;
-        }
-        let a = String::from_utf8_lossy(a);
-        let a: String = a.chars().take(128).collect();
-        s.push('\'');
-        s.push_str(&a);
-        s.push_str("' ");
-    }
-    s
-}
-
 /// Runs one command: lookup, auth and arity checks, then its handler.
 pub fn dispatch(sh: &Shared, conn: &mut Conn, args: &[Vec<u8>], out: &mut Out) {
     let Some(cmd) = lookup(&args[0]) else {
@@ -204,85 +173,9 @@ pub fn dispatch(sh: &Shared, conn: &mut Conn, args: &[Vec<u8>], out: &mut Out) {
     sh.stats.commands.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     if let Err(e) = (cmd.handler)(sh, conn, args, out) {
         sh.stats.errors.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        out.error(&e);
+        out.error(&e.reply_text());
         // A handler that failed between noting a metadata write and writing its batch: the
         // noted entries were never written, so none may be cached (`meta_cache` contract).
         sh.store.meta_cache.invalidate_noted(false);
-    }
-}
-
-/// Case-insensitive comparison of an argument with an ASCII word.
-pub fn is(arg: &[u8], word: &str) -> bool {
-    arg.eq_ignore_ascii_case(word.as_bytes())
-}
-
-/// Parses a strict integer (no spaces, no `+`, no leading zeros), as Redis's string2ll.
-pub fn parse_int_strict(b: &[u8]) -> Option<i64> {
-    if b.is_empty() || b.len() > 20 {
-        return None;
-    }
-    let s = std::str::from_utf8(b).ok()?;
-    let v: i64 = s.parse().ok()?;
-    (v.to_string() == s).then_some(v)
-}
-
-/// The optional count of LPOP/RPOP/SPOP (`key [count]`): any count that is not a
-/// non-negative integer gets Redis's `ERR value is out of range, must be positive`.
-pub fn pop_count(a: &[Vec<u8>]) -> Result<Option<u64>, String> {
-    const NOT_POSITIVE: &str = "ERR value is out of range, must be positive";
-    if a.len() > 3 {
-        return Err(SYNTAX.into());
-    }
-    a.get(2)
-        .map(|c| match parse_int_strict(c) {
-            Some(n) if n >= 0 => Ok(n as u64),
-            _ => Err(NOT_POSITIVE.to_string()),
-        })
-        .transpose()
-}
-
-/// An integer argument, or `ERR value is not an integer or out of range`.
-pub fn int_arg(b: &[u8]) -> Result<i64, String> {
-    parse_int_strict(b).ok_or_else(|| NOT_INT.to_string())
-}
-
-/// Parses a float the way Redis reads scores: `inf`, `+inf`, `-inf` and decimal/exponent
-/// forms; NaN and trailing garbage rejected.
-pub fn parse_float(b: &[u8]) -> Option<f64> {
-    let s = std::str::from_utf8(b).ok()?;
-    if s.is_empty() || s.trim() != s {
-        return None;
-    }
-    let v: f64 = match s.to_ascii_lowercase().as_str() {
-        "inf" | "+inf" | "infinity" | "+infinity" => f64::INFINITY,
-        "-inf" | "-infinity" => f64::NEG_INFINITY,
-        l if l.contains("inf") || l.contains("nan") => return None,
-        _ => s.parse().ok()?,
-    };
-    (!v.is_nan()).then_some(v)
-}
-
-/// A float argument, or `ERR value is not a valid float`.
-pub fn float_arg(b: &[u8]) -> Result<f64, String> {
-    parse_float(b).ok_or_else(|| NOT_FLOAT.to_string())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn args(v: &[&str]) -> Vec<Vec<u8>> {
-        v.iter().map(|s| s.as_bytes().to_vec()).collect()
-    }
-
-    #[test]
-    fn pop_counts_are_non_negative_integers_with_redis_errors() {
-        assert_eq!(pop_count(&args(&["lpop", "k"])), Ok(None));
-        assert_eq!(pop_count(&args(&["lpop", "k", "0"])), Ok(Some(0)));
-        assert_eq!(pop_count(&args(&["lpop", "k", "7"])), Ok(Some(7)));
-        let positive = Err("ERR value is out of range, must be positive".to_string());
-        assert_eq!(pop_count(&args(&["lpop", "k", "-1"])), positive);
-        assert_eq!(pop_count(&args(&["lpop", "k", "x"])), positive);
-        assert_eq!(pop_count(&args(&["lpop", "k", "1", "2"])), Err(SYNTAX.to_string()));
     }
 }

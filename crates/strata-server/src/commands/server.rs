@@ -1,10 +1,14 @@
 //! Connection and server commands: PING, ECHO, SELECT, QUIT, AUTH, HELLO, COMMAND, CLIENT,
 //! INFO, CONFIG, TIME.
 
-use super::{glob, is, CmdResult, COMMANDS, NOAUTH, SYNTAX};
+use super::args::{int_arg, is};
+use super::errors::{arity_err, CmdError, NOAUTH, SYNTAX};
+use super::{glob, CmdResult, COMMANDS};
 use crate::resp::Out;
-use crate::server::{Conn, Shared};
+use crate::state::{Conn, Shared};
 use crate::storage::SyncPolicy;
+use crate::types::keys;
+use crate::types::number::parse_int_strict;
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
 use strata::ColumnFamily;
@@ -16,7 +20,7 @@ pub fn ping(_: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult
     match a.len() {
         1 => out.simple("PONG"),
         2 => out.bulk(&a[1]),
-        _ => return Err(super::arity_err("ping")),
+        _ => return Err(arity_err("ping").into()),
     }
     Ok(())
 }
@@ -27,7 +31,7 @@ pub fn echo(_: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult
 }
 
 pub fn select(_: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let db = super::parse_int_strict(&a[1]).ok_or(super::NOT_INT)?;
+    let db = int_arg(&a[1])?;
     if db != 0 {
         return Err("ERR DB index is out of range".into());
     }
@@ -41,7 +45,7 @@ pub fn quit(_: &Shared, c: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdResult
     Ok(())
 }
 
-fn check_password(sh: &Shared, user: Option<&[u8]>, pass: &[u8]) -> Result<(), String> {
+fn check_password(sh: &Shared, user: Option<&[u8]>, pass: &[u8]) -> Result<(), CmdError> {
     let Some(pw) = sh.password() else {
         if user.is_none() {
             return Err("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?".into());
@@ -69,7 +73,7 @@ pub fn hello(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResu
     let mut proto = None;
     let mut i = 1;
     if a.len() > 1 {
-        let v = super::parse_int_strict(&a[1])
+        let v = parse_int_strict(&a[1])
             .ok_or("ERR Protocol version is not an integer or out of range")?;
         if v != 2 && v != 3 {
             return Err("NOPROTO unsupported protocol version".into());
@@ -90,11 +94,12 @@ pub fn hello(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResu
             return Err(format!(
                 "ERR Syntax error in HELLO option '{}'",
                 String::from_utf8_lossy(&a[i])
-            ));
+            )
+            .into());
         }
     }
     if !c.authed {
-        return Err(format!("{} HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time", NOAUTH.trim_end_matches(" Authentication required.")));
+        return Err(format!("{} HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time", NOAUTH.trim_end_matches(" Authentication required.")).into());
     }
     if let Some(p) = proto {
         c.resp3 = p == 3;
@@ -187,12 +192,13 @@ pub fn command(_: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
         return Err(format!(
             "ERR unknown subcommand '{}'. Try COMMAND HELP.",
             String::from_utf8_lossy(sub)
-        ));
+        )
+        .into());
     }
     Ok(())
 }
 
-fn client_line(id: u64, e: &crate::server::ClientEntry) -> String {
+fn client_line(id: u64, e: &crate::state::ClientEntry) -> String {
     let age = e.since.map_or(0, |s| s.elapsed().as_secs());
     format!("id={id} addr={} laddr= fd=0 name={} age={age} idle=0 flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=client user=default redir=-1 resp={} lib-name={} lib-ver=\n", e.addr, e.name, e.resp, e.lib)
 }
@@ -221,14 +227,16 @@ pub fn client(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
         out.opt_bulk((!name.is_empty()).then_some(name.as_bytes()));
     } else if is(sub, "setinfo") {
         if a.len() != 4 {
-            return Err(arity());
+            return Err(arity().into());
         }
         if is(&a[2], "lib-name") {
             if let Some(e) = sh.clients.lock().get_mut(&c.id) {
                 e.lib = String::from_utf8_lossy(&a[3]).into_owned();
             }
         } else if !is(&a[2], "lib-ver") {
-            return Err(format!("ERR Unrecognized option '{}'", String::from_utf8_lossy(&a[2])));
+            return Err(
+                format!("ERR Unrecognized option '{}'", String::from_utf8_lossy(&a[2])).into()
+            );
         }
         out.ok();
     } else if is(sub, "id") {
@@ -253,7 +261,8 @@ pub fn client(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
         return Err(format!(
             "ERR unknown subcommand '{}'. Try CLIENT HELP.",
             String::from_utf8_lossy(sub)
-        ));
+        )
+        .into());
     }
     Ok(())
 }
@@ -281,7 +290,7 @@ fn prop(sh: &Shared, name: &str) -> u64 {
 }
 
 /// The INFO text of the sections `want` (empty = all).
-pub fn info_text(sh: &Shared, want: &[String]) -> Result<String, String> {
+pub fn info_text(sh: &Shared, want: &[String]) -> Result<String, CmdError> {
     let all =
         want.is_empty() || want.iter().any(|w| w == "all" || w == "everything" || w == "default");
     let on = |s: &str| all || want.iter().any(|w| w == s);
@@ -339,13 +348,7 @@ pub fn info_text(sh: &Shared, want: &[String]) -> Result<String, String> {
         t.push_str("# Replication\r\nrole:master\r\nconnected_slaves:0\r\n\r\n");
     }
     if on("keyspace") {
-        let mut keys = 0u64;
-        let mut expires = 0u64;
-        sh.store.scan_keys(b"", |_, m| {
-            keys += 1;
-            expires += u64::from(m.expire_ms != 0);
-            true
-        })?;
+        let (keys, expires) = keys::stats(&sh.keyspace())?;
         t.push_str("# Keyspace\r\n");
         if keys > 0 {
             let _ = write!(t, "db0:keys={keys},expires={expires},avg_ttl=0\r\n");
@@ -422,7 +425,8 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
             {
                 return Err(format!(
                     "ERR Unknown option or number of arguments for CONFIG SET - '{k}'"
-                ));
+                )
+                .into());
             }
             if k == "appendfsync" {
                 let p = SyncPolicy::parse(&v).ok_or_else(|| "ERR CONFIG SET failed (possibly related to argument 'appendfsync') - argument(s) must be one of the following: always, everysec, no".to_string())?;
@@ -434,9 +438,9 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
                     format!("ERR CONFIG SET failed (possibly related to argument '{k}') - argument couldn't be parsed into an integer")
                 })?;
                 if k == "hash-max-listpack-entries" {
-                    sh.store.hash_limits.set_entries(n);
+                    sh.hash_limits.set_entries(n);
                 } else {
-                    sh.store.hash_limits.set_value(n);
+                    sh.hash_limits.set_value(n);
                 }
             }
             params.insert(k, v);
@@ -448,7 +452,8 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
         return Err(format!(
             "ERR unknown subcommand '{}'. Try CONFIG HELP.",
             String::from_utf8_lossy(sub)
-        ));
+        )
+        .into());
     }
     Ok(())
 }

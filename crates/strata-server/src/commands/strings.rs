@@ -1,52 +1,42 @@
-//! String commands. A string's value lives inline in its metadata entry.
+//! String commands (`types::string`).
 
-use super::{int_arg, is, parse_int_strict, CmdResult, NOT_INT, OVERFLOW, SYNTAX, WRONGTYPE};
+use super::args::{int_arg, is};
+use super::errors::{arity_err, CmdError, OVERFLOW, SYNTAX};
+use super::CmdResult;
 use crate::resp::Out;
-use crate::server::{Conn, Shared};
-use crate::storage::{now_ms, Kind, Meta, Store};
-use strata::WriteBatch;
-
-/// The live string at `key`: `Ok(None)` when absent, WRONGTYPE for another type.
-pub fn get_string(st: &Store, key: &[u8]) -> Result<Option<Meta>, String> {
-    match st.meta(key)? {
-        None => Ok(None),
-        Some(m) if m.kind == Kind::String => Ok(Some(m)),
-        Some(_) => Err(WRONGTYPE.into()),
-    }
-}
-
-fn put_string(st: &Store, key: &[u8], value: Vec<u8>, expire_ms: u64) -> Result<(), String> {
-    let mut b = WriteBatch::new();
-    st.put_meta(&mut b, key, &Meta::string(value, expire_ms));
-    st.write(b)
-}
+use crate::state::{Conn, Shared};
+use crate::types::string::{self, Condition, Expiry};
 
 pub fn get(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let m = get_string(&sh.store, &a[1])?;
-    out.opt_bulk(m.as_ref().map(|m| m.value.as_slice()));
+    let v = string::get(&sh.keyspace(), &a[1])?;
+    out.opt_bulk(v.as_deref());
     Ok(())
 }
 
-/// Expiry given as a relative or absolute time in `unit_ms` units: the absolute ms, or the
-/// "invalid expire time" error.
-pub fn expire_at(arg: &[u8], unit_ms: u64, absolute: bool, cmd: &str) -> Result<u64, String> {
+/// Expiry given as a relative or absolute time in `unit_ms` units, read at `now_ms`: the
+/// absolute ms, or the "invalid expire time" error.
+pub fn expire_at(
+    arg: &[u8],
+    unit_ms: u64,
+    absolute: bool,
+    cmd: &str,
+    now_ms: u64,
+) -> Result<u64, CmdError> {
     let v = int_arg(arg)?;
     let invalid = || format!("ERR invalid expire time in '{cmd}' command");
-    if v <= 0 && !absolute {
-        return Err(invalid());
-    }
     if v <= 0 {
-        return Err(invalid());
+        return Err(invalid().into());
     }
     let ms = (v as u64).checked_mul(unit_ms).ok_or_else(invalid)?;
-    let at = if absolute { ms } else { ms.checked_add(now_ms()).ok_or_else(invalid)? };
+    let at = if absolute { ms } else { ms.checked_add(now_ms).ok_or_else(invalid)? };
     if at > i64::MAX as u64 {
-        return Err(invalid());
+        return Err(invalid().into());
     }
     Ok(at)
 }
 
 pub fn set(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let ks = sh.keyspace();
     let (mut nx, mut xx, mut get, mut keepttl) = (false, false, false, false);
     let mut expire: Option<u64> = None;
     let mut i = 3;
@@ -68,63 +58,46 @@ pub fn set(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult
         {
             let unit = if is(arg, "ex") || is(arg, "exat") { 1000 } else { 1 };
             let abs = is(arg, "exat") || is(arg, "pxat");
-            expire = Some(expire_at(next.map_or(&[][..], |v| v), unit, abs, "set")?);
+            let arg = next.map_or(&[][..], |v| v);
+            expire = Some(expire_at(arg, unit, abs, "set", ks.now_ms)?);
             i += 1;
         } else {
             return Err(SYNTAX.into());
         }
         i += 1;
     }
-    let st = &sh.store;
-    let _g = st.locks.lock(&[&a[1]]);
-    let old = st.meta(&a[1])?;
-    if get {
-        if let Some(m) = &old {
-            if m.kind != Kind::String {
-                return Err(WRONGTYPE.into());
-            }
-        }
-    }
-    let exists = old.is_some();
-    if (nx && exists) || (xx && !exists) {
-        if get {
-            out.opt_bulk(old.as_ref().map(|m| m.value.as_slice()));
-        } else {
-            out.null();
-        }
-        return Ok(());
-    }
-    let exp = match (expire, keepttl, &old) {
-        (Some(e), _, _) => e,
-        (None, true, Some(m)) => m.expire_ms,
-        _ => 0,
+    let condition = match (nx, xx) {
+        (true, _) => Condition::IfAbsent,
+        (_, true) => Condition::IfPresent,
+        _ => Condition::Always,
     };
-    put_string(st, &a[1], a[2].clone(), exp)?;
+    let expiry = match (expire, keepttl) {
+        (Some(at), _) => Expiry::At(at),
+        (None, true) => Expiry::Keep,
+        (None, false) => Expiry::Never,
+    };
+    let done = string::set(&ks, &a[1], a[2].clone(), condition, expiry, get)?;
     if get {
-        out.opt_bulk(old.as_ref().map(|m| m.value.as_slice()));
-    } else {
+        out.opt_bulk(done.old.as_deref());
+    } else if done.written {
         out.ok();
+    } else {
+        out.null();
     }
     Ok(())
 }
 
 pub fn setnx(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let st = &sh.store;
-    let _g = st.locks.lock(&[&a[1]]);
-    if st.meta(&a[1])?.is_some() {
-        out.int(0);
-    } else {
-        put_string(st, &a[1], a[2].clone(), 0)?;
-        out.int(1);
-    }
+    let ks = sh.keyspace();
+    let done = string::set(&ks, &a[1], a[2].clone(), Condition::IfAbsent, Expiry::Never, false)?;
+    out.int(i64::from(done.written));
     Ok(())
 }
 
 fn set_with_ttl(sh: &Shared, a: &[Vec<u8>], out: &mut Out, unit: u64, cmd: &str) -> CmdResult {
-    let at = expire_at(&a[2], unit, false, cmd)?;
-    let st = &sh.store;
-    let _g = st.locks.lock(&[&a[1]]);
-    put_string(st, &a[1], a[3].clone(), at)?;
+    let ks = sh.keyspace();
+    let at = expire_at(&a[2], unit, false, cmd, ks.now_ms)?;
+    string::set_expiring(&ks, &a[1], a[3].clone(), at)?;
     out.ok();
     Ok(())
 }
@@ -138,82 +111,54 @@ pub fn psetex(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
 }
 
 pub fn getset(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let st = &sh.store;
-    let _g = st.locks.lock(&[&a[1]]);
-    let old = get_string(st, &a[1])?;
-    put_string(st, &a[1], a[2].clone(), 0)?;
-    out.opt_bulk(old.as_ref().map(|m| m.value.as_slice()));
+    let ks = sh.keyspace();
+    let done = string::set(&ks, &a[1], a[2].clone(), Condition::Always, Expiry::Never, true)?;
+    out.opt_bulk(done.old.as_deref());
     Ok(())
 }
 
 pub fn getdel(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let st = &sh.store;
-    let _g = st.locks.lock(&[&a[1]]);
-    let old = get_string(st, &a[1])?;
-    if old.is_some() {
-        let mut b = WriteBatch::new();
-        st.delete_meta(&mut b, &a[1]);
-        st.write(b)?;
-    }
-    out.opt_bulk(old.as_ref().map(|m| m.value.as_slice()));
+    let old = string::get_del(&sh.keyspace(), &a[1])?;
+    out.opt_bulk(old.as_deref());
     Ok(())
 }
 
 pub fn mget(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    out.array(a.len() - 1);
+    let ks = sh.keyspace();
+    let mut values = Vec::with_capacity(a.len() - 1);
     for k in &a[1..] {
-        match sh.store.meta(k)? {
-            Some(m) if m.kind == Kind::String => out.bulk(&m.value),
-            _ => out.null(),
-        }
+        values.push(string::get_if_string(&ks, k)?);
+    }
+    out.array(values.len());
+    for v in &values {
+        out.opt_bulk(v.as_deref());
     }
     Ok(())
 }
 
-fn mset_inner(sh: &Shared, a: &[Vec<u8>], nx: bool, name: &str) -> Result<bool, String> {
+/// MSET and MSETNX: whether they wrote.
+fn set_many(sh: &Shared, a: &[Vec<u8>], if_none_exist: bool, name: &str) -> Result<bool, CmdError> {
     if a.len() % 2 != 1 {
-        return Err(super::arity_err(name));
+        return Err(arity_err(name).into());
     }
-    let st = &sh.store;
-    let keys: Vec<&Vec<u8>> = a[1..].iter().step_by(2).collect();
-    let _g = st.locks.lock(&keys);
-    if nx {
-        for k in &keys {
-            if st.meta(k)?.is_some() {
-                return Ok(false);
-            }
-        }
-    }
-    let mut b = WriteBatch::new();
-    for pair in a[1..].chunks(2) {
-        st.put_meta(&mut b, &pair[0], &Meta::string(pair[1].clone(), 0));
-    }
-    st.write(b)?;
-    Ok(true)
+    let pairs: Vec<(&[u8], &[u8])> = a[1..].chunks(2).map(|p| (&p[0][..], &p[1][..])).collect();
+    Ok(string::set_many(&sh.keyspace(), &pairs, if_none_exist)?)
 }
 
 pub fn mset(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    mset_inner(sh, a, false, "mset")?;
+    set_many(sh, a, false, "mset")?;
     out.ok();
     Ok(())
 }
 
 pub fn msetnx(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let done = mset_inner(sh, a, true, "msetnx")?;
+    let done = set_many(sh, a, true, "msetnx")?;
     out.int(i64::from(done));
     Ok(())
 }
 
 fn incr_by(sh: &Shared, key: &[u8], by: i64, out: &mut Out) -> CmdResult {
-    let st = &sh.store;
-    let _g = st.locks.lock(&[key]);
-    let old = get_string(st, key)?;
-    let (cur, exp) = match &old {
-        Some(m) => (parse_int_strict(&m.value).ok_or(NOT_INT)?, m.expire_ms),
-        None => (0, 0),
-    };
-    let new = cur.checked_add(by).ok_or(OVERFLOW)?;
-    put_string(st, key, new.to_string().into_bytes(), exp)?;
+    let new = string::incr_by(&sh.keyspace(), key, by)?;
     out.int(new);
     Ok(())
 }
@@ -237,19 +182,13 @@ pub fn decrby(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
 }
 
 pub fn append(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let st = &sh.store;
-    let _g = st.locks.lock(&[&a[1]]);
-    let old = get_string(st, &a[1])?;
-    let (mut v, exp) = old.map_or((Vec::new(), 0), |m| (m.value, m.expire_ms));
-    v.extend_from_slice(&a[2]);
-    let len = v.len();
-    put_string(st, &a[1], v, exp)?;
+    let len = string::append(&sh.keyspace(), &a[1], &a[2])?;
     out.int(len as i64);
     Ok(())
 }
 
 pub fn strlen(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let m = get_string(&sh.store, &a[1])?;
-    out.int(m.map_or(0, |m| m.value.len() as i64));
+    let len = string::len(&sh.keyspace(), &a[1])?;
+    out.int(len as i64);
     Ok(())
 }

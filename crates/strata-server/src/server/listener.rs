@@ -10,9 +10,9 @@
 //! its replies wait (asynchronously, holding no worker and no key lock) for one WAL sync
 //! shared with every other connection's writes (`storage::sync_group`).
 
-use super::{ClientEntry, Conn, Shared};
 use crate::commands;
 use crate::resp::{parse_command, Out, ParseOutcome};
+use crate::state::{ClientEntry, Conn, Shared};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

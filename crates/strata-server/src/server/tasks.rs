@@ -1,9 +1,9 @@
 //! Background tasks: active expiry (walks the metadata family a slice at a time, deleting
 //! expired keys nobody reads) and the once-a-second WAL sync of `appendfsync everysec`.
 
-use super::Shared;
-use crate::commands::keys::expire_cycle;
+use crate::state::Shared;
 use crate::storage::SyncPolicy;
+use crate::types::expiry::expire_cycle;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,23 +1,25 @@
-//! Redis data types on Strata, Kvrocks-style: one metadata entry per key ([`metadata`]) and
-//! one sub-key per field/member/element ([`subkey`]), plus a score index for sorted sets
-//! ([`score`]); small hashes keep their pairs inside the metadata entry instead
-//! ([`compact_hash`]). Stale sub-keys are collected by a compaction filter ([`filter`]).
+//! The engine under the Redis types: one Strata DB with three column families, and what every
+//! type's records share on their way in and out of it. Records are bytes here; what they say
+//! (the metadata record, sub-keys, the score index, compact hashes) is [`crate::types`]'s.
 //!
-//! Column families: `metadata` (user key -> [`Meta`]), `subkey`, `zscore`. Every command
-//! writes its changes in one `WriteBatch` across the families (atomic).
+//! Column families: `metadata` (user key -> the key's metadata record), `subkey` (fields,
+//! members, elements) and `zscore` (the sorted-set score index). Every command writes its
+//! changes in one `WriteBatch` across the families (atomic), through [`Store::write`].
+//!
+//! Beside the DB: per-key write locks ([`locks`]), a cache of metadata records
+//! ([`meta_cache`]), where pops start ([`pop_hints`]), shared WAL syncs ([`sync_group`]), and
+//! the compaction filter that applies the types layer's stale sub-key rule ([`filter`]).
+//! Errors are the engine's ([`strata::Error`]), or [`OpenError`] and
+//! [`sync_group::SyncError`] where the engine is not the cause.
 
-pub mod compact_hash;
 pub mod filter;
 pub mod locks;
 pub mod meta_cache;
-pub mod metadata;
 pub mod pop_hints;
-pub mod score;
-pub mod subkey;
 pub mod sync_group;
 
-pub use metadata::{Kind, Meta};
-
+use std::fmt;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -31,11 +33,6 @@ pub const CF_METADATA: &str = "metadata";
 pub const CF_SUBKEY: &str = "subkey";
 /// The sorted-set score index family's name.
 pub const CF_ZSCORE: &str = "zscore";
-
-/// Milliseconds since the Unix epoch.
-pub fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
-}
 
 /// When a write is acknowledged (`appendfsync`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,9 +66,47 @@ impl SyncPolicy {
     }
 }
 
-/// An engine failure, as a reply text.
-pub fn engine_err(e: strata::Error) -> String {
-    format!("ERR storage error: {e}")
+/// Why [`Store::open`] failed.
+#[derive(Debug)]
+pub enum OpenError {
+    /// The engine did not open the DB in `dir`.
+    Db { dir: PathBuf, source: strata::Error },
+    /// A column family the open was to create is missing after it.
+    MissingFamily(&'static str),
+}
+
+impl fmt::Display for OpenError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OpenError::Db { dir, source } => {
+                write!(f, "cannot open the database in {}: {source}", dir.display())
+            }
+            OpenError::MissingFamily(name) => write!(f, "column family {name} missing after open"),
+        }
+    }
+}
+
+impl std::error::Error for OpenError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            OpenError::Db { source, .. } => Some(source),
+            OpenError::MissingFamily(_) => None,
+        }
+    }
+}
+
+/// A metadata record as [`Store::read_meta`] found it.
+pub enum MetaRead {
+    /// From the cache, which holds only records their reader checked before caching them.
+    Cached(Vec<u8>),
+    /// From the engine, unchecked. A reader that finds it sound may cache it with
+    /// [`Store::cache_meta`], passing `generation` on.
+    Stored {
+        /// The record.
+        raw: Vec<u8>,
+        /// The cache shard's generation before the read (`meta_cache` contract).
+        generation: u64,
+    },
 }
 
 /// The open store: the DB, its families, the lock table and the version counter.
@@ -92,39 +127,38 @@ pub struct Store {
     pub closing: AtomicBool,
     /// Shared WAL syncs for `appendfsync always` (`sync_group`).
     pub syncs: Arc<sync_group::SyncGroup>,
-    /// Small metadata entries of hot keys (`meta_cache`).
+    /// Small metadata records of hot keys (`meta_cache`).
     pub meta_cache: meta_cache::MetaCache,
     /// Where SPOP/ZPOPMIN/ZPOPMAX start (`pop_hints`).
     pub pop_hints: pop_hints::PopHints,
     /// Internal entries sub-key scans have stepped over (INFO `strata_scan_steps`): what
     /// tombstones and old versions cost the scans.
     pub scan_steps: AtomicU64,
-    /// When a hash is compact (`hash-max-listpack-entries`/`-value`).
-    pub hash_limits: compact_hash::Limits,
 }
 
 impl Store {
-    /// Opens (creating if needed) the store in `dir` with engine options `opts`.
+    /// Opens (creating if needed) the store in `dir` with engine options `opts`. Compactions
+    /// of the `subkey` and `zscore` families drop the entries `stale` judges stale
+    /// ([`filter`]).
     pub fn open(
         mut opts: Options,
         dir: &std::path::Path,
         policy: SyncPolicy,
-    ) -> Result<Arc<Store>, String> {
+        stale: filter::StaleRule,
+    ) -> Result<Arc<Store>, OpenError> {
         opts.create_if_missing = true;
         opts.create_missing_column_families = true;
         let slot: filter::StoreSlot = Arc::new(OnceLock::new());
         let mut sub_opts = opts.clone();
-        install_filter(&mut sub_opts, &slot);
+        filter::install(&mut sub_opts, &slot, stale);
         let descriptors = vec![
             ColumnFamilyDescriptor::new(CF_METADATA, opts.clone()),
             ColumnFamilyDescriptor::new(CF_SUBKEY, sub_opts.clone()),
             ColumnFamilyDescriptor::new(CF_ZSCORE, sub_opts),
         ];
         let db = Db::open_cf_descriptors(&opts, dir, descriptors)
-            .map_err(|e| format!("cannot open the database in {}: {e}", dir.display()))?;
-        let handle = |n: &str| {
-            db.cf_handle(n).ok_or_else(|| format!("column family {n} missing after open"))
-        };
+            .map_err(|source| OpenError::Db { dir: dir.to_path_buf(), source })?;
+        let handle = |n: &'static str| db.cf_handle(n).ok_or(OpenError::MissingFamily(n));
         let meta_cf = handle(CF_METADATA)?;
         let sub_cf = handle(CF_SUBKEY)?;
         let score_cf = handle(CF_ZSCORE)?;
@@ -141,7 +175,6 @@ impl Store {
             meta_cache: meta_cache::MetaCache::for_block_cache(opts.block_cache_size),
             pop_hints: pop_hints::PopHints::default(),
             scan_steps: AtomicU64::new(0),
-            hash_limits: compact_hash::Limits::default(),
         });
         let _ = slot.set(Arc::downgrade(&store));
         Ok(store)
@@ -183,7 +216,7 @@ impl Store {
     /// Writes `batch` under the current sync policy. Under `always` the write is made without
     /// a sync and this thread owes one: the caller takes it with [`Store::owed_sync`] and
     /// waits for it before acknowledging (after releasing its key locks; `sync_group`).
-    pub fn write(&self, batch: WriteBatch) -> Result<(), String> {
+    pub fn write(&self, batch: WriteBatch) -> strata::Result<()> {
         if batch.is_empty() {
             self.meta_cache.invalidate_noted(false);
             return Ok(());
@@ -191,7 +224,7 @@ impl Store {
         let written = self.db.write_opt(batch, &WriteOptions::default());
         // After the write (`meta_cache` contract), whether or not it succeeded.
         self.meta_cache.invalidate_noted(written.is_ok());
-        written.map_err(engine_err)?;
+        written?;
         if self.sync_policy() == SyncPolicy::Always {
             sync_group::owe_sync();
         }
@@ -204,57 +237,59 @@ impl Store {
         sync_group::take_owed_sync().then(|| self.syncs.request(&self.db))
     }
 
-    /// The live metadata of `key` (an expired key reads as absent).
-    pub fn meta(&self, key: &[u8]) -> Result<Option<Meta>, String> {
-        let m = match self.meta_cache.get(key) {
-            // Cached entries were decoded (validated) before they were cached.
-            Ok(raw) => Meta::decode_trusted(raw),
-            Err(generation) => {
-                let Some(raw) = self.db.get_cf(&*self.meta_cf, key).map_err(engine_err)? else {
-                    return Ok(None);
-                };
-                let m = Meta::decode(&raw)
-                    .map_err(|e| format!("ERR corrupt metadata of a key: {e}"))?;
-                self.meta_cache.fill(key, raw, generation);
-                m
-            }
-        };
-        Ok(if m.expired(now_ms()) { None } else { Some(m) })
+    /// The metadata record of `key`, from the cache or else the engine (`None`: no record).
+    pub fn read_meta(&self, key: &[u8]) -> strata::Result<Option<MetaRead>> {
+        match self.meta_cache.get(key) {
+            Ok(raw) => Ok(Some(MetaRead::Cached(raw))),
+            Err(generation) => Ok(self
+                .db
+                .get_cf(&*self.meta_cf, key)?
+                .map(|raw| MetaRead::Stored { raw, generation })),
+        }
     }
 
-    /// Puts `meta` for `key` into `batch`.
-    pub fn put_meta(&self, batch: &mut WriteBatch, key: &[u8], meta: &Meta) {
-        let raw = meta.encode();
+    /// Caches `raw`, a record of `key` that [`Store::read_meta`] read from the engine with
+    /// `generation` and its reader found sound.
+    pub fn cache_meta(&self, key: &[u8], raw: Vec<u8>, generation: u64) {
+        self.meta_cache.fill(key, raw, generation);
+    }
+
+    /// The metadata record of `key` as the engine holds it now, past the cache: no snapshot,
+    /// so a record written in one batch with other entries is seen as soon as they are.
+    pub fn read_meta_uncached(&self, key: &[u8]) -> strata::Result<Option<Vec<u8>>> {
+        self.db.get_cf(&*self.meta_cf, key)
+    }
+
+    /// Puts the metadata record `raw` of `key` into `batch`.
+    pub fn put_meta(&self, batch: &mut WriteBatch, key: &[u8], raw: Vec<u8>) {
         batch.put_cf(&*self.meta_cf, key, &raw);
         self.meta_cache.note_write(key, Some(raw));
     }
 
-    /// Puts the deletion of `key`'s metadata into `batch`.
+    /// Puts the deletion of `key`'s metadata record into `batch`.
     pub fn delete_meta(&self, batch: &mut WriteBatch, key: &[u8]) {
         self.meta_cache.note_write(key, None);
         batch.delete_cf(&*self.meta_cf, key);
     }
 
-    /// Visits sub-keys of (`key`, `version`) in `cf` in order, from the first whose field is
-    /// at or above `from`, until `f` returns false; or in reverse, from the last whose field
-    /// is below `from` (empty `from`: the last of all). `f` gets the field and the value.
-    pub fn scan(
+    /// Reads one entry of `cf`.
+    pub fn get(&self, cf: &ColumnFamily, key: &[u8]) -> strata::Result<Option<Vec<u8>>> {
+        self.db.get_cf(cf, key)
+    }
+
+    /// Visits entries of `cf` that start with `prefix` and sort below `upper`, in order, until
+    /// `f` returns false: forward from the first at or above `prefix` + `from`, or in reverse
+    /// from the last. `f` gets each key after `prefix`, and its value. The internal entries
+    /// the walk stepped over are added to `scan_steps`.
+    pub fn scan_prefix(
         &self,
         cf: &ColumnFamily,
-        key: &[u8],
-        version: u64,
+        prefix: Vec<u8>,
+        upper: Vec<u8>,
         from: &[u8],
         reverse: bool,
         mut f: impl FnMut(&[u8], &[u8]) -> bool,
-    ) -> Result<(), String> {
-        let prefix = subkey::prefix(key, version);
-        let end = if reverse && !from.is_empty() {
-            let mut e = prefix.clone();
-            e.extend_from_slice(from);
-            e
-        } else {
-            subkey::prefix_end(key, version)
-        };
+    ) -> strata::Result<()> {
         let mut start = Vec::new();
         if !reverse {
             start.reserve(prefix.len() + from.len());
@@ -264,7 +299,7 @@ impl Store {
         let plen = prefix.len();
         let ro = ReadOptions {
             iterate_lower_bound: Some(prefix),
-            iterate_upper_bound: Some(end),
+            iterate_upper_bound: Some(upper),
             ..ReadOptions::default()
         };
         let mut it = self.db.raw_iterator_cf_opt(cf, &ro);
@@ -288,42 +323,29 @@ impl Store {
             }
         }
         self.scan_steps.fetch_add(it.internal_steps(), Ordering::Relaxed);
-        it.status().map_err(engine_err)
+        it.status()
     }
 
-    /// Reads one sub-key.
-    pub fn get_sub(
-        &self,
-        key: &[u8],
-        version: u64,
-        field: &[u8],
-    ) -> Result<Option<Vec<u8>>, String> {
-        self.db.get_cf(&*self.sub_cf, subkey::encode(key, version, field)).map_err(engine_err)
-    }
-
-    /// Visits live keys of the metadata family from `from` (inclusive) on, until `f` returns
-    /// false; `f` gets the key and its decoded metadata.
-    pub fn scan_keys(
+    /// Visits the metadata family's records from key `from` (inclusive) on, in key order,
+    /// until `f` returns false; `f` gets the key and the record.
+    pub fn scan_meta(
         &self,
         from: &[u8],
-        mut f: impl FnMut(&[u8], &Meta) -> bool,
-    ) -> Result<(), String> {
-        let now = now_ms();
+        mut f: impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> strata::Result<()> {
         let mut it = self.db.raw_iterator_cf(&*self.meta_cf);
         it.seek(from);
         while let Some((k, v)) = it.item() {
-            if let Ok(m) = Meta::decode(v) {
-                if !m.expired(now) && !f(k, &m) {
-                    break;
-                }
+            if !f(k, v) {
+                break;
             }
             it.next();
         }
-        it.status().map_err(engine_err)
+        it.status()
     }
 
     /// Deletes every key (all families), by range deletions up to each family's last key.
-    pub fn flush_all(&self) -> Result<(), String> {
+    pub fn flush_all(&self) -> strata::Result<()> {
         self.pop_hints.clear();
         for cf in [&self.meta_cf, &self.sub_cf, &self.score_cf] {
             let mut it = self.db.raw_iterator_cf(&**cf);
@@ -335,63 +357,23 @@ impl Store {
                 b.delete_range_cf(&**cf, Vec::new(), end);
                 self.write(b)?;
             }
-            it.status().map_err(engine_err)?;
+            it.status()?;
         }
         self.meta_cache.clear();
         Ok(())
     }
 
     /// Flushes the memtables and stops background work: the clean shutdown.
-    pub fn close(&self) -> Result<(), String> {
+    pub fn close(&self) -> strata::Result<()> {
         self.closing.store(true, Ordering::Release);
-        let mut res = self.db.flush_wal(true).map_err(engine_err);
+        let mut res = self.db.flush_wal(true);
         for cf in [&self.meta_cf, &self.sub_cf, &self.score_cf] {
             if let Err(e) = self.db.flush_cf(&**cf) {
-                res = Err(engine_err(e));
+                res = Err(e);
             }
         }
         self.db.cancel_all_background_work(true);
         self.syncs.stop();
         res
-    }
-}
-
-/// Installs the stale sub-key filter on a family's options (when the engine offers one).
-fn install_filter(opts: &mut Options, slot: &filter::StoreSlot) {
-    let slot = slot.clone();
-    opts.set_compaction_filter("strata-server.stale-subkeys", move |_level, key, _value| {
-        if filter::decide(&slot, key) {
-            strata::Decision::Remove
-        } else {
-            strata::Decision::Keep
-        }
-    });
-}
-
-impl Store {
-    /// The live metadata of `key` if it is of `kind`; `Ok(None)` when absent; the WRONGTYPE
-    /// error when it holds another type.
-    pub fn typed(&self, key: &[u8], kind: Kind) -> Result<Option<Meta>, String> {
-        match self.meta(key)? {
-            Some(m) if m.kind != kind => Err(crate::commands::WRONGTYPE.into()),
-            other => Ok(other),
-        }
-    }
-
-    /// Like [`Store::typed`], but an absent key gives a new empty entry at a fresh version.
-    pub fn typed_or_new(&self, key: &[u8], kind: Kind) -> Result<Meta, String> {
-        Ok(match self.typed(key, kind)? {
-            Some(m) => m,
-            None => Meta::composite(kind, self.new_version()),
-        })
-    }
-
-    /// Puts `m` for `key` into `b`, or deletes the key when `m` is an empty container.
-    pub fn put_or_delete_meta(&self, b: &mut WriteBatch, key: &[u8], m: &Meta) {
-        if m.kind != Kind::String && m.size == 0 {
-            self.delete_meta(b, key);
-        } else {
-            self.put_meta(b, key, m);
-        }
     }
 }

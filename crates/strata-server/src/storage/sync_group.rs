@@ -21,11 +21,36 @@
 //! (`take_owed_sync`) right after the commands it ran, before it awaits anything.
 
 use std::cell::Cell;
+use std::fmt;
 use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex};
 use strata::Db;
 use tokio::sync::watch;
+
+/// Why a wait for a sync failed. Cloned to every waiter the failure covers.
+#[derive(Debug, Clone)]
+pub enum SyncError {
+    /// The syncer thread could not be started.
+    Spawn(Arc<std::io::Error>),
+    /// A WAL sync failed or panicked: this one and every later one fail (the engine's error
+    /// is sticky).
+    Failed(Arc<strata::Error>),
+    /// The syncer went away before the sync finished.
+    Stopped,
+}
+
+impl fmt::Display for SyncError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SyncError::Spawn(e) => write!(f, "cannot start the WAL sync thread: {e}"),
+            SyncError::Failed(e) => write!(f, "WAL sync failed: {e}"),
+            SyncError::Stopped => f.write_str("WAL sync stopped"),
+        }
+    }
+}
+
+impl std::error::Error for SyncError {}
 
 #[derive(Default)]
 struct State {
@@ -36,7 +61,7 @@ struct State {
     /// The highest sync number requested.
     requested: u64,
     /// The first sync that failed, with its error.
-    failed: Option<(u64, String)>,
+    failed: Option<(u64, SyncError)>,
     /// Whether the syncer thread runs.
     syncer: bool,
     /// Stop the syncer once the requested syncs are done.
@@ -47,12 +72,12 @@ struct State {
 #[derive(Clone, Default)]
 struct Progress {
     finished: u64,
-    failed: Option<(u64, String)>,
+    failed: Option<(u64, SyncError)>,
 }
 
 impl Progress {
     /// `None` while sync `need` is pending; then its outcome.
-    fn outcome(&self, need: u64) -> Option<Result<(), String>> {
+    fn outcome(&self, need: u64) -> Option<Result<(), SyncError>> {
         if let Some((n, e)) = &self.failed {
             if *n <= need {
                 return Some(Err(e.clone()));
@@ -108,8 +133,7 @@ impl SyncGroup {
                 .spawn(move || g.run_syncer(&sync));
             if let Err(e) = spawned {
                 st.syncer = false;
-                st.failed
-                    .get_or_insert((need, format!("ERR cannot start the WAL sync thread: {e}")));
+                st.failed.get_or_insert((need, SyncError::Spawn(Arc::new(e))));
                 let failed = st.failed.clone();
                 drop(st);
                 self.publish(None, failed);
@@ -121,17 +145,17 @@ impl SyncGroup {
     }
 
     /// Returns once sync `need` (from [`SyncGroup::request`]) has finished.
-    pub async fn wait(&self, need: u64) -> Result<(), String> {
+    pub async fn wait(&self, need: u64) -> Result<(), SyncError> {
         let mut rx = self.progress.subscribe();
         let outcome = match rx.wait_for(|p| p.outcome(need).is_some()).await {
             Ok(p) => p.outcome(need).unwrap_or(Ok(())),
-            Err(_) => Err("ERR WAL sync stopped".into()),
+            Err(_) => Err(SyncError::Stopped),
         };
         outcome
     }
 
     /// [`SyncGroup::wait`] for a plain thread.
-    pub fn wait_blocking(&self, need: u64) -> Result<(), String> {
+    pub fn wait_blocking(&self, need: u64) -> Result<(), SyncError> {
         let mut st = self.state.lock();
         loop {
             let p = Progress { finished: st.finished, failed: st.failed.clone() };
@@ -148,7 +172,7 @@ impl SyncGroup {
         self.wake.notify_one();
     }
 
-    fn publish(&self, finished: Option<u64>, failed: Option<(u64, String)>) {
+    fn publish(&self, finished: Option<u64>, failed: Option<(u64, SyncError)>) {
         self.done.notify_all();
         self.progress.send_modify(|p| {
             if let Some(f) = finished {
@@ -179,7 +203,7 @@ impl SyncGroup {
             let mut st = self.state.lock();
             st.finished = n;
             if let Err(e) = r {
-                st.failed.get_or_insert((n, format!("ERR WAL sync failed: {e}")));
+                st.failed.get_or_insert((n, SyncError::Failed(Arc::new(e))));
             }
             let failed = st.failed.clone();
             drop(st);
@@ -255,7 +279,7 @@ mod tests {
                 Ok(())
             }
         });
-        let e = g.wait_blocking(need).unwrap_err();
+        let e = g.wait_blocking(need).unwrap_err().to_string();
         assert!(e.contains("panic in thread strata-wal-sync: device gone"), "{e}");
         // The thread lives on; the failure is sticky.
         let later = g.request_with(|| || Ok(()));

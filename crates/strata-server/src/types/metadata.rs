@@ -21,7 +21,7 @@
 //!
 //! `version` names the generation of a composite key in format 0: its sub-keys carry it, so
 //! deleting, expiring or overwriting the key only replaces this entry (O(1)); sub-keys of an
-//! older version are garbage that the compaction filter ([`super::filter`]) removes. A
+//! older version are garbage that the compaction filter removes ([`super::gc`]). A
 //! compact hash owns no sub-keys: every sub-key of its user key is garbage.
 
 /// The type of a key (the low nibble of `flags`; on-disk: never change).
@@ -268,7 +268,7 @@ mod tests {
     fn compact_hashes_round_trip_and_format_0_still_reads() {
         let mut m = Meta::compact_hash();
         let pairs = [(&b"f1"[..], &b"v1"[..]), (b"f2", b"")].into_iter().collect();
-        m.value = crate::storage::compact_hash::encode(&pairs);
+        m.value = crate::types::compact_hash::encode(&pairs);
         m.size = 2;
         m.expire_ms = 77;
         let raw = m.encode();
@@ -292,7 +292,7 @@ mod tests {
         // Trusted decoding of a bad entry never panics.
         for cut in 0..raw.len() {
             let t = Meta::decode_trusted(raw[..cut].to_vec());
-            let _ = crate::storage::compact_hash::iter(&t.value).count();
+            let _ = crate::types::compact_hash::iter(&t.value).count();
         }
     }
 

@@ -1,0 +1,57 @@
+//! Argument parsing shared by the commands, with Redis's error for each bad argument.
+
+use super::errors::{CmdError, NOT_FLOAT, NOT_INT, NOT_POSITIVE, SYNTAX};
+use crate::types::number::{parse_float, parse_int_strict};
+
+/// Case-insensitive comparison of an argument with an ASCII word.
+pub fn is(arg: &[u8], word: &str) -> bool {
+    arg.eq_ignore_ascii_case(word.as_bytes())
+}
+
+/// An integer argument, or `ERR value is not an integer or out of range`.
+pub fn int_arg(b: &[u8]) -> Result<i64, CmdError> {
+    parse_int_strict(b).ok_or(NOT_INT.into())
+}
+
+/// A float argument, or `ERR value is not a valid float`.
+pub fn float_arg(b: &[u8]) -> Result<f64, CmdError> {
+    parse_float(b).ok_or(NOT_FLOAT.into())
+}
+
+/// The optional count of LPOP/RPOP/SPOP (`key [count]`): any count that is not a
+/// non-negative integer gets Redis's `ERR value is out of range, must be positive`.
+pub fn pop_count(a: &[Vec<u8>]) -> Result<Option<u64>, CmdError> {
+    if a.len() > 3 {
+        return Err(SYNTAX.into());
+    }
+    a.get(2)
+        .map(|c| match parse_int_strict(c) {
+            Some(n) if n >= 0 => Ok(n as u64),
+            _ => Err(NOT_POSITIVE.into()),
+        })
+        .transpose()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(v: &[&str]) -> Vec<Vec<u8>> {
+        v.iter().map(|s| s.as_bytes().to_vec()).collect()
+    }
+
+    fn pop_count_text(v: &[&str]) -> Result<Option<u64>, String> {
+        pop_count(&args(v)).map_err(|e| e.reply_text().into_owned())
+    }
+
+    #[test]
+    fn pop_counts_are_non_negative_integers_with_redis_errors() {
+        assert_eq!(pop_count_text(&["lpop", "k"]), Ok(None));
+        assert_eq!(pop_count_text(&["lpop", "k", "0"]), Ok(Some(0)));
+        assert_eq!(pop_count_text(&["lpop", "k", "7"]), Ok(Some(7)));
+        let positive = Err("ERR value is out of range, must be positive".to_string());
+        assert_eq!(pop_count_text(&["lpop", "k", "-1"]), positive);
+        assert_eq!(pop_count_text(&["lpop", "k", "x"]), positive);
+        assert_eq!(pop_count_text(&["lpop", "k", "1", "2"]), Err(SYNTAX.to_string()));
+    }
+}

@@ -1,0 +1,125 @@
+//! Error replies: Redis's exact texts, and the one mapping from the data layer's errors
+//! ([`TypeError`]) to them ([`type_error_reply`]). A handler fails with a [`CmdError`];
+//! `dispatch` writes its text. Clients and tests compare these texts byte for byte.
+
+use crate::types::TypeError;
+use std::borrow::Cow;
+
+/// `WRONGTYPE ...`
+pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+/// `ERR syntax error`
+pub const SYNTAX: &str = "ERR syntax error";
+/// `ERR value is not an integer or out of range`
+pub const NOT_INT: &str = "ERR value is not an integer or out of range";
+/// `ERR value is not a valid float`
+pub const NOT_FLOAT: &str = "ERR value is not a valid float";
+/// `ERR increment or decrement would overflow`
+pub const OVERFLOW: &str = "ERR increment or decrement would overflow";
+/// `ERR value is out of range, must be positive` (a negative count)
+pub const NOT_POSITIVE: &str = "ERR value is out of range, must be positive";
+/// `NOAUTH Authentication required.`
+pub const NOAUTH: &str = "NOAUTH Authentication required.";
+
+/// Why a command failed.
+#[derive(Debug)]
+pub enum CmdError {
+    /// The data layer refused or failed; replied with [`type_error_reply`]'s text.
+    Type(TypeError),
+    /// What the command found itself (its arguments, options, state), as the reply text.
+    Reply(Cow<'static, str>),
+}
+
+impl CmdError {
+    /// The error reply's text (it starts with the error code).
+    pub fn reply_text(&self) -> Cow<'_, str> {
+        match self {
+            CmdError::Type(e) => type_error_reply(e),
+            CmdError::Reply(text) => Cow::Borrowed(text),
+        }
+    }
+}
+
+/// Redis's reply text for a data-layer error.
+pub fn type_error_reply(e: &TypeError) -> Cow<'static, str> {
+    match e {
+        TypeError::WrongType => WRONGTYPE.into(),
+        TypeError::NotAnInteger => NOT_INT.into(),
+        TypeError::HashValueNotAnInteger => "ERR hash value is not an integer".into(),
+        TypeError::Overflow => OVERFLOW.into(),
+        TypeError::NanScore => "ERR resulting score is not a number (NaN)".into(),
+        TypeError::NoSuchKey => "ERR no such key".into(),
+        TypeError::Corrupt(what) => format!("ERR corrupt {what}").into(),
+        TypeError::Engine(e) => format!("ERR storage error: {e}").into(),
+    }
+}
+
+impl From<TypeError> for CmdError {
+    fn from(e: TypeError) -> Self {
+        CmdError::Type(e)
+    }
+}
+
+impl From<strata::Error> for CmdError {
+    fn from(e: strata::Error) -> Self {
+        CmdError::Type(TypeError::Engine(e))
+    }
+}
+
+impl From<&'static str> for CmdError {
+    fn from(text: &'static str) -> Self {
+        CmdError::Reply(Cow::Borrowed(text))
+    }
+}
+
+impl From<String> for CmdError {
+    fn from(text: String) -> Self {
+        CmdError::Reply(Cow::Owned(text))
+    }
+}
+
+/// `ERR wrong number of arguments for 'name' command`
+pub fn arity_err(name: &str) -> String {
+    format!("ERR wrong number of arguments for '{name}' command")
+}
+
+/// `ERR unknown command 'x', with args beginning with: 'a' 'b' `
+pub fn unknown_err(args: &[Vec<u8>]) -> String {
+    let name = String::from_utf8_lossy(&args[0]);
+    let name: String = name.chars().take(128).collect();
+    let mut s = format!("ERR unknown command '{name}', with args beginning with: ");
+    for a in args.iter().skip(1) {
+        if s.len() > 256 {
+            break;
+        }
+        let a = String::from_utf8_lossy(a);
+        let a: String = a.chars().take(128).collect();
+        s.push('\'');
+        s.push_str(&a);
+        s.push_str("' ");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn data_errors_reply_with_redis_texts() {
+        let text = |e: TypeError| CmdError::from(e).reply_text().into_owned();
+        assert_eq!(text(TypeError::WrongType), WRONGTYPE);
+        assert_eq!(text(TypeError::NotAnInteger), "ERR value is not an integer or out of range");
+        assert_eq!(text(TypeError::HashValueNotAnInteger), "ERR hash value is not an integer");
+        assert_eq!(text(TypeError::Overflow), "ERR increment or decrement would overflow");
+        assert_eq!(text(TypeError::NanScore), "ERR resulting score is not a number (NaN)");
+        assert_eq!(text(TypeError::NoSuchKey), "ERR no such key");
+        assert_eq!(
+            text(TypeError::Corrupt("list: missing element".into())),
+            "ERR corrupt list: missing element"
+        );
+        let engine = strata::Error::InvalidArgument("x".into());
+        let shown = engine.to_string();
+        assert_eq!(text(TypeError::Engine(engine)), format!("ERR storage error: {shown}"));
+        assert_eq!(CmdError::from(SYNTAX).reply_text(), SYNTAX);
+    }
+}

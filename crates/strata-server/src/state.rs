@@ -1,0 +1,139 @@
+//! The state commands run against: what every connection shares ([`Shared`]: the store, the
+//! settings CONFIG shows, INFO's counters, the client list, scan cursors) and what one
+//! connection holds ([`Conn`]). The network side ([`crate::server`]) creates both; commands
+//! read and change them.
+
+use crate::config::Config;
+use crate::storage::Store;
+use crate::types::compact_hash::Limits;
+use crate::types::{now_ms, Keyspace};
+use parking_lot::{Mutex, RwLock};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, AtomicUsize};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Counters reported by INFO.
+#[derive(Default)]
+pub struct Stats {
+    /// Commands executed.
+    pub commands: AtomicU64,
+    /// Error replies.
+    pub errors: AtomicU64,
+    /// Connections accepted.
+    pub connections: AtomicU64,
+    /// Connections open now.
+    pub connected: AtomicUsize,
+    /// Keys removed by the active expiry task.
+    pub expired_keys: AtomicU64,
+    /// Connections closed for a protocol error.
+    pub protocol_errors: AtomicU64,
+}
+
+/// What CLIENT LIST shows of a connection.
+#[derive(Clone, Default)]
+pub struct ClientEntry {
+    /// Peer address.
+    pub addr: String,
+    /// CLIENT SETNAME.
+    pub name: String,
+    /// CLIENT SETINFO LIB-NAME / LIB-VER.
+    pub lib: String,
+    /// When it connected.
+    pub since: Option<Instant>,
+    /// Protocol version.
+    pub resp: u8,
+}
+
+/// SCAN/HSCAN cursors: a numeric cursor names the key (or field) the next call starts at.
+/// Bounded: when full it is cleared (an old cursor then restarts from the beginning).
+#[derive(Default)]
+pub struct Cursors {
+    next: u64,
+    map: HashMap<u64, Vec<u8>>,
+}
+
+impl Cursors {
+    const MAX: usize = 100_000;
+
+    /// Stores a resume point, returning its cursor (never 0).
+    pub fn save(&mut self, at: Vec<u8>) -> u64 {
+        if self.map.len() >= Self::MAX {
+            self.map.clear();
+        }
+        self.next += 1;
+        self.map.insert(self.next, at);
+        self.next
+    }
+
+    /// The resume point of a cursor.
+    pub fn load(&self, c: u64) -> Option<Vec<u8>> {
+        self.map.get(&c).cloned()
+    }
+}
+
+/// State shared by every connection.
+pub struct Shared {
+    /// The data.
+    pub store: Arc<Store>,
+    /// When a hash is compact (`hash-max-listpack-entries`/`-value`; CONFIG SET changes them).
+    pub hash_limits: Limits,
+    /// Settings as CONFIG GET shows them (lower-case names).
+    pub params: RwLock<BTreeMap<String, String>>,
+    /// The startup configuration.
+    pub config: Config,
+    /// Counters.
+    pub stats: Stats,
+    /// Open connections.
+    pub clients: Mutex<HashMap<u64, ClientEntry>>,
+    /// Scan cursors.
+    pub cursors: Mutex<Cursors>,
+    /// Start time.
+    pub started: Instant,
+    /// The port actually bound.
+    pub port: u16,
+}
+
+impl Shared {
+    /// The state of a server on `store` configured by `config`, listening on `port`.
+    pub fn new(store: Arc<Store>, config: Config, port: u16) -> Shared {
+        let mut params = config.params();
+        params.insert("port".into(), port.to_string());
+        Shared {
+            store,
+            hash_limits: Limits::new(
+                config.hash_max_listpack_entries,
+                config.hash_max_listpack_value,
+            ),
+            params: RwLock::new(params),
+            config,
+            stats: Stats::default(),
+            clients: Mutex::new(HashMap::new()),
+            cursors: Mutex::new(Cursors::default()),
+            started: Instant::now(),
+            port,
+        }
+    }
+
+    /// The keyspace as a command starting now sees it.
+    pub fn keyspace(&self) -> Keyspace<'_> {
+        Keyspace::new(&self.store, &self.hash_limits, now_ms())
+    }
+
+    /// The password AUTH checks, if any.
+    pub fn password(&self) -> Option<String> {
+        self.params.read().get("requirepass").filter(|p| !p.is_empty()).cloned()
+    }
+}
+
+/// Per-connection state.
+pub struct Conn {
+    /// CLIENT ID.
+    pub id: u64,
+    /// Whether commands are allowed (no password, or AUTH succeeded).
+    pub authed: bool,
+    /// Speaks RESP3.
+    pub resp3: bool,
+    /// Close after writing the replies (QUIT).
+    pub close: bool,
+}

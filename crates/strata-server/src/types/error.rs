@@ -1,0 +1,60 @@
+//! What a data operation can fail with. The variants say what went wrong, not how a client is
+//! told: `commands` maps each to Redis's reply text in one place (`commands::errors`).
+
+use std::fmt;
+
+/// A failed data operation.
+#[derive(Debug)]
+pub enum TypeError {
+    /// The key holds a value of another type.
+    WrongType,
+    /// A string value an integer operation (INCR...) reads is not a 64-bit integer.
+    NotAnInteger,
+    /// A hash field an integer operation (HINCRBY) reads is not a 64-bit integer.
+    HashValueNotAnInteger,
+    /// An integer increment would leave the 64-bit range.
+    Overflow,
+    /// A score an operation computes is not a number (`inf + -inf`).
+    NanScore,
+    /// The key an operation needs (RENAME's source) does not exist.
+    NoSuchKey,
+    /// A stored record does not decode; names the record and what is wrong.
+    Corrupt(String),
+    /// The engine failed.
+    Engine(strata::Error),
+}
+
+impl fmt::Display for TypeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TypeError::WrongType => f.write_str("the key holds a value of another type"),
+            TypeError::NotAnInteger => f.write_str("the value is not a 64-bit integer"),
+            TypeError::HashValueNotAnInteger => {
+                f.write_str("the hash field's value is not a 64-bit integer")
+            }
+            TypeError::Overflow => f.write_str("the increment leaves the 64-bit range"),
+            TypeError::NanScore => f.write_str("the resulting score is not a number"),
+            TypeError::NoSuchKey => f.write_str("no such key"),
+            TypeError::Corrupt(what) => write!(f, "corrupt {what}"),
+            TypeError::Engine(e) => write!(f, "storage error: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for TypeError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            TypeError::Engine(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<strata::Error> for TypeError {
+    fn from(e: strata::Error) -> Self {
+        TypeError::Engine(e)
+    }
+}
+
+/// A data operation's result.
+pub type Result<T> = std::result::Result<T, TypeError>;

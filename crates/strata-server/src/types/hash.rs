@@ -1,0 +1,284 @@
+//! Hashes. A hash has one of two encodings: compact, every pair inside its metadata record
+//! ([`compact_hash`]), while it fits the keyspace's limits (`hash-max-listpack-entries`,
+//! `hash-max-listpack-value`); else one sub-key per field (value = the field's value). A new
+//! hash starts compact; a write that takes it past a limit converts it to sub-keys, and it
+//! never converts back. Every operation behaves the same in both encodings: reads go through
+//! [`has_field`], [`field`] and [`for_each`], writes through `commit`, which alone picks the
+//! encoding.
+
+use super::compact_hash::{self, Edit as Change};
+use super::error::{Result, TypeError};
+use super::keyspace::{Keyspace, Page};
+use super::metadata::{Kind, Meta};
+use super::number::parse_int_strict;
+use super::subkey;
+use std::collections::HashSet;
+use strata::WriteBatch;
+
+/// (field, value) pairs of a hash, in field order.
+pub type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// The live hash at `key` (its metadata, to read with [`field`] and [`for_each`]);
+/// `Ok(None)` when absent, [`TypeError::WrongType`] for another type.
+pub fn read(ks: &Keyspace, key: &[u8]) -> Result<Option<Meta>> {
+    ks.typed(key, Kind::Hash)
+}
+
+/// The live hash at `key`, or a new empty compact one.
+fn read_or_new(ks: &Keyspace, key: &[u8]) -> Result<Meta> {
+    Ok(read(ks, key)?.unwrap_or_else(Meta::compact_hash))
+}
+
+/// Whether the hash `key` (metadata `m`) has `f`.
+pub fn has_field(ks: &Keyspace, key: &[u8], m: &Meta, f: &[u8]) -> Result<bool> {
+    if m.compact {
+        Ok(compact_hash::get(&m.value, f).is_some())
+    } else {
+        Ok(ks.get_sub(key, m.version, f)?.is_some())
+    }
+}
+
+/// The value of `f` in the hash `key` (metadata `m`).
+pub fn field(ks: &Keyspace, key: &[u8], m: &Meta, f: &[u8]) -> Result<Option<Vec<u8>>> {
+    if m.compact {
+        Ok(compact_hash::get(&m.value, f).map(<[u8]>::to_vec))
+    } else {
+        ks.get_sub(key, m.version, f)
+    }
+}
+
+/// Visits the pairs of the hash `key` (metadata `m`) in field order from the first field at
+/// or above `from`, until `f` returns false.
+pub fn for_each(
+    ks: &Keyspace,
+    key: &[u8],
+    m: &Meta,
+    from: &[u8],
+    mut f: impl FnMut(&[u8], &[u8]) -> bool,
+) -> Result<()> {
+    if !m.compact {
+        return ks.scan(&ks.store.sub_cf, key, m.version, from, false, f);
+    }
+    for (k, v) in compact_hash::iter(&m.value) {
+        if k >= from && !f(k, v) {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// How many pairs a whole [`for_each`] of the hash visits, when its encoding knows before
+/// the walk (a compact hash). A sub-key hash's count is known only by walking it: its
+/// metadata is read apart from its sub-keys, without a snapshot.
+pub fn known_len(m: &Meta) -> Option<usize> {
+    m.compact.then_some(m.size as usize)
+}
+
+/// Writes `changes` (in order: a later change of a field wins) to the hash `key` whose
+/// metadata is `m`, in one batch. The caller has counted the fields added or removed into
+/// `m.size` and says whether it changed (a sub-key hash rewrites its metadata only then). A
+/// compact hash that no longer fits the limits is converted to sub-keys at a fresh version;
+/// an emptied hash is deleted.
+fn commit(
+    ks: &Keyspace,
+    key: &[u8],
+    mut m: Meta,
+    changes: &[Change],
+    size_changed: bool,
+) -> Result<()> {
+    if changes.is_empty() {
+        return Ok(());
+    }
+    let st = ks.store;
+    let mut b;
+    if m.compact {
+        if let Some((payload, n)) = compact_hash::apply(&m.value, changes, ks.hash_limits) {
+            m.size = n;
+            m.value = payload;
+            b = WriteBatch::with_capacity_bytes(key.len() + m.value.len() + 64);
+            ks.put_or_delete_meta(&mut b, key, &m);
+            return ks.write(b);
+        }
+        // Past a limit: every pair to sub-keys of a fresh version.
+        let mut pairs = compact_hash::to_map(&m.value);
+        for c in changes {
+            match *c {
+                Change::Put(f, v) => pairs.insert(f, v),
+                Change::Del(f) => pairs.remove(f),
+            };
+        }
+        let version = st.new_version();
+        let bytes: usize = pairs.iter().map(|(f, v)| key.len() + f.len() + v.len() + 32).sum();
+        b = WriteBatch::with_capacity_bytes(bytes + 64);
+        for (f, v) in &pairs {
+            b.put_cf(&*st.sub_cf, subkey::encode(key, version, f), v);
+        }
+        let mut sub = Meta::composite(Kind::Hash, version);
+        sub.expire_ms = m.expire_ms;
+        sub.size = pairs.len() as u64;
+        ks.put_meta(&mut b, key, &sub);
+    } else {
+        let bytes: usize = changes
+            .iter()
+            .map(|c| match c {
+                Change::Put(f, v) => key.len() + f.len() + v.len() + 32,
+                Change::Del(f) => key.len() + f.len() + 32,
+            })
+            .sum();
+        b = WriteBatch::with_capacity_bytes(bytes + 64);
+        for c in changes {
+            match *c {
+                Change::Put(f, v) => b.put_cf(&*st.sub_cf, subkey::encode(key, m.version, f), v),
+                Change::Del(f) => b.delete_cf(&*st.sub_cf, subkey::encode(key, m.version, f)),
+            }
+        }
+        if size_changed {
+            ks.put_or_delete_meta(&mut b, key, &m);
+        }
+    }
+    ks.write(b)
+}
+
+/// HSET: sets every (field, value) of `pairs` (a later pair of a field wins); the number of
+/// fields added.
+pub fn set_fields(ks: &Keyspace, key: &[u8], pairs: &[(&[u8], &[u8])]) -> Result<u64> {
+    let _g = ks.store.locks.lock(&[key]);
+    let mut m = read_or_new(ks, key)?;
+    let mut added = 0;
+    let mut fresh = HashSet::new();
+    let mut changes = Vec::with_capacity(pairs.len());
+    for &(f, v) in pairs {
+        if !has_field(ks, key, &m, f)? && fresh.insert(f) {
+            added += 1;
+        }
+        changes.push(Change::Put(f, v));
+    }
+    m.size += added;
+    commit(ks, key, m, &changes, added > 0)?;
+    Ok(added)
+}
+
+/// HSETNX: sets `f` to `v` unless the hash has `f`; whether it did.
+pub fn set_if_absent(ks: &Keyspace, key: &[u8], f: &[u8], v: &[u8]) -> Result<bool> {
+    let _g = ks.store.locks.lock(&[key]);
+    let mut m = read_or_new(ks, key)?;
+    if has_field(ks, key, &m, f)? {
+        return Ok(false);
+    }
+    m.size += 1;
+    commit(ks, key, m, &[Change::Put(f, v)], true)?;
+    Ok(true)
+}
+
+/// HGET: the value of `f`.
+pub fn get(ks: &Keyspace, key: &[u8], f: &[u8]) -> Result<Option<Vec<u8>>> {
+    match read(ks, key)? {
+        Some(m) => field(ks, key, &m, f),
+        None => Ok(None),
+    }
+}
+
+/// HMGET: the value of each of `fields`.
+pub fn get_many(ks: &Keyspace, key: &[u8], fields: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>> {
+    let m = read(ks, key)?;
+    let mut values = Vec::with_capacity(fields.len());
+    for f in fields {
+        values.push(match &m {
+            Some(m) => field(ks, key, m, f)?,
+            None => None,
+        });
+    }
+    Ok(values)
+}
+
+/// Every (field, value) pair (HKEYS, HVALS).
+pub fn all(ks: &Keyspace, key: &[u8]) -> Result<Pairs> {
+    let mut v = Vec::new();
+    if let Some(m) = read(ks, key)? {
+        for_each(ks, key, &m, b"", |f, val| {
+            v.push((f.to_vec(), val.to_vec()));
+            true
+        })?;
+    }
+    Ok(v)
+}
+
+/// HDEL: removes `fields` (repeats count once); the number removed. An emptied hash is
+/// deleted.
+pub fn delete_fields(ks: &Keyspace, key: &[u8], fields: &[Vec<u8>]) -> Result<u64> {
+    let _g = ks.store.locks.lock(&[key]);
+    let Some(mut m) = read(ks, key)? else {
+        return Ok(0);
+    };
+    let mut changes = Vec::new();
+    let mut gone = HashSet::new();
+    for f in fields {
+        if !gone.contains(f) && has_field(ks, key, &m, f)? {
+            gone.insert(f);
+            changes.push(Change::Del(f));
+        }
+    }
+    let n = changes.len() as u64;
+    m.size -= n;
+    commit(ks, key, m, &changes, n > 0)?;
+    Ok(n)
+}
+
+/// HLEN: the number of fields.
+pub fn len(ks: &Keyspace, key: &[u8]) -> Result<u64> {
+    Ok(read(ks, key)?.map_or(0, |m| m.size))
+}
+
+/// HEXISTS: whether the hash has `f`.
+pub fn exists(ks: &Keyspace, key: &[u8], f: &[u8]) -> Result<bool> {
+    match read(ks, key)? {
+        Some(m) => has_field(ks, key, &m, f),
+        None => Ok(false),
+    }
+}
+
+/// HINCRBY: adds `by` to the integer in `f` (absent: 0); the new value.
+pub fn incr_by(ks: &Keyspace, key: &[u8], f: &[u8], by: i64) -> Result<i64> {
+    let _g = ks.store.locks.lock(&[key]);
+    let mut m = read_or_new(ks, key)?;
+    let old = field(ks, key, &m, f)?;
+    let cur = match &old {
+        Some(v) => parse_int_strict(v).ok_or(TypeError::HashValueNotAnInteger)?,
+        None => 0,
+    };
+    let new = cur.checked_add(by).ok_or(TypeError::Overflow)?;
+    let text = new.to_string();
+    if old.is_none() {
+        m.size += 1;
+    }
+    commit(ks, key, m, &[Change::Put(f, text.as_bytes())], old.is_none())?;
+    Ok(new)
+}
+
+/// HSCAN: walks `count` fields from the first at or above `from`, keeping the pairs whose
+/// field `keep` accepts.
+pub fn scan(
+    ks: &Keyspace,
+    key: &[u8],
+    from: &[u8],
+    count: usize,
+    mut keep: impl FnMut(&[u8]) -> bool,
+) -> Result<Page<(Vec<u8>, Vec<u8>)>> {
+    let mut found = Vec::new();
+    let mut next = None;
+    if let Some(m) = read(ks, key)? {
+        let mut seen = 0;
+        for_each(ks, key, &m, from, |f, v| {
+            if seen == count {
+                next = Some(f.to_vec());
+                return false;
+            }
+            seen += 1;
+            if keep(f) {
+                found.push((f.to_vec(), v.to_vec()));
+            }
+            true
+        })?;
+    }
+    Ok(Page { items: found, next })
+}

@@ -1,0 +1,252 @@
+//! Operations on keys of any type: deletion, existence, expiry, type and encoding, walks of
+//! the keyspace, RENAME.
+//!
+//! Deleting a key removes only its metadata record: its sub-keys become stale (their version
+//! has no live metadata) and the compaction filter collects them ([`super::gc`]).
+
+use super::error::{Result, TypeError};
+use super::keyspace::{Keyspace, Page};
+use super::metadata::{Kind, Meta};
+use super::number::parse_int_strict;
+use super::{score, subkey};
+use std::collections::HashSet;
+use strata::WriteBatch;
+
+/// DEL: deletes `keys` (repeats count once); the number that existed.
+pub fn delete(ks: &Keyspace, keys: &[Vec<u8>]) -> Result<u64> {
+    let _g = ks.store.locks.lock(keys);
+    let mut b = WriteBatch::new();
+    let mut n = 0;
+    let mut seen = HashSet::new();
+    for k in keys {
+        if seen.insert(k) && ks.meta(k)?.is_some() {
+            ks.delete_meta(&mut b, k);
+            n += 1;
+        }
+    }
+    ks.write(b)?;
+    Ok(n)
+}
+
+/// EXISTS: how many of `keys` exist (repeats count each time).
+pub fn count_existing(ks: &Keyspace, keys: &[Vec<u8>]) -> Result<u64> {
+    let mut n = 0;
+    for k in keys {
+        if ks.meta(k)?.is_some() {
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
+/// When [`expire`] sets the expiry, against the key's current one (none counts as
+/// infinite for GT and LT).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ExpireIf {
+    /// Only if the key has no expiry (NX).
+    pub nx: bool,
+    /// Only if the key has one (XX).
+    pub xx: bool,
+    /// Only if the new one is later (GT).
+    pub gt: bool,
+    /// Only if the new one is earlier (LT).
+    pub lt: bool,
+}
+
+/// EXPIRE: makes `key` expire at `at_ms` (Unix ms) if `cond` holds; a time not after now
+/// deletes it. Whether the key existed and `cond` held.
+pub fn expire(ks: &Keyspace, key: &[u8], at_ms: i64, cond: ExpireIf) -> Result<bool> {
+    let _g = ks.store.locks.lock(&[key]);
+    let Some(mut m) = ks.meta(key)? else {
+        return Ok(false);
+    };
+    let cur = if m.expire_ms == 0 { None } else { Some(m.expire_ms as i64) };
+    let refused = cond.nx && cur.is_some()
+        || cond.xx && cur.is_none()
+        || cond.gt && cur.is_none_or(|c| at_ms <= c)
+        || cond.lt && cur.is_some_and(|c| at_ms >= c);
+    if refused {
+        return Ok(false);
+    }
+    let mut b = WriteBatch::new();
+    if at_ms <= ks.now_ms as i64 {
+        ks.delete_meta(&mut b, key);
+    } else {
+        m.expire_ms = at_ms as u64;
+        ks.put_meta(&mut b, key, &m);
+    }
+    ks.write(b)?;
+    Ok(true)
+}
+
+/// What TTL finds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ttl {
+    /// The key does not exist.
+    NoKey,
+    /// The key does not expire.
+    Never,
+    /// Milliseconds left.
+    Left(u64),
+}
+
+/// TTL: how long `key` has left.
+pub fn ttl(ks: &Keyspace, key: &[u8]) -> Result<Ttl> {
+    Ok(match ks.meta(key)? {
+        None => Ttl::NoKey,
+        Some(m) if m.expire_ms == 0 => Ttl::Never,
+        Some(m) => Ttl::Left(m.expire_ms.saturating_sub(ks.now_ms)),
+    })
+}
+
+/// PERSIST: removes `key`'s expiry; whether it had one.
+pub fn persist(ks: &Keyspace, key: &[u8]) -> Result<bool> {
+    let _g = ks.store.locks.lock(&[key]);
+    match ks.meta(key)? {
+        Some(mut m) if m.expire_ms != 0 => {
+            m.expire_ms = 0;
+            let mut b = WriteBatch::new();
+            ks.put_meta(&mut b, key, &m);
+            ks.write(b)?;
+            Ok(true)
+        }
+        _ => Ok(false),
+    }
+}
+
+/// TYPE: the type of `key`.
+pub fn kind(ks: &Keyspace, key: &[u8]) -> Result<Option<Kind>> {
+    Ok(ks.meta(key)?.map(|m| m.kind))
+}
+
+/// OBJECT ENCODING: Redis's name for the encoding of `key`'s value (a compact hash is
+/// `listpack`, a hash of sub-keys `hashtable`).
+pub fn encoding(ks: &Keyspace, key: &[u8]) -> Result<Option<&'static str>> {
+    Ok(ks.meta(key)?.map(|m| match m.kind {
+        Kind::String if parse_int_strict(&m.value).is_some() => "int",
+        Kind::String if m.value.len() <= 44 => "embstr",
+        Kind::String => "raw",
+        Kind::Hash if m.compact => "listpack",
+        Kind::Hash | Kind::Set => "hashtable",
+        Kind::List => "quicklist",
+        Kind::ZSet => "skiplist",
+    }))
+}
+
+/// SCAN: walks `count` live keys from `from` (inclusive) in key order, keeping those `keep`
+/// accepts (given the key and its type).
+pub fn scan(
+    ks: &Keyspace,
+    from: &[u8],
+    count: usize,
+    mut keep: impl FnMut(&[u8], Kind) -> bool,
+) -> Result<Page<Vec<u8>>> {
+    let mut found = Vec::new();
+    let mut examined = 0;
+    let mut next = None;
+    ks.scan_keys(from, |k, m| {
+        if examined == count {
+            next = Some(k.to_vec());
+            return false;
+        }
+        examined += 1;
+        if keep(k, m.kind) {
+            found.push(k.to_vec());
+        }
+        true
+    })?;
+    Ok(Page { items: found, next })
+}
+
+/// DBSIZE: the number of live keys (a walk of the metadata family).
+pub fn count(ks: &Keyspace) -> Result<u64> {
+    let mut n = 0;
+    ks.scan_keys(b"", |_, _| {
+        n += 1;
+        true
+    })?;
+    Ok(n)
+}
+
+/// The number of live keys and of those with an expiry (INFO keyspace).
+pub fn stats(ks: &Keyspace) -> Result<(u64, u64)> {
+    let (mut keys, mut expires) = (0u64, 0u64);
+    ks.scan_keys(b"", |_, m| {
+        keys += 1;
+        expires += u64::from(m.expire_ms != 0);
+        true
+    })?;
+    Ok((keys, expires))
+}
+
+/// RANDOMKEY: the first live key at or after a random point of the key space (or the first
+/// of all).
+pub fn random(ks: &Keyspace) -> Result<Option<Vec<u8>>> {
+    let seed = ks.store.new_version().to_le_bytes();
+    let mut first = None;
+    ks.scan_keys(&seed[..2], |k, _| {
+        first = Some(k.to_vec());
+        false
+    })?;
+    if first.is_none() {
+        ks.scan_keys(b"", |k, _| {
+            first = Some(k.to_vec());
+            false
+        })?;
+    }
+    Ok(first)
+}
+
+/// FLUSHALL: deletes every key.
+pub fn flush_all(ks: &Keyspace) -> Result<()> {
+    Ok(ks.store.flush_all()?)
+}
+
+/// Puts into `b` a copy of `src` (with metadata `m`) under `dst`, at a new version.
+fn copy_key(ks: &Keyspace, b: &mut WriteBatch, src: &[u8], m: &Meta, dst: &[u8]) -> Result<()> {
+    let st = ks.store;
+    let mut nm = m.clone();
+    // Strings and compact hashes are whole in their metadata record.
+    if m.kind != Kind::String && !m.compact {
+        nm.version = st.new_version();
+        let mut corrupt = false;
+        ks.scan(&st.sub_cf, src, m.version, b"", false, |f, v| {
+            b.put_cf(&*st.sub_cf, subkey::encode(dst, nm.version, f), v);
+            if m.kind == Kind::ZSet {
+                match v.try_into() {
+                    Ok(bits) => {
+                        let s = f64::from_bits(u64::from_le_bytes(bits));
+                        b.put_cf(&*st.score_cf, score::index_key(dst, nm.version, s, f), b"");
+                    }
+                    Err(_) => corrupt = true,
+                }
+            }
+            true
+        })?;
+        if corrupt {
+            return Err(TypeError::Corrupt("sorted set score".into()));
+        }
+    }
+    ks.put_meta(b, dst, &nm);
+    Ok(())
+}
+
+/// RENAME: moves `src`'s value to `dst`, replacing what `dst` held; with `if_absent`
+/// (RENAMENX) only if `dst` does not exist. Whether it moved ([`TypeError::NoSuchKey`]
+/// without `src`; renaming a key to itself moves nothing and counts as done unless
+/// `if_absent`).
+pub fn rename(ks: &Keyspace, src: &[u8], dst: &[u8], if_absent: bool) -> Result<bool> {
+    let _g = ks.store.locks.lock(&[src, dst]);
+    let m = ks.meta(src)?.ok_or(TypeError::NoSuchKey)?;
+    if src == dst {
+        return Ok(!if_absent);
+    }
+    if if_absent && ks.meta(dst)?.is_some() {
+        return Ok(false);
+    }
+    let mut b = WriteBatch::new();
+    copy_key(ks, &mut b, src, &m, dst)?;
+    ks.delete_meta(&mut b, src);
+    ks.write(b)?;
+    Ok(true)
+}

@@ -1,0 +1,144 @@
+//! The keyspace as one command sees it ([`Keyspace`]): the store, the settings that choose
+//! encodings, and the time the command runs at. Every data operation takes one; this module
+//! holds what they all share: a key's live metadata (the expiry rule and the type checks),
+//! writing it, and walking a key's sub-keys.
+
+use super::compact_hash::Limits;
+use super::error::{Result, TypeError};
+use super::metadata::{Kind, Meta};
+use super::subkey;
+use crate::storage::{MetaRead, Store};
+use std::time::{SystemTime, UNIX_EPOCH};
+use strata::{ColumnFamily, WriteBatch};
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+/// One step of a cursor walk (SCAN, HSCAN): what it kept, and where the next step starts
+/// (`None`: the walk reached the end).
+pub struct Page<T> {
+    /// What the step kept.
+    pub items: Vec<T>,
+    /// The key or field the next step starts at.
+    pub next: Option<Vec<u8>>,
+}
+
+/// The keyspace at one moment. Every expiry decision of an operation is made at `now_ms`, so
+/// one command sees one time, and the same inputs give the same effect.
+#[derive(Clone, Copy)]
+pub struct Keyspace<'a> {
+    /// The store.
+    pub store: &'a Store,
+    /// When a hash is compact (`hash-max-listpack-entries`/`-value`).
+    pub hash_limits: &'a Limits,
+    /// The time, in Unix milliseconds.
+    pub now_ms: u64,
+}
+
+impl<'a> Keyspace<'a> {
+    /// The keyspace of `store` at `now_ms`.
+    pub fn new(store: &'a Store, hash_limits: &'a Limits, now_ms: u64) -> Keyspace<'a> {
+        Keyspace { store, hash_limits, now_ms }
+    }
+
+    /// The live metadata of `key` (an expired key reads as absent).
+    pub fn meta(&self, key: &[u8]) -> Result<Option<Meta>> {
+        let m = match self.store.read_meta(key)? {
+            None => return Ok(None),
+            // Cached records were decoded (validated) before they were cached.
+            Some(MetaRead::Cached(raw)) => Meta::decode_trusted(raw),
+            Some(MetaRead::Stored { raw, generation }) => {
+                let m = Meta::decode(&raw)
+                    .map_err(|e| TypeError::Corrupt(format!("metadata of a key: {e}")))?;
+                self.store.cache_meta(key, raw, generation);
+                m
+            }
+        };
+        Ok(if m.expired(self.now_ms) { None } else { Some(m) })
+    }
+
+    /// The live metadata of `key` if it is of `kind`; `Ok(None)` when absent;
+    /// [`TypeError::WrongType`] when it holds another type.
+    pub fn typed(&self, key: &[u8], kind: Kind) -> Result<Option<Meta>> {
+        match self.meta(key)? {
+            Some(m) if m.kind != kind => Err(TypeError::WrongType),
+            other => Ok(other),
+        }
+    }
+
+    /// Like [`Keyspace::typed`], but an absent key gives a new empty record at a fresh
+    /// version.
+    pub fn typed_or_new(&self, key: &[u8], kind: Kind) -> Result<Meta> {
+        Ok(match self.typed(key, kind)? {
+            Some(m) => m,
+            None => Meta::composite(kind, self.store.new_version()),
+        })
+    }
+
+    /// Writes `b`, the whole effect of one operation (one batch, so atomic). Every write of a
+    /// data operation goes through here; an expired key's removal by the expiry task does not.
+    pub fn write(&self, b: WriteBatch) -> Result<()> {
+        Ok(self.store.write(b)?)
+    }
+
+    /// Puts `meta` for `key` into `b`.
+    pub fn put_meta(&self, b: &mut WriteBatch, key: &[u8], meta: &Meta) {
+        self.store.put_meta(b, key, meta.encode());
+    }
+
+    /// Puts the deletion of `key` into `b`: its metadata goes, and with it (to the
+    /// compaction filter) its sub-keys.
+    pub fn delete_meta(&self, b: &mut WriteBatch, key: &[u8]) {
+        self.store.delete_meta(b, key);
+    }
+
+    /// Puts `m` for `key` into `b`, or deletes the key when `m` is an empty container.
+    pub fn put_or_delete_meta(&self, b: &mut WriteBatch, key: &[u8], m: &Meta) {
+        if m.kind != Kind::String && m.size == 0 {
+            self.delete_meta(b, key);
+        } else {
+            self.put_meta(b, key, m);
+        }
+    }
+
+    /// Visits live keys from `from` (inclusive) on, in key order, until `f` returns false; `f`
+    /// gets the key and its metadata. Records that do not decode are skipped.
+    pub fn scan_keys(&self, from: &[u8], mut f: impl FnMut(&[u8], &Meta) -> bool) -> Result<()> {
+        self.store.scan_meta(from, |k, v| match Meta::decode(v) {
+            Ok(m) if !m.expired(self.now_ms) => f(k, &m),
+            _ => true,
+        })?;
+        Ok(())
+    }
+
+    /// Reads the sub-key `field` of (`key`, `version`).
+    pub fn get_sub(&self, key: &[u8], version: u64, field: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self.store.get(&self.store.sub_cf, &subkey::encode(key, version, field))?)
+    }
+
+    /// Visits sub-keys of (`key`, `version`) in `cf` in order, from the first whose field is
+    /// at or above `from`, until `f` returns false; or in reverse, from the last whose field
+    /// is below `from` (empty `from`: the last of all). `f` gets the field and the value.
+    pub fn scan(
+        &self,
+        cf: &ColumnFamily,
+        key: &[u8],
+        version: u64,
+        from: &[u8],
+        reverse: bool,
+        f: impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<()> {
+        let prefix = subkey::prefix(key, version);
+        let upper = if reverse && !from.is_empty() {
+            let mut e = prefix.clone();
+            e.extend_from_slice(from);
+            e
+        } else {
+            subkey::prefix_end(key, version)
+        };
+        self.store.scan_prefix(cf, prefix, upper, from, reverse, f)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,46 @@
+//! The Redis data types on the store, Kvrocks-style: what a key's records say and every
+//! operation on them. One module per type ([`string`], [`hash`], [`list`], [`set`], [`zset`])
+//! holds its operations: reads, and writes built as one `WriteBatch` under the key's lock
+//! (with the index upkeep a type needs: a sorted set's score index, a hash's encoding). Keys
+//! of any type: [`keys`], and active expiry: [`expiry`].
+//!
+//! Records: one metadata record per key ([`metadata`]) and one sub-key per field, member or
+//! element ([`subkey`]), plus a score index for sorted sets ([`score`]); small hashes keep
+//! their pairs inside the metadata record instead ([`compact_hash`]). Stale sub-keys are
+//! collected by the store's compaction filter, with [`gc`]'s rule.
+//!
+//! Operations take a [`Keyspace`] (the store, the encoding settings and the time) and return
+//! [`TypeError`]: they read and write the engine through `storage` and never format a reply.
+
+pub mod compact_hash;
+pub mod error;
+pub mod expiry;
+pub mod gc;
+pub mod hash;
+pub mod keys;
+pub mod keyspace;
+pub mod list;
+pub mod metadata;
+pub mod number;
+pub mod score;
+pub mod set;
+pub mod string;
+pub mod subkey;
+pub mod zset;
+
+pub use error::{Result, TypeError};
+pub use keyspace::{now_ms, Keyspace};
+pub use metadata::{Kind, Meta};
+
+use crate::storage::{OpenError, Store, SyncPolicy};
+use std::sync::Arc;
+
+/// Opens (creating if needed) the store in `dir`, its compaction filter collecting stale
+/// sub-keys by [`gc::is_stale`].
+pub fn open(
+    opts: strata::Options,
+    dir: &std::path::Path,
+    policy: SyncPolicy,
+) -> std::result::Result<Arc<Store>, OpenError> {
+    Store::open(opts, dir, policy, gc::is_stale)
+}
