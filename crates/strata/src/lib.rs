@@ -57,10 +57,6 @@ pub use db::{
     Direction, IngestExternalFileOptions, IteratorMode, LiveFileMetaData, PinnedSource,
 };
 pub use error::{Error, Result};
-pub use utilities::{
-    BackupEngine, BackupInfo, Checkpoint, DbWithTtl, ExternalSstFileInfo, RepairReport,
-    SstFileWriter, TtlClock, TtlIterator, TTL_SUFFIX_LEN,
-};
 pub use memtable::write_buffer_manager::CACHE_UNIT as WRITE_BUFFER_CACHE_UNIT;
 pub use memtable::WriteBufferManager;
 pub use merge_operator::MergeOperator;
@@ -72,6 +68,10 @@ pub use options::{
 pub use snapshot::Snapshot;
 pub use sstable::{Cache, CompressionType, IndexType};
 pub use util::checksum::ChecksumType;
+pub use utilities::{
+    BackupEngine, BackupInfo, Checkpoint, DbWithTtl, ExternalSstFileInfo, RepairReport,
+    SstFileWriter, TtlClock, TtlIterator, TTL_SUFFIX_LEN,
+};
 pub use wal::WalRecoveryMode;
 pub use write_batch::{WriteBatch, WriteBatchIterator};
 

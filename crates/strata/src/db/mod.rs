@@ -31,8 +31,8 @@
 //!   `purging` -> `versions`, `purging` -> `state` (`purging` is taken holding no lock).
 
 mod background;
-mod cf;
 pub(crate) mod capture;
+mod cf;
 mod compact;
 pub(crate) mod files;
 pub(crate) mod flush;

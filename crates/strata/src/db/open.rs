@@ -19,9 +19,9 @@ use parking_lot::{Condvar, Mutex};
 
 use super::cf::ColumnFamilyDescriptor;
 use super::cf::FamilyMem;
+use super::files::find_wals;
 use super::info_log::{InfoLog, GIT_SHA};
 use super::obsolete::{delete_obsolete_at_open, Keep};
-use super::files::find_wals;
 use super::recover::{recover_version_set, replay_wals, Replayed, ReplayedFamily};
 use super::write::open_wal_writer;
 use super::{CfState, Cfd, DbInner, DbState, MemSet, SuperVersion, WalState};

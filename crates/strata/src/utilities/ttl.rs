@@ -34,12 +34,12 @@ use std::time::Duration;
 
 use parking_lot::RwLock;
 
-use crate::db::{ColumnFamily, ColumnFamilyDescriptor, Db, DbRawIterator, Direction, IteratorMode};
 use crate::column_family::{AsColumnFamilyRef, ColumnFamilyId, DEFAULT_COLUMN_FAMILY_NAME};
 use crate::compaction_filter::{
     CompactionFilter, CompactionFilterContext, CompactionFilterFactory, Decision,
     TableFileCreationReason,
 };
+use crate::db::{ColumnFamily, ColumnFamilyDescriptor, Db, DbRawIterator, Direction, IteratorMode};
 use crate::error::{Error, Result};
 use crate::merge_operator::MergeOperator;
 use crate::options::{Options, ReadOptions, WriteOptions};

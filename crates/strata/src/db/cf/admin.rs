@@ -12,9 +12,9 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crate::db::{DbInner, SuperVersion};
 use super::{CfState, Cfd, ColumnFamily, FamilyMem};
 use crate::column_family::{check_name, DEFAULT_COLUMN_FAMILY_NAME};
+use crate::db::{DbInner, SuperVersion};
 use crate::error::{Error, Result};
 use crate::options::Options;
 use crate::version::edit::VersionEdit;
