@@ -231,7 +231,7 @@ pub struct Options {
     /// Bytes per second writes are paced at when a slowdown starts, and the most they are
     /// paced at during one: the pace then follows the compaction debt, slower as flushes add
     /// to it (x0.8) or a stop comes near (x0.6), faster as compactions pay it off (x1.25),
-    /// down to 16 KiB/s (`db/write_rate.rs`). Default: 16 MiB/s.
+    /// down to 16 KiB/s (`db/write/rate.rs`). Default: 16 MiB/s.
     pub delayed_write_rate: u64,
     /// Combines merge operands (`Db::merge`); with `None`, a write holding a merge is refused
     /// with `NotSupported`. Default: none.

@@ -1,4 +1,4 @@
-//! A write slowdown's pace follows the compaction debt (`db/write_rate.rs`): with compactions
+//! A write slowdown's pace follows the compaction debt (`db/write/rate.rs`): with compactions
 //! held, every flush that adds an L0 file past the slowdown trigger lowers
 //! `rocksdb.actual-delayed-write-rate` (it used to stay at `delayed_write_rate` however far
 //! behind compactions fell); once compactions run and L0 drains, writes are not slowed.

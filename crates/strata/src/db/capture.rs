@@ -2,7 +2,8 @@
 //! (`utilities/checkpoint.rs`, `utilities/backup.rs`; the protocol and its cost are in
 //! `docs/checkpoint_backup.md`).
 
-use super::write::{drain_pipeline, switch_memtable};
+use super::write::drain_pipeline;
+use super::write::switch::switch_memtable;
 use super::Db;
 use crate::error::{Error, Result};
 use crate::types::FileNumber;

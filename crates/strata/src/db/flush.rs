@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use super::write::switch_memtable;
+use super::write::switch::switch_memtable;
 use super::{Cfd, DbInner};
 use crate::compaction::stream::{run_stream, StreamContext, StreamFilter, StreamStats};
 use crate::compaction_filter::{
@@ -215,9 +215,9 @@ fn flush_one(
     // of other families before them, in the same WALs, must be too, or power loss would keep
     // part of a batch (the family that flushed) and lose the rest. Also, a retired WAL is
     // never deleted unsynced.
-    super::write::sync_retired_wals(inner, Some(next_log.max(keep_from)))?;
+    super::write::wal::sync_retired_wals(inner, Some(next_log.max(keep_from)))?;
     // The WAL the edit names as the log number must be found at the next open.
-    super::write::sync_wal_dir(inner)?;
+    super::write::wal::sync_wal_dir(inner)?;
     {
         let mut versions = inner.versions.lock();
         if cfd.dropped.load(std::sync::atomic::Ordering::Acquire) {

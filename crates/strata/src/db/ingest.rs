@@ -29,7 +29,7 @@
 //!
 //! The global seqno is recorded in the file's MANIFEST record (`GlobalSeqno`,
 //! `docs/format/manifest.md`); the file itself is never rewritten. Table readers opened for
-//! the file present its entries at that sequence number (`sstable/reader.rs`).
+//! the file present its entries at that sequence number (`sstable/reader/mod.rs`).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

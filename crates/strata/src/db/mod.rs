@@ -1,14 +1,14 @@
 //! The `Db` handle.
 //!
 //! Concurrency design:
-//! - Writers queue in `queue`, each waiting on a slot of its own (`db/write_queue.rs`); the
+//! - Writers queue in `queue`, each waiting on a slot of its own (`db/write/queue.rs`); the
 //!   writer at the front becomes the *leader*, takes the batches queued behind it (a write
 //!   group), and holds the `wal` lock while it takes sequence numbers and appends one combined
 //!   WAL record (flushed to the OS). Without the WAL lock the group then syncs (if any member
 //!   asked, through a handle that needs no lock), inserts into the memtable (members with large
 //!   batches in parallel, with `allow_concurrent_memtable_write`), and publishes its last
 //!   sequence: groups publish strictly in sequence order (`pipeline`). When the leadership
-//!   passes to the next group depends on the write mode (`db/write.rs`), so several groups may
+//!   passes to the next group depends on the write mode (`db/write/mod.rs`), so several groups may
 //!   be in flight. A memtable switch first waits for every group in flight, so the memtable a
 //!   group inserts into is always the one its WAL file belongs to, and complete before it is
 //!   flushed.
@@ -19,7 +19,7 @@
 //!   the background error and shutdown flag.
 //! - A WAL that stops taking writes (a memtable switch) is not synced by the writer that
 //!   switched: it joins `retired_wals`, synced by the flush job before the MANIFEST drops it,
-//!   or by the next synced write, which must not become durable before it (`db/write.rs`).
+//!   or by the next synced write, which must not become durable before it (`db/write/wal.rs`).
 //!   Likewise the new WAL's directory entry: synced by the next synced write or flush.
 //! - With `recycle_log_file_num`, obsolete WALs this process wrote join `recycled_wals`
 //!   instead of being deleted, and a memtable switch reuses the oldest (`db/obsolete.rs`).
@@ -48,8 +48,6 @@ mod read;
 mod recover;
 mod snapshot_reads;
 mod write;
-mod write_queue;
-mod write_rate;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
@@ -211,7 +209,7 @@ pub(crate) struct DbInner {
     /// The newest WAL created, and the newest whose directory entry is known durable. A
     /// memtable switch creates its WAL without syncing the directory (no writer waits on an
     /// fsync it did not ask for); a synced write, and a flush before its MANIFEST edit names
-    /// a WAL, sync it first ([`write::sync_wal_dir`]).
+    /// a WAL, sync it first ([`write::wal::sync_wal_dir`]).
     pub newest_wal: AtomicU64,
     pub wal_dir_synced_through: AtomicU64,
     /// Obsolete WAL files kept for reuse (`Options::recycle_log_file_num`).
@@ -219,8 +217,8 @@ pub(crate) struct DbInner {
     /// The first WAL this open created: from it on, WALs are written in recyclable fragments
     /// when recycling is on, and only those may be reused.
     pub first_own_wal: FileNumber,
-    pub queue: Mutex<write_queue::WriteQueue>,
-    /// Write groups between the WAL and publication (`db/write.rs`).
+    pub queue: Mutex<write::queue::WriteQueue>,
+    /// Write groups between the WAL and publication (`db/write/mod.rs`).
     pub pipeline: Mutex<write::WritePipeline>,
     pub pipeline_cv: Condvar,
     /// Synced groups waiting for their fdatasync outside the WAL lock. It drops under
@@ -237,9 +235,9 @@ pub(crate) struct DbInner {
     pub write_stopped: AtomicBool,
     /// Writes are being paced (`rocksdb.actual-delayed-write-rate`).
     pub write_delayed: AtomicBool,
-    /// The pace of a write slowdown (`write_rate.rs`): taken by the write leader under `wal`
+    /// The pace of a write slowdown (`db/write/rate.rs`): taken by the write leader under `wal`
     /// and by a property read; a leaf lock.
-    pub delayed_rate: Mutex<write_rate::DelayedRate>,
+    pub delayed_rate: Mutex<write::rate::DelayedRate>,
     pub table_cache: Arc<TableCache>,
     pub snapshots: Arc<SnapshotList>,
     pub stats: Arc<crate::stats::Stats>,
@@ -834,7 +832,7 @@ impl Db {
     /// also makes every write so far durable (the WALs before the current one included).
     pub fn flush_wal(&self, sync: bool) -> Result<()> {
         self.check_writable()?;
-        write::flush_wal(&self.inner, sync)
+        write::wal::flush_wal(&self.inner, sync)
     }
 
     /// Writes the memtable to a table file and waits until every memtable made immutable

@@ -65,8 +65,8 @@ pub(crate) fn delete_obsolete_wals(inner: &DbInner, log_number: FileNumber) {
     };
     let recycle = inner.opts.recycle_log_file_num;
     // Held across the deletions: a file is never deleted once listed for reuse, and one taken
-    // for reuse is renamed under this lock (`write::switch_memtable`), so a stale listing's
-    // old name just fails to delete.
+    // for reuse is renamed under this lock (`write::switch::switch_memtable`), so a stale
+    // listing's old name just fails to delete.
     let mut recycled = (recycle > 0).then(|| inner.recycled_wals.lock());
     for (&n, path) in wals.range(..log_number) {
         if let Some(r) = recycled.as_mut() {

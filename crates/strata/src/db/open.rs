@@ -23,7 +23,7 @@ use super::files::find_wals;
 use super::info_log::{InfoLog, GIT_SHA};
 use super::obsolete::{delete_obsolete_at_open, Keep};
 use super::recover::{recover_version_set, replay_wals, Replayed, ReplayedFamily};
-use super::write::open_wal_writer;
+use super::write::wal::open_wal_writer;
 use super::{CfState, Cfd, DbInner, DbState, MemSet, SuperVersion, WalState};
 use crate::column_family::{check_name, DEFAULT_COLUMN_FAMILY_NAME};
 use crate::env::{FileLock, FileSystem};
@@ -160,7 +160,7 @@ pub(crate) fn open(
     let any_recovered = families.values().any(|f| !f.recovered.is_empty());
     // WALs kept for memtables held in memory were written before this open, perhaps not
     // synced (a killed process leaves them in the page cache): sync them before a later
-    // WAL can take writes, as a memtable switch would have (`db/write.rs`).
+    // WAL can take writes, as a memtable switch would have (`db/write/wal.rs`).
     if any_recovered {
         for n in &wals {
             fs.sync_file(&wal_files[n])?;
@@ -557,7 +557,7 @@ fn assemble(mut p: Parts<'_>) -> DbInner {
         wals_synced_through: AtomicU64::new(p.kept_synced_through.0),
         newest_wal: AtomicU64::new(p.log_number.0),
         wal_dir_synced_through: AtomicU64::new(p.log_number.0),
-        queue: Mutex::new(super::write_queue::WriteQueue::default()),
+        queue: Mutex::new(super::write::queue::WriteQueue::default()),
         pipeline: Mutex::new(super::write::WritePipeline::default()),
         pipeline_cv: Condvar::new(),
         syncs_in_flight: AtomicU64::new(0),
@@ -568,7 +568,7 @@ fn assemble(mut p: Parts<'_>) -> DbInner {
         closing: AtomicBool::new(false),
         write_stopped: AtomicBool::new(false),
         write_delayed: AtomicBool::new(false),
-        delayed_rate: Mutex::new(super::write_rate::DelayedRate::new(p.opts.delayed_write_rate)),
+        delayed_rate: Mutex::new(super::write::rate::DelayedRate::new(p.opts.delayed_write_rate)),
         table_cache: p.table_cache,
         snapshots: Arc::default(),
         stats: db_stats,

@@ -19,7 +19,7 @@
 //!   hole or writes that outran an unsynced WAL. A WAL of format version 1 was synced whole
 //!   before the next WAL started, so it is a hole: `Corruption`. A version-2 WAL may be left
 //!   unsynced when the next starts; every synced write first syncs the WALs before its own,
-//!   and the next write group records that in a "synced" event (`db/write.rs`). So when no
+//!   and the next write group records that in a "synced" event (`db/write/wal.rs`). So when no
 //!   later WAL holds a "synced" event covering the short WAL, its later writes were never
 //!   synced: power loss may drop them, and recovery must, to keep the recovered writes a
 //!   prefix. With such an event the short WAL was durable whole: damage, `Corruption`;

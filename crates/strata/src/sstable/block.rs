@@ -45,7 +45,7 @@ pub struct Block {
     /// Keys are user keys (a version-3 index block), not internal keys.
     user_keys: bool,
     /// Set (and `data` empty) for a filter block; such a block is never iterated: the block
-    /// cache keys filters apart from blocks of entries (`reader.rs`). Boxed: every cached
+    /// cache keys filters apart from blocks of entries (`reader/mod.rs`). Boxed: every cached
     /// block of entries carries the field, and its size is charged to the cache.
     filter: Option<Box<BloomFilter>>,
     /// Set for an index block with many restart points ([`Block::with_seek_hints`]).

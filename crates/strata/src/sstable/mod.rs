@@ -9,7 +9,8 @@
 //! - [`filter`]: the cache-line-blocked Bloom filter over user keys.
 //! - [`properties`]: the properties block.
 //! - [`metaindex`]: names of meta blocks mapped to their handles.
-//! - [`partitioned`]: the partitioned index and filters (format version 2).
+//! - [`partitioned`]: the partitioned index and filters (format version 2): layout and
+//!   top-level entries; the reader iterates them in `reader/index_iter.rs`.
 //! - [`builder`] / [`reader`]: whole tables.
 //! - [`block_cache`]: the shareable block cache handle, `strata::Cache`.
 

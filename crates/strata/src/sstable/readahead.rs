@@ -48,6 +48,18 @@
 //!   window.
 //! - One buffer per iterator, the size of the last read. Blocks found in the block cache
 //!   cost no read and leave the state as it is.
+//!
+//! How many bytes a read takes and from where is decided by pure functions of the reads
+//! before, the mode and the table's bounds (`readahead/plan.rs`, with a table of cases); this
+//! file holds the buffer and does the I/O (the reads, the OS requests, the background reads)
+//! and the learning ([`ScanStats`]).
+//!
+//! [`AUTO_INITIAL`]: plan::AUTO_INITIAL
+//! [`AUTO_MAX`]: plan::AUTO_MAX
+//! [`FIXED_INITIAL`]: plan::FIXED_INITIAL
+//! [`OS_CHUNK`]: plan::OS_CHUNK
+
+mod plan;
 
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
@@ -57,20 +69,12 @@ use crate::env::io_pool::{self, Pending};
 use crate::env::RandomAccessFile;
 use crate::error::{Error, Result};
 use crate::util::page_buf::PageBuf;
+use plan::{plan_background, plan_read, BlockRead, Bounds, Mode, Move, ReadState};
 
-/// The first read of a fixed readahead under direct I/O, doubled per read up to the fixed size.
-pub(crate) const FIXED_INITIAL: usize = 256 << 10;
 /// Bytes free in front of a window read in the background, for the tail of the window before
 /// it when a block spans the two (a block longer than this is read again whole). A multiple
 /// of every read alignment, so the window itself stays aligned.
 const HEADROOM: usize = 64 << 10;
-/// The first automatic readahead.
-pub(crate) const AUTO_INITIAL: usize = 8 << 10;
-/// The largest automatic readahead.
-pub(crate) const AUTO_MAX: usize = 256 << 10;
-/// Block reads in a row, each starting where the previous ended, before automatic
-/// readahead starts.
-const AUTO_AFTER_SEQUENTIAL: u32 = 2;
 /// Blocks after a seek that [`ScanStats`] counts: longer scans reach automatic readahead,
 /// and one long scan (a verification, a full iteration) must not teach a table's seeks to
 /// read far ahead.
@@ -79,11 +83,6 @@ pub(crate) const LEARN_RUN: u32 = 4;
 pub(crate) const DECAY_AT: u32 = 1024;
 /// Seeks a table must have seen before its mean is used.
 const LEARN_MIN_SEEKS: u32 = 16;
-/// The most bytes a learned read takes on either side of the sought block.
-const LEARN_MAX: usize = 32 << 10;
-/// The most bytes a buffered file's read takes beside its block when the OS reads the rest
-/// of the window ahead (see the module documentation).
-pub(crate) const OS_CHUNK: usize = 64 << 10;
 
 /// How far past the block a seek lands on the iterators of one table go, learned from the
 /// reads they make (see the module documentation). Relaxed atomics: a hint for readahead,
@@ -110,6 +109,19 @@ impl ScanStats {
     fn step(&self, forward: bool) {
         let c = if forward { &self.forward } else { &self.backward };
         c.fetch_add(1, Relaxed);
+    }
+
+    /// Counts a block read by an iterator of the table that `moved` so, `steps` blocks after
+    /// its last seek: a seek, or one of the first [`LEARN_RUN`] blocks after it.
+    #[inline]
+    fn count(&self, moved: Move, steps: u32) {
+        match moved {
+            Move::Seek => self.seek(),
+            Move::Forward | Move::Backward if steps < LEARN_RUN => {
+                self.step(moved == Move::Forward);
+            }
+            Move::Forward | Move::Backward => {}
+        }
     }
 
     /// Blocks a seek's read takes (forward, backward) beside the sought one: the mean per
@@ -139,18 +151,8 @@ pub(crate) struct Readahead {
     base: usize,
     len: usize,
     buf_start: u64,
-    /// The file range of the last block returned, to tell a scan (forward or backward) from
-    /// a seek.
-    last: Option<(u64, u64)>,
-    /// Blocks returned since the last seek.
-    steps: u32,
-    /// Reads in a row that continued the previous one forward, and backward.
-    run: u32,
-    back_run: u32,
-    /// The next automatic readahead.
-    auto_size: usize,
-    /// The next fixed readahead under direct I/O (see `FIXED_INITIAL`).
-    fixed_size: usize,
+    /// What the next read's plan starts from (`plan.rs`).
+    state: ReadState,
     /// The file range last asked of the OS to read ahead (`prefetch`), empty at first.
     os_window: (u64, u64),
     /// The file refused a `prefetch`: windows go whole into the buffer.
@@ -189,7 +191,7 @@ impl std::fmt::Debug for Ahead {
 
 impl Readahead {
     pub fn new(fixed: usize) -> Readahead {
-        Readahead { fixed, auto_size: AUTO_INITIAL, ..Readahead::default() }
+        Readahead { fixed, ..Readahead::default() }
     }
 
     /// [`Readahead::new`] for reads of `file`, which a fixed readahead of a direct file
@@ -216,89 +218,39 @@ impl Readahead {
         limit: u64,
         stats: &ScanStats,
     ) -> Result<&[u8]> {
-        let end = offset + len as u64;
-        let forward = self.last.is_some_and(|(_, e)| e == offset);
-        let backward = self.last.is_some_and(|(s, _)| s == end);
-        let learn = self.fixed == 0;
-        let seek = !forward && !backward;
-        if seek {
-            self.steps = 0;
-            if learn {
-                stats.seek();
-            }
-        } else {
-            if learn && self.steps < LEARN_RUN {
-                stats.step(forward);
-            }
-            self.steps = self.steps.saturating_add(1);
+        let block = BlockRead { offset, len };
+        let end = block.end();
+        let moved = self.state.movement(block);
+        if self.fixed == 0 {
+            stats.count(moved, self.state.steps());
         }
-        self.last = Some((offset, end));
         let buf_end = self.buf_start + self.len as u64;
         if offset >= self.buf_start && end <= buf_end {
+            self.state = self.state.noted(block, moved);
             let at = (offset - self.buf_start) as usize;
             return Ok(&self.bytes()[at..at + len]);
-        }
-        if forward {
-            self.run += 1;
-            self.back_run = 0;
-        } else if backward {
-            self.back_run += 1;
-            self.run = 0;
-        } else {
-            self.run = 0;
-            self.back_run = 0;
-            self.auto_size = AUTO_INITIAL;
         }
         if let Some(ahead) = self.ahead.take() {
             let spare = self.take_ahead(ahead, offset, end);
             if self.len > 0 {
+                self.state = self.state.noted(block, moved);
                 self.read_ahead(spare, limit);
                 let at = (offset - self.buf_start) as usize;
                 return Ok(&self.bytes()[at..at + len]);
             }
         }
-        let a = file.read_alignment().max(1);
-        let (mut want, mut behind) = (len, 0);
-        if self.fixed > 0 {
-            // A buffered file's window goes to the OS (below), whole from the first read.
-            want = len.max(if a > 1 { self.next_fixed(seek) } else { self.fixed });
-        } else if self.run >= AUTO_AFTER_SEQUENTIAL {
-            want = len.max(self.next_auto());
-        } else if self.back_run >= AUTO_AFTER_SEQUENTIAL {
-            behind = self.next_auto();
-        } else if seek {
-            let (f, b) = stats.prefetch_blocks();
-            let side = |blocks: u32| (blocks as usize * (len + len / 4)).min(LEARN_MAX);
-            want = len + side(f);
-            behind = side(b);
-            // A learned scan that goes on past what the seek took reads ahead at once.
-            if f > 0 {
-                self.run = AUTO_AFTER_SEQUENTIAL - 1;
-            }
-            if b > 0 {
-                self.back_run = AUTO_AFTER_SEQUENTIAL - 1;
+        let bounds = Bounds { limit, file_len: file.len(), align: file.read_alignment().max(1) };
+        let mode = Mode::of(self.fixed);
+        let plan = plan_read(&self.state, block, moved, mode, bounds, || stats.prefetch_blocks());
+        self.state = plan.next;
+        let mut window = plan.window;
+        if let Some(chunk) = plan.os_chunk {
+            if self.os_prefetch(file, window.range(block), chunk.range(block)) {
+                window = chunk;
             }
         }
-        let mut want = want.min(limit.saturating_sub(offset) as usize).max(len);
-        if a == 1 && (want > len + OS_CHUNK || behind > OS_CHUNK) {
-            let (chunk_want, chunk_behind) = (want.min(len + OS_CHUNK), behind.min(OS_CHUNK));
-            let window = (offset.saturating_sub(behind as u64), offset + want as u64);
-            let chunk = (offset.saturating_sub(chunk_behind as u64), offset + chunk_want as u64);
-            if self.os_prefetch(file, window, chunk) {
-                (want, behind) = (chunk_want, chunk_behind);
-            }
-        }
-        // Under direct I/O the device moves whole aligned units: keep all of them, since the
-        // block beside this one (the next of a forward scan, the previous of a backward one)
-        // often lies in the same units. The span stays aligned up to the file's last unit, so
-        // a direct read lands in the buffer in place (no bounce copy, no bounce buffer).
-        let first = offset.saturating_sub(behind as u64);
-        let start = first - first % a;
-        let stop = (offset + want as u64)
-            .div_ceil(a)
-            .saturating_mul(a)
-            .min(file.len().div_ceil(a).saturating_mul(a))
-            .max(end);
+        let (start, stop) = window.span(block, bounds);
+        let a = bounds.align;
         let span = (stop - start) as usize;
         let skip = (offset - start) as usize;
         let room = self.room(span, a as usize);
@@ -315,7 +267,7 @@ impl Readahead {
         self.buf_start = start;
         if got < skip + len {
             self.len = 0;
-            self.last = None;
+            self.state.forget_last();
             return Err(Error::corruption(
                 file.path(),
                 offset,
@@ -378,18 +330,10 @@ impl Readahead {
         let a = file.read_alignment().max(1);
         // The buffer ends on a unit unless the file ended there.
         let from = self.buf_start + self.len as u64;
-        if !from.is_multiple_of(a) {
-            return;
-        }
-        let want = self.next_fixed(false).min(self.fixed.div_ceil(2)) as u64;
-        let stop = (from + want)
-            .min(limit)
-            .div_ceil(a)
-            .saturating_mul(a)
-            .min(file.len().div_ceil(a).saturating_mul(a));
-        if stop <= from {
-            return;
-        }
+        let bounds = Bounds { limit, file_len: file.len(), align: a };
+        let (state, window) = plan_background(&self.state, from, self.fixed, bounds);
+        self.state = state;
+        let Some((from, stop)) = window else { return };
         let span = (stop - from) as usize;
         let fits = |b: &PageBuf| {
             b.len() >= HEADROOM + span
@@ -451,25 +395,6 @@ impl Readahead {
         true
     }
 
-    /// The fixed readahead for this direct read: [`FIXED_INITIAL`] (at most the fixed size)
-    /// after a seek, then doubling up to the fixed size.
-    fn next_fixed(&mut self, seek: bool) -> usize {
-        // The first read is a seek (nothing read before it).
-        if seek {
-            self.fixed_size = FIXED_INITIAL.min(self.fixed);
-        }
-        let n = self.fixed_size;
-        self.fixed_size = (n * 2).min(self.fixed);
-        n
-    }
-
-    /// The automatic readahead for this read; the next one doubles, up to [`AUTO_MAX`].
-    fn next_auto(&mut self) -> usize {
-        let n = self.auto_size;
-        self.auto_size = (n * 2).min(AUTO_MAX);
-        n
-    }
-
     /// The buffered bytes.
     fn bytes(&self) -> &[u8] {
         &self.store.as_slice()[self.base..self.base + self.len]
@@ -496,6 +421,7 @@ mod tests {
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::Mutex;
 
+    use super::plan::{AUTO_INITIAL, AUTO_MAX, OS_CHUNK};
     use super::*;
 
     /// A file over bytes that records each read's offset and length.

@@ -21,7 +21,7 @@
 //!
 //! Versions: 1 = WALs synced whole when the next WAL starts; no event records. 2 = a WAL may
 //! be left unsynced when the next starts (its sync is the flush job's, or the next synced
-//! write's, `db/write.rs`), and "synced" events record when it was. A batch record starts with
+//! write's, `db/write/wal.rs`), and "synced" events record when it was. A batch record starts with
 //! its sequence number, fixed64 below 2^56, so its 8th byte is 0; an event's magic ends in
 //! `'V'`: the two never mix up. 3 = version 2, written in recyclable fragments (the file may
 //! be a reused one; `wal/format.rs`). 4 = version 2 or 3 (flag bit 0) with the flags byte,

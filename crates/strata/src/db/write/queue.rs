@@ -2,7 +2,7 @@
 //! its group its part and its answer.
 //!
 //! Every writer waits on a slot of its own, so a leader wakes exactly the writers it has
-//! something for (the next leader, a member with an insert to do, a member's result): with 32
+//! something for (the next leader, a member with an insert to do, a member's result): with many
 //! writers, waking them all at every group costs more CPU than the group's own work.
 //!
 //! Invariant: `WriteQueue::leader_active` is false only while `pending` is empty. A writer that

@@ -23,8 +23,8 @@
 //! it are paced slower and slower, down to the minimum, instead of running into a stop at a
 //! fixed pace.
 //!
-//! Pure: [`DelayedRate`] is fed the shape and answers the rate; `db/write.rs` holds one per DB
-//! and sleeps.
+//! Pure: [`DelayedRate`] is fed the shape and answers the rate; the DB holds one
+//! (`DbInner::delayed_rate`) and `stall.rs` sleeps.
 
 /// The slowest pace a slowdown goes down to (bytes per second).
 pub(crate) const MIN_DELAYED_WRITE_RATE: u64 = 16 << 10;
