@@ -8,12 +8,10 @@
 //! `flush()`'s caller, so the memory could still be counted when `flush()` returned (this
 //! test failed in about one run in four). The flush thread now drops it first.
 
-mod compaction_gate;
-
 use std::path::Path;
 use std::sync::Arc;
 
-use compaction_gate::{Gate, Holding, OpenOnDrop};
+use crate::compaction_gate::{Gate, Holding, OpenOnDrop};
 use strata::env::MemFs;
 use strata::{Db, Options, WriteBufferManager};
 

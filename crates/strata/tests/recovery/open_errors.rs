@@ -105,12 +105,22 @@ fn lock_probe_child() {
     println!("PROBE-OUTCOME {outcome}");
 }
 
+/// [`lock_probe_child`]'s name as the test harness spells it: this module's path in the test
+/// binary (the crate's own name dropped), so the name follows the file if it moves.
+fn lock_probe_test_name() -> String {
+    match module_path!().split_once("::") {
+        Some((_crate, module)) => format!("{module}::lock_probe_child"),
+        None => "lock_probe_child".to_string(),
+    }
+}
+
 /// Whether a second process can open `dir` read-write now (this test binary, re-run with
 /// only [`lock_probe_child`]).
 fn another_process_can_open(dir: &Path) -> bool {
     let exe = std::env::current_exe().unwrap();
+    let name = lock_probe_test_name();
     let out = std::process::Command::new(exe)
-        .args(["--exact", "lock_probe_child", "--nocapture", "--test-threads=1"])
+        .args(["--exact", name.as_str(), "--nocapture", "--test-threads=1"])
         .env("STRATA_LOCK_PROBE_DIR", dir)
         .output()
         .unwrap();

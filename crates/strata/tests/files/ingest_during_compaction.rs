@@ -4,12 +4,10 @@
 //! next to the ingested file made two files overlap in one level: the edit was refused and
 //! the DB went read-only with a background error.
 
-mod compaction_gate;
-
 use std::path::Path;
 use std::sync::Arc;
 
-use compaction_gate::{Gate, Holding, OpenOnDrop};
+use crate::compaction_gate::{Gate, Holding, OpenOnDrop};
 use strata::env::{FileSystem, MemFs};
 use strata::{Db, Options, SstFileWriter};
 

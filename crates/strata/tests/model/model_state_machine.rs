@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
 use strata::env::{FileSystem, MemFs, OsFs};
 use strata::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
 
@@ -363,7 +364,16 @@ fn run(ops: &[Op], knobs: &Knobs, fs: Arc<dyn FileSystem>, path: &Path) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
+    // Failing cases are saved beside this file, in `model_state_machine.proptest-regressions`,
+    // and replayed first (by default proptest would keep them in
+    // `tests/proptest-regressions/`, since the group's directory has a `main.rs`).
+    #![proptest_config(ProptestConfig {
+        cases: 1000,
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource(
+            "proptest-regressions",
+        ))),
+        ..ProptestConfig::default()
+    })]
     #[test]
     fn model_on_memfs(ops in proptest::collection::vec(op_strategy(), 1..120), knobs in knobs_strategy()) {
         let fs = MemFs::new();
@@ -372,7 +382,16 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 100, ..ProptestConfig::default() })]
+    // Failing cases are saved beside this file, in `model_state_machine.proptest-regressions`,
+    // and replayed first (by default proptest would keep them in
+    // `tests/proptest-regressions/`, since the group's directory has a `main.rs`).
+    #![proptest_config(ProptestConfig {
+        cases: 100,
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource(
+            "proptest-regressions",
+        ))),
+        ..ProptestConfig::default()
+    })]
     #[test]
     fn model_on_real_fs(ops in proptest::collection::vec(op_strategy(), 1..60), knobs in knobs_strategy()) {
         let dir = tempfile::tempdir().unwrap();

@@ -8,6 +8,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
 use strata::{Db, Options};
 
 /// Writes `n` keys from two threads; `Err` with the options if they do not finish in time.
@@ -77,7 +78,16 @@ fn limit() -> impl Strategy<Value = u64> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    // Failing cases are saved beside this file, in `stall_options.proptest-regressions`,
+    // and replayed first (by default proptest would keep them in
+    // `tests/proptest-regressions/`, since the group's directory has a `main.rs`).
+    #![proptest_config(ProptestConfig {
+        cases: 24,
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource(
+            "proptest-regressions",
+        ))),
+        ..ProptestConfig::default()
+    })]
 
     /// Every accepted combination of the stall and trigger options lets writes finish.
     #[test]

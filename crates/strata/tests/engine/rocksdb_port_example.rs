@@ -1,7 +1,7 @@
 //! Runs `examples/rocksdb_port.rs` (a rust-rocksdb program whose `use` line alone changed)
 //! and checks what it found, so the example cannot rot (issue #17).
 
-#[path = "../examples/rocksdb_port.rs"]
+#[path = "../../examples/rocksdb_port.rs"]
 mod example;
 
 #[test]

@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 
 use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
 use strata::{Db, Direction, IteratorMode, Options, PrefixExtractor, ReadOptions};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -107,7 +108,16 @@ fn load(db: &Db, writes: &[(u8, Option<u8>)]) -> Model {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    // Failing cases are saved beside this file, in `reverse_iteration.proptest-regressions`,
+    // and replayed first (by default proptest would keep them in
+    // `tests/proptest-regressions/`, since the group's directory has a `main.rs`).
+    #![proptest_config(ProptestConfig {
+        cases: 48,
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource(
+            "proptest-regressions",
+        ))),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn both_ends_match_the_model(

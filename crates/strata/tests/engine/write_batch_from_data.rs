@@ -2,6 +2,7 @@
 //! `Corruption` naming the offset (an inverted range `InvalidArgument`), and no input panics.
 
 use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
 use strata::{Db, Error, Options, WriteBatch};
 
 fn sample() -> WriteBatch {
@@ -60,6 +61,16 @@ fn malformed_buffers_name_the_offset() {
 }
 
 proptest! {
+    // Failing cases are saved beside this file, in `write_batch_from_data.proptest-regressions`,
+    // and replayed first (by default proptest would keep them in
+    // `tests/proptest-regressions/`, since the group's directory has a `main.rs`).
+    #![proptest_config(ProptestConfig {
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource(
+            "proptest-regressions",
+        ))),
+        ..ProptestConfig::default()
+    })]
+
     #[test]
     fn random_bytes_never_panic(data in prop::collection::vec(any::<u8>(), 0..200)) {
         let _ = WriteBatch::from_data(&data);

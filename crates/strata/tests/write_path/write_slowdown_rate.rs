@@ -3,11 +3,9 @@
 //! `rocksdb.actual-delayed-write-rate` (it used to stay at `delayed_write_rate` however far
 //! behind compactions fell); once compactions run and L0 drains, writes are not slowed.
 
-mod compaction_gate;
-
 use std::sync::Arc;
 
-use compaction_gate::{Gate, Holding, OpenOnDrop};
+use crate::compaction_gate::{Gate, Holding, OpenOnDrop};
 use strata::env::MemFs;
 use strata::{Db, Options};
 
