@@ -1,4 +1,4 @@
-//! Per-family stats (issue #17): each column family's `stats` property holds its own
+//! Per-family stats: each column family's `stats` property holds its own
 //! compaction stats table, named after it; the DB-wide write and stall section appears in
 //! `default`'s only; the periodic dump in the LOG prints every family, as RocksDB does.
 

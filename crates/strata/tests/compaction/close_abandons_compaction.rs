@@ -1,4 +1,4 @@
-//! Closing the DB (issue #10) no longer waits for a running compaction to finish: the job sees
+//! Closing the DB does not wait for a running compaction to finish: the job sees
 //! the close between output files (or every 1,024 entries), removes what it wrote and leaves
 //! its inputs live. Whatever the timing, the close loses nothing and leaves no stray table.
 

@@ -1,6 +1,6 @@
-//! Regression (issue #10, defect 2): `compact_range(None, None)` did not return while other
-//! threads kept writing: it compacted L0 again and again as flushes added files. It now visits
-//! each level once (RocksDB's semantics: it compacts what existed when it was called).
+//! `compact_range(None, None)` returns while other threads keep writing: it visits each level
+//! once (RocksDB's semantics: it compacts what existed when it was called). Compacting L0
+//! again whenever a flush adds a file, it would not return while the writes go on.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};

@@ -1,6 +1,7 @@
-//! The `rocksdb` crate's names and calls (issue #17): the `DB` alias and its constructors,
-//! rocksdb-style option setters and helper types, `ReadOptions`/`WriteOptions` setters. A
-//! program using them ports with renames only (`examples/rocksdb_port.rs` is the whole one).
+//! The `rocksdb` crate's names and calls (`docs/rocksdb_port.md`): the `DB` alias and its
+//! constructors, rocksdb-style option setters and helper types, `ReadOptions`/`WriteOptions`
+//! setters. A program using them ports with renames only (`examples/rocksdb_port.rs` is the whole
+//! one).
 
 use strata::{
     BlockBasedOptions, Cache, ColumnFamilyDescriptor, DBCompactionStyle, DBCompressionType,

@@ -1,5 +1,5 @@
-//! The info LOG (`<db>/LOG`, issue #12): the build, the options in effect, the recovery, every
-//! flush and compaction, write stops with their cause and duration, periodic stats dumps, and
+//! The info LOG (`<db>/LOG`, `docs/design.md`): the build, the options in effect, the recovery,
+//! every flush and compaction, write stops with their cause and duration, periodic stats dumps, and
 //! rotation of the previous LOG.
 
 use std::path::Path;

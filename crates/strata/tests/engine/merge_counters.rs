@@ -65,7 +65,7 @@ fn merge_without_operator_is_a_clear_error() {
     let mem = MemFs::new();
     let opts = Options { fs: Arc::new(mem.clone()), ..Options::default() };
     {
-        // Refused at the call (issue #10): nothing is stored.
+        // Refused at the call, as RocksDB does: nothing is stored.
         let db = Db::open(&opts, "/db").unwrap();
         let err = db.merge(b"k", b"x").unwrap_err();
         assert!(matches!(err, Error::NotSupported(_)), "{err}");

@@ -1,6 +1,6 @@
-//! Regression (issue #10): `merge` on a DB without a merge operator was accepted and left the
-//! key unreadable. It is refused at the call with `NotSupported`, as RocksDB does, and the
-//! batch holding it writes nothing.
+//! `merge` on a DB without a merge operator is refused at the call with `NotSupported`, as
+//! RocksDB does, and the batch holding it writes nothing: accepted, the operand would leave the
+//! key unreadable.
 
 use strata::{Db, Error, Options, WriteBatch};
 

@@ -1,7 +1,7 @@
-//! `ReadOptions::prefix_same_as_start`, defined as RocksDB defines it (issue #10): iteration
-//! stops at the first key whose prefix, as the extractor takes it, differs from the start's.
-//! Regressions: a seek target shorter than a fixed prefix yielded every key that merely began
-//! with the target; `IteratorMode::Start`/`End` were not limited to the first key's prefix.
+//! `ReadOptions::prefix_same_as_start`, defined as RocksDB defines it: iteration stops at the
+//! first key whose prefix, as the extractor takes it, differs from the start's. That holds for
+//! a seek target shorter than a fixed prefix (not every key that merely begins with the
+//! target) and for `IteratorMode::Start`/`End` (limited to the first key's prefix).
 
 use strata::{Db, Direction, IteratorMode, Options, PrefixExtractor, ReadOptions};
 

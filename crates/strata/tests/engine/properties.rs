@@ -1,4 +1,4 @@
-//! The commonly used `rocksdb.*` properties (issue #10) are known and agree with the DB's state.
+//! The commonly used `rocksdb.*` properties are known and agree with the DB's state.
 
 use strata::{Db, Options};
 

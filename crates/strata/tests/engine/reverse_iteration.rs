@@ -1,8 +1,8 @@
-//! `DbIterator` is double-ended (issue #17): `next_back` walks from the other end of the
-//! range `next` alone would yield, the two ends meet without yielding a key twice, and bounds
-//! and `prefix_same_as_start` hold at both ends. Checked against a `BTreeMap` model over
-//! random modes, bounds and interleavings of `next`/`next_back`, with data spread over
-//! memtables and tables (flushes), overwrites and deletions.
+//! `DbIterator` is double-ended (`docs/rocksdb_port.md`): `next_back` walks from the other end of
+//! the range `next` alone would yield, the two ends meet without yielding a key twice, and bounds
+//! and `prefix_same_as_start` hold at both ends. Checked against a `BTreeMap` model over random
+//! modes, bounds and interleavings of `next`/`next_back`, with data spread over memtables and
+//! tables (flushes), overwrites and deletions.
 
 use std::collections::BTreeMap;
 

@@ -1,5 +1,5 @@
 //! Runs `examples/rocksdb_port.rs` (a rust-rocksdb program whose `use` line alone changed)
-//! and checks what it found, so the example cannot rot (issue #17).
+//! and checks what it found, so the example cannot rot (`docs/rocksdb_port.md`).
 
 #[path = "../../examples/rocksdb_port.rs"]
 mod example;

@@ -1,4 +1,4 @@
-//! Reads through a `Snapshot` (the `rocksdb` crate's `SnapshotWithThreadMode`, issue #17):
+//! Reads through a `Snapshot` (the `rocksdb` crate's `SnapshotWithThreadMode`):
 //! `get`, `get_cf`, `multi_get`, `iterator`, `iterator_cf` see the DB as of the snapshot,
 //! through later writes, flushes and compactions; a snapshot that outlives its `Db` fails its
 //! reads cleanly and does not keep the DB locked.

@@ -1,5 +1,6 @@
-//! `WriteBatch::from_data` (issue #17): a batch's encoding round-trips, a malformed buffer is a
-//! `Corruption` naming the offset (an inverted range `InvalidArgument`), and no input panics.
+//! `WriteBatch::from_data` (`docs/format/write_batch.md`): a batch's encoding round-trips, a
+//! malformed buffer is a `Corruption` naming the offset (an inverted range `InvalidArgument`), and
+//! no input panics.
 
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;

@@ -1,6 +1,6 @@
-//! `BackupEngine` (issue #18): a backup restored equals its source at the backup's sequence
-//! number; later backups share unchanged tables; checksums are verified on restore and by
-//! `verify_backup`; `purge_old_backups` keeps the newest and frees unshared tables.
+//! `BackupEngine` (`docs/checkpoint_backup.md`): a backup restored equals its source at the
+//! backup's sequence number; later backups share unchanged tables; checksums are verified on
+//! restore and by `verify_backup`; `purge_old_backups` keeps the newest and frees unshared tables.
 
 use std::collections::BTreeMap;
 use std::path::Path;

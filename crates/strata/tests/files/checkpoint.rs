@@ -1,6 +1,6 @@
-//! `Checkpoint::create` (issue #18): a checkpoint taken while a writer runs opens as a DB equal
-//! to the source at one sequence number; its tables are hard links (or copies where links
-//! fail); it is independent of the source afterwards; a target that exists is refused and a
+//! `Checkpoint::create` (`docs/checkpoint_backup.md`): a checkpoint taken while a writer runs opens
+//! as a DB equal to the source at one sequence number; its tables are hard links (or copies where
+//! links fail); it is independent of the source afterwards; a target that exists is refused and a
 //! leftover temporary directory is cleaned up.
 
 use std::collections::BTreeMap;

@@ -1,8 +1,9 @@
-//! Direct I/O (issue #14): `use_direct_reads` and `use_direct_io_for_flush_and_compaction` on
-//! the OS file system. Tables written by flushes and compactions with `O_DIRECT` and read back
-//! with it hold exactly what a model (BTreeMap) holds, through point reads, iterators and a
-//! reopen; a file system without direct I/O fails the open with a clear error. Skipped, with a
-//! message, where the temporary directory's file system refuses `O_DIRECT`.
+//! Direct I/O (`docs/design.md`, "File I/O of tables"): `use_direct_reads` and
+//! `use_direct_io_for_flush_and_compaction` on the OS file system. Tables written by flushes and
+//! compactions with `O_DIRECT` and read back with it hold exactly what a model (BTreeMap) holds,
+//! through point reads, iterators and a reopen; a file system without direct I/O fails the open
+//! with a clear error. Skipped, with a message, where the temporary directory's file system refuses
+//! `O_DIRECT`.
 
 use std::collections::BTreeMap;
 use std::path::Path;

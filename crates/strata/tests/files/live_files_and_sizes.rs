@@ -1,5 +1,7 @@
-//! `Db::live_files`, `Db::get_approximate_sizes` and `Db::cancel_all_background_work`
-//! (issue #18).
+//! `Db::live_files` names, sorted, every file a copy of the DB needs (CURRENT, the MANIFEST,
+//! tables, WALs); `Db::get_approximate_sizes` follows the data in each range; after
+//! `Db::cancel_all_background_work` flushes are refused while reads go on and the WAL keeps
+//! the writes.
 
 use std::path::Path;
 use std::sync::Arc;

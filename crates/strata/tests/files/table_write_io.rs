@@ -1,7 +1,7 @@
-//! How flushes and compactions write table files (issue #14): `bytes_per_sync` hands a table
-//! being written to writeback every that many bytes, and a rate limiter bounds the bytes per
-//! second written to tables (checked as a lower bound on the time taken: a slow machine only
-//! makes it longer). The WAL is not limited.
+//! How flushes and compactions write table files (`docs/design.md`, "File I/O of tables"):
+//! `bytes_per_sync` hands a table being written to writeback every that many bytes, and a rate
+//! limiter bounds the bytes per second written to tables (checked as a lower bound on the time
+//! taken: a slow machine only makes it longer). The WAL is not limited.
 
 use std::path::PathBuf;
 use std::sync::Arc;

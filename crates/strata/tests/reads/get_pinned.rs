@@ -1,4 +1,4 @@
-//! `Db::get_pinned` returns the value where the read found it, without a copy (issue #17):
+//! `Db::get_pinned` returns the value where the read found it, without a copy:
 //! two pinned reads of one key yield the same bytes at the same address (a copy would be a
 //! fresh allocation each time), from the memtable and from a cached table block; the slice
 //! stays valid after the memtable is flushed away; merge results are owned.

@@ -1,4 +1,4 @@
-//! Learned readahead at a seek (issue #14, `sstable/readahead.rs`): when a table's iterators
+//! Learned readahead at a seek (`sstable/readahead.rs`): when a table's iterators
 //! keep reading the block after (or before) the one a seek lands on, a seek's read takes that
 //! block too, so a short scan costs one table read, not two; point seeks keep one read each
 //! (that they read one block's bytes is the unit tests'). Checked through the DB with no

@@ -1,4 +1,4 @@
-//! Bounded metadata memory (issue #14): with `cache_index_and_filter_blocks`, the index and
+//! Bounded metadata memory: with `cache_index_and_filter_blocks`, the index and
 //! filter blocks of a DB with many tables live in the block cache, so the memory they take
 //! stays under the cache's capacity; kept by the tables (the default), it grows with the
 //! number of tables. Both layouts of the index (one block, partitioned) are checked, and

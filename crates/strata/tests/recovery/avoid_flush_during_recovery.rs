@@ -1,4 +1,4 @@
-//! `Options::avoid_flush_during_recovery` (issue #10): the WAL is replayed into memory without
+//! `Options::avoid_flush_during_recovery`: the WAL is replayed into memory without
 //! writing a table, so a DB whose disk is full can still be opened and read.
 
 use std::path::PathBuf;

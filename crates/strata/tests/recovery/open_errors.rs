@@ -1,6 +1,7 @@
-//! Opening with bad paths and mismatched options gives clear errors and touches nothing
-//! (issue #10): an empty path, a regular file, `num_levels` below the deepest populated level,
-//! and a MANIFEST without CURRENT that is not an interrupted creation's.
+//! Opening with bad paths and mismatched options gives clear errors and touches nothing: an
+//! empty path, a regular file, `num_levels` below the deepest populated level, and a MANIFEST
+//! without CURRENT that is not an interrupted creation's. And the directory lock: no other
+//! process can open a DB this process holds (`docs/contract.md` rule 10).
 
 use std::path::Path;
 

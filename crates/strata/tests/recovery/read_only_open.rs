@@ -1,4 +1,4 @@
-//! `Db::open_read_only` (issue #18): it sees the DB as of its open, WAL contents included,
+//! `Db::open_read_only`: it sees the DB as of its open, WAL contents included,
 //! while a read-write `Db` keeps writing; it changes nothing on disk (names, sizes, mtimes);
 //! it refuses writes; a missing or damaged DB fails clearly.
 

@@ -1,4 +1,4 @@
-//! `Db::repair` (issue #18): after CURRENT and every MANIFEST are deleted, repair rebuilds a
+//! `Db::repair` (`docs/repair.md`): after CURRENT and every MANIFEST are deleted, repair rebuilds a
 //! MANIFEST from the tables and WALs and the DB reads exactly as before, newest versions
 //! winning even when tables came from different levels; a damaged table is moved to `lost/`
 //! and reported, the rest kept.

@@ -1,5 +1,5 @@
-//! `strata::inspect::verify_db` (issue #18): a clean DB verifies clean, and a flipped byte in
-//! a table, a WAL, the MANIFEST or CURRENT is found and named.
+//! `strata::inspect::verify_db` (`strata verify`, `docs/cli.md`): a clean DB verifies clean, and a
+//! flipped byte in a table, a WAL, the MANIFEST or CURRENT is found and named.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

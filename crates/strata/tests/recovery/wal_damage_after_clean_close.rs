@@ -1,7 +1,8 @@
-//! Regression (issue #10): a bit flip inside the last WAL record of a cleanly closed DB
-//! silently dropped that acknowledged write under the default recovery mode, while the
-//! MANIFEST reader called the same damage corruption. A clean close now appends a marker
-//! record, so damage in the last real record has bytes after it and is reported.
+//! A bit flip inside the last WAL record of a cleanly closed DB is reported as damage under
+//! the default recovery mode, as the MANIFEST reader reports it (`docs/contract.md` rule 8):
+//! a clean close appends a marker record, so damage in the last real record has bytes after
+//! it. Without the marker, the damaged record would read as a torn tail and the acknowledged
+//! write in it would be dropped silently.
 
 use std::path::{Path, PathBuf};
 

@@ -1,4 +1,4 @@
-//! WAL files reused with `recycle_log_file_num` (issue #13): memtable switches take obsolete
+//! WAL files reused with `recycle_log_file_num`: memtable switches take obsolete
 //! WAL files instead of creating new ones, and what they held before never reads as writes.
 //! After a killed process every write is back; after power loss exactly a prefix of the writes
 //! comes back, every synced one included.

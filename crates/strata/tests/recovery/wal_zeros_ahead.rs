@@ -1,4 +1,4 @@
-//! WALs zero-filled ahead of their records (`Options::wal_zeros_ahead`, issue #13): a synced
+//! WALs zero-filled ahead of their records (`Options::wal_zeros_ahead`): a synced
 //! write overwrites zeros instead of growing the file. The zeros after the last record are the
 //! WAL's end, not damage: a killed process reopens even under `AbsoluteConsistency`, WALs
 //! retired at memtable switches (zeros after their "closed" event) do not read as cut short,

@@ -1,7 +1,7 @@
-//! Regression (issue #10, defect 1): writes made with `disable_wal` were lost by a clean close
-//! when a background flush finished between the write and the close. The close decided whether
-//! to flush from one DB-wide flag that any finished flush cleared, even though the unlogged
-//! write sat in the newer, active memtable. Each memtable now remembers its own unlogged writes.
+//! A clean close keeps writes made with `disable_wal` (`docs/contract.md` rule 7), also when a
+//! background flush finished between the write and the close: each memtable remembers its own
+//! unlogged writes. One DB-wide flag would not do: any finished flush clears it while the
+//! unlogged write sits in the newer, active memtable.
 
 use std::sync::Arc;
 

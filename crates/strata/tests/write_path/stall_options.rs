@@ -1,8 +1,9 @@
-//! Regression and property (issue #10, defect 3): option values that `open` accepts must never
-//! make writes block forever. Before the fix, `level0_stop_writes_trigger = 0`,
-//! `hard_pending_compaction_bytes_limit = 0` (RocksDB's "no limit") and a stop trigger below
-//! the compaction trigger each stopped every write for good. Options are now sanitized as
-//! RocksDB does (slowdown >= trigger, stop >= slowdown; a zero limit is no limit).
+//! Option values that `open` accepts never make writes block forever (`docs/contract.md` rule
+//! 9): options are sanitized as RocksDB does (slowdown >= trigger, stop >= slowdown; a zero
+//! limit is no limit). The cases that, taken as given, stop every write for good:
+//! `level0_stop_writes_trigger = 0`, `hard_pending_compaction_bytes_limit = 0` (RocksDB's "no
+//! limit") and a stop trigger below the compaction trigger; and a property test over every
+//! stall and trigger option.
 
 use std::sync::mpsc;
 use std::time::Duration;

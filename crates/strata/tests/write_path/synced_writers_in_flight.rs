@@ -1,4 +1,4 @@
-//! Many writers with synced and unsynced writes, while write groups overlap (issue #13: a
+//! Many writers with synced and unsynced writes, while write groups overlap (a
 //! group is logged while earlier ones wait for their sync). Each writer reads its own write
 //! back as soon as it returns; after power loss every writer's recovered writes are a prefix
 //! of its writes that holds every synced one; a failed sync fails that group and every later

@@ -1,4 +1,4 @@
-//! `Options::wal_dir` (issue #12): WAL files live in their own directory; recovery, obsolete-
+//! `Options::wal_dir`: WAL files live in their own directory; recovery, obsolete-
 //! file deletion and power loss work there as in the DB directory, and switching the option on
 //! an existing DB loses nothing.
 

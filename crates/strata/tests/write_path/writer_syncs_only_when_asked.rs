@@ -1,4 +1,4 @@
-//! A writer that did not ask for a sync never waits on one (issue #20): memtable switches on
+//! A writer that did not ask for a sync never waits on one: memtable switches on
 //! the writing thread neither sync the old WAL nor the directory entry of the new one; the
 //! background flush and the next synced write do that. A synced write syncs what it needs.
 
