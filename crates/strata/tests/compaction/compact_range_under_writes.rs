@@ -3,6 +3,7 @@
 //! again whenever a flush adds a file, it would not return while the writes go on.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use strata::{Db, Options};
@@ -18,18 +19,20 @@ fn compact_range_returns_while_writers_keep_writing() {
     let db = Db::open(&opts, dir.path()).unwrap();
     let stop = AtomicBool::new(false);
     let written = AtomicU64::new(0);
-    // A safety net, far beyond what the call needs: if writers reach it, they stopped on
-    // their own and the call only returned because the writes ended.
+    // A safety net, far beyond what the call needs, counted from the call: if writers reach
+    // it, they stopped on their own and the call only returned because the writes ended. Not
+    // from the writers' start: the writes before the call make thousands of flushes, each
+    // with its syncs, and on a disk with slow syncs they alone can take a minute.
     let safety = Duration::from_secs(60);
+    let called: OnceLock<Instant> = OnceLock::new();
     let writers_timed_out = std::thread::scope(|s| {
         let handles: Vec<_> = (0..4u64)
             .map(|t| {
-                let (db, stop, written) = (&db, &stop, &written);
+                let (db, stop, written, called) = (&db, &stop, &written, &called);
                 s.spawn(move || {
-                    let t0 = Instant::now();
                     let mut i = 0u64;
                     while !stop.load(Ordering::SeqCst) {
-                        if t0.elapsed() > safety {
+                        if called.get().is_some_and(|t| t.elapsed() > safety) {
                             return true;
                         }
                         let k = (i * 7919 + t * 104_729) % 1_000_000;
@@ -41,10 +44,11 @@ fn compact_range_returns_while_writers_keep_writing() {
                 })
             })
             .collect();
-        // Writers that reach the safety net stop: wait no longer than they write.
+        // Until 20,000 writes, or until no writer is left (a failed put ends its thread).
         while written.load(Ordering::Relaxed) < 20_000 && !handles.iter().all(|h| h.is_finished()) {
             std::thread::sleep(Duration::from_millis(5));
         }
+        called.set(Instant::now()).unwrap();
         db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
         stop.store(true, Ordering::SeqCst);
         handles.into_iter().any(|h| h.join().unwrap())
