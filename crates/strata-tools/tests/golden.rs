@@ -1,5 +1,5 @@
 //! The `strata` CLI against a fixture DB built here deterministically: each command's output
-//! matches its golden file in `testdata/` (`UPDATE_GOLDEN=1` rewrites them); read commands
+//! matches its golden file in `testdata/` (`STRATA_UPDATE_GOLDEN=1` rewrites them); read commands
 //! leave the DB directory unchanged; bad arguments and damaged files give one line on stderr
 //! and a non-zero exit.
 
@@ -59,12 +59,12 @@ fn files_ending(dir: &Path, ext: &str) -> Vec<PathBuf> {
 fn check_golden(name: &str, actual: &str) {
     let path =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata").join(format!("{name}.golden"));
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+    if std::env::var_os("STRATA_UPDATE_GOLDEN").is_some() {
         std::fs::write(&path, actual).unwrap();
         return;
     }
     let expected = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (run with UPDATE_GOLDEN=1)", path.display()));
+        .unwrap_or_else(|e| panic!("{}: {e} (run with STRATA_UPDATE_GOLDEN=1)", path.display()));
     assert_eq!(actual, expected, "output of {name} differs from {}", path.display());
 }
 

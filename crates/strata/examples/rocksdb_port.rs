@@ -8,7 +8,7 @@
 //! writes atomically, a snapshot reads a past state, and a reverse iterator lists the newest
 //! profiles first.
 //!
-//! `cargo run -p strata --example rocksdb_port -- [DIR]`; `tests/rocksdb_port_example.rs`
+//! `cargo run -p strata --example rocksdb_port -- [DIR]`; `tests/engine/rocksdb_port_example.rs`
 //! runs it.
 
 use strata::{

@@ -5,8 +5,9 @@
 //! late and stayed resident: 4.5 MB after one L0->L5 compaction of the I/O suite's 6M-key DB,
 //! against a few hundred KB.)
 //!
-//! One test in this file: it measures the whole process's resident memory, which a test
-//! running beside it in the same process would move.
+//! One test in this file, and a test target of its own (not a module of a group): it measures
+//! the whole process's resident memory and trims the whole heap, which a test running beside it
+//! in the same process would move.
 
 #![cfg(all(target_os = "linux", target_env = "gnu"))]
 

@@ -1,0 +1,17 @@
+//! The engine's API through the public interface: puts, gets, deletes and batches, merges,
+//! range deletes, iterators (both directions, bounds, prefixes) and snapshots, properties, the
+//! info LOG, and the `rocksdb` crate's names. One module per behaviour (`tests/README.md`).
+
+mod api_fit;
+mod basic_operations;
+mod info_log;
+mod iterators_and_snapshots;
+mod merge_counters;
+mod merge_without_operator;
+mod prefix_same_as_start;
+mod properties;
+mod range_deletes;
+mod reverse_iteration;
+mod rocksdb_port_example;
+mod snapshot_reads;
+mod write_batch_from_data;

@@ -1,0 +1,77 @@
+//! `Db::live_files` names, sorted, every file a copy of the DB needs (CURRENT, the MANIFEST,
+//! tables, WALs); `Db::get_approximate_sizes` follows the data in each range; after
+//! `Db::cancel_all_background_work` flushes are refused while reads go on and the WAL keeps
+//! the writes.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use strata::env::{FileSystem, MemFs};
+use strata::{Db, Error, Options};
+
+fn opts(fs: &MemFs) -> Options {
+    Options {
+        fs: Arc::new(fs.clone()),
+        create_if_missing: true,
+        disable_auto_compactions: true,
+        ..Options::default()
+    }
+}
+
+#[test]
+fn live_files_name_what_a_copy_needs() {
+    let fs = MemFs::new();
+    let db = Db::open(&opts(&fs), "/db").unwrap();
+    for i in 0..100 {
+        db.put(format!("k{i:03}"), vec![b'v'; 100]).unwrap();
+    }
+    db.flush().unwrap();
+    db.put(b"in-wal", b"x").unwrap();
+    let live = db.live_files();
+    assert!(live.contains(&"CURRENT".to_string()), "{live:?}");
+    assert_eq!(live.iter().filter(|n| n.starts_with("MANIFEST-")).count(), 1, "{live:?}");
+    assert_eq!(live.iter().filter(|n| n.ends_with("sst")).count(), 1, "{live:?}");
+    assert!(live.iter().any(|n| n.ends_with("log")), "the WAL holding in-wal: {live:?}");
+    for name in &live {
+        assert!(fs.exists(&Path::new("/db").join(name)), "{name}");
+    }
+    let mut sorted = live.clone();
+    sorted.sort();
+    assert_eq!(live, sorted);
+}
+
+#[test]
+fn approximate_sizes_follow_the_data() {
+    let fs = MemFs::new();
+    let db = Db::open(&opts(&fs), "/db").unwrap();
+    for i in 0..2000 {
+        db.put(format!("k{i:05}"), vec![b'v'; 200]).unwrap();
+    }
+    db.flush().unwrap();
+    let sizes = db
+        .get_approximate_sizes(&[
+            (b"k00000", b"k02000"),
+            (b"k00000", b"k01000"),
+            (b"a", b"b"),
+            (b"z", b"a"),
+        ])
+        .unwrap();
+    let table: u64 = db.live_files_metadata().iter().map(|m| m.size).sum();
+    assert!(sizes[0] > table * 9 / 10 && sizes[0] <= table, "{sizes:?} of {table}");
+    assert!(sizes[1] > sizes[0] / 3 && sizes[1] < sizes[0] * 2 / 3, "{sizes:?}");
+    assert_eq!(sizes[2], 0, "no data there");
+    assert_eq!(sizes[3], 0, "an empty range");
+}
+
+#[test]
+fn cancelled_background_work_refuses_flushes() {
+    let fs = MemFs::new();
+    let db = Db::open(&opts(&fs), "/db").unwrap();
+    db.put(b"a", b"1").unwrap();
+    db.cancel_all_background_work(true);
+    assert!(matches!(db.flush(), Err(Error::ShutdownInProgress)));
+    assert_eq!(db.get(b"a").unwrap().as_deref(), Some(&b"1"[..]), "reads go on");
+    drop(db);
+    let db = Db::open(&opts(&fs), "/db").unwrap();
+    assert_eq!(db.get(b"a").unwrap().as_deref(), Some(&b"1"[..]), "the WAL kept it");
+}

@@ -1,0 +1,16 @@
+//! Files in and out of a DB: external file ingestion, checkpoints, backups, live files and
+//! sizes, direct I/O, how tables are written (`bytes_per_sync`, rate limits), and TTL DBs. One
+//! module per behaviour (`tests/README.md`).
+
+#[path = "../common/compaction_gate.rs"]
+mod compaction_gate;
+
+mod backup;
+mod checkpoint;
+mod direct_io;
+mod ingest_crash;
+mod ingest_during_compaction;
+mod ingest_external_file;
+mod live_files_and_sizes;
+mod table_write_io;
+mod ttl;

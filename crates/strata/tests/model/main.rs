@@ -1,0 +1,8 @@
+//! Randomized model tests: random workloads checked step by step against a `BTreeMap` model
+//! (the DB state machine with random options, compactions in every style, compaction filters
+//! under snapshots, external file ingestion). One module per workload (`tests/README.md`).
+
+mod compaction_filter_model;
+mod compaction_model;
+mod ingest_model;
+mod model_state_machine;

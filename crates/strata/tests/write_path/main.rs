@@ -1,0 +1,23 @@
+//! The write path: group commit and the write modes, WAL options and syncs, failed WAL writes,
+//! write stalls and slowdowns, and the write buffer manager. One module per behaviour
+//! (`tests/README.md`).
+
+#[path = "../common/compaction_gate.rs"]
+mod compaction_gate;
+
+mod concurrent_writers;
+mod db_write_buffer_size;
+mod disable_wal_close;
+mod flush_wal_sync;
+mod read_your_writes_concurrent;
+mod stall_options;
+mod synced_writers_in_flight;
+mod wal_dir;
+mod wal_failure;
+mod write_buffer_manager_cache_charge;
+mod write_buffer_manager_release;
+mod write_buffer_manager_shared_budget;
+mod write_buffer_manager_stall;
+mod write_modes;
+mod write_slowdown_rate;
+mod writer_syncs_only_when_asked;
