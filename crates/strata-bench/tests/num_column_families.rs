@@ -1,4 +1,4 @@
-//! `--num_column_families=N` (db_bench's flag, issue #17): keys are spread over `default`,
+//! `--num_column_families=N` (db_bench's flag): keys are spread over `default`,
 //! `column_family_name_000001`, ... by key number modulo N, and read back from there.
 
 use std::process::Command;

@@ -1,4 +1,4 @@
-//! Crashes during checkpoints, backups (issue #18), ingestions (#17) and a TTL DB's
+//! Crashes during checkpoints, backups, ingestions and a TTL DB's
 //! expiring compactions: the source DB is intact (an ingestion all there or absent, a TTL DB
 //! showing exactly the live values), a checkpoint or backup is either absent or complete.
 //! Its own test binary: the kill point configuration is process-global. `STRATA_STRESS_SEED`

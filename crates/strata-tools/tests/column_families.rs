@@ -1,4 +1,4 @@
-//! The CLI opens a DB with several column families (issue #17): every command opens all of
+//! The CLI opens a DB with several column families: every command opens all of
 //! them, and `--cf NAME` picks the one get, put, delete, scan and properties act on.
 
 use std::process::{Command, Output};
