@@ -46,3 +46,28 @@ fn commands_open_multi_family_dbs_and_cf_picks_one() {
     assert!(err.contains("no such column family") && err.contains("users"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
 }
+
+/// The CLI run against a DB this process holds: its reads open read-only and work, its writes
+/// are refused as locked, and none of that lets a later read-write open from another process
+/// (the CLI's `put` again) take the DB while this process holds it.
+#[test]
+fn the_cli_never_unlocks_a_db_another_process_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let db = Db::open(&Options::default(), &path).unwrap();
+    db.put(b"k", b"v").unwrap();
+    db.flush().unwrap();
+    let p = path.to_str().unwrap();
+    assert_eq!(stdout(&strata(&["--db", p, "get", "k"])), "v\n");
+    for _ in 0..2 {
+        let put = strata(&["--db", p, "put", "k", "w"]);
+        assert!(!put.status.success(), "a second writer process opened the DB");
+        let err = String::from_utf8_lossy(&put.stderr);
+        assert!(err.contains("locked"), "{err}");
+        assert_eq!(stdout(&strata(&["--db", p, "scan"])), "k => v\n");
+    }
+    assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+    drop(db);
+    stdout(&strata(&["--db", p, "put", "k", "w"]));
+    assert_eq!(stdout(&strata(&["--db", p, "get", "k"])), "w\n");
+}
