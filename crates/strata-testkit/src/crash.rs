@@ -306,11 +306,8 @@ fn probe_lock(
                 _ => Err("another process opened the DB while the child held it".into()),
             }
         }
-        Err(e) if child.try_wait().is_ok_and(|s| s.is_some()) => {
-            // The child died meanwhile (a kill point): the open raced its end.
-            let _ = e;
-            Ok(())
-        }
+        // The child died meanwhile (a kill point): the open raced its end.
+        Err(_) if child.try_wait().is_ok_and(|s| s.is_some()) => Ok(()),
         Err(e) => Err(format!("a second process's open failed otherwise than Locked: {e}")),
     }
 }

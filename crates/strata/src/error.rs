@@ -79,6 +79,19 @@ impl Error {
         Error::Corruption { file: file.into(), offset, reason: reason.into() }
     }
 
+    /// A caught panic of thread `thread` as an error: the payload's message when it is a
+    /// string (as `panic!` makes it), else a placeholder.
+    pub fn from_panic(thread: impl Into<String>, payload: &(dyn std::any::Any + Send)) -> Self {
+        let message = if let Some(s) = payload.downcast_ref::<&str>() {
+            (*s).to_string()
+        } else if let Some(s) = payload.downcast_ref::<String>() {
+            s.clone()
+        } else {
+            "(a panic payload that is not a string)".to_string()
+        };
+        Error::Panic { thread: thread.into(), message }
+    }
+
     /// True for `Corruption` and `ChecksumMismatch`.
     pub fn is_corruption(&self) -> bool {
         matches!(self, Error::Corruption { .. } | Error::ChecksumMismatch { .. })

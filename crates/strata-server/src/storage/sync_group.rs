@@ -199,7 +199,7 @@ impl SyncGroup {
             let n = st.started;
             drop(st);
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(sync))
-                .unwrap_or_else(|p| Err(panic_error(p.as_ref())));
+                .unwrap_or_else(|p| Err(strata::Error::from_panic("strata-wal-sync", p.as_ref())));
             let mut st = self.state.lock();
             st.finished = n;
             if let Err(e) = r {
@@ -210,16 +210,6 @@ impl SyncGroup {
             self.publish(Some(n), failed);
         }
     }
-}
-
-/// A caught panic of the syncer thread as the engine's error for it.
-fn panic_error(payload: &(dyn std::any::Any + Send)) -> strata::Error {
-    let message = payload
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "(a panic payload that is not a string)".into());
-    strata::Error::Panic { thread: "strata-wal-sync".into(), message }
 }
 
 thread_local! {

@@ -8,24 +8,12 @@
 //! that error and refuses every later write. The work a panic cut short leaves no state
 //! behind that a waiter counts on: a compaction's inputs are released as for a failed job.
 
-use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use super::DbInner;
 use crate::error::{Error, Result};
-
-/// A panic's message: its payload when that is a string, else a placeholder.
-fn panic_message(payload: &(dyn Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "(a panic payload that is not a string)".to_string()
-    }
-}
 
 /// The name of the calling thread, as the info LOG and `Error::Panic` give it.
 fn this_thread() -> String {
@@ -34,9 +22,8 @@ fn this_thread() -> String {
 
 /// Runs `f`; a panic in it comes back as `Error::Panic` naming this thread.
 pub(crate) fn catch_panic<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
-    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|payload| {
-        Err(Error::Panic { thread: this_thread(), message: panic_message(payload.as_ref()) })
-    })
+    catch_unwind(AssertUnwindSafe(f))
+        .unwrap_or_else(|payload| Err(Error::from_panic(this_thread(), payload.as_ref())))
 }
 
 /// Spawns background thread `name` running `body`. A panic that escapes `body` becomes the
