@@ -1,5 +1,5 @@
 //! The bodies of the fuzz targets in `fuzz/fuzz_targets/`, shared with the corpus replay test
-//! (`tests/fuzz_corpus.rs`), which runs every target over every committed corpus file on stable
+//! (`tests/faults/fuzz_corpus.rs`), which runs every target over every committed corpus file on stable
 //! Rust without cargo-fuzz. A target returns normally on any input; a panic is a finding.
 
 use std::collections::BTreeMap;

@@ -1,8 +1,7 @@
 //! redis-cli and redis-benchmark against the server, when the Debian packages are installed
 //! (`apt-get install redis-tools`); skipped with a message otherwise.
 
-mod common;
-use common::Server;
+use crate::common::Server;
 use std::process::Command;
 
 fn have(tool: &str) -> bool {

@@ -4,8 +4,7 @@
 // Scores in these tests are exact binary fractions.
 #![allow(clippy::float_cmp)]
 
-mod common;
-use common::Server;
+use crate::common::Server;
 use redis::Commands;
 use std::collections::BTreeSet;
 use std::time::Duration;

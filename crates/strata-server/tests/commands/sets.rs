@@ -1,7 +1,6 @@
 //! Sets against a BTreeSet model: SADD/SREM/SMEMBERS/SISMEMBER/SCARD/SPOP.
 
-mod common;
-use common::{Rng, Server};
+use crate::common::{Rng, Server};
 use redis::Commands;
 use std::collections::{BTreeSet, HashMap};
 

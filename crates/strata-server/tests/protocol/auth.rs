@@ -1,8 +1,7 @@
 //! AUTH with a password from the flags or a config file: NOAUTH before, WRONGPASS on a bad
 //! password, HELLO with AUTH.
 
-mod common;
-use common::{Reply, Server};
+use crate::common::{Reply, Server};
 
 #[test]
 fn requirepass_from_flag_and_file() {

@@ -1,8 +1,7 @@
 //! Read-modify-write commands on one key from many connections are atomic (the striped lock
 //! table): concurrent INCR, HINCRBY, LPUSH, SADD and ZINCRBY lose no update.
 
-mod common;
-use common::{Raw, Reply, Server};
+use crate::common::{Raw, Reply, Server};
 
 const THREADS: usize = 8;
 const OPS: usize = 200;

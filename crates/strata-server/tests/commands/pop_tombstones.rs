@@ -3,8 +3,7 @@
 //! (`strata_scan_steps` in INFO), not O(members popped so far). Pops still see members
 //! inserted beyond where the previous pops stopped.
 
-mod common;
-use common::Server;
+use crate::common::Server;
 use redis::Connection;
 
 const N: usize = 1500;

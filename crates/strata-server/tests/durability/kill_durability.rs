@@ -7,8 +7,7 @@
 //! (one entry) and converts to sub-keys after a few writes; kills land on either encoding and
 //! on conversions.
 
-mod common;
-use common::{Raw, Reply, Server};
+use crate::common::{Raw, Reply, Server};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

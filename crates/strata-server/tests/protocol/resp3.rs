@@ -1,7 +1,6 @@
 //! RESP3 via HELLO 3: maps, nulls, doubles, sets; HELLO 2 goes back.
 
-mod common;
-use common::{Reply, Server};
+use crate::common::{Reply, Server};
 
 #[test]
 fn hello3_switches_reply_types() {

@@ -3,8 +3,7 @@
 //! writing one hot key share syncs (group commit across connections) rather than each waiting
 //! for its own. Counted from the engine's own WAL sync counter (`INFO strata`).
 
-mod common;
-use common::Server;
+use crate::common::Server;
 
 /// The engine's WAL sync count, from the `strata` INFO section.
 fn wal_syncs(c: &mut redis::Connection) -> u64 {

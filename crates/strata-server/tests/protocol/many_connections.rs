@@ -1,7 +1,6 @@
 //! 1,000 concurrent connections held open at once, each doing a few commands, no errors.
 
-mod common;
-use common::{Raw, Reply, Server};
+use crate::common::{Raw, Reply, Server};
 
 const N: usize = 1000;
 

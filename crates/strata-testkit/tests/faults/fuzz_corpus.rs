@@ -34,7 +34,7 @@ fn replay_committed_corpus() {
     }
 }
 
-/// Regenerates the seed files: `cargo test -p strata-testkit --test fuzz_corpus -- --ignored`.
+/// Regenerates the seed files: `cargo test -p strata-testkit --test faults fuzz_corpus -- --ignored`.
 #[test]
 #[ignore = "writes the seed corpus into fuzz/corpus"]
 fn write_seed_corpus_files() {

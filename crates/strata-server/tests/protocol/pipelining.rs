@@ -1,8 +1,7 @@
 //! Pipelining: many commands in one packet (and split at odd points) get their replies in
 //! order; inline commands mixed in; the `redis` crate's pipelines.
 
-mod common;
-use common::{Raw, Reply, Server};
+use crate::common::{Raw, Reply, Server};
 
 #[test]
 fn thousand_commands_in_one_write() {

@@ -1,7 +1,6 @@
 //! Lists against a VecDeque model: LPUSH/RPUSH/LPOP/RPOP (with count)/LRANGE/LLEN/LINDEX.
 
-mod common;
-use common::{Rng, Server};
+use crate::common::{Rng, Server};
 use redis::Commands;
 use std::collections::{HashMap, VecDeque};
 

@@ -1,7 +1,6 @@
 //! Error replies match Redis's texts, and a malformed frame closes only its own connection.
 
-mod common;
-use common::{Reply, Server};
+use crate::common::{Reply, Server};
 
 fn err(s: &str) -> Reply {
     Reply::Error(s.into())

@@ -2,8 +2,7 @@
 //! directory, every type's data is there; then the same after a second restart with
 //! appendfsync always.
 
-mod common;
-use common::Server;
+use crate::common::Server;
 use redis::Commands;
 
 fn fill(c: &mut redis::Connection) {

@@ -4,8 +4,7 @@
 //! restart, and one grown past the limits meanwhile converts and survives too. Reads of a hot
 //! hash hit the metadata cache (INFO `strata_meta_cache`).
 
-mod common;
-use common::Server;
+use crate::common::Server;
 use redis::Commands;
 use std::collections::BTreeMap;
 

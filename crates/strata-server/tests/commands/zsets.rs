@@ -4,8 +4,7 @@
 // Scores in these tests are exact binary fractions.
 #![allow(clippy::float_cmp)]
 
-mod common;
-use common::{Rng, Server};
+use crate::common::{Rng, Server};
 use redis::Commands;
 use std::collections::HashMap;
 

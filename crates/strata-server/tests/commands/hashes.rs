@@ -4,8 +4,7 @@
 //! sub-keys, and with small compact limits that hashes cross both ways (grow past, shrink
 //! below, and get deleted and recreated), checked with OBJECT ENCODING.
 
-mod common;
-use common::{Rng, Server};
+use crate::common::{Rng, Server};
 use redis::Commands;
 use std::collections::{BTreeMap, HashMap};
 

@@ -1,8 +1,7 @@
 //! Strings against a HashMap model: random SET/GET/APPEND/INCRBY/DEL/STRLEN/GETSET/MGET/MSET/
 //! SETNX/EXISTS over a small key space, several seeds.
 
-mod common;
-use common::{Rng, Server};
+use crate::common::{Rng, Server};
 use redis::Commands;
 use std::collections::HashMap;
 

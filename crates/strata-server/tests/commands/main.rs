@@ -1,0 +1,15 @@
+//! The data types' commands through a running server: strings, hashes, lists, sets, sorted
+//! sets, key expiry, pop tombstones, and the compaction filter that drops expired data. One
+//! module per behaviour (`tests/README.md`).
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod compaction_filter;
+mod hashes;
+mod keys_expiry;
+mod lists;
+mod pop_tombstones;
+mod sets;
+mod strings;
+mod zsets;

@@ -1,0 +1,15 @@
+//! The protocol and the connection layer: error replies, AUTH, RESP3, pipelining, concurrent
+//! and many connections, the parser's fuzz corpus, and the bundled CLI tools against a server.
+//! One module per behaviour (`tests/README.md`).
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod auth;
+mod cli_tools;
+mod concurrency;
+mod errors;
+mod fuzz_corpus;
+mod many_connections;
+mod pipelining;
+mod resp3;

@@ -1,0 +1,5 @@
+//! The strata CLI as a user runs it: column families, a DB another process holds, and the
+//! golden outputs of every command (`testdata/`). One module per behaviour.
+
+mod column_families;
+mod golden;
