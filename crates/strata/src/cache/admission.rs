@@ -11,7 +11,7 @@
 //! is taken in, so a cache larger than the data fills exactly as before.
 //!
 //! The cost is one more read of a block that is read twice before its second miss: the reader
-//! keeps the last block it did not take in (`sstable/block_cache.rs`), which covers the common
+//! keeps the last block it did not take in (`cache/block_cache.rs`), which covers the common
 //! case of neighbouring keys read one after the other.
 //!
 //! [`Doorkeeper`] remembers recent misses: a bit array, two bits per block hash in one 64-bit

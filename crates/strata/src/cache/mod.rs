@@ -6,14 +6,16 @@
 //! - [`ClockCache`] (`clock/`): lock-free clock cache of the HyperClock family; a hit takes no
 //!   lock and writes one slot word.
 //!
-//! The shareable block-cache handle users create and give to any number of `Db`s,
-//! `strata::Cache`, is `sstable/block_cache.rs` (it names the block type, from above).
+//! [`BlockCache`] (`block_cache.rs`) is the shareable handle users create and give to any
+//! number of `Db`s, with second-miss admission; `strata::Cache` is it over the table
+//! format's blocks (`sstable/cache_access.rs` names the block type, from above).
 //! Index and filter blocks are loaded with the table and kept in its reader (not in the cache);
 //! [`Priority::High`] is for them when they are cached, and is honoured by both
 //! implementations.
 
 mod admission;
 mod any;
+mod block_cache;
 pub mod clock;
 mod hash;
 mod lru;
@@ -24,6 +26,7 @@ mod striped;
 pub use admission::Admission;
 pub(crate) use admission::{block_hash, Doorkeeper};
 pub use any::{AnyCache, CacheHandle};
+pub use block_cache::{BlockCache, CachedBlock};
 pub use clock::{ClockCache, ClockHandle};
 pub use options::{CacheType, HyperClockCacheOptions, LruCacheOptions};
 pub(crate) use sharded_lru::default_shard_bits;

@@ -12,12 +12,13 @@
 //! - [`partitioned`]: the partitioned index and filters (format version 2): layout and
 //!   top-level entries; the reader iterates them in `reader/index_iter.rs`.
 //! - [`builder`] / [`reader`]: whole tables.
-//! - [`block_cache`]: the shareable block cache handle, `strata::Cache`.
+//! - [`cache_access`]: `strata::Cache`, the block cache handle over this format's blocks, and
+//!   a table cache's access to it.
 
 pub mod block;
 pub mod block_builder;
-pub mod block_cache;
 pub mod builder;
+pub mod cache_access;
 pub mod compression;
 pub mod filter;
 pub mod format;
@@ -35,10 +36,10 @@ mod tests;
 // `inspect` (the crate's `dead_code` allowance does not cover re-exports).
 #[allow(unused_imports)]
 pub use block::{Block, BlockIter};
-pub use block_cache::Cache;
-pub(crate) use block_cache::CacheAccess;
 #[allow(unused_imports)]
 pub use builder::{TableBuilder, TableOptions, TableSummary};
+pub use cache_access::Cache;
+pub(crate) use cache_access::CacheAccess;
 #[allow(unused_imports)]
 pub use compression::CompressionType;
 #[allow(unused_imports)]

@@ -532,7 +532,11 @@ impl LogReader {
             self.load_block(block_start)?;
             let blk = &self.block[..];
             let mut p = 0;
-            while p + RECYCLABLE_HEADER_SIZE <= blk.len() {
+            loop {
+                p = next_candidate(blk, p, |t| t.is_recyclable());
+                if p + RECYCLABLE_HEADER_SIZE > blk.len() {
+                    break;
+                }
                 let h = decode_header(&blk[p..]);
                 let end = p + RECYCLABLE_HEADER_SIZE + h.length;
                 if FragmentType::from_u8(h.type_byte).is_some_and(FragmentType::is_recyclable)
@@ -570,7 +574,11 @@ impl LogReader {
             let block_start = off - in_block as u64;
             let blk = &self.block[..];
             let mut p = in_block;
-            while p + HEADER_SIZE <= blk.len() {
+            loop {
+                p = next_candidate(blk, p, |_| true);
+                if p + HEADER_SIZE > blk.len() {
+                    break;
+                }
                 let h = decode_header(&blk[p..]);
                 // Cheap filters first: most garbage fails the type test.
                 let Some(t) = FragmentType::from_u8(h.type_byte) else {
@@ -647,4 +655,16 @@ fn replay(
         f(offset, record)?;
     }
     Ok(reader.outcome())
+}
+
+/// The first offset at or after `from` in `blk` at which a fragment header of a type `keep`
+/// accepts could start (its type byte, at offset 6 of the header, names such a type), or
+/// `blk.len()` if none. The byte-by-byte scans for a fragment after damage test this first:
+/// zero fill and garbage fail it at almost every offset, and one pass over the type bytes
+/// costs far less than decoding a header at each.
+fn next_candidate(blk: &[u8], from: usize, keep: impl Fn(FragmentType) -> bool) -> usize {
+    const TYPE_AT: usize = 6;
+    blk.get(from + TYPE_AT..)
+        .and_then(|types| types.iter().position(|&b| FragmentType::from_u8(b).is_some_and(&keep)))
+        .map_or(blk.len(), |i| from + i)
 }

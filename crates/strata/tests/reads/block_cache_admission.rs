@@ -1,4 +1,4 @@
-//! Block cache admission (`cache/admission.rs`, `sstable/block_cache.rs`): a full cache takes
+//! Block cache admission (`cache/admission.rs`, `cache/block_cache.rs`): a full cache takes
 //! in a data block on its second miss within the window, not its first; a cache with room
 //! takes every block; the block a thread just read and the cache passed over serves that
 //! thread's next read of it without a second table read; `Admission::Always` takes every

@@ -37,6 +37,10 @@ struct Stop {
     cfd: Arc<Cfd>,
     l0: usize,
     pending: u64,
+    /// The family's super version number, read before the stop was judged: every change that
+    /// can end a stop (a flush, a compaction, an ingestion, a switch) installs a new one under
+    /// the state lock, so a waiter that sees it changed knows its judgement is stale.
+    sv_number: u64,
 }
 
 /// A family whose writes are slowed down: its L0 files and pending compaction bytes.
@@ -92,7 +96,7 @@ pub(super) fn make_room_for_write(
         }
         if let Some(stop) = stop {
             was_stopped = true;
-            wait_out_stop(inner, stop.kind, &mut counted)?;
+            wait_out_stop(inner, &stop, &mut counted)?;
             continue;
         }
         if let Some(cfd) = full {
@@ -126,13 +130,13 @@ fn switch_for_budget(
     counted: &mut Option<Stall>,
 ) -> Result<bool> {
     match largest_mutable(inner, wal) {
-        Some((cfd, true)) => {
+        Some((cfd, true, _)) => {
             *switched = true;
             switch_memtable(inner, wal, &cfd)?;
             Ok(true)
         }
-        Some((_, false)) => {
-            wait_for_flush(inner, counted)?;
+        Some((cfd, false, sv_number)) => {
+            wait_for_flush(inner, &cfd, sv_number, counted)?;
             Ok(true)
         }
         None => {
@@ -171,7 +175,8 @@ fn worst_state(inner: &DbInner, wal: &WalState) -> Worst {
                 .then_some(Stall::MemtableStop)
         });
         if let Some(kind) = kind {
-            stop.get_or_insert_with(|| Stop { kind, cfd: f.cfd.clone(), l0, pending });
+            let sv_number = sv.number;
+            stop.get_or_insert_with(|| Stop { kind, cfd: f.cfd.clone(), l0, pending, sv_number });
             continue;
         }
         if mem_full && full.is_none() {
@@ -210,20 +215,24 @@ fn note_stop(inner: &DbInner, stop: Option<&Stop>, budget: Option<&WriteBufferMa
 }
 
 /// Step: one wait (at most 100 ms) of a write stopped by a family, for a flush or compaction
-/// to end the stop, counted as a stall of its `kind` (an L0 stop while compactions run is a
-/// kind of its own). Shutdown ends the wait with an error.
-fn wait_out_stop(inner: &DbInner, kind: Stall, counted: &mut Option<Stall>) -> Result<()> {
+/// to end the stop, counted as a stall of its kind (an L0 stop while compactions run is a
+/// kind of its own). Shutdown ends the wait with an error. No wait when the family changed
+/// since the stop was judged (a flush that ended between the judgement and this lock has
+/// already sent its wake-up).
+fn wait_out_stop(inner: &DbInner, stop: &Stop, counted: &mut Option<Stall>) -> Result<()> {
     let started = Instant::now();
     let mut st = inner.state.lock();
     if st.shutting_down {
         return Err(Error::ShutdownInProgress);
     }
-    let kind = if kind == Stall::Level0NumFiles && st.running_compactions > 0 {
+    let kind = if stop.kind == Stall::Level0NumFiles && st.running_compactions > 0 {
         Stall::Level0NumFilesWithCompaction
     } else {
-        kind
+        stop.kind
     };
-    inner.bg_cv.wait_for(&mut st, Duration::from_millis(100));
+    if st.bg_error.is_none() && stop.cfd.current_super_version().number == stop.sv_number {
+        inner.bg_cv.wait_for(&mut st, Duration::from_millis(100));
+    }
     count_stall(inner, counted, kind, started);
     Ok(())
 }
@@ -341,27 +350,36 @@ fn count_stall(inner: &DbInner, counted: &mut Option<Stall>, kind: Stall, starte
     }
 }
 
-/// This DB's family with the largest non-empty mutable memtable, and whether it may be
-/// switched now (a free memtable slot: fewer than `max_write_buffer_number - 1` immutable
-/// ones).
-fn largest_mutable(inner: &DbInner, wal: &WalState) -> Option<(Arc<Cfd>, bool)> {
+/// This DB's family with the largest non-empty mutable memtable, whether it may be switched
+/// now (a free memtable slot: fewer than `max_write_buffer_number - 1` immutable ones), and
+/// its super version number read before the slots were counted (see [`Stop::sv_number`]).
+fn largest_mutable(inner: &DbInner, wal: &WalState) -> Option<(Arc<Cfd>, bool, u64)> {
     let f = wal
         .mems
         .iter()
         .filter(|f| !f.mem.is_empty())
         .max_by_key(|f| f.mem.approximate_memory_usage())?;
+    let sv_number = f.cfd.current_super_version().number;
     let imm = inner.state.lock().cfs.get(&f.cfd.id).map_or(0, |c| c.imm.len());
-    Some((f.cfd.clone(), imm + 1 < f.cfd.opts.max_write_buffer_number))
+    Some((f.cfd.clone(), imm + 1 < f.cfd.opts.max_write_buffer_number, sv_number))
 }
 
-/// One wait (at most 100 ms) for a flush to free a memtable slot, counted as a memtable stop.
-fn wait_for_flush(inner: &DbInner, counted: &mut Option<Stall>) -> Result<()> {
+/// One wait (at most 100 ms) for a flush of `cfd` to free a memtable slot, counted as a
+/// memtable stop; none when `cfd` changed since its slots were counted (`sv_number`).
+fn wait_for_flush(
+    inner: &DbInner,
+    cfd: &Cfd,
+    sv_number: u64,
+    counted: &mut Option<Stall>,
+) -> Result<()> {
     let started = Instant::now();
     let mut st = inner.state.lock();
     if st.shutting_down {
         return Err(Error::ShutdownInProgress);
     }
-    inner.bg_cv.wait_for(&mut st, Duration::from_millis(100));
+    if st.bg_error.is_none() && cfd.current_super_version().number == sv_number {
+        inner.bg_cv.wait_for(&mut st, Duration::from_millis(100));
+    }
     count_stall(inner, counted, Stall::MemtableStop, started);
     Ok(())
 }
@@ -404,5 +422,35 @@ fn note_stall_change(inner: &DbInner, cause: Option<(String, String)>) {
                 ));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Db, Options};
+
+    fn stop_of(db: &Db, sv_number: u64) -> Stop {
+        let cfd = db.inner.default_cf.clone();
+        Stop { kind: Stall::MemtableStop, cfd, l0: 0, pending: 0, sv_number }
+    }
+
+    /// A stop judged before its family changed (a flush ended between the judgement and the
+    /// wait, and its wake-up went out before the writer waited) is not waited out: the
+    /// writer looks again at once instead of sleeping the whole poll interval.
+    #[test]
+    fn a_stop_judged_before_the_family_changed_is_not_waited_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(&Options::default(), dir.path()).unwrap();
+        let now = db.inner.default_cf.current_super_version().number;
+        let mut counted = None;
+
+        let started = Instant::now();
+        wait_out_stop(&db.inner, &stop_of(&db, now.wrapping_sub(1)), &mut counted).unwrap();
+        assert!(started.elapsed() < Duration::from_millis(100), "a stale stop was waited out");
+
+        let started = Instant::now();
+        wait_for_flush(&db.inner, &db.inner.default_cf, now.wrapping_sub(1), &mut counted).unwrap();
+        assert!(started.elapsed() < Duration::from_millis(100), "a stale count was waited out");
     }
 }

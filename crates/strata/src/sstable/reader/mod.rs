@@ -619,7 +619,7 @@ impl TableReader {
 
     /// [`Self::read_data_block`] past a block cache miss: the block this thread just read and
     /// the cache passed over, else read; offered to the cache when `read.fill_cache`
-    /// (`block_cache.rs`). Out of line: the cache hit is the path that must be short.
+    /// (`cache/block_cache.rs`). Out of line: the cache hit is the path that must be short.
     #[inline(never)]
     fn read_data_block_miss(
         &self,

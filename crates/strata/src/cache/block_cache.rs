@@ -1,45 +1,60 @@
-//! [`Cache`]: the block cache as a shareable handle. Clones share one cache, so one memory
-//! budget bounds the blocks of every `Db` given a clone (`Options::block_cache`). Blocks are
-//! keyed by a process-unique owner per open table cache ([`CacheKey::new_owner`]), so DBs
-//! sharing a cache never see each other's blocks.
+//! [`BlockCache`]: the block cache as a shareable handle, `strata::Cache` (the handle over
+//! table blocks, `sstable/cache_access.rs`). Clones share one cache, so one memory budget
+//! bounds the blocks of every `Db` given a clone (`Options::block_cache`). Blocks are keyed by
+//! a process-unique owner per open table cache ([`CacheKey::new_owner`]), so DBs sharing a
+//! cache never see each other's blocks. The handle is generic over the block type because the
+//! block is defined by the table format, a layer above the caches.
 //!
-//! Data blocks read on a miss are offered to the cache ([`Cache::offer`]): a full cache takes
-//! in only a block missed before within its admission window (`cache/admission.rs`,
+//! Data blocks read on a miss are offered to the cache ([`BlockCache::offer`]): a full cache
+//! takes in only a block missed before within its admission window (`admission.rs`,
 //! [`Admission::SecondMiss`], the default), else every block. A block not taken in is returned
 //! to its reader as usual and kept as the thread's last passed-over block (one per thread,
 //! outside the capacity, like the spare buffers of `util/spare_bufs.rs`), so a read of the
 //! same block right after does not read it again: it takes it from there
-//! ([`Cache::passed_over`]) and offers it once more, which, as its second miss, is taken in.
+//! ([`BlockCache::passed_over`]) and offers it once more, which, as its second miss, is taken in.
 
+use std::any::Any;
 use std::cell::RefCell;
 use std::sync::Arc;
 
-use super::Block;
-use crate::cache::{
+use super::{
     block_hash, Admission, AnyCache, CacheKey, CacheType, Doorkeeper, HyperClockCacheOptions,
     LruCache, LruCacheOptions, Priority,
 };
 use crate::error::Result;
 
+/// What a block cache holds: a decoded block, shared by the readers that hold it.
+pub trait CachedBlock: Any + Send + Sync {}
+impl<B: Any + Send + Sync> CachedBlock for B {}
+
+/// A passed-over block, type-erased because a thread-local cannot be generic; it is only
+/// taken back on the path of a miss.
+type Erased = Arc<dyn Any + Send + Sync>;
+
 thread_local! {
     /// The last data block this thread read that the cache did not take in, with its key.
-    static PASSED_OVER: RefCell<Option<(CacheKey, Arc<Block>)>> = const { RefCell::new(None) };
+    static PASSED_OVER: RefCell<Option<(CacheKey, Erased)>> = const { RefCell::new(None) };
 }
 
 /// A block cache shared by every `Db` (and every clone) holding it.
-#[derive(Clone)]
-pub struct Cache {
-    inner: Arc<Shared>,
+pub struct BlockCache<B> {
+    inner: Arc<Shared<B>>,
 }
 
-struct Shared {
-    cache: AnyCache<CacheKey, Block>,
+impl<B> Clone for BlockCache<B> {
+    fn clone(&self) -> Self {
+        BlockCache { inner: Arc::clone(&self.inner) }
+    }
+}
+
+struct Shared<B> {
+    cache: AnyCache<CacheKey, B>,
     /// Recent misses, for [`Admission::SecondMiss`]; None for [`Admission::Always`].
     doorkeeper: Option<Doorkeeper>,
 }
 
-impl Shared {
-    fn new(cache: AnyCache<CacheKey, Block>, admission: Admission) -> Self {
+impl<B: CachedBlock> Shared<B> {
+    fn new(cache: AnyCache<CacheKey, B>, admission: Admission) -> Self {
         let doorkeeper = match admission {
             Admission::Always => None,
             Admission::SecondMiss => Some(Doorkeeper::new(cache.capacity())),
@@ -48,7 +63,7 @@ impl Shared {
     }
 }
 
-impl std::fmt::Debug for Cache {
+impl<B: CachedBlock> std::fmt::Debug for BlockCache<B> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Cache")
             .field("type", &self.cache_type())
@@ -58,30 +73,30 @@ impl std::fmt::Debug for Cache {
     }
 }
 
-impl Cache {
+impl<B: CachedBlock> BlockCache<B> {
     /// An LRU cache of `capacity` bytes with default options.
-    pub fn new_lru(capacity: usize) -> Cache {
+    pub fn new_lru(capacity: usize) -> Self {
         let cache = AnyCache::Lru(LruCache::new(capacity));
-        Cache { inner: Arc::new(Shared::new(cache, Admission::default())) }
+        BlockCache { inner: Arc::new(Shared::new(cache, Admission::default())) }
     }
 
     /// An LRU cache; `InvalidArgument` for a bad ratio or shard count.
-    pub fn new_lru_opts(opts: &LruCacheOptions) -> Result<Cache> {
+    pub fn new_lru_opts(opts: &LruCacheOptions) -> Result<Self> {
         let cache = AnyCache::lru(opts)?;
-        Ok(Cache { inner: Arc::new(Shared::new(cache, opts.admission)) })
+        Ok(BlockCache { inner: Arc::new(Shared::new(cache, opts.admission)) })
     }
 
     /// A clock cache of `capacity` bytes whose tables are sized for entries of about
     /// `estimated_entry_charge` bytes, or, for 0, grow as entries are inserted (RocksDB's
     /// `auto_hyper_clock_cache`).
-    pub fn new_hyper_clock(capacity: usize, estimated_entry_charge: usize) -> Result<Cache> {
+    pub fn new_hyper_clock(capacity: usize, estimated_entry_charge: usize) -> Result<Self> {
         Self::new_hyper_clock_opts(&HyperClockCacheOptions::new(capacity, estimated_entry_charge))
     }
 
     /// A clock cache with options.
-    pub fn new_hyper_clock_opts(opts: &HyperClockCacheOptions) -> Result<Cache> {
+    pub fn new_hyper_clock_opts(opts: &HyperClockCacheOptions) -> Result<Self> {
         let cache = AnyCache::hyper_clock(opts)?;
-        Ok(Cache { inner: Arc::new(Shared::new(cache, opts.admission)) })
+        Ok(BlockCache { inner: Arc::new(Shared::new(cache, opts.admission)) })
     }
 
     /// The implementation.
@@ -115,7 +130,7 @@ impl Cache {
     }
 
     /// Whether two handles share one cache.
-    pub fn ptr_eq(a: &Cache, b: &Cache) -> bool {
+    pub fn ptr_eq(a: &Self, b: &Self) -> bool {
         Arc::ptr_eq(&a.inner, &b.inner)
     }
 
@@ -135,24 +150,24 @@ impl Cache {
     }
 
     #[inline]
-    pub(crate) fn lookup(&self, key: &CacheKey) -> Option<Arc<Block>> {
+    pub(crate) fn lookup(&self, key: &CacheKey) -> Option<Arc<B>> {
         self.inner.cache.lookup(key)
     }
 
     #[inline]
-    pub(crate) fn insert(&self, key: CacheKey, block: Arc<Block>, charge: usize, p: Priority) {
+    pub(crate) fn insert(&self, key: CacheKey, block: Arc<B>, charge: usize, p: Priority) {
         self.inner.cache.insert(key, block, charge, p);
     }
 
     /// Offers a data block read on a miss: inserted at low priority unless the cache is full
     /// and admission turns it away (module doc). Returns whether it was inserted; a block
     /// turned away becomes this thread's passed-over block.
-    pub(crate) fn offer(&self, key: CacheKey, block: &Arc<Block>, charge: usize) -> bool {
+    pub(crate) fn offer(&self, key: CacheKey, block: &Arc<B>, charge: usize) -> bool {
         if let Some(d) = &self.inner.doorkeeper {
             if self.inner.cache.would_evict(&key, charge)
                 && !d.second_miss(block_hash([key.owner, key.file, key.offset]), charge)
             {
-                let kept = Some((key, Arc::clone(block)));
+                let kept: Option<(CacheKey, Erased)> = Some((key, Arc::clone(block) as Erased));
                 // Reentrant use (a block dropped inside) or thread exit: simply not kept.
                 let old = PASSED_OVER
                     .try_with(|p| p.try_borrow_mut().map(|mut p| std::mem::replace(&mut *p, kept)))
@@ -168,12 +183,12 @@ impl Cache {
 
     /// This thread's passed-over block if it is `key`'s (taken from the thread).
     #[inline]
-    pub(crate) fn passed_over(key: &CacheKey) -> Option<Arc<Block>> {
+    pub(crate) fn passed_over(key: &CacheKey) -> Option<Arc<B>> {
         PASSED_OVER
             .try_with(|p| {
                 let mut p = p.try_borrow_mut().ok()?;
                 match &*p {
-                    Some((k, _)) if k == key => p.take().map(|(_, b)| b),
+                    Some((k, _)) if k == key => p.take().and_then(|(_, b)| b.downcast::<B>().ok()),
                     _ => None,
                 }
             })
@@ -184,19 +199,5 @@ impl Cache {
     /// Removes the block under `key`, if cached (a holder of it keeps its copy).
     pub(crate) fn erase(&self, key: &CacheKey) {
         self.inner.cache.erase(key);
-    }
-}
-
-/// A block cache as one table cache uses it: the shared cache and this user's owner id.
-#[derive(Clone, Debug)]
-pub(crate) struct CacheAccess {
-    pub cache: Cache,
-    pub owner: u64,
-}
-
-impl CacheAccess {
-    /// Access to `cache` under a fresh owner id.
-    pub(crate) fn new(cache: Cache) -> Self {
-        CacheAccess { cache, owner: CacheKey::new_owner() }
     }
 }
