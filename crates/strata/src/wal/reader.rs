@@ -533,7 +533,7 @@ impl LogReader {
             let blk = &self.block[..];
             let mut p = 0;
             loop {
-                p = next_candidate(blk, p, |t| t.is_recyclable());
+                p = next_candidate(blk, p, RECYCLABLE_TYPES);
                 if p + RECYCLABLE_HEADER_SIZE > blk.len() {
                     break;
                 }
@@ -575,7 +575,7 @@ impl LogReader {
             let blk = &self.block[..];
             let mut p = in_block;
             loop {
-                p = next_candidate(blk, p, |_| true);
+                p = next_candidate(blk, p, FRAGMENT_TYPES);
                 if p + HEADER_SIZE > blk.len() {
                     break;
                 }
@@ -657,14 +657,48 @@ fn replay(
     Ok(reader.outcome())
 }
 
-/// The first offset at or after `from` in `blk` at which a fragment header of a type `keep`
-/// accepts could start (its type byte, at offset 6 of the header, names such a type), or
-/// `blk.len()` if none. The byte-by-byte scans for a fragment after damage test this first:
-/// zero fill and garbage fail it at almost every offset, and one pass over the type bytes
-/// costs far less than decoding a header at each.
-fn next_candidate(blk: &[u8], from: usize, keep: impl Fn(FragmentType) -> bool) -> usize {
+/// The type bytes of fragments (`format.rs`): every kind, and the recyclable kinds.
+const FRAGMENT_TYPES: std::ops::RangeInclusive<u8> = 1..=8;
+const RECYCLABLE_TYPES: std::ops::RangeInclusive<u8> = 5..=8;
+
+/// The first offset at or after `from` in `blk` at which a fragment header with a type byte
+/// in `types` could start (the type byte is at offset 6 of the header), or `blk.len()` if
+/// none. The byte-by-byte scans for a fragment after damage test this first: zero fill and
+/// garbage fail it at almost every offset, and one pass over the type bytes costs far less
+/// than decoding a header at each.
+fn next_candidate(blk: &[u8], from: usize, types: std::ops::RangeInclusive<u8>) -> usize {
     const TYPE_AT: usize = 6;
     blk.get(from + TYPE_AT..)
-        .and_then(|types| types.iter().position(|&b| FragmentType::from_u8(b).is_some_and(&keep)))
+        .and_then(|bytes| bytes.iter().position(|b| types.contains(b)))
         .map_or(blk.len(), |i| from + i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The scans' type ranges are exactly the types `FragmentType::from_u8` knows.
+    #[test]
+    fn candidate_types_are_the_fragment_types() {
+        for b in 0..=u8::MAX {
+            let t = FragmentType::from_u8(b);
+            assert_eq!(FRAGMENT_TYPES.contains(&b), t.is_some(), "type byte {b}");
+            assert_eq!(RECYCLABLE_TYPES.contains(&b), t.is_some_and(FragmentType::is_recyclable));
+        }
+    }
+
+    #[test]
+    fn the_next_candidate_is_the_first_offset_whose_type_byte_fits() {
+        let mut blk = vec![0u8; 64];
+        assert_eq!(next_candidate(&blk, 0, FRAGMENT_TYPES), 64);
+        blk[20] = 9; // no fragment type
+        blk[30] = 6; // a recyclable First
+        assert_eq!(next_candidate(&blk, 0, FRAGMENT_TYPES), 24);
+        assert_eq!(next_candidate(&blk, 24, FRAGMENT_TYPES), 24);
+        assert_eq!(next_candidate(&blk, 25, FRAGMENT_TYPES), 64);
+        blk[10] = 2; // a First
+        assert_eq!(next_candidate(&blk, 0, FRAGMENT_TYPES), 4);
+        assert_eq!(next_candidate(&blk, 0, RECYCLABLE_TYPES), 24);
+        assert_eq!(next_candidate(&blk, 60, FRAGMENT_TYPES), 64);
+    }
 }
