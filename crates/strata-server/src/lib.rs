@@ -6,7 +6,8 @@
 //! of its own layer or above (`tests/layering.rs` reads the sources and fails otherwise).
 //! From the bottom:
 //!
-//! 0. [`resp`]: the wire format (the frame parser, the reply writer).
+//! 0. [`resp`]: the wire format (the frame parser, the reply writer); [`slots`]: Redis
+//!    Cluster's key slots (CRC16 and hash tags).
 //! 1. [`storage`]: the engine under the types: the DB and its column families, records as
 //!    bytes, batches written under the sync policy, per-key locks, the metadata cache, pop
 //!    hints, group commit. Fails with the engine's errors.
@@ -30,6 +31,7 @@ pub mod commands;
 pub mod config;
 pub mod resp;
 pub mod server;
+pub mod slots;
 pub mod state;
 pub mod storage;
 pub mod types;

@@ -37,111 +37,150 @@ pub struct Command {
     pub write: bool,
     /// The handler.
     pub handler: Handler,
-    /// Position of the first key argument (0 = none), for COMMAND INFO.
-    pub first_key: i32,
+    /// Where its keys are, as Redis's COMMAND reports them.
+    pub keys: KeySpec,
+}
+
+/// The positions of a command's key arguments, Redis's (first, last, step): the first key's
+/// index (0: no keys), the last key's (negative: counted from the end, -1 the last argument)
+/// and the distance between keys (2 for MSET's key-value pairs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeySpec {
+    /// The first key's argument index; 0 when the command takes no key.
+    pub first: i32,
+    /// The last key's index; negative counts from the end.
+    pub last: i32,
+    /// The step from one key to the next.
+    pub step: i32,
+}
+
+impl KeySpec {
+    /// No keys.
+    pub const NONE: KeySpec = KeySpec { first: 0, last: 0, step: 0 };
+
+    /// One key, at `i`.
+    pub const fn one(i: i32) -> KeySpec {
+        KeySpec { first: i, last: i, step: 1 }
+    }
+
+    /// Every argument from `first` to the end, `step` apart.
+    pub const fn rest(first: i32, step: i32) -> KeySpec {
+        KeySpec { first, last: -1, step }
+    }
+
+    /// The indexes of the keys in `args` (the command name at 0), as COMMAND GETKEYS gives
+    /// them; empty for a command without keys. Arity is checked before, so a spec's indexes
+    /// are in range except for a trailing key a short argument list lacks (not given).
+    pub fn positions(&self, argc: usize) -> impl Iterator<Item = usize> {
+        let argc = argc as i32;
+        let last = if self.last < 0 { argc + self.last } else { self.last.min(argc - 1) };
+        let (first, step) = (self.first, self.step.max(1));
+        let range = if first == 0 { 1..=0 } else { first..=last };
+        range.step_by(step as usize).map(|i| i as usize)
+    }
 }
 
 macro_rules! cmd {
-    ($name:expr, $arity:expr, $write:expr, $first:expr, $h:path) => {
-        Command { name: $name, arity: $arity, write: $write, handler: $h, first_key: $first }
+    ($name:expr, $arity:expr, $write:expr, $keys:expr, $h:path) => {
+        Command { name: $name, arity: $arity, write: $write, handler: $h, keys: $keys }
     };
 }
 
 /// Every command.
 pub static COMMANDS: &[Command] = &[
     // strings
-    cmd!("get", 2, false, 1, strings::get),
-    cmd!("set", -3, true, 1, strings::set),
-    cmd!("setnx", 3, true, 1, strings::setnx),
-    cmd!("setex", 4, true, 1, strings::setex),
-    cmd!("psetex", 4, true, 1, strings::psetex),
-    cmd!("getset", 3, true, 1, strings::getset),
-    cmd!("getdel", 2, true, 1, strings::getdel),
-    cmd!("mget", -2, false, 1, strings::mget),
-    cmd!("mset", -3, true, 1, strings::mset),
-    cmd!("msetnx", -3, true, 1, strings::msetnx),
-    cmd!("incr", 2, true, 1, strings::incr),
-    cmd!("decr", 2, true, 1, strings::decr),
-    cmd!("incrby", 3, true, 1, strings::incrby),
-    cmd!("decrby", 3, true, 1, strings::decrby),
-    cmd!("append", 3, true, 1, strings::append),
-    cmd!("strlen", 2, false, 1, strings::strlen),
+    cmd!("get", 2, false, KeySpec::one(1), strings::get),
+    cmd!("set", -3, true, KeySpec::one(1), strings::set),
+    cmd!("setnx", 3, true, KeySpec::one(1), strings::setnx),
+    cmd!("setex", 4, true, KeySpec::one(1), strings::setex),
+    cmd!("psetex", 4, true, KeySpec::one(1), strings::psetex),
+    cmd!("getset", 3, true, KeySpec::one(1), strings::getset),
+    cmd!("getdel", 2, true, KeySpec::one(1), strings::getdel),
+    cmd!("mget", -2, false, KeySpec::rest(1, 1), strings::mget),
+    cmd!("mset", -3, true, KeySpec::rest(1, 2), strings::mset),
+    cmd!("msetnx", -3, true, KeySpec::rest(1, 2), strings::msetnx),
+    cmd!("incr", 2, true, KeySpec::one(1), strings::incr),
+    cmd!("decr", 2, true, KeySpec::one(1), strings::decr),
+    cmd!("incrby", 3, true, KeySpec::one(1), strings::incrby),
+    cmd!("decrby", 3, true, KeySpec::one(1), strings::decrby),
+    cmd!("append", 3, true, KeySpec::one(1), strings::append),
+    cmd!("strlen", 2, false, KeySpec::one(1), strings::strlen),
     // keys
-    cmd!("del", -2, true, 1, keys::del),
-    cmd!("unlink", -2, true, 1, keys::del),
-    cmd!("exists", -2, false, 1, keys::exists),
-    cmd!("expire", -3, true, 1, keys::expire),
-    cmd!("pexpire", -3, true, 1, keys::pexpire),
-    cmd!("expireat", -3, true, 1, keys::expireat),
-    cmd!("pexpireat", -3, true, 1, keys::pexpireat),
-    cmd!("ttl", 2, false, 1, keys::ttl),
-    cmd!("pttl", 2, false, 1, keys::pttl),
-    cmd!("persist", 2, true, 1, keys::persist),
-    cmd!("type", 2, false, 1, keys::type_),
-    cmd!("scan", -2, false, 0, keys::scan),
-    cmd!("keys", 2, false, 0, keys::keys),
-    cmd!("dbsize", 1, false, 0, keys::dbsize),
-    cmd!("flushdb", -1, true, 0, keys::flushdb),
-    cmd!("flushall", -1, true, 0, keys::flushdb),
-    cmd!("rename", 3, true, 1, keys::rename),
-    cmd!("renamenx", 3, true, 1, keys::renamenx),
-    cmd!("randomkey", 1, false, 0, keys::randomkey),
-    cmd!("object", -2, false, 2, keys::object),
+    cmd!("del", -2, true, KeySpec::rest(1, 1), keys::del),
+    cmd!("unlink", -2, true, KeySpec::rest(1, 1), keys::del),
+    cmd!("exists", -2, false, KeySpec::rest(1, 1), keys::exists),
+    cmd!("expire", -3, true, KeySpec::one(1), keys::expire),
+    cmd!("pexpire", -3, true, KeySpec::one(1), keys::pexpire),
+    cmd!("expireat", -3, true, KeySpec::one(1), keys::expireat),
+    cmd!("pexpireat", -3, true, KeySpec::one(1), keys::pexpireat),
+    cmd!("ttl", 2, false, KeySpec::one(1), keys::ttl),
+    cmd!("pttl", 2, false, KeySpec::one(1), keys::pttl),
+    cmd!("persist", 2, true, KeySpec::one(1), keys::persist),
+    cmd!("type", 2, false, KeySpec::one(1), keys::type_),
+    cmd!("scan", -2, false, KeySpec::NONE, keys::scan),
+    cmd!("keys", 2, false, KeySpec::NONE, keys::keys),
+    cmd!("dbsize", 1, false, KeySpec::NONE, keys::dbsize),
+    cmd!("flushdb", -1, true, KeySpec::NONE, keys::flushdb),
+    cmd!("flushall", -1, true, KeySpec::NONE, keys::flushdb),
+    cmd!("rename", 3, true, KeySpec { first: 1, last: 2, step: 1 }, keys::rename),
+    cmd!("renamenx", 3, true, KeySpec { first: 1, last: 2, step: 1 }, keys::renamenx),
+    cmd!("randomkey", 1, false, KeySpec::NONE, keys::randomkey),
+    cmd!("object", -2, false, KeySpec::one(2), keys::object),
     // hashes
-    cmd!("hset", -4, true, 1, hash::hset),
-    cmd!("hmset", -4, true, 1, hash::hmset),
-    cmd!("hsetnx", 4, true, 1, hash::hsetnx),
-    cmd!("hget", 3, false, 1, hash::hget),
-    cmd!("hmget", -3, false, 1, hash::hmget),
-    cmd!("hgetall", 2, false, 1, hash::hgetall),
-    cmd!("hdel", -3, true, 1, hash::hdel),
-    cmd!("hlen", 2, false, 1, hash::hlen),
-    cmd!("hexists", 3, false, 1, hash::hexists),
-    cmd!("hincrby", 4, true, 1, hash::hincrby),
-    cmd!("hkeys", 2, false, 1, hash::hkeys),
-    cmd!("hvals", 2, false, 1, hash::hvals),
-    cmd!("hscan", -3, false, 1, hash::hscan),
+    cmd!("hset", -4, true, KeySpec::one(1), hash::hset),
+    cmd!("hmset", -4, true, KeySpec::one(1), hash::hmset),
+    cmd!("hsetnx", 4, true, KeySpec::one(1), hash::hsetnx),
+    cmd!("hget", 3, false, KeySpec::one(1), hash::hget),
+    cmd!("hmget", -3, false, KeySpec::one(1), hash::hmget),
+    cmd!("hgetall", 2, false, KeySpec::one(1), hash::hgetall),
+    cmd!("hdel", -3, true, KeySpec::one(1), hash::hdel),
+    cmd!("hlen", 2, false, KeySpec::one(1), hash::hlen),
+    cmd!("hexists", 3, false, KeySpec::one(1), hash::hexists),
+    cmd!("hincrby", 4, true, KeySpec::one(1), hash::hincrby),
+    cmd!("hkeys", 2, false, KeySpec::one(1), hash::hkeys),
+    cmd!("hvals", 2, false, KeySpec::one(1), hash::hvals),
+    cmd!("hscan", -3, false, KeySpec::one(1), hash::hscan),
     // lists
-    cmd!("lpush", -3, true, 1, list::lpush),
-    cmd!("rpush", -3, true, 1, list::rpush),
-    cmd!("lpop", -2, true, 1, list::lpop),
-    cmd!("rpop", -2, true, 1, list::rpop),
-    cmd!("lrange", 4, false, 1, list::lrange),
-    cmd!("llen", 2, false, 1, list::llen),
-    cmd!("lindex", 3, false, 1, list::lindex),
+    cmd!("lpush", -3, true, KeySpec::one(1), list::lpush),
+    cmd!("rpush", -3, true, KeySpec::one(1), list::rpush),
+    cmd!("lpop", -2, true, KeySpec::one(1), list::lpop),
+    cmd!("rpop", -2, true, KeySpec::one(1), list::rpop),
+    cmd!("lrange", 4, false, KeySpec::one(1), list::lrange),
+    cmd!("llen", 2, false, KeySpec::one(1), list::llen),
+    cmd!("lindex", 3, false, KeySpec::one(1), list::lindex),
     // sets
-    cmd!("sadd", -3, true, 1, set::sadd),
-    cmd!("srem", -3, true, 1, set::srem),
-    cmd!("smembers", 2, false, 1, set::smembers),
-    cmd!("sismember", 3, false, 1, set::sismember),
-    cmd!("scard", 2, false, 1, set::scard),
-    cmd!("spop", -2, true, 1, set::spop),
+    cmd!("sadd", -3, true, KeySpec::one(1), set::sadd),
+    cmd!("srem", -3, true, KeySpec::one(1), set::srem),
+    cmd!("smembers", 2, false, KeySpec::one(1), set::smembers),
+    cmd!("sismember", 3, false, KeySpec::one(1), set::sismember),
+    cmd!("scard", 2, false, KeySpec::one(1), set::scard),
+    cmd!("spop", -2, true, KeySpec::one(1), set::spop),
     // sorted sets
-    cmd!("zadd", -4, true, 1, zset::zadd),
-    cmd!("zincrby", 4, true, 1, zset::zincrby),
-    cmd!("zrem", -3, true, 1, zset::zrem),
-    cmd!("zscore", 3, false, 1, zset::zscore),
-    cmd!("zcard", 2, false, 1, zset::zcard),
-    cmd!("zrange", -4, false, 1, zset::zrange),
-    cmd!("zrevrange", -4, false, 1, zset::zrevrange),
-    cmd!("zrangebyscore", -4, false, 1, zset::zrangebyscore),
-    cmd!("zrevrangebyscore", -4, false, 1, zset::zrevrangebyscore),
-    cmd!("zcount", 4, false, 1, zset::zcount),
-    cmd!("zrank", 3, false, 1, zset::zrank),
-    cmd!("zpopmin", -2, true, 1, zset::zpopmin),
-    cmd!("zpopmax", -2, true, 1, zset::zpopmax),
+    cmd!("zadd", -4, true, KeySpec::one(1), zset::zadd),
+    cmd!("zincrby", 4, true, KeySpec::one(1), zset::zincrby),
+    cmd!("zrem", -3, true, KeySpec::one(1), zset::zrem),
+    cmd!("zscore", 3, false, KeySpec::one(1), zset::zscore),
+    cmd!("zcard", 2, false, KeySpec::one(1), zset::zcard),
+    cmd!("zrange", -4, false, KeySpec::one(1), zset::zrange),
+    cmd!("zrevrange", -4, false, KeySpec::one(1), zset::zrevrange),
+    cmd!("zrangebyscore", -4, false, KeySpec::one(1), zset::zrangebyscore),
+    cmd!("zrevrangebyscore", -4, false, KeySpec::one(1), zset::zrevrangebyscore),
+    cmd!("zcount", 4, false, KeySpec::one(1), zset::zcount),
+    cmd!("zrank", 3, false, KeySpec::one(1), zset::zrank),
+    cmd!("zpopmin", -2, true, KeySpec::one(1), zset::zpopmin),
+    cmd!("zpopmax", -2, true, KeySpec::one(1), zset::zpopmax),
     // connection and server
-    cmd!("ping", -1, false, 0, server::ping),
-    cmd!("echo", 2, false, 0, server::echo),
-    cmd!("select", 2, false, 0, server::select),
-    cmd!("quit", -1, false, 0, server::quit),
-    cmd!("auth", -2, false, 0, server::auth),
-    cmd!("hello", -1, false, 0, server::hello),
-    cmd!("command", -1, false, 0, server::command),
-    cmd!("client", -2, false, 0, server::client),
-    cmd!("info", -1, false, 0, server::info),
-    cmd!("config", -2, false, 0, server::config),
-    cmd!("time", 1, false, 0, server::time),
+    cmd!("ping", -1, false, KeySpec::NONE, server::ping),
+    cmd!("echo", 2, false, KeySpec::NONE, server::echo),
+    cmd!("select", 2, false, KeySpec::NONE, server::select),
+    cmd!("quit", -1, false, KeySpec::NONE, server::quit),
+    cmd!("auth", -2, false, KeySpec::NONE, server::auth),
+    cmd!("hello", -1, false, KeySpec::NONE, server::hello),
+    cmd!("command", -1, false, KeySpec::NONE, server::command),
+    cmd!("client", -2, false, KeySpec::NONE, server::client),
+    cmd!("info", -1, false, KeySpec::NONE, server::info),
+    cmd!("config", -2, false, KeySpec::NONE, server::config),
+    cmd!("time", 1, false, KeySpec::NONE, server::time),
 ];
 
 /// Looks a command up by (any-case) name.

@@ -138,20 +138,38 @@ fn command_info(out: &mut Out, c: &super::Command) {
     out.int(i64::from(c.arity));
     out.set(1);
     out.simple(if c.write { "write" } else { "readonly" });
-    let (first, last, step) = match (c.first_key, c.name) {
-        (0, _) => (0, 0, 0),
-        (_, "mget" | "del" | "unlink" | "exists") => (1, -1, 1),
-        (_, "mset" | "msetnx") => (1, -1, 2),
-        (_, "rename" | "renamenx") => (1, 2, 1),
-        (f, _) => (f, f, 1),
+    out.int(i64::from(c.keys.first));
+    out.int(i64::from(c.keys.last));
+    out.int(i64::from(c.keys.step));
+    out.set(0);
+    out.set(0);
+    out.array(0);
+    out.array(0);
+}
+
+/// COMMAND GETKEYS: the keys of the command line `line` (its name first), by the command
+/// table's key positions, with Redis's errors for an unknown command, a wrong argument count
+/// and a command without keys.
+fn command_getkeys(line: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let Some(name) = line.first() else {
+        return Err("ERR wrong number of arguments for 'command|getkeys' command".into());
     };
-    out.int(i64::from(first));
-    out.int(i64::from(last));
-    out.int(i64::from(step));
-    out.set(0);
-    out.set(0);
-    out.array(0);
-    out.array(0);
+    let Some(c) = super::lookup(name) else {
+        return Err("ERR Invalid command specified".into());
+    };
+    let n = line.len() as i32;
+    if (c.arity > 0 && n != c.arity) || (c.arity < 0 && n < -c.arity) {
+        return Err("ERR Invalid number of arguments specified for command".into());
+    }
+    if c.keys == super::KeySpec::NONE {
+        return Err("ERR The command has no key arguments".into());
+    }
+    let keys: Vec<usize> = c.keys.positions(line.len()).collect();
+    out.array(keys.len());
+    for i in keys {
+        out.bulk(&line[i]);
+    }
+    Ok(())
 }
 
 pub fn command(_: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
@@ -181,6 +199,8 @@ pub fn command(_: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
                 }
             }
         }
+    } else if is(sub, "getkeys") {
+        command_getkeys(&a[2..], out)?;
     } else if is(sub, "docs") {
         out.map(0);
     } else if is(sub, "list") {

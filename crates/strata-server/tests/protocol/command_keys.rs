@@ -1,0 +1,60 @@
+//! COMMAND GETKEYS and COMMAND INFO's key positions: what cluster clients route by
+//! (redis-py asks COMMAND at start and GETKEYS for commands whose keys it cannot place).
+
+use crate::common::{Reply, Server};
+
+fn err(s: &str) -> Reply {
+    Reply::Error(s.into())
+}
+
+fn keys(ks: &[&str]) -> Reply {
+    Reply::Array(ks.iter().map(|k| Reply::bulk(k)).collect())
+}
+
+#[test]
+fn getkeys_gives_each_commands_keys() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    let getkeys = |c: &mut crate::common::Raw, line: &[&str]| {
+        let mut a = vec!["COMMAND", "GETKEYS"];
+        a.extend_from_slice(line);
+        c.cmd(&a)
+    };
+    assert_eq!(getkeys(&mut c, &["GET", "a"]), keys(&["a"]));
+    assert_eq!(getkeys(&mut c, &["set", "a", "1", "EX", "10"]), keys(&["a"]));
+    assert_eq!(getkeys(&mut c, &["MSET", "a", "1", "b", "2", "c", "3"]), keys(&["a", "b", "c"]));
+    assert_eq!(getkeys(&mut c, &["MGET", "a", "b"]), keys(&["a", "b"]));
+    assert_eq!(getkeys(&mut c, &["DEL", "a", "b", "c"]), keys(&["a", "b", "c"]));
+    assert_eq!(getkeys(&mut c, &["RENAME", "a", "b"]), keys(&["a", "b"]));
+    assert_eq!(getkeys(&mut c, &["HSET", "h", "f", "v"]), keys(&["h"]));
+    assert_eq!(getkeys(&mut c, &["OBJECT", "ENCODING", "k"]), keys(&["k"]));
+    assert_eq!(getkeys(&mut c, &["PING"]), err("ERR The command has no key arguments"));
+    assert_eq!(getkeys(&mut c, &["NOSUCH", "a"]), err("ERR Invalid command specified"));
+    assert_eq!(
+        getkeys(&mut c, &["GET"]),
+        err("ERR Invalid number of arguments specified for command")
+    );
+    assert_eq!(
+        getkeys(&mut c, &[]),
+        err("ERR wrong number of arguments for 'command|getkeys' command")
+    );
+}
+
+#[test]
+fn command_info_reports_first_last_and_step() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    let spec = |c: &mut crate::common::Raw, name: &str| match c.cmd(&["COMMAND", "INFO", name]) {
+        Reply::Array(mut v) => match v.remove(0) {
+            Reply::Array(info) => (info[3].clone(), info[4].clone(), info[5].clone()),
+            other => panic!("{name}: {other:?}"),
+        },
+        other => panic!("{name}: {other:?}"),
+    };
+    assert_eq!(spec(&mut c, "get"), (Reply::Int(1), Reply::Int(1), Reply::Int(1)));
+    assert_eq!(spec(&mut c, "mset"), (Reply::Int(1), Reply::Int(-1), Reply::Int(2)));
+    assert_eq!(spec(&mut c, "del"), (Reply::Int(1), Reply::Int(-1), Reply::Int(1)));
+    assert_eq!(spec(&mut c, "rename"), (Reply::Int(1), Reply::Int(2), Reply::Int(1)));
+    assert_eq!(spec(&mut c, "object"), (Reply::Int(2), Reply::Int(2), Reply::Int(1)));
+    assert_eq!(spec(&mut c, "ping"), (Reply::Int(0), Reply::Int(0), Reply::Int(0)));
+}
