@@ -73,10 +73,12 @@ impl KeySpec {
     /// are in range except for a trailing key a short argument list lacks (not given).
     pub fn positions(&self, argc: usize) -> impl Iterator<Item = usize> {
         let argc = argc as i32;
-        let last = if self.last < 0 { argc + self.last } else { self.last.min(argc - 1) };
-        let (first, step) = (self.first, self.step.max(1));
-        let range = if first == 0 { 1..=0 } else { first..=last };
-        range.step_by(step as usize).map(|i| i as usize)
+        let last = match (self.first, self.last) {
+            (0, _) => 0, // no keys: an empty range from 1
+            (_, l) if l < 0 => argc + l,
+            (_, l) => l.min(argc - 1),
+        };
+        (self.first.max(1)..=last).step_by(self.step.max(1) as usize).map(|i| i as usize)
     }
 }
 
