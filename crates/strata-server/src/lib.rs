@@ -15,7 +15,8 @@
 //!    expiry rules, type checks, and one module per type that computes each command's reads
 //!    and its `WriteBatch` (with the index upkeep it needs). Fails with
 //!    [`types::TypeError`].
-//! 3. [`config`]: flags and the config file.
+//! 3. [`config`]: flags and the config file; [`routing`]: where a slot's commands run in
+//!    cluster mode (the router a clustered server installs).
 //! 4. [`state`]: what commands run against: the state every connection shares, and one
 //!    connection's.
 //! 5. [`commands`]: the command table and the handlers. A handler parses its arguments,
@@ -30,6 +31,7 @@
 pub mod commands;
 pub mod config;
 pub mod resp;
+pub mod routing;
 pub mod server;
 pub mod slots;
 pub mod state;

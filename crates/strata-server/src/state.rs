@@ -4,6 +4,7 @@
 //! read and change them.
 
 use crate::config::Config;
+use crate::routing::Router;
 use crate::storage::Store;
 use crate::types::compact_hash::Limits;
 use crate::types::{now_ms, Keyspace};
@@ -92,6 +93,8 @@ pub struct Shared {
     pub started: Instant,
     /// The port actually bound.
     pub port: u16,
+    /// Cluster mode's router (`None`: standalone, every key is served here).
+    pub router: Option<Arc<dyn Router>>,
 }
 
 impl Shared {
@@ -112,7 +115,14 @@ impl Shared {
             cursors: Mutex::new(Cursors::default()),
             started: Instant::now(),
             port,
+            router: None,
         }
+    }
+
+    /// The same state in cluster mode, routing each slot's commands by `router`.
+    pub fn with_router(mut self, router: Arc<dyn Router>) -> Shared {
+        self.router = Some(router);
+        self
     }
 
     /// The keyspace as a command starting now sees it.
@@ -136,4 +146,6 @@ pub struct Conn {
     pub resp3: bool,
     /// Close after writing the replies (QUIT).
     pub close: bool,
+    /// READONLY was sent: in cluster mode a replica may serve this connection's reads.
+    pub readonly: bool,
 }

@@ -12,7 +12,7 @@ const LAYERS: &[&[&str]] = &[
     &["resp", "slots"],
     &["storage"],
     &["types"],
-    &["config"],
+    &["config", "routing"],
     &["state"],
     &["commands"],
     &["server"],

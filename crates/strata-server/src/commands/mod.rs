@@ -7,6 +7,7 @@
 //! whose text `dispatch` replies with.
 
 pub mod args;
+pub mod cluster;
 pub mod errors;
 pub mod glob;
 pub mod hash;
@@ -183,6 +184,9 @@ pub static COMMANDS: &[Command] = &[
     cmd!("info", -1, false, KeySpec::NONE, server::info),
     cmd!("config", -2, false, KeySpec::NONE, server::config),
     cmd!("time", 1, false, KeySpec::NONE, server::time),
+    // cluster
+    cmd!("readonly", 1, false, KeySpec::NONE, cluster::readonly),
+    cmd!("readwrite", 1, false, KeySpec::NONE, cluster::readwrite),
 ];
 
 /// Looks a command up by (any-case) name.
@@ -209,6 +213,10 @@ pub fn dispatch(sh: &Shared, conn: &mut Conn, args: &[Vec<u8>], out: &mut Out) {
     let n = args.len() as i32;
     if (cmd.arity > 0 && n != cmd.arity) || (cmd.arity < 0 && n < -cmd.arity) {
         out.error(&arity_err(cmd.name));
+        return;
+    }
+    if let Some(refusal) = cluster::refusal(sh, conn, cmd, args) {
+        out.error(&refusal);
         return;
     }
     sh.stats.commands.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

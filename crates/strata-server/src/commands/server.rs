@@ -318,8 +318,9 @@ pub fn info_text(sh: &Shared, want: &[String]) -> Result<String, CmdError> {
     if on("server") {
         let _ = write!(
             t,
-            "# Server\r\nredis_version:{REDIS_VERSION}\r\nstrata_server_version:{}\r\nredis_mode:standalone\r\nos:{}\r\narch_bits:64\r\nmultiplexing_api:tokio\r\nprocess_id:{}\r\ntcp_port:{}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\nexecutable:strata-server\r\n\r\n",
+            "# Server\r\nredis_version:{REDIS_VERSION}\r\nstrata_server_version:{}\r\nredis_mode:{}\r\nos:{}\r\narch_bits:64\r\nmultiplexing_api:tokio\r\nprocess_id:{}\r\ntcp_port:{}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\nexecutable:strata-server\r\n\r\n",
             env!("CARGO_PKG_VERSION"),
+            if sh.router.is_some() { "cluster" } else { "standalone" },
             std::env::consts::OS,
             std::process::id(),
             sh.port,
@@ -366,6 +367,9 @@ pub fn info_text(sh: &Shared, want: &[String]) -> Result<String, CmdError> {
     }
     if on("replication") {
         t.push_str("# Replication\r\nrole:master\r\nconnected_slaves:0\r\n\r\n");
+    }
+    if on("cluster") {
+        let _ = write!(t, "# Cluster\r\ncluster_enabled:{}\r\n\r\n", u8::from(sh.router.is_some()));
     }
     if on("keyspace") {
         let (keys, expires) = keys::stats(&sh.keyspace())?;
