@@ -48,6 +48,13 @@ pub fn type_error_reply(e: &TypeError) -> Cow<'static, str> {
         TypeError::Overflow => OVERFLOW.into(),
         TypeError::NanScore => "ERR resulting score is not a number (NaN)".into(),
         TypeError::NoSuchKey => "ERR no such key".into(),
+        TypeError::NotAFloat => NOT_FLOAT.into(),
+        TypeError::NanOrInfinity => "ERR increment would produce NaN or Infinity".into(),
+        TypeError::StringTooLong => {
+            "ERR string exceeds maximum allowed size (proto-max-bulk-len)".into()
+        }
+        TypeError::LcsNotStrings => "ERR The specified keys must contain string values".into(),
+        TypeError::IndexOutOfRange => "ERR index out of range".into(),
         TypeError::Corrupt(what) => format!("ERR corrupt {what}").into(),
         TypeError::Engine(e) => format!("ERR storage error: {e}").into(),
     }
@@ -113,6 +120,17 @@ mod tests {
         assert_eq!(text(TypeError::Overflow), "ERR increment or decrement would overflow");
         assert_eq!(text(TypeError::NanScore), "ERR resulting score is not a number (NaN)");
         assert_eq!(text(TypeError::NoSuchKey), "ERR no such key");
+        assert_eq!(text(TypeError::NotAFloat), "ERR value is not a valid float");
+        assert_eq!(text(TypeError::NanOrInfinity), "ERR increment would produce NaN or Infinity");
+        assert_eq!(
+            text(TypeError::StringTooLong),
+            "ERR string exceeds maximum allowed size (proto-max-bulk-len)"
+        );
+        assert_eq!(
+            text(TypeError::LcsNotStrings),
+            "ERR The specified keys must contain string values"
+        );
+        assert_eq!(text(TypeError::IndexOutOfRange), "ERR index out of range");
         assert_eq!(
             text(TypeError::Corrupt("list: missing element".into())),
             "ERR corrupt list: missing element"

@@ -108,6 +108,12 @@ pub static COMMANDS: &[Command] = &[
     cmd!("decrby", 3, true, KeySpec::one(1), strings::decrby),
     cmd!("append", 3, true, KeySpec::one(1), strings::append),
     cmd!("strlen", 2, false, KeySpec::one(1), strings::strlen),
+    cmd!("getex", -2, true, KeySpec::one(1), strings::getex),
+    cmd!("getrange", 4, false, KeySpec::one(1), strings::getrange),
+    cmd!("substr", 4, false, KeySpec::one(1), strings::getrange),
+    cmd!("setrange", 4, true, KeySpec::one(1), strings::setrange),
+    cmd!("incrbyfloat", 3, true, KeySpec::one(1), strings::incrbyfloat),
+    cmd!("lcs", -3, false, KeySpec { first: 1, last: 2, step: 1 }, strings::lcs),
     // keys
     cmd!("del", -2, true, KeySpec::rest(1, 1), keys::del),
     cmd!("unlink", -2, true, KeySpec::rest(1, 1), keys::del),

@@ -5,7 +5,7 @@ use super::errors::{arity_err, CmdError, OVERFLOW, SYNTAX};
 use super::CmdResult;
 use crate::resp::Out;
 use crate::state::{Conn, Shared};
-use crate::types::string::{self, Condition, Expiry};
+use crate::types::string::{self, Condition, Expiry, ExpiryChange};
 
 pub fn get(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let v = string::get(&sh.keyspace(), &a[1])?;
@@ -35,54 +35,217 @@ pub fn expire_at(
     Ok(at)
 }
 
-pub fn set(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let ks = sh.keyspace();
-    let (mut nx, mut xx, mut get, mut keepttl) = (false, false, false, false);
-    let mut expire: Option<u64> = None;
-    let mut i = 3;
-    while i < a.len() {
-        let arg = &a[i];
-        let next = a.get(i + 1);
-        if is(arg, "nx") && !xx {
-            nx = true;
-        } else if is(arg, "xx") && !nx {
-            xx = true;
-        } else if is(arg, "get") {
-            get = true;
-        } else if is(arg, "keepttl") && expire.is_none() {
-            keepttl = true;
-        } else if (is(arg, "ex") || is(arg, "px") || is(arg, "exat") || is(arg, "pxat"))
-            && expire.is_none()
-            && !keepttl
-            && next.is_some()
-        {
-            let unit = if is(arg, "ex") || is(arg, "exat") { 1000 } else { 1 };
-            let abs = is(arg, "exat") || is(arg, "pxat");
-            let arg = next.map_or(&[][..], |v| v);
-            expire = Some(expire_at(arg, unit, abs, "set", ks.now_ms)?);
+/// The expiry option of SET or GETEX: which one, and its argument.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ExpireOpt {
+    Ex,
+    Px,
+    ExAt,
+    PxAt,
+}
+
+impl ExpireOpt {
+    fn parse(arg: &[u8]) -> Option<ExpireOpt> {
+        Some(if is(arg, "ex") {
+            ExpireOpt::Ex
+        } else if is(arg, "px") {
+            ExpireOpt::Px
+        } else if is(arg, "exat") {
+            ExpireOpt::ExAt
+        } else if is(arg, "pxat") {
+            ExpireOpt::PxAt
+        } else {
+            return None;
+        })
+    }
+
+    /// The absolute expiry in ms that `arg` gives, or Redis's error.
+    fn at(self, arg: &[u8], cmd: &str, now_ms: u64) -> Result<u64, CmdError> {
+        let unit = if matches!(self, ExpireOpt::Ex | ExpireOpt::ExAt) { 1000 } else { 1 };
+        let absolute = matches!(self, ExpireOpt::ExAt | ExpireOpt::PxAt);
+        expire_at(arg, unit, absolute, cmd, now_ms)
+    }
+}
+
+/// The options SET and GETEX share, parsed as Redis's `parseExtendedStringArgumentsOrReply`
+/// does: each option may repeat, but no two expiry options of different kinds (nor one with
+/// KEEPTTL or PERSIST) combine; NX, XX, GET and KEEPTTL are SET's, PERSIST is GETEX's.
+#[derive(Default)]
+struct StringOpts<'a> {
+    nx: bool,
+    xx: bool,
+    get: bool,
+    keepttl: bool,
+    persist: bool,
+    expire: Option<(ExpireOpt, &'a [u8])>,
+}
+
+fn string_opts(args: &[Vec<u8>], set: bool) -> Result<StringOpts<'_>, CmdError> {
+    let mut o = StringOpts::default();
+    let mut i = 0;
+    while i < args.len() {
+        let arg = &args[i];
+        let next = args.get(i + 1);
+        let kind = ExpireOpt::parse(arg);
+        if set && is(arg, "nx") && !o.xx {
+            o.nx = true;
+        } else if set && is(arg, "xx") && !o.nx {
+            o.xx = true;
+        } else if set && is(arg, "get") {
+            o.get = true;
+        } else if set && is(arg, "keepttl") && o.expire.is_none() {
+            o.keepttl = true;
+        } else if !set && is(arg, "persist") && o.expire.is_none() {
+            o.persist = true;
+        } else if let (Some(kind), Some(next)) = (kind, next) {
+            if o.keepttl || o.persist || o.expire.is_some_and(|(k, _)| k != kind) {
+                return Err(SYNTAX.into());
+            }
+            o.expire = Some((kind, next));
             i += 1;
         } else {
             return Err(SYNTAX.into());
         }
         i += 1;
     }
-    let condition = match (nx, xx) {
+    Ok(o)
+}
+
+pub fn set(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let ks = sh.keyspace();
+    let o = string_opts(&a[3..], true)?;
+    // The expiry is checked after every option is read, before the key is looked at.
+    let expiry = match (o.expire, o.keepttl) {
+        (Some((kind, arg)), _) => Expiry::At(kind.at(arg, "set", ks.now_ms)?),
+        (None, true) => Expiry::Keep,
+        (None, false) => Expiry::Never,
+    };
+    let condition = match (o.nx, o.xx) {
         (true, _) => Condition::IfAbsent,
         (_, true) => Condition::IfPresent,
         _ => Condition::Always,
     };
-    let expiry = match (expire, keepttl) {
-        (Some(at), _) => Expiry::At(at),
-        (None, true) => Expiry::Keep,
-        (None, false) => Expiry::Never,
-    };
-    let done = string::set(&ks, &a[1], a[2].clone(), condition, expiry, get)?;
-    if get {
+    let done = string::set(&ks, &a[1], a[2].clone(), condition, expiry, o.get)?;
+    if o.get {
         out.opt_bulk(done.old.as_deref());
     } else if done.written {
         out.ok();
     } else {
         out.null();
+    }
+    Ok(())
+}
+
+/// GETEX key [EX s | PX ms | EXAT ts | PXAT ms-ts | PERSIST]
+pub fn getex(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let ks = sh.keyspace();
+    let o = string_opts(&a[2..], false)?;
+    let change = match o.expire {
+        // Redis checks the time after finding the key: an absent key replies nil first.
+        Some((kind, arg)) => match kind.at(arg, "getex", ks.now_ms) {
+            Ok(at) => ExpiryChange::At(at),
+            Err(e) => {
+                if string::get(&ks, &a[1])?.is_some() {
+                    return Err(e);
+                }
+                out.null();
+                return Ok(());
+            }
+        },
+        None if o.persist => ExpiryChange::Persist,
+        None => ExpiryChange::Keep,
+    };
+    let v = string::get_ex(&ks, &a[1], change)?;
+    out.opt_bulk(v.as_deref());
+    Ok(())
+}
+
+/// GETRANGE key start end (and SUBSTR).
+pub fn getrange(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let (start, end) = (int_arg(&a[2])?, int_arg(&a[3])?);
+    let v = string::get_range(&sh.keyspace(), &a[1], start, end)?;
+    out.bulk(&v);
+    Ok(())
+}
+
+/// SETRANGE key offset value
+pub fn setrange(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let offset = int_arg(&a[2])?;
+    if offset < 0 {
+        return Err("ERR offset is out of range".into());
+    }
+    let max = sh.config.proto_max_bulk_len as u64;
+    let len = string::set_range(&sh.keyspace(), &a[1], offset as u64, &a[3], max)?;
+    out.int(len as i64);
+    Ok(())
+}
+
+/// INCRBYFLOAT key increment
+pub fn incrbyfloat(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let v = string::incr_by_float(&sh.keyspace(), &a[1], &a[2])?;
+    out.bulk(&v);
+    Ok(())
+}
+
+/// LCS key1 key2 [LEN] [IDX] [MINMATCHLEN len] [WITHMATCHLEN]
+pub fn lcs(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    // Redis reads the keys before the options: a type error comes before a syntax error.
+    let (x, y) = string::lcs_inputs(&sh.keyspace(), &a[1], &a[2])?;
+    let (mut len, mut idx, mut withlen, mut minlen) = (false, false, false, 0i64);
+    let mut i = 3;
+    while i < a.len() {
+        let opt = &a[i];
+        if is(opt, "idx") {
+            idx = true;
+        } else if is(opt, "len") {
+            len = true;
+        } else if is(opt, "withmatchlen") {
+            withlen = true;
+        } else if is(opt, "minmatchlen") && i + 1 < a.len() {
+            minlen = int_arg(&a[i + 1])?.max(0);
+            i += 1;
+        } else {
+            return Err(SYNTAX.into());
+        }
+        i += 1;
+    }
+    if len && idx {
+        return Err("ERR If you want both the length and indexes, please just use IDX.".into());
+    }
+    if x.len() as u64 >= u64::from(u32::MAX - 1) || y.len() as u64 >= u64::from(u32::MAX - 1) {
+        return Err("ERR String too long for LCS".into());
+    }
+    let cells = (x.len() as u64 + 1) * (y.len() as u64 + 1);
+    if cells.saturating_mul(4) > sh.config.proto_max_bulk_len as u64 {
+        return Err(
+            "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len".into()
+        );
+    }
+    let r = string::lcs(&x, &y);
+    if idx {
+        out.map(2);
+        out.bulk(b"matches");
+        let kept: Vec<_> =
+            r.matches.iter().filter(|m| minlen == 0 || i64::from(m.run_len()) >= minlen).collect();
+        out.array(kept.len());
+        for m in kept {
+            out.array(if withlen { 3 } else { 2 });
+            out.array(2);
+            out.int(i64::from(m.a.0));
+            out.int(i64::from(m.a.1));
+            out.array(2);
+            out.int(i64::from(m.b.0));
+            out.int(i64::from(m.b.1));
+            if withlen {
+                out.int(i64::from(m.run_len()));
+            }
+        }
+        out.bulk(b"len");
+        out.int(r.seq.len() as i64);
+    } else if len {
+        out.int(r.seq.len() as i64);
+    } else {
+        out.bulk(&r.seq);
     }
     Ok(())
 }

@@ -16,8 +16,18 @@ pub enum TypeError {
     Overflow,
     /// A score an operation computes is not a number (`inf + -inf`).
     NanScore,
-    /// The key an operation needs (RENAME's source) does not exist.
+    /// The key an operation needs (RENAME's source, LSET's list) does not exist.
     NoSuchKey,
+    /// A string value or increment a float operation (INCRBYFLOAT) reads is not a number.
+    NotAFloat,
+    /// A float increment would give NaN or an infinity.
+    NanOrInfinity,
+    /// A string would grow past the longest allowed (`proto-max-bulk-len`).
+    StringTooLong,
+    /// A key LCS reads holds another type than a string.
+    LcsNotStrings,
+    /// An index (LSET's) is outside the list.
+    IndexOutOfRange,
     /// A stored record does not decode; names the record and what is wrong.
     Corrupt(String),
     /// The engine failed.
@@ -35,6 +45,11 @@ impl fmt::Display for TypeError {
             TypeError::Overflow => f.write_str("the increment leaves the 64-bit range"),
             TypeError::NanScore => f.write_str("the resulting score is not a number"),
             TypeError::NoSuchKey => f.write_str("no such key"),
+            TypeError::NotAFloat => f.write_str("the value is not a valid float"),
+            TypeError::NanOrInfinity => f.write_str("the increment gives NaN or an infinity"),
+            TypeError::StringTooLong => f.write_str("the string would exceed the maximum size"),
+            TypeError::LcsNotStrings => f.write_str("a key of LCS holds another type"),
+            TypeError::IndexOutOfRange => f.write_str("the index is out of range"),
             TypeError::Corrupt(what) => write!(f, "corrupt {what}"),
             TypeError::Engine(e) => write!(f, "storage error: {e}"),
         }

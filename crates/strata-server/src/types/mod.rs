@@ -20,6 +20,7 @@ pub mod hash;
 pub mod keys;
 pub mod keyspace;
 pub mod list;
+pub mod long_double;
 pub mod metadata;
 pub mod number;
 pub mod score;

@@ -156,6 +156,201 @@ pub fn append(ks: &Keyspace, key: &[u8], tail: &[u8]) -> Result<usize> {
     Ok(len)
 }
 
+/// What GETEX does to the key's expiry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExpiryChange {
+    /// Nothing (plain GETEX).
+    Keep,
+    /// Removes it (PERSIST).
+    Persist,
+    /// Sets it to this Unix time in ms (EX, PX, EXAT, PXAT); a time not after the
+    /// keyspace's deletes the key.
+    At(u64),
+}
+
+/// GETEX: the string at `key` (`None`: absent), changing its expiry by `change`.
+pub fn get_ex(ks: &Keyspace, key: &[u8], change: ExpiryChange) -> Result<Option<Vec<u8>>> {
+    let _g = ks.store.locks.lock(&[key]);
+    let Some(m) = ks.typed(key, Kind::String)? else {
+        return Ok(None);
+    };
+    match change {
+        ExpiryChange::Keep => {}
+        ExpiryChange::Persist => {
+            if m.expire_ms != 0 {
+                put(ks, key, m.value.clone(), 0)?;
+            }
+        }
+        ExpiryChange::At(at) if at <= ks.now_ms => {
+            let mut b = WriteBatch::new();
+            ks.delete_meta(&mut b, key);
+            ks.write(b)?;
+        }
+        ExpiryChange::At(at) => put(ks, key, m.value.clone(), at)?,
+    }
+    Ok(Some(m.value))
+}
+
+/// GETRANGE: the bytes of the string at `key` from `start` to `end` (inclusive; negative:
+/// from the end), as Redis clamps them; empty for an absent key.
+pub fn get_range(ks: &Keyspace, key: &[u8], start: i64, end: i64) -> Result<Vec<u8>> {
+    let Some(m) = ks.typed(key, Kind::String)? else {
+        return Ok(Vec::new());
+    };
+    let v = m.value;
+    let len = v.len() as i64;
+    if start < 0 && end < 0 && start > end {
+        return Ok(Vec::new());
+    }
+    let start = if start < 0 { (len + start).max(0) } else { start };
+    let end = if end < 0 { (len + end).max(0) } else { end };
+    let end = end.min(len - 1);
+    if start > end || len == 0 {
+        return Ok(Vec::new());
+    }
+    Ok(v[start as usize..=end as usize].to_vec())
+}
+
+/// SETRANGE: overwrites the string at `key` from `offset` with `value`, padding with zero
+/// bytes (absent: an empty string), keeping its expiry; the new length. A string longer than
+/// `max_len` is [`TypeError::StringTooLong`]. An empty `value` writes nothing.
+pub fn set_range(
+    ks: &Keyspace,
+    key: &[u8],
+    offset: u64,
+    value: &[u8],
+    max_len: u64,
+) -> Result<usize> {
+    let _g = ks.store.locks.lock(&[key]);
+    let old = ks.typed(key, Kind::String)?;
+    if value.is_empty() {
+        return Ok(old.map_or(0, |m| m.value.len()));
+    }
+    let end = offset.checked_add(value.len() as u64).ok_or(TypeError::StringTooLong)?;
+    if end > max_len {
+        return Err(TypeError::StringTooLong);
+    }
+    let (mut v, expire_ms) = old.map_or((Vec::new(), 0), |m| (m.value, m.expire_ms));
+    let end = end as usize;
+    if v.len() < end {
+        v.resize(end, 0);
+    }
+    v[offset as usize..end].copy_from_slice(value);
+    let len = v.len();
+    put(ks, key, v, expire_ms)?;
+    Ok(len)
+}
+
+/// INCRBYFLOAT: adds `incr` (text) to the number at `key` (absent: 0) in x87 long double
+/// arithmetic as redis-server does ([`super::long_double`]), keeping the key's expiry; the
+/// new value as stored (Redis's human form).
+pub fn incr_by_float(ks: &Keyspace, key: &[u8], incr: &[u8]) -> Result<Vec<u8>> {
+    use super::long_double::{add, format_human, parse, LongDouble};
+    let _g = ks.store.locks.lock(&[key]);
+    let old = ks.typed(key, Kind::String)?;
+    let cur = match &old {
+        Some(m) => parse(&m.value).ok_or(TypeError::NotAFloat)?,
+        None => LongDouble::Finite { neg: false, mant: 0, exp: 0 },
+    };
+    let by = parse(incr).ok_or(TypeError::NotAFloat)?;
+    let new = format_human(add(cur, by).ok_or(TypeError::NanOrInfinity)?).into_bytes();
+    put(ks, key, new.clone(), old.map_or(0, |m| m.expire_ms))?;
+    Ok(new)
+}
+
+/// The two strings LCS compares (absent: empty); [`TypeError::LcsNotStrings`] when either
+/// key holds another type.
+pub fn lcs_inputs(ks: &Keyspace, a: &[u8], b: &[u8]) -> Result<(Vec<u8>, Vec<u8>)> {
+    let (ma, mb) = (ks.meta(a)?, ks.meta(b)?);
+    if ma.as_ref().is_some_and(|m| m.kind != Kind::String)
+        || mb.as_ref().is_some_and(|m| m.kind != Kind::String)
+    {
+        return Err(TypeError::LcsNotStrings);
+    }
+    Ok((ma.map(|m| m.value).unwrap_or_default(), mb.map(|m| m.value).unwrap_or_default()))
+}
+
+/// One run of consecutive common bytes LCS found: `a[a.0..=a.1]` equals `b[b.0..=b.1]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LcsMatch {
+    /// The range in the first string (inclusive).
+    pub a: (u32, u32),
+    /// The range in the second string (inclusive).
+    pub b: (u32, u32),
+}
+
+impl LcsMatch {
+    /// The run's length (at least 1).
+    pub fn run_len(&self) -> u32 {
+        self.a.1 - self.a.0 + 1
+    }
+}
+
+/// The longest common subsequence of `a` and `b` and its runs, as redis-server reports them.
+pub struct Lcs {
+    /// The subsequence.
+    pub seq: Vec<u8>,
+    /// The runs from the end of the strings back to their start, in the order Redis's
+    /// backtrack meets them.
+    pub matches: Vec<LcsMatch>,
+}
+
+/// Computes [`Lcs`] with the dynamic programming table Redis uses, walking it back the way
+/// Redis does (on a tie the second string's index steps back first), so that the runs are
+/// the ones Redis reports. The caller bounds the table's size first.
+pub fn lcs(a: &[u8], b: &[u8]) -> Lcs {
+    let (alen, blen) = (a.len(), b.len());
+    let w = blen + 1;
+    let mut t = vec![0u32; (alen + 1) * w];
+    for i in 1..=alen {
+        for j in 1..=blen {
+            t[i * w + j] = if a[i - 1] == b[j - 1] {
+                t[(i - 1) * w + j - 1] + 1
+            } else {
+                t[(i - 1) * w + j].max(t[i * w + j - 1])
+            };
+        }
+    }
+    let total = t[alen * w + blen] as usize;
+    let mut seq = vec![0u8; total];
+    let mut matches = Vec::new();
+    let (mut i, mut j, mut k) = (alen, blen, total);
+    // The run being extended backwards: (a start, a end, b start, b end).
+    let mut run: Option<(usize, usize, usize, usize)> = None;
+    while i > 0 && j > 0 {
+        let mut emit = false;
+        if a[i - 1] == b[j - 1] {
+            seq[k - 1] = a[i - 1];
+            match run {
+                None => run = Some((i - 1, i - 1, j - 1, j - 1)),
+                Some((as_, ae, bs, be)) if as_ == i && bs == j => {
+                    run = Some((as_ - 1, ae, bs - 1, be));
+                }
+                Some(_) => emit = true,
+            }
+            if run.is_some_and(|r| r.0 == 0 || r.2 == 0) {
+                emit = true;
+            }
+            k -= 1;
+            i -= 1;
+            j -= 1;
+        } else {
+            if t[(i - 1) * w + j] > t[i * w + j - 1] {
+                i -= 1;
+            } else {
+                j -= 1;
+            }
+            emit = run.is_some();
+        }
+        if emit {
+            if let Some((as_, ae, bs, be)) = run.take() {
+                matches.push(LcsMatch { a: (as_ as u32, ae as u32), b: (bs as u32, be as u32) });
+            }
+        }
+    }
+    Lcs { seq, matches }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,5 +11,7 @@ mod keys_expiry;
 mod lists;
 mod pop_tombstones;
 mod sets;
+mod string_edits;
+mod string_options;
 mod strings;
 mod zsets;
