@@ -22,7 +22,7 @@ pub const DISABLED: &str = "ERR This instance has cluster support disabled";
 pub fn refusal(sh: &Shared, conn: &Conn, cmd: &Command, args: &[Vec<u8>]) -> Option<String> {
     let router = sh.router.as_ref()?;
     let mut slot = None;
-    for i in cmd.keys.positions(args.len()) {
+    for i in cmd.keys.positions(args) {
         let s = key_slot(&args[i]);
         if slot.is_some_and(|first| first != s) {
             return Some(CROSSSLOT.to_string());

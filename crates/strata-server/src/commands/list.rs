@@ -1,10 +1,12 @@
 //! List commands (`types::list`).
 
-use super::args::{int_arg, pop_count};
+use super::args::{int_arg, is, pop_count};
+use super::errors::{CmdError, SYNTAX};
 use super::CmdResult;
 use crate::resp::Out;
 use crate::state::{Conn, Shared};
 use crate::types::list::{self, End};
+use crate::types::number::parse_int_strict;
 
 fn push(sh: &Shared, a: &[Vec<u8>], end: End, out: &mut Out) -> CmdResult {
     let len = list::push(&sh.keyspace(), &a[1], end, &a[2..])?;
@@ -64,5 +66,176 @@ pub fn lindex(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
     let i = int_arg(&a[2])?;
     let v = list::index(&sh.keyspace(), &a[1], i)?;
     out.opt_bulk(v.as_deref());
+    Ok(())
+}
+
+fn push_existing(sh: &Shared, a: &[Vec<u8>], end: End, out: &mut Out) -> CmdResult {
+    let len = list::push_existing(&sh.keyspace(), &a[1], end, &a[2..])?;
+    out.int(len as i64);
+    Ok(())
+}
+
+pub fn lpushx(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    push_existing(sh, a, End::Left, out)
+}
+
+pub fn rpushx(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    push_existing(sh, a, End::Right, out)
+}
+
+/// LINSERT key BEFORE|AFTER pivot element
+pub fn linsert(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let before = if is(&a[2], "after") {
+        false
+    } else if is(&a[2], "before") {
+        true
+    } else {
+        return Err(SYNTAX.into());
+    };
+    let n = list::insert(&sh.keyspace(), &a[1], before, &a[3], &a[4])?;
+    out.int(n);
+    Ok(())
+}
+
+/// LSET key index element
+pub fn lset(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    list::set(&sh.keyspace(), &a[1], parse_int_strict(&a[2]), &a[3])?;
+    out.ok();
+    Ok(())
+}
+
+/// LREM key count element
+pub fn lrem(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let count = int_arg(&a[2])?;
+    let n = list::remove(&sh.keyspace(), &a[1], count, &a[3])?;
+    out.int(n as i64);
+    Ok(())
+}
+
+/// LTRIM key start stop
+pub fn ltrim(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let (start, stop) = (int_arg(&a[2])?, int_arg(&a[3])?);
+    list::trim(&sh.keyspace(), &a[1], start, stop)?;
+    out.ok();
+    Ok(())
+}
+
+/// A non-negative integer option, or `msg` (Redis's `getPositiveLongFromObjectOrReply`).
+fn non_negative(arg: &[u8], msg: &'static str) -> Result<u64, CmdError> {
+    match parse_int_strict(arg) {
+        Some(n) if n >= 0 => Ok(n as u64),
+        _ => Err(msg.into()),
+    }
+}
+
+/// LPOS key element [RANK rank] [COUNT num-matches] [MAXLEN len]
+pub fn lpos(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let (mut rank, mut count, mut maxlen) = (1i64, None, 0u64);
+    let mut i = 3;
+    while i < a.len() {
+        let more = i + 1 < a.len();
+        if is(&a[i], "rank") && more {
+            rank = int_arg(&a[i + 1])?;
+            if rank == 0 {
+                return Err("ERR RANK can't be zero: use 1 to start from the first match, 2 from \
+                            the second ... or use negative to start from the end of the list"
+                    .into());
+            }
+        } else if is(&a[i], "count") && more {
+            count = Some(non_negative(&a[i + 1], "ERR COUNT can't be negative")?);
+        } else if is(&a[i], "maxlen") && more {
+            maxlen = non_negative(&a[i + 1], "ERR MAXLEN can't be negative")?;
+        } else {
+            return Err(SYNTAX.into());
+        }
+        i += 2;
+    }
+    // `i64::MIN` has no positive counterpart: Redis 7.0 negates it into itself, searches
+    // from the tail and takes every match from the first on, as RANK -1 does.
+    let rank = if rank == i64::MIN { -1 } else { rank };
+    let want = count.map_or(1, |c| c);
+    let found = list::positions(&sh.keyspace(), &a[1], &a[2], rank, want, maxlen)?;
+    match count {
+        None => match found.as_ref().and_then(|f| f.first()) {
+            Some(&p) => out.int(p as i64),
+            None => out.null(),
+        },
+        Some(_) => {
+            let found = found.unwrap_or_default();
+            out.array(found.len());
+            for p in found {
+                out.int(p as i64);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// LEFT or RIGHT, or a syntax error.
+fn end_arg(arg: &[u8]) -> Result<End, CmdError> {
+    if is(arg, "left") {
+        Ok(End::Left)
+    } else if is(arg, "right") {
+        Ok(End::Right)
+    } else {
+        Err(SYNTAX.into())
+    }
+}
+
+fn move_one(sh: &Shared, a: &[Vec<u8>], from: End, to: End, out: &mut Out) -> CmdResult {
+    let v = list::move_one(&sh.keyspace(), &a[1], &a[2], from, to)?;
+    out.opt_bulk(v.as_deref());
+    Ok(())
+}
+
+/// LMOVE source destination LEFT|RIGHT LEFT|RIGHT
+pub fn lmove(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let (from, to) = (end_arg(&a[3])?, end_arg(&a[4])?);
+    move_one(sh, a, from, to, out)
+}
+
+/// RPOPLPUSH source destination
+pub fn rpoplpush(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    move_one(sh, a, End::Right, End::Left, out)
+}
+
+/// LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count]
+pub fn lmpop(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    const NUMKEYS: &str = "ERR numkeys should be greater than 0";
+    let numkeys = match parse_int_strict(&a[1]) {
+        Some(n) if n >= 1 => n as u64,
+        _ => return Err(NUMKEYS.into()),
+    };
+    let where_idx = numkeys.saturating_add(2);
+    if where_idx >= a.len() as u64 {
+        return Err(SYNTAX.into());
+    }
+    let where_idx = where_idx as usize;
+    let end = end_arg(&a[where_idx])?;
+    let mut count = None;
+    let mut i = where_idx + 1;
+    while i < a.len() {
+        if count.is_none() && is(&a[i], "count") && i + 1 < a.len() {
+            count = Some(match parse_int_strict(&a[i + 1]) {
+                Some(n) if n >= 1 => n as u64,
+                _ => return Err("ERR count should be greater than 0".into()),
+            });
+            i += 2;
+        } else {
+            return Err(SYNTAX.into());
+        }
+    }
+    let keys = &a[2..where_idx];
+    match list::pop_first(&sh.keyspace(), keys, end, count.unwrap_or(1))? {
+        None => out.null_array(),
+        Some((key, vals)) => {
+            out.array(2);
+            out.bulk(&key);
+            out.array(vals.len());
+            for v in &vals {
+                out.bulk(v);
+            }
+        }
+    }
     Ok(())
 }

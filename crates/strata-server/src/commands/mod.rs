@@ -53,33 +53,64 @@ pub struct KeySpec {
     pub last: i32,
     /// The step from one key to the next.
     pub step: i32,
+    /// When not 0: the index of the argument that counts the keys, which follow it (LMPOP's
+    /// `numkeys`). Redis cannot express these in (first, last, step), so COMMAND INFO
+    /// reports 0, 0, 0 and the `movablekeys` flag, as it does for them.
+    pub counted_by: i32,
 }
 
 impl KeySpec {
     /// No keys.
-    pub const NONE: KeySpec = KeySpec { first: 0, last: 0, step: 0 };
+    pub const NONE: KeySpec = KeySpec { first: 0, last: 0, step: 0, counted_by: 0 };
+
+    /// Keys from `first` to `last` (negative: from the end), `step` apart.
+    pub const fn range(first: i32, last: i32, step: i32) -> KeySpec {
+        KeySpec { first, last, step, counted_by: 0 }
+    }
 
     /// One key, at `i`.
     pub const fn one(i: i32) -> KeySpec {
-        KeySpec { first: i, last: i, step: 1 }
+        KeySpec::range(i, i, 1)
     }
 
     /// Every argument from `first` to the end, `step` apart.
     pub const fn rest(first: i32, step: i32) -> KeySpec {
-        KeySpec { first, last: -1, step }
+        KeySpec::range(first, -1, step)
+    }
+
+    /// Keys counted by the argument at `n`: as many as it says, right after it.
+    pub const fn counted(n: i32) -> KeySpec {
+        KeySpec { first: 0, last: 0, step: 0, counted_by: n }
+    }
+
+    /// Whether the command takes keys at all.
+    pub fn has_keys(&self) -> bool {
+        self.first != 0 || self.counted_by != 0
     }
 
     /// The indexes of the keys in `args` (the command name at 0), as COMMAND GETKEYS gives
-    /// them; empty for a command without keys. Arity is checked before, so a spec's indexes
-    /// are in range except for a trailing key a short argument list lacks (not given).
-    pub fn positions(&self, argc: usize) -> impl Iterator<Item = usize> {
-        let argc = argc as i32;
+    /// them; empty for a command without keys, and for a counted spec whose count is not a
+    /// positive integer or names more keys than there are arguments. Arity is checked
+    /// before, so a range's indexes are in range except for a trailing key a short argument
+    /// list lacks (not given).
+    pub fn positions(&self, args: &[Vec<u8>]) -> Vec<usize> {
+        let argc = args.len() as i32;
+        if self.counted_by != 0 {
+            let at = self.counted_by as usize;
+            let n = args.get(at).and_then(|a| crate::types::number::parse_int_strict(a));
+            return match n {
+                Some(n) if n >= 1 && n < i64::from(argc) - at as i64 => {
+                    (at + 1..=at + n as usize).collect()
+                }
+                _ => Vec::new(),
+            };
+        }
         let last = match (self.first, self.last) {
             (0, _) => 0, // no keys: an empty range from 1
             (_, l) if l < 0 => argc + l,
             (_, l) => l.min(argc - 1),
         };
-        (self.first.max(1)..=last).step_by(self.step.max(1) as usize).map(|i| i as usize)
+        (self.first.max(1)..=last).step_by(self.step.max(1) as usize).map(|i| i as usize).collect()
     }
 }
 
@@ -113,7 +144,7 @@ pub static COMMANDS: &[Command] = &[
     cmd!("substr", 4, false, KeySpec::one(1), strings::getrange),
     cmd!("setrange", 4, true, KeySpec::one(1), strings::setrange),
     cmd!("incrbyfloat", 3, true, KeySpec::one(1), strings::incrbyfloat),
-    cmd!("lcs", -3, false, KeySpec { first: 1, last: 2, step: 1 }, strings::lcs),
+    cmd!("lcs", -3, false, KeySpec::range(1, 2, 1), strings::lcs),
     // keys
     cmd!("del", -2, true, KeySpec::rest(1, 1), keys::del),
     cmd!("unlink", -2, true, KeySpec::rest(1, 1), keys::del),
@@ -131,8 +162,8 @@ pub static COMMANDS: &[Command] = &[
     cmd!("dbsize", 1, false, KeySpec::NONE, keys::dbsize),
     cmd!("flushdb", -1, true, KeySpec::NONE, keys::flushdb),
     cmd!("flushall", -1, true, KeySpec::NONE, keys::flushdb),
-    cmd!("rename", 3, true, KeySpec { first: 1, last: 2, step: 1 }, keys::rename),
-    cmd!("renamenx", 3, true, KeySpec { first: 1, last: 2, step: 1 }, keys::renamenx),
+    cmd!("rename", 3, true, KeySpec::range(1, 2, 1), keys::rename),
+    cmd!("renamenx", 3, true, KeySpec::range(1, 2, 1), keys::renamenx),
     cmd!("randomkey", 1, false, KeySpec::NONE, keys::randomkey),
     cmd!("object", -2, false, KeySpec::one(2), keys::object),
     // hashes
@@ -157,6 +188,16 @@ pub static COMMANDS: &[Command] = &[
     cmd!("lrange", 4, false, KeySpec::one(1), list::lrange),
     cmd!("llen", 2, false, KeySpec::one(1), list::llen),
     cmd!("lindex", 3, false, KeySpec::one(1), list::lindex),
+    cmd!("lpushx", -3, true, KeySpec::one(1), list::lpushx),
+    cmd!("rpushx", -3, true, KeySpec::one(1), list::rpushx),
+    cmd!("linsert", 5, true, KeySpec::one(1), list::linsert),
+    cmd!("lset", 4, true, KeySpec::one(1), list::lset),
+    cmd!("lrem", 4, true, KeySpec::one(1), list::lrem),
+    cmd!("ltrim", 4, true, KeySpec::one(1), list::ltrim),
+    cmd!("lpos", -3, false, KeySpec::one(1), list::lpos),
+    cmd!("rpoplpush", 3, true, KeySpec::range(1, 2, 1), list::rpoplpush),
+    cmd!("lmove", 5, true, KeySpec::range(1, 2, 1), list::lmove),
+    cmd!("lmpop", -4, true, KeySpec::counted(1), list::lmpop),
     // sets
     cmd!("sadd", -3, true, KeySpec::one(1), set::sadd),
     cmd!("srem", -3, true, KeySpec::one(1), set::srem),

@@ -136,8 +136,12 @@ fn command_info(out: &mut Out, c: &super::Command) {
     out.array(10);
     out.bulk(c.name.as_bytes());
     out.int(i64::from(c.arity));
-    out.set(1);
+    let movable = c.keys.counted_by != 0;
+    out.set(1 + usize::from(movable));
     out.simple(if c.write { "write" } else { "readonly" });
+    if movable {
+        out.simple("movablekeys");
+    }
     out.int(i64::from(c.keys.first));
     out.int(i64::from(c.keys.last));
     out.int(i64::from(c.keys.step));
@@ -161,10 +165,13 @@ fn command_getkeys(line: &[Vec<u8>], out: &mut Out) -> CmdResult {
     if (c.arity > 0 && n != c.arity) || (c.arity < 0 && n < -c.arity) {
         return Err("ERR Invalid number of arguments specified for command".into());
     }
-    if c.keys == super::KeySpec::NONE {
+    if !c.keys.has_keys() {
         return Err("ERR The command has no key arguments".into());
     }
-    let keys: Vec<usize> = c.keys.positions(line.len()).collect();
+    let keys = c.keys.positions(line);
+    if keys.is_empty() && c.keys.counted_by != 0 {
+        return Err("ERR Invalid arguments specified for command".into());
+    }
     out.array(keys.len());
     for i in keys {
         out.bulk(&line[i]);

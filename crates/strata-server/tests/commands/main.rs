@@ -8,6 +8,7 @@ mod common;
 mod compaction_filter;
 mod hashes;
 mod keys_expiry;
+mod list_edits;
 mod lists;
 mod pop_tombstones;
 mod sets;

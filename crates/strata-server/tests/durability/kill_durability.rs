@@ -6,8 +6,16 @@
 //! key adds a new filler field, so with `--hash-max-listpack-entries 8` a hash starts compact
 //! (one entry) and converts to sub-keys after a few writes; kills land on either encoding and
 //! on conversions.
+//!
+//! Two more writers use the other write paths, each against a model of its keys: one the
+//! string commands that rewrite a value (SETRANGE, INCRBYFLOAT, GETEX, SET with KEEPTTL/GET,
+//! MSETNX), one the list commands that change a list inside or move elements between two
+//! lists in one batch (LINSERT, LSET, LREM, LTRIM, LMOVE, RPOPLPUSH, LMPOP, LPUSHX/RPUSHX).
+//! Their oracle keeps the rendered state after the last acknowledged command and after the
+//! one in flight; after the restart the keys read as one of the two.
 
 use crate::common::{Raw, Reply, Server};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -61,11 +69,26 @@ fn acknowledged_writes_survive_kill_9() {
             }
         }));
     }
+    // A string key starts absent (""), a pair of lists empty ("|").
+    let empty = |i: usize| if i < MODEL_KEYS { String::new() } else { "|".to_string() };
+    let models: Arc<Models> =
+        Arc::new((0..2 * MODEL_KEYS).map(|i| Mutex::new((empty(i), empty(i)))).collect());
+    let model_handles: Vec<_> = [string_writer, list_writer]
+        .into_iter()
+        .enumerate()
+        .map(|(w, f)| {
+            let (models, stop) = (models.clone(), stop.clone());
+            std::thread::spawn(move || f(port, w * MODEL_KEYS, &models, &stop))
+        })
+        .collect();
     std::thread::sleep(Duration::from_millis(1500));
     srv.child.kill().unwrap(); // SIGKILL
     srv.child.wait().unwrap();
     stop.store(true, Ordering::Relaxed);
     for h in handles {
+        h.join().unwrap();
+    }
+    for h in model_handles {
         h.join().unwrap();
     }
     let acked: u64 = oracle.iter().map(|m| u64::from(m.lock().unwrap().0 > 0)).sum();
@@ -101,4 +124,221 @@ fn acknowledged_writes_survive_kill_9() {
         }
     }
     assert_eq!(lost, 0, "acknowledged writes lost");
+    let mut wrong = 0;
+    let mut written = 0;
+    for (i, m) in models.iter().enumerate() {
+        let (ack, pending) = &*m.lock().unwrap();
+        written += usize::from(!ack.is_empty() && ack != "|");
+        let got = if i < MODEL_KEYS { read_string(&mut c, i) } else { read_lists(&mut c, i) };
+        if got != *ack && got != *pending {
+            wrong += 1;
+            eprintln!("model key {i}: acknowledged {ack:?}, in flight {pending:?}, found {got:?}");
+        }
+    }
+    assert!(written > 0, "the model writers wrote nothing");
+    assert_eq!(wrong, 0, "acknowledged effects of the model writers lost");
+}
+
+/// Keys of each model writer.
+const MODEL_KEYS: usize = 16;
+
+type Models = Vec<Mutex<(String, String)>>;
+
+/// Sends `args`; whether the server acknowledged it (an error reply fails the test: the model
+/// writers only send commands that succeed).
+fn send(c: &mut Raw, args: &[&str]) -> bool {
+    let a: Vec<&[u8]> = args.iter().map(|s| s.as_bytes()).collect();
+    c.send_raw(&Raw::encode(&a));
+    match c.try_read() {
+        Some(Reply::Error(e)) => panic!("{args:?}: {e}"),
+        Some(_) => true,
+        None => false,
+    }
+}
+
+/// Runs one command against the model: marks `after` in flight, sends, and marks it
+/// acknowledged when the reply came.
+fn step(c: &mut Raw, slot: &Mutex<(String, String)>, after: String, args: &[&str]) -> bool {
+    slot.lock().unwrap().1.clone_from(&after);
+    if !send(c, args) {
+        return false;
+    }
+    slot.lock().unwrap().0 = after;
+    true
+}
+
+fn skey(i: usize) -> String {
+    format!("mstr{i}")
+}
+
+fn read_string(c: &mut Raw, i: usize) -> String {
+    match c.cmd(&["GET", &skey(i)]) {
+        Reply::Bulk(b) => String::from_utf8(b).unwrap(),
+        Reply::Null => String::new(),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// SETRANGE/INCRBYFLOAT/GETEX/SET KEEPTTL GET/MSETNX on keys `base..base + MODEL_KEYS`: even
+/// keys hold text, odd keys numbers (INCRBYFLOAT by 1.5 keeps them exact).
+fn string_writer(port: u16, base: usize, models: &Models, stop: &AtomicBool) {
+    let mut c = Raw::connect(port);
+    let mut state: Vec<String> = vec![String::new(); MODEL_KEYS];
+    let mut seq = 0usize;
+    while !stop.load(Ordering::Relaxed) {
+        seq += 1;
+        let k = seq % MODEL_KEYS;
+        let (key, slot, cur) = (skey(base + k), &models[base + k], &mut state[k]);
+        let tag = format!("<{seq}>");
+        let acked = if k % 2 == 1 {
+            let mut v: f64 = if cur.is_empty() { 0.0 } else { cur.parse().unwrap() };
+            v += 1.5;
+            let after = format!("{v}");
+            let ok = step(&mut c, slot, after.clone(), &["INCRBYFLOAT", &key, "1.5"]);
+            *cur = after;
+            ok
+        } else {
+            match seq % 5 {
+                0 | 1 => {
+                    let off = seq % 7;
+                    let mut b = cur.clone().into_bytes();
+                    if b.len() < off + tag.len() {
+                        b.resize(off + tag.len(), 0);
+                    }
+                    b[off..off + tag.len()].copy_from_slice(tag.as_bytes());
+                    let after = String::from_utf8(b).unwrap();
+                    let ok = step(
+                        &mut c,
+                        slot,
+                        after.clone(),
+                        &["SETRANGE", &key, &off.to_string(), &tag],
+                    );
+                    *cur = after;
+                    ok
+                }
+                2 => {
+                    let ok =
+                        step(&mut c, slot, tag.clone(), &["SET", &key, &tag, "KEEPTTL", "GET"]);
+                    *cur = tag;
+                    ok
+                }
+                3 => {
+                    // GETEX with a long expiry rewrites the record; the value stays.
+                    step(&mut c, slot, cur.clone(), &["GETEX", &key, "EX", "100000"])
+                }
+                _ => {
+                    // MSETNX writes an unset key, and leaves a set one alone.
+                    if cur.is_empty() {
+                        let ok = step(&mut c, slot, tag.clone(), &["MSETNX", &key, &tag]);
+                        *cur = tag;
+                        ok
+                    } else {
+                        step(&mut c, slot, cur.clone(), &["MSETNX", &key, "never"])
+                    }
+                }
+            }
+        };
+        if !acked {
+            return;
+        }
+    }
+}
+
+fn lkeys(i: usize) -> (String, String) {
+    (format!("mlist{i}a"), format!("mlist{i}b"))
+}
+
+fn render(a: &VecDeque<String>, b: &VecDeque<String>) -> String {
+    let join = |l: &VecDeque<String>| l.iter().cloned().collect::<Vec<_>>().join(",");
+    format!("{}|{}", join(a), join(b))
+}
+
+fn read_lists(c: &mut Raw, i: usize) -> String {
+    let (ka, kb) = lkeys(i);
+    let read = |c: &mut Raw, k: &str| -> VecDeque<String> {
+        match c.cmd(&["LRANGE", k, "0", "-1"]) {
+            Reply::Array(v) => v
+                .into_iter()
+                .map(|r| match r {
+                    Reply::Bulk(b) => String::from_utf8(b).unwrap(),
+                    other => panic!("{other:?}"),
+                })
+                .collect(),
+            other => panic!("{other:?}"),
+        }
+    };
+    let (a, b) = (read(c, &ka), read(c, &kb));
+    render(&a, &b)
+}
+
+/// List commands on pairs of lists (`a`, `b`) of keys `base..base + MODEL_KEYS`: each
+/// command's effect on both is one oracle entry.
+fn list_writer(port: u16, base: usize, models: &Models, stop: &AtomicBool) {
+    let mut c = Raw::connect(port);
+    let mut state: Vec<(VecDeque<String>, VecDeque<String>)> =
+        vec![(VecDeque::new(), VecDeque::new()); MODEL_KEYS];
+    let mut seq = 0usize;
+    while !stop.load(Ordering::Relaxed) {
+        seq += 1;
+        let k = seq % MODEL_KEYS;
+        let (ka, kb) = lkeys(base + k);
+        let slot = &models[base + k];
+        let (a, b) = &mut state[k];
+        let v = format!("e{seq}");
+        let op = (seq / MODEL_KEYS) % 9;
+        let args: Vec<String> = match op {
+            0 => {
+                a.push_back(v.clone());
+                vec!["RPUSH".into(), ka, v]
+            }
+            1 => {
+                if !b.is_empty() {
+                    b.push_front(v.clone());
+                }
+                vec!["LPUSHX".into(), kb, v]
+            }
+            2 if !a.is_empty() => {
+                let pivot = a[a.len() / 2].clone();
+                let p = a.iter().position(|x| *x == pivot).unwrap();
+                a.insert(p, v.clone());
+                vec!["LINSERT".into(), ka, "BEFORE".into(), pivot, v]
+            }
+            3 if !a.is_empty() => {
+                let i = a.len() - 1;
+                a[i].clone_from(&v);
+                vec!["LSET".into(), ka, "-1".into(), v]
+            }
+            4 => {
+                if let Some(x) = a.pop_back() {
+                    b.push_front(x);
+                }
+                vec!["LMOVE".into(), ka, kb, "RIGHT".into(), "LEFT".into()]
+            }
+            5 if !a.is_empty() => {
+                let x = a[0].clone();
+                a.retain(|y| *y != x);
+                vec!["LREM".into(), ka, "0".into(), x]
+            }
+            6 => {
+                b.truncate(3);
+                vec!["LTRIM".into(), kb, "0".into(), "2".into()]
+            }
+            7 => {
+                if let Some(x) = b.pop_back() {
+                    a.push_front(x);
+                }
+                vec!["RPOPLPUSH".into(), kb, ka]
+            }
+            _ => {
+                let l = if a.is_empty() { &mut *b } else { &mut *a };
+                l.pop_front();
+                vec!["LMPOP".into(), "2".into(), ka, kb, "LEFT".into()]
+            }
+        };
+        let after = render(a, b);
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        if !step(&mut c, slot, after, &refs) {
+            return;
+        }
+    }
 }

@@ -28,6 +28,16 @@ fn getkeys_gives_each_commands_keys() {
     assert_eq!(getkeys(&mut c, &["RENAME", "a", "b"]), keys(&["a", "b"]));
     assert_eq!(getkeys(&mut c, &["HSET", "h", "f", "v"]), keys(&["h"]));
     assert_eq!(getkeys(&mut c, &["OBJECT", "ENCODING", "k"]), keys(&["k"]));
+    assert_eq!(getkeys(&mut c, &["LMOVE", "a", "b", "LEFT", "RIGHT"]), keys(&["a", "b"]));
+    assert_eq!(getkeys(&mut c, &["RPOPLPUSH", "a", "b"]), keys(&["a", "b"]));
+    assert_eq!(getkeys(&mut c, &["LCS", "a", "b", "IDX"]), keys(&["a", "b"]));
+    // LMPOP's keys are counted by its numkeys argument.
+    assert_eq!(getkeys(&mut c, &["LMPOP", "2", "a", "b", "LEFT"]), keys(&["a", "b"]));
+    assert_eq!(getkeys(&mut c, &["LMPOP", "1", "a", "LEFT", "COUNT", "2"]), keys(&["a"]));
+    let invalid = err("ERR Invalid arguments specified for command");
+    assert_eq!(getkeys(&mut c, &["LMPOP", "0", "a", "LEFT"]), invalid);
+    assert_eq!(getkeys(&mut c, &["LMPOP", "x", "a", "LEFT"]), invalid);
+    assert_eq!(getkeys(&mut c, &["LMPOP", "3", "a", "LEFT"]), invalid);
     assert_eq!(getkeys(&mut c, &["PING"]), err("ERR The command has no key arguments"));
     assert_eq!(getkeys(&mut c, &["NOSUCH", "a"]), err("ERR Invalid command specified"));
     assert_eq!(
@@ -57,4 +67,25 @@ fn command_info_reports_first_last_and_step() {
     assert_eq!(spec(&mut c, "rename"), (Reply::Int(1), Reply::Int(2), Reply::Int(1)));
     assert_eq!(spec(&mut c, "object"), (Reply::Int(2), Reply::Int(2), Reply::Int(1)));
     assert_eq!(spec(&mut c, "ping"), (Reply::Int(0), Reply::Int(0), Reply::Int(0)));
+    assert_eq!(spec(&mut c, "lmove"), (Reply::Int(1), Reply::Int(2), Reply::Int(1)));
+    assert_eq!(spec(&mut c, "rpoplpush"), (Reply::Int(1), Reply::Int(2), Reply::Int(1)));
+    assert_eq!(spec(&mut c, "lcs"), (Reply::Int(1), Reply::Int(2), Reply::Int(1)));
+    // Keys counted by an argument: no (first, last, step), and the movablekeys flag.
+    assert_eq!(spec(&mut c, "lmpop"), (Reply::Int(0), Reply::Int(0), Reply::Int(0)));
+    match c.cmd(&["COMMAND", "INFO", "lmpop"]) {
+        Reply::Array(v) => match &v[0] {
+            Reply::Array(info) => {
+                assert_eq!(info[1], Reply::Int(-4));
+                assert_eq!(
+                    info[2],
+                    Reply::Array(vec![
+                        Reply::Simple("write".into()),
+                        Reply::Simple("movablekeys".into())
+                    ])
+                );
+            }
+            other => panic!("{other:?}"),
+        },
+        other => panic!("{other:?}"),
+    }
 }
