@@ -73,6 +73,24 @@ fn keys_are_served_here_or_redirected_with_redis_cluster_replies() {
     let crossslot = "-CROSSSLOT Keys in request don't hash to the same slot\r\n";
     assert_eq!(run(&sh, c, &["MGET", "foo", "other"]), crossslot);
     assert_eq!(run(&sh, c, &["DEL", "foo", "bar"]), crossslot);
+    // Both keys of LMOVE/RPOPLPUSH, and the keys LMPOP's numkeys counts, are routed.
+    assert_eq!(run(&sh, c, &["RPUSH", "{foo}l", "x"]), ":1\r\n");
+    assert_eq!(run(&sh, c, &["LMOVE", "{foo}l", "{foo}m", "LEFT", "LEFT"]), "$1\r\nx\r\n");
+    assert_eq!(run(&sh, c, &["RPOPLPUSH", "{foo}m", "other"]), crossslot);
+    assert_eq!(run(&sh, c, &["LMPOP", "2", "{foo}m", "other", "LEFT"]), crossslot);
+    assert_eq!(
+        run(&sh, c, &["LMPOP", "1", "{foo}m", "LEFT"]),
+        "*2\r\n$6\r\n{foo}m\r\n*1\r\n$1\r\nx\r\n"
+    );
+    assert_eq!(
+        run(&sh, c, &["LMPOP", "1", "other", "LEFT"]),
+        format!("-MOVED {other} 127.0.0.1:7001\r\n")
+    );
+    // A count that names no keys routes nowhere: the command itself replies.
+    assert_eq!(
+        run(&sh, c, &["LMPOP", "0", "other", "LEFT"]),
+        "-ERR numkeys should be greater than 0\r\n"
+    );
     assert_eq!(run(&sh, c, &["GET", "down"]), "-CLUSTERDOWN Hash slot not served\r\n");
     // The key of OBJECT is its third argument.
     let moved_other = format!("-MOVED {other} 127.0.0.1:7001\r\n");
