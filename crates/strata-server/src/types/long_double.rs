@@ -279,6 +279,28 @@ mod tests {
         assert_eq!(incr("18446744073709551617", "0").as_deref(), Some("18446744073709551616"));
     }
 
+    /// Vectors made by `testdata/incrbyfloat_x87_gen.c` (glibc's `strtold` and `printf` on
+    /// x86-64, with Redis's `string2ld` checks and trimming): `a`, `b`, and what
+    /// `SET k a` + `INCRBYFLOAT k b` gives (BADA/BADB: a or b is not a valid float; NANINF:
+    /// the sum is not finite). Edge values crossed with each other, then random ones.
+    #[test]
+    fn sums_match_glibc_on_x86_64() {
+        let data = include_str!("testdata/incrbyfloat_x87.tsv");
+        let mut n = 0;
+        for line in data.lines() {
+            let f: Vec<&str> = line.split('\t').collect();
+            let (a, b, want) = (f[0], f[1], f[2]);
+            let got = match (parse(a.as_bytes()), parse(b.as_bytes())) {
+                (None, _) => "BADA".to_string(),
+                (_, None) => "BADB".to_string(),
+                (Some(x), Some(y)) => add(x, y).map_or("NANINF".to_string(), format_human),
+            };
+            assert_eq!(got, want, "{a:?} + {b:?}");
+            n += 1;
+        }
+        assert!(n > 1000, "{n} vectors");
+    }
+
     #[test]
     fn bad_numbers_and_non_finite_sums_are_refused() {
         for bad in
