@@ -5,7 +5,7 @@ both, over a small key space; every reply is compared byte for byte. Prints the 
 differences and a count; exits 1 if any.
 
     python3 bench/redis-diff.py --strata target/release/strata-server \
-        --redis-server redis-server [--commands 20000] [--seed 1]
+        --redis-server redis-server [--commands 20000] [--seed 1] [--resp3]
 
 Replies that depend on the clock (TTL, PTTL) are left out of the mix. Debian bookworm's
 `redis-server` package is Redis 7.0.15, the reference of the Redis issue.
@@ -131,12 +131,16 @@ def main():
     ap.add_argument("--redis-server", default="redis-server")
     ap.add_argument("--commands", type=int, default=20000)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--resp3", action="store_true", help="HELLO 3 first (replies in RESP3)")
     o = ap.parse_args()
     with tempfile.TemporaryDirectory() as sd, tempfile.TemporaryDirectory() as rd:
         ps, sport = start_strata(o.strata, sd)
         pr, rport = start_redis(o.redis_server, rd)
         try:
             a, b = Client(sport), Client(rport)
+            if o.resp3:
+                a.cmd(["HELLO", "3"])  # its server version and client id differ
+                b.cmd(["HELLO", "3"])
             gen = generator(random.Random(o.seed))
             bad = 0
             for _ in range(o.commands):
