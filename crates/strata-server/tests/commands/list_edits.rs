@@ -248,3 +248,26 @@ fn lmove_rpoplpush_and_lmpop() {
         err("ERR wrong number of arguments for 'lmpop' command")
     );
 }
+
+/// Extreme integers, with the replies redis-server 7.0.15 gives.
+#[test]
+fn extreme_arguments_reply_as_redis_does() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    let min = "-9223372036854775808";
+    let max = "9223372036854775807";
+    c.cmd(&["RPUSH", "l", "a", "b", "a", "c", "a"]);
+    // RANK i64::MIN: Redis negates it into itself and takes every match from the tail.
+    assert_eq!(c.cmd(&["LPOS", "l", "a", "RANK", min]), Reply::Int(4));
+    assert_eq!(c.cmd(&["LPOS", "l", "a", "RANK", min, "COUNT", "0"]), ints(&[4, 2, 0]));
+    assert_eq!(c.cmd(&["LPOS", "l", "a", "RANK", max]), Reply::Null);
+    assert_eq!(c.cmd(&["LPOS", "l", "a", "COUNT", max]), ints(&[0, 2, 4]));
+    assert_eq!(c.cmd(&["LMPOP", "9223372036854775806", "l", "LEFT"]), err(SYNTAX));
+    assert_eq!(c.cmd(&["LINSERT", "l", "BEFORE", "a", "a"]), Reply::Int(6));
+    assert_eq!(c.cmd(&["LREM", "l", min, "a"]), Reply::Int(4));
+    assert_eq!(all(&mut c, "l"), list(&["b", "c"]));
+    assert_eq!(c.cmd(&["LTRIM", "l", min, max]), ok());
+    assert_eq!(c.cmd(&["LINDEX", "l", min]), Reply::Null);
+    assert_eq!(c.cmd(&["LSET", "l", min, "x"]), err("ERR index out of range"));
+    assert_eq!(all(&mut c, "l"), list(&["b", "c"]));
+}

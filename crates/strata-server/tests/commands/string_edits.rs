@@ -282,3 +282,30 @@ fn msetnx_writes_all_or_nothing() {
     assert_eq!(c.cmd(&["MSETNX", "a"]), arity);
     assert_eq!(c.cmd(&["MSETNX", "a", "1", "b"]), arity);
 }
+
+/// Extreme numbers and times, with the replies redis-server 7.0.15 gives.
+#[test]
+fn extreme_numbers_reply_as_redis_does() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    c.cmd(&["SET", "n", "9223372036854775807"]);
+    assert_eq!(c.cmd(&["INCRBYFLOAT", "n", "1"]), bulk("9223372036854775808"));
+    // Below the long double's precision at that size: no change.
+    assert_eq!(
+        c.cmd(&["INCRBYFLOAT", "n", "0.000000000000000000001"]),
+        bulk("9223372036854775808")
+    );
+    c.cmd(&["SET", "d", "1e-17"]);
+    assert_eq!(c.cmd(&["INCRBYFLOAT", "d", "0"]), bulk("0.00000000000000001"));
+    c.cmd(&["SET", "e", "123456789012345678901234567890"]);
+    assert_eq!(c.cmd(&["INCRBYFLOAT", "e", "1"]), bulk("123456789012345678899921813504"));
+    assert_eq!(c.cmd(&["GETEX", "n", "PXAT", "9223372036854775807"]), bulk("9223372036854775808"));
+    let getex = err("ERR invalid expire time in 'getex' command");
+    assert_eq!(c.cmd(&["GETEX", "n", "EX", "9223372036854775"]), getex);
+    assert_eq!(c.cmd(&["SET", "k", "v", "EXAT", "9223372036854775"]), Reply::Simple("OK".into()));
+    assert_eq!(
+        c.cmd(&["SET", "k", "v", "EXAT", "9223372036854776"]),
+        err("ERR invalid expire time in 'set' command")
+    );
+    assert_eq!(c.cmd(&["SETRANGE", "s", "4294967295", ""]), Reply::Int(0));
+}
