@@ -345,7 +345,8 @@ pub fn decrby(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
 }
 
 pub fn append(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let len = string::append(&sh.keyspace(), &a[1], &a[2])?;
+    let max = sh.config.proto_max_bulk_len as u64;
+    let len = string::append(&sh.keyspace(), &a[1], &a[2], max)?;
     out.int(len as i64);
     Ok(())
 }

@@ -145,10 +145,14 @@ pub fn incr_by(ks: &Keyspace, key: &[u8], by: i64) -> Result<i64> {
 }
 
 /// APPEND: appends `tail` to the string at `key` (absent: empty), keeping its expiry; the
-/// new length.
-pub fn append(ks: &Keyspace, key: &[u8], tail: &[u8]) -> Result<usize> {
+/// new length. Appending to an existing string past `max_len` is
+/// [`TypeError::StringTooLong`] (Redis does not check a new key's length).
+pub fn append(ks: &Keyspace, key: &[u8], tail: &[u8], max_len: u64) -> Result<usize> {
     let _g = ks.store.locks.lock(&[key]);
     let old = ks.typed(key, Kind::String)?;
+    if old.as_ref().is_some_and(|m| (m.value.len() + tail.len()) as u64 > max_len) {
+        return Err(TypeError::StringTooLong);
+    }
     let (mut v, expire_ms) = old.map_or((Vec::new(), 0), |m| (m.value, m.expire_ms));
     v.extend_from_slice(tail);
     let len = v.len();

@@ -88,7 +88,7 @@ fn setrange_pads_with_zeros_and_keeps_the_expiry() {
 }
 
 #[test]
-fn setrange_limit_follows_proto_max_bulk_len() {
+fn setrange_and_append_limit_follows_proto_max_bulk_len() {
     let srv = Server::start(&["--proto-max-bulk-len", "1024"]);
     let mut c = srv.raw();
     assert_eq!(c.cmd(&["SETRANGE", "k", "1020", "abcd"]), Reply::Int(1024));
@@ -96,6 +96,19 @@ fn setrange_limit_follows_proto_max_bulk_len() {
         c.cmd(&["SETRANGE", "k", "1020", "abcde"]),
         err("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
     );
+    // APPEND has the same bound, on an existing string only (as Redis).
+    let long = "x".repeat(1000);
+    assert_eq!(
+        c.cmd(&["APPEND", "k", "x"]),
+        err("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
+    );
+    assert_eq!(c.cmd(&["APPEND", "new", &long]), Reply::Int(1000));
+    assert_eq!(c.cmd(&["APPEND", "new", &"y".repeat(24)]), Reply::Int(1024));
+    assert_eq!(
+        c.cmd(&["APPEND", "new", "z"]),
+        err("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
+    );
+    assert_eq!(c.cmd(&["STRLEN", "new"]), Reply::Int(1024));
 }
 
 #[test]
