@@ -73,7 +73,7 @@ async fn a_restarted_follower_catches_up_from_a_snapshot_once_the_log_is_purged(
         assert!(check_exactly_once(g, &data, &history) > 0);
     }
     // The group goes on from the snapshot: new writes reach the restarted node too.
-    let writers = Writers::start(&c, 1);
+    let writers = Writers::start_named(&c, 1, "after-");
     writers.wait_acked(10).await;
     let more = writers.stop().await;
     for g in c.groups.clone() {

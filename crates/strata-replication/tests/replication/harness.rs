@@ -212,6 +212,8 @@ pub async fn write(
 /// outcome is unknown.
 #[derive(Default)]
 pub struct History {
+    /// The writers' keys are `<prefix>w<writer>`.
+    pub prefix: String,
     pub acked: HashMap<(GroupId, usize), BTreeSet<u64>>,
     pub unknown: HashMap<(GroupId, usize), BTreeSet<u64>>,
 }
@@ -225,18 +227,25 @@ pub struct Writers {
 
 impl Writers {
     pub fn start(c: &Cluster, per_group: usize) -> Writers {
+        Writers::start_named(c, per_group, "")
+    }
+
+    /// Writers whose keys start with `prefix` (so that a second workload has keys of its own).
+    pub fn start_named(c: &Cluster, per_group: usize, prefix: &str) -> Writers {
         let stop = Arc::new(AtomicBool::new(false));
-        let history = Arc::new(Mutex::new(History::default()));
+        let history =
+            Arc::new(Mutex::new(History { prefix: prefix.to_string(), ..History::default() }));
         let mut tasks = Vec::new();
         for g in c.groups.clone() {
             for w in 0..per_group {
                 let (live, stop, history) = (c.live.clone(), stop.clone(), history.clone());
+                let key = format!("{prefix}w{w}").into_bytes();
                 tasks.push(tokio::spawn(async move {
                     let mut token = 0u64;
                     while !stop.load(Ordering::Relaxed) {
                         token += 1;
                         let cmd = KvCommand::Append {
-                            key: format!("w{w}").into_bytes(),
+                            key: key.clone(),
                             suffix: format!("{token};").into_bytes(),
                         };
                         let r = write(&live, g, &cmd).await;
@@ -292,7 +301,7 @@ pub fn check_exactly_once(g: GroupId, data: &[(Vec<u8>, Vec<u8>)], h: &History) 
         .map(|(_, w)| *w)
         .collect();
     for w in writers {
-        let key = format!("w{w}").into_bytes();
+        let key = format!("{}w{w}", h.prefix).into_bytes();
         let value =
             data.iter().find(|(k, _)| *k == key).map(|(_, v)| v.clone()).unwrap_or_default();
         let tokens: Vec<u64> = String::from_utf8(value)
@@ -303,7 +312,7 @@ pub fn check_exactly_once(g: GroupId, data: &[(Vec<u8>, Vec<u8>)], h: &History) 
             .collect();
         let mut seen = BTreeSet::new();
         for t in &tokens {
-            assert!(seen.insert(*t), "{g} writer {w}: token {t} applied twice");
+            assert!(seen.insert(*t), "{g} writer {w}: token {t} applied twice in {tokens:?}");
         }
         let empty = BTreeSet::new();
         let acked = h.acked.get(&(g, w)).unwrap_or(&empty);
