@@ -48,7 +48,8 @@ async fn a_restarted_follower_catches_up_from_a_snapshot_once_the_log_is_purged(
     for g in c.groups.clone() {
         let leader = c.leader(g).await;
         let last = c.node(leader).replica(g).unwrap().status().last_log_index.unwrap();
-        for n in c.live.read().keys().copied().collect::<Vec<_>>() {
+        let nodes: Vec<_> = c.live.read().keys().copied().collect();
+        for n in nodes {
             let r = c.node(n).replica(g).unwrap();
             r.wait_for("apply", WAIT, move |s| s.applied.map(|a| a.index) >= Some(last))
                 .await

@@ -31,7 +31,7 @@ pub const WAIT: Duration = Duration::from_secs(15);
 
 pub struct Cluster {
     pub net: Arc<MemNetwork>,
-    _root: tempfile::TempDir,
+    root: tempfile::TempDir,
     dirs: BTreeMap<NodeId, PathBuf>,
     /// The running nodes (writers read it to find leaders).
     pub live: Arc<RwLock<BTreeMap<NodeId, Node>>>,
@@ -45,7 +45,7 @@ impl Cluster {
         let mut c = Cluster {
             net: MemNetwork::new(),
             dirs: nodes.iter().map(|n| (*n, root.path().join(format!("node{n}")))).collect(),
-            _root: root,
+            root,
             live: Arc::new(RwLock::new(BTreeMap::new())),
             groups: groups.iter().map(|g| GroupId(*g)).collect(),
         };
@@ -63,7 +63,7 @@ impl Cluster {
     /// Starts node `id` (again): opens its `Db` (waiting for the previous run's to close),
     /// every group, and connects it.
     pub async fn start_node(&mut self, id: NodeId) {
-        let root = self._root.path().to_path_buf();
+        let root = self.root.path().to_path_buf();
         let dir = self.dirs.entry(id).or_insert_with(|| root.join(format!("node{id}"))).clone();
         let deadline = Instant::now() + WAIT;
         let db = loop {

@@ -38,7 +38,8 @@ async fn a_group_replicates_over_tcp_and_survives_losing_a_node() {
         live.write().insert(id, node);
     }
     // Only the membership tells the nodes where the others listen.
-    live.read()[&1].replica(g).unwrap().initialize(members).await.unwrap();
+    let first = live.read()[&1].clone();
+    first.replica(g).unwrap().initialize(members).await.unwrap();
     for i in 0..30 {
         let cmd = KvCommand::Append { key: b"k".to_vec(), suffix: format!("{i};").into_bytes() };
         write(&live, g, &cmd).await.unwrap();
@@ -53,7 +54,11 @@ async fn a_group_replicates_over_tcp_and_survives_losing_a_node() {
         let cmd = KvCommand::Append { key: b"k".to_vec(), suffix: format!("{i};").into_bytes() };
         write(&live, g, &cmd).await.unwrap();
     }
-    let want: String = (0..40).map(|i| format!("{i};")).collect();
+    let mut want = String::new();
+    for i in 0..40 {
+        want.push_str(&i.to_string());
+        want.push(';');
+    }
     let nodes: Vec<Node> = live.read().values().cloned().collect();
     let last = nodes.iter().filter_map(|n| n.replica(g).unwrap().status().last_log_index).max();
     let mut sums = Vec::new();
