@@ -1,0 +1,487 @@
+//! The Raft log of every group on a node, in the node's one Strata `Db`
+//! (`log_format.rs` draws the records).
+//!
+//! [`NodeStorage`] is the node's share: the `Db`, its `raft_log` and `raft_meta` families, the
+//! node-wide [`SyncGroup`] and the snapshot directory. [`GroupLog`] is one group's log on it.
+//! Its methods are blocking engine calls; the adapter runs them off the Raft core's task.
+//!
+//! What must hold, and how:
+//! - Appends are written without a sync; the caller asks the node's `SyncGroup` for a sync
+//!   that began after the write and completes the append only then. One fdatasync so serves
+//!   the appends of every group (and the votes) made before it began.
+//! - A vote is written, then a sync that began after it is awaited before the vote is
+//!   reported saved (`docs/contract.md` rule 1 through the shared WAL).
+//! - `last_purged` is kept in `raft_meta` and reported even when no entry is left.
+//! - Truncation and purge are one range deletion of the group's key range (the purge mark in
+//!   the same batch); neither needs a sync: losing one on power loss brings back entries
+//!   Raft allows to be there, and the single WAL orders them before any later write.
+//! - A read returns consecutive entries or fails naming the group and the missing index.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use strata::{ColumnFamily, Db, ReadOptions, WriteBatch, WriteOptions};
+
+use crate::error::{Error, Result};
+use crate::log_format::{
+    decode_entry, decode_entry_log_id, decode_log_id, decode_vote, encode_entry, encode_log_id,
+    encode_vote, log_key, log_key_index, meta_key, MetaKind, LOG_CF, META_CF,
+};
+use crate::sync_group::SyncGroup;
+use crate::types::{Entry, GroupId, LogId, Vote};
+
+/// Opens (creating what is missing) the `Db` at `path` with the replication families and the
+/// application's `app_families` (the `default` family is always there), all with `opts`.
+pub fn open_db(
+    opts: &strata::Options,
+    path: impl AsRef<Path>,
+    app_families: &[&str],
+) -> Result<Db> {
+    let mut opts = opts.clone();
+    opts.create_if_missing = true;
+    opts.create_missing_column_families = true;
+    let names = app_families.iter().copied().chain([LOG_CF, META_CF]);
+    Db::open_cf(&opts, path.as_ref(), names)
+        .map_err(|e| Error::engine(format!("open the node's db in {}", path.as_ref().display()), e))
+}
+
+/// A node's replication storage: its `Db` with the replication families, the shared syncer
+/// and the directory snapshots are built and received in.
+pub struct NodeStorage {
+    db: Arc<Db>,
+    log_cf: Arc<ColumnFamily>,
+    meta_cf: Arc<ColumnFamily>,
+    syncs: Arc<SyncGroup>,
+    snapshot_dir: PathBuf,
+}
+
+impl NodeStorage {
+    /// Takes the node's `Db`, creating the `raft_log` and `raft_meta` families if missing, and
+    /// `snapshot_dir` (which must belong to this node alone). Leftover snapshot directories of
+    /// an earlier run are removed, except one a snapshot install under way still needs.
+    pub fn open(db: Arc<Db>, snapshot_dir: impl AsRef<Path>) -> Result<Arc<NodeStorage>> {
+        let family = |name: &'static str| -> Result<Arc<ColumnFamily>> {
+            if let Some(cf) = db.cf_handle(name) {
+                return Ok(cf);
+            }
+            db.create_cf(name, &strata::Options::default())
+                .map_err(|e| Error::engine(format!("create column family {name}"), e))
+        };
+        let (log_cf, meta_cf) = (family(LOG_CF)?, family(META_CF)?);
+        let snapshot_dir = snapshot_dir.as_ref().to_path_buf();
+        std::fs::create_dir_all(&snapshot_dir)
+            .map_err(|e| Error::io("create the snapshot directory", &snapshot_dir, e))?;
+        let node = Arc::new(NodeStorage {
+            db,
+            log_cf,
+            meta_cf,
+            syncs: Arc::new(SyncGroup::default()),
+            snapshot_dir,
+        });
+        node.remove_stale_snapshots()?;
+        Ok(node)
+    }
+
+    /// The node's `Db`.
+    pub fn db(&self) -> &Arc<Db> {
+        &self.db
+    }
+
+    /// The `raft_log` family.
+    pub fn log_cf(&self) -> &Arc<ColumnFamily> {
+        &self.log_cf
+    }
+
+    /// The `raft_meta` family.
+    pub fn meta_cf(&self) -> &Arc<ColumnFamily> {
+        &self.meta_cf
+    }
+
+    /// The node-wide syncer.
+    pub fn syncs(&self) -> &Arc<SyncGroup> {
+        &self.syncs
+    }
+
+    /// Where snapshots are built and received.
+    pub fn snapshot_dir(&self) -> &Path {
+        &self.snapshot_dir
+    }
+
+    /// Stops the syncer thread (after the syncs asked for). The `Db` closes when the last
+    /// handle to it is dropped.
+    pub fn stop(&self) {
+        self.syncs.stop();
+    }
+
+    /// Reads a `raft_meta` record.
+    pub(crate) fn get_meta(&self, group: GroupId, kind: MetaKind) -> Result<Option<Vec<u8>>> {
+        self.db
+            .get_cf(&self.meta_cf, meta_key(group, kind))
+            .map_err(|e| Error::engine(format!("{group}: read {kind:?} record"), e))
+    }
+
+    /// Removes snapshot directories left by an earlier run, keeping the ones named by an
+    /// install record (`state_machine.rs` finishes those installs when the group opens).
+    fn remove_stale_snapshots(&self) -> Result<()> {
+        let mut keep = Vec::new();
+        let mut it = self.db.raw_iterator_cf(&self.meta_cf);
+        it.seek_to_first();
+        while let Some((k, v)) = it.item() {
+            if let Some((group, kind)) = crate::log_format::parse_meta_key(k) {
+                if kind == MetaKind::Installing as u8 {
+                    let (_, dir) = crate::log_format::decode_installing(v)
+                        .map_err(|e| Error::corrupt(group, "install record", &e))?;
+                    keep.push(PathBuf::from(dir));
+                }
+            }
+            it.next();
+        }
+        it.status().map_err(|e| Error::engine("scan raft_meta for installs under way", e))?;
+        let entries = std::fs::read_dir(&self.snapshot_dir)
+            .map_err(|e| Error::io("list the snapshot directory", &self.snapshot_dir, e))?;
+        for entry in entries {
+            let path = entry.map_err(|e| Error::io("list", &self.snapshot_dir, e))?.path();
+            if !keep.contains(&path) {
+                let r = if path.is_dir() {
+                    std::fs::remove_dir_all(&path)
+                } else {
+                    std::fs::remove_file(&path)
+                };
+                r.map_err(|e| Error::io("remove a stale snapshot", &path, e))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What a group's log remembers between calls (kept equal to what is stored).
+#[derive(Clone, Copy, Debug, Default)]
+struct LogMemo {
+    /// The last vote made durable.
+    vote: Option<Vote>,
+    /// The last purged entry.
+    purged: Option<LogId>,
+    /// The last entry present, or `purged` when none is.
+    last: Option<LogId>,
+}
+
+/// One group's Raft log on a node. Cheap to clone; clones share the remembered state.
+#[derive(Clone)]
+pub struct GroupLog {
+    node: Arc<NodeStorage>,
+    group: GroupId,
+    memo: Arc<Mutex<LogMemo>>,
+}
+
+/// The two ends of a group's log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogState {
+    /// The last purged entry (kept after every entry is gone).
+    pub last_purged: Option<LogId>,
+    /// The last entry present, or `last_purged` when none is.
+    pub last: Option<LogId>,
+}
+
+impl GroupLog {
+    /// Opens `group`'s log: reads its vote, purge mark and last entry.
+    pub fn open(node: Arc<NodeStorage>, group: GroupId) -> Result<GroupLog> {
+        let vote = node
+            .get_meta(group, MetaKind::Vote)?
+            .map(|v| decode_vote(&v).map_err(|e| Error::corrupt(group, "vote record", &e)))
+            .transpose()?;
+        let purged = node
+            .get_meta(group, MetaKind::Purged)?
+            .map(|v| decode_log_id(&v).map_err(|e| Error::corrupt(group, "purge record", &e)))
+            .transpose()?;
+        let log = GroupLog { node, group, memo: Arc::new(Mutex::new(LogMemo::default())) };
+        let last_entry = log.last_entry_id()?;
+        *log.memo.lock() = LogMemo { vote, purged, last: last_entry.max(purged) };
+        Ok(log)
+    }
+
+    /// The group.
+    pub fn group(&self) -> GroupId {
+        self.group
+    }
+
+    /// The node storage the log lives on.
+    pub fn node(&self) -> &Arc<NodeStorage> {
+        &self.node
+    }
+
+    /// The log's ends.
+    pub fn state(&self) -> LogState {
+        let m = self.memo.lock();
+        LogState { last_purged: m.purged, last: m.last }
+    }
+
+    /// The last vote made durable.
+    pub fn vote(&self) -> Option<Vote> {
+        self.memo.lock().vote
+    }
+
+    fn read_opts(&self, start: u64, end: u64) -> ReadOptions {
+        ReadOptions {
+            iterate_lower_bound: Some(log_key(self.group, start).to_vec()),
+            iterate_upper_bound: Some(log_key(self.group, end).to_vec()),
+            ..ReadOptions::default()
+        }
+    }
+
+    /// The id of the last entry stored, read from the engine.
+    fn last_entry_id(&self) -> Result<Option<LogId>> {
+        let g = self.group;
+        let mut it =
+            self.node.db.raw_iterator_cf_opt(&self.node.log_cf, self.read_opts(0, u64::MAX));
+        it.seek_to_last();
+        let found = match it.item() {
+            None => None,
+            Some((k, v)) => {
+                let index = log_key_index(g, k).map_err(|e| Error::corrupt(g, "log key", &e))?;
+                let id = decode_entry_log_id(index, v)
+                    .map_err(|e| Error::corrupt(g, format!("log entry at index {index}"), &e))?;
+                Some(id)
+            }
+        };
+        it.status().map_err(|e| Error::engine(format!("{g}: find the last log entry"), e))?;
+        Ok(found)
+    }
+
+    /// The entries with index in `[start, end)` that the log holds, consecutive and in order;
+    /// with `max_bytes`, it stops after the entry that reaches that many value bytes (always
+    /// returning at least one when any is there). Entries missing at the start (purged) or at
+    /// the end (not written) are left out; a hole in between is an error naming the index.
+    pub fn read(&self, start: u64, end: u64, max_bytes: Option<usize>) -> Result<Vec<Entry>> {
+        let g = self.group;
+        if start >= end {
+            return Ok(Vec::new());
+        }
+        let mut out = Vec::new();
+        let mut bytes = 0usize;
+        let mut it =
+            self.node.db.raw_iterator_cf_opt(&self.node.log_cf, self.read_opts(start, end));
+        it.seek_to_first();
+        while let Some((k, v)) = it.item() {
+            let index = log_key_index(g, k).map_err(|e| Error::corrupt(g, "log key", &e))?;
+            if let Some(prev) = out.last().map(|e: &Entry| e.log_id.index) {
+                if index != prev + 1 {
+                    return Err(Error::LogInvariant {
+                        group: g,
+                        reason: format!("entry {} is missing (next present is {index})", prev + 1),
+                    });
+                }
+            }
+            let entry = decode_entry(index, v)
+                .map_err(|e| Error::corrupt(g, format!("log entry at index {index}"), &e))?;
+            bytes += v.len();
+            out.push(entry);
+            if max_bytes.is_some_and(|m| bytes >= m) {
+                break;
+            }
+            it.next();
+        }
+        it.status()
+            .map_err(|e| Error::engine(format!("{g}: read log entries {start}..{end}"), e))?;
+        Ok(out)
+    }
+
+    /// Writes `entries` (consecutive, following the last entry or replacing a truncated
+    /// tail) without a sync; they are readable when this returns. The caller makes them
+    /// durable through the node's syncer.
+    pub fn write_entries(&self, entries: &[Entry]) -> Result<()> {
+        let g = self.group;
+        let (Some(first), Some(last)) = (entries.first(), entries.last()) else {
+            return Ok(());
+        };
+        for w in entries.windows(2) {
+            if w[1].log_id.index != w[0].log_id.index + 1 {
+                return Err(Error::LogInvariant {
+                    group: g,
+                    reason: format!(
+                        "appended entries are not consecutive: {} then {}",
+                        w[0].log_id, w[1].log_id
+                    ),
+                });
+            }
+        }
+        let mut batch = WriteBatch::new();
+        let mut value = Vec::new();
+        for e in entries {
+            value.clear();
+            encode_entry(e, &mut value);
+            batch.put_cf(&self.node.log_cf, log_key(g, e.log_id.index), &value);
+        }
+        let what = || format!("{g}: append entries {}..={}", first.log_id.index, last.log_id.index);
+        self.node
+            .db
+            .write_opt(batch, &WriteOptions::default())
+            .map_err(|e| Error::engine(what(), e))?;
+        self.memo.lock().last = Some(last.log_id);
+        Ok(())
+    }
+
+    /// Deletes every entry after `after` (all of them for `None`). Not synced (see the
+    /// module doc).
+    pub fn truncate_after(&self, after: Option<LogId>) -> Result<()> {
+        let g = self.group;
+        let from = after.map_or(0, |a| a.index + 1);
+        self.node
+            .db
+            .delete_range_cf(&self.node.log_cf, log_key(g, from), log_key(g, u64::MAX))
+            .map_err(|e| Error::engine(format!("{g}: truncate the log from index {from}"), e))?;
+        // Truncating past the end leaves the log as it is; never below the purge mark.
+        let mut m = self.memo.lock();
+        if after < m.last {
+            m.last = after.max(m.purged);
+        }
+        Ok(())
+    }
+
+    /// Deletes every entry up to and including `upto` and records it as the last purged,
+    /// in one batch. Not synced (see the module doc).
+    pub fn purge(&self, upto: LogId) -> Result<()> {
+        let g = self.group;
+        let mut batch = WriteBatch::new();
+        batch.put_cf(&self.node.meta_cf, meta_key(g, MetaKind::Purged), encode_log_id(&upto));
+        batch.delete_range_cf(&self.node.log_cf, log_key(g, 0), log_key(g, upto.index + 1));
+        self.node
+            .db
+            .write_opt(batch, &WriteOptions::default())
+            .map_err(|e| Error::engine(format!("{g}: purge the log up to {upto}"), e))?;
+        let mut m = self.memo.lock();
+        m.purged = m.purged.max(Some(upto));
+        if m.last < m.purged {
+            m.last = m.purged;
+        }
+        Ok(())
+    }
+
+    /// Writes `vote` without a sync. The caller makes it durable through the node's syncer
+    /// and then calls [`GroupLog::vote_durable`].
+    pub fn write_vote(&self, vote: &Vote) -> Result<()> {
+        let g = self.group;
+        self.node
+            .db
+            .put_cf_opt(
+                &self.node.meta_cf,
+                meta_key(g, MetaKind::Vote),
+                encode_vote(vote),
+                &WriteOptions::default(),
+            )
+            .map_err(|e| Error::engine(format!("{g}: save the vote of term {}", vote.term), e))
+    }
+
+    /// Records that `vote` is on the device: it is what [`GroupLog::vote`] answers from now.
+    pub fn vote_durable(&self, vote: Vote) {
+        self.memo.lock().vote = Some(vote);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::Payload;
+
+    pub(crate) fn node_in(dir: &Path) -> Arc<NodeStorage> {
+        let db = Arc::new(open_db(&strata::Options::default(), dir.join("db"), &[]).unwrap());
+        NodeStorage::open(db, dir.join("snapshots")).unwrap()
+    }
+
+    fn entry(term: u64, index: u64) -> Entry {
+        Entry {
+            log_id: LogId { term, leader: 1, index },
+            payload: Payload::Normal(vec![index as u8; 3]),
+        }
+    }
+
+    #[test]
+    fn groups_keep_separate_logs_and_purge_is_reported_with_an_empty_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let node = node_in(dir.path());
+        let a = GroupLog::open(node.clone(), GroupId(1)).unwrap();
+        let b = GroupLog::open(node.clone(), GroupId(2)).unwrap();
+        a.write_entries(&(1..=10).map(|i| entry(1, i)).collect::<Vec<_>>()).unwrap();
+        b.write_entries(&(1..=3).map(|i| entry(2, i)).collect::<Vec<_>>()).unwrap();
+        assert_eq!(a.read(0, 100, None).unwrap().len(), 10);
+        assert_eq!(
+            b.read(2, 100, None).unwrap().iter().map(|e| e.log_id.index).collect::<Vec<_>>(),
+            [2, 3]
+        );
+        assert_eq!(a.read(1, 100, Some(1)).unwrap().len(), 1, "a byte budget still returns one");
+
+        let upto = LogId { term: 1, leader: 1, index: 10 };
+        a.purge(upto).unwrap();
+        assert!(a.read(0, 100, None).unwrap().is_empty());
+        assert_eq!(a.state(), LogState { last_purged: Some(upto), last: Some(upto) });
+        assert_eq!(b.read(0, 100, None).unwrap().len(), 3, "the other group is untouched");
+
+        // Reopened: the purge mark is still reported with no entry left.
+        drop((a, b));
+        node.stop();
+        drop(node);
+        let node = node_in(dir.path());
+        let a = GroupLog::open(node.clone(), GroupId(1)).unwrap();
+        assert_eq!(a.state(), LogState { last_purged: Some(upto), last: Some(upto) });
+        let b = GroupLog::open(node, GroupId(2)).unwrap();
+        assert_eq!(b.state().last.map(|l| l.index), Some(3));
+    }
+
+    #[test]
+    fn truncate_keeps_the_prefix_and_a_purge_beyond_the_last_entry_empties_the_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = GroupLog::open(node_in(dir.path()), GroupId(7)).unwrap();
+        log.write_entries(&(0..=9).map(|i| entry(1, i)).collect::<Vec<_>>()).unwrap();
+        log.truncate_after(Some(LogId { term: 1, leader: 1, index: 4 })).unwrap();
+        assert_eq!(log.state().last.map(|l| l.index), Some(4));
+        assert_eq!(log.read(0, 100, None).unwrap().len(), 5);
+        log.write_entries(&(5..=6).map(|i| entry(2, i)).collect::<Vec<_>>()).unwrap();
+        assert_eq!(log.read(5, 7, None).unwrap()[0].log_id.term, 2);
+        let beyond = LogId { term: 3, leader: 2, index: 20 };
+        log.purge(beyond).unwrap();
+        assert_eq!(log.state(), LogState { last_purged: Some(beyond), last: Some(beyond) });
+        log.truncate_after(None).unwrap();
+        assert_eq!(log.state().last, Some(beyond), "never below the purge mark");
+        log.write_entries(&[entry(3, 21)]).unwrap();
+        log.truncate_after(Some(LogId { term: 3, leader: 1, index: 30 })).unwrap();
+        assert_eq!(
+            log.state().last.map(|l| l.index),
+            Some(21),
+            "truncating past the end changes nothing"
+        );
+    }
+
+    #[test]
+    fn a_hole_and_a_corrupt_record_are_errors_naming_group_and_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let node = node_in(dir.path());
+        let log = GroupLog::open(node.clone(), GroupId(3)).unwrap();
+        log.write_entries(&(1..=5).map(|i| entry(1, i)).collect::<Vec<_>>()).unwrap();
+        node.db().delete_cf(node.log_cf(), log_key(GroupId(3), 3)).unwrap();
+        let e = log.read(1, 6, None).unwrap_err().to_string();
+        assert!(e.contains("group 3") && e.contains("entry 3 is missing"), "{e}");
+        node.db().put_cf(node.log_cf(), log_key(GroupId(3), 3), [1u8, 2, 3]).unwrap();
+        let e = log.read(1, 6, None).unwrap_err().to_string();
+        assert!(e.contains("group 3: corrupt log entry at index 3"), "{e}");
+        let e = log.write_entries(&[entry(1, 6), entry(1, 8)]).unwrap_err().to_string();
+        assert!(e.contains("not consecutive"), "{e}");
+    }
+
+    #[test]
+    fn a_synced_vote_survives_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let node = node_in(dir.path());
+        let log = GroupLog::open(node.clone(), GroupId(1)).unwrap();
+        let vote = Vote { term: 5, node: 2, committed: false };
+        log.write_vote(&vote).unwrap();
+        let need = node.syncs().request(node.db());
+        node.syncs().wait_blocking(need).unwrap();
+        log.vote_durable(vote);
+        assert_eq!(log.vote(), Some(vote));
+        drop(log);
+        node.stop();
+        drop(node);
+        let log = GroupLog::open(node_in(dir.path()), GroupId(1)).unwrap();
+        assert_eq!(log.vote(), Some(vote));
+    }
+}

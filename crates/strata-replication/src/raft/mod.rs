@@ -1,0 +1,47 @@
+//! The adapter to openraft: the only module of the crate that names openraft's types.
+//!
+//! - [`convert`]: openraft's types to the crate's and back.
+//! - [`log`]: the log storage traits on a group's [`crate::log_store::GroupLog`].
+//! - [`sm`]: the state machine traits on a group's [`crate::state_machine::GroupState`].
+//! - [`network`]: the network traits over a [`crate::transport::Transport`].
+//! - [`node`]: a node's groups ([`RaftNode`]), one group's replica ([`Replica`]) with the
+//!   operations the server needs, and the dispatch of incoming messages.
+//!
+//! The storage and state machine calls into the engine run on Tokio's blocking pool
+//! ([`blocking`]): the Raft core's task never waits on the engine or a disk inside a poll.
+
+mod convert;
+mod log;
+mod network;
+mod node;
+mod sm;
+#[cfg(test)]
+mod suite_test;
+
+use std::io;
+
+pub use node::{GroupStatus, RaftNode, RaftSettings, Replica, Role};
+
+use crate::types::{Command, Peer, Reply};
+
+openraft::declare_raft_types!(
+    /// openraft's type configuration for Strata groups: commands and replies are bytes, a
+    /// node's address is a [`Peer`].
+    pub TypeConfig:
+        D = Command,
+        R = Reply,
+        NodeId = u64,
+        Node = Peer,
+);
+
+/// Runs a blocking engine call on Tokio's blocking pool.
+pub(crate) async fn blocking<T, F>(f: F) -> io::Result<T>
+where
+    T: Send + 'static,
+    F: FnOnce() -> crate::error::Result<T> + Send + 'static,
+{
+    match tokio::task::spawn_blocking(f).await {
+        Ok(r) => r.map_err(io::Error::from),
+        Err(e) => Err(io::Error::other(format!("a storage task failed: {e}"))),
+    }
+}

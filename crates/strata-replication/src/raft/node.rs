@@ -1,0 +1,571 @@
+//! A node's Raft groups and what the rest of the system does with them.
+//!
+//! [`RaftNode`] holds the node's groups (one openraft `Raft` each, all on the node's one
+//! [`NodeStorage`]) and answers the messages other nodes send ([`RpcHandler`]). [`Replica`]
+//! is one group on this node, with the crate's own types: write, linearizable read, the
+//! membership changes, leadership transfer, snapshot and purge triggers, and its status.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use openraft::async_runtime::watch::WatchReceiver;
+use openraft::error::{ClientWriteError, RaftError};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, TransferLeaderError, TransferLeaderRequest,
+    VoteRequest,
+};
+use openraft::{ChangeMembers, Config, RaftMetrics, ReadPolicy, ServerState, SnapshotPolicy};
+use parking_lot::{Mutex, RwLock};
+
+use super::convert::{
+    entry_out, log_id_in, opt_log_id_in, opt_log_id_out, snapshot_meta_out, stored_membership_in,
+    vote_in, vote_out,
+};
+use super::log::LogStore;
+use super::network::NetworkFactory;
+use super::sm::StateMachine;
+use super::{blocking, TypeConfig};
+use crate::error::{Error, Result};
+
+use crate::log_store::{GroupLog, NodeStorage};
+use crate::rpc::{self, Request, Response, SnapshotPiece, SnapshotReply};
+use crate::snapshot::transfer::SnapshotReceiver;
+use crate::state_machine::{Apply, GroupState};
+use crate::transport::{BoxFuture, RpcHandler, Transport};
+use crate::types::{Command, GroupId, LogId, NodeId, Peer, Reply, StoredMembership};
+
+type C = TypeConfig;
+type Raft<A> = openraft::Raft<C, StateMachine<A>>;
+
+/// Timing and snapshot settings of every group on a node.
+#[derive(Clone, Debug)]
+pub struct RaftSettings {
+    /// Leader heartbeat period. Default 50 ms.
+    pub heartbeat_ms: u64,
+    /// Election timeout, drawn in `[min, max)`. Default 150-300 ms: several heartbeats, so a
+    /// follower does not start an election while its leader is alive.
+    pub election_timeout_ms: (u64, u64),
+    /// A snapshot is built after this many entries since the last one. Default 5,000.
+    pub snapshot_after_entries: u64,
+    /// Entries kept in the log behind a snapshot, for followers slightly behind to catch up
+    /// without a snapshot. Default 1,000.
+    pub keep_log_behind_snapshot: u64,
+    /// Bytes of one snapshot chunk on the wire. Default 1 MiB.
+    pub snapshot_chunk_bytes: usize,
+}
+
+impl Default for RaftSettings {
+    fn default() -> Self {
+        RaftSettings {
+            heartbeat_ms: 50,
+            election_timeout_ms: (150, 300),
+            snapshot_after_entries: 5000,
+            keep_log_behind_snapshot: 1000,
+            snapshot_chunk_bytes: 1 << 20,
+        }
+    }
+}
+
+impl RaftSettings {
+    fn config(&self) -> Result<Config> {
+        let config = Config {
+            cluster_name: "strata".to_string(),
+            heartbeat_interval: self.heartbeat_ms,
+            election_timeout_min: self.election_timeout_ms.0,
+            election_timeout_max: self.election_timeout_ms.1,
+            snapshot_policy: SnapshotPolicy::LogsSinceLast(self.snapshot_after_entries),
+            max_in_snapshot_log_to_keep: self.keep_log_behind_snapshot,
+            snapshot_max_chunk_size: self.snapshot_chunk_bytes as u64,
+            ..Config::default()
+        };
+        config.validate().map_err(|e| Error::Raft {
+            group: GroupId(0),
+            reason: format!("invalid settings: {e}"),
+        })
+    }
+}
+
+/// A replica's part in its group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// Receives the log, does not vote.
+    Learner,
+    /// Votes and follows the leader.
+    Follower,
+    /// Campaigns.
+    Candidate,
+    /// Leads.
+    Leader,
+    /// Stopped.
+    Shutdown,
+}
+
+/// What a replica knows of its group (for `INFO replication` and tests).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupStatus {
+    /// This node.
+    pub node: NodeId,
+    /// The group.
+    pub group: GroupId,
+    /// Its role.
+    pub role: Role,
+    /// The current term.
+    pub term: u64,
+    /// The leader it knows of.
+    pub leader: Option<NodeId>,
+    /// Index of its last log entry.
+    pub last_log_index: Option<u64>,
+    /// The last entry known committed.
+    pub committed: Option<LogId>,
+    /// The last entry applied.
+    pub applied: Option<LogId>,
+    /// The last entry its snapshot covers.
+    pub snapshot: Option<LogId>,
+    /// The last entry purged from its log.
+    pub purged: Option<LogId>,
+    /// The membership in force.
+    pub membership: StoredMembership,
+    /// On the leader: each follower's last matching entry index.
+    pub replication: BTreeMap<NodeId, Option<u64>>,
+}
+
+fn status_of(group: GroupId, m: &RaftMetrics<C>) -> GroupStatus {
+    let role = match m.state {
+        ServerState::Learner => Role::Learner,
+        ServerState::Follower => Role::Follower,
+        ServerState::Candidate => Role::Candidate,
+        ServerState::Leader => Role::Leader,
+        ServerState::Shutdown => Role::Shutdown,
+    };
+    GroupStatus {
+        node: m.id,
+        group,
+        role,
+        term: m.current_term,
+        leader: m.current_leader,
+        last_log_index: m.last_log_index,
+        committed: opt_log_id_in(m.cluster_committed.as_ref()),
+        applied: opt_log_id_in(m.last_applied.as_ref()),
+        snapshot: opt_log_id_in(m.snapshot.as_ref()),
+        purged: opt_log_id_in(m.purged.as_ref()),
+        membership: stored_membership_in(&m.membership_config),
+        replication: m
+            .replication
+            .as_ref()
+            .map(|r| {
+                r.iter().map(|(id, matched)| (*id, matched.as_ref().map(|l| l.index))).collect()
+            })
+            .unwrap_or_default(),
+    }
+}
+
+/// One group on this node.
+pub struct Replica<A: Apply> {
+    group: GroupId,
+    raft: Raft<A>,
+}
+
+impl<A: Apply> Clone for Replica<A> {
+    fn clone(&self) -> Self {
+        Replica { group: self.group, raft: self.raft.clone() }
+    }
+}
+
+impl<A: Apply> Replica<A> {
+    /// The group.
+    pub fn group(&self) -> GroupId {
+        self.group
+    }
+
+    fn raft_error<E: std::fmt::Display>(&self, what: &str, e: E) -> Error {
+        Error::Raft { group: self.group, reason: format!("{what}: {e}") }
+    }
+
+    fn write_error(&self, what: &str, e: RaftError<C, ClientWriteError<C>>) -> Error {
+        let g = self.group;
+        match e {
+            RaftError::APIError(ClientWriteError::ForwardToLeader(f)) => {
+                Error::NotLeader { group: g, leader: f.leader_id }
+            }
+            RaftError::APIError(ClientWriteError::LogEntryDiscarded(f)) => Error::Uncertain {
+                group: g,
+                reason: format!(
+                    "the entry was discarded on a leader change (leader now {:?})",
+                    f.leader_id
+                ),
+            },
+            RaftError::Fatal(f) => {
+                Error::Uncertain { group: g, reason: format!("{what}: raft stopped: {f}") }
+            }
+            RaftError::APIError(e) => self.raft_error(what, e),
+        }
+    }
+
+    /// Makes this node's replica the group's first member, with `members` as voters (call on
+    /// one node of a new group; the others learn of it from the log).
+    pub async fn initialize(&self, members: BTreeMap<NodeId, Peer>) -> Result<()> {
+        self.raft.initialize(members).await.map_err(|e| self.raft_error("initialize", e))
+    }
+
+    /// Proposes `command`; returns its log id and the application's reply once a quorum
+    /// has it durable and it is applied here. Fails with [`Error::NotLeader`] on a follower
+    /// (nothing proposed) and [`Error::Uncertain`] when the outcome is unknown.
+    pub async fn write(&self, command: Vec<u8>) -> Result<(LogId, Reply)> {
+        match self.raft.client_write(Command(command)).await {
+            Ok(r) => Ok((log_id_in(&r.log_id), r.data)),
+            Err(e) => Err(self.write_error("write", e)),
+        }
+    }
+
+    /// Returns once this node is confirmed leader and has applied every entry committed
+    /// before the call: a read of the group's data after it is linearizable. `lease` uses
+    /// the leader's lease (no round trip; assumes bounded clock drift) instead of a quorum
+    /// round trip (read index).
+    pub async fn linearizable_read(&self, lease: bool) -> Result<()> {
+        let policy = if lease { ReadPolicy::LeaseRead } else { ReadPolicy::ReadIndex };
+        match self.raft.ensure_linearizable(policy).await {
+            Ok(_) => Ok(()),
+            Err(e) => match e.forward_to_leader() {
+                Some(f) => Err(Error::NotLeader { group: self.group, leader: f.leader_id }),
+                None => Err(self.raft_error("linearizable read", e)),
+            },
+        }
+    }
+
+    /// Adds node `id` (at `peer`) as a learner and waits until it has caught up.
+    pub async fn add_learner(&self, id: NodeId, peer: Peer) -> Result<()> {
+        self.raft
+            .add_learner(id, peer, true)
+            .await
+            .map(|_| ())
+            .map_err(|e| self.write_error("add learner", e))
+    }
+
+    /// Makes `voters` the voting members (through joint consensus); members no longer
+    /// voters are removed from the group.
+    pub async fn change_voters(&self, voters: BTreeSet<NodeId>) -> Result<()> {
+        self.raft
+            .change_membership(ChangeMembers::ReplaceAllVoters(voters), false)
+            .await
+            .map(|_| ())
+            .map_err(|e| self.write_error("change membership", e))
+    }
+
+    /// Asks the leader (this node) to hand leadership to `to`.
+    pub async fn transfer_leader(&self, to: NodeId) -> Result<()> {
+        self.raft
+            .trigger()
+            .transfer_leader(to)
+            .await
+            .map_err(|e| self.raft_error("transfer leader", e))
+    }
+
+    /// Builds a snapshot now.
+    pub async fn snapshot(&self) -> Result<()> {
+        self.raft.trigger().snapshot().await.map_err(|e| self.raft_error("snapshot", e))
+    }
+
+    /// Purges the log up to `upto` (never past the last snapshot).
+    pub async fn purge_log(&self, upto: u64) -> Result<()> {
+        self.raft.trigger().purge_log(upto).await.map_err(|e| self.raft_error("purge log", e))
+    }
+
+    /// What this replica knows of its group now.
+    pub fn status(&self) -> GroupStatus {
+        let m = self.raft.metrics().borrow_watched().clone();
+        status_of(self.group, &m)
+    }
+
+    /// Waits until `cond` holds of the status; `what` names it in the timeout error.
+    pub async fn wait_for(
+        &self,
+        what: &str,
+        timeout: Duration,
+        cond: impl Fn(&GroupStatus) -> bool + Send + 'static,
+    ) -> Result<GroupStatus> {
+        let g = self.group;
+        match self.raft.wait(Some(timeout)).metrics(move |m| cond(&status_of(g, m)), what).await {
+            Ok(m) => Ok(status_of(g, &m)),
+            Err(e) => {
+                Err(Error::Timeout(format!("{g} on node {}: {what}: {e}", self.raft.node_id())))
+            }
+        }
+    }
+
+    /// Stops the replica.
+    pub async fn shutdown(&self) -> Result<()> {
+        self.raft.shutdown().await.map_err(|e| self.raft_error("shutdown", e))
+    }
+}
+
+/// A snapshot being received from another node.
+struct Incoming {
+    transfer: u64,
+    receiver: Option<SnapshotReceiver>,
+}
+
+/// A node: its groups on its one storage, reachable through a transport.
+pub struct RaftNode<A: Apply> {
+    id: NodeId,
+    storage: Arc<NodeStorage>,
+    app: Arc<A>,
+    transport: Arc<dyn Transport>,
+    settings: RaftSettings,
+    config: Arc<Config>,
+    groups: RwLock<BTreeMap<GroupId, Replica<A>>>,
+    incoming: Mutex<HashMap<(NodeId, GroupId), Incoming>>,
+}
+
+impl<A: Apply> RaftNode<A> {
+    /// A node with no group open yet.
+    pub fn new(
+        id: NodeId,
+        storage: Arc<NodeStorage>,
+        app: Arc<A>,
+        transport: Arc<dyn Transport>,
+        settings: RaftSettings,
+    ) -> Result<Arc<Self>> {
+        let config = Arc::new(settings.config()?);
+        Ok(Arc::new(RaftNode {
+            id,
+            storage,
+            app,
+            transport,
+            settings,
+            config,
+            groups: RwLock::new(BTreeMap::new()),
+            incoming: Mutex::new(HashMap::new()),
+        }))
+    }
+
+    /// This node's id.
+    pub fn id(&self) -> NodeId {
+        self.id
+    }
+
+    /// The node's storage.
+    pub fn storage(&self) -> &Arc<NodeStorage> {
+        &self.storage
+    }
+
+    /// Opens this node's replica of `group` (recovering what its storage holds) and starts it.
+    pub async fn open_group(&self, group: GroupId) -> Result<Replica<A>> {
+        if self.groups.read().contains_key(&group) {
+            return Err(Error::Raft { group, reason: format!("already open on node {}", self.id) });
+        }
+        let (storage, app) = (self.storage.clone(), self.app.clone());
+        let (log, state) = blocking(move || {
+            let log = GroupLog::open(storage.clone(), group)?;
+            let state = GroupState::open(storage, group, app)?;
+            Ok((log, state))
+        })
+        .await
+        .map_err(|e| Error::Raft { group, reason: format!("open the group's storage: {e}") })?;
+        let network = NetworkFactory::new(
+            group,
+            self.id,
+            self.transport.clone(),
+            self.settings.snapshot_chunk_bytes,
+        );
+        let raft = openraft::Raft::new(
+            self.id,
+            self.config.clone(),
+            network,
+            LogStore::new(log),
+            StateMachine::new(state),
+        )
+        .await
+        .map_err(|e| Error::Raft { group, reason: format!("start raft: {e}") })?;
+        let replica = Replica { group, raft };
+        self.groups.write().insert(group, replica.clone());
+        Ok(replica)
+    }
+
+    /// This node's replica of `group`, if open.
+    pub fn replica(&self, group: GroupId) -> Option<Replica<A>> {
+        self.groups.read().get(&group).cloned()
+    }
+
+    /// The groups open on this node.
+    pub fn groups(&self) -> Vec<GroupId> {
+        self.groups.read().keys().copied().collect()
+    }
+
+    /// Stops every replica and the syncer; the `Db` closes once the last handle is dropped.
+    pub async fn shutdown(&self) {
+        let replicas: Vec<_> = std::mem::take(&mut *self.groups.write()).into_values().collect();
+        for r in replicas {
+            // A replica that fails to stop cleanly is stopping anyway.
+            let _ = r.shutdown().await;
+        }
+        self.incoming.lock().clear();
+        self.storage.stop();
+    }
+
+    async fn dispatch(&self, frame: &[u8]) -> Response {
+        let (group, req) = match rpc::decode_request(frame) {
+            Ok(x) => x,
+            Err(e) => {
+                return Response::Error(format!("node {}: cannot decode the request: {e}", self.id))
+            }
+        };
+        let Some(replica) = self.replica(group) else {
+            return Response::Error(format!("node {}: {}", self.id, Error::NoSuchGroup(group)));
+        };
+        let raft = &replica.raft;
+        let failed = |what: &str, e: &dyn std::fmt::Display| {
+            Response::Error(format!("node {} {group}: {what}: {e}", self.id))
+        };
+        match req {
+            Request::Append(a) => {
+                let entries: std::io::Result<Vec<_>> =
+                    a.entries.into_iter().map(entry_out).collect();
+                let entries = match entries {
+                    Ok(e) => e,
+                    Err(e) => return failed("decode entries", &e),
+                };
+                let request = AppendEntriesRequest {
+                    vote: vote_out(&a.vote),
+                    prev_log_id: opt_log_id_out(a.prev_log_id.as_ref()),
+                    entries,
+                    leader_commit: opt_log_id_out(a.leader_commit.as_ref()),
+                };
+                match raft.append_entries(request).await {
+                    Ok(r) => Response::Append(match r {
+                        AppendEntriesResponse::Success => rpc::AppendResponse::Success,
+                        AppendEntriesResponse::PartialSuccess(id) => {
+                            rpc::AppendResponse::PartialSuccess(opt_log_id_in(id.as_ref()))
+                        }
+                        AppendEntriesResponse::Conflict => rpc::AppendResponse::Conflict,
+                        AppendEntriesResponse::HigherVote(v) => {
+                            rpc::AppendResponse::HigherVote(vote_in(&v))
+                        }
+                    }),
+                    Err(e) => failed("append", &e),
+                }
+            }
+            Request::Vote(v) => {
+                Self::vote(raft, v, false).await.unwrap_or_else(|e| failed("vote", &e))
+            }
+            Request::PreVote(v) => {
+                Self::vote(raft, v, true).await.unwrap_or_else(|e| failed("pre-vote", &e))
+            }
+            Request::Snapshot(piece) => self.receive_snapshot(group, raft, piece).await,
+            Request::TransferLeader(t) => {
+                let req = TransferLeaderRequest::new(
+                    vote_out(&t.from_leader),
+                    t.to,
+                    opt_log_id_out(t.last_log_id.as_ref()),
+                );
+                match raft.handle_transfer_leader(req).await {
+                    Ok(Ok(())) => Response::TransferLeader(rpc::TransferLeaderResponse::Ok),
+                    Ok(Err(TransferLeaderError::VoteChanged { expected, actual })) => {
+                        Response::TransferLeader(rpc::TransferLeaderResponse::VoteChanged {
+                            expected: vote_in(&expected),
+                            actual: vote_in(&actual),
+                        })
+                    }
+                    Ok(Err(TransferLeaderError::LogNotFlushed { expected, actual })) => {
+                        Response::TransferLeader(rpc::TransferLeaderResponse::LogNotFlushed {
+                            expected: opt_log_id_in(expected.as_ref()),
+                            actual: opt_log_id_in(actual.as_ref()),
+                        })
+                    }
+                    Err(e) => failed("transfer leader", &e),
+                }
+            }
+        }
+    }
+
+    async fn vote(
+        raft: &Raft<A>,
+        v: rpc::VoteRequest,
+        pre: bool,
+    ) -> Result<Response, RaftError<C>> {
+        let req = VoteRequest {
+            vote: vote_out(&v.vote),
+            last_log_id: opt_log_id_out(v.last_log_id.as_ref()),
+            leadership_transfer: v.leadership_transfer,
+        };
+        let r = if pre { raft.pre_vote(req).await? } else { raft.vote(req).await? };
+        Ok(Response::Vote(rpc::VoteResponse {
+            vote: vote_in(&r.vote),
+            granted: r.vote_granted,
+            last_log_id: opt_log_id_in(r.last_log_id.as_ref()),
+        }))
+    }
+
+    /// Takes one piece of a snapshot transfer; the last one hands the snapshot to Raft.
+    async fn receive_snapshot(
+        &self,
+        group: GroupId,
+        raft: &Raft<A>,
+        piece: SnapshotPiece,
+    ) -> Response {
+        let key = (piece.from, group);
+        let failed = |e: &dyn std::fmt::Display| {
+            Response::Error(format!("node {} {group}: receive snapshot: {e}", self.id))
+        };
+        // A piece of a new transfer from the same sender replaces the one under way.
+        let taken = {
+            let mut incoming = self.incoming.lock();
+            match incoming.remove(&key) {
+                Some(inc) if inc.transfer == piece.transfer => inc.receiver,
+                _ => None,
+            }
+        };
+        let receiver = match taken {
+            Some(r) => r,
+            None => {
+                let first = piece.chunk.as_ref().is_none_or(|c| c.file == 0 && c.offset == 0);
+                if !first {
+                    return failed(&"a chunk of a transfer whose start was not received");
+                }
+                match SnapshotReceiver::new(self.storage.snapshot_dir(), group, piece.files.clone())
+                {
+                    Ok(r) => r,
+                    Err(e) => return failed(&e),
+                }
+            }
+        };
+        let (transfer, done, chunk) = (piece.transfer, piece.done, piece.chunk);
+        let outcome = blocking(move || {
+            let mut receiver = receiver;
+            if let Some(c) = &chunk {
+                receiver.accept(c)?;
+            }
+            if done {
+                receiver.finish().map(|files| (None, Some(files)))
+            } else {
+                Ok((Some(receiver), None))
+            }
+        })
+        .await;
+        match outcome {
+            Err(e) => failed(&e),
+            Ok((Some(receiver), _)) => {
+                self.incoming.lock().insert(key, Incoming { transfer, receiver: Some(receiver) });
+                Response::Snapshot(SnapshotReply::Received)
+            }
+            Ok((None, Some(files))) => {
+                let meta = match snapshot_meta_out(&piece.meta) {
+                    Ok(m) => m,
+                    Err(e) => return failed(&e),
+                };
+                let snapshot = openraft::Snapshot { meta, snapshot: files };
+                match raft.install_full_snapshot(vote_out(&piece.vote), snapshot).await {
+                    Ok(r) => Response::Snapshot(SnapshotReply::Installed(vote_in(&r.vote))),
+                    Err(e) => failed(&e),
+                }
+            }
+            Ok((None, None)) => failed(&"nothing received"),
+        }
+    }
+}
+
+impl<A: Apply> RpcHandler for RaftNode<A> {
+    fn handle(self: Arc<Self>, frame: Vec<u8>) -> BoxFuture<Vec<u8>> {
+        Box::pin(async move { rpc::encode_response(&self.dispatch(&frame).await) })
+    }
+}

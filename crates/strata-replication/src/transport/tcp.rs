@@ -1,0 +1,349 @@
+//! Nodes over TCP: length-prefixed frames, many calls in flight on one connection.
+//!
+//! ```text
+//! frame = length u32 | call id u64 | payload        (little-endian; length counts id + payload)
+//! ```
+//!
+//! A node keeps one outgoing connection to each peer, shared by every group's messages (so a
+//! pair of nodes has one connection each way). Calls are matched to responses by id, so a
+//! slow call does not hold up the others. Every call has a deadline: the connect, and the
+//! wait for the response. A connection that fails fails every call in flight on it; the
+//! next call connects again. The server side runs each request on a task of its own and
+//! writes responses as they complete. A frame longer than [`MAX_FRAME`] closes the
+//! connection.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use parking_lot::Mutex;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, oneshot};
+
+use super::{BoxFuture, RpcHandler, Transport, TransportError};
+use crate::types::NodeId;
+
+/// Largest frame accepted (a snapshot chunk plus headers fits well within).
+pub const MAX_FRAME: usize = 64 << 20;
+
+type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Vec<u8>>>>>;
+
+/// One outgoing connection: a queue of frames to write, and the calls awaiting responses.
+struct Conn {
+    out: mpsc::UnboundedSender<Vec<u8>>,
+    pending: Pending,
+    /// Set when the connection's reader stopped (the peer closed it, or it failed).
+    closed: Arc<AtomicBool>,
+    next_id: u64,
+}
+
+impl Conn {
+    fn alive(&self) -> bool {
+        !self.out.is_closed() && !self.closed.load(Ordering::Acquire)
+    }
+}
+
+#[derive(Default)]
+struct Inner {
+    /// Where each peer listens.
+    addrs: Mutex<HashMap<NodeId, String>>,
+    conns: tokio::sync::Mutex<HashMap<NodeId, Conn>>,
+}
+
+/// The TCP transport of one node. Clones share the connections.
+#[derive(Clone, Default)]
+pub struct TcpTransport {
+    inner: Arc<Inner>,
+}
+
+fn frame(id: u64, payload: &[u8]) -> Vec<u8> {
+    let mut f = Vec::with_capacity(12 + payload.len());
+    f.extend_from_slice(&((8 + payload.len()) as u32).to_le_bytes());
+    f.extend_from_slice(&id.to_le_bytes());
+    f.extend_from_slice(payload);
+    f
+}
+
+/// Reads one frame: its id and payload. `Ok(None)` at a clean end of stream.
+async fn read_frame(
+    r: &mut (impl AsyncReadExt + Unpin),
+) -> std::io::Result<Option<(u64, Vec<u8>)>> {
+    let mut len = [0u8; 4];
+    match r.read_exact(&mut len).await {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    let len = u32::from_le_bytes(len) as usize;
+    if !(8..=MAX_FRAME).contains(&len) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("frame of {len} bytes"),
+        ));
+    }
+    let mut buf = vec![0u8; len];
+    r.read_exact(&mut buf).await?;
+    let mut id = [0u8; 8];
+    id.copy_from_slice(&buf[..8]);
+    buf.drain(..8);
+    Ok(Some((u64::from_le_bytes(id), buf)))
+}
+
+impl TcpTransport {
+    /// A transport that knows no peer yet.
+    pub fn new() -> TcpTransport {
+        TcpTransport::default()
+    }
+
+    /// Records where `node` listens (`host:port`).
+    pub fn set_addr(&self, node: NodeId, addr: impl Into<String>) {
+        self.inner.addrs.lock().insert(node, addr.into());
+    }
+
+    /// Starts a connection to `target`: a writer task and a reader task.
+    async fn connect(&self, target: NodeId, timeout: Duration) -> Result<Conn, TransportError> {
+        let addr = self.inner.addrs.lock().get(&target).cloned().ok_or_else(|| {
+            TransportError::Unreachable(format!("no address known for node {target}"))
+        })?;
+        let stream = match tokio::time::timeout(timeout, TcpStream::connect(&addr)).await {
+            Err(_) => return Err(TransportError::Timeout(timeout)),
+            Ok(Err(e)) => {
+                return Err(TransportError::Unreachable(format!(
+                    "connect to node {target} at {addr}: {e}"
+                )))
+            }
+            Ok(Ok(s)) => s,
+        };
+        let _ = stream.set_nodelay(true);
+        let (mut rd, mut wr) = stream.into_split();
+        let (out, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
+        let pending: Pending = Arc::new(Mutex::new(HashMap::new()));
+        tokio::spawn(async move {
+            while let Some(f) = rx.recv().await {
+                if wr.write_all(&f).await.is_err() {
+                    break;
+                }
+            }
+        });
+        let (p, closed) = (pending.clone(), Arc::new(AtomicBool::new(false)));
+        let c = closed.clone();
+        tokio::spawn(async move {
+            while let Ok(Some((id, payload))) = read_frame(&mut rd).await {
+                if let Some(tx) = p.lock().remove(&id) {
+                    let _ = tx.send(payload);
+                }
+            }
+            // The connection ended: every call waiting on it fails now, later ones reconnect.
+            c.store(true, Ordering::Release);
+            p.lock().clear();
+        });
+        Ok(Conn { out, pending, closed, next_id: 1 })
+    }
+
+    async fn call_inner(
+        &self,
+        target: NodeId,
+        payload: Vec<u8>,
+        timeout: Duration,
+    ) -> Result<Vec<u8>, TransportError> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let (rx, pending, id) = {
+            let mut conns = self.inner.conns.lock().await;
+            let alive = conns.get(&target).is_some_and(Conn::alive);
+            if !alive {
+                conns.remove(&target);
+                let c = self.connect(target, timeout).await?;
+                conns.insert(target, c);
+            }
+            let Some(c) = conns.get_mut(&target) else {
+                return Err(TransportError::Unreachable(format!("no connection to node {target}")));
+            };
+            let id = c.next_id;
+            c.next_id += 1;
+            let (tx, rx) = oneshot::channel();
+            c.pending.lock().insert(id, tx);
+            if c.out.send(frame(id, &payload)).is_err() || !c.alive() {
+                c.pending.lock().remove(&id);
+                conns.remove(&target);
+                return Err(TransportError::Unreachable(format!(
+                    "connection to node {target} closed"
+                )));
+            }
+            (rx, c.pending.clone(), id)
+        };
+        match tokio::time::timeout_at(deadline, rx).await {
+            Ok(Ok(resp)) => Ok(resp),
+            Ok(Err(_)) => {
+                let mut conns = self.inner.conns.lock().await;
+                if conns.get(&target).is_some_and(|c| !c.alive()) {
+                    conns.remove(&target);
+                }
+                Err(TransportError::Unreachable(format!("connection to node {target} lost")))
+            }
+            Err(_) => {
+                pending.lock().remove(&id);
+                Err(TransportError::Timeout(timeout))
+            }
+        }
+    }
+}
+
+impl Transport for TcpTransport {
+    fn call(
+        &self,
+        target: NodeId,
+        frame: Vec<u8>,
+        timeout: Duration,
+    ) -> BoxFuture<Result<Vec<u8>, TransportError>> {
+        let me = self.clone();
+        Box::pin(async move { me.call_inner(target, frame, timeout).await })
+    }
+
+    fn learn_addr(&self, node: NodeId, addr: &str) {
+        if !addr.is_empty() {
+            self.set_addr(node, addr);
+        }
+    }
+}
+
+/// Serves a node's handler on a TCP port; dropping it closes the port and every connection
+/// it accepted.
+pub struct TcpServer {
+    addr: SocketAddr,
+    task: tokio::task::JoinHandle<()>,
+    connections: Arc<Mutex<Vec<tokio::task::AbortHandle>>>,
+}
+
+impl TcpServer {
+    /// Binds `addr` (port 0 picks a free one) and serves.
+    pub async fn bind(addr: &str, handler: Arc<dyn RpcHandler>) -> std::io::Result<TcpServer> {
+        let listener = TcpListener::bind(addr).await?;
+        let addr = listener.local_addr()?;
+        let connections: Arc<Mutex<Vec<tokio::task::AbortHandle>>> = Arc::default();
+        let conns = connections.clone();
+        let task = tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let _ = stream.set_nodelay(true);
+                let t = tokio::spawn(serve_connection(stream, handler.clone()));
+                let mut c = conns.lock();
+                c.retain(|h| !h.is_finished());
+                c.push(t.abort_handle());
+            }
+        });
+        Ok(TcpServer { addr, task, connections })
+    }
+
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
+impl Drop for TcpServer {
+    fn drop(&mut self) {
+        self.task.abort();
+        for c in self.connections.lock().drain(..) {
+            c.abort();
+        }
+    }
+}
+
+async fn serve_connection(stream: TcpStream, handler: Arc<dyn RpcHandler>) {
+    let (mut rd, mut wr) = stream.into_split();
+    let (out, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
+    let writer = tokio::spawn(async move {
+        while let Some(f) = rx.recv().await {
+            if wr.write_all(&f).await.is_err() {
+                break;
+            }
+        }
+    });
+    while let Ok(Some((id, payload))) = read_frame(&mut rd).await {
+        let (h, out) = (handler.clone(), out.clone());
+        tokio::spawn(async move {
+            let resp = h.handle(payload).await;
+            let _ = out.send(frame(id, &resp));
+        });
+    }
+    drop(out);
+    let _ = writer.await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Answers with the request reversed, after sleeping as many milliseconds as its first
+    /// byte says.
+    struct SlowEcho;
+
+    impl RpcHandler for SlowEcho {
+        fn handle(self: Arc<Self>, mut frame: Vec<u8>) -> BoxFuture<Vec<u8>> {
+            Box::pin(async move {
+                let ms = u64::from(frame.first().copied().unwrap_or(0));
+                tokio::time::sleep(Duration::from_millis(ms * 10)).await;
+                frame.reverse();
+                frame
+            })
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn calls_share_a_connection_complete_out_of_order_and_time_out() {
+        let server = TcpServer::bind("127.0.0.1:0", Arc::new(SlowEcho)).await.unwrap();
+        let t = TcpTransport::new();
+        t.set_addr(2, server.addr().to_string());
+        let d = Duration::from_secs(5);
+        // A slow call does not hold up a quick one behind it.
+        let slow = {
+            let t = t.clone();
+            tokio::spawn(async move { t.call(2, vec![30, 1], d).await })
+        };
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let started = std::time::Instant::now();
+        assert_eq!(t.call(2, vec![0, 1, 2], d).await.unwrap(), [2, 1, 0]);
+        assert!(started.elapsed() < Duration::from_millis(250), "{:?}", started.elapsed());
+        assert_eq!(slow.await.unwrap().unwrap(), [1, 30]);
+        // Many concurrent calls, one connection.
+        let calls: Vec<_> = (0..50u8)
+            .map(|i| {
+                let t = t.clone();
+                tokio::spawn(async move { t.call(2, vec![i % 3, i], d).await })
+            })
+            .collect();
+        for (i, c) in calls.into_iter().enumerate() {
+            assert_eq!(c.await.unwrap().unwrap(), [i as u8, i as u8 % 3]);
+        }
+        assert_eq!(t.inner.conns.lock().await.len(), 1);
+        // A call answered too late times out.
+        let short = Duration::from_millis(50);
+        assert_eq!(t.call(2, vec![20], short).await, Err(TransportError::Timeout(short)));
+        // An unknown node and a stopped server are unreachable.
+        assert!(matches!(t.call(9, vec![0], d).await, Err(TransportError::Unreachable(_))));
+        let addr = server.addr().to_string();
+        drop(server);
+        drop(t.inner.conns.lock().await.remove(&2));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(t.call(2, vec![0], d).await.is_err(), "nothing listens any more");
+        // A new server on the same address is reached by a new connection.
+        let again = TcpServer::bind(&addr, Arc::new(SlowEcho)).await.unwrap();
+        assert_eq!(t.call(2, vec![0, 7], d).await.unwrap(), [7, 0]);
+        drop(again);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn an_oversized_or_short_frame_ends_the_connection() {
+        let server = TcpServer::bind("127.0.0.1:0", Arc::new(SlowEcho)).await.unwrap();
+        let mut s = TcpStream::connect(server.addr()).await.unwrap();
+        s.write_all(&((MAX_FRAME + 1) as u32).to_le_bytes()).await.unwrap();
+        let mut buf = [0u8; 1];
+        assert_eq!(s.read(&mut buf).await.unwrap(), 0, "the server closed the connection");
+        let mut s = TcpStream::connect(server.addr()).await.unwrap();
+        s.write_all(&3u32.to_le_bytes()).await.unwrap();
+        assert_eq!(s.read(&mut buf).await.unwrap(), 0);
+    }
+}

@@ -1,0 +1,72 @@
+//! Membership under writes: a learner added and promoted, a replica removed, leadership
+//! handed over.
+
+use std::collections::BTreeSet;
+
+use crate::harness::{check_exactly_once, Cluster, Writers, WAIT};
+use strata_replication::{Peer, Role};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_learner_is_added_and_promoted_and_a_replica_removed_while_writes_go_on() {
+    let mut c = Cluster::start(&[1, 2, 3], &[0, 1]).await;
+    c.start_node(4).await;
+    let writers = Writers::start(&c, 2);
+    writers.wait_acked(20).await;
+    for g in c.groups.clone() {
+        let leader = c.node(c.leader(g).await).replica(g).unwrap();
+        leader.add_learner(4, Peer::default()).await.unwrap();
+        let s = c.node(4).replica(g).unwrap().status();
+        assert_eq!(s.role, Role::Learner);
+        leader.change_voters(BTreeSet::from([1, 2, 3, 4])).await.unwrap();
+        writers.wait_acked(10).await;
+        let leader = c.node(c.leader(g).await).replica(g).unwrap();
+        leader.change_voters(BTreeSet::from([2, 3, 4])).await.unwrap();
+        // A removed leader hands its leadership over and steps down by itself.
+        let removed = c.node(1).replica(g).unwrap();
+        removed.wait_for("step down", WAIT, move |s| s.role != Role::Leader).await.unwrap();
+    }
+    writers.wait_acked(20).await;
+    let history = writers.stop().await;
+    for g in c.groups.clone() {
+        let data = c.converged(g, &[2, 3, 4]).await;
+        assert!(check_exactly_once(g, &data, &history) > 0);
+        for n in [2, 3, 4] {
+            let r = c.node(n).replica(g).unwrap();
+            r.wait_for("the final membership", WAIT, move |s| {
+                s.membership.membership.voters() == BTreeSet::from([2, 3, 4])
+                    && s.membership.membership.configs.len() == 1
+            })
+            .await
+            .unwrap();
+        }
+        assert_ne!(c.leader(g).await, 1, "{g}: the removed node does not lead");
+    }
+    c.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leadership_is_transferred_while_writes_go_on() {
+    let c = Cluster::start(&[1, 2, 3], &[0, 1]).await;
+    let writers = Writers::start(&c, 2);
+    writers.wait_acked(20).await;
+    for g in c.groups.clone() {
+        let old = c.leader(g).await;
+        let to = [1, 2, 3].into_iter().find(|n| *n != old).unwrap();
+        c.node(old).replica(g).unwrap().transfer_leader(to).await.unwrap();
+        let s = c
+            .node(to)
+            .replica(g)
+            .unwrap()
+            .wait_for("lead", WAIT, move |s| s.role == Role::Leader)
+            .await
+            .unwrap();
+        assert_eq!(s.leader, Some(to));
+        writers.wait_acked(15).await;
+    }
+    let history = writers.stop().await;
+    for g in c.groups.clone() {
+        let data = c.converged(g, &[1, 2, 3]).await;
+        assert!(check_exactly_once(g, &data, &history) > 0);
+    }
+    c.shutdown().await;
+}
