@@ -104,13 +104,13 @@ pub fn parse_meta_key(key: &[u8]) -> Option<(GroupId, u8)> {
     Some((GroupId(u32::from_be_bytes([key[0], key[1], key[2], key[3]])), key[4]))
 }
 
-fn put_log_id(out: &mut Vec<u8>, id: &LogId) {
+pub(crate) fn put_log_id(out: &mut Vec<u8>, id: &LogId) {
     put_u64(out, id.term);
     put_u64(out, id.leader);
     put_u64(out, id.index);
 }
 
-fn put_opt_log_id(out: &mut Vec<u8>, id: Option<&LogId>) {
+pub(crate) fn put_opt_log_id(out: &mut Vec<u8>, id: Option<&LogId>) {
     match id {
         None => put_u8(out, 0),
         Some(id) => {

@@ -24,7 +24,8 @@
 
 use crate::codec::{put_bool, put_bytes, put_u32, put_u64, put_u8, DecodeError, Reader};
 use crate::log_format::{
-    decode_entry, encode_entry, put_snapshot_meta, read_opt_log_id, read_snapshot_meta,
+    decode_entry, encode_entry, put_opt_log_id, put_snapshot_meta, read_opt_log_id,
+    read_snapshot_meta,
 };
 use crate::snapshot::transfer::Chunk;
 use crate::snapshot::SnapshotFile;
@@ -182,22 +183,6 @@ fn read_vote(r: &mut Reader<'_>) -> Result<Vote, DecodeError> {
         node: r.u64("vote node")?,
         committed: r.bool("vote committed")?,
     })
-}
-
-fn put_log_id(out: &mut Vec<u8>, id: &LogId) {
-    put_u64(out, id.term);
-    put_u64(out, id.leader);
-    put_u64(out, id.index);
-}
-
-fn put_opt_log_id(out: &mut Vec<u8>, id: Option<&LogId>) {
-    match id {
-        None => put_u8(out, 0),
-        Some(id) => {
-            put_u8(out, 1);
-            put_log_id(out, id);
-        }
-    }
 }
 
 /// Encodes a request to `group`.
