@@ -252,15 +252,32 @@ impl SyncGroup {
             st.callbacks = waiting;
             drop(st);
             self.publish(Some(n), progress.failed.clone());
-            run_callbacks(due, &progress);
+            if let Some(e) = run_callbacks(due, &progress) {
+                // A callback that panicked may have left its owner waiting; the syncer thread
+                // lives on, and every later sync fails with the panic, so no waiter hangs and
+                // none is told a write is durable after the node's durability path broke.
+                let mut st = self.state.lock();
+                st.failed.get_or_insert((n + 1, SyncError::Failed(Arc::new(e))));
+                let failed = st.failed.clone();
+                drop(st);
+                self.publish(None, failed);
+            }
         }
     }
 }
 
-fn run_callbacks(due: Vec<(u64, Callback)>, progress: &Progress) {
+/// Runs the callbacks that are due, each to its end even when one panics; the first panic,
+/// as an error.
+fn run_callbacks(due: Vec<(u64, Callback)>, progress: &Progress) -> Option<strata::Error> {
+    let mut panicked = None;
     for (need, cb) in due {
-        cb(progress.outcome(need).unwrap_or(Err(SyncError::Stopped)));
+        let outcome = progress.outcome(need).unwrap_or(Err(SyncError::Stopped));
+        if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cb(outcome))) {
+            panicked
+                .get_or_insert(strata::Error::from_panic("strata-wal-sync callback", p.as_ref()));
+        }
     }
+    panicked
 }
 
 #[cfg(test)]
@@ -268,6 +285,28 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicU32, Ordering};
     use std::sync::Arc;
+
+    /// A callback that panics neither ends the syncer thread nor lets a later waiter hang:
+    /// the other callbacks of its sync still run, and every later sync fails with the panic.
+    #[test]
+    fn a_panicking_callback_fails_later_syncs_instead_of_hanging_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Arc::new(Db::open_default(dir.path()).unwrap());
+        let g = Arc::new(SyncGroup::default());
+        let (tx, rx) = std::sync::mpsc::channel();
+        g.request_then(&db, |_| panic!("a callback's own bug"));
+        // Run in the same sync or a later one: either way it is called.
+        g.request_then(&db, move |r| tx.send(r.is_ok()).unwrap());
+        rx.recv_timeout(std::time::Duration::from_secs(20)).expect("the next callback ran");
+        db.put("k", "v").unwrap();
+        let need = g.request(&db);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let waiter = g.clone();
+        std::thread::spawn(move || tx.send(waiter.wait_blocking(need)).unwrap());
+        let r = rx.recv_timeout(std::time::Duration::from_secs(20)).expect("the wait ended");
+        let err = r.unwrap_err();
+        assert!(err.to_string().contains("a callback's own bug"), "{err}");
+    }
 
     #[test]
     fn concurrent_waiters_share_syncs_and_each_gets_one_that_began_after_it() {

@@ -42,6 +42,18 @@ pub struct Command {
     pub keys: KeySpec,
 }
 
+impl Command {
+    /// Whether a command line of `argc` arguments (the name included) fits the arity.
+    pub fn arity_fits(&self, argc: usize) -> bool {
+        let n = argc as i32;
+        if self.arity > 0 {
+            n == self.arity
+        } else {
+            n >= -self.arity
+        }
+    }
+}
+
 /// The positions of a command's key arguments, Redis's (first, last, step): the first key's
 /// index (0: no keys), the last key's (negative: counted from the end, -1 the last argument)
 /// and the distance between keys (2 for MSET's key-value pairs).
@@ -257,8 +269,7 @@ pub fn dispatch(sh: &Shared, conn: &mut Conn, args: &[Vec<u8>], out: &mut Out) {
         out.error(NOAUTH);
         return;
     }
-    let n = args.len() as i32;
-    if (cmd.arity > 0 && n != cmd.arity) || (cmd.arity < 0 && n < -cmd.arity) {
+    if !cmd.arity_fits(args.len()) {
         out.error(&arity_err(cmd.name));
         return;
     }

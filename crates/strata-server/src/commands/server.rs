@@ -161,8 +161,7 @@ fn command_getkeys(line: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let Some(c) = super::lookup(name) else {
         return Err("ERR Invalid command specified".into());
     };
-    let n = line.len() as i32;
-    if (c.arity > 0 && n != c.arity) || (c.arity < 0 && n < -c.arity) {
+    if !c.arity_fits(line.len()) {
         return Err("ERR Invalid number of arguments specified for command".into());
     }
     if !c.keys.has_keys() {

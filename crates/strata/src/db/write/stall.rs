@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use super::rate::Debt;
 use super::switch::switch_memtable;
-use crate::db::{Cfd, DbInner, WalState};
+use crate::db::{Cfd, DbInner, DbState, WalState};
 use crate::error::{Error, Result};
 use crate::memtable::WriteBufferManager;
 use crate::options::Options;
@@ -230,9 +230,7 @@ fn wait_out_stop(inner: &DbInner, stop: &Stop, counted: &mut Option<Stall>) -> R
     } else {
         stop.kind
     };
-    if st.bg_error.is_none() && stop.cfd.current_super_version().number == stop.sv_number {
-        inner.bg_cv.wait_for(&mut st, Duration::from_millis(100));
-    }
+    wait_unless_changed(inner, &mut st, &stop.cfd, stop.sv_number);
     count_stall(inner, counted, kind, started);
     Ok(())
 }
@@ -377,11 +375,24 @@ fn wait_for_flush(
     if st.shutting_down {
         return Err(Error::ShutdownInProgress);
     }
-    if st.bg_error.is_none() && cfd.current_super_version().number == sv_number {
-        inner.bg_cv.wait_for(&mut st, Duration::from_millis(100));
-    }
+    wait_unless_changed(inner, &mut st, cfd, sv_number);
     count_stall(inner, counted, Stall::MemtableStop, started);
     Ok(())
+}
+
+/// One wait of a stalled writer, at most 100 ms, for a flush or compaction to change `cfd`;
+/// none when it changed since `sv_number` was read (before the stall was judged: every change
+/// that can end a stall installs a new super version under the state lock `st` holds, and
+/// its wake-up may already have gone out) or a background error was set.
+fn wait_unless_changed(
+    inner: &DbInner,
+    st: &mut parking_lot::MutexGuard<'_, DbState>,
+    cfd: &Cfd,
+    sv_number: u64,
+) {
+    if st.bg_error.is_none() && cfd.current_super_version().number == sv_number {
+        inner.bg_cv.wait_for(st, Duration::from_millis(100));
+    }
 }
 
 /// Why writes stop, for the info LOG.
