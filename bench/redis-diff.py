@@ -21,7 +21,8 @@ import time
 
 class Client:
     def __init__(self, port):
-        self.sock = socket.create_connection(("127.0.0.1", port))
+        # A server that stops answering fails the run instead of hanging it.
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
         self.f = self.sock.makefile("rb")
 
     def cmd(self, args):
@@ -60,14 +61,15 @@ def start_redis(binary, d):
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()
-    p = subprocess.Popen([binary, "--port", str(port), "--save", "", "--appendonly", "no",
-                          "--dir", d], stdout=subprocess.DEVNULL)
+    p = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                          "--appendonly", "no", "--dir", d], stdout=subprocess.DEVNULL)
     for _ in range(100):
         try:
             socket.create_connection(("127.0.0.1", port)).close()
             return p, port
         except OSError:
             time.sleep(0.05)
+    p.terminate()
     sys.exit("redis-server did not start")
 
 
