@@ -57,20 +57,20 @@ pub trait Apply: Send + Sync + 'static {
 
 /// One group's state machine on a node. Blocking methods; the adapter runs them off the
 /// Raft core's task.
-pub struct GroupState<A> {
+pub struct GroupState {
     node: Arc<NodeStorage>,
     group: GroupId,
-    app: Arc<A>,
+    app: Arc<dyn Apply>,
     applied: Option<LogId>,
     membership: StoredMembership,
     /// The last snapshot built or installed, kept for sending.
     current: Option<(SnapshotMeta, SnapshotFiles)>,
 }
 
-impl<A: Apply> GroupState<A> {
+impl GroupState {
     /// Opens `group`'s state machine: finishes an install a crash interrupted, then reads the
     /// applied id and membership.
-    pub fn open(node: Arc<NodeStorage>, group: GroupId, app: Arc<A>) -> Result<Self> {
+    pub fn open(node: Arc<NodeStorage>, group: GroupId, app: Arc<dyn Apply>) -> Result<Self> {
         let mut st = GroupState {
             node,
             group,

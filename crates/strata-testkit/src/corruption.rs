@@ -293,6 +293,17 @@ impl Matrix {
         t
     }
 
+    /// Adds `other`'s cases to this matrix.
+    pub fn merge(&mut self, other: Matrix) {
+        for (k, c) in other.counts {
+            for (a, b) in self.counts.entry(k).or_default().iter_mut().zip(c) {
+                *a += b;
+            }
+        }
+        self.bad.extend(other.bad);
+        self.cases += other.cases;
+    }
+
     pub fn passed(&self) -> bool {
         let t = self.totals();
         t[3] == 0 && t[4] == 0 && t[5] == 0
@@ -455,7 +466,7 @@ fn content_len(data: &[u8]) -> usize {
 pub fn run_tiny() -> Matrix {
     install_panic_counter();
     let built = build(24, 2, 24, 11);
-    let mut m = Matrix::default();
+    let mut files = Vec::new();
     for path in db_files(&built) {
         let data = built.fs.read_file(&path).unwrap_or_default();
         let mut cases: Vec<Damage> = Vec::new();
@@ -464,9 +475,44 @@ pub fn run_tiny() -> Matrix {
         cases.extend(offsets.iter().copied().map(Damage::Truncate));
         cases.extend((0..data.len().div_ceil(4096)).map(Damage::ZeroPage));
         cases.extend(garbage_cases());
-        for d in cases {
-            run_case(&built, &path, &data, d, &mut m);
-        }
+        files.push((path, data, cases));
+    }
+    run_cases(&built, &files)
+}
+
+/// Runs every file's cases on the machine's cores (`STRATA_MATRIX_WORKERS` overrides, 1 runs
+/// them in order). The cases are independent (each damages its own copy of the DB). A panic
+/// is counted by a process-wide hook, so with several workers it may be reported against a
+/// case that ran beside the one that panicked: the matrix fails either way, and one worker
+/// pins the case.
+fn run_cases(built: &BuiltDb, files: &[(PathBuf, Vec<u8>, Vec<Damage>)]) -> Matrix {
+    let all: Vec<(&Path, &[u8], Damage)> = files
+        .iter()
+        .flat_map(|(p, data, cases)| cases.iter().map(move |d| (p.as_path(), &data[..], *d)))
+        .collect();
+    let workers = std::env::var("STRATA_MATRIX_WORKERS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .clamp(1, 16);
+    let parts: Vec<Matrix> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..workers)
+            .map(|w| {
+                let all = &all;
+                s.spawn(move || {
+                    let mut m = Matrix::default();
+                    for (path, data, d) in all.iter().skip(w).step_by(workers) {
+                        run_case(built, path, data, *d, &mut m);
+                    }
+                    m
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("a matrix worker panicked")).collect()
+    });
+    let mut m = Matrix::default();
+    for p in parts {
+        m.merge(p);
     }
     m
 }
@@ -485,7 +531,7 @@ pub fn run_large(cfg: &MatrixConfig) -> Matrix {
     install_panic_counter();
     let built = build(2000, 4, 1500, cfg.seed);
     let mut rng = StdRng::seed_from_u64(cfg.seed);
-    let mut m = Matrix::default();
+    let mut files = Vec::new();
     for path in db_files(&built) {
         let data = built.fs.read_file(&path).unwrap_or_default();
         if data.is_empty() {
@@ -513,9 +559,7 @@ pub fn run_large(cfg: &MatrixConfig) -> Matrix {
             (content.div_ceil(4096)..data.len().div_ceil(4096)).step_by(16).map(Damage::ZeroPage),
         );
         cases.extend(garbage_cases());
-        for d in cases {
-            run_case(&built, &path, &data, d, &mut m);
-        }
+        files.push((path, data, cases));
     }
-    m
+    run_cases(&built, &files)
 }

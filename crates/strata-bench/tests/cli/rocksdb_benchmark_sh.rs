@@ -10,76 +10,89 @@
 
 use std::process::Command;
 
-/// The jobs in two halves, each on a DB of its own, run side by side by two tests: the jobs
-/// mostly wait (each runs for `--duration`, and benchmark.sh samples the system around it).
-/// Each half starts with a fill that makes the DB its readers need. Together they are every
-/// job of `bench/rocksdb-tools.sh` (`the_halves_are_every_job`).
-const FIRST: &[&str] = &[
-    "bulkload",
-    "fillseq_disable_wal",
-    "fillseq_enable_wal",
-    "filluniquerandom",
-    "readrandom",
-    "multireadrandom",
-    "fwdrange",
-    "revrange",
-    "overwrite",
-    "overwritesome",
-    "overwriteandwait",
-    "flush_mt_l0",
-    "waitforcompaction",
-    "updaterandom",
-];
-const SECOND: &[&str] = &[
-    "filluniquerandom",
-    "readwhilewriting",
-    "fwdrangewhilewriting",
-    "revrangewhilewriting",
-    "mergerandom",
-    "readwhilemerging",
-    "fwdrangewhilemerging",
-    "revrangewhilemerging",
-    "randomtransaction",
-    "universal_compaction",
-];
+/// The jobs in groups, each on a DB of its own and starting with a fill that makes the DB its
+/// readers need. The jobs mostly wait (each runs for `--duration`, and benchmark.sh samples
+/// the system around it), so each test runs its groups side by side, and the two tests run
+/// beside each other. Together the groups are every job of `bench/rocksdb-tools.sh`
+/// (`the_groups_are_every_job`). Each group names the report.tsv rows it must write, by the
+/// `test` column benchmark.sh writes.
+struct Group {
+    jobs: &'static [&'static str],
+    rows: &'static [&'static str],
+}
 
-/// The report.tsv rows each half must write, by the `test` column benchmark.sh writes.
-const FIRST_ROWS: &[&str] = &[
-    "bulkload",
-    "fillseq.wal_disabled.v400",
-    "fillseq.wal_enabled.v400",
-    "filluniquerandom",
-    "readrandom.t1",
-    "multireadrandom.t1",
-    "fwdrange.t1",
-    "revrange.t1",
-    "overwrite.t1.s0",
-    "overwritesome.t1.s0",
-    "overwriteandwait.t1.s0",
-    "updaterandom.t1.s0",
-];
-const SECOND_ROWS: &[&str] = &[
-    "readwhilewriting.t1",
-    "fwdrangewhilewriting.t1",
-    "revrangewhilewriting.t1",
-    "mergerandom.t1.s0",
-    "readwhilemerging.t1",
-    "fwdrangewhilemerging.t1",
-    "revrangewhilemerging.t1",
-];
+const FILLS_AND_READS: Group = Group {
+    jobs: &[
+        "bulkload",
+        "fillseq_disable_wal",
+        "fillseq_enable_wal",
+        "filluniquerandom",
+        "readrandom",
+        "multireadrandom",
+        "fwdrange",
+        "revrange",
+    ],
+    rows: &[
+        "bulkload",
+        "fillseq.wal_disabled.v400",
+        "fillseq.wal_enabled.v400",
+        "filluniquerandom",
+        "readrandom.t1",
+        "multireadrandom.t1",
+        "fwdrange.t1",
+        "revrange.t1",
+    ],
+};
+const OVERWRITES: Group = Group {
+    jobs: &["filluniquerandom", "overwrite", "overwritesome", "overwriteandwait", "updaterandom"],
+    rows: &[
+        "overwrite.t1.s0",
+        "overwritesome.t1.s0",
+        "overwriteandwait.t1.s0",
+        "updaterandom.t1.s0",
+    ],
+};
+const FLUSHES: Group =
+    Group { jobs: &["filluniquerandom", "flush_mt_l0", "waitforcompaction"], rows: &[] };
+const WHILE_WRITING: Group = Group {
+    jobs: &[
+        "filluniquerandom",
+        "readwhilewriting",
+        "fwdrangewhilewriting",
+        "revrangewhilewriting",
+        "randomtransaction",
+        "universal_compaction",
+    ],
+    rows: &["readwhilewriting.t1", "fwdrangewhilewriting.t1", "revrangewhilewriting.t1"],
+};
+const MERGES: Group = Group {
+    jobs: &[
+        "filluniquerandom",
+        "mergerandom",
+        "readwhilemerging",
+        "fwdrangewhilemerging",
+        "revrangewhilemerging",
+    ],
+    rows: &[
+        "mergerandom.t1.s0",
+        "readwhilemerging.t1",
+        "fwdrangewhilemerging.t1",
+        "revrangewhilemerging.t1",
+    ],
+};
 
 #[test]
-fn the_fill_read_and_overwrite_jobs_run() {
-    run_jobs(FIRST, FIRST_ROWS);
+fn the_fill_read_overwrite_and_flush_jobs_run() {
+    run_side_by_side(&[FILLS_AND_READS, OVERWRITES, FLUSHES]);
 }
 
 #[test]
 fn the_while_writing_merge_transaction_and_universal_jobs_run() {
-    run_jobs(SECOND, SECOND_ROWS);
+    run_side_by_side(&[WHILE_WRITING, MERGES]);
 }
 
 #[test]
-fn the_halves_are_every_job() {
+fn the_groups_are_every_job() {
     let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let script = std::fs::read_to_string(repo.join("bench/rocksdb-tools.sh")).expect("script");
     let start =
@@ -87,8 +100,25 @@ fn the_halves_are_every_job() {
     let len = script[start..].find(')').expect("the end of all_jobs");
     let all: std::collections::BTreeSet<&str> =
         script[start..start + len].split_whitespace().collect();
-    let ours: std::collections::BTreeSet<&str> = FIRST.iter().chain(SECOND).copied().collect();
-    assert_eq!(ours, all, "FIRST and SECOND must together be bench/rocksdb-tools.sh's all_jobs");
+    let ours: std::collections::BTreeSet<&str> =
+        [FILLS_AND_READS, OVERWRITES, FLUSHES, WHILE_WRITING, MERGES]
+            .iter()
+            .flat_map(|g| g.jobs.iter().copied())
+            .collect();
+    assert_eq!(ours, all, "the groups must together be bench/rocksdb-tools.sh's all_jobs");
+}
+
+/// Runs each group through [`run_jobs`] at the same time.
+fn run_side_by_side(groups: &[Group]) {
+    std::thread::scope(|s| {
+        let runs: Vec<_> =
+            groups.iter().map(|g| s.spawn(move || run_jobs(g.jobs, g.rows))).collect();
+        for r in runs {
+            if let Err(panic) = r.join() {
+                std::panic::resume_unwind(panic);
+            }
+        }
+    });
 }
 
 /// Runs `jobs` through `bench/rocksdb-tools.sh jobs` and checks the report has `rows`, each with

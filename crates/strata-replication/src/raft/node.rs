@@ -36,7 +36,7 @@ use crate::transport::{BoxFuture, RpcHandler, Transport};
 use crate::types::{Command, GroupId, LogId, NodeId, Peer, Reply, StoredMembership};
 
 type C = TypeConfig;
-type Raft<A> = openraft::Raft<C, StateMachine<A>>;
+type Raft = openraft::Raft<C, StateMachine>;
 
 /// Timing and snapshot settings of every group on a node.
 #[derive(Clone, Debug)]
@@ -161,18 +161,18 @@ fn status_of(group: GroupId, m: &RaftMetrics<C>) -> GroupStatus {
 }
 
 /// One group on this node.
-pub struct Replica<A: Apply> {
+pub struct Replica {
     group: GroupId,
-    raft: Raft<A>,
+    raft: Raft,
 }
 
-impl<A: Apply> Clone for Replica<A> {
+impl Clone for Replica {
     fn clone(&self) -> Self {
         Replica { group: self.group, raft: self.raft.clone() }
     }
 }
 
-impl<A: Apply> Replica<A> {
+impl Replica {
     /// The group.
     pub fn group(&self) -> GroupId {
         self.group
@@ -306,23 +306,23 @@ struct Incoming {
 }
 
 /// A node: its groups on its one storage, reachable through a transport.
-pub struct RaftNode<A: Apply> {
+pub struct RaftNode {
     id: NodeId,
     storage: Arc<NodeStorage>,
-    app: Arc<A>,
+    app: Arc<dyn Apply>,
     transport: Arc<dyn Transport>,
     settings: RaftSettings,
     config: Arc<Config>,
-    groups: RwLock<BTreeMap<GroupId, Replica<A>>>,
+    groups: RwLock<BTreeMap<GroupId, Replica>>,
     incoming: Mutex<HashMap<(NodeId, GroupId), Incoming>>,
 }
 
-impl<A: Apply> RaftNode<A> {
+impl RaftNode {
     /// A node with no group open yet.
     pub fn new(
         id: NodeId,
         storage: Arc<NodeStorage>,
-        app: Arc<A>,
+        app: Arc<dyn Apply>,
         transport: Arc<dyn Transport>,
         settings: RaftSettings,
     ) -> Result<Arc<Self>> {
@@ -350,7 +350,7 @@ impl<A: Apply> RaftNode<A> {
     }
 
     /// Opens this node's replica of `group` (recovering what its storage holds) and starts it.
-    pub async fn open_group(&self, group: GroupId) -> Result<Replica<A>> {
+    pub async fn open_group(&self, group: GroupId) -> Result<Replica> {
         if self.groups.read().contains_key(&group) {
             return Err(Error::Raft { group, reason: format!("already open on node {}", self.id) });
         }
@@ -383,7 +383,7 @@ impl<A: Apply> RaftNode<A> {
     }
 
     /// This node's replica of `group`, if open.
-    pub fn replica(&self, group: GroupId) -> Option<Replica<A>> {
+    pub fn replica(&self, group: GroupId) -> Option<Replica> {
         self.groups.read().get(&group).cloned()
     }
 
@@ -478,11 +478,7 @@ impl<A: Apply> RaftNode<A> {
         }
     }
 
-    async fn vote(
-        raft: &Raft<A>,
-        v: rpc::VoteRequest,
-        pre: bool,
-    ) -> Result<Response, RaftError<C>> {
+    async fn vote(raft: &Raft, v: rpc::VoteRequest, pre: bool) -> Result<Response, RaftError<C>> {
         let req = VoteRequest {
             vote: vote_out(&v.vote),
             last_log_id: opt_log_id_out(v.last_log_id.as_ref()),
@@ -500,7 +496,7 @@ impl<A: Apply> RaftNode<A> {
     async fn receive_snapshot(
         &self,
         group: GroupId,
-        raft: &Raft<A>,
+        raft: &Raft,
         piece: SnapshotPiece,
     ) -> Response {
         let key = (piece.from, group);
@@ -564,7 +560,7 @@ impl<A: Apply> RaftNode<A> {
     }
 }
 
-impl<A: Apply> RpcHandler for RaftNode<A> {
+impl RpcHandler for RaftNode {
     fn handle(self: Arc<Self>, frame: Vec<u8>) -> BoxFuture<Vec<u8>> {
         Box::pin(async move { rpc::encode_response(&self.dispatch(&frame).await) })
     }

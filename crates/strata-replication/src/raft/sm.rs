@@ -16,7 +16,7 @@ use super::convert::{
 use super::{blocking, TypeConfig};
 use crate::snapshot::build::SnapshotSource;
 use crate::snapshot::SnapshotFiles;
-use crate::state_machine::{Apply, GroupState};
+use crate::state_machine::GroupState;
 
 type C = TypeConfig;
 
@@ -24,24 +24,24 @@ type C = TypeConfig;
 const APPLY_CHUNK: usize = 256;
 
 /// A group's state machine as openraft sees it.
-pub struct StateMachine<A: Apply> {
-    state: Arc<Mutex<GroupState<A>>>,
+pub struct StateMachine {
+    state: Arc<Mutex<GroupState>>,
 }
 
-impl<A: Apply> StateMachine<A> {
+impl StateMachine {
     /// Wraps `state`.
-    pub fn new(state: GroupState<A>) -> Self {
+    pub fn new(state: GroupState) -> Self {
         StateMachine { state: Arc::new(Mutex::new(state)) }
     }
 }
 
 /// Builds one snapshot from the engine snapshot taken when it was made.
-pub struct SnapshotBuilder<A: Apply> {
+pub struct SnapshotBuilder {
     source: Option<SnapshotSource>,
-    state: Arc<Mutex<GroupState<A>>>,
+    state: Arc<Mutex<GroupState>>,
 }
 
-impl<A: Apply> RaftSnapshotBuilder<C> for SnapshotBuilder<A> {
+impl RaftSnapshotBuilder<C> for SnapshotBuilder {
     type SnapshotData = SnapshotFiles;
 
     async fn build_snapshot(&mut self) -> Result<SnapshotOf<C, SnapshotFiles>, io::Error> {
@@ -60,9 +60,9 @@ impl<A: Apply> RaftSnapshotBuilder<C> for SnapshotBuilder<A> {
     }
 }
 
-impl<A: Apply> RaftStateMachine<C> for StateMachine<A> {
+impl RaftStateMachine<C> for StateMachine {
     type SnapshotData = SnapshotFiles;
-    type SnapshotBuilder = SnapshotBuilder<A>;
+    type SnapshotBuilder = SnapshotBuilder;
 
     async fn applied_state(
         &mut self,

@@ -30,10 +30,8 @@ impl Drop for Guard {
     }
 }
 
-impl StoreBuilder<TypeConfig, LogStore, StateMachine<KvApp>, Guard> for Builder {
-    async fn build(
-        &self,
-    ) -> Result<(Guard, LogStore, StateMachine<KvApp>), StorageError<TypeConfig>> {
+impl StoreBuilder<TypeConfig, LogStore, StateMachine, Guard> for Builder {
+    async fn build(&self) -> Result<(Guard, LogStore, StateMachine), StorageError<TypeConfig>> {
         let dir =
             tempfile::tempdir().map_err(|e| StorageError::read(TypeConfig::err_from_error(&e)))?;
         let open = || -> crate::error::Result<_> {

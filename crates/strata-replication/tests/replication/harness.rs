@@ -13,7 +13,7 @@ use strata_replication::kv::{KvApp, KvCommand};
 use strata_replication::transport::mem::MemNetwork;
 use strata_replication::{Error, GroupId, NodeId, NodeStorage, Peer, RaftNode, RaftSettings, Role};
 
-pub type Node = Arc<RaftNode<KvApp>>;
+pub type Node = Arc<RaftNode>;
 
 /// Short timeouts: elections in a few hundred milliseconds, so scenarios take seconds.
 pub fn settings() -> RaftSettings {

@@ -1,5 +1,5 @@
 //! A short kill -9 crash loop (`docs/contract.md` rule 2: acknowledged writes survive a killed
-//! process), running the real `strata-stress` binary. `STRATA_STRESS_SECS` (default 25) and
+//! process), running the real `strata-stress` binary. `STRATA_STRESS_SECS` (default 10) and
 //! `STRATA_STRESS_SEED` (default 1) change the run.
 
 use std::process::Command;
@@ -10,7 +10,7 @@ fn env_or(name: &str, default: u64) -> u64 {
 
 #[test]
 fn kill_9_crash_loop() {
-    let secs = env_or("STRATA_STRESS_SECS", 25);
+    let secs = env_or("STRATA_STRESS_SECS", 10);
     let seed = env_or("STRATA_STRESS_SEED", 1);
     let dir = std::env::temp_dir().join(format!("strata-crash-loop-{}", std::process::id()));
     let out = Command::new(env!("CARGO_BIN_EXE_strata-stress"))

@@ -29,6 +29,7 @@
 //! negatives. A reader may see bits of entries it cannot see yet, which is only a false
 //! positive.
 
+use std::alloc::{alloc_zeroed, handle_alloc_error, Layout};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use xxhash_rust::xxh3::xxh3_64;
@@ -45,7 +46,24 @@ impl MemBloom {
     /// A filter of about `bytes` bytes (at least one word).
     pub fn with_bytes(bytes: usize) -> MemBloom {
         let n = (bytes / 8).max(1);
-        MemBloom { words: (0..n).map(|_| AtomicU64::new(0)).collect() }
+        // A zeroed allocation: for a filter of a large memtable the allocator can hand out
+        // pages the kernel zeroes as they are first touched, and a sparse filter (a memtable
+        // that takes few keys before it is switched or the DB closes) touches few of them.
+        let Ok(layout) = Layout::array::<AtomicU64>(n) else {
+            return MemBloom { words: (0..n).map(|_| AtomicU64::new(0)).collect() };
+        };
+        #[allow(clippy::cast_ptr_alignment)] // `layout` has AtomicU64's alignment.
+        // SAFETY: `layout` has a non-zero size (n >= 1). The memory is all zero bits, a valid
+        // AtomicU64 (which has u64's in-memory representation), and comes from the global
+        // allocator with the layout of `[AtomicU64; n]`, as `Box<[AtomicU64]>` frees it.
+        let words = unsafe {
+            let p = alloc_zeroed(layout).cast::<AtomicU64>();
+            if p.is_null() {
+                handle_alloc_error(layout);
+            }
+            Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, n))
+        };
+        MemBloom { words }
     }
 
     /// Bytes held.
