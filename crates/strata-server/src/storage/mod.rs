@@ -3,8 +3,15 @@
 //! (the metadata record, sub-keys, the score index, compact hashes) is [`crate::types`]'s.
 //!
 //! Column families: `metadata` (user key -> the key's metadata record), `subkey` (fields,
-//! members, elements) and `zscore` (the sorted-set score index). Every command writes its
-//! changes in one `WriteBatch` across the families (atomic), through [`Store::write`].
+//! members, elements) and `zscore` (the sorted-set score index); and `server`, which holds
+//! the layout marker ([`LAYOUT`]). Every command writes its changes in one `WriteBatch` across
+//! the families (atomic), through [`Store::write`].
+//!
+//! Every key of the three data families starts with its Redis Cluster slot (u16 big-endian):
+//! the metadata family's key is `slot | user key` ([`meta_key`]; the store's callers name user
+//! keys, the store adds and strips the slot), the others' are `types::subkey`'s. So the
+//! entries of a range of slots are one key range per family ([`Store::slot_ranges`]): what a
+//! cluster node copies into a snapshot of a partition, or deletes when it gives one up.
 //!
 //! Beside the DB: per-key write locks ([`locks`]), a cache of metadata records
 //! ([`meta_cache`]), where pops start ([`pop_hints`]), shared WAL syncs ([`sync_group`]), and
@@ -33,6 +40,23 @@ pub const CF_METADATA: &str = "metadata";
 pub const CF_SUBKEY: &str = "subkey";
 /// The sorted-set score index family's name.
 pub const CF_ZSCORE: &str = "zscore";
+/// The family of the store's own records (the layout marker).
+pub const CF_SERVER: &str = "server";
+
+/// The key of the layout marker in the `server` family.
+pub const LAYOUT_KEY: &[u8] = b"layout";
+/// The layout this version writes and reads: keys filed under their slot. A DB without the
+/// marker whose metadata family holds keys was written before slots led the keys and is
+/// refused at open ([`OpenError::Layout`]), never misread.
+pub const LAYOUT: &[u8] = b"slot-prefixed 1";
+
+/// The metadata family's key of user key `key`: its slot, then the key.
+pub fn meta_key(key: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(2 + key.len());
+    k.extend_from_slice(&crate::slots::key_slot(key).to_be_bytes());
+    k.extend_from_slice(key);
+    k
+}
 
 /// When a write is acknowledged (`appendfsync`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,6 +97,13 @@ pub enum OpenError {
     Db { dir: PathBuf, source: strata::Error },
     /// A column family the open was to create is missing after it.
     MissingFamily(&'static str),
+    /// The DB's records are laid out in a way this version does not read.
+    Layout {
+        /// The DB.
+        dir: PathBuf,
+        /// What the DB holds: its layout marker, or a description of the unmarked layout.
+        found: String,
+    },
 }
 
 impl fmt::Display for OpenError {
@@ -82,6 +113,13 @@ impl fmt::Display for OpenError {
                 write!(f, "cannot open the database in {}: {source}", dir.display())
             }
             OpenError::MissingFamily(name) => write!(f, "column family {name} missing after open"),
+            OpenError::Layout { dir, found } => write!(
+                f,
+                "the database in {} is laid out as {found}, and this strata-server reads only \
+                 {:?} (keys filed under their cluster slot); start it on an empty directory",
+                dir.display(),
+                String::from_utf8_lossy(LAYOUT)
+            ),
         }
     }
 }
@@ -90,7 +128,7 @@ impl std::error::Error for OpenError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             OpenError::Db { source, .. } => Some(source),
-            OpenError::MissingFamily(_) => None,
+            OpenError::MissingFamily(_) | OpenError::Layout { .. } => None,
         }
     }
 }
@@ -155,6 +193,7 @@ impl Store {
             ColumnFamilyDescriptor::new(CF_METADATA, opts.clone()),
             ColumnFamilyDescriptor::new(CF_SUBKEY, sub_opts.clone()),
             ColumnFamilyDescriptor::new(CF_ZSCORE, sub_opts),
+            ColumnFamilyDescriptor::new(CF_SERVER, opts.clone()),
         ];
         let db = Db::open_cf_descriptors(&opts, dir, descriptors)
             .map_err(|source| OpenError::Db { dir: dir.to_path_buf(), source })?;
@@ -162,6 +201,7 @@ impl Store {
         let meta_cf = handle(CF_METADATA)?;
         let sub_cf = handle(CF_SUBKEY)?;
         let score_cf = handle(CF_ZSCORE)?;
+        check_layout(&db, dir, &meta_cf, &*handle(CF_SERVER)?)?;
         let store = Arc::new(Store {
             db: Arc::new(db),
             meta_cf,
@@ -243,7 +283,7 @@ impl Store {
             Ok(raw) => Ok(Some(MetaRead::Cached(raw))),
             Err(generation) => Ok(self
                 .db
-                .get_cf(&*self.meta_cf, key)?
+                .get_cf(&*self.meta_cf, meta_key(key))?
                 .map(|raw| MetaRead::Stored { raw, generation })),
         }
     }
@@ -257,19 +297,19 @@ impl Store {
     /// The metadata record of `key` as the engine holds it now, past the cache: no snapshot,
     /// so a record written in one batch with other entries is seen as soon as they are.
     pub fn read_meta_uncached(&self, key: &[u8]) -> strata::Result<Option<Vec<u8>>> {
-        self.db.get_cf(&*self.meta_cf, key)
+        self.db.get_cf(&*self.meta_cf, meta_key(key))
     }
 
     /// Puts the metadata record `raw` of `key` into `batch`.
     pub fn put_meta(&self, batch: &mut WriteBatch, key: &[u8], raw: Vec<u8>) {
-        batch.put_cf(&*self.meta_cf, key, &raw);
+        batch.put_cf(&*self.meta_cf, meta_key(key), &raw);
         self.meta_cache.note_write(key, Some(raw));
     }
 
     /// Puts the deletion of `key`'s metadata record into `batch`.
     pub fn delete_meta(&self, batch: &mut WriteBatch, key: &[u8]) {
         self.meta_cache.note_write(key, None);
-        batch.delete_cf(&*self.meta_cf, key);
+        batch.delete_cf(&*self.meta_cf, meta_key(key));
     }
 
     /// Reads one entry of `cf`.
@@ -326,22 +366,40 @@ impl Store {
         it.status()
     }
 
-    /// Visits the metadata family's records from key `from` (inclusive) on, in key order,
-    /// until `f` returns false; `f` gets the key and the record.
+    /// Visits the metadata family's records from user key `from` (inclusive; empty: from the
+    /// first) on, in stored order (by slot, then key), until `f` returns false; `f` gets the
+    /// user key and the record. A record whose stored key is too short to hold a slot is
+    /// skipped (never written by this store).
     pub fn scan_meta(
         &self,
         from: &[u8],
         mut f: impl FnMut(&[u8], &[u8]) -> bool,
     ) -> strata::Result<()> {
         let mut it = self.db.raw_iterator_cf(&*self.meta_cf);
-        it.seek(from);
+        if from.is_empty() {
+            it.seek_to_first();
+        } else {
+            it.seek(meta_key(from));
+        }
         while let Some((k, v)) = it.item() {
-            if !f(k, v) {
+            if k.len() >= 2 && !f(&k[2..], v) {
                 break;
             }
             it.next();
         }
         it.status()
+    }
+
+    /// The key ranges, one per data family, that hold every record of the keys in slots
+    /// `first..=last`: (family, start inclusive, end exclusive).
+    pub fn slot_ranges(&self, first: u16, last: u16) -> Vec<(Arc<ColumnFamily>, Vec<u8>, Vec<u8>)> {
+        let start = first.to_be_bytes().to_vec();
+        // One past the last slot's keys: the next slot (slots are below 2^14, so no overflow).
+        let end = (u32::from(last) + 1) as u16;
+        [&self.meta_cf, &self.sub_cf, &self.score_cf]
+            .into_iter()
+            .map(|cf| (cf.clone(), start.clone(), end.to_be_bytes().to_vec()))
+            .collect()
     }
 
     /// Deletes every key (all families), by range deletions up to each family's last key.
@@ -375,5 +433,39 @@ impl Store {
         self.db.cancel_all_background_work(true);
         self.syncs.stop();
         res
+    }
+}
+
+/// Accepts a DB that holds this version's layout marker; marks a DB with no keys (new, or
+/// emptied) with it; refuses any other.
+fn check_layout(
+    db: &Db,
+    dir: &std::path::Path,
+    meta_cf: &ColumnFamily,
+    server_cf: &ColumnFamily,
+) -> Result<(), OpenError> {
+    let db_err = |source| OpenError::Db { dir: dir.to_path_buf(), source };
+    match db.get_cf(server_cf, LAYOUT_KEY).map_err(db_err)? {
+        Some(found) if found == LAYOUT => Ok(()),
+        Some(found) => Err(OpenError::Layout {
+            dir: dir.to_path_buf(),
+            found: format!("{:?}", String::from_utf8_lossy(&found)),
+        }),
+        None => {
+            let mut it = db.raw_iterator_cf(meta_cf);
+            it.seek_to_first();
+            let has_keys = it.key().is_some();
+            it.status().map_err(db_err)?;
+            if has_keys {
+                return Err(OpenError::Layout {
+                    dir: dir.to_path_buf(),
+                    found: "keys without their slot (written by an earlier strata-server)"
+                        .to_string(),
+                });
+            }
+            let mut b = WriteBatch::new();
+            b.put_cf(server_cf, LAYOUT_KEY, LAYOUT);
+            db.write_opt(b, &WriteOptions { sync: true, ..WriteOptions::default() }).map_err(db_err)
+        }
     }
 }

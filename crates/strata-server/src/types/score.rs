@@ -3,6 +3,7 @@
 //!
 //! ```text
 //!  score index key:  subkey::prefix(key, version) | score 8 bytes | member    value: empty
+//!                    (the prefix starts with the key's slot: `super::subkey`)
 //!  score bytes:      f = the f64's bits (-0.0 stored as +0.0)
 //!                    f >= 0: f | 1<<63        f < 0: !f        written big-endian
 //! ```

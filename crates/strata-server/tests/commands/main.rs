@@ -12,6 +12,7 @@ mod list_edits;
 mod lists;
 mod pop_tombstones;
 mod sets;
+mod slot_layout;
 mod string_edits;
 mod string_options;
 mod strings;

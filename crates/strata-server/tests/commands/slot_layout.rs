@@ -1,0 +1,177 @@
+//! Every record is filed under its key's cluster slot: after commands of every type, each
+//! entry of the three data families starts with the slot of the user key it belongs to, and
+//! `Store::slot_ranges` of a slot holds exactly that slot's entries (what a cluster node
+//! snapshots or deletes for a partition). A DB written before slots led the keys, or marked
+//! with another layout, is refused at open with an error naming the directory; a new one is
+//! marked and reopens.
+
+use std::sync::Arc;
+use strata::{ColumnFamilyDescriptor, Db, Options, WriteBatch};
+use strata_server::commands::dispatch;
+use strata_server::config::{Config, Flags};
+use strata_server::resp::Out;
+use strata_server::slots::key_slot;
+use strata_server::state::{Conn, Shared};
+use strata_server::storage::{self, OpenError, SyncPolicy};
+use strata_server::types::subkey;
+
+fn open(dir: &std::path::Path) -> Result<Arc<storage::Store>, OpenError> {
+    let cfg = Config::resolve(Flags { dir: Some(dir.to_path_buf()), ..Flags::default() }).unwrap();
+    strata_server::types::open(cfg.engine_options(), dir, SyncPolicy::No)
+}
+
+fn shared(dir: &std::path::Path) -> Arc<Shared> {
+    let cfg = Config::resolve(Flags { dir: Some(dir.to_path_buf()), ..Flags::default() }).unwrap();
+    Arc::new(Shared::new(open(dir).unwrap(), cfg, 0))
+}
+
+fn run(sh: &Shared, args: &[&str]) {
+    let mut conn = Conn { id: 1, authed: true, resp3: false, close: false, readonly: false };
+    let mut out = Out::default();
+    let a: Vec<Vec<u8>> = args.iter().map(|s| s.as_bytes().to_vec()).collect();
+    dispatch(sh, &mut conn, &a, &mut out);
+    assert!(!out.buf.starts_with(b"-"), "{args:?}: {}", String::from_utf8_lossy(&out.buf));
+}
+
+/// Every (family, stored key) of the store.
+fn entries(st: &storage::Store) -> Vec<(&'static str, Vec<u8>)> {
+    let mut all = Vec::new();
+    for (name, cf) in [("metadata", &st.meta_cf), ("subkey", &st.sub_cf), ("zscore", &st.score_cf)]
+    {
+        let mut it = st.db.raw_iterator_cf(cf);
+        it.seek_to_first();
+        while let Some(k) = it.key() {
+            all.push((name, k.to_vec()));
+            it.next();
+        }
+        it.status().unwrap();
+    }
+    all
+}
+
+/// The user key an entry belongs to.
+fn user_key<'a>(family: &str, stored: &'a [u8]) -> &'a [u8] {
+    if family == "metadata" {
+        &stored[2..]
+    } else {
+        subkey::decode(stored).expect("a well-formed sub-key").0
+    }
+}
+
+#[test]
+fn every_entry_is_filed_under_its_keys_slot_and_slot_ranges_hold_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sh = shared(tmp.path());
+    let mut keys = Vec::new();
+    for i in 0..40 {
+        // Some keys share a hash tag, so some slots hold several keys.
+        let k = if i % 4 == 0 { format!("{{tag{}}}.k{i}", i % 3) } else { format!("key:{i}") };
+        match i % 5 {
+            0 => run(&sh, &["SET", &k, "v", "EX", "100"]),
+            1 => {
+                // Past the compact limit: one sub-key per field.
+                for f in 0..130 {
+                    run(&sh, &["HSET", &k, &format!("f{f}"), "v"]);
+                }
+            }
+            2 => run(&sh, &["RPUSH", &k, "a", "b", "c"]),
+            3 => run(&sh, &["SADD", &k, "m1", "m2"]),
+            _ => run(&sh, &["ZADD", &k, "1.5", "a", "-2", "b"]),
+        }
+        keys.push(k);
+    }
+    let st = &sh.store;
+    let all = entries(st);
+    assert!(all.iter().any(|(f, _)| *f == "zscore") && all.iter().any(|(f, _)| *f == "subkey"));
+    for (family, stored) in &all {
+        let key = user_key(family, stored);
+        assert_eq!(
+            subkey::slot_of(stored),
+            Some(key_slot(key)),
+            "{family} entry of {:?} not under its slot",
+            String::from_utf8_lossy(key)
+        );
+    }
+    // A slot's ranges hold exactly the entries of its keys, in every family.
+    for k in &keys {
+        let slot = key_slot(k.as_bytes());
+        let ranges = st.slot_ranges(slot, slot);
+        assert_eq!(ranges.len(), 3);
+        for (family, stored) in &all {
+            let cf = match *family {
+                "metadata" => &st.meta_cf,
+                "subkey" => &st.sub_cf,
+                _ => &st.score_cf,
+            };
+            let inside = ranges.iter().any(|(rcf, lo, hi)| {
+                Arc::ptr_eq(rcf, cf) && stored.as_slice() >= lo.as_slice() && stored < hi
+            });
+            assert_eq!(inside, key_slot(user_key(family, stored)) == slot, "{family} {stored:?}");
+        }
+    }
+    // Every slot together: every entry.
+    let whole = st.slot_ranges(0, strata_server::slots::SLOTS - 1);
+    for (_, stored) in &all {
+        assert!(whole.iter().any(|(_, lo, hi)| stored.as_slice() >= lo.as_slice() && stored < hi));
+    }
+    // Reads and scans see user keys as they were written.
+    let mut seen = Vec::new();
+    st.scan_meta(b"", |k, _| {
+        seen.push(String::from_utf8_lossy(k).into_owned());
+        true
+    })
+    .unwrap();
+    seen.sort();
+    let mut want = keys.clone();
+    want.sort();
+    assert_eq!(seen, want);
+}
+
+#[test]
+fn a_db_without_slots_or_with_another_layout_is_refused_and_a_new_one_reopens() {
+    // Written as an earlier strata-server wrote: the user key alone in the metadata family.
+    let old = tempfile::tempdir().unwrap();
+    {
+        let opts = Options {
+            create_if_missing: true,
+            create_missing_column_families: true,
+            ..Options::default()
+        };
+        let cfs = ["metadata", "subkey", "zscore"]
+            .map(|n| ColumnFamilyDescriptor::new(n, Options::default()));
+        let db = Db::open_cf_descriptors(&opts, old.path(), cfs).unwrap();
+        let meta = db.cf_handle("metadata").unwrap();
+        let mut b = WriteBatch::new();
+        b.put_cf(&meta, b"user:1", b"\x01\0\0\0\0\0\0\0\0value");
+        db.write(b).unwrap();
+    }
+    let err = open(old.path()).err().expect("an unmarked DB with keys must be refused");
+    let text = err.to_string();
+    assert!(matches!(err, OpenError::Layout { .. }), "{text}");
+    assert!(text.contains(&old.path().display().to_string()) && text.contains("slot"), "{text}");
+    // Refusing wrote nothing: the old record is still there, unmarked.
+    {
+        let opts = Options::default();
+        let cfs = ["metadata", "subkey", "zscore", "server"]
+            .map(|n| ColumnFamilyDescriptor::new(n, Options::default()));
+        let db = Db::open_cf_descriptors(&opts, old.path(), cfs).unwrap();
+        let meta = db.cf_handle("metadata").unwrap();
+        assert!(db.get_cf(&meta, b"user:1").unwrap().is_some());
+        let server = db.cf_handle("server").unwrap();
+        assert_eq!(db.get_cf(&server, storage::LAYOUT_KEY).unwrap(), None);
+        // Another layout's marker.
+        db.put_cf(&server, storage::LAYOUT_KEY, b"something else 9").unwrap();
+    }
+    let text = open(old.path()).err().expect("another layout must be refused").to_string();
+    assert!(text.contains("something else 9"), "{text}");
+
+    // A new DB is marked, takes writes, and reopens with them.
+    let new = tempfile::tempdir().unwrap();
+    {
+        let sh = shared(new.path());
+        run(&sh, &["SET", "a", "1"]);
+        sh.store.close().unwrap();
+    }
+    let st = open(new.path()).unwrap();
+    assert!(st.read_meta_uncached(b"a").unwrap().is_some());
+}
