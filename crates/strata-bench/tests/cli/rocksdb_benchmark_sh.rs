@@ -12,10 +12,9 @@ use std::process::Command;
 
 /// The jobs in groups, each on a DB of its own and starting with a fill that makes the DB its
 /// readers need. The jobs mostly wait (each runs for `--duration`, and benchmark.sh samples
-/// the system around it), so each test runs its groups side by side, and the two tests run
-/// beside each other. Together the groups are every job of `bench/rocksdb-tools.sh`
-/// (`the_groups_are_every_job`). Each group names the report.tsv rows it must write, by the
-/// `test` column benchmark.sh writes.
+/// the system around it), so the test runs the groups side by side. Together the groups are
+/// every job of `bench/rocksdb-tools.sh` (`the_groups_are_every_job`). Each group names the
+/// report.tsv rows it must write, by the `test` column benchmark.sh writes.
 struct Group {
     jobs: &'static [&'static str],
     rows: &'static [&'static str],
@@ -82,13 +81,8 @@ const MERGES: Group = Group {
 };
 
 #[test]
-fn the_fill_read_overwrite_and_flush_jobs_run() {
-    run_side_by_side(&[FILLS_AND_READS, OVERWRITES, FLUSHES]);
-}
-
-#[test]
-fn the_while_writing_merge_transaction_and_universal_jobs_run() {
-    run_side_by_side(&[WHILE_WRITING, MERGES]);
+fn every_job_runs() {
+    run_side_by_side(&[FILLS_AND_READS, OVERWRITES, FLUSHES, WHILE_WRITING, MERGES]);
 }
 
 #[test]

@@ -32,6 +32,10 @@ struct Inode {
     /// For a reused file: its durable content before the reuse; past `synced_len` the durable
     /// bytes are these (empty for other files).
     old: Vec<u8>,
+    /// The durable content past `old`'s end: zeros up to this offset (a zero extension,
+    /// `write_zeros_ahead`), kept as a length so that extending a file by a megabyte of zeros
+    /// does not write a megabyte here too. At most `old.len()` means none.
+    old_zeros_to: usize,
     /// `data[..written]` was written since the file was created or reused (the rest of `data`
     /// is `old`'s).
     written: usize,
@@ -119,7 +123,12 @@ impl MemFs {
                 let old = std::mem::take(&mut ino.old);
                 ino.data.extend_from_slice(&old[n..]);
             }
+            let zeros_to = ino.old_zeros_to;
+            if zeros_to > ino.data.len() {
+                ino.data.resize(zeros_to, 0);
+            }
             ino.old.clear();
+            ino.old_zeros_to = 0;
             ino.synced_len = ino.data.len();
             ino.written = ino.data.len();
         }
@@ -138,6 +147,7 @@ impl MemFs {
             data: data.to_vec(),
             synced_len: data.len(),
             old: Vec::new(),
+            old_zeros_to: 0,
             written: data.len(),
         }));
         st.live.insert(path.to_path_buf(), inode.clone());
@@ -222,8 +232,8 @@ impl WritableFile for MemWritable {
         // What power loss leaves: the durable old bytes, then zeros (never-synced bytes
         // between the old end and the zeros revert to zeros too).
         let len = ino.data.len();
-        ino.old.resize(len, 0);
-        ino.old.resize(to, 0);
+        ino.old.truncate(len);
+        ino.old_zeros_to = to;
         ino.data.resize(to, 0);
         Ok(true)
     }
@@ -235,6 +245,7 @@ impl WritableFile for MemWritable {
         let pos = self.pos;
         ino.data.truncate(pos);
         ino.old.truncate(pos);
+        ino.old_zeros_to = ino.old_zeros_to.min(pos);
         ino.synced_len = ino.synced_len.min(pos);
         ino.written = ino.written.min(pos);
         Ok(())
@@ -372,6 +383,7 @@ impl FileSystem for MemFs {
             let mut ino = inode.lock();
             let durable = ino.data[..ino.synced_len].to_vec();
             ino.old = durable;
+            ino.old_zeros_to = 0;
             ino.synced_len = 0;
             ino.written = 0;
         }
@@ -463,6 +475,7 @@ impl FileSystem for MemFs {
         let mut ino = inode.lock();
         ino.synced_len = ino.data.len();
         ino.old.clear();
+        ino.old_zeros_to = 0;
         Ok(())
     }
 
