@@ -53,6 +53,20 @@ pub trait Apply: Send + Sync + 'static {
     /// The key ranges `group` owns: disjoint from every other group's and from the
     /// replication families. A snapshot copies exactly these, an install replaces them.
     fn ranges(&self, group: GroupId) -> Vec<KeyRange>;
+
+    /// Called after each entry's batch (what `apply` added, and the applied id) was written,
+    /// or failed to be (`written`), on the thread that called `apply`: an application that
+    /// caches what it reads settles its caches here. Does nothing by default.
+    fn after_write(&self, group: GroupId, written: bool) {
+        let _ = (group, written);
+    }
+
+    /// Called after a snapshot replaced `group`'s data (also when an open finishes an
+    /// install a crash interrupted): what the application cached of the group is stale.
+    /// Does nothing by default.
+    fn installed(&self, group: GroupId) {
+        let _ = group;
+    }
 }
 
 /// One group's state machine on a node. Blocking methods; the adapter runs them off the
@@ -150,7 +164,9 @@ impl GroupState {
                 }
             };
             batch.put_cf(&meta_cf, meta_key(g, MetaKind::Applied), encode_log_id(&e.log_id));
-            db.write_opt(batch, &WriteOptions::default()).map_err(|err| {
+            let written = db.write_opt(batch, &WriteOptions::default());
+            self.app.after_write(g, written.is_ok());
+            written.map_err(|err| {
                 Error::engine(format!("{g}: apply the entry at index {index}"), err)
             })?;
             self.applied = Some(e.log_id);
@@ -259,6 +275,7 @@ impl GroupState {
                 e,
             )
         })?;
+        self.app.installed(g);
         Ok(())
     }
 }

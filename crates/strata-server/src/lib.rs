@@ -18,7 +18,8 @@
 //! 3. [`config`]: flags and the config file; [`routing`]: where a slot's commands run in
 //!    cluster mode (the router a clustered server installs).
 //! 4. [`state`]: what commands run against: the state every connection shares, and one
-//!    connection's.
+//!    connection's; [`cluster`]: cluster mode's side of a node (partitions, the state machine
+//!    of their Raft groups, the store's replication and the router).
 //! 5. [`commands`]: the command table and the handlers. A handler parses its arguments,
 //!    calls `types` and formats the reply; [`commands::errors`] maps a `TypeError` to Redis's
 //!    error text, in one place.
@@ -28,6 +29,7 @@
 //! The data layers (`storage`, `types`) return errors, never reply texts, and do not use
 //! `resp`: the same test checks that.
 
+pub mod cluster;
 pub mod commands;
 pub mod config;
 pub mod resp;

@@ -23,4 +23,13 @@ pub trait Router: Send + Sync {
     /// connection sent READONLY, so a replica of the slot may serve its reads (stale, as a
     /// Redis Cluster replica's).
     fn route(&self, slot: u16, write: bool, readonly: bool) -> Route;
+
+    /// Readies a command on `slot` that [`Router::route`] answered [`Route::Local`] for, just
+    /// before it runs: a replicated node waits here until its state holds every write the
+    /// command must see (a barrier through its Raft group). May block: the caller runs it off
+    /// the async workers. An `Err` is the error reply, and the command does not run.
+    fn prepare(&self, slot: u16, write: bool, readonly: bool) -> Result<(), String> {
+        let _ = (slot, write, readonly);
+        Ok(())
+    }
 }

@@ -13,7 +13,7 @@ const LAYERS: &[&[&str]] = &[
     &["storage"],
     &["types"],
     &["config", "routing"],
-    &["state"],
+    &["state", "cluster"],
     &["commands"],
     &["server"],
     &["lib", "main"],

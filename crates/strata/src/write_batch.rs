@@ -207,6 +207,32 @@ impl WriteBatch {
         self.add(cf.cf_id(), ValueType::RangeDeletion, begin.as_ref(), Some(end.as_ref()));
     }
 
+    /// Appends the records of `other`, in order, each in the column family `map` gives for
+    /// its family's id in `other`: how a batch built against one DB's families is applied to
+    /// another DB that has the same families under other ids (a replica). When `map` knows
+    /// a record's family not, nothing is appended and the error names the id.
+    pub fn append_remapped(
+        &mut self,
+        other: &WriteBatch,
+        map: impl Fn(ColumnFamilyId) -> Option<ColumnFamilyId>,
+    ) -> Result<()> {
+        if let Some(r) = other.iter().find(|r| map(r.cf).is_none()) {
+            return Err(Error::InvalidArgument(format!(
+                "write batch: a record names column family id {}, which has no counterpart here",
+                r.cf
+            )));
+        }
+        for r in other.iter() {
+            let value = match r.value_type {
+                ValueType::Deletion | ValueType::SingleDeletion => None,
+                _ => Some(r.value),
+            };
+            self.push_record(map(r.cf).unwrap_or(r.cf), r.value_type, r.key, value);
+        }
+        self.oversized |= other.oversized;
+        Ok(())
+    }
+
     /// Calls `handler` for every record in order (rust-rocksdb's `WriteBatch::iterate`; records
     /// of every family, without their family, as there).
     pub fn iterate(&self, handler: &mut dyn WriteBatchIterator) {
@@ -334,8 +360,11 @@ impl WriteBatch {
         self.rep[COUNT_OFFSET..HEADER_SIZE].copy_from_slice(&n.to_le_bytes());
     }
 
-    /// Appends the records of `other` (its sequence number is ignored); used by group commit.
-    pub(crate) fn append(&mut self, other: &WriteBatch) {
+    /// Appends the records of `other`, in order, after this batch's (its sequence number is
+    /// ignored): writing the result is writing both, atomically. Group commit joins batches
+    /// this way; a replicated state machine adds its bookkeeping to a command's batch. A
+    /// result over the record-count limit is refused when written, like any oversized batch.
+    pub fn append(&mut self, other: &WriteBatch) {
         self.rep.extend_from_slice(other.rep.get(HEADER_SIZE..).unwrap_or_default());
         self.oversized |= other.oversized;
         self.inverted_range |= other.inverted_range;
@@ -578,6 +607,46 @@ mod tests {
         assert_eq!(r.len(), 1);
         assert_eq!(r[0].key, &big[..]);
         assert_eq!(r[0].value.len(), 20_000);
+    }
+
+    #[test]
+    fn append_remapped_moves_records_between_family_ids() {
+        let mut b = WriteBatch::new();
+        b.push_record(3, ValueType::Value, b"k", Some(b"v"));
+        b.push_record(3, ValueType::Deletion, b"d", None);
+        b.push_record(3, ValueType::Merge, b"m", Some(b"+1"));
+        b.push_record(3, ValueType::RangeDeletion, b"a", Some(b"c"));
+        b.put(b"in-default", b"x");
+        let mut out = WriteBatch::new();
+        out.push_record(7, ValueType::Value, b"first", Some(b"1"));
+        out.append_remapped(&b, |id| match id {
+            3 => Some(7),
+            0 => Some(0),
+            _ => None,
+        })
+        .unwrap();
+        let got: Vec<_> =
+            out.iter().map(|r| (r.cf, r.value_type, r.key.to_vec(), r.value.to_vec())).collect();
+        assert_eq!(
+            got,
+            vec![
+                (7, ValueType::Value, b"first".to_vec(), b"1".to_vec()),
+                (7, ValueType::Value, b"k".to_vec(), b"v".to_vec()),
+                (7, ValueType::Deletion, b"d".to_vec(), vec![]),
+                (7, ValueType::Merge, b"m".to_vec(), b"+1".to_vec()),
+                (7, ValueType::RangeDeletion, b"a".to_vec(), b"c".to_vec()),
+                (0, ValueType::Value, b"in-default".to_vec(), b"x".to_vec()),
+            ]
+        );
+        assert_eq!(out.len(), 6);
+        assert!(out.has_merge);
+        // The encoding round-trips.
+        assert_eq!(WriteBatch::from_data(out.data()).unwrap(), out);
+        // A family with no counterpart: an error, nothing appended.
+        let before = out.clone();
+        let e = out.append_remapped(&b, |id| (id == 0).then_some(0)).unwrap_err();
+        assert!(e.to_string().contains("column family id 3"), "{e}");
+        assert_eq!(out, before);
     }
 
     #[test]

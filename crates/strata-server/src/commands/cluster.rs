@@ -29,9 +29,10 @@ pub fn refusal(sh: &Shared, conn: &Conn, cmd: &Command, args: &[Vec<u8>]) -> Opt
         }
         slot = Some(s);
     }
-    match router.route(slot?, cmd.write, conn.readonly) {
-        Route::Local => None,
-        Route::Moved(addr) => Some(format!("MOVED {} {addr}", slot?)),
+    let slot = slot?;
+    match router.route(slot, cmd.write, conn.readonly) {
+        Route::Local => router.prepare(slot, cmd.write, conn.readonly).err(),
+        Route::Moved(addr) => Some(format!("MOVED {slot} {addr}")),
         Route::Down => Some(CLUSTERDOWN.to_string()),
     }
 }

@@ -57,6 +57,8 @@ pub fn type_error_reply(e: &TypeError) -> Cow<'static, str> {
         TypeError::IndexOutOfRange => "ERR index out of range".into(),
         TypeError::Corrupt(what) => format!("ERR corrupt {what}").into(),
         TypeError::Engine(e) => format!("ERR storage error: {e}").into(),
+        TypeError::NotReplicated(reply) => reply.clone().into(),
+        TypeError::NoSlot => "ERR this command is not supported in cluster mode".into(),
     }
 }
 

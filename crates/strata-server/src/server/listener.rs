@@ -5,7 +5,9 @@
 //! gets `-ERR Protocol error: ...` after the replies of the frames before it, and closes that
 //! connection only.
 //!
-//! Engine calls are blocking but fast (memtable/cache hits) and run on the connection's task.
+//! Engine calls are blocking but fast (memtable/cache hits) and run on the connection's task;
+//! in cluster mode, where commands also wait for their Raft group, a batch of frames runs in
+//! `block_in_place`.
 //! When every write is synced (`appendfsync always`), a batch's writes are made unsynced and
 //! its replies wait (asynchronously, holding no worker and no key lock) for one WAL sync
 //! shared with every other connection's writes (`storage::sync_group`).
@@ -107,7 +109,14 @@ async fn handle(sh: Arc<Shared>, mut sock: TcpStream, addr: String) {
             // Under `appendfsync always` the replies wait for one WAL sync covering every
             // write the batch made. If it fails, nothing of the batch is acknowledged: the
             // connection closes without its replies.
-            if let Some(need) = run_batch(&sh, &mut conn, &frames, &mut out) {
+            // In cluster mode a command waits for its partition's group (a barrier, its
+            // write's commit): off the async workers.
+            let need = if sh.store.is_replicated() {
+                tokio::task::block_in_place(|| run_batch(&sh, &mut conn, &frames, &mut out))
+            } else {
+                run_batch(&sh, &mut conn, &frames, &mut out)
+            };
+            if let Some(need) = need {
                 if sh.store.syncs.wait(need).await.is_err() {
                     out.buf.clear();
                     conn.close = true;

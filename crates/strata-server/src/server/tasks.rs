@@ -19,6 +19,12 @@ pub fn start(sh: &Arc<Shared>) {
         let mut tick = tokio::time::interval(Duration::from_millis(100));
         loop {
             tick.tick().await;
+            // In cluster mode a deletion must come from the partition's leader, after its
+            // write barrier (`cluster::node`); until the task walks only what the node leads,
+            // it does not run there (expired keys read as absent all the same).
+            if s.store.is_replicated() {
+                continue;
+            }
             let s2 = s.clone();
             let start = std::mem::take(&mut from);
             let r = tokio::task::spawn_blocking(move || {

@@ -133,6 +133,81 @@ impl std::error::Error for OpenError {
     }
 }
 
+/// Where a clustered store's writes go instead of the engine ([`Store::set_replicate`]).
+pub trait Replicate: Send + Sync {
+    /// Commits `batch`, every key of which is filed under `slot`, through the slot's
+    /// partition (its Raft group), and returns once it is applied on this node. An `Err` is
+    /// the error reply the client gets (Redis Cluster's `MOVED <slot> <host>:<port>`,
+    /// `CLUSTERDOWN ...`, ...): the batch was not written here, or its outcome is unknown.
+    /// Blocks the calling thread: never call it on an async worker.
+    fn replicate(&self, slot: u16, batch: WriteBatch) -> Result<(), String>;
+}
+
+/// Why [`Store::write`] failed.
+#[derive(Debug)]
+pub enum WriteError {
+    /// The engine failed.
+    Engine(strata::Error),
+    /// A clustered store's write did not commit: the error reply ([`Replicate::replicate`]).
+    Replication(String),
+    /// A clustered store was given a batch whose keys name no slot (FLUSHALL's range
+    /// deletions over whole families): no one group can commit it.
+    NoSlot,
+}
+
+impl From<strata::Error> for WriteError {
+    fn from(e: strata::Error) -> Self {
+        WriteError::Engine(e)
+    }
+}
+
+impl fmt::Display for WriteError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WriteError::Engine(e) => write!(f, "{e}"),
+            WriteError::Replication(reply) => write!(f, "not replicated: {reply}"),
+            WriteError::NoSlot => write!(f, "a batch without a slot cannot be replicated"),
+        }
+    }
+}
+
+impl std::error::Error for WriteError {}
+
+/// The slot every key of `batch` is filed under (its first record's: a command's keys share
+/// one slot); `None` when the batch is empty or a key is too short to hold one.
+pub fn batch_slot(batch: &WriteBatch) -> Option<u16> {
+    /// The first record's key, once seen.
+    struct First {
+        seen: bool,
+        slot: Option<u16>,
+    }
+    impl strata::WriteBatchIterator for First {
+        fn put(&mut self, key: Box<[u8]>, _: Box<[u8]>) {
+            self.note(&key);
+        }
+        fn delete(&mut self, key: Box<[u8]>) {
+            self.note(&key);
+        }
+        fn merge(&mut self, key: Box<[u8]>, _: Box<[u8]>) {
+            self.note(&key);
+        }
+        fn delete_range(&mut self, begin: Box<[u8]>, _: Box<[u8]>) {
+            self.note(&begin);
+        }
+    }
+    impl First {
+        fn note(&mut self, key: &[u8]) {
+            if !self.seen {
+                self.seen = true;
+                self.slot = key.get(..2).map(|s| u16::from_be_bytes([s[0], s[1]]));
+            }
+        }
+    }
+    let mut first = First { seen: false, slot: None };
+    batch.iterate(&mut first);
+    first.slot
+}
+
 /// A metadata record as [`Store::read_meta`] found it.
 pub enum MetaRead {
     /// From the cache, which holds only records their reader checked before caching them.
@@ -172,6 +247,8 @@ pub struct Store {
     /// Internal entries sub-key scans have stepped over (INFO `strata_scan_steps`): what
     /// tombstones and old versions cost the scans.
     pub scan_steps: AtomicU64,
+    /// Set in cluster mode: writes go through it instead of straight to the engine.
+    replicate: OnceLock<Arc<dyn Replicate>>,
 }
 
 impl Store {
@@ -215,6 +292,7 @@ impl Store {
             meta_cache: meta_cache::MetaCache::for_block_cache(opts.block_cache_size),
             pop_hints: pop_hints::PopHints::default(),
             scan_steps: AtomicU64::new(0),
+            replicate: OnceLock::new(),
         });
         let _ = slot.set(Arc::downgrade(&store));
         Ok(store)
@@ -253,13 +331,41 @@ impl Store {
         }
     }
 
+    /// Sends every later write through `r` (cluster mode: the slot's Raft group commits it
+    /// and applies it on every replica). Set once, before the store serves commands; a second
+    /// call changes nothing and returns false.
+    pub fn set_replicate(&self, r: Arc<dyn Replicate>) -> bool {
+        self.replicate.set(r).is_ok()
+    }
+
+    /// Whether writes go through a [`Replicate`] (cluster mode).
+    pub fn is_replicated(&self) -> bool {
+        self.replicate.get().is_some()
+    }
+
     /// Writes `batch` under the current sync policy. Under `always` the write is made without
     /// a sync and this thread owes one: the caller takes it with [`Store::owed_sync`] and
     /// waits for it before acknowledging (after releasing its key locks; `sync_group`).
-    pub fn write(&self, batch: WriteBatch) -> strata::Result<()> {
+    ///
+    /// In cluster mode the batch goes to its slot's group instead ([`Replicate`]), which
+    /// returns once it is applied here (the Raft log is the durable record, so no sync is
+    /// owed); the caller holds its key locks meanwhile, so no other command on those keys
+    /// reads the state before it.
+    pub fn write(&self, batch: WriteBatch) -> Result<(), WriteError> {
         if batch.is_empty() {
             self.meta_cache.invalidate_noted(false);
             return Ok(());
+        }
+        if let Some(r) = self.replicate.get() {
+            let done = match batch_slot(&batch) {
+                Some(slot) => r.replicate(slot, batch),
+                None => {
+                    self.meta_cache.invalidate_noted(false);
+                    return Err(WriteError::NoSlot);
+                }
+            };
+            self.meta_cache.invalidate_noted(done.is_ok());
+            return done.map_err(WriteError::Replication);
         }
         let written = self.db.write_opt(batch, &WriteOptions::default());
         // After the write (`meta_cache` contract), whether or not it succeeded.
@@ -403,7 +509,7 @@ impl Store {
     }
 
     /// Deletes every key (all families), by range deletions up to each family's last key.
-    pub fn flush_all(&self) -> strata::Result<()> {
+    pub fn flush_all(&self) -> Result<(), WriteError> {
         self.pop_hints.clear();
         for cf in [&self.meta_cf, &self.sub_cf, &self.score_cf] {
             let mut it = self.db.raw_iterator_cf(&**cf);

@@ -32,6 +32,11 @@ pub enum TypeError {
     Corrupt(String),
     /// The engine failed.
     Engine(strata::Error),
+    /// In cluster mode, the write did not commit through its partition's group: the error
+    /// reply the replication layer chose (`storage::Replicate`).
+    NotReplicated(String),
+    /// In cluster mode, a write whose keys name no slot (FLUSHALL): no group can commit it.
+    NoSlot,
 }
 
 impl fmt::Display for TypeError {
@@ -52,6 +57,8 @@ impl fmt::Display for TypeError {
             TypeError::IndexOutOfRange => f.write_str("the index is out of range"),
             TypeError::Corrupt(what) => write!(f, "corrupt {what}"),
             TypeError::Engine(e) => write!(f, "storage error: {e}"),
+            TypeError::NotReplicated(reply) => write!(f, "not replicated: {reply}"),
+            TypeError::NoSlot => f.write_str("a write that names no slot cannot be replicated"),
         }
     }
 }
@@ -68,6 +75,16 @@ impl std::error::Error for TypeError {
 impl From<strata::Error> for TypeError {
     fn from(e: strata::Error) -> Self {
         TypeError::Engine(e)
+    }
+}
+
+impl From<crate::storage::WriteError> for TypeError {
+    fn from(e: crate::storage::WriteError) -> Self {
+        match e {
+            crate::storage::WriteError::Engine(e) => TypeError::Engine(e),
+            crate::storage::WriteError::Replication(reply) => TypeError::NotReplicated(reply),
+            crate::storage::WriteError::NoSlot => TypeError::NoSlot,
+        }
     }
 }
 

@@ -7,4 +7,5 @@ mod common;
 mod acknowledged_after_sync;
 mod hash_encoding_restart;
 mod kill_durability;
+mod replicated_partitions;
 mod restart;

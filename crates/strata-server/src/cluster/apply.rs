@@ -1,0 +1,147 @@
+//! The state machine of every group on a node ([`ServerApply`]): a committed entry is one
+//! command's `WriteBatch` (`Store::write` on the leader proposed it, [`encode_proposal`]),
+//! applied as it is, in the same engine batch as the group's applied id.
+//!
+//! ```text
+//!  entry:  metadata id u32LE | subkey id u32LE | zscore id u32LE | write batch (its format)
+//! ```
+//!
+//! The ids are the proposer's for its three data families: a batch's records name families
+//! by id, and nodes need not give them the same ones (a family's id comes from the DB's
+//! history), so a replica moves each record into its own family of the same name
+//! (`WriteBatch::append_remapped`).
+//!
+//! What it checks and keeps:
+//! - The entry decodes (header, then `WriteBatch::from_data`, which validates every record),
+//!   every record is in one of the three data families, and every key is filed under a slot
+//!   of the group's partition: anything else is an apply error, which stops the group, never
+//!   a write into another partition's data or another family.
+//! - The metadata cache: every key the batch writes is noted as changed while the entry is
+//!   applied, and the notes are settled after the engine write (`after_write`), on the same
+//!   thread, so no replica serves a cached record the log replaced (`meta_cache` contract).
+//!   A snapshot install clears the cache and the pop hints.
+
+use std::sync::Arc;
+
+use strata::{Db, WriteBatch, WriteBatchIterator};
+use strata_replication::{Apply, GroupId, KeyRange};
+
+use super::partitions::Partitions;
+use crate::storage::Store;
+
+/// Bytes of an entry's header: the proposer's three family ids.
+const HEADER: usize = 12;
+
+/// The entry that replicates `batch`, a command's writes to `store`'s data families.
+pub fn encode_proposal(store: &Store, batch: &WriteBatch) -> Vec<u8> {
+    let mut out = Vec::with_capacity(HEADER + batch.data().len());
+    for cf in [&store.meta_cf, &store.sub_cf, &store.score_cf] {
+        out.extend_from_slice(&cf.id().to_le_bytes());
+    }
+    out.extend_from_slice(batch.data());
+    out
+}
+
+/// Applies committed write batches to a node's store.
+pub struct ServerApply {
+    store: Arc<Store>,
+    partitions: Partitions,
+}
+
+impl ServerApply {
+    /// The state machine of `store`'s groups, the slots split into `partitions`.
+    pub fn new(store: Arc<Store>, partitions: Partitions) -> ServerApply {
+        ServerApply { store, partitions }
+    }
+
+    /// The slots of `group`'s partition; `None` for a group that is not a partition.
+    fn slots(&self, group: GroupId) -> Option<(u16, u16)> {
+        let p = u16::try_from(group.0).ok().filter(|p| *p < self.partitions.count())?;
+        Some(self.partitions.slots(p))
+    }
+}
+
+/// The keys of a batch's records (a range deletion's begin and end).
+#[derive(Default)]
+struct Keys(Vec<Box<[u8]>>);
+
+impl WriteBatchIterator for Keys {
+    fn put(&mut self, key: Box<[u8]>, _: Box<[u8]>) {
+        self.0.push(key);
+    }
+    fn delete(&mut self, key: Box<[u8]>) {
+        self.0.push(key);
+    }
+    fn merge(&mut self, key: Box<[u8]>, _: Box<[u8]>) {
+        self.0.push(key);
+    }
+    fn delete_range(&mut self, begin: Box<[u8]>, end: Box<[u8]>) {
+        self.0.push(begin);
+        self.0.push(end);
+    }
+}
+
+impl Apply for ServerApply {
+    fn apply(
+        &self,
+        _db: &Db,
+        group: GroupId,
+        index: u64,
+        command: &[u8],
+        batch: &mut WriteBatch,
+    ) -> Result<Vec<u8>, String> {
+        let Some((first, last)) = self.slots(group) else {
+            return Err(format!("{group} is not a partition of {} ", self.partitions.count()));
+        };
+        let Some((header, data)) = command.split_first_chunk::<HEADER>() else {
+            return Err(format!(
+                "entry {index} of {group} is {} bytes, shorter than its header",
+                command.len()
+            ));
+        };
+        let id =
+            |i: usize| u32::from_le_bytes([header[i], header[i + 1], header[i + 2], header[i + 3]]);
+        let theirs = [id(0), id(4), id(8)];
+        let ours =
+            [&self.store.meta_cf, &self.store.sub_cf, &self.store.score_cf].map(|cf| cf.id());
+        let b = WriteBatch::from_data(data)
+            .map_err(|e| format!("entry {index} of {group} is not a write batch: {e}"))?;
+        let mut keys = Keys::default();
+        b.iterate(&mut keys);
+        for k in &keys.0 {
+            let slot = k.get(..2).map(|s| u16::from_be_bytes([s[0], s[1]]));
+            if !slot.is_some_and(|s| (first..=last).contains(&s)) {
+                return Err(format!(
+                    "entry {index} of {group} writes key {:?}, outside the partition's slots \
+                     {first}..={last}",
+                    String::from_utf8_lossy(k)
+                ));
+            }
+            // A metadata key is slot | user key; noting the tail of a sub-key as a user key
+            // only drops a cache entry that is not there.
+            self.store.meta_cache.note_write(&k[2..], None);
+        }
+        batch
+            .append_remapped(&b, |cf| theirs.iter().position(|t| *t == cf).map(|i| ours[i]))
+            .map_err(|e| format!("entry {index} of {group}: {e}"))?;
+        Ok(Vec::new())
+    }
+
+    fn ranges(&self, group: GroupId) -> Vec<KeyRange> {
+        let Some((first, last)) = self.slots(group) else { return Vec::new() };
+        self.store
+            .slot_ranges(first, last)
+            .into_iter()
+            .map(|(cf, start, end)| KeyRange { cf: cf.name().to_string(), start, end })
+            .collect()
+    }
+
+    fn after_write(&self, _group: GroupId, written: bool) {
+        self.store.meta_cache.invalidate_noted(written);
+    }
+
+    fn installed(&self, _group: GroupId) {
+        self.store.meta_cache.clear();
+        self.store.pop_hints.clear();
+    }
+}

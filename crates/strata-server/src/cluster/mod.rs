@@ -1,0 +1,24 @@
+//! Cluster mode: the keyspace split into partitions, each a Raft group (`strata-replication`)
+//! with a replica on several nodes, every node keeping all its replicas in its one store.
+//!
+//! - [`partitions`]: which slots make up each partition.
+//! - [`apply`]: the state machine of every group on a node: committed write batches applied
+//!   to the store.
+//! - [`node`]: one node's side: its writes go through their partition's group
+//!   (`storage::Replicate`), and its router answers where each slot's commands run and makes
+//!   a command ready to run here (`routing::Router`).
+//!
+//! A command replicates its effect, not its text: the leader runs it under its key locks
+//! against its applied state, as a standalone server would, and proposes the one batch the
+//! command wrote; every replica applies those bytes. So replicas end byte-identical whatever
+//! the command read of clocks or chance (fresh versions, expiry, SPOP's pick, INCRBYFLOAT's
+//! formatting are all decided once, in the batch). What makes the leader's state current
+//! when it runs a command is in [`node`].
+
+pub mod apply;
+pub mod node;
+pub mod partitions;
+
+pub use apply::ServerApply;
+pub use node::ClusterNode;
+pub use partitions::Partitions;

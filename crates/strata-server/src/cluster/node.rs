@@ -1,0 +1,186 @@
+//! One node of the cluster ([`ClusterNode`]): the replicas of the partitions it holds (a
+//! `RaftNode`), the store they apply to, and where every node answers clients.
+//!
+//! As the store's [`Replicate`], it proposes a command's batch to the group of the batch's
+//! slot and waits until the entry is applied here. As the server's [`Router`], it answers
+//! where a slot's commands run (here when this node leads the slot's partition, or holds a
+//! replica and the connection sent READONLY; else `MOVED` to the leader), and readies a
+//! command that runs here ([`Router::prepare`]):
+//! - **A write** runs only once this leader has applied every entry of earlier terms (one
+//!   linearizable-read barrier per term), so the state it reads holds every committed write;
+//!   later entries of the term are this leader's own, proposed under their key locks, which
+//!   their commands hold until they are applied. At that barrier the pop hints are cleared:
+//!   they describe what this node saw while it last led, and the log may have changed it.
+//! - **A read** on the leader waits for a linearizable-read barrier first (the leader's
+//!   lease, then everything committed before it applied): it sees every write acknowledged
+//!   before it started. A READONLY read on a replica reads its applied state as it is
+//!   (stale by up to the replication lag, never uncommitted).
+//!
+//! Both block the calling thread on the Raft runtime (`Handle::block_on`): the server runs
+//! cluster-mode commands off its async workers.
+
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use strata::WriteBatch;
+use strata_replication::{Error as RaftError, GroupId, NodeId, RaftNode, Role};
+use tokio::runtime::Handle;
+
+use super::apply::encode_proposal;
+use super::partitions::Partitions;
+use crate::routing::{Route, Router};
+use crate::storage::{Replicate, Store};
+
+/// Redis Cluster's reply when no node is known to serve a slot's partition now.
+const DOWN: &str = "CLUSTERDOWN The cluster is down";
+
+/// One node's replicas, store and routing table.
+pub struct ClusterNode {
+    raft: Arc<RaftNode>,
+    store: Arc<Store>,
+    partitions: Partitions,
+    /// Where each node serves clients (`host:port`).
+    clients: BTreeMap<NodeId, String>,
+    /// Each partition's replicas, preferred leader first: where a node that holds no replica
+    /// of a partition sends its clients.
+    placement: Vec<Vec<NodeId>>,
+    runtime: Handle,
+    /// The term in which this node, leading a group, passed the write barrier.
+    ready: Mutex<HashMap<GroupId, u64>>,
+    /// Longest wait for a proposal or a barrier.
+    timeout: Duration,
+}
+
+impl ClusterNode {
+    /// The node whose replicas `raft` runs on `runtime`, applying to `store`; `clients` maps
+    /// every node to its client address and `placement` each partition to its replicas.
+    pub fn new(
+        raft: Arc<RaftNode>,
+        store: Arc<Store>,
+        partitions: Partitions,
+        clients: BTreeMap<NodeId, String>,
+        placement: Vec<Vec<NodeId>>,
+        runtime: Handle,
+    ) -> ClusterNode {
+        ClusterNode {
+            raft,
+            store,
+            partitions,
+            clients,
+            placement,
+            runtime,
+            ready: Mutex::new(HashMap::new()),
+            timeout: Duration::from_secs(5),
+        }
+    }
+
+    /// The Raft side.
+    pub fn raft(&self) -> &Arc<RaftNode> {
+        &self.raft
+    }
+
+    fn group_of(&self, slot: u16) -> GroupId {
+        GroupId(u32::from(self.partitions.of_slot(slot)))
+    }
+
+    /// `MOVED` to `node`, or the cluster-down reply when its address is unknown.
+    fn moved(&self, slot: u16, node: Option<NodeId>) -> String {
+        match node.and_then(|n| self.clients.get(&n)) {
+            Some(addr) => format!("MOVED {slot} {addr}"),
+            None => DOWN.to_string(),
+        }
+    }
+
+    /// The error reply for a failed proposal or barrier on `slot`.
+    fn reply_for(&self, slot: u16, e: &RaftError) -> String {
+        match e {
+            RaftError::NotLeader { leader, .. } => self.moved(slot, *leader),
+            RaftError::Uncertain { reason, .. } => {
+                format!("ERR the write's outcome is unknown (it may be applied): {reason}")
+            }
+            RaftError::Timeout(what) => {
+                format!("ERR the write's outcome is unknown (timed out waiting for {what})")
+            }
+            other => format!("ERR replication: {other}"),
+        }
+    }
+
+    /// Runs `f` on the Raft runtime and waits for it, at most the timeout.
+    fn wait<T>(
+        &self,
+        what: &str,
+        f: impl Future<Output = Result<T, RaftError>>,
+    ) -> Result<T, RaftError> {
+        let timeout = self.timeout;
+        self.runtime.block_on(async move {
+            match tokio::time::timeout(timeout, f).await {
+                Ok(r) => r,
+                Err(_) => Err(RaftError::Timeout(what.to_string())),
+            }
+        })
+    }
+}
+
+impl Replicate for ClusterNode {
+    fn replicate(&self, slot: u16, batch: WriteBatch) -> Result<(), String> {
+        let Some(replica) = self.raft.replica(self.group_of(slot)) else {
+            let p = usize::from(self.partitions.of_slot(slot));
+            return Err(self.moved(slot, self.placement.get(p).and_then(|r| r.first().copied())));
+        };
+        let data = encode_proposal(&self.store, &batch);
+        self.wait("the write to commit", replica.write(data))
+            .map(|_| ())
+            .map_err(|e| self.reply_for(slot, &e))
+    }
+}
+
+impl Router for ClusterNode {
+    fn route(&self, slot: u16, write: bool, readonly: bool) -> Route {
+        let group = self.group_of(slot);
+        let Some(replica) = self.raft.replica(group) else {
+            let p = usize::from(self.partitions.of_slot(slot));
+            return match self
+                .placement
+                .get(p)
+                .and_then(|r| r.first())
+                .and_then(|n| self.clients.get(n))
+            {
+                Some(addr) => Route::Moved(addr.clone()),
+                None => Route::Down,
+            };
+        };
+        let status = replica.status();
+        if status.role == Role::Leader || (readonly && !write) {
+            return Route::Local;
+        }
+        match status.leader.and_then(|n| self.clients.get(&n)) {
+            Some(addr) => Route::Moved(addr.clone()),
+            None => Route::Down,
+        }
+    }
+
+    fn prepare(&self, slot: u16, write: bool, readonly: bool) -> Result<(), String> {
+        let group = self.group_of(slot);
+        let Some(replica) = self.raft.replica(group) else { return Err(DOWN.to_string()) };
+        if readonly && !write {
+            return Ok(());
+        }
+        let status = replica.status();
+        if write && self.ready.lock().get(&group) == Some(&status.term) {
+            return Ok(());
+        }
+        self.wait("a linearizable read barrier", replica.linearizable_read(true))
+            .map_err(|e| self.reply_for(slot, &e))?;
+        if write {
+            let mut ready = self.ready.lock();
+            if ready.get(&group) != Some(&status.term) {
+                self.store.pop_hints.clear();
+                ready.insert(group, status.term);
+            }
+        }
+        Ok(())
+    }
+}

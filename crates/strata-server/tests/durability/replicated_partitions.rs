@@ -1,0 +1,276 @@
+//! Cluster mode's core in one process: three nodes, each its own store, four partitions
+//! replicated on all three over an in-memory network. Commands run through the server's
+//! dispatch: on the partition's leader they commit through its Raft group; elsewhere they are
+//! redirected (`MOVED`), unless the connection sent READONLY and reads a replica. Every
+//! replica ends byte-identical (SPOP's pick and fresh versions included), a leadership
+//! transfer moves the writes with it, and a write of another partition's keys never applies.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use strata_replication::transport::mem::MemNetwork;
+use strata_replication::{GroupId, NodeId, NodeStorage, Peer, RaftNode, RaftSettings, Role};
+use strata_server::cluster::{ClusterNode, Partitions, ServerApply};
+use strata_server::commands::dispatch;
+use strata_server::config::{Config, Flags};
+use strata_server::resp::Out;
+use strata_server::routing::Router;
+use strata_server::slots::key_slot;
+use strata_server::state::{Conn, Shared};
+use strata_server::storage::SyncPolicy;
+
+const NODES: [NodeId; 3] = [1, 2, 3];
+const PARTITIONS: u16 = 4;
+const WAIT: Duration = Duration::from_secs(15);
+
+/// A store's data families, entry by entry.
+type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
+struct Node {
+    shared: Arc<Shared>,
+    cluster: Arc<ClusterNode>,
+}
+
+struct Cluster {
+    nodes: BTreeMap<NodeId, Node>,
+    runtime: tokio::runtime::Runtime,
+    _dir: tempfile::TempDir,
+}
+
+fn addr(n: NodeId) -> String {
+    format!("127.0.0.1:{}", 7000 + n)
+}
+
+impl Cluster {
+    fn start() -> Cluster {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let net = MemNetwork::new();
+        let parts = Partitions::new(PARTITIONS).unwrap();
+        let clients: BTreeMap<NodeId, String> = NODES.iter().map(|n| (*n, addr(*n))).collect();
+        let placement: Vec<Vec<NodeId>> = (0..PARTITIONS).map(|_| NODES.to_vec()).collect();
+        let settings = RaftSettings {
+            heartbeat_ms: 30,
+            election_timeout_ms: (150, 300),
+            snapshot_after_entries: 1_000_000,
+            keep_log_behind_snapshot: 0,
+            snapshot_chunk_bytes: 16 * 1024,
+        };
+        let mut nodes = BTreeMap::new();
+        for id in NODES {
+            let d = dir.path().join(format!("node{id}"));
+            let cfg = Config::resolve(Flags { dir: Some(d.clone()), ..Flags::default() }).unwrap();
+            let store =
+                strata_server::types::open(cfg.engine_options(), &d, SyncPolicy::No).unwrap();
+            let storage = NodeStorage::open(store.db.clone(), d.join("snapshots")).unwrap();
+            let apply = ServerApply::new(store.clone(), parts);
+            let raft =
+                RaftNode::new(id, storage, Arc::new(apply), net.transport(id), settings.clone())
+                    .unwrap();
+            runtime.block_on(async {
+                for p in 0..PARTITIONS {
+                    raft.open_group(GroupId(u32::from(p))).await.unwrap();
+                }
+            });
+            net.register(id, raft.clone());
+            let cluster = Arc::new(ClusterNode::new(
+                raft,
+                store.clone(),
+                parts,
+                clients.clone(),
+                placement.clone(),
+                runtime.handle().clone(),
+            ));
+            assert!(store.set_replicate(cluster.clone()));
+            let shared = Arc::new(Shared::new(store, cfg, 0).with_router(cluster.clone()));
+            nodes.insert(id, Node { shared, cluster });
+        }
+        let members: BTreeMap<NodeId, Peer> = NODES.iter().map(|n| (*n, Peer::default())).collect();
+        for p in 0..PARTITIONS {
+            // Partitions start with different leaders.
+            let first = NODES[usize::from(p) % NODES.len()];
+            let replica = nodes[&first].cluster.raft().replica(GroupId(u32::from(p))).unwrap();
+            runtime.block_on(replica.initialize(members.clone())).unwrap();
+        }
+        let c = Cluster { nodes, runtime, _dir: dir };
+        for p in 0..PARTITIONS {
+            c.leader(GroupId(u32::from(p)));
+        }
+        c
+    }
+
+    /// The node leading `g`, once there is one.
+    fn leader(&self, g: GroupId) -> NodeId {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            for (id, n) in &self.nodes {
+                if n.cluster.raft().replica(g).unwrap().status().role == Role::Leader {
+                    return *id;
+                }
+            }
+            assert!(Instant::now() < deadline, "{g}: no leader within {WAIT:?}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn group_of(key: &str) -> GroupId {
+        GroupId(u32::from(Partitions::new(PARTITIONS).unwrap().of_slot(key_slot(key.as_bytes()))))
+    }
+
+    /// Runs `args` on node `n` (READONLY when `readonly`); returns the reply.
+    fn run_on(&self, n: NodeId, readonly: bool, args: &[&str]) -> String {
+        let mut conn = Conn { id: 1, authed: true, resp3: false, close: false, readonly };
+        let mut out = Out::default();
+        let a: Vec<Vec<u8>> = args.iter().map(|s| s.as_bytes().to_vec()).collect();
+        dispatch(&self.nodes[&n].shared, &mut conn, &a, &mut out);
+        String::from_utf8_lossy(&out.buf).into_owned()
+    }
+
+    /// Runs `args` on the leader of `key`'s partition.
+    fn run(&self, key: &str, args: &[&str]) -> String {
+        self.run_on(self.leader(Self::group_of(key)), false, args)
+    }
+
+    /// Waits until every replica of every group has applied its leader's last entry, then
+    /// returns each node's data families, entry by entry.
+    fn converged(&self) -> BTreeMap<NodeId, Entries> {
+        for p in 0..PARTITIONS {
+            let g = GroupId(u32::from(p));
+            let deadline = Instant::now() + WAIT;
+            loop {
+                let leader = self.leader(g);
+                let last =
+                    self.nodes[&leader].cluster.raft().replica(g).unwrap().status().last_log_index;
+                let done = self.nodes.values().all(|n| {
+                    n.cluster.raft().replica(g).unwrap().status().applied.map(|a| a.index) == last
+                });
+                if done {
+                    break;
+                }
+                assert!(Instant::now() < deadline, "{g}: replicas did not converge");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        self.nodes
+            .iter()
+            .map(|(id, n)| {
+                let st = &n.shared.store;
+                let mut all = Vec::new();
+                for cf in [&st.meta_cf, &st.sub_cf, &st.score_cf] {
+                    let mut it = st.db.raw_iterator_cf(cf);
+                    it.seek_to_first();
+                    while let Some((k, v)) = it.item() {
+                        all.push((k.to_vec(), v.to_vec()));
+                        it.next();
+                    }
+                    it.status().unwrap();
+                }
+                (*id, all)
+            })
+            .collect()
+    }
+
+    fn assert_identical(&self) {
+        let data = self.converged();
+        let first = &data[&NODES[0]];
+        assert!(!first.is_empty());
+        for (id, d) in &data {
+            assert!(d == first, "node {id}'s data differs from node {}'s", NODES[0]);
+        }
+    }
+}
+
+#[test]
+fn commands_commit_through_their_partitions_group_and_every_replica_ends_identical() {
+    let c = Cluster::start();
+    let keys: Vec<String> = (0..24).map(|i| format!("key:{i}")).collect();
+    // Keys of every partition.
+    for p in 0..PARTITIONS {
+        assert!(keys.iter().any(|k| Cluster::group_of(k) == GroupId(u32::from(p))), "{p}");
+    }
+    for (i, k) in keys.iter().enumerate() {
+        let k = k.as_str();
+        assert_eq!(c.run(k, &["SET", k, &format!("v{i}"), "EX", "1000"]), "+OK\r\n");
+        assert_eq!(c.run(k, &["INCR", &format!("{{{k}}}.n")]), ":1\r\n");
+        assert_eq!(c.run(k, &["HSET", &format!("{{{k}}}.h"), "a", "1", "b", "2"]), ":2\r\n");
+        assert_eq!(c.run(k, &["RPUSH", &format!("{{{k}}}.l"), "x", "y", "z"]), ":3\r\n");
+        assert_eq!(c.run(k, &["ZADD", &format!("{{{k}}}.z"), "1.5", "a", "2", "b"]), ":2\r\n");
+        assert_eq!(c.run(k, &["SADD", &format!("{{{k}}}.s"), "m1", "m2", "m3", "m4"]), ":4\r\n");
+        // SPOP picks a member on the leader; the replicas apply the same pick.
+        assert!(c.run(k, &["SPOP", &format!("{{{k}}}.s")]).starts_with("$2\r\nm"));
+        assert_eq!(c.run(k, &["INCRBYFLOAT", &format!("{{{k}}}.f"), "0.1"]), "$3\r\n0.1\r\n");
+        // Multi-key commands of one slot run; of several slots, CROSSSLOT.
+        assert_eq!(
+            c.run(k, &["RPOPLPUSH", &format!("{{{k}}}.l"), &format!("{{{k}}}.l2")]),
+            "$1\r\nz\r\n"
+        );
+    }
+    c.assert_identical();
+
+    // Reads on the leader see every acknowledged write; elsewhere MOVED to the leader, or,
+    // with READONLY, the replica's applied state.
+    for (i, k) in keys.iter().enumerate() {
+        let k = k.as_str();
+        let g = Cluster::group_of(k);
+        let leader = c.leader(g);
+        let want = format!("${}\r\nv{i}\r\n", format!("v{i}").len());
+        assert_eq!(c.run_on(leader, false, &["GET", k]), want);
+        for n in NODES.iter().copied().filter(|n| *n != leader) {
+            let moved = format!("-MOVED {} {}\r\n", key_slot(k.as_bytes()), addr(leader));
+            assert_eq!(c.run_on(n, false, &["GET", k]), moved);
+            assert_eq!(c.run_on(n, false, &["SET", k, "other"]), moved);
+            assert_eq!(c.run_on(n, true, &["GET", k]), want, "READONLY read on node {n}");
+            assert_eq!(c.run_on(n, true, &["SET", k, "other"]), moved, "READONLY writes move");
+        }
+    }
+
+    // A leadership transfer moves the writes with it; the old leader redirects.
+    let k = keys[0].as_str();
+    let g = Cluster::group_of(k);
+    let old = c.leader(g);
+    let new = NODES.iter().copied().find(|n| *n != old).unwrap();
+    let replica = c.nodes[&old].cluster.raft().replica(g).unwrap();
+    c.runtime.block_on(replica.transfer_leader(new)).unwrap();
+    let deadline = Instant::now() + WAIT;
+    while c.leader(g) != new {
+        assert!(Instant::now() < deadline, "leadership did not move to node {new}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(c.run_on(new, false, &["INCR", &format!("{{{k}}}.n")]), ":2\r\n");
+    assert_eq!(
+        c.run_on(new, false, &["SPOP", &format!("{{{k}}}.s"), "3"]).matches("\r\nm").count(),
+        3
+    );
+    assert!(c.run_on(old, false, &["INCR", &format!("{{{k}}}.n")]).starts_with("-MOVED "));
+    c.assert_identical();
+}
+
+#[test]
+fn a_batch_of_another_partitions_keys_is_never_applied() {
+    let c = Cluster::start();
+    // A key of partition 0 proposed to partition 1's group (as a confused leader might).
+    let k0 = (0..10_000).map(|i| format!("k{i}")).find(|k| Cluster::group_of(k) == GroupId(0)).unwrap();
+    let g1 = GroupId(1);
+    let leader = c.leader(g1);
+    let st = &c.nodes[&leader].shared.store;
+    let mut b = strata::WriteBatch::new();
+    st.put_meta(&mut b, k0.as_bytes(), b"\x01\0\0\0\0\0\0\0\0v".to_vec());
+    st.meta_cache.invalidate_noted(false);
+    let replica = c.nodes[&leader].cluster.raft().replica(g1).unwrap();
+    let entry = strata_server::cluster::apply::encode_proposal(st, &b);
+    let r = c.runtime.block_on(async {
+        tokio::time::timeout(Duration::from_secs(3), replica.write(entry)).await
+    });
+    assert!(!matches!(r, Ok(Ok(_))), "the misplaced batch was applied: {r:?}");
+    for n in c.nodes.values() {
+        assert_eq!(n.shared.store.read_meta_uncached(k0.as_bytes()).unwrap(), None);
+    }
+    // Routing stayed honest throughout: the key's own partition still takes it.
+    assert_eq!(c.run(&k0, &["SET", &k0, "v"]), "+OK\r\n");
+    let _ = c.nodes[&leader].cluster.route(key_slot(k0.as_bytes()), true, false);
+}
