@@ -7,7 +7,9 @@
 //! physical memory, at most 4 GiB, at least 32 MiB: see [`default_block_cache_size`]),
 //! `--max-background-jobs`, `--proto-max-bulk-len` (512 MiB), `--hash-max-listpack-entries`
 //! (128) and `--hash-max-listpack-value` (128; when a hash is compact, see
-//! `storage::compact_hash`), and a config file path as the first positional argument.
+//! `storage::compact_hash`), the cluster-mode flags (`--cluster-enabled yes|no`,
+//! `--cluster-node-id`, `--cluster-nodes`, `--cluster-partitions`, `--cluster-replicas`:
+//! `cluster::spec`), and a config file path as the first positional argument.
 
 use crate::storage::SyncPolicy;
 use clap::Parser;
@@ -56,6 +58,37 @@ pub struct Flags {
     /// Longest field or value of a compact hash, in bytes.
     #[arg(long)]
     pub hash_max_listpack_value: Option<usize>,
+    /// Cluster mode: yes | no (no).
+    #[arg(long)]
+    pub cluster_enabled: Option<String>,
+    /// This node's id in the cluster (a positive integer named in --cluster-nodes).
+    #[arg(long)]
+    pub cluster_node_id: Option<u64>,
+    /// Every node of the cluster, comma-separated `id=host:port:raft_port` (the client port,
+    /// then the port of the Raft transport between nodes).
+    #[arg(long)]
+    pub cluster_nodes: Option<String>,
+    /// Partitions (Raft groups) the 16384 slots are split into (default 16).
+    #[arg(long)]
+    pub cluster_partitions: Option<u16>,
+    /// Replicas of each partition (default 3, or the number of nodes when fewer).
+    #[arg(long)]
+    pub cluster_replicas: Option<usize>,
+}
+
+/// Cluster mode's settings as given (`cluster::spec` checks and interprets them).
+#[derive(Debug, Clone, Default)]
+pub struct ClusterOptions {
+    /// `cluster-enabled yes`.
+    pub enabled: bool,
+    /// `cluster-node-id`.
+    pub node_id: Option<u64>,
+    /// `cluster-nodes`.
+    pub nodes: Option<String>,
+    /// `cluster-partitions`.
+    pub partitions: Option<u16>,
+    /// `cluster-replicas`.
+    pub replicas: Option<usize>,
 }
 
 /// The resolved configuration.
@@ -85,6 +118,8 @@ pub struct Config {
     pub hash_max_listpack_entries: usize,
     /// Longest field or value of a compact hash.
     pub hash_max_listpack_value: usize,
+    /// Cluster mode.
+    pub cluster: ClusterOptions,
     /// Every `key value` of the file, for CONFIG GET of settings without their own field.
     pub extra: BTreeMap<String, String>,
 }
@@ -184,6 +219,28 @@ impl Config {
             .unwrap_or_else(|| "everysec".into());
         let appendfsync = SyncPolicy::parse(&fsync)
             .ok_or_else(|| format!("appendfsync `{fsync}`: expected always, everysec or no"))?;
+        let enabled = flags
+            .cluster_enabled
+            .clone()
+            .or_else(|| file.get("cluster-enabled").cloned())
+            .unwrap_or_else(|| "no".into());
+        let cluster = ClusterOptions {
+            enabled: match enabled.to_ascii_lowercase().as_str() {
+                "yes" => true,
+                "no" => false,
+                _ => return Err(format!("cluster-enabled `{enabled}`: expected yes or no")),
+            },
+            node_id: flags
+                .cluster_node_id
+                .map_or_else(|| num(&file, "cluster-node-id"), |v| Ok(Some(v)))?,
+            nodes: flags.cluster_nodes.clone().or_else(|| file.get("cluster-nodes").cloned()),
+            partitions: flags
+                .cluster_partitions
+                .map_or_else(|| num(&file, "cluster-partitions"), |v| Ok(Some(v)))?,
+            replicas: flags
+                .cluster_replicas
+                .map_or_else(|| num(&file, "cluster-replicas"), |v| Ok(Some(v)))?,
+        };
         let port = match flags.port {
             Some(p) => p,
             None => num::<u16>(&file, "port")?.unwrap_or(6379),
@@ -230,6 +287,7 @@ impl Config {
                 .hash_max_listpack_value
                 .map_or_else(|| num(&file, "hash-max-listpack-value"), |v| Ok(Some(v)))?
                 .unwrap_or(crate::types::compact_hash::DEFAULT_MAX_VALUE),
+            cluster,
             extra: file,
         })
     }
@@ -265,6 +323,7 @@ impl Config {
         set("proto-max-bulk-len", self.proto_max_bulk_len.to_string());
         set("hash-max-listpack-entries", self.hash_max_listpack_entries.to_string());
         set("hash-max-listpack-value", self.hash_max_listpack_value.to_string());
+        set("cluster-enabled", if self.cluster.enabled { "yes" } else { "no" }.to_string());
         for (k, v) in [
             ("save", ""),
             ("maxmemory", "0"),

@@ -54,7 +54,16 @@ pub async fn run(cfg: config::Config) -> Result<(), String> {
         .await
         .map_err(|e| format!("cannot listen on {}:{}: {e}", cfg.bind, cfg.port))?;
     let port = listener.local_addr().map_err(|e| e.to_string())?.port();
-    let sh = Arc::new(Shared::new(store.clone(), cfg.clone(), port));
+    let spec = cluster::spec::ClusterSpec::from_config(&cfg)?;
+    let running = match &spec {
+        Some(spec) => Some(cluster::start::start(spec, store.clone(), &cfg.dir).await?),
+        None => None,
+    };
+    let mut shared = Shared::new(store.clone(), cfg.clone(), port);
+    if let Some(r) = &running {
+        shared = shared.with_router(r.node.clone());
+    }
+    let sh = Arc::new(shared);
     server::tasks::start(&sh);
     println!(
         "strata-server {} on {}:{port}, data in {}, appendfsync {}",
@@ -63,8 +72,20 @@ pub async fn run(cfg: config::Config) -> Result<(), String> {
         cfg.dir.display(),
         cfg.appendfsync.name()
     );
+    if let Some(spec) = &spec {
+        println!(
+            "cluster mode: node {} of {}, {} partitions, replicas of {} here",
+            spec.id,
+            spec.nodes.len(),
+            spec.partitions.count(),
+            spec.mine().len()
+        );
+    }
     println!("Ready to accept connections on port {port}");
     server::listener::serve(sh.clone(), listener, shutdown_signal()).await;
+    if let Some(r) = running {
+        r.shutdown().await;
+    }
     println!("Shutting down: flushing the database");
     let st = store.clone();
     tokio::task::spawn_blocking(move || st.close())

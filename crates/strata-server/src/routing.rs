@@ -32,4 +32,9 @@ pub trait Router: Send + Sync {
         let _ = (slot, write, readonly);
         Ok(())
     }
+
+    /// `field:value` lines for INFO's `# Cluster` section, after `cluster_enabled:1`.
+    fn info(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
 }

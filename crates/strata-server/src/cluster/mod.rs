@@ -18,6 +18,8 @@
 pub mod apply;
 pub mod node;
 pub mod partitions;
+pub mod spec;
+pub mod start;
 
 pub use apply::ServerApply;
 pub use node::ClusterNode;

@@ -162,6 +162,58 @@ impl Router for ClusterNode {
         }
     }
 
+    /// `cluster_node_id`, `cluster_partitions`, `cluster_known_nodes`, then one line per
+    /// partition held here: `partition<p>:slots=<first>-<last>,role=<role>,term=<t>,
+    /// leader=<id or ?>,voters=<a|b|c>,last_index=<i>,committed=<i>,applied=<i>,lag=<n:d|..>`
+    /// (`lag`, on the leader only: each follower's entries behind the leader's log; `-` for
+    /// an index not known).
+    fn info(&self) -> Vec<(String, String)> {
+        let idx = |i: Option<u64>| i.map_or("-".to_string(), |i| i.to_string());
+        let mut lines = vec![
+            ("cluster_node_id".to_string(), self.raft.id().to_string()),
+            ("cluster_partitions".to_string(), self.partitions.count().to_string()),
+            ("cluster_known_nodes".to_string(), self.clients.len().to_string()),
+        ];
+        for g in self.raft.groups() {
+            let Some(replica) = self.raft.replica(g) else { continue };
+            let st = replica.status();
+            let (first, last) = self.partitions.slots(g.0 as u16);
+            let role = match st.role {
+                Role::Leader => "leader",
+                Role::Follower => "follower",
+                Role::Candidate => "candidate",
+                Role::Learner => "learner",
+                Role::Shutdown => "shutdown",
+            };
+            let voters: Vec<String> =
+                st.membership.membership.voters().iter().map(ToString::to_string).collect();
+            let lag: Vec<String> = st
+                .replication
+                .iter()
+                .filter(|(n, _)| **n != st.node)
+                .map(|(n, m)| {
+                    let behind = st.last_log_index.map(|l| l.saturating_sub(m.unwrap_or(0)));
+                    format!("{n}:{}", idx(behind))
+                })
+                .collect();
+            lines.push((
+                format!("partition{}", g.0),
+                format!(
+                    "slots={first}-{last},role={role},term={},leader={},voters={},last_index={},\
+                     committed={},applied={},lag={}",
+                    st.term,
+                    st.leader.map_or("?".to_string(), |l| l.to_string()),
+                    voters.join("|"),
+                    idx(st.last_log_index),
+                    idx(st.committed.map(|c| c.index)),
+                    idx(st.applied.map(|a| a.index)),
+                    if lag.is_empty() { "-".to_string() } else { lag.join("|") },
+                ),
+            ));
+        }
+        lines
+    }
+
     fn prepare(&self, slot: u16, write: bool, readonly: bool) -> Result<(), String> {
         let group = self.group_of(slot);
         let Some(replica) = self.raft.replica(group) else { return Err(DOWN.to_string()) };

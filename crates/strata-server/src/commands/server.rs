@@ -375,7 +375,11 @@ pub fn info_text(sh: &Shared, want: &[String]) -> Result<String, CmdError> {
         t.push_str("# Replication\r\nrole:master\r\nconnected_slaves:0\r\n\r\n");
     }
     if on("cluster") {
-        let _ = write!(t, "# Cluster\r\ncluster_enabled:{}\r\n\r\n", u8::from(sh.router.is_some()));
+        let _ = write!(t, "# Cluster\r\ncluster_enabled:{}\r\n", u8::from(sh.router.is_some()));
+        for (field, value) in sh.router.as_ref().map(|r| r.info()).unwrap_or_default() {
+            let _ = write!(t, "{field}:{value}\r\n");
+        }
+        t.push_str("\r\n");
     }
     if on("keyspace") {
         let (keys, expires) = keys::stats(&sh.keyspace())?;

@@ -266,12 +266,21 @@ impl Store {
         let slot: filter::StoreSlot = Arc::new(OnceLock::new());
         let mut sub_opts = opts.clone();
         filter::install(&mut sub_opts, &slot, stale);
-        let descriptors = vec![
+        let mut descriptors = vec![
             ColumnFamilyDescriptor::new(CF_METADATA, opts.clone()),
             ColumnFamilyDescriptor::new(CF_SUBKEY, sub_opts.clone()),
             ColumnFamilyDescriptor::new(CF_ZSCORE, sub_opts),
             ColumnFamilyDescriptor::new(CF_SERVER, opts.clone()),
         ];
+        // Families the store does not own but the DB has (cluster mode's Raft log and
+        // metadata, `strata_replication::NodeStorage`): an open must name every family.
+        // (A DB that does not exist yet lists nothing.)
+        let ours = [CF_METADATA, CF_SUBKEY, CF_ZSCORE, CF_SERVER, "default"];
+        for name in Db::list_cf(&opts, dir).unwrap_or_default() {
+            if !ours.contains(&name.as_str()) {
+                descriptors.push(ColumnFamilyDescriptor::new(name, opts.clone()));
+            }
+        }
         let db = Db::open_cf_descriptors(&opts, dir, descriptors)
             .map_err(|source| OpenError::Db { dir: dir.to_path_buf(), source })?;
         let handle = |n: &'static str| db.cf_handle(n).ok_or(OpenError::MissingFamily(n));

@@ -254,7 +254,8 @@ fn commands_commit_through_their_partitions_group_and_every_replica_ends_identic
 fn a_batch_of_another_partitions_keys_is_never_applied() {
     let c = Cluster::start();
     // A key of partition 0 proposed to partition 1's group (as a confused leader might).
-    let k0 = (0..10_000).map(|i| format!("k{i}")).find(|k| Cluster::group_of(k) == GroupId(0)).unwrap();
+    let k0 =
+        (0..10_000).map(|i| format!("k{i}")).find(|k| Cluster::group_of(k) == GroupId(0)).unwrap();
     let g1 = GroupId(1);
     let leader = c.leader(g1);
     let st = &c.nodes[&leader].shared.store;

@@ -7,6 +7,7 @@ mod common;
 
 mod auth;
 mod cli_tools;
+mod cluster_mode;
 mod cluster_routing;
 mod command_keys;
 mod concurrency;

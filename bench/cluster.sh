@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# A strata-server cluster on loopback, for benchmarks and fault runs.
+#
+#   bash bench/cluster.sh up --nodes N [--replicas R] [--partitions P] --dir D
+#                            [--base-port PORT] [--server-bin PATH] [--appendfsync POLICY]
+#   bash bench/cluster.sh status --dir D
+#   bash bench/cluster.sh down --dir D
+#
+# up: starts N strata-server processes in cluster mode (node i: clients on 127.0.0.1 at
+# PORT+i-1, its Raft transport at PORT+1000+i-1; data, log and pid in D/node<i>), P
+# partitions (default 16) of R replicas each (default 3, at most N), waits until every
+# partition has a leader (60 s at most), and prints one `127.0.0.1:PORT` line per node.
+# The release binary is built unless --server-bin names one. down: SIGTERM to every node,
+# then SIGKILL to any still running after 15 s. status: each partition's slots, leader and
+# replicas, from INFO cluster of every node that answers.
+# Traffic stays on 127.0.0.1. Exit status 1 when a step fails, with the reason on stderr.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+cmd="${1:-}"
+[ $# -gt 0 ] && shift
+nodes=""
+replicas=3
+partitions=16
+dir=""
+base_port=7001
+server_bin=""
+appendfsync=everysec
+usage() { sed -n '2,17p' "$0"; }
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --nodes) nodes="$2"; shift 2 ;;
+    --replicas) replicas="$2"; shift 2 ;;
+    --partitions) partitions="$2"; shift 2 ;;
+    --dir) dir="$2"; shift 2 ;;
+    --base-port) base_port="$2"; shift 2 ;;
+    --server-bin) server_bin="$2"; shift 2 ;;
+    --appendfsync) appendfsync="$2"; shift 2 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "cluster.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
+  esac
+done
+[ -n "$dir" ] || { echo "cluster.sh: --dir is required" >&2; exit 2; }
+
+# INFO cluster of the node on $1 (empty when it does not answer within 2 s).
+info_cluster() {
+  local port=$1 len
+  {
+    exec 3<>"/dev/tcp/127.0.0.1/$port" || return 0
+    printf '*2\r\n$4\r\nINFO\r\n$7\r\ncluster\r\n' >&3
+    IFS= read -r -t 2 len <&3 || { exec 3>&-; return 0; }
+    len=${len#\$}; len=${len%$'\r'}
+    timeout 2 head -c "$len" <&3 || true
+    exec 3>&-
+  } 2>/dev/null
+}
+
+ports_of() { cat "$dir/ports"; }
+
+case "$cmd" in
+  up)
+    [[ "$nodes" =~ ^[1-9][0-9]*$ ]] || { echo "cluster.sh up: --nodes N is required (N >= 1)" >&2; exit 2; }
+    if [ -z "$server_bin" ]; then
+      cargo build --release -p strata-server >&2
+      server_bin="${CARGO_TARGET_DIR:-target}/release/strata-server"
+    fi
+    [ -x "$server_bin" ] || { echo "cluster.sh: no server binary at $server_bin" >&2; exit 1; }
+    mkdir -p "$dir"
+    list=""
+    : > "$dir/ports"
+    for i in $(seq 1 "$nodes"); do
+      port=$((base_port + i - 1)); raft=$((base_port + 1000 + i - 1))
+      list="${list:+$list,}$i=127.0.0.1:$port:$raft"
+      echo "$port" >> "$dir/ports"
+    done
+    for i in $(seq 1 "$nodes"); do
+      port=$((base_port + i - 1))
+      mkdir -p "$dir/node$i"
+      nohup "$server_bin" --port "$port" --dir "$dir/node$i/data" --appendfsync "$appendfsync" \
+        --cluster-enabled yes --cluster-node-id "$i" --cluster-nodes "$list" \
+        --cluster-partitions "$partitions" --cluster-replicas "$replicas" \
+        > "$dir/node$i/log" 2>&1 &
+      echo $! > "$dir/node$i/pid"
+    done
+    deadline=$((SECONDS + 60))
+    while :; do
+      led=$(for p in $(ports_of); do info_cluster "$p"; done | tr -d '\r' \
+              | { grep -o '^partition[0-9]*:.*role=leader' || true; } | cut -d: -f1 | sort -u | wc -l)
+      [ "$led" -eq "$partitions" ] && break
+      if [ $SECONDS -ge $deadline ]; then
+        echo "cluster.sh up: $led of $partitions partitions have a leader after 60 s (logs in $dir/node*/log)" >&2
+        exit 1
+      fi
+      for i in $(seq 1 "$nodes"); do
+        kill -0 "$(cat "$dir/node$i/pid")" 2>/dev/null || {
+          echo "cluster.sh up: node $i exited:" >&2; tail -5 "$dir/node$i/log" >&2; exit 1; }
+      done
+      sleep 0.2
+    done
+    for p in $(ports_of); do echo "127.0.0.1:$p"; done
+    ;;
+  status)
+    [ -f "$dir/ports" ] || { echo "cluster.sh status: no cluster in $dir" >&2; exit 1; }
+    printf '%-10s %-12s %-7s %-9s %s\n' partition slots leader term replicas
+    for p in $(ports_of); do info_cluster "$p"; done | tr -d '\r' \
+      | { grep '^partition[0-9]*:.*role=leader' || true; } \
+      | sed -E 's/^partition([0-9]+):slots=([0-9-]+),role=leader,term=([0-9]+),leader=([0-9?]+),voters=([0-9|]+),.*/\1 \2 \4 \3 \5/' \
+      | sort -n | while read -r part slots leader term voters; do
+          printf '%-10s %-12s %-7s %-9s %s\n' "$part" "$slots" "$leader" "$term" "${voters//|/,}"
+        done
+    ;;
+  down)
+    [ -d "$dir" ] || { echo "cluster.sh down: no cluster in $dir" >&2; exit 1; }
+    pids=""
+    for f in "$dir"/node*/pid; do
+      [ -f "$f" ] || continue
+      pid=$(cat "$f"); kill -TERM "$pid" 2>/dev/null && pids="$pids $pid"
+      rm -f "$f"
+    done
+    deadline=$((SECONDS + 15))
+    for pid in $pids; do
+      while kill -0 "$pid" 2>/dev/null; do
+        if [ $SECONDS -ge $deadline ]; then kill -KILL "$pid" 2>/dev/null || true; break; fi
+        sleep 0.1
+      done
+    done
+    ;;
+  *) usage >&2; exit 2 ;;
+esac

@@ -1,0 +1,196 @@
+//! The cluster a node belongs to, from its settings ([`ClusterSpec::from_config`]): every
+//! node's id and addresses, the partitions, and where each partition's replicas are.
+//!
+//! `--cluster-nodes 1=127.0.0.1:7001:17001,2=...` names every node: its id, the host and
+//! port clients reach it on, and the port of its Raft transport (same host). Every node is
+//! started with the same list, partitions and replicas. Placement is a function of them:
+//! partition `p`'s replicas are the `replicas` nodes after position `p mod n` in the sorted
+//! id list (wrapping), the first of them its preferred leader, which creates the group when
+//! the cluster starts the first time. So partitions and their leaders spread evenly.
+
+use std::collections::BTreeMap;
+
+use strata_replication::NodeId;
+
+use super::partitions::Partitions;
+use crate::config::Config;
+
+/// The partitions a cluster gets when none are configured.
+pub const DEFAULT_PARTITIONS: u16 = 16;
+/// The replicas per partition when none are configured (fewer when there are fewer nodes).
+pub const DEFAULT_REPLICAS: usize = 3;
+
+/// Where a node is reached.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeAddrs {
+    /// `host:port` for clients.
+    pub client: String,
+    /// `host:port` of its Raft transport.
+    pub raft: String,
+}
+
+/// A node's view of its cluster.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClusterSpec {
+    /// This node.
+    pub id: NodeId,
+    /// Every node.
+    pub nodes: BTreeMap<NodeId, NodeAddrs>,
+    /// The slots' partitions.
+    pub partitions: Partitions,
+    /// Each partition's replicas, preferred leader first.
+    pub placement: Vec<Vec<NodeId>>,
+}
+
+impl ClusterSpec {
+    /// The cluster `cfg` describes; `None` when cluster mode is off; an error naming the
+    /// setting and what was expected when the settings do not describe one.
+    pub fn from_config(cfg: &Config) -> Result<Option<ClusterSpec>, String> {
+        let c = &cfg.cluster;
+        if !c.enabled {
+            return Ok(None);
+        }
+        let list = c.nodes.as_deref().ok_or("cluster-enabled yes needs cluster-nodes")?;
+        let nodes = parse_nodes(list)?;
+        let id = c.node_id.ok_or("cluster-enabled yes needs cluster-node-id")?;
+        let me = nodes.get(&id).ok_or_else(|| {
+            format!(
+                "cluster-node-id {id} is not in cluster-nodes (ids {:?})",
+                nodes.keys().collect::<Vec<_>>()
+            )
+        })?;
+        let port = me.client.rsplit(':').next().and_then(|p| p.parse::<u16>().ok());
+        if cfg.port != 0 && port != Some(cfg.port) {
+            return Err(format!(
+                "port {} differs from node {id}'s client address {} in cluster-nodes",
+                cfg.port, me.client
+            ));
+        }
+        let count = c.partitions.unwrap_or(DEFAULT_PARTITIONS);
+        let partitions = Partitions::new(count)
+            .ok_or_else(|| format!("cluster-partitions {count}: expected 1 to 16384"))?;
+        let replicas = c.replicas.unwrap_or(DEFAULT_REPLICAS.min(nodes.len()));
+        if replicas == 0 || replicas > nodes.len() {
+            return Err(format!(
+                "cluster-replicas {replicas}: expected 1 to the number of nodes ({})",
+                nodes.len()
+            ));
+        }
+        let ids: Vec<NodeId> = nodes.keys().copied().collect();
+        let placement = (0..count)
+            .map(|p| (0..replicas).map(|i| ids[(usize::from(p) + i) % ids.len()]).collect())
+            .collect();
+        Ok(Some(ClusterSpec { id, nodes, partitions, placement }))
+    }
+
+    /// The partitions this node holds a replica of.
+    pub fn mine(&self) -> Vec<u16> {
+        (0..self.partitions.count())
+            .filter(|p| self.placement[usize::from(*p)].contains(&self.id))
+            .collect()
+    }
+}
+
+/// Parses `id=host:port:raft_port,...`.
+fn parse_nodes(list: &str) -> Result<BTreeMap<NodeId, NodeAddrs>, String> {
+    let mut nodes = BTreeMap::new();
+    for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let bad = || format!("cluster-nodes entry `{item}`: expected id=host:port:raft_port");
+        let (id, addr) = item.split_once('=').ok_or_else(bad)?;
+        let id: NodeId = id.trim().parse().ok().filter(|n| *n > 0).ok_or_else(bad)?;
+        let mut parts = addr.rsplitn(3, ':');
+        let (raft, port, host) = (parts.next(), parts.next(), parts.next());
+        let (Some(raft), Some(port), Some(host)) = (raft, port, host) else { return Err(bad()) };
+        if raft.parse::<u16>().is_err() || port.parse::<u16>().is_err() || host.is_empty() {
+            return Err(bad());
+        }
+        let addrs = NodeAddrs { client: format!("{host}:{port}"), raft: format!("{host}:{raft}") };
+        if nodes.insert(id, addrs).is_some() {
+            return Err(format!("cluster-nodes names node {id} twice"));
+        }
+    }
+    if nodes.is_empty() {
+        return Err("cluster-nodes names no node".into());
+    }
+    Ok(nodes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{ClusterOptions, Flags};
+
+    fn cfg(port: u16, c: ClusterOptions) -> Config {
+        let mut cfg = Config::resolve(Flags::default()).unwrap();
+        cfg.port = port;
+        cfg.cluster = c;
+        cfg
+    }
+
+    fn opts(
+        id: u64,
+        nodes: &str,
+        partitions: Option<u16>,
+        replicas: Option<usize>,
+    ) -> ClusterOptions {
+        ClusterOptions {
+            enabled: true,
+            node_id: Some(id),
+            nodes: Some(nodes.into()),
+            partitions,
+            replicas,
+        }
+    }
+
+    const FIVE: &str = "1=127.0.0.1:7001:17001,2=127.0.0.1:7002:17002,3=127.0.0.1:7003:17003,\
+                        4=127.0.0.1:7004:17004,5=127.0.0.1:7005:17005";
+
+    #[test]
+    fn placement_spreads_partitions_and_leaders() {
+        let s =
+            ClusterSpec::from_config(&cfg(7002, opts(2, FIVE, Some(64), None))).unwrap().unwrap();
+        assert_eq!(
+            s.nodes[&3],
+            NodeAddrs { client: "127.0.0.1:7003".into(), raft: "127.0.0.1:17003".into() }
+        );
+        assert_eq!(s.placement.len(), 64);
+        assert_eq!(s.placement[0], vec![1, 2, 3]);
+        assert_eq!(s.placement[4], vec![5, 1, 2]);
+        // Pegasus's shape: 64 partitions, 3 replicas on 5 nodes: each node holds 38 or 39,
+        // and leads 12 or 13.
+        for n in 1..=5u64 {
+            let held = s.placement.iter().filter(|r| r.contains(&n)).count();
+            let led = s.placement.iter().filter(|r| r[0] == n).count();
+            assert!(
+                (38..=39).contains(&held) && (12..=13).contains(&led),
+                "node {n}: {held} {led}"
+            );
+        }
+        assert_eq!(s.mine().len(), s.placement.iter().filter(|r| r.contains(&2)).count());
+        // Fewer nodes than the default replicas: every node holds every partition.
+        let two = "1=h:1:2,2=h:3:4";
+        let s = ClusterSpec::from_config(&cfg(0, opts(1, two, None, None))).unwrap().unwrap();
+        assert!(s.placement.iter().all(|r| r.len() == 2));
+        assert_eq!(s.partitions.count(), DEFAULT_PARTITIONS);
+    }
+
+    #[test]
+    fn bad_settings_name_what_is_wrong() {
+        let err = |port, o| ClusterSpec::from_config(&cfg(port, o)).unwrap_err();
+        assert!(err(0, opts(9, FIVE, None, None)).contains("cluster-node-id 9 is not in"));
+        assert!(err(7001, opts(2, FIVE, None, None)).contains("port 7001 differs"));
+        assert!(err(0, opts(1, FIVE, Some(0), None)).contains("cluster-partitions 0"));
+        assert!(err(0, opts(1, FIVE, None, Some(6))).contains("cluster-replicas 6"));
+        assert!(err(0, opts(1, "1=127.0.0.1:7001", None, None))
+            .contains("expected id=host:port:raft_port"));
+        assert!(err(0, opts(1, "x=h:1:2", None, None)).contains("`x=h:1:2`"));
+        assert!(err(0, opts(1, "1=h:1:2,1=h:3:4", None, None)).contains("twice"));
+        let mut o = opts(1, FIVE, None, None);
+        o.nodes = None;
+        assert!(err(0, o).contains("needs cluster-nodes"));
+        assert_eq!(ClusterSpec::from_config(&cfg(0, ClusterOptions::default())).unwrap(), None);
+        // From the flags and the file.
+        let flags = Flags { cluster_enabled: Some("maybe".into()), ..Flags::default() };
+        assert!(Config::resolve(flags).unwrap_err().contains("cluster-enabled `maybe`"));
+    }
+}

@@ -1,0 +1,89 @@
+//! Starting a node in cluster mode ([`start`]): the replication storage in the store's own
+//! DB (the Raft log and metadata families beside the data), a replica of each partition the
+//! node holds, the Raft transport's listener, and the groups this node creates when the
+//! cluster starts for the first time (those it is the preferred leader of, when their log and
+//! membership are empty: a restart finds them in the log and creates nothing).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use strata_replication::transport::tcp::{TcpServer, TcpTransport};
+use strata_replication::{GroupId, Peer, RaftNode, RaftSettings};
+use tokio::runtime::Handle;
+
+use super::apply::ServerApply;
+use super::node::ClusterNode;
+use super::spec::ClusterSpec;
+use crate::storage::Store;
+
+/// A started node: its replicas and router, and the Raft listener (stops when dropped).
+pub struct Running {
+    /// The node (the store's `Replicate`, the server's `Router`).
+    pub node: Arc<ClusterNode>,
+    _listener: TcpServer,
+}
+
+impl Running {
+    /// Stops the replicas and the listener.
+    pub async fn shutdown(self) {
+        self.node.raft().shutdown().await;
+    }
+}
+
+/// Starts this node of `spec` on `store` (whose directory is `dir`), on the current Tokio
+/// runtime, and makes the store's writes go through it.
+pub async fn start(spec: &ClusterSpec, store: Arc<Store>, dir: &Path) -> Result<Running, String> {
+    let storage =
+        strata_replication::NodeStorage::open(store.db.clone(), dir.join("raft-snapshots"))
+            .map_err(|e| format!("cluster mode: {e}"))?;
+    let transport = TcpTransport::new();
+    for (id, a) in &spec.nodes {
+        transport.set_addr(*id, a.raft.clone());
+    }
+    let apply = ServerApply::new(store.clone(), spec.partitions);
+    let raft = RaftNode::new(
+        spec.id,
+        storage,
+        Arc::new(apply),
+        Arc::new(transport),
+        RaftSettings::default(),
+    )
+    .map_err(|e| format!("cluster mode: {e}"))?;
+    for p in spec.mine() {
+        raft.open_group(GroupId(u32::from(p)))
+            .await
+            .map_err(|e| format!("cluster mode: open partition {p}: {e}"))?;
+    }
+    let me = &spec.nodes[&spec.id];
+    let listener = TcpServer::bind(&me.raft, raft.clone())
+        .await
+        .map_err(|e| format!("cluster mode: cannot listen on {} for Raft: {e}", me.raft))?;
+    for p in spec.mine() {
+        let replicas = &spec.placement[usize::from(p)];
+        if replicas.first() != Some(&spec.id) {
+            continue;
+        }
+        let Some(replica) = raft.replica(GroupId(u32::from(p))) else { continue };
+        let st = replica.status();
+        if st.last_log_index.is_some() || !st.membership.membership.voters().is_empty() {
+            continue;
+        }
+        let members =
+            replicas.iter().map(|n| (*n, Peer { addr: spec.nodes[n].raft.clone() })).collect();
+        replica
+            .initialize(members)
+            .await
+            .map_err(|e| format!("cluster mode: create partition {p}'s group: {e}"))?;
+    }
+    let clients = spec.nodes.iter().map(|(id, a)| (*id, a.client.clone())).collect();
+    let node = Arc::new(ClusterNode::new(
+        raft,
+        store.clone(),
+        spec.partitions,
+        clients,
+        spec.placement.clone(),
+        Handle::current(),
+    ));
+    store.set_replicate(node.clone());
+    Ok(Running { node, _listener: listener })
+}

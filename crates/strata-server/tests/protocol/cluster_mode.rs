@@ -1,0 +1,182 @@
+//! Cluster mode over loopback: three `strata-server` processes, four partitions with three
+//! replicas each, the Raft transport on TCP. A client that follows `MOVED` redirects (as
+//! cluster clients do) writes every key through its partition's leader and reads it back from
+//! any node; a killed node's partitions elect new leaders and keep taking writes; the node
+//! restarted on its directory catches up, and a READONLY connection to it reads the latest
+//! values. Every acknowledged write is read back.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::{Raw, Reply};
+
+const WAIT: Duration = Duration::from_secs(30);
+
+struct Node {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Ports nothing listens on now (bound, then released).
+fn free_ports(n: usize) -> Vec<u16> {
+    let ls: Vec<_> = (0..n).map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap()).collect();
+    ls.iter().map(|l| l.local_addr().unwrap().port()).collect()
+}
+
+fn start(id: u64, dir: &Path, port: u16, nodes: &str) -> Node {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_strata-server"))
+        .arg("--port")
+        .arg(port.to_string())
+        .arg("--dir")
+        .arg(dir)
+        .args(["--write-buffer-size", "1048576", "--cluster-enabled", "yes"])
+        .args(["--cluster-node-id", &id.to_string(), "--cluster-nodes", nodes])
+        .args(["--cluster-partitions", "4", "--cluster-replicas", "3"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    let mut ready = false;
+    while lines.read_line(&mut line).unwrap() > 0 {
+        if line.starts_with("Ready to accept connections") {
+            ready = true;
+            break;
+        }
+        line.clear();
+    }
+    assert!(ready, "node {id} did not start");
+    std::thread::spawn(move || {
+        let mut sink = Vec::new();
+        let _ = lines.read_to_end(&mut sink);
+    });
+    Node { child, port }
+}
+
+/// Runs `args` starting at `port`, following MOVED and waiting out CLUSTERDOWN (no leader
+/// yet) and unknown outcomes of idempotent commands, as a cluster client does; a node that
+/// does not answer sends it back to `port` (a client's slot map refreshed from a live node).
+fn run(port: u16, readonly: bool, args: &[&str]) -> Reply {
+    let deadline = Instant::now() + WAIT;
+    let first = port;
+    let mut port = port;
+    loop {
+        // A node that is down refuses the connection: ask again without a panic's noise.
+        let up = std::net::TcpStream::connect(("127.0.0.1", port)).is_ok();
+        let reply = match up.then(|| {
+            std::panic::catch_unwind(|| {
+                let mut c = Raw::connect(port);
+                if readonly {
+                    assert_eq!(c.cmd(&["READONLY"]), Reply::Simple("OK".into()));
+                }
+                c.cmd(args)
+            })
+        }) {
+            Some(Ok(r)) => r,
+            // The node is down, or went down while answering.
+            _ => Reply::Error("CONNECT".into()),
+        };
+        match &reply {
+            Reply::Error(e) if e.starts_with("MOVED ") => {
+                let addr = e.rsplit(' ').next().unwrap();
+                port = addr.rsplit(':').next().unwrap().parse().unwrap();
+            }
+            Reply::Error(e)
+                if e.starts_with("CLUSTERDOWN")
+                    || e.starts_with("CONNECT")
+                    || e.contains("outcome is unknown") =>
+            {
+                assert!(Instant::now() < deadline, "{args:?}: still {e} after {WAIT:?}");
+                if e.starts_with("CONNECT") {
+                    port = first;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            _ => return reply,
+        }
+    }
+}
+
+#[test]
+fn three_nodes_serve_follow_redirects_survive_a_kill_and_catch_up() {
+    let root = tempfile::tempdir().unwrap();
+    let ports = free_ports(6);
+    let nodes: String = (1..=3u64)
+        .map(|i| format!("{i}=127.0.0.1:{}:{}", ports[i as usize - 1], ports[i as usize + 2]))
+        .collect::<Vec<_>>()
+        .join(",");
+    let dir = |i: u64| root.path().join(format!("node{i}"));
+    let mut live: BTreeMap<u64, Node> =
+        (1..=3).map(|i| (i, start(i, &dir(i), ports[i as usize - 1], &nodes))).collect();
+
+    let entry = |live: &BTreeMap<u64, Node>| live.values().next().unwrap().port;
+    for i in 0..40 {
+        let (k, v) = (format!("key:{i}"), format!("v{i}"));
+        assert_eq!(run(entry(&live), false, &["SET", &k, &v]), Reply::Simple("OK".into()));
+    }
+    assert_eq!(run(entry(&live), false, &["INCR", "counter"]), Reply::Int(1));
+    for i in 0..40 {
+        assert_eq!(
+            run(ports[2], false, &["GET", &format!("key:{i}")]),
+            Reply::bulk(&format!("v{i}"))
+        );
+    }
+
+    // INFO cluster: every partition has one leader, known to every node.
+    let mut leaders = BTreeMap::new();
+    for port in &ports[..3] {
+        let Reply::Bulk(text) = run(*port, false, &["INFO", "cluster"]) else { panic!("INFO") };
+        let text = String::from_utf8(text).unwrap();
+        assert!(text.contains("cluster_enabled:1\r\ncluster_node_id:"), "{text}");
+        for line in text.lines().filter(|l| l.starts_with("partition")) {
+            let (name, fields) = line.split_once(':').unwrap();
+            assert!(fields.contains("voters=1|2|3"), "{line}");
+            if fields.contains("role=leader") {
+                assert!(leaders.insert(name.to_string(), *port).is_none(), "two leaders: {line}");
+            }
+        }
+    }
+    assert_eq!(leaders.len(), 4, "{leaders:?}");
+
+    // Kill -9 one node: its partitions elect leaders among the other two.
+    let victim = 2u64;
+    drop(live.remove(&victim));
+    for i in 0..40 {
+        let (k, v) = (format!("key:{i}"), format!("w{i}"));
+        assert_eq!(run(entry(&live), false, &["SET", &k, &v]), Reply::Simple("OK".into()));
+    }
+    for i in 0..40 {
+        assert_eq!(
+            run(entry(&live), false, &["GET", &format!("key:{i}")]),
+            Reply::bulk(&format!("w{i}"))
+        );
+    }
+
+    // Back on its directory, it catches up from the others' logs: a READONLY read of its own
+    // replica sees the latest values.
+    live.insert(victim, start(victim, &dir(victim), ports[victim as usize - 1], &nodes));
+    let deadline = Instant::now() + WAIT;
+    for i in 0..40 {
+        let k = format!("key:{i}");
+        loop {
+            let got = run(ports[victim as usize - 1], true, &["GET", &k]);
+            if got == Reply::bulk(&format!("w{i}")) {
+                break;
+            }
+            assert!(Instant::now() < deadline, "node {victim} did not catch up on {k}: {got:?}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    assert_eq!(run(ports[victim as usize - 1], false, &["INCR", "counter"]), Reply::Int(2));
+}
