@@ -16,6 +16,52 @@ pub enum Route {
     Down,
 }
 
+/// A node of the cluster as clients see it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeInfo {
+    /// Its id (Redis Cluster clients get it as 40 hex digits: [`NodeInfo::name`]).
+    pub id: u64,
+    /// The host clients reach it on.
+    pub host: String,
+    /// Its client port.
+    pub port: u16,
+    /// The port of its node-to-node transport (Redis's cluster bus port).
+    pub bus_port: u16,
+}
+
+impl NodeInfo {
+    /// The node's id as Redis Cluster names nodes: 40 lower-case hex digits.
+    pub fn name(&self) -> String {
+        format!("{:040x}", self.id)
+    }
+}
+
+/// A run of slots (one partition) and who serves it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SlotRange {
+    /// First slot.
+    pub first: u16,
+    /// Last slot (inclusive).
+    pub last: u16,
+    /// The node leading it, as far as this node knows (`None`: no leader known now).
+    pub leader: Option<u64>,
+    /// Every node holding a replica of it, the leader included.
+    pub replicas: Vec<u64>,
+}
+
+/// The cluster as one node sees it: what CLUSTER SLOTS, NODES and INFO report.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// This node's id.
+    pub myself: u64,
+    /// Every node, by id.
+    pub nodes: Vec<NodeInfo>,
+    /// Every slot, in runs, in slot order.
+    pub ranges: Vec<SlotRange>,
+    /// The highest term this node has seen in any of its groups (Redis's epoch).
+    pub epoch: u64,
+}
+
 /// The cluster's answer for a slot. Implementations are shared by every connection and must
 /// answer without blocking (they read a layout the replication layer keeps current).
 pub trait Router: Send + Sync {
@@ -32,6 +78,9 @@ pub trait Router: Send + Sync {
         let _ = (slot, write, readonly);
         Ok(())
     }
+
+    /// The cluster's layout as this node knows it (CLUSTER SLOTS, NODES, INFO).
+    fn layout(&self) -> Layout;
 
     /// `field:value` lines for INFO's `# Cluster` section, after `cluster_enabled:1`.
     fn info(&self) -> Vec<(String, String)> {

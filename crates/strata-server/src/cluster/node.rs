@@ -31,7 +31,7 @@ use tokio::runtime::Handle;
 
 use super::apply::encode_proposal;
 use super::partitions::Partitions;
-use crate::routing::{Route, Router};
+use crate::routing::{Layout, NodeInfo, Route, Router, SlotRange};
 use crate::storage::{Replicate, Store};
 
 /// Redis Cluster's reply when no node is known to serve a slot's partition now.
@@ -44,6 +44,8 @@ pub struct ClusterNode {
     partitions: Partitions,
     /// Where each node serves clients (`host:port`).
     clients: BTreeMap<NodeId, String>,
+    /// Where each node's Raft transport listens (`host:port`; empty in process).
+    bus: BTreeMap<NodeId, String>,
     /// Each partition's replicas, preferred leader first: where a node that holds no replica
     /// of a partition sends its clients.
     placement: Vec<Vec<NodeId>>,
@@ -70,11 +72,18 @@ impl ClusterNode {
             store,
             partitions,
             clients,
+            bus: BTreeMap::new(),
             placement,
             runtime,
             ready: Mutex::new(HashMap::new()),
             timeout: Duration::from_secs(5),
         }
+    }
+
+    /// Names where each node's Raft transport listens (CLUSTER NODES's bus ports).
+    pub fn with_bus_addrs(mut self, bus: BTreeMap<NodeId, String>) -> ClusterNode {
+        self.bus = bus;
+        self
     }
 
     /// The Raft side.
@@ -160,6 +169,42 @@ impl Router for ClusterNode {
             Some(addr) => Route::Moved(addr.clone()),
             None => Route::Down,
         }
+    }
+
+    fn layout(&self) -> Layout {
+        let mut epoch = 0;
+        let ranges = (0..self.partitions.count())
+            .map(|p| {
+                let (first, last) = self.partitions.slots(p);
+                let replicas = self.placement.get(usize::from(p)).cloned().unwrap_or_default();
+                // A partition held here: the leader its replica knows; else the preferred one
+                // (a client sent there is redirected if it is not the leader now).
+                let leader = match self.raft.replica(GroupId(u32::from(p))) {
+                    Some(r) => {
+                        let st = r.status();
+                        epoch = epoch.max(st.term);
+                        st.leader
+                    }
+                    None => replicas.first().copied(),
+                };
+                SlotRange { first, last, leader, replicas }
+            })
+            .collect();
+        let nodes = self
+            .clients
+            .iter()
+            .map(|(id, addr)| {
+                let (host, port) = addr.rsplit_once(':').unwrap_or((addr.as_str(), "0"));
+                let bus = self.bus.get(id).and_then(|b| b.rsplit(':').next()).unwrap_or("0");
+                NodeInfo {
+                    id: *id,
+                    host: host.to_string(),
+                    port: port.parse().unwrap_or(0),
+                    bus_port: bus.parse().unwrap_or(0),
+                }
+            })
+            .collect();
+        Layout { myself: self.raft.id(), nodes, ranges, epoch }
     }
 
     /// `cluster_node_id`, `cluster_partitions`, `cluster_known_nodes`, then one line per

@@ -76,14 +76,18 @@ pub async fn start(spec: &ClusterSpec, store: Arc<Store>, dir: &Path) -> Result<
             .map_err(|e| format!("cluster mode: create partition {p}'s group: {e}"))?;
     }
     let clients = spec.nodes.iter().map(|(id, a)| (*id, a.client.clone())).collect();
-    let node = Arc::new(ClusterNode::new(
-        raft,
-        store.clone(),
-        spec.partitions,
-        clients,
-        spec.placement.clone(),
-        Handle::current(),
-    ));
+    let bus = spec.nodes.iter().map(|(id, a)| (*id, a.raft.clone())).collect();
+    let node = Arc::new(
+        ClusterNode::new(
+            raft,
+            store.clone(),
+            spec.partitions,
+            clients,
+            spec.placement.clone(),
+            Handle::current(),
+        )
+        .with_bus_addrs(bus),
+    );
     store.set_replicate(node.clone());
     Ok(Running { node, _listener: listener })
 }

@@ -4,9 +4,12 @@
 //! with Redis Cluster's reply texts; and READONLY/READWRITE, which let a connection read from
 //! a replica. Commands without keys run on any node.
 
+use std::fmt::Write as _;
+
+use super::errors::CmdError;
 use super::{CmdResult, Command};
 use crate::resp::Out;
-use crate::routing::Route;
+use crate::routing::{NodeInfo, Route, SlotRange};
 use crate::slots::key_slot;
 use crate::state::{Conn, Shared};
 
@@ -54,4 +57,201 @@ fn set_readonly(sh: &Shared, conn: &mut Conn, on: bool, out: &mut Out) -> CmdRes
     conn.readonly = on;
     out.simple("OK");
     Ok(())
+}
+
+/// CLUSTER SLOTS | SHARDS | NODES | INFO | MYID | KEYSLOT key | COUNTKEYSINSLOT slot |
+/// GETKEYSINSLOT slot count, from the router's layout ([`Layout`]).
+///
+/// A node of this cluster leads some partitions and follows others, which Redis Cluster's
+/// node-wide master/replica roles cannot say. The choice: SLOTS and SHARDS, which are per slot
+/// range, name each range's leader first and its other replicas after it (what clients that
+/// read from replicas use); NODES lists every node as a master, with the slots of the
+/// partitions it leads, and no replica lines (so clients that read NODES send every command
+/// to a leader, which is where writes and linearizable reads go).
+pub fn cluster(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let Some(router) = sh.router.as_ref() else { return Err(DISABLED.into()) };
+    let sub = String::from_utf8_lossy(&a[1]).to_ascii_lowercase();
+    let argc = |n: usize| -> Result<(), CmdError> {
+        if a.len() == n {
+            Ok(())
+        } else {
+            Err(format!("ERR Unknown subcommand or wrong number of arguments for '{sub}'. Try CLUSTER HELP.").into())
+        }
+    };
+    match sub.as_str() {
+        "keyslot" => {
+            argc(3)?;
+            out.int(i64::from(key_slot(&a[2])));
+        }
+        "myid" => {
+            argc(2)?;
+            let l = router.layout();
+            let me = l.nodes.iter().find(|n| n.id == l.myself).map(NodeInfo::name);
+            out.bulk(me.unwrap_or_default().as_bytes());
+        }
+        "slots" => {
+            argc(2)?;
+            let l = router.layout();
+            let ranges: Vec<&SlotRange> = l.ranges.iter().filter(|r| r.leader.is_some()).collect();
+            out.array(ranges.len());
+            for r in ranges {
+                let order = serving_order(r);
+                out.array(2 + order.len());
+                out.int(i64::from(r.first));
+                out.int(i64::from(r.last));
+                for id in order {
+                    match l.nodes.iter().find(|n| n.id == id) {
+                        Some(n) => {
+                            out.array(3);
+                            out.bulk(n.host.as_bytes());
+                            out.int(i64::from(n.port));
+                            out.bulk(n.name().as_bytes());
+                        }
+                        None => {
+                            out.array(3);
+                            out.bulk(b"");
+                            out.int(0);
+                            out.bulk(format!("{id:040x}").as_bytes());
+                        }
+                    }
+                }
+            }
+        }
+        "shards" => {
+            argc(2)?;
+            let l = router.layout();
+            out.array(l.ranges.len());
+            for r in &l.ranges {
+                out.map(2);
+                out.bulk(b"slots");
+                out.array(2);
+                out.int(i64::from(r.first));
+                out.int(i64::from(r.last));
+                out.bulk(b"nodes");
+                let order = serving_order(r);
+                out.array(order.len());
+                for id in order {
+                    let n = l.nodes.iter().find(|n| n.id == id);
+                    out.map(7);
+                    out.bulk(b"id");
+                    out.bulk(format!("{id:040x}").as_bytes());
+                    out.bulk(b"port");
+                    out.int(i64::from(n.map_or(0, |n| n.port)));
+                    out.bulk(b"ip");
+                    out.bulk(n.map_or(&b""[..], |n| n.host.as_bytes()));
+                    out.bulk(b"endpoint");
+                    out.bulk(n.map_or(&b""[..], |n| n.host.as_bytes()));
+                    out.bulk(b"role");
+                    out.bulk(if r.leader == Some(id) { b"master" } else { b"replica" });
+                    out.bulk(b"replication-offset");
+                    out.int(0);
+                    out.bulk(b"health");
+                    out.bulk(if r.leader.is_some() { b"online" } else { b"fail" });
+                }
+            }
+        }
+        "nodes" => {
+            argc(2)?;
+            let l = router.layout();
+            let mut text = String::new();
+            for n in &l.nodes {
+                let flags = if n.id == l.myself { "myself,master" } else { "master" };
+                let _ = write!(
+                    text,
+                    "{} {}:{}@{} {flags} - 0 0 {} connected",
+                    n.name(),
+                    n.host,
+                    n.port,
+                    n.bus_port,
+                    l.epoch
+                );
+                for r in l.ranges.iter().filter(|r| r.leader == Some(n.id)) {
+                    if r.first == r.last {
+                        let _ = write!(text, " {}", r.first);
+                    } else {
+                        let _ = write!(text, " {}-{}", r.first, r.last);
+                    }
+                }
+                text.push('\n');
+            }
+            out.bulk(text.as_bytes());
+        }
+        "info" => {
+            argc(2)?;
+            let l = router.layout();
+            let served: usize = l
+                .ranges
+                .iter()
+                .filter(|r| r.leader.is_some())
+                .map(|r| usize::from(r.last - r.first) + 1)
+                .sum();
+            let leaders: std::collections::BTreeSet<u64> =
+                l.ranges.iter().filter_map(|r| r.leader).collect();
+            let state = if served == usize::from(crate::slots::SLOTS) { "ok" } else { "fail" };
+            let text = format!(
+                "cluster_state:{state}\r\ncluster_slots_assigned:{}\r\ncluster_slots_ok:{served}\r\n\
+                 cluster_slots_pfail:0\r\ncluster_slots_fail:{}\r\ncluster_known_nodes:{}\r\n\
+                 cluster_size:{}\r\ncluster_current_epoch:{}\r\ncluster_my_epoch:{}\r\n",
+                crate::slots::SLOTS,
+                usize::from(crate::slots::SLOTS) - served,
+                l.nodes.len(),
+                leaders.len(),
+                l.epoch,
+                l.epoch
+            );
+            out.bulk(text.as_bytes());
+        }
+        "countkeysinslot" => {
+            argc(3)?;
+            let slot = slot_arg(&a[2])?;
+            let mut n = 0i64;
+            sh.store.scan_slot(slot, |_| {
+                n += 1;
+                true
+            })?;
+            out.int(n);
+        }
+        "getkeysinslot" => {
+            argc(4)?;
+            let slot = slot_arg(&a[2])?;
+            let count = crate::types::number::parse_int_strict(&a[3])
+                .filter(|n| *n >= 0)
+                .ok_or(CmdError::from("ERR Invalid number of keys"))?;
+            let mut keys = Vec::new();
+            sh.store.scan_slot(slot, |k| {
+                if keys.len() as i64 >= count {
+                    return false;
+                }
+                keys.push(k.to_vec());
+                true
+            })?;
+            out.array(keys.len());
+            for k in keys {
+                out.bulk(&k);
+            }
+        }
+        _ => {
+            return Err(format!(
+                "ERR unknown subcommand '{}'. Try CLUSTER HELP.",
+                String::from_utf8_lossy(&a[1])
+            )
+            .into())
+        }
+    }
+    Ok(())
+}
+
+/// A range's replicas, its leader first.
+fn serving_order(r: &SlotRange) -> Vec<u64> {
+    let mut order: Vec<u64> = r.leader.into_iter().collect();
+    order.extend(r.replicas.iter().copied().filter(|id| Some(*id) != r.leader));
+    order
+}
+
+/// A slot argument: an integer below 16384, else Redis's error.
+fn slot_arg(a: &[u8]) -> Result<u16, CmdError> {
+    crate::types::number::parse_int_strict(a)
+        .and_then(|n| u16::try_from(n).ok())
+        .filter(|n| *n < crate::slots::SLOTS)
+        .ok_or(CmdError::from("ERR Invalid slot"))
 }

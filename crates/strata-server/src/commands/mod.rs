@@ -246,6 +246,7 @@ pub static COMMANDS: &[Command] = &[
     // cluster
     cmd!("readonly", 1, false, KeySpec::NONE, cluster::readonly),
     cmd!("readwrite", 1, false, KeySpec::NONE, cluster::readwrite),
+    cmd!("cluster", -2, false, KeySpec::NONE, cluster::cluster),
 ];
 
 /// Looks a command up by (any-case) name.

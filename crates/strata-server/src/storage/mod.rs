@@ -505,6 +505,26 @@ impl Store {
         it.status()
     }
 
+    /// Visits the user keys filed under `slot` (metadata records, live or not), in key order,
+    /// until `f` returns false.
+    pub fn scan_slot(&self, slot: u16, mut f: impl FnMut(&[u8]) -> bool) -> strata::Result<()> {
+        let start = slot.to_be_bytes();
+        let end = (u32::from(slot) + 1) as u16;
+        let ro = ReadOptions {
+            iterate_upper_bound: Some(end.to_be_bytes().to_vec()),
+            ..ReadOptions::default()
+        };
+        let mut it = self.db.raw_iterator_cf_opt(&*self.meta_cf, &ro);
+        it.seek(start);
+        while let Some(k) = it.key() {
+            if k.len() >= 2 && !f(&k[2..]) {
+                break;
+            }
+            it.next();
+        }
+        it.status()
+    }
+
     /// The key ranges, one per data family, that hold every record of the keys in slots
     /// `first..=last`: (family, start inclusive, end exclusive).
     pub fn slot_ranges(&self, first: u16, last: u16) -> Vec<(Arc<ColumnFamily>, Vec<u8>, Vec<u8>)> {

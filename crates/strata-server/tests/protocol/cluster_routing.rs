@@ -1,13 +1,15 @@
 //! Cluster mode's routing through the command layer, with a router that stands for the
 //! replication layer's layout: keys in one slot run or are redirected with Redis Cluster's
 //! replies (MOVED, CROSSSLOT, CLUSTERDOWN), READONLY lets a replica serve reads, commands
-//! without keys run anywhere, and a standalone server refuses READONLY as Redis does.
+//! without keys run anywhere, and a standalone server refuses READONLY as Redis does. CLUSTER
+//! SLOTS, SHARDS, NODES, INFO, MYID, KEYSLOT, COUNTKEYSINSLOT and GETKEYSINSLOT report the
+//! router's layout in Redis's formats.
 
 use std::sync::Arc;
 use strata_server::commands::dispatch;
 use strata_server::config::{Config, Flags};
 use strata_server::resp::Out;
-use strata_server::routing::{Route, Router};
+use strata_server::routing::{self, Route, Router};
 use strata_server::slots::key_slot;
 use strata_server::state::{Conn, Shared};
 use strata_server::storage::SyncPolicy;
@@ -31,6 +33,33 @@ impl Router for Layout {
             Route::Down
         } else {
             Route::Moved("127.0.0.1:7001".into())
+        }
+    }
+
+    /// For CLUSTER: node 1 (this one) leads slots 0-8191 with node 2 as replica; node 2
+    /// leads 8192-16382 with node 1 as replica; slot 16383 has no leader now.
+    fn layout(&self) -> routing::Layout {
+        let node = |id, port| routing::NodeInfo {
+            id,
+            host: "127.0.0.1".into(),
+            port,
+            bus_port: port + 10000,
+        };
+        let range = |first, last, leader, replicas: &[u64]| routing::SlotRange {
+            first,
+            last,
+            leader,
+            replicas: replicas.to_vec(),
+        };
+        routing::Layout {
+            myself: 1,
+            nodes: vec![node(1, 7000), node(2, 7002)],
+            ranges: vec![
+                range(0, 8191, Some(1), &[1, 2]),
+                range(8192, 16382, Some(2), &[1, 2]),
+                range(16383, 16383, None, &[2, 1]),
+            ],
+            epoch: 7,
         }
     }
 }
@@ -125,4 +154,87 @@ fn a_standalone_server_serves_every_key_and_refuses_readonly() {
     assert_eq!(run(&sh, c, &["MSET", "foo", "1", "other", "2"]), "+OK\r\n");
     assert_eq!(run(&sh, c, &["READONLY"]), "-ERR This instance has cluster support disabled\r\n");
     assert!(run(&sh, c, &["INFO", "cluster"]).contains("cluster_enabled:0"));
+}
+
+#[test]
+fn cluster_subcommands_report_the_layout_in_redis_formats() {
+    let dir = tempfile::tempdir().unwrap();
+    let sh = shared(dir.path(), true);
+    let c = &mut conn();
+    let id = |n: u64| format!("{n:040x}");
+    assert_eq!(run(&sh, c, &["CLUSTER", "MYID"]), format!("$40\r\n{}\r\n", id(1)));
+    // The specification's example, and hash tags.
+    assert_eq!(run(&sh, c, &["CLUSTER", "KEYSLOT", "123456789"]), ":12739\r\n");
+    assert_eq!(run(&sh, c, &["CLUSTER", "KEYSLOT", "{user1000}.following"]), ":3443\r\n");
+    // SLOTS: ranges with a leader, the leader first, then the other replicas.
+    let node =
+        |n: u64, port: u16| format!("*3\r\n$9\r\n127.0.0.1\r\n:{port}\r\n$40\r\n{}\r\n", id(n));
+    assert_eq!(
+        run(&sh, c, &["CLUSTER", "SLOTS"]),
+        format!(
+            "*2\r\n*4\r\n:0\r\n:8191\r\n{}{}*4\r\n:8192\r\n:16382\r\n{}{}",
+            node(1, 7000),
+            node(2, 7002),
+            node(2, 7002),
+            node(1, 7000)
+        )
+    );
+    // NODES: every node a master with the slots it leads.
+    assert_eq!(run(&sh, c, &["CLUSTER", "NODES"]), {
+        let text = format!(
+            "{} 127.0.0.1:7000@17000 myself,master - 0 0 7 connected 0-8191\n\
+                 {} 127.0.0.1:7002@17002 master - 0 0 7 connected 8192-16382\n",
+            id(1),
+            id(2)
+        );
+        format!("${}\r\n{text}\r\n", text.len())
+    });
+    let info = run(&sh, c, &["CLUSTER", "INFO"]);
+    for want in [
+        "cluster_state:fail\r\n",
+        "cluster_slots_ok:16383\r\n",
+        "cluster_slots_fail:1\r\n",
+        "cluster_known_nodes:2\r\n",
+        "cluster_size:2\r\n",
+        "cluster_current_epoch:7\r\n",
+    ] {
+        assert!(info.contains(want), "{want:?} not in {info:?}");
+    }
+    let shards = run(&sh, c, &["CLUSTER", "SHARDS"]);
+    assert!(
+        shards.starts_with("*3\r\n*4\r\n$5\r\nslots\r\n*2\r\n:0\r\n:8191\r\n$5\r\nnodes\r\n*2\r\n"),
+        "{shards}"
+    );
+    assert!(
+        shards.contains("$4\r\nrole\r\n$6\r\nmaster\r\n")
+            && shards.contains("$6\r\nhealth\r\n$4\r\nfail\r\n")
+    );
+    // Keys in a slot, here.
+    let slot = key_slot(b"foo").to_string();
+    assert_eq!(run(&sh, c, &["MSET", "{foo}1", "a", "{foo}2", "b", "foo", "c"]), "+OK\r\n");
+    assert_eq!(run(&sh, c, &["CLUSTER", "COUNTKEYSINSLOT", &slot]), ":3\r\n");
+    assert_eq!(
+        run(&sh, c, &["CLUSTER", "GETKEYSINSLOT", &slot, "2"]),
+        "*2\r\n$3\r\nfoo\r\n$6\r\n{foo}1\r\n"
+    );
+    assert_eq!(run(&sh, c, &["CLUSTER", "COUNTKEYSINSLOT", "16384"]), "-ERR Invalid slot\r\n");
+    assert_eq!(
+        run(&sh, c, &["CLUSTER", "GETKEYSINSLOT", &slot, "-1"]),
+        "-ERR Invalid number of keys\r\n"
+    );
+    assert_eq!(
+        run(&sh, c, &["CLUSTER", "BOGUS"]),
+        "-ERR unknown subcommand 'BOGUS'. Try CLUSTER HELP.\r\n"
+    );
+    assert_eq!(
+        run(&sh, c, &["CLUSTER", "MYID", "x"]),
+        "-ERR Unknown subcommand or wrong number of arguments for 'myid'. Try CLUSTER HELP.\r\n"
+    );
+    // A standalone server has no cluster.
+    let dir2 = tempfile::tempdir().unwrap();
+    let alone = shared(dir2.path(), false);
+    assert_eq!(
+        run(&alone, c, &["CLUSTER", "SLOTS"]),
+        "-ERR This instance has cluster support disabled\r\n"
+    );
 }
