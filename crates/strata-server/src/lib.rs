@@ -81,8 +81,9 @@ pub async fn run(cfg: config::Config) -> Result<(), String> {
             spec.mine().len()
         );
     }
+    let shutdown = shutdown_signal();
     println!("Ready to accept connections on port {port}");
-    server::listener::serve(sh.clone(), listener, shutdown_signal()).await;
+    server::listener::serve(sh.clone(), listener, shutdown).await;
     if let Some(r) = running {
         r.shutdown().await;
     }
@@ -96,16 +97,26 @@ pub async fn run(cfg: config::Config) -> Result<(), String> {
     Ok(())
 }
 
-async fn shutdown_signal() {
-    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-        Ok(s) => s,
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
-            return;
+/// SIGTERM or SIGINT, whichever comes first. The handlers are installed when this is called,
+/// not when the future is first polled: the server calls it before it prints that it is
+/// ready, so a supervisor that signals as soon as it reads that line gets the graceful
+/// shutdown, not the default action (death by the signal).
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let term = signal(SignalKind::terminate());
+    let int = signal(SignalKind::interrupt());
+    async move {
+        match (term, int) {
+            (Ok(mut term), Ok(mut int)) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = int.recv() => {}
+                }
+            }
+            // No signal handling here: Ctrl-C through the portable path.
+            _ => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
         }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
     }
 }

@@ -47,3 +47,14 @@ fn check_after(c: &mut redis::Connection) {
     assert_eq!(c.get::<_, String>("after").unwrap(), "1");
     assert_eq!(c.hget::<_, _, String>("h", "a").unwrap(), "1");
 }
+
+/// A supervisor that sends SIGTERM as soon as it reads "Ready to accept connections" gets the
+/// graceful shutdown: the handlers are installed before the line is printed (they used to be
+/// installed when the listener first polled them, and the signal then killed the process).
+#[test]
+fn a_sigterm_right_after_ready_is_a_graceful_shutdown() {
+    for _ in 0..20 {
+        // `stop` signals at once and asserts a clean exit.
+        Server::start(&[]).stop();
+    }
+}
