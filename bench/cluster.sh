@@ -3,6 +3,7 @@
 #
 #   bash bench/cluster.sh up --nodes N [--replicas R] [--partitions P] --dir D
 #                            [--base-port PORT] [--server-bin PATH] [--appendfsync POLICY]
+#                            [--ttl SECONDS]
 #   bash bench/cluster.sh status --dir D
 #   bash bench/cluster.sh down --dir D
 #
@@ -10,7 +11,8 @@
 # PORT+i-1, its Raft transport at PORT+1000+i-1; data, log and pid in D/node<i>), P
 # partitions (default 16) of R replicas each (default 3, at most N), waits until every
 # partition has a leader (60 s at most), and prints one `127.0.0.1:PORT` line per node.
-# The release binary is built unless --server-bin names one. down: SIGTERM to every node,
+# The release binary is built unless --server-bin names one. The nodes stop by themselves
+# after --ttl seconds (default 7200) if `down` has not stopped them. down: SIGTERM to every node,
 # then SIGKILL to any still running after 15 s. status: each partition's slots, leader and
 # replicas, from INFO cluster of every node that answers.
 # Traffic stays on 127.0.0.1. Exit status 1 when a step fails, with the reason on stderr.
@@ -26,7 +28,9 @@ dir=""
 base_port=7001
 server_bin=""
 appendfsync=everysec
-usage() { sed -n '2,17p' "$0"; }
+ttl=7200
+after=0
+usage() { sed -n '2,19p' "$0"; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --nodes) nodes="$2"; shift 2 ;;
@@ -36,6 +40,8 @@ while [ $# -gt 0 ]; do
     --base-port) base_port="$2"; shift 2 ;;
     --server-bin) server_bin="$2"; shift 2 ;;
     --appendfsync) appendfsync="$2"; shift 2 ;;
+    --ttl) ttl="$2"; shift 2 ;;
+    --after) after="$2"; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "cluster.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
   esac
@@ -82,6 +88,10 @@ case "$cmd" in
         > "$dir/node$i/log" 2>&1 &
       echo $! > "$dir/node$i/pid"
     done
+    [[ "$ttl" =~ ^[1-9][0-9]*$ ]] || { echo "cluster.sh up: --ttl must be a positive number of seconds" >&2; exit 2; }
+    # The watchdog: the same stop as `down`, once the time is up.
+    nohup bash "$0" down --dir "$dir" --after "$ttl" > "$dir/watchdog.log" 2>&1 &
+    echo $! > "$dir/watchdog.pid"
     deadline=$((SECONDS + 60))
     while :; do
       led=$(for p in $(ports_of); do info_cluster "$p"; done | tr -d '\r' \
@@ -111,6 +121,12 @@ case "$cmd" in
     ;;
   down)
     [ -d "$dir" ] || { echo "cluster.sh down: no cluster in $dir" >&2; exit 1; }
+    if [ "$after" -gt 0 ]; then
+      sleep "$after"
+    elif [ -f "$dir/watchdog.pid" ]; then
+      kill "$(cat "$dir/watchdog.pid")" 2>/dev/null || true
+    fi
+    rm -f "$dir/watchdog.pid"
     pids=""
     for f in "$dir"/node*/pid; do
       [ -f "$f" ] || continue

@@ -38,7 +38,7 @@ pub mod types;
 pub use codec::DecodeError;
 pub use error::{Error, Result};
 pub use log_store::{open_db, GroupLog, NodeStorage};
-pub use raft::{GroupStatus, RaftNode, RaftSettings, Replica, Role};
+pub use raft::{GroupStatus, Leadership, RaftNode, RaftSettings, Replica, Role};
 pub use state_machine::{Apply, GroupState};
 pub use sync_group::{SyncError, SyncGroup};
 pub use types::{

@@ -233,6 +233,12 @@ impl WriteBatch {
         Ok(())
     }
 
+    /// Every record's key in order (a range deletion's begin key), borrowed from the batch:
+    /// nothing is copied, unlike [`WriteBatch::iterate`].
+    pub fn keys(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        self.iter().map(|r| r.key)
+    }
+
     /// Calls `handler` for every record in order (rust-rocksdb's `WriteBatch::iterate`; records
     /// of every family, without their family, as there).
     pub fn iterate(&self, handler: &mut dyn WriteBatchIterator) {
@@ -607,6 +613,17 @@ mod tests {
         assert_eq!(r.len(), 1);
         assert_eq!(r[0].key, &big[..]);
         assert_eq!(r[0].value.len(), 20_000);
+    }
+
+    #[test]
+    fn keys_are_every_records_key_in_order() {
+        let mut b = WriteBatch::new();
+        b.put(b"a", b"1");
+        b.push_record(3, ValueType::Deletion, b"b", None);
+        b.push_record(3, ValueType::RangeDeletion, b"c", Some(b"d"));
+        b.merge(b"e", b"+1");
+        assert_eq!(b.keys().collect::<Vec<_>>(), [&b"a"[..], b"b", b"c", b"e"]);
+        assert_eq!(WriteBatch::new().keys().count(), 0);
     }
 
     #[test]

@@ -20,7 +20,7 @@ mod suite_test;
 
 use std::io;
 
-pub use node::{GroupStatus, RaftNode, RaftSettings, Replica, Role};
+pub use node::{GroupStatus, Leadership, RaftNode, RaftSettings, Replica, Role};
 
 use crate::types::{Command, Peer, Reply};
 

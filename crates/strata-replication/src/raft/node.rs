@@ -130,14 +130,30 @@ pub struct GroupStatus {
     pub replication: BTreeMap<NodeId, Option<u64>>,
 }
 
-fn status_of(group: GroupId, m: &RaftMetrics<C>) -> GroupStatus {
-    let role = match m.state {
+/// A replica's role, term and known leader: what routing a command needs, without the rest
+/// of [`GroupStatus`] (its membership and replication maps).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Leadership {
+    /// Its role.
+    pub role: Role,
+    /// The current term.
+    pub term: u64,
+    /// The leader it knows of.
+    pub leader: Option<NodeId>,
+}
+
+fn role_of(state: ServerState) -> Role {
+    match state {
         ServerState::Learner => Role::Learner,
         ServerState::Follower => Role::Follower,
         ServerState::Candidate => Role::Candidate,
         ServerState::Leader => Role::Leader,
         ServerState::Shutdown => Role::Shutdown,
-    };
+    }
+}
+
+fn status_of(group: GroupId, m: &RaftMetrics<C>) -> GroupStatus {
+    let role = role_of(m.state);
     GroupStatus {
         node: m.id,
         group,
@@ -269,6 +285,13 @@ impl Replica {
     /// Purges the log up to `upto` (never past the last snapshot).
     pub async fn purge_log(&self, upto: u64) -> Result<()> {
         self.raft.trigger().purge_log(upto).await.map_err(|e| self.raft_error("purge log", e))
+    }
+
+    /// Its role, term and known leader now (cheap: for every command's routing).
+    pub fn leadership(&self) -> Leadership {
+        let m = self.raft.metrics();
+        let m = m.borrow_watched();
+        Leadership { role: role_of(m.state), term: m.current_term, leader: m.current_leader }
     }
 
     /// What this replica knows of its group now.

@@ -27,6 +27,7 @@ use strata::{Db, WriteBatch, WriteBatchIterator};
 use strata_replication::{Apply, GroupId, KeyRange};
 
 use super::partitions::Partitions;
+use crate::slots::filed_slot;
 use crate::storage::Store;
 
 /// Bytes of an entry's header: the proposer's three family ids.
@@ -61,23 +62,25 @@ impl ServerApply {
     }
 }
 
-/// The keys of a batch's records (a range deletion's begin and end).
+/// A record's key, and a range deletion's end.
+type KeyAndEnd = (Box<[u8]>, Option<Box<[u8]>>);
+
+/// The keys of a batch's records.
 #[derive(Default)]
-struct Keys(Vec<Box<[u8]>>);
+struct Keys(Vec<KeyAndEnd>);
 
 impl WriteBatchIterator for Keys {
     fn put(&mut self, key: Box<[u8]>, _: Box<[u8]>) {
-        self.0.push(key);
+        self.0.push((key, None));
     }
     fn delete(&mut self, key: Box<[u8]>) {
-        self.0.push(key);
+        self.0.push((key, None));
     }
     fn merge(&mut self, key: Box<[u8]>, _: Box<[u8]>) {
-        self.0.push(key);
+        self.0.push((key, None));
     }
     fn delete_range(&mut self, begin: Box<[u8]>, end: Box<[u8]>) {
-        self.0.push(begin);
-        self.0.push(end);
+        self.0.push((begin, Some(end)));
     }
 }
 
@@ -108,9 +111,12 @@ impl Apply for ServerApply {
             .map_err(|e| format!("entry {index} of {group} is not a write batch: {e}"))?;
         let mut keys = Keys::default();
         b.iterate(&mut keys);
-        for k in &keys.0 {
-            let slot = k.get(..2).map(|s| u16::from_be_bytes([s[0], s[1]]));
-            if !slot.is_some_and(|s| (first..=last).contains(&s)) {
+        // A range deletion may end exactly where the partition's slots end.
+        let bound = ((u32::from(last) + 1) as u16).to_be_bytes();
+        for (k, end) in &keys.0 {
+            let inside = filed_slot(k).is_some_and(|s| (first..=last).contains(&s))
+                && end.as_ref().is_none_or(|e| e.as_ref() <= &bound[..]);
+            if !inside {
                 return Err(format!(
                     "entry {index} of {group} writes key {:?}, outside the partition's slots \
                      {first}..={last}",

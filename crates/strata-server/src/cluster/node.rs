@@ -95,6 +95,13 @@ impl ClusterNode {
         GroupId(u32::from(self.partitions.of_slot(slot)))
     }
 
+    /// The preferred leader of `slot`'s partition: where a node that holds no replica of it
+    /// sends clients (that node redirects again if another replica leads now).
+    fn preferred(&self, slot: u16) -> Option<NodeId> {
+        let p = usize::from(self.partitions.of_slot(slot));
+        self.placement.get(p).and_then(|r| r.first().copied())
+    }
+
     /// `MOVED` to `node`, or the cluster-down reply when its address is unknown.
     fn moved(&self, slot: u16, node: Option<NodeId>) -> String {
         match node.and_then(|n| self.clients.get(&n)) {
@@ -136,8 +143,7 @@ impl ClusterNode {
 impl Replicate for ClusterNode {
     fn replicate(&self, slot: u16, batch: WriteBatch) -> Result<(), String> {
         let Some(replica) = self.raft.replica(self.group_of(slot)) else {
-            let p = usize::from(self.partitions.of_slot(slot));
-            return Err(self.moved(slot, self.placement.get(p).and_then(|r| r.first().copied())));
+            return Err(self.moved(slot, self.preferred(slot)));
         };
         let data = encode_proposal(&self.store, &batch);
         self.wait("the write to commit", replica.write(data))
@@ -149,23 +155,17 @@ impl Replicate for ClusterNode {
 impl Router for ClusterNode {
     fn route(&self, slot: u16, write: bool, readonly: bool) -> Route {
         let group = self.group_of(slot);
-        let Some(replica) = self.raft.replica(group) else {
-            let p = usize::from(self.partitions.of_slot(slot));
-            return match self
-                .placement
-                .get(p)
-                .and_then(|r| r.first())
-                .and_then(|n| self.clients.get(n))
-            {
-                Some(addr) => Route::Moved(addr.clone()),
-                None => Route::Down,
-            };
+        let leader = match self.raft.replica(group) {
+            Some(replica) => {
+                let now = replica.leadership();
+                if now.role == Role::Leader || (readonly && !write) {
+                    return Route::Local;
+                }
+                now.leader
+            }
+            None => self.preferred(slot),
         };
-        let status = replica.status();
-        if status.role == Role::Leader || (readonly && !write) {
-            return Route::Local;
-        }
-        match status.leader.and_then(|n| self.clients.get(&n)) {
+        match leader.and_then(|n| self.clients.get(&n)) {
             Some(addr) => Route::Moved(addr.clone()),
             None => Route::Down,
         }
@@ -181,9 +181,9 @@ impl Router for ClusterNode {
                 // (a client sent there is redirected if it is not the leader now).
                 let leader = match self.raft.replica(GroupId(u32::from(p))) {
                     Some(r) => {
-                        let st = r.status();
-                        epoch = epoch.max(st.term);
-                        st.leader
+                        let now = r.leadership();
+                        epoch = epoch.max(now.term);
+                        now.leader
                     }
                     None => replicas.first().copied(),
                 };
@@ -265,17 +265,17 @@ impl Router for ClusterNode {
         if readonly && !write {
             return Ok(());
         }
-        let status = replica.status();
-        if write && self.ready.lock().get(&group) == Some(&status.term) {
+        let term = replica.leadership().term;
+        if write && self.ready.lock().get(&group) == Some(&term) {
             return Ok(());
         }
         self.wait("a linearizable read barrier", replica.linearizable_read(true))
             .map_err(|e| self.reply_for(slot, &e))?;
         if write {
             let mut ready = self.ready.lock();
-            if ready.get(&group) != Some(&status.term) {
+            if ready.get(&group) != Some(&term) {
                 self.store.pop_hints.clear();
-                ready.insert(group, status.term);
+                ready.insert(group, term);
             }
         }
         Ok(())

@@ -176,36 +176,7 @@ impl std::error::Error for WriteError {}
 /// The slot every key of `batch` is filed under (its first record's: a command's keys share
 /// one slot); `None` when the batch is empty or a key is too short to hold one.
 pub fn batch_slot(batch: &WriteBatch) -> Option<u16> {
-    /// The first record's key, once seen.
-    struct First {
-        seen: bool,
-        slot: Option<u16>,
-    }
-    impl strata::WriteBatchIterator for First {
-        fn put(&mut self, key: Box<[u8]>, _: Box<[u8]>) {
-            self.note(&key);
-        }
-        fn delete(&mut self, key: Box<[u8]>) {
-            self.note(&key);
-        }
-        fn merge(&mut self, key: Box<[u8]>, _: Box<[u8]>) {
-            self.note(&key);
-        }
-        fn delete_range(&mut self, begin: Box<[u8]>, _: Box<[u8]>) {
-            self.note(&begin);
-        }
-    }
-    impl First {
-        fn note(&mut self, key: &[u8]) {
-            if !self.seen {
-                self.seen = true;
-                self.slot = key.get(..2).map(|s| u16::from_be_bytes([s[0], s[1]]));
-            }
-        }
-    }
-    let mut first = First { seen: false, slot: None };
-    batch.iterate(&mut first);
-    first.slot
+    batch.keys().next().and_then(crate::slots::filed_slot)
 }
 
 /// A metadata record as [`Store::read_meta`] found it.

@@ -48,19 +48,13 @@ pub fn encode(key: &[u8], version: u64, field: &[u8]) -> Vec<u8> {
 }
 
 /// Splits a sub-key into (user key, version, field); `None` if it is malformed (the slot is
-/// not checked against the key's: see [`slot_of`]).
+/// not checked against the key's: see `crate::slots::filed_slot`).
 pub fn decode(sub: &[u8]) -> Option<(&[u8], u64, &[u8])> {
     let len = u32::from_be_bytes(sub.get(2..6)?.try_into().ok()?) as usize;
     let key = sub.get(6..6usize.checked_add(len)?)?;
     let vstart = 6 + len;
     let version = u64::from_be_bytes(sub.get(vstart..vstart + 8)?.try_into().ok()?);
     Some((key, version, &sub[vstart + 8..]))
-}
-
-/// The slot a sub-key (or score-index entry, or metadata key) is filed under: its first two
-/// bytes; `None` when it is shorter.
-pub fn slot_of(stored: &[u8]) -> Option<u16> {
-    Some(u16::from_be_bytes(stored.get(..2)?.try_into().ok()?))
 }
 
 #[cfg(test)]
@@ -85,7 +79,7 @@ mod tests {
         // Keys of one hash tag share a slot, so their entries sit in one slot's range.
         for key in [&b"k"[..], b"{user1000}.following", b"{user1000}.followers", b""] {
             let e = encode(key, 7, b"f");
-            assert_eq!(slot_of(&e), Some(key_slot(key)));
+            assert_eq!(crate::slots::filed_slot(&e), Some(key_slot(key)));
             assert_eq!(decode(&e).map(|(k, _, _)| k), Some(key));
         }
         // Order is by slot first: a key of a lower slot sorts first whatever its bytes.

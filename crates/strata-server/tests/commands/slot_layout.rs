@@ -86,7 +86,7 @@ fn every_entry_is_filed_under_its_keys_slot_and_slot_ranges_hold_them() {
     for (family, stored) in &all {
         let key = user_key(family, stored);
         assert_eq!(
-            subkey::slot_of(stored),
+            strata_server::slots::filed_slot(stored),
             Some(key_slot(key)),
             "{family} entry of {:?} not under its slot",
             String::from_utf8_lossy(key)
