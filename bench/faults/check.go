@@ -297,6 +297,9 @@ func describeRecord(r Record) string {
 		what = fmt.Sprintf("del %s -> %d", r.Key, r.Deleted)
 	}
 	s := fmt.Sprintf("[%s, %s] client %d %-7s %s", ms(r.Call), ms(r.Return), r.Client, r.Status, what)
+	if r.Node != "" {
+		s += " @" + r.Node
+	}
 	if r.Final {
 		s += " (final read)"
 	}

@@ -32,6 +32,7 @@ type Record struct {
 	Call    int64  `json:"call"`
 	Return  int64  `json:"return"`
 	Err     string `json:"err,omitempty"`
+	Node    string `json:"node,omitempty"`  // where the last attempt went
 	Final   bool   `json:"final,omitempty"` // a read of the final phase, after the faults were healed
 }
 

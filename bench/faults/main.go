@@ -158,12 +158,19 @@ func notApplied(err error) bool {
 
 // attemptHook sits on every node's client, so it sees each attempt of a command
 // separately (the cluster client's redirects and retries call it once each).
-type attemptHook struct{}
+type attemptHook struct{ addr string }
+
+// nodeKey: the context value under which an operation gets the address of the node its
+// last attempt went to (a *string), for the history.
+type nodeKey struct{}
 
 func (attemptHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 
-func (attemptHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+func (h attemptHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
+		if node, ok := ctx.Value(nodeKey{}).(*string); ok {
+			*node = h.addr
+		}
 		err := next(ctx, cmd)
 		if err == nil || errors.Is(err, redis.Nil) || notApplied(err) {
 			return err
@@ -199,7 +206,7 @@ func newClusterClient(cfg config) *redis.ClusterClient {
 		MaintNotificationsConfig:   &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
 		NewClient: func(opt *redis.Options) *redis.Client {
 			c := redis.NewClient(opt)
-			c.AddHook(attemptHook{})
+			c.AddHook(attemptHook{addr: opt.Addr})
 			return c
 		},
 	})
@@ -308,6 +315,7 @@ func workload(ctx context.Context, rdb *redis.ClusterClient, cfg config, c int, 
 		r := Record{Client: proc, Key: key}
 		x := rng.Float64()
 		var err error
+		ctx := context.WithValue(ctx, nodeKey{}, &r.Node)
 		r.Call = clk.now()
 		switch {
 		case x < cfg.readRatio:
@@ -463,8 +471,9 @@ func finalPhase(ctx context.Context, rdb *redis.ClusterClient, cfg config, clk c
 				continue
 			}
 			key := keyName(i)
-			r := Record{Client: proc, Op: "get", Key: key, Final: true, Call: clk.now()}
-			v, err := rdb.Get(ctx, key).Result()
+			r := Record{Client: proc, Op: "get", Key: key, Final: true}
+			r.Call = clk.now()
+			v, err := rdb.Get(context.WithValue(ctx, nodeKey{}, &r.Node), key).Result()
 			if errors.Is(err, redis.Nil) {
 				v, err = "", nil
 			}
