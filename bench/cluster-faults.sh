@@ -17,7 +17,8 @@
 # quorum always stands. Then the faults stop, the client reads every key back, the checker
 # runs, and a summary is printed: operations, faults by kind, leader changes, violations.
 # Output in --out (default bench/out/faults-<time>): faults.log, leaders.log, client.log,
-# history.jsonl, summary.txt, node<I>/log, violation-<key>.{txt,html} when any.
+# history.jsonl, summary.txt, node<I>/log, and when a violation is found witnesses.txt
+# and violation-<key>.{txt,html}.
 # Needs root, `ip netns` and go; otherwise it prints why and exits 0 ("skipped").
 # Exit status 0 when no violation was found and every node stayed up (but for the faults).
 # The release binary is built unless --server-bin names one. Everything it started is
@@ -35,7 +36,7 @@ keys=48
 server_bin=""
 out=""
 seed=1
-usage() { sed -n '2,27p' "$0"; }
+usage() { sed -n '2,26p' "$0"; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --duration) duration="$2"; shift 2 ;;
@@ -260,18 +261,19 @@ check_nodes() {
   done
 }
 
-# Starts node $1 again after a kill and waits until it answers: up to 3 starts (a start
-# that exits is a server failure, counted and logged), 30 s each.
+# Starts node $1 again after a kill and waits until it answers: up to 10 starts (a start
+# that exits is a server failure, counted and logged, and the node is started again), 30 s
+# each.
 restart_node() {
   local i=$1 try t
-  for try in 1 2 3; do
+  for try in $(seq 1 10); do
     start_node "$i"
     t=$SECONDS
     while ! answers "$i"; do
       if ! kill -0 "${pids[$i]}" 2>/dev/null; then
         restart_failures=$((restart_failures + 1))
-        log "RESTART FAILED: node $i exited while starting (start $try of 3); its log ends:"
-        tail -4 "$out/node$i/log" | sed 's/^/    /' | tee -a "$out/faults.log" >&2
+        log "RESTART FAILED: node $i exited while starting (start $try); its log ends:"
+        tail -2 "$out/node$i/log" | sed 's/^/    /' | tee -a "$out/faults.log" >&2
         sleep 1
         continue 2
       fi
@@ -286,6 +288,8 @@ restart_node() {
   unrecovered=$((unrecovered + 1))
   log "UNRECOVERED: node $i does not answer after its restart; its log ends:"
   tail -20 "$out/node$i/log" | sed 's/^/    /' | tee -a "$out/faults.log" >&2
+  # Not counted again as an unexpected exit if it dies.
+  kill -0 "${pids[$i]}" 2>/dev/null || pids[i]=""
 }
 
 inject() { # kind, node
@@ -381,10 +385,11 @@ done
   fi
   echo "faults: $faults_total ($faults_desc ); lossy links by ${lossy_mode:-(none)}"
   echo "leader changes: $leader_changes (term changes seen: $term_changes; leaders.log)"
-  echo "unexpected node exits: $unexpected; restarts that exited: $restart_failures; nodes never answering after a restart: $unrecovered; node logs mentioning a panic: $panics"
+  echo "unexpected node exits: $unexpected; starts after a kill that exited: $restart_failures; nodes never answering after a restart: $unrecovered; node logs mentioning a panic: $panics"
   if [ -f "$summary" ]; then
     illegal_keys=$(val illegal_keys)
-    echo "linearizability: $(val verdict)${illegal_keys:+ (illegal keys: $illegal_keys)}"
+    timed_out=$(val timed_out_keys)
+    echo "linearizability: $(val verdict)${illegal_keys:+ (porcupine: illegal keys $illegal_keys)}; witnesses of violations: $(val witnesses)${timed_out:+; search cut short on keys $timed_out}"
     echo "acknowledged writes lost: $(val lost_writes); final values never written: $(val phantom_values);" \
       "replicas not agreeing: $(val replicas_diverged); keys without a final read: $(val keys_without_final_read)"
   fi

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -43,6 +44,7 @@ type Report struct {
 	TimedOut []string
 	// Reports of illegal keys: the history as text and porcupine's HTML.
 	Evidence     []string
+	Witnesses    []Witness // patterns that prove a violation without a search
 	Lost         []LostWrite
 	Phantoms     []Phantom
 	MissingFinal []string // keys with no successful final read
@@ -51,13 +53,13 @@ type Report struct {
 
 // Violation: the history is proven wrong.
 func (r *Report) Violation() bool {
-	return len(r.Illegal) > 0 || len(r.Lost) > 0 || len(r.Phantoms) > 0
+	return len(r.Illegal) > 0 || len(r.Witnesses) > 0 || len(r.Lost) > 0 || len(r.Phantoms) > 0
 }
 
 // Verdict in one word: the linearizability result over every key.
 func (r *Report) Verdict() porcupine.CheckResult {
 	switch {
-	case len(r.Illegal) > 0:
+	case len(r.Illegal) > 0 || len(r.Witnesses) > 0:
 		return porcupine.Illegal
 	case len(r.TimedOut) > 0:
 		return porcupine.Unknown
@@ -65,12 +67,23 @@ func (r *Report) Verdict() porcupine.CheckResult {
 	return porcupine.Ok
 }
 
-// check runs every check over recs within timeout (the whole linearizability search; a key
-// still being searched then is reported as timed out). When outDir is not empty, each
-// illegal key's history and visualization are written there.
-func check(recs []Record, timeout time.Duration, outDir string, log io.Writer) *Report {
+// checkOptions bound the linearizability search and say where evidence goes.
+type checkOptions struct {
+	// Timeout: the whole search, all keys; KeyTimeout: one key's. A key whose search is cut
+	// short is reported as timed out. The search's memory grows with its time (about
+	// 100 MB/s on an illegal key with a few dozen unknown writes), so KeyTimeout also
+	// bounds memory.
+	Timeout, KeyTimeout time.Duration
+	// OutDir: when not empty, each illegal key's history and visualization go there, and
+	// every witness to witnesses.txt.
+	OutDir string
+}
+
+// check runs every check over recs.
+func check(recs []Record, opt checkOptions, log io.Writer) *Report {
 	start := time.Now()
-	deadline := start.Add(timeout)
+	deadline := start.Add(opt.Timeout)
+	outDir := opt.OutDir
 	end := endOfHistory(recs)
 	keys := byKey(recs)
 	rep := &Report{Keys: len(keys)}
@@ -93,17 +106,21 @@ func check(recs []Record, timeout time.Duration, outDir string, log io.Writer) *
 	// history is one partition.
 	var wg sync.WaitGroup
 	next := make(chan int)
-	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+	for w := 0; w < min(runtime.GOMAXPROCS(0), 2); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				left := time.Until(deadline)
+				left := min(time.Until(deadline), opt.KeyTimeout)
 				if left <= 0 {
 					results[i] = porcupine.Unknown
 					continue
 				}
 				results[i] = porcupine.CheckOperationsTimeout(registerModel, opsOf[i], left)
+				if results[i] != porcupine.Ok {
+					// An abandoned or exhausted search leaves gigabytes behind.
+					debug.FreeOSMemory()
+				}
 			}
 		}()
 	}
@@ -127,6 +144,7 @@ func check(recs []Record, timeout time.Duration, outDir string, log io.Writer) *
 		case porcupine.Unknown:
 			rep.TimedOut = append(rep.TimedOut, k)
 		}
+		rep.Witnesses = append(rep.Witnesses, witnesses(k, keys[k])...)
 		lost, phantom, missing := finalChecks(k, keys[k])
 		if lost != nil {
 			rep.Lost = append(rep.Lost, *lost)
@@ -136,6 +154,18 @@ func check(recs []Record, timeout time.Duration, outDir string, log io.Writer) *
 		}
 		if missing {
 			rep.MissingFinal = append(rep.MissingFinal, k)
+		}
+	}
+	if outDir != "" && len(rep.Witnesses) > 0 {
+		var b strings.Builder
+		for _, w := range rep.Witnesses {
+			fmt.Fprintf(&b, "%s\n", describeWitness(w))
+		}
+		path := filepath.Join(outDir, "witnesses.txt")
+		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+			fmt.Fprintf(log, "witnesses: %v\n", err)
+		} else {
+			rep.Evidence = append(rep.Evidence, path)
 		}
 	}
 	rep.Elapsed = time.Since(start)
@@ -315,13 +345,34 @@ func printReport(w io.Writer, rep *Report) {
 		rep.Checked, rep.Keys, rep.Elapsed.Round(time.Millisecond), rep.Pruned)
 	fmt.Fprintf(w, "linearizability: %s\n", rep.Verdict())
 	if len(rep.Illegal) > 0 {
-		fmt.Fprintf(w, "  illegal keys: %s\n", strings.Join(rep.Illegal, " "))
-		for _, f := range rep.Evidence {
-			fmt.Fprintf(w, "  evidence: %s\n", f)
-		}
+		fmt.Fprintf(w, "  keys porcupine found illegal: %s\n", strings.Join(rep.Illegal, " "))
 	}
 	if len(rep.TimedOut) > 0 {
-		fmt.Fprintf(w, "  the search timed out on keys: %s\n", strings.Join(rep.TimedOut, " "))
+		fmt.Fprintf(w, "  keys whose search was cut short (time or memory bound): %s\n", strings.Join(rep.TimedOut, " "))
+	}
+	fmt.Fprintf(w, "  witnesses (violations shown without a search): %d", len(rep.Witnesses))
+	wkeys := map[string]bool{}
+	for _, x := range rep.Witnesses {
+		wkeys[x.Key] = true
+	}
+	if len(wkeys) > 0 {
+		var ks []string
+		for k := range wkeys {
+			ks = append(ks, k)
+		}
+		sort.Strings(ks)
+		fmt.Fprintf(w, " on keys %s", strings.Join(ks, " "))
+	}
+	fmt.Fprintln(w)
+	for i, x := range rep.Witnesses {
+		if i == 5 {
+			fmt.Fprintf(w, "  ... (all in witnesses.txt)\n")
+			break
+		}
+		fmt.Fprintf(w, "  %s\n", describeWitness(x))
+	}
+	for _, f := range rep.Evidence {
+		fmt.Fprintf(w, "  evidence: %s\n", f)
 	}
 	fmt.Fprintf(w, "acknowledged writes lost: %d\n", len(rep.Lost))
 	for _, l := range rep.Lost {

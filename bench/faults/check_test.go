@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,9 +39,21 @@ func del(client int, key string, n int64, call, ret int64) Record {
 
 func final(r Record) Record { r.Final = true; return r }
 
+func testOpts(dir string) checkOptions {
+	return checkOptions{Timeout: 10 * time.Second, KeyTimeout: 10 * time.Second, OutDir: dir}
+}
+
+// verdict: porcupine's alone (the witnesses are tested on their own).
 func verdict(t *testing.T, recs []Record) porcupine.CheckResult {
 	t.Helper()
-	return check(recs, 10*time.Second, "", os.Stderr).Verdict()
+	rep := check(recs, testOpts(""), os.Stderr)
+	switch {
+	case len(rep.Illegal) > 0:
+		return porcupine.Illegal
+	case len(rep.TimedOut) > 0:
+		return porcupine.Unknown
+	}
+	return porcupine.Ok
 }
 
 func TestStaleReadAfterAcknowledgedWriteIsIllegal(t *testing.T) {
@@ -124,7 +137,7 @@ func TestLostAcknowledgedWrite(t *testing.T) {
 		set(1, "x", "b", 20, 30),
 		final(get(2, "x", "a", 100, 110)),
 	}
-	rep := check(h, 10*time.Second, "", os.Stderr)
+	rep := check(h, testOpts(""), os.Stderr)
 	if len(rep.Lost) != 1 || rep.Lost[0].Write.Value != "b" {
 		t.Fatalf("lost writes: %+v, want the write of b", rep.Lost)
 	}
@@ -134,13 +147,13 @@ func TestLostAcknowledgedWrite(t *testing.T) {
 	// An unknown write after b may be the last one: then nothing is known to be lost, and
 	// porcupine decides (here: a is not b's successor, so still illegal).
 	h2 := append(append([]Record{}, h[:2]...), set(3, "x", "c", 40, -1), final(get(2, "x", "c", 100, 110)))
-	rep = check(h2, 10*time.Second, "", os.Stderr)
+	rep = check(h2, testOpts(""), os.Stderr)
 	if len(rep.Lost) != 0 || rep.Verdict() != porcupine.Ok {
 		t.Fatalf("lost %+v verdict %s, want none and Ok", rep.Lost, rep.Verdict())
 	}
 	// A final read of a deleted key.
 	h3 := []Record{set(0, "x", "a", 0, 10), del(1, "x", 1, 20, 30), final(get(2, "x", "", 40, 50))}
-	rep = check(h3, 10*time.Second, "", os.Stderr)
+	rep = check(h3, testOpts(""), os.Stderr)
 	if len(rep.Lost) != 0 || rep.Verdict() != porcupine.Ok {
 		t.Fatalf("lost %+v verdict %s, want none and Ok", rep.Lost, rep.Verdict())
 	}
@@ -150,14 +163,14 @@ func TestPhantomFinalValue(t *testing.T) {
 	refused := set(1, "x", "z", 20, 30)
 	refused.Status, refused.Err = StatusFailed, "MOVED 1 10.0.0.1:1"
 	h := []Record{set(0, "x", "a", 0, 10), refused, final(get(2, "x", "z", 100, 110))}
-	rep := check(h, 10*time.Second, "", os.Stderr)
+	rep := check(h, testOpts(""), os.Stderr)
 	if len(rep.Phantoms) != 1 || rep.Phantoms[0].FailedWrite == nil {
 		t.Fatalf("phantoms %+v, want one naming the refused write", rep.Phantoms)
 	}
 }
 
 func TestMissingFinalRead(t *testing.T) {
-	rep := check([]Record{set(0, "x", "a", 0, 10)}, 10*time.Second, "", os.Stderr)
+	rep := check([]Record{set(0, "x", "a", 0, 10)}, testOpts(""), os.Stderr)
 	if len(rep.MissingFinal) != 1 || exitCode(rep, nil) != exitNoFinal {
 		t.Fatalf("missing %v exit %d", rep.MissingFinal, exitCode(rep, nil))
 	}
@@ -171,7 +184,7 @@ func TestEvidenceWrittenForIllegalKey(t *testing.T) {
 		get(1, "x", "a", 40, 50),
 		set(0, "y", "c", 0, 10),
 	}
-	rep := check(h, 10*time.Second, dir, os.Stderr)
+	rep := check(h, testOpts(dir), os.Stderr)
 	if len(rep.Illegal) != 1 || rep.Illegal[0] != "x" {
 		t.Fatalf("illegal %v", rep.Illegal)
 	}
@@ -258,6 +271,8 @@ func TestAttemptClassification(t *testing.T) {
 		errors.New("MOVED 3999 10.77.0.2:6379"),
 		errors.New("CLUSTERDOWN The cluster is down"),
 		&net.OpError{Op: "dial", Err: errors.New("connection refused")},
+		errors.New("ERR replication: group 4: linearizable read: not enough for a quorum, cluster: {...}, got: {2}"),
+		errors.New("ERR the write's outcome is unknown (timed out waiting for a linearizable read barrier)"),
 	} {
 		if !notApplied(err) {
 			t.Errorf("%v: counted as possibly applied", err)
@@ -266,6 +281,8 @@ func TestAttemptClassification(t *testing.T) {
 	for _, err := range []error{
 		&net.OpError{Op: "read", Err: timeoutErr{}},
 		errors.New("ERR the write's outcome is unknown (timed out waiting for the write to commit)"),
+		errors.New("ERR the write's outcome is unknown (it may be applied): the entry was discarded on a leader change (leader now Some(2))"),
+		errors.New("ERR replication: group 4: write: something else"),
 		errors.New("EOF"),
 	} {
 		if notApplied(err) {
@@ -280,4 +297,84 @@ func TestAttemptClassification(t *testing.T) {
 	if err := h(context.Background(), nil); !errors.As(err, &u) {
 		t.Fatalf("got %v", err)
 	}
+}
+
+func TestWitnesses(t *testing.T) {
+	refused := set(1, "x", "z", 20, 30)
+	refused.Status = StatusFailed
+	for _, c := range []struct {
+		name string
+		h    []Record
+		want string // the start of the pattern's words; "" for none
+	}{
+		{"stale value", []Record{set(0, "x", "a", 0, 10), set(0, "x", "b", 20, 30), get(1, "x", "a", 40, 50)}, "stale value"},
+		{"overlapping writes", []Record{set(0, "x", "a", 0, 10), set(0, "x", "b", 5, 30), get(1, "x", "a", 40, 50)}, ""},
+		{"stale absence (DEL)", []Record{set(0, "x", "a", 0, 10), del(1, "x", 0, 20, 30)}, "stale absence"},
+		{"stale absence (GET)", []Record{set(0, "x", "a", 0, 10), get(1, "x", "", 20, 30)}, "stale absence"},
+		{"absence after a DEL", []Record{set(0, "x", "a", 0, 10), del(2, "x", 1, 12, 14), get(1, "x", "", 20, 30)}, ""},
+		{"absence after an unknown DEL", []Record{set(0, "x", "a", 0, 10), del(2, "x", 0, 5, -1), get(1, "x", "", 20, 30)}, ""},
+		{"absence while the SET runs", []Record{set(0, "x", "a", 0, 10), get(1, "x", "", 5, 30)}, ""},
+		{"future read", []Record{get(1, "x", "a", 0, 10), set(0, "x", "a", 20, 30)}, "read of a SET that began"},
+		{"refused write", []Record{refused, get(1, "x", "z", 40, 50)}, "read of a SET the server refused"},
+		{"never written", []Record{get(1, "x", "q", 40, 50)}, "read of a value no SET"},
+	} {
+		ws := witnesses("x", c.h)
+		switch {
+		case c.want == "" && len(ws) > 0:
+			t.Errorf("%s: unexpected witness %s", c.name, describeWitness(ws[0]))
+		case c.want != "" && (len(ws) != 1 || !strings.HasPrefix(ws[0].What, c.want)):
+			t.Errorf("%s: witnesses %v, want one %q", c.name, ws, c.want)
+		}
+	}
+}
+
+// A witness must only ever be found in a history porcupine calls illegal; and on random
+// histories the witnesses must find something, or the test tests nothing.
+func TestWitnessesAreSound(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 11))
+	found, illegal := 0, 0
+	for n := 0; n < 5000; n++ {
+		var h []Record
+		var written []string
+		for i := 0; i < 2+rng.IntN(7); i++ {
+			call := int64(rng.IntN(100))
+			ret := call + 1 + int64(rng.IntN(30))
+			if rng.IntN(5) == 0 {
+				ret = -1
+			}
+			switch rng.IntN(3) {
+			case 0:
+				if ret < 0 {
+					continue
+				}
+				v := ""
+				if len(written) > 0 && rng.IntN(4) > 0 {
+					v = written[rng.IntN(len(written))]
+				}
+				h = append(h, get(i, "x", v, call, ret))
+			case 1:
+				v := fmt.Sprintf("v%d", i)
+				written = append(written, v)
+				h = append(h, set(i, "x", v, call, ret))
+			case 2:
+				h = append(h, del(i, "x", int64(rng.IntN(2)), call, ret))
+			}
+		}
+		ops, _ := operations(h, endOfHistory(h), false)
+		legal := porcupine.CheckOperations(registerModel, ops)
+		if !legal {
+			illegal++
+		}
+		ws := witnesses("x", h)
+		if len(ws) > 0 {
+			found++
+			if legal {
+				t.Fatalf("history %d is linearizable, yet: %s\n%v", n, describeWitness(ws[0]), h)
+			}
+		}
+	}
+	if found == 0 {
+		t.Fatal("no witness found in any random history")
+	}
+	t.Logf("%d illegal histories, %d with a witness", illegal, found)
 }
