@@ -96,6 +96,14 @@ pub enum Error {
         /// What was being done and openraft's message.
         reason: String,
     },
+    /// `initialize` found the replica already in a group: it has log entries or has voted
+    /// (what openraft said, with the group).
+    AlreadyInitialized {
+        /// The group.
+        group: GroupId,
+        /// openraft's message (the log's last id, the vote).
+        reason: String,
+    },
     /// A required column family does not exist and could not be created.
     MissingColumnFamily(&'static str),
     /// Waiting for a condition timed out.
@@ -156,6 +164,9 @@ impl fmt::Display for Error {
             Error::Unreachable { target, reason } => write!(f, "node {target}: {reason}"),
             Error::NoSuchGroup(g) => write!(f, "{g}: no replica on this node"),
             Error::Raft { group, reason } => write!(f, "{group}: {reason}"),
+            Error::AlreadyInitialized { group, reason } => {
+                write!(f, "{group}: already initialized: {reason}")
+            }
             Error::MissingColumnFamily(cf) => write!(f, "column family {cf} is missing"),
             Error::Timeout(what) => write!(f, "timed out waiting for {what}"),
         }

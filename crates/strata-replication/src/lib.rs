@@ -10,7 +10,8 @@
 //! 1. [`sync_group`]: the node-wide group-commit syncer.
 //! 2. [`error`]; [`log_format`]: the Raft log and metadata records in the engine (drawn
 //!    there and in `docs/format/raft_log.md`).
-//! 3. [`log_store`]: the node's replication storage and each group's log on it.
+//! 3. [`log_tail`]: a log's newest entries in memory; [`log_store`]: the node's replication
+//!    storage and each group's log on it.
 //! 4. [`snapshot`]: a group's key ranges as SST files, and their transfer in chunks.
 //! 5. [`state_machine`]: applying entries through the application's [`Apply`], and
 //!    installing snapshots, crash-safely.
@@ -27,6 +28,7 @@ pub mod error;
 pub mod kv;
 pub mod log_format;
 pub mod log_store;
+pub mod log_tail;
 pub mod raft;
 pub mod rpc;
 pub mod snapshot;

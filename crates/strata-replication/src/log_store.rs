@@ -16,6 +16,9 @@
 //!   the same batch); neither needs a sync: losing one on power loss brings back entries
 //!   Raft allows to be there, and the single WAL orders them before any later write.
 //! - A read returns consecutive entries or fails naming the group and the missing index.
+//! - The newest entries are also kept in memory ([`LogTail`]), changed after the engine
+//!   accepted each append, truncation and purge: [`GroupLog::read_tail`] answers the reads
+//!   that Raft makes right after an append without the engine.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -28,6 +31,7 @@ use crate::log_format::{
     decode_entry, decode_entry_log_id, decode_log_id, decode_vote, encode_entry, encode_log_id,
     encode_vote, log_key, log_key_index, meta_key, MetaKind, LOG_CF, META_CF,
 };
+use crate::log_tail::LogTail;
 use crate::sync_group::SyncGroup;
 use crate::types::{Entry, GroupId, LogId, Vote};
 
@@ -172,6 +176,7 @@ pub struct GroupLog {
     node: Arc<NodeStorage>,
     group: GroupId,
     memo: Arc<Mutex<LogMemo>>,
+    tail: Arc<Mutex<LogTail>>,
 }
 
 /// The two ends of a group's log.
@@ -194,7 +199,12 @@ impl GroupLog {
             .get_meta(group, MetaKind::Purged)?
             .map(|v| decode_log_id(&v).map_err(|e| Error::corrupt(group, "purge record", &e)))
             .transpose()?;
-        let log = GroupLog { node, group, memo: Arc::new(Mutex::new(LogMemo::default())) };
+        let log = GroupLog {
+            node,
+            group,
+            memo: Arc::new(Mutex::new(LogMemo::default())),
+            tail: Arc::new(Mutex::new(LogTail::default())),
+        };
         let last_entry = log.last_entry_id()?;
         *log.memo.lock() = LogMemo { vote, purged, last: last_entry.max(purged) };
         Ok(log)
@@ -286,6 +296,12 @@ impl GroupLog {
         Ok(out)
     }
 
+    /// What [`GroupLog::read`] would return, when the in-memory tail holds it (no engine
+    /// call: safe on any thread); `None` sends the caller to [`GroupLog::read`].
+    pub fn read_tail(&self, start: u64, end: u64, max_bytes: Option<usize>) -> Option<Vec<Entry>> {
+        self.tail.lock().read(start, end, max_bytes)
+    }
+
     /// Writes `entries` (consecutive, following the last entry or replacing a truncated
     /// tail) without a sync; they are readable when this returns. The caller makes them
     /// durable through the node's syncer.
@@ -318,6 +334,7 @@ impl GroupLog {
             .write_opt(batch, &WriteOptions::default())
             .map_err(|e| Error::engine(what(), e))?;
         self.memo.lock().last = Some(last.log_id);
+        self.tail.lock().appended(entries);
         Ok(())
     }
 
@@ -331,6 +348,7 @@ impl GroupLog {
             .delete_range_cf(&self.node.log_cf, log_key(g, from), log_key(g, u64::MAX))
             .map_err(|e| Error::engine(format!("{g}: truncate the log from index {from}"), e))?;
         // Truncating past the end leaves the log as it is; never below the purge mark.
+        self.tail.lock().truncated_after(after);
         let mut m = self.memo.lock();
         if after < m.last {
             m.last = after.max(m.purged);
@@ -349,6 +367,7 @@ impl GroupLog {
             .db
             .write_opt(batch, &WriteOptions::default())
             .map_err(|e| Error::engine(format!("{g}: purge the log up to {upto}"), e))?;
+        self.tail.lock().purged(upto);
         let mut m = self.memo.lock();
         m.purged = m.purged.max(Some(upto));
         if m.last < m.purged {

@@ -79,6 +79,15 @@ pub trait Router: Send + Sync {
         Ok(())
     }
 
+    /// Whether [`Router::prepare`] for this command would return without waiting now (a read
+    /// whose barrier has passed, or one sent elsewhere): the server then runs it on its async
+    /// worker instead of handing the worker off first. A `true` that turns stale before
+    /// `prepare` runs costs only that hand-off, inside `prepare`.
+    fn ready_now(&self, slot: u16, write: bool, readonly: bool) -> bool {
+        let _ = (slot, write, readonly);
+        true
+    }
+
     /// The cluster's layout as this node knows it (CLUSTER SLOTS, NODES, INFO).
     fn layout(&self) -> Layout;
 

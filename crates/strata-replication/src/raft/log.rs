@@ -1,5 +1,6 @@
 //! openraft's log storage traits on a [`GroupLog`]. Every engine call runs on the blocking
 //! pool; appends complete through the node's syncer, after the fdatasync that covers them.
+//! Reads of the newest entries come from the log's in-memory tail, on the caller's task.
 
 use std::fmt::Debug;
 use std::io;
@@ -40,8 +41,13 @@ impl LogStore {
         end: u64,
         budget: Option<usize>,
     ) -> io::Result<Vec<EntryOf<C>>> {
-        let log = self.log.clone();
-        let entries = blocking(move || log.read(start, end, budget)).await?;
+        let entries = match self.log.read_tail(start, end, budget) {
+            Some(entries) => entries,
+            None => {
+                let log = self.log.clone();
+                blocking(move || log.read(start, end, budget)).await?
+            }
+        };
         entries.into_iter().map(entry_out).collect()
     }
 }

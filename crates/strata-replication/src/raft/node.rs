@@ -10,12 +10,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use openraft::async_runtime::watch::WatchReceiver;
-use openraft::error::{ClientWriteError, RaftError};
+use openraft::error::{ClientWriteError, InitializeError, RaftError};
 use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, TransferLeaderError, TransferLeaderRequest,
     VoteRequest,
 };
-use openraft::{ChangeMembers, Config, RaftMetrics, ReadPolicy, ServerState, SnapshotPolicy};
+use openraft::{
+    ChangeMembers, Config, Instant as _, RaftMetrics, ReadPolicy, ServerState, SnapshotPolicy,
+};
 use parking_lot::{Mutex, RwLock};
 
 use super::convert::{
@@ -77,6 +79,9 @@ impl RaftSettings {
             snapshot_policy: SnapshotPolicy::LogsSinceLast(self.snapshot_after_entries),
             max_in_snapshot_log_to_keep: self.keep_log_behind_snapshot,
             snapshot_max_chunk_size: self.snapshot_chunk_bytes as u64,
+            // A replica cut off for a while campaigns only once a quorum would vote for it,
+            // so it does not come back with a raised term that deposes a healthy leader.
+            enable_pre_vote: Some(true),
             ..Config::default()
         };
         config.validate().map_err(|e| Error::Raft {
@@ -180,11 +185,14 @@ fn status_of(group: GroupId, m: &RaftMetrics<C>) -> GroupStatus {
 pub struct Replica {
     group: GroupId,
     raft: Raft,
+    /// The leader lease openraft keeps (its election timeout's upper bound): a voter that
+    /// heard from the leader grants no other vote within it.
+    lease: Duration,
 }
 
 impl Clone for Replica {
     fn clone(&self) -> Self {
-        Replica { group: self.group, raft: self.raft.clone() }
+        Replica { group: self.group, raft: self.raft.clone(), lease: self.lease }
     }
 }
 
@@ -219,9 +227,17 @@ impl Replica {
     }
 
     /// Makes this node's replica the group's first member, with `members` as voters (call on
-    /// one node of a new group; the others learn of it from the log).
+    /// one node of a new group; the others learn of it from the log). Fails with
+    /// [`Error::AlreadyInitialized`] when the replica has log entries or a vote already: it is
+    /// in a group, whatever the metrics published so far say.
     pub async fn initialize(&self, members: BTreeMap<NodeId, Peer>) -> Result<()> {
-        self.raft.initialize(members).await.map_err(|e| self.raft_error("initialize", e))
+        match self.raft.initialize(members).await {
+            Ok(()) => Ok(()),
+            Err(RaftError::APIError(InitializeError::NotAllowed(e))) => {
+                Err(Error::AlreadyInitialized { group: self.group, reason: e.to_string() })
+            }
+            Err(e) => Err(self.raft_error("initialize", e)),
+        }
     }
 
     /// Proposes `command`; returns its log id and the application's reply once a quorum
@@ -292,6 +308,22 @@ impl Replica {
         let m = self.raft.metrics();
         let m = m.borrow_watched();
         Leadership { role: role_of(m.state), term: m.current_term, leader: m.current_leader }
+    }
+
+    /// The term this replica leads in, when its leader lease holds now: a quorum
+    /// acknowledged a message this leader sent less than a lease ago (the time openraft
+    /// records is when that message was sent), so no other replica can have been elected
+    /// since, clocks drifting by less than the lease. `None` when it does not lead, or its
+    /// metrics show no fresh enough acknowledgement (the caller then asks Raft:
+    /// [`Replica::linearizable_read`]). Reads only the published metrics: no call into Raft.
+    pub fn leased_term(&self) -> Option<u64> {
+        let m = self.raft.metrics();
+        let m = m.borrow_watched();
+        if m.state != ServerState::Leader {
+            return None;
+        }
+        let acked = m.last_quorum_acked?.into_inner();
+        (acked.elapsed() < self.lease).then_some(m.current_term)
     }
 
     /// What this replica knows of its group now.
@@ -400,7 +432,8 @@ impl RaftNode {
         )
         .await
         .map_err(|e| Error::Raft { group, reason: format!("start raft: {e}") })?;
-        let replica = Replica { group, raft };
+        let lease = Duration::from_millis(self.config.election_timeout_max);
+        let replica = Replica { group, raft, lease };
         self.groups.write().insert(group, replica.clone());
         Ok(replica)
     }

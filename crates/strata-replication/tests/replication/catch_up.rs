@@ -83,3 +83,25 @@ async fn a_restarted_follower_catches_up_from_a_snapshot_once_the_log_is_purged(
     }
     c.shutdown().await;
 }
+
+/// A restarted node asked to create a group it already belongs to is told so by its own
+/// storage, even before openraft has published what it recovered (a clustered server's
+/// preferred leader asks at every start).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn initializing_a_restarted_member_again_is_refused_as_already_initialized() {
+    let mut c = Cluster::start(&[1, 2, 3], &[0]).await;
+    let writers = Writers::start(&c, 1);
+    writers.wait_acked(5).await;
+    writers.stop().await;
+    for n in [1, 2, 3] {
+        c.kill(n).await;
+        c.start_node(n).await;
+        let members = [1, 2, 3].into_iter().map(|m| (m, Default::default())).collect();
+        let replica = c.node(n).replica(strata_replication::GroupId(0)).unwrap();
+        match replica.initialize(members).await {
+            Err(strata_replication::Error::AlreadyInitialized { .. }) => {}
+            other => panic!("node {n}: initialize again gave {other:?}"),
+        }
+    }
+    c.shutdown().await;
+}

@@ -7,6 +7,7 @@
 //! - [`node`]: one node's side: its writes go through their partition's group
 //!   (`storage::Replicate`), and its router answers where each slot's commands run and makes
 //!   a command ready to run here (`routing::Router`).
+//! - [`proposals`]: group commit of the batches commands propose to one group.
 //!
 //! A command replicates its effect, not its text: the leader runs it under its key locks
 //! against its applied state, as a standalone server would, and proposes the one batch the
@@ -18,6 +19,7 @@
 pub mod apply;
 pub mod node;
 pub mod partitions;
+pub mod proposals;
 pub mod spec;
 pub mod start;
 

@@ -11,9 +11,15 @@
 //!   later entries of the term are this leader's own, proposed under their key locks, which
 //!   their commands hold until they are applied. At that barrier the pop hints are cleared:
 //!   they describe what this node saw while it last led, and the log may have changed it.
+//!   Like a read, a write also needs the leader's lease to hold (else it passes the barrier
+//!   again): a write that writes nothing answers from this node's state alone.
 //! - **A read** on the leader waits for a linearizable-read barrier first (the leader's
 //!   lease, then everything committed before it applied): it sees every write acknowledged
-//!   before it started. A READONLY read on a replica reads its applied state as it is
+//!   before it started. Once this term's barrier has passed, a read whose leader lease holds
+//!   needs no call into Raft ([`strata_replication::Replica::leased_term`]): every write
+//!   acknowledged in the term was applied here before its reply.
+//! - **Writes are proposed together**: the batches commands hand to one group while its
+//!   previous entry is in flight make its next entry ([`super::proposals`]). A READONLY read on a replica reads its applied state as it is
 //!   (stale by up to the replication lag, never uncommitted).
 //!
 //! Both block the calling thread on the Raft runtime (`Handle::block_on`): the server runs
@@ -31,6 +37,7 @@ use tokio::runtime::Handle;
 
 use super::apply::encode_proposal;
 use super::partitions::Partitions;
+use super::proposals::Proposals;
 use crate::routing::{Layout, NodeInfo, Route, Router, SlotRange};
 use crate::storage::{Replicate, Store};
 
@@ -54,6 +61,8 @@ pub struct ClusterNode {
     ready: Mutex<HashMap<GroupId, u64>>,
     /// Longest wait for a proposal or a barrier.
     timeout: Duration,
+    /// Each group's batches waiting to be proposed together.
+    proposals: Proposals<RaftError>,
 }
 
 impl ClusterNode {
@@ -77,6 +86,7 @@ impl ClusterNode {
             runtime,
             ready: Mutex::new(HashMap::new()),
             timeout: Duration::from_secs(5),
+            proposals: Proposals::default(),
         }
     }
 
@@ -124,18 +134,22 @@ impl ClusterNode {
         }
     }
 
-    /// Runs `f` on the Raft runtime and waits for it, at most the timeout.
+    /// Runs `f` on the Raft runtime and waits for it, at most the timeout. Called on an async
+    /// worker of the runtime, it hands the worker's other tasks off first (`block_in_place`);
+    /// elsewhere (a thread already off the workers) it just waits.
     fn wait<T>(
         &self,
         what: &str,
         f: impl Future<Output = Result<T, RaftError>>,
     ) -> Result<T, RaftError> {
         let timeout = self.timeout;
-        self.runtime.block_on(async move {
-            match tokio::time::timeout(timeout, f).await {
-                Ok(r) => r,
-                Err(_) => Err(RaftError::Timeout(what.to_string())),
-            }
+        tokio::task::block_in_place(|| {
+            self.runtime.block_on(async move {
+                match tokio::time::timeout(timeout, f).await {
+                    Ok(r) => r,
+                    Err(_) => Err(RaftError::Timeout(what.to_string())),
+                }
+            })
         })
     }
 }
@@ -145,9 +159,13 @@ impl Replicate for ClusterNode {
         let Some(replica) = self.raft.replica(self.group_of(slot)) else {
             return Err(self.moved(slot, self.preferred(slot)));
         };
-        let data = encode_proposal(&self.store, &batch);
-        self.wait("the write to commit", replica.write(data))
-            .map(|_| ())
+        let send = |joined: WriteBatch| {
+            let data = encode_proposal(&self.store, &joined);
+            self.wait("the write to commit", replica.write(data)).map(|_| ())
+        };
+        let panicked = || RaftError::Timeout("the write to commit: its proposer panicked".into());
+        self.proposals
+            .propose(replica.group(), batch, send, panicked)
             .map_err(|e| self.reply_for(slot, &e))
     }
 }
@@ -259,24 +277,47 @@ impl Router for ClusterNode {
         lines
     }
 
+    fn ready_now(&self, slot: u16, write: bool, readonly: bool) -> bool {
+        if write {
+            return false;
+        }
+        let group = self.group_of(slot);
+        let Some(replica) = self.raft.replica(group) else { return true };
+        readonly
+            || replica
+                .leased_term()
+                .is_some_and(|term| self.ready.lock().get(&group) == Some(&term))
+    }
+
     fn prepare(&self, slot: u16, write: bool, readonly: bool) -> Result<(), String> {
         let group = self.group_of(slot);
         let Some(replica) = self.raft.replica(group) else { return Err(DOWN.to_string()) };
         if readonly && !write {
             return Ok(());
         }
-        let term = replica.leadership().term;
-        if write && self.ready.lock().get(&group) == Some(&term) {
-            return Ok(());
-        }
-        self.wait("a linearizable read barrier", replica.linearizable_read(true))
-            .map_err(|e| self.reply_for(slot, &e))?;
-        if write {
-            let mut ready = self.ready.lock();
-            if ready.get(&group) != Some(&term) {
-                self.store.pop_hints.clear();
-                ready.insert(group, term);
+        // Every write acknowledged in this term was applied here before its reply, and the
+        // barrier of this term applied the earlier terms' entries; the lease says no other
+        // leader can have acknowledged one since. A write needs it too: one that turns out to
+        // write nothing (DEL of a missing key, SET NX of a present one) answers from this
+        // state without a proposal, so a deposed leader must not serve it.
+        if let Some(term) = replica.leased_term() {
+            if self.ready.lock().get(&group) == Some(&term) {
+                return Ok(());
             }
+        }
+        // Without a fresh lease, a quorum round trip confirms the leadership (read index).
+        // Nothing has run yet: a failure is a definite one, which a client may retry.
+        let term = replica.leadership().term;
+        self.wait("a linearizable read barrier", replica.linearizable_read(false)).map_err(
+            |e| match e {
+                RaftError::NotLeader { leader, .. } => self.moved(slot, leader),
+                other => format!("{DOWN}: {other}"),
+            },
+        )?;
+        let mut ready = self.ready.lock();
+        if ready.get(&group) != Some(&term) {
+            self.store.pop_hints.clear();
+            ready.insert(group, term);
         }
         Ok(())
     }

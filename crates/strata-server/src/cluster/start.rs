@@ -70,10 +70,12 @@ pub async fn start(spec: &ClusterSpec, store: Arc<Store>, dir: &Path) -> Result<
         }
         let members =
             replicas.iter().map(|n| (*n, Peer { addr: spec.nodes[n].raft.clone() })).collect();
-        replica
-            .initialize(members)
-            .await
-            .map_err(|e| format!("cluster mode: create partition {p}'s group: {e}"))?;
+        // The metrics just after opening may not show the log yet: openraft's own refusal
+        // (the replica has entries or a vote) means the group exists.
+        match replica.initialize(members).await {
+            Ok(()) | Err(strata_replication::Error::AlreadyInitialized { .. }) => {}
+            Err(e) => return Err(format!("cluster mode: create partition {p}'s group: {e}")),
+        }
     }
     let clients = spec.nodes.iter().map(|(id, a)| (*id, a.client.clone())).collect();
     let bus = spec.nodes.iter().map(|(id, a)| (*id, a.raft.clone())).collect();

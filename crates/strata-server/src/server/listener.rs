@@ -109,9 +109,14 @@ async fn handle(sh: Arc<Shared>, mut sock: TcpStream, addr: String) {
             // Under `appendfsync always` the replies wait for one WAL sync covering every
             // write the batch made. If it fails, nothing of the batch is acknowledged: the
             // connection closes without its replies.
-            // In cluster mode a command waits for its partition's group (a barrier, its
-            // write's commit): off the async workers.
-            let need = if sh.store.is_replicated() {
+            // In cluster mode a command may wait for its partition's group (a barrier, its
+            // write's commit, a key lock held by a write being committed): off the async
+            // workers, unless every command of the batch is a read that runs at once.
+            let wait = sh.store.is_replicated()
+                && !frames.iter().all(|f| {
+                    f.is_empty() || commands::cluster::runs_without_waiting(&sh, &conn, f)
+                });
+            let need = if wait {
                 tokio::task::block_in_place(|| run_batch(&sh, &mut conn, &frames, &mut out))
             } else {
                 run_batch(&sh, &mut conn, &frames, &mut out)

@@ -3,7 +3,8 @@
 //! dispatch: on the partition's leader they commit through its Raft group; elsewhere they are
 //! redirected (`MOVED`), unless the connection sent READONLY and reads a replica. Every
 //! replica ends byte-identical (SPOP's pick and fresh versions included), a leadership
-//! transfer moves the writes with it, and a write of another partition's keys never applies.
+//! transfer moves the writes with it, a write of another partition's keys never applies, and
+//! a leader cut off from its group answers nothing from its stale state.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -34,6 +35,7 @@ struct Node {
 
 struct Cluster {
     nodes: BTreeMap<NodeId, Node>,
+    net: Arc<MemNetwork>,
     runtime: tokio::runtime::Runtime,
     _dir: tempfile::TempDir,
 }
@@ -97,7 +99,7 @@ impl Cluster {
             let replica = nodes[&first].cluster.raft().replica(GroupId(u32::from(p))).unwrap();
             runtime.block_on(replica.initialize(members.clone())).unwrap();
         }
-        let c = Cluster { nodes, runtime, _dir: dir };
+        let c = Cluster { nodes, net, runtime, _dir: dir };
         for p in 0..PARTITIONS {
             c.leader(GroupId(u32::from(p)));
         }
@@ -274,4 +276,40 @@ fn a_batch_of_another_partitions_keys_is_never_applied() {
     // Routing stayed honest throughout: the key's own partition still takes it.
     assert_eq!(c.run(&k0, &["SET", &k0, "v"]), "+OK\r\n");
     let _ = c.nodes[&leader].cluster.route(key_slot(k0.as_bytes()), true, false);
+}
+
+/// A leader cut off from the rest of its group, after another replica was elected and
+/// acknowledged a write, must not answer from its stale state: not a read, and not a write
+/// that would write nothing there (DEL of a key it has not seen), which needs no proposal.
+#[test]
+fn a_deposed_leader_answers_no_read_and_no_empty_write_from_its_stale_state() {
+    let c = Cluster::start();
+    let key = "deposed";
+    let g = Cluster::group_of(key);
+    let old = c.leader(g);
+    // The old leader serves the key once, so its term's barrier has passed.
+    assert_eq!(c.run_on(old, false, &["GET", key]), "$-1\r\n");
+    c.net.isolate(old, NODES.iter().copied().filter(|n| *n != old));
+    let deadline = Instant::now() + WAIT;
+    let new = loop {
+        let elected =
+            NODES.iter().copied().filter(|n| *n != old).find(|n| {
+                c.nodes[n].cluster.raft().replica(g).unwrap().status().role == Role::Leader
+            });
+        if let Some(n) = elected {
+            break n;
+        }
+        assert!(Instant::now() < deadline, "{g}: no new leader while node {old} is cut off");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(c.run_on(new, false, &["SET", key, "v"]), "+OK\r\n");
+    for args in [&["DEL", key][..], &["GET", key], &["EXISTS", key], &["SET", key, "x", "NX"]] {
+        let reply = c.run_on(old, false, args);
+        assert!(
+            reply.starts_with("-MOVED") || reply.starts_with("-CLUSTERDOWN"),
+            "node {old}, cut off, answered {args:?} with {reply:?}"
+        );
+    }
+    c.net.heal_all();
+    assert_eq!(c.run(key, &["GET", key]), "$1\r\nv\r\n");
 }
