@@ -202,6 +202,12 @@ impl GroupState {
             return Ok(false);
         }
         self.install_steps(meta, &files)?;
+        self.node.db().log_info(&format!(
+            "Raft {}: installed a snapshot up to {} (was applied up to {})",
+            self.group,
+            meta.last_log_id.map_or("-".to_string(), |l| l.to_string()),
+            self.applied.map_or("-".to_string(), |l| l.to_string()),
+        ));
         self.applied = meta.last_log_id;
         self.membership = meta.membership.clone();
         self.current = Some((meta.clone(), files));

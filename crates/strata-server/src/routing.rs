@@ -95,4 +95,10 @@ pub trait Router: Send + Sync {
     fn info(&self) -> Vec<(String, String)> {
         Vec::new()
     }
+
+    /// `field:value` lines for INFO's `# Replication` section in place of a standalone
+    /// server's (`role:master`, no replicas); `None` keeps those.
+    fn replication_info(&self) -> Option<Vec<(String, String)>> {
+        None
+    }
 }

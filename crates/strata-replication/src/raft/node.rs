@@ -354,6 +354,37 @@ impl Replica {
     }
 }
 
+/// Notes in the node's info LOG every change of `group`'s role, term or known leader on this
+/// node (elections, step-downs, a leader learnt), until the replica stops. It watches the
+/// server metrics, which openraft publishes only when they change (not per entry).
+async fn log_leadership(
+    group: GroupId,
+    storage: Arc<NodeStorage>,
+    mut metrics: openraft::type_config::alias::WatchReceiverOf<
+        C,
+        openraft::metrics::RaftServerMetrics<C>,
+    >,
+) {
+    let mut last = None;
+    loop {
+        let now = {
+            let m = metrics.borrow_watched();
+            (role_of(m.state), vote_in(&m.vote).term, m.current_leader)
+        };
+        if last != Some(now) {
+            let (role, term, leader) = now;
+            storage.db().log_info(&format!(
+                "Raft {group}: {role:?} in term {term}, leader {}",
+                leader.map_or("unknown".to_string(), |l| format!("node {l}"))
+            ));
+            last = Some(now);
+        }
+        if now.0 == Role::Shutdown || metrics.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
 /// A snapshot being received from another node.
 struct Incoming {
     transfer: u64,
@@ -435,6 +466,7 @@ impl RaftNode {
         let lease = Duration::from_millis(self.config.election_timeout_max);
         let replica = Replica { group, raft, lease };
         self.groups.write().insert(group, replica.clone());
+        tokio::spawn(log_leadership(group, self.storage.clone(), replica.raft.server_metrics()));
         Ok(replica)
     }
 

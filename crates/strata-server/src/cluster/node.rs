@@ -154,6 +154,51 @@ impl ClusterNode {
     }
 }
 
+impl ClusterNode {
+    /// INFO's line for partition `g` held here: `partition<p>`, `slots=<first>-<last>,
+    /// role=<role>,term=<t>,leader=<id or ?>,voters=<a|b|c>,last_index=<i>,committed=<i>,
+    /// applied=<i>,lag=<n:d|..>` (`lag`, on the leader only: each follower's entries behind
+    /// the leader's log; `-` for an index not known).
+    fn group_line(&self, g: GroupId) -> Option<(String, String)> {
+        let idx = |i: Option<u64>| i.map_or("-".to_string(), |i| i.to_string());
+        let replica = self.raft.replica(g)?;
+        let st = replica.status();
+        let (first, last) = self.partitions.slots(g.0 as u16);
+        let role = match st.role {
+            Role::Leader => "leader",
+            Role::Follower => "follower",
+            Role::Candidate => "candidate",
+            Role::Learner => "learner",
+            Role::Shutdown => "shutdown",
+        };
+        let voters: Vec<String> =
+            st.membership.membership.voters().iter().map(ToString::to_string).collect();
+        let lag: Vec<String> = st
+            .replication
+            .iter()
+            .filter(|(n, _)| **n != st.node)
+            .map(|(n, m)| {
+                let behind = st.last_log_index.map(|l| l.saturating_sub(m.unwrap_or(0)));
+                format!("{n}:{}", idx(behind))
+            })
+            .collect();
+        Some((
+            format!("partition{}", g.0),
+            format!(
+                "slots={first}-{last},role={role},term={},leader={},voters={},last_index={},\
+                 committed={},applied={},lag={}",
+                st.term,
+                st.leader.map_or("?".to_string(), |l| l.to_string()),
+                voters.join("|"),
+                idx(st.last_log_index),
+                idx(st.committed.map(|c| c.index)),
+                idx(st.applied.map(|a| a.index)),
+                if lag.is_empty() { "-".to_string() } else { lag.join("|") },
+            ),
+        ))
+    }
+}
+
 impl Replicate for ClusterNode {
     fn replicate(&self, slot: u16, batch: WriteBatch) -> Result<(), String> {
         let Some(replica) = self.raft.replica(self.group_of(slot)) else {
@@ -231,50 +276,39 @@ impl Router for ClusterNode {
     /// (`lag`, on the leader only: each follower's entries behind the leader's log; `-` for
     /// an index not known).
     fn info(&self) -> Vec<(String, String)> {
-        let idx = |i: Option<u64>| i.map_or("-".to_string(), |i| i.to_string());
         let mut lines = vec![
             ("cluster_node_id".to_string(), self.raft.id().to_string()),
             ("cluster_partitions".to_string(), self.partitions.count().to_string()),
             ("cluster_known_nodes".to_string(), self.clients.len().to_string()),
         ];
+        lines.extend(self.raft.groups().into_iter().filter_map(|g| self.group_line(g)));
+        lines
+    }
+
+    /// `role` (`master` when this node leads a partition, else `slave`),
+    /// `connected_slaves` (the nodes following a partition this node leads), `cluster_groups`,
+    /// then the same line per partition held as INFO cluster's.
+    fn replication_info(&self) -> Option<Vec<(String, String)>> {
+        let mut leads = 0;
+        let mut followers = std::collections::BTreeSet::new();
+        let mut groups = Vec::new();
         for g in self.raft.groups() {
             let Some(replica) = self.raft.replica(g) else { continue };
             let st = replica.status();
-            let (first, last) = self.partitions.slots(g.0 as u16);
-            let role = match st.role {
-                Role::Leader => "leader",
-                Role::Follower => "follower",
-                Role::Candidate => "candidate",
-                Role::Learner => "learner",
-                Role::Shutdown => "shutdown",
-            };
-            let voters: Vec<String> =
-                st.membership.membership.voters().iter().map(ToString::to_string).collect();
-            let lag: Vec<String> = st
-                .replication
-                .iter()
-                .filter(|(n, _)| **n != st.node)
-                .map(|(n, m)| {
-                    let behind = st.last_log_index.map(|l| l.saturating_sub(m.unwrap_or(0)));
-                    format!("{n}:{}", idx(behind))
-                })
-                .collect();
-            lines.push((
-                format!("partition{}", g.0),
-                format!(
-                    "slots={first}-{last},role={role},term={},leader={},voters={},last_index={},\
-                     committed={},applied={},lag={}",
-                    st.term,
-                    st.leader.map_or("?".to_string(), |l| l.to_string()),
-                    voters.join("|"),
-                    idx(st.last_log_index),
-                    idx(st.committed.map(|c| c.index)),
-                    idx(st.applied.map(|a| a.index)),
-                    if lag.is_empty() { "-".to_string() } else { lag.join("|") },
-                ),
-            ));
+            if st.role == Role::Leader {
+                leads += 1;
+                followers.extend(st.replication.keys().filter(|n| **n != st.node).copied());
+            }
+            groups.extend(self.group_line(g));
         }
-        lines
+        let role = if leads > 0 { "master" } else { "slave" };
+        let mut lines = vec![
+            ("role".to_string(), role.to_string()),
+            ("connected_slaves".to_string(), followers.len().to_string()),
+            ("cluster_groups".to_string(), groups.len().to_string()),
+        ];
+        lines.extend(groups);
+        Some(lines)
     }
 
     fn ready_now(&self, slot: u16, write: bool, readonly: bool) -> bool {

@@ -2,11 +2,11 @@
 //! same time go into one log entry.
 //!
 //! A command on the leader runs under its key locks and hands its batch to its group
-//! ([`Proposals::propose`]). While a proposal of that group is in flight, later batches wait
-//! in the group's queue; when it completes, the first waiter becomes the next proposer and
-//! takes the whole queue (up to [`MAX_ENTRY_BYTES`]) as one entry: the batches appended in
-//! queue order (`WriteBatch::append`), which replicas apply as one engine write. Each
-//! command gets the entry's outcome. So one entry's consensus round (two fdatasyncs on the
+//! ([`Proposals::propose`]). While [`MAX_IN_FLIGHT`] entries of that group are in flight,
+//! later batches wait in the group's queue; when one completes, its proposer takes the queue
+//! (up to [`MAX_ENTRY_BYTES`]) as the next entry and hands it to the first waiter, which
+//! proposes it: the batches appended in queue order (`WriteBatch::append`), which replicas
+//! apply as one engine write. Each command gets its entry's outcome. So one entry's consensus round (two fdatasyncs on the
 //! critical path, a network round trip, an apply) serves every command that arrived while the
 //! previous one ran, as the WAL's group commit does for a standalone server.
 //!
@@ -15,8 +15,10 @@
 //! them in one engine write is applying them one after the other. A batch stays atomic (it is
 //! inside one entry), and an entry holds batches of one group only.
 //!
-//! Contract: a proposer that finds the queue empty proposes at once (no wait for company),
-//! so a lone command pays no delay; at most one proposal per group is in flight here.
+//! Contract: a batch that finds a free slot proposes at once (no wait for company), so a
+//! lone command pays no delay; at most [`MAX_IN_FLIGHT`] entries per group are in flight
+//! here. Entries in flight together may commit in either order: their batches touch
+//! different keys (above).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -28,10 +30,18 @@ use strata_replication::GroupId;
 /// Bytes of batches joined into one entry at most (a larger batch still goes alone).
 pub const MAX_ENTRY_BYTES: usize = 4 << 20;
 
+/// Entries of one group in flight from this node at most. One: a second would overlap the
+/// first's fdatasyncs and round trip, but measured under 16 writers it halved the entries'
+/// size and cost more per command (`docs/measurements.md`, cluster writes).
+pub const MAX_IN_FLIGHT: usize = 1;
+
+/// A command's batch waiting for its entry, and where its outcome goes.
+type Pending<E> = (WriteBatch, Arc<Mailbox<E>>);
+
 /// What a waiting command is told.
 enum Turn<E> {
-    /// Propose the queue now.
-    Lead,
+    /// Propose these batches (this command's own first) as one entry now.
+    Lead(Vec<Pending<E>>),
     /// Its batch's entry ended so.
     Done(Result<(), Arc<E>>),
 }
@@ -63,11 +73,29 @@ impl<E> Mailbox<E> {
     }
 }
 
-/// Batches waiting for one group, and whether one of their commands is proposing.
+/// Batches waiting for one group, and how many of its entries are in flight from here.
 struct Queue<E> {
-    waiting: Vec<(WriteBatch, Arc<Mailbox<E>>)>,
-    /// A proposal of the group is in flight (its proposer hands the turn on when it ends).
-    proposing: bool,
+    waiting: Vec<Pending<E>>,
+    /// Entries proposed and not yet ended. Batches wait only while it is at
+    /// [`MAX_IN_FLIGHT`]; a proposer that ends hands its slot to the waiting batches.
+    in_flight: usize,
+}
+
+impl<E> Queue<E> {
+    /// The next entry's batches from the front of the queue (at least one).
+    fn take_entry(&mut self) -> Vec<Pending<E>> {
+        let mut bytes = 0;
+        let n = self
+            .waiting
+            .iter()
+            .take_while(|(b, _)| {
+                bytes += b.size_in_bytes();
+                bytes <= MAX_ENTRY_BYTES
+            })
+            .count()
+            .max(1);
+        self.waiting.drain(..n).collect()
+    }
 }
 
 /// The proposal queues of a node's groups; `E` is the proposal's error.
@@ -86,9 +114,7 @@ impl<E> Proposals<E> {
         self.queues
             .lock()
             .entry(group)
-            .or_insert_with(|| {
-                Arc::new(Mutex::new(Queue { waiting: Vec::new(), proposing: false }))
-            })
+            .or_insert_with(|| Arc::new(Mutex::new(Queue { waiting: Vec::new(), in_flight: 0 })))
             .clone()
     }
 
@@ -105,35 +131,27 @@ impl<E> Proposals<E> {
     ) -> Result<(), Arc<E>> {
         let queue = self.queue(group);
         let mine = Arc::new(Mailbox::new());
-        let lead = {
+        let entry = {
             let mut q = queue.lock();
-            q.waiting.push((batch, mine.clone()));
-            !std::mem::replace(&mut q.proposing, true)
+            if q.in_flight < MAX_IN_FLIGHT {
+                // Nothing waits while a slot is free: this batch goes alone, at once.
+                q.in_flight += 1;
+                vec![(batch, mine.clone())]
+            } else {
+                q.waiting.push((batch, mine.clone()));
+                Vec::new()
+            }
         };
-        if !lead {
+        let entry = if entry.is_empty() {
             match mine.take() {
                 Turn::Done(r) => return r,
-                Turn::Lead => {}
+                Turn::Lead(entry) => entry,
             }
-        }
-        // This thread leads: its batch is first in the queue (a queue with waiters always
-        // has a proposer, and the turn goes to the first waiter).
-        let taken = {
-            let mut q = queue.lock();
-            let mut bytes = 0;
-            let n = q
-                .waiting
-                .iter()
-                .take_while(|(b, _)| {
-                    bytes += b.size_in_bytes();
-                    bytes <= MAX_ENTRY_BYTES
-                })
-                .count()
-                .max(1);
-            q.waiting.drain(..n).collect::<Vec<_>>()
+        } else {
+            entry
         };
-        let mut parts = taken.into_iter();
-        let (mut joined, _) = parts.next().expect("the leader's own batch is queued");
+        let mut parts = entry.into_iter();
+        let (mut joined, _) = parts.next().expect("an entry holds its proposer's batch");
         let others: Vec<_> = parts
             .map(|(b, mailbox)| {
                 joined.append(&b);
@@ -148,11 +166,15 @@ impl<E> Proposals<E> {
         for mailbox in others {
             mailbox.post(Turn::Done(outcome.clone()));
         }
+        // Hand this entry's slot to the batches that waited for one.
         {
             let mut q = queue.lock();
-            match q.waiting.first() {
-                Some((_, next)) => next.post(Turn::Lead),
-                None => q.proposing = false,
+            if q.waiting.is_empty() {
+                q.in_flight -= 1;
+            } else {
+                let next = q.take_entry();
+                let leader = next[0].1.clone();
+                leader.post(Turn::Lead(next));
             }
         }
         outcome
@@ -162,7 +184,6 @@ impl<E> Proposals<E> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
 
     fn batch(key: &str) -> WriteBatch {
@@ -189,20 +210,20 @@ mod tests {
     }
 
     #[test]
-    fn batches_arriving_during_a_proposal_share_the_next_entry() {
+    fn batches_arriving_while_the_slots_are_taken_share_the_next_entry() {
         let p = Arc::new(Proposals::<String>::default());
         let entries = Arc::new(Mutex::new(Vec::new()));
-        let first_sent = Arc::new((Mutex::new(false), Condvar::new()));
         let release = Arc::new((Mutex::new(false), Condvar::new()));
+        // The first MAX_IN_FLIGHT entries stay in flight until released.
         let send = {
-            let (entries, first_sent, release) =
-                (entries.clone(), first_sent.clone(), release.clone());
+            let (entries, release) = (entries.clone(), release.clone());
             move |b: WriteBatch| {
-                let first = entries.lock().is_empty();
-                entries.lock().push(b.len());
-                if first {
-                    *first_sent.0.lock() = true;
-                    first_sent.1.notify_all();
+                let nth = {
+                    let mut e = entries.lock();
+                    e.push(b.len());
+                    e.len()
+                };
+                if nth <= MAX_IN_FLIGHT {
                     let mut go = release.0.lock();
                     while !*go {
                         release.1.wait(&mut go);
@@ -211,38 +232,27 @@ mod tests {
                 Ok::<(), String>(())
             }
         };
-        let leader = {
+        let spawn = |key: String| {
             let (p, send) = (p.clone(), send.clone());
-            std::thread::spawn(move || p.propose(GroupId(1), batch("k0"), send, String::new))
+            std::thread::spawn(move || p.propose(GroupId(1), batch(&key), send, String::new))
         };
-        {
-            let mut s = first_sent.0.lock();
-            while !*s {
-                first_sent.1.wait(&mut s);
-            }
+        let first: Vec<_> = (0..MAX_IN_FLIGHT).map(|i| spawn(format!("a{i}"))).collect();
+        while entries.lock().len() < MAX_IN_FLIGHT {
+            std::thread::sleep(Duration::from_millis(1));
         }
-        let queued = Arc::new(AtomicUsize::new(0));
-        let waiters: Vec<_> = (1..=5)
-            .map(|i| {
-                let (p, send, queued) = (p.clone(), send.clone(), queued.clone());
-                std::thread::spawn(move || {
-                    queued.fetch_add(1, Ordering::SeqCst);
-                    p.propose(GroupId(1), batch(&format!("k{i}")), send, String::new)
-                })
-            })
-            .collect();
-        // Wait until all five are queued behind the first proposal.
+        let waiters: Vec<_> = (0..5).map(|i| spawn(format!("b{i}"))).collect();
         while p.queue(GroupId(1)).lock().waiting.len() < 5 {
             std::thread::sleep(Duration::from_millis(1));
         }
         *release.0.lock() = true;
         release.1.notify_all();
-        leader.join().unwrap().unwrap();
-        for w in waiters {
-            w.join().unwrap().unwrap();
+        for t in first.into_iter().chain(waiters) {
+            t.join().unwrap().unwrap();
         }
-        assert_eq!(*entries.lock(), vec![1, 5], "the five waiting batches make one entry");
-        assert!(!p.queue(GroupId(1)).lock().proposing);
+        let mut want = vec![1; MAX_IN_FLIGHT];
+        want.push(5);
+        assert_eq!(*entries.lock(), want, "the five waiting batches make one entry");
+        assert_eq!(p.queue(GroupId(1)).lock().in_flight, 0);
     }
 
     #[test]

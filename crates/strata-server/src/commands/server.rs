@@ -372,7 +372,16 @@ pub fn info_text(sh: &Shared, want: &[String]) -> Result<String, CmdError> {
         );
     }
     if on("replication") {
-        t.push_str("# Replication\r\nrole:master\r\nconnected_slaves:0\r\n\r\n");
+        match sh.router.as_ref().and_then(|r| r.replication_info()) {
+            Some(lines) => {
+                t.push_str("# Replication\r\n");
+                for (field, value) in lines {
+                    let _ = write!(t, "{field}:{value}\r\n");
+                }
+                t.push_str("\r\n");
+            }
+            None => t.push_str("# Replication\r\nrole:master\r\nconnected_slaves:0\r\n\r\n"),
+        }
     }
     if on("cluster") {
         let _ = write!(t, "# Cluster\r\ncluster_enabled:{}\r\n", u8::from(sh.router.is_some()));

@@ -189,4 +189,24 @@ fn three_nodes_serve_follow_redirects_survive_a_kill_and_catch_up() {
         }
     }
     assert_eq!(run(ports[victim as usize - 1], false, &["INCR", "counter"]), Reply::Int(2));
+
+    // INFO replication: each node's role in every partition it holds, and the node-wide
+    // summary Redis clients read; the info LOG notes the elections each node saw.
+    let mut masters = 0;
+    for i in 1..=3u64 {
+        let Reply::Bulk(text) = run(ports[i as usize - 1], false, &["INFO", "replication"]) else {
+            panic!("INFO replication")
+        };
+        let text = String::from_utf8(text).unwrap();
+        assert!(text.starts_with("# Replication\r\nrole:"), "{text}");
+        assert!(text.contains("cluster_groups:4\r\n"), "{text}");
+        assert_eq!(text.lines().filter(|l| l.starts_with("partition")).count(), 4, "{text}");
+        masters += usize::from(text.contains("role:master\r\n"));
+        let log = std::fs::read_to_string(dir(i).join("LOG")).unwrap();
+        assert!(
+            log.lines().any(|l| l.contains("Raft group ") && l.contains(" in term ")),
+            "node {i}'s LOG notes no election"
+        );
+    }
+    assert!(masters >= 1, "some node leads a partition");
 }

@@ -828,6 +828,13 @@ impl Db {
         }
     }
 
+    /// Adds `message` as one line to the DB's info LOG (after its timestamp and thread id),
+    /// for an application to record its own events beside the engine's (as RocksDB's
+    /// `info_log` is shared). Never fails: a line that cannot be written is counted.
+    pub fn log_info(&self, message: &str) {
+        self.inner.info_log.log(message);
+    }
+
     /// Hands the WAL bytes buffered by `Options::manual_wal_flush` to the OS; with `sync`,
     /// also makes every write so far durable (the WALs before the current one included).
     pub fn flush_wal(&self, sync: bool) -> Result<()> {
