@@ -1,15 +1,37 @@
 //! Background tasks: active expiry (walks the metadata family a slice at a time, deleting
-//! expired keys nobody reads) and the once-a-second WAL sync of `appendfsync everysec`.
+//! expired keys nobody reads; in cluster mode, those of the partitions the node leads) and
+//! the once-a-second WAL sync of `appendfsync everysec`.
 
+use crate::routing::Route;
+use crate::slots::key_slot;
 use crate::state::Shared;
 use crate::storage::SyncPolicy;
-use crate::types::expiry::expire_cycle;
+use crate::types::expiry::expire_cycle_where;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
 /// Keys examined per expiry round (10 rounds a second).
 const EXPIRE_BUDGET: usize = 200;
+
+/// One round of active expiry from key `from` (blocking: run it off the async workers):
+/// where the next starts and how many keys it deleted. In cluster mode a deletion is a write
+/// of its key's partition: only the partition's leader makes it, after the write barrier
+/// (`Router::prepare`), and it is replicated like any write; a replica leaves the key to its
+/// leader (an expired key reads as absent everywhere all the same).
+pub fn expire_round(sh: &Shared, from: &[u8]) -> crate::types::Result<(Vec<u8>, usize)> {
+    let r = match sh.router.as_ref() {
+        None => expire_cycle_where(&sh.store, from, EXPIRE_BUDGET, |_| true),
+        Some(router) => expire_cycle_where(&sh.store, from, EXPIRE_BUDGET, |key| {
+            let slot = key_slot(key);
+            router.route(slot, true, false) == Route::Local
+                && router.prepare(slot, true, false).is_ok()
+        }),
+    };
+    // Expiry deletions owe no acknowledgement: only keep the thread's mark clean.
+    let _ = crate::storage::sync_group::take_owed_sync();
+    r
+}
 
 /// Starts the tasks on the current runtime.
 pub fn start(sh: &Arc<Shared>) {
@@ -19,21 +41,9 @@ pub fn start(sh: &Arc<Shared>) {
         let mut tick = tokio::time::interval(Duration::from_millis(100));
         loop {
             tick.tick().await;
-            // In cluster mode a deletion must come from the partition's leader, after its
-            // write barrier (`cluster::node`); until the task walks only what the node leads,
-            // it does not run there (expired keys read as absent all the same).
-            if s.store.is_replicated() {
-                continue;
-            }
             let s2 = s.clone();
             let start = std::mem::take(&mut from);
-            let r = tokio::task::spawn_blocking(move || {
-                let r = expire_cycle(&s2.store, &start, EXPIRE_BUDGET);
-                // Expiry deletions owe no acknowledgement: only keep the thread's mark clean.
-                let _ = crate::storage::sync_group::take_owed_sync();
-                r
-            })
-            .await;
+            let r = tokio::task::spawn_blocking(move || expire_round(&s2, &start)).await;
             match r {
                 Ok(Ok((next, n))) => {
                     from = next;

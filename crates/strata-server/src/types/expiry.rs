@@ -12,6 +12,18 @@ use strata::WriteBatch;
 /// next round starts (empty = wrap around) and how many were deleted. The server's expiry
 /// task calls it periodically.
 pub fn expire_cycle(st: &Store, from: &[u8], budget: usize) -> Result<(Vec<u8>, usize)> {
+    expire_cycle_where(st, from, budget, |_| true)
+}
+
+/// [`expire_cycle`], deleting only the expired keys `mine` accepts (in cluster mode: those of
+/// the partitions this node leads, once it may write there); the others are left to their
+/// own leader.
+pub fn expire_cycle_where(
+    st: &Store,
+    from: &[u8],
+    budget: usize,
+    mut mine: impl FnMut(&[u8]) -> bool,
+) -> Result<(Vec<u8>, usize)> {
     let now = now_ms();
     let mut expired = Vec::new();
     let mut seen = 0;
@@ -31,6 +43,9 @@ pub fn expire_cycle(st: &Store, from: &[u8], budget: usize) -> Result<(Vec<u8>, 
     })?;
     let mut n = 0;
     for k in expired {
+        if !mine(&k) {
+            continue;
+        }
         let _g = st.locks.lock(&[&k]);
         // Re-check under the lock: a writer may have replaced it.
         let raw = st.read_meta_uncached(&k)?;

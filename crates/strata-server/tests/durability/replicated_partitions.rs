@@ -17,6 +17,7 @@ use strata_server::commands::dispatch;
 use strata_server::config::{Config, Flags};
 use strata_server::resp::Out;
 use strata_server::routing::Router;
+use strata_server::server::tasks::expire_round;
 use strata_server::slots::key_slot;
 use strata_server::state::{Conn, Shared};
 use strata_server::storage::SyncPolicy;
@@ -312,4 +313,29 @@ fn a_deposed_leader_answers_no_read_and_no_empty_write_from_its_stale_state() {
     }
     c.net.heal_all();
     assert_eq!(c.run(key, &["GET", key]), "$1\r\nv\r\n");
+}
+
+/// Active expiry in cluster mode: the leader of a key's partition deletes it once expired,
+/// as a replicated write; a replica's round leaves it to the leader.
+#[test]
+fn expired_keys_are_deleted_by_their_partitions_leader_and_the_deletion_replicates() {
+    let c = Cluster::start();
+    let key = "expiring";
+    let g = Cluster::group_of(key);
+    let leader = c.leader(g);
+    assert_eq!(c.run(key, &["SET", key, "v", "PX", "30"]), "+OK\r\n");
+    std::thread::sleep(Duration::from_millis(80));
+    for (id, n) in &c.nodes {
+        if *id != leader {
+            let (_, deleted) = expire_round(&n.shared, b"").unwrap();
+            assert_eq!(deleted, 0, "node {id} follows {g}: it leaves the key to the leader");
+        }
+    }
+    let (_, deleted) = expire_round(&c.nodes[&leader].shared, b"").unwrap();
+    assert_eq!(deleted, 1, "the leader of {g} deletes the expired key");
+    c.converged();
+    for (id, n) in &c.nodes {
+        let raw = n.shared.store.read_meta_uncached(key.as_bytes()).unwrap();
+        assert!(raw.is_none(), "node {id} still holds the expired key's record");
+    }
 }
