@@ -96,7 +96,8 @@ async fn initializing_a_restarted_member_again_is_refused_as_already_initialized
     for n in [1, 2, 3] {
         c.kill(n).await;
         c.start_node(n).await;
-        let members = [1, 2, 3].into_iter().map(|m| (m, Default::default())).collect();
+        let members =
+            [1, 2, 3].into_iter().map(|m| (m, strata_replication::Peer::default())).collect();
         let replica = c.node(n).replica(strata_replication::GroupId(0)).unwrap();
         match replica.initialize(members).await {
             Err(strata_replication::Error::AlreadyInitialized { .. }) => {}
