@@ -19,7 +19,8 @@
 //! - The metadata cache: every key the batch writes is noted as changed while the entry is
 //!   applied, and the notes are settled after the engine write (`after_write`), on the same
 //!   thread, so no replica serves a cached record the log replaced (`meta_cache` contract).
-//!   A snapshot install clears the cache and the pop hints.
+//!   A snapshot install, and an entry with a range deletion (FLUSHALL of the partition),
+//!   clear the cache and the pop hints.
 
 use std::sync::Arc;
 
@@ -29,6 +30,12 @@ use strata_replication::{Apply, GroupId, KeyRange};
 use super::partitions::Partitions;
 use crate::slots::filed_slot;
 use crate::storage::Store;
+
+thread_local! {
+    /// Whether the entry this thread is applying deletes a range: its cached metadata and
+    /// pop hints are dropped after the write (`after_write` runs on the applying thread).
+    static RANGE_DELETED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
 
 /// Bytes of an entry's header: the proposer's three family ids.
 const HEADER: usize = 12;
@@ -127,6 +134,10 @@ impl Apply for ServerApply {
             // only drops a cache entry that is not there.
             self.store.meta_cache.note_write(&k[2..], None);
         }
+        if keys.0.iter().any(|(_, end)| end.is_some()) {
+            // A range deletion (FLUSHALL of the partition) drops keys it does not name.
+            RANGE_DELETED.with(|r| r.set(true));
+        }
         batch
             .append_remapped(&b, |cf| theirs.iter().position(|t| *t == cf).map(|i| ours[i]))
             .map_err(|e| format!("entry {index} of {group}: {e}"))?;
@@ -144,6 +155,10 @@ impl Apply for ServerApply {
 
     fn after_write(&self, _group: GroupId, written: bool) {
         self.store.meta_cache.invalidate_noted(written);
+        if RANGE_DELETED.with(|r| r.replace(false)) {
+            self.store.meta_cache.clear();
+            self.store.pop_hints.clear();
+        }
     }
 
     fn installed(&self, _group: GroupId) {

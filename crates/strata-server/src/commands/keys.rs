@@ -189,7 +189,18 @@ pub fn flushdb(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
     if a.len() > 2 || (a.len() == 2 && !is(&a[1], "sync") && !is(&a[1], "async")) {
         return Err(SYNTAX.into());
     }
-    keys::flush_all(&sh.keyspace())?;
+    match sh.router.as_ref() {
+        None => keys::flush_all(&sh.keyspace())?,
+        // As on a Redis Cluster master: the keys of the slots this node serves (the
+        // partitions it leads), each partition's deletion replicated through its group.
+        Some(router) => {
+            let layout = router.layout();
+            for r in layout.ranges.iter().filter(|r| r.leader == Some(layout.myself)) {
+                router.prepare(r.first, true, false)?;
+                keys::flush_slots(&sh.keyspace(), r.first, r.last)?;
+            }
+        }
+    }
     out.ok();
     Ok(())
 }

@@ -527,6 +527,20 @@ impl Store {
         Ok(())
     }
 
+    /// Deletes every key filed under slots `first..=last` (range deletions over the three data
+    /// families, in one batch): in cluster mode, what FLUSHALL does to a partition this node
+    /// leads, written through the partition's group like any write.
+    pub fn flush_slots(&self, first: u16, last: u16) -> Result<(), WriteError> {
+        let mut b = WriteBatch::new();
+        for (cf, start, end) in self.slot_ranges(first, last) {
+            b.delete_range_cf(&*cf, start, end);
+        }
+        self.write(b)?;
+        self.pop_hints.clear();
+        self.meta_cache.clear();
+        Ok(())
+    }
+
     /// Flushes the memtables and stops background work: the clean shutdown.
     pub fn close(&self) -> strata::Result<()> {
         self.closing.store(true, Ordering::Release);

@@ -202,6 +202,12 @@ pub fn flush_all(ks: &Keyspace) -> Result<()> {
     Ok(ks.store.flush_all()?)
 }
 
+/// FLUSHALL in cluster mode, for one partition this node leads: deletes every key of slots
+/// `first..=last`.
+pub fn flush_slots(ks: &Keyspace, first: u16, last: u16) -> Result<()> {
+    Ok(ks.store.flush_slots(first, last)?)
+}
+
 /// Puts into `b` a copy of `src` (with metadata `m`) under `dst`, at a new version.
 fn copy_key(ks: &Keyspace, b: &mut WriteBatch, src: &[u8], m: &Meta, dst: &[u8]) -> Result<()> {
     let st = ks.store;

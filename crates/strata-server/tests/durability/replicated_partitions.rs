@@ -339,3 +339,43 @@ fn expired_keys_are_deleted_by_their_partitions_leader_and_the_deletion_replicat
         assert!(raw.is_none(), "node {id} still holds the expired key's record");
     }
 }
+
+/// FLUSHALL in cluster mode deletes the keys of the partitions the node leads, through their
+/// groups (every replica loses them, a cached record included); FLUSHALL on every node
+/// empties the cluster.
+#[test]
+fn flushall_deletes_the_partitions_the_node_leads_on_every_replica() {
+    let c = Cluster::start();
+    let keys: Vec<String> = (0..40).map(|i| format!("flush:{i}")).collect();
+    for k in &keys {
+        assert_eq!(c.run(k, &["SET", k, "v"]), "+OK\r\n");
+    }
+    c.converged();
+    // Every replica reads each key once, so its metadata cache holds the record.
+    for k in &keys {
+        for n in NODES {
+            assert_eq!(c.run_on(n, true, &["GET", k]), "$1\r\nv\r\n");
+        }
+    }
+    let first = NODES[0];
+    assert_eq!(c.run_on(first, false, &["FLUSHALL"]), "+OK\r\n");
+    c.converged();
+    for k in &keys {
+        let led_by_first = c.leader(Cluster::group_of(k)) == first;
+        for n in NODES {
+            let got = c.run_on(n, true, &["GET", k]);
+            let want = if led_by_first { "$-1\r\n" } else { "$1\r\nv\r\n" };
+            assert_eq!(got, want, "{k} on node {n} after FLUSHALL on node {first}");
+        }
+    }
+    for n in NODES {
+        assert_eq!(c.run_on(n, false, &["FLUSHALL"]), "+OK\r\n");
+    }
+    for (id, data) in c.converged() {
+        assert!(
+            data.is_empty(),
+            "node {id} keeps {} records after FLUSHALL everywhere",
+            data.len()
+        );
+    }
+}
