@@ -96,6 +96,32 @@ impl ClusterNode {
         self
     }
 
+    /// Hands the leadership of each partition this node leads, but is not the preferred
+    /// leader of, back to the preferred replica once that replica is a voter whose log has
+    /// caught up with this leader's: after a failover, leaders return to their placement and
+    /// stay spread over the nodes. Blocks (off the async workers). Returns how many transfers
+    /// were started.
+    pub fn restore_preferred_leaders(&self) -> usize {
+        let mut started = 0;
+        for g in self.raft.groups() {
+            let Some(replica) = self.raft.replica(g) else { continue };
+            if replica.leadership().role != Role::Leader {
+                continue;
+            }
+            let preferred = self.placement.get(g.0 as usize).and_then(|r| r.first().copied());
+            let Some(preferred) = preferred.filter(|p| *p != self.raft.id()) else { continue };
+            let st = replica.status();
+            let voter = st.membership.membership.voters().iter().any(|v| *v == preferred);
+            let matched = st.replication.get(&preferred).copied().flatten();
+            if voter && st.last_log_index.is_some() && matched == st.last_log_index {
+                started += usize::from(
+                    self.wait("a leadership transfer", replica.transfer_leader(preferred)).is_ok(),
+                );
+            }
+        }
+        started
+    }
+
     /// The Raft side.
     pub fn raft(&self) -> &Arc<RaftNode> {
         &self.raft

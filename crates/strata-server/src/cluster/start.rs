@@ -2,7 +2,8 @@
 //! DB (the Raft log and metadata families beside the data), a replica of each partition the
 //! node holds, the Raft transport's listener, and the groups this node creates when the
 //! cluster starts for the first time (those it is the preferred leader of, when their log and
-//! membership are empty: a restart finds them in the log and creates nothing).
+//! membership are empty: a restart finds them in the log and creates nothing), and the task
+//! that hands leaderships back to their preferred replicas after failovers.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -15,6 +16,9 @@ use super::apply::ServerApply;
 use super::node::ClusterNode;
 use super::spec::ClusterSpec;
 use crate::storage::Store;
+
+/// How often a node hands back the leaderships it holds in place of their preferred replicas.
+const BALANCE_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// A started node: its replicas and router, and the Raft listener (stops when dropped).
 pub struct Running {
@@ -91,5 +95,17 @@ pub async fn start(spec: &ClusterSpec, store: Arc<Store>, dir: &Path) -> Result<
         .with_bus_addrs(bus),
     );
     store.set_replicate(node.clone());
+    // Leaders go back to their preferred replicas after failovers (checked every few seconds;
+    // the task ends with the runtime).
+    let balancer = node.clone();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(BALANCE_EVERY);
+        tick.tick().await;
+        loop {
+            tick.tick().await;
+            let n = balancer.clone();
+            let _ = tokio::task::spawn_blocking(move || n.restore_preferred_leaders()).await;
+        }
+    });
     Ok(Running { node, _listener: listener })
 }

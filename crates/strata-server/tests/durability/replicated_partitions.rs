@@ -379,3 +379,42 @@ fn flushall_deletes_the_partitions_the_node_leads_on_every_replica() {
         );
     }
 }
+
+/// Leaders go back to their preferred replicas (the first of each partition's placement,
+/// here node 1 for every partition) once those have caught up, while writes go on; nothing
+/// acknowledged is lost and the replicas end identical.
+#[test]
+fn leaders_return_to_their_preferred_replicas_while_writes_go_on() {
+    let c = Cluster::start();
+    let preferred = NODES[0];
+    let elsewhere =
+        (0..PARTITIONS).filter(|p| c.leader(GroupId(u32::from(*p))) != preferred).count();
+    assert!(elsewhere > 0, "the partitions start with leaders on several nodes");
+    let keys: Vec<String> = (0..60).map(|i| format!("balance:{i}")).collect();
+    let deadline = Instant::now() + WAIT;
+    let mut i = 0;
+    loop {
+        // A write between rounds (a command that meets a leader change is told the outcome
+        // is unknown or redirected: retried until acknowledged, as a client would).
+        let k = &keys[i % keys.len()];
+        let v = format!("v{i}");
+        while c.run(k, &["SET", k, &v]) != "+OK\r\n" {
+            assert!(Instant::now() < deadline, "SET {k} never acknowledged");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        i += 1;
+        for n in c.nodes.values() {
+            n.cluster.restore_preferred_leaders();
+        }
+        let all_home = (0..PARTITIONS).all(|p| c.leader(GroupId(u32::from(p))) == preferred);
+        if all_home && i >= keys.len() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "leaders did not return to node {preferred}");
+    }
+    for (j, k) in keys.iter().enumerate() {
+        let last = (0..i).filter(|x| x % keys.len() == j).max().unwrap();
+        assert_eq!(c.run(k, &["GET", k]), format!("${}\r\nv{last}\r\n", format!("v{last}").len()));
+    }
+    c.assert_identical();
+}
