@@ -6,6 +6,7 @@
 //! membership changes, leadership transfer, snapshot and purge triggers, and its status.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -188,11 +189,20 @@ pub struct Replica {
     /// The leader lease openraft keeps (its election timeout's upper bound): a voter that
     /// heard from the leader grants no other vote within it.
     lease: Duration,
+    /// The term in which this replica, leading, started handing its leadership to another
+    /// (0: none). Voters grant a transfer's election within the lease, so from then on the
+    /// lease proves nothing ([`Replica::leased_term`]); openraft stops its own reads then.
+    transferring: Arc<AtomicU64>,
 }
 
 impl Clone for Replica {
     fn clone(&self) -> Self {
-        Replica { group: self.group, raft: self.raft.clone(), lease: self.lease }
+        Replica {
+            group: self.group,
+            raft: self.raft.clone(),
+            lease: self.lease,
+            transferring: self.transferring.clone(),
+        }
     }
 }
 
@@ -284,8 +294,11 @@ impl Replica {
             .map_err(|e| self.write_error("change membership", e))
     }
 
-    /// Asks the leader (this node) to hand leadership to `to`.
+    /// Asks the leader (this node) to hand leadership to `to`. From now until the term
+    /// changes, [`Replica::leased_term`] answers `None`.
     pub async fn transfer_leader(&self, to: NodeId) -> Result<()> {
+        let term = self.leadership().term;
+        self.transferring.store(term, Ordering::SeqCst);
         self.raft
             .trigger()
             .transfer_leader(to)
@@ -313,13 +326,18 @@ impl Replica {
     /// The term this replica leads in, when its leader lease holds now: a quorum
     /// acknowledged a message this leader sent less than a lease ago (the time openraft
     /// records is when that message was sent), so no other replica can have been elected
-    /// since, clocks drifting by less than the lease. `None` when it does not lead, or its
-    /// metrics show no fresh enough acknowledgement (the caller then asks Raft:
-    /// [`Replica::linearizable_read`]). Reads only the published metrics: no call into Raft.
+    /// since, clocks drifting by less than the lease. `None` when it does not lead, when it
+    /// started a leadership transfer in this term (voters grant the transfer's election within
+    /// the lease), or when its metrics show no fresh enough acknowledgement (the caller then
+    /// asks Raft: [`Replica::linearizable_read`]). Reads only the published metrics and this
+    /// replica's own transfer mark: no call into Raft.
     pub fn leased_term(&self) -> Option<u64> {
         let m = self.raft.metrics();
         let m = m.borrow_watched();
         if m.state != ServerState::Leader {
+            return None;
+        }
+        if self.transferring.load(Ordering::SeqCst) == m.current_term {
             return None;
         }
         let acked = m.last_quorum_acked?.into_inner();
@@ -464,7 +482,7 @@ impl RaftNode {
         .await
         .map_err(|e| Error::Raft { group, reason: format!("start raft: {e}") })?;
         let lease = Duration::from_millis(self.config.election_timeout_max);
-        let replica = Replica { group, raft, lease };
+        let replica = Replica { group, raft, lease, transferring: Arc::new(AtomicU64::new(0)) };
         self.groups.write().insert(group, replica.clone());
         tokio::spawn(log_leadership(group, self.storage.clone(), replica.raft.server_metrics()));
         Ok(replica)

@@ -70,3 +70,31 @@ async fn leadership_is_transferred_while_writes_go_on() {
     }
     c.shutdown().await;
 }
+
+/// A leader's lease proves nothing once it has started handing its leadership over: voters
+/// grant the transfer's election within the lease. From the transfer on, the old leader's
+/// `leased_term` says no, while the new leader's lease, once acknowledged, says yes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_handing_over_its_leadership_claims_no_lease() {
+    let c = Cluster::start(&[1, 2, 3], &[0]).await;
+    let g = c.groups[0];
+    let old = c.leader(g).await;
+    let replica = c.node(old).replica(g).unwrap();
+    let deadline = std::time::Instant::now() + WAIT;
+    while replica.leased_term().is_none() {
+        assert!(std::time::Instant::now() < deadline, "the leader's lease never held");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let to = [1, 2, 3].into_iter().find(|n| *n != old).unwrap();
+    replica.transfer_leader(to).await.unwrap();
+    assert_eq!(replica.leased_term(), None, "node {old} handed over {g}: no lease");
+    let new = c.node(to).replica(g).unwrap();
+    new.wait_for("lead", WAIT, move |s| s.role == Role::Leader).await.unwrap();
+    let deadline = std::time::Instant::now() + WAIT;
+    while new.leased_term().is_none() {
+        assert!(std::time::Instant::now() < deadline, "the new leader's lease never held");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(replica.leased_term(), None);
+    c.shutdown().await;
+}
