@@ -17,13 +17,15 @@
 //!   lease, then everything committed before it applied): it sees every write acknowledged
 //!   before it started. Once this term's barrier has passed, a read whose leader lease holds
 //!   needs no call into Raft ([`strata_replication::Replica::leased_term`]): every write
-//!   acknowledged in the term was applied here before its reply.
+//!   acknowledged in the term was applied here before its reply. A READONLY read on a
+//!   replica reads its applied state as it is (stale by up to the replication lag, never
+//!   uncommitted).
 //! - **Writes are proposed together**: the batches commands hand to one group while its
-//!   previous entry is in flight make its next entry ([`super::proposals`]). A READONLY read on a replica reads its applied state as it is
-//!   (stale by up to the replication lag, never uncommitted).
+//!   previous entry is in flight make its next entry ([`super::proposals`]).
 //!
-//! Both block the calling thread on the Raft runtime (`Handle::block_on`): the server runs
-//! cluster-mode commands off its async workers.
+//! A barrier or a proposal blocks the calling thread on the Raft runtime
+//! (`Handle::block_on`), off the async workers: the server runs a batch of commands that may
+//! wait off them, and a wait that comes on a worker hands the worker off first.
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
@@ -178,9 +180,7 @@ impl ClusterNode {
             })
         })
     }
-}
 
-impl ClusterNode {
     /// INFO's line for partition `g` held here: `partition<p>`, `slots=<first>-<last>,
     /// role=<role>,term=<t>,leader=<id or ?>,voters=<a|b|c>,last_index=<i>,committed=<i>,
     /// applied=<i>,lag=<n:d|..>` (`lag`, on the leader only: each follower's entries behind

@@ -22,11 +22,19 @@ const EXPIRE_BUDGET: usize = 200;
 pub fn expire_round(sh: &Shared, from: &[u8]) -> crate::types::Result<(Vec<u8>, usize)> {
     let r = match sh.router.as_ref() {
         None => expire_cycle_where(&sh.store, from, EXPIRE_BUDGET, |_| true),
-        Some(router) => expire_cycle_where(&sh.store, from, EXPIRE_BUDGET, |key| {
-            let slot = key_slot(key);
-            router.route(slot, true, false) == Route::Local
-                && router.prepare(slot, true, false).is_ok()
-        }),
+        Some(router) => {
+            // A barrier that fails (this leader cut off) may have waited its whole timeout:
+            // the round deletes nothing more, and the next one tries again.
+            let mut failed = false;
+            expire_cycle_where(&sh.store, from, EXPIRE_BUDGET, |key| {
+                let slot = key_slot(key);
+                if failed || router.route(slot, true, false) != Route::Local {
+                    return false;
+                }
+                failed = router.prepare(slot, true, false).is_err();
+                !failed
+            })
+        }
     };
     // Expiry deletions owe no acknowledgement: only keep the thread's mark clean.
     let _ = crate::storage::sync_group::take_owed_sync();
