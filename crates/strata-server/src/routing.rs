@@ -30,10 +30,15 @@ pub struct NodeInfo {
 }
 
 impl NodeInfo {
-    /// The node's id as Redis Cluster names nodes: 40 lower-case hex digits.
+    /// The node's id as Redis Cluster names nodes ([`node_name`]).
     pub fn name(&self) -> String {
-        format!("{:040x}", self.id)
+        node_name(self.id)
     }
+}
+
+/// Node `id` as Redis Cluster names nodes: 40 lower-case hex digits.
+pub fn node_name(id: u64) -> String {
+    format!("{id:040x}")
 }
 
 /// A run of slots (one partition) and who serves it.

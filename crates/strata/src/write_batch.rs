@@ -233,10 +233,13 @@ impl WriteBatch {
         Ok(())
     }
 
-    /// Every record's key in order (a range deletion's begin key), borrowed from the batch:
-    /// nothing is copied, unlike [`WriteBatch::iterate`].
-    pub fn keys(&self) -> impl Iterator<Item = &[u8]> + '_ {
-        self.iter().map(|r| r.key)
+    /// Every record's key in order, with a range deletion's end (`(begin, Some(end))`),
+    /// borrowed from the batch: nothing is copied, unlike [`WriteBatch::iterate`].
+    pub fn keys(&self) -> impl Iterator<Item = (&[u8], Option<&[u8]>)> + '_ {
+        self.iter().map(|r| {
+            let end = (r.value_type == ValueType::RangeDeletion).then_some(r.value);
+            (r.key, end)
+        })
     }
 
     /// Calls `handler` for every record in order (rust-rocksdb's `WriteBatch::iterate`; records
@@ -616,13 +619,14 @@ mod tests {
     }
 
     #[test]
-    fn keys_are_every_records_key_in_order() {
+    fn keys_are_every_records_key_in_order_with_range_ends() {
         let mut b = WriteBatch::new();
         b.put(b"a", b"1");
         b.push_record(3, ValueType::Deletion, b"b", None);
         b.push_record(3, ValueType::RangeDeletion, b"c", Some(b"d"));
         b.merge(b"e", b"+1");
-        assert_eq!(b.keys().collect::<Vec<_>>(), [&b"a"[..], b"b", b"c", b"e"]);
+        let got: Vec<_> = b.keys().collect();
+        assert_eq!(got, [(&b"a"[..], None), (b"b", None), (b"c", Some(&b"d"[..])), (b"e", None)]);
         assert_eq!(WriteBatch::new().keys().count(), 0);
     }
 

@@ -24,7 +24,7 @@
 
 use std::sync::Arc;
 
-use strata::{Db, WriteBatch, WriteBatchIterator};
+use strata::{Db, WriteBatch};
 use strata_replication::{Apply, GroupId, KeyRange};
 
 use super::partitions::Partitions;
@@ -69,28 +69,6 @@ impl ServerApply {
     }
 }
 
-/// A record's key, and a range deletion's end.
-type KeyAndEnd = (Box<[u8]>, Option<Box<[u8]>>);
-
-/// The keys of a batch's records.
-#[derive(Default)]
-struct Keys(Vec<KeyAndEnd>);
-
-impl WriteBatchIterator for Keys {
-    fn put(&mut self, key: Box<[u8]>, _: Box<[u8]>) {
-        self.0.push((key, None));
-    }
-    fn delete(&mut self, key: Box<[u8]>) {
-        self.0.push((key, None));
-    }
-    fn merge(&mut self, key: Box<[u8]>, _: Box<[u8]>) {
-        self.0.push((key, None));
-    }
-    fn delete_range(&mut self, begin: Box<[u8]>, end: Box<[u8]>) {
-        self.0.push((begin, Some(end)));
-    }
-}
-
 impl Apply for ServerApply {
     fn apply(
         &self,
@@ -116,13 +94,11 @@ impl Apply for ServerApply {
             [&self.store.meta_cf, &self.store.sub_cf, &self.store.score_cf].map(|cf| cf.id());
         let b = WriteBatch::from_data(data)
             .map_err(|e| format!("entry {index} of {group} is not a write batch: {e}"))?;
-        let mut keys = Keys::default();
-        b.iterate(&mut keys);
         // A range deletion may end exactly where the partition's slots end.
         let bound = ((u32::from(last) + 1) as u16).to_be_bytes();
-        for (k, end) in &keys.0 {
+        for (k, end) in b.keys() {
             let inside = filed_slot(k).is_some_and(|s| (first..=last).contains(&s))
-                && end.as_ref().is_none_or(|e| e.as_ref() <= &bound[..]);
+                && end.is_none_or(|e| e <= &bound[..]);
             if !inside {
                 return Err(format!(
                     "entry {index} of {group} writes key {:?}, outside the partition's slots \
@@ -133,10 +109,10 @@ impl Apply for ServerApply {
             // A metadata key is slot | user key; noting the tail of a sub-key as a user key
             // only drops a cache entry that is not there.
             self.store.meta_cache.note_write(&k[2..], None);
-        }
-        if keys.0.iter().any(|(_, end)| end.is_some()) {
-            // A range deletion (FLUSHALL of the partition) drops keys it does not name.
-            RANGE_DELETED.with(|r| r.set(true));
+            if end.is_some() {
+                // A range deletion (FLUSHALL of the partition) drops keys it does not name.
+                RANGE_DELETED.with(|r| r.set(true));
+            }
         }
         batch
             .append_remapped(&b, |cf| theirs.iter().position(|t| *t == cf).map(|i| ours[i]))

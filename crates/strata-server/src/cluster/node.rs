@@ -34,7 +34,9 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use strata::WriteBatch;
-use strata_replication::{Error as RaftError, GroupId, NodeId, RaftNode, Role};
+use strata_replication::{
+    Error as RaftError, GroupId, GroupStatus, NodeId, RaftNode, Replica, Role,
+};
 use tokio::runtime::Handle;
 
 use super::apply::encode_proposal;
@@ -110,8 +112,8 @@ impl ClusterNode {
             if replica.leadership().role != Role::Leader {
                 continue;
             }
-            let preferred = self.placement.get(g.0 as usize).and_then(|r| r.first().copied());
-            let Some(preferred) = preferred.filter(|p| *p != self.raft.id()) else { continue };
+            let preferred = self.preferred_of(g).filter(|p| *p != self.raft.id());
+            let Some(preferred) = preferred else { continue };
             let st = replica.status();
             let voter = st.membership.membership.voters().iter().any(|v| *v == preferred);
             let matched = st.replication.get(&preferred).copied().flatten();
@@ -136,8 +138,19 @@ impl ClusterNode {
     /// The preferred leader of `slot`'s partition: where a node that holds no replica of it
     /// sends clients (that node redirects again if another replica leads now).
     fn preferred(&self, slot: u16) -> Option<NodeId> {
-        let p = usize::from(self.partitions.of_slot(slot));
-        self.placement.get(p).and_then(|r| r.first().copied())
+        self.preferred_of(self.group_of(slot))
+    }
+
+    /// The preferred leader of `group`'s partition: the first of its placement.
+    fn preferred_of(&self, group: GroupId) -> Option<NodeId> {
+        self.placement.get(group.0 as usize).and_then(|r| r.first().copied())
+    }
+
+    /// Whether this replica of `group` leads under a lease that holds now, in a term whose
+    /// barrier it has passed: a command on the group may run at once
+    /// ([`Router::prepare`] says why).
+    fn leased_past_barrier(&self, group: GroupId, replica: &Replica) -> bool {
+        replica.leased_term().is_some_and(|term| self.ready.lock().get(&group) == Some(&term))
     }
 
     /// `MOVED` to `node`, or the cluster-down reply when its address is unknown.
@@ -185,10 +198,8 @@ impl ClusterNode {
     /// role=<role>,term=<t>,leader=<id or ?>,voters=<a|b|c>,last_index=<i>,committed=<i>,
     /// applied=<i>,lag=<n:d|..>` (`lag`, on the leader only: each follower's entries behind
     /// the leader's log; `-` for an index not known).
-    fn group_line(&self, g: GroupId) -> Option<(String, String)> {
+    fn group_line(&self, g: GroupId, st: &GroupStatus) -> (String, String) {
         let idx = |i: Option<u64>| i.map_or("-".to_string(), |i| i.to_string());
-        let replica = self.raft.replica(g)?;
-        let st = replica.status();
         let (first, last) = self.partitions.slots(g.0 as u16);
         let role = match st.role {
             Role::Leader => "leader",
@@ -208,7 +219,7 @@ impl ClusterNode {
                 format!("{n}:{}", idx(behind))
             })
             .collect();
-        Some((
+        (
             format!("partition{}", g.0),
             format!(
                 "slots={first}-{last},role={role},term={},leader={},voters={},last_index={},\
@@ -221,7 +232,13 @@ impl ClusterNode {
                 idx(st.applied.map(|a| a.index)),
                 if lag.is_empty() { "-".to_string() } else { lag.join("|") },
             ),
-        ))
+        )
+    }
+
+    /// Each group open here with its status now.
+    fn statuses(&self) -> Vec<(GroupId, GroupStatus)> {
+        let groups = self.raft.groups().into_iter();
+        groups.filter_map(|g| Some((g, self.raft.replica(g)?.status()))).collect()
     }
 }
 
@@ -307,7 +324,7 @@ impl Router for ClusterNode {
             ("cluster_partitions".to_string(), self.partitions.count().to_string()),
             ("cluster_known_nodes".to_string(), self.clients.len().to_string()),
         ];
-        lines.extend(self.raft.groups().into_iter().filter_map(|g| self.group_line(g)));
+        lines.extend(self.statuses().iter().map(|(g, st)| self.group_line(*g, st)));
         lines
     }
 
@@ -318,14 +335,12 @@ impl Router for ClusterNode {
         let mut leads = 0;
         let mut followers = std::collections::BTreeSet::new();
         let mut groups = Vec::new();
-        for g in self.raft.groups() {
-            let Some(replica) = self.raft.replica(g) else { continue };
-            let st = replica.status();
+        for (g, st) in self.statuses() {
             if st.role == Role::Leader {
                 leads += 1;
                 followers.extend(st.replication.keys().filter(|n| **n != st.node).copied());
             }
-            groups.extend(self.group_line(g));
+            groups.push(self.group_line(g, &st));
         }
         let role = if leads > 0 { "master" } else { "slave" };
         let mut lines = vec![
@@ -343,10 +358,7 @@ impl Router for ClusterNode {
         }
         let group = self.group_of(slot);
         let Some(replica) = self.raft.replica(group) else { return true };
-        readonly
-            || replica
-                .leased_term()
-                .is_some_and(|term| self.ready.lock().get(&group) == Some(&term))
+        readonly || self.leased_past_barrier(group, &replica)
     }
 
     fn prepare(&self, slot: u16, write: bool, readonly: bool) -> Result<(), String> {
@@ -360,10 +372,8 @@ impl Router for ClusterNode {
         // leader can have acknowledged one since. A write needs it too: one that turns out to
         // write nothing (DEL of a missing key, SET NX of a present one) answers from this
         // state without a proposal, so a deposed leader must not serve it.
-        if let Some(term) = replica.leased_term() {
-            if self.ready.lock().get(&group) == Some(&term) {
-                return Ok(());
-            }
+        if self.leased_past_barrier(group, &replica) {
+            return Ok(());
         }
         // Without a fresh lease, a quorum round trip confirms the leadership (read index).
         // Nothing has run yet: a failure is a definite one, which a client may retry.

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use super::errors::CmdError;
 use super::{CmdResult, Command};
 use crate::resp::Out;
-use crate::routing::{NodeInfo, Route, SlotRange};
+use crate::routing::{node_name, NodeInfo, Route, SlotRange};
 use crate::slots::key_slot;
 use crate::state::{Conn, Shared};
 
@@ -130,7 +130,7 @@ pub fn cluster(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
                             out.array(3);
                             out.bulk(b"");
                             out.int(0);
-                            out.bulk(format!("{id:040x}").as_bytes());
+                            out.bulk(node_name(id).as_bytes());
                         }
                     }
                 }
@@ -153,7 +153,7 @@ pub fn cluster(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
                     let n = l.nodes.iter().find(|n| n.id == id);
                     out.map(7);
                     out.bulk(b"id");
-                    out.bulk(format!("{id:040x}").as_bytes());
+                    out.bulk(node_name(id).as_bytes());
                     out.bulk(b"port");
                     out.int(i64::from(n.map_or(0, |n| n.port)));
                     out.bulk(b"ip");

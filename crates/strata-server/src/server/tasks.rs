@@ -6,7 +6,7 @@ use crate::routing::Route;
 use crate::slots::key_slot;
 use crate::state::Shared;
 use crate::storage::SyncPolicy;
-use crate::types::expiry::expire_cycle_where;
+use crate::types::expiry::expire_cycle;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,12 +21,12 @@ const EXPIRE_BUDGET: usize = 200;
 /// leader (an expired key reads as absent everywhere all the same).
 pub fn expire_round(sh: &Shared, from: &[u8]) -> crate::types::Result<(Vec<u8>, usize)> {
     let r = match sh.router.as_ref() {
-        None => expire_cycle_where(&sh.store, from, EXPIRE_BUDGET, |_| true),
+        None => expire_cycle(&sh.store, from, EXPIRE_BUDGET, |_| true),
         Some(router) => {
             // A barrier that fails (this leader cut off) may have waited its whole timeout:
             // the round deletes nothing more, and the next one tries again.
             let mut failed = false;
-            expire_cycle_where(&sh.store, from, EXPIRE_BUDGET, |key| {
+            expire_cycle(&sh.store, from, EXPIRE_BUDGET, |key| {
                 let slot = key_slot(key);
                 if failed || router.route(slot, true, false) != Route::Local {
                     return false;

@@ -176,7 +176,7 @@ impl std::error::Error for WriteError {}
 /// The slot every key of `batch` is filed under (its first record's: a command's keys share
 /// one slot); `None` when the batch is empty or a key is too short to hold one.
 pub fn batch_slot(batch: &WriteBatch) -> Option<u16> {
-    batch.keys().next().and_then(crate::slots::filed_slot)
+    batch.keys().next().and_then(|(k, _)| crate::slots::filed_slot(k))
 }
 
 /// A metadata record as [`Store::read_meta`] found it.

@@ -8,17 +8,12 @@ use super::metadata::{self, Meta};
 use crate::storage::Store;
 use strata::WriteBatch;
 
-/// Deletes up to `budget` expired metadata records starting at key `from`; returns where the
-/// next round starts (empty = wrap around) and how many were deleted. The server's expiry
-/// task calls it periodically.
-pub fn expire_cycle(st: &Store, from: &[u8], budget: usize) -> Result<(Vec<u8>, usize)> {
-    expire_cycle_where(st, from, budget, |_| true)
-}
-
-/// [`expire_cycle`], deleting only the expired keys `mine` accepts (in cluster mode: those of
-/// the partitions this node leads, once it may write there); the others are left to their
-/// own leader.
-pub fn expire_cycle_where(
+/// Deletes up to `budget` expired metadata records starting at key `from`, only those whose
+/// key `mine` accepts (in cluster mode: those of the partitions this node leads, once it may
+/// write there; the others are left to their own leader); returns where the next round starts
+/// (empty = wrap around) and how many were deleted. The server's expiry task calls it
+/// periodically.
+pub fn expire_cycle(
     st: &Store,
     from: &[u8],
     budget: usize,
