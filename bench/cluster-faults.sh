@@ -122,9 +122,23 @@ cleanup() {
     ip netns del "$ns" 2>/dev/null
   done
   rm -f "$out/.stop" "$out/healed"
+  if [ -n "${watchdog_pid:-}" ]; then
+    pkill -P "$watchdog_pid" 2>/dev/null; kill "$watchdog_pid" 2>/dev/null
+  fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+
+# A watchdog outside this script's process: if the script itself is killed (SIGKILL runs no
+# trap), it still kills whatever runs in the namespaces and removes them, once the run's
+# longest possible time is past.
+watch_limit=$((duration * 3 / 2 + 900))
+nohup bash -c "sleep $watch_limit
+  for ns in \$(ip netns list 2>/dev/null | awk '{print \$1}' | grep '^$prefix-'); do
+    ip netns pids \$ns 2>/dev/null | xargs -r kill -KILL 2>/dev/null
+    ip netns del \$ns 2>/dev/null
+  done" > /dev/null 2>&1 &
+watchdog_pid=$!
 
 # --- the network: a bridge namespace, a namespace per node and one for the client.
 ip netns add "$ns_br"

@@ -62,7 +62,9 @@ answers() { redis-cli -p "$1" ping >/dev/null 2>&1; }
 
 for rep in $(seq 1 "$reps"); do
   rm -rf "$work/single" && mkdir -p "$work/single"
-  "$server_bin" --port 7301 --dir "$work/single" --appendfsync always > "$work/single.log" 2>&1 &
+  # Under `timeout`, so it stops by itself should this script be killed (timeout passes the
+  # script's SIGTERM on to it).
+  timeout 1800 "$server_bin" --port 7301 --dir "$work/single" --appendfsync always > "$work/single.log" 2>&1 &
   single_pid=$!
   for _ in $(seq 100); do answers 7301 && break; sleep 0.1; done
   answers 7301 || { echo "cluster-throughput.sh: the single server did not start:" >&2; tail -5 "$work/single.log" >&2; exit 1; }

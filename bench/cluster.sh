@@ -124,7 +124,9 @@ case "$cmd" in
     if [ "$after" -gt 0 ]; then
       sleep "$after"
     elif [ -f "$dir/watchdog.pid" ]; then
-      kill "$(cat "$dir/watchdog.pid")" 2>/dev/null || true
+      wd=$(cat "$dir/watchdog.pid")
+      pkill -P "$wd" 2>/dev/null || true   # its sleep
+      kill "$wd" 2>/dev/null || true
     fi
     rm -f "$dir/watchdog.pid"
     pids=""

@@ -287,6 +287,85 @@ mod tests {
         p.propose(GroupId(3), batch("b"), |_| Ok(()), String::new).unwrap();
     }
 
+    /// Randomized, against a model of what must hold: threads propose to a few groups at
+    /// once while some entries fail; every batch is sent in exactly one entry, of its own
+    /// group, after the batches its thread proposed earlier to that group, and its caller gets
+    /// that entry's outcome.
+    #[test]
+    fn every_batch_goes_in_one_entry_of_its_group_and_gets_its_outcome() {
+        const THREADS: usize = 6;
+        const PER_THREAD: usize = 150;
+        let p = Arc::new(Proposals::<String>::default());
+        // Each entry sent: its group, its batches' keys, and whether it failed.
+        let entries = Arc::new(Mutex::new(Vec::<(u32, Vec<String>, bool)>::new()));
+        let threads: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let (p, entries) = (p.clone(), entries.clone());
+                std::thread::spawn(move || {
+                    let mut seed = 0x9e37_79b9_7f4a_7c15u64 ^ (t as u64);
+                    let mut got = Vec::new();
+                    for i in 0..PER_THREAD {
+                        seed ^= seed << 13;
+                        seed ^= seed >> 7;
+                        seed ^= seed << 17;
+                        let g = (seed % 3) as u32;
+                        let key = format!("{g}/{t}/{i}");
+                        let send = |b: WriteBatch| {
+                            let keys: Vec<String> = b
+                                .keys()
+                                .map(|(k, _)| String::from_utf8(k.to_vec()).unwrap())
+                                .collect();
+                            let mut e = entries.lock();
+                            let fail = e.len() % 5 == 4;
+                            e.push((g, keys, fail));
+                            let n = e.len();
+                            drop(e);
+                            if n % 3 == 0 {
+                                std::thread::yield_now();
+                            }
+                            if fail {
+                                Err(format!("entry {n} failed"))
+                            } else {
+                                Ok(())
+                            }
+                        };
+                        let r = p.propose(GroupId(g), batch(&key), send, String::new);
+                        got.push((key, r.map_err(|e| e.as_str().to_string())));
+                    }
+                    got
+                })
+            })
+            .collect();
+        let outcomes: Vec<(String, Result<(), String>)> =
+            threads.into_iter().flat_map(|t| t.join().unwrap()).collect();
+        let entries = entries.lock();
+        let mut where_sent = std::collections::HashMap::new();
+        for (n, (g, keys, _)) in entries.iter().enumerate() {
+            for k in keys {
+                assert!(k.starts_with(&format!("{g}/")), "entry {n} of group {g} holds {k}");
+                assert!(where_sent.insert(k.clone(), n).is_none(), "{k} was sent twice");
+            }
+        }
+        assert_eq!(where_sent.len(), THREADS * PER_THREAD, "every batch was sent");
+        for (key, r) in &outcomes {
+            let n = where_sent[key];
+            let failed = entries[n].2;
+            assert_eq!(r.is_err(), failed, "{key}: its outcome is its entry's ({n})");
+        }
+        // A thread's batches to one group go in the order it proposed them.
+        let mut last = std::collections::HashMap::new();
+        for (key, _) in &outcomes {
+            let (g_t, i) = key.rsplit_once('/').unwrap();
+            let i: usize = i.parse().unwrap();
+            if let Some((pi, pn)) = last.insert(g_t.to_string(), (i, where_sent[key])) {
+                assert!(pi < i && pn < where_sent[key], "{key} went before {g_t}/{pi}");
+            }
+        }
+        for g in 0..3 {
+            assert_eq!(p.queue(GroupId(g)).lock().in_flight, 0);
+        }
+    }
+
     #[test]
     fn groups_propose_independently() {
         let p = Proposals::<String>::default();
