@@ -127,6 +127,11 @@ impl GroupState {
         (self.applied, self.membership.clone())
     }
 
+    /// The engine this state machine applies to.
+    pub fn db(&self) -> &Arc<Db> {
+        self.node.db()
+    }
+
     /// Applies committed entries in order; returns one reply per entry (empty for blank and
     /// membership entries).
     pub fn apply(&mut self, entries: &[Entry]) -> Result<Vec<Reply>> {

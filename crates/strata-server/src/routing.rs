@@ -77,20 +77,11 @@ pub trait Router: Send + Sync {
 
     /// Readies a command on `slot` that [`Router::route`] answered [`Route::Local`] for, just
     /// before it runs: a replicated node waits here until its state holds every write the
-    /// command must see (a barrier through its Raft group). May block: the caller runs it off
-    /// the async workers. An `Err` is the error reply, and the command does not run.
+    /// command must see (a barrier through its Raft group). May block (an async worker's other
+    /// tasks are handed off first). An `Err` is the error reply, and the command does not run.
     fn prepare(&self, slot: u16, write: bool, readonly: bool) -> Result<(), String> {
         let _ = (slot, write, readonly);
         Ok(())
-    }
-
-    /// Whether [`Router::prepare`] for this command would return without waiting now (a read
-    /// whose barrier has passed, or one sent elsewhere): the server then runs it on its async
-    /// worker instead of handing the worker off first. A `true` that turns stale before
-    /// `prepare` runs costs only that hand-off, inside `prepare`.
-    fn ready_now(&self, slot: u16, write: bool, readonly: bool) -> bool {
-        let _ = (slot, write, readonly);
-        true
     }
 
     /// The cluster's layout as this node knows it (CLUSTER SLOTS, NODES, INFO).

@@ -13,7 +13,7 @@ use openraft::{LogState, OptionalSend};
 use super::convert::{
     entry_in, entry_out, log_id_in, log_id_out, opt_log_id_in, vote_in, vote_out,
 };
-use super::{blocking, TypeConfig};
+use super::{blocking, unless_stalled, TypeConfig};
 use crate::error::Error;
 use crate::log_store::GroupLog;
 use crate::types::Entry;
@@ -121,8 +121,8 @@ impl RaftLogStorage<C> for LogStore {
     {
         let entries: Vec<Entry> = entries.into_iter().map(entry_in).collect();
         let log = self.log.clone();
-        blocking(move || log.write_entries(&entries)).await?;
         let node = self.log.node().clone();
+        unless_stalled(node.db(), move || log.write_entries(&entries)).await?;
         node.syncs().request_then(node.db(), move |r| {
             callback.io_completed(r.map_err(|e| io::Error::from(Error::Sync(e))));
         });

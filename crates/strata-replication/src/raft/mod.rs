@@ -9,6 +9,11 @@
 //!
 //! The storage and state machine calls into the engine run on Tokio's blocking pool
 //! ([`blocking`]): the Raft core's task never waits on the engine or a disk inside a poll.
+//! Two calls are made in place instead while the engine has no write stall
+//! ([`unless_stalled`]): appending entries to the log, and applying committed entries. Both
+//! are unsynced engine writes (a memtable insert and a buffered WAL append, no disk wait: the
+//! node's syncer makes the log durable on a thread of its own), and they are on every entry's
+//! path, where a hand-off to the pool and back costs more than the write.
 
 mod convert;
 mod log;
@@ -33,6 +38,20 @@ openraft::declare_raft_types!(
         NodeId = u64,
         Node = Peer,
 );
+
+/// Runs `f`, an unsynced engine write on `db`, in place; on Tokio's blocking pool instead
+/// while the engine stalls writes (`Db::writes_stalled`), when it may wait.
+pub(crate) async fn unless_stalled<T, F>(db: &strata::Db, f: F) -> io::Result<T>
+where
+    T: Send + 'static,
+    F: FnOnce() -> crate::error::Result<T> + Send + 'static,
+{
+    if db.writes_stalled() {
+        blocking(f).await
+    } else {
+        f().map_err(io::Error::from)
+    }
+}
 
 /// Runs a blocking engine call on Tokio's blocking pool.
 pub(crate) async fn blocking<T, F>(f: F) -> io::Result<T>

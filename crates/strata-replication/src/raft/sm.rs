@@ -13,7 +13,7 @@ use parking_lot::Mutex;
 use super::convert::{
     entry_in, log_id_out, snapshot_meta_in, snapshot_meta_out, stored_membership_out,
 };
-use super::{blocking, TypeConfig};
+use super::{blocking, unless_stalled, TypeConfig};
 use crate::snapshot::build::SnapshotSource;
 use crate::snapshot::SnapshotFiles;
 use crate::state_machine::GroupState;
@@ -26,12 +26,15 @@ const APPLY_CHUNK: usize = 256;
 /// A group's state machine as openraft sees it.
 pub struct StateMachine {
     state: Arc<Mutex<GroupState>>,
+    /// The engine the state is applied to.
+    db: Arc<strata::Db>,
 }
 
 impl StateMachine {
     /// Wraps `state`.
     pub fn new(state: GroupState) -> Self {
-        StateMachine { state: Arc::new(Mutex::new(state)) }
+        let db = state.db().clone();
+        StateMachine { state: Arc::new(Mutex::new(state)), db }
     }
 }
 
@@ -88,7 +91,8 @@ impl RaftStateMachine<C> for StateMachine {
                 return Ok(());
             }
             let state = self.state.clone();
-            let replies = blocking(move || state.lock().apply(&batch)).await?;
+            let db = self.db.clone();
+            let replies = unless_stalled(&db, move || state.lock().apply(&batch)).await?;
             for (reply, responder) in replies.into_iter().zip(responders) {
                 if let Some(r) = responder {
                     r.send(reply);

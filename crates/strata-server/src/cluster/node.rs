@@ -2,14 +2,16 @@
 //! `RaftNode`), the store they apply to, and where every node answers clients.
 //!
 //! As the store's [`Replicate`], it proposes a command's batch to the group of the batch's
-//! slot and waits until the entry is applied here. As the server's [`Router`], it answers
+//! slot and settles the batch's outcome once the entry is applied here (or failed); the
+//! command's connection awaits it (`storage::pending`). As the server's [`Router`], it answers
 //! where a slot's commands run (here when this node leads the slot's partition, or holds a
 //! replica and the connection sent READONLY; else `MOVED` to the leader), and readies a
 //! command that runs here ([`Router::prepare`]):
 //! - **A write** runs only once this leader has applied every entry of earlier terms (one
 //!   linearizable-read barrier per term), so the state it reads holds every committed write;
-//!   later entries of the term are this leader's own, proposed under their key locks, which
-//!   their commands hold until they are applied. At that barrier the pop hints are cleared:
+//!   later entries of the term are this leader's own, proposed under their key locks, whose
+//!   stripes stay marked until they are applied (`storage::locks`). At that barrier the pop
+//!   hints are cleared:
 //!   they describe what this node saw while it last led, and the log may have changed it.
 //!   Like a read, a write also needs the leader's lease to hold (else it passes the barrier
 //!   again): a write that writes nothing answers from this node's state alone.
@@ -23,9 +25,9 @@
 //! - **Writes are proposed together**: the batches commands hand to one group while its
 //!   previous entry is in flight make its next entry ([`super::proposals`]).
 //!
-//! A barrier or a proposal blocks the calling thread on the Raft runtime
-//! (`Handle::block_on`), off the async workers: the server runs a batch of commands that may
-//! wait off them, and a wait that comes on a worker hands the worker off first.
+//! A barrier blocks the calling thread on the Raft runtime (`Handle::block_on`); on an async
+//! worker it hands the worker's other tasks off first. A proposal blocks no thread: a task on
+//! the Raft runtime drives each entry ([`super::proposals`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
@@ -41,8 +43,9 @@ use tokio::runtime::Handle;
 
 use super::apply::encode_proposal;
 use super::partitions::Partitions;
-use super::proposals::Proposals;
+use super::proposals::{Done, Proposals};
 use crate::routing::{Layout, NodeInfo, Route, Router, SlotRange};
+use crate::storage::pending::{off_worker, Settlement};
 use crate::storage::{Replicate, Store};
 
 /// Redis Cluster's reply when no node is known to serve a slot's partition now.
@@ -53,8 +56,8 @@ pub struct ClusterNode {
     raft: Arc<RaftNode>,
     store: Arc<Store>,
     partitions: Partitions,
-    /// Where each node serves clients (`host:port`).
-    clients: BTreeMap<NodeId, String>,
+    /// Where each node serves clients (`host:port`); shared with the outcomes of proposals.
+    clients: Arc<BTreeMap<NodeId, String>>,
     /// Where each node's Raft transport listens (`host:port`; empty in process).
     bus: BTreeMap<NodeId, String>,
     /// Each partition's replicas, preferred leader first: where a node that holds no replica
@@ -84,7 +87,7 @@ impl ClusterNode {
             raft,
             store,
             partitions,
-            clients,
+            clients: Arc::new(clients),
             bus: BTreeMap::new(),
             placement,
             runtime,
@@ -155,24 +158,7 @@ impl ClusterNode {
 
     /// `MOVED` to `node`, or the cluster-down reply when its address is unknown.
     fn moved(&self, slot: u16, node: Option<NodeId>) -> String {
-        match node.and_then(|n| self.clients.get(&n)) {
-            Some(addr) => format!("MOVED {slot} {addr}"),
-            None => DOWN.to_string(),
-        }
-    }
-
-    /// The error reply for a failed proposal or barrier on `slot`.
-    fn reply_for(&self, slot: u16, e: &RaftError) -> String {
-        match e {
-            RaftError::NotLeader { leader, .. } => self.moved(slot, *leader),
-            RaftError::Uncertain { reason, .. } => {
-                format!("ERR the write's outcome is unknown (it may be applied): {reason}")
-            }
-            RaftError::Timeout(what) => {
-                format!("ERR the write's outcome is unknown (timed out waiting for {what})")
-            }
-            other => format!("ERR replication: {other}"),
-        }
+        moved(&self.clients, slot, node)
     }
 
     /// Runs `f` on the Raft runtime and waits for it, at most the timeout. Called on an async
@@ -184,7 +170,7 @@ impl ClusterNode {
         f: impl Future<Output = Result<T, RaftError>>,
     ) -> Result<T, RaftError> {
         let timeout = self.timeout;
-        tokio::task::block_in_place(|| {
+        off_worker(|| {
             self.runtime.block_on(async move {
                 match tokio::time::timeout(timeout, f).await {
                     Ok(r) => r,
@@ -242,19 +228,50 @@ impl ClusterNode {
     }
 }
 
+/// `MOVED` to `node` (its address from `clients`), or the cluster-down reply when its address
+/// is unknown.
+fn moved(clients: &BTreeMap<NodeId, String>, slot: u16, node: Option<NodeId>) -> String {
+    match node.and_then(|n| clients.get(&n)) {
+        Some(addr) => format!("MOVED {slot} {addr}"),
+        None => DOWN.to_string(),
+    }
+}
+
+/// The error reply for a failed proposal on `slot`.
+fn reply_for(clients: &BTreeMap<NodeId, String>, slot: u16, e: &RaftError) -> String {
+    match e {
+        RaftError::NotLeader { leader, .. } => moved(clients, slot, *leader),
+        RaftError::Uncertain { reason, .. } => {
+            format!("ERR the write's outcome is unknown (it may be applied): {reason}")
+        }
+        RaftError::Timeout(what) => {
+            format!("ERR the write's outcome is unknown (timed out waiting for {what})")
+        }
+        other => format!("ERR replication: {other}"),
+    }
+}
+
 impl Replicate for ClusterNode {
-    fn replicate(&self, slot: u16, batch: WriteBatch) -> Result<(), String> {
+    fn propose(&self, slot: u16, batch: WriteBatch, done: Arc<Settlement>) {
         let Some(replica) = self.raft.replica(self.group_of(slot)) else {
-            return Err(self.moved(slot, self.preferred(slot)));
+            done.settle(Err(self.moved(slot, self.preferred(slot))));
+            return;
         };
-        let send = |joined: WriteBatch| {
-            let data = encode_proposal(&self.store, &joined);
-            self.wait("the write to commit", replica.write(data)).map(|_| ())
+        let clients = self.clients.clone();
+        let done: Done<RaftError> =
+            Box::new(move |r| done.settle(r.map_err(|e| reply_for(&clients, slot, &e))));
+        let (store, timeout, group) = (self.store.clone(), self.timeout, replica.group());
+        let send = move |joined: WriteBatch| {
+            let (replica, data) = (replica.clone(), encode_proposal(&store, &joined));
+            async move {
+                match tokio::time::timeout(timeout, replica.write(data)).await {
+                    Ok(r) => r.map(|_| ()),
+                    Err(_) => Err(RaftError::Timeout("the write to commit".into())),
+                }
+            }
         };
-        let panicked = || RaftError::Timeout("the write to commit: its proposer panicked".into());
-        self.proposals
-            .propose(replica.group(), batch, send, panicked)
-            .map_err(|e| self.reply_for(slot, &e))
+        let lost = || RaftError::Timeout("the write to commit: its proposer stopped".into());
+        self.proposals.propose(&self.runtime, group, batch, done, send, lost);
     }
 }
 
@@ -350,15 +367,6 @@ impl Router for ClusterNode {
         ];
         lines.extend(groups);
         Some(lines)
-    }
-
-    fn ready_now(&self, slot: u16, write: bool, readonly: bool) -> bool {
-        if write {
-            return false;
-        }
-        let group = self.group_of(slot);
-        let Some(replica) = self.raft.replica(group) else { return true };
-        readonly || self.leased_past_barrier(group, &replica)
     }
 
     fn prepare(&self, slot: u16, write: bool, readonly: bool) -> Result<(), String> {

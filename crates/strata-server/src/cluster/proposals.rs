@@ -1,31 +1,35 @@
 //! Group commit of proposals: the write batches that commands hand to one Raft group at the
 //! same time go into one log entry.
 //!
-//! A command on the leader runs under its key locks and hands its batch to its group
-//! ([`Proposals::propose`]). While [`MAX_IN_FLIGHT`] entries of that group are in flight,
-//! later batches wait in the group's queue; when one completes, its proposer takes the queue
-//! (up to [`MAX_ENTRY_BYTES`]) as the next entry and hands it to the first waiter, which
-//! proposes it: the batches appended in queue order (`WriteBatch::append`), which replicas
-//! apply as one engine write. Each command gets its entry's outcome. So one entry's consensus round (two fdatasyncs on the
-//! critical path, a network round trip, an apply) serves every command that arrived while the
-//! previous one ran, as the WAL's group commit does for a standalone server.
+//! A command on the leader hands its batch to its group ([`Proposals::propose`]) under its
+//! key locks and goes on; the batch's `done` hears its entry's outcome. While
+//! [`MAX_IN_FLIGHT`] entries of the group are in flight, later batches wait in the group's
+//! queue; the task that drives an entry, once it ends, takes the queue (up to
+//! [`MAX_ENTRY_BYTES`]) as the next entry: the batches appended in queue order
+//! (`WriteBatch::append`), which replicas apply as one engine write. So one entry's
+//! consensus round (two fdatasyncs on the critical path, a network round trip, an apply)
+//! serves every command that arrived while the previous one ran, as the WAL's group commit
+//! does for a standalone server, and no thread waits for it.
 //!
-//! Why joining is safe: each batch was computed under its command's key locks, which are held
-//! until the batch is applied, so two batches in one queue never touch the same key; applying
-//! them in one engine write is applying them one after the other. A batch stays atomic (it is
-//! inside one entry), and an entry holds batches of one group only.
+//! Why joining is safe: each batch was computed under its command's key locks, whose stripes
+//! stay marked until its outcome (`storage::locks`), so two batches in one queue never touch
+//! the same key; applying them in one engine write is applying them one after the other. A
+//! batch stays atomic (it is inside one entry), and an entry holds batches of one group only.
 //!
-//! Contract: a batch that finds a free slot proposes at once (no wait for company), so a
+//! Contract: a batch that finds a free slot is proposed at once (no wait for company), so a
 //! lone command pays no delay; at most [`MAX_IN_FLIGHT`] entries per group are in flight
-//! here. Entries in flight together may commit in either order: their batches touch
-//! different keys (above).
+//! here; every `done` is called exactly once, also when the driving task panics or is
+//! dropped (the runtime shutting down): then with the `lost` error. Entries in flight
+//! together may commit in either order: their batches touch different keys (above).
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::Arc;
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 use strata::WriteBatch;
 use strata_replication::GroupId;
+use tokio::runtime::Handle;
 
 /// Bytes of batches joined into one entry at most (a larger batch still goes alone).
 pub const MAX_ENTRY_BYTES: usize = 4 << 20;
@@ -35,49 +39,17 @@ pub const MAX_ENTRY_BYTES: usize = 4 << 20;
 /// size and cost more per command (`docs/measurements.md`, cluster writes).
 pub const MAX_IN_FLIGHT: usize = 1;
 
+/// Where a batch's entry's outcome goes.
+pub type Done<E> = Box<dyn FnOnce(Result<(), Arc<E>>) + Send>;
+
 /// A command's batch waiting for its entry, and where its outcome goes.
-type Pending<E> = (WriteBatch, Arc<Mailbox<E>>);
-
-/// What a waiting command is told.
-enum Turn<E> {
-    /// Propose these batches (this command's own first) as one entry now.
-    Lead(Vec<Pending<E>>),
-    /// Its batch's entry ended so.
-    Done(Result<(), Arc<E>>),
-}
-
-/// One waiting command's mailbox.
-struct Mailbox<E> {
-    turn: Mutex<Option<Turn<E>>>,
-    wake: Condvar,
-}
-
-impl<E> Mailbox<E> {
-    fn new() -> Self {
-        Mailbox { turn: Mutex::new(None), wake: Condvar::new() }
-    }
-
-    fn post(&self, turn: Turn<E>) {
-        *self.turn.lock() = Some(turn);
-        self.wake.notify_one();
-    }
-
-    fn take(&self) -> Turn<E> {
-        let mut turn = self.turn.lock();
-        loop {
-            if let Some(t) = turn.take() {
-                return t;
-            }
-            self.wake.wait(&mut turn);
-        }
-    }
-}
+type Pending<E> = (WriteBatch, Done<E>);
 
 /// Batches waiting for one group, and how many of its entries are in flight from here.
 struct Queue<E> {
     waiting: Vec<Pending<E>>,
     /// Entries proposed and not yet ended. Batches wait only while it is at
-    /// [`MAX_IN_FLIGHT`]; a proposer that ends hands its slot to the waiting batches.
+    /// [`MAX_IN_FLIGHT`]; a driver whose entry ends takes the waiting batches as its next.
     in_flight: usize,
 }
 
@@ -109,7 +81,37 @@ impl<E> Default for Proposals<E> {
     }
 }
 
-impl<E> Proposals<E> {
+/// One driver's entry and queue: whatever it still holds when dropped (a panic, the runtime
+/// shutting down) fails with `lost`, and the queue's slot is given back.
+struct Driving<E> {
+    queue: Arc<Mutex<Queue<E>>>,
+    entry: Vec<Done<E>>,
+    lost: fn() -> E,
+    done: bool,
+}
+
+impl<E> Drop for Driving<E> {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        let mut dones = std::mem::take(&mut self.entry);
+        {
+            let mut q = self.queue.lock();
+            q.in_flight -= 1;
+            if q.in_flight == 0 {
+                // No driver is left to take them.
+                dones.extend(q.waiting.drain(..).map(|(_, d)| d));
+            }
+        }
+        let e = Arc::new((self.lost)());
+        for d in dones {
+            d(Err(e.clone()));
+        }
+    }
+}
+
+impl<E: Send + Sync + 'static> Proposals<E> {
     fn queue(&self, group: GroupId) -> Arc<Mutex<Queue<E>>> {
         self.queues
             .lock()
@@ -118,72 +120,74 @@ impl<E> Proposals<E> {
             .clone()
     }
 
-    /// Proposes `batch` to `group`, joined with the batches other threads hand in meanwhile;
-    /// `send` proposes one joined batch and waits for its outcome (it runs on whichever
-    /// caller's thread leads that entry; `panicked` is the outcome of every batch of the entry
-    /// when it panics, so no waiter is left waiting). Returns this batch's entry's outcome.
-    pub fn propose(
+    /// Proposes `batch` to `group`, joined with the batches handed in meanwhile, and returns
+    /// at once; `done` gets its entry's outcome. When a slot is free, a task on `runtime`
+    /// drives the entries: `send` proposes one joined batch and resolves with its outcome;
+    /// `lost` is the outcome of the batches a driver leaves when it panics or is dropped.
+    pub fn propose<S, F>(
         &self,
+        runtime: &Handle,
         group: GroupId,
         batch: WriteBatch,
-        send: impl Fn(WriteBatch) -> Result<(), E>,
-        panicked: impl FnOnce() -> E,
-    ) -> Result<(), Arc<E>> {
+        done: Done<E>,
+        send: S,
+        lost: fn() -> E,
+    ) where
+        S: Fn(WriteBatch) -> F + Send + 'static,
+        F: Future<Output = Result<(), E>> + Send + 'static,
+    {
         let queue = self.queue(group);
-        let mine = Arc::new(Mailbox::new());
         let entry = {
             let mut q = queue.lock();
+            q.waiting.push((batch, done));
             if q.in_flight < MAX_IN_FLIGHT {
-                // Nothing waits while a slot is free: this batch goes alone, at once.
                 q.in_flight += 1;
-                vec![(batch, mine.clone())]
+                q.take_entry()
             } else {
-                q.waiting.push((batch, mine.clone()));
-                Vec::new()
+                return;
             }
         };
-        let entry = if entry.is_empty() {
-            match mine.take() {
-                Turn::Done(r) => return r,
-                Turn::Lead(entry) => entry,
-            }
-        } else {
-            entry
-        };
+        runtime.spawn(drive(queue, entry, send, lost));
+    }
+}
+
+/// Proposes `entry`, then each next entry the queue holds when one ends, until it is empty.
+async fn drive<E, S, F>(
+    queue: Arc<Mutex<Queue<E>>>,
+    mut entry: Vec<Pending<E>>,
+    send: S,
+    lost: fn() -> E,
+) where
+    S: Fn(WriteBatch) -> F,
+    F: Future<Output = Result<(), E>>,
+{
+    let mut driving = Driving { queue, entry: Vec::new(), lost, done: false };
+    loop {
         let mut parts = entry.into_iter();
-        let (mut joined, _) = parts.next().expect("an entry holds its proposer's batch");
-        let others: Vec<_> = parts
-            .map(|(b, mailbox)| {
-                joined.append(&b);
-                mailbox
-            })
-            .collect();
-        let sent = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| send(joined)));
-        let outcome: Result<(), Arc<E>> = match sent {
-            Ok(r) => r.map_err(Arc::new),
-            Err(_) => Err(Arc::new(panicked())),
-        };
-        for mailbox in others {
-            mailbox.post(Turn::Done(outcome.clone()));
+        let (mut joined, first) = parts.next().expect("an entry holds a batch");
+        driving.entry.push(first);
+        for (b, d) in parts {
+            joined.append(&b);
+            driving.entry.push(d);
         }
-        // Hand this entry's slot to the batches that waited for one.
-        {
-            let mut q = queue.lock();
-            if q.waiting.is_empty() {
-                q.in_flight -= 1;
-            } else {
-                let next = q.take_entry();
-                let leader = next[0].1.clone();
-                leader.post(Turn::Lead(next));
-            }
+        let outcome = send(joined).await.map_err(Arc::new);
+        for d in driving.entry.drain(..) {
+            d(outcome.clone());
         }
-        outcome
+        let mut q = driving.queue.lock();
+        if q.waiting.is_empty() {
+            q.in_flight -= 1;
+            driving.done = true;
+            return;
+        }
+        entry = q.take_entry();
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::mpsc;
     use std::time::Duration;
 
     fn batch(key: &str) -> WriteBatch {
@@ -192,28 +196,47 @@ mod tests {
         b
     }
 
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+    }
+
+    /// A `done` that sends its outcome (the error as a string) to the returned receiver.
+    fn outcome() -> (Done<String>, mpsc::Receiver<Result<(), String>>) {
+        let (tx, rx) = mpsc::channel();
+        (
+            Box::new(move |r: Result<(), Arc<String>>| {
+                tx.send(r.map_err(|e| (*e).clone())).unwrap()
+            }),
+            rx,
+        )
+    }
+
+    fn lost() -> String {
+        "lost".to_string()
+    }
+
     #[test]
     fn a_lone_batch_is_proposed_alone() {
+        let rt = runtime();
         let p = Proposals::<String>::default();
-        let sent = Mutex::new(Vec::new());
-        p.propose(
-            GroupId(1),
-            batch("a"),
-            |b| {
-                sent.lock().push(b.len());
-                Ok(())
-            },
-            || "panicked".to_string(),
-        )
-        .unwrap();
+        let sent = Arc::new(Mutex::new(Vec::new()));
+        let (done, rx) = outcome();
+        let s = sent.clone();
+        let send = move |b: WriteBatch| {
+            s.lock().push(b.len());
+            async { Ok(()) }
+        };
+        p.propose(rt.handle(), GroupId(1), batch("a"), done, send, lost);
+        assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), Ok(()));
         assert_eq!(*sent.lock(), vec![1]);
     }
 
     #[test]
     fn batches_arriving_while_the_slots_are_taken_share_the_next_entry() {
-        let p = Arc::new(Proposals::<String>::default());
+        let rt = runtime();
+        let p = Proposals::<String>::default();
         let entries = Arc::new(Mutex::new(Vec::new()));
-        let release = Arc::new((Mutex::new(false), Condvar::new()));
+        let release = Arc::new(tokio::sync::Semaphore::new(0));
         // The first MAX_IN_FLIGHT entries stay in flight until released.
         let send = {
             let (entries, release) = (entries.clone(), release.clone());
@@ -223,84 +246,110 @@ mod tests {
                     e.push(b.len());
                     e.len()
                 };
-                if nth <= MAX_IN_FLIGHT {
-                    let mut go = release.0.lock();
-                    while !*go {
-                        release.1.wait(&mut go);
+                let release = release.clone();
+                async move {
+                    if nth <= MAX_IN_FLIGHT {
+                        release.acquire().await.unwrap().forget();
                     }
+                    Ok::<(), String>(())
                 }
-                Ok::<(), String>(())
             }
         };
-        let spawn = |key: String| {
-            let (p, send) = (p.clone(), send.clone());
-            std::thread::spawn(move || p.propose(GroupId(1), batch(&key), send, String::new))
-        };
-        let first: Vec<_> = (0..MAX_IN_FLIGHT).map(|i| spawn(format!("a{i}"))).collect();
+        let mut rxs = Vec::new();
+        for i in 0..MAX_IN_FLIGHT {
+            let (done, rx) = outcome();
+            p.propose(rt.handle(), GroupId(1), batch(&format!("a{i}")), done, send.clone(), lost);
+            rxs.push(rx);
+        }
         while entries.lock().len() < MAX_IN_FLIGHT {
             std::thread::sleep(Duration::from_millis(1));
         }
-        let waiters: Vec<_> = (0..5).map(|i| spawn(format!("b{i}"))).collect();
-        while p.queue(GroupId(1)).lock().waiting.len() < 5 {
-            std::thread::sleep(Duration::from_millis(1));
+        for i in 0..5 {
+            let (done, rx) = outcome();
+            p.propose(rt.handle(), GroupId(1), batch(&format!("b{i}")), done, send.clone(), lost);
+            rxs.push(rx);
         }
-        *release.0.lock() = true;
-        release.1.notify_all();
-        for t in first.into_iter().chain(waiters) {
-            t.join().unwrap().unwrap();
+        assert_eq!(p.queue(GroupId(1)).lock().waiting.len(), 5);
+        release.add_permits(MAX_IN_FLIGHT);
+        for rx in rxs {
+            assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), Ok(()));
         }
         let mut want = vec![1; MAX_IN_FLIGHT];
         want.push(5);
         assert_eq!(*entries.lock(), want, "the five waiting batches make one entry");
-        assert_eq!(p.queue(GroupId(1)).lock().in_flight, 0);
+        while p.queue(GroupId(1)).lock().in_flight > 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 
     #[test]
     fn every_batch_of_a_failed_entry_gets_the_failure() {
-        let p = Arc::new(Proposals::<String>::default());
-        let threads: Vec<_> = (0..8)
+        let rt = runtime();
+        let p = Proposals::<String>::default();
+        let send = |_b: WriteBatch| async {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+            Err("no quorum".to_string())
+        };
+        let rxs: Vec<_> = (0..8)
             .map(|i| {
-                let p = p.clone();
-                std::thread::spawn(move || {
-                    p.propose(
-                        GroupId(2),
-                        batch(&format!("k{i}")),
-                        |_| {
-                            std::thread::sleep(Duration::from_millis(2));
-                            Err("no quorum".to_string())
-                        },
-                        String::new,
-                    )
-                })
+                let (done, rx) = outcome();
+                p.propose(rt.handle(), GroupId(2), batch(&format!("k{i}")), done, send, lost);
+                rx
             })
             .collect();
-        for t in threads {
-            assert_eq!(t.join().unwrap().unwrap_err().as_str(), "no quorum");
+        for rx in rxs {
+            assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), Err("no quorum".into()));
         }
     }
 
     #[test]
     fn a_panicking_proposal_fails_its_batches_and_frees_the_queue() {
+        let rt = runtime();
         let p = Proposals::<String>::default();
-        let r = p.propose(GroupId(3), batch("a"), |_| panic!("boom"), || "panicked".into());
-        assert_eq!(r.unwrap_err().as_str(), "panicked");
-        p.propose(GroupId(3), batch("b"), |_| Ok(()), String::new).unwrap();
+        let (done, rx) = outcome();
+        let boom = |_b: WriteBatch| async {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            panic!("boom");
+        };
+        p.propose(rt.handle(), GroupId(3), batch("a"), done, boom, lost);
+        // Waiting behind the panicking entry: failed with it, as nothing will drive them.
+        let (done2, rx2) = outcome();
+        p.propose(rt.handle(), GroupId(3), batch("b"), done2, boom, lost);
+        assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), Err("lost".into()));
+        assert_eq!(rx2.recv_timeout(Duration::from_secs(5)).unwrap(), Err("lost".into()));
+        let (done3, rx3) = outcome();
+        p.propose(rt.handle(), GroupId(3), batch("c"), done3, |_b| async { Ok(()) }, lost);
+        assert_eq!(rx3.recv_timeout(Duration::from_secs(5)).unwrap(), Ok(()));
+    }
+
+    #[test]
+    fn a_dropped_runtime_fails_the_batches_in_flight() {
+        let rt = runtime();
+        let p = Proposals::<String>::default();
+        let (done, rx) = outcome();
+        let never = |_b: WriteBatch| std::future::pending::<Result<(), String>>();
+        p.propose(rt.handle(), GroupId(4), batch("a"), done, never, lost);
+        std::thread::sleep(Duration::from_millis(20));
+        drop(rt);
+        assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), Err("lost".into()));
     }
 
     /// Randomized, against a model of what must hold: threads propose to a few groups at
-    /// once while some entries fail; every batch is sent in exactly one entry, of its own
-    /// group, after the batches its thread proposed earlier to that group, and its caller gets
-    /// that entry's outcome.
+    /// once, each waiting for its batch's outcome before its next (as a connection does),
+    /// while some entries fail; every batch is sent in exactly one entry, of its own group,
+    /// after the batches its thread proposed earlier to that group, and its proposer gets that
+    /// entry's outcome.
     #[test]
     fn every_batch_goes_in_one_entry_of_its_group_and_gets_its_outcome() {
         const THREADS: usize = 6;
         const PER_THREAD: usize = 150;
+        let rt = runtime();
         let p = Arc::new(Proposals::<String>::default());
         // Each entry sent: its group, its batches' keys, and whether it failed.
         let entries = Arc::new(Mutex::new(Vec::<(u32, Vec<String>, bool)>::new()));
         let threads: Vec<_> = (0..THREADS)
             .map(|t| {
-                let (p, entries) = (p.clone(), entries.clone());
+                let (p, entries, handle) = (p.clone(), entries.clone(), rt.handle().clone());
                 std::thread::spawn(move || {
                     let mut seed = 0x9e37_79b9_7f4a_7c15u64 ^ (t as u64);
                     let mut got = Vec::new();
@@ -310,7 +359,8 @@ mod tests {
                         seed ^= seed << 17;
                         let g = (seed % 3) as u32;
                         let key = format!("{g}/{t}/{i}");
-                        let send = |b: WriteBatch| {
+                        let entries = entries.clone();
+                        let send = move |b: WriteBatch| {
                             let keys: Vec<String> = b
                                 .keys()
                                 .map(|(k, _)| String::from_utf8(k.to_vec()).unwrap())
@@ -320,17 +370,21 @@ mod tests {
                             e.push((g, keys, fail));
                             let n = e.len();
                             drop(e);
-                            if n % 3 == 0 {
-                                std::thread::yield_now();
-                            }
-                            if fail {
-                                Err(format!("entry {n} failed"))
-                            } else {
-                                Ok(())
+                            async move {
+                                if n % 3 == 0 {
+                                    tokio::task::yield_now().await;
+                                }
+                                if fail {
+                                    Err(format!("entry {n} failed"))
+                                } else {
+                                    Ok(())
+                                }
                             }
                         };
-                        let r = p.propose(GroupId(g), batch(&key), send, String::new);
-                        got.push((key, r.map_err(|e| e.as_str().to_string())));
+                        let (done, rx) = outcome();
+                        p.propose(&handle, GroupId(g), batch(&key), done, send, lost);
+                        let r = rx.recv_timeout(Duration::from_secs(5)).unwrap();
+                        got.push((key, r));
                     }
                     got
                 })
@@ -362,25 +416,26 @@ mod tests {
             }
         }
         for g in 0..3 {
-            assert_eq!(p.queue(GroupId(g)).lock().in_flight, 0);
+            while p.queue(GroupId(g)).lock().in_flight > 0 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
         }
     }
 
     #[test]
     fn groups_propose_independently() {
+        let rt = runtime();
         let p = Proposals::<String>::default();
-        let seen = Mutex::new(Vec::new());
+        let seen = Arc::new(Mutex::new(Vec::new()));
         for g in [1, 2, 1] {
-            p.propose(
-                GroupId(g),
-                batch("x"),
-                |_| {
-                    seen.lock().push(g);
-                    Ok(())
-                },
-                String::new,
-            )
-            .unwrap();
+            let (done, rx) = outcome();
+            let s = seen.clone();
+            let send = move |_b: WriteBatch| {
+                s.lock().push(g);
+                async { Ok(()) }
+            };
+            p.propose(rt.handle(), GroupId(g), batch("x"), done, send, lost);
+            assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), Ok(()));
         }
         assert_eq!(*seen.lock(), vec![1, 2, 1]);
     }

@@ -40,25 +40,6 @@ pub fn refusal(sh: &Shared, conn: &Conn, cmd: &Command, args: &[Vec<u8>]) -> Opt
     }
 }
 
-/// Whether `args` runs without waiting for its Raft group (see [`refusal`]): a keyed read
-/// whose slot's barrier has passed (`Router::ready_now`), or a line refused before it runs.
-/// Writes, and commands without keys (EXEC, scripts), may wait. Always true on a standalone
-/// server.
-pub fn runs_without_waiting(sh: &Shared, conn: &Conn, args: &[Vec<u8>]) -> bool {
-    let Some(router) = sh.router.as_ref() else { return true };
-    let Some(cmd) = args.first().and_then(|name| super::lookup(name)) else { return true };
-    if !conn.authed || !cmd.arity_fits(args.len()) {
-        return true;
-    }
-    if cmd.write {
-        return false;
-    }
-    match cmd.keys.positions(args).first() {
-        Some(&k) => router.ready_now(key_slot(&args[k]), false, conn.readonly),
-        None => false,
-    }
-}
-
 /// READONLY: this connection's reads may be served by a replica of their slot.
 pub fn readonly(sh: &Shared, conn: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdResult {
     set_readonly(sh, conn, true, out)

@@ -5,9 +5,12 @@
 //! gets `-ERR Protocol error: ...` after the replies of the frames before it, and closes that
 //! connection only.
 //!
-//! Engine calls are blocking but fast (memtable/cache hits) and run on the connection's task;
-//! in cluster mode, where commands also wait for their Raft group, a batch of frames runs in
-//! `block_in_place`.
+//! Engine calls are blocking but fast (memtable/cache hits) and run on the connection's task.
+//! In cluster mode a command's replicated write is proposed and the connection awaits its
+//! outcome (asynchronously, holding no worker and no key lock) before it runs the next frame
+//! or replies; a failed write's reply is replaced by its error (`storage::pending`). A
+//! command that must wait inside (a barrier, a key held by a write in flight) hands its
+//! worker's other tasks off first.
 //! When every write is synced (`appendfsync always`), a batch's writes are made unsynced and
 //! its replies wait (asynchronously, holding no worker and no key lock) for one WAL sync
 //! shared with every other connection's writes (`storage::sync_group`).
@@ -15,6 +18,7 @@
 use crate::commands;
 use crate::resp::{parse_command, Out, ParseOutcome};
 use crate::state::{ClientEntry, Conn, Shared};
+use crate::storage::pending;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -44,6 +48,33 @@ pub async fn serve(
                     tokio::time::sleep(std::time::Duration::from_millis(10)).await;
                 }
             }
+        }
+    }
+}
+
+/// Runs a batch of frames of a cluster-mode connection, one at a time: each command's
+/// replicated writes are deferred, and their outcome awaited before the next frame runs (so
+/// it reads them) and before the replies go out; a failed one's reply becomes its error.
+async fn run_replicated(sh: &Shared, conn: &mut Conn, frames: &[Vec<Vec<u8>>], out: &mut Out) {
+    for f in frames {
+        if conn.close {
+            break;
+        }
+        if f.is_empty() {
+            continue;
+        }
+        out.resp3 = conn.resp3;
+        let reply_at = out.buf.len();
+        let ((), owed) = pending::deferring(|| commands::dispatch(sh, conn, f, out));
+        let outcome = match owed {
+            None => continue,
+            Some(Ok(settlement)) => settlement.wait().await,
+            Some(Err(reply)) => Err(reply),
+        };
+        if let Err(reply) = outcome {
+            sh.stats.errors.fetch_add(1, Ordering::Relaxed);
+            out.buf.truncate(reply_at);
+            out.error(&reply);
         }
     }
 }
@@ -109,15 +140,9 @@ async fn handle(sh: Arc<Shared>, mut sock: TcpStream, addr: String) {
             // Under `appendfsync always` the replies wait for one WAL sync covering every
             // write the batch made. If it fails, nothing of the batch is acknowledged: the
             // connection closes without its replies.
-            // In cluster mode a command may wait for its partition's group (a barrier, its
-            // write's commit, a key lock held by a write being committed): off the async
-            // workers, unless every command of the batch is a read that runs at once.
-            let wait = sh.store.is_replicated()
-                && !frames.iter().all(|f| {
-                    f.is_empty() || commands::cluster::runs_without_waiting(&sh, &conn, f)
-                });
-            let need = if wait {
-                tokio::task::block_in_place(|| run_batch(&sh, &mut conn, &frames, &mut out))
+            let need = if sh.store.is_replicated() {
+                run_replicated(&sh, &mut conn, &frames, &mut out).await;
+                None
             } else {
                 run_batch(&sh, &mut conn, &frames, &mut out)
             };

@@ -4,9 +4,19 @@
 //! command's effect or none of it.
 //!
 //! Multi-key writers lock their stripes in ascending index order (no deadlock).
+//!
+//! In cluster mode a write may still be in flight when its command returns and drops its
+//! guards (`pending`): the stripes it held stay *marked* ([`LockTable::mark_held`]) until
+//! its entry is applied or failed, and [`LockTable::lock`] waits for the marks on the
+//! stripes it takes. So a writer of a key never reads state that lacks an earlier writer's
+//! proposed write, as if the earlier one had kept its locks until then. A lock that must wait
+//! (a held stripe, a mark) hands an async worker's other tasks off first.
 
-use parking_lot::{Mutex, MutexGuard};
+use parking_lot::{Condvar, Mutex, MutexGuard};
+use std::cell::RefCell;
 use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
 
 /// Number of stripes: collisions only serialise unrelated keys, never deadlock.
 const STRIPES: usize = 1024;
@@ -15,6 +25,19 @@ const STRIPES: usize = 1024;
 pub struct LockTable {
     stripes: Vec<Mutex<()>>,
     hasher: std::collections::hash_map::RandomState,
+    marks: Arc<Marks>,
+}
+
+/// Each stripe's count of writes in flight that held it, and where lockers wait for them.
+struct Marks {
+    count: Vec<AtomicU32>,
+    gate: Mutex<()>,
+    cleared: Condvar,
+}
+
+thread_local! {
+    /// The stripes this thread holds: its table's marks (by address), and the index.
+    static HELD: RefCell<Vec<(usize, usize)>> = const { RefCell::new(Vec::new()) };
 }
 
 impl Default for LockTable {
@@ -22,13 +45,55 @@ impl Default for LockTable {
         LockTable {
             stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
             hasher: std::collections::hash_map::RandomState::new(),
+            marks: Arc::new(Marks {
+                count: (0..STRIPES).map(|_| AtomicU32::new(0)).collect(),
+                gate: Mutex::new(()),
+                cleared: Condvar::new(),
+            }),
         }
     }
 }
 
 /// Held stripes; dropping releases them.
 pub struct Guards<'a> {
-    _held: Vec<MutexGuard<'a, ()>>,
+    held: Vec<MutexGuard<'a, ()>>,
+    /// Their indices, as recorded in `HELD`.
+    idx: Vec<usize>,
+    table: usize,
+}
+
+impl Drop for Guards<'_> {
+    fn drop(&mut self) {
+        HELD.with(|h| {
+            let mut h = h.borrow_mut();
+            for i in &self.idx {
+                if let Some(p) = h.iter().rposition(|e| *e == (self.table, *i)) {
+                    h.swap_remove(p);
+                }
+            }
+        });
+        self.held.clear();
+    }
+}
+
+/// The stripes a thread held when it proposed a write, marked until the write settles.
+pub struct Marked {
+    marks: Arc<Marks>,
+    idx: Vec<usize>,
+}
+
+impl Marked {
+    /// Unmarks the stripes and wakes the lockers waiting for them.
+    pub fn release(self) {
+        for i in &self.idx {
+            self.marks.count[*i].fetch_sub(1, Ordering::AcqRel);
+        }
+        if !self.idx.is_empty() {
+            // Under the gate: a locker that saw a mark and is about to wait holds it.
+            let _gate = self.marks.gate.lock();
+            self.marks.cleared.notify_all();
+        }
+    }
 }
 
 impl LockTable {
@@ -38,11 +103,98 @@ impl LockTable {
         (h.finish() as usize) % STRIPES
     }
 
-    /// Locks the stripes of `keys` (any number, duplicates allowed).
+    fn id(&self) -> usize {
+        Arc::as_ptr(&self.marks) as usize
+    }
+
+    /// Locks the stripes of `keys` (any number, duplicates allowed), then waits until no
+    /// write in flight marks them.
     pub fn lock<'a, K: AsRef<[u8]>>(&'a self, keys: &[K]) -> Guards<'a> {
         let mut idx: Vec<usize> = keys.iter().map(|k| self.stripe(k.as_ref())).collect();
         idx.sort_unstable();
         idx.dedup();
-        Guards { _held: idx.into_iter().map(|i| self.stripes[i].lock()).collect() }
+        let held = idx
+            .iter()
+            .map(|&i| {
+                self.stripes[i]
+                    .try_lock()
+                    .unwrap_or_else(|| super::pending::off_worker(|| self.stripes[i].lock()))
+            })
+            .collect();
+        let marked = |i: &usize| self.marks.count[*i].load(Ordering::Acquire) > 0;
+        if idx.iter().any(marked) {
+            // Holding the stripes, no new mark can come: wait for these to clear.
+            super::pending::off_worker(|| {
+                let mut gate = self.marks.gate.lock();
+                while idx.iter().any(marked) {
+                    self.marks.cleared.wait(&mut gate);
+                }
+            });
+        }
+        let table = self.id();
+        HELD.with(|h| h.borrow_mut().extend(idx.iter().map(|i| (table, *i))));
+        Guards { held, idx, table }
+    }
+
+    /// Marks the stripes this thread holds in this table, for a write proposed under them
+    /// that may outlive the guards: lockers of those stripes wait until the mark is released.
+    pub fn mark_held(&self) -> Marked {
+        let table = self.id();
+        let idx: Vec<usize> = HELD
+            .with(|h| h.borrow().iter().filter(|(t, _)| *t == table).map(|(_, i)| *i).collect());
+        for i in &idx {
+            self.marks.count[*i].fetch_add(1, Ordering::AcqRel);
+        }
+        Marked { marks: self.marks.clone(), idx }
+    }
+
+    /// Whether a write in flight marks `key`'s stripe.
+    pub fn is_marked(&self, key: &[u8]) -> bool {
+        self.marks.count[self.stripe(key)].load(Ordering::Acquire) > 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_marked_stripe_waits_for_its_release_after_the_guards_drop() {
+        let table = Arc::new(LockTable::default());
+        let g = table.lock(&["a", "b"]);
+        let marked = table.mark_held();
+        drop(g);
+        assert!(table.is_marked(b"a") && table.is_marked(b"b"));
+        let got = Arc::new(AtomicU32::new(0));
+        let t = {
+            let (table, got) = (table.clone(), got.clone());
+            std::thread::spawn(move || {
+                let _g = table.lock(&["b"]);
+                got.store(1, Ordering::SeqCst);
+            })
+        };
+        std::thread::sleep(Duration::from_millis(30));
+        assert_eq!(got.load(Ordering::SeqCst), 0, "the locker waits for the mark");
+        marked.release();
+        t.join().unwrap();
+        assert_eq!(got.load(Ordering::SeqCst), 1);
+        assert!(!table.is_marked(b"a"));
+    }
+
+    #[test]
+    fn only_the_stripes_held_now_are_marked() {
+        let table = LockTable::default();
+        let other = LockTable::default();
+        let g1 = table.lock(&["x"]);
+        let _g2 = other.lock(&["y"]);
+        drop(g1);
+        let _g3 = table.lock(&["z"]);
+        let m = table.mark_held();
+        assert!(table.is_marked(b"z"));
+        assert!(!table.is_marked(b"x") || table.stripe(b"x") == table.stripe(b"z"));
+        assert!(!other.is_marked(b"y"), "another table's stripes are not this one's");
+        m.release();
+        assert!(!table.is_marked(b"z"));
     }
 }

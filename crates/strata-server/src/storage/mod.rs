@@ -14,14 +14,16 @@
 //! cluster node copies into a snapshot of a partition, or deletes when it gives one up.
 //!
 //! Beside the DB: per-key write locks ([`locks`]), a cache of metadata records
-//! ([`meta_cache`]), where pops start ([`pop_hints`]), shared WAL syncs ([`sync_group`]), and
-//! the compaction filter that applies the types layer's stale sub-key rule ([`filter`]).
+//! ([`meta_cache`]), where pops start ([`pop_hints`]), shared WAL syncs ([`sync_group`]),
+//! replicated writes in flight ([`pending`]), and the compaction filter that applies the
+//! types layer's stale sub-key rule ([`filter`]).
 //! Errors are the engine's ([`strata::Error`]), or [`OpenError`] and
 //! [`sync_group::SyncError`] where the engine is not the cause.
 
 pub mod filter;
 pub mod locks;
 pub mod meta_cache;
+pub mod pending;
 pub mod pop_hints;
 pub mod sync_group;
 
@@ -135,12 +137,12 @@ impl std::error::Error for OpenError {
 
 /// Where a clustered store's writes go instead of the engine ([`Store::set_replicate`]).
 pub trait Replicate: Send + Sync {
-    /// Commits `batch`, every key of which is filed under `slot`, through the slot's
-    /// partition (its Raft group), and returns once it is applied on this node. An `Err` is
-    /// the error reply the client gets (Redis Cluster's `MOVED <slot> <host>:<port>`,
-    /// `CLUSTERDOWN ...`, ...): the batch was not written here, or its outcome is unknown.
-    /// Blocks the calling thread: never call it on an async worker.
-    fn replicate(&self, slot: u16, batch: WriteBatch) -> Result<(), String>;
+    /// Proposes `batch`, every key of which is filed under `slot`, to the slot's partition
+    /// (its Raft group), and returns without waiting. It settles `done` exactly once: `Ok`
+    /// once the batch is committed and applied on this node, else the error reply the client
+    /// gets (Redis Cluster's `MOVED <slot> <host>:<port>`, `CLUSTERDOWN ...`, ...): the
+    /// batch was not written here, or its outcome is unknown.
+    fn propose(&self, slot: u16, batch: WriteBatch, done: Arc<pending::Settlement>);
 }
 
 /// Why [`Store::write`] failed.
@@ -148,7 +150,7 @@ pub trait Replicate: Send + Sync {
 pub enum WriteError {
     /// The engine failed.
     Engine(strata::Error),
-    /// A clustered store's write did not commit: the error reply ([`Replicate::replicate`]).
+    /// A clustered store's write did not commit: the error reply ([`Replicate::propose`]).
     Replication(String),
     /// A clustered store was given a batch whose keys name no slot (FLUSHALL's range
     /// deletions over whole families): no one group can commit it.
@@ -327,25 +329,37 @@ impl Store {
     /// a sync and this thread owes one: the caller takes it with [`Store::owed_sync`] and
     /// waits for it before acknowledging (after releasing its key locks; `sync_group`).
     ///
-    /// In cluster mode the batch goes to its slot's group instead ([`Replicate`]), which
-    /// returns once it is applied here (the Raft log is the durable record, so no sync is
-    /// owed); the caller holds its key locks meanwhile, so no other command on those keys
-    /// reads the state before it.
+    /// In cluster mode the batch goes to its slot's group instead ([`Replicate`]); the Raft
+    /// log is the durable record, so no sync is owed. Deferring (a connection's command,
+    /// [`pending`]) it returns once proposed and the thread owes the outcome; else it returns
+    /// once the batch is applied here. Either way the key-lock stripes the caller holds stay
+    /// marked until then, so no other writer of those keys reads the state before it.
     pub fn write(&self, batch: WriteBatch) -> Result<(), WriteError> {
         if batch.is_empty() {
             self.meta_cache.invalidate_noted(false);
             return Ok(());
         }
         if let Some(r) = self.replicate.get() {
-            let done = match batch_slot(&batch) {
-                Some(slot) => r.replicate(slot, batch),
-                None => {
-                    self.meta_cache.invalidate_noted(false);
-                    return Err(WriteError::NoSlot);
-                }
+            if let Some(failed) = pending::settle_own() {
+                self.meta_cache.invalidate_noted(false);
+                return Err(WriteError::Replication(failed));
+            }
+            let Some(slot) = batch_slot(&batch) else {
+                self.meta_cache.invalidate_noted(false);
+                return Err(WriteError::NoSlot);
             };
-            self.meta_cache.invalidate_noted(done.is_ok());
-            return done.map_err(WriteError::Replication);
+            let done = pending::Settlement::new(self.locks.mark_held());
+            r.propose(slot, batch, done.clone());
+            if pending::is_deferring() {
+                // Not written yet: the notes are dropped now, and the apply of the entry
+                // invalidates its keys again after its write (`cluster::apply`).
+                self.meta_cache.invalidate_noted(false);
+                pending::owe(done);
+                return Ok(());
+            }
+            let outcome = done.wait_blocking();
+            self.meta_cache.invalidate_noted(outcome.is_ok());
+            return outcome.map_err(WriteError::Replication);
         }
         let written = self.db.write_opt(batch, &WriteOptions::default());
         // After the write (`meta_cache` contract), whether or not it succeeded.
@@ -365,6 +379,7 @@ impl Store {
 
     /// The metadata record of `key`, from the cache or else the engine (`None`: no record).
     pub fn read_meta(&self, key: &[u8]) -> strata::Result<Option<MetaRead>> {
+        pending::settle_own();
         match self.meta_cache.get(key) {
             Ok(raw) => Ok(Some(MetaRead::Cached(raw))),
             Err(generation) => Ok(self
@@ -383,6 +398,7 @@ impl Store {
     /// The metadata record of `key` as the engine holds it now, past the cache: no snapshot,
     /// so a record written in one batch with other entries is seen as soon as they are.
     pub fn read_meta_uncached(&self, key: &[u8]) -> strata::Result<Option<Vec<u8>>> {
+        pending::settle_own();
         self.db.get_cf(&*self.meta_cf, meta_key(key))
     }
 
@@ -400,6 +416,7 @@ impl Store {
 
     /// Reads one entry of `cf`.
     pub fn get(&self, cf: &ColumnFamily, key: &[u8]) -> strata::Result<Option<Vec<u8>>> {
+        pending::settle_own();
         self.db.get_cf(cf, key)
     }
 
@@ -416,6 +433,7 @@ impl Store {
         reverse: bool,
         mut f: impl FnMut(&[u8], &[u8]) -> bool,
     ) -> strata::Result<()> {
+        pending::settle_own();
         let mut start = Vec::new();
         if !reverse {
             start.reserve(prefix.len() + from.len());
@@ -461,6 +479,7 @@ impl Store {
         from: &[u8],
         mut f: impl FnMut(&[u8], &[u8]) -> bool,
     ) -> strata::Result<()> {
+        pending::settle_own();
         let mut it = self.db.raw_iterator_cf(&*self.meta_cf);
         if from.is_empty() {
             it.seek_to_first();
@@ -479,6 +498,7 @@ impl Store {
     /// Visits the user keys filed under `slot` (metadata records, live or not), in key order,
     /// until `f` returns false.
     pub fn scan_slot(&self, slot: u16, mut f: impl FnMut(&[u8]) -> bool) -> strata::Result<()> {
+        pending::settle_own();
         let start = slot.to_be_bytes();
         let end = (u32::from(slot) + 1) as u16;
         let ro = ReadOptions {

@@ -835,6 +835,18 @@ impl Db {
         self.inner.info_log.log(message);
     }
 
+    /// Whether a write now may wait in flow control: a writer waits in a write stop
+    /// (`rocksdb.is-write-stopped`), writes are paced (`rocksdb.actual-delayed-write-rate`
+    /// non-zero), or a background error refuses them. A caller that must not block (an async
+    /// task) can hand its write to a thread of its own while this holds. A write may still
+    /// be the one that finds a stall begin.
+    pub fn writes_stalled(&self) -> bool {
+        let i = &self.inner;
+        i.write_stopped.load(std::sync::atomic::Ordering::Relaxed)
+            || i.write_delayed.load(std::sync::atomic::Ordering::Relaxed)
+            || i.has_bg_error.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Hands the WAL bytes buffered by `Options::manual_wal_flush` to the OS; with `sync`,
     /// also makes every write so far durable (the WALs before the current one included).
     pub fn flush_wal(&self, sync: bool) -> Result<()> {
