@@ -205,7 +205,7 @@ mod tests {
         let (tx, rx) = mpsc::channel();
         (
             Box::new(move |r: Result<(), Arc<String>>| {
-                tx.send(r.map_err(|e| (*e).clone())).unwrap()
+                tx.send(r.map_err(|e| (*e).clone())).unwrap();
             }),
             rx,
         )
