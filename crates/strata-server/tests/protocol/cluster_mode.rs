@@ -109,14 +109,20 @@ fn run(port: u16, readonly: bool, args: &[&str]) -> Reply {
     }
 }
 
+/// `--cluster-nodes` of three nodes: node I serves clients on `ports[I-1]` and Raft on
+/// `ports[I+2]`.
+fn nodes_flag(ports: &[u16]) -> String {
+    (1..=3usize)
+        .map(|i| format!("{i}=127.0.0.1:{}:{}", ports[i - 1], ports[i + 2]))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 #[test]
 fn three_nodes_serve_follow_redirects_survive_a_kill_and_catch_up() {
     let root = tempfile::tempdir().unwrap();
     let ports = free_ports(6);
-    let nodes: String = (1..=3u64)
-        .map(|i| format!("{i}=127.0.0.1:{}:{}", ports[i as usize - 1], ports[i as usize + 2]))
-        .collect::<Vec<_>>()
-        .join(",");
+    let nodes = nodes_flag(&ports);
     let dir = |i: u64| root.path().join(format!("node{i}"));
     let mut live: BTreeMap<u64, Node> =
         (1..=3).map(|i| (i, start(i, &dir(i), ports[i as usize - 1], &nodes))).collect();
@@ -236,10 +242,7 @@ fn leader_of(ports: &[u16], key: &str) -> u16 {
 fn writes_in_flight_are_seen_by_their_connection_and_taken_in_turn_on_a_key() {
     let root = tempfile::tempdir().unwrap();
     let ports = free_ports(6);
-    let nodes: String = (1..=3u64)
-        .map(|i| format!("{i}=127.0.0.1:{}:{}", ports[i as usize - 1], ports[i as usize + 2]))
-        .collect::<Vec<_>>()
-        .join(",");
+    let nodes = nodes_flag(&ports);
     let _live: Vec<Node> = (1..=3u64)
         .map(|i| start(i, &root.path().join(format!("n{i}")), ports[i as usize - 1], &nodes))
         .collect();
