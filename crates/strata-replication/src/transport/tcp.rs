@@ -10,7 +10,8 @@
 //! wait for the response. A connection that fails fails every call in flight on it; the
 //! next call connects again. The server side runs each request on a task of its own and
 //! writes responses as they complete. A frame longer than [`MAX_FRAME`] closes the
-//! connection.
+//! connection. Each direction of a connection is read through a buffer and written by one
+//! task, which joins the frames queued meanwhile into one write.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -20,7 +21,8 @@ use std::time::Duration;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::Mutex;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot};
 
@@ -66,6 +68,30 @@ fn frame(id: u64, payload: &[u8]) -> Vec<u8> {
     f.extend_from_slice(&id.to_le_bytes());
     f.extend_from_slice(payload);
     f
+}
+
+/// Bytes a connection's reader takes from the socket at once: the frames that arrived
+/// together are read with one call.
+const READ_BUFFER: usize = 64 << 10;
+
+/// Frames queued together are written with one call, up to this many bytes.
+const WRITE_BATCH: usize = 256 << 10;
+
+/// Writes the frames `rx` hands over to `wr`, in order, joining those already queued, until
+/// the queue closes or a write fails. Only this task writes to the connection, so a caller
+/// that gives up never leaves a frame half written.
+async fn write_frames(mut rx: mpsc::UnboundedReceiver<Vec<u8>>, mut wr: OwnedWriteHalf) {
+    while let Some(mut buf) = rx.recv().await {
+        while buf.len() < WRITE_BATCH {
+            match rx.try_recv() {
+                Ok(f) => buf.extend_from_slice(&f),
+                Err(_) => break,
+            }
+        }
+        if wr.write_all(&buf).await.is_err() {
+            break;
+        }
+    }
 }
 
 /// Reads one frame: its id and payload. `Ok(None)` at a clean end of stream.
@@ -119,19 +145,14 @@ impl TcpTransport {
             Ok(Ok(s)) => s,
         };
         let _ = stream.set_nodelay(true);
-        let (mut rd, mut wr) = stream.into_split();
-        let (out, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
+        let (rd, wr) = stream.into_split();
+        let (out, rx) = mpsc::unbounded_channel::<Vec<u8>>();
         let pending: Pending = Arc::new(Mutex::new(HashMap::new()));
-        tokio::spawn(async move {
-            while let Some(f) = rx.recv().await {
-                if wr.write_all(&f).await.is_err() {
-                    break;
-                }
-            }
-        });
+        tokio::spawn(write_frames(rx, wr));
         let (p, closed) = (pending.clone(), Arc::new(AtomicBool::new(false)));
         let c = closed.clone();
         tokio::spawn(async move {
+            let mut rd = BufReader::with_capacity(READ_BUFFER, rd);
             while let Ok(Some((id, payload))) = read_frame(&mut rd).await {
                 if let Some(tx) = p.lock().remove(&id) {
                     let _ = tx.send(payload);
@@ -253,15 +274,10 @@ impl Drop for TcpServer {
 }
 
 async fn serve_connection(stream: TcpStream, handler: Arc<dyn RpcHandler>) {
-    let (mut rd, mut wr) = stream.into_split();
-    let (out, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
-    let writer = tokio::spawn(async move {
-        while let Some(f) = rx.recv().await {
-            if wr.write_all(&f).await.is_err() {
-                break;
-            }
-        }
-    });
+    let (rd, wr) = stream.into_split();
+    let (out, rx) = mpsc::unbounded_channel::<Vec<u8>>();
+    let writer = tokio::spawn(write_frames(rx, wr));
+    let mut rd = BufReader::with_capacity(READ_BUFFER, rd);
     while let Ok(Some((id, payload))) = read_frame(&mut rd).await {
         let (h, out) = (handler.clone(), out.clone());
         tokio::spawn(async move {
