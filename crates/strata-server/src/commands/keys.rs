@@ -1,13 +1,56 @@
 //! Keyspace commands (`types::keys`): DEL, EXISTS, expiry, TYPE, OBJECT, SCAN/KEYS, DBSIZE,
 //! FLUSH*, RENAME, RANDOMKEY.
+//!
+//! In cluster mode the commands over the whole keyspace (KEYS, SCAN, DBSIZE, RANDOMKEY) see
+//! the keys of the slots this node serves ([`Served`]), as on a Redis Cluster node: the
+//! partitions it leads (each past its read barrier, so the answer holds every acknowledged
+//! write), and on a READONLY connection also the partitions it holds a replica of (their
+//! applied state, as a replica's reads). A node's replicas of partitions led elsewhere are
+//! not its keys: summed over the nodes, DBSIZE counts each key once.
 
 use super::args::{int_arg, is};
 use super::errors::{arity_err, CmdError, SYNTAX};
 use super::{glob, CmdResult};
 use crate::resp::Out;
+use crate::slots::key_slot;
 use crate::state::{Conn, Shared};
 use crate::types::keys::{self, ExpireIf, Ttl};
 use crate::types::Kind;
+
+/// The slots whose keys this node's keyspace-wide commands see (module doc): every slot on
+/// a standalone server.
+enum Served {
+    All,
+    Ranges(Vec<(u16, u16)>),
+}
+
+impl Served {
+    /// What `conn` sees here now; passes the read barrier of each led partition first.
+    fn now(sh: &Shared, conn: &Conn) -> Result<Served, CmdError> {
+        let Some(router) = sh.router.as_ref() else { return Ok(Served::All) };
+        let layout = router.layout();
+        let mut ranges = Vec::new();
+        for r in &layout.ranges {
+            if r.leader == Some(layout.myself) {
+                router.prepare(r.first, false, false)?;
+                ranges.push((r.first, r.last));
+            } else if conn.readonly && r.replicas.contains(&layout.myself) {
+                ranges.push((r.first, r.last));
+            }
+        }
+        Ok(Served::Ranges(ranges))
+    }
+
+    fn has(&self, key: &[u8]) -> bool {
+        match self {
+            Served::All => true,
+            Served::Ranges(r) => {
+                let slot = key_slot(key);
+                r.iter().any(|(first, last)| (*first..=*last).contains(&slot))
+            }
+        }
+    }
+}
 
 pub fn del(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let n = keys::delete(&sh.keyspace(), &a[1..])?;
@@ -127,7 +170,7 @@ fn kind_by_name(name: &[u8]) -> Option<Kind> {
         .find(|k| is(name, k.name()))
 }
 
-pub fn scan(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+pub fn scan(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let cursor = std::str::from_utf8(&a[1]).ok().and_then(|s| s.parse::<u64>().ok());
     let cursor = cursor.ok_or("ERR invalid cursor")?;
     let (mut pattern, mut count, mut kind) = (None, 10usize, None);
@@ -152,12 +195,13 @@ pub fn scan(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResul
     }
     let from =
         if cursor == 0 { Vec::new() } else { sh.cursors.lock().load(cursor).unwrap_or_default() };
+    let served = Served::now(sh, conn)?;
     let keep = |k: &[u8], k_kind: Kind| {
         let type_ok = match kind {
             None => true,
             Some(want) => want == Some(k_kind),
         };
-        type_ok && pattern.as_ref().is_none_or(|p| glob::matches(p, k))
+        type_ok && pattern.as_ref().is_none_or(|p| glob::matches(p, k)) && served.has(k)
     };
     let page = keys::scan(&sh.keyspace(), &from, count, keep)?;
     let next = page.next.map_or(0, |k| sh.cursors.lock().save(k));
@@ -170,8 +214,9 @@ pub fn scan(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResul
     Ok(())
 }
 
-pub fn keys(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let keep = |k: &[u8], _: Kind| glob::matches(&a[1], k);
+pub fn keys(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let served = Served::now(sh, conn)?;
+    let keep = |k: &[u8], _: Kind| served.has(k) && glob::matches(&a[1], k);
     let found = keys::scan(&sh.keyspace(), b"", usize::MAX, keep)?.items;
     out.array(found.len());
     for k in &found {
@@ -180,8 +225,9 @@ pub fn keys(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResul
     Ok(())
 }
 
-pub fn dbsize(sh: &Shared, _: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    out.int(keys::count(&sh.keyspace())? as i64);
+pub fn dbsize(sh: &Shared, conn: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let served = Served::now(sh, conn)?;
+    out.int(keys::count(&sh.keyspace(), |k| served.has(k))? as i64);
     Ok(())
 }
 
@@ -221,8 +267,9 @@ pub fn renamenx(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdR
     Ok(())
 }
 
-pub fn randomkey(sh: &Shared, _: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let key = keys::random(&sh.keyspace())?;
+pub fn randomkey(sh: &Shared, conn: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let served = Served::now(sh, conn)?;
+    let key = keys::random(&sh.keyspace(), |k| served.has(k))?;
     out.opt_bulk(key.as_deref());
     Ok(())
 }

@@ -158,11 +158,11 @@ pub fn scan(
     Ok(Page { items: found, next })
 }
 
-/// DBSIZE: the number of live keys (a walk of the metadata family).
-pub fn count(ks: &Keyspace) -> Result<u64> {
+/// DBSIZE: the number of live keys that `keep` keeps (a walk of the metadata family).
+pub fn count(ks: &Keyspace, mut keep: impl FnMut(&[u8]) -> bool) -> Result<u64> {
     let mut n = 0;
-    ks.scan_keys(b"", |_, _| {
-        n += 1;
+    ks.scan_keys(b"", |k, _| {
+        n += u64::from(keep(k));
         true
     })?;
     Ok(n)
@@ -179,22 +179,23 @@ pub fn stats(ks: &Keyspace) -> Result<(u64, u64)> {
     Ok((keys, expires))
 }
 
-/// RANDOMKEY: the first live key at or after a random point of the key space (or the first
-/// of all).
-pub fn random(ks: &Keyspace) -> Result<Option<Vec<u8>>> {
+/// RANDOMKEY: the first live key that `keep` keeps at or after a random point of the key
+/// space (or the first of all).
+pub fn random(ks: &Keyspace, mut keep: impl FnMut(&[u8]) -> bool) -> Result<Option<Vec<u8>>> {
     let seed = ks.store.new_version().to_le_bytes();
-    let mut first = None;
-    ks.scan_keys(&seed[..2], |k, _| {
-        first = Some(k.to_vec());
-        false
-    })?;
-    if first.is_none() {
-        ks.scan_keys(b"", |k, _| {
-            first = Some(k.to_vec());
-            false
+    for from in [&seed[..2], b""] {
+        let mut first = None;
+        ks.scan_keys(from, |k, _| {
+            if keep(k) {
+                first = Some(k.to_vec());
+            }
+            first.is_none()
         })?;
+        if first.is_some() {
+            return Ok(first);
+        }
     }
-    Ok(first)
+    Ok(None)
 }
 
 /// FLUSHALL: deletes every key.

@@ -238,3 +238,92 @@ fn cluster_subcommands_report_the_layout_in_redis_formats() {
         "-ERR This instance has cluster support disabled\r\n"
     );
 }
+
+/// Node 1 leads slots 0-8191 (node 2 its replica) and is a replica of 8192-16383 (led by
+/// node 2); until `split` is set, it leads every slot.
+struct Halves {
+    split: std::sync::atomic::AtomicBool,
+}
+
+impl Halves {
+    fn split(&self) -> bool {
+        self.split.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl Router for Halves {
+    fn route(&self, slot: u16, write: bool, readonly: bool) -> Route {
+        if slot < 8192 || !self.split() || (readonly && !write) {
+            Route::Local
+        } else {
+            Route::Moved("127.0.0.1:7002".into())
+        }
+    }
+
+    fn layout(&self) -> routing::Layout {
+        let node = |id, port| routing::NodeInfo {
+            id,
+            host: "127.0.0.1".into(),
+            port,
+            bus_port: port + 10000,
+        };
+        let range = |first, last, leader, replicas: &[u64]| routing::SlotRange {
+            first,
+            last,
+            leader: Some(leader),
+            replicas: replicas.to_vec(),
+        };
+        let ranges = if self.split() {
+            vec![range(0, 8191, 1, &[1, 2]), range(8192, 16383, 2, &[2, 1])]
+        } else {
+            vec![range(0, 16383, 1, &[1, 2])]
+        };
+        routing::Layout { myself: 1, nodes: vec![node(1, 7000), node(2, 7002)], ranges, epoch: 1 }
+    }
+}
+
+/// The commands over the whole keyspace see the keys of the slots the node leads, and on a
+/// READONLY connection those it holds a replica of too: summed over the nodes, DBSIZE
+/// counts each key once.
+#[test]
+fn keyspace_wide_commands_see_the_slots_the_node_serves() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg =
+        Config::resolve(Flags { dir: Some(dir.path().to_path_buf()), ..Flags::default() }).unwrap();
+    let store =
+        strata_server::types::open(cfg.engine_options(), dir.path(), SyncPolicy::No).unwrap();
+    let router = Arc::new(Halves { split: false.into() });
+    let sh = Shared::new(store, cfg, 0).with_router(router.clone());
+    let c = &mut conn();
+    let keys: Vec<String> = (0..40).map(|i| format!("k{i}")).collect();
+    for k in &keys {
+        assert_eq!(run(&sh, c, &["SET", k, "v"]), "+OK\r\n");
+    }
+    assert_eq!(run(&sh, c, &["DBSIZE"]), ":40\r\n");
+    router.split.store(true, std::sync::atomic::Ordering::SeqCst);
+    let mut led: Vec<String> =
+        keys.iter().filter(|k| key_slot(k.as_bytes()) < 8192).cloned().collect();
+    led.sort();
+    assert!(!led.is_empty() && led.len() < keys.len(), "the keys fall in both halves");
+
+    let listed = |reply: &str| {
+        let mut v: Vec<String> =
+            reply.split("\r\n").filter(|l| l.starts_with('k')).map(String::from).collect();
+        v.sort();
+        v
+    };
+    assert_eq!(run(&sh, c, &["DBSIZE"]), format!(":{}\r\n", led.len()));
+    assert_eq!(listed(&run(&sh, c, &["KEYS", "*"])), led);
+    let scanned = run(&sh, c, &["SCAN", "0", "COUNT", "1000"]);
+    assert!(scanned.starts_with("*2\r\n$1\r\n0\r\n"), "{scanned}");
+    assert_eq!(listed(&scanned), led);
+    for _ in 0..20 {
+        let r = run(&sh, c, &["RANDOMKEY"]);
+        let k = r.split("\r\n").nth(1).unwrap().to_string();
+        assert!(led.contains(&k), "RANDOMKEY {k} is not led here");
+    }
+
+    assert_eq!(run(&sh, c, &["READONLY"]), "+OK\r\n");
+    assert_eq!(run(&sh, c, &["DBSIZE"]), ":40\r\n");
+    assert_eq!(listed(&run(&sh, c, &["KEYS", "*"])).len(), 40);
+}
