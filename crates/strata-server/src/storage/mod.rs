@@ -371,6 +371,17 @@ impl Store {
         Ok(())
     }
 
+    /// Writes `batch` as [`Store::write`] does, and returns once it is applied here: a deferred
+    /// replicated write is waited for ([`pending::settle_own`]). For a command that records
+    /// something about its write once it landed (the pop hints).
+    pub fn write_applied(&self, batch: WriteBatch) -> Result<(), WriteError> {
+        self.write(batch)?;
+        match pending::settle_own() {
+            Some(failed) => Err(WriteError::Replication(failed)),
+            None => Ok(()),
+        }
+    }
+
     /// The sync this thread's writes since the last call must wait for, if they owe one (see
     /// [`Store::write`]): requested now, awaited with `self.syncs.wait`.
     pub fn owed_sync(&self) -> Option<u64> {

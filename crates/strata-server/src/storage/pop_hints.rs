@@ -13,8 +13,9 @@
 //!   above it.
 //! - Every write that inserts an entry into such a range calls [`PopHints::inserted`] with the
 //!   entry's suffix while holding the key's lock; bounds it lies beyond move past it. Pops read
-//!   and move the bounds under the same lock, only after their write succeeded. Deletions never
-//!   invalidate a bound.
+//!   and move the bounds under the same lock, only after their write is applied
+//!   (`Store::write_applied`: in cluster mode a write is otherwise only proposed when it
+//!   returns, and may still fail). Deletions never invalidate a bound.
 //! - A new key generation has a new prefix (versions never repeat), so it starts unbounded;
 //!   RENAME copies into a new generation.
 //! - The table is memory only and bounded: when full it is cleared, and a missing bound means

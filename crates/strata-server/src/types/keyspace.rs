@@ -83,6 +83,13 @@ impl<'a> Keyspace<'a> {
         Ok(self.store.write(b)?)
     }
 
+    /// Writes `b` as [`Keyspace::write`] does, and returns once it is applied (in cluster
+    /// mode a write is otherwise only proposed when this returns): for an operation that
+    /// records something about its write afterwards (the pop hints).
+    pub fn write_applied(&self, b: WriteBatch) -> Result<()> {
+        Ok(self.store.write_applied(b)?)
+    }
+
     /// Puts `meta` for `key` into `b`.
     pub fn put_meta(&self, b: &mut WriteBatch, key: &[u8], meta: &Meta) {
         self.store.put_meta(b, key, meta.encode());

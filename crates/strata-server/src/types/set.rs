@@ -101,9 +101,50 @@ pub fn pop(ks: &Keyspace, key: &[u8], count: usize) -> Result<Option<Vec<Vec<u8>
     }
     m.size -= v.len() as u64;
     ks.put_or_delete_meta(&mut b, key, &m);
-    ks.write(b)?;
+    ks.write_applied(b)?;
     if let (Some(last), true) = (v.last(), m.size > 0) {
         st.pop_hints.popped_low(Family::SetMembers, &prefix, last);
     }
     Ok(Some(v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::pending::{deferring, Settlement};
+    use crate::storage::{Replicate, SyncPolicy};
+    use crate::types::compact_hash::Limits;
+    use std::sync::Arc;
+
+    /// Fails every proposal a moment later, as a node that lost its leadership does.
+    struct Deposed;
+
+    impl Replicate for Deposed {
+        fn propose(&self, _slot: u16, _batch: WriteBatch, done: Arc<Settlement>) {
+            std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+                done.settle(Err("MOVED 1 127.0.0.1:7002".into()));
+            });
+        }
+    }
+
+    /// Regression: a pop moved its hint once its write was proposed, so a pop whose write
+    /// then failed left a hint past members still there, and later pops skipped them.
+    #[test]
+    fn a_pop_whose_replicated_write_fails_leaves_the_hint_where_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let store =
+            crate::types::open(strata::Options::default(), dir.path(), SyncPolicy::No).unwrap();
+        let limits = Limits::default();
+        let ks = Keyspace::new(&store, &limits, 0);
+        add(&ks, b"s", &[b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]).unwrap();
+        let version = ks.typed(b"s", Kind::Set).unwrap().unwrap().version;
+        assert!(store.set_replicate(Arc::new(Deposed)));
+        let (popped, owed) = deferring(|| pop(&ks, b"s", 1));
+        assert!(popped.is_err(), "the pop fails with its write");
+        assert!(matches!(owed, Some(Err(r)) if r.starts_with("MOVED")));
+        let prefix = subkey::prefix(b"s", version);
+        assert!(store.pop_hints.low(Family::SetMembers, &prefix).is_empty());
+        assert_eq!(members(&ks, b"s").unwrap().len(), 3);
+    }
 }

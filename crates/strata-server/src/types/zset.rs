@@ -394,7 +394,7 @@ pub fn pop(ks: &Keyspace, key: &[u8], end: End, count: usize) -> Result<Scored> 
     }
     m.size -= items.len() as u64;
     ks.put_or_delete_meta(&mut b, key, &m);
-    ks.write(b)?;
+    ks.write_applied(b)?;
     if let (Some((s, mem)), true) = (items.last(), m.size > 0) {
         let ik = score::index_key(key, m.version, *s, mem);
         let last = &ik[prefix.len()..];
