@@ -1,10 +1,12 @@
 //! Set commands (`types::set`).
 
-use super::args::pop_count;
+use super::args::{is, pop_count};
+use super::errors::SYNTAX;
 use super::CmdResult;
 use crate::resp::Out;
 use crate::state::{Conn, Shared};
-use crate::types::set;
+use crate::types::number::parse_int_strict;
+use crate::types::set::{self, Algebra};
 
 pub fn sadd(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let n = set::add(&sh.keyspace(), &a[1], &a[2..])?;
@@ -52,5 +54,86 @@ pub fn spop(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResul
             }
         }
     }
+    Ok(())
+}
+
+pub fn smismember(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let found = set::are_members(&sh.keyspace(), &a[1], &a[2..])?;
+    out.array(found.len());
+    for f in found {
+        out.int(i64::from(f));
+    }
+    Ok(())
+}
+
+pub fn smove(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let moved = set::move_member(&sh.keyspace(), &a[1], &a[2], &a[3])?;
+    out.int(i64::from(moved));
+    Ok(())
+}
+
+fn reply_members(out: &mut Out, members: &[Vec<u8>]) {
+    out.set(members.len());
+    for m in members {
+        out.bulk(m);
+    }
+}
+
+pub fn sinter(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    reply_members(out, &set::combine(&sh.keyspace(), Algebra::Inter, &a[1..])?);
+    Ok(())
+}
+
+pub fn sunion(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    reply_members(out, &set::combine(&sh.keyspace(), Algebra::Union, &a[1..])?);
+    Ok(())
+}
+
+pub fn sdiff(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    reply_members(out, &set::combine(&sh.keyspace(), Algebra::Diff, &a[1..])?);
+    Ok(())
+}
+
+fn store(sh: &Shared, op: Algebra, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    out.int(set::combine_store(&sh.keyspace(), op, &a[1], &a[2..])? as i64);
+    Ok(())
+}
+
+pub fn sinterstore(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    store(sh, Algebra::Inter, a, out)
+}
+
+pub fn sunionstore(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    store(sh, Algebra::Union, a, out)
+}
+
+pub fn sdiffstore(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    store(sh, Algebra::Diff, a, out)
+}
+
+/// SINTERCARD numkeys key [key ...] [LIMIT limit], with Redis's error replies.
+pub fn sintercard(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let numkeys = match parse_int_strict(&a[1]) {
+        Some(n) if n >= 1 => n as u64,
+        _ => return Err("ERR numkeys should be greater than 0".into()),
+    };
+    if numkeys > (a.len() - 2) as u64 {
+        return Err("ERR Number of keys can't be greater than number of args".into());
+    }
+    let end = 2 + numkeys as usize;
+    let mut limit = 0u64;
+    let mut i = end;
+    while i < a.len() {
+        if is(&a[i], "limit") && i + 1 < a.len() {
+            limit = match parse_int_strict(&a[i + 1]) {
+                Some(n) if n >= 0 => n as u64,
+                _ => return Err("ERR LIMIT can't be negative".into()),
+            };
+            i += 2;
+        } else {
+            return Err(SYNTAX.into());
+        }
+    }
+    out.int(set::inter_card(&sh.keyspace(), &a[2..end], limit)? as i64);
     Ok(())
 }

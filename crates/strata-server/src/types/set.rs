@@ -1,11 +1,11 @@
 //! Sets: one sub-key per member, empty value.
 
-use super::error::Result;
+use super::error::{Result, TypeError};
 use super::keyspace::Keyspace;
-use super::metadata::Kind;
+use super::metadata::{Kind, Meta};
 use super::subkey;
 use crate::storage::pop_hints::Family;
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 use strata::WriteBatch;
 
 /// SADD: adds `members` (repeats count once); the number added.
@@ -106,6 +106,150 @@ pub fn pop(ks: &Keyspace, key: &[u8], count: usize) -> Result<Option<Vec<Vec<u8>
         st.pop_hints.popped_low(Family::SetMembers, &prefix, last);
     }
     Ok(Some(v))
+}
+
+/// SMISMEMBER: whether each of `members` is in the set.
+pub fn are_members(ks: &Keyspace, key: &[u8], members: &[Vec<u8>]) -> Result<Vec<bool>> {
+    let Some(m) = ks.typed(key, Kind::Set)? else {
+        return Ok(vec![false; members.len()]);
+    };
+    members.iter().map(|mem| Ok(ks.get_sub(key, m.version, mem)?.is_some())).collect()
+}
+
+/// SMOVE: moves `member` from `src` to `dst`; whether it was in `src`. An absent `src` moves
+/// nothing (before any type check, as Redis); either key holding another type is an error;
+/// `src` = `dst` moves nothing. An emptied `src` is deleted; `dst` is made if absent.
+pub fn move_member(ks: &Keyspace, src: &[u8], dst: &[u8], member: &[u8]) -> Result<bool> {
+    let st = ks.store;
+    let _g = st.locks.lock(&[src, dst]);
+    let Some(mut from) = ks.meta(src)? else { return Ok(false) };
+    if from.kind != Kind::Set {
+        return Err(TypeError::WrongType);
+    }
+    let to = ks.typed(dst, Kind::Set)?;
+    if ks.get_sub(src, from.version, member)?.is_none() {
+        return Ok(false);
+    }
+    if src == dst {
+        return Ok(true);
+    }
+    let mut b = WriteBatch::new();
+    b.delete_cf(&*st.sub_cf, subkey::encode(src, from.version, member));
+    from.size -= 1;
+    ks.put_or_delete_meta(&mut b, src, &from);
+    let mut to = to.unwrap_or_else(|| Meta::composite(Kind::Set, st.new_version()));
+    if ks.get_sub(dst, to.version, member)?.is_none() {
+        b.put_cf(&*st.sub_cf, subkey::encode(dst, to.version, member), b"");
+        st.pop_hints.inserted(Family::SetMembers, &subkey::prefix(dst, to.version), member);
+        to.size += 1;
+        ks.put_meta(&mut b, dst, &to);
+    }
+    ks.write(b)?;
+    Ok(true)
+}
+
+/// How SINTER, SUNION and SDIFF combine their sets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Algebra {
+    /// Members of every set.
+    Inter,
+    /// Members of any set.
+    Union,
+    /// Members of the first set and of no other.
+    Diff,
+}
+
+/// The members of each of `keys` (`None`: absent), in byte order. Every key is checked to be
+/// a set before any member is read: one of another type fails the command even when another
+/// key is absent, as in Redis.
+fn load_all(ks: &Keyspace, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<Vec<u8>>>>> {
+    let metas = keys.iter().map(|k| ks.typed(k, Kind::Set)).collect::<Result<Vec<_>>>()?;
+    keys.iter()
+        .zip(metas)
+        .map(|(k, m)| {
+            let Some(m) = m else { return Ok(None) };
+            let mut v = Vec::with_capacity(m.size as usize);
+            ks.scan(&ks.store.sub_cf, k, m.version, b"", false, |f, _| {
+                v.push(f.to_vec());
+                true
+            })?;
+            Ok(Some(v))
+        })
+        .collect()
+}
+
+/// `op` over `sets` (each in byte order; `None`: an absent key, an empty set), in byte order.
+fn combine_sets(op: Algebra, sets: Vec<Option<Vec<Vec<u8>>>>) -> Vec<Vec<u8>> {
+    match op {
+        Algebra::Inter => {
+            if sets.iter().any(Option::is_none) {
+                return Vec::new();
+            }
+            let mut sets: Vec<Vec<Vec<u8>>> = sets.into_iter().flatten().collect();
+            // From the smallest: the result is at most its size.
+            sets.sort_by_key(Vec::len);
+            let mut it = sets.into_iter();
+            let mut acc = it.next().unwrap_or_default();
+            for s in it {
+                let s: HashSet<Vec<u8>> = s.into_iter().collect();
+                acc.retain(|m| s.contains(m));
+            }
+            acc
+        }
+        Algebra::Union => {
+            let all: BTreeSet<Vec<u8>> = sets.into_iter().flatten().flatten().collect();
+            all.into_iter().collect()
+        }
+        Algebra::Diff => {
+            let mut it = sets.into_iter();
+            let Some(Some(mut acc)) = it.next() else { return Vec::new() };
+            for s in it.flatten() {
+                let s: HashSet<Vec<u8>> = s.into_iter().collect();
+                acc.retain(|m| !s.contains(m));
+            }
+            acc
+        }
+    }
+}
+
+/// SINTER, SUNION, SDIFF: the members of `op` over the sets at `keys`, in byte order.
+pub fn combine(ks: &Keyspace, op: Algebra, keys: &[Vec<u8>]) -> Result<Vec<Vec<u8>>> {
+    Ok(combine_sets(op, load_all(ks, keys)?))
+}
+
+/// SINTERCARD: the size of the intersection of the sets at `keys`, at most `limit` (0: no
+/// limit).
+pub fn inter_card(ks: &Keyspace, keys: &[Vec<u8>], limit: u64) -> Result<u64> {
+    let n = combine(ks, Algebra::Inter, keys)?.len() as u64;
+    Ok(if limit > 0 { n.min(limit) } else { n })
+}
+
+/// SINTERSTORE, SUNIONSTORE, SDIFFSTORE: stores `op` over the sets at `keys` at `dst` (a new
+/// set replacing whatever `dst` held, with no expiry; an empty result deletes `dst`); the
+/// result's size. `dst` may be one of `keys`.
+pub fn combine_store(ks: &Keyspace, op: Algebra, dst: &[u8], keys: &[Vec<u8>]) -> Result<u64> {
+    let st = ks.store;
+    let mut locked: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+    locked.push(dst);
+    let _g = st.locks.lock(&locked);
+    let members = combine(ks, op, keys)?;
+    let mut b = WriteBatch::new();
+    if members.is_empty() {
+        if ks.meta(dst)?.is_some() {
+            ks.delete_meta(&mut b, dst);
+        }
+    } else {
+        // A new generation: the sub-keys of what `dst` held before are left to the
+        // compaction filter.
+        let mut m = Meta::composite(Kind::Set, st.new_version());
+        for mem in &members {
+            b.put_cf(&*st.sub_cf, subkey::encode(dst, m.version, mem), b"");
+        }
+        m.size = members.len() as u64;
+        ks.put_meta(&mut b, dst, &m);
+    }
+    ks.write(b)?;
+    Ok(members.len() as u64)
 }
 
 #[cfg(test)]

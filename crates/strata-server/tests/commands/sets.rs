@@ -1,4 +1,6 @@
-//! Sets against a BTreeSet model: SADD/SREM/SMEMBERS/SISMEMBER/SCARD/SPOP.
+//! Sets against a BTreeSet model: SADD/SREM/SMEMBERS/SISMEMBER/SCARD/SPOP, SMISMEMBER,
+//! SMOVE, SINTER/SUNION/SDIFF and their STORE forms, SINTERCARD; and the replies to wrong
+//! types and bad arguments, as redis-server 7.0 gives them.
 
 use crate::common::{Rng, Server};
 use redis::Commands;
@@ -12,10 +14,68 @@ fn sets_match_model() {
         let _: () = redis::cmd("FLUSHALL").query(&mut c).unwrap();
         let mut model: HashMap<String, BTreeSet<String>> = HashMap::new();
         let mut rng = Rng::new(seed);
-        for _ in 0..500 {
+        for _ in 0..800 {
             let k = format!("s{}", rng.below(3));
+            let k2 = format!("s{}", rng.below(3));
             let m = format!("m{}", rng.below(12));
-            match rng.below(6) {
+            let get = |model: &HashMap<String, BTreeSet<String>>, k: &str| {
+                model.get(k).cloned().unwrap_or_default()
+            };
+            let combined = |model: &HashMap<String, BTreeSet<String>>, op: u64| {
+                let (a, b) = (get(model, &k), get(model, &k2));
+                match op {
+                    0 => a.intersection(&b).cloned().collect::<BTreeSet<String>>(),
+                    1 => a.union(&b).cloned().collect(),
+                    _ => a.difference(&b).cloned().collect(),
+                }
+            };
+            match rng.below(11) {
+                6 => {
+                    let m2 = format!("m{}", rng.below(12));
+                    let got: Vec<bool> =
+                        redis::cmd("SMISMEMBER").arg(&k).arg(&m).arg(&m2).query(&mut c).unwrap();
+                    let s = get(&model, &k);
+                    assert_eq!(got, vec![s.contains(&m), s.contains(&m2)]);
+                }
+                7 => {
+                    let moved: bool = c.smove(&k, &k2, &m).unwrap();
+                    let present = get(&model, &k).contains(&m);
+                    assert_eq!(moved, present, "SMOVE {k} {k2} {m}");
+                    if present && k != k2 {
+                        model.get_mut(&k).unwrap().remove(&m);
+                        model.entry(k2.clone()).or_default().insert(m.clone());
+                    }
+                }
+                8 => {
+                    let op = rng.below(3);
+                    let name = ["SINTER", "SUNION", "SDIFF"][op as usize];
+                    let got: BTreeSet<String> =
+                        redis::cmd(name).arg(&k).arg(&k2).query(&mut c).unwrap();
+                    assert_eq!(got, combined(&model, op), "{name} {k} {k2}");
+                }
+                9 => {
+                    let op = rng.below(3);
+                    let name = ["SINTERSTORE", "SUNIONSTORE", "SDIFFSTORE"][op as usize];
+                    let dst = format!("s{}", rng.below(3));
+                    let n: usize =
+                        redis::cmd(name).arg(&dst).arg(&k).arg(&k2).query(&mut c).unwrap();
+                    let want = combined(&model, op);
+                    assert_eq!(n, want.len(), "{name} {dst} {k} {k2}");
+                    model.insert(dst, want);
+                }
+                10 => {
+                    let limit = rng.below(4);
+                    let n: usize = redis::cmd("SINTERCARD")
+                        .arg(2)
+                        .arg(&k)
+                        .arg(&k2)
+                        .arg("LIMIT")
+                        .arg(limit)
+                        .query(&mut c)
+                        .unwrap();
+                    let all = combined(&model, 0).len();
+                    assert_eq!(n, if limit == 0 { all } else { all.min(limit as usize) });
+                }
                 0 | 1 => {
                     let m2 = format!("m{}", rng.below(12));
                     let n: usize = c.sadd(&k, &[&m, &m2]).unwrap();
@@ -51,4 +111,61 @@ fn sets_match_model() {
         let n: usize = redis::cmd("DBSIZE").query(&mut c).unwrap();
         assert_eq!(n, model.len());
     }
+}
+
+/// Wrong types and bad arguments get redis-server 7.0's replies (taken from it): every key is
+/// type-checked before any is read, an absent SMOVE source answers 0 before any check.
+#[test]
+fn set_algebra_errors_match_redis() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let run = |c: &mut redis::Connection, args: &[&str]| -> String {
+        let mut cmd = redis::cmd(args[0]);
+        for a in &args[1..] {
+            cmd.arg(*a);
+        }
+        match cmd.query::<redis::Value>(c) {
+            Ok(redis::Value::Int(n)) => n.to_string(),
+            Ok(other) => format!("{other:?}"),
+            Err(e) => format!("{} {}", e.code().unwrap_or("?"), e.detail().unwrap_or("")),
+        }
+    };
+    let _: () = redis::cmd("SADD").arg("a").arg(&[1, 2, 3]).query(&mut c).unwrap();
+    let _: () = redis::cmd("SADD").arg("b").arg(&[2, 3, 4]).query(&mut c).unwrap();
+    let _: () = c.set("s", "x").unwrap();
+    let wrongtype = "WRONGTYPE Operation against a key holding the wrong kind of value";
+    for (args, want) in [
+        (&["SINTERCARD", "0", "a"][..], "ERR numkeys should be greater than 0"),
+        (&["SINTERCARD", "x", "a"], "ERR numkeys should be greater than 0"),
+        (&["SINTERCARD", "3", "a", "b"], "ERR Number of keys can't be greater than number of args"),
+        (&["SINTERCARD", "2", "a", "b", "LIMIT", "-1"], "ERR LIMIT can't be negative"),
+        (&["SINTERCARD", "2", "a", "b", "LIMIT", "x"], "ERR LIMIT can't be negative"),
+        (&["SINTERCARD", "2", "a", "b", "foo"], "ERR syntax error"),
+        (&["SINTERCARD", "2", "a", "b", "LIMIT"], "ERR syntax error"),
+        (&["SINTERCARD", "2", "a", "b", "LIMIT", "1"], "1"),
+        (&["SINTERCARD", "2", "a", "b", "limit", "1", "LIMIT", "0"], "2"),
+        (&["SINTERCARD", "2", "a", "missing"], "0"),
+        (&["SINTERCARD", "2", "a", "s"], wrongtype),
+        (&["SINTER", "missing", "s"], wrongtype),
+        (&["SUNION", "missing", "s"], wrongtype),
+        (&["SDIFF", "missing", "s"], wrongtype),
+        (&["SMISMEMBER", "s", "1"], wrongtype),
+        (&["SMOVE", "missing", "s", "1"], "0"),
+        (&["SMOVE", "a", "s", "1"], wrongtype),
+        (&["SMOVE", "s", "a", "1"], wrongtype),
+        (&["SMOVE", "a", "a", "9"], "0"),
+        (&["SMOVE", "a", "a", "1"], "1"),
+        (&["SINTERSTORE", "s", "a", "missing"], "0"),
+        (&["EXISTS", "s"], "0"),
+        (&["SDIFFSTORE", "a", "a", "a"], "0"),
+        (&["EXISTS", "a"], "0"),
+    ] {
+        assert_eq!(run(&mut c, args), want, "{args:?}");
+    }
+    // A stored result replaces the destination whatever it held, and drops its expiry.
+    let _: () = c.set_ex("d", "x", 100).unwrap();
+    assert_eq!(run(&mut c, &["SUNIONSTORE", "d", "b", "missing"]), "3");
+    assert_eq!(run(&mut c, &["TTL", "d"]), "-1");
+    let got: BTreeSet<String> = c.smembers("d").unwrap();
+    assert_eq!(got, ["2", "3", "4"].iter().map(|s| s.to_string()).collect());
 }

@@ -7,15 +7,17 @@
 //! (one entry) and converts to sub-keys after a few writes; kills land on either encoding and
 //! on conversions.
 //!
-//! Two more writers use the other write paths, each against a model of its keys: one the
+//! Three more writers use the other write paths, each against a model of its keys: one the
 //! string commands that rewrite a value (SETRANGE, INCRBYFLOAT, GETEX, SET with KEEPTTL/GET,
 //! MSETNX), one the list commands that change a list inside or move elements between two
-//! lists in one batch (LINSERT, LSET, LREM, LTRIM, LMOVE, RPOPLPUSH, LMPOP, LPUSHX/RPUSHX).
+//! lists in one batch (LINSERT, LSET, LREM, LTRIM, LMOVE, RPOPLPUSH, LMPOP, LPUSHX/RPUSHX),
+//! one the set commands that move members or store a new generation of a set (SMOVE,
+//! SINTERSTORE, SUNIONSTORE, SDIFFSTORE, beside SADD and SREM).
 //! Their oracle keeps the rendered state after the last acknowledged command and after the
 //! one in flight; after the restart the keys read as one of the two.
 
 use crate::common::{Raw, Reply, Server};
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -69,11 +71,11 @@ fn acknowledged_writes_survive_kill_9() {
             }
         }));
     }
-    // A string key starts absent (""), a pair of lists empty ("|").
+    // A string key starts absent (""), a pair of lists or of sets empty ("|").
     let empty = |i: usize| if i < MODEL_KEYS { String::new() } else { "|".to_string() };
     let models: Arc<Models> =
-        Arc::new((0..2 * MODEL_KEYS).map(|i| Mutex::new((empty(i), empty(i)))).collect());
-    let model_handles: Vec<_> = [string_writer, list_writer]
+        Arc::new((0..3 * MODEL_KEYS).map(|i| Mutex::new((empty(i), empty(i)))).collect());
+    let model_handles: Vec<_> = [string_writer, list_writer, set_writer]
         .into_iter()
         .enumerate()
         .map(|(w, f)| {
@@ -129,7 +131,11 @@ fn acknowledged_writes_survive_kill_9() {
     for (i, m) in models.iter().enumerate() {
         let (ack, pending) = &*m.lock().unwrap();
         written += usize::from(!ack.is_empty() && ack != "|");
-        let got = if i < MODEL_KEYS { read_string(&mut c, i) } else { read_lists(&mut c, i) };
+        let got = match i / MODEL_KEYS {
+            0 => read_string(&mut c, i),
+            1 => read_lists(&mut c, i),
+            _ => read_sets(&mut c, i),
+        };
         if got != *ack && got != *pending {
             wrong += 1;
             eprintln!("model key {i}: acknowledged {ack:?}, in flight {pending:?}, found {got:?}");
@@ -336,6 +342,87 @@ fn list_writer(port: u16, base: usize, models: &Models, stop: &AtomicBool) {
             }
         };
         let after = render(a, b);
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        if !step(&mut c, slot, after, &refs) {
+            return;
+        }
+    }
+}
+
+fn setkeys(i: usize) -> (String, String) {
+    (format!("mset{i}a"), format!("mset{i}b"))
+}
+
+fn render_sets(a: &BTreeSet<String>, b: &BTreeSet<String>) -> String {
+    let join = |s: &BTreeSet<String>| s.iter().cloned().collect::<Vec<_>>().join(",");
+    format!("{}|{}", join(a), join(b))
+}
+
+fn read_sets(c: &mut Raw, i: usize) -> String {
+    let (ka, kb) = setkeys(i);
+    let read = |c: &mut Raw, k: &str| -> BTreeSet<String> {
+        match c.cmd(&["SMEMBERS", k]) {
+            Reply::Array(v) | Reply::Set(v) => v
+                .into_iter()
+                .map(|r| match r {
+                    Reply::Bulk(b) => String::from_utf8(b).unwrap(),
+                    other => panic!("{other:?}"),
+                })
+                .collect(),
+            other => panic!("{other:?}"),
+        }
+    };
+    let (a, b) = (read(c, &ka), read(c, &kb));
+    render_sets(&a, &b)
+}
+
+/// Set commands on pairs of sets (`a`, `b`) of keys `base..base + MODEL_KEYS`: each
+/// command's effect on both is one oracle entry.
+fn set_writer(port: u16, base: usize, models: &Models, stop: &AtomicBool) {
+    let mut c = Raw::connect(port);
+    let mut state: Vec<(BTreeSet<String>, BTreeSet<String>)> =
+        vec![(BTreeSet::new(), BTreeSet::new()); MODEL_KEYS];
+    let mut seq = 0usize;
+    while !stop.load(Ordering::Relaxed) {
+        seq += 1;
+        let k = seq % MODEL_KEYS;
+        let (ka, kb) = setkeys(base + k);
+        let slot = &models[base + k];
+        let (a, b) = &mut state[k];
+        let m = format!("m{}", seq % 7);
+        let args: Vec<String> = match (seq / MODEL_KEYS) % 7 {
+            0 => {
+                a.insert(m.clone());
+                vec!["SADD".into(), ka, m]
+            }
+            1 => {
+                b.insert(m.clone());
+                vec!["SADD".into(), kb, m]
+            }
+            2 => {
+                a.remove(&m);
+                vec!["SREM".into(), ka, m]
+            }
+            3 => {
+                if a.remove(&m) {
+                    b.insert(m.clone());
+                }
+                vec!["SMOVE".into(), ka, kb, m]
+            }
+            4 => {
+                a.extend(b.iter().cloned());
+                vec!["SUNIONSTORE".into(), ka.clone(), ka, kb]
+            }
+            5 => {
+                b.retain(|x| a.contains(x));
+                vec!["SINTERSTORE".into(), kb.clone(), ka, kb]
+            }
+            _ => {
+                a.retain(|x| !b.contains(x));
+                vec!["SDIFFSTORE".into(), ka.clone(), ka, kb]
+            }
+        };
+        let after = render_sets(a, b);
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
         if !step(&mut c, slot, after, &refs) {
             return;
