@@ -259,21 +259,24 @@ fn render(a: &VecDeque<String>, b: &VecDeque<String>) -> String {
     format!("{}|{}", join(a), join(b))
 }
 
+/// The elements `args` reads (an array of bulk strings).
+fn read_all<C: FromIterator<String>>(c: &mut Raw, args: &[&str]) -> C {
+    match c.cmd(args) {
+        Reply::Array(v) | Reply::Set(v) => v
+            .into_iter()
+            .map(|r| match r {
+                Reply::Bulk(b) => String::from_utf8(b).unwrap(),
+                other => panic!("{other:?}"),
+            })
+            .collect(),
+        other => panic!("{args:?}: {other:?}"),
+    }
+}
+
 fn read_lists(c: &mut Raw, i: usize) -> String {
     let (ka, kb) = lkeys(i);
-    let read = |c: &mut Raw, k: &str| -> VecDeque<String> {
-        match c.cmd(&["LRANGE", k, "0", "-1"]) {
-            Reply::Array(v) => v
-                .into_iter()
-                .map(|r| match r {
-                    Reply::Bulk(b) => String::from_utf8(b).unwrap(),
-                    other => panic!("{other:?}"),
-                })
-                .collect(),
-            other => panic!("{other:?}"),
-        }
-    };
-    let (a, b) = (read(c, &ka), read(c, &kb));
+    let a: VecDeque<String> = read_all(c, &["LRANGE", &ka, "0", "-1"]);
+    let b: VecDeque<String> = read_all(c, &["LRANGE", &kb, "0", "-1"]);
     render(&a, &b)
 }
 
@@ -360,19 +363,8 @@ fn render_sets(a: &BTreeSet<String>, b: &BTreeSet<String>) -> String {
 
 fn read_sets(c: &mut Raw, i: usize) -> String {
     let (ka, kb) = setkeys(i);
-    let read = |c: &mut Raw, k: &str| -> BTreeSet<String> {
-        match c.cmd(&["SMEMBERS", k]) {
-            Reply::Array(v) | Reply::Set(v) => v
-                .into_iter()
-                .map(|r| match r {
-                    Reply::Bulk(b) => String::from_utf8(b).unwrap(),
-                    other => panic!("{other:?}"),
-                })
-                .collect(),
-            other => panic!("{other:?}"),
-        }
-    };
-    let (a, b) = (read(c, &ka), read(c, &kb));
+    let a: BTreeSet<String> = read_all(c, &["SMEMBERS", &ka]);
+    let b: BTreeSet<String> = read_all(c, &["SMEMBERS", &kb]);
     render_sets(&a, &b)
 }
 

@@ -14,6 +14,16 @@ use strata_server::slots::key_slot;
 use strata_server::state::{Conn, Shared};
 use strata_server::storage::SyncPolicy;
 
+/// A node of a test layout: clients at `port`, the bus 10000 above.
+fn node(id: u64, port: u16) -> routing::NodeInfo {
+    routing::NodeInfo { id, host: "127.0.0.1".into(), port, bus_port: port + 10000 }
+}
+
+/// Slots `first..=last` of a test layout.
+fn range(first: u16, last: u16, leader: Option<u64>, replicas: &[u64]) -> routing::SlotRange {
+    routing::SlotRange { first, last, leader, replicas: replicas.to_vec() }
+}
+
 /// This node leads the slot of `foo` (and of tag `{foo}`), is a replica of the slot of `bar`
 /// (led at 127.0.0.1:7002), and the slot of `down` has no leader; every other slot is led at
 /// 127.0.0.1:7001.
@@ -39,18 +49,6 @@ impl Router for Layout {
     /// For CLUSTER: node 1 (this one) leads slots 0-8191 with node 2 as replica; node 2
     /// leads 8192-16382 with node 1 as replica; slot 16383 has no leader now.
     fn layout(&self) -> routing::Layout {
-        let node = |id, port| routing::NodeInfo {
-            id,
-            host: "127.0.0.1".into(),
-            port,
-            bus_port: port + 10000,
-        };
-        let range = |first, last, leader, replicas: &[u64]| routing::SlotRange {
-            first,
-            last,
-            leader,
-            replicas: replicas.to_vec(),
-        };
         routing::Layout {
             myself: 1,
             nodes: vec![node(1, 7000), node(2, 7002)],
@@ -261,22 +259,10 @@ impl Router for Halves {
     }
 
     fn layout(&self) -> routing::Layout {
-        let node = |id, port| routing::NodeInfo {
-            id,
-            host: "127.0.0.1".into(),
-            port,
-            bus_port: port + 10000,
-        };
-        let range = |first, last, leader, replicas: &[u64]| routing::SlotRange {
-            first,
-            last,
-            leader: Some(leader),
-            replicas: replicas.to_vec(),
-        };
         let ranges = if self.split() {
-            vec![range(0, 8191, 1, &[1, 2]), range(8192, 16383, 2, &[2, 1])]
+            vec![range(0, 8191, Some(1), &[1, 2]), range(8192, 16383, Some(2), &[2, 1])]
         } else {
-            vec![range(0, 16383, 1, &[1, 2])]
+            vec![range(0, 16383, Some(1), &[1, 2])]
         };
         routing::Layout { myself: 1, nodes: vec![node(1, 7000), node(2, 7002)], ranges, epoch: 1 }
     }
