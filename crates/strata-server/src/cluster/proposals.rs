@@ -82,10 +82,12 @@ impl<E> Default for Proposals<E> {
 }
 
 /// One driver's entry and queue: whatever it still holds when dropped (a panic, the runtime
-/// shutting down) fails with `lost`, and the queue's slot is given back.
+/// shutting down, or a task the runtime dropped before it ever ran) fails with `lost`, and the
+/// queue's slot is given back.
 struct Driving<E> {
     queue: Arc<Mutex<Queue<E>>>,
-    entry: Vec<Done<E>>,
+    /// The entry being proposed: its batches (taken when it is sent) and their `done`s.
+    entry: Vec<Pending<E>>,
     lost: fn() -> E,
     done: bool,
 }
@@ -95,7 +97,7 @@ impl<E> Drop for Driving<E> {
         if self.done {
             return;
         }
-        let mut dones = std::mem::take(&mut self.entry);
+        let mut dones: Vec<Done<E>> = self.entry.drain(..).map(|(_, d)| d).collect();
         {
             let mut q = self.queue.lock();
             q.in_flight -= 1;
@@ -147,31 +149,31 @@ impl<E: Send + Sync + 'static> Proposals<E> {
                 return;
             }
         };
-        runtime.spawn(drive(queue, entry, send, lost));
+        // Made before the task, so the entry fails with `lost` even if the task never runs.
+        let driving = Driving { queue, entry, lost, done: false };
+        runtime.spawn(drive(driving, send));
     }
 }
 
-/// Proposes `entry`, then each next entry the queue holds when one ends, until it is empty.
-async fn drive<E, S, F>(
-    queue: Arc<Mutex<Queue<E>>>,
-    mut entry: Vec<Pending<E>>,
-    send: S,
-    lost: fn() -> E,
-) where
+/// Proposes the driver's entry, then each next entry the queue holds when one ends, until it
+/// is empty.
+async fn drive<E, S, F>(mut driving: Driving<E>, send: S)
+where
     S: Fn(WriteBatch) -> F,
     F: Future<Output = Result<(), E>>,
 {
-    let mut driving = Driving { queue, entry: Vec::new(), lost, done: false };
     loop {
-        let mut parts = entry.into_iter();
-        let (mut joined, first) = parts.next().expect("an entry holds a batch");
-        driving.entry.push(first);
-        for (b, d) in parts {
-            joined.append(&b);
-            driving.entry.push(d);
+        let mut joined = WriteBatch::new();
+        for (b, _) in &mut driving.entry {
+            let b = std::mem::take(b);
+            if joined.is_empty() {
+                joined = b;
+            } else {
+                joined.append(&b);
+            }
         }
         let outcome = send(joined).await.map_err(Arc::new);
-        for d in driving.entry.drain(..) {
+        for (_, d) in driving.entry.drain(..) {
             d(outcome.clone());
         }
         let mut q = driving.queue.lock();
@@ -180,7 +182,7 @@ async fn drive<E, S, F>(
             driving.done = true;
             return;
         }
-        entry = q.take_entry();
+        driving.entry = q.take_entry();
     }
 }
 
@@ -332,6 +334,20 @@ mod tests {
         std::thread::sleep(Duration::from_millis(20));
         drop(rt);
         assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), Err("lost".into()));
+    }
+
+    /// Regression: a task the runtime drops before it runs (spawned on a runtime that has
+    /// shut down) left its batches' outcomes unset, and their connections waiting forever.
+    #[test]
+    fn a_driver_that_never_runs_fails_its_batches() {
+        let rt = runtime();
+        let handle = rt.handle().clone();
+        drop(rt);
+        let p = Proposals::<String>::default();
+        let (done, rx) = outcome();
+        p.propose(&handle, GroupId(5), batch("a"), done, |_b| async { Ok(()) }, lost);
+        assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), Err("lost".into()));
+        assert_eq!(p.queue(GroupId(5)).lock().in_flight, 0, "the slot is given back");
     }
 
     /// Randomized, against a model of what must hold: threads propose to a few groups at
