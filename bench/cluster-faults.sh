@@ -11,10 +11,11 @@
 # joined by a bridge in a namespace of its own: nothing touches the host's interfaces and
 # traffic goes only to those addresses. Nodes use --appendfsync always, 3 replicas per
 # partition. During --duration seconds, one fault at a time, at seeded random moments:
-# kill -9 then restart (same flags, same data), SIGSTOP then SIGCONT, the node's link down
-# then up, a lossy link (tc netem loss 30% delay 50ms; where the kernel has no netem,
-# nftables dropping 30% each way, without delay). Each is healed before the next, so a
-# quorum always stands. Then the faults stop, the client reads every key back, the checker
+# kill -9 then restart (same flags, same data), kill -9 with the node's data directory
+# deleted then a restart on an empty one (a lost disk: the node catches up before it votes),
+# SIGSTOP then SIGCONT, the node's link down then up, a lossy link (tc netem loss 30% delay
+# 50ms; where the kernel has no netem, nftables dropping 30% each way, without delay). Each
+# is healed before the next, so a quorum always stands once a wiped node has caught up. Then the faults stop, the client reads every key back, the checker
 # runs, and a summary is printed: operations, faults by kind, leader changes, violations.
 # Output in --out (default bench/out/faults-<time>): faults.log, leaders.log, client.log,
 # history.jsonl, summary.txt, node<I>/log, and when a violation is found witnesses.txt
@@ -168,14 +169,17 @@ fi
 
 list=""
 for i in $(seq 1 "$nodes"); do list="${list:+$list,}$i=$(addr_of "$i"):$port:$raft_port"; done
+# start_node I [yes]: yes at the cluster's first start only (a new cluster's empty
+# directories); a restart on a deleted directory is a lost disk, not a new cluster.
 start_node() {
-  local i=$1
+  local i=$1 bootstrap=${2:-no}
   mkdir -p "$out/node$i"
   echo "=== start $(date +%H:%M:%S.%3N)" >> "$out/node$i/log"
   ip netns exec "$(ns_of "$i")" "$server_bin" --port "$port" --bind "$(addr_of "$i")" \
     --dir "$out/node$i/data" --appendfsync always \
     --cluster-enabled yes --cluster-node-id "$i" --cluster-nodes "$list" \
-    --cluster-partitions "$partitions" --cluster-replicas 3 >> "$out/node$i/log" 2>&1 &
+    --cluster-partitions "$partitions" --cluster-replicas 3 --cluster-bootstrap "$bootstrap" \
+    >> "$out/node$i/log" 2>&1 &
   pids[i]=$!
   disown "${pids[$i]}"
 }
@@ -213,7 +217,7 @@ leaders_now() {
   rm -rf "$tmp"
 }
 
-for i in $(seq 1 "$nodes"); do start_node "$i"; done
+for i in $(seq 1 "$nodes"); do start_node "$i" yes; done
 deadline=$((SECONDS + 60))
 while :; do
   led=$(leaders_now | wc -l)
@@ -254,7 +258,7 @@ log "client started: $clients clients, $keys keys, ${duration}s, seed $seed"
 
 # --- faults. One at a time; each healed before the next.
 RANDOM=$seed
-kinds=(kill stop linkdown)
+kinds=(kill wipe stop linkdown)
 [ -n "$lossy_mode" ] && kinds+=(lossy)
 declare -A fault_count=()
 unexpected=0
@@ -310,6 +314,12 @@ inject() { # kind, node
   local ns; ns=$(ns_of "$2")
   case "$1" in
     kill) kill -KILL "${pids[$2]}"; pids[$2]="" ;;
+    wipe)
+      kill -KILL "${pids[$2]}"
+      # Gone before its directory is (up to 5 s: a zombie not yet reaped still answers).
+      for _ in $(seq 1 100); do kill -0 "${pids[$2]}" 2>/dev/null || break; sleep 0.05; done
+      pids[$2]=""
+      rm -rf "$out/node$2/data" ;;
     stop) kill -STOP "${pids[$2]}" ;;
     linkdown) ip -n "$ns" link set veth0 down ;;
     lossy)
@@ -329,7 +339,7 @@ EOF
 heal() { # kind, node
   local ns i=$2; ns=$(ns_of "$2")
   case "$1" in
-    kill) restart_node "$i" ;;
+    kill | wipe) restart_node "$i" ;;
     stop) kill -CONT "${pids[$i]}" ;;
     linkdown) ip -n "$ns" link set veth0 up ;;
     lossy)
@@ -381,7 +391,7 @@ summary=$out/summary.txt
 val() { sed -n "s/^$1=//p" "$summary" 2>/dev/null | head -1; }
 faults_total=0
 faults_desc=""
-for k in kill stop linkdown lossy; do
+for k in kill wipe stop linkdown lossy; do
   c=${fault_count[$k]:-0}
   faults_total=$((faults_total + c))
   faults_desc="$faults_desc $k=$c"

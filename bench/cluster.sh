@@ -82,10 +82,13 @@ case "$cmd" in
     for i in $(seq 1 "$nodes"); do
       port=$((base_port + i - 1))
       mkdir -p "$dir/node$i"
+      # A node's first start is the new cluster's: its empty directory creates the groups.
+      # Later starts on the directory leave it out (a node that lost its data catches up).
+      bootstrap=no; [ -d "$dir/node$i/data" ] || bootstrap=yes
       nohup "$server_bin" --port "$port" --dir "$dir/node$i/data" --appendfsync "$appendfsync" \
         --cluster-enabled yes --cluster-node-id "$i" --cluster-nodes "$list" \
         --cluster-partitions "$partitions" --cluster-replicas "$replicas" \
-        > "$dir/node$i/log" 2>&1 &
+        --cluster-bootstrap "$bootstrap" > "$dir/node$i/log" 2>&1 &
       echo $! > "$dir/node$i/pid"
     done
     [[ "$ttl" =~ ^[1-9][0-9]*$ ]] || { echo "cluster.sh up: --ttl must be a positive number of seconds" >&2; exit 2; }

@@ -16,7 +16,8 @@
 //! 5. [`state_machine`]: applying entries through the application's [`Apply`], and
 //!    installing snapshots, crash-safely.
 //! 6. [`kv`]: a small application for tests; [`rpc`], [`transport`]: messages between nodes
-//!    and how they travel (in process, TCP).
+//!    and how they travel (in process, TCP); [`rejoin`]: a replica on empty storage in an
+//!    existing group, catching up before it votes.
 //! 7. [`raft`]: the adapter to openraft, the only module that names its types: storage,
 //!    state machine and network traits, and a node's groups ([`RaftNode`], [`Replica`]).
 //!
@@ -30,6 +31,7 @@ pub mod log_format;
 pub mod log_store;
 pub mod log_tail;
 pub mod raft;
+pub mod rejoin;
 pub mod rpc;
 pub mod snapshot;
 pub mod state_machine;
@@ -41,6 +43,7 @@ pub use codec::DecodeError;
 pub use error::{Error, Result};
 pub use log_store::{open_db, GroupLog, NodeStorage};
 pub use raft::{GroupStatus, Leadership, RaftNode, RaftSettings, Replica, Role};
+pub use rejoin::OnEmpty;
 pub use state_machine::{Apply, GroupState};
 pub use sync_group::{SyncError, SyncGroup};
 pub use types::{

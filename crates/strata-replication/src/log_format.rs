@@ -20,6 +20,9 @@
 //!                                                              (last applied membership)
 //!           kind 5 installing  version u8 (1) | snapshot meta | dir (u32 len, UTF-8)
 //!                                                              (a snapshot install under way)
+//!           kind 6 rejoining   version u8 (1)                  (the replica found its storage
+//!                                                              empty in an existing group and
+//!                                                              has not caught up: rejoin.rs)
 //!
 //!   log id        = term u64 | leader u64 | index u64
 //!   option<x>     = 0 u8 | 1 u8 x
@@ -68,6 +71,8 @@ pub enum MetaKind {
     Membership = 4,
     /// A snapshot install under way (its meta and files' directory).
     Installing = 5,
+    /// The replica is catching up after finding its storage empty (`rejoin.rs`).
+    Rejoining = 6,
 }
 
 /// The `raft_log` key of `group`'s entry at `index`.

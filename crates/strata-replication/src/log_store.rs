@@ -398,7 +398,7 @@ impl GroupLog {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::types::Payload;
 

@@ -8,8 +8,8 @@
 //! `--max-background-jobs`, `--proto-max-bulk-len` (512 MiB), `--hash-max-listpack-entries`
 //! (128) and `--hash-max-listpack-value` (128; when a hash is compact, see
 //! `storage::compact_hash`), the cluster-mode flags (`--cluster-enabled yes|no`,
-//! `--cluster-node-id`, `--cluster-nodes`, `--cluster-partitions`, `--cluster-replicas`:
-//! `cluster::spec`), and a config file path as the first positional argument.
+//! `--cluster-node-id`, `--cluster-nodes`, `--cluster-partitions`, `--cluster-replicas`,
+//! `--cluster-bootstrap yes|no`: `cluster::spec`), and a config file path as the first positional argument.
 
 use crate::storage::SyncPolicy;
 use clap::Parser;
@@ -74,6 +74,11 @@ pub struct Flags {
     /// Replicas of each partition (default 3, or the number of nodes when fewer).
     #[arg(long)]
     pub cluster_replicas: Option<usize>,
+    /// yes: this node's empty directory starts a new cluster (give it to every node of the
+    /// cluster's first start, never to a node that lost its directory); no (the default): a
+    /// node on an empty directory joins a cluster that exists and catches up before it votes.
+    #[arg(long)]
+    pub cluster_bootstrap: Option<String>,
 }
 
 /// Cluster mode's settings as given (`cluster::spec` checks and interprets them).
@@ -89,6 +94,8 @@ pub struct ClusterOptions {
     pub partitions: Option<u16>,
     /// `cluster-replicas`.
     pub replicas: Option<usize>,
+    /// `cluster-bootstrap yes`.
+    pub bootstrap: bool,
 }
 
 /// The resolved configuration.
@@ -184,6 +191,15 @@ fn num<T: std::str::FromStr>(
         .transpose()
 }
 
+/// A `yes`/`no` setting (either case); absent is no.
+fn yes_no(key: &str, value: Option<String>) -> Result<bool, String> {
+    match value.as_deref().map(str::to_ascii_lowercase).as_deref() {
+        None | Some("no") => Ok(false),
+        Some("yes") => Ok(true),
+        Some(_) => Err(format!("{key} `{}`: expected yes or no", value.unwrap_or_default())),
+    }
+}
+
 /// Parses `123`, `64mb`, `1gb`, `512k`... (redis.conf memory units).
 pub fn parse_size(v: &str) -> Option<u64> {
     let l = v.to_ascii_lowercase();
@@ -219,17 +235,10 @@ impl Config {
             .unwrap_or_else(|| "everysec".into());
         let appendfsync = SyncPolicy::parse(&fsync)
             .ok_or_else(|| format!("appendfsync `{fsync}`: expected always, everysec or no"))?;
-        let enabled = flags
-            .cluster_enabled
-            .clone()
-            .or_else(|| file.get("cluster-enabled").cloned())
-            .unwrap_or_else(|| "no".into());
+        let enabled =
+            flags.cluster_enabled.clone().or_else(|| file.get("cluster-enabled").cloned());
         let cluster = ClusterOptions {
-            enabled: match enabled.to_ascii_lowercase().as_str() {
-                "yes" => true,
-                "no" => false,
-                _ => return Err(format!("cluster-enabled `{enabled}`: expected yes or no")),
-            },
+            enabled: yes_no("cluster-enabled", enabled)?,
             node_id: flags
                 .cluster_node_id
                 .map_or_else(|| num(&file, "cluster-node-id"), |v| Ok(Some(v)))?,
@@ -240,6 +249,10 @@ impl Config {
             replicas: flags
                 .cluster_replicas
                 .map_or_else(|| num(&file, "cluster-replicas"), |v| Ok(Some(v)))?,
+            bootstrap: yes_no(
+                "cluster-bootstrap",
+                flags.cluster_bootstrap.clone().or_else(|| file.get("cluster-bootstrap").cloned()),
+            )?,
         };
         let port = match flags.port {
             Some(p) => p,

@@ -32,6 +32,7 @@ use super::{blocking, TypeConfig};
 use crate::error::{Error, Result};
 
 use crate::log_store::{GroupLog, NodeStorage};
+use crate::rejoin::{OnEmpty, Rejoin};
 use crate::rpc::{self, Request, Response, SnapshotPiece, SnapshotReply};
 use crate::snapshot::transfer::SnapshotReceiver;
 use crate::state_machine::{Apply, GroupState};
@@ -83,6 +84,10 @@ impl RaftSettings {
             // A replica cut off for a while campaigns only once a quorum would vote for it,
             // so it does not come back with a raised term that deposes a healthy leader.
             enable_pre_vote: Some(true),
+            // A follower's log goes back only when it lost its storage; such a replica
+            // catches up before it votes again (`rejoin.rs`), so the leader replicating its
+            // log to it from the start is the recovery, not a fault to stop on.
+            allow_log_reversion: Some(true),
             ..Config::default()
         };
         config.validate().map_err(|e| Error::Raft {
@@ -193,6 +198,8 @@ pub struct Replica {
     /// (0: none). Voters grant a transfer's election within the lease, so from then on the
     /// lease proves nothing ([`Replica::leased_term`]); openraft stops its own reads then.
     transferring: Arc<AtomicU64>,
+    /// Whether it is catching up after opening on empty storage (it does not vote then).
+    rejoin: Arc<Rejoin>,
 }
 
 impl Clone for Replica {
@@ -202,6 +209,7 @@ impl Clone for Replica {
             raft: self.raft.clone(),
             lease: self.lease,
             transferring: self.transferring.clone(),
+            rejoin: self.rejoin.clone(),
         }
     }
 }
@@ -344,6 +352,12 @@ impl Replica {
         (acked.elapsed() < self.lease).then_some(m.current_term)
     }
 
+    /// Whether this replica is catching up after opening on empty storage in an existing
+    /// group: until it has, it neither votes nor campaigns (`rejoin.rs`).
+    pub fn catching_up(&self) -> bool {
+        self.rejoin.active()
+    }
+
     /// What this replica knows of its group now.
     pub fn status(&self) -> GroupStatus {
         let m = self.raft.metrics().borrow_watched().clone();
@@ -403,6 +417,41 @@ async fn log_leadership(
     }
 }
 
+/// Ends `replica`'s catch-up (`rejoin.rs`) once it has applied what the first leader it
+/// heard had committed and sent: removes the record, turns its elections on, notes it in
+/// the info LOG. Returns early when the replica stops.
+async fn catch_up(replica: Replica, storage: Arc<NodeStorage>) {
+    let group = replica.group;
+    let rejoin = replica.rejoin.clone();
+    loop {
+        let r = rejoin.clone();
+        let waited = replica
+            .wait_for("catch up", Duration::from_secs(60), move |s| {
+                s.role == Role::Shutdown || r.caught_up(s.applied)
+            })
+            .await;
+        match waited {
+            Ok(s) if s.role == Role::Shutdown => return,
+            Ok(s) => {
+                let st = storage.clone();
+                let r = rejoin.clone();
+                if let Err(e) = blocking(move || r.finish(&st)).await {
+                    storage.db().log_info(&format!("Raft {group}: cannot end its catch-up: {e}"));
+                    return;
+                }
+                replica.raft.runtime_config().elect(true);
+                storage.db().log_info(&format!(
+                    "Raft {group}: caught up (applied {}), votes and campaigns again",
+                    s.applied.map_or(0, |a| a.index)
+                ));
+                return;
+            }
+            Err(Error::Timeout(_)) => {}
+            Err(_) => return,
+        }
+    }
+}
+
 /// A snapshot being received from another node.
 struct Incoming {
     transfer: u64,
@@ -454,15 +503,18 @@ impl RaftNode {
     }
 
     /// Opens this node's replica of `group` (recovering what its storage holds) and starts it.
-    pub async fn open_group(&self, group: GroupId) -> Result<Replica> {
+    /// `on_empty` says what empty storage means: a group being created, or one that exists,
+    /// which the replica then catches up with before it votes (`rejoin.rs`).
+    pub async fn open_group(&self, group: GroupId, on_empty: OnEmpty) -> Result<Replica> {
         if self.groups.read().contains_key(&group) {
             return Err(Error::Raft { group, reason: format!("already open on node {}", self.id) });
         }
         let (storage, app) = (self.storage.clone(), self.app.clone());
-        let (log, state) = blocking(move || {
+        let (log, state, rejoin) = blocking(move || {
             let log = GroupLog::open(storage.clone(), group)?;
-            let state = GroupState::open(storage, group, app)?;
-            Ok((log, state))
+            let state = GroupState::open(storage.clone(), group, app)?;
+            let rejoin = Rejoin::open(&storage, &log, &state, on_empty)?;
+            Ok((log, state, rejoin))
         })
         .await
         .map_err(|e| Error::Raft { group, reason: format!("open the group's storage: {e}") })?;
@@ -472,9 +524,17 @@ impl RaftNode {
             self.transport.clone(),
             self.settings.snapshot_chunk_bytes,
         );
+        let rejoin = Arc::new(rejoin);
+        // A replica catching up starts with its elections off: one election timeout after
+        // starting would be too late to turn them off.
+        let config = if rejoin.active() {
+            Arc::new(Config { enable_elect: false, ..(*self.config).clone() })
+        } else {
+            self.config.clone()
+        };
         let raft = openraft::Raft::new(
             self.id,
-            self.config.clone(),
+            config,
             network,
             LogStore::new(log),
             StateMachine::new(state),
@@ -482,9 +542,22 @@ impl RaftNode {
         .await
         .map_err(|e| Error::Raft { group, reason: format!("start raft: {e}") })?;
         let lease = Duration::from_millis(self.config.election_timeout_max);
-        let replica = Replica { group, raft, lease, transferring: Arc::new(AtomicU64::new(0)) };
+        let replica = Replica {
+            group,
+            raft,
+            lease,
+            transferring: Arc::new(AtomicU64::new(0)),
+            rejoin: rejoin.clone(),
+        };
         self.groups.write().insert(group, replica.clone());
         tokio::spawn(log_leadership(group, self.storage.clone(), replica.raft.server_metrics()));
+        if rejoin.active() {
+            self.storage.db().log_info(&format!(
+                "Raft {group}: found its storage empty in an existing group: it catches up \
+                 before it votes or campaigns"
+            ));
+            tokio::spawn(catch_up(replica.clone(), self.storage.clone()));
+        }
         Ok(replica)
     }
 
@@ -523,6 +596,27 @@ impl RaftNode {
         let failed = |what: &str, e: &dyn std::fmt::Display| {
             Response::Error(format!("node {} {group}: {what}: {e}", self.id))
         };
+        if replica.rejoin.active() {
+            match &req {
+                Request::Append(a) => replica.rejoin.note_append(
+                    &a.vote,
+                    a.leader_commit,
+                    a.entries.last().map(|e| e.log_id.index),
+                ),
+                Request::Vote(_) | Request::PreVote(_) => {
+                    let vote = vote_in(&raft.metrics().borrow_watched().vote);
+                    return Response::Vote(rpc::VoteResponse {
+                        vote,
+                        granted: false,
+                        last_log_id: None,
+                    });
+                }
+                Request::TransferLeader(_) => {
+                    return failed("transfer leader", &"this replica is still catching up");
+                }
+                Request::Snapshot(_) => {}
+            }
+        }
         match req {
             Request::Append(a) => {
                 let entries: std::io::Result<Vec<_>> =

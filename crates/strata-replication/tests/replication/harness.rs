@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 use parking_lot::{Mutex, RwLock};
 use strata_replication::kv::{KvApp, KvCommand};
 use strata_replication::transport::mem::MemNetwork;
-use strata_replication::{Error, GroupId, NodeId, NodeStorage, Peer, RaftNode, RaftSettings, Role};
+use strata_replication::{
+    Error, GroupId, NodeId, NodeStorage, OnEmpty, Peer, RaftNode, RaftSettings, Role,
+};
 
 pub type Node = Arc<RaftNode>;
 
@@ -50,7 +52,7 @@ impl Cluster {
             groups: groups.iter().map(|g| GroupId(*g)).collect(),
         };
         for n in nodes {
-            c.start_node(*n).await;
+            c.start_node_as(*n, OnEmpty::NewGroup).await;
         }
         let members: BTreeMap<NodeId, Peer> = nodes.iter().map(|n| (*n, Peer::default())).collect();
         for g in c.groups.clone() {
@@ -60,9 +62,14 @@ impl Cluster {
         c
     }
 
-    /// Starts node `id` (again): opens its `Db` (waiting for the previous run's to close),
-    /// every group, and connects it.
+    /// Starts node `id` again, or anew in groups that exist (it catches up before it votes):
+    /// opens its `Db` (waiting for the previous run's to close), every group, and connects it.
     pub async fn start_node(&mut self, id: NodeId) {
+        self.start_node_as(id, OnEmpty::CatchUp).await;
+    }
+
+    /// Starts node `id`, `on_empty` saying what its empty storage means.
+    pub async fn start_node_as(&mut self, id: NodeId, on_empty: OnEmpty) {
         let root = self.root.path().to_path_buf();
         let dir = self.dirs.entry(id).or_insert_with(|| root.join(format!("node{id}"))).clone();
         let deadline = Instant::now() + WAIT;
@@ -81,7 +88,7 @@ impl Cluster {
         let node = RaftNode::new(id, storage, Arc::new(KvApp), self.net.transport(id), settings())
             .unwrap();
         for g in &self.groups {
-            node.open_group(*g).await.unwrap();
+            node.open_group(*g, on_empty).await.unwrap();
         }
         self.net.register(id, node.clone());
         self.live.write().insert(id, node);
@@ -93,6 +100,12 @@ impl Cluster {
         self.net.unregister(id);
         let node = self.live.write().remove(&id).unwrap();
         node.shutdown().await;
+    }
+
+    /// Deletes the directory of node `id` (stopped): it lost its disk.
+    pub fn wipe(&self, id: NodeId) {
+        assert!(!self.live.read().contains_key(&id), "node {id} is running");
+        std::fs::remove_dir_all(&self.dirs[&id]).unwrap();
     }
 
     pub fn node(&self, id: NodeId) -> Node {

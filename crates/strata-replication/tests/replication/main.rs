@@ -8,5 +8,6 @@ mod catch_up;
 mod failover;
 mod harness;
 mod layering;
+mod lost_disk;
 mod membership;
 mod tcp;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 use strata_replication::kv::{KvApp, KvCommand};
 use strata_replication::transport::tcp::{TcpServer, TcpTransport};
-use strata_replication::{GroupId, NodeStorage, Peer, RaftNode};
+use strata_replication::{GroupId, NodeStorage, OnEmpty, Peer, RaftNode};
 
 use crate::harness::{checksum, find_leader, settings, write, Node, WAIT};
 
@@ -31,7 +31,7 @@ async fn a_group_replicates_over_tcp_and_survives_losing_a_node() {
         let transport = TcpTransport::new();
         let node =
             RaftNode::new(id, storage, Arc::new(KvApp), Arc::new(transport), settings()).unwrap();
-        node.open_group(g).await.unwrap();
+        node.open_group(g, OnEmpty::NewGroup).await.unwrap();
         let server = TcpServer::bind("127.0.0.1:0", node.clone()).await.unwrap();
         members.insert(id, Peer { addr: server.addr().to_string() });
         servers.insert(id, server);

@@ -182,9 +182,10 @@ impl ClusterNode {
 
     /// INFO's line for partition `g` held here: `partition<p>`, `slots=<first>-<last>,
     /// role=<role>,term=<t>,leader=<id or ?>,voters=<a|b|c>,last_index=<i>,committed=<i>,
-    /// applied=<i>,lag=<n:d|..>` (`lag`, on the leader only: each follower's entries behind
-    /// the leader's log; `-` for an index not known).
-    fn group_line(&self, g: GroupId, st: &GroupStatus) -> (String, String) {
+    /// applied=<i>,lag=<n:d|..>,catching_up=<0|1>` (`lag`, on the leader only: each
+    /// follower's entries behind the leader's log; `-` for an index not known; `catching_up`:
+    /// the replica opened on empty storage and does not vote until it has caught up).
+    fn group_line(&self, g: GroupId, st: &GroupStatus, catching_up: bool) -> (String, String) {
         let idx = |i: Option<u64>| i.map_or("-".to_string(), |i| i.to_string());
         let (first, last) = self.partitions.slots(g.0 as u16);
         let role = match st.role {
@@ -209,7 +210,7 @@ impl ClusterNode {
             format!("partition{}", g.0),
             format!(
                 "slots={first}-{last},role={role},term={},leader={},voters={},last_index={},\
-                 committed={},applied={},lag={}",
+                 committed={},applied={},lag={},catching_up={}",
                 st.term,
                 st.leader.map_or("?".to_string(), |l| l.to_string()),
                 voters.join("|"),
@@ -217,14 +218,20 @@ impl ClusterNode {
                 idx(st.committed.map(|c| c.index)),
                 idx(st.applied.map(|a| a.index)),
                 if lag.is_empty() { "-".to_string() } else { lag.join("|") },
+                u8::from(catching_up),
             ),
         )
     }
 
-    /// Each group open here with its status now.
-    fn statuses(&self) -> Vec<(GroupId, GroupStatus)> {
+    /// Each group open here with its status now, and whether it is catching up.
+    fn statuses(&self) -> Vec<(GroupId, GroupStatus, bool)> {
         let groups = self.raft.groups().into_iter();
-        groups.filter_map(|g| Some((g, self.raft.replica(g)?.status()))).collect()
+        groups
+            .filter_map(|g| {
+                let r = self.raft.replica(g)?;
+                Some((g, r.status(), r.catching_up()))
+            })
+            .collect()
     }
 }
 
@@ -332,16 +339,15 @@ impl Router for ClusterNode {
 
     /// `cluster_node_id`, `cluster_partitions`, `cluster_known_nodes`, then one line per
     /// partition held here: `partition<p>:slots=<first>-<last>,role=<role>,term=<t>,
-    /// leader=<id or ?>,voters=<a|b|c>,last_index=<i>,committed=<i>,applied=<i>,lag=<n:d|..>`
-    /// (`lag`, on the leader only: each follower's entries behind the leader's log; `-` for
-    /// an index not known).
+    /// leader=<id or ?>,voters=<a|b|c>,last_index=<i>,committed=<i>,applied=<i>,lag=<n:d|..>,
+    /// catching_up=<0|1>` (as `group_line` says).
     fn info(&self) -> Vec<(String, String)> {
         let mut lines = vec![
             ("cluster_node_id".to_string(), self.raft.id().to_string()),
             ("cluster_partitions".to_string(), self.partitions.count().to_string()),
             ("cluster_known_nodes".to_string(), self.clients.len().to_string()),
         ];
-        lines.extend(self.statuses().iter().map(|(g, st)| self.group_line(*g, st)));
+        lines.extend(self.statuses().iter().map(|(g, st, c)| self.group_line(*g, st, *c)));
         lines
     }
 
@@ -352,12 +358,12 @@ impl Router for ClusterNode {
         let mut leads = 0;
         let mut followers = std::collections::BTreeSet::new();
         let mut groups = Vec::new();
-        for (g, st) in self.statuses() {
+        for (g, st, catching_up) in self.statuses() {
             if st.role == Role::Leader {
                 leads += 1;
                 followers.extend(st.replication.keys().filter(|n| **n != st.node).copied());
             }
-            groups.push(self.group_line(g, &st));
+            groups.push(self.group_line(g, &st, catching_up));
         }
         let role = if leads > 0 { "master" } else { "slave" };
         let mut lines = vec![

@@ -7,6 +7,13 @@
 //! partition `p`'s replicas are the `replicas` nodes after position `p mod n` in the sorted
 //! id list (wrapping), the first of them its preferred leader, which creates the group when
 //! the cluster starts the first time. So partitions and their leaders spread evenly.
+//!
+//! `--cluster-bootstrap yes` says that the cluster is new: a node whose directory is empty
+//! creates its groups (its preferred ones) and votes at once. Without it, a node on an empty
+//! directory takes it that it lost its data (or is new to groups that exist): it catches up
+//! from the leaders before it votes (`strata_replication::rejoin`). Empty storage alone cannot
+//! tell the two apart; on a directory that holds a replica's state the setting changes
+//! nothing.
 
 use std::collections::BTreeMap;
 
@@ -40,6 +47,8 @@ pub struct ClusterSpec {
     pub partitions: Partitions,
     /// Each partition's replicas, preferred leader first.
     pub placement: Vec<Vec<NodeId>>,
+    /// `cluster-bootstrap yes`: this node's empty storage belongs to a new cluster.
+    pub bootstrap: bool,
 }
 
 impl ClusterSpec {
@@ -80,7 +89,7 @@ impl ClusterSpec {
         let placement = (0..count)
             .map(|p| (0..replicas).map(|i| ids[(usize::from(p) + i) % ids.len()]).collect())
             .collect();
-        Ok(Some(ClusterSpec { id, nodes, partitions, placement }))
+        Ok(Some(ClusterSpec { id, nodes, partitions, placement, bootstrap: c.bootstrap }))
     }
 
     /// The partitions this node holds a replica of.
@@ -139,6 +148,7 @@ mod tests {
             nodes: Some(nodes.into()),
             partitions,
             replicas,
+            bootstrap: true,
         }
     }
 
@@ -192,5 +202,7 @@ mod tests {
         // From the flags and the file.
         let flags = Flags { cluster_enabled: Some("maybe".into()), ..Flags::default() };
         assert!(Config::resolve(flags).unwrap_err().contains("cluster-enabled `maybe`"));
+        let flags = Flags { cluster_bootstrap: Some("new".into()), ..Flags::default() };
+        assert!(Config::resolve(flags).unwrap_err().contains("cluster-bootstrap `new`"));
     }
 }

@@ -1,15 +1,17 @@
 //! Starting a node in cluster mode ([`start`]): the replication storage in the store's own
 //! DB (the Raft log and metadata families beside the data), a replica of each partition the
 //! node holds, the Raft transport's listener, and the groups this node creates when the
-//! cluster starts for the first time (those it is the preferred leader of, when their log and
-//! membership are empty: a restart finds them in the log and creates nothing), and the task
-//! that hands leaderships back to their preferred replicas after failovers.
+//! cluster starts for the first time (with `--cluster-bootstrap yes`, those it is the
+//! preferred leader of, when their log and membership are empty: a restart finds them in the
+//! log and creates nothing), and the task that hands leaderships back to their preferred
+//! replicas after failovers. Without `--cluster-bootstrap yes`, a replica on empty storage
+//! catches up with its group's leader before it votes (`strata_replication::rejoin`).
 
 use std::path::Path;
 use std::sync::Arc;
 
 use strata_replication::transport::tcp::{TcpServer, TcpTransport};
-use strata_replication::{GroupId, Peer, RaftNode, RaftSettings};
+use strata_replication::{GroupId, OnEmpty, Peer, RaftNode, RaftSettings};
 use tokio::runtime::Handle;
 
 use super::apply::ServerApply;
@@ -53,10 +55,26 @@ pub async fn start(spec: &ClusterSpec, store: Arc<Store>, dir: &Path) -> Result<
         RaftSettings::default(),
     )
     .map_err(|e| format!("cluster mode: {e}"))?;
+    let on_empty = if spec.bootstrap { OnEmpty::NewGroup } else { OnEmpty::CatchUp };
+    let mut catching_up = 0;
     for p in spec.mine() {
-        raft.open_group(GroupId(u32::from(p)))
+        let replica = raft
+            .open_group(GroupId(u32::from(p)), on_empty)
             .await
             .map_err(|e| format!("cluster mode: open partition {p}: {e}"))?;
+        catching_up += usize::from(replica.catching_up());
+    }
+    if catching_up > 0 {
+        // Said on stderr too: a new cluster started without the setting waits for leaders
+        // that never come, and this is the line that says why.
+        let note = format!(
+            "cluster mode: {catching_up} of this node's {} partitions are on empty storage \
+             without cluster-bootstrap yes: they catch up from their leaders before they vote \
+             (a new cluster's first start needs cluster-bootstrap yes on every node)",
+            spec.mine().len()
+        );
+        store.db.log_info(&note);
+        eprintln!("strata-server: {note}");
     }
     let me = &spec.nodes[&spec.id];
     let listener = TcpServer::bind(&me.raft, raft.clone())
@@ -64,7 +82,7 @@ pub async fn start(spec: &ClusterSpec, store: Arc<Store>, dir: &Path) -> Result<
         .map_err(|e| format!("cluster mode: cannot listen on {} for Raft: {e}", me.raft))?;
     for p in spec.mine() {
         let replicas = &spec.placement[usize::from(p)];
-        if replicas.first() != Some(&spec.id) {
+        if !spec.bootstrap || replicas.first() != Some(&spec.id) {
             continue;
         }
         let Some(replica) = raft.replica(GroupId(u32::from(p))) else { continue };

@@ -11,7 +11,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use strata_replication::transport::mem::MemNetwork;
-use strata_replication::{GroupId, NodeId, NodeStorage, Peer, RaftNode, RaftSettings, Role};
+use strata_replication::{
+    GroupId, NodeId, NodeStorage, OnEmpty, Peer, RaftNode, RaftSettings, Role,
+};
 use strata_server::cluster::{ClusterNode, Partitions, ServerApply};
 use strata_server::commands::dispatch;
 use strata_server::config::{Config, Flags};
@@ -77,7 +79,7 @@ impl Cluster {
                     .unwrap();
             runtime.block_on(async {
                 for p in 0..PARTITIONS {
-                    raft.open_group(GroupId(u32::from(p))).await.unwrap();
+                    raft.open_group(GroupId(u32::from(p)), OnEmpty::NewGroup).await.unwrap();
                 }
             });
             net.register(id, raft.clone());

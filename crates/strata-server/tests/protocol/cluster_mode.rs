@@ -4,7 +4,9 @@
 //! any node; a killed node's partitions elect new leaders and keep taking writes; the node
 //! restarted on its directory catches up, and a READONLY connection to it reads the latest
 //! values. Every acknowledged write is read back. Writes still in flight are seen by their
-//! own connection's next commands, and writers of one key take turns.
+//! own connection's next commands, and writers of one key take turns. A node that lost its
+//! directory comes back without `--cluster-bootstrap`, takes the logs again and votes once it
+//! has caught up.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
@@ -34,7 +36,8 @@ fn free_ports(n: usize) -> Vec<u16> {
     ls.iter().map(|l| l.local_addr().unwrap().port()).collect()
 }
 
-fn start(id: u64, dir: &Path, port: u16, nodes: &str) -> Node {
+/// Starts node `id`; `bootstrap`: its empty directory is a new cluster's.
+fn start(id: u64, dir: &Path, port: u16, nodes: &str, bootstrap: bool) -> Node {
     let mut child = Command::new(env!("CARGO_BIN_EXE_strata-server"))
         .arg("--port")
         .arg(port.to_string())
@@ -43,6 +46,7 @@ fn start(id: u64, dir: &Path, port: u16, nodes: &str) -> Node {
         .args(["--write-buffer-size", "1048576", "--cluster-enabled", "yes"])
         .args(["--cluster-node-id", &id.to_string(), "--cluster-nodes", nodes])
         .args(["--cluster-partitions", "4", "--cluster-replicas", "3"])
+        .args(["--cluster-bootstrap", if bootstrap { "yes" } else { "no" }])
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -125,7 +129,7 @@ fn three_nodes_serve_follow_redirects_survive_a_kill_and_catch_up() {
     let nodes = nodes_flag(&ports);
     let dir = |i: u64| root.path().join(format!("node{i}"));
     let mut live: BTreeMap<u64, Node> =
-        (1..=3).map(|i| (i, start(i, &dir(i), ports[i as usize - 1], &nodes))).collect();
+        (1..=3).map(|i| (i, start(i, &dir(i), ports[i as usize - 1], &nodes, true))).collect();
 
     let entry = |live: &BTreeMap<u64, Node>| live.values().next().unwrap().port;
     for i in 0..40 {
@@ -182,7 +186,7 @@ fn three_nodes_serve_follow_redirects_survive_a_kill_and_catch_up() {
 
     // Back on its directory, it catches up from the others' logs: a READONLY read of its own
     // replica sees the latest values.
-    live.insert(victim, start(victim, &dir(victim), ports[victim as usize - 1], &nodes));
+    live.insert(victim, start(victim, &dir(victim), ports[victim as usize - 1], &nodes, false));
     let deadline = Instant::now() + WAIT;
     for i in 0..40 {
         let k = format!("key:{i}");
@@ -244,7 +248,7 @@ fn writes_in_flight_are_seen_by_their_connection_and_taken_in_turn_on_a_key() {
     let ports = free_ports(6);
     let nodes = nodes_flag(&ports);
     let _live: Vec<Node> = (1..=3u64)
-        .map(|i| start(i, &root.path().join(format!("n{i}")), ports[i as usize - 1], &nodes))
+        .map(|i| start(i, &root.path().join(format!("n{i}")), ports[i as usize - 1], &nodes, true))
         .collect();
     assert_eq!(run(ports[0], false, &["SET", "{w}a", "0"]), Reply::Simple("OK".into()));
     let leader = leader_of(&ports[..3], "{w}a");
@@ -302,4 +306,62 @@ fn writes_in_flight_are_seen_by_their_connection_and_taken_in_turn_on_a_key() {
         Raw::connect(leader).cmd(&["GET", "{w}n"]),
         Reply::bulk(&(THREADS * EACH).to_string())
     );
+}
+
+/// Node 3 loses its directory and comes back on an empty one without `--cluster-bootstrap`:
+/// it creates nothing, takes every partition's log again from the leaders (who replicate it
+/// from the start), reads the latest values on READONLY, and once caught up (INFO's
+/// `catching_up=0`) votes again: with node 1 then killed, the partitions still elect leaders.
+#[test]
+fn a_node_that_lost_its_directory_takes_the_logs_again_and_then_votes() {
+    let root = tempfile::tempdir().unwrap();
+    let ports = free_ports(6);
+    let nodes = nodes_flag(&ports);
+    let dir = |i: u64| root.path().join(format!("n{i}"));
+    let mut live: BTreeMap<u64, Node> =
+        (1..=3).map(|i| (i, start(i, &dir(i), ports[i as usize - 1], &nodes, true))).collect();
+    for i in 0..30 {
+        let (k, v) = (format!("key:{i}"), format!("v{i}"));
+        assert_eq!(run(ports[0], false, &["SET", &k, &v]), Reply::Simple("OK".into()));
+    }
+    drop(live.remove(&3));
+    std::fs::remove_dir_all(dir(3)).unwrap();
+    for i in 0..30 {
+        let (k, v) = (format!("key:{i}"), format!("w{i}"));
+        assert_eq!(run(ports[0], false, &["SET", &k, &v]), Reply::Simple("OK".into()));
+    }
+    live.insert(3, start(3, &dir(3), ports[2], &nodes, false));
+    let deadline = Instant::now() + WAIT;
+    for i in 0..30 {
+        let k = format!("key:{i}");
+        loop {
+            let got = run(ports[2], true, &["GET", &k]);
+            if got == Reply::bulk(&format!("w{i}")) {
+                break;
+            }
+            assert!(Instant::now() < deadline, "node 3 did not catch up on {k}: {got:?}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    loop {
+        let Reply::Bulk(text) = run(ports[2], false, &["INFO", "cluster"]) else { panic!("INFO") };
+        let text = String::from_utf8(text).unwrap();
+        let parts: Vec<&str> = text.lines().filter(|l| l.starts_with("partition")).collect();
+        assert_eq!(parts.len(), 4, "{text}");
+        if parts.iter().all(|l| l.ends_with("catching_up=0")) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "node 3 still catching up: {text}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let log = std::fs::read_to_string(dir(3).join("LOG")).unwrap();
+    assert!(log.contains("found its storage empty"), "node 3's LOG says why it waits");
+    assert!(log.contains("caught up"), "node 3's LOG says it votes again");
+    // Node 1 goes: every partition needs node 3's vote for its leader now.
+    drop(live.remove(&1));
+    for i in 0..30 {
+        let (k, v) = (format!("key:{i}"), format!("x{i}"));
+        assert_eq!(run(ports[1], false, &["SET", &k, &v]), Reply::Simple("OK".into()));
+    }
+    assert_eq!(run(ports[2], false, &["GET", "key:7"]), Reply::bulk("x7"));
 }
