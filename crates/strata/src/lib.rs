@@ -70,7 +70,7 @@ pub use sstable::{Cache, CompressionType, IndexType};
 pub use util::checksum::ChecksumType;
 pub use utilities::{
     BackupEngine, BackupInfo, Checkpoint, DbWithTtl, ExternalSstFileInfo, RepairReport,
-    SstFileWriter, TtlClock, TtlIterator, TTL_SUFFIX_LEN,
+    SstFileWriter, TtlClock, TtlIterator, WriteBatchWithIndex, TTL_SUFFIX_LEN,
 };
 pub use wal::WalRecoveryMode;
 pub use write_batch::{WriteBatch, WriteBatchIterator};

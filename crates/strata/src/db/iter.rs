@@ -218,81 +218,186 @@ fn version_range_dels(
     Ok(sv.version_range_dels.get_or_init(|| f).clone())
 }
 
+/// A cursor of another kind behind a [`DbRawIterator`]: a write batch's pending updates over
+/// a DB cursor (`WriteBatchWithIndex::iterator_with_base`). It has the raw iterator's
+/// contract: positioned only by a seek, `key`/`value` only while valid.
+pub(crate) trait RawCursor: Send {
+    fn valid(&self) -> bool;
+    fn seek_to_first(&mut self);
+    fn seek_to_last(&mut self);
+    fn seek(&mut self, key: &[u8]);
+    fn seek_for_prev(&mut self, key: &[u8]);
+    /// Called only while valid.
+    fn next(&mut self);
+    /// Called only while valid.
+    fn prev(&mut self);
+    /// Called only while valid.
+    fn key(&self) -> &[u8];
+    /// Called only while valid.
+    fn value(&self) -> &[u8];
+    fn status(&self) -> Result<()>;
+    fn internal_steps(&self) -> u64;
+    fn bounds(&self) -> (Option<&[u8]>, Option<&[u8]>);
+    fn excludes(&self, ukey: &[u8]) -> bool;
+    fn merge_operator(&self) -> Option<&Arc<dyn crate::merge_operator::MergeOperator>>;
+}
+
+/// What a [`DbRawIterator`] reads: the DB (matched directly: the common case pays no
+/// indirect call) or another cursor.
+// The DB cursor stays inline: boxing it would add a pointer chase to every step of the
+// common case to save the rare other kind some bytes.
+#[allow(clippy::large_enum_variant)]
+enum Cursor {
+    Db(DbIter),
+    Other(Box<dyn RawCursor>),
+}
+
+/// Calls `$m` on the cursor, whichever it is.
+macro_rules! on_cursor {
+    ($c:expr, $it:ident => $e:expr) => {
+        match $c {
+            Cursor::Db($it) => $e,
+            Cursor::Other($it) => $e,
+        }
+    };
+}
+
 /// A cursor over the DB (the `rocksdb` crate's `DBRawIterator`). It starts unpositioned:
 /// call a seek first.
 pub struct DbRawIterator {
-    it: DbIter,
+    it: Cursor,
 }
 
 impl DbRawIterator {
     pub(crate) fn new(it: DbIter) -> Self {
-        DbRawIterator { it }
+        DbRawIterator { it: Cursor::Db(it) }
+    }
+
+    pub(crate) fn from_cursor(c: Box<dyn RawCursor>) -> Self {
+        DbRawIterator { it: Cursor::Other(c) }
     }
 
     /// Whether the cursor is at an entry.
     pub fn valid(&self) -> bool {
-        self.it.valid()
+        on_cursor!(&self.it, c => c.valid())
     }
 
     /// Positions at the first key (at or after the lower bound).
     pub fn seek_to_first(&mut self) {
-        self.it.seek_to_first();
+        on_cursor!(&mut self.it, c => c.seek_to_first());
     }
 
     /// Positions at the last key (before the upper bound).
     pub fn seek_to_last(&mut self) {
-        self.it.seek_to_last();
+        on_cursor!(&mut self.it, c => c.seek_to_last());
     }
 
     /// Positions at the first key >= `key`.
     pub fn seek(&mut self, key: impl AsRef<[u8]>) {
-        self.it.seek(key.as_ref());
+        on_cursor!(&mut self.it, c => c.seek(key.as_ref()));
     }
 
     /// Positions at the last key <= `key`.
     pub fn seek_for_prev(&mut self, key: impl AsRef<[u8]>) {
-        self.it.seek_for_prev(key.as_ref());
+        on_cursor!(&mut self.it, c => c.seek_for_prev(key.as_ref()));
     }
 
     /// Moves to the next key; does nothing when not valid.
     pub fn next(&mut self) {
-        if self.it.valid() {
-            self.it.next();
-        }
+        on_cursor!(&mut self.it, c => if c.valid() { c.next() });
     }
 
     /// Moves to the previous key; does nothing when not valid.
     pub fn prev(&mut self) {
-        if self.it.valid() {
-            self.it.prev();
-        }
+        on_cursor!(&mut self.it, c => if c.valid() { c.prev() });
     }
 
     /// The current key, or `None` when not valid.
     pub fn key(&self) -> Option<&[u8]> {
-        self.it.valid().then(|| self.it.key())
+        on_cursor!(&self.it, c => c.valid().then(|| c.key()))
     }
 
     /// The current value, or `None` when not valid.
     pub fn value(&self) -> Option<&[u8]> {
-        self.it.valid().then(|| self.it.value())
+        on_cursor!(&self.it, c => c.valid().then(|| c.value()))
     }
 
     /// The current key and value, or `None` when not valid.
     pub fn item(&self) -> Option<(&[u8], &[u8])> {
-        self.it.valid().then(|| (self.it.key(), self.it.value()))
+        on_cursor!(&self.it, c => c.valid().then(|| (c.key(), c.value())))
     }
 
     /// The first error met; an iterator that stopped early because of one is not valid.
     pub fn status(&self) -> Result<()> {
-        self.it.status()
+        on_cursor!(&self.it, c => c.status())
     }
 
     /// Internal entries examined since the iterator was created (RocksDB's perf context
     /// `internal_key_skipped_count` plus the entries returned): how much work hidden entries
     /// cost. Range-deleted spans of older sources are jumped over, not counted per key.
     pub fn internal_steps(&self) -> u64 {
-        self.it.internal_steps()
+        on_cursor!(&self.it, c => c.internal_steps())
+    }
+
+    /// The read options' bounds, `[lower, upper)`.
+    pub(crate) fn bounds(&self) -> (Option<&[u8]>, Option<&[u8]>) {
+        on_cursor!(&self.it, c => c.bounds())
+    }
+
+    /// Whether the cursor would never yield `ukey` from where it was last sought (bounds,
+    /// and the seek's prefix under `prefix_same_as_start`).
+    pub(crate) fn excludes(&self, ukey: &[u8]) -> bool {
+        on_cursor!(&self.it, c => c.excludes(ukey))
+    }
+
+    /// The merge operator of the family it reads.
+    pub(crate) fn merge_operator(&self) -> Option<&Arc<dyn crate::merge_operator::MergeOperator>> {
+        on_cursor!(&self.it, c => c.merge_operator())
+    }
+}
+
+impl RawCursor for DbIter {
+    fn valid(&self) -> bool {
+        DbIter::valid(self)
+    }
+    fn seek_to_first(&mut self) {
+        DbIter::seek_to_first(self);
+    }
+    fn seek_to_last(&mut self) {
+        DbIter::seek_to_last(self);
+    }
+    fn seek(&mut self, key: &[u8]) {
+        DbIter::seek(self, key);
+    }
+    fn seek_for_prev(&mut self, key: &[u8]) {
+        DbIter::seek_for_prev(self, key);
+    }
+    fn next(&mut self) {
+        DbIter::next(self);
+    }
+    fn prev(&mut self) {
+        DbIter::prev(self);
+    }
+    fn key(&self) -> &[u8] {
+        DbIter::key(self)
+    }
+    fn value(&self) -> &[u8] {
+        DbIter::value(self)
+    }
+    fn status(&self) -> Result<()> {
+        DbIter::status(self)
+    }
+    fn internal_steps(&self) -> u64 {
+        DbIter::internal_steps(self)
+    }
+    fn bounds(&self) -> (Option<&[u8]>, Option<&[u8]>) {
+        DbIter::bounds(self)
+    }
+    fn excludes(&self, ukey: &[u8]) -> bool {
+        DbIter::excludes(self, ukey)
+    }
+    fn merge_operator(&self) -> Option<&Arc<dyn crate::merge_operator::MergeOperator>> {
+        DbIter::merge_operator(self)
     }
 }
 

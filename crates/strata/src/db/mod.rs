@@ -61,6 +61,7 @@ pub use self::cf::ColumnFamily;
 pub use self::cf::ColumnFamilyDescriptor;
 pub(crate) use self::cf::{CfState, Cfd, MemSet};
 pub use self::ingest::IngestExternalFileOptions;
+pub(crate) use self::iter::RawCursor;
 pub use self::iter::{DbIterator, DbRawIterator, Direction, IteratorMode};
 pub use self::pinnable::{DbPinnableSlice, PinnedSource};
 use crate::column_family::{AsColumnFamilyRef, ColumnFamilyId};
@@ -402,6 +403,21 @@ impl Db {
     /// The handle of column family `name`, `None` when the DB has no such family.
     pub fn cf_handle(&self, name: impl AsRef<str>) -> Option<Arc<ColumnFamily>> {
         cf::admin::cf_handle(&self.inner, name.as_ref())
+    }
+
+    /// The merge operator of family `cf`.
+    pub(crate) fn cf_merge_operator(
+        &self,
+        cf: &impl AsColumnFamilyRef,
+    ) -> Result<Option<Arc<dyn crate::merge_operator::MergeOperator>>> {
+        Ok(self.cfd(cf)?.opts.merge_operator.clone())
+    }
+
+    /// The merge operator of the default family.
+    pub(crate) fn default_merge_operator(
+        &self,
+    ) -> Option<Arc<dyn crate::merge_operator::MergeOperator>> {
+        self.inner.default_cf.opts.merge_operator.clone()
     }
 
     /// The family a handle names, checked to be one of this DB's.

@@ -220,6 +220,22 @@ impl DbIter {
         self.fail(Error::corruption("", 0, format!("malformed internal key of {n} bytes")));
     }
 
+    /// The read options' bounds: `[lower, upper)`.
+    pub(crate) fn bounds(&self) -> (Option<&[u8]>, Option<&[u8]>) {
+        (self.lower_bound.as_deref(), self.upper_bound.as_deref())
+    }
+
+    /// Whether this iterator would never yield `ukey` from where it was last sought: outside
+    /// the bounds or, with `prefix_same_as_start`, of another prefix than the seek's.
+    pub(crate) fn excludes(&self, ukey: &[u8]) -> bool {
+        self.past_upper(ukey) || self.before_lower(ukey)
+    }
+
+    /// The family's merge operator it resolves merges with.
+    pub(crate) fn merge_operator(&self) -> Option<&Arc<dyn MergeOperator>> {
+        self.merge_operator.as_ref()
+    }
+
     fn past_upper(&self, ukey: &[u8]) -> bool {
         self.upper_bound.as_deref().is_some_and(|u| ukey >= u) || self.outside_prefix(ukey)
     }

@@ -8,7 +8,8 @@
 //! - `ttl.rs`: `DbWithTtl`, values that expire;
 //! - `sst_file_writer.rs`: `SstFileWriter`, external tables for ingestion;
 //! - `repair.rs`: `Db::repair`, rebuilding a lost MANIFEST;
-//! - `destroy.rs`: `Db::destroy`, deleting a whole DB.
+//! - `destroy.rs`: `Db::destroy`, deleting a whole DB;
+//! - `wbwi/`: `WriteBatchWithIndex`, a write batch readable before it is written.
 
 mod backup;
 mod checkpoint;
@@ -16,9 +17,11 @@ mod destroy;
 mod repair;
 mod sst_file_writer;
 mod ttl;
+mod wbwi;
 
 pub use backup::{BackupEngine, BackupInfo};
 pub use checkpoint::Checkpoint;
 pub use repair::RepairReport;
 pub use sst_file_writer::{ExternalSstFileInfo, SstFileWriter};
 pub use ttl::{DbWithTtl, TtlClock, TtlIterator, TTL_SUFFIX_LEN};
+pub use wbwi::WriteBatchWithIndex;

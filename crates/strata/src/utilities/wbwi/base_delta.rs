@@ -1,0 +1,239 @@
+//! A cursor over a DB cursor with a batch's updates on top (RocksDB's base-delta iterator):
+//! the keys the DB would hold after the batch is written, in order, both ways.
+//!
+//! Two sorted sources are merged: the base cursor (the DB, within its read options' bounds and
+//! prefix) and the batch's index of one column family (`index.rs`), limited to the same
+//! bounds and prefix. At each step the smaller key (the larger going backward) is taken: a key
+//! the batch touches is resolved from its chain, with the base's value when the base is at
+//! the same key and the chain needs it; a base key the batch does not name is hidden when one
+//! of the batch's range deletions covers it. Keys that resolve to nothing are skipped.
+//!
+//! Going forward the base is at the first key >= the current one; going backward at the last
+//! key <= it. A change of direction repositions the base with a seek. The batch's index is a
+//! copy the cursor shares (taken when it was made): later updates to the batch are not seen.
+
+use std::ops::Bound;
+use std::sync::Arc;
+
+use super::index::{CfIndex, Chain};
+use crate::db::{DbRawIterator, RawCursor};
+use crate::error::{Error, Result};
+use crate::merge_operator::MergeOperator;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Dir {
+    Forward,
+    Reverse,
+}
+
+pub(crate) struct BaseDelta {
+    base: DbRawIterator,
+    index: Arc<CfIndex>,
+    dir: Dir,
+    valid: bool,
+    key: Vec<u8>,
+    value: Vec<u8>,
+    error: Option<Error>,
+}
+
+impl BaseDelta {
+    pub(crate) fn new(base: DbRawIterator, index: Arc<CfIndex>) -> BaseDelta {
+        BaseDelta {
+            base,
+            index,
+            dir: Dir::Forward,
+            valid: false,
+            key: Vec::new(),
+            value: Vec::new(),
+            error: None,
+        }
+    }
+
+    fn op(&self) -> Option<&dyn MergeOperator> {
+        self.base.merge_operator().map(|o| o.as_ref() as &dyn MergeOperator)
+    }
+
+    /// The first batch key at or after `from` and inside the bounds (`None` past them).
+    fn batch_after(&self, from: Bound<&[u8]>) -> Option<(&Vec<u8>, &Chain)> {
+        let (lower, _) = self.base.bounds();
+        let from = match (from, lower) {
+            (Bound::Unbounded, Some(l)) => Bound::Included(l),
+            (Bound::Included(k) | Bound::Excluded(k), Some(l)) if k < l => Bound::Included(l),
+            (f, _) => f,
+        };
+        let (k, c) = self.index.keys.range::<[u8], _>((from, Bound::Unbounded)).next()?;
+        (!self.base.excludes(k)).then_some((k, c))
+    }
+
+    /// The last batch key at or before `to` and inside the bounds (`None` before them).
+    fn batch_before(&self, to: Bound<&[u8]>) -> Option<(&Vec<u8>, &Chain)> {
+        let (_, upper) = self.base.bounds();
+        let to = match (to, upper) {
+            (Bound::Unbounded, Some(u)) => Bound::Excluded(u),
+            (Bound::Included(k) | Bound::Excluded(k), Some(u)) if k >= u => Bound::Excluded(u),
+            (t, _) => t,
+        };
+        let (k, c) = self.index.keys.range::<[u8], _>((Bound::Unbounded, to)).next_back()?;
+        (!self.base.excludes(k)).then_some((k, c))
+    }
+
+    fn fail(&mut self, e: Error) {
+        self.valid = false;
+        if self.error.is_none() {
+            self.error = Some(e);
+        }
+    }
+
+    /// Settles on the first visible key at or after `from` going forward, or the last at or
+    /// before it going backward; the base is at or past `from` the same way.
+    fn settle(&mut self, dir: Dir, from: Bound<Vec<u8>>) {
+        self.dir = dir;
+        let mut from = from;
+        loop {
+            if self.base.status().is_err() {
+                self.valid = false;
+                return;
+            }
+            let bound = match &from {
+                Bound::Included(k) => Bound::Included(k.as_slice()),
+                Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
+                Bound::Unbounded => Bound::Unbounded,
+            };
+            let batch = match dir {
+                Dir::Forward => self.batch_after(bound),
+                Dir::Reverse => self.batch_before(bound),
+            }
+            .map(|(k, c)| (k.clone(), c.clone()));
+            let base_key = self.base.key().map(<[u8]>::to_vec);
+            let take_batch = match (&batch, &base_key) {
+                (Some((k, _)), Some(b)) => match dir {
+                    Dir::Forward => k <= b,
+                    Dir::Reverse => k >= b,
+                },
+                (Some(_), None) => true,
+                (None, _) => false,
+            };
+            if let (true, Some((k, chain))) = (take_batch, batch) {
+                let same = base_key.as_ref() == Some(&k);
+                let db = if same { self.base.value() } else { None };
+                match chain.resolve(&k, db, self.op()) {
+                    Err(e) => return self.fail(e),
+                    Ok(Some(v)) => return self.set(k, v),
+                    Ok(None) => {
+                        if same {
+                            self.step_base(dir);
+                        }
+                        from = Bound::Excluded(k);
+                    }
+                }
+            } else if let Some(b) = base_key {
+                if self.index.deleted.covers(&b) {
+                    self.step_base(dir);
+                    from = Bound::Excluded(b);
+                } else {
+                    let v = self.base.value().unwrap_or_default().to_vec();
+                    return self.set(b, v);
+                }
+            } else {
+                self.valid = false;
+                return;
+            }
+        }
+    }
+
+    fn step_base(&mut self, dir: Dir) {
+        match dir {
+            Dir::Forward => self.base.next(),
+            Dir::Reverse => self.base.prev(),
+        }
+    }
+
+    fn set(&mut self, key: Vec<u8>, value: Vec<u8>) {
+        self.key = key;
+        self.value = value;
+        self.valid = true;
+    }
+}
+
+impl RawCursor for BaseDelta {
+    fn valid(&self) -> bool {
+        self.valid
+    }
+
+    fn seek_to_first(&mut self) {
+        self.error = None;
+        self.base.seek_to_first();
+        self.settle(Dir::Forward, Bound::Unbounded);
+    }
+
+    fn seek_to_last(&mut self) {
+        self.error = None;
+        self.base.seek_to_last();
+        self.settle(Dir::Reverse, Bound::Unbounded);
+    }
+
+    fn seek(&mut self, key: &[u8]) {
+        self.error = None;
+        self.base.seek(key);
+        self.settle(Dir::Forward, Bound::Included(key.to_vec()));
+    }
+
+    fn seek_for_prev(&mut self, key: &[u8]) {
+        self.error = None;
+        self.base.seek_for_prev(key);
+        self.settle(Dir::Reverse, Bound::Included(key.to_vec()));
+    }
+
+    fn next(&mut self) {
+        let current = std::mem::take(&mut self.key);
+        if self.dir == Dir::Reverse {
+            self.base.seek(&current);
+        }
+        if self.base.key() == Some(current.as_slice()) {
+            self.base.next();
+        }
+        self.settle(Dir::Forward, Bound::Excluded(current));
+    }
+
+    fn prev(&mut self) {
+        let current = std::mem::take(&mut self.key);
+        if self.dir == Dir::Forward {
+            self.base.seek_for_prev(&current);
+        }
+        if self.base.key() == Some(current.as_slice()) {
+            self.base.prev();
+        }
+        self.settle(Dir::Reverse, Bound::Excluded(current));
+    }
+
+    fn key(&self) -> &[u8] {
+        &self.key
+    }
+
+    fn value(&self) -> &[u8] {
+        &self.value
+    }
+
+    fn status(&self) -> Result<()> {
+        match &self.error {
+            Some(e) => Err(e.duplicate()),
+            None => self.base.status(),
+        }
+    }
+
+    fn internal_steps(&self) -> u64 {
+        self.base.internal_steps()
+    }
+
+    fn bounds(&self) -> (Option<&[u8]>, Option<&[u8]>) {
+        self.base.bounds()
+    }
+
+    fn excludes(&self, ukey: &[u8]) -> bool {
+        self.base.excludes(ukey)
+    }
+
+    fn merge_operator(&self) -> Option<&Arc<dyn MergeOperator>> {
+        self.base.merge_operator()
+    }
+}

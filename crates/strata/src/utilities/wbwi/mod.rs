@@ -1,0 +1,302 @@
+//! `WriteBatchWithIndex`: a write batch that can be read before it is written (the `rocksdb`
+//! crate's type of that name, and RocksDB's `utilities/write_batch_with_index`).
+//!
+//! The batch is an ordinary [`WriteBatch`] (written as one by [`Db::write_wbwi`]) plus an
+//! index per column family (`index.rs`) of what its updates make of each key. Reads through
+//! it see the DB as it would be after the batch is written:
+//!
+//! - [`WriteBatchWithIndex::get_from_batch`]: the batch alone (a key only merged in the batch
+//!   needs the DB's value and fails; read it with `get_from_batch_and_db`);
+//! - [`WriteBatchWithIndex::get_from_batch_and_db`]: the batch over a DB read (at the read
+//!   options' snapshot);
+//! - [`WriteBatchWithIndex::iterator_with_base`]: the batch over a DB cursor, in both
+//!   directions, within the cursor's bounds and prefix (`base_delta.rs`).
+//!
+//! Puts, deletions, single deletions, merges (through the family's merge operator) and range
+//! deletions are all resolved. The `overwrite_key` flag of `new` is accepted for the
+//! `rocksdb` crate's signature: reads always see every update, and the written batch holds
+//! every update either way.
+
+mod base_delta;
+mod index;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use self::base_delta::BaseDelta;
+use self::index::{CfIndex, Lookup};
+use crate::column_family::{AsColumnFamilyRef, ColumnFamilyId, DEFAULT_COLUMN_FAMILY_ID};
+use crate::db::{Db, DbRawIterator};
+use crate::error::{Error, Result};
+use crate::merge_operator::MergeOperator;
+use crate::options::{Options, ReadOptions, WriteOptions};
+use crate::write_batch::{WriteBatch, WriteBatchIterator};
+
+/// A write batch with an index of its updates, so that they can be read before they are
+/// written. Cloning copies the batch; a cursor made by
+/// [`WriteBatchWithIndex::iterator_with_base`] keeps the index as it was when it was made.
+#[derive(Clone, Debug, Default)]
+pub struct WriteBatchWithIndex {
+    batch: WriteBatch,
+    index: BTreeMap<ColumnFamilyId, Arc<CfIndex>>,
+}
+
+impl WriteBatchWithIndex {
+    /// An empty batch with room for `reserved_bytes`. `overwrite_key` is accepted for the
+    /// `rocksdb` crate's signature and changes nothing (module docs).
+    pub fn new(reserved_bytes: usize, overwrite_key: bool) -> Self {
+        let _ = overwrite_key;
+        WriteBatchWithIndex {
+            batch: WriteBatch::with_capacity_bytes(reserved_bytes),
+            index: BTreeMap::new(),
+        }
+    }
+
+    fn cf_index(&mut self, cf: ColumnFamilyId) -> &mut CfIndex {
+        Arc::make_mut(self.index.entry(cf).or_default())
+    }
+
+    /// Records of the batch.
+    pub fn len(&self) -> usize {
+        self.batch.len()
+    }
+
+    /// Whether the batch holds no record.
+    pub fn is_empty(&self) -> bool {
+        self.batch.is_empty()
+    }
+
+    /// Bytes of the batch's encoding.
+    pub fn size_in_bytes(&self) -> usize {
+        self.batch.size_in_bytes()
+    }
+
+    /// The batch's encoding (the WAL record's payload; `docs/format/write-batch.md`).
+    pub fn data(&self) -> &[u8] {
+        self.batch.data()
+    }
+
+    /// The batch as a plain [`WriteBatch`].
+    pub fn write_batch(&self) -> &WriteBatch {
+        &self.batch
+    }
+
+    /// Calls `handler` for each record, in order.
+    pub fn iterate(&self, handler: &mut dyn WriteBatchIterator) {
+        self.batch.iterate(handler);
+    }
+
+    /// Removes every record.
+    pub fn clear(&mut self) {
+        self.batch.clear();
+        self.index.clear();
+    }
+
+    /// Sets `key` to `value`.
+    pub fn put<K: AsRef<[u8]>, V: AsRef<[u8]>>(&mut self, key: K, value: V) {
+        self.batch.put(key.as_ref(), value.as_ref());
+        self.cf_index(DEFAULT_COLUMN_FAMILY_ID).put(key.as_ref(), value.as_ref());
+    }
+
+    /// [`WriteBatchWithIndex::put`] in column family `cf`.
+    pub fn put_cf<K: AsRef<[u8]>, V: AsRef<[u8]>>(
+        &mut self,
+        cf: &impl AsColumnFamilyRef,
+        key: K,
+        value: V,
+    ) {
+        self.batch.put_cf(cf, key.as_ref(), value.as_ref());
+        self.cf_index(cf.cf_id()).put(key.as_ref(), value.as_ref());
+    }
+
+    /// Deletes `key`.
+    pub fn delete<K: AsRef<[u8]>>(&mut self, key: K) {
+        self.batch.delete(key.as_ref());
+        self.cf_index(DEFAULT_COLUMN_FAMILY_ID).delete(key.as_ref());
+    }
+
+    /// [`WriteBatchWithIndex::delete`] in column family `cf`.
+    pub fn delete_cf<K: AsRef<[u8]>>(&mut self, cf: &impl AsColumnFamilyRef, key: K) {
+        self.batch.delete_cf(cf, key.as_ref());
+        self.cf_index(cf.cf_id()).delete(key.as_ref());
+    }
+
+    /// Deletes `key`, which must have been put at most once since its last deletion
+    /// (`WriteBatch::single_delete`). Reads through the batch see it deleted.
+    pub fn single_delete<K: AsRef<[u8]>>(&mut self, key: K) {
+        self.batch.single_delete(key.as_ref());
+        self.cf_index(DEFAULT_COLUMN_FAMILY_ID).delete(key.as_ref());
+    }
+
+    /// [`WriteBatchWithIndex::single_delete`] in column family `cf`.
+    pub fn single_delete_cf<K: AsRef<[u8]>>(&mut self, cf: &impl AsColumnFamilyRef, key: K) {
+        self.batch.single_delete_cf(cf, key.as_ref());
+        self.cf_index(cf.cf_id()).delete(key.as_ref());
+    }
+
+    /// Adds a merge operand for `key`.
+    pub fn merge<K: AsRef<[u8]>, V: AsRef<[u8]>>(&mut self, key: K, value: V) {
+        self.batch.merge(key.as_ref(), value.as_ref());
+        self.cf_index(DEFAULT_COLUMN_FAMILY_ID).merge(key.as_ref(), value.as_ref());
+    }
+
+    /// [`WriteBatchWithIndex::merge`] in column family `cf`.
+    pub fn merge_cf<K: AsRef<[u8]>, V: AsRef<[u8]>>(
+        &mut self,
+        cf: &impl AsColumnFamilyRef,
+        key: K,
+        value: V,
+    ) {
+        self.batch.merge_cf(cf, key.as_ref(), value.as_ref());
+        self.cf_index(cf.cf_id()).merge(key.as_ref(), value.as_ref());
+    }
+
+    /// Deletes the keys in `[begin, end)`.
+    pub fn delete_range<K: AsRef<[u8]>>(&mut self, begin: K, end: K) {
+        self.batch.delete_range(begin.as_ref(), end.as_ref());
+        self.cf_index(DEFAULT_COLUMN_FAMILY_ID).delete_range(begin.as_ref(), end.as_ref());
+    }
+
+    /// [`WriteBatchWithIndex::delete_range`] in column family `cf`.
+    pub fn delete_range_cf<K: AsRef<[u8]>>(
+        &mut self,
+        cf: &impl AsColumnFamilyRef,
+        begin: K,
+        end: K,
+    ) {
+        self.batch.delete_range_cf(cf, begin.as_ref(), end.as_ref());
+        self.cf_index(cf.cf_id()).delete_range(begin.as_ref(), end.as_ref());
+    }
+
+    /// `key`'s value from the batch alone, merges resolved with `options`' merge operator;
+    /// `None` when the batch does not set it or deletes it. A key the batch only merges (its
+    /// value depends on the DB's) fails with `InvalidArgument`.
+    pub fn get_from_batch(
+        &self,
+        key: impl AsRef<[u8]>,
+        options: &Options,
+    ) -> Result<Option<Vec<u8>>> {
+        self.read_batch(DEFAULT_COLUMN_FAMILY_ID, key.as_ref(), options)
+    }
+
+    /// [`WriteBatchWithIndex::get_from_batch`] in column family `cf`.
+    pub fn get_from_batch_cf(
+        &self,
+        cf: &impl AsColumnFamilyRef,
+        key: impl AsRef<[u8]>,
+        options: &Options,
+    ) -> Result<Option<Vec<u8>>> {
+        self.read_batch(cf.cf_id(), key.as_ref(), options)
+    }
+
+    fn read_batch(
+        &self,
+        cf: ColumnFamilyId,
+        key: &[u8],
+        options: &Options,
+    ) -> Result<Option<Vec<u8>>> {
+        let Some(ix) = self.index.get(&cf) else { return Ok(None) };
+        match ix.lookup(key) {
+            Lookup::Chain(c) if c.needs_db() => Err(Error::InvalidArgument(format!(
+                "key {:?} is only merged in the batch: its value needs the DB's \
+                 (get_from_batch_and_db)",
+                String::from_utf8_lossy(key)
+            ))),
+            Lookup::Chain(c) => c.resolve(key, None, options.merge_operator.as_deref()),
+            Lookup::RangeDeleted | Lookup::Untouched => Ok(None),
+        }
+    }
+
+    /// `key`'s value in `db` (read with `readopts`, at its snapshot if any) with the batch's
+    /// updates applied: what a read would return after the batch is written.
+    pub fn get_from_batch_and_db(
+        &self,
+        db: &Db,
+        key: impl AsRef<[u8]>,
+        readopts: &ReadOptions,
+    ) -> Result<Option<Vec<u8>>> {
+        let key = key.as_ref();
+        self.read_batch_and_db(
+            DEFAULT_COLUMN_FAMILY_ID,
+            key,
+            || db.get_opt(key, readopts),
+            || Ok(db.default_merge_operator()),
+        )
+    }
+
+    /// [`WriteBatchWithIndex::get_from_batch_and_db`] in column family `cf`.
+    pub fn get_from_batch_and_db_cf(
+        &self,
+        db: &Db,
+        cf: &impl AsColumnFamilyRef,
+        key: impl AsRef<[u8]>,
+        readopts: &ReadOptions,
+    ) -> Result<Option<Vec<u8>>> {
+        let key = key.as_ref();
+        self.read_batch_and_db(
+            cf.cf_id(),
+            key,
+            || db.get_cf_opt(cf, key, readopts),
+            || db.cf_merge_operator(cf),
+        )
+    }
+
+    /// `key`'s value with the batch's updates over `read` (the DB's), merges resolved with
+    /// the operator `op` gives.
+    fn read_batch_and_db(
+        &self,
+        cf: ColumnFamilyId,
+        key: &[u8],
+        read: impl FnOnce() -> Result<Option<Vec<u8>>>,
+        op: impl FnOnce() -> Result<Option<Arc<dyn MergeOperator>>>,
+    ) -> Result<Option<Vec<u8>>> {
+        let lookup = match self.index.get(&cf) {
+            Some(ix) => ix.lookup(key),
+            None => Lookup::Untouched,
+        };
+        match lookup {
+            Lookup::Untouched => read(),
+            Lookup::RangeDeleted => Ok(None),
+            Lookup::Chain(c) => {
+                let op = op()?;
+                let base = if c.needs_db() { read()? } else { None };
+                c.resolve(key, base.as_deref(), op.as_deref())
+            }
+        }
+    }
+
+    /// A cursor over `base` (a cursor of the default column family) with the batch's updates
+    /// on top, within `base`'s bounds and prefix. Unpositioned: seek first.
+    pub fn iterator_with_base(&self, base: DbRawIterator) -> DbRawIterator {
+        self.with_base(DEFAULT_COLUMN_FAMILY_ID, base)
+    }
+
+    /// [`WriteBatchWithIndex::iterator_with_base`] for column family `cf` (`base` must be a
+    /// cursor of `cf`).
+    pub fn iterator_with_base_cf(
+        &self,
+        base: DbRawIterator,
+        cf: &impl AsColumnFamilyRef,
+    ) -> DbRawIterator {
+        self.with_base(cf.cf_id(), base)
+    }
+
+    fn with_base(&self, cf: ColumnFamilyId, base: DbRawIterator) -> DbRawIterator {
+        let index = self.index.get(&cf).cloned().unwrap_or_default();
+        DbRawIterator::from_cursor(Box::new(BaseDelta::new(base, index)))
+    }
+}
+
+impl Db {
+    /// Writes the batch of `batch` (as [`Db::write`]).
+    pub fn write_wbwi(&self, batch: &WriteBatchWithIndex) -> Result<()> {
+        self.write(batch.batch.clone())
+    }
+
+    /// Writes the batch of `batch` with `opts` (as [`Db::write_opt`]).
+    pub fn write_wbwi_opt(&self, batch: &WriteBatchWithIndex, opts: &WriteOptions) -> Result<()> {
+        self.write_opt(batch.batch.clone(), opts)
+    }
+}
