@@ -57,6 +57,14 @@ pub enum Error {
     ShutdownInProgress,
     /// The column family (named) was dropped: the call's work on it was abandoned.
     ColumnFamilyDropped(String),
+    /// A transaction's commit found that a key it read for update or wrote was written by
+    /// someone else after the transaction's snapshot (or after it first read or wrote the
+    /// key): nothing of the transaction was written. Retry it from the start.
+    Busy(String),
+    /// A transaction's commit could not tell whether a key changed: the writes since the
+    /// transaction's snapshot are no longer all in memory (a flush took them). Nothing of
+    /// the transaction was written; retrying it from the start with a new snapshot works.
+    TryAgain(String),
     /// Work the engine ran panicked (its own code, or a user callback it called, such as a
     /// compaction filter or merge operator); the panic was caught. On a background thread it
     /// becomes the background error: every waiter is woken with it and writes are refused.
@@ -140,6 +148,8 @@ impl Error {
             Error::Background(s) => Error::Background(s.clone()),
             Error::ShutdownInProgress => Error::ShutdownInProgress,
             Error::ColumnFamilyDropped(s) => Error::ColumnFamilyDropped(s.clone()),
+            Error::Busy(s) => Error::Busy(s.clone()),
+            Error::TryAgain(s) => Error::TryAgain(s.clone()),
             Error::Panic { thread, message } => {
                 Error::Panic { thread: thread.clone(), message: message.clone() }
             }
@@ -173,6 +183,8 @@ impl fmt::Display for Error {
             }
             Error::ShutdownInProgress => write!(f, "database is shutting down"),
             Error::ColumnFamilyDropped(s) => write!(f, "column family {s:?} was dropped"),
+            Error::Busy(s) => write!(f, "transaction conflict (busy): {s}"),
+            Error::TryAgain(s) => write!(f, "transaction cannot be validated, try again: {s}"),
             Error::Panic { thread, message } => write!(f, "panic in thread {thread}: {message}"),
         }
     }

@@ -69,8 +69,9 @@ pub use snapshot::Snapshot;
 pub use sstable::{Cache, CompressionType, IndexType};
 pub use util::checksum::ChecksumType;
 pub use utilities::{
-    BackupEngine, BackupInfo, Checkpoint, DbWithTtl, ExternalSstFileInfo, RepairReport,
-    SstFileWriter, TtlClock, TtlIterator, WriteBatchWithIndex, TTL_SUFFIX_LEN,
+    BackupEngine, BackupInfo, Checkpoint, DbWithTtl, ExternalSstFileInfo, OptimisticTransactionDb,
+    OptimisticTransactionOptions, RepairReport, SstFileWriter, Transaction, TransactionIterator,
+    TtlClock, TtlIterator, WriteBatchWithIndex, TTL_SUFFIX_LEN,
 };
 pub use wal::WalRecoveryMode;
 pub use write_batch::{WriteBatch, WriteBatchIterator};
@@ -83,6 +84,8 @@ pub type DB = Db;
 pub type DBIterator = DbIterator;
 /// The `rocksdb` crate's name of [`DbRawIterator`].
 pub type DBRawIterator = DbRawIterator;
+/// The `rocksdb` crate's name of [`OptimisticTransactionDb`].
+pub type OptimisticTransactionDB = OptimisticTransactionDb;
 /// The `rocksdb` crate's name of [`DbPinnableSlice`].
 pub type DBPinnableSlice = DbPinnableSlice;
 /// The `rocksdb` crate's name of [`CompressionType`].

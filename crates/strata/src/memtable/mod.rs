@@ -313,7 +313,6 @@ impl MemTable {
         self.num_entries() == 0 && !self.has_range_tombstones()
     }
 
-    #[cfg(test)]
     /// Smallest sequence number inserted (None when empty).
     pub fn first_seqno(&self) -> Option<SeqNo> {
         let s = self.first_seqno.load(Ordering::Relaxed);

@@ -9,19 +9,24 @@
 //! - `sst_file_writer.rs`: `SstFileWriter`, external tables for ingestion;
 //! - `repair.rs`: `Db::repair`, rebuilding a lost MANIFEST;
 //! - `destroy.rs`: `Db::destroy`, deleting a whole DB;
-//! - `wbwi/`: `WriteBatchWithIndex`, a write batch readable before it is written.
+//! - `wbwi/`: `WriteBatchWithIndex`, a write batch readable before it is written;
+//! - `transaction/`: `OptimisticTransactionDb` and its transactions.
 
 mod backup;
 mod checkpoint;
 mod destroy;
 mod repair;
 mod sst_file_writer;
+mod transaction;
 mod ttl;
-mod wbwi;
+pub(crate) mod wbwi;
 
 pub use backup::{BackupEngine, BackupInfo};
 pub use checkpoint::Checkpoint;
 pub use repair::RepairReport;
 pub use sst_file_writer::{ExternalSstFileInfo, SstFileWriter};
+pub use transaction::{
+    OptimisticTransactionDb, OptimisticTransactionOptions, Transaction, TransactionIterator,
+};
 pub use ttl::{DbWithTtl, TtlClock, TtlIterator, TTL_SUFFIX_LEN};
 pub use wbwi::WriteBatchWithIndex;

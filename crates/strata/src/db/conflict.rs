@@ -1,0 +1,77 @@
+//! Whether a key was written after a sequence number, from the memtables alone: the check an
+//! optimistic transaction's commit makes for every key it read for update or wrote
+//! (RocksDB's rule for `OptimisticTransactionDB`).
+//!
+//! The memtables are searched newest first; the first one holding a write to the key (a
+//! point entry, or a range tombstone covering it) holds the newest. When none does, the
+//! answer is still certain if memory holds every write since the sequence number: sequence
+//! numbers are dense, so that is when the oldest memtable's first entry comes right after it
+//! or earlier. Otherwise a flush took writes that may touch the key, and the answer is
+//! unknown (the caller fails with `TryAgain`). Writes still being inserted count when the
+//! search meets them; a transaction committing holds its keys until its write is published,
+//! so another transaction's write is always met.
+//!
+//! Not seen: an external file ingested without a sequence number of its own (RocksDB's blind
+//! spot too).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::{Cfd, Db};
+use crate::column_family::AsColumnFamilyRef;
+use crate::error::Result;
+use crate::key::{lookup_key, parse_internal_key};
+use crate::types::SeqNo;
+
+/// What the memtables tell of a key's writes after a sequence number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Changed {
+    /// No write to the key after it.
+    No,
+    /// Written after it, last at this sequence number.
+    Yes(SeqNo),
+    /// Memory no longer holds every write since it.
+    Unknown,
+}
+
+impl Db {
+    /// The family a handle names (checked to be one of this DB's), or the default family.
+    pub(crate) fn family(&self, cf: Option<&dyn AsColumnFamilyRef>) -> Result<Arc<Cfd>> {
+        match cf {
+            Some(cf) => self.cfd(&cf).cloned(),
+            None => Ok(self.inner.default_cf.clone()),
+        }
+    }
+
+    /// Whether `key` of family `cfd` was written after `seq` (module docs).
+    pub(crate) fn changed_since(&self, cfd: &Cfd, key: &[u8], seq: SeqNo) -> Changed {
+        let sv = cfd.current_super_version();
+        let seek = lookup_key(key, SeqNo::MAX);
+        for m in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
+            let mut newest = SeqNo::ZERO;
+            m.get(&seek, |ik, _| {
+                if let Some(p) = parse_internal_key(ik).filter(|p| p.user_key == key) {
+                    newest = p.seq;
+                }
+                false
+            });
+            if let Some(f) = m.fragmented_range_tombstones() {
+                newest = newest.max(f.max_covering_seq(key, SeqNo::MAX));
+            }
+            if newest > SeqNo::ZERO {
+                return if newest > seq { Changed::Yes(newest) } else { Changed::No };
+            }
+        }
+        let oldest = sv.imm.last().unwrap_or(&sv.mem);
+        let covered = match oldest.first_seqno() {
+            Some(first) => first.0 <= seq.0.saturating_add(1),
+            // Memory is empty: certain only when nothing was published after `seq`.
+            None => self.inner.visible_sequence.load(Ordering::Acquire) <= seq.0,
+        };
+        if covered {
+            Changed::No
+        } else {
+            Changed::Unknown
+        }
+    }
+}
