@@ -185,7 +185,7 @@ impl FragmentedTombstones {
         self.fragments.is_empty()
     }
 
-    #[cfg(test)]
+    /// The fragments, by start.
     pub fn fragments(&self) -> &[Fragment] {
         &self.fragments
     }

@@ -1,9 +1,9 @@
-//! Whether a key was written after a sequence number, from the memtables alone: the check an
-//! optimistic transaction's commit makes for every key it read for update or wrote
-//! (RocksDB's rule for `OptimisticTransactionDB`).
+//! Whether a key (or a key range) was written after a sequence number, from the memtables
+//! alone: the check an optimistic transaction's commit makes for every key it read for update
+//! or wrote (RocksDB's rule for `OptimisticTransactionDB`), and a watch of a key range.
 //!
-//! The memtables are searched newest first; the first one holding a write to the key (a
-//! point entry, or a range tombstone covering it) holds the newest. When none does, the
+//! The memtables are searched newest first; the first one holding a write to the key or the
+//! range (a point entry, or a range tombstone overlapping it) holds the newest. When none does, the
 //! answer is still certain if memory holds every write since the sequence number: sequence
 //! numbers are dense, so that is when the oldest memtable's first entry comes right after it
 //! or earlier. Otherwise a flush took writes that may touch the key, and the answer is
@@ -20,6 +20,7 @@ use std::sync::Arc;
 use super::{Cfd, Db};
 use crate::column_family::AsColumnFamilyRef;
 use crate::error::Result;
+use crate::iterator::InternalIterator;
 use crate::key::{lookup_key, parse_internal_key};
 use crate::types::SeqNo;
 
@@ -45,18 +46,41 @@ impl Db {
 
     /// Whether `key` of family `cfd` was written after `seq` (module docs).
     pub(crate) fn changed_since(&self, cfd: &Cfd, key: &[u8], seq: SeqNo) -> Changed {
+        let mut end = key.to_vec();
+        end.push(0);
+        self.range_changed_since(cfd, key, &end, seq)
+    }
+
+    /// Whether a key of `[begin, end)` in family `cfd` was written after `seq` (module docs).
+    pub(crate) fn range_changed_since(
+        &self,
+        cfd: &Cfd,
+        begin: &[u8],
+        end: &[u8],
+        seq: SeqNo,
+    ) -> Changed {
         let sv = cfd.current_super_version();
-        let seek = lookup_key(key, SeqNo::MAX);
+        let seek = lookup_key(begin, SeqNo::MAX);
         for m in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
+            // A walk, not a point lookup: the memtable's filter knows keys, not ranges.
             let mut newest = SeqNo::ZERO;
-            m.get(&seek, |ik, _| {
-                if let Some(p) = parse_internal_key(ik).filter(|p| p.user_key == key) {
-                    newest = p.seq;
+            let mut it = m.iter();
+            it.seek(&seek);
+            while it.valid() {
+                match parse_internal_key(it.key()) {
+                    Some(p) if p.user_key < end => newest = newest.max(p.seq),
+                    _ => break,
                 }
-                false
-            });
+                it.next();
+            }
             if let Some(f) = m.fragmented_range_tombstones() {
-                newest = newest.max(f.max_covering_seq(key, SeqNo::MAX));
+                for frag in f.fragments() {
+                    if frag.start.as_slice() < end && begin < frag.end.as_slice() {
+                        if let Some((s, _)) = frag.newest_visible(SeqNo::MAX) {
+                            newest = newest.max(s);
+                        }
+                    }
+                }
             }
             if newest > SeqNo::ZERO {
                 return if newest > seq { Changed::Yes(newest) } else { Changed::No };
@@ -73,5 +97,27 @@ impl Db {
         } else {
             Changed::Unknown
         }
+    }
+
+    /// Whether a key of `[begin, end)` in family `cf` was written after sequence number `seq`
+    /// (as [`Db::latest_sequence_number`] gave it), as far as the memtables tell: `Some(true)`
+    /// written, `Some(false)` not, `None` when a flush took writes made since `seq` and the
+    /// answer is unknown. Writes published before the call are always seen; so is a write
+    /// still being inserted when the search meets it. What a watch (Redis's WATCH) or an
+    /// optimistic check needs; an external file ingested without a sequence number of its
+    /// own is not seen.
+    pub fn written_since_cf(
+        &self,
+        cf: &impl AsColumnFamilyRef,
+        begin: &[u8],
+        end: &[u8],
+        seq: u64,
+    ) -> Result<Option<bool>> {
+        let cfd = self.cfd(cf)?;
+        Ok(match self.range_changed_since(cfd, begin, end, SeqNo(seq)) {
+            Changed::No => Some(false),
+            Changed::Yes(_) => Some(true),
+            Changed::Unknown => None,
+        })
     }
 }

@@ -351,3 +351,26 @@ fn committed_transactions_under_contention_are_conflict_serializable() {
         assert_eq!(stored, v, "key {k}");
     }
 }
+
+#[test]
+fn a_range_is_written_since_a_sequence_number_when_memory_shows_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let cf = db.create_cf("c", &Options::default()).unwrap();
+    db.put_cf(&cf, b"k1", b"v").unwrap();
+    let seq = db.latest_sequence_number();
+    assert_eq!(db.written_since_cf(&cf, b"k", b"l", seq).unwrap(), Some(false));
+    db.put_cf(&cf, b"m", b"v").unwrap();
+    assert_eq!(db.written_since_cf(&cf, b"k", b"l", seq).unwrap(), Some(false));
+    db.put_cf(&cf, b"k7", b"v").unwrap();
+    assert_eq!(db.written_since_cf(&cf, b"k", b"l", seq).unwrap(), Some(true));
+    assert_eq!(db.written_since_cf(&cf, b"k7\0", b"l", seq).unwrap(), Some(false));
+    let seq = db.latest_sequence_number();
+    db.delete_range_cf(&cf, b"a", b"kk").unwrap();
+    assert_eq!(db.written_since_cf(&cf, b"k", b"l", seq).unwrap(), Some(true));
+    assert_eq!(db.written_since_cf(&cf, b"x", b"y", seq).unwrap(), Some(false));
+    db.flush_cf(&cf).unwrap();
+    assert_eq!(db.written_since_cf(&cf, b"x", b"y", seq).unwrap(), None, "flushed away");
+    let seq = db.latest_sequence_number();
+    assert_eq!(db.written_since_cf(&cf, b"x", b"y", seq).unwrap(), Some(false));
+}

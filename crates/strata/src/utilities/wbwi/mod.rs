@@ -32,6 +32,7 @@ use crate::db::{Db, DbRawIterator};
 use crate::error::{Error, Result};
 use crate::merge_operator::MergeOperator;
 use crate::options::{Options, ReadOptions, WriteOptions};
+use crate::types::ValueType;
 use crate::write_batch::{WriteBatch, WriteBatchIterator};
 
 /// A write batch with an index of its updates, so that they can be read before they are
@@ -92,6 +93,21 @@ impl WriteBatchWithIndex {
     pub fn clear(&mut self) {
         self.batch.clear();
         self.index.clear();
+    }
+
+    /// Appends the records of `batch`, in order, each in the column family its id names (as
+    /// [`WriteBatch::append`]), and indexes them.
+    pub fn append(&mut self, batch: &WriteBatch) {
+        self.batch.append(batch);
+        for r in batch.iter() {
+            let ix = self.cf_index(r.cf);
+            match r.value_type {
+                ValueType::Value => ix.put(r.key, r.value),
+                ValueType::Deletion | ValueType::SingleDeletion => ix.delete(r.key),
+                ValueType::Merge => ix.merge(r.key, r.value),
+                ValueType::RangeDeletion => ix.delete_range(r.key, r.value),
+            }
+        }
     }
 
     /// Sets `key` to `value`.

@@ -284,3 +284,27 @@ fn batch_keys_keep_to_the_cursors_prefix() {
     it.prev();
     assert_eq!(it.key(), None, "aa2 has another prefix");
 }
+
+#[test]
+fn an_appended_batch_is_indexed_in_its_families() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(&options(), dir.path()).unwrap();
+    let cf = db.create_cf("other", &options()).unwrap();
+    db.put_cf(&cf, b"a", b"1").unwrap();
+    db.put_cf(&cf, b"b", b"2").unwrap();
+    let mut plain = WriteBatch::new();
+    plain.merge_cf(&cf, b"a", b"x");
+    plain.delete_range_cf(&cf, b"b", b"c");
+    plain.put(b"d", b"default");
+    let mut b = WriteBatchWithIndex::new(0, false);
+    b.put_cf(&cf, b"z", b"first");
+    b.append(&plain);
+    assert_eq!(b.len(), 4);
+    let ro = ReadOptions::default();
+    assert_eq!(b.get_from_batch_and_db_cf(&db, &cf, b"a", &ro).unwrap(), Some(b"1,x".to_vec()));
+    assert_eq!(b.get_from_batch_and_db_cf(&db, &cf, b"b", &ro).unwrap(), None);
+    assert_eq!(b.get_from_batch_and_db(&db, b"d", &ro).unwrap(), Some(b"default".to_vec()));
+    db.write_wbwi(&b).unwrap();
+    assert_eq!(db.get_cf(&cf, b"a").unwrap(), Some(b"1,x".to_vec()));
+    assert_eq!(db.get_cf(&cf, b"z").unwrap(), Some(b"first".to_vec()));
+}
