@@ -148,4 +148,32 @@ pub struct Conn {
     pub close: bool,
     /// READONLY was sent: in cluster mode a replica may serve this connection's reads.
     pub readonly: bool,
+    /// Inside MULTI: the commands queued for EXEC (`commands::multi`).
+    pub multi: Option<Multi>,
+    /// WATCHed keys, each with the store's watch point when it was watched.
+    pub watched: Vec<(Vec<u8>, u64)>,
+}
+
+impl Conn {
+    /// A connection's state when it connects: `authed` when no password is set.
+    pub fn new(id: u64, authed: bool) -> Conn {
+        Conn {
+            id,
+            authed,
+            resp3: false,
+            close: false,
+            readonly: false,
+            multi: None,
+            watched: Vec::new(),
+        }
+    }
+}
+
+/// A transaction being queued (between MULTI and EXEC or DISCARD).
+#[derive(Debug, Default)]
+pub struct Multi {
+    /// The queued command lines.
+    pub queued: Vec<Vec<Vec<u8>>>,
+    /// A command was refused while queuing: EXEC discards the transaction (EXECABORT).
+    pub failed: bool,
 }

@@ -13,6 +13,7 @@ pub mod glob;
 pub mod hash;
 pub mod keys;
 pub mod list;
+pub mod multi;
 pub mod server;
 pub mod set;
 pub mod strings;
@@ -252,6 +253,12 @@ pub static COMMANDS: &[Command] = &[
     cmd!("info", -1, false, KeySpec::NONE, server::info),
     cmd!("config", -2, false, KeySpec::NONE, server::config),
     cmd!("time", 1, false, KeySpec::NONE, server::time),
+    // transactions
+    cmd!("multi", 1, false, KeySpec::NONE, multi::multi),
+    cmd!("exec", 1, true, KeySpec::NONE, multi::exec),
+    cmd!("discard", 1, false, KeySpec::NONE, multi::discard),
+    cmd!("watch", -2, false, KeySpec::rest(1, 1), multi::watch),
+    cmd!("unwatch", 1, false, KeySpec::NONE, multi::unwatch),
     // cluster
     cmd!("readonly", 1, false, KeySpec::NONE, cluster::readonly),
     cmd!("readwrite", 1, false, KeySpec::NONE, cluster::readwrite),
@@ -265,7 +272,8 @@ pub fn lookup(name: &[u8]) -> Option<&'static Command> {
         .find(|c| c.name.len() == name.len() && c.name.as_bytes().eq_ignore_ascii_case(name))
 }
 
-/// Runs one command: lookup, auth and arity checks, then its handler.
+/// Runs one command: lookup, auth and arity checks, then its handler; inside MULTI, the
+/// checks and then queuing (a refusal dooms the transaction: `multi`).
 pub fn dispatch(sh: &Shared, conn: &mut Conn, args: &[Vec<u8>], out: &mut Out) {
     let Some(cmd) = lookup(&args[0]) else {
         if !conn.authed {
@@ -273,18 +281,26 @@ pub fn dispatch(sh: &Shared, conn: &mut Conn, args: &[Vec<u8>], out: &mut Out) {
         } else {
             out.error(&unknown_err(args));
         }
+        multi::doom(conn);
         return;
     };
     if !conn.authed && !matches!(cmd.name, "auth" | "hello" | "quit") {
         out.error(NOAUTH);
+        multi::doom(conn);
         return;
     }
     if !cmd.arity_fits(args.len()) {
         out.error(&arity_err(cmd.name));
+        multi::doom(conn);
         return;
     }
     if let Some(refusal) = cluster::refusal(sh, conn, cmd, args) {
         out.error(&refusal);
+        multi::doom(conn);
+        return;
+    }
+    if conn.multi.is_some() && !multi::runs_inside_multi(cmd.name) {
+        multi::queue(conn, args, out);
         return;
     }
     sh.stats.commands.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

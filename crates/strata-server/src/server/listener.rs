@@ -107,8 +107,7 @@ async fn handle(sh: Arc<Shared>, mut sock: TcpStream, addr: String) {
             ..ClientEntry::default()
         },
     );
-    let mut conn =
-        Conn { id, authed: sh.password().is_none(), resp3: false, close: false, readonly: false };
+    let mut conn = Conn::new(id, sh.password().is_none());
     let mut buf: Vec<u8> = Vec::with_capacity(16 * 1024);
     let mut out = Out::default();
     let max_bulk = sh.config.proto_max_bulk_len;

@@ -108,11 +108,20 @@ impl LockTable {
     }
 
     /// Locks the stripes of `keys` (any number, duplicates allowed), then waits until no
-    /// write in flight marks them.
+    /// write in flight marks them. Stripes this thread holds already are left as they are
+    /// (EXEC holds its commands' stripes while each command locks its own): the guards
+    /// returned hold only the others.
     pub fn lock<'a, K: AsRef<[u8]>>(&'a self, keys: &[K]) -> Guards<'a> {
+        let table = self.id();
         let mut idx: Vec<usize> = keys.iter().map(|k| self.stripe(k.as_ref())).collect();
         idx.sort_unstable();
         idx.dedup();
+        HELD.with(|h| {
+            let h = h.borrow();
+            if !h.is_empty() {
+                idx.retain(|i| !h.contains(&(table, *i)));
+            }
+        });
         let held = idx
             .iter()
             .map(|&i| {
@@ -131,7 +140,6 @@ impl LockTable {
                 }
             });
         }
-        let table = self.id();
         HELD.with(|h| h.borrow_mut().extend(idx.iter().map(|i| (table, *i))));
         Guards { held, idx, table }
     }
@@ -180,6 +188,28 @@ mod tests {
         t.join().unwrap();
         assert_eq!(got.load(Ordering::SeqCst), 1);
         assert!(!table.is_marked(b"a"));
+    }
+
+    #[test]
+    fn a_thread_locking_stripes_it_holds_passes_and_keeps_them_until_the_outer_guard_drops() {
+        let table = Arc::new(LockTable::default());
+        let outer = table.lock(&["a", "b"]);
+        let inner = table.lock(&["b", "a"]);
+        drop(inner);
+        // Still held: another thread waits.
+        let got = Arc::new(AtomicU32::new(0));
+        let t = {
+            let (table, got) = (table.clone(), got.clone());
+            std::thread::spawn(move || {
+                let _g = table.lock(&["a"]);
+                got.store(1, Ordering::SeqCst);
+            })
+        };
+        std::thread::sleep(Duration::from_millis(30));
+        assert_eq!(got.load(Ordering::SeqCst), 0, "the outer guard still holds the stripe");
+        drop(outer);
+        t.join().unwrap();
+        assert_eq!(got.load(Ordering::SeqCst), 1);
     }
 
     #[test]

@@ -15,14 +15,16 @@
 //!
 //! Beside the DB: per-key write locks ([`locks`]), a cache of metadata records
 //! ([`meta_cache`]), where pops start ([`pop_hints`]), shared WAL syncs ([`sync_group`]),
-//! replicated writes in flight ([`pending`]), and the compaction filter that applies the
-//! types layer's stale sub-key rule ([`filter`]).
+//! replicated writes in flight ([`pending`]), an EXEC's writes not yet written, which its
+//! commands read ([`overlay`]), and the compaction filter that applies the types layer's
+//! stale sub-key rule ([`filter`]).
 //! Errors are the engine's ([`strata::Error`]), or [`OpenError`] and
 //! [`sync_group::SyncError`] where the engine is not the cause.
 
 pub mod filter;
 pub mod locks;
 pub mod meta_cache;
+pub mod overlay;
 pub mod pending;
 pub mod pop_hints;
 pub mod sync_group;
@@ -335,6 +337,10 @@ impl Store {
     /// once the batch is applied here. Either way the key-lock stripes the caller holds stay
     /// marked until then, so no other writer of those keys reads the state before it.
     pub fn write(&self, batch: WriteBatch) -> Result<(), WriteError> {
+        // Inside EXEC: gathered, written by `commit_overlay`; the notes stay until then.
+        if overlay::add(&batch) {
+            return Ok(());
+        }
         if batch.is_empty() {
             self.meta_cache.invalidate_noted(false);
             return Ok(());
@@ -391,6 +397,10 @@ impl Store {
     /// The metadata record of `key`, from the cache or else the engine (`None`: no record).
     pub fn read_meta(&self, key: &[u8]) -> strata::Result<Option<MetaRead>> {
         pending::settle_own();
+        if let Some(read) = self.overlay_get(&self.meta_cf, &meta_key(key)) {
+            // Not cached (`cache_meta` fills nothing inside EXEC).
+            return Ok(read?.map(|raw| MetaRead::Stored { raw, generation: 0 }));
+        }
         match self.meta_cache.get(key) {
             Ok(raw) => Ok(Some(MetaRead::Cached(raw))),
             Err(generation) => Ok(self
@@ -403,6 +413,9 @@ impl Store {
     /// Caches `raw`, a record of `key` that [`Store::read_meta`] read from the engine with
     /// `generation` and its reader found sound.
     pub fn cache_meta(&self, key: &[u8], raw: Vec<u8>, generation: u64) {
+        if overlay::active() {
+            return;
+        }
         self.meta_cache.fill(key, raw, generation);
     }
 
@@ -410,7 +423,8 @@ impl Store {
     /// so a record written in one batch with other entries is seen as soon as they are.
     pub fn read_meta_uncached(&self, key: &[u8]) -> strata::Result<Option<Vec<u8>>> {
         pending::settle_own();
-        self.db.get_cf(&*self.meta_cf, meta_key(key))
+        let k = meta_key(key);
+        self.overlay_get(&self.meta_cf, &k).unwrap_or_else(|| self.db.get_cf(&*self.meta_cf, k))
     }
 
     /// Puts the metadata record `raw` of `key` into `batch`.
@@ -428,7 +442,29 @@ impl Store {
     /// Reads one entry of `cf`.
     pub fn get(&self, cf: &ColumnFamily, key: &[u8]) -> strata::Result<Option<Vec<u8>>> {
         pending::settle_own();
-        self.db.get_cf(cf, key)
+        self.overlay_get(cf, key).unwrap_or_else(|| self.db.get_cf(cf, key))
+    }
+
+    /// `key` of `cf` read through this thread's overlay (EXEC), or `None` without one.
+    fn overlay_get(
+        &self,
+        cf: &ColumnFamily,
+        key: &[u8],
+    ) -> Option<strata::Result<Option<Vec<u8>>>> {
+        overlay::with(|w| w.get_from_batch_and_db_cf(&self.db, cf, key, &ReadOptions::default()))
+    }
+
+    /// A cursor over `cf`, through this thread's overlay when it has one (EXEC).
+    fn raw_iter(&self, cf: &ColumnFamily, ro: &ReadOptions) -> strata::DbRawIterator {
+        let it = self.db.raw_iterator_cf_opt(cf, ro);
+        match overlay::take() {
+            Some(w) => {
+                let over = w.iterator_with_base_cf(it, cf);
+                overlay::restore(w);
+                over
+            }
+            None => it,
+        }
     }
 
     /// Visits entries of `cf` that start with `prefix` and sort below `upper`, in order, until
@@ -457,7 +493,7 @@ impl Store {
             iterate_upper_bound: Some(upper),
             ..ReadOptions::default()
         };
-        let mut it = self.db.raw_iterator_cf_opt(cf, &ro);
+        let mut it = self.raw_iter(cf, &ro);
         let prefix = ro.iterate_lower_bound.as_deref().unwrap_or_default();
         if reverse {
             it.seek_to_last();
@@ -491,7 +527,7 @@ impl Store {
         mut f: impl FnMut(&[u8], &[u8]) -> bool,
     ) -> strata::Result<()> {
         pending::settle_own();
-        let mut it = self.db.raw_iterator_cf(&*self.meta_cf);
+        let mut it = self.raw_iter(&self.meta_cf, &ReadOptions::default());
         if from.is_empty() {
             it.seek_to_first();
         } else {
@@ -516,7 +552,7 @@ impl Store {
             iterate_upper_bound: Some(end.to_be_bytes().to_vec()),
             ..ReadOptions::default()
         };
-        let mut it = self.db.raw_iterator_cf_opt(&*self.meta_cf, &ro);
+        let mut it = self.raw_iter(&self.meta_cf, &ro);
         it.seek(start);
         while let Some(k) = it.key() {
             if k.len() >= 2 && !f(&k[2..]) {
@@ -543,7 +579,7 @@ impl Store {
     pub fn flush_all(&self) -> Result<(), WriteError> {
         self.pop_hints.clear();
         for cf in [&self.meta_cf, &self.sub_cf, &self.score_cf] {
-            let mut it = self.db.raw_iterator_cf(&**cf);
+            let mut it = self.raw_iter(cf, &ReadOptions::default());
             it.seek_to_last();
             if let Some(last) = it.key() {
                 let mut end = last.to_vec();
@@ -570,6 +606,43 @@ impl Store {
         self.pop_hints.clear();
         self.meta_cache.clear();
         Ok(())
+    }
+
+    /// Writes this thread's overlay (EXEC's commands' writes) as one batch through
+    /// [`Store::write`] and ends it; nothing when there is none. `keys` are every key the
+    /// commands named: their cached metadata is dropped after the write (the commands' own
+    /// notes may have been settled on the way), and with `wide` (a FLUSHALL among them) the
+    /// whole cache and the pop hints.
+    pub fn commit_overlay(&self, keys: &[&[u8]], wide: bool) -> Result<(), WriteError> {
+        let Some(w) = overlay::take() else { return Ok(()) };
+        for k in keys {
+            self.meta_cache.note_write(k, None);
+        }
+        let written = self.write(w.write_batch().clone());
+        if wide || written.is_err() {
+            // A failed EXEC's pops moved hints past elements still there.
+            self.meta_cache.clear();
+            self.pop_hints.clear();
+        }
+        written
+    }
+
+    /// The sequence number WATCH notes: [`Store::touched_since`] tells writes after it.
+    pub fn watch_point(&self) -> u64 {
+        self.db.latest_sequence_number()
+    }
+
+    /// Whether a key of `[begin, end)` in `cf` may have been written since `seq` (a
+    /// [`Store::watch_point`]): by any command or FLUSHALL. A write the engine can no longer
+    /// tell (flushed since) counts as one.
+    pub fn written_since(
+        &self,
+        cf: &ColumnFamily,
+        begin: &[u8],
+        end: &[u8],
+        seq: u64,
+    ) -> strata::Result<bool> {
+        Ok(self.db.written_since_cf(cf, begin, end, seq)? != Some(false))
     }
 
     /// Flushes the memtables and stops background work: the clean shutdown.

@@ -30,6 +30,24 @@ pub fn prefix(key: &[u8], version: u64) -> Vec<u8> {
     out
 }
 
+/// The range `[start, end)` holding every sub-key of `key`, of every version (the same
+/// bounds hold its score index entries): the slot, the key's length and the key lead them.
+pub fn key_range(key: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    let mut start = prefix(key, 0);
+    start.truncate(start.len() - 8);
+    let mut end = start.clone();
+    // The last byte below 0xff goes up by one; the bytes after it (all 0xff) go.
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return (start, end);
+        }
+    }
+    // Unreachable for a real key (the slot's first byte is below 0x40); the widest bound.
+    let n = start.len() + 1;
+    (start, vec![0xff; n])
+}
+
 /// The length of `prefix(key, _)`.
 pub fn prefix_len(key: &[u8]) -> usize {
     2 + 4 + key.len() + 8

@@ -19,7 +19,7 @@ fn shared(dir: &std::path::Path) -> Arc<Shared> {
 }
 
 fn run(sh: &Shared, args: &[&str]) -> Vec<u8> {
-    let mut conn = Conn { id: 1, authed: true, resp3: false, close: false, readonly: false };
+    let mut conn = Conn::new(1, true);
     let mut out = Out::default();
     let a: Vec<Vec<u8>> = args.iter().map(|s| s.as_bytes().to_vec()).collect();
     dispatch(sh, &mut conn, &a, &mut out);

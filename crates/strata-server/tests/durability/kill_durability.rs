@@ -7,12 +7,14 @@
 //! (one entry) and converts to sub-keys after a few writes; kills land on either encoding and
 //! on conversions.
 //!
-//! Three more writers use the other write paths, each against a model of its keys: one the
+//! Four more writers use the other write paths, each against a model of its keys: one the
 //! string commands that rewrite a value (SETRANGE, INCRBYFLOAT, GETEX, SET with KEEPTTL/GET,
 //! MSETNX), one the list commands that change a list inside or move elements between two
 //! lists in one batch (LINSERT, LSET, LREM, LTRIM, LMOVE, RPOPLPUSH, LMPOP, LPUSHX/RPUSHX),
 //! one the set commands that move members or store a new generation of a set (SMOVE,
-//! SINTERSTORE, SUNIONSTORE, SDIFFSTORE, beside SADD and SREM).
+//! SINTERSTORE, SUNIONSTORE, SDIFFSTORE, beside SADD and SREM), and one transactions
+//! (MULTI, two SETs of a pair of keys, EXEC: after the restart the pair is never half
+//! written).
 //! Their oracle keeps the rendered state after the last acknowledged command and after the
 //! one in flight; after the restart the keys read as one of the two.
 
@@ -74,8 +76,8 @@ fn acknowledged_writes_survive_kill_9() {
     // A string key starts absent (""), a pair of lists or of sets empty ("|").
     let empty = |i: usize| if i < MODEL_KEYS { String::new() } else { "|".to_string() };
     let models: Arc<Models> =
-        Arc::new((0..3 * MODEL_KEYS).map(|i| Mutex::new((empty(i), empty(i)))).collect());
-    let model_handles: Vec<_> = [string_writer, list_writer, set_writer]
+        Arc::new((0..4 * MODEL_KEYS).map(|i| Mutex::new((empty(i), empty(i)))).collect());
+    let model_handles: Vec<_> = [string_writer, list_writer, set_writer, multi_writer]
         .into_iter()
         .enumerate()
         .map(|(w, f)| {
@@ -134,7 +136,8 @@ fn acknowledged_writes_survive_kill_9() {
         let got = match i / MODEL_KEYS {
             0 => read_string(&mut c, i),
             1 => read_lists(&mut c, i),
-            _ => read_sets(&mut c, i),
+            2 => read_sets(&mut c, i),
+            _ => read_pair(&mut c, i),
         };
         if got != *ack && got != *pending {
             wrong += 1;
@@ -142,6 +145,8 @@ fn acknowledged_writes_survive_kill_9() {
         }
     }
     assert!(written > 0, "the model writers wrote nothing");
+    let pairs = models[3 * MODEL_KEYS..].iter().filter(|m| m.lock().unwrap().0 != "|").count();
+    assert!(pairs > 0, "the transaction writer's EXECs were never acknowledged");
     assert_eq!(wrong, 0, "acknowledged effects of the model writers lost");
 }
 
@@ -419,5 +424,45 @@ fn set_writer(port: u16, base: usize, models: &Models, stop: &AtomicBool) {
         if !step(&mut c, slot, after, &refs) {
             return;
         }
+    }
+}
+
+fn pair_keys(i: usize) -> (String, String) {
+    (format!("mtx{i}a"), format!("mtx{i}b"))
+}
+
+fn read_pair(c: &mut Raw, i: usize) -> String {
+    let (a, b) = pair_keys(i);
+    let mut get = |k: &str| match c.cmd(&["GET", k]) {
+        Reply::Bulk(v) => String::from_utf8(v).unwrap(),
+        Reply::Null => String::new(),
+        other => panic!("{other:?}"),
+    };
+    let (va, vb) = (get(&a), get(&b));
+    format!("{va}|{vb}")
+}
+
+/// MULTI, SET a v, SET b v, EXEC on pairs of keys `base..base + MODEL_KEYS`, pipelined: the
+/// pair is written as one batch or not at all.
+fn multi_writer(port: u16, base: usize, models: &Models, stop: &AtomicBool) {
+    let mut c = Raw::connect(port);
+    let mut seq = 0usize;
+    while !stop.load(Ordering::Relaxed) {
+        seq += 1;
+        let k = seq % MODEL_KEYS;
+        let ((a, b), slot, v) = (pair_keys(base + k), &models[base + k], seq.to_string());
+        let after = format!("{v}|{v}");
+        slot.lock().unwrap().1.clone_from(&after);
+        for args in [&["MULTI"][..], &["SET", &a, &v], &["SET", &b, &v], &["EXEC"]] {
+            let bytes: Vec<&[u8]> = args.iter().map(|s| s.as_bytes()).collect();
+            c.send_raw(&Raw::encode(&bytes));
+        }
+        let replies: Vec<Option<Reply>> = (0..4).map(|_| c.try_read()).collect();
+        match replies.last() {
+            Some(Some(Reply::Array(r))) => assert_eq!(r.len(), 2, "{replies:?}"),
+            Some(None) => return,
+            other => panic!("EXEC: {other:?}"),
+        }
+        slot.lock().unwrap().0 = after;
     }
 }

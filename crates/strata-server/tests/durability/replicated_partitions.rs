@@ -129,10 +129,22 @@ impl Cluster {
 
     /// Runs `args` on node `n` (READONLY when `readonly`); returns the reply.
     fn run_on(&self, n: NodeId, readonly: bool, args: &[&str]) -> String {
-        let mut conn = Conn { id: 1, authed: true, resp3: false, close: false, readonly };
+        let mut conn = Conn::new(1, true);
+        conn.readonly = readonly;
         let mut out = Out::default();
         let a: Vec<Vec<u8>> = args.iter().map(|s| s.as_bytes().to_vec()).collect();
         dispatch(&self.nodes[&n].shared, &mut conn, &a, &mut out);
+        String::from_utf8_lossy(&out.buf).into_owned()
+    }
+
+    /// Runs the command lines `lines` on one connection to node `n`; returns the replies.
+    fn run_lines(&self, n: NodeId, lines: &[&[&str]]) -> String {
+        let mut conn = Conn::new(1, true);
+        let mut out = Out::default();
+        for args in lines {
+            let a: Vec<Vec<u8>> = args.iter().map(|s| s.as_bytes().to_vec()).collect();
+            dispatch(&self.nodes[&n].shared, &mut conn, &a, &mut out);
+        }
         String::from_utf8_lossy(&out.buf).into_owned()
     }
 
@@ -253,6 +265,45 @@ fn commands_commit_through_their_partitions_group_and_every_replica_ends_identic
     );
     assert!(c.run_on(old, false, &["INCR", &format!("{{{k}}}.n")]).starts_with("-MOVED "));
     c.assert_identical();
+}
+
+/// MULTI/EXEC on a partition's leader: the transaction is one entry of the group, applied
+/// on every replica; keys of two slots in one transaction are refused.
+#[test]
+fn a_transaction_commits_as_one_entry_of_its_partition() {
+    let c = Cluster::start();
+    let leader = c.leader(Cluster::group_of("{t}"));
+    let before = c.nodes[&leader].cluster.raft().replica(Cluster::group_of("{t}")).unwrap();
+    let last = before.status().last_log_index.unwrap_or(0);
+    let replies = c.run_lines(
+        leader,
+        &[
+            &["MULTI"],
+            &["SET", "{t}a", "1"],
+            &["INCR", "{t}a"],
+            &["RPUSH", "{t}l", "x", "y"],
+            &["GET", "{t}a"],
+            &["EXEC"],
+        ],
+    );
+    assert_eq!(
+        replies,
+        "+OK\r\n+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n*4\r\n+OK\r\n:2\r\n:2\r\n$1\r\n2\r\n"
+    );
+    // One entry for the three writes.
+    assert_eq!(before.status().last_log_index, Some(last + 1));
+    c.assert_identical();
+    for n in NODES {
+        assert_eq!(c.run_on(n, true, &["GET", "{t}a"]), "$1\r\n2\r\n", "node {n}");
+    }
+    let other =
+        (0..100).map(|i| format!("o{i}")).find(|k| key_slot(k.as_bytes()) != key_slot(b"{t}"));
+    let other = other.unwrap();
+    let replies =
+        c.run_lines(leader, &[&["MULTI"], &["SET", "{t}a", "3"], &["SET", &other, "3"], &["EXEC"]]);
+    let exec = replies.rsplit("\r\n").nth(1).unwrap_or_default();
+    assert!(exec.starts_with("-CROSSSLOT") || exec.starts_with("-EXECABORT"), "{replies}");
+    assert_eq!(c.run_on(leader, false, &["GET", "{t}a"]), "$1\r\n2\r\n");
 }
 
 #[test]

@@ -74,7 +74,7 @@ fn shared(dir: &std::path::Path, clustered: bool) -> Shared {
 }
 
 fn conn() -> Conn {
-    Conn { id: 1, authed: true, resp3: false, close: false, readonly: false }
+    Conn::new(1, true)
 }
 
 fn run(sh: &Shared, conn: &mut Conn, args: &[&str]) -> String {

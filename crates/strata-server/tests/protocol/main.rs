@@ -16,3 +16,4 @@ mod fuzz_corpus;
 mod many_connections;
 mod pipelining;
 mod resp3;
+mod transactions;

@@ -1,0 +1,162 @@
+//! Transactions: MULTI, EXEC, DISCARD, WATCH, UNWATCH, with Redis's semantics and replies.
+//!
+//! After MULTI a connection's commands are checked (name, arity, authentication, cluster
+//! routing) and queued (`+QUEUED`) instead of run ([`queue`], from `dispatch`); a refused
+//! one is answered with its error and dooms the transaction, which EXEC then discards
+//! (`EXECABORT`). EXEC runs the queued commands one after another while holding the
+//! key-lock stripes of every key they name (and of the watched keys), so no other writer of
+//! those keys runs in between; their writes gather in the thread's overlay
+//! (`storage::overlay`), which their own reads see, and are written as one batch at the end
+//! (`Store::commit_overlay`): readers elsewhere see all of the transaction or none, and a
+//! crash keeps all or none. The reply is the array of the commands' replies (an error among
+//! them is that command's reply only, as in Redis). If the final write fails, EXEC's reply
+//! is that error and nothing was written.
+//!
+//! WATCH notes the store's watch point per key; EXEC, under the locks, answers a null array
+//! and runs nothing when a watched key was written since (by anyone, this connection
+//! included, or FLUSHALL), or when the engine can no longer tell (its memtables flushed
+//! since: a retry, not a wrong answer). EXEC and DISCARD forget the watches.
+//!
+//! In cluster mode every key of the transaction must hash to one slot (`CROSSSLOT`
+//! otherwise), as Redis Cluster requires; the batch is then one entry of that slot's group.
+
+use super::cluster::CROSSSLOT;
+use super::{dispatch, lookup, CmdResult};
+use crate::resp::Out;
+use crate::slots::key_slot;
+use crate::state::{Conn, Multi, Shared};
+use crate::storage::{meta_key, overlay};
+use crate::types::subkey;
+
+/// Redis's reply to EXEC after a command was refused while queuing.
+pub const EXECABORT: &str = "EXECABORT Transaction discarded because of previous errors.";
+
+/// The commands that run at once inside MULTI instead of being queued.
+pub fn runs_inside_multi(name: &str) -> bool {
+    matches!(name, "exec" | "discard" | "multi" | "watch" | "unwatch" | "quit" | "reset")
+}
+
+/// Queues `args` (checked) for EXEC and answers `+QUEUED`.
+pub fn queue(conn: &mut Conn, args: &[Vec<u8>], out: &mut Out) {
+    if let Some(m) = conn.multi.as_mut() {
+        m.queued.push(args.to_vec());
+        out.simple("QUEUED");
+    }
+}
+
+/// Marks the transaction being queued as doomed (a command was refused).
+pub fn doom(conn: &mut Conn) {
+    if let Some(m) = conn.multi.as_mut() {
+        m.failed = true;
+    }
+}
+
+/// MULTI.
+pub fn multi(_: &Shared, conn: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    if conn.multi.is_some() {
+        return Err("ERR MULTI calls can not be nested".into());
+    }
+    conn.multi = Some(Multi::default());
+    out.ok();
+    Ok(())
+}
+
+/// DISCARD.
+pub fn discard(_: &Shared, conn: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    if conn.multi.take().is_none() {
+        return Err("ERR DISCARD without MULTI".into());
+    }
+    conn.watched.clear();
+    out.ok();
+    Ok(())
+}
+
+/// WATCH key [key ...].
+pub fn watch(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    if conn.multi.is_some() {
+        return Err("ERR WATCH inside MULTI is not allowed".into());
+    }
+    let point = sh.store.watch_point();
+    for k in &a[1..] {
+        if !conn.watched.iter().any(|(w, _)| w == k) {
+            conn.watched.push((k.clone(), point));
+        }
+    }
+    out.ok();
+    Ok(())
+}
+
+/// UNWATCH.
+pub fn unwatch(_: &Shared, conn: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    conn.watched.clear();
+    out.ok();
+    Ok(())
+}
+
+/// Whether user key `key` may have been written since the watch point `point`: its metadata
+/// record, sub-keys or score entries.
+fn touched_since(sh: &Shared, key: &[u8], point: u64) -> strata::Result<bool> {
+    let store = &sh.store;
+    let meta = meta_key(key);
+    let mut meta_end = meta.clone();
+    meta_end.push(0);
+    let (sub, sub_end) = subkey::key_range(key);
+    Ok(store.written_since(&store.meta_cf, &meta, &meta_end, point)?
+        || store.written_since(&store.sub_cf, &sub, &sub_end, point)?
+        || store.written_since(&store.score_cf, &sub, &sub_end, point)?)
+}
+
+/// Ends this thread's overlay however EXEC leaves (an early return, a panic).
+struct OverlayScope;
+
+impl Drop for OverlayScope {
+    fn drop(&mut self) {
+        overlay::take();
+    }
+}
+
+/// EXEC.
+pub fn exec(sh: &Shared, conn: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let Some(m) = conn.multi.take() else {
+        return Err("ERR EXEC without MULTI".into());
+    };
+    let watched = std::mem::take(&mut conn.watched);
+    if m.failed {
+        return Err(EXECABORT.into());
+    }
+    let mut keys: Vec<&[u8]> = Vec::new();
+    let mut wide = false;
+    for args in &m.queued {
+        if let Some(cmd) = lookup(&args[0]) {
+            keys.extend(cmd.keys.positions(args).into_iter().map(|i| args[i].as_slice()));
+            wide |= matches!(cmd.name, "flushdb" | "flushall");
+        }
+    }
+    if sh.router.is_some() {
+        let mut slots = keys.iter().map(|k| key_slot(k));
+        if let Some(first) = slots.next() {
+            if slots.any(|s| s != first) {
+                return Err(CROSSSLOT.into());
+            }
+        }
+    }
+    let mut locked: Vec<&[u8]> = keys.clone();
+    locked.extend(watched.iter().map(|(k, _)| k.as_slice()));
+    let _held = sh.store.locks.lock(&locked);
+    for (k, point) in &watched {
+        if touched_since(sh, k, *point)? {
+            out.null_array();
+            return Ok(());
+        }
+    }
+    let mut body = Out { buf: Vec::new(), resp3: out.resp3 };
+    let _scope = OverlayScope;
+    overlay::begin();
+    for args in &m.queued {
+        dispatch(sh, conn, args, &mut body);
+    }
+    sh.store.commit_overlay(&keys, wide).map_err(crate::types::TypeError::from)?;
+    out.array(m.queued.len());
+    out.buf.extend_from_slice(&body.buf);
+    Ok(())
+}

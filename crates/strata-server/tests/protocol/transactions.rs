@@ -1,0 +1,222 @@
+//! MULTI/EXEC/DISCARD/WATCH/UNWATCH: Redis's replies (checked against redis-server 7.0.15),
+//! a transaction's writes seen by its own later commands and by nobody else before EXEC
+//! ends, and WATCH's abort when a watched key is written by anyone or FLUSHALL.
+
+use crate::common::{Raw, Reply, Server};
+
+fn ok() -> Reply {
+    Reply::Simple("OK".into())
+}
+
+fn queued() -> Reply {
+    Reply::Simple("QUEUED".into())
+}
+
+fn err(s: &str) -> Reply {
+    Reply::Error(s.into())
+}
+
+#[test]
+fn queued_commands_run_in_order_with_redis_replies() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    assert_eq!(c.cmd(&["MULTI"]), ok());
+    for args in [
+        &["SET", "a", "1"][..],
+        &["INCR", "a"],
+        &["GET", "a"],
+        &["LPUSH", "l", "x"],
+        &["INCR", "l"],
+    ] {
+        assert_eq!(c.cmd(args), queued());
+    }
+    assert_eq!(
+        c.cmd(&["EXEC"]),
+        Reply::Array(vec![
+            ok(),
+            Reply::Int(2),
+            Reply::bulk("2"),
+            Reply::Int(1),
+            err("WRONGTYPE Operation against a key holding the wrong kind of value"),
+        ])
+    );
+    assert_eq!(c.cmd(&["EXEC"]), err("ERR EXEC without MULTI"));
+    assert_eq!(c.cmd(&["DISCARD"]), err("ERR DISCARD without MULTI"));
+    assert_eq!(c.cmd(&["MULTI"]), ok());
+    assert_eq!(c.cmd(&["MULTI"]), err("ERR MULTI calls can not be nested"));
+    assert_eq!(c.cmd(&["WATCH", "x"]), err("ERR WATCH inside MULTI is not allowed"));
+    assert_eq!(c.cmd(&["SET", "b"]), err("ERR wrong number of arguments for 'set' command"));
+    assert_eq!(c.cmd(&["SET", "b", "1"]), queued());
+    assert_eq!(
+        c.cmd(&["EXEC"]),
+        err("EXECABORT Transaction discarded because of previous errors.")
+    );
+    assert_eq!(c.cmd(&["GET", "b"]), Reply::Null, "nothing of an aborted transaction runs");
+    assert_eq!(c.cmd(&["MULTI"]), ok());
+    assert_eq!(
+        c.cmd(&["NOSUCH", "x"]),
+        err("ERR unknown command 'NOSUCH', with args beginning with: 'x' ")
+    );
+    assert_eq!(c.cmd(&["DISCARD"]), ok());
+    assert_eq!(c.cmd(&["MULTI"]), ok());
+    assert_eq!(c.cmd(&["SET", "c", "1"]), queued());
+    assert_eq!(c.cmd(&["DISCARD"]), ok());
+    assert_eq!(c.cmd(&["GET", "c"]), Reply::Null);
+    // An empty transaction.
+    assert_eq!(c.cmd(&["MULTI"]), ok());
+    assert_eq!(c.cmd(&["EXEC"]), Reply::Array(vec![]));
+    // Reads inside see the transaction's own writes, scans included.
+    assert_eq!(c.cmd(&["MULTI"]), ok());
+    for args in [
+        &["DEL", "a", "l"][..],
+        &["HSET", "h", "f", "v"],
+        &["HGETALL", "h"],
+        &["RPUSH", "q", "1", "2", "3"],
+        &["LPOP", "q"],
+        &["LRANGE", "q", "0", "-1"],
+        &["KEYS", "*"],
+        &["DBSIZE"],
+    ] {
+        assert_eq!(c.cmd(args), queued());
+    }
+    let Reply::Array(r) = c.cmd(&["EXEC"]) else { panic!("EXEC") };
+    assert_eq!(r[0], Reply::Int(2));
+    assert_eq!(r[2], Reply::Array(vec![Reply::bulk("f"), Reply::bulk("v")]));
+    assert_eq!(r[4], Reply::bulk("1"));
+    assert_eq!(r[5], Reply::Array(vec![Reply::bulk("2"), Reply::bulk("3")]));
+    let Reply::Array(mut keys) = r[6].clone() else { panic!("KEYS") };
+    keys.sort_by_key(|k| format!("{k:?}"));
+    assert_eq!(keys, vec![Reply::bulk("h"), Reply::bulk("q")]);
+    assert_eq!(r[7], Reply::Int(2));
+    assert_eq!(
+        c.cmd(&["LRANGE", "q", "0", "-1"]),
+        Reply::Array(vec![Reply::bulk("2"), Reply::bulk("3")])
+    );
+    // FLUSHALL inside, after a write of a key the engine did not have.
+    assert_eq!(c.cmd(&["MULTI"]), ok());
+    assert_eq!(c.cmd(&["SET", "zzzz", "1"]), queued());
+    assert_eq!(c.cmd(&["FLUSHALL"]), queued());
+    assert_eq!(c.cmd(&["SET", "after", "1"]), queued());
+    assert_eq!(c.cmd(&["EXEC"]), Reply::Array(vec![ok(), ok(), ok()]));
+    assert_eq!(c.cmd(&["KEYS", "*"]), Reply::Array(vec![Reply::bulk("after")]));
+}
+
+#[test]
+fn watch_aborts_exec_when_a_watched_key_was_written() {
+    let srv = Server::start(&[]);
+    let (mut c, mut other) = (srv.raw(), srv.raw());
+    assert_eq!(c.cmd(&["SET", "k", "1"]), ok());
+    // Untouched: EXEC runs.
+    assert_eq!(c.cmd(&["WATCH", "k", "never"]), ok());
+    assert_eq!(c.cmd(&["MULTI"]), ok());
+    assert_eq!(c.cmd(&["INCR", "k"]), queued());
+    assert_eq!(c.cmd(&["EXEC"]), Reply::Array(vec![Reply::Int(2)]));
+    // Written by another connection: a null array, nothing run.
+    assert_eq!(c.cmd(&["WATCH", "k"]), ok());
+    assert_eq!(other.cmd(&["SET", "k", "10"]), ok());
+    assert_eq!(c.cmd(&["MULTI"]), ok());
+    assert_eq!(c.cmd(&["INCR", "k"]), queued());
+    assert_eq!(c.cmd(&["EXEC"]), Reply::Null);
+    assert_eq!(c.cmd(&["GET", "k"]), Reply::bulk("10"));
+    // EXEC forgot the watch: the next one runs.
+    assert_eq!(c.cmd(&["MULTI"]), ok());
+    assert_eq!(c.cmd(&["INCR", "k"]), queued());
+    assert_eq!(c.cmd(&["EXEC"]), Reply::Array(vec![Reply::Int(11)]));
+    // A field of a hash written in place (its metadata unchanged) is a write of the key.
+    assert_eq!(c.cmd(&["HSET", "h", "f", "1"]), Reply::Int(1));
+    assert_eq!(c.cmd(&["WATCH", "h"]), ok());
+    assert_eq!(other.cmd(&["HSET", "h", "f", "2"]), Reply::Int(0));
+    assert_eq!(c.cmd(&["MULTI"]), ok());
+    assert_eq!(c.cmd(&["HGET", "h", "f"]), queued());
+    assert_eq!(c.cmd(&["EXEC"]), Reply::Null);
+    // FLUSHALL, and this connection's own write before MULTI, count too.
+    assert_eq!(c.cmd(&["WATCH", "k"]), ok());
+    assert_eq!(other.cmd(&["FLUSHALL"]), ok());
+    assert_eq!(c.cmd(&["MULTI"]), ok());
+    assert_eq!(c.cmd(&["EXEC"]), Reply::Null);
+    assert_eq!(c.cmd(&["WATCH", "k"]), ok());
+    assert_eq!(c.cmd(&["SET", "k", "mine"]), ok());
+    assert_eq!(c.cmd(&["MULTI"]), ok());
+    assert_eq!(c.cmd(&["EXEC"]), Reply::Null);
+    // UNWATCH and DISCARD forget the watches.
+    assert_eq!(c.cmd(&["WATCH", "k"]), ok());
+    assert_eq!(c.cmd(&["UNWATCH"]), ok());
+    assert_eq!(other.cmd(&["SET", "k", "x"]), ok());
+    assert_eq!(c.cmd(&["MULTI"]), ok());
+    assert_eq!(c.cmd(&["GET", "k"]), queued());
+    assert_eq!(c.cmd(&["EXEC"]), Reply::Array(vec![Reply::bulk("x")]));
+    // RESP3: the aborted EXEC is a null.
+    assert!(matches!(c.cmd(&["HELLO", "3"]), Reply::Map(_)));
+    assert_eq!(c.cmd(&["WATCH", "k"]), ok());
+    assert_eq!(other.cmd(&["SET", "k", "y"]), ok());
+    assert_eq!(c.cmd(&["MULTI"]), ok());
+    assert_eq!(c.cmd(&["EXEC"]), Reply::Null);
+}
+
+/// Another connection never sees part of a transaction: EXECs set two keys to the same
+/// new value while readers MGET both.
+#[test]
+fn readers_see_all_of_a_transaction_or_none() {
+    let srv = Server::start(&[]);
+    let port = srv.port;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut r = Raw::connect(port);
+                let mut seen = 0;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let Reply::Array(v) = r.cmd(&["MGET", "x", "y"]) else { panic!("MGET") };
+                    assert_eq!(v[0], v[1], "a transaction seen half done");
+                    seen += 1;
+                }
+                seen
+            })
+        })
+        .collect();
+    let mut w = Raw::connect(port);
+    for i in 0..300 {
+        let v = i.to_string();
+        assert_eq!(w.cmd(&["MULTI"]), ok());
+        assert_eq!(w.cmd(&["SET", "x", &v]), queued());
+        assert_eq!(w.cmd(&["SET", "y", &v]), queued());
+        assert_eq!(w.cmd(&["EXEC"]), Reply::Array(vec![ok(), ok()]));
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for r in readers {
+        assert!(r.join().unwrap() > 0);
+    }
+}
+
+/// Concurrent WATCH/MULTI/EXEC increments (the check-and-set loop of Redis's docs) lose no
+/// update: each EXEC that ran counted once.
+#[test]
+fn check_and_set_loops_lose_no_update() {
+    let srv = Server::start(&[]);
+    let port = srv.port;
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let mut c = Raw::connect(port);
+                let mut done = 0;
+                while done < 50 {
+                    assert_eq!(c.cmd(&["WATCH", "n"]), ok());
+                    let n = match c.cmd(&["GET", "n"]) {
+                        Reply::Bulk(b) => String::from_utf8(b).unwrap().parse::<i64>().unwrap(),
+                        _ => 0,
+                    };
+                    assert_eq!(c.cmd(&["MULTI"]), ok());
+                    assert_eq!(c.cmd(&["SET", "n", &(n + 1).to_string()]), queued());
+                    if c.cmd(&["EXEC"]) != Reply::Null {
+                        done += 1;
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(srv.raw().cmd(&["GET", "n"]), Reply::bulk("200"));
+}
