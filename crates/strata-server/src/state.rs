@@ -150,8 +150,8 @@ pub struct Conn {
     pub readonly: bool,
     /// Inside MULTI: the commands queued for EXEC (`commands::multi`).
     pub multi: Option<Multi>,
-    /// WATCHed keys, each with the store's watch point when it was watched.
-    pub watched: Vec<(Vec<u8>, u64)>,
+    /// WATCHed keys (`commands::multi`).
+    pub watched: Vec<Watched>,
 }
 
 impl Conn {
@@ -167,6 +167,17 @@ impl Conn {
             watched: Vec::new(),
         }
     }
+}
+
+/// A WATCHed key.
+#[derive(Debug, Clone)]
+pub struct Watched {
+    /// The key.
+    pub key: Vec<u8>,
+    /// The store's watch point when it was watched: a write after it aborts EXEC.
+    pub point: u64,
+    /// It had expired (not yet deleted) when watched; else its expiring before EXEC aborts it.
+    pub expired: bool,
 }
 
 /// A transaction being queued (between MULTI and EXEC or DISCARD).

@@ -96,6 +96,11 @@ impl KeySpec {
         KeySpec { first: 0, last: 0, step: 0, counted_by: n }
     }
 
+    /// Whether a command line may name more than one key.
+    pub fn may_be_several(&self) -> bool {
+        self.counted_by != 0 || (self.first != 0 && self.last != self.first)
+    }
+
     /// Whether the command takes keys at all.
     pub fn has_keys(&self) -> bool {
         self.first != 0 || self.counted_by != 0
@@ -253,6 +258,7 @@ pub static COMMANDS: &[Command] = &[
     cmd!("info", -1, false, KeySpec::NONE, server::info),
     cmd!("config", -2, false, KeySpec::NONE, server::config),
     cmd!("time", 1, false, KeySpec::NONE, server::time),
+    cmd!("function", -2, true, KeySpec::NONE, server::function),
     // transactions
     cmd!("multi", 1, false, KeySpec::NONE, multi::multi),
     cmd!("exec", 1, true, KeySpec::NONE, multi::exec),
@@ -304,6 +310,16 @@ pub fn dispatch(sh: &Shared, conn: &mut Conn, args: &[Vec<u8>], out: &mut Out) {
         return;
     }
     sh.stats.commands.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    // A reader of several keys (MGET, SINTER, EXISTS a b...) holds their stripes, so that
+    // it reads all of them before or after any one write (a command, an EXEC) that spans
+    // them, never between; a reader of one key needs no lock (every write is one batch).
+    let _readers_lock = (!cmd.write && cmd.keys.may_be_several())
+        .then(|| {
+            let keys: Vec<&[u8]> =
+                cmd.keys.positions(args).into_iter().map(|i| args[i].as_slice()).collect();
+            (keys.len() > 1).then(|| sh.store.locks.lock(&keys))
+        })
+        .flatten();
     if let Err(e) = (cmd.handler)(sh, conn, args, out) {
         sh.stats.errors.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         out.error(&e.reply_text());

@@ -12,10 +12,12 @@
 //! them is that command's reply only, as in Redis). If the final write fails, EXEC's reply
 //! is that error and nothing was written.
 //!
-//! WATCH notes the store's watch point per key; EXEC, under the locks, answers a null array
-//! and runs nothing when a watched key was written since (by anyone, this connection
-//! included, or FLUSHALL), or when the engine can no longer tell (its memtables flushed
-//! since: a retry, not a wrong answer). EXEC and DISCARD forget the watches.
+//! WATCH notes the store's watch point per key, and whether the key had expired in place;
+//! EXEC, under the locks, answers a null array and runs nothing when a watched key was
+//! written since (by anyone, this connection included, FLUSHALL, or the expiry task), when a
+//! key live at WATCH has expired since (as Redis), or when the engine can no longer tell
+//! (its memtables flushed since: a retry, not a wrong answer). EXEC and DISCARD forget the
+//! watches.
 //!
 //! In cluster mode every key of the transaction must hash to one slot (`CROSSSLOT`
 //! otherwise), as Redis Cluster requires; the batch is then one entry of that slot's group.
@@ -24,7 +26,7 @@ use super::cluster::CROSSSLOT;
 use super::{dispatch, lookup, CmdResult};
 use crate::resp::Out;
 use crate::slots::key_slot;
-use crate::state::{Conn, Multi, Shared};
+use crate::state::{Conn, Multi, Shared, Watched};
 use crate::storage::{meta_key, overlay};
 use crate::types::subkey;
 
@@ -77,9 +79,11 @@ pub fn watch(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdR
         return Err("ERR WATCH inside MULTI is not allowed".into());
     }
     let point = sh.store.watch_point();
+    let ks = sh.keyspace();
     for k in &a[1..] {
-        if !conn.watched.iter().any(|(w, _)| w == k) {
-            conn.watched.push((k.clone(), point));
+        if !conn.watched.iter().any(|w| w.key == *k) {
+            let expired = ks.expired_in_place(k)?;
+            conn.watched.push(Watched { key: k.clone(), point, expired });
         }
     }
     out.ok();
@@ -141,10 +145,11 @@ pub fn exec(sh: &Shared, conn: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdRe
         }
     }
     let mut locked: Vec<&[u8]> = keys.clone();
-    locked.extend(watched.iter().map(|(k, _)| k.as_slice()));
+    locked.extend(watched.iter().map(|w| w.key.as_slice()));
     let _held = sh.store.locks.lock(&locked);
-    for (k, point) in &watched {
-        if touched_since(sh, k, *point)? {
+    let ks = sh.keyspace();
+    for w in &watched {
+        if touched_since(sh, &w.key, w.point)? || (!w.expired && ks.expired_in_place(&w.key)?) {
             out.null_array();
             return Ok(());
         }

@@ -459,6 +459,23 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
         if a.len() < 4 || !a.len().is_multiple_of(2) {
             return Err("ERR wrong number of arguments for 'config|set' command".into());
         }
+        // Every value is checked before any is set (Redis sets all or none).
+        for pair in a[2..].chunks(2) {
+            let k = String::from_utf8_lossy(&pair[0]).to_ascii_lowercase();
+            let v = String::from_utf8_lossy(&pair[1]);
+            let failed = |why: &str| {
+                format!("ERR CONFIG SET failed (possibly related to argument '{k}') - {why}")
+            };
+            match k.as_str() {
+                "maxmemory" | "proto-max-bulk-len" if crate::config::parse_size(&v).is_none() => {
+                    return Err(failed("argument must be a memory value").into());
+                }
+                "maxclients" | "timeout" | "tcp-keepalive" | "hz" if v.parse::<i64>().is_err() => {
+                    return Err(failed("argument couldn't be parsed into an integer").into());
+                }
+                _ => {}
+            }
+        }
         let mut params = sh.params.write();
         for pair in a[2..].chunks(2) {
             let k = String::from_utf8_lossy(&pair[0]).to_ascii_lowercase();
@@ -512,4 +529,49 @@ pub fn time(_: &Shared, _: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdResult
 /// The engine's multi-line stats text as one INFO field: lines folded with " | ".
 fn fold_lines(text: &str) -> String {
     text.lines().map(str::trim_end).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" | ")
+}
+
+/// FUNCTION: this server runs no Lua functions yet, so its library set is always empty.
+/// FLUSH empties it (nothing to do), LIST lists it (empty), DELETE finds no library, KILL no
+/// running function, STATS no engine; LOAD, RESTORE and DUMP say scripting is not there.
+pub fn function(_: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let sub = String::from_utf8_lossy(&a[1]).to_ascii_lowercase();
+    let wrong = || format!("ERR wrong number of arguments for 'function|{sub}' command");
+    match sub.as_str() {
+        "flush" => {
+            if a.len() > 3 {
+                return Err(wrong().into());
+            }
+            if a.len() == 3 && !is(&a[2], "sync") && !is(&a[2], "async") {
+                return Err("ERR FUNCTION FLUSH only supports SYNC|ASYNC option".into());
+            }
+            out.ok();
+        }
+        "list" => out.array(0),
+        "delete" => {
+            if a.len() != 3 {
+                return Err(wrong().into());
+            }
+            return Err("ERR Library not found".into());
+        }
+        "kill" => return Err("NOTBUSY No scripts in execution right now.".into()),
+        "stats" => {
+            out.map(2);
+            out.bulk(b"running_script");
+            out.null();
+            out.bulk(b"engines");
+            out.map(0);
+        }
+        "load" | "restore" | "dump" => {
+            return Err("ERR this server does not run Lua functions yet (no scripting)".into())
+        }
+        _ => {
+            return Err(format!(
+                "ERR unknown subcommand '{}'. Try FUNCTION HELP.",
+                String::from_utf8_lossy(&a[1])
+            )
+            .into())
+        }
+    }
+    Ok(())
 }

@@ -1,7 +1,9 @@
 //! A striped lock table: writers of a key hold the stripe its hash picks, so read-modify-write
 //! commands on one key (INCR, HINCRBY, LPUSH, ZADD...) from different connections are atomic.
-//! Readers take no lock: every write is one atomic `WriteBatch`, so a reader sees a whole
-//! command's effect or none of it.
+//! Readers of one key take no lock: every write is one atomic `WriteBatch`, so a reader sees a
+//! whole command's effect or none of it. Readers of several keys (MGET, SINTER...) hold their
+//! stripes (`commands::dispatch`), so they never read some keys before a write spanning them
+//! and others after it.
 //!
 //! Multi-key writers lock their stripes in ascending index order (no deadlock).
 //!

@@ -59,6 +59,15 @@ impl<'a> Keyspace<'a> {
         Ok(if m.expired(self.now_ms) { None } else { Some(m) })
     }
 
+    /// Whether `key` has a record whose time is up: reads see no key, and the expiry task has
+    /// not deleted it yet (WATCH tells such a key from a live one).
+    pub fn expired_in_place(&self, key: &[u8]) -> Result<bool> {
+        let Some(raw) = self.store.read_meta_uncached(key)? else { return Ok(false) };
+        let m = Meta::decode(&raw)
+            .map_err(|e| TypeError::Corrupt(format!("metadata of a key: {e}")))?;
+        Ok(m.expired(self.now_ms))
+    }
+
     /// The live metadata of `key` if it is of `kind`; `Ok(None)` when absent;
     /// [`TypeError::WrongType`] when it holds another type.
     pub fn typed(&self, key: &[u8], kind: Kind) -> Result<Option<Meta>> {

@@ -39,3 +39,29 @@ fn concurrent_read_modify_write_is_atomic() {
     assert_eq!(c.cmd(&["SCARD", "s"]), Reply::Int(n));
     assert_eq!(c.cmd(&["ZSCORE", "z", "m"]), Reply::bulk(&n.to_string()));
 }
+
+/// MGET of two keys that MSET writes together never sees one new and one old (a reader of
+/// several keys holds their stripes: regression for torn multi-key reads).
+#[test]
+fn mget_never_sees_half_an_mset() {
+    let srv = Server::start(&[]);
+    let port = srv.port;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reader = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut r = Raw::connect(port);
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let Reply::Array(v) = r.cmd(&["MGET", "p", "q"]) else { panic!("MGET") };
+                assert_eq!(v[0], v[1], "MGET saw half an MSET");
+            }
+        })
+    };
+    let mut w = Raw::connect(port);
+    for i in 0..2000 {
+        let v = i.to_string();
+        assert_eq!(w.cmd(&["MSET", "p", &v, "q", &v]), Reply::Simple("OK".into()));
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    reader.join().unwrap();
+}

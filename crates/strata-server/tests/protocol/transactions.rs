@@ -138,6 +138,13 @@ fn watch_aborts_exec_when_a_watched_key_was_written() {
     assert_eq!(c.cmd(&["SET", "k", "mine"]), ok());
     assert_eq!(c.cmd(&["MULTI"]), ok());
     assert_eq!(c.cmd(&["EXEC"]), Reply::Null);
+    // A key live when watched that expires before EXEC (deleted by the expiry task or not).
+    assert_eq!(c.cmd(&["SET", "e", "v", "PX", "50"]), ok());
+    assert_eq!(c.cmd(&["WATCH", "e"]), ok());
+    std::thread::sleep(std::time::Duration::from_millis(150));
+    assert_eq!(c.cmd(&["MULTI"]), ok());
+    assert_eq!(c.cmd(&["PING"]), queued());
+    assert_eq!(c.cmd(&["EXEC"]), Reply::Null);
     // UNWATCH and DISCARD forget the watches.
     assert_eq!(c.cmd(&["WATCH", "k"]), ok());
     assert_eq!(c.cmd(&["UNWATCH"]), ok());
