@@ -336,6 +336,9 @@ impl Config {
         set("proto-max-bulk-len", self.proto_max_bulk_len.to_string());
         set("hash-max-listpack-entries", self.hash_max_listpack_entries.to_string());
         set("hash-max-listpack-value", self.hash_max_listpack_value.to_string());
+        // Redis 7's older names of the same two settings.
+        set("hash-max-ziplist-entries", self.hash_max_listpack_entries.to_string());
+        set("hash-max-ziplist-value", self.hash_max_listpack_value.to_string());
         set("cluster-enabled", if self.cluster.enabled { "yes" } else { "no" }.to_string());
         for (k, v) in [
             ("save", ""),
@@ -346,6 +349,17 @@ impl Config {
             ("timeout", "0"),
             ("tcp-keepalive", "300"),
             ("hz", "10"),
+            // Redis's encoding thresholds of lists, sets and sorted sets, with its defaults:
+            // kept and reported for configurations written for Redis, with no effect here
+            // (these types have one encoding each: `docs/format/server-encoding.md`).
+            ("list-max-listpack-size", "-2"),
+            ("list-max-ziplist-size", "-2"),
+            ("list-compress-depth", "0"),
+            ("set-max-intset-entries", "512"),
+            ("zset-max-listpack-entries", "128"),
+            ("zset-max-listpack-value", "64"),
+            ("zset-max-ziplist-entries", "128"),
+            ("zset-max-ziplist-value", "64"),
         ] {
             m.entry(k.to_string()).or_insert_with(|| v.to_string());
         }

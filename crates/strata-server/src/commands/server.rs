@@ -470,7 +470,20 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
                 "maxmemory" | "proto-max-bulk-len" if crate::config::parse_size(&v).is_none() => {
                     return Err(failed("argument must be a memory value").into());
                 }
-                "maxclients" | "timeout" | "tcp-keepalive" | "hz" if v.parse::<i64>().is_err() => {
+                "maxclients"
+                | "timeout"
+                | "tcp-keepalive"
+                | "hz"
+                | "list-max-listpack-size"
+                | "list-max-ziplist-size"
+                | "list-compress-depth"
+                | "set-max-intset-entries"
+                | "zset-max-listpack-entries"
+                | "zset-max-listpack-value"
+                | "zset-max-ziplist-entries"
+                | "zset-max-ziplist-value"
+                    if v.parse::<i64>().is_err() =>
+                {
                     return Err(failed("argument couldn't be parsed into an integer").into());
                 }
                 _ => {}
@@ -492,15 +505,26 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
                 let p = SyncPolicy::parse(&v).ok_or_else(|| "ERR CONFIG SET failed (possibly related to argument 'appendfsync') - argument(s) must be one of the following: always, everysec, no".to_string())?;
                 sh.store.set_sync_policy(p);
             }
-            if matches!(k.as_str(), "hash-max-listpack-entries" | "hash-max-listpack-value") {
+            if matches!(
+                k.as_str(),
+                "hash-max-listpack-entries"
+                    | "hash-max-listpack-value"
+                    | "hash-max-ziplist-entries"
+                    | "hash-max-ziplist-value"
+            ) {
                 let n = crate::config::parse_size(&v).and_then(|n| usize::try_from(n).ok());
                 let n = n.ok_or_else(|| {
                     format!("ERR CONFIG SET failed (possibly related to argument '{k}') - argument couldn't be parsed into an integer")
                 })?;
-                if k == "hash-max-listpack-entries" {
+                // Both names of the setting report the new value.
+                if k.ends_with("entries") {
                     sh.hash_limits.set_entries(n);
+                    params.insert("hash-max-listpack-entries".into(), v.clone());
+                    params.insert("hash-max-ziplist-entries".into(), v.clone());
                 } else {
                     sh.hash_limits.set_value(n);
+                    params.insert("hash-max-listpack-value".into(), v.clone());
+                    params.insert("hash-max-ziplist-value".into(), v.clone());
                 }
             }
             params.insert(k, v);

@@ -71,3 +71,38 @@ fn protocol_error_closes_only_that_connection() {
         assert_eq!(good.cmd(&["GET", "a"]), Reply::bulk("1"));
     }
 }
+
+/// CONFIG SET checks every value before setting any, with Redis's errors; Redis 7's older
+/// names of the hash thresholds set the same setting; the other types' encoding thresholds
+/// are kept and reported.
+#[test]
+fn config_set_checks_values_and_knows_redis_names() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    let ok = Reply::Simple("OK".into());
+    assert_eq!(
+        c.cmd(&["CONFIG", "SET", "hz", "20", "maxmemory", "bla"]),
+        Reply::Error(
+            "ERR CONFIG SET failed (possibly related to argument 'maxmemory') - argument must be a memory value"
+                .into()
+        )
+    );
+    assert_eq!(
+        c.cmd(&["CONFIG", "GET", "hz"]),
+        Reply::Array(vec![Reply::bulk("hz"), Reply::bulk("10")]),
+        "nothing set when one value is bad"
+    );
+    assert_eq!(c.cmd(&["CONFIG", "SET", "hash-max-ziplist-entries", "4"]), ok);
+    assert_eq!(
+        c.cmd(&["CONFIG", "GET", "hash-max-listpack-entries"]),
+        Reply::Array(vec![Reply::bulk("hash-max-listpack-entries"), Reply::bulk("4")])
+    );
+    assert_eq!(c.cmd(&["CONFIG", "SET", "zset-max-ziplist-entries", "16"]), ok);
+    assert!(matches!(
+        c.cmd(&["CONFIG", "SET", "set-max-intset-entries", "many"]),
+        Reply::Error(e) if e.contains("couldn't be parsed into an integer")
+    ));
+    assert_eq!(c.cmd(&["FUNCTION", "FLUSH"]), ok);
+    assert_eq!(c.cmd(&["FUNCTION", "LIST"]), Reply::Array(vec![]));
+    assert_eq!(c.cmd(&["FUNCTION", "DELETE", "lib"]), Reply::Error("ERR Library not found".into()));
+}

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Redis's own test suite (its TCL tests, in external mode) against strata-server, and
+# against redis-server in the same run when one is installed: per unit, the tests passed,
+# failed and errored on each, and the names of the tests strata-server fails.
+#
+#   bash bench/redis-tests.sh --redis-src DIR [--units "unit/multi unit/type/incr ..."]
+#                             [--server-bin PATH] [--out DIR] [--no-redis]
+#
+# DIR is a Redis 7.0 source tree (its tests/ and the test helper; nothing is fetched here):
+#   git clone --depth 1 --branch 7.0.15 https://github.com/redis/redis /tmp/redis-7.0.15
+# Tests that need what an external server cannot give the helper (DEBUG, replication,
+# SAVE/BGSAVE, maxmemory) are left out by their tags, as the helper's external mode does
+# for those tagged external:skip; one database (--singledb), one client at a time.
+# Needs tclsh (apt-get install -y tcl); without it, or without DIR's test helper, the script
+# says so and exits 0 ("skipped"). Each unit gets at most 300 s on each server. Output in
+# --out (default bench/out/redis-tests-<time>): <server>-<unit>.log and summary.txt.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+
+src=""
+units="unit/multi unit/keyspace unit/expire unit/type/string unit/type/incr unit/type/list \
+unit/type/hash unit/type/set unit/type/zset unit/scan unit/protocol unit/quit unit/info-command"
+server_bin=""
+out=""
+with_redis=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --redis-src) src=$2; shift 2 ;;
+    --units) units=$2; shift 2 ;;
+    --server-bin) server_bin=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --no-redis) with_redis=0; shift ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    *) echo "redis-tests.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+[ -n "$src" ] || { echo "redis-tests.sh: --redis-src DIR is required (see --help)" >&2; exit 2; }
+if ! command -v tclsh >/dev/null; then
+  echo "redis-tests.sh: skipped: no tclsh (apt-get install -y tcl)"; exit 0
+fi
+if [ ! -f "$src/tests/test_helper.tcl" ]; then
+  echo "redis-tests.sh: skipped: $src has no tests/test_helper.tcl (a Redis source tree?)"; exit 0
+fi
+src=$(cd "$src" && pwd)
+if [ -z "$server_bin" ]; then
+  cargo build --release -p strata-server >&2
+  server_bin="${CARGO_TARGET_DIR:-target}/release/strata-server"
+fi
+[ -x "$server_bin" ] || { echo "redis-tests.sh: no server binary at $server_bin" >&2; exit 1; }
+server_bin=$(cd "$(dirname "$server_bin")" && pwd)/$(basename "$server_bin")
+out=${out:-$repo/bench/out/redis-tests-$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$out"
+work=$(mktemp -d)
+pid=""
+cleanup() {
+  [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+port=7411
+answers() { (exec 3<>"/dev/tcp/127.0.0.1/$port" && printf 'PING\r\n' >&3 && read -r -t 2 l <&3 && [[ "$l" == +PONG* ]]) 2>/dev/null; }
+
+# start <name>: a fresh server of that kind on $port, stopped by the next start or on exit.
+start() {
+  [ -n "$pid" ] && { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; pid=""; }
+  rm -rf "$work/data" && mkdir -p "$work/data"
+  case "$1" in
+    strata) timeout 3600 "$server_bin" --port "$port" --dir "$work/data" > "$work/server.log" 2>&1 & ;;
+    redis) timeout 3600 redis-server --port "$port" --dir "$work/data" --save "" > "$work/server.log" 2>&1 & ;;
+  esac
+  pid=$!
+  for _ in $(seq 100); do answers && return 0; sleep 0.1; done
+  echo "redis-tests.sh: $1 did not start:" >&2; tail -5 "$work/server.log" >&2; exit 1
+}
+
+# run <name> <unit>: the unit against the running server; prints "ok err exception ignored".
+run() {
+  local log="$out/$1-${2//\//_}.log"
+  (cd "$src" && timeout 300 tclsh tests/test_helper.tcl --host 127.0.0.1 --port "$port" \
+     --single "$2" --durable --singledb --clients 1 \
+     --tags "-needs:repl -needs:debug -needs:save -needs:config-maxmemory -needs:pfdebug" \
+     > "$log" 2>&1) || true
+  sed -i 's/\x1b\[[0-9;]*m//g' "$log"
+  local ok err exc ign
+  ok=$(grep -c '^\[ok\]' "$log" || true)
+  err=$(grep -c '^\[err\]' "$log" || true)
+  exc=$(grep -c '^\[exception\]' "$log" || true)
+  ign=$(grep -c '^\[ignore\]\|^\[skip\]' "$log" || true)
+  echo "$ok $err $exc $ign"
+}
+
+servers="strata"
+if [ "$with_redis" = 1 ] && command -v redis-server >/dev/null; then servers="strata redis"; fi
+summary=$out/summary.txt
+{
+  echo "Redis test suite ($(cd "$src" && git describe --tags 2>/dev/null || echo "$src")), external mode"
+  printf '%-22s' unit; for s in $servers; do printf ' | %-22s' "$s ok/err/exc (ign)"; done; echo
+} > "$summary"
+declare -A total=()
+for u in $units; do
+  if [ ! -f "$src/tests/$u.tcl" ]; then echo "redis-tests.sh: no $u in $src/tests" >&2; continue; fi
+  line=$(printf '%-22s' "$u")
+  for s in $servers; do
+    start "$s"
+    read -r ok err exc ign < <(run "$s" "$u")
+    line="$line | $(printf '%-22s' "$ok/$err/$exc ($ign)")"
+    total[$s]=$(( ${total[$s]:-0} + ok ))
+  done
+  echo "$line" | tee -a "$summary"
+done
+{
+  printf '%-22s' "passed in all"; for s in $servers; do printf ' | %-22s' "${total[$s]:-0}"; done; echo
+  echo
+  echo "strata-server's failures:"
+  grep -h '^\[err\]\|^\[exception\]' "$out"/strata-*.log | cut -c1-160 || true
+} | tee -a "$summary"
+echo "logs in $out"
