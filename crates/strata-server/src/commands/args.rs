@@ -55,3 +55,37 @@ mod tests {
         assert_eq!(pop_count_text(&["lpop", "k", "1", "2"]), Err(SYNTAX.to_string()));
     }
 }
+
+/// The arguments of HSCAN/SSCAN (`key cursor [MATCH pattern] [COUNT count]`).
+pub struct ScanArgs {
+    /// The cursor (0: from the start).
+    pub cursor: u64,
+    /// The MATCH pattern.
+    pub pattern: Option<Vec<u8>>,
+    /// How many entries a step visits.
+    pub count: usize,
+}
+
+/// Parses HSCAN's and SSCAN's arguments, with Redis's errors.
+pub fn scan_args(a: &[Vec<u8>]) -> Result<ScanArgs, CmdError> {
+    let cursor = std::str::from_utf8(&a[2]).ok().and_then(|s| s.parse::<u64>().ok());
+    let cursor = cursor.ok_or("ERR invalid cursor")?;
+    let (mut pattern, mut count) = (None, 10usize);
+    let mut i = 3;
+    while i < a.len() {
+        let val = a.get(i + 1).ok_or(SYNTAX)?;
+        if is(&a[i], "match") {
+            pattern = Some(val.clone());
+        } else if is(&a[i], "count") {
+            let c = int_arg(val)?;
+            if c < 1 {
+                return Err(SYNTAX.into());
+            }
+            count = c as usize;
+        } else {
+            return Err(SYNTAX.into());
+        }
+        i += 2;
+    }
+    Ok(ScanArgs { cursor, pattern, count })
+}

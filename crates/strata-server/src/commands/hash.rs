@@ -1,7 +1,7 @@
 //! Hash commands (`types::hash`).
 
-use super::args::{int_arg, is};
-use super::errors::{arity_err, CmdError, SYNTAX};
+use super::args::{int_arg, scan_args, ScanArgs};
+use super::errors::{arity_err, CmdError};
 use super::{glob, CmdResult};
 use crate::resp::Out;
 use crate::state::{Conn, Shared};
@@ -126,25 +126,7 @@ pub fn hincrby(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
 }
 
 pub fn hscan(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let cursor = std::str::from_utf8(&a[2]).ok().and_then(|s| s.parse::<u64>().ok());
-    let cursor = cursor.ok_or("ERR invalid cursor")?;
-    let (mut pattern, mut count) = (None, 10usize);
-    let mut i = 3;
-    while i < a.len() {
-        let val = a.get(i + 1).ok_or(SYNTAX)?;
-        if is(&a[i], "match") {
-            pattern = Some(val.clone());
-        } else if is(&a[i], "count") {
-            let c = int_arg(val)?;
-            if c < 1 {
-                return Err(SYNTAX.into());
-            }
-            count = c as usize;
-        } else {
-            return Err(SYNTAX.into());
-        }
-        i += 2;
-    }
+    let ScanArgs { cursor, pattern, count } = scan_args(a)?;
     let ks = sh.keyspace();
     let from =
         if cursor == 0 { Vec::new() } else { sh.cursors.lock().load(cursor).unwrap_or_default() };

@@ -134,6 +134,27 @@ pub fn pttl(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResul
     Ok(())
 }
 
+/// EXPIRETIME: the Unix time in seconds (rounded to the nearest) at which the key expires;
+/// -1 without an expiry, -2 without the key.
+pub fn expiretime(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    expire_time(sh, a, out, false)
+}
+
+/// PEXPIRETIME: EXPIRETIME in milliseconds.
+pub fn pexpiretime(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    expire_time(sh, a, out, true)
+}
+
+fn expire_time(sh: &Shared, a: &[Vec<u8>], out: &mut Out, ms: bool) -> CmdResult {
+    match sh.keyspace().meta(&a[1])? {
+        None => out.int(-2),
+        Some(m) if m.expire_ms == 0 => out.int(-1),
+        Some(m) if ms => out.int(m.expire_ms.min(i64::MAX as u64) as i64),
+        Some(m) => out.int(((m.expire_ms + 500) / 1000) as i64),
+    }
+    Ok(())
+}
+
 pub fn persist(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let done = keys::persist(&sh.keyspace(), &a[1])?;
     out.int(i64::from(done));

@@ -1,7 +1,8 @@
 //! Set commands (`types::set`).
 
-use super::args::{is, pop_count};
-use super::errors::SYNTAX;
+use super::args::{is, pop_count, scan_args, ScanArgs};
+use super::errors::{NOT_INT, SYNTAX};
+use super::glob;
 use super::CmdResult;
 use crate::resp::Out;
 use crate::state::{Conn, Shared};
@@ -24,6 +25,50 @@ pub fn smembers(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdR
     let v = set::members(&sh.keyspace(), &a[1])?;
     out.set(v.len());
     for m in &v {
+        out.bulk(m);
+    }
+    Ok(())
+}
+
+/// SSCAN key cursor [MATCH pattern] [COUNT count].
+pub fn sscan(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let ScanArgs { cursor, pattern, count } = scan_args(a)?;
+    let from =
+        if cursor == 0 { Vec::new() } else { sh.cursors.lock().load(cursor).unwrap_or_default() };
+    let keep = |m: &[u8]| pattern.as_ref().is_none_or(|p| glob::matches(p, m));
+    let page = set::scan(&sh.keyspace(), &a[1], &from, count, keep)?;
+    let next = page.next.map_or(0, |m| sh.cursors.lock().save(m));
+    out.array(2);
+    out.bulk(next.to_string().as_bytes());
+    out.array(page.items.len());
+    for m in &page.items {
+        out.bulk(m);
+    }
+    Ok(())
+}
+
+/// SRANDMEMBER key [count]: a random member; with a count >= 0, that many distinct ones (at
+/// most the set's size); with a negative count, that many picks with repeats.
+pub fn srandmember(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    if a.len() > 3 {
+        return Err(SYNTAX.into());
+    }
+    let Some(c) = a.get(2) else {
+        let one = set::random_members(&sh.keyspace(), &a[1], 1, true)?;
+        out.opt_bulk(one.as_ref().and_then(|v| v.first()).map(Vec::as_slice));
+        return Ok(());
+    };
+    let n = parse_int_strict(c).ok_or(NOT_INT)?;
+    if n == i64::MIN {
+        return Err(
+            "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807"
+                .into(),
+        );
+    }
+    let picks = set::random_members(&sh.keyspace(), &a[1], n.unsigned_abs() as usize, n >= 0)?;
+    let picks = picks.unwrap_or_default();
+    out.array(picks.len());
+    for m in &picks {
         out.bulk(m);
     }
     Ok(())

@@ -1,7 +1,7 @@
 //! Sets: one sub-key per member, empty value.
 
 use super::error::{Result, TypeError};
-use super::keyspace::Keyspace;
+use super::keyspace::{Keyspace, Page};
 use super::metadata::{Kind, Meta};
 use super::subkey;
 use crate::storage::pop_hints::Family;
@@ -61,6 +61,56 @@ pub fn members(ks: &Keyspace, key: &[u8]) -> Result<Vec<Vec<u8>>> {
         })?;
     }
     Ok(v)
+}
+
+/// SSCAN: one step of a walk over the members from `from` (a member; empty: the first):
+/// `count` members visited, those `keep` keeps returned, and where the next step starts.
+pub fn scan(
+    ks: &Keyspace,
+    key: &[u8],
+    from: &[u8],
+    count: usize,
+    mut keep: impl FnMut(&[u8]) -> bool,
+) -> Result<Page<Vec<u8>>> {
+    let (mut items, mut next, mut seen) = (Vec::new(), None, 0);
+    if let Some(m) = ks.typed(key, Kind::Set)? {
+        ks.scan(&ks.store.sub_cf, key, m.version, from, false, |f, _| {
+            if seen == count {
+                next = Some(f.to_vec());
+                return false;
+            }
+            seen += 1;
+            if keep(f) {
+                items.push(f.to_vec());
+            }
+            true
+        })?;
+    }
+    Ok(Page { items, next })
+}
+
+/// SRANDMEMBER: members picked at random, the set left as it is (`None`: no key). With
+/// `distinct`, up to `n` different members (all of them when the set has no more), in random
+/// order; else `n` picks, each of any member (repeats possible). Reads every member: O(size).
+pub fn random_members(
+    ks: &Keyspace,
+    key: &[u8],
+    n: usize,
+    distinct: bool,
+) -> Result<Option<Vec<Vec<u8>>>> {
+    use rand::seq::SliceRandom;
+    if ks.typed(key, Kind::Set)?.is_none() {
+        return Ok(None);
+    }
+    let mut all = members(ks, key)?;
+    let mut rng = rand::thread_rng();
+    if distinct {
+        all.shuffle(&mut rng);
+        all.truncate(n);
+        return Ok(Some(all));
+    }
+    let picks = (0..n).filter_map(|_| all.choose(&mut rng).cloned()).collect();
+    Ok(Some(picks))
 }
 
 /// SISMEMBER: whether `member` is in the set.

@@ -169,3 +169,82 @@ fn set_algebra_errors_match_redis() {
     let got: BTreeSet<String> = c.smembers("d").unwrap();
     assert_eq!(got, ["2", "3", "4"].iter().map(|s| s.to_string()).collect());
 }
+
+/// SRANDMEMBER and SSCAN, with Redis 7.0.15's replies; EXPIRETIME and PEXPIRETIME.
+#[test]
+fn srandmember_sscan_and_expire_times() {
+    use crate::common::Reply;
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    assert_eq!(c.cmd(&["SADD", "s", "a", "b", "c", "d", "e"]), Reply::Int(5));
+    let all: BTreeSet<Vec<u8>> =
+        ["a", "b", "c", "d", "e"].iter().map(|m| m.as_bytes().to_vec()).collect();
+    let members = |r: Reply| -> Vec<Vec<u8>> {
+        let Reply::Array(v) = r else { panic!("{r:?}") };
+        v.into_iter().map(|m| if let Reply::Bulk(b) = m { b } else { panic!("{m:?}") }).collect()
+    };
+    // Distinct picks: all members at most; with repeats: exactly as many as asked.
+    let got = members(c.cmd(&["SRANDMEMBER", "s", "10"]));
+    assert_eq!(got.iter().cloned().collect::<BTreeSet<_>>(), all);
+    assert_eq!(got.len(), 5);
+    let got = members(c.cmd(&["SRANDMEMBER", "s", "3"]));
+    assert_eq!(got.iter().collect::<BTreeSet<_>>().len(), 3);
+    let got = members(c.cmd(&["SRANDMEMBER", "s", "-20"]));
+    assert_eq!(got.len(), 20);
+    assert!(got.iter().all(|m| all.contains(m)));
+    // Over many single picks every member comes up: random, not the first.
+    let mut seen = BTreeSet::new();
+    for _ in 0..200 {
+        if let Reply::Bulk(m) = c.cmd(&["SRANDMEMBER", "s"]) {
+            seen.insert(m);
+        }
+    }
+    assert_eq!(seen, all);
+    assert_eq!(c.cmd(&["SCARD", "s"]), Reply::Int(5), "nothing removed");
+    assert_eq!(c.cmd(&["SRANDMEMBER", "none"]), Reply::Null);
+    assert_eq!(c.cmd(&["SRANDMEMBER", "none", "3"]), Reply::Array(vec![]));
+    assert_eq!(c.cmd(&["SRANDMEMBER", "s", "0"]), Reply::Array(vec![]));
+    assert_eq!(c.cmd(&["SRANDMEMBER", "s", "1", "2"]), Reply::Error("ERR syntax error".into()));
+    assert_eq!(
+        c.cmd(&["SRANDMEMBER", "s", "x"]),
+        Reply::Error("ERR value is not an integer or out of range".into())
+    );
+    assert_eq!(
+        c.cmd(&["SRANDMEMBER", "s", "-9223372036854775808"]),
+        Reply::Error(
+            "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807"
+                .into()
+        )
+    );
+    // SSCAN visits every member once, in steps of COUNT, with MATCH applied.
+    let mut cursor = "0".to_string();
+    let mut visited = Vec::new();
+    loop {
+        let Reply::Array(r) = c.cmd(&["SSCAN", "s", &cursor, "COUNT", "2"]) else { panic!() };
+        let Reply::Bulk(next) = &r[0] else { panic!() };
+        visited.extend(members(r[1].clone()));
+        cursor = String::from_utf8(next.clone()).unwrap();
+        if cursor == "0" {
+            break;
+        }
+    }
+    assert_eq!(visited.len(), 5);
+    assert_eq!(visited.into_iter().collect::<BTreeSet<_>>(), all);
+    let Reply::Array(r) = c.cmd(&["SSCAN", "s", "0", "MATCH", "[ab]", "COUNT", "100"]) else {
+        panic!()
+    };
+    assert_eq!(members(r[1].clone()), vec![b"a".to_vec(), b"b".to_vec()]);
+    assert_eq!(c.cmd(&["SSCAN", "s", "x"]), Reply::Error("ERR invalid cursor".into()));
+    assert_eq!(c.cmd(&["SSCAN", "s", "0", "COUNT", "0"]), Reply::Error("ERR syntax error".into()));
+    assert_eq!(c.cmd(&["SET", "str", "v"]), Reply::Simple("OK".into()));
+    assert!(matches!(c.cmd(&["SSCAN", "str", "0"]), Reply::Error(e) if e.starts_with("WRONGTYPE")));
+    assert!(
+        matches!(c.cmd(&["SRANDMEMBER", "str"]), Reply::Error(e) if e.starts_with("WRONGTYPE"))
+    );
+    // EXPIRETIME / PEXPIRETIME.
+    assert_eq!(c.cmd(&["EXPIRETIME", "none"]), Reply::Int(-2));
+    assert_eq!(c.cmd(&["EXPIRETIME", "s"]), Reply::Int(-1));
+    assert_eq!(c.cmd(&["SET", "e", "v", "EXAT", "4000000000"]), Reply::Simple("OK".into()));
+    assert_eq!(c.cmd(&["EXPIRETIME", "e"]), Reply::Int(4_000_000_000));
+    assert_eq!(c.cmd(&["PEXPIRETIME", "e"]), Reply::Int(4_000_000_000_000));
+}
