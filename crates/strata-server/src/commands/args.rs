@@ -32,30 +32,6 @@ pub fn pop_count(a: &[Vec<u8>]) -> Result<Option<u64>, CmdError> {
         .transpose()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn args(v: &[&str]) -> Vec<Vec<u8>> {
-        v.iter().map(|s| s.as_bytes().to_vec()).collect()
-    }
-
-    fn pop_count_text(v: &[&str]) -> Result<Option<u64>, String> {
-        pop_count(&args(v)).map_err(|e| e.reply_text().into_owned())
-    }
-
-    #[test]
-    fn pop_counts_are_non_negative_integers_with_redis_errors() {
-        assert_eq!(pop_count_text(&["lpop", "k"]), Ok(None));
-        assert_eq!(pop_count_text(&["lpop", "k", "0"]), Ok(Some(0)));
-        assert_eq!(pop_count_text(&["lpop", "k", "7"]), Ok(Some(7)));
-        let positive = Err("ERR value is out of range, must be positive".to_string());
-        assert_eq!(pop_count_text(&["lpop", "k", "-1"]), positive);
-        assert_eq!(pop_count_text(&["lpop", "k", "x"]), positive);
-        assert_eq!(pop_count_text(&["lpop", "k", "1", "2"]), Err(SYNTAX.to_string()));
-    }
-}
-
 /// The arguments of HSCAN/SSCAN (`key cursor [MATCH pattern] [COUNT count]`).
 pub struct ScanArgs {
     /// The cursor (0: from the start).
@@ -88,4 +64,28 @@ pub fn scan_args(a: &[Vec<u8>]) -> Result<ScanArgs, CmdError> {
         i += 2;
     }
     Ok(ScanArgs { cursor, pattern, count })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(v: &[&str]) -> Vec<Vec<u8>> {
+        v.iter().map(|s| s.as_bytes().to_vec()).collect()
+    }
+
+    fn pop_count_text(v: &[&str]) -> Result<Option<u64>, String> {
+        pop_count(&args(v)).map_err(|e| e.reply_text().into_owned())
+    }
+
+    #[test]
+    fn pop_counts_are_non_negative_integers_with_redis_errors() {
+        assert_eq!(pop_count_text(&["lpop", "k"]), Ok(None));
+        assert_eq!(pop_count_text(&["lpop", "k", "0"]), Ok(Some(0)));
+        assert_eq!(pop_count_text(&["lpop", "k", "7"]), Ok(Some(7)));
+        let positive = Err("ERR value is out of range, must be positive".to_string());
+        assert_eq!(pop_count_text(&["lpop", "k", "-1"]), positive);
+        assert_eq!(pop_count_text(&["lpop", "k", "x"]), positive);
+        assert_eq!(pop_count_text(&["lpop", "k", "1", "2"]), Err(SYNTAX.to_string()));
+    }
 }
