@@ -241,7 +241,8 @@ fn leader_of(ports: &[u16], key: &str) -> u16 {
 /// A leader's writes are proposed and their replies wait for the commit without holding a
 /// thread (`storage::pending`): a connection's later commands still see its earlier writes
 /// (pipelined, so they run before the first reply goes out), and writers of one key from
-/// many connections still take turns (each INCR counted once).
+/// many connections still take turns (each INCR counted once); a pipelined transaction's
+/// EXEC is one proposal, and WATCH works across connections.
 #[test]
 fn writes_in_flight_are_seen_by_their_connection_and_taken_in_turn_on_a_key() {
     let root = tempfile::tempdir().unwrap();
@@ -306,6 +307,42 @@ fn writes_in_flight_are_seen_by_their_connection_and_taken_in_turn_on_a_key() {
         Raw::connect(leader).cmd(&["GET", "{w}n"]),
         Reply::bulk(&(THREADS * EACH).to_string())
     );
+
+    // A transaction, pipelined: EXEC's batch is one proposal its connection waits for before
+    // the next command, which sees it; a WATCH broken by another connection aborts EXEC.
+    let lines: [&[&str]; 6] = [
+        &["MULTI"],
+        &["SET", "{w}t", "1"],
+        &["INCR", "{w}t"],
+        &["RPUSH", "{w}l", "a", "b"],
+        &["EXEC"],
+        &["MGET", "{w}t", "{w}n"],
+    ];
+    let mut pipe = Vec::new();
+    for args in lines {
+        let a: Vec<&[u8]> = args.iter().map(|s| s.as_bytes()).collect();
+        pipe.extend(Raw::encode(&a));
+    }
+    c.send_raw(&pipe);
+    let got: Vec<Reply> = (0..lines.len()).map(|_| c.read()).collect();
+    let (ok, queued) = (Reply::Simple("OK".into()), Reply::Simple("QUEUED".into()));
+    assert_eq!(
+        got,
+        vec![
+            ok.clone(),
+            queued.clone(),
+            queued.clone(),
+            queued.clone(),
+            Reply::Array(vec![ok.clone(), Reply::Int(2), Reply::Int(2)]),
+            Reply::Array(vec![Reply::bulk("2"), Reply::bulk(&(THREADS * EACH).to_string())]),
+        ]
+    );
+    assert_eq!(c.cmd(&["WATCH", "{w}t"]), ok);
+    assert_eq!(Raw::connect(leader).cmd(&["INCR", "{w}t"]), Reply::Int(3));
+    assert_eq!(c.cmd(&["MULTI"]), ok);
+    assert_eq!(c.cmd(&["INCR", "{w}t"]), queued);
+    assert_eq!(c.cmd(&["EXEC"]), Reply::Null);
+    assert_eq!(c.cmd(&["GET", "{w}t"]), Reply::bulk("3"));
 }
 
 /// Node 3 loses its directory and comes back on an empty one without `--cluster-bootstrap`:
