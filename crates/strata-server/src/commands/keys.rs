@@ -276,6 +276,37 @@ fn rename_generic(sh: &Shared, a: &[Vec<u8>], if_absent: bool) -> Result<bool, C
     Ok(keys::rename(&sh.keyspace(), &a[1], &a[2], if_absent)?)
 }
 
+/// COPY source destination [DB destination-db] [REPLACE].
+pub fn copy(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let mut replace = false;
+    let mut i = 3;
+    while i < a.len() {
+        if is(&a[i], "replace") {
+            replace = true;
+            i += 1;
+        } else if is(&a[i], "db") && i + 1 < a.len() {
+            let db = int_arg(&a[i + 1])?;
+            if db != 0 {
+                return Err(if sh.router.is_some() {
+                    "ERR Copying to another database is not allowed in cluster mode"
+                } else {
+                    "ERR DB index is out of range"
+                }
+                .into());
+            }
+            i += 2;
+        } else {
+            return Err(SYNTAX.into());
+        }
+    }
+    if a[1] == a[2] {
+        return Err("ERR source and destination objects are the same".into());
+    }
+    let copied = keys::copy(&sh.keyspace(), &a[1], &a[2], replace)?;
+    out.int(i64::from(copied));
+    Ok(())
+}
+
 pub fn rename(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     rename_generic(sh, a, false)?;
     out.ok();

@@ -184,6 +184,7 @@ pub static COMMANDS: &[Command] = &[
     cmd!("flushall", -1, true, KeySpec::NONE, keys::flushdb),
     cmd!("rename", 3, true, KeySpec::range(1, 2, 1), keys::rename),
     cmd!("renamenx", 3, true, KeySpec::range(1, 2, 1), keys::renamenx),
+    cmd!("copy", -3, true, KeySpec::range(1, 2, 1), keys::copy),
     cmd!("randomkey", 1, false, KeySpec::NONE, keys::randomkey),
     cmd!("object", -2, false, KeySpec::one(2), keys::object),
     // hashes

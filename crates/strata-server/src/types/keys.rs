@@ -238,6 +238,21 @@ fn copy_key(ks: &Keyspace, b: &mut WriteBatch, src: &[u8], m: &Meta, dst: &[u8])
     Ok(())
 }
 
+/// COPY: copies `src`'s value (its expiry included) to `dst`, replacing what `dst` held only
+/// with `replace`. Whether it copied: not without `src`, nor onto an existing `dst` without
+/// `replace`. `src` and `dst` must differ (checked by the caller).
+pub fn copy(ks: &Keyspace, src: &[u8], dst: &[u8], replace: bool) -> Result<bool> {
+    let _g = ks.store.locks.lock(&[src, dst]);
+    let Some(m) = ks.meta(src)? else { return Ok(false) };
+    if !replace && ks.meta(dst)?.is_some() {
+        return Ok(false);
+    }
+    let mut b = WriteBatch::new();
+    copy_key(ks, &mut b, src, &m, dst)?;
+    ks.write(b)?;
+    Ok(true)
+}
+
 /// RENAME: moves `src`'s value to `dst`, replacing what `dst` held; with `if_absent`
 /// (RENAMENX) only if `dst` does not exist. Whether it moved ([`TypeError::NoSuchKey`]
 /// without `src`; renaming a key to itself moves nothing and counts as done unless

@@ -140,3 +140,59 @@ fn scan_keys_type_rename_flush() {
     let rk: Option<String> = redis::cmd("RANDOMKEY").query(&mut c).unwrap();
     assert_eq!(rk, None);
 }
+
+/// COPY: every type and encoding, the expiry with it, REPLACE, Redis 7.0.15's errors (one
+/// database here: DB 0 only).
+#[test]
+fn copy_copies_every_type_with_its_expiry() {
+    use crate::common::Reply;
+    let srv = Server::start(&["--hash-max-listpack-entries", "2"]);
+    let mut c = srv.raw();
+    let ok = Reply::Simple("OK".into());
+    assert_eq!(c.cmd(&["SET", "a", "1", "EX", "1000"]), ok);
+    assert_eq!(c.cmd(&["COPY", "a", "b"]), Reply::Int(1));
+    assert_eq!(c.cmd(&["GET", "b"]), Reply::bulk("1"));
+    assert_eq!(c.cmd(&["TTL", "b"]), Reply::Int(1000));
+    assert_eq!(c.cmd(&["COPY", "a", "b"]), Reply::Int(0));
+    assert_eq!(c.cmd(&["COPY", "nokey", "c"]), Reply::Int(0));
+    assert_eq!(c.cmd(&["COPY", "a", "c", "DB", "0"]), Reply::Int(1));
+    assert_eq!(
+        c.cmd(&["COPY", "a", "a"]),
+        Reply::Error("ERR source and destination objects are the same".into())
+    );
+    assert_eq!(
+        c.cmd(&["COPY", "a", "d", "DB", "1"]),
+        Reply::Error("ERR DB index is out of range".into())
+    );
+    assert_eq!(
+        c.cmd(&["COPY", "a", "d", "DB", "x"]),
+        Reply::Error("ERR value is not an integer or out of range".into())
+    );
+    assert_eq!(c.cmd(&["COPY", "a", "d", "FOO"]), Reply::Error("ERR syntax error".into()));
+    // A compact hash and one of sub-keys, a list, a sorted set (its score index too).
+    assert_eq!(c.cmd(&["HSET", "h", "f", "v"]), Reply::Int(1));
+    assert_eq!(c.cmd(&["HSET", "big", "f", "1", "g", "2", "k", "3"]), Reply::Int(3));
+    assert_eq!(c.cmd(&["RPUSH", "l", "x", "y"]), Reply::Int(2));
+    assert_eq!(c.cmd(&["ZADD", "z", "2", "b", "1", "a"]), Reply::Int(2));
+    for (src, dst) in [("h", "h2"), ("big", "big2"), ("l", "l2"), ("z", "z2")] {
+        assert_eq!(c.cmd(&["COPY", src, dst]), Reply::Int(1), "{src}");
+    }
+    assert_eq!(c.cmd(&["HGETALL", "h2"]), Reply::Array(vec![Reply::bulk("f"), Reply::bulk("v")]));
+    assert_eq!(c.cmd(&["HLEN", "big2"]), Reply::Int(3));
+    assert_eq!(c.cmd(&["OBJECT", "ENCODING", "big2"]), Reply::bulk("hashtable"));
+    assert_eq!(
+        c.cmd(&["LRANGE", "l2", "0", "-1"]),
+        Reply::Array(vec![Reply::bulk("x"), Reply::bulk("y")])
+    );
+    assert_eq!(
+        c.cmd(&["ZRANGEBYSCORE", "z2", "0", "10"]),
+        Reply::Array(vec![Reply::bulk("a"), Reply::bulk("b")])
+    );
+    // The copy is its own: changing it leaves the source.
+    assert_eq!(c.cmd(&["RPUSH", "l2", "z"]), Reply::Int(3));
+    assert_eq!(c.cmd(&["LLEN", "l"]), Reply::Int(2));
+    // REPLACE over another type.
+    assert_eq!(c.cmd(&["COPY", "z", "l", "REPLACE"]), Reply::Int(1));
+    assert_eq!(c.cmd(&["TYPE", "l"]), Reply::Simple("zset".into()));
+    assert_eq!(c.cmd(&["ZCARD", "l"]), Reply::Int(2));
+}

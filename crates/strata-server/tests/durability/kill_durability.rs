@@ -12,7 +12,7 @@
 //! MSETNX), one the list commands that change a list inside or move elements between two
 //! lists in one batch (LINSERT, LSET, LREM, LTRIM, LMOVE, RPOPLPUSH, LMPOP, LPUSHX/RPUSHX),
 //! one the set commands that move members or store a new generation of a set (SMOVE,
-//! SINTERSTORE, SUNIONSTORE, SDIFFSTORE, beside SADD and SREM), and one transactions
+//! SINTERSTORE, SUNIONSTORE, SDIFFSTORE, COPY, beside SADD and SREM), and one transactions
 //! (MULTI, two SETs of a pair of keys, EXEC: after the restart the pair is never half
 //! written).
 //! Their oracle keeps the rendered state after the last acknowledged command and after the
@@ -387,7 +387,7 @@ fn set_writer(port: u16, base: usize, models: &Models, stop: &AtomicBool) {
         let slot = &models[base + k];
         let (a, b) = &mut state[k];
         let m = format!("m{}", seq % 7);
-        let args: Vec<String> = match (seq / MODEL_KEYS) % 7 {
+        let args: Vec<String> = match (seq / MODEL_KEYS) % 8 {
             0 => {
                 a.insert(m.clone());
                 vec!["SADD".into(), ka, m]
@@ -413,6 +413,11 @@ fn set_writer(port: u16, base: usize, models: &Models, stop: &AtomicBool) {
             5 => {
                 b.retain(|x| a.contains(x));
                 vec!["SINTERSTORE".into(), kb.clone(), ka, kb]
+            }
+            6 if !a.is_empty() => {
+                // A copy at a new generation, replacing the other set.
+                b.clone_from(a);
+                vec!["COPY".into(), ka, kb, "REPLACE".into()]
             }
             _ => {
                 a.retain(|x| !b.contains(x));
