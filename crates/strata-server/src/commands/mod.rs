@@ -243,6 +243,7 @@ pub static COMMANDS: &[Command] = &[
     cmd!("zrem", -3, true, KeySpec::one(1), zset::zrem),
     cmd!("zscore", 3, false, KeySpec::one(1), zset::zscore),
     cmd!("zcard", 2, false, KeySpec::one(1), zset::zcard),
+    cmd!("zscan", -3, false, KeySpec::one(1), zset::zscan),
     cmd!("zrange", -4, false, KeySpec::one(1), zset::zrange),
     cmd!("zrevrange", -4, false, KeySpec::one(1), zset::zrevrange),
     cmd!("zrangebyscore", -4, false, KeySpec::one(1), zset::zrangebyscore),

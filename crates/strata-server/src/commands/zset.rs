@@ -1,8 +1,8 @@
 //! Sorted-set commands (`types::zset`).
 
-use super::args::{float_arg, int_arg, is};
+use super::args::{float_arg, int_arg, is, scan_args, ScanArgs};
 use super::errors::{CmdError, NOT_POSITIVE, SYNTAX};
-use super::CmdResult;
+use super::{glob, CmdResult};
 use crate::resp::Out;
 use crate::state::{Conn, Shared};
 use crate::types::number::parse_float;
@@ -78,6 +78,24 @@ pub fn zscore(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
     match zset::score(&sh.keyspace(), &a[1], &a[2])? {
         Some(s) => out.double(s),
         None => out.null(),
+    }
+    Ok(())
+}
+
+/// ZSCAN key cursor [MATCH pattern] [COUNT count]: members and scores.
+pub fn zscan(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let ScanArgs { cursor, pattern, count } = scan_args(a)?;
+    let from =
+        if cursor == 0 { Vec::new() } else { sh.cursors.lock().load(cursor).unwrap_or_default() };
+    let keep = |m: &[u8]| pattern.as_ref().is_none_or(|p| glob::matches(p, m));
+    let page = zset::scan(&sh.keyspace(), &a[1], &from, count, keep)?;
+    let next = page.next.map_or(0, |m| sh.cursors.lock().save(m));
+    out.array(2);
+    out.bulk(next.to_string().as_bytes());
+    out.array(page.items.len() * 2);
+    for (m, s) in &page.items {
+        out.bulk(m);
+        out.bulk_double(*s);
     }
     Ok(())
 }

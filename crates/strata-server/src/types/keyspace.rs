@@ -134,6 +134,32 @@ impl<'a> Keyspace<'a> {
         Ok(self.store.get(&self.store.sub_cf, &subkey::encode(key, version, field))?)
     }
 
+    /// One step of a cursor walk (SSCAN, ZSCAN) over the sub-keys of (`key`, `version`): from
+    /// the field `from` (empty: the first), `count` fields visited, those `keep` keeps
+    /// returned with their values, and the field the next step starts at.
+    pub fn scan_page(
+        &self,
+        key: &[u8],
+        version: u64,
+        from: &[u8],
+        count: usize,
+        mut keep: impl FnMut(&[u8]) -> bool,
+    ) -> Result<Page<(Vec<u8>, Vec<u8>)>> {
+        let (mut items, mut next, mut seen) = (Vec::new(), None, 0);
+        self.scan(&self.store.sub_cf, key, version, from, false, |f, v| {
+            if seen == count {
+                next = Some(f.to_vec());
+                return false;
+            }
+            seen += 1;
+            if keep(f) {
+                items.push((f.to_vec(), v.to_vec()));
+            }
+            true
+        })?;
+        Ok(Page { items, next })
+    }
+
     /// Visits sub-keys of (`key`, `version`) in `cf` in order, from the first whose field is
     /// at or above `from`, until `f` returns false; or in reverse, from the last whose field
     /// is below `from` (empty `from`: the last of all). `f` gets the field and the value.

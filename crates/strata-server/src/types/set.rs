@@ -70,23 +70,13 @@ pub fn scan(
     key: &[u8],
     from: &[u8],
     count: usize,
-    mut keep: impl FnMut(&[u8]) -> bool,
+    keep: impl FnMut(&[u8]) -> bool,
 ) -> Result<Page<Vec<u8>>> {
-    let (mut items, mut next, mut seen) = (Vec::new(), None, 0);
-    if let Some(m) = ks.typed(key, Kind::Set)? {
-        ks.scan(&ks.store.sub_cf, key, m.version, from, false, |f, _| {
-            if seen == count {
-                next = Some(f.to_vec());
-                return false;
-            }
-            seen += 1;
-            if keep(f) {
-                items.push(f.to_vec());
-            }
-            true
-        })?;
-    }
-    Ok(Page { items, next })
+    let Some(m) = ks.typed(key, Kind::Set)? else {
+        return Ok(Page { items: Vec::new(), next: None });
+    };
+    let page = ks.scan_page(key, m.version, from, count, keep)?;
+    Ok(Page { items: page.items.into_iter().map(|(f, _)| f).collect(), next: page.next })
 }
 
 /// SRANDMEMBER: members picked at random, the set left as it is (`None`: no key). With

@@ -4,7 +4,7 @@
 //! reads by member use the sub-keys, reads in score order walk the index.
 
 use super::error::{Result, TypeError};
-use super::keyspace::Keyspace;
+use super::keyspace::{Keyspace, Page};
 use super::metadata::Kind;
 use super::{score, subkey};
 use crate::storage::pop_hints::Family;
@@ -186,6 +186,28 @@ pub fn score(ks: &Keyspace, key: &[u8], member: &[u8]) -> Result<Option<f64>> {
         Some(m) => member_score(ks, key, m.version, member),
         None => Ok(None),
     }
+}
+
+/// ZSCAN: one step of a walk over the members (in member order) from `from` (a member;
+/// empty: the first): `count` members visited, those `keep` keeps returned with their
+/// scores, and where the next step starts.
+pub fn scan(
+    ks: &Keyspace,
+    key: &[u8],
+    from: &[u8],
+    count: usize,
+    keep: impl FnMut(&[u8]) -> bool,
+) -> Result<Page<(Vec<u8>, f64)>> {
+    let Some(m) = ks.typed(key, Kind::ZSet)? else {
+        return Ok(Page { items: Vec::new(), next: None });
+    };
+    let page = ks.scan_page(key, m.version, from, count, keep)?;
+    let items = page
+        .items
+        .into_iter()
+        .map(|(f, v)| Ok((f, read_score(&v)?)))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Page { items, next: page.next })
 }
 
 /// ZCARD: the number of members.

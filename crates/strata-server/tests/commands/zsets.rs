@@ -165,3 +165,41 @@ fn zsets_match_model() {
         }
     }
 }
+
+/// ZSCAN: every member once with its score, in steps of COUNT, MATCH applied; Redis's errors.
+#[test]
+fn zscan_walks_members_with_scores() {
+    use crate::common::Reply;
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    assert_eq!(c.cmd(&["ZADD", "z", "1", "a", "2.5", "b", "-3", "c"]), Reply::Int(3));
+    let mut cursor = "0".to_string();
+    let mut pairs = Vec::new();
+    loop {
+        let Reply::Array(r) = c.cmd(&["ZSCAN", "z", &cursor, "COUNT", "2"]) else { panic!() };
+        let (Reply::Bulk(next), Reply::Array(items)) = (&r[0], &r[1]) else { panic!("{r:?}") };
+        pairs.extend(items.chunks(2).map(|p| (p[0].clone(), p[1].clone())));
+        cursor = String::from_utf8(next.clone()).unwrap();
+        if cursor == "0" {
+            break;
+        }
+    }
+    pairs.sort_by_key(|p| format!("{p:?}"));
+    assert_eq!(
+        pairs,
+        vec![
+            (Reply::bulk("a"), Reply::bulk("1")),
+            (Reply::bulk("b"), Reply::bulk("2.5")),
+            (Reply::bulk("c"), Reply::bulk("-3")),
+        ]
+    );
+    let Reply::Array(r) = c.cmd(&["ZSCAN", "z", "0", "MATCH", "b*"]) else { panic!() };
+    assert_eq!(r[1], Reply::Array(vec![Reply::bulk("b"), Reply::bulk("2.5")]));
+    assert_eq!(
+        c.cmd(&["ZSCAN", "none", "0"]),
+        Reply::Array(vec![Reply::bulk("0"), Reply::Array(vec![])])
+    );
+    assert_eq!(c.cmd(&["ZSCAN", "z", "x"]), Reply::Error("ERR invalid cursor".into()));
+    assert_eq!(c.cmd(&["SET", "s", "v"]), Reply::Simple("OK".into()));
+    assert!(matches!(c.cmd(&["ZSCAN", "s", "0"]), Reply::Error(e) if e.starts_with("WRONGTYPE")));
+}
