@@ -32,7 +32,8 @@ pub fn pop_count(a: &[Vec<u8>]) -> Result<Option<u64>, CmdError> {
         .transpose()
 }
 
-/// The arguments of HSCAN/SSCAN (`key cursor [MATCH pattern] [COUNT count]`).
+/// The arguments of SCAN (`cursor [MATCH pattern] [COUNT count] [TYPE type]`) and of
+/// HSCAN/SSCAN/ZSCAN (`key cursor [MATCH pattern] [COUNT count]`).
 pub struct ScanArgs {
     /// The cursor (0: from the start).
     pub cursor: u64,
@@ -40,30 +41,35 @@ pub struct ScanArgs {
     pub pattern: Option<Vec<u8>>,
     /// How many entries a step visits.
     pub count: usize,
+    /// SCAN's TYPE.
+    pub type_name: Option<Vec<u8>>,
 }
 
-/// Parses HSCAN's and SSCAN's arguments, with Redis's errors.
-pub fn scan_args(a: &[Vec<u8>]) -> Result<ScanArgs, CmdError> {
-    let cursor = std::str::from_utf8(&a[2]).ok().and_then(|s| s.parse::<u64>().ok());
+/// Parses scan arguments with the cursor at `cursor_at` (1 for SCAN, 2 for the others);
+/// TYPE only `with_type` (SCAN). Redis's errors.
+pub fn scan_args(a: &[Vec<u8>], cursor_at: usize, with_type: bool) -> Result<ScanArgs, CmdError> {
+    let cursor = std::str::from_utf8(&a[cursor_at]).ok().and_then(|s| s.parse::<u64>().ok());
     let cursor = cursor.ok_or("ERR invalid cursor")?;
-    let (mut pattern, mut count) = (None, 10usize);
-    let mut i = 3;
+    let mut args = ScanArgs { cursor, pattern: None, count: 10, type_name: None };
+    let mut i = cursor_at + 1;
     while i < a.len() {
         let val = a.get(i + 1).ok_or(SYNTAX)?;
         if is(&a[i], "match") {
-            pattern = Some(val.clone());
+            args.pattern = Some(val.clone());
         } else if is(&a[i], "count") {
             let c = int_arg(val)?;
             if c < 1 {
                 return Err(SYNTAX.into());
             }
-            count = c as usize;
+            args.count = c as usize;
+        } else if with_type && is(&a[i], "type") {
+            args.type_name = Some(val.clone());
         } else {
             return Err(SYNTAX.into());
         }
         i += 2;
     }
-    Ok(ScanArgs { cursor, pattern, count })
+    Ok(args)
 }
 
 #[cfg(test)]

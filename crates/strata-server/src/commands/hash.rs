@@ -126,7 +126,7 @@ pub fn hincrby(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
 }
 
 pub fn hscan(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let ScanArgs { cursor, pattern, count } = scan_args(a)?;
+    let ScanArgs { cursor, pattern, count, .. } = scan_args(a, 2, false)?;
     let ks = sh.keyspace();
     let from =
         if cursor == 0 { Vec::new() } else { sh.cursors.lock().load(cursor).unwrap_or_default() };

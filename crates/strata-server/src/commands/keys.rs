@@ -8,7 +8,7 @@
 //! applied state, as a replica's reads). A node's replicas of partitions led elsewhere are
 //! not its keys: summed over the nodes, DBSIZE counts each key once.
 
-use super::args::{int_arg, is};
+use super::args::{int_arg, is, scan_args, ScanArgs};
 use super::errors::{arity_err, CmdError, SYNTAX};
 use super::{glob, CmdResult};
 use crate::resp::Out;
@@ -192,28 +192,9 @@ fn kind_by_name(name: &[u8]) -> Option<Kind> {
 }
 
 pub fn scan(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let cursor = std::str::from_utf8(&a[1]).ok().and_then(|s| s.parse::<u64>().ok());
-    let cursor = cursor.ok_or("ERR invalid cursor")?;
-    let (mut pattern, mut count, mut kind) = (None, 10usize, None);
-    let mut i = 2;
-    while i < a.len() {
-        let val = a.get(i + 1).ok_or(SYNTAX)?;
-        if is(&a[i], "match") {
-            pattern = Some(val.clone());
-        } else if is(&a[i], "count") {
-            let c = int_arg(val)?;
-            if c < 1 {
-                return Err(SYNTAX.into());
-            }
-            count = c as usize;
-        } else if is(&a[i], "type") {
-            // An unknown type matches nothing (as Redis).
-            kind = Some(kind_by_name(val));
-        } else {
-            return Err(SYNTAX.into());
-        }
-        i += 2;
-    }
+    let ScanArgs { cursor, pattern, count, type_name } = scan_args(a, 1, true)?;
+    // An unknown type matches nothing (as Redis).
+    let kind = type_name.map(|t| kind_by_name(&t));
     let from =
         if cursor == 0 { Vec::new() } else { sh.cursors.lock().load(cursor).unwrap_or_default() };
     let served = Served::now(sh, conn)?;

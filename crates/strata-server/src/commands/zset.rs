@@ -84,7 +84,7 @@ pub fn zscore(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
 
 /// ZSCAN key cursor [MATCH pattern] [COUNT count]: members and scores.
 pub fn zscan(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let ScanArgs { cursor, pattern, count } = scan_args(a)?;
+    let ScanArgs { cursor, pattern, count, .. } = scan_args(a, 2, false)?;
     let from =
         if cursor == 0 { Vec::new() } else { sh.cursors.lock().load(cursor).unwrap_or_default() };
     let keep = |m: &[u8]| pattern.as_ref().is_none_or(|p| glob::matches(p, m));
