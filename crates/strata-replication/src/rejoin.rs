@@ -13,7 +13,9 @@
 //!
 //! **Caught up** is defined from the first append it receives from a leader (a committed
 //! vote of term T, the leader's commit index C, the last index the append carries N): the
-//! replica has applied an entry of term ≥ T at an index ≥ max(C, N). A leader's log holds
+//! replica has applied an entry of term ≥ T at an index ≥ max(C, N). An append of a leader of
+//! a higher term, while it catches up, moves the target to that leader's (a deposed leader
+//! heard first does not end the catch-up once its successor is heard). A leader's log holds
 //! every entry committed before its term, and an entry of its own term is committed only
 //! after all of those; C covers what the leader had committed with this replica's lost
 //! acknowledgements when it leads since before the loss.
@@ -93,14 +95,14 @@ impl Rejoin {
     }
 
     /// Notes an append received while catching up: the sender's vote, its commit index and
-    /// the last index the append carries. Only the first append of a leader (a committed
-    /// vote) sets the target; later ones change nothing.
+    /// the last index the append carries. The first append of a leader (a committed vote)
+    /// sets the target; a later one moves it only if its leader's term is higher.
     pub fn note_append(&self, vote: &Vote, leader_commit: Option<LogId>, last_sent: Option<u64>) {
         if !vote.committed || !self.active() {
             return;
         }
         let mut target = self.target.lock();
-        if target.is_none() {
+        if target.is_none_or(|(term, _)| vote.term > term) {
             let index = leader_commit.map(|c| c.index).max(last_sent).unwrap_or(0);
             *target = Some((vote.term, index));
         }
@@ -180,14 +182,18 @@ mod tests {
         assert_eq!(r.target(), None);
         r.note_append(&Vote { term: 5, node: 2, committed: true }, Some(id(4, 50)), Some(60));
         assert_eq!(r.target(), Some((5, 60)));
-        // Later appends do not move the target.
-        r.note_append(&Vote { term: 6, node: 3, committed: true }, Some(id(6, 90)), None);
+        // Later appends of the same leader do not move the target; a newer leader's does.
+        r.note_append(&Vote { term: 5, node: 2, committed: true }, Some(id(5, 80)), Some(85));
         assert_eq!(r.target(), Some((5, 60)));
         assert!(!r.caught_up(None));
         assert!(!r.caught_up(Some(id(4, 70))), "an entry of an older term");
         assert!(!r.caught_up(Some(id(5, 59))), "short of what the leader sent");
         assert!(r.caught_up(Some(id(5, 60))));
         assert!(r.caught_up(Some(id(6, 61))));
+        r.note_append(&Vote { term: 6, node: 3, committed: true }, Some(id(6, 90)), None);
+        assert_eq!(r.target(), Some((6, 90)));
+        assert!(!r.caught_up(Some(id(5, 95))), "the deposed leader's entries do not do");
+        assert!(r.caught_up(Some(id(6, 90))));
         // With no entry sent, the commit index is the target.
         let dir = tempfile::tempdir().unwrap();
         let node = node_in(dir.path());
