@@ -161,6 +161,8 @@ pub static COMMANDS: &[Command] = &[
     cmd!("getrange", 4, false, KeySpec::one(1), strings::getrange),
     cmd!("substr", 4, false, KeySpec::one(1), strings::getrange),
     cmd!("setrange", 4, true, KeySpec::one(1), strings::setrange),
+    cmd!("getbit", 3, false, KeySpec::one(1), strings::getbit),
+    cmd!("setbit", 4, true, KeySpec::one(1), strings::setbit),
     cmd!("incrbyfloat", 3, true, KeySpec::one(1), strings::incrbyfloat),
     cmd!("lcs", -3, false, KeySpec::range(1, 2, 1), strings::lcs),
     // keys

@@ -180,6 +180,35 @@ pub fn setrange(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdR
     Ok(())
 }
 
+/// A bit offset argument: 0 to 2^32 - 1 (Redis's 512 MB strings), else Redis's error.
+fn bit_offset(b: &[u8]) -> Result<u64, CmdError> {
+    crate::types::number::parse_int_strict(b)
+        .filter(|n| (0..1i64 << 32).contains(n))
+        .map(|n| n as u64)
+        .ok_or_else(|| "ERR bit offset is not an integer or out of range".into())
+}
+
+/// GETBIT key offset
+pub fn getbit(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let offset = bit_offset(&a[2])?;
+    out.int(i64::from(string::get_bit(&sh.keyspace(), &a[1], offset)?));
+    Ok(())
+}
+
+/// SETBIT key offset value
+pub fn setbit(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let offset = bit_offset(&a[2])?;
+    let on = match a[3].as_slice() {
+        b"0" => false,
+        b"1" => true,
+        _ => return Err("ERR bit is not an integer or out of range".into()),
+    };
+    let max = sh.config.proto_max_bulk_len as u64;
+    let was = string::set_bit(&sh.keyspace(), &a[1], offset, on, max)?;
+    out.int(i64::from(was));
+    Ok(())
+}
+
 /// INCRBYFLOAT key increment
 pub fn incrbyfloat(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let v = string::incr_by_float(&sh.keyspace(), &a[1], &a[2])?;

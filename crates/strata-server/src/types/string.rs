@@ -245,6 +245,39 @@ pub fn set_range(
     Ok(len)
 }
 
+/// GETBIT: the bit at `offset` of the string at `key` (bit 0 is the most significant bit of
+/// the first byte); 0 past the end or without the key.
+pub fn get_bit(ks: &Keyspace, key: &[u8], offset: u64) -> Result<bool> {
+    let v = ks.typed(key, Kind::String)?.map(|m| m.value).unwrap_or_default();
+    let byte = usize::try_from(offset / 8).ok().and_then(|i| v.get(i).copied()).unwrap_or(0);
+    Ok(byte & (0x80 >> (offset % 8)) != 0)
+}
+
+/// SETBIT: sets the bit at `offset` to `on`, growing the string with zero bytes (absent key:
+/// a new one) to at most `max_len` bytes, keeping its expiry; the bit's old value.
+pub fn set_bit(ks: &Keyspace, key: &[u8], offset: u64, on: bool, max_len: u64) -> Result<bool> {
+    let _g = ks.store.locks.lock(&[key]);
+    let old = ks.typed(key, Kind::String)?;
+    let byte = offset / 8;
+    if byte >= max_len {
+        return Err(TypeError::StringTooLong);
+    }
+    let (mut v, expire_ms) = old.map_or((Vec::new(), 0), |m| (m.value, m.expire_ms));
+    let i = byte as usize;
+    if v.len() <= i {
+        v.resize(i + 1, 0);
+    }
+    let mask = 0x80u8 >> (offset % 8);
+    let was = v[i] & mask != 0;
+    if on {
+        v[i] |= mask;
+    } else {
+        v[i] &= !mask;
+    }
+    put(ks, key, v, expire_ms)?;
+    Ok(was)
+}
+
 /// INCRBYFLOAT: adds `incr` (text) to the number at `key` (absent: 0) in x87 long double
 /// arithmetic as redis-server does ([`super::long_double`]), keeping the key's expiry; the
 /// new value as stored (Redis's human form).

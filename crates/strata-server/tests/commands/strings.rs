@@ -116,3 +116,35 @@ fn strings_match_model() {
     let n: i64 = redis::cmd("DECR").arg("cnt").query(&mut c).unwrap();
     assert_eq!(n, -6);
 }
+
+/// SETBIT and GETBIT, with Redis 7.0.15's replies: bit 0 is the first byte's most significant
+/// bit, the string grows with zero bytes, the expiry stays.
+#[test]
+fn setbit_and_getbit() {
+    use crate::common::Reply;
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    assert_eq!(c.cmd(&["SETBIT", "b", "7", "1"]), Reply::Int(0));
+    assert_eq!(c.cmd(&["GET", "b"]), Reply::Bulk(vec![1]));
+    assert_eq!(c.cmd(&["SETBIT", "b", "7", "0"]), Reply::Int(1));
+    assert_eq!(c.cmd(&["SETBIT", "b", "100", "1"]), Reply::Int(0));
+    assert_eq!(c.cmd(&["STRLEN", "b"]), Reply::Int(13));
+    assert_eq!(c.cmd(&["GETBIT", "b", "100"]), Reply::Int(1));
+    assert_eq!(c.cmd(&["GETBIT", "b", "101"]), Reply::Int(0));
+    assert_eq!(c.cmd(&["GETBIT", "b", "100000"]), Reply::Int(0));
+    assert_eq!(c.cmd(&["GETBIT", "none", "3"]), Reply::Int(0));
+    let bad_offset = Reply::Error("ERR bit offset is not an integer or out of range".into());
+    assert_eq!(c.cmd(&["SETBIT", "b", "-1", "1"]), bad_offset);
+    assert_eq!(c.cmd(&["SETBIT", "b", "4294967296", "1"]), bad_offset);
+    assert_eq!(c.cmd(&["GETBIT", "b", "x"]), bad_offset);
+    let bad_bit = Reply::Error("ERR bit is not an integer or out of range".into());
+    assert_eq!(c.cmd(&["SETBIT", "b", "1", "2"]), bad_bit);
+    assert_eq!(c.cmd(&["LPUSH", "l", "a"]), Reply::Int(1));
+    assert!(
+        matches!(c.cmd(&["SETBIT", "l", "0", "1"]), Reply::Error(e) if e.starts_with("WRONGTYPE"))
+    );
+    assert_eq!(c.cmd(&["SET", "s", "ab", "EX", "100"]), Reply::Simple("OK".into()));
+    assert_eq!(c.cmd(&["SETBIT", "s", "2", "0"]), Reply::Int(1));
+    assert_eq!(c.cmd(&["GET", "s"]), Reply::bulk("Ab"));
+    assert_eq!(c.cmd(&["TTL", "s"]), Reply::Int(100));
+}

@@ -8,8 +8,8 @@
 //! on conversions.
 //!
 //! Four more writers use the other write paths, each against a model of its keys: one the
-//! string commands that rewrite a value (SETRANGE, INCRBYFLOAT, GETEX, SET with KEEPTTL/GET,
-//! MSETNX), one the list commands that change a list inside or move elements between two
+//! string commands that rewrite a value (SETRANGE, SETBIT, INCRBYFLOAT, GETEX, SET with
+//! KEEPTTL/GET, MSETNX), one the list commands that change a list inside or move elements between two
 //! lists in one batch (LINSERT, LSET, LREM, LTRIM, LMOVE, RPOPLPUSH, LMPOP, LPUSHX/RPUSHX),
 //! one the set commands that move members or store a new generation of a set (SMOVE,
 //! SINTERSTORE, SUNIONSTORE, SDIFFSTORE, COPY, beside SADD and SREM), and one transactions
@@ -209,7 +209,28 @@ fn string_writer(port: u16, base: usize, models: &Models, stop: &AtomicBool) {
             *cur = after;
             ok
         } else {
-            match seq % 5 {
+            match seq % 6 {
+                5 if !cur.is_empty() => {
+                    // SETBIT flips the 0x20 bit of one byte: the text stays ASCII.
+                    let j = seq % cur.len();
+                    let on = (seq / 6) % 2 == 1;
+                    let mut b = cur.clone().into_bytes();
+                    if on {
+                        b[j] |= 0x20;
+                    } else {
+                        b[j] &= !0x20;
+                    }
+                    let after = String::from_utf8(b).unwrap();
+                    let bit = (j * 8 + 2).to_string();
+                    let ok = step(
+                        &mut c,
+                        slot,
+                        after.clone(),
+                        &["SETBIT", &key, &bit, if on { "1" } else { "0" }],
+                    );
+                    *cur = after;
+                    ok
+                }
                 0 | 1 => {
                     let off = seq % 7;
                     let mut b = cur.clone().into_bytes();
