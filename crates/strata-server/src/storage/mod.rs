@@ -397,7 +397,11 @@ impl Store {
     /// The metadata record of `key`, from the cache or else the engine (`None`: no record).
     pub fn read_meta(&self, key: &[u8]) -> strata::Result<Option<MetaRead>> {
         pending::settle_own();
-        if let Some(read) = self.overlay_get(&self.meta_cf, &meta_key(key)) {
+        // Only inside EXEC; the key is built there, not on every read.
+        if let Some(read) = overlay::with(|w| {
+            let ro = ReadOptions::default();
+            w.get_from_batch_and_db_cf(&self.db, &*self.meta_cf, meta_key(key), &ro)
+        }) {
             // Not cached (`cache_meta` fills nothing inside EXEC).
             return Ok(read?.map(|raw| MetaRead::Stored { raw, generation: 0 }));
         }
@@ -618,7 +622,7 @@ impl Store {
         for k in keys {
             self.meta_cache.note_write(k, None);
         }
-        let written = self.write(w.write_batch().clone());
+        let written = self.write(w.into_write_batch());
         if wide || written.is_err() {
             // A failed EXEC's pops moved hints past elements still there.
             self.meta_cache.clear();
@@ -627,7 +631,7 @@ impl Store {
         written
     }
 
-    /// The sequence number WATCH notes: [`Store::touched_since`] tells writes after it.
+    /// The sequence number WATCH notes: [`Store::written_since`] tells writes after it.
     pub fn watch_point(&self) -> u64 {
         self.db.latest_sequence_number()
     }

@@ -15,7 +15,6 @@
 //! spot too).
 
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
 use super::{Cfd, Db};
 use crate::column_family::AsColumnFamilyRef;
@@ -36,14 +35,6 @@ pub(crate) enum Changed {
 }
 
 impl Db {
-    /// The family a handle names (checked to be one of this DB's), or the default family.
-    pub(crate) fn family(&self, cf: Option<&dyn AsColumnFamilyRef>) -> Result<Arc<Cfd>> {
-        match cf {
-            Some(cf) => self.cfd(&cf).cloned(),
-            None => Ok(self.inner.default_cf.clone()),
-        }
-    }
-
     /// Whether `key` of family `cfd` was written after `seq` (module docs).
     pub(crate) fn changed_since(&self, cfd: &Cfd, key: &[u8], seq: SeqNo) -> Changed {
         let mut end = key.to_vec();

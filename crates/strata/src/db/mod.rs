@@ -407,19 +407,12 @@ impl Db {
         cf::admin::cf_handle(&self.inner, name.as_ref())
     }
 
-    /// The merge operator of family `cf`.
-    pub(crate) fn cf_merge_operator(
-        &self,
-        cf: &impl AsColumnFamilyRef,
-    ) -> Result<Option<Arc<dyn crate::merge_operator::MergeOperator>>> {
-        Ok(self.cfd(cf)?.opts.merge_operator.clone())
-    }
-
-    /// The merge operator of the default family.
-    pub(crate) fn default_merge_operator(
-        &self,
-    ) -> Option<Arc<dyn crate::merge_operator::MergeOperator>> {
-        self.inner.default_cf.opts.merge_operator.clone()
+    /// The family a handle names (checked to be one of this DB's), or the default family.
+    pub(crate) fn family(&self, cf: Option<&dyn AsColumnFamilyRef>) -> Result<Arc<Cfd>> {
+        match cf {
+            Some(cf) => self.cfd(&cf).cloned(),
+            None => Ok(self.inner.default_cf.clone()),
+        }
     }
 
     /// The family a handle names, checked to be one of this DB's.

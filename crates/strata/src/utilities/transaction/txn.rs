@@ -7,6 +7,7 @@
 //!
 //! Save points stack the batch and the tracked keys; rolling back to one restores both.
 
+use std::collections::btree_map::Entry;
 use std::collections::hash_map::DefaultHasher;
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
@@ -71,16 +72,16 @@ impl<'db> Transaction<'db> {
 
     /// Tracks `key` of family `cf` (the default when `None`) for the commit's check.
     fn track(&mut self, cf: Option<&dyn AsColumnFamilyRef>, key: &[u8]) -> Result<()> {
+        // The handle is checked to be this DB's on every call, tracked key or not.
         let cfd = self.db.family(cf)?;
         let id = cf.map_or(0, AsColumnFamilyRef::cf_id);
-        if self.tracked.contains_key(&(id, key.to_vec())) {
-            return Ok(());
+        if let Entry::Vacant(v) = self.tracked.entry((id, key.to_vec())) {
+            let seq = match &self.snapshot {
+                Some(s) => s.seq(),
+                None => SeqNo(self.db.latest_sequence_number()),
+            };
+            v.insert(Tracked { cfd, seq });
         }
-        let seq = match &self.snapshot {
-            Some(s) => s.seq(),
-            None => SeqNo(self.db.latest_sequence_number()),
-        };
-        self.tracked.insert((id, key.to_vec()), Tracked { cfd, seq });
         Ok(())
     }
 
@@ -316,7 +317,8 @@ impl<'db> Transaction<'db> {
         if self.batch.is_empty() {
             return Ok(());
         }
-        self.db.write_wbwi_opt(&self.batch, &self.write_opts)
+        let opts = self.write_opts;
+        self.db.write_opt(self.batch.into_write_batch(), &opts)
     }
 }
 

@@ -49,34 +49,6 @@ impl BaseDelta {
         }
     }
 
-    fn op(&self) -> Option<&dyn MergeOperator> {
-        self.base.merge_operator().map(|o| o.as_ref() as &dyn MergeOperator)
-    }
-
-    /// The first batch key at or after `from` and inside the bounds (`None` past them).
-    fn batch_after(&self, from: Bound<&[u8]>) -> Option<(&Vec<u8>, &Chain)> {
-        let (lower, _) = self.base.bounds();
-        let from = match (from, lower) {
-            (Bound::Unbounded, Some(l)) => Bound::Included(l),
-            (Bound::Included(k) | Bound::Excluded(k), Some(l)) if k < l => Bound::Included(l),
-            (f, _) => f,
-        };
-        let (k, c) = self.index.keys.range::<[u8], _>((from, Bound::Unbounded)).next()?;
-        (!self.base.excludes(k)).then_some((k, c))
-    }
-
-    /// The last batch key at or before `to` and inside the bounds (`None` before them).
-    fn batch_before(&self, to: Bound<&[u8]>) -> Option<(&Vec<u8>, &Chain)> {
-        let (_, upper) = self.base.bounds();
-        let to = match (to, upper) {
-            (Bound::Unbounded, Some(u)) => Bound::Excluded(u),
-            (Bound::Included(k) | Bound::Excluded(k), Some(u)) if k >= u => Bound::Excluded(u),
-            (t, _) => t,
-        };
-        let (k, c) = self.index.keys.range::<[u8], _>((Bound::Unbounded, to)).next_back()?;
-        (!self.base.excludes(k)).then_some((k, c))
-    }
-
     fn fail(&mut self, e: Error) {
         self.valid = false;
         if self.error.is_none() {
@@ -85,54 +57,49 @@ impl BaseDelta {
     }
 
     /// Settles on the first visible key at or after `from` going forward, or the last at or
-    /// before it going backward; the base is at or past `from` the same way.
+    /// before it going backward; the base is at or past `from` the same way. Keys are copied
+    /// only to become the current one or the next bound.
     fn settle(&mut self, dir: Dir, from: Bound<Vec<u8>>) {
         self.dir = dir;
+        // Held apart from `self`, so the batch's entries are borrowed while `self` changes.
+        let index = Arc::clone(&self.index);
         let mut from = from;
         loop {
             if self.base.status().is_err() {
                 self.valid = false;
                 return;
             }
-            let bound = match &from {
-                Bound::Included(k) => Bound::Included(k.as_slice()),
-                Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
-                Bound::Unbounded => Bound::Unbounded,
-            };
-            let batch = match dir {
-                Dir::Forward => self.batch_after(bound),
-                Dir::Reverse => self.batch_before(bound),
-            }
-            .map(|(k, c)| (k.clone(), c.clone()));
-            let base_key = self.base.key().map(<[u8]>::to_vec);
-            let take_batch = match (&batch, &base_key) {
+            let batch = batch_entry(&index, &self.base, dir, as_ref(&from));
+            let base_key = self.base.key();
+            let take_batch = match (batch, base_key) {
                 (Some((k, _)), Some(b)) => match dir {
-                    Dir::Forward => k <= b,
-                    Dir::Reverse => k >= b,
+                    Dir::Forward => k.as_slice() <= b,
+                    Dir::Reverse => k.as_slice() >= b,
                 },
                 (Some(_), None) => true,
                 (None, _) => false,
             };
             if let (true, Some((k, chain))) = (take_batch, batch) {
-                let same = base_key.as_ref() == Some(&k);
+                let same = base_key == Some(k.as_slice());
                 let db = if same { self.base.value() } else { None };
-                match chain.resolve(&k, db, self.op()) {
+                let op = self.base.merge_operator().map(|o| o.as_ref() as &dyn MergeOperator);
+                match chain.resolve(k, db, op) {
                     Err(e) => return self.fail(e),
-                    Ok(Some(v)) => return self.set(k, v),
+                    Ok(Some(v)) => return self.set(k.clone(), v),
                     Ok(None) => {
                         if same {
                             self.step_base(dir);
                         }
-                        from = Bound::Excluded(k);
+                        from = Bound::Excluded(k.clone());
                     }
                 }
             } else if let Some(b) = base_key {
-                if self.index.deleted.covers(&b) {
+                if index.deleted.covers(b) {
+                    from = Bound::Excluded(b.to_vec());
                     self.step_base(dir);
-                    from = Bound::Excluded(b);
                 } else {
-                    let v = self.base.value().unwrap_or_default().to_vec();
-                    return self.set(b, v);
+                    let (k, v) = (b.to_vec(), self.base.value().unwrap_or_default().to_vec());
+                    return self.set(k, v);
                 }
             } else {
                 self.valid = false;
@@ -236,4 +203,42 @@ impl RawCursor for BaseDelta {
     fn merge_operator(&self) -> Option<&Arc<dyn MergeOperator>> {
         self.base.merge_operator()
     }
+}
+
+fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    match b {
+        Bound::Included(k) => Bound::Included(k.as_slice()),
+        Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+/// The batch's next key from `from` the way `dir` goes (at or after it forward, at or before
+/// it backward), within `base`'s bounds and prefix; `None` past them.
+fn batch_entry<'i>(
+    index: &'i CfIndex,
+    base: &DbRawIterator,
+    dir: Dir,
+    from: Bound<&[u8]>,
+) -> Option<(&'i Vec<u8>, &'i Chain)> {
+    let (lower, upper) = base.bounds();
+    let found = match dir {
+        Dir::Forward => {
+            let from = match (from, lower) {
+                (Bound::Unbounded, Some(l)) => Bound::Included(l),
+                (Bound::Included(k) | Bound::Excluded(k), Some(l)) if k < l => Bound::Included(l),
+                (f, _) => f,
+            };
+            index.keys.range::<[u8], _>((from, Bound::Unbounded)).next()
+        }
+        Dir::Reverse => {
+            let to = match (from, upper) {
+                (Bound::Unbounded, Some(u)) => Bound::Excluded(u),
+                (Bound::Included(k) | Bound::Excluded(k), Some(u)) if k >= u => Bound::Excluded(u),
+                (t, _) => t,
+            };
+            index.keys.range::<[u8], _>((Bound::Unbounded, to)).next_back()
+        }
+    }?;
+    (!base.excludes(found.0)).then_some(found)
 }

@@ -28,9 +28,8 @@ use std::sync::Arc;
 use self::base_delta::BaseDelta;
 use self::index::{CfIndex, Lookup};
 use crate::column_family::{AsColumnFamilyRef, ColumnFamilyId, DEFAULT_COLUMN_FAMILY_ID};
-use crate::db::{Db, DbRawIterator};
+use crate::db::{Cfd, Db, DbRawIterator};
 use crate::error::{Error, Result};
-use crate::merge_operator::MergeOperator;
 use crate::options::{Options, ReadOptions, WriteOptions};
 use crate::types::ValueType;
 use crate::write_batch::{WriteBatch, WriteBatchIterator};
@@ -82,6 +81,11 @@ impl WriteBatchWithIndex {
     /// The batch as a plain [`WriteBatch`].
     pub fn write_batch(&self) -> &WriteBatch {
         &self.batch
+    }
+
+    /// The batch as a plain [`WriteBatch`], the index dropped.
+    pub fn into_write_batch(self) -> WriteBatch {
+        self.batch
     }
 
     /// Calls `handler` for each record, in order.
@@ -238,7 +242,7 @@ impl WriteBatchWithIndex {
             DEFAULT_COLUMN_FAMILY_ID,
             key,
             || db.get_opt(key, readopts),
-            || Ok(db.default_merge_operator()),
+            || db.family(None),
         )
     }
 
@@ -255,18 +259,18 @@ impl WriteBatchWithIndex {
             cf.cf_id(),
             key,
             || db.get_cf_opt(cf, key, readopts),
-            || db.cf_merge_operator(cf),
+            || db.family(Some(cf)),
         )
     }
 
     /// `key`'s value with the batch's updates over `read` (the DB's), merges resolved with
-    /// the operator `op` gives.
+    /// the operator of the family `family` gives.
     fn read_batch_and_db(
         &self,
         cf: ColumnFamilyId,
         key: &[u8],
         read: impl FnOnce() -> Result<Option<Vec<u8>>>,
-        op: impl FnOnce() -> Result<Option<Arc<dyn MergeOperator>>>,
+        family: impl FnOnce() -> Result<Arc<Cfd>>,
     ) -> Result<Option<Vec<u8>>> {
         let lookup = match self.index.get(&cf) {
             Some(ix) => ix.lookup(key),
@@ -276,9 +280,9 @@ impl WriteBatchWithIndex {
             Lookup::Untouched => read(),
             Lookup::RangeDeleted => Ok(None),
             Lookup::Chain(c) => {
-                let op = op()?;
+                let cfd = family()?;
                 let base = if c.needs_db() { read()? } else { None };
-                c.resolve(key, base.as_deref(), op.as_deref())
+                c.resolve(key, base.as_deref(), cfd.opts.merge_operator.as_deref())
             }
         }
     }
