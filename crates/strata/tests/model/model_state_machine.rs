@@ -11,7 +11,7 @@ use std::sync::Arc;
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 use strata::env::{FileSystem, MemFs, OsFs};
-use strata::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
+use strata::{Db, Options, ReadOptions, WriteBatch, WriteBatchWithIndex, WriteOptions};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -282,7 +282,23 @@ fn run(ops: &[Op], knobs: &Knobs, fs: Arc<dyn FileSystem>, path: &Path) {
                         }
                     }
                 }
-                db.write(wb).unwrap();
+                if b.len() % 2 == 1 {
+                    // The same batch through a WriteBatchWithIndex: read before the write, it
+                    // shows the model after it.
+                    let mut wbwi = WriteBatchWithIndex::new(0, true);
+                    wbwi.append(&wb);
+                    for o in b {
+                        let (BatchOp::Put(k, _) | BatchOp::Delete(k) | BatchOp::DeleteRange(k, _)) =
+                            o;
+                        let got = wbwi
+                            .get_from_batch_and_db(&db, key(*k), &ReadOptions::default())
+                            .unwrap();
+                        assert_eq!(got, model.get(&key(*k)).cloned(), "key {k} through the batch");
+                    }
+                    db.write_wbwi(&wbwi).unwrap();
+                } else {
+                    db.write(wb).unwrap();
+                }
             }
             Op::Get(k) => {
                 assert_eq!(db.get(key(*k)).unwrap(), model.get(&key(*k)).cloned(), "get {k}");
