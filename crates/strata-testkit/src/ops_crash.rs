@@ -1,5 +1,5 @@
-//! Crashes during checkpoints, backups, ingestions and a TTL DB's expiring compactions, on
-//! `MemFs` behind `FaultFs`.
+//! Crashes during checkpoints, backups, ingestions, a TTL DB's expiring compactions and
+//! two-phase commits (`two_phase_crash.rs`), on `MemFs` behind `FaultFs`.
 //!
 //! Each cycle builds a DB (every write synced, so the model is exact), then cuts the
 //! filesystem off in the middle of `Checkpoint::create`, `BackupEngine::create_new_backup`,
@@ -78,8 +78,23 @@ fn one_cycle(seed: u64, sum: &mut OpsCrashSummary) -> Result<(), String> {
     let mut rng = StdRng::seed_from_u64(seed);
     let mem = MemFs::new();
     let fault = FaultFs::new(Arc::new(mem.clone()), seed);
-    if rng.gen_range(0..4) == 0 {
-        return ttl_cycle(&mut rng, &mem, &fault, sum);
+    match rng.gen_range(0..5) {
+        0 => return ttl_cycle(&mut rng, &mem, &fault, sum),
+        1 => {
+            let mut arm_cut = |r: &mut StdRng| {
+                let prefix = if r.gen_bool(0.5) { "wal." } else { "txn." };
+                arm(r, &fault, prefix);
+            };
+            let mut crash_it =
+                |r: &mut StdRng, interrupted: bool| crash(r, &mem, &fault, sum, interrupted);
+            let recovered =
+                crate::two_phase_crash::cycle(&mut rng, &mem, &fault, &mut arm_cut, &mut crash_it)?;
+            if recovered > 0 {
+                sum.complete_after_crash += 1;
+            }
+            return Ok(());
+        }
+        _ => {}
     }
     let opts = options(Arc::new(fault.clone()));
     let db = Db::open(&opts, "/db").map_err(e("open"))?;

@@ -106,6 +106,17 @@ pub fn dump_wal(out: &mut dyn Write, f: Bytes, path: &Path) -> Result<Outcome> {
                 writeln!(out, "@{offset} header: version {version}{zeros}, previous WAL {prev}")?;
             }
             WalRecord::Event { offset, text } => writeln!(out, "@{offset} event: {text}")?,
+            WalRecord::Transaction { offset, kind, xid, sequence, entries } => {
+                let xid = String::from_utf8_lossy(xid);
+                writeln!(
+                    out,
+                    "@{offset} transaction {kind} {xid:?}: sequence {sequence}, {} entries",
+                    entries.len()
+                )?;
+                for e in entries {
+                    writeln!(out, "  {}", show_entry(f, e))?;
+                }
+            }
             WalRecord::Batch { offset, sequence, entries } => {
                 writeln!(out, "@{offset} batch: sequence {sequence}, {} entries", entries.len())?;
                 for e in entries {

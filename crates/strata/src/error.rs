@@ -65,6 +65,16 @@ pub enum Error {
     /// transaction's snapshot are no longer all in memory (a flush took them). Nothing of
     /// the transaction was written; retrying it from the start with a new snapshot works.
     TryAgain(String),
+    /// A pessimistic transaction (or a `TransactionDb` write) waited longer than its lock
+    /// timeout for a key another transaction holds: the operation did nothing.
+    TimedOut(String),
+    /// Waiting for a lock would close a cycle of transactions each waiting for the next (the
+    /// message names them and the keys): the operation did nothing; roll the transaction back
+    /// (or retry the operation) so the others can go on.
+    Deadlock(String),
+    /// The transaction ran past its expiration and another took its locks: it can no longer
+    /// commit (nothing of it was written).
+    Expired(String),
     /// Work the engine ran panicked (its own code, or a user callback it called, such as a
     /// compaction filter or merge operator); the panic was caught. On a background thread it
     /// becomes the background error: every waiter is woken with it and writes are refused.
@@ -76,7 +86,62 @@ pub enum Error {
     },
 }
 
+/// The kind of an [`Error`], in the `rocksdb` crate's names (`Error::kind`), so code that
+/// matches on `rocksdb::ErrorKind` ports unchanged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// Not produced by Strata (a missing key is `Ok(None)`); kept for matching code.
+    NotFound,
+    /// `Corruption` and `ChecksumMismatch`.
+    Corruption,
+    /// `NotSupported`.
+    NotSupported,
+    /// `InvalidArgument`.
+    InvalidArgument,
+    /// `Io`, and `Locked` (RocksDB reports a held LOCK file as an I/O error).
+    IOError,
+    /// Not produced by Strata.
+    MergeInProgress,
+    /// Not produced by Strata.
+    Incomplete,
+    /// `ShutdownInProgress`.
+    ShutdownInProgress,
+    /// `TimedOut`.
+    TimedOut,
+    /// Not produced by Strata.
+    Aborted,
+    /// `Busy`, and `Deadlock` (RocksDB's `Busy` with its deadlock subcode).
+    Busy,
+    /// `Expired`.
+    Expired,
+    /// `TryAgain`.
+    TryAgain,
+    /// Not produced by Strata.
+    CompactionTooLarge,
+    /// `ColumnFamilyDropped`.
+    ColumnFamilyDropped,
+    /// `Background` (the first failure's kind is in its message) and `Panic`.
+    Unknown,
+}
+
 impl Error {
+    /// The error's kind in the `rocksdb` crate's terms.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Io { .. } | Error::Locked(_) => ErrorKind::IOError,
+            Error::Corruption { .. } | Error::ChecksumMismatch { .. } => ErrorKind::Corruption,
+            Error::InvalidArgument(_) => ErrorKind::InvalidArgument,
+            Error::NotSupported(_) => ErrorKind::NotSupported,
+            Error::ShutdownInProgress => ErrorKind::ShutdownInProgress,
+            Error::ColumnFamilyDropped(_) => ErrorKind::ColumnFamilyDropped,
+            Error::Busy(_) | Error::Deadlock(_) => ErrorKind::Busy,
+            Error::TryAgain(_) => ErrorKind::TryAgain,
+            Error::TimedOut(_) => ErrorKind::TimedOut,
+            Error::Expired(_) => ErrorKind::Expired,
+            Error::Background(_) | Error::Panic { .. } => ErrorKind::Unknown,
+        }
+    }
+
     /// Builds an I/O error with its operation and path.
     pub fn io(op: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
         Error::Io { op, path: path.into(), source }
@@ -150,6 +215,9 @@ impl Error {
             Error::ColumnFamilyDropped(s) => Error::ColumnFamilyDropped(s.clone()),
             Error::Busy(s) => Error::Busy(s.clone()),
             Error::TryAgain(s) => Error::TryAgain(s.clone()),
+            Error::TimedOut(s) => Error::TimedOut(s.clone()),
+            Error::Deadlock(s) => Error::Deadlock(s.clone()),
+            Error::Expired(s) => Error::Expired(s.clone()),
             Error::Panic { thread, message } => {
                 Error::Panic { thread: thread.clone(), message: message.clone() }
             }
@@ -185,6 +253,9 @@ impl fmt::Display for Error {
             Error::ColumnFamilyDropped(s) => write!(f, "column family {s:?} was dropped"),
             Error::Busy(s) => write!(f, "transaction conflict (busy): {s}"),
             Error::TryAgain(s) => write!(f, "transaction cannot be validated, try again: {s}"),
+            Error::TimedOut(s) => write!(f, "operation timed out: {s}"),
+            Error::Deadlock(s) => write!(f, "deadlock detected: {s}"),
+            Error::Expired(s) => write!(f, "transaction expired: {s}"),
             Error::Panic { thread, message } => write!(f, "panic in thread {thread}: {message}"),
         }
     }

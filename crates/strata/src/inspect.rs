@@ -20,8 +20,8 @@ use crate::version::edit::{FileMetaData, VersionEdit};
 use crate::version::set::VersionSet;
 use crate::wal::reader::LogReader;
 use crate::wal::{
-    decode_wal_event, decode_wal_header, tail_is_interrupted_append, TailRule, WalEvent,
-    WalRecoveryMode,
+    decode_txn_record, decode_wal_event, decode_wal_header, tail_is_interrupted_append, TailRule,
+    TxnRecord, WalEvent, WalRecoveryMode,
 };
 use crate::write_batch::WriteBatch;
 
@@ -214,6 +214,20 @@ pub enum WalRecord {
         /// Its operations in order.
         entries: Vec<Entry>,
     },
+    /// A two-phase-commit record (`TransactionDb`): `prepare` and `commit` carry the
+    /// transaction's writes (a prepare's sequence number is 0: none is assigned yet).
+    Transaction {
+        /// File offset of the record.
+        offset: u64,
+        /// `prepare`, `commit` or `rollback`.
+        kind: &'static str,
+        /// The transaction's name.
+        xid: Vec<u8>,
+        /// The writes' first sequence number.
+        sequence: u64,
+        /// Its operations in order (none for a rollback).
+        entries: Vec<Entry>,
+    },
 }
 
 /// What [`read_wal`] found.
@@ -293,6 +307,18 @@ fn wal_record(path: &Path, offset: u64, data: &[u8], first: bool) -> Result<WalR
             });
         }
     }
+    if let Some(txn) = decode_txn_record(data) {
+        let (kind, xid, batch) = match txn.map_err(relocate)? {
+            TxnRecord::Prepare { xid, batch } => ("prepare", xid, Some(batch)),
+            TxnRecord::Commit { xid, batch } => ("commit", xid, Some(batch)),
+            TxnRecord::Rollback { xid } => ("rollback", xid, None),
+        };
+        let (sequence, entries) = match batch {
+            Some(b) => batch_entries(&WriteBatch::from_vec(b.to_vec()).map_err(relocate)?),
+            None => (0, Vec::new()),
+        };
+        return Ok(WalRecord::Transaction { offset, kind, xid: xid.to_vec(), sequence, entries });
+    }
     if let Some(event) = decode_wal_event(data) {
         let text = match event.map_err(relocate)? {
             WalEvent::SyncedThrough(n) => format!("synced-through {}", n.0),
@@ -301,6 +327,12 @@ fn wal_record(path: &Path, offset: u64, data: &[u8], first: bool) -> Result<WalR
         return Ok(WalRecord::Event { offset, text });
     }
     let batch = WriteBatch::from_vec(data.to_vec()).map_err(relocate)?;
+    let (sequence, entries) = batch_entries(&batch);
+    Ok(WalRecord::Batch { offset, sequence, entries })
+}
+
+/// A batch's first sequence number and its entries.
+fn batch_entries(batch: &WriteBatch) -> (u64, Vec<Entry>) {
     let sequence = batch.sequence().0;
     let entries = batch
         .iter()
@@ -312,7 +344,7 @@ fn wal_record(path: &Path, offset: u64, data: &[u8], first: bool) -> Result<WalR
             value: r.value.to_vec(),
         })
         .collect();
-    Ok(WalRecord::Batch { offset, sequence, entries })
+    (sequence, entries)
 }
 
 /// A table as a MANIFEST edit adds it.

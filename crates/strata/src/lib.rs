@@ -56,7 +56,7 @@ pub use db::{
     ColumnFamily, ColumnFamilyDescriptor, Db, DbIterator, DbPinnableSlice, DbRawIterator,
     Direction, IngestExternalFileOptions, IteratorMode, LiveFileMetaData, PinnedSource,
 };
-pub use error::{Error, Result};
+pub use error::{Error, ErrorKind, Result};
 pub use memtable::write_buffer_manager::CACHE_UNIT as WRITE_BUFFER_CACHE_UNIT;
 pub use memtable::WriteBufferManager;
 pub use merge_operator::MergeOperator;
@@ -70,8 +70,9 @@ pub use sstable::{Cache, CompressionType, IndexType};
 pub use util::checksum::ChecksumType;
 pub use utilities::{
     BackupEngine, BackupInfo, Checkpoint, DbWithTtl, ExternalSstFileInfo, OptimisticTransactionDb,
-    OptimisticTransactionOptions, RepairReport, SstFileWriter, Transaction, TransactionIterator,
-    TtlClock, TtlIterator, WriteBatchWithIndex, TTL_SUFFIX_LEN,
+    OptimisticTransactionOptions, RepairReport, SstFileWriter, Transaction, TransactionDb,
+    TransactionDbOptions, TransactionIterator, TransactionOptions, TransactionSnapshot, TtlClock,
+    TtlIterator, WriteBatchWithIndex, TTL_SUFFIX_LEN,
 };
 pub use wal::WalRecoveryMode;
 pub use write_batch::{WriteBatch, WriteBatchIterator};
@@ -86,6 +87,10 @@ pub type DBIterator = DbIterator;
 pub type DBRawIterator = DbRawIterator;
 /// The `rocksdb` crate's name of [`OptimisticTransactionDb`].
 pub type OptimisticTransactionDB = OptimisticTransactionDb;
+/// The `rocksdb` crate's name of [`TransactionDb`].
+pub type TransactionDB = TransactionDb;
+/// The `rocksdb` crate's name of [`TransactionDbOptions`].
+pub type TransactionDBOptions = TransactionDbOptions;
 /// The `rocksdb` crate's name of [`DbPinnableSlice`].
 pub type DBPinnableSlice = DbPinnableSlice;
 /// The `rocksdb` crate's name of [`CompressionType`].

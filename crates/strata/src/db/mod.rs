@@ -169,6 +169,9 @@ pub(crate) struct WalState {
     pub delay_debt_micros: f64,
     /// The highest WAL number a "synced" event in the WAL chain names (0: none yet).
     pub synced_event_through: FileNumber,
+    /// Transactions prepared and not yet committed or rolled back: xid -> its prepare record
+    /// (`wal/txn_record.rs`), which every new WAL starts with (`write/two_phase.rs`).
+    pub prepared: BTreeMap<Vec<u8>, Vec<u8>>,
 }
 
 /// Obsolete WAL files kept for reuse, oldest first. Each was written whole in recyclable
@@ -413,6 +416,11 @@ impl Db {
             Some(cf) => self.cfd(&cf).cloned(),
             None => Ok(self.inner.default_cf.clone()),
         }
+    }
+
+    /// The live family numbered `id`.
+    pub(crate) fn family_by_id(&self, id: ColumnFamilyId) -> Option<Arc<Cfd>> {
+        self.inner.state.lock().cfs.get(&id).map(|cs| cs.cfd.clone())
     }
 
     /// The family a handle names, checked to be one of this DB's.

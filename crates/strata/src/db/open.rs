@@ -148,7 +148,7 @@ pub(crate) fn open(
     }
 
     let replay = replay_wals(opts, &family_opts, &fs, dir, &wal_files, &versions, false);
-    let Replayed { families, last_seq, wals, records, dropped_bytes, unsynced_dropped } =
+    let Replayed { families, last_seq, wals, records, dropped_bytes, unsynced_dropped, prepared } =
         match replay {
             Ok(r) => r,
             Err(e) => {
@@ -181,7 +181,15 @@ pub(crate) fn open(
     if kept_synced_through.0 > 0 {
         log_writer.add_record(&encode_wal_event(WalEvent::SyncedThrough(kept_synced_through)))?;
     }
+    // Transactions still prepared move into the new WAL, durably, before the edit below lets
+    // the WALs they were in go (`write/two_phase.rs`).
+    for record in prepared.values() {
+        log_writer.add_record(record)?;
+    }
     log_writer.flush()?;
+    if !prepared.is_empty() {
+        log_writer.sync()?;
+    }
     let log_number = new_log_number;
     fs.sync_dir(&wal_dir)?;
     // A family's WALs older than its first kept memtable's hold nothing of it that is not in
@@ -263,6 +271,7 @@ pub(crate) fn open(
         log_number,
         last_seq,
         kept_synced_through,
+        prepared,
         info_log,
         lock,
         read_only: false,
@@ -378,6 +387,7 @@ fn try_open_read_only(
         log_number,
         last_seq,
         kept_synced_through: FileNumber(0),
+        prepared: BTreeMap::new(),
         info_log: InfoLog::disabled(),
         lock: Box::new(NoLock),
         read_only: true,
@@ -478,6 +488,8 @@ struct Parts<'a> {
     log_number: FileNumber,
     last_seq: SeqNo,
     kept_synced_through: FileNumber,
+    /// Transactions prepared in the WALs and not yet resolved (none for a read-only open).
+    prepared: BTreeMap<Vec<u8>, Vec<u8>>,
     info_log: InfoLog,
     lock: Box<dyn FileLock>,
     read_only: bool,
@@ -550,6 +562,7 @@ fn assemble(mut p: Parts<'_>) -> DbInner {
             last_sequence: p.last_seq,
             delay_debt_micros: 0.0,
             synced_event_through: p.kept_synced_through,
+            prepared: p.prepared,
         }),
         retired_wals: Mutex::new(std::collections::VecDeque::new()),
         recycled_wals: Mutex::new(super::RecycledWals::default()),

@@ -50,8 +50,8 @@ use crate::sstable::TableOptions;
 use crate::types::{FileNumber, SeqNo};
 use crate::version::set::VersionSet;
 use crate::wal::{
-    decode_wal_event, decode_wal_header, replay_live_wal, replay_wal, tail_is_interrupted_append,
-    TailRule, WalEvent, WalRecoveryMode,
+    decode_txn_record, decode_wal_event, decode_wal_header, replay_live_wal, replay_wal,
+    tail_is_interrupted_append, TailRule, TxnRecord, WalEvent, WalRecoveryMode,
 };
 use crate::write_batch::WriteBatch;
 
@@ -146,6 +146,8 @@ pub(crate) struct Replayed {
     pub dropped_bytes: u64,
     /// Write batches of WALs after one that ended early, dropped as never synced.
     pub unsynced_dropped: u64,
+    /// Transactions prepared and neither committed nor rolled back: xid -> prepare record.
+    pub prepared: BTreeMap<Vec<u8>, Vec<u8>>,
 }
 
 /// One family's replay state: its options' table settings, its memtable being filled.
@@ -239,6 +241,7 @@ pub(crate) fn replay_wals(
     let mut unsynced_dropped = 0u64;
     let log_number = versions.log_number();
     let mut previous_wal: Option<FileNumber> = None;
+    let mut prepared: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
     // Memtables kept in memory (flushed later, one at a time) are cut only where a WAL ends:
     // the flush of one cut inside WAL w would name w as the first WAL still needed, and the
     // next open would replay w whole, over the table holding its first part (a merge operand
@@ -254,6 +257,10 @@ pub(crate) fn replay_wals(
             let mut is_header = true;
             replay_wal(&file, WalRecoveryMode::SkipAnyCorruptedRecords, n.0, |_, record| {
                 if std::mem::take(&mut is_header) {
+                    return Ok(());
+                }
+                if decode_txn_record(record).is_some() {
+                    batches += 1; // a transaction's record counts as a write
                     return Ok(());
                 }
                 match decode_wal_event(record) {
@@ -317,7 +324,11 @@ pub(crate) fn replay_wals(
                     }
                     return Ok(());
                 }
-                if let Some(event) = decode_wal_event(record) {
+                let event = match decode_txn_record(record) {
+                    Some(_) => None,
+                    None => decode_wal_event(record),
+                };
+                if let Some(event) = event {
                     // Events are for the rules on short WALs; they hold no writes.
                     let event = event.map_err(|e| match e {
                         Error::Corruption { reason, .. } => {
@@ -328,12 +339,33 @@ pub(crate) fn replay_wals(
                     ends_closed = event == WalEvent::Closed(n);
                     return Ok(());
                 }
-                let batch = WriteBatch::from_vec(record.to_vec()).map_err(|e| match e {
+                let at = |e: Error| match e {
+                    Error::Corruption { reason, .. } => Error::corruption(&path, offset, reason),
+                    other => other,
+                };
+                let bad_batch = |e: Error| match e {
                     Error::Corruption { reason, .. } => {
                         Error::corruption(&path, offset, format!("bad write batch: {reason}"))
                     }
                     other => other,
-                })?;
+                };
+                let batch = match decode_txn_record(record).transpose().map_err(at)? {
+                    None => WriteBatch::from_vec(record.to_vec()).map_err(bad_batch)?,
+                    Some(TxnRecord::Prepare { xid, batch }) => {
+                        // Checked now: a prepared transaction must be readable to resolve.
+                        WriteBatch::from_vec(batch.to_vec()).map_err(bad_batch)?;
+                        prepared.insert(xid.to_vec(), record.to_vec());
+                        return Ok(());
+                    }
+                    Some(TxnRecord::Rollback { xid }) => {
+                        prepared.remove(xid);
+                        return Ok(());
+                    }
+                    Some(TxnRecord::Commit { xid, batch }) => {
+                        prepared.remove(xid);
+                        WriteBatch::from_vec(batch.to_vec()).map_err(bad_batch)?
+                    }
+                };
                 let first = batch.sequence();
                 let count = u64::from(batch.count());
                 if count > 0 {
@@ -465,7 +497,7 @@ pub(crate) fn replay_wals(
         families.insert(id, f.out);
     }
 
-    Ok(Replayed { families, last_seq, wals, records, dropped_bytes, unsynced_dropped })
+    Ok(Replayed { families, last_seq, wals, records, dropped_bytes, unsynced_dropped, prepared })
 }
 
 /// The format version in the header of the WAL at `path`; `None` when it has no header.

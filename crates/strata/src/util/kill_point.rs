@@ -71,6 +71,7 @@ pub const ALL: &[&str] = &[
     "backup.meta_rename",
     "ingest.copy",
     "ingest.install",
+    "txn.marker",
 ];
 
 #[cfg(feature = "kill-points")]

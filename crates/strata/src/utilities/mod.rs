@@ -26,7 +26,8 @@ pub use checkpoint::Checkpoint;
 pub use repair::RepairReport;
 pub use sst_file_writer::{ExternalSstFileInfo, SstFileWriter};
 pub use transaction::{
-    OptimisticTransactionDb, OptimisticTransactionOptions, Transaction, TransactionIterator,
+    OptimisticTransactionDb, OptimisticTransactionOptions, Transaction, TransactionDb,
+    TransactionDbOptions, TransactionIterator, TransactionOptions, TransactionSnapshot,
 };
 pub use ttl::{DbWithTtl, TtlClock, TtlIterator, TTL_SUFFIX_LEN};
 pub use wbwi::WriteBatchWithIndex;

@@ -40,7 +40,9 @@ use crate::version::edit::{FileMetaData, VersionEdit};
 use crate::version::levels::Version;
 use crate::version::set::{write_manifest_for, Counters, FamilySnapshot};
 use crate::wal::reader::LogReader;
-use crate::wal::{decode_wal_event, decode_wal_header, WalRecoveryMode};
+use crate::wal::{
+    decode_txn_record, decode_wal_event, decode_wal_header, TxnRecord, WalRecoveryMode,
+};
 use crate::write_batch::WriteBatch;
 
 /// Where repair moves the files it does not keep, inside the DB directory.
@@ -172,6 +174,13 @@ fn rebuild(opts: &Options, fs: &Arc<dyn FileSystem>, dir: &Path) -> Result<Repai
             if std::mem::take(&mut first) && decode_wal_header(record).is_ok() {
                 continue;
             }
+            // A committed transaction's writes are kept; a prepared one, not yet committed,
+            // is dropped (repair keeps what was committed), as is a rollback's marker.
+            let record = match decode_txn_record(record) {
+                None => record,
+                Some(Ok(TxnRecord::Commit { batch, .. })) => batch,
+                Some(_) => continue,
+            };
             if decode_wal_event(record).is_some() {
                 continue;
             }

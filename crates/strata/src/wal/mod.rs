@@ -45,6 +45,7 @@ pub(crate) mod format;
 mod header;
 pub(crate) mod reader;
 mod tail;
+mod txn_record;
 pub(crate) mod writer;
 
 pub(crate) use header::{
@@ -53,6 +54,7 @@ pub(crate) use header::{
 pub use reader::WalRecoveryMode;
 pub(crate) use reader::{replay_live_wal, replay_log, replay_wal};
 pub(crate) use tail::{tail_is_interrupted_append, TailRule};
+pub(crate) use txn_record::{decode_txn_record, TxnRecord};
 pub(crate) use writer::LogWriter;
 
 #[cfg(test)]

@@ -40,6 +40,7 @@ pub(super) mod queue;
 pub(super) mod rate;
 mod stall;
 pub(super) mod switch;
+pub(crate) mod two_phase;
 pub(super) mod wal;
 
 use std::sync::atomic::Ordering;
@@ -67,6 +68,16 @@ const MAX_SYNCS_IN_FLIGHT: u64 = 2;
 const OWN_INSERT_MIN_RECORDS: u32 = 16;
 
 pub(crate) fn write(inner: &DbInner, batch: WriteBatch, opts: WriteOptions) -> Result<()> {
+    write_with(inner, batch, opts, None)
+}
+
+/// [`write`], or with `commit_xid` the commit of that prepared transaction (`two_phase.rs`).
+pub(crate) fn write_with(
+    inner: &DbInner,
+    batch: WriteBatch,
+    opts: WriteOptions,
+    commit_xid: Option<Vec<u8>>,
+) -> Result<()> {
     if opts.sync && opts.disable_wal {
         return Err(Error::InvalidArgument("sync writes need the WAL (disable_wal is set)".into()));
     }
@@ -84,7 +95,7 @@ pub(crate) fn write(inner: &DbInner, batch: WriteBatch, opts: WriteOptions) -> R
         return Err(e);
     }
     if batch.is_empty() {
-        return Ok(());
+        return Ok(()); // an empty commit is a marker alone (`two_phase.rs`)
     }
     let slot = WriterSlot::for_this_thread();
     let lead_now = {
@@ -94,6 +105,7 @@ pub(crate) fn write(inner: &DbInner, batch: WriteBatch, opts: WriteOptions) -> R
             sync: opts.sync,
             disable_wal: opts.disable_wal,
             slot: slot.clone(),
+            commit_xid,
         });
         !std::mem::replace(&mut q.leader_active, true)
     };
@@ -187,13 +199,18 @@ fn lead_group(inner: &DbInner, me: &Arc<WriterSlot>) -> Result<()> {
         hand_on_leadership(&inner.queue);
         return Err(Error::Background("write queue: the leader was not at the front".into()));
     };
-    let PendingWrite { batch: mut wal_batch, sync: leader_sync, disable_wal, .. } = leader;
+    let PendingWrite { batch: mut wal_batch, sync: leader_sync, disable_wal, commit_xid, .. } =
+        leader;
     let max_bytes = inner.opts.max_write_batch_group_size_bytes.max(1) as usize;
     let mut size = wal_batch.size_in_bytes();
     // A small leader takes only an eighth of the bound more, so its own latency stays low.
     let limit = if size <= max_bytes / 8 { size + max_bytes / 8 } else { max_bytes };
     let mut followers = Vec::new();
     while let Some(p) = q.pending.front() {
+        // A transaction's commit has a WAL record of its own: it is never in a group.
+        if commit_xid.is_some() || p.commit_xid.is_some() {
+            break;
+        }
         if p.disable_wal != disable_wal || size + p.batch.size_in_bytes() > limit {
             break;
         }
@@ -219,7 +236,7 @@ fn lead_group(inner: &DbInner, me: &Arc<WriterSlot>) -> Result<()> {
     for p in &followers {
         wal_batch.append(&p.batch);
     }
-    let staged = stage_group(inner, &mut wal_batch, sync, disable_wal);
+    let staged = stage_group(inner, &mut wal_batch, sync, disable_wal, commit_xid.as_deref());
     if hand_on == HandOn::Wal || staged.is_err() {
         hand_on_leadership(&inner.queue);
     }
@@ -282,6 +299,7 @@ fn stage_group(
     batch: &mut WriteBatch,
     sync: bool,
     disable_wal: bool,
+    commit_xid: Option<&[u8]>,
 ) -> Result<StagedGroup> {
     let mut wal = inner.wal.lock();
     make_room_for_write(inner, &mut wal, batch.size_in_bytes())?;
@@ -310,7 +328,10 @@ fn stage_group(
         // full buffer, or a synced write).
         let hand_over = sync || !inner.opts.manual_wal_flush;
         let logged = append_synced_event(inner, &mut wal)
-            .and_then(|()| wal.writer.add_record(batch.data()))
+            .and_then(|()| match commit_xid {
+                None => wal.writer.add_record(batch.data()),
+                Some(xid) => two_phase::append_commit(&mut wal, xid, batch),
+            })
             .and_then(|()| if hand_over { wal.writer.flush() } else { Ok(()) })
             .and_then(|()| {
                 if !sync {

@@ -72,6 +72,9 @@ pub(crate) struct PendingWrite {
     pub sync: bool,
     pub disable_wal: bool,
     pub slot: Arc<WriterSlot>,
+    /// The commit of the prepared transaction named so (`two_phase.rs`): its WAL record is a
+    /// commit record, so it forms a group alone.
+    pub commit_xid: Option<Vec<u8>>,
 }
 
 #[derive(Default)]

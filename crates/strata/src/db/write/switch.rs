@@ -12,6 +12,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::drain_pipeline;
+use super::two_phase::carry_prepared;
 use super::wal::open_wal_writer;
 use crate::db::cf::FamilyMem;
 use crate::db::{Cfd, DbInner, WalState};
@@ -84,7 +85,8 @@ pub(crate) fn switch_memtable(inner: &DbInner, wal: &mut WalState, cfd: &Arc<Cfd
         .writer
         .add_record(&encode_wal_header(wal.number, recyclable, zeros_ahead))
         .and_then(|()| wal.writer.flush());
-    if let Err(e) = header {
+    // Prepared transactions start the new WAL, durably (`two_phase.rs`).
+    if let Err(e) = header.and_then(|()| carry_prepared(inner, wal)) {
         let mut st = inner.state.lock();
         inner.set_bg_error(&mut st, &e);
     }

@@ -109,7 +109,7 @@ impl OptimisticTransactionDb {
         write_opts: &WriteOptions,
         txn_opts: &OptimisticTransactionOptions,
     ) -> Transaction<'_> {
-        Transaction::begin(self, *write_opts, txn_opts.set_snapshot)
+        Transaction::optimistic(self, *write_opts, txn_opts.set_snapshot)
     }
 
     /// Locks the stripes of `hashes` (sorted, deduplicated here) for a commit's check.

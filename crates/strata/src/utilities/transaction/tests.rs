@@ -3,10 +3,9 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 
-use super::{OptimisticTransactionDb, OptimisticTransactionOptions};
-use crate::db::{Direction, IteratorMode};
+use super::{OptimisticTransactionDb, OptimisticTransactionOptions, Transaction};
+use crate::db::{Db, Direction, IteratorMode};
 use crate::error::Error;
 use crate::options::{Options, ReadOptions, WriteOptions};
 
@@ -20,7 +19,7 @@ fn a_transaction_sees_its_writes_and_writes_them_only_on_commit() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path());
     db.put(b"a", b"1").unwrap();
-    let mut t = db.transaction();
+    let t = db.transaction();
     t.put(b"b", b"2").unwrap();
     t.delete(b"a").unwrap();
     assert_eq!(t.get(b"b").unwrap(), Some(b"2".to_vec()));
@@ -36,7 +35,7 @@ fn a_transaction_sees_its_writes_and_writes_them_only_on_commit() {
     assert_eq!(db.get(b"a").unwrap(), None);
     assert_eq!(db.get(b"b").unwrap(), Some(b"2".to_vec()));
     // Dropped without a commit: nothing.
-    let mut t = db.transaction();
+    let t = db.transaction();
     t.put(b"c", b"3").unwrap();
     drop(t);
     assert_eq!(db.get(b"c").unwrap(), None);
@@ -47,7 +46,7 @@ fn a_key_read_for_update_and_written_meanwhile_fails_the_commit() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path());
     db.put(b"x", b"0").unwrap();
-    let mut t = db.transaction();
+    let t = db.transaction();
     assert_eq!(t.get_for_update(b"x", true).unwrap(), Some(b"0".to_vec()));
     t.put(b"y", b"1").unwrap();
     db.put(b"x", b"other").unwrap();
@@ -56,20 +55,20 @@ fn a_key_read_for_update_and_written_meanwhile_fails_the_commit() {
     assert!(err.to_string().contains("\"x\""), "{err}");
     assert_eq!(db.get(b"y").unwrap(), None, "nothing of a failed commit is written");
     // A plain get does not track: a write meanwhile does not matter.
-    let mut t = db.transaction();
+    let t = db.transaction();
     t.get(b"x").unwrap();
     t.put(b"y", b"1").unwrap();
     db.put(b"x", b"again").unwrap();
     t.commit().unwrap();
     // Without a snapshot a key is checked from when it is first tracked...
     db.put(b"k", b"before").unwrap();
-    let mut t = db.transaction();
+    let t = db.transaction();
     t.put(b"k", b"mine").unwrap();
     t.commit().unwrap();
     // ... with one, from the beginning.
     let mut o = OptimisticTransactionOptions::new();
     o.set_snapshot(true);
-    let mut t = db.transaction_opt(&WriteOptions::default(), &o);
+    let t = db.transaction_opt(&WriteOptions::default(), &o);
     db.put(b"k", b"theirs").unwrap();
     t.put(b"k", b"mine").unwrap();
     assert!(matches!(t.commit(), Err(Error::Busy(_))));
@@ -81,21 +80,21 @@ fn a_range_deletion_meanwhile_is_a_conflict_and_a_flush_makes_it_try_again() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path());
     db.put(b"k5", b"v").unwrap();
-    let mut t = db.transaction();
+    let t = db.transaction();
     t.get_for_update(b"k5", false).unwrap();
     db.delete_range(b"k0", b"k9").unwrap();
     assert!(matches!(t.commit(), Err(Error::Busy(_))));
     // Writes since the snapshot flushed away: the check cannot tell, and says so.
     let mut o = OptimisticTransactionOptions::new();
     o.set_snapshot(true);
-    let mut t = db.transaction_opt(&WriteOptions::default(), &o);
+    let t = db.transaction_opt(&WriteOptions::default(), &o);
     t.put(b"a", b"1").unwrap();
     db.put(b"unrelated", b"x").unwrap();
     db.flush().unwrap();
     let err = t.commit().unwrap_err();
     assert!(matches!(err, Error::TryAgain(_)), "{err}");
     // Flushed before the transaction began: nothing to tell, it commits.
-    let mut t = db.transaction_opt(&WriteOptions::default(), &o);
+    let t = db.transaction_opt(&WriteOptions::default(), &o);
     t.put(b"a", b"1").unwrap();
     t.commit().unwrap();
     assert_eq!(db.get(b"a").unwrap(), Some(b"1".to_vec()));
@@ -105,7 +104,7 @@ fn a_range_deletion_meanwhile_is_a_conflict_and_a_flush_makes_it_try_again() {
 fn save_points_undo_writes_and_tracking() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path());
-    let mut t = db.transaction();
+    let t = db.transaction();
     t.put(b"a", b"1").unwrap();
     t.set_savepoint();
     t.put(b"a", b"2").unwrap();
@@ -128,7 +127,7 @@ fn a_commit_spans_column_families_atomically() {
     let o = Options { create_if_missing: true, ..Options::default() };
     let db = OptimisticTransactionDb::open(&o, dir.path()).unwrap();
     let cf = db.create_cf("other", &o).unwrap();
-    let mut t = db.transaction();
+    let t = db.transaction();
     t.put(b"k", b"default").unwrap();
     t.put_cf(&cf, b"k", b"other").unwrap();
     assert_eq!(t.get_cf(&cf, b"k").unwrap(), Some(b"other".to_vec()));
@@ -138,7 +137,7 @@ fn a_commit_spans_column_families_atomically() {
     assert_eq!(db.get_cf_opt(&cf, b"k", &ro).unwrap(), None);
     assert_eq!(db.get_cf(&cf, b"k").unwrap(), Some(b"other".to_vec()));
     // A conflict in one family fails the whole commit.
-    let mut t = db.transaction();
+    let t = db.transaction();
     t.get_for_update_cf(&cf, b"k", true).unwrap();
     t.put(b"k", b"new").unwrap();
     db.put_cf(&cf, b"k", b"theirs").unwrap();
@@ -147,26 +146,28 @@ fn a_commit_spans_column_families_atomically() {
 }
 
 /// Threads move money between accounts, each transfer a transaction reading both balances
-/// for update; conflicts are retried. A lost update would break the books: every account
-/// must end at its opening balance plus the committed transfers' deltas, and the total
-/// never changes (checked by readers meanwhile, at snapshots).
-#[test]
-fn concurrent_transfers_keep_the_books_exact() {
+/// for update; conflicts (whatever `retry` accepts) are retried. A lost update would break the
+/// books: every account must end at its opening balance plus the committed transfers' deltas,
+/// and the total never changes (checked by readers meanwhile, at snapshots). Returns how many
+/// attempts were retried.
+pub(super) fn transfers_keep_the_books_exact<'db, DB>(
+    db: &'db Db,
+    begin: &(dyn Fn() -> Transaction<'db, DB> + Sync),
+    retry: fn(&Error) -> bool,
+) -> u64 {
     const ACCOUNTS: u64 = 8;
     const THREADS: u64 = 4;
     const TRANSFERS: u64 = 300;
-    let dir = tempfile::tempdir().unwrap();
-    let db = Arc::new(open(dir.path()));
     let acct = |i: u64| format!("acct{i}").into_bytes();
     for i in 0..ACCOUNTS {
         db.put(acct(i), 1000u64.to_le_bytes()).unwrap();
     }
-    let deltas: Arc<Vec<AtomicU64>> = Arc::new((0..ACCOUNTS).map(|_| AtomicU64::new(0)).collect());
-    let conflicts = Arc::new(AtomicU64::new(0));
+    let deltas: Vec<AtomicU64> = (0..ACCOUNTS).map(|_| AtomicU64::new(0)).collect();
+    let conflicts = AtomicU64::new(0);
     let balance = |v: Option<Vec<u8>>| u64::from_le_bytes(v.unwrap().try_into().unwrap());
     std::thread::scope(|s| {
         for th in 0..THREADS {
-            let (db, deltas, conflicts) = (db.clone(), deltas.clone(), conflicts.clone());
+            let (deltas, conflicts) = (&deltas, &conflicts);
             s.spawn(move || {
                 let mut seed = th * 7919 + 1;
                 let mut rnd = move || {
@@ -182,19 +183,22 @@ fn concurrent_transfers_keep_the_books_exact() {
                     }
                     let amount = rnd() % 50;
                     loop {
-                        let mut t = db.transaction();
-                        let a = balance(t.get_for_update(acct(from), true).unwrap());
-                        let b = balance(t.get_for_update(acct(to), true).unwrap());
-                        let amount = amount.min(a);
-                        t.put(acct(from), (a - amount).to_le_bytes()).unwrap();
-                        t.put(acct(to), (b + amount).to_le_bytes()).unwrap();
-                        match t.commit() {
-                            Ok(()) => {
+                        let attempt = (|| {
+                            let t = begin();
+                            let a = balance(t.get_for_update(acct(from), true)?);
+                            let b = balance(t.get_for_update(acct(to), true)?);
+                            let amount = amount.min(a);
+                            t.put(acct(from), (a - amount).to_le_bytes())?;
+                            t.put(acct(to), (b + amount).to_le_bytes())?;
+                            t.commit().map(|()| amount)
+                        })();
+                        match attempt {
+                            Ok(amount) => {
                                 deltas[from as usize].fetch_sub(amount, Ordering::SeqCst);
                                 deltas[to as usize].fetch_add(amount, Ordering::SeqCst);
                                 break;
                             }
-                            Err(Error::Busy(_) | Error::TryAgain(_)) => {
+                            Err(e) if retry(&e) => {
                                 conflicts.fetch_add(1, Ordering::Relaxed);
                             }
                             Err(e) => panic!("{e}"),
@@ -204,7 +208,6 @@ fn concurrent_transfers_keep_the_books_exact() {
             });
         }
         // A reader: at any snapshot, the total is whole.
-        let db = db.clone();
         s.spawn(move || {
             for _ in 0..200 {
                 let snap = db.snapshot();
@@ -219,7 +222,16 @@ fn concurrent_transfers_keep_the_books_exact() {
         let want = 1000u64.wrapping_add(deltas[i as usize].load(Ordering::SeqCst));
         assert_eq!(balance(db.get(acct(i)).unwrap()), want, "account {i}");
     }
-    assert!(conflicts.load(Ordering::Relaxed) > 0, "the threads never collided");
+    conflicts.load(Ordering::Relaxed)
+}
+
+#[test]
+fn concurrent_transfers_keep_the_books_exact() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let retry = |e: &Error| matches!(e, Error::Busy(_) | Error::TryAgain(_));
+    let conflicts = transfers_keep_the_books_exact(&db, &|| db.transaction(), retry);
+    assert!(conflicts > 0, "the threads never collided");
 }
 
 /// A committed transaction of the serializability check: what it read (key, the id of the
@@ -234,22 +246,23 @@ struct Committed {
 /// (read-modify-write, the value being the writer's id). The committed history must be
 /// conflict-serializable: each key's versions form one chain (no two commits overwrote the
 /// same version), and the graph of write-read, write-write and read-write dependencies has
-/// no cycle.
-#[test]
-fn committed_transactions_under_contention_are_conflict_serializable() {
+/// no cycle. `retry`: the errors after which a transaction is tried again.
+pub(super) fn committed_history_is_conflict_serializable<'db, DB>(
+    db: &'db Db,
+    begin: &(dyn Fn() -> Transaction<'db, DB> + Sync),
+    retry: fn(&Error) -> bool,
+) {
     const KEYS: u64 = 6;
     const THREADS: u64 = 4;
     const PER_THREAD: u64 = 150;
-    let dir = tempfile::tempdir().unwrap();
-    let db = Arc::new(open(dir.path()));
     let key = |i: u64| format!("key{i}").into_bytes();
     for k in 0..KEYS {
         db.put(key(k), 0u64.to_le_bytes()).unwrap();
     }
-    let history = Arc::new(parking_lot::Mutex::new(Vec::<Committed>::new()));
+    let history = parking_lot::Mutex::new(Vec::<Committed>::new());
     std::thread::scope(|s| {
         for th in 0..THREADS {
-            let (db, history) = (db.clone(), history.clone());
+            let history = &history;
             s.spawn(move || {
                 let mut seed = th * 104_729 + 17;
                 let mut rnd = move || {
@@ -269,23 +282,24 @@ fn committed_transactions_under_contention_are_conflict_serializable() {
                     }
                     let writes: Vec<u64> = picked[..=((rnd() % 2) as usize)].to_vec();
                     loop {
-                        let mut t = db.transaction();
-                        let reads: Vec<(u64, u64)> = picked
-                            .iter()
-                            .map(|k| {
-                                let v = t.get_for_update(key(*k), true).unwrap().unwrap();
-                                (*k, u64::from_le_bytes(v.try_into().unwrap()))
-                            })
-                            .collect();
-                        for k in &writes {
-                            t.put(key(*k), id.to_le_bytes()).unwrap();
-                        }
-                        match t.commit() {
-                            Ok(()) => {
+                        let attempt = (|| {
+                            let t = begin();
+                            let mut reads = Vec::new();
+                            for k in &picked {
+                                let v = t.get_for_update(key(*k), true)?.unwrap();
+                                reads.push((*k, u64::from_le_bytes(v.try_into().unwrap())));
+                            }
+                            for k in &writes {
+                                t.put(key(*k), id.to_le_bytes())?;
+                            }
+                            t.commit().map(|()| reads)
+                        })();
+                        match attempt {
+                            Ok(reads) => {
                                 history.lock().push(Committed { id, reads, writes });
                                 break;
                             }
-                            Err(Error::Busy(_) | Error::TryAgain(_)) => {}
+                            Err(e) if retry(&e) => {}
                             Err(e) => panic!("{e}"),
                         }
                     }
@@ -350,6 +364,14 @@ fn committed_transactions_under_contention_are_conflict_serializable() {
         let stored = u64::from_le_bytes(db.get(key(k)).unwrap().unwrap().try_into().unwrap());
         assert_eq!(stored, v, "key {k}");
     }
+}
+
+#[test]
+fn committed_transactions_under_contention_are_conflict_serializable() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let retry = |e: &Error| matches!(e, Error::Busy(_) | Error::TryAgain(_));
+    committed_history_is_conflict_serializable(&db, &|| db.transaction(), retry);
 }
 
 #[test]
