@@ -23,6 +23,8 @@ pub enum Family {
     Micro,
     /// DB maintenance and introspection: compaction, flush, stats, open (`runner/admin.rs`).
     Admin,
+    /// Transactions (`runner/transaction.rs`).
+    Transaction,
 }
 
 impl Family {
@@ -35,6 +37,7 @@ impl Family {
             Family::Merge => "merge",
             Family::Micro => "micro",
             Family::Admin => "admin",
+            Family::Transaction => "transaction",
         }
     }
 }
@@ -49,6 +52,8 @@ pub enum Workload {
     Merge(Merge),
     Micro(Micro),
     Admin(Admin),
+    /// db_bench's `randomtransaction`: read-modify-write of one key per set in a transaction.
+    RandomTransaction,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -136,6 +141,7 @@ impl Workload {
             Workload::Merge(_) => Family::Merge,
             Workload::Micro(_) => Family::Micro,
             Workload::Admin(_) => Family::Admin,
+            Workload::RandomTransaction => Family::Transaction,
         }
     }
 
@@ -355,18 +361,18 @@ pub const BENCHMARKS: &[Benchmark] = &[
     row("stats", W::Admin(Admin::Stats), READ, "prints the engine's compaction and DB stats"),
     row("resetstats", W::Admin(Admin::ResetStats), READ, "resets the engine's statistics"),
     row("open", W::Admin(Admin::Open), READ, "closes and reopens the DB --num/10000 times"),
+    row(
+        "randomtransaction",
+        W::RandomTransaction,
+        WRITE,
+        "transactions each adding one amount to a random key of every --transaction_sets set \
+         (--transaction_db, --optimistic_transaction_db; plain batches without); then checks \
+         that every set sums the same",
+    ),
 ];
 
 /// db_bench benchmarks strata-bench knows but does not implement (a clear error instead of
 /// "unknown benchmark").
-/// Why a benchmark of [`NOT_IMPLEMENTED`] is missing, when it is for want of an engine feature.
-pub fn not_implemented_reason(name: &str) -> Option<&'static str> {
-    match name {
-        "randomtransaction" => Some("it needs transactions, which Strata does not have"),
-        _ => None,
-    }
-}
-
 pub const NOT_IMPLEMENTED: &[&str] = &[
     "fillseqdeterministic",
     "filluniquerandomdeterministic",
@@ -389,7 +395,6 @@ pub const NOT_IMPLEMENTED: &[&str] = &[
     "getmergeoperands",
     "readrandomoperands",
     "timeseries",
-    "randomtransaction",
     "randomreplacekeys",
     "mixgraph",
     "approximatesizerandom",

@@ -263,6 +263,12 @@ impl Config {
         if f.keys_per_prefix > 0 && f.prefix_size == 0 {
             bail!("--keys_per_prefix needs --prefix_size > 0");
         }
+        if f.transaction_db && f.optimistic_transaction_db {
+            bail!("--transaction_db and --optimistic_transaction_db: choose one");
+        }
+        if !(1..=9999).contains(&f.transaction_sets) {
+            bail!("--transaction_sets={}: must be between 1 and 9999", f.transaction_sets);
+        }
         if f.readonly {
             f.use_existing_db = true;
         }
@@ -287,9 +293,7 @@ impl Config {
             let spec = parse_bench_spec(b)?;
             if catalog::find(&spec.name).is_none() {
                 if catalog::NOT_IMPLEMENTED.contains(&spec.name.as_str()) {
-                    let why = catalog::not_implemented_reason(&spec.name)
-                        .map_or_else(String::new, |r| format!(" ({r})"));
-                    bail!("benchmark '{}' is not implemented by strata-bench{why}", spec.name);
+                    bail!("benchmark '{}' is not implemented by strata-bench", spec.name);
                 }
                 // db_bench's exact message for names it does not know.
                 bail!("unknown benchmark '{}'", spec.name);
@@ -355,6 +359,9 @@ fn missing_feature(flags: &Flags, honoured: &[&str]) -> Option<String> {
     }
     if lacks("transaction_db") {
         return Some("transactions (--transaction_db=true)".into());
+    }
+    if lacks("optimistic_transaction_db") {
+        return Some("optimistic transactions (--optimistic_transaction_db=true)".into());
     }
     None
 }

@@ -82,6 +82,9 @@ impl EngineKind {
 
 /// Engine-class flags Strata applies (`engine/strata.rs`, `build_options`).
 pub const STRATA_HONOURED_FLAGS: &[&str] = &[
+    "transaction_db",
+    "optimistic_transaction_db",
+    "transaction_lock_timeout",
     "cache_size",
     "cache_type",
     "cache_numshardbits",
@@ -172,6 +175,9 @@ pub const STRATA_HONOURED_FLAGS: &[&str] = &[
 
 /// Engine-class and hint flags applied to RocksDB (`engine/rocks.rs`).
 pub const ROCKSDB_HONOURED_FLAGS: &[&str] = &[
+    "transaction_db",
+    "optimistic_transaction_db",
+    "transaction_lock_timeout",
     "use_tailing_iterator",
     "multiread_batched",
     "prefix_size",

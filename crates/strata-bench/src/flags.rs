@@ -227,8 +227,11 @@ define_flags! {
     keys_per_prefix: i64 = 0i64, Tool, "Keys that share one prefix (0: prefixes not used in keys)";
     seek_missing_prefix: bool = false, Tool, "Seek keys get byte 8 set to '1' (needs --prefix_size > 8)";
     use_existing_db: bool = false, Tool, "Keep the DB; fresh-DB benchmarks are skipped";
-    transaction_db: bool = false, Engine, "Open a transaction DB (randomtransaction)";
-    transaction_sets: i64 = 2i64, Tool, "randomtransaction: keys per transaction set";
+    transaction_db: bool = false, Engine, "Open a pessimistic transaction DB (randomtransaction; the DB's own writes lock their keys)";
+    optimistic_transaction_db: bool = false, Engine, "Open an optimistic transaction DB (randomtransaction)";
+    transaction_lock_timeout: i64 = 100i64, Engine, "randomtransaction with --transaction_db: milliseconds a transaction waits for a lock";
+    transaction_set_snapshot: bool = false, Tool, "randomtransaction: transactions begin with a snapshot (with --transaction_db they always read at one, as db_bench's)";
+    transaction_sets: i64 = 2i64, Tool, "randomtransaction: key sets each transaction increments one key of (1..9999)";
     use_existing_keys: bool = false, Tool, "Load the existing keys and use them (needs --use_existing_db; not implemented yet: rejected)";
     readonly: bool = false, Engine, "Open the DB read-only (implies --use_existing_db)";
     db: String = "", Tool, "DB directory (default: $TEST_TMPDIR/dbbench or <tmp>/strata-bench-<uid>/dbbench)";

@@ -59,6 +59,8 @@ pub mod memory;
 pub mod merge;
 #[cfg(feature = "rocksdb")]
 pub mod rocks;
+#[cfg(feature = "rocksdb")]
+mod rocks_txn;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 pub mod strata;
@@ -163,6 +165,33 @@ pub trait EngineIter {
     fn status(&self) -> Result<()>;
 }
 
+/// The transactions an engine was opened with (`--transaction_db`,
+/// `--optimistic_transaction_db`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TxnKind {
+    /// Locks taken as the transaction goes (RocksDB's `TransactionDB`).
+    Pessimistic,
+    /// Conflicts checked at commit (RocksDB's `OptimisticTransactionDB`).
+    Optimistic,
+}
+
+/// One transaction of `randomtransaction` (`runner/transaction.rs`). A *conflict* (a lock
+/// timeout, a write conflict, a deadlock, an expired transaction, a check that cannot be made)
+/// is an expected outcome, reported as `Ok(None)` or `Ok(false)`; anything else is an error.
+pub trait EngineTxn {
+    /// Reads `key` into `out`, for update when asked (a pessimistic transaction reads at its
+    /// snapshot, taken when it began). `Ok(None)` on a conflict, else whether it was found.
+    fn get(&mut self, key: &[u8], for_update: bool, out: &mut Vec<u8>) -> Result<Option<bool>>;
+    /// Writes `key`; `false` on a conflict.
+    fn put(&mut self, key: &[u8], value: &[u8]) -> Result<bool>;
+    /// Prepares the (named, pessimistic) transaction for two-phase commit.
+    fn prepare(&mut self) -> Result<()>;
+    /// Commits; `false` on a conflict (nothing written).
+    fn commit(self: Box<Self>) -> Result<bool>;
+    /// Rolls back (a prepared transaction too).
+    fn rollback(self: Box<Self>) -> Result<()>;
+}
+
 /// An open database.
 pub trait Engine: Send + Sync {
     fn put(&self, key: &[u8], value: &[u8], wo: &WriteOpts) -> Result<()>;
@@ -222,6 +251,15 @@ pub trait Engine: Send + Sync {
     /// The live table files with their levels (RocksDB's `GetLiveFilesMetaData`).
     fn live_files(&self) -> Result<Vec<LiveFile>> {
         bail!("this engine has no LSM table files to list")
+    }
+    /// The transactions the engine was opened with, if any.
+    fn transaction_kind(&self) -> Option<TxnKind> {
+        None
+    }
+    /// Begins a transaction named `name` (what a pessimistic transaction's prepare needs; an
+    /// optimistic one has none). Only when [`Engine::transaction_kind`] is `Some`.
+    fn begin_transaction(&self, _wo: &WriteOpts, _name: &str) -> Result<Box<dyn EngineTxn + '_>> {
+        bail!("transactions need --transaction_db or --optimistic_transaction_db")
     }
     /// Compacts the named table files, as [`Engine::live_files`] names them, into
     /// `output_level` (RocksDB's `CompactFiles`).

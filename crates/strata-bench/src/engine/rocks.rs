@@ -348,6 +348,9 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
 
 pub fn open(cfg: &Config) -> Result<Box<dyn Engine>> {
     let mut opts = build_options(cfg)?;
+    if cfg.flags.transaction_db || cfg.flags.optimistic_transaction_db {
+        return super::rocks_txn::open(cfg, opts);
+    }
     let n = super::num_column_families(cfg)?;
     // `--num_column_families`: the families keys are spread over (created when missing), and
     // any other family an existing DB has (RocksDB must open them all).

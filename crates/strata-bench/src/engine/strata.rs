@@ -10,8 +10,9 @@ use std::sync::Arc;
 
 use strata::{
     BlockCacheAdmission as Admission, Cache, ColumnFamily, ColumnFamilyDescriptor,
-    CompactionStopStyle, CompactionStyle, CompressionType, Db, HyperClockCacheOptions,
-    LruCacheOptions, Options, PrefixExtractor, ReadOptions, WriteBatch, WriteBufferManager,
+    CompactionStopStyle, CompactionStyle, CompressionType, Db, ErrorKind, HyperClockCacheOptions,
+    LruCacheOptions, OptimisticTransactionDb, Options, PrefixExtractor, ReadOptions, Transaction,
+    TransactionDb, TransactionDbOptions, TransactionOptions, WriteBatch, WriteBufferManager,
     WriteOptions,
 };
 
@@ -277,10 +278,6 @@ fn apply_compaction_style(f: &crate::flags::Flags, o: &mut Options) -> Result<()
 pub fn open(cfg: &Config) -> Result<Box<dyn Engine>> {
     let mut opts = build_options(cfg)?;
     let n = super::num_column_families(cfg)?;
-    if n == 1 && !cfg.db.join("CURRENT").is_file() {
-        let db = Db::open(&opts, &cfg.db)?;
-        return Ok(Box::new(StrataEngine { db, cfs: Vec::new() }));
-    }
     // Every family the DB has must be opened; the ones `--num_column_families` names and the
     // DB lacks are created. Each family gets the run's options.
     let mut names: Vec<String> = (1..n).map(super::column_family_name).collect();
@@ -292,21 +289,124 @@ pub fn open(cfg: &Config) -> Result<Box<dyn Engine>> {
         }
     }
     opts.create_missing_column_families = true;
-    let descriptors = names.iter().map(|name| ColumnFamilyDescriptor::new(name, opts.clone()));
-    let db = Db::open_cf_descriptors(&opts, &cfg.db, descriptors.collect::<Vec<_>>())?;
-    let mut cfs = vec![None];
-    for i in 1..n {
-        let name = super::column_family_name(i);
-        cfs.push(Some(db.cf_handle(&name).ok_or_else(|| anyhow!("no column family {name}"))?));
+    let descriptors: Vec<ColumnFamilyDescriptor> =
+        names.iter().map(|name| ColumnFamilyDescriptor::new(name, opts.clone())).collect();
+    let f = &cfg.flags;
+    let db = if f.transaction_db {
+        let mut t = TransactionOptions::new();
+        // As db_bench's inserter: every transaction reads at a snapshot taken as it begins.
+        t.set_snapshot(true);
+        t.set_lock_timeout(f.transaction_lock_timeout);
+        let o = TransactionDbOptions::new();
+        Handle::Pessimistic(
+            Box::new(TransactionDb::open_cf_descriptors(&opts, &o, &cfg.db, descriptors)?),
+            t,
+        )
+    } else if f.optimistic_transaction_db {
+        Handle::Optimistic(OptimisticTransactionDb::open_cf_descriptors(
+            &opts,
+            &cfg.db,
+            descriptors,
+        )?)
+    } else {
+        Handle::Plain(Db::open_cf_descriptors(&opts, &cfg.db, descriptors)?)
+    };
+    let mut cfs = Vec::new();
+    if n > 1 {
+        cfs.push(None);
+        for i in 1..n {
+            let name = super::column_family_name(i);
+            cfs.push(Some(db.cf_handle(&name).ok_or_else(|| anyhow!("no column family {name}"))?));
+        }
     }
     Ok(Box::new(StrataEngine { db, cfs }))
 }
 
+/// The DB, opened plain or with transactions (`--transaction_db`,
+/// `--optimistic_transaction_db`); every `Db` method through `Deref`.
+enum Handle {
+    Plain(Db),
+    Optimistic(OptimisticTransactionDb),
+    /// With the options each transaction begins with.
+    Pessimistic(Box<TransactionDb>, TransactionOptions),
+}
+
+impl std::ops::Deref for Handle {
+    type Target = Db;
+    fn deref(&self) -> &Db {
+        match self {
+            Handle::Plain(db) => db,
+            Handle::Optimistic(db) => db,
+            Handle::Pessimistic(db, _) => db,
+        }
+    }
+}
+
 struct StrataEngine {
-    db: Db,
+    db: Handle,
     /// With `--num_column_families` > 1: the families keys are spread over, by index (0 is
     /// `default`, kept as `None`); empty otherwise.
     cfs: Vec<Option<Arc<ColumnFamily>>>,
+}
+
+/// A transaction's error as `randomtransaction` sees it: `Ok` for a conflict (module docs of
+/// `super::EngineTxn`), else the error.
+fn conflict_or(e: strata::Error) -> Result<()> {
+    match e.kind() {
+        ErrorKind::Busy | ErrorKind::TimedOut | ErrorKind::TryAgain | ErrorKind::Expired => Ok(()),
+        _ => Err(e.into()),
+    }
+}
+
+/// A Strata transaction of either kind behind [`super::EngineTxn`].
+struct StrataTxn<'a, K> {
+    txn: Transaction<'a, K>,
+    pessimistic: bool,
+}
+
+impl<K> super::EngineTxn for StrataTxn<'_, K> {
+    fn get(&mut self, key: &[u8], for_update: bool, out: &mut Vec<u8>) -> Result<Option<bool>> {
+        // A pessimistic read for update locks the key and checks that it was not written since
+        // the snapshot: what it reads then is what the snapshot holds.
+        let r = if for_update {
+            self.txn.get_for_update(key, true)
+        } else if self.pessimistic {
+            self.txn.snapshot().get(key)
+        } else {
+            self.txn.get(key)
+        };
+        match r {
+            Ok(Some(v)) => {
+                out.clear();
+                out.extend_from_slice(&v);
+                Ok(Some(true))
+            }
+            Ok(None) => Ok(Some(false)),
+            Err(e) => conflict_or(e).map(|()| None),
+        }
+    }
+
+    fn put(&mut self, key: &[u8], value: &[u8]) -> Result<bool> {
+        match self.txn.put(key, value) {
+            Ok(()) => Ok(true),
+            Err(e) => conflict_or(e).map(|()| false),
+        }
+    }
+
+    fn prepare(&mut self) -> Result<()> {
+        Ok(self.txn.prepare()?)
+    }
+
+    fn commit(self: Box<Self>) -> Result<bool> {
+        match self.txn.commit() {
+            Ok(()) => Ok(true),
+            Err(e) => conflict_or(e).map(|()| false),
+        }
+    }
+
+    fn rollback(self: Box<Self>) -> Result<()> {
+        Ok(self.txn.rollback()?)
+    }
 }
 
 impl StrataEngine {
@@ -332,24 +432,64 @@ fn ropts(ro: ReadOpts) -> ReadOptions {
 }
 
 impl Engine for StrataEngine {
+    // A `TransactionDb`'s own writes lock their keys (as RocksDB's do with --transaction_db).
     fn put(&self, key: &[u8], value: &[u8], wo: &WriteOpts) -> Result<()> {
-        match self.cf_of(key) {
-            None => Ok(self.db.put_opt(key, value, &wopts(*wo))?),
-            Some(cf) => Ok(self.db.put_cf_opt(cf, key, value, &wopts(*wo))?),
+        let w = wopts(*wo);
+        match (&self.db, self.cf_of(key)) {
+            (Handle::Pessimistic(t, _), None) => Ok(t.put_opt(key, value, &w)?),
+            (Handle::Pessimistic(t, _), Some(cf)) => Ok(t.put_cf_opt(cf, key, value, &w)?),
+            (db, None) => Ok(db.put_opt(key, value, &w)?),
+            (db, Some(cf)) => Ok(db.put_cf_opt(cf, key, value, &w)?),
         }
     }
 
     fn delete(&self, key: &[u8], wo: &WriteOpts) -> Result<()> {
-        match self.cf_of(key) {
-            None => Ok(self.db.delete_opt(key, &wopts(*wo))?),
-            Some(cf) => Ok(self.db.delete_cf_opt(cf, key, &wopts(*wo))?),
+        let w = wopts(*wo);
+        match (&self.db, self.cf_of(key)) {
+            (Handle::Pessimistic(t, _), None) => Ok(t.delete_opt(key, &w)?),
+            (Handle::Pessimistic(t, _), Some(cf)) => Ok(t.delete_cf_opt(cf, key, &w)?),
+            (db, None) => Ok(db.delete_opt(key, &w)?),
+            (db, Some(cf)) => Ok(db.delete_cf_opt(cf, key, &w)?),
         }
     }
 
     fn merge(&self, key: &[u8], value: &[u8], wo: &WriteOpts) -> Result<()> {
-        match self.cf_of(key) {
-            None => Ok(self.db.merge_opt(key, value, &wopts(*wo))?),
-            Some(cf) => Ok(self.db.merge_cf_opt(cf, key, value, &wopts(*wo))?),
+        let w = wopts(*wo);
+        match (&self.db, self.cf_of(key)) {
+            (Handle::Pessimistic(t, _), None) => Ok(t.merge_opt(key, value, &w)?),
+            (Handle::Pessimistic(t, _), Some(cf)) => Ok(t.merge_cf_opt(cf, key, value, &w)?),
+            (db, None) => Ok(db.merge_opt(key, value, &w)?),
+            (db, Some(cf)) => Ok(db.merge_cf_opt(cf, key, value, &w)?),
+        }
+    }
+
+    fn transaction_kind(&self) -> Option<super::TxnKind> {
+        match &self.db {
+            Handle::Plain(_) => None,
+            Handle::Optimistic(_) => Some(super::TxnKind::Optimistic),
+            Handle::Pessimistic(..) => Some(super::TxnKind::Pessimistic),
+        }
+    }
+
+    fn begin_transaction(
+        &self,
+        wo: &WriteOpts,
+        name: &str,
+    ) -> Result<Box<dyn super::EngineTxn + '_>> {
+        let w = wopts(*wo);
+        match &self.db {
+            Handle::Plain(_) => {
+                bail!("transactions need --transaction_db or --optimistic_transaction_db")
+            }
+            Handle::Optimistic(db) => {
+                let txn = db.transaction_opt(&w, &strata::OptimisticTransactionOptions::default());
+                Ok(Box::new(StrataTxn { txn, pessimistic: false }))
+            }
+            Handle::Pessimistic(db, o) => {
+                let txn = db.transaction_opt(&w, o);
+                txn.set_name(name.as_bytes())?;
+                Ok(Box::new(StrataTxn { txn, pessimistic: true }))
+            }
         }
     }
 
@@ -365,7 +505,10 @@ impl Engine for StrataEngine {
                 (BatchOp::Merge, Some(cf)) => b.merge_cf(cf, k, v),
             }
         }
-        Ok(self.db.write_opt(b, &wopts(*wo))?)
+        match &self.db {
+            Handle::Pessimistic(t, _) => Ok(t.write_opt(b, &wopts(*wo))?),
+            db => Ok(db.write_opt(b, &wopts(*wo))?),
+        }
     }
 
     fn get(&self, key: &[u8], ro: &ReadOpts, out: &mut Vec<u8>) -> Result<bool> {

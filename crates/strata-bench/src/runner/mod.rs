@@ -25,6 +25,7 @@ mod op_loop;
 mod plan;
 mod read;
 mod seek;
+mod transaction;
 
 pub use plan::Params;
 
@@ -144,7 +145,16 @@ impl Runner {
             _ => {
                 print_flush(&format!("DB path: [{}]\n", self.cfg.db.display()));
                 self.repeat(spec, |r| {
-                    r.run_threads(name, plan.threads, &plan.params, |cx, ts| exec(workload, cx, ts))
+                    let summary = r.run_threads(name, plan.threads, &plan.params, |cx, ts| {
+                        exec(workload, cx, ts)
+                    })?;
+                    if workload == Workload::RandomTransaction {
+                        let sets = r.cfg.flags.transaction_sets as u64;
+                        if let Some(line) = transaction::verify(r.engine()?, sets)? {
+                            print_flush(&line);
+                        }
+                    }
+                    Ok(summary)
                 })
             }
         }
@@ -193,5 +203,6 @@ fn exec(workload: Workload, cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
         Workload::Merge(m) => merge::run(m, cx, ts),
         Workload::Micro(m) => micro::run(m, cx, ts),
         Workload::Admin(a) => admin::on_thread(a, cx),
+        Workload::RandomTransaction => transaction::run(cx, ts),
     }
 }
