@@ -43,8 +43,8 @@ pub mod types;
 use state::Shared;
 use std::sync::Arc;
 
-/// Opens the store, binds, prints the ready line and serves until SIGINT/SIGTERM, then
-/// flushes the DB.
+/// Opens the store, binds, prints the ready line and serves until SIGINT/SIGTERM (or the
+/// SHUTDOWN command), then flushes the DB.
 pub async fn run(cfg: config::Config) -> Result<(), String> {
     std::fs::create_dir_all(&cfg.dir)
         .map_err(|e| format!("cannot create {}: {e}", cfg.dir.display()))?;
@@ -81,7 +81,15 @@ pub async fn run(cfg: config::Config) -> Result<(), String> {
             spec.mine().len()
         );
     }
-    let shutdown = shutdown_signal();
+    let signalled = shutdown_signal();
+    let requested = sh.clone();
+    // SIGTERM, SIGINT or the SHUTDOWN command, whichever comes first.
+    let shutdown = async move {
+        tokio::select! {
+            () = signalled => {}
+            () = requested.shutdown.notified() => {}
+        }
+    };
     println!("Ready to accept connections on port {port}");
     server::listener::serve(sh.clone(), listener, shutdown).await;
     if let Some(r) = running {

@@ -10,7 +10,7 @@ use crate::types::compact_hash::Limits;
 use crate::types::{now_ms, Keyspace};
 use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicU64, AtomicUsize};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -95,6 +95,10 @@ pub struct Shared {
     pub port: u16,
     /// Cluster mode's router (`None`: standalone, every key is served here).
     pub router: Option<Arc<dyn Router>>,
+    /// SAVE, BGSAVE and LASTSAVE's state.
+    pub persistence: Arc<Persistence>,
+    /// Notified by SHUTDOWN: the server stops as at SIGTERM (`lib.rs`).
+    pub shutdown: tokio::sync::Notify,
 }
 
 impl Shared {
@@ -116,6 +120,8 @@ impl Shared {
             started: Instant::now(),
             port,
             router: None,
+            persistence: Persistence::new(),
+            shutdown: tokio::sync::Notify::new(),
         }
     }
 
@@ -134,6 +140,30 @@ impl Shared {
     pub fn password(&self) -> Option<String> {
         self.params.read().get("requirepass").filter(|p| !p.is_empty()).cloned()
     }
+}
+
+/// What SAVE, BGSAVE and LASTSAVE share (`commands/persistence.rs`).
+pub struct Persistence {
+    /// Unix time (seconds) of the last finished save; the start time before any.
+    pub last_save: AtomicU64,
+    /// A BGSAVE is running.
+    pub saving: AtomicBool,
+    /// Whether the last BGSAVE succeeded.
+    pub last_bgsave_ok: AtomicBool,
+}
+
+impl Persistence {
+    pub fn new() -> Arc<Persistence> {
+        Arc::new(Persistence {
+            last_save: AtomicU64::new(unix_now()),
+            saving: AtomicBool::new(false),
+            last_bgsave_ok: AtomicBool::new(true),
+        })
+    }
+}
+
+pub fn unix_now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
 /// Per-connection state.

@@ -9,16 +9,20 @@
 
 use anyhow::{anyhow, bail, Result};
 use rocksdb::{
-    DBRawIteratorWithThreadMode, ErrorKind, OptimisticTransactionDB, OptimisticTransactionOptions,
-    Options, ReadOptions, Transaction, TransactionDB, TransactionDBOptions, TransactionOptions,
-    WaitForCompactOptions, WriteBatchWithTransaction, WriteOptions,
+    DBRawIteratorWithThreadMode, ErrorKind, MultiThreaded, OptimisticTransactionDB,
+    OptimisticTransactionOptions, Options, ReadOptions, Transaction, TransactionDB,
+    TransactionDBOptions, TransactionOptions, WaitForCompactOptions, WriteBatchWithTransaction,
+    WriteOptions,
 };
 
 use super::{Batch, BatchOp, Bounds, Engine, EngineIter, EngineTxn, ReadOpts, TxnKind, WriteOpts};
 use crate::config::Config;
 
+/// Multi-threaded: the `rocksdb` crate gives that mode the property getters.
+type PessimisticDb = TransactionDB<MultiThreaded>;
+
 enum TxnDb {
-    Pessimistic(TransactionDB),
+    Pessimistic(PessimisticDb),
     Optimistic(OptimisticTransactionDB),
 }
 
@@ -49,7 +53,7 @@ pub(super) fn open(cfg: &Config, opts: Options) -> Result<Box<dyn Engine>> {
         bail!("--num_column_families > 1 with transactions: not wired for --engine=rocksdb");
     }
     let db = if f.transaction_db {
-        TxnDb::Pessimistic(TransactionDB::open(&opts, &TransactionDBOptions::default(), &cfg.db)?)
+        TxnDb::Pessimistic(PessimisticDb::open(&opts, &TransactionDBOptions::default(), &cfg.db)?)
     } else {
         TxnDb::Optimistic(OptimisticTransactionDB::open(&opts, &cfg.db)?)
     };
@@ -80,7 +84,7 @@ struct TxnIter<'a, D: rocksdb::DBAccess> {
     it: DBRawIteratorWithThreadMode<'a, D>,
 }
 
-raw_iterator_adapter!(TxnIter<'_, TransactionDB>);
+raw_iterator_adapter!(TxnIter<'_, PessimisticDb>);
 raw_iterator_adapter!(TxnIter<'_, OptimisticTransactionDB>);
 
 /// A transaction's error as `randomtransaction` sees it: `Ok` for a conflict.

@@ -14,8 +14,10 @@ pub mod hash;
 pub mod keys;
 pub mod list;
 pub mod multi;
+pub mod persistence;
 pub mod server;
 pub mod set;
+pub mod sort;
 pub mod strings;
 pub mod zset;
 
@@ -188,6 +190,8 @@ pub static COMMANDS: &[Command] = &[
     cmd!("renamenx", 3, true, KeySpec::range(1, 2, 1), keys::renamenx),
     cmd!("copy", -3, true, KeySpec::range(1, 2, 1), keys::copy),
     cmd!("randomkey", 1, false, KeySpec::NONE, keys::randomkey),
+    cmd!("sort", -2, true, KeySpec::one(1), sort::sort),
+    cmd!("sort_ro", -2, false, KeySpec::one(1), sort::sort_ro),
     cmd!("object", -2, false, KeySpec::one(2), keys::object),
     // hashes
     cmd!("hset", -4, true, KeySpec::one(1), hash::hset),
@@ -267,6 +271,11 @@ pub static COMMANDS: &[Command] = &[
     cmd!("config", -2, false, KeySpec::NONE, server::config),
     cmd!("time", 1, false, KeySpec::NONE, server::time),
     cmd!("function", -2, true, KeySpec::NONE, server::function),
+    // persistence
+    cmd!("save", 1, false, KeySpec::NONE, persistence::save),
+    cmd!("bgsave", -1, false, KeySpec::NONE, persistence::bgsave),
+    cmd!("lastsave", 1, false, KeySpec::NONE, persistence::lastsave),
+    cmd!("shutdown", -1, false, KeySpec::NONE, persistence::shutdown),
     // transactions
     cmd!("multi", 1, false, KeySpec::NONE, multi::multi),
     cmd!("exec", 1, true, KeySpec::NONE, multi::exec),
@@ -310,6 +319,11 @@ pub fn dispatch(sh: &Shared, conn: &mut Conn, args: &[Vec<u8>], out: &mut Out) {
     }
     if let Some(refusal) = cluster::refusal(sh, conn, cmd, args) {
         out.error(&refusal);
+        multi::doom(conn);
+        return;
+    }
+    if conn.multi.is_some() && multi::refused_inside_multi(cmd.name) {
+        out.error("ERR Command not allowed inside a transaction");
         multi::doom(conn);
         return;
     }

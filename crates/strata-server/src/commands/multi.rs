@@ -38,6 +38,12 @@ pub fn runs_inside_multi(name: &str) -> bool {
     matches!(name, "exec" | "discard" | "multi" | "watch" | "unwatch" | "quit" | "reset")
 }
 
+/// Commands Redis refuses inside MULTI (its `no-multi` flag): the refusal dooms the
+/// transaction.
+pub fn refused_inside_multi(name: &str) -> bool {
+    matches!(name, "save" | "shutdown")
+}
+
 /// Queues `args` (checked) for EXEC and answers `+QUEUED`.
 pub fn queue(conn: &mut Conn, args: &[Vec<u8>], out: &mut Out) {
     if let Some(m) = conn.multi.as_mut() {

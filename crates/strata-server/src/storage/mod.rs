@@ -649,6 +649,16 @@ impl Store {
         Ok(self.db.written_since_cf(cf, begin, end, seq)? != Some(false))
     }
 
+    /// SAVE: every acknowledged write durable and in table files (the WAL synced, the
+    /// memtables of every family flushed, each flush waited for).
+    pub fn save(&self) -> strata::Result<()> {
+        self.db.flush_wal(true)?;
+        for cf in [&self.meta_cf, &self.sub_cf, &self.score_cf] {
+            self.db.flush_cf(&**cf)?;
+        }
+        Ok(())
+    }
+
     /// Flushes the memtables and stops background work: the clean shutdown.
     pub fn close(&self) -> strata::Result<()> {
         self.closing.store(true, Ordering::Release);

@@ -98,6 +98,27 @@ pub fn push(ks: &Keyspace, key: &[u8], end: End, values: &[Vec<u8>]) -> Result<u
     Ok(m.size)
 }
 
+/// SORT ... STORE: makes `key` the list of `values` whatever it held (a new generation: the
+/// sub-keys of what it held are left to the compaction filter), or deletes it when `values`
+/// is empty. Returns whether an existing key was deleted.
+pub fn replace(ks: &Keyspace, key: &[u8], values: &[Vec<u8>]) -> Result<bool> {
+    let _g = ks.store.locks.lock(&[key]);
+    let mut b = WriteBatch::new();
+    if values.is_empty() {
+        if ks.meta(key)?.is_none() {
+            return Ok(false);
+        }
+        ks.delete_meta(&mut b, key);
+        ks.write(b)?;
+        return Ok(true);
+    }
+    let mut m = Meta::composite(Kind::List, ks.store.new_version());
+    push_into(ks, &mut b, key, &mut m, End::Right, values);
+    ks.put_meta(&mut b, key, &m);
+    ks.write(b)?;
+    Ok(false)
+}
+
 /// LPUSHX/RPUSHX: like [`push`] but only onto an existing list; 0 when the key is absent.
 pub fn push_existing(ks: &Keyspace, key: &[u8], end: End, values: &[Vec<u8>]) -> Result<u64> {
     let _g = ks.store.locks.lock(&[key]);

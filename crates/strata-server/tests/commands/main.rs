@@ -13,6 +13,7 @@ mod lists;
 mod pop_tombstones;
 mod sets;
 mod slot_layout;
+mod sort;
 mod string_edits;
 mod string_options;
 mod strings;

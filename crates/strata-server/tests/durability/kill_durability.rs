@@ -10,7 +10,8 @@
 //! Four more writers use the other write paths, each against a model of its keys: one the
 //! string commands that rewrite a value (SETRANGE, SETBIT, INCRBYFLOAT, GETEX, SET with
 //! KEEPTTL/GET, MSETNX), one the list commands that change a list inside or move elements between two
-//! lists in one batch (LINSERT, LSET, LREM, LTRIM, LMOVE, RPOPLPUSH, LMPOP, LPUSHX/RPUSHX),
+//! lists in one batch (LINSERT, LSET, LREM, LTRIM, LMOVE, RPOPLPUSH, LMPOP, LPUSHX/RPUSHX,
+//! SORT ... STORE),
 //! one the set commands that move members or store a new generation of a set (SMOVE,
 //! SINTERSTORE, SUNIONSTORE, SDIFFSTORE, COPY, beside SADD and SREM), and one transactions
 //! (MULTI, two SETs of a pair of keys, EXEC: after the restart the pair is never half
@@ -320,7 +321,7 @@ fn list_writer(port: u16, base: usize, models: &Models, stop: &AtomicBool) {
         let slot = &models[base + k];
         let (a, b) = &mut state[k];
         let v = format!("e{seq}");
-        let op = (seq / MODEL_KEYS) % 9;
+        let op = (seq / MODEL_KEYS) % 10;
         let args: Vec<String> = match op {
             0 => {
                 a.push_back(v.clone());
@@ -363,6 +364,13 @@ fn list_writer(port: u16, base: usize, models: &Models, stop: &AtomicBool) {
                     a.push_front(x);
                 }
                 vec!["RPOPLPUSH".into(), kb, ka]
+            }
+            8 => {
+                // The destination becomes a's elements in byte order (deleted when a is empty).
+                let mut sorted: Vec<String> = a.iter().cloned().collect();
+                sorted.sort();
+                *b = sorted.into();
+                vec!["SORT".into(), ka, "ALPHA".into(), "STORE".into(), kb]
             }
             _ => {
                 let l = if a.is_empty() { &mut *b } else { &mut *a };

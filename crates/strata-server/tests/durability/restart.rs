@@ -58,3 +58,48 @@ fn a_sigterm_right_after_ready_is_a_graceful_shutdown() {
         Server::start(&[]).stop();
     }
 }
+
+/// SAVE flushes every family to table files (the WAL left with nothing to replay), BGSAVE does
+/// it in the background, LASTSAVE moves; SHUTDOWN stops the server as SIGTERM does (a clean
+/// exit, data there after a restart); SHUTDOWN ABORT has nothing to abort.
+#[test]
+fn save_bgsave_lastsave_and_shutdown() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    fill(&mut c);
+    let before: i64 = redis::cmd("LASTSAVE").query(&mut c).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let _: () = redis::cmd("SAVE").query(&mut c).unwrap();
+    let after: i64 = redis::cmd("LASTSAVE").query(&mut c).unwrap();
+    assert!(after > before, "LASTSAVE {before} then {after}");
+    let info: String = redis::cmd("INFO").arg("persistence").query(&mut c).unwrap();
+    assert!(info.contains(&format!("rdb_last_save_time:{after}")), "{info}");
+    let started: String = redis::cmd("BGSAVE").query(&mut c).unwrap();
+    assert_eq!(started, "Background saving started");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let info: String = redis::cmd("INFO").arg("persistence").query(&mut c).unwrap();
+        if info.contains("rdb_bgsave_in_progress:0") {
+            assert!(info.contains("rdb_last_bgsave_status:ok"), "{info}");
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "BGSAVE never finished");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let e = redis::cmd("BGSAVE").arg("NOW").query::<String>(&mut c).unwrap_err();
+    assert_eq!(e.code(), Some("ERR"), "{e}");
+    let e = redis::cmd("SHUTDOWN").arg("ABORT").query::<String>(&mut c).unwrap_err();
+    assert_eq!(e.detail(), Some("No shutdown in progress."), "{e}");
+    let e = redis::cmd("SHUTDOWN").arg("SAVE").arg("NOSAVE").query::<String>(&mut c).unwrap_err();
+    assert_eq!(e.detail(), Some("syntax error"), "{e}");
+    // SHUTDOWN: no reply, the connection closes, the process exits cleanly.
+    let mut raw = srv.raw();
+    raw.send_raw(&crate::common::Raw::encode(&[b"SHUTDOWN", b"NOSAVE"]));
+    assert_eq!(raw.try_read(), None, "SHUTDOWN answered instead of closing the connection");
+    let mut srv = srv;
+    let status = srv.child.wait().unwrap();
+    assert!(status.success(), "server exited with {status}");
+    let dir = srv.keep_dir();
+    let srv = Server::start_in(dir.path(), &[]);
+    check(&mut srv.conn());
+}

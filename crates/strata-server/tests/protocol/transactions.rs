@@ -227,3 +227,41 @@ fn check_and_set_loops_lose_no_update() {
     }
     assert_eq!(srv.raw().cmd(&["GET", "n"]), Reply::bulk("200"));
 }
+
+/// SAVE and SHUTDOWN are refused inside MULTI (Redis's `no-multi`), dooming the transaction;
+/// a SORT ... STORE whose result is empty still writes (deletes) its destination, so a WATCH
+/// on it aborts EXEC; SORT runs inside a transaction over its own writes.
+#[test]
+fn no_multi_commands_and_sort_store_in_transactions() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    for cmd in ["SAVE", "SHUTDOWN"] {
+        assert_eq!(c.cmd(&["DEL", "foo"]), Reply::Int(0));
+        assert_eq!(c.cmd(&["MULTI"]), ok());
+        assert_eq!(c.cmd(&["SET", "foo", "bar"]), queued());
+        assert_eq!(c.cmd(&[cmd]), err("ERR Command not allowed inside a transaction"));
+        assert_eq!(
+            c.cmd(&["EXEC"]),
+            err("EXECABORT Transaction discarded because of previous errors.")
+        );
+        assert_eq!(c.cmd(&["GET", "foo"]), Reply::Null);
+    }
+    assert_eq!(c.cmd(&["LPUSH", "foo", "bar"]), Reply::Int(1));
+    assert_eq!(c.cmd(&["WATCH", "foo"]), ok());
+    assert_eq!(c.cmd(&["SORT", "emptylist", "STORE", "foo"]), Reply::Int(0));
+    assert_eq!(c.cmd(&["MULTI"]), ok());
+    assert_eq!(c.cmd(&["PING"]), queued());
+    assert_eq!(c.cmd(&["EXEC"]), Reply::Null, "the watched key was deleted by SORT ... STORE");
+    assert_eq!(c.cmd(&["MULTI"]), ok());
+    assert_eq!(c.cmd(&["RPUSH", "nums", "3", "1", "2"]), queued());
+    assert_eq!(c.cmd(&["SORT", "nums", "STORE", "sorted"]), queued());
+    assert_eq!(c.cmd(&["LRANGE", "sorted", "0", "-1"]), queued());
+    assert_eq!(
+        c.cmd(&["EXEC"]),
+        Reply::Array(vec![
+            Reply::Int(3),
+            Reply::Int(3),
+            Reply::Array(vec![Reply::bulk("1"), Reply::bulk("2"), Reply::bulk("3")]),
+        ])
+    );
+}

@@ -52,6 +52,8 @@ impl Db {
     ) -> Changed {
         let sv = cfd.current_super_version();
         let seek = lookup_key(begin, SeqNo::MAX);
+        // One key (`end` is `begin` + 0): its first entry in a memtable is its newest there.
+        let point = end.len() == begin.len() + 1 && end.starts_with(begin) && end.ends_with(&[0]);
         for m in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
             // A walk, not a point lookup: the memtable's filter knows keys, not ranges.
             let mut newest = SeqNo::ZERO;
@@ -61,6 +63,9 @@ impl Db {
                 match parse_internal_key(it.key()) {
                     Some(p) if p.user_key < end => newest = newest.max(p.seq),
                     _ => break,
+                }
+                if point {
+                    break;
                 }
                 it.next();
             }

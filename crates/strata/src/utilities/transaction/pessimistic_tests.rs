@@ -346,3 +346,39 @@ fn committed_transactions_on_locks_are_conflict_serializable() {
     let db = open_with(dir.path(), &Options::default(), &o);
     committed_history_is_conflict_serializable(&db, &|| db.transaction(), retry_on_locks);
 }
+
+#[test]
+fn a_prepared_transaction_spans_column_families_and_commits_them_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = Options {
+        create_if_missing: true,
+        create_missing_column_families: true,
+        ..Options::default()
+    };
+    {
+        let db = TransactionDb::open_cf(&o, &quick_timeouts(), dir.path(), ["a", "b"]).unwrap();
+        let (a, b) = (db.cf_handle("a").unwrap(), db.cf_handle("b").unwrap());
+        let t = db.transaction();
+        t.put_cf(&a, b"k", b"in a").unwrap();
+        t.put_cf(&b, b"k", b"in b").unwrap();
+        t.put(b"k", b"in default").unwrap();
+        assert_eq!(db.put_cf(&b, b"k", b"x").unwrap_err().kind(), ErrorKind::TimedOut);
+        db.put_cf(&a, b"other", b"free").unwrap(); // a family's other keys are not locked
+        t.set_name(b"cross").unwrap();
+        t.prepare().unwrap();
+    }
+    let db = TransactionDb::open_cf(&o, &quick_timeouts(), dir.path(), ["a", "b"]).unwrap();
+    let (a, b) = (db.cf_handle("a").unwrap(), db.cf_handle("b").unwrap());
+    assert_eq!(db.put_cf(&a, b"k", b"x").unwrap_err().kind(), ErrorKind::TimedOut);
+    let mut txns = db.prepared_transactions();
+    assert_eq!(txns.len(), 1);
+    let t = txns.pop().unwrap();
+    assert_eq!(t.get_cf(&b, b"k").unwrap(), Some(b"in b".to_vec()));
+    let snap = db.snapshot();
+    t.commit().unwrap();
+    assert_eq!(db.get_cf(&a, b"k").unwrap(), Some(b"in a".to_vec()));
+    assert_eq!(db.get_cf(&b, b"k").unwrap(), Some(b"in b".to_vec()));
+    assert_eq!(db.get(b"k").unwrap(), Some(b"in default".to_vec()));
+    assert_eq!(snap.get_cf(&b, b"k").unwrap(), None, "none of it before the commit");
+    db.put_cf(&a, b"k", b"after").unwrap();
+}

@@ -1,0 +1,90 @@
+//! Persistence and shutdown: SAVE, BGSAVE, LASTSAVE, SHUTDOWN.
+//!
+//! Every write is in the WAL as it is acknowledged (synced as `appendfsync` says), so there is
+//! no separate snapshot file to write. SAVE makes everything durable and moves it out of the
+//! WAL: the WAL synced, every memtable flushed to table files (what a restart then need not
+//! replay). BGSAVE does the same on a thread of its own. LASTSAVE is when the last one
+//! finished (the server's start before any). SHUTDOWN is the graceful stop SIGTERM gives: no
+//! new connections, the DB flushed and closed, the process exits; NOSAVE, SAVE, NOW and FORCE
+//! change nothing (the close always flushes), and ABORT has no shutdown in progress to abort.
+
+use std::sync::atomic::Ordering;
+
+use super::args::is;
+use super::errors::SYNTAX;
+use super::CmdResult;
+use crate::resp::Out;
+use crate::state::{unix_now, Conn, Shared};
+
+const IN_PROGRESS: &str = "ERR Background save already in progress";
+
+pub fn save(sh: &Shared, _: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    if sh.persistence.saving.load(Ordering::Acquire) {
+        return Err(IN_PROGRESS.into());
+    }
+    sh.store.save().map_err(|e| format!("ERR saving failed: {e}"))?;
+    sh.persistence.last_save.store(unix_now(), Ordering::Release);
+    out.ok();
+    Ok(())
+}
+
+pub fn bgsave(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let schedule = match a.len() {
+        1 => false,
+        2 if is(&a[1], "schedule") => true,
+        _ => return Err(SYNTAX.into()),
+    };
+    if sh.persistence.saving.swap(true, Ordering::AcqRel) {
+        if schedule {
+            // The running one covers every write acknowledged before this call.
+            out.simple("Background saving scheduled");
+            return Ok(());
+        }
+        return Err(IN_PROGRESS.into());
+    }
+    let (store, p) = (sh.store.clone(), sh.persistence.clone());
+    let started = std::thread::Builder::new().name("strata-bgsave".into()).spawn(move || {
+        let ok = store.save().is_ok();
+        p.last_bgsave_ok.store(ok, Ordering::Release);
+        if ok {
+            p.last_save.store(unix_now(), Ordering::Release);
+        }
+        p.saving.store(false, Ordering::Release);
+    });
+    if let Err(e) = started {
+        sh.persistence.saving.store(false, Ordering::Release);
+        return Err(format!("ERR cannot start the background save: {e}").into());
+    }
+    out.simple("Background saving started");
+    Ok(())
+}
+
+pub fn lastsave(sh: &Shared, _: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    out.int(sh.persistence.last_save.load(Ordering::Acquire) as i64);
+    Ok(())
+}
+
+pub fn shutdown(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], _: &mut Out) -> CmdResult {
+    let (mut save, mut nosave, mut abort) = (false, false, false);
+    for arg in &a[1..] {
+        if is(arg, "nosave") {
+            nosave = true;
+        } else if is(arg, "save") {
+            save = true;
+        } else if is(arg, "abort") {
+            abort = true;
+        } else if !(is(arg, "now") || is(arg, "force")) {
+            return Err(SYNTAX.into());
+        }
+    }
+    if (save && nosave) || (abort && a.len() > 2) {
+        return Err(SYNTAX.into());
+    }
+    if abort {
+        return Err("ERR No shutdown in progress.".into());
+    }
+    // No reply: the connection closes, and the server stops (`lib.rs`).
+    sh.shutdown.notify_one();
+    c.close = true;
+    Ok(())
+}
