@@ -20,6 +20,7 @@ pub mod set;
 pub mod sort;
 pub mod strings;
 pub mod zset;
+pub mod zset_range;
 
 use crate::resp::Out;
 use crate::state::{Conn, Shared};
@@ -250,10 +251,19 @@ pub static COMMANDS: &[Command] = &[
     cmd!("zscore", 3, false, KeySpec::one(1), zset::zscore),
     cmd!("zcard", 2, false, KeySpec::one(1), zset::zcard),
     cmd!("zscan", -3, false, KeySpec::one(1), zset::zscan),
-    cmd!("zrange", -4, false, KeySpec::one(1), zset::zrange),
-    cmd!("zrevrange", -4, false, KeySpec::one(1), zset::zrevrange),
-    cmd!("zrangebyscore", -4, false, KeySpec::one(1), zset::zrangebyscore),
-    cmd!("zrevrangebyscore", -4, false, KeySpec::one(1), zset::zrevrangebyscore),
+    cmd!("zrange", -4, false, KeySpec::one(1), zset_range::zrange),
+    cmd!("zrevrange", -4, false, KeySpec::one(1), zset_range::zrevrange),
+    cmd!("zrangebyscore", -4, false, KeySpec::one(1), zset_range::zrangebyscore),
+    cmd!("zrevrangebyscore", -4, false, KeySpec::one(1), zset_range::zrevrangebyscore),
+    cmd!("zrangebylex", -4, false, KeySpec::one(1), zset_range::zrangebylex),
+    cmd!("zrevrangebylex", -4, false, KeySpec::one(1), zset_range::zrevrangebylex),
+    cmd!("zrangestore", -5, true, KeySpec::range(1, 2, 1), zset_range::zrangestore),
+    cmd!("zlexcount", 4, false, KeySpec::one(1), zset_range::zlexcount),
+    cmd!("zremrangebyrank", 4, true, KeySpec::one(1), zset_range::zremrangebyrank),
+    cmd!("zremrangebyscore", 4, true, KeySpec::one(1), zset_range::zremrangebyscore),
+    cmd!("zremrangebylex", 4, true, KeySpec::one(1), zset_range::zremrangebylex),
+    cmd!("zrevrank", 3, false, KeySpec::one(1), zset::zrevrank),
+    cmd!("zmscore", -3, false, KeySpec::one(1), zset::zmscore),
     cmd!("zcount", 4, false, KeySpec::one(1), zset::zcount),
     cmd!("zrank", 3, false, KeySpec::one(1), zset::zrank),
     cmd!("zpopmin", -2, true, KeySpec::one(1), zset::zpopmin),

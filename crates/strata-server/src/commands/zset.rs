@@ -107,7 +107,7 @@ pub fn zcard(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResu
 }
 
 /// A score bound argument: a float, `(` in front for an exclusive one.
-fn parse_bound(b: &[u8]) -> Result<ScoreBound, CmdError> {
+pub(super) fn parse_bound(b: &[u8]) -> Result<ScoreBound, CmdError> {
     let (exclusive, rest) = match b.first() {
         Some(b'(') => (true, &b[1..]),
         _ => (false, b),
@@ -116,7 +116,7 @@ fn parse_bound(b: &[u8]) -> Result<ScoreBound, CmdError> {
     Ok(ScoreBound { value, exclusive })
 }
 
-fn reply_scored(out: &mut Out, items: &[(f64, Vec<u8>)], withscores: bool) {
+pub(super) fn reply_scored(out: &mut Out, items: &[(f64, Vec<u8>)], withscores: bool) {
     if !withscores {
         out.array(items.len());
         for (_, m) in items {
@@ -138,80 +138,6 @@ fn reply_scored(out: &mut Out, items: &[(f64, Vec<u8>)], withscores: bool) {
     }
 }
 
-struct RangeArgs {
-    byscore: bool,
-    rev: bool,
-    withscores: bool,
-    limit: Option<(i64, i64)>,
-}
-
-fn parse_range_opts(a: &[Vec<u8>], allow_by: bool) -> Result<RangeArgs, CmdError> {
-    let mut r = RangeArgs { byscore: false, rev: false, withscores: false, limit: None };
-    let mut i = 0;
-    while i < a.len() {
-        if is(&a[i], "withscores") {
-            r.withscores = true;
-        } else if allow_by && is(&a[i], "byscore") {
-            r.byscore = true;
-        } else if allow_by && is(&a[i], "rev") {
-            r.rev = true;
-        } else if is(&a[i], "limit") && i + 2 < a.len() {
-            r.limit = Some((int_arg(&a[i + 1])?, int_arg(&a[i + 2])?));
-            i += 2;
-        } else {
-            return Err(SYNTAX.into());
-        }
-        i += 1;
-    }
-    Ok(r)
-}
-
-pub fn zrange(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let r = parse_range_opts(&a[4..], true)?;
-    if r.limit.is_some() && !r.byscore {
-        return Err(
-            "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX"
-                .into(),
-        );
-    }
-    let ks = sh.keyspace();
-    let items = if r.byscore {
-        let (lo, hi) = if r.rev { (&a[3], &a[2]) } else { (&a[2], &a[3]) };
-        zset::range_by_score(&ks, &a[1], parse_bound(lo)?, parse_bound(hi)?, r.rev, r.limit)?
-    } else {
-        zset::range_by_rank(&ks, &a[1], int_arg(&a[2])?, int_arg(&a[3])?, r.rev)?
-    };
-    reply_scored(out, &items, r.withscores);
-    Ok(())
-}
-
-pub fn zrevrange(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let r = parse_range_opts(&a[4..], false)?;
-    if r.limit.is_some() {
-        return Err(SYNTAX.into());
-    }
-    let (start, stop) = (int_arg(&a[2])?, int_arg(&a[3])?);
-    let items = zset::range_by_rank(&sh.keyspace(), &a[1], start, stop, true)?;
-    reply_scored(out, &items, r.withscores);
-    Ok(())
-}
-
-pub fn zrangebyscore(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let r = parse_range_opts(&a[4..], false)?;
-    let (min, max) = (parse_bound(&a[2])?, parse_bound(&a[3])?);
-    let items = zset::range_by_score(&sh.keyspace(), &a[1], min, max, false, r.limit)?;
-    reply_scored(out, &items, r.withscores);
-    Ok(())
-}
-
-pub fn zrevrangebyscore(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let r = parse_range_opts(&a[4..], false)?;
-    let (min, max) = (parse_bound(&a[3])?, parse_bound(&a[2])?);
-    let items = zset::range_by_score(&sh.keyspace(), &a[1], min, max, true, r.limit)?;
-    reply_scored(out, &items, r.withscores);
-    Ok(())
-}
-
 pub fn zcount(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let (min, max) = (parse_bound(&a[2])?, parse_bound(&a[3])?);
     let n = zset::count(&sh.keyspace(), &a[1], min, max)?;
@@ -223,6 +149,31 @@ pub fn zrank(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResu
     match zset::rank(&sh.keyspace(), &a[1], &a[2])? {
         Some(r) => out.int(r),
         None => out.null(),
+    }
+    Ok(())
+}
+
+/// ZREVRANK: the rank counted from the highest score.
+pub fn zrevrank(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let ks = sh.keyspace();
+    match zset::rank(&ks, &a[1], &a[2])? {
+        Some(r) => out.int(zset::card(&ks, &a[1])? as i64 - 1 - r),
+        None => out.null(),
+    }
+    Ok(())
+}
+
+/// ZMSCORE: each member's score, nil for a missing one.
+pub fn zmscore(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let ks = sh.keyspace();
+    let scores =
+        a[2..].iter().map(|m| zset::score(&ks, &a[1], m)).collect::<Result<Vec<_>, _>>()?;
+    out.array(scores.len());
+    for s in scores {
+        match s {
+            Some(s) => out.double(s),
+            None => out.null(),
+        }
     }
     Ok(())
 }

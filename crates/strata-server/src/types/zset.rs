@@ -324,6 +324,119 @@ pub fn range_by_score(
     Ok(items)
 }
 
+/// A bound of a member range (ZRANGEBYLEX): `-`, `+`, `[member` or `(member`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LexBound {
+    /// `-`: below every member.
+    Least,
+    /// `+`: above every member.
+    Greatest,
+    /// `[m`: `m` included.
+    Incl(Vec<u8>),
+    /// `(m`: `m` excluded.
+    Excl(Vec<u8>),
+}
+
+impl LexBound {
+    /// Whether `m` is at or above this bound as a minimum.
+    fn admits_above(&self, m: &[u8]) -> bool {
+        match self {
+            LexBound::Least => true,
+            LexBound::Greatest => false,
+            LexBound::Incl(b) => m >= b.as_slice(),
+            LexBound::Excl(b) => m > b.as_slice(),
+        }
+    }
+
+    /// Whether `m` is at or below this bound as a maximum.
+    fn admits_below(&self, m: &[u8]) -> bool {
+        match self {
+            LexBound::Least => false,
+            LexBound::Greatest => true,
+            LexBound::Incl(b) => m <= b.as_slice(),
+            LexBound::Excl(b) => m < b.as_slice(),
+        }
+    }
+}
+
+/// ZRANGEBYLEX: the members from `min` to `max` as Redis finds them: in score order (`rev`:
+/// reverse) from the first member in the range, while members stay in it. That is member
+/// order when every score is equal, the case lex ranges are for; with other scores, as in
+/// Redis, the result is whatever that walk meets. `limit` as in [`range_by_score`].
+pub fn range_by_lex(
+    ks: &Keyspace,
+    key: &[u8],
+    min: &LexBound,
+    max: &LexBound,
+    rev: bool,
+    limit: Option<(i64, i64)>,
+) -> Result<Scored> {
+    let mut items = Vec::new();
+    let Some(m) = ks.typed(key, Kind::ZSet)? else {
+        return Ok(items);
+    };
+    let (offset, count) = limit.unwrap_or((0, -1));
+    if offset < 0 || count == 0 {
+        return Ok(items);
+    }
+    let (mut skip, mut started) = (offset, false);
+    walk(ks, key, m.version, None, rev, |s, mem| {
+        let inside = min.admits_above(mem) && max.admits_below(mem);
+        if !started {
+            if !inside {
+                return true;
+            }
+            started = true;
+        } else if !inside {
+            return false;
+        }
+        if skip > 0 {
+            skip -= 1;
+            return true;
+        }
+        items.push((s, mem.to_vec()));
+        count < 0 || (items.len() as i64) < count
+    })?;
+    Ok(items)
+}
+
+/// ZRANGESTORE: makes `key` the sorted set of `items` whatever it held (a new generation), or
+/// deletes it when `items` is empty.
+pub fn replace(ks: &Keyspace, key: &[u8], items: &Scored) -> Result<()> {
+    let st = ks.store;
+    let _g = st.locks.lock(&[key]);
+    let mut b = WriteBatch::new();
+    if items.is_empty() {
+        if ks.meta(key)?.is_none() {
+            return Ok(());
+        }
+        ks.delete_meta(&mut b, key);
+        return ks.write(b);
+    }
+    let mut m = super::metadata::Meta::composite(Kind::ZSet, st.new_version());
+    for (s, mem) in items {
+        put_member(ks, &mut b, key, m.version, mem, None, *s);
+    }
+    m.size = items.len() as u64;
+    ks.put_meta(&mut b, key, &m);
+    ks.write(b)
+}
+
+/// ZREMRANGEBYSCORE, ZREMRANGEBYLEX, ZREMRANGEBYRANK: removes the members `range` returns
+/// (read under the key's lock, so nothing comes between); the number removed.
+pub fn remove_range(
+    ks: &Keyspace,
+    key: &[u8],
+    range: impl FnOnce(&Keyspace) -> Result<Scored>,
+) -> Result<u64> {
+    let _g = ks.store.locks.lock(&[key]);
+    let members: Vec<Vec<u8>> = range(ks)?.into_iter().map(|(_, m)| m).collect();
+    if members.is_empty() {
+        return Ok(0);
+    }
+    remove(ks, key, &members)
+}
+
 /// ZCOUNT: the number of members with scores from `min` to `max`.
 pub fn count(ks: &Keyspace, key: &[u8], min: ScoreBound, max: ScoreBound) -> Result<usize> {
     Ok(range_by_score(ks, key, min, max, false, None)?.len())

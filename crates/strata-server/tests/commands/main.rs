@@ -17,4 +17,5 @@ mod sort;
 mod string_edits;
 mod string_options;
 mod strings;
+mod zset_ranges;
 mod zsets;
