@@ -20,6 +20,7 @@ pub mod set;
 pub mod sort;
 pub mod strings;
 pub mod zset;
+pub mod zset_algebra;
 pub mod zset_range;
 
 use crate::resp::Out;
@@ -262,6 +263,13 @@ pub static COMMANDS: &[Command] = &[
     cmd!("zremrangebyrank", 4, true, KeySpec::one(1), zset_range::zremrangebyrank),
     cmd!("zremrangebyscore", 4, true, KeySpec::one(1), zset_range::zremrangebyscore),
     cmd!("zremrangebylex", 4, true, KeySpec::one(1), zset_range::zremrangebylex),
+    cmd!("zunion", -3, false, KeySpec::counted(1), zset_algebra::zunion),
+    cmd!("zinter", -3, false, KeySpec::counted(1), zset_algebra::zinter),
+    cmd!("zdiff", -3, false, KeySpec::counted(1), zset_algebra::zdiff),
+    cmd!("zunionstore", -4, true, KeySpec::counted(2), zset_algebra::zunionstore),
+    cmd!("zinterstore", -4, true, KeySpec::counted(2), zset_algebra::zinterstore),
+    cmd!("zdiffstore", -4, true, KeySpec::counted(2), zset_algebra::zdiffstore),
+    cmd!("zintercard", -3, false, KeySpec::counted(1), zset_algebra::zintercard),
     cmd!("zrevrank", 3, false, KeySpec::one(1), zset::zrevrank),
     cmd!("zmscore", -3, false, KeySpec::one(1), zset::zmscore),
     cmd!("zcount", 4, false, KeySpec::one(1), zset::zcount),

@@ -174,6 +174,9 @@ pub fn format_double(v: f64) -> String {
     if v.is_infinite() {
         return if v > 0.0 { "inf".into() } else { "-inf".into() };
     }
+    if v == 0.0 && v.is_sign_negative() {
+        return "-0".into(); // as Redis's %.17g prints it
+    }
     if v.fract() == 0.0 && v.abs() < 1e17 {
         return format!("{}", v as i64);
     }
@@ -196,6 +199,8 @@ mod tests {
         o.map(1);
         o.double(1.5);
         assert_eq!(o.buf, b"_\r\n%1\r\n,1.5\r\n");
+        assert_eq!(format_double(-0.0), "-0");
+        assert_eq!(format_double(0.0), "0");
     }
 
     #[test]

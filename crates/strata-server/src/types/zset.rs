@@ -400,8 +400,19 @@ pub fn range_by_lex(
     Ok(items)
 }
 
-/// ZRANGESTORE: makes `key` the sorted set of `items` whatever it held (a new generation), or
-/// deletes it when `items` is empty.
+/// The members of the sorted set or set at `key` with their scores (a set's members score 1),
+/// for ZUNION, ZINTER and ZDIFF: empty when absent, `WrongType` for another type.
+pub fn load_scored(ks: &Keyspace, key: &[u8]) -> Result<Scored> {
+    let Some(m) = ks.meta(key)? else { return Ok(Vec::new()) };
+    match m.kind {
+        Kind::ZSet => range_by_rank(ks, key, 0, -1, false),
+        Kind::Set => Ok(super::set::members(ks, key)?.into_iter().map(|mem| (1.0, mem)).collect()),
+        _ => Err(TypeError::WrongType),
+    }
+}
+
+/// ZRANGESTORE, ZUNIONSTORE, ZINTERSTORE, ZDIFFSTORE: makes `key` the sorted set of `items`
+/// whatever it held (a new generation), or deletes it when `items` is empty.
 pub fn replace(ks: &Keyspace, key: &[u8], items: &Scored) -> Result<()> {
     let st = ks.store;
     let _g = st.locks.lock(&[key]);

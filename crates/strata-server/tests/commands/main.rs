@@ -17,5 +17,6 @@ mod sort;
 mod string_edits;
 mod string_options;
 mod strings;
+mod zset_algebra;
 mod zset_ranges;
 mod zsets;
