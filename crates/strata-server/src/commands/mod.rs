@@ -276,6 +276,7 @@ pub static COMMANDS: &[Command] = &[
     cmd!("zrank", 3, false, KeySpec::one(1), zset::zrank),
     cmd!("zpopmin", -2, true, KeySpec::one(1), zset::zpopmin),
     cmd!("zpopmax", -2, true, KeySpec::one(1), zset::zpopmax),
+    cmd!("zmpop", -4, true, KeySpec::counted(1), zset::zmpop),
     // connection and server
     cmd!("ping", -1, false, KeySpec::NONE, server::ping),
     cmd!("echo", 2, false, KeySpec::NONE, server::echo),

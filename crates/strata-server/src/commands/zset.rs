@@ -213,3 +213,59 @@ pub fn zpopmin(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
 pub fn zpopmax(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     pop(sh, a, End::Max, out)
 }
+
+/// ZMPOP numkeys key [key ...] MIN|MAX [COUNT count]: pops from the first of the keys that
+/// holds a sorted set (`WRONGTYPE` for another type met before it); nil when none does, else
+/// the key and its (member, score) pairs.
+pub fn zmpop(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let numkeys = match crate::types::number::parse_int_strict(&a[1]) {
+        Some(n) if n >= 1 => n as u64,
+        _ => return Err("ERR numkeys should be greater than 0".into()),
+    };
+    let where_idx = numkeys.saturating_add(2);
+    if where_idx >= a.len() as u64 {
+        return Err(SYNTAX.into());
+    }
+    let where_idx = where_idx as usize;
+    let end = if is(&a[where_idx], "min") {
+        End::Min
+    } else if is(&a[where_idx], "max") {
+        End::Max
+    } else {
+        return Err(SYNTAX.into());
+    };
+    let mut count = None;
+    let mut i = where_idx + 1;
+    while i < a.len() {
+        if count.is_none() && is(&a[i], "count") && i + 1 < a.len() {
+            count = Some(match crate::types::number::parse_int_strict(&a[i + 1]) {
+                Some(n) if n >= 1 => n as usize,
+                _ => return Err("ERR count should be greater than 0".into()),
+            });
+            i += 2;
+        } else {
+            return Err(SYNTAX.into());
+        }
+    }
+    let keys = &a[2..where_idx];
+    let ks = sh.keyspace();
+    let _g = sh.store.locks.lock(&keys.iter().map(Vec::as_slice).collect::<Vec<_>>());
+    for key in keys {
+        let Some(m) = ks.meta(key)? else { continue };
+        if m.kind != crate::types::Kind::ZSet {
+            return Err(crate::types::TypeError::WrongType.into());
+        }
+        let items = zset::pop(&ks, key, end, count.unwrap_or(1))?;
+        out.array(2);
+        out.bulk(key);
+        out.array(items.len());
+        for (s, mem) in &items {
+            out.array(2);
+            out.bulk(mem);
+            out.double(*s);
+        }
+        return Ok(());
+    }
+    out.null_array();
+    Ok(())
+}

@@ -182,3 +182,40 @@ fn lex_ranges_over_equal_scores_match_a_model() {
         assert_eq!(n, want.len() as i64);
     }
 }
+
+#[test]
+fn zmpop_pops_from_the_first_sorted_set_with_redis_replies() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let _: () = c.zadd_multiple("b", &[(1, "x"), (2, "y"), (3, "z")]).unwrap();
+    let got: Option<(String, Vec<(String, f64)>)> =
+        redis::cmd("ZMPOP").arg(&["2", "a", "b", "MAX", "COUNT", "2"]).query(&mut c).unwrap();
+    assert_eq!(got, Some(("b".into(), vec![("z".into(), 3.0), ("y".into(), 2.0)])));
+    let got: Option<(String, Vec<(String, f64)>)> =
+        redis::cmd("ZMPOP").arg(&["1", "b", "MIN", "COUNT", "5"]).query(&mut c).unwrap();
+    assert_eq!(got, Some(("b".into(), vec![("x".into(), 1.0)])));
+    assert!(!c.exists::<_, bool>("b").unwrap(), "emptied, deleted");
+    let none: Option<(String, Vec<(String, f64)>)> =
+        redis::cmd("ZMPOP").arg(&["2", "a", "b", "MIN"]).query(&mut c).unwrap();
+    assert_eq!(none, None);
+    let _: () = c.set("s", "v").unwrap();
+    let _: () = c.zadd("z", "m", 1).unwrap();
+    assert!(error(&mut c, &["ZMPOP", "2", "s", "z", "MIN"]).starts_with("WRONGTYPE"));
+    let got: Option<(String, Vec<(String, f64)>)> =
+        redis::cmd("ZMPOP").arg(&["2", "z", "s", "MIN"]).query(&mut c).unwrap();
+    assert_eq!(got, Some(("z".into(), vec![("m".into(), 1.0)])), "stops at the first sorted set");
+    assert_eq!(error(&mut c, &["ZMPOP", "0", "z", "MIN"]), "ERR numkeys should be greater than 0");
+    assert_eq!(error(&mut c, &["ZMPOP", "1", "z", "BAD"]), "ERR syntax error");
+    assert_eq!(
+        error(&mut c, &["ZMPOP", "1", "z", "MAX", "COUNT", "1", "COUNT", "2"]),
+        "ERR syntax error"
+    );
+    assert_eq!(
+        error(&mut c, &["ZMPOP", "1", "z", "MIN", "COUNT", "0"]),
+        "ERR count should be greater than 0"
+    );
+    assert_eq!(
+        error(&mut c, &["ZMPOP", "1", "z"]),
+        "ERR wrong number of arguments for 'zmpop' command"
+    );
+}
