@@ -192,6 +192,36 @@ pub trait EngineTxn {
     fn rollback(self: Box<Self>) -> Result<()>;
 }
 
+/// [`EngineTxn::get`]'s answer from an engine's read: the value copied into `out`, or, when
+/// `conflict` accepts the error as a conflict, `None`.
+pub fn txn_read<V: AsRef<[u8]>, E>(
+    r: std::result::Result<Option<V>, E>,
+    out: &mut Vec<u8>,
+    conflict: impl FnOnce(E) -> Result<()>,
+) -> Result<Option<bool>> {
+    match r {
+        Ok(Some(v)) => {
+            out.clear();
+            out.extend_from_slice(v.as_ref());
+            Ok(Some(true))
+        }
+        Ok(None) => Ok(Some(false)),
+        Err(e) => conflict(e).map(|()| None),
+    }
+}
+
+/// An [`EngineTxn`] write or commit's answer: `false` when `conflict` accepts the error as a
+/// conflict.
+pub fn txn_step<E>(
+    r: std::result::Result<(), E>,
+    conflict: impl FnOnce(E) -> Result<()>,
+) -> Result<bool> {
+    match r {
+        Ok(()) => Ok(true),
+        Err(e) => conflict(e).map(|()| false),
+    }
+}
+
 /// An open database.
 pub trait Engine: Send + Sync {
     fn put(&self, key: &[u8], value: &[u8], wo: &WriteOpts) -> Result<()>;

@@ -577,17 +577,15 @@ impl Engine for RocksEngine {
     }
 
     fn stats_text(&self) -> Result<String> {
-        self.property("rocksdb.stats")?.ok_or_else(|| anyhow!("rocksdb.stats is not available"))
+        property_text(self, "rocksdb.stats")
     }
 
     fn level_stats_text(&self) -> Result<String> {
-        self.property("rocksdb.levelstats")?
-            .ok_or_else(|| anyhow!("rocksdb.levelstats is not available"))
+        property_text(self, "rocksdb.levelstats")
     }
 
     fn sstables_text(&self) -> Result<String> {
-        self.property("rocksdb.sstables")?
-            .ok_or_else(|| anyhow!("rocksdb.sstables is not available"))
+        property_text(self, "rocksdb.sstables")
     }
 
     fn statistics_text(&self) -> Result<Option<String>> {
@@ -610,6 +608,11 @@ impl Engine for RocksEngine {
     fn compact_files(&self, names: &[String], output_level: usize) -> Result<()> {
         compact_files(&self.db, names, output_level)
     }
+}
+
+/// A text property RocksDB must have (`rocksdb.stats`, ...), else an error naming it.
+pub(super) fn property_text(engine: &dyn Engine, name: &str) -> Result<String> {
+    engine.property(name)?.ok_or_else(|| anyhow!("{name} is not available"))
 }
 
 /// How many MultiGet results found a value; their lengths are added to `value_bytes`.

@@ -7,7 +7,7 @@
 //! wrap for these DB kinds is refused: several column families, and for a `TransactionDB`
 //! `compact` (no CompactRange) and the table-file benchmarks.
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{bail, Result};
 use rocksdb::{
     DBRawIteratorWithThreadMode, ErrorKind, MultiThreaded, OptimisticTransactionDB,
     OptimisticTransactionOptions, Options, ReadOptions, Transaction, TransactionDB,
@@ -113,22 +113,11 @@ impl<D> EngineTxn for RocksTxn<'_, D> {
         } else {
             self.txn.get_pinned_opt(key, &ro)
         };
-        match r {
-            Ok(Some(v)) => {
-                out.clear();
-                out.extend_from_slice(&v);
-                Ok(Some(true))
-            }
-            Ok(None) => Ok(Some(false)),
-            Err(e) => conflict_or(e).map(|()| None),
-        }
+        super::txn_read(r, out, conflict_or)
     }
 
     fn put(&mut self, key: &[u8], value: &[u8]) -> Result<bool> {
-        match self.txn.put(key, value) {
-            Ok(()) => Ok(true),
-            Err(e) => conflict_or(e).map(|()| false),
-        }
+        super::txn_step(self.txn.put(key, value), conflict_or)
     }
 
     fn prepare(&mut self) -> Result<()> {
@@ -136,10 +125,7 @@ impl<D> EngineTxn for RocksTxn<'_, D> {
     }
 
     fn commit(self: Box<Self>) -> Result<bool> {
-        match self.txn.commit() {
-            Ok(()) => Ok(true),
-            Err(e) => conflict_or(e).map(|()| false),
-        }
+        super::txn_step(self.txn.commit(), conflict_or)
     }
 
     fn rollback(self: Box<Self>) -> Result<()> {
@@ -238,17 +224,15 @@ impl Engine for RocksTxnEngine {
     }
 
     fn stats_text(&self) -> Result<String> {
-        self.property("rocksdb.stats")?.ok_or_else(|| anyhow!("rocksdb.stats is not available"))
+        super::rocks::property_text(self, "rocksdb.stats")
     }
 
     fn level_stats_text(&self) -> Result<String> {
-        self.property("rocksdb.levelstats")?
-            .ok_or_else(|| anyhow!("rocksdb.levelstats is not available"))
+        super::rocks::property_text(self, "rocksdb.levelstats")
     }
 
     fn sstables_text(&self) -> Result<String> {
-        self.property("rocksdb.sstables")?
-            .ok_or_else(|| anyhow!("rocksdb.sstables is not available"))
+        super::rocks::property_text(self, "rocksdb.sstables")
     }
 
     fn statistics_text(&self) -> Result<Option<String>> {

@@ -375,22 +375,11 @@ impl<K> super::EngineTxn for StrataTxn<'_, K> {
         } else {
             self.txn.get(key)
         };
-        match r {
-            Ok(Some(v)) => {
-                out.clear();
-                out.extend_from_slice(&v);
-                Ok(Some(true))
-            }
-            Ok(None) => Ok(Some(false)),
-            Err(e) => conflict_or(e).map(|()| None),
-        }
+        super::txn_read(r, out, conflict_or)
     }
 
     fn put(&mut self, key: &[u8], value: &[u8]) -> Result<bool> {
-        match self.txn.put(key, value) {
-            Ok(()) => Ok(true),
-            Err(e) => conflict_or(e).map(|()| false),
-        }
+        super::txn_step(self.txn.put(key, value), conflict_or)
     }
 
     fn prepare(&mut self) -> Result<()> {
@@ -398,10 +387,7 @@ impl<K> super::EngineTxn for StrataTxn<'_, K> {
     }
 
     fn commit(self: Box<Self>) -> Result<bool> {
-        match self.txn.commit() {
-            Ok(()) => Ok(true),
-            Err(e) => conflict_or(e).map(|()| false),
-        }
+        super::txn_step(self.txn.commit(), conflict_or)
     }
 
     fn rollback(self: Box<Self>) -> Result<()> {

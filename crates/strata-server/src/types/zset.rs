@@ -282,6 +282,30 @@ fn walk_from(
     Ok(())
 }
 
+/// A LIMIT's offset and count applied to a walk: [`Limit::take`] says whether to go on.
+struct Limit {
+    skip: i64,
+    count: i64,
+}
+
+impl Limit {
+    /// `None` when the LIMIT selects nothing (a negative offset or a count of 0).
+    fn new(limit: Option<(i64, i64)>) -> Option<Limit> {
+        let (skip, count) = limit.unwrap_or((0, -1));
+        (skip >= 0 && count != 0).then_some(Limit { skip, count })
+    }
+
+    /// Keeps `(s, mem)` in `items` past the offset; whether the walk should go on.
+    fn take(&mut self, items: &mut Scored, s: f64, mem: &[u8]) -> bool {
+        if self.skip > 0 {
+            self.skip -= 1;
+            return true;
+        }
+        items.push((s, mem.to_vec()));
+        self.count < 0 || (items.len() as i64) < self.count
+    }
+}
+
 /// ZRANGEBYSCORE: the members with scores from `min` to `max`, in score order (`rev`:
 /// reverse), skipping `limit`'s offset and taking at most its count (negative: all).
 pub fn range_by_score(
@@ -296,11 +320,7 @@ pub fn range_by_score(
     let Some(m) = ks.typed(key, Kind::ZSet)? else {
         return Ok(items);
     };
-    let (offset, count) = limit.unwrap_or((0, -1));
-    if offset < 0 || count == 0 {
-        return Ok(items);
-    }
-    let mut skip = offset;
+    let Some(mut limit) = Limit::new(limit) else { return Ok(items) };
     let start = if rev { None } else { Some(min.value) };
     walk(ks, key, m.version, start, rev, |s, mem| {
         let (past_end, before_start) = if rev {
@@ -311,15 +331,7 @@ pub fn range_by_score(
         if past_end {
             return false;
         }
-        if before_start {
-            return true;
-        }
-        if skip > 0 {
-            skip -= 1;
-            return true;
-        }
-        items.push((s, mem.to_vec()));
-        count < 0 || (items.len() as i64) < count
+        before_start || limit.take(&mut items, s, mem)
     })?;
     Ok(items)
 }
@@ -375,11 +387,8 @@ pub fn range_by_lex(
     let Some(m) = ks.typed(key, Kind::ZSet)? else {
         return Ok(items);
     };
-    let (offset, count) = limit.unwrap_or((0, -1));
-    if offset < 0 || count == 0 {
-        return Ok(items);
-    }
-    let (mut skip, mut started) = (offset, false);
+    let Some(mut limit) = Limit::new(limit) else { return Ok(items) };
+    let mut started = false;
     walk(ks, key, m.version, None, rev, |s, mem| {
         let inside = min.admits_above(mem) && max.admits_below(mem);
         if !started {
@@ -390,12 +399,7 @@ pub fn range_by_lex(
         } else if !inside {
             return false;
         }
-        if skip > 0 {
-            skip -= 1;
-            return true;
-        }
-        items.push((s, mem.to_vec()));
-        count < 0 || (items.len() as i64) < count
+        limit.take(&mut items, s, mem)
     })?;
     Ok(items)
 }
