@@ -382,3 +382,35 @@ fn a_prepared_transaction_spans_column_families_and_commits_them_together() {
     assert_eq!(snap.get_cf(&b, b"k").unwrap(), None, "none of it before the commit");
     db.put_cf(&a, b"k", b"after").unwrap();
 }
+
+#[test]
+fn a_transaction_rebuilt_from_a_batch_locks_its_keys_and_writes_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = Options {
+        create_if_missing: true,
+        create_missing_column_families: true,
+        ..Options::default()
+    };
+    let db = TransactionDb::open_cf(&o, &quick_timeouts(), dir.path(), ["c"]).unwrap();
+    let cf = db.cf_handle("c").unwrap();
+    db.put(b"gone", b"x").unwrap();
+    let mut b = WriteBatch::new();
+    b.put(b"a", b"1");
+    b.put_cf(&cf, b"a", b"in c");
+    b.delete(b"gone");
+    let t = db.transaction();
+    t.rebuild_from_writebatch(&b).unwrap();
+    assert_eq!(db.put(b"a", b"x").unwrap_err().kind(), ErrorKind::TimedOut);
+    assert_eq!(t.get_cf(&cf, b"a").unwrap(), Some(b"in c".to_vec()));
+    assert_eq!(t.get(b"gone").unwrap(), None);
+    t.commit().unwrap();
+    assert_eq!(db.get(b"a").unwrap(), Some(b"1".to_vec()));
+    assert_eq!(db.get_cf(&cf, b"a").unwrap(), Some(b"in c".to_vec()));
+    assert_eq!(db.get(b"gone").unwrap(), None);
+    let mut r = WriteBatch::new();
+    r.delete_range(b"a", b"b");
+    assert_eq!(
+        db.transaction().rebuild_from_writebatch(&r).unwrap_err().kind(),
+        ErrorKind::NotSupported
+    );
+}

@@ -36,7 +36,7 @@ use crate::db::{Cfd, Changed, Db, DbRawIterator, Direction, IteratorMode};
 use crate::error::{Error, Result};
 use crate::options::{ReadOptions, WriteOptions};
 use crate::snapshot::Snapshot;
-use crate::types::SeqNo;
+use crate::types::{SeqNo, ValueType};
 use crate::utilities::wbwi::WriteBatchWithIndex;
 use crate::write_batch::WriteBatch;
 
@@ -403,6 +403,47 @@ impl<'db, DB> Transaction<'db, DB> {
     ) -> Result<()> {
         let (k, v) = (key.as_ref(), value.as_ref());
         self.write_op(Some(cf), k, k.len() + v.len(), |b| b.merge_cf(cf, k, v))
+    }
+
+    /// Adds every write of `batch` to the transaction as its own `put`, `delete` or `merge`
+    /// would (tracking or locking each key, in the batch's order; RocksDB's
+    /// `RebuildFromWriteBatch`). A range deletion is refused (`NotSupported`); a failure
+    /// leaves the writes before it in the transaction.
+    pub fn rebuild_from_writebatch(&self, batch: &WriteBatch) -> Result<()> {
+        for r in batch.iter() {
+            let handle = if r.cf == 0 {
+                None
+            } else {
+                let cfd = self.db.family_by_id(r.cf).ok_or_else(|| {
+                    Error::InvalidArgument(format!(
+                        "write batch names column family {}, which does not exist (dropped?)",
+                        r.cf
+                    ))
+                })?;
+                Some(
+                    self.db
+                        .cf_handle(&cfd.name)
+                        .ok_or_else(|| Error::ColumnFamilyDropped(cfd.name.clone()))?,
+                )
+            };
+            let (k, v) = (r.key, r.value);
+            match (r.value_type, &handle) {
+                (ValueType::Value, None) => self.put(k, v)?,
+                (ValueType::Value, Some(cf)) => self.put_cf(cf, k, v)?,
+                (ValueType::Deletion | ValueType::SingleDeletion, None) => self.delete(k)?,
+                (ValueType::Deletion | ValueType::SingleDeletion, Some(cf)) => {
+                    self.delete_cf(cf, k)?;
+                }
+                (ValueType::Merge, None) => self.merge(k, v)?,
+                (ValueType::Merge, Some(cf)) => self.merge_cf(cf, k, v)?,
+                (ValueType::RangeDeletion, _) => {
+                    return Err(Error::NotSupported(
+                        "a transaction cannot take a range deletion".into(),
+                    ))
+                }
+            }
+        }
+        Ok(())
     }
 
     /// A cursor over the DB with this transaction's writes on top (as they are now).
