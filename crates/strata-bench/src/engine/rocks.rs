@@ -397,19 +397,12 @@ pub fn open(cfg: &Config) -> Result<Box<dyn Engine>> {
             )])?;
         }
     }
-    let mut ro = ReadOptions::default();
-    ro.set_verify_checksums(f.verify_checksum);
-    let wopts = |sync: bool, disable_wal: bool| {
-        let mut w = WriteOptions::default();
-        w.set_sync(sync);
-        w.disable_wal(disable_wal);
-        w
-    };
+    let (ro, wo) = (read_options(cfg), write_options());
     Ok(Box::new(RocksEngine {
         db,
         opts,
         ro,
-        wo: [wopts(false, false), wopts(false, true), wopts(true, false), wopts(true, true)],
+        wo,
         batched_multiget: f.multiread_batched,
         tailing: f.use_tailing_iterator,
         families: (0..n).map(super::column_family_name).collect(),
@@ -608,6 +601,25 @@ impl Engine for RocksEngine {
     fn compact_files(&self, names: &[String], output_level: usize) -> Result<()> {
         compact_files(&self.db, names, output_level)
     }
+}
+
+/// The read options of gets (`--verify_checksum`), built once.
+pub(super) fn read_options(cfg: &Config) -> ReadOptions {
+    let mut ro = ReadOptions::default();
+    ro.set_verify_checksums(cfg.flags.verify_checksum);
+    ro
+}
+
+/// Write options for every (sync, disable_wal), indexed by `sync * 2 + disable_wal`, built
+/// once (building one costs an allocation and an FFI call).
+pub(super) fn write_options() -> [WriteOptions; 4] {
+    let w = |sync: bool, disable_wal: bool| {
+        let mut w = WriteOptions::default();
+        w.set_sync(sync);
+        w.disable_wal(disable_wal);
+        w
+    };
+    [w(false, false), w(false, true), w(true, false), w(true, true)]
 }
 
 /// A text property RocksDB must have (`rocksdb.stats`, ...), else an error naming it.

@@ -57,19 +57,11 @@ pub(super) fn open(cfg: &Config, opts: Options) -> Result<Box<dyn Engine>> {
     } else {
         TxnDb::Optimistic(OptimisticTransactionDB::open(&opts, &cfg.db)?)
     };
-    let mut ro = ReadOptions::default();
-    ro.set_verify_checksums(f.verify_checksum);
-    let wopts = |sync: bool, disable_wal: bool| {
-        let mut w = WriteOptions::default();
-        w.set_sync(sync);
-        w.disable_wal(disable_wal);
-        w
-    };
     Ok(Box::new(RocksTxnEngine {
         db,
         opts,
-        ro,
-        wo: [wopts(false, false), wopts(false, true), wopts(true, false), wopts(true, true)],
+        ro: super::rocks::read_options(cfg),
+        wo: super::rocks::write_options(),
         lock_timeout: f.transaction_lock_timeout,
     }))
 }

@@ -44,7 +44,9 @@ pub fn bgsave(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
     }
     let (store, p) = (sh.store.clone(), sh.persistence.clone());
     let started = std::thread::Builder::new().name("strata-bgsave".into()).spawn(move || {
-        let ok = store.save().is_ok();
+        // A panic in the save is a failed save, never a BGSAVE "in progress" forever.
+        let saved = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| store.save()));
+        let ok = matches!(saved, Ok(Ok(())));
         p.last_bgsave_ok.store(ok, Ordering::Release);
         if ok {
             p.last_save.store(unix_now(), Ordering::Release);

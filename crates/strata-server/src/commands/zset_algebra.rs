@@ -55,27 +55,18 @@ impl Aggregate {
     }
 }
 
-/// What a command line asks for.
-struct Request<'a> {
-    keys: &'a [Vec<u8>],
+/// What a command line asks for, with its inputs read.
+struct Request {
+    /// Each input's (score, member) pairs, in key order (a missing key is empty).
+    inputs: Vec<Scored>,
     weights: Vec<f64>,
     aggregate: Aggregate,
     withscores: bool,
     limit: u64,
 }
 
-/// Parses `a[at..]` (numkeys, keys, options) for `name` as zunionInterDiffGenericCommand;
-/// `store`: a STORE form (no WITHSCORES); `card`: ZINTERCARD (LIMIT only). Every key must be
-/// a set, a sorted set or missing before the options are looked at, as in Redis.
-fn parse<'a>(
-    sh: &Shared,
-    a: &'a [Vec<u8>],
-    at: usize,
-    name: &str,
-    op: Op,
-    store: bool,
-    card: bool,
-) -> Result<Request<'a>, CmdError> {
+/// The input keys of `a[at..]` (numkeys, then the keys), with Redis's errors for `name`.
+fn input_keys<'a>(a: &'a [Vec<u8>], at: usize, name: &str) -> Result<&'a [Vec<u8>], CmdError> {
     let n = int_arg(&a[at])?;
     if n < 1 {
         return Err(format!("ERR at least 1 input key is needed for '{name}' command").into());
@@ -83,17 +74,27 @@ fn parse<'a>(
     if n as usize > a.len() - at - 1 {
         return Err(SYNTAX.into());
     }
-    let keys = &a[at + 1..at + 1 + n as usize];
+    Ok(&a[at + 1..at + 1 + n as usize])
+}
+
+/// Parses `a[at..]` (numkeys, keys, options) for `name` as zunionInterDiffGenericCommand,
+/// reading the inputs first (a key of another type is `WRONGTYPE` before any option is
+/// looked at, as in Redis); the caller holds the keys' locks. `store`: a STORE form (no
+/// WITHSCORES); `card`: ZINTERCARD (LIMIT only).
+fn parse(
+    sh: &Shared,
+    a: &[Vec<u8>],
+    at: usize,
+    name: &str,
+    op: Op,
+    store: bool,
+    card: bool,
+) -> Result<Request, CmdError> {
+    let keys = input_keys(a, at, name)?;
     let ks = sh.keyspace();
-    for k in keys {
-        if let Some(m) = ks.meta(k)? {
-            if !matches!(m.kind, crate::types::Kind::Set | crate::types::Kind::ZSet) {
-                return Err(crate::types::TypeError::WrongType.into());
-            }
-        }
-    }
+    let inputs = keys.iter().map(|k| zset::load_scored(&ks, k)).collect::<Result<Vec<_>, _>>()?;
     let mut r = Request {
-        keys,
+        inputs,
         weights: vec![1.0; keys.len()],
         aggregate: Aggregate::Sum,
         withscores: false,
@@ -137,13 +138,10 @@ fn parse<'a>(
 }
 
 /// The result of `op` over the request's inputs, in score then member order.
-fn compute(sh: &Shared, op: Op, r: &Request<'_>) -> Result<Scored, CmdError> {
-    let ks = sh.keyspace();
-    let mut inputs = Vec::with_capacity(r.keys.len());
-    for (k, w) in r.keys.iter().zip(&r.weights) {
-        let items: Scored = zset::load_scored(&ks, k)?;
-        inputs.push(items.into_iter().map(|(s, m)| (m, nan_as_zero(s * w))).collect::<Vec<_>>());
-    }
+fn compute(op: Op, r: Request) -> Scored {
+    let inputs = r.inputs.into_iter().zip(&r.weights).map(|(items, w)| {
+        items.into_iter().map(|(s, m)| (m, nan_as_zero(s * w))).collect::<Vec<_>>()
+    });
     let mut acc: HashMap<Vec<u8>, f64> = HashMap::new();
     match op {
         Op::Union => {
@@ -183,30 +181,30 @@ fn compute(sh: &Shared, op: Op, r: &Request<'_>) -> Result<Scored, CmdError> {
     out.sort_by(|x, y| {
         x.0.partial_cmp(&y.0).unwrap_or(std::cmp::Ordering::Equal).then_with(|| x.1.cmp(&y.1))
     });
-    Ok(out)
+    out
 }
 
+// The read forms hold their keys' locks from `dispatch` (a reader of several keys).
 fn read(sh: &Shared, a: &[Vec<u8>], op: Op, out: &mut Out) -> CmdResult {
     let name = String::from_utf8_lossy(&a[0]).to_lowercase();
     let r = parse(sh, a, 1, &name, op, false, false)?;
-    let _g = sh.store.locks.lock(&r.keys.iter().map(Vec::as_slice).collect::<Vec<_>>());
-    let items = compute(sh, op, &r)?;
-    reply_scored(out, &items, r.withscores);
+    let withscores = r.withscores;
+    reply_scored(out, &compute(op, r), withscores);
     Ok(())
 }
 
 fn store(sh: &Shared, a: &[Vec<u8>], op: Op, out: &mut Out) -> CmdResult {
     let name = String::from_utf8_lossy(&a[0]).to_lowercase();
-    let r = parse(sh, a, 2, &name, op, true, false)?;
+    let keys = input_keys(a, 2, &name)?;
     // In cluster mode the destination must share the inputs' slot (the key positions the
     // router checks are the inputs').
-    if sh.router.is_some() && key_slot(&a[1]) != key_slot(&r.keys[0]) {
+    if sh.router.is_some() && key_slot(&a[1]) != key_slot(&keys[0]) {
         return Err(CROSSSLOT.into());
     }
-    let mut locked: Vec<&[u8]> = r.keys.iter().map(Vec::as_slice).collect();
+    let mut locked: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
     locked.push(&a[1]);
     let _g = sh.store.locks.lock(&locked);
-    let items = compute(sh, op, &r)?;
+    let items = compute(op, parse(sh, a, 2, &name, op, true, false)?);
     zset::replace(&sh.keyspace(), &a[1], &items)?;
     out.int(items.len() as i64);
     Ok(())
@@ -238,8 +236,8 @@ pub fn zdiffstore(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> Cm
 
 pub fn zintercard(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let r = parse(sh, a, 1, "zintercard", Op::Inter, false, true)?;
-    let _g = sh.store.locks.lock(&r.keys.iter().map(Vec::as_slice).collect::<Vec<_>>());
-    let n = compute(sh, Op::Inter, &r)?.len() as u64;
-    out.int(if r.limit > 0 { n.min(r.limit) } else { n } as i64);
+    let limit = r.limit;
+    let n = compute(Op::Inter, r).len() as u64;
+    out.int(if limit > 0 { n.min(limit) } else { n } as i64);
     Ok(())
 }

@@ -39,7 +39,7 @@ impl Db {
     pub(crate) fn changed_since(&self, cfd: &Cfd, key: &[u8], seq: SeqNo) -> Changed {
         let mut end = key.to_vec();
         end.push(0);
-        self.range_changed_since(cfd, key, &end, seq)
+        self.changed_in(cfd, key, &end, true, seq)
     }
 
     /// Whether a key of `[begin, end)` in family `cfd` was written after `seq` (module docs).
@@ -50,10 +50,14 @@ impl Db {
         end: &[u8],
         seq: SeqNo,
     ) -> Changed {
+        self.changed_in(cfd, begin, end, false, seq)
+    }
+
+    /// [`Db::range_changed_since`]; with `point` the range is one key, whose first entry in a
+    /// memtable is its newest there (the walk stops at it).
+    fn changed_in(&self, cfd: &Cfd, begin: &[u8], end: &[u8], point: bool, seq: SeqNo) -> Changed {
         let sv = cfd.current_super_version();
         let seek = lookup_key(begin, SeqNo::MAX);
-        // One key (`end` is `begin` + 0): its first entry in a memtable is its newest there.
-        let point = end.len() == begin.len() + 1 && end.starts_with(begin) && end.ends_with(&[0]);
         for m in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
             // A walk, not a point lookup: the memtable's filter knows keys, not ranges.
             let mut newest = SeqNo::ZERO;

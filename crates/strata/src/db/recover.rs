@@ -324,10 +324,8 @@ pub(crate) fn replay_wals(
                     }
                     return Ok(());
                 }
-                let event = match decode_txn_record(record) {
-                    Some(_) => None,
-                    None => decode_wal_event(record),
-                };
+                let txn = decode_txn_record(record);
+                let event = if txn.is_some() { None } else { decode_wal_event(record) };
                 if let Some(event) = event {
                     // Events are for the rules on short WALs; they hold no writes.
                     let event = event.map_err(|e| match e {
@@ -349,7 +347,7 @@ pub(crate) fn replay_wals(
                     }
                     other => other,
                 };
-                let batch = match decode_txn_record(record).transpose().map_err(at)? {
+                let batch = match txn.transpose().map_err(at)? {
                     None => WriteBatch::from_vec(record.to_vec()).map_err(bad_batch)?,
                     Some(TxnRecord::Prepare { xid, batch }) => {
                         // Checked now: a prepared transaction must be readable to resolve.

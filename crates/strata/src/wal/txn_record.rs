@@ -15,7 +15,8 @@
 //!
 //! A write batch's 8th byte is 0 (its sequence number is below 2^56) and an event's is `'V'`;
 //! this record's is `'X'`. A build that predates it reads it as an event with a wrong magic:
-//! damage, so the open fails instead of misreading it. On-disk: never change.
+//! damage, so the open fails instead of misreading it; so the WAL header's version stays (a WAL
+//! without these records reads the same in every build). On-disk: never change.
 //!
 //! Replay keeps the set of prepared transactions: a prepare adds (or, repeated, replaces) its
 //! xid, a commit or rollback removes it. Every new WAL starts with the prepare records of the

@@ -34,18 +34,46 @@ fn needs_wal(opts: WriteOptions, what: &str) -> Result<()> {
     Ok(())
 }
 
-/// Appends `record` (a prepare, an empty commit or a rollback: no sequence number), then
-/// `update`s the prepared set under the same WAL lock, then syncs if asked.
+/// What a marker does to the prepared set.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Marker {
+    /// A prepare: `xid` must not be prepared; it is from then on.
+    Prepare,
+    /// An empty commit or a rollback: `xid` must be prepared; it no longer is.
+    Resolve,
+}
+
+fn not_prepared(xid: &[u8]) -> Error {
+    Error::InvalidArgument(format!(
+        "transaction {:?} is not prepared",
+        String::from_utf8_lossy(xid)
+    ))
+}
+
+/// Appends `record` (a prepare, an empty commit or a rollback: no sequence number) for
+/// transaction `xid`, checking and updating the prepared set under the same WAL lock, then
+/// syncs if asked.
 fn append_marker(
     inner: &DbInner,
-    record: &[u8],
+    xid: &[u8],
+    record: Vec<u8>,
     sync: bool,
-    update: impl FnOnce(&mut WalState),
+    marker: Marker,
 ) -> Result<()> {
     if let Some(e) = inner.bg_error() {
         return Err(e);
     }
     let mut wal = inner.wal.lock();
+    match (marker, wal.prepared.contains_key(xid)) {
+        (Marker::Prepare, true) => {
+            return Err(Error::InvalidArgument(format!(
+                "transaction {:?} is already prepared",
+                String::from_utf8_lossy(xid)
+            )))
+        }
+        (Marker::Resolve, false) => return Err(not_prepared(xid)),
+        _ => {}
+    }
     crate::kill_point!("wal.append");
     let mut syncer = None;
     let logged = (|| {
@@ -55,7 +83,7 @@ fn append_marker(
             sync_wal_dir(inner)?;
         }
         append_synced_event(inner, &mut wal)?;
-        wal.writer.add_record(record)?;
+        wal.writer.add_record(&record)?;
         crate::kill_point!("txn.marker");
         wal.writer.flush()?;
         if sync {
@@ -71,7 +99,14 @@ fn append_marker(
         inner.set_bg_error(&mut st, &e);
         return Err(e);
     }
-    update(&mut wal);
+    match marker {
+        Marker::Prepare => {
+            wal.prepared.insert(xid.to_vec(), record);
+        }
+        Marker::Resolve => {
+            wal.prepared.remove(xid);
+        }
+    }
     drop(wal);
     if let Some(s) = syncer {
         if let Err(e) = s.sync() {
@@ -124,15 +159,7 @@ impl Db {
         batch.validate()?;
         check_families(&self.inner, batch)?;
         let record = TxnRecord::Prepare { xid, batch: batch.data() }.encode();
-        if self.inner.wal.lock().prepared.contains_key(xid) {
-            return Err(Error::InvalidArgument(format!(
-                "transaction {:?} is already prepared",
-                String::from_utf8_lossy(xid)
-            )));
-        }
-        append_marker(&self.inner, &record.clone(), opts.sync, |wal| {
-            wal.prepared.insert(xid.to_vec(), record);
-        })
+        append_marker(&self.inner, xid, record, opts.sync, Marker::Prepare)
     }
 
     /// Commits prepared transaction `xid`, writing `batch` (its writes) atomically with the
@@ -145,17 +172,14 @@ impl Db {
     ) -> Result<()> {
         needs_wal(opts, "commit")?;
         self.check_writable()?;
-        if !self.inner.wal.lock().prepared.contains_key(xid) {
-            return Err(Error::InvalidArgument(format!(
-                "transaction {:?} is not prepared",
-                String::from_utf8_lossy(xid)
-            )));
-        }
         if batch.is_empty() {
             let record = TxnRecord::Commit { xid, batch: batch.data() }.encode();
-            return append_marker(&self.inner, &record, opts.sync, |wal| {
-                wal.prepared.remove(xid);
-            });
+            return append_marker(&self.inner, xid, record, opts.sync, Marker::Resolve);
+        }
+        // A commit with writes is a write group of its own (`append_commit`); the check comes
+        // before it is queued.
+        if !self.inner.wal.lock().prepared.contains_key(xid) {
+            return Err(not_prepared(xid));
         }
         write_with(&self.inner, batch, opts, Some(xid.to_vec()))
     }
@@ -164,16 +188,13 @@ impl Db {
     pub(crate) fn rollback_prepared(&self, xid: &[u8], opts: WriteOptions) -> Result<()> {
         needs_wal(opts, "rollback")?;
         self.check_writable()?;
-        if !self.inner.wal.lock().prepared.contains_key(xid) {
-            return Err(Error::InvalidArgument(format!(
-                "transaction {:?} is not prepared",
-                String::from_utf8_lossy(xid)
-            )));
-        }
-        let record = TxnRecord::Rollback { xid }.encode();
-        append_marker(&self.inner, &record, opts.sync, |wal| {
-            wal.prepared.remove(xid);
-        })
+        append_marker(
+            &self.inner,
+            xid,
+            TxnRecord::Rollback { xid }.encode(),
+            opts.sync,
+            Marker::Resolve,
+        )
     }
 
     /// The transactions prepared and not yet resolved, with their writes, by name.

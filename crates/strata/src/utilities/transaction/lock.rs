@@ -165,22 +165,18 @@ impl LockTable {
                     // Holders past their expiration lose the lock to this request.
                     e.holders.retain(|h| h.id == owner.id || !h.try_steal(now));
                     let mine = e.holders.iter().any(|h| h.id == owner.id);
-                    let others: Vec<Arc<Owner>> =
-                        e.holders.iter().filter(|h| h.id != owner.id).cloned().collect();
-                    if others.is_empty() {
+                    let alone = e.holders.iter().all(|h| h.id == owner.id);
+                    if alone || (!exclusive && !e.exclusive) {
                         if !mine {
                             e.holders.push(owner.clone());
                         }
-                        e.exclusive = if mine { e.exclusive || exclusive } else { exclusive };
-                        break Ok(());
-                    }
-                    if !exclusive && !e.exclusive {
-                        if !mine {
-                            e.holders.push(owner.clone());
+                        if alone {
+                            e.exclusive = if mine { e.exclusive || exclusive } else { exclusive };
                         }
                         break Ok(());
                     }
-                    others
+                    // Only a request that must wait collects whom it waits for.
+                    e.holders.iter().filter(|h| h.id != owner.id).cloned().collect()
                 }
             };
             let remaining = deadline.map(|d| d.saturating_duration_since(now));

@@ -200,7 +200,17 @@ impl TransactionDb {
         for (name, batch) in tdb.db.prepared_in_wal()? {
             let owner = Owner::new(tdb.new_id(), None);
             let mut tracked = Vec::new();
-            for (key, cfd) in tdb.batch_keys(&batch)? {
+            for key in Self::batch_keys(&batch)? {
+                let cfd = tdb.db.family_by_id(key.0).ok_or_else(|| Error::Corruption {
+                    file: tdb.db.path().to_path_buf(),
+                    offset: 0,
+                    reason: format!(
+                        "prepared transaction {:?} writes column family {}, which does not \
+                             exist",
+                        String::from_utf8_lossy(&name),
+                        key.0
+                    ),
+                })?;
                 let wait = Wait { timeout: Some(Duration::ZERO), deadlock_depth: None };
                 tdb.locks.lock(&owner, &key, true, wait)?;
                 tracked.push((key, cfd));
@@ -335,8 +345,9 @@ impl TransactionDb {
         self.names.lock().remove(name);
     }
 
-    /// The keys `batch` writes, with their families; range deletions are refused.
-    fn batch_keys(&self, batch: &WriteBatch) -> Result<Vec<(LockKey, Arc<Cfd>)>> {
+    /// The keys `batch` writes; range deletions are refused. (A family that does not exist
+    /// is the write's to refuse.)
+    fn batch_keys(batch: &WriteBatch) -> Result<Vec<LockKey>> {
         let mut out = Vec::with_capacity(batch.len());
         for r in batch.iter() {
             if r.value_type == ValueType::RangeDeletion {
@@ -346,20 +357,14 @@ impl TransactionDb {
                         .into(),
                 ));
             }
-            let cfd = self.db.family_by_id(r.cf).ok_or_else(|| {
-                Error::InvalidArgument(format!(
-                    "write batch names column family {}, which does not exist (dropped?)",
-                    r.cf
-                ))
-            })?;
-            out.push(((r.cf, r.key.to_vec()), cfd));
+            out.push((r.cf, r.key.to_vec()));
         }
         Ok(out)
     }
 
     /// Writes `batch` holding the exclusive locks of its keys (module docs).
     pub fn write_opt(&self, batch: WriteBatch, opts: &WriteOptions) -> Result<()> {
-        let mut keys: Vec<LockKey> = self.batch_keys(&batch)?.into_iter().map(|(k, _)| k).collect();
+        let mut keys = Self::batch_keys(&batch)?;
         keys.sort_unstable();
         keys.dedup();
         let owner = Owner::new(self.new_id(), None);
