@@ -13,14 +13,16 @@
 //! lists in one batch (LINSERT, LSET, LREM, LTRIM, LMOVE, RPOPLPUSH, LMPOP, LPUSHX/RPUSHX,
 //! SORT ... STORE),
 //! one the set commands that move members or store a new generation of a set (SMOVE,
-//! SINTERSTORE, SUNIONSTORE, SDIFFSTORE, COPY, beside SADD and SREM), and one transactions
+//! SINTERSTORE, SUNIONSTORE, SDIFFSTORE, COPY, beside SADD and SREM), one the sorted-set
+//! commands that store or remove ranges (ZUNIONSTORE, ZINTERSTORE, ZDIFFSTORE, ZRANGESTORE,
+//! ZREMRANGEBYSCORE, ZMPOP, beside ZADD), and one transactions
 //! (MULTI, two SETs of a pair of keys, EXEC: after the restart the pair is never half
 //! written).
 //! Their oracle keeps the rendered state after the last acknowledged command and after the
 //! one in flight; after the restart the keys read as one of the two.
 
 use crate::common::{Raw, Reply, Server};
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -77,8 +79,8 @@ fn acknowledged_writes_survive_kill_9() {
     // A string key starts absent (""), a pair of lists or of sets empty ("|").
     let empty = |i: usize| if i < MODEL_KEYS { String::new() } else { "|".to_string() };
     let models: Arc<Models> =
-        Arc::new((0..4 * MODEL_KEYS).map(|i| Mutex::new((empty(i), empty(i)))).collect());
-    let model_handles: Vec<_> = [string_writer, list_writer, set_writer, multi_writer]
+        Arc::new((0..5 * MODEL_KEYS).map(|i| Mutex::new((empty(i), empty(i)))).collect());
+    let model_handles: Vec<_> = [string_writer, list_writer, set_writer, multi_writer, zset_writer]
         .into_iter()
         .enumerate()
         .map(|(w, f)| {
@@ -138,7 +140,8 @@ fn acknowledged_writes_survive_kill_9() {
             0 => read_string(&mut c, i),
             1 => read_lists(&mut c, i),
             2 => read_sets(&mut c, i),
-            _ => read_pair(&mut c, i),
+            3 => read_pair(&mut c, i),
+            _ => read_zsets(&mut c, i),
         };
         if got != *ack && got != *pending {
             wrong += 1;
@@ -146,7 +149,10 @@ fn acknowledged_writes_survive_kill_9() {
         }
     }
     assert!(written > 0, "the model writers wrote nothing");
-    let pairs = models[3 * MODEL_KEYS..].iter().filter(|m| m.lock().unwrap().0 != "|").count();
+    let pairs = models[3 * MODEL_KEYS..4 * MODEL_KEYS]
+        .iter()
+        .filter(|m| m.lock().unwrap().0 != "|")
+        .count();
     assert!(pairs > 0, "the transaction writer's EXECs were never acknowledged");
     assert_eq!(wrong, 0, "acknowledged effects of the model writers lost");
 }
@@ -498,5 +504,97 @@ fn multi_writer(port: u16, base: usize, models: &Models, stop: &AtomicBool) {
             other => panic!("EXEC: {other:?}"),
         }
         slot.lock().unwrap().0 = after;
+    }
+}
+
+fn zkeys(i: usize) -> (String, String) {
+    (format!("mz{i}a"), format!("mz{i}b"))
+}
+
+type ZModel = BTreeMap<String, i64>;
+
+fn render_zsets(a: &ZModel, b: &ZModel) -> String {
+    let join = |z: &ZModel| z.iter().map(|(m, s)| format!("{m}={s}")).collect::<Vec<_>>().join(",");
+    format!("{}|{}", join(a), join(b))
+}
+
+fn read_zsets(c: &mut Raw, i: usize) -> String {
+    let (ka, kb) = zkeys(i);
+    let mut read = |k: &str| -> ZModel {
+        let flat: Vec<String> = read_all(c, &["ZRANGE", k, "0", "-1", "WITHSCORES"]);
+        flat.chunks(2).map(|p| (p[0].clone(), p[1].parse().unwrap())).collect()
+    };
+    let (a, b) = (read(&ka), read(&kb));
+    render_zsets(&a, &b)
+}
+
+/// The members of `z` in score order (then member order), as a sorted set holds them.
+fn by_score(z: &ZModel) -> Vec<(String, i64)> {
+    let mut v: Vec<(String, i64)> = z.iter().map(|(m, s)| (m.clone(), *s)).collect();
+    v.sort_by(|x, y| x.1.cmp(&y.1).then_with(|| x.0.cmp(&y.0)));
+    v
+}
+
+/// Sorted-set commands on pairs (`a`, `b`) of keys `base..base + MODEL_KEYS`, integer
+/// scores (sums stay exact): each command's effect on both is one oracle entry.
+fn zset_writer(port: u16, base: usize, models: &Models, stop: &AtomicBool) {
+    let mut c = Raw::connect(port);
+    let mut state: Vec<(ZModel, ZModel)> = vec![(ZModel::new(), ZModel::new()); MODEL_KEYS];
+    let mut seq = 0usize;
+    while !stop.load(Ordering::Relaxed) {
+        seq += 1;
+        let k = seq % MODEL_KEYS;
+        let (ka, kb) = zkeys(base + k);
+        let slot = &models[base + k];
+        let (a, b) = &mut state[k];
+        let (m, score) = (format!("m{}", seq % 7), (seq % 5) as i64);
+        let args: Vec<String> = match (seq / MODEL_KEYS) % 8 {
+            0 => {
+                a.insert(m.clone(), score);
+                vec!["ZADD".into(), ka, score.to_string(), m]
+            }
+            1 => {
+                b.insert(m.clone(), score);
+                vec!["ZADD".into(), kb, score.to_string(), m]
+            }
+            2 => {
+                for (x, s) in b.iter() {
+                    *a.entry(x.clone()).or_insert(0) += s;
+                }
+                vec!["ZUNIONSTORE".into(), ka.clone(), "2".into(), ka, kb]
+            }
+            3 => {
+                *b = b
+                    .iter()
+                    .filter_map(|(x, s)| a.get(x).map(|t| (x.clone(), *s.max(t))))
+                    .collect();
+                let agg = ["AGGREGATE".to_string(), "MAX".into()];
+                [vec!["ZINTERSTORE".into(), kb.clone(), "2".into(), ka, kb], agg.to_vec()].concat()
+            }
+            4 => {
+                a.retain(|x, _| !b.contains_key(x));
+                vec!["ZDIFFSTORE".into(), ka.clone(), "2".into(), ka, kb]
+            }
+            5 => {
+                *b = by_score(a).into_iter().take(2).collect();
+                vec!["ZRANGESTORE".into(), kb, ka, "0".into(), "1".into()]
+            }
+            6 => {
+                a.retain(|_, s| *s > 2);
+                vec!["ZREMRANGEBYSCORE".into(), ka, "-inf".into(), "2".into()]
+            }
+            _ => {
+                let from = if a.is_empty() { &mut *b } else { &mut *a };
+                if let Some((x, _)) = by_score(from).first() {
+                    from.remove(x);
+                }
+                vec!["ZMPOP".into(), "2".into(), ka, kb, "MIN".into()]
+            }
+        };
+        let after = render_zsets(a, b);
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        if !step(&mut c, slot, after, &refs) {
+            return;
+        }
     }
 }
