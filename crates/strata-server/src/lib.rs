@@ -16,7 +16,8 @@
 //!    and its `WriteBatch` (with the index upkeep it needs). Fails with
 //!    [`types::TypeError`].
 //! 3. [`config`]: flags and the config file; [`routing`]: where a slot's commands run in
-//!    cluster mode (the router a clustered server installs).
+//!    cluster mode (the router a clustered server installs); [`blocked`]: the clients
+//!    blocked on keys (BLPOP...), in the order they blocked.
 //! 4. [`state`]: what commands run against: the state every connection shares, and one
 //!    connection's; [`cluster`]: cluster mode's side of a node (partitions, the state machine
 //!    of their Raft groups, the store's replication and the router).
@@ -29,6 +30,7 @@
 //! The data layers (`storage`, `types`) return errors, never reply texts, and do not use
 //! `resp`: the same test checks that.
 
+pub mod blocked;
 pub mod cluster;
 pub mod commands;
 pub mod config;

@@ -3,6 +3,7 @@
 //! connection holds ([`Conn`]). The network side ([`crate::server`]) creates both; commands
 //! read and change them.
 
+use crate::blocked::{Blocked, Outcome};
 use crate::config::Config;
 use crate::routing::Router;
 use crate::storage::Store;
@@ -99,6 +100,8 @@ pub struct Shared {
     pub persistence: Arc<Persistence>,
     /// Notified by SHUTDOWN: the server stops as at SIGTERM (`lib.rs`).
     pub shutdown: tokio::sync::Notify,
+    /// The clients blocked on keys (`commands::blocking`).
+    pub blocked: Blocked,
 }
 
 impl Shared {
@@ -122,6 +125,7 @@ impl Shared {
             router: None,
             persistence: Persistence::new(),
             shutdown: tokio::sync::Notify::new(),
+            blocked: Blocked::default(),
         }
     }
 
@@ -182,6 +186,15 @@ pub struct Conn {
     pub multi: Option<Multi>,
     /// WATCHed keys (`commands::multi`).
     pub watched: Vec<Watched>,
+    /// EXEC is running this connection's queued commands.
+    pub in_exec: bool,
+    /// The keys EXEC's commands wrote, for the clients blocked on them
+    /// (`commands::blocking::signal`).
+    pub touched: Vec<Vec<u8>>,
+    /// Set by a blocking command that found nothing: the connection waits for this.
+    pub blocked: Option<BlockedOn>,
+    /// Set on the connection state a blocked command is re-run with (`commands::blocking`).
+    pub retry: Option<Retry>,
 }
 
 impl Conn {
@@ -195,8 +208,30 @@ impl Conn {
             readonly: false,
             multi: None,
             watched: Vec::new(),
+            in_exec: false,
+            touched: Vec::new(),
+            blocked: None,
+            retry: None,
         }
     }
+}
+
+/// What a blocked connection waits for.
+#[derive(Debug)]
+pub struct BlockedOn {
+    /// Its outcome: served, timed out, unblocked.
+    pub rx: tokio::sync::oneshot::Receiver<Outcome>,
+    /// When it times out; `None`: never.
+    pub deadline: Option<Instant>,
+}
+
+/// A blocked command being re-run because `key` was written.
+#[derive(Debug, Clone)]
+pub struct Retry {
+    /// The written key.
+    pub key: Vec<u8>,
+    /// The re-run found nothing (it called `block` again).
+    pub still_blocked: bool,
 }
 
 /// A WATCHed key.

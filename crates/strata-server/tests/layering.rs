@@ -12,7 +12,7 @@ const LAYERS: &[&[&str]] = &[
     &["resp", "slots"],
     &["storage"],
     &["types"],
-    &["config", "routing"],
+    &["config", "routing", "blocked"],
     &["state", "cluster"],
     &["commands"],
     &["server"],

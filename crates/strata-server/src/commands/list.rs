@@ -1,12 +1,15 @@
-//! List commands (`types::list`).
+//! List commands (`types::list`), the blocking pops included (`blocking`).
 
 use super::args::{int_arg, is, pop_count};
-use super::errors::{CmdError, SYNTAX};
+use super::blocking::{self, seconds_timeout_arg, BlockRequest, TimeoutReply};
+use super::errors::{arity_err, CmdError, SYNTAX};
 use super::CmdResult;
 use crate::resp::Out;
 use crate::state::{Conn, Shared};
 use crate::types::list::{self, End};
 use crate::types::number::parse_int_strict;
+use crate::types::{Kind, TypeError};
+use std::time::Duration;
 
 fn push(sh: &Shared, a: &[Vec<u8>], end: End, out: &mut Out) -> CmdResult {
     let len = list::push(&sh.keyspace(), &a[1], end, &a[2..])?;
@@ -23,6 +26,12 @@ pub fn rpush(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResu
 }
 
 fn pop(sh: &Shared, a: &[Vec<u8>], end: End, out: &mut Out) -> CmdResult {
+    if a.len() > 3 {
+        // Redis 7.0's LPOP/RPOP take one count at most: an arity error (SPOP's is a syntax
+        // error).
+        let name = if end == End::Left { "lpop" } else { "rpop" };
+        return Err(arity_err(name).into());
+    }
     let count = pop_count(a)?;
     match (list::pop(&sh.keyspace(), &a[1], end, count.unwrap_or(1))?, count) {
         (None, Some(_)) => out.null_array(),
@@ -199,14 +208,18 @@ pub fn rpoplpush(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> Cmd
     move_one(sh, a, End::Right, End::Left, out)
 }
 
-/// LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count]
-pub fn lmpop(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+/// The arguments of LMPOP and BLMPOP from `numkeys_at` on: `numkeys key [key ...]
+/// LEFT|RIGHT [COUNT count]`; the keys' index range, the end and the count.
+fn mpop_args(
+    a: &[Vec<u8>],
+    numkeys_at: usize,
+) -> Result<(std::ops::Range<usize>, End, u64), CmdError> {
     const NUMKEYS: &str = "ERR numkeys should be greater than 0";
-    let numkeys = match parse_int_strict(&a[1]) {
+    let numkeys = match parse_int_strict(&a[numkeys_at]) {
         Some(n) if n >= 1 => n as u64,
         _ => return Err(NUMKEYS.into()),
     };
-    let where_idx = numkeys.saturating_add(2);
+    let where_idx = numkeys.saturating_add(numkeys_at as u64 + 1);
     if where_idx >= a.len() as u64 {
         return Err(SYNTAX.into());
     }
@@ -225,17 +238,127 @@ pub fn lmpop(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResu
             return Err(SYNTAX.into());
         }
     }
-    let keys = &a[2..where_idx];
-    match list::pop_first(&sh.keyspace(), keys, end, count.unwrap_or(1))? {
+    Ok((numkeys_at + 1..where_idx, end, count.unwrap_or(1)))
+}
+
+fn reply_popped(out: &mut Out, key: &[u8], vals: &[Vec<u8>]) {
+    out.array(2);
+    out.bulk(key);
+    out.array(vals.len());
+    for v in vals {
+        out.bulk(v);
+    }
+}
+
+/// LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count]
+pub fn lmpop(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let (keys, end, count) = mpop_args(a, 1)?;
+    match list::pop_first(&sh.keyspace(), &a[keys], end, count)? {
         None => out.null_array(),
+        Some((key, vals)) => reply_popped(out, &key, &vals),
+    }
+    Ok(())
+}
+
+/// The blocking pops' first look, or a re-run's: pops from the first non-empty list of
+/// `keys` (on a re-run, from the written key only, and only if it is a list: Redis's
+/// rule), or `None` when there is nothing to pop.
+fn pop_ready(
+    sh: &Shared,
+    conn: &Conn,
+    keys: &[Vec<u8>],
+    end: End,
+    count: u64,
+) -> Result<Option<list::Popped>, CmdError> {
+    let ks = sh.keyspace();
+    match blocking::ready_key(conn) {
+        None => Ok(list::pop_first(&ks, keys, end, count)?),
+        Some(k) => match list::pop_first(&ks, &[k.to_vec()], end, count) {
+            Err(TypeError::WrongType) => Ok(None),
+            r => Ok(r?),
+        },
+    }
+}
+
+fn block_on(keys: &[Vec<u8>], timeout: Option<Duration>, on_timeout: TimeoutReply) -> BlockRequest {
+    BlockRequest { keys: keys.to_vec(), timeout, on_timeout, retry: None }
+}
+
+fn bpop(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], end: End, out: &mut Out) -> CmdResult {
+    let timeout = seconds_timeout_arg(&a[a.len() - 1])?;
+    let keys = &a[1..a.len() - 1];
+    match pop_ready(sh, conn, keys, end, 1)? {
         Some((key, vals)) => {
             out.array(2);
             out.bulk(&key);
-            out.array(vals.len());
-            for v in &vals {
-                out.bulk(v);
-            }
+            out.bulk(vals.first().map_or(&[][..], |v| v.as_slice()));
+            Ok(())
+        }
+        None => blocking::block(sh, conn, a, block_on(keys, timeout, TimeoutReply::NullArray), out),
+    }
+}
+
+/// BLPOP key [key ...] timeout
+pub fn blpop(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    bpop(sh, conn, a, End::Left, out)
+}
+
+/// BRPOP key [key ...] timeout
+pub fn brpop(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    bpop(sh, conn, a, End::Right, out)
+}
+
+/// BLMPOP timeout numkeys key [key ...] LEFT|RIGHT [COUNT count]
+pub fn blmpop(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let timeout = seconds_timeout_arg(&a[1])?;
+    let (keys, end, count) = mpop_args(a, 2)?;
+    match pop_ready(sh, conn, &a[keys.clone()], end, count)? {
+        Some((key, vals)) => {
+            reply_popped(out, &key, &vals);
+            Ok(())
+        }
+        None => {
+            let req = block_on(&a[keys], timeout, TimeoutReply::NullArray);
+            blocking::block(sh, conn, a, req, out)
         }
     }
-    Ok(())
+}
+
+fn bmove(
+    sh: &Shared,
+    conn: &mut Conn,
+    a: &[Vec<u8>],
+    from: End,
+    to: End,
+    out: &mut Out,
+) -> CmdResult {
+    let timeout = seconds_timeout_arg(&a[a.len() - 1])?;
+    let moved = match list::move_one(&sh.keyspace(), &a[1], &a[2], from, to) {
+        // A re-run leaves a source of another type waiting (Redis serves lists only); the
+        // destination's type is checked before anything moves, and fails the command.
+        Err(TypeError::WrongType) if blocking::is_retry(conn) && !is_list(sh, &a[1])? => None,
+        r => r?,
+    };
+    match moved {
+        Some(v) => {
+            out.bulk(&v);
+            Ok(())
+        }
+        None => blocking::block(sh, conn, a, block_on(&a[1..2], timeout, TimeoutReply::Null), out),
+    }
+}
+
+fn is_list(sh: &Shared, key: &[u8]) -> Result<bool, CmdError> {
+    Ok(sh.keyspace().meta(key)?.is_some_and(|m| m.kind == Kind::List))
+}
+
+/// BLMOVE source destination LEFT|RIGHT LEFT|RIGHT timeout
+pub fn blmove(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let (from, to) = (end_arg(&a[3])?, end_arg(&a[4])?);
+    bmove(sh, conn, a, from, to, out)
+}
+
+/// BRPOPLPUSH source destination timeout
+pub fn brpoplpush(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    bmove(sh, conn, a, End::Right, End::Left, out)
 }

@@ -7,6 +7,7 @@
 //! whose text `dispatch` replies with.
 
 pub mod args;
+pub mod blocking;
 pub mod cluster;
 pub mod errors;
 pub mod glob;
@@ -227,6 +228,11 @@ pub static COMMANDS: &[Command] = &[
     cmd!("rpoplpush", 3, true, KeySpec::range(1, 2, 1), list::rpoplpush),
     cmd!("lmove", 5, true, KeySpec::range(1, 2, 1), list::lmove),
     cmd!("lmpop", -4, true, KeySpec::counted(1), list::lmpop),
+    cmd!("blpop", -3, true, KeySpec::range(1, -2, 1), list::blpop),
+    cmd!("brpop", -3, true, KeySpec::range(1, -2, 1), list::brpop),
+    cmd!("blmpop", -5, true, KeySpec::counted(2), list::blmpop),
+    cmd!("brpoplpush", 4, true, KeySpec::range(1, 2, 1), list::brpoplpush),
+    cmd!("blmove", 6, true, KeySpec::range(1, 2, 1), list::blmove),
     // sets
     cmd!("sadd", -3, true, KeySpec::one(1), set::sadd),
     cmd!("srem", -3, true, KeySpec::one(1), set::srem),
@@ -277,6 +283,9 @@ pub static COMMANDS: &[Command] = &[
     cmd!("zpopmin", -2, true, KeySpec::one(1), zset::zpopmin),
     cmd!("zpopmax", -2, true, KeySpec::one(1), zset::zpopmax),
     cmd!("zmpop", -4, true, KeySpec::counted(1), zset::zmpop),
+    cmd!("bzpopmin", -3, true, KeySpec::range(1, -2, 1), zset::bzpopmin),
+    cmd!("bzpopmax", -3, true, KeySpec::range(1, -2, 1), zset::bzpopmax),
+    cmd!("bzmpop", -5, true, KeySpec::counted(2), zset::bzmpop),
     // connection and server
     cmd!("ping", -1, false, KeySpec::NONE, server::ping),
     cmd!("echo", 2, false, KeySpec::NONE, server::echo),
@@ -361,6 +370,19 @@ pub fn dispatch(sh: &Shared, conn: &mut Conn, args: &[Vec<u8>], out: &mut Out) {
             (keys.len() > 1).then(|| sh.store.locks.lock(&keys))
         })
         .flatten();
+    run_handler(sh, cmd, conn, args, out);
+    drop(_readers_lock);
+    // Clients blocked on what it wrote are served now, in its context (`blocking`); inside
+    // EXEC only noted, for after EXEC.
+    if conn.in_exec {
+        blocking::note_in_exec(sh, conn, cmd, args);
+    } else {
+        blocking::signal(sh, conn, cmd, args);
+    }
+}
+
+/// Runs `cmd`'s handler; a failure is replied with its error text.
+pub fn run_handler(sh: &Shared, cmd: &Command, conn: &mut Conn, args: &[Vec<u8>], out: &mut Out) {
     if let Err(e) = (cmd.handler)(sh, conn, args, out) {
         sh.stats.errors.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         out.error(&e.reply_text());

@@ -163,10 +163,15 @@ pub fn exec(sh: &Shared, conn: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdRe
     let mut body = Out { buf: Vec::new(), resp3: out.resp3 };
     let _scope = OverlayScope;
     overlay::begin();
+    conn.in_exec = true;
     for args in &m.queued {
         dispatch(sh, conn, args, &mut body);
     }
-    sh.store.commit_overlay(&keys, wide).map_err(crate::types::TypeError::from)?;
+    conn.in_exec = false;
+    if let Err(e) = sh.store.commit_overlay(&keys, wide) {
+        conn.touched.clear();
+        return Err(crate::types::TypeError::from(e).into());
+    }
     out.array(m.queued.len());
     out.buf.extend_from_slice(&body.buf);
     Ok(())

@@ -267,6 +267,19 @@ pub fn client(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
         out.ok();
     } else if is(sub, "id") {
         out.int(c.id as i64);
+    } else if is(sub, "unblock") {
+        if a.len() != 3 && a.len() != 4 {
+            return Err(arity().into());
+        }
+        let id = int_arg(&a[2])?;
+        let error = match a.get(3) {
+            None => false,
+            Some(r) if is(r, "timeout") => false,
+            Some(r) if is(r, "error") => true,
+            Some(_) => return Err("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR".into()),
+        };
+        let unblocked = u64::try_from(id).is_ok_and(|id| super::blocking::unblock(sh, id, error));
+        out.int(i64::from(unblocked));
     } else if is(sub, "list") || is(sub, "info") {
         let cl = sh.clients.lock();
         let mut s = String::new();
@@ -337,8 +350,9 @@ pub fn info_text(sh: &Shared, want: &[String]) -> Result<String, CmdError> {
     if on("clients") {
         let _ = write!(
             t,
-            "# Clients\r\nconnected_clients:{}\r\nblocked_clients:0\r\nmaxclients:10000\r\n\r\n",
-            sh.stats.connected.load(Ordering::Relaxed)
+            "# Clients\r\nconnected_clients:{}\r\nblocked_clients:{}\r\nmaxclients:10000\r\n\r\n",
+            sh.stats.connected.load(Ordering::Relaxed),
+            sh.blocked.count()
         );
     }
     if on("memory") {

@@ -1,6 +1,7 @@
 //! Sorted-set commands (`types::zset`).
 
 use super::args::{float_arg, int_arg, is, scan_args, ScanArgs};
+use super::blocking::{self, seconds_timeout_arg, BlockRequest, TimeoutReply};
 use super::errors::{CmdError, NOT_POSITIVE, SYNTAX};
 use super::{glob, CmdResult};
 use crate::resp::Out;
@@ -214,15 +215,17 @@ pub fn zpopmax(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
     pop(sh, a, End::Max, out)
 }
 
-/// ZMPOP numkeys key [key ...] MIN|MAX [COUNT count]: pops from the first of the keys that
-/// holds a sorted set (`WRONGTYPE` for another type met before it); nil when none does, else
-/// the key and its (member, score) pairs.
-pub fn zmpop(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let numkeys = match crate::types::number::parse_int_strict(&a[1]) {
+/// The arguments of ZMPOP and BZMPOP from `numkeys_at` on: `numkeys key [key ...] MIN|MAX
+/// [COUNT count]`; the keys' index range, the end and the count.
+fn mpop_args(
+    a: &[Vec<u8>],
+    numkeys_at: usize,
+) -> Result<(std::ops::Range<usize>, End, usize), CmdError> {
+    let numkeys = match crate::types::number::parse_int_strict(&a[numkeys_at]) {
         Some(n) if n >= 1 => n as u64,
         _ => return Err("ERR numkeys should be greater than 0".into()),
     };
-    let where_idx = numkeys.saturating_add(2);
+    let where_idx = numkeys.saturating_add(numkeys_at as u64 + 1);
     if where_idx >= a.len() as u64 {
         return Err(SYNTAX.into());
     }
@@ -247,25 +250,116 @@ pub fn zmpop(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResu
             return Err(SYNTAX.into());
         }
     }
-    let keys = &a[2..where_idx];
+    Ok((numkeys_at + 1..where_idx, end, count.unwrap_or(1)))
+}
+
+/// Pops up to `count` from the first sorted set of `keys` (`WRONGTYPE` for another type met
+/// before it; on a blocked command's re-run, from the written key only, if it is a sorted
+/// set: Redis's rule); that key and the (score, member) pairs, or `None`.
+fn pop_first(
+    sh: &Shared,
+    conn: &Conn,
+    keys: &[Vec<u8>],
+    end: End,
+    count: usize,
+) -> Result<Option<(Vec<u8>, zset::Scored)>, CmdError> {
+    let ready;
+    let keys = match blocking::ready_key(conn) {
+        Some(k) => {
+            ready = [k.to_vec()];
+            &ready[..]
+        }
+        None => keys,
+    };
     let ks = sh.keyspace();
     let _g = sh.store.locks.lock(&keys.iter().map(Vec::as_slice).collect::<Vec<_>>());
     for key in keys {
         let Some(m) = ks.meta(key)? else { continue };
         if m.kind != crate::types::Kind::ZSet {
+            if blocking::is_retry(conn) {
+                return Ok(None);
+            }
             return Err(crate::types::TypeError::WrongType.into());
         }
-        let items = zset::pop(&ks, key, end, count.unwrap_or(1))?;
+        return Ok(Some((key.clone(), zset::pop(&ks, key, end, count)?)));
+    }
+    Ok(None)
+}
+
+fn reply_mpopped(out: &mut Out, key: &[u8], items: &zset::Scored) {
+    out.array(2);
+    out.bulk(key);
+    out.array(items.len());
+    for (s, mem) in items {
         out.array(2);
-        out.bulk(key);
-        out.array(items.len());
-        for (s, mem) in &items {
-            out.array(2);
+        out.bulk(mem);
+        out.double(*s);
+    }
+}
+
+/// ZMPOP numkeys key [key ...] MIN|MAX [COUNT count]: pops from the first of the keys that
+/// holds a sorted set (`WRONGTYPE` for another type met before it); nil when none does, else
+/// the key and its (member, score) pairs.
+pub fn zmpop(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let (keys, end, count) = mpop_args(a, 1)?;
+    match pop_first(sh, conn, &a[keys], end, count)? {
+        Some((key, items)) => reply_mpopped(out, &key, &items),
+        None => out.null_array(),
+    }
+    Ok(())
+}
+
+fn bzpop(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], end: End, out: &mut Out) -> CmdResult {
+    let timeout = seconds_timeout_arg(&a[a.len() - 1])?;
+    let keys = &a[1..a.len() - 1];
+    match pop_first(sh, conn, keys, end, 1)? {
+        Some((key, items)) => {
+            let (s, mem) = &items[0];
+            out.array(3);
+            out.bulk(&key);
             out.bulk(mem);
             out.double(*s);
+            Ok(())
         }
-        return Ok(());
+        None => {
+            let req = BlockRequest {
+                keys: keys.to_vec(),
+                timeout,
+                on_timeout: TimeoutReply::NullArray,
+                retry: None,
+            };
+            blocking::block(sh, conn, a, req, out)
+        }
     }
-    out.null_array();
-    Ok(())
+}
+
+/// BZPOPMIN key [key ...] timeout
+pub fn bzpopmin(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    bzpop(sh, conn, a, End::Min, out)
+}
+
+/// BZPOPMAX key [key ...] timeout
+pub fn bzpopmax(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    bzpop(sh, conn, a, End::Max, out)
+}
+
+/// BZMPOP timeout numkeys key [key ...] MIN|MAX [COUNT count]
+pub fn bzmpop(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let timeout = seconds_timeout_arg(&a[1])?;
+    let (keys, end, count) = mpop_args(a, 2)?;
+    match pop_first(sh, conn, &a[keys.clone()], end, count)? {
+        Some((key, items)) => {
+            reply_mpopped(out, &key, &items);
+            Ok(())
+        }
+        None => {
+            let req = BlockRequest {
+                keys: a[keys].to_vec(),
+                timeout,
+                on_timeout: TimeoutReply::NullArray,
+                retry: None,
+            };
+            blocking::block(sh, conn, a, req, out)
+        }
+    }
 }

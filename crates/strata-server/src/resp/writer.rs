@@ -168,19 +168,60 @@ fn push_decimal(buf: &mut Vec<u8>, mut n: u64) {
     buf.extend_from_slice(&digits[i..]);
 }
 
-/// Formats a double the way Redis replies with one: integers without a fraction, `inf`/`-inf`,
-/// otherwise the shortest form that reads back the same.
+/// Formats a double the way Redis 7.0 replies with one (C's `%.17g`): `inf`/`-inf`, `-0`,
+/// otherwise 17 significant digits with trailing zeros dropped, in exponent form when the
+/// exponent is below -4 or above 16.
 pub fn format_double(v: f64) -> String {
     if v.is_infinite() {
         return if v > 0.0 { "inf".into() } else { "-inf".into() };
     }
-    if v == 0.0 && v.is_sign_negative() {
-        return "-0".into(); // as Redis's %.17g prints it
+    if v.is_nan() {
+        return "nan".into();
     }
-    if v.fract() == 0.0 && v.abs() < 1e17 {
-        return format!("{}", v as i64);
+    if v == 0.0 {
+        return if v.is_sign_negative() { "-0".into() } else { "0".into() };
     }
-    format!("{v}")
+    // 17 significant digits, rounded as printf rounds: d.dddddddddddddddde<exp>.
+    let sci = format!("{v:.16e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let (neg, digits) = match mantissa.strip_prefix('-') {
+        Some(m) => (true, m),
+        None => (false, mantissa),
+    };
+    let digits: String = digits.chars().filter(char::is_ascii_digit).collect();
+    let mut out = String::with_capacity(24);
+    if neg {
+        out.push('-');
+    }
+    if !(-4..17).contains(&exp) {
+        let trimmed = digits.trim_end_matches('0');
+        out.push_str(&trimmed[..1]);
+        if trimmed.len() > 1 {
+            out.push('.');
+            out.push_str(&trimmed[1..]);
+        }
+        out.push('e');
+        out.push(if exp < 0 { '-' } else { '+' });
+        out.push_str(&format!("{:02}", exp.unsigned_abs()));
+        return out;
+    }
+    if exp < 0 {
+        out.push_str("0.");
+        for _ in 0..(-exp - 1) {
+            out.push('0');
+        }
+        out.push_str(digits.trim_end_matches('0'));
+        return out;
+    }
+    let int_len = exp as usize + 1;
+    out.push_str(&digits[..int_len]);
+    let frac = digits[int_len..].trim_end_matches('0');
+    if !frac.is_empty() {
+        out.push('.');
+        out.push_str(frac);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -228,5 +269,25 @@ mod tests {
         assert_eq!(format_double(3.0), "3");
         assert_eq!(format_double(-0.5), "-0.5");
         assert_eq!(format_double(f64::INFINITY), "inf");
+        assert_eq!(format_double(f64::NEG_INFINITY), "-inf");
+        // C's printf("%.17g"), as Redis 7.0 replies.
+        for (v, want) in [
+            (0.1, "0.10000000000000001"),
+            (1.5, "1.5"),
+            (0.004877936097270779, "0.0048779360972707794"),
+            (123456.0, "123456"),
+            (1e16, "10000000000000000"),
+            (1e17, "1e+17"),
+            (123456789012345678.0, "1.2345678901234568e+17"),
+            (1e-5, "1.0000000000000001e-05"),
+            (0.0001, "0.0001"),
+            (-2.5e-10, "-2.5000000000000002e-10"),
+            (1e300, "1.0000000000000001e+300"),
+            (f64::MAX, "1.7976931348623157e+308"),
+            (5e-324, "4.9406564584124654e-324"),
+            (3.14159, "3.1415899999999999"),
+        ] {
+            assert_eq!(format_double(v), want, "{v:e}");
+        }
     }
 }

@@ -11,13 +11,18 @@
 //! or replies; a failed write's reply is replaced by its error (`storage::pending`). A
 //! command that must wait inside (a barrier, a key held by a write in flight) hands its
 //! worker's other tasks off first.
+//! A blocking command that finds nothing (BLPOP...) leaves the connection blocked: the
+//! replies before it go out, and the connection waits (asynchronously) for its outcome while
+//! reading ahead what the client sends; the frames after it run once it is served, times out
+//! or is unblocked. A client that disconnects while blocked is taken off the waiters.
 //! When every write is synced (`appendfsync always`), a batch's writes are made unsynced and
 //! its replies wait (asynchronously, holding no worker and no key lock) for one WAL sync
 //! shared with every other connection's writes (`storage::sync_group`).
 
+use crate::blocked::{Cancel, Outcome};
 use crate::commands;
 use crate::resp::{parse_command, Out, ParseOutcome};
-use crate::state::{ClientEntry, Conn, Shared};
+use crate::state::{BlockedOn, ClientEntry, Conn, Shared};
 use crate::storage::pending;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -55,10 +60,16 @@ pub async fn serve(
 /// Runs a batch of frames of a cluster-mode connection, one at a time: each command's
 /// replicated writes are deferred, and their outcome awaited before the next frame runs (so
 /// it reads them) and before the replies go out; a failed one's reply becomes its error.
-async fn run_replicated(sh: &Shared, conn: &mut Conn, frames: &[Vec<Vec<u8>>], out: &mut Out) {
-    for f in frames {
-        if conn.close {
-            break;
+/// Returns how many frames it ran: it stops after one that blocked the connection.
+async fn run_replicated(
+    sh: &Shared,
+    conn: &mut Conn,
+    frames: &[Vec<Vec<u8>>],
+    out: &mut Out,
+) -> usize {
+    for (n, f) in frames.iter().enumerate() {
+        if conn.close || conn.blocked.is_some() {
+            return n;
         }
         if f.is_empty() {
             continue;
@@ -77,12 +88,21 @@ async fn run_replicated(sh: &Shared, conn: &mut Conn, frames: &[Vec<Vec<u8>>], o
             out.error(&reply);
         }
     }
+    frames.len()
 }
 
-/// Runs a batch of frames; returns the WAL sync their replies must wait for, if any.
-fn run_batch(sh: &Shared, conn: &mut Conn, frames: &[Vec<Vec<u8>>], out: &mut Out) -> Option<u64> {
-    for f in frames {
-        if conn.close {
+/// Runs a batch of frames; returns how many it ran (it stops after one that blocked the
+/// connection) and the WAL sync their replies must wait for, if any.
+fn run_batch(
+    sh: &Shared,
+    conn: &mut Conn,
+    frames: &[Vec<Vec<u8>>],
+    out: &mut Out,
+) -> (usize, Option<u64>) {
+    let mut ran = frames.len();
+    for (n, f) in frames.iter().enumerate() {
+        if conn.close || conn.blocked.is_some() {
+            ran = n;
             break;
         }
         if f.is_empty() {
@@ -91,7 +111,45 @@ fn run_batch(sh: &Shared, conn: &mut Conn, frames: &[Vec<Vec<u8>>], out: &mut Ou
         out.resp3 = conn.resp3;
         commands::dispatch(sh, conn, f, out);
     }
-    sh.store.owed_sync()
+    (ran, sh.store.owed_sync())
+}
+
+/// Waits while the connection is blocked (`commands::blocking`): for its outcome, reading
+/// what the client sends meanwhile into `buf` (run after it), cancelling the wait at its
+/// deadline or when the client leaves. `None`: the client left.
+async fn wait_blocked(
+    sh: &Shared,
+    id: u64,
+    on: BlockedOn,
+    sock: &mut TcpStream,
+    buf: &mut Vec<u8>,
+) -> Option<Outcome> {
+    let BlockedOn { mut rx, deadline } = on;
+    let mut timed_out = false;
+    let mut gone = false;
+    let far = tokio::time::Instant::now() + std::time::Duration::from_secs(86_400 * 365);
+    let until = deadline.map_or(far, tokio::time::Instant::from_std);
+    loop {
+        tokio::select! {
+            outcome = &mut rx => {
+                // The registry ends every waiter through its channel; a dropped one is a
+                // timeout all the same.
+                let outcome = outcome.unwrap_or(Outcome { reply: b"*-1\r\n".to_vec(), sync: None });
+                return (!gone).then_some(outcome);
+            }
+            () = tokio::time::sleep_until(until), if deadline.is_some() && !timed_out => {
+                timed_out = true;
+                sh.blocked.cancel(id, Cancel::Timeout);
+            }
+            r = sock.read_buf(buf), if !gone => match r {
+                Ok(0) | Err(_) => {
+                    gone = true;
+                    sh.blocked.cancel(id, Cancel::Gone);
+                }
+                Ok(_) => {}
+            },
+        }
+    }
 }
 
 async fn handle(sh: Arc<Shared>, mut sock: TcpStream, addr: String) {
@@ -113,11 +171,8 @@ async fn handle(sh: Arc<Shared>, mut sock: TcpStream, addr: String) {
     let max_bulk = sh.config.proto_max_bulk_len;
     // Parsed frames of one read; kept across reads for its capacity.
     let mut frames: Vec<Vec<Vec<u8>>> = Vec::new();
-    loop {
-        match sock.read_buf(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
-        }
+    'conn: loop {
+        // What is buffered first (a blocked connection reads ahead), then more.
         frames.clear();
         let mut pos = 0;
         let mut proto_err = None;
@@ -135,22 +190,48 @@ async fn handle(sh: Arc<Shared>, mut sock: TcpStream, addr: String) {
             }
         }
         buf.drain(..pos);
-        if !frames.is_empty() {
+        if frames.is_empty() && proto_err.is_none() {
+            match sock.read_buf(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => continue,
+            }
+        }
+        let mut next = 0;
+        while next < frames.len() && !conn.close {
             // Under `appendfsync always` the replies wait for one WAL sync covering every
             // write the batch made. If it fails, nothing of the batch is acknowledged: the
             // connection closes without its replies.
-            let need = if sh.store.is_replicated() {
-                run_replicated(&sh, &mut conn, &frames, &mut out).await;
-                None
+            let (ran, need) = if sh.store.is_replicated() {
+                (run_replicated(&sh, &mut conn, &frames[next..], &mut out).await, None)
             } else {
-                run_batch(&sh, &mut conn, &frames, &mut out)
+                run_batch(&sh, &mut conn, &frames[next..], &mut out)
             };
+            next += ran;
             if let Some(need) = need {
                 if sh.store.syncs.wait(need).await.is_err() {
                     out.buf.clear();
                     conn.close = true;
                 }
             }
+            let Some(on) = conn.blocked.take() else { continue };
+            // The replies before the blocking command go out now; those after it wait.
+            if !out.buf.is_empty() {
+                if sock.write_all(&out.buf).await.is_err() {
+                    sh.blocked.cancel(id, Cancel::Gone);
+                    break 'conn;
+                }
+                out.buf.clear();
+            }
+            let Some(outcome) = wait_blocked(&sh, id, on, &mut sock, &mut buf).await else {
+                break 'conn;
+            };
+            if let Some(need) = outcome.sync {
+                if sh.store.syncs.wait(need).await.is_err() {
+                    conn.close = true;
+                    continue;
+                }
+            }
+            out.buf.extend_from_slice(&outcome.reply);
         }
         if let Some(e) = &proto_err {
             sh.stats.protocol_errors.fetch_add(1, Ordering::Relaxed);

@@ -159,6 +159,26 @@ pub fn deferring<T>(f: impl FnOnce() -> T) -> (T, Option<Owing>) {
     (out, owed)
 }
 
+/// Runs `f` with this thread's writes not deferred (each waits for its settlement), apart
+/// from what the surrounding command owes, which is kept for it: a command's code that
+/// writes on another client's behalf (serving a blocked client) and must know the outcome.
+pub fn undeferred<T>(f: impl FnOnce() -> T) -> T {
+    struct Restore(bool, Option<Owed>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            DEFER.with(|d| d.set(self.0));
+            if let Some(o) = self.1.take() {
+                OWED.with(|x| *x.borrow_mut() = o);
+            }
+        }
+    }
+    let _restore = Restore(
+        DEFER.with(|d| d.replace(false)),
+        Some(OWED.with(|o| std::mem::replace(&mut *o.borrow_mut(), Owed::Nothing))),
+    );
+    f()
+}
+
 /// Whether writes on this thread are deferred now.
 pub fn is_deferring() -> bool {
     DEFER.with(Cell::get)

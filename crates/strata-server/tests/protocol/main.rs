@@ -6,6 +6,7 @@
 mod common;
 
 mod auth;
+mod blocking;
 mod cli_tools;
 mod cluster_mode;
 mod cluster_routing;

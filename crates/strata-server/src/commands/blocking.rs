@@ -1,0 +1,273 @@
+//! Blocking commands (BLPOP, BRPOP, BLMPOP, BLMOVE, BRPOPLPUSH, BZPOPMIN, BZPOPMAX, BZMPOP,
+//! XREAD BLOCK, XREADGROUP BLOCK): how a command that finds nothing blocks its connection,
+//! and how the clients blocked on a key are served when it is written.
+//!
+//! A handler that finds nothing calls [`block`]: the connection is registered in the
+//! server's [`Blocked`] registry on the command's keys and, back in the connection loop,
+//! waits (asynchronously) for its outcome, its timeout or its client's departure; frames
+//! pipelined after the command wait with it (`server::listener`).
+//!
+//! Serving follows Redis: after a top-level write command (or EXEC) finishes, in the context
+//! of its connection, [`signal`] serves the clients blocked on the keys it wrote, first come
+//! first served: each one's command line is re-run through its handler with the written key
+//! as the *ready key* ([`ready_key`]); a handler re-run that finds nothing calls [`block`]
+//! again, which leaves the client blocked in its place. A served command's own writes (the
+//! destination of BLMOVE) serve that key's waiters in the same pass. So a client blocked
+//! before another is served before it, an element pushed and deleted by one transaction
+//! wakes nobody, and a blocked client never misses a write made while it was registering
+//! (registration runs one serving pass over its own keys).
+//!
+//! Inside EXEC a blocking command does not block: it answers as at its timeout (Redis).
+//! A served client's reply waits for the WAL sync its write owes (`appendfsync always`);
+//! in cluster mode the re-runs write synchronously (their reply is the write's outcome).
+
+use super::errors::CmdError;
+use super::{lookup, run_handler, CmdResult, Command};
+use crate::blocked::{Blocked, Cancel, Outcome};
+use crate::resp::Out;
+use crate::state::{BlockedOn, Conn, Shared};
+use crate::storage::{pending, sync_group};
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+/// What a blocked command replies when its time is up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeoutReply {
+    /// A null array (BLPOP, BZPOPMIN, BLMPOP, XREAD...).
+    NullArray,
+    /// A null bulk string (BLMOVE, BRPOPLPUSH).
+    Null,
+}
+
+/// What a blocking command that found nothing waits for.
+#[derive(Debug, Clone)]
+pub struct BlockRequest {
+    /// The keys whose writes wake it.
+    pub keys: Vec<Vec<u8>>,
+    /// How long it waits; `None`: forever.
+    pub timeout: Option<Duration>,
+    /// Its reply when the time is up.
+    pub on_timeout: TimeoutReply,
+    /// The command line re-run when a key is written (`None`: the one given).
+    pub retry: Option<Vec<Vec<u8>>>,
+}
+
+/// CLIENT UNBLOCK ... ERROR's reply to the unblocked client.
+pub const UNBLOCKED_ERROR: &str = "UNBLOCKED client unblocked via CLIENT UNBLOCK";
+
+/// Nothing is ready for the command `args`: blocks the connection on `req.keys` (writing
+/// nothing), or inside EXEC answers the timeout reply at once. On a re-run (a waited key was
+/// written), leaves the client blocked where it was.
+pub fn block(
+    sh: &Shared,
+    conn: &mut Conn,
+    args: &[Vec<u8>],
+    req: BlockRequest,
+    out: &mut Out,
+) -> CmdResult {
+    if let Some(r) = conn.retry.as_mut() {
+        r.still_blocked = true;
+        return Ok(());
+    }
+    if conn.in_exec {
+        timeout_reply(req.on_timeout, out);
+        return Ok(());
+    }
+    let mut on_timeout = Out { buf: Vec::new(), resp3: conn.resp3 };
+    timeout_reply(req.on_timeout, &mut on_timeout);
+    let line = req.retry.unwrap_or_else(|| args.to_vec());
+    let rx = sh.blocked.register(conn.id, &req.keys, line, conn.resp3, on_timeout.buf);
+    let deadline = req.timeout.and_then(|t| Instant::now().checked_add(t));
+    conn.blocked = Some(BlockedOn { rx, deadline });
+    // A write between the handler's look and the registration served nobody: serve now.
+    serve(sh, req.keys);
+    Ok(())
+}
+
+fn timeout_reply(kind: TimeoutReply, out: &mut Out) {
+    match kind {
+        TimeoutReply::NullArray => out.null_array(),
+        TimeoutReply::Null => out.null(),
+    }
+}
+
+/// Whether this call is a re-run of a blocked command (one of its keys was written).
+pub fn is_retry(conn: &Conn) -> bool {
+    conn.retry.is_some()
+}
+
+/// On a re-run, the key whose write woke it: Redis serves a client blocked on several keys
+/// from that one.
+pub fn ready_key(conn: &Conn) -> Option<&[u8]> {
+    conn.retry.as_ref().map(|r| r.key.as_slice())
+}
+
+/// BLPOP's (and the other list and sorted-set pops') timeout: seconds as a float, 0 for
+/// forever; Redis's errors for text that is not a number, a negative or an out-of-range one.
+pub fn seconds_timeout_arg(arg: &[u8]) -> Result<Option<Duration>, CmdError> {
+    let secs = crate::types::number::parse_float(arg)
+        .ok_or(CmdError::from("ERR timeout is not a float or out of range"))?;
+    let ms = (secs * 1000.0).ceil();
+    if ms < 0.0 {
+        return Err("ERR timeout is negative".into());
+    }
+    if !ms.is_finite() || ms >= i64::MAX as f64 {
+        return Err("ERR timeout is out of range".into());
+    }
+    Ok((ms > 0.0).then(|| Duration::from_millis(ms as u64)))
+}
+
+/// XREAD and XREADGROUP's BLOCK argument: milliseconds as an integer, 0 for forever.
+pub fn ms_timeout_arg(arg: &[u8]) -> Result<Option<Duration>, CmdError> {
+    let ms = crate::types::number::parse_int_strict(arg)
+        .ok_or(CmdError::from("ERR timeout is not an integer or out of range"))?;
+    if ms < 0 {
+        return Err("ERR timeout is negative".into());
+    }
+    Ok((ms > 0).then(|| Duration::from_millis(ms as u64)))
+}
+
+/// The keys a write command `args` wrote, as far as blocked clients care: its key
+/// arguments, and SORT's STORE destination.
+fn written_keys(cmd: &Command, args: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    let mut keys: Vec<Vec<u8>> =
+        cmd.keys.positions(args).into_iter().map(|i| args[i].clone()).collect();
+    if matches!(cmd.name, "sort") {
+        if let Some(i) = args.iter().position(|a| a.eq_ignore_ascii_case(b"store")) {
+            keys.extend(args.get(i + 1).cloned());
+        }
+    }
+    keys
+}
+
+/// After the top-level command `args` ran on `conn`: serves the clients blocked on what it
+/// wrote (for EXEC, on what its commands wrote; for FLUSHALL, every waited key).
+pub fn signal(sh: &Shared, conn: &mut Conn, cmd: &Command, args: &[Vec<u8>]) {
+    let touched = std::mem::take(&mut conn.touched);
+    if sh.blocked.count() == 0 || !cmd.write {
+        return;
+    }
+    let keys = match cmd.name {
+        "exec" => touched,
+        "flushdb" | "flushall" => sh.blocked.waited_keys(),
+        _ => written_keys(cmd, args),
+    };
+    serve(sh, keys);
+}
+
+/// Inside EXEC: notes what the queued write `args` wrote, for [`signal`] after EXEC.
+pub fn note_in_exec(sh: &Shared, conn: &mut Conn, cmd: &Command, args: &[Vec<u8>]) {
+    if !cmd.write || sh.blocked.count() == 0 {
+        return;
+    }
+    if matches!(cmd.name, "flushdb" | "flushall") {
+        conn.touched.extend(sh.blocked.waited_keys());
+    } else {
+        conn.touched.extend(written_keys(cmd, args));
+    }
+}
+
+/// Serves the clients blocked on `keys`, and on the keys their served commands write.
+pub fn serve(sh: &Shared, keys: Vec<Vec<u8>>) {
+    let blocked: &Blocked = &sh.blocked;
+    if blocked.count() == 0 {
+        return;
+    }
+    let mut ready: VecDeque<Vec<u8>> =
+        keys.into_iter().filter(|k| blocked.has_waiters(k)).collect();
+    if ready.is_empty() {
+        return;
+    }
+    let _one_pass = blocked.serving.lock();
+    // The writer's own replicated write is applied before its waiters read (cluster mode),
+    // and its owed WAL sync stays its own: a served client's is taken apart below.
+    let _ = pending::settle_own();
+    let writer_owes = sync_group::take_owed_sync();
+    pending::undeferred(|| {
+        while let Some(key) = ready.pop_front() {
+            for id in blocked.waiters_of(&key) {
+                let Some(claimed) = blocked.claim(id) else { continue };
+                let mut guard = Unclaim { blocked, id, armed: true };
+                let Some(reply) = rerun(sh, id, &key, &claimed.line, claimed.resp3) else {
+                    continue;
+                };
+                guard.armed = false;
+                let sync = sh.store.owed_sync();
+                blocked.served(id, Outcome { reply, sync });
+                if let Some(cmd) = lookup(&claimed.line[0]) {
+                    ready.extend(
+                        written_keys(cmd, &claimed.line)
+                            .into_iter()
+                            .filter(|k| *k != key && blocked.has_waiters(k)),
+                    );
+                }
+            }
+        }
+    });
+    if writer_owes {
+        sync_group::owe_sync();
+    }
+}
+
+/// Puts a claimed waiter back if its re-run did not serve it (or panicked).
+struct Unclaim<'a> {
+    blocked: &'a Blocked,
+    id: u64,
+    armed: bool,
+}
+
+impl Drop for Unclaim<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.blocked.unserved(self.id);
+        }
+    }
+}
+
+/// Re-runs a blocked client's command with `key` ready: its reply, or `None` when it is
+/// still blocked.
+fn rerun(sh: &Shared, id: u64, key: &[u8], line: &[Vec<u8>], resp3: bool) -> Option<Vec<u8>> {
+    let cmd = lookup(line.first()?)?;
+    let mut conn = Conn::new(id, true);
+    conn.resp3 = resp3;
+    conn.retry = Some(crate::state::Retry { key: key.to_vec(), still_blocked: false });
+    let mut out = Out { buf: Vec::new(), resp3 };
+    run_handler(sh, cmd, &mut conn, line, &mut out);
+    if conn.retry.is_some_and(|r| r.still_blocked) {
+        return None;
+    }
+    Some(out.buf)
+}
+
+/// CLIENT UNBLOCK id [TIMEOUT|ERROR]: whether client `id` was blocked (and now is not).
+pub fn unblock(sh: &Shared, id: u64, error: bool) -> bool {
+    let why = if error { Cancel::Error(UNBLOCKED_ERROR.into()) } else { Cancel::Timeout };
+    sh.blocked.cancel(id, why)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn second_timeouts_follow_redis() {
+        assert_eq!(seconds_timeout_arg(b"0").unwrap(), None);
+        assert_eq!(seconds_timeout_arg(b"0.1").unwrap(), Some(Duration::from_millis(100)));
+        assert_eq!(seconds_timeout_arg(b"0.0001").unwrap(), Some(Duration::from_millis(1)));
+        assert_eq!(seconds_timeout_arg(b"2").unwrap(), Some(Duration::from_secs(2)));
+        let err = |a: &[u8]| seconds_timeout_arg(a).unwrap_err().reply_text().into_owned();
+        assert_eq!(err(b"-1"), "ERR timeout is negative");
+        assert_eq!(err(b"abc"), "ERR timeout is not a float or out of range");
+        assert_eq!(err(b"inf"), "ERR timeout is out of range");
+        assert_eq!(err(b"1e300"), "ERR timeout is out of range");
+    }
+
+    #[test]
+    fn millisecond_timeouts_follow_redis() {
+        assert_eq!(ms_timeout_arg(b"0").unwrap(), None);
+        assert_eq!(ms_timeout_arg(b"150").unwrap(), Some(Duration::from_millis(150)));
+        let err = |a: &[u8]| ms_timeout_arg(a).unwrap_err().reply_text().into_owned();
+        assert_eq!(err(b"-5"), "ERR timeout is negative");
+        assert_eq!(err(b"1.5"), "ERR timeout is not an integer or out of range");
+    }
+}
