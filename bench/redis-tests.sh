@@ -4,7 +4,7 @@
 # failed and errored on each, and the names of the tests strata-server fails.
 #
 #   bash bench/redis-tests.sh --redis-src DIR [--units "unit/multi unit/type/incr ..."]
-#                             [--server-bin PATH] [--out DIR] [--no-redis]
+#                             [--server-bin PATH] [--out DIR] [--no-redis] [--port N]
 #
 # DIR is a Redis 7.0 source tree (its tests/ and the test helper; nothing is fetched here):
 #   git clone --depth 1 --branch 7.0.15 https://github.com/redis/redis /tmp/redis-7.0.15
@@ -13,7 +13,8 @@
 # for those tagged external:skip; one database (--singledb), one client at a time.
 # Needs tclsh (apt-get install -y tcl); without it, or without DIR's test helper, the script
 # says so and exits 0 ("skipped"). Each unit gets at most 300 s on each server. Output in
-# --out (default bench/out/redis-tests-<time>): <server>-<unit>.log and summary.txt.
+# --out (default bench/out/redis-tests-<time>): <server>-<unit>.log and summary.txt. The
+# servers listen on --port (default 7411), one after the other.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -24,6 +25,7 @@ unit/type/hash unit/type/set unit/type/zset unit/scan unit/protocol unit/quit un
 server_bin=""
 out=""
 with_redis=1
+port=7411
 while [ $# -gt 0 ]; do
   case "$1" in
     --redis-src) src=$2; shift 2 ;;
@@ -31,7 +33,8 @@ while [ $# -gt 0 ]; do
     --server-bin) server_bin=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --no-redis) with_redis=0; shift ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    --port) port=$2; shift 2 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "redis-tests.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -59,7 +62,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-port=7411
 answers() { (exec 3<>"/dev/tcp/127.0.0.1/$port" && printf 'PING\r\n' >&3 && read -r -t 2 l <&3 && [[ "$l" == +PONG* ]]) 2>/dev/null; }
 
 # start <name>: a fresh server of that kind on $port, stopped by the next start or on exit.
@@ -67,8 +69,8 @@ start() {
   [ -n "$pid" ] && { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; pid=""; }
   rm -rf "$work/data" && mkdir -p "$work/data"
   case "$1" in
-    strata) timeout 3600 "$server_bin" --port "$port" --dir "$work/data" > "$work/server.log" 2>&1 & ;;
-    redis) timeout 3600 redis-server --port "$port" --dir "$work/data" --save "" > "$work/server.log" 2>&1 & ;;
+    strata) timeout -k 10 3600 "$server_bin" --port "$port" --dir "$work/data" > "$work/server.log" 2>&1 & ;;
+    redis) timeout -k 10 3600 redis-server --port "$port" --dir "$work/data" --save "" > "$work/server.log" 2>&1 & ;;
   esac
   pid=$!
   for _ in $(seq 100); do answers && return 0; sleep 0.1; done

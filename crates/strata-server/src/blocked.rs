@@ -26,6 +26,9 @@ pub struct Outcome {
     pub reply: Vec<u8>,
     /// The WAL sync the reply must wait for (`appendfsync always`), if its write owes one.
     pub sync: Option<u64>,
+    /// Its command was served (re-run); else its wait was cancelled (timeout, CLIENT
+    /// UNBLOCK), and the reply is the cancel's.
+    pub served: bool,
 }
 
 /// Why a wait is cancelled.
@@ -183,7 +186,7 @@ impl Blocked {
             drop(reg);
             self.waiting.fetch_sub(1, Ordering::AcqRel);
             let reply = w.cancel_reply(&why);
-            let _ = w.tx.send(Outcome { reply, sync: None });
+            let _ = w.tx.send(Outcome { reply, sync: None, served: false });
         }
     }
 
@@ -203,7 +206,7 @@ impl Blocked {
             drop(reg);
             self.waiting.fetch_sub(1, Ordering::AcqRel);
             let reply = w.cancel_reply(&why);
-            let _ = w.tx.send(Outcome { reply, sync: None });
+            let _ = w.tx.send(Outcome { reply, sync: None, served: false });
         }
         true
     }
@@ -239,7 +242,7 @@ mod tests {
         let c = b.claim(1).unwrap();
         assert_eq!(c.line, keys(&["blpop", "a", "b", "0"]));
         assert!(b.claim(1).is_none(), "claimed once");
-        b.served(1, Outcome { reply: b"*2\r\n".to_vec(), sync: None });
+        b.served(1, Outcome { reply: b"*2\r\n".to_vec(), sync: None, served: true });
         assert_eq!(rx.try_recv().unwrap().reply, b"*2\r\n");
         assert_eq!(b.count(), 0);
         assert!(b.waiters_of(b"a").is_empty() && b.waited_keys().is_empty());
@@ -265,7 +268,7 @@ mod tests {
         let mut rx = b.register(7, &keys(&["k"]), vec![], false, b"*-1\r\n".to_vec());
         b.claim(7).unwrap();
         b.cancel(7, Cancel::Gone);
-        b.served(7, Outcome { reply: b"$1\r\nx\r\n".to_vec(), sync: None });
+        b.served(7, Outcome { reply: b"$1\r\nx\r\n".to_vec(), sync: None, served: true });
         assert_eq!(rx.try_recv().unwrap().reply, b"$1\r\nx\r\n");
     }
 

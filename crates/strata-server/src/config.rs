@@ -16,6 +16,9 @@ use clap::Parser;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+/// The Redis version the server answers as (HELLO, INFO, `redis.REDIS_VERSION`).
+pub const REDIS_VERSION: &str = "7.2.0";
+
 /// Command-line flags; `None` means "from the file, else the default".
 #[derive(Parser, Debug, Default)]
 #[command(name = "strata-server", about = "A Redis-protocol server on the Strata engine")]
@@ -350,8 +353,9 @@ impl Config {
             ("tcp-keepalive", "300"),
             ("hz", "10"),
             // Redis's encoding thresholds of lists, sets and sorted sets, with its defaults:
-            // kept and reported for configurations written for Redis, with no effect here
-            // (these types have one encoding each: `docs/format/server-encoding.md`).
+            // these types have one encoding each here (`docs/format/server-encoding.md`);
+            // the set and sorted-set ones name the encoding OBJECT ENCODING reports, by
+            // Redis's rules (`commands::keys::object`), and change nothing else.
             ("list-max-listpack-size", "-2"),
             ("list-max-ziplist-size", "-2"),
             ("list-compress-depth", "0"),
@@ -360,6 +364,14 @@ impl Config {
             ("zset-max-listpack-value", "64"),
             ("zset-max-ziplist-entries", "128"),
             ("zset-max-ziplist-value", "64"),
+            // The size of a stream's nodes, which approximate trimming removes whole
+            // (`types::stream::node`).
+            ("stream-node-max-entries", "100"),
+            ("stream-node-max-bytes", "4096"),
+            // How long a script runs before other clients are told BUSY (milliseconds;
+            // `busy-reply-threshold` is the same setting's newer name).
+            ("lua-time-limit", "5000"),
+            ("busy-reply-threshold", "5000"),
         ] {
             m.entry(k.to_string()).or_insert_with(|| v.to_string());
         }

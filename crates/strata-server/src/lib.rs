@@ -17,7 +17,8 @@
 //!    [`types::TypeError`].
 //! 3. [`config`]: flags and the config file; [`routing`]: where a slot's commands run in
 //!    cluster mode (the router a clustered server installs); [`blocked`]: the clients
-//!    blocked on keys (BLPOP...), in the order they blocked.
+//!    blocked on keys (BLPOP...), in the order they blocked; [`script`]: the Lua engine of
+//!    EVAL (the interpreter, its script cache, the `redis` library over a command host).
 //! 4. [`state`]: what commands run against: the state every connection shares, and one
 //!    connection's; [`cluster`]: cluster mode's side of a node (partitions, the state machine
 //!    of their Raft groups, the store's replication and the router).
@@ -36,6 +37,7 @@ pub mod commands;
 pub mod config;
 pub mod resp;
 pub mod routing;
+pub mod script;
 pub mod server;
 pub mod slots;
 pub mod state;
@@ -66,6 +68,7 @@ pub async fn run(cfg: config::Config) -> Result<(), String> {
         shared = shared.with_router(r.node.clone());
     }
     let sh = Arc::new(shared);
+    commands::functions::restore(&sh)?;
     server::tasks::start(&sh);
     println!(
         "strata-server {} on {}:{port}, data in {}, appendfsync {}",
@@ -94,6 +97,8 @@ pub async fn run(cfg: config::Config) -> Result<(), String> {
     };
     println!("Ready to accept connections on port {port}");
     server::listener::serve(sh.clone(), listener, shutdown).await;
+    // A script still running stops (SIGTERM, SIGINT or SHUTDOWN: it holds every key lock).
+    sh.scripts.stop_for_shutdown();
     if let Some(r) = running {
         r.shutdown().await;
     }

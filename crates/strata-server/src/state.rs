@@ -6,8 +6,10 @@
 use crate::blocked::{Blocked, Outcome};
 use crate::config::Config;
 use crate::routing::Router;
+use crate::script::Scripts;
 use crate::storage::Store;
 use crate::types::compact_hash::Limits;
+use crate::types::stream::NodeLimits;
 use crate::types::{now_ms, Keyspace};
 use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeMap, HashMap};
@@ -16,7 +18,6 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// Counters reported by INFO.
-#[derive(Default)]
 pub struct Stats {
     /// Commands executed.
     pub commands: AtomicU64,
@@ -30,6 +31,74 @@ pub struct Stats {
     pub expired_keys: AtomicU64,
     /// Connections closed for a protocol error.
     pub protocol_errors: AtomicU64,
+    /// Per command (by its index in the command table): INFO commandstats.
+    pub per_command: Box<[CommandCounters]>,
+    /// Error replies by their code (`ERR`, `WRONGTYPE`...): INFO errorstats.
+    pub error_codes: Mutex<BTreeMap<String, u64>>,
+}
+
+/// The most commands the table may hold ([`Stats::per_command`]'s length).
+pub const MAX_COMMANDS: usize = 512;
+
+impl Default for Stats {
+    fn default() -> Stats {
+        Stats {
+            commands: AtomicU64::new(0),
+            errors: AtomicU64::new(0),
+            connections: AtomicU64::new(0),
+            connected: AtomicUsize::new(0),
+            expired_keys: AtomicU64::new(0),
+            protocol_errors: AtomicU64::new(0),
+            per_command: (0..MAX_COMMANDS).map(|_| CommandCounters::default()).collect(),
+            error_codes: Mutex::new(BTreeMap::new()),
+        }
+    }
+}
+
+impl Stats {
+    /// CONFIG RESETSTAT: the counters back to zero (not the gauges).
+    pub fn reset(&self) {
+        use std::sync::atomic::Ordering::Relaxed;
+        for c in [
+            &self.commands,
+            &self.errors,
+            &self.connections,
+            &self.expired_keys,
+            &self.protocol_errors,
+        ] {
+            c.store(0, Relaxed);
+        }
+        for c in &self.per_command {
+            for n in [&c.calls, &c.usec, &c.rejected, &c.failed] {
+                n.store(0, Relaxed);
+            }
+        }
+        self.error_codes.lock().clear();
+    }
+
+    /// Counts an error reply under its code (the first word of `reply`).
+    pub fn count_error(&self, reply: &str) {
+        let code = reply.split(' ').next().unwrap_or("ERR");
+        let mut codes = self.error_codes.lock();
+        // Bounded as Redis bounds it (128 codes): a client cannot grow it without end.
+        if codes.len() >= 128 && !codes.contains_key(code) {
+            return;
+        }
+        *codes.entry(code.to_string()).or_insert(0) += 1;
+    }
+}
+
+/// One command's counters (INFO commandstats).
+#[derive(Default)]
+pub struct CommandCounters {
+    /// Runs of its handler.
+    pub calls: AtomicU64,
+    /// Microseconds spent in them.
+    pub usec: AtomicU64,
+    /// Refused before running (arity, authentication, routing...).
+    pub rejected: AtomicU64,
+    /// Runs that replied with an error.
+    pub failed: AtomicU64,
 }
 
 /// What CLIENT LIST shows of a connection.
@@ -80,6 +149,8 @@ pub struct Shared {
     pub store: Arc<Store>,
     /// When a hash is compact (`hash-max-listpack-entries`/`-value`; CONFIG SET changes them).
     pub hash_limits: Limits,
+    /// The size of a stream's nodes (`stream-node-max-entries`/`-bytes`; CONFIG SET).
+    pub stream_nodes: NodeLimits,
     /// Settings as CONFIG GET shows them (lower-case names).
     pub params: RwLock<BTreeMap<String, String>>,
     /// The startup configuration.
@@ -102,6 +173,8 @@ pub struct Shared {
     pub shutdown: tokio::sync::Notify,
     /// The clients blocked on keys (`commands::blocking`).
     pub blocked: Blocked,
+    /// EVAL's Lua engine and script cache (`commands::scripting`).
+    pub scripts: Scripts,
 }
 
 impl Shared {
@@ -115,6 +188,7 @@ impl Shared {
                 config.hash_max_listpack_entries,
                 config.hash_max_listpack_value,
             ),
+            stream_nodes: stream_node_limits(&params),
             params: RwLock::new(params),
             config,
             stats: Stats::default(),
@@ -126,6 +200,8 @@ impl Shared {
             persistence: Persistence::new(),
             shutdown: tokio::sync::Notify::new(),
             blocked: Blocked::default(),
+            scripts: Scripts::new(crate::config::REDIS_VERSION)
+                .unwrap_or_else(|e| panic!("{e} (the Lua sources are built in)")),
         }
     }
 
@@ -138,12 +214,24 @@ impl Shared {
     /// The keyspace as a command starting now sees it.
     pub fn keyspace(&self) -> Keyspace<'_> {
         Keyspace::new(&self.store, &self.hash_limits, now_ms())
+            .with_stream_nodes(&self.stream_nodes)
     }
 
     /// The password AUTH checks, if any.
     pub fn password(&self) -> Option<String> {
         self.params.read().get("requirepass").filter(|p| !p.is_empty()).cloned()
     }
+}
+
+/// The stream node size the settings give (a configuration file may set it).
+fn stream_node_limits(params: &BTreeMap<String, String>) -> NodeLimits {
+    let get = |k: &str, default: u64| {
+        params.get(k).and_then(|v| crate::config::parse_size(v)).unwrap_or(default)
+    };
+    NodeLimits::new(
+        get("stream-node-max-entries", crate::types::stream::DEFAULT_NODE_ENTRIES),
+        get("stream-node-max-bytes", crate::types::stream::DEFAULT_NODE_BYTES),
+    )
 }
 
 /// What SAVE, BGSAVE and LASTSAVE share (`commands/persistence.rs`).
@@ -223,6 +311,8 @@ pub struct BlockedOn {
     pub rx: tokio::sync::oneshot::Receiver<Outcome>,
     /// When it times out; `None`: never.
     pub deadline: Option<Instant>,
+    /// The blocked command's index in the command table (its INFO commandstats counters).
+    pub command: usize,
 }
 
 /// A blocked command being re-run because `key` was written.

@@ -12,7 +12,7 @@ const LAYERS: &[&[&str]] = &[
     &["resp", "slots"],
     &["storage"],
     &["types"],
-    &["config", "routing", "blocked"],
+    &["config", "routing", "blocked", "script"],
     &["state", "cluster"],
     &["commands"],
     &["server"],

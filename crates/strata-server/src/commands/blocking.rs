@@ -78,7 +78,8 @@ pub fn block(
     let line = req.retry.unwrap_or_else(|| args.to_vec());
     let rx = sh.blocked.register(conn.id, &req.keys, line, conn.resp3, on_timeout.buf);
     let deadline = req.timeout.and_then(|t| Instant::now().checked_add(t));
-    conn.blocked = Some(BlockedOn { rx, deadline });
+    let command = lookup(&args[0]).map_or(usize::MAX, super::index_of);
+    conn.blocked = Some(BlockedOn { rx, deadline, command });
     // A write between the handler's look and the registration served nobody: serve now.
     serve(sh, req.keys);
     Ok(())
@@ -108,11 +109,10 @@ pub fn seconds_timeout_arg(arg: &[u8]) -> Result<Option<Duration>, CmdError> {
     let secs = crate::types::number::parse_float(arg)
         .ok_or(CmdError::from("ERR timeout is not a float or out of range"))?;
     let ms = (secs * 1000.0).ceil();
-    if ms < 0.0 {
+    // Redis 7.0 converts the milliseconds to a 64-bit integer, which turns anything past
+    // its range (infinity included) into its most negative value: "negative".
+    if ms < 0.0 || !ms.is_finite() || ms >= i64::MAX as f64 {
         return Err("ERR timeout is negative".into());
-    }
-    if !ms.is_finite() || ms >= i64::MAX as f64 {
-        return Err("ERR timeout is out of range".into());
     }
     Ok((ms > 0.0).then(|| Duration::from_millis(ms as u64)))
 }
@@ -129,7 +129,7 @@ pub fn ms_timeout_arg(arg: &[u8]) -> Result<Option<Duration>, CmdError> {
 
 /// The keys a write command `args` wrote, as far as blocked clients care: its key
 /// arguments, and SORT's STORE destination.
-fn written_keys(cmd: &Command, args: &[Vec<u8>]) -> Vec<Vec<u8>> {
+pub fn written_keys(cmd: &Command, args: &[Vec<u8>]) -> Vec<Vec<u8>> {
     let mut keys: Vec<Vec<u8>> =
         cmd.keys.positions(args).into_iter().map(|i| args[i].clone()).collect();
     if matches!(cmd.name, "sort") {
@@ -141,14 +141,15 @@ fn written_keys(cmd: &Command, args: &[Vec<u8>]) -> Vec<Vec<u8>> {
 }
 
 /// After the top-level command `args` ran on `conn`: serves the clients blocked on what it
-/// wrote (for EXEC, on what its commands wrote; for FLUSHALL, every waited key).
+/// wrote (for EXEC and a script, on what their commands wrote; for FLUSHALL, every waited
+/// key).
 pub fn signal(sh: &Shared, conn: &mut Conn, cmd: &Command, args: &[Vec<u8>]) {
     let touched = std::mem::take(&mut conn.touched);
     if sh.blocked.count() == 0 || !cmd.write {
         return;
     }
     let keys = match cmd.name {
-        "exec" => touched,
+        "exec" | "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" => touched,
         "flushdb" | "flushall" => sh.blocked.waited_keys(),
         _ => written_keys(cmd, args),
     };
@@ -193,7 +194,7 @@ pub fn serve(sh: &Shared, keys: Vec<Vec<u8>>) {
                 };
                 guard.armed = false;
                 let sync = sh.store.owed_sync();
-                blocked.served(id, Outcome { reply, sync });
+                blocked.served(id, Outcome { reply, sync, served: true });
                 if let Some(cmd) = lookup(&claimed.line[0]) {
                     ready.extend(
                         written_keys(cmd, &claimed.line)
@@ -232,9 +233,19 @@ fn rerun(sh: &Shared, id: u64, key: &[u8], line: &[Vec<u8>], resp3: bool) -> Opt
     conn.resp3 = resp3;
     conn.retry = Some(crate::state::Retry { key: key.to_vec(), still_blocked: false });
     let mut out = Out { buf: Vec::new(), resp3 };
-    run_handler(sh, cmd, &mut conn, line, &mut out);
+    let started = Instant::now();
+    let ok = run_handler(sh, cmd, &mut conn, line, &mut out);
     if conn.retry.is_some_and(|r| r.still_blocked) {
         return None;
+    }
+    // Served: the blocked command's call counts now (INFO commandstats), as in Redis.
+    if let Some(c) = sh.stats.per_command.get(super::index_of(cmd)) {
+        use std::sync::atomic::Ordering::Relaxed;
+        c.calls.fetch_add(1, Relaxed);
+        c.usec.fetch_add(started.elapsed().as_micros() as u64, Relaxed);
+        if !ok {
+            c.failed.fetch_add(1, Relaxed);
+        }
     }
     Some(out.buf)
 }
@@ -258,8 +269,8 @@ mod tests {
         let err = |a: &[u8]| seconds_timeout_arg(a).unwrap_err().reply_text().into_owned();
         assert_eq!(err(b"-1"), "ERR timeout is negative");
         assert_eq!(err(b"abc"), "ERR timeout is not a float or out of range");
-        assert_eq!(err(b"inf"), "ERR timeout is out of range");
-        assert_eq!(err(b"1e300"), "ERR timeout is out of range");
+        assert_eq!(err(b"inf"), "ERR timeout is negative");
+        assert_eq!(err(b"1e300"), "ERR timeout is negative");
     }
 
     #[test]

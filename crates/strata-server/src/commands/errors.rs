@@ -2,10 +2,18 @@
 //! ([`TypeError`]) to them ([`type_error_reply`]). A handler fails with a [`CmdError`];
 //! `dispatch` writes its text. Clients and tests compare these texts byte for byte.
 
+use crate::types::stream::StreamError;
 use crate::types::TypeError;
 use std::borrow::Cow;
 
 /// `WRONGTYPE ...`
+/// The most elements SRANDMEMBER/ZRANDMEMBER draw with repeats (a negative count): Redis
+/// would build any reply until memory runs out; past this the command is refused instead.
+pub const MAX_DRAWS: u64 = 1 << 26;
+/// The refusal of a larger draw.
+pub const TOO_MANY_DRAWS: &str =
+    "ERR count is too large: at most 67108864 elements may be drawn with repeats";
+
 pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 /// `ERR syntax error`
 pub const SYNTAX: &str = "ERR syntax error";
@@ -59,6 +67,29 @@ pub fn type_error_reply(e: &TypeError) -> Cow<'static, str> {
         TypeError::Engine(e) => format!("ERR storage error: {e}").into(),
         TypeError::NotReplicated(reply) => reply.clone().into(),
         TypeError::NoSlot => "ERR this command is not supported in cluster mode".into(),
+        TypeError::Stream(e) => stream_error_reply(*e).into(),
+    }
+}
+
+/// Redis's reply text for a refused stream operation. `NoGroup`'s text names the key and
+/// group and differs by command: the stream commands reply their own.
+fn stream_error_reply(e: StreamError) -> &'static str {
+    match e {
+        StreamError::IdNotGreater => {
+            "ERR The ID specified in XADD is equal or smaller than the target stream top item"
+        }
+        StreamError::Exhausted => {
+            "ERR The stream has exhausted the last possible ID, unable to add more items"
+        }
+        StreamError::TooLarge => "ERR Elements are too large to be stored",
+        StreamError::NoGroup => "NOGROUP No such key or consumer group",
+        StreamError::GroupExists => "BUSYGROUP Consumer Group name already exists",
+        StreamError::SetIdBelowTop => {
+            "ERR The ID specified in XSETID is smaller than the target stream top item"
+        }
+        StreamError::EntriesAddedBelowLength => {
+            "ERR The entries_added specified in XSETID is smaller than the target stream length"
+        }
     }
 }
 
@@ -141,5 +172,9 @@ mod tests {
         let shown = engine.to_string();
         assert_eq!(text(TypeError::Engine(engine)), format!("ERR storage error: {shown}"));
         assert_eq!(CmdError::from(SYNTAX).reply_text(), SYNTAX);
+        assert_eq!(
+            text(TypeError::Stream(StreamError::GroupExists)),
+            "BUSYGROUP Consumer Group name already exists"
+        );
     }
 }

@@ -15,7 +15,7 @@ use crate::resp::Out;
 use crate::slots::key_slot;
 use crate::state::{Conn, Shared};
 use crate::types::keys::{self, ExpireIf, Ttl};
-use crate::types::Kind;
+use crate::types::{set, zset, Kind};
 
 /// The slots whose keys this node's keyspace-wide commands see (module doc): every slot on
 /// a standalone server.
@@ -168,25 +168,91 @@ pub fn type_(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResu
 }
 
 /// OBJECT ENCODING (the only subcommand).
+/// OBJECT ENCODING|REFCOUNT|FREQ|HELP key.
 pub fn object(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    if !is(&a[1], "encoding") {
+    if a.len() == 2 && is(&a[1], "help") {
+        let help = [
+            "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "ENCODING <key>",
+            "    Return the kind of internal representation used in order to store the value",
+            "    associated with a <key>.",
+            "FREQ <key>",
+            "    Return the access frequency index of the <key>. Needs an LFU maxmemory policy,",
+            "    which strata-server does not have.",
+            "REFCOUNT <key>",
+            "    Return the number of references of the value associated with the specified",
+            "    <key>: always 1 here (values are never shared).",
+            "HELP",
+            "    Print this help.",
+        ];
+        out.array(help.len());
+        for l in help {
+            out.simple(l);
+        }
+        return Ok(());
+    }
+    let sub = ["encoding", "refcount", "freq"].into_iter().find(|s| is(&a[1], s));
+    let Some(sub) = sub else {
         return Err(format!(
             "ERR unknown subcommand '{}'. Try OBJECT HELP.",
             String::from_utf8_lossy(&a[1])
         )
         .into());
-    }
+    };
     if a.len() != 3 {
-        return Err(arity_err("object|encoding").into());
+        return Err(arity_err(&format!("object|{sub}")).into());
     }
-    let name = keys::encoding(&sh.keyspace(), &a[2])?;
-    out.opt_bulk(name.map(str::as_bytes));
+    let ks = sh.keyspace();
+    let Some(m) = ks.meta(&a[2])? else {
+        out.null();
+        return Ok(());
+    };
+    match sub {
+        "refcount" => out.int(1),
+        "freq" => {
+            return Err("ERR An LFU maxmemory policy is not selected, access frequency not \
+                        tracked. Please note that when switching between policies at runtime \
+                        LRU and LFU data will take some time to adjust."
+                .into())
+        }
+        _ => {
+            let limit = |name: &str, default: u64| {
+                sh.params.read().get(name).and_then(|v| v.parse().ok()).unwrap_or(default)
+            };
+            // Redis 7.0's names, by its conversion rules applied to the value as it is now.
+            let name = match m.kind {
+                Kind::Set
+                    if set::intset_shaped(
+                        &ks,
+                        &a[2],
+                        &m,
+                        limit("set-max-intset-entries", 512),
+                    )? =>
+                {
+                    "intset"
+                }
+                Kind::ZSet
+                    if zset::listpack_shaped(
+                        &ks,
+                        &a[2],
+                        &m,
+                        limit("zset-max-listpack-entries", 128),
+                        limit("zset-max-listpack-value", 64),
+                    )? =>
+                {
+                    "listpack"
+                }
+                _ => keys::encoding_of(&m),
+            };
+            out.bulk(name.as_bytes());
+        }
+    }
     Ok(())
 }
 
 /// The type TYPE names `name` (any case).
 fn kind_by_name(name: &[u8]) -> Option<Kind> {
-    [Kind::String, Kind::Hash, Kind::List, Kind::Set, Kind::ZSet]
+    [Kind::String, Kind::Hash, Kind::List, Kind::Set, Kind::ZSet, Kind::Stream]
         .into_iter()
         .find(|k| is(name, k.name()))
 }

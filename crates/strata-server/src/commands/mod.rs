@@ -10,15 +10,22 @@ pub mod args;
 pub mod blocking;
 pub mod cluster;
 pub mod errors;
+pub mod functions;
 pub mod glob;
 pub mod hash;
+pub mod info;
 pub mod keys;
 pub mod list;
 pub mod multi;
 pub mod persistence;
+pub mod scripting;
 pub mod server;
 pub mod set;
 pub mod sort;
+pub mod stream;
+pub mod stream_group;
+pub mod stream_info;
+pub mod stream_read;
 pub mod strings;
 pub mod zset;
 pub mod zset_algebra;
@@ -27,6 +34,7 @@ pub mod zset_range;
 use crate::resp::Out;
 use crate::state::{Conn, Shared};
 use errors::{arity_err, unknown_err, CmdError, NOAUTH};
+use std::sync::atomic::Ordering;
 
 /// Result of a handler.
 pub type CmdResult = Result<(), CmdError>;
@@ -75,15 +83,20 @@ pub struct KeySpec {
     /// `numkeys`). Redis cannot express these in (first, last, step), so COMMAND INFO
     /// reports 0, 0, 0 and the `movablekeys` flag, as it does for them.
     pub counted_by: i32,
+    /// When not 0: the keys follow the first `STREAMS` argument at or after this index, and
+    /// are the first half of the arguments after it (XREAD's `STREAMS key... id...`);
+    /// reported as `counted_by` ones are.
+    pub streams_from: i32,
 }
 
 impl KeySpec {
     /// No keys.
-    pub const NONE: KeySpec = KeySpec { first: 0, last: 0, step: 0, counted_by: 0 };
+    pub const NONE: KeySpec =
+        KeySpec { first: 0, last: 0, step: 0, counted_by: 0, streams_from: 0 };
 
     /// Keys from `first` to `last` (negative: from the end), `step` apart.
     pub const fn range(first: i32, last: i32, step: i32) -> KeySpec {
-        KeySpec { first, last, step, counted_by: 0 }
+        KeySpec { first, last, step, counted_by: 0, streams_from: 0 }
     }
 
     /// One key, at `i`.
@@ -98,17 +111,27 @@ impl KeySpec {
 
     /// Keys counted by the argument at `n`: as many as it says, right after it.
     pub const fn counted(n: i32) -> KeySpec {
-        KeySpec { first: 0, last: 0, step: 0, counted_by: n }
+        KeySpec { first: 0, last: 0, step: 0, counted_by: n, streams_from: 0 }
+    }
+
+    /// Keys after `STREAMS`, searched from argument `from` on (XREAD, XREADGROUP).
+    pub const fn streams(from: i32) -> KeySpec {
+        KeySpec { first: 0, last: 0, step: 0, counted_by: 0, streams_from: from }
+    }
+
+    /// Whether the keys' positions depend on other arguments (Redis's `movablekeys`).
+    pub fn movable(&self) -> bool {
+        self.counted_by != 0 || self.streams_from != 0
     }
 
     /// Whether a command line may name more than one key.
     pub fn may_be_several(&self) -> bool {
-        self.counted_by != 0 || (self.first != 0 && self.last != self.first)
+        self.movable() || (self.first != 0 && self.last != self.first)
     }
 
     /// Whether the command takes keys at all.
     pub fn has_keys(&self) -> bool {
-        self.first != 0 || self.counted_by != 0
+        self.first != 0 || self.movable()
     }
 
     /// The indexes of the keys in `args` (the command name at 0), as COMMAND GETKEYS gives
@@ -126,6 +149,17 @@ impl KeySpec {
                     (at + 1..=at + n as usize).collect()
                 }
                 _ => Vec::new(),
+            };
+        }
+        if self.streams_from != 0 {
+            let from = self.streams_from as usize;
+            let at = args.iter().skip(from).position(|a| a.eq_ignore_ascii_case(b"streams"));
+            return match at {
+                Some(i) => {
+                    let first = from + i + 1;
+                    (first..first + (args.len() - first) / 2).collect()
+                }
+                None => Vec::new(),
             };
         }
         let last = match (self.first, self.last) {
@@ -283,9 +317,26 @@ pub static COMMANDS: &[Command] = &[
     cmd!("zpopmin", -2, true, KeySpec::one(1), zset::zpopmin),
     cmd!("zpopmax", -2, true, KeySpec::one(1), zset::zpopmax),
     cmd!("zmpop", -4, true, KeySpec::counted(1), zset::zmpop),
+    cmd!("zrandmember", -2, false, KeySpec::one(1), zset::zrandmember),
     cmd!("bzpopmin", -3, true, KeySpec::range(1, -2, 1), zset::bzpopmin),
     cmd!("bzpopmax", -3, true, KeySpec::range(1, -2, 1), zset::bzpopmax),
     cmd!("bzmpop", -5, true, KeySpec::counted(2), zset::bzmpop),
+    // streams
+    cmd!("xadd", -5, true, KeySpec::one(1), stream::xadd),
+    cmd!("xlen", 2, false, KeySpec::one(1), stream::xlen),
+    cmd!("xrange", -4, false, KeySpec::one(1), stream::xrange),
+    cmd!("xrevrange", -4, false, KeySpec::one(1), stream::xrevrange),
+    cmd!("xdel", -3, true, KeySpec::one(1), stream::xdel),
+    cmd!("xtrim", -4, true, KeySpec::one(1), stream::xtrim),
+    cmd!("xsetid", -3, true, KeySpec::one(1), stream::xsetid),
+    cmd!("xread", -4, false, KeySpec::streams(1), stream_read::xread),
+    cmd!("xreadgroup", -7, true, KeySpec::streams(4), stream_read::xreadgroup),
+    cmd!("xgroup", -2, true, KeySpec::one(2), stream_group::xgroup),
+    cmd!("xack", -4, true, KeySpec::one(1), stream_group::xack),
+    cmd!("xpending", -3, false, KeySpec::one(1), stream_group::xpending),
+    cmd!("xclaim", -6, true, KeySpec::one(1), stream_group::xclaim),
+    cmd!("xautoclaim", -6, true, KeySpec::one(1), stream_group::xautoclaim),
+    cmd!("xinfo", -2, false, KeySpec::one(2), stream_info::xinfo),
     // connection and server
     cmd!("ping", -1, false, KeySpec::NONE, server::ping),
     cmd!("echo", 2, false, KeySpec::NONE, server::echo),
@@ -295,15 +346,23 @@ pub static COMMANDS: &[Command] = &[
     cmd!("hello", -1, false, KeySpec::NONE, server::hello),
     cmd!("command", -1, false, KeySpec::NONE, server::command),
     cmd!("client", -2, false, KeySpec::NONE, server::client),
-    cmd!("info", -1, false, KeySpec::NONE, server::info),
+    cmd!("info", -1, false, KeySpec::NONE, info::info),
     cmd!("config", -2, false, KeySpec::NONE, server::config),
     cmd!("time", 1, false, KeySpec::NONE, server::time),
-    cmd!("function", -2, true, KeySpec::NONE, server::function),
+    cmd!("function", -2, true, KeySpec::NONE, functions::function),
     // persistence
     cmd!("save", 1, false, KeySpec::NONE, persistence::save),
     cmd!("bgsave", -1, false, KeySpec::NONE, persistence::bgsave),
     cmd!("lastsave", 1, false, KeySpec::NONE, persistence::lastsave),
     cmd!("shutdown", -1, false, KeySpec::NONE, persistence::shutdown),
+    // scripting (all four take every key-lock stripe: flagged as writes)
+    cmd!("eval", -3, true, KeySpec::counted(2), scripting::eval),
+    cmd!("evalsha", -3, true, KeySpec::counted(2), scripting::evalsha),
+    cmd!("eval_ro", -3, true, KeySpec::counted(2), scripting::eval_ro),
+    cmd!("evalsha_ro", -3, true, KeySpec::counted(2), scripting::evalsha_ro),
+    cmd!("script", -2, false, KeySpec::NONE, scripting::script),
+    cmd!("fcall", -3, true, KeySpec::counted(2), functions::fcall),
+    cmd!("fcall_ro", -3, true, KeySpec::counted(2), functions::fcall_ro),
     // transactions
     cmd!("multi", 1, false, KeySpec::NONE, multi::multi),
     cmd!("exec", 1, true, KeySpec::NONE, multi::exec),
@@ -323,55 +382,90 @@ pub fn lookup(name: &[u8]) -> Option<&'static Command> {
         .find(|c| c.name.len() == name.len() && c.name.as_bytes().eq_ignore_ascii_case(name))
 }
 
+/// The index of `cmd` in [`COMMANDS`] (its INFO commandstats counters).
+pub fn index_of(cmd: &Command) -> usize {
+    (cmd as *const Command as usize - COMMANDS.as_ptr() as usize) / std::mem::size_of::<Command>()
+}
+
+/// Refuses a command before it runs: the error reply, counted (INFO's error and command
+/// statistics), and inside MULTI the transaction doomed.
+fn reject(sh: &Shared, conn: &mut Conn, cmd: Option<&Command>, reply: &str, out: &mut Out) {
+    out.error(reply);
+    sh.stats.errors.fetch_add(1, Ordering::Relaxed);
+    sh.stats.count_error(reply);
+    if let Some(c) = cmd.and_then(|c| sh.stats.per_command.get(index_of(c))) {
+        c.rejected.fetch_add(1, Ordering::Relaxed);
+    }
+    multi::doom(conn);
+}
+
 /// Runs one command: lookup, auth and arity checks, then its handler; inside MULTI, the
 /// checks and then queuing (a refusal dooms the transaction: `multi`).
 pub fn dispatch(sh: &Shared, conn: &mut Conn, args: &[Vec<u8>], out: &mut Out) {
     let Some(cmd) = lookup(&args[0]) else {
-        if !conn.authed {
-            out.error(NOAUTH);
-        } else {
-            out.error(&unknown_err(args));
-        }
-        multi::doom(conn);
+        let reply = if conn.authed { unknown_err(args) } else { NOAUTH.to_string() };
+        reject(sh, conn, None, &reply, out);
         return;
     };
     if !conn.authed && !matches!(cmd.name, "auth" | "hello" | "quit") {
-        out.error(NOAUTH);
-        multi::doom(conn);
+        reject(sh, conn, Some(cmd), NOAUTH, out);
         return;
     }
     if !cmd.arity_fits(args.len()) {
-        out.error(&arity_err(cmd.name));
-        multi::doom(conn);
+        reject(sh, conn, Some(cmd), &arity_err(cmd.name), out);
         return;
     }
     if let Some(refusal) = cluster::refusal(sh, conn, cmd, args) {
-        out.error(&refusal);
-        multi::doom(conn);
+        reject(sh, conn, Some(cmd), &refusal, out);
+        return;
+    }
+    if !conn.in_exec && scripting::busy_refusal(sh, cmd, args) {
+        let reply = if sh.scripts.running_function() {
+            "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
+        } else {
+            "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+        };
+        if cmd.name == "exec" && conn.multi.take().is_some() {
+            // Redis ends the transaction: nothing of it runs.
+            conn.watched.clear();
+            let reply = format!("EXECABORT Transaction discarded because of: {reply}");
+            reject(sh, conn, Some(cmd), &reply, out);
+            return;
+        }
+        reject(sh, conn, Some(cmd), reply, out);
         return;
     }
     if conn.multi.is_some() && multi::refused_inside_multi(cmd.name) {
-        out.error("ERR Command not allowed inside a transaction");
-        multi::doom(conn);
+        reject(sh, conn, Some(cmd), "ERR Command not allowed inside a transaction", out);
         return;
     }
     if conn.multi.is_some() && !multi::runs_inside_multi(cmd.name) {
         multi::queue(conn, args, out);
         return;
     }
-    sh.stats.commands.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    sh.stats.commands.fetch_add(1, Ordering::Relaxed);
     // A reader of several keys (MGET, SINTER, EXISTS a b...) holds their stripes, so that
     // it reads all of them before or after any one write (a command, an EXEC) that spans
     // them, never between; a reader of one key needs no lock (every write is one batch).
-    let _readers_lock = (!cmd.write && cmd.keys.may_be_several())
+    let readers_lock = (!cmd.write && cmd.keys.may_be_several())
         .then(|| {
             let keys: Vec<&[u8]> =
                 cmd.keys.positions(args).into_iter().map(|i| args[i].as_slice()).collect();
             (keys.len() > 1).then(|| sh.store.locks.lock(&keys))
         })
         .flatten();
-    run_handler(sh, cmd, conn, args, out);
-    drop(_readers_lock);
+    let started = std::time::Instant::now();
+    let ok = run_handler(sh, cmd, conn, args, out);
+    // A command that blocked counts when it is served or times out (`blocking`).
+    let blocked = conn.blocked.is_some();
+    if let Some(c) = sh.stats.per_command.get(index_of(cmd)).filter(|_| !blocked) {
+        c.calls.fetch_add(1, Ordering::Relaxed);
+        c.usec.fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+        if !ok {
+            c.failed.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    drop(readers_lock);
     // Clients blocked on what it wrote are served now, in its context (`blocking`); inside
     // EXEC only noted, for after EXEC.
     if conn.in_exec {
@@ -381,13 +475,37 @@ pub fn dispatch(sh: &Shared, conn: &mut Conn, args: &[Vec<u8>], out: &mut Out) {
     }
 }
 
-/// Runs `cmd`'s handler; a failure is replied with its error text.
-pub fn run_handler(sh: &Shared, cmd: &Command, conn: &mut Conn, args: &[Vec<u8>], out: &mut Out) {
-    if let Err(e) = (cmd.handler)(sh, conn, args, out) {
-        sh.stats.errors.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        out.error(&e.reply_text());
+/// Runs `cmd`'s handler; a failure is replied with its error text (and false returned).
+pub fn run_handler(
+    sh: &Shared,
+    cmd: &Command,
+    conn: &mut Conn,
+    args: &[Vec<u8>],
+    out: &mut Out,
+) -> bool {
+    let Err(e) = (cmd.handler)(sh, conn, args, out) else { return true };
+    {
+        let reply = e.reply_text();
+        sh.stats.errors.fetch_add(1, Ordering::Relaxed);
+        sh.stats.count_error(&reply);
+        out.error(&reply);
         // A handler that failed between noting a metadata write and writing its batch: the
         // noted entries were never written, so none may be cached (`meta_cache` contract).
         sh.store.meta_cache.invalidate_noted(false);
+    }
+    false
+}
+
+#[cfg(test)]
+mod table_tests {
+    use super::*;
+
+    #[test]
+    fn the_table_fits_the_command_counters_and_indexes_back() {
+        assert!(COMMANDS.len() <= crate::state::MAX_COMMANDS);
+        for (i, c) in COMMANDS.iter().enumerate() {
+            assert_eq!(index_of(c), i);
+            assert!(std::ptr::eq(lookup(c.name.as_bytes()).unwrap(), c), "{} listed twice", c.name);
+        }
     }
 }

@@ -85,7 +85,9 @@ pub fn shutdown(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], _: &mut Out) -> CmdRes
     if abort {
         return Err("ERR No shutdown in progress.".into());
     }
-    // No reply: the connection closes, and the server stops (`lib.rs`).
+    // No reply: the connection closes, and the server stops (`lib.rs`); a script running
+    // stops too (what it wrote so far is written, as when it fails).
+    sh.scripts.stop_for_shutdown();
     sh.shutdown.notify_one();
     c.close = true;
     Ok(())

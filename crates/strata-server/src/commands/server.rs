@@ -7,14 +7,10 @@ use super::{glob, CmdResult, COMMANDS};
 use crate::resp::Out;
 use crate::state::{Conn, Shared};
 use crate::storage::SyncPolicy;
-use crate::types::keys;
 use crate::types::number::parse_int_strict;
-use std::fmt::Write as _;
-use std::sync::atomic::Ordering;
-use strata::ColumnFamily;
 
 /// The Redis version reported to clients (they gate features on it).
-pub const REDIS_VERSION: &str = "7.2.0";
+pub use crate::config::REDIS_VERSION;
 
 pub fn ping(_: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     match a.len() {
@@ -136,7 +132,7 @@ fn command_info(out: &mut Out, c: &super::Command) {
     out.array(10);
     out.bulk(c.name.as_bytes());
     out.int(i64::from(c.arity));
-    let movable = c.keys.counted_by != 0;
+    let movable = c.keys.movable();
     out.set(1 + usize::from(movable));
     out.simple(if c.write { "write" } else { "readonly" });
     if movable {
@@ -168,7 +164,7 @@ fn command_getkeys(line: &[Vec<u8>], out: &mut Out) -> CmdResult {
         return Err("ERR The command has no key arguments".into());
     }
     let keys = c.keys.positions(line);
-    if keys.is_empty() && c.keys.counted_by != 0 {
+    if keys.is_empty() && c.keys.movable() {
         return Err("ERR Invalid arguments specified for command".into());
     }
     out.array(keys.len());
@@ -306,154 +302,6 @@ pub fn client(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
     Ok(())
 }
 
-/// The process's resident set in bytes (`/proc/self/statm`; 0 where there is none).
-fn resident_bytes() -> u64 {
-    let pages = std::fs::read_to_string("/proc/self/statm")
-        .ok()
-        .and_then(|t| t.split_whitespace().nth(1)?.parse::<u64>().ok())
-        .unwrap_or(0);
-    // SAFETY: sysconf only reads a system constant.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    pages * u64::try_from(page).unwrap_or(0)
-}
-
-/// An engine property of one column family (0 when unknown).
-fn prop_cf(sh: &Shared, cf: &ColumnFamily, name: &str) -> u64 {
-    sh.store.db.property_int_value_cf(cf, name).ok().flatten().unwrap_or(0)
-}
-
-/// An engine property summed over the store's column families.
-fn prop(sh: &Shared, name: &str) -> u64 {
-    let st = &sh.store;
-    [&st.meta_cf, &st.sub_cf, &st.score_cf].iter().map(|cf| prop_cf(sh, cf, name)).sum()
-}
-
-/// The INFO text of the sections `want` (empty = all).
-pub fn info_text(sh: &Shared, want: &[String]) -> Result<String, CmdError> {
-    let all =
-        want.is_empty() || want.iter().any(|w| w == "all" || w == "everything" || w == "default");
-    let on = |s: &str| all || want.iter().any(|w| w == s);
-    let mut t = String::new();
-    if on("server") {
-        let _ = write!(
-            t,
-            "# Server\r\nredis_version:{REDIS_VERSION}\r\nstrata_server_version:{}\r\nredis_mode:{}\r\nos:{}\r\narch_bits:64\r\nmultiplexing_api:tokio\r\nprocess_id:{}\r\ntcp_port:{}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\nexecutable:strata-server\r\n\r\n",
-            env!("CARGO_PKG_VERSION"),
-            if sh.router.is_some() { "cluster" } else { "standalone" },
-            std::env::consts::OS,
-            std::process::id(),
-            sh.port,
-            sh.started.elapsed().as_secs(),
-            sh.started.elapsed().as_secs() / 86400
-        );
-    }
-    if on("clients") {
-        let _ = write!(
-            t,
-            "# Clients\r\nconnected_clients:{}\r\nblocked_clients:{}\r\nmaxclients:10000\r\n\r\n",
-            sh.stats.connected.load(Ordering::Relaxed),
-            sh.blocked.count()
-        );
-    }
-    if on("memory") {
-        // The engine's memtables and block cache, and the metadata cache in front of them.
-        let mem = prop(sh, "strata.size-all-mem-tables")
-            // One block cache serves every column family: counted once.
-            + prop_cf(sh, &sh.store.meta_cf, "strata.block-cache-usage")
-            + sh.store.meta_cache.stats().1 as u64;
-        let rss = resident_bytes();
-        let allocator = if cfg!(feature = "mimalloc") { "mimalloc" } else { "libc" };
-        let _ = write!(t, "# Memory\r\nused_memory:{mem}\r\nused_memory_human:{:.2}M\r\nused_memory_rss:{rss}\r\nmaxmemory:0\r\nmaxmemory_policy:noeviction\r\nmem_allocator:{allocator}\r\n\r\n", mem as f64 / 1048576.0);
-    }
-    if on("persistence") {
-        let _ = write!(
-            t,
-            "# Persistence\r\nloading:0\r\naof_enabled:1\r\naof_rewrite_in_progress:0\r\nrdb_bgsave_in_progress:{}\r\nrdb_changes_since_last_save:0\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:{}\r\nappendfsync:{}\r\nstrata_sst_bytes:{}\r\n\r\n",
-            u8::from(sh.persistence.saving.load(Ordering::Acquire)),
-            sh.persistence.last_save.load(Ordering::Acquire),
-            if sh.persistence.last_bgsave_ok.load(Ordering::Acquire) { "ok" } else { "err" },
-            sh.store.sync_policy().name(),
-            prop(sh, "strata.total-sst-files-size")
-        );
-    }
-    if on("stats") {
-        let s = &sh.stats;
-        let _ = write!(
-            t,
-            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ntotal_error_replies:{}\r\nexpired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:0\r\nkeyspace_misses:0\r\ntotal_protocol_errors:{}\r\n\r\n",
-            s.connections.load(Ordering::Relaxed),
-            s.commands.load(Ordering::Relaxed),
-            s.errors.load(Ordering::Relaxed),
-            s.expired_keys.load(Ordering::Relaxed),
-            s.protocol_errors.load(Ordering::Relaxed)
-        );
-    }
-    if on("replication") {
-        match sh.router.as_ref().and_then(|r| r.replication_info()) {
-            Some(lines) => {
-                t.push_str("# Replication\r\n");
-                for (field, value) in lines {
-                    let _ = write!(t, "{field}:{value}\r\n");
-                }
-                t.push_str("\r\n");
-            }
-            None => t.push_str("# Replication\r\nrole:master\r\nconnected_slaves:0\r\n\r\n"),
-        }
-    }
-    if on("cluster") {
-        let _ = write!(t, "# Cluster\r\ncluster_enabled:{}\r\n", u8::from(sh.router.is_some()));
-        for (field, value) in sh.router.as_ref().map(|r| r.info()).unwrap_or_default() {
-            let _ = write!(t, "{field}:{value}\r\n");
-        }
-        t.push_str("\r\n");
-    }
-    if on("keyspace") {
-        let (keys, expires) = keys::stats(&sh.keyspace())?;
-        t.push_str("# Keyspace\r\n");
-        if keys > 0 {
-            let _ = write!(t, "db0:keys={keys},expires={expires},avg_ttl=0\r\n");
-        }
-        t.push_str("\r\n");
-    }
-    if on("strata") {
-        t.push_str("# Strata\r\n");
-        let steps = sh.store.scan_steps.load(std::sync::atomic::Ordering::Relaxed);
-        let _ = write!(t, "strata_scan_steps:{steps}\r\n");
-        let (n, bytes, hits, misses) = sh.store.meta_cache.stats();
-        let _ = write!(
-            t,
-            "strata_meta_cache:entries={n},bytes={bytes},hits={hits},misses={misses}\r\n"
-        );
-        // The DB-wide section (WAL, writes, stalls) comes with the `default` family's stats.
-        let db_wide = sh.store.db.property_value("strata.stats").ok().flatten().unwrap_or_default();
-        let _ = write!(t, "strata_db_stats:{}\r\n", fold_lines(&db_wide));
-        for (name, cf) in [
-            ("metadata", &sh.store.meta_cf),
-            ("subkey", &sh.store.sub_cf),
-            ("zscore", &sh.store.score_cf),
-        ] {
-            let stats = sh
-                .store
-                .db
-                .property_value_cf(&**cf, "strata.stats")
-                .ok()
-                .flatten()
-                .unwrap_or_default();
-            let _ = write!(t, "strata_cf_{name}_stats:{}\r\n", fold_lines(&stats));
-        }
-        t.push_str("\r\n");
-    }
-    Ok(t)
-}
-
-pub fn info(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let want: Vec<String> =
-        a[1..].iter().map(|s| String::from_utf8_lossy(s).to_ascii_lowercase()).collect();
-    let t = info_text(sh, &want)?;
-    out.verbatim(&t);
-    Ok(())
-}
-
 pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let sub = &a[1];
     if is(sub, "get") {
@@ -484,8 +332,13 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
                 format!("ERR CONFIG SET failed (possibly related to argument '{k}') - {why}")
             };
             match k.as_str() {
-                "maxmemory" | "proto-max-bulk-len" if crate::config::parse_size(&v).is_none() => {
+                "maxmemory" | "proto-max-bulk-len" | "stream-node-max-bytes"
+                    if crate::config::parse_size(&v).is_none() =>
+                {
                     return Err(failed("argument must be a memory value").into());
+                }
+                "stream-node-max-entries" if v.parse::<u64>().is_err() => {
+                    return Err(failed("argument couldn't be parsed into an integer").into());
                 }
                 "maxclients"
                 | "timeout"
@@ -499,6 +352,8 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
                 | "zset-max-listpack-value"
                 | "zset-max-ziplist-entries"
                 | "zset-max-ziplist-value"
+                | "lua-time-limit"
+                | "busy-reply-threshold"
                     if v.parse::<i64>().is_err() =>
                 {
                     return Err(failed("argument couldn't be parsed into an integer").into());
@@ -544,10 +399,32 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
                     params.insert("hash-max-ziplist-value".into(), v.clone());
                 }
             }
+            if k == "stream-node-max-entries" {
+                sh.stream_nodes.set_entries(v.parse().unwrap_or(0));
+            }
+            if k == "stream-node-max-bytes" {
+                sh.stream_nodes.set_bytes(crate::config::parse_size(&v).unwrap_or(0));
+            }
+            // Redis 7.0's names and their older aliases report one value.
+            for (name, alias) in [
+                ("zset-max-listpack-entries", "zset-max-ziplist-entries"),
+                ("zset-max-listpack-value", "zset-max-ziplist-value"),
+                ("list-max-listpack-size", "list-max-ziplist-size"),
+                ("busy-reply-threshold", "lua-time-limit"),
+            ] {
+                if k == name {
+                    params.insert(alias.into(), v.clone());
+                } else if k == alias {
+                    params.insert(name.into(), v.clone());
+                }
+            }
             params.insert(k, v);
         }
         out.ok();
-    } else if is(sub, "resetstat") || is(sub, "rewrite") {
+    } else if is(sub, "resetstat") {
+        sh.stats.reset();
+        out.ok();
+    } else if is(sub, "rewrite") {
         out.ok();
     } else {
         return Err(format!(
@@ -564,55 +441,5 @@ pub fn time(_: &Shared, _: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdResult
     out.array(2);
     out.bulk(d.as_secs().to_string().as_bytes());
     out.bulk(d.subsec_micros().to_string().as_bytes());
-    Ok(())
-}
-
-/// The engine's multi-line stats text as one INFO field: lines folded with " | ".
-fn fold_lines(text: &str) -> String {
-    text.lines().map(str::trim_end).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" | ")
-}
-
-/// FUNCTION: this server runs no Lua functions yet, so its library set is always empty.
-/// FLUSH empties it (nothing to do), LIST lists it (empty), DELETE finds no library, KILL no
-/// running function, STATS no engine; LOAD, RESTORE and DUMP say scripting is not there.
-pub fn function(_: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let sub = String::from_utf8_lossy(&a[1]).to_ascii_lowercase();
-    let wrong = || format!("ERR wrong number of arguments for 'function|{sub}' command");
-    match sub.as_str() {
-        "flush" => {
-            if a.len() > 3 {
-                return Err(wrong().into());
-            }
-            if a.len() == 3 && !is(&a[2], "sync") && !is(&a[2], "async") {
-                return Err("ERR FUNCTION FLUSH only supports SYNC|ASYNC option".into());
-            }
-            out.ok();
-        }
-        "list" => out.array(0),
-        "delete" => {
-            if a.len() != 3 {
-                return Err(wrong().into());
-            }
-            return Err("ERR Library not found".into());
-        }
-        "kill" => return Err("NOTBUSY No scripts in execution right now.".into()),
-        "stats" => {
-            out.map(2);
-            out.bulk(b"running_script");
-            out.null();
-            out.bulk(b"engines");
-            out.map(0);
-        }
-        "load" | "restore" | "dump" => {
-            return Err("ERR this server does not run Lua functions yet (no scripting)".into())
-        }
-        _ => {
-            return Err(format!(
-                "ERR unknown subcommand '{}'. Try FUNCTION HELP.",
-                String::from_utf8_lossy(&a[1])
-            )
-            .into())
-        }
-    }
     Ok(())
 }

@@ -65,6 +65,9 @@ pub fn srandmember(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> C
                 .into(),
         );
     }
+    if n < 0 && n.unsigned_abs() > super::errors::MAX_DRAWS {
+        return Err(super::errors::TOO_MANY_DRAWS.into());
+    }
     let picks = set::random_members(&sh.keyspace(), &a[1], n.unsigned_abs() as usize, n >= 0)?;
     let picks = picks.unwrap_or_default();
     out.array(picks.len());

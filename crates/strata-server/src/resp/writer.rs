@@ -178,11 +178,20 @@ pub fn format_double(v: f64) -> String {
     if v.is_nan() {
         return "nan".into();
     }
+    format_g(v, 17)
+}
+
+/// C's `printf("%.<precision>g", v)` for a finite `v` (precision 1 to 17): `precision`
+/// significant digits, trailing zeros dropped, in exponent form when the exponent is below
+/// -4 or not below the precision.
+pub fn format_g(v: f64, precision: usize) -> String {
+    use std::fmt::Write as _;
     if v == 0.0 {
         return if v.is_sign_negative() { "-0".into() } else { "0".into() };
     }
-    // 17 significant digits, rounded as printf rounds: d.dddddddddddddddde<exp>.
-    let sci = format!("{v:.16e}");
+    let p = precision.clamp(1, 17);
+    // `p` significant digits, rounded as printf rounds: d.ddde<exp>.
+    let sci = format!("{v:.*e}", p - 1);
     let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
     let (neg, digits) = match mantissa.strip_prefix('-') {
@@ -194,16 +203,14 @@ pub fn format_double(v: f64) -> String {
     if neg {
         out.push('-');
     }
-    if !(-4..17).contains(&exp) {
+    if exp < -4 || exp >= p as i32 {
         let trimmed = digits.trim_end_matches('0');
         out.push_str(&trimmed[..1]);
         if trimmed.len() > 1 {
             out.push('.');
             out.push_str(&trimmed[1..]);
         }
-        out.push('e');
-        out.push(if exp < 0 { '-' } else { '+' });
-        out.push_str(&format!("{:02}", exp.unsigned_abs()));
+        let _ = write!(out, "e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.unsigned_abs());
         return out;
     }
     if exp < 0 {
@@ -285,7 +292,8 @@ mod tests {
             (1e300, "1.0000000000000001e+300"),
             (f64::MAX, "1.7976931348623157e+308"),
             (5e-324, "4.9406564584124654e-324"),
-            (3.14159, "3.1415899999999999"),
+            (2.5e-3, "0.0025000000000000001"),
+            (0.3, "0.29999999999999999"),
         ] {
             assert_eq!(format_double(v), want, "{v:e}");
         }

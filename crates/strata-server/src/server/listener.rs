@@ -124,7 +124,7 @@ async fn wait_blocked(
     sock: &mut TcpStream,
     buf: &mut Vec<u8>,
 ) -> Option<Outcome> {
-    let BlockedOn { mut rx, deadline } = on;
+    let BlockedOn { mut rx, deadline, .. } = on;
     let mut timed_out = false;
     let mut gone = false;
     let far = tokio::time::Instant::now() + std::time::Duration::from_secs(86_400 * 365);
@@ -134,7 +134,7 @@ async fn wait_blocked(
             outcome = &mut rx => {
                 // The registry ends every waiter through its channel; a dropped one is a
                 // timeout all the same.
-                let outcome = outcome.unwrap_or(Outcome { reply: b"*-1\r\n".to_vec(), sync: None });
+                let outcome = outcome.unwrap_or(Outcome { reply: b"*-1\r\n".to_vec(), sync: None, served: false });
                 return (!gone).then_some(outcome);
             }
             () = tokio::time::sleep_until(until), if deadline.is_some() && !timed_out => {
@@ -222,9 +222,16 @@ async fn handle(sh: Arc<Shared>, mut sock: TcpStream, addr: String) {
                 }
                 out.buf.clear();
             }
+            let command = on.command;
             let Some(outcome) = wait_blocked(&sh, id, on, &mut sock, &mut buf).await else {
                 break 'conn;
             };
+            if !outcome.served {
+                // Timed out or unblocked: the command's call counts now.
+                if let Some(c) = sh.stats.per_command.get(command) {
+                    c.calls.fetch_add(1, Ordering::Relaxed);
+                }
+            }
             if let Some(need) = outcome.sync {
                 if sh.store.syncs.wait(need).await.is_err() {
                     conn.close = true;

@@ -114,10 +114,22 @@ impl LockTable {
     /// (EXEC holds its commands' stripes while each command locks its own): the guards
     /// returned hold only the others.
     pub fn lock<'a, K: AsRef<[u8]>>(&'a self, keys: &[K]) -> Guards<'a> {
-        let table = self.id();
         let mut idx: Vec<usize> = keys.iter().map(|k| self.stripe(k.as_ref())).collect();
         idx.sort_unstable();
         idx.dedup();
+        self.lock_stripes(idx)
+    }
+
+    /// Locks every stripe (a script: no other writer, nor reader of several keys, runs
+    /// until the guards drop), as [`LockTable::lock`] does: in ascending order, then waiting
+    /// for the marks. A thread that holds some stripes already must not call it (it would
+    /// take the others out of order).
+    pub fn lock_all(&self) -> Guards<'_> {
+        self.lock_stripes((0..STRIPES).collect())
+    }
+
+    fn lock_stripes(&self, mut idx: Vec<usize>) -> Guards<'_> {
+        let table = self.id();
         HELD.with(|h| {
             let h = h.borrow();
             if !h.is_empty() {

@@ -207,6 +207,8 @@ pub struct Store {
     pub sub_cf: Arc<ColumnFamily>,
     /// `zscore` family.
     pub score_cf: Arc<ColumnFamily>,
+    /// `server` family: the store's own records (the layout marker, FUNCTION libraries).
+    pub server_cf: Arc<ColumnFamily>,
     /// Per-key write locks.
     pub locks: locks::LockTable,
     sync: AtomicU8,
@@ -262,12 +264,14 @@ impl Store {
         let meta_cf = handle(CF_METADATA)?;
         let sub_cf = handle(CF_SUBKEY)?;
         let score_cf = handle(CF_ZSCORE)?;
-        check_layout(&db, dir, &meta_cf, &*handle(CF_SERVER)?)?;
+        let server_cf = handle(CF_SERVER)?;
+        check_layout(&db, dir, &meta_cf, &server_cf)?;
         let store = Arc::new(Store {
             db: Arc::new(db),
             meta_cf,
             sub_cf,
             score_cf,
+            server_cf,
             locks: locks::LockTable::default(),
             sync: AtomicU8::new(policy as u8),
             last_version: AtomicU64::new(0),
@@ -280,6 +284,39 @@ impl Store {
         });
         let _ = slot.set(Arc::downgrade(&store));
         Ok(store)
+    }
+
+    /// The records of the `server` family whose keys start with `prefix`, in key order.
+    pub fn server_records(&self, prefix: &[u8]) -> strata::Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let mut it = self.db.raw_iterator_cf(&*self.server_cf);
+        it.seek(prefix);
+        let mut out = Vec::new();
+        while let (Some(k), Some(v)) = (it.key(), it.value()) {
+            if !k.starts_with(prefix) {
+                break;
+            }
+            out.push((k.to_vec(), v.to_vec()));
+            it.next();
+        }
+        it.status()?;
+        Ok(out)
+    }
+
+    /// Writes (`Some`) or deletes (`None`) records of the `server` family in one synced
+    /// batch: the store's own state, which outlives a crash once this returns.
+    pub fn write_server_records(
+        &self,
+        records: &[(Vec<u8>, Option<Vec<u8>>)],
+    ) -> strata::Result<()> {
+        let mut b = WriteBatch::new();
+        for (k, v) in records {
+            match v {
+                Some(v) => b.put_cf(&*self.server_cf, k, v),
+                None => b.delete_cf(&*self.server_cf, k),
+            }
+        }
+        let wo = WriteOptions { sync: true, ..WriteOptions::default() };
+        self.db.write_opt(b, &wo)
     }
 
     /// The current `appendfsync` policy.

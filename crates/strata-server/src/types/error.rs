@@ -37,6 +37,8 @@ pub enum TypeError {
     NotReplicated(String),
     /// In cluster mode, a write whose keys name no slot (FLUSHALL): no group can commit it.
     NoSlot,
+    /// A stream operation refused (`super::stream::StreamError`).
+    Stream(super::stream::StreamError),
 }
 
 impl fmt::Display for TypeError {
@@ -59,6 +61,7 @@ impl fmt::Display for TypeError {
             TypeError::Engine(e) => write!(f, "storage error: {e}"),
             TypeError::NotReplicated(reply) => write!(f, "not replicated: {reply}"),
             TypeError::NoSlot => f.write_str("a write that names no slot cannot be replicated"),
+            TypeError::Stream(e) => write!(f, "stream: {e}"),
         }
     }
 }

@@ -119,10 +119,11 @@ pub fn kind(ks: &Keyspace, key: &[u8]) -> Result<Option<Kind>> {
     Ok(ks.meta(key)?.map(|m| m.kind))
 }
 
-/// OBJECT ENCODING: Redis's name for the encoding of `key`'s value (a compact hash is
-/// `listpack`, a hash of sub-keys `hashtable`).
-pub fn encoding(ks: &Keyspace, key: &[u8]) -> Result<Option<&'static str>> {
-    Ok(ks.meta(key)?.map(|m| match m.kind {
+/// OBJECT ENCODING: Redis's name for the encoding of a value from its metadata record (a
+/// compact hash is `listpack`, a hash of sub-keys `hashtable`); sets and sorted sets that
+/// Redis would keep compact are named by `set::intset_shaped` and `zset::listpack_shaped`.
+pub fn encoding_of(m: &Meta) -> &'static str {
+    match m.kind {
         Kind::String if parse_int_strict(&m.value).is_some() => "int",
         Kind::String if m.value.len() <= 44 => "embstr",
         Kind::String => "raw",
@@ -130,7 +131,8 @@ pub fn encoding(ks: &Keyspace, key: &[u8]) -> Result<Option<&'static str>> {
         Kind::Hash | Kind::Set => "hashtable",
         Kind::List => "quicklist",
         Kind::ZSet => "skiplist",
-    }))
+        Kind::Stream => "stream",
+    }
 }
 
 /// SCAN: walks `count` live keys from `from` (inclusive) in key order, keeping those `keep`

@@ -6,6 +6,7 @@
 use super::compact_hash::Limits;
 use super::error::{Result, TypeError};
 use super::metadata::{Kind, Meta};
+use super::stream::NodeLimits;
 use super::subkey;
 use crate::storage::{MetaRead, Store};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -33,14 +34,25 @@ pub struct Keyspace<'a> {
     pub store: &'a Store,
     /// When a hash is compact (`hash-max-listpack-entries`/`-value`).
     pub hash_limits: &'a Limits,
+    /// The size of a stream's nodes (`stream-node-max-entries`/`-bytes`).
+    pub stream_nodes: &'a NodeLimits,
     /// The time, in Unix milliseconds.
     pub now_ms: u64,
 }
 
+/// Redis's default stream node size, for a keyspace given no other.
+static DEFAULT_STREAM_NODES: NodeLimits =
+    NodeLimits::new(super::stream::DEFAULT_NODE_ENTRIES, super::stream::DEFAULT_NODE_BYTES);
+
 impl<'a> Keyspace<'a> {
     /// The keyspace of `store` at `now_ms`.
     pub fn new(store: &'a Store, hash_limits: &'a Limits, now_ms: u64) -> Keyspace<'a> {
-        Keyspace { store, hash_limits, now_ms }
+        Keyspace { store, hash_limits, stream_nodes: &DEFAULT_STREAM_NODES, now_ms }
+    }
+
+    /// The same keyspace with streams' node size `limits`.
+    pub fn with_stream_nodes(self, limits: &'a NodeLimits) -> Keyspace<'a> {
+        Keyspace { stream_nodes: limits, ..self }
     }
 
     /// The live metadata of `key` (an expired key reads as absent).

@@ -7,13 +7,16 @@
 //!  | flags | expire_ms u64LE | type-specific                                     |
 //!  +-------+-----------------+---------------------------------------------------+
 //!  flags:      low 4 bits = type, high 4 bits = format (0 or 1)
-//!              type (on-disk: never change): 1 string, 2 hash, 3 list, 4 set, 5 zset
+//!              type (on-disk: never change): 1 string, 2 hash, 3 list, 4 set, 5 zset,
+//!              6 stream
 //!  expire_ms:  absolute Unix time in milliseconds; 0 = no expiry
 //!  format 0 (every type; the only format before compact hashes):
 //!    string:           the value bytes (strings keep no sub-keys)
 //!    hash, set, zset:  version u64LE | size u64LE
 //!    list:             version u64LE | size u64LE | head u64LE | tail u64LE
 //!                      (elements live at indexes head..tail, head inclusive, tail exclusive)
+//!    stream:           version u64LE | length u64LE | 72 bytes of ids and counters
+//!                      (drawn in [`super::stream`]; `value` holds those 72 bytes)
 //!  format 1 (hash only): a compact hash, every pair inline, no sub-keys:
 //!    hash:             count u32LE | (field_len u32LE | field | value_len u32LE | value)*
 //!                      (fields strictly ascending; see [`super::compact_hash`])
@@ -37,6 +40,8 @@ pub enum Kind {
     Set = 4,
     /// A sorted set: member -> score sub-keys plus score-index entries.
     ZSet = 5,
+    /// A stream: entries, nodes, consumer groups as sub-keys ([`super::stream`]).
+    Stream = 6,
 }
 
 impl Kind {
@@ -48,6 +53,7 @@ impl Kind {
             Kind::List => "list",
             Kind::Set => "set",
             Kind::ZSet => "zset",
+            Kind::Stream => "stream",
         }
     }
 
@@ -58,6 +64,7 @@ impl Kind {
             3 => Kind::List,
             4 => Kind::Set,
             5 => Kind::ZSet,
+            6 => Kind::Stream,
             _ => return None,
         })
     }
@@ -151,6 +158,11 @@ impl Meta {
                 out.extend_from_slice(&self.head.to_le_bytes());
                 out.extend_from_slice(&self.tail.to_le_bytes());
             }
+            Kind::Stream => {
+                out.extend_from_slice(&self.version.to_le_bytes());
+                out.extend_from_slice(&self.size.to_le_bytes());
+                out.extend_from_slice(&self.value);
+            }
         }
         out
     }
@@ -226,6 +238,16 @@ impl Meta {
                 m.size = read_u64(&b, 17);
                 m.head = read_u64(&b, 25);
                 m.tail = read_u64(&b, 33);
+            }
+            Kind::Stream => {
+                let want = 25 + super::stream::META_EXTRA_LEN;
+                if b.len() != want {
+                    return Err(format!("stream metadata of {} bytes, expected {want}", b.len()));
+                }
+                m.version = read_u64(&b, 9);
+                m.size = read_u64(&b, 17);
+                b.drain(..25);
+                m.value = b;
             }
         }
         Ok(m)

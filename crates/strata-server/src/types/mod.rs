@@ -1,8 +1,8 @@
 //! The Redis data types on the store, Kvrocks-style: what a key's records say and every
-//! operation on them. One module per type ([`string`], [`hash`], [`list`], [`set`], [`zset`])
-//! holds its operations: reads, and writes built as one `WriteBatch` under the key's lock
-//! (with the index upkeep a type needs: a sorted set's score index, a hash's encoding). Keys
-//! of any type: [`keys`], and active expiry: [`expiry`].
+//! operation on them. One module per type ([`string`], [`hash`], [`list`], [`set`], [`zset`],
+//! [`stream`]) holds its operations: reads, and writes built as one `WriteBatch` under the
+//! key's lock (with the index upkeep a type needs: a sorted set's score index, a hash's
+//! encoding). Keys of any type: [`keys`], and active expiry: [`expiry`].
 //!
 //! Records: one metadata record per key ([`metadata`]) and one sub-key per field, member or
 //! element ([`subkey`]), plus a score index for sorted sets ([`score`]); small hashes keep
@@ -25,6 +25,7 @@ pub mod metadata;
 pub mod number;
 pub mod score;
 pub mod set;
+pub mod stream;
 pub mod string;
 pub mod subkey;
 pub mod zset;

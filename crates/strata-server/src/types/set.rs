@@ -292,6 +292,21 @@ pub fn combine_store(ks: &Keyspace, op: Algebra, dst: &[u8], keys: &[Vec<u8>]) -
     Ok(members.len() as u64)
 }
 
+/// Whether Redis 7.0 would keep the set `m` as an intset: at most `max_entries` members, each
+/// a 64-bit integer in canonical form (the rule `OBJECT ENCODING` reports; reads at most
+/// `max_entries` members).
+pub fn intset_shaped(ks: &Keyspace, key: &[u8], m: &Meta, max_entries: u64) -> Result<bool> {
+    if m.size > max_entries {
+        return Ok(false);
+    }
+    let mut all = true;
+    ks.scan(&ks.store.sub_cf, key, m.version, b"", false, |f, _| {
+        all = crate::types::number::parse_int_strict(f).is_some();
+        all
+    })?;
+    Ok(all)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

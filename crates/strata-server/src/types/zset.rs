@@ -5,7 +5,7 @@
 
 use super::error::{Result, TypeError};
 use super::keyspace::{Keyspace, Page};
-use super::metadata::Kind;
+use super::metadata::{Kind, Meta};
 use super::{score, subkey};
 use crate::storage::pop_hints::Family;
 use std::collections::{HashMap, HashSet};
@@ -555,4 +555,47 @@ pub fn pop(ks: &Keyspace, key: &[u8], end: End, count: usize) -> Result<Scored> 
         }
     }
     Ok(items)
+}
+/// ZRANDMEMBER: `n` random (score, member) pairs of the sorted set at `key`, distinct ones
+/// (at most its size, in random order) or, when `distinct` is false, drawn with repeats;
+/// `None` when the key is absent. Reads every member, as SRANDMEMBER does.
+pub fn random_members(
+    ks: &Keyspace,
+    key: &[u8],
+    n: usize,
+    distinct: bool,
+) -> Result<Option<Scored>> {
+    use rand::seq::SliceRandom;
+    if ks.typed(key, Kind::ZSet)?.is_none() {
+        return Ok(None);
+    }
+    let mut all = range_by_rank(ks, key, 0, -1, false)?;
+    let mut rng = rand::thread_rng();
+    if distinct {
+        all.shuffle(&mut rng);
+        all.truncate(n);
+        return Ok(Some(all));
+    }
+    Ok(Some((0..n).filter_map(|_| all.choose(&mut rng).cloned()).collect()))
+}
+
+/// Whether Redis 7.0 would keep the sorted set `m` as a listpack: at most `max_entries`
+/// members, none longer than `max_value` bytes (the rule `OBJECT ENCODING` reports; reads at
+/// most `max_entries` members).
+pub fn listpack_shaped(
+    ks: &Keyspace,
+    key: &[u8],
+    m: &Meta,
+    max_entries: u64,
+    max_value: u64,
+) -> Result<bool> {
+    if m.size > max_entries {
+        return Ok(false);
+    }
+    let mut fits = true;
+    ks.scan(&ks.store.sub_cf, key, m.version, b"", false, |member, _| {
+        fits = member.len() as u64 <= max_value;
+        fits
+    })?;
+    Ok(fits)
 }

@@ -3,7 +3,8 @@
 //! type, or expired; a manual compaction of the sub-key families leaves only the sub-keys of
 //! live keys. A hash that grew past the compact limits keeps its sub-keys; a small (compact)
 //! hash has none, and a compact hash recreated over a deleted big one leaves the big one's
-//! sub-keys stale. Runs the store in-process and counts entries with the engine's iterators.
+//! sub-keys stale; a deleted stream leaves none of its entries, nodes and group records.
+//! Runs the store in-process and counts entries with the engine's iterators.
 
 use std::sync::Arc;
 use strata_server::commands::dispatch;
@@ -82,5 +83,32 @@ fn stale_subkeys_are_collected() {
     assert_eq!(run(&sh, &["HGET", "grown", "f299"]), b"$1\r\nv\r\n");
     assert_eq!(run(&sh, &["HGETALL", "redo"]), b"*2\r\n$2\r\nf1\r\n$13\r\ncompact again\r\n");
     assert_eq!(run(&sh, &["SMEMBERS", "set"]), b"*1\r\n$5\r\nfresh\r\n");
+    st.close().unwrap();
+}
+
+#[test]
+fn a_deleted_streams_records_are_collected() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sh = shared(tmp.path());
+    for i in 1..=500 {
+        run(&sh, &["XADD", "gone", &format!("{i}-0"), "f", "v"]);
+    }
+    run(&sh, &["XGROUP", "CREATE", "gone", "g", "0"]);
+    run(&sh, &["XREADGROUP", "GROUP", "g", "c", "COUNT", "100", "STREAMS", "gone", ">"]);
+    for i in 1..=3 {
+        run(&sh, &["XADD", "kept", &format!("{i}-0"), "f", "v"]);
+    }
+    let st = &sh.store;
+    st.db.flush_cf(&*st.sub_cf).unwrap();
+    // Entries, 5 nodes, a group, 100 PEL entries, a consumer and its 100 PEL index entries;
+    // and the kept stream's 3 entries and node.
+    assert_eq!(count(&sh, &st.sub_cf), 500 + 5 + 1 + 100 + 1 + 100 + 4);
+    run(&sh, &["DEL", "gone"]);
+    for cf in [&st.meta_cf, &st.sub_cf] {
+        st.db.flush_cf(&**cf).unwrap();
+        st.db.compact_range_cf(&**cf, None::<&[u8]>, None::<&[u8]>).unwrap();
+    }
+    assert_eq!(count(&sh, &st.sub_cf), 4, "stale stream records left");
+    assert_eq!(run(&sh, &["XLEN", "kept"]), b":3\r\n");
     st.close().unwrap();
 }

@@ -1,6 +1,6 @@
 //! The data types' commands through a running server: strings, hashes, lists, sets, sorted
-//! sets, key expiry, pop tombstones, and the compaction filter that drops expired data. One
-//! module per behaviour (`tests/README.md`).
+//! sets, streams, key expiry, pop tombstones, and the compaction filter that drops expired
+//! data. One module per behaviour (`tests/README.md`).
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -14,6 +14,8 @@ mod pop_tombstones;
 mod sets;
 mod slot_layout;
 mod sort;
+mod stream_groups;
+mod streams;
 mod string_edits;
 mod string_options;
 mod strings;

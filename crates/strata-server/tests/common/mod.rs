@@ -226,6 +226,26 @@ impl Raw {
     }
 }
 
+/// How many clients INFO says are blocked.
+pub fn blocked_clients(c: &mut Raw) -> usize {
+    let info = match c.cmd(&["INFO", "clients"]) {
+        Reply::Bulk(b) => String::from_utf8(b).unwrap(),
+        Reply::Verbatim(s) => s,
+        other => panic!("INFO replied {other:?}"),
+    };
+    let line = info.lines().find(|l| l.starts_with("blocked_clients:")).unwrap();
+    line["blocked_clients:".len()..].parse().unwrap()
+}
+
+/// Waits (10 s at most) until `n` clients are blocked.
+pub fn wait_blocked(c: &mut Raw, n: usize) {
+    let start = std::time::Instant::now();
+    while blocked_clients(c) != n {
+        assert!(start.elapsed() < Duration::from_secs(10), "never {n} blocked clients");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// A small deterministic PRNG for the randomized model tests.
 pub struct Rng(u64);
 

@@ -15,9 +15,10 @@
 //! one the set commands that move members or store a new generation of a set (SMOVE,
 //! SINTERSTORE, SUNIONSTORE, SDIFFSTORE, COPY, beside SADD and SREM), one the sorted-set
 //! commands that store or remove ranges (ZUNIONSTORE, ZINTERSTORE, ZDIFFSTORE, ZRANGESTORE,
-//! ZREMRANGEBYSCORE, ZMPOP, beside ZADD), and one transactions
+//! ZREMRANGEBYSCORE, ZMPOP, beside ZADD), one transactions
 //! (MULTI, two SETs of a pair of keys, EXEC: after the restart the pair is never half
-//! written).
+//! written), one scripts (EVAL and EVALSHA setting a pair of keys: never half written
+//! either), and one streams (XADD with MAXLEN trimming, XDEL, XTRIM).
 //! Their oracle keeps the rendered state after the last acknowledged command and after the
 //! one in flight; after the restart the keys read as one of the two.
 
@@ -76,11 +77,23 @@ fn acknowledged_writes_survive_kill_9() {
             }
         }));
     }
-    // A string key starts absent (""), a pair of lists or of sets empty ("|").
-    let empty = |i: usize| if i < MODEL_KEYS { String::new() } else { "|".to_string() };
+    // A string key and a stream start absent (""), a pair of lists or of sets empty ("|").
+    let empty = |i: usize| match i / MODEL_KEYS {
+        0 | 6 => String::new(),
+        _ => "|".to_string(),
+    };
     let models: Arc<Models> =
-        Arc::new((0..5 * MODEL_KEYS).map(|i| Mutex::new((empty(i), empty(i)))).collect());
-    let model_handles: Vec<_> = [string_writer, list_writer, set_writer, multi_writer, zset_writer]
+        Arc::new((0..7 * MODEL_KEYS).map(|i| Mutex::new((empty(i), empty(i)))).collect());
+    let writers: [fn(u16, usize, &Models, &AtomicBool); 7] = [
+        string_writer,
+        list_writer,
+        set_writer,
+        multi_writer,
+        zset_writer,
+        script_writer,
+        stream_writer,
+    ];
+    let model_handles: Vec<_> = writers
         .into_iter()
         .enumerate()
         .map(|(w, f)| {
@@ -140,8 +153,9 @@ fn acknowledged_writes_survive_kill_9() {
             0 => read_string(&mut c, i),
             1 => read_lists(&mut c, i),
             2 => read_sets(&mut c, i),
-            3 => read_pair(&mut c, i),
-            _ => read_zsets(&mut c, i),
+            3 | 5 => read_pair(&mut c, i),
+            4 => read_zsets(&mut c, i),
+            _ => read_stream(&mut c, i),
         };
         if got != *ack && got != *pending {
             wrong += 1;
@@ -154,6 +168,11 @@ fn acknowledged_writes_survive_kill_9() {
         .filter(|m| m.lock().unwrap().0 != "|")
         .count();
     assert!(pairs > 0, "the transaction writer's EXECs were never acknowledged");
+    let scripted = models[5 * MODEL_KEYS..6 * MODEL_KEYS]
+        .iter()
+        .filter(|m| m.lock().unwrap().0 != "|")
+        .count();
+    assert!(scripted > 0, "the script writer's EVALs were never acknowledged");
     assert_eq!(wrong, 0, "acknowledged effects of the model writers lost");
 }
 
@@ -596,5 +615,104 @@ fn zset_writer(port: u16, base: usize, models: &Models, stop: &AtomicBool) {
         if !step(&mut c, slot, after, &refs) {
             return;
         }
+    }
+}
+
+/// EVAL (and EVALSHA of the same script) setting both keys of a pair, on pairs of keys
+/// `base..base + MODEL_KEYS`: a script's writes are one batch, so the pair is never half
+/// written after the restart.
+fn script_writer(port: u16, base: usize, models: &Models, stop: &AtomicBool) {
+    const SCRIPT: &str =
+        "redis.call('set', KEYS[1], ARGV[1]) redis.call('set', KEYS[2], ARGV[1]) return 1";
+    let mut c = Raw::connect(port);
+    let sha = match c.cmd(&["SCRIPT", "LOAD", SCRIPT]) {
+        Reply::Bulk(b) => String::from_utf8(b).unwrap(),
+        other => panic!("SCRIPT LOAD: {other:?}"),
+    };
+    let mut seq = 0usize;
+    while !stop.load(Ordering::Relaxed) {
+        seq += 1;
+        let k = seq % MODEL_KEYS;
+        let ((a, b), v) = (pair_keys(base + k), seq.to_string());
+        let after = format!("{v}|{v}");
+        let (cmd, body) =
+            if seq.is_multiple_of(2) { ("EVAL", SCRIPT) } else { ("EVALSHA", sha.as_str()) };
+        if !step(&mut c, &models[base + k], after, &[cmd, body, "2", &a, &b, &v]) {
+            return;
+        }
+    }
+}
+
+fn stream_key(i: usize) -> String {
+    format!("mstream{i}")
+}
+
+/// The ids of a stream, in order, joined with commas ("" when it is absent).
+fn read_stream(c: &mut Raw, i: usize) -> String {
+    match c.cmd(&["EXISTS", &stream_key(i)]) {
+        Reply::Int(0) => return String::new(),
+        Reply::Int(1) => {}
+        other => panic!("{other:?}"),
+    }
+    let Reply::Array(entries) = c.cmd(&["XRANGE", &stream_key(i), "-", "+"]) else {
+        panic!("XRANGE")
+    };
+    let ids: Vec<String> = entries
+        .iter()
+        .map(|e| match e {
+            Reply::Array(parts) => match &parts[0] {
+                Reply::Bulk(id) => String::from_utf8(id.clone()).unwrap(),
+                other => panic!("{other:?}"),
+            },
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    format!("[{}]", ids.join(","))
+}
+
+/// XADD with explicit ids (and an exact MAXLEN now and then), XDEL and XTRIM on the streams
+/// `base..base + MODEL_KEYS`, against a model of each stream's ids.
+fn stream_writer(port: u16, base: usize, models: &Models, stop: &AtomicBool) {
+    let mut c = Raw::connect(port);
+    let mut streams: Vec<Option<VecDeque<String>>> = vec![None; MODEL_KEYS];
+    let mut seq = 0usize;
+    let render =
+        |s: &VecDeque<String>| format!("[{}]", s.iter().cloned().collect::<Vec<_>>().join(","));
+    while !stop.load(Ordering::Relaxed) {
+        seq += 1;
+        let k = seq % MODEL_KEYS;
+        let key = stream_key(base + k);
+        let mut model = streams[k].clone().unwrap_or_default();
+        let v = seq.to_string();
+        let args: Vec<String> = match seq % 7 {
+            3 if !model.is_empty() => {
+                let id = model.remove(model.len() / 2).unwrap();
+                vec!["XDEL".into(), key.clone(), id]
+            }
+            5 => {
+                while model.len() > 3 {
+                    model.pop_front();
+                }
+                vec!["XTRIM".into(), key.clone(), "MAXLEN".into(), "3".into()]
+            }
+            6 => {
+                let id = format!("{seq}-1");
+                model.push_back(id.clone());
+                while model.len() > 5 {
+                    model.pop_front();
+                }
+                vec!["XADD".into(), key.clone(), "MAXLEN".into(), "5".into(), id, "f".into(), v]
+            }
+            _ => {
+                let id = format!("{seq}-1");
+                model.push_back(id.clone());
+                vec!["XADD".into(), key.clone(), id, "f".into(), v]
+            }
+        };
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        if !step(&mut c, &models[base + k], render(&model), &args) {
+            return;
+        }
+        streams[k] = Some(model);
     }
 }

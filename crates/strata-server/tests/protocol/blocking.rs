@@ -5,7 +5,7 @@
 //! `blocked_clients`, a departed client taken off the waiters, and no element lost or
 //! delivered twice under concurrent producers and consumers.
 
-use crate::common::{Raw, Reply, Server};
+use crate::common::{blocked_clients, wait_blocked, Raw, Reply, Server};
 use std::time::{Duration, Instant};
 
 fn send(c: &mut Raw, args: &[&str]) {
@@ -15,22 +15,6 @@ fn send(c: &mut Raw, args: &[&str]) {
 
 fn arr(items: &[&str]) -> Reply {
     Reply::Array(items.iter().map(|s| Reply::bulk(s)).collect())
-}
-
-fn blocked_clients(c: &mut Raw) -> usize {
-    let Reply::Bulk(info) = c.cmd(&["INFO", "clients"]) else { panic!("INFO is a bulk") };
-    let info = String::from_utf8(info).unwrap();
-    let line = info.lines().find(|l| l.starts_with("blocked_clients:")).unwrap();
-    line["blocked_clients:".len()..].parse().unwrap()
-}
-
-/// Waits until `n` clients are blocked.
-fn wait_blocked(c: &mut Raw, n: usize) {
-    let start = Instant::now();
-    while blocked_clients(c) != n {
-        assert!(start.elapsed() < Duration::from_secs(10), "never {n} blocked clients");
-        std::thread::sleep(Duration::from_millis(5));
-    }
 }
 
 #[test]

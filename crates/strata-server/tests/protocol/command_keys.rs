@@ -1,5 +1,6 @@
 //! COMMAND GETKEYS and COMMAND INFO's key positions: what cluster clients route by
-//! (redis-py asks COMMAND at start and GETKEYS for commands whose keys it cannot place).
+//! (redis-py asks COMMAND at start and GETKEYS for commands whose keys it cannot place),
+//! LMPOP's counted keys and XREAD's keys after STREAMS among them.
 
 use crate::common::{Reply, Server};
 
@@ -38,6 +39,13 @@ fn getkeys_gives_each_commands_keys() {
     assert_eq!(getkeys(&mut c, &["LMPOP", "0", "a", "LEFT"]), invalid);
     assert_eq!(getkeys(&mut c, &["LMPOP", "x", "a", "LEFT"]), invalid);
     assert_eq!(getkeys(&mut c, &["LMPOP", "3", "a", "LEFT"]), invalid);
+    // XREAD's keys: the first half of what follows STREAMS (XREADGROUP's after GROUP g c).
+    let xread = ["XREAD", "COUNT", "1", "STREAMS", "a", "b", "0", "0"];
+    assert_eq!(getkeys(&mut c, &xread), keys(&["a", "b"]));
+    let xreadgroup = ["XREADGROUP", "GROUP", "streams", "c", "STREAMS", "a", ">"];
+    assert_eq!(getkeys(&mut c, &xreadgroup), keys(&["a"]));
+    assert_eq!(getkeys(&mut c, &["XREAD", "COUNT", "1", "X", "0"]), invalid);
+    assert_eq!(getkeys(&mut c, &["XGROUP", "CREATE", "k", "g", "$"]), keys(&["k"]));
     assert_eq!(getkeys(&mut c, &["PING"]), err("ERR The command has no key arguments"));
     assert_eq!(getkeys(&mut c, &["NOSUCH", "a"]), err("ERR Invalid command specified"));
     assert_eq!(

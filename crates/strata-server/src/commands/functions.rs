@@ -1,0 +1,233 @@
+//! FUNCTION (LOAD, DELETE, FLUSH, LIST, STATS, KILL, HELP) and FCALL, FCALL_RO: Lua
+//! libraries (`script::library`) run as EVAL runs scripts (`scripting::atomically`).
+//!
+//! A loaded library is kept in the store's `server` family (`function\0<name>` -> its code,
+//! written synced before FUNCTION LOAD replies) and loaded again when the server starts
+//! ([`restore`]), as Redis keeps functions in its RDB and AOF. DUMP and RESTORE of Redis's
+//! payload format are not there (an error says so).
+
+use super::args::is;
+use super::errors::CmdError;
+use super::scripting::{atomically, keys_and_args};
+use super::CmdResult;
+use crate::resp::Out;
+use crate::script::KillRefused;
+use crate::state::{Conn, Shared};
+
+/// The prefix of a library's record in the `server` family.
+const RECORD_PREFIX: &[u8] = b"function\0";
+
+fn record_key(name: &str) -> Vec<u8> {
+    let mut k = RECORD_PREFIX.to_vec();
+    k.extend_from_slice(name.as_bytes());
+    k
+}
+
+/// Loads the libraries kept in the store (at start): how many, or why one failed.
+pub fn restore(sh: &Shared) -> Result<usize, String> {
+    let records = sh
+        .store
+        .server_records(RECORD_PREFIX)
+        .map_err(|e| format!("cannot read the FUNCTION libraries: {e}"))?;
+    for (key, code) in &records {
+        sh.scripts.load_library(code, true).map_err(|e| {
+            format!(
+                "the FUNCTION library {:?} kept in the store does not load: {e}",
+                String::from_utf8_lossy(&key[RECORD_PREFIX.len()..])
+            )
+        })?;
+    }
+    Ok(records.len())
+}
+
+fn store_err(e: strata::Error) -> CmdError {
+    CmdError::from(format!("ERR cannot keep the FUNCTION libraries: {e}"))
+}
+
+/// FUNCTION <subcommand> ...
+pub fn function(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let sub = String::from_utf8_lossy(&a[1]).to_ascii_lowercase();
+    let wrong =
+        || CmdError::from(format!("ERR wrong number of arguments for 'function|{sub}' command"));
+    match sub.as_str() {
+        "load" => {
+            let (replace, code) = match a.len() {
+                3 => (false, &a[2]),
+                4 if is(&a[2], "replace") => (true, &a[3]),
+                4 => return Err(format!("ERR Unknown option given: {}", String::from_utf8_lossy(&a[2])).into()),
+                n if n < 3 => return Err(wrong()),
+                _ => return Err("ERR Unknown option given: too many arguments".into()),
+            };
+            let name = sh.scripts.load_library(code, replace).map_err(CmdError::from)?;
+            if let Err(e) = sh.store.write_server_records(&[(record_key(&name), Some(code.clone()))]) {
+                sh.scripts.delete_library(&name);
+                return Err(store_err(e));
+            }
+            out.bulk(name.as_bytes());
+        }
+        "delete" => {
+            if a.len() != 3 {
+                return Err(wrong());
+            }
+            let name = String::from_utf8_lossy(&a[2]).into_owned();
+            if !sh.scripts.delete_library(&name) {
+                return Err("ERR Library not found".into());
+            }
+            sh.store.write_server_records(&[(record_key(&name), None)]).map_err(store_err)?;
+            out.ok();
+        }
+        "flush" => {
+            if a.len() > 3 {
+                return Err(wrong());
+            }
+            if a.len() == 3 && !is(&a[2], "sync") && !is(&a[2], "async") {
+                return Err("ERR FUNCTION FLUSH only supports SYNC|ASYNC option".into());
+            }
+            let gone: Vec<_> = sh.scripts.libraries().iter().map(|l| (record_key(&l.name), None)).collect();
+            sh.scripts.flush_libraries();
+            sh.store.write_server_records(&gone).map_err(store_err)?;
+            out.ok();
+        }
+        "list" => list(sh, a, out)?,
+        "kill" => match sh.scripts.kill() {
+            Ok(()) => out.ok(),
+            Err(KillRefused::NotBusy) => return Err("NOTBUSY No scripts in execution right now.".into()),
+            Err(KillRefused::Unkillable) => {
+                return Err("UNKILLABLE Sorry the script already executed write commands against \
+                            the dataset. You can either wait the script termination or kill the \
+                            server in a hard way using the SHUTDOWN NOSAVE command."
+                    .into())
+            }
+        },
+        "stats" => {
+            let libs = sh.scripts.libraries();
+            out.map(2);
+            out.bulk(b"running_script");
+            match sh.scripts.running() {
+                Some((name, line, ms)) => {
+                    out.map(3);
+                    out.bulk(b"name");
+                    out.bulk(name.as_bytes());
+                    out.bulk(b"command");
+                    out.array(line.len());
+                    for arg in &line {
+                        out.bulk(arg);
+                    }
+                    out.bulk(b"duration_ms");
+                    out.int(ms as i64);
+                }
+                None => out.null(),
+            }
+            out.bulk(b"engines");
+            out.map(1);
+            out.bulk(b"LUA");
+            out.map(2);
+            out.bulk(b"libraries_count");
+            out.int(libs.len() as i64);
+            out.bulk(b"functions_count");
+            out.int(libs.iter().map(|l| l.functions.len()).sum::<usize>() as i64);
+        }
+        "dump" | "restore" => {
+            return Err(format!(
+                "ERR FUNCTION {} is not supported: this server does not read or write Redis's DUMP payloads",
+                sub.to_uppercase()
+            )
+            .into())
+        }
+        "help" if a.len() == 2 => {
+            let help = [
+                "FUNCTION <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+                "LOAD [REPLACE] <FUNCTION CODE>",
+                "DELETE <LIBRARY NAME>",
+                "LIST [LIBRARYNAME PATTERN] [WITHCODE]",
+                "FLUSH [ASYNC|SYNC]",
+                "STATS",
+                "KILL",
+                "HELP",
+            ];
+            out.array(help.len());
+            for l in help {
+                out.simple(l);
+            }
+        }
+        _ => {
+            return Err(format!("ERR unknown subcommand '{}'. Try FUNCTION HELP.", String::from_utf8_lossy(&a[1])).into())
+        }
+    }
+    Ok(())
+}
+
+/// FUNCTION LIST [LIBRARYNAME pattern] [WITHCODE]
+fn list(sh: &Shared, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let (mut pattern, mut with_code) = (None, false);
+    let mut i = 2;
+    while i < a.len() {
+        if is(&a[i], "withcode") && !with_code {
+            with_code = true;
+            i += 1;
+        } else if is(&a[i], "libraryname") && pattern.is_none() {
+            let p =
+                a.get(i + 1).ok_or(CmdError::from("ERR library name argument was not given"))?;
+            pattern = Some(p.clone());
+            i += 2;
+        } else {
+            return Err(format!("ERR Unknown argument {}", String::from_utf8_lossy(&a[i])).into());
+        }
+    }
+    let libs: Vec<_> = sh
+        .scripts
+        .libraries()
+        .into_iter()
+        .filter(|l| pattern.as_ref().is_none_or(|p| super::glob::matches(p, l.name.as_bytes())))
+        .collect();
+    out.array(libs.len());
+    for l in &libs {
+        out.map(if with_code { 4 } else { 3 });
+        out.bulk(b"library_name");
+        out.bulk(l.name.as_bytes());
+        out.bulk(b"engine");
+        out.bulk(b"LUA");
+        out.bulk(b"functions");
+        out.array(l.functions.len());
+        for f in &l.functions {
+            out.map(3);
+            out.bulk(b"name");
+            out.bulk(f.name.as_bytes());
+            out.bulk(b"description");
+            out.opt_bulk(f.description.as_deref().map(str::as_bytes));
+            out.bulk(b"flags");
+            out.set(f.flags.len());
+            for fl in &f.flags {
+                out.bulk(fl.as_bytes());
+            }
+        }
+        if with_code {
+            out.bulk(b"library_code");
+            out.bulk(&l.code);
+        }
+    }
+    Ok(())
+}
+
+fn fcall_with(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], ro: bool, out: &mut Out) -> CmdResult {
+    let name = String::from_utf8_lossy(&a[1]).into_owned();
+    let (keys, args) = keys_and_args(a)?;
+    let f = sh.scripts.function(&name).ok_or(CmdError::from("ERR Function not found"))?;
+    if ro && !f.no_writes() {
+        return Err("ERR Can not execute a script with write flag using *_ro command.".into());
+    }
+    atomically(sh, conn, keys, ro || f.no_writes(), out, |host, body| {
+        sh.scripts.note_running(&name, a);
+        sh.scripts.call_function(&name, keys, args, host, body);
+    })
+}
+
+/// FCALL function numkeys [key ...] [arg ...]
+pub fn fcall(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    fcall_with(sh, conn, a, false, out)
+}
+
+/// FCALL_RO function numkeys [key ...] [arg ...]
+pub fn fcall_ro(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    fcall_with(sh, conn, a, true, out)
+}

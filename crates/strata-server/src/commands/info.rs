@@ -1,0 +1,234 @@
+//! INFO: the server's sections as Redis names and fills them (server, clients, memory,
+//! persistence, stats, replication, CPU, command and error statistics, cluster, keyspace),
+//! plus the engine's own (`strata`).
+
+use super::errors::CmdError;
+use super::{CmdResult, COMMANDS};
+use crate::resp::Out;
+use crate::state::{Conn, Shared};
+use crate::types::keys;
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering;
+use strata::ColumnFamily;
+
+pub use super::server::REDIS_VERSION;
+
+/// INFO [section ...]
+pub fn info(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let want: Vec<String> =
+        a[1..].iter().map(|s| String::from_utf8_lossy(s).to_ascii_lowercase()).collect();
+    let t = info_text(sh, &want)?;
+    out.verbatim(&t);
+    Ok(())
+}
+
+/// CPU time used by `who` (`RUSAGE_SELF` or `RUSAGE_CHILDREN`): user and system seconds.
+fn cpu_seconds(who: libc::c_int) -> (f64, f64) {
+    // SAFETY: getrusage writes one rusage struct, which is plain data.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is a valid, writable rusage.
+    if unsafe { libc::getrusage(who, &mut ru) } != 0 {
+        return (0.0, 0.0);
+    }
+    let secs = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    (secs(ru.ru_utime), secs(ru.ru_stime))
+}
+
+/// The process's resident set in bytes (`/proc/self/statm`; 0 where there is none).
+fn resident_bytes() -> u64 {
+    let pages = std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|t| t.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .unwrap_or(0);
+    // SAFETY: sysconf only reads a system constant.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    pages * u64::try_from(page).unwrap_or(0)
+}
+
+/// An engine property of one column family (0 when unknown).
+fn prop_cf(sh: &Shared, cf: &ColumnFamily, name: &str) -> u64 {
+    sh.store.db.property_int_value_cf(cf, name).ok().flatten().unwrap_or(0)
+}
+
+/// An engine property summed over the store's column families.
+fn prop(sh: &Shared, name: &str) -> u64 {
+    let st = &sh.store;
+    [&st.meta_cf, &st.sub_cf, &st.score_cf].iter().map(|cf| prop_cf(sh, cf, name)).sum()
+}
+
+/// The sections INFO gives without arguments (and for `default`), in its order.
+const DEFAULT_SECTIONS: &[&str] = &[
+    "server",
+    "clients",
+    "memory",
+    "persistence",
+    "stats",
+    "replication",
+    "cpu",
+    "errorstats",
+    "cluster",
+    "keyspace",
+    "strata",
+];
+
+/// The INFO text of the sections `want` (lower case; empty: the default ones). `default`
+/// names the default sections, `all` and `everything` those and `commandstats` too.
+pub fn info_text(sh: &Shared, want: &[String]) -> Result<String, CmdError> {
+    let every = want.iter().any(|w| w == "all" || w == "everything");
+    let default = want.is_empty() || every || want.iter().any(|w| w == "default");
+    let on = |s: &str| {
+        (default && DEFAULT_SECTIONS.contains(&s))
+            || (every && s == "commandstats")
+            || want.iter().any(|w| w == s)
+    };
+    let mut t = String::new();
+    if on("server") {
+        let _ = write!(
+            t,
+            "# Server\r\nredis_version:{REDIS_VERSION}\r\nstrata_server_version:{}\r\nredis_mode:{}\r\nos:{}\r\narch_bits:64\r\nmultiplexing_api:tokio\r\nprocess_id:{}\r\ntcp_port:{}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\nexecutable:strata-server\r\n\r\n",
+            env!("CARGO_PKG_VERSION"),
+            if sh.router.is_some() { "cluster" } else { "standalone" },
+            std::env::consts::OS,
+            std::process::id(),
+            sh.port,
+            sh.started.elapsed().as_secs(),
+            sh.started.elapsed().as_secs() / 86400
+        );
+    }
+    if on("clients") {
+        let _ = write!(
+            t,
+            "# Clients\r\nconnected_clients:{}\r\nblocked_clients:{}\r\nmaxclients:10000\r\n\r\n",
+            sh.stats.connected.load(Ordering::Relaxed),
+            sh.blocked.count()
+        );
+    }
+    if on("memory") {
+        // The engine's memtables and block cache, and the metadata cache in front of them.
+        let mem = prop(sh, "strata.size-all-mem-tables")
+            // One block cache serves every column family: counted once.
+            + prop_cf(sh, &sh.store.meta_cf, "strata.block-cache-usage")
+            + sh.store.meta_cache.stats().1 as u64;
+        let rss = resident_bytes();
+        let allocator = if cfg!(feature = "mimalloc") { "mimalloc" } else { "libc" };
+        let _ = write!(t, "# Memory\r\nused_memory:{mem}\r\nused_memory_human:{:.2}M\r\nused_memory_rss:{rss}\r\nmaxmemory:0\r\nmaxmemory_policy:noeviction\r\nmem_allocator:{allocator}\r\n\r\n", mem as f64 / 1048576.0);
+    }
+    if on("persistence") {
+        let _ = write!(
+            t,
+            "# Persistence\r\nloading:0\r\naof_enabled:1\r\naof_rewrite_in_progress:0\r\nrdb_bgsave_in_progress:{}\r\nrdb_changes_since_last_save:0\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:{}\r\nappendfsync:{}\r\nstrata_sst_bytes:{}\r\n\r\n",
+            u8::from(sh.persistence.saving.load(Ordering::Acquire)),
+            sh.persistence.last_save.load(Ordering::Acquire),
+            if sh.persistence.last_bgsave_ok.load(Ordering::Acquire) { "ok" } else { "err" },
+            sh.store.sync_policy().name(),
+            prop(sh, "strata.total-sst-files-size")
+        );
+    }
+    if on("stats") {
+        let s = &sh.stats;
+        let _ = write!(
+            t,
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ntotal_error_replies:{}\r\nexpired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:0\r\nkeyspace_misses:0\r\ntotal_protocol_errors:{}\r\n\r\n",
+            s.connections.load(Ordering::Relaxed),
+            s.commands.load(Ordering::Relaxed),
+            s.errors.load(Ordering::Relaxed),
+            s.expired_keys.load(Ordering::Relaxed),
+            s.protocol_errors.load(Ordering::Relaxed)
+        );
+    }
+    if on("replication") {
+        match sh.router.as_ref().and_then(|r| r.replication_info()) {
+            Some(lines) => {
+                t.push_str("# Replication\r\n");
+                for (field, value) in lines {
+                    let _ = write!(t, "{field}:{value}\r\n");
+                }
+                t.push_str("\r\n");
+            }
+            None => t.push_str("# Replication\r\nrole:master\r\nconnected_slaves:0\r\n\r\n"),
+        }
+    }
+    if on("cpu") {
+        let (user, sys) = cpu_seconds(libc::RUSAGE_SELF);
+        let (cuser, csys) = cpu_seconds(libc::RUSAGE_CHILDREN);
+        let _ = write!(
+            t,
+            "# CPU\r\nused_cpu_sys:{sys:.6}\r\nused_cpu_user:{user:.6}\r\nused_cpu_sys_children:{csys:.6}\r\nused_cpu_user_children:{cuser:.6}\r\n\r\n"
+        );
+    }
+    if on("commandstats") {
+        t.push_str("# Commandstats\r\n");
+        for (cmd, c) in COMMANDS.iter().zip(sh.stats.per_command.iter()) {
+            let calls = c.calls.load(Ordering::Relaxed);
+            let rejected = c.rejected.load(Ordering::Relaxed);
+            if calls == 0 && rejected == 0 {
+                continue;
+            }
+            let usec = c.usec.load(Ordering::Relaxed);
+            let per_call = if calls == 0 { 0.0 } else { usec as f64 / calls as f64 };
+            let _ = write!(
+                t,
+                "cmdstat_{}:calls={calls},usec={usec},usec_per_call={per_call:.2},rejected_calls={rejected},failed_calls={}\r\n",
+                cmd.name,
+                c.failed.load(Ordering::Relaxed)
+            );
+        }
+        t.push_str("\r\n");
+    }
+    if on("errorstats") {
+        t.push_str("# Errorstats\r\n");
+        for (code, n) in sh.stats.error_codes.lock().iter() {
+            let _ = write!(t, "errorstat_{code}:count={n}\r\n");
+        }
+        t.push_str("\r\n");
+    }
+    if on("cluster") {
+        let _ = write!(t, "# Cluster\r\ncluster_enabled:{}\r\n", u8::from(sh.router.is_some()));
+        for (field, value) in sh.router.as_ref().map(|r| r.info()).unwrap_or_default() {
+            let _ = write!(t, "{field}:{value}\r\n");
+        }
+        t.push_str("\r\n");
+    }
+    if on("keyspace") {
+        let (keys, expires) = keys::stats(&sh.keyspace())?;
+        t.push_str("# Keyspace\r\n");
+        if keys > 0 {
+            let _ = write!(t, "db0:keys={keys},expires={expires},avg_ttl=0\r\n");
+        }
+        t.push_str("\r\n");
+    }
+    if on("strata") {
+        t.push_str("# Strata\r\n");
+        let steps = sh.store.scan_steps.load(std::sync::atomic::Ordering::Relaxed);
+        let _ = write!(t, "strata_scan_steps:{steps}\r\n");
+        let (n, bytes, hits, misses) = sh.store.meta_cache.stats();
+        let _ = write!(
+            t,
+            "strata_meta_cache:entries={n},bytes={bytes},hits={hits},misses={misses}\r\n"
+        );
+        // The DB-wide section (WAL, writes, stalls) comes with the `default` family's stats.
+        let db_wide = sh.store.db.property_value("strata.stats").ok().flatten().unwrap_or_default();
+        let _ = write!(t, "strata_db_stats:{}\r\n", fold_lines(&db_wide));
+        for (name, cf) in [
+            ("metadata", &sh.store.meta_cf),
+            ("subkey", &sh.store.sub_cf),
+            ("zscore", &sh.store.score_cf),
+        ] {
+            let stats = sh
+                .store
+                .db
+                .property_value_cf(&**cf, "strata.stats")
+                .ok()
+                .flatten()
+                .unwrap_or_default();
+            let _ = write!(t, "strata_cf_{name}_stats:{}\r\n", fold_lines(&stats));
+        }
+        t.push_str("\r\n");
+    }
+    Ok(t)
+}
+
+/// The engine's multi-line stats text as one INFO field: lines folded with " | ".
+fn fold_lines(text: &str) -> String {
+    text.lines().map(str::trim_end).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" | ")
+}

@@ -1,0 +1,306 @@
+//! Scripting: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT (LOAD, EXISTS, FLUSH, KILL,
+//! HELP), on the Lua engine of [`crate::script`].
+//!
+//! A script is atomic as Redis's are: it runs holding every key-lock stripe (no other
+//! writer, nor reader of several keys, runs meanwhile) and its commands' writes gather in
+//! the thread's overlay, which its own reads see, written as one batch when it ends (as EXEC
+//! does, `multi`): readers of one key elsewhere see all of its writes or none, and a crash
+//! keeps all or none. A script inside EXEC runs under EXEC's locks and overlay instead.
+//!
+//! `redis.call` goes through [`dispatch`] on a connection state of the script's own, after
+//! Redis's checks: commands scripts may not run (the blocking pops among them), unknown ones, wrong arities, writes from a read-only script
+//! (EVAL_RO, EVALSHA_RO, `#!lua flags=no-writes`). Other clients wait for a running script
+//! (on its locks) rather than being told BUSY.
+
+use super::args::is;
+use super::errors::CmdError;
+use super::{blocking, dispatch, lookup, CmdResult};
+use crate::resp::Out;
+use crate::script::{Host, KillRefused};
+use crate::state::{Conn, Shared};
+use crate::storage::overlay;
+use crate::types::number::parse_int_strict;
+
+/// Redis's reply when a script names no cached script.
+const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
+
+/// Commands a script may not run (Redis's `noscript` flag, for those this server has).
+fn refused_in_scripts(name: &str) -> bool {
+    matches!(
+        name,
+        "auth"
+            | "hello"
+            | "multi"
+            | "exec"
+            | "discard"
+            | "watch"
+            | "unwatch"
+            | "eval"
+            | "evalsha"
+            | "eval_ro"
+            | "evalsha_ro"
+            | "script"
+            | "function"
+            | "fcall"
+            | "fcall_ro"
+            | "shutdown"
+            | "quit"
+            | "client"
+            | "save"
+            | "bgsave"
+            | "blpop"
+            | "brpop"
+            | "blmpop"
+            | "brpoplpush"
+            | "blmove"
+            | "bzpopmin"
+            | "bzpopmax"
+            | "bzmpop"
+    )
+}
+
+/// Whether `args` must be refused with BUSY: a script has run longer than
+/// `busy-reply-threshold` and the command is not one Redis lets through then (SCRIPT KILL,
+/// FUNCTION KILL, SHUTDOWN NOSAVE, and the connection's own set-up: AUTH, HELLO...).
+pub fn busy_refusal(sh: &Shared, cmd: &super::Command, args: &[Vec<u8>]) -> bool {
+    let Some(ms) = sh.scripts.busy_ms() else { return false };
+    let limit: u128 =
+        sh.params.read().get("busy-reply-threshold").and_then(|v| v.parse().ok()).unwrap_or(5000);
+    if ms < limit {
+        return false;
+    }
+    let sub = |w: &str| args.get(1).is_some_and(|a| is(a, w));
+    let function = sh.scripts.running_function();
+    let allowed = match cmd.name {
+        // Each KILL stops its own kind of script only.
+        "script" => sub("kill") && !function,
+        "function" => (sub("kill") && function) || sub("stats"),
+        "shutdown" => sub("nosave"),
+        "auth" | "hello" | "quit" | "multi" | "discard" | "watch" | "unwatch" => true,
+        _ => false,
+    };
+    !allowed
+}
+
+/// Runs a script's commands: its own connection state, the checks, and what it wrote.
+pub(super) struct ScriptHost<'a> {
+    sh: &'a Shared,
+    conn: Conn,
+    read_only: bool,
+    /// Every key its commands named (their cached metadata is dropped when the batch is
+    /// written, as after EXEC).
+    keys: Vec<Vec<u8>>,
+    /// A FLUSHALL/FLUSHDB ran.
+    wide: bool,
+}
+
+impl Host for ScriptHost<'_> {
+    fn call(&mut self, argv: &[Vec<u8>], resp3: bool) -> Vec<u8> {
+        let mut out = Out { buf: Vec::new(), resp3 };
+        let Some(cmd) = lookup(&argv[0]) else {
+            out.error("ERR Unknown Redis command called from script");
+            return out.buf;
+        };
+        if !cmd.arity_fits(argv.len()) {
+            out.error("ERR Wrong number of args calling Redis command from script");
+            return out.buf;
+        }
+        if refused_in_scripts(cmd.name) {
+            out.error("ERR This Redis command is not allowed from script");
+            return out.buf;
+        }
+        if cmd.write {
+            if self.read_only {
+                out.error("ERR Write commands are not allowed from read-only scripts.");
+                return out.buf;
+            }
+            self.sh.scripts.note_write();
+        }
+        self.keys.extend(blocking::written_keys(cmd, argv));
+        self.wide |= matches!(cmd.name, "flushdb" | "flushall");
+        self.conn.resp3 = resp3;
+        dispatch(self.sh, &mut self.conn, argv, &mut out);
+        out.buf
+    }
+}
+
+/// Ends this thread's overlay however the script leaves (an early return, a panic).
+struct OverlayScope;
+
+impl Drop for OverlayScope {
+    fn drop(&mut self) {
+        overlay::take();
+    }
+}
+
+/// A script's keys and its other arguments.
+pub(super) type KeysAndArgs<'a> = (&'a [Vec<u8>], &'a [Vec<u8>]);
+
+/// `numkeys key ... arg ...` from index 2: the keys and the arguments.
+pub(super) fn keys_and_args(a: &[Vec<u8>]) -> Result<KeysAndArgs<'_>, CmdError> {
+    let n = parse_int_strict(&a[2]).ok_or(CmdError::from(super::errors::NOT_INT))?;
+    if n < 0 {
+        return Err("ERR Number of keys can't be negative".into());
+    }
+    let rest = &a[3..];
+    if n as u64 > rest.len() as u64 {
+        return Err("ERR Number of keys can't be greater than number of args".into());
+    }
+    Ok(rest.split_at(n as usize))
+}
+
+fn run(
+    sh: &Shared,
+    conn: &mut Conn,
+    a: &[Vec<u8>],
+    by_sha: bool,
+    ro: bool,
+    out: &mut Out,
+) -> CmdResult {
+    let (keys, args) = keys_and_args(a)?;
+    let sha = if by_sha {
+        if a[1].len() != 40 || !sh.scripts.exists(&a[1]) {
+            return Err(NOSCRIPT.into());
+        }
+        String::from_utf8_lossy(&a[1]).to_ascii_lowercase()
+    } else {
+        sh.scripts.load(&a[1]).map_err(CmdError::from)?
+    };
+    let flags = sh.scripts.flags(sha.as_bytes()).unwrap_or_default();
+    atomically(sh, conn, keys, ro || flags.no_writes, out, |host, body| {
+        sh.scripts.run(&sha, keys, args, host, body);
+    })
+}
+
+/// Runs a script (`body` writes its reply) atomically: under every key-lock stripe and an
+/// overlay written as one batch at its end, or inside EXEC under EXEC's; `keys` are its
+/// declared keys, `read_only` refuses its writes.
+pub(super) fn atomically(
+    sh: &Shared,
+    conn: &mut Conn,
+    keys: &[Vec<u8>],
+    read_only: bool,
+    out: &mut Out,
+    body: impl FnOnce(&mut ScriptHost<'_>, &mut Out),
+) -> CmdResult {
+    let mut host = ScriptHost {
+        sh,
+        conn: Conn::new(conn.id, true),
+        read_only,
+        keys: keys.to_vec(),
+        wide: false,
+    };
+    host.conn.in_exec = true;
+    // A script may run long: the async worker's other tasks are handed off first (they
+    // include the connections that must be told BUSY, and SCRIPT KILL's).
+    crate::storage::pending::off_worker(|| -> CmdResult {
+        if conn.in_exec {
+            // Inside EXEC: its locks and overlay hold the script's writes too.
+            body(&mut host, out);
+            return Ok(());
+        }
+        let _all = sh.store.locks.lock_all();
+        let _scope = OverlayScope;
+        overlay::begin();
+        let mut reply = Out { buf: Vec::new(), resp3: out.resp3 };
+        body(&mut host, &mut reply);
+        let named: Vec<&[u8]> = host.keys.iter().map(Vec::as_slice).collect();
+        sh.store.commit_overlay(&named, host.wide).map_err(crate::types::TypeError::from)?;
+        out.buf.extend_from_slice(&reply.buf);
+        Ok(())
+    })?;
+    // The clients blocked on what the script wrote are served after it (`blocking`).
+    conn.touched.extend(std::mem::take(&mut host.conn.touched));
+    Ok(())
+}
+
+/// EVAL script numkeys [key ...] [arg ...]
+pub fn eval(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    run(sh, conn, a, false, false, out)
+}
+
+/// EVALSHA sha1 numkeys [key ...] [arg ...]
+pub fn evalsha(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    run(sh, conn, a, true, false, out)
+}
+
+/// EVAL_RO script numkeys [key ...] [arg ...]
+pub fn eval_ro(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    run(sh, conn, a, false, true, out)
+}
+
+/// EVALSHA_RO sha1 numkeys [key ...] [arg ...]
+pub fn evalsha_ro(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    run(sh, conn, a, true, true, out)
+}
+
+/// SCRIPT LOAD|EXISTS|FLUSH|KILL|HELP
+pub fn script(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let sub = &a[1];
+    let wrong = || {
+        CmdError::from(format!(
+            "ERR unknown subcommand or wrong number of arguments for '{}'. Try SCRIPT HELP.",
+            String::from_utf8_lossy(sub)
+        ))
+    };
+    if is(sub, "help") && a.len() == 2 {
+        let help = [
+            "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "EXISTS <sha1> [<sha1> ...]",
+            "    Return information about the existence of the scripts in the script cache.",
+            "FLUSH [ASYNC|SYNC]",
+            "    Flush the Lua scripts cache.",
+            "KILL",
+            "    Kill the currently executing Lua script.",
+            "LOAD <script>",
+            "    Load a script into the scripts cache without executing it.",
+            "HELP",
+            "    Print this help.",
+        ];
+        out.array(help.len());
+        for l in help {
+            out.simple(l);
+        }
+    } else if is(sub, "load") {
+        if a.len() != 3 {
+            return Err(wrong());
+        }
+        let sha = sh.scripts.load(&a[2]).map_err(CmdError::from)?;
+        out.bulk(sha.as_bytes());
+    } else if is(sub, "exists") {
+        if a.len() < 3 {
+            return Err(wrong());
+        }
+        out.array(a.len() - 2);
+        for sha in &a[2..] {
+            out.int(i64::from(sh.scripts.exists(sha)));
+        }
+    } else if is(sub, "flush") {
+        match a.get(2) {
+            None => {}
+            Some(m) if a.len() == 3 && (is(m, "sync") || is(m, "async")) => {}
+            Some(_) => return Err("ERR SCRIPT FLUSH only support SYNC|ASYNC option".into()),
+        }
+        sh.scripts.flush().map_err(CmdError::from)?;
+        out.ok();
+    } else if is(sub, "kill") {
+        if a.len() != 2 {
+            return Err(wrong());
+        }
+        match sh.scripts.kill() {
+            Ok(()) => out.ok(),
+            Err(KillRefused::NotBusy) => {
+                return Err("NOTBUSY No scripts in execution right now.".into())
+            }
+            Err(KillRefused::Unkillable) => {
+                return Err("UNKILLABLE Sorry the script already executed write commands against \
+                            the dataset. You can either wait the script termination or kill the \
+                            server in a hard way using the SHUTDOWN NOSAVE command."
+                    .into())
+            }
+        }
+    } else {
+        return Err(wrong());
+    }
+    Ok(())
+}

@@ -1,0 +1,787 @@
+//! The Lua scripting engine of EVAL and EVALSHA: one Lua 5.1 interpreter (the `mlua` binding,
+//! vendored Lua 5.1, as Redis embeds), its script cache, and the `redis` library scripts
+//! call, as Redis 7.0 has them.
+//!
+//! - A script's body is compiled once into the function `f_<sha1 of body>` (the cache: SCRIPT
+//!   LOAD/EXISTS/FLUSH, EVALSHA). A `#!lua` first line may carry `flags=` (`no-writes`...);
+//!   the line is left out of the compiled code but its line feed kept, so line numbers hold.
+//! - The interpreter has Redis's libraries (base, table, string, math, `bit`, `cjson`, and of `debug`
+//!   its inspecting functions `getinfo` and `traceback` only: the rest reaches the
+//!   interpreter's internals), without `loadfile`/`dofile`; its globals are read-only to scripts ("Attempt to modify a
+//!   readonly table") and reading an undefined one fails as in Redis.
+//! - `redis.call`/`redis.pcall` run a command through the [`Host`] the caller gives
+//!   ([`Scripts::run`]): the command layer's dispatch, which this module does not know. A
+//!   command's error reply is raised by `call` as the table `{err=...}` and returned by
+//!   `pcall`. A script's runtime error becomes `{err="ERR <message>"}` with the script's
+//!   position, replied as Redis does: `<message> script: <sha>, on @user_script:<line>.`
+//! - One script runs at a time (the engine's lock); SCRIPT KILL ([`Scripts::kill`]) stops
+//!   one that has not written, checked every 100,000 Lua instructions.
+//!
+//! Errors are replies (RESP bytes); the engine never panics on a script's doing.
+
+pub mod bit;
+pub mod cjson;
+pub mod convert;
+pub mod library;
+
+use crate::resp::Out;
+use mlua::{ffi, HookTriggers, Lua, LuaOptions, StdLib, Value, Variadic, VmState};
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::ffi::c_int;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// What runs a script's `redis.call`: the command line, in RESP3 when `resp3`, giving its
+/// reply's bytes. It refuses what scripts may not run, with Redis's errors.
+pub trait Host {
+    /// Runs `argv` for the script.
+    fn call(&mut self, argv: &[Vec<u8>], resp3: bool) -> Vec<u8>;
+}
+
+/// A script's `#!lua` flags (Redis 7.0's names).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Flags {
+    /// A shebang line was given (otherwise the script runs in EVAL's compatibility mode).
+    pub shebang: bool,
+    /// `no-writes`: the script may not write.
+    pub no_writes: bool,
+}
+
+struct Cached {
+    flags: Flags,
+}
+
+/// The scripting engine: the interpreter and its script cache.
+pub struct Scripts {
+    lua: Mutex<Lua>,
+    cache: Mutex<HashMap<String, Cached>>,
+    /// A script is running.
+    busy: AtomicBool,
+    /// SCRIPT KILL asked the running script to stop (the interpreter's hook reads it).
+    kill: Arc<AtomicBool>,
+    /// While FUNCTION LOAD runs a library's code: when it is stopped (Redis's 500 ms).
+    load_deadline: Arc<Mutex<Option<std::time::Instant>>>,
+    /// FUNCTION's libraries by name (`library`).
+    libraries: Mutex<std::collections::BTreeMap<String, library::Library>>,
+    /// Each registered function's library.
+    function_owner: Mutex<HashMap<String, String>>,
+    /// The running script has written (it can no longer be killed).
+    wrote: AtomicBool,
+    /// When the running script started (`busy_ms`).
+    started: Mutex<Option<std::time::Instant>>,
+    /// The running script is a FUNCTION's (FCALL).
+    in_function: AtomicBool,
+    /// The running FUNCTION's name and command line (FUNCTION STATS).
+    running: Mutex<Option<(String, Vec<Vec<u8>>)>>,
+}
+
+/// Why SCRIPT KILL did nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KillRefused {
+    /// No script is running.
+    NotBusy,
+    /// The running script has written.
+    Unkillable,
+}
+
+/// The SHA1 of `body`, as 40 lower-case hex digits (`redis.sha1hex`, the cache's names).
+pub fn sha1_hex(body: &[u8]) -> String {
+    sha1_smol::Sha1::from(body).digest().to_string()
+}
+
+/// The Lua code run once at start, with the interpreter's real globals: it returns the
+/// runner (`xpcall` with Redis's error handler: `{err=..., source=..., line=...}`) and the
+/// environment scripts run in. That environment is read-only, as Redis's patched Lua makes
+/// its globals: every assignment to it, to the libraries seen through it (`redis`,
+/// `string`, `bit`...), to the table `getmetatable` gives for them, and `setmetatable` or
+/// `rawset` on them fail with "Attempt to modify a readonly table"; reading a global that
+/// does not exist fails as Redis's does. Scripts never see the real globals table.
+const PRELUDE: &str = r#"
+local R = _G
+local dbg = {getinfo = debug.getinfo}
+local err, tostr, rawget_, setmt, rawset_, type_ = error, tostring, rawget, setmetatable, rawset, type
+local err_table = function(e) if type_(e) ~= 'table' then e = {err = 'ERR ' .. tostr(e)} end return e end
+local function handler(e)
+  local level = 2
+  local i = dbg.getinfo(level, 'nSl')
+  while i and (i.what == 'C' or string.sub(i.source, 1, 8) == '@strata_') do
+    level = level + 1
+    i = dbg.getinfo(level, 'nSl')
+  end
+  e = err_table(e)
+  if i then
+    e['source'] = i.source
+    e['line'] = i.currentline
+  end
+  return e
+end
+local function run(f)
+  return xpcall(f, handler)
+end
+local protected = setmt({}, {__mode = 'k'})
+local function refuse(level) err('Attempt to modify a readonly table', level) end
+local function on_newindex() refuse(3) end
+local locked = setmt({}, {__newindex = on_newindex, __metatable = false})
+protected[locked] = true
+local function readonly(t)
+  local p = setmt({}, {__index = t, __newindex = on_newindex, __metatable = locked})
+  protected[p] = true
+  return p
+end
+local wrapped = {}
+for _, name in ipairs({'redis', 'string', 'table', 'math', 'bit', 'debug', 'cjson', 'cmsgpack', 'struct'}) do
+  local t = rawget_(R, name)
+  if t ~= nil then wrapped[name] = readonly(t) end
+end
+local env
+env = setmt({}, {
+  __index = function(_, k)
+    if k == '_G' then return env end
+    local w = wrapped[k]
+    if w ~= nil then return w end
+    local v = rawget_(R, k)
+    if v == nil then err("Script attempted to access nonexistent global variable '" .. tostr(k) .. "'", 2) end
+    return v
+  end,
+  __newindex = on_newindex,
+  __metatable = locked,
+})
+protected[env] = true
+R.setmetatable = function(t, mt) if protected[t] then refuse(0) end return setmt(t, mt) end
+R.rawset = function(t, k, v) if protected[t] then refuse(0) end return rawset_(t, k, v) end
+return run, env
+"#;
+
+/// The registry name of the run's command primitive: `(argv...) -> reply, failed`.
+const RAW_CALL: &std::ffi::CStr = c"strata_raw_call";
+
+/// The registry name of the flag the kill hook sets: the running script is being killed.
+const KILLED: &std::ffi::CStr = c"strata_killed";
+
+/// The registry name of the run's `redis.setresp` primitive: `(v...) -> error, failed`.
+const RAW_SETRESP: &std::ffi::CStr = c"strata_raw_setresp";
+
+/// Calls the run's primitive `name` with this call's arguments, leaving its result and
+/// failure flag.
+///
+/// # Safety
+/// `l` is the interpreter running a script, whose registry holds `name`.
+unsafe fn raw_call_named(l: *mut ffi::lua_State, name: &std::ffi::CStr) {
+    // SAFETY: the caller's contract; the stack holds the call's arguments.
+    unsafe {
+        let n = ffi::lua_gettop(l);
+        ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, name.as_ptr());
+        ffi::lua_insert(l, 1);
+        ffi::lua_call(l, n, 2);
+    }
+}
+
+/// [`raw_call_named`] of [`RAW_CALL`].
+///
+/// # Safety
+/// As [`raw_call_named`].
+unsafe fn raw_call(l: *mut ffi::lua_State) {
+    // SAFETY: the caller's contract.
+    unsafe { raw_call_named(l, RAW_CALL) }
+}
+
+/// `redis.setresp`: raises `{err=...}` for a wrong argument, as `redis.call` does.
+unsafe extern "C-unwind" fn redis_setresp(l: *mut ffi::lua_State) -> c_int {
+    // SAFETY: as `redis_call`.
+    unsafe {
+        raw_call_named(l, RAW_SETRESP);
+        let failed = ffi::lua_toboolean(l, -1) != 0;
+        ffi::lua_pop(l, 1);
+        if failed {
+            ffi::lua_error(l);
+        }
+    }
+    0
+}
+
+/// `redis.call`: raises a failed command's `{err=...}`. A C function, as Redis's is, so that
+/// the script's own frame is below it when it raises, even from `return redis.call(...)`
+/// (a Lua function there would be a tail call and lose the script's line).
+unsafe extern "C-unwind" fn redis_call(l: *mut ffi::lua_State) -> c_int {
+    // SAFETY: Lua calls it with its state, inside a script run (`raw_call`); no Rust value
+    // with a destructor lives in this frame when `lua_error` unwinds it.
+    unsafe {
+        raw_call(l);
+        let failed = ffi::lua_toboolean(l, -1) != 0;
+        ffi::lua_pop(l, 1);
+        if failed {
+            ffi::lua_error(l);
+        }
+    }
+    1
+}
+
+/// The global `pcall`, as Redis 7.0 replaces it: an error raised as `{err=...}` (by
+/// `redis.call`) is given to the script as its message string.
+unsafe extern "C-unwind" fn script_pcall(l: *mut ffi::lua_State) -> c_int {
+    // SAFETY: Lua calls it with its arguments on the stack (the function to call first).
+    unsafe {
+        let argc = ffi::lua_gettop(l);
+        ffi::lua_pushboolean(l, 1);
+        ffi::lua_insert(l, 1);
+        if ffi::lua_pcall(l, argc - 1, ffi::LUA_MULTRET, 0) != 0 {
+            // A script being killed is not let to catch that (Redis's hook raises again on
+            // every line): the error goes on up.
+            ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, KILLED.as_ptr());
+            let killed = ffi::lua_toboolean(l, -1) != 0;
+            ffi::lua_pop(l, 1);
+            if killed {
+                ffi::lua_error(l);
+            }
+            ffi::lua_remove(l, 1);
+            if ffi::lua_type(l, -1) == ffi::LUA_TTABLE {
+                ffi::lua_getfield(l, -1, c"err".as_ptr());
+                if ffi::lua_isstring(l, -1) != 0 {
+                    ffi::lua_replace(l, -2);
+                } else {
+                    ffi::lua_pop(l, 1);
+                }
+            }
+            ffi::lua_pushboolean(l, 0);
+            ffi::lua_insert(l, 1);
+        }
+        ffi::lua_gettop(l)
+    }
+}
+
+/// `redis.pcall`: returns a failed command's `{err=...}`.
+unsafe extern "C-unwind" fn redis_pcall(l: *mut ffi::lua_State) -> c_int {
+    // SAFETY: as `redis_call`.
+    unsafe {
+        raw_call(l);
+        ffi::lua_pop(l, 1);
+    }
+    1
+}
+
+impl Scripts {
+    /// A fresh interpreter with an empty cache; `version` is the Redis version scripts see.
+    pub fn new(version: &str) -> Result<Scripts, String> {
+        let kill = Arc::new(AtomicBool::new(false));
+        let load_deadline = Arc::new(Mutex::new(None));
+        let lua = new_interpreter(version, &kill, &load_deadline)
+            .map_err(|e| format!("cannot start the Lua interpreter: {e}"))?;
+        Ok(Scripts {
+            lua: Mutex::new(lua),
+            cache: Mutex::new(HashMap::new()),
+            busy: AtomicBool::new(false),
+            kill,
+            load_deadline,
+            wrote: AtomicBool::new(false),
+            started: Mutex::new(None),
+            in_function: AtomicBool::new(false),
+            running: Mutex::new(None),
+            libraries: Mutex::new(std::collections::BTreeMap::new()),
+            function_owner: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Compiles and caches `body` (SCRIPT LOAD, EVAL): its SHA1, or the error reply text.
+    pub fn load(&self, body: &[u8]) -> Result<String, String> {
+        let sha = sha1_hex(body);
+        if self.cache.lock().contains_key(&sha) {
+            return Ok(sha);
+        }
+        let (flags, skip) = shebang(body)?;
+        let lua = self.lua.lock();
+        let code = &body[skip..];
+        let env: mlua::Table = lua
+            .named_registry_value("strata_env")
+            .map_err(|e| format!("ERR Error compiling script (new function): {e}"))?;
+        let f =
+            lua.load(code).set_name("@user_script").set_environment(env).into_function().map_err(
+                |e| format!("ERR Error compiling script (new function): {}", lua_message(&e)),
+            )?;
+        lua.set_named_registry_value(&format!("f_{sha}"), f)
+            .map_err(|e| format!("ERR Error compiling script (new function): {e}"))?;
+        self.cache.lock().insert(sha.clone(), Cached { flags });
+        Ok(sha)
+    }
+
+    /// Whether the script `sha` (any case) is cached.
+    pub fn exists(&self, sha: &[u8]) -> bool {
+        let sha = String::from_utf8_lossy(sha).to_ascii_lowercase();
+        self.cache.lock().contains_key(&sha)
+    }
+
+    /// The flags of cached script `sha` (any case).
+    pub fn flags(&self, sha: &[u8]) -> Option<Flags> {
+        let sha = String::from_utf8_lossy(sha).to_ascii_lowercase();
+        self.cache.lock().get(&sha).map(|c| c.flags)
+    }
+
+    /// SCRIPT FLUSH: forgets every EVAL script (FUNCTION libraries stay).
+    pub fn flush(&self) -> Result<(), String> {
+        let shas: Vec<String> = self.cache.lock().drain().map(|(sha, _)| sha).collect();
+        let lua = self.lua.lock();
+        for sha in shas {
+            lua.unset_named_registry_value(&format!("f_{sha}"))
+                .map_err(|e| format!("ERR cannot flush the script cache: {e}"))?;
+        }
+        lua.gc_collect().map_err(|e| format!("ERR cannot flush the script cache: {e}"))?;
+        Ok(())
+    }
+
+    /// SCRIPT KILL: asks the running script to stop.
+    pub fn kill(&self) -> Result<(), KillRefused> {
+        if !self.busy.load(Ordering::Acquire) {
+            return Err(KillRefused::NotBusy);
+        }
+        if self.wrote.load(Ordering::Acquire) {
+            return Err(KillRefused::Unkillable);
+        }
+        self.kill.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// Whether a script is running now.
+    pub fn busy(&self) -> bool {
+        self.busy.load(Ordering::Acquire)
+    }
+
+    /// SHUTDOWN: stops the running script, whether or not it wrote.
+    pub fn stop_for_shutdown(&self) {
+        if self.busy() {
+            self.kill.store(true, Ordering::Release);
+        }
+    }
+
+    /// The running FUNCTION's name, command line and how long it has run (milliseconds).
+    pub fn running(&self) -> Option<(String, Vec<Vec<u8>>, u128)> {
+        let ms = self.busy_ms()?;
+        let (name, line) = self.running.lock().clone()?;
+        Some((name, line, ms))
+    }
+
+    /// Notes the FUNCTION about to run (its name and command line), for FUNCTION STATS.
+    pub fn note_running(&self, name: &str, line: &[Vec<u8>]) {
+        *self.running.lock() = Some((name.to_string(), line.to_vec()));
+    }
+
+    /// Whether the running script is a FUNCTION's.
+    pub fn running_function(&self) -> bool {
+        self.in_function.load(Ordering::Acquire)
+    }
+
+    /// How long the running script has run (milliseconds), if one is running.
+    pub fn busy_ms(&self) -> Option<u128> {
+        if !self.busy() {
+            return None;
+        }
+        self.started.lock().map(|t| t.elapsed().as_millis())
+    }
+
+    /// Notes that the running script wrote: SCRIPT KILL no longer stops it.
+    pub fn note_write(&self) {
+        self.wrote.store(true, Ordering::Release);
+    }
+
+    /// Runs cached script `sha` with `KEYS` and `ARGV`; its reply in `out` (the client's
+    /// protocol). Commands go through `host`. An uncached `sha` is NOSCRIPT.
+    pub fn run(
+        &self,
+        sha: &str,
+        keys: &[Vec<u8>],
+        argv: &[Vec<u8>],
+        host: &mut dyn Host,
+        out: &mut Out,
+    ) {
+        if !self.exists(sha.as_bytes()) {
+            out.error("NOSCRIPT No matching script. Please use EVAL.");
+            return;
+        }
+        self.run_with(sha, keys, argv, host, out, |lua, k, a| {
+            let g = lua.globals();
+            g.raw_set("KEYS", k)?;
+            g.raw_set("ARGV", a)?;
+            lua.named_registry_value::<mlua::Function>(&format!("f_{sha}"))
+        });
+    }
+
+    /// Runs the function `make` gives (from the interpreter and the `KEYS` and `ARGV`
+    /// tables) as a script named `funcname` in error replies: the run's `redis.call`
+    /// through `host`, errors as Redis replies them, the reply in `out`.
+    fn run_with(
+        &self,
+        funcname: &str,
+        keys: &[Vec<u8>],
+        argv: &[Vec<u8>],
+        host: &mut dyn Host,
+        out: &mut Out,
+        make: impl FnOnce(&Lua, mlua::Table, mlua::Table) -> mlua::Result<mlua::Function>,
+    ) {
+        let lua = self.lua.lock();
+        *self.started.lock() = Some(std::time::Instant::now());
+        self.busy.store(true, Ordering::Release);
+        self.kill.store(false, Ordering::Release);
+        self.wrote.store(false, Ordering::Release);
+        let _idle = Idle(self);
+        let resp3 = std::cell::Cell::new(false);
+        let _ = lua.set_named_registry_value("strata_killed", false);
+        let result = lua.scope(|scope| {
+            let strings = |items: &[Vec<u8>]| -> mlua::Result<mlua::Table> {
+                lua.create_sequence_from(
+                    items.iter().map(|i| lua.create_string(i)).collect::<mlua::Result<Vec<_>>>()?,
+                )
+            };
+            let f = make(&lua, strings(keys)?, strings(argv)?)?;
+            let raw = scope.create_function_mut(
+                |lua, args: Variadic<Value>| -> mlua::Result<(Value, bool)> {
+                    let line = match command_line(&args) {
+                        Ok(l) => l,
+                        Err(msg) => {
+                            return Ok((Value::Table(convert::err_table(lua, &msg)?), true))
+                        }
+                    };
+                    let reply = host.call(&line, resp3.get());
+                    convert::reply_to_lua(lua, &reply)
+                },
+            )?;
+            let setresp = scope.create_function(
+                |lua, args: Variadic<Value>| -> mlua::Result<(Value, bool)> {
+                    // Lua numbers: only the exact integers 2 and 3 name a version.
+                    let v = match args.first() {
+                        Some(Value::Number(n)) if n.fract() == 0.0 && n.abs() < 1e9 => {
+                            Some(*n as i64)
+                        }
+                        Some(Value::Integer(n)) => Some(*n),
+                        _ => None,
+                    };
+                    let msg = match (args.len(), v) {
+                        (1, Some(v)) if v == 2 || v == 3 => {
+                            resp3.set(v == 3);
+                            return Ok((Value::Nil, false));
+                        }
+                        (1, _) => "ERR RESP version must be 2 or 3.",
+                        _ => "ERR redis.setresp() requires one argument.",
+                    };
+                    Ok((Value::Table(convert::err_table(lua, msg)?), true))
+                },
+            )?;
+            lua.set_named_registry_value("strata_raw_call", raw)?;
+            lua.set_named_registry_value("strata_raw_setresp", setresp)?;
+            let run: mlua::Function = lua.named_registry_value("strata_run")?;
+            run.call::<(bool, Value)>(f)
+        });
+        let killed = self.kill.load(Ordering::Acquire);
+        lua.globals().raw_remove("KEYS").ok();
+        lua.globals().raw_remove("ARGV").ok();
+        if killed {
+            out.error("ERR Script killed by user with SCRIPT KILL...");
+            return;
+        }
+        match result {
+            Ok((true, v)) => convert::lua_to_reply(&v, resp3.get(), out),
+            Ok((false, Value::Table(t))) => {
+                let msg: String = match t.raw_get::<Value>("err") {
+                    Ok(Value::String(s)) => s.to_string_lossy(),
+                    _ => "ERR execution failure".into(),
+                };
+                let msg = msg.replace(['\r', '\n'], " ");
+                let msg = msg.strip_prefix('-').unwrap_or(&msg).to_string();
+                let source: Option<String> = t.raw_get("source").ok();
+                let line: Option<i64> = t.raw_get("line").ok();
+                match (source, line) {
+                    (Some(s), Some(l)) => {
+                        out.error(&format!("{msg} script: {funcname}, on {s}:{l}."));
+                    }
+                    _ => out.error(&msg),
+                }
+            }
+            Ok((false, other)) => {
+                let msg = match other {
+                    Value::String(s) => s.to_string_lossy(),
+                    _ => "execution failure".into(),
+                };
+                out.error(&format!("ERR Error running script {funcname}, {msg}"));
+            }
+            Err(e) => {
+                out.error(&format!("ERR Error running script {funcname}, {}", lua_message(&e)));
+            }
+        }
+    }
+}
+
+/// Clears the busy flag however a run ends.
+struct Idle<'a>(&'a Scripts);
+
+impl Drop for Idle<'_> {
+    fn drop(&mut self) {
+        self.0.busy.store(false, Ordering::Release);
+        *self.0.running.lock() = None;
+    }
+}
+
+/// The message of a Lua error, without mlua's decorations.
+fn lua_message(e: &mlua::Error) -> String {
+    match e {
+        mlua::Error::SyntaxError { message, .. } => message.clone(),
+        mlua::Error::RuntimeError(m) => m.clone(),
+        mlua::Error::CallbackError { cause, .. } => lua_message(cause),
+        other => other.to_string(),
+    }
+}
+
+/// The arguments of `redis.call` as a command line: strings and numbers, or Redis's error
+/// text.
+fn command_line(args: &[Value]) -> Result<Vec<Vec<u8>>, String> {
+    if args.is_empty() {
+        return Err("ERR Please specify at least one argument for this redis lib call".into());
+    }
+    let mut line = Vec::with_capacity(args.len());
+    for a in args {
+        match a {
+            Value::String(s) => line.push(s.as_bytes().to_vec()),
+            // Numbers as C's "%.17g" (Redis's conversion, not Lua's 14 digits).
+            Value::Number(n) => line.push(crate::resp::writer::format_double(*n).into_bytes()),
+            Value::Integer(n) => line.push(n.to_string().into_bytes()),
+            _ => {
+                return Err("ERR Lua redis lib command arguments must be strings or integers".into())
+            }
+        }
+    }
+    Ok(line)
+}
+
+/// Reads a `#!lua` first line: the flags and how many bytes to leave out of the code (the
+/// line's text, not its line feed), or Redis's error reply text.
+fn shebang(body: &[u8]) -> Result<(Flags, usize), String> {
+    if !body.starts_with(b"#!") {
+        return Ok((Flags::default(), 0));
+    }
+    let end = body.iter().position(|&b| b == b'\n').unwrap_or(body.len());
+    let line = String::from_utf8_lossy(&body[2..end]).into_owned();
+    let mut parts = line.split(' ').filter(|p| !p.is_empty());
+    let engine = parts.next().unwrap_or("");
+    if engine != "lua" {
+        return Err(format!("ERR Unexpected engine in script shebang: {engine}"));
+    }
+    let mut flags = Flags { shebang: true, no_writes: false };
+    for p in parts {
+        let Some(list) = p.strip_prefix("flags=") else {
+            return Err(format!("ERR Unknown lua shebang option: {p}"));
+        };
+        for f in list.split(',').filter(|f| !f.is_empty()) {
+            match f {
+                "no-writes" => flags.no_writes = true,
+                "allow-oom" | "allow-stale" | "no-cluster" | "allow-cross-slot-keys" => {}
+                other => return Err(format!("ERR Unexpected flag in script shebang: {other}")),
+            }
+        }
+    }
+    Ok((flags, end))
+}
+
+/// A new interpreter with Redis's libraries, the `redis` table and protected globals.
+fn new_interpreter(
+    version: &str,
+    kill: &Arc<AtomicBool>,
+    load_deadline: &Arc<Mutex<Option<std::time::Instant>>>,
+) -> mlua::Result<Lua> {
+    let libs = StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::DEBUG;
+    // SAFETY: the debug library can reach the interpreter's registry and the binding's own
+    // values through it; scripts never see it whole: below, `debug` is replaced by a table of
+    // its inspecting functions only (what the error handler uses, and tracebacks).
+    let lua = unsafe { Lua::unsafe_new_with(libs, LuaOptions::default()) };
+    let g = lua.globals();
+    for unsafe_fn in ["loadfile", "dofile", "print"] {
+        g.raw_remove(unsafe_fn)?;
+    }
+    bit::install(&lua)?;
+    cjson::install(&lua)?;
+    let redis = lua.create_table()?;
+    redis.raw_set(
+        "sha1hex",
+        lua.create_function(|lua, args: Variadic<Value>| match (args.len(), args.first()) {
+            (1, Some(Value::String(s))) => lua.create_string(sha1_hex(&s.as_bytes())),
+            (1, Some(v @ (Value::Number(_) | Value::Integer(_)))) => {
+                let s = lua
+                    .coerce_string(v.clone())?
+                    .map(|s| s.as_bytes().to_vec())
+                    .unwrap_or_default();
+                lua.create_string(sha1_hex(&s))
+            }
+            _ => Err(mlua::Error::runtime("wrong number of arguments")),
+        })?,
+    )?;
+    let single = |field: &'static str| {
+        lua.create_function(move |lua, args: Variadic<Value>| -> mlua::Result<Value> {
+            match (args.len(), args.first()) {
+                (1, Some(Value::String(s))) => {
+                    let t = lua.create_table()?;
+                    let text = s.to_string_lossy();
+                    let text = if field == "err" {
+                        text.strip_prefix('-').unwrap_or(&text).to_string()
+                    } else {
+                        text
+                    };
+                    t.raw_set(field, text)?;
+                    Ok(Value::Table(t))
+                }
+                _ => Ok(Value::Table(convert::err_table(
+                    lua,
+                    "ERR wrong number or type of arguments",
+                )?)),
+            }
+        })
+    };
+    redis.raw_set("error_reply", single("err")?)?;
+    redis.raw_set("status_reply", single("ok")?)?;
+    // Logging goes nowhere (the server keeps no log file); replication controls have
+    // nothing to control (every write of a script is in its one batch).
+    let nothing = lua.create_function(|_, _: Variadic<Value>| Ok(()))?;
+    redis.raw_set("log", nothing.clone())?;
+    redis.raw_set("set_repl", nothing.clone())?;
+    redis.raw_set("breakpoint", lua.create_function(|_, _: Variadic<Value>| Ok(false))?)?;
+    redis.raw_set("debug", nothing)?;
+    redis.raw_set("replicate_commands", lua.create_function(|_, _: Variadic<Value>| Ok(true))?)?;
+    for (name, v) in [
+        ("LOG_DEBUG", 0),
+        ("LOG_VERBOSE", 1),
+        ("LOG_NOTICE", 2),
+        ("LOG_WARNING", 3),
+        ("REPL_NONE", 0),
+        ("REPL_AOF", 1),
+        ("REPL_SLAVE", 2),
+        ("REPL_REPLICA", 2),
+        ("REPL_ALL", 3),
+    ] {
+        redis.raw_set(name, v)?;
+    }
+    // SAFETY: both are Lua C functions that only use the Lua stack (`raw_call`).
+    unsafe {
+        redis.raw_set("call", lua.create_c_function(redis_call)?)?;
+        redis.raw_set("pcall", lua.create_c_function(redis_pcall)?)?;
+        redis.raw_set("setresp", lua.create_c_function(redis_setresp)?)?;
+        g.raw_set("pcall", lua.create_c_function(script_pcall)?)?;
+    }
+    redis.raw_set("REDIS_VERSION", version)?;
+    redis.raw_set("REDIS_VERSION_NUM", version_num(version))?;
+    g.raw_set("redis", redis)?;
+    // Scripts see of `debug` only its inspecting functions (the rest reaches the
+    // interpreter's internals).
+    let debug: mlua::Table = g.raw_get("debug")?;
+    let inspect = lua.create_table()?;
+    inspect.raw_set("getinfo", debug.raw_get::<Value>("getinfo")?)?;
+    inspect.raw_set("traceback", debug.raw_get::<Value>("traceback")?)?;
+    let (run, env): (mlua::Function, mlua::Table) =
+        lua.load(PRELUDE).set_name("@strata_prelude").call(())?;
+    g.raw_set("debug", inspect)?;
+    lua.set_named_registry_value("strata_run", run)?;
+    lua.set_named_registry_value("strata_env", env)?;
+    let kill = kill.clone();
+    let load_deadline = load_deadline.clone();
+    lua.set_hook(HookTriggers::new().every_nth_instruction(100_000), move |lua, _| {
+        if kill.load(Ordering::Acquire) {
+            lua.set_named_registry_value("strata_killed", true)?;
+            return Err(mlua::Error::runtime("Script killed by user with SCRIPT KILL..."));
+        }
+        if load_deadline.lock().is_some_and(|d| std::time::Instant::now() >= d) {
+            lua.set_named_registry_value("strata_killed", true)?;
+            return Err(mlua::Error::runtime("FUNCTION LOAD timeout"));
+        }
+        Ok(VmState::Continue)
+    })?;
+    Ok(lua)
+}
+
+/// `7.2.0` as Redis's `0x070200`.
+fn version_num(version: &str) -> i64 {
+    version.split('.').take(3).fold(0, |n, p| n * 256 + p.parse::<i64>().unwrap_or(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Echo(Vec<Vec<Vec<u8>>>);
+
+    impl Host for Echo {
+        fn call(&mut self, argv: &[Vec<u8>], _resp3: bool) -> Vec<u8> {
+            self.0.push(argv.to_vec());
+            if argv[0] == b"fail" {
+                return b"-WRONGTYPE no\r\n".to_vec();
+            }
+            let mut out = Out::default();
+            out.bulk(&argv[argv.len() - 1]);
+            out.buf
+        }
+    }
+
+    fn eval(s: &Scripts, body: &str, keys: &[&str], args: &[&str]) -> String {
+        let sha = match s.load(body.as_bytes()) {
+            Ok(sha) => sha,
+            Err(e) => return format!("-{e}"),
+        };
+        let k: Vec<Vec<u8>> = keys.iter().map(|k| k.as_bytes().to_vec()).collect();
+        let a: Vec<Vec<u8>> = args.iter().map(|k| k.as_bytes().to_vec()).collect();
+        let mut out = Out::default();
+        s.run(&sha, &k, &a, &mut Echo(Vec::new()), &mut out);
+        String::from_utf8(out.buf).unwrap()
+    }
+
+    #[test]
+    fn scripts_see_keys_and_argv_and_call_the_host() {
+        let s = Scripts::new("7.2.0").unwrap();
+        assert_eq!(
+            eval(&s, "return {KEYS[1], ARGV[2]}", &["k"], &["a", "b"]),
+            "*2\r\n$1\r\nk\r\n$1\r\nb\r\n"
+        );
+        assert_eq!(eval(&s, "return redis.call('get', 'x', 12)", &[], &[]), "$2\r\n12\r\n");
+        assert_eq!(eval(&s, "return redis.pcall('fail')", &[], &[]), "-WRONGTYPE no\r\n");
+        let sha = sha1_hex(b"return redis.call('fail')");
+        assert_eq!(
+            eval(&s, "return redis.call('fail')", &[], &[]),
+            format!("-WRONGTYPE no script: {sha}, on @user_script:1.\r\n")
+        );
+        assert_eq!(
+            eval(&s, "return redis.sha1hex('')", &[], &[]),
+            "$40\r\nda39a3ee5e6b4b0d3255bfef95601890afd80709\r\n"
+        );
+        assert!(s.exists(sha.as_bytes()) && s.exists(sha.to_uppercase().as_bytes()));
+        s.flush().unwrap();
+        assert!(!s.exists(sha.as_bytes()));
+    }
+
+    #[test]
+    fn errors_carry_the_scripts_line() {
+        let s = Scripts::new("7.2.0").unwrap();
+        let body = "local a = 1\nerror('boom')";
+        let sha = sha1_hex(body.as_bytes());
+        assert_eq!(
+            eval(&s, body, &[], &[]),
+            format!("-ERR user_script:2: boom script: {sha}, on @user_script:2.\r\n")
+        );
+        assert!(eval(&s, "x = 1", &[], &[]).contains("Attempt to modify a readonly table"));
+        assert!(eval(&s, "return y", &[], &[])
+            .contains("Script attempted to access nonexistent global variable 'y'"));
+        assert!(eval(&s, "return (", &[], &[])
+            .starts_with("-ERR Error compiling script (new function): user_script:1:"));
+        assert_eq!(eval(&s, "return redis.error_reply('MY err')", &[], &[]), "-MY err\r\n");
+        assert_eq!(eval(&s, "return redis.status_reply('FINE')", &[], &[]), "+FINE\r\n");
+        assert!(eval(&s, "return redis.call()", &[], &[])
+            .starts_with("-ERR Please specify at least one argument"));
+        assert!(eval(&s, "return redis.call({})", &[], &[])
+            .starts_with("-ERR Lua redis lib command arguments must be strings or integers"));
+    }
+
+    #[test]
+    fn shebang_flags_are_read_and_the_line_numbers_kept() {
+        let s = Scripts::new("7.2.0").unwrap();
+        let body = "#!lua flags=no-writes\nreturn 1";
+        let sha = s.load(body.as_bytes()).unwrap();
+        assert_eq!(s.flags(sha.as_bytes()), Some(Flags { shebang: true, no_writes: true }));
+        assert_eq!(eval(&s, body, &[], &[]), ":1\r\n");
+        assert!(eval(&s, "#!lua flags=bogus\nreturn 1", &[], &[])
+            .contains("Unexpected flag in script shebang: bogus"));
+        assert!(eval(&s, "#!python\nreturn 1", &[], &[]).contains("Unexpected engine"));
+        let body = "#!lua\nerror('x')";
+        assert!(eval(&s, body, &[], &[]).contains("user_script:2: x"));
+    }
+}

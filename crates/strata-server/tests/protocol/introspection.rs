@@ -1,0 +1,130 @@
+//! INFO's sections (which ones each argument selects, the CPU, command and error
+//! statistics) and OBJECT's subcommands (Redis 7.0's encoding names by its conversion rules,
+//! REFCOUNT, FREQ's refusal), as redis-server 7.0.15 gives them.
+
+use crate::common::{Raw, Reply, Server};
+
+fn info(c: &mut Raw, args: &[&str]) -> String {
+    let mut line = vec!["INFO"];
+    line.extend_from_slice(args);
+    match c.cmd(&line) {
+        Reply::Bulk(b) => String::from_utf8(b).unwrap(),
+        other => panic!("INFO replied {other:?}"),
+    }
+}
+
+fn field<'a>(text: &'a str, name: &str) -> Option<&'a str> {
+    text.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+}
+
+#[test]
+fn info_selects_sections_as_redis_does() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    for args in [&[][..], &["default"], &["all"], &["everything"]] {
+        let t = info(&mut c, args);
+        for section in ["# Server", "# Clients", "# Memory", "# CPU", "# Stats", "# Keyspace"] {
+            assert!(t.contains(section), "{args:?} lacks {section}");
+        }
+        let every = matches!(args.first(), Some(&"all" | &"everything"));
+        assert_eq!(t.contains("# Commandstats"), every, "{args:?}");
+    }
+    let t = info(&mut c, &["cpu"]);
+    assert!(field(&t, "used_cpu_user").is_some() && field(&t, "used_cpu_sys_children").is_some());
+    assert!(!t.contains("used_memory"));
+    let t = info(&mut c, &["CPU", "sentinel", "commandSTATS"]);
+    assert!(t.contains("# CPU") && t.contains("# Commandstats") && !t.contains("# Memory"));
+    let t = info(&mut c, &["cpu", "all"]);
+    assert_eq!(t.matches("used_cpu_user_children").count(), 1, "a section given twice shows once");
+}
+
+#[test]
+fn command_and_error_statistics_count_calls_refusals_and_failures() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    c.cmd(&["SET", "s", "v"]);
+    c.cmd(&["SET", "s", "w"]);
+    c.cmd(&["INCR", "s"]); // fails: not an integer
+    c.cmd(&["LPUSH", "s", "x"]); // fails: WRONGTYPE
+    c.cmd(&["GET"]); // refused: arity
+    c.cmd(&["NOSUCH"]); // refused, no command to count it under
+    let t = info(&mut c, &["commandstats"]);
+    let set = field(&t, "cmdstat_set").unwrap();
+    assert!(set.starts_with("calls=2,usec="), "{set}");
+    assert!(set.ends_with("rejected_calls=0,failed_calls=0"), "{set}");
+    assert!(field(&t, "cmdstat_incr").unwrap().ends_with("rejected_calls=0,failed_calls=1"));
+    let get = field(&t, "cmdstat_get").unwrap();
+    assert!(
+        get.starts_with("calls=0,") && get.ends_with("rejected_calls=1,failed_calls=0"),
+        "{get}"
+    );
+    let t = info(&mut c, &["errorstats"]);
+    assert_eq!(field(&t, "errorstat_ERR"), Some("count=3"));
+    assert_eq!(field(&t, "errorstat_WRONGTYPE"), Some("count=1"));
+    assert_eq!(field(&info(&mut c, &["stats"]), "total_error_replies"), Some("4"));
+}
+
+#[test]
+fn object_names_encodings_by_redis_rules() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    let enc = |c: &mut Raw, k: &str| c.cmd(&["OBJECT", "ENCODING", k]);
+    c.cmd(&["SADD", "ints", "1", "2", "-3"]);
+    assert_eq!(enc(&mut c, "ints"), Reply::bulk("intset"));
+    c.cmd(&["SADD", "ints", "01"]); // not canonical: not an integer to Redis
+    assert_eq!(enc(&mut c, "ints"), Reply::bulk("hashtable"));
+    c.cmd(&["ZADD", "z", "1", "a", "2", "b"]);
+    assert_eq!(enc(&mut c, "z"), Reply::bulk("listpack"));
+    c.cmd(&["CONFIG", "SET", "zset-max-ziplist-entries", "1"]);
+    assert_eq!(
+        c.cmd(&["CONFIG", "GET", "zset-max-listpack-entries"]),
+        Reply::Array(vec![Reply::bulk("zset-max-listpack-entries"), Reply::bulk("1")])
+    );
+    assert_eq!(enc(&mut c, "z"), Reply::bulk("skiplist"));
+    c.cmd(&["CONFIG", "SET", "zset-max-ziplist-entries", "128", "zset-max-listpack-value", "3"]);
+    c.cmd(&["ZADD", "z", "3", "long-member"]);
+    assert_eq!(enc(&mut c, "z"), Reply::bulk("skiplist"));
+    c.cmd(&["RPUSH", "l", "x"]);
+    assert_eq!(enc(&mut c, "l"), Reply::bulk("quicklist"));
+    assert_eq!(enc(&mut c, "missing"), Reply::Null);
+    assert_eq!(c.cmd(&["OBJECT", "REFCOUNT", "l"]), Reply::Int(1));
+    assert_eq!(c.cmd(&["OBJECT", "REFCOUNT", "missing"]), Reply::Null);
+    assert!(
+        matches!(c.cmd(&["OBJECT", "FREQ", "l"]), Reply::Error(e) if e.starts_with("ERR An LFU maxmemory policy is not selected"))
+    );
+    assert!(matches!(c.cmd(&["OBJECT", "HELP"]), Reply::Array(lines) if lines.len() > 4));
+    assert_eq!(
+        c.cmd(&["OBJECT", "ENCODING"]),
+        Reply::Error("ERR wrong number of arguments for 'object|encoding' command".into())
+    );
+}
+
+#[test]
+fn zrandmember_draws_as_redis_does() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    c.cmd(&["ZADD", "z", "1", "a", "2", "b", "3", "c"]);
+    let Reply::Bulk(one) = c.cmd(&["ZRANDMEMBER", "z"]) else { panic!() };
+    assert!([&b"a"[..], b"b", b"c"].contains(&one.as_slice()));
+    let Reply::Array(all) = c.cmd(&["ZRANDMEMBER", "z", "10", "WITHSCORES"]) else { panic!() };
+    assert_eq!(all.len(), 6, "distinct: at most the set, with scores");
+    let Reply::Array(drawn) = c.cmd(&["ZRANDMEMBER", "z", "-7"]) else { panic!() };
+    assert_eq!(drawn.len(), 7, "a negative count draws with repeats");
+    assert_eq!(c.cmd(&["ZRANDMEMBER", "z", "0"]), Reply::Array(vec![]));
+    assert_eq!(c.cmd(&["ZRANDMEMBER", "none", "5"]), Reply::Array(vec![]));
+    assert_eq!(c.cmd(&["ZRANDMEMBER", "none"]), Reply::Null);
+    assert_eq!(
+        c.cmd(&["ZRANDMEMBER", "z", "-9223372036854770000", "WITHSCORES"]),
+        Reply::Error("ERR value is out of range".into())
+    );
+    assert!(
+        matches!(c.cmd(&["ZRANDMEMBER", "z", "-9223372036854775808"]), Reply::Error(e) if e.starts_with("ERR value is out of range"))
+    );
+    assert!(
+        matches!(c.cmd(&["ZRANDMEMBER", "z", "-100000000"]), Reply::Error(e) if e.starts_with("ERR count is too large"))
+    );
+    assert_eq!(
+        c.cmd(&["ZRANDMEMBER", "z", "1", "SCORES"]),
+        Reply::Error("ERR syntax error".into())
+    );
+}

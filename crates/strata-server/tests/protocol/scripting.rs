@@ -1,0 +1,212 @@
+//! Scripting: EVAL/EVALSHA/SCRIPT and FUNCTION/FCALL replies (checked against redis-server
+//! 7.0.15), a script atomic against other clients (every key lock held, one batch), BUSY
+//! and SCRIPT KILL for a script that runs too long, and clients blocked on a key a script
+//! wrote served when it ends.
+
+use crate::common::{Raw, Reply, Server};
+use std::time::{Duration, Instant};
+
+fn err_starting(r: Reply, prefix: &str) {
+    match r {
+        Reply::Error(e) => assert!(e.starts_with(prefix), "{e:?} does not start with {prefix:?}"),
+        other => panic!("{other:?} is no error"),
+    }
+}
+
+#[test]
+fn eval_replies_and_the_script_cache() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    assert_eq!(
+        c.cmd(&["EVAL", "return {1, 'two', {3}}", "0"]),
+        Reply::Array(vec![Reply::Int(1), Reply::bulk("two"), Reply::Array(vec![Reply::Int(3)])])
+    );
+    assert_eq!(
+        c.cmd(&["EVAL", "return redis.call('set', KEYS[1], ARGV[1])", "1", "k", "v"]),
+        Reply::Simple("OK".into())
+    );
+    assert_eq!(c.cmd(&["GET", "k"]), Reply::bulk("v"));
+    let sha = "e0e1f9fabfc9d4800c877a703b823ac0578ff8db"; // SHA1 of "return 1"
+    assert_eq!(c.cmd(&["SCRIPT", "EXISTS", sha]), Reply::Array(vec![Reply::Int(0)]));
+    err_starting(c.cmd(&["EVALSHA", sha, "0"]), "NOSCRIPT No matching script");
+    assert_eq!(c.cmd(&["SCRIPT", "LOAD", "return 1"]), Reply::bulk(sha));
+    assert_eq!(c.cmd(&["EVALSHA", &sha.to_uppercase(), "0"]), Reply::Int(1));
+    assert_eq!(c.cmd(&["SCRIPT", "FLUSH"]), Reply::Simple("OK".into()));
+    assert_eq!(c.cmd(&["SCRIPT", "EXISTS", sha]), Reply::Array(vec![Reply::Int(0)]));
+    // Errors: a command's, raised with the script's position; a script's own; refusals.
+    c.cmd(&["SET", "s", "x"]);
+    assert_eq!(
+        c.cmd(&["EVAL", "return redis.call('incr', 's')", "0"]),
+        Reply::Error("ERR value is not an integer or out of range script: 70abbef89e172316f9219e67e313f248a5b98d9b, on @user_script:1.".into())
+    );
+    assert_eq!(
+        c.cmd(&["EVAL", "return redis.pcall('incr', 's')", "0"]),
+        Reply::Error("ERR value is not an integer or out of range".into())
+    );
+    err_starting(
+        c.cmd(&["EVAL", "return redis.call('multi')", "0"]),
+        "ERR This Redis command is not allowed from script",
+    );
+    err_starting(
+        c.cmd(&["EVAL", "return redis.call('blpop', 'q', 0)", "0"]),
+        "ERR This Redis command is not allowed from script",
+    );
+    err_starting(
+        c.cmd(&["EVAL_RO", "return redis.call('del', 'k')", "0"]),
+        "ERR Write commands are not allowed from read-only scripts.",
+    );
+    err_starting(
+        c.cmd(&["EVAL", "x = 1", "0"]),
+        "ERR user_script:1: Attempt to modify a readonly table",
+    );
+    err_starting(
+        c.cmd(&["EVAL", "return (", "0"]),
+        "ERR Error compiling script (new function): user_script:1:",
+    );
+    assert_eq!(
+        c.cmd(&["EVAL", "return 1", "-1"]),
+        Reply::Error("ERR Number of keys can't be negative".into())
+    );
+    assert_eq!(
+        c.cmd(&["EVAL", "return cjson.encode({a = {1, 2}})", "0"]),
+        Reply::bulk(r#"{"a":[1,2]}"#)
+    );
+    assert_eq!(
+        c.cmd(&["EVAL", "return redis.call('set', 'n', 9007199254740991)", "0"]),
+        Reply::Simple("OK".into())
+    );
+    assert_eq!(c.cmd(&["GET", "n"]), Reply::bulk("9007199254740991"));
+}
+
+#[test]
+fn functions_load_call_list_delete_and_survive_a_restart() {
+    let mut srv = Server::start(&[]);
+    let mut c = srv.raw();
+    let lib = "#!lua name=counter\nredis.register_function('bump', function(keys, args) return redis.call('incrby', keys[1], args[1]) end)\nredis.register_function{function_name='peek', callback=function(keys) return redis.call('get', keys[1]) end, flags={'no-writes'}}";
+    assert_eq!(c.cmd(&["FUNCTION", "LOAD", lib]), Reply::bulk("counter"));
+    assert_eq!(
+        c.cmd(&["FUNCTION", "LOAD", lib]),
+        Reply::Error("ERR Library 'counter' already exists".into())
+    );
+    assert_eq!(c.cmd(&["FCALL", "bump", "1", "c", "5"]), Reply::Int(5));
+    assert_eq!(c.cmd(&["FCALL_RO", "peek", "1", "c"]), Reply::bulk("5"));
+    err_starting(
+        c.cmd(&["FCALL_RO", "bump", "1", "c", "1"]),
+        "ERR Can not execute a script with write flag using *_ro command.",
+    );
+    assert_eq!(c.cmd(&["FCALL", "nosuch", "0"]), Reply::Error("ERR Function not found".into()));
+    let Reply::Array(libs) = c.cmd(&["FUNCTION", "LIST"]) else { panic!() };
+    assert_eq!(libs.len(), 1);
+    srv.stop();
+    let dir = srv.keep_dir();
+    let srv = Server::start_in(dir.path(), &[]);
+    let mut c = srv.raw();
+    assert_eq!(c.cmd(&["FCALL", "bump", "1", "c", "2"]), Reply::Int(7), "the library was kept");
+    assert_eq!(c.cmd(&["FUNCTION", "DELETE", "counter"]), Reply::Simple("OK".into()));
+    assert_eq!(
+        c.cmd(&["FCALL", "bump", "1", "c", "2"]),
+        Reply::Error("ERR Function not found".into())
+    );
+}
+
+/// Scripts move amounts between two keys while other clients read both with MGET and add
+/// to a third: every MGET sees the two keys' sum unchanged, and the third ends right.
+#[test]
+fn a_script_is_atomic_against_other_clients() {
+    let srv = Server::start(&[]);
+    let port = srv.port;
+    let mut c = srv.raw();
+    c.cmd(&["MSET", "a{t}", "1000", "b{t}", "0"]);
+    let script = "local n = tonumber(ARGV[1]) redis.call('decrby', KEYS[1], n) local x = 0 for i = 1, 2000 do x = x + i end redis.call('incrby', KEYS[2], n) return x";
+    let movers: Vec<_> = (0..2)
+        .map(|i| {
+            std::thread::spawn(move || {
+                let mut c = Raw::connect(port);
+                for j in 0..200 {
+                    let (from, to) =
+                        if (i + j) % 2 == 0 { ("a{t}", "b{t}") } else { ("b{t}", "a{t}") };
+                    assert!(matches!(c.cmd(&["EVAL", script, "2", from, to, "3"]), Reply::Int(_)));
+                }
+            })
+        })
+        .collect();
+    let reader = std::thread::spawn(move || {
+        let mut c = Raw::connect(port);
+        for _ in 0..400 {
+            let Reply::Array(v) = c.cmd(&["MGET", "a{t}", "b{t}"]) else { panic!() };
+            let n: Vec<i64> = v
+                .iter()
+                .map(|r| match r {
+                    Reply::Bulk(b) => String::from_utf8_lossy(b).parse().unwrap(),
+                    other => panic!("{other:?}"),
+                })
+                .collect();
+            assert_eq!(n[0] + n[1], 1000, "a script's writes seen in part");
+            assert!(matches!(c.cmd(&["INCR", "other"]), Reply::Int(_)));
+        }
+    });
+    for m in movers {
+        m.join().unwrap();
+    }
+    reader.join().unwrap();
+    assert_eq!(c.cmd(&["GET", "other"]), Reply::bulk("400"));
+}
+
+#[test]
+fn a_long_script_makes_others_busy_until_killed() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    c.cmd(&["CONFIG", "SET", "busy-reply-threshold", "50"]);
+    let mut runner = srv.raw();
+    runner.send_raw(&Raw::encode(&[b"EVAL", b"while true do end", b"0"]));
+    let start = Instant::now();
+    loop {
+        match c.cmd(&["PING"]) {
+            Reply::Error(e) if e.starts_with("BUSY Redis is busy running a script.") => break,
+            _ => assert!(start.elapsed() < Duration::from_secs(10), "never BUSY"),
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(c.cmd(&["SCRIPT", "KILL"]), Reply::Simple("OK".into()));
+    err_starting(runner.read(), "ERR Script killed by user with SCRIPT KILL");
+    assert_eq!(c.cmd(&["PING"]), Reply::Simple("PONG".into()));
+    assert_eq!(
+        c.cmd(&["SCRIPT", "KILL"]),
+        Reply::Error("NOTBUSY No scripts in execution right now.".into())
+    );
+    // A script that wrote cannot be killed.
+    runner.send_raw(&Raw::encode(&[
+        b"EVAL",
+        b"redis.call('set', 'w', 1) local i = 0 while i < 3e7 do i = i + 1 end return i",
+        b"0",
+    ]));
+    let start = Instant::now();
+    loop {
+        match c.cmd(&["SCRIPT", "KILL"]) {
+            Reply::Error(e) if e.starts_with("UNKILLABLE") => break,
+            _ => assert!(start.elapsed() < Duration::from_secs(10), "never UNKILLABLE"),
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(matches!(runner.read(), Reply::Int(_)));
+}
+
+#[test]
+fn clients_blocked_on_what_a_script_wrote_are_served_after_it() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    let mut waiter = srv.raw();
+    waiter.send_raw(&Raw::encode(&[b"BLPOP", b"q", b"0"]));
+    let start = Instant::now();
+    while !matches!(c.cmd(&["INFO", "clients"]), Reply::Bulk(b) if String::from_utf8_lossy(&b).contains("blocked_clients:1"))
+    {
+        assert!(start.elapsed() < Duration::from_secs(10));
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(
+        c.cmd(&["EVAL", "redis.call('rpush', 'q', 'a', 'b') return redis.call('llen', 'q')", "0"]),
+        Reply::Int(2)
+    );
+    assert_eq!(waiter.read(), Reply::Array(vec![Reply::bulk("q"), Reply::bulk("a")]));
+    assert_eq!(c.cmd(&["LRANGE", "q", "0", "-1"]), Reply::Array(vec![Reply::bulk("b")]));
+}
