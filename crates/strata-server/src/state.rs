@@ -276,7 +276,8 @@ pub struct Conn {
     pub watched: Vec<Watched>,
     /// EXEC is running this connection's queued commands.
     pub in_exec: bool,
-    /// The keys EXEC's commands wrote, for the clients blocked on them
+    /// The keys EXEC's commands (or a script's) wrote, for the clients blocked on them; or,
+    /// when this connection just blocked, the keys it blocked on
     /// (`commands::blocking::signal`).
     pub touched: Vec<Vec<u8>>,
     /// Set by a blocking command that found nothing: the connection waits for this.

@@ -15,7 +15,12 @@
 //! destination of BLMOVE) serve that key's waiters in the same pass. So a client blocked
 //! before another is served before it, an element pushed and deleted by one transaction
 //! wakes nobody, and a blocked client never misses a write made while it was registering
-//! (registration runs one serving pass over its own keys).
+//! (after registering, one serving pass runs over its own keys).
+//!
+//! Lock order: a serving pass is never started while the thread holds key locks (the
+//! dispatch-level ones of a reader of several keys, EXEC's, a script's): [`signal`] runs
+//! after `dispatch` has dropped them. A pass re-runs commands that take key locks, so one
+//! started under a lock could wait for a stripe whose holder waits for the pass.
 //!
 //! Inside EXEC a blocking command does not block: it answers as at its timeout (Redis).
 //! A served client's reply waits for the WAL sync its write owes (`appendfsync always`);
@@ -80,8 +85,9 @@ pub fn block(
     let deadline = req.timeout.and_then(|t| Instant::now().checked_add(t));
     let command = lookup(&args[0]).map_or(usize::MAX, super::index_of);
     conn.blocked = Some(BlockedOn { rx, deadline, command });
-    // A write between the handler's look and the registration served nobody: serve now.
-    serve(sh, req.keys);
+    // A write between the handler's look and the registration served nobody: `dispatch`
+    // serves these keys once the command has let go of every key lock it took.
+    conn.touched = req.keys;
     Ok(())
 }
 
@@ -145,6 +151,11 @@ pub fn written_keys(cmd: &Command, args: &[Vec<u8>]) -> Vec<Vec<u8>> {
 /// key).
 pub fn signal(sh: &Shared, conn: &mut Conn, cmd: &Command, args: &[Vec<u8>]) {
     let touched = std::mem::take(&mut conn.touched);
+    if conn.blocked.is_some() {
+        // It blocked: one serving pass over its own keys (`block`).
+        serve(sh, touched);
+        return;
+    }
     if sh.blocked.count() == 0 || !cmd.write {
         return;
     }

@@ -349,6 +349,7 @@ pub static COMMANDS: &[Command] = &[
     cmd!("info", -1, false, KeySpec::NONE, info::info),
     cmd!("config", -2, false, KeySpec::NONE, server::config),
     cmd!("time", 1, false, KeySpec::NONE, server::time),
+    cmd!("memory", -2, false, KeySpec::one(2), server::memory),
     cmd!("function", -2, true, KeySpec::NONE, functions::function),
     // persistence
     cmd!("save", 1, false, KeySpec::NONE, persistence::save),

@@ -443,3 +443,43 @@ pub fn time(_: &Shared, _: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdResult
     out.bulk(d.subsec_micros().to_string().as_bytes());
     Ok(())
 }
+
+/// MEMORY USAGE key [SAMPLES count] (`types::keys::memory_usage`'s estimate) and MEMORY HELP.
+pub fn memory(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    if is(&a[1], "help") && a.len() == 2 {
+        let help = [
+            "MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "USAGE <key> [SAMPLES <count>]",
+            "    Return an estimate of the bytes the key's records take (its elements sampled,",
+            "    5 by default; 0 samples them all).",
+            "HELP",
+            "    Print this help.",
+        ];
+        out.array(help.len());
+        for l in help {
+            out.simple(l);
+        }
+        return Ok(());
+    }
+    if !is(&a[1], "usage") {
+        return Err(format!(
+            "ERR unknown subcommand '{}'. Try MEMORY HELP.",
+            String::from_utf8_lossy(&a[1])
+        )
+        .into());
+    }
+    let samples = match a.len() {
+        3 => 5,
+        5 if is(&a[3], "samples") => match parse_int_strict(&a[4]) {
+            Some(n) if n >= 0 => n as usize,
+            _ => return Err(super::errors::NOT_INT.into()),
+        },
+        n if n < 3 => return Err(arity_err("memory|usage").into()),
+        _ => return Err(SYNTAX.into()),
+    };
+    match crate::types::keys::memory_usage(&sh.keyspace(), &a[2], samples)? {
+        Some(n) => out.int(n as i64),
+        None => out.null(),
+    }
+    Ok(())
+}

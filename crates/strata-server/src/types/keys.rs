@@ -135,6 +135,35 @@ pub fn encoding_of(m: &Meta) -> &'static str {
     }
 }
 
+/// MEMORY USAGE: an estimate of the bytes `key`'s records take (`None`: no such key): its
+/// metadata record, and for a value of sub-keys their number times the average size of the
+/// first `samples` of them (all of them when `samples` is 0), with their score-index
+/// entries for a sorted set. The records as stored, before compression: what the data
+/// weighs, not what the engine's files or caches hold for it.
+pub fn memory_usage(ks: &Keyspace, key: &[u8], samples: usize) -> Result<Option<u64>> {
+    let Some(m) = ks.meta(key)? else { return Ok(None) };
+    let meta_bytes = (2 + key.len() + m.encode().len()) as u64;
+    if m.kind == Kind::String || m.compact || m.size == 0 {
+        return Ok(Some(meta_bytes));
+    }
+    let prefix_len = subkey::prefix(key, m.version).len() as u64;
+    let (mut seen, mut bytes) = (0u64, 0u64);
+    ks.scan(&ks.store.sub_cf, key, m.version, b"", false, |field, value| {
+        seen += 1;
+        bytes += prefix_len + (field.len() + value.len()) as u64;
+        samples == 0 || seen < samples as u64
+    })?;
+    // A stream's sub-keys outnumber its entries (groups, nodes...): what was seen stands
+    // for itself when the walk ended before the sample size.
+    let count = if m.kind == Kind::Stream { seen.max(m.size) } else { m.size.max(seen) };
+    let mut per_element = if seen == 0 { 0 } else { bytes / seen };
+    if m.kind == Kind::ZSet {
+        // The score index repeats the member with its 8-byte score.
+        per_element *= 2;
+    }
+    Ok(Some(meta_bytes + per_element * count))
+}
+
 /// SCAN: walks `count` live keys from `from` (inclusive) in key order, keeping those `keep`
 /// accepts (given the key and its type).
 pub fn scan(

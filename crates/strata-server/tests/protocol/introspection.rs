@@ -128,3 +128,33 @@ fn zrandmember_draws_as_redis_does() {
         Reply::Error("ERR syntax error".into())
     );
 }
+
+#[test]
+fn memory_usage_estimates_a_keys_records() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    c.cmd(&["SET", "s", "value"]);
+    let Reply::Int(small) = c.cmd(&["MEMORY", "USAGE", "s"]) else { panic!() };
+    assert!(small > 5, "{small}");
+    let many: Vec<String> = (0..100).map(|i| format!("element-{i:04}")).collect();
+    let mut push = vec!["RPUSH", "l"];
+    push.extend(many.iter().map(String::as_str));
+    c.cmd(&push);
+    let Reply::Int(sampled) = c.cmd(&["MEMORY", "USAGE", "l"]) else { panic!() };
+    let Reply::Int(all) = c.cmd(&["MEMORY", "USAGE", "l", "SAMPLES", "0"]) else { panic!() };
+    assert!(all > 100 * 12, "every element counted: {all}");
+    assert_eq!(sampled, all, "elements of one size: the sample stands for all");
+    assert_eq!(c.cmd(&["MEMORY", "USAGE", "missing"]), Reply::Null);
+    assert_eq!(
+        c.cmd(&["MEMORY", "USAGE", "l", "SAMPLES", "x"]),
+        Reply::Error("ERR value is not an integer or out of range".into())
+    );
+    assert_eq!(
+        c.cmd(&["MEMORY", "USAGE", "l", "FOO", "1"]),
+        Reply::Error("ERR syntax error".into())
+    );
+    assert_eq!(
+        c.cmd(&["MEMORY", "DOCTOR"]),
+        Reply::Error("ERR unknown subcommand 'DOCTOR'. Try MEMORY HELP.".into())
+    );
+}
