@@ -58,6 +58,8 @@ pub fn type_error_reply(e: &TypeError) -> Cow<'static, str> {
         TypeError::NoSuchKey => "ERR no such key".into(),
         TypeError::NotAFloat => NOT_FLOAT.into(),
         TypeError::NanOrInfinity => "ERR increment would produce NaN or Infinity".into(),
+        TypeError::IncrNanOrInfinity => "ERR value is NaN or Infinity".into(),
+        TypeError::HashValueNotAFloat => "ERR hash value is not a float".into(),
         TypeError::StringTooLong => {
             "ERR string exceeds maximum allowed size (proto-max-bulk-len)".into()
         }

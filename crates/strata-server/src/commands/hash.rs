@@ -1,7 +1,7 @@
 //! Hash commands (`types::hash`).
 
-use super::args::{int_arg, scan_args, ScanArgs};
-use super::errors::{arity_err, CmdError};
+use super::args::{int_arg, is, scan_args, ScanArgs};
+use super::errors::{arity_err, CmdError, SYNTAX};
 use super::{glob, CmdResult};
 use crate::resp::Out;
 use crate::state::{Conn, Shared};
@@ -122,6 +122,69 @@ pub fn hincrby(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
     let by = int_arg(&a[3])?;
     let new = hash::incr_by(&sh.keyspace(), &a[1], &a[2], by)?;
     out.int(new);
+    Ok(())
+}
+
+/// HINCRBYFLOAT key field increment
+pub fn hincrbyfloat(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let v = hash::incr_by_float(&sh.keyspace(), &a[1], &a[2], &a[3])?;
+    out.bulk(&v);
+    Ok(())
+}
+
+/// HSTRLEN key field
+pub fn hstrlen(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let v = hash::get(&sh.keyspace(), &a[1], &a[2])?;
+    out.int(v.map_or(0, |v| v.len() as i64));
+    Ok(())
+}
+
+/// HRANDFIELD key [count [WITHVALUES]]
+pub fn hrandfield(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let Some(c) = a.get(2) else {
+        let one = hash::random_fields(&sh.keyspace(), &a[1], 1, true)?;
+        out.opt_bulk(one.as_ref().and_then(|p| p.first()).map(|(f, _)| f.as_slice()));
+        return Ok(());
+    };
+    let n =
+        crate::types::number::parse_int_strict(c).ok_or(CmdError::from(super::errors::NOT_INT))?;
+    if n == i64::MIN {
+        return Err("ERR value is out of range, value must between -9223372036854775807 and \
+                    9223372036854775807"
+            .into());
+    }
+    let withvalues = match a.get(3) {
+        None => false,
+        Some(w) if a.len() == 4 && is(w, "withvalues") => true,
+        Some(_) => return Err(SYNTAX.into()),
+    };
+    if withvalues && !(-i64::MAX / 2..=i64::MAX / 2).contains(&n) {
+        return Err("ERR value is out of range".into());
+    }
+    if n < 0 && n.unsigned_abs() > super::errors::MAX_DRAWS {
+        return Err(super::errors::TOO_MANY_DRAWS.into());
+    }
+    let picks = hash::random_fields(&sh.keyspace(), &a[1], n.unsigned_abs() as usize, n >= 0)?;
+    let picks = picks.unwrap_or_default();
+    if !withvalues {
+        out.array(picks.len());
+        for (f, _) in &picks {
+            out.bulk(f);
+        }
+    } else if out.resp3 {
+        out.array(picks.len());
+        for (f, v) in &picks {
+            out.array(2);
+            out.bulk(f);
+            out.bulk(v);
+        }
+    } else {
+        out.array(picks.len() * 2);
+        for (f, v) in &picks {
+            out.bulk(f);
+            out.bulk(v);
+        }
+    }
     Ok(())
 }
 

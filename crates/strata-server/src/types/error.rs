@@ -22,6 +22,10 @@ pub enum TypeError {
     NotAFloat,
     /// A float increment would give NaN or an infinity.
     NanOrInfinity,
+    /// An increment that is itself NaN or an infinity (HINCRBYFLOAT).
+    IncrNanOrInfinity,
+    /// A hash field that is not a float (HINCRBYFLOAT).
+    HashValueNotAFloat,
     /// A string would grow past the longest allowed (`proto-max-bulk-len`).
     StringTooLong,
     /// A key LCS reads holds another type than a string.
@@ -54,6 +58,8 @@ impl fmt::Display for TypeError {
             TypeError::NoSuchKey => f.write_str("no such key"),
             TypeError::NotAFloat => f.write_str("the value is not a valid float"),
             TypeError::NanOrInfinity => f.write_str("the increment gives NaN or an infinity"),
+            TypeError::IncrNanOrInfinity => f.write_str("the increment is NaN or an infinity"),
+            TypeError::HashValueNotAFloat => f.write_str("the hash value is not a float"),
             TypeError::StringTooLong => f.write_str("the string would exceed the maximum size"),
             TypeError::LcsNotStrings => f.write_str("a key of LCS holds another type"),
             TypeError::IndexOutOfRange => f.write_str("the index is out of range"),

@@ -255,6 +255,52 @@ pub fn incr_by(ks: &Keyspace, key: &[u8], f: &[u8], by: i64) -> Result<i64> {
     Ok(new)
 }
 
+/// HINCRBYFLOAT: adds `by` to the number in `f` (absent: 0) in x87 long double arithmetic
+/// as redis-server does (`super::long_double`); the new value as stored (Redis's human form).
+/// The increment itself must be finite ([`TypeError::IncrNanOrInfinity`]), the field a float
+/// ([`TypeError::HashValueNotAFloat`]), the sum finite ([`TypeError::NanOrInfinity`]).
+pub fn incr_by_float(ks: &Keyspace, key: &[u8], f: &[u8], by: &[u8]) -> Result<Vec<u8>> {
+    use super::long_double::{add, format_human, parse, LongDouble};
+    let by = parse(by).ok_or(TypeError::NotAFloat)?;
+    if matches!(by, LongDouble::Inf { .. }) {
+        return Err(TypeError::IncrNanOrInfinity);
+    }
+    let _g = ks.store.locks.lock(&[key]);
+    let mut m = read_or_new(ks, key)?;
+    let old = field(ks, key, &m, f)?;
+    let cur = match &old {
+        Some(v) => parse(v).ok_or(TypeError::HashValueNotAFloat)?,
+        None => LongDouble::Finite { neg: false, mant: 0, exp: 0 },
+    };
+    let new = match add(cur, by) {
+        Some(v @ LongDouble::Finite { .. }) => format_human(v).into_bytes(),
+        _ => return Err(TypeError::NanOrInfinity),
+    };
+    if old.is_none() {
+        m.size += 1;
+    }
+    commit(ks, key, m, &[Change::Put(f, &new)], old.is_none())?;
+    Ok(new)
+}
+
+/// HRANDFIELD: `n` random (field, value) pairs of the hash at `key`, distinct ones (at most
+/// its size, in random order) or, when `distinct` is false, drawn with repeats; `None` when
+/// the key is absent. Reads every field, as SRANDMEMBER does.
+pub fn random_fields(ks: &Keyspace, key: &[u8], n: usize, distinct: bool) -> Result<Option<Pairs>> {
+    use rand::seq::SliceRandom;
+    if read(ks, key)?.is_none() {
+        return Ok(None);
+    }
+    let mut pairs = all(ks, key)?;
+    let mut rng = rand::thread_rng();
+    if distinct {
+        pairs.shuffle(&mut rng);
+        pairs.truncate(n);
+        return Ok(Some(pairs));
+    }
+    Ok(Some((0..n).filter_map(|_| pairs.choose(&mut rng).cloned()).collect()))
+}
+
 /// HSCAN: walks `count` fields from the first at or above `from`, keeping the pairs whose
 /// field `keep` accepts.
 pub fn scan(

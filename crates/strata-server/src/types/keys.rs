@@ -156,7 +156,7 @@ pub fn memory_usage(ks: &Keyspace, key: &[u8], samples: usize) -> Result<Option<
     // A stream's sub-keys outnumber its entries (groups, nodes...): what was seen stands
     // for itself when the walk ended before the sample size.
     let count = if m.kind == Kind::Stream { seen.max(m.size) } else { m.size.max(seen) };
-    let mut per_element = if seen == 0 { 0 } else { bytes / seen };
+    let mut per_element = bytes.checked_div(seen).unwrap_or(0);
     if m.kind == Kind::ZSet {
         // The score index repeats the member with its 8-byte score.
         per_element *= 2;

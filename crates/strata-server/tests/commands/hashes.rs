@@ -172,3 +172,43 @@ fn run_model(args: &[&str], seeds: u64, max_len: u64) -> BTreeMap<String, usize>
     }
     encodings
 }
+
+/// HINCRBYFLOAT (x87 long double sums, Redis's errors), HSTRLEN and HRANDFIELD, with the
+/// replies redis-server 7.0.15 gives.
+#[test]
+fn hincrbyfloat_hstrlen_and_hrandfield() {
+    use crate::common::Reply;
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    c.cmd(&["HSET", "h", "a", "1.5", "b", "x", "c", "10"]);
+    assert_eq!(c.cmd(&["HINCRBYFLOAT", "h", "a", "0.1"]), Reply::bulk("1.6"));
+    assert_eq!(c.cmd(&["HINCRBYFLOAT", "h", "c", "1.5"]), Reply::bulk("11.5"));
+    assert_eq!(c.cmd(&["HINCRBYFLOAT", "h", "new", "2.5e3"]), Reply::bulk("2500"));
+    assert_eq!(
+        c.cmd(&["HINCRBYFLOAT", "h", "b", "1"]),
+        Reply::Error("ERR hash value is not a float".into())
+    );
+    assert_eq!(
+        c.cmd(&["HINCRBYFLOAT", "h", "a", "inf"]),
+        Reply::Error("ERR value is NaN or Infinity".into())
+    );
+    assert_eq!(
+        c.cmd(&["HINCRBYFLOAT", "h", "a", "abc"]),
+        Reply::Error("ERR value is not a valid float".into())
+    );
+    c.cmd(&["HSET", "h", "big", "1.7976931348623157e308"]);
+    assert_eq!(
+        c.cmd(&["HINCRBYFLOAT", "h", "big", "1.7976931348623157e308"]),
+        Reply::bulk("359538626972463139991842093548208868096772893888658356970628841530353257046248792709403737216774171128857586838851041378617416726902272110715794556052955234146997955372576789671236326588091188869859074894581254961338834769297758245552436667197907705664206565009503223382416235440319971852753604933726679072768"),
+        "x87 long double has the range a double lacks"
+    );
+    assert_eq!(c.cmd(&["HSTRLEN", "h", "a"]), Reply::Int(3));
+    assert_eq!(c.cmd(&["HSTRLEN", "h", "none"]), Reply::Int(0));
+    assert_eq!(c.cmd(&["HRANDFIELD", "nokey"]), Reply::Null);
+    assert_eq!(c.cmd(&["HRANDFIELD", "nokey", "3"]), Reply::Array(vec![]));
+    let Reply::Array(all) = c.cmd(&["HRANDFIELD", "h", "100", "WITHVALUES"]) else { panic!() };
+    assert_eq!(all.len(), 2 * 5, "distinct: every field once, with its value");
+    let Reply::Array(drawn) = c.cmd(&["HRANDFIELD", "h", "-9"]) else { panic!() };
+    assert_eq!(drawn.len(), 9);
+    assert_eq!(c.cmd(&["HRANDFIELD", "h", "1", "values"]), Reply::Error("ERR syntax error".into()));
+}
