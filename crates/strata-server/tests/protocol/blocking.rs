@@ -370,7 +370,7 @@ fn blocking_readers_of_several_keys_and_writers_never_deadlock() {
             0
         }));
     }
-    std::thread::sleep(Duration::from_millis(3000));
+    std::thread::sleep(Duration::from_secs(3));
     stop.store(true, Relaxed);
     let served: usize = handles.into_iter().map(|h| h.join().unwrap()).sum();
     assert!(served > 0, "no blocked read was ever served");
