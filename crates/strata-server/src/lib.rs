@@ -18,7 +18,8 @@
 //! 3. [`config`]: flags and the config file; [`routing`]: where a slot's commands run in
 //!    cluster mode (the router a clustered server installs); [`blocked`]: the clients
 //!    blocked on keys (BLPOP...), in the order they blocked; [`script`]: the Lua engine of
-//!    EVAL (the interpreter, its script cache, the `redis` library over a command host).
+//!    EVAL (the interpreter, its script cache, the `redis` library over a command host);
+//!    [`pubsub`]: pub/sub's subscriptions and each subscriber's message queue.
 //! 4. [`state`]: what commands run against: the state every connection shares, and one
 //!    connection's; [`cluster`]: cluster mode's side of a node (partitions, the state machine
 //!    of their Raft groups, the store's replication and the router).
@@ -35,6 +36,7 @@ pub mod blocked;
 pub mod cluster;
 pub mod commands;
 pub mod config;
+pub mod pubsub;
 pub mod resp;
 pub mod routing;
 pub mod script;

@@ -12,7 +12,7 @@ use crate::types::compact_hash::Limits;
 use crate::types::stream::NodeLimits;
 use crate::types::{now_ms, Keyspace};
 use parking_lot::{Mutex, RwLock};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::Arc;
 use std::time::Instant;
@@ -175,6 +175,8 @@ pub struct Shared {
     pub blocked: Blocked,
     /// EVAL's Lua engine and script cache (`commands::scripting`).
     pub scripts: Scripts,
+    /// Pub/sub's subscriptions (`commands::pubsub`).
+    pub pubsub: crate::pubsub::PubSub,
 }
 
 impl Shared {
@@ -202,6 +204,7 @@ impl Shared {
             blocked: Blocked::default(),
             scripts: Scripts::new(crate::config::REDIS_VERSION)
                 .unwrap_or_else(|e| panic!("{e} (the Lua sources are built in)")),
+            pubsub: crate::pubsub::PubSub::default(),
         }
     }
 
@@ -284,6 +287,40 @@ pub struct Conn {
     pub blocked: Option<BlockedOn>,
     /// Set on the connection state a blocked command is re-run with (`commands::blocking`).
     pub retry: Option<Retry>,
+    /// Its pub/sub subscriptions and message queue, once it subscribed (`commands::pubsub`).
+    pub subs: Option<Subscriptions>,
+}
+
+/// A connection's subscriptions and the queue its messages arrive in.
+pub struct Subscriptions {
+    /// What publishers send into.
+    pub tx: tokio::sync::mpsc::UnboundedSender<Vec<u8>>,
+    /// What the connection writes out.
+    pub rx: tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>,
+    /// Its channels.
+    pub channels: std::collections::BTreeSet<Vec<u8>>,
+    /// Its patterns.
+    pub patterns: std::collections::BTreeSet<Vec<u8>>,
+}
+
+impl Subscriptions {
+    /// No subscription yet, an empty queue.
+    pub fn new() -> Subscriptions {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let (channels, patterns) = (BTreeSet::new(), BTreeSet::new());
+        Subscriptions { tx, rx, channels, patterns }
+    }
+
+    /// Channels and patterns together (the count Redis replies with).
+    pub fn count(&self) -> usize {
+        self.channels.len() + self.patterns.len()
+    }
+}
+
+impl Default for Subscriptions {
+    fn default() -> Self {
+        Subscriptions::new()
+    }
 }
 
 impl Conn {
@@ -301,6 +338,7 @@ impl Conn {
             touched: Vec::new(),
             blocked: None,
             retry: None,
+            subs: None,
         }
     }
 }

@@ -12,7 +12,7 @@ const LAYERS: &[&[&str]] = &[
     &["resp", "slots"],
     &["storage"],
     &["types"],
-    &["config", "routing", "blocked", "script"],
+    &["config", "routing", "blocked", "script", "pubsub"],
     &["state", "cluster"],
     &["commands"],
     &["server"],

@@ -145,7 +145,8 @@ pub fn info_text(sh: &Shared, want: &[String]) -> Result<String, CmdError> {
                 }
                 t.push_str("\r\n");
             }
-            None => t.push_str("# Replication\r\nrole:master\r\nconnected_slaves:0\r\n\r\n"),
+            // No replication stream in standalone mode: its offsets are zero.
+            None => t.push_str("# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\nmaster_repl_offset:0\r\nsecond_repl_offset:-1\r\nrepl_backlog_active:0\r\n\r\n"),
         }
     }
     if on("cpu") {

@@ -18,6 +18,7 @@ pub mod keys;
 pub mod list;
 pub mod multi;
 pub mod persistence;
+pub mod pubsub;
 pub mod scripting;
 pub mod server;
 pub mod set;
@@ -367,6 +368,13 @@ pub static COMMANDS: &[Command] = &[
     cmd!("script", -2, false, KeySpec::NONE, scripting::script),
     cmd!("fcall", -3, true, KeySpec::counted(2), functions::fcall),
     cmd!("fcall_ro", -3, true, KeySpec::counted(2), functions::fcall_ro),
+    // pub/sub
+    cmd!("subscribe", -2, false, KeySpec::NONE, pubsub::subscribe),
+    cmd!("unsubscribe", -1, false, KeySpec::NONE, pubsub::unsubscribe),
+    cmd!("psubscribe", -2, false, KeySpec::NONE, pubsub::psubscribe),
+    cmd!("punsubscribe", -1, false, KeySpec::NONE, pubsub::punsubscribe),
+    cmd!("publish", 3, false, KeySpec::NONE, pubsub::publish),
+    cmd!("pubsub", -2, false, KeySpec::NONE, pubsub::pubsub),
     // transactions
     cmd!("multi", 1, false, KeySpec::NONE, multi::multi),
     cmd!("exec", 1, true, KeySpec::NONE, multi::exec),
@@ -437,6 +445,13 @@ pub fn dispatch(sh: &Shared, conn: &mut Conn, args: &[Vec<u8>], out: &mut Out) {
             return;
         }
         reject(sh, conn, Some(cmd), reply, out);
+        return;
+    }
+    if !conn.resp3
+        && conn.subs.as_ref().is_some_and(|s| s.count() > 0)
+        && !pubsub::allowed_when_subscribed(cmd.name)
+    {
+        reject(sh, conn, Some(cmd), &pubsub::subscribed_refusal(cmd.name), out);
         return;
     }
     if conn.multi.is_some() && multi::refused_inside_multi(cmd.name) {

@@ -12,11 +12,20 @@ use crate::types::number::parse_int_strict;
 /// The Redis version reported to clients (they gate features on it).
 pub use crate::config::REDIS_VERSION;
 
-pub fn ping(_: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    match a.len() {
-        1 => out.simple("PONG"),
-        2 => out.bulk(&a[1]),
-        _ => return Err(arity_err("ping").into()),
+/// PING [message]; on a subscribed RESP2 connection Redis answers `["pong", message]`.
+pub fn ping(_: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    if a.len() > 2 {
+        return Err(arity_err("ping").into());
+    }
+    if !c.resp3 && c.subs.as_ref().is_some_and(|s| s.count() > 0) {
+        out.array(2);
+        out.bulk(b"pong");
+        out.bulk(a.get(1).map_or(&b""[..], Vec::as_slice));
+        return Ok(());
+    }
+    match a.get(1) {
+        None => out.simple("PONG"),
+        Some(m) => out.bulk(m),
     }
     Ok(())
 }

@@ -191,6 +191,29 @@ async fn handle(sh: Arc<Shared>, mut sock: TcpStream, addr: String) {
         }
         buf.drain(..pos);
         if frames.is_empty() && proto_err.is_none() {
+            // A subscribed connection writes its messages while it waits for commands.
+            if let Some(subs) = conn.subs.as_mut() {
+                tokio::select! {
+                    r = sock.read_buf(&mut buf) => match r {
+                        Ok(0) | Err(_) => break,
+                        Ok(_) => continue,
+                    },
+                    Some(msg) = subs.rx.recv() => {
+                        out.buf.extend_from_slice(&msg);
+                        while let Ok(more) = subs.rx.try_recv() {
+                            out.buf.extend_from_slice(&more);
+                            if out.buf.len() > 1 << 20 {
+                                break;
+                            }
+                        }
+                        if sock.write_all(&out.buf).await.is_err() {
+                            break;
+                        }
+                        out.buf.clear();
+                        continue;
+                    }
+                }
+            }
             match sock.read_buf(&mut buf).await {
                 Ok(0) | Err(_) => break,
                 Ok(_) => continue,
@@ -240,6 +263,12 @@ async fn handle(sh: Arc<Shared>, mut sock: TcpStream, addr: String) {
             }
             out.buf.extend_from_slice(&outcome.reply);
         }
+        // Messages published meanwhile go out after the replies of the commands before them.
+        if let Some(subs) = conn.subs.as_mut() {
+            while let Ok(msg) = subs.rx.try_recv() {
+                out.buf.extend_from_slice(&msg);
+            }
+        }
         if let Some(e) = &proto_err {
             sh.stats.protocol_errors.fetch_add(1, Ordering::Relaxed);
             out.error(&format!("ERR {e}"));
@@ -264,6 +293,7 @@ async fn handle(sh: Arc<Shared>, mut sock: TcpStream, addr: String) {
         }
     }
     let _ = sock.shutdown().await;
+    commands::pubsub::forget(&sh, &mut conn);
     sh.clients.lock().remove(&id);
     sh.stats.connected.fetch_sub(1, Ordering::Relaxed);
 }

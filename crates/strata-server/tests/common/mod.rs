@@ -201,7 +201,7 @@ impl Raw {
                     Reply::Bulk(b)
                 }
             }
-            "*" | "~" => {
+            "*" | "~" | ">" => {
                 let n: i64 = rest.parse().unwrap();
                 if n < 0 {
                     return Some(Reply::Null);

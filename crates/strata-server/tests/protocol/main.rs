@@ -17,6 +17,7 @@ mod fuzz_corpus;
 mod introspection;
 mod many_connections;
 mod pipelining;
+mod pubsub;
 mod resp3;
 mod scripting;
 mod transactions;

@@ -1,0 +1,163 @@
+//! Pub/sub: SUBSCRIBE, UNSUBSCRIBE, PSUBSCRIBE, PUNSUBSCRIBE, PUBLISH and PUBSUB (CHANNELS,
+//! NUMSUB, NUMPAT, SHARDCHANNELS, SHARDNUMSUB), with Redis's replies, on the server's
+//! subscriptions ([`crate::pubsub`]). A subscribed connection gets its messages as they are
+//! published (`server::listener` writes them between its commands); in RESP2 it may then
+//! run only the subscription commands, PING, QUIT and RESET, as in Redis. Messages go to
+//! the subscribers of this server (in cluster mode, of this node).
+
+use super::args::is;
+use super::glob;
+use super::CmdResult;
+use crate::pubsub::Subscriber;
+use crate::resp::Out;
+use crate::state::{Conn, Shared, Subscriptions};
+
+/// Whether `name` may run on a RESP2 connection with subscriptions.
+pub fn allowed_when_subscribed(name: &str) -> bool {
+    matches!(
+        name,
+        "subscribe" | "unsubscribe" | "psubscribe" | "punsubscribe" | "ping" | "quit" | "reset"
+    )
+}
+
+/// The reply to a command refused on a subscribed RESP2 connection.
+pub fn subscribed_refusal(name: &str) -> String {
+    format!(
+        "ERR Can't execute '{name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
+    )
+}
+
+/// A subscription confirmation: `[kind, channel, count]` (a push in RESP3).
+fn confirm(out: &mut Out, kind: &str, channel: Option<&[u8]>, count: usize) {
+    out.header(if out.resp3 { b'>' } else { b'*' }, 3);
+    out.bulk(kind.as_bytes());
+    match channel {
+        Some(c) => out.bulk(c),
+        None => out.null(),
+    }
+    out.int(count as i64);
+}
+
+fn subscriptions(conn: &mut Conn) -> &mut Subscriptions {
+    conn.subs.get_or_insert_with(Subscriptions::new)
+}
+
+fn subscribe_to(sh: &Shared, conn: &mut Conn, names: &[Vec<u8>], pattern: bool, out: &mut Out) {
+    let (id, resp3) = (conn.id, conn.resp3);
+    let subs = subscriptions(conn);
+    for name in names {
+        let who = Subscriber { tx: subs.tx.clone(), resp3 };
+        sh.pubsub.subscribe(id, name, pattern, who);
+        if pattern {
+            subs.patterns.insert(name.clone());
+        } else {
+            subs.channels.insert(name.clone());
+        }
+        let count = subs.count();
+        confirm(out, if pattern { "psubscribe" } else { "subscribe" }, Some(name), count);
+    }
+}
+
+fn unsubscribe_from(sh: &Shared, conn: &mut Conn, names: &[Vec<u8>], pattern: bool, out: &mut Out) {
+    let id = conn.id;
+    let kind = if pattern { "punsubscribe" } else { "unsubscribe" };
+    let subs = subscriptions(conn);
+    let names: Vec<Vec<u8>> = if names.is_empty() {
+        let all = if pattern { &subs.patterns } else { &subs.channels };
+        all.iter().cloned().collect()
+    } else {
+        names.to_vec()
+    };
+    if names.is_empty() {
+        confirm(out, kind, None, subs.count());
+        return;
+    }
+    for name in &names {
+        sh.pubsub.unsubscribe(id, name, pattern);
+        if pattern {
+            subs.patterns.remove(name);
+        } else {
+            subs.channels.remove(name);
+        }
+        confirm(out, kind, Some(name), subs.count());
+    }
+}
+
+/// SUBSCRIBE channel [channel ...]
+pub fn subscribe(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    subscribe_to(sh, conn, &a[1..], false, out);
+    Ok(())
+}
+
+/// PSUBSCRIBE pattern [pattern ...]
+pub fn psubscribe(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    subscribe_to(sh, conn, &a[1..], true, out);
+    Ok(())
+}
+
+/// UNSUBSCRIBE [channel ...]
+pub fn unsubscribe(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    unsubscribe_from(sh, conn, &a[1..], false, out);
+    Ok(())
+}
+
+/// PUNSUBSCRIBE [pattern ...]
+pub fn punsubscribe(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    unsubscribe_from(sh, conn, &a[1..], true, out);
+    Ok(())
+}
+
+/// Drops every subscription of a connection that is closing.
+pub fn forget(sh: &Shared, conn: &mut Conn) {
+    if let Some(subs) = conn.subs.take() {
+        for c in &subs.channels {
+            sh.pubsub.unsubscribe(conn.id, c, false);
+        }
+        for p in &subs.patterns {
+            sh.pubsub.unsubscribe(conn.id, p, true);
+        }
+    }
+}
+
+/// PUBLISH channel message
+pub fn publish(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let n = sh.pubsub.publish(&a[1], &a[2], glob::matches);
+    out.int(n as i64);
+    Ok(())
+}
+
+/// PUBSUB CHANNELS [pattern] | NUMSUB [channel ...] | NUMPAT | SHARDCHANNELS | SHARDNUMSUB
+pub fn pubsub(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let sub = &a[1];
+    if is(sub, "channels") && a.len() <= 3 {
+        let chans = sh.pubsub.channels(|c| a.get(2).is_none_or(|p| glob::matches(p, c)));
+        out.array(chans.len());
+        for c in &chans {
+            out.bulk(c);
+        }
+    } else if is(sub, "numsub") {
+        out.map(a.len() - 2);
+        for c in &a[2..] {
+            out.bulk(c);
+            out.int(sh.pubsub.numsub(c) as i64);
+        }
+    } else if is(sub, "numpat") && a.len() == 2 {
+        out.int(sh.pubsub.numpat() as i64);
+    } else if is(sub, "shardchannels") && a.len() <= 3 {
+        // Sharded channels (SSUBSCRIBE) are not served: none has a subscriber.
+        out.array(0);
+    } else if is(sub, "shardnumsub") {
+        out.map(a.len() - 2);
+        for c in &a[2..] {
+            out.bulk(c);
+            out.int(0);
+        }
+    } else {
+        return Err(format!(
+            "ERR unknown subcommand or wrong number of arguments for '{}'. Try PUBSUB HELP.",
+            String::from_utf8_lossy(sub)
+        )
+        .into());
+    }
+    Ok(())
+}

@@ -1,0 +1,84 @@
+//! Pub/sub: SUBSCRIBE/PSUBSCRIBE confirmations, messages to channel and pattern subscribers
+//! (RESP2 arrays, RESP3 pushes), the commands a subscribed RESP2 connection may run,
+//! UNSUBSCRIBE forms, PUBSUB CHANNELS/NUMSUB/NUMPAT, and a departed subscriber forgotten,
+//! as redis-server 7.0.15 answers.
+
+use crate::common::{Raw, Reply, Server};
+
+fn bulks(items: &[&str]) -> Vec<Reply> {
+    items.iter().map(|s| Reply::bulk(s)).collect()
+}
+
+fn confirm(kind: &str, channel: &str, n: i64) -> Reply {
+    let mut v = bulks(&[kind, channel]);
+    v.push(Reply::Int(n));
+    Reply::Array(v)
+}
+
+fn send(c: &mut Raw, args: &[&str]) {
+    let a: Vec<&[u8]> = args.iter().map(|s| s.as_bytes()).collect();
+    c.send_raw(&Raw::encode(&a));
+}
+
+#[test]
+fn publish_reaches_channel_and_pattern_subscribers() {
+    let srv = Server::start(&[]);
+    let mut r = srv.raw();
+    let (mut s1, mut s2) = (srv.raw(), srv.raw());
+    send(&mut s1, &["SUBSCRIBE", "news", "sport"]);
+    assert_eq!(s1.read(), confirm("subscribe", "news", 1));
+    assert_eq!(s1.read(), confirm("subscribe", "sport", 2));
+    send(&mut s2, &["PSUBSCRIBE", "n*"]);
+    assert_eq!(s2.read(), confirm("psubscribe", "n*", 1));
+    assert_eq!(r.cmd(&["PUBLISH", "news", "hello"]), Reply::Int(2));
+    assert_eq!(r.cmd(&["PUBLISH", "weather", "rain"]), Reply::Int(0));
+    assert_eq!(s1.read(), Reply::Array(bulks(&["message", "news", "hello"])));
+    assert_eq!(s2.read(), Reply::Array(bulks(&["pmessage", "n*", "news", "hello"])));
+    assert_eq!(r.cmd(&["PUBSUB", "CHANNELS"]), Reply::Array(bulks(&["news", "sport"])));
+    assert_eq!(r.cmd(&["PUBSUB", "CHANNELS", "s*"]), Reply::Array(bulks(&["sport"])));
+    assert_eq!(
+        r.cmd(&["PUBSUB", "NUMSUB", "news", "none"]),
+        Reply::Array(vec![Reply::bulk("news"), Reply::Int(1), Reply::bulk("none"), Reply::Int(0)])
+    );
+    assert_eq!(r.cmd(&["PUBSUB", "NUMPAT"]), Reply::Int(1));
+    // A subscribed RESP2 connection runs only the subscription commands, PING and QUIT.
+    send(&mut s1, &["GET", "x"]);
+    assert_eq!(
+        s1.read(),
+        Reply::Error("ERR Can't execute 'get': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context".into())
+    );
+    send(&mut s1, &["PING"]);
+    assert_eq!(s1.read(), Reply::Array(bulks(&["pong", ""])));
+    send(&mut s1, &["UNSUBSCRIBE"]);
+    let (a, b) = (s1.read(), s1.read());
+    assert_eq!([a, b], [confirm("unsubscribe", "news", 1), confirm("unsubscribe", "sport", 0)]);
+    send(&mut s1, &["UNSUBSCRIBE"]);
+    assert_eq!(
+        s1.read(),
+        Reply::Array(vec![Reply::bulk("unsubscribe"), Reply::Null, Reply::Int(0)])
+    );
+    assert_eq!(s1.cmd(&["SET", "x", "1"]), Reply::Simple("OK".into()), "no subscription left");
+    // A subscriber that leaves is forgotten.
+    drop(s2);
+    let start = std::time::Instant::now();
+    while r.cmd(&["PUBSUB", "NUMPAT"]) != Reply::Int(0) {
+        assert!(start.elapsed() < std::time::Duration::from_secs(10));
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert_eq!(r.cmd(&["PUBLISH", "news", "again"]), Reply::Int(0));
+}
+
+#[test]
+fn resp3_subscribers_get_pushes_and_may_run_any_command() {
+    let srv = Server::start(&[]);
+    let mut r = srv.raw();
+    let mut s = srv.raw();
+    s.cmd(&["HELLO", "3"]);
+    send(&mut s, &["SUBSCRIBE", "ch"]);
+    // Pushes read as arrays through this client.
+    assert_eq!(s.read(), confirm("subscribe", "ch", 1));
+    assert_eq!(s.cmd(&["SET", "k", "v"]), Reply::Simple("OK".into()));
+    assert_eq!(r.cmd(&["PUBLISH", "ch", "m"]), Reply::Int(1));
+    assert_eq!(s.read(), Reply::Array(bulks(&["message", "ch", "m"])));
+    assert_eq!(s.cmd(&["GET", "k"]), Reply::bulk("v"));
+}
