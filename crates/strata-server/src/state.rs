@@ -289,6 +289,26 @@ pub struct Conn {
     pub retry: Option<Retry>,
     /// Its pub/sub subscriptions and message queue, once it subscribed (`commands::pubsub`).
     pub subs: Option<Subscriptions>,
+    /// CLIENT REPLY: whether replies are sent (`server::listener` drops the others).
+    pub reply_mode: ReplyMode,
+    /// Push frames a command produced (RESP3 subscription confirmations): sent even when its
+    /// reply is not (CLIENT REPLY OFF), as Redis sends pushes.
+    pub pushes: Vec<u8>,
+}
+
+/// CLIENT REPLY's modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReplyMode {
+    /// Every reply is sent.
+    #[default]
+    On,
+    /// No reply is sent.
+    Off,
+    /// CLIENT REPLY SKIP ran: its own reply and the next command's are not sent.
+    Skip {
+        /// The SKIP command itself has not been dealt with yet.
+        armed: bool,
+    },
 }
 
 /// A connection's subscriptions and the queue its messages arrive in.
@@ -339,6 +359,8 @@ impl Conn {
             blocked: None,
             retry: None,
             subs: None,
+            reply_mode: ReplyMode::On,
+            pushes: Vec::new(),
         }
     }
 }

@@ -7,6 +7,7 @@
 //! whose text `dispatch` replies with.
 
 pub mod args;
+pub mod bitops;
 pub mod blocking;
 pub mod cluster;
 pub mod errors;
@@ -205,6 +206,12 @@ pub static COMMANDS: &[Command] = &[
     cmd!("setbit", 4, true, KeySpec::one(1), strings::setbit),
     cmd!("incrbyfloat", 3, true, KeySpec::one(1), strings::incrbyfloat),
     cmd!("lcs", -3, false, KeySpec::range(1, 2, 1), strings::lcs),
+    // bitmaps
+    cmd!("bitcount", -2, false, KeySpec::one(1), bitops::bitcount),
+    cmd!("bitpos", -3, false, KeySpec::one(1), bitops::bitpos),
+    cmd!("bitop", -4, true, KeySpec::rest(2, 1), bitops::bitop),
+    cmd!("bitfield", -2, true, KeySpec::one(1), bitops::bitfield),
+    cmd!("bitfield_ro", -2, false, KeySpec::one(1), bitops::bitfield_ro),
     // keys
     cmd!("del", -2, true, KeySpec::rest(1, 1), keys::del),
     cmd!("unlink", -2, true, KeySpec::rest(1, 1), keys::del),

@@ -27,15 +27,22 @@ pub fn subscribed_refusal(name: &str) -> String {
     )
 }
 
-/// A subscription confirmation: `[kind, channel, count]` (a push in RESP3).
-fn confirm(out: &mut Out, kind: &str, channel: Option<&[u8]>, count: usize) {
-    out.header(if out.resp3 { b'>' } else { b'*' }, 3);
-    out.bulk(kind.as_bytes());
+/// A subscription confirmation: `[kind, channel, count]`; in RESP3 a push, kept apart from
+/// the replies (`Conn::pushes`: CLIENT REPLY OFF does not silence it).
+fn confirm(pushes: &mut Vec<u8>, out: &mut Out, kind: &str, channel: Option<&[u8]>, count: usize) {
+    let mut frame = Out { buf: Vec::new(), resp3: out.resp3 };
+    frame.header(if out.resp3 { b'>' } else { b'*' }, 3);
+    frame.bulk(kind.as_bytes());
     match channel {
-        Some(c) => out.bulk(c),
-        None => out.null(),
+        Some(c) => frame.bulk(c),
+        None => frame.null(),
     }
-    out.int(count as i64);
+    frame.int(count as i64);
+    if out.resp3 {
+        pushes.extend_from_slice(&frame.buf);
+    } else {
+        out.buf.extend_from_slice(&frame.buf);
+    }
 }
 
 fn subscriptions(conn: &mut Conn) -> &mut Subscriptions {
@@ -44,6 +51,7 @@ fn subscriptions(conn: &mut Conn) -> &mut Subscriptions {
 
 fn subscribe_to(sh: &Shared, conn: &mut Conn, names: &[Vec<u8>], pattern: bool, out: &mut Out) {
     let (id, resp3) = (conn.id, conn.resp3);
+    let mut pushes = std::mem::take(&mut conn.pushes);
     let subs = subscriptions(conn);
     for name in names {
         let who = Subscriber { tx: subs.tx.clone(), resp3 };
@@ -54,13 +62,16 @@ fn subscribe_to(sh: &Shared, conn: &mut Conn, names: &[Vec<u8>], pattern: bool, 
             subs.channels.insert(name.clone());
         }
         let count = subs.count();
-        confirm(out, if pattern { "psubscribe" } else { "subscribe" }, Some(name), count);
+        let kind = if pattern { "psubscribe" } else { "subscribe" };
+        confirm(&mut pushes, out, kind, Some(name), count);
     }
+    conn.pushes = pushes;
 }
 
 fn unsubscribe_from(sh: &Shared, conn: &mut Conn, names: &[Vec<u8>], pattern: bool, out: &mut Out) {
     let id = conn.id;
     let kind = if pattern { "punsubscribe" } else { "unsubscribe" };
+    let mut pushes = std::mem::take(&mut conn.pushes);
     let subs = subscriptions(conn);
     let names: Vec<Vec<u8>> = if names.is_empty() {
         let all = if pattern { &subs.patterns } else { &subs.channels };
@@ -69,8 +80,7 @@ fn unsubscribe_from(sh: &Shared, conn: &mut Conn, names: &[Vec<u8>], pattern: bo
         names.to_vec()
     };
     if names.is_empty() {
-        confirm(out, kind, None, subs.count());
-        return;
+        confirm(&mut pushes, out, kind, None, subs.count());
     }
     for name in &names {
         sh.pubsub.unsubscribe(id, name, pattern);
@@ -79,8 +89,9 @@ fn unsubscribe_from(sh: &Shared, conn: &mut Conn, names: &[Vec<u8>], pattern: bo
         } else {
             subs.channels.remove(name);
         }
-        confirm(out, kind, Some(name), subs.count());
+        confirm(&mut pushes, out, kind, Some(name), subs.count());
     }
+    conn.pushes = pushes;
 }
 
 /// SUBSCRIBE channel [channel ...]

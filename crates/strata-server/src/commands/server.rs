@@ -272,6 +272,20 @@ pub fn client(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
         out.ok();
     } else if is(sub, "id") {
         out.int(c.id as i64);
+    } else if is(sub, "reply") {
+        if a.len() != 3 {
+            return Err(arity().into());
+        }
+        c.reply_mode = if is(&a[2], "on") {
+            crate::state::ReplyMode::On
+        } else if is(&a[2], "off") {
+            crate::state::ReplyMode::Off
+        } else if is(&a[2], "skip") {
+            crate::state::ReplyMode::Skip { armed: true }
+        } else {
+            return Err(SYNTAX.into());
+        };
+        out.ok();
     } else if is(sub, "unblock") {
         if a.len() != 3 && a.len() != 4 {
             return Err(arity().into());

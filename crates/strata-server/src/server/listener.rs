@@ -22,7 +22,7 @@
 use crate::blocked::{Cancel, Outcome};
 use crate::commands;
 use crate::resp::{parse_command, Out, ParseOutcome};
-use crate::state::{BlockedOn, ClientEntry, Conn, Shared};
+use crate::state::{BlockedOn, ClientEntry, Conn, ReplyMode, Shared};
 use crate::storage::pending;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -78,7 +78,7 @@ async fn run_replicated(
         let reply_at = out.buf.len();
         let ((), owed) = pending::deferring(|| commands::dispatch(sh, conn, f, out));
         let outcome = match owed {
-            None => continue,
+            None => Ok(()),
             Some(Ok(settlement)) => settlement.wait().await,
             Some(Err(reply)) => Err(reply),
         };
@@ -87,8 +87,26 @@ async fn run_replicated(
             out.buf.truncate(reply_at);
             out.error(&reply);
         }
+        apply_reply_mode(conn, out, reply_at);
     }
     frames.len()
+}
+
+/// CLIENT REPLY after a command whose reply starts at `mark` in `out`: drops the reply when
+/// replies are off or skipped, then adds the command's push frames, which always go out.
+fn apply_reply_mode(conn: &mut Conn, out: &mut Out, mark: usize) {
+    match conn.reply_mode {
+        ReplyMode::On => {}
+        ReplyMode::Off => out.buf.truncate(mark),
+        ReplyMode::Skip { armed } => {
+            out.buf.truncate(mark);
+            conn.reply_mode = if armed { ReplyMode::Skip { armed: false } } else { ReplyMode::On };
+        }
+    }
+    if !conn.pushes.is_empty() {
+        out.buf.extend_from_slice(&conn.pushes);
+        conn.pushes.clear();
+    }
 }
 
 /// Runs a batch of frames; returns how many it ran (it stops after one that blocked the
@@ -109,7 +127,9 @@ fn run_batch(
             continue;
         }
         out.resp3 = conn.resp3;
+        let mark = out.buf.len();
         commands::dispatch(sh, conn, f, out);
+        apply_reply_mode(conn, out, mark);
     }
     (ran, sh.store.owed_sync())
 }

@@ -1,8 +1,9 @@
 //! The Redis data types on the store, Kvrocks-style: what a key's records say and every
 //! operation on them. One module per type ([`string`], [`hash`], [`list`], [`set`], [`zset`],
-//! [`stream`]) holds its operations: reads, and writes built as one `WriteBatch` under the
-//! key's lock (with the index upkeep a type needs: a sorted set's score index, a hash's
-//! encoding). Keys of any type: [`keys`], and active expiry: [`expiry`].
+//! [`stream`]; the bit operations on strings: [`bitmap`]) holds its operations: reads, and
+//! writes built as one `WriteBatch` under the key's lock (with the index upkeep a type
+//! needs: a sorted set's score index, a hash's encoding). Keys of any type: [`keys`], and
+//! active expiry: [`expiry`].
 //!
 //! Records: one metadata record per key ([`metadata`]) and one sub-key per field, member or
 //! element ([`subkey`]), plus a score index for sorted sets ([`score`]); small hashes keep
@@ -12,6 +13,7 @@
 //! Operations take a [`Keyspace`] (the store, the encoding settings and the time) and return
 //! [`TypeError`]: they read and write the engine through `storage` and never format a reply.
 
+pub mod bitmap;
 pub mod compact_hash;
 pub mod error;
 pub mod expiry;

@@ -7,8 +7,8 @@ use super::number::parse_int_strict;
 use strata::WriteBatch;
 
 /// Writes `value` as the string at `key`, expiring at `expire_ms` (0: never), in place of
-/// whatever the key held. The caller holds the key's lock.
-fn put(ks: &Keyspace, key: &[u8], value: Vec<u8>, expire_ms: u64) -> Result<()> {
+/// whatever the key held. The caller holds the key's lock (also used by [`super::bitmap`]).
+pub(crate) fn put(ks: &Keyspace, key: &[u8], value: Vec<u8>, expire_ms: u64) -> Result<()> {
     let mut b = WriteBatch::new();
     ks.put_meta(&mut b, key, &Meta::string(value, expire_ms));
     ks.write(b)

@@ -5,6 +5,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod bitops;
 mod compaction_filter;
 mod hashes;
 mod keys_expiry;

@@ -82,3 +82,27 @@ fn resp3_subscribers_get_pushes_and_may_run_any_command() {
     assert_eq!(s.read(), Reply::Array(bulks(&["message", "ch", "m"])));
     assert_eq!(s.cmd(&["GET", "k"]), Reply::bulk("v"));
 }
+
+#[test]
+fn client_reply_off_and_skip_silence_replies_not_messages() {
+    let srv = Server::start(&[]);
+    let mut r = srv.raw();
+    let mut c = srv.raw();
+    // SKIP: its own reply and the next command's are not sent.
+    send(&mut c, &["CLIENT", "REPLY", "SKIP"]);
+    send(&mut c, &["SET", "a", "1"]);
+    assert_eq!(c.cmd(&["GET", "a"]), Reply::bulk("1"));
+    // OFF: nothing until ON, whose OK is sent.
+    send(&mut c, &["CLIENT", "REPLY", "OFF"]);
+    send(&mut c, &["INCR", "a"]);
+    assert_eq!(c.cmd(&["CLIENT", "REPLY", "ON"]), Reply::Simple("OK".into()));
+    assert_eq!(c.cmd(&["GET", "a"]), Reply::bulk("2"));
+    assert_eq!(c.cmd(&["CLIENT", "REPLY", "MAYBE"]), Reply::Error("ERR syntax error".into()));
+    // A RESP3 subscriber with replies off still gets its confirmations and messages (pushes).
+    c.cmd(&["HELLO", "3"]);
+    send(&mut c, &["CLIENT", "REPLY", "OFF"]);
+    send(&mut c, &["SUBSCRIBE", "ch"]);
+    assert_eq!(c.read(), confirm("subscribe", "ch", 1));
+    assert_eq!(r.cmd(&["PUBLISH", "ch", "m"]), Reply::Int(1));
+    assert_eq!(c.read(), Reply::Array(bulks(&["message", "ch", "m"])));
+}

@@ -325,13 +325,16 @@ pub(crate) fn open_read_only(
         )));
     }
     // A writer may roll the MANIFEST or delete a WAL or table between our listing and our
-    // read of it; the next attempt sees its newer state.
-    const ATTEMPTS: usize = 5;
+    // read of it, finish a WAL after we read its end and record in the next one that it was
+    // synced whole, or have its WAL's later bytes in the file before the earlier ones reach
+    // our read: each looks like damage to one attempt, and the next sees the newer state.
+    // Damage that is really there is there on every attempt, and reported.
+    const ATTEMPTS: usize = 10;
     let mut attempt = 0;
     loop {
         attempt += 1;
         match try_open_read_only(&opts, &by_name, dir) {
-            Err(e) if attempt < ATTEMPTS && is_vanished_file(&e) => {}
+            Err(e) if attempt < ATTEMPTS && raced_a_writer(&e) => {}
             result => return result,
         }
     }
@@ -394,11 +397,12 @@ fn try_open_read_only(
     }))
 }
 
-/// Whether `e` says a file was not found (it vanished under a concurrent writer).
-fn is_vanished_file(e: &Error) -> bool {
+/// Whether a read-only open may have failed on what a live writer changed under it (a file
+/// gone, a WAL read mid-write): worth another attempt.
+fn raced_a_writer(e: &Error) -> bool {
     match e {
         Error::Io { source, .. } => source.kind() == std::io::ErrorKind::NotFound,
-        Error::Corruption { reason, .. } => reason.contains("missing"),
+        Error::Corruption { .. } => true,
         _ => false,
     }
 }
