@@ -72,6 +72,38 @@ pub fn scan_args(a: &[Vec<u8>], cursor_at: usize, with_type: bool) -> Result<Sca
     Ok(args)
 }
 
+/// The `count [WITH...]` of ZRANDMEMBER and HRANDFIELD (from index 2): the count and whether
+/// `with` (WITHSCORES, WITHVALUES) was given, with Redis 7.0's errors; a count drawn with
+/// repeats past [`super::errors::MAX_DRAWS`] is refused.
+pub fn random_count(a: &[Vec<u8>], with: &str) -> Result<(i64, bool), CmdError> {
+    let n = parse_int_strict(&a[2]).ok_or(CmdError::from(super::errors::NOT_INT))?;
+    if n == i64::MIN {
+        return Err("ERR value is out of range, value must between -9223372036854775807 and \
+                    9223372036854775807"
+            .into());
+    }
+    let with = match a.get(3) {
+        None => false,
+        Some(w) if a.len() == 4 && is(w, with) => true,
+        Some(_) => return Err(SYNTAX.into()),
+    };
+    if with && !(-i64::MAX / 2..=i64::MAX / 2).contains(&n) {
+        return Err("ERR value is out of range".into());
+    }
+    if n < 0 && n.unsigned_abs() > super::errors::MAX_DRAWS {
+        return Err(super::errors::TOO_MANY_DRAWS.into());
+    }
+    Ok((n, with))
+}
+
+/// Replies a HELP subcommand's lines, as simple strings.
+pub fn reply_help(out: &mut crate::resp::Out, lines: &[&str]) {
+    out.array(lines.len());
+    for l in lines {
+        out.simple(l);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -145,10 +145,7 @@ pub fn function(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdR
                 "KILL",
                 "HELP",
             ];
-            out.array(help.len());
-            for l in help {
-                out.simple(l);
-            }
+            super::args::reply_help(out, &help);
         }
         _ => {
             return Err(format!("ERR unknown subcommand '{}'. Try FUNCTION HELP.", String::from_utf8_lossy(&a[1])).into())

@@ -1,7 +1,7 @@
 //! Hash commands (`types::hash`).
 
-use super::args::{int_arg, is, scan_args, ScanArgs};
-use super::errors::{arity_err, CmdError, SYNTAX};
+use super::args::{int_arg, scan_args, ScanArgs};
+use super::errors::{arity_err, CmdError};
 use super::{glob, CmdResult};
 use crate::resp::Out;
 use crate::state::{Conn, Shared};
@@ -141,29 +141,12 @@ pub fn hstrlen(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
 
 /// HRANDFIELD key [count [WITHVALUES]]
 pub fn hrandfield(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let Some(c) = a.get(2) else {
+    if a.len() < 3 {
         let one = hash::random_fields(&sh.keyspace(), &a[1], 1, true)?;
         out.opt_bulk(one.as_ref().and_then(|p| p.first()).map(|(f, _)| f.as_slice()));
         return Ok(());
-    };
-    let n =
-        crate::types::number::parse_int_strict(c).ok_or(CmdError::from(super::errors::NOT_INT))?;
-    if n == i64::MIN {
-        return Err("ERR value is out of range, value must between -9223372036854775807 and \
-                    9223372036854775807"
-            .into());
     }
-    let withvalues = match a.get(3) {
-        None => false,
-        Some(w) if a.len() == 4 && is(w, "withvalues") => true,
-        Some(_) => return Err(SYNTAX.into()),
-    };
-    if withvalues && !(-i64::MAX / 2..=i64::MAX / 2).contains(&n) {
-        return Err("ERR value is out of range".into());
-    }
-    if n < 0 && n.unsigned_abs() > super::errors::MAX_DRAWS {
-        return Err(super::errors::TOO_MANY_DRAWS.into());
-    }
+    let (n, withvalues) = super::args::random_count(a, "withvalues")?;
     let picks = hash::random_fields(&sh.keyspace(), &a[1], n.unsigned_abs() as usize, n >= 0)?;
     let picks = picks.unwrap_or_default();
     if !withvalues {

@@ -185,10 +185,7 @@ pub fn object(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
             "HELP",
             "    Print this help.",
         ];
-        out.array(help.len());
-        for l in help {
-            out.simple(l);
-        }
+        super::args::reply_help(out, &help);
         return Ok(());
     }
     let sub = ["encoding", "refcount", "freq"].into_iter().find(|s| is(&a[1], s));

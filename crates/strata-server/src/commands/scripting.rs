@@ -257,10 +257,7 @@ pub fn script(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
             "HELP",
             "    Print this help.",
         ];
-        out.array(help.len());
-        for l in help {
-            out.simple(l);
-        }
+        super::args::reply_help(out, &help);
     } else if is(sub, "load") {
         if a.len() != 3 {
             return Err(wrong());

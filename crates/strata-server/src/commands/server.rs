@@ -478,10 +478,7 @@ pub fn memory(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
             "HELP",
             "    Print this help.",
         ];
-        out.array(help.len());
-        for l in help {
-            out.simple(l);
-        }
+        super::args::reply_help(out, &help);
         return Ok(());
     }
     if !is(&a[1], "usage") {

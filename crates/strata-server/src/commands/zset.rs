@@ -217,29 +217,12 @@ pub fn zpopmax(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
 
 /// ZRANDMEMBER key [count [WITHSCORES]]
 pub fn zrandmember(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let Some(c) = a.get(2) else {
+    if a.len() < 3 {
         let one = zset::random_members(&sh.keyspace(), &a[1], 1, true)?;
         out.opt_bulk(one.as_ref().and_then(|v| v.first()).map(|(_, m)| m.as_slice()));
         return Ok(());
-    };
-    let n = crate::types::number::parse_int_strict(c)
-        .ok_or(CmdError::from("ERR value is not an integer or out of range"))?;
-    if n == i64::MIN {
-        return Err("ERR value is out of range, value must between -9223372036854775807 and \
-                    9223372036854775807"
-            .into());
     }
-    let withscores = match a.get(3) {
-        None => false,
-        Some(w) if a.len() == 4 && is(w, "withscores") => true,
-        Some(_) => return Err(SYNTAX.into()),
-    };
-    if withscores && !(-i64::MAX / 2..=i64::MAX / 2).contains(&n) {
-        return Err("ERR value is out of range".into());
-    }
-    if n < 0 && n.unsigned_abs() > super::errors::MAX_DRAWS {
-        return Err(super::errors::TOO_MANY_DRAWS.into());
-    }
+    let (n, withscores) = super::args::random_count(a, "withscores")?;
     let picks = zset::random_members(&sh.keyspace(), &a[1], n.unsigned_abs() as usize, n >= 0)?;
     reply_scored(out, &picks.unwrap_or_default(), withscores);
     Ok(())
