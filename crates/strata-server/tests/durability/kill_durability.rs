@@ -18,7 +18,8 @@
 //! ZREMRANGEBYSCORE, ZMPOP, beside ZADD), one transactions
 //! (MULTI, two SETs of a pair of keys, EXEC: after the restart the pair is never half
 //! written), one scripts (EVAL and EVALSHA setting a pair of keys: never half written
-//! either), and one streams (XADD with MAXLEN trimming, XDEL, XTRIM).
+//! either), one streams (XADD with MAXLEN trimming, XDEL, XTRIM), and one bitmaps (SETBIT,
+//! BITFIELD SET/INCRBY, BITOP into one of its keys).
 //! Their oracle keeps the rendered state after the last acknowledged command and after the
 //! one in flight; after the restart the keys read as one of the two.
 
@@ -77,14 +78,15 @@ fn acknowledged_writes_survive_kill_9() {
             }
         }));
     }
-    // A string key and a stream start absent (""), a pair of lists or of sets empty ("|").
+    // A string key, a stream and a bitmap start absent (""), a pair of lists or of sets
+    // empty ("|").
     let empty = |i: usize| match i / MODEL_KEYS {
-        0 | 6 => String::new(),
+        0 | 6 | 7 => String::new(),
         _ => "|".to_string(),
     };
     let models: Arc<Models> =
-        Arc::new((0..7 * MODEL_KEYS).map(|i| Mutex::new((empty(i), empty(i)))).collect());
-    let writers: [fn(u16, usize, &Models, &AtomicBool); 7] = [
+        Arc::new((0..8 * MODEL_KEYS).map(|i| Mutex::new((empty(i), empty(i)))).collect());
+    let writers: [fn(u16, usize, &Models, &AtomicBool); 8] = [
         string_writer,
         list_writer,
         set_writer,
@@ -92,6 +94,7 @@ fn acknowledged_writes_survive_kill_9() {
         zset_writer,
         script_writer,
         stream_writer,
+        bitmap_writer,
     ];
     let model_handles: Vec<_> = writers
         .into_iter()
@@ -155,7 +158,8 @@ fn acknowledged_writes_survive_kill_9() {
             2 => read_sets(&mut c, i),
             3 | 5 => read_pair(&mut c, i),
             4 => read_zsets(&mut c, i),
-            _ => read_stream(&mut c, i),
+            6 => read_stream(&mut c, i),
+            _ => read_bitmap(&mut c, i),
         };
         if got != *ack && got != *pending {
             wrong += 1;
@@ -173,6 +177,9 @@ fn acknowledged_writes_survive_kill_9() {
         .filter(|m| m.lock().unwrap().0 != "|")
         .count();
     assert!(scripted > 0, "the script writer's EVALs were never acknowledged");
+    let bitmaps =
+        models[7 * MODEL_KEYS..].iter().filter(|m| !m.lock().unwrap().0.is_empty()).count();
+    assert!(bitmaps > 0, "the bitmap writer's writes were never acknowledged");
     assert_eq!(wrong, 0, "acknowledged effects of the model writers lost");
 }
 
@@ -714,5 +721,87 @@ fn stream_writer(port: u16, base: usize, models: &Models, stop: &AtomicBool) {
             return;
         }
         streams[k] = Some(model);
+    }
+}
+
+fn bitmap_key(i: usize) -> String {
+    format!("mbits{i}")
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes.iter().fold(String::new(), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
+/// A bitmap's bytes in hex ("" when it is absent).
+fn read_bitmap(c: &mut Raw, i: usize) -> String {
+    match c.cmd(&["GET", &bitmap_key(i)]) {
+        Reply::Bulk(b) => hex(&b),
+        Reply::Null => String::new(),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// SETBIT, BITFIELD SET and INCRBY (u8, wrapping) and BITOP XOR of two other keys into one,
+/// on the bitmaps `base..base + MODEL_KEYS`, against a model of each one's bytes.
+fn bitmap_writer(port: u16, base: usize, models: &Models, stop: &AtomicBool) {
+    let mut c = Raw::connect(port);
+    let mut bits: Vec<Vec<u8>> = vec![Vec::new(); MODEL_KEYS];
+    let mut seq = 0usize;
+    while !stop.load(Ordering::Relaxed) {
+        seq += 1;
+        let k = seq % MODEL_KEYS;
+        let key = bitmap_key(base + k);
+        let mut model = bits[k].clone();
+        let grow = |m: &mut Vec<u8>, len: usize| {
+            if m.len() < len {
+                m.resize(len, 0);
+            }
+        };
+        let args: Vec<String> = match seq % 4 {
+            0 => {
+                let (offset, on) = ((seq * 7) % 200, !seq.is_multiple_of(3));
+                grow(&mut model, offset / 8 + 1);
+                let mask = 0x80u8 >> (offset % 8);
+                if on {
+                    model[offset / 8] |= mask;
+                } else {
+                    model[offset / 8] &= !mask;
+                }
+                let v = if on { "1" } else { "0" };
+                vec!["SETBIT".into(), key.clone(), offset.to_string(), v.into()]
+            }
+            1 => {
+                let (byte, v) = ((seq * 5) % 24, (seq % 256) as u8);
+                grow(&mut model, byte + 1);
+                model[byte] = v;
+                let (at, v) = (format!("#{byte}"), v.to_string());
+                vec!["BITFIELD".into(), key.clone(), "SET".into(), "u8".into(), at, v]
+            }
+            2 => {
+                let byte = (seq * 3) % 24;
+                grow(&mut model, byte + 1);
+                model[byte] = model[byte].wrapping_add(200);
+                let at = format!("#{byte}");
+                vec!["BITFIELD".into(), key.clone(), "INCRBY".into(), "u8".into(), at, "200".into()]
+            }
+            _ => {
+                let (x, y) = ((k + 1) % MODEL_KEYS, (k + 2) % MODEL_KEYS);
+                let (a, b) = (&bits[x], &bits[y]);
+                model = (0..a.len().max(b.len()))
+                    .map(|i| a.get(i).copied().unwrap_or(0) ^ b.get(i).copied().unwrap_or(0))
+                    .collect();
+                let (kx, ky) = (bitmap_key(base + x), bitmap_key(base + y));
+                vec!["BITOP".into(), "XOR".into(), key.clone(), kx, ky]
+            }
+        };
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        if !step(&mut c, &models[base + k], hex(&model), &args) {
+            return;
+        }
+        bits[k] = model;
     }
 }
