@@ -59,46 +59,51 @@ pub fn get(rec: &Records, id: StreamId) -> Result<Option<Vec<Vec<u8>>>> {
     rec.get(&entry_field(id))?.map(|v| decode_pairs(&v).ok_or_else(corrupt_entry)).transpose()
 }
 
+/// Adapts `f` to a walk over entry records: each record's id from its key; a key without
+/// one stops the walk and clears `ok`.
+fn by_id<'a>(
+    ok: &'a mut bool,
+    mut f: impl FnMut(StreamId, &[u8]) -> bool + 'a,
+) -> impl FnMut(&[u8], &[u8]) -> bool + 'a {
+    move |rest, v| match suffix_id(rest) {
+        Some(id) => f(id, v),
+        None => {
+            *ok = false;
+            false
+        }
+    }
+}
+
 /// Visits entries from `start` up, in id order, until `f` returns false.
 pub fn walk_from(
     rec: &Records,
     start: StreamId,
-    mut f: impl FnMut(StreamId, &[u8]) -> bool,
+    f: impl FnMut(StreamId, &[u8]) -> bool,
 ) -> Result<()> {
-    let mut bad = false;
-    rec.walk(&[TAG_ENTRY], &start.to_be_bytes(), |rest, v| match suffix_id(rest) {
-        Some(id) => f(id, v),
-        None => {
-            bad = true;
-            false
-        }
-    })?;
-    if bad {
-        return Err(corrupt_entry());
+    let mut ok = true;
+    rec.walk(&[TAG_ENTRY], &start.to_be_bytes(), by_id(&mut ok, f))?;
+    if ok {
+        Ok(())
+    } else {
+        Err(corrupt_entry())
     }
-    Ok(())
 }
 
 /// Visits entries from `end` down, in reverse id order, until `f` returns false.
 fn walk_down_from(
     rec: &Records,
     end: StreamId,
-    mut f: impl FnMut(StreamId, &[u8]) -> bool,
+    f: impl FnMut(StreamId, &[u8]) -> bool,
 ) -> Result<()> {
     let mut below = end.to_be_bytes().to_vec();
     below.push(0);
-    let mut bad = false;
-    rec.walk_back(&[TAG_ENTRY], Some(&below), |rest, v| match suffix_id(rest) {
-        Some(id) => f(id, v),
-        None => {
-            bad = true;
-            false
-        }
-    })?;
-    if bad {
-        return Err(corrupt_entry());
+    let mut ok = true;
+    rec.walk_back(&[TAG_ENTRY], Some(&below), by_id(&mut ok, f))?;
+    if ok {
+        Ok(())
+    } else {
+        Err(corrupt_entry())
     }
-    Ok(())
 }
 
 /// The id of the last entry (Redis's last valid id: tombstones are not entries here).
