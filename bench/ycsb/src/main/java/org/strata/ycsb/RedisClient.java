@@ -8,7 +8,13 @@ import java.util.Properties;
 import java.util.Set;
 import java.util.Vector;
 
+import java.util.HashSet;
+
+import org.apache.commons.pool2.impl.GenericObjectPoolConfig;
+import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.Jedis;
+import redis.clients.jedis.JedisCluster;
+import redis.clients.jedis.JedisCommands;
 import redis.clients.jedis.Protocol;
 import redis.clients.jedis.exceptions.JedisException;
 import site.ycsb.ByteIterator;
@@ -35,16 +41,31 @@ import site.ycsb.StringByteIterator;
  * <p>Properties: {@code redis.host} (default 127.0.0.1), {@code redis.port} (6379),
  * {@code redis.password} (none), {@code redis.timeout} (socket timeout in ms, 10000),
  * {@code redis.acklog} (none: a file to which every insert the server acknowledged, both
- * commands, is appended as a line {@code key TAB digest} for {@link AckCheck}). Each
- * YCSB client thread gets its own instance and so its own connection. An error reply or a
- * broken connection is reported as {@link Status#ERROR} with the reason on stderr, so YCSB's
- * output counts it under the operation's {@code Return=ERROR} line.
+ * commands, is appended as a line {@code key TAB digest} for {@link AckCheck}),
+ * {@code redis.scanindex} (true: keep the {@value #INDEX} sorted set; false leaves it out, so
+ * an insert is one HMSET and a delete one DEL, and scans fail: for workloads without scans,
+ * where the one index key would otherwise take a write of every insert).
+ *
+ * <p>Cluster mode, {@code redis.cluster=true}: the commands go through Jedis's
+ * {@link JedisCluster}, which reads the slot map with {@code CLUSTER SLOTS} from the seed
+ * nodes and sends each command to the node serving its key's slot, following {@code MOVED}
+ * and {@code ASK}. Seeds: {@code redis.nodes} ({@code host:port,host:port,...}), else
+ * {@code redis.host}:{@code redis.port}. {@code redis.maxattempts} (5) bounds the tries of a
+ * command across redirections and broken connections. The data model is the same, and the
+ * scan index lives in the one slot of {@value #INDEX}.
+ *
+ * <p>Each YCSB client thread gets its own instance and so its own connection (in cluster mode,
+ * its own connection per node). An error reply or a broken connection is reported as
+ * {@link Status#ERROR} with the reason on stderr, so YCSB's output counts it under the
+ * operation's {@code Return=ERROR} line.
  */
 public final class RedisClient extends DB {
   /** The sorted set indexing every key for scans. */
   static final String INDEX = "_indices";
 
-  private Jedis jedis;
+  private JedisCommands jedis;
+  private java.io.Closeable connection;
+  private boolean scanIndex = true;
   private AckLog ackLog;
 
   @Override
@@ -58,15 +79,56 @@ public final class RedisClient extends DB {
     if (ackPath != null && !ackPath.isEmpty()) {
       ackLog = AckLog.open(ackPath);
     }
-    try {
-      jedis = new Jedis(host, port, timeout);
-      jedis.connect();
-      if (password != null && !password.isEmpty()) {
-        jedis.auth(password);
+    scanIndex = Boolean.parseBoolean(p.getProperty("redis.scanindex", "true").trim());
+    boolean cluster = Boolean.parseBoolean(p.getProperty("redis.cluster", "false").trim());
+    if (password != null && password.isEmpty()) {
+      password = null;
+    }
+    if (cluster) {
+      Set<HostAndPort> seeds = new HashSet<>();
+      String nodes = p.getProperty("redis.nodes", "").trim();
+      if (nodes.isEmpty()) {
+        seeds.add(new HostAndPort(host, port));
+      } else {
+        for (String node : nodes.split(",")) {
+          seeds.add(hostAndPort(node.trim()));
+        }
       }
+      int maxAttempts = intProperty(p, "redis.maxattempts", 5);
+      try {
+        JedisCluster c = new JedisCluster(seeds, timeout, timeout, maxAttempts, password,
+            new GenericObjectPoolConfig());
+        jedis = c;
+        connection = c;
+      } catch (JedisException e) {
+        throw new DBException("cannot reach the cluster at " + seeds + ": " + e.getMessage(), e);
+      }
+      return;
+    }
+    try {
+      Jedis j = new Jedis(host, port, timeout);
+      j.connect();
+      if (password != null) {
+        j.auth(password);
+      }
+      jedis = j;
+      connection = j;
     } catch (JedisException e) {
       throw new DBException("cannot connect to " + host + ":" + port + ": " + e.getMessage(), e);
     }
+  }
+
+  private static HostAndPort hostAndPort(String node) throws DBException {
+    int colon = node.lastIndexOf(':');
+    try {
+      if (colon > 0) {
+        return new HostAndPort(node.substring(0, colon),
+            Integer.parseInt(node.substring(colon + 1)));
+      }
+    } catch (NumberFormatException e) {
+      // reported below
+    }
+    throw new DBException("property redis.nodes: '" + node + "': expected host:port");
   }
 
   private static int intProperty(Properties p, String name, int dflt) throws DBException {
@@ -83,10 +145,10 @@ public final class RedisClient extends DB {
 
   @Override
   public void cleanup() throws DBException {
-    if (jedis != null) {
+    if (connection != null) {
       try {
-        jedis.close();
-      } catch (JedisException e) {
+        connection.close();
+      } catch (java.io.IOException | JedisException e) {
         throw new DBException("closing the connection: " + e.getMessage(), e);
       }
     }
@@ -142,7 +204,9 @@ public final class RedisClient extends DB {
         System.err.println("RedisClient: insert " + key + ": HMSET replied " + reply);
         return Status.ERROR;
       }
-      jedis.zadd(INDEX, score(key), key);
+      if (scanIndex) {
+        jedis.zadd(INDEX, score(key), key);
+      }
       if (ackLog != null) {
         ackLog.acknowledged(key, AckLog.digest(fields));
       }
@@ -156,7 +220,9 @@ public final class RedisClient extends DB {
   public Status delete(String table, String key) {
     try {
       long deleted = jedis.del(key);
-      jedis.zrem(INDEX, key);
+      if (scanIndex) {
+        jedis.zrem(INDEX, key);
+      }
       return deleted == 0 ? Status.NOT_FOUND : Status.OK;
     } catch (JedisException e) {
       return failed("delete", key, e);
@@ -180,6 +246,10 @@ public final class RedisClient extends DB {
   @Override
   public Status scan(String table, String startkey, int recordcount, Set<String> fields,
       Vector<HashMap<String, ByteIterator>> result) {
+    if (!scanIndex) {
+      System.err.println("RedisClient: scan " + startkey + ": redis.scanindex=false keeps no index");
+      return Status.NOT_IMPLEMENTED;
+    }
     try {
       Set<String> keys = jedis.zrangeByScore(INDEX, score(startkey), Double.POSITIVE_INFINITY,
           0, recordcount);
