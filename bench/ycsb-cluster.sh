@@ -1,0 +1,381 @@
+#!/usr/bin/env bash
+# The Pegasus table (seed 004) for strata-server's cluster mode: YCSB against a cluster of
+# --nodes nodes x --partitions partitions x --replicas replicas on loopback and, in the same
+# run, against one standalone strata-server, through two cluster clients.
+#
+#   bash bench/ycsb-cluster.sh [--records N] [--ops N] [--threads T] [--reps R]
+#                              [--durability always|everysec] [--clients jedis,goycsb]
+#                              [--nodes 5] [--partitions 64] [--replicas 3]
+#                              [--workloads rw-0-1,rw-1-0,...] [--engines cluster,single]
+#                              [--timeout S] [--base-port PORT] [--server-bin PATH] [--out DIR]
+#
+# Defaults: 100000 records and operations, 16 threads, 3 repetitions, durability always,
+# both clients, 5 x 64 x 3, the Pegasus cases (write only 0:1, read only 1:0, read & write
+# 1:1, 1:3, 1:30, 3:1; bench/ycsb/workloads/rw-R-W: 1 KB records of 10 x 100-byte fields,
+# zipfian, reads and updates), 1200 s per YCSB process.
+#
+# Each repetition, for each client, runs both engines in turn (the order reversed on even
+# repetitions): a fresh cluster (bench/cluster.sh up) or a fresh server (bench/servers.sh)
+# with its own data directory, YCSB's load (--records inserts, measured: the `load` row),
+# then each workload (--ops operations), then the engine is stopped and its data removed.
+#
+# Clients: `jedis` = the project's binding (bench/ycsb/, org.strata.ycsb.RedisClient) on YCSB
+# 0.17.0, with `redis.cluster=true` (Jedis 2.9.0's JedisCluster, seeded with every node)
+# against the cluster, a plain Jedis connection per thread against the single server; no
+# scan index (`redis.scanindex=false`: the Pegasus cases do not scan). `goycsb` =
+# github.com/pingcap/go-ycsb v1.0.3, unchanged, built here with Go into
+# ~/.cache/strata-bench/go-ycsb (or $STRATA_BENCH_CACHE/go-ycsb), its `redis` db with
+# `redis.mode=cluster` (go-redis's ClusterClient) or `single`, `redis.datatype=string` (one
+# SET/GET of the record as JSON: go-ycsb's `hash` type drops read errors, so they would go
+# uncounted).
+#
+# Durability (docs/replication.md): the cluster's writes are acknowledged once their Raft
+# entry is fdatasynced on a quorum (2 of 3 replicas) and applied on the leader, whatever
+# `--appendfsync` says: the nodes' Raft log appends are always synced (group commit); the
+# flag, passed to both, governs the standalone server's WAL (`always`: fdatasync before the
+# reply; `everysec`: once a second) and on the cluster nodes only adds the once-a-second
+# WAL sync of `everysec`. So `always` (the default) is equal durability: an acknowledged
+# write survives power loss on both; with `everysec` the single server may lose about a
+# second of acknowledged writes and the cluster none: not equal, as the table says.
+#
+# Writes DIR (default bench/out/ycsb-cluster-<timestamp>): runs.tsv, logs/ (YCSB output per
+# run, go-ycsb's raw output as *.raw, cluster and server logs), environment.txt, and from
+# strata-bench-ycsb-report: results.tsv (per run), ycsb_qps.png (median total QPS per case,
+# cluster and single); from bench/ycsb-cluster-table.py: table.md (median [min-max] over the
+# repetitions, a cluster/single row per case). The durability column of runs.tsv and
+# results.tsv is `<durability>.<client>`.
+# Exits non-zero when any YCSB process failed, timed out or any operation returned an
+# error (each run's errors are printed as it ends and listed under the table), or a node
+# died. The cluster and the server are stopped on exit, interrupt or termination; the
+# cluster's nodes also stop by themselves after their --ttl (the run's time bound).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. bench/servers.sh
+
+records=100000
+ops=100000
+threads=16
+reps=3
+durability=always
+clients="jedis,goycsb"
+nodes=5
+partitions=64
+replicas=3
+workloads="rw-0-1,rw-1-0,rw-1-1,rw-1-3,rw-1-30,rw-3-1"
+engines="cluster,single"
+ycsb_timeout=1200
+base_port=""
+server_bin=""
+out=""
+goycsb_version=v1.0.3
+usage() { sed -n '2,52p' "$0"; }
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --records) records="$2"; shift 2 ;;
+    --ops) ops="$2"; shift 2 ;;
+    --threads) threads="$2"; shift 2 ;;
+    --reps) reps="$2"; shift 2 ;;
+    --durability) durability="$2"; shift 2 ;;
+    --clients) clients="$2"; shift 2 ;;
+    --nodes) nodes="$2"; shift 2 ;;
+    --partitions) partitions="$2"; shift 2 ;;
+    --replicas) replicas="$2"; shift 2 ;;
+    --workloads) workloads="$2"; shift 2 ;;
+    --engines) engines="$2"; shift 2 ;;
+    --timeout) ycsb_timeout="$2"; shift 2 ;;
+    --base-port) base_port="$2"; shift 2 ;;
+    --server-bin) server_bin="$2"; shift 2 ;;
+    --out) out="$2"; shift 2 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "ycsb-cluster.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
+  esac
+done
+for n in records ops threads reps nodes partitions replicas ycsb_timeout; do
+  if ! [[ "${!n}" =~ ^[1-9][0-9]*$ ]]; then
+    echo "ycsb-cluster.sh: --${n#ycsb_} '${!n}': expected a positive integer" >&2
+    exit 2
+  fi
+done
+[ "$replicas" -le "$nodes" ] || { echo "ycsb-cluster.sh: --replicas $replicas > --nodes $nodes" >&2; exit 2; }
+case "$durability" in always|everysec) ;; *) echo "ycsb-cluster.sh: --durability '$durability': expected always or everysec" >&2; exit 2 ;; esac
+IFS=, read -r -a wl_list <<<"$workloads"
+IFS=, read -r -a cl_list <<<"$clients"
+IFS=, read -r -a eng_list <<<"$engines"
+for w in "${wl_list[@]}"; do
+  if [ ! -f "bench/ycsb/workloads/$w" ]; then
+    echo "ycsb-cluster.sh: --workloads: no workload '$w' in bench/ycsb/workloads" >&2
+    exit 2
+  fi
+done
+for c in "${cl_list[@]}"; do
+  case "$c" in jedis|goycsb) ;; *) echo "ycsb-cluster.sh: --clients '$c': expected jedis or goycsb" >&2; exit 2 ;; esac
+done
+for e in "${eng_list[@]}"; do
+  case "$e" in cluster|single) ;; *) echo "ycsb-cluster.sh: --engines '$e': expected cluster or single" >&2; exit 2 ;; esac
+done
+
+# --- the clients -------------------------------------------------------------------------
+cp_jars="bench/ycsb/target/classes:bench/ycsb/target/lib/*"
+if [[ ",$clients," == *,jedis,* ]]; then
+  if ! command -v java >/dev/null || ! command -v redis-cli >/dev/null \
+    || [ ! -f bench/ycsb/target/classes/org/strata/ycsb/RedisClient.class ] \
+    || [ -n "$(find bench/ycsb/pom.xml bench/ycsb/src -newer bench/ycsb/target/classes/org/strata/ycsb/RedisClient.class -type f | head -n 1)" ]; then
+    echo "ycsb-cluster.sh: the YCSB client is missing or older than its sources; run: bash bench/setup-ycsb.sh" >&2
+    exit 1
+  fi
+fi
+command -v redis-cli >/dev/null || { echo "ycsb-cluster.sh: redis-cli is missing; run: bash bench/setup-ycsb.sh" >&2; exit 1; }
+
+# go-ycsb, unchanged, built from the Go module proxy into a cache outside the repository: a
+# throwaway module requiring it (with the one replace directive of its own go.mod, which
+# a dependency's go.mod cannot pass on, so `go install pkg@version` refuses it).
+cache="${STRATA_BENCH_CACHE:-$HOME/.cache/strata-bench}/go-ycsb/$goycsb_version"
+goycsb_bin="$cache/go-ycsb"
+build_goycsb() {
+  [ -x "$goycsb_bin" ] && return 0
+  command -v go >/dev/null || { echo "ycsb-cluster.sh: Go is needed to build go-ycsb (--clients without goycsb skips it)" >&2; return 1; }
+  echo "ycsb-cluster.sh: building github.com/pingcap/go-ycsb $goycsb_version into $cache (first time: a few minutes)" >&2
+  local mod
+  mod=$(mktemp -d "${TMPDIR:-/tmp}/go-ycsb-build.XXXXXX")
+  cat >"$mod/go.mod" <<EOF
+module strata.invalid/go-ycsb-build
+
+go 1.21
+
+require github.com/pingcap/go-ycsb $goycsb_version
+
+replace github.com/apache/thrift => github.com/apache/thrift v0.0.0-20171203172758-327ebb6c2b6d
+EOF
+  cat >"$mod/tools.go" <<'EOF'
+//go:build tools
+
+package tools
+
+import _ "github.com/pingcap/go-ycsb/cmd/go-ycsb"
+EOF
+  mkdir -p "$cache"
+  # CGO off: the sqlite driver then builds its stub, and nothing here needs C.
+  if ! (cd "$mod" && export GOFLAGS=-mod=mod CGO_ENABLED=0 \
+        && timeout 1800 go mod tidy \
+        && nice -n 10 timeout 1800 go build -o "$goycsb_bin.tmp" github.com/pingcap/go-ycsb/cmd/go-ycsb) >&2; then
+    rm -rf "$mod"
+    echo "ycsb-cluster.sh: building go-ycsb failed" >&2
+    return 1
+  fi
+  cp "$mod/go.mod" "$mod/go.sum" "$cache/" 2>/dev/null || true
+  mv "$goycsb_bin.tmp" "$goycsb_bin"
+  rm -rf "$mod"
+}
+if [[ ",$clients," == *,goycsb,* ]]; then
+  build_goycsb
+fi
+
+resolve_strata_server "$server_bin"
+report_bin="${CARGO_TARGET_DIR:-target}/release/strata-bench-ycsb-report"
+echo "ycsb-cluster.sh: building strata-bench-ycsb-report (a no-op when it is up to date)" >&2
+nice -n 10 cargo build --release -q -p strata-bench --bin strata-bench-ycsb-report
+
+# --- the cluster's ports ------------------------------------------------------------------
+port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+ports_free() { # BASE: every client and Raft port of the cluster unused
+  local i
+  for ((i = 0; i < nodes; i++)); do
+    port_busy $(($1 + i)) && return 1
+    port_busy $(($1 + 1000 + i)) && return 1
+  done
+  return 0
+}
+pick_base_port() {
+  if [ -n "$base_port" ]; then
+    ports_free "$base_port" || { echo "ycsb-cluster.sh: a port of --base-port $base_port (+$nodes, +1000) is in use" >&2; return 1; }
+    echo "$base_port"; return 0
+  fi
+  local b
+  for b in 17101 19101 21101 23101 25101 27101; do
+    ports_free "$b" && { echo "$b"; return 0; }
+  done
+  echo "ycsb-cluster.sh: no free port range for the cluster; pass --base-port" >&2
+  return 1
+}
+
+# --- output -------------------------------------------------------------------------------
+out="${out:-bench/out/ycsb-cluster-$(date -u +%Y%m%dT%H%M%SZ)}"
+mkdir -p "$out/logs"
+runs="$out/runs.tsv"
+printf 'rep\tdurability\tengine\tworkload\tcase\tratio\tthreads\trecords\tops\texit\tlog\n' >"$runs"
+if [ "$durability" = always ]; then
+  dur_text="equal, \`always\`: the single server answers a write after an fdatasync of its WAL (\`--appendfsync always\`, group commit); the cluster answers once the write's Raft entry is fdatasynced on a quorum (2 of $replicas replicas) and applied on the leader (its nodes run with \`--appendfsync always\` too, but the Raft log is synced whatever the flag: docs/replication.md). An acknowledged write survives power loss on both."
+else
+  dur_text="NOT equal, \`everysec\`: the single server syncs its WAL once a second (\`--appendfsync everysec\`: about a second of acknowledged writes can be lost on power loss); the cluster nodes run with \`--appendfsync everysec\` too, but a cluster write is still acknowledged only once its Raft entry is fdatasynced on a quorum (2 of $replicas replicas; the Raft log is synced whatever the flag: docs/replication.md), so the cluster does strictly more per write here."
+fi
+{
+  printf 'setup\t%s nodes x %s partitions x %s replicas (bench/cluster.sh, loopback) against one standalone strata-server, all on this machine (%s cores); %s records of 1 KB (10 x 100-byte fields), %s operations per workload, %s client threads, clients: %s; %s\n' \
+    "$nodes" "$partitions" "$replicas" "$(nproc)" "$records" "$ops" "$threads" "$clients" \
+    "jedis = YCSB 0.17.0 with the project's binding (JedisCluster 2.9.0 / Jedis), goycsb = go-ycsb $goycsb_version (go-redis ClusterClient / Client, redis.datatype=string)"
+  printf 'durability\t%s\n' "$dur_text"
+} >"$out/meta.tsv"
+{
+  echo "# bench/ycsb-cluster.sh $(date -u +%FT%TZ) on $(hostname), $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GB"
+  echo "records=$records ops=$ops threads=$threads reps=$reps durability=$durability clients=$clients engines=$engines"
+  echo "cluster: nodes=$nodes partitions=$partitions replicas=$replicas"
+  echo "strata-server: $STRATA_SERVER, sha256 $(sha256sum "$STRATA_SERVER" | cut -c1-16), built $(date -u -r "$STRATA_SERVER" +%FT%TZ)"
+  echo "bench scripts at $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+  command -v java >/dev/null && java -version 2>&1 | head -n 1
+  [ -x "$goycsb_bin" ] && echo "go-ycsb $goycsb_version: $goycsb_bin ($(go version 2>/dev/null || echo 'go ?'))"
+  echo "durability: $dur_text"
+} >"$out/environment.txt"
+
+# --- engines, cleanup ---------------------------------------------------------------------
+data_root=$(mktemp -d "${TMPDIR:-/tmp}/strata-ycsb-cluster.XXXXXX")
+cluster_dir=""
+cluster_addrs=""
+child=""
+cluster_stop() {
+  [ -n "$cluster_dir" ] || return 0
+  bash bench/cluster.sh down --dir "$cluster_dir" >&2 || true
+  cluster_dir=""
+}
+cleanup() {
+  trap - EXIT INT TERM
+  if [ -n "$child" ] && kill -0 "$child" 2>/dev/null; then
+    kill "$child" 2>/dev/null || true
+    wait "$child" 2>/dev/null || true
+  fi
+  cluster_stop
+  server_stop
+  rm -rf "$data_root"
+}
+trap cleanup EXIT
+trap 'echo "ycsb-cluster.sh: interrupted; stopping the engines" >&2; exit 130' INT
+trap 'echo "ycsb-cluster.sh: terminated; stopping the engines" >&2; exit 143' TERM
+
+# The nodes' own stop (bench/cluster.sh --ttl): a bound on one engine's whole use.
+cluster_ttl=$(( (${#wl_list[@]} + 1) * (ycsb_timeout + 30) + 300 ))
+
+engine_start() { # engine dir
+  if [ "$1" = cluster ]; then
+    local base
+    base=$(pick_base_port) || return 1
+    cluster_dir="$2"
+    if ! timeout 120 bash bench/cluster.sh up --nodes "$nodes" --replicas "$replicas" \
+        --partitions "$partitions" --dir "$2" --base-port "$base" --server-bin "$STRATA_SERVER" \
+        --appendfsync "$durability" --ttl "$cluster_ttl" >"$2.up" 2>&1; then
+      echo "ycsb-cluster.sh: the cluster did not start:" >&2
+      tail -n 5 "$2.up" >&2
+      return 1
+    fi
+    cluster_addrs=$(paste -sd, "$2.up")
+    ENGINE_PORT=$base
+  else
+    server_start strata "$durability" "$2" || return 1
+    ENGINE_PORT=$SERVER_PORT
+  fi
+}
+engine_alive() { # engine
+  if [ "$1" = cluster ]; then
+    local f ok=0
+    for f in "$cluster_dir"/node*/pid; do
+      kill -0 "$(cat "$f")" 2>/dev/null || { echo "ycsb-cluster.sh: node $(basename "$(dirname "$f")") died; last log lines:" >&2; tail -n 5 "$(dirname "$f")/log" >&2; ok=1; }
+    done
+    return $ok
+  fi
+  kill -0 "$SERVER_PID" 2>/dev/null || { echo "ycsb-cluster.sh: the server died" >&2; return 1; }
+}
+engine_stop() { # engine dir logprefix
+  if [ "$1" = cluster ]; then
+    bash bench/cluster.sh status --dir "$2" >"$3.cluster-status" 2>&1 || true
+    cluster_stop
+    local f
+    for f in "$2"/node*/log; do cp "$f" "$3.$(basename "$(dirname "$f")").log" 2>/dev/null || true; done
+  else
+    server_stop
+    cp "$2/server.log" "$3.server.log" 2>/dev/null || true
+  fi
+  rm -rf "$2"
+}
+
+# run_ycsb client engine phase(load|run) workload-file log: one YCSB process, bounded by
+# --timeout, in the background so that a signal reaches the trap at once.
+run_ycsb() {
+  local client=$1 engine=$2 phase=$3 file=$4 log=$5 rc=0
+  if [ "$client" = jedis ]; then
+    local target=(-p redis.host=127.0.0.1 -p redis.port="$ENGINE_PORT")
+    [ "$engine" = cluster ] && target+=(-p redis.cluster=true -p redis.nodes="$cluster_addrs")
+    local flag=-t; [ "$phase" = load ] && flag=-load
+    timeout -k 10 "$ycsb_timeout" java -cp "$cp_jars" site.ycsb.Client "$flag" \
+      -db org.strata.ycsb.RedisClient -P "$file" \
+      -p recordcount="$records" -p operationcount="$ops" -p threadcount="$threads" \
+      -p redis.scanindex=false -p redis.timeout=10000 "${target[@]}" \
+      -p measurementtype=hdrhistogram -p hdrhistogram.percentiles=50,99,99.9 \
+      >"$log" 2>"$log.err" &
+    child=$!
+    wait "$child" || rc=$?
+    child=""
+  else
+    local mode=single addr="127.0.0.1:$ENGINE_PORT"
+    if [ "$engine" = cluster ]; then mode=cluster; addr=${cluster_addrs//,/;}; fi
+    timeout -k 10 "$ycsb_timeout" "$goycsb_bin" "$phase" redis -P "$file" -p workload=core \
+      -p recordcount="$records" -p operationcount="$ops" -p threadcount="$threads" \
+      -p redis.mode="$mode" -p redis.addr="$addr" -p redis.datatype=string \
+      -p redis.read_timeout=10000000000 -p redis.write_timeout=10000000000 \
+      >"$log.raw" 2>"$log.err" &
+    child=$!
+    wait "$child" || rc=$?
+    child=""
+    python3 bench/ycsb-cluster-table.py goycsb-log "$log.raw" "$log" || { [ "$rc" != 0 ] || rc=1; }
+  fi
+  return "$rc"
+}
+
+failed=0
+for rep in $(seq 1 "$reps"); do
+  mapfile -t order < <(rep_order "$rep" "${eng_list[@]}")
+  for client in "${cl_list[@]}"; do
+    for engine in "${order[@]}"; do
+      dir="$data_root/$engine.$client.$rep"
+      prefix="$out/logs/$rep.$durability.$client.$engine"
+      if ! engine_start "$engine" "$dir"; then
+        failed=1
+        cluster_stop; server_stop
+        continue
+      fi
+      echo "ycsb-cluster.sh: rep $rep, $client, $engine (port $ENGINE_PORT, $durability)" >&2
+      for w in load "${wl_list[@]}"; do
+        log="$prefix.$w.log"
+        if [ "$w" = load ]; then
+          phase=load; file="bench/ycsb/workloads/${wl_list[0]}"
+          case_name="Load"; ratio="0:1 insert"
+        else
+          phase=run; file="bench/ycsb/workloads/$w"
+          case_name=$(sed -n 's/^# strata-ycsb: case=//p' "$file")
+          ratio=$(sed -n 's/^# strata-ycsb: ratio=//p' "$file")
+        fi
+        rc=0
+        run_ycsb "$client" "$engine" "$phase" "$file" "$log" || rc=$?
+        summary=$(python3 bench/ycsb-cluster-table.py errors "$log" 2>&1) || failed=1
+        if [ "$rc" != 0 ]; then
+          failed=1
+          [ "$rc" = 124 ] && summary="$summary; timed out after ${ycsb_timeout}s"
+          summary="$summary; exit $rc (see $log.err)"
+        fi
+        echo "ycsb-cluster.sh:   $w: $summary" >&2
+        engine_alive "$engine" || failed=1
+        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$rep" "$durability.$client" \
+          "$engine" "$w" "${case_name:-$w}" "${ratio:-?}" "$threads" "$records" "$ops" "$rc" \
+          "logs/$(basename "$log")" >>"$runs"
+      done
+      engine_stop "$engine" "$dir" "$prefix"
+    done
+  done
+done
+
+rc=0
+"$report_bin" "$out" >/dev/null || rc=$?
+# The report's own table.md has no cluster/single rows: kept as by-engine.md.
+[ -f "$out/table.md" ] && mv "$out/table.md" "$out/by-engine.md"
+[ -f "$out/table.tsv" ] && mv "$out/table.tsv" "$out/by-engine.tsv"
+[ "$rc" = 0 ] || failed=1
+python3 bench/ycsb-cluster-table.py table "$out" || failed=1
+echo "ycsb-cluster.sh: $out/table.md, $out/ycsb_qps.png" >&2
+[ "$failed" = 0 ] || echo "ycsb-cluster.sh: FAILED: errors or failed runs (see above and $out/table.md)" >&2
+exit "$failed"
