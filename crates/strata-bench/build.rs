@@ -4,11 +4,127 @@
 //! in) against the headers of the RocksDB that `librocksdb-sys` builds, with the defines and
 //! C++ standard that crate compiles RocksDB with. The shim links against the static RocksDB
 //! library `librocksdb-sys` already links: RocksDB is not built a second time.
+//!
+//! With `leveldb` or `kyoto` it finds the system's LevelDB or Kyoto Cabinet (their C APIs,
+//! declared in `src/engine/leveldb.rs` and `src/engine/kyoto.rs`) and links it; a missing
+//! library stops the build with the package to install, not a linker error.
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     #[cfg(feature = "rocksdb")]
     rocks_shim::build();
+    #[cfg(feature = "leveldb")]
+    system_lib::link(&system_lib::LEVELDB);
+    #[cfg(feature = "kyoto")]
+    system_lib::link(&system_lib::KYOTO);
+}
+
+/// Finding and linking a system C library: `<PREFIX>_LIB_DIR` / `<PREFIX>_INCLUDE_DIR` when
+/// set, else `pkg-config`, else the compiler's default directories, where the header must be.
+#[cfg(any(feature = "leveldb", feature = "kyoto"))]
+mod system_lib {
+    use std::env;
+    use std::path::{Path, PathBuf};
+    use std::process::Command;
+
+    pub struct Lib {
+        /// The cargo feature.
+        pub feature: &'static str,
+        /// The library's name for `-l`.
+        pub name: &'static str,
+        /// Its pkg-config name, if it ships a `.pc` file.
+        pub pkg_config: Option<&'static str>,
+        /// The C API header, relative to an include directory.
+        pub header: &'static str,
+        /// Environment variable prefix of the overrides.
+        pub env_prefix: &'static str,
+        /// Debian's development package.
+        pub debian: &'static str,
+    }
+
+    #[cfg(feature = "leveldb")]
+    pub const LEVELDB: Lib = Lib {
+        feature: "leveldb",
+        name: "leveldb",
+        // Debian's libleveldb-dev ships no .pc file; other systems may.
+        pkg_config: Some("leveldb"),
+        header: "leveldb/c.h",
+        env_prefix: "LEVELDB",
+        debian: "libleveldb-dev",
+    };
+
+    #[cfg(feature = "kyoto")]
+    pub const KYOTO: Lib = Lib {
+        feature: "kyoto",
+        name: "kyotocabinet",
+        pkg_config: Some("kyotocabinet"),
+        header: "kclangc.h",
+        env_prefix: "KYOTOCABINET",
+        debian: "libkyotocabinet-dev",
+    };
+
+    pub fn link(lib: &Lib) {
+        let lib_var = format!("{}_LIB_DIR", lib.env_prefix);
+        let inc_var = format!("{}_INCLUDE_DIR", lib.env_prefix);
+        println!("cargo:rerun-if-env-changed={lib_var}");
+        println!("cargo:rerun-if-env-changed={inc_var}");
+        if let Some(dir) = env::var_os(&lib_var) {
+            let inc = env::var_os(&inc_var).map(PathBuf::from);
+            if let Some(inc) = &inc {
+                require_header(lib, std::slice::from_ref(inc));
+            }
+            println!("cargo:rustc-link-search=native={}", Path::new(&dir).display());
+            println!("cargo:rustc-link-lib={}", lib.name);
+            return;
+        }
+        if let Some(pc) = lib.pkg_config {
+            if let Some(flags) = pkg_config_libs(pc) {
+                let (mut searched, mut linked) = (Vec::new(), false);
+                for f in flags.split_whitespace() {
+                    if let Some(d) = f.strip_prefix("-L") {
+                        searched.push(d.to_string());
+                        println!("cargo:rustc-link-search=native={d}");
+                    } else if let Some(l) = f.strip_prefix("-l") {
+                        linked |= l == lib.name;
+                        println!("cargo:rustc-link-lib={l}");
+                    }
+                }
+                if !linked {
+                    println!("cargo:rustc-link-lib={}", lib.name);
+                }
+                return;
+            }
+        }
+        let dirs: Vec<PathBuf> = ["/usr/include", "/usr/local/include", "/opt/homebrew/include"]
+            .iter()
+            .map(PathBuf::from)
+            .collect();
+        require_header(lib, &dirs);
+        println!("cargo:rustc-link-lib={}", lib.name);
+    }
+
+    fn pkg_config_libs(name: &str) -> Option<String> {
+        let out = Command::new("pkg-config").args(["--libs", name]).output().ok()?;
+        out.status.success().then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    fn require_header(lib: &Lib, dirs: &[PathBuf]) {
+        if dirs.iter().any(|d| d.join(lib.header).is_file()) {
+            return;
+        }
+        panic!(
+            "strata-bench (feature {}): {} not found in {}: install {}'s development files \
+             (Debian: `apt-get install -y {}`, or `bash bench/setup-peers.sh`), or set \
+             {}_LIB_DIR and {}_INCLUDE_DIR",
+            lib.feature,
+            lib.header,
+            dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", "),
+            lib.name,
+            lib.debian,
+            lib.env_prefix,
+            lib.env_prefix,
+        );
+    }
 }
 
 #[cfg(feature = "rocksdb")]

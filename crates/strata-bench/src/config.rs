@@ -27,6 +27,10 @@ pub enum Compression {
     Lz4hc,
     Xpress,
     Zstd,
+    /// Kyoto Cabinet only (LevelDB's benchmark page compressed TreeDB with LZO).
+    Lzo,
+    /// Kyoto Cabinet only.
+    Lzma,
 }
 
 impl Compression {
@@ -40,8 +44,11 @@ impl Compression {
             "lz4hc" => Compression::Lz4hc,
             "xpress" => Compression::Xpress,
             "zstd" => Compression::Zstd,
+            "lzo" => Compression::Lzo,
+            "lzma" => Compression::Lzma,
             _ => bail!(
-                "--compression_type={s}: unknown (none, snappy, zlib, bzip2, lz4, lz4hc, xpress, zstd)"
+                "--compression_type={s}: unknown (none, snappy, zlib, bzip2, lz4, lz4hc, xpress, \
+                 zstd, lzo, lzma)"
             ),
         })
     }
@@ -57,6 +64,8 @@ impl Compression {
             Compression::Lz4hc => "LZ4HC",
             Compression::Xpress => "Xpress",
             Compression::Zstd => "ZSTD",
+            Compression::Lzo => "LZO",
+            Compression::Lzma => "LZMA",
         }
     }
 }
@@ -170,9 +179,15 @@ impl Config {
         if !engine.compiled_in() {
             bail!(
                 "--engine={}: this strata-bench was built without it; rebuild with \
-                 `cargo build --release -p strata-bench --features {}`",
+                 `cargo build --release -p strata-bench --features {}`{}",
                 f.engine,
-                engine.name()
+                engine.feature().unwrap_or(engine.name()),
+                match engine {
+                    EngineKind::LevelDb | EngineKind::Kyoto => {
+                        " (it links the system's library: `bash bench/setup-peers.sh` installs it)"
+                    }
+                    _ => "",
+                }
             );
         }
         let positive = |name: &str, v: i64| -> Result<u64> {

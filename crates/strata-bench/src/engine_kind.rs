@@ -22,6 +22,14 @@ pub enum EngineKind {
     RocksDb,
     Sqlite,
     Memory,
+    /// LevelDB through its C API (feature `leveldb`).
+    LevelDb,
+    /// Kyoto Cabinet's TreeDB through its C API (feature `kyoto`).
+    Kyoto,
+    /// The fjall crate (feature `fjall`).
+    Fjall,
+    /// The redb crate (feature `redb`).
+    Redb,
 }
 
 impl EngineKind {
@@ -31,7 +39,14 @@ impl EngineKind {
             "rocksdb" => EngineKind::RocksDb,
             "sqlite" | "sqlite3" => EngineKind::Sqlite,
             "memory" => EngineKind::Memory,
-            _ => bail!("unknown engine '{s}' (choose strata, rocksdb, sqlite or memory)"),
+            "leveldb" => EngineKind::LevelDb,
+            "kyoto" | "kyotocabinet" | "treedb" => EngineKind::Kyoto,
+            "fjall" => EngineKind::Fjall,
+            "redb" => EngineKind::Redb,
+            _ => bail!(
+                "unknown engine '{s}' (choose strata, rocksdb, sqlite, leveldb, kyoto, fjall, redb \
+                 or memory)"
+            ),
         })
     }
 
@@ -41,6 +56,18 @@ impl EngineKind {
             EngineKind::RocksDb => "rocksdb",
             EngineKind::Sqlite => "sqlite",
             EngineKind::Memory => "memory",
+            EngineKind::LevelDb => "leveldb",
+            EngineKind::Kyoto => "kyoto",
+            EngineKind::Fjall => "fjall",
+            EngineKind::Redb => "redb",
+        }
+    }
+
+    /// The cargo feature that builds the engine in (`None`: always built).
+    pub fn feature(self) -> Option<&'static str> {
+        match self {
+            EngineKind::Strata | EngineKind::Memory => None,
+            other => Some(other.name()),
         }
     }
 
@@ -50,6 +77,10 @@ impl EngineKind {
             EngineKind::Strata | EngineKind::Memory => true,
             EngineKind::RocksDb => cfg!(feature = "rocksdb"),
             EngineKind::Sqlite => cfg!(feature = "sqlite"),
+            EngineKind::LevelDb => cfg!(feature = "leveldb"),
+            EngineKind::Kyoto => cfg!(feature = "kyoto"),
+            EngineKind::Fjall => cfg!(feature = "fjall"),
+            EngineKind::Redb => cfg!(feature = "redb"),
         }
     }
 
@@ -60,22 +91,29 @@ impl EngineKind {
             EngineKind::RocksDb => ROCKSDB_HONOURED_FLAGS,
             EngineKind::Sqlite => SQLITE_HONOURED_FLAGS,
             EngineKind::Memory => MEMORY_HONOURED_FLAGS,
+            EngineKind::LevelDb => LEVELDB_HONOURED_FLAGS,
+            EngineKind::Kyoto => KYOTO_HONOURED_FLAGS,
+            EngineKind::Fjall => FJALL_HONOURED_FLAGS,
+            EngineKind::Redb => REDB_HONOURED_FLAGS,
         }
     }
 
     /// `Err(reason)` when the engine cannot run benchmark `name`.
     pub fn check_benchmark(self, name: &str) -> std::result::Result<(), String> {
-        match self {
-            EngineKind::Sqlite => {
-                if catalog::find(name).is_some_and(|b| b.merge_operator) {
-                    return Err("SQLite has no merge operator".to_string());
-                }
-                match SQLITE_UNSUPPORTED.iter().find(|(n, _)| *n == name) {
-                    Some((_, why)) => Err((*why).to_string()),
-                    None => Ok(()),
-                }
-            }
-            EngineKind::Strata | EngineKind::RocksDb | EngineKind::Memory => Ok(()),
+        let (merge, unsupported) = match self {
+            EngineKind::Strata | EngineKind::RocksDb | EngineKind::Memory => return Ok(()),
+            EngineKind::Sqlite => ("SQLite has no merge operator", SQLITE_UNSUPPORTED),
+            EngineKind::LevelDb => ("LevelDB has no merge operator", LEVELDB_UNSUPPORTED),
+            EngineKind::Kyoto => ("Kyoto Cabinet has no merge operator", KYOTO_UNSUPPORTED),
+            EngineKind::Fjall => ("fjall has no merge operator", FJALL_UNSUPPORTED),
+            EngineKind::Redb => ("redb has no merge operator", REDB_UNSUPPORTED),
+        };
+        if catalog::find(name).is_some_and(|b| b.merge_operator) {
+            return Err(merge.to_string());
+        }
+        match unsupported.iter().find(|(n, _)| *n == name) {
+            Some((_, why)) => Err((*why).to_string()),
+            None => Ok(()),
         }
     }
 }
@@ -296,3 +334,87 @@ pub const SQLITE_UNSUPPORTED: &[(&str, &str)] = &[
 /// Engine-class flags the memory engine applies (`engine/memory.rs`).
 pub const MEMORY_HONOURED_FLAGS: &[&str] =
     &["sync", "disable_wal", "merge_operator", "verify_checksum"];
+
+/// Engine-class flags applied to LevelDB (`engine/leveldb.rs`). `--compression_type` takes
+/// none or snappy; `--bloom_bits` below 1 means no filter (LevelDB's default).
+pub const LEVELDB_HONOURED_FLAGS: &[&str] = &[
+    "cache_size",
+    "write_buffer_size",
+    "block_size",
+    "block_restart_interval",
+    "bloom_bits",
+    "compression_type",
+    "open_files",
+    "paranoid_checks",
+    "verify_checksum",
+    "sync",
+];
+
+/// Benchmarks LevelDB cannot run besides those that need a merge operator, with why.
+pub const LEVELDB_UNSUPPORTED: &[(&str, &str)] = &[
+    ("flush", "LevelDB's API has no memtable flush"),
+    ("waitforcompaction", "LevelDB's API cannot wait for background compactions"),
+    ("compact0", "LevelDB's API cannot compact chosen files"),
+    ("compact1", "LevelDB's API cannot compact chosen files"),
+    ("resetstats", "LevelDB cannot reset its statistics"),
+    ("randomtransaction", "LevelDB has no transactions"),
+];
+
+/// Engine-class flags applied to Kyoto Cabinet's TreeDB (`engine/kyoto.rs`): `--cache_size`
+/// is the page cache, `--block_size` the B+ tree page size, `--compression_type` none, lzo
+/// (the default when the flag is not given: LevelDB's benchmark page used LZO), zlib or lzma,
+/// `--sync` opens the DB with `OAUTOSYNC`.
+pub const KYOTO_HONOURED_FLAGS: &[&str] = &["cache_size", "block_size", "compression_type", "sync"];
+
+/// Benchmarks Kyoto Cabinet's TreeDB cannot run besides those that need a merge operator.
+pub const KYOTO_UNSUPPORTED: &[(&str, &str)] = &[
+    ("compact", "Kyoto Cabinet's TreeDB is a B+ tree: it has no LSM compaction"),
+    ("compactall", "Kyoto Cabinet's TreeDB is a B+ tree: it has no LSM compaction"),
+    ("compact0", "Kyoto Cabinet's TreeDB is a B+ tree: it has no LSM compaction"),
+    ("compact1", "Kyoto Cabinet's TreeDB is a B+ tree: it has no LSM compaction"),
+    ("waitforcompaction", "Kyoto Cabinet's TreeDB is a B+ tree: it has no LSM compaction"),
+    ("levelstats", "Kyoto Cabinet's TreeDB has no LSM levels"),
+    ("sstables", "Kyoto Cabinet's TreeDB has no table files"),
+    ("resetstats", "Kyoto Cabinet keeps no statistics to reset"),
+    ("randomtransaction", "strata-bench does not drive Kyoto Cabinet's transactions"),
+];
+
+/// Engine-class flags applied to fjall (`engine/fjall.rs`). Flags left at their defaults keep
+/// fjall's own recommended configuration where it has one (compression, filters).
+pub const FJALL_HONOURED_FLAGS: &[&str] = &[
+    "cache_size",
+    "write_buffer_size",
+    "block_size",
+    "block_restart_interval",
+    "bloom_bits",
+    "compression_type",
+    "max_background_jobs",
+    "sync",
+];
+
+/// Benchmarks fjall cannot run besides those that need a merge operator.
+pub const FJALL_UNSUPPORTED: &[(&str, &str)] = &[
+    ("compact0", "fjall cannot compact chosen files"),
+    ("compact1", "fjall cannot compact chosen files"),
+    ("levelstats", "fjall exposes no per-level statistics"),
+    ("sstables", "fjall exposes no table file listing"),
+    ("resetstats", "fjall keeps no statistics to reset"),
+    ("randomtransaction", "strata-bench does not drive fjall's transactions"),
+];
+
+/// Engine-class flags applied to redb (`engine/redb.rs`): `--cache_size` is its page cache;
+/// `--compression_type` only as none (redb does not compress).
+pub const REDB_HONOURED_FLAGS: &[&str] = &["cache_size", "compression_type", "sync"];
+
+/// Benchmarks redb cannot run besides those that need a merge operator.
+pub const REDB_UNSUPPORTED: &[(&str, &str)] = &[
+    ("compact", "redb is a B-tree: it has no LSM compaction"),
+    ("compactall", "redb is a B-tree: it has no LSM compaction"),
+    ("compact0", "redb is a B-tree: it has no LSM compaction"),
+    ("compact1", "redb is a B-tree: it has no LSM compaction"),
+    ("waitforcompaction", "redb is a B-tree: it has no LSM compaction"),
+    ("levelstats", "redb has no LSM levels"),
+    ("sstables", "redb has no table files"),
+    ("resetstats", "redb keeps no statistics to reset"),
+    ("randomtransaction", "strata-bench does not drive redb's transactions"),
+];

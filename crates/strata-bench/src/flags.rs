@@ -189,7 +189,7 @@ compress,uncompress,stats";
 define_flags! {
     // ---- workload / sizing ----
     benchmarks: String = DEFAULT_BENCHMARKS, Tool, "Comma-separated list of benchmarks; name[X<n>-W<m>] repeats n times after m warm-up runs";
-    engine: String = "strata", Tool, "Engine under test: strata, rocksdb (feature `rocksdb`), sqlite (feature `sqlite`), memory (in-process BTreeMap, for tests)";
+    engine: String = "strata", Tool, "Engine under test: strata, rocksdb (feature `rocksdb`), sqlite (feature `sqlite`), leveldb, kyoto, fjall, redb (features of the same names), memory (in-process BTreeMap, for tests)";
     num: i64 = 1000000i64, Tool, "Number of keys: key space and default operation count";
     reads: i64 = -1i64, Tool, "Reads per thread (-1: --num)";
     writes: i64 = -1i64, Tool, "Writes per thread (-1: --num)";
@@ -278,7 +278,7 @@ define_flags! {
     block_restart_interval: i64 = 16i64, Engine, "Keys between restart points in a data block";
     index_block_restart_interval: i64 = 0i64, Engine, "Keys between restart points in an index block (0: the engine's default: RocksDB 1, Strata 8)";
     format_version: i64 = 7i64, Hint, "RocksDB table format version";
-    compression_type: String = "snappy", Engine, "none, snappy, zlib, bzip2, lz4, lz4hc, xpress, zstd";
+    compression_type: String = "snappy", Engine, "none, snappy, zlib, bzip2, lz4, lz4hc, xpress, zstd; lzo, lzma (Kyoto Cabinet only)";
     compression_level: i64 = 32767i64, Engine, "Compression level (32767: library default)";
     compression_max_dict_bytes: i64 = 0i64, Engine, "Compression dictionary size";
     min_level_to_compress: i64 = -1i64, Engine, "Levels below this are not compressed (-1: all compressed)";

@@ -116,6 +116,10 @@ fn memtablerep(cfg: &Config) -> &'static str {
         EngineKind::Strata => "StrataArenaSkipList",
         EngineKind::Memory => "BTreeMap",
         EngineKind::Sqlite => "SQLiteBTree",
+        EngineKind::LevelDb => "LevelDBSkipList",
+        EngineKind::Kyoto => "KyotoTreeDB",
+        EngineKind::Fjall => "FjallSkipList",
+        EngineKind::Redb => "RedbBTree",
         EngineKind::RocksDb => match cfg.flags.memtablerep.as_str() {
             "vector" => "VectorRepFactory",
             "prefix_hash" => "HashSkipListRepFactory",

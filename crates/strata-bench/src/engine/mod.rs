@@ -55,8 +55,18 @@ macro_rules! raw_iterator_adapter {
     };
 }
 
+#[cfg(any(feature = "fjall", feature = "redb"))]
+mod chunked;
+#[cfg(feature = "fjall")]
+pub mod fjall;
+#[cfg(feature = "kyoto")]
+pub mod kyoto;
+#[cfg(feature = "leveldb")]
+pub mod leveldb;
 pub mod memory;
 pub mod merge;
+#[cfg(feature = "redb")]
+pub mod redb;
 #[cfg(feature = "rocksdb")]
 pub mod rocks;
 #[cfg(feature = "rocksdb")]
@@ -323,6 +333,14 @@ impl EngineKind {
             EngineKind::RocksDb => format!("RocksDB:    version {}", rocks::version()),
             #[cfg(feature = "sqlite")]
             EngineKind::Sqlite => format!("SQLite:     version {}", sqlite::version()),
+            #[cfg(feature = "leveldb")]
+            EngineKind::LevelDb => format!("LevelDB:    version {}", leveldb::version()),
+            #[cfg(feature = "kyoto")]
+            EngineKind::Kyoto => format!("Kyoto Cabinet: version {}", kyoto::version()),
+            #[cfg(feature = "fjall")]
+            EngineKind::Fjall => format!("fjall:      version {}", fjall::VERSION),
+            #[cfg(feature = "redb")]
+            EngineKind::Redb => format!("redb:       version {}", redb::VERSION),
             #[allow(unreachable_patterns)]
             _ => String::new(),
         }
@@ -337,6 +355,14 @@ impl EngineKind {
             EngineKind::RocksDb => rocks::open(cfg),
             #[cfg(feature = "sqlite")]
             EngineKind::Sqlite => sqlite::open(cfg),
+            #[cfg(feature = "leveldb")]
+            EngineKind::LevelDb => leveldb::open(cfg),
+            #[cfg(feature = "kyoto")]
+            EngineKind::Kyoto => kyoto::open(cfg),
+            #[cfg(feature = "fjall")]
+            EngineKind::Fjall => fjall::open(cfg),
+            #[cfg(feature = "redb")]
+            EngineKind::Redb => redb::open(cfg),
             #[allow(unreachable_patterns)]
             _ => bail!("engine '{}' is not compiled in", self.name()),
         }
@@ -347,7 +373,13 @@ impl EngineKind {
         match self {
             EngineKind::Memory => memory::exists(cfg),
             EngineKind::Sqlite => cfg.db.join("dbbench_sqlite3.db").is_file(),
-            EngineKind::Strata | EngineKind::RocksDb => cfg.db.join("CURRENT").is_file(),
+            EngineKind::Strata | EngineKind::RocksDb | EngineKind::LevelDb => {
+                cfg.db.join("CURRENT").is_file()
+            }
+            EngineKind::Kyoto => cfg.db.join(KYOTO_FILE).is_file(),
+            // fjall's database directory holds a `version` marker file.
+            EngineKind::Fjall => cfg.db.join("version").is_file(),
+            EngineKind::Redb => cfg.db.join(REDB_FILE).is_file(),
         }
     }
 
@@ -363,6 +395,12 @@ impl EngineKind {
         Ok(())
     }
 }
+
+/// The file of a Kyoto Cabinet DB inside `--db` (the `.kct` suffix selects the TreeDB).
+pub const KYOTO_FILE: &str = "dbbench_treedb.kct";
+
+/// The file of a redb DB inside `--db`.
+pub const REDB_FILE: &str = "dbbench.redb";
 
 fn remove_dir_if_exists(p: &std::path::Path) -> Result<()> {
     match std::fs::remove_dir_all(p) {
