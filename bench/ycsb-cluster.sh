@@ -312,10 +312,14 @@ run_ycsb() {
     wait "$child" || rc=$?
     child=""
   else
-    local mode=single addr="127.0.0.1:$ENGINE_PORT"
+    local mode=single addr="127.0.0.1:$ENGINE_PORT" n=$records
     if [ "$engine" = cluster ]; then mode=cluster; addr=${cluster_addrs//,/;}; fi
+    # go-ycsb's zipfian key chooser draws from 0..recordcount inclusive and, unlike YCSB's
+    # (which draws again past the last inserted key), reads key number recordcount too: its
+    # load inserts that one record more, so that every key a run reads exists.
+    [ "$phase" = load ] && n=$((records + 1))
     timeout -k 10 "$ycsb_timeout" "$goycsb_bin" "$phase" redis -P "$file" -p workload=core \
-      -p recordcount="$records" -p operationcount="$ops" -p threadcount="$threads" \
+      -p recordcount="$n" -p operationcount="$ops" -p threadcount="$threads" \
       -p redis.mode="$mode" -p redis.addr="$addr" -p redis.datatype=string \
       -p redis.read_timeout=10000000000 -p redis.write_timeout=10000000000 \
       >"$log.raw" 2>"$log.err" &
