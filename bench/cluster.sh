@@ -5,6 +5,8 @@
 #                            [--base-port PORT] [--server-bin PATH] [--appendfsync POLICY]
 #                            [--ttl SECONDS]
 #   bash bench/cluster.sh status --dir D
+#   bash bench/cluster.sh add --dir D [--no-rebalance]
+#   bash bench/cluster.sh remove --dir D --id I
 #   bash bench/cluster.sh down --dir D
 #
 # up: starts N strata-server processes in cluster mode (node i: clients on 127.0.0.1 at
@@ -15,6 +17,11 @@
 # after --ttl seconds (default 7200) if `down` has not stopped them. down: SIGTERM to every node,
 # then SIGKILL to any still running after 15 s. status: each partition's slots, leader and
 # replicas, from INFO cluster of every node that answers.
+# add: starts one more node (the next id, its ports after the others'), which names only
+# itself and joins through the cluster map: `strata-cluster add-node --rebalance --wait` (the
+# controller built beside the server) adds it and waits until the replicas have moved.
+# remove: `strata-cluster remove-node I --wait` (its replicas move away, then it is dropped
+# from the map), then stops node I.
 # Traffic stays on 127.0.0.1. Exit status 1 when a step fails, with the reason on stderr.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,7 +37,9 @@ server_bin=""
 appendfsync=everysec
 ttl=7200
 after=0
-usage() { sed -n '2,19p' "$0"; }
+usage() { sed -n '2,26p' "$0"; }
+rebalance=--rebalance
+id=
 while [ $# -gt 0 ]; do
   case "$1" in
     --nodes) nodes="$2"; shift 2 ;;
@@ -42,6 +51,8 @@ while [ $# -gt 0 ]; do
     --appendfsync) appendfsync="$2"; shift 2 ;;
     --ttl) ttl="$2"; shift 2 ;;
     --after) after="$2"; shift 2 ;;
+    --id) id="$2"; shift 2 ;;
+    --no-rebalance) rebalance=""; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "cluster.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
   esac
@@ -63,6 +74,14 @@ info_cluster() {
 
 ports_of() { cat "$dir/ports"; }
 
+# The controller beside the server binary the cluster runs.
+controller() {
+  local bin
+  bin="$(dirname "$(cat "$dir/server-bin")")/strata-cluster"
+  [ -x "$bin" ] || { echo "cluster.sh: no strata-cluster beside the server, at $bin" >&2; exit 1; }
+  timeout -k 5 600 "$bin" --node "127.0.0.1:${entry:-$(head -1 "$dir/ports")}" --timeout 540 "$@"
+}
+
 case "$cmd" in
   up)
     [[ "$nodes" =~ ^[1-9][0-9]*$ ]] || { echo "cluster.sh up: --nodes N is required (N >= 1)" >&2; exit 2; }
@@ -72,6 +91,8 @@ case "$cmd" in
     fi
     [ -x "$server_bin" ] || { echo "cluster.sh: no server binary at $server_bin" >&2; exit 1; }
     mkdir -p "$dir"
+    echo "$server_bin" > "$dir/server-bin"
+    echo "$base_port $partitions $replicas $appendfsync" > "$dir/settings"
     list=""
     : > "$dir/ports"
     for i in $(seq 1 "$nodes"); do
@@ -111,6 +132,41 @@ case "$cmd" in
       sleep 0.2
     done
     for p in $(ports_of); do echo "127.0.0.1:$p"; done
+    ;;
+  add)
+    [ -f "$dir/settings" ] || { echo "cluster.sh add: no cluster in $dir" >&2; exit 1; }
+    read -r base_port partitions replicas appendfsync < "$dir/settings"
+    server_bin=$(cat "$dir/server-bin")
+    i=1
+    while [ -d "$dir/node$i" ]; do i=$((i + 1)); done
+    port=$((base_port + i - 1)); raft=$((base_port + 1000 + i - 1))
+    mkdir -p "$dir/node$i"
+    nohup "$server_bin" --port "$port" --dir "$dir/node$i/data" --appendfsync "$appendfsync" \
+      --cluster-enabled yes --cluster-node-id "$i" --cluster-nodes "$i=127.0.0.1:$port:$raft" \
+      --cluster-partitions "$partitions" --cluster-replicas "$replicas" \
+      --cluster-bootstrap no > "$dir/node$i/log" 2>&1 &
+    echo $! > "$dir/node$i/pid"
+    deadline=$((SECONDS + 30))
+    until (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do
+      [ $SECONDS -lt $deadline ] || { echo "cluster.sh add: node $i does not answer (log: $dir/node$i/log)" >&2; exit 1; }
+      sleep 0.1
+    done
+    controller add-node "$i" "127.0.0.1:$port:$raft" $rebalance --wait >&2
+    echo "$port" >> "$dir/ports"
+    echo "127.0.0.1:$port"
+    ;;
+  remove)
+    [[ "$id" =~ ^[1-9][0-9]*$ ]] || { echo "cluster.sh remove: --id I is required" >&2; exit 2; }
+    [ -f "$dir/node$id/pid" ] || { echo "cluster.sh remove: node $id is not running in $dir" >&2; exit 1; }
+    read -r base_port _ < "$dir/settings"
+    port=$((base_port + id - 1))
+    # Ask another node, so the controller does not lose its entry point.
+    entry=$(grep -vx "$port" "$dir/ports" | head -1)
+    [ -n "$entry" ] || { echo "cluster.sh remove: node $id is the last node" >&2; exit 1; }
+    controller remove-node "$id" --wait >&2
+    grep -vx "$port" "$dir/ports" > "$dir/ports.new"; mv "$dir/ports.new" "$dir/ports"
+    pid=$(cat "$dir/node$id/pid"); rm -f "$dir/node$id/pid"
+    kill -TERM "$pid" 2>/dev/null || true
     ;;
   status)
     [ -f "$dir/ports" ] || { echo "cluster.sh status: no cluster in $dir" >&2; exit 1; }

@@ -118,6 +118,49 @@ impl NodeStorage {
         self.syncs.stop();
     }
 
+    /// The groups that have records in `raft_meta` (a replica was opened here once and not
+    /// dropped since).
+    pub fn stored_groups(&self) -> Result<Vec<GroupId>> {
+        let mut groups = Vec::new();
+        let mut it = self.db.raw_iterator_cf(&self.meta_cf);
+        it.seek_to_first();
+        while let Some(k) = it.key() {
+            let Some((group, _)) = crate::log_format::parse_meta_key(k) else {
+                let what = format!("a raft_meta key of {} bytes, expected 5", k.len());
+                return Err(Error::corrupt(
+                    GroupId(0),
+                    "raft_meta key",
+                    &crate::codec::DecodeError { what, offset: 0 },
+                ));
+            };
+            groups.push(group);
+            // Past this group's records.
+            it.seek(group_end(group));
+        }
+        it.status().map_err(|e| Error::engine("list the groups in raft_meta", e))?;
+        Ok(groups)
+    }
+
+    /// Deletes everything this node stores of `group`: its log, votes, applied id and
+    /// membership, and the application's `ranges`, in one synced batch. The replica must be
+    /// stopped.
+    pub fn drop_group(&self, group: GroupId, ranges: &[crate::types::KeyRange]) -> Result<()> {
+        let start = group.0.to_be_bytes();
+        let end = group_end(group);
+        let mut batch = strata::WriteBatch::new();
+        batch.delete_range_cf(&self.log_cf, &start[..], &end[..]);
+        batch.delete_range_cf(&self.meta_cf, &start[..], &end[..]);
+        for r in ranges {
+            let cf = self.db.cf_handle(&r.cf).ok_or_else(|| Error::Raft {
+                group,
+                reason: format!("drop: column family {} is missing", r.cf),
+            })?;
+            batch.delete_range_cf(&cf, &r.start, &r.end);
+        }
+        let wo = strata::WriteOptions { sync: true, ..strata::WriteOptions::default() };
+        self.db.write_opt(batch, &wo).map_err(|e| Error::engine(format!("{group}: drop"), e))
+    }
+
     /// Reads a `raft_meta` record.
     pub(crate) fn get_meta(&self, group: GroupId, kind: MetaKind) -> Result<Option<Vec<u8>>> {
         self.db
@@ -157,6 +200,14 @@ impl NodeStorage {
         }
         Ok(())
     }
+}
+
+/// A key after every key of `group` in both families (their keys are the group's 4 bytes,
+/// then at most 8 more).
+fn group_end(group: GroupId) -> [u8; 13] {
+    let mut k = [0xFF; 13];
+    k[..4].copy_from_slice(&group.0.to_be_bytes());
+    k
 }
 
 /// What a group's log remembers between calls (kept equal to what is stored).
@@ -412,6 +463,51 @@ pub(crate) mod tests {
             log_id: LogId { term, leader: 1, index },
             payload: Payload::Normal(vec![index as u8; 3]),
         }
+    }
+
+    #[test]
+    fn a_dropped_group_leaves_nothing_and_its_neighbours_everything() {
+        let dir = tempfile::tempdir().unwrap();
+        let node = node_in(dir.path());
+        let data = node.db().create_cf("data", &strata::Options::default()).unwrap();
+        // The last group id too: its key range ends at the end of the key space.
+        let groups = [GroupId(1), GroupId(2), GroupId(u32::MAX)];
+        for g in groups {
+            let log = GroupLog::open(node.clone(), g).unwrap();
+            log.write_entries(&(1..=5).map(|i| entry(1, i)).collect::<Vec<_>>()).unwrap();
+            log.write_vote(&Vote { term: 1, node: 1, committed: false }).unwrap();
+            node.db().put_cf(&data, [g.0.to_be_bytes().as_slice(), b"k"].concat(), b"v").unwrap();
+        }
+        assert_eq!(node.stored_groups().unwrap(), groups);
+        let range = |g: GroupId| crate::types::KeyRange {
+            cf: "data".into(),
+            start: g.0.to_be_bytes().to_vec(),
+            end: [g.0.to_be_bytes().as_slice(), &[0xFF]].concat(),
+        };
+        for g in [GroupId(1), GroupId(u32::MAX)] {
+            node.drop_group(g, &[range(g)]).unwrap();
+        }
+        assert_eq!(node.stored_groups().unwrap(), [GroupId(2)]);
+        let left: Vec<Vec<u8>> = {
+            let mut it = node.db().raw_iterator_cf(&data);
+            it.seek_to_first();
+            let mut keys = Vec::new();
+            while let Some(k) = it.key() {
+                keys.push(k.to_vec());
+                it.next();
+            }
+            keys
+        };
+        assert_eq!(left, [[2u32.to_be_bytes().as_slice(), b"k"].concat()]);
+        let reopened = GroupLog::open(node.clone(), GroupId(1)).unwrap();
+        assert!(reopened.read(0, 100, None).unwrap().is_empty());
+        assert_eq!(reopened.vote(), None);
+        let kept = GroupLog::open(node.clone(), GroupId(2)).unwrap();
+        assert_eq!(kept.read(0, 100, None).unwrap().len(), 5);
+        // A missing family is named.
+        let gone = crate::types::KeyRange { cf: "nope".into(), start: vec![], end: vec![1] };
+        assert!(node.drop_group(GroupId(2), &[gone]).unwrap_err().to_string().contains("nope"));
+        node.stop();
     }
 
     #[test]

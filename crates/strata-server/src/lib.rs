@@ -79,13 +79,16 @@ pub async fn run(cfg: config::Config) -> Result<(), String> {
         cfg.dir.display(),
         cfg.appendfsync.name()
     );
-    if let Some(spec) = &spec {
+    if let (Some(spec), Some(r)) = (&spec, &running) {
+        let map = r.node.map();
         println!(
-            "cluster mode: node {} of {}, {} partitions, replicas of {} here",
+            "cluster mode: node {} of {}, {} partitions, replicas of {} here, cluster map \
+             version {}",
             spec.id,
-            spec.nodes.len(),
+            map.nodes.len(),
             spec.partitions.count(),
-            spec.mine().len()
+            map.held_by(spec.id).len(),
+            map.version
         );
     }
     let signalled = shutdown_signal();

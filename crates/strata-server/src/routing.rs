@@ -67,6 +67,30 @@ pub struct Layout {
     pub epoch: u64,
 }
 
+/// A change to the cluster's layout, asked of the node leading the meta group (CLUSTER
+/// ADDNODE, REMOVENODE, FORGETNODE, REBALANCE; the `strata-cluster` controller sends them).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Admin {
+    /// The layout as text (CLUSTER MAP).
+    Map,
+    /// Adds node `id`, reached by clients at `client` and by other nodes at `raft`; it holds
+    /// nothing until a rebalance gives it replicas.
+    AddNode {
+        /// Its id (above 0).
+        id: u64,
+        /// `host:port` for clients.
+        client: String,
+        /// `host:port` of its Raft transport.
+        raft: String,
+    },
+    /// Moves every replica off node `id` (it is marked leaving).
+    RemoveNode(u64),
+    /// Drops a leaving node that holds nothing any more from the layout.
+    ForgetNode(u64),
+    /// Spreads replicas and preferred leaders evenly over the active nodes.
+    Rebalance,
+}
+
 /// The cluster's answer for a slot. Implementations are shared by every connection and must
 /// answer without blocking (they read a layout the replication layer keeps current).
 pub trait Router: Send + Sync {
@@ -74,6 +98,15 @@ pub trait Router: Send + Sync {
     /// connection sent READONLY, so a replica of the slot may serve its reads (stale, as a
     /// Redis Cluster replica's).
     fn route(&self, slot: u16, write: bool, readonly: bool) -> Route;
+
+    /// Like [`Router::route`], for a slot [`Router::route`] found no node for: a node whose
+    /// replica of the slot's partition knows no leader (an election, or a leadership being
+    /// handed over during a rebalance) waits a moment for one before it answers, so clients
+    /// get a redirect rather than an error. May block (an async worker's other tasks are
+    /// handed off first).
+    fn route_waiting(&self, slot: u16, write: bool, readonly: bool) -> Route {
+        self.route(slot, write, readonly)
+    }
 
     /// Readies a command on `slot` that [`Router::route`] answered [`Route::Local`] for, just
     /// before it runs: a replicated node waits here until its state holds every write the
@@ -90,6 +123,14 @@ pub trait Router: Send + Sync {
     /// `field:value` lines for INFO's `# Cluster` section, after `cluster_enabled:1`.
     fn info(&self) -> Vec<(String, String)> {
         Vec::new()
+    }
+
+    /// Carries out `op` ([`Admin`]); `Ok` is the reply text, `Err` the error reply (a node
+    /// that does not lead the meta group answers `REDIRECT <host>:<port>` of the one that
+    /// does, as far as it knows).
+    fn admin(&self, op: Admin) -> Result<String, String> {
+        let _ = op;
+        Err("ERR this node does not keep a cluster map".into())
     }
 
     /// `field:value` lines for INFO's `# Replication` section in place of a standalone

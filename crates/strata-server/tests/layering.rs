@@ -16,7 +16,8 @@ const LAYERS: &[&[&str]] = &[
     &["state", "cluster"],
     &["commands"],
     &["server"],
-    &["lib", "main"],
+    // `bin`: the other binaries (`strata-cluster`), beside `main`.
+    &["lib", "main", "bin"],
 ];
 
 /// Layers that hold data and must not format replies.

@@ -292,11 +292,43 @@ impl Replica {
             .map_err(|e| self.write_error("add learner", e))
     }
 
+    /// Adds node `id` (at `peer`) as a learner and returns once the membership change is
+    /// committed, without waiting for the learner to catch up ([`GroupStatus::replication`]
+    /// tells how far it is).
+    pub async fn begin_add_learner(&self, id: NodeId, peer: Peer) -> Result<()> {
+        self.raft
+            .add_learner(id, peer, false)
+            .await
+            .map(|_| ())
+            .map_err(|e| self.write_error("add learner", e))
+    }
+
+    /// Removes the learners `ids` from the group (voters among them are refused by Raft:
+    /// demote them with [`Replica::change_voters`] first).
+    pub async fn remove_learners(&self, ids: BTreeSet<NodeId>) -> Result<()> {
+        self.raft
+            .change_membership(ChangeMembers::RemoveNodes(ids), false)
+            .await
+            .map(|_| ())
+            .map_err(|e| self.write_error("remove learners", e))
+    }
+
     /// Makes `voters` the voting members (through joint consensus); members no longer
     /// voters are removed from the group.
     pub async fn change_voters(&self, voters: BTreeSet<NodeId>) -> Result<()> {
         self.raft
             .change_membership(ChangeMembers::ReplaceAllVoters(voters), false)
+            .await
+            .map(|_| ())
+            .map_err(|e| self.write_error("change membership", e))
+    }
+
+    /// Makes `voters` the voting members (through joint consensus); members no longer voters
+    /// stay as learners, so they keep receiving the log and learn that they no longer vote
+    /// ([`Replica::remove_learners`] then removes them).
+    pub async fn demote_to(&self, voters: BTreeSet<NodeId>) -> Result<()> {
+        self.raft
+            .change_membership(ChangeMembers::ReplaceAllVoters(voters), true)
             .await
             .map(|_| ())
             .map_err(|e| self.write_error("change membership", e))
@@ -569,6 +601,27 @@ impl RaftNode {
     /// The groups open on this node.
     pub fn groups(&self) -> Vec<GroupId> {
         self.groups.read().keys().copied().collect()
+    }
+
+    /// Stops this node's replica of `group` and deletes what it stored of the group (log,
+    /// votes, applied id, membership, and the application's key ranges): the node no longer
+    /// holds a replica of it. Call once the group's membership no longer names this node.
+    pub async fn remove_group(&self, group: GroupId) -> Result<()> {
+        let replica = self.groups.write().remove(&group);
+        if let Some(r) = replica {
+            // A replica that fails to stop cleanly is stopping anyway.
+            let _ = r.shutdown().await;
+        }
+        self.incoming.lock().retain(|(_, g), _| *g != group);
+        let (storage, app) = (self.storage.clone(), self.app.clone());
+        blocking(move || storage.drop_group(group, &app.ranges(group)))
+            .await
+            .map_err(|e| Error::Raft { group, reason: format!("drop its storage: {e}") })?;
+        self.storage.db().log_info(&format!(
+            "Raft {group}: replica removed from node {}, its data and log deleted",
+            self.id
+        ));
+        Ok(())
     }
 
     /// Stops every replica and the syncer; the `Db` closes once the last handle is dropped.

@@ -21,12 +21,19 @@
 //!   thread, so no replica serves a cached record the log replaced (`meta_cache` contract).
 //!   A snapshot install, and an entry with a range deletion (FLUSHALL of the partition),
 //!   clear the cache and the pop hints.
+//!
+//! The meta group ([`META`]) has the same state machine: its entries change the cluster map
+//! (`super::map`), and each map applied is published, after its write, to the node's
+//! watchers ([`ServerApply::maps`]).
 
 use std::sync::Arc;
 
+use parking_lot::Mutex;
 use strata::{Db, WriteBatch};
 use strata_replication::{Apply, GroupId, KeyRange};
+use tokio::sync::watch;
 
+use super::map::{self, ClusterMap, META};
 use super::partitions::Partitions;
 use crate::slots::filed_slot;
 use crate::storage::Store;
@@ -54,12 +61,25 @@ pub fn encode_proposal(store: &Store, batch: &WriteBatch) -> Vec<u8> {
 pub struct ServerApply {
     store: Arc<Store>,
     partitions: Partitions,
+    /// The map applied last (`None` before any), published after its write.
+    maps: watch::Sender<Option<Arc<ClusterMap>>>,
+    /// The map the meta entry being applied writes, until its write is done.
+    pending_map: Mutex<Option<ClusterMap>>,
 }
 
 impl ServerApply {
     /// The state machine of `store`'s groups, the slots split into `partitions`.
-    pub fn new(store: Arc<Store>, partitions: Partitions) -> ServerApply {
-        ServerApply { store, partitions }
+    /// Publishes the map `store` holds, if any (an unreadable one is an error naming it).
+    pub fn new(store: Arc<Store>, partitions: Partitions) -> Result<ServerApply, String> {
+        let stored = ClusterMap::load(&store)?.map(Arc::new);
+        let (maps, _) = watch::channel(stored);
+        Ok(ServerApply { store, partitions, maps, pending_map: Mutex::new(None) })
+    }
+
+    /// The cluster map as applied here: the stored one at start, then each one the meta
+    /// group applies.
+    pub fn maps(&self) -> watch::Receiver<Option<Arc<ClusterMap>>> {
+        self.maps.subscribe()
     }
 
     /// The slots of `group`'s partition; `None` for a group that is not a partition.
@@ -72,12 +92,17 @@ impl ServerApply {
 impl Apply for ServerApply {
     fn apply(
         &self,
-        _db: &Db,
+        db: &Db,
         group: GroupId,
         index: u64,
         command: &[u8],
         batch: &mut WriteBatch,
     ) -> Result<Vec<u8>, String> {
+        if group == META {
+            let (reply, new) = map::apply_change(db, &self.store, index, command, batch)?;
+            *self.pending_map.lock() = new;
+            return Ok(reply);
+        }
         let Some((first, last)) = self.slots(group) else {
             return Err(format!("{group} is not a partition of {} ", self.partitions.count()));
         };
@@ -121,6 +146,14 @@ impl Apply for ServerApply {
     }
 
     fn ranges(&self, group: GroupId) -> Vec<KeyRange> {
+        if group == META {
+            let cf = self.store.server_cf.name().to_string();
+            return vec![KeyRange {
+                cf,
+                start: map::META_START.to_vec(),
+                end: map::META_END.to_vec(),
+            }];
+        }
         let Some((first, last)) = self.slots(group) else { return Vec::new() };
         self.store
             .slot_ranges(first, last)
@@ -129,7 +162,13 @@ impl Apply for ServerApply {
             .collect()
     }
 
-    fn after_write(&self, _group: GroupId, written: bool) {
+    fn after_write(&self, group: GroupId, written: bool) {
+        if group == META {
+            if let Some(m) = self.pending_map.lock().take().filter(|_| written) {
+                self.maps.send_replace(Some(Arc::new(m)));
+            }
+            return;
+        }
         self.store.meta_cache.invalidate_noted(written);
         if RANGE_DELETED.with(|r| r.replace(false)) {
             self.store.meta_cache.clear();
@@ -137,7 +176,16 @@ impl Apply for ServerApply {
         }
     }
 
-    fn installed(&self, _group: GroupId) {
+    fn installed(&self, group: GroupId) {
+        if group == META {
+            match ClusterMap::load(&self.store) {
+                Ok(m) => {
+                    self.maps.send_replace(m.map(Arc::new));
+                }
+                Err(e) => self.store.db.log_info(&format!("{META} snapshot installed: {e}")),
+            }
+            return;
+        }
         self.store.meta_cache.clear();
         self.store.pop_hints.clear();
     }

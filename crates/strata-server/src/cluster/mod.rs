@@ -8,6 +8,9 @@
 //!   (`storage::Replicate`), and its router answers where each slot's commands run and makes
 //!   a command ready to run here (`routing::Router`).
 //! - [`proposals`]: group commit of the batches commands propose to one group.
+//! - [`map`]: the cluster map (nodes, placement, version), the meta group's state;
+//!   [`placement`]: where replicas go; [`admin`]: changes to the map; [`reconcile`]: each
+//!   node's rounds that move the groups' members toward the map.
 //!
 //! A command replicates its effect, not its text: the leader runs it under its key locks
 //! against its applied state, as a standalone server would, and proposes the one batch the
@@ -16,10 +19,14 @@
 //! formatting are all decided once, in the batch). What makes the leader's state current
 //! when it runs a command is in [`node`].
 
+pub mod admin;
 pub mod apply;
+pub mod map;
 pub mod node;
 pub mod partitions;
+pub mod placement;
 pub mod proposals;
+pub mod reconcile;
 pub mod spec;
 pub mod start;
 

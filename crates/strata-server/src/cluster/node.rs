@@ -34,7 +34,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 use strata::WriteBatch;
 use strata_replication::{
     Error as RaftError, GroupId, GroupStatus, NodeId, RaftNode, Replica, Role,
@@ -42,8 +42,10 @@ use strata_replication::{
 use tokio::runtime::Handle;
 
 use super::apply::encode_proposal;
+use super::map::{ClusterMap, MapNode, NodeState, META};
 use super::partitions::Partitions;
 use super::proposals::{Done, Proposals};
+use super::spec::NodeAddrs;
 use crate::routing::{Layout, NodeInfo, Route, Router, SlotRange};
 use crate::storage::pending::{off_worker, Settlement};
 use crate::storage::{Replicate, Store};
@@ -51,18 +53,42 @@ use crate::storage::{Replicate, Store};
 /// Redis Cluster's reply when no node is known to serve a slot's partition now.
 const DOWN: &str = "CLUSTERDOWN The cluster is down";
 
+/// How long a node that finds its group without a known leader waits for one before it
+/// answers: longer than an election takes (openraft's election timeout is at most a
+/// second here), so a leadership moving answers with a redirect.
+const LEADER_WAIT: Duration = Duration::from_secs(3);
+
+/// The leader of `replica`'s group once one is known, waiting up to [`LEADER_WAIT`].
+async fn known_leader(replica: &Replica) -> Option<NodeId> {
+    let known = |s: &GroupStatus| s.leader.is_some() || s.role == Role::Shutdown;
+    replica.wait_for("a leader", LEADER_WAIT, known).await.ok().and_then(|s| s.leader)
+}
+
+/// The map a node works from, and each node's client address (`host:port`, shared with
+/// the outcomes of proposals).
+#[derive(Clone)]
+pub struct View {
+    /// The map: nodes, and each partition's replicas, preferred leader first (where a node
+    /// that holds no replica of a partition sends its clients).
+    pub map: Arc<ClusterMap>,
+    /// Each node's client address.
+    pub clients: Arc<BTreeMap<NodeId, String>>,
+}
+
+impl View {
+    fn of(map: Arc<ClusterMap>) -> View {
+        let clients = map.nodes.iter().map(|(id, n)| (*id, n.addrs.client.clone())).collect();
+        View { map, clients: Arc::new(clients) }
+    }
+}
+
 /// One node's replicas, store and routing table.
 pub struct ClusterNode {
     raft: Arc<RaftNode>,
     store: Arc<Store>,
     partitions: Partitions,
-    /// Where each node serves clients (`host:port`); shared with the outcomes of proposals.
-    clients: Arc<BTreeMap<NodeId, String>>,
-    /// Where each node's Raft transport listens (`host:port`; empty in process).
-    bus: BTreeMap<NodeId, String>,
-    /// Each partition's replicas, preferred leader first: where a node that holds no replica
-    /// of a partition sends its clients.
-    placement: Vec<Vec<NodeId>>,
+    /// The cluster map this node works from (`super::map`), with each node's client address.
+    view: RwLock<View>,
     runtime: Handle,
     /// The term in which this node, leading a group, passed the write barrier.
     ready: Mutex<HashMap<GroupId, u64>>,
@@ -83,13 +109,33 @@ impl ClusterNode {
         placement: Vec<Vec<NodeId>>,
         runtime: Handle,
     ) -> ClusterNode {
+        let nodes = clients
+            .into_iter()
+            .map(|(id, client)| {
+                let addrs = NodeAddrs { client, raft: String::new() };
+                (id, MapNode { addrs, state: NodeState::Active })
+            })
+            .collect();
+        let replicas = placement.iter().map(Vec::len).max().unwrap_or(0) as u8;
+        let map =
+            ClusterMap { version: 0, partitions: partitions.count(), replicas, nodes, placement };
+        ClusterNode::with_map(raft, store, partitions, map, runtime)
+    }
+
+    /// The node whose replicas `raft` runs on `runtime`, applying to `store`, working from
+    /// `map` until a newer one is set ([`ClusterNode::set_map`]).
+    pub fn with_map(
+        raft: Arc<RaftNode>,
+        store: Arc<Store>,
+        partitions: Partitions,
+        map: ClusterMap,
+        runtime: Handle,
+    ) -> ClusterNode {
         ClusterNode {
             raft,
             store,
             partitions,
-            clients: Arc::new(clients),
-            bus: BTreeMap::new(),
-            placement,
+            view: RwLock::new(View::of(Arc::new(map))),
             runtime,
             ready: Mutex::new(HashMap::new()),
             timeout: Duration::from_secs(5),
@@ -98,9 +144,49 @@ impl ClusterNode {
     }
 
     /// Names where each node's Raft transport listens (CLUSTER NODES's bus ports).
-    pub fn with_bus_addrs(mut self, bus: BTreeMap<NodeId, String>) -> ClusterNode {
-        self.bus = bus;
+    pub fn with_bus_addrs(self, bus: BTreeMap<NodeId, String>) -> ClusterNode {
+        {
+            let mut v = self.view.write();
+            let mut map = (*v.map).clone();
+            for (id, n) in &mut map.nodes {
+                if let Some(b) = bus.get(id) {
+                    n.addrs.raft.clone_from(b);
+                }
+            }
+            *v = View::of(Arc::new(map));
+        }
         self
+    }
+
+    /// Works from `map` from now on (a newer map than the one it has; an older one is
+    /// ignored, since maps are applied in order). Returns whether it was taken.
+    pub fn set_map(&self, map: Arc<ClusterMap>) -> bool {
+        let mut v = self.view.write();
+        if map.version < v.map.version || map.partitions != self.partitions.count() {
+            return false;
+        }
+        *v = View::of(map);
+        true
+    }
+
+    /// The map this node works from now.
+    pub fn map(&self) -> Arc<ClusterMap> {
+        self.view.read().map.clone()
+    }
+
+    /// The store it applies to.
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
+    /// The runtime its replicas run on.
+    pub fn runtime(&self) -> &Handle {
+        &self.runtime
+    }
+
+    /// The partitions.
+    pub fn partitions(&self) -> Partitions {
+        self.partitions
     }
 
     /// Hands the leadership of each partition this node leads, but is not the preferred
@@ -146,7 +232,7 @@ impl ClusterNode {
 
     /// The preferred leader of `group`'s partition: the first of its placement.
     fn preferred_of(&self, group: GroupId) -> Option<NodeId> {
-        self.placement.get(group.0 as usize).and_then(|r| r.first().copied())
+        self.view.read().map.placement.get(group.0 as usize).and_then(|r| r.first().copied())
     }
 
     /// Whether this replica of `group` leads under a lease that holds now, in a term whose
@@ -158,13 +244,13 @@ impl ClusterNode {
 
     /// `MOVED` to `node`, or the cluster-down reply when its address is unknown.
     fn moved(&self, slot: u16, node: Option<NodeId>) -> String {
-        moved(&self.clients, slot, node)
+        moved(&self.view.read().clients, slot, node)
     }
 
     /// Runs `f` on the Raft runtime and waits for it, at most the timeout. Called on an async
     /// worker of the runtime, it hands the worker's other tasks off first (`block_in_place`);
     /// elsewhere (a thread already off the workers) it just waits.
-    fn wait<T>(
+    pub(super) fn wait<T>(
         &self,
         what: &str,
         f: impl Future<Output = Result<T, RaftError>>,
@@ -225,7 +311,7 @@ impl ClusterNode {
 
     /// Each group open here with its status now, and whether it is catching up.
     fn statuses(&self) -> Vec<(GroupId, GroupStatus, bool)> {
-        let groups = self.raft.groups().into_iter();
+        let groups = self.raft.groups().into_iter().filter(|g| *g != META);
         groups
             .filter_map(|g| {
                 let r = self.raft.replica(g)?;
@@ -264,9 +350,19 @@ impl Replicate for ClusterNode {
             done.settle(Err(self.moved(slot, self.preferred(slot))));
             return;
         };
-        let clients = self.clients.clone();
-        let done: Done<RaftError> =
-            Box::new(move |r| done.settle(r.map_err(|e| reply_for(&clients, slot, &e))));
+        let clients = self.view.read().clients.clone();
+        let (waiter, runtime) = (replica.clone(), self.runtime.clone());
+        let done: Done<RaftError> = Box::new(move |r| match r {
+            // Nothing was proposed, and the group is between leaders: redirect to the next
+            // one once it is known.
+            Err(e) if matches!(*e, RaftError::NotLeader { leader: None, .. }) => {
+                runtime.spawn(async move {
+                    let leader = known_leader(&waiter).await;
+                    done.settle(Err(moved(&clients, slot, leader)));
+                });
+            }
+            r => done.settle(r.map_err(|e| reply_for(&clients, slot, &e))),
+        });
         let (store, timeout, group) = (self.store.clone(), self.timeout, replica.group());
         let send = move |joined: WriteBatch| {
             let (replica, data) = (replica.clone(), encode_proposal(&store, &joined));
@@ -295,18 +391,19 @@ impl Router for ClusterNode {
             }
             None => self.preferred(slot),
         };
-        match leader.and_then(|n| self.clients.get(&n)) {
-            Some(addr) => Route::Moved(addr.clone()),
+        match leader.and_then(|n| self.view.read().clients.get(&n).cloned()) {
+            Some(addr) => Route::Moved(addr),
             None => Route::Down,
         }
     }
 
     fn layout(&self) -> Layout {
+        let map = self.map();
         let mut epoch = 0;
         let ranges = (0..self.partitions.count())
             .map(|p| {
                 let (first, last) = self.partitions.slots(p);
-                let replicas = self.placement.get(usize::from(p)).cloned().unwrap_or_default();
+                let replicas = map.placement.get(usize::from(p)).cloned().unwrap_or_default();
                 // A partition held here: the leader its replica knows; else the preferred one
                 // (a client sent there is redirected if it is not the leader now).
                 let leader = match self.raft.replica(GroupId(u32::from(p))) {
@@ -320,12 +417,13 @@ impl Router for ClusterNode {
                 SlotRange { first, last, leader, replicas }
             })
             .collect();
-        let nodes = self
-            .clients
+        let nodes = map
+            .nodes
             .iter()
-            .map(|(id, addr)| {
+            .map(|(id, n)| {
+                let addr = &n.addrs.client;
                 let (host, port) = addr.rsplit_once(':').unwrap_or((addr.as_str(), "0"));
-                let bus = self.bus.get(id).and_then(|b| b.rsplit(':').next()).unwrap_or("0");
+                let bus = n.addrs.raft.rsplit(':').next().unwrap_or("0");
                 NodeInfo {
                     id: *id,
                     host: host.to_string(),
@@ -345,8 +443,28 @@ impl Router for ClusterNode {
         let mut lines = vec![
             ("cluster_node_id".to_string(), self.raft.id().to_string()),
             ("cluster_partitions".to_string(), self.partitions.count().to_string()),
-            ("cluster_known_nodes".to_string(), self.clients.len().to_string()),
+            ("cluster_known_nodes".to_string(), self.view.read().clients.len().to_string()),
+            ("cluster_map_version".to_string(), self.map().version.to_string()),
         ];
+        if let Some(r) = self.raft.replica(META) {
+            let st = r.status();
+            let ids = |s: std::collections::BTreeSet<NodeId>| {
+                s.iter().map(ToString::to_string).collect::<Vec<_>>().join("|")
+            };
+            lines.push((
+                "meta".to_string(),
+                format!(
+                    "role={:?},term={},leader={},voters={},learners={},applied={}",
+                    st.role,
+                    st.term,
+                    st.leader.map_or("?".to_string(), |l| l.to_string()),
+                    ids(st.membership.membership.voters()),
+                    ids(st.membership.membership.learners()),
+                    st.applied.map_or("-".to_string(), |a| a.index.to_string()),
+                )
+                .to_ascii_lowercase(),
+            ));
+        }
         lines.extend(self.statuses().iter().map(|(g, st, c)| self.group_line(*g, st, *c)));
         lines
     }
@@ -375,6 +493,17 @@ impl Router for ClusterNode {
         Some(lines)
     }
 
+    fn route_waiting(&self, slot: u16, write: bool, readonly: bool) -> Route {
+        if let Some(replica) = self.raft.replica(self.group_of(slot)) {
+            off_worker(|| self.runtime.block_on(known_leader(&replica)));
+        }
+        self.route(slot, write, readonly)
+    }
+
+    fn admin(&self, op: crate::routing::Admin) -> Result<String, String> {
+        self.map_admin(op)
+    }
+
     fn prepare(&self, slot: u16, write: bool, readonly: bool) -> Result<(), String> {
         let group = self.group_of(slot);
         let Some(replica) = self.raft.replica(group) else { return Err(DOWN.to_string()) };
@@ -394,7 +523,11 @@ impl Router for ClusterNode {
         let term = replica.leadership().term;
         self.wait("a linearizable read barrier", replica.linearizable_read(false)).map_err(
             |e| match e {
-                RaftError::NotLeader { leader, .. } => self.moved(slot, leader),
+                RaftError::NotLeader { leader: Some(l), .. } => self.moved(slot, Some(l)),
+                RaftError::NotLeader { leader: None, .. } => {
+                    let leader = off_worker(|| self.runtime.block_on(known_leader(&replica)));
+                    self.moved(slot, leader)
+                }
                 other => format!("{DOWN}: {other}"),
             },
         )?;

@@ -19,6 +19,7 @@ use std::collections::BTreeMap;
 
 use strata_replication::NodeId;
 
+use super::map::{ClusterMap, MapNode, NodeState};
 use super::partitions::Partitions;
 use crate::config::Config;
 
@@ -79,17 +80,38 @@ impl ClusterSpec {
         let partitions = Partitions::new(count)
             .ok_or_else(|| format!("cluster-partitions {count}: expected 1 to 16384"))?;
         let replicas = c.replicas.unwrap_or(DEFAULT_REPLICAS.min(nodes.len()));
-        if replicas == 0 || replicas > nodes.len() {
+        // A node joining a running cluster names itself alone (the map comes from the meta
+        // group); a new cluster's nodes must be enough for the replicas.
+        if replicas == 0 || (c.bootstrap && replicas > nodes.len()) {
             return Err(format!(
                 "cluster-replicas {replicas}: expected 1 to the number of nodes ({})",
                 nodes.len()
             ));
         }
+        if replicas > usize::from(u8::MAX) {
+            return Err(format!("cluster-replicas {replicas}: expected at most 255"));
+        }
         let ids: Vec<NodeId> = nodes.keys().copied().collect();
-        let placement = (0..count)
-            .map(|p| (0..replicas).map(|i| ids[(usize::from(p) + i) % ids.len()]).collect())
-            .collect();
+        let placement = super::placement::initial(&ids, count, replicas.min(ids.len()));
         Ok(Some(ClusterSpec { id, nodes, partitions, placement, bootstrap: c.bootstrap }))
+    }
+
+    /// The map of a new cluster of these settings (version 0: not committed yet; the meta
+    /// group's first leader commits it as version 1).
+    pub fn initial_map(&self) -> ClusterMap {
+        let nodes = self
+            .nodes
+            .iter()
+            .map(|(id, a)| (*id, MapNode { addrs: a.clone(), state: NodeState::Active }))
+            .collect();
+        let replicas = self.placement.first().map_or(0, Vec::len) as u8;
+        ClusterMap {
+            version: 0,
+            partitions: self.partitions.count(),
+            replicas,
+            nodes,
+            placement: self.placement.clone(),
+        }
     }
 
     /// The partitions this node holds a replica of.

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use super::errors::CmdError;
 use super::{CmdResult, Command};
 use crate::resp::Out;
-use crate::routing::{node_name, NodeInfo, Route, SlotRange};
+use crate::routing::{node_name, Admin, NodeInfo, Route, SlotRange};
 use crate::slots::key_slot;
 use crate::state::{Conn, Shared};
 
@@ -33,7 +33,11 @@ pub fn refusal(sh: &Shared, conn: &Conn, cmd: &Command, args: &[Vec<u8>]) -> Opt
         slot = Some(s);
     }
     let slot = slot?;
-    match router.route(slot, cmd.write, conn.readonly) {
+    let route = match router.route(slot, cmd.write, conn.readonly) {
+        Route::Down => router.route_waiting(slot, cmd.write, conn.readonly),
+        r => r,
+    };
+    match route {
         Route::Local => router.prepare(slot, cmd.write, conn.readonly).err(),
         Route::Moved(addr) => Some(format!("MOVED {slot} {addr}")),
         Route::Down => Some(CLUSTERDOWN.to_string()),
@@ -60,7 +64,9 @@ fn set_readonly(sh: &Shared, conn: &mut Conn, on: bool, out: &mut Out) -> CmdRes
 }
 
 /// CLUSTER SLOTS | SHARDS | NODES | INFO | MYID | KEYSLOT key | COUNTKEYSINSLOT slot |
-/// GETKEYSINSLOT slot count, from the router's layout ([`Layout`]).
+/// GETKEYSINSLOT slot count, from the router's layout ([`Layout`]); and the cluster map's
+/// commands, for the `strata-cluster` controller (`crate::routing::Admin`): MAP,
+/// ADDNODE id host:port:raft_port, REMOVENODE id, FORGETNODE id, REBALANCE.
 ///
 /// A node of this cluster leads some partitions and follows others, which Redis Cluster's
 /// node-wide master/replica roles cannot say. The choice: SLOTS and SHARDS, which are per slot
@@ -201,6 +207,55 @@ pub fn cluster(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
             );
             out.bulk(text.as_bytes());
         }
+        "map" | "rebalance" | "addnode" | "removenode" | "forgetnode" => {
+            let op = match sub.as_str() {
+                "map" => {
+                    argc(2)?;
+                    Admin::Map
+                }
+                "rebalance" => {
+                    argc(2)?;
+                    Admin::Rebalance
+                }
+                "addnode" => {
+                    argc(4)?;
+                    let id = node_id_arg(&a[2])?;
+                    let addr = String::from_utf8_lossy(&a[3]);
+                    let bad = || {
+                        CmdError::from(format!(
+                            "ERR node address `{addr}`: expected host:port:raft_port"
+                        ))
+                    };
+                    let mut parts = addr.rsplitn(3, ':');
+                    let (Some(raft), Some(port), Some(host)) =
+                        (parts.next(), parts.next(), parts.next())
+                    else {
+                        return Err(bad());
+                    };
+                    if raft.parse::<u16>().is_err()
+                        || port.parse::<u16>().is_err()
+                        || host.is_empty()
+                    {
+                        return Err(bad());
+                    }
+                    Admin::AddNode {
+                        id,
+                        client: format!("{host}:{port}"),
+                        raft: format!("{host}:{raft}"),
+                    }
+                }
+                "removenode" => {
+                    argc(3)?;
+                    Admin::RemoveNode(node_id_arg(&a[2])?)
+                }
+                _ => {
+                    argc(3)?;
+                    Admin::ForgetNode(node_id_arg(&a[2])?)
+                }
+            };
+            let text = router.admin(op).map_err(CmdError::from)?;
+            out.bulk(text.as_bytes());
+        }
         "countkeysinslot" => {
             argc(3)?;
             let slot = slot_arg(&a[2])?;
@@ -246,6 +301,18 @@ fn serving_order(r: &SlotRange) -> Vec<u64> {
     let mut order: Vec<u64> = r.leader.into_iter().collect();
     order.extend(r.replicas.iter().copied().filter(|id| Some(*id) != r.leader));
     order
+}
+
+/// A node id argument: a positive integer, as in `cluster-nodes`, or the 40 hex digits
+/// CLUSTER NODES names it by.
+fn node_id_arg(a: &[u8]) -> Result<u64, CmdError> {
+    let text = String::from_utf8_lossy(a);
+    let id = if text.len() == 40 {
+        u64::from_str_radix(text.trim_start_matches('0'), 16).ok()
+    } else {
+        text.parse::<u64>().ok()
+    };
+    id.filter(|n| *n > 0).ok_or_else(|| CmdError::from(format!("ERR Invalid node id `{text}`")))
 }
 
 /// A slot argument: an integer below 16384, else Redis's error.

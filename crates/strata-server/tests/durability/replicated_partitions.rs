@@ -73,7 +73,7 @@ impl Cluster {
             let store =
                 strata_server::types::open(cfg.engine_options(), &d, SyncPolicy::No).unwrap();
             let storage = NodeStorage::open(store.db.clone(), d.join("snapshots")).unwrap();
-            let apply = ServerApply::new(store.clone(), parts);
+            let apply = ServerApply::new(store.clone(), parts).unwrap();
             let raft =
                 RaftNode::new(id, storage, Arc::new(apply), net.transport(id), settings.clone())
                     .unwrap();

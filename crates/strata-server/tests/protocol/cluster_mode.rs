@@ -18,7 +18,7 @@ use crate::common::{Raw, Reply};
 
 const WAIT: Duration = Duration::from_secs(30);
 
-struct Node {
+pub(super) struct Node {
     child: Child,
     port: u16,
 }
@@ -31,13 +31,13 @@ impl Drop for Node {
 }
 
 /// Ports nothing listens on now (bound, then released).
-fn free_ports(n: usize) -> Vec<u16> {
+pub(super) fn free_ports(n: usize) -> Vec<u16> {
     let ls: Vec<_> = (0..n).map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap()).collect();
     ls.iter().map(|l| l.local_addr().unwrap().port()).collect()
 }
 
 /// Starts node `id`; `bootstrap`: its empty directory is a new cluster's.
-fn start(id: u64, dir: &Path, port: u16, nodes: &str, bootstrap: bool) -> Node {
+pub(super) fn start(id: u64, dir: &Path, port: u16, nodes: &str, bootstrap: bool) -> Node {
     let mut child = Command::new(env!("CARGO_BIN_EXE_strata-server"))
         .arg("--port")
         .arg(port.to_string())
@@ -72,7 +72,7 @@ fn start(id: u64, dir: &Path, port: u16, nodes: &str, bootstrap: bool) -> Node {
 /// Runs `args` starting at `port`, following MOVED and waiting out CLUSTERDOWN (no leader
 /// yet) and unknown outcomes of idempotent commands, as a cluster client does; a node that
 /// does not answer sends it back to `port` (a client's slot map refreshed from a live node).
-fn run(port: u16, readonly: bool, args: &[&str]) -> Reply {
+pub(super) fn run(port: u16, readonly: bool, args: &[&str]) -> Reply {
     let deadline = Instant::now() + WAIT;
     let first = port;
     let mut port = port;
@@ -115,7 +115,7 @@ fn run(port: u16, readonly: bool, args: &[&str]) -> Reply {
 
 /// `--cluster-nodes` of three nodes: node I serves clients on `ports[I-1]` and Raft on
 /// `ports[I+2]`.
-fn nodes_flag(ports: &[u16]) -> String {
+pub(super) fn nodes_flag(ports: &[u16]) -> String {
     (1..=3usize)
         .map(|i| format!("{i}=127.0.0.1:{}:{}", ports[i - 1], ports[i + 2]))
         .collect::<Vec<_>>()

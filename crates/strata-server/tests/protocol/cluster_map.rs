@@ -1,0 +1,213 @@
+//! The cluster map over loopback: three nodes start a cluster of four partitions with three
+//! replicas each; a fourth node, started naming only itself, is added with CLUSTER ADDNODE
+//! and takes its share after CLUSTER REBALANCE (its replicas join as learners, catch up and
+//! become voters); then node 1 is removed (CLUSTER REMOVENODE moves its replicas away; once
+//! it holds nothing, FORGETNODE drops it from the map) and stopped. A writer goes on through
+//! all of it; every acknowledged write is read back at the end, and every partition's voters
+//! are its placement in the map.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::cluster_mode::{free_ports, run, start};
+use crate::common::{Raw, Reply};
+
+const WAIT: Duration = Duration::from_secs(60);
+
+/// Sends a map command, following `REDIRECT` to the meta group's leader and waiting out
+/// `CLUSTERDOWN` and `TRYAGAIN`.
+fn admin(port: u16, args: &[&str]) -> String {
+    let deadline = Instant::now() + WAIT;
+    let mut port = port;
+    loop {
+        match Raw::connect(port).cmd(args) {
+            Reply::Bulk(b) => return String::from_utf8(b).unwrap(),
+            Reply::Error(e) if e.starts_with("REDIRECT ") => {
+                port = e.rsplit(':').next().unwrap().parse().unwrap();
+            }
+            Reply::Error(e)
+                if e.starts_with("CLUSTERDOWN")
+                    || e.starts_with("TRYAGAIN")
+                    || e.contains("timed out") =>
+            {
+                assert!(Instant::now() < deadline, "{args:?}: still {e}");
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            other => panic!("{args:?}: {other:?}"),
+        }
+    }
+}
+
+/// One partition line of INFO cluster: its number and fields.
+fn partitions(port: u16) -> BTreeMap<u16, BTreeMap<String, String>> {
+    let Reply::Bulk(b) = Raw::connect(port).cmd(&["INFO", "cluster"]) else {
+        panic!("INFO cluster");
+    };
+    let mut out = BTreeMap::new();
+    for line in String::from_utf8(b).unwrap().lines() {
+        let Some((name, fields)) = line.trim().split_once(':') else { continue };
+        let Some(p) = name.strip_prefix("partition").and_then(|p| p.parse().ok()) else {
+            continue;
+        };
+        let f = fields
+            .split(',')
+            .filter_map(|kv| kv.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        out.insert(p, f);
+    }
+    out
+}
+
+/// Each partition's replicas in the map (`partition <p> <ids>` lines of CLUSTER MAP).
+fn placement(map: &str) -> BTreeMap<u16, Vec<u64>> {
+    map.lines()
+        .filter_map(|l| l.strip_prefix("partition "))
+        .map(|l| {
+            let (p, ids) = l.split_once(' ').unwrap();
+            (p.parse().unwrap(), ids.split(',').map(|i| i.parse().unwrap()).collect())
+        })
+        .collect()
+}
+
+/// Waits until every partition's leader (among `ports`) has exactly its placement as voters
+/// and no other member, and every replica of it has caught up.
+fn settled(ports: &[u16], entry: u16) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let map = admin(entry, &["CLUSTER", "MAP"]);
+        let want = placement(&map);
+        let infos: Vec<_> = ports.iter().map(|p| partitions(*p)).collect();
+        let mut done = true;
+        for (p, ids) in &want {
+            let mut sorted = ids.clone();
+            sorted.sort_unstable();
+            let voters: String =
+                sorted.iter().map(ToString::to_string).collect::<Vec<_>>().join("|");
+            let led = infos
+                .iter()
+                .any(|i| i.get(p).is_some_and(|f| f["role"] == "leader" && f["voters"] == voters));
+            let held = infos.iter().filter(|i| i.contains_key(p)).count();
+            let caught = infos.iter().all(|i| i.get(p).is_none_or(|f| f["catching_up"] == "0"));
+            done &= led && held == ids.len() && caught;
+        }
+        if done {
+            return;
+        }
+        assert!(Instant::now() < deadline, "not settled on\n{map}\n{infos:#?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn a_node_joins_and_takes_its_share_and_a_node_leaves_while_writes_go_on() {
+    let root = tempfile::tempdir().unwrap();
+    let ports = free_ports(8);
+    let (client, raft) = (&ports[..4], &ports[4..]);
+    let addr = |i: usize| format!("127.0.0.1:{}:{}", client[i - 1], raft[i - 1]);
+    let three: Vec<String> = (1..=3).map(|i| format!("{i}={}", addr(i))).collect();
+    let three = three.join(",");
+    let dir = |i: u64| root.path().join(format!("node{i}"));
+    let mut nodes: BTreeMap<u64, _> =
+        (1..=3u64).map(|i| (i, start(i, &dir(i), client[i as usize - 1], &three, true))).collect();
+    for i in 0..100 {
+        let (k, v) = (format!("key:{i}"), format!("v{i}"));
+        assert_eq!(run(client[0], false, &["SET", &k, &v]), Reply::Simple("OK".into()));
+    }
+    assert!(admin(client[0], &["CLUSTER", "MAP"]).starts_with("version 1\n"));
+    assert_eq!(partitions(client[0]).len(), 4, "three nodes hold every partition");
+
+    // A writer goes on through every change; what it had acknowledged is read back at the end.
+    let stop = Arc::new(AtomicBool::new(false));
+    let entry = client[1];
+    let writer = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut acked = Vec::new();
+            let mut i = 0;
+            while !stop.load(Ordering::Relaxed) {
+                let (k, v) = (format!("w:{i}"), format!("x{i}"));
+                if run(entry, false, &["SET", &k, &v]) == Reply::Simple("OK".into()) {
+                    acked.push((k, v));
+                }
+                i += 1;
+            }
+            acked
+        })
+    };
+
+    // Node 4 names only itself: it learns the cluster from the meta group once added.
+    let four = format!("4={}", addr(4));
+    nodes.insert(4, start(4, &dir(4), client[3], &four, false));
+    let added = admin(client[0], &["CLUSTER", "ADDNODE", "4", &addr(4)]);
+    assert_eq!(added, "map version 2");
+    // Adding it again is no error (a controller may retry); other addresses are.
+    assert!(admin(client[0], &["CLUSTER", "ADDNODE", "4", &addr(4)]).contains("in the map"));
+    let r = Raw::connect(client[0]).cmd(&["CLUSTER", "ADDNODE", "4", "127.0.0.1:1:2"]);
+    assert!(
+        matches!(&r, Reply::Error(e) if e.contains("in the map already") || e.starts_with("REDIRECT")),
+        "{r:?}"
+    );
+    assert_eq!(admin(client[0], &["CLUSTER", "REBALANCE"]), "map version 3");
+    let map = admin(client[3], &["CLUSTER", "MAP"]);
+    let held4 = placement(&map).values().filter(|ids| ids.contains(&4)).count();
+    assert_eq!(held4, 3, "4 partitions x 3 replicas over 4 nodes:\n{map}");
+    settled(&client[..4], client[0]);
+    assert_eq!(partitions(client[3]).len(), 3, "node 4 holds its share");
+
+    // Node 1 leaves.
+    assert_eq!(admin(client[1], &["CLUSTER", "REMOVENODE", "1"]), "map version 4");
+    let r = Raw::connect(client[1]).cmd(&["CLUSTER", "FORGETNODE", "2"]);
+    assert!(
+        matches!(&r, Reply::Error(e) if e.contains("is active") || e.starts_with("REDIRECT")),
+        "{r:?}"
+    );
+    settled(&client[1..4], client[1]);
+    let deadline = Instant::now() + WAIT;
+    while !partitions(client[0]).is_empty() {
+        assert!(Instant::now() < deadline, "node 1 still holds {:?}", partitions(client[0]));
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(admin(client[1], &["CLUSTER", "FORGETNODE", "1"]), "map version 5");
+    drop(nodes.remove(&1));
+
+    std::thread::sleep(Duration::from_millis(500));
+    stop.store(true, Ordering::Relaxed);
+    let acked = writer.join().unwrap();
+    assert!(acked.len() > 10, "the writer got {} writes through", acked.len());
+    for (k, v) in acked
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .chain((0..100).map(|i| (format!("key:{i}"), format!("v{i}"))))
+    {
+        assert_eq!(run(client[2], false, &["GET", &k]), Reply::Bulk(v.into_bytes()), "{k}");
+    }
+    let map = admin(client[2], &["CLUSTER", "MAP"]);
+    assert!(map.starts_with("version 5\n") && !map.contains("\nnode 1 "), "{map}");
+    // The nodes still in the map report it in CLUSTER NODES.
+    let Reply::Bulk(text) = Raw::connect(client[3]).cmd(&["CLUSTER", "NODES"]) else {
+        panic!("CLUSTER NODES");
+    };
+    assert_eq!(String::from_utf8(text).unwrap().lines().count(), 3);
+
+    // The controller sees the same, settled.
+    let ctl = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_strata-cluster"))
+            .args(["--node", &format!("127.0.0.1:{}", client[3]), "--timeout", "30"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = ctl(&["status"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(text.starts_with("version 5\n"), "{text}");
+    assert_eq!(text.lines().filter(|l| l.ends_with(" settled")).count(), 4, "{text}");
+    assert!(ctl(&["wait"]).status.success());
+    let out = ctl(&["remove-node", "9"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("node 9 is not in the map"), "{out:?}");
+    assert_eq!(ctl(&["add-node"]).status.code(), Some(2));
+}
