@@ -4,7 +4,8 @@
 # shared/seeds (RocksDB's benchmark.sh jobs, the read-modify-write page, LevelDB's
 # fillsync): each step is one strata-bench process, like benchmark.sh.
 #
-#   bash bench/run.sh [--engines strata,rocksdb,sqlite,db_bench] [--num N] [--duration S]
+#   bash bench/run.sh [--engines strata,rocksdb,sqlite,leveldb,kyoto,fjall,redb,db_bench]
+#                     [--num N] [--duration S]
 #                     [--threads T] [--value-size B] [--sync-writes N] [--out DIR] [--keep-db]
 #                     [--job-id ID] [--styles leveled,universal,fifo,tiered]
 #
@@ -16,7 +17,11 @@
 # --compaction_style=4 at its defaults; Strata only: other engines skip it).
 #
 # Engines other than strata need their cargo feature (rocksdb: a C++ toolchain and
-# clang/libclang for bindgen; the first build of RocksDB takes tens of minutes).
+# clang/libclang for bindgen; the first build of RocksDB takes tens of minutes; leveldb and
+# kyoto: the system libraries bench/setup-peers.sh installs). The peers get what each can
+# honour of the LSM settings below (leveldb: snappy, filters, write buffer; fjall: filters,
+# write buffer, its own compression); the B-trees (sqlite, kyoto, redb) skip `compact`, and
+# every peer skips mergerandom (no merge operator) and the non-leveled styles.
 # Results: bench/out/<timestamp>/{report.tsv, relative_qps.md, relative_qps.txt,
 # relative_qps.png (with a second engine), qps.png, steps.tsv, logs/}. report.tsv has
 # benchmark.sh's columns in its order (+ engine, du_mb, message); each step runs under
@@ -57,7 +62,7 @@ while [ $# -gt 0 ]; do
     --job-id=*) job_id="${1#*=}"; shift ;;
     --styles) styles="$2"; shift 2 ;;
     --styles=*) styles="${1#*=}"; shift ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     [0-9]*) num="$1"; shift ;; # the placeholder script's positional NUM
     *) echo "bench/run.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -68,14 +73,14 @@ IFS=',' read -r -a engine_list <<< "$engines"
 for e in "${engine_list[@]}"; do
   case "$e" in
     strata) ;;
-    rocksdb|sqlite) features+=("$e") ;;
+    rocksdb|sqlite|leveldb|kyoto|fjall|redb) features+=("$e") ;;
     db_bench)
       # RocksDB's own db_bench from Debian's rocksdb-tools (RocksDB 7.8.3, built with
       # assertions on, so slower than a release build): a quick reference run when the
       # rocksdb crate is not built. Install with `apt-get install -y rocksdb-tools`.
       command -v db_bench >/dev/null || {
         echo "bench/run.sh: db_bench not found (apt-get install -y rocksdb-tools)" >&2; exit 2; } ;;
-    *) echo "bench/run.sh: unknown engine '$e' (strata, rocksdb, sqlite, db_bench)" >&2; exit 2 ;;
+    *) echo "bench/run.sh: unknown engine '$e' (strata, rocksdb, sqlite, leveldb, kyoto, fjall, redb, db_bench)" >&2; exit 2 ;;
   esac
 done
 feature_args=()
@@ -154,7 +159,11 @@ run_step() { # engine test bench extra-flags...
   local db="$out/db/$engine$suffix" log="logs/$engine.$test.log"
   echo "== $engine: $test" >&2
   local engine_flags=("${common[@]}")
-  if [ "$engine" != sqlite ]; then engine_flags+=("${lsm[@]}" "${style_flags[@]}"); fi
+  case "$engine" in
+    strata|rocksdb|db_bench) engine_flags+=("${lsm[@]}" "${style_flags[@]}") ;;
+    leveldb) engine_flags+=(--compression_type=snappy --bloom_bits=10 --write_buffer_size=$((32 << 20))) ;;
+    fjall) engine_flags+=(--bloom_bits=10 --write_buffer_size=$((32 << 20)) --max_background_jobs=2) ;;
+  esac
   local cmd=("$bin" --engine="$engine")
   if [ "$engine" = db_bench ]; then cmd=(db_bench); fi
   local time_file="" hash="$githash"
@@ -178,11 +187,12 @@ run_step() { # engine test bench extra-flags...
 for style in "${style_list[@]}"; do
 set_style "$style"
 for engine in "${engine_list[@]}"; do
-  if [ "$style" != leveled ] && [ "$engine" = sqlite ]; then continue; fi # no LSM styles
+  case "$engine" in strata|rocksdb|db_bench) lsm_engine=1 ;; *) lsm_engine=0 ;; esac
+  if [ "$style" != leveled ] && [ "$lsm_engine" = 0 ]; then continue; fi # no LSM styles
   if [ "$style" = tiered ] && [ "$engine" != strata ]; then continue; fi # Strata's own style
-  # SQLite has no WAL-less writes: its load steps keep its own write-ahead log.
+  # SQLite and the peers have no WAL-less writes: their load steps keep their own logs.
   nowal=(--disable_wal=1)
-  if [ "$engine" = sqlite ]; then nowal=(); fi
+  if [ "$lsm_engine" = 0 ]; then nowal=(); fi
   # Load (seed 000 bulkload / benchmark.sh fillseq_disable_wal), then random load with the WAL.
   run_step "$engine" fillseq.wal_disabled fillseq "${nowal[@]}"
   run_step "$engine" fillrandom fillrandom
@@ -193,7 +203,7 @@ for engine in "${engine_list[@]}"; do
   # `compact` job; benchmark_compare.sh drains with flush_mt_l0). Without it the reads measure
   # where each engine's flush/compaction cycle happened to stop: 0 to 4 L0 files and a
   # memtable, which moves a seek's cost by 2-5x.
-  if [ "$engine" != sqlite ]; then # a B-tree: nothing to drain
+  if [ "$engine" != sqlite ] && [ "$engine" != kyoto ] && [ "$engine" != redb ]; then # B-trees: nothing to drain
     run_step "$engine" compact compact --use_existing_db=1
   fi
   run_step "$engine" readrandom readrandom --use_existing_db=1 --threads="$threads" --duration="$duration"
@@ -206,7 +216,7 @@ for engine in "${engine_list[@]}"; do
     --benchmark_write_rate_limit="$write_rate" --duration="$duration"
   # Read-modify-write (seed 001): 8-byte counters, no WAL, fresh DB each.
   run_step "$engine" updaterandom updaterandom --value_size=8 "${nowal[@]}" --duration="$duration"
-  if [ "$engine" != sqlite ]; then # SQLite has no merge operator
+  if [ "$lsm_engine" = 1 ]; then # SQLite and the peers have no merge operator
     run_step "$engine" mergerandom mergerandom --value_size=8 "${nowal[@]}" \
       --merge_operator=uint64add --duration="$duration"
   fi

@@ -1,17 +1,27 @@
 //! `strata-bench-report <dir>`: turns the logs of a `bench/run.sh` run (listed in
 //! `<dir>/steps.tsv`) into `report.tsv`, `relative_qps.{md,txt,png}` and `qps.png`.
+//! `strata-bench-report --leveldb-page <dir>`: a `bench/leveldb-page.sh` run into
+//! `leveldb_page.{md,png}` (and `report.tsv`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let [dir] = args.as_slice() else {
-        eprintln!("usage: strata-bench-report <bench/out/TIMESTAMP directory>");
-        return ExitCode::FAILURE;
+    let (page, dir) = match args.as_slice() {
+        [flag, dir] if flag == "--leveldb-page" => (true, dir),
+        [dir] if !dir.starts_with('-') => (false, dir),
+        _ => {
+            eprintln!(
+                "usage: strata-bench-report <bench/out/TIMESTAMP directory>\n       \
+                 strata-bench-report --leveldb-page <bench/leveldb-page.sh output directory>"
+            );
+            return ExitCode::FAILURE;
+        }
     };
     let dir = PathBuf::from(dir);
-    match strata_bench::report::write_reports(&dir) {
+    let written = if page { leveldb_page(&dir) } else { strata_bench::report::write_reports(&dir) };
+    match written {
         Ok(files) => {
             for f in files {
                 println!("{}", dir.join(f).display());
@@ -23,4 +33,13 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The page's files, and `report.tsv` (every step's columns) beside them.
+fn leveldb_page(dir: &std::path::Path) -> anyhow::Result<Vec<String>> {
+    let mut written = strata_bench::report::leveldb_page::write_leveldb_page(dir)?;
+    let steps = strata_bench::report::load_steps(dir)?;
+    std::fs::write(dir.join("report.tsv"), strata_bench::report::report_tsv(&steps))?;
+    written.push("report.tsv".into());
+    Ok(written)
 }

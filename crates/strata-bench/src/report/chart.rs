@@ -13,8 +13,18 @@ const BLACK: Rgb = [0, 0, 0];
 const GRID: Rgb = [225, 225, 225];
 const AXIS: Rgb = [90, 90, 90];
 const REFERENCE: Rgb = [200, 40, 40];
-/// Series colours: strata first, then the others.
-const PALETTE: [Rgb; 4] = [[46, 125, 200], [240, 140, 40], [90, 170, 90], [150, 100, 190]];
+/// Series colours: strata first, then the others (eight, for the LevelDB page's seven
+/// engines).
+const PALETTE: [Rgb; 8] = [
+    [46, 125, 200],
+    [240, 140, 40],
+    [90, 170, 90],
+    [150, 100, 190],
+    [200, 60, 60],
+    [120, 90, 60],
+    [230, 120, 190],
+    [110, 110, 110],
+];
 
 /// An RGB image.
 pub struct Canvas {

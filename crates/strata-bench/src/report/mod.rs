@@ -9,6 +9,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 pub mod chart;
+pub mod leveldb_page;
 pub mod ycsb;
 
 /// What one step's log says: the fields `tools/benchmark.sh` takes from a db_bench log

@@ -117,7 +117,12 @@ fn validation() {
     assert!(err(&["--merge_operator=nope"]).contains("merge_operator"));
     assert!(err(&["--prefix_size=20"]).contains("prefix_size"));
     assert!(err(&["--use_existing_keys"]).contains("use_existing_db"));
-    assert!(err(&["--engine=leveldb"]).contains("unknown engine"));
+    assert!(err(&["--engine=nosuch"]).contains("unknown engine"));
+    // A peer not compiled in: the feature that builds it, and where its library comes from.
+    if !cfg!(feature = "leveldb") {
+        let e = err(&["--engine=leveldb"]);
+        assert!(e.contains("--features leveldb") && e.contains("bench/setup-peers.sh"), "{e}");
+    }
     assert!(err(&["--readwritepercent=101"]).contains("percentage"));
     // --readonly implies --use_existing_db (rejected by strata, which cannot open read-only).
     let e = err(&["--readonly"]);

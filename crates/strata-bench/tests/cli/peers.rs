@@ -11,6 +11,7 @@ use std::process::{Command, Output};
 const N: u64 = 3000;
 /// Keys of a run whose every write is synced: fewer, but at least one batch of `fillbatch`
 /// (1000), which writes nothing below that.
+#[cfg(any(feature = "kyoto", feature = "redb"))]
 const N_SYNCED: u64 = 1000;
 
 fn run(engine: &str, db: &std::path::Path, args: &[&str]) -> Output {
@@ -90,6 +91,7 @@ fn conformance(engine: &str, n: u64, extra: &[&str]) {
 }
 
 /// What a peer engine cannot do is refused before anything runs, naming the engine and why.
+#[cfg(any(feature = "leveldb", feature = "kyoto", feature = "fjall", feature = "redb"))]
 fn refusals(engine: &str, unsupported_flag: &str) {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("db");
