@@ -3,7 +3,7 @@
 # linearizability while nodes are killed, paused, cut off and given lossy links.
 #
 #   bash bench/cluster-faults.sh --duration SECONDS [--nodes 3] [--partitions 8]
-#                                [--clients 12] [--keys 48] [--server-bin PATH]
+#                                [--clients 12] [--keys 48] [--spares 0] [--server-bin PATH]
 #                                [--out DIR] [--seed N]
 #
 # Every node runs in a network namespace of its own (10.77.0.I/24, clients on port 6379,
@@ -15,7 +15,14 @@
 # deleted then a restart on an empty one (a lost disk: the node catches up before it votes),
 # SIGSTOP then SIGCONT, the node's link down then up, a lossy link (tc netem loss 30% delay
 # 50ms; where the kernel has no netem, nftables dropping 30% each way, without delay). Each
-# is healed before the next, so a quorum always stands once a wiped node has caught up. Then the faults stop, the client reads every key back, the checker
+# is healed before the next, so a quorum always stands once a wiped node has caught up.
+# With --spares K, K more namespaces hold nodes outside the cluster, and one more fault kind
+# changes the membership: `join` starts a spare on an empty directory and adds it with the
+# controller (`strata-cluster add-node --rebalance --wait`: replicas move to it while the
+# clients go on), `leave` removes a member (`strata-cluster remove-node --wait`: its replicas
+# move away, then it is dropped from the map) and stops it, making it a spare again; joins
+# and leaves alternate, and the cluster keeps at least --nodes members. The other faults hit
+# members only. Then the faults stop, the client reads every key back, the checker
 # runs, and a summary is printed: operations, faults by kind, leader changes, violations.
 # Output in --out (default bench/out/faults-<time>): faults.log, leaders.log, client.log,
 # history.jsonl, summary.txt, node<I>/log, and when a violation is found witnesses.txt
@@ -37,7 +44,8 @@ keys=48
 server_bin=""
 out=""
 seed=1
-usage() { sed -n '2,26p' "$0"; }
+spares=0
+usage() { sed -n '2,33p' "$0"; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --duration) duration="$2"; shift 2 ;;
@@ -48,15 +56,17 @@ while [ $# -gt 0 ]; do
     --server-bin) server_bin="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --seed) seed="$2"; shift 2 ;;
+    --spares) spares="$2"; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "cluster-faults.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
   esac
 done
-for v in duration nodes partitions clients keys seed; do
+for v in duration nodes partitions clients keys seed spares; do
   [[ "${!v}" =~ ^[0-9]+$ ]] || { echo "cluster-faults.sh: --$v must be a number (got '${!v}')" >&2; usage >&2; exit 2; }
 done
 [ "$duration" -ge 10 ] || { echo "cluster-faults.sh: --duration must be at least 10 seconds" >&2; exit 2; }
-[ "$nodes" -ge 3 ] && [ "$nodes" -le 9 ] || { echo "cluster-faults.sh: --nodes must be 3..9" >&2; exit 2; }
+[ "$nodes" -ge 3 ] && [ $((nodes + spares)) -le 9 ] || { echo "cluster-faults.sh: --nodes must be 3..9, with the spares" >&2; exit 2; }
+total=$((nodes + spares))
 
 skip() { echo "cluster-faults.sh: skipped: $*"; exit 0; }
 [ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces)"
@@ -72,6 +82,10 @@ if [ -z "$server_bin" ]; then
 fi
 [ -x "$server_bin" ] || { echo "cluster-faults.sh: no server binary at $server_bin" >&2; exit 1; }
 server_bin=$(realpath "$server_bin")
+controller_bin="$(dirname "$server_bin")/strata-cluster"
+if [ "$spares" -gt 0 ] && [ ! -x "$controller_bin" ]; then
+  echo "cluster-faults.sh: --spares needs the controller beside the server, at $controller_bin" >&2; exit 1
+fi
 out=${out:-bench/out/faults-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out"
 out=$(realpath "$out")
@@ -103,13 +117,13 @@ cleanup() {
   touch "$out/.stop"
   [ -n "$client_pid" ] && kill -TERM "$client_pid" 2>/dev/null
   [ -n "$sampler_pid" ] && kill -TERM "$sampler_pid" 2>/dev/null
-  for i in $(seq 1 "$nodes"); do
+  for i in $(seq 1 "$total"); do
     local p=${pids[$i]:-}
     [ -n "$p" ] || continue
     kill -CONT "$p" 2>/dev/null; kill -TERM "$p" 2>/dev/null
   done
   local deadline=$((SECONDS + 10))
-  for i in $(seq 1 "$nodes"); do
+  for i in $(seq 1 "$total"); do
     local p=${pids[$i]:-}
     [ -n "$p" ] || continue
     while kill -0 "$p" 2>/dev/null; do
@@ -154,7 +168,7 @@ attach() { # namespace, bridge-side interface name, address
   ip -n "$1" addr add "$3/24" dev veth0
   ip -n "$1" link set veth0 up
 }
-for i in $(seq 1 "$nodes"); do attach "$(ns_of "$i")" "vn$i" "$(addr_of "$i")"; done
+for i in $(seq 1 "$total"); do attach "$(ns_of "$i")" "vn$i" "$(addr_of "$i")"; done
 attach "$ns_cl" vcl "$client_addr"
 
 # The lossy-link fault: netem where the kernel has it, else nftables' random drops.
@@ -169,6 +183,14 @@ fi
 
 list=""
 for i in $(seq 1 "$nodes"); do list="${list:+$list,}$i=$(addr_of "$i"):$port:$raft_port"; done
+# Each node's --cluster-nodes: the first nodes name the new cluster; a spare names itself
+# only (it joins through the cluster map).
+declare -a lists member
+for i in $(seq 1 "$total"); do
+  if [ "$i" -le "$nodes" ]; then lists[i]=$list; member[i]=1
+  else lists[i]="$i=$(addr_of "$i"):$port:$raft_port"; member[i]=0; fi
+done
+members() { local i; for i in $(seq 1 "$total"); do if [ "${member[$i]}" -eq 1 ]; then echo "$i"; fi; done; }
 # start_node I [yes]: yes at the cluster's first start only (a new cluster's empty
 # directories); a restart on a deleted directory is a lost disk, not a new cluster.
 start_node() {
@@ -177,7 +199,7 @@ start_node() {
   echo "=== start $(date +%H:%M:%S.%3N)" >> "$out/node$i/log"
   ip netns exec "$(ns_of "$i")" "$server_bin" --port "$port" --bind "$(addr_of "$i")" \
     --dir "$out/node$i/data" --appendfsync always \
-    --cluster-enabled yes --cluster-node-id "$i" --cluster-nodes "$list" \
+    --cluster-enabled yes --cluster-node-id "$i" --cluster-nodes "${lists[$i]}" \
     --cluster-partitions "$partitions" --cluster-replicas 3 --cluster-bootstrap "$bootstrap" \
     >> "$out/node$i/log" 2>&1 &
   pids[i]=$!
@@ -210,14 +232,14 @@ answers() { ask "$1" '*1\r\n$4\r\nPING\r\n' | grep -q PONG; }
 leaders_now() {
   local tmp i
   tmp=$(mktemp -d)
-  for i in $(seq 1 "$nodes"); do info_cluster "$i" > "$tmp/$i" & done
+  for i in $(members); do info_cluster "$i" > "$tmp/$i" & done
   wait
   cat "$tmp"/* | sed -nE 's/^partition([0-9]+):.*role=leader,term=([0-9]+),leader=([0-9]+).*/\1 \3 \2/p' \
     | sort -k1,1n -k3,3nr | awk '!seen[$1]++'
   rm -rf "$tmp"
 }
 
-for i in $(seq 1 "$nodes"); do start_node "$i" yes; done
+for i in $(members); do start_node "$i" yes; done
 deadline=$((SECONDS + 60))
 while :; do
   led=$(leaders_now | wc -l)
@@ -260,6 +282,7 @@ log "client started: $clients clients, $keys keys, ${duration}s, seed $seed"
 RANDOM=$seed
 kinds=(kill wipe stop linkdown)
 [ -n "$lossy_mode" ] && kinds+=(lossy)
+[ "$spares" -gt 0 ] && kinds+=(move)
 declare -A fault_count=()
 unexpected=0
 restart_failures=0
@@ -268,7 +291,7 @@ unrecovered=0
 # Restarts any node that died without being killed here, and says so.
 check_nodes() {
   local i
-  for i in $(seq 1 "$nodes"); do
+  for i in $(seq 1 "$total"); do
     if [ -n "${pids[$i]:-}" ] && ! kill -0 "${pids[$i]}" 2>/dev/null; then
       unexpected=$((unexpected + 1))
       log "UNEXPECTED: node $i (pid ${pids[$i]}) exited; its log ends:"
@@ -351,17 +374,67 @@ heal() { # kind, node
   esac
 }
 
+# The controller, run in the client's namespace against a member: bounded, output logged.
+controller() {
+  local via; via=$(members | head -1)
+  timeout -k 5 300 ip netns exec "$ns_cl" "$controller_bin" --node "$(addr_of "$via"):$port" \
+    --timeout 240 "$@" >> "$out/controller.log" 2>&1
+}
+membership_failures=0
+
+# A membership change: a spare joins while the cluster has its first size, else a member
+# (other than the first, through which the controller speaks) leaves. Echoes what it did.
+move() {
+  local i n
+  n=$(members | wc -l)
+  if [ "$n" -le "$nodes" ]; then
+    for i in $(seq 1 "$total"); do [ "${member[$i]}" -eq 0 ] && break; done
+    rm -rf "$out/node$i/data"
+    start_node "$i"
+    for _ in $(seq 1 150); do answers "$i" && break; sleep 0.2; done
+    member[i]=1
+    echo "=== add-node $i $(date +%H:%M:%S.%3N)" >> "$out/controller.log"
+    controller add-node "$i" "$(addr_of "$i"):$port:$raft_port" --rebalance --wait \
+      || { membership_failures=$((membership_failures + 1)); log "MEMBERSHIP: adding node $i failed (controller.log)"; }
+    fault_node=$i; fault_what="join"
+  else
+    local cand=()
+    for i in $(members | tail -n +2); do cand+=("$i"); done
+    i=${cand[$((RANDOM % ${#cand[@]}))]}
+    echo "=== remove-node $i $(date +%H:%M:%S.%3N)" >> "$out/controller.log"
+    if controller remove-node "$i" --wait; then
+      member[i]=0
+      kill -TERM "${pids[$i]}" 2>/dev/null
+      for _ in $(seq 1 150); do kill -0 "${pids[$i]}" 2>/dev/null || break; sleep 0.1; done
+      kill -KILL "${pids[$i]}" 2>/dev/null || true
+      pids[i]=""
+    else
+      membership_failures=$((membership_failures + 1)); log "MEMBERSHIP: removing node $i failed (controller.log)"
+    fi
+    fault_node=$i; fault_what="leave"
+  fi
+}
+
 run_end=$(awk -v a="$(since)" -v d="$duration" 'BEGIN { printf "%d", a + d }')
 while :; do
   gap=$((2 + RANDOM % 4))
   kind=${kinds[$((RANDOM % ${#kinds[@]}))]}
-  node=$((1 + RANDOM % nodes))
+  mapfile -t live < <(members)
+  node=${live[$((RANDOM % ${#live[@]}))]}
   hold=$((2 + RANDOM % 5))
   now=$(since); now=${now%.*}
   # Room for the gap, the fault and its heal before the workload ends.
   [ $((now + gap + hold + 2)) -le "$run_end" ] || break
   sleep "$gap"
   check_nodes
+  if [ "$kind" = move ]; then
+    log "membership change begins"
+    move
+    log "membership change done: $fault_what node $fault_node; members now $(members | tr '\n' ' ')"
+    fault_count[$fault_what]=$(( ${fault_count[$fault_what]:-0} + 1 ))
+    kill -0 "$client_pid" 2>/dev/null || { log "the client exited early"; break; }
+    continue
+  fi
   log "fault $kind node $node for ${hold}s"
   inject "$kind" "$node"
   fault_count[$kind]=$(( ${fault_count[$kind]:-0} + 1 ))
@@ -371,7 +444,10 @@ while :; do
   kill -0 "$client_pid" 2>/dev/null || { log "the client exited early"; break; }
 done
 check_nodes
-touch "$out/healed"
+# The members' addresses: the nodes whose replicas the client's final phase compares.
+final=""
+for i in $(members); do final="${final:+$final,}$(addr_of "$i"):$port"; done
+echo "$final" > "$out/healed.tmp"; mv "$out/healed.tmp" "$out/healed"
 log "faults over; waiting for the client's final reads and check"
 
 client_rc=0
@@ -391,7 +467,7 @@ summary=$out/summary.txt
 val() { sed -n "s/^$1=//p" "$summary" 2>/dev/null | head -1; }
 faults_total=0
 faults_desc=""
-for k in kill wipe stop linkdown lossy; do
+for k in kill wipe stop linkdown lossy join leave; do
   c=${fault_count[$k]:-0}
   faults_total=$((faults_total + c))
   faults_desc="$faults_desc $k=$c"
@@ -399,7 +475,7 @@ done
 {
   echo
   echo "== fault run: $out"
-  echo "duration ${duration}s, $nodes nodes, $partitions partitions, $clients clients, $keys keys, seed $seed"
+  echo "duration ${duration}s, $nodes nodes (+$spares spares), $partitions partitions, $clients clients, $keys keys, seed $seed"
   if [ -f "$summary" ]; then
     echo "operations: $(val ops_total) (ok $(val ops_ok), failed $(val ops_failed), unknown $(val ops_unknown));" \
       "get $(val get_ok)/$(val get_failed), set $(val set_ok)/$(val set_failed)/$(val set_unknown)," \
@@ -409,6 +485,7 @@ done
   fi
   echo "faults: $faults_total ($faults_desc ); lossy links by ${lossy_mode:-(none)}"
   echo "leader changes: $leader_changes (term changes seen: $term_changes; leaders.log)"
+  echo "membership changes that failed: $membership_failures; members at the end: $(members | tr '\n' ' ')"
   echo "unexpected node exits: $unexpected; starts after a kill that exited: $restart_failures; nodes never answering after a restart: $unrecovered; node logs mentioning a panic: $panics"
   if [ -f "$summary" ]; then
     illegal_keys=$(val illegal_keys)
@@ -420,5 +497,5 @@ done
   echo "client exit status: $client_rc (0 ok, 1 violation, 2 checker timeout, 3 setup, 4 no final read, 124/137 killed by the time limit)"
 } | tee -a "$out/faults.log"
 
-[ "$client_rc" -eq 0 ] && [ "$unexpected" -eq 0 ] && [ "$restart_failures" -eq 0 ] && [ "$unrecovered" -eq 0 ] \
+[ "$client_rc" -eq 0 ] && [ "$membership_failures" -eq 0 ] && [ "$unexpected" -eq 0 ] && [ "$restart_failures" -eq 0 ] && [ "$unrecovered" -eq 0 ] \
   && [ "$panics" -eq 0 ] || exit 1

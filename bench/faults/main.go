@@ -75,7 +75,7 @@ func main() {
 	flag.IntVar(&cfg.maxRedirects, "max-redirects", 4, "MOVED redirects and retries (only of attempts that cannot have taken effect)")
 	flag.Uint64Var(&cfg.seed, "seed", 1, "seed of the clients' choices")
 	flag.StringVar(&cfg.out, "out", "", "directory for history.jsonl, summary.txt and violation evidence")
-	flag.StringVar(&cfg.readyFile, "ready-file", "", "before the final phase, wait until this file exists (the faults are healed)")
+	flag.StringVar(&cfg.readyFile, "ready-file", "", "before the final phase, wait until this file exists (the faults are healed); when it holds host:port addresses (comma-separated), they are the nodes whose replicas the final phase compares (the cluster's members then)")
 	flag.DurationVar(&cfg.finalTimeout, "final-timeout", 90*time.Second, "longest wait for -ready-file, and for the final reads to agree")
 	flag.DurationVar(&cfg.checkTimeout, "check-timeout", 5*time.Minute, "longest linearizability search, all keys together")
 	flag.DurationVar(&cfg.keyTimeout, "key-timeout", 20*time.Second, "longest linearizability search of one key (bounds its memory too)")
@@ -299,6 +299,9 @@ func run(cfg config) int {
 		fmt.Printf("waiting for %s\n", cfg.readyFile)
 		if !waitForFile(cfg.readyFile, cfg.finalTimeout) {
 			fmt.Printf("%s did not appear within %s: final reads go on anyway\n", cfg.readyFile, cfg.finalTimeout)
+		} else if b, err := os.ReadFile(cfg.readyFile); err == nil && strings.TrimSpace(string(b)) != "" {
+			cfg.addrs = strings.Split(strings.TrimSpace(string(b)), ",")
+			fmt.Printf("final phase compares the replicas of %s\n", strings.Join(cfg.addrs, ","))
 		}
 	}
 	finalRecs, diverged := finalPhase(ctx, rdb, cfg, clk, int(procs.Add(1)))

@@ -64,6 +64,22 @@ async fn known_leader(replica: &Replica) -> Option<NodeId> {
     replica.wait_for("a leader", LEADER_WAIT, known).await.ok().and_then(|s| s.leader)
 }
 
+/// Where to send a client after this replica refused a command as not the leader (`hint`:
+/// the leader Raft named): once this replica has stepped down and knows the next leader,
+/// that one, waiting up to [`LEADER_WAIT`]. A leader handing over its leadership refuses
+/// commands before its successor is elected, and the successor still names the old leader
+/// until it is: redirecting at once would send clients back and forth between the two.
+async fn next_leader(replica: &Replica, hint: Option<NodeId>) -> Option<NodeId> {
+    let moved_on = |s: &GroupStatus| {
+        (s.role != Role::Leader && s.role != Role::Candidate && s.leader.is_some())
+            || s.role == Role::Shutdown
+    };
+    match replica.wait_for("the next leader", LEADER_WAIT, moved_on).await {
+        Ok(s) => s.leader.or(hint),
+        Err(_) => hint,
+    }
+}
+
 /// The map a node works from, and each node's client address (`host:port`, shared with
 /// the outcomes of proposals).
 #[derive(Clone)]
@@ -355,9 +371,13 @@ impl Replicate for ClusterNode {
         let done: Done<RaftError> = Box::new(move |r| match r {
             // Nothing was proposed, and the group is between leaders: redirect to the next
             // one once it is known.
-            Err(e) if matches!(*e, RaftError::NotLeader { leader: None, .. }) => {
+            Err(e) if matches!(*e, RaftError::NotLeader { .. }) => {
+                let hint = match *e {
+                    RaftError::NotLeader { leader, .. } => leader,
+                    _ => None,
+                };
                 runtime.spawn(async move {
-                    let leader = known_leader(&waiter).await;
+                    let leader = next_leader(&waiter, hint).await;
                     done.settle(Err(moved(&clients, slot, leader)));
                 });
             }
@@ -523,10 +543,9 @@ impl Router for ClusterNode {
         let term = replica.leadership().term;
         self.wait("a linearizable read barrier", replica.linearizable_read(false)).map_err(
             |e| match e {
-                RaftError::NotLeader { leader: Some(l), .. } => self.moved(slot, Some(l)),
-                RaftError::NotLeader { leader: None, .. } => {
-                    let leader = off_worker(|| self.runtime.block_on(known_leader(&replica)));
-                    self.moved(slot, leader)
+                RaftError::NotLeader { leader, .. } => {
+                    let next = off_worker(|| self.runtime.block_on(next_leader(&replica, leader)));
+                    self.moved(slot, next)
                 }
                 other => format!("{DOWN}: {other}"),
             },
