@@ -18,7 +18,7 @@ const WAIT: Duration = Duration::from_secs(60);
 
 /// Sends a map command, following `REDIRECT` to the meta group's leader and waiting out
 /// `CLUSTERDOWN` and `TRYAGAIN`.
-fn admin(port: u16, args: &[&str]) -> String {
+pub(super) fn admin(port: u16, args: &[&str]) -> String {
     let deadline = Instant::now() + WAIT;
     let mut port = port;
     loop {
@@ -41,7 +41,7 @@ fn admin(port: u16, args: &[&str]) -> String {
 }
 
 /// One partition line of INFO cluster: its number and fields.
-fn partitions(port: u16) -> BTreeMap<u16, BTreeMap<String, String>> {
+pub(super) fn partitions(port: u16) -> BTreeMap<u16, BTreeMap<String, String>> {
     let Reply::Bulk(b) = Raw::connect(port).cmd(&["INFO", "cluster"]) else {
         panic!("INFO cluster");
     };
@@ -74,7 +74,7 @@ fn placement(map: &str) -> BTreeMap<u16, Vec<u64>> {
 
 /// Waits until every partition's leader (among `ports`) has exactly its placement as voters
 /// and no other member, and every replica of it has caught up.
-fn settled(ports: &[u16], entry: u16) {
+pub(super) fn settled(ports: &[u16], entry: u16) {
     let deadline = Instant::now() + WAIT;
     loop {
         let map = admin(entry, &["CLUSTER", "MAP"]);

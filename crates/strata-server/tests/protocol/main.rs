@@ -8,6 +8,7 @@ mod common;
 mod auth;
 mod blocking;
 mod cli_tools;
+mod cluster_client;
 mod cluster_map;
 mod cluster_mode;
 mod cluster_routing;

@@ -1,0 +1,148 @@
+//! A real cluster client (the `redis` crate's, which reads CLUSTER SLOTS, follows `MOVED` and
+//! waits out `CLUSTERDOWN`) runs a model workload against three server processes while a
+//! fourth node joins and takes its share and node 1 leaves: every reply equals the model's
+//! (a BTreeMap of strings, counters and lists), no command fails, and at the end every key
+//! reads back as the model holds it.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use redis::cluster::ClusterClient;
+use redis::Commands;
+
+use super::cluster_map::{admin, partitions, settled};
+use super::cluster_mode::{free_ports, start};
+
+/// What the model holds for a key.
+#[derive(Clone, Debug, PartialEq)]
+enum Val {
+    Str(String),
+    Count(i64),
+    List(Vec<String>),
+}
+
+/// One step of the workload on key index `i` (of `keys`), checked against `model`.
+fn step(
+    con: &mut redis::cluster::ClusterConnection,
+    model: &mut BTreeMap<String, Val>,
+    n: u64,
+    keys: u64,
+) {
+    let i = n.wrapping_mul(2_654_435_761) % keys;
+    match n % 5 {
+        0 | 1 => {
+            let (k, v) = (format!("s:{i}"), format!("v{n}"));
+            let r: String = con.set(&k, &v).unwrap_or_else(|e| panic!("SET {k}: {e}"));
+            assert_eq!(r, "OK");
+            model.insert(k, Val::Str(v));
+        }
+        2 => {
+            let k = format!("c:{i}");
+            let r: i64 = con.incr(&k, 1).unwrap_or_else(|e| panic!("INCR {k}: {e}"));
+            let now = match model.get(&k) {
+                Some(Val::Count(c)) => c + 1,
+                _ => 1,
+            };
+            assert_eq!(r, now, "INCR {k}");
+            model.insert(k, Val::Count(now));
+        }
+        3 => {
+            let (k, v) = (format!("l:{i}"), format!("e{n}"));
+            let r: usize = con.lpush(&k, &v).unwrap_or_else(|e| panic!("LPUSH {k}: {e}"));
+            let mut list = match model.remove(&k) {
+                Some(Val::List(l)) => l,
+                _ => Vec::new(),
+            };
+            list.insert(0, v);
+            assert_eq!(r, list.len(), "LPUSH {k}");
+            model.insert(k, Val::List(list));
+        }
+        _ => {
+            let k = format!("s:{i}");
+            let r: Option<String> = con.get(&k).unwrap_or_else(|e| panic!("GET {k}: {e}"));
+            let want = match model.get(&k) {
+                Some(Val::Str(s)) => Some(s.clone()),
+                _ => None,
+            };
+            assert_eq!(r, want, "GET {k}");
+            if n % 35 == 4 {
+                let d: i64 = con.del(&k).unwrap_or_else(|e| panic!("DEL {k}: {e}"));
+                assert_eq!(d, i64::from(model.remove(&k).is_some()), "DEL {k}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_cluster_client_sees_the_model_while_a_node_joins_and_another_leaves() {
+    let root = tempfile::tempdir().unwrap();
+    let ports = free_ports(8);
+    let (client, raft) = (&ports[..4], &ports[4..]);
+    let addr = |i: usize| format!("127.0.0.1:{}:{}", client[i - 1], raft[i - 1]);
+    let three: Vec<String> = (1..=3).map(|i| format!("{i}={}", addr(i))).collect();
+    let three = three.join(",");
+    let dir = |i: u64| root.path().join(format!("node{i}"));
+    let mut nodes: BTreeMap<u64, _> =
+        (1..=3u64).map(|i| (i, start(i, &dir(i), client[i as usize - 1], &three, true))).collect();
+    // The first map committed: every partition has a leader.
+    admin(client[0], &["CLUSTER", "MAP"]);
+    settled(&client[..3], client[0]);
+
+    let seeds: Vec<String> =
+        client[..3].iter().map(|p| format!("redis://127.0.0.1:{p}/")).collect();
+    let cc = ClusterClient::builder(seeds)
+        .retries(30)
+        .connection_timeout(Duration::from_secs(5))
+        .response_timeout(Duration::from_secs(10))
+        .build()
+        .unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let worker = {
+        let (stop, cc) = (stop.clone(), cc.clone());
+        std::thread::spawn(move || {
+            let mut con = cc.get_connection().unwrap();
+            let mut model = BTreeMap::new();
+            let mut n = 0u64;
+            while !stop.load(Ordering::Relaxed) || n < 2_000 {
+                step(&mut con, &mut model, n, 200);
+                n += 1;
+            }
+            (model, n)
+        })
+    };
+
+    let four = format!("4={}", addr(4));
+    nodes.insert(4, start(4, &dir(4), client[3], &four, false));
+    admin(client[0], &["CLUSTER", "ADDNODE", "4", &addr(4)]);
+    admin(client[0], &["CLUSTER", "REBALANCE"]);
+    settled(client, client[0]);
+    admin(client[1], &["CLUSTER", "REMOVENODE", "1"]);
+    settled(&client[1..], client[1]);
+    while !partitions(client[0]).is_empty() {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    admin(client[1], &["CLUSTER", "FORGETNODE", "1"]);
+    drop(nodes.remove(&1));
+    std::thread::sleep(Duration::from_millis(500));
+    stop.store(true, Ordering::Relaxed);
+    let (model, ops) = worker.join().unwrap();
+    assert!(ops >= 2_000, "{ops} operations");
+
+    // Every key as the model holds it, through a new client seeded with the nodes left.
+    let seeds: Vec<String> =
+        client[1..].iter().map(|p| format!("redis://127.0.0.1:{p}/")).collect();
+    let mut con = ClusterClient::new(seeds).unwrap().get_connection().unwrap();
+    for (k, v) in &model {
+        match v {
+            Val::Str(s) => assert_eq!(con.get::<_, String>(k).unwrap(), *s, "{k}"),
+            Val::Count(c) => assert_eq!(con.get::<_, i64>(k).unwrap(), *c, "{k}"),
+            Val::List(l) => assert_eq!(con.lrange::<_, Vec<String>>(k, 0, -1).unwrap(), *l, "{k}"),
+        }
+    }
+    let absent = (0..200).map(|i| format!("s:{i}")).filter(|k| !model.contains_key(k));
+    for k in absent {
+        assert_eq!(con.get::<_, Option<String>>(&k).unwrap(), None, "{k}");
+    }
+}
