@@ -8,6 +8,7 @@
 #                              [--nodes 5] [--partitions 64] [--replicas 3]
 #                              [--workloads rw-0-1,rw-1-0,...] [--engines cluster,single]
 #                              [--timeout S] [--base-port PORT] [--server-bin PATH] [--out DIR]
+#                              [--move-during WORKLOAD]
 #
 # Defaults: 100000 records and operations, 16 threads, 3 repetitions, durability always,
 # both clients, 5 x 64 x 3, the Pegasus cases (write only 0:1, read only 1:0, read & write
@@ -37,6 +38,13 @@
 # WAL sync of `everysec`. So `always` (the default) is equal durability: an acknowledged
 # write survives power loss on both; with `everysec` the single server may lose about a
 # second of acknowledged writes and the cluster none: not equal, as the table says.
+#
+# --move-during W: while the cluster runs workload W, the membership changes under the
+# clients: 3 s in, one more node joins (bench/cluster.sh add: strata-cluster add-node
+# --rebalance --wait) and then leaves again (bench/cluster.sh remove: remove-node --wait),
+# replicas and leaderships moving both times; the run must still end with no error, and a
+# move that fails fails the run (its output in logs/*.move). W must run long enough to cover
+# it (about 10 s; more --ops).
 #
 # Writes DIR (default bench/out/ycsb-cluster-<timestamp>): runs.tsv, logs/ (YCSB output per
 # run, go-ycsb's raw output as *.raw, cluster and server logs), environment.txt, and from
@@ -68,7 +76,8 @@ base_port=""
 server_bin=""
 out=""
 goycsb_version=v1.0.3
-usage() { sed -n '2,52p' "$0"; }
+move_during=""
+usage() { sed -n '2,59p' "$0"; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --records) records="$2"; shift 2 ;;
@@ -81,6 +90,7 @@ while [ $# -gt 0 ]; do
     --partitions) partitions="$2"; shift 2 ;;
     --replicas) replicas="$2"; shift 2 ;;
     --workloads) workloads="$2"; shift 2 ;;
+    --move-during) move_during="$2"; shift 2 ;;
     --engines) engines="$2"; shift 2 ;;
     --timeout) ycsb_timeout="$2"; shift 2 ;;
     --base-port) base_port="$2"; shift 2 ;;
@@ -355,8 +365,29 @@ for rep in $(seq 1 "$reps"); do
           ratio=$(sed -n 's/^# strata-ycsb: ratio=//p' "$file")
         fi
         rc=0
+        mover=""
+        if [ "$engine" = cluster ] && [ "$w" = "$move_during" ]; then
+          (
+            set -e
+            sleep 3
+            echo "$(date +%T.%3N) add" 
+            bash bench/cluster.sh add --dir "$dir"
+            id=$(ls -d "$dir"/node* | sed 's/.*node//' | sort -n | tail -1)
+            echo "$(date +%T.%3N) remove node $id"
+            bash bench/cluster.sh remove --dir "$dir" --id "$id"
+            echo "$(date +%T.%3N) done"
+          ) >"$log.move" 2>&1 &
+          mover=$!
+        fi
         run_ycsb "$client" "$engine" "$phase" "$file" "$log" || rc=$?
         summary=$(python3 bench/ycsb-cluster-table.py errors "$log" 2>&1) || failed=1
+        if [ -n "$mover" ]; then
+          if wait "$mover"; then
+            summary="$summary; a node joined and left during it ($(head -1 "$log.move" | cut -d' ' -f1) to $(tail -1 "$log.move" | cut -d' ' -f1))"
+          else
+            failed=1; summary="$summary; the membership change failed (see $log.move)"
+          fi
+        fi
         if [ "$rc" != 0 ]; then
           failed=1
           [ "$rc" = 124 ] && summary="$summary; timed out after ${ycsb_timeout}s"
