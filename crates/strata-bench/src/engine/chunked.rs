@@ -40,6 +40,32 @@ pub(super) trait ChunkSource {
     ) -> Result<()>;
 }
 
+/// Hands `push` the first `n` items of `range` when `forward`, else its last `n`, last
+/// first: the two directions of a [`ChunkSource::fetch`] over an engine's double-ended range.
+pub(super) fn take_ends<I: DoubleEndedIterator>(
+    range: I,
+    forward: bool,
+    n: usize,
+    mut push: impl FnMut(I::Item) -> Result<()>,
+) -> Result<()> {
+    if forward {
+        range.take(n).try_for_each(push)
+    } else {
+        range.rev().take(n).try_for_each(&mut push)
+    }
+}
+
+/// Checks that `version`, an engine's reported version, is the one Cargo.lock pins for
+/// `krate` (the version the header prints must be the one linked).
+#[cfg(test)]
+pub(super) fn assert_locked_version(krate: &str, version: &str) {
+    let lock = include_str!("../../../../Cargo.lock");
+    let name = format!("name = \"{krate}\"");
+    let mut lines = lock.lines().skip_while(|l| *l != name);
+    let v = lines.nth(1).unwrap_or_else(|| panic!("Cargo.lock lists {krate}"));
+    assert_eq!(v, format!("version = \"{version}\""));
+}
+
 /// The cursor; see the module comment.
 pub(super) struct ChunkedCursor<S> {
     src: S,

@@ -264,21 +264,11 @@ impl ChunkSource for Source<'_> {
         out: &mut VecDeque<Entry>,
     ) -> Result<()> {
         let range = self.snapshot.range::<&[u8], _>(self.ks, (lo, hi));
-        let mut push = |g: fjall::Guard| -> Result<()> {
+        super::chunked::take_ends(range, forward, n, |g: fjall::Guard| {
             let (k, v) = g.into_inner().context("fjall range")?;
             out.push_back((k.to_vec(), v.to_vec()));
             Ok(())
-        };
-        if forward {
-            for g in range.take(n) {
-                push(g)?;
-            }
-        } else {
-            for g in range.rev().take(n) {
-                push(g)?;
-            }
-        }
-        Ok(())
+        })
     }
 }
 
@@ -286,9 +276,6 @@ impl ChunkSource for Source<'_> {
 mod tests {
     #[test]
     fn version_matches_the_locked_crate() {
-        let lock = include_str!("../../../../Cargo.lock");
-        let mut lines = lock.lines().skip_while(|l| *l != "name = \"fjall\"");
-        let v = lines.nth(1).expect("Cargo.lock lists fjall");
-        assert_eq!(v, format!("version = \"{}\"", super::VERSION));
+        super::super::chunked::assert_locked_version("fjall", super::VERSION);
     }
 }

@@ -209,21 +209,11 @@ impl ChunkSource for Source {
         out: &mut VecDeque<Entry>,
     ) -> Result<()> {
         let range = self.0.range::<&[u8]>((lo, hi))?;
-        let mut push = |r: Result<_, redb::StorageError>| -> Result<()> {
+        super::chunked::take_ends(range, forward, n, |r: Result<_, redb::StorageError>| {
             let (k, v): (redb::AccessGuard<'_, &[u8]>, redb::AccessGuard<'_, &[u8]>) = r?;
             out.push_back((k.value().to_vec(), v.value().to_vec()));
             Ok(())
-        };
-        if forward {
-            for r in range.take(n) {
-                push(r)?;
-            }
-        } else {
-            for r in range.rev().take(n) {
-                push(r)?;
-            }
-        }
-        Ok(())
+        })
     }
 }
 
@@ -231,9 +221,6 @@ impl ChunkSource for Source {
 mod tests {
     #[test]
     fn version_matches_the_locked_crate() {
-        let lock = include_str!("../../../../Cargo.lock");
-        let mut lines = lock.lines().skip_while(|l| *l != "name = \"redb\"");
-        let v = lines.nth(1).expect("Cargo.lock lists redb");
-        assert_eq!(v, format!("version = \"{}\"", super::VERSION));
+        super::super::chunked::assert_locked_version("redb", super::VERSION);
     }
 }

@@ -285,53 +285,48 @@ impl Replica {
 
     /// Adds node `id` (at `peer`) as a learner and waits until it has caught up.
     pub async fn add_learner(&self, id: NodeId, peer: Peer) -> Result<()> {
-        self.raft
-            .add_learner(id, peer, true)
-            .await
-            .map(|_| ())
-            .map_err(|e| self.write_error("add learner", e))
+        self.learner(id, peer, true).await
     }
 
     /// Adds node `id` (at `peer`) as a learner and returns once the membership change is
     /// committed, without waiting for the learner to catch up ([`GroupStatus::replication`]
     /// tells how far it is).
     pub async fn begin_add_learner(&self, id: NodeId, peer: Peer) -> Result<()> {
-        self.raft
-            .add_learner(id, peer, false)
-            .await
-            .map(|_| ())
-            .map_err(|e| self.write_error("add learner", e))
+        self.learner(id, peer, false).await
+    }
+
+    async fn learner(&self, id: NodeId, peer: Peer, wait: bool) -> Result<()> {
+        let added = self.raft.add_learner(id, peer, wait).await;
+        added.map(|_| ()).map_err(|e| self.write_error("add learner", e))
     }
 
     /// Removes the learners `ids` from the group (voters among them are refused by Raft:
     /// demote them with [`Replica::change_voters`] first).
     pub async fn remove_learners(&self, ids: BTreeSet<NodeId>) -> Result<()> {
-        self.raft
-            .change_membership(ChangeMembers::RemoveNodes(ids), false)
-            .await
-            .map(|_| ())
-            .map_err(|e| self.write_error("remove learners", e))
+        self.change(ChangeMembers::RemoveNodes(ids), false, "remove learners").await
     }
 
     /// Makes `voters` the voting members (through joint consensus); members no longer
     /// voters are removed from the group.
     pub async fn change_voters(&self, voters: BTreeSet<NodeId>) -> Result<()> {
-        self.raft
-            .change_membership(ChangeMembers::ReplaceAllVoters(voters), false)
-            .await
-            .map(|_| ())
-            .map_err(|e| self.write_error("change membership", e))
+        self.change(ChangeMembers::ReplaceAllVoters(voters), false, "change membership").await
     }
 
     /// Makes `voters` the voting members (through joint consensus); members no longer voters
     /// stay as learners, so they keep receiving the log and learn that they no longer vote
     /// ([`Replica::remove_learners`] then removes them).
     pub async fn demote_to(&self, voters: BTreeSet<NodeId>) -> Result<()> {
-        self.raft
-            .change_membership(ChangeMembers::ReplaceAllVoters(voters), true)
-            .await
-            .map(|_| ())
-            .map_err(|e| self.write_error("change membership", e))
+        self.change(ChangeMembers::ReplaceAllVoters(voters), true, "change membership").await
+    }
+
+    async fn change(
+        &self,
+        change: ChangeMembers<NodeId, Peer>,
+        retain: bool,
+        what: &str,
+    ) -> Result<()> {
+        let changed = self.raft.change_membership(change, retain).await;
+        changed.map(|_| ()).map_err(|e| self.write_error(what, e))
     }
 
     /// Asks the leader (this node) to hand leadership to `to`. From now until the term

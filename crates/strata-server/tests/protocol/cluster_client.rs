@@ -12,8 +12,7 @@ use std::time::Duration;
 use redis::cluster::ClusterClient;
 use redis::Commands;
 
-use super::cluster_map::{admin, partitions, settled};
-use super::cluster_mode::{free_ports, start};
+use super::cluster_map::{admin, partitions, settled, Loopback};
 
 /// What the model holds for a key.
 #[derive(Clone, Debug, PartialEq)]
@@ -77,15 +76,8 @@ fn step(
 
 #[test]
 fn a_cluster_client_sees_the_model_while_a_node_joins_and_another_leaves() {
-    let root = tempfile::tempdir().unwrap();
-    let ports = free_ports(8);
-    let (client, raft) = (&ports[..4], &ports[4..]);
-    let addr = |i: usize| format!("127.0.0.1:{}:{}", client[i - 1], raft[i - 1]);
-    let three: Vec<String> = (1..=3).map(|i| format!("{i}={}", addr(i))).collect();
-    let three = three.join(",");
-    let dir = |i: u64| root.path().join(format!("node{i}"));
-    let mut nodes: BTreeMap<u64, _> =
-        (1..=3u64).map(|i| (i, start(i, &dir(i), client[i as usize - 1], &three, true))).collect();
+    let mut cluster = Loopback::start_three();
+    let client = cluster.client.clone();
     // The first map committed: every partition has a leader.
     admin(client[0], &["CLUSTER", "MAP"]);
     settled(&client[..3], client[0]);
@@ -113,18 +105,17 @@ fn a_cluster_client_sees_the_model_while_a_node_joins_and_another_leaves() {
         })
     };
 
-    let four = format!("4={}", addr(4));
-    nodes.insert(4, start(4, &dir(4), client[3], &four, false));
-    admin(client[0], &["CLUSTER", "ADDNODE", "4", &addr(4)]);
+    cluster.start_fourth();
+    admin(client[0], &["CLUSTER", "ADDNODE", "4", &cluster.addr(4)]);
     admin(client[0], &["CLUSTER", "REBALANCE"]);
-    settled(client, client[0]);
+    settled(&client, client[0]);
     admin(client[1], &["CLUSTER", "REMOVENODE", "1"]);
     settled(&client[1..], client[1]);
     while !partitions(client[0]).is_empty() {
         std::thread::sleep(Duration::from_millis(100));
     }
     admin(client[1], &["CLUSTER", "FORGETNODE", "1"]);
-    drop(nodes.remove(&1));
+    drop(cluster.nodes.remove(&1));
     std::thread::sleep(Duration::from_millis(500));
     stop.store(true, Ordering::Relaxed);
     let (model, ops) = worker.join().unwrap();

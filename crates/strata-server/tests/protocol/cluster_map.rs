@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::cluster_mode::{free_ports, run, start};
+use super::cluster_mode::{free_ports, run, start, Node};
 use crate::common::{Raw, Reply};
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -101,17 +101,53 @@ pub(super) fn settled(ports: &[u16], entry: u16) {
     }
 }
 
+/// A new cluster of three nodes on loopback, with the ports of a fourth that may join.
+pub(super) struct Loopback {
+    root: tempfile::TempDir,
+    /// Client ports of nodes 1 to 4.
+    pub client: Vec<u16>,
+    raft: Vec<u16>,
+    /// The running nodes; dropping one kills it.
+    pub nodes: BTreeMap<u64, Node>,
+}
+
+impl Loopback {
+    /// Starts nodes 1 to 3 (`--cluster-bootstrap yes`, four partitions of three replicas).
+    pub(super) fn start_three() -> Loopback {
+        let ports = free_ports(8);
+        let (client, raft) = (ports[..4].to_vec(), ports[4..].to_vec());
+        let mut l =
+            Loopback { root: tempfile::tempdir().unwrap(), client, raft, nodes: BTreeMap::new() };
+        let three: Vec<String> = (1..=3).map(|i| format!("{i}={}", l.addr(i))).collect();
+        let three = three.join(",");
+        for i in 1..=3u64 {
+            let node = start(i, &l.dir(i), l.client[i as usize - 1], &three, true);
+            l.nodes.insert(i, node);
+        }
+        l
+    }
+
+    /// Node `i`'s `host:port:raft_port`.
+    pub(super) fn addr(&self, i: u64) -> String {
+        let i = i as usize - 1;
+        format!("127.0.0.1:{}:{}", self.client[i], self.raft[i])
+    }
+
+    fn dir(&self, i: u64) -> std::path::PathBuf {
+        self.root.path().join(format!("node{i}"))
+    }
+
+    /// Starts node 4 naming only itself, as a node joining the cluster is started.
+    pub(super) fn start_fourth(&mut self) {
+        let node = start(4, &self.dir(4), self.client[3], &format!("4={}", self.addr(4)), false);
+        self.nodes.insert(4, node);
+    }
+}
+
 #[test]
 fn a_node_joins_and_takes_its_share_and_a_node_leaves_while_writes_go_on() {
-    let root = tempfile::tempdir().unwrap();
-    let ports = free_ports(8);
-    let (client, raft) = (&ports[..4], &ports[4..]);
-    let addr = |i: usize| format!("127.0.0.1:{}:{}", client[i - 1], raft[i - 1]);
-    let three: Vec<String> = (1..=3).map(|i| format!("{i}={}", addr(i))).collect();
-    let three = three.join(",");
-    let dir = |i: u64| root.path().join(format!("node{i}"));
-    let mut nodes: BTreeMap<u64, _> =
-        (1..=3u64).map(|i| (i, start(i, &dir(i), client[i as usize - 1], &three, true))).collect();
+    let mut cluster = Loopback::start_three();
+    let client = cluster.client.clone();
     for i in 0..100 {
         let (k, v) = (format!("key:{i}"), format!("v{i}"));
         assert_eq!(run(client[0], false, &["SET", &k, &v]), Reply::Simple("OK".into()));
@@ -139,12 +175,12 @@ fn a_node_joins_and_takes_its_share_and_a_node_leaves_while_writes_go_on() {
     };
 
     // Node 4 names only itself: it learns the cluster from the meta group once added.
-    let four = format!("4={}", addr(4));
-    nodes.insert(4, start(4, &dir(4), client[3], &four, false));
-    let added = admin(client[0], &["CLUSTER", "ADDNODE", "4", &addr(4)]);
+    let four = cluster.addr(4);
+    cluster.start_fourth();
+    let added = admin(client[0], &["CLUSTER", "ADDNODE", "4", &four]);
     assert_eq!(added, "map version 2");
     // Adding it again is no error (a controller may retry); other addresses are.
-    assert!(admin(client[0], &["CLUSTER", "ADDNODE", "4", &addr(4)]).contains("in the map"));
+    assert!(admin(client[0], &["CLUSTER", "ADDNODE", "4", &four]).contains("in the map"));
     let r = Raw::connect(client[0]).cmd(&["CLUSTER", "ADDNODE", "4", "127.0.0.1:1:2"]);
     assert!(
         matches!(&r, Reply::Error(e) if e.contains("in the map already") || e.starts_with("REDIRECT")),
@@ -171,7 +207,7 @@ fn a_node_joins_and_takes_its_share_and_a_node_leaves_while_writes_go_on() {
         std::thread::sleep(Duration::from_millis(200));
     }
     assert_eq!(admin(client[1], &["CLUSTER", "FORGETNODE", "1"]), "map version 5");
-    drop(nodes.remove(&1));
+    drop(cluster.nodes.remove(&1));
 
     std::thread::sleep(Duration::from_millis(500));
     stop.store(true, Ordering::Relaxed);
