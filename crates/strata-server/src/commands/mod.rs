@@ -216,6 +216,10 @@ pub static COMMANDS: &[Command] = &[
     cmd!("del", -2, true, KeySpec::rest(1, 1), keys::del),
     cmd!("unlink", -2, true, KeySpec::rest(1, 1), keys::del),
     cmd!("exists", -2, false, KeySpec::rest(1, 1), keys::exists),
+    // TOUCH answers as EXISTS does: the keys that exist, each time it is named. Redis also
+    // refreshes their access time, which only OBJECT IDLETIME and LRU eviction read; this
+    // server keeps no access times (neither exists here).
+    cmd!("touch", -2, false, KeySpec::rest(1, 1), keys::exists),
     cmd!("expire", -3, true, KeySpec::one(1), keys::expire),
     cmd!("pexpire", -3, true, KeySpec::one(1), keys::pexpire),
     cmd!("expireat", -3, true, KeySpec::one(1), keys::expireat),

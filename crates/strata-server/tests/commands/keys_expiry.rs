@@ -1,6 +1,6 @@
 //! Keyspace and expiry: EXPIRE/PEXPIRE/EXPIREAT/TTL/PTTL/PERSIST, lazy expiry on access, the
 //! active expiry task removing keys nobody reads, TYPE, SCAN with MATCH/COUNT/TYPE, KEYS,
-//! DBSIZE, RENAME of every type, FLUSHALL.
+//! DBSIZE, RENAME of every type, FLUSHALL, TOUCH.
 // Scores in these tests are exact binary fractions.
 #![allow(clippy::float_cmp)]
 
@@ -195,4 +195,23 @@ fn copy_copies_every_type_with_its_expiry() {
     assert_eq!(c.cmd(&["COPY", "z", "l", "REPLACE"]), Reply::Int(1));
     assert_eq!(c.cmd(&["TYPE", "l"]), Reply::Simple("zset".into()));
     assert_eq!(c.cmd(&["ZCARD", "l"]), Reply::Int(2));
+}
+
+#[test]
+fn touch_counts_the_keys_that_exist_as_exists_does() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let _: () = c.set("a", 1).unwrap();
+    let _: () = c.rpush("l", "x").unwrap();
+    let _: () = c.set_ex("gone", 1, 1).unwrap();
+    let _: i64 = redis::cmd("PEXPIRE").arg("gone").arg(1).query(&mut c).unwrap();
+    std::thread::sleep(Duration::from_millis(5));
+    let n: i64 =
+        redis::cmd("TOUCH").arg(&["a", "l", "missing", "a", "gone"]).query(&mut c).unwrap();
+    assert_eq!(n, 3, "a twice and l; a missing key and an expired one count nothing");
+    let e: i64 =
+        redis::cmd("EXISTS").arg(&["a", "l", "missing", "a", "gone"]).query(&mut c).unwrap();
+    assert_eq!(e, n);
+    let err = redis::cmd("TOUCH").query::<i64>(&mut c).unwrap_err();
+    assert!(err.to_string().contains("wrong number of arguments"), "{err}");
 }
