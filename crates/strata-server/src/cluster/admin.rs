@@ -27,9 +27,12 @@ impl ClusterNode {
     /// reply.
     pub fn map_admin(&self, op: Admin) -> Result<String, String> {
         let current = self.meta_read()?;
-        let mut new = (*current).clone();
+        if op == Admin::Map {
+            return Ok(describe(&current));
+        }
+        let mut new = current.clone();
         match op {
-            Admin::Map => return Ok(describe(&current)),
+            Admin::Map => {}
             Admin::AddNode { id, client, raft } => {
                 if id == 0 {
                     return Err("ERR node ids start at 1".into());
@@ -97,7 +100,7 @@ impl ClusterNode {
 
     /// The map as committed, read on the meta group's leader after a linearizable-read
     /// barrier; elsewhere `REDIRECT <host>:<port>` of the leader it knows.
-    fn meta_read(&self) -> Result<std::sync::Arc<ClusterMap>, String> {
+    fn meta_read(&self) -> Result<ClusterMap, String> {
         let replica = self.raft().replica(META).ok_or("ERR this node holds no meta replica")?;
         let now = replica.leadership();
         if now.role != Role::Leader {
@@ -110,7 +113,7 @@ impl ClusterNode {
         self.wait("a meta read barrier", replica.linearizable_read(false))
             .map_err(|e| format!("CLUSTERDOWN the meta group: {e}"))?;
         match ClusterMap::load(self.store()) {
-            Ok(Some(m)) => Ok(std::sync::Arc::new(m)),
+            Ok(Some(m)) => Ok(m),
             Ok(None) => Err("CLUSTERDOWN the cluster's first map is not committed yet".into()),
             Err(e) => Err(format!("ERR {e}")),
         }

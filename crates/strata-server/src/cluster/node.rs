@@ -82,13 +82,12 @@ async fn next_leader(replica: &Replica, hint: Option<NodeId>) -> Option<NodeId> 
 
 /// The map a node works from, and each node's client address (`host:port`, shared with
 /// the outcomes of proposals).
-#[derive(Clone)]
-pub struct View {
+struct View {
     /// The map: nodes, and each partition's replicas, preferred leader first (where a node
     /// that holds no replica of a partition sends its clients).
-    pub map: Arc<ClusterMap>,
+    map: Arc<ClusterMap>,
     /// Each node's client address.
-    pub clients: Arc<BTreeMap<NodeId, String>>,
+    clients: Arc<BTreeMap<NodeId, String>>,
 }
 
 impl View {
@@ -159,21 +158,6 @@ impl ClusterNode {
         }
     }
 
-    /// Names where each node's Raft transport listens (CLUSTER NODES's bus ports).
-    pub fn with_bus_addrs(self, bus: BTreeMap<NodeId, String>) -> ClusterNode {
-        {
-            let mut v = self.view.write();
-            let mut map = (*v.map).clone();
-            for (id, n) in &mut map.nodes {
-                if let Some(b) = bus.get(id) {
-                    n.addrs.raft.clone_from(b);
-                }
-            }
-            *v = View::of(Arc::new(map));
-        }
-        self
-    }
-
     /// Works from `map` from now on (a newer map than the one it has; an older one is
     /// ignored, since maps are applied in order). Returns whether it was taken.
     pub fn set_map(&self, map: Arc<ClusterMap>) -> bool {
@@ -198,11 +182,6 @@ impl ClusterNode {
     /// The runtime its replicas run on.
     pub fn runtime(&self) -> &Handle {
         &self.runtime
-    }
-
-    /// The partitions.
-    pub fn partitions(&self) -> Partitions {
-        self.partitions
     }
 
     /// Hands the leadership of each partition this node leads, but is not the preferred
@@ -290,13 +269,7 @@ impl ClusterNode {
     fn group_line(&self, g: GroupId, st: &GroupStatus, catching_up: bool) -> (String, String) {
         let idx = |i: Option<u64>| i.map_or("-".to_string(), |i| i.to_string());
         let (first, last) = self.partitions.slots(g.0 as u16);
-        let role = match st.role {
-            Role::Leader => "leader",
-            Role::Follower => "follower",
-            Role::Candidate => "candidate",
-            Role::Learner => "learner",
-            Role::Shutdown => "shutdown",
-        };
+        let role = role_name(st.role);
         let voters: Vec<String> =
             st.membership.membership.voters().iter().map(ToString::to_string).collect();
         let lag: Vec<String> = st
@@ -334,6 +307,38 @@ impl ClusterNode {
                 Some((g, r.status(), r.catching_up()))
             })
             .collect()
+    }
+}
+
+/// A role as INFO names it.
+fn role_name(role: Role) -> &'static str {
+    match role {
+        Role::Leader => "leader",
+        Role::Follower => "follower",
+        Role::Candidate => "candidate",
+        Role::Learner => "learner",
+        Role::Shutdown => "shutdown",
+    }
+}
+
+/// Settles a refused write with its redirect when dropped: the redirect to the next leader
+/// ([`next_leader`]) once a task has found it, else to the leader Raft named, so a task the
+/// runtime drops unrun (it is shutting down) or that panics never leaves its writer waiting.
+struct Redirect {
+    done: Arc<Settlement>,
+    reply: String,
+}
+
+impl Redirect {
+    /// Settles with `reply` (now, as `self` is dropped).
+    fn to(mut self, reply: String) {
+        self.reply = reply;
+    }
+}
+
+impl Drop for Redirect {
+    fn drop(&mut self) {
+        self.done.settle(Err(std::mem::take(&mut self.reply)));
     }
 }
 
@@ -376,9 +381,10 @@ impl Replicate for ClusterNode {
                     RaftError::NotLeader { leader, .. } => leader,
                     _ => None,
                 };
+                let redirect = Redirect { done, reply: moved(&clients, slot, hint) };
                 runtime.spawn(async move {
                     let leader = next_leader(&waiter, hint).await;
-                    done.settle(Err(moved(&clients, slot, leader)));
+                    redirect.to(moved(&clients, slot, leader));
                 });
             }
             r => done.settle(r.map_err(|e| reply_for(&clients, slot, &e))),
@@ -474,15 +480,14 @@ impl Router for ClusterNode {
             lines.push((
                 "meta".to_string(),
                 format!(
-                    "role={:?},term={},leader={},voters={},learners={},applied={}",
-                    st.role,
+                    "role={},term={},leader={},voters={},learners={},applied={}",
+                    role_name(st.role),
                     st.term,
                     st.leader.map_or("?".to_string(), |l| l.to_string()),
                     ids(st.membership.membership.voters()),
                     ids(st.membership.membership.learners()),
                     st.applied.map_or("-".to_string(), |a| a.index.to_string()),
-                )
-                .to_ascii_lowercase(),
+                ),
             ));
         }
         lines.extend(self.statuses().iter().map(|(g, st, c)| self.group_line(*g, st, *c)));
@@ -556,5 +561,30 @@ impl Router for ClusterNode {
             ready.insert(group, term);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::locks::LockTable;
+
+    #[test]
+    fn a_refused_write_gets_its_redirect_even_when_its_task_never_runs() {
+        let table = LockTable::default();
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let handle = rt.handle().clone();
+        drop(rt);
+        // The runtime is gone: the task that would find the next leader is dropped unrun.
+        let done = Settlement::new(table.mark_held());
+        let redirect = Redirect { done: done.clone(), reply: "MOVED 7 h:1".into() };
+        drop(handle.spawn(async move { redirect.to("MOVED 7 h:2".into()) }));
+        assert_eq!(done.outcome(), Some(Err("MOVED 7 h:1".into())));
+        // Run, it settles with what it found.
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let done = Settlement::new(table.mark_held());
+        let redirect = Redirect { done: done.clone(), reply: "MOVED 7 h:1".into() };
+        rt.block_on(async move { redirect.to("MOVED 7 h:2".into()) });
+        assert_eq!(done.outcome(), Some(Err("MOVED 7 h:2".into())));
     }
 }

@@ -24,7 +24,7 @@
 
 use std::collections::BTreeSet;
 
-use strata_replication::{GroupId, GroupStatus, NodeId, OnEmpty, Peer, Role};
+use strata_replication::{GroupId, GroupStatus, NodeId, OnEmpty, Peer, Replica, Role};
 
 use super::map::{encode_change, ClusterMap, APPLIED, META};
 use super::node::ClusterNode;
@@ -69,22 +69,15 @@ impl ClusterNode {
         let mut round = Round::default();
         let map = self.map();
         self.reconcile_meta(&map, &mut round);
+        // Until the first map is committed, the groups are the ones the settings created.
         if map.version > 0 {
             self.reconcile_replicas(&map, &mut round);
-        }
-        for g in self.raft().groups() {
-            if g == META {
-                continue;
+            for (p, desired) in map.placement.iter().enumerate() {
+                let Some(replica) = self.raft().replica(GroupId(p as u32)) else { continue };
+                if !desired.is_empty() && replica.leadership().role == Role::Leader {
+                    self.reconcile_partition(&map, &replica, desired, &mut round);
+                }
             }
-            let Some(replica) = self.raft().replica(g) else { continue };
-            if replica.leadership().role != Role::Leader {
-                continue;
-            }
-            let Some(desired) = map.placement.get(g.0 as usize) else { continue };
-            if map.version == 0 || desired.is_empty() {
-                continue;
-            }
-            self.reconcile_partition(&map, g, desired, &mut round);
         }
         if !round.is_empty() {
             self.store().db.log_info(&format!("cluster map {}: {round:?}", map.version));
@@ -107,8 +100,9 @@ impl ClusterNode {
             }
         }
         for g in self.raft().groups() {
+            // Partitions only: the meta group's id is above every u16.
             let Ok(p) = u16::try_from(g.0) else { continue };
-            if g == META || mine.contains(&p) {
+            if mine.contains(&p) {
                 continue;
             }
             let Some(replica) = self.raft().replica(g) else { continue };
@@ -130,12 +124,12 @@ impl ClusterNode {
     fn reconcile_partition(
         &self,
         map: &ClusterMap,
-        g: GroupId,
+        replica: &Replica,
         desired: &[NodeId],
         round: &mut Round,
     ) {
         let me = self.raft().id();
-        let Some(replica) = self.raft().replica(g) else { return };
+        let g = replica.group();
         let st = replica.status();
         let m = &st.membership.membership;
         if m.configs.len() > 1 {

@@ -1,12 +1,14 @@
 //! The cluster a node belongs to, from its settings ([`ClusterSpec::from_config`]): every
-//! node's id and addresses, the partitions, and where each partition's replicas are.
+//! node's id and addresses, the partitions and the replicas per partition.
 //!
 //! `--cluster-nodes 1=127.0.0.1:7001:17001,2=...` names every node: its id, the host and
-//! port clients reach it on, and the port of its Raft transport (same host). Every node is
-//! started with the same list, partitions and replicas. Placement is a function of them:
-//! partition `p`'s replicas are the `replicas` nodes after position `p mod n` in the sorted
-//! id list (wrapping), the first of them its preferred leader, which creates the group when
-//! the cluster starts the first time. So partitions and their leaders spread evenly.
+//! port clients reach it on, and the port of its Raft transport (same host). Every node of a
+//! new cluster is started with the same list, partitions and replicas, so every node computes
+//! the same first map from them ([`ClusterSpec::initial_map`]): partition `p`'s replicas are
+//! the `replicas` nodes after position `p mod n` in the sorted id list (wrapping), the first
+//! of them its preferred leader, which creates the group when the cluster starts the first
+//! time. So partitions and their leaders spread evenly. A node joining a running cluster
+//! names only itself: its map comes from the meta group (`super::map`).
 //!
 //! `--cluster-bootstrap yes` says that the cluster is new: a node whose directory is empty
 //! creates its groups (its preferred ones) and votes at once. Without it, a node on an empty
@@ -37,6 +39,18 @@ pub struct NodeAddrs {
     pub raft: String,
 }
 
+impl NodeAddrs {
+    /// Parses `host:port:raft_port` (both ports on the host); `None` when it is not one.
+    pub fn parse(addr: &str) -> Option<NodeAddrs> {
+        let mut parts = addr.rsplitn(3, ':');
+        let (raft, port, host) = (parts.next()?, parts.next()?, parts.next()?);
+        if raft.parse::<u16>().is_err() || port.parse::<u16>().is_err() || host.is_empty() {
+            return None;
+        }
+        Some(NodeAddrs { client: format!("{host}:{port}"), raft: format!("{host}:{raft}") })
+    }
+}
+
 /// A node's view of its cluster.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClusterSpec {
@@ -46,8 +60,8 @@ pub struct ClusterSpec {
     pub nodes: BTreeMap<NodeId, NodeAddrs>,
     /// The slots' partitions.
     pub partitions: Partitions,
-    /// Each partition's replicas, preferred leader first.
-    pub placement: Vec<Vec<NodeId>>,
+    /// Replicas per partition.
+    pub replicas: u8,
     /// `cluster-bootstrap yes`: this node's empty storage belongs to a new cluster.
     pub bootstrap: bool,
 }
@@ -88,37 +102,29 @@ impl ClusterSpec {
                 nodes.len()
             ));
         }
-        if replicas > usize::from(u8::MAX) {
-            return Err(format!("cluster-replicas {replicas}: expected at most 255"));
-        }
-        let ids: Vec<NodeId> = nodes.keys().copied().collect();
-        let placement = super::placement::initial(&ids, count, replicas.min(ids.len()));
-        Ok(Some(ClusterSpec { id, nodes, partitions, placement, bootstrap: c.bootstrap }))
+        let replicas = u8::try_from(replicas)
+            .map_err(|_| format!("cluster-replicas {replicas}: expected at most 255"))?;
+        Ok(Some(ClusterSpec { id, nodes, partitions, replicas, bootstrap: c.bootstrap }))
     }
 
     /// The map of a new cluster of these settings (version 0: not committed yet; the meta
-    /// group's first leader commits it as version 1).
+    /// group's first leader commits it as version 1): partition `p`'s replicas are the
+    /// `replicas` nodes from position `p mod n` of the sorted ids (`placement::initial`).
     pub fn initial_map(&self) -> ClusterMap {
+        let ids: Vec<NodeId> = self.nodes.keys().copied().collect();
+        let replicas = usize::from(self.replicas).min(ids.len());
         let nodes = self
             .nodes
             .iter()
             .map(|(id, a)| (*id, MapNode { addrs: a.clone(), state: NodeState::Active }))
             .collect();
-        let replicas = self.placement.first().map_or(0, Vec::len) as u8;
         ClusterMap {
             version: 0,
             partitions: self.partitions.count(),
-            replicas,
+            replicas: self.replicas,
             nodes,
-            placement: self.placement.clone(),
+            placement: super::placement::initial(&ids, self.partitions.count(), replicas),
         }
-    }
-
-    /// The partitions this node holds a replica of.
-    pub fn mine(&self) -> Vec<u16> {
-        (0..self.partitions.count())
-            .filter(|p| self.placement[usize::from(*p)].contains(&self.id))
-            .collect()
     }
 }
 
@@ -129,13 +135,7 @@ fn parse_nodes(list: &str) -> Result<BTreeMap<NodeId, NodeAddrs>, String> {
         let bad = || format!("cluster-nodes entry `{item}`: expected id=host:port:raft_port");
         let (id, addr) = item.split_once('=').ok_or_else(bad)?;
         let id: NodeId = id.trim().parse().ok().filter(|n| *n > 0).ok_or_else(bad)?;
-        let mut parts = addr.rsplitn(3, ':');
-        let (raft, port, host) = (parts.next(), parts.next(), parts.next());
-        let (Some(raft), Some(port), Some(host)) = (raft, port, host) else { return Err(bad()) };
-        if raft.parse::<u16>().is_err() || port.parse::<u16>().is_err() || host.is_empty() {
-            return Err(bad());
-        }
-        let addrs = NodeAddrs { client: format!("{host}:{port}"), raft: format!("{host}:{raft}") };
+        let addrs = NodeAddrs::parse(addr).ok_or_else(bad)?;
         if nodes.insert(id, addrs).is_some() {
             return Err(format!("cluster-nodes names node {id} twice"));
         }
@@ -185,25 +185,35 @@ mod tests {
             s.nodes[&3],
             NodeAddrs { client: "127.0.0.1:7003".into(), raft: "127.0.0.1:17003".into() }
         );
-        assert_eq!(s.placement.len(), 64);
-        assert_eq!(s.placement[0], vec![1, 2, 3]);
-        assert_eq!(s.placement[4], vec![5, 1, 2]);
+        let m = s.initial_map();
+        assert_eq!((m.version, m.replicas, m.nodes.len()), (0, 3, 5));
+        assert_eq!(m.placement.len(), 64);
+        assert_eq!(m.placement[0], vec![1, 2, 3]);
+        assert_eq!(m.placement[4], vec![5, 1, 2]);
         // Pegasus's shape: 64 partitions, 3 replicas on 5 nodes: each node holds 38 or 39,
         // and leads 12 or 13.
         for n in 1..=5u64 {
-            let held = s.placement.iter().filter(|r| r.contains(&n)).count();
-            let led = s.placement.iter().filter(|r| r[0] == n).count();
+            let held = m.held_by(n).len();
+            let led = m.placement.iter().filter(|r| r[0] == n).count();
             assert!(
                 (38..=39).contains(&held) && (12..=13).contains(&led),
                 "node {n}: {held} {led}"
             );
         }
-        assert_eq!(s.mine().len(), s.placement.iter().filter(|r| r.contains(&2)).count());
         // Fewer nodes than the default replicas: every node holds every partition.
         let two = "1=h:1:2,2=h:3:4";
         let s = ClusterSpec::from_config(&cfg(0, opts(1, two, None, None))).unwrap().unwrap();
-        assert!(s.placement.iter().all(|r| r.len() == 2));
+        assert!(s.initial_map().placement.iter().all(|r| r.len() == 2));
         assert_eq!(s.partitions.count(), DEFAULT_PARTITIONS);
+    }
+
+    #[test]
+    fn node_addresses_parse_with_both_ports() {
+        let a = NodeAddrs::parse("::1:7001:17001").unwrap();
+        assert_eq!((a.client.as_str(), a.raft.as_str()), ("::1:7001", "::1:17001"));
+        for bad in ["h:1", ":1:2", "h:1:x", "h:70000:2", ""] {
+            assert_eq!(NodeAddrs::parse(bad), None, "{bad}");
+        }
     }
 
     #[test]

@@ -71,13 +71,11 @@ pub async fn start(spec: &ClusterSpec, store: Arc<Store>, dir: &Path) -> Result<
             ));
         }
     }
+    // Other nodes' addresses: those named here, and every group's members' (the transport
+    // learns them from the memberships Raft sends to).
     let transport = TcpTransport::new();
-    let book = stored.as_ref().map(|m| &m.nodes);
     for (id, a) in &spec.nodes {
         transport.set_addr(*id, a.raft.clone());
-    }
-    for (id, n) in book.into_iter().flatten() {
-        transport.set_addr(*id, n.addrs.raft.clone());
     }
     let raft = RaftNode::new(
         spec.id,
@@ -128,21 +126,23 @@ pub async fn start(spec: &ClusterSpec, store: Arc<Store>, dir: &Path) -> Result<
     let listener = TcpServer::bind(&me.raft, raft.clone())
         .await
         .map_err(|e| format!("cluster mode: cannot listen on {} for Raft: {e}", me.raft))?;
-    if spec.bootstrap && stored.is_none() {
+    // A new cluster (`--cluster-bootstrap yes`, no map stored yet): its map from the settings.
+    let new_cluster = if stored.is_none() { initial.as_ref() } else { None };
+    if let Some(map) = new_cluster {
         // The meta group: created by the node of lowest id, its first voters the first nodes.
         if spec.nodes.keys().next() == Some(&spec.id) {
             let voters = spec.nodes.iter().take(meta_voter_count(spec.nodes.len()));
             let members = voters.map(|(n, a)| (*n, Peer { addr: a.raft.clone() })).collect();
             initialize(&raft, META, members).await?;
         }
-        for p in spec.mine() {
-            let replicas = &spec.placement[usize::from(p)];
+        // The partitions this node is the preferred leader of.
+        for (p, replicas) in map.placement.iter().enumerate() {
             if replicas.first() != Some(&spec.id) {
                 continue;
             }
             let members =
                 replicas.iter().map(|n| (*n, Peer { addr: spec.nodes[n].raft.clone() })).collect();
-            initialize(&raft, GroupId(u32::from(p)), members).await?;
+            initialize(&raft, GroupId(p as u32), members).await?;
         }
     }
     let node = Arc::new(ClusterNode::with_map(
@@ -171,7 +171,10 @@ pub async fn start(spec: &ClusterSpec, store: Arc<Store>, dir: &Path) -> Result<
         loop {
             let _ = tokio::time::timeout(RECONCILE_EVERY, wake.notified()).await;
             let n = rounds.clone();
-            let _ = tokio::task::spawn_blocking(move || n.reconcile()).await;
+            // A round that panicked is noted and the next one runs (nothing waits on a round).
+            if let Err(e) = tokio::task::spawn_blocking(move || n.reconcile()).await {
+                rounds.store().db.log_info(&format!("cluster map: a round failed: {e}"));
+            }
         }
     });
     // Leaders go back to their preferred replicas after failovers.

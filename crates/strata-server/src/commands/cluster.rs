@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 
 use super::errors::CmdError;
 use super::{CmdResult, Command};
+use crate::cluster::spec::NodeAddrs;
 use crate::resp::Out;
 use crate::routing::{node_name, Admin, NodeInfo, Route, SlotRange};
 use crate::slots::key_slot;
@@ -221,28 +222,12 @@ pub fn cluster(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
                     argc(4)?;
                     let id = node_id_arg(&a[2])?;
                     let addr = String::from_utf8_lossy(&a[3]);
-                    let bad = || {
+                    let addrs = NodeAddrs::parse(&addr).ok_or_else(|| {
                         CmdError::from(format!(
                             "ERR node address `{addr}`: expected host:port:raft_port"
                         ))
-                    };
-                    let mut parts = addr.rsplitn(3, ':');
-                    let (Some(raft), Some(port), Some(host)) =
-                        (parts.next(), parts.next(), parts.next())
-                    else {
-                        return Err(bad());
-                    };
-                    if raft.parse::<u16>().is_err()
-                        || port.parse::<u16>().is_err()
-                        || host.is_empty()
-                    {
-                        return Err(bad());
-                    }
-                    Admin::AddNode {
-                        id,
-                        client: format!("{host}:{port}"),
-                        raft: format!("{host}:{raft}"),
-                    }
+                    })?;
+                    Admin::AddNode { id, client: addrs.client, raft: addrs.raft }
                 }
                 "removenode" => {
                     argc(3)?;
