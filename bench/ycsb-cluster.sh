@@ -240,6 +240,7 @@ data_root=$(mktemp -d "${TMPDIR:-/tmp}/strata-ycsb-cluster.XXXXXX")
 cluster_dir=""
 cluster_addrs=""
 child=""
+mover=""
 cluster_stop() {
   [ -n "$cluster_dir" ] || return 0
   bash bench/cluster.sh down --dir "$cluster_dir" >&2 || true
@@ -250,6 +251,13 @@ cleanup() {
   if [ -n "$child" ] && kill -0 "$child" 2>/dev/null; then
     kill "$child" 2>/dev/null || true
     wait "$child" 2>/dev/null || true
+  fi
+  # A membership change under way (--move-during) ends before the cluster is stopped, so
+  # no node it starts outlives `down` (which stops every node with a pid file).
+  if [ -n "$mover" ] && kill -0 "$mover" 2>/dev/null; then
+    pkill -P "$mover" 2>/dev/null || true
+    kill "$mover" 2>/dev/null || true
+    wait "$mover" 2>/dev/null || true
   fi
   cluster_stop
   server_stop
@@ -387,6 +395,7 @@ for rep in $(seq 1 "$reps"); do
           else
             failed=1; summary="$summary; the membership change failed (see $log.move)"
           fi
+          mover=""
         fi
         if [ "$rc" != 0 ]; then
           failed=1

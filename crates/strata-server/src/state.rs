@@ -374,6 +374,9 @@ pub struct BlockedOn {
     pub deadline: Option<Instant>,
     /// The blocked command's index in the command table (its INFO commandstats counters).
     pub command: usize,
+    /// Its reply, when it comes, is not sent: CLIENT REPLY was OFF, or SKIP named this
+    /// command, when it blocked (as Redis drops a served blocked client's reply then).
+    pub silent: bool,
 }
 
 /// A blocked command being re-run because `key` was written.

@@ -84,7 +84,7 @@ pub fn block(
     let rx = sh.blocked.register(conn.id, &req.keys, line, conn.resp3, on_timeout.buf);
     let deadline = req.timeout.and_then(|t| Instant::now().checked_add(t));
     let command = lookup(&args[0]).map_or(usize::MAX, super::index_of);
-    conn.blocked = Some(BlockedOn { rx, deadline, command });
+    conn.blocked = Some(BlockedOn { rx, deadline, command, silent: false });
     // A write between the handler's look and the registration served nobody: `dispatch`
     // serves these keys once the command has let go of every key lock it took.
     conn.touched = req.keys;

@@ -93,14 +93,21 @@ async fn run_replicated(
 }
 
 /// CLIENT REPLY after a command whose reply starts at `mark` in `out`: drops the reply when
-/// replies are off or skipped, then adds the command's push frames, which always go out.
+/// replies are off or skipped (and the reply of a command that blocked, when it comes),
+/// then adds the command's push frames, which always go out.
 fn apply_reply_mode(conn: &mut Conn, out: &mut Out, mark: usize) {
-    match conn.reply_mode {
-        ReplyMode::On => {}
-        ReplyMode::Off => out.buf.truncate(mark),
+    let silent = match conn.reply_mode {
+        ReplyMode::On => false,
+        ReplyMode::Off => true,
         ReplyMode::Skip { armed } => {
-            out.buf.truncate(mark);
             conn.reply_mode = if armed { ReplyMode::Skip { armed: false } } else { ReplyMode::On };
+            true
+        }
+    };
+    if silent {
+        out.buf.truncate(mark);
+        if let Some(on) = conn.blocked.as_mut() {
+            on.silent = true;
         }
     }
     if !conn.pushes.is_empty() {
@@ -265,7 +272,7 @@ async fn handle(sh: Arc<Shared>, mut sock: TcpStream, addr: String) {
                 }
                 out.buf.clear();
             }
-            let command = on.command;
+            let (command, silent) = (on.command, on.silent);
             let Some(outcome) = wait_blocked(&sh, id, on, &mut sock, &mut buf).await else {
                 break 'conn;
             };
@@ -281,7 +288,9 @@ async fn handle(sh: Arc<Shared>, mut sock: TcpStream, addr: String) {
                     continue;
                 }
             }
-            out.buf.extend_from_slice(&outcome.reply);
+            if !silent {
+                out.buf.extend_from_slice(&outcome.reply);
+            }
         }
         // Messages published meanwhile go out after the replies of the commands before them.
         if let Some(subs) = conn.subs.as_mut() {

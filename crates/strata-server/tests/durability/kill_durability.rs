@@ -761,7 +761,8 @@ fn bitmap_writer(port: u16, base: usize, models: &Models, stop: &AtomicBool) {
                 m.resize(len, 0);
             }
         };
-        let args: Vec<String> = match seq % 4 {
+        // Every key sees every kind of write: the kind changes with each round of the keys.
+        let args: Vec<String> = match (seq / MODEL_KEYS) % 4 {
             0 => {
                 let (offset, on) = ((seq * 7) % 200, !seq.is_multiple_of(3));
                 grow(&mut model, offset / 8 + 1);

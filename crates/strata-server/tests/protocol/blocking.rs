@@ -375,3 +375,25 @@ fn blocking_readers_of_several_keys_and_writers_never_deadlock() {
     let served: usize = handles.into_iter().map(|h| h.join().unwrap()).sum();
     assert!(served > 0, "no blocked read was ever served");
 }
+
+/// Under CLIENT REPLY OFF, or SKIP naming the blocking command, the served command's reply
+/// is not sent (as redis-server 7.0.15 does), and the element is still popped.
+#[test]
+fn a_served_blocked_command_keeps_its_reply_mode() {
+    let srv = Server::start(&[]);
+    let mut r = srv.raw();
+    for (mode, n) in [("OFF", 1), ("SKIP", 2)] {
+        let mut c = srv.raw();
+        send(&mut c, &["CLIENT", "REPLY", mode]);
+        send(&mut c, &["BLPOP", "q", "0"]);
+        wait_blocked(&mut r, 1);
+        assert_eq!(r.cmd(&["RPUSH", "q", "x"]), Reply::Int(1));
+        wait_blocked(&mut r, 0);
+        if mode == "OFF" {
+            assert_eq!(c.cmd(&["CLIENT", "REPLY", "ON"]), Reply::Simple("OK".into()));
+        }
+        // The next reply read is PING's: BLPOP's went nowhere.
+        assert_eq!(c.cmd(&["PING"]), Reply::Simple("PONG".into()), "{mode}");
+        assert_eq!(r.cmd(&["LLEN", "q"]), Reply::Int(0), "round {n}");
+    }
+}
