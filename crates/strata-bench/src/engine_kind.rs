@@ -357,7 +357,6 @@ pub const LEVELDB_UNSUPPORTED: &[(&str, &str)] = &[
     ("compact0", "LevelDB's API cannot compact chosen files"),
     ("compact1", "LevelDB's API cannot compact chosen files"),
     ("resetstats", "LevelDB cannot reset its statistics"),
-    ("randomtransaction", "LevelDB has no transactions"),
 ];
 
 /// Engine-class flags applied to Kyoto Cabinet's TreeDB (`engine/kyoto.rs`): `--cache_size`
@@ -376,7 +375,6 @@ pub const KYOTO_UNSUPPORTED: &[(&str, &str)] = &[
     ("levelstats", "Kyoto Cabinet's TreeDB has no LSM levels"),
     ("sstables", "Kyoto Cabinet's TreeDB has no table files"),
     ("resetstats", "Kyoto Cabinet keeps no statistics to reset"),
-    ("randomtransaction", "strata-bench does not drive Kyoto Cabinet's transactions"),
 ];
 
 /// Engine-class flags applied to fjall (`engine/fjall.rs`). Flags left at their defaults keep
@@ -399,7 +397,6 @@ pub const FJALL_UNSUPPORTED: &[(&str, &str)] = &[
     ("levelstats", "fjall exposes no per-level statistics"),
     ("sstables", "fjall exposes no table file listing"),
     ("resetstats", "fjall keeps no statistics to reset"),
-    ("randomtransaction", "strata-bench does not drive fjall's transactions"),
 ];
 
 /// Engine-class flags applied to redb (`engine/redb.rs`): `--cache_size` is its page cache;
@@ -416,5 +413,4 @@ pub const REDB_UNSUPPORTED: &[(&str, &str)] = &[
     ("levelstats", "redb has no LSM levels"),
     ("sstables", "redb has no table files"),
     ("resetstats", "redb keeps no statistics to reset"),
-    ("randomtransaction", "strata-bench does not drive redb's transactions"),
 ];

@@ -20,7 +20,11 @@ fn main() -> ExitCode {
         }
     };
     let dir = PathBuf::from(dir);
-    let written = if page { leveldb_page(&dir) } else { strata_bench::report::write_reports(&dir) };
+    let written = if page {
+        strata_bench::report::leveldb_page::write_leveldb_page(&dir)
+    } else {
+        strata_bench::report::write_reports(&dir)
+    };
     match written {
         Ok(files) => {
             for f in files {
@@ -33,13 +37,4 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-/// The page's files, and `report.tsv` (every step's columns) beside them.
-fn leveldb_page(dir: &std::path::Path) -> anyhow::Result<Vec<String>> {
-    let mut written = strata_bench::report::leveldb_page::write_leveldb_page(dir)?;
-    let steps = strata_bench::report::load_steps(dir)?;
-    std::fs::write(dir.join("report.tsv"), strata_bench::report::report_tsv(&steps))?;
-    written.push("report.tsv".into());
-    Ok(written)
 }

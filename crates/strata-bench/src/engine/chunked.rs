@@ -55,17 +55,6 @@ pub(super) fn take_ends<I: DoubleEndedIterator>(
     }
 }
 
-/// Checks that `version`, an engine's reported version, is the one Cargo.lock pins for
-/// `krate` (the version the header prints must be the one linked).
-#[cfg(test)]
-pub(super) fn assert_locked_version(krate: &str, version: &str) {
-    let lock = include_str!("../../../../Cargo.lock");
-    let name = format!("name = \"{krate}\"");
-    let mut lines = lock.lines().skip_while(|l| *l != name);
-    let v = lines.nth(1).unwrap_or_else(|| panic!("Cargo.lock lists {krate}"));
-    assert_eq!(v, format!("version = \"{version}\""));
-}
-
 /// The cursor; see the module comment.
 pub(super) struct ChunkedCursor<S> {
     src: S,

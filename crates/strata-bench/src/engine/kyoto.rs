@@ -213,9 +213,6 @@ unsafe impl Sync for KyotoEngine {}
 impl KyotoEngine {
     /// What a write must do after it succeeded, given its options.
     fn after_write(&self, wo: WriteOpts) -> Result<()> {
-        if wo.disable_wal {
-            bail!("Kyoto Cabinet has no write-ahead log to disable (--disable_wal)");
-        }
         if wo.sync && !self.autosync {
             // SAFETY: the DB is open; no callback.
             let ok = unsafe { kcdbsync(self.db.ptr(), 1, std::ptr::null(), std::ptr::null_mut()) };
@@ -225,18 +222,10 @@ impl KyotoEngine {
         }
         Ok(())
     }
-
-    fn check_wo(wo: WriteOpts) -> Result<()> {
-        if wo.disable_wal {
-            bail!("Kyoto Cabinet has no write-ahead log to disable (--disable_wal)");
-        }
-        Ok(())
-    }
 }
 
 impl Engine for KyotoEngine {
     fn put(&self, key: &[u8], value: &[u8], wo: &WriteOpts) -> Result<()> {
-        Self::check_wo(*wo)?;
         // SAFETY: the DB is open; the slices are valid for the call (Kyoto copies them).
         let ok = unsafe {
             kcdbset(
@@ -254,7 +243,6 @@ impl Engine for KyotoEngine {
     }
 
     fn delete(&self, key: &[u8], wo: &WriteOpts) -> Result<()> {
-        Self::check_wo(*wo)?;
         // SAFETY: the DB is open; the slice is valid for the call.
         let ok = unsafe { kcdbremove(self.db.ptr(), key.as_ptr().cast(), key.len()) };
         // SAFETY: the DB is open.
@@ -269,7 +257,6 @@ impl Engine for KyotoEngine {
     }
 
     fn write(&self, batch: &Batch, wo: &WriteOpts) -> Result<()> {
-        Self::check_wo(*wo)?;
         let mut ops = batch.iter().map(|(op, _, _)| op);
         let Some(first) = ops.next() else { return Ok(()) };
         if ops.any(|op| op != first) {
@@ -450,15 +437,13 @@ impl KyotoCursor<'_> {
 
 impl EngineIter for KyotoCursor<'_> {
     fn seek_to_first(&mut self) {
-        let lower = self.lower.take();
         // SAFETY: the cursor is live; the key is valid for the call.
         let moved = unsafe {
-            match &lower {
+            match &self.lower {
                 Some(l) => kccurjumpkey(self.cur.as_ptr(), l.as_ptr().cast(), l.len()),
                 None => kccurjump(self.cur.as_ptr()),
             }
         };
-        self.lower = lower;
         self.load(moved != 0);
     }
 
@@ -487,9 +472,10 @@ impl EngineIter for KyotoCursor<'_> {
     }
 
     fn seek(&mut self, key: &[u8]) {
-        let key = match &self.lower {
-            Some(l) if key < l.as_slice() => l.clone(),
-            _ => key.to_vec(),
+        // Never before the lower bound (borrowed: a seek allocates nothing).
+        let key: &[u8] = match self.lower.as_deref() {
+            Some(l) if key < l => l,
+            _ => key,
         };
         // SAFETY: the cursor is live; the key is valid for the call.
         let moved = unsafe { kccurjumpkey(self.cur.as_ptr(), key.as_ptr().cast(), key.len()) };

@@ -287,7 +287,10 @@ pub fn open(cfg: &Config) -> Result<Box<dyn Engine>> {
     };
     let engine = LevelDbEngine {
         db: Db(db),
-        read: ReadOptions::new(cfg.flags.verify_checksum, true)?,
+        read: [
+            [ReadOptions::new(false, false)?, ReadOptions::new(false, true)?],
+            [ReadOptions::new(true, false)?, ReadOptions::new(true, true)?],
+        ],
         write: [WriteOptions::new(false)?, WriteOptions::new(true)?],
         _opts: opts,
     };
@@ -351,8 +354,9 @@ impl Drop for WriteOptions {
 /// Fields drop in order: the DB closes before the options (cache, filter policy) it uses.
 struct LevelDbEngine {
     db: Db,
-    /// Gets' read options (`--verify_checksum`), built once.
-    read: ReadOptions,
+    /// Read options by `[verify_checksums][fill_cache]`, built once: a read or an iterator
+    /// takes the caller's choice without creating options per call.
+    read: [[ReadOptions; 2]; 2],
     /// Write options without and with sync.
     write: [WriteOptions; 2],
     _opts: OpenOptions,
@@ -366,11 +370,15 @@ unsafe impl Send for LevelDbEngine {}
 unsafe impl Sync for LevelDbEngine {}
 
 impl LevelDbEngine {
-    fn wo(&self, wo: &WriteOpts) -> Result<*const leveldb_writeoptions_t> {
-        if wo.disable_wal {
-            bail!("LevelDB cannot write without its log (--disable_wal)");
-        }
-        Ok(self.write[usize::from(wo.sync)].0.as_ptr())
+    /// The read options of `ro`.
+    fn read_options(&self, ro: &ReadOpts) -> *const leveldb_readoptions_t {
+        self.read[usize::from(ro.verify_checksums)][usize::from(ro.fill_cache)].0.as_ptr()
+    }
+
+    /// The write options of `wo` (`--disable_wal` never reaches here: it is refused when the
+    /// flags are checked, LevelDB having no way to write without its log).
+    fn wo(&self, wo: &WriteOpts) -> *const leveldb_writeoptions_t {
+        self.write[usize::from(wo.sync)].0.as_ptr()
     }
 
     fn raw_property(&self, name: &str) -> Result<Option<String>> {
@@ -401,7 +409,7 @@ impl Drop for WriteBatch {
 
 impl Engine for LevelDbEngine {
     fn put(&self, key: &[u8], value: &[u8], wo: &WriteOpts) -> Result<()> {
-        let o = self.wo(wo)?;
+        let o = self.wo(wo);
         let mut err = ptr::null_mut();
         // SAFETY: the DB and options are live; the slices are valid for the call.
         unsafe {
@@ -419,7 +427,7 @@ impl Engine for LevelDbEngine {
     }
 
     fn delete(&self, key: &[u8], wo: &WriteOpts) -> Result<()> {
-        let o = self.wo(wo)?;
+        let o = self.wo(wo);
         let mut err = ptr::null_mut();
         // SAFETY: the DB and options are live; the slice is valid for the call.
         unsafe {
@@ -433,7 +441,7 @@ impl Engine for LevelDbEngine {
     }
 
     fn write(&self, batch: &Batch, wo: &WriteOpts) -> Result<()> {
-        let o = self.wo(wo)?;
+        let o = self.wo(wo);
         // SAFETY: the batch is created here and owned by `b`; puts copy the slices.
         let b = unsafe {
             WriteBatch(
@@ -468,10 +476,7 @@ impl Engine for LevelDbEngine {
     }
 
     fn get(&self, key: &[u8], ro: &ReadOpts, out: &mut Vec<u8>) -> Result<bool> {
-        // Gets use the prebuilt options; others are built for the call.
-        let custom =
-            if ro.fill_cache { None } else { Some(ReadOptions::new(ro.verify_checksums, false)?) };
-        let o = custom.as_ref().unwrap_or(&self.read).0.as_ptr();
+        let o = self.read_options(ro);
         let mut len = 0usize;
         let mut err = ptr::null_mut();
         // SAFETY: the DB and options are live; the key is valid for the call; the value is
@@ -501,10 +506,8 @@ impl Engine for LevelDbEngine {
         ro: &ReadOpts,
         bounds: Bounds<'_>,
     ) -> Result<Box<dyn EngineIter + 'a>> {
-        let o = ReadOptions::new(ro.verify_checksums, ro.fill_cache)?;
-        // SAFETY: the DB is live for 'a (the iterator borrows the engine); LevelDB copies
-        // the read options, so `o` may go after the call.
-        let it = unsafe { leveldb_create_iterator(self.db.0.as_ptr(), o.0.as_ptr()) };
+        // SAFETY: the DB and the options are live for 'a (the iterator borrows the engine).
+        let it = unsafe { leveldb_create_iterator(self.db.0.as_ptr(), self.read_options(ro)) };
         let it = NonNull::new(it).ok_or_else(|| anyhow!("leveldb_create_iterator failed"))?;
         Ok(Box::new(LevelDbIter {
             it,
@@ -616,9 +619,10 @@ impl EngineIter for LevelDbIter<'_> {
     }
 
     fn seek(&mut self, key: &[u8]) {
-        let key = match &self.lower {
-            Some(l) if key < l.as_slice() => l.clone(),
-            _ => key.to_vec(),
+        // Never before the lower bound (borrowed: a seek allocates nothing).
+        let key: &[u8] = match self.lower.as_deref() {
+            Some(l) if key < l => l,
+            _ => key,
         };
         // SAFETY: the iterator is live; the key is valid for the call.
         unsafe { leveldb_iter_seek(self.it.as_ptr(), key.as_ptr().cast(), key.len()) }

@@ -458,7 +458,7 @@ pub fn strip_rocksdb_prefix(name: &str) -> &str {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     #[test]
     fn families_follow_db_bench() {
         assert_eq!(super::column_family_name(0), "default");
@@ -489,15 +489,20 @@ mod tests {
         assert!(err.contains("--memtable_bloom_size_ratio=0.3") && err.contains("0.25"), "{err}");
     }
 
+    /// The version Cargo.lock pins for `krate` (an engine's header must print the version
+    /// linked).
+    pub(crate) fn locked_version(krate: &str) -> &'static str {
+        let lock = include_str!("../../../../Cargo.lock");
+        let name = format!("name = \"{krate}\"");
+        let line = lock.lines().skip_while(|l| *l != name).nth(1);
+        let line = line.unwrap_or_else(|| panic!("Cargo.lock lists {krate}"));
+        line.trim_start_matches("version = \"").trim_end_matches('"')
+    }
+
     #[test]
     fn rocksdb_version_matches_the_locked_librocksdb_sys() {
-        let lock = include_str!("../../../../Cargo.lock");
-        let mut lines = lock.lines();
-        let found = std::iter::from_fn(|| lines.next())
-            .skip_while(|l| *l != "name = \"librocksdb-sys\"")
-            .nth(1)
-            .expect("Cargo.lock lists librocksdb-sys");
-        let bundled = found.rsplit('+').next().unwrap_or("").trim_end_matches('"');
+        let found = locked_version("librocksdb-sys");
+        let bundled = found.rsplit('+').next().unwrap_or("");
         assert_eq!(bundled, super::ROCKSDB_VERSION, "{found}");
     }
 }

@@ -285,20 +285,14 @@ fn display(engine: &str) -> &str {
     ENGINES.iter().find(|(n, _)| *n == engine).map_or(engine, |(_, d)| d)
 }
 
-/// `4,030,000`: the page's way of writing figures.
+/// A figure as the page prints it: below 100 with one decimal, else whole with thousands
+/// separators (`super::ycsb::group`).
 fn thousands(v: f64) -> String {
     if v < 100.0 {
-        return format!("{v:.1}");
+        format!("{v:.1}")
+    } else {
+        super::ycsb::group(v)
     }
-    let digits = format!("{:.0}", v.round());
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// `leveldb_page.md`.
@@ -432,16 +426,19 @@ fn read_skipped(dir: &Path) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Writes `leveldb_page.md` and `leveldb_page.png` into `dir`; returns the names written.
+/// Writes `leveldb_page.md`, `leveldb_page.png` and `report.tsv` (every step's columns) into
+/// `dir`, from one reading of its logs; returns the names written.
 pub fn write_leveldb_page(dir: &Path) -> Result<Vec<String>> {
     let steps = load_steps(dir)?;
+    std::fs::write(dir.join("report.tsv"), crate::report::report_tsv(&steps))
+        .context("cannot write report.tsv")?;
     let res = Results::new(&steps);
     let machine = std::fs::read_to_string(dir.join("machine.txt")).unwrap_or_default();
     let md = markdown(&res, &read_skipped(dir), &machine);
     std::fs::write(dir.join("leveldb_page.md"), md).context("cannot write leveldb_page.md")?;
     std::fs::write(dir.join("leveldb_page.png"), chart(&res).to_png()?)
         .context("cannot write leveldb_page.png")?;
-    Ok(vec!["leveldb_page.md".into(), "leveldb_page.png".into()])
+    Ok(vec!["leveldb_page.md".into(), "leveldb_page.png".into(), "report.tsv".into()])
 }
 
 #[cfg(test)]

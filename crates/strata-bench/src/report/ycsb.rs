@@ -324,7 +324,7 @@ fn spread(v: &[f64]) -> String {
 }
 
 /// `v` rounded, with a comma every three digits (as the Pegasus tables print them).
-fn group(v: f64) -> String {
+pub(super) fn group(v: f64) -> String {
     let digits = format!("{:.0}", v.abs());
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
