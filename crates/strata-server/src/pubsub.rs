@@ -1,17 +1,18 @@
 //! Pub/sub's subscriptions: which client listens to which channel or pattern, and the queue
 //! each subscribed client's messages go into (its connection writes them as they come,
-//! `server::listener`). A message is rendered once per subscriber, in that client's
-//! protocol (a RESP3 client gets push frames).
+//! `server::listener`). A message is rendered once per protocol it goes out in (a RESP3
+//! client gets push frames), and its subscribers share that frame.
 
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 use tokio::sync::mpsc::UnboundedSender;
 
 /// Where a subscriber's messages go, and how it reads them.
 #[derive(Clone)]
 pub struct Subscriber {
     /// Its message queue.
-    pub tx: UnboundedSender<Vec<u8>>,
+    pub tx: UnboundedSender<Arc<[u8]>>,
     /// It speaks RESP3 (messages are push frames).
     pub resp3: bool,
 }
@@ -72,18 +73,22 @@ impl PubSub {
     ) -> usize {
         let reg = self.reg.lock();
         let mut n = 0;
-        if let Some(subs) = reg.channels.get(channel) {
+        // Each subscriber gets the frame of its protocol, rendered on first use.
+        let mut send = |subs: &HashMap<u64, Subscriber>, parts: &[&[u8]]| {
+            let mut frames: [Option<Arc<[u8]>>; 2] = [None, None];
             for s in subs.values() {
-                n +=
-                    usize::from(s.tx.send(frame(s.resp3, &[b"message", channel, message])).is_ok());
+                let f = frames[usize::from(s.resp3)]
+                    .get_or_insert_with(|| frame(s.resp3, parts).into())
+                    .clone();
+                n += usize::from(s.tx.send(f).is_ok());
             }
+        };
+        if let Some(subs) = reg.channels.get(channel) {
+            send(subs, &[b"message", channel, message]);
         }
         for (pattern, subs) in &reg.patterns {
             if matches(pattern, channel) {
-                for s in subs.values() {
-                    let f = frame(s.resp3, &[b"pmessage", pattern, channel, message]);
-                    n += usize::from(s.tx.send(f).is_ok());
-                }
+                send(subs, &[b"pmessage", pattern, channel, message]);
             }
         }
         n
@@ -117,13 +122,19 @@ mod tests {
         assert!(ps.subscribe(1, b"news", false, Subscriber { tx: tx1.clone(), resp3: false }));
         assert!(!ps.subscribe(1, b"news", false, Subscriber { tx: tx1, resp3: false }));
         assert!(ps.subscribe(2, b"n*", true, Subscriber { tx: tx2, resp3: true }));
+        let (tx3, mut rx3) = tokio::sync::mpsc::unbounded_channel();
+        assert!(ps.subscribe(3, b"news", false, Subscriber { tx: tx3, resp3: false }));
         let glob = |p: &[u8], c: &[u8]| p.last() == Some(&b'*') && c.starts_with(&p[..p.len() - 1]);
-        assert_eq!(ps.publish(b"news", b"hi", glob), 2);
-        assert_eq!(rx1.try_recv().unwrap(), b"*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$2\r\nhi\r\n");
+        assert_eq!(ps.publish(b"news", b"hi", glob), 3);
+        let m1 = rx1.try_recv().unwrap();
+        assert_eq!(&*m1, b"*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$2\r\nhi\r\n");
+        // Subscribers of one protocol share the one frame rendered.
+        assert!(Arc::ptr_eq(&m1, &rx3.try_recv().unwrap()));
         assert_eq!(
-            rx2.try_recv().unwrap(),
+            &*rx2.try_recv().unwrap(),
             b">4\r\n$8\r\npmessage\r\n$2\r\nn*\r\n$4\r\nnews\r\n$2\r\nhi\r\n"
         );
+        assert!(ps.unsubscribe(3, b"news", false));
         assert_eq!((ps.numsub(b"news"), ps.numpat()), (1, 1));
         assert_eq!(ps.channels(|_| true), vec![b"news".to_vec()]);
         assert!(ps.unsubscribe(1, b"news", false));

@@ -314,9 +314,9 @@ pub enum ReplyMode {
 /// A connection's subscriptions and the queue its messages arrive in.
 pub struct Subscriptions {
     /// What publishers send into.
-    pub tx: tokio::sync::mpsc::UnboundedSender<Vec<u8>>,
+    pub tx: tokio::sync::mpsc::UnboundedSender<std::sync::Arc<[u8]>>,
     /// What the connection writes out.
-    pub rx: tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>,
+    pub rx: tokio::sync::mpsc::UnboundedReceiver<std::sync::Arc<[u8]>>,
     /// Its channels.
     pub channels: std::collections::BTreeSet<Vec<u8>>,
     /// Its patterns.
