@@ -69,12 +69,9 @@ done
 total=$((nodes + spares))
 
 skip() { echo "cluster-faults.sh: skipped: $*"; exit 0; }
-[ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces)"
-command -v ip >/dev/null || skip "no 'ip' command (iproute2)"
+source bench/netns.sh
+why=$(netns_unusable); [ -z "$why" ] || skip "$why"
 command -v go >/dev/null || skip "no go toolchain (the client is bench/faults, in Go)"
-probe="stfprobe$$"
-ip netns add "$probe" 2>/dev/null || skip "'ip netns add' does not work here"
-ip netns del "$probe"
 
 if [ -z "$server_bin" ]; then
   cargo build --release -p strata-server >&2
@@ -96,7 +93,6 @@ echo "building the client" >&2
 # Names: a prefix of this run's pid, so that runs do not collide and cleanup removes only
 # its own. Interface names stay short (15 characters at most).
 prefix="stf$$"
-ns_br="$prefix-br"
 ns_cl="$prefix-cl"
 ns_of() { echo "$prefix-n$1"; }
 addr_of() { echo "10.77.0.$1"; }
@@ -132,10 +128,7 @@ cleanup() {
     done
   done
   [ -n "$client_pid" ] && kill -KILL "$client_pid" 2>/dev/null
-  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep "^$prefix-"); do
-    ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null
-    ip netns del "$ns" 2>/dev/null
-  done
+  netns_remove "$prefix"
   rm -f "$out/.stop" "$out/healed"
   if [ -n "${watchdog_pid:-}" ]; then
     pkill -P "$watchdog_pid" 2>/dev/null; kill "$watchdog_pid" 2>/dev/null
@@ -144,32 +137,14 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# A watchdog outside this script's process: if the script itself is killed (SIGKILL runs no
-# trap), it still kills whatever runs in the namespaces and removes them, once the run's
-# longest possible time is past.
-watch_limit=$((duration * 3 / 2 + 900))
-nohup bash -c "sleep $watch_limit
-  for ns in \$(ip netns list 2>/dev/null | awk '{print \$1}' | grep '^$prefix-'); do
-    ip netns pids \$ns 2>/dev/null | xargs -r kill -KILL 2>/dev/null
-    ip netns del \$ns 2>/dev/null
-  done" > /dev/null 2>&1 &
-watchdog_pid=$!
+# Should the script itself be killed, the namespaces go once the run's longest possible
+# time is past.
+watchdog_pid=$(netns_watchdog "$prefix" $((duration * 3 / 2 + 900)))
 
 # --- the network: a bridge namespace, a namespace per node and one for the client.
-ip netns add "$ns_br"
-ip -n "$ns_br" link set lo up
-ip -n "$ns_br" link add br0 type bridge
-ip -n "$ns_br" link set br0 up
-attach() { # namespace, bridge-side interface name, address
-  ip netns add "$1"
-  ip -n "$1" link set lo up
-  ip -n "$ns_br" link add "$2" type veth peer name veth0 netns "$1"
-  ip -n "$ns_br" link set "$2" master br0 up
-  ip -n "$1" addr add "$3/24" dev veth0
-  ip -n "$1" link set veth0 up
-}
-for i in $(seq 1 "$total"); do attach "$(ns_of "$i")" "vn$i" "$(addr_of "$i")"; done
-attach "$ns_cl" vcl "$client_addr"
+netns_bridge "$prefix"
+for i in $(seq 1 "$total"); do netns_attach "$prefix" "$(ns_of "$i")" "vn$i" "$(addr_of "$i")"; done
+netns_attach "$prefix" "$ns_cl" vcl "$client_addr"
 
 # The lossy-link fault: netem where the kernel has it, else nftables' random drops.
 probe_ns=$(ns_of 1)

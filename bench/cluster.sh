@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# A strata-server cluster on loopback, for benchmarks and fault runs.
+# A strata-server cluster on loopback or in network namespaces, for benchmarks and fault runs.
 #
 #   bash bench/cluster.sh up --nodes N [--replicas R] [--partitions P] --dir D
 #                            [--base-port PORT] [--server-bin PATH] [--appendfsync POLICY]
-#                            [--ttl SECONDS]
+#                            [--ttl SECONDS] [--io-threads T] [--netns]
 #   bash bench/cluster.sh status --dir D
 #   bash bench/cluster.sh add --dir D [--no-rebalance]
 #   bash bench/cluster.sh remove --dir D --id I
@@ -22,7 +22,13 @@
 # controller built beside the server) adds it and waits until the replicas have moved.
 # remove: `strata-cluster remove-node I --wait` (its replicas move away, then it is dropped
 # from the map), then stops node I.
-# Traffic stays on 127.0.0.1. Exit status 1 when a step fails, with the reason on stderr.
+# --io-threads T: each node's async workers (strata-server --io-threads; default one per core).
+# --netns (root and `ip netns` needed): node i runs in network namespace <prefix>-n<i> at
+# 10.X.0.i (the first free 10.X.0.0/24 from X = 80), ports as above, the namespaces joined by
+# a bridge that the host reaches at 10.X.0.254; `up` prints `10.X.0.i:PORT` lines, `add`
+# gives the new node a namespace of its own, `down` (and the --ttl watchdog) removes them
+# (bench/netns.sh). Traffic stays on 127.0.0.1 or those addresses. Each node's client
+# address is in D/addrs. Exit status 1 when a step fails, with the reason on stderr.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,7 +43,9 @@ server_bin=""
 appendfsync=everysec
 ttl=7200
 after=0
-usage() { sed -n '2,26p' "$0"; }
+io_threads=""
+netns=0
+usage() { sed -n '2,31p' "$0"; }
 rebalance=--rebalance
 id=
 while [ $# -gt 0 ]; do
@@ -53,17 +61,19 @@ while [ $# -gt 0 ]; do
     --after) after="$2"; shift 2 ;;
     --id) id="$2"; shift 2 ;;
     --no-rebalance) rebalance=""; shift ;;
+    --io-threads) io_threads="$2"; shift 2 ;;
+    --netns) netns=1; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "cluster.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
   esac
 done
 [ -n "$dir" ] || { echo "cluster.sh: --dir is required" >&2; exit 2; }
 
-# INFO cluster of the node on $1 (empty when it does not answer within 2 s).
+# INFO cluster of the node at host:port $1 (empty when it does not answer within 2 s).
 info_cluster() {
-  local port=$1 len
+  local host=${1%:*} port=${1##*:} len
   {
-    exec 3<>"/dev/tcp/127.0.0.1/$port" || return 0
+    exec 3<>"/dev/tcp/$host/$port" || return 0
     printf '*2\r\n$4\r\nINFO\r\n$7\r\ncluster\r\n' >&3
     IFS= read -r -t 2 len <&3 || { exec 3>&-; return 0; }
     len=${len#\$}; len=${len%$'\r'}
@@ -72,14 +82,41 @@ info_cluster() {
   } 2>/dev/null
 }
 
-ports_of() { cat "$dir/ports"; }
+addrs_of() { cat "$dir/addrs"; }
+
+# The cluster's network, when it runs in namespaces: its prefix and its /24 (D/netns).
+netns_prefix=""; netns_subnet=""
+load_netns() {
+  if [ -f "$dir/netns" ]; then
+    read -r netns_prefix netns_subnet < "$dir/netns"
+    source bench/netns.sh
+  fi
+}
+# Node $1's host: its namespace's address, or loopback.
+host_of() { if [ -n "$netns_prefix" ]; then echo "$netns_subnet.$1"; else echo 127.0.0.1; fi; }
+# Runs node $1's server (the rest of the arguments) in the background, in its namespace if
+# the cluster has them, its pid in D/node<i>/pid.
+start_server() {
+  local i=$1; shift
+  local threads=()
+  [ -z "$io_threads" ] || threads=(--io-threads "$io_threads")
+  if [ -n "$netns_prefix" ]; then
+    ip netns list | grep -q "^$netns_prefix-n$i\b" \
+      || netns_attach "$netns_prefix" "$netns_prefix-n$i" "vn$i" "$(host_of "$i")"
+    nohup ip netns exec "$netns_prefix-n$i" "$server_bin" --bind "$(host_of "$i")" "${threads[@]}" \
+      "$@" > "$dir/node$i/log" 2>&1 &
+  else
+    nohup "$server_bin" "${threads[@]}" "$@" > "$dir/node$i/log" 2>&1 &
+  fi
+  echo $! > "$dir/node$i/pid"
+}
 
 # The controller beside the server binary the cluster runs.
 controller() {
   local bin
   bin="$(dirname "$(cat "$dir/server-bin")")/strata-cluster"
   [ -x "$bin" ] || { echo "cluster.sh: no strata-cluster beside the server, at $bin" >&2; exit 1; }
-  timeout -k 5 600 "$bin" --node "127.0.0.1:${entry:-$(head -1 "$dir/ports")}" --timeout 540 "$@"
+  timeout -k 5 600 "$bin" --node "${entry:-$(head -1 "$dir/addrs")}" --timeout 540 "$@"
 }
 
 case "$cmd" in
@@ -90,15 +127,36 @@ case "$cmd" in
       server_bin="${CARGO_TARGET_DIR:-target}/release/strata-server"
     fi
     [ -x "$server_bin" ] || { echo "cluster.sh: no server binary at $server_bin" >&2; exit 1; }
+    [[ "$ttl" =~ ^[1-9][0-9]*$ ]] || { echo "cluster.sh up: --ttl must be a positive number of seconds" >&2; exit 2; }
+    [ -z "$io_threads" ] || [[ "$io_threads" =~ ^[1-9][0-9]*$ ]] \
+      || { echo "cluster.sh up: --io-threads must be a positive number" >&2; exit 2; }
+    if ls "$dir"/node*/pid >/dev/null 2>&1; then
+      echo "cluster.sh up: $dir has running nodes (cluster.sh down --dir $dir first)" >&2; exit 1
+    fi
     mkdir -p "$dir"
+    dir=$(realpath "$dir")
+    if [ "$netns" -eq 1 ]; then
+      source bench/netns.sh
+      why=$(netns_unusable); [ -z "$why" ] || { echo "cluster.sh up --netns: $why" >&2; exit 1; }
+      netns_subnet=$(netns_free_subnet 80)
+      [ -n "$netns_subnet" ] || { echo "cluster.sh up --netns: no free 10.X.0.0/24" >&2; exit 1; }
+      netns_prefix="stc$(printf '%s' "$dir" | cksum | cut -c1-6)"
+      netns_remove "$netns_prefix"
+      netns_bridge "$netns_prefix"
+      netns_host_link "$netns_prefix" "$netns_subnet.254"
+      echo "$netns_prefix $netns_subnet" > "$dir/netns"
+    else
+      rm -f "$dir/netns"
+    fi
     echo "$server_bin" > "$dir/server-bin"
-    echo "$base_port $partitions $replicas $appendfsync" > "$dir/settings"
+    echo "$base_port $partitions $replicas $appendfsync ${io_threads:-0}" > "$dir/settings"
     list=""
-    : > "$dir/ports"
+    : > "$dir/ports"; : > "$dir/addrs"
     for i in $(seq 1 "$nodes"); do
       port=$((base_port + i - 1)); raft=$((base_port + 1000 + i - 1))
-      list="${list:+$list,}$i=127.0.0.1:$port:$raft"
+      list="${list:+$list,}$i=$(host_of "$i"):$port:$raft"
       echo "$port" >> "$dir/ports"
+      echo "$(host_of "$i"):$port" >> "$dir/addrs"
     done
     for i in $(seq 1 "$nodes"); do
       port=$((base_port + i - 1))
@@ -106,19 +164,17 @@ case "$cmd" in
       # A node's first start is the new cluster's: its empty directory creates the groups.
       # Later starts on the directory leave it out (a node that lost its data catches up).
       bootstrap=no; [ -d "$dir/node$i/data" ] || bootstrap=yes
-      nohup "$server_bin" --port "$port" --dir "$dir/node$i/data" --appendfsync "$appendfsync" \
+      start_server "$i" --port "$port" --dir "$dir/node$i/data" --appendfsync "$appendfsync" \
         --cluster-enabled yes --cluster-node-id "$i" --cluster-nodes "$list" \
         --cluster-partitions "$partitions" --cluster-replicas "$replicas" \
-        --cluster-bootstrap "$bootstrap" > "$dir/node$i/log" 2>&1 &
-      echo $! > "$dir/node$i/pid"
+        --cluster-bootstrap "$bootstrap"
     done
-    [[ "$ttl" =~ ^[1-9][0-9]*$ ]] || { echo "cluster.sh up: --ttl must be a positive number of seconds" >&2; exit 2; }
     # The watchdog: the same stop as `down`, once the time is up.
     nohup bash "$0" down --dir "$dir" --after "$ttl" > "$dir/watchdog.log" 2>&1 &
     echo $! > "$dir/watchdog.pid"
     deadline=$((SECONDS + 60))
     while :; do
-      led=$(for p in $(ports_of); do info_cluster "$p"; done | tr -d '\r' \
+      led=$(for a in $(addrs_of); do info_cluster "$a"; done | tr -d '\r' \
               | { grep -o '^partition[0-9]*:.*role=leader' || true; } | cut -d: -f1 | sort -u | wc -l)
       [ "$led" -eq "$partitions" ] && break
       if [ $SECONDS -ge $deadline ]; then
@@ -131,47 +187,51 @@ case "$cmd" in
       done
       sleep 0.2
     done
-    for p in $(ports_of); do echo "127.0.0.1:$p"; done
+    addrs_of
     ;;
   add)
     [ -f "$dir/settings" ] || { echo "cluster.sh add: no cluster in $dir" >&2; exit 1; }
-    read -r base_port partitions replicas appendfsync < "$dir/settings"
+    read -r base_port partitions replicas appendfsync io_threads < "$dir/settings"
+    [ "${io_threads:-0}" != 0 ] || io_threads=""
+    load_netns
     server_bin=$(cat "$dir/server-bin")
     i=1
     while [ -d "$dir/node$i" ]; do i=$((i + 1)); done
-    port=$((base_port + i - 1)); raft=$((base_port + 1000 + i - 1))
+    port=$((base_port + i - 1)); raft=$((base_port + 1000 + i - 1)); host=$(host_of "$i")
     mkdir -p "$dir/node$i"
-    nohup "$server_bin" --port "$port" --dir "$dir/node$i/data" --appendfsync "$appendfsync" \
-      --cluster-enabled yes --cluster-node-id "$i" --cluster-nodes "$i=127.0.0.1:$port:$raft" \
+    start_server "$i" --port "$port" --dir "$dir/node$i/data" --appendfsync "$appendfsync" \
+      --cluster-enabled yes --cluster-node-id "$i" --cluster-nodes "$i=$host:$port:$raft" \
       --cluster-partitions "$partitions" --cluster-replicas "$replicas" \
-      --cluster-bootstrap no > "$dir/node$i/log" 2>&1 &
-    echo $! > "$dir/node$i/pid"
+      --cluster-bootstrap no
     deadline=$((SECONDS + 30))
-    until (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do
+    until (exec 3<>"/dev/tcp/$host/$port") 2>/dev/null; do
       [ $SECONDS -lt $deadline ] || { echo "cluster.sh add: node $i does not answer (log: $dir/node$i/log)" >&2; exit 1; }
       sleep 0.1
     done
-    controller add-node "$i" "127.0.0.1:$port:$raft" $rebalance --wait >&2
+    controller add-node "$i" "$host:$port:$raft" $rebalance --wait >&2
     echo "$port" >> "$dir/ports"
-    echo "127.0.0.1:$port"
+    echo "$host:$port" >> "$dir/addrs"
+    echo "$host:$port"
     ;;
   remove)
     [[ "$id" =~ ^[1-9][0-9]*$ ]] || { echo "cluster.sh remove: --id I is required" >&2; exit 2; }
     [ -f "$dir/node$id/pid" ] || { echo "cluster.sh remove: node $id is not running in $dir" >&2; exit 1; }
     read -r base_port _ < "$dir/settings"
-    port=$((base_port + id - 1))
+    load_netns
+    port=$((base_port + id - 1)); addr="$(host_of "$id"):$port"
     # Ask another node, so the controller does not lose its entry point.
-    entry=$(grep -vx "$port" "$dir/ports" | head -1)
+    entry=$(grep -vx "$addr" "$dir/addrs" | head -1)
     [ -n "$entry" ] || { echo "cluster.sh remove: node $id is the last node" >&2; exit 1; }
     controller remove-node "$id" --wait >&2
     grep -vx "$port" "$dir/ports" > "$dir/ports.new"; mv "$dir/ports.new" "$dir/ports"
+    grep -vx "$addr" "$dir/addrs" > "$dir/addrs.new"; mv "$dir/addrs.new" "$dir/addrs"
     pid=$(cat "$dir/node$id/pid"); rm -f "$dir/node$id/pid"
     kill -TERM "$pid" 2>/dev/null || true
     ;;
   status)
-    [ -f "$dir/ports" ] || { echo "cluster.sh status: no cluster in $dir" >&2; exit 1; }
+    [ -f "$dir/addrs" ] || { echo "cluster.sh status: no cluster in $dir" >&2; exit 1; }
     printf '%-10s %-12s %-7s %-9s %s\n' partition slots leader term replicas
-    for p in $(ports_of); do info_cluster "$p"; done | tr -d '\r' \
+    for a in $(addrs_of); do info_cluster "$a"; done | tr -d '\r' \
       | { grep '^partition[0-9]*:.*role=leader' || true; } \
       | sed -E 's/^partition([0-9]+):slots=([0-9-]+),role=leader,term=([0-9]+),leader=([0-9?]+),voters=([0-9|]+),.*/\1 \2 \4 \3 \5/' \
       | sort -n | while read -r part slots leader term voters; do
@@ -201,6 +261,8 @@ case "$cmd" in
         sleep 0.1
       done
     done
+    load_netns
+    [ -z "$netns_prefix" ] || { netns_remove "$netns_prefix"; rm -f "$dir/netns"; }
     ;;
   *) usage >&2; exit 2 ;;
 esac
