@@ -13,7 +13,7 @@ use openraft::{LogState, OptionalSend};
 use super::convert::{
     entry_in, entry_out, log_id_in, log_id_out, opt_log_id_in, vote_in, vote_out,
 };
-use super::{blocking, unless_stalled, TypeConfig};
+use super::{blocking, unless_stalled, PurgedRead, TypeConfig};
 use crate::error::Error;
 use crate::log_store::GroupLog;
 use crate::types::Entry;
@@ -27,12 +27,13 @@ const READ_BUDGET: usize = 1 << 20;
 #[derive(Clone)]
 pub struct LogStore {
     log: GroupLog,
+    purged_reads: PurgedRead,
 }
 
 impl LogStore {
-    /// Wraps `log`.
-    pub fn new(log: GroupLog) -> Self {
-        LogStore { log }
+    /// Wraps `log`; reads that find their range purged are noted in `purged_reads`.
+    pub(crate) fn new(log: GroupLog, purged_reads: PurgedRead) -> Self {
+        LogStore { log, purged_reads }
     }
 
     async fn read(
@@ -48,6 +49,13 @@ impl LogStore {
                 blocking(move || log.read(start, end, budget)).await?
             }
         };
+        if entries.is_empty()
+            && start < end
+            && self.log.state().last_purged.is_some_and(|p| start <= p.index)
+        {
+            // Only a stale replication stream reads what the log purged (`network`).
+            self.purged_reads.note(start);
+        }
         entries.into_iter().map(entry_out).collect()
     }
 }
@@ -139,5 +147,32 @@ impl RaftLogStorage<C> for LogStore {
         let upto = log_id_in(&log_id);
         let log = self.log.clone();
         blocking(move || log.purge(upto)).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log_store::tests::node_in;
+    use crate::types::{GroupId, LogId, Payload};
+
+    /// A read that finds its range purged is noted (a stale replication stream's, `network`);
+    /// a read that finds entries, or a range the log has not reached, is not.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_read_of_purged_entries_is_noted_for_the_stream_that_made_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = GroupLog::open(node_in(dir.path()), GroupId(1)).unwrap();
+        let id = |index| LogId { term: 1, leader: 1, index };
+        let entries: Vec<Entry> =
+            (1..=10).map(|i| Entry { log_id: id(i), payload: Payload::Normal(vec![1]) }).collect();
+        log.write_entries(&entries).unwrap();
+        log.purge(id(5)).unwrap();
+        let purged = PurgedRead::new();
+        let mut store = LogStore::new(log, purged.clone());
+        assert_eq!(store.limited_get_log_entries(6, 9).await.unwrap().len(), 3);
+        assert_eq!(store.limited_get_log_entries(11, 14).await.unwrap().len(), 0);
+        assert!(!purged.take(11), "past the end is not purged");
+        assert_eq!(store.limited_get_log_entries(2, 5).await.unwrap().len(), 0);
+        assert!(purged.take(2));
     }
 }

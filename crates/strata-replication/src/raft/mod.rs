@@ -24,6 +24,8 @@ mod sm;
 mod suite_test;
 
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 pub use node::{GroupStatus, Leadership, RaftNode, RaftSettings, Replica, Role};
 
@@ -38,6 +40,34 @@ openraft::declare_raft_types!(
         NodeId = u64,
         Node = Peer,
 );
+
+/// Where a group's latest log read that found its range purged started (a stale replication
+/// stream's, `network`'s module doc), shared by the group's log store, which notes it, and its
+/// network clients, which end the stream that made it.
+#[derive(Clone)]
+pub(crate) struct PurgedRead(Arc<AtomicU64>);
+
+impl PurgedRead {
+    const NONE: u64 = u64::MAX;
+
+    pub(crate) fn new() -> PurgedRead {
+        PurgedRead(Arc::new(AtomicU64::new(Self::NONE)))
+    }
+
+    /// Notes a read from `start` that found its entries purged.
+    pub(crate) fn note(&self, start: u64) {
+        self.0.store(start, Ordering::SeqCst);
+    }
+
+    /// Whether the latest purged read started at `start`; it is forgotten if so.
+    pub(crate) fn take(&self, start: u64) -> bool {
+        start != Self::NONE
+            && self
+                .0
+                .compare_exchange(start, Self::NONE, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+    }
+}
 
 /// Runs `f`, an unsynced engine write on `db`, in place; on Tokio's blocking pool instead
 /// while the engine stalls writes (`Db::writes_stalled`), when it may wait.
@@ -62,5 +92,24 @@ where
     match tokio::task::spawn_blocking(f).await {
         Ok(r) => r.map_err(io::Error::from),
         Err(e) => Err(io::Error::other(format!("a storage task failed: {e}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PurgedRead;
+
+    #[test]
+    fn a_purged_read_is_taken_once_and_only_at_its_start() {
+        let r = PurgedRead::new();
+        assert!(!r.take(0), "nothing noted");
+        r.note(2121);
+        assert!(!r.take(2120));
+        assert!(r.take(2121));
+        assert!(!r.take(2121), "taken once");
+        r.note(7);
+        r.note(9);
+        assert!(!r.take(7), "only the latest is kept");
+        assert!(r.take(9));
     }
 }

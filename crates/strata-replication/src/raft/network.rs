@@ -1,6 +1,17 @@
 //! openraft's network traits over a [`Transport`]: each call is encoded as a `rpc` frame
 //! naming its group and sent with the deadline openraft gives it (every call times out).
 //! Snapshots go as a sequence of pieces, one chunk each.
+//!
+//! **A stale replication stream is ended here.** openraft (0.10.0-alpha.37) resets a
+//! follower's progress when a heartbeat finds its log gone back (a lost disk, with
+//! `allow_log_reversion`), without ending the stream session already running to it; it then
+//! purges the log the session still reads. A session whose read comes back empty sends an
+//! entry-less request from the same `prev` and reads again every 10 ms, never looking for the
+//! new payload (a snapshot, then the log after it): the follower stays at its snapshot. A
+//! live session never reads what the log has purged (openraft postpones purging the entries a
+//! session is sending), so the log store notes such a read ([`super::PurgedRead`]), and the
+//! entry-less append that follows it, starting right before the read, fails here without
+//! being sent: that ends the session, and openraft's next one carries the current payload.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -21,7 +32,7 @@ use openraft::{OptionalSend, RaftNetworkV2};
 use super::convert::{
     entry_in, log_id_out, opt_log_id_in, opt_log_id_out, snapshot_meta_in, vote_in, vote_out,
 };
-use super::{blocking, TypeConfig};
+use super::{blocking, PurgedRead, TypeConfig};
 use crate::error::Error;
 use crate::rpc::{self, Request, Response, SnapshotPiece, SnapshotReply};
 use crate::snapshot::transfer::ChunkReader;
@@ -37,17 +48,20 @@ pub struct NetworkFactory {
     from: NodeId,
     transport: Arc<dyn Transport>,
     chunk_bytes: usize,
+    purged_reads: PurgedRead,
 }
 
 impl NetworkFactory {
-    /// Clients of `group` on node `from`, sending through `transport`.
+    /// Clients of `group` on node `from`, sending through `transport`; `purged_reads` is
+    /// shared with the group's log store (a stale replication stream, above).
     pub fn new(
         group: GroupId,
         from: NodeId,
         transport: Arc<dyn Transport>,
         chunk_bytes: usize,
+        purged_reads: PurgedRead,
     ) -> Self {
-        NetworkFactory { group, from, transport, chunk_bytes }
+        NetworkFactory { group, from, transport, chunk_bytes, purged_reads }
     }
 }
 
@@ -62,6 +76,7 @@ impl RaftNetworkFactory<C> for NetworkFactory {
             target,
             transport: self.transport.clone(),
             chunk_bytes: self.chunk_bytes,
+            purged_reads: self.purged_reads.clone(),
         }
     }
 }
@@ -73,6 +88,7 @@ pub struct GroupClient {
     target: NodeId,
     transport: Arc<dyn Transport>,
     chunk_bytes: usize,
+    purged_reads: PurgedRead,
 }
 
 /// Why a call failed, before it is shaped into openraft's error of the call's kind.
@@ -220,6 +236,15 @@ impl RaftNetworkV2<C> for GroupClient {
         rpc: AppendEntriesRequest<C>,
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<C>, RPCError<C>> {
+        if rpc.entries.is_empty() {
+            let start = rpc.prev_log_id.as_ref().map_or(0, |p| p.index() + 1);
+            if self.purged_reads.take(start) {
+                let reason =
+                    format!("a stale replication stream: its entries from {start} on are purged");
+                let e = Error::Unreachable { target: self.target, reason };
+                return Err(RPCError::Network(NetworkError::new(&e)));
+            }
+        }
         let req = Request::Append(rpc::AppendRequest {
             vote: vote_in(&rpc.vote),
             prev_log_id: opt_log_id_in(rpc.prev_log_id.as_ref()),
@@ -309,5 +334,66 @@ impl RaftNetworkV2<C> for GroupClient {
             other => Err(self
                 .rpc_error(self.unexpected("transfer-leader", &other), RPCTypes::TransferLeader)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+
+    use openraft::Vote as RaftVote;
+
+    use super::*;
+    use crate::transport::BoxFuture;
+
+    /// Counts the calls it is given and answers none (every call is unreachable).
+    #[derive(Default)]
+    struct Counting(AtomicUsize);
+
+    impl Transport for Counting {
+        fn call(
+            &self,
+            _target: NodeId,
+            _frame: Vec<u8>,
+            _timeout: Duration,
+        ) -> BoxFuture<Result<Vec<u8>, TransportError>> {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            Box::pin(async { Err(TransportError::Unreachable("test".into())) })
+        }
+    }
+
+    fn append_after(prev: Option<u64>) -> AppendEntriesRequest<C> {
+        AppendEntriesRequest {
+            vote: RaftVote::new_committed(1, 1),
+            prev_log_id: prev
+                .map(|i| log_id_out(&crate::types::LogId { term: 1, leader: 1, index: i })),
+            leader_commit: None,
+            entries: Vec::new(),
+        }
+    }
+
+    /// The entry-less append that follows a read of purged entries (a stale replication
+    /// stream's) fails without being sent, once; other appends go out.
+    #[tokio::test]
+    async fn the_append_after_a_purged_read_is_not_sent() {
+        let transport = Arc::new(Counting::default());
+        let purged = PurgedRead::new();
+        let mut factory =
+            NetworkFactory::new(GroupId(1), 1, transport.clone(), 1024, purged.clone());
+        let mut client = factory.new_client(2, &Peer::default()).await;
+        let option = RPCOption::new(Duration::from_millis(50));
+        purged.note(1416);
+        let stale = client.append_entries(append_after(Some(1415)), option.clone()).await;
+        match stale {
+            Err(RPCError::Network(e)) => {
+                assert!(e.to_string().contains("stale replication stream"));
+            }
+            other => panic!("expected a network error, got {other:?}"),
+        }
+        assert_eq!(transport.0.load(Ordering::SeqCst), 0, "nothing was sent");
+        // Taken: the next one, and a heartbeat, go out.
+        let _ = client.append_entries(append_after(Some(1415)), option.clone()).await;
+        let _ = client.append_entries(append_after(None), option).await;
+        assert_eq!(transport.0.load(Ordering::SeqCst), 2);
     }
 }

@@ -28,7 +28,7 @@ use super::convert::{
 use super::log::LogStore;
 use super::network::NetworkFactory;
 use super::sm::StateMachine;
-use super::{blocking, TypeConfig};
+use super::{blocking, PurgedRead, TypeConfig};
 use crate::error::{Error, Result};
 
 use crate::log_store::{GroupLog, NodeStorage};
@@ -545,11 +545,13 @@ impl RaftNode {
         })
         .await
         .map_err(|e| Error::Raft { group, reason: format!("open the group's storage: {e}") })?;
+        let purged_reads = PurgedRead::new();
         let network = NetworkFactory::new(
             group,
             self.id,
             self.transport.clone(),
             self.settings.snapshot_chunk_bytes,
+            purged_reads.clone(),
         );
         let rejoin = Arc::new(rejoin);
         // A replica catching up starts with its elections off: one election timeout after
@@ -563,7 +565,7 @@ impl RaftNode {
             self.id,
             config,
             network,
-            LogStore::new(log),
+            LogStore::new(log, purged_reads),
             StateMachine::new(state),
         )
         .await

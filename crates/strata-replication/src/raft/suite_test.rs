@@ -48,7 +48,11 @@ impl StoreBuilder<TypeConfig, LogStore, StateMachine, Guard> for Builder {
         };
         let (node, log, state) =
             open().map_err(|e| StorageError::read(TypeConfig::err_from_error(&e)))?;
-        Ok((Guard { node, _dir: dir }, LogStore::new(log), StateMachine::new(state)))
+        Ok((
+            Guard { node, _dir: dir },
+            LogStore::new(log, super::PurgedRead::new()),
+            StateMachine::new(state),
+        ))
     }
 }
 

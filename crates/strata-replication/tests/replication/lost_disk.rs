@@ -129,3 +129,65 @@ async fn a_catch_up_cut_short_resumes_after_a_restart() {
     c.converged(g, &[1, 2, 3]).await;
     c.shutdown().await;
 }
+
+/// Snapshots and purges every live replica's log of every group up to its leader's last
+/// entry now (writes may go on meanwhile).
+async fn snapshot_and_purge(c: &Cluster) {
+    for g in c.groups.clone() {
+        let leader = c.leader(g).await;
+        let last = c.node(leader).replica(g).unwrap().status().last_log_index.unwrap();
+        let nodes: Vec<_> = c.live.read().keys().copied().collect();
+        for n in nodes {
+            let r = c.node(n).replica(g).unwrap();
+            r.wait_for("apply", WAIT, move |s| s.applied.map(|a| a.index) >= Some(last))
+                .await
+                .unwrap();
+            r.snapshot().await.unwrap();
+            r.wait_for("snapshot", WAIT, move |s| s.snapshot.map(|a| a.index) >= Some(last))
+                .await
+                .unwrap();
+            r.purge_log(last).await.unwrap();
+            r.wait_for("purge", WAIT, move |s| s.purged.map(|a| a.index) >= Some(last))
+                .await
+                .unwrap();
+        }
+    }
+}
+
+/// A replica that lost its disk while its leaders purged their logs comes back through a
+/// snapshot, with writes going on all the while, and then takes the log from the snapshot on:
+/// it catches up, votes again, and holds every write.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_that_lost_its_disk_catches_up_from_a_snapshot_under_writes() {
+    let mut c = Cluster::start(&[1, 2, 3], &[0, 1]).await;
+    let writers = Writers::start(&c, 2);
+    writers.wait_acked(30).await;
+    let leader = c.leader(c.groups[0]).await;
+    let f = [1, 2, 3].into_iter().find(|n| *n != leader).unwrap();
+    c.kill(f).await;
+    c.wipe(f);
+    // Down long enough for the leaders' streams to it to back off, so that a heartbeat may be
+    // what finds its log gone (the case `src/raft/network.rs` ends a stale stream for).
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    writers.wait_acked(30).await;
+    snapshot_and_purge(&c).await;
+    c.start_node(f).await;
+    for g in c.groups.clone() {
+        c.node(f)
+            .replica(g)
+            .unwrap()
+            .wait_for("install a snapshot", WAIT, |s| s.snapshot.is_some())
+            .await
+            .unwrap();
+    }
+    writers.wait_acked(60).await;
+    for g in c.groups.clone() {
+        caught_up(&c, f, g).await;
+    }
+    let history = writers.stop().await;
+    for g in c.groups.clone() {
+        let data = c.converged(g, &[1, 2, 3]).await;
+        assert!(check_exactly_once(g, &data, &history) > 0);
+    }
+    c.shutdown().await;
+}
