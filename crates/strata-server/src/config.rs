@@ -7,7 +7,8 @@
 //! physical memory, at most 4 GiB, at least 32 MiB: see [`default_block_cache_size`]),
 //! `--max-background-jobs`, `--proto-max-bulk-len` (512 MiB), `--hash-max-listpack-entries`
 //! (128) and `--hash-max-listpack-value` (128; when a hash is compact, see
-//! `storage::compact_hash`), the cluster-mode flags (`--cluster-enabled yes|no`,
+//! `storage::compact_hash`), `--notify-keyspace-events` (empty: none; Redis's class
+//! characters, `types::notify`), the cluster-mode flags (`--cluster-enabled yes|no`,
 //! `--cluster-node-id`, `--cluster-nodes`, `--cluster-partitions`, `--cluster-replicas`,
 //! `--cluster-bootstrap yes|no`: `cluster::spec`), and a config file path as the first positional argument.
 
@@ -61,6 +62,10 @@ pub struct Flags {
     /// Longest field or value of a compact hash, in bytes.
     #[arg(long)]
     pub hash_max_listpack_value: Option<usize>,
+    /// Keyspace notifications to publish: Redis's class characters (K E g $ l s h z x e t m
+    /// d n A); empty (the default): none.
+    #[arg(long)]
+    pub notify_keyspace_events: Option<String>,
     /// Cluster mode: yes | no (no).
     #[arg(long)]
     pub cluster_enabled: Option<String>,
@@ -128,6 +133,8 @@ pub struct Config {
     pub hash_max_listpack_entries: usize,
     /// Longest field or value of a compact hash.
     pub hash_max_listpack_value: usize,
+    /// The keyspace notification classes enabled (`types::notify`'s flags).
+    pub notify_keyspace_events: u32,
     /// Cluster mode.
     pub cluster: ClusterOptions,
     /// Every `key value` of the file, for CONFIG GET of settings without their own field.
@@ -257,6 +264,18 @@ impl Config {
                 flags.cluster_bootstrap.clone().or_else(|| file.get("cluster-bootstrap").cloned()),
             )?,
         };
+        let events = flags
+            .notify_keyspace_events
+            .clone()
+            .or_else(|| file.get("notify-keyspace-events").cloned())
+            .unwrap_or_default();
+        let notify_keyspace_events = crate::types::notify::parse_classes(events.as_bytes())
+            .ok_or_else(|| {
+                format!(
+                    "notify-keyspace-events `{events}`: Invalid event class character. Use \
+                     'Ag$lshzxeKEtmdn'."
+                )
+            })?;
         let port = match flags.port {
             Some(p) => p,
             None => num::<u16>(&file, "port")?.unwrap_or(6379),
@@ -303,6 +322,7 @@ impl Config {
                 .hash_max_listpack_value
                 .map_or_else(|| num(&file, "hash-max-listpack-value"), |v| Ok(Some(v)))?
                 .unwrap_or(crate::types::compact_hash::DEFAULT_MAX_VALUE),
+            notify_keyspace_events,
             cluster,
             extra: file,
         })
@@ -342,6 +362,10 @@ impl Config {
         // Redis 7's older names of the same two settings.
         set("hash-max-ziplist-entries", self.hash_max_listpack_entries.to_string());
         set("hash-max-ziplist-value", self.hash_max_listpack_value.to_string());
+        set(
+            "notify-keyspace-events",
+            crate::types::notify::render_classes(self.notify_keyspace_events),
+        );
         set("cluster-enabled", if self.cluster.enabled { "yes" } else { "no" }.to_string());
         for (k, v) in [
             ("save", ""),
@@ -372,6 +396,9 @@ impl Config {
             // `busy-reply-threshold` is the same setting's newer name).
             ("lua-time-limit", "5000"),
             ("busy-reply-threshold", "5000"),
+            // RESTORE always makes Redis's deep checks of a payload (`types::rdb`): every
+            // value is decoded whole before it is stored. The setting is kept for CONFIG.
+            ("sanitize-dump-payload", "no"),
         ] {
             m.entry(k.to_string()).or_insert_with(|| v.to_string());
         }
@@ -390,6 +417,26 @@ mod tests {
         assert_eq!(f["requirepass"], "pw x");
         assert_eq!(parse_size("64mb"), Some(64 << 20));
         assert_eq!(parse_size("x"), None);
+    }
+
+    #[test]
+    fn keyspace_events_come_from_the_flag_over_the_file_and_are_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("strata.conf");
+        std::fs::write(&path, "notify-keyspace-events \"Elx\"\n").unwrap();
+        let file = Flags { config_file: Some(path.clone()), ..Flags::default() };
+        assert_eq!(Config::resolve(file).unwrap().params()["notify-keyspace-events"], "lxE");
+        let both = Flags {
+            config_file: Some(path),
+            notify_keyspace_events: Some("KA".into()),
+            ..Flags::default()
+        };
+        assert_eq!(Config::resolve(both).unwrap().params()["notify-keyspace-events"], "AK");
+        let none = Config::resolve(Flags::default()).unwrap();
+        assert_eq!(none.notify_keyspace_events, 0);
+        let bad = Flags { notify_keyspace_events: Some("Kq".into()), ..Flags::default() };
+        let err = Config::resolve(bad).unwrap_err();
+        assert!(err.contains("Invalid event class character"), "{err}");
     }
 
     #[test]

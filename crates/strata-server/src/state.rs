@@ -9,6 +9,7 @@ use crate::routing::Router;
 use crate::script::Scripts;
 use crate::storage::Store;
 use crate::types::compact_hash::Limits;
+use crate::types::notify::Notifier;
 use crate::types::stream::NodeLimits;
 use crate::types::{now_ms, Keyspace};
 use parking_lot::{Mutex, RwLock};
@@ -177,6 +178,9 @@ pub struct Shared {
     pub scripts: Scripts,
     /// Pub/sub's subscriptions (`commands::pubsub`).
     pub pubsub: crate::pubsub::PubSub,
+    /// The keyspace notifications enabled (`notify-keyspace-events`; CONFIG SET changes
+    /// them): the data operations raise them, `commands::pubsub` publishes them.
+    pub notifier: Notifier,
 }
 
 impl Shared {
@@ -184,6 +188,7 @@ impl Shared {
     pub fn new(store: Arc<Store>, config: Config, port: u16) -> Shared {
         let mut params = config.params();
         params.insert("port".into(), port.to_string());
+        let notifier = Notifier::new(config.notify_keyspace_events);
         Shared {
             store,
             hash_limits: Limits::new(
@@ -205,6 +210,7 @@ impl Shared {
             scripts: Scripts::new(crate::config::REDIS_VERSION)
                 .unwrap_or_else(|e| panic!("{e} (the Lua sources are built in)")),
             pubsub: crate::pubsub::PubSub::default(),
+            notifier,
         }
     }
 
@@ -218,6 +224,7 @@ impl Shared {
     pub fn keyspace(&self) -> Keyspace<'_> {
         Keyspace::new(&self.store, &self.hash_limits, now_ms())
             .with_stream_nodes(&self.stream_nodes)
+            .with_notifier(&self.notifier)
     }
 
     /// The password AUTH checks, if any.
@@ -291,8 +298,9 @@ pub struct Conn {
     pub subs: Option<Subscriptions>,
     /// CLIENT REPLY: whether replies are sent (`server::listener` drops the others).
     pub reply_mode: ReplyMode,
-    /// Push frames a command produced (RESP3 subscription confirmations): sent even when its
-    /// reply is not (CLIENT REPLY OFF), as Redis sends pushes.
+    /// Frames a command produced that go out whatever its reply does (subscription
+    /// confirmations, push frames in RESP3): sent even when its reply is not (CLIENT REPLY
+    /// OFF or SKIP), as Redis sends them.
     pub pushes: Vec<u8>,
 }
 

@@ -3,16 +3,18 @@
 //!
 //! A loaded library is kept in the store's `server` family (`function\0<name>` -> its code,
 //! written synced before FUNCTION LOAD replies) and loaded again when the server starts
-//! ([`restore`]), as Redis keeps functions in its RDB and AOF. DUMP and RESTORE of Redis's
-//! payload format are not there (an error says so).
+//! ([`restore`]), as Redis keeps functions in its RDB and AOF. FUNCTION DUMP and RESTORE
+//! carry the libraries in Redis's payload format (`types::rdb`).
 
 use super::args::is;
 use super::errors::CmdError;
 use super::scripting::{atomically, keys_and_args};
 use super::CmdResult;
 use crate::resp::Out;
+use crate::script::library::library_name;
 use crate::script::KillRefused;
 use crate::state::{Conn, Shared};
+use crate::types::rdb::{self, FunctionsError};
 
 /// The prefix of a library's record in the `server` family.
 const RECORD_PREFIX: &[u8] = b"function\0";
@@ -54,12 +56,20 @@ pub fn function(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdR
             let (replace, code) = match a.len() {
                 3 => (false, &a[2]),
                 4 if is(&a[2], "replace") => (true, &a[3]),
-                4 => return Err(format!("ERR Unknown option given: {}", String::from_utf8_lossy(&a[2])).into()),
+                4 => {
+                    return Err(format!(
+                        "ERR Unknown option given: {}",
+                        String::from_utf8_lossy(&a[2])
+                    )
+                    .into())
+                }
                 n if n < 3 => return Err(wrong()),
                 _ => return Err("ERR Unknown option given: too many arguments".into()),
             };
             let name = sh.scripts.load_library(code, replace).map_err(CmdError::from)?;
-            if let Err(e) = sh.store.write_server_records(&[(record_key(&name), Some(code.clone()))]) {
+            if let Err(e) =
+                sh.store.write_server_records(&[(record_key(&name), Some(code.clone()))])
+            {
                 sh.scripts.delete_library(&name);
                 return Err(store_err(e));
             }
@@ -83,7 +93,8 @@ pub fn function(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdR
             if a.len() == 3 && !is(&a[2], "sync") && !is(&a[2], "async") {
                 return Err("ERR FUNCTION FLUSH only supports SYNC|ASYNC option".into());
             }
-            let gone: Vec<_> = sh.scripts.libraries().iter().map(|l| (record_key(&l.name), None)).collect();
+            let gone: Vec<_> =
+                sh.scripts.libraries().iter().map(|l| (record_key(&l.name), None)).collect();
             sh.scripts.flush_libraries();
             sh.store.write_server_records(&gone).map_err(store_err)?;
             out.ok();
@@ -91,7 +102,9 @@ pub fn function(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdR
         "list" => list(sh, a, out)?,
         "kill" => match sh.scripts.kill() {
             Ok(()) => out.ok(),
-            Err(KillRefused::NotBusy) => return Err("NOTBUSY No scripts in execution right now.".into()),
+            Err(KillRefused::NotBusy) => {
+                return Err("NOTBUSY No scripts in execution right now.".into())
+            }
             Err(KillRefused::Unkillable) => {
                 return Err("UNKILLABLE Sorry the script already executed write commands against \
                             the dataset. You can either wait the script termination or kill the \
@@ -127,12 +140,44 @@ pub fn function(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdR
             out.bulk(b"functions_count");
             out.int(libs.iter().map(|l| l.functions.len()).sum::<usize>() as i64);
         }
-        "dump" | "restore" => {
-            return Err(format!(
-                "ERR FUNCTION {} is not supported: this server does not read or write Redis's DUMP payloads",
-                sub.to_uppercase()
-            )
-            .into())
+        "dump" => {
+            if a.len() != 2 {
+                return Err(wrong());
+            }
+            let libs = sh.scripts.libraries();
+            out.bulk(&rdb::encode_functions(libs.iter().map(|l| l.code.as_slice())));
+        }
+        "restore" => {
+            if a.len() < 3 {
+                return Err(wrong());
+            }
+            if a.len() > 4 {
+                return Err(format!(
+                    "ERR unknown subcommand or wrong number of arguments for '{}'. Try FUNCTION HELP.",
+                    String::from_utf8_lossy(&a[1])
+                )
+                .into());
+            }
+            let policy = match a.get(3) {
+                None => Policy::Append,
+                Some(p) if is(p, "append") => Policy::Append,
+                Some(p) if is(p, "replace") => Policy::Replace,
+                Some(p) if is(p, "flush") => Policy::Flush,
+                Some(_) => {
+                    return Err("ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.".into())
+                }
+            };
+            let codes = rdb::decode_functions(&a[2]).map_err(|e| {
+                CmdError::from(match e {
+                    FunctionsError::VersionOrChecksum => {
+                        "ERR DUMP payload version or checksum are wrong".to_string()
+                    }
+                    FunctionsError::NotAFunction => "ERR given type is not a function".to_string(),
+                    FunctionsError::Unreadable(what) => format!("ERR {what}"),
+                })
+            })?;
+            restore_libraries(sh, &codes, policy)?;
+            out.ok();
         }
         "help" if a.len() == 2 => {
             let help = [
@@ -141,6 +186,8 @@ pub fn function(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdR
                 "DELETE <LIBRARY NAME>",
                 "LIST [LIBRARYNAME PATTERN] [WITHCODE]",
                 "FLUSH [ASYNC|SYNC]",
+                "DUMP",
+                "RESTORE <PAYLOAD> [FLUSH|APPEND|REPLACE]",
                 "STATS",
                 "KILL",
                 "HELP",
@@ -148,8 +195,76 @@ pub fn function(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdR
             super::args::reply_help(out, &help);
         }
         _ => {
-            return Err(format!("ERR unknown subcommand '{}'. Try FUNCTION HELP.", String::from_utf8_lossy(&a[1])).into())
+            return Err(format!(
+                "ERR unknown subcommand '{}'. Try FUNCTION HELP.",
+                String::from_utf8_lossy(&a[1])
+            )
+            .into())
         }
+    }
+    Ok(())
+}
+
+/// What FUNCTION RESTORE does with the libraries there are.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Policy {
+    /// Adds the payload's libraries; a name already loaded refuses the whole payload.
+    Append,
+    /// Adds them, replacing libraries of the same names.
+    Replace,
+    /// Drops every library first.
+    Flush,
+}
+
+/// FUNCTION RESTORE: loads the libraries of `codes` under `policy`, all or none (on an error
+/// every library there was is back as it was), then keeps the change in the store.
+fn restore_libraries(sh: &Shared, codes: &[Vec<u8>], policy: Policy) -> Result<(), CmdError> {
+    let old = sh.scripts.libraries();
+    let mut names = Vec::with_capacity(codes.len());
+    for code in codes {
+        let name = library_name(code).map_err(CmdError::from)?;
+        if names.contains(&name) {
+            return Err(format!("ERR Library '{name}' already exists").into());
+        }
+        names.push(name);
+    }
+    let displaced: Vec<_> = match policy {
+        Policy::Flush => old.clone(),
+        Policy::Replace => old.iter().filter(|l| names.contains(&l.name)).cloned().collect(),
+        Policy::Append => {
+            if let Some(n) = names.iter().find(|n| old.iter().any(|l| &l.name == *n)) {
+                return Err(format!("ERR Library {n} already exists").into());
+            }
+            Vec::new()
+        }
+    };
+    for l in &displaced {
+        sh.scripts.delete_library(&l.name);
+    }
+    let undo = |loaded: &[String]| {
+        for n in loaded {
+            sh.scripts.delete_library(n);
+        }
+        for l in &displaced {
+            // It loaded before, beside the libraries that are still there.
+            let _ = sh.scripts.load_library(&l.code, false);
+        }
+    };
+    let mut loaded = Vec::with_capacity(codes.len());
+    for code in codes {
+        match sh.scripts.load_library(code, false) {
+            Ok(name) => loaded.push(name),
+            Err(e) => {
+                undo(&loaded);
+                return Err(e.into());
+            }
+        }
+    }
+    let mut records: Vec<_> = displaced.iter().map(|l| (record_key(&l.name), None)).collect();
+    records.extend(loaded.iter().zip(codes).map(|(n, c)| (record_key(n), Some(c.clone()))));
+    if let Err(e) = sh.store.write_server_records(&records) {
+        undo(&loaded);
+        return Err(store_err(e));
     }
     Ok(())
 }

@@ -126,9 +126,10 @@ pub fn info_text(sh: &Shared, want: &[String]) -> Result<String, CmdError> {
     }
     if on("stats") {
         let s = &sh.stats;
+        // No MIGRATE here, so never a cached connection to another server.
         let _ = write!(
             t,
-            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ntotal_error_replies:{}\r\nexpired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:0\r\nkeyspace_misses:0\r\ntotal_protocol_errors:{}\r\n\r\n",
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ntotal_error_replies:{}\r\nexpired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:0\r\nkeyspace_misses:0\r\nmigrate_cached_sockets:0\r\ntotal_protocol_errors:{}\r\n\r\n",
             s.connections.load(Ordering::Relaxed),
             s.commands.load(Ordering::Relaxed),
             s.errors.load(Ordering::Relaxed),

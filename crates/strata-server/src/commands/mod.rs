@@ -10,6 +10,7 @@ pub mod args;
 pub mod bitops;
 pub mod blocking;
 pub mod cluster;
+pub mod dump;
 pub mod errors;
 pub mod functions;
 pub mod glob;
@@ -242,6 +243,8 @@ pub static COMMANDS: &[Command] = &[
     cmd!("sort", -2, true, KeySpec::one(1), sort::sort),
     cmd!("sort_ro", -2, false, KeySpec::one(1), sort::sort_ro),
     cmd!("object", -2, false, KeySpec::one(2), keys::object),
+    cmd!("dump", 2, false, KeySpec::one(1), dump::dump),
+    cmd!("restore", -4, true, KeySpec::one(1), dump::restore),
     // hashes
     cmd!("hset", -4, true, KeySpec::one(1), hash::hset),
     cmd!("hmset", -4, true, KeySpec::one(1), hash::hmset),
@@ -502,6 +505,15 @@ pub fn dispatch(sh: &Shared, conn: &mut Conn, args: &[Vec<u8>], out: &mut Out) {
         blocking::note_in_exec(sh, conn, cmd, args);
     } else {
         blocking::signal(sh, conn, cmd, args);
+    }
+    // The keyspace notifications of its writes (and of those of the clients it served), now
+    // that they are written. Inside EXEC or a script they wait for its one batch; in
+    // cluster mode for the write's Raft entry (`server::listener`).
+    if crate::types::notify::raised()
+        && !crate::storage::overlay::active()
+        && !crate::storage::pending::is_deferring()
+    {
+        pubsub::flush_events(sh);
     }
 }
 

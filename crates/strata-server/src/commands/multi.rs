@@ -170,6 +170,7 @@ pub fn exec(sh: &Shared, conn: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdRe
     conn.in_exec = false;
     if let Err(e) = sh.store.commit_overlay(&keys, wide) {
         conn.touched.clear();
+        crate::types::notify::discard();
         return Err(crate::types::TypeError::from(e).into());
     }
     out.array(m.queued.len());

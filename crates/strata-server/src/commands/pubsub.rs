@@ -3,7 +3,8 @@
 //! subscriptions ([`crate::pubsub`]). A subscribed connection gets its messages as they are
 //! published (`server::listener` writes them between its commands); in RESP2 it may then
 //! run only the subscription commands, PING, QUIT and RESET, as in Redis. Messages go to
-//! the subscribers of this server (in cluster mode, of this node).
+//! the subscribers of this server (in cluster mode, of this node), and so do the keyspace
+//! notifications of the commands this node served ([`publish_events`]).
 
 use super::args::is;
 use super::glob;
@@ -11,6 +12,7 @@ use super::CmdResult;
 use crate::pubsub::Subscriber;
 use crate::resp::Out;
 use crate::state::{Conn, Shared, Subscriptions};
+use crate::types::notify;
 
 /// Whether `name` may run on a RESP2 connection with subscriptions.
 pub fn allowed_when_subscribed(name: &str) -> bool {
@@ -27,9 +29,18 @@ pub fn subscribed_refusal(name: &str) -> String {
     )
 }
 
-/// A subscription confirmation: `[kind, channel, count]`; in RESP3 a push, kept apart from
-/// the replies (`Conn::pushes`: CLIENT REPLY OFF does not silence it).
-fn confirm(pushes: &mut Vec<u8>, out: &mut Out, kind: &str, channel: Option<&[u8]>, count: usize) {
+/// A subscription confirmation: `[kind, channel, count]`; in RESP3 a push. Kept apart from
+/// the replies (`Conn::pushes`: CLIENT REPLY OFF or SKIP does not silence it, in either
+/// protocol, as in redis-server), except in RESP2 inside EXEC, where it is an element of
+/// EXEC's reply.
+fn confirm(
+    pushes: &mut Vec<u8>,
+    out: &mut Out,
+    in_exec: bool,
+    kind: &str,
+    channel: Option<&[u8]>,
+    count: usize,
+) {
     let mut frame = Out { buf: Vec::new(), resp3: out.resp3 };
     frame.header(if out.resp3 { b'>' } else { b'*' }, 3);
     frame.bulk(kind.as_bytes());
@@ -38,7 +49,7 @@ fn confirm(pushes: &mut Vec<u8>, out: &mut Out, kind: &str, channel: Option<&[u8
         None => frame.null(),
     }
     frame.int(count as i64);
-    if out.resp3 {
+    if out.resp3 || !in_exec {
         pushes.extend_from_slice(&frame.buf);
     } else {
         out.buf.extend_from_slice(&frame.buf);
@@ -50,7 +61,7 @@ fn subscriptions(conn: &mut Conn) -> &mut Subscriptions {
 }
 
 fn subscribe_to(sh: &Shared, conn: &mut Conn, names: &[Vec<u8>], pattern: bool, out: &mut Out) {
-    let (id, resp3) = (conn.id, conn.resp3);
+    let (id, resp3, in_exec) = (conn.id, conn.resp3, conn.in_exec);
     let mut pushes = std::mem::take(&mut conn.pushes);
     let subs = subscriptions(conn);
     for name in names {
@@ -63,13 +74,13 @@ fn subscribe_to(sh: &Shared, conn: &mut Conn, names: &[Vec<u8>], pattern: bool, 
         }
         let count = subs.count();
         let kind = if pattern { "psubscribe" } else { "subscribe" };
-        confirm(&mut pushes, out, kind, Some(name), count);
+        confirm(&mut pushes, out, in_exec, kind, Some(name), count);
     }
     conn.pushes = pushes;
 }
 
 fn unsubscribe_from(sh: &Shared, conn: &mut Conn, names: &[Vec<u8>], pattern: bool, out: &mut Out) {
-    let id = conn.id;
+    let (id, in_exec) = (conn.id, conn.in_exec);
     let kind = if pattern { "punsubscribe" } else { "unsubscribe" };
     let mut pushes = std::mem::take(&mut conn.pushes);
     let subs = subscriptions(conn);
@@ -80,7 +91,7 @@ fn unsubscribe_from(sh: &Shared, conn: &mut Conn, names: &[Vec<u8>], pattern: bo
         names.to_vec()
     };
     if names.is_empty() {
-        confirm(&mut pushes, out, kind, None, subs.count());
+        confirm(&mut pushes, out, in_exec, kind, None, subs.count());
     }
     for name in &names {
         sh.pubsub.unsubscribe(id, name, pattern);
@@ -89,7 +100,7 @@ fn unsubscribe_from(sh: &Shared, conn: &mut Conn, names: &[Vec<u8>], pattern: bo
         } else {
             subs.channels.remove(name);
         }
-        confirm(&mut pushes, out, kind, Some(name), subs.count());
+        confirm(&mut pushes, out, in_exec, kind, Some(name), subs.count());
     }
     conn.pushes = pushes;
 }
@@ -127,6 +138,35 @@ pub fn forget(sh: &Shared, conn: &mut Conn) {
         for p in &subs.patterns {
             sh.pubsub.unsubscribe(conn.id, p, true);
         }
+    }
+}
+
+/// Publishes keyspace notifications (`types::notify`): each event to its key's
+/// `__keyspace@0__:<key>` channel and then its `__keyevent@0__:<event>` channel, as enabled
+/// when it was raised. Database 0: the only one served.
+pub fn publish_events(sh: &Shared, events: Vec<notify::Event>) {
+    let mut channel = Vec::new();
+    for e in events {
+        if e.keyspace {
+            channel.clear();
+            channel.extend_from_slice(b"__keyspace@0__:");
+            channel.extend_from_slice(&e.key);
+            sh.pubsub.publish(&channel, e.event.as_bytes(), glob::matches);
+        }
+        if e.keyevent {
+            channel.clear();
+            channel.extend_from_slice(b"__keyevent@0__:");
+            channel.extend_from_slice(e.event.as_bytes());
+            sh.pubsub.publish(&channel, &e.key, glob::matches);
+        }
+    }
+}
+
+/// Publishes the keyspace notifications this thread raised and has not published yet.
+pub fn flush_events(sh: &Shared) {
+    let events = notify::take();
+    if !events.is_empty() {
+        publish_events(sh, events);
     }
 }
 

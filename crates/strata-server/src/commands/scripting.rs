@@ -205,7 +205,10 @@ pub(super) fn atomically(
         let mut reply = Out { buf: Vec::new(), resp3: out.resp3 };
         body(&mut host, &mut reply);
         let named: Vec<&[u8]> = host.keys.iter().map(Vec::as_slice).collect();
-        sh.store.commit_overlay(&named, host.wide).map_err(crate::types::TypeError::from)?;
+        sh.store.commit_overlay(&named, host.wide).map_err(|e| {
+            crate::types::notify::discard();
+            crate::types::TypeError::from(e)
+        })?;
         out.buf.extend_from_slice(&reply.buf);
         Ok(())
     })?;

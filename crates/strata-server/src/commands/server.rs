@@ -7,6 +7,7 @@ use super::{glob, CmdResult, COMMANDS};
 use crate::resp::Out;
 use crate::state::{Conn, Shared};
 use crate::storage::SyncPolicy;
+use crate::types::notify;
 use crate::types::number::parse_int_strict;
 
 /// The Redis version reported to clients (they gate features on it).
@@ -360,8 +361,21 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
                 {
                     return Err(failed("argument must be a memory value").into());
                 }
+                "sanitize-dump-payload"
+                    if !["no", "yes", "clients"].iter().any(|o| v.eq_ignore_ascii_case(o)) =>
+                {
+                    return Err(failed(
+                        "argument(s) must be one of the following: no, yes, clients",
+                    )
+                    .into());
+                }
                 "stream-node-max-entries" if v.parse::<u64>().is_err() => {
                     return Err(failed("argument couldn't be parsed into an integer").into());
+                }
+                "notify-keyspace-events" if notify::parse_classes(&pair[1]).is_none() => {
+                    return Err(
+                        failed("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.").into()
+                    );
                 }
                 "maxclients"
                 | "timeout"
@@ -427,6 +441,13 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
             }
             if k == "stream-node-max-bytes" {
                 sh.stream_nodes.set_bytes(crate::config::parse_size(&v).unwrap_or(0));
+            }
+            if k == "notify-keyspace-events" {
+                // Checked above; shown in Redis's order whatever order it was given in.
+                let flags = notify::parse_classes(&pair[1]).unwrap_or(0);
+                sh.notifier.set_flags(flags);
+                params.insert(k, notify::render_classes(flags));
+                continue;
             }
             // Redis 7.0's names and their older aliases report one value.
             for (name, alias) in [

@@ -205,7 +205,12 @@ fn store(sh: &Shared, a: &[Vec<u8>], op: Op, out: &mut Out) -> CmdResult {
     locked.push(&a[1]);
     let _g = sh.store.locks.lock(&locked);
     let items = compute(op, parse(sh, a, 2, &name, op, true, false)?);
-    zset::replace(&sh.keyspace(), &a[1], &items)?;
+    let event = match op {
+        Op::Union => "zunionstore",
+        Op::Inter => "zinterstore",
+        Op::Diff => "zdiffstore",
+    };
+    zset::replace(&sh.keyspace(), &a[1], &items, event)?;
     out.int(items.len() as i64);
     Ok(())
 }

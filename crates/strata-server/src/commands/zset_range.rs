@@ -142,7 +142,7 @@ pub fn zrangestore(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> C
     let ks = sh.keyspace();
     let _g = sh.store.locks.lock(&[&a[1], &a[2]]);
     let items = items(&ks, &a[2], &r)?;
-    zset::replace(&ks, &a[1], &items)?;
+    zset::replace(&ks, &a[1], &items, "zrangestore")?;
     out.int(items.len() as i64);
     Ok(())
 }
@@ -159,19 +159,19 @@ fn remove(sh: &Shared, a: &[Vec<u8>], by: By, out: &mut Out) -> CmdResult {
     let n = match by {
         By::Rank => {
             let (start, stop) = (int_arg(&a[2])?, int_arg(&a[3])?);
-            zset::remove_range(&sh.keyspace(), key, |ks| {
+            zset::remove_range(&sh.keyspace(), key, "zremrangebyrank", |ks| {
                 zset::range_by_rank(ks, key, start, stop, false)
             })?
         }
         By::Score => {
             let (min, max) = (parse_bound(&a[2])?, parse_bound(&a[3])?);
-            zset::remove_range(&sh.keyspace(), key, |ks| {
+            zset::remove_range(&sh.keyspace(), key, "zremrangebyscore", |ks| {
                 zset::range_by_score(ks, key, min, max, false, None)
             })?
         }
         By::Lex => {
             let (min, max) = (parse_lex(&a[2])?, parse_lex(&a[3])?);
-            zset::remove_range(&sh.keyspace(), key, |ks| {
+            zset::remove_range(&sh.keyspace(), key, "zremrangebylex", |ks| {
                 zset::range_by_lex(ks, key, &min, &max, false, None)
             })?
         }

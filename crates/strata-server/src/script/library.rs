@@ -154,6 +154,12 @@ fn metadata(code: &[u8]) -> Result<(String, usize), String> {
     Ok((name, end))
 }
 
+/// The library name `code`'s first line gives, or Redis's error text for a line that does
+/// not name one (what FUNCTION LOAD would answer).
+pub fn library_name(code: &[u8]) -> Result<String, String> {
+    metadata(code).map(|(name, _)| name)
+}
+
 fn valid_name(n: &str) -> bool {
     !n.is_empty() && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }

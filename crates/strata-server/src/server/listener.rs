@@ -24,6 +24,7 @@ use crate::commands;
 use crate::resp::{parse_command, Out, ParseOutcome};
 use crate::state::{BlockedOn, ClientEntry, Conn, ReplyMode, Shared};
 use crate::storage::pending;
+use crate::types::notify;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -77,15 +78,20 @@ async fn run_replicated(
         out.resp3 = conn.resp3;
         let reply_at = out.buf.len();
         let ((), owed) = pending::deferring(|| commands::dispatch(sh, conn, f, out));
+        // Its keyspace notifications go out once its writes are applied, if they are.
+        let events = notify::take();
         let outcome = match owed {
             None => Ok(()),
             Some(Ok(settlement)) => settlement.wait().await,
             Some(Err(reply)) => Err(reply),
         };
-        if let Err(reply) = outcome {
-            sh.stats.errors.fetch_add(1, Ordering::Relaxed);
-            out.buf.truncate(reply_at);
-            out.error(&reply);
+        match outcome {
+            Ok(()) => commands::pubsub::publish_events(sh, events),
+            Err(reply) => {
+                sh.stats.errors.fetch_add(1, Ordering::Relaxed);
+                out.buf.truncate(reply_at);
+                out.error(&reply);
+            }
         }
         apply_reply_mode(conn, out, reply_at);
     }

@@ -1,6 +1,7 @@
 //! Background tasks: active expiry (walks the metadata family a slice at a time, deleting
-//! expired keys nobody reads; in cluster mode, those of the partitions the node leads) and
-//! the once-a-second WAL sync of `appendfsync everysec`.
+//! expired keys nobody reads, and publishing their `expired` keyspace notifications; in
+//! cluster mode, those of the partitions the node leads) and the once-a-second WAL sync of
+//! `appendfsync everysec`.
 
 use crate::routing::Route;
 use crate::slots::key_slot;
@@ -21,12 +22,12 @@ const EXPIRE_BUDGET: usize = 200;
 /// leader (an expired key reads as absent everywhere all the same).
 pub fn expire_round(sh: &Shared, from: &[u8]) -> crate::types::Result<(Vec<u8>, usize)> {
     let r = match sh.router.as_ref() {
-        None => expire_cycle(&sh.store, from, EXPIRE_BUDGET, |_| true),
+        None => expire_cycle(&sh.store, &sh.notifier, from, EXPIRE_BUDGET, |_| true),
         Some(router) => {
             // A barrier that fails (this leader cut off) may have waited its whole timeout:
             // the round deletes nothing more, and the next one tries again.
             let mut failed = false;
-            expire_cycle(&sh.store, from, EXPIRE_BUDGET, |key| {
+            expire_cycle(&sh.store, &sh.notifier, from, EXPIRE_BUDGET, |key| {
                 let slot = key_slot(key);
                 if failed || router.route(slot, true, false) != Route::Local {
                     return false;
@@ -38,6 +39,8 @@ pub fn expire_round(sh: &Shared, from: &[u8]) -> crate::types::Result<(Vec<u8>, 
     };
     // Expiry deletions owe no acknowledgement: only keep the thread's mark clean.
     let _ = crate::storage::sync_group::take_owed_sync();
+    // Their `expired` events, for the deletions written (also those before a failure).
+    crate::commands::pubsub::flush_events(sh);
     r
 }
 

@@ -120,6 +120,28 @@ impl LockTable {
         self.lock_stripes(idx)
     }
 
+    /// Locks `key`'s stripe when that cannot deadlock, else `None`: a thread holding no
+    /// stripe of this table waits for it; one holding some (taken in ascending order, which
+    /// waiting for another would break) gets it only if it holds it already or it is free
+    /// and unmarked now. For work a thread may skip (an expired key's early removal).
+    pub fn lock_if_in_order(&self, key: &[u8]) -> Option<Guards<'_>> {
+        let table = self.id();
+        let i = self.stripe(key);
+        let (holds_any, holds_it) = HELD.with(|h| {
+            let h = h.borrow();
+            (h.iter().any(|e| e.0 == table), h.contains(&(table, i)))
+        });
+        if !holds_any || holds_it {
+            return Some(self.lock_stripes(vec![i]));
+        }
+        let guard = self.stripes[i].try_lock()?;
+        if self.marks.count[i].load(Ordering::Acquire) > 0 {
+            return None;
+        }
+        HELD.with(|h| h.borrow_mut().push((table, i)));
+        Some(Guards { held: vec![guard], idx: vec![i], table })
+    }
+
     /// Locks every stripe (a script: no other writer, nor reader of several keys, runs
     /// until the guards drop), as [`LockTable::lock`] does: in ascending order, then waiting
     /// for the marks. A thread that holds some stripes already must not call it (it would
@@ -224,6 +246,44 @@ mod tests {
         drop(outer);
         t.join().unwrap();
         assert_eq!(got.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn a_lock_out_of_order_is_taken_only_when_free() {
+        let table = Arc::new(LockTable::default());
+        // Holding nothing: taken (waiting if need be).
+        drop(table.lock_if_in_order(b"a").unwrap());
+        let outer = table.lock(&["a"]);
+        // Held already: passes.
+        assert!(table.lock_if_in_order(b"a").is_some());
+        let other = (0..100_000)
+            .map(|i| format!("k{i}"))
+            .find(|k| table.stripe(k.as_bytes()) != table.stripe(b"a"))
+            .unwrap();
+        // Held by another thread: refused, not waited for.
+        let (held_tx, held_rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let t = {
+            let (table, other) = (table.clone(), other.clone());
+            std::thread::spawn(move || {
+                let _g = table.lock(&[other.as_str()]);
+                held_tx.send(()).unwrap();
+                done_rx.recv().unwrap();
+            })
+        };
+        held_rx.recv().unwrap();
+        assert!(table.lock_if_in_order(other.as_bytes()).is_none());
+        done_tx.send(()).unwrap();
+        t.join().unwrap();
+        // Free: taken, and released with its guard.
+        let g = table.lock_if_in_order(other.as_bytes()).unwrap();
+        drop(g);
+        drop(outer);
+        let t = {
+            let table = table.clone();
+            std::thread::spawn(move || drop(table.lock(&[other.as_str(), "a"])))
+        };
+        t.join().unwrap();
     }
 
     #[test]

@@ -211,6 +211,11 @@ impl MetaCache {
         NOTED.with(|n| n.borrow_mut().push(Noted { key: key.to_vec(), hash, raw, generation }));
     }
 
+    /// Whether this thread has noted writes not yet settled (a batch is being built).
+    pub fn noting(&self) -> bool {
+        NOTED.with(|n| !n.borrow().is_empty())
+    }
+
     /// Caches `raw` for `key`, read from the engine after [`MetaCache::get`] returned
     /// `generation`, unless the shard was invalidated since.
     pub fn fill(&self, key: &[u8], raw: Vec<u8>, generation: u64) {

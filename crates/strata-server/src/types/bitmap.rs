@@ -7,6 +7,7 @@
 use super::error::{Result, TypeError};
 use super::keyspace::Keyspace;
 use super::metadata::Kind;
+use super::notify;
 use super::string::put;
 use strata::WriteBatch;
 
@@ -177,11 +178,15 @@ pub fn bit_op(ks: &Keyspace, op: BitOp, dest: &[u8], sources: &[&[u8]]) -> Resul
     let out = combine(op, &refs);
     let len = out.len();
     if len > 0 {
+        let created = ks.would_create(dest)?;
         put(ks, dest, out, 0)?;
+        ks.notify_new(created, dest);
+        ks.notify(notify::STRING, "set", dest);
     } else if ks.meta(dest)?.is_some() {
         let mut b = WriteBatch::new();
         ks.delete_meta(&mut b, dest);
         ks.write(b)?;
+        ks.notify(notify::GENERIC, "del", dest);
     }
     Ok(len)
 }
@@ -354,8 +359,16 @@ pub fn bit_field(ks: &Keyspace, key: &[u8], ops: &[FieldOp]) -> Result<Vec<Optio
         v.resize(need, 0);
     }
     let replies = apply_fields(&mut v, ops);
-    if !existed || v != orig {
+    let changed = !existed || v != orig;
+    if changed {
         put(ks, key, v, expire_ms)?;
+    }
+    ks.notify_new(!existed, key);
+    // As Redis: when a write op ran (not failed by its overflow rule) and the string was
+    // created, grown or changed.
+    let wrote = ops.iter().zip(&replies).any(|(op, r)| op.writes() && r.is_some());
+    if wrote && changed {
+        ks.notify(notify::STRING, "setbit", key);
     }
     Ok(replies)
 }

@@ -5,16 +5,18 @@
 use super::error::Result;
 use super::keyspace::now_ms;
 use super::metadata::{self, Meta};
+use super::notify::{self, Notifier};
 use crate::storage::Store;
 use strata::WriteBatch;
 
 /// Deletes up to `budget` expired metadata records starting at key `from`, only those whose
 /// key `mine` accepts (in cluster mode: those of the partitions this node leads, once it may
 /// write there; the others are left to their own leader); returns where the next round starts
-/// (empty = wrap around) and how many were deleted. The server's expiry task calls it
-/// periodically.
+/// (empty = wrap around) and how many were deleted. Each deletion raises `expired` through
+/// `notifier` once written. The server's expiry task calls it periodically.
 pub fn expire_cycle(
     st: &Store,
+    notifier: &Notifier,
     from: &[u8],
     budget: usize,
     mut mine: impl FnMut(&[u8]) -> bool,
@@ -48,6 +50,7 @@ pub fn expire_cycle(
             let mut b = WriteBatch::new();
             st.delete_meta(&mut b, &k);
             st.write(b)?;
+            notifier.raise(notify::EXPIRED, "expired", &k);
             n += 1;
         }
     }

@@ -10,6 +10,7 @@ use super::compact_hash::{self, Edit as Change};
 use super::error::{Result, TypeError};
 use super::keyspace::{Keyspace, Page};
 use super::metadata::{Kind, Meta};
+use super::notify::HASH;
 use super::number::parse_int_strict;
 use super::subkey;
 use std::collections::HashSet;
@@ -24,9 +25,12 @@ pub fn read(ks: &Keyspace, key: &[u8]) -> Result<Option<Meta>> {
     ks.typed(key, Kind::Hash)
 }
 
-/// The live hash at `key`, or a new empty compact one.
-fn read_or_new(ks: &Keyspace, key: &[u8]) -> Result<Meta> {
-    Ok(read(ks, key)?.unwrap_or_else(Meta::compact_hash))
+/// The live hash at `key`, or a new empty compact one (and true: the write creates it).
+fn read_or_new(ks: &Keyspace, key: &[u8]) -> Result<(Meta, bool)> {
+    Ok(match read(ks, key)? {
+        Some(m) => (m, false),
+        None => (Meta::compact_hash(), true),
+    })
 }
 
 /// Whether the hash `key` (metadata `m`) has `f`.
@@ -140,10 +144,10 @@ fn commit(
 }
 
 /// HSET: sets every (field, value) of `pairs` (a later pair of a field wins); the number of
-/// fields added.
+/// fields added. Raises `hset` even when no value changed, as Redis.
 pub fn set_fields(ks: &Keyspace, key: &[u8], pairs: &[(&[u8], &[u8])]) -> Result<u64> {
     let _g = ks.store.locks.lock(&[key]);
-    let mut m = read_or_new(ks, key)?;
+    let (mut m, created) = read_or_new(ks, key)?;
     let mut added = 0;
     let mut fresh = HashSet::new();
     let mut changes = Vec::with_capacity(pairs.len());
@@ -155,18 +159,22 @@ pub fn set_fields(ks: &Keyspace, key: &[u8], pairs: &[(&[u8], &[u8])]) -> Result
     }
     m.size += added;
     commit(ks, key, m, &changes, added > 0)?;
+    ks.notify_new(created, key);
+    ks.notify(HASH, "hset", key);
     Ok(added)
 }
 
 /// HSETNX: sets `f` to `v` unless the hash has `f`; whether it did.
 pub fn set_if_absent(ks: &Keyspace, key: &[u8], f: &[u8], v: &[u8]) -> Result<bool> {
     let _g = ks.store.locks.lock(&[key]);
-    let mut m = read_or_new(ks, key)?;
+    let (mut m, created) = read_or_new(ks, key)?;
     if has_field(ks, key, &m, f)? {
         return Ok(false);
     }
     m.size += 1;
     commit(ks, key, m, &[Change::Put(f, v)], true)?;
+    ks.notify_new(created, key);
+    ks.notify(HASH, "hset", key);
     Ok(true)
 }
 
@@ -220,7 +228,11 @@ pub fn delete_fields(ks: &Keyspace, key: &[u8], fields: &[Vec<u8>]) -> Result<u6
     }
     let n = changes.len() as u64;
     m.size -= n;
+    let emptied = m.size == 0;
     commit(ks, key, m, &changes, n > 0)?;
+    if n > 0 {
+        ks.notify_removal(HASH, "hdel", key, emptied);
+    }
     Ok(n)
 }
 
@@ -240,7 +252,7 @@ pub fn exists(ks: &Keyspace, key: &[u8], f: &[u8]) -> Result<bool> {
 /// HINCRBY: adds `by` to the integer in `f` (absent: 0); the new value.
 pub fn incr_by(ks: &Keyspace, key: &[u8], f: &[u8], by: i64) -> Result<i64> {
     let _g = ks.store.locks.lock(&[key]);
-    let mut m = read_or_new(ks, key)?;
+    let (mut m, created) = read_or_new(ks, key)?;
     let old = field(ks, key, &m, f)?;
     let cur = match &old {
         Some(v) => parse_int_strict(v).ok_or(TypeError::HashValueNotAnInteger)?,
@@ -252,6 +264,8 @@ pub fn incr_by(ks: &Keyspace, key: &[u8], f: &[u8], by: i64) -> Result<i64> {
         m.size += 1;
     }
     commit(ks, key, m, &[Change::Put(f, text.as_bytes())], old.is_none())?;
+    ks.notify_new(created, key);
+    ks.notify(HASH, "hincrby", key);
     Ok(new)
 }
 
@@ -266,7 +280,7 @@ pub fn incr_by_float(ks: &Keyspace, key: &[u8], f: &[u8], by: &[u8]) -> Result<V
         return Err(TypeError::IncrNanOrInfinity);
     }
     let _g = ks.store.locks.lock(&[key]);
-    let mut m = read_or_new(ks, key)?;
+    let (mut m, created) = read_or_new(ks, key)?;
     let old = field(ks, key, &m, f)?;
     let cur = match &old {
         Some(v) => parse(v).ok_or(TypeError::HashValueNotAFloat)?,
@@ -280,6 +294,8 @@ pub fn incr_by_float(ks: &Keyspace, key: &[u8], f: &[u8], by: &[u8]) -> Result<V
         m.size += 1;
     }
     commit(ks, key, m, &[Change::Put(f, &new)], old.is_none())?;
+    ks.notify_new(created, key);
+    ks.notify(HASH, "hincrbyfloat", key);
     Ok(new)
 }
 

@@ -7,6 +7,7 @@
 use super::error::{Result, TypeError};
 use super::keyspace::{Keyspace, Page};
 use super::metadata::{Kind, Meta};
+use super::notify::{GENERIC, NEW};
 use super::number::parse_int_strict;
 use super::{score, subkey};
 use std::collections::HashSet;
@@ -18,13 +19,28 @@ pub fn delete(ks: &Keyspace, keys: &[Vec<u8>]) -> Result<u64> {
     let mut b = WriteBatch::new();
     let mut n = 0;
     let mut seen = HashSet::new();
+    // With notifications on, every key is read before the batch is built (a key met expired
+    // is then removed on the spot, as Redis removes it when DEL looks at it: `Keyspace::meta`)
+    // and the deleted ones are kept to be announced.
+    let announce = ks.notifier.flags() != 0;
+    let mut gone = Vec::new();
     for k in keys {
         if seen.insert(k) && ks.meta(k)?.is_some() {
-            ks.delete_meta(&mut b, k);
             n += 1;
+            if announce {
+                gone.push(k);
+            } else {
+                ks.delete_meta(&mut b, k);
+            }
         }
     }
+    for k in &gone {
+        ks.delete_meta(&mut b, k);
+    }
     ks.write(b)?;
+    for k in &gone {
+        ks.notify(GENERIC, "del", k);
+    }
     Ok(n)
 }
 
@@ -53,8 +69,8 @@ pub struct ExpireIf {
     pub lt: bool,
 }
 
-/// EXPIRE: makes `key` expire at `at_ms` (Unix ms) if `cond` holds; a time not after now
-/// deletes it. Whether the key existed and `cond` held.
+/// EXPIRE: makes `key` expire at `at_ms` (Unix ms) if `cond` holds (raising `expire`); a
+/// time not after now deletes it (raising `del`). Whether the key existed and `cond` held.
 pub fn expire(ks: &Keyspace, key: &[u8], at_ms: i64, cond: ExpireIf) -> Result<bool> {
     let _g = ks.store.locks.lock(&[key]);
     let Some(mut m) = ks.meta(key)? else {
@@ -69,13 +85,15 @@ pub fn expire(ks: &Keyspace, key: &[u8], at_ms: i64, cond: ExpireIf) -> Result<b
         return Ok(false);
     }
     let mut b = WriteBatch::new();
-    if at_ms <= ks.now_ms as i64 {
+    let deleted = at_ms <= ks.now_ms as i64;
+    if deleted {
         ks.delete_meta(&mut b, key);
     } else {
         m.expire_ms = at_ms as u64;
         ks.put_meta(&mut b, key, &m);
     }
     ks.write(b)?;
+    ks.notify(GENERIC, if deleted { "del" } else { "expire" }, key);
     Ok(true)
 }
 
@@ -108,6 +126,7 @@ pub fn persist(ks: &Keyspace, key: &[u8]) -> Result<bool> {
             let mut b = WriteBatch::new();
             ks.put_meta(&mut b, key, &m);
             ks.write(b)?;
+            ks.notify(GENERIC, "persist", key);
             Ok(true)
         }
         _ => Ok(false),
@@ -271,7 +290,8 @@ fn copy_key(ks: &Keyspace, b: &mut WriteBatch, src: &[u8], m: &Meta, dst: &[u8])
 
 /// COPY: copies `src`'s value (its expiry included) to `dst`, replacing what `dst` held only
 /// with `replace`. Whether it copied: not without `src`, nor onto an existing `dst` without
-/// `replace`. `src` and `dst` must differ (checked by the caller).
+/// `replace`. `src` and `dst` must differ (checked by the caller). Raises `new` (Redis
+/// makes `dst` anew even when it replaces it) and `copy_to` on `dst`.
 pub fn copy(ks: &Keyspace, src: &[u8], dst: &[u8], replace: bool) -> Result<bool> {
     let _g = ks.store.locks.lock(&[src, dst]);
     let Some(m) = ks.meta(src)? else { return Ok(false) };
@@ -281,13 +301,16 @@ pub fn copy(ks: &Keyspace, src: &[u8], dst: &[u8], replace: bool) -> Result<bool
     let mut b = WriteBatch::new();
     copy_key(ks, &mut b, src, &m, dst)?;
     ks.write(b)?;
+    ks.notify(NEW, "new", dst);
+    ks.notify(GENERIC, "copy_to", dst);
     Ok(true)
 }
 
 /// RENAME: moves `src`'s value to `dst`, replacing what `dst` held; with `if_absent`
 /// (RENAMENX) only if `dst` does not exist. Whether it moved ([`TypeError::NoSuchKey`]
 /// without `src`; renaming a key to itself moves nothing and counts as done unless
-/// `if_absent`).
+/// `if_absent`). A move raises `new` on `dst` (made anew, as Redis does even when it
+/// replaces a key), then `rename_from` on `src` and `rename_to` on `dst`.
 pub fn rename(ks: &Keyspace, src: &[u8], dst: &[u8], if_absent: bool) -> Result<bool> {
     let _g = ks.store.locks.lock(&[src, dst]);
     let m = ks.meta(src)?.ok_or(TypeError::NoSuchKey)?;
@@ -301,5 +324,8 @@ pub fn rename(ks: &Keyspace, src: &[u8], dst: &[u8], if_absent: bool) -> Result<
     copy_key(ks, &mut b, src, &m, dst)?;
     ks.delete_meta(&mut b, src);
     ks.write(b)?;
+    ks.notify(NEW, "new", dst);
+    ks.notify(GENERIC, "rename_from", src);
+    ks.notify(GENERIC, "rename_to", dst);
     Ok(true)
 }

@@ -6,6 +6,7 @@
 use super::compact_hash::Limits;
 use super::error::{Result, TypeError};
 use super::metadata::{Kind, Meta};
+use super::notify::{self, Notifier};
 use super::stream::NodeLimits;
 use super::subkey;
 use crate::storage::{MetaRead, Store};
@@ -36,6 +37,8 @@ pub struct Keyspace<'a> {
     pub hash_limits: &'a Limits,
     /// The size of a stream's nodes (`stream-node-max-entries`/`-bytes`).
     pub stream_nodes: &'a NodeLimits,
+    /// The keyspace notifications enabled (`notify-keyspace-events`).
+    pub notifier: &'a Notifier,
     /// The time, in Unix milliseconds.
     pub now_ms: u64,
 }
@@ -44,15 +47,61 @@ pub struct Keyspace<'a> {
 static DEFAULT_STREAM_NODES: NodeLimits =
     NodeLimits::new(super::stream::DEFAULT_NODE_ENTRIES, super::stream::DEFAULT_NODE_BYTES);
 
+/// No notification, for a keyspace given no notifier.
+static NO_NOTIFICATIONS: Notifier = Notifier::new(0);
+
 impl<'a> Keyspace<'a> {
     /// The keyspace of `store` at `now_ms`.
     pub fn new(store: &'a Store, hash_limits: &'a Limits, now_ms: u64) -> Keyspace<'a> {
-        Keyspace { store, hash_limits, stream_nodes: &DEFAULT_STREAM_NODES, now_ms }
+        Keyspace {
+            store,
+            hash_limits,
+            stream_nodes: &DEFAULT_STREAM_NODES,
+            notifier: &NO_NOTIFICATIONS,
+            now_ms,
+        }
     }
 
     /// The same keyspace with streams' node size `limits`.
     pub fn with_stream_nodes(self, limits: &'a NodeLimits) -> Keyspace<'a> {
         Keyspace { stream_nodes: limits, ..self }
+    }
+
+    /// The same keyspace raising the notifications `notifier` enables.
+    pub fn with_notifier(self, notifier: &'a Notifier) -> Keyspace<'a> {
+        Keyspace { notifier, ..self }
+    }
+
+    /// Raises keyspace event `event` of `class` (`notify::STRING`...) on `key`, if enabled:
+    /// called after the write it reports succeeded.
+    #[inline]
+    pub fn notify(&self, class: u32, event: &'static str, key: &[u8]) {
+        self.notifier.raise(class, event, key);
+    }
+
+    /// Raises `new` on `key` if `created` (the write made a key where there was none).
+    #[inline]
+    pub fn notify_new(&self, created: bool, key: &[u8]) {
+        if created {
+            self.notify(notify::NEW, "new", key);
+        }
+    }
+
+    /// Whether a write of `key` creates it (no live key there), read only when `new` events
+    /// are wanted (else false, without reading): for writes that do not look at the key
+    /// otherwise.
+    pub fn would_create(&self, key: &[u8]) -> Result<bool> {
+        Ok(self.notifier.wants(notify::NEW) && self.meta(key)?.is_none())
+    }
+
+    /// Raises `event` of `class` on `key`, then `del` when the write `emptied` it (the
+    /// element commands that remove the key with its last element).
+    #[inline]
+    pub fn notify_removal(&self, class: u32, event: &'static str, key: &[u8], emptied: bool) {
+        self.notify(class, event, key);
+        if emptied {
+            self.notify(notify::GENERIC, "del", key);
+        }
     }
 
     /// The live metadata of `key` (an expired key reads as absent).
@@ -68,7 +117,42 @@ impl<'a> Keyspace<'a> {
                 m
             }
         };
-        Ok(if m.expired(self.now_ms) { None } else { Some(m) })
+        if m.expired(self.now_ms) {
+            self.expire_on_access(key);
+            return Ok(None);
+        }
+        Ok(Some(m))
+    }
+
+    /// A command met `key` after its time was up: when `expired` events are wanted, the key
+    /// is deleted now and the event raised, as redis-server does on access (else it waits
+    /// for the expiry task, and reads as absent meanwhile). Only where that is safe: not in
+    /// cluster mode (a replica must not write; the leader's expiry task raises it), not in
+    /// the middle of building a batch (its metadata notes would be settled by this write),
+    /// and not where taking the key's lock could wait out of order.
+    #[cold]
+    fn expire_on_access(&self, key: &[u8]) {
+        if !self.notifier.wants(notify::EXPIRED)
+            || self.store.is_replicated()
+            || self.store.meta_cache.noting()
+        {
+            return;
+        }
+        let Some(_g) = self.store.locks.lock_if_in_order(key) else { return };
+        let due = self
+            .store
+            .read_meta_uncached(key)
+            .ok()
+            .flatten()
+            .is_some_and(|raw| Meta::decode(&raw).is_ok_and(|m| m.expired(self.now_ms)));
+        if !due {
+            return;
+        }
+        let mut b = WriteBatch::new();
+        self.store.delete_meta(&mut b, key);
+        if self.store.write(b).is_ok() {
+            self.notify(notify::EXPIRED, "expired", key);
+        }
     }
 
     /// Whether `key` has a record whose time is up: reads see no key, and the expiry task has

@@ -14,6 +14,7 @@
 use super::error::{Result, TypeError};
 use super::keyspace::Keyspace;
 use super::metadata::{Kind, Meta};
+use super::notify::{GENERIC, LIST};
 use super::subkey;
 use strata::WriteBatch;
 
@@ -24,6 +25,24 @@ pub enum End {
     Left,
     /// The tail (RPUSH, RPOP).
     Right,
+}
+
+impl End {
+    /// The event a push at this end raises.
+    fn push_event(self) -> &'static str {
+        match self {
+            End::Left => "lpush",
+            End::Right => "rpush",
+        }
+    }
+
+    /// The event a pop from this end raises.
+    fn pop_event(self) -> &'static str {
+        match self {
+            End::Left => "lpop",
+            End::Right => "rpop",
+        }
+    }
 }
 
 fn elem_key(key: &[u8], version: u64, idx: u64) -> Vec<u8> {
@@ -90,11 +109,15 @@ fn pop_into(
 /// LPUSH/RPUSH: pushes `values` one by one at `end`; the new length.
 pub fn push(ks: &Keyspace, key: &[u8], end: End, values: &[Vec<u8>]) -> Result<u64> {
     let _g = ks.store.locks.lock(&[key]);
-    let mut m = ks.typed_or_new(key, Kind::List)?;
+    let old = ks.typed(key, Kind::List)?;
+    let created = old.is_none();
+    let mut m = old.unwrap_or_else(|| Meta::composite(Kind::List, ks.store.new_version()));
     let mut b = WriteBatch::new();
     push_into(ks, &mut b, key, &mut m, end, values);
     ks.put_meta(&mut b, key, &m);
     ks.write(b)?;
+    ks.notify_new(created, key);
+    ks.notify(LIST, end.push_event(), key);
     Ok(m.size)
 }
 
@@ -110,12 +133,16 @@ pub fn replace(ks: &Keyspace, key: &[u8], values: &[Vec<u8>]) -> Result<bool> {
         }
         ks.delete_meta(&mut b, key);
         ks.write(b)?;
+        ks.notify(GENERIC, "del", key);
         return Ok(true);
     }
+    let created = ks.would_create(key)?;
     let mut m = Meta::composite(Kind::List, ks.store.new_version());
     push_into(ks, &mut b, key, &mut m, End::Right, values);
     ks.put_meta(&mut b, key, &m);
     ks.write(b)?;
+    ks.notify_new(created, key);
+    ks.notify(LIST, "sortstore", key);
     Ok(false)
 }
 
@@ -129,6 +156,7 @@ pub fn push_existing(ks: &Keyspace, key: &[u8], end: End, values: &[Vec<u8>]) ->
     push_into(ks, &mut b, key, &mut m, end, values);
     ks.put_meta(&mut b, key, &m);
     ks.write(b)?;
+    ks.notify(LIST, end.push_event(), key);
     Ok(m.size)
 }
 
@@ -143,6 +171,9 @@ pub fn pop(ks: &Keyspace, key: &[u8], end: End, count: u64) -> Result<Option<Vec
     let vals = pop_into(ks, &mut b, key, &mut m, end, count)?;
     ks.put_or_delete_meta(&mut b, key, &m);
     ks.write(b)?;
+    if !vals.is_empty() {
+        ks.notify_removal(LIST, end.pop_event(), key, m.size == 0);
+    }
     Ok(Some(vals))
 }
 
@@ -162,6 +193,9 @@ pub fn pop_first(ks: &Keyspace, keys: &[Vec<u8>], end: End, count: u64) -> Resul
         let vals = pop_into(ks, &mut b, key, &mut m, end, count)?;
         ks.put_or_delete_meta(&mut b, key, &m);
         ks.write(b)?;
+        if !vals.is_empty() {
+            ks.notify_removal(LIST, end.pop_event(), key, m.size == 0);
+        }
         return Ok(Some((key.clone(), vals)));
     }
     Ok(None)
@@ -182,19 +216,31 @@ pub fn move_one(
         return Ok(None);
     };
     let mut b = WriteBatch::new();
+    // Redis's order: the push on `dst` (created first if need be), then the pop from `src`.
     if src == dst {
         let v = pop_into(ks, &mut b, src, &mut sm, from, 1)?;
         push_into(ks, &mut b, src, &mut sm, to, &v);
         ks.put_meta(&mut b, src, &sm);
         ks.write(b)?;
+        if !v.is_empty() {
+            ks.notify(LIST, to.push_event(), dst);
+            ks.notify(LIST, from.pop_event(), src);
+        }
         return Ok(v.into_iter().next());
     }
-    let mut dm = ks.typed_or_new(dst, Kind::List)?;
+    let old_dst = ks.typed(dst, Kind::List)?;
+    let created = old_dst.is_none();
+    let mut dm = old_dst.unwrap_or_else(|| Meta::composite(Kind::List, ks.store.new_version()));
     let v = pop_into(ks, &mut b, src, &mut sm, from, 1)?;
     push_into(ks, &mut b, dst, &mut dm, to, &v);
     ks.put_or_delete_meta(&mut b, src, &sm);
     ks.put_meta(&mut b, dst, &dm);
     ks.write(b)?;
+    if !v.is_empty() {
+        ks.notify_new(created, dst);
+        ks.notify(LIST, to.push_event(), dst);
+        ks.notify_removal(LIST, from.pop_event(), src, sm.size == 0);
+    }
     Ok(v.into_iter().next())
 }
 
@@ -254,6 +300,7 @@ pub fn insert(ks: &Keyspace, key: &[u8], before: bool, pivot: &[u8], elem: &[u8]
     m.size += 1;
     ks.put_meta(&mut b, key, &m);
     ks.write(b)?;
+    ks.notify(LIST, "linsert", key);
     Ok(m.size as i64)
 }
 
@@ -273,7 +320,9 @@ pub fn set(ks: &Keyspace, key: &[u8], index: Option<i64>, elem: &[u8]) -> Result
     }
     let mut b = WriteBatch::new();
     b.put_cf(&*st.sub_cf, elem_key(key, m.version, m.head + i as u64), elem);
-    ks.write(b)
+    ks.write(b)?;
+    ks.notify(LIST, "lset", key);
+    Ok(())
 }
 
 /// LREM: removes the first `count` elements equal to `elem` from the head (negative: the
@@ -309,6 +358,7 @@ pub fn remove(ks: &Keyspace, key: &[u8], count: i64, elem: &[u8]) -> Result<u64>
     if removed == all.len() {
         ks.delete_meta(&mut b, key);
         ks.write(b)?;
+        ks.notify_removal(LIST, "lrem", key, true);
         return Ok(removed as u64);
     }
     let first = gone.iter().position(|&g| g).unwrap_or(0);
@@ -344,11 +394,13 @@ pub fn remove(ks: &Keyspace, key: &[u8], count: i64, elem: &[u8]) -> Result<u64>
     m.size -= removed;
     ks.put_meta(&mut b, key, &m);
     ks.write(b)?;
+    ks.notify(LIST, "lrem", key);
     Ok(removed)
 }
 
 /// LTRIM: keeps the elements from `start` to `stop` (inclusive; negative: from the end), as
-/// Redis clamps them; a list left empty is deleted.
+/// Redis clamps them; a list left empty is deleted. Raises `ltrim` on an existing list even
+/// when nothing is trimmed, as Redis.
 pub fn trim(ks: &Keyspace, key: &[u8], start: i64, stop: i64) -> Result<()> {
     let st = ks.store;
     let _g = st.locks.lock(&[key]);
@@ -361,12 +413,15 @@ pub fn trim(ks: &Keyspace, key: &[u8], start: i64, stop: i64) -> Result<()> {
     let (ltrim, rtrim) =
         if start > stop || start >= len { (len, 0) } else { (start, len - stop.min(len - 1) - 1) };
     if ltrim == 0 && rtrim == 0 {
+        ks.notify(LIST, "ltrim", key);
         return Ok(());
     }
     let mut b = WriteBatch::new();
     if ltrim == len {
         ks.delete_meta(&mut b, key);
-        return ks.write(b);
+        ks.write(b)?;
+        ks.notify_removal(LIST, "ltrim", key, true);
+        return Ok(());
     }
     for i in 0..ltrim as u64 {
         b.delete_cf(&*st.sub_cf, elem_key(key, m.version, m.head + i));
@@ -378,7 +433,9 @@ pub fn trim(ks: &Keyspace, key: &[u8], start: i64, stop: i64) -> Result<()> {
     m.tail -= rtrim as u64;
     m.size -= (ltrim + rtrim) as u64;
     ks.put_meta(&mut b, key, &m);
-    ks.write(b)
+    ks.write(b)?;
+    ks.notify(LIST, "ltrim", key);
+    Ok(())
 }
 
 /// LPOS: the positions (0-based from the head) of the elements equal to `elem`, skipping

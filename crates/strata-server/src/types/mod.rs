@@ -3,7 +3,9 @@
 //! [`stream`]; the bit operations on strings: [`bitmap`]) holds its operations: reads, and
 //! writes built as one `WriteBatch` under the key's lock (with the index upkeep a type
 //! needs: a sorted set's score index, a hash's encoding). Keys of any type: [`keys`], and
-//! active expiry: [`expiry`].
+//! active expiry: [`expiry`]; a key's value in Redis's serialized form (DUMP, RESTORE):
+//! [`rdb`]. Each write raises the keyspace notifications Redis raises for
+//! it ([`notify`]) once it succeeded.
 //!
 //! Records: one metadata record per key ([`metadata`]) and one sub-key per field, member or
 //! element ([`subkey`]), plus a score index for sorted sets ([`score`]); small hashes keep
@@ -24,7 +26,9 @@ pub mod keyspace;
 pub mod list;
 pub mod long_double;
 pub mod metadata;
+pub mod notify;
 pub mod number;
+pub mod rdb;
 pub mod score;
 pub mod set;
 pub mod stream;

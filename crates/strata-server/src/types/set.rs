@@ -3,6 +3,7 @@
 use super::error::{Result, TypeError};
 use super::keyspace::{Keyspace, Page};
 use super::metadata::{Kind, Meta};
+use super::notify::{GENERIC, SET};
 use super::subkey;
 use crate::storage::pop_hints::Family;
 use std::collections::{BTreeSet, HashSet};
@@ -12,7 +13,9 @@ use strata::WriteBatch;
 pub fn add(ks: &Keyspace, key: &[u8], members: &[Vec<u8>]) -> Result<u64> {
     let st = ks.store;
     let _g = st.locks.lock(&[key]);
-    let mut m = ks.typed_or_new(key, Kind::Set)?;
+    let old = ks.typed(key, Kind::Set)?;
+    let created = old.is_none();
+    let mut m = old.unwrap_or_else(|| Meta::composite(Kind::Set, st.new_version()));
     let mut b = WriteBatch::new();
     let mut added = HashSet::new();
     let prefix = subkey::prefix(key, m.version);
@@ -26,6 +29,10 @@ pub fn add(ks: &Keyspace, key: &[u8], members: &[Vec<u8>]) -> Result<u64> {
     m.size += added.len() as u64;
     ks.put_meta(&mut b, key, &m);
     ks.write(b)?;
+    ks.notify_new(created, key);
+    if !added.is_empty() {
+        ks.notify(SET, "sadd", key);
+    }
     Ok(added.len() as u64)
 }
 
@@ -48,6 +55,9 @@ pub fn remove(ks: &Keyspace, key: &[u8], members: &[Vec<u8>]) -> Result<u64> {
     m.size -= gone.len() as u64;
     ks.put_or_delete_meta(&mut b, key, &m);
     ks.write(b)?;
+    if !gone.is_empty() {
+        ks.notify_removal(SET, "srem", key, m.size == 0);
+    }
     Ok(gone.len() as u64)
 }
 
@@ -145,6 +155,9 @@ pub fn pop(ks: &Keyspace, key: &[u8], count: usize) -> Result<Option<Vec<Vec<u8>
     if let (Some(last), true) = (v.last(), m.size > 0) {
         st.pop_hints.popped_low(Family::SetMembers, &prefix, last);
     }
+    if !v.is_empty() {
+        ks.notify_removal(SET, "spop", key, m.size == 0);
+    }
     Ok(Some(v))
 }
 
@@ -177,14 +190,21 @@ pub fn move_member(ks: &Keyspace, src: &[u8], dst: &[u8], member: &[u8]) -> Resu
     b.delete_cf(&*st.sub_cf, subkey::encode(src, from.version, member));
     from.size -= 1;
     ks.put_or_delete_meta(&mut b, src, &from);
+    let created = to.is_none();
     let mut to = to.unwrap_or_else(|| Meta::composite(Kind::Set, st.new_version()));
-    if ks.get_sub(dst, to.version, member)?.is_none() {
+    let added = ks.get_sub(dst, to.version, member)?.is_none();
+    if added {
         b.put_cf(&*st.sub_cf, subkey::encode(dst, to.version, member), b"");
         st.pop_hints.inserted(Family::SetMembers, &subkey::prefix(dst, to.version), member);
         to.size += 1;
         ks.put_meta(&mut b, dst, &to);
     }
     ks.write(b)?;
+    ks.notify_removal(SET, "srem", src, from.size == 0);
+    ks.notify_new(created, dst);
+    if added {
+        ks.notify(SET, "sadd", dst);
+    }
     Ok(true)
 }
 
@@ -266,7 +286,8 @@ pub fn inter_card(ks: &Keyspace, keys: &[Vec<u8>], limit: u64) -> Result<u64> {
 
 /// SINTERSTORE, SUNIONSTORE, SDIFFSTORE: stores `op` over the sets at `keys` at `dst` (a new
 /// set replacing whatever `dst` held, with no expiry; an empty result deletes `dst`); the
-/// result's size. `dst` may be one of `keys`.
+/// result's size. `dst` may be one of `keys`. Raises `sinterstore`, `sunionstore` or
+/// `sdiffstore` (or `del` for an empty result that deleted `dst`).
 pub fn combine_store(ks: &Keyspace, op: Algebra, dst: &[u8], keys: &[Vec<u8>]) -> Result<u64> {
     let st = ks.store;
     let mut locked: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
@@ -274,8 +295,14 @@ pub fn combine_store(ks: &Keyspace, op: Algebra, dst: &[u8], keys: &[Vec<u8>]) -
     let _g = st.locks.lock(&locked);
     let members = combine(ks, op, keys)?;
     let mut b = WriteBatch::new();
+    // Whether `dst` holds a key now (read only when an event could need it).
+    let had = if members.is_empty() || ks.notifier.wants(super::notify::NEW) {
+        ks.meta(dst)?.is_some()
+    } else {
+        true
+    };
     if members.is_empty() {
-        if ks.meta(dst)?.is_some() {
+        if had {
             ks.delete_meta(&mut b, dst);
         }
     } else {
@@ -289,6 +316,17 @@ pub fn combine_store(ks: &Keyspace, op: Algebra, dst: &[u8], keys: &[Vec<u8>]) -
         ks.put_meta(&mut b, dst, &m);
     }
     ks.write(b)?;
+    if !members.is_empty() {
+        ks.notify_new(!had, dst);
+        let event = match op {
+            Algebra::Inter => "sinterstore",
+            Algebra::Union => "sunionstore",
+            Algebra::Diff => "sdiffstore",
+        };
+        ks.notify(SET, event, dst);
+    } else if had {
+        ks.notify(GENERIC, "del", dst);
+    }
     Ok(members.len() as u64)
 }
 

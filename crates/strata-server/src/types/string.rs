@@ -3,6 +3,7 @@
 use super::error::{Result, TypeError};
 use super::keyspace::Keyspace;
 use super::metadata::{Kind, Meta};
+use super::notify::{GENERIC, NEW, STRING};
 use super::number::parse_int_strict;
 use strata::WriteBatch;
 
@@ -60,7 +61,8 @@ pub struct SetOutcome {
 }
 
 /// SET: writes `value` at `key` with `expiry` if `condition` holds for the key. With
-/// `need_string` (GET) a key of another type is [`TypeError::WrongType`].
+/// `need_string` (GET) a key of another type is [`TypeError::WrongType`]. Raises `new`,
+/// `set` and, with a time, `expire`.
 pub fn set(
     ks: &Keyspace,
     key: &[u8],
@@ -91,13 +93,23 @@ pub fn set(
         _ => 0,
     };
     put(ks, key, value, expire_ms)?;
+    ks.notify_new(!exists, key);
+    ks.notify(STRING, "set", key);
+    if let Expiry::At(_) = expiry {
+        ks.notify(GENERIC, "expire", key);
+    }
     Ok(SetOutcome { written: true, old })
 }
 
 /// SETEX: writes `value` at `key`, expiring at `expire_ms`, whatever the key held.
 pub fn set_expiring(ks: &Keyspace, key: &[u8], value: Vec<u8>, expire_ms: u64) -> Result<()> {
     let _g = ks.store.locks.lock(&[key]);
-    put(ks, key, value, expire_ms)
+    let created = ks.would_create(key)?;
+    put(ks, key, value, expire_ms)?;
+    ks.notify_new(created, key);
+    ks.notify(STRING, "set", key);
+    ks.notify(GENERIC, "expire", key);
+    Ok(())
 }
 
 /// GETDEL: deletes the string at `key`, returning its value.
@@ -108,6 +120,7 @@ pub fn get_del(ks: &Keyspace, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let mut b = WriteBatch::new();
         ks.delete_meta(&mut b, key);
         ks.write(b)?;
+        ks.notify(GENERIC, "del", key);
     }
     Ok(old.map(|m| m.value))
 }
@@ -124,23 +137,43 @@ pub fn set_many(ks: &Keyspace, pairs: &[(&[u8], &[u8])], if_none_exist: bool) ->
             }
         }
     }
+    // The keys this creates, when `new` is wanted (a key named twice is created once).
+    let mut created: Vec<&[u8]> = Vec::new();
+    if ks.notifier.wants(NEW) {
+        for k in &keys {
+            if !created.contains(k) && ks.meta(k)?.is_none() {
+                created.push(k);
+            }
+        }
+    }
     let mut b = WriteBatch::new();
     for (k, v) in pairs {
         ks.put_meta(&mut b, k, &Meta::string(v.to_vec(), 0));
     }
     ks.write(b)?;
+    for k in keys {
+        if let Some(i) = created.iter().position(|c| *c == k) {
+            created.swap_remove(i);
+            ks.notify_new(true, k);
+        }
+        ks.notify(STRING, "set", k);
+    }
     Ok(true)
 }
 
 /// INCRBY: adds `by` to the integer at `key` (absent: 0), keeping its expiry; the new value.
 pub fn incr_by(ks: &Keyspace, key: &[u8], by: i64) -> Result<i64> {
     let _g = ks.store.locks.lock(&[key]);
-    let (cur, expire_ms) = match ks.typed(key, Kind::String)? {
+    let old = ks.typed(key, Kind::String)?;
+    let created = old.is_none();
+    let (cur, expire_ms) = match old {
         Some(m) => (parse_int_strict(&m.value).ok_or(TypeError::NotAnInteger)?, m.expire_ms),
         None => (0, 0),
     };
     let new = cur.checked_add(by).ok_or(TypeError::Overflow)?;
     put(ks, key, new.to_string().into_bytes(), expire_ms)?;
+    ks.notify_new(created, key);
+    ks.notify(STRING, "incrby", key);
     Ok(new)
 }
 
@@ -153,10 +186,13 @@ pub fn append(ks: &Keyspace, key: &[u8], tail: &[u8], max_len: u64) -> Result<us
     if old.as_ref().is_some_and(|m| (m.value.len() + tail.len()) as u64 > max_len) {
         return Err(TypeError::StringTooLong);
     }
+    let created = old.is_none();
     let (mut v, expire_ms) = old.map_or((Vec::new(), 0), |m| (m.value, m.expire_ms));
     v.extend_from_slice(tail);
     let len = v.len();
     put(ks, key, v, expire_ms)?;
+    ks.notify_new(created, key);
+    ks.notify(STRING, "append", key);
     Ok(len)
 }
 
@@ -183,14 +219,19 @@ pub fn get_ex(ks: &Keyspace, key: &[u8], change: ExpiryChange) -> Result<Option<
         ExpiryChange::Persist => {
             if m.expire_ms != 0 {
                 put(ks, key, m.value.clone(), 0)?;
+                ks.notify(GENERIC, "persist", key);
             }
         }
         ExpiryChange::At(at) if at <= ks.now_ms => {
             let mut b = WriteBatch::new();
             ks.delete_meta(&mut b, key);
             ks.write(b)?;
+            ks.notify(GENERIC, "del", key);
         }
-        ExpiryChange::At(at) => put(ks, key, m.value.clone(), at)?,
+        ExpiryChange::At(at) => {
+            put(ks, key, m.value.clone(), at)?;
+            ks.notify(GENERIC, "expire", key);
+        }
     }
     Ok(Some(m.value))
 }
@@ -234,6 +275,7 @@ pub fn set_range(
     if end > max_len {
         return Err(TypeError::StringTooLong);
     }
+    let created = old.is_none();
     let (mut v, expire_ms) = old.map_or((Vec::new(), 0), |m| (m.value, m.expire_ms));
     let end = end as usize;
     if v.len() < end {
@@ -242,6 +284,8 @@ pub fn set_range(
     v[offset as usize..end].copy_from_slice(value);
     let len = v.len();
     put(ks, key, v, expire_ms)?;
+    ks.notify_new(created, key);
+    ks.notify(STRING, "setrange", key);
     Ok(len)
 }
 
@@ -262,9 +306,11 @@ pub fn set_bit(ks: &Keyspace, key: &[u8], offset: u64, on: bool, max_len: u64) -
     if byte >= max_len {
         return Err(TypeError::StringTooLong);
     }
+    let created = old.is_none();
     let (mut v, expire_ms) = old.map_or((Vec::new(), 0), |m| (m.value, m.expire_ms));
     let i = byte as usize;
-    if v.len() <= i {
+    let grown = v.len() <= i;
+    if grown {
         v.resize(i + 1, 0);
     }
     let mask = 0x80u8 >> (offset % 8);
@@ -275,6 +321,11 @@ pub fn set_bit(ks: &Keyspace, key: &[u8], offset: u64, on: bool, max_len: u64) -
         v[i] &= !mask;
     }
     put(ks, key, v, expire_ms)?;
+    ks.notify_new(created, key);
+    // As Redis: only when the string was created or grown, or the bit changed.
+    if created || grown || was != on {
+        ks.notify(STRING, "setbit", key);
+    }
     Ok(was)
 }
 
@@ -291,7 +342,10 @@ pub fn incr_by_float(ks: &Keyspace, key: &[u8], incr: &[u8]) -> Result<Vec<u8>> 
     };
     let by = parse(incr).ok_or(TypeError::NotAFloat)?;
     let new = format_human(add(cur, by).ok_or(TypeError::NanOrInfinity)?).into_bytes();
+    let created = old.is_none();
     put(ks, key, new.clone(), old.map_or(0, |m| m.expire_ms))?;
+    ks.notify_new(created, key);
+    ks.notify(STRING, "incrbyfloat", key);
     Ok(new)
 }
 

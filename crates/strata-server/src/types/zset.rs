@@ -6,6 +6,7 @@
 use super::error::{Result, TypeError};
 use super::keyspace::{Keyspace, Page};
 use super::metadata::{Kind, Meta};
+use super::notify::{GENERIC, ZSET};
 use super::{score, subkey};
 use crate::storage::pop_hints::Family;
 use std::collections::{HashMap, HashSet};
@@ -17,6 +18,12 @@ pub type Scored = Vec<(f64, Vec<u8>)>;
 fn read_score(v: &[u8]) -> Result<f64> {
     let bits: [u8; 8] = v.try_into().map_err(|_| TypeError::Corrupt("sorted set score".into()))?;
     Ok(f64::from_bits(u64::from_le_bytes(bits)))
+}
+
+/// Whether a member's score `old` stays `new` (Redis compares scores with `==`: 0 and -0
+/// are the same score).
+fn same_score(old: f64, new: f64) -> bool {
+    old.to_bits() == new.to_bits() || (old == 0.0 && new == 0.0)
 }
 
 fn member_score(ks: &Keyspace, key: &[u8], version: u64, member: &[u8]) -> Result<Option<f64>> {
@@ -85,7 +92,8 @@ pub struct AddOutcome {
 }
 
 /// ZADD: applies each (score, member) of `pairs` in order under `flags`; a later pair sees
-/// the earlier pairs of the same call.
+/// the earlier pairs of the same call. Raises `zadd` (`zincr` with INCR) when a member was
+/// added or its score changed.
 pub fn add(
     ks: &Keyspace,
     key: &[u8],
@@ -94,7 +102,9 @@ pub fn add(
 ) -> Result<AddOutcome> {
     let st = ks.store;
     let _g = st.locks.lock(&[key]);
-    let mut m = ks.typed_or_new(key, Kind::ZSet)?;
+    let old_meta = ks.typed(key, Kind::ZSet)?;
+    let created = old_meta.is_none();
+    let mut m = old_meta.unwrap_or_else(|| Meta::composite(Kind::ZSet, st.new_version()));
     let mut b = WriteBatch::new();
     let (mut added, mut changed) = (0, 0);
     let mut last = None;
@@ -115,7 +125,7 @@ pub fn add(
             if (flags.gt && new <= o) || (flags.lt && new >= o) {
                 continue;
             }
-            if o.to_bits() == new.to_bits() || (o == 0.0 && new == 0.0) {
+            if same_score(o, new) {
                 last = Some(new);
                 continue;
             }
@@ -131,15 +141,20 @@ pub fn add(
     if added + changed > 0 {
         ks.put_meta(&mut b, key, &m);
         ks.write(b)?;
+        ks.notify_new(created, key);
+        ks.notify(ZSET, if flags.incr { "zincr" } else { "zadd" }, key);
     }
     Ok(AddOutcome { added, changed, score: last })
 }
 
-/// ZINCRBY: adds `by` to `member`'s score (absent: 0); the new score.
+/// ZINCRBY: adds `by` to `member`'s score (absent: 0); the new score. Raises `zincr` when
+/// the member was added or its score changed.
 pub fn incr_by(ks: &Keyspace, key: &[u8], member: &[u8], by: f64) -> Result<f64> {
     let st = ks.store;
     let _g = st.locks.lock(&[key]);
-    let mut m = ks.typed_or_new(key, Kind::ZSet)?;
+    let old_meta = ks.typed(key, Kind::ZSet)?;
+    let created = old_meta.is_none();
+    let mut m = old_meta.unwrap_or_else(|| Meta::composite(Kind::ZSet, st.new_version()));
     let old = member_score(ks, key, m.version, member)?;
     let new = old.unwrap_or(0.0) + by;
     if new.is_nan() {
@@ -152,12 +167,27 @@ pub fn incr_by(ks: &Keyspace, key: &[u8], member: &[u8], by: f64) -> Result<f64>
     put_member(ks, &mut b, key, m.version, member, old, new);
     ks.put_meta(&mut b, key, &m);
     ks.write(b)?;
+    ks.notify_new(created, key);
+    if old.is_none_or(|o| !same_score(o, new)) {
+        ks.notify(ZSET, "zincr", key);
+    }
     Ok(new)
 }
 
 /// ZREM: removes `members` (repeats count once); the number removed. An emptied sorted set
 /// is deleted.
 pub fn remove(ks: &Keyspace, key: &[u8], members: &[Vec<u8>]) -> Result<u64> {
+    remove_members(ks, key, members, "zrem")
+}
+
+/// Removes `members` as [`remove`] does, raising `event` (then `del` when emptied) if any
+/// was there.
+fn remove_members(
+    ks: &Keyspace,
+    key: &[u8],
+    members: &[Vec<u8>],
+    event: &'static str,
+) -> Result<u64> {
     let st = ks.store;
     let _g = st.locks.lock(&[key]);
     let Some(mut m) = ks.typed(key, Kind::ZSet)? else {
@@ -177,6 +207,9 @@ pub fn remove(ks: &Keyspace, key: &[u8], members: &[Vec<u8>]) -> Result<u64> {
     m.size -= gone.len() as u64;
     ks.put_or_delete_meta(&mut b, key, &m);
     ks.write(b)?;
+    if !gone.is_empty() {
+        ks.notify_removal(ZSET, event, key, m.size == 0);
+    }
     Ok(gone.len() as u64)
 }
 
@@ -416,8 +449,9 @@ pub fn load_scored(ks: &Keyspace, key: &[u8]) -> Result<Scored> {
 }
 
 /// ZRANGESTORE, ZUNIONSTORE, ZINTERSTORE, ZDIFFSTORE: makes `key` the sorted set of `items`
-/// whatever it held (a new generation), or deletes it when `items` is empty.
-pub fn replace(ks: &Keyspace, key: &[u8], items: &Scored) -> Result<()> {
+/// whatever it held (a new generation), raising `event` (the command's: `zrangestore`...),
+/// or deletes it when `items` is empty (raising `del` if it existed).
+pub fn replace(ks: &Keyspace, key: &[u8], items: &Scored, event: &'static str) -> Result<()> {
     let st = ks.store;
     let _g = st.locks.lock(&[key]);
     let mut b = WriteBatch::new();
@@ -426,22 +460,30 @@ pub fn replace(ks: &Keyspace, key: &[u8], items: &Scored) -> Result<()> {
             return Ok(());
         }
         ks.delete_meta(&mut b, key);
-        return ks.write(b);
+        ks.write(b)?;
+        ks.notify(GENERIC, "del", key);
+        return Ok(());
     }
+    let created = ks.would_create(key)?;
     let mut m = super::metadata::Meta::composite(Kind::ZSet, st.new_version());
     for (s, mem) in items {
         put_member(ks, &mut b, key, m.version, mem, None, *s);
     }
     m.size = items.len() as u64;
     ks.put_meta(&mut b, key, &m);
-    ks.write(b)
+    ks.write(b)?;
+    ks.notify_new(created, key);
+    ks.notify(ZSET, event, key);
+    Ok(())
 }
 
 /// ZREMRANGEBYSCORE, ZREMRANGEBYLEX, ZREMRANGEBYRANK: removes the members `range` returns
-/// (read under the key's lock, so nothing comes between); the number removed.
+/// (read under the key's lock, so nothing comes between); the number removed. Raises
+/// `event` (the command's: `zremrangebyscore`...) when it removed any.
 pub fn remove_range(
     ks: &Keyspace,
     key: &[u8],
+    event: &'static str,
     range: impl FnOnce(&Keyspace) -> Result<Scored>,
 ) -> Result<u64> {
     let _g = ks.store.locks.lock(&[key]);
@@ -449,7 +491,7 @@ pub fn remove_range(
     if members.is_empty() {
         return Ok(0);
     }
-    remove(ks, key, &members)
+    remove_members(ks, key, &members, event)
 }
 
 /// ZCOUNT: the number of members with scores from `min` to `max`.
@@ -545,6 +587,9 @@ pub fn pop(ks: &Keyspace, key: &[u8], end: End, count: usize) -> Result<Scored> 
     m.size -= items.len() as u64;
     ks.put_or_delete_meta(&mut b, key, &m);
     ks.write_applied(b)?;
+    if !items.is_empty() {
+        ks.notify_removal(ZSET, if max { "zpopmax" } else { "zpopmin" }, key, m.size == 0);
+    }
     if let (Some((s, mem)), true) = (items.last(), m.size > 0) {
         let ik = score::index_key(key, m.version, *s, mem);
         let last = &ik[prefix.len()..];

@@ -7,6 +7,7 @@ mod common;
 
 mod bitops;
 mod compaction_filter;
+mod dump_restore;
 mod hashes;
 mod keys_expiry;
 mod list_edits;

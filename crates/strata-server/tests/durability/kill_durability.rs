@@ -13,12 +13,14 @@
 //! lists in one batch (LINSERT, LSET, LREM, LTRIM, LMOVE, RPOPLPUSH, LMPOP, LPUSHX/RPUSHX,
 //! SORT ... STORE),
 //! one the set commands that move members or store a new generation of a set (SMOVE,
-//! SINTERSTORE, SUNIONSTORE, SDIFFSTORE, COPY, beside SADD and SREM), one the sorted-set
+//! SINTERSTORE, SUNIONSTORE, SDIFFSTORE, COPY, RESTORE of the other set's DUMP, beside SADD
+//! and SREM), one the sorted-set
 //! commands that store or remove ranges (ZUNIONSTORE, ZINTERSTORE, ZDIFFSTORE, ZRANGESTORE,
 //! ZREMRANGEBYSCORE, ZMPOP, beside ZADD), one transactions
 //! (MULTI, two SETs of a pair of keys, EXEC: after the restart the pair is never half
 //! written), one scripts (EVAL and EVALSHA setting a pair of keys: never half written
-//! either), one streams (XADD with MAXLEN trimming, XDEL, XTRIM), and one bitmaps (SETBIT,
+//! either), one streams (XADD with MAXLEN trimming, XDEL, XTRIM, RESTORE of a stream's own
+//! DUMP), and one bitmaps (SETBIT,
 //! BITFIELD SET/INCRBY, BITOP into one of its keys).
 //! Their oracle keeps the rendered state after the last acknowledged command and after the
 //! one in flight; after the restart the keys read as one of the two.
@@ -206,6 +208,33 @@ fn step(c: &mut Raw, slot: &Mutex<(String, String)>, after: String, args: &[&str
     slot.lock().unwrap().1.clone_from(&after);
     if !send(c, args) {
         return false;
+    }
+    slot.lock().unwrap().0 = after;
+    true
+}
+
+/// DUMPs `src` (a read) and RESTOREs the payload onto `dst` with REPLACE as one step against
+/// the model: `dst` then holds what `src` holds (`after`). The writer owns both keys, so the
+/// payload is `src`'s acknowledged state.
+fn restore_step(
+    c: &mut Raw,
+    slot: &Mutex<(String, String)>,
+    after: String,
+    src: &str,
+    dst: &str,
+) -> bool {
+    c.send_raw(&Raw::encode(&[b"DUMP", src.as_bytes()]));
+    let payload = match c.try_read() {
+        Some(Reply::Bulk(p)) => p,
+        None => return false,
+        Some(other) => panic!("DUMP {src}: {other:?}"),
+    };
+    slot.lock().unwrap().1.clone_from(&after);
+    c.send_raw(&Raw::encode(&[b"RESTORE", dst.as_bytes(), b"0", &payload, b"REPLACE"]));
+    match c.try_read() {
+        Some(Reply::Simple(ok)) if ok == "OK" => {}
+        None => return false,
+        Some(other) => panic!("RESTORE {dst}: {other:?}"),
     }
     slot.lock().unwrap().0 = after;
     true
@@ -448,7 +477,15 @@ fn set_writer(port: u16, base: usize, models: &Models, stop: &AtomicBool) {
         let slot = &models[base + k];
         let (a, b) = &mut state[k];
         let m = format!("m{}", seq % 7);
-        let args: Vec<String> = match (seq / MODEL_KEYS) % 8 {
+        if (seq / MODEL_KEYS) % 9 == 8 && !a.is_empty() {
+            // A copy through DUMP's payload: RESTORE writes `b` anew, replacing it.
+            b.clone_from(a);
+            if !restore_step(&mut c, slot, render_sets(a, b), &ka, &kb) {
+                return;
+            }
+            continue;
+        }
+        let args: Vec<String> = match (seq / MODEL_KEYS) % 9 {
             0 => {
                 a.insert(m.clone());
                 vec!["SADD".into(), ka, m]
@@ -691,6 +728,14 @@ fn stream_writer(port: u16, base: usize, models: &Models, stop: &AtomicBool) {
         let key = stream_key(base + k);
         let mut model = streams[k].clone().unwrap_or_default();
         let v = seq.to_string();
+        if seq % 11 == 10 && !model.is_empty() {
+            // The stream rewritten whole from its own payload: a new generation of every
+            // record in one batch, reading the same before and after.
+            if !restore_step(&mut c, &models[base + k], render(&model), &key, &key) {
+                return;
+            }
+            continue;
+        }
         let args: Vec<String> = match seq % 7 {
             3 if !model.is_empty() => {
                 let id = model.remove(model.len() / 2).unwrap();

@@ -224,7 +224,7 @@ fn three_nodes_serve_follow_redirects_survive_a_kill_and_catch_up() {
 
 /// The port of the node that leads `key`'s partition now: the one that answers a GET of it
 /// instead of redirecting.
-fn leader_of(ports: &[u16], key: &str) -> u16 {
+pub(super) fn leader_of(ports: &[u16], key: &str) -> u16 {
     let deadline = Instant::now() + WAIT;
     loop {
         for port in ports {

@@ -1,6 +1,6 @@
 //! The protocol and the connection layer: error replies, AUTH, RESP3, pipelining, concurrent
-//! and many connections, the parser's fuzz corpus, and the bundled CLI tools against a server.
-//! One module per behaviour (`tests/README.md`).
+//! and many connections, pub/sub and keyspace notifications, the parser's fuzz corpus, and
+//! the bundled CLI tools against a server. One module per behaviour (`tests/README.md`).
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -17,6 +17,7 @@ mod concurrency;
 mod errors;
 mod fuzz_corpus;
 mod introspection;
+mod keyspace_events;
 mod many_connections;
 mod pipelining;
 mod pubsub;

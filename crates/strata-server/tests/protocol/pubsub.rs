@@ -106,3 +106,19 @@ fn client_reply_off_and_skip_silence_replies_not_messages() {
     assert_eq!(r.cmd(&["PUBLISH", "ch", "m"]), Reply::Int(1));
     assert_eq!(c.read(), Reply::Array(bulks(&["message", "ch", "m"])));
 }
+
+#[test]
+fn resp2_confirmations_and_messages_are_not_silenced_by_client_reply() {
+    let srv = Server::start(&[]);
+    let mut r = srv.raw();
+    for mode in ["OFF", "SKIP"] {
+        let mut c = srv.raw();
+        send(&mut c, &["CLIENT", "REPLY", mode]);
+        send(&mut c, &["SUBSCRIBE", "ch"]);
+        assert_eq!(c.read(), confirm("subscribe", "ch", 1), "REPLY {mode}");
+        assert_eq!(r.cmd(&["PUBLISH", "ch", "m"]), Reply::Int(1));
+        assert_eq!(c.read(), Reply::Array(bulks(&["message", "ch", "m"])), "REPLY {mode}");
+        send(&mut c, &["UNSUBSCRIBE", "ch"]);
+        assert_eq!(c.read(), confirm("unsubscribe", "ch", 0), "REPLY {mode}");
+    }
+}

@@ -8,6 +8,7 @@ use super::id::StreamId;
 use super::{group_space, load, records, StreamError, TAG_PEL};
 use crate::types::error::Result;
 use crate::types::keyspace::Keyspace;
+use crate::types::notify::STREAM;
 use strata::WriteBatch;
 
 /// XCLAIM's options.
@@ -54,7 +55,7 @@ pub fn claim(
     };
     let mut b = WriteBatch::new();
     let mut out = Vec::new();
-    let mut touched = false;
+    let (mut touched, mut created) = (false, false);
     for &id in ids {
         let nack = txn.nack(id)?;
         let Some(fields) = entries::get(&rec, id)? else {
@@ -72,7 +73,7 @@ pub fn claim(
             continue;
         }
         if !touched {
-            txn.touch_consumer(consumer)?;
+            created = txn.touch_consumer(consumer)?;
             touched = true;
         }
         nack.delivery_ms = delivery;
@@ -87,6 +88,9 @@ pub fn claim(
     }
     txn.finish(&mut b);
     ks.write(b)?;
+    if created {
+        ks.notify(STREAM, "xgroup-createconsumer", key);
+    }
     Ok(out)
 }
 
@@ -139,7 +143,7 @@ pub fn auto_claim(
     let mut from = start.to_be_bytes().to_vec();
     let mut done = AutoClaimed::default();
     let mut b = WriteBatch::new();
-    let mut touched = false;
+    let (mut touched, mut created) = (false, false);
     'outer: loop {
         pel.clear();
         rec.walk(&space, &from, |rest, v| {
@@ -172,7 +176,7 @@ pub fn auto_claim(
                 continue;
             }
             if !touched {
-                txn.touch_consumer(consumer)?;
+                created = txn.touch_consumer(consumer)?;
                 touched = true;
             }
             let mut nack = nack;
@@ -198,5 +202,8 @@ pub fn auto_claim(
     }
     txn.finish(&mut b);
     ks.write(b)?;
+    if created {
+        ks.notify(STREAM, "xgroup-createconsumer", key);
+    }
     Ok(done)
 }

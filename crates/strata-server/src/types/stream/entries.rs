@@ -8,6 +8,7 @@ use super::{entry_field, load, node_field, records, save, Records, Stream, Strea
 use super::{TAG_ENTRY, TAG_NODE};
 use crate::types::error::{Result, TypeError};
 use crate::types::keyspace::Keyspace;
+use crate::types::notify::STREAM;
 use std::collections::{HashMap, HashSet};
 use strata::WriteBatch;
 
@@ -252,7 +253,9 @@ pub fn add(
     pairs: &[Vec<u8>],
 ) -> Result<Option<StreamId>> {
     let _g = ks.store.locks.lock(&[key]);
-    let mut s = match load(ks, key)? {
+    let old = load(ks, key)?;
+    let created = old.is_none();
+    let mut s = match old {
         Some(s) => s,
         None if nomkstream => return Ok(None),
         None => Stream::new(ks.store.new_version()),
@@ -298,11 +301,17 @@ pub fn add(
     if s.length == 1 {
         s.first_id = new;
     }
-    if let Some(t) = trim {
-        trim_in(&rec, &mut b, &mut s, t, Some((new, node)))?;
-    }
+    let trimmed = match trim {
+        Some(t) => trim_in(&rec, &mut b, &mut s, t, Some((new, node)))?,
+        None => 0,
+    };
     save(ks, &mut b, key, &s);
     ks.write(b)?;
+    ks.notify_new(created, key);
+    ks.notify(STREAM, "xadd", key);
+    if trimmed > 0 {
+        ks.notify(STREAM, "xtrim", key);
+    }
     Ok(Some(new))
 }
 
@@ -338,6 +347,7 @@ pub fn trim(ks: &Keyspace, key: &[u8], t: &Trim) -> Result<u64> {
     if n > 0 {
         save(ks, &mut b, key, &s);
         ks.write(b)?;
+        ks.notify(STREAM, "xtrim", key);
     }
     Ok(n)
 }
@@ -542,6 +552,7 @@ pub fn delete(ks: &Keyspace, key: &[u8], ids: &[StreamId]) -> Result<u64> {
     }
     save(ks, &mut b, key, &s);
     ks.write(b)?;
+    ks.notify(STREAM, "xdel", key);
     Ok(gone.len() as u64)
 }
 
@@ -574,7 +585,9 @@ pub fn set_id(
     }
     let mut b = WriteBatch::new();
     save(ks, &mut b, key, &s);
-    ks.write(b)
+    ks.write(b)?;
+    ks.notify(STREAM, "xsetid", key);
+    Ok(())
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ use super::{
 };
 use crate::types::error::{Result, TypeError};
 use crate::types::keyspace::Keyspace;
+use crate::types::notify::STREAM;
 use std::collections::{BTreeMap, HashMap};
 use strata::WriteBatch;
 
@@ -298,7 +299,9 @@ pub fn create(
     entries_read: Option<i64>,
 ) -> Result<()> {
     let _g = ks.store.locks.lock(&[key]);
-    let mut s = match load(ks, key)? {
+    let old = load(ks, key)?;
+    let created = old.is_none();
+    let mut s = match old {
         Some(s) => s,
         None if mkstream => Stream::new(ks.store.new_version()),
         None => return Err(TypeError::NoSuchKey),
@@ -312,7 +315,10 @@ pub fn create(
     rec.put(&mut b, &group_field(group), &g.encode());
     s.groups += 1;
     save(ks, &mut b, key, &s);
-    ks.write(b)
+    ks.write(b)?;
+    ks.notify_new(created, key);
+    ks.notify(STREAM, "xgroup-create", key);
+    Ok(())
 }
 
 /// XGROUP SETID: moves `group`'s last delivered id to `start` and sets its read counter.
@@ -331,7 +337,9 @@ pub fn set_id(
     g.entries_read = entries_read;
     let mut b = WriteBatch::new();
     rec.put(&mut b, &group_field(group), &g.encode());
-    ks.write(b)
+    ks.write(b)?;
+    ks.notify(STREAM, "xgroup-setid", key);
+    Ok(())
 }
 
 /// Deletes every record of `space` into `b`; how many.
@@ -363,6 +371,7 @@ pub fn destroy(ks: &Keyspace, key: &[u8], group: &[u8]) -> Result<bool> {
     s.groups = s.groups.saturating_sub(1);
     save(ks, &mut b, key, &s);
     ks.write(b)?;
+    ks.notify(STREAM, "xgroup-destroy", key);
     Ok(true)
 }
 
@@ -379,6 +388,7 @@ pub fn create_consumer(ks: &Keyspace, key: &[u8], group: &[u8], consumer: &[u8])
     let mut b = WriteBatch::new();
     txn.finish(&mut b);
     ks.write(b)?;
+    ks.notify(STREAM, "xgroup-createconsumer", key);
     Ok(true)
 }
 
@@ -412,6 +422,7 @@ pub fn delete_consumer(ks: &Keyspace, key: &[u8], group: &[u8], consumer: &[u8])
     txn.g.consumers = txn.g.consumers.saturating_sub(1);
     txn.finish(&mut b);
     ks.write(b)?;
+    ks.notify(STREAM, "xgroup-delconsumer", key);
     Ok(ids.len() as u64)
 }
 
@@ -436,6 +447,47 @@ pub fn ack(ks: &Keyspace, key: &[u8], group: &[u8], ids: &[StreamId]) -> Result<
         ks.write(b)?;
     }
     Ok(n)
+}
+
+/// A whole group as RESTORE writes it.
+pub struct WholeGroup<'a> {
+    /// Its name.
+    pub name: &'a [u8],
+    /// The last id delivered to it.
+    pub last_id: StreamId,
+    /// Entries it read, when known.
+    pub entries_read: Option<i64>,
+    /// Its PEL, each entry with its consumer (which `consumers` names).
+    pub pel: Vec<(StreamId, Nack)>,
+    /// Its consumers and when each was last seen.
+    pub consumers: Vec<(&'a [u8], u64)>,
+}
+
+/// Puts every record of group `g` of the stream generation `rec` into `b`: the group, its
+/// PEL, each consumer with its share of the PEL counted, and the consumers' PEL indexes.
+/// The stream's group count is the caller's.
+pub fn put_whole(rec: &Records, b: &mut WriteBatch, g: &WholeGroup) {
+    let mut shares: HashMap<&[u8], u64> = g.consumers.iter().map(|(c, _)| (*c, 0)).collect();
+    for (id, n) in &g.pel {
+        rec.put(b, &pel_field(g.name, *id), &n.encode());
+        rec.put(b, &consumer_pel_field(g.name, &n.consumer, *id), b"");
+        *shares.entry(&n.consumer).or_default() += 1;
+    }
+    for (c, seen_ms) in &g.consumers {
+        let pending = shares.get(c).copied().unwrap_or(0);
+        rec.put(
+            b,
+            &consumer_field(g.name, c),
+            &ConsumerRec { seen_ms: *seen_ms, pending }.encode(),
+        );
+    }
+    let rec_g = GroupRec {
+        last_id: g.last_id,
+        entries_read: g.entries_read,
+        consumers: g.consumers.len() as u64,
+        pending: g.pel.len() as u64,
+    };
+    rec.put(b, &group_field(g.name), &rec_g.encode());
 }
 
 /// An entry as a group read gives it: `None` fields for an entry gone from the stream

@@ -8,6 +8,7 @@ use super::id::StreamId;
 use super::{consumer_pel_space, load, records, StreamError};
 use crate::types::error::Result;
 use crate::types::keyspace::Keyspace;
+use crate::types::notify::STREAM;
 use strata::WriteBatch;
 
 /// Where XREADGROUP reads a stream.
@@ -38,6 +39,8 @@ pub fn read_group(
     let now = ks.now_ms;
     let mut txn = GroupTxn::load(&rec, group, now)?;
     let mut b = WriteBatch::new();
+    // Whether the consumer was created (each way of reading creates a missing one).
+    let created;
     let out = match from {
         GroupRead::New => {
             if s.length == 0 {
@@ -47,7 +50,7 @@ pub fn read_group(
                 Some(last) if last > txn.g.last_id => {}
                 _ => return Ok(None),
             }
-            txn.touch_consumer(consumer)?;
+            created = txn.touch_consumer(consumer)?;
             let start = txn.g.last_id.incr().unwrap_or(StreamId::MIN);
             let mut got = Vec::new();
             let mut bad = false;
@@ -83,7 +86,7 @@ pub fn read_group(
             got
         }
         GroupRead::History(after) => {
-            txn.touch_consumer(consumer)?;
+            created = txn.touch_consumer(consumer)?;
             // As Redis: the successor of the greatest id wraps to the least.
             let start = after.incr().unwrap_or(StreamId::MIN);
             let mut ids = Vec::new();
@@ -115,5 +118,8 @@ pub fn read_group(
     };
     txn.finish(&mut b);
     ks.write(b)?;
+    if created {
+        ks.notify(STREAM, "xgroup-createconsumer", key);
+    }
     Ok(Some(out))
 }

@@ -1,0 +1,235 @@
+//! Keyspace notifications (Redis's `notify-keyspace-events`): which classes of events are
+//! enabled ([`Notifier`]), and the events a command's writes raised, gathered on the thread
+//! that runs it until they can be published.
+//!
+//! An operation raises an event (through `Keyspace::notify`) after its write succeeded, in
+//! the order Redis raises them for the same command. The event waits in this thread's queue:
+//! the command layer publishes the queue once the writes it names are visible to others
+//! (after the command; after EXEC's or a script's one batch; in cluster mode after the
+//! write's Raft entry is applied), or drops it when that write failed. With no class
+//! enabled (the default) raising an event is one atomic load and nothing else.
+
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// `K`: events go to `__keyspace@<db>__:<key>` channels.
+pub const KEYSPACE: u32 = 1 << 0;
+/// `E`: events go to `__keyevent@<db>__:<event>` channels.
+pub const KEYEVENT: u32 = 1 << 1;
+/// `g`: generic commands (DEL, EXPIRE, RENAME, COPY...).
+pub const GENERIC: u32 = 1 << 2;
+/// `$`: string commands.
+pub const STRING: u32 = 1 << 3;
+/// `l`: list commands.
+pub const LIST: u32 = 1 << 4;
+/// `s`: set commands.
+pub const SET: u32 = 1 << 5;
+/// `h`: hash commands.
+pub const HASH: u32 = 1 << 6;
+/// `z`: sorted set commands.
+pub const ZSET: u32 = 1 << 7;
+/// `x`: a key removed because its time was up.
+pub const EXPIRED: u32 = 1 << 8;
+/// `e`: a key evicted for memory (never raised here: nothing is evicted).
+pub const EVICTED: u32 = 1 << 9;
+/// `t`: stream commands.
+pub const STREAM: u32 = 1 << 10;
+/// `m`: a read of a missing key (never raised here).
+pub const KEY_MISS: u32 = 1 << 11;
+/// `d`: module events (never raised here: there are no modules).
+pub const MODULE: u32 = 1 << 13;
+/// `n`: a key created.
+pub const NEW: u32 = 1 << 14;
+/// `A`: every class but `m` and `n`, as in Redis.
+pub const ALL: u32 =
+    GENERIC | STRING | LIST | SET | HASH | ZSET | EXPIRED | EVICTED | STREAM | MODULE;
+
+/// The classes of a flag string (`notify-keyspace-events`'s value); `None` when a character
+/// names no class.
+pub fn parse_classes(s: &[u8]) -> Option<u32> {
+    s.iter().try_fold(0, |flags, c| {
+        let f = match c {
+            b'A' => ALL,
+            b'g' => GENERIC,
+            b'$' => STRING,
+            b'l' => LIST,
+            b's' => SET,
+            b'h' => HASH,
+            b'z' => ZSET,
+            b'x' => EXPIRED,
+            b'e' => EVICTED,
+            b'K' => KEYSPACE,
+            b'E' => KEYEVENT,
+            b't' => STREAM,
+            b'm' => KEY_MISS,
+            b'd' => MODULE,
+            b'n' => NEW,
+            _ => return None,
+        };
+        Some(flags | f)
+    })
+}
+
+/// The flag string CONFIG GET shows for `flags`, in redis-server's order: `A` for the whole
+/// of [`ALL`] (then, as redis-server does, `n` is not shown even when set) or each class of
+/// it and `n`, then `K`, `E` and `m`.
+pub fn render_classes(flags: u32) -> String {
+    let mut s = String::new();
+    if flags & ALL == ALL {
+        s.push('A');
+    } else {
+        for (bit, c) in [
+            (GENERIC, 'g'),
+            (STRING, '$'),
+            (LIST, 'l'),
+            (SET, 's'),
+            (HASH, 'h'),
+            (ZSET, 'z'),
+            (EXPIRED, 'x'),
+            (EVICTED, 'e'),
+            (STREAM, 't'),
+            (MODULE, 'd'),
+            (NEW, 'n'),
+        ] {
+            if flags & bit != 0 {
+                s.push(c);
+            }
+        }
+    }
+    for (bit, c) in [(KEYSPACE, 'K'), (KEYEVENT, 'E'), (KEY_MISS, 'm')] {
+        if flags & bit != 0 {
+            s.push(c);
+        }
+    }
+    s
+}
+
+/// The enabled classes of one server.
+#[derive(Debug, Default)]
+pub struct Notifier {
+    flags: AtomicU32,
+}
+
+/// An event raised and not yet published.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    /// Whether it goes to the key's `__keyspace` channel.
+    pub keyspace: bool,
+    /// Whether it goes to the event's `__keyevent` channel.
+    pub keyevent: bool,
+    /// The event's name (`set`, `lpush`, `expired`...).
+    pub event: &'static str,
+    /// The key.
+    pub key: Vec<u8>,
+}
+
+thread_local! {
+    static RAISED: RefCell<Vec<Event>> = const { RefCell::new(Vec::new()) };
+}
+
+impl Notifier {
+    /// A notifier with `flags` enabled.
+    pub const fn new(flags: u32) -> Notifier {
+        Notifier { flags: AtomicU32::new(flags) }
+    }
+
+    /// The enabled classes.
+    pub fn flags(&self) -> u32 {
+        self.flags.load(Ordering::Relaxed)
+    }
+
+    /// Enables exactly `flags`.
+    pub fn set_flags(&self, flags: u32) {
+        self.flags.store(flags, Ordering::Relaxed);
+    }
+
+    /// Whether an event of `class` would be raised now.
+    #[inline]
+    pub fn wants(&self, class: u32) -> bool {
+        let f = self.flags();
+        f & class != 0 && f & (KEYSPACE | KEYEVENT) != 0
+    }
+
+    /// Raises `event` of `class` on `key` (queued on this thread: [`take`]) if the class is
+    /// enabled, and the keyspace or keyevent channels are.
+    #[inline]
+    pub fn raise(&self, class: u32, event: &'static str, key: &[u8]) {
+        let f = self.flags();
+        if f & class != 0 && f & (KEYSPACE | KEYEVENT) != 0 {
+            queue(f, event, key);
+        }
+    }
+}
+
+#[cold]
+fn queue(flags: u32, event: &'static str, key: &[u8]) {
+    let e = Event {
+        keyspace: flags & KEYSPACE != 0,
+        keyevent: flags & KEYEVENT != 0,
+        event,
+        key: key.to_vec(),
+    };
+    RAISED.with(|r| r.borrow_mut().push(e));
+}
+
+/// Whether this thread raised events not taken yet.
+pub fn raised() -> bool {
+    RAISED.with(|r| !r.borrow().is_empty())
+}
+
+/// Takes the events this thread raised since the last take, in the order raised.
+pub fn take() -> Vec<Event> {
+    RAISED.with(|r| std::mem::take(&mut *r.borrow_mut()))
+}
+
+/// Drops the events this thread raised (their writes failed).
+pub fn discard() {
+    RAISED.with(|r| r.borrow_mut().clear());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flag_strings_parse_and_render_in_redis_order() {
+        assert_eq!(parse_classes(b""), Some(0));
+        assert_eq!(parse_classes(b"KA"), Some(KEYSPACE | ALL));
+        assert_eq!(parse_classes(b"Kq"), None);
+        for (given, shown) in [
+            ("gKE", "gKE"),
+            ("$lshzxeKE", "$lshzxeKE"),
+            ("KA", "AK"),
+            ("EA", "AE"),
+            ("Ex", "xE"),
+            ("nE", "nE"),
+            ("mK", "Km"),
+            ("AnK", "AK"),
+            ("tdxg", "gxtd"),
+            ("", ""),
+        ] {
+            let f = parse_classes(given.as_bytes()).unwrap();
+            assert_eq!(render_classes(f), shown, "{given}");
+        }
+    }
+
+    #[test]
+    fn events_are_queued_only_for_enabled_classes_with_a_channel_kind() {
+        discard();
+        let n = Notifier::default();
+        n.raise(STRING, "set", b"k");
+        n.set_flags(STRING);
+        n.raise(STRING, "set", b"k");
+        assert!(take().is_empty(), "no K nor E: nothing to publish to");
+        n.set_flags(STRING | KEYEVENT);
+        n.raise(LIST, "lpush", b"l");
+        n.raise(STRING, "set", b"k");
+        let e = take();
+        assert_eq!(e.len(), 1);
+        assert_eq!((e[0].keyspace, e[0].keyevent, e[0].event), (false, true, "set"));
+        assert_eq!(e[0].key, b"k");
+        n.raise(STRING, "set", b"k");
+        discard();
+        assert!(take().is_empty());
+    }
+}
