@@ -1,7 +1,7 @@
 //! A follower that was down catches up: from the leader's log, or from a snapshot when the
 //! leader has purged the entries it missed.
 
-use crate::harness::{check_exactly_once, Cluster, Writers, WAIT};
+use crate::harness::{check_exactly_once, snapshot_and_purge, Cluster, Writers, WAIT};
 
 /// A follower of every group (not the leader of the first).
 async fn a_follower(c: &Cluster) -> u64 {
@@ -45,25 +45,7 @@ async fn a_restarted_follower_catches_up_from_a_snapshot_once_the_log_is_purged(
     writers.wait_acked(60).await;
     let history = writers.stop().await;
     // Every live replica snapshots and purges its log: what the follower missed is gone.
-    for g in c.groups.clone() {
-        let leader = c.leader(g).await;
-        let last = c.node(leader).replica(g).unwrap().status().last_log_index.unwrap();
-        let nodes: Vec<_> = c.live.read().keys().copied().collect();
-        for n in nodes {
-            let r = c.node(n).replica(g).unwrap();
-            r.wait_for("apply", WAIT, move |s| s.applied.map(|a| a.index) >= Some(last))
-                .await
-                .unwrap();
-            r.snapshot().await.unwrap();
-            r.wait_for("snapshot", WAIT, move |s| s.snapshot.map(|a| a.index) >= Some(last))
-                .await
-                .unwrap();
-            r.purge_log(last).await.unwrap();
-            r.wait_for("purge", WAIT, move |s| s.purged.map(|a| a.index) >= Some(last))
-                .await
-                .unwrap();
-        }
-    }
+    snapshot_and_purge(&c).await;
     c.start_node(f).await;
     for g in c.groups.clone() {
         let r = c.node(f).replica(g).unwrap();

@@ -163,6 +163,30 @@ impl Cluster {
     }
 }
 
+/// Snapshots and purges every live replica's log of every group up to its leader's last
+/// entry now (writes may go on meanwhile).
+pub async fn snapshot_and_purge(c: &Cluster) {
+    for g in c.groups.clone() {
+        let leader = c.leader(g).await;
+        let last = c.node(leader).replica(g).unwrap().status().last_log_index.unwrap();
+        let nodes: Vec<_> = c.live.read().keys().copied().collect();
+        for n in nodes {
+            let r = c.node(n).replica(g).unwrap();
+            r.wait_for("apply", WAIT, move |s| s.applied.map(|a| a.index) >= Some(last))
+                .await
+                .unwrap();
+            r.snapshot().await.unwrap();
+            r.wait_for("snapshot", WAIT, move |s| s.snapshot.map(|a| a.index) >= Some(last))
+                .await
+                .unwrap();
+            r.purge_log(last).await.unwrap();
+            r.wait_for("purge", WAIT, move |s| s.purged.map(|a| a.index) >= Some(last))
+                .await
+                .unwrap();
+        }
+    }
+}
+
 /// A crc32c over the key-value pairs, lengths included.
 pub fn checksum(data: &[(Vec<u8>, Vec<u8>)]) -> u32 {
     let mut crc = 0;

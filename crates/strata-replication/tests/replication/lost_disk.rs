@@ -6,7 +6,9 @@ use std::time::{Duration, Instant};
 use strata_replication::kv::KvCommand;
 use strata_replication::{GroupId, NodeId, OnEmpty};
 
-use crate::harness::{check_exactly_once, find_leader, write, Cluster, Writers, WAIT};
+use crate::harness::{
+    check_exactly_once, find_leader, snapshot_and_purge, write, Cluster, Writers, WAIT,
+};
 
 /// Waits until node `id`'s replica of `g` has caught up.
 async fn caught_up(c: &Cluster, id: NodeId, g: GroupId) {
@@ -128,30 +130,6 @@ async fn a_catch_up_cut_short_resumes_after_a_restart() {
     caught_up(&c, f, g).await;
     c.converged(g, &[1, 2, 3]).await;
     c.shutdown().await;
-}
-
-/// Snapshots and purges every live replica's log of every group up to its leader's last
-/// entry now (writes may go on meanwhile).
-async fn snapshot_and_purge(c: &Cluster) {
-    for g in c.groups.clone() {
-        let leader = c.leader(g).await;
-        let last = c.node(leader).replica(g).unwrap().status().last_log_index.unwrap();
-        let nodes: Vec<_> = c.live.read().keys().copied().collect();
-        for n in nodes {
-            let r = c.node(n).replica(g).unwrap();
-            r.wait_for("apply", WAIT, move |s| s.applied.map(|a| a.index) >= Some(last))
-                .await
-                .unwrap();
-            r.snapshot().await.unwrap();
-            r.wait_for("snapshot", WAIT, move |s| s.snapshot.map(|a| a.index) >= Some(last))
-                .await
-                .unwrap();
-            r.purge_log(last).await.unwrap();
-            r.wait_for("purge", WAIT, move |s| s.purged.map(|a| a.index) >= Some(last))
-                .await
-                .unwrap();
-        }
-    }
 }
 
 /// A replica that lost its disk while its leaders purged their logs comes back through a
