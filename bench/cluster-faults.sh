@@ -72,6 +72,14 @@ skip() { echo "cluster-faults.sh: skipped: $*"; exit 0; }
 source bench/netns.sh
 why=$(netns_unusable); [ -z "$why" ] || skip "$why"
 command -v go >/dev/null || skip "no go toolchain (the client is bench/faults, in Go)"
+# The lossy-link fault's fallback where the kernel has no netem: nftables, from Debian's
+# package (root is already needed). Without either, that fault is left out, and said so.
+if ! command -v nft >/dev/null && command -v apt-get >/dev/null; then
+  echo "installing nftables (apt-get install -y nftables) for the lossy-link fault" >&2
+  apt-get install -y nftables >/dev/null 2>&1 \
+    || { apt-get update >/dev/null 2>&1 && apt-get install -y nftables >/dev/null 2>&1; } \
+    || echo "cluster-faults.sh: could not install nftables; lossy links only with netem" >&2
+fi
 
 if [ -z "$server_bin" ]; then
   cargo build --release -p strata-server >&2
