@@ -252,6 +252,9 @@ pub struct Persistence {
     pub saving: AtomicBool,
     /// Whether the last BGSAVE succeeded.
     pub last_bgsave_ok: AtomicBool,
+    /// The server's change count (`Notifier::changes`) when the last finished save began:
+    /// INFO's `rdb_changes_since_last_save` is the count since.
+    pub saved_changes: AtomicU64,
 }
 
 impl Persistence {
@@ -260,6 +263,7 @@ impl Persistence {
             last_save: AtomicU64::new(unix_now()),
             saving: AtomicBool::new(false),
             last_bgsave_ok: AtomicBool::new(true),
+            saved_changes: AtomicU64::new(0),
         })
     }
 }

@@ -312,6 +312,9 @@ pub fn flushdb(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
             }
         }
     }
+    // A change for INFO's count, as Redis counts one on top of the keys it removed (not
+    // counted here: the deletion is a range, not key by key).
+    sh.notifier.count_changes(1);
     out.ok();
     Ok(())
 }

@@ -22,8 +22,10 @@ pub fn save(sh: &Shared, _: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdResul
     if sh.persistence.saving.load(Ordering::Acquire) {
         return Err(IN_PROGRESS.into());
     }
+    let changes = sh.notifier.changes();
     sh.store.save().map_err(|e| format!("ERR saving failed: {e}"))?;
     sh.persistence.last_save.store(unix_now(), Ordering::Release);
+    sh.persistence.saved_changes.store(changes, Ordering::Release);
     out.ok();
     Ok(())
 }
@@ -43,6 +45,8 @@ pub fn bgsave(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
         return Err(IN_PROGRESS.into());
     }
     let (store, p) = (sh.store.clone(), sh.persistence.clone());
+    // The changes made before the save starts are the ones it covers.
+    let changes = sh.notifier.changes();
     let started = std::thread::Builder::new().name("strata-bgsave".into()).spawn(move || {
         // A panic in the save is a failed save, never a BGSAVE "in progress" forever.
         let saved = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| store.save()));
@@ -50,6 +54,7 @@ pub fn bgsave(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
         p.last_bgsave_ok.store(ok, Ordering::Release);
         if ok {
             p.last_save.store(unix_now(), Ordering::Release);
+            p.saved_changes.store(changes, Ordering::Release);
         }
         p.saving.store(false, Ordering::Release);
     });

@@ -10,7 +10,7 @@
 //! enabled (the default) raising an event is one atomic load and nothing else.
 
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// `K`: events go to `__keyspace@<db>__:<key>` channels.
 pub const KEYSPACE: u32 = 1 << 0;
@@ -104,10 +104,15 @@ pub fn render_classes(flags: u32) -> String {
     s
 }
 
-/// The enabled classes of one server.
+/// The enabled classes of one server, and how many changes its commands have made.
 #[derive(Debug, Default)]
 pub struct Notifier {
     flags: AtomicU32,
+    /// Events raised since the start, enabled or not, `new` left out: the changes counted for
+    /// INFO's `rdb_changes_since_last_save` (Redis's dirty counter). One per key a command
+    /// changed, as Redis raises its events, where Redis counts some commands per element
+    /// (SADD of three new members: one here, three there).
+    changes: AtomicU64,
 }
 
 /// An event raised and not yet published.
@@ -130,7 +135,17 @@ thread_local! {
 impl Notifier {
     /// A notifier with `flags` enabled.
     pub const fn new(flags: u32) -> Notifier {
-        Notifier { flags: AtomicU32::new(flags) }
+        Notifier { flags: AtomicU32::new(flags), changes: AtomicU64::new(0) }
+    }
+
+    /// The changes counted since the start (see the field).
+    pub fn changes(&self) -> u64 {
+        self.changes.load(Ordering::Relaxed)
+    }
+
+    /// Counts `n` changes that raise no event (FLUSHALL, FLUSHDB).
+    pub fn count_changes(&self, n: u64) {
+        self.changes.fetch_add(n, Ordering::Relaxed);
     }
 
     /// The enabled classes.
@@ -154,6 +169,9 @@ impl Notifier {
     /// enabled, and the keyspace or keyevent channels are.
     #[inline]
     pub fn raise(&self, class: u32, event: &'static str, key: &[u8]) {
+        if class != NEW {
+            self.changes.fetch_add(1, Ordering::Relaxed);
+        }
         let f = self.flags();
         if f & class != 0 && f & (KEYSPACE | KEYEVENT) != 0 {
             queue(f, event, key);

@@ -404,3 +404,41 @@ fn bit_commands_match_a_byte_model() {
         }
     }
 }
+
+/// INFO's `rdb_changes_since_last_save`: a SETBIT or BITFIELD SET counts when it creates its
+/// key or changes a bit, not when the bits stay as they were (bitops' "only increase dirty
+/// when the value changed"); SAVE and BGSAVE start the count again.
+#[test]
+fn changes_since_the_last_save_count_only_writes_that_change_something() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    let changes = |c: &mut Raw| -> u64 {
+        let Reply::Bulk(info) = c.cmd(&["INFO", "persistence"]) else { panic!("INFO") };
+        let info = String::from_utf8(info).unwrap();
+        let line = info.lines().find(|l| l.starts_with("rdb_changes_since_last_save:")).unwrap();
+        line["rdb_changes_since_last_save:".len()..].trim().parse().unwrap()
+    };
+    let start = changes(&mut c);
+    assert_eq!(c.cmd(&["SETBIT", "foo", "0", "0"]), int(0));
+    assert_eq!(c.cmd(&["BITFIELD", "foo2", "SET", "i5", "0", "0"]), ints(&[Some(0)]));
+    assert_eq!(changes(&mut c), start + 2, "a created key always counts, once");
+    c.cmd(&["SETBIT", "foo", "0", "0"]);
+    c.cmd(&["BITFIELD", "foo2", "SET", "i5", "0", "0"]);
+    assert_eq!(changes(&mut c), start + 2, "nothing changed");
+    for v in ["1", "1", "0", "0"] {
+        c.cmd(&["SETBIT", "foo", "0", v]);
+        c.cmd(&["BITFIELD", "foo2", "SET", "i5", "0", v]);
+    }
+    assert_eq!(changes(&mut c), start + 6);
+    assert_eq!(c.cmd(&["SAVE"]), Reply::Simple("OK".into()));
+    assert_eq!(changes(&mut c), 0);
+    c.cmd(&["SET", "k", "v"]);
+    c.cmd(&["FLUSHALL"]);
+    assert_eq!(changes(&mut c), 2, "SET and FLUSHALL");
+    assert_eq!(c.cmd(&["BGSAVE"]), Reply::Simple("Background saving started".into()));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while changes(&mut c) != 0 {
+        assert!(std::time::Instant::now() < deadline, "BGSAVE did not start the count again");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
