@@ -20,8 +20,8 @@
 # add: starts one more node (the next id, its ports after the others'), which names only
 # itself and joins through the cluster map: `strata-cluster add-node --rebalance --wait` (the
 # controller built beside the server) adds it and waits until the replicas have moved.
-# remove: `strata-cluster remove-node I --wait` (its replicas move away, then it is dropped
-# from the map), then stops node I.
+# remove: `strata-cluster remove-node I --wait` (its replicas move away, it is dropped from
+# the map, and the meta group stops counting it), then stops node I.
 # --io-threads T: each node's async workers (strata-server --io-threads; default one per core).
 # --netns (root and `ip netns` needed): node i runs in network namespace <prefix>-n<i> at
 # 10.X.0.i (the first free 10.X.0.0/24 from X = 80), ports as above, the namespaces joined by

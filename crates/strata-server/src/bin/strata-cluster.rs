@@ -9,7 +9,9 @@
 //!   add-node ID HOST:PORT:RAFT  adds a node (started with cluster-nodes naming itself)
 //!            [--rebalance] [--wait]
 //!   remove-node ID [--wait]     moves the node's replicas away; with --wait, waits until it
-//!                               holds nothing and drops it from the map (FORGETNODE)
+//!                               holds nothing, drops it from the map (FORGETNODE) and
+//!                               waits until the meta group no longer counts it (only
+//!                               then may it stop)
 //!   rebalance [--wait]          spreads replicas and preferred leaders over the nodes
 //!   wait                        waits until every partition's voters are its placement
 //! ```
@@ -60,7 +62,8 @@ enum Cmd {
     RemoveNode {
         /// Its id.
         id: u64,
-        /// Waits until it holds nothing, then drops it from the map (FORGETNODE).
+        /// Waits until it holds nothing, drops it from the map (FORGETNODE), then waits until
+        /// the meta group no longer counts it.
         #[arg(long)]
         wait: bool,
     },
@@ -227,6 +230,43 @@ fn partition_states(map: &Map) -> BTreeMap<u16, (Option<u64>, String, bool)> {
         .collect()
 }
 
+/// The members (voters of every config, and learners) of the meta group as its leader among
+/// `addrs` reports them; `None` while no node there says it leads the meta group.
+fn meta_members(addrs: &[&str]) -> Option<Vec<u64>> {
+    addrs.iter().find_map(|addr| {
+        let Ok(Reply::Text(t)) = call(addr, &["INFO", "cluster"]) else { return None };
+        let fields = t.lines().find_map(|l| l.trim().strip_prefix("meta:"))?;
+        let f: BTreeMap<&str, &str> =
+            fields.split(',').filter_map(|kv| kv.split_once('=')).collect();
+        if f.get("role") != Some(&"leader") {
+            return None;
+        }
+        let ids = |k: &str| {
+            f.get(k).into_iter().flat_map(|v| v.split('|')).filter_map(|i| i.parse().ok())
+        };
+        Some(ids("voters").chain(ids("learners")).collect())
+    })
+}
+
+/// Waits until the meta group no longer counts node `id` (after FORGETNODE): it moves its
+/// voters off a node only once the map has forgotten it, and the node must keep running
+/// until that change is committed, or a voter set that still counts it could lose its
+/// majority to the node's stop and one more failure.
+fn wait_meta_without(map: &Map, id: u64, deadline: Instant) -> Result<(), String> {
+    let addrs: Vec<&str> =
+        map.nodes.iter().filter(|(n, _)| **n != id).map(|(_, (a, _))| a.as_str()).collect();
+    loop {
+        if meta_members(&addrs).is_some_and(|m| !m.contains(&id)) {
+            println!("the meta group no longer counts node {id}");
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(format!("the meta group still counts node {id} at the deadline"));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 fn wait_settled(node: &str, deadline: Instant) -> Result<(), String> {
     loop {
         let map = parse_map(admin(node, &["CLUSTER", "MAP"], deadline)?)?;
@@ -295,6 +335,7 @@ fn run(cli: Cli) -> Result<(), String> {
                     }
                 }
                 println!("{}", admin(node, &["CLUSTER", "FORGETNODE", &ids], deadline)?);
+                wait_meta_without(&map, id, deadline)?;
             }
         }
         Cmd::Rebalance { wait } => {
