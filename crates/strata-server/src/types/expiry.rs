@@ -3,11 +3,10 @@
 //! through the compaction filter its sub-keys, leave the store.
 
 use super::error::Result;
-use super::keyspace::now_ms;
+use super::keyspace::{delete_if_expired, now_ms};
 use super::metadata::{self, Meta};
-use super::notify::{self, Notifier};
+use super::notify::Notifier;
 use crate::storage::Store;
-use strata::WriteBatch;
 
 /// Deletes up to `budget` expired metadata records starting at key `from`, only those whose
 /// key `mine` accepts (in cluster mode: those of the partitions this node leads, once it may
@@ -44,13 +43,7 @@ pub fn expire_cycle(
             continue;
         }
         let _g = st.locks.lock(&[&k]);
-        // Re-check under the lock: a writer may have replaced it.
-        let raw = st.read_meta_uncached(&k)?;
-        if raw.as_deref().and_then(|r| Meta::decode(r).ok()).is_some_and(|m| m.expired(now_ms())) {
-            let mut b = WriteBatch::new();
-            st.delete_meta(&mut b, &k);
-            st.write(b)?;
-            notifier.raise(notify::EXPIRED, "expired", &k);
+        if delete_if_expired(st, notifier, &k, now_ms())? {
             n += 1;
         }
     }

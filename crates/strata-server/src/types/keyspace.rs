@@ -13,6 +13,21 @@ use crate::storage::{MetaRead, Store};
 use std::time::{SystemTime, UNIX_EPOCH};
 use strata::{ColumnFamily, WriteBatch};
 
+/// Deletes `key`'s metadata record if it is still expired at `now` and raises `expired`
+/// once that is written; whether it did. The caller holds the key's lock: the record is read
+/// again under it, as a writer may have replaced it since the caller saw it expired.
+pub fn delete_if_expired(st: &Store, notifier: &Notifier, key: &[u8], now: u64) -> Result<bool> {
+    let raw = st.read_meta_uncached(key)?;
+    if !raw.as_deref().and_then(|r| Meta::decode(r).ok()).is_some_and(|m| m.expired(now)) {
+        return Ok(false);
+    }
+    let mut b = WriteBatch::new();
+    st.delete_meta(&mut b, key);
+    st.write(b)?;
+    notifier.raise(notify::EXPIRED, "expired", key);
+    Ok(true)
+}
+
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
@@ -139,20 +154,8 @@ impl<'a> Keyspace<'a> {
             return;
         }
         let Some(_g) = self.store.locks.lock_if_in_order(key) else { return };
-        let due = self
-            .store
-            .read_meta_uncached(key)
-            .ok()
-            .flatten()
-            .is_some_and(|raw| Meta::decode(&raw).is_ok_and(|m| m.expired(self.now_ms)));
-        if !due {
-            return;
-        }
-        let mut b = WriteBatch::new();
-        self.store.delete_meta(&mut b, key);
-        if self.store.write(b).is_ok() {
-            self.notify(notify::EXPIRED, "expired", key);
-        }
+        // A failure leaves the key to the expiry task; it reads as absent meanwhile.
+        let _ = delete_if_expired(self.store, self.notifier, key, self.now_ms);
     }
 
     /// Whether `key` has a record whose time is up: reads see no key, and the expiry task has
