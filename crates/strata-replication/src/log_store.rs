@@ -69,7 +69,7 @@ impl NodeStorage {
             if let Some(cf) = db.cf_handle(name) {
                 return Ok(cf);
             }
-            db.create_cf(name, &strata::Options::default())
+            db.create_cf_handle(name, &strata::Options::default())
                 .map_err(|e| Error::engine(format!("create column family {name}"), e))
         };
         let (log_cf, meta_cf) = (family(LOG_CF)?, family(META_CF)?);
@@ -469,7 +469,7 @@ pub(crate) mod tests {
     fn a_dropped_group_leaves_nothing_and_its_neighbours_everything() {
         let dir = tempfile::tempdir().unwrap();
         let node = node_in(dir.path());
-        let data = node.db().create_cf("data", &strata::Options::default()).unwrap();
+        let data = node.db().create_cf_handle("data", &strata::Options::default()).unwrap();
         // The last group id too: its key range ends at the end of the key space.
         let groups = [GroupId(1), GroupId(2), GroupId(u32::MAX)];
         for g in groups {

@@ -79,7 +79,7 @@ impl WorkloadConfig {
 
 /// A snapshot a writer thread holds, with what it saw of one key.
 struct HeldSnapshot {
-    snapshot: strata::Snapshot,
+    snapshot: strata::Snapshot<'static>,
     key: u32,
     seen: crate::expected::Observed,
     /// Writes left before the key is read again and the snapshot released.

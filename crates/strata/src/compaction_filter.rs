@@ -38,6 +38,28 @@ pub enum Decision {
     Change(Vec<u8>),
 }
 
+/// The `rocksdb` crate's decision (`rocksdb::CompactionDecision`), whose replacement value is
+/// a static slice; it converts into a [`Decision`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CompactionDecision {
+    /// Keep the entry unchanged.
+    Keep,
+    /// Remove the entry.
+    Remove,
+    /// Replace the value.
+    Change(&'static [u8]),
+}
+
+impl From<CompactionDecision> for Decision {
+    fn from(d: CompactionDecision) -> Decision {
+        match d {
+            CompactionDecision::Keep => Decision::Keep,
+            CompactionDecision::Remove => Decision::Remove,
+            CompactionDecision::Change(v) => Decision::Change(v.to_vec()),
+        }
+    }
+}
+
 /// Why a table file is being written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TableFileCreationReason {

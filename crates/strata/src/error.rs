@@ -225,6 +225,22 @@ impl Error {
     }
 }
 
+/// Errors compare by their text, as the `rocksdb` crate's do.
+impl PartialEq for Error {
+    fn eq(&self, other: &Error) -> bool {
+        self.to_string() == other.to_string()
+    }
+}
+
+impl Eq for Error {}
+
+impl Error {
+    /// The error's text (the `rocksdb` crate's `Error::into_string`).
+    pub fn into_string(self) -> String {
+        self.to_string()
+    }
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -239,8 +255,8 @@ impl fmt::Display for Error {
                 "checksum mismatch in {} at offset {offset}: stored {expected:#010x}, computed {actual:#010x}",
                 file.display()
             ),
-            Error::InvalidArgument(s) => write!(f, "invalid argument: {s}"),
-            Error::NotSupported(s) => write!(f, "not supported: {s}"),
+            Error::InvalidArgument(s) => write!(f, "Invalid argument: {s}"),
+            Error::NotSupported(s) => write!(f, "Not implemented: {s}"),
             Error::Locked(p) => write!(
                 f,
                 "database {} is locked: another Db holds its LOCK file",

@@ -21,6 +21,7 @@ pub mod options;
 pub mod write_batch;
 
 pub(crate) mod compaction;
+pub(crate) mod compat;
 pub(crate) mod db;
 pub(crate) mod filename;
 pub(crate) mod iterator;
@@ -49,25 +50,32 @@ pub use cache::{
 };
 pub use column_family::{AsColumnFamilyRef, ColumnFamilyId, DEFAULT_COLUMN_FAMILY_NAME};
 pub use compaction_filter::{
-    CompactionFilter, CompactionFilterContext, CompactionFilterFactory, Decision,
-    TableFileCreationReason,
+    CompactionDecision, CompactionFilter, CompactionFilterContext, CompactionFilterFactory,
+    Decision, TableFileCreationReason,
+};
+pub use compat::{checkpoint, properties};
+pub use compat::{
+    DBAccess, DBWithThreadMode, MultiThreaded, OptimisticTransactionDB, SingleThreaded, ThreadMode,
+    TransactionDB, WithThreadMode,
 };
 pub use db::{
-    ColumnFamily, ColumnFamilyDescriptor, Db, DbIterator, DbPinnableSlice, DbRawIterator,
-    Direction, IngestExternalFileOptions, IteratorMode, LiveFileMetaData, PinnedSource,
+    ColumnFamily, ColumnFamilyDescriptor, ColumnFamilyMetaData, Db, DbIterator, DbPinnableSlice,
+    DbRawIterator, DbRawIteratorWithThreadMode, Direction, IngestExternalFileOptions, IteratorMode,
+    LiveFile, LiveFileMetaData, PinnedSource, Snapshot,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use memtable::write_buffer_manager::CACHE_UNIT as WRITE_BUFFER_CACHE_UNIT;
 pub use memtable::WriteBufferManager;
 pub use merge_operator::MergeOperator;
-pub use options::{BlockBasedOptions, MergeOperands, SliceTransform};
+pub use options::{BlockBasedOptions, IterateBounds, MergeOperands, PrefixRange, SliceTransform};
 pub use options::{
     CompactionStopStyle, CompactionStyle, FifoCompactionOptions, Options, PrefixExtractor,
     ReadOptions, TieredCompactionOptions, UniversalCompactionOptions, WriteOptions,
 };
-pub use snapshot::Snapshot;
+pub use snapshot::{SnapshotHandle, SnapshotWithThreadMode};
 pub use sstable::{Cache, CompressionType, IndexType};
 pub use util::checksum::ChecksumType;
+pub use util::cstr_like::CStrLike;
 pub use utilities::{
     BackupEngine, BackupInfo, Checkpoint, DbWithTtl, ExternalSstFileInfo, OptimisticTransactionDb,
     OptimisticTransactionOptions, RepairReport, SstFileWriter, Transaction, TransactionDb,
@@ -75,7 +83,9 @@ pub use utilities::{
     TtlIterator, WriteBatchWithIndex, TTL_SUFFIX_LEN,
 };
 pub use wal::WalRecoveryMode;
-pub use write_batch::{WriteBatch, WriteBatchIterator};
+pub use write_batch::{
+    WriteBatch, WriteBatchIterator, WriteBatchIteratorCf, WriteBatchWithTransaction,
+};
 
 // The `rocksdb` crate's names, so its users' programs port with renames of the `use` line
 // only (`examples/rocksdb_port.rs`).
@@ -83,12 +93,10 @@ pub use write_batch::{WriteBatch, WriteBatchIterator};
 pub type DB = Db;
 /// The `rocksdb` crate's name of [`DbIterator`].
 pub type DBIterator = DbIterator;
-/// The `rocksdb` crate's name of [`DbRawIterator`].
-pub type DBRawIterator = DbRawIterator;
-/// The `rocksdb` crate's name of [`OptimisticTransactionDb`].
-pub type OptimisticTransactionDB = OptimisticTransactionDb;
-/// The `rocksdb` crate's name of [`TransactionDb`].
-pub type TransactionDB = TransactionDb;
+/// The `rocksdb` crate's raw iterator over a [`Db`].
+pub type DBRawIterator<'a> = DbRawIteratorWithThreadMode<'a, Db>;
+/// The `rocksdb` crate's name of [`DbRawIteratorWithThreadMode`].
+pub type DBRawIteratorWithThreadMode<'a, D> = DbRawIteratorWithThreadMode<'a, D>;
 /// The `rocksdb` crate's name of [`TransactionDbOptions`].
 pub type TransactionDBOptions = TransactionDbOptions;
 /// The `rocksdb` crate's name of [`DbPinnableSlice`].

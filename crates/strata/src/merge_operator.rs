@@ -224,6 +224,61 @@ impl MergeOperator for BytesXorOperator {
     }
 }
 
+/// The operands of one merge, oldest first (the `rocksdb` crate's `MergeOperands`): what a
+/// merge closure iterates.
+#[derive(Clone, Copy, Debug)]
+pub struct MergeOperands<'a> {
+    operands: &'a [&'a [u8]],
+}
+
+impl<'a> MergeOperands<'a> {
+    /// Operands `operands`, oldest first.
+    pub fn new(operands: &'a [&'a [u8]]) -> Self {
+        MergeOperands { operands }
+    }
+
+    /// How many operands there are.
+    pub fn len(&self) -> usize {
+        self.operands.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.operands.is_empty()
+    }
+
+    /// The operands, oldest first.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &'a [u8]> + ExactSizeIterator + 'a {
+        self.operands.iter().copied()
+    }
+
+    /// Operand `i` (0 = oldest), if it exists.
+    pub fn get(&self, i: usize) -> Option<&'a [u8]> {
+        self.operands.get(i).copied()
+    }
+}
+
+impl<'a> IntoIterator for &MergeOperands<'a> {
+    type Item = &'a [u8];
+    type IntoIter = std::iter::Copied<std::slice::Iter<'a, &'a [u8]>>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.operands.iter().copied()
+    }
+}
+
+/// A merge function in the `rocksdb` crate's shape, `(key, existing value, operands)` to the
+/// result (`None` fails the merge): every such closure is one (`rocksdb::merge_operator::MergeFn`).
+pub trait MergeFn:
+    Fn(&[u8], Option<&[u8]>, &MergeOperands<'_>) -> Option<Vec<u8>> + Send + Sync + 'static
+{
+}
+
+impl<F> MergeFn for F where
+    F: Fn(&[u8], Option<&[u8]>, &MergeOperands<'_>) -> Option<Vec<u8>> + Send + Sync + 'static
+{
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,19 +7,24 @@ pub use crate::compaction::style::{
     CompactionStopStyle, CompactionStyle, FifoCompactionOptions, TieredCompactionOptions,
     UniversalCompactionOptions,
 };
+#[cfg(doc)]
+use crate::compaction_filter::CompactionDecision;
 use crate::compaction_filter::{CompactionFilterFactory, Decision, FnFilterFactory};
 use crate::env::{FileSystem, OsFs};
 use crate::memtable::WriteBufferManager;
+pub use crate::merge_operator::MergeOperands;
 use crate::merge_operator::MergeOperator;
 pub use crate::prefix::PrefixExtractor;
-use crate::snapshot::Snapshot;
+use crate::snapshot::SnapshotHandle;
 use crate::sstable::{Cache, CompressionType, IndexType, TableOptions};
 use crate::util::checksum::ChecksumType;
 use crate::wal::WalRecoveryMode;
-pub use setters::{BlockBasedOptions, MergeOperands, SliceTransform};
+pub use iterate_bounds::{IterateBounds, PrefixRange};
+pub use setters::{BlockBasedOptions, SliceTransform};
 
 use crate::version::levels::MAX_NUM_LEVELS;
 
+pub(crate) mod iterate_bounds;
 mod setters;
 
 /// The smallest nonzero `db_write_buffer_size`: below it the memtables' first chunks alone
@@ -452,11 +457,14 @@ impl std::fmt::Debug for Options {
 
 impl Options {
     /// Filters values with `f(level, key, value)` in every flush and compaction of the family
-    /// (rust-rocksdb's `set_compaction_filter`; the closure is shared by concurrent runs).
-    pub fn set_compaction_filter<F>(&mut self, name: &str, f: F)
+    /// (rust-rocksdb's `set_compaction_filter`; the closure is shared by concurrent runs). `f`
+    /// returns a [`Decision`] or the `rocksdb` crate's [`CompactionDecision`].
+    pub fn set_compaction_filter<F, D>(&mut self, name: &str, f: F)
     where
-        F: Fn(u32, &[u8], &[u8]) -> Decision + Send + Sync + 'static,
+        F: Fn(u32, &[u8], &[u8]) -> D + Send + Sync + 'static,
+        D: Into<Decision>,
     {
+        let f = move |level: u32, key: &[u8], value: &[u8]| f(level, key, value).into();
         self.compaction_filter_factory = Some(Arc::new(FnFilterFactory::new(name, f)));
     }
 
@@ -846,7 +854,7 @@ pub struct ReadOptions {
     /// evict the working set. Default: true.
     pub fill_cache: bool,
     /// Read at this snapshot instead of the latest state. Default: none.
-    pub snapshot: Option<Snapshot>,
+    pub snapshot: Option<SnapshotHandle>,
     /// Iterators see no key below this (inclusive bound). Default: none.
     pub iterate_lower_bound: Option<Vec<u8>>,
     /// Iterators see no key at or above this (exclusive bound). Default: none.
@@ -882,7 +890,7 @@ impl Default for ReadOptions {
 
 impl ReadOptions {
     /// Reads at `snapshot` (rocksdb-crate style setter).
-    pub fn set_snapshot(&mut self, snapshot: &Snapshot) {
+    pub fn set_snapshot(&mut self, snapshot: &SnapshotHandle) {
         self.snapshot = Some(snapshot.clone());
     }
 

@@ -38,20 +38,36 @@ use crate::error::{Error, Result};
 use crate::types::{SeqNo, ValueType};
 use crate::util::coding::{decode_fixed32, decode_fixed64, put_varint32, put_varint64, Reader};
 
-/// Receives the records of a batch from [`WriteBatch::iterate`] (rust-rocksdb's
-/// `WriteBatchIterator`, whose boxed arguments it keeps so handlers port unchanged); merges
-/// and range deletions are ignored unless overridden.
-#[allow(clippy::boxed_local)]
+/// Receives the records of a batch from [`WriteBatch::iterate`] (the `rocksdb` crate's
+/// `WriteBatchIterator`); merges and range deletions are ignored unless overridden.
 pub trait WriteBatchIterator {
     /// A put of `key` to `value`.
-    fn put(&mut self, key: Box<[u8]>, value: Box<[u8]>);
+    fn put(&mut self, key: &[u8], value: &[u8]);
     /// A deletion of `key` (single deletions included).
-    fn delete(&mut self, key: Box<[u8]>);
+    fn delete(&mut self, key: &[u8]);
     /// A merge operand for `key`.
-    fn merge(&mut self, _key: Box<[u8]>, _operand: Box<[u8]>) {}
+    fn merge(&mut self, _key: &[u8], _operand: &[u8]) {}
     /// A deletion of `[begin, end)`.
-    fn delete_range(&mut self, _begin: Box<[u8]>, _end: Box<[u8]>) {}
+    fn delete_range(&mut self, _begin: &[u8], _end: &[u8]) {}
 }
+
+/// Receives the records of a batch with their column family id, from
+/// [`WriteBatch::iterate_cf`] (the `rocksdb` crate's `WriteBatchIteratorCf`); range deletions
+/// are ignored unless overridden.
+pub trait WriteBatchIteratorCf {
+    /// A put of `key` to `value` in family `cf_id`.
+    fn put_cf(&mut self, cf_id: u32, key: &[u8], value: &[u8]);
+    /// A deletion of `key` in family `cf_id` (single deletions included).
+    fn delete_cf(&mut self, cf_id: u32, key: &[u8]);
+    /// A merge operand for `key` in family `cf_id`.
+    fn merge_cf(&mut self, cf_id: u32, key: &[u8], value: &[u8]);
+    /// A deletion of `[begin, end)` in family `cf_id`.
+    fn delete_range_cf(&mut self, _cf_id: u32, _begin: &[u8], _end: &[u8]) {}
+}
+
+/// The `rocksdb` crate's batch type, whose parameter tells a transaction DB's batch from a
+/// plain one: in Strata both are a [`WriteBatch`].
+pub type WriteBatchWithTransaction<const TRANSACTION: bool> = WriteBatch;
 
 /// Bytes of the batch header: sequence (8) + count (4).
 pub(crate) const HEADER_SIZE: usize = 12;
@@ -67,8 +83,13 @@ const COUNT_OFFSET: usize = 8;
 /// `u32::MAX` records; writing a batch over either limit fails with `InvalidArgument`.
 #[derive(Clone, PartialEq, Eq)]
 pub struct WriteBatch {
-    /// Always a well-formed encoding (built by the methods below or validated by `from_data`).
+    /// A well-formed encoding (built by the methods below or validated by `try_from_data`),
+    /// unless `damage` is set.
     rep: Vec<u8>,
+    /// For a batch `from_data` was given a malformed buffer: where it is damaged and why.
+    /// Such a batch is never written (`validate` fails with `Corruption`) and iterates up
+    /// to the damage.
+    damage: Option<(usize, String)>,
     /// Set when a key or value was longer than `MAX_KEY_OR_VALUE_LEN` or the record count
     /// overflowed; such a batch must not be written.
     oversized: bool,
@@ -100,6 +121,7 @@ impl Default for WriteBatch {
     fn default() -> Self {
         WriteBatch {
             rep: vec![0; HEADER_SIZE],
+            damage: None,
             oversized: false,
             inverted_range: false,
             has_merge: false,
@@ -128,7 +150,14 @@ impl WriteBatch {
     pub fn with_capacity_bytes(bytes: usize) -> Self {
         let mut rep = Vec::with_capacity(HEADER_SIZE + bytes);
         rep.resize(HEADER_SIZE, 0);
-        WriteBatch { rep, oversized: false, inverted_range: false, has_merge: false, has_cf: false }
+        WriteBatch {
+            rep,
+            damage: None,
+            oversized: false,
+            inverted_range: false,
+            has_merge: false,
+            has_cf: false,
+        }
     }
 
     /// An empty batch with room for exactly one record of `key` and `value` (either in any
@@ -216,6 +245,7 @@ impl WriteBatch {
         other: &WriteBatch,
         map: impl Fn(ColumnFamilyId) -> Option<ColumnFamilyId>,
     ) -> Result<()> {
+        other.validate()?;
         if let Some(r) = other.iter().find(|r| map(r.cf).is_none()) {
             return Err(Error::InvalidArgument(format!(
                 "write batch: a record names column family id {}, which has no counterpart here",
@@ -247,10 +277,24 @@ impl WriteBatch {
     pub fn iterate(&self, handler: &mut dyn WriteBatchIterator) {
         for r in self.iter() {
             match r.value_type {
-                ValueType::Value => handler.put(r.key.into(), r.value.into()),
-                ValueType::Deletion | ValueType::SingleDeletion => handler.delete(r.key.into()),
-                ValueType::Merge => handler.merge(r.key.into(), r.value.into()),
-                ValueType::RangeDeletion => handler.delete_range(r.key.into(), r.value.into()),
+                ValueType::Value => handler.put(r.key, r.value),
+                ValueType::Deletion | ValueType::SingleDeletion => handler.delete(r.key),
+                ValueType::Merge => handler.merge(r.key, r.value),
+                ValueType::RangeDeletion => handler.delete_range(r.key, r.value),
+            }
+        }
+    }
+
+    /// Calls `handler` for every record in order, with its column family id (the
+    /// `rocksdb` crate's `WriteBatch::iterate_cf`).
+    pub fn iterate_cf(&self, handler: &mut dyn WriteBatchIteratorCf) {
+        for r in self.iter() {
+            let cf = r.cf;
+            match r.value_type {
+                ValueType::Value => handler.put_cf(cf, r.key, r.value),
+                ValueType::Deletion | ValueType::SingleDeletion => handler.delete_cf(cf, r.key),
+                ValueType::Merge => handler.merge_cf(cf, r.key, r.value),
+                ValueType::RangeDeletion => handler.delete_range_cf(cf, r.key, r.value),
             }
         }
     }
@@ -286,10 +330,43 @@ impl WriteBatch {
     }
 
     /// A batch from its encoding (as [`WriteBatch::data`] gives it; the `rocksdb` crate's
-    /// `WriteBatch::from_data`), validated: a malformed buffer is `Corruption` naming the
+    /// `WriteBatch::from_data`), which cannot fail: a malformed buffer gives a batch that
+    /// iterates up to its damage and that every write refuses with the `Corruption`
+    /// [`WriteBatch::try_from_data`] would have returned (as RocksDB, which checks a batch's
+    /// encoding when it is used).
+    pub fn from_data(data: &[u8]) -> WriteBatch {
+        match WriteBatch::from_vec(data.to_vec()) {
+            Ok(mut b) => {
+                b.inverted_range = b.has_inverted_range();
+                b
+            }
+            Err(e) => {
+                let (offset, reason) = match &e {
+                    Error::Corruption { offset, reason, .. } => {
+                        (usize::try_from(*offset).unwrap_or(usize::MAX), reason.clone())
+                    }
+                    other => (0, other.to_string()),
+                };
+                let mut rep = data.to_vec();
+                if rep.len() < HEADER_SIZE {
+                    rep = vec![0; HEADER_SIZE];
+                }
+                WriteBatch {
+                    rep,
+                    damage: Some((offset, reason)),
+                    oversized: false,
+                    inverted_range: false,
+                    has_merge: false,
+                    has_cf: false,
+                }
+            }
+        }
+    }
+
+    /// A batch from its encoding, validated: a malformed buffer is `Corruption` naming the
     /// byte offset inside it and what was expected there, a `delete_range` whose begin is
     /// after its end is `InvalidArgument`; never a panic.
-    pub fn from_data(data: &[u8]) -> Result<WriteBatch> {
+    pub fn try_from_data(data: &[u8]) -> Result<WriteBatch> {
         let b = WriteBatch::from_vec(data.to_vec())?;
         if b.has_inverted_range() {
             return Err(Error::InvalidArgument(
@@ -330,7 +407,14 @@ impl WriteBatch {
                 format!("header says {count} records, the batch holds {found}"),
             ));
         }
-        Ok(WriteBatch { rep: data, oversized: false, inverted_range: false, has_merge, has_cf })
+        Ok(WriteBatch {
+            rep: data,
+            damage: None,
+            oversized: false,
+            inverted_range: false,
+            has_merge,
+            has_cf,
+        })
     }
 
     #[cfg(test)]
@@ -374,6 +458,11 @@ impl WriteBatch {
     /// this way; a replicated state machine adds its bookkeeping to a command's batch. A
     /// result over the record-count limit is refused when written, like any oversized batch.
     pub fn append(&mut self, other: &WriteBatch) {
+        if self.damage.is_none() {
+            if let Some((offset, reason)) = &other.damage {
+                self.damage = Some((self.rep.len() - HEADER_SIZE + offset, reason.clone()));
+            }
+        }
         self.rep.extend_from_slice(other.rep.get(HEADER_SIZE..).unwrap_or_default());
         self.oversized |= other.oversized;
         self.inverted_range |= other.inverted_range;
@@ -393,6 +482,9 @@ impl WriteBatch {
     /// begin == end deletes nothing). The DB checks this before writing a batch; the flags are
     /// set while the batch is built, so the check costs no pass over the records.
     pub(crate) fn validate(&self) -> Result<()> {
+        if let Some((offset, reason)) = &self.damage {
+            return Err(Error::corruption("", *offset as u64, reason.clone()));
+        }
         if self.inverted_range {
             return Err(Error::InvalidArgument("delete_range: begin key is after end key".into()));
         }
@@ -430,7 +522,10 @@ impl WriteBatch {
     /// The records in order, without copying.
     #[allow(clippy::iter_without_into_iter)] // crate-internal: `BatchRecord` is not public.
     pub(crate) fn iter(&self) -> BatchIter<'_> {
-        BatchIter { r: Reader::new(self.rep.get(HEADER_SIZE..).unwrap_or_default()) }
+        BatchIter {
+            r: Reader::new(self.rep.get(HEADER_SIZE..).unwrap_or_default()),
+            damaged: self.damage.is_some(),
+        }
     }
 
     /// Appends one record (`value`: the value, operand or range end; `None` for deletions).
@@ -486,6 +581,8 @@ fn max_record_bytes(key: usize, value: usize) -> usize {
 /// Iterator over the records of a batch; see [`WriteBatch::iter`].
 pub(crate) struct BatchIter<'a> {
     r: Reader<'a>,
+    /// The batch is known damaged: iteration ends at the damage.
+    damaged: bool,
 }
 
 impl<'a> Iterator for BatchIter<'a> {
@@ -498,8 +595,10 @@ impl<'a> Iterator for BatchIter<'a> {
         match decode_record(&mut self.r) {
             Ok(rec) => Some(rec),
             Err(_) => {
-                // Unreachable: every batch is well-formed by construction or validation.
-                debug_assert!(false, "malformed write batch");
+                // Only a batch `from_data` marked damaged: every other is well-formed by
+                // construction or validation.
+                debug_assert!(self.damaged, "malformed write batch");
+                self.r = Reader::new(&[]);
                 None
             }
         }
@@ -662,7 +761,7 @@ mod tests {
         assert_eq!(out.len(), 6);
         assert!(out.has_merge);
         // The encoding round-trips.
-        assert_eq!(WriteBatch::from_data(out.data()).unwrap(), out);
+        assert_eq!(WriteBatch::try_from_data(out.data()).unwrap(), out);
         // A family with no counterpart: an error, nothing appended.
         let before = out.clone();
         let e = out.append_remapped(&b, |id| (id == 0).then_some(0)).unwrap_err();

@@ -17,6 +17,7 @@ const LAYERS: &[&[&str]] = &[
     &["options"],
     &["db"],
     &["utilities"],
+    &["compat"],
     &["lib", "fuzz_api", "inspect"],
 ];
 

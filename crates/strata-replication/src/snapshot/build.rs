@@ -19,7 +19,7 @@ pub struct SnapshotSource {
     node: Arc<NodeStorage>,
     group: GroupId,
     ranges: Vec<KeyRange>,
-    snap: strata::Snapshot,
+    snap: strata::Snapshot<'static>,
 }
 
 impl SnapshotSource {
@@ -31,7 +31,7 @@ impl SnapshotSource {
 
     fn at_snapshot(&self) -> ReadOptions {
         ReadOptions {
-            snapshot: Some(self.snap.clone()),
+            snapshot: Some(self.snap.handle().clone()),
             fill_cache: false,
             ..ReadOptions::default()
         }

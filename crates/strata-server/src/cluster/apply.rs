@@ -117,7 +117,7 @@ impl Apply for ServerApply {
         let theirs = [id(0), id(4), id(8)];
         let ours =
             [&self.store.meta_cf, &self.store.sub_cf, &self.store.score_cf].map(|cf| cf.id());
-        let b = WriteBatch::from_data(data)
+        let b = WriteBatch::try_from_data(data)
             .map_err(|e| format!("entry {index} of {group} is not a write batch: {e}"))?;
         // A range deletion may end exactly where the partition's slots end.
         let bound = ((u32::from(last) + 1) as u16).to_be_bytes();

@@ -448,6 +448,53 @@ fn compact_range_fifo(inner: &DbInner, cfd: &Arc<Cfd>) -> Result<()> {
     Ok(())
 }
 
+/// Drops, at every level but L0, the tables whose keys all lie in `[from, to]` (RocksDB's
+/// `DeleteFilesInRange`): their entries vanish without tombstones, so older versions of those
+/// keys in lower levels can show again, as in RocksDB. Waits for compactions holding such
+/// tables; a memtable's keys are untouched.
+pub(crate) fn delete_files_in_range(
+    inner: &DbInner,
+    cfd: &Arc<Cfd>,
+    from: &[u8],
+    to: &[u8],
+) -> Result<()> {
+    let levels = cfd.current_super_version().version.levels.len();
+    for level in 1..levels {
+        let plan = wait_for_plan(inner, cfd, |v, busy| {
+            let doomed: Vec<_> = v.levels[level]
+                .iter()
+                .filter(|f| user_key(&f.smallest) >= from && user_key(&f.largest) <= to)
+                .cloned()
+                .collect();
+            if doomed.iter().any(|f| busy.contains(&f.number)) {
+                return None;
+            }
+            if doomed.is_empty() {
+                return Some(None);
+            }
+            Some(Some(CompactionPlan {
+                start_level: level,
+                output_level: level,
+                inputs: doomed,
+                middle_inputs: Vec::new(),
+                output_inputs: Vec::new(),
+                grandparents: Vec::new(),
+                trivial_move: false,
+                deletion: true,
+                compress: true,
+                reason: "delete files in range",
+                bottommost: false,
+                target_file_size: u64::MAX,
+                max_compaction_bytes: u64::MAX,
+            }))
+        })?;
+        if let Some(plan) = plan {
+            run_manual(inner, cfd, plan)?;
+        }
+    }
+    Ok(())
+}
+
 fn range_keys(begin: Option<&[u8]>, end: Option<&[u8]>) -> (Vec<u8>, Vec<u8>) {
     let lo = make_internal_key(begin.unwrap_or(b""), SeqNo::MAX, ValueType::FOR_SEEK);
     // No user key is larger than every byte string, so an open end covers up to the largest

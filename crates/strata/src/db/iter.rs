@@ -2,11 +2,13 @@
 //! both over a [`DbIter`] built from the memtables and tables of one super version, which the
 //! iterator pins so flushes and compactions never pull data from under it.
 
+use std::marker::PhantomData;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use super::{Cfd, DbInner, SuperVersion};
-use crate::error::Result;
+use crate::column_family::ColumnFamilyId;
+use crate::error::{Error, Result};
 use crate::iterator::db_iter::{DbIter, DbIterOptions, RangeDelView};
 use crate::iterator::merging::MergingIterator;
 use crate::iterator::InternalIterator;
@@ -94,6 +96,38 @@ impl IterSource {
     /// A new iterator over the source.
     pub(crate) fn build(&self) -> DbIter {
         self.build_with(&self.ro)
+    }
+}
+
+/// Where a DB iterator was made, for `refresh`: the DB (held weakly, as the iterator holds no
+/// reference to it), the family and the read options, without their snapshot (a refreshed
+/// iterator reads the latest state, as RocksDB's `Iterator::Refresh`).
+#[derive(Clone)]
+pub(crate) struct Origin {
+    db: Weak<DbInner>,
+    cf: ColumnFamilyId,
+    ro: ReadOptions,
+}
+
+impl Origin {
+    pub(crate) fn new(db: &Arc<DbInner>, cf: ColumnFamilyId, ro: &ReadOptions) -> Origin {
+        Origin { db: Arc::downgrade(db), cf, ro: ReadOptions { snapshot: None, ..ro.clone() } }
+    }
+
+    /// The family's latest state.
+    fn recapture(&self) -> Result<IterSource> {
+        let inner = self.db.upgrade().ok_or(Error::ShutdownInProgress)?;
+        if inner.closing.load(Ordering::Acquire) {
+            return Err(Error::ShutdownInProgress);
+        }
+        let cfd = inner
+            .state
+            .lock()
+            .cfs
+            .get(&self.cf)
+            .map(|cs| cs.cfd.clone())
+            .ok_or_else(|| Error::ColumnFamilyDropped(format!("family id {}", self.cf)))?;
+        Ok(IterSource::capture(&inner, &cfd, &self.ro))
     }
 }
 
@@ -262,19 +296,46 @@ macro_rules! on_cursor {
     };
 }
 
-/// A cursor over the DB (the `rocksdb` crate's `DBRawIterator`). It starts unpositioned:
-/// call a seek first.
-pub struct DbRawIterator {
+/// A cursor over the DB (the `rocksdb` crate's `DBRawIteratorWithThreadMode`). It starts
+/// unpositioned: call a seek first.
+///
+/// The lifetime and `D` (the type of DB read) are the crate's parameters and carry no data:
+/// the cursor holds what it reads (a consistent view of the DB's tables and memtables), so
+/// Strata's own methods return it with the `'static` lifetime, as [`DbRawIterator`].
+pub struct DbRawIteratorWithThreadMode<'a, D> {
     it: Cursor,
+    origin: Option<Origin>,
+    // `fn() -> &D`: covariant in `'a`, and `Send` whatever `D` is.
+    db: PhantomData<fn() -> &'a D>,
 }
 
-impl DbRawIterator {
+/// A cursor over a [`Db`](super::Db), as Strata's methods return it.
+pub type DbRawIterator = DbRawIteratorWithThreadMode<'static, super::Db>;
+
+impl<D> DbRawIteratorWithThreadMode<'_, D> {
     pub(crate) fn new(it: DbIter) -> Self {
-        DbRawIterator { it: Cursor::Db(it) }
+        DbRawIteratorWithThreadMode { it: Cursor::Db(it), origin: None, db: PhantomData }
     }
 
     pub(crate) fn from_cursor(c: Box<dyn RawCursor>) -> Self {
-        DbRawIterator { it: Cursor::Other(c) }
+        DbRawIteratorWithThreadMode { it: Cursor::Other(c), origin: None, db: PhantomData }
+    }
+
+    /// The cursor, able to `refresh` from `origin`.
+    pub(crate) fn with_origin(mut self, origin: Origin) -> Self {
+        self.origin = Some(origin);
+        self
+    }
+
+    /// Re-reads the DB at its latest state (a snapshot the read options named is dropped);
+    /// the cursor is then unpositioned. Only cursors made by a `Db`'s `raw_iterator*` methods
+    /// can (`NotSupported` for the others); `ShutdownInProgress` once the DB is closed.
+    pub fn refresh(&mut self) -> Result<()> {
+        let origin = self.origin.as_ref().ok_or_else(|| {
+            Error::NotSupported("refresh of a cursor not made by a Db's raw_iterator".into())
+        })?;
+        self.it = Cursor::Db(origin.recapture()?.build());
+        Ok(())
     }
 
     /// Whether the cursor is at an entry.
@@ -414,6 +475,8 @@ impl RawCursor for DbIter {
 /// made at the first `next_back`.
 pub struct DbIterator {
     raw: DbRawIterator,
+    /// Where the iterator was made, for `refresh`.
+    origin: Option<Origin>,
     direction: Direction,
     done: bool,
     /// What the back cursor is built from; `None` for an iterator that only reports an error.
@@ -459,6 +522,7 @@ impl DbIterator {
         let raw = DbRawIterator::new(source.build());
         let mut it = DbIterator {
             raw,
+            origin: None,
             direction: Direction::Forward,
             done: false,
             source: Some(source),
@@ -472,10 +536,35 @@ impl DbIterator {
         it
     }
 
+    /// The iterator, able to `refresh` from `origin`.
+    pub(crate) fn with_origin(mut self, origin: Origin) -> Self {
+        self.origin = Some(origin);
+        self
+    }
+
+    /// Re-reads the DB at its latest state (a snapshot the read options named is dropped)
+    /// and starts again from `mode`. `NotSupported` for an iterator not made by a `Db`'s
+    /// `iterator*` methods, `ShutdownInProgress` once the DB is closed.
+    pub fn refresh(&mut self, mode: IteratorMode<'_>) -> Result<()> {
+        let origin = self.origin.take().ok_or_else(|| {
+            Error::NotSupported("refresh of an iterator not made by a Db's iterator".into())
+        })?;
+        let source = match origin.recapture() {
+            Ok(s) => s,
+            Err(e) => {
+                self.origin = Some(origin);
+                return Err(e);
+            }
+        };
+        *self = DbIterator::from_source(source, mode).with_origin(origin);
+        Ok(())
+    }
+
     /// An iterator whose only item is `e` (a call given a bad family handle).
     pub(crate) fn failed(e: crate::error::Error) -> Self {
         DbIterator {
             raw: DbRawIterator::new(error_iter(e)),
+            origin: None,
             direction: Direction::Forward,
             done: false,
             source: None,
@@ -547,7 +636,7 @@ impl DbIterator {
                     _ => p.clone(),
                 };
                 ro.iterate_lower_bound = Some(lower);
-                if let Some(succ) = super::prefix_successor(p) {
+                if let Some(succ) = crate::options::iterate_bounds::prefix_successor(p) {
                     ro.iterate_upper_bound = match ro.iterate_upper_bound.take() {
                         Some(u) if u < succ => Some(u),
                         _ => Some(succ),

@@ -47,6 +47,7 @@ mod pinnable;
 mod properties;
 mod read;
 mod recover;
+mod rocksdb_api;
 mod snapshot_reads;
 mod write;
 
@@ -64,14 +65,21 @@ pub(crate) use self::cf::{CfState, Cfd, MemSet};
 pub(crate) use self::conflict::Changed;
 pub use self::ingest::IngestExternalFileOptions;
 pub(crate) use self::iter::RawCursor;
-pub use self::iter::{DbIterator, DbRawIterator, Direction, IteratorMode};
+pub use self::iter::{
+    DbIterator, DbRawIterator, DbRawIteratorWithThreadMode, Direction, IteratorMode,
+};
 pub use self::pinnable::{DbPinnableSlice, PinnedSource};
+pub use self::rocksdb_api::ColumnFamilyMetaData;
 use crate::column_family::{AsColumnFamilyRef, ColumnFamilyId};
 use crate::env::{FileLock, FileSystem};
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
 use crate::options::{Options, ReadOptions, WriteOptions};
-pub use crate::snapshot::Snapshot;
+pub use crate::snapshot::{SnapshotHandle, SnapshotWithThreadMode};
+use crate::util::cstr_like::CStrLike;
+
+/// The `rocksdb` crate's snapshot of a [`Db`]; see [`SnapshotWithThreadMode`].
+pub type Snapshot<'a> = SnapshotWithThreadMode<'a, Db>;
 use crate::snapshot::SnapshotList;
 use crate::sstable::table_cache::TableCache;
 use crate::types::{FileNumber, SeqNo};
@@ -200,6 +208,9 @@ pub(crate) struct DbInner {
     /// purge never misses tables another one took out of `DbState::obsolete_tables` and is
     /// about to put back as still in use.
     pub purging: Mutex<()>,
+    /// `disable_file_deletions` calls not yet matched by `enable_file_deletions`: while
+    /// non-zero, obsolete tables and WALs are kept.
+    pub file_deletions_disabled: std::sync::atomic::AtomicUsize,
     /// Signalled when: a memtable becomes immutable, a flush finishes, a background error is
     /// set, shutdown starts.
     pub bg_cv: Condvar,
@@ -260,6 +271,27 @@ pub(crate) struct DbInner {
     /// Opened with [`Db::open_read_only`]: no background threads, every write refused.
     pub read_only: bool,
     _lock: Box<dyn FileLock>,
+}
+
+/// A live table as the `rocksdb` crate describes it ([`Db::live_files`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LiveFile {
+    /// The column family the file belongs to.
+    pub column_family_name: String,
+    /// File name in the DB directory.
+    pub name: String,
+    /// Bytes on disk.
+    pub size: usize,
+    /// LSM level.
+    pub level: i32,
+    /// Smallest user key.
+    pub start_key: Option<Vec<u8>>,
+    /// Largest user key.
+    pub end_key: Option<Vec<u8>>,
+    /// Entries (deletions included).
+    pub num_entries: u64,
+    /// Deletion entries.
+    pub num_deletions: u64,
 }
 
 /// One live table file (`Db::live_files_metadata`).
@@ -393,7 +425,16 @@ impl Db {
 
     /// Creates column family `name` with `opts` (its LSM-tree options: see
     /// [`ColumnFamilyDescriptor`]) and returns its handle.
-    pub fn create_cf(&self, name: impl AsRef<str>, opts: &Options) -> Result<Arc<ColumnFamily>> {
+    pub fn create_cf(&self, name: impl AsRef<str>, opts: &Options) -> Result<()> {
+        self.create_cf_handle(name, opts).map(|_| ())
+    }
+
+    /// [`Db::create_cf`], returning the new family's handle.
+    pub fn create_cf_handle(
+        &self,
+        name: impl AsRef<str>,
+        opts: &Options,
+    ) -> Result<Arc<ColumnFamily>> {
         self.check_writable()?;
         cf::admin::create_cf(&self.inner, name.as_ref(), opts)
     }
@@ -716,7 +757,7 @@ impl Db {
         let snapshot;
         if opts.snapshot.is_none() {
             snapshot = self.snapshot();
-            opts.snapshot = Some(snapshot.clone());
+            opts.snapshot = Some(snapshot.into_handle());
         }
         let mut out: Vec<Result<Option<Vec<u8>>>> = Vec::with_capacity(keys.len());
         for (cf, key) in &keys {
@@ -747,12 +788,14 @@ impl Db {
     }
 
     /// A consistent view of the DB as of now; pass it in `ReadOptions::snapshot`.
-    pub fn snapshot(&self) -> Snapshot {
+    pub fn snapshot(&self) -> Snapshot<'static> {
         // The visible sequence is published only after a whole write group is in the
         // memtable, so no batch is ever half inside a snapshot.
         let seq = SeqNo(self.inner.visible_sequence.load(Ordering::Acquire));
         let core: Arc<dyn std::any::Any + Send + Sync> = self.inner.clone();
-        Snapshot::new(&self.inner.snapshots, seq).with_source(Arc::downgrade(&core))
+        Snapshot::from_handle(
+            SnapshotHandle::new(&self.inner.snapshots, seq).with_source(Arc::downgrade(&core)),
+        )
     }
 
     /// A Rust iterator over the DB from `mode`.
@@ -767,20 +810,35 @@ impl Db {
         mode: IteratorMode<'_>,
         opts: impl std::borrow::Borrow<ReadOptions>,
     ) -> DbIterator {
-        DbIterator::from_source(
-            iter::IterSource::capture(&self.inner, &self.inner.default_cf, opts.borrow()),
-            mode,
-        )
+        let (cfd, ro) = (&self.inner.default_cf, opts.borrow());
+        DbIterator::from_source(iter::IterSource::capture(&self.inner, cfd, ro), mode)
+            .with_origin(iter::Origin::new(&self.inner, cfd.id, ro))
     }
 
-    /// Iterates forward over the keys that start with `prefix`.
+    /// Iterates forward from `prefix` while keys have the same prefix as it by the family's
+    /// prefix extractor (`ReadOptions::prefix_same_as_start`), as the `rocksdb` crate's:
+    /// without an extractor it goes on to the last key. For "every key starting with these
+    /// bytes" whatever the extractor, bound the iterator with
+    /// `ReadOptions::set_iterate_range(PrefixRange(prefix))`.
     pub fn prefix_iterator(&self, prefix: impl AsRef<[u8]>) -> DbIterator {
-        let prefix = prefix.as_ref();
-        let mut opts = ReadOptions::default();
-        if let Some(upper) = prefix_successor(prefix) {
-            opts.iterate_upper_bound = Some(upper);
-        }
-        self.iterator_opt(IteratorMode::From(prefix, Direction::Forward), &opts)
+        let opts = ReadOptions { prefix_same_as_start: true, ..ReadOptions::default() };
+        self.iterator_opt(IteratorMode::From(prefix.as_ref(), Direction::Forward), &opts)
+    }
+
+    /// [`Db::iterator`] in total key order whatever the prefix extractor (the `rocksdb`
+    /// crate's `full_iterator`; Strata's iterators never skip by prefix, so this is
+    /// `iterator`).
+    pub fn full_iterator(&self, mode: IteratorMode<'_>) -> DbIterator {
+        self.iterator(mode)
+    }
+
+    /// [`Db::full_iterator`] over family `cf`.
+    pub fn full_iterator_cf(
+        &self,
+        cf: &impl AsColumnFamilyRef,
+        mode: IteratorMode<'_>,
+    ) -> DbIterator {
+        self.iterator_cf(cf, mode)
     }
 
     /// An unpositioned cursor over the DB.
@@ -790,7 +848,12 @@ impl Db {
 
     /// [`Db::raw_iterator`] with read options (by reference or by value).
     pub fn raw_iterator_opt(&self, opts: impl std::borrow::Borrow<ReadOptions>) -> DbRawIterator {
-        DbRawIterator::new(iter::new_db_iter(&self.inner, &self.inner.default_cf, opts.borrow()))
+        let (cfd, ro) = (&self.inner.default_cf, opts.borrow());
+        DbRawIterator::new(iter::new_db_iter(&self.inner, cfd, ro)).with_origin(iter::Origin::new(
+            &self.inner,
+            cfd.id,
+            ro,
+        ))
     }
 
     /// A Rust iterator over column family `cf` from `mode`. A handle of another DB gives an
@@ -808,26 +871,23 @@ impl Db {
         mode: IteratorMode<'_>,
     ) -> DbIterator {
         match self.cfd(cf) {
-            Ok(cfd) => DbIterator::from_source(
-                iter::IterSource::capture(&self.inner, cfd, opts.borrow()),
-                mode,
-            ),
+            Ok(cfd) => {
+                let ro = opts.borrow();
+                DbIterator::from_source(iter::IterSource::capture(&self.inner, cfd, ro), mode)
+                    .with_origin(iter::Origin::new(&self.inner, cfd.id, ro))
+            }
             Err(e) => DbIterator::failed(e),
         }
     }
 
-    /// Iterates forward over the keys of family `cf` that start with `prefix`.
+    /// [`Db::prefix_iterator`] over family `cf`.
     pub fn prefix_iterator_cf(
         &self,
         cf: &impl AsColumnFamilyRef,
         prefix: impl AsRef<[u8]>,
     ) -> DbIterator {
-        let prefix = prefix.as_ref();
-        let mut opts = ReadOptions::default();
-        if let Some(upper) = prefix_successor(prefix) {
-            opts.iterate_upper_bound = Some(upper);
-        }
-        self.iterator_cf_opt(cf, &opts, IteratorMode::From(prefix, Direction::Forward))
+        let opts = ReadOptions { prefix_same_as_start: true, ..ReadOptions::default() };
+        self.iterator_cf_opt(cf, &opts, IteratorMode::From(prefix.as_ref(), Direction::Forward))
     }
 
     /// An unpositioned cursor over column family `cf`.
@@ -842,7 +902,11 @@ impl Db {
         opts: impl std::borrow::Borrow<ReadOptions>,
     ) -> DbRawIterator {
         match self.cfd(cf) {
-            Ok(cfd) => DbRawIterator::new(iter::new_db_iter(&self.inner, cfd, opts.borrow())),
+            Ok(cfd) => {
+                let ro = opts.borrow();
+                DbRawIterator::new(iter::new_db_iter(&self.inner, cfd, ro))
+                    .with_origin(iter::Origin::new(&self.inner, cfd.id, ro))
+            }
             Err(e) => DbRawIterator::new(iter::error_iter(e)),
         }
     }
@@ -1033,8 +1097,27 @@ impl Db {
     /// relative to `Options::wal_dir` when set): CURRENT, the MANIFEST, every live table and
     /// every WAL still holding unflushed writes, sorted. Files may be deleted after the
     /// call; [`Checkpoint`] is the consistent way to copy a live DB.
-    pub fn live_files(&self) -> Vec<String> {
+    pub fn live_file_names(&self) -> Vec<String> {
         files::live_files(&self.inner)
+    }
+
+    /// Every live table of every family (the `rocksdb` crate's `live_files`): the fields of
+    /// [`Db::live_files_metadata`] in the crate's types.
+    pub fn live_files(&self) -> Result<Vec<LiveFile>> {
+        Ok(self
+            .live_files_metadata()
+            .into_iter()
+            .map(|m| LiveFile {
+                column_family_name: m.column_family_name,
+                name: m.name,
+                size: usize::try_from(m.size).unwrap_or(usize::MAX),
+                level: i32::try_from(m.level).unwrap_or(i32::MAX),
+                start_key: Some(m.smallest_key),
+                end_key: Some(m.largest_key),
+                num_entries: m.num_entries,
+                num_deletions: m.num_deletions,
+            })
+            .collect())
     }
 
     /// For each `[start, end)` user-key range, the approximate bytes of table data it covers
@@ -1062,12 +1145,12 @@ impl Db {
     }
 
     /// A named property (`strata.*`, or the `rocksdb.*` alias), `None` for an unknown name.
-    pub fn property_value(&self, name: &str) -> Result<Option<String>> {
-        properties::property_value(&self.inner, &self.inner.default_cf, name)
+    pub fn property_value(&self, name: impl CStrLike) -> Result<Option<String>> {
+        properties::property_value(&self.inner, &self.inner.default_cf, &name.to_name()?)
     }
 
     /// A numeric property, `None` for an unknown or non-numeric name.
-    pub fn property_int_value(&self, name: &str) -> Result<Option<u64>> {
+    pub fn property_int_value(&self, name: impl CStrLike) -> Result<Option<u64>> {
         Ok(self.property_value(name)?.and_then(|s| s.trim().parse().ok()))
     }
 
@@ -1076,16 +1159,16 @@ impl Db {
     pub fn property_value_cf(
         &self,
         cf: &impl AsColumnFamilyRef,
-        name: &str,
+        name: impl CStrLike,
     ) -> Result<Option<String>> {
-        properties::property_value(&self.inner, self.cfd(cf)?, name)
+        properties::property_value(&self.inner, self.cfd(cf)?, &name.to_name()?)
     }
 
     /// [`Db::property_int_value`] of column family `cf`.
     pub fn property_int_value_cf(
         &self,
         cf: &impl AsColumnFamilyRef,
-        name: &str,
+        name: impl CStrLike,
     ) -> Result<Option<u64>> {
         Ok(self.property_value_cf(cf, name)?.and_then(|s| s.trim().parse().ok()))
     }
@@ -1177,16 +1260,4 @@ impl DbInner {
     pub(crate) fn new_file_number(&self) -> FileNumber {
         FileNumber(self.next_file.fetch_add(1, Ordering::SeqCst))
     }
-}
-
-/// The smallest key greater than every key starting with `prefix`, if one exists.
-fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
-    let mut p = prefix.to_vec();
-    while let Some(last) = p.pop() {
-        if last < 0xff {
-            p.push(last + 1);
-            return Some(p);
-        }
-    }
-    None
 }

@@ -56,10 +56,18 @@ pub(crate) fn delete_obsolete_at_open(
     }
 }
 
+/// Whether `disable_file_deletions` holds deletions back.
+fn deletions_disabled(inner: &DbInner) -> bool {
+    inner.file_deletions_disabled.load(std::sync::atomic::Ordering::Acquire) > 0
+}
+
 /// After a flush installed `log_number`: removes the WALs below it, in the WAL directory and
 /// (left by an earlier `wal_dir` setting) in the DB directory. With `recycle_log_file_num`,
 /// WALs this process wrote are kept for reuse instead, up to that many.
 pub(crate) fn delete_obsolete_wals(inner: &DbInner, log_number: FileNumber) {
+    if deletions_disabled(inner) {
+        return; // the next flush's call deletes every WAL below its own log number
+    }
     let Ok(wals) = super::files::find_wals(inner.fs.as_ref(), &inner.dir, &inner.wal_dir) else {
         return;
     };
@@ -90,6 +98,9 @@ pub(crate) fn delete_obsolete_wals(inner: &DbInner, log_number: FileNumber) {
 /// wait for the versions (iterators) holding them to go. Returns how many it deleted.
 pub(crate) fn purge_obsolete_tables(inner: &DbInner) -> usize {
     let _purging = inner.purging.lock();
+    if deletions_disabled(inner) {
+        return 0; // the candidates stay listed for the purge after `enable_file_deletions`
+    }
     let candidates = std::mem::take(&mut inner.state.lock().obsolete_tables);
     if candidates.is_empty() {
         return 0;

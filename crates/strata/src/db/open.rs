@@ -556,6 +556,7 @@ fn assemble(mut p: Parts<'_>) -> DbInner {
         fs: p.fs,
         state: Mutex::new(state),
         purging: Mutex::new(()),
+        file_deletions_disabled: std::sync::atomic::AtomicUsize::new(0),
         bg_cv: Condvar::new(),
         versions: Mutex::new(p.versions),
         next_file,

@@ -13,9 +13,9 @@ use super::{cf, read, DbInner, DbIterator, DbRawIterator, IteratorMode};
 use crate::column_family::AsColumnFamilyRef;
 use crate::error::{Error, Result};
 use crate::options::ReadOptions;
-use crate::snapshot::Snapshot;
+use crate::snapshot::SnapshotHandle;
 
-impl Snapshot {
+impl SnapshotHandle {
     /// The DB the snapshot was taken from, while it is open.
     fn db(&self) -> Result<Arc<DbInner>> {
         let inner = self

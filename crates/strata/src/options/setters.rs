@@ -12,54 +12,11 @@ use std::sync::Arc;
 use super::Options;
 use crate::compaction::style::CompactionStyle;
 use crate::memtable::WriteBufferManager;
-use crate::merge_operator::MergeOperator;
+use crate::merge_operator::{MergeOperands, MergeOperator};
 use crate::prefix::PrefixExtractor;
 use crate::sstable::{Cache, CompressionType, IndexType};
 use crate::util::checksum::ChecksumType;
 use crate::wal::WalRecoveryMode;
-
-/// The operands of one merge, oldest first (the `rocksdb` crate's `MergeOperands`): what a
-/// merge closure iterates.
-#[derive(Clone, Copy, Debug)]
-pub struct MergeOperands<'a> {
-    operands: &'a [&'a [u8]],
-}
-
-impl<'a> MergeOperands<'a> {
-    /// Operands `operands`, oldest first.
-    pub fn new(operands: &'a [&'a [u8]]) -> Self {
-        MergeOperands { operands }
-    }
-
-    /// How many operands there are.
-    pub fn len(&self) -> usize {
-        self.operands.len()
-    }
-
-    /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
-        self.operands.is_empty()
-    }
-
-    /// The operands, oldest first.
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &'a [u8]> + ExactSizeIterator + 'a {
-        self.operands.iter().copied()
-    }
-
-    /// Operand `i` (0 = oldest), if it exists.
-    pub fn get(&self, i: usize) -> Option<&'a [u8]> {
-        self.operands.get(i).copied()
-    }
-}
-
-impl<'a> IntoIterator for &MergeOperands<'a> {
-    type Item = &'a [u8];
-    type IntoIter = std::iter::Copied<std::slice::Iter<'a, &'a [u8]>>;
-
-    fn into_iter(self) -> Self::IntoIter {
-        self.operands.iter().copied()
-    }
-}
 
 /// A merge function in the `rocksdb` crate's shape: `(key, existing value, operands)` to the
 /// new value, `None` when the operands cannot be applied (the read fails with `Corruption`).
@@ -96,20 +53,50 @@ impl MergeOperator for FnMergeOperator {
 
 /// How keys are cut into prefixes (the `rocksdb` crate's `SliceTransform`), for
 /// [`Options::set_prefix_extractor`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct SliceTransform {
     extractor: PrefixExtractor,
+    name: String,
 }
 
 impl SliceTransform {
     /// The first `len` bytes are the prefix; a shorter key is its own prefix.
     pub fn create_fixed_prefix(len: usize) -> SliceTransform {
-        SliceTransform { extractor: PrefixExtractor::Fixed(len) }
+        SliceTransform {
+            extractor: PrefixExtractor::Fixed(len),
+            name: format!("rocksdb.FixedPrefix.{len}"),
+        }
     }
 
     /// At most the first `len` bytes are the prefix.
     pub fn create_capped_prefix(len: usize) -> SliceTransform {
-        SliceTransform { extractor: PrefixExtractor::Capped(len) }
+        SliceTransform {
+            extractor: PrefixExtractor::Capped(len),
+            name: format!("rocksdb.CappedPrefix.{len}"),
+        }
+    }
+
+    /// The prefix is `transform(key)` for keys `in_domain` accepts (every key without it);
+    /// other keys are their own prefix. `name` is the transform's name (for the LOG).
+    pub fn create(
+        name: impl AsRef<str>,
+        transform: fn(&[u8]) -> &[u8],
+        in_domain: Option<fn(&[u8]) -> bool>,
+    ) -> SliceTransform {
+        SliceTransform {
+            extractor: PrefixExtractor::Custom { transform, in_domain },
+            name: name.as_ref().to_string(),
+        }
+    }
+
+    /// Every key is its own prefix.
+    pub fn create_noop() -> SliceTransform {
+        SliceTransform { extractor: PrefixExtractor::Noop, name: "rocksdb.Noop".to_string() }
+    }
+
+    /// The transform's name.
+    pub fn name(&self) -> &str {
+        &self.name
     }
 
     /// The extractor this stands for.
@@ -584,12 +571,6 @@ impl super::ReadOptions {
     /// `readahead_size`.
     pub fn set_readahead_size(&mut self, n: usize) {
         self.readahead_size = n;
-    }
-
-    /// Sets both iterator bounds: keys in `[lower, upper)`.
-    pub fn set_iterate_range(&mut self, lower: impl Into<Vec<u8>>, upper: impl Into<Vec<u8>>) {
-        self.iterate_lower_bound = Some(lower.into());
-        self.iterate_upper_bound = Some(upper.into());
     }
 }
 

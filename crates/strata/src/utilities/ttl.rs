@@ -39,11 +39,11 @@ use crate::compaction_filter::{
     CompactionFilter, CompactionFilterContext, CompactionFilterFactory, Decision,
     TableFileCreationReason,
 };
+use crate::db::Snapshot;
 use crate::db::{ColumnFamily, ColumnFamilyDescriptor, Db, DbRawIterator, Direction, IteratorMode};
 use crate::error::{Error, Result};
 use crate::merge_operator::MergeOperator;
 use crate::options::{Options, ReadOptions, WriteOptions};
-use crate::snapshot::Snapshot;
 use crate::write_batch::WriteBatch;
 
 /// Bytes of the write-time suffix.
@@ -288,7 +288,7 @@ impl DbWithTtl {
         opts: &Options,
         ttl: Duration,
     ) -> Result<Arc<ColumnFamily>> {
-        let cf = self.db.create_cf(name, &ttl_options(opts, ttl.as_secs(), &self.clock))?;
+        let cf = self.db.create_cf_handle(name, &ttl_options(opts, ttl.as_secs(), &self.clock))?;
         self.ttls.write().insert(cf.id(), ttl.as_secs());
         Ok(cf)
     }
@@ -426,7 +426,7 @@ impl DbWithTtl {
     }
 
     /// A point-in-time view for [`ReadOptions::set_snapshot`].
-    pub fn snapshot(&self) -> Snapshot {
+    pub fn snapshot(&self) -> Snapshot<'static> {
         self.db.snapshot()
     }
 

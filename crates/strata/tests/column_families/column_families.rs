@@ -27,8 +27,8 @@ fn families_are_created_listed_and_reopened() {
     let opts = mem_opts(&fs);
     {
         let db = Db::open(&opts, dir).unwrap();
-        let a = db.create_cf("a", &opts).unwrap();
-        let b = db.create_cf("b", &opts).unwrap();
+        let a = db.create_cf_handle("a", &opts).unwrap();
+        let b = db.create_cf_handle("b", &opts).unwrap();
         assert!(matches!(db.create_cf("a", &opts), Err(Error::InvalidArgument(_))));
         db.put(b"k", b"default").unwrap();
         db.put_cf(&a, b"k", b"in a").unwrap();
@@ -138,7 +138,7 @@ fn a_dropped_family_stays_readable_through_old_handles_and_iterators() {
     let dir = Path::new("/db");
     let opts = mem_opts(&fs);
     let db = Db::open(&opts, dir).unwrap();
-    let t = db.create_cf("t", &opts).unwrap();
+    let t = db.create_cf_handle("t", &opts).unwrap();
     for i in 0..100u32 {
         db.put_cf(&t, format!("k{i:03}"), b"v").unwrap();
     }
@@ -154,7 +154,7 @@ fn a_dropped_family_stays_readable_through_old_handles_and_iterators() {
     assert_eq!(db.get_cf(&t, b"k999").unwrap().as_deref(), Some(&b"in memtable"[..]));
     // Writes to it are refused; a family of the same name is a new, empty one.
     assert!(matches!(db.put_cf(&t, b"a", b"b"), Err(Error::InvalidArgument(_))));
-    let t2 = db.create_cf("t", &opts).unwrap();
+    let t2 = db.create_cf_handle("t", &opts).unwrap();
     assert_eq!(db.get_cf(&t2, b"k000").unwrap(), None);
     db.put_cf(&t2, b"new", b"1").unwrap();
     drop((t, t2));
@@ -182,7 +182,7 @@ fn a_wal_is_kept_until_every_family_flushed_past_it() {
     let opts = Options { write_buffer_size: 32 << 10, ..mem_opts(&fs) };
     {
         let db = Db::open(&opts, dir).unwrap();
-        let idle = db.create_cf("idle", &opts).unwrap();
+        let idle = db.create_cf_handle("idle", &opts).unwrap();
         db.put_cf(&idle, b"kept", b"only in the first WAL").unwrap();
         for i in 0..3_000u32 {
             db.put(format!("k{i:05}"), [0u8; 100]).unwrap();
@@ -217,8 +217,8 @@ fn merge_operators_and_handles_are_per_family() {
     let db = Db::open(&opts, "/db").unwrap();
     let merging =
         Options { merge_operator: Some(Arc::new(StringAppendOperator::new(b""))), ..opts.clone() };
-    let m = db.create_cf("m", &merging).unwrap();
-    let plain = db.create_cf("plain", &opts).unwrap();
+    let m = db.create_cf_handle("m", &merging).unwrap();
+    let plain = db.create_cf_handle("plain", &opts).unwrap();
     db.merge_cf(&m, b"k", b"a").unwrap();
     db.merge_cf(&m, b"k", b"b").unwrap();
     assert_eq!(db.get_cf(&m, b"k").unwrap().as_deref(), Some(&b"ab"[..]));
@@ -231,7 +231,7 @@ fn merge_operators_and_handles_are_per_family() {
     assert_eq!(db.get_cf(&m, b"x").unwrap(), None, "nothing of the refused batch is applied");
     // A handle of another DB is refused.
     let other = Db::open(&opts, "/other").unwrap();
-    let foreign = other.create_cf("m", &opts).unwrap();
+    let foreign = other.create_cf_handle("m", &opts).unwrap();
     assert!(matches!(db.get_cf(&foreign, b"k"), Err(Error::InvalidArgument(_))));
     assert!(matches!(db.put_cf(&foreign, b"k", b"v"), Err(Error::InvalidArgument(_))));
     let mut it = db.iterator_cf(&foreign, IteratorMode::Start);

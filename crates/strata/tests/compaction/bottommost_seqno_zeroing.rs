@@ -89,7 +89,7 @@ fn bottom_values_drop_their_seqno_without_changing_any_read() {
         latest.insert(key(i), b"only".to_vec());
     }
 
-    let at = ReadOptions { snapshot: Some(snap.clone()), ..ReadOptions::default() };
+    let at = ReadOptions { snapshot: Some(snap.handle().clone()), ..ReadOptions::default() };
     db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
     check(&db, &latest, &ReadOptions::default(), "latest, snapshot held");
     check(&db, &at_snap, &at, "at the snapshot");

@@ -185,8 +185,8 @@ fn each_family_has_its_own_filter() {
     let rec = Arc::new(Recorder::default());
     let mut recorded = opts.clone();
     recorded.compaction_filter_factory = Some(rec.clone());
-    let f = db.create_cf("filtered", &filtered).unwrap();
-    let r = db.create_cf("recorded", &recorded).unwrap();
+    let f = db.create_cf_handle("filtered", &filtered).unwrap();
+    let r = db.create_cf_handle("recorded", &recorded).unwrap();
     for cf in [&f, &r] {
         db.put_cf(cf, "k", "drop").unwrap();
         db.flush_cf(cf).unwrap();

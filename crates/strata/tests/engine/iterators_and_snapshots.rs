@@ -9,7 +9,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use strata::env::MemFs;
 use strata::merge_operator::builtin_merge_operator;
-use strata::{Db, Direction, IteratorMode, Options, PrefixExtractor, ReadOptions};
+use strata::{Db, Direction, IteratorMode, Options, PrefixExtractor, PrefixRange, ReadOptions};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -139,8 +139,14 @@ fn seek_prefix_and_raw_moves() {
     assert!(!it.valid());
     it.status().unwrap();
 
-    let got: Vec<Vec<u8>> = db.prefix_iterator("ab").map(|r| r.unwrap().0.to_vec()).collect();
+    let mut ro = ReadOptions::default();
+    ro.set_iterate_range(PrefixRange("ab"));
+    let got: Vec<Vec<u8>> =
+        db.iterator_opt(IteratorMode::Start, ro).map(|r| r.unwrap().0.to_vec()).collect();
     assert_eq!(got, vec![b"ab0".to_vec(), b"ab1".to_vec(), b"ab2".to_vec(), b"ab3".to_vec()]);
+    // `prefix_iterator` stops where the extractor's prefix (3 bytes here) changes.
+    let got: Vec<Vec<u8>> = db.prefix_iterator("aa1").map(|r| r.unwrap().0.to_vec()).collect();
+    assert_eq!(got, vec![b"aa1".to_vec()]);
 
     let mut ro = ReadOptions::default();
     ro.set_prefix_same_as_start(true);

@@ -18,7 +18,7 @@ fn snapshot_reads_see_the_state_it_was_taken_at() {
     let dir = tempfile::tempdir().unwrap();
     let opts = Options { write_buffer_size: 4 << 10, ..Options::default() };
     let db = Db::open(&opts, dir.path()).unwrap();
-    let cf = db.create_cf("side", &opts).unwrap();
+    let cf = db.create_cf_handle("side", &opts).unwrap();
     db.put("a", "1").unwrap();
     db.put("b", "1").unwrap();
     db.put_cf(&cf, "x", "1").unwrap();

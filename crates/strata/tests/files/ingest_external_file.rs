@@ -252,7 +252,7 @@ fn ingestion_into_a_column_family() {
     let fs = MemFs::new();
     let opts = mem_opts(&fs);
     let db = Db::open(&opts, "/db").unwrap();
-    let cf = db.create_cf("other", &opts).unwrap();
+    let cf = db.create_cf_handle("other", &opts).unwrap();
     db.put_cf(&cf, "a", "old").unwrap();
     db.flush_cf(&cf).unwrap();
     fs.create_dir_all(Path::new("/ext")).unwrap();

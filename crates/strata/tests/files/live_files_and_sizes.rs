@@ -27,7 +27,7 @@ fn live_files_name_what_a_copy_needs() {
     }
     db.flush().unwrap();
     db.put(b"in-wal", b"x").unwrap();
-    let live = db.live_files();
+    let live = db.live_file_names();
     assert!(live.contains(&"CURRENT".to_string()), "{live:?}");
     assert_eq!(live.iter().filter(|n| n.starts_with("MANIFEST-")).count(), 1, "{live:?}");
     assert_eq!(live.iter().filter(|n| n.ends_with("sst")).count(), 1, "{live:?}");

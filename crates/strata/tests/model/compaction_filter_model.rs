@@ -90,7 +90,7 @@ fn check_read(step: usize, k: &[u8], st: &mut KeyState, got: Option<Vec<u8>>) {
 }
 
 struct Snap {
-    handle: Snapshot,
+    handle: Snapshot<'static>,
     /// The written values when taken.
     model: BTreeMap<Vec<u8>, Vec<u8>>,
     /// What each key read as the first time it was read through the snapshot.

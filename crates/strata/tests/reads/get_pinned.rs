@@ -93,7 +93,7 @@ fn merge_results_are_owned_and_families_and_snapshots_work() {
     ro.set_snapshot(&snap);
     assert_eq!(&*db.get_pinned_opt(b"m", &ro).unwrap().unwrap(), b"ab");
     assert_eq!(&*snap.get_pinned(b"m").unwrap().unwrap(), b"ab");
-    let cf = db.create_cf("other", &Options::default()).unwrap();
+    let cf = db.create_cf_handle("other", &Options::default()).unwrap();
     db.put_cf(&cf, b"k", b"in-other").unwrap();
     assert_eq!(&*db.get_pinned_cf(&cf, b"k").unwrap().unwrap(), b"in-other");
     assert!(db.get_pinned(b"k").unwrap().is_none());

@@ -13,7 +13,7 @@ use strata::{Db, IteratorMode, Options};
 /// (user-key index, version 1) counts of the DB's live tables.
 fn table_kinds(db: &Db, dir: &Path) -> (usize, usize) {
     let mut kinds = (0, 0);
-    for f in db.live_files() {
+    for f in db.live_file_names() {
         let path = dir.join(&f);
         if path.extension().is_some_and(|e| e == "sst") {
             if Table::open(&OsFs, &path).unwrap().has_user_key_index() {

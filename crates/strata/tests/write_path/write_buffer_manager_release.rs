@@ -38,7 +38,7 @@ fn usage_returns_to_zero_after_every_db_closes() {
     let fs = MemFs::new();
     let (a, b) = (open(&fs, "/a", &m), open(&fs, "/b", &m));
     // A dropped family's memtables go with it (nothing else runs yet: no flush in flight).
-    let extra = b.create_cf("extra", &opts(&fs, &m)).unwrap();
+    let extra = b.create_cf_handle("extra", &opts(&fs, &m)).unwrap();
     // Less than its write buffer: no switch, no flush in flight.
     for i in 0..200 {
         b.put_cf(&extra, format!("e{i}"), [1u8; 500]).unwrap();

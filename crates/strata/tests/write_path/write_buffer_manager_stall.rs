@@ -103,7 +103,7 @@ fn a_db_whose_own_memtables_hold_the_budget_flushes_them_and_never_deadlocks() {
     let fs = MemFs::new();
     let db = open(&fs, "/solo", &m);
     let cf_opts = Options { write_buffer_size: 256 << 20, ..Options::default() };
-    let cf = db.create_cf("other", &cf_opts).unwrap();
+    let cf = db.create_cf_handle("other", &cf_opts).unwrap();
     let done: Vec<_> = (0..3u32).map(|t| writer(&db, t * 3000, t * 3000 + 3000)).collect();
     let (tx, rx) = mpsc::channel();
     {

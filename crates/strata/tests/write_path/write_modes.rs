@@ -87,7 +87,7 @@ fn check_snapshots(db: &Db, stop: &AtomicBool) -> u64 {
     let mut checks = 0;
     while !stop.load(Ordering::Acquire) {
         let snap = db.snapshot();
-        let ro = ReadOptions { snapshot: Some(snap.clone()), ..ReadOptions::default() };
+        let ro = ReadOptions { snapshot: Some(snap.handle().clone()), ..ReadOptions::default() };
         for t in 0..THREADS {
             let first = read_u64(db.get_opt(wide_key(t, 0), &ro).unwrap());
             for j in 1..WIDE {

@@ -126,14 +126,14 @@ fn a_commit_spans_column_families_atomically() {
     let dir = tempfile::tempdir().unwrap();
     let o = Options { create_if_missing: true, ..Options::default() };
     let db = OptimisticTransactionDb::open(&o, dir.path()).unwrap();
-    let cf = db.create_cf("other", &o).unwrap();
+    let cf = db.create_cf_handle("other", &o).unwrap();
     let t = db.transaction();
     t.put(b"k", b"default").unwrap();
     t.put_cf(&cf, b"k", b"other").unwrap();
     assert_eq!(t.get_cf(&cf, b"k").unwrap(), Some(b"other".to_vec()));
     let snap = db.snapshot();
     t.commit().unwrap();
-    let ro = ReadOptions { snapshot: Some(snap), ..ReadOptions::default() };
+    let ro = ReadOptions { snapshot: Some(snap.into_handle()), ..ReadOptions::default() };
     assert_eq!(db.get_cf_opt(&cf, b"k", &ro).unwrap(), None);
     assert_eq!(db.get_cf(&cf, b"k").unwrap(), Some(b"other".to_vec()));
     // A conflict in one family fails the whole commit.
@@ -211,7 +211,8 @@ pub(super) fn transfers_keep_the_books_exact<'db, DB>(
         s.spawn(move || {
             for _ in 0..200 {
                 let snap = db.snapshot();
-                let ro = ReadOptions { snapshot: Some(snap), ..ReadOptions::default() };
+                let ro =
+                    ReadOptions { snapshot: Some(snap.into_handle()), ..ReadOptions::default() };
                 let total: u64 =
                     (0..ACCOUNTS).map(|i| balance(db.get_opt(acct(i), &ro).unwrap())).sum();
                 assert_eq!(total, 1000 * ACCOUNTS);
@@ -378,7 +379,7 @@ fn committed_transactions_under_contention_are_conflict_serializable() {
 fn a_range_is_written_since_a_sequence_number_when_memory_shows_it() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path());
-    let cf = db.create_cf("c", &Options::default()).unwrap();
+    let cf = db.create_cf_handle("c", &Options::default()).unwrap();
     db.put_cf(&cf, b"k1", b"v").unwrap();
     let seq = db.latest_sequence_number();
     assert_eq!(db.written_since_cf(&cf, b"k", b"l", seq).unwrap(), Some(false));

@@ -35,7 +35,7 @@ use crate::column_family::AsColumnFamilyRef;
 use crate::db::{Cfd, Changed, Db, DbRawIterator, Direction, IteratorMode};
 use crate::error::{Error, Result};
 use crate::options::{ReadOptions, WriteOptions};
-use crate::snapshot::Snapshot;
+use crate::snapshot::SnapshotHandle;
 use crate::types::{SeqNo, ValueType};
 use crate::utilities::wbwi::WriteBatchWithIndex;
 use crate::write_batch::WriteBatch;
@@ -92,7 +92,7 @@ pub struct Transaction<'db, DB = OptimisticTransactionDb> {
     db: &'db Db,
     kind: Kind<'db>,
     write_opts: WriteOptions,
-    snapshot: Option<Snapshot>,
+    snapshot: Option<SnapshotHandle>,
     st: Mutex<State>,
     _db: PhantomData<fn() -> &'db DB>,
 }
@@ -117,7 +117,7 @@ impl<'db> Transaction<'db, OptimisticTransactionDb> {
             db,
             kind: Kind::Optimistic(db),
             write_opts,
-            snapshot: snapshot.then(|| db.snapshot()),
+            snapshot: snapshot.then(|| db.snapshot().into_handle()),
             st: new_state(),
             _db: PhantomData,
         }
@@ -133,7 +133,7 @@ impl<'db> Transaction<'db, TransactionDb> {
         let db: &Db = p.tdb;
         Transaction {
             db,
-            snapshot: snapshot.then(|| db.snapshot()),
+            snapshot: snapshot.then(|| db.snapshot().into_handle()),
             kind: Kind::Pessimistic(p),
             write_opts,
             st: new_state(),
@@ -164,6 +164,16 @@ impl<'db> Transaction<'db, TransactionDb> {
 }
 
 impl<'db, DB> Transaction<'db, DB> {
+    /// The DB the transaction reads and writes.
+    pub(crate) fn base_db(&self) -> &'db Db {
+        self.db
+    }
+
+    /// The snapshot the transaction reads at, if it took one.
+    pub(crate) fn read_snapshot(&self) -> Option<&SnapshotHandle> {
+        self.snapshot.as_ref()
+    }
+
     /// A view reading through this transaction at its snapshot (the one taken when it began
     /// with `set_snapshot`; without one, the DB's latest state), its own writes included.
     pub fn snapshot(&self) -> TransactionSnapshot<'_, 'db, DB> {
@@ -410,6 +420,7 @@ impl<'db, DB> Transaction<'db, DB> {
     /// `RebuildFromWriteBatch`). A range deletion is refused (`NotSupported`); a failure
     /// leaves the writes before it in the transaction.
     pub fn rebuild_from_writebatch(&self, batch: &WriteBatch) -> Result<()> {
+        batch.validate()?;
         for r in batch.iter() {
             let handle = if r.cf == 0 {
                 None

@@ -228,14 +228,14 @@ fn a_key_only_merged_in_the_batch_is_read_with_the_db() {
 fn the_batch_is_read_in_its_column_family_and_over_a_snapshot() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(&options(), dir.path()).unwrap();
-    let cf = db.create_cf("other", &options()).unwrap();
+    let cf = db.create_cf_handle("other", &options()).unwrap();
     db.put_cf(&cf, b"k", b"old").unwrap();
     let snap = db.snapshot();
     db.put_cf(&cf, b"k", b"new").unwrap();
     let mut b = WriteBatchWithIndex::new(0, true);
     b.merge_cf(&cf, b"k", b"m");
     b.put(b"k", b"default");
-    let ro = ReadOptions { snapshot: Some(snap.clone()), ..ReadOptions::default() };
+    let ro = ReadOptions { snapshot: Some(snap.handle().clone()), ..ReadOptions::default() };
     assert_eq!(b.get_from_batch_and_db_cf(&db, &cf, b"k", &ro).unwrap(), Some(b"old,m".to_vec()));
     assert_eq!(
         b.get_from_batch_and_db_cf(&db, &cf, b"k", &ReadOptions::default()).unwrap(),
@@ -289,7 +289,7 @@ fn batch_keys_keep_to_the_cursors_prefix() {
 fn an_appended_batch_is_indexed_in_its_families() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(&options(), dir.path()).unwrap();
-    let cf = db.create_cf("other", &options()).unwrap();
+    let cf = db.create_cf_handle("other", &options()).unwrap();
     db.put_cf(&cf, b"a", b"1").unwrap();
     db.put_cf(&cf, b"b", b"2").unwrap();
     let mut plain = WriteBatch::new();

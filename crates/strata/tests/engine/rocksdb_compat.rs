@@ -1,0 +1,303 @@
+//! The `rocksdb` crate's shapes beside Strata's own API (`docs/rocksdb-compat.md`): thread-mode
+//! generics, `DBAccess`, property names, iterator refresh and ranges, and the `Db` methods in
+//! the crate's signatures, each checked for what it does, not only that it compiles.
+
+use std::sync::Arc;
+
+use strata::checkpoint::Checkpoint as CrateCheckpoint;
+use strata::{
+    properties, CompactionDecision, DBAccess, DBWithThreadMode, Direction, Error, IteratorMode,
+    MultiThreaded, OptimisticTransactionDB, Options, PrefixRange, ReadOptions, SingleThreaded,
+    SliceTransform, SnapshotWithThreadMode, TransactionDB, TransactionDBOptions, WriteBatch,
+    WriteBatchIteratorCf, DB,
+};
+
+fn opts() -> Options {
+    let mut o = Options::default();
+    o.create_if_missing(true);
+    o.create_missing_column_families(true);
+    o
+}
+
+fn keys(it: impl Iterator<Item = strata::Result<(Box<[u8]>, Box<[u8]>)>>) -> Vec<Vec<u8>> {
+    it.map(|r| r.unwrap().0.to_vec()).collect()
+}
+
+#[test]
+fn thread_modes_open_every_db_type() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = DBWithThreadMode::<SingleThreaded>::open_default(dir.path().join("s")).unwrap();
+        db.put(b"k", b"v").unwrap();
+        assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+    }
+    let db: DBWithThreadMode<MultiThreaded> =
+        DBWithThreadMode::open(&opts(), dir.path().join("s")).unwrap();
+    db.create_cf("a", &Options::default()).unwrap();
+    assert!(db.cf_handle("a").is_some());
+    let inner: DB = db.into_inner();
+    assert_eq!(inner.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+
+    // Unannotated, the mode is inferred from `create_cf`'s receiver, as in the crate.
+    let t = TransactionDB::open(&opts(), &TransactionDBOptions::default(), dir.path().join("t"))
+        .unwrap();
+    t.create_cf("x", &Options::default()).unwrap();
+    t.put(b"a", b"1").unwrap();
+    assert!(t.property_value(properties::STATS).unwrap().unwrap().contains("Stats"));
+
+    let o: OptimisticTransactionDB =
+        OptimisticTransactionDB::open_default(dir.path().join("o")).unwrap();
+    let txn = o.transaction();
+    txn.put(b"k", b"v").unwrap();
+    txn.commit().unwrap();
+    assert_eq!(o.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+}
+
+/// One generic reader over every `DBAccess` type.
+fn read_two<D: DBAccess>(d: &D) -> Vec<Option<Vec<u8>>> {
+    d.multi_get_opt([b"k0", b"k1"], &ReadOptions::default())
+        .into_iter()
+        .map(Result::unwrap)
+        .collect()
+}
+
+#[test]
+fn db_access_reads_generically_and_snapshots_follow_the_reader() {
+    let dir = tempfile::tempdir().unwrap();
+    let db: OptimisticTransactionDB = OptimisticTransactionDB::open_default(dir.path()).unwrap();
+    db.put(b"k0", b"a").unwrap();
+    assert_eq!(read_two(&db), vec![Some(b"a".to_vec()), None]);
+    assert_eq!(read_two(&*db), vec![Some(b"a".to_vec()), None]);
+
+    let mut to = strata::OptimisticTransactionOptions::default();
+    to.set_snapshot(true);
+    let txn = db.transaction_opt(&strata::WriteOptions::default(), &to);
+    txn.put(b"k1", b"mine").unwrap();
+    db.put(b"k0", b"b").unwrap();
+    // The transaction reads its own write over the latest state.
+    assert_eq!(read_two(&txn), vec![Some(b"b".to_vec()), Some(b"mine".to_vec())]);
+    // A snapshot made from the transaction is the one it took when it began.
+    let snap = SnapshotWithThreadMode::new(&txn);
+    assert_eq!(snap.get(b"k0").unwrap().as_deref(), Some(&b"a"[..]));
+    // One made from the DB is now.
+    let now = SnapshotWithThreadMode::new(&*db);
+    assert_eq!(now.get(b"k0").unwrap().as_deref(), Some(&b"b"[..]));
+}
+
+#[test]
+fn property_names_in_every_string_form() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = DB::open_default(dir.path()).unwrap();
+    let c: &std::ffi::CStr = properties::STATS;
+    assert!(db.property_value(c).unwrap().unwrap().contains("Stats"));
+    let owned: properties::PropertyName = properties::STATS.to_owned();
+    assert!(db.property_value(&owned).unwrap().is_some());
+    assert!(db.property_value(owned.into_string()).unwrap().is_some());
+    assert_eq!(db.property_int_value(properties::ESTIMATE_LIVE_DATA_SIZE).unwrap(), Some(0));
+    let e = db.property_value("rocksdb.stats\0").unwrap_err();
+    assert!(e.to_string().contains("must not contain NUL"), "{e}");
+    assert_eq!(
+        db.property_int_value(properties::num_files_at_level(0)).unwrap(),
+        Some(0),
+        "per-level names"
+    );
+}
+
+#[test]
+fn refresh_reads_the_latest_state_and_drops_the_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = DB::open_default(dir.path()).unwrap();
+    db.put(b"k1", b"v1").unwrap();
+    let snap = db.snapshot();
+    let mut ro = ReadOptions::default();
+    ro.set_snapshot(&snap);
+    let mut raw = db.raw_iterator_opt(ro);
+    let mut it = db.iterator(IteratorMode::Start);
+    db.put(b"k2", b"v2").unwrap();
+    raw.seek(b"k2");
+    assert!(!raw.valid());
+    raw.refresh().unwrap();
+    assert!(!raw.valid(), "unpositioned after a refresh");
+    raw.seek(b"k2");
+    assert_eq!(raw.key(), Some(&b"k2"[..]));
+    assert_eq!(keys(&mut it), vec![b"k1".to_vec()]);
+    it.refresh(IteratorMode::From(b"k1", Direction::Forward)).unwrap();
+    assert_eq!(keys(&mut it), vec![b"k1".to_vec(), b"k2".to_vec()]);
+    // A family dropped under the iterator, or the DB closed, is an error, not a panic.
+    let cf_db = DB::open_cf(&opts(), dir.path().join("cf"), ["a"]).unwrap();
+    let mut cf_it = cf_db.raw_iterator_cf(&cf_db.cf_handle("a").unwrap());
+    cf_db.drop_cf("a").unwrap();
+    assert!(matches!(cf_it.refresh(), Err(Error::ColumnFamilyDropped(_))));
+    drop(db);
+    assert!(matches!(raw.refresh(), Err(Error::ShutdownInProgress)));
+}
+
+#[test]
+fn prefix_iterator_follows_the_extractor_and_ranges_bound_by_bytes() {
+    fn first_three(k: &[u8]) -> &[u8] {
+        &k[..3]
+    }
+    fn long_enough(k: &[u8]) -> bool {
+        k.len() >= 3
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = opts();
+    o.set_prefix_extractor(SliceTransform::create("first_three", first_three, Some(long_enough)));
+    let db = DB::open(&o, dir.path()).unwrap();
+    for k in ["aa", "aaa1", "aaa2", "aab1", "bbb1"] {
+        db.put(k, k).unwrap();
+    }
+    assert_eq!(keys(db.prefix_iterator(b"aaa")), vec![b"aaa1".to_vec(), b"aaa2".to_vec()]);
+    // A key outside the domain is its own prefix.
+    assert_eq!(keys(db.prefix_iterator(b"aa")), vec![b"aa".to_vec()]);
+    let mut ro = ReadOptions::default();
+    ro.set_iterate_range(PrefixRange(&b"aa"[..]));
+    let all_aa = keys(db.iterator_opt(IteratorMode::Start, ro));
+    assert_eq!(all_aa.len(), 4);
+    // Without an extractor, `prefix_iterator` runs to the end, as the crate's.
+    let plain = DB::open_default(dir.path().join("plain")).unwrap();
+    plain.put(b"a1", b"").unwrap();
+    plain.put(b"b1", b"").unwrap();
+    assert_eq!(keys(plain.prefix_iterator(b"a")).len(), 2);
+}
+
+#[test]
+fn key_may_exist_and_batched_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = DB::open_cf(&opts(), dir.path(), ["cf"]).unwrap();
+    let cf = db.cf_handle("cf").unwrap();
+    db.put_cf(&cf, b"k1", b"v1").unwrap();
+    db.flush_cf(&cf).unwrap();
+    assert!(!db.key_may_exist(b"k1"));
+    assert!(db.key_may_exist_cf(&cf, b"k1"));
+    let (may, v) = db.key_may_exist_cf_opt_value(&cf, b"k1", &ReadOptions::default());
+    assert!(may);
+    assert_eq!(v.as_deref(), Some(&b"v1"[..]));
+    assert!(!db.key_may_exist_cf_opt(&cf, b"nope", &ReadOptions::default()));
+    let got: Vec<_> = db
+        .batched_multi_get_cf(&cf, [&b"k0"[..], &b"k1"[..]], true)
+        .into_iter()
+        .map(|r| r.unwrap().map(|p| p.to_vec()))
+        .collect();
+    assert_eq!(got, vec![None, Some(b"v1".to_vec())]);
+    let m = db.get_column_family_metadata_cf(&cf);
+    assert_eq!((m.name.as_str(), m.file_count), ("cf", 1));
+    assert!(m.size > 0);
+    assert_eq!(db.get_column_family_metadata().file_count, 0);
+}
+
+fn sst_count(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "sst"))
+        .count()
+}
+
+#[test]
+fn file_deletions_pause_and_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = DB::open_default(dir.path()).unwrap();
+    db.disable_file_deletions().unwrap();
+    db.disable_file_deletions().unwrap();
+    for round in 0..2 {
+        db.put(format!("k{round}"), b"v").unwrap();
+        db.flush().unwrap();
+    }
+    db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
+    assert_eq!(sst_count(dir.path()), 3, "the compacted-away tables are kept");
+    db.enable_file_deletions().unwrap();
+    assert_eq!(sst_count(dir.path()), 3, "one disable is still in force");
+    db.enable_file_deletions().unwrap();
+    assert_eq!(sst_count(dir.path()), 1);
+    db.enable_file_deletions().unwrap(); // unmatched: nothing
+    assert_eq!(db.get(b"k0").unwrap().as_deref(), Some(&b"v"[..]));
+}
+
+#[test]
+fn delete_file_in_range_drops_whole_tables_below_l0() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = DB::open_default(dir.path()).unwrap();
+    for i in 0..100u32 {
+        db.put(format!("{i:04}"), b"v").unwrap();
+    }
+    db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
+    db.put(b"0050", b"new").unwrap();
+    db.flush().unwrap(); // an L0 table inside the range stays
+    db.delete_file_in_range(b"0000", b"0099").unwrap();
+    assert_eq!(db.get(b"0010").unwrap(), None);
+    assert_eq!(db.get(b"0050").unwrap().as_deref(), Some(&b"new"[..]));
+    assert_eq!(db.live_files().unwrap().len(), 1);
+    // A range covering no whole table drops nothing.
+    db.delete_file_in_range(b"0050", b"0050").unwrap();
+    assert_eq!(db.live_files().unwrap().len(), 1);
+}
+
+#[test]
+fn read_only_and_per_family_opens() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let mut big = Options::default();
+        big.set_write_buffer_size(1 << 20);
+        let db = DB::open_cf_with_opts(&opts(), dir.path(), [("a", big)]).unwrap();
+        db.put_cf(&db.cf_handle("a").unwrap(), b"k", b"v").unwrap();
+        let mut b = WriteBatch::default();
+        b.put(b"nowal", b"x");
+        db.write_without_wal(b).unwrap();
+        assert_eq!(db.get(b"nowal").unwrap().as_deref(), Some(&b"x"[..]));
+    }
+    let e = DB::open_cf_for_read_only(&Options::default(), dir.path(), ["a"], true).unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+    let db = DB::open_cf_for_read_only(&Options::default(), dir.path(), ["a"], false).unwrap();
+    assert_eq!(db.get_cf(&db.cf_handle("a").unwrap(), b"k").unwrap().as_deref(), Some(&b"v"[..]));
+    assert!(db.put(b"x", b"y").is_err());
+    // Unwritten to the WAL, the write was flushed by the clean close (as RocksDB's).
+    assert_eq!(db.get(b"nowal").unwrap().as_deref(), Some(&b"x"[..]));
+}
+
+#[test]
+fn crate_shaped_filters_batches_errors_and_checkpoints() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = opts();
+    o.set_compaction_filter("secret", |_, k: &[u8], _: &[u8]| match k.first() {
+        Some(b'_') => CompactionDecision::Remove,
+        Some(b'%') => CompactionDecision::Change(b"secret"),
+        _ => CompactionDecision::Keep,
+    });
+    let db = DB::open_cf(&o, dir.path().join("db"), ["cf"]).unwrap();
+    db.put(b"_k", b"a").unwrap();
+    db.put(b"%k", b"b").unwrap();
+    db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
+    assert_eq!(db.get(b"_k").unwrap(), None);
+    assert_eq!(db.get(b"%k").unwrap().as_deref(), Some(&b"secret"[..]));
+
+    struct Seen(Vec<(u32, Vec<u8>)>);
+    impl WriteBatchIteratorCf for Seen {
+        fn put_cf(&mut self, cf: u32, key: &[u8], _: &[u8]) {
+            self.0.push((cf, key.to_vec()));
+        }
+        fn delete_cf(&mut self, cf: u32, key: &[u8]) {
+            self.0.push((cf, key.to_vec()));
+        }
+        fn merge_cf(&mut self, cf: u32, key: &[u8], _: &[u8]) {
+            self.0.push((cf, key.to_vec()));
+        }
+    }
+    let cf = db.cf_handle("cf").unwrap();
+    let mut b = WriteBatch::default();
+    b.put(b"d", b"1");
+    b.delete_cf(&cf, b"c");
+    let mut seen = Seen(Vec::new());
+    b.iterate_cf(&mut seen);
+    assert_eq!(seen.0, vec![(0, b"d".to_vec()), (cf.id(), b"c".to_vec())]);
+
+    let e = db.create_cf("cf", &Options::default()).unwrap_err();
+    assert!(e.to_string().starts_with("Invalid argument"), "{e}");
+    assert_eq!(db.create_cf("cf", &Options::default()).unwrap_err(), e, "errors compare by text");
+
+    let cp = CrateCheckpoint::new(&db).unwrap();
+    cp.create_checkpoint(dir.path().join("cp")).unwrap();
+    cp.create_checkpoint_with_log_size(dir.path().join("cp2"), u64::MAX).unwrap();
+    let c = DB::open_cf(&o, dir.path().join("cp2"), ["cf"]).unwrap();
+    assert_eq!(c.get(b"%k").unwrap().as_deref(), Some(&b"secret"[..]));
+    let _shared: Arc<strata::ColumnFamily> = cf;
+}
