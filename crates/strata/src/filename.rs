@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! CURRENT            name of the live MANIFEST, one line
+//! IDENTITY           the DB's id (`db/identity.rs`)
 //! LOCK               held while a Db is open
 //! MANIFEST-NNNNNN    log of version edits
 //! NNNNNN.log         write-ahead log
@@ -18,6 +19,7 @@ use crate::types::FileNumber;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum FileKind {
     Current,
+    Identity,
     Lock,
     Manifest(FileNumber),
     Wal(FileNumber),
@@ -27,6 +29,10 @@ pub(crate) enum FileKind {
 
 pub(crate) fn current_path(dir: &Path) -> PathBuf {
     dir.join("CURRENT")
+}
+
+pub(crate) fn identity_path(dir: &Path) -> PathBuf {
+    dir.join("IDENTITY")
 }
 
 pub(crate) fn lock_path(dir: &Path) -> PathBuf {
@@ -69,6 +75,7 @@ fn parse_number(s: &str) -> Option<FileNumber> {
 pub(crate) fn parse_file_name(name: &str) -> Option<FileKind> {
     match name {
         "CURRENT" => return Some(FileKind::Current),
+        "IDENTITY" => return Some(FileKind::Identity),
         "LOCK" => return Some(FileKind::Lock),
         _ => {}
     }

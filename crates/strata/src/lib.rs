@@ -13,6 +13,7 @@
 pub mod cache;
 pub mod column_family;
 pub mod compaction_filter;
+pub(crate) mod cstr_like;
 pub mod env;
 pub mod error;
 pub mod inspect;
@@ -58,6 +59,7 @@ pub use compat::{
     DBAccess, DBWithThreadMode, MultiThreaded, OptimisticTransactionDB, SingleThreaded, ThreadMode,
     TransactionDB, WithThreadMode,
 };
+pub use cstr_like::CStrLike;
 pub use db::{
     ColumnFamily, ColumnFamilyDescriptor, ColumnFamilyMetaData, Db, DbIterator, DbPinnableSlice,
     DbRawIterator, DbRawIteratorWithThreadMode, Direction, IngestExternalFileOptions, IteratorMode,
@@ -75,7 +77,6 @@ pub use options::{
 pub use snapshot::{SnapshotHandle, SnapshotWithThreadMode};
 pub use sstable::{Cache, CompressionType, IndexType};
 pub use util::checksum::ChecksumType;
-pub use util::cstr_like::CStrLike;
 pub use utilities::{
     BackupEngine, BackupInfo, Checkpoint, DbWithTtl, ExternalSstFileInfo, OptimisticTransactionDb,
     OptimisticTransactionOptions, RepairReport, SstFileWriter, Transaction, TransactionDb,

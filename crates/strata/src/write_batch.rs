@@ -11,12 +11,14 @@
 //!   tag 3 SingleDelete  body := varint key_len | key
 //!   tag 4 DeleteRange   body := varint begin_len | begin | varint end_len | end (exclusive)
 //!   tag | 0x80          varint32 column_family | body of the tag's kind
+//!   tag 0x20 LogData    body := varint blob_len | blob          (never with 0x80)
 //! ```
 //!
 //! Integers are little-endian; lengths are LEB128 varints of at most 5 bytes (values up to
 //! `u32::MAX`). Tag values equal [`ValueType`]'s. on-disk: never change. `sequence` is the
 //! sequence number of the first record; record `i` gets `sequence + i`. `count` is the number
-//! of records. An unknown tag is corruption, so an older reader given a batch with a record kind
+//! of records; a `LogData` entry (`put_log_data`) is not one: not counted, no sequence
+//! number, never applied. An unknown tag is corruption, so an older reader given a batch with a record kind
 //! added later refuses it instead of misapplying it.
 //!
 //! A record of a column family other than `default` (id 0) has bit 7 set in its tag and the
@@ -49,6 +51,8 @@ pub trait WriteBatchIterator {
     fn merge(&mut self, _key: &[u8], _operand: &[u8]) {}
     /// A deletion of `[begin, end)`.
     fn delete_range(&mut self, _begin: &[u8], _end: &[u8]) {}
+    /// A log data blob (`WriteBatch::put_log_data`).
+    fn log_data(&mut self, _blob: &[u8]) {}
 }
 
 /// Receives the records of a batch with their column family id, from
@@ -100,6 +104,10 @@ pub struct WriteBatch {
     /// Set when a record names a column family other than `default`.
     has_cf: bool,
 }
+
+/// The tag of a log data blob (`put_log_data`): outside the value types (which are below
+/// `CF_TAG_BIT`), and never combined with it.
+const LOG_DATA_TAG: u8 = 0x20;
 
 /// The tag bit saying a column family id follows the tag.
 const CF_TAG_BIT: u8 = 0x80;
@@ -275,7 +283,15 @@ impl WriteBatch {
     /// Calls `handler` for every record in order (rust-rocksdb's `WriteBatch::iterate`; records
     /// of every family, without their family, as there).
     pub fn iterate(&self, handler: &mut dyn WriteBatchIterator) {
-        for r in self.iter() {
+        let mut it = self.iter();
+        while let Some(e) = it.next_entry() {
+            let r = match e {
+                Entry::Record(r) => r,
+                Entry::LogData(blob) => {
+                    handler.log_data(blob);
+                    continue;
+                }
+            };
             match r.value_type {
                 ValueType::Value => handler.put(r.key, r.value),
                 ValueType::Deletion | ValueType::SingleDeletion => handler.delete(r.key),
@@ -283,6 +299,17 @@ impl WriteBatch {
                 ValueType::RangeDeletion => handler.delete_range(r.key, r.value),
             }
         }
+    }
+
+    /// Adds `blob` to the batch as log data: written to the WAL with the batch (and seen by
+    /// [`WriteBatch::iterate`] and `Db::get_updates_since`), but not applied, not counted in
+    /// [`WriteBatch::len`] and given no sequence number (the `rocksdb` crate's
+    /// `put_log_data`).
+    pub fn put_log_data<V: AsRef<[u8]>>(&mut self, blob: V) {
+        let blob = blob.as_ref();
+        self.rep.reserve(1 + 10 + blob.len());
+        self.rep.push(LOG_DATA_TAG);
+        self.put_slice(blob);
     }
 
     /// Calls `handler` for every record in order, with its column family id (the
@@ -394,8 +421,9 @@ impl WriteBatch {
         let mut found: u64 = 0;
         let (mut has_merge, mut has_cf) = (false, false);
         while !r.is_empty() {
-            let rec =
-                decode_record(&mut r).map_err(|(at, reason)| corrupt(HEADER_SIZE + at, reason))?;
+            let entry =
+                decode_entry(&mut r).map_err(|(at, reason)| corrupt(HEADER_SIZE + at, reason))?;
+            let Entry::Record(rec) = entry else { continue };
             has_merge |= rec.value_type == ValueType::Merge;
             has_cf |= rec.cf != 0;
             found += 1;
@@ -585,15 +613,14 @@ pub(crate) struct BatchIter<'a> {
     damaged: bool,
 }
 
-impl<'a> Iterator for BatchIter<'a> {
-    type Item = BatchRecord<'a>;
-
-    fn next(&mut self) -> Option<BatchRecord<'a>> {
+impl<'a> BatchIter<'a> {
+    /// The next entry, log data included.
+    pub(crate) fn next_entry(&mut self) -> Option<Entry<'a>> {
         if self.r.is_empty() {
             return None;
         }
-        match decode_record(&mut self.r) {
-            Ok(rec) => Some(rec),
+        match decode_entry(&mut self.r) {
+            Ok(e) => Some(e),
             Err(_) => {
                 // Only a batch `from_data` marked damaged: every other is well-formed by
                 // construction or validation.
@@ -605,15 +632,33 @@ impl<'a> Iterator for BatchIter<'a> {
     }
 }
 
+/// The records, in order; log data is skipped (it has no sequence number).
+impl<'a> Iterator for BatchIter<'a> {
+    type Item = BatchRecord<'a>;
+
+    fn next(&mut self) -> Option<BatchRecord<'a>> {
+        loop {
+            match self.next_entry()? {
+                Entry::Record(r) => return Some(r),
+                Entry::LogData(_) => continue,
+            }
+        }
+    }
+}
+
 fn corrupt(offset: usize, reason: impl fmt::Display) -> Error {
     Error::corruption("", offset as u64, format!("write batch: {reason}"))
 }
 
-/// Decodes one record at the reader's position; on failure, the offset (relative to the
+/// Decodes one entry at the reader's position; on failure, the offset (relative to the
 /// reader's start) of the record's tag and the reason.
-fn decode_record<'a>(r: &mut Reader<'a>) -> std::result::Result<BatchRecord<'a>, (usize, String)> {
+fn decode_entry<'a>(r: &mut Reader<'a>) -> std::result::Result<Entry<'a>, (usize, String)> {
     let at = r.position();
     let tag = r.u8().ok_or_else(|| (at, "missing record tag".to_string()))?;
+    if tag == LOG_DATA_TAG {
+        let blob = get_slice(r).ok_or_else(|| (at, "bad blob in log data record".to_string()))?;
+        return Ok(Entry::LogData(blob));
+    }
     let cf = if tag & CF_TAG_BIT != 0 {
         r.varint32().ok_or_else(|| (at, format!("bad column family id after tag {tag}")))?
     } else {
@@ -628,7 +673,14 @@ fn decode_record<'a>(r: &mut Reader<'a>) -> std::result::Result<BatchRecord<'a>,
         }
         ValueType::Deletion | ValueType::SingleDeletion => &[],
     };
-    Ok(BatchRecord { cf, value_type, key, value })
+    Ok(Entry::Record(BatchRecord { cf, value_type, key, value }))
+}
+
+/// One entry of a batch: a record, or a log data blob (`put_log_data`), which has no sequence
+/// number and is not applied.
+pub(crate) enum Entry<'a> {
+    Record(BatchRecord<'a>),
+    LogData(&'a [u8]),
 }
 
 /// A `varint len | bytes` slice with `len <= MAX_KEY_OR_VALUE_LEN`.

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 /// Top-level modules by layer, from the bottom. Keep in step with `docs/design.md`.
 const LAYERS: &[&[&str]] = &[
     &["util", "error", "types", "stats"],
-    &["env", "key", "filename", "prefix", "snapshot", "column_family"],
+    &["env", "key", "filename", "prefix", "snapshot", "column_family", "cstr_like"],
     &["cache", "merge_operator", "compaction_filter", "range_del", "write_batch"],
     &["iterator", "wal"],
     &["sstable"],

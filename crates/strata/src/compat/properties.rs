@@ -6,8 +6,8 @@
 use std::borrow::Cow;
 use std::ffi::{CStr, CString};
 
+use crate::cstr_like::CStrLike;
 use crate::error::Result;
-use crate::util::cstr_like::CStrLike;
 
 /// A borrowed property name: a NUL-terminated string without interior NULs.
 #[repr(transparent)]

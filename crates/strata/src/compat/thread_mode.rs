@@ -8,10 +8,10 @@ use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
 use std::path::Path;
 
+use crate::cstr_like::CStrLike;
 use crate::db::{ColumnFamilyDescriptor, Db};
 use crate::error::Result;
 use crate::options::Options;
-use crate::util::cstr_like::CStrLike;
 use crate::utilities::{OptimisticTransactionDb, TransactionDb, TransactionDbOptions};
 
 /// A thread mode of the `rocksdb` crate (sealed: [`SingleThreaded`] or [`MultiThreaded`]).

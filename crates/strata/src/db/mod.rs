@@ -37,6 +37,7 @@ mod compact;
 mod conflict;
 pub(crate) mod files;
 pub(crate) mod flush;
+mod identity;
 pub(crate) mod info_log;
 mod ingest;
 pub(crate) mod iter;
@@ -71,12 +72,12 @@ pub use self::iter::{
 pub use self::pinnable::{DbPinnableSlice, PinnedSource};
 pub use self::rocksdb_api::ColumnFamilyMetaData;
 use crate::column_family::{AsColumnFamilyRef, ColumnFamilyId};
+use crate::cstr_like::CStrLike;
 use crate::env::{FileLock, FileSystem};
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
 use crate::options::{Options, ReadOptions, WriteOptions};
 pub use crate::snapshot::{SnapshotHandle, SnapshotWithThreadMode};
-use crate::util::cstr_like::CStrLike;
 
 /// The `rocksdb` crate's snapshot of a [`Db`]; see [`SnapshotWithThreadMode`].
 pub type Snapshot<'a> = SnapshotWithThreadMode<'a, Db>;

@@ -137,6 +137,8 @@ pub(crate) fn open(
     let (wal_files, kinds) = scan_dir(fs.as_ref(), dir, &wal_dir)?;
 
     let mut versions = recover_version_set(opts, &levels_of(&by_name), &fs, dir, &kinds)?;
+    let id = super::identity::ensure(fs.as_ref(), dir)?;
+    info_log.log(&format!("DB ID: {id}"));
     let (family_opts, missing) = match_families(opts, &versions, &by_name)?;
     let table_cache = new_table_cache(opts, &fs, dir);
     if opts.paranoid_checks {

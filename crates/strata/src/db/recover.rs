@@ -109,7 +109,7 @@ pub(crate) fn recover_version_set(
             FileKind::Wal(n) | FileKind::Table(n) | FileKind::Manifest(n) | FileKind::Temp(n) => {
                 versions.mark_file_number_used(n);
             }
-            FileKind::Current | FileKind::Lock => {}
+            FileKind::Current | FileKind::Identity | FileKind::Lock => {}
         }
     }
 

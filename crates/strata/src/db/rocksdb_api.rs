@@ -225,6 +225,19 @@ impl Db {
         )
     }
 
+    /// The DB's id, kept in its `IDENTITY` file from its first writable open on and carried
+    /// by checkpoints (`db/identity.rs`). A read-only `Db` of a directory without one fails
+    /// with `NotSupported`.
+    pub fn get_db_identity(&self) -> Result<Vec<u8>> {
+        match super::identity::read(self.inner.fs.as_ref(), &self.inner.dir)? {
+            Some(id) => Ok(id.into_bytes()),
+            None => Err(Error::NotSupported(format!(
+                "{} has no IDENTITY (never opened for writing by a version that makes one)",
+                self.inner.dir.display()
+            ))),
+        }
+    }
+
     /// The default family's size and table count.
     pub fn get_column_family_metadata(&self) -> ColumnFamilyMetaData {
         self.metadata_of(self.inner.default_cf.id, &self.inner.default_cf.name)

@@ -4,7 +4,6 @@ pub mod checksum;
 pub mod coding;
 pub mod compare;
 pub mod cpu;
-pub mod cstr_like;
 pub(crate) mod grow_buf;
 pub(crate) mod heap;
 pub mod kill_point;

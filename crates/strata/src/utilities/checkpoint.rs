@@ -11,7 +11,7 @@
 //! 3. in a temporary directory `<dir>.checkpoint-tmp` beside the target, hard-link each table
 //!    (or copy it, when linking fails, e.g. across filesystems), then write a MANIFEST naming
 //!    exactly those tables with no WAL needed (log number 0), then CURRENT, syncing files and
-//!    the directory;
+//!    the directory; the source's IDENTITY is copied, so the checkpoint keeps its id;
 //! 4. rename the temporary directory to `dir` and sync its parent.
 //!
 //! Invariant: a directory at `dir` is a complete checkpoint. A crash before step 4 leaves
@@ -31,7 +31,7 @@ use crate::db::capture::capture;
 use crate::db::Db;
 use crate::env::{copy_file, parent_dir, FileSystem};
 use crate::error::{Error, Result};
-use crate::filename::table_path;
+use crate::filename::{identity_path, table_path};
 use crate::types::FileNumber;
 use crate::version::set::{write_manifest_for, Counters};
 
@@ -107,6 +107,11 @@ fn create(db: &Db, dir: &Path) -> Result<Checkpoint> {
             tables_copied += 1;
         }
         crate::kill_point!("checkpoint.table");
+    }
+    // The checkpoint is the same DB: it keeps the source's id.
+    let identity = identity_path(db.path());
+    if fs.exists(&identity) {
+        copy_file(fs, &identity, &identity_path(&tmp))?;
     }
     fs.sync_dir(&tmp)?;
     let manifest = FileNumber(counters.next_file.0);

@@ -125,7 +125,7 @@ fn rebuild(opts: &Options, fs: &Arc<dyn FileSystem>, dir: &Path) -> Result<Repai
             FileKind::Wal(n) | FileKind::Table(n) | FileKind::Manifest(n) | FileKind::Temp(n) => {
                 Some(n.0)
             }
-            FileKind::Current | FileKind::Lock => None,
+            FileKind::Current | FileKind::Identity | FileKind::Lock => None,
         })
         .chain(wal_files.keys().map(|n| n.0))
         .max()

@@ -299,5 +299,51 @@ fn crate_shaped_filters_batches_errors_and_checkpoints() {
     cp.create_checkpoint_with_log_size(dir.path().join("cp2"), u64::MAX).unwrap();
     let c = DB::open_cf(&o, dir.path().join("cp2"), ["cf"]).unwrap();
     assert_eq!(c.get(b"%k").unwrap().as_deref(), Some(&b"secret"[..]));
+    // A checkpoint keeps the DB's id; another DB has its own.
+    let id = db.get_db_identity().unwrap();
+    assert_eq!(id.len(), 36);
+    assert_eq!(c.get_db_identity().unwrap(), id);
+    let other = DB::open_default(dir.path().join("other")).unwrap();
+    assert_ne!(other.get_db_identity().unwrap(), id);
+    drop(other);
+    let again = DB::open_default(dir.path().join("other")).unwrap();
+    assert_eq!(again.get_db_identity().unwrap().len(), 36);
     let _shared: Arc<strata::ColumnFamily> = cf;
+}
+
+#[test]
+fn log_data_rides_in_the_wal_unapplied() {
+    struct Seen(Vec<String>);
+    impl strata::WriteBatchIterator for Seen {
+        fn put(&mut self, k: &[u8], _: &[u8]) {
+            self.0.push(format!("put {}", String::from_utf8_lossy(k)));
+        }
+        fn delete(&mut self, k: &[u8]) {
+            self.0.push(format!("delete {}", String::from_utf8_lossy(k)));
+        }
+        fn log_data(&mut self, blob: &[u8]) {
+            self.0.push(format!("log {}", String::from_utf8_lossy(blob)));
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut b = WriteBatch::default();
+    b.put(b"k1", b"v1");
+    b.put_log_data(b"note");
+    b.delete(b"k2");
+    assert_eq!(b.len(), 2, "log data is not a record");
+    let mut seen = Seen(Vec::new());
+    b.iterate(&mut seen);
+    assert_eq!(seen.0, ["put k1", "log note", "delete k2"]);
+    let copy = WriteBatch::try_from_data(b.data()).unwrap();
+    assert_eq!(copy.len(), 2);
+    {
+        let db = DB::open_default(dir.path()).unwrap();
+        db.write(b).unwrap();
+        assert_eq!(db.latest_sequence_number(), 2, "two sequence numbers, none for the log data");
+        assert_eq!(db.get(b"k1").unwrap().as_deref(), Some(&b"v1"[..]));
+    }
+    // Replayed from the WAL at the next open, the log data is skipped again.
+    let db = DB::open_default(dir.path()).unwrap();
+    assert_eq!(db.get(b"k1").unwrap().as_deref(), Some(&b"v1"[..]));
+    assert_eq!(db.latest_sequence_number(), 2);
 }

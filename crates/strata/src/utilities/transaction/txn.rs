@@ -32,7 +32,7 @@ use super::lock::{expired, LockKey, Owner, Wait};
 use super::optimistic::OptimisticTransactionDb;
 use super::pessimistic::TransactionDb;
 use crate::column_family::AsColumnFamilyRef;
-use crate::db::{Cfd, Changed, Db, DbRawIterator, Direction, IteratorMode};
+use crate::db::{Cfd, Changed, Db, DbPinnableSlice, DbRawIterator, Direction, IteratorMode};
 use crate::error::{Error, Result};
 use crate::options::{ReadOptions, WriteOptions};
 use crate::snapshot::SnapshotHandle;
@@ -354,6 +354,48 @@ impl<'db, DB> Transaction<'db, DB> {
         st.batch.get_from_batch_and_db_cf(self.db, cf, key, opts)
     }
 
+    /// [`Transaction::get_for_update`] as a pinnable slice (the `rocksdb` crate's
+    /// `get_pinned_for_update`; the value is an owned copy: it may come from the
+    /// transaction's own writes).
+    pub fn get_pinned_for_update(
+        &self,
+        key: impl AsRef<[u8]>,
+        exclusive: bool,
+    ) -> Result<Option<DbPinnableSlice>> {
+        Ok(self.get_for_update(key, exclusive)?.map(DbPinnableSlice::owned))
+    }
+
+    /// [`Transaction::get_pinned_for_update`] with read options.
+    pub fn get_pinned_for_update_opt(
+        &self,
+        key: impl AsRef<[u8]>,
+        exclusive: bool,
+        opts: &ReadOptions,
+    ) -> Result<Option<DbPinnableSlice>> {
+        Ok(self.get_for_update_opt(key, exclusive, opts)?.map(DbPinnableSlice::owned))
+    }
+
+    /// [`Transaction::get_pinned_for_update`] in column family `cf`.
+    pub fn get_pinned_for_update_cf(
+        &self,
+        cf: &impl AsColumnFamilyRef,
+        key: impl AsRef<[u8]>,
+        exclusive: bool,
+    ) -> Result<Option<DbPinnableSlice>> {
+        Ok(self.get_for_update_cf(cf, key, exclusive)?.map(DbPinnableSlice::owned))
+    }
+
+    /// [`Transaction::get_pinned_for_update_cf`] with read options.
+    pub fn get_pinned_for_update_cf_opt(
+        &self,
+        cf: &impl AsColumnFamilyRef,
+        key: impl AsRef<[u8]>,
+        exclusive: bool,
+        opts: &ReadOptions,
+    ) -> Result<Option<DbPinnableSlice>> {
+        Ok(self.get_for_update_cf_opt(cf, key, exclusive, opts)?.map(DbPinnableSlice::owned))
+    }
+
     /// Tracks the key (exclusively), then adds the write to the batch.
     fn write_op(
         &self,
@@ -479,6 +521,21 @@ impl<'db, DB> Transaction<'db, DB> {
         opts: impl std::borrow::Borrow<ReadOptions>,
     ) -> DbRawIterator {
         self.st.lock().batch.iterator_with_base_cf(self.db.raw_iterator_cf_opt(cf, opts), cf)
+    }
+
+    /// [`Transaction::iterator`] in total key order (the `rocksdb` crate's `full_iterator`:
+    /// Strata's iterators never skip by prefix, so this is `iterator`).
+    pub fn full_iterator(&self, mode: IteratorMode<'_>) -> TransactionIterator {
+        self.iterator(mode)
+    }
+
+    /// [`Transaction::full_iterator`] in column family `cf`.
+    pub fn full_iterator_cf(
+        &self,
+        cf: &impl AsColumnFamilyRef,
+        mode: IteratorMode<'_>,
+    ) -> TransactionIterator {
+        self.iterator_cf(cf, mode)
     }
 
     /// The pairs from `mode`, this transaction's writes included (as they are now).
