@@ -40,6 +40,7 @@ pub(crate) mod flush;
 pub(crate) mod info_log;
 mod ingest;
 pub(crate) mod iter;
+mod load_options;
 mod local_sv;
 mod obsolete;
 mod open;

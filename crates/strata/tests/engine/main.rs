@@ -12,6 +12,7 @@ mod prefix_same_as_start;
 mod properties;
 mod range_deletes;
 mod reverse_iteration;
+mod rocksdb_options;
 mod rocksdb_port_example;
 mod snapshot_reads;
 mod write_batch_from_data;
