@@ -131,7 +131,7 @@ pub fn db_ops(data: &[u8]) {
         let a = it.next().unwrap_or(0);
         let b = it.next().unwrap_or(0);
         let sync = op & 0x80 != 0;
-        let wo = WriteOptions { sync, disable_wal: false };
+        let wo = WriteOptions { sync, disable_wal: false, ..WriteOptions::default() };
         let mut updates = Vec::new();
         match op & 0x0f {
             0..=3 => {

@@ -18,7 +18,7 @@ use strata::env::{CrashMode, FaultFs, FaultKind, FaultOp, FaultRule, MemFs};
 use strata::{Db, Error, Options, WriteOptions};
 
 const DIR: &str = "/db";
-const SYNC: WriteOptions = WriteOptions { sync: true, disable_wal: false };
+const SYNC: WriteOptions = WriteOptions { sync: true, disable_wal: false, ..WriteOptions::new() };
 
 /// State of one attempt: the filesystem and what the DB acknowledged.
 pub struct Ctx {

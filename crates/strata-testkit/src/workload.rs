@@ -258,7 +258,7 @@ pub fn run_thread(w: &Writer<'_>, tid: u32) -> ThreadStats {
         let sync = cfg.sync_ratio > 0.0 && rng.gen_bool(cfg.sync_ratio);
         let disable_wal =
             !sync && cfg.disable_wal_ratio > 0.0 && rng.gen_bool(cfg.disable_wal_ratio);
-        let wo = WriteOptions { sync, disable_wal };
+        let wo = WriteOptions { sync, disable_wal, ..WriteOptions::default() };
         let ranged = cfg.range_delete_ratio > 0.0 && rng.gen_bool(cfg.range_delete_ratio);
         let dead = cfg.dead_put_ratio > 0.0 && rng.gen_bool(cfg.dead_put_ratio);
         let start = history.map_or(0, History::tick);

@@ -65,6 +65,11 @@ pub enum Error {
     /// transaction's snapshot are no longer all in memory (a flush took them). Nothing of
     /// the transaction was written; retrying it from the start with a new snapshot works.
     TryAgain(String),
+    /// The call could not finish without what it was told to avoid: a read limited to memory
+    /// (`ReadOptions::read_tier`) that needed a file read, or a write with
+    /// `WriteOptions::no_slowdown` that would have waited in a write stall. Nothing was
+    /// changed; for a read, the key may or may not exist.
+    Incomplete(String),
     /// A pessimistic transaction (or a `TransactionDb` write) waited longer than its lock
     /// timeout for a key another transaction holds: the operation did nothing.
     TimedOut(String),
@@ -102,7 +107,7 @@ pub enum ErrorKind {
     IOError,
     /// Not produced by Strata.
     MergeInProgress,
-    /// Not produced by Strata.
+    /// `Incomplete`.
     Incomplete,
     /// `ShutdownInProgress`.
     ShutdownInProgress,
@@ -136,6 +141,7 @@ impl Error {
             Error::ColumnFamilyDropped(_) => ErrorKind::ColumnFamilyDropped,
             Error::Busy(_) | Error::Deadlock(_) => ErrorKind::Busy,
             Error::TryAgain(_) => ErrorKind::TryAgain,
+            Error::Incomplete(_) => ErrorKind::Incomplete,
             Error::TimedOut(_) => ErrorKind::TimedOut,
             Error::Expired(_) => ErrorKind::Expired,
             Error::Background(_) | Error::Panic { .. } => ErrorKind::Unknown,
@@ -215,6 +221,7 @@ impl Error {
             Error::ColumnFamilyDropped(s) => Error::ColumnFamilyDropped(s.clone()),
             Error::Busy(s) => Error::Busy(s.clone()),
             Error::TryAgain(s) => Error::TryAgain(s.clone()),
+            Error::Incomplete(s) => Error::Incomplete(s.clone()),
             Error::TimedOut(s) => Error::TimedOut(s.clone()),
             Error::Deadlock(s) => Error::Deadlock(s.clone()),
             Error::Expired(s) => Error::Expired(s.clone()),
@@ -270,6 +277,7 @@ impl fmt::Display for Error {
             Error::Busy(s) => write!(f, "transaction conflict (busy): {s}"),
             Error::TryAgain(s) => write!(f, "transaction cannot be validated, try again: {s}"),
             Error::TimedOut(s) => write!(f, "operation timed out: {s}"),
+            Error::Incomplete(s) => write!(f, "result incomplete: {s}"),
             Error::Deadlock(s) => write!(f, "deadlock detected: {s}"),
             Error::Expired(s) => write!(f, "transaction expired: {s}"),
             Error::Panic { thread, message } => write!(f, "panic in thread {thread}: {message}"),

@@ -71,6 +71,12 @@ pub use memtable::WriteBufferManager;
 pub use merge_operator::MergeOperator;
 pub use options::{BlockBasedOptions, IterateBounds, MergeOperands, PrefixRange, SliceTransform};
 pub use options::{
+    BlockBasedTablePinningTier, BottommostLevelCompaction, CompactOptions, CompactionPri,
+    CuckooTableOptions, DBPath, DataBlockIndexType, Env, FifoCompactOptions, FlushOptions,
+    InfoLogger, KeyEncodingType, LogLevel, MemtableFactory, PlainTableFactoryOptions, ReadTier,
+    UniversalCompactOptions, UniversalCompactionStopStyle, WaitForCompactOptions,
+};
+pub use options::{
     CompactionStopStyle, CompactionStyle, FifoCompactionOptions, Options, PrefixExtractor,
     ReadOptions, TieredCompactionOptions, UniversalCompactionOptions, WriteOptions,
 };

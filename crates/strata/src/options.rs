@@ -19,13 +19,41 @@ use crate::snapshot::SnapshotHandle;
 use crate::sstable::{Cache, CompressionType, IndexType, TableOptions};
 use crate::util::checksum::ChecksumType;
 use crate::wal::WalRecoveryMode;
+pub use accepted::{
+    AcceptedOptions, BlobOptions, CompactOnDeletionCollector, CompressionOptions, TableHints,
+};
+pub use compact_opts::{
+    BottommostLevelCompaction, CompactOptions, CompactionPri, FifoCompactOptions,
+    UniversalCompactOptions, UniversalCompactionStopStyle, WaitForCompactOptions,
+};
+pub use db_path::DBPath;
+pub use env_handle::Env;
+pub(crate) use log_dump::support_log_lines;
+pub use logger::{InfoLogger, LogLevel};
+// For `Db::set_options` (the db layer).
+#[allow(unused_imports)]
+pub(crate) use parse::apply_option;
+pub use per_call::{FlushOptions, ReadTier};
 pub use iterate_bounds::{IterateBounds, PrefixRange};
 pub use setters::{BlockBasedOptions, SliceTransform};
+pub use table_factories::{
+    BlockBasedTablePinningTier, CuckooTableOptions, DataBlockIndexType, KeyEncodingType,
+    MemtableFactory, PlainTableFactoryOptions,
+};
 
 use crate::version::levels::MAX_NUM_LEVELS;
 
+mod accepted;
+mod compact_opts;
+mod db_path;
+mod env_handle;
 pub(crate) mod iterate_bounds;
+mod log_dump;
+mod logger;
+mod parse;
+mod per_call;
 mod setters;
+mod table_factories;
 
 /// The smallest nonzero `db_write_buffer_size`: below it the memtables' first chunks alone
 /// would fill the budget.
@@ -350,6 +378,20 @@ pub struct Options {
     /// `allow_concurrent_memtable_write`; incompatible with `enable_pipelined_write`.
     /// Default: false.
     pub unordered_write: bool,
+    /// Compression of the tables written to the last level (`num_levels - 1`, where leveled
+    /// compaction with dynamic level bytes keeps most data), overriding `compression` and
+    /// `compression_per_level` there (RocksDB's `bottommost_compression`). Default: none.
+    pub bottommost_compression: Option<CompressionType>,
+    /// RocksDB's `ttl`, in seconds (0: none). In FIFO style, a FIFO `ttl_secs` of 0 takes this
+    /// value, so files whose newest data is older are deleted. In the other styles Strata does
+    /// not recompact files for age; the value is kept. Default: 0.
+    pub ttl: u64,
+    /// Where the info LOG's lines go instead of the `LOG` file (RocksDB's `info_log`); the
+    /// `LOG` file is then not written. Default: none (the `LOG` file).
+    pub info_logger: Option<InfoLogger>,
+    /// RocksDB options accepted without effect, each documented with why that is safe
+    /// ([`AcceptedOptions`]). Default: RocksDB's defaults.
+    pub accepted: AcceptedOptions,
 }
 
 impl Default for Options {
@@ -433,6 +475,10 @@ impl Default for Options {
             merge_operator: None,
             compaction_filter_factory: None,
             prefix_extractor: None,
+            bottommost_compression: None,
+            ttl: 0,
+            info_logger: None,
+            accepted: AcceptedOptions::default(),
         }
     }
 }
@@ -602,6 +648,10 @@ impl Options {
         if !table_io.is_plain() {
             o.fs = Arc::new(crate::env::TableFileFs::new(o.fs.clone(), table_io));
         }
+        if o.compaction_style == CompactionStyle::Fifo && o.compaction_options_fifo.ttl_secs == 0 {
+            // RocksDB's `ttl` is FIFO's file age limit when FIFO's own is unset.
+            o.compaction_options_fifo.ttl_secs = o.ttl;
+        }
         if o.wal_recovery_mode == WalRecoveryMode::AbsoluteConsistency {
             // A reused WAL's old bytes would read as damage after its last record.
             o.recycle_log_file_num = 0;
@@ -633,7 +683,7 @@ impl Options {
         let name_of = |m: &Option<Arc<dyn MergeOperator>>| {
             m.as_ref().map_or_else(|| "none".to_string(), |m| m.name().to_string())
         };
-        vec![
+        let mut v = vec![
             ("create_if_missing", self.create_if_missing.to_string()),
             ("create_missing_column_families", self.create_missing_column_families.to_string()),
             ("error_if_exists", self.error_if_exists.to_string()),
@@ -759,7 +809,11 @@ impl Options {
             ),
             ("wal_bytes_per_sync", self.wal_bytes_per_sync.to_string()),
             ("manual_wal_flush", self.manual_wal_flush.to_string()),
-        ]
+            ("bottommost_compression", format!("{:?}", self.bottommost_compression)),
+            ("ttl", self.ttl.to_string()),
+        ];
+        v.extend(self.accepted.describe());
+        v
     }
 
     /// The options the compaction picker reads.
@@ -794,6 +848,9 @@ impl Options {
         if let Some(last) = self.compression_per_level.last() {
             t.compression = *self.compression_per_level.get(level).unwrap_or(last);
         }
+        if let (Some(c), true) = (self.bottommost_compression, level + 1 >= self.num_levels) {
+            t.compression = c;
+        }
         t
     }
 
@@ -818,7 +875,7 @@ impl Options {
 }
 
 /// Options of one write.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 pub struct WriteOptions {
     /// fdatasync the WAL before acknowledging: the write then survives power loss. Without it
     /// the write survives a killed process only. Default: false.
@@ -826,12 +883,40 @@ pub struct WriteOptions {
     /// Skip the WAL: the write lives only in the memtable until flushed and is lost on a crash.
     /// Default: false.
     pub disable_wal: bool,
+    /// RocksDB's `ignore_missing_column_families`: kept without effect, so a write naming a
+    /// family that no longer exists gets the result it gets with `false` (code counting on
+    /// such writes being skipped silently sees that result instead). Default: false.
+    pub ignore_missing_column_families: bool,
+    /// A write that would wait (a write stall's slowdown or stop, or the write buffer
+    /// manager's stall) fails with `Incomplete` instead, writing nothing, as RocksDB's.
+    /// Default: false.
+    pub no_slowdown: bool,
+    /// RocksDB's `low_pri` (slow this write down while compaction is behind): kept, no effect.
+    /// Default: false.
+    pub low_pri: bool,
+    /// RocksDB's `memtable_insert_hint_per_batch`: kept, no effect (the skiplist takes no
+    /// hints). Default: false.
+    pub memtable_insert_hint_per_batch: bool,
+}
+
+impl Default for WriteOptions {
+    fn default() -> Self {
+        WriteOptions::new()
+    }
 }
 
 impl WriteOptions {
-    /// Default write options (no sync, WAL on).
-    pub fn new() -> Self {
-        Self::default()
+    /// Default write options (no sync, WAL on, may wait in stalls); `const`, so that
+    /// constants can be built with `..WriteOptions::new()`.
+    pub const fn new() -> Self {
+        WriteOptions {
+            sync: false,
+            disable_wal: false,
+            ignore_missing_column_families: false,
+            no_slowdown: false,
+            low_pri: false,
+            memtable_insert_hint_per_batch: false,
+        }
     }
 
     /// Sets `sync` (rocksdb-crate style setter).
@@ -872,6 +957,41 @@ pub struct ReadOptions {
     /// continue each other (a forward scan), 8 KiB, doubling per read up to 256 KiB.
     /// Default: 0.
     pub readahead_size: usize,
+    /// Which data the read may touch: with [`ReadTier::BlockCache`] (or `Memtable`) a point
+    /// read that would read a table block from its file fails with `Incomplete`. Iterators
+    /// read as with `All`. Default: `All`.
+    pub read_tier: ReadTier,
+    /// RocksDB's `total_order_seek`: Strata's iterators always seek in total order (no
+    /// prefix index or prefix filter limits them), which is what `true` asks. Default: false.
+    pub total_order_seek: bool,
+    /// RocksDB's `max_skippable_internal_keys` (an iterator gives up with `Incomplete` after
+    /// skipping this many hidden entries): kept; Strata's iterators skip as many as there
+    /// are. Default: 0.
+    pub max_skippable_internal_keys: u64,
+    /// RocksDB's `background_purge_on_iterator_cleanup`: kept; obsolete files an iterator
+    /// held are deleted by the background thread in Strata anyway. Default: false.
+    pub background_purge_on_iterator_cleanup: bool,
+    /// RocksDB's `ignore_range_deletions`, a promise that the DB holds no range deletion so
+    /// reads may skip looking: kept. Strata applies range deletions either way, which gives
+    /// the same answers when the promise holds and the right ones when it does not.
+    /// Default: false.
+    pub ignore_range_deletions: bool,
+    /// RocksDB's `auto_readahead_size`: kept; `readahead_size` = 0 already reads ahead
+    /// automatically. Default: true.
+    pub auto_readahead_size: bool,
+    /// RocksDB's `deadline`: kept, not enforced (reads run to completion). Default: none.
+    pub deadline: Option<std::time::Duration>,
+    /// RocksDB's `io_timeout`: kept, not enforced. Default: none.
+    pub io_timeout: Option<std::time::Duration>,
+    /// RocksDB's `tailing` (an iterator that sees writes made after it was created): kept;
+    /// Strata's iterators read one snapshot, so such writes need a new iterator.
+    /// Default: false.
+    pub tailing: bool,
+    /// RocksDB's `pin_data`: kept; Strata's iterator keys stay valid until the next move, as
+    /// without it. Default: false.
+    pub pin_data: bool,
+    /// RocksDB's `async_io`: kept; reads are synchronous. Default: false.
+    pub async_io: bool,
 }
 
 impl Default for ReadOptions {
@@ -884,6 +1004,17 @@ impl Default for ReadOptions {
             iterate_upper_bound: None,
             prefix_same_as_start: false,
             readahead_size: 0,
+            read_tier: ReadTier::All,
+            total_order_seek: false,
+            max_skippable_internal_keys: 0,
+            background_purge_on_iterator_cleanup: false,
+            ignore_range_deletions: false,
+            auto_readahead_size: true,
+            deadline: None,
+            io_timeout: None,
+            tailing: false,
+            pin_data: false,
+            async_io: false,
         }
     }
 }

@@ -406,7 +406,7 @@ impl StrataEngine {
 }
 
 fn wopts(wo: WriteOpts) -> WriteOptions {
-    WriteOptions { sync: wo.sync, disable_wal: wo.disable_wal }
+    WriteOptions { sync: wo.sync, disable_wal: wo.disable_wal, ..WriteOptions::default() }
 }
 
 fn ropts(ro: ReadOpts) -> ReadOptions {

@@ -11,7 +11,7 @@ use super::{default_shard_bits, ClockCache, LruCache, Priority};
 use crate::error::{Error, Result};
 
 /// At most 2^6 shards, for either implementation.
-const MAX_SHARD_BITS: i32 = 6;
+pub(crate) const MAX_SHARD_BITS: i32 = 6;
 
 /// An LRU or a clock cache.
 pub enum AnyCache<K, V> {

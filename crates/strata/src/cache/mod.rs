@@ -25,6 +25,7 @@ mod striped;
 
 pub use admission::Admission;
 pub(crate) use admission::{block_hash, Doorkeeper};
+pub(crate) use any::MAX_SHARD_BITS;
 pub use any::{AnyCache, CacheHandle};
 pub use block_cache::{BlockCache, CachedBlock};
 pub use clock::{ClockCache, ClockHandle};

@@ -202,6 +202,7 @@ fn input_iterator(env: &JobEnv<'_>, plan: &CompactionPlan) -> Result<MergingIter
         verify_checksums: true,
         fill_cache: false,
         readahead_size: input_readahead(env.readahead_size, side_by_side),
+        cache_only: false,
     };
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
     if plan.start_level == 0 {

@@ -31,10 +31,13 @@ use parking_lot::Mutex;
 
 use crate::env::{FileSystem, WritableFile};
 use crate::error::Result;
+use crate::options::{InfoLogger, LogLevel};
 
 /// The info LOG of one open DB.
 pub(crate) struct InfoLog {
     file: Mutex<Option<Box<dyn WritableFile>>>,
+    /// `Options::info_logger`: lines go there instead of a file.
+    logger: Option<InfoLogger>,
     /// Lines that could not be written.
     pub write_errors: AtomicU64,
 }
@@ -51,7 +54,13 @@ pub(crate) fn is_info_log_name(name: &str) -> bool {
 impl InfoLog {
     /// A LOG that writes nothing (`Options::info_log = false`).
     pub fn disabled() -> InfoLog {
-        InfoLog { file: Mutex::new(None), write_errors: AtomicU64::new(0) }
+        InfoLog { file: Mutex::new(None), logger: None, write_errors: AtomicU64::new(0) }
+    }
+
+    /// A LOG whose lines go to `logger` (at `Info` level, timestamped as in the file) and no
+    /// `LOG` file is written.
+    pub fn to_logger(logger: InfoLogger) -> InfoLog {
+        InfoLog { file: Mutex::new(None), logger: Some(logger), write_errors: AtomicU64::new(0) }
     }
 
     /// Starts `<dir>/LOG`, first renaming an existing one to `LOG.old.<micros>` and deleting
@@ -73,11 +82,19 @@ impl InfoLog {
             let _ = fs.remove(&dir.join(name));
         }
         let file = fs.create(&path)?;
-        Ok(InfoLog { file: Mutex::new(Some(file)), write_errors: AtomicU64::new(0) })
+        Ok(InfoLog { file: Mutex::new(Some(file)), logger: None, write_errors: AtomicU64::new(0) })
     }
 
     /// Appends one line (a message without its timestamp); never fails.
     pub fn log(&self, message: &str) {
+        if let Some(l) = &self.logger {
+            let mut line = String::with_capacity(message.len() + 48);
+            timestamp(&mut line);
+            let _ = write!(line, " {:x} ", thread_id());
+            line.push_str(message);
+            l.log(LogLevel::Info, &line);
+            return;
+        }
         let mut guard = self.file.lock();
         let Some(file) = guard.as_mut() else { return };
         let mut line = String::with_capacity(message.len() + 48);

@@ -89,6 +89,34 @@ impl Default for IngestExternalFileOptions {
     }
 }
 
+/// The `rocksdb` crate's setters (each field documents its meaning).
+impl IngestExternalFileOptions {
+    /// `move_files`.
+    pub fn set_move_files(&mut self, v: bool) {
+        self.move_files = v;
+    }
+
+    /// `snapshot_consistency`.
+    pub fn set_snapshot_consistency(&mut self, v: bool) {
+        self.snapshot_consistency = v;
+    }
+
+    /// `allow_global_seqno`.
+    pub fn set_allow_global_seqno(&mut self, v: bool) {
+        self.allow_global_seqno = v;
+    }
+
+    /// `allow_blocking_flush`.
+    pub fn set_allow_blocking_flush(&mut self, v: bool) {
+        self.allow_blocking_flush = v;
+    }
+
+    /// `ingest_behind` (an ingestion with it is refused with `NotSupported`).
+    pub fn set_ingest_behind(&mut self, v: bool) {
+        self.ingest_behind = v;
+    }
+}
+
 /// One validated external file.
 struct Candidate {
     source: PathBuf,
@@ -184,7 +212,7 @@ fn validate(fs: &dyn FileSystem, path: &Path) -> Result<Candidate> {
             props.external_file_version
         )));
     }
-    let ro = ReadBlockOptions { verify_checksums: true, fill_cache: false, readahead_size: 0 };
+    let ro = ReadBlockOptions { fill_cache: false, ..ReadBlockOptions::default() };
     let mut it = reader.iter(ro);
     it.seek_to_first();
     let (mut smallest, mut largest) = (Vec::new(), Vec::new());

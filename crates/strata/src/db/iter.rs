@@ -145,6 +145,7 @@ fn build_iter(
         verify_checksums: ro.verify_checksums,
         fill_cache: ro.fill_cache,
         readahead_size: ro.readahead_size,
+        cache_only: false,
     };
     let levels = &sv.version.levels;
     let tables = levels.first().map_or(0, Vec::len) + levels.len();

@@ -41,6 +41,7 @@ mod identity;
 pub(crate) mod info_log;
 mod ingest;
 pub(crate) mod iter;
+mod load_options;
 mod local_sv;
 mod obsolete;
 mod open;

@@ -122,13 +122,22 @@ pub(crate) fn open(
     let lock = prepare_dir(opts, fs.as_ref(), dir)?;
     probe_direct_io(opts, fs.as_ref(), dir)?;
     // The LOG is a diagnostic: a DB whose LOG cannot be written still opens, without one.
-    let info_log = InfoLog::open(fs.as_ref(), dir, opts.keep_log_file_num)
-        .unwrap_or_else(|_| InfoLog::disabled());
+    let info_log = match &opts.info_logger {
+        Some(l) => InfoLog::to_logger(l.clone()),
+        None => InfoLog::open(fs.as_ref(), dir, opts.keep_log_file_num)
+            .unwrap_or_else(|_| InfoLog::disabled()),
+    };
     info_log.log(&format!("Strata version: {}", env!("CARGO_PKG_VERSION")));
     info_log.log(&format!("Git sha {GIT_SHA}"));
     info_log.log(&format!("DB path: {}", dir.display()));
+    for line in crate::options::support_log_lines() {
+        info_log.log(&line);
+    }
     for (name, value) in opts.describe() {
         info_log.log(&format!("Options.{name}: {value}"));
+    }
+    for line in opts.table_factory_log_lines() {
+        info_log.log(&line);
     }
     let wal_dir = opts.wal_dir.clone().unwrap_or_else(|| dir.to_path_buf());
     if wal_dir != dir {

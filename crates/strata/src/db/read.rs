@@ -359,6 +359,7 @@ fn search(
             verify_checksums: opts.verify_checksums,
             fill_cache: opts.fill_cache,
             readahead_size: 0,
+            cache_only: opts.cache_only(),
         };
         // One table: its tombstones first (they apply even where the filter says no), then
         // its entries if the Bloom filter lets the key through.

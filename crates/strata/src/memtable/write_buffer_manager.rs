@@ -72,7 +72,7 @@
 //! [`should_stall`]: WriteBufferManager::should_stall
 //! [`set_buffer_size`]: WriteBufferManager::set_buffer_size
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -96,7 +96,8 @@ pub struct WriteBufferManager {
     /// Bytes of the arenas of mutable memtables.
     memory_active: AtomicUsize,
     cache: Option<Mutex<CacheCharge>>,
-    allow_stall: bool,
+    /// Changed by `set_allow_stall`, which wakes the stalled writers.
+    allow_stall: AtomicBool,
     /// Stalled writers wait on `room` under this lock; whoever frees memory or raises the
     /// budget takes it before notifying, so a wake-up cannot be missed.
     stall_lock: Mutex<()>,
@@ -163,7 +164,7 @@ impl std::fmt::Debug for WriteBufferManager {
             .field("memory_usage", &self.memory_usage())
             .field("mutable", &self.mutable_memtable_memory_usage())
             .field("cost_to_cache", &self.cost_to_cache())
-            .field("allow_stall", &self.allow_stall)
+            .field("allow_stall", &self.allow_stall())
             .finish_non_exhaustive()
     }
 }
@@ -180,7 +181,7 @@ impl WriteBufferManager {
             memory_used: AtomicUsize::new(0),
             memory_active: AtomicUsize::new(0),
             cache: cache.map(|cache| Mutex::new(CacheCharge { cache, units: Vec::new() })),
-            allow_stall,
+            allow_stall: AtomicBool::new(allow_stall),
             stall_lock: Mutex::new(()),
             room: Condvar::new(),
         }
@@ -198,7 +199,15 @@ impl WriteBufferManager {
 
     /// Whether writes wait while the memtables hold the whole budget.
     pub fn allow_stall(&self) -> bool {
-        self.allow_stall
+        self.allow_stall.load(Ordering::Relaxed)
+    }
+
+    /// Turns stalling on or off; writers waiting in a stall are woken to look again (and
+    /// go on, when it was turned off).
+    pub fn set_allow_stall(&self, allow_stall: bool) {
+        let _g = self.stall_lock.lock();
+        self.allow_stall.store(allow_stall, Ordering::Relaxed);
+        self.room.notify_all();
     }
 
     /// Bytes held by every tracked memtable (mutable, or immutable and not yet freed).
@@ -236,7 +245,7 @@ impl WriteBufferManager {
 
     /// With `allow_stall` and a budget: whether the memtables hold all of it.
     pub fn should_stall(&self) -> bool {
-        self.allow_stall && self.enabled() && self.memory_usage() >= self.buffer_size()
+        self.allow_stall() && self.enabled() && self.memory_usage() >= self.buffer_size()
     }
 
     /// Waits until [`Self::should_stall`] is false or `timeout` passed; returns whether the
@@ -251,7 +260,7 @@ impl WriteBufferManager {
     }
 
     fn wake_stalled(&self) {
-        if self.allow_stall {
+        if self.allow_stall() {
             let _g = self.stall_lock.lock();
             self.room.notify_all();
         }

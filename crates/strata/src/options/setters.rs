@@ -18,6 +18,13 @@ use crate::sstable::{Cache, CompressionType, IndexType};
 use crate::util::checksum::ChecksumType;
 use crate::wal::WalRecoveryMode;
 
+mod cache;
+mod compaction;
+mod compression;
+mod files;
+mod memory;
+mod table;
+
 /// A merge function in the `rocksdb` crate's shape: `(key, existing value, operands)` to the
 /// new value, `None` when the operands cannot be applied (the read fails with `Corruption`).
 type MergeFn =
@@ -126,6 +133,9 @@ pub struct BlockBasedOptions {
     metadata_block_size: Option<usize>,
     block_align: Option<bool>,
     checksum: Option<ChecksumType>,
+    /// The settings without a Strata counterpart (`setters/table.rs`), applied to
+    /// `Options::accepted.table` as a whole once any was set.
+    hints: Option<crate::options::accepted::TableHints>,
 }
 
 impl BlockBasedOptions {
@@ -420,6 +430,9 @@ impl Options {
         }
         if let Some(v) = o.checksum {
             self.checksum = v;
+        }
+        if let Some(h) = &o.hints {
+            self.accepted.table = h.clone();
         }
     }
 

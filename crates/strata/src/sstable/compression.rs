@@ -5,7 +5,13 @@
 //! Snappy  the Snappy raw format (it starts with its own varint uncompressed length)
 //! Lz4     varint64 uncompressed length | LZ4 block format
 //! Zstd    varint64 uncompressed length | one Zstandard frame
+//! Zlib    varint64 uncompressed length | one raw deflate stream (RFC 1951, no zlib header)
+//! Bz2     varint64 uncompressed length | one bzip2 stream
 //! ```
+//! `Lz4hc` is a setting, not a block format: its blocks are LZ4 blocks and carry the LZ4 tag
+//! (as RocksDB's LZ4HC blocks are read by the LZ4 decoder). lz4_flex has a single compression
+//! level, so they are the bytes `Lz4` would write; tag 6 is read as LZ4 too, should a block
+//! ever carry it.
 //! on-disk: never change these encodings (the tags live in [`CompressionType`]).
 //!
 //! A block is stored compressed only when that saves at least 1/8 of its size, and only when its
@@ -33,6 +39,13 @@ pub enum CompressionType {
     Lz4 = 2,
     /// varint64 uncompressed length, then a Zstandard frame.
     Zstd = 3,
+    /// varint64 uncompressed length, then a raw deflate stream (RocksDB's zlib compression).
+    Zlib = 4,
+    /// varint64 uncompressed length, then a bzip2 stream.
+    Bz2 = 5,
+    /// LZ4 with RocksDB's high-compression name: blocks are written as [`Self::Lz4`] blocks
+    /// (module doc); the tag names the setting in table properties.
+    Lz4hc = 6,
 }
 
 impl CompressionType {
@@ -43,6 +56,9 @@ impl CompressionType {
             1 => Some(CompressionType::Snappy),
             2 => Some(CompressionType::Lz4),
             3 => Some(CompressionType::Zstd),
+            4 => Some(CompressionType::Zlib),
+            5 => Some(CompressionType::Bz2),
+            6 => Some(CompressionType::Lz4hc),
             _ => None,
         }
     }
@@ -55,6 +71,8 @@ pub const MAX_UNCOMPRESSED_BLOCK: usize = 256 << 20;
 const SNAPPY_MAX_RATIO: usize = 24;
 /// LZ4 never expands more than about 255x (each extra length byte adds at most 255).
 const LZ4_MAX_RATIO: usize = 256;
+/// Deflate never expands more than 1032x (a 258-byte match in under two bits).
+const DEFLATE_MAX_RATIO: usize = 1040;
 
 /// Reusable compression state for a table builder: codec contexts and one output buffer.
 pub struct Compressor {
@@ -81,11 +99,15 @@ impl Compressor {
         let n = match self.ty {
             CompressionType::None => None,
             CompressionType::Snappy => self.snappy(raw),
-            CompressionType::Lz4 => self.lz4(raw),
+            CompressionType::Lz4 | CompressionType::Lz4hc => self.lz4(raw),
             CompressionType::Zstd => self.zstd(raw),
+            CompressionType::Zlib => self.zlib(raw),
+            CompressionType::Bz2 => self.bz2(raw),
         };
+        // Lz4hc blocks are LZ4 blocks (module doc).
+        let tag = if self.ty == CompressionType::Lz4hc { CompressionType::Lz4 } else { self.ty };
         match n {
-            Some(n) if n < raw.len() && n <= raw.len() - raw.len() / 8 => (self.ty, &self.out[..n]),
+            Some(n) if n < raw.len() && n <= raw.len() - raw.len() / 8 => (tag, &self.out[..n]),
             _ => (CompressionType::None, raw),
         }
     }
@@ -121,6 +143,33 @@ impl Compressor {
         let p = write_varint_prefix(&mut self.out, raw.len());
         let n = z.compress_to_buffer(raw, &mut self.out[p..]).ok()?;
         Some(p + n)
+    }
+
+    /// Deflate into an output the size of `raw`: a stream that does not end within it would
+    /// not be kept anyway (it must save an eighth).
+    fn zlib(&mut self, raw: &[u8]) -> Option<usize> {
+        let prefix = varint_len(raw.len() as u64);
+        self.out_len(prefix + raw.len());
+        let p = write_varint_prefix(&mut self.out, raw.len());
+        let mut c = flate2::Compress::new(flate2::Compression::default(), false);
+        let end = prefix + raw.len();
+        match c.compress(raw, &mut self.out[p..end], flate2::FlushCompress::Finish) {
+            Ok(flate2::Status::StreamEnd) => Some(p + usize::try_from(c.total_out()).ok()?),
+            _ => None,
+        }
+    }
+
+    /// bzip2 into an output the size of `raw` (as [`Self::zlib`]).
+    fn bz2(&mut self, raw: &[u8]) -> Option<usize> {
+        let prefix = varint_len(raw.len() as u64);
+        self.out_len(prefix + raw.len());
+        let p = write_varint_prefix(&mut self.out, raw.len());
+        let mut c = bzip2::Compress::new(bzip2::Compression::default(), 0);
+        let end = prefix + raw.len();
+        match c.compress(raw, &mut self.out[p..end], bzip2::Action::Finish) {
+            Ok(bzip2::Status::StreamEnd) => Some(p + usize::try_from(c.total_out()).ok()?),
+            _ => None,
+        }
     }
 }
 
@@ -172,7 +221,7 @@ pub fn uncompress(ty: CompressionType, stored: &[u8], offset: u64) -> Result<Vec
             }
             Ok(out)
         }
-        CompressionType::Lz4 => {
+        CompressionType::Lz4 | CompressionType::Lz4hc => {
             let (len, body) = split_len(stored).ok_or_else(|| bad("bad LZ4 length".into()))?;
             check_len(len, Some(LZ4_MAX_RATIO), body.len())?;
             let mut out = zeroed_buf(len);
@@ -200,6 +249,33 @@ pub fn uncompress(ty: CompressionType, stored: &[u8], offset: u64) -> Result<Vec
             let n = r.map_err(|e| bad(format!("bad Zstd block: {e}")))?;
             if n != len || out.len() != len {
                 return Err(bad(format!("Zstd block gave {n} bytes, expected {len}")));
+            }
+            Ok(out)
+        }
+        CompressionType::Zlib => {
+            let (len, body) = split_len(stored).ok_or_else(|| bad("bad zlib length".into()))?;
+            check_len(len, Some(DEFLATE_MAX_RATIO), body.len())?;
+            let mut out = zeroed_buf(len);
+            let mut d = flate2::Decompress::new(false);
+            let status = d
+                .decompress(body, &mut out, flate2::FlushDecompress::Finish)
+                .map_err(|e| bad(format!("bad zlib block: {e}")))?;
+            let n = d.total_out();
+            if status != flate2::Status::StreamEnd || n != len as u64 {
+                return Err(bad(format!("zlib block gave {n} bytes, expected {len}")));
+            }
+            Ok(out)
+        }
+        CompressionType::Bz2 => {
+            let (len, body) = split_len(stored).ok_or_else(|| bad("bad bzip2 length".into()))?;
+            check_len(len, None, body.len())?;
+            let mut out = zeroed_buf(len);
+            let mut d = bzip2::Decompress::new(false);
+            let status =
+                d.decompress(body, &mut out).map_err(|e| bad(format!("bad bzip2 block: {e}")))?;
+            let n = d.total_out();
+            if status != bzip2::Status::StreamEnd || n != len as u64 {
+                return Err(bad(format!("bzip2 block gave {n} bytes, expected {len}")));
             }
             Ok(out)
         }
@@ -241,12 +317,24 @@ mod tests {
         }
     }
 
-    const ALL: [CompressionType; 4] = [
+    const ALL: [CompressionType; 7] = [
         CompressionType::None,
         CompressionType::Snappy,
         CompressionType::Lz4,
         CompressionType::Zstd,
+        CompressionType::Zlib,
+        CompressionType::Bz2,
+        CompressionType::Lz4hc,
     ];
+
+    /// The tag a block compressed with `ty` carries.
+    fn stored_tag(ty: CompressionType) -> CompressionType {
+        if ty == CompressionType::Lz4hc {
+            CompressionType::Lz4
+        } else {
+            ty
+        }
+    }
 
     fn compressible(n: usize) -> Vec<u8> {
         (0..n).map(|i| b"abcdefgh"[(i / 7) % 8]).collect()
@@ -275,7 +363,7 @@ mod tests {
                 if ty == CompressionType::None || n < 16 {
                     assert!(t == CompressionType::None || t == ty);
                 } else {
-                    assert_eq!(t, ty, "{ty:?} n={n} should compress");
+                    assert_eq!(t, stored_tag(ty), "{ty:?} n={n} should compress");
                     assert!(stored.len() < raw.len());
                 }
                 let back = uncompress(t, &stored, 0).unwrap();
@@ -297,7 +385,13 @@ mod tests {
 
     #[test]
     fn corrupt_compressed_blocks_are_corruption() {
-        for ty in [CompressionType::Snappy, CompressionType::Lz4, CompressionType::Zstd] {
+        for ty in [
+            CompressionType::Snappy,
+            CompressionType::Lz4,
+            CompressionType::Zstd,
+            CompressionType::Zlib,
+            CompressionType::Bz2,
+        ] {
             let mut c = Compressor::new(ty, 1);
             let raw = compressible(10_000);
             let (t, stored) = c.compress(&raw);

@@ -115,11 +115,16 @@ fn sync_without_wal_is_rejected_and_disable_wal_survives_clean_close() {
     let dir = tempfile::tempdir().unwrap();
     {
         let db = Db::open(&Options::default(), dir.path()).unwrap();
-        let wo = WriteOptions { sync: true, disable_wal: true };
+        let wo = WriteOptions { sync: true, disable_wal: true, ..WriteOptions::default() };
         assert!(matches!(db.put_opt(b"k", b"v", &wo), Err(Error::InvalidArgument(_))));
-        let wo = WriteOptions { sync: false, disable_wal: true };
+        let wo = WriteOptions { sync: false, disable_wal: true, ..WriteOptions::default() };
         db.put_opt(b"nowal", b"kept", &wo).unwrap();
-        db.put_opt(b"synced", b"yes", &WriteOptions { sync: true, disable_wal: false }).unwrap();
+        db.put_opt(
+            b"synced",
+            b"yes",
+            &WriteOptions { sync: true, disable_wal: false, ..WriteOptions::default() },
+        )
+        .unwrap();
     }
     let db = Db::open(&Options::default(), dir.path()).unwrap();
     assert_eq!(db.get(b"nowal").unwrap().as_deref(), Some(&b"kept"[..]));

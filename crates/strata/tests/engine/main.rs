@@ -13,6 +13,7 @@ mod properties;
 mod range_deletes;
 mod reverse_iteration;
 mod rocksdb_compat;
+mod rocksdb_options;
 mod rocksdb_port_example;
 mod snapshot_reads;
 mod write_batch_from_data;

@@ -247,11 +247,21 @@ fn run(ops: &[Op], knobs: &Knobs, fs: Arc<dyn FileSystem>, path: &Path) {
     for op in ops {
         match op {
             Op::Put(k, v, sync) => {
-                db.put_opt(key(*k), v, &WriteOptions { sync: *sync, disable_wal: false }).unwrap();
+                db.put_opt(
+                    key(*k),
+                    v,
+                    &WriteOptions { sync: *sync, disable_wal: false, ..WriteOptions::default() },
+                )
+                .unwrap();
                 model.insert(key(*k), v.clone());
             }
             Op::PutNoWal(k, v) => {
-                db.put_opt(key(*k), v, &WriteOptions { sync: false, disable_wal: true }).unwrap();
+                db.put_opt(
+                    key(*k),
+                    v,
+                    &WriteOptions { sync: false, disable_wal: true, ..WriteOptions::default() },
+                )
+                .unwrap();
                 model.insert(key(*k), v.clone());
             }
             Op::Delete(k) => {

@@ -94,7 +94,7 @@ fn write_step(db: &Db, step: &Step, sync: bool) -> strata::Result<()> {
             None => b.delete(k),
         }
     }
-    db.write_opt(b, &WriteOptions { sync, disable_wal: false })
+    db.write_opt(b, &WriteOptions { sync, disable_wal: false, ..WriteOptions::default() })
 }
 
 fn run_seed(seed: u64, path: &Path, params: Params) {

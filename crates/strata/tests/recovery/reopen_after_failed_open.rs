@@ -21,7 +21,12 @@ fn reopen_after_open_failed_past_its_new_wal() {
     let path = PathBuf::from("/db");
     let fs = FaultFs::new(Arc::new(mem.clone()), 1);
     let db = Db::open(&opts(&fs), &path).unwrap();
-    db.put_opt(b"k1", b"v1", &WriteOptions { sync: true, disable_wal: false }).unwrap();
+    db.put_opt(
+        b"k1",
+        b"v1",
+        &WriteOptions { sync: true, disable_wal: false, ..WriteOptions::default() },
+    )
+    .unwrap();
     drop(db);
 
     // This open replays the WAL, creates its new WAL, then fails writing the new MANIFEST.

@@ -85,7 +85,12 @@ fn power_loss_with_reused_wals_keeps_a_prefix_and_every_synced_write() {
         let stop = 1_000 + (seed as u32 * 337) % 2_000;
         for i in 0..stop {
             let sync = (i + seed as u32).is_multiple_of(211);
-            db.put_opt(key(i), value(i, 1), &WriteOptions { sync, disable_wal: false }).unwrap();
+            db.put_opt(
+                key(i),
+                value(i, 1),
+                &WriteOptions { sync, disable_wal: false, ..WriteOptions::default() },
+            )
+            .unwrap();
             if sync {
                 last_synced = Some(i);
             }

@@ -47,7 +47,12 @@ fn a_killed_process_reopens_whole_under_absolute_consistency() {
     let db = Db::open(&opts, &dir).unwrap();
     for i in 0..3_000 {
         let sync = i % 10 == 0;
-        db.put_opt(key(i), value(i, 0), &WriteOptions { sync, disable_wal: false }).unwrap();
+        db.put_opt(
+            key(i),
+            value(i, 0),
+            &WriteOptions { sync, disable_wal: false, ..WriteOptions::default() },
+        )
+        .unwrap();
     }
     let sizes = wal_sizes(&mem, &dir);
     assert!(
@@ -82,7 +87,12 @@ fn power_loss_keeps_a_prefix_and_every_synced_write() {
         let stop = 500 + (seed as u32 * 311) % 1_500;
         for i in 0..stop {
             let sync = (i + seed as u32).is_multiple_of(97);
-            db.put_opt(key(i), value(i, 1), &WriteOptions { sync, disable_wal: false }).unwrap();
+            db.put_opt(
+                key(i),
+                value(i, 1),
+                &WriteOptions { sync, disable_wal: false, ..WriteOptions::default() },
+            )
+            .unwrap();
             if sync {
                 last_synced = Some(i);
             }
@@ -119,8 +129,12 @@ fn on_the_os_file_system_the_wal_is_zero_filled_and_reopens() {
         };
         let db = Db::open(&opts, dir.path()).unwrap();
         for i in 0..100 {
-            db.put_opt(key(i), value(i, 0), &WriteOptions { sync: true, disable_wal: false })
-                .unwrap();
+            db.put_opt(
+                key(i),
+                value(i, 0),
+                &WriteOptions { sync: true, disable_wal: false, ..WriteOptions::default() },
+            )
+            .unwrap();
         }
         let wal = std::fs::read_dir(dir.path())
             .unwrap()

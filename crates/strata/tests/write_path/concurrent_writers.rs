@@ -26,12 +26,24 @@ fn group_commit_keeps_every_write() {
                             let mut b = WriteBatch::new();
                             b.put(format!("{k}-a"), format!("{i}"));
                             b.put(format!("{k}-b"), format!("{i}"));
-                            db.write_opt(b, &WriteOptions { sync, disable_wal: false }).unwrap();
+                            db.write_opt(
+                                b,
+                                &WriteOptions {
+                                    sync,
+                                    disable_wal: false,
+                                    ..WriteOptions::default()
+                                },
+                            )
+                            .unwrap();
                         } else {
                             db.put_opt(
                                 &k,
                                 format!("v{i}"),
-                                &WriteOptions { sync, disable_wal: false },
+                                &WriteOptions {
+                                    sync,
+                                    disable_wal: false,
+                                    ..WriteOptions::default()
+                                },
                             )
                             .unwrap();
                             assert_eq!(db.get(&k).unwrap().unwrap(), format!("v{i}").into_bytes());

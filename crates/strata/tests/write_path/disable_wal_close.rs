@@ -9,7 +9,7 @@ use strata::merge_operator::UInt64AddOperator;
 use strata::{Db, Options, WriteOptions};
 
 fn no_wal() -> WriteOptions {
-    WriteOptions { sync: false, disable_wal: true }
+    WriteOptions { sync: false, disable_wal: true, ..WriteOptions::default() }
 }
 
 #[test]

@@ -41,7 +41,7 @@ fn run_writers(db: &Arc<Db>, stop_on_error: bool) -> Vec<(u32, Option<u32>)> {
                 let (mut acked, mut last_synced) = (0, None);
                 for i in 0..WRITES {
                     let sync = (i + t) % 3 == 0;
-                    let opts = WriteOptions { sync, disable_wal: false };
+                    let opts = WriteOptions { sync, disable_wal: false, ..WriteOptions::default() };
                     match db.put_opt(key(t, i), format!("{t}:{i}"), &opts) {
                         Ok(()) => {
                             acked = i + 1;

@@ -25,7 +25,7 @@ fn opts(mem: &MemFs, wal_dir: Option<&str>) -> Options {
 #[test]
 fn wals_live_in_wal_dir_and_survive_power_loss() {
     let mem = MemFs::new();
-    let sync = WriteOptions { sync: true, disable_wal: false };
+    let sync = WriteOptions { sync: true, disable_wal: false, ..WriteOptions::default() };
     {
         let fs = FaultFs::new(Arc::new(mem.clone()), 1);
         let o = Options { fs: Arc::new(fs.clone()), ..opts(&mem, Some("/wal")) };

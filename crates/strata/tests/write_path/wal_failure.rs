@@ -13,7 +13,7 @@ fn opts(fs: &FaultFs) -> Options {
 }
 
 fn sync() -> WriteOptions {
-    WriteOptions { sync: true, disable_wal: false }
+    WriteOptions { sync: true, disable_wal: false, ..WriteOptions::default() }
 }
 
 #[test]

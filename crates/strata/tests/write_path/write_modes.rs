@@ -47,7 +47,7 @@ fn narrow_key(t: u64) -> String {
 /// narrow key to `r` (odd rounds), synced one round in eight; reads its own write back.
 fn writer(db: &Db, t: u64) {
     for r in 0..ROUNDS {
-        let wo = WriteOptions { sync: r % 8 == 0, disable_wal: false };
+        let wo = WriteOptions { sync: r % 8 == 0, disable_wal: false, ..WriteOptions::default() };
         let v = r.to_string();
         if r % 2 == 0 {
             let mut b = WriteBatch::new();

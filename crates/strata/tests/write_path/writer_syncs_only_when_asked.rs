@@ -37,7 +37,12 @@ fn memtable_switches_make_no_sync_on_the_writing_thread() {
 
     // A synced write does sync (its WAL at least) and is durable across power loss.
     fs.start_recording();
-    db.put_opt("synced", "yes", &WriteOptions { sync: true, disable_wal: false }).unwrap();
+    db.put_opt(
+        "synced",
+        "yes",
+        &WriteOptions { sync: true, disable_wal: false, ..WriteOptions::default() },
+    )
+    .unwrap();
     assert!(fs.recorded().iter().any(|r| r.thread == me && r.op == FaultOp::Sync));
     fs.kill();
     drop(db);

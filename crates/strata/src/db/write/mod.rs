@@ -104,6 +104,7 @@ pub(crate) fn write_with(
             batch,
             sync: opts.sync,
             disable_wal: opts.disable_wal,
+            no_slowdown: opts.no_slowdown,
             slot: slot.clone(),
             commit_xid,
         });
@@ -199,8 +200,14 @@ fn lead_group(inner: &DbInner, me: &Arc<WriterSlot>) -> Result<()> {
         hand_on_leadership(&inner.queue);
         return Err(Error::Background("write queue: the leader was not at the front".into()));
     };
-    let PendingWrite { batch: mut wal_batch, sync: leader_sync, disable_wal, commit_xid, .. } =
-        leader;
+    let PendingWrite {
+        batch: mut wal_batch,
+        sync: leader_sync,
+        disable_wal,
+        no_slowdown,
+        commit_xid,
+        ..
+    } = leader;
     let max_bytes = inner.opts.max_write_batch_group_size_bytes.max(1) as usize;
     let mut size = wal_batch.size_in_bytes();
     // A small leader takes only an eighth of the bound more, so its own latency stays low.
@@ -211,7 +218,10 @@ fn lead_group(inner: &DbInner, me: &Arc<WriterSlot>) -> Result<()> {
         if commit_xid.is_some() || p.commit_xid.is_some() {
             break;
         }
-        if p.disable_wal != disable_wal || size + p.batch.size_in_bytes() > limit {
+        if p.disable_wal != disable_wal
+            || p.no_slowdown != no_slowdown
+            || size + p.batch.size_in_bytes() > limit
+        {
             break;
         }
         size += p.batch.size_in_bytes();
@@ -236,7 +246,12 @@ fn lead_group(inner: &DbInner, me: &Arc<WriterSlot>) -> Result<()> {
     for p in &followers {
         wal_batch.append(&p.batch);
     }
-    let staged = stage_group(inner, &mut wal_batch, sync, disable_wal, commit_xid.as_deref());
+    let staged = stage_group(
+        inner,
+        &mut wal_batch,
+        GroupFlags { sync, disable_wal, no_slowdown },
+        commit_xid.as_deref(),
+    );
     if hand_on == HandOn::Wal || staged.is_err() {
         hand_on_leadership(&inner.queue);
     }
@@ -250,6 +265,15 @@ fn lead_group(inner: &DbInner, me: &Arc<WriterSlot>) -> Result<()> {
             Err(e)
         }
     }
+}
+
+/// What every member of a write group asked for alike (`sync`: at least one did).
+#[derive(Clone, Copy)]
+struct GroupFlags {
+    sync: bool,
+    disable_wal: bool,
+    /// A stall fails the group with `Incomplete` instead of waiting.
+    no_slowdown: bool,
 }
 
 /// A write group as its leader holds it.
@@ -297,12 +321,12 @@ pub(crate) struct WritePipeline {
 fn stage_group(
     inner: &DbInner,
     batch: &mut WriteBatch,
-    sync: bool,
-    disable_wal: bool,
+    flags: GroupFlags,
     commit_xid: Option<&[u8]>,
 ) -> Result<StagedGroup> {
+    let GroupFlags { sync, disable_wal, no_slowdown } = flags;
     let mut wal = inner.wal.lock();
-    make_room_for_write(inner, &mut wal, batch.size_in_bytes())?;
+    make_room_for_write(inner, &mut wal, batch.size_in_bytes(), no_slowdown)?;
     let first = wal.last_sequence.plus(1);
     batch.set_sequence(first);
     let mut syncer = None;

@@ -71,6 +71,9 @@ pub(crate) struct PendingWrite {
     pub batch: WriteBatch,
     pub sync: bool,
     pub disable_wal: bool,
+    /// `WriteOptions::no_slowdown`: grouped only with writers that also have it, so a stall
+    /// fails exactly the writers that asked not to wait.
+    pub no_slowdown: bool,
     pub slot: Arc<WriterSlot>,
     /// The commit of the prepared transaction named so (`two_phase.rs`): its WAL record is a
     /// commit record, so it forms a group alone.

@@ -68,7 +68,12 @@ pub(super) fn make_room_for_write(
     inner: &DbInner,
     wal: &mut WalState,
     batch_bytes: usize,
+    no_slowdown: bool,
 ) -> Result<()> {
+    // `WriteOptions::no_slowdown`: the write fails rather than wait (as RocksDB's).
+    let refuse = |what: &str| {
+        Err(Error::Incomplete(format!("write stall ({what}) and the write asked no_slowdown")))
+    };
     let o = &inner.opts;
     let mut delayed = false;
     // This writer waited in a stop: a slowdown right after it paces slower (`rate.rs`).
@@ -91,10 +96,16 @@ pub(super) fn make_room_for_write(
         let budget = wbm.filter(|m| stop.is_none() && full.is_none() && budget_stall_applies(m));
         note_stop(inner, stop.as_ref(), budget);
         if let Some(m) = budget {
+            if no_slowdown {
+                return refuse("the write buffer manager's budget is full");
+            }
             wait_for_budget(inner, m, &mut counted)?;
             continue;
         }
         if let Some(stop) = stop {
+            if no_slowdown {
+                return refuse("writes are stopped");
+            }
             was_stopped = true;
             wait_out_stop(inner, &stop, &mut counted)?;
             continue;
@@ -109,6 +120,9 @@ pub(super) fn make_room_for_write(
         };
         note_slowdown_change(inner, slow.as_ref(), rate);
         if let (Some(slow), Some(rate)) = (slow, rate) {
+            if no_slowdown {
+                return refuse("writes are slowed down");
+            }
             delayed = true;
             pace_slowdown(inner, wal, &slow, rate, batch_bytes);
             continue;

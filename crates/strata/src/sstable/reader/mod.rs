@@ -73,11 +73,19 @@ pub struct ReadBlockOptions {
     /// once it scans forward; otherwise every read from the file takes at least this many
     /// bytes. Point lookups never read ahead.
     pub readahead_size: usize,
+    /// Never read a data block from the file: a block the cache does not hold fails the read
+    /// with `Incomplete` (`ReadOptions::read_tier`). Default false.
+    pub cache_only: bool,
 }
 
 impl Default for ReadBlockOptions {
     fn default() -> Self {
-        ReadBlockOptions { verify_checksums: true, fill_cache: true, readahead_size: 0 }
+        ReadBlockOptions {
+            verify_checksums: true,
+            fill_cache: true,
+            readahead_size: 0,
+            cache_only: false,
+        }
     }
 }
 
@@ -631,6 +639,14 @@ impl TableReader {
         let kept = key.as_ref().and_then(Cache::passed_over);
         let b = match kept {
             Some(b) => b,
+            None if read.cache_only => {
+                return Err(Error::Incomplete(format!(
+                    "the block at offset {} of {} is not in the block cache and the read may \
+                     not read files",
+                    handle.offset,
+                    self.path.display()
+                )))
+            }
             None => Arc::new(self.load_block(handle, read.verify_checksums, ahead)?),
         };
         if let (Some(c), Some(key), true) = (&self.block_cache, key, read.fill_cache) {
