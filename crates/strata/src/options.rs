@@ -31,10 +31,9 @@ pub use env_handle::Env;
 pub(crate) use log_dump::support_log_lines;
 pub use logger::{InfoLogger, LogLevel};
 // For `Db::set_options` (the db layer).
-#[allow(unused_imports)]
+pub use iterate_bounds::{IterateBounds, PrefixRange};
 pub(crate) use parse::apply_option;
 pub use per_call::{FlushOptions, ReadTier};
-pub use iterate_bounds::{IterateBounds, PrefixRange};
 pub use setters::{BlockBasedOptions, SliceTransform};
 pub use table_factories::{
     BlockBasedTablePinningTier, CuckooTableOptions, DataBlockIndexType, KeyEncodingType,

@@ -38,13 +38,18 @@ fn pick_any(
     let instant = Instant::now();
     let mut wake = None::<Instant>;
     let found = st.cfs.values().find_map(|c| {
-        if c.cfd.opts.disable_auto_compactions {
+        if c.cfd.live_opts().disable_auto_compactions {
             return None;
         }
         let v = c.cfd.current_super_version().version.clone();
-        let mut o = c.cfd.opts.picker_options();
-        let batch =
-            c.l0_pace.batch(&v, &o, &st.compacting, c.cfd.opts.level0_compaction_batching, instant);
+        let mut o = c.cfd.live_opts().picker_options();
+        let batch = c.l0_pace.batch(
+            &v,
+            &o,
+            &st.compacting,
+            c.cfd.live_opts().level0_compaction_batching,
+            instant,
+        );
         o.level0_batch_files = batch.files;
         o.level0_carry_over = batch.carry_over;
         let plan = pick(&v, &o, &st.compacting, now);
@@ -123,7 +128,7 @@ fn compaction_loop(inner: &DbInner) {
                 }
                 // Files expire with time alone under FIFO's TTL: look again without being woken.
                 let timed = st.cfs.values().any(|c| {
-                    let p = c.cfd.opts.picker_options();
+                    let p = c.cfd.live_opts().picker_options();
                     p.style == crate::compaction::style::CompactionStyle::Fifo
                         && p.fifo.ttl_secs > 0
                 });
@@ -408,18 +413,21 @@ fn log_compaction(
 /// holding data, then rewrites that level's overlapping files so obsolete versions and
 /// tombstones are dropped. Memtables are flushed first. Each level is visited once, top down,
 /// so the call compacts what existed when it started and returns even while writes go on.
+/// Without `rewrite_bottom`, files already in the last level are not rewritten in place
+/// (RocksDB's `BottommostLevelCompaction::Skip`); data from above still moves into it.
 pub(crate) fn compact_range(
     inner: &DbInner,
     cfd: &Arc<Cfd>,
     begin: Option<&[u8]>,
     end: Option<&[u8]>,
+    rewrite_bottom: bool,
 ) -> Result<()> {
     super::flush::flush_and_wait(inner, cfd)?;
     inner.state.lock().manual_compactions += 1;
     let r = if cfd.opts.compaction_style == crate::compaction::style::CompactionStyle::Fifo {
         compact_range_fifo(inner, cfd)
     } else {
-        compact_range_levels(inner, cfd, begin, end)
+        compact_range_levels(inner, cfd, begin, end, rewrite_bottom)
     };
     {
         let mut st = inner.state.lock();
@@ -434,7 +442,7 @@ pub(crate) fn compact_range(
 /// (TTL and size deletions, intra-L0 merges when `allow_compaction` is set) until none
 /// applies, at most one round per file present when it starts (so it ends while writes go on).
 fn compact_range_fifo(inner: &DbInner, cfd: &Arc<Cfd>) -> Result<()> {
-    let o = cfd.opts.picker_options();
+    let o = cfd.live_opts().picker_options();
     let files: usize = cfd.current_super_version().version.levels.iter().map(Vec::len).sum();
     for _ in 0..=files {
         let plan = wait_for_plan(inner, cfd, |v, busy| {
@@ -511,8 +519,9 @@ fn compact_range_levels(
     cfd: &Arc<Cfd>,
     begin: Option<&[u8]>,
     end: Option<&[u8]>,
+    rewrite_bottom: bool,
 ) -> Result<()> {
-    let o = cfd.opts.picker_options();
+    let o = cfd.live_opts().picker_options();
     let (lo, hi) = range_keys(begin, end);
     let last = o.num_levels - 1;
     let mut level = 0;
@@ -547,7 +556,7 @@ fn compact_range_levels(
             None => level += 1,
         }
     }
-    if !rewrote_bottom {
+    if rewrite_bottom && !rewrote_bottom {
         // Data reached the last level by moves (or was there): rewrite it in place.
         let plan = wait_for_plan(inner, cfd, |v, busy| {
             let bottom = (1..=last).rev().find(|&l| v.num_files(l) > 0);
@@ -657,22 +666,32 @@ pub(crate) fn cancel_all_background_work(inner: &DbInner, wait: bool) {
     }
 }
 
-/// Waits until no flush or compaction is pending or running.
-pub(crate) fn wait_for_compact(inner: &DbInner) -> Result<()> {
+/// Waits until no flush or compaction is pending or running; past `deadline`, `TimedOut`.
+pub(crate) fn wait_for_compact(inner: &DbInner, deadline: Option<Instant>) -> Result<()> {
     let mut st = inner.state.lock();
     loop {
         still_running(&st)?;
         let now = now_secs();
         let pending = st.cfs.values().any(|c| {
             let v = c.cfd.current_super_version().version.clone();
-            !c.cfd.opts.disable_auto_compactions
-                && pick(&v, &c.cfd.opts.picker_options(), &st.compacting, now).is_some()
+            !c.cfd.live_opts().disable_auto_compactions
+                && pick(&v, &c.cfd.live_opts().picker_options(), &st.compacting, now).is_some()
         });
         let flushing = st.cfs.values().any(|c| !c.imm.is_empty());
         if !flushing && st.running_compactions == 0 && !pending {
             return Ok(());
         }
-        inner.bg_cv.wait(&mut st);
+        match deadline {
+            Some(d) if Instant::now() >= d => {
+                return Err(Error::TimedOut(
+                    "wait_for_compact: flushes or compactions still pending at the timeout".into(),
+                ));
+            }
+            Some(d) => {
+                inner.bg_cv.wait_until(&mut st, d);
+            }
+            None => inner.bg_cv.wait(&mut st),
+        }
     }
 }
 
@@ -689,7 +708,7 @@ pub(crate) fn compact_files(
     inputs: &[FileNumber],
     output_level: usize,
 ) -> Result<()> {
-    let o = cfd.opts.picker_options();
+    let o = cfd.live_opts().picker_options();
     if output_level >= o.num_levels {
         return Err(Error::InvalidArgument(format!(
             "compact_files: output level {output_level} is beyond the last level {}",

@@ -288,18 +288,42 @@ fn log_flush(
 /// Makes family `cfd`'s active memtable immutable (if it holds anything) and waits until it
 /// and every older immutable memtable of the family are flushed.
 pub(crate) fn flush_and_wait(inner: &DbInner, cfd: &Arc<Cfd>) -> Result<()> {
-    let target = {
+    flush_families(inner, std::slice::from_ref(cfd), true)
+}
+
+/// Makes the active memtables of `cfds` immutable at one point of the write order (under
+/// the WAL lock, so a batch written to several of them is cut in all or in none), and with
+/// `wait` waits until those and every older immutable memtable of theirs are flushed;
+/// without, returns once the flushes are scheduled.
+pub(crate) fn flush_families(inner: &DbInner, cfds: &[Arc<Cfd>], wait: bool) -> Result<()> {
+    let targets: Vec<(u32, u64)> = {
         let mut wal = inner.wal.lock();
         if let Some(e) = inner.bg_error() {
             return Err(e);
         }
-        if wal.mems.get(cfd.id).is_some_and(|f| !f.mem.is_empty()) {
-            switch_memtable(inner, &mut wal, cfd)?;
+        let mut t = Vec::with_capacity(cfds.len());
+        for cfd in cfds {
+            if wal.mems.get(cfd.id).is_some_and(|f| !f.mem.is_empty()) {
+                switch_memtable(inner, &mut wal, cfd)?;
+            }
+            let n = inner.state.lock().cfs.get(&cfd.id).map_or(0, |c| c.memtables_switched);
+            t.push((cfd.id, n));
         }
-        inner.state.lock().cfs.get(&cfd.id).map_or(0, |c| c.memtables_switched)
+        t
     };
+    if !wait {
+        return Ok(());
+    }
+    for (id, target) in targets {
+        wait_flushed(inner, id, target)?;
+    }
+    Ok(())
+}
+
+/// Waits until family `id` has flushed `target` memtables (or is gone).
+fn wait_flushed(inner: &DbInner, id: u32, target: u64) -> Result<()> {
     let mut st = inner.state.lock();
-    while st.cfs.get(&cfd.id).is_some_and(|c| c.memtables_flushed < target) {
+    while st.cfs.get(&id).is_some_and(|c| c.memtables_flushed < target) {
         if let Some(e) = &st.bg_error {
             return Err(Error::Background(e.to_string()));
         }

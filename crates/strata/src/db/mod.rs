@@ -58,6 +58,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex};
 
@@ -77,7 +78,7 @@ use crate::cstr_like::CStrLike;
 use crate::env::{FileLock, FileSystem};
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
-use crate::options::{Options, ReadOptions, WriteOptions};
+use crate::options::{Options, ReadOptions, WaitForCompactOptions, WriteOptions};
 pub use crate::snapshot::{SnapshotHandle, SnapshotWithThreadMode};
 
 /// The `rocksdb` crate's snapshot of a [`Db`]; see [`SnapshotWithThreadMode`].
@@ -964,7 +965,7 @@ impl Db {
         let b = begin.as_ref().map(AsRef::as_ref);
         let e = end.as_ref().map(AsRef::as_ref);
         self.check_writable()?;
-        compact::compact_range(&self.inner, &self.inner.default_cf, b, e)
+        compact::compact_range(&self.inner, &self.inner.default_cf, b, e, true)
     }
 
     /// [`Db::compact_range`] in column family `cf`.
@@ -977,7 +978,7 @@ impl Db {
         let b = begin.as_ref().map(AsRef::as_ref);
         let e = end.as_ref().map(AsRef::as_ref);
         self.check_writable()?;
-        compact::compact_range(&self.inner, self.cfd(cf)?, b, e)
+        compact::compact_range(&self.inner, self.cfd(cf)?, b, e, true)
     }
 
     /// Every live table file of every column family with its family, level, size, key and
@@ -1087,12 +1088,20 @@ impl Db {
         ingest::ingest(&self.inner, self.cfd(cf)?, &paths, opts)
     }
 
-    /// Waits until no flush or compaction is pending or running.
-    pub fn wait_for_compact(&self) -> Result<()> {
+    /// Waits until no flush or compaction is pending or running (the `rocksdb` crate's
+    /// signature): with `opts.flush`, every family's memtable is flushed first; past
+    /// `opts.timeout`, `TimedOut`. Strata has no paused state, so `abort_on_pause` has nothing
+    /// to abort.
+    pub fn wait_for_compact(&self, opts: &WaitForCompactOptions) -> Result<()> {
         if self.inner.read_only {
             return Ok(()); // nothing runs
         }
-        compact::wait_for_compact(&self.inner)
+        let deadline = opts.timeout.filter(|t| !t.is_zero()).map(|t| Instant::now() + t);
+        if opts.flush {
+            let families = self.inner.families();
+            flush::flush_families(&self.inner, &families, true)?;
+        }
+        compact::wait_for_compact(&self.inner, deadline)
     }
 
     /// The names of the files a copy of the DB needs, relative to the DB directory (WALs

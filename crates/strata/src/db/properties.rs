@@ -73,7 +73,7 @@ pub(crate) fn property_value(inner: &DbInner, cfd: &Cfd, name: &str) -> Result<O
             let st = inner.state.lock();
             let pick = crate::compaction::pick(
                 v,
-                &cfd.opts.picker_options(),
+                &cfd.live_opts().picker_options(),
                 &st.compacting,
                 crate::compaction::now_secs(),
             );
@@ -127,9 +127,11 @@ pub(crate) fn property_value(inner: &DbInner, cfd: &Cfd, name: &str) -> Result<O
                 .fold(0u64, |acc, level| acc.max(level))
                 .to_string()
         }
-        "base-level" => crate::compaction::picker::level_targets(v, &cfd.opts.picker_options())
-            .base_level
-            .to_string(),
+        "base-level" => {
+            crate::compaction::picker::level_targets(v, &cfd.live_opts().picker_options())
+                .base_level
+                .to_string()
+        }
         "num-live-versions" => {
             let mut versions = inner.versions.lock();
             (1 + versions.live_old_versions()).to_string()
@@ -158,7 +160,7 @@ pub(crate) fn property_value(inner: &DbInner, cfd: &Cfd, name: &str) -> Result<O
         }
         "stats" => {
             let busy = inner.state.lock().compacting.clone();
-            let o = cfd.opts.picker_options();
+            let o = cfd.live_opts().picker_options();
             let t = crate::compaction::picker::level_targets(v, &o);
             let scores = crate::compaction::picker::level_scores(v, &o, &busy, &t);
             let shape: Vec<LevelShape> = (0..v.levels.len())

@@ -10,7 +10,10 @@ use super::{ColumnFamilyDescriptor, Db, DbPinnableSlice};
 use crate::column_family::AsColumnFamilyRef;
 use crate::error::{Error, Result};
 use crate::filename::{parse_file_name, FileKind};
-use crate::options::{Options, ReadOptions, WriteOptions};
+use crate::options::{
+    apply_option, BottommostLevelCompaction, CompactOptions, FlushOptions, Options, ReadOptions,
+    WriteOptions,
+};
 use crate::write_batch::WriteBatch;
 
 /// A column family's size and table count (the `rocksdb` crate's `ColumnFamilyMetaData`).
@@ -238,6 +241,148 @@ impl Db {
         }
     }
 
+    /// Flushes the default family's memtable; with `opts.wait` false, returns once the flush is
+    /// scheduled.
+    pub fn flush_opt(&self, opts: &FlushOptions) -> Result<()> {
+        self.check_writable()?;
+        let cfd = self.inner.default_cf.clone();
+        super::flush::flush_families(&self.inner, &[cfd], opts.wait)
+    }
+
+    /// [`Db::flush_opt`] of family `cf`.
+    pub fn flush_cf_opt(&self, cf: &impl AsColumnFamilyRef, opts: &FlushOptions) -> Result<()> {
+        self.check_writable()?;
+        let cfd = self.cfd(cf)?.clone();
+        super::flush::flush_families(&self.inner, &[cfd], opts.wait)
+    }
+
+    /// Flushes the memtables of `cfs`, cut at one point of the write order (a batch written
+    /// to several of them is in all their flushed tables or in none).
+    pub fn flush_cfs_opt(
+        &self,
+        cfs: &[&impl AsColumnFamilyRef],
+        opts: &FlushOptions,
+    ) -> Result<()> {
+        self.check_writable()?;
+        let cfds = cfs.iter().map(|cf| self.cfd(*cf).cloned()).collect::<Result<Vec<_>>>()?;
+        super::flush::flush_families(&self.inner, &cfds, opts.wait)
+    }
+
+    /// [`Db::compact_range`] with the `rocksdb` crate's compaction options. Of them,
+    /// `bottommost_level_compaction` decides whether the last level's files are rewritten in
+    /// place (`Skip`: never; `IfHaveCompactionFilter`: when the family has a compaction
+    /// filter; `Force`/`ForceOptimized`: always). A manual compaction always runs with
+    /// automatic ones paused (`exclusive_manual_compaction`), and its output stays where
+    /// compaction put it (`change_level`/`target_level` are not applied).
+    pub fn compact_range_opt(
+        &self,
+        begin: Option<impl AsRef<[u8]>>,
+        end: Option<impl AsRef<[u8]>>,
+        opts: &CompactOptions,
+    ) -> Result<()> {
+        self.check_writable()?;
+        let cfd = self.inner.default_cf.clone();
+        self.compact_with(
+            &cfd,
+            begin.as_ref().map(AsRef::as_ref),
+            end.as_ref().map(AsRef::as_ref),
+            opts,
+        )
+    }
+
+    /// [`Db::compact_range_opt`] in family `cf`.
+    pub fn compact_range_cf_opt(
+        &self,
+        cf: &impl AsColumnFamilyRef,
+        begin: Option<impl AsRef<[u8]>>,
+        end: Option<impl AsRef<[u8]>>,
+        opts: &CompactOptions,
+    ) -> Result<()> {
+        self.check_writable()?;
+        let cfd = self.cfd(cf)?.clone();
+        self.compact_with(
+            &cfd,
+            begin.as_ref().map(AsRef::as_ref),
+            end.as_ref().map(AsRef::as_ref),
+            opts,
+        )
+    }
+
+    fn compact_with(
+        &self,
+        cfd: &std::sync::Arc<super::Cfd>,
+        begin: Option<&[u8]>,
+        end: Option<&[u8]>,
+        opts: &CompactOptions,
+    ) -> Result<()> {
+        let rewrite_bottom = match opts.bottommost_level_compaction {
+            BottommostLevelCompaction::Skip => false,
+            BottommostLevelCompaction::IfHaveCompactionFilter => {
+                cfd.opts.compaction_filter_factory.is_some()
+            }
+            BottommostLevelCompaction::Force | BottommostLevelCompaction::ForceOptimized => true,
+        };
+        super::compact::compact_range(&self.inner, cfd, begin, end, rewrite_bottom)
+    }
+
+    /// Changes options of the default family while the DB is open (the `rocksdb` crate's
+    /// `set_options`): see [`Db::set_options_cf`].
+    pub fn set_options(&self, opts: &[(&str, &str)]) -> Result<()> {
+        let cfd = self.inner.default_cf.clone();
+        self.set_live(&cfd, opts)
+    }
+
+    /// Changes options of family `cf` while the DB is open: the ones RocksDB calls mutable,
+    /// by their RocksDB names (`options/parse.rs`), all or none. The compaction triggers and
+    /// targets, `disable_auto_compactions`, the stall thresholds and the memtable size and
+    /// count apply at once; accepted-only settings are recorded. Refused with
+    /// `InvalidArgument` (and nothing changed): an empty list, a NUL in a name or value, an
+    /// unknown name or bad value, an option fixed at open, a DB-wide option (RocksDB's
+    /// `SetOptions` takes family options only), and the compression settings (Strata builds
+    /// a family's table settings at open).
+    pub fn set_options_cf(&self, cf: &impl AsColumnFamilyRef, opts: &[(&str, &str)]) -> Result<()> {
+        let cfd = self.cfd(cf)?.clone();
+        self.set_live(&cfd, opts)
+    }
+
+    fn set_live(&self, cfd: &std::sync::Arc<super::Cfd>, pairs: &[(&str, &str)]) -> Result<()> {
+        self.check_writable()?;
+        if pairs.is_empty() {
+            return Err(Error::InvalidArgument("set_options: no options given".into()));
+        }
+        let mut next = (*cfd.live_opts()).clone();
+        for &(name, value) in pairs {
+            if name.contains('\0') || value.contains('\0') {
+                return Err(Error::InvalidArgument(format!(
+                    "set_options: option {name:?} = {value:?}: names and values must not contain NUL"
+                )));
+            }
+            if DB_WIDE.contains(&name) {
+                return Err(Error::InvalidArgument(format!(
+                    "set_options: {name:?} is a DB-wide option, not a column family's"
+                )));
+            }
+            if AT_OPEN_ONLY.contains(&name) {
+                return Err(Error::InvalidArgument(format!(
+                    "set_options: {name:?} takes effect at the next open only in Strata \
+                     (a family's table settings are built at open)"
+                )));
+            }
+            apply_option(&mut next, name, value, true)?;
+        }
+        next.validate()?;
+        cfd.set_live_opts(next);
+        let list: Vec<String> = pairs.iter().map(|(n, v)| format!("{n}={v}")).collect();
+        self.log_info(&format!(
+            "SetOptions() on column family [{}]: {}",
+            cfd.name,
+            list.join("; ")
+        ));
+        // New triggers or automatic compactions turned on may make work to do.
+        self.inner.bg_cv.notify_all();
+        Ok(())
+    }
+
     /// The default family's size and table count.
     pub fn get_column_family_metadata(&self) -> ColumnFamilyMetaData {
         self.metadata_of(self.inner.default_cf.id, &self.inner.default_cf.name)
@@ -280,3 +425,24 @@ fn may_exist(r: Result<Option<Vec<u8>>>) -> (bool, Option<Vec<u8>>) {
         Err(_) => (true, None),
     }
 }
+
+/// Options `Db::set_options` refuses as DB-wide (RocksDB changes those with `SetDBOptions`).
+const DB_WIDE: &[&str] = &[
+    "max_open_files",
+    "max_background_jobs",
+    "max_background_compactions",
+    "max_background_flushes",
+    "max_subcompactions",
+    "delayed_write_rate",
+    "max_total_wal_size",
+    "stats_dump_period_sec",
+    "stats_persist_period_sec",
+    "bytes_per_sync",
+    "wal_bytes_per_sync",
+    "compaction_readahead_size",
+    "writable_file_max_buffer_size",
+    "delete_obsolete_files_period_micros",
+];
+
+/// Family options RocksDB changes on an open DB that Strata applies at open only.
+const AT_OPEN_ONLY: &[&str] = &["compression", "bottommost_compression", "compression_per_level"];

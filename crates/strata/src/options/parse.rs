@@ -299,6 +299,7 @@ pub(crate) const OPTIONS: &[Entry] = &[
         .accepted
         .optimize_filters_for_hits = v),
     opt!("report_bg_io_stats", true, bool_of, |o, v| o.accepted.report_bg_io_stats = v),
+    opt!("paranoid_file_checks", true, bool_of, |o, v| o.accepted.paranoid_file_checks = v),
     opt!("max_sequential_skip_in_iterations", true, u64_of, |o, v| o
         .accepted
         .max_sequential_skip_in_iterations =

@@ -215,7 +215,7 @@ fn randomized_run(seed: u64) {
             check_view(&db, Some(s), m, &mut rng, &ctx);
         }
     }
-    db.wait_for_compact().unwrap();
+    db.wait_for_compact(&Default::default()).unwrap();
     check_view(&db, None, &model, &mut rng, "after compactions");
     let levels: Vec<u64> = (0..7)
         .map(|l| db.property_int_value(&format!("strata.num-files-at-level{l}")).unwrap().unwrap())

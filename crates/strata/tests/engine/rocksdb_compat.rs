@@ -347,3 +347,92 @@ fn log_data_rides_in_the_wal_unapplied() {
     assert_eq!(db.get(b"k1").unwrap().as_deref(), Some(&b"v1"[..]));
     assert_eq!(db.latest_sequence_number(), 2);
 }
+
+fn table_names(db: &DB) -> Vec<String> {
+    let mut v: Vec<String> = db.live_files().unwrap().into_iter().map(|f| f.name).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn set_options_changes_the_running_db_or_refuses_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = opts();
+    o.set_level_zero_file_num_compaction_trigger(2);
+    let db = DB::open_cf(&o, dir.path(), ["cf"]).unwrap();
+    db.set_options(&[("disable_auto_compactions", "true")]).unwrap();
+    for i in 0..4 {
+        // Overlapping tables: a compaction merges them (no trivial move).
+        db.put(b"a", format!("{i}")).unwrap();
+        db.put(b"z", format!("{i}")).unwrap();
+        db.flush().unwrap();
+    }
+    db.wait_for_compact(&Default::default()).unwrap();
+    assert_eq!(db.live_files().unwrap().len(), 4, "no compaction while disabled");
+    db.set_options(&[("disable_auto_compactions", "false")]).unwrap();
+    db.wait_for_compact(&Default::default()).unwrap();
+    assert!(db.live_files().unwrap().len() < 4, "compacted once enabled again");
+
+    let before = db.property_value("rocksdb.stats").unwrap();
+    for bad in [
+        &[("disable_auto_compactions", "INVALID")][..],
+        &[("INVALID_NAME", "x")],
+        &[("disable_auto_compactions", "true\0")],
+        &[("disable_auto_compactions\0", "true")],
+        &[],
+        &[("max_background_jobs", "4")],
+        &[("compression", "kNoCompression")],
+        &[("level0_file_num_compaction_trigger", "8"), ("no_such", "1")],
+    ] {
+        let e = db.set_options(bad).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument(_)), "{bad:?}: {e}");
+    }
+    assert!(before.is_some());
+    // The last refusal changed nothing, not even its valid first pair.
+    db.set_options(&[("paranoid_file_checks", "true"), ("report_bg_io_stats", "true")]).unwrap();
+    let cf = db.cf_handle("cf").unwrap();
+    db.set_options_cf(&cf, &[("write_buffer_size", "1048576")]).unwrap();
+    let log = std::fs::read_to_string(dir.path().join("LOG")).unwrap();
+    assert!(log.contains("SetOptions() on column family [cf]: write_buffer_size=1048576"), "{log}");
+}
+
+#[test]
+fn flush_and_compaction_options() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = DB::open_cf(&opts(), dir.path(), ["a", "b"]).unwrap();
+    let (a, b) = (db.cf_handle("a").unwrap(), db.cf_handle("b").unwrap());
+    let mut no_wait = strata::FlushOptions::default();
+    no_wait.set_wait(false);
+    db.put(b"k", b"v").unwrap();
+    db.flush_opt(&no_wait).unwrap();
+    db.wait_for_compact(&Default::default()).unwrap();
+    assert_eq!(db.live_files().unwrap().len(), 1, "the scheduled flush ran");
+    let mut wo = strata::WriteOptions::default();
+    wo.disable_wal(true);
+    db.put_cf_opt(&a, b"ka", b"1", &wo).unwrap();
+    db.put_cf_opt(&b, b"kb", b"2", &wo).unwrap();
+    db.flush_cfs_opt(&[&a, &b], &strata::FlushOptions::default()).unwrap();
+    assert_eq!(db.get_column_family_metadata_cf(&a).file_count, 1);
+    assert_eq!(db.get_column_family_metadata_cf(&b).file_count, 1);
+
+    // Bottommost `Skip` leaves tables already in the last level as they are; `Force`
+    // rewrites them.
+    db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
+    let bottom = table_names(&db);
+    let mut skip = strata::CompactOptions::default();
+    skip.set_bottommost_level_compaction(strata::BottommostLevelCompaction::Skip);
+    db.compact_range_opt(None::<&[u8]>, None::<&[u8]>, &skip).unwrap();
+    assert_eq!(table_names(&db), bottom);
+    let mut force = strata::CompactOptions::default();
+    force.set_bottommost_level_compaction(strata::BottommostLevelCompaction::Force);
+    db.compact_range_opt(None::<&[u8]>, None::<&[u8]>, &force).unwrap();
+    assert_ne!(table_names(&db), bottom);
+    assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+
+    let mut w = strata::WaitForCompactOptions::default();
+    w.set_flush(true);
+    w.set_timeout(30_000_000);
+    db.put_cf(&a, b"more", b"x").unwrap();
+    db.wait_for_compact(&w).unwrap();
+    assert_eq!(db.get_column_family_metadata_cf(&a).file_count, 2, "flushed first");
+}

@@ -50,7 +50,8 @@ fn ingestion_avoids_the_output_range_of_a_running_compaction() {
         .clone();
 
     gate.open();
-    db.wait_for_compact().expect("no background error once the compaction installs");
+    db.wait_for_compact(&Default::default())
+        .expect("no background error once the compaction installs");
     db.put("after", "writable").unwrap();
     assert!(m.level < 3, "not at the running compaction's output level: {files:?}");
     assert!(m.smallest_seqno > 0, "a global sequence number, as it is above the last level");

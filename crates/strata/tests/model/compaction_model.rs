@@ -158,7 +158,7 @@ fn randomized_compactions_with(style: CompactionStyle, tweak: impl Fn(Options) -
             assert_eq!(db.get(&k).unwrap().as_ref(), model.get(&k), "round {round}");
         }
     }
-    db.wait_for_compact().unwrap();
+    db.wait_for_compact(&Default::default()).unwrap();
     assert_eq!(scan(&db, &ReadOptions::default()), model);
     let stats = db.property_value("strata.stats").unwrap().unwrap();
     assert!(stats.contains("** Compaction Stats [default] **"), "{stats}");

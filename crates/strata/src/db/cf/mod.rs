@@ -77,8 +77,15 @@ impl ColumnFamilyDescriptor {
 pub(crate) struct Cfd {
     pub id: ColumnFamilyId,
     pub name: String,
-    /// The family's options (sanitized); DB-wide settings are read from the DB's options.
+    /// The family's options (sanitized) as opened; DB-wide settings are read from the DB's
+    /// options.
     pub opts: Options,
+    /// The options as `Db::set_options` last changed them (`opts` until then). The decisions
+    /// that follow a change while the DB is open read these: compaction picking and the
+    /// automatic-compaction switch, write stalls, memtable size and count, new memtables'
+    /// filters. Everything else reads `opts` (`db/rocksdb_api.rs` refuses a change that
+    /// would only take effect at the next open).
+    live: RwLock<Arc<Options>>,
     /// Table options per level (they differ in compression with `compression_per_level`).
     pub table_options: Vec<TableOptions>,
     pub super_version: RwLock<Arc<SuperVersion>>,
@@ -106,12 +113,23 @@ impl Cfd {
             id,
             name: name.to_string(),
             table_options: (0..opts.num_levels).map(|l| opts.table_options_for_level(l)).collect(),
+            live: RwLock::new(Arc::new(opts.clone())),
             opts,
             super_version: RwLock::new(Arc::new(sv)),
             local_svs: LocalSuperVersions::new(number),
             dropped: AtomicBool::new(false),
             owner,
         }
+    }
+
+    /// The family's options as changed while open (see `live`).
+    pub(crate) fn live_opts(&self) -> Arc<Options> {
+        self.live.read().clone()
+    }
+
+    /// Makes `o` the family's live options.
+    pub(crate) fn set_live_opts(&self, o: Options) {
+        *self.live.write() = Arc::new(o);
     }
 
     pub(crate) fn current_super_version(&self) -> Arc<SuperVersion> {
@@ -121,7 +139,8 @@ impl Cfd {
     /// Publishes a new super version of the family built from `cs` and `version`.
     pub(crate) fn install_super_version(&self, cs: &CfState, version: Arc<Version>) {
         let mut current = self.super_version.write();
-        let sv = SuperVersion::build(&self.opts, &cs.mem, &cs.imm, version, current.number + 1);
+        let sv =
+            SuperVersion::build(&self.live_opts(), &cs.mem, &cs.imm, version, current.number + 1);
         if Arc::ptr_eq(&current.version, &sv.version) {
             if let Some(r) = current.version_range_dels.get() {
                 let _ = sv.version_range_dels.set(r.clone());

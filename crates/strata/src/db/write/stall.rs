@@ -169,7 +169,7 @@ fn worst_state(inner: &DbInner, wal: &WalState) -> Worst {
     let mut slow: Option<Slow> = None;
     let mut full: Option<Arc<Cfd>> = None;
     for f in wal.mems.iter() {
-        let co = &f.cfd.opts;
+        let co = f.cfd.live_opts();
         let auto = !co.disable_auto_compactions;
         let sv = f.cfd.current_super_version();
         let l0 = sv.stall_count;
@@ -304,7 +304,7 @@ fn pace_slowdown(inner: &DbInner, wal: &mut WalState, slow: &Slow, rate: u64, ba
         wal.delay_debt_micros = 0.0;
         std::thread::sleep(Duration::from_micros(micros));
         let running = inner.state.lock().running_compactions > 0;
-        let kind = if slow.l0 < slow.cfd.opts.level0_slowdown_writes_trigger {
+        let kind = if slow.l0 < slow.cfd.live_opts().level0_slowdown_writes_trigger {
             Stall::SlowdownPendingCompactionBytes
         } else if running {
             Stall::Level0SlowdownWithCompaction
@@ -373,7 +373,7 @@ fn largest_mutable(inner: &DbInner, wal: &WalState) -> Option<(Arc<Cfd>, bool, u
         .max_by_key(|f| f.mem.approximate_memory_usage())?;
     let sv_number = f.cfd.current_super_version().number;
     let imm = inner.state.lock().cfs.get(&f.cfd.id).map_or(0, |c| c.imm.len());
-    Some((f.cfd.clone(), imm + 1 < f.cfd.opts.max_write_buffer_number, sv_number))
+    Some((f.cfd.clone(), imm + 1 < f.cfd.live_opts().max_write_buffer_number, sv_number))
 }
 
 /// One wait (at most 100 ms) for a flush of `cfd` to free a memtable slot, counted as a

@@ -65,7 +65,7 @@ pub(crate) fn switch_memtable(inner: &DbInner, wal: &mut WalState, cfd: &Arc<Cfd
     // WALs its memtable's writes are in (`db/flush.rs`), so the WAL must be on the list by then.
     let retired = std::mem::replace(&mut wal.writer, new_writer);
     inner.retired_wals.lock().push_back((wal.number, retired));
-    let new_mem = crate::db::cf::new_memtable(&cfd.opts, &inner.opts);
+    let new_mem = crate::db::cf::new_memtable(&cfd.live_opts(), &inner.opts);
     {
         let mut st = inner.state.lock();
         if let Some(cs) = st.cfs.get_mut(&cfd.id) {
