@@ -48,6 +48,7 @@ mod properties;
 mod read;
 mod recover;
 mod snapshot_reads;
+mod wal_archive;
 mod write;
 
 use std::collections::{BTreeMap, VecDeque};
@@ -223,6 +224,9 @@ pub(crate) struct DbInner {
     /// The first WAL this open created: from it on, WALs are written in recyclable fragments
     /// when recycling is on, and only those may be reused.
     pub first_own_wal: FileNumber,
+    /// WALs whose batches recovery dropped as never synced: deleted, never archived, once
+    /// obsolete (`db/wal_archive.rs`).
+    pub never_archive: std::collections::BTreeSet<FileNumber>,
     pub queue: Mutex<write::queue::WriteQueue>,
     /// Write groups between the WAL and publication (`db/write/mod.rs`).
     pub pipeline: Mutex<write::WritePipeline>,
