@@ -53,8 +53,9 @@ pub use compaction_filter::{
     TableFileCreationReason,
 };
 pub use db::{
-    ColumnFamily, ColumnFamilyDescriptor, Db, DbIterator, DbPinnableSlice, DbRawIterator,
-    Direction, IngestExternalFileOptions, IteratorMode, LiveFileMetaData, PinnedSource,
+    ColumnFamily, ColumnFamilyDescriptor, DBWALIterator, Db, DbIterator, DbPinnableSlice,
+    DbRawIterator, Direction, IngestExternalFileOptions, IteratorMode, LiveFileMetaData,
+    PinnedSource,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use memtable::write_buffer_manager::CACHE_UNIT as WRITE_BUFFER_CACHE_UNIT;

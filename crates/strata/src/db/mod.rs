@@ -49,6 +49,7 @@ mod read;
 mod recover;
 mod snapshot_reads;
 mod wal_archive;
+mod wal_updates;
 mod write;
 
 use std::collections::{BTreeMap, VecDeque};
@@ -67,6 +68,7 @@ pub use self::ingest::IngestExternalFileOptions;
 pub(crate) use self::iter::RawCursor;
 pub use self::iter::{DbIterator, DbRawIterator, Direction, IteratorMode};
 pub use self::pinnable::{DbPinnableSlice, PinnedSource};
+pub use self::wal_updates::DBWALIterator;
 use crate::column_family::{AsColumnFamilyRef, ColumnFamilyId};
 use crate::env::{FileLock, FileSystem};
 use crate::error::{Error, Result};
