@@ -47,6 +47,10 @@ pub enum Error {
     },
     /// The caller passed something the engine cannot accept.
     InvalidArgument(String),
+    /// What was asked for is not held by the DB: the write batches `Db::get_updates_since`
+    /// was asked for are not (or no longer) in its WAL files. Never a missing key (that is
+    /// `Ok(None)`).
+    NotFound(String),
     /// The request is valid but this build or configuration cannot serve it.
     NotSupported(String),
     /// The database directory is locked by another `Db` (in this or another process).
@@ -95,7 +99,7 @@ pub enum Error {
 /// matches on `rocksdb::ErrorKind` ports unchanged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ErrorKind {
-    /// Not produced by Strata (a missing key is `Ok(None)`); kept for matching code.
+    /// `NotFound`: only `Db::get_updates_since` (a missing key is `Ok(None)`).
     NotFound,
     /// `Corruption` and `ChecksumMismatch`.
     Corruption,
@@ -136,6 +140,7 @@ impl Error {
             Error::Io { .. } | Error::Locked(_) => ErrorKind::IOError,
             Error::Corruption { .. } | Error::ChecksumMismatch { .. } => ErrorKind::Corruption,
             Error::InvalidArgument(_) => ErrorKind::InvalidArgument,
+            Error::NotFound(_) => ErrorKind::NotFound,
             Error::NotSupported(_) => ErrorKind::NotSupported,
             Error::ShutdownInProgress => ErrorKind::ShutdownInProgress,
             Error::ColumnFamilyDropped(_) => ErrorKind::ColumnFamilyDropped,
@@ -214,6 +219,7 @@ impl Error {
                 actual: *actual,
             },
             Error::InvalidArgument(s) => Error::InvalidArgument(s.clone()),
+            Error::NotFound(s) => Error::NotFound(s.clone()),
             Error::NotSupported(s) => Error::NotSupported(s.clone()),
             Error::Locked(p) => Error::Locked(p.clone()),
             Error::Background(s) => Error::Background(s.clone()),
@@ -263,6 +269,7 @@ impl fmt::Display for Error {
                 file.display()
             ),
             Error::InvalidArgument(s) => write!(f, "Invalid argument: {s}"),
+            Error::NotFound(s) => write!(f, "NotFound: {s}"),
             Error::NotSupported(s) => write!(f, "Not implemented: {s}"),
             Error::Locked(p) => write!(
                 f,

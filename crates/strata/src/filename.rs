@@ -8,6 +8,7 @@
 //! NNNNNN.log         write-ahead log
 //! NNNNNN.sst         table
 //! NNNNNN.dbtmp       temporary file (CURRENT being replaced)
+//! archive/NNNNNN.log an archived WAL, in the WAL directory (`Options::wal_ttl_seconds`)
 //! ```
 //! All numbers come from one counter ([`FileNumber`]).
 
@@ -49,6 +50,12 @@ pub(crate) fn manifest_path(dir: &Path, n: FileNumber) -> PathBuf {
 
 pub(crate) fn wal_path(dir: &Path, n: FileNumber) -> PathBuf {
     dir.join(format!("{n}.log"))
+}
+
+/// The directory of archived WALs: `archive` in the WAL directory `wal_dir`. Recovery never
+/// looks in it; `Db::get_updates_since` reads it.
+pub(crate) fn archive_dir(wal_dir: &Path) -> PathBuf {
+    wal_dir.join("archive")
 }
 
 pub(crate) fn table_path(dir: &Path, n: FileNumber) -> PathBuf {

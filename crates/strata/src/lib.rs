@@ -61,9 +61,9 @@ pub use compat::{
 };
 pub use cstr_like::CStrLike;
 pub use db::{
-    ColumnFamily, ColumnFamilyDescriptor, ColumnFamilyMetaData, Db, DbIterator, DbPinnableSlice,
-    DbRawIterator, DbRawIteratorWithThreadMode, Direction, IngestExternalFileOptions, IteratorMode,
-    LiveFile, LiveFileMetaData, PinnedSource, Snapshot,
+    ColumnFamily, ColumnFamilyDescriptor, ColumnFamilyMetaData, DBWALIterator, Db, DbIterator,
+    DbPinnableSlice, DbRawIterator, DbRawIteratorWithThreadMode, Direction,
+    IngestExternalFileOptions, IteratorMode, LiveFile, LiveFileMetaData, PinnedSource, Snapshot,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use memtable::write_buffer_manager::CACHE_UNIT as WRITE_BUFFER_CACHE_UNIT;

@@ -302,6 +302,17 @@ pub struct Options {
     /// the file's old bytes and reads as the WAL's end (point-in-time semantics); with
     /// `wal_recovery_mode = AbsoluteConsistency` this is set to 0 at open. Default: 0.
     pub recycle_log_file_num: usize,
+    /// Archive WAL files instead of deleting them once their writes are in tables, and delete
+    /// an archived WAL once its last write is older than this many seconds (the file's
+    /// modification time; on a file system that cannot tell it, archived WALs are kept for
+    /// the size limit alone). Archived WALs (`<wal_dir>/archive/`) are what
+    /// `Db::get_updates_since` reads besides the live WALs; recovery ignores them. With this or
+    /// `wal_size_limit_mb` non-zero, `recycle_log_file_num` is set to 0 at open (a reused file
+    /// could not be archived). Default: 0 (no archive).
+    pub wal_ttl_seconds: u64,
+    /// Archive WAL files (as `wal_ttl_seconds`) and, after each archiving, delete the oldest
+    /// archived WALs while the archive holds more than this many MiB. Default: 0 (no archive).
+    pub wal_size_limit_mb: u64,
     /// Table reads (point lookups, iterators, compaction inputs) bypass the OS page cache
     /// (`O_DIRECT`): the block cache is then the only cache, and memory use is what it is
     /// configured to be. `open` fails with `NotSupported` where the file system has no direct
@@ -454,6 +465,8 @@ impl Default for Options {
             paranoid_checks: true,
             avoid_flush_during_recovery: false,
             recycle_log_file_num: 0,
+            wal_ttl_seconds: 0,
+            wal_size_limit_mb: 0,
             wal_zeros_ahead: true,
             use_direct_reads: false,
             advise_random_on_open: true,
@@ -655,6 +668,10 @@ impl Options {
             // A reused WAL's old bytes would read as damage after its last record.
             o.recycle_log_file_num = 0;
         }
+        if o.archives_wals() {
+            // RocksDB's rule: a WAL kept for reuse would be overwritten, not archived.
+            o.recycle_log_file_num = 0;
+        }
         if o.soft_pending_compaction_bytes_limit == 0 {
             o.soft_pending_compaction_bytes_limit = o.hard_pending_compaction_bytes_limit;
         } else if o.hard_pending_compaction_bytes_limit > 0
@@ -790,6 +807,8 @@ impl Options {
             ("stats_dump_period_sec", self.stats_dump_period_sec.to_string()),
             ("avoid_flush_during_recovery", self.avoid_flush_during_recovery.to_string()),
             ("recycle_log_file_num", self.recycle_log_file_num.to_string()),
+            ("WAL_ttl_seconds", self.wal_ttl_seconds.to_string()),
+            ("WAL_size_limit_MB", self.wal_size_limit_mb.to_string()),
             ("wal_zeros_ahead", self.wal_zeros_ahead.to_string()),
             ("compaction_readahead_size", self.compaction_readahead_size.to_string()),
             ("bytes_per_sync", self.bytes_per_sync.to_string()),
@@ -813,6 +832,12 @@ impl Options {
         ];
         v.extend(self.accepted.describe());
         v
+    }
+
+    /// Whether obsolete WAL files go to the archive (`wal_ttl_seconds` or `wal_size_limit_mb`
+    /// set) instead of being deleted.
+    pub(crate) fn archives_wals(&self) -> bool {
+        self.wal_ttl_seconds > 0 || self.wal_size_limit_mb > 0
     }
 
     /// The options the compaction picker reads.

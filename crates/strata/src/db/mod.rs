@@ -51,6 +51,8 @@ mod read;
 mod recover;
 mod rocksdb_api;
 mod snapshot_reads;
+mod wal_archive;
+mod wal_updates;
 mod write;
 
 use std::collections::{BTreeMap, VecDeque};
@@ -73,6 +75,7 @@ pub use self::iter::{
 };
 pub use self::pinnable::{DbPinnableSlice, PinnedSource};
 pub use self::rocksdb_api::ColumnFamilyMetaData;
+pub use self::wal_updates::DBWALIterator;
 use crate::column_family::{AsColumnFamilyRef, ColumnFamilyId};
 use crate::cstr_like::CStrLike;
 use crate::env::{FileLock, FileSystem};
@@ -237,6 +240,9 @@ pub(crate) struct DbInner {
     /// The first WAL this open created: from it on, WALs are written in recyclable fragments
     /// when recycling is on, and only those may be reused.
     pub first_own_wal: FileNumber,
+    /// WALs whose batches recovery dropped as never synced: deleted, never archived, once
+    /// obsolete (`db/wal_archive.rs`).
+    pub never_archive: std::collections::BTreeSet<FileNumber>,
     pub queue: Mutex<write::queue::WriteQueue>,
     /// Write groups between the WAL and publication (`db/write/mod.rs`).
     pub pipeline: Mutex<write::WritePipeline>,

@@ -2,14 +2,18 @@
 //! open (anything the recovered state does not keep), after a flush (WALs whose writes are now
 //! in a table) and after a compaction (input tables no live version references).
 //!
+//! An obsolete WAL is archived instead of deleted when the options keep an archive
+//! (`db/wal_archive.rs`).
+//!
 //! Invariant: a file is deleted only once the MANIFEST edit that makes it unnecessary is
 //! synced (the callers delete after `log_and_apply`), and only if it is one of the engine's
 //! own names (`filename::parse_file_name`). A failed deletion is never an error: a leftover
 //! file is found and deleted by the next open.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 
+use super::wal_archive::{purge_archive, retire_wal};
 use super::DbInner;
 use crate::env::FileSystem;
 use crate::filename::{manifest_name, table_path, temp_path, wal_path, FileKind};
@@ -23,6 +27,8 @@ pub(crate) struct Keep {
     pub manifest: FileNumber,
     /// Tables some live version references.
     pub live_tables: HashSet<FileNumber>,
+    /// Obsolete WALs to delete even when WALs are archived (`db/wal_archive.rs`).
+    pub never_archive: BTreeSet<FileNumber>,
 }
 
 /// The path of `kind` in `dir` if `keep` does not need it.
@@ -39,15 +45,18 @@ fn obsolete_path(dir: &Path, kind: FileKind, keep: &Keep) -> Option<PathBuf> {
 /// files and tables no version references (outputs of an interrupted flush or compaction).
 pub(crate) fn delete_obsolete_at_open(
     fs: &dyn FileSystem,
+    opts: &crate::options::Options,
     dir: &Path,
+    wal_dir: &Path,
     kinds: &[FileKind],
     wal_files: &BTreeMap<FileNumber, PathBuf>,
     keep: &Keep,
 ) {
-    for (_, path) in wal_files.range(..keep.oldest_wal) {
+    for (&n, path) in wal_files.range(..keep.oldest_wal) {
         crate::kill_point!("open.delete");
-        let _ = fs.remove(path);
+        retire_wal(fs, opts, wal_dir, n, path, &keep.never_archive);
     }
+    purge_archive(fs, opts, wal_dir);
     for &kind in kinds {
         if let Some(path) = obsolete_path(dir, kind, keep) {
             crate::kill_point!("open.delete");
@@ -90,8 +99,9 @@ pub(crate) fn delete_obsolete_wals(inner: &DbInner, log_number: FileNumber) {
             }
         }
         crate::kill_point!("obsolete.delete");
-        let _ = inner.fs.remove(path);
+        retire_wal(inner.fs.as_ref(), &inner.opts, &inner.wal_dir, n, path, &inner.never_archive);
     }
+    purge_archive(inner.fs.as_ref(), &inner.opts, &inner.wal_dir);
 }
 
 /// Deletes tables that were compacted away and that no live version references; the others

@@ -159,14 +159,22 @@ pub(crate) fn open(
     }
 
     let replay = replay_wals(opts, &family_opts, &fs, dir, &wal_files, &versions, false);
-    let Replayed { families, last_seq, wals, records, dropped_bytes, unsynced_dropped, prepared } =
-        match replay {
-            Ok(r) => r,
-            Err(e) => {
-                info_log.log(&format!("Recovery failed: {e}"));
-                return Err(e);
-            }
-        };
+    let Replayed {
+        families,
+        last_seq,
+        wals,
+        records,
+        dropped_bytes,
+        unsynced_dropped,
+        unsynced_wals,
+        prepared,
+    } = match replay {
+        Ok(r) => r,
+        Err(e) => {
+            info_log.log(&format!("Recovery failed: {e}"));
+            return Err(e);
+        }
+    };
 
     let any_recovered = families.values().any(|f| !f.recovered.is_empty());
     // WALs kept for memtables held in memory were written before this open, perhaps not
@@ -258,17 +266,13 @@ pub(crate) fn open(
         families.values().map(|f| f.recovered.len()).sum::<usize>(),
         log_number.0,
     ));
-    delete_obsolete_at_open(
-        fs.as_ref(),
-        dir,
-        &kinds,
-        &wal_files,
-        &Keep {
-            oldest_wal: oldest_needed_wal,
-            manifest: versions.manifest_number(),
-            live_tables: version_files.iter().flat_map(|v| v.file_numbers()).collect(),
-        },
-    );
+    let keep = Keep {
+        oldest_wal: oldest_needed_wal,
+        manifest: versions.manifest_number(),
+        live_tables: version_files.iter().flat_map(|v| v.file_numbers()).collect(),
+        never_archive: unsynced_wals.into_iter().collect(),
+    };
+    delete_obsolete_at_open(fs.as_ref(), opts, dir, &wal_dir, &kinds, &wal_files, &keep);
     Ok(assemble(Parts {
         opts,
         dir,
@@ -286,6 +290,7 @@ pub(crate) fn open(
         info_log,
         lock,
         read_only: false,
+        never_archive: keep.never_archive,
     }))
 }
 
@@ -405,6 +410,7 @@ fn try_open_read_only(
         info_log: InfoLog::disabled(),
         lock: Box::new(NoLock),
         read_only: true,
+        never_archive: std::collections::BTreeSet::new(),
     }))
 }
 
@@ -508,6 +514,8 @@ struct Parts<'a> {
     info_log: InfoLog,
     lock: Box<dyn FileLock>,
     read_only: bool,
+    /// WALs recovery dropped every batch of (never archived).
+    never_archive: std::collections::BTreeSet<FileNumber>,
 }
 
 /// Process-unique ids of open DBs, so a family handle is never used with another DB.
@@ -583,6 +591,7 @@ fn assemble(mut p: Parts<'_>) -> DbInner {
         retired_wals: Mutex::new(std::collections::VecDeque::new()),
         recycled_wals: Mutex::new(super::RecycledWals::default()),
         first_own_wal: p.log_number,
+        never_archive: p.never_archive,
         wals_synced_through: AtomicU64::new(p.kept_synced_through.0),
         newest_wal: AtomicU64::new(p.log_number.0),
         wal_dir_synced_through: AtomicU64::new(p.log_number.0),

@@ -146,6 +146,9 @@ pub(crate) struct Replayed {
     pub dropped_bytes: u64,
     /// Write batches of WALs after one that ended early, dropped as never synced.
     pub unsynced_dropped: u64,
+    /// The WALs those batches are in: nothing of them was recovered, so they are never
+    /// archived (`db/wal_archive.rs`), where `Db::get_updates_since` would read them.
+    pub unsynced_wals: Vec<FileNumber>,
     /// Transactions prepared and neither committed nor rolled back: xid -> prepare record.
     pub prepared: BTreeMap<Vec<u8>, Vec<u8>>,
 }
@@ -239,6 +242,7 @@ pub(crate) fn replay_wals(
     // The WAL that ended early, where, and whether later WALs may have outrun it.
     let mut stop_at: Option<(FileNumber, u64, bool)> = None;
     let mut unsynced_dropped = 0u64;
+    let mut unsynced_wals = Vec::new();
     let log_number = versions.log_number();
     let mut previous_wal: Option<FileNumber> = None;
     let mut prepared: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
@@ -294,6 +298,7 @@ pub(crate) fn replay_wals(
             // Never synced (a synced write syncs the WALs before its own, and the next
             // write records that): power loss may drop them, and must, to keep a prefix.
             unsynced_dropped += batches;
+            unsynced_wals.push(n);
             continue;
         }
         let mut is_header = true;
@@ -495,7 +500,16 @@ pub(crate) fn replay_wals(
         families.insert(id, f.out);
     }
 
-    Ok(Replayed { families, last_seq, wals, records, dropped_bytes, unsynced_dropped, prepared })
+    Ok(Replayed {
+        families,
+        last_seq,
+        wals,
+        records,
+        dropped_bytes,
+        unsynced_dropped,
+        unsynced_wals,
+        prepared,
+    })
 }
 
 /// The format version in the header of the WAL at `path`; `None` when it has no header.

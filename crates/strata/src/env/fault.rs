@@ -399,6 +399,10 @@ impl FileSystem for FaultFs {
         self.inner.file_size(path)
     }
 
+    fn modified(&self, path: &Path) -> Result<std::time::SystemTime> {
+        self.inner.modified(path)
+    }
+
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
         self.inner.lock(path)
     }

@@ -232,6 +232,14 @@ pub trait FileSystem: Send + Sync + 'static {
     }
     /// Size of the file at `path`.
     fn file_size(&self, path: &Path) -> Result<u64>;
+    /// When the file at `path` was last written. The default: `NotSupported` (callers that
+    /// age files, the WAL archive's TTL, then keep them).
+    fn modified(&self, path: &Path) -> Result<std::time::SystemTime> {
+        Err(Error::NotSupported(format!(
+            "{}: this filesystem does not record modification times",
+            path.display()
+        )))
+    }
     /// Takes an exclusive lock on `path` (creating it); fails with `Error::Locked` when held.
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>>;
     /// Makes `to` a second name of the existing file `from` (a hard link); `to` must not

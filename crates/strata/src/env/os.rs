@@ -344,6 +344,11 @@ impl FileSystem for OsFs {
         Ok(fs::metadata(path).map_err(|e| Error::io("stat", path, e))?.len())
     }
 
+    fn modified(&self, path: &Path) -> Result<std::time::SystemTime> {
+        let meta = fs::metadata(path).map_err(|e| Error::io("stat", path, e))?;
+        meta.modified().map_err(|e| Error::io("stat", path, e))
+    }
+
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
         super::os_lock::lock(path)
     }

@@ -497,6 +497,16 @@ impl Options {
         self.recycle_log_file_num = n;
     }
 
+    /// `wal_ttl_seconds`: archive obsolete WALs and delete archived ones older than this.
+    pub fn set_wal_ttl_seconds(&mut self, secs: u64) {
+        self.wal_ttl_seconds = secs;
+    }
+
+    /// `wal_size_limit_mb`: archive obsolete WALs and keep the archive within this many MiB.
+    pub fn set_wal_size_limit_mb(&mut self, size: u64) {
+        self.wal_size_limit_mb = size;
+    }
+
     /// `manual_wal_flush`.
     pub fn set_manual_wal_flush(&mut self, v: bool) {
         self.manual_wal_flush = v;

@@ -53,6 +53,19 @@ fn destroy(opts: &Options, dir: &Path) -> Result<()> {
         }
         fs.sync_dir(d)?;
     }
+    // The WAL archive (`Options::wal_ttl_seconds`): its WALs, then the directory if empty.
+    let archive = crate::filename::archive_dir(&wal_dir);
+    if fs.is_dir(&archive) {
+        for name in fs.list(&archive)? {
+            if let Some(FileKind::Wal(_)) = parse_file_name(&name) {
+                fs.remove(&archive.join(&name))?;
+            }
+        }
+        if fs.list(&archive).is_ok_and(|l| l.is_empty()) {
+            fs.remove_dir(&archive)?;
+        }
+        fs.sync_dir(&wal_dir)?;
+    }
     drop(lock);
     // The lock file and the directories go last, and only when nothing else is left.
     let _ = fs.remove(&lock_path(dir));

@@ -1,9 +1,11 @@
 //! The engine's API through the public interface: puts, gets, deletes and batches, merges,
 //! range deletes, iterators (both directions, bounds, prefixes) and snapshots, properties, the
-//! info LOG, and the `rocksdb` crate's names. One module per behaviour (`tests/README.md`).
+//! info LOG, the WAL iterator (`get_updates_since`), and the `rocksdb` crate's names. One
+//! module per behaviour (`tests/README.md`).
 
 mod api_fit;
 mod basic_operations;
+mod get_updates_since;
 mod info_log;
 mod iterators_and_snapshots;
 mod merge_counters;
