@@ -18,6 +18,8 @@ pub mod error;
 pub mod inspect;
 pub mod merge_operator;
 pub mod options;
+pub mod perf;
+pub mod statistics;
 pub mod write_batch;
 
 pub(crate) mod compaction;
@@ -26,6 +28,7 @@ pub(crate) mod filename;
 pub(crate) mod iterator;
 pub(crate) mod key;
 pub(crate) mod memtable;
+pub(crate) mod perf_context;
 pub(crate) mod prefix;
 pub(crate) mod range_del;
 pub(crate) mod snapshot;
@@ -65,6 +68,7 @@ pub use options::{
     CompactionStopStyle, CompactionStyle, FifoCompactionOptions, Options, PrefixExtractor,
     ReadOptions, TieredCompactionOptions, UniversalCompactionOptions, WriteOptions,
 };
+pub use perf::{PerfContext, PerfMetric, PerfStatsLevel};
 pub use snapshot::Snapshot;
 pub use sstable::{Cache, CompressionType, IndexType};
 pub use util::checksum::ChecksumType;

@@ -21,6 +21,7 @@ pub use setters::{BlockBasedOptions, MergeOperands, SliceTransform};
 use crate::version::levels::MAX_NUM_LEVELS;
 
 mod setters;
+mod statistics;
 
 /// The smallest nonzero `db_write_buffer_size`: below it the memtables' first chunks alone
 /// would fill the budget.
@@ -345,6 +346,12 @@ pub struct Options {
     /// `allow_concurrent_memtable_write`; incompatible with `enable_pipelined_write`.
     /// Default: false.
     pub unordered_write: bool,
+    /// Where the DBs opened with these options (or clones of them) count their work: made by
+    /// [`Options::enable_statistics`], read by `get_ticker_count`, `get_histogram_data` and
+    /// `get_statistics` (`strata::statistics` has the contract). A DB-wide option: the
+    /// `default` family's options (those given to `open`) decide. Default: none (nothing is
+    /// recorded).
+    pub statistics: Option<Arc<crate::statistics::Statistics>>,
 }
 
 impl Default for Options {
@@ -422,6 +429,7 @@ impl Default for Options {
             enable_pipelined_write: false,
             allow_concurrent_memtable_write: true,
             unordered_write: false,
+            statistics: None,
             wal_dir: None,
             keep_log_file_num: 1000,
             stats_dump_period_sec: 600,
@@ -446,6 +454,7 @@ impl std::fmt::Debug for Options {
             .field("block_size", &self.block_size)
             .field("compression", &self.compression)
             .field("wal_recovery_mode", &self.wal_recovery_mode)
+            .field("statistics", &self.statistics)
             .finish_non_exhaustive()
     }
 }
