@@ -14,4 +14,5 @@ mod range_deletes;
 mod reverse_iteration;
 mod rocksdb_port_example;
 mod snapshot_reads;
+mod statistics;
 mod write_batch_from_data;
