@@ -19,6 +19,8 @@ pub mod error;
 pub mod inspect;
 pub mod merge_operator;
 pub mod options;
+pub mod perf;
+pub mod statistics;
 pub mod write_batch;
 
 pub(crate) mod compaction;
@@ -28,6 +30,7 @@ pub(crate) mod filename;
 pub(crate) mod iterator;
 pub(crate) mod key;
 pub(crate) mod memtable;
+pub(crate) mod perf_context;
 pub(crate) mod prefix;
 pub(crate) mod range_del;
 pub(crate) mod snapshot;
@@ -80,6 +83,7 @@ pub use options::{
     CompactionStopStyle, CompactionStyle, FifoCompactionOptions, Options, PrefixExtractor,
     ReadOptions, TieredCompactionOptions, UniversalCompactionOptions, WriteOptions,
 };
+pub use perf::{PerfContext, PerfMetric, PerfStatsLevel};
 pub use snapshot::{SnapshotHandle, SnapshotWithThreadMode};
 pub use sstable::{Cache, CompressionType, IndexType};
 pub use util::checksum::ChecksumType;

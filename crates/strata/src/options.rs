@@ -52,6 +52,7 @@ mod logger;
 mod parse;
 mod per_call;
 mod setters;
+mod statistics;
 mod table_factories;
 
 /// The smallest nonzero `db_write_buffer_size`: below it the memtables' first chunks alone
@@ -402,6 +403,12 @@ pub struct Options {
     /// RocksDB options accepted without effect, each documented with why that is safe
     /// ([`AcceptedOptions`]). Default: RocksDB's defaults.
     pub accepted: AcceptedOptions,
+    /// Where the DBs opened with these options (or clones of them) count their work: made by
+    /// [`Options::enable_statistics`], read by `get_ticker_count`, `get_histogram_data` and
+    /// `get_statistics` (`strata::statistics` has the contract). A DB-wide option: the
+    /// `default` family's options (those given to `open`) decide. Default: none (nothing is
+    /// recorded).
+    pub statistics: Option<Arc<crate::statistics::Statistics>>,
 }
 
 impl Default for Options {
@@ -481,6 +488,7 @@ impl Default for Options {
             enable_pipelined_write: false,
             allow_concurrent_memtable_write: true,
             unordered_write: false,
+            statistics: None,
             wal_dir: None,
             keep_log_file_num: 1000,
             stats_dump_period_sec: 600,
@@ -509,6 +517,7 @@ impl std::fmt::Debug for Options {
             .field("block_size", &self.block_size)
             .field("compression", &self.compression)
             .field("wal_recovery_mode", &self.wal_recovery_mode)
+            .field("statistics", &self.statistics)
             .finish_non_exhaustive()
     }
 }

@@ -4,10 +4,17 @@
 //!
 //! Write-path counters are bumped once per write group by its leader; compaction counters once
 //! per job: nothing here is touched per key on a hot path.
+//!
+//! The same increments feed the user's `Statistics` when the DB has one (`Stats::statistics`):
+//! each counter here that RocksDB also has as a ticker is added to that ticker at the same
+//! place, so the two never disagree on what was counted.
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
+
+use crate::statistics::{Statistics, Ticker as StatTicker};
 
 use parking_lot::Mutex;
 
@@ -90,6 +97,25 @@ pub(crate) enum Ticker {
 }
 
 const NUM_TICKERS: usize = 11;
+
+impl Ticker {
+    /// The `Statistics` ticker this counter feeds.
+    const fn public(self) -> StatTicker {
+        match self {
+            Ticker::KeysRead => StatTicker::NumberKeysRead,
+            Ticker::BytesRead => StatTicker::BytesRead,
+            Ticker::KeysWritten => StatTicker::NumberKeysWritten,
+            Ticker::BytesWritten => StatTicker::BytesWritten,
+            Ticker::MemtableHit => StatTicker::MemtableHit,
+            Ticker::MemtableMiss => StatTicker::MemtableMiss,
+            Ticker::GetHitL0 => StatTicker::GetHitL0,
+            Ticker::GetHitL1 => StatTicker::GetHitL1,
+            Ticker::GetHitL2AndUp => StatTicker::GetHitL2AndUp,
+            Ticker::BloomUseful => StatTicker::BloomFilterUseful,
+            Ticker::BloomChecked => StatTicker::BloomFilterFullPositive,
+        }
+    }
+}
 const TICKER_SHARDS: usize = 16;
 
 /// RocksDB's names for the tickers, in `Ticker` order.
@@ -113,6 +139,8 @@ struct TickerShard([AtomicU64; NUM_TICKERS]);
 
 pub(crate) struct Tickers {
     shards: Box<[TickerShard]>,
+    /// The user's statistics, fed the same counts.
+    statistics: Option<Arc<Statistics>>,
 }
 
 thread_local! {
@@ -122,17 +150,18 @@ thread_local! {
     };
 }
 
-impl Default for Tickers {
-    fn default() -> Self {
-        Tickers { shards: (0..TICKER_SHARDS).map(|_| TickerShard::default()).collect() }
-    }
-}
-
 impl Tickers {
+    fn new(statistics: Option<Arc<Statistics>>) -> Self {
+        Tickers { shards: (0..TICKER_SHARDS).map(|_| TickerShard::default()).collect(), statistics }
+    }
+
     #[inline]
     pub fn add(&self, t: Ticker, n: u64) {
         let shard = TICKER_SHARD.with(|s| *s);
         self.shards[shard].0[t as usize].fetch_add(n, Ordering::Relaxed);
+        if let Some(s) = &self.statistics {
+            s.tick(t.public(), n);
+        }
     }
 
     #[cfg(test)]
@@ -214,7 +243,8 @@ pub(crate) struct LevelShape {
 }
 
 impl Stats {
-    pub fn new(num_levels: usize) -> Stats {
+    /// Counters for a DB (or family) of `num_levels` levels, feeding `statistics`.
+    pub fn new(num_levels: usize, statistics: Option<Arc<Statistics>>) -> Stats {
         Stats {
             start: Instant::now(),
             levels: Mutex::new(vec![LevelStats::default(); num_levels]),
@@ -225,7 +255,21 @@ impl Stats {
                 levels: vec![LevelStats::default(); num_levels],
                 ..Interval::default()
             }),
-            tickers: Tickers::default(),
+            tickers: Tickers::new(statistics),
+        }
+    }
+
+    /// The user's statistics this DB records into, if any.
+    #[inline]
+    pub fn user_statistics(&self) -> Option<&Arc<Statistics>> {
+        self.tickers.statistics.as_ref()
+    }
+
+    /// Adds `n` to `ticker` of the user's statistics, if any.
+    #[inline]
+    pub fn tick(&self, ticker: StatTicker, n: u64) {
+        if let Some(s) = &self.tickers.statistics {
+            s.tick(ticker, n);
         }
     }
 
@@ -238,7 +282,7 @@ impl Stats {
 
     pub fn record_stall(&self, kind: Stall, micros: u64) {
         self.stalls[kind as usize].fetch_add(1, Ordering::Relaxed);
-        self.write.stall_micros.fetch_add(micros, Ordering::Relaxed);
+        self.add_stall_micros(micros);
     }
 
     /// Stalls of `kind` so far.
@@ -248,6 +292,7 @@ impl Stats {
 
     pub fn add_stall_micros(&self, micros: u64) {
         self.write.stall_micros.fetch_add(micros, Ordering::Relaxed);
+        self.tick(StatTicker::StallMicros, micros);
     }
 
     pub fn level_stats(&self) -> Vec<LevelStats> {
@@ -585,7 +630,7 @@ mod tests {
 
     #[test]
     fn tickers_sum_across_threads() {
-        let st = Stats::new(2);
+        let st = Stats::new(2, None);
         std::thread::scope(|sc| {
             for _ in 0..4 {
                 sc.spawn(|| {
@@ -605,7 +650,7 @@ mod tests {
 
     #[test]
     fn report_has_the_lines_benchmark_sh_parses() {
-        let st = Stats::new(3);
+        let st = Stats::new(3, None);
         st.flush_bytes.fetch_add(1 << 20, Ordering::Relaxed);
         st.add_compaction(
             0,
@@ -650,7 +695,7 @@ mod tests {
     /// compaction writes, not as flush writes.
     #[test]
     fn compaction_writes_into_l0_count_as_compaction_bytes() {
-        let st = Stats::new(3);
+        let st = Stats::new(3, None);
         st.flush_bytes.fetch_add(1 << 20, Ordering::Relaxed);
         st.add_compaction(0, &LevelStats { bytes_written: 1 << 20, ..LevelStats::default() });
         st.add_compaction(0, &LevelStats { bytes_written: 5 << 20, ..LevelStats::default() });

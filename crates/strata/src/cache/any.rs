@@ -61,6 +61,14 @@ impl<K: Hash + Eq + Clone + Send + Sync, V: Send + Sync> AnyCache<K, V> {
         ))))
     }
 
+    /// Bytes of the cache's own structures, beside the charge of what it holds.
+    pub fn structure_bytes(&self) -> usize {
+        match self {
+            AnyCache::Lru(c) => c.structure_bytes(),
+            AnyCache::Clock(c) => c.structure_bytes(),
+        }
+    }
+
     /// Which implementation this is.
     pub fn cache_type(&self) -> CacheType {
         match self {

@@ -109,6 +109,12 @@ impl<B: CachedBlock> BlockCache<B> {
         self.inner.cache.usage()
     }
 
+    /// Approximate memory the cache takes: the charge it holds ([`Self::usage`]) and its own
+    /// structures (shards, hash tables, slot arrays), which exist even when it is empty.
+    pub fn approximate_memory_usage(&self) -> usize {
+        self.usage() + self.inner.cache.structure_bytes()
+    }
+
     /// The byte capacity.
     pub fn capacity(&self) -> usize {
         self.inner.cache.capacity()

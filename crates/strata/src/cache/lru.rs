@@ -109,6 +109,12 @@ impl<K: Eq, V> LruShard<K, V> {
         self.len
     }
 
+    /// Bytes of the shard's own structures: its hash table and entry slab.
+    pub(crate) fn structure_bytes(&self) -> usize {
+        self.table.capacity() * std::mem::size_of::<u64>()
+            + self.slab.capacity() * std::mem::size_of::<Slot<K, V>>()
+    }
+
     /// Holds `charge` bytes of the capacity without an entry, evicting entries (into
     /// `removed`) to make room. The reservation is never evicted; when it alone exceeds the
     /// capacity, the shard holds no charged entry until it is released.

@@ -199,6 +199,13 @@ impl<K: Hash + Eq + Send, V: Send + Sync> LruCache<K, V> {
         self.shards.iter().map(|s| s.misses.load(Ordering::Relaxed)).sum()
     }
 
+    /// Bytes of the cache's own structures (shards, hash tables, entry slabs), beside the
+    /// charge of what it holds (locks each shard in turn).
+    pub fn structure_bytes(&self) -> usize {
+        std::mem::size_of_val(&*self.shards)
+            + self.shards.iter().map(|s| s.lru.lock().structure_bytes()).sum::<usize>()
+    }
+
     /// Entries held (locks each shard in turn).
     pub fn entries(&self) -> usize {
         self.shards.iter().map(|s| s.lru.lock().len()).sum()

@@ -15,6 +15,7 @@ use crate::compaction::{now_secs, pick};
 use crate::error::{Error, Result};
 use crate::filename::table_path;
 use crate::key::{compare_internal, make_internal_key, user_key};
+use crate::statistics::{Histogram, Ticker};
 use crate::types::{FileNumber, SeqNo, ValueType};
 use crate::version::levels::Version;
 
@@ -310,6 +311,15 @@ fn execute(inner: &DbInner, cfd: &Arc<Cfd>, plan: &CompactionPlan, manual: bool)
         }
         r => r?,
     };
+    // Counted before the install, which may wake a waiter on the compaction: its work is done.
+    if let (Some(s), true) = (cfd.stats.user_statistics(), rewrites) {
+        let st = &result.stats;
+        s.tick(Ticker::CompactReadBytes, st.bytes_read_non_output + st.bytes_read_output);
+        s.tick(Ticker::CompactWriteBytes, st.bytes_written);
+        s.record_time(Histogram::CompactionTime, st.micros.max(1));
+        s.record_time(Histogram::CompactionCpuTime, st.cpu_micros);
+        s.record(Histogram::NumFilesInSingleCompaction, plan.all_inputs().count() as u64);
+    }
     let outputs: Vec<FileNumber> = result.edit.new_files.iter().map(|(_, f)| f.number).collect();
     crate::kill_point!("compaction.install");
     result.edit.column_family = cfd.id;

@@ -13,6 +13,7 @@ use crate::error::{Error, Result};
 use crate::filename::table_path;
 use crate::memtable::MemTable;
 use crate::sstable::TableBuilder;
+use crate::statistics::{Histogram, Ticker};
 use crate::stats::LevelStats;
 use crate::types::FileNumber;
 use crate::version::edit::{FileMetaData, VersionEdit};
@@ -191,6 +192,12 @@ fn flush_one(
         level_stats.dropped_records = s.dropped;
         edit.last_sequence = Some(m.largest_seqno);
         edit.new_files.push((0, m));
+    }
+    // Counted before the install, which may wake a waiter on the flush: the flush's work (the
+    // table written) is done.
+    if let Some(s) = cfd.stats.user_statistics() {
+        s.tick(Ticker::FlushWriteBytes, level_stats.bytes_written);
+        s.record_time(Histogram::FlushTime, (start.elapsed().as_micros() as u64).max(1));
     }
     if let Some(seq) = mem.largest_seqno() {
         edit.last_sequence = Some(edit.last_sequence.map_or(seq, |s| s.max(seq)));

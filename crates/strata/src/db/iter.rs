@@ -202,6 +202,7 @@ fn build_iter(
             prefix_extractor,
             pin: Some(sv),
             range_dels: Some(RangeDelView::new(lists)),
+            statistics: table_cache.statistics().cloned(),
         },
     )
 }

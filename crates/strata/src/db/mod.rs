@@ -1166,6 +1166,12 @@ impl Db {
         properties::property_value(&self.inner, &self.inner.default_cf, &name.to_name()?)
     }
 
+    /// The memory of this DB's memtables and table readers, over all its families
+    /// (`strata::perf`).
+    pub(crate) fn memory_figures(&self) -> properties::MemoryFigures {
+        properties::memory_figures(&self.inner)
+    }
+
     /// A numeric property, `None` for an unknown or non-numeric name.
     pub fn property_int_value(&self, name: impl CStrLike) -> Result<Option<u64>> {
         Ok(self.property_value(name)?.and_then(|s| s.trim().parse().ok()))

@@ -489,7 +489,8 @@ fn new_table_cache(opts: &Options, fs: &Arc<dyn FileSystem>, dir: &Path) -> Arc<
     Arc::new(
         TableCache::new(fs.clone(), dir.to_path_buf(), table_capacity.max(1), block_cache)
             .with_meta_options(meta, opts.pin_l0_filter_and_index_blocks_in_cache)
-            .with_advise_random(opts.advise_random_on_open),
+            .with_advise_random(opts.advise_random_on_open)
+            .with_statistics(opts.statistics.clone()),
     )
 }
 
@@ -523,7 +524,7 @@ static NEXT_INSTANCE: AtomicU64 = AtomicU64::new(1);
 
 fn assemble(mut p: Parts<'_>) -> DbInner {
     let instance = NEXT_INSTANCE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let db_stats = Arc::new(crate::stats::Stats::new(p.opts.num_levels));
+    let db_stats = Arc::new(crate::stats::Stats::new(p.opts.num_levels, p.opts.statistics.clone()));
     let mut cfs = BTreeMap::new();
     for (&id, family) in p.versions.families() {
         let Some(fopts) = p.family_opts.remove(&id) else { continue };
@@ -532,7 +533,7 @@ fn assemble(mut p: Parts<'_>) -> DbInner {
         let stats = if id == 0 {
             db_stats.clone()
         } else {
-            Arc::new(crate::stats::Stats::new(fopts.num_levels))
+            Arc::new(crate::stats::Stats::new(fopts.num_levels, p.opts.statistics.clone()))
         };
         let imm: std::collections::VecDeque<_> = recovered.into_iter().collect();
         let sv = SuperVersion::build(&fopts, &mem, &imm, family.current.clone(), 1);

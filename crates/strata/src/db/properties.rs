@@ -151,6 +151,11 @@ pub(crate) fn property_value(inner: &DbInner, cfd: &Cfd, name: &str) -> Result<O
             s
         }
         "sstables" => sstables(v),
+        // RocksDB's: the dump of the user's statistics, when the DB has them.
+        "options-statistics" => match inner.stats.user_statistics() {
+            Some(s) => s.dump(),
+            None => return Ok(None),
+        },
         "statistics" => {
             let cache = inner.table_cache.block_cache();
             inner.stats.statistics(&[
@@ -179,6 +184,36 @@ pub(crate) fn property_value(inner: &DbInner, cfd: &Cfd, name: &str) -> Result<O
         _ => return Ok(None),
     };
     Ok(Some(out))
+}
+
+/// The memory of a DB over all its families (`strata::perf`'s figures).
+pub(crate) struct MemoryFigures {
+    /// Every memtable held (`size-all-mem-tables`).
+    pub mem_tables: u64,
+    /// Memtables not flushed yet (`cur-size-all-mem-tables`): all of them, as no flushed
+    /// memtable is kept.
+    pub unflushed_mem_tables: u64,
+    /// What open table readers keep outside the block cache (`estimate-table-readers-mem`).
+    pub table_readers: u64,
+}
+
+pub(crate) fn memory_figures(inner: &DbInner) -> MemoryFigures {
+    let cfds: Vec<_> = inner.state.lock().cfs.values().map(|c| c.cfd.clone()).collect();
+    let (mut mem, mut readers) = (0u64, 0u64);
+    for cfd in cfds {
+        let sv = cfd.current_super_version();
+        mem += std::iter::once(&sv.mem)
+            .chain(sv.imm.iter())
+            .map(|m| m.approximate_memory_usage() as u64)
+            .sum::<u64>();
+        readers += sv
+            .version
+            .files()
+            .filter_map(|(_, f)| inner.table_cache.open_reader(f.number, &f.pinned))
+            .map(|r| r.memory_usage() as u64)
+            .sum::<u64>();
+    }
+    MemoryFigures { mem_tables: mem, unflushed_mem_tables: mem, table_readers: readers }
 }
 
 /// RocksDB's `Version::DebugString(hex)`: per level, each file with its size, sequence range

@@ -8,7 +8,9 @@ use crate::error::{Error, Result};
 use crate::key::{after_largest, append_internal_key, parse_internal_key, user_key};
 use crate::merge_operator::MergeOperator;
 use crate::options::ReadOptions;
+use crate::perf_context::{self, PerfMetric, PerfTimer};
 use crate::sstable::ReadBlockOptions;
+use crate::statistics::{Histogram, StopWatch};
 use crate::stats::Ticker;
 use crate::types::{SeqNo, ValueType};
 use crate::version::levels::TableFile;
@@ -122,6 +124,7 @@ impl<'a> GetContext<'a> {
                     )));
                     return false;
                 }
+                perf_context::count(PerfMetric::InternalMergeCount, 1);
                 self.operands.push(value.to_vec());
                 true
             }
@@ -237,6 +240,7 @@ pub(crate) fn get(
     key: &[u8],
     opts: &ReadOptions,
 ) -> Result<Option<Vec<u8>>> {
+    let _timer = StopWatch::start(inner.stats.user_statistics(), Histogram::DbGet);
     cfd.local_svs.with(
         || cfd.current_super_version(),
         |sv| {
@@ -257,6 +261,7 @@ pub(crate) fn get_pinned(
     key: &[u8],
     opts: &ReadOptions,
 ) -> Result<Option<DbPinnableSlice>> {
+    let _timer = StopWatch::start(inner.stats.user_statistics(), Histogram::DbGet);
     let sv = cfd.current_super_version();
     let seq = match &opts.snapshot {
         Some(s) => s.seq(),
@@ -271,6 +276,8 @@ pub(crate) fn multi_get<K: AsRef<[u8]>>(
     keys: Vec<K>,
     opts: &ReadOptions,
 ) -> Vec<Result<Option<Vec<u8>>>> {
+    let statistics = inner.stats.user_statistics();
+    let _timer = StopWatch::start(statistics, Histogram::DbMultiget);
     let sv = cfd.current_super_version();
     let seq = match &opts.snapshot {
         Some(s) => s.seq(),
@@ -282,7 +289,16 @@ pub(crate) fn multi_get<K: AsRef<[u8]>>(
     for i in order {
         out[i] = Some(get_copied_at(inner, cfd, &sv, keys[i].as_ref(), seq, opts));
     }
-    out.into_iter().map(|r| r.unwrap_or(Ok(None))).collect()
+    let out: Vec<_> = out.into_iter().map(|r| r.unwrap_or(Ok(None))).collect();
+    if let Some(s) = statistics {
+        let bytes: usize =
+            out.iter().map(|r| r.as_ref().map_or(0, |v| v.as_ref().map_or(0, Vec::len))).sum();
+        s.tick(crate::statistics::Ticker::NumberMultigetCalls, 1);
+        s.tick(crate::statistics::Ticker::NumberMultigetKeysRead, out.len() as u64);
+        s.tick(crate::statistics::Ticker::NumberMultigetBytesRead, bytes as u64);
+        s.record(Histogram::BytesPerMultiget, bytes as u64);
+    }
+    out
 }
 
 /// The value of `key` at `seq` in `sv`, pinned where it lies when `pin` (else owned).
@@ -323,6 +339,10 @@ fn count_bytes_read<V: std::ops::Deref<Target = [u8]>>(
 ) -> Result<Option<V>> {
     if let Ok(Some(v)) = &r {
         inner.stats.tickers.add(Ticker::BytesRead, v.len() as u64);
+        perf_context::count(PerfMetric::GetReadBytes, v.len() as u64);
+        if let Some(s) = inner.stats.user_statistics() {
+            s.record(Histogram::BytesPerRead, v.len() as u64);
+        }
     }
     r
 }
@@ -341,7 +361,9 @@ fn search(
     let lkey = lkey.as_slice();
     let tickers = &inner.stats.tickers;
     tickers.add(Ticker::KeysRead, 1);
+    let memtable_timer = PerfTimer::start(PerfMetric::GetFromMemtableTime);
     for m in std::iter::once(&sv.mem).chain(&sv.imm) {
+        perf_context::count(PerfMetric::GetFromMemtableCount, 1);
         ctx.cover(m.fragmented_range_tombstones().as_deref(), seq);
         m.get(lkey, |k, v| {
             let more = ctx.add(k, v);
@@ -353,8 +375,10 @@ fn search(
             break;
         }
     }
+    drop(memtable_timer);
     tickers.add(if ctx.is_done() { Ticker::MemtableHit } else { Ticker::MemtableMiss }, 1);
     if !ctx.is_done() {
+        let _files_timer = PerfTimer::start(PerfMetric::GetFromOutputFilesTime);
         let ro = ReadBlockOptions {
             verify_checksums: opts.verify_checksums,
             fill_cache: opts.fill_cache,
@@ -410,5 +434,7 @@ fn filter_passes(
 ) -> Result<bool> {
     let pass = t.may_contain(key)?;
     tickers.add(if pass { Ticker::BloomChecked } else { Ticker::BloomUseful }, 1);
+    let m = if pass { PerfMetric::BloomSstHitCount } else { PerfMetric::BloomSstMissCount };
+    perf_context::count(m, 1);
     Ok(pass)
 }

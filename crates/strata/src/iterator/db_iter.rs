@@ -9,8 +9,10 @@ use super::InternalIterator;
 use crate::error::{Error, Result};
 use crate::key::{append_internal_key, make_internal_key, parse_internal_key};
 use crate::merge_operator::MergeOperator;
+use crate::perf_context::{self, PerfMetric};
 use crate::prefix::PrefixExtractor;
 use crate::range_del::{Fragment, FragmentedTombstones};
+use crate::statistics::{self, Histogram, Statistics, Ticker};
 use crate::types::{SeqNo, ValueType};
 
 /// The range tombstones of a DB iterator's sources. Source `s` of a list with offset `o` is
@@ -100,6 +102,8 @@ pub(crate) struct DbIter {
     range_dels: Option<RangeDelView>,
     /// Inner entries examined (see [`DbIter::internal_steps`]).
     steps: u64,
+    /// The user's statistics: seeks, steps, entries found and their bytes.
+    statistics: Option<Arc<Statistics>>,
     /// Keeps whatever the inner iterators read from alive.
     _pin: Option<Arc<dyn std::any::Any + Send + Sync>>,
 }
@@ -115,6 +119,8 @@ pub(crate) struct DbIterOptions {
     pub pin: Option<Arc<dyn std::any::Any + Send + Sync>>,
     /// Range tombstones of the inner iterator's children; `None` when there are none.
     pub range_dels: Option<RangeDelView>,
+    /// Where to count the iterator's moves (none: nothing counted but the perf context).
+    pub statistics: Option<Arc<Statistics>>,
 }
 
 impl DbIterOptions {
@@ -128,6 +134,7 @@ impl DbIterOptions {
             prefix_extractor: None,
             pin: None,
             range_dels: None,
+            statistics: None,
         }
     }
 }
@@ -163,6 +170,7 @@ impl DbIter {
             seek_key: Vec::new(),
             range_dels: o.range_dels.filter(|r| !r.is_empty()),
             steps: 0,
+            statistics: o.statistics,
             _pin: o.pin,
         }
     }
@@ -276,6 +284,14 @@ impl DbIter {
     }
 
     pub fn seek_to_first(&mut self) {
+        let before = self.steps;
+        let start = statistics::start_timer(self.statistics.as_ref());
+        self.seek_to_first_uncounted();
+        statistics::stop_timer(self.statistics.as_ref(), Histogram::DbSeek, start);
+        self.count_move(before, Ticker::NumberDbSeek, Ticker::NumberDbSeekFound);
+    }
+
+    fn seek_to_first_uncounted(&mut self) {
         self.prefix = None;
         match &self.lower_bound {
             Some(l) => {
@@ -293,6 +309,14 @@ impl DbIter {
 
     /// Positions at the first key >= `target` (and >= the lower bound).
     pub fn seek(&mut self, target: &[u8]) {
+        let before = self.steps;
+        let start = statistics::start_timer(self.statistics.as_ref());
+        self.seek_uncounted(target);
+        statistics::stop_timer(self.statistics.as_ref(), Histogram::DbSeek, start);
+        self.count_move(before, Ticker::NumberDbSeek, Ticker::NumberDbSeekFound);
+    }
+
+    fn seek_uncounted(&mut self, target: &[u8]) {
         self.set_prefix(target);
         let start = match &self.lower_bound {
             Some(l) if target < l.as_slice() => l.as_slice(),
@@ -311,6 +335,14 @@ impl DbIter {
     }
 
     pub fn seek_to_last(&mut self) {
+        let before = self.steps;
+        let start = statistics::start_timer(self.statistics.as_ref());
+        self.seek_to_last_uncounted();
+        statistics::stop_timer(self.statistics.as_ref(), Histogram::DbSeek, start);
+        self.count_move(before, Ticker::NumberDbSeek, Ticker::NumberDbSeekFound);
+    }
+
+    fn seek_to_last_uncounted(&mut self) {
         self.prefix = None;
         self.error = None;
         self.direction = Direction::Reverse;
@@ -337,11 +369,19 @@ impl DbIter {
 
     /// Positions at the last key <= `target` (and < the upper bound).
     pub fn seek_for_prev(&mut self, target: &[u8]) {
+        let before = self.steps;
+        let start = statistics::start_timer(self.statistics.as_ref());
+        self.seek_for_prev_uncounted(target);
+        statistics::stop_timer(self.statistics.as_ref(), Histogram::DbSeek, start);
+        self.count_move(before, Ticker::NumberDbSeek, Ticker::NumberDbSeekFound);
+    }
+
+    fn seek_for_prev_uncounted(&mut self, target: &[u8]) {
         self.set_prefix(target);
         if let Some(u) = self.upper_bound.as_deref() {
             if target >= u {
                 let saved_prefix = self.prefix.take();
-                self.seek_to_last();
+                self.seek_to_last_uncounted();
                 self.prefix = saved_prefix;
                 if self.valid && self.before_lower(&self.saved_key) {
                     self.valid = false;
@@ -358,6 +398,15 @@ impl DbIter {
     }
 
     pub fn next(&mut self) {
+        // A forward step re-reads the entry it is at (the current key's newest) first: not
+        // an entry skipped.
+        let reread = u64::from(self.direction == Direction::Forward);
+        let before = self.steps + reread;
+        self.next_uncounted();
+        self.count_move(before, Ticker::NumberDbNext, Ticker::NumberDbNextFound);
+    }
+
+    fn next_uncounted(&mut self) {
         debug_assert!(self.valid);
         if self.direction == Direction::Reverse {
             self.direction = Direction::Forward;
@@ -381,6 +430,31 @@ impl DbIter {
     }
 
     pub fn prev(&mut self) {
+        let before = self.steps;
+        self.prev_uncounted();
+        self.count_move(before, Ticker::NumberDbPrev, Ticker::NumberDbPrevFound);
+    }
+
+    /// Counts a move that began at `steps_before` internal steps: in this thread's perf
+    /// context the entries stepped over and the bytes found, in the statistics the move
+    /// (`moved`), whether it found an entry (`found`) and its bytes.
+    #[inline]
+    fn count_move(&self, steps_before: u64, moved: Ticker, found: Ticker) {
+        let bytes = if self.valid { (self.key().len() + self.value().len()) as u64 } else { 0 };
+        let landed = u64::from(self.valid);
+        let skipped = self.steps.saturating_sub(steps_before).saturating_sub(landed);
+        perf_context::count(PerfMetric::InternalKeySkippedCount, skipped);
+        perf_context::count(PerfMetric::IterReadBytes, bytes);
+        if let Some(s) = &self.statistics {
+            s.tick(moved, 1);
+            if self.valid {
+                s.tick(found, 1);
+                s.tick(Ticker::IterBytesRead, bytes);
+            }
+        }
+    }
+
+    fn prev_uncounted(&mut self) {
         debug_assert!(self.valid);
         if self.direction == Direction::Forward {
             // Move the inner iterator before every entry of the current key.

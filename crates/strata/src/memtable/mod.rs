@@ -261,8 +261,13 @@ impl MemTable {
         }
         if let Some(b) = &self.bloom {
             if !b.may_contain(crate::key::user_key(lookup_ikey)) {
+                crate::perf_context::count(
+                    crate::perf_context::PerfMetric::BloomMemtableMissCount,
+                    1,
+                );
                 return;
             }
+            crate::perf_context::count(crate::perf_context::PerfMetric::BloomMemtableHitCount, 1);
         }
         let mut node = self.list.seek_ge(lookup_ikey);
         while let Some(n) = node {

@@ -552,10 +552,6 @@ impl Options {
         self.delayed_write_rate = bytes_per_sec;
     }
 
-    /// Statistics are always collected in Strata (`strata.statistics`); kept so ported code
-    /// compiles.
-    pub fn enable_statistics(&mut self) {}
-
     /// Limits flush and compaction writes to `rate_bytes_per_sec` (`rate_limiter`; Strata's
     /// limiter refills continuously with a 100 ms burst and has no fairness knob, so the
     /// other two arguments are not used). 0 or less removes the limit.

@@ -19,6 +19,7 @@ use crate::env::FileSystem;
 use crate::error::Result;
 use crate::filename::table_path;
 use crate::sstable::{CacheAccess, MetaBlockOptions, TableReader};
+use crate::statistics::Statistics;
 use crate::types::{FileNumber, SeqNo};
 
 /// The open reader of one table file, set once and kept beside the file's record in a live
@@ -72,6 +73,8 @@ pub(crate) struct TableCache {
     pin_l0: bool,
     /// Advise the OS of random reads on each table opened (`advise_random_on_open`).
     advise_random: bool,
+    /// The user's statistics, which the readers count their block cache use and reads in.
+    statistics: Option<Arc<Statistics>>,
 }
 
 impl TableCache {
@@ -93,7 +96,20 @@ impl TableCache {
             meta: MetaBlockOptions::default(),
             pin_l0: false,
             advise_random: false,
+            statistics: None,
         }
+    }
+
+    /// The user's statistics the DB counts its reads in, if any.
+    pub fn statistics(&self) -> Option<&Arc<Statistics>> {
+        self.statistics.as_ref()
+    }
+
+    /// Readers opened from now on count their block cache use and block reads in
+    /// `statistics`.
+    pub fn with_statistics(mut self, statistics: Option<Arc<Statistics>>) -> TableCache {
+        self.statistics = statistics;
+        self
     }
 
     /// Tables opened from now on are advised to the OS as read at random.
@@ -164,7 +180,13 @@ impl TableCache {
             pin: self.meta.cache_index_and_filter_blocks && self.pin_l0 && level == Some(0),
             ..self.meta
         };
-        let mut reader = TableReader::open_with(file, number.0, self.block_cache.clone(), meta)?;
+        let mut reader = TableReader::open_counted(
+            file,
+            number.0,
+            self.block_cache.clone(),
+            meta,
+            self.statistics.clone(),
+        )?;
         reader.set_global_seqno(global_seqno)?;
         let reader = Arc::new(reader);
         self.readers.insert(number.0, reader.clone(), 1);

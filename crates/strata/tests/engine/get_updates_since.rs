@@ -185,7 +185,17 @@ fn without_the_archive_only_the_live_wals_are_read() {
     write_puts(&db, 0, 30, 10);
     db.put(b"x", b"y").unwrap(); // sequence 31, in the live WAL
     assert!(archive_names(&fs, &dir).is_empty());
-    let Err(e) = db.get_updates_since(0) else { panic!("flushed WALs are deleted") };
+    // A flush wakes its waiters before it deletes the WALs it made obsolete: wait for that.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let e = loop {
+        match db.get_updates_since(0) {
+            Err(e) if e.to_string().contains("starts at 31") => break e,
+            _ if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(5))
+            }
+            other => panic!("flushed WALs are deleted: {:?}", other.map(|_| ())),
+        }
+    };
     assert_eq!(e.kind(), ErrorKind::NotFound);
     assert!(e.to_string().contains("oldest batch the WAL files hold starts at 31"), "{e}");
     assert_eq!(updates(&db, 30), expected(31, &[vec![(b"x".to_vec(), Some(b"y".to_vec()))]]));

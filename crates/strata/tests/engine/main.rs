@@ -18,4 +18,5 @@ mod rocksdb_compat;
 mod rocksdb_options;
 mod rocksdb_port_example;
 mod snapshot_reads;
+mod statistics;
 mod write_batch_from_data;

@@ -276,6 +276,13 @@ impl<K: Hash + Eq + Clone + Send + Sync, V: Send + Sync> ClockCache<K, V> {
         self.capacity
     }
 
+    /// Bytes of the cache's own structures (shards and their slot arrays), beside the charge
+    /// of what it holds.
+    pub fn structure_bytes(&self) -> usize {
+        std::mem::size_of_val(&*self.shards)
+            + self.shards.iter().map(ClockTable::slot_bytes).sum::<usize>()
+    }
+
     /// Lookups that found their key.
     pub fn hits(&self) -> u64 {
         self.hits.sum()

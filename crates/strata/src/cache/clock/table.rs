@@ -79,6 +79,17 @@ impl<K, V> Drop for ClockTable<K, V> {
 }
 
 impl<K: Eq + Clone, V> ClockTable<K, V> {
+    /// Bytes of the slot arrays of the generations published.
+    pub(super) fn slot_bytes(&self) -> usize {
+        let mut len = self.first_mask + 1;
+        let mut total = 0;
+        for _ in 0..self.generations.load(Relaxed) {
+            total += len * std::mem::size_of::<Slot<K, V>>();
+            len = (len << GROWTH_BITS).min(MAX_SLOTS);
+        }
+        total
+    }
+
     /// A fixed table of `slots` slots (a power of two) holding up to `capacity` bytes of charge.
     #[cfg(test)]
     pub(super) fn new(capacity: usize, slots: usize, strict: bool) -> Self {

@@ -51,7 +51,7 @@ pub(crate) fn create_cf(inner: &DbInner, name: &str, opts: &Options) -> Result<A
     let mem = super::new_memtable(&fopts, &inner.opts);
     let imm = std::collections::VecDeque::new();
     let sv = SuperVersion::build(&fopts, &mem, &imm, version, 1);
-    let stats = Arc::new(crate::stats::Stats::new(fopts.num_levels));
+    let stats = Arc::new(crate::stats::Stats::new(fopts.num_levels, inner.opts.statistics.clone()));
     let cfd = Arc::new(Cfd::new(inner.instance, id, name, fopts, sv, stats));
     let mut st = inner.state.lock();
     st.cfs.insert(

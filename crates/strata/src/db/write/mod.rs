@@ -49,6 +49,7 @@ use std::sync::Arc;
 use super::{DbInner, MemSet};
 use crate::error::{Error, Result};
 use crate::options::WriteOptions;
+use crate::statistics::{Histogram, StopWatch, Ticker as StatTicker};
 use crate::stats::Ticker;
 use crate::types::SeqNo;
 use crate::write_batch::WriteBatch;
@@ -78,6 +79,7 @@ pub(crate) fn write_with(
     opts: WriteOptions,
     commit_xid: Option<Vec<u8>>,
 ) -> Result<()> {
+    let _timer = StopWatch::start(inner.stats.user_statistics(), Histogram::DbWrite);
     if opts.sync && opts.disable_wal {
         return Err(Error::InvalidArgument("sync writes need the WAL (disable_wal is set)".into()));
     }
@@ -367,7 +369,13 @@ fn stage_group(
                         syncer = Some(s);
                         Ok(())
                     }
-                    None => wal.writer.sync(),
+                    None => {
+                        let _timer = StopWatch::start(
+                            inner.stats.user_statistics(),
+                            Histogram::WalFileSyncMicros,
+                        );
+                        wal.writer.sync()
+                    }
                 }
             });
         if let Err(e) = logged {
@@ -426,7 +434,9 @@ fn finish_group(inner: &DbInner, mut group: Group, mut staged: StagedGroup) -> R
 /// background error.
 fn sync_group(inner: &DbInner, staged: &mut StagedGroup) -> Result<()> {
     let Some(syncer) = staged.syncer.take() else { return Ok(()) };
+    let timer = StopWatch::start(inner.stats.user_statistics(), Histogram::WalFileSyncMicros);
     let synced = syncer.sync();
+    drop(timer);
     {
         // Under the lock a leader waiting for a sync slot checks the count with.
         let _g = inner.sync_slots.lock();
@@ -611,11 +621,22 @@ fn count_group(inner: &DbInner, group: &Group, staged: &StagedGroup) {
     w.ingest_bytes.fetch_add(bytes, Ordering::Relaxed);
     inner.stats.tickers.add(Ticker::KeysWritten, count);
     inner.stats.tickers.add(Ticker::BytesWritten, bytes);
+    let statistics = inner.stats.user_statistics();
+    if let Some(s) = statistics {
+        s.tick(StatTicker::WriteDoneBySelf, 1);
+        s.tick(StatTicker::WriteDoneByOther, writers - 1);
+        s.record(Histogram::BytesPerWrite, bytes);
+    }
     if !staged.disable_wal {
         w.wal_writes.fetch_add(writers, Ordering::Relaxed);
         w.wal_bytes.fetch_add(bytes, Ordering::Relaxed);
+        if let Some(s) = statistics {
+            s.tick(StatTicker::WriteWithWal, writers);
+            s.tick(StatTicker::WalFileBytes, bytes);
+        }
         if staged.sync {
             w.wal_syncs.fetch_add(1, Ordering::Relaxed);
+            inner.stats.tick(StatTicker::WalFileSynced, 1);
         }
     }
 }

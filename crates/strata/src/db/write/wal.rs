@@ -13,6 +13,7 @@ use std::sync::atomic::Ordering;
 use crate::db::{DbInner, WalState};
 use crate::error::Result;
 use crate::filename::wal_path;
+use crate::statistics::{Histogram, StopWatch, Ticker as StatTicker};
 use crate::types::FileNumber;
 use crate::wal::{encode_wal_event, LogWriter, WalEvent};
 
@@ -73,16 +74,27 @@ pub(crate) fn flush_wal(inner: &DbInner, sync: bool) -> Result<()> {
                 syncer = Some(s);
                 Ok(())
             }
-            None => wal.writer.sync(),
+            None => {
+                let _timer =
+                    StopWatch::start(inner.stats.user_statistics(), Histogram::WalFileSyncMicros);
+                wal.writer.sync()
+            }
         }
     });
     drop(wal);
-    let r = staged.and_then(|()| syncer.map_or(Ok(()), |s| s.sync()));
+    let r = staged.and_then(|()| {
+        syncer.map_or(Ok(()), |s| {
+            let _timer =
+                StopWatch::start(inner.stats.user_statistics(), Histogram::WalFileSyncMicros);
+            s.sync()
+        })
+    });
     if let Err(e) = &r {
         let mut st = inner.state.lock();
         inner.set_bg_error(&mut st, e);
     } else if sync {
         inner.stats.write.wal_syncs.fetch_add(1, Ordering::Relaxed);
+        inner.stats.tick(StatTicker::WalFileSynced, 1);
     }
     r
 }

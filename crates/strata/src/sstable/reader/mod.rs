@@ -38,8 +38,10 @@ use crate::env::RandomAccessFile;
 use crate::error::{Error, Result};
 use crate::iterator::InternalIterator;
 use crate::key::{make_internal_key, TRAILER_LEN};
+use crate::perf_context::{self, PerfMetric, PerfTimer};
 use crate::range_del::{decode_block, FragmentedTombstones, RangeTombstone};
 use crate::sstable::{Cache, CacheAccess};
+use crate::statistics::{Histogram, Statistics, StopWatch, Ticker};
 use crate::types::{SeqNo, ValueType};
 use crate::util::checksum::ChecksumType;
 
@@ -123,6 +125,27 @@ enum Meta {
     Cached(BlockHandle),
 }
 
+/// The block cache tickers of one kind of block: hit, miss, add, bytes inserted.
+type CacheTickers = [Ticker; 4];
+const DATA_TICKERS: CacheTickers = [
+    Ticker::BlockCacheDataHit,
+    Ticker::BlockCacheDataMiss,
+    Ticker::BlockCacheDataAdd,
+    Ticker::BlockCacheDataBytesInsert,
+];
+const INDEX_TICKERS: CacheTickers = [
+    Ticker::BlockCacheIndexHit,
+    Ticker::BlockCacheIndexMiss,
+    Ticker::BlockCacheIndexAdd,
+    Ticker::BlockCacheIndexBytesInsert,
+];
+const FILTER_TICKERS: CacheTickers = [
+    Ticker::BlockCacheFilterHit,
+    Ticker::BlockCacheFilterMiss,
+    Ticker::BlockCacheFilterAdd,
+    Ticker::BlockCacheFilterBytesInsert,
+];
+
 /// Which kind of metadata block: how to parse it and how to key it in the cache.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum MetaKind {
@@ -176,6 +199,8 @@ pub struct TableReader {
     global_seqno: SeqNo,
     /// How far this table's iterators read past a seek's block (`readahead.rs`).
     scan_stats: ScanStats,
+    /// The user's statistics: block cache hits, misses and inserts, block read times.
+    statistics: Option<Arc<Statistics>>,
 }
 
 impl std::fmt::Debug for TableReader {
@@ -206,6 +231,18 @@ impl TableReader {
         cache_id: u64,
         block_cache: Option<CacheAccess>,
         meta: MetaBlockOptions,
+    ) -> Result<TableReader> {
+        Self::open_counted(file, cache_id, block_cache, meta, None)
+    }
+
+    /// [`Self::open_with`], counting its block cache accesses and block reads (from the
+    /// opening reads of the index and filter on) in `statistics`.
+    pub(crate) fn open_counted(
+        file: Arc<dyn RandomAccessFile>,
+        cache_id: u64,
+        block_cache: Option<CacheAccess>,
+        meta: MetaBlockOptions,
+        statistics: Option<Arc<Statistics>>,
     ) -> Result<TableReader> {
         let path = file.path().to_path_buf();
         let len = file.len();
@@ -275,6 +312,7 @@ impl TableReader {
             fragmented_range_dels,
             global_seqno: SeqNo::ZERO,
             scan_stats: ScanStats::default(),
+            statistics,
         };
         // Read (and verify) the index and filter now; then keep them unless they are to be
         // read through the cache. Without a block cache there is nowhere else to keep them.
@@ -346,12 +384,29 @@ impl TableReader {
     fn meta_block(&self, h: BlockHandle, kind: MetaKind, to: MetaUse) -> Result<Arc<Block>> {
         self.check_handle(h)?;
         let key = self.meta_block_key(h.offset, kind);
+        let tickers = match kind {
+            MetaKind::Index => &INDEX_TICKERS,
+            MetaKind::Filter => &FILTER_TICKERS,
+        };
+        // Only reads meant to go through the cache count as its hits and misses (not the
+        // opening reads of blocks the reader keeps, nor the scans of `uncache`).
+        let counted = to == MetaUse::Cache;
         if let (Some(c), Some(key)) = (&self.block_cache, &key) {
             if let Some(b) = c.cache.lookup(key) {
+                if counted {
+                    self.count_cache_hit(tickers, &b);
+                }
                 return Ok(b);
             }
+            if counted {
+                self.count_cache_miss(tickers);
+            }
         }
-        let data = read_block(&*self.file, h, self.checksum, true)?;
+        let data = {
+            let _timers = self.block_read_timers();
+            read_block(&*self.file, h, self.checksum, true)?
+        };
+        count_block_read(h);
         let index = |b: Block| {
             let b = if self.user_key_index { b.with_user_keys() } else { b };
             if to == MetaUse::Scan {
@@ -370,8 +425,49 @@ impl TableReader {
         let b = Arc::new(block);
         if let (Some(c), Some(key), MetaUse::Cache) = (&self.block_cache, key, to) {
             c.cache.insert(key, b.clone(), b.memory_size(), self.meta_priority);
+            self.count_cache_add(tickers, b.memory_size());
         }
         Ok(b)
+    }
+
+    /// Counts a block cache hit on `b`, a block of the kind of `tickers`.
+    #[inline]
+    fn count_cache_hit(&self, tickers: &CacheTickers, b: &Block) {
+        perf_context::count(PerfMetric::BlockCacheHitCount, 1);
+        if let Some(s) = &self.statistics {
+            s.tick(Ticker::BlockCacheHit, 1);
+            s.tick(tickers[0], 1);
+            s.tick(Ticker::BlockCacheBytesRead, b.memory_size() as u64);
+        }
+    }
+
+    /// Counts a block cache miss on a block of the kind of `tickers`.
+    #[inline]
+    fn count_cache_miss(&self, tickers: &CacheTickers) {
+        if let Some(s) = &self.statistics {
+            s.tick(Ticker::BlockCacheMiss, 1);
+            s.tick(tickers[1], 1);
+        }
+    }
+
+    /// Counts a block of `charge` bytes, of the kind of `tickers`, put in the block cache.
+    fn count_cache_add(&self, tickers: &CacheTickers, charge: usize) {
+        if let Some(s) = &self.statistics {
+            s.tick(Ticker::BlockCacheAdd, 1);
+            s.tick(tickers[2], 1);
+            s.tick(tickers[3], charge as u64);
+            s.tick(Ticker::BlockCacheBytesWrite, charge as u64);
+        }
+    }
+
+    /// The timers of a block read from the file (each reads the clock only when its level
+    /// asks): this thread's `block_read_time` and the statistics' `SstReadMicros`.
+    #[inline]
+    fn block_read_timers(&self) -> (PerfTimer, StopWatch<'_>) {
+        (
+            PerfTimer::start(PerfMetric::BlockReadTime),
+            StopWatch::start(self.statistics.as_ref(), Histogram::SstReadMicros),
+        )
     }
 
     fn meta(&self, m: &Meta, kind: MetaKind) -> Result<Arc<Block>> {
@@ -612,6 +708,7 @@ impl TableReader {
         self.check_handle(handle)?;
         if let (Some(c), Some(key)) = (&self.block_cache, self.data_block_key(handle)) {
             if let Some(b) = c.cache.lookup(&key) {
+                self.count_cache_hit(&DATA_TICKERS, &b);
                 return Ok(b);
             }
         }
@@ -636,6 +733,9 @@ impl TableReader {
         ahead: Option<&mut Readahead>,
     ) -> Result<Arc<Block>> {
         let key = self.data_block_key(handle);
+        if key.is_some() {
+            self.count_cache_miss(&DATA_TICKERS);
+        }
         let kept = key.as_ref().and_then(Cache::passed_over);
         let b = match kept {
             Some(b) => b,
@@ -650,7 +750,9 @@ impl TableReader {
             None => Arc::new(self.load_block(handle, read.verify_checksums, ahead)?),
         };
         if let (Some(c), Some(key), true) = (&self.block_cache, key, read.fill_cache) {
-            c.cache.offer(key, &b, b.memory_size());
+            if c.cache.offer(key, &b, b.memory_size()) {
+                self.count_cache_add(&DATA_TICKERS, b.memory_size());
+            }
         }
         Ok(b)
     }
@@ -663,6 +765,7 @@ impl TableReader {
         ahead: Option<&mut Readahead>,
     ) -> Result<Block> {
         self.check_handle(handle)?;
+        let timers = self.block_read_timers();
         let data = match ahead {
             None => read_block(&*self.file, handle, self.checksum, verify)?,
             Some(ra) => {
@@ -678,8 +781,17 @@ impl TableReader {
                 )?
             }
         };
+        drop(timers);
+        count_block_read(handle);
         Block::new(data, handle.offset).map_err(|e| e.with_file(&self.path))
     }
+}
+
+/// Counts a block read from the file in this thread's perf context.
+#[inline]
+fn count_block_read(h: BlockHandle) {
+    perf_context::count(PerfMetric::BlockReadCount, 1);
+    perf_context::count(PerfMetric::BlockReadByte, h.size + BLOCK_TRAILER_LEN as u64);
 }
 
 /// `key` (an internal key) with its sequence number replaced by `seq` into `out`.
