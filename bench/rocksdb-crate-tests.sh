@@ -58,7 +58,7 @@ publish = false
 [dependencies]
 rocksdb = { package = "strata", path = "$repo/crates/strata" }
 
-# rust-rocksdb's own features, with its defaults: its tests ask `cfg!(feature = "zlib")` and
+# rust-rocksdb's own features, with its defaults: its tests ask cfg!(feature = "zlib") and
 # the like, meaning the features of the crate under test, which Strata's build always has.
 [features]
 default = ["snappy", "lz4", "zstd", "zlib", "bzip2"]

@@ -193,7 +193,7 @@ fn other_families(path: &Path) -> Result<Vec<ColumnFamilyDescriptor>> {
 
 fn open_read_only(cli: &Cli) -> Result<Db> {
     let path = db_path(cli)?;
-    Db::open_cf_descriptors_read_only(&Options::default(), path, other_families(path)?)
+    Db::open_cf_descriptors_read_only(&Options::default(), path, other_families(path)?, false)
         .with_context(|| format!("opening {} read-only", path.display()))
 }
 

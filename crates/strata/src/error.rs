@@ -273,8 +273,9 @@ impl fmt::Display for Error {
             Error::NotSupported(s) => write!(f, "Not implemented: {s}"),
             Error::Locked(p) => write!(
                 f,
-                "database {} is locked: another Db holds its LOCK file",
-                p.display()
+                "IO error: While lock file: {}: the database is locked, another Db (in this \
+                 or another process) holds it",
+                p.join("LOCK").display()
             ),
             Error::Background(s) => {
                 write!(f, "database is read-only after a background error: {s}")

@@ -57,16 +57,17 @@ pub use compaction_filter::{
     CompactionDecision, CompactionFilter, CompactionFilterContext, CompactionFilterFactory,
     Decision, TableFileCreationReason,
 };
-pub use compat::{checkpoint, properties};
+pub use compat::{backup, checkpoint, properties};
 pub use compat::{
     DBAccess, DBWithThreadMode, MultiThreaded, OptimisticTransactionDB, SingleThreaded, ThreadMode,
     TransactionDB, WithThreadMode,
 };
 pub use cstr_like::CStrLike;
 pub use db::{
-    ColumnFamily, ColumnFamilyDescriptor, ColumnFamilyMetaData, DBWALIterator, Db, DbIterator,
-    DbPinnableSlice, DbRawIterator, DbRawIteratorWithThreadMode, Direction,
-    IngestExternalFileOptions, IteratorMode, LiveFile, LiveFileMetaData, PinnedSource, Snapshot,
+    ColumnFamily, ColumnFamilyDescriptor, ColumnFamilyMetaData, ColumnFamilyTtl, DBWALIterator, Db,
+    DbIterator, DbPinnableSlice, DbRawIterator, DbRawIteratorWithThreadMode, Direction,
+    IngestExternalFileOptions, IteratorMode, LiveFile, LiveFileMetaData, PinnedSource, Range,
+    Snapshot,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use memtable::write_buffer_manager::CACHE_UNIT as WRITE_BUFFER_CACHE_UNIT;

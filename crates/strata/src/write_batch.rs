@@ -99,6 +99,8 @@ pub struct WriteBatch {
     oversized: bool,
     /// Set when a `delete_range` had begin > end; such a batch must not be written.
     inverted_range: bool,
+    /// Set by a write naming a user-defined timestamp; such a batch must not be written.
+    timestamped: bool,
     /// Set when the batch holds a merge: a DB without a merge operator refuses it.
     has_merge: bool,
     /// Set when a record names a column family other than `default`.
@@ -132,6 +134,7 @@ impl Default for WriteBatch {
             damage: None,
             oversized: false,
             inverted_range: false,
+            timestamped: false,
             has_merge: false,
             has_cf: false,
         }
@@ -163,6 +166,7 @@ impl WriteBatch {
             damage: None,
             oversized: false,
             inverted_range: false,
+            timestamped: false,
             has_merge: false,
             has_cf: false,
         }
@@ -301,6 +305,31 @@ impl WriteBatch {
         }
     }
 
+    /// Puts `key` at user-defined timestamp `ts` in family `cf`: no Strata family has
+    /// timestamps, so the batch is marked and every write refuses it with `InvalidArgument`
+    /// (the builder cannot fail, as the `rocksdb` crate's).
+    pub fn put_cf_with_ts<K, V, S>(&mut self, cf: &impl AsColumnFamilyRef, key: K, ts: S, value: V)
+    where
+        K: AsRef<[u8]>,
+        V: AsRef<[u8]>,
+        S: AsRef<[u8]>,
+    {
+        let _ = (cf, key, ts, value);
+        self.timestamped = true;
+    }
+
+    /// Deletes `key` at user-defined timestamp `ts` in family `cf`: refused at the write, as
+    /// [`WriteBatch::put_cf_with_ts`].
+    pub fn delete_cf_with_ts<K: AsRef<[u8]>, S: AsRef<[u8]>>(
+        &mut self,
+        cf: &impl AsColumnFamilyRef,
+        key: K,
+        ts: S,
+    ) {
+        let _ = (cf, key, ts);
+        self.timestamped = true;
+    }
+
     /// Adds `blob` to the batch as log data: written to the WAL with the batch (and seen by
     /// [`WriteBatch::iterate`] and `Db::get_updates_since`), but not applied, not counted in
     /// [`WriteBatch::len`] and given no sequence number (the `rocksdb` crate's
@@ -383,6 +412,7 @@ impl WriteBatch {
                     damage: Some((offset, reason)),
                     oversized: false,
                     inverted_range: false,
+                    timestamped: false,
                     has_merge: false,
                     has_cf: false,
                 }
@@ -440,6 +470,7 @@ impl WriteBatch {
             damage: None,
             oversized: false,
             inverted_range: false,
+            timestamped: false,
             has_merge,
             has_cf,
         })
@@ -494,6 +525,7 @@ impl WriteBatch {
         self.rep.extend_from_slice(other.rep.get(HEADER_SIZE..).unwrap_or_default());
         self.oversized |= other.oversized;
         self.inverted_range |= other.inverted_range;
+        self.timestamped |= other.timestamped;
         self.has_merge |= other.has_merge;
         self.has_cf |= other.has_cf;
         match self.count().checked_add(other.count()) {
@@ -515,6 +547,13 @@ impl WriteBatch {
         }
         if self.inverted_range {
             return Err(Error::InvalidArgument("delete_range: begin key is after end key".into()));
+        }
+        if self.timestamped {
+            return Err(Error::InvalidArgument(
+                "write batch: a write names a user-defined timestamp, and no column family has \
+                 them (Strata does not support them yet)"
+                    .into(),
+            ));
         }
         if self.oversized {
             return Err(Error::InvalidArgument(format!(

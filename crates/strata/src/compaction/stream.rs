@@ -262,7 +262,7 @@ fn flush_group(
                             Error::corruption(
                                 "",
                                 0,
-                                format!("merge operator {} failed during compaction", op.name()),
+                                format!("Merge operator failed: {} during compaction", op.name()),
                             )
                         })?;
                         out(value_seq(seq, s), ValueType::Value, &merged, stats)?;

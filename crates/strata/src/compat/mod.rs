@@ -5,6 +5,7 @@
 //! this module.
 
 mod access;
+pub mod backup;
 pub mod checkpoint;
 pub mod properties;
 mod thread_mode;

@@ -36,14 +36,9 @@ pub(crate) fn live_files(inner: &DbInner) -> Vec<String> {
 }
 
 /// The bytes of family `cfd`'s table data between user keys `start` and `end` (exclusive).
-pub(crate) fn approximate_size(
-    inner: &DbInner,
-    cfd: &super::Cfd,
-    start: &[u8],
-    end: &[u8],
-) -> Result<u64> {
+pub(crate) fn approximate_size(inner: &DbInner, cfd: &super::Cfd, start: &[u8], end: &[u8]) -> u64 {
     if start >= end {
-        return Ok(0);
+        return 0;
     }
     let sv = cfd.current_super_version();
     let (lo, hi) = (lookup_key(start, SeqNo::MAX), lookup_key(end, SeqNo::MAX));
@@ -53,12 +48,22 @@ pub(crate) fn approximate_size(
         if largest.cmp(start) == Ordering::Less || smallest.cmp(end) != Ordering::Less {
             continue;
         }
-        let t = inner.table_cache.reader(f.number, &f.pinned)?;
+        let t = match inner.table_cache.reader(f.number, &f.pinned) {
+            Ok(t) => t,
+            Err(e) => {
+                inner.info_log.log(&format!(
+                    "approximate size: table {} counted whole, its index is unreadable: {e}",
+                    f.number
+                ));
+                total += f.file_size;
+                continue;
+            }
+        };
         let from = if smallest >= start { 0 } else { t.approximate_offset_of(&lo) };
         let to = if largest < end { f.file_size } else { t.approximate_offset_of(&hi) };
         total += to.saturating_sub(from);
     }
-    Ok(total)
+    total
 }
 
 /// The WAL files of a DB: those in the DB directory and, when `wal_dir` differs, those in it,

@@ -141,6 +141,9 @@ fn build_iter(
     prefix_extractor: Option<crate::prefix::PrefixExtractor>,
     ro: &ReadOptions,
 ) -> DbIter {
+    if let Err(e) = ro.check_no_timestamp() {
+        return error_iter(e);
+    }
     let rb = ReadBlockOptions {
         verify_checksums: ro.verify_checksums,
         fill_cache: ro.fill_cache,
@@ -329,6 +332,12 @@ impl<D> DbRawIteratorWithThreadMode<'_, D> {
         self
     }
 
+    /// The user-defined timestamp of the current entry: empty at an entry (no Strata family
+    /// has timestamps: `options/comparator.rs`), `None` when unpositioned, as RocksDB's.
+    pub fn timestamp(&self) -> Option<&[u8]> {
+        self.valid().then_some(&[][..])
+    }
+
     /// Re-reads the DB at its latest state (a snapshot the read options named is dropped);
     /// the cursor is then unpositioned. Only cursors made by a `Db`'s `raw_iterator*` methods
     /// can (`NotSupported` for the others); `ShutdownInProgress` once the DB is closed.
@@ -479,6 +488,9 @@ pub struct DbIterator {
     raw: DbRawIterator,
     /// Where the iterator was made, for `refresh`.
     origin: Option<Origin>,
+    /// With `ReadOptions::tailing`: the last key the front end yielded, to go on after it
+    /// once the DB has more.
+    tail_last: Option<Vec<u8>>,
     direction: Direction,
     done: bool,
     /// What the back cursor is built from; `None` for an iterator that only reports an error.
@@ -533,6 +545,7 @@ impl DbIterator {
             limit: None,
             prefix: None,
             last_back: None,
+            tail_last: None,
         };
         it.set_mode(mode);
         it
@@ -575,6 +588,7 @@ impl DbIterator {
             limit: None,
             prefix: None,
             last_back: None,
+            tail_last: None,
         }
     }
 
@@ -585,6 +599,7 @@ impl DbIterator {
         self.back = None;
         self.back_done = false;
         self.last_back = None;
+        self.tail_last = None;
         self.limit = match mode {
             IteratorMode::From(k, _) => Some(k.to_vec()),
             IteratorMode::Start | IteratorMode::End => None,
@@ -598,6 +613,41 @@ impl DbIterator {
                     }
                 },
             );
+    }
+
+    /// Whether this is a forward tailing iterator (`ReadOptions::tailing`) read from one end.
+    fn tailing(&self) -> bool {
+        self.direction == Direction::Forward
+            && self.back.is_none()
+            && self.origin.as_ref().is_some_and(|o| o.ro.tailing)
+    }
+
+    /// At the end of a tailing iterator: reads the DB's latest state and goes on after the
+    /// last key yielded (or from the start). Whether that found more.
+    fn tail(&mut self) -> bool {
+        if !self.tailing() || self.raw.status().is_err() {
+            return false;
+        }
+        let Some(Ok(source)) = self.origin.as_ref().map(Origin::recapture) else {
+            return false;
+        };
+        let mut raw = DbRawIterator::new(source.build());
+        match (&self.tail_last, &self.limit) {
+            (Some(last), _) => {
+                raw.seek(last);
+                if raw.key() == Some(&last[..]) {
+                    raw.next();
+                }
+            }
+            (None, Some(from)) => raw.seek(from),
+            (None, None) => raw.seek_to_first(),
+        }
+        if !raw.valid() {
+            return false;
+        }
+        self.raw = raw;
+        self.source = Some(source);
+        true
     }
 
     /// Whether the front end may yield `key` (it has not reached the back end's last key).
@@ -672,14 +722,23 @@ impl Iterator for DbIterator {
         if self.done {
             return None;
         }
-        if let Some((k, v)) = self.raw.item() {
-            if self.front_allows(k) {
-                let item = (Box::<[u8]>::from(k), Box::<[u8]>::from(v));
-                match self.direction {
-                    Direction::Forward => self.raw.next(),
-                    Direction::Reverse => self.raw.prev(),
+        loop {
+            if let Some((k, v)) = self.raw.item() {
+                if self.front_allows(k) {
+                    let item = (Box::<[u8]>::from(k), Box::<[u8]>::from(v));
+                    if self.tailing() {
+                        self.tail_last = Some(item.0.to_vec());
+                    }
+                    match self.direction {
+                        Direction::Forward => self.raw.next(),
+                        Direction::Reverse => self.raw.prev(),
+                    }
+                    return Some(Ok(item));
                 }
-                return Some(Ok(item));
+                break;
+            }
+            if !self.tail() {
+                break;
             }
         }
         self.done = true;

@@ -51,6 +51,7 @@ mod read;
 mod recover;
 mod rocksdb_api;
 mod snapshot_reads;
+mod timestamps;
 mod wal_archive;
 mod wal_updates;
 mod write;
@@ -66,6 +67,7 @@ use parking_lot::{Condvar, Mutex};
 
 pub use self::cf::ColumnFamily;
 pub use self::cf::ColumnFamilyDescriptor;
+pub use self::cf::ColumnFamilyTtl;
 pub(crate) use self::cf::{CfState, Cfd, MemSet};
 pub(crate) use self::conflict::Changed;
 pub use self::ingest::IngestExternalFileOptions;
@@ -74,7 +76,7 @@ pub use self::iter::{
     DbIterator, DbRawIterator, DbRawIteratorWithThreadMode, Direction, IteratorMode,
 };
 pub use self::pinnable::{DbPinnableSlice, PinnedSource};
-pub use self::rocksdb_api::ColumnFamilyMetaData;
+pub use self::rocksdb_api::{ColumnFamilyMetaData, Range};
 pub use self::wal_updates::DBWALIterator;
 use crate::column_family::{AsColumnFamilyRef, ColumnFamilyId};
 use crate::cstr_like::CStrLike;
@@ -409,11 +411,11 @@ impl Db {
     /// DB open; later writes by that `Db` are not seen. Every write, flush and compaction
     /// returns `NotSupported`. A missing DB is `InvalidArgument`, a damaged one `Corruption`.
     pub fn open_read_only(opts: &Options, path: impl AsRef<Path>) -> Result<Db> {
-        Self::open_cf_descriptors_read_only(opts, path, Vec::new())
+        Self::open_descriptors_read_only(opts, path, Vec::new())
     }
 
     /// [`Db::open_read_only`] with column families (every family the DB has must be named).
-    pub fn open_cf_descriptors_read_only<I>(
+    pub(crate) fn open_descriptors_read_only<I>(
         opts: &Options,
         path: impl AsRef<Path>,
         descriptors: I,
@@ -1138,20 +1140,30 @@ impl Db {
     }
 
     /// For each `[start, end)` user-key range, the approximate bytes of table data it covers
-    /// (from the tables' indexes, memtables not counted). A range with `start >= end` is 0.
-    pub fn get_approximate_sizes(&self, ranges: &[(&[u8], &[u8])]) -> Result<Vec<u64>> {
+    /// (from the tables' indexes, memtables not counted; the `rocksdb` crate's signature). A
+    /// range with `start >= end` is 0. A table whose index cannot be read counts whole where
+    /// it overlaps the range (an upper bound), and the failure goes to the info LOG.
+    pub fn get_approximate_sizes(&self, ranges: &[Range<'_>]) -> Vec<u64> {
         let cfd = &self.inner.default_cf;
-        ranges.iter().map(|&(s, e)| files::approximate_size(&self.inner, cfd, s, e)).collect()
+        ranges
+            .iter()
+            .map(|r| files::approximate_size(&self.inner, cfd, r.start_key, r.end_key))
+            .collect()
     }
 
-    /// [`Db::get_approximate_sizes`] in column family `cf`.
+    /// [`Db::get_approximate_sizes`] in column family `cf` (zeros for a handle of another DB).
     pub fn get_approximate_sizes_cf(
         &self,
         cf: &impl AsColumnFamilyRef,
-        ranges: &[(&[u8], &[u8])],
-    ) -> Result<Vec<u64>> {
-        let cfd = self.cfd(cf)?;
-        ranges.iter().map(|&(s, e)| files::approximate_size(&self.inner, cfd, s, e)).collect()
+        ranges: &[Range<'_>],
+    ) -> Vec<u64> {
+        match self.cfd(cf) {
+            Ok(cfd) => ranges
+                .iter()
+                .map(|r| files::approximate_size(&self.inner, cfd, r.start_key, r.end_key))
+                .collect(),
+            Err(_) => vec![0; ranges.len()],
+        }
     }
 
     /// Stops background work: running compactions are abandoned (their inputs stay), and no

@@ -145,7 +145,7 @@ impl<'a> GetContext<'a> {
                 "",
                 0,
                 format!(
-                    "merge operator {} failed for key {:?}",
+                    "Merge operator failed: {} on key {:?}",
                     op.name(),
                     String::from_utf8_lossy(self.user_key)
                 ),
@@ -240,6 +240,7 @@ pub(crate) fn get(
     key: &[u8],
     opts: &ReadOptions,
 ) -> Result<Option<Vec<u8>>> {
+    opts.check_no_timestamp()?;
     let _timer = StopWatch::start(inner.stats.user_statistics(), Histogram::DbGet);
     cfd.local_svs.with(
         || cfd.current_super_version(),
@@ -261,6 +262,7 @@ pub(crate) fn get_pinned(
     key: &[u8],
     opts: &ReadOptions,
 ) -> Result<Option<DbPinnableSlice>> {
+    opts.check_no_timestamp()?;
     let _timer = StopWatch::start(inner.stats.user_statistics(), Histogram::DbGet);
     let sv = cfd.current_super_version();
     let seq = match &opts.snapshot {
@@ -276,6 +278,10 @@ pub(crate) fn multi_get<K: AsRef<[u8]>>(
     keys: Vec<K>,
     opts: &ReadOptions,
 ) -> Vec<Result<Option<Vec<u8>>>> {
+    if let Err(e) = opts.check_no_timestamp() {
+        let text = e.to_string();
+        return keys.iter().map(|_| Err(Error::InvalidArgument(text.clone()))).collect();
+    }
     let statistics = inner.stats.user_statistics();
     let _timer = StopWatch::start(statistics, Histogram::DbMultiget);
     let sv = cfd.current_super_version();

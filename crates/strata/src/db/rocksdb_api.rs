@@ -5,6 +5,7 @@
 
 use std::path::Path;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use super::{ColumnFamilyDescriptor, Db, DbPinnableSlice};
 use crate::column_family::AsColumnFamilyRef;
@@ -15,6 +16,21 @@ use crate::options::{
     WriteOptions,
 };
 use crate::write_batch::WriteBatch;
+
+/// A `[start, end)` key range of `Db::get_approximate_sizes` (the `rocksdb` crate's
+/// `Range`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Range<'a> {
+    pub(crate) start_key: &'a [u8],
+    pub(crate) end_key: &'a [u8],
+}
+
+impl<'a> Range<'a> {
+    /// The keys from `start_key` (inclusive) to `end_key` (exclusive).
+    pub fn new(start_key: &'a [u8], end_key: &'a [u8]) -> Range<'a> {
+        Range { start_key, end_key }
+    }
+}
 
 /// A column family's size and table count (the `rocksdb` crate's `ColumnFamilyMetaData`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -75,7 +91,161 @@ impl Db {
         let descriptors =
             names.into_iter().map(|n| ColumnFamilyDescriptor::new(n.as_ref(), opts.clone()));
         check_no_wal(opts, path.as_ref(), error_if_log_file_exist)?;
-        Db::open_cf_descriptors_read_only(opts, path, descriptors)
+        Db::open_descriptors_read_only(opts, path, descriptors)
+    }
+
+    /// [`Db::open_for_read_only`] with the families `descriptors` describe (every family the
+    /// DB has must be named).
+    pub fn open_cf_descriptors_read_only<I>(
+        opts: &Options,
+        path: impl AsRef<Path>,
+        descriptors: I,
+        error_if_log_file_exist: bool,
+    ) -> Result<Db>
+    where
+        I: IntoIterator<Item = ColumnFamilyDescriptor>,
+    {
+        check_no_wal(opts, path.as_ref(), error_if_log_file_exist)?;
+        Db::open_descriptors_read_only(opts, path, descriptors)
+    }
+
+    /// The `rocksdb` crate's TTL open: refused with `NotSupported`. Its values would carry
+    /// their write time for compaction to drop them once older than `ttl`; Strata's `Db` keeps
+    /// values as written. `strata::DbWithTtl` is Strata's TTL DB (its own type).
+    pub fn open_with_ttl(opts: &Options, path: impl AsRef<Path>, ttl: Duration) -> Result<Db> {
+        let _ = opts;
+        Err(ttl_refused(path.as_ref(), ttl))
+    }
+
+    /// [`Db::open_with_ttl`] with families: refused.
+    pub fn open_cf_with_ttl<I, N>(
+        opts: &Options,
+        path: impl AsRef<Path>,
+        names: I,
+        ttl: Duration,
+    ) -> Result<Db>
+    where
+        I: IntoIterator<Item = N>,
+        N: AsRef<str>,
+    {
+        let _ = (opts, names.into_iter().count());
+        Err(ttl_refused(path.as_ref(), ttl))
+    }
+
+    /// [`Db::open_with_ttl`] with family descriptors (each may set its own TTL): refused.
+    pub fn open_cf_descriptors_with_ttl<I>(
+        opts: &Options,
+        path: impl AsRef<Path>,
+        descriptors: I,
+        ttl: Duration,
+    ) -> Result<Db>
+    where
+        I: IntoIterator<Item = ColumnFamilyDescriptor>,
+    {
+        let _ = (opts, descriptors.into_iter().count());
+        Err(ttl_refused(path.as_ref(), ttl))
+    }
+
+    /// Opens the DB in `primary_path` as a secondary (the `rocksdb` crate's): a read-only
+    /// `Db` of the primary's state at the call, which may be open for writing meanwhile
+    /// ([`Db::open_read_only`]). Strata writes nothing for it, so `secondary_path` (where
+    /// RocksDB keeps the secondary's LOG) is not used. See
+    /// [`Db::try_catch_up_with_primary`].
+    pub fn open_as_secondary(
+        opts: &Options,
+        primary_path: impl AsRef<Path>,
+        secondary_path: impl AsRef<Path>,
+    ) -> Result<Db> {
+        let _ = secondary_path.as_ref();
+        Db::open_read_only(opts, primary_path)
+    }
+
+    /// [`Db::open_as_secondary`] with the families `names` (each with `opts`).
+    pub fn open_cf_as_secondary<I, N>(
+        opts: &Options,
+        primary_path: impl AsRef<Path>,
+        secondary_path: impl AsRef<Path>,
+        names: I,
+    ) -> Result<Db>
+    where
+        I: IntoIterator<Item = N>,
+        N: AsRef<str>,
+    {
+        let _ = secondary_path.as_ref();
+        Db::open_cf_for_read_only(opts, primary_path, names, false)
+    }
+
+    /// [`Db::open_as_secondary`] with family descriptors.
+    pub fn open_cf_descriptors_as_secondary<I>(
+        opts: &Options,
+        primary_path: impl AsRef<Path>,
+        secondary_path: impl AsRef<Path>,
+        descriptors: I,
+    ) -> Result<Db>
+    where
+        I: IntoIterator<Item = ColumnFamilyDescriptor>,
+    {
+        let _ = secondary_path.as_ref();
+        Db::open_descriptors_read_only(opts, primary_path, descriptors)
+    }
+
+    /// Brings a read-only `Db` (a secondary) up to the state its DB directory holds now: the
+    /// MANIFEST and WALs are read again, as by a new read-only open, and each family's
+    /// tables and replayed memtables replace the ones it read at (iterators already made keep
+    /// reading theirs; a snapshot taken before is only a sequence number, and versions the
+    /// primary has since compacted away are gone for it, as for a RocksDB secondary).
+    /// Families the primary created meanwhile stay unseen, as in RocksDB. On a read-write
+    /// `Db` (a primary) it is `NotSupported`.
+    pub fn try_catch_up_with_primary(&self) -> Result<()> {
+        let inner = &self.inner;
+        if !inner.read_only {
+            return Err(Error::NotSupported(
+                "try_catch_up_with_primary: this Db is open for writing (a primary)".into(),
+            ));
+        }
+        let families = inner.families();
+        let descriptors: Vec<ColumnFamilyDescriptor> = families
+            .iter()
+            .filter(|c| c.id != inner.default_cf.id)
+            .map(|c| ColumnFamilyDescriptor::new(c.name.clone(), c.opts.clone()))
+            .collect();
+        let fresh = match super::open::open_read_only(&inner.opts, &inner.dir, &descriptors) {
+            Ok(f) => f,
+            // A family the primary created meanwhile: read the families this Db knows.
+            Err(Error::InvalidArgument(m)) if m.contains("column famil") => {
+                let all = Db::list_cf(&inner.opts, &inner.dir)?;
+                let known: Vec<_> = all
+                    .iter()
+                    .filter(|n| n.as_str() != crate::DEFAULT_COLUMN_FAMILY_NAME)
+                    .map(|n| match families.iter().find(|c| &c.name == n) {
+                        Some(c) => ColumnFamilyDescriptor::new(n.clone(), c.opts.clone()),
+                        None => ColumnFamilyDescriptor::new(n.clone(), inner.opts.clone()),
+                    })
+                    .collect();
+                super::open::open_read_only(&inner.opts, &inner.dir, &known)?
+            }
+            Err(e) => return Err(e),
+        };
+        let fresh_families = fresh.families();
+        {
+            let mut st = inner.state.lock();
+            let mut fst = fresh.state.lock();
+            for cfd in &families {
+                let Some(new) = fresh_families.iter().find(|c| c.name == cfd.name) else {
+                    continue; // dropped by the primary: keep what this Db read
+                };
+                if let (Some(cs), Some(ns)) = (st.cfs.get_mut(&cfd.id), fst.cfs.get_mut(&new.id)) {
+                    cs.mem = ns.mem.clone();
+                    cs.mem_log = ns.mem_log;
+                    cs.imm = std::mem::take(&mut ns.imm);
+                }
+                cfd.adopt_super_version(&new.current_super_version());
+            }
+        }
+        std::mem::swap(&mut *inner.versions.lock(), &mut *fresh.versions.lock());
+        let seq = fresh.visible_sequence.load(Ordering::Acquire);
+        inner.visible_sequence.fetch_max(seq, Ordering::AcqRel);
+        Ok(())
     }
 
     /// Opens with families given as `(name, options)` pairs (the `rocksdb` crate's
@@ -108,7 +278,7 @@ impl Db {
         let descriptors =
             families.into_iter().map(|(n, o)| ColumnFamilyDescriptor::new(n.as_ref(), o));
         check_no_wal(opts, path.as_ref(), error_if_log_file_exist)?;
-        Db::open_cf_descriptors_read_only(opts, path, descriptors)
+        Db::open_descriptors_read_only(opts, path, descriptors)
     }
 
     /// Writes `batch` without logging it to the WAL (lost in a crash until flushed).
@@ -315,6 +485,9 @@ impl Db {
         end: Option<&[u8]>,
         opts: &CompactOptions,
     ) -> Result<()> {
+        if opts.full_history_ts_low.is_some() {
+            return Err(crate::options::no_timestamps("compaction with full_history_ts_low"));
+        }
         let rewrite_bottom = match opts.bottommost_level_compaction {
             BottommostLevelCompaction::Skip => false,
             BottommostLevelCompaction::IfHaveCompactionFilter => {
@@ -446,3 +619,12 @@ const DB_WIDE: &[&str] = &[
 
 /// Family options RocksDB changes on an open DB that Strata applies at open only.
 const AT_OPEN_ONLY: &[&str] = &["compression", "bottommost_compression", "compression_per_level"];
+
+fn ttl_refused(path: &Path, ttl: Duration) -> Error {
+    Error::NotSupported(format!(
+        "open of {} with a {}s TTL: Strata's Db keeps values as written (no write time for \
+         compaction to expire them); use strata::DbWithTtl",
+        path.display(),
+        ttl.as_secs()
+    ))
+}

@@ -623,7 +623,7 @@ impl DbIter {
                 self.fail(Error::corruption(
                     "",
                     0,
-                    format!("merge operator {} failed for key {k:?}", op.name()),
+                    format!("Merge operator failed: {} on key {k:?}", op.name()),
                 ));
             }
         }

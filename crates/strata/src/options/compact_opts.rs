@@ -114,6 +114,10 @@ pub struct CompactOptions {
     pub change_level: bool,
     /// With `change_level`: the level to move to; -1 (default) the lowest level that fits.
     pub target_level: i32,
+    /// The lowest user-defined timestamp to keep history from (`set_full_history_ts_low`):
+    /// no Strata family has timestamps, so a compaction given one is refused with
+    /// `InvalidArgument`. Default: none.
+    pub full_history_ts_low: Option<Vec<u8>>,
 }
 
 impl Default for CompactOptions {
@@ -123,6 +127,7 @@ impl Default for CompactOptions {
             bottommost_level_compaction: BottommostLevelCompaction::IfHaveCompactionFilter,
             change_level: false,
             target_level: -1,
+            full_history_ts_low: None,
         }
     }
 }
@@ -146,6 +151,11 @@ impl CompactOptions {
     /// `target_level` (-1: the lowest level that fits).
     pub fn set_target_level(&mut self, lvl: i32) {
         self.target_level = lvl;
+    }
+
+    /// `full_history_ts_low` (refused by the compaction: see the field).
+    pub fn set_full_history_ts_low<S: Into<Vec<u8>>>(&mut self, ts: S) {
+        self.full_history_ts_low = Some(ts.into());
     }
 }
 

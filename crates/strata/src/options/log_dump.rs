@@ -102,5 +102,5 @@ fn fast_crc32() -> String {
     } else {
         (false, std::env::consts::ARCH)
     };
-    format!("{}supported on {arch}", if supported { "S" } else { "Not s" })
+    format!("{} on {arch}", if supported { "Supported" } else { "Not supported" })
 }

@@ -48,6 +48,8 @@ pub struct SstFileWriter {
     opts: Options,
     table: TableOptions,
     open: Option<Open>,
+    /// The size of the file the last `finish` wrote (0 before any).
+    finished_size: u64,
 }
 
 struct Open {
@@ -65,7 +67,7 @@ impl SstFileWriter {
     /// ingested files that overlap nothing go) and file system.
     pub fn create(opts: &Options) -> SstFileWriter {
         let table = opts.table_options_for_level(opts.num_levels.saturating_sub(1));
-        SstFileWriter { opts: opts.clone(), table, open: None }
+        SstFileWriter { opts: opts.clone(), table, open: None, finished_size: 0 }
     }
 
     /// Starts the file `path` (created, or truncated when it exists). A file started before
@@ -96,6 +98,25 @@ impl SstFileWriter {
         self.add(key.as_ref(), operand.as_ref(), ValueType::Merge)
     }
 
+    /// Adds `key` at user-defined timestamp `ts`: refused with `InvalidArgument`, as no
+    /// Strata family has timestamps (`options/comparator.rs`).
+    pub fn put_with_ts(
+        &mut self,
+        key: impl AsRef<[u8]>,
+        ts: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+    ) -> Result<()> {
+        let _ = (key, ts, value);
+        Err(crate::options::no_timestamps("SstFileWriter::put_with_ts"))
+    }
+
+    /// Deletes `key` at user-defined timestamp `ts`: refused with `InvalidArgument`, as
+    /// [`SstFileWriter::put_with_ts`].
+    pub fn delete_with_ts(&mut self, key: impl AsRef<[u8]>, ts: impl AsRef<[u8]>) -> Result<()> {
+        let _ = (key, ts);
+        Err(crate::options::no_timestamps("SstFileWriter::delete_with_ts"))
+    }
+
     /// Adds a deletion of `key`.
     pub fn delete(&mut self, key: impl AsRef<[u8]>) -> Result<()> {
         self.add(key.as_ref(), b"", ValueType::Deletion)
@@ -121,9 +142,10 @@ impl SstFileWriter {
         Ok(())
     }
 
-    /// Bytes written so far (an estimate before [`Self::finish`]).
+    /// Bytes written so far: an estimate while a file is open, the finished file's size
+    /// after [`Self::finish`] (as RocksDB's `FileSize`).
     pub fn file_size(&self) -> u64 {
-        self.open.as_ref().map_or(0, |o| o.builder.estimated_file_size())
+        self.open.as_ref().map_or(self.finished_size, |o| o.builder.estimated_file_size())
     }
 
     /// Writes the rest of the file and syncs it. A file with no entry and no range deletion
@@ -143,6 +165,7 @@ impl SstFileWriter {
             )));
         }
         let summary = o.builder.finish()?;
+        self.finished_size = summary.file_size;
         let smallest_range_del_key =
             o.range_dels.iter().map(|t| t.start.clone()).min().unwrap_or_default();
         let largest_range_del_key =

@@ -252,7 +252,11 @@ fn after_crashes_the_run_is_exactly_the_batches_that_survived() {
                     })
                     .collect();
                 let sync = rng.gen_bool(0.05);
-                db.write_opt(batch_of(&step), &WriteOptions { sync, disable_wal: false, ..WriteOptions::default() }).unwrap();
+                db.write_opt(
+                    batch_of(&step),
+                    &WriteOptions { sync, disable_wal: false, ..WriteOptions::default() },
+                )
+                .unwrap();
                 steps.push(step);
             }
             let mode = match rng.gen_range(0..3) {
@@ -331,7 +335,8 @@ fn a_write_without_the_wal_is_a_gap() {
     db.put(b"a", b"1").unwrap();
     let mut b = WriteBatch::new();
     b.put(b"b", b"2");
-    db.write_opt(b, &WriteOptions { sync: false, disable_wal: true, ..WriteOptions::default() }).unwrap();
+    db.write_opt(b, &WriteOptions { sync: false, disable_wal: true, ..WriteOptions::default() })
+        .unwrap();
     db.put(b"c", b"3").unwrap();
     let mut it = db.get_updates_since(0).unwrap();
     assert_eq!(it.next().unwrap().unwrap().0, 1);

@@ -436,3 +436,163 @@ fn flush_and_compaction_options() {
     db.wait_for_compact(&w).unwrap();
     assert_eq!(db.get_column_family_metadata_cf(&a).file_count, 2, "flushed first");
 }
+
+/// What Strata does not do yet is refused clearly, never done differently in silence.
+#[test]
+fn comparators_timestamps_and_ttl_opens_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = opts();
+    o.set_comparator("reverse", Box::new(|a: &[u8], b: &[u8]| b.cmp(a)));
+    let e = DB::open(&o, dir.path().join("c")).unwrap_err();
+    assert!(matches!(&e, Error::NotSupported(m) if m.contains("reverse")), "{e}");
+    let mut o = opts();
+    o.set_comparator_with_ts(
+        "ts",
+        8,
+        Box::new(|a: &[u8], b: &[u8]| a.cmp(b)),
+        Box::new(|a: &[u8], b: &[u8]| a.cmp(b)),
+        Box::new(|a: &[u8], _, b: &[u8], _| a.cmp(b)),
+    );
+    assert!(matches!(DB::open(&o, dir.path().join("t")), Err(Error::NotSupported(_))));
+    // A family asking for another order is refused too.
+    let db = DB::open_default(dir.path().join("db")).unwrap();
+    let mut fo = Options::default();
+    fo.set_comparator("reverse", Box::new(|a: &[u8], b: &[u8]| b.cmp(a)));
+    assert!(matches!(db.create_cf("r", &fo), Err(Error::NotSupported(_))));
+
+    db.put(b"k", b"v").unwrap();
+    assert!(matches!(db.put_with_ts(b"k", [0u8; 8], b"v"), Err(Error::InvalidArgument(_))));
+    assert!(matches!(db.delete_with_ts(b"k", [0u8; 8]), Err(Error::InvalidArgument(_))));
+    let mut ro = ReadOptions::default();
+    ro.set_timestamp([1u8; 8]);
+    assert!(matches!(db.get_opt(b"k", &ro), Err(Error::InvalidArgument(_))));
+    let items: Vec<_> = db.iterator_opt(IteratorMode::Start, &ro).collect();
+    assert!(matches!(items.as_slice(), [Err(Error::InvalidArgument(_))]), "{items:?}");
+    let mut b = WriteBatch::default();
+    b.put(b"a", b"1");
+    b.put_cf_with_ts(&db.cf_handle("default").unwrap(), b"b", [0u8; 8], b"2");
+    assert!(matches!(db.write(b), Err(Error::InvalidArgument(_))));
+    assert_eq!(db.get(b"a").unwrap(), None, "nothing of the batch written");
+    assert_eq!(db.raw_iterator().timestamp(), None);
+
+    let e = DB::open_with_ttl(&opts(), dir.path().join("ttl"), std::time::Duration::from_secs(1))
+        .unwrap_err();
+    assert!(matches!(&e, Error::NotSupported(m) if m.contains("DbWithTtl")), "{e}");
+}
+
+#[test]
+fn secondary_backup_sizes_and_error_texts() {
+    let dir = tempfile::tempdir().unwrap();
+    let primary = DB::open_default(dir.path().join("p")).unwrap();
+    for i in 0..500u32 {
+        primary.put(format!("k{i:04}"), [b'v'; 100]).unwrap();
+    }
+    primary.flush().unwrap();
+    let secondary =
+        DB::open_as_secondary(&Options::default(), dir.path().join("p"), dir.path().join("s"))
+            .unwrap();
+    primary.put(b"later", b"x").unwrap();
+    assert_eq!(secondary.get(b"k0001").unwrap().as_deref(), Some(&[b'v'; 100][..]));
+    assert_eq!(secondary.get(b"later").unwrap(), None, "the state at the open");
+    secondary.try_catch_up_with_primary().unwrap();
+    assert_eq!(secondary.get(b"later").unwrap().as_deref(), Some(&b"x"[..]));
+
+    let sizes = primary.get_approximate_sizes(&[
+        strata::Range::new(b"k0000", b"k0500"),
+        strata::Range::new(b"z", b"zz"),
+    ]);
+    let table: u64 = primary.live_files().unwrap().iter().map(|f| f.size as u64).sum();
+    assert!(sizes[0] > table / 2 && sizes[0] <= table && sizes[1] == 0, "{sizes:?} of {table}");
+
+    let env = strata::Env::new().unwrap();
+    let bo = strata::backup::BackupEngineOptions::new(dir.path().join("backups")).unwrap();
+    let mut engine = strata::backup::BackupEngine::open(&bo, &env).unwrap();
+    engine.create_new_backup(&primary).unwrap();
+    engine.create_new_backup_flush(&primary, false).unwrap();
+    let info = engine.get_backup_info();
+    assert_eq!(info.iter().map(|i| i.backup_id).collect::<Vec<_>>(), [1, 2]);
+    assert!(info.iter().all(|i| i.size > 0 && i.num_files > 0));
+    engine.verify_backup(2).unwrap();
+    engine.purge_old_backups(1).unwrap();
+    assert_eq!(engine.get_backup_info().len(), 1);
+    let ro = strata::backup::RestoreOptions::default();
+    let restored = dir.path().join("restored");
+    engine.restore_from_latest_backup(&restored, &restored, &ro).unwrap();
+    let r = DB::open_default(&restored).unwrap();
+    assert_eq!(r.get(b"later").unwrap().as_deref(), Some(&b"x"[..]));
+
+    // Texts programs test, as RocksDB writes them.
+    let e = DB::destroy(&Options::default(), dir.path().join("p")).unwrap_err();
+    assert_eq!(e.kind(), strata::ErrorKind::IOError);
+    assert!(e.to_string().contains("/LOCK:"), "{e}");
+    let mut mo = opts();
+    mo.set_merge_operator_associative(
+        "failing",
+        |_: &[u8], _: Option<&[u8]>, _: &strata::MergeOperands| None,
+    );
+    let m = DB::open(&mo, dir.path().join("m")).unwrap();
+    m.merge(b"k", b"x").unwrap();
+    let e = m.get(b"k").unwrap_err();
+    assert!(e.into_string().contains("Merge operator failed"));
+}
+
+#[test]
+fn tailing_iterators_and_secondary_catch_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = DB::open_default(dir.path().join("p")).unwrap();
+    db.put(b"k1", b"v1").unwrap();
+    let mut ro = ReadOptions::default();
+    ro.set_tailing(true);
+    let mut tail = db.iterator_opt(IteratorMode::Start, ro);
+    let plain = db.iterator(IteratorMode::Start);
+    db.put(b"k2", b"v2").unwrap();
+    db.put(b"k0", b"before the position: not seen").unwrap();
+    assert_eq!(tail.next().unwrap().unwrap().0.as_ref(), b"k1");
+    db.put(b"k3", b"v3").unwrap();
+    assert_eq!(keys(&mut tail), vec![b"k2".to_vec(), b"k3".to_vec()]);
+    assert_eq!(keys(plain), vec![b"k1".to_vec()], "a plain iterator reads one state");
+    db.put(b"k4", b"v4").unwrap();
+    assert_eq!(keys(&mut tail), Vec::<Vec<u8>>::new(), "an ended iterator stays ended");
+
+    // A secondary catches up with the primary's writes, tables and WAL alike.
+    let mut o = opts();
+    o.create_missing_column_families(true);
+    let primary = DB::open_cf(&o, dir.path().join("q"), ["a"]).unwrap();
+    let a = primary.cf_handle("a").unwrap();
+    primary.put_cf(&a, b"x", b"1").unwrap();
+    let sec = DB::open_cf_as_secondary(
+        &Options::default(),
+        dir.path().join("q"),
+        dir.path().join("s"),
+        ["a"],
+    )
+    .unwrap();
+    let sa = sec.cf_handle("a").unwrap();
+    let before = sec.iterator_cf(&sa, IteratorMode::Start);
+    primary.put_cf(&a, b"x", b"2").unwrap();
+    primary.flush_cf(&a).unwrap();
+    primary.put_cf(&a, b"y", b"3").unwrap();
+    primary.create_cf("new", &Options::default()).unwrap();
+    assert_eq!(sec.get_cf(&sa, b"x").unwrap().as_deref(), Some(&b"1"[..]));
+    sec.try_catch_up_with_primary().unwrap();
+    assert_eq!(sec.get_cf(&sa, b"x").unwrap().as_deref(), Some(&b"2"[..]));
+    assert_eq!(sec.get_cf(&sa, b"y").unwrap().as_deref(), Some(&b"3"[..]));
+    assert!(sec.cf_handle("new").is_none(), "families created meanwhile stay unseen");
+    let old: Vec<_> = before.map(|r| r.unwrap().1.to_vec()).collect();
+    assert_eq!(old, vec![b"1".to_vec()], "an iterator made before reads its state");
+    assert!(matches!(primary.try_catch_up_with_primary(), Err(Error::NotSupported(_))));
+}
+
+#[test]
+fn sst_file_writer_reports_the_finished_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = strata::SstFileWriter::create(&Options::default());
+    assert_eq!(w.file_size(), 0);
+    w.open(dir.path().join("a.sst")).unwrap();
+    w.put(b"k1", b"v1").unwrap();
+    let info = w.finish().unwrap();
+    assert!(w.file_size() > 0);
+    assert_eq!(w.file_size(), info.file_size);
+    assert_eq!(w.file_size(), std::fs::metadata(dir.path().join("a.sst")).unwrap().len());
+    assert!(matches!(w.put_with_ts(b"k", [0u8; 8], b"v"), Err(Error::InvalidArgument(_))));
+}

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use strata::env::{FileSystem, MemFs};
-use strata::{Db, Error, Options};
+use strata::{Db, Error, Options, Range};
 
 fn opts(fs: &MemFs) -> Options {
     Options {
@@ -48,14 +48,12 @@ fn approximate_sizes_follow_the_data() {
         db.put(format!("k{i:05}"), vec![b'v'; 200]).unwrap();
     }
     db.flush().unwrap();
-    let sizes = db
-        .get_approximate_sizes(&[
-            (b"k00000", b"k02000"),
-            (b"k00000", b"k01000"),
-            (b"a", b"b"),
-            (b"z", b"a"),
-        ])
-        .unwrap();
+    let sizes = db.get_approximate_sizes(&[
+        Range::new(b"k00000", b"k02000"),
+        Range::new(b"k00000", b"k01000"),
+        Range::new(b"a", b"b"),
+        Range::new(b"z", b"a"),
+    ]);
     let table: u64 = db.live_files_metadata().iter().map(|m| m.size).sum();
     assert!(sizes[0] > table * 9 / 10 && sizes[0] <= table, "{sizes:?} of {table}");
     assert!(sizes[1] > sizes[0] / 3 && sizes[1] < sizes[0] * 2 / 3, "{sizes:?}");

@@ -59,12 +59,41 @@ pub(crate) fn new_memtable(family: &Options, db: &Options) -> Arc<MemTable> {
 pub struct ColumnFamilyDescriptor {
     pub(crate) name: String,
     pub(crate) options: Options,
+    pub(crate) ttl: ColumnFamilyTtl,
+}
+
+/// A family's time to live under the `rocksdb` crate's TTL opens (`DB::open_*_with_ttl`,
+/// which Strata refuses: `db/rocksdb_api.rs`); the other opens ignore it, as RocksDB's do.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ColumnFamilyTtl {
+    /// No expiry.
+    #[default]
+    Disabled,
+    /// Entries may be dropped once older than this.
+    Duration(std::time::Duration),
+    /// The TTL the DB is opened with.
+    SameAsDb,
 }
 
 impl ColumnFamilyDescriptor {
     /// A descriptor for family `name` with `options`.
     pub fn new(name: impl Into<String>, options: Options) -> Self {
-        ColumnFamilyDescriptor { name: name.into(), options }
+        ColumnFamilyDescriptor { name: name.into(), options, ttl: ColumnFamilyTtl::Disabled }
+    }
+
+    /// A descriptor with a time to live (the `rocksdb` crate's).
+    pub fn new_with_ttl(name: impl Into<String>, options: Options, ttl: ColumnFamilyTtl) -> Self {
+        ColumnFamilyDescriptor { name: name.into(), options, ttl }
+    }
+
+    /// Sets the time to live.
+    pub fn set_ttl(&mut self, ttl: ColumnFamilyTtl) {
+        self.ttl = ttl;
+    }
+
+    /// The time to live.
+    pub fn ttl(&self) -> ColumnFamilyTtl {
+        self.ttl
     }
 
     /// The family's name.
@@ -149,6 +178,25 @@ impl Cfd {
         let number = sv.number;
         *current = Arc::new(sv);
         // Under the write lock, so numbers are recorded in installation order.
+        self.local_svs.invalidate(number);
+    }
+}
+
+impl Cfd {
+    /// Publishes `other`'s memtables and version as this family's next super version (a
+    /// read-only `Db` catching up with its primary: `Db::try_catch_up_with_primary`).
+    pub(crate) fn adopt_super_version(&self, other: &SuperVersion) {
+        let mut current = self.super_version.write();
+        let number = current.number + 1;
+        *current = Arc::new(SuperVersion {
+            number,
+            mem: other.mem.clone(),
+            imm: other.imm.clone(),
+            version: other.version.clone(),
+            pending_compaction_bytes: other.pending_compaction_bytes,
+            stall_count: other.stall_count,
+            version_range_dels: std::sync::OnceLock::new(),
+        });
         self.local_svs.invalidate(number);
     }
 }

@@ -70,7 +70,7 @@ impl Chain {
                 "",
                 0,
                 format!(
-                    "merge operator {} failed for key {:?} of the batch",
+                    "Merge operator failed: {} on key {:?} of the batch",
                     op.name(),
                     String::from_utf8_lossy(key)
                 ),
