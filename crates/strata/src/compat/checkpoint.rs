@@ -1,10 +1,8 @@
 //! The `rocksdb` crate's checkpoint API (`rocksdb::checkpoint`): a checkpoint object bound to
-//! its DB, then `create_checkpoint(dir)` per copy, over Strata's [`crate::Checkpoint`].
-//!
-//! Strata's checkpoint always flushes the memtables and carries no WAL (see
-//! `utilities/checkpoint.rs` for why), so `create_checkpoint_with_log_size` makes the same
-//! checkpoint whatever the threshold: its content is the DB at one moment either way; only
-//! RocksDB's choice of copying the WAL instead of flushing is not made.
+//! its DB, then `create_checkpoint(dir)` per copy, over Strata's
+//! [`crate::Checkpoint::create_with_log_size`] (RocksDB's layout: with `log_size_for_flush` 0,
+//! the default, the memtables are flushed and the checkpoint has one empty WAL; above the
+//! size of the WALs holding unflushed writes, those WALs are copied instead).
 
 use std::path::Path;
 
@@ -23,26 +21,25 @@ impl<'db> Checkpoint<'db> {
         Ok(Checkpoint { db })
     }
 
-    /// Makes a checkpoint in `path`, which must not exist.
+    /// Makes a checkpoint in `path`, which must not exist (`log_size_for_flush` 0).
     pub fn create_checkpoint<P: AsRef<Path>>(&self, path: P) -> Result<()> {
-        StrataCheckpoint::create(self.db, path).map(|_| ())
+        self.create_checkpoint_with_log_size(path, 0)
     }
 
-    /// Makes a checkpoint in `path`; the memtables are flushed whatever `log_size_for_flush`
-    /// is (module docs).
+    /// Makes a checkpoint in `path`, flushing first unless the WALs holding unflushed writes
+    /// total fewer than `log_size_for_flush` bytes (then they are copied).
     pub fn create_checkpoint_with_log_size<P: AsRef<Path>>(
         &self,
         path: P,
         log_size_for_flush: u64,
     ) -> Result<()> {
-        let _ = log_size_for_flush;
-        self.create_checkpoint(path)
+        StrataCheckpoint::create_with_log_size(self.db, path, log_size_for_flush).map(|_| ())
     }
 }
 
 /// Makes checkpoints of a transaction DB (the `rocksdb` crate's `TransactionDBCheckpoint`).
-/// Prepared transactions live in the WAL, which a Strata checkpoint does not carry: the
-/// checkpoint holds committed writes only.
+/// Prepared transactions live in the WAL: a checkpoint that copies the WALs carries them (its
+/// open recovers them prepared); one that flushes holds committed writes only.
 pub struct TransactionDBCheckpoint<'db> {
     inner: Checkpoint<'db>,
 }

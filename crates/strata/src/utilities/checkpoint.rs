@@ -14,6 +14,13 @@
 //!    the directory; the source's IDENTITY is copied, so the checkpoint keeps its id;
 //! 4. rename the temporary directory to `dir` and sync its parent.
 //!
+//! `create_with_log_size` with a WAL budget skips the flush of step 1: with writes held, it
+//! takes the versions with their log numbers and, for every WAL a memtable still needs, its
+//! length at that moment (the current WAL's appended bytes handed to the OS first), and holds
+//! file deletions; step 3 then copies those WAL prefixes beside the tables, and the MANIFEST
+//! keeps the families' log numbers, so the checkpoint's first open replays exactly the writes
+//! up to S. Writers are held only for the capture, not for the copies.
+//!
 //! Invariant: a directory at `dir` is a complete checkpoint. A crash before step 4 leaves
 //! only the temporary directory (removed by the next `create` to the same target), and it
 //! does not open as a DB before its CURRENT exists, which is written last. The source DB is
@@ -27,13 +34,13 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::db::capture::capture;
+use crate::db::capture::{capture, capture_with_wals, WalPart};
 use crate::db::Db;
 use crate::env::{copy_file, parent_dir, FileSystem};
 use crate::error::{Error, Result};
-use crate::filename::{identity_path, table_path};
+use crate::filename::{identity_path, table_path, wal_path};
 use crate::types::FileNumber;
-use crate::version::set::{write_manifest_for, Counters};
+use crate::version::set::{write_manifest_for, Counters, FamilySnapshot};
 
 /// A checkpoint made by [`Checkpoint::create`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -53,8 +60,35 @@ impl Checkpoint {
     /// Makes a checkpoint of `db` in `dir`, which must not exist (its parent is created).
     /// Flushes the memtables first. Fails with `NotSupported` on a read-only `Db`.
     pub fn create(db: &Db, dir: impl AsRef<Path>) -> Result<Checkpoint> {
-        create(db, dir.as_ref())
+        create(db, dir.as_ref(), Mode::Flush { empty_wal: false })
     }
+
+    /// RocksDB's `CreateCheckpoint(dir, log_size_for_flush)`: with `log_size_for_flush` 0, or
+    /// when the WALs holding unflushed writes total at least that many bytes, as
+    /// [`Checkpoint::create`] plus an empty WAL file (RocksDB's layout: the checkpoint's live
+    /// WAL); otherwise nothing is flushed and the checkpoint gets those WALs, copied up to
+    /// the moment of the capture, which its first open replays (module docs).
+    pub fn create_with_log_size(
+        db: &Db,
+        dir: impl AsRef<Path>,
+        log_size_for_flush: u64,
+    ) -> Result<Checkpoint> {
+        let mode = if log_size_for_flush == 0 {
+            Mode::Flush { empty_wal: true }
+        } else {
+            Mode::CopyWalsBelow(log_size_for_flush)
+        };
+        create(db, dir.as_ref(), mode)
+    }
+}
+
+/// How a checkpoint gets the memtables' writes.
+#[derive(Clone, Copy)]
+enum Mode {
+    /// Flushed into tables; with `empty_wal`, an empty WAL file is added.
+    Flush { empty_wal: bool },
+    /// The WALs holding them are copied, if they total fewer bytes than this (else `Flush`).
+    CopyWalsBelow(u64),
 }
 
 /// The directory a checkpoint is built in before it is renamed to `dir`.
@@ -77,7 +111,7 @@ pub(crate) fn remove_leftover_dir(fs: &dyn FileSystem, dir: &Path) -> Result<()>
     fs.remove_dir(dir)
 }
 
-fn create(db: &Db, dir: &Path) -> Result<Checkpoint> {
+fn create(db: &Db, dir: &Path, mode: Mode) -> Result<Checkpoint> {
     if db.is_read_only() {
         return Err(Error::NotSupported(format!(
             "checkpoint: {} is open read-only; open it read-write to make a checkpoint",
@@ -93,7 +127,44 @@ fn create(db: &Db, dir: &Path) -> Result<Checkpoint> {
     }
     let tmp = temp_dir_for(dir)?;
     remove_leftover_dir(fs, &tmp)?;
-    let (families, counters) = capture(db)?;
+    let (families, counters, wals, empty_wal) = match mode {
+        Mode::Flush { empty_wal } => {
+            let (f, c) = capture(db)?;
+            (f, c, None, empty_wal)
+        }
+        Mode::CopyWalsBelow(limit) => {
+            let (f, c, parts) = capture_with_wals(db)?;
+            if parts.iter().map(|p| p.len).sum::<u64>() < limit {
+                (f, c, Some(parts), false)
+            } else {
+                db.enable_file_deletions()?;
+                let (f, c) = capture(db)?;
+                (f, c, None, true)
+            }
+        }
+    };
+    // While WALs are to be copied, file deletions are held (`capture_with_wals`): end that
+    // whatever happens below.
+    let r = write_checkpoint(db, dir, &tmp, &families, &counters, wals.as_deref(), empty_wal);
+    if wals.is_some() {
+        db.enable_file_deletions()?;
+    }
+    r
+}
+
+/// Steps 3 and 4 of the protocol (module docs) for a capture; `wals` are copied up to their
+/// captured lengths, or with `empty_wal` an empty WAL file is added.
+fn write_checkpoint(
+    db: &Db,
+    dir: &Path,
+    tmp: &Path,
+    families: &[FamilySnapshot],
+    counters: &Counters,
+    wals: Option<&[WalPart]>,
+    empty_wal: bool,
+) -> Result<Checkpoint> {
+    let fs = db.file_system();
+    let tmp = tmp.to_path_buf();
     let parent = parent_dir(dir);
     fs.create_dir_all(&tmp)?;
     fs.sync_dir(&parent)?;
@@ -113,16 +184,34 @@ fn create(db: &Db, dir: &Path) -> Result<Checkpoint> {
     if fs.exists(&identity) {
         copy_file(fs, &identity, &identity_path(&tmp))?;
     }
+    let mut next = counters.next_file.0;
+    let log_number = match wals {
+        Some(parts) => {
+            for p in parts {
+                copy_prefix(fs, &p.path, &wal_path(&tmp, p.number), p.len)?;
+                next = next.max(p.number.0 + 1);
+            }
+            counters.log_number
+        }
+        None => {
+            if empty_wal {
+                let n = FileNumber(next);
+                next += 1;
+                fs.create(&wal_path(&tmp, n))?.sync()?;
+            }
+            FileNumber(0)
+        }
+    };
     fs.sync_dir(&tmp)?;
-    let manifest = FileNumber(counters.next_file.0);
+    let manifest = FileNumber(next);
     let counters = Counters {
-        log_number: FileNumber(0),
+        log_number,
         next_file: FileNumber(manifest.0 + 1),
         last_sequence: counters.last_sequence,
         max_column_family: counters.max_column_family,
     };
     crate::kill_point!("checkpoint.manifest");
-    write_manifest_for(fs, &tmp, manifest, &families, &counters)?;
+    write_manifest_for(fs, &tmp, manifest, families, &counters)?;
     crate::kill_point!("checkpoint.rename");
     fs.rename(&tmp, dir)?;
     fs.sync_dir(&parent)?;
@@ -132,4 +221,19 @@ fn create(db: &Db, dir: &Path) -> Result<Checkpoint> {
         tables_linked,
         tables_copied,
     })
+}
+
+/// Copies the first `len` bytes of `from` to a new file `to`, synced (the part of a WAL that
+/// belongs to a capture: the writer may have appended more since).
+fn copy_prefix(fs: &dyn FileSystem, from: &Path, to: &Path, len: u64) -> Result<()> {
+    const CHUNK: u64 = 1 << 20;
+    let src = fs.open(from)?;
+    let mut dst = fs.create(to)?;
+    let mut at = 0;
+    while at < len {
+        let n = CHUNK.min(len - at);
+        dst.append(&src.read_exact_at(at, n as usize)?)?;
+        at += n;
+    }
+    dst.sync()
 }

@@ -72,6 +72,72 @@ fn checkpoint_under_writes_is_the_db_at_one_sequence() {
     assert_eq!(contents(&db), model(n));
 }
 
+/// `create_with_log_size` (RocksDB's `log_size_for_flush`): with a budget the WALs fit in,
+/// nothing is flushed and the checkpoint replays copied WAL prefixes; it is still the DB at
+/// one sequence number while a writer runs (and rolls WALs). With 0, a flush and one empty
+/// WAL.
+#[test]
+fn checkpoints_that_copy_the_wals_are_the_db_at_one_sequence() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let opts =
+        Options { create_if_missing: true, write_buffer_size: 16 << 10, ..Options::default() };
+    let db = Arc::new(Db::open(&opts, &dir).unwrap());
+    let base = db.latest_sequence_number();
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (db, stop) = (db.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut i = 0u64;
+            while !stop.load(Ordering::Relaxed) || i < 2000 {
+                db.put(format!("key{:03}", i % 97), format!("value{i}")).unwrap();
+                i += 1;
+            }
+        })
+    };
+    let wal_names = |d: &Path| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.ends_with(".log"))
+            .collect();
+        v.sort();
+        v
+    };
+    for round in 0..4 {
+        let cp_dir = tmp.path().join(format!("wcp{round}"));
+        let cp = Checkpoint::create_with_log_size(&db, &cp_dir, u64::MAX).unwrap();
+        assert!(!wal_names(&cp_dir).is_empty(), "the WALs are copied");
+        let copy = Db::open(&Options::default(), &cp_dir).unwrap();
+        assert_eq!(copy.latest_sequence_number(), cp.sequence);
+        assert_eq!(contents(&copy), model(cp.sequence - base), "checkpoint at {}", cp.sequence);
+    }
+    let flushed = tmp.path().join("fcp");
+    let cp = Checkpoint::create_with_log_size(&db, &flushed, 0).unwrap();
+    let wals = wal_names(&flushed);
+    assert_eq!(wals.len(), 1, "{wals:?}");
+    assert_eq!(std::fs::metadata(flushed.join(&wals[0])).unwrap().len(), 0);
+    let copy = Db::open(&Options::default(), &flushed).unwrap();
+    assert_eq!(contents(&copy), model(cp.sequence - base));
+    drop(copy);
+    stop.store(true, Ordering::Relaxed);
+    writer.join().unwrap();
+    // A WAL budget smaller than the WALs flushes instead.
+    db.put(b"last", b"x").unwrap();
+    let small = tmp.path().join("scp");
+    let cp = Checkpoint::create_with_log_size(&db, &small, 1).unwrap();
+    assert_eq!(wal_names(&small).len(), 1);
+    let copy = Db::open(&Options::default(), &small).unwrap();
+    assert_eq!(copy.get(b"last").unwrap().as_deref(), Some(&b"x"[..]));
+    assert_eq!(copy.latest_sequence_number(), cp.sequence);
+    // The source's file deletions are back on: a compaction removes its inputs.
+    db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
+    let tables = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "sst"));
+    assert_eq!(tables.count(), db.live_files().unwrap().len());
+}
+
 #[test]
 fn existing_target_is_refused_and_leftovers_are_removed() {
     let fs = MemFs::new();
