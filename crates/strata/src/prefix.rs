@@ -25,7 +25,7 @@ pub enum PrefixExtractor {
 /// the same functions.
 impl PartialEq for PrefixExtractor {
     fn eq(&self, other: &PrefixExtractor) -> bool {
-        use PrefixExtractor::*;
+        use PrefixExtractor::{Capped, Custom, Fixed, Noop};
         match (*self, *other) {
             (Fixed(a), Fixed(b)) | (Capped(a), Capped(b)) => a == b,
             (Noop, Noop) => true,

@@ -677,9 +677,8 @@ impl<'a> Iterator for BatchIter<'a> {
 
     fn next(&mut self) -> Option<BatchRecord<'a>> {
         loop {
-            match self.next_entry()? {
-                Entry::Record(r) => return Some(r),
-                Entry::LogData(_) => continue,
+            if let Entry::Record(r) = self.next_entry()? {
+                return Some(r);
             }
         }
     }

@@ -539,7 +539,7 @@ impl Engine for StrataEngine {
     }
 
     fn wait_for_compaction(&self) -> Result<()> {
-        Ok(self.db.wait_for_compact(&Default::default())?)
+        Ok(self.db.wait_for_compact(&strata::WaitForCompactOptions::default())?)
     }
 
     fn multi_get(

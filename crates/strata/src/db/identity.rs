@@ -65,7 +65,10 @@ fn new_id() -> String {
     b[8..].copy_from_slice(&words[1].to_le_bytes());
     b[6] = (b[6] & 0x0f) | 0x40; // version 4
     b[8] = (b[8] & 0x3f) | 0x80; // RFC 4122 variant
-    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    let h = b.iter().fold(String::with_capacity(32), |mut h, x| {
+        let _ = std::fmt::Write::write_fmt(&mut h, format_args!("{x:02x}"));
+        h
+    });
     format!("{}-{}-{}-{}-{}", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..])
 }
 

@@ -76,7 +76,7 @@ fn each_family_keeps_its_options_and_flushes_alone() {
         db.put_cf(&small, format!("k{i:05}"), [1u8; 100]).unwrap();
         db.put(format!("k{i:05}"), [2u8; 100]).unwrap();
     }
-    db.wait_for_compact(&Default::default()).unwrap();
+    db.wait_for_compact(&strata::WaitForCompactOptions::default()).unwrap();
     let files = |cf: &strata::ColumnFamily| {
         db.live_files_metadata().iter().filter(|f| f.column_family_name == cf.name()).count()
     };
@@ -187,7 +187,7 @@ fn a_wal_is_kept_until_every_family_flushed_past_it() {
         for i in 0..3_000u32 {
             db.put(format!("k{i:05}"), [0u8; 100]).unwrap();
         }
-        db.wait_for_compact(&Default::default()).unwrap();
+        db.wait_for_compact(&strata::WaitForCompactOptions::default()).unwrap();
         // Default flushed many times; the WAL holding `kept` stays, and the ones after it.
         assert!(wal_count(&fs, dir) > 2, "{}", wal_count(&fs, dir));
         db.flush_cf(&idle).unwrap();

@@ -155,7 +155,7 @@ fn run(seed: u64, steps: usize) {
             }
         }
     }
-    db.wait_for_compact(&Default::default()).unwrap();
+    db.wait_for_compact(&strata::WaitForCompactOptions::default()).unwrap();
     check(&fs, &db, &model, steps);
 }
 

@@ -36,7 +36,7 @@ fn close_during_a_compaction_keeps_every_key_and_no_stray_table() {
         let verify = Options { disable_auto_compactions: true, ..opts.clone() };
         let db = Db::open(&verify, dir.path()).unwrap();
         let live: u64 = (0..7)
-            .map(|l| db.property_int_value(&format!("rocksdb.num-files-at-level{l}")).unwrap())
+            .map(|l| db.property_int_value(format!("rocksdb.num-files-at-level{l}")).unwrap())
             .map(Option::unwrap_or_default)
             .sum();
         // Counted after the reopen's own flush of the WAL (the open deletes nothing it did

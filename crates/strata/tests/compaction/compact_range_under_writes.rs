@@ -55,5 +55,5 @@ fn compact_range_returns_while_writers_keep_writing() {
         handles.into_iter().any(|h| h.join().unwrap())
     });
     assert!(!writers_timed_out, "compact_range returned only after the writers stopped");
-    db.wait_for_compact(&Default::default()).unwrap();
+    db.wait_for_compact(&strata::WaitForCompactOptions::default()).unwrap();
 }

@@ -291,7 +291,9 @@ fn a_panic_in_a_compaction_is_a_background_error_not_a_hang() {
     }
     let d = db.clone();
     expect_panic_error(
-        within("wait_for_compact", move || d.wait_for_compact(&Default::default())),
+        within("wait_for_compact", move || {
+            d.wait_for_compact(&strata::WaitForCompactOptions::default())
+        }),
         "strata-compact-",
     );
     expect_panic_error(db.put(b"k9", b"v"), "strata-compact-");

@@ -58,7 +58,7 @@ fn a_running_compaction_does_not_keep_flushed_memtables() {
     );
 
     gate.open();
-    db.wait_for_compact(&Default::default()).unwrap();
+    db.wait_for_compact(&strata::WaitForCompactOptions::default()).unwrap();
     for i in [0, 150, 200, 5199] {
         assert_eq!(db.get(format!("k{i:08}")).unwrap().as_deref(), Some(&[i as u8; 400][..]));
     }

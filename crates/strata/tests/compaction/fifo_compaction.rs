@@ -32,7 +32,7 @@ fn size_budget_drops_the_oldest_files() {
         db.put(key(i), [b'v'; 100]).unwrap();
     }
     db.flush().unwrap();
-    db.wait_for_compact(&Default::default()).unwrap();
+    db.wait_for_compact(&strata::WaitForCompactOptions::default()).unwrap();
     let size = db.property_int_value("strata.total-sst-files-size").unwrap().unwrap();
     assert!(size <= budget, "{size} bytes of tables over the {budget} budget");
     assert!(size > budget / 2, "{size}: too much was dropped");
@@ -43,7 +43,7 @@ fn size_budget_drops_the_oldest_files() {
     assert!((first..n).all(|i| db.get(key(i)).unwrap().is_some()));
     // Everything stays in L0 (writes never stall on its file count in FIFO style).
     let l1: u64 = (1..7)
-        .map(|l| db.property_int_value(&format!("strata.num-files-at-level{l}")).unwrap().unwrap())
+        .map(|l| db.property_int_value(format!("strata.num-files-at-level{l}")).unwrap().unwrap())
         .sum();
     assert_eq!(l1, 0);
 }
@@ -62,7 +62,7 @@ fn ttl_drops_expired_files() {
     std::thread::sleep(std::time::Duration::from_millis(2500));
     db.put(key(1000), b"new").unwrap();
     db.flush().unwrap();
-    db.wait_for_compact(&Default::default()).unwrap();
+    db.wait_for_compact(&strata::WaitForCompactOptions::default()).unwrap();
     assert_eq!(db.get(key(5)).unwrap(), None, "expired data is gone");
     assert_eq!(db.get(key(1000)).unwrap().as_deref(), Some(&b"new"[..]));
     // The data time survives a reopen (it is in the MANIFEST): nothing new expires early,
@@ -91,7 +91,7 @@ fn intra_l0_compaction_merges_small_files_and_keeps_every_key() {
         }
         db.flush().unwrap();
     }
-    db.wait_for_compact(&Default::default()).unwrap();
+    db.wait_for_compact(&strata::WaitForCompactOptions::default()).unwrap();
     let l0 = db.property_int_value("strata.num-files-at-level0").unwrap().unwrap();
     assert!(l0 < 12, "{l0} L0 files: small files were merged");
     for i in 0..600u32 {
@@ -100,7 +100,7 @@ fn intra_l0_compaction_merges_small_files_and_keeps_every_key() {
 }
 
 fn files_at(db: &Db, level: usize) -> u64 {
-    db.property_int_value(&format!("strata.num-files-at-level{level}")).unwrap().unwrap()
+    db.property_int_value(format!("strata.num-files-at-level{level}")).unwrap().unwrap()
 }
 
 /// `compact_range` in FIFO style keeps the data in L0 (moving files down would break the

@@ -91,7 +91,7 @@ fn bursts_with_pauses_carry_l0_over_and_keep_every_write() {
         std::thread::sleep(Duration::from_millis(400));
         check(&db, &model, &format!("after burst {burst}"));
     }
-    db.wait_for_compact(&Default::default()).unwrap();
+    db.wait_for_compact(&strata::WaitForCompactOptions::default()).unwrap();
     check(&db, &model, "after the last compactions");
     drop(db);
     let log = std::fs::read_to_string(dir.path().join("LOG")).unwrap();

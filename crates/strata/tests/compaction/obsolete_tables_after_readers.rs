@@ -31,7 +31,7 @@ fn tables_a_held_iterator_kept_go_once_it_is_dropped() {
     db.put("a", "1").unwrap();
     db.put("z", "1").unwrap();
     db.flush().unwrap();
-    db.wait_for_compact(&Default::default()).unwrap();
+    db.wait_for_compact(&strata::WaitForCompactOptions::default()).unwrap();
     let first = tables(dir.path());
     // An iterator pins the current version, with the first table(s).
     let it = db.iterator(IteratorMode::Start);
@@ -42,7 +42,7 @@ fn tables_a_held_iterator_kept_go_once_it_is_dropped() {
     db.put("c", "3").unwrap();
     db.put("y", "3").unwrap();
     db.flush().unwrap();
-    db.wait_for_compact(&Default::default()).unwrap();
+    db.wait_for_compact(&strata::WaitForCompactOptions::default()).unwrap();
     // Compacted away, but the iterator still reads them.
     for t in &first {
         assert!(tables(dir.path()).contains(t), "{t} went while an iterator held it");

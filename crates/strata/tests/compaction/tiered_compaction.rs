@@ -57,14 +57,14 @@ fn fill_and_overwrite(
             db.put(&key, &value).unwrap();
             model.insert(key.into_bytes(), value);
             if i % 2000 == 1999 {
-                db.wait_for_compact(&Default::default()).unwrap();
+                db.wait_for_compact(&strata::WaitForCompactOptions::default()).unwrap();
                 at_rest(&db, pass);
                 checks += 1;
             }
         }
     }
     assert_eq!(checks, 24);
-    db.wait_for_compact(&Default::default()).unwrap();
+    db.wait_for_compact(&strata::WaitForCompactOptions::default()).unwrap();
     let flushed = ticker(&db, "rocksdb.flush.write.bytes");
     let compacted = ticker(&db, "rocksdb.compact.write.bytes");
     assert!(flushed > 0 && compacted > 0, "flushed {flushed}, compacted {compacted}");

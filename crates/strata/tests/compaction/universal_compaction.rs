@@ -75,7 +75,7 @@ fn fill_and_overwrite(db: &Db) {
             db.put(&key, &value).unwrap();
             model.insert(key.into_bytes(), value);
             if i % 2000 == 1999 {
-                db.wait_for_compact(&Default::default()).unwrap();
+                db.wait_for_compact(&strata::WaitForCompactOptions::default()).unwrap();
                 let runs = int("strata.num-sorted-runs");
                 let amp = int("strata.estimate-size-amplification-percent");
                 assert!(runs <= 4, "pass {pass}: {runs} sorted runs at rest");
@@ -122,7 +122,7 @@ fn allow_trivial_move_moves_sequential_runs_without_rewriting() {
     for i in 0..20_000u32 {
         db.put(format!("key{i:08}"), [b'v'; 100]).unwrap();
     }
-    db.wait_for_compact(&Default::default()).unwrap();
+    db.wait_for_compact(&strata::WaitForCompactOptions::default()).unwrap();
     let files = db.live_files_metadata();
     assert!(db.property_int_value("strata.num-sorted-runs").unwrap().unwrap() <= 4);
     assert!(files.iter().any(|f| f.level > 0), "runs were moved below L0: {files:?}");

@@ -81,7 +81,7 @@ fn no_obsolete_table_is_left_when_the_wait_returns() {
             }
             db.flush().unwrap();
         }
-        db.wait_for_compact(&Default::default()).unwrap();
+        db.wait_for_compact(&strata::WaitForCompactOptions::default()).unwrap();
         let live: BTreeSet<String> = db
             .live_files_metadata()
             .into_iter()

@@ -191,7 +191,7 @@ fn without_the_archive_only_the_live_wals_are_read() {
         match db.get_updates_since(0) {
             Err(e) if e.to_string().contains("starts at 31") => break e,
             _ if std::time::Instant::now() < deadline => {
-                std::thread::sleep(std::time::Duration::from_millis(5))
+                std::thread::sleep(std::time::Duration::from_millis(5));
             }
             other => panic!("flushed WALs are deleted: {:?}", other.map(|_| ())),
         }

@@ -27,7 +27,7 @@ fn the_log_tells_what_the_db_did() {
         for i in 0..3_000u32 {
             db.put(format!("key{:06}", i * 7 % 3_000), [7u8; 100]).unwrap();
         }
-        db.wait_for_compact(&Default::default()).unwrap();
+        db.wait_for_compact(&strata::WaitForCompactOptions::default()).unwrap();
         // A manual compaction is logged as the automatic ones are.
         db.put("key000001", [8u8; 100]).unwrap();
         db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
@@ -105,7 +105,7 @@ fn the_log_tells_each_slowdown_with_its_cause_and_duration() {
         for i in 0..1_000u32 {
             db.put(format!("key{:06}", i * 7 % 1_000), [7u8; 100]).unwrap();
         }
-        db.wait_for_compact(&Default::default()).unwrap();
+        db.wait_for_compact(&strata::WaitForCompactOptions::default()).unwrap();
         // L0 is empty now: this write sees the slowdown end.
         db.put("last", "x").unwrap();
     }

@@ -215,10 +215,10 @@ fn randomized_run(seed: u64) {
             check_view(&db, Some(s), m, &mut rng, &ctx);
         }
     }
-    db.wait_for_compact(&Default::default()).unwrap();
+    db.wait_for_compact(&strata::WaitForCompactOptions::default()).unwrap();
     check_view(&db, None, &model, &mut rng, "after compactions");
     let levels: Vec<u64> = (0..7)
-        .map(|l| db.property_int_value(&format!("strata.num-files-at-level{l}")).unwrap().unwrap())
+        .map(|l| db.property_int_value(format!("strata.num-files-at-level{l}")).unwrap().unwrap())
         .collect();
     assert!(levels[2..].iter().sum::<u64>() > 0, "data reached several levels: {levels:?}");
     drop(snaps);
@@ -345,7 +345,7 @@ fn tombstone_spanning_many_files() {
     }
     db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
     let files: u64 = (0..7)
-        .map(|l| db.property_int_value(&format!("strata.num-files-at-level{l}")).unwrap().unwrap())
+        .map(|l| db.property_int_value(format!("strata.num-files-at-level{l}")).unwrap().unwrap())
         .sum();
     assert!(files > 10, "{files} files");
     let snap = db.snapshot();

@@ -367,10 +367,10 @@ fn set_options_changes_the_running_db_or_refuses_whole() {
         db.put(b"z", format!("{i}")).unwrap();
         db.flush().unwrap();
     }
-    db.wait_for_compact(&Default::default()).unwrap();
+    db.wait_for_compact(&strata::WaitForCompactOptions::default()).unwrap();
     assert_eq!(db.live_files().unwrap().len(), 4, "no compaction while disabled");
     db.set_options(&[("disable_auto_compactions", "false")]).unwrap();
-    db.wait_for_compact(&Default::default()).unwrap();
+    db.wait_for_compact(&strata::WaitForCompactOptions::default()).unwrap();
     assert!(db.live_files().unwrap().len() < 4, "compacted once enabled again");
 
     let before = db.property_value("rocksdb.stats").unwrap();
@@ -405,7 +405,7 @@ fn flush_and_compaction_options() {
     no_wait.set_wait(false);
     db.put(b"k", b"v").unwrap();
     db.flush_opt(&no_wait).unwrap();
-    db.wait_for_compact(&Default::default()).unwrap();
+    db.wait_for_compact(&strata::WaitForCompactOptions::default()).unwrap();
     assert_eq!(db.live_files().unwrap().len(), 1, "the scheduled flush ran");
     let mut wo = strata::WriteOptions::default();
     wo.disable_wal(true);

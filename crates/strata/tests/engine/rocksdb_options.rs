@@ -107,7 +107,7 @@ fn a_no_slowdown_write_fails_instead_of_waiting_in_a_stop() {
     db.put(b"a", b"1").unwrap();
     db.put(b"z", b"1").unwrap();
     db.flush().unwrap();
-    db.wait_for_compact(&Default::default()).unwrap();
+    db.wait_for_compact(&strata::WaitForCompactOptions::default()).unwrap();
     // The next L0 file overlaps L1, so its compaction rewrites (and runs the filter).
     SLOW_COMPACTIONS.store(true, Ordering::Relaxed);
     db.put(b"m", b"2").unwrap();

@@ -98,8 +98,9 @@ fn checkpoints_that_copy_the_wals_are_the_db_at_one_sequence() {
     let wal_names = |d: &Path| -> Vec<String> {
         let mut v: Vec<String> = std::fs::read_dir(d)
             .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .filter(|n| n.ends_with(".log"))
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "log"))
+            .map(|p| p.file_name().unwrap().to_str().unwrap().to_string())
             .collect();
         v.sort();
         v

@@ -85,7 +85,7 @@ fn run(move_files: bool) {
             assert!(got == all || got == none, "n={n}: part of an ingestion survived: {got:?}");
         }
         // A compaction the reopen started may be replacing tables: compare once it is done.
-        db.wait_for_compact(&Default::default())
+        db.wait_for_compact(&strata::WaitForCompactOptions::default())
             .unwrap_or_else(|e| panic!("n={n}: wait for compactions: {e}"));
         let live: BTreeSet<String> = db
             .live_files_metadata()

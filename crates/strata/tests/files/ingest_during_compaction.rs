@@ -50,7 +50,7 @@ fn ingestion_avoids_the_output_range_of_a_running_compaction() {
         .clone();
 
     gate.open();
-    db.wait_for_compact(&Default::default())
+    db.wait_for_compact(&strata::WaitForCompactOptions::default())
         .expect("no background error once the compaction installs");
     db.put("after", "writable").unwrap();
     assert!(m.level < 3, "not at the running compaction's output level: {files:?}");

@@ -199,7 +199,7 @@ fn run(seed: u64, steps: usize) {
             }
             _ => {}
         }
-        db.wait_for_compact(&Default::default()).unwrap();
+        db.wait_for_compact(&strata::WaitForCompactOptions::default()).unwrap();
         for s in &mut snaps {
             check_snapshot(&db, s, step);
         }

@@ -158,12 +158,12 @@ fn randomized_compactions_with(style: CompactionStyle, tweak: impl Fn(Options) -
             assert_eq!(db.get(&k).unwrap().as_ref(), model.get(&k), "round {round}");
         }
     }
-    db.wait_for_compact(&Default::default()).unwrap();
+    db.wait_for_compact(&strata::WaitForCompactOptions::default()).unwrap();
     assert_eq!(scan(&db, &ReadOptions::default()), model);
     let stats = db.property_value("strata.stats").unwrap().unwrap();
     assert!(stats.contains("** Compaction Stats [default] **"), "{stats}");
     let levels: Vec<u64> = (0..7)
-        .map(|l| db.property_int_value(&format!("strata.num-files-at-level{l}")).unwrap().unwrap())
+        .map(|l| db.property_int_value(format!("strata.num-files-at-level{l}")).unwrap().unwrap())
         .collect();
     let int = |name: &str| db.property_int_value(name).unwrap().unwrap();
     match style {

@@ -189,7 +189,7 @@ fn run(seed: u64, style: CompactionStyle) {
                 drop(db);
                 db = Db::open(&opts, "/db").unwrap();
             }
-            _ => db.wait_for_compact(&Default::default()).unwrap(),
+            _ => db.wait_for_compact(&strata::WaitForCompactOptions::default()).unwrap(),
         }
         check(&db, &model, &ReadOptions::default(), &format!("seed {seed} step {step}"));
         for (i, (snap, smodel)) in snapshots.iter().enumerate() {

@@ -110,7 +110,7 @@ fn an_idle_reader_thread_does_not_pin_obsolete_tables() {
     }
     db.flush().unwrap();
     db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
-    db.wait_for_compact(&Default::default()).unwrap();
+    db.wait_for_compact(&strata::WaitForCompactOptions::default()).unwrap();
     // Obsolete tables are deleted when a compaction finishes, just after it wakes
     // `wait_for_compact`: poll briefly. A table pinned by the idle thread's cached super
     // version would stay until the next compaction, so this would time out.

@@ -158,8 +158,11 @@ fn missing_or_damaged_db_fails_clearly() {
     assert!(e.to_string().contains("CURRENT"), "{e}");
 }
 
+/// A key and its value as iterators yield them.
+type Pair = (Box<[u8]>, Box<[u8]>);
+
 /// Every pair whose key starts with `prefix`.
-fn prefixed(db: &Db, prefix: &[u8]) -> Vec<(Box<[u8]>, Box<[u8]>)> {
+fn prefixed(db: &Db, prefix: &[u8]) -> Vec<Pair> {
     let mut ro = ReadOptions::default();
     ro.set_iterate_range(PrefixRange(prefix));
     db.iterator_opt(IteratorMode::Start, ro).map(|r| r.unwrap()).collect()

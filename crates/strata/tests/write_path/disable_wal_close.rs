@@ -23,7 +23,7 @@ fn unlogged_put_after_a_memtable_switch_survives_close() {
         db.put(b"switch", b"x").unwrap();
         db.put_opt(b"nowal", b"kept?", &no_wal()).unwrap();
         // The flush of the older memtable finishes before the close.
-        db.wait_for_compact(&Default::default()).unwrap();
+        db.wait_for_compact(&strata::WaitForCompactOptions::default()).unwrap();
     }
     let db = Db::open(&opts, dir.path()).unwrap();
     assert_eq!(db.get(b"nowal").unwrap().as_deref(), Some(&b"kept?"[..]));
@@ -42,7 +42,7 @@ fn unlogged_merge_after_a_large_put_survives_close() {
         let db = Db::open(&opts, dir.path()).unwrap();
         db.put(b"big", vec![1u8; 1 << 20]).unwrap();
         db.merge_opt(b"counter", u64::MAX.to_le_bytes(), &no_wal()).unwrap();
-        db.wait_for_compact(&Default::default()).unwrap();
+        db.wait_for_compact(&strata::WaitForCompactOptions::default()).unwrap();
     }
     let db = Db::open(&opts, dir.path()).unwrap();
     assert_eq!(db.get(b"counter").unwrap().as_deref(), Some(&u64::MAX.to_le_bytes()[..]));
@@ -57,7 +57,7 @@ fn unlogged_writes_in_several_memtables_all_survive_close() {
         for i in 0..200u32 {
             db.put_opt(format!("k{i:04}"), vec![i as u8; 500], &no_wal()).unwrap();
             if i % 50 == 0 {
-                db.wait_for_compact(&Default::default()).unwrap();
+                db.wait_for_compact(&strata::WaitForCompactOptions::default()).unwrap();
             }
         }
     }

@@ -47,7 +47,7 @@ fn writes_finish(opts: Options, n: u32) -> Result<(), String> {
             Err(_) => return Err(format!("writes blocked for 120 s ({described})")),
         }
     }
-    db.wait_for_compact(&Default::default())
+    db.wait_for_compact(&strata::WaitForCompactOptions::default())
         .map_err(|e| format!("wait_for_compact ({described}): {e}"))?;
     Ok(())
 }

@@ -106,7 +106,7 @@ fn two_dbs_stay_within_one_budget() {
         let l0 = db.property_int_value("rocksdb.num-files-at-level0").unwrap().unwrap_or(0);
         let deeper: u64 = (1..7)
             .map(|l| {
-                db.property_int_value(&format!("rocksdb.num-files-at-level{l}"))
+                db.property_int_value(format!("rocksdb.num-files-at-level{l}"))
                     .unwrap()
                     .unwrap_or(0)
             })

@@ -50,7 +50,7 @@ fn the_pace_falls_as_l0_grows_under_held_compactions_and_the_slowdown_ends_after
         assert!(w[1].1 < w[0].1, "each file added under held compactions slows writes: {seen:?}");
     }
     gate.open();
-    db.wait_for_compact(&Default::default()).unwrap();
+    db.wait_for_compact(&strata::WaitForCompactOptions::default()).unwrap();
     db.put(b"probe", b"after").unwrap();
     assert!(int("rocksdb.num-files-at-level0") < 3);
     assert_eq!(int("rocksdb.actual-delayed-write-rate"), 0, "compactions caught up");

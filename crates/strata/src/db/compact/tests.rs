@@ -97,7 +97,7 @@ fn l0_files_gathered_under_pressure_are_carried_over_when_writes_pause() {
     db.inner.state.lock().cfs.get_mut(&0).unwrap().l0_pace = L0Pace::default();
     db.put("key00009", "later").unwrap();
     db.flush().unwrap();
-    db.wait_for_compact(&Default::default()).unwrap();
+    db.wait_for_compact(&crate::options::WaitForCompactOptions::default()).unwrap();
     assert_eq!(l0_files(&db), 0);
     assert_ne!(base_files(&db), base);
     assert_eq!(db.get("key00007").unwrap().as_deref(), Some(&b"round 0"[..]));
@@ -109,7 +109,7 @@ fn l0_files_gathered_under_pressure_are_carried_over_when_writes_pause() {
 fn without_batching_l0_compacts_at_the_trigger_under_the_same_pace() {
     let (db, base) = two_l0_files_under_pressure(false, 3.0);
     wait_for_l0_below(&db, 2);
-    db.wait_for_compact(&Default::default()).unwrap();
+    db.wait_for_compact(&crate::options::WaitForCompactOptions::default()).unwrap();
     // Into the base level, nothing carried over.
     assert_eq!(l0_files(&db), 0);
     assert_ne!(base_files(&db), base);
@@ -120,7 +120,7 @@ fn wait_for_compact_returns_once_a_held_batch_is_compacted() {
     // A short hold (seeded 1 s between files): `wait_for_compact` sees the L0 compaction
     // pending and returns once the compaction thread, woken by the hold's end, ran it.
     let (db, _) = two_l0_files_under_pressure(true, 1.0);
-    db.wait_for_compact(&Default::default()).unwrap();
+    db.wait_for_compact(&crate::options::WaitForCompactOptions::default()).unwrap();
     assert!(l0_files(&db) < 2);
 }
 
