@@ -131,6 +131,10 @@ fn one_cycle(seed: u64, sum: &mut OpsCrashSummary) -> Result<(), String> {
     arm(&mut rng, &fault, if backup { "backup." } else { "checkpoint." });
     let result = match &engine {
         Some(en) => en.create_new_backup(&db).map(|_| ()),
+        // Half of the checkpoints copy the WALs instead of flushing.
+        None if rng.gen_bool(0.5) => {
+            Checkpoint::create_with_log_size(&db, "/cp", u64::MAX).map(|_| ())
+        }
         None => Checkpoint::create(&db, "/cp").map(|_| ()),
     };
     drop(engine);

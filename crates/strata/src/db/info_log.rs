@@ -85,6 +85,31 @@ impl InfoLog {
         Ok(InfoLog { file: Mutex::new(Some(file)), logger: None, write_errors: AtomicU64::new(0) })
     }
 
+    /// Appends `messages` as lines stamped alike, in one write (the open's options dump: one
+    /// append instead of one per line); never fails.
+    pub fn log_all(&self, messages: impl IntoIterator<Item = String>) {
+        let mut stamp = String::with_capacity(48);
+        timestamp(&mut stamp);
+        let _ = write!(stamp, " {:x} ", thread_id());
+        if let Some(l) = &self.logger {
+            for m in messages {
+                l.log(LogLevel::Info, &format!("{stamp}{m}"));
+            }
+            return;
+        }
+        let mut guard = self.file.lock();
+        let Some(file) = guard.as_mut() else { return };
+        let mut text = String::new();
+        for m in messages {
+            text.push_str(&stamp);
+            text.push_str(&m);
+            text.push('\n');
+        }
+        if file.append(text.as_bytes()).and_then(|()| file.flush()).is_err() {
+            self.write_errors.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     /// Appends one line (a message without its timestamp); never fails.
     pub fn log(&self, message: &str) {
         if let Some(l) = &self.logger {

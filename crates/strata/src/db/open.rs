@@ -127,18 +127,17 @@ pub(crate) fn open(
         None => InfoLog::open(fs.as_ref(), dir, opts.keep_log_file_num)
             .unwrap_or_else(|_| InfoLog::disabled()),
     };
-    info_log.log(&format!("Strata version: {}", env!("CARGO_PKG_VERSION")));
-    info_log.log(&format!("Git sha {GIT_SHA}"));
-    info_log.log(&format!("DB path: {}", dir.display()));
-    for line in crate::options::support_log_lines() {
-        info_log.log(&line);
-    }
-    for (name, value) in opts.describe() {
-        info_log.log(&format!("Options.{name}: {value}"));
-    }
-    for line in opts.table_factory_log_lines() {
-        info_log.log(&line);
-    }
+    let mut dump = vec![
+        format!("Strata version: {}", env!("CARGO_PKG_VERSION")),
+        format!("Git sha {GIT_SHA}"),
+        format!("DB path: {}", dir.display()),
+    ];
+    dump.extend(crate::options::support_log_lines());
+    dump.extend(
+        opts.describe().into_iter().map(|(name, value)| format!("Options.{name}: {value}")),
+    );
+    dump.extend(opts.table_factory_log_lines());
+    info_log.log_all(dump);
     let wal_dir = opts.wal_dir.clone().unwrap_or_else(|| dir.to_path_buf());
     if wal_dir != dir {
         fs.create_dir_all(&wal_dir)?;
