@@ -119,12 +119,14 @@ impl DBAccess for Db {
     }
 }
 
-/// A type that reads as the [`Db`] it dereferences to.
-macro_rules! access_through_db {
-    ($t:ty $(, $g:ident)?) => {
-        impl$(<$g>)? DBAccess for $t {
+/// `DBAccess` for a type that reads as `inner(self)` does: the transaction DBs (through the
+/// [`Db`] they dereference to) and the thread-mode wrappers (through the DB they hold).
+macro_rules! access_through {
+    ([$($g:tt)*] $t:ty, |$s:ident| $inner:expr) => {
+        impl<$($g)*> DBAccess for $t {
             fn snapshot_handle(&self) -> SnapshotHandle {
-                DBAccess::snapshot_handle(db_of(self))
+                let $s = self;
+                DBAccess::snapshot_handle($inner)
             }
 
             fn get_opt<K: AsRef<[u8]>>(
@@ -132,7 +134,8 @@ macro_rules! access_through_db {
                 key: K,
                 readopts: &ReadOptions,
             ) -> Result<Option<Vec<u8>>> {
-                db_of(self).get_opt(key, readopts)
+                let $s = self;
+                DBAccess::get_opt($inner, key, readopts)
             }
 
             fn get_cf_opt<K: AsRef<[u8]>>(
@@ -141,7 +144,8 @@ macro_rules! access_through_db {
                 key: K,
                 readopts: &ReadOptions,
             ) -> Result<Option<Vec<u8>>> {
-                db_of(self).get_cf_opt(cf, key, readopts)
+                let $s = self;
+                DBAccess::get_cf_opt($inner, cf, key, readopts)
             }
 
             fn get_pinned_opt<K: AsRef<[u8]>>(
@@ -149,7 +153,8 @@ macro_rules! access_through_db {
                 key: K,
                 readopts: &ReadOptions,
             ) -> Result<Option<DbPinnableSlice>> {
-                db_of(self).get_pinned_opt(key, readopts)
+                let $s = self;
+                DBAccess::get_pinned_opt($inner, key, readopts)
             }
 
             fn get_pinned_cf_opt<K: AsRef<[u8]>>(
@@ -158,7 +163,8 @@ macro_rules! access_through_db {
                 key: K,
                 readopts: &ReadOptions,
             ) -> Result<Option<DbPinnableSlice>> {
-                db_of(self).get_pinned_cf_opt(cf, key, readopts)
+                let $s = self;
+                DBAccess::get_pinned_cf_opt($inner, cf, key, readopts)
             }
 
             fn multi_get_opt<K, I>(
@@ -170,7 +176,8 @@ macro_rules! access_through_db {
                 K: AsRef<[u8]>,
                 I: IntoIterator<Item = K>,
             {
-                db_of(self).multi_get_opt(keys, readopts)
+                let $s = self;
+                DBAccess::multi_get_opt($inner, keys, readopts)
             }
 
             fn multi_get_cf_opt<'b, K, I, W>(
@@ -183,75 +190,16 @@ macro_rules! access_through_db {
                 I: IntoIterator<Item = (&'b W, K)>,
                 W: AsColumnFamilyRef + 'b,
             {
-                db_of(self).multi_get_cf_opt(keys_cf, readopts)
+                let $s = self;
+                DBAccess::multi_get_cf_opt($inner, keys_cf, readopts)
             }
         }
     };
 }
 
-fn db_of<D: std::ops::Deref<Target = Db>>(d: &D) -> &Db {
-    d
-}
-
-access_through_db!(TransactionDb);
-access_through_db!(OptimisticTransactionDb);
-
-impl<T, D: DBAccess> DBAccess for WithThreadMode<T, D> {
-    fn snapshot_handle(&self) -> SnapshotHandle {
-        (**self).snapshot_handle()
-    }
-
-    fn get_opt<K: AsRef<[u8]>>(&self, key: K, readopts: &ReadOptions) -> Result<Option<Vec<u8>>> {
-        (**self).get_opt(key, readopts)
-    }
-
-    fn get_cf_opt<K: AsRef<[u8]>>(
-        &self,
-        cf: &impl AsColumnFamilyRef,
-        key: K,
-        readopts: &ReadOptions,
-    ) -> Result<Option<Vec<u8>>> {
-        (**self).get_cf_opt(cf, key, readopts)
-    }
-
-    fn get_pinned_opt<K: AsRef<[u8]>>(
-        &self,
-        key: K,
-        readopts: &ReadOptions,
-    ) -> Result<Option<DbPinnableSlice>> {
-        (**self).get_pinned_opt(key, readopts)
-    }
-
-    fn get_pinned_cf_opt<K: AsRef<[u8]>>(
-        &self,
-        cf: &impl AsColumnFamilyRef,
-        key: K,
-        readopts: &ReadOptions,
-    ) -> Result<Option<DbPinnableSlice>> {
-        (**self).get_pinned_cf_opt(cf, key, readopts)
-    }
-
-    fn multi_get_opt<K, I>(&self, keys: I, readopts: &ReadOptions) -> Vec<Result<Option<Vec<u8>>>>
-    where
-        K: AsRef<[u8]>,
-        I: IntoIterator<Item = K>,
-    {
-        (**self).multi_get_opt(keys, readopts)
-    }
-
-    fn multi_get_cf_opt<'b, K, I, W>(
-        &self,
-        keys_cf: I,
-        readopts: &ReadOptions,
-    ) -> Vec<Result<Option<Vec<u8>>>>
-    where
-        K: AsRef<[u8]>,
-        I: IntoIterator<Item = (&'b W, K)>,
-        W: AsColumnFamilyRef + 'b,
-    {
-        (**self).multi_get_cf_opt(keys_cf, readopts)
-    }
-}
+access_through!([] TransactionDb, |s| s.db());
+access_through!([] OptimisticTransactionDb, |s| s.db());
+access_through!([T, D: DBAccess] WithThreadMode<T, D>, |s| &**s);
 
 /// A transaction reads its own writes over its snapshot (or the latest state).
 impl<DB> DBAccess for Transaction<'_, DB> {

@@ -27,6 +27,19 @@ fn model(n: u64) -> BTreeMap<Vec<u8>, Vec<u8>> {
     m
 }
 
+/// One writer, one put per write (write i has sequence number base + i + 1, `model(i)`), at
+/// least 2000 of them, until `stop`.
+fn spawn_writer(db: &Arc<Db>, stop: &Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
+    let (db, stop) = (db.clone(), stop.clone());
+    std::thread::spawn(move || {
+        let mut i = 0u64;
+        while !stop.load(Ordering::Relaxed) || i < 2000 {
+            db.put(format!("key{:03}", i % 97), format!("value{i}")).unwrap();
+            i += 1;
+        }
+    })
+}
+
 #[test]
 fn checkpoint_under_writes_is_the_db_at_one_sequence() {
     let tmp = tempfile::tempdir().unwrap();
@@ -36,17 +49,7 @@ fn checkpoint_under_writes_is_the_db_at_one_sequence() {
     let db = Arc::new(Db::open(&opts, &dir).unwrap());
     let base = db.latest_sequence_number();
     let stop = Arc::new(AtomicBool::new(false));
-    let writer = {
-        let (db, stop) = (db.clone(), stop.clone());
-        std::thread::spawn(move || {
-            // One writer, one put per write: write i has sequence number base + i + 1.
-            let mut i = 0u64;
-            while !stop.load(Ordering::Relaxed) || i < 2000 {
-                db.put(format!("key{:03}", i % 97), format!("value{i}")).unwrap();
-                i += 1;
-            }
-        })
-    };
+    let writer = spawn_writer(&db, &stop);
     let mut seen = Vec::new();
     for round in 0..4 {
         let cp_dir = tmp.path().join(format!("cp{round}"));
@@ -85,16 +88,7 @@ fn checkpoints_that_copy_the_wals_are_the_db_at_one_sequence() {
     let db = Arc::new(Db::open(&opts, &dir).unwrap());
     let base = db.latest_sequence_number();
     let stop = Arc::new(AtomicBool::new(false));
-    let writer = {
-        let (db, stop) = (db.clone(), stop.clone());
-        std::thread::spawn(move || {
-            let mut i = 0u64;
-            while !stop.load(Ordering::Relaxed) || i < 2000 {
-                db.put(format!("key{:03}", i % 97), format!("value{i}")).unwrap();
-                i += 1;
-            }
-        })
-    };
+    let writer = spawn_writer(&db, &stop);
     let wal_names = |d: &Path| -> Vec<String> {
         let mut v: Vec<String> = std::fs::read_dir(d)
             .unwrap()
