@@ -513,6 +513,76 @@ pub(crate) fn delete_files_in_range(
     Ok(())
 }
 
+/// Moves every table of the deepest non-empty level below L0 to level `target` in one
+/// version edit, the files unchanged (RocksDB's `CompactOptions::change_level` after a manual
+/// compaction, its `ReFitLevel`). `target` -1: the highest level such that every level from
+/// it down to the source is empty and its size target holds the tables. The levels between,
+/// and `target` itself, must be empty (`InvalidArgument` otherwise); L0 is not a target.
+pub(crate) fn refit_level(inner: &DbInner, cfd: &Arc<Cfd>, target: i32) -> Result<()> {
+    let refused = std::cell::RefCell::new(None::<String>);
+    let plan = wait_for_plan(inner, cfd, |v, busy| {
+        let last = v.levels.len() - 1;
+        let Some(from) = (1..=last).rev().find(|&l| !v.levels[l].is_empty()) else {
+            return Some(None); // nothing below L0
+        };
+        let to = if target < 0 {
+            let o = cfd.live_opts().picker_options();
+            let t = level_targets(v, &o);
+            let bytes = v.level_bytes(from);
+            let mut to = from;
+            for l in (1..from).rev() {
+                if !v.levels[l].is_empty() || t.target[l] < bytes {
+                    break;
+                }
+                to = l;
+            }
+            to
+        } else {
+            usize::try_from(target).unwrap_or(usize::MAX)
+        };
+        if to == 0 || to > last {
+            *refused.borrow_mut() =
+                Some(format!("change_level: target level {target} is not one of 1..={last}"));
+            return Some(None);
+        }
+        let (lo, hi) = (from.min(to), from.max(to));
+        if let Some(l) = (lo..=hi).find(|&l| l != from && !v.levels[l].is_empty()) {
+            *refused.borrow_mut() = Some(format!(
+                "change_level: level {l} between level {from} and target {to} holds tables"
+            ));
+            return Some(None);
+        }
+        if to == from {
+            return Some(None);
+        }
+        if v.levels[from].iter().any(|f| busy.contains(&f.number)) {
+            return None;
+        }
+        Some(Some(CompactionPlan {
+            start_level: from,
+            output_level: to,
+            inputs: v.levels[from].clone(),
+            middle_inputs: Vec::new(),
+            output_inputs: Vec::new(),
+            grandparents: Vec::new(),
+            trivial_move: true,
+            deletion: false,
+            compress: true,
+            reason: "change level",
+            bottommost: false,
+            target_file_size: u64::MAX,
+            max_compaction_bytes: u64::MAX,
+        }))
+    })?;
+    if let Some(m) = refused.into_inner() {
+        return Err(Error::InvalidArgument(m));
+    }
+    match plan {
+        Some(plan) => run_manual(inner, cfd, plan),
+        None => Ok(()),
+    }
+}
+
 fn range_keys(begin: Option<&[u8]>, end: Option<&[u8]>) -> (Vec<u8>, Vec<u8>) {
     let lo = make_internal_key(begin.unwrap_or(b""), SeqNo::MAX, ValueType::FOR_SEEK);
     // No user key is larger than every byte string, so an open end covers up to the largest

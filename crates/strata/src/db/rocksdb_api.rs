@@ -442,8 +442,9 @@ impl Db {
     /// `bottommost_level_compaction` decides whether the last level's files are rewritten in
     /// place (`Skip`: never; `IfHaveCompactionFilter`: when the family has a compaction
     /// filter; `Force`/`ForceOptimized`: always). A manual compaction always runs with
-    /// automatic ones paused (`exclusive_manual_compaction`), and its output stays where
-    /// compaction put it (`change_level`/`target_level` are not applied).
+    /// automatic ones paused (`exclusive_manual_compaction`). With `change_level`, the tables
+    /// of the deepest level are then moved to `target_level` (-1: the highest empty level that
+    /// holds them), as RocksDB's refit.
     pub fn compact_range_opt(
         &self,
         begin: Option<impl AsRef<[u8]>>,
@@ -495,7 +496,11 @@ impl Db {
             }
             BottommostLevelCompaction::Force | BottommostLevelCompaction::ForceOptimized => true,
         };
-        super::compact::compact_range(&self.inner, cfd, begin, end, rewrite_bottom)
+        super::compact::compact_range(&self.inner, cfd, begin, end, rewrite_bottom)?;
+        if opts.change_level {
+            super::compact::refit_level(&self.inner, cfd, opts.target_level)?;
+        }
+        Ok(())
     }
 
     /// Changes options of the default family while the DB is open (the `rocksdb` crate's

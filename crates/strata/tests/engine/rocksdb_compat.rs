@@ -596,3 +596,33 @@ fn sst_file_writer_reports_the_finished_size() {
     assert_eq!(w.file_size(), std::fs::metadata(dir.path().join("a.sst")).unwrap().len());
     assert!(matches!(w.put_with_ts(b"k", [0u8; 8], b"v"), Err(Error::InvalidArgument(_))));
 }
+
+#[test]
+fn change_level_moves_the_compacted_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = opts();
+    o.set_level_compaction_dynamic_level_bytes(false);
+    let db = DB::open(&o, dir.path()).unwrap();
+    for i in 0..200u32 {
+        db.put(format!("k{i:04}"), [b'v'; 64]).unwrap();
+    }
+    let levels =
+        |db: &DB| -> Vec<i32> { db.live_files().unwrap().iter().map(|f| f.level).collect() };
+    let mut c = strata::CompactOptions::default();
+    c.set_change_level(true);
+    c.set_target_level(2);
+    db.compact_range_opt(None::<&[u8]>, None::<&[u8]>, &c).unwrap();
+    assert!(levels(&db).iter().all(|&l| l == 2), "{:?}", levels(&db));
+    assert_eq!(db.get(b"k0100").unwrap().as_deref(), Some(&[b'v'; 64][..]));
+    // -1: the highest level whose target holds the tables, with every level between empty.
+    c.set_target_level(-1);
+    db.compact_range_opt(None::<&[u8]>, None::<&[u8]>, &c).unwrap();
+    assert!(levels(&db).iter().all(|&l| l == 1), "{:?}", levels(&db));
+    // A level in the way, or L0, is refused; nothing moves.
+    db.put(b"a", b"1").unwrap();
+    db.flush().unwrap();
+    c.set_target_level(0);
+    let e = db.compact_range_opt(None::<&[u8]>, None::<&[u8]>, &c).unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+    assert_eq!(db.get(b"k0001").unwrap().as_deref(), Some(&[b'v'; 64][..]));
+}
