@@ -684,10 +684,6 @@ impl Options {
         if !table_io.is_plain() {
             o.fs = Arc::new(crate::env::TableFileFs::new(o.fs.clone(), table_io));
         }
-        if o.compaction_style == CompactionStyle::Fifo && o.compaction_options_fifo.ttl_secs == 0 {
-            // RocksDB's `ttl` is FIFO's file age limit when FIFO's own is unset.
-            o.compaction_options_fifo.ttl_secs = o.ttl;
-        }
         if o.wal_recovery_mode == WalRecoveryMode::AbsoluteConsistency {
             // A reused WAL's old bytes would read as damage after its last record.
             o.recycle_log_file_num = 0;
@@ -884,7 +880,15 @@ impl Options {
             },
             style: self.compaction_style,
             universal: self.compaction_options_universal.clone(),
-            fifo: self.compaction_options_fifo.clone(),
+            fifo: {
+                // RocksDB's `ttl` is FIFO's file age limit when FIFO's own is unset; read here,
+                // so a `Db::set_options` change of either applies.
+                let mut f = self.compaction_options_fifo.clone();
+                if f.ttl_secs == 0 {
+                    f.ttl_secs = self.ttl;
+                }
+                f
+            },
             tiered: self.compaction_options_tiered.clone(),
             write_buffer_size: self.write_buffer_size as u64,
         }
@@ -1006,8 +1010,9 @@ pub struct ReadOptions {
     /// Default: 0.
     pub readahead_size: usize,
     /// Which data the read may touch: with [`ReadTier::BlockCache`] (or `Memtable`) a point
-    /// read that would read a table block from its file fails with `Incomplete`. Iterators
-    /// read as with `All`. Default: `All`.
+    /// read that would read a data block from its file fails with `Incomplete`. Opening a
+    /// table not yet open, and its index and filter blocks when they are not held by the
+    /// table reader, still read the file. Iterators read as with `All`. Default: `All`.
     pub read_tier: ReadTier,
     /// RocksDB's `total_order_seek`: Strata's iterators always seek in total order (no
     /// prefix index or prefix filter limits them), which is what `true` asks. Default: false.

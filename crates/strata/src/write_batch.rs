@@ -18,8 +18,8 @@
 //! `u32::MAX`). Tag values equal [`ValueType`]'s. on-disk: never change. `sequence` is the
 //! sequence number of the first record; record `i` gets `sequence + i`. `count` is the number
 //! of records; a `LogData` entry (`put_log_data`) is not one: not counted, no sequence
-//! number, never applied. An unknown tag is corruption, so an older reader given a batch with a record kind
-//! added later refuses it instead of misapplying it.
+//! number, never applied. An unknown tag is corruption, so an older reader given a batch with
+//! a record kind added later refuses it instead of misapplying it.
 //!
 //! A record of a column family other than `default` (id 0) has bit 7 set in its tag and the
 //! family's id after it; a record without the bit belongs to `default`, so batches of a DB
@@ -129,15 +129,7 @@ pub(crate) struct BatchRecord<'a> {
 
 impl Default for WriteBatch {
     fn default() -> Self {
-        WriteBatch {
-            rep: vec![0; HEADER_SIZE],
-            damage: None,
-            oversized: false,
-            inverted_range: false,
-            timestamped: false,
-            has_merge: false,
-            has_cf: false,
-        }
+        WriteBatch::from_rep(vec![0; HEADER_SIZE])
     }
 }
 
@@ -157,10 +149,8 @@ impl WriteBatch {
         Self::default()
     }
 
-    /// An empty batch with room for `bytes` bytes of encoded records.
-    pub fn with_capacity_bytes(bytes: usize) -> Self {
-        let mut rep = Vec::with_capacity(HEADER_SIZE + bytes);
-        rep.resize(HEADER_SIZE, 0);
+    /// The batch `rep` encodes, with no flag set (`rep` starts with a header).
+    fn from_rep(rep: Vec<u8>) -> WriteBatch {
         WriteBatch {
             rep,
             damage: None,
@@ -170,6 +160,13 @@ impl WriteBatch {
             has_merge: false,
             has_cf: false,
         }
+    }
+
+    /// An empty batch with room for `bytes` bytes of encoded records.
+    pub fn with_capacity_bytes(bytes: usize) -> Self {
+        let mut rep = Vec::with_capacity(HEADER_SIZE + bytes);
+        rep.resize(HEADER_SIZE, 0);
+        WriteBatch::from_rep(rep)
     }
 
     /// An empty batch with room for exactly one record of `key` and `value` (either in any
@@ -407,15 +404,7 @@ impl WriteBatch {
                 if rep.len() < HEADER_SIZE {
                     rep = vec![0; HEADER_SIZE];
                 }
-                WriteBatch {
-                    rep,
-                    damage: Some((offset, reason)),
-                    oversized: false,
-                    inverted_range: false,
-                    timestamped: false,
-                    has_merge: false,
-                    has_cf: false,
-                }
+                WriteBatch { damage: Some((offset, reason)), ..WriteBatch::from_rep(rep) }
             }
         }
     }
@@ -465,15 +454,7 @@ impl WriteBatch {
                 format!("header says {count} records, the batch holds {found}"),
             ));
         }
-        Ok(WriteBatch {
-            rep: data,
-            damage: None,
-            oversized: false,
-            inverted_range: false,
-            timestamped: false,
-            has_merge,
-            has_cf,
-        })
+        Ok(WriteBatch { has_merge, has_cf, ..WriteBatch::from_rep(data) })
     }
 
     #[cfg(test)]
@@ -519,7 +500,8 @@ impl WriteBatch {
     pub fn append(&mut self, other: &WriteBatch) {
         if self.damage.is_none() {
             if let Some((offset, reason)) = &other.damage {
-                self.damage = Some((self.rep.len() - HEADER_SIZE + offset, reason.clone()));
+                let at = self.rep.len() + offset.saturating_sub(HEADER_SIZE);
+                self.damage = Some((at, reason.clone()));
             }
         }
         self.rep.extend_from_slice(other.rep.get(HEADER_SIZE..).unwrap_or_default());

@@ -80,21 +80,7 @@ fn deletion(doomed: &[(usize, &Arc<TableFile>)], reason: &'static str) -> Option
     let &(level, _) = doomed.first()?;
     let inputs: Vec<Arc<TableFile>> =
         doomed.iter().filter(|(l, _)| *l == level).map(|(_, f)| (*f).clone()).collect();
-    Some(CompactionPlan {
-        start_level: level,
-        output_level: level,
-        inputs,
-        middle_inputs: Vec::new(),
-        output_inputs: Vec::new(),
-        grandparents: Vec::new(),
-        trivial_move: false,
-        deletion: true,
-        compress: true,
-        reason,
-        bottommost: false,
-        target_file_size: u64::MAX,
-        max_compaction_bytes: u64::MAX,
-    })
+    Some(CompactionPlan::deletion(level, inputs, reason))
 }
 
 fn intra_l0(v: &Version, o: &PickerOptions, busy: &HashSet<FileNumber>) -> Option<CompactionPlan> {

@@ -119,11 +119,17 @@ pub(crate) struct CompactionPlan {
 }
 
 impl CompactionPlan {
-    /// A merge of `inputs` (L0 files, consecutive in L0's order) into one L0 file.
-    pub fn l0_merge(inputs: Vec<Arc<TableFile>>, reason: &'static str) -> CompactionPlan {
+    /// A plan over `inputs` of `level` only, writing to `output_level`, with no bound on
+    /// its output files; the constructors below set what kind of job it is.
+    fn simple(
+        level: usize,
+        output_level: usize,
+        inputs: Vec<Arc<TableFile>>,
+        reason: &'static str,
+    ) -> CompactionPlan {
         CompactionPlan {
-            start_level: 0,
-            output_level: 0,
+            start_level: level,
+            output_level,
             inputs,
             middle_inputs: Vec::new(),
             output_inputs: Vec::new(),
@@ -136,6 +142,30 @@ impl CompactionPlan {
             target_file_size: u64::MAX,
             max_compaction_bytes: u64::MAX,
         }
+    }
+
+    /// A merge of `inputs` (L0 files, consecutive in L0's order) into one L0 file.
+    pub fn l0_merge(inputs: Vec<Arc<TableFile>>, reason: &'static str) -> CompactionPlan {
+        Self::simple(0, 0, inputs, reason)
+    }
+
+    /// The deletion of `inputs`, files of `level`, without rewriting anything.
+    pub fn deletion(
+        level: usize,
+        inputs: Vec<Arc<TableFile>>,
+        reason: &'static str,
+    ) -> CompactionPlan {
+        CompactionPlan { deletion: true, ..Self::simple(level, level, inputs, reason) }
+    }
+
+    /// The move of `inputs`, files of `level`, unchanged to `output_level`.
+    pub fn trivial_move(
+        level: usize,
+        output_level: usize,
+        inputs: Vec<Arc<TableFile>>,
+        reason: &'static str,
+    ) -> CompactionPlan {
+        CompactionPlan { trivial_move: true, ..Self::simple(level, output_level, inputs, reason) }
     }
 
     /// Every input file with its level.

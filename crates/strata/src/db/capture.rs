@@ -65,13 +65,32 @@ pub(crate) fn capture(db: &Db) -> Result<(Vec<FamilySnapshot>, Counters)> {
     Ok((families, counters))
 }
 
+/// What [`capture_with_wals`] took: the versions, the counters, the WAL prefixes, and the
+/// hold on file deletions that keeps those WALs (and tables) there until it is dropped.
+pub(crate) struct WalCapture<'a> {
+    pub families: Vec<FamilySnapshot>,
+    pub counters: Counters,
+    pub wals: Vec<WalPart>,
+    _held: DeletionsHeld<'a>,
+}
+
+/// File deletions held off (`Db::disable_file_deletions`) for as long as this lives.
+struct DeletionsHeld<'a>(&'a Db);
+
+impl Drop for DeletionsHeld<'_> {
+    fn drop(&mut self) {
+        // Only counts down and purges what became obsolete; it cannot fail.
+        let _ = self.0.enable_file_deletions();
+    }
+}
+
 /// With writes held, takes the families' current versions (with their log numbers), the
-/// counters, and the WALs holding what the memtables hold, each with its length at that
-/// moment (the current WAL's appended bytes are handed to the OS first): the versions' tables
-/// plus those WAL prefixes are exactly the writes up to the counters' last sequence. Nothing
-/// is flushed. File deletions stay disabled when this returns `Ok`, so the WALs (and tables)
-/// are still there to copy: the caller must call `Db::enable_file_deletions` once done.
-pub(crate) fn capture_with_wals(db: &Db) -> Result<(Vec<FamilySnapshot>, Counters, Vec<WalPart>)> {
+/// counters, and the current WAL's length at that moment (its appended bytes handed to the OS
+/// first), and holds file deletions; then, writes flowing again, lists the older WALs a
+/// memtable still needs (no writer appends to them, and none is deleted while held). The
+/// versions' tables plus those WAL prefixes are exactly the writes up to the counters' last
+/// sequence. Nothing is flushed.
+pub(crate) fn capture_with_wals(db: &Db) -> Result<WalCapture<'_>> {
     let inner = &db.inner;
     let mut wal = inner.wal.lock();
     if let Some(e) = inner.bg_error() {
@@ -81,19 +100,22 @@ pub(crate) fn capture_with_wals(db: &Db) -> Result<(Vec<FamilySnapshot>, Counter
     wal.writer.flush()?;
     let current = (wal.number, wal.writer.file_size());
     let sequence = wal.last_sequence;
+    // Held before the versions are read: a flush installing a newer log number after that
+    // read finds the hold when it goes to delete the WALs below it.
+    db.disable_file_deletions()?;
+    let held = DeletionsHeld(db);
     let versions = inner.versions.lock();
     let families = versions.snapshot();
     let counters = Counters { last_sequence: sequence, ..versions.counters() };
     drop(versions);
+    drop(wal);
     let oldest = families.iter().map(|f| f.log_number).min().unwrap_or(current.0);
-    let mut parts = Vec::new();
+    let mut wals = Vec::new();
     for (&number, path) in super::files::find_wals(inner.fs.as_ref(), &inner.dir, &inner.wal_dir)?
         .range(oldest..=current.0)
     {
         let len = if number == current.0 { current.1 } else { inner.fs.file_size(path)? };
-        parts.push(WalPart { number, path: path.clone(), len });
+        wals.push(WalPart { number, path: path.clone(), len });
     }
-    inner.file_deletions_disabled.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
-    drop(wal);
-    Ok((families, counters, parts))
+    Ok(WalCapture { families, counters, wals, _held: held })
 }

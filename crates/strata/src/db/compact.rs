@@ -490,21 +490,7 @@ pub(crate) fn delete_files_in_range(
             if doomed.is_empty() {
                 return Some(None);
             }
-            Some(Some(CompactionPlan {
-                start_level: level,
-                output_level: level,
-                inputs: doomed,
-                middle_inputs: Vec::new(),
-                output_inputs: Vec::new(),
-                grandparents: Vec::new(),
-                trivial_move: false,
-                deletion: true,
-                compress: true,
-                reason: "delete files in range",
-                bottommost: false,
-                target_file_size: u64::MAX,
-                max_compaction_bytes: u64::MAX,
-            }))
+            Some(Some(CompactionPlan::deletion(level, doomed, "delete files in range")))
         })?;
         if let Some(plan) = plan {
             run_manual(inner, cfd, plan)?;
@@ -519,7 +505,7 @@ pub(crate) fn delete_files_in_range(
 /// it down to the source is empty and its size target holds the tables. The levels between,
 /// and `target` itself, must be empty (`InvalidArgument` otherwise); L0 is not a target.
 pub(crate) fn refit_level(inner: &DbInner, cfd: &Arc<Cfd>, target: i32) -> Result<()> {
-    let refused = std::cell::RefCell::new(None::<String>);
+    let mut refused = None::<String>;
     let plan = wait_for_plan(inner, cfd, |v, busy| {
         let last = v.levels.len() - 1;
         let Some(from) = (1..=last).rev().find(|&l| !v.levels[l].is_empty()) else {
@@ -541,13 +527,12 @@ pub(crate) fn refit_level(inner: &DbInner, cfd: &Arc<Cfd>, target: i32) -> Resul
             usize::try_from(target).unwrap_or(usize::MAX)
         };
         if to == 0 || to > last {
-            *refused.borrow_mut() =
-                Some(format!("change_level: target level {target} is not one of 1..={last}"));
+            refused = Some(format!("change_level: target level {target} is not one of 1..={last}"));
             return Some(None);
         }
         let (lo, hi) = (from.min(to), from.max(to));
         if let Some(l) = (lo..=hi).find(|&l| l != from && !v.levels[l].is_empty()) {
-            *refused.borrow_mut() = Some(format!(
+            refused = Some(format!(
                 "change_level: level {l} between level {from} and target {to} holds tables"
             ));
             return Some(None);
@@ -558,23 +543,9 @@ pub(crate) fn refit_level(inner: &DbInner, cfd: &Arc<Cfd>, target: i32) -> Resul
         if v.levels[from].iter().any(|f| busy.contains(&f.number)) {
             return None;
         }
-        Some(Some(CompactionPlan {
-            start_level: from,
-            output_level: to,
-            inputs: v.levels[from].clone(),
-            middle_inputs: Vec::new(),
-            output_inputs: Vec::new(),
-            grandparents: Vec::new(),
-            trivial_move: true,
-            deletion: false,
-            compress: true,
-            reason: "change level",
-            bottommost: false,
-            target_file_size: u64::MAX,
-            max_compaction_bytes: u64::MAX,
-        }))
+        Some(Some(CompactionPlan::trivial_move(from, to, v.levels[from].clone(), "change level")))
     })?;
-    if let Some(m) = refused.into_inner() {
+    if let Some(m) = refused {
         return Err(Error::InvalidArgument(m));
     }
     match plan {

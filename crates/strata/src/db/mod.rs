@@ -1144,25 +1144,22 @@ impl Db {
     /// range with `start >= end` is 0. A table whose index cannot be read counts whole where
     /// it overlaps the range (an upper bound), and the failure goes to the info LOG.
     pub fn get_approximate_sizes(&self, ranges: &[Range<'_>]) -> Vec<u64> {
-        let cfd = &self.inner.default_cf;
-        ranges
-            .iter()
-            .map(|r| files::approximate_size(&self.inner, cfd, r.start_key, r.end_key))
-            .collect()
+        approximate_sizes(&self.inner, &self.inner.default_cf, ranges)
     }
 
-    /// [`Db::get_approximate_sizes`] in column family `cf` (zeros for a handle of another DB).
+    /// [`Db::get_approximate_sizes`] in column family `cf`. The crate's signature has no
+    /// error: a handle of another DB reads as zeros, and the mistake goes to the info LOG.
     pub fn get_approximate_sizes_cf(
         &self,
         cf: &impl AsColumnFamilyRef,
         ranges: &[Range<'_>],
     ) -> Vec<u64> {
         match self.cfd(cf) {
-            Ok(cfd) => ranges
-                .iter()
-                .map(|r| files::approximate_size(&self.inner, cfd, r.start_key, r.end_key))
-                .collect(),
-            Err(_) => vec![0; ranges.len()],
+            Ok(cfd) => approximate_sizes(&self.inner, cfd, ranges),
+            Err(e) => {
+                self.log_info(&format!("get_approximate_sizes_cf: {e}"));
+                vec![0; ranges.len()]
+            }
         }
     }
 
@@ -1295,4 +1292,9 @@ impl DbInner {
     pub(crate) fn new_file_number(&self) -> FileNumber {
         FileNumber(self.next_file.fetch_add(1, Ordering::SeqCst))
     }
+}
+
+/// [`files::approximate_size`] of each of `ranges` in family `cfd`.
+fn approximate_sizes(inner: &DbInner, cfd: &Cfd, ranges: &[Range<'_>]) -> Vec<u64> {
+    ranges.iter().map(|r| files::approximate_size(inner, cfd, r.start_key, r.end_key)).collect()
 }

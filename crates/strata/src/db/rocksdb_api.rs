@@ -1,7 +1,9 @@
 //! `Db` methods in the `rocksdb` crate's shapes that Strata's own API spells differently or
-//! lacks: the read-only and per-family-options opens, `write_without_wal`, `key_may_exist`,
-//! `batched_multi_get_cf` and the column family metadata. Each is a thin layer over the
-//! engine's own calls.
+//! lacks: the read-only, secondary and per-family-options opens (and the refused TTL opens),
+//! a secondary's catch-up, `set_options`, the flush and compaction calls taking the crate's
+//! option types, file deletions off and on, `delete_file_in_range`, `key_may_exist`,
+//! `batched_multi_get_cf`, the DB identity and the column family metadata. Each is a thin
+//! layer over the engine's own calls (`docs/rocksdb-compat.md` lists them).
 
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -10,7 +12,6 @@ use std::time::Duration;
 use super::{ColumnFamilyDescriptor, Db, DbPinnableSlice};
 use crate::column_family::AsColumnFamilyRef;
 use crate::error::{Error, Result};
-use crate::filename::{parse_file_name, FileKind};
 use crate::options::{
     apply_option, BottommostLevelCompaction, CompactOptions, FlushOptions, Options, ReadOptions,
     WriteOptions,
@@ -50,16 +51,13 @@ fn check_no_wal(opts: &Options, path: &Path, error_if_log_file_exist: bool) -> R
     if !error_if_log_file_exist {
         return Ok(());
     }
-    let dir = opts.wal_dir.as_deref().unwrap_or(path);
-    for name in opts.fs.list(dir)? {
-        if let Some(FileKind::Wal(_)) = parse_file_name(&name) {
-            let file = dir.join(&name);
-            if opts.fs.file_size(&file)? > 0 {
-                return Err(Error::InvalidArgument(format!(
-                    "read-only open with error_if_log_file_exist: WAL {} holds writes",
-                    file.display()
-                )));
-            }
+    let wal_dir = opts.wal_dir.as_deref().unwrap_or(path);
+    for file in super::files::find_wals(opts.fs.as_ref(), path, wal_dir)?.values() {
+        if opts.fs.file_size(file)? > 0 {
+            return Err(Error::InvalidArgument(format!(
+                "read-only open with error_if_log_file_exist: WAL {} holds writes",
+                file.display()
+            )));
         }
     }
     Ok(())
@@ -203,29 +201,18 @@ impl Db {
                 "try_catch_up_with_primary: this Db is open for writing (a primary)".into(),
             ));
         }
+        // The families the DB has now (a read-only open must name them all), each with the
+        // options this Db opened it with; one created meanwhile is read and left unseen.
         let families = inner.families();
-        let descriptors: Vec<ColumnFamilyDescriptor> = families
-            .iter()
-            .filter(|c| c.id != inner.default_cf.id)
-            .map(|c| ColumnFamilyDescriptor::new(c.name.clone(), c.opts.clone()))
+        let descriptors: Vec<ColumnFamilyDescriptor> = Db::list_cf(&inner.opts, &inner.dir)?
+            .into_iter()
+            .filter(|n| n != crate::DEFAULT_COLUMN_FAMILY_NAME)
+            .map(|n| {
+                let o = families.iter().find(|c| c.name == n).map_or(&inner.opts, |c| &c.opts);
+                ColumnFamilyDescriptor::new(n, o.clone())
+            })
             .collect();
-        let fresh = match super::open::open_read_only(&inner.opts, &inner.dir, &descriptors) {
-            Ok(f) => f,
-            // A family the primary created meanwhile: read the families this Db knows.
-            Err(Error::InvalidArgument(m)) if m.contains("column famil") => {
-                let all = Db::list_cf(&inner.opts, &inner.dir)?;
-                let known: Vec<_> = all
-                    .iter()
-                    .filter(|n| n.as_str() != crate::DEFAULT_COLUMN_FAMILY_NAME)
-                    .map(|n| match families.iter().find(|c| &c.name == n) {
-                        Some(c) => ColumnFamilyDescriptor::new(n.clone(), c.opts.clone()),
-                        None => ColumnFamilyDescriptor::new(n.clone(), inner.opts.clone()),
-                    })
-                    .collect();
-                super::open::open_read_only(&inner.opts, &inner.dir, &known)?
-            }
-            Err(e) => return Err(e),
-        };
+        let fresh = super::open::open_read_only(&inner.opts, &inner.dir, &descriptors)?;
         let fresh_families = fresh.families();
         {
             let mut st = inner.state.lock();
@@ -535,17 +522,6 @@ impl Db {
                     "set_options: option {name:?} = {value:?}: names and values must not contain NUL"
                 )));
             }
-            if DB_WIDE.contains(&name) {
-                return Err(Error::InvalidArgument(format!(
-                    "set_options: {name:?} is a DB-wide option, not a column family's"
-                )));
-            }
-            if AT_OPEN_ONLY.contains(&name) {
-                return Err(Error::InvalidArgument(format!(
-                    "set_options: {name:?} takes effect at the next open only in Strata \
-                     (a family's table settings are built at open)"
-                )));
-            }
             apply_option(&mut next, name, value, true)?;
         }
         next.validate()?;
@@ -563,36 +539,34 @@ impl Db {
 
     /// The default family's size and table count.
     pub fn get_column_family_metadata(&self) -> ColumnFamilyMetaData {
-        self.metadata_of(self.inner.default_cf.id, &self.inner.default_cf.name)
+        metadata_of(&self.inner.default_cf)
     }
 
-    /// Family `cf`'s size and table count.
+    /// Family `cf`'s size and table count. The crate's signature has no error: a handle of
+    /// another DB reads as an empty, nameless family, and the mistake goes to the info LOG.
     pub fn get_column_family_metadata_cf(
         &self,
         cf: &impl AsColumnFamilyRef,
     ) -> ColumnFamilyMetaData {
         match self.cfd(cf) {
-            Ok(cfd) => self.metadata_of(cfd.id, &cfd.name),
-            Err(_) => ColumnFamilyMetaData { size: 0, name: String::new(), file_count: 0 },
+            Ok(cfd) => metadata_of(cfd),
+            Err(e) => {
+                self.log_info(&format!("get_column_family_metadata_cf: {e}"));
+                ColumnFamilyMetaData { size: 0, name: String::new(), file_count: 0 }
+            }
         }
     }
+}
 
-    fn metadata_of(
-        &self,
-        id: crate::column_family::ColumnFamilyId,
-        name: &str,
-    ) -> ColumnFamilyMetaData {
-        let Some(cfd) = self.family_by_id(id) else {
-            return ColumnFamilyMetaData { size: 0, name: name.to_string(), file_count: 0 };
-        };
-        let sv = cfd.current_super_version();
-        let (mut size, mut file_count) = (0, 0);
-        for (_, f) in sv.version.files() {
-            size += f.file_size;
-            file_count += 1;
-        }
-        ColumnFamilyMetaData { size, name: name.to_string(), file_count }
+/// Family `cfd`'s size and table count in its current version.
+fn metadata_of(cfd: &super::Cfd) -> ColumnFamilyMetaData {
+    let sv = cfd.current_super_version();
+    let (mut size, mut file_count) = (0, 0);
+    for (_, f) in sv.version.files() {
+        size += f.file_size;
+        file_count += 1;
     }
+    ColumnFamilyMetaData { size, name: cfd.name.clone(), file_count }
 }
 
 /// A read's answer as "may exist": a read that failed cannot rule the key out.
@@ -603,27 +577,6 @@ fn may_exist(r: Result<Option<Vec<u8>>>) -> (bool, Option<Vec<u8>>) {
         Err(_) => (true, None),
     }
 }
-
-/// Options `Db::set_options` refuses as DB-wide (RocksDB changes those with `SetDBOptions`).
-const DB_WIDE: &[&str] = &[
-    "max_open_files",
-    "max_background_jobs",
-    "max_background_compactions",
-    "max_background_flushes",
-    "max_subcompactions",
-    "delayed_write_rate",
-    "max_total_wal_size",
-    "stats_dump_period_sec",
-    "stats_persist_period_sec",
-    "bytes_per_sync",
-    "wal_bytes_per_sync",
-    "compaction_readahead_size",
-    "writable_file_max_buffer_size",
-    "delete_obsolete_files_period_micros",
-];
-
-/// Family options RocksDB changes on an open DB that Strata applies at open only.
-const AT_OPEN_ONLY: &[&str] = &["compression", "bottommost_compression", "compression_per_level"];
 
 fn ttl_refused(path: &Path, ttl: Duration) -> Error {
     Error::NotSupported(format!(

@@ -14,6 +14,9 @@ use super::{Options, ReadOptions};
 use crate::cstr_like::CStrLike;
 use crate::error::{Error, Result};
 
+/// The name of RocksDB's default comparator: bytewise order, Strata's.
+const BYTEWISE: &str = "leveldb.BytewiseComparator";
+
 /// A key order (the `rocksdb` crate's `CompareFn`).
 pub type CompareFn = dyn Fn(&[u8], &[u8]) -> Ordering;
 /// An order of timestamps (the `rocksdb` crate's `CompareTsFn`).
@@ -43,14 +46,15 @@ impl Options {
         self.timestamp_size = timestamp_size;
     }
 
-    /// `NotSupported` when a comparator was asked for (called by `validate`).
+    /// `NotSupported` when a comparator other than bytewise was asked for (called by
+    /// `validate`); RocksDB's own bytewise comparator, named, is Strata's order.
     pub(crate) fn check_comparator(&self) -> Result<()> {
-        match &self.comparator {
-            None if self.timestamp_size == 0 => Ok(()),
+        match self.comparator.as_deref() {
+            None | Some(BYTEWISE) if self.timestamp_size == 0 => Ok(()),
             name => Err(Error::NotSupported(format!(
                 "comparator {:?}{}: Strata orders keys bytewise only and has no user-defined \
                  timestamps yet",
-                name.as_deref().unwrap_or("?"),
+                name.unwrap_or("?"),
                 if self.timestamp_size > 0 {
                     format!(" with {}-byte timestamps", self.timestamp_size)
                 } else {

@@ -28,7 +28,10 @@ type Setter = fn(&mut Options, &str) -> std::result::Result<(), String>;
 pub(crate) struct Entry {
     /// RocksDB's name.
     pub name: &'static str,
-    /// Whether it may be changed on an open DB.
+    /// Whether `Db::set_options` may change it on an open DB: RocksDB's mutable family
+    /// options that Strata applies while open (or keeps, for hints). RocksDB's DB-wide
+    /// mutable options (it changes them with `SetDBOptions`, which Strata lacks) and the
+    /// compression settings (Strata builds a family's table settings at open) are not.
     pub mutable: bool,
     set: Setter,
 }
@@ -163,24 +166,24 @@ pub(crate) const OPTIONS: &[Entry] = &[
     opt!("error_if_exists", false, bool_of, |o, v| o.error_if_exists = v),
     opt!("paranoid_checks", false, bool_of, |o, v| o.paranoid_checks = v),
     opt!("use_fsync", false, bool_of, |o, v| o.accepted.use_fsync = v),
-    opt!("max_open_files", true, i32_of, |o, v| o.max_open_files = v),
-    opt!("max_background_jobs", true, usize_of, |o, v| o.max_background_jobs = v),
-    opt!("max_background_compactions", true, i32_of, |o, v| o.set_max_background_compactions(v)),
-    opt!("max_background_flushes", true, i32_of, |o, v| o.accepted.max_background_flushes = v),
-    opt!("max_subcompactions", true, usize_of, |o, v| o.max_subcompactions = v),
+    opt!("max_open_files", false, i32_of, |o, v| o.max_open_files = v),
+    opt!("max_background_jobs", false, usize_of, |o, v| o.max_background_jobs = v),
+    opt!("max_background_compactions", false, i32_of, |o, v| o.set_max_background_compactions(v)),
+    opt!("max_background_flushes", false, i32_of, |o, v| o.accepted.max_background_flushes = v),
+    opt!("max_subcompactions", false, usize_of, |o, v| o.max_subcompactions = v),
     opt!("db_write_buffer_size", false, usize_of, |o, v| o.db_write_buffer_size = v),
-    opt!("delayed_write_rate", true, u64_of, |o, v| o.delayed_write_rate = v),
-    opt!("max_total_wal_size", true, u64_of, |o, v| o.accepted.max_total_wal_size = v),
-    opt!("stats_dump_period_sec", true, u32_of, |o, v| o.stats_dump_period_sec = v),
-    opt!("stats_persist_period_sec", true, u32_of, |o, v| o.accepted.stats_persist_period_sec = v),
-    opt!("bytes_per_sync", true, u64_of, |o, v| o.bytes_per_sync = v),
-    opt!("wal_bytes_per_sync", true, u64_of, |o, v| o.wal_bytes_per_sync = v),
-    opt!("compaction_readahead_size", true, usize_of, |o, v| o.compaction_readahead_size = v),
-    opt!("writable_file_max_buffer_size", true, u64_of, |o, v| o
+    opt!("delayed_write_rate", false, u64_of, |o, v| o.delayed_write_rate = v),
+    opt!("max_total_wal_size", false, u64_of, |o, v| o.accepted.max_total_wal_size = v),
+    opt!("stats_dump_period_sec", false, u32_of, |o, v| o.stats_dump_period_sec = v),
+    opt!("stats_persist_period_sec", false, u32_of, |o, v| o.accepted.stats_persist_period_sec = v),
+    opt!("bytes_per_sync", false, u64_of, |o, v| o.bytes_per_sync = v),
+    opt!("wal_bytes_per_sync", false, u64_of, |o, v| o.wal_bytes_per_sync = v),
+    opt!("compaction_readahead_size", false, usize_of, |o, v| o.compaction_readahead_size = v),
+    opt!("writable_file_max_buffer_size", false, u64_of, |o, v| o
         .accepted
         .writable_file_max_buffer_size =
         v),
-    opt!("delete_obsolete_files_period_micros", true, u64_of, |o, v| o
+    opt!("delete_obsolete_files_period_micros", false, u64_of, |o, v| o
         .accepted
         .delete_obsolete_files_period_micros =
         v),
@@ -288,9 +291,10 @@ pub(crate) const OPTIONS: &[Entry] = &[
         .hard_pending_compaction_bytes_limit =
         v),
     opt!("compaction_style", false, style_of, |o, v| o.compaction_style = v),
-    opt!("compression", true, compression_of, |o, v| o.compression = v),
-    opt!("bottommost_compression", true, compression_of, |o, v| o.bottommost_compression = Some(v)),
-    opt!("compression_per_level", true, compression_list_of, |o, v| o.compression_per_level = v),
+    opt!("compression", false, compression_of, |o, v| o.compression = v),
+    opt!("bottommost_compression", false, compression_of, |o, v| o.bottommost_compression =
+        Some(v)),
+    opt!("compression_per_level", false, compression_list_of, |o, v| o.compression_per_level = v),
     opt!("ttl", true, u64_of, |o, v| o.ttl = v),
     opt!("periodic_compaction_seconds", true, u64_of, |o, v| o
         .accepted

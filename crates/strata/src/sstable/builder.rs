@@ -230,7 +230,10 @@ struct Partitions {
 impl TableBuilder {
     /// Starts a table written to `file` (named `path` in errors and summaries).
     pub fn new(opts: &TableOptions, file: Box<dyn WritableFile>, path: PathBuf) -> Self {
-        let props = TableProperties { compression: opts.compression, ..TableProperties::default() };
+        let props = TableProperties {
+            compression: opts.compression.stored_as(),
+            ..TableProperties::default()
+        };
         TableBuilder {
             path,
             writer: BlockWriter { file, offset: 0, checksum: opts.checksum },

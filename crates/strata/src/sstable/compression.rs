@@ -8,10 +8,10 @@
 //! Zlib    varint64 uncompressed length | one raw deflate stream (RFC 1951, no zlib header)
 //! Bz2     varint64 uncompressed length | one bzip2 stream
 //! ```
-//! `Lz4hc` is a setting, not a block format: its blocks are LZ4 blocks and carry the LZ4 tag
-//! (as RocksDB's LZ4HC blocks are read by the LZ4 decoder). lz4_flex has a single compression
-//! level, so they are the bytes `Lz4` would write; tag 6 is read as LZ4 too, should a block
-//! ever carry it.
+//! `Lz4hc` is a setting, not a block format: a table written with it is an LZ4 table, its
+//! blocks and its properties carrying the LZ4 tag ([`CompressionType::stored_as`]), as
+//! RocksDB's LZ4HC blocks are read by the LZ4 decoder. lz4_flex has a single compression
+//! level, so they are the bytes `Lz4` would write. Tag 6 is never stored.
 //! on-disk: never change these encodings (the tags live in [`CompressionType`]).
 //!
 //! A block is stored compressed only when that saves at least 1/8 of its size, and only when its
@@ -43,8 +43,8 @@ pub enum CompressionType {
     Zlib = 4,
     /// varint64 uncompressed length, then a bzip2 stream.
     Bz2 = 5,
-    /// LZ4 with RocksDB's high-compression name: blocks are written as [`Self::Lz4`] blocks
-    /// (module doc); the tag names the setting in table properties.
+    /// LZ4 with RocksDB's high-compression name: a setting only; tables get [`Self::Lz4`]
+    /// (module doc), and no stored tag decodes to it.
     Lz4hc = 6,
 }
 
@@ -58,8 +58,16 @@ impl CompressionType {
             3 => Some(CompressionType::Zstd),
             4 => Some(CompressionType::Zlib),
             5 => Some(CompressionType::Bz2),
-            6 => Some(CompressionType::Lz4hc),
             _ => None,
+        }
+    }
+
+    /// The type tables written with this setting store: the type itself, but `Lz4` for
+    /// `Lz4hc` (module doc).
+    pub fn stored_as(self) -> CompressionType {
+        match self {
+            CompressionType::Lz4hc => CompressionType::Lz4,
+            t => t,
         }
     }
 }
@@ -87,7 +95,7 @@ pub struct Compressor {
 
 impl Compressor {
     pub fn new(ty: CompressionType, zstd_level: i32) -> Self {
-        Compressor { ty, zstd_level, out: GrowBuf::new(), snappy: None, zstd: None }
+        Compressor { ty: ty.stored_as(), zstd_level, out: GrowBuf::new(), snappy: None, zstd: None }
     }
 
     /// Compresses `raw` with the configured type. Returns the type and stored bytes to write:
@@ -104,10 +112,8 @@ impl Compressor {
             CompressionType::Zlib => self.zlib(raw),
             CompressionType::Bz2 => self.bz2(raw),
         };
-        // Lz4hc blocks are LZ4 blocks (module doc).
-        let tag = if self.ty == CompressionType::Lz4hc { CompressionType::Lz4 } else { self.ty };
         match n {
-            Some(n) if n < raw.len() && n <= raw.len() - raw.len() / 8 => (tag, &self.out[..n]),
+            Some(n) if n < raw.len() && n <= raw.len() - raw.len() / 8 => (self.ty, &self.out[..n]),
             _ => (CompressionType::None, raw),
         }
     }
@@ -327,15 +333,6 @@ mod tests {
         CompressionType::Lz4hc,
     ];
 
-    /// The tag a block compressed with `ty` carries.
-    fn stored_tag(ty: CompressionType) -> CompressionType {
-        if ty == CompressionType::Lz4hc {
-            CompressionType::Lz4
-        } else {
-            ty
-        }
-    }
-
     fn compressible(n: usize) -> Vec<u8> {
         (0..n).map(|i| b"abcdefgh"[(i / 7) % 8]).collect()
     }
@@ -363,7 +360,7 @@ mod tests {
                 if ty == CompressionType::None || n < 16 {
                     assert!(t == CompressionType::None || t == ty);
                 } else {
-                    assert_eq!(t, stored_tag(ty), "{ty:?} n={n} should compress");
+                    assert_eq!(t, ty.stored_as(), "{ty:?} n={n} should compress");
                     assert!(stored.len() < raw.len());
                 }
                 let back = uncompress(t, &stored, 0).unwrap();

@@ -127,29 +127,27 @@ fn create(db: &Db, dir: &Path, mode: Mode) -> Result<Checkpoint> {
     }
     let tmp = temp_dir_for(dir)?;
     remove_leftover_dir(fs, &tmp)?;
-    let (families, counters, wals, empty_wal) = match mode {
-        Mode::Flush { empty_wal } => {
-            let (f, c) = capture(db)?;
-            (f, c, None, empty_wal)
-        }
+    let empty_wal = match mode {
+        Mode::Flush { empty_wal } => empty_wal,
         Mode::CopyWalsBelow(limit) => {
-            let (f, c, parts) = capture_with_wals(db)?;
-            if parts.iter().map(|p| p.len).sum::<u64>() < limit {
-                (f, c, Some(parts), false)
-            } else {
-                db.enable_file_deletions()?;
-                let (f, c) = capture(db)?;
-                (f, c, None, true)
+            // The capture holds file deletions off until it is dropped, after the copies.
+            let c = capture_with_wals(db)?;
+            if c.wals.iter().map(|p| p.len).sum::<u64>() < limit {
+                return write_checkpoint(
+                    db,
+                    dir,
+                    &tmp,
+                    &c.families,
+                    &c.counters,
+                    Some(&c.wals),
+                    false,
+                );
             }
+            true
         }
     };
-    // While WALs are to be copied, file deletions are held (`capture_with_wals`): end that
-    // whatever happens below.
-    let r = write_checkpoint(db, dir, &tmp, &families, &counters, wals.as_deref(), empty_wal);
-    if wals.is_some() {
-        db.enable_file_deletions()?;
-    }
-    r
+    let (families, counters) = capture(db)?;
+    write_checkpoint(db, dir, &tmp, &families, &counters, None, empty_wal)
 }
 
 /// Steps 3 and 4 of the protocol (module docs) for a capture; `wals` are copied up to their

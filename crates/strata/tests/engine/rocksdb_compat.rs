@@ -454,6 +454,10 @@ fn comparators_timestamps_and_ttl_opens_are_refused() {
         Box::new(|a: &[u8], _, b: &[u8], _| a.cmp(b)),
     );
     assert!(matches!(DB::open(&o, dir.path().join("t")), Err(Error::NotSupported(_))));
+    // RocksDB's own bytewise comparator, named, is Strata's order.
+    let mut o = opts();
+    o.set_comparator("leveldb.BytewiseComparator", Box::new(|a: &[u8], b: &[u8]| a.cmp(b)));
+    DB::open(&o, dir.path().join("bytewise")).unwrap();
     // A family asking for another order is refused too.
     let db = DB::open_default(dir.path().join("db")).unwrap();
     let mut fo = Options::default();

@@ -180,9 +180,7 @@ impl Cfd {
         // Under the write lock, so numbers are recorded in installation order.
         self.local_svs.invalidate(number);
     }
-}
 
-impl Cfd {
     /// Publishes `other`'s memtables and version as this family's next super version (a
     /// read-only `Db` catching up with its primary: `Db::try_catch_up_with_primary`).
     pub(crate) fn adopt_super_version(&self, other: &SuperVersion) {

@@ -70,10 +70,6 @@ pub(super) fn make_room_for_write(
     batch_bytes: usize,
     no_slowdown: bool,
 ) -> Result<()> {
-    // `WriteOptions::no_slowdown`: the write fails rather than wait (as RocksDB's).
-    let refuse = |what: &str| {
-        Err(Error::Incomplete(format!("write stall ({what}) and the write asked no_slowdown")))
-    };
     let o = &inner.opts;
     let mut delayed = false;
     // This writer waited in a stop: a slowdown right after it paces slower (`rate.rs`).
@@ -87,7 +83,7 @@ pub(super) fn make_room_for_write(
         }
         if !budget_switched
             && wbm.is_some_and(WriteBufferManager::should_flush)
-            && switch_for_budget(inner, wal, &mut budget_switched, &mut counted)?
+            && switch_for_budget(inner, wal, &mut budget_switched, &mut counted, no_slowdown)?
         {
             continue;
         }
@@ -97,14 +93,14 @@ pub(super) fn make_room_for_write(
         note_stop(inner, stop.as_ref(), budget);
         if let Some(m) = budget {
             if no_slowdown {
-                return refuse("the write buffer manager's budget is full");
+                return Err(no_slowdown_refused("the write buffer manager's budget is full"));
             }
             wait_for_budget(inner, m, &mut counted)?;
             continue;
         }
         if let Some(stop) = stop {
             if no_slowdown {
-                return refuse("writes are stopped");
+                return Err(no_slowdown_refused("writes are stopped"));
             }
             was_stopped = true;
             wait_out_stop(inner, &stop, &mut counted)?;
@@ -121,7 +117,7 @@ pub(super) fn make_room_for_write(
         note_slowdown_change(inner, slow.as_ref(), rate);
         if let (Some(slow), Some(rate)) = (slow, rate) {
             if no_slowdown {
-                return refuse("writes are slowed down");
+                return Err(no_slowdown_refused("writes are slowed down"));
             }
             delayed = true;
             pace_slowdown(inner, wal, &slow, rate, batch_bytes);
@@ -142,6 +138,7 @@ fn switch_for_budget(
     wal: &mut WalState,
     switched: &mut bool,
     counted: &mut Option<Stall>,
+    no_slowdown: bool,
 ) -> Result<bool> {
     match largest_mutable(inner, wal) {
         Some((cfd, true, _)) => {
@@ -150,6 +147,9 @@ fn switch_for_budget(
             Ok(true)
         }
         Some((cfd, false, sv_number)) => {
+            if no_slowdown {
+                return Err(no_slowdown_refused("every memtable slot is taken"));
+            }
             wait_for_flush(inner, &cfd, sv_number, counted)?;
             Ok(true)
         }
@@ -158,6 +158,12 @@ fn switch_for_budget(
             Ok(false)
         }
     }
+}
+
+/// The refusal of a write that asked `WriteOptions::no_slowdown` and met a stall of kind
+/// `what`: it fails rather than wait, as RocksDB's.
+fn no_slowdown_refused(what: &str) -> Error {
+    Error::Incomplete(format!("write stall ({what}) and the write asked no_slowdown"))
 }
 
 /// Step: the worst state over the families. A stop in any stops every write (they share the
