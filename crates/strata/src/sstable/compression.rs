@@ -91,11 +91,20 @@ pub struct Compressor {
     out: GrowBuf<u8>,
     snappy: Option<snap::raw::Encoder>,
     zstd: Option<zstd::bulk::Compressor<'static>>,
+    /// The deflate state, made at the first zlib block and reset for each next one.
+    zlib: Option<flate2::Compress>,
 }
 
 impl Compressor {
     pub fn new(ty: CompressionType, zstd_level: i32) -> Self {
-        Compressor { ty: ty.stored_as(), zstd_level, out: GrowBuf::new(), snappy: None, zstd: None }
+        Compressor {
+            ty: ty.stored_as(),
+            zstd_level,
+            out: GrowBuf::new(),
+            snappy: None,
+            zstd: None,
+            zlib: None,
+        }
     }
 
     /// Compresses `raw` with the configured type. Returns the type and stored bytes to write:
@@ -157,7 +166,13 @@ impl Compressor {
         let prefix = varint_len(raw.len() as u64);
         self.out_len(prefix + raw.len());
         let p = write_varint_prefix(&mut self.out, raw.len());
-        let mut c = flate2::Compress::new(flate2::Compression::default(), false);
+        let c = match &mut self.zlib {
+            Some(c) => {
+                c.reset();
+                c
+            }
+            none => none.insert(flate2::Compress::new(flate2::Compression::default(), false)),
+        };
         let end = prefix + raw.len();
         match c.compress(raw, &mut self.out[p..end], flate2::FlushCompress::Finish) {
             Ok(flate2::Status::StreamEnd) => Some(p + usize::try_from(c.total_out()).ok()?),
@@ -170,7 +185,12 @@ impl Compressor {
         let prefix = varint_len(raw.len() as u64);
         self.out_len(prefix + raw.len());
         let p = write_varint_prefix(&mut self.out, raw.len());
-        let mut c = bzip2::Compress::new(bzip2::Compression::default(), 0);
+        // bzip2's level is its block size in units of 100 kB: the smallest that holds `raw`
+        // compresses it as level 9 would (only the stream header's level digit differs), with
+        // the memory the block needs, here and in the reader (a data block is far below
+        // 100 kB; level 9 would set up several megabytes per block).
+        let level = u32::try_from(raw.len().div_ceil(100_000)).unwrap_or(9).clamp(1, 9);
+        let mut c = bzip2::Compress::new(bzip2::Compression::new(level), 0);
         let end = prefix + raw.len();
         match c.compress(raw, &mut self.out[p..end], bzip2::Action::Finish) {
             Ok(bzip2::Status::StreamEnd) => Some(p + usize::try_from(c.total_out()).ok()?),
