@@ -45,8 +45,10 @@ pub fn open_db(
     let mut opts = opts.clone();
     opts.create_if_missing = true;
     opts.create_missing_column_families = true;
-    let names = app_families.iter().copied().chain([LOG_CF, META_CF]);
-    Db::open_cf(&opts, path.as_ref(), names)
+    let families = app_families.iter().copied().chain([LOG_CF, META_CF]);
+    let descriptors: Vec<_> =
+        families.map(|n| strata::ColumnFamilyDescriptor::new(n, opts.clone())).collect();
+    Db::open_cf_descriptors(&opts, path.as_ref(), descriptors)
         .map_err(|e| Error::engine(format!("open the node's db in {}", path.as_ref().display()), e))
 }
 

@@ -3,8 +3,9 @@
 //!
 //! Each cycle builds a DB (every write synced, so the model is exact), then cuts the
 //! filesystem off in the middle of `Checkpoint::create`, `BackupEngine::create_new_backup`,
-//! `Db::ingest_external_file` of one to three external files, or (one cycle in four) a
-//! `DbWithTtl` compaction that drops expired values (at one of their kill points, or at the
+//! `Db::ingest_external_file` of one to three external files, or (one cycle in five) a
+//! compaction that drops expired values, of a `DbWithTtl` or a `Db` opened with a TTL
+//! (`Db::open_cf_descriptors_with_ttl_clock`), (at one of their kill points, or at the
 //! Nth filesystem operation), simulates a crash
 //! (power loss, torn power loss or a killed process) and checks:
 //! - the source DB opens and holds exactly the model;
@@ -16,7 +17,10 @@
 //!   applied (all or none), the latter whenever the ingestion was acknowledged;
 //! - a TTL DB, reopened with the same clock, shows exactly the model's values that have not
 //!   expired (a value written at `t` lives while `t + ttl >= now`), before and after a
-//!   compaction run after the crash and after the clock moves on.
+//!   compaction run after the crash and after the clock moves on; a `Db` opened with a TTL
+//!   (whose reads, as RocksDB's, show expired values until a compaction drops them) shows
+//!   every unexpired value and nothing the model lacks, and exactly the unexpired ones after
+//!   a compaction.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -79,7 +83,10 @@ fn one_cycle(seed: u64, sum: &mut OpsCrashSummary) -> Result<(), String> {
     let mem = MemFs::new();
     let fault = FaultFs::new(Arc::new(mem.clone()), seed);
     match rng.gen_range(0..5) {
-        0 => return ttl_cycle(&mut rng, &mem, &fault, sum),
+        0 => {
+            let plain = rng.gen_bool(0.5);
+            return ttl_cycle(&mut rng, &mem, &fault, sum, plain);
+        }
         1 => {
             let mut arm_cut = |r: &mut StdRng| {
                 let prefix = if r.gen_bool(0.5) { "wal." } else { "txn." };
@@ -287,23 +294,77 @@ fn alive(model: &BTreeMap<Vec<u8>, (Vec<u8>, u64)>, now: u64) -> BTreeMap<Vec<u8
         .collect()
 }
 
-/// What a TTL DB shows: its iterator's pairs, each also read back with `get`.
-fn ttl_contents(db: &DbWithTtl) -> Result<BTreeMap<Vec<u8>, Vec<u8>>, String> {
-    let mut out = BTreeMap::new();
-    for item in db.iterator(IteratorMode::Start) {
-        let (k, v) = item.map_err(e("iterate the TTL DB"))?;
-        out.insert(k.to_vec(), v.to_vec());
-    }
-    for (k, v) in &out {
-        let got = db.get(k).map_err(e("get from the TTL DB"))?;
-        if got.as_deref() != Some(&v[..]) {
-            return Err(format!("key {k:?}: the iterator shows {v:?}, get {got:?}"));
-        }
-    }
-    Ok(out)
+/// The two TTL DBs: `DbWithTtl`, whose reads hide expired values, and a `Db` opened with a
+/// TTL, whose reads show them until a compaction drops them.
+enum TtlDb {
+    Wrapper(DbWithTtl),
+    Plain(Db),
 }
 
-/// Writes to a `DbWithTtl` whose clock moves on between writes (synced: the model, each key's
+impl TtlDb {
+    fn write_opt(&self, b: WriteBatch, o: &WriteOptions) -> strata::Result<()> {
+        match self {
+            TtlDb::Wrapper(db) => db.write_opt(b, o),
+            TtlDb::Plain(db) => db.write_opt(b, o),
+        }
+    }
+
+    fn compact(&self) -> strata::Result<()> {
+        match self {
+            TtlDb::Wrapper(db) => db.compact(),
+            TtlDb::Plain(db) => db.compact_range(None::<&[u8]>, None::<&[u8]>),
+        }
+    }
+
+    /// What it shows: its iterator's pairs, each also read back with `get`.
+    fn contents(&self) -> Result<BTreeMap<Vec<u8>, Vec<u8>>, String> {
+        let mut out = BTreeMap::new();
+        let items: Vec<_> = match self {
+            TtlDb::Wrapper(db) => db.iterator(IteratorMode::Start).collect(),
+            TtlDb::Plain(db) => db.iterator(IteratorMode::Start).collect(),
+        };
+        for item in items {
+            let (k, v) = item.map_err(e("iterate the TTL DB"))?;
+            out.insert(k.to_vec(), v.to_vec());
+        }
+        for (k, v) in &out {
+            let got = match self {
+                TtlDb::Wrapper(db) => db.get(k),
+                TtlDb::Plain(db) => db.get(k),
+            }
+            .map_err(e("get from the TTL DB"))?;
+            if got.as_deref() != Some(&v[..]) {
+                return Err(format!("key {k:?}: the iterator shows {v:?}, get {got:?}"));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Checks what it shows against `live` (the unexpired values now) and `shown_before`
+    /// (what may still show: every value written, or what showed at an earlier time).
+    fn check(
+        &self,
+        live: &BTreeMap<Vec<u8>, Vec<u8>>,
+        shown_before: &BTreeMap<Vec<u8>, Vec<u8>>,
+    ) -> Result<BTreeMap<Vec<u8>, Vec<u8>>, String> {
+        let got = self.contents()?;
+        let ok = match self {
+            TtlDb::Wrapper(_) => &got == live,
+            TtlDb::Plain(_) => {
+                live.iter().all(|(k, v)| got.get(k) == Some(v))
+                    && got.iter().all(|(k, v)| shown_before.get(k) == Some(v))
+            }
+        };
+        if ok {
+            Ok(got)
+        } else {
+            Err(format!("shows {} keys, {} live", got.len(), live.len()))
+        }
+    }
+}
+
+/// Writes to a TTL DB (`plain`: a `Db` opened with a TTL, else a `DbWithTtl`) whose clock
+/// moves on between writes (synced: the model, each key's
 /// value and write time, is exact; flushes of its small memtables drop what expired), moves
 /// the clock so that more expires, cuts the filesystem off during a compaction that drops
 /// expired values, crashes, and checks the reopened DB against the model at that time, then
@@ -313,6 +374,7 @@ fn ttl_cycle(
     mem: &MemFs,
     fault: &FaultFs,
     sum: &mut OpsCrashSummary,
+    plain: bool,
 ) -> Result<(), String> {
     let now = Arc::new(AtomicU64::new(1_700_000_000));
     let clock: TtlClock = {
@@ -321,13 +383,25 @@ fn ttl_cycle(
     };
     let open = |fs: Arc<dyn FileSystem>| {
         let ttl = std::time::Duration::from_secs(TTL);
-        DbWithTtl::open_cf_descriptors_with_clock(
-            &options(fs),
-            "/db",
-            Vec::new(),
-            ttl,
-            clock.clone(),
-        )
+        if plain {
+            Db::open_cf_descriptors_with_ttl_clock(
+                &options(fs),
+                "/db",
+                Vec::new(),
+                ttl,
+                clock.clone(),
+            )
+            .map(TtlDb::Plain)
+        } else {
+            DbWithTtl::open_cf_descriptors_with_clock(
+                &options(fs),
+                "/db",
+                Vec::new(),
+                ttl,
+                clock.clone(),
+            )
+            .map(TtlDb::Wrapper)
+        }
     };
     let db = open(Arc::new(fault.clone())).map_err(e("open the TTL DB"))?;
     let sync = WriteOptions { sync: true, ..WriteOptions::default() };
@@ -354,18 +428,19 @@ fn ttl_cycle(
     let mode = crash(rng, mem, fault, sum, interrupted);
     let db = open(Arc::new(mem.clone())).map_err(e("reopen the TTL DB after the crash"))?;
     let t = now.load(Ordering::SeqCst);
-    if ttl_contents(&db)? != alive(&model, t) {
-        return Err(format!("{mode:?}: the TTL DB after the crash differs from the model at {t}"));
-    }
+    let written: BTreeMap<Vec<u8>, Vec<u8>> =
+        model.iter().map(|(k, (v, _))| (k.clone(), v.clone())).collect();
+    db.check(&alive(&model, t), &written)
+        .map_err(|f| format!("{mode:?}: the TTL DB after the crash differs from the model at {t}: {f}"))?;
     db.compact().map_err(e("a TTL compaction after the crash"))?;
-    if ttl_contents(&db)? != alive(&model, t) {
+    let live = alive(&model, t);
+    if db.contents()? != live {
         return Err(format!("{mode:?}: a TTL compaction after the crash changed live values"));
     }
     now.fetch_add(rng.gen_range(1..TTL), Ordering::SeqCst);
     let t = now.load(Ordering::SeqCst);
-    if ttl_contents(&db)? != alive(&model, t) {
-        return Err(format!("{mode:?}: after the crash, values expire other than at {t}"));
-    }
+    db.check(&alive(&model, t), &live)
+        .map_err(|f| format!("{mode:?}: after the crash, values expire other than at {t}: {f}"))?;
     sum.complete_after_crash += 1;
     Ok(())
 }

@@ -419,9 +419,12 @@ fn log_compaction(
     ));
 }
 
-/// Compacts every file overlapping [begin, end] (None = unbounded) down to the last level
-/// holding data, then rewrites that level's overlapping files so obsolete versions and
-/// tombstones are dropped. Memtables are flushed first. Each level is visited once, top down,
+/// Compacts every file overlapping [begin, end] (None = unbounded) down a level at a time,
+/// then rewrites the level it ends in so obsolete versions and tombstones are dropped.
+/// Memtables are flushed first. Where it ends is RocksDB's rule: with
+/// `level_compaction_dynamic_level_bytes`, the last level; without, the deepest level that
+/// held data (L0 always goes to L1 at least), automatic compaction moving data further down
+/// when a level outgrows its target. Each level is visited once, top down,
 /// so the call compacts what existed when it started and returns even while writes go on.
 /// Without `rewrite_bottom`, files already in the last level are not rewritten in place
 /// (RocksDB's `BottommostLevelCompaction::Skip`); data from above still moves into it.
@@ -578,6 +581,9 @@ fn compact_range_levels(
     let mut level = 0;
     let mut rewrote_bottom = false;
     while level < last {
+        if level > 0 && !o.dynamic_level_bytes && level >= deepest_non_empty(cfd) {
+            break;
+        }
         let plan = wait_for_plan(inner, cfd, |v, busy| {
             let mut files = overlapping_open(v, level, &lo, &hi, end.is_none());
             if files.is_empty() {
@@ -625,6 +631,12 @@ fn compact_range_levels(
         }
     }
     Ok(())
+}
+
+/// The deepest level holding a table (0 when none does).
+fn deepest_non_empty(cfd: &Cfd) -> usize {
+    let v = cfd.current_super_version().version.clone();
+    (1..v.levels.len()).rev().find(|&l| !v.levels[l].is_empty()).unwrap_or(0)
 }
 
 fn overlapping_open(

@@ -51,6 +51,8 @@ pub(crate) struct IterSource {
     merge_operator: Option<Arc<dyn crate::merge_operator::MergeOperator>>,
     prefix_extractor: Option<crate::prefix::PrefixExtractor>,
     ro: ReadOptions,
+    /// The family's `Cfd::value_suffix`.
+    value_suffix: usize,
 }
 
 impl IterSource {
@@ -68,6 +70,7 @@ impl IterSource {
             merge_operator: cfd.opts.merge_operator.clone(),
             prefix_extractor: cfd.opts.prefix_extractor,
             ro: ro.clone(),
+            value_suffix: cfd.value_suffix,
         }
     }
 
@@ -90,6 +93,7 @@ impl IterSource {
             self.merge_operator.as_ref(),
             self.prefix_extractor,
             ro,
+            self.value_suffix,
         )
     }
 
@@ -140,6 +144,7 @@ fn build_iter(
     merge_operator: Option<&Arc<dyn crate::merge_operator::MergeOperator>>,
     prefix_extractor: Option<crate::prefix::PrefixExtractor>,
     ro: &ReadOptions,
+    value_suffix: usize,
 ) -> DbIter {
     if let Err(e) = ro.check_no_timestamp() {
         return error_iter(e);
@@ -206,6 +211,7 @@ fn build_iter(
             pin: Some(sv),
             range_dels: Some(RangeDelView::new(lists)),
             statistics: table_cache.statistics().cloned(),
+            value_suffix,
         },
     )
 }
@@ -218,7 +224,15 @@ pub(crate) fn new_db_iter(inner: &DbInner, cfd: &Cfd, ro: &ReadOptions) -> DbIte
         .as_ref()
         .map_or_else(|| SeqNo(inner.visible_sequence.load(Ordering::Acquire)), |s| s.seq());
     let merge = cfd.opts.merge_operator.as_ref();
-    build_iter(&inner.table_cache, sv, sequence, merge, cfd.opts.prefix_extractor, ro)
+    build_iter(
+        &inner.table_cache,
+        sv,
+        sequence,
+        merge,
+        cfd.opts.prefix_extractor,
+        ro,
+        cfd.value_suffix,
+    )
 }
 
 /// An iterator that yields nothing and reports `e` (a call given a bad family handle).

@@ -52,6 +52,7 @@ mod recover;
 mod rocksdb_api;
 mod snapshot_reads;
 mod timestamps;
+pub(crate) mod ttl;
 mod wal_archive;
 mod wal_updates;
 mod write;
@@ -204,6 +205,9 @@ pub(crate) struct RecycledWals {
 pub(crate) struct DbInner {
     /// The DB-wide options (the `default` family's are `default_cf.opts`).
     pub opts: Options,
+    /// The clock of a DB opened with a TTL (`Db::open_with_ttl`): writes stamp values with
+    /// its time (`db/ttl.rs`).
+    pub ttl: Option<ttl::TtlClock>,
     /// Tells this open DB's family handles from another's.
     pub instance: u64,
     pub default_cf: Arc<Cfd>,
@@ -352,9 +356,11 @@ impl Db {
         Self::open_cf_descriptors(opts, path, Vec::new())
     }
 
-    /// Opens the DB with column families `names`, each with `opts` (and `default`, always
-    /// opened). Every family the DB has must be named; with
-    /// `Options::create_missing_column_families`, named families it lacks are created.
+    /// Opens the DB with column families `names`, each with default options (as the
+    /// `rocksdb` crate's `open_cf`; `default`, always opened, gets `opts`). Every family the
+    /// DB has must be named; with `Options::create_missing_column_families`, named families it
+    /// lacks are created. [`Db::open_cf_with_opts`] and [`Db::open_cf_descriptors`] give
+    /// families their own options.
     pub fn open_cf<I, N>(opts: &Options, path: impl AsRef<Path>, names: I) -> Result<Db>
     where
         I: IntoIterator<Item = N>,
@@ -362,7 +368,7 @@ impl Db {
     {
         let descriptors = names
             .into_iter()
-            .map(|n| ColumnFamilyDescriptor::new(n.as_ref(), opts.clone()))
+            .map(|n| ColumnFamilyDescriptor::new(n.as_ref(), Options::default()))
             .collect::<Vec<_>>();
         Self::open_cf_descriptors(opts, path, descriptors)
     }
@@ -378,8 +384,18 @@ impl Db {
     where
         I: IntoIterator<Item = ColumnFamilyDescriptor>,
     {
-        let descriptors: Vec<_> = descriptors.into_iter().collect();
-        let inner = Arc::new(open::open(opts, path.as_ref(), &descriptors)?);
+        Self::open_with(opts, path.as_ref(), descriptors.into_iter().collect(), None)
+    }
+
+    /// Opens the DB; with `ttl`, every family stores values with their write time
+    /// (`db/ttl.rs`; the descriptors' options already carry the TTL filter).
+    pub(crate) fn open_with(
+        opts: &Options,
+        path: &Path,
+        descriptors: Vec<ColumnFamilyDescriptor>,
+        ttl: Option<ttl::TtlClock>,
+    ) -> Result<Db> {
+        let inner = Arc::new(open::open(opts, path, &descriptors, ttl)?);
         let mut threads = flush::start_background(&inner)?;
         match properties::start_stats_dump(&inner) {
             Ok(t) => threads.extend(t),

@@ -107,6 +107,7 @@ pub(crate) fn open(
     opts: &Options,
     dir: &Path,
     descriptors: &[ColumnFamilyDescriptor],
+    ttl: Option<super::ttl::TtlClock>,
 ) -> Result<DbInner> {
     opts.validate()?;
     let by_name = family_options(opts, descriptors)?;
@@ -290,6 +291,7 @@ pub(crate) fn open(
         lock,
         read_only: false,
         never_archive: keep.never_archive,
+        ttl,
     }))
 }
 
@@ -410,6 +412,7 @@ fn try_open_read_only(
         lock: Box::new(NoLock),
         read_only: true,
         never_archive: std::collections::BTreeSet::new(),
+        ttl: None,
     }))
 }
 
@@ -516,6 +519,8 @@ struct Parts<'a> {
     read_only: bool,
     /// WALs recovery dropped every batch of (never archived).
     never_archive: std::collections::BTreeSet<FileNumber>,
+    /// The clock of a TTL open (`db/ttl.rs`): every family's values carry their write time.
+    ttl: Option<super::ttl::TtlClock>,
 }
 
 /// Process-unique ids of open DBs, so a family handle is never used with another DB.
@@ -536,7 +541,8 @@ fn assemble(mut p: Parts<'_>) -> DbInner {
         };
         let imm: std::collections::VecDeque<_> = recovered.into_iter().collect();
         let sv = SuperVersion::build(&fopts, &mem, &imm, family.current.clone(), 1);
-        let cfd = Arc::new(Cfd::new(instance, id, &family.name, fopts, sv, stats));
+        let suffix = if p.ttl.is_some() { super::ttl::TTL_SUFFIX_LEN } else { 0 };
+        let cfd = Arc::new(Cfd::new(instance, id, &family.name, fopts, sv, stats, suffix));
         let switched = imm.len() as u64;
         let cs = CfState {
             cfd,
@@ -615,6 +621,7 @@ fn assemble(mut p: Parts<'_>) -> DbInner {
         slowdown_started_micros: AtomicU64::new(0),
         stall_families: Mutex::new((String::new(), String::new())),
         read_only: p.read_only,
+        ttl: p.ttl,
         _lock: p.lock,
     }
 }

@@ -81,6 +81,14 @@ impl DbPinnableSlice {
         }
     }
 
+    /// Keeps the first `n` bytes (no-op when it has no more).
+    pub(crate) fn truncate(&mut self, n: usize) {
+        match &mut self.inner {
+            Pinned::Owned(v) => v.truncate(n),
+            Pinned::Block { len, .. } | Pinned::Memtable { len, .. } => *len = (*len).min(n),
+        }
+    }
+
     /// The bytes as a `Vec` (a copy unless the value was already owned).
     pub fn into_vec(self) -> Vec<u8> {
         match self.inner {

@@ -320,7 +320,14 @@ pub(crate) fn get_at(
     let mut ctx = GetContext::new(key, cfd.opts.merge_operator.as_deref());
     ctx.pin = pin;
     search(inner, sv, key, seq, opts, &mut ctx)?;
-    count_bytes_read(inner, ctx.finish())
+    let mut found = ctx.finish();
+    if cfd.value_suffix > 0 {
+        if let Ok(Some(v)) = &mut found {
+            let n = super::ttl::user_len(key, v.len())?;
+            v.truncate(n);
+        }
+    }
+    count_bytes_read(inner, found)
 }
 
 /// [`get_at`] for a copying read: the value as an owned vector.
@@ -334,7 +341,14 @@ fn get_copied_at(
 ) -> Result<Option<Vec<u8>>> {
     let mut ctx = GetContext::new(key, cfd.opts.merge_operator.as_deref());
     search(inner, sv, key, seq, opts, &mut ctx)?;
-    count_bytes_read(inner, ctx.finish_copied())
+    let mut found = ctx.finish_copied();
+    if cfd.value_suffix > 0 {
+        if let Ok(Some(v)) = &mut found {
+            let n = super::ttl::user_len(key, v.len())?;
+            v.truncate(n);
+        }
+    }
+    count_bytes_read(inner, found)
 }
 
 /// Counts a found value's bytes as read.

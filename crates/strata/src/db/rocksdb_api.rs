@@ -107,15 +107,16 @@ impl Db {
         Db::open_descriptors_read_only(opts, path, descriptors)
     }
 
-    /// The `rocksdb` crate's TTL open: refused with `NotSupported`. Its values would carry
-    /// their write time for compaction to drop them once older than `ttl`; Strata's `Db` keeps
-    /// values as written. `strata::DbWithTtl` is Strata's TTL DB (its own type).
+    /// Opens (or creates) the DB in `path` with a time to live: values are stored with their
+    /// write time and flushes and compactions drop those older than `ttl` (the `rocksdb`
+    /// crate's, RocksDB's `DBWithTTL`; contract in `db/ttl.rs`). Reads return a value until a
+    /// compaction has dropped it. `Duration::ZERO`: never expire.
     pub fn open_with_ttl(opts: &Options, path: impl AsRef<Path>, ttl: Duration) -> Result<Db> {
-        let _ = opts;
-        Err(ttl_refused(path.as_ref(), ttl))
+        Self::open_cf_descriptors_with_ttl(opts, path, Vec::new(), ttl)
     }
 
-    /// [`Db::open_with_ttl`] with families: refused.
+    /// [`Db::open_with_ttl`] with the families `names`, each with default options (as the
+    /// crate's) and the DB's TTL.
     pub fn open_cf_with_ttl<I, N>(
         opts: &Options,
         path: impl AsRef<Path>,
@@ -126,11 +127,16 @@ impl Db {
         I: IntoIterator<Item = N>,
         N: AsRef<str>,
     {
-        let _ = (opts, names.into_iter().count());
-        Err(ttl_refused(path.as_ref(), ttl))
+        let descriptors: Vec<_> = names
+            .into_iter()
+            .map(|n| ColumnFamilyDescriptor::new(n.as_ref(), Options::default()))
+            .collect();
+        Self::open_cf_descriptors_with_ttl(opts, path, descriptors, ttl)
     }
 
-    /// [`Db::open_with_ttl`] with family descriptors (each may set its own TTL): refused.
+    /// [`Db::open_with_ttl`] with family descriptors, each with its own TTL
+    /// ([`ColumnFamilyTtl`](super::ColumnFamilyTtl): `SameAsDb` takes `ttl`, `Disabled` never
+    /// expires). `default`, unless named, gets `opts` and `ttl`.
     pub fn open_cf_descriptors_with_ttl<I>(
         opts: &Options,
         path: impl AsRef<Path>,
@@ -140,8 +146,24 @@ impl Db {
     where
         I: IntoIterator<Item = ColumnFamilyDescriptor>,
     {
-        let _ = (opts, descriptors.into_iter().count());
-        Err(ttl_refused(path.as_ref(), ttl))
+        let clock = super::ttl::system_clock();
+        Self::open_cf_descriptors_with_ttl_clock(opts, path, descriptors, ttl, clock)
+    }
+
+    /// [`Db::open_cf_descriptors_with_ttl`] with a clock of the caller's (seconds since the
+    /// Unix epoch; for tests and simulations of time).
+    pub fn open_cf_descriptors_with_ttl_clock<I>(
+        opts: &Options,
+        path: impl AsRef<Path>,
+        descriptors: I,
+        ttl: Duration,
+        clock: super::ttl::TtlClock,
+    ) -> Result<Db>
+    where
+        I: IntoIterator<Item = ColumnFamilyDescriptor>,
+    {
+        let descriptors = ttl_descriptors(opts, descriptors, ttl, &clock);
+        Self::open_with(opts, path.as_ref(), descriptors, Some(clock))
     }
 
     /// Opens the DB in `primary_path` as a secondary (the `rocksdb` crate's): a read-only
@@ -578,11 +600,31 @@ fn may_exist(r: Result<Option<Vec<u8>>>) -> (bool, Option<Vec<u8>>) {
     }
 }
 
-fn ttl_refused(path: &Path, ttl: Duration) -> Error {
-    Error::NotSupported(format!(
-        "open of {} with a {}s TTL: Strata's Db keeps values as written (no write time for \
-         compaction to expire them); use strata::DbWithTtl",
-        path.display(),
-        ttl.as_secs()
-    ))
+/// The descriptors of a TTL open: each family's options with the TTL filter and merge
+/// wrapper for its TTL in seconds, `default` added (with `opts`) when not named.
+fn ttl_descriptors(
+    opts: &Options,
+    descriptors: impl IntoIterator<Item = ColumnFamilyDescriptor>,
+    ttl: Duration,
+    clock: &super::ttl::TtlClock,
+) -> Vec<ColumnFamilyDescriptor> {
+    let mut out: Vec<ColumnFamilyDescriptor> = descriptors
+        .into_iter()
+        .map(|d| {
+            let secs = match d.ttl {
+                super::ColumnFamilyTtl::Disabled => 0,
+                super::ColumnFamilyTtl::Duration(t) => t.as_secs(),
+                super::ColumnFamilyTtl::SameAsDb => ttl.as_secs(),
+            };
+            let options = super::ttl::ttl_options(&d.options, secs, clock);
+            ColumnFamilyDescriptor { options, ..d }
+        })
+        .collect();
+    if !out.iter().any(|d| d.name == crate::column_family::DEFAULT_COLUMN_FAMILY_NAME) {
+        out.push(ColumnFamilyDescriptor::new(
+            crate::column_family::DEFAULT_COLUMN_FAMILY_NAME,
+            super::ttl::ttl_options(opts, ttl.as_secs(), clock),
+        ));
+    }
+    out
 }

@@ -106,6 +106,9 @@ pub(crate) struct DbIter {
     statistics: Option<Arc<Statistics>>,
     /// Keeps whatever the inner iterators read from alive.
     _pin: Option<Arc<dyn std::any::Any + Send + Sync>>,
+    /// Bytes every value ends with that `value` leaves out (a TTL DB's write time); an
+    /// entry whose value is shorter stops the iterator with `Corruption`.
+    value_suffix: usize,
 }
 
 /// What a DB iterator is built with.
@@ -121,6 +124,8 @@ pub(crate) struct DbIterOptions {
     pub range_dels: Option<RangeDelView>,
     /// Where to count the iterator's moves (none: nothing counted but the perf context).
     pub statistics: Option<Arc<Statistics>>,
+    /// Bytes every value ends with that the iterator strips (`DbIter::value_suffix`).
+    pub value_suffix: usize,
 }
 
 impl DbIterOptions {
@@ -135,6 +140,7 @@ impl DbIterOptions {
             pin: None,
             range_dels: None,
             statistics: None,
+            value_suffix: 0,
         }
     }
 }
@@ -172,6 +178,7 @@ impl DbIter {
             steps: 0,
             statistics: o.statistics,
             _pin: o.pin,
+            value_suffix: o.value_suffix,
         }
     }
 
@@ -202,11 +209,8 @@ impl DbIter {
     /// The current value; requires `valid()`.
     pub fn value(&self) -> &[u8] {
         debug_assert!(self.valid);
-        if self.value_in_saved {
-            &self.saved_value
-        } else {
-            self.inner.value()
-        }
+        let v = if self.value_in_saved { &self.saved_value[..] } else { self.inner.value() };
+        &v[..v.len() - self.value_suffix]
     }
 
     pub fn status(&self) -> Result<()> {
@@ -221,6 +225,29 @@ impl DbIter {
         if self.error.is_none() {
             self.error = Some(e);
         }
+    }
+
+    /// Makes the current entry the iterator's position, unless its value is too short to end
+    /// with the suffix.
+    #[inline]
+    fn become_valid(&mut self) {
+        if self.value_suffix > 0 {
+            let len =
+                if self.value_in_saved { self.saved_value.len() } else { self.inner.value().len() };
+            if len < self.value_suffix {
+                let k = String::from_utf8_lossy(&self.saved_key).into_owned();
+                let n = self.value_suffix;
+                self.fail(Error::corruption(
+                    "",
+                    0,
+                    format!(
+                        "value of key {k:?} is {len} bytes, shorter than its {n}-byte write time"
+                    ),
+                ));
+                return;
+            }
+        }
+        self.valid = true;
     }
 
     fn fail_malformed(&mut self) {
@@ -543,7 +570,7 @@ impl DbIter {
                 ValueType::Value => {
                     self.saved_key.clear();
                     self.saved_key.extend_from_slice(p.user_key);
-                    self.valid = true;
+                    self.become_valid();
                     return;
                 }
                 ValueType::Merge => {
@@ -616,7 +643,7 @@ impl DbIter {
             Some(v) => {
                 self.saved_value = v;
                 self.value_in_saved = true;
-                self.valid = true;
+                self.become_valid();
             }
             None => {
                 let k = String::from_utf8_lossy(&self.saved_key).into_owned();
@@ -715,7 +742,7 @@ impl DbIter {
             return;
         }
         if self.operands.is_empty() {
-            self.valid = true; // a plain value, already in `saved_value`
+            self.become_valid(); // a plain value, already in `saved_value`
             return;
         }
         let Some(op) = self.merge_operator.clone() else {

@@ -1,22 +1,15 @@
 //! `DbWithTtl`: a DB whose values expire a fixed time after they were written (the role of
-//! RocksDB's `DBWithTTL`), built on compaction filters.
+//! RocksDB's `DBWithTTL`), built on compaction filters. Values are stored in the TTL value
+//! format of `db/ttl.rs` (`docs/format/ttl_value.md`).
 //!
-//! Each stored value carries its write time:
-//!
-//! ```text
-//! +----------------------+---------------------------------------+
-//! | user value (n bytes) | write time: u32 LE, seconds since 1970 |
-//! +----------------------+---------------------------------------+
-//! ```
-//!
-//! (on-disk: never change; `docs/format/ttl_value.md`). The time is taken when the value is
-//! written (`put`, a batch's puts) or combined (`merge`: the merged value gets the merge's
-//! time, so a merge renews the key's life).
+//! The time is taken when the value is written (`put`, a batch's puts) or combined (`merge`:
+//! the merged value gets the merge's time, so a merge renews the key's life).
 //!
 //! Contract, per column family with a TTL of `ttl` seconds (0 = never expires):
 //! - A value is *expired* at time `now` when `write_time + ttl < now`.
 //! - Reads (`get`, iterators) never return an expired value: they skip it as if deleted. This
-//!   goes beyond RocksDB, whose reads may return expired values until a compaction drops them.
+//!   goes beyond RocksDB, whose reads may return expired values until a compaction drops them
+//!   (and beyond `Db::open_with_ttl`, which keeps RocksDB's behaviour).
 //! - Flushes and compactions remove expired values (the built-in filter); a user's compaction
 //!   filter set in the family's options sees the values without their time suffix, and a value
 //!   it changes keeps its write time.
@@ -35,165 +28,13 @@ use std::time::Duration;
 use parking_lot::RwLock;
 
 use crate::column_family::{AsColumnFamilyRef, ColumnFamilyId, DEFAULT_COLUMN_FAMILY_NAME};
-use crate::compaction_filter::{
-    CompactionFilter, CompactionFilterContext, CompactionFilterFactory, Decision,
-    TableFileCreationReason,
-};
+use crate::db::ttl::{is_expired, malformed, split, stamp, system_clock, ttl_options, with_time};
+pub use crate::db::ttl::{TtlClock, TTL_SUFFIX_LEN};
 use crate::db::Snapshot;
 use crate::db::{ColumnFamily, ColumnFamilyDescriptor, Db, DbRawIterator, Direction, IteratorMode};
 use crate::error::{Error, Result};
-use crate::merge_operator::MergeOperator;
 use crate::options::{Options, ReadOptions, WriteOptions};
 use crate::write_batch::WriteBatch;
-
-/// Bytes of the write-time suffix.
-pub const TTL_SUFFIX_LEN: usize = 4;
-
-/// Seconds since the Unix epoch, as the wrapper's clock reports them.
-pub type TtlClock = Arc<dyn Fn() -> u64 + Send + Sync>;
-
-fn system_clock() -> TtlClock {
-    Arc::new(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs())
-    })
-}
-
-fn with_time(value: &[u8], now: u64) -> Vec<u8> {
-    let mut v = Vec::with_capacity(value.len() + TTL_SUFFIX_LEN);
-    v.extend_from_slice(value);
-    v.extend_from_slice(&(now.min(u64::from(u32::MAX)) as u32).to_le_bytes());
-    v
-}
-
-/// The user value and its write time, or `None` when `stored` is too short to hold one.
-fn split(stored: &[u8]) -> Option<(&[u8], u64)> {
-    let at = stored.len().checked_sub(TTL_SUFFIX_LEN)?;
-    let mut t = [0u8; TTL_SUFFIX_LEN];
-    t.copy_from_slice(&stored[at..]);
-    Some((&stored[..at], u64::from(u32::from_le_bytes(t))))
-}
-
-fn is_expired(write_time: u64, ttl: u64, now: u64) -> bool {
-    ttl > 0 && write_time.saturating_add(ttl) < now
-}
-
-fn malformed(key: &[u8], len: usize) -> Error {
-    Error::corruption(
-        "",
-        0,
-        format!(
-            "TTL value of key {:?} is {len} bytes, shorter than its {TTL_SUFFIX_LEN}-byte write time",
-            String::from_utf8_lossy(key)
-        ),
-    )
-}
-
-/// The built-in filter: drops expired values, hands the rest (without their suffix) to the
-/// user's filter.
-struct TtlFilterFactory {
-    ttl: u64,
-    clock: TtlClock,
-    user: Option<Arc<dyn CompactionFilterFactory>>,
-    name: String,
-}
-
-struct TtlFilter {
-    ttl: u64,
-    now: u64,
-    user: Option<Box<dyn CompactionFilter>>,
-    name: String,
-}
-
-impl CompactionFilter for TtlFilter {
-    fn filter(&mut self, level: u32, key: &[u8], value: &[u8]) -> Decision {
-        let Some((user_value, time)) = split(value) else {
-            return Decision::Keep;
-        };
-        if is_expired(time, self.ttl, self.now) {
-            return Decision::Remove;
-        }
-        match self.user.as_mut().map(|f| f.filter(level, key, user_value)) {
-            None | Some(Decision::Keep) => Decision::Keep,
-            Some(Decision::Remove) => Decision::Remove,
-            Some(Decision::Change(v)) => Decision::Change(with_time(&v, time)),
-        }
-    }
-
-    fn name(&self) -> &str {
-        &self.name
-    }
-}
-
-impl CompactionFilterFactory for TtlFilterFactory {
-    fn create(&self, ctx: &CompactionFilterContext) -> Box<dyn CompactionFilter> {
-        let user = self
-            .user
-            .as_ref()
-            .filter(|u| u.should_filter_table_file_creation(ctx.reason))
-            .map(|u| u.create(ctx));
-        Box::new(TtlFilter { ttl: self.ttl, now: (self.clock)(), user, name: self.name.clone() })
-    }
-
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn should_filter_table_file_creation(&self, _reason: TableFileCreationReason) -> bool {
-        true
-    }
-}
-
-/// Wraps the family's merge operator: operands and base values lose their suffix, the result
-/// gets the time of the merge.
-struct TtlMergeOperator {
-    inner: Arc<dyn MergeOperator>,
-    clock: TtlClock,
-}
-
-impl MergeOperator for TtlMergeOperator {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-
-    fn full_merge(
-        &self,
-        key: &[u8],
-        existing: Option<&[u8]>,
-        operands: &[&[u8]],
-    ) -> Option<Vec<u8>> {
-        let base = match existing {
-            Some(e) => Some(split(e)?.0),
-            None => None,
-        };
-        let ops = operands.iter().map(|o| split(o).map(|(v, _)| v)).collect::<Option<Vec<_>>>()?;
-        let merged = self.inner.full_merge(key, base, &ops)?;
-        Some(with_time(&merged, (self.clock)()))
-    }
-
-    fn partial_merge(&self, key: &[u8], operands: &[&[u8]]) -> Option<Vec<u8>> {
-        let ops = operands.iter().map(|o| split(o).map(|(v, _)| v)).collect::<Option<Vec<_>>>()?;
-        let merged = self.inner.partial_merge(key, &ops)?;
-        Some(with_time(&merged, (self.clock)()))
-    }
-}
-
-/// `opts` with the TTL filter (wrapping the user's) and merge operator installed.
-fn ttl_options(opts: &Options, ttl: u64, clock: &TtlClock) -> Options {
-    let mut o = opts.clone();
-    let user = o.compaction_filter_factory.take();
-    let name = match &user {
-        Some(u) => format!("TtlCompactionFilter({})", u.name()),
-        None => "TtlCompactionFilter".to_string(),
-    };
-    o.compaction_filter_factory =
-        Some(Arc::new(TtlFilterFactory { ttl, clock: clock.clone(), user, name }));
-    if let Some(m) = o.merge_operator.take() {
-        o.merge_operator = Some(Arc::new(TtlMergeOperator { inner: m, clock: clock.clone() }));
-    }
-    o
-}
 
 /// A DB whose values expire; see the module documentation.
 pub struct DbWithTtl {
@@ -372,22 +213,7 @@ impl DbWithTtl {
 
     /// [`DbWithTtl::write`] with write options.
     pub fn write_opt(&self, batch: WriteBatch, opts: &WriteOptions) -> Result<()> {
-        let now = (self.clock)();
-        let mut stamped =
-            WriteBatch::with_capacity_bytes(batch.size_in_bytes() + batch.len() * TTL_SUFFIX_LEN);
-        for r in batch.iter() {
-            match r.value_type {
-                crate::types::ValueType::Value | crate::types::ValueType::Merge => {
-                    stamped.push_record(r.cf, r.value_type, r.key, Some(&with_time(r.value, now)));
-                }
-                crate::types::ValueType::RangeDeletion => {
-                    stamped.push_record(r.cf, r.value_type, r.key, Some(r.value));
-                }
-                crate::types::ValueType::Deletion | crate::types::ValueType::SingleDeletion => {
-                    stamped.push_record(r.cf, r.value_type, r.key, None);
-                }
-            }
-        }
+        let stamped = stamp(&batch, (self.clock)())?;
         self.db.write_opt(stamped, opts)
     }
 
@@ -506,26 +332,5 @@ impl Iterator for TtlIterator {
             }
         }
         None
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn suffix_round_trips_and_short_values_are_refused() {
-        let v = with_time(b"abc", 1_700_000_000);
-        assert_eq!(v.len(), 3 + TTL_SUFFIX_LEN);
-        assert_eq!(split(&v), Some((&b"abc"[..], 1_700_000_000)));
-        assert_eq!(split(b"abc"), None);
-        assert_eq!(split(&with_time(b"", 7)), Some((&b""[..], 7)));
-    }
-
-    #[test]
-    fn expiry_is_strictly_after_the_ttl_and_zero_never_expires() {
-        assert!(!is_expired(100, 10, 110));
-        assert!(is_expired(100, 10, 111));
-        assert!(!is_expired(100, 0, u64::MAX));
     }
 }

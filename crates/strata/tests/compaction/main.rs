@@ -9,6 +9,7 @@ mod compaction_gate;
 mod bottommost_seqno_zeroing;
 mod close_abandons_compaction;
 mod compact_files;
+mod compact_range_depth;
 mod compact_range_under_writes;
 mod compaction_filter;
 mod compaction_releases_memtables;

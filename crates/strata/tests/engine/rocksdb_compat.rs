@@ -439,7 +439,7 @@ fn flush_and_compaction_options() {
 
 /// What Strata does not do yet is refused clearly, never done differently in silence.
 #[test]
-fn comparators_timestamps_and_ttl_opens_are_refused() {
+fn comparators_and_timestamps_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let mut o = opts();
     o.set_comparator("reverse", Box::new(|a: &[u8], b: &[u8]| b.cmp(a)));
@@ -478,10 +478,6 @@ fn comparators_timestamps_and_ttl_opens_are_refused() {
     assert!(matches!(db.write(b), Err(Error::InvalidArgument(_))));
     assert_eq!(db.get(b"a").unwrap(), None, "nothing of the batch written");
     assert_eq!(db.raw_iterator().timestamp(), None);
-
-    let e = DB::open_with_ttl(&opts(), dir.path().join("ttl"), std::time::Duration::from_secs(1))
-        .unwrap_err();
-    assert!(matches!(&e, Error::NotSupported(m) if m.contains("DbWithTtl")), "{e}");
 }
 
 #[test]

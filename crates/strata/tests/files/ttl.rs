@@ -227,3 +227,164 @@ fn expiry_survives_reopen() {
     assert_eq!(db.get("a").unwrap(), None);
     assert_eq!(db.get("b").unwrap().as_deref(), Some(&b"2"[..]));
 }
+
+// ---- The TTL opens of `Db` (`Db::open_with_ttl` and kin, the `rocksdb` crate's) ----
+
+fn open_db(
+    opts: &Options,
+    clock: &strata::TtlClock,
+    cfs: Vec<ColumnFamilyDescriptor>,
+    ttl: u64,
+) -> strata::Db {
+    let mut o = opts.clone();
+    o.create_if_missing = true;
+    o.create_missing_column_families = true;
+    strata::Db::open_cf_descriptors_with_ttl_clock(
+        &o,
+        Path::new("/db"),
+        cfs,
+        Duration::from_secs(ttl),
+        clock.clone(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_db_opened_with_a_ttl_reads_plain_values_and_compaction_expires_them() {
+    let fs = MemFs::new();
+    let (time, clock) = Clock::new(1_000);
+    let db = open_db(&mem_opts(&fs), &clock, Vec::new(), 10);
+    db.put(b"a", b"1").unwrap();
+    let mut b = WriteBatch::new();
+    b.put(b"b", b"22");
+    b.delete(b"a");
+    b.put(b"a", b"333");
+    db.write(b).unwrap();
+    assert_eq!(db.get(b"a").unwrap().as_deref(), Some(&b"333"[..]));
+    assert_eq!(db.get_pinned(b"b").unwrap().as_deref(), Some(&b"22"[..]));
+    let all: Vec<_> = db.iterator(IteratorMode::Start).map(Result::unwrap).collect();
+    assert_eq!(
+        all,
+        vec![
+            (b"a".to_vec().into(), b"333".to_vec().into()),
+            (b"b".to_vec().into(), b"22".to_vec().into())
+        ]
+    );
+    let got = db.multi_get([&b"a"[..], b"zz"]);
+    assert_eq!(got[0].as_ref().unwrap().as_deref(), Some(&b"333"[..]));
+    assert_eq!(got[1].as_ref().unwrap(), &None);
+    db.flush().unwrap();
+    let mut raw = db.raw_iterator();
+    raw.seek_to_last();
+    assert_eq!(raw.item(), Some((&b"b"[..], &b"22"[..])), "tables strip too");
+
+    // Within the TTL compaction keeps them; past it they go.
+    time.advance(10);
+    db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
+    assert_eq!(db.get(b"b").unwrap().as_deref(), Some(&b"22"[..]));
+    time.advance(1);
+    db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
+    assert_eq!(db.get(b"a").unwrap(), None);
+    assert_eq!(db.get(b"b").unwrap(), None);
+    assert_eq!(db.iterator(IteratorMode::Start).count(), 0);
+}
+
+#[test]
+fn ttl_opens_give_each_family_its_ttl_and_created_families_never_expire() {
+    use strata::ColumnFamilyTtl;
+    let fs = MemFs::new();
+    let (time, clock) = Clock::new(5_000);
+    let cfs = vec![
+        ColumnFamilyDescriptor::new_with_ttl(
+            "short",
+            Options::default(),
+            ColumnFamilyTtl::Duration(Duration::from_secs(2)),
+        ),
+        ColumnFamilyDescriptor::new_with_ttl(
+            "never",
+            Options::default(),
+            ColumnFamilyTtl::Disabled,
+        ),
+        ColumnFamilyDescriptor::new("same", Options::default()),
+    ];
+    let db = open_db(&mem_opts(&fs), &clock, cfs, 100);
+    let made = db.create_cf_handle("made", &Options::default()).unwrap();
+    let names = ["default", "short", "never", "same"];
+    for n in names {
+        let cf = db.cf_handle(n).unwrap();
+        db.put_cf(&cf, b"k", n.as_bytes()).unwrap();
+    }
+    db.put_cf(&made, b"k", b"made").unwrap();
+    time.advance(50);
+    for n in names.iter().chain(&["made"]) {
+        let cf = db.cf_handle(n).unwrap();
+        db.compact_range_cf(&cf, None::<&[u8]>, None::<&[u8]>).unwrap();
+    }
+    let get = |n: &str| db.get_cf(&db.cf_handle(n).unwrap(), b"k").unwrap();
+    assert_eq!(get("short"), None, "2 s TTL, 50 s later");
+    assert_eq!(get("default").as_deref(), Some(&b"default"[..]));
+    assert_eq!(get("same").as_deref(), Some(&b"same"[..]), "SameAsDb: 100 s");
+    time.advance(100);
+    for n in names.iter().chain(&["made"]) {
+        let cf = db.cf_handle(n).unwrap();
+        db.compact_range_cf(&cf, None::<&[u8]>, None::<&[u8]>).unwrap();
+    }
+    assert_eq!(get("default"), None);
+    assert_eq!(get("same"), None);
+    assert_eq!(get("never").as_deref(), Some(&b"never"[..]));
+    assert_eq!(get("made").as_deref(), Some(&b"made"[..]));
+}
+
+#[test]
+fn ttl_opens_merge_without_the_time_and_a_plain_value_is_corruption() {
+    let fs = MemFs::new();
+    let (_time, clock) = Clock::new(1_000);
+    let mut o = mem_opts(&fs);
+    o.merge_operator = Some(Arc::new(StringAppendOperator::new(b",")));
+    {
+        // Written by a DB opened without a TTL: no time suffix.
+        let mut plain = o.clone();
+        plain.create_if_missing = true;
+        let db = strata::Db::open(&plain, Path::new("/db")).unwrap();
+        db.put(b"old", b"x").unwrap();
+        db.flush().unwrap();
+    }
+    let db = open_db(&o, &clock, Vec::new(), 0);
+    db.put(b"m", b"a").unwrap();
+    db.merge(b"m", b"b").unwrap();
+    assert_eq!(db.get(b"m").unwrap().as_deref(), Some(&b"a,b"[..]));
+    db.flush().unwrap();
+    db.merge(b"m", b"c").unwrap();
+    assert_eq!(db.get(b"m").unwrap().as_deref(), Some(&b"a,b,c"[..]));
+    let mut it = db.raw_iterator();
+    it.seek(b"m");
+    assert_eq!(it.value(), Some(&b"a,b,c"[..]));
+    let e = db.get(b"old").unwrap_err();
+    assert!(matches!(&e, Error::Corruption { .. }) && e.to_string().contains("old"), "{e}");
+    let mut it = db.raw_iterator();
+    it.seek(b"n");
+    assert!(!it.valid());
+    let e = it.status().unwrap_err();
+    assert!(e.to_string().contains("\"old\""), "{e}");
+}
+
+#[test]
+fn the_crate_shaped_ttl_opens_use_the_system_clock() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = Options {
+        create_if_missing: true,
+        create_missing_column_families: true,
+        ..Options::default()
+    };
+    let db =
+        strata::Db::open_cf_with_ttl(&o, dir.path(), ["cf"], Duration::from_secs(3600)).unwrap();
+    let cf = db.cf_handle("cf").unwrap();
+    db.put_cf(&cf, b"k", b"v").unwrap();
+    db.compact_range_cf(&cf, None::<&[u8]>, None::<&[u8]>).unwrap();
+    assert_eq!(db.get_cf(&cf, b"k").unwrap().as_deref(), Some(&b"v"[..]));
+    drop(db);
+    let db = strata::Db::open_with_ttl(&o, dir.path().join("d"), Duration::ZERO).unwrap();
+    db.put(b"k", b"v").unwrap();
+    db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
+    assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+}

@@ -23,7 +23,15 @@ use crate::version::set::VersionSet;
 pub(crate) fn create_cf(inner: &DbInner, name: &str, opts: &Options) -> Result<Arc<ColumnFamily>> {
     check_name(name)?;
     opts.validate()?;
-    let fopts = opts.sanitized();
+    // A DB opened with a TTL stores every family's values with their write time; a family
+    // made here never expires (RocksDB's `DBWithTTL::CreateColumnFamily`).
+    let (fopts, suffix) = match &inner.ttl {
+        Some(clock) => (
+            super::super::ttl::ttl_options(opts, 0, clock).sanitized(),
+            super::super::ttl::TTL_SUFFIX_LEN,
+        ),
+        None => (opts.sanitized(), 0),
+    };
     let mut wal = inner.wal.lock();
     if let Some(e) = inner.bg_error() {
         return Err(e);
@@ -52,7 +60,7 @@ pub(crate) fn create_cf(inner: &DbInner, name: &str, opts: &Options) -> Result<A
     let imm = std::collections::VecDeque::new();
     let sv = SuperVersion::build(&fopts, &mem, &imm, version, 1);
     let stats = Arc::new(crate::stats::Stats::new(fopts.num_levels, inner.opts.statistics.clone()));
-    let cfd = Arc::new(Cfd::new(inner.instance, id, name, fopts, sv, stats));
+    let cfd = Arc::new(Cfd::new(inner.instance, id, name, fopts, sv, stats, suffix));
     let mut st = inner.state.lock();
     st.cfs.insert(
         id,

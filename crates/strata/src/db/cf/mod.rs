@@ -62,8 +62,8 @@ pub struct ColumnFamilyDescriptor {
     pub(crate) ttl: ColumnFamilyTtl,
 }
 
-/// A family's time to live under the `rocksdb` crate's TTL opens (`DB::open_*_with_ttl`,
-/// which Strata refuses: `db/rocksdb_api.rs`); the other opens ignore it, as RocksDB's do.
+/// A family's time to live under the TTL opens (`Db::open_cf_descriptors_with_ttl`,
+/// `db/ttl.rs`); the other opens ignore it, as RocksDB's do.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ColumnFamilyTtl {
     /// No expiry.
@@ -76,9 +76,10 @@ pub enum ColumnFamilyTtl {
 }
 
 impl ColumnFamilyDescriptor {
-    /// A descriptor for family `name` with `options`.
+    /// A descriptor for family `name` with `options` (and, under a TTL open, the DB's TTL:
+    /// [`ColumnFamilyTtl::SameAsDb`], as the `rocksdb` crate's).
     pub fn new(name: impl Into<String>, options: Options) -> Self {
-        ColumnFamilyDescriptor { name: name.into(), options, ttl: ColumnFamilyTtl::Disabled }
+        ColumnFamilyDescriptor { name: name.into(), options, ttl: ColumnFamilyTtl::SameAsDb }
     }
 
     /// A descriptor with a time to live (the `rocksdb` crate's).
@@ -125,6 +126,9 @@ pub(crate) struct Cfd {
     pub owner: u64,
     /// The family's flush and compaction statistics (`default`'s are the DB's).
     pub stats: Arc<crate::stats::Stats>,
+    /// Bytes every stored value ends with that reads strip: the write time of a DB opened
+    /// with a TTL (`db/ttl.rs`), else 0.
+    pub value_suffix: usize,
 }
 
 impl Cfd {
@@ -135,6 +139,7 @@ impl Cfd {
         opts: Options,
         sv: SuperVersion,
         stats: Arc<crate::stats::Stats>,
+        value_suffix: usize,
     ) -> Cfd {
         let number = sv.number;
         Cfd {
@@ -148,6 +153,7 @@ impl Cfd {
             local_svs: LocalSuperVersions::new(number),
             dropped: AtomicBool::new(false),
             owner,
+            value_suffix,
         }
     }
 

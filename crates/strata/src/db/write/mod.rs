@@ -69,7 +69,11 @@ const MAX_SYNCS_IN_FLIGHT: u64 = 2;
 const OWN_INSERT_MIN_RECORDS: u32 = 16;
 
 pub(crate) fn write(inner: &DbInner, batch: WriteBatch, opts: WriteOptions) -> Result<()> {
-    write_with(inner, batch, opts, None)
+    match &inner.ttl {
+        // A DB opened with a TTL stores values with their write time (`db/ttl.rs`).
+        Some(clock) => write_with(inner, super::ttl::stamp(&batch, clock())?, opts, None),
+        None => write_with(inner, batch, opts, None),
+    }
 }
 
 /// [`write`], or with `commit_xid` the commit of that prepared transaction (`two_phase.rs`).
