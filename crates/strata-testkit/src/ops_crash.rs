@@ -302,10 +302,10 @@ enum TtlDb {
 }
 
 impl TtlDb {
-    fn write_opt(&self, b: WriteBatch, o: &WriteOptions) -> strata::Result<()> {
+    fn write_opt(&self, b: WriteBatch, o: WriteOptions) -> strata::Result<()> {
         match self {
-            TtlDb::Wrapper(db) => db.write_opt(b, o),
-            TtlDb::Plain(db) => db.write_opt(b, o),
+            TtlDb::Wrapper(db) => db.write_opt(b, &o),
+            TtlDb::Plain(db) => db.write_opt(b, &o),
         }
     }
 
@@ -412,12 +412,12 @@ fn ttl_cycle(
         let mut batch = WriteBatch::new();
         if rng.gen_bool(0.1) {
             batch.delete(&k);
-            db.write_opt(batch, &sync).map_err(e("TTL delete"))?;
+            db.write_opt(batch, sync).map_err(e("TTL delete"))?;
             model.remove(&k);
         } else {
             let v = format!("v{i}-{}", "x".repeat(rng.gen_range(0..64))).into_bytes();
             batch.put(&k, &v);
-            db.write_opt(batch, &sync).map_err(e("TTL put"))?;
+            db.write_opt(batch, sync).map_err(e("TTL put"))?;
             model.insert(k, (v, now.load(Ordering::SeqCst)));
         }
     }
@@ -430,8 +430,9 @@ fn ttl_cycle(
     let t = now.load(Ordering::SeqCst);
     let written: BTreeMap<Vec<u8>, Vec<u8>> =
         model.iter().map(|(k, (v, _))| (k.clone(), v.clone())).collect();
-    db.check(&alive(&model, t), &written)
-        .map_err(|f| format!("{mode:?}: the TTL DB after the crash differs from the model at {t}: {f}"))?;
+    db.check(&alive(&model, t), &written).map_err(|f| {
+        format!("{mode:?}: the TTL DB after the crash differs from the model at {t}: {f}")
+    })?;
     db.compact().map_err(e("a TTL compaction after the crash"))?;
     let live = alive(&model, t);
     if db.contents()? != live {

@@ -135,7 +135,7 @@ pub fn version_edit(data: &[u8]) -> Result<()> {
     let mut buf2 = Vec::new();
     again.encode(&mut buf2);
     assert_eq!(buf, buf2, "version edit encoding is not stable");
-    Version::new(7).apply(&edit)?;
+    Version::new(7, crate::comparator::KeyOrder::Bytewise).apply(&edit)?;
     Ok(())
 }
 
@@ -146,7 +146,8 @@ pub fn manifest(data: &[u8]) -> Result<()> {
     let _ = fs.create_dir_all(&dir);
     fs.write_file(&dir.join("CURRENT"), b"MANIFEST-000001\n");
     fs.write_file(&dir.join("MANIFEST-000001"), data);
-    VersionSet::recover(Arc::new(fs), &dir, &|_: &str| 7).map(|_| ())
+    let orders = crate::comparator::KnownOrders::default();
+    VersionSet::recover(Arc::new(fs), &dir, &|_: &str| 7, &orders).map(|_| ())
 }
 
 /// Decodes `data` as a write batch (a WAL record's payload) and iterates its records.
@@ -241,7 +242,7 @@ pub fn build_table(n: usize, block_size: usize, compression: u8) -> Vec<u8> {
 pub fn build_version_edit(files: u64, first: bool) -> Vec<u8> {
     let mut e = VersionEdit::default();
     if first {
-        e.comparator = Some(crate::version::edit::BYTEWISE_COMPARATOR.to_string());
+        e.comparator = Some(crate::comparator::BYTEWISE_NAME.to_string());
         e.next_file_number = Some(FileNumber(files + 10));
     }
     e.log_number = Some(FileNumber(files + 2));

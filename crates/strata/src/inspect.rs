@@ -75,10 +75,21 @@ pub struct Table {
 impl Table {
     /// Opens the table at `path`, reading and verifying its footer, metaindex, index, filter,
     /// range deletions and properties.
+    /// A table in a key order other than bytewise is `InvalidArgument` ([`Table::open_in`]).
     pub fn open(fs: &dyn FileSystem, path: &Path) -> Result<Table> {
+        Self::open_in(fs, path, &crate::comparator::KeyOrder::Bytewise)
+    }
+
+    /// [`Table::open`] of a table in bytewise order or in `order`.
+    pub fn open_in(
+        fs: &dyn FileSystem,
+        path: &Path,
+        order: &crate::comparator::KeyOrder,
+    ) -> Result<Table> {
         let file = fs.open(path)?;
+        let orders = crate::comparator::KnownOrders::of(order);
         Ok(Table {
-            reader: std::sync::Arc::new(TableReader::open(file, 0, None)?),
+            reader: std::sync::Arc::new(TableReader::open_in(file, 0, None, &orders)?),
             path: path.to_path_buf(),
         })
     }
@@ -165,11 +176,11 @@ impl Table {
         let mut previous: Option<Vec<u8>> = None;
         for (separator, h) in self.reader.data_blocks()? {
             for (k, _) in self.reader.data_block_entries(h)? {
-                if previous.as_deref().is_some_and(|p| crate::key::compare_internal(p, &k).is_ge())
-                {
+                let order = self.reader.order();
+                if previous.as_deref().is_some_and(|p| order.compare_internal(p, &k).is_ge()) {
                     return Err(Error::corruption(&self.path, h.offset, "keys out of order"));
                 }
-                if crate::key::compare_internal(&k, &separator).is_gt() {
+                if order.compare_internal(&k, &separator).is_gt() {
                     return Err(Error::corruption(
                         &self.path,
                         h.offset,
@@ -477,7 +488,8 @@ pub fn verify_db(opts: &Options, dir: &Path) -> Result<Vec<FileCheck>> {
     let wal_dir = opts.wal_dir.clone().unwrap_or_else(|| dir.to_path_buf());
     let mut checks = Vec::new();
     let levels = |_: &str| crate::version::levels::MAX_NUM_LEVELS;
-    let recovered = VersionSet::recover(opts.fs.clone(), dir, &levels);
+    let orders = crate::comparator::KnownOrders::of(&opts.comparator);
+    let recovered = VersionSet::recover(opts.fs.clone(), dir, &levels, &orders);
     let (tables, oldest_wal): (Vec<FileNumber>, FileNumber) = match recovered {
         Ok(vs) => {
             let mut tables: Vec<FileNumber> =
@@ -515,7 +527,7 @@ pub fn verify_db(opts: &Options, dir: &Path) -> Result<Vec<FileCheck>> {
     };
     for n in tables {
         let path = table_path(dir, n);
-        let result = Table::open(fs, &path)
+        let result = Table::open_in(fs, &path, &opts.comparator)
             .and_then(|t| t.verify())
             .map(|blocks| format!("{blocks} data blocks"));
         checks.push(FileCheck { path, result });

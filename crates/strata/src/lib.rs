@@ -13,6 +13,7 @@
 pub mod cache;
 pub mod column_family;
 pub mod compaction_filter;
+pub mod comparator;
 pub(crate) mod cstr_like;
 pub mod env;
 pub mod error;

@@ -412,12 +412,10 @@ pub struct Options {
     /// `default` family's options (those given to `open`) decide. Default: none (nothing is
     /// recorded).
     pub statistics: Option<Arc<crate::statistics::Statistics>>,
-    /// The name of a key order other than bytewise that the program asked for
-    /// (`set_comparator`, `set_comparator_with_ts`; `options/comparator.rs`). Strata orders
-    /// keys bytewise only for now, so opening a DB or family with one set fails with
-    /// `NotSupported` rather than order keys differently from what the program expects.
-    /// Default: none (bytewise).
-    pub comparator: Option<String>,
+    /// The order of the family's keys (`set_comparator`; `crate::comparator` has the
+    /// contract). Fixed when the family is created: opening it with an order of another name
+    /// fails with `InvalidArgument`. Default: bytewise.
+    pub comparator: crate::comparator::KeyOrder,
     /// Bytes of user-defined timestamp the comparator asked for (`set_comparator_with_ts`);
     /// refused at open with `comparator`. Default: 0.
     pub timestamp_size: usize,
@@ -501,7 +499,7 @@ impl Default for Options {
             allow_concurrent_memtable_write: true,
             unordered_write: false,
             statistics: None,
-            comparator: None,
+            comparator: crate::comparator::KeyOrder::Bytewise,
             timestamp_size: 0,
             wal_dir: None,
             keep_log_file_num: 1000,
@@ -863,6 +861,7 @@ impl Options {
     /// The options the compaction picker reads.
     pub(crate) fn picker_options(&self) -> crate::compaction::picker::PickerOptions {
         crate::compaction::picker::PickerOptions {
+            order: self.comparator.clone(),
             num_levels: self.num_levels,
             level0_file_num_compaction_trigger: self.level0_file_num_compaction_trigger,
             level0_batch_files: self.level0_file_num_compaction_trigger,
@@ -922,6 +921,7 @@ impl Options {
             metadata_block_size: self.metadata_block_size,
             block_align: self.block_align,
             user_key_index: self.user_key_index,
+            order: self.comparator.clone(),
         }
     }
 }

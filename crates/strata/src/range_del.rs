@@ -1,5 +1,5 @@
 //! Range tombstones: `delete_range(start, end)` deletes every key in `[start, end)` (user keys,
-//! bytewise) whose sequence number is below the tombstone's.
+//! in the family's order, `crate::comparator`) whose sequence number is below the tombstone's.
 //!
 //! Tombstones are kept apart from point entries: in a side list of each memtable, and in the
 //! `strata.rangedel` meta block of each table (encoding in `docs/format/sstable.md`):
@@ -8,8 +8,8 @@
 //! rangedel block = count: varint64 | tombstone*
 //! tombstone      = start: varint64 length | bytes | end: varint64 length | bytes | seq: varint64
 //! ```
-//! Tombstones in the block are sorted by start ascending, then seq descending; every one has
-//! `start < end`. on-disk: never change.
+//! Tombstones in the block are sorted by start ascending (in the family's order), then seq
+//! descending; every one has `start < end`. on-disk: never change.
 //!
 //! Reads use a [`FragmentedTombstones`]: the tombstones cut at every start and end into
 //! non-overlapping fragments, each listing the sequence numbers of the tombstones covering it,
@@ -33,6 +33,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 
+use crate::comparator::KeyOrder;
 use crate::error::{Error, Result};
 use crate::types::SeqNo;
 use crate::util::coding::{put_length_prefixed, put_varint64, Reader};
@@ -50,24 +51,34 @@ impl RangeTombstone {
         RangeTombstone { start: start.to_vec(), end: end.to_vec(), seq }
     }
 
-    /// This tombstone restricted to `[lo, hi)` (`None` = unbounded), or `None` when nothing
-    /// is left.
-    pub fn clipped(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Option<RangeTombstone> {
+    /// This tombstone restricted to `[lo, hi)` (`None` = unbounded) in `order`, or `None`
+    /// when nothing is left.
+    pub fn clipped(
+        &self,
+        lo: Option<&[u8]>,
+        hi: Option<&[u8]>,
+        order: &KeyOrder,
+    ) -> Option<RangeTombstone> {
         let start = match lo {
-            Some(l) if l > self.start.as_slice() => l,
+            Some(l) if order.lt(&self.start, l) => l,
             _ => &self.start,
         };
         let end = match hi {
-            Some(h) if h < self.end.as_slice() => h,
+            Some(h) if order.lt(h, &self.end) => h,
             _ => &self.end,
         };
-        (start < end).then(|| RangeTombstone::new(start, end, self.seq))
+        order.lt(start, end).then(|| RangeTombstone::new(start, end, self.seq))
     }
 }
 
-/// Sorts tombstones into the on-disk order: start ascending, seq descending.
-pub(crate) fn sort_tombstones(ts: &mut [RangeTombstone]) {
-    ts.sort_by(|a, b| a.start.cmp(&b.start).then(b.seq.cmp(&a.seq)).then(a.end.cmp(&b.end)));
+/// Sorts tombstones into the on-disk order: start ascending in `order`, seq descending.
+pub(crate) fn sort_tombstones(ts: &mut [RangeTombstone], order: &KeyOrder) {
+    ts.sort_by(|a, b| {
+        order
+            .compare(&a.start, &b.start)
+            .then(b.seq.cmp(&a.seq))
+            .then(order.compare(&a.end, &b.end))
+    });
 }
 
 /// Encodes the `strata.rangedel` block (the input must be sorted by [`sort_tombstones`]).
@@ -82,8 +93,13 @@ pub(crate) fn encode_block(ts: &[RangeTombstone]) -> Vec<u8> {
     out
 }
 
-/// Decodes a `strata.rangedel` block read at file `offset` (errors carry an empty path).
-pub(crate) fn decode_block(data: &[u8], offset: u64) -> Result<Vec<RangeTombstone>> {
+/// Decodes a `strata.rangedel` block read at file `offset` of a table in `order` (errors
+/// carry an empty path).
+pub(crate) fn decode_block(
+    data: &[u8],
+    offset: u64,
+    order: &KeyOrder,
+) -> Result<Vec<RangeTombstone>> {
     let bad = |reason: String| Error::corruption("", offset, reason);
     let mut r = Reader::new(data);
     let Some(n) = r.varint64() else { return Err(bad("bad range tombstone count".into())) };
@@ -99,7 +115,7 @@ pub(crate) fn decode_block(data: &[u8], offset: u64) -> Result<Vec<RangeTombston
             Some(RangeTombstone::new(s, e, SeqNo(seq)))
         });
         let Some(t) = t else { return Err(bad(format!("bad range tombstone {i}"))) };
-        if t.start >= t.end || t.seq > SeqNo::MAX {
+        if !order.lt(&t.start, &t.end) || t.seq > SeqNo::MAX {
             return Err(bad(format!("range tombstone {i} is empty or has a bad sequence")));
         }
         out.push(t);
@@ -127,23 +143,24 @@ impl Fragment {
     }
 }
 
-/// Non-overlapping fragments sorted by start.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// Non-overlapping fragments sorted by start, in the order of their keys.
+#[derive(Clone, Debug, Default)]
 pub(crate) struct FragmentedTombstones {
     fragments: Vec<Fragment>,
+    order: KeyOrder,
 }
 
 impl FragmentedTombstones {
-    /// Fragments `(tombstone, source)` pairs; empty tombstones are ignored.
-    pub fn new(mut input: Vec<(RangeTombstone, u32)>) -> Self {
-        input.retain(|(t, _)| t.start < t.end);
-        input.sort_by(|a, b| a.0.start.cmp(&b.0.start));
+    /// Fragments `(tombstone, source)` pairs of keys in `order`; empty tombstones are ignored.
+    pub fn new(mut input: Vec<(RangeTombstone, u32)>, order: &KeyOrder) -> Self {
+        input.retain(|(t, _)| order.lt(&t.start, &t.end));
+        input.sort_by(|a, b| order.compare(&a.0.start, &b.0.start));
         let mut bounds: Vec<&[u8]> = Vec::with_capacity(input.len() * 2);
         for (t, _) in &input {
             bounds.push(&t.start);
             bounds.push(&t.end);
         }
-        bounds.sort_unstable();
+        bounds.sort_unstable_by(|a, b| order.compare(a, b));
         bounds.dedup();
         let mut fragments = Vec::new();
         // Tombstones whose start has been passed: (end, seq, source).
@@ -151,12 +168,12 @@ impl FragmentedTombstones {
         let mut next = 0;
         for w in bounds.windows(2) {
             let (lo, hi) = (w[0], w[1]);
-            while next < input.len() && input[next].0.start.as_slice() <= lo {
+            while next < input.len() && order.le(&input[next].0.start, lo) {
                 let (t, src) = &input[next];
                 active.push((&t.end, t.seq, *src));
                 next += 1;
             }
-            active.retain(|&(end, _, _)| end > lo);
+            active.retain(|&(end, _, _)| order.lt(lo, end));
             if active.is_empty() {
                 continue;
             }
@@ -173,12 +190,12 @@ impl FragmentedTombstones {
             }
             fragments.push(Fragment { start: lo.to_vec(), end: hi.to_vec(), seqs });
         }
-        FragmentedTombstones { fragments }
+        FragmentedTombstones { fragments, order: order.clone() }
     }
 
     /// Fragments tombstones of one source.
-    pub fn from_tombstones(ts: &[RangeTombstone], source: u32) -> Self {
-        Self::new(ts.iter().map(|t| (t.clone(), source)).collect())
+    pub fn from_tombstones(ts: &[RangeTombstone], source: u32, order: &KeyOrder) -> Self {
+        Self::new(ts.iter().map(|t| (t.clone(), source)).collect(), order)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -193,9 +210,10 @@ impl FragmentedTombstones {
     /// The fragment containing `ukey`.
     #[inline]
     pub fn fragment_for(&self, ukey: &[u8]) -> Option<&Fragment> {
-        let i = self.fragments.partition_point(|f| f.start.as_slice() <= ukey);
+        let o = &self.order;
+        let i = self.fragments.partition_point(|f| o.le(&f.start, ukey));
         let f = self.fragments.get(i.checked_sub(1)?)?;
-        (ukey < f.end.as_slice()).then_some(f)
+        o.lt(ukey, &f.end).then_some(f)
     }
 
     /// [`Self::fragment_for`] starting from `hint` (the partition point of the previous query,
@@ -203,19 +221,20 @@ impl FragmentedTombstones {
     /// scan.
     #[inline]
     pub fn fragment_for_hinted(&self, ukey: &[u8], hint: &AtomicUsize) -> Option<&Fragment> {
+        let o = &self.order;
         let n = self.fragments.len();
         let h = hint.load(AtomicOrdering::Relaxed).min(n);
-        let fits = (h == 0 || self.fragments[h - 1].start.as_slice() <= ukey)
-            && (h == n || ukey < self.fragments[h].start.as_slice());
+        let fits = (h == 0 || o.le(&self.fragments[h - 1].start, ukey))
+            && (h == n || o.lt(ukey, &self.fragments[h].start));
         let i = if fits {
             h
         } else {
-            let i = self.fragments.partition_point(|f| f.start.as_slice() <= ukey);
+            let i = self.fragments.partition_point(|f| o.le(&f.start, ukey));
             hint.store(i, AtomicOrdering::Relaxed);
             i
         };
         let f = self.fragments.get(i.checked_sub(1)?)?;
-        (ukey < f.end.as_slice()).then_some(f)
+        o.lt(ukey, &f.end).then_some(f)
     }
 
     /// The largest seq of a tombstone covering `ukey` visible at `read_seq`; `SeqNo::ZERO`
@@ -244,18 +263,27 @@ impl FragmentedTombstones {
 mod tests {
     use super::*;
 
+    const B: KeyOrder = KeyOrder::Bytewise;
+
+    fn reverse() -> KeyOrder {
+        KeyOrder::custom("reverse", Box::new(|a: &[u8], b: &[u8]| b.cmp(a)))
+    }
+
     fn t(s: &str, e: &str, seq: u64) -> RangeTombstone {
         RangeTombstone::new(s.as_bytes(), e.as_bytes(), SeqNo(seq))
     }
 
     #[test]
     fn fragments_overlapping_tombstones() {
-        let f = FragmentedTombstones::new(vec![
-            (t("a", "e", 5), 0),
-            (t("c", "g", 9), 1),
-            (t("x", "z", 3), 0),
-            (t("b", "b", 7), 0), // empty: ignored
-        ]);
+        let f = FragmentedTombstones::new(
+            vec![
+                (t("a", "e", 5), 0),
+                (t("c", "g", 9), 1),
+                (t("x", "z", 3), 0),
+                (t("b", "b", 7), 0), // empty: ignored
+            ],
+            &B,
+        );
         let got: Vec<(String, String, Vec<u64>)> = f
             .fragments()
             .iter()
@@ -286,14 +314,14 @@ mod tests {
 
     #[test]
     fn adjacent_equal_fragments_merge() {
-        let f = FragmentedTombstones::new(vec![(t("a", "c", 5), 0), (t("c", "e", 5), 0)]);
+        let f = FragmentedTombstones::new(vec![(t("a", "c", 5), 0), (t("c", "e", 5), 0)], &B);
         assert_eq!(f.fragments().len(), 1);
         assert_eq!(f.fragments()[0].end, b"e");
     }
 
     #[test]
     fn stripe_rule() {
-        let f = FragmentedTombstones::from_tombstones(&[t("a", "m", 10)], 0);
+        let f = FragmentedTombstones::from_tombstones(&[t("a", "m", 10)], 0, &B);
         assert!(f.covers_in_stripe(b"b", SeqNo(5), &[]));
         assert!(!f.covers_in_stripe(b"b", SeqNo(11), &[]));
         assert!(!f.covers_in_stripe(b"b", SeqNo(5), &[SeqNo(7)]), "snapshot 7 sees the entry");
@@ -305,25 +333,32 @@ mod tests {
     #[test]
     fn clip_and_block_roundtrip() {
         let x = t("c", "k", 4);
-        assert_eq!(x.clipped(Some(b"e"), None), Some(t("e", "k", 4)));
-        assert_eq!(x.clipped(None, Some(b"d")), Some(t("c", "d", 4)));
-        assert_eq!(x.clipped(Some(b"k"), None), None);
-        assert_eq!(x.clipped(None, Some(b"c")), None);
+        assert_eq!(x.clipped(Some(b"e"), None, &B), Some(t("e", "k", 4)));
+        assert_eq!(x.clipped(None, Some(b"d"), &B), Some(t("c", "d", 4)));
+        assert_eq!(x.clipped(Some(b"k"), None, &B), None);
+        assert_eq!(x.clipped(None, Some(b"c"), &B), None);
         let mut ts = vec![t("b", "c", 1), t("a", "z", 2), t("a", "b", 9)];
-        sort_tombstones(&mut ts);
+        sort_tombstones(&mut ts, &B);
         assert_eq!(ts[0], t("a", "b", 9));
         let enc = encode_block(&ts);
-        assert_eq!(decode_block(&enc, 0).unwrap(), ts);
+        assert_eq!(decode_block(&enc, 0, &B).unwrap(), ts);
         for cut in 0..enc.len() {
-            assert!(decode_block(&enc[..cut], 7).unwrap_err().is_corruption());
+            assert!(decode_block(&enc[..cut], 7, &B).unwrap_err().is_corruption());
         }
         let bad = encode_block(&[t("b", "a", 1)]);
-        assert!(decode_block(&bad, 0).is_err());
+        assert!(decode_block(&bad, 0, &B).is_err());
+        assert!(decode_block(&bad, 0, &reverse()).is_ok(), "b > a is a range in reverse order");
     }
 
-    /// Random tombstones: fragment queries agree with a brute-force scan.
+    /// Random tombstones: fragment queries agree with a brute-force scan, in bytewise and in
+    /// reverse order.
     #[test]
     fn queries_match_brute_force() {
+        queries_match_brute_force_in(&B);
+        queries_match_brute_force_in(&reverse());
+    }
+
+    fn queries_match_brute_force_in(o: &KeyOrder) {
         let mut r = 0x2545_f491_u64;
         let mut rnd = move |n: u64| {
             r ^= r << 13;
@@ -342,9 +377,10 @@ mod tests {
                 .collect();
             let f = FragmentedTombstones::new(
                 ts.iter().enumerate().map(|(i, t)| (t.clone(), i as u32 % 3)).collect(),
+                o,
             );
             for w in f.fragments().windows(2) {
-                assert!(w[0].end <= w[1].start, "sorted, non-overlapping");
+                assert!(o.le(&w[0].end, &w[1].start), "sorted, non-overlapping");
             }
             let hint = AtomicUsize::new(0);
             for k in (0..21u8).chain((0..21).rev()).chain([3, 17, 0, 20, 9]) {
@@ -354,10 +390,7 @@ mod tests {
                 for read in [0u64, 5, 10, 40] {
                     let brute = ts
                         .iter()
-                        .filter(|t| {
-                            t.start.as_slice() <= [k].as_slice()
-                                && [k].as_slice() < t.end.as_slice()
-                        })
+                        .filter(|t| o.le(&t.start, &[k]) && o.lt(&[k], &t.end))
                         .map(|t| t.seq)
                         .filter(|&s| s <= SeqNo(read))
                         .max()

@@ -97,8 +97,9 @@ pub struct WriteBatch {
     /// Set when a key or value was longer than `MAX_KEY_OR_VALUE_LEN` or the record count
     /// overflowed; such a batch must not be written.
     oversized: bool,
-    /// Set when a `delete_range` had begin > end; such a batch must not be written.
-    inverted_range: bool,
+    /// Set when the batch holds a range deletion: the DB checks each one's bounds in its
+    /// family's key order before writing ([`WriteBatch::range_deletions`]).
+    range_deletions: bool,
     /// Set by a write naming a user-defined timestamp; such a batch must not be written.
     timestamped: bool,
     /// Set when the batch holds a merge: a DB without a merge operator refuses it.
@@ -155,7 +156,7 @@ impl WriteBatch {
             rep,
             damage: None,
             oversized: false,
-            inverted_range: false,
+            range_deletions: false,
             timestamped: false,
             has_merge: false,
             has_cf: false,
@@ -199,7 +200,7 @@ impl WriteBatch {
 
     /// Deletes every key in `[begin, end)`.
     pub fn delete_range<K: AsRef<[u8]>>(&mut self, begin: K, end: K) {
-        self.inverted_range |= begin.as_ref() > end.as_ref();
+        self.range_deletions = true;
         self.add(0, ValueType::RangeDeletion, begin.as_ref(), Some(end.as_ref()));
     }
 
@@ -241,7 +242,7 @@ impl WriteBatch {
         begin: K,
         end: K,
     ) {
-        self.inverted_range |= begin.as_ref() > end.as_ref();
+        self.range_deletions = true;
         self.add(cf.cf_id(), ValueType::RangeDeletion, begin.as_ref(), Some(end.as_ref()));
     }
 
@@ -357,7 +358,7 @@ impl WriteBatch {
         self.rep.clear();
         self.rep.resize(HEADER_SIZE, 0);
         self.oversized = false;
-        self.inverted_range = false;
+        self.range_deletions = false;
         self.has_merge = false;
         self.has_cf = false;
     }
@@ -389,10 +390,7 @@ impl WriteBatch {
     /// encoding when it is used).
     pub fn from_data(data: &[u8]) -> WriteBatch {
         match WriteBatch::from_vec(data.to_vec()) {
-            Ok(mut b) => {
-                b.inverted_range = b.has_inverted_range();
-                b
-            }
+            Ok(b) => b,
             Err(e) => {
                 let (offset, reason) = match &e {
                     Error::Corruption { offset, reason, .. } => {
@@ -410,21 +408,19 @@ impl WriteBatch {
     }
 
     /// A batch from its encoding, validated: a malformed buffer is `Corruption` naming the
-    /// byte offset inside it and what was expected there, a `delete_range` whose begin is
-    /// after its end is `InvalidArgument`; never a panic.
+    /// byte offset inside it and what was expected there; never a panic. (A `delete_range`
+    /// whose begin is after its end is refused when the batch is written: only the family
+    /// knows its key order.)
     pub fn try_from_data(data: &[u8]) -> Result<WriteBatch> {
-        let b = WriteBatch::from_vec(data.to_vec())?;
-        if b.has_inverted_range() {
-            return Err(Error::InvalidArgument(
-                "write batch: a delete_range record's begin key is after its end key".into(),
-            ));
-        }
-        Ok(b)
+        WriteBatch::from_vec(data.to_vec())
     }
 
-    /// Whether a range deletion record has begin > end.
-    fn has_inverted_range(&self) -> bool {
-        self.iter().any(|r| r.value_type == ValueType::RangeDeletion && r.key > r.value)
+    /// The range deletions, `(family, begin, end)`, when the batch holds any.
+    pub(crate) fn range_deletions(&self) -> impl Iterator<Item = (ColumnFamilyId, &[u8], &[u8])> {
+        let any = self.range_deletions;
+        self.iter()
+            .filter(move |r| any && r.value_type == ValueType::RangeDeletion)
+            .map(|r| (r.cf, r.key, r.value))
     }
 
     /// Decodes and validates an encoded batch: header, every record, and the count. Errors are
@@ -438,12 +434,13 @@ impl WriteBatch {
         }
         let mut r = Reader::new(&data[HEADER_SIZE..]);
         let mut found: u64 = 0;
-        let (mut has_merge, mut has_cf) = (false, false);
+        let (mut has_merge, mut has_cf, mut range_deletions) = (false, false, false);
         while !r.is_empty() {
             let entry =
                 decode_entry(&mut r).map_err(|(at, reason)| corrupt(HEADER_SIZE + at, reason))?;
             let Entry::Record(rec) = entry else { continue };
             has_merge |= rec.value_type == ValueType::Merge;
+            range_deletions |= rec.value_type == ValueType::RangeDeletion;
             has_cf |= rec.cf != 0;
             found += 1;
         }
@@ -454,7 +451,7 @@ impl WriteBatch {
                 format!("header says {count} records, the batch holds {found}"),
             ));
         }
-        Ok(WriteBatch { has_merge, has_cf, ..WriteBatch::from_rep(data) })
+        Ok(WriteBatch { range_deletions, has_merge, has_cf, ..WriteBatch::from_rep(data) })
     }
 
     #[cfg(test)]
@@ -506,7 +503,7 @@ impl WriteBatch {
         }
         self.rep.extend_from_slice(other.rep.get(HEADER_SIZE..).unwrap_or_default());
         self.oversized |= other.oversized;
-        self.inverted_range |= other.inverted_range;
+        self.range_deletions |= other.range_deletions;
         self.timestamped |= other.timestamped;
         self.has_merge |= other.has_merge;
         self.has_cf |= other.has_cf;
@@ -519,16 +516,13 @@ impl WriteBatch {
         }
     }
 
-    /// `InvalidArgument` when a key or value exceeded [`MAX_KEY_OR_VALUE_LEN`], the batch
-    /// holds more than `u32::MAX` records, or a `delete_range` had begin > end (as RocksDB;
-    /// begin == end deletes nothing). The DB checks this before writing a batch; the flags are
-    /// set while the batch is built, so the check costs no pass over the records.
+    /// `InvalidArgument` when a key or value exceeded [`MAX_KEY_OR_VALUE_LEN`] or the batch
+    /// holds more than `u32::MAX` records. The DB checks this before writing a batch; the flags
+    /// are set while the batch is built, so the check costs no pass over the records. (The
+    /// bounds of range deletions are checked by the DB in each family's order.)
     pub(crate) fn validate(&self) -> Result<()> {
         if let Some((offset, reason)) = &self.damage {
             return Err(Error::corruption("", *offset as u64, reason.clone()));
-        }
-        if self.inverted_range {
-            return Err(Error::InvalidArgument("delete_range: begin key is after end key".into()));
         }
         if self.timestamped {
             return Err(Error::InvalidArgument(
@@ -587,7 +581,7 @@ impl WriteBatch {
     ) {
         self.add(cf, t, key, value);
         self.has_merge |= t == ValueType::Merge;
-        self.inverted_range |= t == ValueType::RangeDeletion && value.is_some_and(|e| key > e);
+        self.range_deletions |= t == ValueType::RangeDeletion;
     }
 
     fn add(&mut self, cf: ColumnFamilyId, t: ValueType, key: &[u8], value: Option<&[u8]>) {

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[&[&str]] = &[
     &["util", "error", "types", "statistics", "perf_context"],
     &["stats", "env", "key", "filename", "prefix", "snapshot", "column_family", "cstr_like"],
+    &["comparator"],
     &["cache", "merge_operator", "compaction_filter", "range_del", "write_batch"],
     &["iterator", "wal"],
     &["sstable"],

@@ -16,8 +16,8 @@ use std::cell::RefCell;
 use std::cmp::Ordering;
 
 use super::picker::CompactionPlan;
-use crate::key::{after_largest, user_key};
-use crate::util::compare::compare_bytes;
+use crate::comparator::KeyOrder;
+use crate::key::user_key;
 use crate::version::levels::{TableFile, Version};
 
 /// The bottom test of one compaction run (see the module doc). Single-threaded: each run
@@ -40,11 +40,12 @@ impl<'a> Below<'a> {
     /// L0 output (universal), the L0 files that are not inputs count too: they may be older.
     pub fn nothing_below(&self, ukey: &[u8]) -> bool {
         let output_level = self.plan.output_level;
+        let order = self.version.order();
         if output_level == 0 {
             let older_l0 = self.version.levels[0].iter().any(|f| {
                 !self.plan.inputs.iter().any(|i| i.number == f.number)
-                    && compare_bytes(user_key(&f.smallest), ukey) != Ordering::Greater
-                    && !after_largest(ukey, &f.largest)
+                    && order.compare(user_key(&f.smallest), ukey) != Ordering::Greater
+                    && !order.after_largest(ukey, &f.largest)
             });
             if older_l0 {
                 return false;
@@ -53,10 +54,10 @@ impl<'a> Below<'a> {
         let mut cursors = self.cursors.borrow_mut();
         let levels = self.version.levels.iter().skip(output_level + 1);
         for (cursor, files) in cursors.iter_mut().zip(levels) {
-            *cursor = first_not_below(files, *cursor, ukey);
+            *cursor = first_not_below(files, *cursor, ukey, order);
             if files
                 .get(*cursor)
-                .is_some_and(|f| compare_bytes(user_key(&f.smallest), ukey) != Ordering::Greater)
+                .is_some_and(|f| order.compare(user_key(&f.smallest), ukey) != Ordering::Greater)
             {
                 return false;
             }
@@ -66,19 +67,24 @@ impl<'a> Below<'a> {
 }
 
 /// Whether `f`'s largest user key sorts before `ukey`.
-fn ends_before(f: &TableFile, ukey: &[u8]) -> bool {
-    compare_bytes(user_key(&f.largest), ukey) == Ordering::Less
+fn ends_before(f: &TableFile, ukey: &[u8], order: &KeyOrder) -> bool {
+    order.lt(user_key(&f.largest), ukey)
 }
 
 /// The first of `files` (sorted, disjoint) whose largest user key is not below `ukey`,
 /// starting the walk at `from` when that is not past it.
-fn first_not_below(files: &[std::sync::Arc<TableFile>], from: usize, ukey: &[u8]) -> usize {
-    if from > 0 && !ends_before(&files[from - 1], ukey) {
+fn first_not_below(
+    files: &[std::sync::Arc<TableFile>],
+    from: usize,
+    ukey: &[u8],
+    order: &KeyOrder,
+) -> usize {
+    if from > 0 && !ends_before(&files[from - 1], ukey, order) {
         // The key went backwards: search from scratch.
-        return files.partition_point(|f| ends_before(f, ukey));
+        return files.partition_point(|f| ends_before(f, ukey, order));
     }
     let mut i = from;
-    while i < files.len() && ends_before(&files[i], ukey) {
+    while i < files.len() && ends_before(&files[i], ukey, order) {
         i += 1;
     }
     i
@@ -91,7 +97,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::key::make_internal_key;
+    use crate::key::{after_largest, make_internal_key};
     use crate::types::{FileNumber, SeqNo, ValueType};
     use crate::version::edit::FileMetaData;
 
@@ -155,7 +161,9 @@ mod tests {
                 n += 1;
             }
         }
-        Version::new(levels.len() + 1).apply(&e).expect("disjoint files in each level >= 1")
+        Version::new(levels.len() + 1, crate::comparator::KeyOrder::Bytewise)
+            .apply(&e)
+            .expect("disjoint files in each level >= 1")
     }
 
     /// Disjoint sorted ranges from sorted distinct boundaries (pairs of consecutive ones).

@@ -35,7 +35,8 @@
 
 use std::sync::Arc;
 
-use crate::key::{after_largest, user_key};
+use crate::comparator::KeyOrder;
+use crate::key::user_key;
 use crate::version::levels::TableFile;
 
 /// The rule above, fed the user keys of one subcompaction in order.
@@ -54,15 +55,18 @@ pub(crate) struct OutputCutter<'a> {
     /// Grandparent boundaries the current output has crossed.
     crossed: usize,
     seen_key: bool,
+    /// The order of the keys.
+    order: &'a KeyOrder,
 }
 
 impl<'a> OutputCutter<'a> {
-    /// `grandparents` sorted by key, not overlapping (one level's files); none for a
-    /// bottommost output.
+    /// `grandparents` sorted by key in `order`, not overlapping (one level's files); none
+    /// for a bottommost output.
     pub(crate) fn new(
         grandparents: &'a [Arc<TableFile>],
         target: u64,
         max_compaction_bytes: u64,
+        order: &'a KeyOrder,
     ) -> Self {
         let max_output = if grandparents.is_empty() { target } else { target.saturating_mul(2) };
         OutputCutter {
@@ -75,6 +79,7 @@ impl<'a> OutputCutter<'a> {
             overlap: 0,
             crossed: 0,
             seen_key: false,
+            order,
         }
     }
 
@@ -83,7 +88,7 @@ impl<'a> OutputCutter<'a> {
         let mut crossed = 0;
         while let Some(g) = self.grandparents.get(self.index) {
             if self.in_gap {
-                if ukey < user_key(&g.smallest) {
+                if self.order.lt(ukey, user_key(&g.smallest)) {
                     break;
                 }
                 if self.seen_key {
@@ -92,7 +97,7 @@ impl<'a> OutputCutter<'a> {
                 }
                 self.in_gap = false;
             } else {
-                if !after_largest(ukey, &g.largest) {
+                if !self.order.after_largest(ukey, &g.largest) {
                     break;
                 }
                 if self.seen_key {
@@ -181,7 +186,7 @@ mod tests {
 
     #[test]
     fn without_grandparents_only_the_target_cuts() {
-        let mut c = OutputCutter::new(&[], 100, 2500);
+        let mut c = OutputCutter::new(&[], 100, 2500, &KeyOrder::Bytewise);
         let keys = ["a", "b", "c", "d", "e", "f", "g"];
         assert_eq!(outputs(&mut c, &keys, 40), ["a", "d", "g"]);
     }
@@ -190,13 +195,13 @@ mod tests {
     #[test]
     fn past_half_the_target_a_boundary_cuts() {
         let gps = [gp(1, "a", "c", 1000), gp(2, "d", "f", 1000), gp(3, "g", "i", 1000)];
-        let mut c = OutputCutter::new(&gps, 100, 1 << 40);
+        let mut c = OutputCutter::new(&gps, 100, 1 << 40, &KeyOrder::Bytewise);
         // 30 bytes a key: "a".."c" is 90 bytes (>= 55% once "d" crosses the end of file 1
         // and the start of file 2), so "d" starts an output, and so does "g".
         let keys = ["a", "b", "c", "d", "e", "f", "g", "h"];
         assert_eq!(outputs(&mut c, &keys, 30), ["a", "d", "g"]);
         // Below half the target, the same boundaries do not cut.
-        let mut c = OutputCutter::new(&gps, 100, 1 << 40);
+        let mut c = OutputCutter::new(&gps, 100, 1 << 40, &KeyOrder::Bytewise);
         assert_eq!(outputs(&mut c, &keys, 10), ["a"]);
     }
 
@@ -206,7 +211,7 @@ mod tests {
         // Small grandparents every key: each key crosses two boundaries (end, start).
         let names: Vec<String> = (0..20).map(|i| format!("k{i:02}")).collect();
         let gps: Vec<_> = names.iter().enumerate().map(|(i, n)| gp(i as u64, n, n, 1)).collect();
-        let mut c = OutputCutter::new(&gps, 1000, 1 << 40);
+        let mut c = OutputCutter::new(&gps, 1000, 1 << 40, &KeyOrder::Bytewise);
         let keys: Vec<&str> = names.iter().map(String::as_str).collect();
         // 100 bytes (10%) a key, two boundaries (+10%) a key: the share (60%, 70%, ...) stays
         // ahead of the output's size until it stops growing at 90%, reached at the 10th key.
@@ -219,13 +224,13 @@ mod tests {
     #[test]
     fn skipping_a_large_grandparent_cuts() {
         let gps = [gp(1, "a", "b", 10), gp(2, "c", "d", 500), gp(3, "e", "f", 10)];
-        let mut c = OutputCutter::new(&gps, 1000, 1 << 40);
+        let mut c = OutputCutter::new(&gps, 1000, 1 << 40, &KeyOrder::Bytewise);
         // "a" is inside file 1; "e" leaves it, passes all of file 2 and enters file 3: four
         // boundaries, 500 + 10 bytes added, more than 1000/8.
         assert_eq!(outputs(&mut c, &["a", "e"], 10), ["a", "e"]);
         // Skipping a small file does not cut.
         let gps = [gp(1, "a", "b", 10), gp(2, "c", "d", 100), gp(3, "e", "f", 10)];
-        let mut c = OutputCutter::new(&gps, 1000, 1 << 40);
+        let mut c = OutputCutter::new(&gps, 1000, 1 << 40, &KeyOrder::Bytewise);
         assert_eq!(outputs(&mut c, &["a", "e"], 10), ["a"]);
     }
 
@@ -234,7 +239,7 @@ mod tests {
     #[test]
     fn grandparent_overlap_is_bounded() {
         let gps = [gp(1, "a", "c", 300), gp(2, "d", "f", 300), gp(3, "g", "i", 300)];
-        let mut c = OutputCutter::new(&gps, 1000, 650);
+        let mut c = OutputCutter::new(&gps, 1000, 650, &KeyOrder::Bytewise);
         // Starts inside file 1 (300), "d" enters file 2 (600 + 20 bytes written: fine),
         // "g" enters file 3 (900 > 650): cut, and the new output overlaps file 3 only.
         assert_eq!(outputs(&mut c, &["a", "b", "d", "e", "g", "h"], 10), ["a", "g"]);
@@ -246,7 +251,7 @@ mod tests {
     #[test]
     fn no_boundary_no_early_cut() {
         let gps = [gp(1, "a", "m", 5000)];
-        let mut c = OutputCutter::new(&gps, 100, 1 << 40);
+        let mut c = OutputCutter::new(&gps, 100, 1 << 40, &KeyOrder::Bytewise);
         let keys = ["b", "c", "d", "e", "x", "y", "z"];
         // "x" leaves file 1: one boundary with 80 bytes written (>= 55) cuts there.
         assert_eq!(outputs(&mut c, &keys, 20), ["b", "x"]);
@@ -257,14 +262,14 @@ mod tests {
     #[test]
     fn with_grandparents_an_output_may_reach_twice_the_target() {
         let gps = [gp(1, "a", "m", 5000), gp(2, "n", "z", 5000)];
-        let mut c = OutputCutter::new(&gps, 100, 1 << 40);
+        let mut c = OutputCutter::new(&gps, 100, 1 << 40, &KeyOrder::Bytewise);
         let keys: Vec<String> = (0..12).map(|i| format!("b{i:02}")).collect();
         let mut keys: Vec<&str> = keys.iter().map(String::as_str).collect();
         keys.push("o");
         // 20 bytes a key inside file 1: no boundary until "o"; the output ends at 200 bytes
         // (after 10 keys), and "o" (a boundary, 40 bytes in) does not cut.
         assert_eq!(outputs(&mut c, &keys, 20), ["b00", "b10"]);
-        let mut c = OutputCutter::new(&[], 100, 1 << 40);
+        let mut c = OutputCutter::new(&[], 100, 1 << 40, &KeyOrder::Bytewise);
         assert_eq!(outputs(&mut c, &keys, 20), ["b00", "b05", "b10"]);
     }
 }

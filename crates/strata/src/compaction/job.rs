@@ -10,6 +10,7 @@ use super::cut::OutputCutter;
 use super::picker::CompactionPlan;
 use super::stream::{run_stream, StreamContext, StreamFilter, StreamStats};
 use crate::compaction_filter::{filter_for, CompactionFilterContext, CompactionFilterFactory};
+use crate::comparator::KeyOrder;
 use crate::env::FileSystem;
 use crate::error::Result;
 use crate::filename::table_path;
@@ -84,7 +85,7 @@ pub(crate) fn run_job(env: &JobEnv<'_>, plan: &CompactionPlan) -> Result<JobResu
     for f in &plan.output_inputs {
         stats.bytes_read_output += f.file_size;
     }
-    let ranges = split_ranges(plan, env.max_subcompactions);
+    let ranges = split_ranges(plan, env.max_subcompactions, env.version.order());
     let results: Vec<Result<(Vec<FileMetaData>, StreamStats)>> = if ranges.len() == 1 {
         vec![run_range(env, plan, &ranges[0])]
     } else {
@@ -141,7 +142,7 @@ struct KeyRange {
 
 /// Splits the plan's key space at input-file boundaries into at most `n` ranges of similar
 /// input size.
-fn split_ranges(plan: &CompactionPlan, n: usize) -> Vec<KeyRange> {
+fn split_ranges(plan: &CompactionPlan, n: usize, order: &KeyOrder) -> Vec<KeyRange> {
     let whole = vec![KeyRange { start: None, end: None }];
     let total = plan.input_bytes();
     // An L0 output (universal) is one sorted run: one file.
@@ -150,12 +151,12 @@ fn split_ranges(plan: &CompactionPlan, n: usize) -> Vec<KeyRange> {
     }
     let mut bounds: Vec<(Vec<u8>, u64)> =
         plan.all_inputs().map(|(_, f)| (user_key(&f.smallest).to_vec(), f.file_size)).collect();
-    bounds.sort();
+    bounds.sort_by(|a, b| order.compare(&a.0, &b.0).then(a.1.cmp(&b.1)));
     let per = total / n as u64;
     let mut splits: Vec<Vec<u8>> = Vec::new();
     let mut acc = 0u64;
     for (k, size) in bounds {
-        if acc >= per * (splits.len() as u64 + 1) && splits.last().is_none_or(|l| *l < k) {
+        if acc >= per * (splits.len() as u64 + 1) && splits.last().is_none_or(|l| order.lt(l, &k)) {
             splits.push(k);
             if splits.len() + 1 == n {
                 break;
@@ -204,25 +205,29 @@ fn input_iterator(env: &JobEnv<'_>, plan: &CompactionPlan) -> Result<MergingIter
         readahead_size: input_readahead(env.readahead_size, side_by_side),
         cache_only: false,
     };
+    let order = env.version.order();
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
     if plan.start_level == 0 {
         for f in &plan.inputs {
             children.push(Box::new(env.tables.reader(f.number, &f.pinned)?.iter(ro)));
         }
     } else {
-        children.push(Box::new(LevelIterator::new(plan.inputs.clone(), env.tables.clone(), ro)));
+        let files = plan.inputs.clone();
+        children.push(Box::new(LevelIterator::new(files, env.tables.clone(), ro, order.clone())));
     }
     for (_, files) in &plan.middle_inputs {
-        children.push(Box::new(LevelIterator::new(files.clone(), env.tables.clone(), ro)));
+        let files = files.clone();
+        children.push(Box::new(LevelIterator::new(files, env.tables.clone(), ro, order.clone())));
     }
     if !plan.output_inputs.is_empty() {
         children.push(Box::new(LevelIterator::new(
             plan.output_inputs.clone(),
             env.tables.clone(),
             ro,
+            order.clone(),
         )));
     }
-    Ok(MergingIterator::new(children))
+    Ok(MergingIterator::new(children, order.clone()))
 }
 
 /// The range tombstones of the plan's input tables.
@@ -240,21 +245,26 @@ fn run_range(
     range: &KeyRange,
 ) -> Result<(Vec<FileMetaData>, StreamStats)> {
     let cpu_start = crate::util::cpu::thread_cpu_micros();
+    let order = env.version.order();
     let tombstones = input_range_tombstones(env, plan)?;
-    let fragmented =
-        (!tombstones.is_empty()).then(|| FragmentedTombstones::from_tombstones(&tombstones, 0));
+    let fragmented = (!tombstones.is_empty())
+        .then(|| FragmentedTombstones::from_tombstones(&tombstones, 0, order));
     // A tombstone no snapshot predates deletes, at the bottom, only entries of its own stripe,
     // all dropped here: it has nothing left to hide.
     let oldest_snapshot = env.snapshots.first().copied();
     let mut kept: Vec<RangeTombstone> = tombstones
         .iter()
         .filter(|t| !(plan.bottommost && oldest_snapshot.is_none_or(|s| s >= t.seq)))
-        .filter_map(|t| t.clipped(range.start.as_deref(), range.end.as_deref()))
+        .filter_map(|t| t.clipped(range.start.as_deref(), range.end.as_deref(), order))
         .collect();
-    sort_tombstones(&mut kept);
+    sort_tombstones(&mut kept, order);
     let mut merged = input_iterator(env, plan)?;
-    let mut input =
-        Bounded { inner: &mut merged, start: range.start.as_deref(), end: range.end.as_deref() };
+    let mut input = Bounded {
+        inner: &mut merged,
+        start: range.start.as_deref(),
+        end: range.end.as_deref(),
+        order,
+    };
     let bottommost = plan.bottommost;
     let below = Below::new(plan, env.version);
     let is_bottom = |ukey: &[u8]| bottommost || below.nothing_below(ukey);
@@ -317,6 +327,7 @@ impl<'a> OutputWriter<'a> {
                 &plan.grandparents,
                 plan.target_file_size,
                 plan.max_compaction_bytes,
+                env.version.order(),
             ),
             since_cancel_check: 0,
         }
@@ -368,13 +379,14 @@ impl<'a> OutputWriter<'a> {
     /// Finishes the current output, giving it the tombstones of [lower, upper); the next
     /// output starts at `upper`.
     fn finish_current(&mut self, upper: Option<&[u8]>) -> Result<()> {
+        let order = self.env.version.order();
         if let Some((b, _)) = &mut self.builder {
             let lower = self.lower.as_deref();
             for t in &self.tombstones {
-                if upper.is_some_and(|u| t.start.as_slice() >= u) {
+                if upper.is_some_and(|u| !order.lt(&t.start, u)) {
                     break; // sorted by start
                 }
-                if let Some(c) = t.clipped(lower, upper) {
+                if let Some(c) = t.clipped(lower, upper, order) {
                     b.add_range_tombstone(&c);
                 }
             }
@@ -388,8 +400,9 @@ impl<'a> OutputWriter<'a> {
 
     fn finish(&mut self) -> Result<Vec<FileMetaData>> {
         let lower = self.lower.as_deref();
+        let order = self.env.version.order();
         if self.builder.is_none()
-            && self.tombstones.iter().any(|t| t.clipped(lower, None).is_some())
+            && self.tombstones.iter().any(|t| t.clipped(lower, None, order).is_some())
         {
             // Only tombstones are left (or were ever there): they still need a file.
             self.open_output()?;
@@ -419,11 +432,12 @@ struct Bounded<'a> {
     inner: &'a mut dyn InternalIterator,
     start: Option<&'a [u8]>,
     end: Option<&'a [u8]>,
+    order: &'a KeyOrder,
 }
 
 impl InternalIterator for Bounded<'_> {
     fn valid(&self) -> bool {
-        self.inner.valid() && self.end.is_none_or(|e| user_key(self.inner.key()) < e)
+        self.inner.valid() && self.end.is_none_or(|e| self.order.lt(user_key(self.inner.key()), e))
     }
     fn seek_to_first(&mut self) {
         match self.start {
@@ -505,7 +519,7 @@ mod tests {
         for (level, file) in files {
             base.new_files.push((*level, (***file).clone()));
         }
-        let version = Version::new(4).apply(&base).unwrap();
+        let version = Version::new(4, crate::comparator::KeyOrder::Bytewise).apply(&base).unwrap();
         let next = AtomicU64::new(100);
         let new_file_number = || FileNumber(next.fetch_add(1, AtomicOrdering::Relaxed));
         let env = JobEnv {
@@ -609,8 +623,8 @@ mod tests {
                     all.push(x.clone());
                 }
             }
-            let got = FragmentedTombstones::from_tombstones(&all, 0);
-            let want = FragmentedTombstones::from_tombstones(&tombstones, 0);
+            let got = FragmentedTombstones::from_tombstones(&all, 0, &KeyOrder::Bytewise);
+            let want = FragmentedTombstones::from_tombstones(&tombstones, 0, &KeyOrder::Bytewise);
             for k in keys.iter().map(String::as_bytes).chain([&b"k199x"[..], b"k199w", b"a"]) {
                 assert_eq!(
                     got.max_covering_seq(k, SeqNo::MAX),

@@ -155,7 +155,7 @@ impl L0Pace {
         if free.len() < trigger {
             return at_trigger;
         }
-        let Some((lo, hi)) = range_of(free.iter()) else { return at_trigger };
+        let Some((lo, hi)) = range_of(free.iter(), v.order()) else { return at_trigger };
         let base = level_targets(v, o).base_level;
         let base_bytes: u64 = if base == 0 {
             0

@@ -28,7 +28,8 @@ use std::sync::Arc;
 use super::style::{
     CompactionStyle, FifoCompactionOptions, TieredCompactionOptions, UniversalCompactionOptions,
 };
-use crate::key::{after_largest, compare_internal, user_key};
+use crate::comparator::KeyOrder;
+use crate::key::user_key;
 use crate::types::FileNumber;
 use crate::version::levels::{TableFile, Version};
 
@@ -61,6 +62,8 @@ pub(crate) struct PickerOptions {
     pub tiered: TieredCompactionOptions,
     /// `Options::write_buffer_size` (FIFO's intra-L0 compaction takes files up to this size).
     pub write_buffer_size: u64,
+    /// The order of the family's keys (its versions' order).
+    pub order: KeyOrder,
 }
 
 impl PickerOptions {
@@ -84,6 +87,7 @@ impl PickerOptions {
             fifo: FifoCompactionOptions::default(),
             tiered: TieredCompactionOptions::default(),
             write_buffer_size: 64 << 20,
+            order: KeyOrder::Bytewise,
         }
     }
 }
@@ -316,17 +320,18 @@ pub(crate) fn level_scores(
     scores
 }
 
-/// The smallest and largest internal key over `files` (None when there are none).
+/// The smallest and largest internal key over `files` in `order` (None when there are none).
 pub(crate) fn range_of<'a>(
     files: impl Iterator<Item = &'a Arc<TableFile>>,
+    order: &KeyOrder,
 ) -> Option<(Vec<u8>, Vec<u8>)> {
     let mut lo: Option<&[u8]> = None;
     let mut hi: Option<&[u8]> = None;
     for f in files {
-        if lo.is_none_or(|l| compare_internal(&f.smallest, l) == Ordering::Less) {
+        if lo.is_none_or(|l| order.compare_internal(&f.smallest, l) == Ordering::Less) {
             lo = Some(&f.smallest);
         }
-        if hi.is_none_or(|h| compare_internal(&f.largest, h) == Ordering::Greater) {
+        if hi.is_none_or(|h| order.compare_internal(&f.largest, h) == Ordering::Greater) {
             hi = Some(&f.largest);
         }
     }
@@ -338,9 +343,12 @@ pub(crate) fn range_of<'a>(
 /// tombstone's end bound, in a file or as `hi`, is exclusive.
 pub(crate) fn overlapping(v: &Version, level: usize, lo: &[u8], hi: &[u8]) -> Vec<Arc<TableFile>> {
     let ulo = user_key(lo);
+    let o = v.order();
     v.levels[level]
         .iter()
-        .filter(|f| !after_largest(ulo, &f.largest) && !after_largest(user_key(&f.smallest), hi))
+        .filter(|f| {
+            !o.after_largest(ulo, &f.largest) && !o.after_largest(user_key(&f.smallest), hi)
+        })
         .cloned()
         .collect()
 }
@@ -353,10 +361,10 @@ fn target_file_size(o: &PickerOptions, t: &LevelTargets, level: usize) -> u64 {
 
 /// Whether no two of `files` share a user key (a range tombstone's exclusive end counts as
 /// not shared, as in [`overlapping`]).
-fn pairwise_disjoint(files: &[Arc<TableFile>]) -> bool {
+fn pairwise_disjoint(files: &[Arc<TableFile>], order: &KeyOrder) -> bool {
     let mut sorted: Vec<&Arc<TableFile>> = files.iter().collect();
-    sorted.sort_by(|a, b| compare_internal(&a.smallest, &b.smallest));
-    sorted.windows(2).all(|w| after_largest(user_key(&w[1].smallest), &w[0].largest))
+    sorted.sort_by(|a, b| order.compare_internal(&a.smallest, &b.smallest));
+    sorted.windows(2).all(|w| order.after_largest(user_key(&w[1].smallest), &w[0].largest))
 }
 
 /// What every picking step looks at.
@@ -379,12 +387,12 @@ pub(crate) fn plan_for(
     if inputs.is_empty() || inputs.iter().any(|f| busy.contains(&f.number)) {
         return None;
     }
-    let (lo, hi) = range_of(inputs.iter())?;
+    let (lo, hi) = range_of(inputs.iter(), v.order())?;
     let output_inputs = if output == start { Vec::new() } else { overlapping(v, output, &lo, &hi) };
     if output_inputs.iter().any(|f| busy.contains(&f.number)) {
         return None;
     }
-    let (all_lo, all_hi) = range_of(inputs.iter().chain(output_inputs.iter()))?;
+    let (all_lo, all_hi) = range_of(inputs.iter().chain(output_inputs.iter()), v.order())?;
     let grandparents = if output + 1 < o.num_levels {
         overlapping(v, output + 1, &all_lo, &all_hi)
     } else {
@@ -399,7 +407,7 @@ pub(crate) fn plan_for(
     let trivial_move = start != output
         && output_inputs.is_empty()
         && gp_bytes <= o.max_compaction_bytes
-        && pairwise_disjoint(&inputs);
+        && pairwise_disjoint(&inputs, v.order());
     Some(CompactionPlan {
         start_level: start,
         output_level: output,
@@ -496,7 +504,7 @@ fn carried_over(v: &Version, o: &PickerOptions, t: &LevelTargets) -> Option<Comp
     if l0_bytes >= o.max_bytes_for_level_base {
         return None;
     }
-    let (lo, hi) = range_of(l0.iter())?;
+    let (lo, hi) = range_of(l0.iter(), v.order())?;
     let base_bytes: u64 = overlapping(v, t.base_level, &lo, &hi).iter().map(|f| f.file_size).sum();
     if base_bytes < l0_bytes.saturating_mul(2) {
         return None;
@@ -522,7 +530,9 @@ fn pick_file_in_level(c: &PickContext<'_>, level: usize) -> Option<CompactionPla
         let ratio = u128::from(over_bytes) * 1024 / u128::from(f.file_size.max(1));
         candidates.push((ratio, f));
     }
-    candidates.sort_by(|a, b| a.0.cmp(&b.0).then(compare_internal(&a.1.smallest, &b.1.smallest)));
+    let order = v.order();
+    candidates
+        .sort_by(|a, b| a.0.cmp(&b.0).then(order.compare_internal(&a.1.smallest, &b.1.smallest)));
     let (_, f) = candidates.first()?;
     let inputs = grow_inputs(c, level, vec![(*f).clone()]);
     plan_for(c, level, output, inputs)
@@ -540,20 +550,21 @@ fn grow_inputs(
 ) -> Vec<Arc<TableFile>> {
     let PickContext { v, o, busy, .. } = *c;
     let output = level + 1;
-    let Some((lo, hi)) = range_of(inputs.iter()) else { return inputs };
+    let order = v.order();
+    let Some((lo, hi)) = range_of(inputs.iter(), order) else { return inputs };
     let below = overlapping(v, output, &lo, &hi);
     if below.is_empty() {
         return inputs;
     }
     let below_bytes: u64 = below.iter().map(|f| f.file_size).sum();
-    let Some((all_lo, all_hi)) = range_of(inputs.iter().chain(below.iter())) else {
+    let Some((all_lo, all_hi)) = range_of(inputs.iter().chain(below.iter()), order) else {
         return inputs;
     };
     let (ulo, uhi) = (user_key(&all_lo), user_key(&all_hi));
     let touching = overlapping(v, level, &all_lo, &all_hi);
     let inside: Vec<Arc<TableFile>> = touching
         .iter()
-        .filter(|f| user_key(&f.smallest) >= ulo && user_key(&f.largest) <= uhi)
+        .filter(|f| order.le(ulo, user_key(&f.smallest)) && order.le(user_key(&f.largest), uhi))
         .cloned()
         .collect();
     for grown in [touching, inside] {
@@ -564,7 +575,7 @@ fn grow_inputs(
         if bytes.saturating_add(below_bytes) >= o.max_compaction_bytes {
             continue;
         }
-        let Some((glo, ghi)) = range_of(grown.iter()) else { continue };
+        let Some((glo, ghi)) = range_of(grown.iter(), order) else { continue };
         if overlapping(v, output, &glo, &ghi).len() == below.len() {
             return grown;
         }

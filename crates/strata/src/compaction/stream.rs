@@ -572,7 +572,11 @@ mod tests {
                 entries.push((make_internal_key(&k, SeqNo(seq), t), v));
             }
             entries.sort_by(|a, b| compare_internal(&a.0, &b.0));
-            let frag = Arc::new(FragmentedTombstones::from_tombstones(&tombstones, 0));
+            let frag = Arc::new(FragmentedTombstones::from_tombstones(
+                &tombstones,
+                0,
+                &crate::comparator::KeyOrder::Bytewise,
+            ));
             let mut snaps: Vec<SeqNo> = (0..rnd(4)).map(|_| SeqNo(1 + rnd(n))).collect();
             snaps.sort();
             snaps.dedup();
@@ -625,6 +629,7 @@ mod tests {
         let frag = FragmentedTombstones::from_tombstones(
             &[crate::range_del::RangeTombstone::new(b"q", b"s", SeqNo(7))],
             0,
+            &crate::comparator::KeyOrder::Bytewise,
         );
         let op = builtin_merge_operator("stringappend").unwrap();
         let run = |zero: bool, bottom: bool| {

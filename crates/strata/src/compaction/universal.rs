@@ -32,7 +32,8 @@ use std::sync::Arc;
 
 use super::picker::{CompactionPlan, PickerOptions};
 use super::style::CompactionStopStyle;
-use crate::key::{after_largest, compare_internal, user_key};
+use crate::comparator::KeyOrder;
+use crate::key::user_key;
 use crate::types::FileNumber;
 use crate::version::levels::{TableFile, Version};
 
@@ -263,7 +264,7 @@ pub(crate) fn merge_plan(
         target_file_size,
         max_compaction_bytes: u64::MAX,
     };
-    plan.trivial_move = allow_trivial_move && output_level > 0 && disjoint(&plan);
+    plan.trivial_move = allow_trivial_move && output_level > 0 && disjoint(&plan, &o.order);
     plan
 }
 
@@ -279,10 +280,10 @@ pub(crate) fn target_file_size(o: &PickerOptions, level: usize) -> u64 {
 }
 
 /// No two input files of `plan` share a user key.
-fn disjoint(plan: &CompactionPlan) -> bool {
+fn disjoint(plan: &CompactionPlan, order: &KeyOrder) -> bool {
     let mut files: Vec<&Arc<TableFile>> = plan.all_inputs().map(|(_, f)| f).collect();
-    files.sort_by(|a, b| compare_internal(&a.smallest, &b.smallest));
-    files.windows(2).all(|w| after_largest(user_key(&w[1].smallest), &w[0].largest))
+    files.sort_by(|a, b| order.compare_internal(&a.smallest, &b.smallest));
+    files.windows(2).all(|w| order.after_largest(user_key(&w[1].smallest), &w[0].largest))
 }
 
 mod incremental;

@@ -14,9 +14,9 @@ use crate::compaction::picker::{
 use crate::compaction::{now_secs, pick};
 use crate::error::{Error, Result};
 use crate::filename::table_path;
-use crate::key::{compare_internal, make_internal_key, user_key};
+use crate::key::user_key;
 use crate::statistics::{Histogram, Ticker};
-use crate::types::{FileNumber, SeqNo, ValueType};
+use crate::types::FileNumber;
 use crate::version::levels::Version;
 
 /// Starts the compaction threads: `max_background_jobs - 1`, at least one.
@@ -84,7 +84,7 @@ fn pick_any(
     });
     match found {
         Some((cfd, p)) => {
-            mark_busy(st, cfd.id, &p);
+            mark_busy(st, &cfd, &p);
             Ok((cfd, p))
         }
         None => Err(wake),
@@ -192,18 +192,14 @@ fn log_compaction_start(inner: &DbInner, cfd: &Cfd, plan: &CompactionPlan) {
 
 /// Counts `plan` (of family `cf`) as running: its inputs busy, its output level and range
 /// recorded.
-fn mark_busy(
-    st: &mut super::DbState,
-    cf: crate::column_family::ColumnFamilyId,
-    plan: &CompactionPlan,
-) {
+fn mark_busy(st: &mut super::DbState, cfd: &Cfd, plan: &CompactionPlan) {
     st.compacting.extend(plan.all_inputs().map(|(_, f)| f.number));
     let first = plan.all_inputs().next().map(|(_, f)| f.number);
     if let (Some(input), Some((smallest, largest))) =
-        (first, range_of(plan.all_inputs().map(|(_, f)| f)))
+        (first, range_of(plan.all_inputs().map(|(_, f)| f), &cfd.opts.comparator))
     {
         st.compaction_outputs.push(super::CompactionOutput {
-            cf,
+            cf: cfd.id,
             level: plan.output_level,
             smallest,
             largest,
@@ -484,7 +480,10 @@ pub(crate) fn delete_files_in_range(
         let plan = wait_for_plan(inner, cfd, |v, busy| {
             let doomed: Vec<_> = v.levels[level]
                 .iter()
-                .filter(|f| user_key(&f.smallest) >= from && user_key(&f.largest) <= to)
+                .filter(|f| {
+                    let o = v.order();
+                    o.le(from, user_key(&f.smallest)) && o.le(user_key(&f.largest), to)
+                })
                 .cloned()
                 .collect();
             if doomed.iter().any(|f| busy.contains(&f.number)) {
@@ -557,17 +556,6 @@ pub(crate) fn refit_level(inner: &DbInner, cfd: &Arc<Cfd>, target: i32) -> Resul
     }
 }
 
-fn range_keys(begin: Option<&[u8]>, end: Option<&[u8]>) -> (Vec<u8>, Vec<u8>) {
-    let lo = make_internal_key(begin.unwrap_or(b""), SeqNo::MAX, ValueType::FOR_SEEK);
-    // No user key is larger than every byte string, so an open end covers up to the largest
-    // key present: use a key beyond any real one in user-key comparisons.
-    let hi = match end {
-        Some(e) => make_internal_key(e, SeqNo::ZERO, ValueType::Deletion),
-        None => make_internal_key(&[0xff; 4096], SeqNo::ZERO, ValueType::Deletion),
-    };
-    (lo, hi)
-}
-
 fn compact_range_levels(
     inner: &DbInner,
     cfd: &Arc<Cfd>,
@@ -576,7 +564,6 @@ fn compact_range_levels(
     rewrite_bottom: bool,
 ) -> Result<()> {
     let o = cfd.live_opts().picker_options();
-    let (lo, hi) = range_keys(begin, end);
     let last = o.num_levels - 1;
     let mut level = 0;
     let mut rewrote_bottom = false;
@@ -585,7 +572,7 @@ fn compact_range_levels(
             break;
         }
         let plan = wait_for_plan(inner, cfd, |v, busy| {
-            let mut files = overlapping_open(v, level, &lo, &hi, end.is_none());
+            let mut files = overlapping_range(v, level, begin, end);
             if files.is_empty() {
                 return Some(None);
             }
@@ -618,7 +605,7 @@ fn compact_range_levels(
         let plan = wait_for_plan(inner, cfd, |v, busy| {
             let bottom = (1..=last).rev().find(|&l| v.num_files(l) > 0);
             let Some(bottom) = bottom else { return Some(None) };
-            let files = overlapping_open(v, bottom, &lo, &hi, end.is_none());
+            let files = overlapping_range(v, bottom, begin, end);
             if files.is_empty() {
                 return Some(None);
             }
@@ -639,18 +626,22 @@ fn deepest_non_empty(cfd: &Cfd) -> usize {
     (1..v.levels.len()).rev().find(|&l| !v.levels[l].is_empty()).unwrap_or(0)
 }
 
-fn overlapping_open(
+/// The files of `level` holding a user key in `[begin, end]` (`None`: unbounded).
+fn overlapping_range(
     v: &Version,
     level: usize,
-    lo: &[u8],
-    hi: &[u8],
-    open_end: bool,
+    begin: Option<&[u8]>,
+    end: Option<&[u8]>,
 ) -> Vec<Arc<crate::version::levels::TableFile>> {
-    if open_end {
-        v.levels[level].iter().filter(|f| user_key(&f.largest) >= user_key(lo)).cloned().collect()
-    } else {
-        overlapping(v, level, lo, hi)
-    }
+    let o = v.order();
+    v.levels[level]
+        .iter()
+        .filter(|f| {
+            begin.is_none_or(|b| !o.after_largest(b, &f.largest))
+                && end.is_none_or(|e| o.le(user_key(&f.smallest), e))
+        })
+        .cloned()
+        .collect()
 }
 
 /// Deletes the obsolete tables no reader holds any more, then hands the heap's free pages back
@@ -698,7 +689,7 @@ fn wait_for_plan(
         let v = cfd.current_super_version().version.clone();
         if let Some(p) = f(&v, &st.compacting) {
             if let Some(plan) = &p {
-                mark_busy(&mut st, cfd.id, plan);
+                mark_busy(&mut st, cfd, plan);
             }
             return Ok(p);
         }
@@ -829,8 +820,7 @@ fn compact_files_locked_out(
         if level == 0 {
             files.clone_from(&v.levels[0]);
         }
-        let lo = files.iter().map(|f| f.smallest.clone()).min_by(|a, b| compare_internal(a, b))?;
-        let hi = files.iter().map(|f| f.largest.clone()).max_by(|a, b| compare_internal(a, b))?;
+        let (lo, hi) = range_of(files.iter(), v.order())?;
         if let Some(between) =
             (level + 1..output_level).find(|&l| !overlapping(v, l, &lo, &hi).is_empty())
         {

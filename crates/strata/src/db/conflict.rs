@@ -37,9 +37,7 @@ pub(crate) enum Changed {
 impl Db {
     /// Whether `key` of family `cfd` was written after `seq` (module docs).
     pub(crate) fn changed_since(&self, cfd: &Cfd, key: &[u8], seq: SeqNo) -> Changed {
-        let mut end = key.to_vec();
-        end.push(0);
-        self.changed_in(cfd, key, &end, true, seq)
+        self.changed_in(cfd, key, None, seq)
     }
 
     /// Whether a key of `[begin, end)` in family `cfd` was written after `seq` (module docs).
@@ -50,14 +48,19 @@ impl Db {
         end: &[u8],
         seq: SeqNo,
     ) -> Changed {
-        self.changed_in(cfd, begin, end, false, seq)
+        self.changed_in(cfd, begin, Some(end), seq)
     }
 
-    /// [`Db::range_changed_since`]; with `point` the range is one key, whose first entry in a
-    /// memtable is its newest there (the walk stops at it).
-    fn changed_in(&self, cfd: &Cfd, begin: &[u8], end: &[u8], point: bool, seq: SeqNo) -> Changed {
+    /// [`Db::range_changed_since`] of `[begin, end)`; with no `end`, of the key `begin`,
+    /// whose first entry in a memtable is its newest there (the walk stops at it).
+    fn changed_in(&self, cfd: &Cfd, begin: &[u8], end: Option<&[u8]>, seq: SeqNo) -> Changed {
         let sv = cfd.current_super_version();
+        let order = sv.version.order();
         let seek = lookup_key(begin, SeqNo::MAX);
+        let in_range = |k: &[u8]| match end {
+            Some(e) => order.lt(k, e),
+            None => k == begin,
+        };
         for m in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
             // A walk, not a point lookup: the memtable's filter knows keys, not ranges.
             let mut newest = SeqNo::ZERO;
@@ -65,17 +68,21 @@ impl Db {
             it.seek(&seek);
             while it.valid() {
                 match parse_internal_key(it.key()) {
-                    Some(p) if p.user_key < end => newest = newest.max(p.seq),
+                    Some(p) if in_range(p.user_key) => newest = newest.max(p.seq),
                     _ => break,
                 }
-                if point {
+                if end.is_none() {
                     break;
                 }
                 it.next();
             }
             if let Some(f) = m.fragmented_range_tombstones() {
                 for frag in f.fragments() {
-                    if frag.start.as_slice() < end && begin < frag.end.as_slice() {
+                    let overlaps = match end {
+                        Some(e) => order.lt(&frag.start, e) && order.lt(begin, &frag.end),
+                        None => order.le(&frag.start, begin) && order.lt(begin, &frag.end),
+                    };
+                    if overlaps {
                         if let Some((s, _)) = frag.newest_visible(SeqNo::MAX) {
                             newest = newest.max(s);
                         }

@@ -2,7 +2,6 @@
 //! deletion, repair and the inspector), and as seen from outside, the live file list
 //! (`Db::live_files`) and the approximate bytes of a key range (`Db::get_approximate_sizes`).
 
-use std::cmp::Ordering;
 use std::path::Path;
 
 use super::DbInner;
@@ -37,15 +36,16 @@ pub(crate) fn live_files(inner: &DbInner) -> Vec<String> {
 
 /// The bytes of family `cfd`'s table data between user keys `start` and `end` (exclusive).
 pub(crate) fn approximate_size(inner: &DbInner, cfd: &super::Cfd, start: &[u8], end: &[u8]) -> u64 {
-    if start >= end {
+    let sv = cfd.current_super_version();
+    let o = sv.version.order();
+    if !o.lt(start, end) {
         return 0;
     }
-    let sv = cfd.current_super_version();
     let (lo, hi) = (lookup_key(start, SeqNo::MAX), lookup_key(end, SeqNo::MAX));
     let mut total = 0u64;
     for (_, f) in sv.version.files() {
         let (smallest, largest) = (user_key(&f.smallest), user_key(&f.largest));
-        if largest.cmp(start) == Ordering::Less || smallest.cmp(end) != Ordering::Less {
+        if o.lt(largest, start) || !o.lt(smallest, end) {
             continue;
         }
         let t = match inner.table_cache.reader(f.number, &f.pinned) {
@@ -59,8 +59,8 @@ pub(crate) fn approximate_size(inner: &DbInner, cfd: &super::Cfd, start: &[u8], 
                 continue;
             }
         };
-        let from = if smallest >= start { 0 } else { t.approximate_offset_of(&lo) };
-        let to = if largest < end { f.file_size } else { t.approximate_offset_of(&hi) };
+        let from = if o.le(start, smallest) { 0 } else { t.approximate_offset_of(&lo) };
+        let to = if o.lt(largest, end) { f.file_size } else { t.approximate_offset_of(&hi) };
         total += to.saturating_sub(from);
     }
     total

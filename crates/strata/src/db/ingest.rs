@@ -35,14 +35,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::{Cfd, DbInner};
+use crate::comparator::{KeyOrder, KnownOrders};
 use crate::env::{copy_file, FileSystem};
 use crate::error::{Error, Result};
 use crate::filename::table_path;
 use crate::iterator::InternalIterator;
-use crate::key::{
-    after_largest, compare_internal, lookup_key, make_internal_key, parse_internal_key,
-    range_end_bound, user_key,
-};
+use crate::key::{lookup_key, make_internal_key, parse_internal_key, range_end_bound, user_key};
 use crate::options::CompactionStyle;
 use crate::sstable::properties::EXTERNAL_FILE_VERSION;
 use crate::sstable::{ReadBlockOptions, TableReader};
@@ -129,11 +127,13 @@ struct Candidate {
     file_size: u64,
     num_entries: u64,
     num_deletions: u64,
+    /// The order of its keys (the family's).
+    order: KeyOrder,
 }
 
 impl Candidate {
     fn overlaps(&self, lo: &[u8], hi: &[u8]) -> bool {
-        !after_largest(lo, &self.largest) && !after_largest(&self.lo, hi)
+        !self.order.after_largest(lo, &self.largest) && !self.order.after_largest(&self.lo, hi)
     }
 }
 
@@ -166,8 +166,9 @@ pub(crate) fn ingest(
         return Err(Error::InvalidArgument("ingest_external_file: no files given".to_string()));
     }
     let fs = inner.fs.as_ref();
-    let mut files = paths.iter().map(|p| validate(fs, p)).collect::<Result<Vec<_>>>()?;
-    files.sort_by(|a, b| compare_internal(&a.smallest, &b.smallest));
+    let order = &cfd.opts.comparator;
+    let mut files = paths.iter().map(|p| validate(fs, p, order)).collect::<Result<Vec<_>>>()?;
+    files.sort_by(|a, b| order.compare_internal(&a.smallest, &b.smallest));
     for w in files.windows(2) {
         if w[1].overlaps(&w[0].lo, &w[0].largest) {
             return Err(Error::InvalidArgument(format!(
@@ -196,14 +197,21 @@ pub(crate) fn ingest(
     Ok(())
 }
 
-/// Opens and scans one external file (step 1).
-fn validate(fs: &dyn FileSystem, path: &Path) -> Result<Candidate> {
+/// Opens and scans one external file (step 1) for a family in `order`.
+fn validate(fs: &dyn FileSystem, path: &Path, order: &KeyOrder) -> Result<Candidate> {
     let bad = |reason: String| {
         Error::InvalidArgument(format!("ingest_external_file: {}: {reason}", path.display()))
     };
     let file = fs.open(path)?;
     let file_size = file.len();
-    let reader = Arc::new(TableReader::open(file, 0, None)?);
+    let reader = Arc::new(TableReader::open_in(file, 0, None, &KnownOrders::of(order))?);
+    if reader.order() != order {
+        return Err(bad(format!(
+            "its keys are in comparator {:?}'s order, the column family's in {:?}'s",
+            reader.order().name(),
+            order.name()
+        )));
+    }
     let props = reader.properties();
     if props.external_file_version != EXTERNAL_FILE_VERSION {
         return Err(bad(format!(
@@ -228,7 +236,7 @@ fn validate(fs: &dyn FileSystem, path: &Path) -> Result<Candidate> {
                 p.user_key, p.seq.0
             )));
         }
-        if !largest.is_empty() && user_key(&largest) >= p.user_key {
+        if !largest.is_empty() && !order.lt(user_key(&largest), p.user_key) {
             return Err(bad(format!(
                 "key {:?} does not sort after the previous key {:?}",
                 p.user_key,
@@ -255,11 +263,11 @@ fn validate(fs: &dyn FileSystem, path: &Path) -> Result<Candidate> {
             )));
         }
         let lo = make_internal_key(&t.start, SeqNo::ZERO, ValueType::RangeDeletion);
-        if smallest.is_empty() || compare_internal(&lo, &smallest).is_lt() {
+        if smallest.is_empty() || order.compare_internal(&lo, &smallest).is_lt() {
             smallest = lo;
         }
         let hi = range_end_bound(&t.end);
-        if largest.is_empty() || compare_internal(&hi, &largest).is_gt() {
+        if largest.is_empty() || order.compare_internal(&hi, &largest).is_gt() {
             largest = hi;
         }
     }
@@ -274,6 +282,7 @@ fn validate(fs: &dyn FileSystem, path: &Path) -> Result<Candidate> {
         file_size,
         num_entries,
         num_deletions,
+        order: order.clone(),
     })
 }
 
@@ -309,7 +318,7 @@ fn overlaps_memtables(sv: &super::SuperVersion, f: &Candidate) -> bool {
         }
         let mut it = m.iter();
         it.seek(&lookup_key(&f.lo, SeqNo::MAX));
-        if it.valid() && !after_largest(user_key(it.key()), &f.largest) {
+        if it.valid() && !f.order.after_largest(user_key(it.key()), &f.largest) {
             return true;
         }
         m.range_tombstones().iter().any(|t| f.overlaps(&t.start, &range_end_bound(&t.end)))

@@ -8,6 +8,7 @@ use std::sync::{Arc, Weak};
 
 use super::{Cfd, DbInner, SuperVersion};
 use crate::column_family::ColumnFamilyId;
+use crate::comparator::KeyOrder;
 use crate::error::{Error, Result};
 use crate::iterator::db_iter::{DbIter, DbIterOptions, RangeDelView};
 use crate::iterator::merging::MergingIterator;
@@ -155,6 +156,7 @@ fn build_iter(
         readahead_size: ro.readahead_size,
         cache_only: false,
     };
+    let order = sv.version.order().clone();
     let levels = &sv.version.levels;
     let tables = levels.first().map_or(0, Vec::len) + levels.len();
     let mut children: Vec<Box<dyn InternalIterator>> =
@@ -177,7 +179,8 @@ fn build_iter(
             }
         } else {
             let files = LevelFiles::OfVersion(sv.version.clone(), level);
-            children.push(Box::new(LevelIterator::over(files, table_cache.clone(), rb)));
+            let order = order.clone();
+            children.push(Box::new(LevelIterator::over(files, table_cache.clone(), rb, order)));
         }
     }
     // Children: 0 = active memtable, 1.. = immutables newest first, then the tables.
@@ -197,7 +200,7 @@ fn build_iter(
     }
     let merged: Box<dyn InternalIterator> = match open_error {
         Some(e) => Box::new(crate::iterator::ErrorIterator::new(e)),
-        None => Box::new(MergingIterator::new(children)),
+        None => Box::new(MergingIterator::new(children, order.clone())),
     };
     let prefix_extractor = if ro.prefix_same_as_start { prefix_extractor } else { None };
     DbIter::new(
@@ -212,6 +215,7 @@ fn build_iter(
             range_dels: Some(RangeDelView::new(lists)),
             statistics: table_cache.statistics().cloned(),
             value_suffix,
+            order,
         },
     )
 }
@@ -267,7 +271,7 @@ fn version_range_dels(
             source += 1;
         }
     }
-    let f = Arc::new(FragmentedTombstones::new(all));
+    let f = Arc::new(FragmentedTombstones::new(all, sv.version.order()));
     Ok(sv.version_range_dels.get_or_init(|| f).clone())
 }
 
@@ -293,6 +297,8 @@ pub(crate) trait RawCursor: Send {
     fn bounds(&self) -> (Option<&[u8]>, Option<&[u8]>);
     fn excludes(&self, ukey: &[u8]) -> bool;
     fn merge_operator(&self) -> Option<&Arc<dyn crate::merge_operator::MergeOperator>>;
+    /// The order of the keys.
+    fn order(&self) -> &KeyOrder;
 }
 
 /// What a [`DbRawIterator`] reads: the DB (matched directly: the common case pays no
@@ -440,6 +446,11 @@ impl<D> DbRawIteratorWithThreadMode<'_, D> {
     pub(crate) fn merge_operator(&self) -> Option<&Arc<dyn crate::merge_operator::MergeOperator>> {
         on_cursor!(&self.it, c => c.merge_operator())
     }
+
+    /// The order of the keys it walks (its family's).
+    pub(crate) fn order(&self) -> &KeyOrder {
+        on_cursor!(&self.it, c => c.order())
+    }
 }
 
 impl RawCursor for DbIter {
@@ -484,6 +495,9 @@ impl RawCursor for DbIter {
     }
     fn merge_operator(&self) -> Option<&Arc<dyn crate::merge_operator::MergeOperator>> {
         DbIter::merge_operator(self)
+    }
+    fn order(&self) -> &KeyOrder {
+        DbIter::order(self)
     }
 }
 
@@ -664,12 +678,18 @@ impl DbIterator {
         true
     }
 
+    /// The order of the keys it walks.
+    fn order(&self) -> &KeyOrder {
+        self.source.as_ref().map_or(&KeyOrder::Bytewise, |s| s.sv.version.order())
+    }
+
     /// Whether the front end may yield `key` (it has not reached the back end's last key).
     fn front_allows(&self, key: &[u8]) -> bool {
+        let o = self.order();
         match (&self.last_back, self.direction) {
             (None, _) => true,
-            (Some(b), Direction::Forward) => key < &b[..],
-            (Some(b), Direction::Reverse) => key > &b[..],
+            (Some(b), Direction::Forward) => o.lt(key, b),
+            (Some(b), Direction::Reverse) => o.lt(b, key),
         }
     }
 
@@ -677,7 +697,8 @@ impl DbIterator {
     /// front end would yield next; none left: the range is used up) nor the start.
     fn back_allows(&self, key: &[u8]) -> bool {
         let forward = self.direction == Direction::Forward;
-        let before = |a: &[u8], b: &[u8]| if forward { a < b } else { a > b };
+        let o = self.order();
+        let before = |a: &[u8], b: &[u8]| if forward { o.lt(a, b) } else { o.lt(b, a) };
         match self.raw.key() {
             Some(f) if !self.done && !before(key, f) => {}
             _ => return false,
@@ -695,7 +716,11 @@ impl DbIterator {
         if self.back.is_none() {
             let source = self.source.as_ref()?;
             let mut ro = source.ro.clone();
-            if let Some(Ok(p)) = &self.prefix {
+            // Prefix bounds are byte ranges: in another order the keys of a prefix need not
+            // lie between them, so the back end then walks the whole range and the caller
+            // skips the keys of other prefixes.
+            let bytewise = source.sv.version.order().is_bytewise();
+            if let (Some(Ok(p)), true) = (&self.prefix, bytewise) {
                 ro.prefix_same_as_start = false;
                 let lower = match ro.iterate_lower_bound.take() {
                     Some(l) if l.as_slice() > p.as_slice() => l,

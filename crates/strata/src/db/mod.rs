@@ -692,6 +692,11 @@ impl Db {
         write::write(&self.inner, batch, *opts)
     }
 
+    /// The order of the `default` family's keys.
+    pub(crate) fn default_order(&self) -> crate::comparator::KeyOrder {
+        self.inner.default_cf.opts.comparator.clone()
+    }
+
     /// The value of `key`, or `None`.
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
         self.get_opt(key, &ReadOptions::default())

@@ -26,6 +26,7 @@ use super::recover::{recover_version_set, replay_wals, Replayed, ReplayedFamily}
 use super::write::wal::open_wal_writer;
 use super::{CfState, Cfd, DbInner, DbState, MemSet, SuperVersion, WalState};
 use crate::column_family::{check_name, DEFAULT_COLUMN_FAMILY_NAME};
+use crate::comparator::KnownOrders;
 use crate::env::{FileLock, FileSystem};
 use crate::error::{Error, Result};
 use crate::filename::{lock_path, parse_file_name, FileKind};
@@ -93,8 +94,29 @@ fn match_families(
             missing.join(", ")
         )));
     }
+    for f in live.values() {
+        let (opened, kept) = (&by_name[&f.name].comparator, f.current.order());
+        if opened != kept {
+            return Err(Error::InvalidArgument(format!(
+                "column family {:?}: opened with comparator {:?}, but its keys are in \
+                 comparator {:?}'s order",
+                f.name,
+                opened.name(),
+                kept.name()
+            )));
+        }
+    }
     let by_id = live.iter().map(|(&id, f)| (id, by_name[&f.name].clone())).collect();
     Ok((by_id, missing))
+}
+
+/// The key orders of the families the open names (tables and the MANIFEST are read in them).
+fn known_orders(by_name: &BTreeMap<String, Options>) -> KnownOrders {
+    let orders = KnownOrders::default();
+    for o in by_name.values() {
+        orders.add(&o.comparator);
+    }
+    orders
 }
 
 /// The level count of family `name` in the open (families the open does not name are refused
@@ -145,11 +167,12 @@ pub(crate) fn open(
     }
     let (wal_files, kinds) = scan_dir(fs.as_ref(), dir, &wal_dir)?;
 
-    let mut versions = recover_version_set(opts, &levels_of(&by_name), &fs, dir, &kinds)?;
+    let orders = known_orders(&by_name);
+    let mut versions = recover_version_set(opts, &levels_of(&by_name), &orders, &fs, dir, &kinds)?;
     let id = super::identity::ensure(fs.as_ref(), dir)?;
     info_log.log(&format!("DB ID: {id}"));
     let (family_opts, missing) = match_families(opts, &versions, &by_name)?;
-    let table_cache = new_table_cache(opts, &fs, dir);
+    let table_cache = new_table_cache(opts, &fs, dir, orders);
     if opts.paranoid_checks {
         for f in versions.families().values() {
             for (level, t) in f.current.files() {
@@ -239,9 +262,11 @@ pub(crate) fn open(
     let mut family_opts = family_opts;
     for name in &missing {
         let id = versions.max_column_family() + 1;
+        let order = &by_name[name].comparator;
         let mut edit = VersionEdit {
             column_family: id,
             cf_add: Some(name.clone()),
+            comparator: (!order.is_bytewise()).then(|| order.name().to_string()),
             cf_log_number: Some(log_number),
             ..VersionEdit::default()
         };
@@ -375,7 +400,8 @@ fn try_open_read_only(
         // Writes nothing: the probe is a direct open of CURRENT.
         fs.open_direct(&crate::filename::current_path(dir))?;
     }
-    let versions = recover_version_set(opts, &levels_of(by_name), &fs, dir, &kinds)?;
+    let orders = known_orders(by_name);
+    let versions = recover_version_set(opts, &levels_of(by_name), &orders, &fs, dir, &kinds)?;
     let (family_opts, missing) = match_families(opts, &versions, by_name)?;
     if !missing.is_empty() {
         return Err(Error::InvalidArgument(format!(
@@ -383,7 +409,7 @@ fn try_open_read_only(
             missing.join(", ")
         )));
     }
-    let table_cache = new_table_cache(opts, &fs, dir);
+    let table_cache = new_table_cache(opts, &fs, dir, orders);
     // Opened now, the tables stay readable if the writer deletes them later.
     for f in versions.families().values() {
         for (level, t) in f.current.files() {
@@ -474,7 +500,12 @@ fn scan_dir(
     Ok((wal_files, kinds))
 }
 
-fn new_table_cache(opts: &Options, fs: &Arc<dyn FileSystem>, dir: &Path) -> Arc<TableCache> {
+fn new_table_cache(
+    opts: &Options,
+    fs: &Arc<dyn FileSystem>,
+    dir: &Path,
+    orders: KnownOrders,
+) -> Arc<TableCache> {
     let block_cache = match &opts.block_cache {
         Some(c) => Some(c.clone()),
         None => (opts.block_cache_size > 0).then(|| Cache::new_lru(opts.block_cache_size)),
@@ -492,7 +523,8 @@ fn new_table_cache(opts: &Options, fs: &Arc<dyn FileSystem>, dir: &Path) -> Arc<
         TableCache::new(fs.clone(), dir.to_path_buf(), table_capacity.max(1), block_cache)
             .with_meta_options(meta, opts.pin_l0_filter_and_index_blocks_in_cache)
             .with_advise_random(opts.advise_random_on_open)
-            .with_statistics(opts.statistics.clone()),
+            .with_statistics(opts.statistics.clone())
+            .with_orders(orders),
     )
 }
 

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use super::pinnable::DbPinnableSlice;
 use super::{Cfd, DbInner};
 use crate::error::{Error, Result};
-use crate::key::{after_largest, append_internal_key, parse_internal_key, user_key};
+use crate::key::{append_internal_key, parse_internal_key, user_key};
 use crate::merge_operator::MergeOperator;
 use crate::options::ReadOptions;
 use crate::perf_context::{self, PerfMetric, PerfTimer};
@@ -424,7 +424,8 @@ fn search(
         'levels: for (level, files) in sv.version.levels.iter().enumerate() {
             if level == 0 {
                 for f in files {
-                    if key < user_key(&f.smallest) || after_largest(key, &f.largest) {
+                    let o = sv.version.order();
+                    if o.lt(key, user_key(&f.smallest)) || o.after_largest(key, &f.largest) {
                         continue;
                     }
                     search_table(ctx, f, level)?;

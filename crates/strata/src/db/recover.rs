@@ -41,6 +41,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::flush::{write_level0_table, FlushEnv};
+use crate::comparator::KnownOrders;
 use crate::env::FileSystem;
 use crate::error::{Error, Result};
 use crate::filename::{current_path, table_path, FileKind};
@@ -56,10 +57,12 @@ use crate::wal::{
 use crate::write_batch::WriteBatch;
 
 /// Reads (or, for a new DB, creates) the MANIFEST and checks that its tables exist. `kinds`
-/// are the DB files found in `dir`.
+/// are the DB files found in `dir`; families' key orders are found in `orders` (a new DB's
+/// `default` family gets `opts`' order).
 pub(crate) fn recover_version_set(
     opts: &Options,
     levels_of: &dyn Fn(&str) -> usize,
+    orders: &KnownOrders,
     fs: &Arc<dyn FileSystem>,
     dir: &Path,
     kinds: &[FileKind],
@@ -68,7 +71,7 @@ pub(crate) fn recover_version_set(
         if opts.error_if_exists {
             return Err(Error::InvalidArgument(format!("{} already exists", dir.display())));
         }
-        VersionSet::recover(fs.clone(), dir, levels_of)?
+        VersionSet::recover(fs.clone(), dir, levels_of, orders)?
     } else {
         if !opts.create_if_missing {
             return Err(Error::InvalidArgument(format!(
@@ -89,7 +92,7 @@ pub(crate) fn recover_version_set(
         // that is not exactly an interrupted creation's makes the open refuse.
         for k in kinds {
             if let FileKind::Manifest(n) = *k {
-                if !VersionSet::is_interrupted_creation(fs, dir, n)? {
+                if !VersionSet::is_interrupted_creation(fs, dir, n, &opts.comparator)? {
                     return Err(Error::corruption(
                         dir.join(crate::filename::manifest_name(n)),
                         0,
@@ -99,7 +102,13 @@ pub(crate) fn recover_version_set(
                 }
             }
         }
-        let mut vs = VersionSet::new(fs.clone(), dir, opts.num_levels);
+        let mut vs = VersionSet::new(
+            fs.clone(),
+            dir,
+            opts.num_levels,
+            opts.comparator.clone(),
+            orders.clone(),
+        );
         vs.write_new_manifest()?;
         vs
     };

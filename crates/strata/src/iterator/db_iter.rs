@@ -6,6 +6,7 @@ use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
 use super::InternalIterator;
+use crate::comparator::KeyOrder;
 use crate::error::{Error, Result};
 use crate::key::{append_internal_key, make_internal_key, parse_internal_key};
 use crate::merge_operator::MergeOperator;
@@ -109,6 +110,8 @@ pub(crate) struct DbIter {
     /// Bytes every value ends with that `value` leaves out (a TTL DB's write time); an
     /// entry whose value is shorter stops the iterator with `Corruption`.
     value_suffix: usize,
+    /// The order of the user keys.
+    order: KeyOrder,
 }
 
 /// What a DB iterator is built with.
@@ -126,6 +129,8 @@ pub(crate) struct DbIterOptions {
     pub statistics: Option<Arc<Statistics>>,
     /// Bytes every value ends with that the iterator strips (`DbIter::value_suffix`).
     pub value_suffix: usize,
+    /// The order of the user keys.
+    pub order: KeyOrder,
 }
 
 impl DbIterOptions {
@@ -141,6 +146,7 @@ impl DbIterOptions {
             range_dels: None,
             statistics: None,
             value_suffix: 0,
+            order: KeyOrder::Bytewise,
         }
     }
 }
@@ -179,6 +185,7 @@ impl DbIter {
             statistics: o.statistics,
             _pin: o.pin,
             value_suffix: o.value_suffix,
+            order: o.order,
         }
     }
 
@@ -266,17 +273,24 @@ impl DbIter {
         self.past_upper(ukey) || self.before_lower(ukey)
     }
 
+    /// The order of the user keys.
+    pub(crate) fn order(&self) -> &KeyOrder {
+        &self.order
+    }
+
     /// The family's merge operator it resolves merges with.
     pub(crate) fn merge_operator(&self) -> Option<&Arc<dyn MergeOperator>> {
         self.merge_operator.as_ref()
     }
 
     fn past_upper(&self, ukey: &[u8]) -> bool {
-        self.upper_bound.as_deref().is_some_and(|u| ukey >= u) || self.outside_prefix(ukey)
+        self.upper_bound.as_deref().is_some_and(|u| !self.order.lt(ukey, u))
+            || self.outside_prefix(ukey)
     }
 
     fn before_lower(&self, ukey: &[u8]) -> bool {
-        self.lower_bound.as_deref().is_some_and(|l| ukey < l) || self.outside_prefix(ukey)
+        self.lower_bound.as_deref().is_some_and(|l| self.order.lt(ukey, l))
+            || self.outside_prefix(ukey)
     }
 
     /// With `prefix_same_as_start`: whether `ukey`'s prefix differs from the start's. Prefixes
@@ -346,7 +360,7 @@ impl DbIter {
     fn seek_uncounted(&mut self, target: &[u8]) {
         self.set_prefix(target);
         let start = match &self.lower_bound {
-            Some(l) if target < l.as_slice() => l.as_slice(),
+            Some(l) if self.order.lt(target, l) => l.as_slice(),
             _ => target,
         };
         set_seek_key(&mut self.seek_key, start, self.sequence, ValueType::FOR_SEEK);
@@ -406,7 +420,7 @@ impl DbIter {
     fn seek_for_prev_uncounted(&mut self, target: &[u8]) {
         self.set_prefix(target);
         if let Some(u) = self.upper_bound.as_deref() {
-            if target >= u {
+            if !self.order.lt(target, u) {
                 let saved_prefix = self.prefix.take();
                 self.seek_to_last_uncounted();
                 self.prefix = saved_prefix;
@@ -497,7 +511,7 @@ impl DbIter {
                     self.fail_malformed();
                     return;
                 };
-                if p.user_key < self.saved_key.as_slice() {
+                if self.order.lt(p.user_key, &self.saved_key) {
                     break;
                 }
                 self.inner.prev();
@@ -524,7 +538,7 @@ impl DbIter {
                 self.inner.next();
                 continue;
             }
-            if skipping && p.user_key <= self.saved_key.as_slice() {
+            if skipping && self.order.le(p.user_key, &self.saved_key) {
                 hidden_run += 1;
                 if hidden_run > MAX_SEQUENTIAL_SKIPS && p.user_key == self.saved_key.as_slice() {
                     // Many older versions of the key just passed (a hot key's overwrites in
@@ -679,7 +693,7 @@ impl DbIter {
                 return;
             };
             if p.seq <= sequence && p.value_type != ValueType::RangeDeletion {
-                if state != State::Deleted && p.user_key < self.saved_key.as_slice() {
+                if state != State::Deleted && self.order.lt(p.user_key, &self.saved_key) {
                     break; // the current key is decided; this entry belongs to an older key
                 }
                 if self.before_lower(p.user_key) {

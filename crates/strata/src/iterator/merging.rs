@@ -8,8 +8,8 @@
 use std::cmp::Ordering;
 
 use super::InternalIterator;
+use crate::comparator::KeyOrder;
 use crate::error::Result;
-use crate::key::compare_internal;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Direction {
@@ -18,6 +18,8 @@ enum Direction {
 }
 
 pub(crate) struct MergingIterator {
+    /// The order of the children's keys.
+    order: KeyOrder,
     children: Vec<Box<dyn InternalIterator>>,
     /// Indices of valid children, heap-ordered for `direction`.
     heap: Vec<usize>,
@@ -27,9 +29,11 @@ pub(crate) struct MergingIterator {
 }
 
 impl MergingIterator {
-    pub fn new(children: Vec<Box<dyn InternalIterator>>) -> Self {
+    /// Merges `children`, whose keys are in `order`.
+    pub fn new(children: Vec<Box<dyn InternalIterator>>, order: KeyOrder) -> Self {
         let n = children.len();
         MergingIterator {
+            order,
             children,
             heap: Vec::with_capacity(n),
             direction: Direction::Forward,
@@ -40,7 +44,7 @@ impl MergingIterator {
     /// True when child `a` should be above child `b` in the heap.
     #[inline]
     fn before(&self, a: usize, b: usize) -> bool {
-        let o = compare_internal(self.children[a].key(), self.children[b].key());
+        let o = self.order.compare_internal(self.children[a].key(), self.children[b].key());
         match self.direction {
             Direction::Forward => o == Ordering::Less || (o == Ordering::Equal && a < b),
             Direction::Reverse => o == Ordering::Greater || (o == Ordering::Equal && a < b),
@@ -154,7 +158,7 @@ impl InternalIterator for MergingIterator {
                     continue;
                 }
                 c.seek(&key);
-                if c.valid() && compare_internal(c.key(), &key) == Ordering::Equal {
+                if c.valid() && self.order.compare_internal(c.key(), &key) == Ordering::Equal {
                     c.next();
                 }
             }
@@ -177,7 +181,7 @@ impl InternalIterator for MergingIterator {
                     continue;
                 }
                 c.seek_for_prev(&key);
-                if c.valid() && compare_internal(c.key(), &key) == Ordering::Equal {
+                if c.valid() && self.order.compare_internal(c.key(), &key) == Ordering::Equal {
                     c.prev();
                 }
             }
@@ -216,7 +220,7 @@ impl InternalIterator for MergingIterator {
         }
         let cur = self.current();
         debug_assert_eq!(
-            compare_internal(target, self.children[cur].key()),
+            self.order.compare_internal(target, self.children[cur].key()),
             if forward { Ordering::Greater } else { Ordering::Less }
         );
         if forward {
@@ -249,7 +253,7 @@ mod tests {
                 .into_iter()
                 .map(|d| Box::new(VecIter::new(d)) as Box<dyn InternalIterator>)
                 .collect();
-            let mut it = MergingIterator::new(children);
+            let mut it = MergingIterator::new(children, KeyOrder::Bytewise);
             check_internal_iterator(&mut it, &all, 11);
         }
     }

@@ -33,6 +33,7 @@ use skiplist::SkipList;
 use write_buffer_manager::MemoryTracker;
 pub use write_buffer_manager::WriteBufferManager;
 
+use crate::comparator::KeyOrder;
 use crate::key::pack_trailer;
 use crate::range_del::{FragmentedTombstones, RangeTombstone};
 use crate::types::{SeqNo, ValueType};
@@ -58,6 +59,8 @@ pub struct MemTable {
     /// Some entry was written with the WAL disabled: this memtable is the only copy of it, so
     /// a clean close must flush it.
     unlogged: AtomicBool,
+    /// The order of the keys.
+    order: KeyOrder,
 }
 
 #[derive(Default)]
@@ -78,14 +81,19 @@ impl Default for MemTable {
 
 impl MemTable {
     pub fn new() -> MemTable {
-        Self::with_budget(None, 0)
+        Self::with_budget(None, 0, KeyOrder::Bytewise)
     }
 
     /// A memtable whose memory counts in `manager`'s budget (`write_buffer_manager.rs`), with
     /// a whole-key Bloom filter of about `bloom_bytes` bytes (none when 0) that [`Self::get`]
     /// probes first. The filter's bytes count in [`Self::approximate_memory_usage`] (and so
     /// in the write buffer's size) and in the manager's budget.
-    pub fn with_budget(manager: Option<&Arc<WriteBufferManager>>, bloom_bytes: usize) -> MemTable {
+    /// Keys are kept in `order`.
+    pub fn with_budget(
+        manager: Option<&Arc<WriteBufferManager>>,
+        bloom_bytes: usize,
+        order: KeyOrder,
+    ) -> MemTable {
         let bloom = (bloom_bytes > 0).then(|| MemBloom::with_bytes(bloom_bytes));
         // The filter counts in the manager's budget with the tombstones (side allocations).
         let mut side_tracker = manager.map(|m| MemoryTracker::new(m.clone()));
@@ -93,7 +101,10 @@ impl MemTable {
             t.allocated(b.size());
         }
         MemTable {
-            list: SkipList::with_tracker(manager.map(|m| MemoryTracker::new(m.clone()))),
+            list: SkipList::with_tracker(
+                manager.map(|m| MemoryTracker::new(m.clone())),
+                order.clone(),
+            ),
             bloom,
             num_entries: AtomicU64::new(0),
             num_deletes: AtomicU64::new(0),
@@ -106,6 +117,7 @@ impl MemTable {
             }),
             range_del_bytes: AtomicUsize::new(0),
             unlogged: AtomicBool::new(false),
+            order,
         }
     }
 
@@ -195,7 +207,7 @@ impl MemTable {
     }
 
     fn add_range_tombstone(&self, seq: SeqNo, start: &[u8], end: &[u8]) {
-        if start >= end {
+        if !self.order.lt(start, end) {
             return;
         }
         let mut r = self.range_dels.write();
@@ -236,7 +248,7 @@ impl MemTable {
         if let Some(f) = &w.fragmented {
             return Some(f.clone());
         }
-        let f = Arc::new(FragmentedTombstones::from_tombstones(&w.list, 0));
+        let f = Arc::new(FragmentedTombstones::from_tombstones(&w.list, 0, &self.order));
         w.fragmented = Some(f.clone());
         Some(f)
     }

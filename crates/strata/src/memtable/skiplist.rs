@@ -45,7 +45,8 @@
 //!
 //! ## Order and duplicates
 //!
-//! Keys are ordered by [`compare_internal`]. Inserting a key equal to one present keeps both; the
+//! Keys are ordered by the list's [`KeyOrder`] (internal keys: user key in that order, newest
+//! first). Inserting a key equal to one present keeps both; the
 //! newer lands first (it is linked before the existing equal keys). The DB gives every entry a
 //! unique sequence number, so this does not happen there.
 //!
@@ -68,7 +69,7 @@ use super::sync::{AtomicPtr, AtomicU64, AtomicUsize, Mutex};
 
 use super::arena::{Arena, ALIGN};
 use super::write_buffer_manager::MemoryTracker;
-use crate::key::compare_internal;
+use crate::comparator::KeyOrder;
 use crate::util::prefetch::{prefetch, prefetch_span, CACHE_LINE};
 
 /// Maximum node height; with branching 4 a list stays logarithmic up to ~4^12 = 16M entries.
@@ -240,6 +241,8 @@ pub(crate) struct SkipList {
     rng: AtomicU64,
     /// The shared insertion hint (module doc).
     hint: Mutex<Splice>,
+    /// The order of the keys.
+    order: KeyOrder,
 }
 
 // SAFETY: shared state is reached only through atomics (links, height, memory_usage, rng) or
@@ -253,11 +256,11 @@ unsafe impl Sync for SkipList {}
 impl SkipList {
     #[cfg(test)]
     pub(crate) fn new() -> Self {
-        Self::with_tracker(None)
+        Self::with_tracker(None, KeyOrder::Bytewise)
     }
 
-    /// A list whose arena reports its chunks to `tracker` (`arena.rs`).
-    pub(crate) fn with_tracker(tracker: Option<MemoryTracker>) -> Self {
+    /// A list in `order` whose arena reports its chunks to `tracker` (`arena.rs`).
+    pub(crate) fn with_tracker(tracker: Option<MemoryTracker>, order: KeyOrder) -> Self {
         let mut arena = Arena::with_tracker(tracker);
         let head = alloc_node(&mut arena, MAX_HEIGHT, 0, 0);
         // SAFETY: fresh, exclusively owned, sized for MAX_HEIGHT links and an empty entry.
@@ -269,6 +272,7 @@ impl SkipList {
             arena: Mutex::new(arena),
             rng: AtomicU64::new(0x5eed_0f57_a7a0_0001),
             hint: Mutex::new(Splice { last: None, prev: [head; MAX_HEIGHT] }),
+            order,
         }
     }
 
@@ -352,17 +356,17 @@ impl SkipList {
 
     /// The first node with key `>= key`.
     pub(crate) fn seek_ge(&self, key: &[u8]) -> Option<Node<'_>> {
-        self.descend(|k| compare_internal(k, key) == Ordering::Less).1
+        self.descend(|k| self.order.compare_internal(k, key) == Ordering::Less).1
     }
 
     /// The last node with key `< key`.
     pub(crate) fn seek_lt(&self, key: &[u8]) -> Option<Node<'_>> {
-        self.non_head(self.descend(|k| compare_internal(k, key) == Ordering::Less).0)
+        self.non_head(self.descend(|k| self.order.compare_internal(k, key) == Ordering::Less).0)
     }
 
     /// The last node with key `<= key`.
     pub(crate) fn seek_le(&self, key: &[u8]) -> Option<Node<'_>> {
-        self.non_head(self.descend(|k| compare_internal(k, key) != Ordering::Greater).0)
+        self.non_head(self.descend(|k| self.order.compare_internal(k, key) != Ordering::Greater).0)
     }
 
     /// Runs `f` with a splice for [`Self::insert_with`]: the list's shared one when no other
@@ -427,9 +431,9 @@ impl SkipList {
         let hinted = splice.last.is_some_and(|l| {
             // SAFETY: `last` was linked into this list through this splice (Splice invariant).
             let last = unsafe { Node::from_raw(l, 1) };
-            compare_internal(key, last.key()) == Ordering::Greater
+            self.order.compare_internal(key, last.key()) == Ordering::Greater
         });
-        let mut go_right = |k: &[u8]| compare_internal(k, key) == Ordering::Less;
+        let mut go_right = |k: &[u8]| self.order.compare_internal(k, key) == Ordering::Less;
         let mut bound = None;
         let mut prev = [self.head(); MAX_HEIGHT];
         let mut next: [Option<Node<'_>>; MAX_HEIGHT] = [None; MAX_HEIGHT];
@@ -442,7 +446,8 @@ impl SkipList {
                 // Start from the splice when it is right of `x` (both are < key).
                 if !self.is_head(s)
                     && s.ptr != x.ptr
-                    && (self.is_head(x) || compare_internal(s.key(), x.key()) == Ordering::Greater)
+                    && (self.is_head(x)
+                        || self.order.compare_internal(s.key(), x.key()) == Ordering::Greater)
                 {
                     x = s;
                 }
@@ -574,6 +579,7 @@ unsafe fn init_node(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::key::compare_internal;
     use crate::key::make_internal_key;
     use crate::types::{SeqNo, ValueType};
 

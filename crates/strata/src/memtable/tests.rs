@@ -746,7 +746,7 @@ mod loom_tests {
 #[test]
 fn range_tombstones_count_in_the_write_buffer_manager() {
     let wbm = Arc::new(WriteBufferManager::new(64 << 20, None, false));
-    let m = MemTable::with_budget(Some(&wbm), 0);
+    let m = MemTable::with_budget(Some(&wbm), 0, crate::comparator::KeyOrder::Bytewise);
     let arena_bytes = wbm.memory_usage();
     let n = scaled(2000, 20);
     for i in 0..n {

@@ -1,21 +1,18 @@
 //! The `rocksdb` crate's key-order and timestamp settings: `Options::set_comparator`,
 //! `set_comparator_with_ts`, `ReadOptions::set_timestamp` and `set_iter_start_ts`.
 //!
-//! Strata orders keys bytewise only: every part of the engine (memtable, table blocks and
-//! indexes, level bounds, compaction) compares bytes, and no family has user-defined
-//! timestamps. A program asking for another order must not get bytewise order silently, so
-//! the name it gives is kept and the open of the DB or family fails with `NotSupported`
-//! naming it; a read naming a timestamp fails with `InvalidArgument`, as RocksDB's does on a
-//! family without timestamps. The comparator closures are dropped: they are never called.
+//! A comparator given to `set_comparator` becomes the family's key order
+//! (`crate::comparator::KeyOrder`). No family has user-defined timestamps yet: opening one
+//! with `set_comparator_with_ts` fails with `NotSupported` naming it, and a read or write
+//! naming a timestamp fails with `InvalidArgument`, as RocksDB's does on a family without
+//! timestamps.
 
 use std::cmp::Ordering;
 
 use super::{Options, ReadOptions};
+use crate::comparator::KeyOrder;
 use crate::cstr_like::CStrLike;
 use crate::error::{Error, Result};
-
-/// The name of RocksDB's default comparator: bytewise order, Strata's.
-const BYTEWISE: &str = "leveldb.BytewiseComparator";
 
 /// A key order (the `rocksdb` crate's `CompareFn`).
 pub type CompareFn = dyn Fn(&[u8], &[u8]) -> Ordering;
@@ -25,11 +22,47 @@ pub type CompareTsFn = dyn Fn(&[u8], &[u8]) -> Ordering;
 /// `CompareWithoutTsFn`).
 pub type CompareWithoutTsFn = dyn Fn(&[u8], bool, &[u8], bool) -> Ordering;
 
+/// A comparison function of the `rocksdb` crate's type, which does not promise to be callable
+/// from other threads.
+struct CrateCompareFn(Box<CompareFn>);
+
+impl CrateCompareFn {
+    fn call(&self, a: &[u8], b: &[u8]) -> Ordering {
+        (self.0)(a, b)
+    }
+}
+
+// SAFETY: `Options::set_comparator`'s contract (the `rocksdb` crate's and RocksDB's): the
+// function is called from any thread, several at once (readers, writers, flushes and
+// compactions), and the program gives only functions for which that is sound (no `Rc`,
+// `RefCell` or other thread-bound state). The crate's own type cannot say so, and programs
+// written for it must compile unchanged; `Options::set_key_order` takes `Send + Sync`
+// functions only.
+unsafe impl Send for CrateCompareFn {}
+// SAFETY: as above.
+unsafe impl Sync for CrateCompareFn {}
+
 impl Options {
-    /// Asks for keys ordered by `compare_fn`, named `name`: refused at open (module docs).
+    /// Orders the family's keys by `compare_fn`, named `name` (the `rocksdb` crate's). The
+    /// name is recorded with the family and its tables; reopening with another name is
+    /// `InvalidArgument`. RocksDB's bytewise name (`leveldb.BytewiseComparator`) is bytewise
+    /// order (the function is not called).
+    ///
+    /// The function must be a strict total order consistent with byte equality
+    /// (`crate::comparator`), and safe to call from any thread, several at once: it is, as in
+    /// RocksDB, called by readers, writers and background jobs. Give no function holding
+    /// thread-bound state (`Rc`, `RefCell`); [`Options::set_key_order`] checks that at
+    /// compile time.
     pub fn set_comparator(&mut self, name: impl CStrLike, compare_fn: Box<CompareFn>) {
-        drop(compare_fn);
-        self.comparator = Some(name.to_name().map_or_else(|e| e.to_string(), |n| n.into_owned()));
+        let name = name.to_name().map_or_else(|e| e.to_string(), |n| n.into_owned());
+        let f = CrateCompareFn(compare_fn);
+        self.comparator = KeyOrder::custom(name, Box::new(move |a: &[u8], b: &[u8]| f.call(a, b)));
+    }
+
+    /// Orders the family's keys by `order` ([`KeyOrder::custom`] makes one from a name and a
+    /// `Send + Sync` function).
+    pub fn set_key_order(&mut self, order: KeyOrder) {
+        self.comparator = order;
     }
 
     /// Asks for keys with `timestamp_size`-byte user-defined timestamps: refused at open.
@@ -46,22 +79,16 @@ impl Options {
         self.timestamp_size = timestamp_size;
     }
 
-    /// `NotSupported` when a comparator other than bytewise was asked for (called by
-    /// `validate`); RocksDB's own bytewise comparator, named, is Strata's order.
+    /// `NotSupported` when user-defined timestamps were asked for (called by `validate`).
     pub(crate) fn check_comparator(&self) -> Result<()> {
-        match self.comparator.as_deref() {
-            None | Some(BYTEWISE) if self.timestamp_size == 0 => Ok(()),
-            name => Err(Error::NotSupported(format!(
-                "comparator {:?}{}: Strata orders keys bytewise only and has no user-defined \
-                 timestamps yet",
-                name.unwrap_or("?"),
-                if self.timestamp_size > 0 {
-                    format!(" with {}-byte timestamps", self.timestamp_size)
-                } else {
-                    String::new()
-                }
-            ))),
+        if self.timestamp_size == 0 {
+            return Ok(());
         }
+        Err(Error::NotSupported(format!(
+            "comparator {:?} with {}-byte timestamps: Strata has no user-defined timestamps yet",
+            self.comparator.name(),
+            self.timestamp_size
+        )))
     }
 }
 

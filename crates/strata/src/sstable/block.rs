@@ -10,7 +10,8 @@
 //!
 //! A block's keys are internal keys, except in the index block of a format-version-3 table,
 //! whose keys are user keys ([`Block::with_user_keys`]): its iterator compares them with the
-//! user key of a seek target, and they may be shorter than a trailer.
+//! user key of a seek target, and they may be shorter than a trailer. Keys are in the order of
+//! the block's table ([`Block::with_order`]; bytewise by default).
 //!
 //! [`BlockIter`] holds an `Arc<Block>`, so it is `'static`: a table iterator can own it whether
 //! or not the block cache still holds the block. It keeps the current key in a reused buffer
@@ -23,6 +24,7 @@ use std::mem::size_of;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::comparator::KeyOrder;
 use crate::error::{Error, Result};
 use crate::iterator::InternalIterator;
 use crate::key::{compare_internal, user_key, TRAILER_LEN};
@@ -50,6 +52,8 @@ pub struct Block {
     filter: Option<Box<BloomFilter>>,
     /// Set for an index block with many restart points ([`Block::with_seek_hints`]).
     hints: Option<Box<SeekHints>>,
+    /// The order of the keys.
+    order: KeyOrder,
 }
 
 /// The block's buffer goes to this thread's spares, for the next block it decodes
@@ -101,7 +105,17 @@ impl Block {
             user_keys: false,
             filter: None,
             hints: None,
+            order: KeyOrder::Bytewise,
         })
+    }
+
+    /// Marks the block's keys as ordered by `order` (its table's). Call before
+    /// [`Block::with_seek_hints`].
+    pub fn with_order(mut self, order: &KeyOrder) -> Block {
+        if !order.is_bytewise() {
+            self.order = order.clone();
+        }
+        self
     }
 
     /// Marks the block's keys as user keys (the index block of a format-version-3 table).
@@ -115,8 +129,12 @@ impl Block {
     /// whose restart keys are well-formed and in order (a block that breaks this is searched
     /// without hints, and its seeks report the bad entry as before). For index blocks and
     /// partitions, which are searched on every point read and held for many of them.
+    /// The hints read keys as big-endian numbers, which only bytewise order keeps in order:
+    /// blocks in another order get none.
     pub fn with_seek_hints(mut self) -> Block {
-        self.hints = SeekHints::build(&self).map(Box::new);
+        if self.order.is_bytewise() {
+            self.hints = SeekHints::build(&self).map(Box::new);
+        }
         self
     }
 
@@ -134,9 +152,9 @@ impl Block {
     #[inline]
     fn compare(&self, key: &[u8], target: &[u8]) -> Ordering {
         if self.user_keys {
-            compare_bytes(key, user_key(target))
+            self.order.compare(key, user_key(target))
         } else {
-            compare_internal(key, target)
+            self.order.compare_internal(key, target)
         }
     }
 
@@ -150,6 +168,7 @@ impl Block {
             user_keys: false,
             filter: Some(Box::new(filter)),
             hints: None,
+            order: KeyOrder::Bytewise,
         }
     }
 
@@ -512,8 +531,8 @@ impl KeyBuf {
     }
 }
 
-/// A cursor over one block's entries, ordered by [`compare_internal`] (by the bytes of the
-/// user keys in a block [`Block::with_user_keys`]).
+/// A cursor over one block's entries, in the block's order of internal keys (of user keys in
+/// a block [`Block::with_user_keys`]).
 pub struct BlockIter {
     block: Arc<Block>,
     /// Offset of the current entry; `block.entries_end` when not valid.
@@ -767,10 +786,17 @@ impl InternalIterator for BlockIter {
         // the plain one.
         let u = user_key(target);
         let bounds = self.block.restart_bounds(u);
-        if self.block.user_keys {
-            self.seek_by(bounds, |k| compare_bytes(k, u));
-        } else {
-            self.seek_by(bounds, |k| compare_internal(k, target));
+        match (&self.block.order, self.block.user_keys) {
+            (KeyOrder::Bytewise, true) => self.seek_by(bounds, |k| compare_bytes(k, u)),
+            (KeyOrder::Bytewise, false) => self.seek_by(bounds, |k| compare_internal(k, target)),
+            (o, true) => {
+                let o = o.clone();
+                self.seek_by(bounds, |k| o.compare(k, u));
+            }
+            (o, false) => {
+                let o = o.clone();
+                self.seek_by(bounds, |k| o.compare_internal(k, target));
+            }
         }
     }
 

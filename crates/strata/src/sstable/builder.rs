@@ -15,9 +15,10 @@
 use std::cmp::Ordering;
 use std::path::PathBuf;
 
+use crate::comparator::KeyOrder;
 use crate::env::WritableFile;
 use crate::error::{Error, Result};
-use crate::key::{self, compare_internal, parse_internal_key};
+use crate::key::{self, parse_internal_key};
 use crate::types::{SeqNo, ValueType};
 use crate::util::checksum::ChecksumType;
 use crate::util::compare::equal_bytes;
@@ -93,6 +94,9 @@ pub struct TableOptions {
     /// read such tables (they refuse them, naming the version); turn it off to write
     /// version-1 tables they can. Ignored with a partitioned index. Default true.
     pub user_key_index: bool,
+    /// The order of the keys (the family's). Default bytewise. A table in another order
+    /// records its name (property `comparator`) and keeps whole keys as index separators.
+    pub order: KeyOrder,
 }
 
 impl Default for TableOptions {
@@ -111,6 +115,7 @@ impl Default for TableOptions {
             metadata_block_size: 4096,
             block_align: false,
             user_key_index: true,
+            order: KeyOrder::Bytewise,
         }
     }
 }
@@ -205,6 +210,8 @@ pub struct TableBuilder {
     failed: Option<Error>,
     /// Range tombstones, written at `finish` as the `strata.rangedel` meta block.
     range_dels: Vec<RangeTombstone>,
+    /// The order of the keys.
+    order: KeyOrder,
 }
 
 /// A closed partition: its last separator, raw index partition and filter partition.
@@ -232,6 +239,7 @@ impl TableBuilder {
     pub fn new(opts: &TableOptions, file: Box<dyn WritableFile>, path: PathBuf) -> Self {
         let props = TableProperties {
             compression: opts.compression.stored_as(),
+            comparator: (!opts.order.is_bytewise()).then(|| opts.order.name().to_string()),
             ..TableProperties::default()
         };
         TableBuilder {
@@ -264,6 +272,7 @@ impl TableBuilder {
             scratch_handle: Vec::new(),
             failed: None,
             range_dels: Vec::new(),
+            order: opts.order.clone(),
         }
     }
 
@@ -301,11 +310,11 @@ impl TableBuilder {
         }
         let first = self.props.num_entries == 0;
         debug_assert!(
-            first || compare_internal(&self.last_key, ikey) == Ordering::Less,
+            first || self.order.compare_internal(&self.last_key, ikey) == Ordering::Less,
             "table keys out of order"
         );
         #[cfg(feature = "invariants")]
-        if !first && compare_internal(&self.last_key, ikey) != Ordering::Less {
+        if !first && self.order.compare_internal(&self.last_key, ikey) != Ordering::Less {
             return Err(Error::InvalidArgument(format!(
                 "table {}: key {ikey:?} does not sort after {:?}",
                 self.path.display(),
@@ -331,7 +340,9 @@ impl TableBuilder {
         if let Some(handle) = self.pending_index.take() {
             self.scratch_key.clear();
             self.scratch_key.extend_from_slice(&self.last_key);
-            key::shorten_separator(&mut self.scratch_key, ikey);
+            if self.order.is_bytewise() {
+                key::shorten_separator(&mut self.scratch_key, ikey);
+            }
             if self.user_index.is_some()
                 && equal_bytes(key::user_key(&self.last_key), parsed.user_key)
             {
@@ -380,7 +391,7 @@ impl TableBuilder {
     /// and largest keys cover it; its end becomes an exclusive largest bound
     /// ([`key::range_end_bound`]). Empty ranges are ignored.
     pub fn add_range_tombstone(&mut self, t: &RangeTombstone) {
-        if t.start < t.end {
+        if self.order.lt(&t.start, &t.end) {
             self.range_dels.push(t.clone());
         }
     }
@@ -503,7 +514,9 @@ impl TableBuilder {
         if let Some(handle) = self.pending_index.take() {
             self.scratch_key.clear();
             self.scratch_key.extend_from_slice(&self.last_key);
-            key::shorten_successor(&mut self.scratch_key);
+            if self.order.is_bytewise() {
+                key::shorten_successor(&mut self.scratch_key);
+            }
             self.add_index_entry(handle)?;
         }
         let version = if self.partitions.is_some() {
@@ -523,7 +536,7 @@ impl TableBuilder {
             Vec::new()
         };
         if !self.range_dels.is_empty() {
-            sort_tombstones(&mut self.range_dels);
+            sort_tombstones(&mut self.range_dels, &self.order);
             let p = &mut self.props;
             let no_points = p.num_entries == 0;
             for (i, t) in self.range_dels.iter().enumerate() {
@@ -535,11 +548,12 @@ impl TableBuilder {
                     p.largest_seqno = p.largest_seqno.max(t.seq);
                 }
                 let lo = key::make_internal_key(&t.start, t.seq, ValueType::RangeDeletion);
-                if smallest.is_empty() || compare_internal(&lo, &smallest) == Ordering::Less {
+                let o = &self.order;
+                if smallest.is_empty() || o.compare_internal(&lo, &smallest) == Ordering::Less {
                     smallest = lo;
                 }
                 let hi = key::range_end_bound(&t.end);
-                if largest.is_empty() || compare_internal(&hi, &largest) == Ordering::Greater {
+                if largest.is_empty() || o.compare_internal(&hi, &largest) == Ordering::Greater {
                     largest = hi;
                 }
             }

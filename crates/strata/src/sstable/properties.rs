@@ -21,6 +21,7 @@
 //!  7 data_size           14 creation_time       (caller-provided, seconds; 0 if unknown)
 //!                                                (data_size: stored bytes incl. trailers)
 //! 15 external_file_version
+//! 16 comparator           (wire 1: the name of the key order; absent for bytewise order)
 //! ```
 //! `num_deletions` counts deletions and single deletions.
 //!
@@ -56,6 +57,7 @@ const TAG_LARGEST_SEQNO: u64 = 12;
 const TAG_COMPRESSION: u64 = 13;
 const TAG_CREATION_TIME: u64 = 14;
 const TAG_EXTERNAL_FILE_VERSION: u64 = 15;
+const TAG_COMPARATOR: u64 = 16;
 
 /// `external_file_version` of a file written by `SstFileWriter`: entries at sequence number 0,
 /// the global seqno kept by the DB (see the module doc).
@@ -87,6 +89,8 @@ pub struct TableProperties {
     pub creation_time: u64,
     /// 0 for a table the DB wrote; [`EXTERNAL_FILE_VERSION`] for an external file.
     pub external_file_version: u64,
+    /// The name of the table's key order; `None` for bytewise order (`crate::comparator`).
+    pub comparator: Option<String>,
 }
 
 impl Default for TableProperties {
@@ -107,6 +111,7 @@ impl Default for TableProperties {
             compression: CompressionType::None,
             creation_time: 0,
             external_file_version: 0,
+            comparator: None,
         }
     }
 }
@@ -139,6 +144,10 @@ impl TableProperties {
             put_varint64(&mut out, (tag << 1) | WIRE_VARINT);
             put_varint64(&mut out, v);
         }
+        if let Some(name) = &self.comparator {
+            put_varint64(&mut out, (TAG_COMPARATOR << 1) | WIRE_BYTES);
+            crate::util::coding::put_length_prefixed(&mut out, name.as_bytes());
+        }
         out
     }
 
@@ -157,7 +166,14 @@ impl TableProperties {
             }
             last_tag = tag;
             if wire == WIRE_BYTES {
-                r.length_prefixed().ok_or_else(|| bad(format!("bad property {tag} at {at}")))?;
+                let bytes = r
+                    .length_prefixed()
+                    .ok_or_else(|| bad(format!("bad property {tag} at {at}")))?;
+                if tag == TAG_COMPARATOR {
+                    let name = std::str::from_utf8(bytes)
+                        .map_err(|_| bad(format!("comparator name at {at} is not UTF-8")))?;
+                    p.comparator = Some(name.to_string());
+                }
                 continue;
             }
             let v = r.varint64().ok_or_else(|| bad(format!("bad property {tag} at {at}")))?;
@@ -210,6 +226,7 @@ mod tests {
             compression: CompressionType::Zstd,
             creation_time: 1_700_000_000,
             external_file_version: EXTERNAL_FILE_VERSION,
+            comparator: Some("reverse".into()),
         }
     }
 

@@ -15,6 +15,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use crate::cache::LruCache;
+use crate::comparator::KnownOrders;
 use crate::env::FileSystem;
 use crate::error::Result;
 use crate::filename::table_path;
@@ -75,6 +76,8 @@ pub(crate) struct TableCache {
     advise_random: bool,
     /// The user's statistics, which the readers count their block cache use and reads in.
     statistics: Option<Arc<Statistics>>,
+    /// The key orders of the DB's families: a table is read in the order it names.
+    orders: KnownOrders,
 }
 
 impl TableCache {
@@ -97,7 +100,19 @@ impl TableCache {
             pin_l0: false,
             advise_random: false,
             statistics: None,
+            orders: KnownOrders::default(),
         }
+    }
+
+    /// Tables are read in the orders `orders` name (shared: orders added later count).
+    pub fn with_orders(mut self, orders: KnownOrders) -> TableCache {
+        self.orders = orders;
+        self
+    }
+
+    /// The key orders tables may be in (the DB adds each family's when it opens it).
+    pub fn orders(&self) -> &KnownOrders {
+        &self.orders
     }
 
     /// The user's statistics the DB counts its reads in, if any.
@@ -186,6 +201,7 @@ impl TableCache {
             self.block_cache.clone(),
             meta,
             self.statistics.clone(),
+            &self.orders,
         )?;
         reader.set_global_seqno(global_seqno)?;
         let reader = Arc::new(reader);

@@ -25,13 +25,14 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::comparator::{KeyOrder, KnownOrders};
 use crate::db::files::find_wals;
 use crate::db::flush::{write_level0_table, FlushEnv};
 use crate::db::Db;
 use crate::env::FileSystem;
 use crate::error::{Error, Result};
 use crate::filename::{lock_path, manifest_path, parse_file_name, table_path, FileKind};
-use crate::key::{compare_internal, make_internal_key, range_end_bound, user_key};
+use crate::key::{make_internal_key, range_end_bound, user_key};
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::sstable::TableReader;
@@ -165,7 +166,7 @@ fn rebuild(opts: &Options, fs: &Arc<dyn FileSystem>, dir: &Path) -> Result<Repai
         Ok(())
     };
     for (&n, path) in &wal_files {
-        let mut mem = Arc::new(MemTable::new());
+        let mut mem = Arc::new(MemTable::with_budget(None, 0, opts.comparator.clone()));
         let file = fs.open(path)?;
         let mut reader = LogReader::for_wal(file, WalRecoveryMode::SkipAnyCorruptedRecords, n.0);
         let mut records = 0u64;
@@ -199,7 +200,7 @@ fn rebuild(opts: &Options, fs: &Arc<dyn FileSystem>, dir: &Path) -> Result<Repai
             records += 1;
             if mem.approximate_memory_usage() >= opts.write_buffer_size {
                 write_table(&mem, &mut report)?;
-                mem = Arc::new(MemTable::new());
+                mem = Arc::new(MemTable::with_budget(None, 0, opts.comparator.clone()));
             }
         }
         report.wal_bytes_dropped += reader.outcome().dropped_bytes;
@@ -215,7 +216,7 @@ fn rebuild(opts: &Options, fs: &Arc<dyn FileSystem>, dir: &Path) -> Result<Repai
     let mut last_sequence = SeqNo::ZERO;
     for n in tables {
         let path = table_path(dir, n);
-        match scan_table(fs.as_ref(), &path, n) {
+        match scan_table(fs.as_ref(), &path, n, &opts.comparator) {
             Ok(Some(mut meta)) => {
                 if let Some(&g) = global_seqnos.get(&n) {
                     // The bounds as ingestion recorded them: every entry at `g`.
@@ -245,10 +246,10 @@ fn rebuild(opts: &Options, fs: &Arc<dyn FileSystem>, dir: &Path) -> Result<Repai
             }
         }
     }
-    report.compacted = !l0_order_is_safe(&edit.new_files);
+    report.compacted = !l0_order_is_safe(&edit.new_files, &opts.comparator);
 
     // 3. The new MANIFEST, then CURRENT.
-    let version = Version::new(opts.num_levels).apply(&edit)?;
+    let version = Version::new(opts.num_levels, opts.comparator.clone()).apply(&edit)?;
     let manifest = new_number();
     let counters = Counters {
         log_number: FileNumber(0),
@@ -327,18 +328,31 @@ fn salvage_global_seqnos(
 }
 
 /// Reads table `n` whole (every block's checksum verified) and returns its MANIFEST record,
-/// `None` when it holds nothing.
-fn scan_table(fs: &dyn FileSystem, path: &Path, n: FileNumber) -> Result<Option<FileMetaData>> {
+/// `None` when it holds nothing. A table in another key order than `order` is refused.
+fn scan_table(
+    fs: &dyn FileSystem,
+    path: &Path,
+    n: FileNumber,
+    order: &KeyOrder,
+) -> Result<Option<FileMetaData>> {
     let file = fs.open(path)?;
     let file_size = file.len();
-    let reader = std::sync::Arc::new(TableReader::open(file, n.0, None)?);
+    let reader = TableReader::open_in(file, n.0, None, &KnownOrders::of(order))?;
+    if reader.order() != order {
+        return Err(Error::InvalidArgument(format!(
+            "its keys are in comparator {:?}'s order, the options give {:?}",
+            reader.order().name(),
+            order.name()
+        )));
+    }
+    let reader = std::sync::Arc::new(reader);
     let mut smallest: Option<Vec<u8>> = None;
     let mut largest: Option<Vec<u8>> = None;
     let mut widen = |k: Vec<u8>| {
-        if smallest.as_ref().is_none_or(|s| compare_internal(&k, s).is_lt()) {
+        if smallest.as_ref().is_none_or(|s| order.compare_internal(&k, s).is_lt()) {
             smallest = Some(k.clone());
         }
-        if largest.as_ref().is_none_or(|l| compare_internal(&k, l).is_gt()) {
+        if largest.as_ref().is_none_or(|l| order.compare_internal(&k, l).is_gt()) {
             largest = Some(k);
         }
     };
@@ -370,11 +384,11 @@ fn scan_table(fs: &dyn FileSystem, path: &Path, n: FileNumber) -> Result<Option<
 /// Whether searching these tables as L0 (largest sequence number first, stopping at the
 /// first table holding the key) finds the newest version of every key: true when any two
 /// tables whose key ranges overlap have disjoint sequence ranges.
-fn l0_order_is_safe(files: &[(usize, FileMetaData)]) -> bool {
+fn l0_order_is_safe(files: &[(usize, FileMetaData)], order: &KeyOrder) -> bool {
     for (i, (_, a)) in files.iter().enumerate() {
         for (_, b) in &files[i + 1..] {
-            let keys_overlap = user_key(&a.smallest) <= user_key(&b.largest)
-                && user_key(&b.smallest) <= user_key(&a.largest);
+            let keys_overlap = order.le(user_key(&a.smallest), user_key(&b.largest))
+                && order.le(user_key(&b.smallest), user_key(&a.largest));
             let seqs_overlap =
                 a.smallest_seqno <= b.largest_seqno && b.smallest_seqno <= a.largest_seqno;
             if keys_overlap && seqs_overlap {
@@ -404,10 +418,19 @@ mod tests {
     #[test]
     fn l0_order_is_unsafe_only_for_overlapping_keys_and_sequences() {
         // Flushes: overlapping keys, disjoint sequence ranges.
-        assert!(l0_order_is_safe(&[meta("a", "z", (1, 10)), meta("c", "d", (11, 20))]));
+        assert!(l0_order_is_safe(
+            &[meta("a", "z", (1, 10)), meta("c", "d", (11, 20))],
+            &KeyOrder::Bytewise
+        ));
         // Overlapping sequences, disjoint keys.
-        assert!(l0_order_is_safe(&[meta("a", "b", (1, 30)), meta("c", "d", (11, 20))]));
+        assert!(l0_order_is_safe(
+            &[meta("a", "b", (1, 30)), meta("c", "d", (11, 20))],
+            &KeyOrder::Bytewise
+        ));
         // A deeper table with newer entries around a shallower table's older ones.
-        assert!(!l0_order_is_safe(&[meta("a", "z", (1, 30)), meta("c", "d", (11, 20))]));
+        assert!(!l0_order_is_safe(
+            &[meta("a", "z", (1, 30)), meta("c", "d", (11, 20))],
+            &KeyOrder::Bytewise
+        ));
     }
 }

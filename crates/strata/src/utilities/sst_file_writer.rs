@@ -126,8 +126,9 @@ impl SstFileWriter {
     /// entries). `begin > end` is `InvalidArgument`; an empty range is ignored.
     pub fn delete_range(&mut self, begin: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Result<()> {
         let (begin, end) = (begin.as_ref(), end.as_ref());
+        let order = self.table.order.clone();
         let o = self.open_file()?;
-        if begin > end {
+        if order.lt(end, begin) {
             return Err(Error::InvalidArgument(format!(
                 "SstFileWriter {}: delete_range begin {begin:?} is after end {end:?}",
                 o.path.display()
@@ -166,10 +167,13 @@ impl SstFileWriter {
         }
         let summary = o.builder.finish()?;
         self.finished_size = summary.file_size;
+        let order = &self.table.order;
         let smallest_range_del_key =
-            o.range_dels.iter().map(|t| t.start.clone()).min().unwrap_or_default();
+            o.range_dels.iter().map(|t| &t.start).min_by(|a, b| order.compare(a, b));
         let largest_range_del_key =
-            o.range_dels.iter().map(|t| t.end.clone()).max().unwrap_or_default();
+            o.range_dels.iter().map(|t| &t.end).max_by(|a, b| order.compare(a, b));
+        let smallest_range_del_key = smallest_range_del_key.cloned().unwrap_or_default();
+        let largest_range_del_key = largest_range_del_key.cloned().unwrap_or_default();
         Ok(ExternalSstFileInfo {
             file_path: o.path,
             smallest_key: o.smallest_key,
@@ -190,9 +194,10 @@ impl SstFileWriter {
     }
 
     fn add(&mut self, key: &[u8], value: &[u8], t: ValueType) -> Result<()> {
+        let order = self.table.order.clone();
         let o = self.open_file()?;
         if let Some(last) = &o.last_key {
-            if key <= last.as_slice() {
+            if !order.lt(last, key) {
                 return Err(Error::InvalidArgument(format!(
                     "SstFileWriter {}: key {key:?} must sort after the previous key {last:?} \
                      (keys are added in strictly increasing order)",

@@ -86,9 +86,6 @@ pub(crate) mod tag {
     pub const GLOBAL_SEQNO: u32 = 14;
 }
 
-/// Name of the only comparator, written in the first edit of every MANIFEST.
-pub(crate) const BYTEWISE_COMPARATOR: &str = "strata.BytewiseComparator";
-
 /// Metadata of one SST file.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct FileMetaData {
@@ -463,7 +460,7 @@ mod tests {
 
     fn full_edit() -> VersionEdit {
         let mut e = VersionEdit::new();
-        e.comparator = Some(BYTEWISE_COMPARATOR.to_string());
+        e.comparator = Some(crate::comparator::BYTEWISE_NAME.to_string());
         e.log_number = Some(FileNumber(12));
         e.next_file_number = Some(FileNumber(300));
         e.last_sequence = Some(SeqNo::MAX);

@@ -4,9 +4,9 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
+use crate::comparator::KeyOrder;
 use crate::error::{Error, Result};
 use crate::iterator::InternalIterator;
-use crate::key::compare_internal;
 use crate::sstable::table_cache::TableCache;
 use crate::sstable::ReadBlockOptions;
 use crate::version::levels::{TableFile, Version};
@@ -39,19 +39,29 @@ pub(crate) struct LevelIterator {
     index: usize,
     current: Option<Box<dyn InternalIterator>>,
     error: Option<Error>,
+    /// The order of the level's keys.
+    order: KeyOrder,
 }
 
 impl LevelIterator {
+    /// Over `files`, sorted and disjoint in `order`.
     pub fn new(
         files: Vec<Arc<TableFile>>,
         tables: Arc<TableCache>,
         read: ReadBlockOptions,
+        order: KeyOrder,
     ) -> Self {
-        Self::over(LevelFiles::Owned(files), tables, read)
+        Self::over(LevelFiles::Owned(files), tables, read, order)
     }
 
-    pub fn over(files: LevelFiles, tables: Arc<TableCache>, read: ReadBlockOptions) -> Self {
-        LevelIterator { files, tables, read, index: 0, current: None, error: None }
+    /// Over `files`, sorted and disjoint in `order`.
+    pub fn over(
+        files: LevelFiles,
+        tables: Arc<TableCache>,
+        read: ReadBlockOptions,
+        order: KeyOrder,
+    ) -> Self {
+        LevelIterator { files, tables, read, index: 0, current: None, error: None, order }
     }
 
     /// Opens file `i` as the current table; false (with the error recorded) on failure.
@@ -135,8 +145,10 @@ impl InternalIterator for LevelIterator {
 
     fn seek(&mut self, target: &[u8]) {
         self.reset();
-        let i =
-            self.files.partition_point(|f| compare_internal(&f.largest, target) == Ordering::Less);
+        let o = &self.order;
+        let i = self
+            .files
+            .partition_point(|f| o.compare_internal(&f.largest, target) == Ordering::Less);
         if i < self.files.len() && self.open(i) {
             if let Some(c) = self.current.as_mut() {
                 c.seek(target);
@@ -147,9 +159,10 @@ impl InternalIterator for LevelIterator {
 
     fn seek_for_prev(&mut self, target: &[u8]) {
         self.reset();
+        let o = &self.order;
         let i = self
             .files
-            .partition_point(|f| compare_internal(&f.smallest, target) != Ordering::Greater);
+            .partition_point(|f| o.compare_internal(&f.smallest, target) != Ordering::Greater);
         if i > 0 && self.open(i - 1) {
             if let Some(c) = self.current.as_mut() {
                 c.seek_for_prev(target);
@@ -242,7 +255,7 @@ mod tests {
                 None,
             ));
             let read = ReadBlockOptions::default();
-            let mut it = LevelIterator::new(files, tables, read);
+            let mut it = LevelIterator::new(files, tables, read, KeyOrder::Bytewise);
             check_internal_iterator(&mut it, &model, seed);
         }
     }

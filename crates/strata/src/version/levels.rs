@@ -3,6 +3,7 @@
 //! Invariants (checked by [`Version::apply`]): a file appears at most once; levels >= 1 are
 //! sorted by smallest key and their files' key ranges do not overlap; L0 is ordered newest
 //! first (largest sequence number, then file number, descending) and its files may overlap.
+//! Keys are compared in the family's order (`crate::comparator`).
 //! A file's largest key may be an exclusive bound ([`crate::key::range_end_bound`], the end
 //! of a range tombstone): then the file does not contain that user key, and the next file of
 //! the level may start at it.
@@ -13,8 +14,9 @@ use std::sync::Arc;
 
 use super::edit::{FileMetaData, VersionEdit};
 use super::fences::LevelFences;
+use crate::comparator::KeyOrder;
 use crate::error::{Error, Result};
-use crate::key::{after_largest, compare_internal, user_key};
+use crate::key::user_key;
 use crate::sstable::table_cache::PinnedTable;
 use crate::types::FileNumber;
 
@@ -53,7 +55,10 @@ impl std::ops::Deref for TableFile {
 pub(crate) struct Version {
     /// Read everywhere, written only here (a change elsewhere would leave its fences stale).
     pub levels: Vec<Vec<Arc<TableFile>>>,
+    /// Empty for every level in an order other than bytewise (fences read keys as bytes).
     fences: Vec<Arc<LevelFences>>,
+    /// The order of the family's keys.
+    order: KeyOrder,
 }
 
 fn l0_order(a: &FileMetaData, b: &FileMetaData) -> Ordering {
@@ -61,12 +66,18 @@ fn l0_order(a: &FileMetaData, b: &FileMetaData) -> Ordering {
 }
 
 impl Version {
-    /// An empty version with `num_levels` levels.
-    pub fn new(num_levels: usize) -> Version {
+    /// An empty version with `num_levels` levels of keys in `order`.
+    pub fn new(num_levels: usize, order: KeyOrder) -> Version {
         Version {
             levels: vec![Vec::new(); num_levels],
             fences: (0..num_levels).map(|_| Arc::new(LevelFences::default())).collect(),
+            order,
         }
+    }
+
+    /// The order of the family's keys.
+    pub fn order(&self) -> &KeyOrder {
+        &self.order
     }
 
     /// The version after `edit`. Pure: `self` is unchanged. A deleted file that is not
@@ -102,7 +113,7 @@ impl Version {
             if level >= n {
                 return Err(level_out_of_range(level, n, meta.number));
             }
-            if compare_internal(&meta.smallest, &meta.largest) == Ordering::Greater {
+            if self.order.compare_internal(&meta.smallest, &meta.largest) == Ordering::Greater {
                 return bad(format!("file {} has smallest key > largest key", meta.number));
             }
             let file = match removed.iter().find(|f| f.meta == *meta) {
@@ -129,9 +140,9 @@ impl Version {
                 files.sort_by(|a, b| l0_order(a, b));
                 continue;
             }
-            files.sort_by(|a, b| compare_internal(&a.smallest, &b.smallest));
+            files.sort_by(|a, b| self.order.compare_internal(&a.smallest, &b.smallest));
             for w in files.windows(2) {
-                if !after_largest(user_key(&w[1].smallest), &w[0].largest) {
+                if !self.order.after_largest(user_key(&w[1].smallest), &w[0].largest) {
                     return bad(format!(
                         "files {} and {} overlap at level {level}",
                         w[0].number, w[1].number
@@ -143,10 +154,11 @@ impl Version {
             .map(|level| match level {
                 0 => Arc::new(LevelFences::default()),
                 _ if !changed[level] => self.fences[level].clone(),
+                _ if !self.order.is_bytewise() => Arc::new(LevelFences::default()),
                 _ => Arc::new(level_fences(&levels[level])),
             })
             .collect();
-        Ok(Version { levels, fences })
+        Ok(Version { levels, fences, order: self.order.clone() })
     }
 
     /// Number of files at `level`.
@@ -174,7 +186,12 @@ impl Version {
     #[inline]
     pub fn file_for_key(&self, level: usize, ukey: &[u8]) -> Option<&Arc<TableFile>> {
         let files = &self.levels[level];
-        let after = |i: usize| after_largest(ukey, &files[i].largest);
+        let o = &self.order;
+        if !o.is_bytewise() {
+            let i = files.partition_point(|f| o.after_largest(ukey, &f.largest));
+            return files.get(i).filter(|f| !o.lt(ukey, user_key(&f.smallest)));
+        }
+        let after = |i: usize| crate::key::after_largest(ukey, &files[i].largest);
         let below = |i: usize| ukey < user_key(&files[i].smallest);
         self.fences[level].file_for(ukey, after, below).map(|i| &files[i])
     }
@@ -234,7 +251,7 @@ mod tests {
     fn a_trivial_move_keeps_the_same_live_file_and_a_rewrite_does_not() {
         let mut e = VersionEdit::default();
         e.new_files.push((0, meta(1, "a", "k", 5)));
-        let v = Version::new(3).apply(&e).unwrap();
+        let v = Version::new(3, KeyOrder::Bytewise).apply(&e).unwrap();
         let before = v.levels[0][0].clone();
         let mut mv = VersionEdit::default();
         mv.deleted_files.push((0, FileNumber(1)));
@@ -250,7 +267,7 @@ mod tests {
 
     #[test]
     fn apply_adds_sorts_and_deletes() {
-        let v = Version::new(3);
+        let v = Version::new(3, KeyOrder::Bytewise);
         let mut e = VersionEdit::default();
         e.new_files.push((0, meta(1, "a", "z", 5)));
         e.new_files.push((0, meta(2, "a", "z", 9)));
@@ -275,13 +292,13 @@ mod tests {
         assert_eq!(v3.level_bytes(1), 100);
         let again = v2.apply(&v2.snapshot_edit());
         assert!(again.is_err(), "re-adding the same files is a duplicate");
-        let rebuilt = Version::new(3).apply(&v2.snapshot_edit()).unwrap();
+        let rebuilt = Version::new(3, KeyOrder::Bytewise).apply(&v2.snapshot_edit()).unwrap();
         assert_eq!(rebuilt.file_numbers().count(), 4);
     }
 
     #[test]
     fn apply_rejects_bad_edits() {
-        let v = Version::new(2);
+        let v = Version::new(2, KeyOrder::Bytewise);
         let mut e = VersionEdit::default();
         e.deleted_files.push((0, FileNumber(9)));
         assert!(v.apply(&e).unwrap_err().is_corruption());
@@ -307,7 +324,7 @@ mod tests {
         let mut e = VersionEdit::default();
         e.new_files.push((1, a.clone()));
         e.new_files.push((1, b));
-        let v = Version::new(2).apply(&e).unwrap();
+        let v = Version::new(2, KeyOrder::Bytewise).apply(&e).unwrap();
         let holder = |k: &[u8]| v.file_for_key(1, k).map(|f| f.number.0);
         assert_eq!(holder(b"l"), Some(1));
         assert_eq!(holder(b"m"), Some(2), "a get for the end key looks in B");
@@ -316,7 +333,7 @@ mod tests {
         let mut e = VersionEdit::default();
         e.new_files.push((1, meta(3, "a", "m", 5)));
         e.new_files.push((1, meta(4, "m", "t", 5)));
-        assert!(Version::new(2).apply(&e).is_err());
+        assert!(Version::new(2, KeyOrder::Bytewise).apply(&e).is_err());
         // Picker overlap treats the bound as exclusive, on either side.
         use crate::compaction::picker::overlapping;
         let lo = make_internal_key(b"m", SeqNo(9), ValueType::Value);

@@ -21,7 +21,7 @@ use crate::types::{FileNumber, SeqNo};
 use crate::wal::{replay_log, tail_is_interrupted_append, LogWriter, TailRule, WalRecoveryMode};
 
 /// The comparator name recorded in the MANIFEST; a DB written with another order is refused.
-use super::edit::BYTEWISE_COMPARATOR as COMPARATOR_NAME;
+use crate::comparator::{KeyOrder, KnownOrders};
 
 /// A MANIFEST larger than this is replaced by a fresh snapshot at the next change.
 const MAX_MANIFEST_SIZE: u64 = 64 << 20;
@@ -46,6 +46,8 @@ pub(crate) struct VersionSet {
     /// read (by iterators through their super version): their files must not be deleted while
     /// they live.
     old_versions: Vec<Weak<Version>>,
+    /// The key orders a family's recorded comparator name may name.
+    orders: KnownOrders,
 }
 
 /// One column family as the MANIFEST knows it.
@@ -68,11 +70,19 @@ pub(crate) struct FamilySnapshot {
 }
 
 impl VersionSet {
-    /// An empty version set for a new DB (nothing written yet; call [`Self::write_new_manifest`]).
-    pub fn new(fs: Arc<dyn FileSystem>, dir: &Path, num_levels: usize) -> VersionSet {
+    /// An empty version set for a new DB (nothing written yet; call [`Self::write_new_manifest`])
+    /// whose `default` family has keys in `order`; families' recorded orders are found in
+    /// `orders`.
+    pub fn new(
+        fs: Arc<dyn FileSystem>,
+        dir: &Path,
+        num_levels: usize,
+        order: KeyOrder,
+        orders: KnownOrders,
+    ) -> VersionSet {
         let default = Family {
             name: DEFAULT_COLUMN_FAMILY_NAME.to_string(),
-            current: Arc::new(Version::new(num_levels)),
+            current: Arc::new(Version::new(num_levels, order)),
             log_number: FileNumber(0),
         };
         VersionSet {
@@ -86,56 +96,35 @@ impl VersionSet {
             manifest: None,
             manifest_number: FileNumber(0),
             old_versions: Vec::new(),
+            orders,
         }
     }
 
     /// Reads CURRENT and replays the MANIFEST it names. `levels_of(name)` is the level count
-    /// of family `name` (the options it is opened with).
+    /// of family `name` (the options it is opened with). Each family's keys are in the order
+    /// its records name (bytewise when they name none), found in `orders`: a name `orders`
+    /// lacks is `InvalidArgument`.
     pub fn recover(
         fs: Arc<dyn FileSystem>,
         dir: &Path,
         levels_of: &dyn Fn(&str) -> usize,
+        orders: &KnownOrders,
     ) -> Result<VersionSet> {
-        let cur_path = current_path(dir);
-        let cur = fs.open(&cur_path)?.read_all()?;
-        let name = std::str::from_utf8(&cur)
-            .ok()
-            .and_then(|s| s.strip_suffix('\n'))
-            .filter(|s| {
-                crate::filename::parse_file_name(s)
-                    .is_some_and(|k| matches!(k, crate::filename::FileKind::Manifest(_)))
-            })
-            .ok_or_else(|| {
-                Error::corruption(&cur_path, 0, "CURRENT does not name a MANIFEST file")
-            })?;
-        let mpath = dir.join(name);
-        let Some(crate::filename::FileKind::Manifest(manifest_number)) =
-            crate::filename::parse_file_name(name)
-        else {
-            return Err(Error::corruption(&cur_path, 0, "CURRENT does not name a MANIFEST file"));
-        };
-        let file = fs.open(&mpath).map_err(|e| match e {
-            Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
-                Error::corruption(&cur_path, 0, format!("CURRENT names missing {name}"))
-            }
-            other => other,
-        })?;
-        let mut vs = VersionSet::new(fs.clone(), dir, levels_of(DEFAULT_COLUMN_FAMILY_NAME));
+        let (mpath, manifest_number, file) = open_current_manifest(fs.as_ref(), dir)?;
+        let mut vs = VersionSet::new(
+            fs.clone(),
+            dir,
+            levels_of(DEFAULT_COLUMN_FAMILY_NAME),
+            KeyOrder::Bytewise,
+            orders.clone(),
+        );
         let mut saw_comparator = false;
         let mut saw_next_file = false;
         // A torn last record was never acknowledged (edits are synced before they take
         // effect), so point-in-time is the right mode; damage before the tail is an error.
         let outcome = replay_log(&file, WalRecoveryMode::PointInTime, |offset, record| {
             let edit = VersionEdit::decode(record).map_err(|e| relocate(e, &mpath, offset))?;
-            if let Some(c) = &edit.comparator {
-                if c != COMPARATOR_NAME {
-                    return Err(Error::InvalidArgument(format!(
-                        "{} was written with comparator {c}, this build has {COMPARATOR_NAME}",
-                        mpath.display()
-                    )));
-                }
-                saw_comparator = true;
-            }
+            saw_comparator |= edit.comparator.is_some();
             vs.apply_families(&edit, levels_of).map_err(|e| relocate(e, &mpath, offset))?;
             if let Some(n) = edit.log_number {
                 vs.log_number = n;
@@ -229,6 +218,23 @@ impl VersionSet {
         if let Some(n) = edit.max_column_family {
             self.max_column_family = self.max_column_family.max(n);
         }
+        // The order a record names for its family: on creation, or (`default`) in the first
+        // record of a MANIFEST, before any file.
+        let recorded = match &edit.comparator {
+            None => None,
+            Some(c) => {
+                let family = match &edit.cf_add {
+                    Some(name) => name.as_str(),
+                    None => self.families.get(&cf).map_or("?", |f| f.name.as_str()),
+                };
+                Some(self.orders.find(Some(c)).ok_or_else(|| {
+                    Error::InvalidArgument(format!(
+                        "column family {family:?} keeps its keys in comparator {c:?}'s order, \
+                         which the options do not give (Options::set_comparator)"
+                    ))
+                })?)
+            }
+        };
         if let Some(name) = &edit.cf_add {
             if cf == 0 || self.families.contains_key(&cf) {
                 return Err(Error::corruption(
@@ -246,7 +252,10 @@ impl VersionSet {
             }
             let family = Family {
                 name: name.clone(),
-                current: Arc::new(Version::new(levels_of(name))),
+                current: Arc::new(Version::new(
+                    levels_of(name),
+                    recorded.clone().unwrap_or_default(),
+                )),
                 log_number: FileNumber(0),
             };
             self.families.insert(cf, family);
@@ -258,6 +267,27 @@ impl VersionSet {
                 0,
                 format!("edit names column family {cf}, which does not exist"),
             ));
+        };
+        if let (Some(order), None) = (recorded, &edit.cf_add) {
+            if family.current.order() != &order {
+                if family.current.file_numbers().next().is_some() {
+                    return Err(Error::corruption(
+                        "",
+                        0,
+                        format!(
+                            "edit changes the comparator of column family {:?} holding files",
+                            family.name
+                        ),
+                    ));
+                }
+                let levels = family.current.levels.len();
+                if let Some(f) = self.families.get_mut(&cf) {
+                    f.current = Arc::new(Version::new(levels, order));
+                }
+            }
+        }
+        let Some(family) = self.families.get(&cf) else {
+            return Err(Error::corruption("", 0, format!("column family {cf} vanished")));
         };
         if edit.cf_drop {
             if cf == 0 {
@@ -341,16 +371,18 @@ impl VersionSet {
 
     /// Whether `name`, a MANIFEST found in `dir` while CURRENT is missing, is provably what an
     /// interrupted creation of a new DB left: its bytes (less trailing zeros) are a prefix of
-    /// exactly what creation writes to that file. Only such a file may be deleted; anything
-    /// else was not proven to be the engine's and the open must refuse.
+    /// exactly what creation with the `default` family in `order` writes to that file. Only
+    /// such a file may be deleted; anything else was not proven to be the engine's and the
+    /// open must refuse.
     pub fn is_interrupted_creation(
         fs: &Arc<dyn FileSystem>,
         dir: &Path,
         number: FileNumber,
+        order: &KeyOrder,
     ) -> Result<bool> {
         let data = fs.open(&manifest_path(dir, number))?.read_all()?;
         let end = data.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
-        let fresh = VersionSet::new(fs.clone(), dir, 1);
+        let fresh = VersionSet::new(fs.clone(), dir, 1, order.clone(), KnownOrders::default());
         fresh.next_file.store(number.0 + 1, Ordering::SeqCst);
         // The same record framed as the log writer frames it, built in memory.
         let mem = crate::env::MemFs::new();
@@ -478,8 +510,12 @@ pub(crate) struct Counters {
 /// each other family whole, created.
 fn snapshot_records(families: &[FamilySnapshot], counters: &Counters) -> Vec<Vec<u8>> {
     let mut out = Vec::with_capacity(families.len());
+    let default_order = families
+        .iter()
+        .find(|f| f.id == 0)
+        .map_or(KeyOrder::Bytewise, |f| f.version.order().clone());
     let mut first = VersionEdit {
-        comparator: Some(COMPARATOR_NAME.to_string()),
+        comparator: Some(default_order.name().to_string()),
         log_number: Some(counters.log_number),
         next_file_number: Some(counters.next_file),
         last_sequence: Some(counters.last_sequence),
@@ -496,9 +532,11 @@ fn snapshot_records(families: &[FamilySnapshot], counters: &Counters) -> Vec<Vec
     first.encode(&mut buf);
     out.push(buf);
     for f in families.iter().filter(|f| f.id != 0) {
+        let order = f.version.order();
         let edit = VersionEdit {
             column_family: f.id,
             cf_add: Some(f.name.clone()),
+            comparator: (!order.is_bytewise()).then(|| order.name().to_string()),
             cf_log_number: Some(f.log_number),
             new_files: f.version.snapshot_edit().new_files,
             ..VersionEdit::default()
@@ -508,6 +546,55 @@ fn snapshot_records(families: &[FamilySnapshot], counters: &Counters) -> Vec<Vec
         out.push(buf);
     }
     out
+}
+
+/// The MANIFEST CURRENT names in `dir`: its path, number and open file.
+fn open_current_manifest(
+    fs: &dyn FileSystem,
+    dir: &Path,
+) -> Result<(PathBuf, FileNumber, Arc<dyn crate::env::RandomAccessFile>)> {
+    let cur_path = current_path(dir);
+    let cur = fs.open(&cur_path)?.read_all()?;
+    let name = std::str::from_utf8(&cur)
+        .ok()
+        .and_then(|s| s.strip_suffix('\n'))
+        .filter(|s| {
+            crate::filename::parse_file_name(s)
+                .is_some_and(|k| matches!(k, crate::filename::FileKind::Manifest(_)))
+        })
+        .ok_or_else(|| Error::corruption(&cur_path, 0, "CURRENT does not name a MANIFEST file"))?;
+    let mpath = dir.join(name);
+    let Some(crate::filename::FileKind::Manifest(manifest_number)) =
+        crate::filename::parse_file_name(name)
+    else {
+        return Err(Error::corruption(&cur_path, 0, "CURRENT does not name a MANIFEST file"));
+    };
+    let file = fs.open(&mpath).map_err(|e| match e {
+        Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+            Error::corruption(&cur_path, 0, format!("CURRENT names missing {name}"))
+        }
+        other => other,
+    })?;
+    Ok((mpath, manifest_number, file))
+}
+
+/// The names of the live column families the MANIFEST of the DB in `dir` records, `default`
+/// first, then by id: read from the family records alone (no version is built, so no key
+/// order is needed).
+pub(crate) fn family_names(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<String>> {
+    let (mpath, _, file) = open_current_manifest(fs, dir)?;
+    let mut names = BTreeMap::from([(0u32, DEFAULT_COLUMN_FAMILY_NAME.to_string())]);
+    replay_log(&file, WalRecoveryMode::PointInTime, |offset, record| {
+        let edit = VersionEdit::decode(record).map_err(|e| relocate(e, &mpath, offset))?;
+        if let Some(name) = edit.cf_add {
+            names.insert(edit.column_family, name);
+        }
+        if edit.cf_drop {
+            names.remove(&edit.column_family);
+        }
+        Ok(())
+    })?;
+    Ok(names.into_values().collect())
 }
 
 /// Writes a DB's MANIFEST-`number` in `dir` holding `families` and `counters`, syncs it, and

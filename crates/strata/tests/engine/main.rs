@@ -8,6 +8,7 @@ mod basic_operations;
 mod get_updates_since;
 mod info_log;
 mod iterators_and_snapshots;
+mod key_orders;
 mod merge_counters;
 mod merge_without_operator;
 mod prefix_same_as_start;

@@ -5,4 +5,5 @@
 mod compaction_filter_model;
 mod compaction_model;
 mod ingest_model;
+mod key_order_model;
 mod model_state_machine;

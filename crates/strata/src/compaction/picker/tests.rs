@@ -135,7 +135,9 @@ pub(crate) fn parse_shape(text: &str) -> (Version, PickerOptions, HashSet<FileNu
             other => panic!("unknown line {other}"),
         }
     }
-    let v = Version::new(o.num_levels).apply(&edit).expect("valid shape");
+    let v = Version::new(o.num_levels, crate::comparator::KeyOrder::Bytewise)
+        .apply(&edit)
+        .expect("valid shape");
     (v, o, busy)
 }
 

@@ -59,7 +59,7 @@ fn repeated_picks_keep_the_budget_the_bound_and_the_cost_model() {
     o.style = CompactionStyle::Tiered;
     o.tiered.fan_in = 4;
     o.tiered.max_sorted_runs = 8;
-    let mut v = Version::new(7);
+    let mut v = Version::new(7, crate::comparator::KeyOrder::Bytewise);
     let (mut next, mut seq) = (1u64, 1u64);
     let busy = HashSet::new();
     let flush = 100u64;

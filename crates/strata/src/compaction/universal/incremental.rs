@@ -28,6 +28,7 @@
 
 use super::{target_file_size, SortedRun};
 use crate::compaction::picker::{CompactionPlan, PickerOptions};
+use crate::comparator::KeyOrder;
 use crate::key::user_key;
 use crate::version::levels::TableFile;
 use std::sync::Arc;
@@ -50,14 +51,16 @@ pub(crate) fn pick_incremental(
         return None;
     }
     let full_fanout = oldest.size as f64 / newer_bytes as f64;
-    let (s, e, fanout) = cheapest_window(&second.files, &oldest.files, o.max_compaction_bytes / 2)?;
+    let order = &o.order;
+    let (s, e, fanout) =
+        cheapest_window(&second.files, &oldest.files, o.max_compaction_bytes / 2, order)?;
     if fanout >= full_fanout * FANOUT_PENALTY {
         return None;
     }
     let window = second.files[s..=e].to_vec();
     let lo = user_key(&window[0].smallest);
     let hi = user_key(&window[window.len() - 1].largest);
-    let (a, b) = overlap(&oldest.files, lo, hi);
+    let (a, b) = overlap(&oldest.files, lo, hi, order);
     let output_inputs = oldest.files[a..b].to_vec();
     let trivial_move = o.universal.allow_trivial_move && output_inputs.is_empty();
     Some(CompactionPlan {
@@ -79,9 +82,9 @@ pub(crate) fn pick_incremental(
 
 /// The indexes `a..b` of the files of `level` (key order, disjoint) that share a user key
 /// with `[lo, hi]`.
-fn overlap(level: &[Arc<TableFile>], lo: &[u8], hi: &[u8]) -> (usize, usize) {
-    let a = level.partition_point(|f| user_key(&f.largest) < lo);
-    let b = level.partition_point(|f| user_key(&f.smallest) <= hi);
+fn overlap(level: &[Arc<TableFile>], lo: &[u8], hi: &[u8], order: &KeyOrder) -> (usize, usize) {
+    let a = level.partition_point(|f| order.lt(user_key(&f.largest), lo));
+    let b = level.partition_point(|f| order.le(user_key(&f.smallest), hi));
     (a, b.max(a))
 }
 
@@ -91,6 +94,7 @@ fn cheapest_window(
     files: &[Arc<TableFile>],
     bottom: &[Arc<TableFile>],
     limit: u64,
+    order: &KeyOrder,
 ) -> Option<(usize, usize, f64)> {
     // prefix[i]: bytes of bottom[..i].
     let mut prefix = vec![0u64];
@@ -102,7 +106,8 @@ fn cheapest_window(
         let mut bytes = 0u64;
         for e in s..files.len() {
             bytes += files[e].file_size;
-            let (a, b) = overlap(bottom, user_key(&files[s].smallest), user_key(&files[e].largest));
+            let (lo, hi) = (user_key(&files[s].smallest), user_key(&files[e].largest));
+            let (a, b) = overlap(bottom, lo, hi, order);
             let overlapped = prefix[b] - prefix[a];
             if bytes + overlapped > limit || e + 1 == files.len() {
                 if bytes > 0 {

@@ -39,7 +39,7 @@ fn repeated_picks_keep_runs_in_age_order_and_bound_size_amplification() {
     use crate::version::edit::{FileMetaData, VersionEdit};
     let mut o = PickerOptions::for_tests(7, 4);
     o.style = CompactionStyle::Universal;
-    let mut v = Version::new(7);
+    let mut v = Version::new(7, crate::comparator::KeyOrder::Bytewise);
     let mut next = 1u64;
     let mut seq = 1u64;
     let busy = HashSet::new();
@@ -150,7 +150,7 @@ fn sanitized_stall_triggers_are_run_counts_the_picker_always_reduces() {
                         },
                     ));
                 }
-                let v = Version::new(7).apply(&e).unwrap();
+                let v = Version::new(7, crate::comparator::KeyOrder::Bytewise).apply(&e).unwrap();
                 assert!(
                     pick_universal(&v, &o, &HashSet::new()).is_some(),
                     "trigger {trigger} width {min_merge_width}: {:?}",
@@ -198,7 +198,7 @@ fn concurrent_merges_finish_in_any_order_without_overlap_or_reordering() {
         o.universal.allow_trivial_move = rng.gen_bool(0.5);
         o.universal.size_ratio = rng.gen_range(0..30);
         o.universal.max_size_amplification_percent = [25, 100, 200][rng.gen_range(0..3)];
-        let mut v = Version::new(7);
+        let mut v = Version::new(7, crate::comparator::KeyOrder::Bytewise);
         let (mut next, mut seq) = (1u64, 1u64);
         let mut running: Vec<CompactionPlan> = Vec::new();
         for _ in 0..250 {

@@ -18,7 +18,6 @@ use crate::db::{DbInner, SuperVersion};
 use crate::error::{Error, Result};
 use crate::options::Options;
 use crate::version::edit::VersionEdit;
-use crate::version::set::VersionSet;
 
 pub(crate) fn create_cf(inner: &DbInner, name: &str, opts: &Options) -> Result<Arc<ColumnFamily>> {
     check_name(name)?;
@@ -41,9 +40,12 @@ pub(crate) fn create_cf(inner: &DbInner, name: &str, opts: &Options) -> Result<A
         return Err(Error::InvalidArgument(format!("column family {name:?} already exists")));
     }
     let id = versions.max_column_family() + 1;
+    // Tables and the MANIFEST name the family's order; readers find it by that name.
+    inner.table_cache.orders().add(&fopts.comparator);
     let mut edit = VersionEdit {
         column_family: id,
         cf_add: Some(name.to_string()),
+        comparator: (!fopts.comparator.is_bytewise()).then(|| fopts.comparator.name().to_string()),
         cf_log_number: Some(wal.number),
         ..VersionEdit::default()
     };
@@ -127,9 +129,7 @@ pub(crate) fn list_cf(opts: &Options, path: &Path) -> Result<Vec<String>> {
             path.display()
         )));
     }
-    let levels = |_: &str| crate::version::levels::MAX_NUM_LEVELS;
-    let versions = VersionSet::recover(opts.fs.clone(), path, &levels)?;
-    Ok(versions.families().values().map(|f| f.name.clone()).collect())
+    crate::version::set::family_names(opts.fs.as_ref(), path)
 }
 
 /// The handle of family `name`, if it exists.

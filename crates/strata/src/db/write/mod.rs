@@ -88,6 +88,7 @@ pub(crate) fn write_with(
         return Err(Error::InvalidArgument("sync writes need the WAL (disable_wal is set)".into()));
     }
     batch.validate()?;
+    check_range_deletions(inner, &batch)?;
     if batch.has_cf() {
         check_families(inner, &batch)?;
     } else if batch.has_merge() && inner.default_cf.opts.merge_operator.is_none() {
@@ -136,6 +137,30 @@ pub(crate) fn write_with(
 
 /// Refuses a batch naming a family that does not exist (or was dropped), or merging into a
 /// family without a merge operator.
+/// `InvalidArgument` for a `delete_range` whose begin is after its end in its family's key
+/// order (as RocksDB; begin == end deletes nothing). Families that do not exist are left to
+/// [`check_families`].
+fn check_range_deletions(inner: &DbInner, batch: &WriteBatch) -> Result<()> {
+    let mut ranges = batch.range_deletions().peekable();
+    if ranges.peek().is_none() {
+        return Ok(());
+    }
+    let st = inner.state.lock();
+    for (cf, begin, end) in ranges {
+        let Some(cs) = st.cfs.get(&cf) else { continue };
+        if cs.cfd.opts.comparator.lt(end, begin) {
+            return Err(Error::InvalidArgument(format!(
+                "delete_range: begin key {:?} is after end key {:?} in column family {:?}'s \
+                 key order",
+                String::from_utf8_lossy(begin),
+                String::from_utf8_lossy(end),
+                cs.cfd.name
+            )));
+        }
+    }
+    Ok(())
+}
+
 fn check_families(inner: &DbInner, batch: &WriteBatch) -> Result<()> {
     let st = inner.state.lock();
     for r in batch.iter() {

@@ -34,6 +34,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::cache::{CacheKey, Priority};
+use crate::comparator::{KeyOrder, KnownOrders};
 use crate::env::RandomAccessFile;
 use crate::error::{Error, Result};
 use crate::iterator::InternalIterator;
@@ -201,6 +202,8 @@ pub struct TableReader {
     scan_stats: ScanStats,
     /// The user's statistics: block cache hits, misses and inserts, block read times.
     statistics: Option<Arc<Statistics>>,
+    /// The order of the table's keys (its `comparator` property).
+    order: KeyOrder,
 }
 
 impl std::fmt::Debug for TableReader {
@@ -217,32 +220,48 @@ impl TableReader {
     /// Reads and verifies the footer, metaindex, index, filter and properties. Data blocks
     /// (and index and filter blocks, as `meta` says) are cached under `cache_id`, which must be
     /// unique among the tables of the owner in `block_cache`.
+    ///
+    /// Only a table in bytewise order opens here; [`Self::open_in`] knows other orders.
+    #[cfg(any(test, feature = "fuzzing"))]
     pub fn open(
         file: Arc<dyn RandomAccessFile>,
         cache_id: u64,
         block_cache: Option<CacheAccess>,
     ) -> Result<TableReader> {
-        Self::open_with(file, cache_id, block_cache, MetaBlockOptions::default())
+        Self::open_in(file, cache_id, block_cache, &KnownOrders::default())
+    }
+
+    /// [`Self::open`] of a table in one of the `orders`: one written in another is
+    /// `InvalidArgument` naming its order.
+    pub fn open_in(
+        file: Arc<dyn RandomAccessFile>,
+        cache_id: u64,
+        block_cache: Option<CacheAccess>,
+        orders: &KnownOrders,
+    ) -> Result<TableReader> {
+        Self::open_counted(file, cache_id, block_cache, MetaBlockOptions::default(), None, orders)
     }
 
     /// [`Self::open`] with the index and filter placed as `meta` says.
+    #[cfg(test)]
     pub fn open_with(
         file: Arc<dyn RandomAccessFile>,
         cache_id: u64,
         block_cache: Option<CacheAccess>,
         meta: MetaBlockOptions,
     ) -> Result<TableReader> {
-        Self::open_counted(file, cache_id, block_cache, meta, None)
+        Self::open_counted(file, cache_id, block_cache, meta, None, &KnownOrders::default())
     }
 
-    /// [`Self::open_with`], counting its block cache accesses and block reads (from the
-    /// opening reads of the index and filter on) in `statistics`.
+    /// [`Self::open_with`] of a table in one of `orders`, counting its block cache accesses
+    /// and block reads (from the opening reads of the index and filter on) in `statistics`.
     pub(crate) fn open_counted(
         file: Arc<dyn RandomAccessFile>,
         cache_id: u64,
         block_cache: Option<CacheAccess>,
         meta: MetaBlockOptions,
         statistics: Option<Arc<Statistics>>,
+        orders: &KnownOrders,
     ) -> Result<TableReader> {
         let path = file.path().to_path_buf();
         let len = file.len();
@@ -280,13 +299,20 @@ impl TableReader {
         };
         let properties = TableProperties::decode(&read_meta(ph, "properties")?, ph.offset)
             .map_err(|e| e.with_file(&path))?;
+        let Some(order) = orders.find(properties.comparator.as_deref()) else {
+            return Err(Error::InvalidArgument(format!(
+                "{}: the table is in key order {:?}, which no column family here has",
+                path.display(),
+                properties.comparator.as_deref().unwrap_or_default()
+            )));
+        };
         let range_dels = match metaindex.get(RANGE_DELETION_BLOCK) {
-            Some(h) => decode_block(&read_meta(h, "range deletion")?, h.offset)
+            Some(h) => decode_block(&read_meta(h, "range deletion")?, h.offset, &order)
                 .map_err(|e| e.with_file(&path))?,
             None => Vec::new(),
         };
         let fragmented_range_dels = (!range_dels.is_empty())
-            .then(|| Arc::new(FragmentedTombstones::from_tombstones(&range_dels, 0)));
+            .then(|| Arc::new(FragmentedTombstones::from_tombstones(&range_dels, 0, &order)));
         let partitioned = footer.version == FORMAT_VERSION_PARTITIONED;
         let filter_handle = metaindex.get(FILTER_BLOCK);
         let mut r = TableReader {
@@ -313,6 +339,7 @@ impl TableReader {
             global_seqno: SeqNo::ZERO,
             scan_stats: ScanStats::default(),
             statistics,
+            order,
         };
         // Read (and verify) the index and filter now; then keep them unless they are to be
         // read through the cache. Without a block cache there is nowhere else to keep them.
@@ -362,8 +389,9 @@ impl TableReader {
         for t in &mut self.range_dels {
             t.seq = seq;
         }
-        self.fragmented_range_dels = (!self.range_dels.is_empty())
-            .then(|| Arc::new(FragmentedTombstones::from_tombstones(&self.range_dels, 0)));
+        self.fragmented_range_dels = (!self.range_dels.is_empty()).then(|| {
+            Arc::new(FragmentedTombstones::from_tombstones(&self.range_dels, 0, &self.order))
+        });
         self.global_seqno = seq;
         Ok(())
     }
@@ -416,7 +444,7 @@ impl TableReader {
             }
         };
         let block = match kind {
-            MetaKind::Index => Block::new(data, h.offset).map(index),
+            MetaKind::Index => Block::new(data, h.offset).map(|b| index(b.with_order(&self.order))),
             MetaKind::Filter => {
                 BloomFilter::decode(&data, h.offset).map(|f| Block::from_filter(f, h.offset))
             }
@@ -641,6 +669,10 @@ impl TableReader {
     }
 
     /// The table's properties block, decoded.
+    pub fn order(&self) -> &KeyOrder {
+        &self.order
+    }
+
     pub fn properties(&self) -> &TableProperties {
         &self.properties
     }
@@ -783,7 +815,9 @@ impl TableReader {
         };
         drop(timers);
         count_block_read(handle);
-        Block::new(data, handle.offset).map_err(|e| e.with_file(&self.path))
+        Block::new(data, handle.offset)
+            .map(|b| b.with_order(&self.order))
+            .map_err(|e| e.with_file(&self.path))
     }
 }
 

@@ -97,9 +97,9 @@ pub struct Transaction<'db, DB = OptimisticTransactionDb> {
     _db: PhantomData<fn() -> &'db DB>,
 }
 
-fn new_state() -> Mutex<State> {
+fn new_state(db: &Db) -> Mutex<State> {
     Mutex::new(State {
-        batch: WriteBatchWithIndex::new(0, true),
+        batch: WriteBatchWithIndex::for_db(db),
         tracked: BTreeMap::new(),
         save_points: Vec::new(),
         name: None,
@@ -118,7 +118,7 @@ impl<'db> Transaction<'db, OptimisticTransactionDb> {
             kind: Kind::Optimistic(db),
             write_opts,
             snapshot: snapshot.then(|| db.snapshot().into_handle()),
-            st: new_state(),
+            st: new_state(db),
             _db: PhantomData,
         }
     }
@@ -136,7 +136,7 @@ impl<'db> Transaction<'db, TransactionDb> {
             snapshot: snapshot.then(|| db.snapshot().into_handle()),
             kind: Kind::Pessimistic(p),
             write_opts,
-            st: new_state(),
+            st: new_state(db),
             _db: PhantomData,
         }
     }
@@ -699,7 +699,7 @@ impl<'db, DB> Transaction<'db, DB> {
                     Phase::Prepared => {
                         let name = st.name.clone().unwrap_or_default();
                         let batch =
-                            std::mem::replace(&mut st.batch, WriteBatchWithIndex::new(0, true));
+                            std::mem::replace(&mut st.batch, WriteBatchWithIndex::for_db(self.db));
                         p.tdb.commit_prepared(&name, batch.into_write_batch(), self.write_opts)?;
                     }
                     Phase::Started => {
@@ -714,8 +714,10 @@ impl<'db, DB> Transaction<'db, DB> {
                             return Err(expired(p.owner.id));
                         }
                         if !st.batch.is_empty() {
-                            let batch =
-                                std::mem::replace(&mut st.batch, WriteBatchWithIndex::new(0, true));
+                            let batch = std::mem::replace(
+                                &mut st.batch,
+                                WriteBatchWithIndex::for_db(self.db),
+                            );
                             self.db.write_opt(batch.into_write_batch(), &self.write_opts)?;
                         }
                     }
@@ -750,7 +752,7 @@ impl<'db, DB> Transaction<'db, DB> {
         if st.batch.is_empty() {
             return Ok(());
         }
-        let batch = std::mem::replace(&mut st.batch, WriteBatchWithIndex::new(0, true));
+        let batch = std::mem::replace(&mut st.batch, WriteBatchWithIndex::for_db(self.db));
         self.db.write_opt(batch.into_write_batch(), &self.write_opts)
     }
 }

@@ -71,10 +71,11 @@ impl BaseDelta {
             }
             let batch = batch_entry(&index, &self.base, dir, as_ref(&from));
             let base_key = self.base.key();
+            let order = index.order();
             let take_batch = match (batch, base_key) {
                 (Some((k, _)), Some(b)) => match dir {
-                    Dir::Forward => k.as_slice() <= b,
-                    Dir::Reverse => k.as_slice() >= b,
+                    Dir::Forward => order.le(k, b),
+                    Dir::Reverse => order.le(b, k),
                 },
                 (Some(_), None) => true,
                 (None, _) => false,
@@ -94,7 +95,7 @@ impl BaseDelta {
                     }
                 }
             } else if let Some(b) = base_key {
-                if index.deleted.covers(b) {
+                if index.range_deleted(b) {
                     from = Bound::Excluded(b.to_vec());
                     self.step_base(dir);
                 } else {
@@ -203,6 +204,10 @@ impl RawCursor for BaseDelta {
     fn merge_operator(&self) -> Option<&Arc<dyn MergeOperator>> {
         self.base.merge_operator()
     }
+
+    fn order(&self) -> &crate::comparator::KeyOrder {
+        self.base.order()
+    }
 }
 
 fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
@@ -222,23 +227,34 @@ fn batch_entry<'i>(
     from: Bound<&[u8]>,
 ) -> Option<(&'i Vec<u8>, &'i Chain)> {
     let (lower, upper) = base.bounds();
+    let order = index.order();
+    let key = |b: Bound<&[u8]>| match b {
+        Bound::Included(k) => Bound::Included(index.key(k)),
+        Bound::Excluded(k) => Bound::Excluded(index.key(k)),
+        Bound::Unbounded => Bound::Unbounded,
+    };
     let found = match dir {
         Dir::Forward => {
             let from = match (from, lower) {
                 (Bound::Unbounded, Some(l)) => Bound::Included(l),
-                (Bound::Included(k) | Bound::Excluded(k), Some(l)) if k < l => Bound::Included(l),
+                (Bound::Included(k) | Bound::Excluded(k), Some(l)) if order.lt(k, l) => {
+                    Bound::Included(l)
+                }
                 (f, _) => f,
             };
-            index.keys.range::<[u8], _>((from, Bound::Unbounded)).next()
+            index.keys.range((key(from), Bound::Unbounded)).next()
         }
         Dir::Reverse => {
             let to = match (from, upper) {
                 (Bound::Unbounded, Some(u)) => Bound::Excluded(u),
-                (Bound::Included(k) | Bound::Excluded(k), Some(u)) if k >= u => Bound::Excluded(u),
+                (Bound::Included(k) | Bound::Excluded(k), Some(u)) if !order.lt(k, u) => {
+                    Bound::Excluded(u)
+                }
                 (t, _) => t,
             };
-            index.keys.range::<[u8], _>((Bound::Unbounded, to)).next_back()
+            index.keys.range((Bound::Unbounded, key(to))).next_back()
         }
     }?;
+    let found = (&found.0.bytes, found.1);
     (!base.excludes(found.0)).then_some(found)
 }

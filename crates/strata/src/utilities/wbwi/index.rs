@@ -13,6 +13,7 @@
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
+use crate::comparator::KeyOrder;
 use crate::error::{Error, Result};
 use crate::merge_operator::MergeOperator;
 
@@ -79,98 +80,150 @@ impl Chain {
     }
 }
 
+/// A key of the index, ordered by its family's order. Two keys are equal when their bytes
+/// are (the order's contract: `Equal` only for the same bytes).
+#[derive(Clone, Debug)]
+pub(crate) struct OrdKey {
+    pub bytes: Vec<u8>,
+    order: KeyOrder,
+}
+
+impl PartialEq for OrdKey {
+    fn eq(&self, other: &OrdKey) -> bool {
+        self.bytes == other.bytes
+    }
+}
+
+impl Eq for OrdKey {}
+
+impl PartialOrd for OrdKey {
+    fn partial_cmp(&self, other: &OrdKey) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for OrdKey {
+    fn cmp(&self, other: &OrdKey) -> std::cmp::Ordering {
+        self.order.compare(&self.bytes, &other.bytes)
+    }
+}
+
 /// Disjoint, non-adjacent ranges `[begin, end)`: the union of a batch's range deletions.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct RangeSet {
     /// begin -> end.
-    ranges: BTreeMap<Vec<u8>, Vec<u8>>,
+    ranges: BTreeMap<OrdKey, Vec<u8>>,
 }
 
 impl RangeSet {
     /// Adds `[begin, end)` (nothing when empty), joining the ranges it overlaps or touches.
-    pub fn insert(&mut self, begin: &[u8], end: &[u8]) {
-        if begin >= end {
+    pub fn insert(&mut self, begin: &[u8], end: &[u8], order: &KeyOrder) {
+        if !order.lt(begin, end) {
             return;
         }
+        let key = |k: &[u8]| OrdKey { bytes: k.to_vec(), order: order.clone() };
         let (mut lo, mut hi) = (begin.to_vec(), end.to_vec());
         // A range starting at or before `begin` that reaches it.
         if let Some((b, e)) =
-            self.ranges.range::<[u8], _>((Bound::Unbounded, Bound::Included(begin))).next_back()
+            self.ranges.range((Bound::Unbounded, Bound::Included(key(begin)))).next_back()
         {
-            if e.as_slice() >= begin {
-                lo.clone_from(b);
-                if *e > hi {
+            if order.le(begin, e) {
+                lo.clone_from(&b.bytes);
+                if order.lt(&hi, e) {
                     hi.clone_from(e);
                 }
             }
         }
         // Ranges starting inside `[lo, hi]` are absorbed.
-        let inside: Vec<Vec<u8>> = self
+        let inside: Vec<OrdKey> = self
             .ranges
-            .range::<[u8], _>((Bound::Included(lo.as_slice()), Bound::Included(hi.as_slice())))
+            .range((Bound::Included(key(&lo)), Bound::Included(key(&hi))))
             .map(|(b, _)| b.clone())
             .collect();
         for b in inside {
             if let Some(e) = self.ranges.remove(&b) {
-                if e > hi {
+                if order.lt(&hi, &e) {
                     hi = e;
                 }
             }
         }
-        self.ranges.insert(lo, hi);
+        self.ranges.insert(key(&lo), hi);
     }
 
     /// Whether some range holds `key`.
-    pub fn covers(&self, key: &[u8]) -> bool {
+    pub fn covers(&self, key: &[u8], order: &KeyOrder) -> bool {
+        let k = OrdKey { bytes: key.to_vec(), order: order.clone() };
         self.ranges
-            .range::<[u8], _>((Bound::Unbounded, Bound::Included(key)))
+            .range((Bound::Unbounded, Bound::Included(k)))
             .next_back()
-            .is_some_and(|(_, e)| key < e.as_slice())
+            .is_some_and(|(_, e)| order.lt(key, e))
     }
 }
 
-/// One column family's part of the index.
+/// One column family's part of the index, its keys in the family's order.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct CfIndex {
-    pub keys: BTreeMap<Vec<u8>, Chain>,
-    pub deleted: RangeSet,
+    pub keys: BTreeMap<OrdKey, Chain>,
+    deleted: RangeSet,
+    order: KeyOrder,
 }
 
 impl CfIndex {
+    /// An empty index of keys in `order`.
+    pub fn new(order: KeyOrder) -> CfIndex {
+        CfIndex { keys: BTreeMap::new(), deleted: RangeSet::default(), order }
+    }
+
+    /// The order of the keys.
+    pub fn order(&self) -> &KeyOrder {
+        &self.order
+    }
+
+    /// `k` as a key of this index.
+    pub fn key(&self, k: &[u8]) -> OrdKey {
+        OrdKey { bytes: k.to_vec(), order: self.order.clone() }
+    }
+
+    /// Whether a range deletion of the batch covers `key`.
+    pub fn range_deleted(&self, key: &[u8]) -> bool {
+        self.deleted.covers(key, &self.order)
+    }
+
     pub fn put(&mut self, key: &[u8], value: &[u8]) {
         let chain = Chain { base: Base::Put(value.to_vec()), merges: Vec::new() };
-        self.keys.insert(key.to_vec(), chain);
+        self.keys.insert(self.key(key), chain);
     }
 
     pub fn delete(&mut self, key: &[u8]) {
-        self.keys.insert(key.to_vec(), Chain { base: Base::Deleted, merges: Vec::new() });
+        self.keys.insert(self.key(key), Chain { base: Base::Deleted, merges: Vec::new() });
     }
 
     pub fn merge(&mut self, key: &[u8], operand: &[u8]) {
-        if let Some(chain) = self.keys.get_mut(key) {
+        let k = self.key(key);
+        if let Some(chain) = self.keys.get_mut(&k) {
             chain.merges.push(operand.to_vec());
             return;
         }
-        let base = if self.deleted.covers(key) { Base::Deleted } else { Base::Db };
-        self.keys.insert(key.to_vec(), Chain { base, merges: vec![operand.to_vec()] });
+        let base = if self.range_deleted(key) { Base::Deleted } else { Base::Db };
+        self.keys.insert(k, Chain { base, merges: vec![operand.to_vec()] });
     }
 
     pub fn delete_range(&mut self, begin: &[u8], end: &[u8]) {
-        if begin >= end {
+        if !self.order.lt(begin, end) {
             return;
         }
-        let range = (Bound::Included(begin), Bound::Excluded(end));
-        for (_, chain) in self.keys.range_mut::<[u8], _>(range) {
+        let range = (Bound::Included(self.key(begin)), Bound::Excluded(self.key(end)));
+        for (_, chain) in self.keys.range_mut(range) {
             *chain = Chain { base: Base::Deleted, merges: Vec::new() };
         }
-        self.deleted.insert(begin, end);
+        self.deleted.insert(begin, end, &self.order);
     }
 
     /// What the batch does to `key`: its chain, or a deletion by a range, or nothing.
     pub fn lookup(&self, key: &[u8]) -> Lookup<'_> {
-        match self.keys.get(key) {
+        match self.keys.get(&self.key(key)) {
             Some(c) => Lookup::Chain(c),
-            None if self.deleted.covers(key) => Lookup::RangeDeleted,
+            None if self.range_deleted(key) => Lookup::RangeDeleted,
             None => Lookup::Untouched,
         }
     }
@@ -190,16 +243,38 @@ mod tests {
     #[test]
     fn ranges_join_when_they_overlap_or_touch_and_cover_half_open() {
         let mut r = RangeSet::default();
-        r.insert(b"c", b"e");
-        r.insert(b"x", b"x"); // empty
-        r.insert(b"e", b"g"); // touches
-        r.insert(b"a", b"b");
-        r.insert(b"k", b"m");
-        r.insert(b"bb", b"l"); // joins c..g and k..m
-        let got: Vec<_> = r.ranges.iter().map(|(b, e)| (b.clone(), e.clone())).collect();
+        let o = &KeyOrder::Bytewise;
+        r.insert(b"c", b"e", o);
+        r.insert(b"x", b"x", o); // empty
+        r.insert(b"e", b"g", o); // touches
+        r.insert(b"a", b"b", o);
+        r.insert(b"k", b"m", o);
+        r.insert(b"bb", b"l", o); // joins c..g and k..m
+        let got: Vec<_> = r.ranges.iter().map(|(b, e)| (b.bytes.clone(), e.clone())).collect();
         assert_eq!(got, vec![(b"a".to_vec(), b"b".to_vec()), (b"bb".to_vec(), b"m".to_vec())]);
-        assert!(r.covers(b"a") && r.covers(b"ab") && !r.covers(b"b") && r.covers(b"bb"));
-        assert!(r.covers(b"lzz") && !r.covers(b"m") && !r.covers(b"0"));
+        assert!(r.covers(b"a", o) && r.covers(b"ab", o) && !r.covers(b"b", o));
+        assert!(r.covers(b"bb", o) && r.covers(b"lzz", o) && !r.covers(b"m", o));
+        assert!(!r.covers(b"0", o));
+    }
+
+    #[test]
+    fn a_reverse_order_index_keeps_keys_and_ranges_in_that_order() {
+        let reverse = KeyOrder::custom("reverse", Box::new(|a: &[u8], b: &[u8]| b.cmp(a)));
+        let mut ix = CfIndex::new(reverse);
+        for k in [b"a", b"c", b"e", b"g"] {
+            ix.put(k, b"v");
+        }
+        ix.delete_range(b"f", b"b"); // f down to (not including) b
+        let keys: Vec<_> = ix.keys.keys().map(|k| k.bytes.clone()).collect();
+        assert_eq!(keys, vec![b"g".to_vec(), b"e".to_vec(), b"c".to_vec(), b"a".to_vec()]);
+        assert!(matches!(ix.lookup(b"e"), Lookup::Chain(c) if c.base == Base::Deleted));
+        assert!(matches!(ix.lookup(b"c"), Lookup::Chain(c) if c.base == Base::Deleted));
+        assert!(matches!(ix.lookup(b"g"), Lookup::Chain(c) if matches!(c.base, Base::Put(_))));
+        assert!(matches!(ix.lookup(b"a"), Lookup::Chain(c) if matches!(c.base, Base::Put(_))));
+        assert!(matches!(ix.lookup(b"d"), Lookup::RangeDeleted));
+        assert!(matches!(ix.lookup(b"b"), Lookup::Untouched), "the end is exclusive");
+        ix.delete_range(b"b", b"f"); // empty in reverse order
+        assert!(matches!(ix.lookup(b"a"), Lookup::Chain(c) if matches!(c.base, Base::Put(_))));
     }
 
     #[test]

@@ -28,6 +28,7 @@ use std::sync::Arc;
 use self::base_delta::BaseDelta;
 use self::index::{CfIndex, Lookup};
 use crate::column_family::{AsColumnFamilyRef, ColumnFamilyId, DEFAULT_COLUMN_FAMILY_ID};
+use crate::comparator::KeyOrder;
 use crate::db::{Cfd, Db, DbRawIterator};
 use crate::error::{Error, Result};
 use crate::options::{Options, ReadOptions, WriteOptions};
@@ -41,6 +42,9 @@ use crate::write_batch::{WriteBatch, WriteBatchIterator};
 pub struct WriteBatchWithIndex {
     batch: WriteBatch,
     index: BTreeMap<ColumnFamilyId, Arc<CfIndex>>,
+    /// The order of the `default` family's keys (the methods without a handle write there);
+    /// a family named by a handle is indexed in its own order.
+    default_order: KeyOrder,
 }
 
 impl WriteBatchWithIndex {
@@ -51,11 +55,38 @@ impl WriteBatchWithIndex {
         WriteBatchWithIndex {
             batch: WriteBatch::with_capacity_bytes(reserved_bytes),
             index: BTreeMap::new(),
+            default_order: KeyOrder::Bytewise,
         }
     }
 
-    fn cf_index(&mut self, cf: ColumnFamilyId) -> &mut CfIndex {
-        Arc::make_mut(self.index.entry(cf).or_default())
+    /// An empty batch for `db`: its `default` family's keys are indexed in that family's
+    /// order (a batch made by [`WriteBatchWithIndex::new`] indexes them bytewise, as
+    /// RocksDB's does with its default comparator).
+    pub fn for_db(db: &Db) -> Self {
+        WriteBatchWithIndex { default_order: db.default_order(), ..Self::new(0, true) }
+    }
+
+    /// The index of family `cf`, made in `order` when the batch has none yet.
+    fn cf_index(&mut self, cf: ColumnFamilyId, order: impl FnOnce() -> KeyOrder) -> &mut CfIndex {
+        Arc::make_mut(self.index.entry(cf).or_insert_with(|| Arc::new(CfIndex::new(order()))))
+    }
+
+    /// The index of the `default` family.
+    fn default_index(&mut self) -> &mut CfIndex {
+        let order = self.default_order.clone();
+        self.cf_index(DEFAULT_COLUMN_FAMILY_ID, || order)
+    }
+
+    /// The index of the family `cf` names, in its order.
+    fn handle_index(&mut self, cf: &impl AsColumnFamilyRef) -> &mut CfIndex {
+        let id = cf.cf_id();
+        let order = || match cf.cf_any().downcast_ref::<crate::db::ColumnFamily>() {
+            Some(h) => h.cfd.opts.comparator.clone(),
+            None if id == DEFAULT_COLUMN_FAMILY_ID => self.default_order.clone(),
+            None => KeyOrder::Bytewise,
+        };
+        let order = order();
+        self.cf_index(id, || order)
     }
 
     /// Records of the batch.
@@ -104,7 +135,8 @@ impl WriteBatchWithIndex {
     pub fn append(&mut self, batch: &WriteBatch) {
         self.batch.append(batch);
         for r in batch.iter() {
-            let ix = self.cf_index(r.cf);
+            let default = self.default_order.clone();
+            let ix = self.cf_index(r.cf, || if r.cf == 0 { default } else { KeyOrder::Bytewise });
             match r.value_type {
                 ValueType::Value => ix.put(r.key, r.value),
                 ValueType::Deletion | ValueType::SingleDeletion => ix.delete(r.key),
@@ -117,7 +149,7 @@ impl WriteBatchWithIndex {
     /// Sets `key` to `value`.
     pub fn put<K: AsRef<[u8]>, V: AsRef<[u8]>>(&mut self, key: K, value: V) {
         self.batch.put(key.as_ref(), value.as_ref());
-        self.cf_index(DEFAULT_COLUMN_FAMILY_ID).put(key.as_ref(), value.as_ref());
+        self.default_index().put(key.as_ref(), value.as_ref());
     }
 
     /// [`WriteBatchWithIndex::put`] in column family `cf`.
@@ -128,38 +160,38 @@ impl WriteBatchWithIndex {
         value: V,
     ) {
         self.batch.put_cf(cf, key.as_ref(), value.as_ref());
-        self.cf_index(cf.cf_id()).put(key.as_ref(), value.as_ref());
+        self.handle_index(cf).put(key.as_ref(), value.as_ref());
     }
 
     /// Deletes `key`.
     pub fn delete<K: AsRef<[u8]>>(&mut self, key: K) {
         self.batch.delete(key.as_ref());
-        self.cf_index(DEFAULT_COLUMN_FAMILY_ID).delete(key.as_ref());
+        self.default_index().delete(key.as_ref());
     }
 
     /// [`WriteBatchWithIndex::delete`] in column family `cf`.
     pub fn delete_cf<K: AsRef<[u8]>>(&mut self, cf: &impl AsColumnFamilyRef, key: K) {
         self.batch.delete_cf(cf, key.as_ref());
-        self.cf_index(cf.cf_id()).delete(key.as_ref());
+        self.handle_index(cf).delete(key.as_ref());
     }
 
     /// Deletes `key`, which must have been put at most once since its last deletion
     /// (`WriteBatch::single_delete`). Reads through the batch see it deleted.
     pub fn single_delete<K: AsRef<[u8]>>(&mut self, key: K) {
         self.batch.single_delete(key.as_ref());
-        self.cf_index(DEFAULT_COLUMN_FAMILY_ID).delete(key.as_ref());
+        self.default_index().delete(key.as_ref());
     }
 
     /// [`WriteBatchWithIndex::single_delete`] in column family `cf`.
     pub fn single_delete_cf<K: AsRef<[u8]>>(&mut self, cf: &impl AsColumnFamilyRef, key: K) {
         self.batch.single_delete_cf(cf, key.as_ref());
-        self.cf_index(cf.cf_id()).delete(key.as_ref());
+        self.handle_index(cf).delete(key.as_ref());
     }
 
     /// Adds a merge operand for `key`.
     pub fn merge<K: AsRef<[u8]>, V: AsRef<[u8]>>(&mut self, key: K, value: V) {
         self.batch.merge(key.as_ref(), value.as_ref());
-        self.cf_index(DEFAULT_COLUMN_FAMILY_ID).merge(key.as_ref(), value.as_ref());
+        self.default_index().merge(key.as_ref(), value.as_ref());
     }
 
     /// [`WriteBatchWithIndex::merge`] in column family `cf`.
@@ -170,13 +202,13 @@ impl WriteBatchWithIndex {
         value: V,
     ) {
         self.batch.merge_cf(cf, key.as_ref(), value.as_ref());
-        self.cf_index(cf.cf_id()).merge(key.as_ref(), value.as_ref());
+        self.handle_index(cf).merge(key.as_ref(), value.as_ref());
     }
 
     /// Deletes the keys in `[begin, end)`.
     pub fn delete_range<K: AsRef<[u8]>>(&mut self, begin: K, end: K) {
         self.batch.delete_range(begin.as_ref(), end.as_ref());
-        self.cf_index(DEFAULT_COLUMN_FAMILY_ID).delete_range(begin.as_ref(), end.as_ref());
+        self.default_index().delete_range(begin.as_ref(), end.as_ref());
     }
 
     /// [`WriteBatchWithIndex::delete_range`] in column family `cf`.
@@ -187,7 +219,7 @@ impl WriteBatchWithIndex {
         end: K,
     ) {
         self.batch.delete_range_cf(cf, begin.as_ref(), end.as_ref());
-        self.cf_index(cf.cf_id()).delete_range(begin.as_ref(), end.as_ref());
+        self.handle_index(cf).delete_range(begin.as_ref(), end.as_ref());
     }
 
     /// `key`'s value from the batch alone, merges resolved with `options`' merge operator;
@@ -272,15 +304,13 @@ impl WriteBatchWithIndex {
         read: impl FnOnce() -> Result<Option<Vec<u8>>>,
         family: impl FnOnce() -> Result<Arc<Cfd>>,
     ) -> Result<Option<Vec<u8>>> {
-        let lookup = match self.index.get(&cf) {
-            Some(ix) => ix.lookup(key),
-            None => Lookup::Untouched,
-        };
-        match lookup {
+        let Some(ix) = self.index.get(&cf) else { return read() };
+        let cfd = family()?;
+        same_order(ix, &cfd.opts.comparator, &cfd.name)?;
+        match ix.lookup(key) {
             Lookup::Untouched => read(),
             Lookup::RangeDeleted => Ok(None),
             Lookup::Chain(c) => {
-                let cfd = family()?;
                 let base = if c.needs_db() { read()? } else { None };
                 c.resolve(key, base.as_deref(), cfd.opts.merge_operator.as_deref())
             }
@@ -304,9 +334,32 @@ impl WriteBatchWithIndex {
     }
 
     fn with_base(&self, cf: ColumnFamilyId, base: DbRawIterator) -> DbRawIterator {
-        let index = self.index.get(&cf).cloned().unwrap_or_default();
+        let order = base.order().clone();
+        let index = match self.index.get(&cf) {
+            Some(ix) => match same_order(ix, &order, &format!("{cf}")) {
+                Ok(()) => ix.clone(),
+                Err(e) => return DbRawIterator::new(crate::db::iter::error_iter(e)),
+            },
+            None => Arc::new(CfIndex::new(order)),
+        };
         DbRawIterator::from_cursor(Box::new(BaseDelta::new(base, index)))
     }
+}
+
+/// `InvalidArgument` unless the batch indexed family `name`'s keys in `order`, the family's:
+/// a family with a comparator written to without its handle (`put` instead of `put_cf`, on a
+/// batch not made by [`WriteBatchWithIndex::for_db`]) was indexed bytewise.
+fn same_order(ix: &CfIndex, order: &KeyOrder, name: &str) -> Result<()> {
+    if ix.order() == order {
+        return Ok(());
+    }
+    Err(Error::InvalidArgument(format!(
+        "the batch ordered column family {name:?}'s keys by comparator {:?}, the family keeps \
+         {:?}'s order: write to it through its handle (put_cf, ...) or make the batch with \
+         WriteBatchWithIndex::for_db",
+        ix.order().name(),
+        order.name()
+    )))
 }
 
 impl Db {
