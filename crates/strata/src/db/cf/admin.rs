@@ -18,12 +18,16 @@ use crate::db::{DbInner, SuperVersion};
 use crate::error::{Error, Result};
 use crate::options::Options;
 use crate::version::edit::VersionEdit;
-use crate::version::set::VersionSet;
+use crate::version::set::{FamilyLayout, VersionSet};
 
 pub(crate) fn create_cf(inner: &DbInner, name: &str, opts: &Options) -> Result<Arc<ColumnFamily>> {
     check_name(name)?;
     opts.validate()?;
-    let fopts = opts.sanitized();
+    let mut fopts = opts.sanitized();
+    let paths = crate::db::paths::family_paths(&fopts, &inner.opts, &inner.dir)?;
+    crate::db::paths::sanitize_for_paths(&mut fopts, &paths);
+    crate::db::paths::create_dirs(inner.fs.as_ref(), &paths)?;
+    let layout = FamilyLayout { num_levels: fopts.num_levels, paths };
     let mut wal = inner.wal.lock();
     if let Some(e) = inner.bg_error() {
         return Err(e);
@@ -39,7 +43,7 @@ pub(crate) fn create_cf(inner: &DbInner, name: &str, opts: &Options) -> Result<A
         cf_log_number: Some(wal.number),
         ..VersionEdit::default()
     };
-    let version = match versions.log_and_apply(&mut edit, fopts.num_levels) {
+    let version = match versions.log_and_apply(&mut edit, &layout) {
         Ok(Some(v)) => v,
         Ok(None) => return Err(Error::Background("created column family has no version".into())),
         Err(e) => {
@@ -88,9 +92,10 @@ pub(crate) fn drop_cf(inner: &DbInner, name: &str) -> Result<()> {
     let Some((&id, family)) = versions.families().iter().find(|(_, f)| f.name == name) else {
         return Err(Error::InvalidArgument(format!("column family {name:?} does not exist")));
     };
-    let files: Vec<_> = family.current.file_numbers().collect();
+    let files: Vec<_> =
+        family.current.files().map(|(_, f)| (f.number, f.path_in(&inner.dir))).collect();
     let mut edit = VersionEdit { column_family: id, cf_drop: true, ..VersionEdit::default() };
-    if let Err(e) = versions.log_and_apply(&mut edit, 1) {
+    if let Err(e) = versions.log_and_apply(&mut edit, &FamilyLayout::levels(1)) {
         let mut st = inner.state.lock();
         inner.set_bg_error(&mut st, &e);
         return Err(e);
@@ -119,8 +124,8 @@ pub(crate) fn list_cf(opts: &Options, path: &Path) -> Result<Vec<String>> {
             path.display()
         )));
     }
-    let levels = |_: &str| crate::version::levels::MAX_NUM_LEVELS;
-    let versions = VersionSet::recover(opts.fs.clone(), path, &levels)?;
+    let layout = |_: &str| FamilyLayout::levels(crate::version::levels::MAX_NUM_LEVELS);
+    let versions = VersionSet::recover(opts.fs.clone(), path, &layout)?;
     Ok(versions.families().values().map(|f| f.name.clone()).collect())
 }
 
