@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use strata::env::OsFs;
+use strata::Options;
 
 use crate::expected::ExpectedState;
 use crate::value::mix;
@@ -188,6 +189,9 @@ fn one_cycle(
     if let Some(w) = crate::run_wal_dir(cfg.seed, dbdir) {
         cmd.arg("--wal-dir").arg(w);
     }
+    if !crate::run_db_paths(cfg.seed, dbdir).is_empty() {
+        cmd.arg("--db-paths");
+    }
     if let Some(spec) = &spec {
         cmd.env("STRATA_KILL_POINTS", spec)
             .env("STRATA_KILL_POINTS_SEED", child_seed.to_string())
@@ -254,9 +258,8 @@ fn one_cycle(
     keep_crashed_files(cfg, dbdir);
     let state = ExpectedState::open(state_path).map_err(|e| e.to_string())?;
     let t0 = Instant::now();
-    let db =
-        crate::open_db(&verify_options(Arc::new(OsFs), crate::run_wal_dir(cfg.seed, dbdir)), dbdir)
-            .map_err(|e| format!("recovery failed (kill points {spec:?}): {e}"))?;
+    let db = crate::open_db(&run_verify_options(cfg.seed, dbdir), dbdir)
+        .map_err(|e| format!("recovery failed (kill points {spec:?}): {e}"))?;
     sum.recovery_us.push(t0.elapsed().as_micros() as u64);
     let (obs, problems) =
         read_all(&db, cfg.keys).map_err(|e| format!("read after recovery: {e}"))?;
@@ -280,6 +283,14 @@ fn one_cycle(
     Ok(())
 }
 
+/// The options the parent opens the run's DB with: its WAL directory and table paths.
+fn run_verify_options(seed: u64, dbdir: &Path) -> Options {
+    Options {
+        db_paths: crate::run_db_paths(seed, dbdir),
+        ..verify_options(Arc::new(OsFs), crate::run_wal_dir(seed, dbdir))
+    }
+}
+
 /// The file the child creates once its DB is open and its own second opens were refused.
 fn opened_marker(progress: &Path) -> PathBuf {
     progress.with_extension("opened")
@@ -293,7 +304,7 @@ fn probe_lock(
     child: &mut std::process::Child,
     sum: &mut Summary,
 ) -> Result<(), String> {
-    let opts = verify_options(Arc::new(OsFs), crate::run_wal_dir(cfg.seed, dbdir));
+    let opts = run_verify_options(cfg.seed, dbdir);
     match crate::open_db(&opts, dbdir) {
         Err(strata::Error::Locked(_)) => {
             sum.lock_refusals += 1;
@@ -337,6 +348,9 @@ fn keep_crashed_files(cfg: &KillConfig, dbdir: &Path) {
     if let Some(w) = crate::run_wal_dir(cfg.seed, dbdir) {
         dirs.push((w, to.join("wal")));
     }
+    for (i, p) in crate::run_db_paths(cfg.seed, dbdir).iter().enumerate() {
+        dirs.push((p.path().to_path_buf(), to.join(format!("tables{i}"))));
+    }
     for (from, to) in dirs {
         let Ok(entries) = std::fs::read_dir(&from) else { continue };
         let _ = std::fs::create_dir_all(&to);
@@ -364,6 +378,8 @@ pub struct ChildArgs {
     pub clean_close: bool,
     /// The run's WAL directory (`--wal-dir`), if the WAL is kept apart.
     pub wal_dir: Option<PathBuf>,
+    /// The run spreads the tables over [`crate::table_paths_for`] (`--db-paths`).
+    pub db_paths: bool,
 }
 
 /// The child: opens the DB and writes until killed. Returns the process exit code.
@@ -381,7 +397,11 @@ pub fn child_main(args: &ChildArgs) -> i32 {
         }
     };
     let mut rng = StdRng::seed_from_u64(args.seed);
-    let opts = random_options(&mut rng, Arc::new(OsFs), false, args.wal_dir.clone());
+    let db_paths = if args.db_paths { crate::table_paths_for(&args.dir) } else { Vec::new() };
+    let opts = Options {
+        db_paths,
+        ..random_options(&mut rng, Arc::new(OsFs), false, args.wal_dir.clone())
+    };
     let mut wl = WorkloadConfig::random(&mut rng, state.keys(), args.threads);
     if args.clean_close {
         // Only a clean close keeps writes that skipped the WAL.

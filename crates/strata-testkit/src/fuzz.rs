@@ -258,6 +258,8 @@ pub fn write_seed_corpus(dir: &Path) -> std::io::Result<()> {
     put("table", "seed-one", &fuzz_api::build_table(1, 4096, 0))?;
     put("version_edit", "seed-first", &fuzz_api::build_version_edit(0, true))?;
     put("version_edit", "seed-files", &fuzz_api::build_version_edit(3, false))?;
+    let paths = fuzz_api::build_version_edit_at(3, false, |i| i as u32 % 3);
+    put("version_edit", "seed-paths", &paths)?;
     put("manifest", "seed-1", &fuzz_api::build_manifest(0))?;
     put("manifest", "seed-3", &fuzz_api::build_manifest(3))?;
     // db_ops: op byte, key byte, value byte (see `db_ops`).

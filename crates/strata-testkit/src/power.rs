@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use strata::env::{CrashMode, FaultFs, FileSystem, MemFs};
-use strata::{BackupEngine, Checkpoint, Db};
+use strata::{BackupEngine, Checkpoint, Db, Options};
 
 use crate::expected::{ExpectedState, KeyState, Observed};
 use crate::value::mix;
@@ -149,7 +149,11 @@ fn one_cycle(
     let mut rng = StdRng::seed_from_u64(seed);
     let view = FaultFs::new(Arc::new(mem.clone()), seed);
     let wal_dir = crate::run_wal_dir(cfg.seed, std::path::Path::new(DB));
-    let opts = random_options(&mut rng, Arc::new(view.clone()), true, wal_dir.clone());
+    let db_paths = crate::run_db_paths(cfg.seed, std::path::Path::new(DB));
+    let opts = Options {
+        db_paths: db_paths.clone(),
+        ..random_options(&mut rng, Arc::new(view.clone()), true, wal_dir.clone())
+    };
     let db = crate::open_db(&opts, DB).map_err(|e| format!("open before writing: {e}"))?;
     let wl = WorkloadConfig::random(&mut rng, cfg.keys, cfg.threads);
     let init: Vec<KeyState> = (0..cfg.keys).map(|i| state.get(i).state).collect();
@@ -224,8 +228,9 @@ fn one_cycle(
 
     let view2 = FaultFs::new(Arc::new(mem.clone()), seed ^ 1);
     let t0 = Instant::now();
-    let db = crate::open_db(&verify_options(Arc::new(view2), wal_dir), DB)
-        .map_err(|e| format!("recovery after {mode:?} failed: {e}"))?;
+    let verify = Options { db_paths, ..verify_options(Arc::new(view2), wal_dir) };
+    let db =
+        crate::open_db(&verify, DB).map_err(|e| format!("recovery after {mode:?} failed: {e}"))?;
     sum.recovery_us.push(t0.elapsed().as_micros() as u64);
     let (obs, problems) =
         read_all(&db, cfg.keys).map_err(|e| format!("read after {mode:?}: {e}"))?;

@@ -159,7 +159,7 @@ pub fn dump_manifest(out: &mut dyn Write, f: Bytes, path: &Path) -> Result<Outco
                 EditItem::LastSequence(n) => format!("last_sequence {n}"),
                 EditItem::DeleteFile { level, number } => format!("delete L{level} #{number}"),
                 EditItem::AddFile(t) => format!(
-                    "add L{} #{} size {} entries {} deletions {} [{} .. {}]{}{}",
+                    "add L{} #{} size {} entries {} deletions {} [{} .. {}]{}{}{}",
                     t.level,
                     t.number,
                     t.size,
@@ -172,7 +172,8 @@ pub fn dump_manifest(out: &mut dyn Write, f: Bytes, path: &Path) -> Result<Outco
                     } else {
                         format!(" global_seqno {}", t.global_seqno)
                     },
-                    if t.data_time == 0 { String::new() } else { format!(" time {}", t.data_time) }
+                    if t.data_time == 0 { String::new() } else { format!(" time {}", t.data_time) },
+                    if t.path_id == 0 { String::new() } else { format!(" path {}", t.path_id) }
                 ),
                 EditItem::CompactCursor { level, key } => {
                     format!("compact_cursor L{level} {}", show_key(f, key))

@@ -147,7 +147,8 @@ pub fn manifest(data: &[u8]) -> Result<()> {
     fs.write_file(&dir.join("CURRENT"), b"MANIFEST-000001\n");
     fs.write_file(&dir.join("MANIFEST-000001"), data);
     let orders = crate::comparator::KnownOrders::default();
-    VersionSet::recover(Arc::new(fs), &dir, &|_: &str| 7, &orders).map(|_| ())
+    let layout = |_: &str| crate::version::set::FamilyLayout::levels(7);
+    VersionSet::recover(Arc::new(fs), &dir, &layout, &orders).map(|_| ())
 }
 
 /// Decodes `data` as a write batch (a WAL record's payload) and iterates its records.
@@ -240,6 +241,11 @@ pub fn build_table(n: usize, block_size: usize, compression: u8) -> Vec<u8> {
 /// An encoded version edit adding `files` L0 files (with the counters a MANIFEST's first
 /// record carries when `first` is set).
 pub fn build_version_edit(files: u64, first: bool) -> Vec<u8> {
+    build_version_edit_at(files, first, |_| 0)
+}
+
+/// [`build_version_edit`] with file `i` (0-based) at table path `path_of(i)`.
+pub fn build_version_edit_at(files: u64, first: bool, path_of: impl Fn(u64) -> u32) -> Vec<u8> {
     let mut e = VersionEdit::default();
     if first {
         e.comparator = Some(crate::comparator::BYTEWISE_NAME.to_string());
@@ -261,6 +267,7 @@ pub fn build_version_edit(files: u64, first: bool) -> Vec<u8> {
                 num_deletions: 0,
                 data_time: 0,
                 global_seqno: crate::types::SeqNo::ZERO,
+                path_id: path_of(i),
             },
         ));
     }
@@ -288,6 +295,7 @@ pub fn build_manifest(edits: u64) -> Vec<u8> {
                 num_deletions: 0,
                 data_time: 0,
                 global_seqno: crate::types::SeqNo::ZERO,
+                path_id: 0,
             },
         ));
         let mut buf = Vec::new();

@@ -17,7 +17,7 @@ use crate::options::Options;
 use crate::sstable::{BlockHandle, TableReader};
 use crate::types::{FileNumber, ValueType};
 use crate::version::edit::{FileMetaData, VersionEdit};
-use crate::version::set::VersionSet;
+use crate::version::set::{FamilyLayout, VersionSet};
 use crate::wal::reader::LogReader;
 use crate::wal::{
     decode_txn_record, decode_wal_event, decode_wal_header, tail_is_interrupted_append, TailRule,
@@ -380,6 +380,8 @@ pub struct TableSummary {
     /// Seconds since the Unix epoch when its newest data was written (the `FileTime` tag
     /// FIFO's TTL reads; 0: unknown, the tag is absent).
     pub data_time: u64,
+    /// Which of its family's table paths holds it (the `PathId` tag; 0: the first).
+    pub path_id: u32,
 }
 
 /// One field of a MANIFEST edit.
@@ -435,6 +437,7 @@ fn table_summary(path: &Path, offset: u64, level: usize, f: &FileMetaData) -> Re
         deletions: f.num_deletions,
         global_seqno: f.global_seqno.0,
         data_time: f.data_time,
+        path_id: f.path_id,
     })
 }
 
@@ -480,6 +483,11 @@ pub struct FileCheck {
 /// record), every live table (every block) and every WAL the DB still needs (every record;
 /// a torn tail, which recovery drops, is reported as intact). When the MANIFEST cannot be
 /// read, every table and WAL in the directory is checked instead. Reads only.
+///
+/// Tables are looked for in their table paths as `opts` gives them: `default`'s `cf_paths`,
+/// else `db_paths`, else the DB directory; the other families' in `db_paths` (or the DB
+/// directory), so a family with `cf_paths` of its own reports its tables missing. A table
+/// whose path id is beyond those paths is reported as such.
 pub fn verify_db(opts: &Options, dir: &Path) -> Result<Vec<FileCheck>> {
     let fs = opts.fs.as_ref();
     if !fs.is_dir(dir) {
@@ -487,14 +495,28 @@ pub fn verify_db(opts: &Options, dir: &Path) -> Result<Vec<FileCheck>> {
     }
     let wal_dir = opts.wal_dir.clone().unwrap_or_else(|| dir.to_path_buf());
     let mut checks = Vec::new();
-    let levels = |_: &str| crate::version::levels::MAX_NUM_LEVELS;
+    let layout = |_: &str| FamilyLayout::levels(crate::version::levels::MAX_NUM_LEVELS);
     let orders = crate::comparator::KnownOrders::of(&opts.comparator);
-    let recovered = VersionSet::recover(opts.fs.clone(), dir, &levels, &orders);
-    let (tables, oldest_wal): (Vec<FileNumber>, FileNumber) = match recovered {
+    let recovered = VersionSet::recover(opts.fs.clone(), dir, &layout, &orders);
+    let default_paths = crate::db::paths::family_paths(opts, opts, dir)?;
+    let db_paths = crate::db::paths::db_level_paths(opts, dir);
+    let (tables, oldest_wal): (Vec<Result<PathBuf>>, FileNumber) = match recovered {
         Ok(vs) => {
-            let mut tables: Vec<FileNumber> =
-                vs.families().values().flat_map(|f| f.current.file_numbers()).collect();
-            tables.sort_unstable();
+            let mut tables: Vec<(FileNumber, Result<PathBuf>)> = Vec::new();
+            for f in vs.families().values() {
+                let paths = if f.name == crate::column_family::DEFAULT_COLUMN_FAMILY_NAME {
+                    &default_paths
+                } else {
+                    &db_paths
+                };
+                for (_, t) in f.current.files() {
+                    let path = paths
+                        .dir_for(t.number, t.path_id)
+                        .map(|d| table_path(d.as_deref().unwrap_or(dir), t.number));
+                    tables.push((t.number, path));
+                }
+            }
+            tables.sort_by_key(|(n, _)| *n);
             checks.push(FileCheck {
                 path: current_manifest(fs, dir)?,
                 result: Ok(format!(
@@ -503,7 +525,7 @@ pub fn verify_db(opts: &Options, dir: &Path) -> Result<Vec<FileCheck>> {
                     vs.last_sequence().0
                 )),
             });
-            (tables, vs.log_number())
+            (tables.into_iter().map(|(_, p)| p).collect(), vs.log_number())
         }
         Err(e) => {
             let path = match &e {
@@ -522,15 +544,19 @@ pub fn verify_db(opts: &Options, dir: &Path) -> Result<Vec<FileCheck>> {
                 })
                 .collect();
             tables.sort_unstable();
-            (tables, FileNumber(0))
+            (tables.into_iter().map(|n| Ok(table_path(dir, n))).collect(), FileNumber(0))
         }
     };
-    for n in tables {
-        let path = table_path(dir, n);
-        let result = Table::open_in(fs, &path, &opts.comparator)
-            .and_then(|t| t.verify())
-            .map(|blocks| format!("{blocks} data blocks"));
-        checks.push(FileCheck { path, result });
+    for path in tables {
+        match path {
+            Ok(path) => {
+                let result = Table::open_in(fs, &path, &opts.comparator)
+                    .and_then(|t| t.verify())
+                    .map(|blocks| format!("{blocks} data blocks"));
+                checks.push(FileCheck { path, result });
+            }
+            Err(e) => checks.push(FileCheck { path: dir.to_path_buf(), result: Err(e) }),
+        }
     }
     let wals = crate::db::files::find_wals(fs, dir, &wal_dir)?;
     for (_, path) in wals.into_iter().filter(|(n, _)| *n >= oldest_wal) {

@@ -288,6 +288,23 @@ pub struct Options {
     /// WAL the MANIFEST still needs that is in neither (the DB was last opened with another
     /// `wal_dir`) fails the open with `Corruption` naming it. Default: none.
     pub wal_dir: Option<std::path::PathBuf>,
+    /// Directories for table files, each with the bytes it should hold (RocksDB's
+    /// `db_paths`): newer data goes to the earlier ones, older data moves to the later ones as
+    /// compaction takes it down (`compaction::output_path` has the rule; flushes and ingested
+    /// files go to the first), and the last takes whatever does not fit. Empty: tables go to
+    /// the DB directory. When set, tables go only to these (the MANIFEST, WALs and LOG stay
+    /// in the DB directory); a family with `cf_paths` of its own uses those instead. Each
+    /// table's path index is in the MANIFEST, so a DB must be reopened with at least as many
+    /// paths, in the same order. The directories are created at open, and tables in them that
+    /// the DB does not know are deleted then: a path must not be shared with another DB. At
+    /// most four; several paths turn `level_compaction_dynamic_level_bytes` off (the levels'
+    /// static sizes place the data, as in RocksDB). Default: empty.
+    pub db_paths: Vec<DBPath>,
+    /// The family's own table directories (RocksDB's `cf_paths`), with the rules of
+    /// `db_paths`, which a family without them uses. Several families may share a directory:
+    /// each places its tables as if the target size were its own, so provision the directory
+    /// for all of them. Default: empty.
+    pub cf_paths: Vec<DBPath>,
     /// Old info LOGs (`LOG.old.<micros>`) kept beside the active `LOG`. Default: 1000.
     pub keep_log_file_num: usize,
     /// Seconds between dumps of the `stats` property into the info LOG; 0 never dumps.
@@ -421,6 +438,15 @@ pub struct Options {
     pub timestamp_size: usize,
 }
 
+/// Table paths as the info LOG shows them: `dir:target_size`, comma-separated.
+fn describe_paths(paths: &[DBPath]) -> String {
+    paths
+        .iter()
+        .map(|p| format!("{}:{}", p.path().display(), p.target_size()))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 impl Default for Options {
     fn default() -> Self {
         // The table settings' defaults are the table format's own (`TableOptions::default`).
@@ -502,6 +528,8 @@ impl Default for Options {
             comparator: crate::comparator::KeyOrder::Bytewise,
             timestamp_size: 0,
             wal_dir: None,
+            db_paths: Vec::new(),
+            cf_paths: Vec::new(),
             keep_log_file_num: 1000,
             stats_dump_period_sec: 600,
             merge_operator: None,
@@ -821,6 +849,8 @@ impl Options {
                 "wal_dir",
                 self.wal_dir.as_ref().map_or_else(String::new, |p| p.display().to_string()),
             ),
+            ("db_paths", describe_paths(&self.db_paths)),
+            ("cf_paths", describe_paths(&self.cf_paths)),
             ("keep_log_file_num", self.keep_log_file_num.to_string()),
             ("stats_dump_period_sec", self.stats_dump_period_sec.to_string()),
             ("avoid_flush_during_recovery", self.avoid_flush_during_recovery.to_string()),

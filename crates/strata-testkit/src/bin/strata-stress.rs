@@ -41,6 +41,7 @@ struct Args {
     hits: Option<PathBuf>,
     clean_close_ms: Option<u64>,
     wal_dir: Option<PathBuf>,
+    db_paths: bool,
 }
 
 fn parse() -> Result<Args, String> {
@@ -65,6 +66,7 @@ fn parse() -> Result<Args, String> {
         hits: None,
         clean_close_ms: None,
         wal_dir: None,
+        db_paths: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -98,6 +100,7 @@ fn parse() -> Result<Args, String> {
             "--hits" => a.hits = Some(PathBuf::from(val()?)),
             "--clean-close-ms" => a.clean_close_ms = Some(num(val()?)?),
             "--wal-dir" => a.wal_dir = Some(PathBuf::from(val()?)),
+            "--db-paths" => a.db_paths = true,
             "-h" | "--help" => return Err(USAGE.to_string()),
             other => return Err(format!("unknown flag {other}\n{USAGE}")),
         }
@@ -131,6 +134,7 @@ fn main() -> ExitCode {
             max_life: a.clean_close_ms.map_or(Duration::from_secs(120), Duration::from_millis),
             clean_close: a.clean_close_ms.is_some(),
             wal_dir: a.wal_dir,
+            db_paths: a.db_paths,
         });
         return ExitCode::from(code as u8);
     }

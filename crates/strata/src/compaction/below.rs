@@ -143,6 +143,7 @@ mod tests {
             bottommost: false,
             target_file_size: 1 << 20,
             max_compaction_bytes: u64::MAX,
+            output_path_id: 0,
         }
     }
 

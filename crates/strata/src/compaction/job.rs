@@ -31,6 +31,8 @@ use crate::version::levels::Version;
 /// Everything a job needs from the DB.
 pub(crate) struct JobEnv<'a> {
     pub fs: &'a dyn FileSystem,
+    /// The directory the outputs are written to: the family's table path
+    /// `plan.output_path_id` (`compaction::output_path`).
     pub dir: &'a std::path::Path,
     pub tables: &'a Arc<TableCache>,
     pub table_options: &'a TableOptions,
@@ -127,6 +129,7 @@ pub(crate) fn run_job(env: &JobEnv<'_>, plan: &CompactionPlan) -> Result<JobResu
     let data_time = plan.all_inputs().map(|(_, f)| f.data_time).max().unwrap_or(0);
     for mut f in outputs {
         f.data_time = data_time;
+        f.path_id = plan.output_path_id;
         stats.bytes_written += f.file_size;
         edit.new_files.push((plan.output_level, f));
     }
@@ -589,6 +592,7 @@ mod tests {
                 bottommost: true,
                 target_file_size: 400,
                 max_compaction_bytes: u64::MAX,
+                output_path_id: 0,
             };
             let ranges = [
                 KeyRange { start: None, end: Some(b"k100".to_vec()) },
@@ -675,6 +679,7 @@ mod tests {
                 bottommost: true,
                 target_file_size: u64::MAX,
                 max_compaction_bytes: u64::MAX,
+                output_path_id: 0,
             };
             let r = run_job(env, &plan).unwrap();
             assert_eq!(r.stats.bytes_read_non_output, top.file_size + middle.file_size);
@@ -713,6 +718,7 @@ mod tests {
                 bottommost: false,
                 target_file_size: 2000,
                 max_compaction_bytes: u64::MAX,
+                output_path_id: 0,
             };
             let (out, _) = run_range(env, &plan, &KeyRange { start: None, end: None }).unwrap();
             let firsts: Vec<String> = out
@@ -748,6 +754,7 @@ mod tests {
                 bottommost: false,
                 target_file_size: 1 << 20,
                 max_compaction_bytes: u64::MAX,
+                output_path_id: 0,
             };
             let whole = KeyRange { start: None, end: None };
             let (out, _) = run_range(env, &plan, &whole).unwrap();

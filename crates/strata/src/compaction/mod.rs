@@ -1,7 +1,7 @@
 //! Compaction: which entries survive ([`stream`]), which files to compact (a pure picker per
 //! style: [`picker`] leveled, [`universal`], [`fifo`], [`tiered`]; [`pick`] dispatches), running a plan
-//! ([`job`]), where its output files end ([`cut`]) and whether a key has older data below the
-//! output ([`below`]).
+//! ([`job`]), where its output files end ([`cut`]), which table path they go to
+//! ([`output_path`]) and whether a key has older data below the output ([`below`]).
 
 use std::collections::HashSet;
 
@@ -16,6 +16,7 @@ pub(crate) mod fifo;
 pub(crate) mod filter_bits;
 pub(crate) mod job;
 pub(crate) mod l0_batch;
+pub(crate) mod output_path;
 pub(crate) mod picker;
 pub(crate) mod stream;
 pub(crate) mod style;

@@ -120,6 +120,9 @@ pub(crate) struct CompactionPlan {
     pub target_file_size: u64,
     /// See [`crate::compaction::cut`].
     pub max_compaction_bytes: u64,
+    /// Which of the family's table paths the outputs go to (`compaction::output_path`; the
+    /// pickers leave 0, the DB places the plan).
+    pub output_path_id: u32,
 }
 
 impl CompactionPlan {
@@ -145,6 +148,7 @@ impl CompactionPlan {
             bottommost: false,
             target_file_size: u64::MAX,
             max_compaction_bytes: u64::MAX,
+            output_path_id: 0,
         }
     }
 
@@ -422,6 +426,7 @@ pub(crate) fn plan_for(
         bottommost,
         target_file_size: target,
         max_compaction_bytes: o.max_compaction_bytes,
+        output_path_id: 0,
     })
 }
 

@@ -263,6 +263,7 @@ pub(crate) fn merge_plan(
         bottommost: after == runs.len(),
         target_file_size,
         max_compaction_bytes: u64::MAX,
+        output_path_id: 0,
     };
     plan.trivial_move = allow_trivial_move && output_level > 0 && disjoint(&plan, &o.order);
     plan

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::{Cfd, DbInner};
 use crate::compaction::job::{run_job, JobEnv};
+use crate::compaction::output_path::place;
 use crate::compaction::picker::{
     level_targets, overlapping, plan_for, range_of, CompactionPlan, PickContext,
 };
@@ -53,7 +54,10 @@ fn pick_any(
         );
         o.level0_batch_files = batch.files;
         o.level0_carry_over = batch.carry_over;
-        let plan = pick(&v, &o, &st.compacting, now);
+        let mut plan = pick(&v, &o, &st.compacting, now);
+        if let Some(p) = plan.as_mut() {
+            place(p, &c.cfd.paths.targets(), &o);
+        }
         if let (None, Some(until)) = (&plan, batch.until) {
             wake = Some(wake.map_or(until, |w| w.min(until)));
         }
@@ -279,9 +283,10 @@ fn execute(inner: &DbInner, cfd: &Arc<Cfd>, plan: &CompactionPlan, manual: bool)
         skewed = crate::sstable::TableOptions { bloom_bits_per_key: bits, ..table_options.clone() };
         table_options = &skewed;
     }
+    let output_dir = cfd.table_dir(plan.output_path_id, &inner.dir);
     let env = JobEnv {
         fs: inner.fs.as_ref(),
-        dir: &inner.dir,
+        dir: output_dir,
         tables: &inner.table_cache,
         table_options,
         merge_operator: cfd.opts.merge_operator.as_deref(),
@@ -324,10 +329,12 @@ fn execute(inner: &DbInner, cfd: &Arc<Cfd>, plan: &CompactionPlan, manual: bool)
         if cfd.dropped.load(std::sync::atomic::Ordering::Acquire) {
             Err(Error::ColumnFamilyDropped(cfd.name.clone()))
         } else {
-            versions.log_and_apply(&mut result.edit, cfd.opts.num_levels).map(|version| {
+            versions.log_and_apply(&mut result.edit, &cfd.layout()).map(|version| {
                 let mut st = inner.state.lock();
                 st.obsolete_tables.extend(
-                    plan.all_inputs().map(|(_, f)| f.number).filter(|n| !outputs.contains(n)),
+                    plan.all_inputs()
+                        .filter(|(_, f)| !outputs.contains(&f.number))
+                        .map(|(_, f)| (f.number, f.path_in(&inner.dir))),
                 );
                 if let (Some(cs), Some(version)) = (st.cfs.get(&cfd.id), version) {
                     cfd.install_super_version(cs, version);
@@ -347,7 +354,7 @@ fn execute(inner: &DbInner, cfd: &Arc<Cfd>, plan: &CompactionPlan, manual: bool)
     if let Err(e) = installed {
         if !plan.trivial_move {
             for n in outputs {
-                let _ = inner.fs.remove(&table_path(&inner.dir, n));
+                let _ = inner.fs.remove(&table_path(output_dir, n));
             }
         }
         return Err(e);
@@ -374,9 +381,14 @@ fn log_compaction(
     for (l, files) in &plan.middle_inputs {
         let _ = write!(middle, " + L{l} {:?}", numbers(files));
     }
+    let path = match plan.output_path_id {
+        0 => String::new(),
+        p => format!(" in table path {p}"),
+    };
     inner.info_log.log(&format!(
         "[{}] Compaction L{} -> L{}{} ({}): inputs L{} {:?}{middle} + L{} {:?} ({} + {} \
-         bytes) -> {outs:?} ({} bytes written, {} moved); {} records in, {} dropped; {secs:.3} s",
+         bytes) -> {outs:?}{path} ({} bytes written, {} moved); {} records in, {} dropped; \
+         {secs:.3} s",
         cfd.name,
         plan.start_level,
         plan.output_level,
@@ -458,7 +470,7 @@ fn compact_range_fifo(inner: &DbInner, cfd: &Arc<Cfd>) -> Result<()> {
             Some(crate::compaction::fifo::pick_fifo(v, &o, busy, now_secs()))
         })?;
         match plan {
-            Some(plan) => run_manual(inner, cfd, plan)?,
+            Some(plan) => run_manual(inner, cfd, placed(cfd, &o, plan))?,
             None => break,
         }
     }
@@ -590,7 +602,7 @@ fn compact_range_levels(
         // Each level is compacted once, into the level below it: files that flushes add
         // meanwhile are not this call's job (RocksDB's semantics), so the call ends while
         // other threads keep writing.
-        match plan {
+        match plan.map(|p| placed(cfd, &o, p)) {
             Some(plan) => {
                 rewrote_bottom |= !plan.trivial_move && plan.bottommost;
                 let next = plan.output_level.max(level + 1);
@@ -614,7 +626,7 @@ fn compact_range_levels(
             plan_for(&c, bottom, bottom, files).map(Some)
         })?;
         if let Some(plan) = plan {
-            run_manual(inner, cfd, plan)?;
+            run_manual(inner, cfd, placed(cfd, &o, plan))?;
         }
     }
     Ok(())
@@ -838,9 +850,20 @@ fn compact_files_locked_out(
         return Err(e);
     }
     match plan {
-        Some(plan) => run_manual(inner, cfd, plan),
+        Some(plan) => run_manual(inner, cfd, placed(cfd, o, plan)),
         None => Ok(()),
     }
+}
+
+/// `plan` with the table path of its outputs chosen for family `cfd`
+/// (`compaction::output_path`): manual compactions place their outputs as automatic ones do.
+fn placed(
+    cfd: &Cfd,
+    o: &crate::compaction::picker::PickerOptions,
+    mut plan: CompactionPlan,
+) -> CompactionPlan {
+    place(&mut plan, &cfd.paths.targets(), o);
+    plan
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use crate::key::{lookup_key, user_key};
 use crate::types::{FileNumber, SeqNo};
 
 /// CURRENT, the MANIFEST, the live tables and the WALs at or after the MANIFEST's log number,
-/// sorted by name.
+/// sorted by name; a table in a table path other than the DB directory by its whole path.
 pub(crate) fn live_files(inner: &DbInner) -> Vec<String> {
     let (manifest, log_number, families) = {
         let v = inner.versions.lock();
@@ -20,7 +20,10 @@ pub(crate) fn live_files(inner: &DbInner) -> Vec<String> {
     };
     let mut names = vec!["CURRENT".to_string(), manifest_name(manifest)];
     for f in &families {
-        names.extend(f.version.file_numbers().map(table_file_name));
+        names.extend(f.version.files().map(|(_, t)| match t.dir() {
+            Some(d) if d != inner.dir => t.path_in(&inner.dir).display().to_string(),
+            _ => table_file_name(t.number),
+        }));
     }
     // A WAL that fails to list is left out: callers copying files see the error on the copy.
     if let Ok(wals) = inner.fs.list(&inner.wal_dir) {

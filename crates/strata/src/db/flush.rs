@@ -161,9 +161,11 @@ fn flush_one(
         let bits = crate::compaction::filter_bits::bits_for_flush(base, &v, mem_bytes);
         table_options.to_mut().bloom_bits_per_key = bits;
     }
+    // Flushes write to the family's first table path.
+    let table_dir = cfd.table_dir(0, &inner.dir);
     let env = FlushEnv {
         fs: inner.fs.as_ref(),
-        dir: &inner.dir,
+        dir: table_dir,
         table_options: &table_options,
         snapshots: &snapshots,
         merge_operator: cfd.opts.merge_operator.as_deref(),
@@ -179,7 +181,7 @@ fn flush_one(
     let meta = match meta {
         Ok(m) => m,
         Err(e) => {
-            let _ = inner.fs.remove(&table_path(&inner.dir, number));
+            let _ = inner.fs.remove(&table_path(table_dir, number));
             return Err(e);
         }
     };
@@ -230,12 +232,12 @@ fn flush_one(
         if cfd.dropped.load(std::sync::atomic::Ordering::Acquire) {
             // Dropped meanwhile: the table is not the family's any more.
             drop(versions);
-            let _ = inner.fs.remove(&table_path(&inner.dir, number));
+            let _ = inner.fs.remove(&table_path(table_dir, number));
             return Ok(());
         }
         edit.log_number = edit.log_number.map(|n| n.max(versions.log_number()));
         crate::kill_point!("flush.install");
-        let version = versions.log_and_apply(&mut edit, cfd.opts.num_levels)?;
+        let version = versions.log_and_apply(&mut edit, &cfd.layout())?;
         let mut st = inner.state.lock();
         if let (Some(cs), Some(version)) = (st.cfs.get_mut(&cfd.id), version) {
             let flushed = cs.imm.pop_front();

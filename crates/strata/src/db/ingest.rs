@@ -5,8 +5,9 @@
 //!    properties, index, filter verified), says `external_file_version = 1`, and a full scan
 //!    with checksums finds every entry at sequence number 0 with strictly increasing user
 //!    keys. The files of one call must not overlap each other (`InvalidArgument`).
-//! 2. **Copy** each file under a fresh table number of the DB (a hard link with
-//!    `move_files`, falling back to a copy when linking fails), sync it, then sync the DB
+//! 2. **Copy** each file under a fresh table number of the DB into the family's first table
+//!    path (path 0, as RocksDB places ingested files; `db/paths.rs`) (a hard link with
+//!    `move_files`, falling back to a copy when linking fails), sync it, then sync that
 //!    directory. Nothing refers to these files yet: a crash here leaves orphan tables, which
 //!    the next open deletes (`db/obsolete.rs`).
 //! 3. **Install** under the WAL lock (no write is in flight or starts): a file overlapping a
@@ -179,11 +180,12 @@ pub(crate) fn ingest(
         }
     }
     let mut placed = Vec::with_capacity(files.len());
-    let copied = copy_in(inner, &files, opts.move_files, &mut placed);
+    let dir = cfd.table_dir(0, &inner.dir);
+    let copied = copy_in(inner, dir, &files, opts.move_files, &mut placed);
     let installed = copied.and_then(|()| install(inner, cfd, &files, &placed, opts));
     if let Err(e) = installed {
         for p in &placed {
-            let _ = fs.remove(&table_path(&inner.dir, p.number));
+            let _ = fs.remove(&table_path(dir, p.number));
         }
         return Err(e);
     }
@@ -286,10 +288,12 @@ fn validate(fs: &dyn FileSystem, path: &Path, order: &KeyOrder) -> Result<Candid
     })
 }
 
-/// Links or copies every file under a new table number, syncs them and the directory
-/// (step 2). `placed` receives each file made, so the caller can remove them on failure.
+/// Links or copies every file under a new table number into `dir`, syncs them and the
+/// directory (step 2). `placed` receives each file made, so the caller can remove them on
+/// failure.
 fn copy_in(
     inner: &DbInner,
+    dir: &Path,
     files: &[Candidate],
     move_files: bool,
     placed: &mut Vec<Placed>,
@@ -297,7 +301,7 @@ fn copy_in(
     let fs = inner.fs.as_ref();
     for f in files {
         let number = inner.new_file_number();
-        let dst = table_path(&inner.dir, number);
+        let dst = table_path(dir, number);
         let linked = move_files && fs.link(&f.source, &dst).is_ok();
         placed.push(Placed { number, linked });
         if linked {
@@ -307,7 +311,7 @@ fn copy_in(
         }
         crate::kill_point!("ingest.copy");
     }
-    fs.sync_dir(&inner.dir)
+    fs.sync_dir(dir)
 }
 
 /// Whether a memtable of the family holds a key (or range tombstone) in `f`'s range.
@@ -434,6 +438,8 @@ fn install(
                     num_deletions: f.num_deletions,
                     data_time,
                     global_seqno: seq,
+                    // Ingested files go to the family's first table path (`copy_in`).
+                    path_id: 0,
                 },
             ));
         }
@@ -441,7 +447,7 @@ fn install(
             edit.last_sequence = Some(global);
         }
         crate::kill_point!("ingest.install");
-        let new_version = versions.log_and_apply(&mut edit, cfd.opts.num_levels);
+        let new_version = versions.log_and_apply(&mut edit, &cfd.layout());
         let new_version = match new_version {
             Ok(v) => v,
             Err(e) => {

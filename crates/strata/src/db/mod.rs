@@ -45,6 +45,7 @@ mod load_options;
 mod local_sv;
 mod obsolete;
 mod open;
+pub(crate) mod paths;
 mod pinnable;
 mod properties;
 mod read;
@@ -156,8 +157,9 @@ pub(crate) struct DbState {
     pub running_compactions: usize,
     /// Manual compactions in progress; automatic picking pauses meanwhile.
     pub manual_compactions: usize,
-    /// Tables compacted away, deleted once no live version references them.
-    pub obsolete_tables: Vec<FileNumber>,
+    /// Tables compacted away (with their paths), deleted once no live version references
+    /// them.
+    pub obsolete_tables: Vec<(FileNumber, PathBuf)>,
 }
 
 /// The level and key range a running compaction writes its output into.
@@ -293,8 +295,11 @@ pub(crate) struct DbInner {
 pub struct LiveFile {
     /// The column family the file belongs to.
     pub column_family_name: String,
-    /// File name in the DB directory.
+    /// File name, in [`LiveFile::directory`].
     pub name: String,
+    /// The directory the file is in: the DB directory, or one of the table paths
+    /// (`Options::db_paths`, `Options::cf_paths`); RocksDB's `LiveFileMetaData::directory`.
+    pub directory: String,
     /// Bytes on disk.
     pub size: usize,
     /// LSM level.
@@ -314,8 +319,11 @@ pub struct LiveFile {
 pub struct LiveFileMetaData {
     /// The column family the file belongs to.
     pub column_family_name: String,
-    /// File name in the DB directory, e.g. `000123.sst`.
+    /// File name, e.g. `000123.sst`, in [`LiveFileMetaData::directory`].
     pub name: String,
+    /// The directory the file is in: the DB directory, or one of the family's table paths
+    /// (`Options::db_paths`, `Options::cf_paths`).
+    pub directory: PathBuf,
     /// The file number in the name.
     pub number: u64,
     /// LSM level, 0 = newest.
@@ -1020,6 +1028,7 @@ impl Db {
             out.extend(sv.version.files().map(|(level, f)| LiveFileMetaData {
                 column_family_name: cfd.name.clone(),
                 name: crate::filename::table_file_name(f.number),
+                directory: f.dir().unwrap_or(&self.inner.dir).to_path_buf(),
                 number: f.number.0,
                 level,
                 size: f.file_size,
@@ -1134,8 +1143,9 @@ impl Db {
     }
 
     /// The names of the files a copy of the DB needs, relative to the DB directory (WALs
-    /// relative to `Options::wal_dir` when set): CURRENT, the MANIFEST, every live table and
-    /// every WAL still holding unflushed writes, sorted. Files may be deleted after the
+    /// relative to `Options::wal_dir` when set, tables in another table path, `db_paths` or
+    /// `cf_paths`, by their whole path): CURRENT, the MANIFEST, every live table and every
+    /// WAL still holding unflushed writes, sorted. Files may be deleted after the
     /// call; [`Checkpoint`] is the consistent way to copy a live DB.
     pub fn live_file_names(&self) -> Vec<String> {
         files::live_files(&self.inner)
@@ -1150,6 +1160,7 @@ impl Db {
             .map(|m| LiveFile {
                 column_family_name: m.column_family_name,
                 name: m.name,
+                directory: m.directory.display().to_string(),
                 size: usize::try_from(m.size).unwrap_or(usize::MAX),
                 level: i32::try_from(m.level).unwrap_or(i32::MAX),
                 start_key: Some(m.smallest_key),

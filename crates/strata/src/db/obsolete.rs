@@ -1,6 +1,8 @@
 //! Deleting files the DB no longer needs, in one place for the three moments it happens: at
-//! open (anything the recovered state does not keep), after a flush (WALs whose writes are now
-//! in a table) and after a compaction (input tables no live version references).
+//! open (anything the recovered state does not keep, in the DB directory and in every table
+//! path of the families opened, `db/paths.rs`), after a flush (WALs whose writes are now in a
+//! table) and after a compaction (input tables no live version references, each in its own
+//! directory).
 //!
 //! An obsolete WAL is archived instead of deleted when the options keep an archive
 //! (`db/wal_archive.rs`).
@@ -41,26 +43,44 @@ fn obsolete_path(dir: &Path, kind: FileKind, keep: &Keep) -> Option<PathBuf> {
     }
 }
 
+/// The DB's files an open found.
+pub(crate) struct Found<'a> {
+    /// Those of the DB directory (WALs included, wherever they are).
+    pub kinds: &'a [FileKind],
+    /// The WALs by number, with their paths.
+    pub wal_files: &'a BTreeMap<FileNumber, PathBuf>,
+    /// The tables of each table directory other than the DB directory.
+    pub other_tables: &'a [(PathBuf, Vec<FileNumber>)],
+}
+
 /// At open, after the recovered state is installed: removes old WALs and MANIFESTs, temp
-/// files and tables no version references (outputs of an interrupted flush or compaction).
+/// files and tables no version references (outputs of an interrupted flush or compaction),
+/// in the DB directory and in the other table directories.
 pub(crate) fn delete_obsolete_at_open(
     fs: &dyn FileSystem,
     opts: &crate::options::Options,
     dir: &Path,
     wal_dir: &Path,
-    kinds: &[FileKind],
-    wal_files: &BTreeMap<FileNumber, PathBuf>,
+    found: &Found<'_>,
     keep: &Keep,
 ) {
-    for (&n, path) in wal_files.range(..keep.oldest_wal) {
+    for (&n, path) in found.wal_files.range(..keep.oldest_wal) {
         crate::kill_point!("open.delete");
         retire_wal(fs, opts, wal_dir, n, path, &keep.never_archive);
     }
     purge_archive(fs, opts, wal_dir);
-    for &kind in kinds {
+    for &kind in found.kinds {
         if let Some(path) = obsolete_path(dir, kind, keep) {
             crate::kill_point!("open.delete");
             let _ = fs.remove(&path);
+        }
+    }
+    for (d, tables) in found.other_tables {
+        for &n in tables {
+            if let Some(path) = obsolete_path(d, FileKind::Table(n), keep) {
+                crate::kill_point!("open.delete");
+                let _ = fs.remove(&path);
+            }
         }
     }
 }
@@ -116,16 +136,16 @@ pub(crate) fn purge_obsolete_tables(inner: &DbInner) -> usize {
         return 0;
     }
     let live = inner.versions.lock().live_files();
-    let (keep, delete): (Vec<FileNumber>, Vec<FileNumber>) =
-        candidates.into_iter().partition(|n| live.contains(n));
+    let (keep, delete): (Vec<_>, Vec<_>) =
+        candidates.into_iter().partition(|(n, _)| live.contains(n));
     let deleted = delete.len();
-    for n in delete {
+    for (n, path) in delete {
         if inner.opts.uncache_aggressiveness > 0 {
             inner.table_cache.uncache(n);
         }
         inner.table_cache.evict(n);
         crate::kill_point!("compaction.delete");
-        let _ = inner.fs.remove(&table_path(&inner.dir, n));
+        let _ = inner.fs.remove(&path);
     }
     inner.state.lock().obsolete_tables.extend(keep);
     deleted

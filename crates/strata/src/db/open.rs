@@ -21,7 +21,7 @@ use super::cf::ColumnFamilyDescriptor;
 use super::cf::FamilyMem;
 use super::files::find_wals;
 use super::info_log::{InfoLog, GIT_SHA};
-use super::obsolete::{delete_obsolete_at_open, Keep};
+use super::obsolete::{delete_obsolete_at_open, Found, Keep};
 use super::recover::{recover_version_set, replay_wals, Replayed, ReplayedFamily};
 use super::write::wal::open_wal_writer;
 use super::{CfState, Cfd, DbInner, DbState, MemSet, SuperVersion, WalState};
@@ -36,7 +36,8 @@ use crate::sstable::table_cache::TableCache;
 use crate::sstable::{Cache, CacheAccess};
 use crate::types::{FileNumber, SeqNo};
 use crate::version::edit::VersionEdit;
-use crate::version::set::VersionSet;
+use crate::version::paths::TablePaths;
+use crate::version::set::{FamilyLayout, VersionSet};
 use crate::wal::{encode_wal_event, encode_wal_header, LogWriter, WalEvent};
 
 /// The options of each family an open names: `default` (the descriptor's, else the DB's)
@@ -119,10 +120,62 @@ fn known_orders(by_name: &BTreeMap<String, Options>) -> KnownOrders {
     orders
 }
 
-/// The level count of family `name` in the open (families the open does not name are refused
-/// later; meanwhile they get the most levels any version can have).
-fn levels_of(by_name: &BTreeMap<String, Options>) -> impl Fn(&str) -> usize + '_ {
-    |name| by_name.get(name).map_or(crate::version::levels::MAX_NUM_LEVELS, |o| o.num_levels)
+/// Each family's table paths (`db/paths.rs`), its options adjusted to them.
+fn family_paths(
+    opts: &Options,
+    dir: &Path,
+    by_name: &mut BTreeMap<String, Options>,
+) -> Result<BTreeMap<String, TablePaths>> {
+    let mut out = BTreeMap::new();
+    for (name, o) in by_name.iter_mut() {
+        let paths = super::paths::family_paths(o, opts, dir).map_err(|e| match e {
+            Error::NotSupported(m) => Error::NotSupported(format!("column family {name:?}: {m}")),
+            other => other,
+        })?;
+        super::paths::sanitize_for_paths(o, &paths);
+        out.insert(name.clone(), paths);
+    }
+    Ok(out)
+}
+
+/// The level count and table paths of family `name` in the open (families the open does not
+/// name are refused later; meanwhile they get the most levels any version can have, and no
+/// known paths).
+fn layout_of<'a>(
+    by_name: &'a BTreeMap<String, Options>,
+    paths: &'a BTreeMap<String, TablePaths>,
+) -> impl Fn(&str) -> FamilyLayout + 'a {
+    |name| match (by_name.get(name), paths.get(name)) {
+        (Some(o), Some(p)) => FamilyLayout { num_levels: o.num_levels, paths: p.clone() },
+        _ => FamilyLayout::levels(crate::version::levels::MAX_NUM_LEVELS),
+    }
+}
+
+/// The layout of live family `id` as recovered (its version's paths) with `opts`.
+fn recovered_layout(versions: &VersionSet, id: u32, opts: &Options) -> FamilyLayout {
+    FamilyLayout {
+        num_levels: opts.num_levels,
+        paths: versions.current(id).map(|v| v.paths().clone()).unwrap_or_default(),
+    }
+}
+
+/// The tables in each table directory of `paths` other than `dir`, their numbers marked used
+/// (an unfinished output there may be above the MANIFEST's counter).
+fn scan_table_dirs(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    paths: &BTreeMap<String, TablePaths>,
+    versions: &VersionSet,
+) -> Result<Vec<(PathBuf, Vec<FileNumber>)>> {
+    let mut out = Vec::new();
+    for d in super::paths::other_table_dirs(dir, paths.values()) {
+        let tables = super::paths::tables_in(fs, &d)?;
+        for &n in &tables {
+            versions.mark_file_number_used(n);
+        }
+        out.push((d, tables));
+    }
+    Ok(out)
 }
 
 pub(crate) fn open(
@@ -132,7 +185,8 @@ pub(crate) fn open(
     ttl: Option<super::ttl::TtlClock>,
 ) -> Result<DbInner> {
     opts.validate()?;
-    let by_name = family_options(opts, descriptors)?;
+    let mut by_name = family_options(opts, descriptors)?;
+    let paths = family_paths(opts, dir, &mut by_name)?;
     let mut opts = opts.sanitized();
     if opts.db_write_buffer_size > 0 {
         // RocksDB's rule: a private manager of that size, no stalls, no cache charge.
@@ -161,6 +215,13 @@ pub(crate) fn open(
     );
     dump.extend(opts.table_factory_log_lines());
     info_log.log_all(dump);
+    for (name, p) in paths.iter().filter(|(_, p)| p.len() > 1) {
+        info_log.log(&format!(
+            "[{name}] {} table paths: level_compaction_dynamic_level_bytes is off (levels have \
+             static target sizes, which place the data on the paths)",
+            p.len()
+        ));
+    }
     let wal_dir = opts.wal_dir.clone().unwrap_or_else(|| dir.to_path_buf());
     if wal_dir != dir {
         fs.create_dir_all(&wal_dir)?;
@@ -168,10 +229,15 @@ pub(crate) fn open(
     let (wal_files, kinds) = scan_dir(fs.as_ref(), dir, &wal_dir)?;
 
     let orders = known_orders(&by_name);
-    let mut versions = recover_version_set(opts, &levels_of(&by_name), &orders, &fs, dir, &kinds)?;
+    let mut versions =
+        recover_version_set(opts, &layout_of(&by_name, &paths), &orders, &fs, dir, &kinds)?;
     let id = super::identity::ensure(fs.as_ref(), dir)?;
     info_log.log(&format!("DB ID: {id}"));
     let (family_opts, missing) = match_families(opts, &versions, &by_name)?;
+    for p in paths.values() {
+        super::paths::create_dirs(fs.as_ref(), p)?;
+    }
+    let other_tables = scan_table_dirs(fs.as_ref(), dir, &paths, &versions)?;
     let table_cache = new_table_cache(opts, &fs, dir, orders);
     if opts.paranoid_checks {
         for f in versions.families().values() {
@@ -256,7 +322,8 @@ pub(crate) fn open(
             continue; // nothing replayed: its log number may stay behind (module doc of cf.rs)
         }
         crate::kill_point!("open.install");
-        versions.log_and_apply(&mut edit, family_opts[&id].num_levels)?;
+        let layout = recovered_layout(&versions, id, &family_opts[&id]);
+        versions.log_and_apply(&mut edit, &layout)?;
     }
     // Families the open names that the DB lacks.
     let mut family_opts = family_opts;
@@ -270,7 +337,7 @@ pub(crate) fn open(
             cf_log_number: Some(log_number),
             ..VersionEdit::default()
         };
-        versions.log_and_apply(&mut edit, by_name[name].num_levels)?;
+        versions.log_and_apply(&mut edit, &layout_of(&by_name, &paths)(name))?;
         family_opts.insert(id, by_name[name].clone());
     }
     let version_files = versions.families().values().map(|f| f.current.clone()).collect::<Vec<_>>();
@@ -297,7 +364,8 @@ pub(crate) fn open(
         live_tables: version_files.iter().flat_map(|v| v.file_numbers()).collect(),
         never_archive: unsynced_wals.into_iter().collect(),
     };
-    delete_obsolete_at_open(fs.as_ref(), opts, dir, &wal_dir, &kinds, &wal_files, &keep);
+    let found = Found { kinds: &kinds, wal_files: &wal_files, other_tables: &other_tables };
+    delete_obsolete_at_open(fs.as_ref(), opts, dir, &wal_dir, &found, &keep);
     Ok(assemble(Parts {
         opts,
         dir,
@@ -352,7 +420,8 @@ pub(crate) fn open_read_only(
     descriptors: &[ColumnFamilyDescriptor],
 ) -> Result<DbInner> {
     opts.validate()?;
-    let by_name = family_options(opts, descriptors)?;
+    let mut by_name = family_options(opts, descriptors)?;
+    let paths = family_paths(opts, dir, &mut by_name)?;
     let mut opts = opts.sanitized();
     opts.create_if_missing = false;
     opts.error_if_exists = false;
@@ -375,7 +444,7 @@ pub(crate) fn open_read_only(
     let mut attempt = 0;
     loop {
         attempt += 1;
-        match try_open_read_only(&opts, &by_name, dir) {
+        match try_open_read_only(&opts, &by_name, &paths, dir) {
             Err(e) if attempt < ATTEMPTS && raced_a_writer(&e) => {}
             result => return result,
         }
@@ -385,6 +454,7 @@ pub(crate) fn open_read_only(
 fn try_open_read_only(
     opts: &Options,
     by_name: &BTreeMap<String, Options>,
+    paths: &BTreeMap<String, TablePaths>,
     dir: &Path,
 ) -> Result<DbInner> {
     let fs = opts.fs.clone();
@@ -401,7 +471,8 @@ fn try_open_read_only(
         fs.open_direct(&crate::filename::current_path(dir))?;
     }
     let orders = known_orders(by_name);
-    let versions = recover_version_set(opts, &levels_of(by_name), &orders, &fs, dir, &kinds)?;
+    let versions =
+        recover_version_set(opts, &layout_of(by_name, paths), &orders, &fs, dir, &kinds)?;
     let (family_opts, missing) = match_families(opts, &versions, by_name)?;
     if !missing.is_empty() {
         return Err(Error::InvalidArgument(format!(

@@ -104,17 +104,16 @@ pub(crate) fn property_value(inner: &DbInner, cfd: &Cfd, name: &str) -> Result<O
         "mem-table-flush-pending" => u8::from(!sv.imm.is_empty()).to_string(),
         "num-running-flushes" => u8::from(!sv.imm.is_empty()).to_string(),
         "live-sst-files-size" => {
-            let live = inner.versions.lock().live_files();
+            let live = inner.versions.lock().live_tables();
             let sizes: std::collections::HashMap<_, _> =
                 v.files().map(|(_, f)| (f.number, f.file_size)).collect();
             let current: u64 = sizes.values().sum();
-            // Tables only older versions still hold are counted with their on-disk size.
+            // Tables only older versions still hold are counted with their on-disk size, in
+            // their own directories.
             let older: u64 = live
                 .iter()
-                .filter(|n| !sizes.contains_key(n))
-                .filter_map(|n| {
-                    inner.fs.file_size(&crate::filename::table_path(&inner.dir, *n)).ok()
-                })
+                .filter(|f| !sizes.contains_key(&f.number))
+                .filter_map(|f| inner.fs.file_size(&f.path_in(&inner.dir)).ok())
                 .sum();
             (current + older).to_string()
         }

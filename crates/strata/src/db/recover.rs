@@ -36,32 +36,35 @@
 //! leave a hole behind the next WAL. A memtable kept in memory ends only where a WAL ends, so
 //! that no WAL is ever part in a table and part in memory (the next open replays a WAL whole).
 
-use std::collections::BTreeMap;
-use std::path::Path;
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::flush::{write_level0_table, FlushEnv};
 use crate::comparator::KnownOrders;
 use crate::env::FileSystem;
 use crate::error::{Error, Result};
-use crate::filename::{current_path, table_path, FileKind};
+use crate::filename::{current_path, FileKind};
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::sstable::TableOptions;
 use crate::types::{FileNumber, SeqNo};
-use crate::version::set::VersionSet;
+use crate::version::set::{FamilyLayout, VersionSet};
 use crate::wal::{
     decode_txn_record, decode_wal_event, decode_wal_header, replay_live_wal, replay_wal,
     tail_is_interrupted_append, TailRule, TxnRecord, WalEvent, WalRecoveryMode,
 };
 use crate::write_batch::WriteBatch;
 
-/// Reads (or, for a new DB, creates) the MANIFEST and checks that its tables exist. `kinds`
-/// are the DB files found in `dir`; families' key orders are found in `orders` (a new DB's
-/// `default` family gets `opts`' order).
+/// Reads (or, for a new DB, creates) the MANIFEST and checks that its tables exist, each in
+/// its table directory (`layout_of(name)`: the level count and table paths of family `name`;
+/// a family the open does not name has no known paths, and its tables are not checked: the
+/// open refuses it). `kinds` are the DB files found in `dir`; families' key orders are found
+/// in `orders` (a new DB's `default` family gets `opts`' order).
 pub(crate) fn recover_version_set(
     opts: &Options,
-    levels_of: &dyn Fn(&str) -> usize,
+    layout_of: &dyn Fn(&str) -> FamilyLayout,
     orders: &KnownOrders,
     fs: &Arc<dyn FileSystem>,
     dir: &Path,
@@ -71,7 +74,7 @@ pub(crate) fn recover_version_set(
         if opts.error_if_exists {
             return Err(Error::InvalidArgument(format!("{} already exists", dir.display())));
         }
-        VersionSet::recover(fs.clone(), dir, levels_of, orders)?
+        VersionSet::recover(fs.clone(), dir, layout_of, orders)?
     } else {
         if !opts.create_if_missing {
             return Err(Error::InvalidArgument(format!(
@@ -102,13 +105,12 @@ pub(crate) fn recover_version_set(
                 }
             }
         }
-        let mut vs = VersionSet::new(
-            fs.clone(),
-            dir,
-            opts.num_levels,
-            opts.comparator.clone(),
-            orders.clone(),
-        );
+        let layout = FamilyLayout {
+            num_levels: opts.num_levels,
+            paths: layout_of(crate::column_family::DEFAULT_COLUMN_FAMILY_NAME).paths,
+        };
+        let mut vs =
+            VersionSet::new(fs.clone(), dir, &layout, opts.comparator.clone(), orders.clone());
         vs.write_new_manifest()?;
         vs
     };
@@ -122,11 +124,32 @@ pub(crate) fn recover_version_set(
         }
     }
 
-    // Every table the MANIFEST names must exist.
+    // Every table the MANIFEST names must exist, in its directory.
+    let mut listed: HashMap<PathBuf, HashSet<FileNumber>> = HashMap::new();
+    listed.insert(
+        dir.to_path_buf(),
+        kinds
+            .iter()
+            .filter_map(|k| match *k {
+                FileKind::Table(n) => Some(n),
+                _ => None,
+            })
+            .collect(),
+    );
     for f in versions.families().values().flat_map(|fam| fam.current.files()).map(|(_, f)| f) {
-        let path = table_path(dir, f.number);
-        if !kinds.contains(&FileKind::Table(f.number)) {
-            return Err(Error::corruption(path, 0, "table named by the MANIFEST is missing"));
+        let Some(d) = f.dir() else { continue };
+        let present = match listed.entry(d.to_path_buf()) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => {
+                e.insert(super::paths::tables_in(fs.as_ref(), d)?.into_iter().collect())
+            }
+        };
+        if !present.contains(&f.number) {
+            let reason = match f.path_id {
+                0 => "table named by the MANIFEST is missing".to_string(),
+                p => format!("table named by the MANIFEST is missing (its table path id is {p})"),
+            };
+            return Err(Error::corruption(f.path_in(dir), 0, reason));
         }
     }
 
@@ -166,6 +189,8 @@ pub(crate) struct Replayed {
 struct FamilyReplay<'a> {
     cf_id: u32,
     opts: &'a Options,
+    /// Where its tables are written: its table path 0.
+    table_dir: PathBuf,
     table_options: TableOptions,
     /// WALs below this hold nothing of the family that is not in its tables.
     log_number: FileNumber,
@@ -175,10 +200,10 @@ struct FamilyReplay<'a> {
 }
 
 impl FamilyReplay<'_> {
-    fn flush_env<'b>(&'b self, fs: &'b dyn FileSystem, dir: &'b Path) -> FlushEnv<'b> {
+    fn flush_env<'b>(&'b self, fs: &'b dyn FileSystem) -> FlushEnv<'b> {
         FlushEnv {
             fs,
-            dir,
+            dir: &self.table_dir,
             table_options: &self.table_options,
             snapshots: &[],
             merge_operator: self.opts.merge_operator.as_deref(),
@@ -215,9 +240,14 @@ pub(crate) fn replay_wals(
     let mut fams: BTreeMap<u32, FamilyReplay<'_>> = family_opts
         .iter()
         .map(|(&id, o)| {
+            let table_dir = versions
+                .current(id)
+                .and_then(|v| v.paths().first_dir())
+                .map_or_else(|| dir.to_path_buf(), |d| d.to_path_buf());
             let f = FamilyReplay {
                 cf_id: id,
                 opts: o,
+                table_dir,
                 table_options: o.table_options_for_level(0),
                 log_number: versions.family_log_number(id),
                 mem: new_mem(o),
@@ -418,7 +448,7 @@ pub(crate) fn replay_wals(
                         let full = std::mem::replace(&mut f.mem, new_mem(f.opts));
                         full.mark_immutable();
                         let number = versions.new_file_number();
-                        let env = f.flush_env(fs.as_ref(), dir);
+                        let env = f.flush_env(fs.as_ref());
                         if let Some((meta, _)) = write_level0_table(&env, &full, number)? {
                             f.out.new_files.push(meta);
                         }
@@ -500,7 +530,7 @@ pub(crate) fn replay_wals(
         if !keep_in_memory {
             for (m, _) in std::mem::take(&mut f.out.recovered) {
                 let number = versions.new_file_number();
-                let env = f.flush_env(fs.as_ref(), dir);
+                let env = f.flush_env(fs.as_ref());
                 if let Some((meta, _)) = write_level0_table(&env, &m, number)? {
                     f.out.new_files.push(meta);
                 }

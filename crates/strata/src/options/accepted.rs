@@ -252,10 +252,6 @@ pub struct AcceptedOptions {
     pub plain_table: Option<PlainTableFactoryOptions>,
     /// Block-based table settings without a Strata counterpart.
     pub table: TableHints,
-    /// `db_paths` as `(path, target size)`: tables stay in the DB directory.
-    pub db_paths: Vec<(PathBuf, u64)>,
-    /// `cf_paths`: tables stay in the DB directory.
-    pub cf_paths: Vec<(PathBuf, u64)>,
 }
 
 impl Default for AcceptedOptions {
@@ -315,8 +311,6 @@ impl Default for AcceptedOptions {
             cuckoo_table: None,
             plain_table: None,
             table: TableHints::default(),
-            db_paths: Vec::new(),
-            cf_paths: Vec::new(),
         }
     }
 }
@@ -325,9 +319,6 @@ impl AcceptedOptions {
     /// The settings as `(name, value)` for the info LOG, with RocksDB's names and number
     /// formats (floats with six decimals) where its LOG has the line.
     pub(crate) fn describe(&self) -> Vec<(&'static str, String)> {
-        let paths = |p: &[(PathBuf, u64)]| {
-            p.iter().map(|(p, s)| format!("{}:{s}", p.display())).collect::<Vec<_>>().join(",")
-        };
         let b = &self.blob;
         vec![
             ("wal_compression", format!("{:?}", self.wal_compression)),
@@ -440,8 +431,6 @@ impl AcceptedOptions {
             ("memtable_factory", format!("{:?}", self.memtable_factory)),
             ("cuckoo_table_factory", format!("{:?}", self.cuckoo_table)),
             ("plain_table_factory", format!("{:?}", self.plain_table)),
-            ("db_paths", paths(&self.db_paths)),
-            ("cf_paths", paths(&self.cf_paths)),
         ]
     }
 }

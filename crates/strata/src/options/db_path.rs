@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 
-/// A directory for table files and the bytes it should hold (`Options::set_db_paths`,
-/// `Options::set_cf_paths`). Strata keeps every table in the DB directory: the paths are
-/// accepted and recorded (`Options::accepted`), not used (`docs/rocksdb-compat.md`).
+/// A directory for table files and the bytes it should hold (`Options::db_paths`,
+/// `Options::cf_paths`): newer data goes to the earlier paths of a list, older data to the
+/// later ones, each path up to about its target size (the last takes the rest).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DBPath {
     path: PathBuf,

@@ -11,7 +11,7 @@
 //! holds the file.
 
 use std::ops::Deref;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use crate::cache::LruCache;
@@ -26,14 +26,21 @@ use crate::types::{FileNumber, SeqNo};
 /// The open reader of one table file, set once and kept beside the file's record in a live
 /// version when the table cache pins readers.
 /// It also carries the file's global sequence number (an ingested file's, from its MANIFEST
-/// record; 0 otherwise), which every reader of the file is opened with.
+/// record; 0 otherwise), which every reader of the file is opened with, and the directory
+/// the file is in (`None`: the table cache's, the DB directory).
 #[derive(Default)]
-pub(crate) struct PinnedTable(OnceLock<Arc<TableReader>>, SeqNo);
+pub(crate) struct PinnedTable(OnceLock<Arc<TableReader>>, SeqNo, Option<Arc<Path>>);
 
 impl PinnedTable {
-    /// The slot of a file whose entries read as `global_seqno` (0: as stored).
-    pub fn with_global_seqno(global_seqno: SeqNo) -> PinnedTable {
-        PinnedTable(OnceLock::new(), global_seqno)
+    /// The slot of a file in `dir` (`None`: the DB directory) whose entries read as
+    /// `global_seqno` (0: as stored).
+    pub fn new(global_seqno: SeqNo, dir: Option<Arc<Path>>) -> PinnedTable {
+        PinnedTable(OnceLock::new(), global_seqno, dir)
+    }
+
+    /// The directory of the file (`None`: the DB directory).
+    pub fn dir(&self) -> Option<&Arc<Path>> {
+        self.2.as_ref()
     }
 }
 
@@ -167,7 +174,7 @@ impl TableCache {
         if let Some(r) = pinned.0.get() {
             return Ok(TableRef::Pinned(r));
         }
-        let r = self.open_cached(number, level, pinned.1)?;
+        let r = self.open_cached(number, level, pinned)?;
         if self.pin {
             // A racing thread may have set it first: both readers are of the same file.
             let _ = pinned.0.set(r.clone());
@@ -175,18 +182,20 @@ impl TableCache {
         Ok(TableRef::Cached(r))
     }
 
-    /// The reader of table `number` from the cache, opening it if needed.
-    /// The cache key is the file number: a file's global seqno never changes.
+    /// The reader of table `number` from the cache, opening it if needed (in the directory
+    /// and with the global seqno `slot` gives).
+    /// The cache key is the file number: numbers are unique across the DB's directories, and
+    /// a file's global seqno and directory never change.
     fn open_cached(
         &self,
         number: FileNumber,
         level: Option<usize>,
-        global_seqno: SeqNo,
+        slot: &PinnedTable,
     ) -> Result<Arc<TableReader>> {
         if let Some(r) = self.readers.lookup(&number.0) {
             return Ok(r);
         }
-        let path = table_path(&self.dir, number);
+        let path = table_path(slot.dir().map_or(self.dir.as_path(), |d| d), number);
         let file = self.fs.open(&path)?;
         if self.advise_random {
             file.advise_random();
@@ -203,7 +212,7 @@ impl TableCache {
             self.statistics.clone(),
             &self.orders,
         )?;
-        reader.set_global_seqno(global_seqno)?;
+        reader.set_global_seqno(slot.1)?;
         let reader = Arc::new(reader);
         self.readers.insert(number.0, reader.clone(), 1);
         Ok(reader)
@@ -323,6 +332,19 @@ mod tests {
             }
         }
         assert_eq!(cache.open_readers(), 3);
+    }
+
+    #[test]
+    fn a_slot_with_a_directory_opens_its_table_there() {
+        let (fs, cache) = setup(usize::MAX);
+        let other = Path::new("/fast");
+        fs.create_dir_all(other).unwrap();
+        let n = table(&fs, 5);
+        fs.rename(&table_path(Path::new("/db"), n), &table_path(other, n)).unwrap();
+        assert!(cache.reader(n, &PinnedTable::default()).is_err(), "not in the DB directory");
+        let slot = PinnedTable::new(SeqNo::ZERO, Some(Arc::from(other)));
+        assert_eq!(slot.dir().map(|d| d.to_path_buf()), Some(other.to_path_buf()));
+        assert!(cache.reader(n, &slot).is_ok());
     }
 
     #[test]

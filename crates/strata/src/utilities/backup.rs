@@ -24,13 +24,16 @@
 //! ```
 //!
 //! Protocol of `create_new_backup`: flush and capture one version (as a checkpoint does);
-//! copy each table not yet in `shared/` to a `.tmp` name, sync it, rename it, sync `shared/`;
+//! copy each table not yet in `shared/` (from its table directory: `db_paths`, `cf_paths`)
+//! to a `.tmp` name, sync it, rename it, sync `shared/`;
 //! write the private MANIFEST and sync it; write `meta/<id>.tmp`, sync it, rename it to
 //! `meta/<id>`, sync `meta/`. So a crash at any point leaves either no backup `<id>` or a
 //! complete one, and never touches the source DB's files (they are only read).
 //!
 //! Every file's checksum is verified on restore (while copying) and by `verify_backup`; a
 //! restore is built in `<target>.restore-tmp` and renamed into place, as a checkpoint is.
+//! A restored DB is one directory: the private MANIFEST puts every table at table path 0, so
+//! it opens with default options whatever table paths the source had.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -41,10 +44,10 @@ use crate::db::capture::capture;
 use crate::db::Db;
 use crate::env::{parent_dir, write_file_synced, FileSystem};
 use crate::error::{Error, Result};
-use crate::filename::{manifest_name, table_file_name, table_path};
+use crate::filename::{manifest_name, table_file_name};
 use crate::options::Options;
 use crate::types::FileNumber;
-use crate::version::set::{set_current, write_manifest_for, Counters};
+use crate::version::set::{set_current, write_manifest_for, Counters, FamilySnapshot};
 
 const META_MAGIC: &str = "strata-backup 1";
 const SHARED: &str = "shared";
@@ -120,8 +123,8 @@ impl BackupEngine {
         let (families, counters) = capture(db)?;
         let fs = self.fs.as_ref();
         let mut files = Vec::new();
-        for n in families.iter().flat_map(|f| f.version.file_numbers()) {
-            files.push(self.store_table(&table_path(db.path(), n), n)?);
+        for f in families.iter().flat_map(|f| f.version.files().map(|(_, t)| t)) {
+            files.push(self.store_table(&f.path_in(db.path()), f.number)?);
             crate::kill_point!("backup.table");
         }
         self.fs.sync_dir(&self.dir.join(SHARED))?;
@@ -136,6 +139,9 @@ impl BackupEngine {
             last_sequence: counters.last_sequence,
             max_column_family: counters.max_column_family,
         };
+        // A restore is one directory: every table at table path 0 (module docs).
+        let families =
+            families.iter().map(FamilySnapshot::in_one_directory).collect::<Result<Vec<_>>>()?;
         write_manifest_for(fs, &private, manifest, &families, &backup_counters)?;
         let name = manifest_name(manifest);
         let (size, crc) = file_crc(fs, &private.join(&name))?;

@@ -9,9 +9,13 @@
 //!    the counters, with S as the last sequence number; holding the versions keeps their
 //!    tables from deletion. Then writes resume.
 //! 3. in a temporary directory `<dir>.checkpoint-tmp` beside the target, hard-link each table
-//!    (or copy it, when linking fails, e.g. across filesystems), then write a MANIFEST naming
-//!    exactly those tables with no WAL needed (log number 0), then CURRENT, syncing files and
-//!    the directory; the source's IDENTITY is copied, so the checkpoint keeps its id;
+//!    from its table directory (or copy it, when linking fails, e.g. across filesystems),
+//!    then write a MANIFEST naming exactly those tables with no WAL needed (log number 0),
+//!    then CURRENT, syncing files and the directory; the source's IDENTITY is copied, so the
+//!    checkpoint keeps its id. A checkpoint is one directory: its MANIFEST puts every table
+//!    at table path 0, so it opens with default options whatever `db_paths` and `cf_paths`
+//!    the source has (RocksDB refuses to checkpoint a DB whose tables are in several
+//!    directories);
 //! 4. rename the temporary directory to `dir` and sync its parent.
 //!
 //! `create_with_log_size` with a WAL budget skips the flush of step 1: with writes held, it
@@ -167,8 +171,8 @@ fn write_checkpoint(
     fs.create_dir_all(&tmp)?;
     fs.sync_dir(&parent)?;
     let (mut tables_linked, mut tables_copied) = (0, 0);
-    for n in families.iter().flat_map(|f| f.version.file_numbers()) {
-        let (src, dst) = (table_path(db.path(), n), table_path(&tmp, n));
+    for f in families.iter().flat_map(|f| f.version.files().map(|(_, t)| t)) {
+        let (src, dst) = (f.path_in(db.path()), table_path(&tmp, f.number));
         if fs.link(&src, &dst).is_ok() {
             tables_linked += 1;
         } else {
@@ -208,8 +212,10 @@ fn write_checkpoint(
         last_sequence: counters.last_sequence,
         max_column_family: counters.max_column_family,
     };
+    let families =
+        families.iter().map(FamilySnapshot::in_one_directory).collect::<Result<Vec<_>>>()?;
     crate::kill_point!("checkpoint.manifest");
-    write_manifest_for(fs, &tmp, manifest, families, &counters)?;
+    write_manifest_for(fs, &tmp, manifest, &families, &counters)?;
     crate::kill_point!("checkpoint.rename");
     fs.rename(&tmp, dir)?;
     fs.sync_dir(&parent)?;

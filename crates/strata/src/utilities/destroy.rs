@@ -15,8 +15,9 @@ use crate::options::Options;
 
 impl Db {
     /// Deletes the DB in `path`: every file the engine names (CURRENT, MANIFESTs, WALs in the
-    /// DB and WAL directories, tables, temporary files, LOGs), then the LOCK file and the
-    /// directories if they are empty. Fails with `Locked` while a `Db` has it open; files
+    /// DB and WAL directories, tables, temporary files, LOGs; tables in the table paths
+    /// `opts.db_paths` and `opts.cf_paths` too), then the LOCK file and the directories if
+    /// they are empty. Fails with `Locked` while a `Db` has it open; files
     /// it does not own are left, and so is the directory holding them. A missing directory is
     /// not an error.
     pub fn destroy(opts: &Options, path: impl AsRef<Path>) -> Result<()> {
@@ -53,6 +54,22 @@ fn destroy(opts: &Options, dir: &Path) -> Result<()> {
         }
         fs.sync_dir(d)?;
     }
+    // The table paths (as RocksDB's DestroyDB: those the options name): their tables.
+    let table_dirs: Vec<&Path> = opts
+        .db_paths
+        .iter()
+        .chain(&opts.cf_paths)
+        .map(crate::options::DBPath::path)
+        .filter(|d| *d != dir && fs.is_dir(d))
+        .collect();
+    for &d in &table_dirs {
+        for name in fs.list(d)? {
+            if let Some(FileKind::Table(_)) = parse_file_name(&name) {
+                fs.remove(&d.join(&name))?;
+            }
+        }
+        fs.sync_dir(d)?;
+    }
     // The WAL archive (`Options::wal_ttl_seconds`): its WALs, then the directory if empty.
     let archive = crate::filename::archive_dir(&wal_dir);
     if fs.is_dir(&archive) {
@@ -71,6 +88,11 @@ fn destroy(opts: &Options, dir: &Path) -> Result<()> {
     let _ = fs.remove(&lock_path(dir));
     if wal_dir != dir && fs.list(&wal_dir).is_ok_and(|l| l.is_empty()) {
         let _ = fs.remove_dir(&wal_dir);
+    }
+    for d in table_dirs {
+        if fs.list(d).is_ok_and(|l| l.is_empty()) {
+            let _ = fs.remove_dir(d);
+        }
     }
     if fs.list(dir).is_ok_and(|l| l.is_empty()) {
         let _ = fs.remove_dir(dir);

@@ -6,9 +6,13 @@
 //!    damaged stretches skipped) into memtables written as new tables;
 //! 2. every table is read whole, every block's checksum verified; an intact table is kept
 //!    with the key and sequence ranges read from it, a damaged or empty one is moved to
-//!    `lost/`; an ingested table keeps the global sequence number an old MANIFEST's intact
-//!    records still give it (where none survives, its entries read at 0, older than the
-//!    rest: the limit of a file that does not carry its own number);
+//!    `lost/` in its directory; tables are looked for in the default family's table paths
+//!    (`cf_paths`, else `db_paths`, else the DB directory: `db/paths.rs`), each kept at its
+//!    path (those written from the WALs go to the first; one in the DB directory when that
+//!    is not a path is moved to `lost/`, no path id could name it); an ingested table keeps
+//!    the global sequence number an old MANIFEST's intact records still give it (where none
+//!    survives, its entries read at 0, older than the rest: the limit of a file that does
+//!    not carry its own number);
 //! 3. a new MANIFEST naming every kept table at L0, with no WAL needed and the last sequence
 //!    number the largest found, is written and synced, then CURRENT (the commit point);
 //! 4. the WALs and the old MANIFESTs are moved to `lost/` (their contents are now in tables
@@ -28,6 +32,7 @@ use std::sync::Arc;
 use crate::comparator::{KeyOrder, KnownOrders};
 use crate::db::files::find_wals;
 use crate::db::flush::{write_level0_table, FlushEnv};
+use crate::db::paths::{create_dirs, family_paths, tables_in};
 use crate::db::Db;
 use crate::env::FileSystem;
 use crate::error::{Error, Result};
@@ -120,6 +125,19 @@ fn rebuild(opts: &Options, fs: &Arc<dyn FileSystem>, dir: &Path) -> Result<Repai
     let wal_dir = opts.wal_dir.clone().unwrap_or_else(|| dir.to_path_buf());
     let wal_files = find_wals(fs.as_ref(), dir, &wal_dir)?;
     let kinds: Vec<FileKind> = fs.list(dir)?.iter().filter_map(|n| parse_file_name(n)).collect();
+    // The default family's table paths, and the tables in each (a directory listed twice is
+    // searched once, as its first path).
+    let paths = family_paths(opts, opts, dir)?;
+    create_dirs(fs.as_ref(), &paths)?;
+    let mut found: Vec<(FileNumber, u32)> = Vec::new();
+    let mut searched: Vec<&Path> = Vec::new();
+    for (id, p) in paths.iter().enumerate() {
+        if searched.contains(&&*p.dir) {
+            continue;
+        }
+        searched.push(&p.dir);
+        found.extend(tables_in(fs.as_ref(), &p.dir)?.into_iter().map(|n| (n, id as u32)));
+    }
     let mut next = kinds
         .iter()
         .filter_map(|k| match *k {
@@ -129,6 +147,7 @@ fn rebuild(opts: &Options, fs: &Arc<dyn FileSystem>, dir: &Path) -> Result<Repai
             FileKind::Current | FileKind::Identity | FileKind::Lock => None,
         })
         .chain(wal_files.keys().map(|n| n.0))
+        .chain(found.iter().map(|(n, _)| n.0))
         .max()
         .unwrap_or(0)
         + 1;
@@ -139,29 +158,24 @@ fn rebuild(opts: &Options, fs: &Arc<dyn FileSystem>, dir: &Path) -> Result<Repai
     };
     let mut report = RepairReport::default();
     let lost = dir.join(LOST_DIR);
+    let path_dir = |id: u32| paths.iter().nth(id as usize).map_or(dir, |p| &*p.dir);
 
-    // 1. WALs into tables.
+    // 1. WALs into tables, at path 0.
     let table_options = opts.table_options_for_level(0);
     let env = FlushEnv {
         fs: fs.as_ref(),
-        dir,
+        dir: path_dir(0),
         table_options: &table_options,
         snapshots: &[],
         merge_operator: opts.merge_operator.as_deref(),
         // Repair salvages what is there; it does not run user filters.
         filter: None,
     };
-    let mut tables: Vec<FileNumber> = kinds
-        .iter()
-        .filter_map(|k| match *k {
-            FileKind::Table(n) => Some(n),
-            _ => None,
-        })
-        .collect();
+    let mut tables = found;
     let mut write_table = |mem: &Arc<MemTable>, report: &mut RepairReport| -> Result<()> {
         if let Some((meta, _)) = write_level0_table(&env, mem, new_number())? {
             report.tables_from_wals.push(crate::filename::table_file_name(meta.number));
-            tables.push(meta.number);
+            tables.push((meta.number, 0));
         }
         Ok(())
     };
@@ -214,10 +228,12 @@ fn rebuild(opts: &Options, fs: &Arc<dyn FileSystem>, dir: &Path) -> Result<Repai
     tables.sort_unstable();
     let mut edit = VersionEdit::default();
     let mut last_sequence = SeqNo::ZERO;
-    for n in tables {
-        let path = table_path(dir, n);
+    for (n, path_id) in tables {
+        let path = table_path(path_dir(path_id), n);
+        let lost = path_dir(path_id).join(LOST_DIR);
         match scan_table(fs.as_ref(), &path, n, &opts.comparator) {
             Ok(Some(mut meta)) => {
+                meta.path_id = path_id;
                 if let Some(&g) = global_seqnos.get(&n) {
                     // The bounds as ingestion recorded them: every entry at `g`.
                     let remap = |k: &[u8]| match crate::key::parse_internal_key(k) {
@@ -246,10 +262,28 @@ fn rebuild(opts: &Options, fs: &Arc<dyn FileSystem>, dir: &Path) -> Result<Repai
             }
         }
     }
+    // Tables in the DB directory when it is not a table path: no path id can name them, and
+    // the next open would delete them; they are kept aside.
+    if !searched.contains(&dir) {
+        for k in &kinds {
+            if let FileKind::Table(n) = *k {
+                let path = table_path(dir, n);
+                move_to_lost(fs.as_ref(), &lost, &path)?;
+                report.tables_dropped.push((
+                    file_name(&path),
+                    "in the DB directory, which is not one of the table paths (db_paths, \
+                     cf_paths)"
+                        .to_string(),
+                ));
+            }
+        }
+    }
     report.compacted = !l0_order_is_safe(&edit.new_files, &opts.comparator);
 
     // 3. The new MANIFEST, then CURRENT.
-    let version = Version::new(opts.num_levels, opts.comparator.clone()).apply(&edit)?;
+    let version = Version::new(opts.num_levels, opts.comparator.clone())
+        .with_paths(paths.clone())
+        .apply(&edit)?;
     let manifest = new_number();
     let counters = Counters {
         log_number: FileNumber(0),
@@ -378,6 +412,7 @@ fn scan_table(
         num_deletions: p.num_deletions,
         data_time: 0,
         global_seqno: crate::types::SeqNo::ZERO,
+        path_id: 0,
     }))
 }
 

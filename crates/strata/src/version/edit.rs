@@ -33,6 +33,12 @@
 //!                          earlier in the same edit: every entry the file stores at sequence
 //!                          number 0 reads as this one; written only when nonzero. Not safe to
 //!                          ignore: a reader without it would read the entries at 0)
+//!  15  PathId              varint64 file number | varint32 path id
+//!                          (the table directory of a file added earlier in the same edit: an
+//!                          index into its family's `cf_paths`, else the DB's `db_paths`;
+//!                          written only when nonzero, so a DB whose tables are all at path 0
+//!                          encodes as before. Not safe to ignore: a reader without it would
+//!                          look for the file in the first directory)
 //! ```
 //!
 //! Tag values. on-disk: never change. Compatibility rule: a field an older reader may ignore is
@@ -84,6 +90,8 @@ pub(crate) mod tag {
     pub const CF_LOG_NUMBER: u32 = 13;
     /// The global sequence number of an ingested file (see the module doc).
     pub const GLOBAL_SEQNO: u32 = 14;
+    /// The table directory of a new file (see the module doc).
+    pub const PATH_ID: u32 = 15;
 }
 
 /// Metadata of one SST file.
@@ -106,6 +114,10 @@ pub(crate) struct FileMetaData {
     /// For an ingested external file: the sequence number its entries (stored at 0) read
     /// as. 0 = none (entries read as stored).
     pub global_seqno: SeqNo,
+    /// Which of its family's table directories holds the file (`version::paths`): an index
+    /// into the family's `cf_paths`, else the DB's `db_paths`; 0 is the first (the DB
+    /// directory when neither is set).
+    pub path_id: u32,
 }
 
 impl FileMetaData {
@@ -123,6 +135,7 @@ impl FileMetaData {
             num_deletions: s.properties.num_deletions,
             data_time: 0,
             global_seqno: SeqNo::ZERO,
+            path_id: 0,
         }
     }
 }
@@ -244,6 +257,11 @@ impl VersionEdit {
                 put_varint64(buf, f.number.0);
                 put_varint64(buf, f.global_seqno.0);
             }
+            if f.path_id != 0 {
+                put_varint32(buf, tag::PATH_ID);
+                put_varint64(buf, f.number.0);
+                put_varint32(buf, f.path_id);
+            }
         }
     }
 
@@ -323,6 +341,7 @@ impl VersionEdit {
                         num_deletions: d.u64("deletion count")?,
                         data_time: 0,
                         global_seqno: SeqNo::ZERO,
+                        path_id: 0,
                     };
                     e.new_files.push((level, f));
                 }
@@ -350,6 +369,26 @@ impl VersionEdit {
                         )));
                     };
                     f.global_seqno = seq;
+                }
+                tag::PATH_ID => {
+                    let number = d.u64("path id file number")?;
+                    let id = d.r.varint32().ok_or_else(|| d.err("bad path id"))?;
+                    let Some((_, f)) =
+                        e.new_files.iter_mut().rev().find(|(_, f)| f.number.0 == number)
+                    else {
+                        return Err(d.err(format_args!(
+                            "path id {id} for file {number}, which the edit does not add"
+                        )));
+                    };
+                    if id == 0 {
+                        return Err(d.err(format_args!(
+                            "path id 0 for file {number} (never written: 0 is the default)"
+                        )));
+                    }
+                    if f.path_id != 0 {
+                        return Err(d.err(format_args!("path id of file {number} appears twice")));
+                    }
+                    f.path_id = id;
                 }
                 t if t & tag::SAFE_TO_IGNORE != 0 => {
                     d.bytes("ignorable field")?;
@@ -455,6 +494,7 @@ mod tests {
             num_deletions: n,
             data_time: if n.is_multiple_of(2) { 1_700_000_000 + n } else { 0 },
             global_seqno: if n.is_multiple_of(3) { SeqNo(n + 7) } else { SeqNo::ZERO },
+            path_id: if n % 4 == 1 { 3 } else { 0 },
         }
     }
 
@@ -507,6 +547,19 @@ mod tests {
             ],
             [1, 2, 3, 4, 5, 6, 7, 0x4000]
         );
+        assert_eq!(
+            [
+                tag::FILE_TIME,
+                tag::COLUMN_FAMILY,
+                tag::COLUMN_FAMILY_ADD,
+                tag::COLUMN_FAMILY_DROP,
+                tag::MAX_COLUMN_FAMILY,
+                tag::CF_LOG_NUMBER,
+                tag::GLOBAL_SEQNO,
+                tag::PATH_ID
+            ],
+            [0x4008, 9, 10, 11, 12, 13, 14, 15]
+        );
         let mut e = VersionEdit::new();
         e.log_number = Some(FileNumber(5));
         e.delete_file(2, FileNumber(9));
@@ -551,6 +604,49 @@ mod tests {
         put_varint32(&mut bad, tag::FILE_TIME);
         put_length_prefixed(&mut bad, &[0x80]);
         assert!(VersionEdit::decode(&bad).unwrap_err().is_corruption());
+    }
+
+    #[test]
+    fn path_id_follows_its_file_and_only_when_nonzero() {
+        // At path 0 a file encodes exactly as before the tag existed.
+        let mut e = VersionEdit::new();
+        e.add_file(0, FileMetaData { path_id: 0, ..file(8) });
+        let before = encoded(&e);
+        assert_eq!(VersionEdit::decode(&before).unwrap(), e);
+        let mut at_two = VersionEdit::new();
+        at_two.add_file(0, FileMetaData { path_id: 2, ..file(8) });
+        let buf = encoded(&at_two);
+        let mut expected = before.clone();
+        expected.push(tag::PATH_ID as u8);
+        put_varint64(&mut expected, 8);
+        expected.push(2);
+        // The same bytes plus the field: tag 15 | file number | path id, after the file.
+        assert_eq!(buf, expected);
+        assert_eq!(VersionEdit::decode(&buf).unwrap(), at_two);
+        let corrupt = |data: &[u8], needle: &str| {
+            let err = VersionEdit::decode(data).unwrap_err();
+            assert!(err.is_corruption(), "{err}");
+            assert!(err.to_string().contains(needle), "{err} lacks {needle}");
+        };
+        // A path id for a file the edit does not add: a reader could not place it.
+        let mut stray = Vec::new();
+        put_varint32(&mut stray, tag::PATH_ID);
+        put_varint64(&mut stray, 99);
+        put_varint32(&mut stray, 1);
+        corrupt(&stray, "path id 1 for file 99, which the edit does not add");
+        // 0 is never written, and a file has one path id.
+        let mut zero = before.clone();
+        zero.push(tag::PATH_ID as u8);
+        put_varint64(&mut zero, 8);
+        zero.push(0);
+        corrupt(&zero, "path id 0 for file 8");
+        let mut twice = buf.clone();
+        twice.push(tag::PATH_ID as u8);
+        put_varint64(&mut twice, 8);
+        twice.push(1);
+        corrupt(&twice, "path id of file 8 appears twice");
+        // A truncated field.
+        corrupt(&buf[..buf.len() - 1], "bad path id");
     }
 
     #[test]

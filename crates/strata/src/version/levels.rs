@@ -10,12 +10,15 @@
 
 use std::cmp::Ordering;
 use std::collections::HashSet;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::edit::{FileMetaData, VersionEdit};
 use super::fences::LevelFences;
+use super::paths::TablePaths;
 use crate::comparator::KeyOrder;
 use crate::error::{Error, Result};
+use crate::filename::table_path;
 use crate::key::user_key;
 use crate::sstable::table_cache::PinnedTable;
 use crate::types::FileNumber;
@@ -32,9 +35,27 @@ pub(crate) struct TableFile {
 }
 
 impl TableFile {
+    /// A file whose directory is not known here (the DB directory).
+    #[cfg(test)]
     pub fn new(meta: FileMetaData) -> TableFile {
-        let pinned = PinnedTable::with_global_seqno(meta.global_seqno);
+        TableFile::located(meta, None)
+    }
+
+    /// A file in `dir` (`None`: the DB directory), its path id resolved by the family's
+    /// table paths (`version::paths`).
+    pub fn located(meta: FileMetaData, dir: Option<Arc<Path>>) -> TableFile {
+        let pinned = PinnedTable::new(meta.global_seqno, dir);
         TableFile { meta, pinned }
+    }
+
+    /// The file's directory (`None`: the DB directory).
+    pub fn dir(&self) -> Option<&Path> {
+        self.pinned.dir().map(|d| &**d)
+    }
+
+    /// The file's path, for a DB in `db_dir`.
+    pub fn path_in(&self, db_dir: &Path) -> PathBuf {
+        table_path(self.dir().unwrap_or(db_dir), self.number)
     }
 }
 
@@ -59,6 +80,8 @@ pub(crate) struct Version {
     fences: Vec<Arc<LevelFences>>,
     /// The order of the family's keys.
     order: KeyOrder,
+    /// The family's table directories, which resolve the path ids of the files an edit adds.
+    paths: TablePaths,
 }
 
 fn l0_order(a: &FileMetaData, b: &FileMetaData) -> Ordering {
@@ -72,6 +95,7 @@ impl Version {
             levels: vec![Vec::new(); num_levels],
             fences: (0..num_levels).map(|_| Arc::new(LevelFences::default())).collect(),
             order,
+            paths: TablePaths::default(),
         }
     }
 
@@ -80,9 +104,23 @@ impl Version {
         &self.order
     }
 
+    /// This (empty) version with the family's table directories: the files later edits add
+    /// are placed by them (`version::paths`; empty paths: the DB directory).
+    pub fn with_paths(mut self, paths: TablePaths) -> Version {
+        debug_assert!(self.levels.iter().all(Vec::is_empty), "files already placed");
+        self.paths = paths;
+        self
+    }
+
+    /// The family's table directories.
+    pub fn paths(&self) -> &TablePaths {
+        &self.paths
+    }
+
     /// The version after `edit`. Pure: `self` is unchanged. A deleted file that is not
     /// present, a duplicate file, a bad level or overlapping files in a level >= 1 are
-    /// `Corruption` (the caller names the MANIFEST and record offset).
+    /// `Corruption` (the caller names the MANIFEST and record offset); a file at a path id
+    /// the family's paths do not have is `InvalidArgument` ([`TablePaths::dir_for`]).
     pub fn apply(&self, edit: &VersionEdit) -> Result<Version> {
         let mut levels = self.levels.clone();
         let n = levels.len();
@@ -118,7 +156,10 @@ impl Version {
             }
             let file = match removed.iter().find(|f| f.meta == *meta) {
                 Some(f) => f.clone(),
-                None => Arc::new(TableFile::new(meta.clone())),
+                None => {
+                    let dir = self.paths.dir_for(meta.number, meta.path_id)?;
+                    Arc::new(TableFile::located(meta.clone(), dir))
+                }
             };
             levels[level].push(file);
             touched[level] = true;
@@ -158,7 +199,7 @@ impl Version {
                 _ => Arc::new(level_fences(&levels[level])),
             })
             .collect();
-        Ok(Version { levels, fences, order: self.order.clone() })
+        Ok(Version { levels, fences, order: self.order.clone(), paths: self.paths.clone() })
     }
 
     /// Number of files at `level`.
@@ -244,7 +285,38 @@ mod tests {
             num_deletions: 0,
             data_time: 0,
             global_seqno: crate::types::SeqNo::ZERO,
+            path_id: 0,
         }
+    }
+
+    #[test]
+    fn files_are_placed_in_their_path_and_an_unknown_path_id_is_refused() {
+        let paths = TablePaths::new([
+            (std::path::PathBuf::from("/fast"), 1 << 20),
+            (std::path::PathBuf::from("/slow"), u64::MAX),
+        ]);
+        let v = Version::new(3, KeyOrder::Bytewise).with_paths(paths);
+        let mut e = VersionEdit::default();
+        e.new_files.push((0, meta(1, "a", "k", 5)));
+        e.new_files.push((1, FileMetaData { path_id: 1, ..meta(2, "a", "k", 3) }));
+        let v = v.apply(&e).unwrap();
+        assert_eq!(v.levels[0][0].path_in(Path::new("/db")), Path::new("/fast/000001.sst"));
+        assert_eq!(v.levels[1][0].path_in(Path::new("/db")), Path::new("/slow/000002.sst"));
+        // Later edits resolve with the same paths.
+        let mut mv = VersionEdit::default();
+        mv.deleted_files.push((1, FileNumber(2)));
+        mv.new_files.push((2, FileMetaData { path_id: 1, ..meta(2, "a", "k", 3) }));
+        let moved = v.apply(&mv).unwrap();
+        assert_eq!(moved.levels[2][0].dir(), Some(Path::new("/slow")));
+        let mut bad = VersionEdit::default();
+        bad.new_files.push((2, FileMetaData { path_id: 2, ..meta(3, "x", "z", 1) }));
+        let err = v.apply(&bad).unwrap_err();
+        assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+        assert!(err.to_string().contains("table 000003 is at table path id 2"), "{err}");
+        // Without paths (not known here) a file is in the DB directory.
+        let plain = Version::new(3, KeyOrder::Bytewise).apply(&e).unwrap();
+        assert_eq!(plain.levels[1][0].dir(), None);
+        assert_eq!(plain.levels[1][0].path_in(Path::new("/db")), Path::new("/db/000002.sst"));
     }
 
     #[test]

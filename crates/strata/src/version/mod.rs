@@ -4,4 +4,5 @@ pub(crate) mod edit;
 pub(crate) mod fences;
 pub(crate) mod level_iter;
 pub(crate) mod levels;
+pub(crate) mod paths;
 pub(crate) mod set;

@@ -12,7 +12,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
 use super::edit::VersionEdit;
-use super::levels::Version;
+use super::levels::{TableFile, Version};
+use super::paths::TablePaths;
 use crate::column_family::DEFAULT_COLUMN_FAMILY_NAME;
 use crate::env::FileSystem;
 use crate::error::{Error, Result};
@@ -60,6 +61,26 @@ pub(crate) struct Family {
     pub log_number: FileNumber,
 }
 
+/// What a family's version is built with: its level count and table directories (the
+/// options it is opened with).
+#[derive(Clone, Debug)]
+pub(crate) struct FamilyLayout {
+    pub num_levels: usize,
+    pub paths: TablePaths,
+}
+
+impl FamilyLayout {
+    /// `num_levels` levels, tables in the DB directory (paths not known).
+    pub fn levels(num_levels: usize) -> FamilyLayout {
+        FamilyLayout { num_levels, paths: TablePaths::default() }
+    }
+
+    /// An empty version of this shape with keys in `order`.
+    fn empty_version(&self, order: KeyOrder) -> Version {
+        Version::new(self.num_levels, order).with_paths(self.paths.clone())
+    }
+}
+
 /// A family's state as a new MANIFEST records it (checkpoints, backups, repair).
 #[derive(Clone)]
 pub(crate) struct FamilySnapshot {
@@ -69,20 +90,38 @@ pub(crate) struct FamilySnapshot {
     pub log_number: FileNumber,
 }
 
+impl FamilySnapshot {
+    /// This family with every table at path 0: the state of a copy that holds all the
+    /// tables in one directory (a checkpoint, a restored backup), which opens with default
+    /// options.
+    pub fn in_one_directory(&self) -> Result<FamilySnapshot> {
+        let mut edit = self.version.snapshot_edit();
+        if edit.new_files.iter().all(|(_, f)| f.path_id == 0) {
+            return Ok(self.clone());
+        }
+        for (_, f) in &mut edit.new_files {
+            f.path_id = 0;
+        }
+        let version =
+            Version::new(self.version.levels.len(), self.version.order().clone()).apply(&edit)?;
+        Ok(FamilySnapshot { version: Arc::new(version), ..self.clone() })
+    }
+}
+
 impl VersionSet {
     /// An empty version set for a new DB (nothing written yet; call [`Self::write_new_manifest`])
-    /// whose `default` family has keys in `order`; families' recorded orders are found in
-    /// `orders`.
+    /// whose `default` family has the shape `default` and keys in `order`; families'
+    /// recorded orders are found in `orders`.
     pub fn new(
         fs: Arc<dyn FileSystem>,
         dir: &Path,
-        num_levels: usize,
+        default: &FamilyLayout,
         order: KeyOrder,
         orders: KnownOrders,
     ) -> VersionSet {
         let default = Family {
             name: DEFAULT_COLUMN_FAMILY_NAME.to_string(),
-            current: Arc::new(Version::new(num_levels, order)),
+            current: Arc::new(default.empty_version(order)),
             log_number: FileNumber(0),
         };
         VersionSet {
@@ -100,21 +139,21 @@ impl VersionSet {
         }
     }
 
-    /// Reads CURRENT and replays the MANIFEST it names. `levels_of(name)` is the level count
-    /// of family `name` (the options it is opened with). Each family's keys are in the order
-    /// its records name (bytewise when they name none), found in `orders`: a name `orders`
-    /// lacks is `InvalidArgument`.
+    /// Reads CURRENT and replays the MANIFEST it names. `layout_of(name)` is the level count
+    /// and table paths of family `name` (the options it is opened with). Each family's keys
+    /// are in the order its records name (bytewise when they name none), found in `orders`:
+    /// a name `orders` lacks is `InvalidArgument`.
     pub fn recover(
         fs: Arc<dyn FileSystem>,
         dir: &Path,
-        levels_of: &dyn Fn(&str) -> usize,
+        layout_of: &dyn Fn(&str) -> FamilyLayout,
         orders: &KnownOrders,
     ) -> Result<VersionSet> {
         let (mpath, manifest_number, file) = open_current_manifest(fs.as_ref(), dir)?;
         let mut vs = VersionSet::new(
             fs.clone(),
             dir,
-            levels_of(DEFAULT_COLUMN_FAMILY_NAME),
+            &layout_of(DEFAULT_COLUMN_FAMILY_NAME),
             KeyOrder::Bytewise,
             orders.clone(),
         );
@@ -125,7 +164,7 @@ impl VersionSet {
         let outcome = replay_log(&file, WalRecoveryMode::PointInTime, |offset, record| {
             let edit = VersionEdit::decode(record).map_err(|e| relocate(e, &mpath, offset))?;
             saw_comparator |= edit.comparator.is_some();
-            vs.apply_families(&edit, levels_of).map_err(|e| relocate(e, &mpath, offset))?;
+            vs.apply_families(&edit, layout_of).map_err(|e| relocate(e, &mpath, offset))?;
             if let Some(n) = edit.log_number {
                 vs.log_number = n;
             }
@@ -212,7 +251,7 @@ impl VersionSet {
     fn apply_families(
         &mut self,
         edit: &VersionEdit,
-        levels_of: &dyn Fn(&str) -> usize,
+        layout_of: &dyn Fn(&str) -> FamilyLayout,
     ) -> Result<()> {
         let cf = edit.column_family;
         if let Some(n) = edit.max_column_family {
@@ -252,10 +291,9 @@ impl VersionSet {
             }
             let family = Family {
                 name: name.clone(),
-                current: Arc::new(Version::new(
-                    levels_of(name),
-                    recorded.clone().unwrap_or_default(),
-                )),
+                current: Arc::new(
+                    layout_of(name).empty_version(recorded.clone().unwrap_or_default()),
+                ),
                 log_number: FileNumber(0),
             };
             self.families.insert(cf, family);
@@ -281,8 +319,9 @@ impl VersionSet {
                     ));
                 }
                 let levels = family.current.levels.len();
+                let paths = family.current.paths().clone();
                 if let Some(f) = self.families.get_mut(&cf) {
-                    f.current = Arc::new(Version::new(levels, order));
+                    f.current = Arc::new(Version::new(levels, order).with_paths(paths));
                 }
             }
         }
@@ -298,7 +337,12 @@ impl VersionSet {
             }
             return Ok(());
         }
-        let version = family.current.apply(edit)?;
+        let version = family.current.apply(edit).map_err(|e| match e {
+            Error::InvalidArgument(m) => {
+                Error::InvalidArgument(format!("column family {:?}: {m}", family.name))
+            }
+            other => other,
+        })?;
         let log_number = edit.cf_log_number.unwrap_or(family.log_number);
         if let Some(f) = self.families.get_mut(&cf) {
             let old = std::mem::replace(&mut f.current, Arc::new(version));
@@ -382,7 +426,13 @@ impl VersionSet {
     ) -> Result<bool> {
         let data = fs.open(&manifest_path(dir, number))?.read_all()?;
         let end = data.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
-        let fresh = VersionSet::new(fs.clone(), dir, 1, order.clone(), KnownOrders::default());
+        let fresh = VersionSet::new(
+            fs.clone(),
+            dir,
+            &FamilyLayout::levels(1),
+            order.clone(),
+            KnownOrders::default(),
+        );
         fresh.next_file.store(number.0 + 1, Ordering::SeqCst);
         // The same record framed as the log writer frames it, built in memory.
         let mem = crate::env::MemFs::new();
@@ -410,6 +460,21 @@ impl VersionSet {
         live
     }
 
+    /// Every table file referenced by the current version or by any replaced version still
+    /// alive, once each.
+    pub fn live_tables(&mut self) -> Vec<Arc<TableFile>> {
+        self.old_versions.retain(|w| w.strong_count() > 0);
+        let old: Vec<Arc<Version>> = self.old_versions.iter().filter_map(Weak::upgrade).collect();
+        let mut seen = std::collections::HashSet::new();
+        self.families
+            .values()
+            .map(|f| &f.current)
+            .chain(&old)
+            .flat_map(|v| v.files().map(|(_, f)| f.clone()).collect::<Vec<_>>())
+            .filter(|f| seen.insert(f.number))
+            .collect()
+    }
+
     /// Replaced versions still held by readers.
     pub fn live_old_versions(&mut self) -> usize {
         self.old_versions.retain(|w| w.strong_count() > 0);
@@ -417,14 +482,14 @@ impl VersionSet {
     }
 
     /// Persists `edit` and installs what it changes: a family's files and log number, a
-    /// family created (`cf_add`, with `num_levels` levels) or dropped. Fills in the counters.
+    /// family created (`cf_add`, of shape `layout`) or dropped. Fills in the counters.
     /// Returns the family's new version (`None` for a drop). On error nothing is installed;
     /// the MANIFEST writer is then unusable and the caller must treat the error as a
     /// background error.
     pub fn log_and_apply(
         &mut self,
         edit: &mut VersionEdit,
-        num_levels: usize,
+        layout: &FamilyLayout,
     ) -> Result<Option<Arc<Version>>> {
         if let Some(n) = edit.log_number {
             debug_assert!(n >= self.log_number);
@@ -440,8 +505,8 @@ impl VersionSet {
         let restore = |vs: &mut VersionSet| {
             (vs.families, vs.max_column_family, vs.log_number) = before.clone();
         };
-        let levels = move |_: &str| num_levels;
-        if let Err(e) = self.apply_families(edit, &levels) {
+        let layout_of = |_: &str| layout.clone();
+        if let Err(e) = self.apply_families(edit, &layout_of) {
             restore(self);
             // An edit the running DB made that would break an invariant: refused before any
             // byte of it reaches the MANIFEST, named by where it would have gone.

@@ -1,6 +1,6 @@
 //! Files in and out of a DB: external file ingestion, checkpoints, backups, live files and
-//! sizes, direct I/O, how tables are written (`bytes_per_sync`, rate limits), and TTL DBs. One
-//! module per behaviour (`tests/README.md`).
+//! sizes, direct I/O, where tables are placed (`db_paths`, `cf_paths`), how tables are written
+//! (`bytes_per_sync`, rate limits), and TTL DBs. One module per behaviour (`tests/README.md`).
 
 #[path = "../common/compaction_gate.rs"]
 mod compaction_gate;
@@ -12,5 +12,6 @@ mod ingest_crash;
 mod ingest_during_compaction;
 mod ingest_external_file;
 mod live_files_and_sizes;
+mod table_paths;
 mod table_write_io;
 mod ttl;

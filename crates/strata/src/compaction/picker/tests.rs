@@ -128,6 +128,7 @@ pub(crate) fn parse_shape(text: &str) -> (Version, PickerOptions, HashSet<FileNu
                             num_deletions: 0,
                             data_time,
                             global_seqno: SeqNo::ZERO,
+                            path_id: 0,
                         },
                     ));
                 }

@@ -77,6 +77,7 @@ pub(crate) fn pick_incremental(
         bottommost: true,
         target_file_size: target_file_size(o, oldest.level),
         max_compaction_bytes: u64::MAX,
+        output_path_id: 0,
     })
 }
 

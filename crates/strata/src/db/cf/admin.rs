@@ -18,19 +18,24 @@ use crate::db::{DbInner, SuperVersion};
 use crate::error::{Error, Result};
 use crate::options::Options;
 use crate::version::edit::VersionEdit;
+use crate::version::set::FamilyLayout;
 
 pub(crate) fn create_cf(inner: &DbInner, name: &str, opts: &Options) -> Result<Arc<ColumnFamily>> {
     check_name(name)?;
     opts.validate()?;
     // A DB opened with a TTL stores every family's values with their write time; a family
     // made here never expires (RocksDB's `DBWithTTL::CreateColumnFamily`).
-    let (fopts, suffix) = match &inner.ttl {
+    let (mut fopts, suffix) = match &inner.ttl {
         Some(clock) => (
             super::super::ttl::ttl_options(opts, 0, clock).sanitized(),
             super::super::ttl::TTL_SUFFIX_LEN,
         ),
         None => (opts.sanitized(), 0),
     };
+    let paths = crate::db::paths::family_paths(&fopts, &inner.opts, &inner.dir)?;
+    crate::db::paths::sanitize_for_paths(&mut fopts, &paths);
+    crate::db::paths::create_dirs(inner.fs.as_ref(), &paths)?;
+    let layout = FamilyLayout { num_levels: fopts.num_levels, paths };
     let mut wal = inner.wal.lock();
     if let Some(e) = inner.bg_error() {
         return Err(e);
@@ -49,7 +54,7 @@ pub(crate) fn create_cf(inner: &DbInner, name: &str, opts: &Options) -> Result<A
         cf_log_number: Some(wal.number),
         ..VersionEdit::default()
     };
-    let version = match versions.log_and_apply(&mut edit, fopts.num_levels) {
+    let version = match versions.log_and_apply(&mut edit, &layout) {
         Ok(Some(v)) => v,
         Ok(None) => return Err(Error::Background("created column family has no version".into())),
         Err(e) => {
@@ -98,9 +103,10 @@ pub(crate) fn drop_cf(inner: &DbInner, name: &str) -> Result<()> {
     let Some((&id, family)) = versions.families().iter().find(|(_, f)| f.name == name) else {
         return Err(Error::InvalidArgument(format!("column family {name:?} does not exist")));
     };
-    let files: Vec<_> = family.current.file_numbers().collect();
+    let files: Vec<_> =
+        family.current.files().map(|(_, f)| (f.number, f.path_in(&inner.dir))).collect();
     let mut edit = VersionEdit { column_family: id, cf_drop: true, ..VersionEdit::default() };
-    if let Err(e) = versions.log_and_apply(&mut edit, 1) {
+    if let Err(e) = versions.log_and_apply(&mut edit, &FamilyLayout::levels(1)) {
         let mut st = inner.state.lock();
         inner.set_bg_error(&mut st, &e);
         return Err(e);

@@ -33,6 +33,8 @@ use crate::options::Options;
 use crate::sstable::TableOptions;
 use crate::types::{FileNumber, SeqNo, ValueType};
 use crate::version::levels::Version;
+use crate::version::paths::TablePaths;
+use crate::version::set::FamilyLayout;
 use crate::write_batch::BatchRecord;
 
 /// A fresh memtable of a family with options `family` in the DB opened with `db`: counted in
@@ -119,6 +121,8 @@ pub(crate) struct Cfd {
     live: RwLock<Arc<Options>>,
     /// Table options per level (they differ in compression with `compression_per_level`).
     pub table_options: Vec<TableOptions>,
+    /// The family's table directories (`db/paths.rs`), as its versions resolve them.
+    pub paths: TablePaths,
     pub super_version: RwLock<Arc<SuperVersion>>,
     /// Per-thread cached references to the current super version, for point reads.
     pub local_svs: LocalSuperVersions,
@@ -147,6 +151,7 @@ impl Cfd {
             stats,
             id,
             name: name.to_string(),
+            paths: sv.version.paths().clone(),
             table_options: (0..opts.num_levels).map(|l| opts.table_options_for_level(l)).collect(),
             live: RwLock::new(Arc::new(opts.clone())),
             opts,
@@ -156,6 +161,21 @@ impl Cfd {
             owner,
             value_suffix,
         }
+    }
+
+    /// The family's level count and table paths, as its versions are built.
+    pub(crate) fn layout(&self) -> FamilyLayout {
+        FamilyLayout { num_levels: self.opts.num_levels, paths: self.paths.clone() }
+    }
+
+    /// The directory of the family's table path `path_id` (the DB directory `db_dir` when
+    /// the paths are not known).
+    pub(crate) fn table_dir<'a>(
+        &'a self,
+        path_id: u32,
+        db_dir: &'a std::path::Path,
+    ) -> &'a std::path::Path {
+        self.paths.iter().nth(path_id as usize).map_or(db_dir, |p| &*p.dir)
     }
 
     /// The family's options as changed while open (see `live`).

@@ -7,19 +7,15 @@ use crate::options::env_handle::Env;
 use crate::options::logger::{InfoLogger, LogLevel};
 use crate::options::Options;
 
-fn paths(p: &[DBPath]) -> Vec<(std::path::PathBuf, u64)> {
-    p.iter().map(|d| (d.path().to_path_buf(), d.target_size())).collect()
-}
-
 impl Options {
-    /// Data directories with target sizes: kept (tables stay in the DB directory).
-    pub fn set_db_paths(&mut self, paths_: &[DBPath]) {
-        self.accepted.db_paths = paths(paths_);
+    /// The directories tables go to, each with its target size (`Options::db_paths`).
+    pub fn set_db_paths(&mut self, paths: &[DBPath]) {
+        self.db_paths = paths.to_vec();
     }
 
-    /// The family's data directories: kept (tables stay in the DB directory).
-    pub fn set_cf_paths(&mut self, paths_: &[DBPath]) {
-        self.accepted.cf_paths = paths(paths_);
+    /// The family's own table directories (`Options::cf_paths`).
+    pub fn set_cf_paths(&mut self, paths: &[DBPath]) {
+        self.cf_paths = paths.to_vec();
     }
 
     /// The file system of `env` (`Options::fs`): `Env::mem_env()` keeps the DB in memory.
