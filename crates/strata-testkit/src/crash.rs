@@ -192,6 +192,9 @@ fn one_cycle(
     if !crate::run_db_paths(cfg.seed, dbdir).is_empty() {
         cmd.arg("--db-paths");
     }
+    if !crate::run_key_order(cfg.seed).is_bytewise() {
+        cmd.arg("--key-order");
+    }
     if let Some(spec) = &spec {
         cmd.env("STRATA_KILL_POINTS", spec)
             .env("STRATA_KILL_POINTS_SEED", child_seed.to_string())
@@ -283,10 +286,12 @@ fn one_cycle(
     Ok(())
 }
 
-/// The options the parent opens the run's DB with: its WAL directory and table paths.
+/// The options the parent opens the run's DB with: its WAL directory, table paths and key
+/// order.
 fn run_verify_options(seed: u64, dbdir: &Path) -> Options {
     Options {
         db_paths: crate::run_db_paths(seed, dbdir),
+        comparator: crate::run_key_order(seed),
         ..verify_options(Arc::new(OsFs), crate::run_wal_dir(seed, dbdir))
     }
 }
@@ -380,6 +385,8 @@ pub struct ChildArgs {
     pub wal_dir: Option<PathBuf>,
     /// The run spreads the tables over [`crate::table_paths_for`] (`--db-paths`).
     pub db_paths: bool,
+    /// The run orders keys by [`crate::loop_key_order`] (`--key-order`).
+    pub key_order: bool,
 }
 
 /// The child: opens the DB and writes until killed. Returns the process exit code.
@@ -398,8 +405,14 @@ pub fn child_main(args: &ChildArgs) -> i32 {
     };
     let mut rng = StdRng::seed_from_u64(args.seed);
     let db_paths = if args.db_paths { crate::table_paths_for(&args.dir) } else { Vec::new() };
+    let comparator = if args.key_order {
+        crate::loop_key_order()
+    } else {
+        strata::comparator::KeyOrder::Bytewise
+    };
     let opts = Options {
         db_paths,
+        comparator,
         ..random_options(&mut rng, Arc::new(OsFs), false, args.wal_dir.clone())
     };
     let mut wl = WorkloadConfig::random(&mut rng, state.keys(), args.threads);

@@ -150,8 +150,10 @@ fn one_cycle(
     let view = FaultFs::new(Arc::new(mem.clone()), seed);
     let wal_dir = crate::run_wal_dir(cfg.seed, std::path::Path::new(DB));
     let db_paths = crate::run_db_paths(cfg.seed, std::path::Path::new(DB));
+    let comparator = crate::run_key_order(cfg.seed);
     let opts = Options {
         db_paths: db_paths.clone(),
+        comparator: comparator.clone(),
         ..random_options(&mut rng, Arc::new(view.clone()), true, wal_dir.clone())
     };
     let db = crate::open_db(&opts, DB).map_err(|e| format!("open before writing: {e}"))?;
@@ -170,7 +172,8 @@ fn one_cycle(
     let stats = std::thread::scope(|s| {
         let copier = copier_seed.map(|seed| {
             let (db, view, history, stop) = (&db, &view, &history, &stop);
-            s.spawn(move || take_copies(db, view, history, stop, seed, cfg.keys))
+            let order = opts.comparator.clone();
+            s.spawn(move || take_copies(db, view, history, stop, seed, cfg.keys, order))
         });
         let handles: Vec<_> = (0..cfg.threads)
             .map(|tid| {
@@ -228,7 +231,7 @@ fn one_cycle(
 
     let view2 = FaultFs::new(Arc::new(mem.clone()), seed ^ 1);
     let t0 = Instant::now();
-    let verify = Options { db_paths, ..verify_options(Arc::new(view2), wal_dir) };
+    let verify = Options { db_paths, comparator, ..verify_options(Arc::new(view2), wal_dir) };
     let db =
         crate::open_db(&verify, DB).map_err(|e| format!("recovery after {mode:?} failed: {e}"))?;
     sum.recovery_us.push(t0.elapsed().as_micros() as u64);
@@ -308,11 +311,12 @@ fn take_copies(
     stop: &AtomicBool,
     seed: u64,
     keys: u32,
+    order: strata::comparator::KeyOrder,
 ) -> CopyChecks {
     let mut rng = StdRng::seed_from_u64(seed);
     let mut out = CopyChecks::default();
     let fs: Arc<dyn FileSystem> = Arc::new(view.clone());
-    let opts = verify_options(fs.clone(), None);
+    let opts = Options { comparator: order, ..verify_options(fs.clone(), None) };
     let backups = std::path::PathBuf::from("/backups");
     for n in 0.. {
         std::thread::sleep(Duration::from_millis(rng.gen_range(1..=15)));

@@ -42,6 +42,7 @@ struct Args {
     clean_close_ms: Option<u64>,
     wal_dir: Option<PathBuf>,
     db_paths: bool,
+    key_order: bool,
 }
 
 fn parse() -> Result<Args, String> {
@@ -67,6 +68,7 @@ fn parse() -> Result<Args, String> {
         clean_close_ms: None,
         wal_dir: None,
         db_paths: false,
+        key_order: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -101,6 +103,7 @@ fn parse() -> Result<Args, String> {
             "--clean-close-ms" => a.clean_close_ms = Some(num(val()?)?),
             "--wal-dir" => a.wal_dir = Some(PathBuf::from(val()?)),
             "--db-paths" => a.db_paths = true,
+            "--key-order" => a.key_order = true,
             "-h" | "--help" => return Err(USAGE.to_string()),
             other => return Err(format!("unknown flag {other}\n{USAGE}")),
         }
@@ -135,6 +138,7 @@ fn main() -> ExitCode {
             clean_close: a.clean_close_ms.is_some(),
             wal_dir: a.wal_dir,
             db_paths: a.db_paths,
+            key_order: a.key_order,
         });
         return ExitCode::from(code as u8);
     }

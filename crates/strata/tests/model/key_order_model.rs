@@ -157,9 +157,20 @@ fn check(db: &Db, model: &Model, rng: &mut StdRng, step: usize) {
 }
 
 fn run(kind: Kind, style: CompactionStyle, seed: u64, steps: usize) {
+    run_with(kind, style, seed, steps, |_| {});
+}
+
+fn run_with(
+    kind: Kind,
+    style: CompactionStyle,
+    seed: u64,
+    steps: usize,
+    tune: impl FnOnce(&mut Options),
+) {
     let mut rng = StdRng::seed_from_u64(seed);
     let fs = MemFs::new();
-    let o = opts(&fs, kind, style);
+    let mut o = opts(&fs, kind, style);
+    tune(&mut o);
     let mut db = Db::open(&o, "/db").unwrap();
     let mut model = Model { kind, entries: Vec::new() };
     let mut snapshot: Option<(strata::Snapshot<'static>, Model)> = None;
@@ -232,6 +243,16 @@ fn reverse_order_leveled() {
 #[test]
 fn shortest_first_order_leveled() {
     run(Kind::ShortestFirst, CompactionStyle::Leveled, 2, 3000);
+}
+
+#[test]
+fn shortest_first_order_partitioned_index() {
+    run_with(Kind::ShortestFirst, CompactionStyle::Universal, 5, 1500, |o| {
+        o.index_type = strata::IndexType::TwoLevel;
+        o.partition_filters = true;
+        o.metadata_block_size = 256;
+        o.bloom_bits_per_key = 10;
+    });
 }
 
 #[test]
