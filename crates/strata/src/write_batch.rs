@@ -415,11 +415,15 @@ impl WriteBatch {
         WriteBatch::from_vec(data.to_vec())
     }
 
-    /// The range deletions, `(family, begin, end)`, when the batch holds any.
+    /// Whether the batch holds a range deletion (a flag: no pass over the records).
+    pub(crate) fn has_range_deletions(&self) -> bool {
+        self.range_deletions
+    }
+
+    /// The range deletions, `(family, begin, end)`.
     pub(crate) fn range_deletions(&self) -> impl Iterator<Item = (ColumnFamilyId, &[u8], &[u8])> {
-        let any = self.range_deletions;
         self.iter()
-            .filter(move |r| any && r.value_type == ValueType::RangeDeletion)
+            .filter(|r| r.value_type == ValueType::RangeDeletion)
             .map(|r| (r.cf, r.key, r.value))
     }
 

@@ -163,6 +163,7 @@ fn set_seek_key(buf: &mut Vec<u8>, ukey: &[u8], seq: SeqNo, t: ValueType) {
 }
 
 impl DbIter {
+    #[inline]
     pub fn new(inner: Box<dyn InternalIterator>, o: DbIterOptions) -> DbIter {
         DbIter {
             inner,
@@ -236,23 +237,30 @@ impl DbIter {
 
     /// Makes the current entry the iterator's position, unless its value is too short to end
     /// with the suffix.
-    #[inline]
+    #[inline(always)]
     fn become_valid(&mut self) {
         if self.value_suffix > 0 {
-            let len =
-                if self.value_in_saved { self.saved_value.len() } else { self.inner.value().len() };
-            if len < self.value_suffix {
-                let k = String::from_utf8_lossy(&self.saved_key).into_owned();
-                let n = self.value_suffix;
-                self.fail(Error::corruption(
-                    "",
-                    0,
-                    format!(
-                        "value of key {k:?} is {len} bytes, shorter than its {n}-byte write time"
-                    ),
-                ));
-                return;
-            }
+            self.become_valid_with_suffix();
+        } else {
+            self.valid = true;
+        }
+    }
+
+    /// [`Self::become_valid`] when values carry a suffix (a TTL DB): out of the common path.
+    #[cold]
+    #[inline(never)]
+    fn become_valid_with_suffix(&mut self) {
+        let len =
+            if self.value_in_saved { self.saved_value.len() } else { self.inner.value().len() };
+        if len < self.value_suffix {
+            let k = String::from_utf8_lossy(&self.saved_key).into_owned();
+            let n = self.value_suffix;
+            self.fail(Error::corruption(
+                "",
+                0,
+                format!("value of key {k:?} is {len} bytes, shorter than its {n}-byte write time"),
+            ));
+            return;
         }
         self.valid = true;
     }

@@ -30,6 +30,7 @@ pub(crate) struct MergingIterator {
 
 impl MergingIterator {
     /// Merges `children`, whose keys are in `order`.
+    #[inline]
     pub fn new(children: Vec<Box<dyn InternalIterator>>, order: KeyOrder) -> Self {
         let n = children.len();
         MergingIterator {
@@ -51,6 +52,7 @@ impl MergingIterator {
         }
     }
 
+    #[inline(always)]
     fn sift_down(&mut self, mut i: usize) {
         let n = self.heap.len();
         loop {
@@ -88,6 +90,7 @@ impl MergingIterator {
     }
 
     /// After the top child moved: restore the heap.
+    #[inline]
     fn fix_top(&mut self) {
         let top = self.heap[0];
         if self.children[top].valid() {

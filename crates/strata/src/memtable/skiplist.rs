@@ -70,6 +70,7 @@ use super::sync::{AtomicPtr, AtomicU64, AtomicUsize, Mutex};
 use super::arena::{Arena, ALIGN};
 use super::write_buffer_manager::MemoryTracker;
 use crate::comparator::KeyOrder;
+use crate::key::compare_internal;
 use crate::util::prefetch::{prefetch, prefetch_span, CACHE_LINE};
 
 /// Maximum node height; with branching 4 a list stays logarithmic up to ~4^12 = 16M entries.
@@ -356,17 +357,34 @@ impl SkipList {
 
     /// The first node with key `>= key`.
     pub(crate) fn seek_ge(&self, key: &[u8]) -> Option<Node<'_>> {
-        self.descend(|k| self.order.compare_internal(k, key) == Ordering::Less).1
+        match &self.order {
+            KeyOrder::Bytewise => self.descend(|k| compare_internal(k, key) == Ordering::Less).1,
+            o @ KeyOrder::Custom(_) => {
+                self.descend(|k| o.compare_internal(k, key) == Ordering::Less).1
+            }
+        }
     }
 
     /// The last node with key `< key`.
     pub(crate) fn seek_lt(&self, key: &[u8]) -> Option<Node<'_>> {
-        self.non_head(self.descend(|k| self.order.compare_internal(k, key) == Ordering::Less).0)
+        let last = match &self.order {
+            KeyOrder::Bytewise => self.descend(|k| compare_internal(k, key) == Ordering::Less).0,
+            o @ KeyOrder::Custom(_) => {
+                self.descend(|k| o.compare_internal(k, key) == Ordering::Less).0
+            }
+        };
+        self.non_head(last)
     }
 
     /// The last node with key `<= key`.
     pub(crate) fn seek_le(&self, key: &[u8]) -> Option<Node<'_>> {
-        self.non_head(self.descend(|k| self.order.compare_internal(k, key) != Ordering::Greater).0)
+        let last = match &self.order {
+            KeyOrder::Bytewise => self.descend(|k| compare_internal(k, key) != Ordering::Greater).0,
+            o @ KeyOrder::Custom(_) => {
+                self.descend(|k| o.compare_internal(k, key) != Ordering::Greater).0
+            }
+        };
+        self.non_head(last)
     }
 
     /// Runs `f` with a splice for [`Self::insert_with`]: the list's shared one when no other
@@ -396,6 +414,29 @@ impl SkipList {
         key_prefix: &[u8],
         key_suffix: &[u8],
         value: &[u8],
+    ) {
+        // The order is matched once per insert: the bytewise one compiles to direct calls.
+        match &self.order {
+            KeyOrder::Bytewise => {
+                self.insert_in(splice, key_prefix, key_suffix, value, compare_internal);
+            }
+            o @ KeyOrder::Custom(_) => {
+                self.insert_in(splice, key_prefix, key_suffix, value, |a: &[u8], b: &[u8]| {
+                    o.compare_internal(a, b)
+                });
+            }
+        }
+    }
+
+    /// [`Self::insert_with`] with `cmp` the order of internal keys.
+    #[inline(always)]
+    fn insert_in(
+        &self,
+        splice: &mut Splice,
+        key_prefix: &[u8],
+        key_suffix: &[u8],
+        value: &[u8],
+        cmp: impl Fn(&[u8], &[u8]) -> Ordering,
     ) {
         let height = self.random_height();
         let new_ptr = {
@@ -431,9 +472,9 @@ impl SkipList {
         let hinted = splice.last.is_some_and(|l| {
             // SAFETY: `last` was linked into this list through this splice (Splice invariant).
             let last = unsafe { Node::from_raw(l, 1) };
-            self.order.compare_internal(key, last.key()) == Ordering::Greater
+            cmp(key, last.key()) == Ordering::Greater
         });
-        let mut go_right = |k: &[u8]| self.order.compare_internal(k, key) == Ordering::Less;
+        let mut go_right = |k: &[u8]| cmp(k, key) == Ordering::Less;
         let mut bound = None;
         let mut prev = [self.head(); MAX_HEIGHT];
         let mut next: [Option<Node<'_>>; MAX_HEIGHT] = [None; MAX_HEIGHT];
@@ -446,8 +487,7 @@ impl SkipList {
                 // Start from the splice when it is right of `x` (both are < key).
                 if !self.is_head(s)
                     && s.ptr != x.ptr
-                    && (self.is_head(x)
-                        || self.order.compare_internal(s.key(), x.key()) == Ordering::Greater)
+                    && (self.is_head(x) || cmp(s.key(), x.key()) == Ordering::Greater)
                 {
                     x = s;
                 }
@@ -579,7 +619,6 @@ unsafe fn init_node(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::key::compare_internal;
     use crate::key::make_internal_key;
     use crate::types::{SeqNo, ValueType};
 

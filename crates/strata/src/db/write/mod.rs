@@ -141,12 +141,11 @@ pub(crate) fn write_with(
 /// order (as RocksDB; begin == end deletes nothing). Families that do not exist are left to
 /// [`check_families`].
 fn check_range_deletions(inner: &DbInner, batch: &WriteBatch) -> Result<()> {
-    let mut ranges = batch.range_deletions().peekable();
-    if ranges.peek().is_none() {
+    if !batch.has_range_deletions() {
         return Ok(());
     }
     let st = inner.state.lock();
-    for (cf, begin, end) in ranges {
+    for (cf, begin, end) in batch.range_deletions() {
         let Some(cs) = st.cfs.get(&cf) else { continue };
         if cs.cfd.opts.comparator.lt(end, begin) {
             return Err(Error::InvalidArgument(format!(
