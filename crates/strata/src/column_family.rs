@@ -29,6 +29,10 @@ pub trait AsColumnFamilyRef {
     /// The handle itself, for the DB to check it is one of its own.
     #[doc(hidden)]
     fn cf_any(&self) -> &dyn Any;
+    /// Bytes of the family's user-defined timestamps (0: it has none).
+    fn timestamp_size(&self) -> usize {
+        0
+    }
 }
 
 impl<T: AsColumnFamilyRef + ?Sized> AsColumnFamilyRef for &T {
@@ -38,6 +42,9 @@ impl<T: AsColumnFamilyRef + ?Sized> AsColumnFamilyRef for &T {
     fn cf_any(&self) -> &dyn Any {
         (**self).cf_any()
     }
+    fn timestamp_size(&self) -> usize {
+        (**self).timestamp_size()
+    }
 }
 
 impl<T: AsColumnFamilyRef + ?Sized> AsColumnFamilyRef for std::sync::Arc<T> {
@@ -46,6 +53,9 @@ impl<T: AsColumnFamilyRef + ?Sized> AsColumnFamilyRef for std::sync::Arc<T> {
     }
     fn cf_any(&self) -> &dyn Any {
         (**self).cf_any()
+    }
+    fn timestamp_size(&self) -> usize {
+        (**self).timestamp_size()
     }
 }
 

@@ -166,6 +166,63 @@ impl fmt::Debug for KeyOrder {
     }
 }
 
+/// A family's user-defined timestamps (RocksDB's comparator with a timestamp size,
+/// `Options::set_comparator_with_ts`): every stored user key is a key followed by a
+/// `size`-byte timestamp, and the family's [`KeyOrder`] orders the whole (the key, then the
+/// timestamp newest first). Reads name a timestamp and see, per key, the newest version at or
+/// below it.
+pub struct UserTimestamps {
+    size: usize,
+    compare_ts: Box<CompareUserKeys>,
+    compare_without_ts: Box<CompareWithoutTs>,
+}
+
+/// The order of keys with or without their timestamps (the `rocksdb` crate's
+/// `CompareWithoutTsFn`): `(a, a has a timestamp, b, b has a timestamp)`.
+pub type CompareWithoutTs = dyn Fn(&[u8], bool, &[u8], bool) -> Ordering + Send + Sync;
+
+impl UserTimestamps {
+    /// Timestamps of `size` bytes, ordered by `compare_ts` (older first); keys without them
+    /// ordered by `compare_without_ts`.
+    pub fn new(
+        size: usize,
+        compare_ts: Box<CompareUserKeys>,
+        compare_without_ts: Box<CompareWithoutTs>,
+    ) -> UserTimestamps {
+        UserTimestamps { size, compare_ts, compare_without_ts }
+    }
+
+    /// Bytes of a timestamp.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// A stored key split into key and timestamp; `None` when it is too short to hold one.
+    pub fn split<'a>(&self, stored: &'a [u8]) -> Option<(&'a [u8], &'a [u8])> {
+        let at = stored.len().checked_sub(self.size)?;
+        Some(stored.split_at(at))
+    }
+
+    /// The order of timestamps (older first).
+    pub fn compare_ts(&self, a: &[u8], b: &[u8]) -> Ordering {
+        (self.compare_ts)(a, b)
+    }
+
+    /// The order of keys without their timestamps.
+    pub fn compare_keys(&self, a: &[u8], b: &[u8]) -> Ordering {
+        if a == b {
+            return Ordering::Equal;
+        }
+        (self.compare_without_ts)(a, false, b, false)
+    }
+}
+
+impl fmt::Debug for UserTimestamps {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "UserTimestamps({} bytes)", self.size)
+    }
+}
+
 /// The key orders a table may be written in that readers can open, found by the name the
 /// table records (its `comparator` property; none: bytewise). Bytewise is always known; a DB
 /// adds the order of each family it opens. Cloning shares the list. One name stands for one

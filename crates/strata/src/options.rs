@@ -31,7 +31,7 @@ pub use env_handle::Env;
 pub(crate) use log_dump::support_log_lines;
 pub use logger::{InfoLogger, LogLevel};
 // For `Db::set_options` (the db layer).
-pub(crate) use comparator::no_timestamps;
+pub(crate) use comparator::{needs_timestamp, no_timestamps};
 pub use comparator::{CompareFn, CompareTsFn, CompareWithoutTsFn};
 pub use iterate_bounds::{IterateBounds, PrefixRange};
 pub(crate) use parse::apply_option;
@@ -433,9 +433,10 @@ pub struct Options {
     /// contract). Fixed when the family is created: opening it with an order of another name
     /// fails with `InvalidArgument`. Default: bytewise.
     pub comparator: crate::comparator::KeyOrder,
-    /// Bytes of user-defined timestamp the comparator asked for (`set_comparator_with_ts`);
-    /// refused at open with `comparator`. Default: 0.
-    pub timestamp_size: usize,
+    /// The family's user-defined timestamps (`set_comparator_with_ts`;
+    /// `crate::comparator::UserTimestamps`), with `comparator` ordering keys with their
+    /// timestamps. Default: none.
+    pub timestamps: Option<Arc<crate::comparator::UserTimestamps>>,
 }
 
 /// Table paths as the info LOG shows them: `dir:target_size`, comma-separated.
@@ -526,7 +527,7 @@ impl Default for Options {
             unordered_write: false,
             statistics: None,
             comparator: crate::comparator::KeyOrder::Bytewise,
-            timestamp_size: 0,
+            timestamps: None,
             wal_dir: None,
             db_paths: Vec::new(),
             cf_paths: Vec::new(),
@@ -1076,12 +1077,12 @@ pub struct ReadOptions {
     pub pin_data: bool,
     /// RocksDB's `async_io`: kept; reads are synchronous. Default: false.
     pub async_io: bool,
-    /// A user-defined timestamp to read at (`set_timestamp`). No Strata family has
-    /// timestamps, so a read with one set fails with `InvalidArgument`, as RocksDB's does on
-    /// a family without them. Default: none.
+    /// The user-defined timestamp to read at (`set_timestamp`): required by a family with
+    /// timestamps (each key reads as its newest version at or below it), refused with
+    /// `InvalidArgument` by one without, as RocksDB's. Default: none.
     pub timestamp: Option<Vec<u8>>,
-    /// The oldest timestamp an iterator returns versions of (`set_iter_start_ts`); refused
-    /// as `timestamp` is. Default: none.
+    /// The oldest timestamp an iterator returns versions of (`set_iter_start_ts`): refused
+    /// with `NotSupported` (iterators return the newest version of each key). Default: none.
     pub iter_start_ts: Option<Vec<u8>>,
 }
 

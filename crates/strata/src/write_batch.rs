@@ -85,7 +85,10 @@ const COUNT_OFFSET: usize = 8;
 ///
 /// Keys, values and merge operands are limited to 4 GiB - 1 bytes each, and a batch to
 /// `u32::MAX` records; writing a batch over either limit fails with `InvalidArgument`.
-#[derive(Clone, PartialEq, Eq)]
+///
+/// Two batches are equal when they hold the same encoding (and the same damage, if any): how
+/// the records came in (built, decoded, with timestamps) does not count.
+#[derive(Clone)]
 pub struct WriteBatch {
     /// A well-formed encoding (built by the methods below or validated by `try_from_data`),
     /// unless `damage` is set.
@@ -100,13 +103,31 @@ pub struct WriteBatch {
     /// Set when the batch holds a range deletion: the DB checks each one's bounds in its
     /// family's key order before writing ([`WriteBatch::range_deletions`]).
     range_deletions: bool,
-    /// Set by a write naming a user-defined timestamp; such a batch must not be written.
-    timestamped: bool,
+    /// The families written through a `*_with_ts` method (their keys end with a user-defined
+    /// timestamp), ascending, without repeats.
+    ts_families: Vec<ColumnFamilyId>,
+    /// Set when a record of `default` was added without a timestamp (or decoded from bytes):
+    /// a `default` family with timestamps refuses the batch.
+    plain_default: bool,
+    /// Set when records were decoded from bytes (`from_data`, a replica's batch): whether
+    /// their keys carry timestamps is unknown, so a family with timestamps refuses them.
+    decoded: bool,
+    /// The first misuse of timestamps while building (a timestamp for a family without them,
+    /// of the wrong size, or none for a family with them): the batch must not be written.
+    ts_error: Option<String>,
     /// Set when the batch holds a merge: a DB without a merge operator refuses it.
     has_merge: bool,
     /// Set when a record names a column family other than `default`.
     has_cf: bool,
 }
+
+impl PartialEq for WriteBatch {
+    fn eq(&self, other: &WriteBatch) -> bool {
+        self.rep == other.rep && self.damage == other.damage
+    }
+}
+
+impl Eq for WriteBatch {}
 
 /// The tag of a log data blob (`put_log_data`): outside the value types (which are below
 /// `CF_TAG_BIT`), and never combined with it.
@@ -157,7 +178,10 @@ impl WriteBatch {
             damage: None,
             oversized: false,
             range_deletions: false,
-            timestamped: false,
+            ts_families: Vec::new(),
+            plain_default: false,
+            decoded: false,
+            ts_error: None,
             has_merge: false,
             has_cf: false,
         }
@@ -178,29 +202,34 @@ impl WriteBatch {
 
     /// Sets `key` to `value`.
     pub fn put<K: AsRef<[u8]>, V: AsRef<[u8]>>(&mut self, key: K, value: V) {
+        self.plain_default = true;
         self.add(0, ValueType::Value, key.as_ref(), Some(value.as_ref()));
     }
 
     /// Deletes `key`.
     pub fn delete<K: AsRef<[u8]>>(&mut self, key: K) {
+        self.plain_default = true;
         self.add(0, ValueType::Deletion, key.as_ref(), None);
     }
 
     /// Adds a merge operand for `key`, combined with older values by the merge operator.
     pub fn merge<K: AsRef<[u8]>, V: AsRef<[u8]>>(&mut self, key: K, value: V) {
         self.has_merge = true;
+        self.plain_default = true;
         self.add(0, ValueType::Merge, key.as_ref(), Some(value.as_ref()));
     }
 
     /// Deletes the one earlier `put` of `key`; see RocksDB's SingleDelete for the contract
     /// (the key was put at most once since its last deletion, and never merged).
     pub fn single_delete<K: AsRef<[u8]>>(&mut self, key: K) {
+        self.plain_default = true;
         self.add(0, ValueType::SingleDeletion, key.as_ref(), None);
     }
 
     /// Deletes every key in `[begin, end)`.
     pub fn delete_range<K: AsRef<[u8]>>(&mut self, begin: K, end: K) {
         self.range_deletions = true;
+        self.plain_default = true;
         self.add(0, ValueType::RangeDeletion, begin.as_ref(), Some(end.as_ref()));
     }
 
@@ -211,11 +240,13 @@ impl WriteBatch {
         key: K,
         value: V,
     ) {
+        self.plain_in(cf, "put_cf");
         self.add(cf.cf_id(), ValueType::Value, key.as_ref(), Some(value.as_ref()));
     }
 
     /// [`WriteBatch::delete`] in column family `cf`.
     pub fn delete_cf<K: AsRef<[u8]>>(&mut self, cf: &impl AsColumnFamilyRef, key: K) {
+        self.plain_in(cf, "delete_cf");
         self.add(cf.cf_id(), ValueType::Deletion, key.as_ref(), None);
     }
 
@@ -227,11 +258,13 @@ impl WriteBatch {
         value: V,
     ) {
         self.has_merge = true;
+        self.plain_in(cf, "merge_cf");
         self.add(cf.cf_id(), ValueType::Merge, key.as_ref(), Some(value.as_ref()));
     }
 
     /// [`WriteBatch::single_delete`] in column family `cf`.
     pub fn single_delete_cf<K: AsRef<[u8]>>(&mut self, cf: &impl AsColumnFamilyRef, key: K) {
+        self.plain_in(cf, "single_delete_cf");
         self.add(cf.cf_id(), ValueType::SingleDeletion, key.as_ref(), None);
     }
 
@@ -243,6 +276,7 @@ impl WriteBatch {
         end: K,
     ) {
         self.range_deletions = true;
+        self.plain_in(cf, "delete_range_cf");
         self.add(cf.cf_id(), ValueType::RangeDeletion, begin.as_ref(), Some(end.as_ref()));
     }
 
@@ -270,6 +304,8 @@ impl WriteBatch {
             self.push_record(map(r.cf).unwrap_or(r.cf), r.value_type, r.key, value);
         }
         self.oversized |= other.oversized;
+        // Copied records: whether their keys carry timestamps is unknown here.
+        self.decoded = true;
         Ok(())
     }
 
@@ -303,8 +339,9 @@ impl WriteBatch {
         }
     }
 
-    /// Puts `key` at user-defined timestamp `ts` in family `cf`: no Strata family has
-    /// timestamps, so the batch is marked and every write refuses it with `InvalidArgument`
+    /// Puts `key` at user-defined timestamp `ts` in family `cf`, which has timestamps of
+    /// `ts`'s size (the stored key is `key | ts`). A family without timestamps, or a
+    /// timestamp of another size, makes every write refuse the batch with `InvalidArgument`
     /// (the builder cannot fail, as the `rocksdb` crate's).
     pub fn put_cf_with_ts<K, V, S>(&mut self, cf: &impl AsColumnFamilyRef, key: K, ts: S, value: V)
     where
@@ -312,11 +349,13 @@ impl WriteBatch {
         V: AsRef<[u8]>,
         S: AsRef<[u8]>,
     {
-        let _ = (cf, key, ts, value);
-        self.timestamped = true;
+        if self.check_ts(cf.cf_id(), cf.timestamp_size(), ts.as_ref(), "put_cf_with_ts") {
+            let k = [key.as_ref(), ts.as_ref()].concat();
+            self.add(cf.cf_id(), ValueType::Value, &k, Some(value.as_ref()));
+        }
     }
 
-    /// Deletes `key` at user-defined timestamp `ts` in family `cf`: refused at the write, as
+    /// Deletes `key` at user-defined timestamp `ts` in family `cf`, as
     /// [`WriteBatch::put_cf_with_ts`].
     pub fn delete_cf_with_ts<K: AsRef<[u8]>, S: AsRef<[u8]>>(
         &mut self,
@@ -324,8 +363,93 @@ impl WriteBatch {
         key: K,
         ts: S,
     ) {
-        let _ = (cf, key, ts);
-        self.timestamped = true;
+        if self.check_ts(cf.cf_id(), cf.timestamp_size(), ts.as_ref(), "delete_cf_with_ts") {
+            let k = [key.as_ref(), ts.as_ref()].concat();
+            self.add(cf.cf_id(), ValueType::Deletion, &k, None);
+        }
+    }
+
+    /// Records `key | ts` (a put with `value`, else a deletion) in family `cf`, whose
+    /// timestamps have `size` bytes (`Db::put_with_ts` and the like).
+    pub(crate) fn add_with_ts(
+        &mut self,
+        cf: ColumnFamilyId,
+        size: usize,
+        key: &[u8],
+        ts: &[u8],
+        value: Option<&[u8]>,
+    ) {
+        if self.check_ts(
+            cf,
+            size,
+            ts,
+            if value.is_some() { "put_with_ts" } else { "delete_with_ts" },
+        ) {
+            let k = [key, ts].concat();
+            let t = if value.is_some() { ValueType::Value } else { ValueType::Deletion };
+            self.add(cf, t, &k, value);
+        }
+    }
+
+    /// Whether `ts` fits family `cf`'s timestamps of `size` bytes; else the batch is marked
+    /// bad (`what` names the call).
+    fn check_ts(&mut self, cf: ColumnFamilyId, size: usize, ts: &[u8], what: &str) -> bool {
+        let error = if size == 0 {
+            Some(format!("{what}: the column family has no user-defined timestamps"))
+        } else if ts.len() != size {
+            Some(format!(
+                "{what}: a {}-byte timestamp, the column family's have {size} bytes",
+                ts.len()
+            ))
+        } else {
+            None
+        };
+        match error {
+            Some(e) => {
+                self.ts_error.get_or_insert(e);
+                false
+            }
+            None => {
+                self.note_ts_family(cf);
+                true
+            }
+        }
+    }
+
+    fn note_ts_family(&mut self, cf: ColumnFamilyId) {
+        if let Err(i) = self.ts_families.binary_search(&cf) {
+            self.ts_families.insert(i, cf);
+        }
+    }
+
+    /// A write without a timestamp through `cf`'s handle: a family with timestamps marks the
+    /// batch bad.
+    #[inline]
+    fn plain_in(&mut self, cf: &impl AsColumnFamilyRef, what: &str) {
+        if cf.cf_id() == 0 {
+            self.plain_default = true;
+        }
+        if cf.timestamp_size() > 0 && self.ts_error.is_none() {
+            self.ts_error = Some(format!(
+                "{what}: the column family has user-defined timestamps: write with put_cf_with_ts \
+                 or delete_cf_with_ts"
+            ));
+        }
+    }
+
+    /// The families written with timestamps, ascending.
+    pub(crate) fn ts_families(&self) -> &[ColumnFamilyId] {
+        &self.ts_families
+    }
+
+    /// Whether a `default` record was added without a timestamp (or decoded).
+    pub(crate) fn writes_default_plain(&self) -> bool {
+        self.plain_default
+    }
+
+    /// Whether records were decoded from bytes (their timestamps unknown).
+    pub(crate) fn is_decoded(&self) -> bool {
+        self.decoded
     }
 
     /// Adds `blob` to the batch as log data: written to the WAL with the batch (and seen by
@@ -359,6 +483,10 @@ impl WriteBatch {
         self.rep.resize(HEADER_SIZE, 0);
         self.oversized = false;
         self.range_deletions = false;
+        self.ts_families.clear();
+        self.plain_default = false;
+        self.decoded = false;
+        self.ts_error = None;
         self.has_merge = false;
         self.has_cf = false;
     }
@@ -455,7 +583,14 @@ impl WriteBatch {
                 format!("header says {count} records, the batch holds {found}"),
             ));
         }
-        Ok(WriteBatch { range_deletions, has_merge, has_cf, ..WriteBatch::from_rep(data) })
+        Ok(WriteBatch {
+            range_deletions,
+            plain_default: true,
+            decoded: true,
+            has_merge,
+            has_cf,
+            ..WriteBatch::from_rep(data)
+        })
     }
 
     #[cfg(test)]
@@ -508,7 +643,14 @@ impl WriteBatch {
         self.rep.extend_from_slice(other.rep.get(HEADER_SIZE..).unwrap_or_default());
         self.oversized |= other.oversized;
         self.range_deletions |= other.range_deletions;
-        self.timestamped |= other.timestamped;
+        for &cf in &other.ts_families {
+            self.note_ts_family(cf);
+        }
+        self.plain_default |= other.plain_default;
+        self.decoded |= other.decoded;
+        if self.ts_error.is_none() {
+            self.ts_error.clone_from(&other.ts_error);
+        }
         self.has_merge |= other.has_merge;
         self.has_cf |= other.has_cf;
         match self.count().checked_add(other.count()) {
@@ -528,12 +670,8 @@ impl WriteBatch {
         if let Some((offset, reason)) = &self.damage {
             return Err(Error::corruption("", *offset as u64, reason.clone()));
         }
-        if self.timestamped {
-            return Err(Error::InvalidArgument(
-                "write batch: a write names a user-defined timestamp, and no column family has \
-                 them (Strata does not support them yet)"
-                    .into(),
-            ));
+        if let Some(e) = &self.ts_error {
+            return Err(Error::InvalidArgument(format!("write batch: {e}")));
         }
         if self.oversized {
             return Err(Error::InvalidArgument(format!(

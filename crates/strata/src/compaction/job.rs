@@ -52,6 +52,11 @@ pub(crate) struct JobEnv<'a> {
     /// The family's compaction filter factory and what it is told of this job; each
     /// subcompaction gets a filter of its own.
     pub filter: Option<(&'a dyn CompactionFilterFactory, CompactionFilterContext)>,
+    /// The family's keys end in user-defined timestamps (`comparator::UserTimestamps`): each
+    /// version is a key of its own to the job, and a deletion hides the older ones only from
+    /// reads at or above its timestamp, so no entry counts as having nothing below it and no
+    /// deletion is dropped.
+    pub versioned_keys: bool,
 }
 
 /// Entries a job writes between two looks at the cancel flag.
@@ -257,7 +262,9 @@ fn run_range(
     let oldest_snapshot = env.snapshots.first().copied();
     let mut kept: Vec<RangeTombstone> = tombstones
         .iter()
-        .filter(|t| !(plan.bottommost && oldest_snapshot.is_none_or(|s| s >= t.seq)))
+        .filter(|t| {
+            env.versioned_keys || !(plan.bottommost && oldest_snapshot.is_none_or(|s| s >= t.seq))
+        })
         .filter_map(|t| t.clipped(range.start.as_deref(), range.end.as_deref(), order))
         .collect();
     sort_tombstones(&mut kept, order);
@@ -270,7 +277,8 @@ fn run_range(
     };
     let bottommost = plan.bottommost;
     let below = Below::new(plan, env.version);
-    let is_bottom = |ukey: &[u8]| bottommost || below.nothing_below(ukey);
+    let versioned = env.versioned_keys;
+    let is_bottom = |ukey: &[u8]| !versioned && (bottommost || below.nothing_below(ukey));
     let ctx = StreamContext {
         snapshots: env.snapshots,
         merge_operator: env.merge_operator,
@@ -538,6 +546,7 @@ mod tests {
             cancel: &std::sync::atomic::AtomicBool::new(false),
             readahead_size: 0,
             filter: None,
+            versioned_keys: false,
         };
         f(&env)
     }

@@ -297,6 +297,7 @@ fn execute(inner: &DbInner, cfd: &Arc<Cfd>, plan: &CompactionPlan, manual: bool)
         cancel: &inner.closing,
         readahead_size: inner.opts.compaction_readahead_size,
         filter,
+        versioned_keys: cfd.opts.timestamps.is_some(),
     };
     let rewrites = !plan.trivial_move && !plan.deletion;
     if rewrites {

@@ -54,6 +54,9 @@ pub(crate) struct IterSource {
     ro: ReadOptions,
     /// The family's `Cfd::value_suffix`.
     value_suffix: usize,
+    /// The family's user-defined timestamps, if it has them, and its `full_history_ts_low`.
+    timestamps: Option<Arc<crate::comparator::UserTimestamps>>,
+    full_history_ts_low: Option<Vec<u8>>,
 }
 
 impl IterSource {
@@ -72,6 +75,8 @@ impl IterSource {
             prefix_extractor: cfd.opts.prefix_extractor,
             ro: ro.clone(),
             value_suffix: cfd.value_suffix,
+            timestamps: cfd.opts.timestamps.clone(),
+            full_history_ts_low: cfd.full_history_ts_low(),
         }
     }
 
@@ -86,8 +91,11 @@ impl IterSource {
 
     /// A new iterator over the source, with `ro` in place of the captured read options
     /// (same snapshot sequence).
-    fn build_with(&self, ro: &ReadOptions) -> DbIter {
-        build_iter(
+    fn build_with(&self, ro: &ReadOptions) -> DbRawIterator {
+        if let Some(ts) = &self.timestamps {
+            return build_ts_iter(&self.table_cache, self.sv.clone(), self.sequence, ts, self, ro);
+        }
+        DbRawIterator::new(build_iter(
             &self.table_cache,
             self.sv.clone(),
             self.sequence,
@@ -95,11 +103,11 @@ impl IterSource {
             self.prefix_extractor,
             ro,
             self.value_suffix,
-        )
+        ))
     }
 
     /// A new iterator over the source.
-    pub(crate) fn build(&self) -> DbIter {
+    pub(crate) fn build(&self) -> DbRawIterator {
         self.build_with(&self.ro)
     }
 }
@@ -136,27 +144,21 @@ impl Origin {
     }
 }
 
-/// An iterator over super version `sv` at `sequence`, with the family's merge operator and
-/// prefix extractor and the read options `ro`.
-fn build_iter(
+/// The internal iterators over super version `sv`: 0 = the active memtable, 1.. = the
+/// immutables newest first, then the tables (each L0 table, then a level iterator per
+/// non-empty level); and the error of a table that would not open (its source left out).
+fn sources(
     table_cache: &Arc<TableCache>,
-    sv: Arc<SuperVersion>,
-    sequence: SeqNo,
-    merge_operator: Option<&Arc<dyn crate::merge_operator::MergeOperator>>,
-    prefix_extractor: Option<crate::prefix::PrefixExtractor>,
+    sv: &Arc<SuperVersion>,
     ro: &ReadOptions,
-    value_suffix: usize,
-) -> DbIter {
-    if let Err(e) = ro.check_no_timestamp() {
-        return error_iter(e);
-    }
+) -> (Vec<Box<dyn InternalIterator>>, Option<Error>) {
     let rb = ReadBlockOptions {
         verify_checksums: ro.verify_checksums,
         fill_cache: ro.fill_cache,
         readahead_size: ro.readahead_size,
         cache_only: false,
     };
-    let order = sv.version.order().clone();
+    let order = sv.version.order();
     let levels = &sv.version.levels;
     let tables = levels.first().map_or(0, Vec::len) + levels.len();
     let mut children: Vec<Box<dyn InternalIterator>> =
@@ -183,6 +185,78 @@ fn build_iter(
             children.push(Box::new(LevelIterator::over(files, table_cache.clone(), rb, order)));
         }
     }
+    (children, open_error)
+}
+
+/// A cursor over super version `sv` of a family with user-defined timestamps `ts`, at
+/// `sequence` and the read options' timestamp (`db/ts_iter.rs`).
+fn build_ts_iter(
+    table_cache: &Arc<TableCache>,
+    sv: Arc<SuperVersion>,
+    sequence: SeqNo,
+    ts: &Arc<crate::comparator::UserTimestamps>,
+    source: &IterSource,
+    ro: &ReadOptions,
+) -> DbRawIterator {
+    let read_ts = match ro.read_timestamp(Some(ts)) {
+        Ok(t) => t.unwrap_or_default().to_vec(),
+        Err(e) => return DbRawIterator::new(error_iter(e)),
+    };
+    if ro.prefix_same_as_start {
+        return DbRawIterator::new(error_iter(Error::NotSupported(
+            "prefix_same_as_start in a family with user-defined timestamps".into(),
+        )));
+    }
+    if let Some(low) = source.full_history_ts_low.as_deref() {
+        if ts.compare_ts(&read_ts, low) == std::cmp::Ordering::Less {
+            return DbRawIterator::new(error_iter(below_history(&read_ts, low)));
+        }
+    }
+    let order = sv.version.order().clone();
+    let (children, open_error) = sources(table_cache, &sv, ro);
+    let inner: Box<dyn InternalIterator> = match open_error {
+        Some(e) => Box::new(crate::iterator::ErrorIterator::new(e)),
+        None => Box::new(MergingIterator::new(children, order.clone())),
+    };
+    DbRawIterator::from_cursor(Box::new(super::ts_iter::TsCursor::new(
+        super::ts_iter::TsCursorParts {
+            inner,
+            sv,
+            sequence,
+            timestamps: ts.clone(),
+            order,
+            read_ts,
+            lower: ro.iterate_lower_bound.clone(),
+            upper: ro.iterate_upper_bound.clone(),
+            merge_operator: source.merge_operator.clone(),
+        },
+    )))
+}
+
+/// `InvalidArgument` for a read at timestamp `read_ts`, below the family's
+/// `full_history_ts_low`.
+pub(crate) fn below_history(read_ts: &[u8], low: &[u8]) -> Error {
+    Error::InvalidArgument(format!(
+        "read timestamp {read_ts:?} is older than the column family's full_history_ts_low {low:?}"
+    ))
+}
+
+/// An iterator over super version `sv` at `sequence`, with the family's merge operator and
+/// prefix extractor and the read options `ro`.
+fn build_iter(
+    table_cache: &Arc<TableCache>,
+    sv: Arc<SuperVersion>,
+    sequence: SeqNo,
+    merge_operator: Option<&Arc<dyn crate::merge_operator::MergeOperator>>,
+    prefix_extractor: Option<crate::prefix::PrefixExtractor>,
+    ro: &ReadOptions,
+    value_suffix: usize,
+) -> DbIter {
+    if let Err(e) = ro.read_timestamp(None) {
+        return error_iter(e);
+    }
+    let order = sv.version.order().clone();
+    let (children, mut open_error) = sources(table_cache, &sv, ro);
     // Children: 0 = active memtable, 1.. = immutables newest first, then the tables.
     // Only sources with tombstones: most iterators then allocate no list at all.
     let mut lists = Vec::new();
@@ -220,7 +294,14 @@ fn build_iter(
     )
 }
 
-pub(crate) fn new_db_iter(inner: &DbInner, cfd: &Cfd, ro: &ReadOptions) -> DbIter {
+pub(crate) fn new_raw_iter(inner: &DbInner, cfd: &Cfd, ro: &ReadOptions) -> DbRawIterator {
+    if cfd.opts.timestamps.is_some() {
+        return IterSource::capture(inner, cfd, ro).build();
+    }
+    DbRawIterator::new(new_db_iter(inner, cfd, ro))
+}
+
+fn new_db_iter(inner: &DbInner, cfd: &Cfd, ro: &ReadOptions) -> DbIter {
     // As `IterSource::capture(..).build()`, without copying the read options and handles.
     let sv = cfd.current_super_version();
     let sequence = ro
@@ -299,6 +380,9 @@ pub(crate) trait RawCursor: Send {
     fn merge_operator(&self) -> Option<&Arc<dyn crate::merge_operator::MergeOperator>>;
     /// The order of the keys.
     fn order(&self) -> &KeyOrder;
+    /// The user-defined timestamp of the current entry (empty in a family without them);
+    /// `None` when not valid.
+    fn timestamp(&self) -> Option<&[u8]>;
 }
 
 /// What a [`DbRawIterator`] reads: the DB (matched directly: the common case pays no
@@ -352,10 +436,10 @@ impl<D> DbRawIteratorWithThreadMode<'_, D> {
         self
     }
 
-    /// The user-defined timestamp of the current entry: empty at an entry (no Strata family
-    /// has timestamps: `options/comparator.rs`), `None` when unpositioned, as RocksDB's.
+    /// The user-defined timestamp of the current entry (empty in a family without them),
+    /// `None` when unpositioned, as RocksDB's.
     pub fn timestamp(&self) -> Option<&[u8]> {
-        self.valid().then_some(&[][..])
+        on_cursor!(&self.it, c => c.timestamp())
     }
 
     /// Re-reads the DB at its latest state (a snapshot the read options named is dropped);
@@ -365,7 +449,7 @@ impl<D> DbRawIteratorWithThreadMode<'_, D> {
         let origin = self.origin.as_ref().ok_or_else(|| {
             Error::NotSupported("refresh of a cursor not made by a Db's raw_iterator".into())
         })?;
-        self.it = Cursor::Db(origin.recapture()?.build());
+        self.it = origin.recapture()?.build().it;
         Ok(())
     }
 
@@ -499,6 +583,9 @@ impl RawCursor for DbIter {
     fn order(&self) -> &KeyOrder {
         DbIter::order(self)
     }
+    fn timestamp(&self) -> Option<&[u8]> {
+        DbIter::valid(self).then_some(&[][..])
+    }
 }
 
 /// A Rust iterator over `(key, value)` pairs (the `rocksdb` crate's `DBIterator`). An error
@@ -561,7 +648,7 @@ pub(crate) fn position(raw: &mut DbRawIterator, mode: IteratorMode<'_>) -> Direc
 impl DbIterator {
     /// An iterator over `source` from `mode`.
     pub(crate) fn from_source(source: IterSource, mode: IteratorMode<'_>) -> Self {
-        let raw = DbRawIterator::new(source.build());
+        let raw = source.build();
         let mut it = DbIterator {
             raw,
             origin: None,
@@ -659,7 +746,7 @@ impl DbIterator {
         let Some(Ok(source)) = self.origin.as_ref().map(Origin::recapture) else {
             return false;
         };
-        let mut raw = DbRawIterator::new(source.build());
+        let mut raw = source.build();
         match (&self.tail_last, &self.limit) {
             (Some(last), _) => {
                 raw.seek(last);
@@ -734,7 +821,7 @@ impl DbIterator {
                     };
                 }
             }
-            let mut raw = DbRawIterator::new(source.build_with(&ro));
+            let mut raw = source.build_with(&ro);
             match self.direction {
                 Direction::Forward => raw.seek_to_last(),
                 Direction::Reverse => raw.seek_to_first(),

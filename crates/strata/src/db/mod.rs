@@ -53,6 +53,7 @@ mod recover;
 mod rocksdb_api;
 mod snapshot_reads;
 mod timestamps;
+pub(crate) mod ts_iter;
 pub(crate) mod ttl;
 mod wal_archive;
 mod wal_updates;
@@ -210,6 +211,8 @@ pub(crate) struct DbInner {
     /// The clock of a DB opened with a TTL (`Db::open_with_ttl`): writes stamp values with
     /// its time (`db/ttl.rs`).
     pub ttl: Option<ttl::TtlClock>,
+    /// Some family has user-defined timestamps: writes check how they name them.
+    pub any_timestamps: AtomicBool,
     /// Tells this open DB's family handles from another's.
     pub instance: u64,
     pub default_cf: Arc<Cfd>,
@@ -889,7 +892,7 @@ impl Db {
     /// [`Db::raw_iterator`] with read options (by reference or by value).
     pub fn raw_iterator_opt(&self, opts: impl std::borrow::Borrow<ReadOptions>) -> DbRawIterator {
         let (cfd, ro) = (&self.inner.default_cf, opts.borrow());
-        DbRawIterator::new(iter::new_db_iter(&self.inner, cfd, ro)).with_origin(iter::Origin::new(
+        iter::new_raw_iter(&self.inner, cfd, ro).with_origin(iter::Origin::new(
             &self.inner,
             cfd.id,
             ro,
@@ -944,8 +947,11 @@ impl Db {
         match self.cfd(cf) {
             Ok(cfd) => {
                 let ro = opts.borrow();
-                DbRawIterator::new(iter::new_db_iter(&self.inner, cfd, ro))
-                    .with_origin(iter::Origin::new(&self.inner, cfd.id, ro))
+                iter::new_raw_iter(&self.inner, cfd, ro).with_origin(iter::Origin::new(
+                    &self.inner,
+                    cfd.id,
+                    ro,
+                ))
             }
             Err(e) => DbRawIterator::new(iter::error_iter(e)),
         }

@@ -630,6 +630,7 @@ struct Parts<'a> {
 static NEXT_INSTANCE: AtomicU64 = AtomicU64::new(1);
 
 fn assemble(mut p: Parts<'_>) -> DbInner {
+    let any_timestamps = p.family_opts.values().any(|o| o.timestamps.is_some());
     let instance = NEXT_INSTANCE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let db_stats = Arc::new(crate::stats::Stats::new(p.opts.num_levels, p.opts.statistics.clone()));
     let mut cfs = BTreeMap::new();
@@ -646,6 +647,7 @@ fn assemble(mut p: Parts<'_>) -> DbInner {
         let sv = SuperVersion::build(&fopts, &mem, &imm, family.current.clone(), 1);
         let suffix = if p.ttl.is_some() { super::ttl::TTL_SUFFIX_LEN } else { 0 };
         let cfd = Arc::new(Cfd::new(instance, id, &family.name, fopts, sv, stats, suffix));
+        cfd.set_full_history_ts_low(family.full_history_ts_low.clone());
         let switched = imm.len() as u64;
         let cs = CfState {
             cfd,
@@ -725,6 +727,7 @@ fn assemble(mut p: Parts<'_>) -> DbInner {
         stall_families: Mutex::new((String::new(), String::new())),
         read_only: p.read_only,
         ttl: p.ttl,
+        any_timestamps: AtomicBool::new(any_timestamps),
         _lock: p.lock,
     }
 }

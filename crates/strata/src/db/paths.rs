@@ -143,6 +143,7 @@ mod tests {
                 Version::new(7, crate::comparator::KeyOrder::Bytewise).apply(&edit).unwrap(),
             ),
             log_number: FileNumber(0),
+            full_history_ts_low: None,
         };
         let counters = Counters {
             log_number: FileNumber(0),

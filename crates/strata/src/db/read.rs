@@ -240,7 +240,10 @@ pub(crate) fn get(
     key: &[u8],
     opts: &ReadOptions,
 ) -> Result<Option<Vec<u8>>> {
-    opts.check_no_timestamp()?;
+    if cfd.opts.timestamps.is_some() {
+        return get_at_timestamp(inner, cfd, key, opts);
+    }
+    opts.read_timestamp(None)?;
     let _timer = StopWatch::start(inner.stats.user_statistics(), Histogram::DbGet);
     cfd.local_svs.with(
         || cfd.current_super_version(),
@@ -262,7 +265,10 @@ pub(crate) fn get_pinned(
     key: &[u8],
     opts: &ReadOptions,
 ) -> Result<Option<DbPinnableSlice>> {
-    opts.check_no_timestamp()?;
+    if cfd.opts.timestamps.is_some() {
+        return get_at_timestamp(inner, cfd, key, opts).map(|v| v.map(DbPinnableSlice::owned));
+    }
+    opts.read_timestamp(None)?;
     let _timer = StopWatch::start(inner.stats.user_statistics(), Histogram::DbGet);
     let sv = cfd.current_super_version();
     let seq = match &opts.snapshot {
@@ -278,9 +284,11 @@ pub(crate) fn multi_get<K: AsRef<[u8]>>(
     keys: Vec<K>,
     opts: &ReadOptions,
 ) -> Vec<Result<Option<Vec<u8>>>> {
-    if let Err(e) = opts.check_no_timestamp() {
-        let text = e.to_string();
-        return keys.iter().map(|_| Err(Error::InvalidArgument(text.clone()))).collect();
+    if cfd.opts.timestamps.is_some() {
+        return keys.iter().map(|k| get_at_timestamp(inner, cfd, k.as_ref(), opts)).collect();
+    }
+    if let Err(e) = opts.read_timestamp(None) {
+        return keys.iter().map(|_| Err(e.duplicate())).collect();
     }
     let statistics = inner.stats.user_statistics();
     let _timer = StopWatch::start(statistics, Histogram::DbMultiget);
@@ -305,6 +313,26 @@ pub(crate) fn multi_get<K: AsRef<[u8]>>(
         s.record(Histogram::BytesPerMultiget, bytes as u64);
     }
     out
+}
+
+/// The value of `key` in family `cfd`, which has user-defined timestamps, at the read
+/// options' timestamp: its newest version at or below it, unless that is a deletion
+/// (`db/ts_iter.rs`, whose cursor finds it).
+fn get_at_timestamp(
+    inner: &DbInner,
+    cfd: &Cfd,
+    key: &[u8],
+    opts: &ReadOptions,
+) -> Result<Option<Vec<u8>>> {
+    let _timer = StopWatch::start(inner.stats.user_statistics(), Histogram::DbGet);
+    let ro = ReadOptions { iterate_lower_bound: None, iterate_upper_bound: None, ..opts.clone() };
+    let mut it = super::iter::new_raw_iter(inner, cfd, &ro);
+    it.seek(key);
+    it.status()?;
+    Ok(match it.key() {
+        Some(k) if k == key => it.value().map(<[u8]>::to_vec),
+        _ => None,
+    })
 }
 
 /// The value of `key` at `seq` in `sv`, pinned where it lies when `pin` (else owned).

@@ -495,8 +495,15 @@ impl Db {
         end: Option<&[u8]>,
         opts: &CompactOptions,
     ) -> Result<()> {
-        if opts.full_history_ts_low.is_some() {
-            return Err(crate::options::no_timestamps("compaction with full_history_ts_low"));
+        if let Some(ts) = &opts.full_history_ts_low {
+            // RocksDB's: the compaction first raises the family's low (which only rises).
+            let raises = match (cfd.full_history_ts_low(), &cfd.opts.timestamps) {
+                (Some(low), Some(t)) => t.compare_ts(ts, &low) == std::cmp::Ordering::Greater,
+                _ => true,
+            };
+            if raises {
+                self.raise_full_history_ts_low(cfd, ts)?;
+            }
         }
         let rewrite_bottom = match opts.bottommost_level_compaction {
             BottommostLevelCompaction::Skip => false,

@@ -157,9 +157,9 @@ impl SnapshotHandle {
     /// An unpositioned cursor over the DB as of the snapshot.
     pub fn raw_iterator(&self) -> DbRawIterator {
         match self.db() {
-            Ok(db) => DbRawIterator::new(
-                IterSource::capture(&db, &db.default_cf, &self.at(&ReadOptions::default())).build(),
-            ),
+            Ok(db) => {
+                IterSource::capture(&db, &db.default_cf, &self.at(&ReadOptions::default())).build()
+            }
             Err(e) => DbRawIterator::new(super::iter::error_iter(e)),
         }
     }

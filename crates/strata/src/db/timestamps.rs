@@ -1,32 +1,52 @@
-//! The `rocksdb` crate's user-defined-timestamp calls on a `Db`. No Strata family has
-//! timestamps (`options/comparator.rs` refuses a timestamped comparator at open), so each
-//! answers as RocksDB does on a family without them: `InvalidArgument`, nothing written.
+//! User-defined timestamps (`Options::set_comparator_with_ts`; the `rocksdb` crate's calls on
+//! a `Db`): writes that name a timestamp, and a family's `full_history_ts_low`.
+//!
+//! A family with timestamps stores each key as `key | ts` in its order (the key, then the
+//! timestamp newest first); reads name a timestamp and see each key's newest version at or
+//! below it (`db/read.rs`, `db/ts_iter.rs`). Every write to it names a timestamp of the
+//! family's size; a plain `put`, `delete` or `merge` is refused with `InvalidArgument`, and so
+//! is a timestamp named to a family without them (checked at the write, `db/write`). Merges
+//! and range deletions are not supported in such a family.
+//!
+//! `full_history_ts_low`: reads at an older timestamp are refused (`InvalidArgument`, as
+//! RocksDB's). It only rises, and is recorded in the MANIFEST. Strata keeps every version
+//! whatever it is (RocksDB may drop the versions below it that no read can see).
 
 use super::Db;
 use crate::column_family::AsColumnFamilyRef;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::options::{no_timestamps, WriteOptions};
+use crate::version::edit::VersionEdit;
+use crate::write_batch::WriteBatch;
 
 impl Db {
-    /// Writes `key` at timestamp `ts`: refused (module docs).
+    /// Writes `key` at timestamp `ts` in the `default` family.
     pub fn put_with_ts<K, V, S>(&self, key: K, ts: S, value: V) -> Result<()>
     where
         K: AsRef<[u8]>,
         V: AsRef<[u8]>,
         S: AsRef<[u8]>,
     {
-        let _ = (key, ts, value);
-        Err(no_timestamps("put_with_ts"))
+        self.put_with_ts_opt(key, ts, value, &WriteOptions::default())
     }
 
     /// [`Db::put_with_ts`] with write options.
-    pub fn put_with_ts_opt<K, V, S>(&self, key: K, ts: S, value: V, _: &WriteOptions) -> Result<()>
+    pub fn put_with_ts_opt<K, V, S>(
+        &self,
+        key: K,
+        ts: S,
+        value: V,
+        opts: &WriteOptions,
+    ) -> Result<()>
     where
         K: AsRef<[u8]>,
         V: AsRef<[u8]>,
         S: AsRef<[u8]>,
     {
-        self.put_with_ts(key, ts, value)
+        let size = self.default_timestamp_size();
+        let mut b = WriteBatch::new();
+        b.add_with_ts(0, size, key.as_ref(), ts.as_ref(), Some(value.as_ref()));
+        self.write_opt(b, opts)
     }
 
     /// [`Db::put_with_ts`] in family `cf`.
@@ -42,8 +62,7 @@ impl Db {
         V: AsRef<[u8]>,
         S: AsRef<[u8]>,
     {
-        let _ = (cf, key, ts, value);
-        Err(no_timestamps("put_cf_with_ts"))
+        self.put_cf_with_ts_opt(cf, key, ts, value, &WriteOptions::default())
     }
 
     /// [`Db::put_cf_with_ts`] with write options.
@@ -53,20 +72,22 @@ impl Db {
         key: K,
         ts: S,
         value: V,
-        _: &WriteOptions,
+        opts: &WriteOptions,
     ) -> Result<()>
     where
         K: AsRef<[u8]>,
         V: AsRef<[u8]>,
         S: AsRef<[u8]>,
     {
-        self.put_cf_with_ts(cf, key, ts, value)
+        self.cfd(cf)?;
+        let mut b = WriteBatch::new();
+        b.put_cf_with_ts(cf, key, ts, value);
+        self.write_opt(b, opts)
     }
 
-    /// Deletes `key` at timestamp `ts`: refused (module docs).
+    /// Deletes `key` at timestamp `ts` in the `default` family.
     pub fn delete_with_ts<K: AsRef<[u8]>, S: AsRef<[u8]>>(&self, key: K, ts: S) -> Result<()> {
-        let _ = (key, ts);
-        Err(no_timestamps("delete_with_ts"))
+        self.delete_with_ts_opt(key, ts, &WriteOptions::default())
     }
 
     /// [`Db::delete_with_ts`] with write options.
@@ -74,9 +95,12 @@ impl Db {
         &self,
         key: K,
         ts: S,
-        _: &WriteOptions,
+        opts: &WriteOptions,
     ) -> Result<()> {
-        self.delete_with_ts(key, ts)
+        let size = self.default_timestamp_size();
+        let mut b = WriteBatch::new();
+        b.add_with_ts(0, size, key.as_ref(), ts.as_ref(), None);
+        self.write_opt(b, opts)
     }
 
     /// [`Db::delete_with_ts`] in family `cf`.
@@ -86,8 +110,7 @@ impl Db {
         key: K,
         ts: S,
     ) -> Result<()> {
-        let _ = (cf, key, ts);
-        Err(no_timestamps("delete_cf_with_ts"))
+        self.delete_cf_with_ts_opt(cf, key, ts, &WriteOptions::default())
     }
 
     /// [`Db::delete_cf_with_ts`] with write options.
@@ -96,24 +119,85 @@ impl Db {
         cf: &impl AsColumnFamilyRef,
         key: K,
         ts: S,
-        _: &WriteOptions,
+        opts: &WriteOptions,
     ) -> Result<()> {
-        self.delete_cf_with_ts(cf, key, ts)
+        self.cfd(cf)?;
+        let mut b = WriteBatch::new();
+        b.delete_cf_with_ts(cf, key, ts);
+        self.write_opt(b, opts)
     }
 
-    /// Raises family `cf`'s lowest timestamp kept in history: refused (module docs).
+    /// Raises family `cf`'s `full_history_ts_low` to `ts` (module docs): reads at an older
+    /// timestamp are refused from then on. `InvalidArgument` for a family without
+    /// timestamps, a timestamp of another size, or one below the current low.
     pub fn increase_full_history_ts_low<S: AsRef<[u8]>>(
         &self,
         cf: &impl AsColumnFamilyRef,
         ts: S,
     ) -> Result<()> {
-        let _ = (cf, ts);
-        Err(no_timestamps("increase_full_history_ts_low"))
+        let cfd = self.cfd(cf)?;
+        self.raise_full_history_ts_low(cfd, ts.as_ref())
     }
 
-    /// Family `cf`'s lowest timestamp kept in history: refused (module docs).
+    /// [`Db::increase_full_history_ts_low`] of family `cfd`.
+    pub(crate) fn raise_full_history_ts_low(
+        &self,
+        cfd: &std::sync::Arc<super::Cfd>,
+        ts: &[u8],
+    ) -> Result<()> {
+        self.check_writable()?;
+        let Some(t) = &cfd.opts.timestamps else {
+            return Err(no_timestamps("increase_full_history_ts_low"));
+        };
+        if ts.len() != t.size() {
+            return Err(Error::InvalidArgument(format!(
+                "increase_full_history_ts_low: a {}-byte timestamp, the column family's have {}",
+                ts.len(),
+                t.size()
+            )));
+        }
+        let _wal = self.inner.wal.lock();
+        let mut versions = self.inner.versions.lock();
+        if let Some(low) = cfd.full_history_ts_low() {
+            if t.compare_ts(ts, &low) == std::cmp::Ordering::Less {
+                return Err(Error::InvalidArgument(format!(
+                    "increase_full_history_ts_low: {ts:?} is below the current {low:?}"
+                )));
+            }
+        }
+        let mut edit = VersionEdit {
+            column_family: cfd.id,
+            full_history_ts_low: Some(ts.to_vec()),
+            ..VersionEdit::default()
+        };
+        let layout = versions
+            .current(cfd.id)
+            .map(|v| crate::version::set::FamilyLayout {
+                num_levels: v.levels.len(),
+                paths: v.paths().clone(),
+            })
+            .ok_or_else(|| Error::ColumnFamilyDropped(cfd.name.clone()))?;
+        if let Err(e) = versions.log_and_apply(&mut edit, &layout) {
+            let mut st = self.inner.state.lock();
+            self.inner.set_bg_error(&mut st, &e);
+            return Err(e);
+        }
+        cfd.set_full_history_ts_low(Some(ts.to_vec()));
+        Ok(())
+    }
+
+    /// Family `cf`'s `full_history_ts_low`: `InvalidArgument` for a family without
+    /// timestamps; empty while none was set.
     pub fn get_full_history_ts_low(&self, cf: &impl AsColumnFamilyRef) -> Result<Vec<u8>> {
-        let _ = cf;
-        Err(no_timestamps("get_full_history_ts_low"))
+        let cfd = self.cfd(cf)?;
+        if cfd.opts.timestamps.is_none() {
+            return Err(no_timestamps("get_full_history_ts_low"));
+        }
+        Ok(cfd.full_history_ts_low().unwrap_or_default())
+    }
+
+    /// Bytes of the `default` family's timestamps (0: none).
+    fn default_timestamp_size(&self) -> usize {
+        self.inner.default_cf.opts.timestamps.as_ref().map_or(0, |t| t.size())
     }
 }

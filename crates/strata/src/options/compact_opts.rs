@@ -114,9 +114,9 @@ pub struct CompactOptions {
     pub change_level: bool,
     /// With `change_level`: the level to move to; -1 (default) the lowest level that fits.
     pub target_level: i32,
-    /// The lowest user-defined timestamp to keep history from (`set_full_history_ts_low`):
-    /// no Strata family has timestamps, so a compaction given one is refused with
-    /// `InvalidArgument`. Default: none.
+    /// Raises the family's `full_history_ts_low` to this before compacting
+    /// (`set_full_history_ts_low`; a family with user-defined timestamps, `db/timestamps.rs`).
+    /// Default: none.
     pub full_history_ts_low: Option<Vec<u8>>,
 }
 
@@ -153,7 +153,7 @@ impl CompactOptions {
         self.target_level = lvl;
     }
 
-    /// `full_history_ts_low` (refused by the compaction: see the field).
+    /// `full_history_ts_low` (see the field).
     pub fn set_full_history_ts_low<S: Into<Vec<u8>>>(&mut self, ts: S) {
         self.full_history_ts_low = Some(ts.into());
     }

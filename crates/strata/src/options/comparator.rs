@@ -2,15 +2,17 @@
 //! `set_comparator_with_ts`, `ReadOptions::set_timestamp` and `set_iter_start_ts`.
 //!
 //! A comparator given to `set_comparator` becomes the family's key order
-//! (`crate::comparator::KeyOrder`). No family has user-defined timestamps yet: opening one
-//! with `set_comparator_with_ts` fails with `NotSupported` naming it, and a read or write
-//! naming a timestamp fails with `InvalidArgument`, as RocksDB's does on a family without
-//! timestamps.
+//! (`crate::comparator::KeyOrder`); `set_comparator_with_ts` also gives the family
+//! user-defined timestamps (`crate::comparator::UserTimestamps`, `db/timestamps.rs`). A
+//! read or write naming a timestamp to a family without them fails with `InvalidArgument`, as
+//! RocksDB's does, and so does one without a timestamp to a family with them.
 
 use std::cmp::Ordering;
 
 use super::{Options, ReadOptions};
-use crate::comparator::KeyOrder;
+use std::sync::Arc;
+
+use crate::comparator::{KeyOrder, UserTimestamps};
 use crate::cstr_like::CStrLike;
 use crate::error::{Error, Result};
 
@@ -31,6 +33,20 @@ impl CrateCompareFn {
         (self.0)(a, b)
     }
 }
+
+/// A `rocksdb` crate's key order with or without timestamps, as [`CrateCompareFn`].
+struct CrateCompareWithoutTsFn(Box<CompareWithoutTsFn>);
+
+impl CrateCompareWithoutTsFn {
+    fn call(&self, a: &[u8], x: bool, b: &[u8], y: bool) -> Ordering {
+        (self.0)(a, x, b, y)
+    }
+}
+
+// SAFETY: as for `CrateCompareFn` below.
+unsafe impl Send for CrateCompareWithoutTsFn {}
+// SAFETY: as above.
+unsafe impl Sync for CrateCompareWithoutTsFn {}
 
 // SAFETY: `Options::set_comparator`'s contract (the `rocksdb` crate's and RocksDB's): the
 // function is called from any thread, several at once (readers, writers, flushes and
@@ -65,7 +81,12 @@ impl Options {
         self.comparator = order;
     }
 
-    /// Asks for keys with `timestamp_size`-byte user-defined timestamps: refused at open.
+    /// Gives the family's keys `timestamp_size`-byte user-defined timestamps (the `rocksdb`
+    /// crate's): `compare_fn` orders keys with their timestamps (the key, then the timestamp
+    /// newest first), `compare_ts_fn` orders timestamps (older first), and
+    /// `compare_without_ts_fn` orders keys with or without them. The order is recorded as
+    /// `name` and the timestamp size (`name#ts<size>`). The functions are called as
+    /// [`Options::set_comparator`]'s are (the same contract).
     pub fn set_comparator_with_ts(
         &mut self,
         name: impl CStrLike,
@@ -74,52 +95,94 @@ impl Options {
         compare_ts_fn: Box<CompareTsFn>,
         compare_without_ts_fn: Box<CompareWithoutTsFn>,
     ) {
-        drop((compare_ts_fn, compare_without_ts_fn));
-        self.set_comparator(name, compare_fn);
-        self.timestamp_size = timestamp_size;
+        let name = name.to_name().map_or_else(|e| e.to_string(), |n| n.into_owned());
+        let f = CrateCompareFn(compare_fn);
+        self.comparator = KeyOrder::custom(
+            format!("{name}#ts{timestamp_size}"),
+            Box::new(move |a: &[u8], b: &[u8]| f.call(a, b)),
+        );
+        let ts = CrateCompareFn(compare_ts_fn);
+        let without = CrateCompareWithoutTsFn(compare_without_ts_fn);
+        self.timestamps = Some(Arc::new(UserTimestamps::new(
+            timestamp_size,
+            Box::new(move |a: &[u8], b: &[u8]| ts.call(a, b)),
+            Box::new(move |a: &[u8], x: bool, b: &[u8], y: bool| without.call(a, x, b, y)),
+        )));
     }
 
-    /// `NotSupported` when user-defined timestamps were asked for (called by `validate`).
+    /// `InvalidArgument` for timestamps of no bytes (called by `validate`).
     pub(crate) fn check_comparator(&self) -> Result<()> {
-        if self.timestamp_size == 0 {
-            return Ok(());
+        match &self.timestamps {
+            Some(t) if t.size() == 0 => Err(Error::InvalidArgument(format!(
+                "comparator {:?}: a user-defined timestamp needs at least one byte",
+                self.comparator.name()
+            ))),
+            _ => Ok(()),
         }
-        Err(Error::NotSupported(format!(
-            "comparator {:?} with {}-byte timestamps: Strata has no user-defined timestamps yet",
-            self.comparator.name(),
-            self.timestamp_size
-        )))
     }
 }
 
 impl ReadOptions {
-    /// Reads at user-defined timestamp `ts`: refused at the read (module docs).
+    /// Reads at user-defined timestamp `ts` (a family with timestamps; module docs).
     pub fn set_timestamp<S: Into<Vec<u8>>>(&mut self, ts: S) {
         self.timestamp = Some(ts.into());
     }
 
-    /// Iterates versions from timestamp `ts` on: refused at the read (module docs).
+    /// Iterates versions from timestamp `ts` on: refused at the read (`NotSupported`).
     pub fn set_iter_start_ts<S: Into<Vec<u8>>>(&mut self, ts: S) {
         self.iter_start_ts = Some(ts.into());
     }
 
-    /// `InvalidArgument` when the options name a timestamp: no family has timestamps.
-    pub(crate) fn check_no_timestamp(&self) -> Result<()> {
-        if self.timestamp.is_some() || self.iter_start_ts.is_some() {
-            return Err(Error::InvalidArgument(
-                "read with a timestamp: the column family has no user-defined timestamps \
-                 (Strata does not support them yet)"
+    /// The timestamp a read of a family with `timestamps` (`None`: without) is at:
+    /// `InvalidArgument` for a timestamp named to a family without them, a family with them
+    /// read without one, or one of the wrong size; `NotSupported` for `iter_start_ts`.
+    pub(crate) fn read_timestamp(
+        &self,
+        timestamps: Option<&UserTimestamps>,
+    ) -> Result<Option<&[u8]>> {
+        let Some(t) = timestamps else {
+            if self.timestamp.is_some() || self.iter_start_ts.is_some() {
+                return Err(Error::InvalidArgument(
+                    "read with a timestamp: the column family has no user-defined timestamps"
+                        .into(),
+                ));
+            }
+            return Ok(None);
+        };
+        if self.iter_start_ts.is_some() {
+            return Err(Error::NotSupported(
+                "iter_start_ts: iterators return the newest version of each key at the read \
+                 timestamp"
                     .into(),
             ));
         }
-        Ok(())
+        let Some(ts) = self.timestamp.as_deref() else {
+            return Err(Error::InvalidArgument(
+                "the column family has user-defined timestamps: a read needs \
+                 ReadOptions::set_timestamp"
+                    .into(),
+            ));
+        };
+        if ts.len() != t.size() {
+            return Err(Error::InvalidArgument(format!(
+                "read timestamp of {} bytes: the column family's timestamps have {}",
+                ts.len(),
+                t.size()
+            )));
+        }
+        Ok(Some(ts))
     }
 }
 
-/// `InvalidArgument` for a write naming a timestamp: no family has timestamps.
+/// `InvalidArgument` for a write naming a timestamp to a family without them.
 pub(crate) fn no_timestamps(what: &str) -> Error {
+    Error::InvalidArgument(format!("{what}: the column family has no user-defined timestamps"))
+}
+
+/// `InvalidArgument` for a write without a timestamp to a family with them.
+pub(crate) fn needs_timestamp(what: &str, family: &str) -> Error {
     Error::InvalidArgument(format!(
-        "{what}: the column family has no user-defined timestamps (Strata does not support \
-         them yet)"
+        "{what}: column family {family:?} has user-defined timestamps: write with put_with_ts, \
+         delete_with_ts (or their _cf forms)"
     ))
 }

@@ -296,6 +296,7 @@ fn rebuild(opts: &Options, fs: &Arc<dyn FileSystem>, dir: &Path) -> Result<Repai
         name: crate::column_family::DEFAULT_COLUMN_FAMILY_NAME.to_string(),
         version: Arc::new(version),
         log_number: FileNumber(0),
+        full_history_ts_low: None,
     };
     write_manifest_for(fs.as_ref(), dir, manifest, &[family], &counters)?;
     report.last_sequence = last_sequence.0;

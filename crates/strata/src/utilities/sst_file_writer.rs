@@ -88,37 +88,68 @@ impl SstFileWriter {
         Ok(())
     }
 
-    /// Adds `key -> value`.
+    /// Adds `key -> value`, or `InvalidArgument` with timestamps (name one:
+    /// [`SstFileWriter::put_with_ts`]).
     pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        self.without_ts("SstFileWriter::put")?;
         self.add(key.as_ref(), value.as_ref(), ValueType::Value)
     }
 
-    /// Adds a merge operand for `key`.
+    /// Adds a merge operand for `key` (`InvalidArgument` with timestamps).
     pub fn merge(&mut self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) -> Result<()> {
+        self.without_ts("SstFileWriter::merge")?;
         self.add(key.as_ref(), operand.as_ref(), ValueType::Merge)
     }
 
-    /// Adds `key` at user-defined timestamp `ts`: refused with `InvalidArgument`, as no
-    /// Strata family has timestamps (`options/comparator.rs`).
+    /// `InvalidArgument` for a write without a timestamp when the options have them.
+    fn without_ts(&self, what: &str) -> Result<()> {
+        match &self.opts.timestamps {
+            None => Ok(()),
+            Some(_) => Err(Error::InvalidArgument(format!(
+                "{what}: the options have user-defined timestamps: name one (put_with_ts, \
+                 delete_with_ts)"
+            ))),
+        }
+    }
+
+    /// Adds `key` at user-defined timestamp `ts` (options with timestamps of `ts`'s size,
+    /// `Options::set_comparator_with_ts`: the stored key is `key | ts`); `InvalidArgument`
+    /// otherwise.
     pub fn put_with_ts(
         &mut self,
         key: impl AsRef<[u8]>,
         ts: impl AsRef<[u8]>,
         value: impl AsRef<[u8]>,
     ) -> Result<()> {
-        let _ = (key, ts, value);
-        Err(crate::options::no_timestamps("SstFileWriter::put_with_ts"))
+        let k = self.key_with_ts(key.as_ref(), ts.as_ref(), "SstFileWriter::put_with_ts")?;
+        self.add(&k, value.as_ref(), ValueType::Value)
     }
 
-    /// Deletes `key` at user-defined timestamp `ts`: refused with `InvalidArgument`, as
-    /// [`SstFileWriter::put_with_ts`].
+    /// Deletes `key` at user-defined timestamp `ts`, as [`SstFileWriter::put_with_ts`].
     pub fn delete_with_ts(&mut self, key: impl AsRef<[u8]>, ts: impl AsRef<[u8]>) -> Result<()> {
-        let _ = (key, ts);
-        Err(crate::options::no_timestamps("SstFileWriter::delete_with_ts"))
+        let k = self.key_with_ts(key.as_ref(), ts.as_ref(), "SstFileWriter::delete_with_ts")?;
+        self.add(&k, b"", ValueType::Deletion)
     }
 
-    /// Adds a deletion of `key`.
+    /// `key | ts` for options with timestamps of `ts`'s size.
+    fn key_with_ts(&self, key: &[u8], ts: &[u8], what: &str) -> Result<Vec<u8>> {
+        let Some(t) = &self.opts.timestamps else {
+            return Err(crate::options::no_timestamps(what));
+        };
+        if ts.len() != t.size() {
+            return Err(Error::InvalidArgument(format!(
+                "{what}: a {}-byte timestamp, the options' have {}",
+                ts.len(),
+                t.size()
+            )));
+        }
+        Ok([key, ts].concat())
+    }
+
+    /// Adds a deletion of `key`, or `InvalidArgument` with timestamps (name one:
+    /// [`SstFileWriter::delete_with_ts`]).
     pub fn delete(&mut self, key: impl AsRef<[u8]>) -> Result<()> {
+        self.without_ts("SstFileWriter::delete")?;
         self.add(key.as_ref(), b"", ValueType::Deletion)
     }
 
@@ -126,6 +157,7 @@ impl SstFileWriter {
     /// entries). `begin > end` is `InvalidArgument`; an empty range is ignored.
     pub fn delete_range(&mut self, begin: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Result<()> {
         let (begin, end) = (begin.as_ref(), end.as_ref());
+        self.without_ts("SstFileWriter::delete_range")?;
         let order = self.table.order.clone();
         let o = self.open_file()?;
         if order.lt(end, begin) {

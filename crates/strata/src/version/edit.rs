@@ -33,6 +33,10 @@
 //!                          earlier in the same edit: every entry the file stores at sequence
 //!                          number 0 reads as this one; written only when nonzero. Not safe to
 //!                          ignore: a reader without it would read the entries at 0)
+//! 0x4009 FullHistoryTsLow  varint len | timestamp bytes
+//!                          (family `ColumnFamily`'s `full_history_ts_low`: reads at an older
+//!                          user-defined timestamp are refused; at most once. Safe to ignore:
+//!                          versions are kept whatever it is)
 //!  15  PathId              varint64 file number | varint32 path id
 //!                          (the table directory of a file added earlier in the same edit: an
 //!                          index into its family's `cf_paths`, else the DB's `db_paths`;
@@ -83,6 +87,8 @@ pub(crate) mod tag {
     pub const SAFE_TO_IGNORE: u32 = 0x4000;
     /// The data time of a new file (FIFO's TTL); older readers skip it.
     pub const FILE_TIME: u32 = SAFE_TO_IGNORE | 8;
+    /// The family's `full_history_ts_low` (see the module doc).
+    pub const FULL_HISTORY_TS_LOW: u32 = SAFE_TO_IGNORE | 9;
     pub const COLUMN_FAMILY: u32 = 9;
     pub const COLUMN_FAMILY_ADD: u32 = 10;
     pub const COLUMN_FAMILY_DROP: u32 = 11;
@@ -167,6 +173,8 @@ pub(crate) struct VersionEdit {
     pub max_column_family: Option<u32>,
     /// The family's own log number (see the module doc).
     pub cf_log_number: Option<FileNumber>,
+    /// The family's `full_history_ts_low` (user-defined timestamps).
+    pub full_history_ts_low: Option<Vec<u8>>,
 }
 
 impl VersionEdit {
@@ -228,6 +236,10 @@ impl VersionEdit {
             put_varint32(buf, tag::COMPACT_CURSOR);
             put_level(buf, *level);
             put_length_prefixed(buf, key);
+        }
+        if let Some(ts) = &self.full_history_ts_low {
+            put_varint32(buf, tag::FULL_HISTORY_TS_LOW);
+            put_length_prefixed(buf, ts);
         }
         for (level, number) in &self.deleted_files {
             put_varint32(buf, tag::DELETED_FILE);
@@ -390,6 +402,10 @@ impl VersionEdit {
                     }
                     f.path_id = id;
                 }
+                tag::FULL_HISTORY_TS_LOW => {
+                    let ts = d.bytes("full_history_ts_low")?.to_vec();
+                    d.once(&mut e.full_history_ts_low, ts, "full_history_ts_low")?;
+                }
                 t if t & tag::SAFE_TO_IGNORE != 0 => {
                     d.bytes("ignorable field")?;
                 }
@@ -510,6 +526,7 @@ mod tests {
         e.add_file(6, file(8));
         e.add_file(0, FileMetaData { smallest: vec![0; 8], largest: vec![0xff; 8], ..file(9) });
         e.compact_cursors.push((2, make_internal_key(b"m", SeqNo(3), ValueType::Value)));
+        e.full_history_ts_low = Some(7u64.to_le_bytes().to_vec());
         e
     }
 
@@ -556,9 +573,10 @@ mod tests {
                 tag::MAX_COLUMN_FAMILY,
                 tag::CF_LOG_NUMBER,
                 tag::GLOBAL_SEQNO,
-                tag::PATH_ID
+                tag::PATH_ID,
+                tag::FULL_HISTORY_TS_LOW
             ],
-            [0x4008, 9, 10, 11, 12, 13, 14, 15]
+            [0x4008, 9, 10, 11, 12, 13, 14, 15, 0x4009]
         );
         let mut e = VersionEdit::new();
         e.log_number = Some(FileNumber(5));

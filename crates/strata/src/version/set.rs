@@ -59,6 +59,8 @@ pub(crate) struct Family {
     /// WALs below this hold nothing of the family that is not in its tables (the DB's log
     /// number, if that is higher, rules: see [`VersionSet::family_log_number`]).
     pub log_number: FileNumber,
+    /// The family's `full_history_ts_low` (user-defined timestamps), if one was recorded.
+    pub full_history_ts_low: Option<Vec<u8>>,
 }
 
 /// What a family's version is built with: its level count and table directories (the
@@ -88,6 +90,7 @@ pub(crate) struct FamilySnapshot {
     pub name: String,
     pub version: Arc<Version>,
     pub log_number: FileNumber,
+    pub full_history_ts_low: Option<Vec<u8>>,
 }
 
 impl FamilySnapshot {
@@ -123,6 +126,7 @@ impl VersionSet {
             name: DEFAULT_COLUMN_FAMILY_NAME.to_string(),
             current: Arc::new(default.empty_version(order)),
             log_number: FileNumber(0),
+            full_history_ts_low: None,
         };
         VersionSet {
             fs,
@@ -242,6 +246,7 @@ impl VersionSet {
                 name: f.name.clone(),
                 version: f.current.clone(),
                 log_number: self.family_log_number(id),
+                full_history_ts_low: f.full_history_ts_low.clone(),
             })
             .collect()
     }
@@ -295,6 +300,7 @@ impl VersionSet {
                     layout_of(name).empty_version(recorded.clone().unwrap_or_default()),
                 ),
                 log_number: FileNumber(0),
+                full_history_ts_low: None,
             };
             self.families.insert(cf, family);
             self.max_column_family = self.max_column_family.max(cf);
@@ -347,6 +353,9 @@ impl VersionSet {
         if let Some(f) = self.families.get_mut(&cf) {
             let old = std::mem::replace(&mut f.current, Arc::new(version));
             f.log_number = log_number;
+            if let Some(low) = &edit.full_history_ts_low {
+                f.full_history_ts_low = Some(low.clone());
+            }
             self.old_versions.retain(|w| w.strong_count() > 0);
             self.old_versions.push(Arc::downgrade(&old));
         }
@@ -589,6 +598,7 @@ fn snapshot_records(families: &[FamilySnapshot], counters: &Counters) -> Vec<Vec
     };
     for f in families.iter().filter(|f| f.id == 0) {
         first.new_files = f.version.snapshot_edit().new_files;
+        first.full_history_ts_low.clone_from(&f.full_history_ts_low);
         if families.len() > 1 {
             first.cf_log_number = Some(f.log_number);
         }
@@ -604,6 +614,7 @@ fn snapshot_records(families: &[FamilySnapshot], counters: &Counters) -> Vec<Vec
             comparator: (!order.is_bytewise()).then(|| order.name().to_string()),
             cf_log_number: Some(f.log_number),
             new_files: f.version.snapshot_edit().new_files,
+            full_history_ts_low: f.full_history_ts_low.clone(),
             ..VersionEdit::default()
         };
         let mut buf = Vec::new();

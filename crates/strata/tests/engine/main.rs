@@ -20,4 +20,5 @@ mod rocksdb_options;
 mod rocksdb_port_example;
 mod snapshot_reads;
 mod statistics;
+mod user_timestamps;
 mod write_batch_from_data;

@@ -47,6 +47,9 @@ pub(crate) fn create_cf(inner: &DbInner, name: &str, opts: &Options) -> Result<A
     let id = versions.max_column_family() + 1;
     // Tables and the MANIFEST name the family's order; readers find it by that name.
     inner.table_cache.orders().add(&fopts.comparator);
+    if fopts.timestamps.is_some() {
+        inner.any_timestamps.store(true, Ordering::Release);
+    }
     let mut edit = VersionEdit {
         column_family: id,
         cf_add: Some(name.to_string()),

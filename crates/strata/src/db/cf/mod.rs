@@ -134,6 +134,9 @@ pub(crate) struct Cfd {
     /// Bytes every stored value ends with that reads strip: the write time of a DB opened
     /// with a TTL (`db/ttl.rs`), else 0.
     pub value_suffix: usize,
+    /// With user-defined timestamps: the oldest timestamp reads may name
+    /// (`Db::increase_full_history_ts_low`), as recorded in the MANIFEST.
+    full_history_ts_low: RwLock<Option<Vec<u8>>>,
 }
 
 impl Cfd {
@@ -160,6 +163,7 @@ impl Cfd {
             dropped: AtomicBool::new(false),
             owner,
             value_suffix,
+            full_history_ts_low: RwLock::new(None),
         }
     }
 
@@ -176,6 +180,17 @@ impl Cfd {
         db_dir: &'a std::path::Path,
     ) -> &'a std::path::Path {
         self.paths.iter().nth(path_id as usize).map_or(db_dir, |p| &*p.dir)
+    }
+
+    /// The oldest user-defined timestamp reads may name, if one was set.
+    pub(crate) fn full_history_ts_low(&self) -> Option<Vec<u8>> {
+        self.full_history_ts_low.read().clone()
+    }
+
+    /// Sets [`Self::full_history_ts_low`] (the caller has recorded it, or read it from the
+    /// MANIFEST).
+    pub(crate) fn set_full_history_ts_low(&self, ts: Option<Vec<u8>>) {
+        *self.full_history_ts_low.write() = ts;
     }
 
     /// The family's options as changed while open (see `live`).
@@ -261,6 +276,9 @@ impl AsColumnFamilyRef for ColumnFamily {
     }
     fn cf_any(&self) -> &dyn Any {
         self
+    }
+    fn timestamp_size(&self) -> usize {
+        self.cfd.opts.timestamps.as_ref().map_or(0, |t| t.size())
     }
 }
 

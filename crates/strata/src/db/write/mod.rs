@@ -88,6 +88,7 @@ pub(crate) fn write_with(
         return Err(Error::InvalidArgument("sync writes need the WAL (disable_wal is set)".into()));
     }
     batch.validate()?;
+    check_timestamps(inner, &batch)?;
     check_range_deletions(inner, &batch)?;
     if batch.has_cf() {
         check_families(inner, &batch)?;
@@ -137,6 +138,33 @@ pub(crate) fn write_with(
 
 /// Refuses a batch naming a family that does not exist (or was dropped), or merging into a
 /// family without a merge operator.
+/// `InvalidArgument` for a batch that names timestamps to a family without them, or writes
+/// to a family with them without one (`WriteBatch::put_cf_with_ts`; `db/timestamps.rs`).
+fn check_timestamps(inner: &DbInner, batch: &WriteBatch) -> Result<()> {
+    let any = inner.any_timestamps.load(Ordering::Acquire);
+    if batch.ts_families().is_empty() && !any {
+        return Ok(());
+    }
+    let st = inner.state.lock();
+    let has_ts = |cf: u32| st.cfs.get(&cf).map(|c| (c.cfd.opts.timestamps.is_some(), &c.cfd.name));
+    for &cf in batch.ts_families() {
+        if let Some((false, name)) = has_ts(cf) {
+            return Err(crate::options::no_timestamps(&format!("write to column family {name:?}")));
+        }
+    }
+    if let (true, Some((true, name))) = (batch.writes_default_plain(), has_ts(0)) {
+        return Err(crate::options::needs_timestamp("write", name));
+    }
+    if batch.is_decoded() && batch.has_cf() {
+        for cf in batch.column_families() {
+            if let (true, Some((true, name))) = (cf != 0, has_ts(cf)) {
+                return Err(crate::options::needs_timestamp("write of a decoded batch", name));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// `InvalidArgument` for a `delete_range` whose begin is after its end in its family's key
 /// order (as RocksDB; begin == end deletes nothing). Families that do not exist are left to
 /// [`check_families`].

@@ -208,6 +208,10 @@ impl RawCursor for BaseDelta {
     fn order(&self) -> &crate::comparator::KeyOrder {
         self.base.order()
     }
+
+    fn timestamp(&self) -> Option<&[u8]> {
+        self.valid.then_some(&[][..])
+    }
 }
 
 fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {

@@ -1,0 +1,339 @@
+//! User-defined timestamps (`Options::set_comparator_with_ts`, `db/timestamps.rs`): writes
+//! name a timestamp, reads see each key's newest version at or below theirs, deletions hide
+//! older versions only from reads at or above them; the family's `full_history_ts_low`
+//! refuses older reads and survives a reopen; misuse is refused clearly. A randomized run
+//! checks reads at random timestamps, scans both ways and bounds against a model, through
+//! flushes, compactions and reopens.
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use strata::env::MemFs;
+use strata::{
+    ColumnFamilyDescriptor, CompactOptions, Db, Error, IteratorMode, Options, ReadOptions,
+    SstFileWriter, WriteBatch,
+};
+
+const TS: usize = 8;
+
+fn ts(t: u64) -> [u8; TS] {
+    t.to_le_bytes()
+}
+
+fn ts_of(b: &[u8]) -> u64 {
+    u64::from_le_bytes(b.try_into().unwrap())
+}
+
+/// The `rocksdb` crate's test comparator: the key, then the timestamp (u64 LE), newest first.
+fn with_ts(o: &mut Options) {
+    fn without(a: &[u8], a_ts: bool, b: &[u8], b_ts: bool) -> Ordering {
+        let a = if a_ts { &a[..a.len() - TS] } else { a };
+        let b = if b_ts { &b[..b.len() - TS] } else { b };
+        a.cmp(b)
+    }
+    o.set_comparator_with_ts(
+        "test.u64ts",
+        TS,
+        Box::new(|a: &[u8], b: &[u8]| {
+            without(a, true, b, true)
+                .then_with(|| ts_of(&b[b.len() - TS..]).cmp(&ts_of(&a[a.len() - TS..])))
+        }),
+        Box::new(|a: &[u8], b: &[u8]| ts_of(a).cmp(&ts_of(b))),
+        Box::new(without),
+    );
+}
+
+fn opts(fs: &MemFs) -> Options {
+    let mut o = Options {
+        fs: Arc::new(fs.clone()),
+        create_if_missing: true,
+        create_missing_column_families: true,
+        write_buffer_size: 8 << 10,
+        block_size: 256,
+        level0_file_num_compaction_trigger: 2,
+        max_bytes_for_level_base: 32 << 10,
+        target_file_size_base: 8 << 10,
+        ..Options::default()
+    };
+    with_ts(&mut o);
+    o
+}
+
+fn at(t: u64) -> ReadOptions {
+    let mut ro = ReadOptions::default();
+    ro.set_timestamp(ts(t));
+    ro
+}
+
+#[test]
+fn reads_see_the_newest_version_at_or_below_their_timestamp() {
+    let fs = MemFs::new();
+    let db = Db::open(&opts(&fs), "/db").unwrap();
+    db.put_with_ts("k", ts(10), "v10").unwrap();
+    db.put_with_ts("k", ts(20), "v20").unwrap();
+    db.delete_with_ts("k", ts(30)).unwrap();
+    db.put_with_ts("j", ts(15), "j15").unwrap();
+    for (t, want) in [
+        (5, None),
+        (10, Some("v10")),
+        (19, Some("v10")),
+        (20, Some("v20")),
+        (29, Some("v20")),
+        (30, None),
+        (99, None),
+    ] {
+        assert_eq!(
+            db.get_opt("k", &at(t)).unwrap().as_deref(),
+            want.map(str::as_bytes),
+            "k at {t}"
+        );
+    }
+    // The same after a flush and a compaction.
+    db.flush().unwrap();
+    db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
+    assert_eq!(db.get_opt("k", &at(25)).unwrap().as_deref(), Some(&b"v20"[..]));
+    assert_eq!(db.get_opt("k", &at(31)).unwrap(), None);
+    // Iterators: keys without timestamps, each with its version's timestamp.
+    let mut it = db.raw_iterator_opt(at(25));
+    assert_eq!(it.timestamp(), None);
+    it.seek_to_first();
+    assert_eq!((it.key(), it.value()), (Some(&b"j"[..]), Some(&b"j15"[..])));
+    assert_eq!(ts_of(it.timestamp().unwrap()), 15);
+    it.next();
+    assert_eq!((it.key(), it.value()), (Some(&b"k"[..]), Some(&b"v20"[..])));
+    assert_eq!(ts_of(it.timestamp().unwrap()), 20);
+    it.next();
+    assert!(!it.valid());
+    assert_eq!(it.timestamp(), None);
+    it.seek_to_last();
+    assert_eq!(it.key(), Some(&b"k"[..]));
+    it.prev();
+    assert_eq!(it.key(), Some(&b"j"[..]));
+    let keys: Vec<Vec<u8>> =
+        db.iterator_opt(IteratorMode::End, at(40)).map(|r| r.unwrap().0.to_vec()).collect();
+    assert_eq!(keys, [b"j".to_vec()], "k is deleted at 30");
+    let ro = ReadOptions { timestamp: Some(ts(12).to_vec()), ..ReadOptions::default() };
+    assert_eq!(db.iterator_opt(IteratorMode::Start, ro).count(), 1, "only k at 12");
+}
+
+#[test]
+fn misuse_is_refused_clearly() {
+    let fs = MemFs::new();
+    let db = Db::open(&opts(&fs), "/db").unwrap();
+    let e = db.put("k", "v").unwrap_err();
+    assert!(
+        matches!(&e, Error::InvalidArgument(m) if m.contains("user-defined timestamps")),
+        "{e}"
+    );
+    assert!(matches!(db.merge("k", "v"), Err(Error::InvalidArgument(_))));
+    assert!(matches!(db.delete_range("a", "b"), Err(Error::InvalidArgument(_))));
+    let e = db.put_with_ts("k", [1u8; 4], "v").unwrap_err();
+    assert!(e.to_string().contains("4-byte timestamp"), "{e}");
+    let e = db.get("k").unwrap_err();
+    assert!(e.to_string().contains("set_timestamp"), "{e}");
+    let mut ro = ReadOptions::default();
+    ro.set_timestamp([0u8; 3]);
+    assert!(matches!(db.get_opt("k", &ro), Err(Error::InvalidArgument(_))));
+    let mut ro = at(5);
+    ro.set_iter_start_ts(ts(1));
+    assert!(matches!(db.get_opt("k", &ro), Err(Error::NotSupported(_))));
+    // A family without timestamps refuses them.
+    let plain = db.create_cf_handle("plain", &Options::default()).unwrap();
+    let e = db.put_cf_with_ts(&plain, "k", ts(1), "v").unwrap_err();
+    assert!(e.to_string().contains("no user-defined timestamps"), "{e}");
+    assert!(matches!(db.get_cf_opt(&plain, "k", &at(1)), Err(Error::InvalidArgument(_))));
+    db.put_cf(&plain, "k", "v").unwrap();
+    // A batch mixing them is refused whole.
+    let mut b = WriteBatch::default();
+    b.put_cf(&plain, "a", "1");
+    b.put_cf(&db.cf_handle("default").unwrap(), "x", "y");
+    assert!(matches!(db.write(b), Err(Error::InvalidArgument(_))));
+    assert_eq!(db.get_cf(&plain, "a").unwrap(), None);
+    let mut b = WriteBatch::default();
+    b.put_cf(&plain, "a", "1");
+    b.put_cf_with_ts(&db.cf_handle("default").unwrap(), "x", ts(3), "y");
+    db.write(b).unwrap();
+    assert_eq!(db.get_opt("x", &at(3)).unwrap().as_deref(), Some(&b"y"[..]));
+    assert_eq!(db.get_cf(&plain, "a").unwrap().as_deref(), Some(&b"1"[..]));
+    // Bytes decoded into a batch carry no sign of their timestamps: refused.
+    let data = {
+        let mut b = WriteBatch::default();
+        b.put_cf_with_ts(&db.cf_handle("default").unwrap(), "z", ts(3), "y");
+        b.data().to_vec()
+    };
+    assert!(matches!(db.write(WriteBatch::from_data(&data)), Err(Error::InvalidArgument(_))));
+    // The order is recorded with its timestamp size: without it the family does not open.
+    drop((db, plain));
+    let mut o = Options { fs: Arc::new(fs.clone()), ..Options::default() };
+    o.set_comparator("test.u64ts", Box::new(|a: &[u8], b: &[u8]| a.cmp(b)));
+    let e = Db::open_cf(&o, "/db", ["plain"]).unwrap_err();
+    assert!(e.to_string().contains("test.u64ts#ts8"), "{e}");
+}
+
+#[test]
+fn full_history_ts_low_refuses_older_reads_and_survives_a_reopen() {
+    let fs = MemFs::new();
+    let o = opts(&fs);
+    {
+        let db = Db::open(&o, "/db").unwrap();
+        let cf = db.cf_handle("default").unwrap();
+        assert_eq!(db.get_full_history_ts_low(&cf).unwrap(), Vec::<u8>::new());
+        db.put_with_ts("k", ts(1), "a").unwrap();
+        db.put_with_ts("k", ts(5), "b").unwrap();
+        db.increase_full_history_ts_low(&cf, ts(3)).unwrap();
+        assert_eq!(db.get_full_history_ts_low(&cf).unwrap(), ts(3));
+        let e = db.increase_full_history_ts_low(&cf, ts(2)).unwrap_err();
+        assert!(e.to_string().contains("below"), "{e}");
+        assert!(matches!(db.get_opt("k", &at(2)), Err(Error::InvalidArgument(_))));
+        assert_eq!(db.get_opt("k", &at(3)).unwrap().as_deref(), Some(&b"a"[..]));
+        let mut c = CompactOptions::default();
+        c.set_full_history_ts_low(ts(4));
+        db.compact_range_opt(None::<&[u8]>, None::<&[u8]>, &c).unwrap();
+        assert_eq!(db.get_full_history_ts_low(&cf).unwrap(), ts(4));
+    }
+    let db = Db::open(&o, "/db").unwrap();
+    let cf = db.cf_handle("default").unwrap();
+    assert_eq!(db.get_full_history_ts_low(&cf).unwrap(), ts(4), "recorded in the MANIFEST");
+    assert!(db.get_opt("k", &at(3)).is_err());
+    assert_eq!(db.get_opt("k", &at(4)).unwrap().as_deref(), Some(&b"a"[..]));
+    assert_eq!(db.get_opt("k", &at(9)).unwrap().as_deref(), Some(&b"b"[..]));
+}
+
+#[test]
+fn external_files_and_families_with_timestamps() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = Options::default();
+    with_ts(&mut o);
+    let sst = dir.path().join("f.sst");
+    let mut w = SstFileWriter::create(&o);
+    w.open(&sst).unwrap();
+    assert!(matches!(w.put("a", "x"), Err(Error::InvalidArgument(_))));
+    w.put_with_ts("a", ts(1), "a1").unwrap();
+    w.put_with_ts("b", ts(2), "b2").unwrap();
+    w.finish().unwrap();
+    let mut db_opts = Options::default();
+    db_opts.create_if_missing(true);
+    db_opts.create_missing_column_families(true);
+    let db = Db::open_cf_descriptors(
+        &db_opts,
+        dir.path().join("db"),
+        vec![ColumnFamilyDescriptor::new("ts", o.clone())],
+    )
+    .unwrap();
+    let cf = db.cf_handle("ts").unwrap();
+    db.ingest_external_file_cf(&cf, vec![&sst]).unwrap();
+    db.delete_cf_with_ts(&cf, "b", ts(3)).unwrap();
+    db.put("plain", "p").unwrap();
+    assert_eq!(db.get_cf_opt(&cf, "a", &at(1)).unwrap().as_deref(), Some(&b"a1"[..]));
+    assert_eq!(db.get_cf_opt(&cf, "b", &at(1)).unwrap(), None);
+    assert_eq!(db.get_cf_opt(&cf, "b", &at(2)).unwrap().as_deref(), Some(&b"b2"[..]));
+    assert_eq!(db.get_cf_opt(&cf, "b", &at(3)).unwrap(), None);
+    assert_eq!(db.get("plain").unwrap().as_deref(), Some(&b"p"[..]));
+}
+
+/// Each key's versions: (timestamp, value or deletion), ascending by timestamp.
+type Model = BTreeMap<Vec<u8>, BTreeMap<u64, Option<Vec<u8>>>>;
+
+fn model_at(m: &Model, t: u64) -> Vec<(Vec<u8>, Vec<u8>, u64)> {
+    m.iter()
+        .filter_map(|(k, versions)| {
+            let (&vt, v) = versions.range(..=t).next_back()?;
+            v.as_ref().map(|v| (k.clone(), v.clone(), vt))
+        })
+        .collect()
+}
+
+fn scan(db: &Db, ro: ReadOptions, forward: bool) -> Vec<(Vec<u8>, Vec<u8>, u64)> {
+    let mut it = db.raw_iterator_opt(ro);
+    let mut out = Vec::new();
+    if forward {
+        it.seek_to_first();
+    } else {
+        it.seek_to_last();
+    }
+    while let (Some(k), Some(v), Some(t)) = (it.key(), it.value(), it.timestamp()) {
+        out.push((k.to_vec(), v.to_vec(), ts_of(t)));
+        if forward {
+            it.next();
+        } else {
+            it.prev();
+        }
+    }
+    it.status().unwrap();
+    if !forward {
+        out.reverse();
+    }
+    out
+}
+
+#[test]
+fn random_versions_read_at_random_timestamps_match_a_model() {
+    let mut rng = StdRng::seed_from_u64(11);
+    let fs = MemFs::new();
+    let o = opts(&fs);
+    let mut db = Db::open(&o, "/db").unwrap();
+    let mut model = Model::new();
+    let mut now = 1u64;
+    for step in 0..3000 {
+        let k = format!("k{:03}", rng.gen_range(0..120)).into_bytes();
+        now += rng.gen_range(0..3);
+        match rng.gen_range(0..100) {
+            0..=69 => {
+                let v = format!("v{step}").into_bytes();
+                db.put_with_ts(&k, ts(now), &v).unwrap();
+                model.entry(k).or_default().insert(now, Some(v));
+            }
+            70..=84 => {
+                db.delete_with_ts(&k, ts(now)).unwrap();
+                model.entry(k).or_default().insert(now, None);
+            }
+            85..=88 => db.flush().unwrap(),
+            89..=90 => db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap(),
+            91 => {
+                drop(db);
+                db = Db::open(&o, "/db").unwrap();
+            }
+            _ => {
+                let t = rng.gen_range(0..=now + 2);
+                let want = model_at(&model, t);
+                let got = db.get_opt(&k, &at(t)).unwrap();
+                let expect = want.iter().find(|(mk, _, _)| *mk == k).map(|(_, v, _)| v.clone());
+                assert_eq!(got, expect, "step {step}: get {k:?} at {t}");
+                if step % 5 == 0 {
+                    assert_eq!(scan(&db, at(t), true), want, "step {step}: forward at {t}");
+                    assert_eq!(scan(&db, at(t), false), want, "step {step}: backward at {t}");
+                    let (a, b) = (rng.gen_range(0..120), rng.gen_range(0..120));
+                    let (lo, hi) = (format!("k{:03}", a.min(b)), format!("k{:03}", a.max(b)));
+                    let mut ro = at(t);
+                    ro.set_iterate_lower_bound(lo.clone());
+                    ro.set_iterate_upper_bound(hi.clone());
+                    let bounded: Vec<_> = want
+                        .iter()
+                        .filter(|(k, _, _)| {
+                            k.as_slice() >= lo.as_bytes() && k.as_slice() < hi.as_bytes()
+                        })
+                        .cloned()
+                        .collect();
+                    assert_eq!(scan(&db, ro.clone(), true), bounded, "step {step}: bounded");
+                    assert_eq!(scan(&db, ro, false), bounded, "step {step}: bounded back");
+                    let target = format!("k{:03}", rng.gen_range(0..120)).into_bytes();
+                    let mut it = db.raw_iterator_opt(at(t));
+                    it.seek(&target);
+                    let ge =
+                        want.iter().find(|(k, _, _)| *k >= target).map(|(k, _, _)| k.as_slice());
+                    assert_eq!(it.key(), ge, "step {step}: seek {target:?}");
+                    it.seek_for_prev(&target);
+                    let le = want
+                        .iter()
+                        .rev()
+                        .find(|(k, _, _)| *k <= target)
+                        .map(|(k, _, _)| k.as_slice());
+                    assert_eq!(it.key(), le, "step {step}: seek_for_prev {target:?}");
+                }
+            }
+        }
+    }
+}
