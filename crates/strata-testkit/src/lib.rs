@@ -17,6 +17,7 @@ pub mod fuzz;
 pub mod iofault;
 pub mod ops_crash;
 pub mod power;
+mod ts_crash;
 mod two_phase_crash;
 pub mod value;
 pub mod verify;

@@ -1,5 +1,6 @@
-//! Crashes during checkpoints, backups, ingestions, a TTL DB's expiring compactions and
-//! two-phase commits (`two_phase_crash.rs`), on `MemFs` behind `FaultFs`.
+//! Crashes during checkpoints, backups, ingestions, a TTL DB's expiring compactions,
+//! two-phase commits (`two_phase_crash.rs`) and the writes, flushes and compactions of a DB
+//! whose keys carry user-defined timestamps (`ts_crash.rs`), on `MemFs` behind `FaultFs`.
 //!
 //! Each cycle builds a DB (every write synced, so the model is exact), then cuts the
 //! filesystem off in the middle of `Checkpoint::create`, `BackupEngine::create_new_backup`,
@@ -78,11 +79,21 @@ pub fn run(seed: u64, cycles: u64) -> OpsCrashSummary {
     sum
 }
 
+/// Runs the one cycle whose seed a failure named (`cycle seed N`).
+pub fn replay(cycle_seed: u64) -> OpsCrashSummary {
+    let mut sum = OpsCrashSummary::default();
+    if let Err(f) = one_cycle(cycle_seed, &mut sum) {
+        sum.failures.push(format!("cycle seed {cycle_seed}: {f}"));
+    }
+    sum.cycles = 1;
+    sum
+}
+
 fn one_cycle(seed: u64, sum: &mut OpsCrashSummary) -> Result<(), String> {
     let mut rng = StdRng::seed_from_u64(seed);
     let mem = MemFs::new();
     let fault = FaultFs::new(Arc::new(mem.clone()), seed);
-    match rng.gen_range(0..5) {
+    match rng.gen_range(0..6) {
         0 => {
             let plain = rng.gen_bool(0.5);
             return ttl_cycle(&mut rng, &mem, &fault, sum, plain);
@@ -99,6 +110,19 @@ fn one_cycle(seed: u64, sum: &mut OpsCrashSummary) -> Result<(), String> {
             if recovered > 0 {
                 sum.complete_after_crash += 1;
             }
+            return Ok(());
+        }
+        2 => {
+            let mut arm_cut = |r: &mut StdRng| {
+                let prefixes = ["wal.", "manifest.", "flush.", "compaction.", "sst."];
+                let prefix = prefixes[r.gen_range(0..prefixes.len())];
+                arm(r, &fault, prefix);
+            };
+            let mut crash_it =
+                |r: &mut StdRng, interrupted: bool| crash(r, &mem, &fault, sum, interrupted);
+            let checked =
+                crate::ts_crash::cycle(&mut rng, &mem, &fault, &mut arm_cut, &mut crash_it)?;
+            sum.complete_after_crash += checked as u64;
             return Ok(());
         }
         _ => {}
@@ -316,21 +340,30 @@ impl TtlDb {
         }
     }
 
-    /// What it shows: its iterator's pairs, each also read back with `get`.
+    /// What it shows: its iterator's pairs, each also read back with `get`. The plain DB is
+    /// read through one snapshot: an automatic compaction between the scan and the reads may
+    /// drop an expired value the scan saw (a snapshot keeps it, as the filter spares what a
+    /// snapshot can see).
     fn contents(&self) -> Result<BTreeMap<Vec<u8>, Vec<u8>>, String> {
         let mut out = BTreeMap::new();
-        let items: Vec<_> = match self {
-            TtlDb::Wrapper(db) => db.iterator(IteratorMode::Start).collect(),
-            TtlDb::Plain(db) => db.iterator(IteratorMode::Start).collect(),
+        let snap = match self {
+            TtlDb::Wrapper(_) => None,
+            TtlDb::Plain(db) => Some(db.snapshot()),
+        };
+        let items: Vec<_> = match (self, &snap) {
+            (TtlDb::Wrapper(db), _) => db.iterator(IteratorMode::Start).collect(),
+            (TtlDb::Plain(_), Some(snap)) => snap.iterator(IteratorMode::Start).collect(),
+            (TtlDb::Plain(db), None) => db.iterator(IteratorMode::Start).collect(),
         };
         for item in items {
             let (k, v) = item.map_err(e("iterate the TTL DB"))?;
             out.insert(k.to_vec(), v.to_vec());
         }
         for (k, v) in &out {
-            let got = match self {
-                TtlDb::Wrapper(db) => db.get(k),
-                TtlDb::Plain(db) => db.get(k),
+            let got = match (self, &snap) {
+                (TtlDb::Wrapper(db), _) => db.get(k),
+                (TtlDb::Plain(_), Some(snap)) => snap.get(k),
+                (TtlDb::Plain(db), None) => db.get(k),
             }
             .map_err(e("get from the TTL DB"))?;
             if got.as_deref() != Some(&v[..]) {

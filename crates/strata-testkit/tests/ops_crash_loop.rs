@@ -15,3 +15,13 @@ fn checkpoint_and_backup_crash_loop() {
     assert!(s.interrupted > 10, "the cut must land inside the operation: {s:?}");
     assert!(s.complete_after_crash > 0, "{s:?}");
 }
+
+/// `STRATA_REPLAY_CYCLE=N` runs the one cycle a failure named (`cycle seed N`).
+#[test]
+fn replay_one_cycle() {
+    let Some(seed) = std::env::var("STRATA_REPLAY_CYCLE").ok().and_then(|s| s.parse().ok()) else {
+        return;
+    };
+    let s = strata_testkit::ops_crash::replay(seed);
+    assert!(s.failures.is_empty(), "{:#?}", s.failures);
+}
