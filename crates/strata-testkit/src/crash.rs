@@ -412,10 +412,11 @@ pub fn child_main(args: &ChildArgs) -> i32 {
     };
     let opts = Options {
         db_paths,
-        comparator,
+        comparator: comparator.clone(),
         ..random_options(&mut rng, Arc::new(OsFs), false, args.wal_dir.clone())
     };
     let mut wl = WorkloadConfig::random(&mut rng, state.keys(), args.threads);
+    wl.key_order = comparator;
     if args.clean_close {
         // Only a clean close keeps writes that skipped the WAL.
         wl.disable_wal_ratio = [0.3, 1.0][rng.gen_range(0..2)];

@@ -87,21 +87,36 @@ pub fn run_key_order(seed: u64) -> strata::comparator::KeyOrder {
     }
 }
 
-/// The non-bytewise order of [`run_key_order`]: the first byte descending, then the rest
-/// bytewise. The loops' counter keys (`c...`) then sort after all their other keys (`k...`),
-/// so tables and levels split the key space unlike bytewise order, while within one first
-/// byte it is bytewise: a key with a byte appended (a single-key range end, `[k, k\0)`) still
-/// follows it directly, and the workloads mean what they mean in bytewise order. The engine
-/// takes every path of a non-bytewise order (no fences, no seek hints, whole index
-/// separators, the order's name in the MANIFEST and the tables).
+/// The non-bytewise order of [`run_key_order`]: reverse bytewise, so tables, levels, index
+/// separators and iterators run the other way round from bytewise order. The engine takes
+/// every path of a non-bytewise order (no fences, no seek hints, whole index separators, the
+/// order's name in the MANIFEST and the tables); a single-key range deletion ends where
+/// [`single_key_range_end`] says.
 pub fn loop_key_order() -> strata::comparator::KeyOrder {
     strata::comparator::KeyOrder::custom(
-        "strata-testkit.FirstByteDescending",
-        Box::new(|a: &[u8], b: &[u8]| match (a.split_first(), b.split_first()) {
-            (Some((x, ra)), Some((y, rb))) => y.cmp(x).then_with(|| ra.cmp(rb)),
-            _ => a.len().cmp(&b.len()),
-        }),
+        "strata-testkit.ReverseBytewise",
+        Box::new(|a: &[u8], b: &[u8]| b.cmp(a)),
     )
+}
+
+/// The exclusive end, in `order` (bytewise or [`loop_key_order`]), of a range that holds
+/// only `key` among the loops' keys (`value::key`: nine ASCII bytes). Bytewise, `key\0`. In
+/// reverse bytewise order the range `[key, end)` holds the keys bytewise in `(end, key]`:
+/// with `end` = `key` with its last byte decremented and 16 bytes `0xff` appended, that is
+/// `key` and keys longer than 25 bytes starting with `end`, none of them the loops'.
+pub fn single_key_range_end(order: &strata::comparator::KeyOrder, key: &[u8]) -> Vec<u8> {
+    let mut end = key.to_vec();
+    if order.is_bytewise() {
+        end.push(0);
+        return end;
+    }
+    match end.last_mut() {
+        Some(last) if *last > 0 => *last -= 1,
+        _ => panic!("single_key_range_end: {key:?} does not end in a byte above 0"),
+    }
+    end.extend_from_slice(&[0xff; 16]);
+    debug_assert!(order.lt(key, &end), "{key:?} must come before its range end in {order:?}");
+    end
 }
 
 /// Random engine options for one cycle of the DB at `db`. `small` picks the small memtables
@@ -514,5 +529,24 @@ impl Summary {
             if self.passed() { "PASS".to_string() } else { format!("FAIL (seed {})", self.seed) }
         );
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// In both loop orders a single-key range holds its key and none of the loops' others.
+    #[test]
+    fn single_key_ranges_hold_only_their_key() {
+        for order in [strata::comparator::KeyOrder::Bytewise, loop_key_order()] {
+            let keys: Vec<Vec<u8>> = (0..3000).step_by(7).map(value::key).collect();
+            for k in &keys {
+                let end = single_key_range_end(&order, k);
+                let inside: Vec<&Vec<u8>> =
+                    keys.iter().filter(|x| order.le(k, x) && order.lt(x, &end)).collect();
+                assert_eq!(inside, [k], "{order:?}");
+            }
+        }
     }
 }

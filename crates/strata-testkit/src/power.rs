@@ -157,7 +157,10 @@ fn one_cycle(
         ..random_options(&mut rng, Arc::new(view.clone()), true, wal_dir.clone())
     };
     let db = crate::open_db(&opts, DB).map_err(|e| format!("open before writing: {e}"))?;
-    let wl = WorkloadConfig::random(&mut rng, cfg.keys, cfg.threads);
+    let wl = WorkloadConfig {
+        key_order: comparator.clone(),
+        ..WorkloadConfig::random(&mut rng, cfg.keys, cfg.threads)
+    };
     let init: Vec<KeyState> = (0..cfg.keys).map(|i| state.get(i).state).collect();
     let history = History::new(cfg.threads);
     let stop = AtomicBool::new(false);

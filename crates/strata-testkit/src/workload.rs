@@ -35,7 +35,7 @@ pub struct WorkloadConfig {
     pub compact_ratio: f64,
     /// Per write, the chance of reading back one owned key and checking it.
     pub read_ratio: f64,
-    /// Fraction of deletes issued as `delete_range` over exactly that key (`[k, k\0)`), so
+    /// Fraction of deletes issued as `delete_range` over exactly that key (`[k, crate::single_key_range_end(k))`), so
     /// range tombstones go through the WAL, memtables, flushes and compactions.
     pub range_delete_ratio: f64,
     /// Fraction of non-sync writes made with the WAL disabled. Only for runs that end in a
@@ -53,6 +53,9 @@ pub struct WorkloadConfig {
     /// `period` of the process's clock, all at once, so flushes stop too and start again
     /// (L0 batches that end when files stop coming, and L0 carry-over after a burst).
     pub pauses: Option<(u64, u64)>,
+    /// The DB's key order (bytewise or `crate::loop_key_order`): where single-key range
+    /// deletions end (`crate::single_key_range_end`).
+    pub key_order: strata::comparator::KeyOrder,
 }
 
 impl WorkloadConfig {
@@ -73,6 +76,7 @@ impl WorkloadConfig {
             snapshot_ratio: [0.0, 0.002, 0.02][rng.gen_range(0..3)],
             dead_put_ratio: [0.0, 0.5][rng.gen_range(0..2)],
             pauses: [None, None, Some((500, 150)), Some((1500, 400))][rng.gen_range(0..4)],
+            key_order: strata::comparator::KeyOrder::Bytewise,
         }
     }
 }
@@ -84,13 +88,6 @@ struct HeldSnapshot {
     seen: crate::expected::Observed,
     /// Writes left before the key is read again and the snapshot released.
     writes_left: u32,
-}
-
-/// The exclusive end of a range that holds only `key`.
-fn single_key_range_end(key: &[u8]) -> Vec<u8> {
-    let mut end = key.to_vec();
-    end.push(0);
-    end
 }
 
 /// One write as the power-loss check needs it: logical start and acknowledgement times and
@@ -271,9 +268,11 @@ pub fn run_thread(w: &Writer<'_>, tid: u32) -> ThreadStats {
                 OpKind::Delete if dead && !is_counter(i) => {
                     db.put_opt(key(i), value::dead_value(i), &wo)
                 }
-                OpKind::Delete if ranged => {
-                    db.delete_range_opt(key(i), single_key_range_end(&key(i)), &wo)
-                }
+                OpKind::Delete if ranged => db.delete_range_opt(
+                    key(i),
+                    crate::single_key_range_end(&cfg.key_order, &key(i)),
+                    &wo,
+                ),
                 OpKind::Delete => db.delete_opt(key(i), &wo),
                 OpKind::Merge => db.merge_opt(key(i), value::operand(i, v).to_le_bytes(), &wo),
             }
@@ -289,7 +288,10 @@ pub fn run_thread(w: &Writer<'_>, tid: u32) -> ThreadStats {
                     OpKind::Put => b.put(key(i), payload(i, v)),
                     OpKind::Delete if dead && !is_counter(i) => b.put(key(i), value::dead_value(i)),
                     OpKind::Delete if ranged => {
-                        b.delete_range(key(i), single_key_range_end(&key(i)));
+                        b.delete_range(
+                            key(i),
+                            crate::single_key_range_end(&cfg.key_order, &key(i)),
+                        );
                     }
                     OpKind::Delete => b.delete(key(i)),
                     OpKind::Merge => b.merge(key(i), value::operand(i, v).to_le_bytes()),
@@ -301,7 +303,11 @@ pub fn run_thread(w: &Writer<'_>, tid: u32) -> ThreadStats {
                             b.put_cf(cf, key(i), value::dead_value(i));
                         }
                         OpKind::Delete if ranged => {
-                            b.delete_range_cf(cf, key(i), single_key_range_end(&key(i)));
+                            b.delete_range_cf(
+                                cf,
+                                key(i),
+                                crate::single_key_range_end(&cfg.key_order, &key(i)),
+                            );
                         }
                         OpKind::Delete => b.delete_cf(cf, key(i)),
                         OpKind::Merge => b.merge_cf(cf, key(i), value::operand(i, v).to_le_bytes()),
