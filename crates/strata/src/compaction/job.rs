@@ -57,6 +57,9 @@ pub(crate) struct JobEnv<'a> {
     /// reads at or above its timestamp, so no entry counts as having nothing below it and no
     /// deletion is dropped.
     pub versioned_keys: bool,
+    /// With `versioned_keys`, the family's `full_history_ts_low` when set: versions below it
+    /// that no read can reach are dropped (`stream::CollapsedHistory`).
+    pub history: Option<super::stream::CollapsedHistory<'a>>,
 }
 
 /// Entries a job writes between two looks at the cancel flag.
@@ -285,6 +288,7 @@ fn run_range(
         is_bottom: &is_bottom,
         range_dels: fragmented.as_ref(),
         zero_seqnos: plan.output_level > 0,
+        history: env.history,
     };
     let mut filter = env.filter.as_ref().and_then(|(f, c)| filter_for(Some(*f), c));
     let sf =
@@ -547,6 +551,7 @@ mod tests {
             readahead_size: 0,
             filter: None,
             versioned_keys: false,
+            history: None,
         };
         f(&env)
     }

@@ -23,10 +23,19 @@
 //!   change its value, or remove it, which makes it a deletion at its sequence number (dropped
 //!   by the rule above where nothing older can exist).
 //!
+//! - in a family with user-defined timestamps ([`CollapsedHistory`]) each version is a key of
+//!   its own (`key || timestamp`, newest timestamp first); reads below the family's
+//!   `full_history_ts_low` are refused, so a version below it is dropped when a newer one of
+//!   the same key (also below it) is in its snapshot stripe or an older one: every read that
+//!   could see the older version sees that one first.
+//!   A deletion there is kept (a version of the key outside this compaction, written later
+//!   with an older timestamp, could otherwise come back).
+//!
 //! Invariant: for every live snapshot, a read over the output returns exactly what it returned
 //! over the input; so does the latest view, but for the keys the filter removed or changed.
 
 use crate::compaction_filter::{CompactionFilter, Decision};
+use crate::comparator::UserTimestamps;
 use crate::error::{Error, Result};
 use crate::iterator::InternalIterator;
 use crate::key::{append_internal_key, parse_internal_key};
@@ -49,6 +58,57 @@ pub(crate) struct StreamContext<'a> {
     /// Whether values at the bottom may drop their sequence number (never for L0 outputs,
     /// which are ordered by their largest sequence number).
     pub zero_seqnos: bool,
+    /// Set for a family with user-defined timestamps whose `full_history_ts_low` is set.
+    pub history: Option<CollapsedHistory<'a>>,
+}
+
+/// The history a family with user-defined timestamps no longer serves: reads at a timestamp
+/// below `low` are refused (`Db::increase_full_history_ts_low`).
+#[derive(Clone, Copy)]
+pub(crate) struct CollapsedHistory<'a> {
+    pub timestamps: &'a UserTimestamps,
+    pub low: &'a [u8],
+}
+
+/// The versions below the low seen so far of one key: the oldest stripe one of them is in.
+#[derive(Default)]
+struct Covered {
+    key: Vec<u8>,
+    /// Every read that sees an entry of this stripe or a newer one sees that version.
+    oldest_stripe: Option<usize>,
+}
+
+impl Covered {
+    /// Whether an entry of `stored_key` (`key || timestamp`) at `seq` is hidden below the low:
+    /// a version of the same key already seen (a newer timestamp, or the same one at a newer
+    /// sequence number) is in its stripe or an older one, so every read that could see this
+    /// entry (at a timestamp at or above the low) sees that version first. If not, it is the
+    /// version such reads see from its stripe on.
+    fn hides(
+        &mut self,
+        h: &CollapsedHistory<'_>,
+        snapshots: &[SeqNo],
+        stored_key: &[u8],
+        seq: SeqNo,
+    ) -> bool {
+        let Some((key, ts)) = h.timestamps.split(stored_key) else { return false };
+        if h.timestamps.compare_ts(ts, h.low) != std::cmp::Ordering::Less {
+            return false;
+        }
+        if !equal_bytes(key, &self.key) {
+            self.key.clear();
+            self.key.extend_from_slice(key);
+            self.oldest_stripe = None;
+        }
+        let s = stripe(snapshots, seq);
+        match self.oldest_stripe {
+            Some(o) if o <= s => true,
+            _ => {
+                self.oldest_stripe = Some(s);
+                false
+            }
+        }
+    }
 }
 
 /// Counters of one run.
@@ -133,6 +193,7 @@ pub(crate) fn run_stream(
     let mut stats = StreamStats::default();
     let mut group = Group::default();
     let mut ikey = Vec::new();
+    let mut covered = Covered::default();
     input.seek_to_first();
     while input.valid() {
         let p = parse_internal_key(input.key()).ok_or_else(|| {
@@ -143,6 +204,12 @@ pub(crate) fn run_stream(
             )
         })?;
         stats.input_entries += 1;
+        if let Some(h) = &ctx.history {
+            if covered.hides(h, ctx.snapshots, p.user_key, p.seq) {
+                input.next();
+                continue;
+            }
+        }
         if group.is_empty() || !equal_bytes(p.user_key, &group.ukey) {
             if !group.is_empty() {
                 flush_group(&group, &mut ikey, ctx, filter.as_mut(), &mut stats, &mut emit)?;
@@ -391,6 +458,7 @@ mod tests {
                 merge_operator: Some(&*op),
                 is_bottom: &is_bottom,
                 range_dels: None,
+                history: None,
                 zero_seqnos: (round / 2) % 2 == 0,
             };
             let mut out = Vec::new();
@@ -483,6 +551,7 @@ mod tests {
                 merge_operator: Some(&*op),
                 is_bottom: &is_bottom,
                 range_dels: None,
+                history: None,
                 zero_seqnos: round % 2 == 0,
             };
             let mut f = ModFilter { calls: Vec::new() };
@@ -587,6 +656,7 @@ mod tests {
                 merge_operator: Some(&*op),
                 is_bottom: &is_bottom,
                 range_dels: Some(&frag),
+                history: None,
                 zero_seqnos: round % 3 == 0,
             };
             let mut out = Vec::new();
@@ -639,6 +709,7 @@ mod tests {
                 merge_operator: Some(&*op),
                 is_bottom: &is_bottom,
                 range_dels: Some(&frag),
+                history: None,
                 zero_seqnos: zero,
             };
             let mut out = Vec::new();

@@ -284,6 +284,14 @@ fn execute(inner: &DbInner, cfd: &Arc<Cfd>, plan: &CompactionPlan, manual: bool)
         table_options = &skewed;
     }
     let output_dir = cfd.table_dir(plan.output_path_id, &inner.dir);
+    // Read before the job starts: reads below it are refused from the moment it is set.
+    let history_low = cfd.full_history_ts_low();
+    let history = match (&cfd.opts.timestamps, &history_low) {
+        (Some(t), Some(low)) => {
+            Some(crate::compaction::stream::CollapsedHistory { timestamps: t, low })
+        }
+        _ => None,
+    };
     let env = JobEnv {
         fs: inner.fs.as_ref(),
         dir: output_dir,
@@ -298,6 +306,7 @@ fn execute(inner: &DbInner, cfd: &Arc<Cfd>, plan: &CompactionPlan, manual: bool)
         readahead_size: inner.opts.compaction_readahead_size,
         filter,
         versioned_keys: cfd.opts.timestamps.is_some(),
+        history,
     };
     let rewrites = !plan.trivial_move && !plan.deletion;
     if rewrites {

@@ -61,6 +61,7 @@ fn build_level0_table(
         is_bottom: &not_bottom,
         range_dels: range_dels.as_deref(),
         zero_seqnos: false,
+        history: None,
     };
     let mut filter = env.filter.as_ref().and_then(|(f, c)| filter_for(Some(*f), c));
     let sf = filter.as_deref_mut().map(|f| StreamFilter { filter: f, level: 0 });

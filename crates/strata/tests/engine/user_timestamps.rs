@@ -276,32 +276,61 @@ fn random_versions_read_at_random_timestamps_match_a_model() {
     let o = opts(&fs);
     let mut db = Db::open(&o, "/db").unwrap();
     let mut model = Model::new();
-    let mut now = 1u64;
-    for step in 0..3000 {
+    let (mut now, mut low) = (1u64, 0u64);
+    // A snapshot held over later writes, with the model when it was taken.
+    let mut held: Option<(strata::Snapshot<'static>, Model)> = None;
+    for step in 0..4000 {
         let k = format!("k{:03}", rng.gen_range(0..120)).into_bytes();
         now += rng.gen_range(0..3);
+        // Mostly the newest timestamp; sometimes an older one, below the low too (a late
+        // write: no read at or above the low may see it unless it is the key's newest there).
+        let wt = if rng.gen_bool(0.1) { rng.gen_range(1..=now) } else { now };
         match rng.gen_range(0..100) {
-            0..=69 => {
+            0..=64 => {
                 let v = format!("v{step}").into_bytes();
-                db.put_with_ts(&k, ts(now), &v).unwrap();
-                model.entry(k).or_default().insert(now, Some(v));
+                db.put_with_ts(&k, ts(wt), &v).unwrap();
+                model.entry(k).or_default().insert(wt, Some(v));
             }
-            70..=84 => {
-                db.delete_with_ts(&k, ts(now)).unwrap();
-                model.entry(k).or_default().insert(now, None);
+            65..=79 => {
+                db.delete_with_ts(&k, ts(wt)).unwrap();
+                model.entry(k).or_default().insert(wt, None);
             }
-            85..=88 => db.flush().unwrap(),
-            89..=90 => db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap(),
-            91 => {
+            80..=84 => db.flush().unwrap(),
+            85..=87 => db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap(),
+            88 => {
+                held = None;
                 drop(db);
                 db = Db::open(&o, "/db").unwrap();
             }
+            89..=90 if now > low + 2 => {
+                low = rng.gen_range(low + 1..now);
+                db.increase_full_history_ts_low(&db.cf_handle("default").unwrap(), ts(low))
+                    .unwrap();
+            }
+            89..=91 => {
+                held = match held {
+                    Some(_) => None,
+                    None => Some((db.snapshot(), model.clone())),
+                }
+            }
             _ => {
-                let t = rng.gen_range(0..=now + 2);
+                let t = rng.gen_range(low..=now + 2);
                 let want = model_at(&model, t);
                 let got = db.get_opt(&k, &at(t)).unwrap();
                 let expect = want.iter().find(|(mk, _, _)| *mk == k).map(|(_, v, _)| v.clone());
                 assert_eq!(got, expect, "step {step}: get {k:?} at {t}");
+                if let Some((snap, then)) = &held {
+                    let mut ro = at(t);
+                    ro.set_snapshot(snap);
+                    assert_eq!(
+                        scan(&db, ro, true),
+                        model_at(then, t),
+                        "step {step}: snapshot at {t}"
+                    );
+                }
+                if low > 0 {
+                    assert!(db.get_opt(&k, &at(low - 1)).is_err(), "step {step}: below the low");
+                }
                 if step % 5 == 0 {
                     assert_eq!(scan(&db, at(t), true), want, "step {step}: forward at {t}");
                     assert_eq!(scan(&db, at(t), false), want, "step {step}: backward at {t}");
@@ -336,4 +365,60 @@ fn random_versions_read_at_random_timestamps_match_a_model() {
             }
         }
     }
+    assert!(low > 0 && table_entries(&db) > 0);
+}
+
+fn table_entries(db: &Db) -> u64 {
+    db.live_files().unwrap().iter().map(|f| f.num_entries).sum()
+}
+
+#[test]
+fn compaction_drops_versions_below_full_history_ts_low_no_read_can_reach() {
+    let fs = MemFs::new();
+    let db = Db::open(&opts(&fs), "/db").unwrap();
+    let cf = db.cf_handle("default").unwrap();
+    for t in 1..=40u64 {
+        db.put_with_ts("k", ts(t), format!("v{t}")).unwrap();
+        db.put_with_ts("j", ts(t), format!("j{t}")).unwrap();
+    }
+    db.delete_with_ts("j", ts(20)).unwrap();
+    db.flush().unwrap();
+    db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
+    assert_eq!(
+        table_entries(&db),
+        80,
+        "without a low every version stays (j's deletion at 20 replaced its put)"
+    );
+    // m's version at 5 is older than the snapshot, its version at 10 newer: a read at the
+    // snapshot sees only the first, so it stays while the snapshot lives.
+    db.put_with_ts("m", ts(5), "m5").unwrap();
+    let snap = db.snapshot();
+    db.put_with_ts("m", ts(10), "m10").unwrap();
+    db.put_with_ts("k", ts(5), "late").unwrap();
+    db.increase_full_history_ts_low(&cf, ts(30)).unwrap();
+    db.flush().unwrap();
+    db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
+    assert_eq!(table_entries(&db), 12 + 12 + 2, "the snapshot keeps m at 5");
+    assert_eq!(snap.get_opt("m", &at(30)).unwrap().as_deref(), Some(&b"m5"[..]));
+    assert_eq!(db.get_opt("m", &at(30)).unwrap().as_deref(), Some(&b"m10"[..]));
+    drop(snap);
+    db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
+    assert_eq!(table_entries(&db), 12 + 12 + 1, "{:?}", db.live_files().unwrap());
+    // Below 30, one version of each key is left: k's at 29 (not the later write at 5), j's
+    // at 29, m's at 10; 30..=40 stay.
+    for t in 30..=45u64 {
+        let want = format!("v{}", t.min(40));
+        assert_eq!(db.get_opt("k", &at(t)).unwrap().as_deref(), Some(want.as_bytes()), "k at {t}");
+        let want = format!("j{}", t.min(40));
+        assert_eq!(db.get_opt("j", &at(t)).unwrap().as_deref(), Some(want.as_bytes()), "j at {t}");
+    }
+    assert!(db.get_opt("k", &at(29)).is_err(), "below the low");
+    // A key deleted below the low stays deleted; its deletion is kept.
+    db.put_with_ts("d", ts(31), "d31").unwrap();
+    db.delete_with_ts("d", ts(32)).unwrap();
+    db.increase_full_history_ts_low(&cf, ts(35)).unwrap();
+    db.flush().unwrap();
+    db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
+    assert_eq!(db.get_opt("d", &at(35)).unwrap(), None);
+    assert_eq!(db.get_opt("k", &at(35)).unwrap().as_deref(), Some(&b"v35"[..]));
 }
