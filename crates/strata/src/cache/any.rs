@@ -164,6 +164,22 @@ impl<K: Hash + Eq + Clone + Send + Sync, V: Send + Sync> AnyCache<K, V> {
         }
     }
 
+    /// Sets the byte capacity, evicting to fit.
+    pub fn set_capacity(&self, capacity: usize) {
+        match self {
+            AnyCache::Lru(c) => c.set_capacity(capacity),
+            AnyCache::Clock(c) => c.set_capacity(capacity),
+        }
+    }
+
+    /// Charge of the entries readers hold.
+    pub fn pinned_usage(&self) -> usize {
+        match self {
+            AnyCache::Lru(c) => c.pinned_usage(),
+            AnyCache::Clock(c) => c.pinned_usage(),
+        }
+    }
+
     /// Lookup hits.
     pub fn hits(&self) -> u64 {
         match self {

@@ -120,6 +120,20 @@ impl<B: CachedBlock> BlockCache<B> {
         self.inner.cache.capacity()
     }
 
+    /// Sets the byte capacity (RocksDB's `SetCapacity`): each shard gets its equal part and
+    /// evicts least valuable entries until it fits; entries readers hold stay until released.
+    /// The shard count, a clock cache's slots sized from an estimated entry charge, and the
+    /// second-miss admission filter's size stay as they were made.
+    pub fn set_capacity(&self, capacity: usize) {
+        self.inner.cache.set_capacity(capacity);
+    }
+
+    /// Bytes of charge of the entries readers hold right now (RocksDB's `GetPinnedUsage`):
+    /// blocks an iterator or a pinned read has, counted shard by shard.
+    pub fn pinned_usage(&self) -> usize {
+        self.inner.cache.pinned_usage()
+    }
+
     /// The largest charge one entry can have and be kept (a shard's capacity).
     pub(crate) fn max_entry_charge(&self) -> usize {
         self.inner.cache.capacity() / self.inner.cache.num_shards().max(1)

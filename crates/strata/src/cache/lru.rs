@@ -221,6 +221,47 @@ impl<K: Eq, V> LruShard<K, V> {
         }
     }
 
+    /// Overflow of the pool: its last entries become the low part's first.
+    fn shrink_pool(&mut self) {
+        while self.high_usage > self.high_capacity {
+            let last =
+                if self.low_head == NIL { self.tail } else { self.entry(self.low_head).prev };
+            if last == NIL {
+                break;
+            }
+            let e = self.entry_mut(last);
+            e.in_high = false;
+            let charge = e.charge;
+            self.high_usage -= charge;
+            self.low_head = last;
+        }
+    }
+
+    /// Gives the shard `capacity` bytes, `high_capacity` of them the pool's (at most
+    /// `capacity`), evicting least recently used entries (into `removed`) until it fits.
+    pub(crate) fn set_capacity(
+        &mut self,
+        capacity: usize,
+        high_capacity: usize,
+        removed: &mut Removed<K, V>,
+    ) {
+        self.capacity = capacity;
+        self.high_capacity = high_capacity.min(capacity);
+        self.shrink_pool();
+        self.evict(removed);
+    }
+
+    /// The charge of the entries whose values a reader holds besides the shard.
+    pub(crate) fn pinned_usage(&self) -> usize {
+        self.slab
+            .iter()
+            .map(|s| match s {
+                Slot::Used(e) if Arc::strong_count(&e.value) > 1 => e.charge,
+                _ => 0,
+            })
+            .sum()
+    }
+
     fn evict(&mut self, removed: &mut Removed<K, V>) {
         while self.usage > self.capacity && self.tail != NIL {
             removed.push(self.remove(self.tail));
@@ -309,16 +350,7 @@ impl<K: Eq, V> LruShard<K, V> {
             e.in_high = true;
             let charge = e.charge;
             self.high_usage += charge;
-            // Overflow: the pool's last entries become the low part's first.
-            while self.high_usage > self.high_capacity {
-                let last =
-                    if self.low_head == NIL { self.tail } else { self.entry(self.low_head).prev };
-                let e = self.entry_mut(last);
-                e.in_high = false;
-                let charge = e.charge;
-                self.high_usage -= charge;
-                self.low_head = last;
-            }
+            self.shrink_pool();
             return;
         }
         if self.low_head == NIL {

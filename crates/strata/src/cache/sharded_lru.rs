@@ -38,15 +38,17 @@ struct Shard<K, V> {
     lru: Mutex<LruShard<K, V>>,
     /// Mirror of the shard's usage, stored under the lock, read without it.
     usage: AtomicUsize,
-    /// The shard's part of the capacity.
-    capacity: usize,
+    /// The shard's part of the capacity (written under the lock, read without it).
+    capacity: AtomicUsize,
     hits: AtomicU64,
     misses: AtomicU64,
 }
 
 /// A byte-bounded cache of shared values. Lookups take `&self` and may run concurrently.
 pub struct LruCache<K, V> {
-    capacity: usize,
+    capacity: AtomicUsize,
+    /// The share of each shard's capacity its high-priority pool holds.
+    high_pri_pool_ratio: f64,
     /// `64 - log2(shard count)`; shift of the hash that yields the shard index.
     shard_shift: u32,
     shards: Box<[Shard<K, V>]>,
@@ -76,22 +78,22 @@ impl<K: Hash + Eq + Send, V: Send + Sync> LruCache<K, V> {
         let _ = strict;
         let shard_bits = shard_bits.min(MAX_SHARD_BITS);
         let n = 1usize << shard_bits;
-        let (base, extra) = (capacity / n, capacity % n);
         let shards = (0..n)
-            .map(|i| base + usize::from(i < extra))
+            .map(|i| shard_part(capacity, n, i))
             .map(|cap| Shard {
                 lru: Mutex::new(LruShard::with_pool(
                     cap,
                     (cap as f64 * high_pri_pool_ratio) as usize,
                 )),
                 usage: AtomicUsize::new(0),
-                capacity: cap,
+                capacity: AtomicUsize::new(cap),
                 hits: AtomicU64::new(0),
                 misses: AtomicU64::new(0),
             })
             .collect();
         LruCache {
-            capacity,
+            capacity: AtomicUsize::new(capacity),
+            high_pri_pool_ratio,
             shard_shift: 64 - shard_bits,
             shards,
             hasher: MixBuildHasher::default(),
@@ -141,7 +143,35 @@ impl<K: Hash + Eq + Send, V: Send + Sync> LruCache<K, V> {
     /// without the lock, so only a hint.
     pub fn would_evict(&self, key: &K, charge: usize) -> bool {
         let (_, shard) = self.locate(key);
-        shard.usage.load(Ordering::Relaxed) + charge > shard.capacity
+        shard.usage.load(Ordering::Relaxed) + charge > shard.capacity.load(Ordering::Relaxed)
+    }
+
+    /// Gives the cache `capacity` bytes (the shard count stays), each shard evicting its least
+    /// recently used entries until it fits its new part (RocksDB's `Cache::SetCapacity`).
+    pub fn set_capacity(&self, capacity: usize) {
+        self.capacity.store(capacity, Ordering::Relaxed);
+        let n = self.shards.len();
+        for (i, shard) in self.shards.iter().enumerate() {
+            let cap = shard_part(capacity, n, i);
+            let mut removed: Removed<K, V> = Vec::new();
+            {
+                let mut lru = shard.lru.lock();
+                lru.set_capacity(
+                    cap,
+                    (cap as f64 * self.high_pri_pool_ratio) as usize,
+                    &mut removed,
+                );
+                shard.capacity.store(cap, Ordering::Relaxed);
+                shard.usage.store(lru.usage(), Ordering::Relaxed);
+            }
+            drop(removed);
+        }
+    }
+
+    /// The charge of the entries a reader holds (RocksDB's `Cache::GetPinnedUsage`): each
+    /// shard is counted under its lock in turn.
+    pub fn pinned_usage(&self) -> usize {
+        self.shards.iter().map(|s| s.lru.lock().pinned_usage()).sum()
     }
 
     /// Removes `key` if present.
@@ -186,7 +216,7 @@ impl<K: Hash + Eq + Send, V: Send + Sync> LruCache<K, V> {
 
     /// The byte capacity.
     pub fn capacity(&self) -> usize {
-        self.capacity
+        self.capacity.load(Ordering::Relaxed)
     }
 
     /// Lookups that found their key.
@@ -237,6 +267,11 @@ impl<K: Hash + Eq + Send, V: Send + Sync> LruCache<K, V> {
             assert_eq!(s.usage.load(Ordering::Relaxed), lru.usage());
         }
     }
+}
+
+/// Shard `i`'s part of `capacity` over `n` shards: equal parts adding up to `capacity`.
+fn shard_part(capacity: usize, n: usize, i: usize) -> usize {
+    capacity / n + usize::from(i < capacity % n)
 }
 
 /// log2 of the default shard count for `capacity` (module doc).

@@ -609,6 +609,11 @@ impl Cache {
     pub fn get_usage(&self) -> usize {
         self.usage()
     }
+
+    /// The `rocksdb` crate's name of [`Cache::pinned_usage`].
+    pub fn get_pinned_usage(&self) -> usize {
+        self.pinned_usage()
+    }
 }
 
 #[cfg(test)]

@@ -618,3 +618,41 @@ fn change_level_moves_the_compacted_tables() {
     assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
     assert_eq!(db.get(b"k0001").unwrap().as_deref(), Some(&[b'v'; 64][..]));
 }
+
+/// `Cache::set_capacity` evicts to fit; `get_pinned_usage` counts the blocks readers hold.
+#[test]
+fn cache_capacity_changes_and_pinned_usage() {
+    for cache in
+        [strata::Cache::new_lru_cache(8 << 20), strata::Cache::new_hyper_clock_cache(8 << 20, 4096)]
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let mut o = opts();
+        let mut bo = strata::BlockBasedOptions::default();
+        bo.set_block_cache(&cache);
+        o.set_block_based_table_factory(&bo);
+        let db = DB::open(&o, dir.path()).unwrap();
+        for i in 0..20_000u32 {
+            db.put(format!("k{i:06}"), [b'v'; 100]).unwrap();
+        }
+        db.flush().unwrap();
+        for i in (0..20_000u32).step_by(7) {
+            db.get(format!("k{i:06}")).unwrap().unwrap();
+        }
+        let held = cache.get_usage();
+        assert!(held > 1 << 20, "{held}");
+        assert_eq!(cache.get_pinned_usage(), 0, "no reader holds a block");
+        let mut it = db.raw_iterator();
+        it.seek_to_first();
+        assert!(it.valid());
+        assert!(cache.get_pinned_usage() > 0, "the iterator holds its block");
+        cache.set_capacity(64 << 10);
+        assert_eq!(cache.capacity(), 64 << 10);
+        assert!(cache.get_usage() <= 64 << 10, "{}", cache.get_usage());
+        it.next();
+        assert_eq!(it.key(), Some(&b"k000001"[..]), "the iterator reads on");
+        drop(it);
+        assert_eq!(cache.get_pinned_usage(), 0);
+        cache.set_capacity(8 << 20);
+        assert_eq!(db.get("k019999").unwrap().as_deref(), Some(&[b'v'; 100][..]));
+    }
+}

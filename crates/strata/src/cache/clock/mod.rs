@@ -151,7 +151,7 @@ const AUTO_FIRST_ENTRY_CHARGE: usize = 64 << 10;
 
 /// A sharded, lock-free clock cache bounded by the sum of its entries' charges.
 pub struct ClockCache<K, V> {
-    capacity: usize,
+    capacity: std::sync::atomic::AtomicUsize,
     shard_shift: u32,
     shards: Box<[ClockTable<K, V>]>,
     hasher: MixBuildHasher,
@@ -188,7 +188,7 @@ impl<K: Hash + Eq + Clone + Send + Sync, V: Send + Sync> ClockCache<K, V> {
             })
             .collect();
         ClockCache {
-            capacity,
+            capacity: std::sync::atomic::AtomicUsize::new(capacity),
             shard_shift: 64 - shard_bits,
             shards,
             hasher: MixBuildHasher::default(),
@@ -273,7 +273,23 @@ impl<K: Hash + Eq + Clone + Send + Sync, V: Send + Sync> ClockCache<K, V> {
 
     /// The byte capacity.
     pub fn capacity(&self) -> usize {
-        self.capacity
+        self.capacity.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Gives the cache `capacity` bytes in equal parts over its shards (their count and, for
+    /// tables sized from an estimated charge, their slots stay), each evicting what it can
+    /// until it fits (RocksDB's `Cache::SetCapacity`).
+    pub fn set_capacity(&self, capacity: usize) {
+        self.capacity.store(capacity, std::sync::atomic::Ordering::Relaxed);
+        let n = self.shards.len();
+        for (i, shard) in self.shards.iter().enumerate() {
+            shard.set_capacity(capacity / n + usize::from(i < capacity % n));
+        }
+    }
+
+    /// The charge of the entries readers hold (RocksDB's `Cache::GetPinnedUsage`).
+    pub fn pinned_usage(&self) -> usize {
+        self.shards.iter().map(ClockTable::pinned_usage).sum()
     }
 
     /// Bytes of the cache's own structures (shards and their slot arrays), beside the charge

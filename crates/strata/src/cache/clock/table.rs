@@ -45,7 +45,8 @@ pub(super) struct ClockTable<K, V> {
     /// Generations published (at least 1); `tables[..generations]` are set and never change.
     generations: AtomicUsize,
     tables: [AtomicPtr<Generation<K, V>>; MAX_GENERATIONS],
-    capacity: usize,
+    /// The byte budget ([`ClockTable::set_capacity`] changes it); read once per decision.
+    capacity: AtomicUsize,
     strict: bool,
     /// Entries' charges plus `reserved`.
     usage: Padded<AtomicUsize>,
@@ -116,7 +117,7 @@ impl<K: Eq + Clone, V> ClockTable<K, V> {
             first_mask,
             generations: AtomicUsize::new(1),
             tables,
-            capacity,
+            capacity: AtomicUsize::new(capacity),
             strict,
             usage: Padded(AtomicUsize::new(0)),
             reserved: AtomicUsize::new(0),
@@ -150,6 +151,52 @@ impl<K: Eq + Clone, V> ClockTable<K, V> {
 
     pub(super) fn usage(&self) -> usize {
         self.usage.0.load(Relaxed)
+    }
+
+    fn capacity(&self) -> usize {
+        self.capacity.load(Relaxed)
+    }
+
+    /// Gives the shard `capacity` bytes, evicting what can be evicted until it fits (entries
+    /// readers hold stay until released; a fixed table's slots stay as many as they were).
+    pub(super) fn set_capacity(&self, capacity: usize) {
+        self.capacity.store(capacity, Relaxed);
+        let used = self.usage.0.load(Relaxed);
+        if used > capacity {
+            self.evict(used - capacity, None);
+        }
+    }
+
+    /// The charge of the entries a reader holds: a reference taken (a handle) or the value
+    /// shared (a lookup's clone), erased entries still held included. Each slot holding an
+    /// entry is read under a reference of this call's own, taken as a lookup takes one.
+    pub(super) fn pinned_usage(&self) -> usize {
+        let mut pinned = 0;
+        for g in self.generations() {
+            for i in 0..g.len() {
+                let s = g.slot(i);
+                let st = state(s.meta.load(Acquire));
+                if st != VISIBLE && st != INVISIBLE {
+                    continue;
+                }
+                let old = s.meta.fetch_add(REF, Acquire);
+                let st = state(old);
+                if (st == VISIBLE || st == INVISIBLE) && old & MOVED == 0 {
+                    // SAFETY: the reference was taken in a state that keeps the payload in
+                    // place and unwritten until it is released (as in `acquire_in`; an
+                    // INVISIBLE entry is freed only by the release of its last reference).
+                    let (charge, shared) = s.payload.with(|p| match unsafe { &*p } {
+                        Some(pl) => (pl.charge, Arc::strong_count(&pl.value) > 1),
+                        None => (0, false),
+                    });
+                    if refs(old) > 0 || shared {
+                        pinned += charge;
+                    }
+                }
+                self.release(g, s);
+            }
+        }
+        pinned
     }
 
     pub(super) fn occupancy(&self) -> usize {
@@ -394,7 +441,7 @@ impl<K: Eq + Clone, V> ClockTable<K, V> {
     /// Whether an insert of `charge` bytes would evict: the byte budget is used up, or the
     /// newest generation's slots are and the table cannot grow.
     pub(super) fn would_evict(&self, charge: usize) -> bool {
-        if self.usage.0.load(Relaxed) + charge > self.capacity {
+        if self.usage.0.load(Relaxed) + charge > self.capacity() {
             return true;
         }
         let (g, n) = self.newest();
@@ -413,7 +460,7 @@ impl<K: Eq + Clone, V> ClockTable<K, V> {
         priority: Priority,
     ) -> bool {
         self.erase(hash, &key);
-        if charge > self.capacity {
+        if charge > self.capacity() {
             return false;
         }
         let Some(g) = self.reserve(charge) else {
@@ -485,7 +532,7 @@ impl<K: Eq + Clone, V> ClockTable<K, V> {
                 }
                 continue;
             }
-            if n < self.max_generations && self.usage.0.load(Relaxed) + charge <= self.capacity {
+            if n < self.max_generations && self.usage.0.load(Relaxed) + charge <= self.capacity() {
                 self.grow(n, g.len());
                 continue;
             }
@@ -497,14 +544,14 @@ impl<K: Eq + Clone, V> ClockTable<K, V> {
             }
         };
         loop {
-            let used = self.usage.0.load(Relaxed);
-            if used + charge <= self.capacity {
+            let (used, cap) = (self.usage.0.load(Relaxed), self.capacity());
+            if used + charge <= cap {
                 if self.usage.0.compare_exchange(used, used + charge, Relaxed, Relaxed).is_ok() {
                     return Some(g);
                 }
                 continue;
             }
-            if !self.evict(used + charge - self.capacity, None) {
+            if !self.evict(used + charge - cap, None) {
                 if self.strict {
                     g.occupancy.0.fetch_sub(1, Relaxed);
                     return None;
@@ -520,14 +567,14 @@ impl<K: Eq + Clone, V> ClockTable<K, V> {
     /// does not make room; otherwise the budget may be exceeded, as by a non-strict insert.
     pub(super) fn reserve_charge(&self, charge: usize) -> bool {
         loop {
-            let used = self.usage.0.load(Relaxed);
-            if used + charge <= self.capacity {
+            let (used, cap) = (self.usage.0.load(Relaxed), self.capacity());
+            if used + charge <= cap {
                 if self.usage.0.compare_exchange(used, used + charge, Relaxed, Relaxed).is_ok() {
                     break;
                 }
                 continue;
             }
-            if !self.evict(used + charge - self.capacity, None) {
+            if !self.evict(used + charge - cap, None) {
                 if self.strict {
                     return false;
                 }
@@ -731,7 +778,7 @@ impl<K: Eq + Clone, V> ClockTable<K, V> {
         let reserved = self.reserved.load(Relaxed);
         assert_eq!(self.usage.0.load(Relaxed), usage + reserved);
         if self.strict {
-            assert!(usage + reserved <= self.capacity);
+            assert!(usage + reserved <= self.capacity());
         }
     }
 }

@@ -37,6 +37,33 @@ mod units {
     }
 
     #[test]
+    fn set_capacity_evicts_to_fit_and_pinned_usage_counts_what_readers_hold() {
+        let c = cache(1000, 10, false);
+        for k in 0..50u64 {
+            assert!(c.insert(k, Arc::new(k), 10, Priority::Low));
+        }
+        assert_eq!((c.usage(), c.pinned_usage()), (500, 0));
+        let handle = c.lookup_handle(&3).unwrap();
+        let shared = c.lookup(&4).unwrap();
+        assert_eq!(c.pinned_usage(), 20, "a handle and a shared value");
+        c.set_capacity(100);
+        assert_eq!(c.capacity(), 100);
+        assert!(c.usage() <= 100, "{}", c.usage());
+        assert_eq!(*handle, 3, "a held entry stays readable");
+        assert!(c.lookup(&3).is_some(), "a held entry is not evicted");
+        drop(handle);
+        drop(shared);
+        assert_eq!(c.pinned_usage(), 0);
+        c.erase(&3);
+        c.set_capacity(2000);
+        for k in 100..250u64 {
+            c.insert(k, Arc::new(k), 10, Priority::Low);
+        }
+        assert!(c.usage() > 1000, "the raised capacity is used: {}", c.usage());
+        c.check();
+    }
+
+    #[test]
     fn lookup_insert_replace_erase() {
         let c = cache(1000, 10, true);
         assert!(c.lookup(&1).is_none());

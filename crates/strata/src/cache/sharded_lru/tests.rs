@@ -360,3 +360,26 @@ fn bench_lookup() {
     assert_eq!(hits, n * 5);
     println!("cache lookup: {:.0} ns/op (half hits)", el.as_nanos() as f64 / (10 * n) as f64);
 }
+
+#[test]
+fn set_capacity_evicts_to_fit_and_pinned_usage_counts_what_readers_hold() {
+    let c: LruCache<CacheKey, u64> = LruCache::with_options(8 << 20, 2, 0.5, false);
+    for i in 0..1000u64 {
+        c.insert(key(1, i), Arc::new(i), 4096);
+    }
+    assert_eq!((c.usage(), c.pinned_usage()), (1000 * 4096, 0));
+    let held: Vec<Arc<u64>> = (0..10).filter_map(|i| c.lookup(&key(1, i))).collect();
+    assert_eq!(c.pinned_usage(), held.len() * 4096);
+    c.set_capacity(1 << 20);
+    assert_eq!(c.capacity(), 1 << 20);
+    assert!(c.usage() <= 1 << 20, "{}", c.usage());
+    assert!(held.iter().enumerate().all(|(i, v)| **v == i as u64), "held values stay readable");
+    drop(held);
+    assert_eq!(c.pinned_usage(), 0);
+    c.set_capacity(16 << 20);
+    for i in 0..3000u64 {
+        c.insert(key(2, i), Arc::new(i), 4096);
+    }
+    assert!(c.usage() > 8 << 20, "the raised capacity is used: {}", c.usage());
+    assert!(c.usage() <= 16 << 20);
+}
