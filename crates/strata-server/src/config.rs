@@ -399,6 +399,12 @@ impl Config {
             // RESTORE always makes Redis's deep checks of a payload (`types::rdb`): every
             // value is decoded whole before it is stored. The setting is kept for CONFIG.
             ("sanitize-dump-payload", "no"),
+            // Writes need this many connected replicas (a standalone server has none:
+            // above 0, writes are refused with NOREPLICAS); the lag is kept for CONFIG.
+            ("min-replicas-to-write", "0"),
+            ("min-slaves-to-write", "0"),
+            ("min-replicas-max-lag", "10"),
+            ("min-slaves-max-lag", "10"),
         ] {
             m.entry(k.to_string()).or_insert_with(|| v.to_string());
         }

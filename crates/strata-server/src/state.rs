@@ -181,6 +181,10 @@ pub struct Shared {
     /// The keyspace notifications enabled (`notify-keyspace-events`; CONFIG SET changes
     /// them): the data operations raise them, `commands::pubsub` publishes them.
     pub notifier: Notifier,
+    /// `min-replicas-to-write` (CONFIG SET changes it): a standalone server has no Redis
+    /// replicas, so any value above 0 refuses writes with NOREPLICAS, as Redis does while too
+    /// few replicas are connected.
+    pub min_replicas_to_write: std::sync::atomic::AtomicU64,
 }
 
 impl Shared {
@@ -189,6 +193,8 @@ impl Shared {
         let mut params = config.params();
         params.insert("port".into(), port.to_string());
         let notifier = Notifier::new(config.notify_keyspace_events);
+        let min_replicas =
+            params.get("min-replicas-to-write").and_then(|v| v.parse().ok()).unwrap_or(0);
         Shared {
             store,
             hash_limits: Limits::new(
@@ -211,7 +217,15 @@ impl Shared {
                 .unwrap_or_else(|e| panic!("{e} (the Lua sources are built in)")),
             pubsub: crate::pubsub::PubSub::default(),
             notifier,
+            min_replicas_to_write: std::sync::atomic::AtomicU64::new(min_replicas),
         }
+    }
+
+    /// Whether writes are refused for lack of good replicas (`min-replicas-to-write`). In
+    /// cluster mode every write waits for its partition's quorum instead: never.
+    pub fn lacks_good_replicas(&self) -> bool {
+        self.router.is_none()
+            && self.min_replicas_to_write.load(std::sync::atomic::Ordering::Relaxed) > 0
     }
 
     /// The same state in cluster mode, routing each slot's commands by `router`.

@@ -111,7 +111,8 @@ pub fn info_text(sh: &Shared, want: &[String]) -> Result<String, CmdError> {
             + sh.store.meta_cache.stats().1 as u64;
         let rss = resident_bytes();
         let allocator = if cfg!(feature = "mimalloc") { "mimalloc" } else { "libc" };
-        let _ = write!(t, "# Memory\r\nused_memory:{mem}\r\nused_memory_human:{:.2}M\r\nused_memory_rss:{rss}\r\nmaxmemory:0\r\nmaxmemory_policy:noeviction\r\nmem_allocator:{allocator}\r\n\r\n", mem as f64 / 1048576.0);
+        let scripts = sh.scripts.cached_count();
+        let _ = write!(t, "# Memory\r\nused_memory:{mem}\r\nused_memory_human:{:.2}M\r\nused_memory_rss:{rss}\r\nnumber_of_cached_scripts:{scripts}\r\nmaxmemory:0\r\nmaxmemory_policy:noeviction\r\nmem_allocator:{allocator}\r\n\r\n", mem as f64 / 1048576.0);
     }
     if on("persistence") {
         let _ = write!(

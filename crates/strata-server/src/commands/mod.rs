@@ -413,6 +413,9 @@ pub fn index_of(cmd: &Command) -> usize {
     (cmd as *const Command as usize - COMMANDS.as_ptr() as usize) / std::mem::size_of::<Command>()
 }
 
+/// A write refused while `min-replicas-to-write` is above the replicas connected (Redis's text).
+pub(crate) const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
+
 /// Refuses a command before it runs: the error reply, counted (INFO's error and command
 /// statistics), and inside MULTI the transaction doomed.
 fn reject(sh: &Shared, conn: &mut Conn, cmd: Option<&Command>, reply: &str, out: &mut Out) {
@@ -466,6 +469,22 @@ pub fn dispatch(sh: &Shared, conn: &mut Conn, args: &[Vec<u8>], out: &mut Out) {
         && !pubsub::allowed_when_subscribed(cmd.name)
     {
         reject(sh, conn, Some(cmd), &pubsub::subscribed_refusal(cmd.name), out);
+        return;
+    }
+    // Writes while too few replicas are connected (`min-replicas-to-write`): refused here,
+    // or inside MULTI when queued (dooming the transaction), as Redis does. Scripts check
+    // when they start (a script that may write) and at each write they call
+    // (`scripting::ScriptHost`); the commands an EXEC or a script runs pass here with
+    // `in_exec` and are not refused one by one.
+    if cmd.write
+        && !conn.in_exec
+        && !matches!(
+            cmd.name,
+            "exec" | "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"
+        )
+        && sh.lacks_good_replicas()
+    {
+        reject(sh, conn, Some(cmd), NOREPLICAS, out);
         return;
     }
     if conn.multi.is_some() && multi::refused_inside_multi(cmd.name) {

@@ -59,6 +59,30 @@ fn refused_in_scripts(name: &str) -> bool {
     )
 }
 
+/// Whether an XREAD or XREADGROUP line has a BLOCK option (with its value) before STREAMS:
+/// refused from scripts, as Redis refuses it (blocking means nothing there).
+fn asks_to_block(argv: &[Vec<u8>]) -> bool {
+    let mut i = 1;
+    while i < argv.len() {
+        let o = &argv[i];
+        let more = argv.len() - i - 1;
+        if o.eq_ignore_ascii_case(b"streams") {
+            return false;
+        }
+        if o.eq_ignore_ascii_case(b"block") && more > 0 {
+            return true;
+        }
+        i += if o.eq_ignore_ascii_case(b"count") && more > 0 {
+            2
+        } else if o.eq_ignore_ascii_case(b"group") && more > 1 {
+            3
+        } else {
+            1
+        };
+    }
+    false
+}
+
 /// Whether `args` must be refused with BUSY: a script has run longer than
 /// `busy-reply-threshold` and the command is not one Redis lets through then (SCRIPT KILL,
 /// FUNCTION KILL, SHUTDOWN NOSAVE, and the connection's own set-up: AUTH, HELLO...).
@@ -94,25 +118,52 @@ pub(super) struct ScriptHost<'a> {
     wide: bool,
 }
 
+impl ScriptHost<'_> {
+    /// Counts an error reply in INFO's error statistics (`errorstats`, `total_error_replies`).
+    fn count_error(&self, reply: &str) {
+        self.sh.stats.errors.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.sh.stats.count_error(reply);
+    }
+
+    /// A call refused before it reaches the command: replied and counted, as the command's
+    /// own errors are.
+    fn refuse(&self, out: &mut Out, reply: &str) -> Vec<u8> {
+        self.count_error(reply);
+        out.error(reply);
+        std::mem::take(&mut out.buf)
+    }
+}
+
 impl Host for ScriptHost<'_> {
     fn call(&mut self, argv: &[Vec<u8>], resp3: bool) -> Vec<u8> {
         let mut out = Out { buf: Vec::new(), resp3 };
         let Some(cmd) = lookup(&argv[0]) else {
-            out.error("ERR Unknown Redis command called from script");
-            return out.buf;
+            return self.refuse(&mut out, "ERR Unknown Redis command called from script");
         };
         if !cmd.arity_fits(argv.len()) {
-            out.error("ERR Wrong number of args calling Redis command from script");
-            return out.buf;
+            return self
+                .refuse(&mut out, "ERR Wrong number of args calling Redis command from script");
         }
-        if refused_in_scripts(cmd.name) {
-            out.error("ERR This Redis command is not allowed from script");
-            return out.buf;
+        if refused_in_scripts(cmd.name)
+            || (cmd.name == "cluster"
+                && argv.get(1).is_some_and(|s| s.eq_ignore_ascii_case(b"reset")))
+        {
+            return self.refuse(&mut out, "ERR This Redis command is not allowed from script");
+        }
+        if matches!(cmd.name, "xread" | "xreadgroup") && asks_to_block(argv) {
+            let name = String::from_utf8_lossy(&argv[0]);
+            let reply = format!("ERR {name} command is not allowed with BLOCK option from scripts");
+            return self.refuse(&mut out, &reply);
         }
         if cmd.write {
             if self.read_only {
-                out.error("ERR Write commands are not allowed from read-only scripts.");
-                return out.buf;
+                return self.refuse(
+                    &mut out,
+                    "ERR Write commands are not allowed from read-only scripts.",
+                );
+            }
+            if self.sh.lacks_good_replicas() {
+                return self.refuse(&mut out, super::NOREPLICAS);
             }
             self.sh.scripts.note_write();
         }
@@ -121,6 +172,10 @@ impl Host for ScriptHost<'_> {
         self.conn.resp3 = resp3;
         dispatch(self.sh, &mut self.conn, argv, &mut out);
         out.buf
+    }
+
+    fn script_error(&mut self, reply: &str) {
+        self.count_error(reply);
     }
 }
 
@@ -167,6 +222,11 @@ fn run(
         sh.scripts.load(&a[1]).map_err(CmdError::from)?
     };
     let flags = sh.scripts.flags(sha.as_bytes()).unwrap_or_default();
+    // A script declared with a shebang may write unless it says `no-writes`: refused up
+    // front, as a write command is (one without a shebang meets the check at its writes).
+    if flags.shebang && !flags.no_writes && !ro && sh.lacks_good_replicas() {
+        return Err(super::NOREPLICAS.into());
+    }
     atomically(sh, conn, keys, ro || flags.no_writes, out, |host, body| {
         sh.scripts.run(&sha, keys, args, host, body);
     })

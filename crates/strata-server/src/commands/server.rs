@@ -391,7 +391,11 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
                 | "zset-max-ziplist-value"
                 | "lua-time-limit"
                 | "busy-reply-threshold"
-                    if v.parse::<i64>().is_err() =>
+                | "min-replicas-to-write"
+                | "min-slaves-to-write"
+                | "min-replicas-max-lag"
+                | "min-slaves-max-lag"
+                    if v.parse::<u32>().is_err() =>
                 {
                     return Err(failed("argument couldn't be parsed into an integer").into());
                 }
@@ -439,6 +443,10 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
             if k == "stream-node-max-entries" {
                 sh.stream_nodes.set_entries(v.parse().unwrap_or(0));
             }
+            if k == "min-replicas-to-write" || k == "min-slaves-to-write" {
+                sh.min_replicas_to_write
+                    .store(v.parse().unwrap_or(0), std::sync::atomic::Ordering::Relaxed);
+            }
             if k == "stream-node-max-bytes" {
                 sh.stream_nodes.set_bytes(crate::config::parse_size(&v).unwrap_or(0));
             }
@@ -455,6 +463,8 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
                 ("zset-max-listpack-value", "zset-max-ziplist-value"),
                 ("list-max-listpack-size", "list-max-ziplist-size"),
                 ("busy-reply-threshold", "lua-time-limit"),
+                ("min-replicas-to-write", "min-slaves-to-write"),
+                ("min-replicas-max-lag", "min-slaves-max-lag"),
             ] {
                 if k == name {
                     params.insert(alias.into(), v.clone());

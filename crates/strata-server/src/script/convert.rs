@@ -27,6 +27,16 @@ pub fn reply_to_lua(lua: &Lua, bytes: &[u8]) -> mlua::Result<(Value, bool)> {
     }
 }
 
+/// The field marking an error table made from a command's error reply (Redis's name): it was
+/// counted in the error statistics when the command failed, so not again when a script
+/// returns or raises it.
+pub const IGNORE_STATS: &str = "ignore_error_stats_update";
+
+/// Whether the error table `t` is a command's error reply ([`IGNORE_STATS`]).
+pub fn from_a_command(t: &Table) -> bool {
+    matches!(t.raw_get::<Value>(IGNORE_STATS), Ok(Value::Boolean(true)))
+}
+
 /// `{err = msg}`.
 pub fn err_table(lua: &Lua, msg: &str) -> mlua::Result<Table> {
     let t = lua.create_table()?;
@@ -66,7 +76,13 @@ fn value(lua: &Lua, b: &[u8], at: &mut usize, depth: usize) -> mlua::Result<Opti
             (Value::Number(n as f64), false)
         }
         b'+' => (single("ok", text(rest)?)?, false),
-        b'-' => (single("err", text(rest)?)?, true),
+        b'-' => {
+            let t = single("err", text(rest)?)?;
+            if let Value::Table(t) = &t {
+                t.raw_set(IGNORE_STATS, true)?;
+            }
+            (t, true)
+        }
         b'_' => (Value::Nil, false),
         b'#' => (Value::Boolean(rest == b"t"), false),
         b',' => {
@@ -133,11 +149,13 @@ fn value(lua: &Lua, b: &[u8], at: &mut usize, depth: usize) -> mlua::Result<Opti
 
 /// Writes the script's return value `v` as the reply (in `out`'s protocol; `script_resp3`:
 /// the script chose RESP3, so a boolean stays a boolean).
-pub fn lua_to_reply(v: &Value, script_resp3: bool, out: &mut Out) {
-    to_reply(v, script_resp3, out, 0);
+/// Error tables the script made itself (not a command's error reply) are added to
+/// `own_errors` as replied.
+pub fn lua_to_reply(v: &Value, script_resp3: bool, out: &mut Out, own_errors: &mut Vec<String>) {
+    to_reply(v, script_resp3, out, 0, own_errors);
 }
 
-fn to_reply(v: &Value, script_resp3: bool, out: &mut Out, depth: usize) {
+fn to_reply(v: &Value, script_resp3: bool, out: &mut Out, depth: usize, errs: &mut Vec<String>) {
     if depth > MAX_DEPTH {
         out.error("ERR reached lua stack limit");
         return;
@@ -150,7 +168,7 @@ fn to_reply(v: &Value, script_resp3: bool, out: &mut Out, depth: usize) {
         Value::Boolean(true) => out.int(1),
         Value::Integer(n) => out.int(*n),
         Value::Number(n) => out.int(truncate(*n)),
-        Value::Table(t) => table_reply(t, script_resp3, out, depth),
+        Value::Table(t) => table_reply(t, script_resp3, out, depth, errs),
         _ => out.null(),
     }
 }
@@ -164,10 +182,14 @@ fn truncate(n: f64) -> i64 {
     }
 }
 
-fn table_reply(t: &Table, script_resp3: bool, out: &mut Out, depth: usize) {
+fn table_reply(t: &Table, script_resp3: bool, out: &mut Out, depth: usize, errs: &mut Vec<String>) {
     if let Ok(Value::String(e)) = t.raw_get::<Value>("err") {
         let msg = String::from_utf8_lossy(&e.as_bytes()).replace(['\r', '\n'], " ");
-        out.error(msg.strip_prefix('-').unwrap_or(&msg));
+        let msg = msg.strip_prefix('-').unwrap_or(&msg);
+        out.error(msg);
+        if !from_a_command(t) {
+            errs.push(msg.to_string());
+        }
         return;
     }
     if let Ok(Value::String(s)) = t.raw_get::<Value>("ok") {
@@ -195,8 +217,8 @@ fn table_reply(t: &Table, script_resp3: bool, out: &mut Out, depth: usize) {
         let pairs: Vec<(Value, Value)> = m.pairs::<Value, Value>().filter_map(Result::ok).collect();
         out.map(pairs.len());
         for (k, v) in &pairs {
-            to_reply(k, script_resp3, out, depth + 1);
-            to_reply(v, script_resp3, out, depth + 1);
+            to_reply(k, script_resp3, out, depth + 1, errs);
+            to_reply(v, script_resp3, out, depth + 1, errs);
         }
         return;
     }
@@ -205,7 +227,7 @@ fn table_reply(t: &Table, script_resp3: bool, out: &mut Out, depth: usize) {
             s.pairs::<Value, Value>().filter_map(Result::ok).map(|(k, _)| k).collect();
         out.set(keys.len());
         for k in &keys {
-            to_reply(k, script_resp3, out, depth + 1);
+            to_reply(k, script_resp3, out, depth + 1, errs);
         }
         return;
     }
@@ -218,7 +240,7 @@ fn table_reply(t: &Table, script_resp3: bool, out: &mut Out, depth: usize) {
     }
     out.array(items.len());
     for v in &items {
-        to_reply(v, script_resp3, out, depth + 1);
+        to_reply(v, script_resp3, out, depth + 1, errs);
     }
 }
 
@@ -229,7 +251,7 @@ mod tests {
     fn back(lua: &Lua, bytes: &[u8], resp3: bool) -> Vec<u8> {
         let (v, _) = reply_to_lua(lua, bytes).unwrap();
         let mut out = Out { buf: Vec::new(), resp3 };
-        lua_to_reply(&v, resp3, &mut out);
+        lua_to_reply(&v, resp3, &mut out, &mut Vec::new());
         out.buf
     }
 
@@ -271,11 +293,11 @@ mod tests {
         let lua = Lua::new();
         let v: Value = lua.load("return {1.9, -2.5, 'x', {true, false}, nil, 7}").eval().unwrap();
         let mut out = Out::default();
-        lua_to_reply(&v, false, &mut out);
+        lua_to_reply(&v, false, &mut out, &mut Vec::new());
         assert_eq!(out.buf, b"*4\r\n:1\r\n:-2\r\n$1\r\nx\r\n*2\r\n:1\r\n$-1\r\n");
         let v: Value = lua.load("return {err='-MY code'}").eval().unwrap();
         let mut out = Out::default();
-        lua_to_reply(&v, false, &mut out);
+        lua_to_reply(&v, false, &mut out, &mut Vec::new());
         assert_eq!(out.buf, b"-MY code\r\n");
     }
 }

@@ -187,6 +187,7 @@ impl Scripts {
         let chunk = lua
             .load(&code[skip..])
             .set_name("@user_function")
+            .set_mode(mlua::chunk::ChunkMode::Text)
             .set_environment(env.clone())
             .into_function()
             .map_err(|e| format!("ERR Error compiling function: {}", super::lua_message(&e)))?;

@@ -5,7 +5,8 @@
 //! - A script's body is compiled once into the function `f_<sha1 of body>` (the cache: SCRIPT
 //!   LOAD/EXISTS/FLUSH, EVALSHA). A `#!lua` first line may carry `flags=` (`no-writes`...);
 //!   the line is left out of the compiled code but its line feed kept, so line numbers hold.
-//! - The interpreter has Redis's libraries (base, table, string, math, `bit`, `cjson`, and of `debug`
+//! - The interpreter has Redis's libraries (base, table, string, math, `bit`, `cjson`,
+//!   `cmsgpack`, and of `debug`
 //!   its inspecting functions `getinfo` and `traceback` only: the rest reaches the
 //!   interpreter's internals), without `loadfile`/`dofile`; its globals are read-only to scripts ("Attempt to modify a
 //!   readonly table") and reading an undefined one fails as in Redis.
@@ -21,6 +22,7 @@
 
 pub mod bit;
 pub mod cjson;
+pub mod cmsgpack;
 pub mod convert;
 pub mod library;
 
@@ -37,6 +39,13 @@ use std::sync::Arc;
 pub trait Host {
     /// Runs `argv` for the script.
     fn call(&mut self, argv: &[Vec<u8>], resp3: bool) -> Vec<u8>;
+
+    /// The script replied with an error of its own (`redis.error_reply`, a runtime error,
+    /// not a command's error passed on: that one was counted when the command failed), as
+    /// Redis counts it in INFO's error statistics. `reply` is the error's text.
+    fn script_error(&mut self, reply: &str) {
+        let _ = reply;
+    }
 }
 
 /// A script's `#!lua` flags (Redis 7.0's names).
@@ -150,6 +159,24 @@ env = setmt({}, {
 protected[env] = true
 R.setmetatable = function(t, mt) if protected[t] then refuse(0) end return setmt(t, mt) end
 R.rawset = function(t, k, v) if protected[t] then refuse(0) end return rawset_(t, k, v) end
+-- Compiled chunks (string.dump's) do not load, as in Redis's Lua: bytecode is not checked.
+local loadstring_, load_, byte_ = loadstring, load, string.byte
+local function binary(s) return type_(s) == 'string' and byte_(s, 1) == 27 end
+R.loadstring = function(s, name)
+  if binary(s) then return nil, 'binary chunks are not allowed' end
+  return loadstring_(s, name)
+end
+R.load = function(reader, name)
+  local first = true
+  return load_(function()
+    local piece = reader()
+    if first and piece ~= nil and piece ~= '' then
+      first = false
+      if binary(piece) then err('binary chunks are not allowed') end
+    end
+    return piece
+  end, name)
+end
 return run, env
 "#;
 
@@ -182,9 +209,28 @@ unsafe fn raw_call_named(l: *mut ffi::lua_State, name: &std::ffi::CStr) {
 /// # Safety
 /// As [`raw_call_named`].
 unsafe fn raw_call(l: *mut ffi::lua_State) {
-    // SAFETY: the caller's contract.
-    unsafe { raw_call_named(l, RAW_CALL) }
+    // SAFETY: the caller's contract. A C function has LUA_MINSTACK free slots above its
+    // arguments: the table and one copy at a time, then the mark, fit.
+    unsafe {
+        let n = ffi::lua_gettop(l);
+        if n > PACK_ABOVE {
+            ffi::lua_createtable(l, n, 0);
+            for i in 1..=n {
+                ffi::lua_pushvalue(l, i);
+                ffi::lua_rawseti(l, n + 1, i.into());
+            }
+            ffi::lua_replace(l, 1);
+            ffi::lua_settop(l, 1);
+            ffi::lua_pushlightuserdata(l, packed_mark());
+        }
+        raw_call_named(l, RAW_CALL);
+    }
 }
+
+/// Calls with more arguments than this reach the primitive as one table (and the mark): the
+/// binding hands a Rust function its arguments on a stack bounded at 8,000 values, and Redis
+/// takes as many as Lua's own stack holds (its test passes 8,001).
+const PACK_ABOVE: c_int = 64;
 
 /// `redis.setresp`: raises `{err=...}` for a wrong argument, as `redis.call` does.
 unsafe extern "C-unwind" fn redis_setresp(l: *mut ffi::lua_State) -> c_int {
@@ -295,13 +341,24 @@ impl Scripts {
             .named_registry_value("strata_env")
             .map_err(|e| format!("ERR Error compiling script (new function): {e}"))?;
         let f =
-            lua.load(code).set_name("@user_script").set_environment(env).into_function().map_err(
+            // Text only: compiled chunks are not checked by Lua 5.1's loader (as in Redis).
+            lua.load(code)
+                .set_name("@user_script")
+                .set_mode(mlua::chunk::ChunkMode::Text)
+                .set_environment(env)
+                .into_function()
+                .map_err(
                 |e| format!("ERR Error compiling script (new function): {}", lua_message(&e)),
             )?;
         lua.set_named_registry_value(&format!("f_{sha}"), f)
             .map_err(|e| format!("ERR Error compiling script (new function): {e}"))?;
         self.cache.lock().insert(sha.clone(), Cached { flags });
         Ok(sha)
+    }
+
+    /// How many scripts are cached (INFO's `number_of_cached_scripts`).
+    pub fn cached_count(&self) -> usize {
+        self.cache.lock().len()
     }
 
     /// Whether the script `sha` (any case) is cached.
@@ -476,8 +533,11 @@ impl Scripts {
             out.error("ERR Script killed by user with SCRIPT KILL...");
             return;
         }
+        // The errors that are the script's own (counted in INFO's error statistics; a
+        // command's error passed on by `redis.call` was counted when the command failed).
+        let mut own_errors = Vec::new();
         match result {
-            Ok((true, v)) => convert::lua_to_reply(&v, resp3.get(), out),
+            Ok((true, v)) => convert::lua_to_reply(&v, resp3.get(), out, &mut own_errors),
             Ok((false, Value::Table(t))) => {
                 let msg: String = match t.raw_get::<Value>("err") {
                     Ok(Value::String(s)) => s.to_string_lossy(),
@@ -487,23 +547,32 @@ impl Scripts {
                 let msg = msg.strip_prefix('-').unwrap_or(&msg).to_string();
                 let source: Option<String> = t.raw_get("source").ok();
                 let line: Option<i64> = t.raw_get("line").ok();
-                match (source, line) {
-                    (Some(s), Some(l)) => {
-                        out.error(&format!("{msg} script: {funcname}, on {s}:{l}."));
-                    }
-                    _ => out.error(&msg),
+                let reply = match (source, line) {
+                    (Some(s), Some(l)) => format!("{msg} script: {funcname}, on {s}:{l}."),
+                    _ => msg,
+                };
+                if !convert::from_a_command(&t) {
+                    own_errors.push(reply.clone());
                 }
+                out.error(&reply);
             }
             Ok((false, other)) => {
                 let msg = match other {
                     Value::String(s) => s.to_string_lossy(),
                     _ => "execution failure".into(),
                 };
-                out.error(&format!("ERR Error running script {funcname}, {msg}"));
+                let reply = format!("ERR Error running script {funcname}, {msg}");
+                out.error(&reply);
+                own_errors.push(reply);
             }
             Err(e) => {
-                out.error(&format!("ERR Error running script {funcname}, {}", lua_message(&e)));
+                let reply = format!("ERR Error running script {funcname}, {}", lua_message(&e));
+                out.error(&reply);
+                own_errors.push(reply);
             }
+        }
+        for e in &own_errors {
+            host.script_error(e);
         }
     }
 }
@@ -530,23 +599,60 @@ fn lua_message(e: &mlua::Error) -> String {
 
 /// The arguments of `redis.call` as a command line: strings and numbers, or Redis's error
 /// text.
-fn command_line(args: &[Value]) -> Result<Vec<Vec<u8>>, String> {
-    if args.is_empty() {
-        return Err("ERR Please specify at least one argument for this redis lib call".into());
+/// The error `redis.error_reply(text)` gives, as Redis 7.0 makes it: the text's first word
+/// (after a leading `-`) is the error code when a message follows it; otherwise the code is
+/// `ERR` and the text the message (`""` gives `ERR `).
+fn error_reply_text(text: &str) -> String {
+    let t = text.strip_prefix('-').unwrap_or(text);
+    match t.split_once(' ') {
+        Some((code, msg)) => format!("{code} {msg}"),
+        None => format!("ERR {t}"),
     }
-    let mut line = Vec::with_capacity(args.len());
-    for a in args {
-        match a {
-            Value::String(s) => line.push(s.as_bytes().to_vec()),
-            // Numbers as C's "%.17g" (Redis's conversion, not Lua's 14 digits).
-            Value::Number(n) => line.push(crate::resp::writer::format_double(*n).into_bytes()),
-            Value::Integer(n) => line.push(n.to_string().into_bytes()),
-            _ => {
-                return Err("ERR Lua redis lib command arguments must be strings or integers".into())
-            }
+}
+
+fn command_line(args: &[Value]) -> Result<Vec<Vec<u8>>, String> {
+    if let [Value::Table(t), Value::LightUserData(m)] = args {
+        if m.0 == packed_mark() {
+            return packed_command_line(t);
         }
     }
+    if args.is_empty() {
+        return Err(NO_ARGUMENTS.into());
+    }
+    args.iter().map(|a| arg_bytes(a).ok_or_else(|| BAD_ARGUMENT.to_string())).collect()
+}
+
+const NO_ARGUMENTS: &str = "ERR Please specify at least one argument for this redis lib call";
+const BAD_ARGUMENT: &str = "ERR Lua redis lib command arguments must be strings or integers";
+
+/// One argument of a command line, or None for a value that cannot be one.
+fn arg_bytes(a: &Value) -> Option<Vec<u8>> {
+    match a {
+        Value::String(s) => Some(s.as_bytes().to_vec()),
+        // Numbers as C's "%.17g" (Redis's conversion, not Lua's 14 digits).
+        Value::Number(n) => Some(crate::resp::writer::format_double(*n).into_bytes()),
+        Value::Integer(n) => Some(n.to_string().into_bytes()),
+        _ => None,
+    }
+}
+
+/// The arguments `raw_call` packed into a table (a call with more than [`PACK_ABOVE`]),
+/// converted one at a time: each value the binding hands out holds a slot of a bounded stack
+/// until dropped.
+fn packed_command_line(t: &mlua::Table) -> Result<Vec<Vec<u8>>, String> {
+    let n = t.raw_len();
+    let mut line = Vec::with_capacity(n);
+    for i in 1..=n {
+        let v: Value = t.raw_get(i).map_err(|e| format!("ERR {e}"))?;
+        line.push(arg_bytes(&v).ok_or_else(|| BAD_ARGUMENT.to_string())?);
+    }
     Ok(line)
+}
+
+/// The light userdata marking a packed call (scripts cannot make one).
+fn packed_mark() -> *mut std::ffi::c_void {
+    static MARK: u8 = 0;
+    std::ptr::addr_of!(MARK) as *mut std::ffi::c_void
 }
 
 /// Reads a `#!lua` first line: the flags and how many bytes to leave out of the code (the
@@ -595,6 +701,7 @@ fn new_interpreter(
     }
     bit::install(&lua)?;
     cjson::install(&lua)?;
+    cmsgpack::install(&lua)?;
     let redis = lua.create_table()?;
     redis.raw_set(
         "sha1hex",
@@ -616,11 +723,7 @@ fn new_interpreter(
                 (1, Some(Value::String(s))) => {
                     let t = lua.create_table()?;
                     let text = s.to_string_lossy();
-                    let text = if field == "err" {
-                        text.strip_prefix('-').unwrap_or(&text).to_string()
-                    } else {
-                        text
-                    };
+                    let text = if field == "err" { error_reply_text(&text) } else { text };
                     t.raw_set(field, text)?;
                     Ok(Value::Table(t))
                 }
@@ -747,6 +850,86 @@ mod tests {
         assert!(s.exists(sha.as_bytes()) && s.exists(sha.to_uppercase().as_bytes()));
         s.flush().unwrap();
         assert!(!s.exists(sha.as_bytes()));
+    }
+
+    /// A host that counts the errors the script reports as its own.
+    struct Counting(Vec<String>);
+
+    impl Host for Counting {
+        fn call(&mut self, argv: &[Vec<u8>], _resp3: bool) -> Vec<u8> {
+            if argv[0] == b"fail" {
+                return b"-WRONGTYPE no\r\n".to_vec();
+            }
+            b"+OK\r\n".to_vec()
+        }
+
+        fn script_error(&mut self, reply: &str) {
+            self.0.push(reply.to_string());
+        }
+    }
+
+    #[test]
+    fn error_replies_are_shaped_and_counted_as_redis_does() {
+        let s = Scripts::new("7.2.0").unwrap();
+        let run = |body: &str| {
+            let sha = s.load(body.as_bytes()).unwrap();
+            let mut out = Out::default();
+            let mut host = Counting(Vec::new());
+            s.run(&sha, &[], &[], &mut host, &mut out);
+            (String::from_utf8(out.buf).unwrap(), host.0)
+        };
+        let own = |e: &str| vec![e.to_string()];
+        assert_eq!(
+            run("return redis.error_reply('MY_CODE a b')"),
+            ("-MY_CODE a b\r\n".into(), own("MY_CODE a b"))
+        );
+        assert_eq!(run("return redis.error_reply('')"), ("-ERR \r\n".into(), own("ERR ")));
+        assert_eq!(
+            run("return redis.error_reply('-nospace')"),
+            ("-ERR nospace\r\n".into(), own("ERR nospace"))
+        );
+        // A command's error, returned or raised, was counted when the command failed.
+        assert_eq!(run("return redis.pcall('fail')"), ("-WRONGTYPE no\r\n".into(), vec![]));
+        let (reply, counted) = run("return redis.call('fail')");
+        assert!(reply.starts_with("-WRONGTYPE no script:") && counted.is_empty(), "{reply}");
+        let (reply, counted) = run("error('boom')");
+        assert!(reply.starts_with("-ERR user_script:1: boom") && counted.len() == 1, "{reply}");
+    }
+
+    #[test]
+    fn compiled_chunks_do_not_load() {
+        let s = Scripts::new("7.2.0").unwrap();
+        let r = eval(&s, "return loadstring(string.dump(function() return 1 end))()", &[], &[]);
+        assert!(r.contains("attempt to call a nil value"), "{r}");
+        let r = eval(
+            &s,
+            "local d = string.dump(function() return 1 end) \
+                          return load(function() local x = d d = nil return x end)()",
+            &[],
+            &[],
+        );
+        assert!(r.contains("attempt to call a nil value"), "{r}");
+        assert_eq!(eval(&s, "return loadstring('return 7')()", &[], &[]), ":7\r\n");
+        // A compiled body is refused too (EVAL, SCRIPT LOAD).
+        let lua = mlua::Lua::new();
+        let f = lua.load("return 1").into_function().unwrap();
+        let dumped = f.dump(false);
+        let e = s.load(&dumped).unwrap_err();
+        assert!(e.starts_with("ERR Error compiling script"), "{e}");
+    }
+
+    #[test]
+    fn calls_with_thousands_of_arguments_reach_the_host_whole() {
+        let s = Scripts::new("7.2.0").unwrap();
+        let body = "local a = {} for i = 1, 7999 do a[i] = i end \
+                    a[7999] = 'last' return redis.call('rpush', 'l', unpack(a))";
+        assert_eq!(eval(&s, body, &[], &[]), "$4\r\nlast\r\n");
+        // Packed or not, a bad argument is refused the same way, as is a table argument.
+        let body = "local a = {} for i = 1, 100 do a[i] = i end a[50] = {} \
+                    return redis.pcall('rpush', 'l', unpack(a))";
+        assert!(eval(&s, body, &[], &[]).starts_with("-ERR Lua redis lib command arguments"));
+        assert!(eval(&s, "return redis.pcall('get', {})", &[], &[])
+            .starts_with("-ERR Lua redis lib command arguments"));
     }
 
     #[test]

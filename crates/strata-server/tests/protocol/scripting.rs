@@ -210,3 +210,95 @@ fn clients_blocked_on_what_a_script_wrote_are_served_after_it() {
     assert_eq!(waiter.read(), Reply::Array(vec![Reply::bulk("q"), Reply::bulk("a")]));
     assert_eq!(c.cmd(&["LRANGE", "q", "0", "-1"]), Reply::Array(vec![Reply::bulk("b")]));
 }
+
+/// Checked against redis-server 7.0.15: error statistics count a script's own errors once
+/// (a command's error it passes on was counted when the command failed), `error_reply`
+/// shapes its code as Redis does, `min-replicas-to-write` refuses writes (a standalone server
+/// has no replicas) and scripts that may write, `cmsgpack` is there, a call may take
+/// thousands of arguments, and INFO counts the cached scripts.
+#[test]
+fn script_errors_replicas_msgpack_and_many_arguments() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    let stat = |c: &mut Raw, code: &str| -> Option<String> {
+        let Reply::Bulk(info) = c.cmd(&["INFO", "errorstats"]) else { panic!() };
+        let info = String::from_utf8(info).unwrap();
+        let line = info.lines().find(|l| l.starts_with(&format!("errorstat_{code}:")))?;
+        Some(line.split_once(':').unwrap().1.to_string())
+    };
+    c.cmd(&["CONFIG", "RESETSTAT"]);
+    err_starting(
+        c.cmd(&["EVAL", "return redis.error_reply('MY_ERR_CODE custom msg')", "0"]),
+        "MY_ERR_CODE custom msg",
+    );
+    assert_eq!(stat(&mut c, "MY_ERR_CODE").as_deref(), Some("count=1"));
+    assert_eq!(c.cmd(&["EVAL", "return redis.error_reply('')", "0"]), Reply::Error("ERR ".into()));
+    c.cmd(&["SET", "s", "abc"]);
+    err_starting(
+        c.cmd(&["EVAL", "return redis.call('incr', 's')", "0"]),
+        "ERR value is not an integer",
+    );
+    err_starting(
+        c.cmd(&["EVAL", "return redis.pcall('incr', 's')", "0"]),
+        "ERR value is not an integer",
+    );
+    err_starting(
+        c.cmd(&["EVAL", "return redis.call('incr', 's', 'x')", "0"]),
+        "ERR Wrong number of args",
+    );
+    // The empty error_reply, two INCRs, the refused call: one each.
+    assert_eq!(stat(&mut c, "ERR").as_deref(), Some("count=4"));
+
+    c.cmd(&["SET", "x", "some value"]);
+    assert_eq!(c.cmd(&["CONFIG", "SET", "min-replicas-to-write", "1"]), Reply::Simple("OK".into()));
+    assert_eq!(
+        c.cmd(&["CONFIG", "GET", "min-slaves-to-write"]),
+        Reply::Array(vec![Reply::bulk("min-slaves-to-write"), Reply::bulk("1")])
+    );
+    err_starting(c.cmd(&["SET", "x", "1"]), "NOREPLICAS Not enough good replicas to write.");
+    assert_eq!(c.cmd(&["GET", "x"]), Reply::bulk("some value"));
+    let get = "return redis.call('get', KEYS[1])";
+    assert_eq!(
+        c.cmd(&["EVAL", &format!("#!lua flags=no-writes\n{get}"), "1", "x"]),
+        Reply::bulk("some value")
+    );
+    assert_eq!(c.cmd(&["EVAL", get, "1", "x"]), Reply::bulk("some value"));
+    err_starting(c.cmd(&["EVAL", &format!("#!lua\n{get}"), "1", "x"]), "NOREPLICAS");
+    err_starting(c.cmd(&["EVAL", "return redis.call('set', KEYS[1], 1)", "1", "x"]), "NOREPLICAS");
+    c.cmd(&["CONFIG", "SET", "min-replicas-to-write", "0"]);
+    assert_eq!(c.cmd(&["SET", "x", "1"]), Reply::Simple("OK".into()));
+
+    let hex = "local e = cmsgpack.pack(ARGV[1] + 0) local h = '' for i = 1, #e do \
+               h = h .. string.format('%02x', string.byte(e, i)) end return h";
+    assert_eq!(c.cmd(&["EVAL", hex, "0", "-1099511627776"]), Reply::bulk("d3ffffff0000000000"));
+    let massive =
+        "local a = {} for i = 1, 7999 do a[i] = 1 end return redis.call('lpush', 'l', unpack(a))";
+    assert_eq!(c.cmd(&["EVAL", massive, "0"]), Reply::Int(7999));
+
+    // XREAD and XREADGROUP may not block from a script; CLUSTER RESET is not run from one.
+    c.cmd(&["XGROUP", "CREATE", "st", "g", "$", "MKSTREAM"]);
+    let read = "return redis.pcall('xread', 'STREAMS', KEYS[1], '$')";
+    assert_eq!(c.cmd(&["EVAL", read, "1", "st"]), Reply::Null);
+    let block = "return redis.pcall('xread', 'BLOCK', 0, 'STREAMS', KEYS[1], '$')";
+    err_starting(
+        c.cmd(&["EVAL", block, "1", "st"]),
+        "ERR xread command is not allowed with BLOCK option from scripts",
+    );
+    let block =
+        "return redis.pcall('XREADGROUP', 'group', 'g', 'c', 'BLOCK', 0, 'STREAMS', KEYS[1], '>')";
+    err_starting(
+        c.cmd(&["EVAL", block, "1", "st"]),
+        "ERR XREADGROUP command is not allowed with BLOCK",
+    );
+    err_starting(
+        c.cmd(&["EVAL", "return redis.call('cluster', 'reset', 'hard')", "0"]),
+        "ERR This Redis command is not allowed from script",
+    );
+
+    c.cmd(&["SCRIPT", "FLUSH"]);
+    for j in 0..5 {
+        c.cmd(&["SCRIPT", "LOAD", &format!("return {j}")]);
+    }
+    let Reply::Bulk(info) = c.cmd(&["INFO", "memory"]) else { panic!() };
+    assert!(String::from_utf8(info).unwrap().contains("number_of_cached_scripts:5\r\n"));
+}
