@@ -88,7 +88,11 @@ pub fn function(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdR
         }
         "flush" => {
             if a.len() > 3 {
-                return Err(wrong());
+                return Err(format!(
+                    "ERR unknown subcommand or wrong number of arguments for '{}'. Try FUNCTION HELP.",
+                    String::from_utf8_lossy(&a[1])
+                )
+                .into());
             }
             if a.len() == 3 && !is(&a[2], "sync") && !is(&a[2], "async") {
                 return Err("ERR FUNCTION FLUSH only supports SYNC|ASYNC option".into());
@@ -323,6 +327,10 @@ fn list(sh: &Shared, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
 
 fn fcall_with(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], ro: bool, out: &mut Out) -> CmdResult {
     let name = String::from_utf8_lossy(&a[1]).into_owned();
+    // FCALL's text for a count that is no number (EVAL's is the integer error).
+    if crate::types::number::parse_int_strict(&a[2]).is_none() {
+        return Err("ERR Bad number of keys provided".into());
+    }
     let (keys, args) = keys_and_args(a)?;
     let f = sh.scripts.function(&name).ok_or(CmdError::from("ERR Function not found"))?;
     if ro && !f.no_writes() {

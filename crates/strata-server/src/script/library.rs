@@ -119,15 +119,19 @@ return env, function() loading = false end
 "#;
 
 /// Reads `#!lua name=<library>`: the name and where the code starts (the line's line feed
-/// is kept, so line numbers hold), or Redis's error text.
+/// is kept, so line numbers hold), or Redis's error text. The line is split as Redis splits
+/// it (quotes group and are removed: `name="foo"` names `foo`); the engine is what follows
+/// `#!` up to the first space (`#! name=x` names the engine `''`).
 fn metadata(code: &[u8]) -> Result<(String, usize), String> {
     if !code.starts_with(b"#!") {
         return Err("ERR Missing library metadata".into());
     }
     let end = code.iter().position(|&b| b == b'\n').unwrap_or(code.len());
-    let line = String::from_utf8_lossy(&code[2..end]).into_owned();
-    let mut parts = line.split(' ').filter(|p| !p.is_empty());
-    let engine = parts.next().unwrap_or("").to_string();
+    let line = String::from_utf8_lossy(&code[..end]).into_owned();
+    let parts = split_args(&line).ok_or_else(|| "ERR Invalid library metadata".to_string())?;
+    let mut parts = parts.into_iter();
+    let engine = parts.next().unwrap_or_default();
+    let engine = engine.strip_prefix("#!").unwrap_or(&engine).to_string();
     let mut name = None;
     for p in parts {
         match p.strip_prefix("name=") {
@@ -141,6 +145,9 @@ fn metadata(code: &[u8]) -> Result<(String, usize), String> {
         }
     }
     let Some(name) = name else { return Err("ERR Library name was not given".into()) };
+    if !engine.eq_ignore_ascii_case("lua") {
+        return Err(format!("ERR Engine '{engine}' not found"));
+    }
     if !valid_name(&name) {
         return Err(
             "ERR Library names can only contain letters, numbers, or underscores(_) and must \
@@ -148,10 +155,55 @@ fn metadata(code: &[u8]) -> Result<(String, usize), String> {
                 .into(),
         );
     }
-    if !engine.eq_ignore_ascii_case("lua") {
-        return Err(format!("ERR Engine '{engine}' not found"));
-    }
     Ok((name, end))
+}
+
+/// Splits `line` into words as Redis's `sdssplitargs` does: spaces separate them; double
+/// quotes (with `\\`, `\"`, `\n`, `\r`, `\t` inside) and single quotes (with `\'`) group
+/// text and are removed. None for an unbalanced quote or a closing quote followed by
+/// something other than a space.
+fn split_args(line: &str) -> Option<Vec<String>> {
+    let mut out = Vec::new();
+    let mut chars = line.chars().peekable();
+    loop {
+        while chars.peek().is_some_and(|c| c.is_ascii_whitespace()) {
+            chars.next();
+        }
+        if chars.peek().is_none() {
+            return Some(out);
+        }
+        let mut word = String::new();
+        let (mut dq, mut sq) = (false, false);
+        loop {
+            let c = chars.next();
+            match (dq, sq, c) {
+                (true, _, None) | (_, true, None) => return None,
+                (false, false, None) => break,
+                (true, _, Some('\\')) => match chars.next()? {
+                    'n' => word.push('\n'),
+                    'r' => word.push('\r'),
+                    't' => word.push('\t'),
+                    other => word.push(other),
+                },
+                (true, _, Some('"')) | (_, true, Some('\'')) => {
+                    if chars.peek().is_some_and(|c| !c.is_ascii_whitespace()) {
+                        return None;
+                    }
+                    break;
+                }
+                (_, true, Some('\\')) if chars.peek() == Some(&'\'') => {
+                    chars.next();
+                    word.push('\'');
+                }
+                (true, _, Some(c)) | (_, true, Some(c)) => word.push(c),
+                (false, false, Some(c)) if c.is_ascii_whitespace() => break,
+                (false, false, Some('"')) => dq = true,
+                (false, false, Some('\'')) => sq = true,
+                (false, false, Some(c)) => word.push(c),
+            }
+        }
+        out.push(word);
+    }
 }
 
 /// The library name `code`'s first line gives, or Redis's error text for a line that does
@@ -229,20 +281,18 @@ impl Scripts {
                 .collect::<mlua::Result<_>>()
                 .map_err(failed)?;
             let description: Option<String> = entry.raw_get("description").map_err(failed)?;
+            // Redis 7.0's text (it names libraries here too).
             if !valid_name(&fname) {
                 return Err(
-                    "ERR Function names can only contain letters, numbers, or underscores(_) \
+                    "ERR Library names can only contain letters, numbers, or underscores(_) \
                             and must be at least one character long"
                         .into(),
                 );
             }
+            // Within a library names are compared exactly (as Redis 7.0's library dictionary
+            // does); across libraries without case (below).
             if functions.iter().any(|f: &FunctionInfo| f.name == fname) {
                 return Err("ERR Function already exists in the library".into());
-            }
-            if let Some(owner) = self.function_owner.lock().get(&fname) {
-                if *owner != name {
-                    return Err(format!("ERR Function {fname} already exists"));
-                }
             }
             debug_assert!(flags.iter().all(|f| KNOWN_FLAGS.contains(&f.as_str())));
             functions.push(FunctionInfo { name: fname, description, flags });
@@ -251,17 +301,27 @@ impl Scripts {
         if functions.is_empty() {
             return Err("ERR No functions registered".into());
         }
+        // Names are case-insensitive across libraries (as Redis's function dictionary).
+        for f in &functions {
+            if let Some(owner) = self.function_owner.lock().get(&f.name.to_ascii_lowercase()) {
+                if *owner != name {
+                    return Err(format!("ERR Function {} already exists", f.name));
+                }
+            }
+        }
         let table = Self::function_table(&lua).map_err(failed)?;
         let mut owners = self.function_owner.lock();
         if let Some(old) = libs.remove(&name) {
             for f in &old.functions {
-                owners.remove(&f.name);
-                table.raw_remove(f.name.as_str()).map_err(failed)?;
+                let key = f.name.to_ascii_lowercase();
+                owners.remove(&key);
+                table.raw_remove(key).map_err(failed)?;
             }
         }
         for (f, cb) in functions.iter().zip(callbacks) {
-            owners.insert(f.name.clone(), name.clone());
-            table.raw_set(f.name.as_str(), cb).map_err(failed)?;
+            let key = f.name.to_ascii_lowercase();
+            owners.insert(key.clone(), name.clone());
+            table.raw_set(key, cb).map_err(failed)?;
         }
         libs.insert(name.clone(), Library { name: name.clone(), code: code.to_vec(), functions });
         Ok(name)
@@ -285,8 +345,9 @@ impl Scripts {
         let mut owners = self.function_owner.lock();
         if let Ok(table) = Self::function_table(&lua) {
             for f in &lib.functions {
-                owners.remove(&f.name);
-                let _ = table.raw_remove(f.name.as_str());
+                let key = f.name.to_ascii_lowercase();
+                owners.remove(&key);
+                let _ = table.raw_remove(key);
             }
         }
         true
@@ -305,10 +366,11 @@ impl Scripts {
         self.libraries.lock().values().cloned().collect()
     }
 
-    /// The function `name` (exact case), if registered.
+    /// The function `name` (any case, as Redis 7.0 finds functions), if registered.
     pub fn function(&self, name: &str) -> Option<FunctionInfo> {
-        let lib = self.function_owner.lock().get(name).cloned()?;
-        self.libraries.lock().get(&lib)?.functions.iter().find(|f| f.name == name).cloned()
+        let lib = self.function_owner.lock().get(&name.to_ascii_lowercase()).cloned()?;
+        let libs = self.libraries.lock();
+        libs.get(&lib)?.functions.iter().find(|f| f.name.eq_ignore_ascii_case(name)).cloned()
     }
 
     /// FCALL: runs function `name` with `(KEYS, ARGV)`; its reply in `out`.
@@ -330,10 +392,32 @@ impl Scripts {
         let _done = Done(&self.in_function);
         self.run_with(name, keys, argv, host, out, |lua, k, a| {
             let table = Self::function_table(lua)?;
-            let cb: Function = table.raw_get(name)?;
+            let cb: Function = table.raw_get(name.to_ascii_lowercase())?;
             lua.load("local cb, k, a = ... return function() return cb(k, a) end")
                 .set_name("@strata_fcall")
                 .call::<Function>((cb, k, a))
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metadata_lines_split_as_redis_splits_them() {
+        assert_eq!(metadata(b"#!lua name=foo\nx").unwrap(), ("foo".to_string(), 14));
+        assert_eq!(metadata(b"#!lua name=\"foo\"\n").unwrap().0, "foo");
+        assert_eq!(metadata(b"#!LUA   name='b_2'\n").unwrap().0, "b_2");
+        assert_eq!(metadata(b"#! name=test\n").unwrap_err(), "ERR Engine '' not found");
+        assert_eq!(metadata(b"#!lua\n").unwrap_err(), "ERR Library name was not given");
+        assert_eq!(
+            metadata(b"#!lua name=a foo=bar\n").unwrap_err(),
+            "ERR Invalid metadata value given: foo=bar"
+        );
+        assert_eq!(metadata(b"#!lua name=\"a\n").unwrap_err(), "ERR Invalid library metadata");
+        assert_eq!(metadata(b"#!lua name=\"a\"b\n").unwrap_err(), "ERR Invalid library metadata");
+        assert!(metadata(b"#!lua name=a-b\n").unwrap_err().starts_with("ERR Library names"));
+        assert_eq!(split_args(r#"a "b \"c\" \n" 'd\'e'"#).unwrap(), ["a", "b \"c\" \n", "d'e"]);
     }
 }

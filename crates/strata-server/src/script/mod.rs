@@ -73,7 +73,8 @@ pub struct Scripts {
     load_deadline: Arc<Mutex<Option<std::time::Instant>>>,
     /// FUNCTION's libraries by name (`library`).
     libraries: Mutex<std::collections::BTreeMap<String, library::Library>>,
-    /// Each registered function's library.
+    /// Each registered function's library, by the function's name in lower case (function
+    /// names are case-insensitive, as in Redis 7.0).
     function_owner: Mutex<HashMap<String, String>>,
     /// The running script has written (it can no longer be killed).
     wrote: AtomicBool,

@@ -302,3 +302,36 @@ fn script_errors_replicas_msgpack_and_many_arguments() {
     let Reply::Bulk(info) = c.cmd(&["INFO", "memory"]) else { panic!() };
     assert!(String::from_utf8(info).unwrap().contains("number_of_cached_scripts:5\r\n"));
 }
+
+/// Checked against redis-server 7.0.15: function names are case-insensitive, FCALL's count
+/// error, FUNCTION FLUSH's extra argument, and a name registered twice in one library is
+/// reported as that before any collision with another library.
+#[test]
+fn function_names_and_their_errors() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    let lib = "#!lua name=lib1\nredis.register_function('test', function() return 'hello1' end)";
+    assert_eq!(c.cmd(&["FUNCTION", "LOAD", lib]), Reply::bulk("lib1"));
+    assert_eq!(c.cmd(&["FCALL", "TEST", "0"]), Reply::bulk("hello1"));
+    err_starting(c.cmd(&["FCALL", "test", "bad_arg"]), "ERR Bad number of keys provided");
+    let twice = "#!lua name=lib2\nredis.register_function('Test', function() return 1 end)\n\
+                 redis.register_function('x', function() return 1 end)\n\
+                 redis.register_function('x', function() return 1 end)";
+    err_starting(c.cmd(&["FUNCTION", "LOAD", twice]), "ERR Function already exists in the library");
+    let case_twice = "#!lua name=lib2\nredis.register_function('Test', function() return 1 end)\n\
+                      redis.register_function('x', function() return 1 end)\n\
+                      redis.register_function('X', function() return 1 end)";
+    err_starting(c.cmd(&["FUNCTION", "LOAD", case_twice]), "ERR Function Test already exists");
+    let other = "#!lua name=lib2\nredis.register_function('TEST', function() return 1 end)";
+    err_starting(c.cmd(&["FUNCTION", "LOAD", other]), "ERR Function TEST already exists");
+    let quoted = "#!lua name=\"foo\"\nredis.register_function('foo', function() return 1 end)";
+    assert_eq!(c.cmd(&["FUNCTION", "LOAD", quoted]), Reply::bulk("foo"));
+    err_starting(
+        c.cmd(&["function", "flush", "sync", "extra"]),
+        "ERR unknown subcommand or wrong number of arguments for 'flush'. Try FUNCTION HELP.",
+    );
+    err_starting(
+        c.cmd(&["FUNCTION", "FLUSH", "bad_arg"]),
+        "ERR FUNCTION FLUSH only supports SYNC|ASYNC option",
+    );
+}
