@@ -57,7 +57,10 @@ local lib_redis = {
   LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
   REDIS_VERSION = real_redis.REDIS_VERSION, REDIS_VERSION_NUM = real_redis.REDIS_VERSION_NUM,
 }
+local loading = true
 lib_redis.register_function = function(...)
+  -- A function that kept the load-time API cannot register more once the load is over.
+  if not loading then fail('redis.register_function can only be called on FUNCTION LOAD command') end
   local n = select('#', ...)
   if n < 1 or n > 2 then fail('wrong number of arguments to redis.register_function') end
   local name, cb, flags, desc
@@ -102,7 +105,6 @@ end
 local function missing_at(k, level) error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", level) end
 local function missing(_, k) missing_at(k, 3) end
 setmetatable(lib_redis, {__index = missing, __newindex = function() error('Attempt to modify a readonly table', 2) end})
-local loading = true
 local env = setmetatable({}, {
   __index = function(_, k)
     if loading then

@@ -335,3 +335,18 @@ fn function_names_and_their_errors() {
         "ERR FUNCTION FLUSH only supports SYNC|ASYNC option",
     );
 }
+
+/// A function that kept the load-time `redis` cannot register functions after the load.
+#[test]
+fn registering_outside_the_load_is_refused() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    let lib = "#!lua name=lib1\nlocal lib = redis\n\
+               lib.register_function('f2', function() lib.register_function('f1', function() return 1 end) end)";
+    assert_eq!(c.cmd(&["FUNCTION", "LOAD", lib]), Reply::bulk("lib1"));
+    err_starting(
+        c.cmd(&["FCALL", "f2", "0"]),
+        "ERR redis.register_function can only be called on FUNCTION LOAD command",
+    );
+    err_starting(c.cmd(&["FCALL", "f1", "0"]), "ERR Function not found");
+}
