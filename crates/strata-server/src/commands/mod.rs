@@ -360,6 +360,7 @@ pub static COMMANDS: &[Command] = &[
     cmd!("echo", 2, false, KeySpec::NONE, server::echo),
     cmd!("select", 2, false, KeySpec::NONE, server::select),
     cmd!("quit", -1, false, KeySpec::NONE, server::quit),
+    cmd!("reset", 1, false, KeySpec::NONE, server::reset),
     cmd!("auth", -2, false, KeySpec::NONE, server::auth),
     cmd!("hello", -1, false, KeySpec::NONE, server::hello),
     cmd!("command", -1, false, KeySpec::NONE, server::command),
@@ -436,7 +437,7 @@ pub fn dispatch(sh: &Shared, conn: &mut Conn, args: &[Vec<u8>], out: &mut Out) {
         reject(sh, conn, None, &reply, out);
         return;
     };
-    if !conn.authed && !matches!(cmd.name, "auth" | "hello" | "quit") {
+    if !conn.authed && !matches!(cmd.name, "auth" | "hello" | "quit" | "reset") {
         reject(sh, conn, Some(cmd), NOAUTH, out);
         return;
     }

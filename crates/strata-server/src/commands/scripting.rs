@@ -45,6 +45,7 @@ fn refused_in_scripts(name: &str) -> bool {
             | "fcall_ro"
             | "shutdown"
             | "quit"
+            | "reset"
             | "client"
             | "save"
             | "bgsave"
@@ -100,7 +101,7 @@ pub fn busy_refusal(sh: &Shared, cmd: &super::Command, args: &[Vec<u8>]) -> bool
         "script" => sub("kill") && !function,
         "function" => (sub("kill") && function) || sub("stats"),
         "shutdown" => sub("nosave"),
-        "auth" | "hello" | "quit" | "multi" | "discard" | "watch" | "unwatch" => true,
+        "auth" | "hello" | "quit" | "reset" | "multi" | "discard" | "watch" | "unwatch" => true,
         _ => false,
     };
     !allowed

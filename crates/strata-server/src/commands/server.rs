@@ -51,6 +51,27 @@ pub fn quit(_: &Shared, c: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdResult
     Ok(())
 }
 
+/// RESET: the connection back to a new connection's state (Redis 6.2's command): its
+/// transaction and WATCHes discarded, its subscriptions dropped, RESP2, no name, replies on,
+/// not READONLY, and not authenticated again while a password is set. It runs inside MULTI,
+/// while subscribed and before AUTH (`multi`, `pubsub`, `dispatch`).
+pub fn reset(sh: &Shared, c: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    c.multi = None;
+    c.watched.clear();
+    super::pubsub::forget(sh, c);
+    c.resp3 = false;
+    out.resp3 = false;
+    c.readonly = false;
+    c.reply_mode = crate::state::ReplyMode::On;
+    c.authed = sh.password().is_none();
+    if let Some(e) = sh.clients.lock().get_mut(&c.id) {
+        e.name.clear();
+        e.resp = 2;
+    }
+    out.simple("RESET");
+    Ok(())
+}
+
 fn check_password(sh: &Shared, user: Option<&[u8]>, pass: &[u8]) -> Result<(), CmdError> {
     let Some(pw) = sh.password() else {
         if user.is_none() {

@@ -265,3 +265,33 @@ fn no_multi_commands_and_sort_store_in_transactions() {
         ])
     );
 }
+
+/// RESET (checked against redis-server 7.0.15): discards MULTI and WATCH, drops the
+/// subscriptions, returns to RESP2 without a name, and asks for AUTH again when a password is
+/// set; it runs inside MULTI, while subscribed and before AUTH.
+#[test]
+fn reset_returns_the_connection_to_its_first_state() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    assert_eq!(c.cmd(&["MULTI"]), Reply::Simple("OK".into()));
+    assert_eq!(c.cmd(&["SET", "key-a", "a"]), Reply::Simple("QUEUED".into()));
+    assert_eq!(c.cmd(&["RESET"]), Reply::Simple("RESET".into()));
+    assert_eq!(c.cmd(&["EXEC"]), Reply::Error("ERR EXEC without MULTI".into()));
+    assert_eq!(c.cmd(&["GET", "key-a"]), Reply::Null);
+    assert_eq!(c.cmd(&["CLIENT", "SETNAME", "test-client"]), Reply::Simple("OK".into()));
+    c.cmd(&["SUBSCRIBE", "channel-1"]);
+    assert_eq!(c.cmd(&["RESET"]), Reply::Simple("RESET".into()));
+    assert_eq!(c.cmd(&["SET", "key", "val"]), Reply::Simple("OK".into()));
+    assert_eq!(c.cmd(&["CLIENT", "GETNAME"]), Reply::Null);
+    assert!(matches!(c.cmd(&["HELLO", "3"]), Reply::Map(_)));
+    assert_eq!(c.cmd(&["RESET"]), Reply::Simple("RESET".into()));
+    assert_eq!(c.cmd(&["GET", "key"]), Reply::bulk("val"), "RESP2 again");
+
+    let srv = Server::start(&["--requirepass", "pw"]);
+    let mut c = srv.raw();
+    assert_eq!(c.cmd(&["RESET"]), Reply::Simple("RESET".into()), "before AUTH");
+    assert_eq!(c.cmd(&["AUTH", "pw"]), Reply::Simple("OK".into()));
+    assert_eq!(c.cmd(&["GET", "x"]), Reply::Null);
+    assert_eq!(c.cmd(&["RESET"]), Reply::Simple("RESET".into()));
+    assert!(matches!(c.cmd(&["GET", "x"]), Reply::Error(e) if e.starts_with("NOAUTH")));
+}
