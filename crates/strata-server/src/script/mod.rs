@@ -6,7 +6,7 @@
 //!   LOAD/EXISTS/FLUSH, EVALSHA). A `#!lua` first line may carry `flags=` (`no-writes`...);
 //!   the line is left out of the compiled code but its line feed kept, so line numbers hold.
 //! - The interpreter has Redis's libraries (base, table, string, math, `bit`, `cjson`,
-//!   `cmsgpack`, and of `debug`
+//!   `cmsgpack`, `struct`, and of `debug`
 //!   its inspecting functions `getinfo` and `traceback` only: the rest reaches the
 //!   interpreter's internals), without `loadfile`/`dofile`; its globals are read-only to scripts ("Attempt to modify a
 //!   readonly table") and reading an undefined one fails as in Redis.
@@ -25,6 +25,7 @@ pub mod cjson;
 pub mod cmsgpack;
 pub mod convert;
 pub mod library;
+pub mod structlib;
 
 use crate::resp::Out;
 use mlua::{ffi, HookTriggers, Lua, LuaOptions, StdLib, Value, Variadic, VmState};
@@ -288,6 +289,15 @@ unsafe extern "C-unwind" fn script_pcall(l: *mut ffi::lua_State) -> c_int {
                     ffi::lua_replace(l, -2);
                 } else {
                     ffi::lua_pop(l, 1);
+                }
+            } else if ffi::lua_type(l, -1) == ffi::LUA_TUSERDATA {
+                // An error raised by a library written in Rust (`bit`, `cjson`, `cmsgpack`,
+                // `struct`): its message, as the C libraries' errors are strings.
+                ffi::lua_getfield(l, ffi::LUA_GLOBALSINDEX, c"tostring".as_ptr());
+                ffi::lua_insert(l, -2);
+                if ffi::lua_pcall(l, 1, 1, 0) != 0 {
+                    ffi::lua_pop(l, 1);
+                    ffi::lua_pushstring(l, c"error".as_ptr());
                 }
             }
             ffi::lua_pushboolean(l, 0);
@@ -703,6 +713,7 @@ fn new_interpreter(
     bit::install(&lua)?;
     cjson::install(&lua)?;
     cmsgpack::install(&lua)?;
+    structlib::install(&lua)?;
     let redis = lua.create_table()?;
     redis.raw_set(
         "sha1hex",
@@ -895,6 +906,16 @@ mod tests {
         assert!(reply.starts_with("-WRONGTYPE no script:") && counted.is_empty(), "{reply}");
         let (reply, counted) = run("error('boom')");
         assert!(reply.starts_with("-ERR user_script:1: boom") && counted.len() == 1, "{reply}");
+    }
+
+    #[test]
+    fn pcall_gives_the_rust_libraries_errors_as_strings() {
+        let s = Scripts::new("7.2.0").unwrap();
+        let r =
+            eval(&s, "local ok, e = pcall(cmsgpack.unpack, '\\193') return {type(e), e}", &[], &[]);
+        assert!(r.starts_with("*2\r\n$6\r\nstring\r\n") && r.contains("Bad data format"), "{r}");
+        let r = eval(&s, "local ok, e = pcall(struct.pack, 'q', 1) return e", &[], &[]);
+        assert!(r.contains("invalid format option 'q'"), "{r}");
     }
 
     #[test]
