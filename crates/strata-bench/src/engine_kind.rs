@@ -120,6 +120,7 @@ impl EngineKind {
 
 /// Engine-class flags Strata applies (`engine/strata.rs`, `build_options`).
 pub const STRATA_HONOURED_FLAGS: &[&str] = &[
+    "memtablerep",
     "transaction_db",
     "optimistic_transaction_db",
     "transaction_lock_timeout",

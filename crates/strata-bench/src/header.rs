@@ -113,6 +113,7 @@ pub fn header(cfg: &Config) -> String {
 fn memtablerep(cfg: &Config) -> &'static str {
     use crate::engine_kind::EngineKind;
     match cfg.engine {
+        EngineKind::Strata if cfg.flags.memtablerep == "vector" => "StrataVector",
         EngineKind::Strata => "StrataArenaSkipList",
         EngineKind::Memory => "BTreeMap",
         EngineKind::Sqlite => "SQLiteBTree",

@@ -297,6 +297,9 @@ fn metadata_mode(rng: &mut StdRng) -> Options {
         block_size_deviation: [0, 10, 50][rng.gen_range(0..3)],
         // No memtable filter, the default, or one word (every lookup a false positive).
         memtable_bloom_size_ratio: [0.0, 0.01, 1e-9][rng.gen_range(0..3)],
+        // The vector memtable in one run of four: appended entries, sorted when read, in the
+        // flush and in recovery.
+        vector_memtable: rng.gen_bool(0.25),
         ..Options::default()
     }
 }
@@ -346,7 +349,7 @@ pub fn describe_options(o: &Options) -> String {
          cache_index_and_filter={} high_pri={} pin_l0={} pin_top={} index_type={:?} \
          partition_filters={} metadata_block_size={} block_align={} compaction_filter={} \
          db_write_buffer_size={} index_restart={} block_size_deviation={} \
-         memtable_bloom={} db_paths={:?} comparator={}",
+         memtable_bloom={} vector_memtable={} db_paths={:?} comparator={}",
         o.write_buffer_size,
         o.max_write_buffer_number,
         o.block_size,
@@ -397,6 +400,7 @@ pub fn describe_options(o: &Options) -> String {
         o.index_block_restart_interval,
         o.block_size_deviation,
         o.memtable_bloom_size_ratio,
+        o.vector_memtable,
         o.db_paths.iter().map(|p| (p.path(), p.target_size())).collect::<Vec<_>>(),
         o.comparator.name()
     )

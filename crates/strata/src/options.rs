@@ -101,6 +101,13 @@ pub struct Options {
     /// 0 = no filter; at most 0.25. Default: 0.01 (a 64 MiB memtable of 400-byte entries gets
     /// about 40 bits per key, 0.05% false positives).
     pub memtable_bloom_size_ratio: f64,
+    /// The vector memtable instead of the skiplist (`set_memtable_factory(Vector)`, db_bench's
+    /// `--memtablerep=vector`): writes append their entries without a search, and the
+    /// memtable sorts what was appended when something first reads it (a get, an iterator,
+    /// the flush). For bulk loads that read nothing back; reads under writes pay a sort each
+    /// time, as with RocksDB's. Unlike RocksDB, concurrent inserts are allowed (the append
+    /// takes a short lock). Default: false.
+    pub vector_memtable: bool,
     /// Table readers kept open (each holds its index and filter in memory); -1 keeps every
     /// table open. Default: -1.
     pub max_open_files: i32,
@@ -462,6 +469,7 @@ impl Default for Options {
             db_write_buffer_size: 0,
             max_write_buffer_number: 2,
             memtable_bloom_size_ratio: 0.01,
+            vector_memtable: false,
             max_open_files: -1,
             block_cache_size: 32 << 20,
             block_cache: None,
@@ -551,6 +559,7 @@ impl std::fmt::Debug for Options {
             .field("write_buffer_size", &self.write_buffer_size)
             .field("max_write_buffer_number", &self.max_write_buffer_number)
             .field("memtable_bloom_size_ratio", &self.memtable_bloom_size_ratio)
+            .field("vector_memtable", &self.vector_memtable)
             .field("write_buffer_manager", &self.write_buffer_manager)
             .field("db_write_buffer_size", &self.db_write_buffer_size)
             .field("block_cache_size", &self.block_cache_size)

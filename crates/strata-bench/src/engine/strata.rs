@@ -123,6 +123,14 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
         o.zstd_level = f.compression_level as i32;
     }
     o.write_buffer_size = usize_of("write_buffer_size", f.write_buffer_size)?;
+    o.vector_memtable = match f.memtablerep.as_str() {
+        "skip_list" => false,
+        "vector" => true,
+        other => bail!(
+            "--memtablerep={other}: strata has the skiplist (skip_list) and the vector memtable \
+             (vector); the hash representations are RocksDB's"
+        ),
+    };
     // Strata's memtable filter holds whole keys: a ratio given without
     // --memtable_whole_key_filtering (RocksDB's prefix filter) leaves it off, as RocksDB's
     // whole-key lookups then have none either.

@@ -153,10 +153,13 @@ fn engine_flags_are_never_silently_ignored() {
     .expect("honoured");
     assert_eq!(c.flags.write_buffer_size, 1 << 20);
     // RocksDB tuning knobs are accepted with a note.
-    let c = Config::from_args(&["--cache_low_pri_pool_ratio=0.1", "--memtablerep=vector"])
+    let c = Config::from_args(&["--cache_low_pri_pool_ratio=0.1", "--stats_level=2"])
         .expect("hints");
     assert_eq!(c.notes.len(), 2);
     assert!(c.notes[0].contains("--cache_low_pri_pool_ratio=0.1"), "{:?}", c.notes);
+    // The memtable representation is Strata's too (skip_list or vector): no note.
+    let c = Config::from_args(&["--memtablerep=vector"]).expect("vector memtable");
+    assert!(c.notes.is_empty(), "{:?}", c.notes);
     // The block cache's shape is Strata's too: no note.
     let c = Config::from_args(&[
         "--cache_type=lru_cache",
@@ -265,4 +268,18 @@ fn cache_flags_build_the_strata_block_cache() {
     assert!(cache(&["--cache_type=clock_cache"]).is_err());
     assert!(cache(&["--cache_type=lru_cache", "--cache_high_pri_pool_ratio=2"]).is_err());
     assert!(cache(&["--cache_type=lru_cache", "--cache_numshardbits=20"]).is_err());
+}
+
+#[test]
+fn memtablerep_selects_strata_s_memtable_and_refuses_the_hash_ones() {
+    let build = |rep: &str| {
+        let c = Config::from_args(&[&format!("--memtablerep={rep}")]).expect("flags");
+        strata_bench::engine::strata::build_options(&c).map(|o| o.vector_memtable)
+    };
+    assert!(!build("skip_list").unwrap());
+    assert!(build("vector").unwrap());
+    for hash in ["prefix_hash", "hash_linkedlist"] {
+        let e = build(hash).unwrap_err().to_string();
+        assert!(e.contains(&format!("--memtablerep={hash}")) && e.contains("vector"), "{e}");
+    }
 }

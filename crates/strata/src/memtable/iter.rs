@@ -63,6 +63,8 @@ impl InternalIterator for MemTableIterator {
     }
 
     fn next(&mut self) {
+        // A vector memtable links what was appended since the last positioning call.
+        self.mem.skiplist();
         let next = self.node().next(0);
         if let Some(n) = next {
             // Scans that call `next` read (nearly) every entry: fetch the one after ahead.

@@ -1,5 +1,12 @@
 //! The memtable: recent writes, sorted by internal key, in an arena-backed skiplist.
 //!
+//! Two representations, chosen per family (`Options::set_memtable_factory`): the skiplist,
+//! linked as each entry is inserted (the default, any load), and the vector
+//! (`MemtableFactory::Vector`, for bulk loads): entries are appended unlinked and sorted
+//! into the same skiplist when something first reads them, a get, an iterator or the flush
+//! (`skiplist.rs`, "Deferred linking"). Reads of a vector memtable under writes pay that
+//! sort each time new entries are pending, as RocksDB's vector memtable does.
+//!
 //! Why our own skiplist rather than a crate or a `BTreeMap` behind a lock:
 //! - memory layout and accounting: each entry is one arena allocation holding its links, key and
 //!   value, copied exactly once; the DB decides when to flush from
@@ -94,17 +101,29 @@ impl MemTable {
         bloom_bytes: usize,
         order: KeyOrder,
     ) -> MemTable {
+        Self::with_rep(manager, bloom_bytes, order, false)
+    }
+
+    /// [`Self::with_budget`], as a vector memtable when `vector` (the module's text).
+    pub fn with_rep(
+        manager: Option<&Arc<WriteBufferManager>>,
+        bloom_bytes: usize,
+        order: KeyOrder,
+        vector: bool,
+    ) -> MemTable {
         let bloom = (bloom_bytes > 0).then(|| MemBloom::with_bytes(bloom_bytes));
         // The filter counts in the manager's budget with the tombstones (side allocations).
         let mut side_tracker = manager.map(|m| MemoryTracker::new(m.clone()));
         if let (Some(t), Some(b)) = (&mut side_tracker, &bloom) {
             t.allocated(b.size());
         }
+        let tracker = manager.map(|m| MemoryTracker::new(m.clone()));
         MemTable {
-            list: SkipList::with_tracker(
-                manager.map(|m| MemoryTracker::new(m.clone())),
-                order.clone(),
-            ),
+            list: if vector {
+                SkipList::deferred(tracker, order.clone())
+            } else {
+                SkipList::with_tracker(tracker, order.clone())
+            },
             bloom,
             num_entries: AtomicU64::new(0),
             num_deletes: AtomicU64::new(0),
@@ -168,7 +187,9 @@ impl MemTable {
         entries: impl IntoIterator<Item = (ValueType, &'a [u8], &'a [u8])>,
     ) -> u64 {
         let (mut n, mut points, mut deletes) = (0u64, 0u64, 0u64);
-        self.list.with_splice(|splice| {
+        let deferred = self.list.is_deferred();
+        let add = |splice: Option<&mut skiplist::Splice>| {
+            let mut splice = splice;
             for (t, user_key, value) in entries {
                 let seq = SeqNo(first.0 + n);
                 n += 1;
@@ -181,13 +202,21 @@ impl MemTable {
                     b.add(user_key);
                 }
                 let trailer = pack_trailer(seq, t).to_le_bytes();
-                self.list.insert_with(splice, user_key, &trailer, value);
+                match splice.as_deref_mut() {
+                    Some(splice) => self.list.insert_with(splice, user_key, &trailer, value),
+                    None => self.list.append(user_key, &trailer, value),
+                }
                 points += 1;
                 if matches!(t, ValueType::Deletion | ValueType::SingleDeletion) {
                     deletes += 1;
                 }
             }
-        });
+        };
+        if deferred {
+            add(None);
+        } else {
+            self.list.with_splice(|splice| add(Some(splice)));
+        }
         if n == 0 {
             return 0;
         }
@@ -281,6 +310,7 @@ impl MemTable {
             }
             crate::perf_context::count(crate::perf_context::PerfMetric::BloomMemtableHitCount, 1);
         }
+        self.list.settle();
         let mut node = self.list.seek_ge(lookup_ikey);
         while let Some(n) = node {
             if !f(n.key(), n.value()) {
@@ -293,6 +323,7 @@ impl MemTable {
     /// An iterator that keeps the memtable alive (it owns an `Arc`). It sees every entry
     /// published before each of its positioning calls, and possibly later ones.
     pub fn iter(self: &Arc<Self>) -> MemTableIterator {
+        self.list.settle();
         MemTableIterator::new(Arc::clone(self))
     }
 
@@ -341,8 +372,17 @@ impl MemTable {
         self.largest_seqno_plus1.load(Ordering::Relaxed).checked_sub(1).map(SeqNo)
     }
 
+    /// The skiplist, every entry appended before the call linked in (`settle`).
+    #[inline]
     pub(crate) fn skiplist(&self) -> &SkipList {
+        self.list.settle();
         &self.list
+    }
+
+    /// Whether this is a vector memtable (the module's text).
+    #[cfg(test)]
+    pub(crate) fn is_vector(&self) -> bool {
+        self.list.is_deferred()
     }
 }
 

@@ -59,6 +59,17 @@
 //! any larger key whatever other writers do (nodes are never removed), so the list keeps one
 //! shared splice, taken by whichever writer finds it free (`try_lock`), and a writer that finds
 //! it taken uses a fresh one.
+//!
+//! ## Deferred linking (the vector memtable)
+//!
+//! A list made with [`SkipList::deferred`] takes entries by [`SkipList::append`]: the node is
+//! reserved and written as above, and its pointer pushed on a pending vector, with no search
+//! and no link (RocksDB's `VectorRepFactory`, for bulk loads that read nothing back). Before
+//! anything reads the list, [`SkipList::settle`] sorts the pending nodes and links them in key
+//! order, each through the splice, so linking costs a few comparisons per node. The pending
+//! count drops only after its nodes are linked, and settles run one at a time: a reader that
+//! finds nothing pending finds every node appended before it looked already linked, and one
+//! that finds some waits for the settle under way and then links the rest itself.
 
 use std::cmp::Ordering;
 use std::marker::PhantomData;
@@ -244,6 +255,19 @@ pub(crate) struct SkipList {
     hint: Mutex<Splice>,
     /// The order of the keys.
     order: KeyOrder,
+    /// Nodes appended but not linked yet, for a list made with [`SkipList::deferred`].
+    deferred: Option<Deferred>,
+}
+
+/// The unlinked nodes of a deferred list (module doc, "Deferred linking").
+struct Deferred {
+    /// Appended nodes with their heights, in append order.
+    pending: Mutex<Vec<(NodePtr, usize)>>,
+    /// Nodes appended and not linked yet: raised by `append` after the push, lowered by
+    /// `settle` after the linking.
+    unlinked: AtomicUsize,
+    /// Held while a settle links, so settles run one at a time.
+    settling: Mutex<()>,
 }
 
 // SAFETY: shared state is reached only through atomics (links, height, memory_usage, rng) or
@@ -274,7 +298,122 @@ impl SkipList {
             rng: AtomicU64::new(0x5eed_0f57_a7a0_0001),
             hint: Mutex::new(Splice { last: None, prev: [head; MAX_HEIGHT] }),
             order,
+            deferred: None,
         }
+    }
+
+    /// A list in `order` that takes entries by [`Self::append`] and links them when read
+    /// ([`Self::settle`]); its arena reports to `tracker`.
+    pub(crate) fn deferred(tracker: Option<MemoryTracker>, order: KeyOrder) -> Self {
+        let mut list = Self::with_tracker(tracker, order);
+        list.deferred = Some(Deferred {
+            pending: Mutex::new(Vec::new()),
+            unlinked: AtomicUsize::new(0),
+            settling: Mutex::new(()),
+        });
+        list
+    }
+
+    /// Whether entries are appended and linked later (a list made by [`Self::deferred`]).
+    pub(crate) fn is_deferred(&self) -> bool {
+        self.deferred.is_some()
+    }
+
+    /// Adds the entry whose key is `key_prefix | key_suffix` to a deferred list without
+    /// linking it: it is copied into the arena and becomes reachable at the next
+    /// [`Self::settle`]. Safe from any number of threads. On a list not made by
+    /// [`Self::deferred`] the entry is inserted (linked) at once. Panics if the key or the
+    /// value is longer than `u32::MAX` bytes.
+    pub(crate) fn append(&self, key_prefix: &[u8], key_suffix: &[u8], value: &[u8]) {
+        let Some(d) = &self.deferred else {
+            self.with_splice(|s| self.insert_with(s, key_prefix, key_suffix, value));
+            return;
+        };
+        let height = self.random_height();
+        let ptr = {
+            let mut arena = self.arena.lock();
+            let p =
+                alloc_node(&mut arena, height, key_prefix.len() + key_suffix.len(), value.len());
+            self.memory_usage.store(arena.memory_usage(), MemOrder::Relaxed);
+            p
+        };
+        // SAFETY: the arena handed these bytes to this call alone, sized for `height` links
+        // and this entry; nothing can reach the node before it is linked.
+        unsafe { init_node(ptr, height, key_prefix, key_suffix, value) };
+        d.pending.lock().push((ptr, height));
+        d.unlinked.fetch_add(1, MemOrder::Release);
+    }
+
+    /// Links every node appended before the call (a deferred list; nothing otherwise): they
+    /// are sorted, then linked in key order. Returns when they are all reachable. One atomic
+    /// load when nothing is pending.
+    #[inline]
+    pub(crate) fn settle(&self) {
+        if let Some(d) = &self.deferred {
+            if d.unlinked.load(MemOrder::Acquire) != 0 {
+                self.link_pending(d);
+            }
+        }
+    }
+
+    /// [`Self::settle`]'s work, once something is pending.
+    #[inline(never)]
+    fn link_pending(&self, d: &Deferred) {
+        let _one_at_a_time = d.settling.lock();
+        let mut nodes = std::mem::take(&mut *d.pending.lock());
+        if nodes.is_empty() {
+            // A settle that held the lock before this one linked them.
+            return;
+        }
+        let n = nodes.len();
+        match &self.order {
+            KeyOrder::Bytewise => {
+                // Sorted by the user key's first 8 bytes (zero-padded, so the order agrees
+                // with the bytewise one) held beside the pointer: most comparisons read no
+                // node, which the scattered arena would make a cache miss each.
+                let mut keyed: Vec<(u64, NodePtr, usize)> = nodes
+                    .iter()
+                    .map(|&(p, h)| {
+                        // SAFETY: appended nodes are initialised and live as long as the list.
+                        let key = unsafe { Node::from_raw(p, h) }.key();
+                        let user = &key[..key.len().saturating_sub(8)];
+                        let mut head = [0u8; 8];
+                        let m = user.len().min(8);
+                        head[..m].copy_from_slice(&user[..m]);
+                        (u64::from_be_bytes(head), p, h)
+                    })
+                    .collect();
+                keyed.sort_unstable_by(|a, b| {
+                    a.0.cmp(&b.0).then_with(|| {
+                        // SAFETY: as above.
+                        let (ka, kb) = unsafe {
+                            (Node::from_raw(a.1, a.2).key(), Node::from_raw(b.1, b.2).key())
+                        };
+                        compare_internal(ka, kb)
+                    })
+                });
+                self.with_splice(|splice| {
+                    for (_, p, h) in keyed {
+                        self.link_in(splice, p, h, compare_internal);
+                    }
+                });
+            }
+            o @ KeyOrder::Custom(_) => {
+                let cmp = |a: &[u8], b: &[u8]| o.compare_internal(a, b);
+                nodes.sort_unstable_by(|a, b| {
+                    // SAFETY: appended nodes are initialised and live as long as the list.
+                    let (ka, kb) =
+                        unsafe { (Node::from_raw(a.0, a.1).key(), Node::from_raw(b.0, b.1).key()) };
+                    cmp(ka, kb)
+                });
+                self.with_splice(|splice| {
+                    for (p, h) in nodes {
+                        self.link_in(splice, p, h, cmp);
+                    }
+                });
+            }
+        }
+        d.unlinked.fetch_sub(n, MemOrder::Release);
     }
 
     #[inline]
@@ -449,8 +588,21 @@ impl SkipList {
         // SAFETY: the arena handed these bytes to this call alone, sized by `alloc_node` for
         // `height` links and this entry.
         unsafe { init_node(new_ptr, height, key_prefix, key_suffix, value) };
-        // SAFETY: the node is initialised on this thread, has `height` links and lives in this
-        // list's arena.
+        self.link_in(splice, new_ptr, height, cmp);
+    }
+
+    /// Links node `new_ptr` of `height` links, initialised and not reachable yet, into the
+    /// list (the search and publication of [`Self::insert_with`]).
+    #[inline(always)]
+    fn link_in(
+        &self,
+        splice: &mut Splice,
+        new_ptr: NodePtr,
+        height: usize,
+        cmp: impl Fn(&[u8], &[u8]) -> Ordering,
+    ) {
+        // SAFETY: the caller initialised the node, which has `height` links and lives in
+        // this list's arena; this thread wrote it or acquired it through a mutex.
         let new = unsafe { Node::from_raw(new_ptr, height) };
         let key = new.key();
 

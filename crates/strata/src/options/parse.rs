@@ -105,6 +105,23 @@ fn compression_list_of(v: &str) -> std::result::Result<Vec<CompressionType>, Str
     v.split(':').map(|c| compression_of(c.trim())).collect()
 }
 
+/// A memtable factory's name as RocksDB's options files write it (or db_bench's
+/// `--memtablerep` name): whether it is the vector memtable.
+fn memtable_factory_of(v: &str) -> std::result::Result<bool, String> {
+    match v {
+        "VectorRepFactory" | "vector" => Ok(true),
+        "SkipListFactory"
+        | "skip_list"
+        | "HashSkipListRepFactory"
+        | "prefix_hash"
+        | "HashLinkListRepFactory"
+        | "hash_linkedlist" => Ok(false),
+        _ => Err("SkipListFactory, VectorRepFactory, HashSkipListRepFactory or \
+                  HashLinkListRepFactory"
+            .into()),
+    }
+}
+
 fn style_of(v: &str) -> std::result::Result<CompactionStyle, String> {
     Ok(match v {
         "kCompactionStyleLevel" => CompactionStyle::Leveled,
@@ -250,6 +267,7 @@ pub(crate) const OPTIONS: &[Entry] = &[
         .accepted
         .max_write_buffer_size_to_maintain =
         v),
+    opt!("memtable_factory", false, memtable_factory_of, |o, v| o.vector_memtable = v),
     opt!("memtable_prefix_bloom_size_ratio", true, f64_of, |o, v| o
         .set_memtable_prefix_bloom_ratio(v)),
     opt!("memtable_whole_key_filtering", true, bool_of, |o, v| o
@@ -544,6 +562,7 @@ mod tests {
             "kCompactionStyleLevel",
             "kPointInTimeRecovery",
             "kCompactionStopStyleTotalSize",
+            "VectorRepFactory",
             "-1",
         ] {
             if apply_option(&mut Options::default(), name, v, false).is_ok() {
@@ -585,6 +604,14 @@ mod tests {
         assert_eq!(o.accepted.table.format_version, 5);
         assert_eq!(o.compaction_options_fifo.max_table_files_size, 1 << 30);
         assert_eq!(o.ttl, 60);
+        assert!(!o.vector_memtable);
+        let v = Options::default().get_options_from_string("memtable_factory=VectorRepFactory");
+        assert!(v.unwrap().vector_memtable);
+        let mut m = Options::default();
+        m.set_memtable_factory(crate::MemtableFactory::Vector);
+        assert!(m.vector_memtable);
+        m.set_memtable_factory(crate::MemtableFactory::HashLinkList { bucket_count: 8 });
+        assert!(!m.vector_memtable, "the hash memtables are served by the skiplist");
         assert!(Options::default().get_options_from_string("").is_ok());
     }
 

@@ -124,11 +124,12 @@ pub struct PlainTableFactoryOptions {
     pub store_index_in_file: bool,
 }
 
-/// The memtable representation (RocksDB's memtable factories). Strata's memtable is always a
-/// concurrent skiplist; the choice is accepted and kept for the LOG.
+/// The memtable representation (RocksDB's memtable factories). `Vector` gives the vector
+/// memtable (entries appended, sorted when first read or flushed: bulk loads); the hash
+/// representations are accepted and kept for the LOG, and a skiplist serves them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MemtableFactory {
-    /// A vector sorted at flush (RocksDB only).
+    /// A vector sorted when read or flushed (`Options::vector_memtable`).
     Vector,
     /// A hash of prefixes to skiplists (RocksDB only).
     HashSkipList {

@@ -51,6 +51,8 @@ struct Knobs {
     /// `memtable_bloom_size_ratio`: 0 (no filter), 0.01, or one word (every probe a false
     /// positive once a key is in).
     memtable_bloom: f64,
+    /// The vector memtable (entries appended, sorted when read or flushed).
+    vector_memtable: bool,
 }
 
 fn knobs_strategy() -> impl Strategy<Value = Knobs> {
@@ -72,6 +74,7 @@ fn knobs_strategy() -> impl Strategy<Value = Knobs> {
             prop_oneof![Just(1usize), Just(3), Just(8)],
             prop_oneof![Just(0usize), Just(10), Just(50)],
             prop_oneof![Just(0.0f64), Just(0.01), Just(1e-9)],
+            any::<bool>(),
         ),
     )
         .prop_map(
@@ -87,7 +90,7 @@ fn knobs_strategy() -> impl Strategy<Value = Knobs> {
                 budget,
                 user_key_index,
                 uncache,
-                (index_restart, block_size_deviation, memtable_bloom),
+                (index_restart, block_size_deviation, memtable_bloom, vector_memtable),
             )| {
                 Knobs {
                     trigger,
@@ -104,6 +107,7 @@ fn knobs_strategy() -> impl Strategy<Value = Knobs> {
                     index_restart,
                     block_size_deviation,
                     memtable_bloom,
+                    vector_memtable,
                 }
             },
         )
@@ -220,6 +224,7 @@ fn options(fs: Arc<dyn FileSystem>, knobs: &Knobs) -> Options {
         index_block_restart_interval: knobs.index_restart,
         block_size_deviation: knobs.block_size_deviation,
         memtable_bloom_size_ratio: knobs.memtable_bloom,
+        vector_memtable: knobs.vector_memtable,
         ..Options::default()
     }
 }

@@ -1,4 +1,5 @@
-//! Every write mode (ordered, pipelined, without concurrent memtable inserts, unordered) keeps
+//! Every write mode (ordered, pipelined, without concurrent memtable inserts, unordered, and
+//! the vector memtable with and without concurrent inserts) keeps
 //! every acknowledged write, before and after reopen, across memtable switches; the ordered
 //! modes also keep batches atomic and each writer's history in order under a snapshot, and
 //! members of a group really insert their own large batches.
@@ -21,6 +22,10 @@ enum Mode {
     Pipelined,
     LeaderInserts,
     Unordered,
+    /// The vector memtable (appended, linked when read), the leader inserting.
+    Vector,
+    /// The vector memtable, members appending their own large batches at once.
+    VectorConcurrent,
 }
 
 fn options(mode: Mode) -> Options {
@@ -29,8 +34,9 @@ fn options(mode: Mode) -> Options {
         write_buffer_size: 64 << 10,
         max_write_buffer_number: 4,
         enable_pipelined_write: matches!(mode, Mode::Pipelined),
-        allow_concurrent_memtable_write: !matches!(mode, Mode::LeaderInserts),
+        allow_concurrent_memtable_write: !matches!(mode, Mode::LeaderInserts | Mode::Vector),
         unordered_write: matches!(mode, Mode::Unordered),
+        vector_memtable: matches!(mode, Mode::Vector | Mode::VectorConcurrent),
         ..Options::default()
     }
 }
@@ -143,10 +149,10 @@ fn run(mode: Mode) {
     match mode {
         // Large batches inserted by their own writers: whether a given write joins a group is
         // up to the scheduler, so the test is repeated until one did (bounded).
-        Mode::Ordered | Mode::Pipelined => {
+        Mode::Ordered | Mode::Pipelined | Mode::VectorConcurrent => {
             assert!(own_inserts > 0 || retry_for_member_insert(mode));
         }
-        Mode::LeaderInserts => assert_eq!(own_inserts, 0, "{mode:?}"),
+        Mode::LeaderInserts | Mode::Vector => assert_eq!(own_inserts, 0, "{mode:?}"),
         Mode::Unordered => {}
     }
 }
@@ -180,6 +186,16 @@ fn writes_without_concurrent_memtable_inserts() {
 #[test]
 fn unordered_writes_keep_every_acknowledged_write() {
     run(Mode::Unordered);
+}
+
+#[test]
+fn vector_memtable_writes_keep_batches_atomic() {
+    run(Mode::Vector);
+}
+
+#[test]
+fn vector_memtable_with_concurrent_inserts_keeps_batches_atomic() {
+    run(Mode::VectorConcurrent);
 }
 
 #[test]

@@ -50,7 +50,8 @@ pub(crate) fn new_memtable(family: &Options, db: &Options) -> Arc<MemTable> {
     let capacity = family.write_buffer_size.min(budget);
     let bloom_bytes = (capacity as f64 * family.memtable_bloom_size_ratio) as usize;
     let order = family.comparator.clone();
-    Arc::new(MemTable::with_budget(db.write_buffer_manager.as_ref(), bloom_bytes, order))
+    let vector = family.vector_memtable;
+    Arc::new(MemTable::with_rep(db.write_buffer_manager.as_ref(), bloom_bytes, order, vector))
 }
 
 /// A family to open or create: its name and its options. Of the options, the family uses

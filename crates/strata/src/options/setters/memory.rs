@@ -17,8 +17,11 @@ impl Options {
         self.accepted.memtable_whole_key_filtering = true;
     }
 
-    /// `memtable_factory`: kept (the memtable is a skiplist).
+    /// `memtable_factory`: `Vector` selects the vector memtable
+    /// ([`Options::vector_memtable`]); the hash representations are kept and served by the
+    /// skiplist.
     pub fn set_memtable_factory(&mut self, factory: MemtableFactory) {
+        self.vector_memtable = factory == MemtableFactory::Vector;
         self.accepted.memtable_factory = Some(factory);
     }
 
