@@ -187,6 +187,7 @@ pub const STRATA_HONOURED_FLAGS: &[&str] = &[
     "unordered_write",
     "max_write_batch_group_size_bytes",
     "wal_zeros_ahead",
+    "wal_mmap_writes",
     "use_direct_reads",
     "advise_random_on_open",
     "use_direct_io_for_flush_and_compaction",

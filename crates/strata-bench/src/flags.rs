@@ -295,6 +295,7 @@ define_flags! {
     unordered_write: bool = false, Engine, "Publish a group once it is in the WAL; writers insert unordered (weaker snapshots)";
     max_write_batch_group_size_bytes: u64 = 1048576u64, Engine, "The most bytes of batches one write group takes";
     wal_zeros_ahead: bool = true, Engine, "Strata only: new WAL files are zero-filled ahead of their records, so a synced write changes no file size";
+    wal_mmap_writes: bool = false, Engine, "Strata only: records reach a WAL written with zeros ahead through a shared mapping, not a write call per group";
     max_background_jobs: i64 = 2i64, Engine, "Background flush and compaction threads";
     max_background_compactions: i64 = -1i64, Engine, "Background compaction threads (-1: from max_background_jobs)";
     max_background_flushes: i64 = -1i64, Engine, "Background flush threads (-1: from max_background_jobs)";

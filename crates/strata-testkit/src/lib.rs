@@ -300,6 +300,9 @@ fn metadata_mode(rng: &mut StdRng) -> Options {
         // The vector memtable in one run of four: appended entries, sorted when read, in the
         // flush and in recovery.
         vector_memtable: rng.gen_bool(0.25),
+        // Half the runs copy WAL records into a mapping of the zeros ahead (the OS's file
+        // system only; the simulated ones write as before).
+        wal_mmap_writes: rng.gen_bool(0.5),
         ..Options::default()
     }
 }
@@ -349,7 +352,7 @@ pub fn describe_options(o: &Options) -> String {
          cache_index_and_filter={} high_pri={} pin_l0={} pin_top={} index_type={:?} \
          partition_filters={} metadata_block_size={} block_align={} compaction_filter={} \
          db_write_buffer_size={} index_restart={} block_size_deviation={} \
-         memtable_bloom={} vector_memtable={} db_paths={:?} comparator={}",
+         memtable_bloom={} vector_memtable={} wal_mmap_writes={} db_paths={:?} comparator={}",
         o.write_buffer_size,
         o.max_write_buffer_number,
         o.block_size,
@@ -401,6 +404,7 @@ pub fn describe_options(o: &Options) -> String {
         o.block_size_deviation,
         o.memtable_bloom_size_ratio,
         o.vector_memtable,
+        o.wal_mmap_writes,
         o.db_paths.iter().map(|p| (p.path(), p.target_size())).collect::<Vec<_>>(),
         o.comparator.name()
     )

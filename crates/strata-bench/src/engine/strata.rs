@@ -185,6 +185,7 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
     o.unordered_write = f.unordered_write;
     o.max_write_batch_group_size_bytes = f.max_write_batch_group_size_bytes;
     o.wal_zeros_ahead = f.wal_zeros_ahead;
+    o.wal_mmap_writes = f.wal_mmap_writes;
     o.use_direct_reads = f.use_direct_reads;
     o.advise_random_on_open = f.advise_random_on_open;
     o.use_direct_io_for_flush_and_compaction = f.use_direct_io_for_flush_and_compaction;

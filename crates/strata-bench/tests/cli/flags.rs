@@ -153,8 +153,8 @@ fn engine_flags_are_never_silently_ignored() {
     .expect("honoured");
     assert_eq!(c.flags.write_buffer_size, 1 << 20);
     // RocksDB tuning knobs are accepted with a note.
-    let c = Config::from_args(&["--cache_low_pri_pool_ratio=0.1", "--stats_level=2"])
-        .expect("hints");
+    let c =
+        Config::from_args(&["--cache_low_pri_pool_ratio=0.1", "--stats_level=2"]).expect("hints");
     assert_eq!(c.notes.len(), 2);
     assert!(c.notes[0].contains("--cache_low_pri_pool_ratio=0.1"), "{:?}", c.notes);
     // The memtable representation is Strata's too (skip_list or vector): no note.

@@ -12,6 +12,8 @@ mod direct;
 #[cfg(any(test, feature = "testing"))]
 mod fault;
 pub(crate) mod io_pool;
+#[cfg(target_os = "linux")]
+mod mapped;
 mod rate_limiter;
 mod table_files;
 // Without `testing`, the engine uses `MemFs` only as scratch space (its crash model is then
@@ -68,6 +70,18 @@ pub trait WritableFile: Send {
     fn write_zeros_ahead(&mut self, to: u64) -> Result<bool> {
         let _ = to;
         Ok(false)
+    }
+    /// From now on, flushed bytes that land on zeros written ahead
+    /// ([`WritableFile::write_zeros_ahead`]) are copied into a shared mapping of the file
+    /// instead of written with a system call (`mapped.rs` says why that is the same to every
+    /// reader and to `sync`). Returns whether the file system does so; the default does not.
+    fn map_zeros_ahead(&mut self) -> bool {
+        false
+    }
+    /// Nothing more will be appended: flushes, and lets go of what served the appends (a
+    /// mapping, whose pages a later sync would otherwise write-protect one by one).
+    fn finish_appends(&mut self) -> Result<()> {
+        self.flush()
     }
     /// Flushes, then cuts the file to `len()` bytes, dropping what was written past them
     /// ([`WritableFile::write_zeros_ahead`]). Like the flush, durable only after a sync. The

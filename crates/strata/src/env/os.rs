@@ -37,10 +37,69 @@ struct OsWritable {
     len: u64,
     /// The file reaches at least this offset on disk (`write_zeros_ahead`).
     zeroed_to: u64,
+    /// `map_zeros_ahead` was asked for: the zeros written ahead are mapped as they are written.
+    map_ahead: bool,
+    /// `[0, zeroed_to)` mapped (`mapped.rs`): flushed bytes inside it are copied there.
+    #[cfg(target_os = "linux")]
+    map: Option<super::mapped::Mapping>,
+    /// Set with the first mapping, never cleared: every write goes to its own offset, as the
+    /// file's cursor stays behind the bytes copied into a mapping.
+    placed: bool,
 }
 
 impl OsWritable {
+    fn new(path: &Path, file: File, zeroed_to: u64) -> OsWritable {
+        OsWritable {
+            path: path.to_path_buf(),
+            file: Arc::new(file),
+            buf: Vec::with_capacity(FIRST_CAPACITY),
+            len: 0,
+            zeroed_to,
+            map_ahead: false,
+            #[cfg(target_os = "linux")]
+            map: None,
+            placed: false,
+        }
+    }
+
+    /// Maps (or grows the mapping to) `[0, zeroed_to)`. A refusal leaves what was mapped:
+    /// bytes past it are written with `pwrite`.
+    #[cfg(target_os = "linux")]
+    fn map_zeroed(&mut self) {
+        use std::os::unix::io::AsRawFd;
+        let Ok(want) = usize::try_from(self.zeroed_to) else { return };
+        match &mut self.map {
+            Some(m) => {
+                let _ = m.grow(want);
+            }
+            None => {
+                self.map = super::mapped::Mapping::new(self.file.as_raw_fd(), want);
+                self.placed |= self.map.is_some();
+            }
+        }
+    }
+
+    /// Writes `data` at file offset `at`: copied into the mapping when it lies inside it,
+    /// else with `pwrite`.
+    #[cfg(unix)]
+    fn write_placed(&mut self, at: u64, data: &[u8]) -> Result<()> {
+        use std::os::unix::fs::FileExt;
+        #[cfg(target_os = "linux")]
+        if self.map.as_mut().is_some_and(|m| m.write_at(at, data)) {
+            return Ok(());
+        }
+        self.file.write_all_at(data, at).map_err(|e| Error::io("pwrite", &self.path, e))
+    }
+
     fn write_out(&mut self) -> Result<()> {
+        #[cfg(unix)]
+        if self.placed && !self.buf.is_empty() {
+            let buf = std::mem::take(&mut self.buf);
+            let r = self.write_placed(self.len - buf.len() as u64, &buf);
+            self.buf = buf;
+            self.buf.clear();
+            return r;
+        }
         if !self.buf.is_empty() {
             let r = (&*self.file).write_all(&self.buf);
             self.buf.clear();
@@ -57,7 +116,11 @@ impl WritableFile for OsWritable {
     fn append(&mut self, mut data: &[u8]) -> Result<()> {
         while !data.is_empty() {
             let to_boundary = WRITE_CHUNK - (self.len % WRITE_CHUNK as u64) as usize;
-            if self.buf.is_empty() && to_boundary == WRITE_CHUNK && data.len() >= WRITE_CHUNK {
+            if self.buf.is_empty()
+                && to_boundary == WRITE_CHUNK
+                && data.len() >= WRITE_CHUNK
+                && !self.placed
+            {
                 // Whole aligned chunks go out without a copy.
                 let whole = data.len() - data.len() % WRITE_CHUNK;
                 (&*self.file)
@@ -106,11 +169,41 @@ impl WritableFile for OsWritable {
             at += n as u64;
             self.zeroed_to = at;
         }
+        #[cfg(target_os = "linux")]
+        if self.map_ahead {
+            self.map_zeroed();
+        }
         Ok(true)
+    }
+
+    fn finish_appends(&mut self) -> Result<()> {
+        self.write_out()?;
+        #[cfg(target_os = "linux")]
+        if let Some(m) = self.map.take() {
+            m.unmap();
+            self.map_ahead = false;
+        }
+        Ok(())
+    }
+
+    fn map_zeros_ahead(&mut self) -> bool {
+        #[cfg(target_os = "linux")]
+        {
+            self.map_ahead = true;
+            self.map_zeroed();
+        }
+        self.map_ahead
     }
 
     fn truncate_to_len(&mut self) -> Result<()> {
         self.write_out()?;
+        // The mapping must not outlive the bytes it covers; later writes still go to their
+        // offsets (`placed`).
+        #[cfg(target_os = "linux")]
+        if let Some(m) = self.map.take() {
+            m.unmap();
+            self.map_ahead = false;
+        }
         if self.zeroed_to > self.len {
             self.file.set_len(self.len).map_err(|e| Error::io("ftruncate", &self.path, e))?;
             self.zeroed_to = self.len;
@@ -177,6 +270,11 @@ impl Drop for OsWritable {
     fn drop(&mut self) {
         // Best effort: the engine flushes or syncs explicitly before relying on the bytes.
         let _ = self.write_out();
+        // Copies into a mapping of pages already dirty leave the modification time at the
+        // zeros' write; the file's age (an archived WAL's TTL) counts from its last write.
+        if self.placed {
+            let _ = self.file.set_modified(std::time::SystemTime::now());
+        }
     }
 }
 
@@ -245,34 +343,27 @@ impl RandomAccessFile for OsRandom {
 
 impl FileSystem for OsFs {
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        // Readable too: a WAL's zeros ahead are mapped (`map_zeros_ahead`), which needs it.
         let file = OpenOptions::new()
+            .read(true)
             .write(true)
             .create(true)
             .truncate(true)
             .open(path)
             .map_err(|e| Error::io("create", path, e))?;
-        Ok(Box::new(OsWritable {
-            path: path.to_path_buf(),
-            file: Arc::new(file),
-            buf: Vec::with_capacity(FIRST_CAPACITY),
-            len: 0,
-            zeroed_to: 0,
-        }))
+        Ok(Box::new(OsWritable::new(path, file, 0)))
     }
 
     fn reuse_for_write(&self, old: &Path, new: &Path) -> Result<Box<dyn WritableFile>> {
         fs::rename(old, new).map_err(|e| Error::io("rename", old, e))?;
         // Opened without truncation: writes start at offset 0 and overwrite the old bytes.
-        let file =
-            OpenOptions::new().write(true).open(new).map_err(|e| Error::io("open", new, e))?;
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(new)
+            .map_err(|e| Error::io("open", new, e))?;
         let size = file.metadata().map_err(|e| Error::io("stat", new, e))?.len();
-        Ok(Box::new(OsWritable {
-            path: new.to_path_buf(),
-            file: Arc::new(file),
-            buf: Vec::with_capacity(FIRST_CAPACITY),
-            len: 0,
-            zeroed_to: size,
-        }))
+        Ok(Box::new(OsWritable::new(new, file, size)))
     }
 
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {

@@ -114,6 +114,13 @@ impl LogWriter {
         self.record_failure(r)
     }
 
+    /// Copies flushed records into a shared mapping of the zeros written ahead instead of
+    /// writing them with a system call, where the file system can (`WritableFile::
+    /// map_zeros_ahead`); returns whether it does. Call after [`Self::write_zeros_ahead`].
+    pub fn map_zeros_ahead(&mut self) -> bool {
+        self.zeros_ahead && self.failure.is_none() && self.file.map_zeros_ahead()
+    }
+
     /// Whether zeros are written ahead of the records (they were at least at the start).
     pub fn zeros_ahead(&self) -> bool {
         self.zeroed_to > 0
@@ -164,6 +171,15 @@ impl LogWriter {
             let _ = self.file.start_writeback();
         }
         r
+    }
+
+    /// Flushes, for a log that takes no more records (a retired WAL): the file lets go of
+    /// what served the appends (`WritableFile::finish_appends`), so the sync that follows
+    /// is as cheap as a written file's.
+    pub fn finish(&mut self) -> Result<()> {
+        self.check_usable()?;
+        let r = self.file.finish_appends();
+        self.record_failure(r)
     }
 
     /// Flushes, then makes every appended byte durable.

@@ -26,6 +26,8 @@ enum Mode {
     Vector,
     /// The vector memtable, members appending their own large batches at once.
     VectorConcurrent,
+    /// Ordered, with the WAL's records copied into a mapping of its zeros ahead.
+    MappedWal,
 }
 
 fn options(mode: Mode) -> Options {
@@ -37,6 +39,7 @@ fn options(mode: Mode) -> Options {
         allow_concurrent_memtable_write: !matches!(mode, Mode::LeaderInserts | Mode::Vector),
         unordered_write: matches!(mode, Mode::Unordered),
         vector_memtable: matches!(mode, Mode::Vector | Mode::VectorConcurrent),
+        wal_mmap_writes: matches!(mode, Mode::MappedWal),
         ..Options::default()
     }
 }
@@ -149,7 +152,7 @@ fn run(mode: Mode) {
     match mode {
         // Large batches inserted by their own writers: whether a given write joins a group is
         // up to the scheduler, so the test is repeated until one did (bounded).
-        Mode::Ordered | Mode::Pipelined | Mode::VectorConcurrent => {
+        Mode::Ordered | Mode::Pipelined | Mode::VectorConcurrent | Mode::MappedWal => {
             assert!(own_inserts > 0 || retry_for_member_insert(mode));
         }
         Mode::LeaderInserts | Mode::Vector => assert_eq!(own_inserts, 0, "{mode:?}"),
@@ -186,6 +189,11 @@ fn writes_without_concurrent_memtable_inserts() {
 #[test]
 fn unordered_writes_keep_every_acknowledged_write() {
     run(Mode::Unordered);
+}
+
+#[test]
+fn writes_through_a_mapped_wal_keep_batches_atomic() {
+    run(Mode::MappedWal);
 }
 
 #[test]

@@ -50,7 +50,7 @@ pub(crate) fn switch_memtable(inner: &DbInner, wal: &mut WalState, cfd: &Arc<Cfd
     let closed = created.and_then(|f| {
         wal.writer
             .add_record(&encode_wal_event(WalEvent::Closed(wal.number)))
-            .and_then(|()| wal.writer.flush())
+            .and_then(|()| wal.writer.finish())
             .map(|()| f)
     });
     let new_writer = match closed {

@@ -129,6 +129,8 @@ pub(crate) fn open_wal_writer(
     if reuse.is_none() && !(opts.wal_zeros_ahead && writer.write_zeros_ahead()) {
         // A memtable's worth of records, with room for their framing.
         writer.preallocate(opts.write_buffer_size as u64 / 10 * 11);
+    } else if reuse.is_none() && opts.wal_mmap_writes {
+        writer.map_zeros_ahead();
     }
     Ok(writer)
 }

@@ -204,3 +204,48 @@ fn power_loss_keeps_a_prefix_holding_every_synced_record() {
         }
     }
 }
+
+/// On the OS's file system the zeros ahead are mapped and the records copied into them
+/// (`env/mapped.rs`): every flushed record reads back through another handle before any
+/// sync, across chunk boundaries (the mapping grows), and a trim leaves the file ending at
+/// the last record, with later appends still landing at their offsets.
+#[cfg(target_os = "linux")]
+#[test]
+fn mapped_zeros_ahead_read_back_before_any_sync_and_after_a_trim() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = crate::env::OsFs;
+    let p = dir.path().join("000009.log");
+    let mut w = LogWriter::new(fs.create(&p).unwrap());
+    assert!(w.write_zeros_ahead());
+    assert!(w.map_zeros_ahead(), "the OS's file system maps the zeros ahead");
+    w.add_record(&encode_wal_header(FileNumber(3), false, true)).unwrap();
+    let recs = records(7, 400);
+    let read_back = || {
+        let file: Arc<dyn RandomAccessFile> = fs.open(&p).unwrap();
+        let mut out = Vec::new();
+        replay_wal(&file, WalRecoveryMode::AbsoluteConsistency, LOG, |_, r| {
+            out.push(r.to_vec());
+            Ok(())
+        })
+        .unwrap();
+        out
+    };
+    for (i, r) in recs.iter().enumerate() {
+        w.add_record(r).unwrap();
+        w.flush().unwrap();
+        if i % 97 == 0 {
+            let got = read_back();
+            assert_eq!(got.len(), i + 2, "record {i} flushed, not read back");
+            assert!(got[1..] == recs[..=i]);
+        }
+    }
+    assert!(w.file_size() > 2 * ZEROS_AHEAD_CHUNK, "the records crossed chunk boundaries");
+    w.trim_zeros_ahead().unwrap();
+    let trimmed = std::fs::metadata(&p).unwrap().len();
+    assert_eq!(trimmed, w.file_size(), "the trim cut the zeros ahead");
+    w.add_record(b"after the trim").unwrap();
+    w.sync().unwrap();
+    let got = read_back();
+    assert_eq!(got.len(), recs.len() + 2);
+    assert_eq!(got.last().unwrap(), b"after the trim");
+}
