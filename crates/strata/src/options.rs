@@ -387,10 +387,10 @@ pub struct Options {
     /// A WAL written with zeros ahead (`wal_zeros_ahead`) on the operating system's file
     /// system gets its records copied into a shared mapping of those zeros when the write
     /// group hands them to the OS, instead of a `write` system call per group: the same page
-    /// cache, read back and synced alike (`env/mapped.rs`), minus the call, which was most of
-    /// an unsynced one-thread write's time. The zeros are written before they are mapped, so
-    /// no copy can meet a full disk; a disk that fails to read a WAL page back (evicted
-    /// before the copy) would stop the process with `SIGBUS` where `write` returns an error.
+    /// cache, read back and synced alike (`env/mapped.rs`), minus the call. The zeros are
+    /// written before they are mapped, so no copy can meet a full disk; a disk that fails to
+    /// read a WAL page back (evicted before the copy) would stop the process with `SIGBUS`
+    /// where `write` returns an error.
     /// One writer gains most (no call per write); several writers on few processors lose:
     /// measured at 4 threads on 2 cores, writes ran at about half the speed of `write`'s
     /// (`docs/measurements.md`, "Write path"). Default: false.

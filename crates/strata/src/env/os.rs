@@ -79,6 +79,16 @@ impl OsWritable {
         }
     }
 
+    /// Lets go of the mapping, and maps no more zeros; later writes still go to their offsets
+    /// (`placed`).
+    fn drop_mapping(&mut self) {
+        #[cfg(target_os = "linux")]
+        if let Some(m) = self.map.take() {
+            m.unmap();
+        }
+        self.map_ahead = false;
+    }
+
     /// Writes `data` at file offset `at`: copied into the mapping when it lies inside it,
     /// else with `pwrite`.
     #[cfg(unix)]
@@ -178,11 +188,7 @@ impl WritableFile for OsWritable {
 
     fn finish_appends(&mut self) -> Result<()> {
         self.write_out()?;
-        #[cfg(target_os = "linux")]
-        if let Some(m) = self.map.take() {
-            m.unmap();
-            self.map_ahead = false;
-        }
+        self.drop_mapping();
         Ok(())
     }
 
@@ -197,13 +203,8 @@ impl WritableFile for OsWritable {
 
     fn truncate_to_len(&mut self) -> Result<()> {
         self.write_out()?;
-        // The mapping must not outlive the bytes it covers; later writes still go to their
-        // offsets (`placed`).
-        #[cfg(target_os = "linux")]
-        if let Some(m) = self.map.take() {
-            m.unmap();
-            self.map_ahead = false;
-        }
+        // The mapping must not outlive the bytes it covers.
+        self.drop_mapping();
         if self.zeroed_to > self.len {
             self.file.set_len(self.len).map_err(|e| Error::io("ftruncate", &self.path, e))?;
             self.zeroed_to = self.len;

@@ -329,17 +329,7 @@ impl SkipList {
             self.with_splice(|s| self.insert_with(s, key_prefix, key_suffix, value));
             return;
         };
-        let height = self.random_height();
-        let ptr = {
-            let mut arena = self.arena.lock();
-            let p =
-                alloc_node(&mut arena, height, key_prefix.len() + key_suffix.len(), value.len());
-            self.memory_usage.store(arena.memory_usage(), MemOrder::Relaxed);
-            p
-        };
-        // SAFETY: the arena handed these bytes to this call alone, sized for `height` links
-        // and this entry; nothing can reach the node before it is linked.
-        unsafe { init_node(ptr, height, key_prefix, key_suffix, value) };
+        let (ptr, height) = self.new_node(key_prefix, key_suffix, value);
         d.pending.lock().push((ptr, height));
         d.unlinked.fetch_add(1, MemOrder::Release);
     }
@@ -577,8 +567,16 @@ impl SkipList {
         value: &[u8],
         cmp: impl Fn(&[u8], &[u8]) -> Ordering,
     ) {
+        let (new_ptr, height) = self.new_node(key_prefix, key_suffix, value);
+        self.link_in(splice, new_ptr, height, cmp);
+    }
+
+    /// A node of a random height holding the entry `key_prefix | key_suffix` -> `value`,
+    /// reserved in the arena and written, reachable by no one yet; with its height.
+    #[inline(always)]
+    fn new_node(&self, key_prefix: &[u8], key_suffix: &[u8], value: &[u8]) -> (NodePtr, usize) {
         let height = self.random_height();
-        let new_ptr = {
+        let ptr = {
             let mut arena = self.arena.lock();
             let p =
                 alloc_node(&mut arena, height, key_prefix.len() + key_suffix.len(), value.len());
@@ -587,8 +585,8 @@ impl SkipList {
         };
         // SAFETY: the arena handed these bytes to this call alone, sized by `alloc_node` for
         // `height` links and this entry.
-        unsafe { init_node(new_ptr, height, key_prefix, key_suffix, value) };
-        self.link_in(splice, new_ptr, height, cmp);
+        unsafe { init_node(ptr, height, key_prefix, key_suffix, value) };
+        (ptr, height)
     }
 
     /// Links node `new_ptr` of `height` links, initialised and not reachable yet, into the
