@@ -391,9 +391,9 @@ pub struct Options {
     /// written before they are mapped, so no copy can meet a full disk; a disk that fails to
     /// read a WAL page back (evicted before the copy) would stop the process with `SIGBUS`
     /// where `write` returns an error.
-    /// One writer gains most (no call per write); several writers on few processors lose:
-    /// measured at 4 threads on 2 cores, writes ran at about half the speed of `write`'s
-    /// (`docs/measurements.md`, "Write path"). Default: false.
+    /// Measured on 2 cores (`docs/measurements.md`, "Write path"): faster with one writer,
+    /// and with four in the default (not pipelined) write mode; with `enable_pipelined_write`
+    /// four writers ran at about half the speed of `write`'s. Default: false.
     pub wal_mmap_writes: bool,
     /// Bytes written to the WAL after which the OS is asked to start writing it out (in the
     /// background), so a later sync has less to wait for; 0: never. Default: 0.
