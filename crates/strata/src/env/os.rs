@@ -89,24 +89,24 @@ impl OsWritable {
         self.map_ahead = false;
     }
 
-    /// Writes `data` at file offset `at`: copied into the mapping when it lies inside it,
-    /// else with `pwrite`.
-    #[cfg(unix)]
-    fn write_placed(&mut self, at: u64, data: &[u8]) -> Result<()> {
-        use std::os::unix::fs::FileExt;
-        #[cfg(target_os = "linux")]
-        if self.map.as_mut().is_some_and(|m| m.write_at(at, data)) {
-            return Ok(());
-        }
-        self.file.write_all_at(data, at).map_err(|e| Error::io("pwrite", &self.path, e))
-    }
-
     fn write_out(&mut self) -> Result<()> {
+        // Once placed, the buffer goes to its own offset: copied into the mapping when it
+        // lies inside it, else with `pwrite`.
         #[cfg(unix)]
         if self.placed && !self.buf.is_empty() {
-            let buf = std::mem::take(&mut self.buf);
-            let r = self.write_placed(self.len - buf.len() as u64, &buf);
-            self.buf = buf;
+            use std::os::unix::fs::FileExt;
+            let at = self.len - self.buf.len() as u64;
+            #[cfg(target_os = "linux")]
+            let copied = self.map.as_mut().is_some_and(|m| m.write_at(at, &self.buf));
+            #[cfg(not(target_os = "linux"))]
+            let copied = false;
+            let r = if copied {
+                Ok(())
+            } else {
+                self.file
+                    .write_all_at(&self.buf, at)
+                    .map_err(|e| Error::io("pwrite", &self.path, e))
+            };
             self.buf.clear();
             return r;
         }

@@ -14,6 +14,9 @@ pub struct MemTableIterator {
     mem: Arc<MemTable>,
     /// The current node of `mem`'s skiplist, or `None` when not valid.
     cur: Option<NodePtr>,
+    /// `mem` is a vector memtable: `next` links what was appended first (positioning calls
+    /// do it through `MemTable::skiplist`).
+    deferred: bool,
 }
 
 // SAFETY: `cur` points into the arena of the skiplist owned by `mem`, which this iterator keeps
@@ -24,7 +27,8 @@ unsafe impl Send for MemTableIterator {}
 
 impl MemTableIterator {
     pub(crate) fn new(mem: Arc<MemTable>) -> Self {
-        MemTableIterator { mem, cur: None }
+        let deferred = mem.list.is_deferred();
+        MemTableIterator { mem, cur: None, deferred }
     }
 
     #[inline]
@@ -63,8 +67,10 @@ impl InternalIterator for MemTableIterator {
     }
 
     fn next(&mut self) {
-        // A vector memtable links what was appended since the last positioning call.
-        self.mem.skiplist();
+        if self.deferred {
+            // What was appended since the last positioning call gets linked.
+            self.mem.skiplist();
+        }
         let next = self.node().next(0);
         if let Some(n) = next {
             // Scans that call `next` read (nearly) every entry: fetch the one after ahead.

@@ -187,9 +187,7 @@ impl MemTable {
         entries: impl IntoIterator<Item = (ValueType, &'a [u8], &'a [u8])>,
     ) -> u64 {
         let (mut n, mut points, mut deletes) = (0u64, 0u64, 0u64);
-        let deferred = self.list.is_deferred();
-        let add = |splice: Option<&mut skiplist::Splice>| {
-            let mut splice = splice;
+        self.list.with_splice(|splice| {
             for (t, user_key, value) in entries {
                 let seq = SeqNo(first.0 + n);
                 n += 1;
@@ -202,21 +200,13 @@ impl MemTable {
                     b.add(user_key);
                 }
                 let trailer = pack_trailer(seq, t).to_le_bytes();
-                match splice.as_deref_mut() {
-                    Some(splice) => self.list.insert_with(splice, user_key, &trailer, value),
-                    None => self.list.append(user_key, &trailer, value),
-                }
+                self.list.add(splice, user_key, &trailer, value);
                 points += 1;
                 if matches!(t, ValueType::Deletion | ValueType::SingleDeletion) {
                     deletes += 1;
                 }
             }
-        };
-        if deferred {
-            add(None);
-        } else {
-            self.list.with_splice(|splice| add(Some(splice)));
-        }
+        });
         if n == 0 {
             return 0;
         }

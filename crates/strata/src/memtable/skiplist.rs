@@ -62,7 +62,7 @@
 //!
 //! ## Deferred linking (the vector memtable)
 //!
-//! A list made with [`SkipList::deferred`] takes entries by [`SkipList::append`]: the node is
+//! A list made with [`SkipList::deferred`] takes entries by [`SkipList::add`] unlinked: the node is
 //! reserved and written as above, and its pointer pushed on a pending vector, with no search
 //! and no link (RocksDB's `VectorRepFactory`, for bulk loads that read nothing back). Before
 //! anything reads the list, [`SkipList::settle`] sorts the pending nodes and links them in key
@@ -302,7 +302,7 @@ impl SkipList {
         }
     }
 
-    /// A list in `order` that takes entries by [`Self::append`] and links them when read
+    /// A list in `order` that takes entries by [`Self::add`] unlinked and links them when read
     /// ([`Self::settle`]); its arena reports to `tracker`.
     pub(crate) fn deferred(tracker: Option<MemoryTracker>, order: KeyOrder) -> Self {
         let mut list = Self::with_tracker(tracker, order);
@@ -319,19 +319,26 @@ impl SkipList {
         self.deferred.is_some()
     }
 
-    /// Adds the entry whose key is `key_prefix | key_suffix` to a deferred list without
-    /// linking it: it is copied into the arena and becomes reachable at the next
-    /// [`Self::settle`]. Safe from any number of threads. On a list not made by
-    /// [`Self::deferred`] the entry is inserted (linked) at once. Panics if the key or the
-    /// value is longer than `u32::MAX` bytes.
-    pub(crate) fn append(&self, key_prefix: &[u8], key_suffix: &[u8], value: &[u8]) {
-        let Some(d) = &self.deferred else {
-            self.with_splice(|s| self.insert_with(s, key_prefix, key_suffix, value));
-            return;
-        };
-        let (ptr, height) = self.new_node(key_prefix, key_suffix, value);
-        d.pending.lock().push((ptr, height));
-        d.unlinked.fetch_add(1, MemOrder::Release);
+    /// Adds the entry whose key is `key_prefix | key_suffix`: linked at once through `splice`
+    /// ([`Self::insert_with`]), or, in a deferred list, copied into the arena unlinked and
+    /// reachable from the next [`Self::settle`] on. Safe from any number of threads. Panics
+    /// if the key or the value is longer than `u32::MAX` bytes.
+    #[inline]
+    pub(crate) fn add(
+        &self,
+        splice: &mut Splice,
+        key_prefix: &[u8],
+        key_suffix: &[u8],
+        value: &[u8],
+    ) {
+        match &self.deferred {
+            None => self.insert_with(splice, key_prefix, key_suffix, value),
+            Some(d) => {
+                let (ptr, height) = self.new_node(key_prefix, key_suffix, value);
+                d.pending.lock().push((ptr, height));
+                d.unlinked.fetch_add(1, MemOrder::Release);
+            }
+        }
     }
 
     /// Links every node appended before the call (a deferred list; nothing otherwise): they
@@ -350,57 +357,16 @@ impl SkipList {
     #[inline(never)]
     fn link_pending(&self, d: &Deferred) {
         let _one_at_a_time = d.settling.lock();
-        let mut nodes = std::mem::take(&mut *d.pending.lock());
+        let nodes = std::mem::take(&mut *d.pending.lock());
         if nodes.is_empty() {
             // A settle that held the lock before this one linked them.
             return;
         }
         let n = nodes.len();
         match &self.order {
-            KeyOrder::Bytewise => {
-                // Sorted by the user key's first 8 bytes (zero-padded, so the order agrees
-                // with the bytewise one) held beside the pointer: most comparisons read no
-                // node, which the scattered arena would make a cache miss each.
-                let mut keyed: Vec<(u64, NodePtr, usize)> = nodes
-                    .iter()
-                    .map(|&(p, h)| {
-                        // SAFETY: appended nodes are initialised and live as long as the list.
-                        let key = unsafe { Node::from_raw(p, h) }.key();
-                        let user = &key[..key.len().saturating_sub(8)];
-                        let mut head = [0u8; 8];
-                        let m = user.len().min(8);
-                        head[..m].copy_from_slice(&user[..m]);
-                        (u64::from_be_bytes(head), p, h)
-                    })
-                    .collect();
-                keyed.sort_unstable_by(|a, b| {
-                    a.0.cmp(&b.0).then_with(|| {
-                        // SAFETY: as above.
-                        let (ka, kb) = unsafe {
-                            (Node::from_raw(a.1, a.2).key(), Node::from_raw(b.1, b.2).key())
-                        };
-                        compare_internal(ka, kb)
-                    })
-                });
-                self.with_splice(|splice| {
-                    for (_, p, h) in keyed {
-                        self.link_in(splice, p, h, compare_internal);
-                    }
-                });
-            }
+            KeyOrder::Bytewise => self.link_sorted(nodes, true, compare_internal),
             o @ KeyOrder::Custom(_) => {
-                let cmp = |a: &[u8], b: &[u8]| o.compare_internal(a, b);
-                nodes.sort_unstable_by(|a, b| {
-                    // SAFETY: appended nodes are initialised and live as long as the list.
-                    let (ka, kb) =
-                        unsafe { (Node::from_raw(a.0, a.1).key(), Node::from_raw(b.0, b.1).key()) };
-                    cmp(ka, kb)
-                });
-                self.with_splice(|splice| {
-                    for (p, h) in nodes {
-                        self.link_in(splice, p, h, cmp);
-                    }
-                });
+                self.link_sorted(nodes, false, |a: &[u8], b: &[u8]| o.compare_internal(a, b));
             }
         }
         d.unlinked.fetch_sub(n, MemOrder::Release);
@@ -569,6 +535,44 @@ impl SkipList {
     ) {
         let (new_ptr, height) = self.new_node(key_prefix, key_suffix, value);
         self.link_in(splice, new_ptr, height, cmp);
+    }
+
+    /// Sorts `nodes` (appended, unlinked) by `cmp` and links them in that order through the
+    /// splice. With `bytewise`, each is first keyed by its user key's first 8 bytes
+    /// (zero-padded, so that order agrees with the bytewise one), held beside the pointer:
+    /// most comparisons then read no node, which the scattered arena would make a cache miss
+    /// each.
+    fn link_sorted(
+        &self,
+        nodes: Vec<(NodePtr, usize)>,
+        bytewise: bool,
+        cmp: impl Fn(&[u8], &[u8]) -> Ordering + Copy,
+    ) {
+        let key = |p: NodePtr, h: usize| {
+            // SAFETY: appended nodes are initialised, have the height they were appended
+            // with, and live as long as the list.
+            unsafe { Node::from_raw(p, h) }.key()
+        };
+        let mut keyed: Vec<(u64, NodePtr, usize)> = nodes
+            .into_iter()
+            .map(|(p, h)| {
+                let mut head = [0u8; 8];
+                if bytewise {
+                    let k = key(p, h);
+                    let user = &k[..k.len().saturating_sub(8)];
+                    let m = user.len().min(8);
+                    head[..m].copy_from_slice(&user[..m]);
+                }
+                (u64::from_be_bytes(head), p, h)
+            })
+            .collect();
+        keyed
+            .sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| cmp(key(a.1, a.2), key(b.1, b.2))));
+        self.with_splice(|splice| {
+            for (_, p, h) in keyed {
+                self.link_in(splice, p, h, cmp);
+            }
+        });
     }
 
     /// A node of a random height holding the entry `key_prefix | key_suffix` -> `value`,

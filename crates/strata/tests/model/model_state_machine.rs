@@ -53,6 +53,8 @@ struct Knobs {
     memtable_bloom: f64,
     /// The vector memtable (entries appended, sorted when read or flushed).
     vector_memtable: bool,
+    /// WAL records copied into a mapping of the zeros ahead (on the real file system).
+    wal_mmap_writes: bool,
 }
 
 fn knobs_strategy() -> impl Strategy<Value = Knobs> {
@@ -75,6 +77,7 @@ fn knobs_strategy() -> impl Strategy<Value = Knobs> {
             prop_oneof![Just(0usize), Just(10), Just(50)],
             prop_oneof![Just(0.0f64), Just(0.01), Just(1e-9)],
             any::<bool>(),
+            any::<bool>(),
         ),
     )
         .prop_map(
@@ -90,7 +93,13 @@ fn knobs_strategy() -> impl Strategy<Value = Knobs> {
                 budget,
                 user_key_index,
                 uncache,
-                (index_restart, block_size_deviation, memtable_bloom, vector_memtable),
+                (
+                    index_restart,
+                    block_size_deviation,
+                    memtable_bloom,
+                    vector_memtable,
+                    wal_mmap_writes,
+                ),
             )| {
                 Knobs {
                     trigger,
@@ -108,6 +117,7 @@ fn knobs_strategy() -> impl Strategy<Value = Knobs> {
                     block_size_deviation,
                     memtable_bloom,
                     vector_memtable,
+                    wal_mmap_writes,
                 }
             },
         )
@@ -225,6 +235,7 @@ fn options(fs: Arc<dyn FileSystem>, knobs: &Knobs) -> Options {
         block_size_deviation: knobs.block_size_deviation,
         memtable_bloom_size_ratio: knobs.memtable_bloom,
         vector_memtable: knobs.vector_memtable,
+        wal_mmap_writes: knobs.wal_mmap_writes,
         ..Options::default()
     }
 }

@@ -126,11 +126,15 @@ pub(crate) fn open_wal_writer(
         LogWriter::new(file)
     };
     writer.set_bytes_per_sync(opts.wal_bytes_per_sync);
-    if reuse.is_none() && !(opts.wal_zeros_ahead && writer.write_zeros_ahead()) {
-        // A memtable's worth of records, with room for their framing.
-        writer.preallocate(opts.write_buffer_size as u64 / 10 * 11);
-    } else if reuse.is_none() && opts.wal_mmap_writes {
-        writer.map_zeros_ahead();
+    if reuse.is_none() {
+        if opts.wal_zeros_ahead && writer.write_zeros_ahead() {
+            if opts.wal_mmap_writes {
+                writer.map_zeros_ahead();
+            }
+        } else {
+            // A memtable's worth of records, with room for their framing.
+            writer.preallocate(opts.write_buffer_size as u64 / 10 * 11);
+        }
     }
     Ok(writer)
 }
