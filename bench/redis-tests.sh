@@ -5,12 +5,15 @@
 #
 #   bash bench/redis-tests.sh --redis-src DIR [--units "unit/multi unit/type/incr ..."]
 #                             [--server-bin PATH] [--out DIR] [--no-redis] [--port N]
+#                             [--singledb]
 #
 # DIR is a Redis 7.0 source tree (its tests/ and the test helper; nothing is fetched here):
 #   git clone --depth 1 --branch 7.0.15 https://github.com/redis/redis /tmp/redis-7.0.15
 # Tests that need what an external server cannot give the helper (DEBUG, replication,
 # SAVE/BGSAVE, maxmemory) are left out by their tags, as the helper's external mode does
-# for those tagged external:skip; one database (--singledb), one client at a time.
+# for those tagged external:skip; one client at a time. The helper selects its databases (9
+# and 10) as against any Redis; --singledb runs it in database 0 only, as the helper's own
+# flag does (its tests tagged singledb:skip are then left out).
 # Needs tclsh (apt-get install -y tcl); without it, or without DIR's test helper, the script
 # says so and exits 0 ("skipped"). Each unit gets at most 300 s on each server. Output in
 # --out (default bench/out/redis-tests-<time>): <server>-<unit>.log and summary.txt. The
@@ -27,6 +30,7 @@ server_bin=""
 out=""
 with_redis=1
 port=7411
+singledb=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --redis-src) src=$2; shift 2 ;;
@@ -35,7 +39,8 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift 2 ;;
     --no-redis) with_redis=0; shift ;;
     --port) port=$2; shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    --singledb) singledb=--singledb; shift ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     *) echo "redis-tests.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -82,7 +87,7 @@ start() {
 run() {
   local log="$out/$1-${2//\//_}.log"
   (cd "$src" && timeout 300 tclsh tests/test_helper.tcl --host 127.0.0.1 --port "$port" \
-     --single "$2" --durable --singledb --clients 1 \
+     --single "$2" --durable $singledb --clients 1 \
      --tags "-needs:repl -needs:debug -needs:save -needs:config-maxmemory -needs:pfdebug" \
      > "$log" 2>&1) || true
   sed -i 's/\x1b\[[0-9;]*m//g' "$log"

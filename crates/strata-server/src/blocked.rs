@@ -14,10 +14,28 @@
 //!   it (served, if its command found something; else with the cancel's reply). So an
 //!   element is never popped for a client that has already been told it timed out.
 
+//!
+//! Keys here are *waited keys*: a database number and a user key ([`waited_key`]), so a
+//! write in one database wakes only the clients blocked on that key in that database.
+
 use parking_lot::Mutex;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::sync::oneshot;
+
+/// The registry's name of user key `key` in database `db`: `db u32BE | key`.
+pub fn waited_key(db: usize, key: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(4 + key.len());
+    k.extend_from_slice(&(db as u32).to_be_bytes());
+    k.extend_from_slice(key);
+    k
+}
+
+/// The database and user key of a [`waited_key`] (`None`: too short to be one).
+pub fn split_waited_key(k: &[u8]) -> Option<(usize, &[u8])> {
+    let (db, key) = k.split_first_chunk::<4>()?;
+    Some((u32::from_be_bytes(*db) as usize, key))
+}
 
 /// How a blocked client's wait ends.
 #[derive(Debug)]
@@ -147,6 +165,13 @@ impl Blocked {
     /// Every key someone waits on (a FLUSHALL wakes them all).
     pub fn waited_keys(&self) -> Vec<Vec<u8>> {
         self.reg.lock().by_key.keys().cloned().collect()
+    }
+
+    /// The keys someone waits on in databases `dbs` (FLUSHDB, SWAPDB).
+    pub fn waited_keys_in(&self, dbs: &[usize]) -> Vec<Vec<u8>> {
+        let reg = self.reg.lock();
+        let of = |k: &&Vec<u8>| split_waited_key(k).is_some_and(|(db, _)| dbs.contains(&db));
+        reg.by_key.keys().filter(of).cloned().collect()
     }
 
     /// The clients waiting on `key`, first blocked first.

@@ -7,7 +7,8 @@
 //! physical memory, at most 4 GiB, at least 32 MiB: see [`default_block_cache_size`]),
 //! `--max-background-jobs`, `--proto-max-bulk-len` (512 MiB), `--hash-max-listpack-entries`
 //! (128) and `--hash-max-listpack-value` (128; when a hash is compact, see
-//! `storage::compact_hash`), `--notify-keyspace-events` (empty: none; Redis's class
+//! `storage::compact_hash`), `--databases` (16: SELECT's range, `storage::databases`; 1 in
+//! cluster mode), `--notify-keyspace-events` (empty: none; Redis's class
 //! characters, `types::notify`), the cluster-mode flags (`--cluster-enabled yes|no`,
 //! `--cluster-node-id`, `--cluster-nodes`, `--cluster-partitions`, `--cluster-replicas`,
 //! `--cluster-bootstrap yes|no`: `cluster::spec`), and a config file path as the first positional argument.
@@ -16,6 +17,9 @@ use crate::storage::SyncPolicy;
 use clap::Parser;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+
+/// Redis's default number of databases.
+pub const DEFAULT_DATABASES: usize = 16;
 
 /// The Redis version the server answers as (HELLO, INFO, `redis.REDIS_VERSION`).
 pub const REDIS_VERSION: &str = "7.2.0";
@@ -59,6 +63,9 @@ pub struct Flags {
     /// Most fields of a compact hash (0: every hash keeps one sub-key per field).
     #[arg(long)]
     pub hash_max_listpack_entries: Option<usize>,
+    /// How many databases SELECT reaches (16; cluster mode has only database 0).
+    #[arg(long)]
+    pub databases: Option<usize>,
     /// Longest field or value of a compact hash, in bytes.
     #[arg(long)]
     pub hash_max_listpack_value: Option<usize>,
@@ -131,6 +138,8 @@ pub struct Config {
     pub io_threads: Option<usize>,
     /// Most fields of a compact hash.
     pub hash_max_listpack_entries: usize,
+    /// How many databases SELECT reaches (`storage::databases`).
+    pub databases: usize,
     /// Longest field or value of a compact hash.
     pub hash_max_listpack_value: usize,
     /// The keyspace notification classes enabled (`types::notify`'s flags).
@@ -229,6 +238,16 @@ pub fn parse_size(v: &str) -> Option<u64> {
 }
 
 impl Config {
+    /// How many databases the server serves: `databases`, or 1 in cluster mode (Redis
+    /// Cluster has only database 0).
+    pub fn database_count(&self) -> usize {
+        if self.cluster.enabled {
+            1
+        } else {
+            self.databases
+        }
+    }
+
     /// Resolves flags over the file over defaults.
     pub fn resolve(flags: Flags) -> Result<Config, String> {
         let file = match &flags.config_file {
@@ -322,6 +341,19 @@ impl Config {
                 .hash_max_listpack_value
                 .map_or_else(|| num(&file, "hash-max-listpack-value"), |v| Ok(Some(v)))?
                 .unwrap_or(crate::types::compact_hash::DEFAULT_MAX_VALUE),
+            databases: match flags
+                .databases
+                .map_or_else(|| num(&file, "databases"), |v| Ok(Some(v)))?
+            {
+                None => DEFAULT_DATABASES,
+                Some(n) if (1..=crate::storage::databases::MAX_DATABASES).contains(&n) => n,
+                Some(n) => {
+                    return Err(format!(
+                        "databases: {n} is out of range (1 to {})",
+                        crate::storage::databases::MAX_DATABASES
+                    ))
+                }
+            },
             notify_keyspace_events,
             cluster,
             extra: file,
@@ -367,11 +399,11 @@ impl Config {
             crate::types::notify::render_classes(self.notify_keyspace_events),
         );
         set("cluster-enabled", if self.cluster.enabled { "yes" } else { "no" }.to_string());
+        set("databases", self.database_count().to_string());
         for (k, v) in [
             ("save", ""),
             ("maxmemory", "0"),
             ("maxmemory-policy", "noeviction"),
-            ("databases", "1"),
             ("maxclients", "10000"),
             ("timeout", "0"),
             ("tcp-keepalive", "300"),

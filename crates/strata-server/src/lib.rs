@@ -54,18 +54,23 @@ use std::sync::Arc;
 pub async fn run(cfg: config::Config) -> Result<(), String> {
     std::fs::create_dir_all(&cfg.dir)
         .map_err(|e| format!("cannot create {}: {e}", cfg.dir.display()))?;
-    let store =
-        types::open(cfg.engine_options(), &cfg.dir, cfg.appendfsync).map_err(|e| e.to_string())?;
+    let dbs = types::open_databases(
+        cfg.engine_options(),
+        &cfg.dir,
+        cfg.appendfsync,
+        cfg.database_count(),
+    )
+    .map_err(|e| e.to_string())?;
     let listener = tokio::net::TcpListener::bind((cfg.bind.as_str(), cfg.port))
         .await
         .map_err(|e| format!("cannot listen on {}:{}: {e}", cfg.bind, cfg.port))?;
     let port = listener.local_addr().map_err(|e| e.to_string())?.port();
     let spec = cluster::spec::ClusterSpec::from_config(&cfg)?;
     let running = match &spec {
-        Some(spec) => Some(cluster::start::start(spec, store.clone(), &cfg.dir).await?),
+        Some(spec) => Some(cluster::start::start(spec, dbs.store(0).clone(), &cfg.dir).await?),
         None => None,
     };
-    let mut shared = Shared::new(store.clone(), cfg.clone(), port);
+    let mut shared = Shared::new(dbs.clone(), cfg.clone(), port);
     if let Some(r) = &running {
         shared = shared.with_router(r.node.clone());
     }
@@ -108,8 +113,7 @@ pub async fn run(cfg: config::Config) -> Result<(), String> {
         r.shutdown().await;
     }
     println!("Shutting down: flushing the database");
-    let st = store.clone();
-    tokio::task::spawn_blocking(move || st.close())
+    tokio::task::spawn_blocking(move || dbs.close())
         .await
         .map_err(|e| e.to_string())?
         .map_err(|e| format!("cannot close the database: {e}"))?;

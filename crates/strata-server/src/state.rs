@@ -7,7 +7,8 @@ use crate::blocked::{Blocked, Outcome};
 use crate::config::Config;
 use crate::routing::Router;
 use crate::script::Scripts;
-use crate::storage::Store;
+use crate::storage::databases::Databases;
+use crate::storage::Engine;
 use crate::types::compact_hash::Limits;
 use crate::types::notify::Notifier;
 use crate::types::stream::NodeLimits;
@@ -115,6 +116,8 @@ pub struct ClientEntry {
     pub since: Option<Instant>,
     /// Protocol version.
     pub resp: u8,
+    /// The database it SELECTed.
+    pub db: usize,
 }
 
 /// SCAN/HSCAN cursors: a numeric cursor names the key (or field) the next call starts at.
@@ -146,8 +149,8 @@ impl Cursors {
 
 /// State shared by every connection.
 pub struct Shared {
-    /// The data.
-    pub store: Arc<Store>,
+    /// The data: the databases (one in cluster mode) on the engine.
+    pub dbs: Arc<Databases>,
     /// When a hash is compact (`hash-max-listpack-entries`/`-value`; CONFIG SET changes them).
     pub hash_limits: Limits,
     /// The size of a stream's nodes (`stream-node-max-entries`/`-bytes`; CONFIG SET).
@@ -189,14 +192,14 @@ pub struct Shared {
 
 impl Shared {
     /// The state of a server on `store` configured by `config`, listening on `port`.
-    pub fn new(store: Arc<Store>, config: Config, port: u16) -> Shared {
+    pub fn new(dbs: Arc<Databases>, config: Config, port: u16) -> Shared {
         let mut params = config.params();
         params.insert("port".into(), port.to_string());
         let notifier = Notifier::new(config.notify_keyspace_events);
         let min_replicas =
             params.get("min-replicas-to-write").and_then(|v| v.parse().ok()).unwrap_or(0);
         Shared {
-            store,
+            dbs,
             hash_limits: Limits::new(
                 config.hash_max_listpack_entries,
                 config.hash_max_listpack_value,
@@ -234,11 +237,18 @@ impl Shared {
         self
     }
 
-    /// The keyspace as a command starting now sees it.
-    pub fn keyspace(&self) -> Keyspace<'_> {
-        Keyspace::new(&self.store, &self.hash_limits, now_ms())
+    /// Database `db`'s keyspace as a command starting now sees it (`db`: a connection's
+    /// [`Conn::db`], whose set exists: `storage::databases`).
+    pub fn keyspace(&self, db: usize) -> Keyspace<'_> {
+        Keyspace::new(self.dbs.store(db), &self.hash_limits, now_ms())
             .with_stream_nodes(&self.stream_nodes)
             .with_notifier(&self.notifier)
+            .in_db(db)
+    }
+
+    /// The engine every database shares (the locks, the sync policy, the WAL).
+    pub fn engine(&self) -> &Engine {
+        self.dbs.engine()
     }
 
     /// The password AUTH checks, if any.
@@ -298,6 +308,8 @@ pub struct Conn {
     pub close: bool,
     /// READONLY was sent: in cluster mode a replica may serve this connection's reads.
     pub readonly: bool,
+    /// The database SELECT chose (0 at the start; always 0 in cluster mode).
+    pub db: usize,
     /// Inside MULTI: the commands queued for EXEC (`commands::multi`).
     pub multi: Option<Multi>,
     /// WATCHed keys (`commands::multi`).
@@ -306,7 +318,7 @@ pub struct Conn {
     pub in_exec: bool,
     /// The keys EXEC's commands (or a script's) wrote, for the clients blocked on them; or,
     /// when this connection just blocked, the keys it blocked on
-    /// (`commands::blocking::signal`).
+    /// (`commands::blocking::signal`); each with its database (`blocked::waited_key`).
     pub touched: Vec<Vec<u8>>,
     /// Set by a blocking command that found nothing: the connection waits for this.
     pub blocked: Option<BlockedOn>,
@@ -378,6 +390,7 @@ impl Conn {
             resp3: false,
             close: false,
             readonly: false,
+            db: 0,
             multi: None,
             watched: Vec::new(),
             in_exec: false,
@@ -419,6 +432,13 @@ pub struct Retry {
 pub struct Watched {
     /// The key.
     pub key: Vec<u8>,
+    /// Its database.
+    pub db: usize,
+    /// The set the database used, and the SWAPDBs that had named it, when it was watched: a
+    /// swap since touches the key if it is live on either side (`commands::multi`).
+    pub set: u32,
+    /// See `set`.
+    pub swaps: u64,
     /// The store's watch point when it was watched: a write after it aborts EXEC.
     pub point: u64,
     /// It had expired (not yet deleted) when watched; else its expiring before EXEC aborts it.

@@ -133,7 +133,7 @@ impl Apply for ServerApply {
             }
             // A metadata key is slot | user key; noting the tail of a sub-key as a user key
             // only drops a cache entry that is not there.
-            self.store.meta_cache.note_write(&k[2..], None);
+            self.store.meta_cache.note_write(self.store.set, &k[2..], None);
             if end.is_some() {
                 // A range deletion (FLUSHALL of the partition) drops keys it does not name.
                 RANGE_DELETED.with(|r| r.set(true));

@@ -21,9 +21,9 @@ fn unit_arg(arg: &[u8]) -> Result<Unit, CmdError> {
 }
 
 /// BITCOUNT key [start end [BYTE|BIT]]
-pub fn bitcount(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+pub fn bitcount(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     // Redis looks the key up first: an absent key counts 0 whatever the other arguments.
-    let Some(v) = bitmap::read(&sh.keyspace(), &a[1])? else {
+    let Some(v) = bitmap::read(&sh.keyspace(c.db), &a[1])? else {
         out.int(0);
         return Ok(());
     };
@@ -46,14 +46,14 @@ pub fn bitcount(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdR
 }
 
 /// BITPOS key bit [start [end [BYTE|BIT]]]
-pub fn bitpos(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+pub fn bitpos(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let bit = match int_arg(&a[2])? {
         0 => false,
         1 => true,
         _ => return Err("ERR The bit argument must be 1 or 0.".into()),
     };
     // An absent key is an endless run of clear bits.
-    let Some(v) = bitmap::read(&sh.keyspace(), &a[1])? else {
+    let Some(v) = bitmap::read(&sh.keyspace(c.db), &a[1])? else {
         out.int(if bit { -1 } else { 0 });
         return Ok(());
     };
@@ -68,7 +68,7 @@ pub fn bitpos(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
 }
 
 /// BITOP AND|OR|XOR|NOT destkey key [key ...]
-pub fn bitop(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+pub fn bitop(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let op = if is(&a[1], "and") {
         BitOp::And
     } else if is(&a[1], "or") {
@@ -84,7 +84,7 @@ pub fn bitop(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResu
         return Err("ERR BITOP NOT must be called with a single source key.".into());
     }
     let sources: Vec<&[u8]> = a[3..].iter().map(Vec::as_slice).collect();
-    let len = bitmap::bit_op(&sh.keyspace(), op, &a[2], &sources)?;
+    let len = bitmap::bit_op(&sh.keyspace(c.db), op, &a[2], &sources)?;
     out.int(len as i64);
     Ok(())
 }
@@ -166,12 +166,18 @@ fn field_ops(a: &[Vec<u8>], max_len: u64) -> Result<Vec<FieldOp>, CmdError> {
     Ok(ops)
 }
 
-fn bitfield_generic(sh: &Shared, a: &[Vec<u8>], out: &mut Out, read_only: bool) -> CmdResult {
+fn bitfield_generic(
+    sh: &Shared,
+    db: usize,
+    a: &[Vec<u8>],
+    out: &mut Out,
+    read_only: bool,
+) -> CmdResult {
     let ops = field_ops(a, sh.config.proto_max_bulk_len as u64)?;
     if read_only && ops.iter().any(|op| op.action != FieldAction::Get) {
         return Err("ERR BITFIELD_RO only supports the GET subcommand".into());
     }
-    let replies = bitmap::bit_field(&sh.keyspace(), &a[1], &ops)?;
+    let replies = bitmap::bit_field(&sh.keyspace(db), &a[1], &ops)?;
     out.array(replies.len());
     for r in replies {
         match r {
@@ -184,13 +190,13 @@ fn bitfield_generic(sh: &Shared, a: &[Vec<u8>], out: &mut Out, read_only: bool) 
 
 /// BITFIELD key [GET type offset] [SET type offset value] [INCRBY type offset increment]
 /// [OVERFLOW WRAP|SAT|FAIL] ...
-pub fn bitfield(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    bitfield_generic(sh, a, out, false)
+pub fn bitfield(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    bitfield_generic(sh, c.db, a, out, false)
 }
 
 /// BITFIELD_RO key [GET type offset] ...
-pub fn bitfield_ro(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    bitfield_generic(sh, a, out, true)
+pub fn bitfield_ro(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    bitfield_generic(sh, c.db, a, out, true)
 }
 
 #[cfg(test)]

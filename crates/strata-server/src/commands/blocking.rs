@@ -28,7 +28,7 @@
 
 use super::errors::CmdError;
 use super::{lookup, run_handler, CmdResult, Command};
-use crate::blocked::{Blocked, Cancel, Outcome};
+use crate::blocked::{split_waited_key, waited_key, Blocked, Cancel, Outcome};
 use crate::resp::Out;
 use crate::state::{BlockedOn, Conn, Shared};
 use crate::storage::{pending, sync_group};
@@ -81,13 +81,14 @@ pub fn block(
     let mut on_timeout = Out { buf: Vec::new(), resp3: conn.resp3 };
     timeout_reply(req.on_timeout, &mut on_timeout);
     let line = req.retry.unwrap_or_else(|| args.to_vec());
-    let rx = sh.blocked.register(conn.id, &req.keys, line, conn.resp3, on_timeout.buf);
+    let keys: Vec<Vec<u8>> = req.keys.iter().map(|k| waited_key(conn.db, k)).collect();
+    let rx = sh.blocked.register(conn.id, &keys, line, conn.resp3, on_timeout.buf);
     let deadline = req.timeout.and_then(|t| Instant::now().checked_add(t));
     let command = lookup(&args[0]).map_or(usize::MAX, super::index_of);
     conn.blocked = Some(BlockedOn { rx, deadline, command, silent: false });
     // A write between the handler's look and the registration served nobody: `dispatch`
     // serves these keys once the command has let go of every key lock it took.
-    conn.touched = req.keys;
+    conn.touched = keys;
     Ok(())
 }
 
@@ -146,24 +147,41 @@ pub fn written_keys(cmd: &Command, args: &[Vec<u8>]) -> Vec<Vec<u8>> {
     keys
 }
 
+/// The [`written_keys`] of `args` in database `db`, as waited keys (`blocked`).
+fn written_in(db: usize, cmd: &Command, args: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    written_keys(cmd, args).iter().map(|k| waited_key(db, k)).collect()
+}
+
+/// The waited keys a top-level write `args` on `conn` may have made ready: EXEC's and a
+/// script's commands' (noted as they ran), every one of the database FLUSHDB emptied or of
+/// all (FLUSHALL), SWAPDB's two databases' (noted by it), else its key arguments in the
+/// connection's database and what it noted of another (MOVE, COPY ... DB).
+fn ready_after(sh: &Shared, conn: &mut Conn, cmd: &Command, args: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    let mut touched = std::mem::take(&mut conn.touched);
+    match cmd.name {
+        "exec" | "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"
+        | "swapdb" => {}
+        "flushall" => touched = sh.blocked.waited_keys(),
+        "flushdb" => touched = sh.blocked.waited_keys_in(&[conn.db]),
+        _ => touched.extend(written_in(conn.db, cmd, args)),
+    }
+    touched
+}
+
 /// After the top-level command `args` ran on `conn`: serves the clients blocked on what it
-/// wrote (for EXEC and a script, on what their commands wrote; for FLUSHALL, every waited
-/// key).
+/// wrote ([`ready_after`]).
 pub fn signal(sh: &Shared, conn: &mut Conn, cmd: &Command, args: &[Vec<u8>]) {
-    let touched = std::mem::take(&mut conn.touched);
     if conn.blocked.is_some() {
         // It blocked: one serving pass over its own keys (`block`).
+        let touched = std::mem::take(&mut conn.touched);
         serve(sh, touched);
         return;
     }
     if sh.blocked.count() == 0 || !cmd.write {
+        conn.touched.clear();
         return;
     }
-    let keys = match cmd.name {
-        "exec" | "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" => touched,
-        "flushdb" | "flushall" => sh.blocked.waited_keys(),
-        _ => written_keys(cmd, args),
-    };
+    let keys = ready_after(sh, conn, cmd, args);
     serve(sh, keys);
 }
 
@@ -172,14 +190,15 @@ pub fn note_in_exec(sh: &Shared, conn: &mut Conn, cmd: &Command, args: &[Vec<u8>
     if !cmd.write || sh.blocked.count() == 0 {
         return;
     }
-    if matches!(cmd.name, "flushdb" | "flushall") {
-        conn.touched.extend(sh.blocked.waited_keys());
-    } else {
-        conn.touched.extend(written_keys(cmd, args));
+    match cmd.name {
+        "flushall" => conn.touched.extend(sh.blocked.waited_keys()),
+        "flushdb" => conn.touched.extend(sh.blocked.waited_keys_in(&[conn.db])),
+        _ => conn.touched.extend(written_in(conn.db, cmd, args)),
     }
 }
 
-/// Serves the clients blocked on `keys`, and on the keys their served commands write.
+/// Serves the clients blocked on `keys` (waited keys: `blocked`), and on the keys their
+/// served commands write.
 pub fn serve(sh: &Shared, keys: Vec<Vec<u8>>) {
     let blocked: &Blocked = &sh.blocked;
     if blocked.count() == 0 {
@@ -204,11 +223,13 @@ pub fn serve(sh: &Shared, keys: Vec<Vec<u8>>) {
                     continue;
                 };
                 guard.armed = false;
-                let sync = sh.store.owed_sync();
+                let sync = sh.engine().owed_sync();
                 blocked.served(id, Outcome { reply, sync, served: true });
-                if let Some(cmd) = lookup(&claimed.line[0]) {
+                if let (Some(cmd), Some((db, _))) =
+                    (lookup(&claimed.line[0]), split_waited_key(&key))
+                {
                     ready.extend(
-                        written_keys(cmd, &claimed.line)
+                        written_in(db, cmd, &claimed.line)
                             .into_iter()
                             .filter(|k| *k != key && blocked.has_waiters(k)),
                     );
@@ -236,12 +257,14 @@ impl Drop for Unclaim<'_> {
     }
 }
 
-/// Re-runs a blocked client's command with `key` ready: its reply, or `None` when it is
-/// still blocked.
+/// Re-runs a blocked client's command with `key` (a waited key: its database and user key)
+/// ready: its reply, or `None` when it is still blocked.
 fn rerun(sh: &Shared, id: u64, key: &[u8], line: &[Vec<u8>], resp3: bool) -> Option<Vec<u8>> {
     let cmd = lookup(line.first()?)?;
+    let (db, key) = split_waited_key(key)?;
     let mut conn = Conn::new(id, true);
     conn.resp3 = resp3;
+    conn.db = db;
     conn.retry = Some(crate::state::Retry { key: key.to_vec(), still_blocked: false });
     let mut out = Out { buf: Vec::new(), resp3 };
     let started = Instant::now();

@@ -75,7 +75,7 @@ fn set_readonly(sh: &Shared, conn: &mut Conn, on: bool, out: &mut Out) -> CmdRes
 /// read from replicas use); NODES lists every node as a master, with the slots of the
 /// partitions it leads, and no replica lines (so clients that read NODES send every command
 /// to a leader, which is where writes and linearizable reads go).
-pub fn cluster(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+pub fn cluster(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let Some(router) = sh.router.as_ref() else { return Err(DISABLED.into()) };
     let sub = String::from_utf8_lossy(&a[1]).to_ascii_lowercase();
     let argc = |n: usize| -> Result<(), CmdError> {
@@ -245,7 +245,7 @@ pub fn cluster(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
             argc(3)?;
             let slot = slot_arg(&a[2])?;
             let mut n = 0i64;
-            sh.store.scan_slot(slot, |_| {
+            sh.dbs.store(c.db).scan_slot(slot, |_| {
                 n += 1;
                 true
             })?;
@@ -258,7 +258,7 @@ pub fn cluster(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
                 .filter(|n| *n >= 0)
                 .ok_or(CmdError::from("ERR Invalid number of keys"))?;
             let mut keys = Vec::new();
-            sh.store.scan_slot(slot, |k| {
+            sh.dbs.store(c.db).scan_slot(slot, |k| {
                 if keys.len() as i64 >= count {
                     return false;
                 }

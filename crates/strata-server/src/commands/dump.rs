@@ -49,8 +49,8 @@ fn encodings(sh: &Shared) -> Encodings {
 }
 
 /// DUMP key
-pub fn dump(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    match key::read(&sh.keyspace(), &a[1])? {
+pub fn dump(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    match key::read(&sh.keyspace(c.db), &a[1])? {
         Some(v) => out.bulk(&rdb::encode_payload(&v, &encodings(sh))),
         None => out.null(),
     }
@@ -58,7 +58,7 @@ pub fn dump(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResul
 }
 
 /// RESTORE key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]
-pub fn restore(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+pub fn restore(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let (mut replace, mut absttl) = (false, false);
     let (mut idle, mut freq) = (None, None);
     let mut i = 4;
@@ -87,7 +87,7 @@ pub fn restore(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
         }
         i += 1;
     }
-    let ks = sh.keyspace();
+    let ks = sh.keyspace(c.db);
     if !replace && ks.meta(&a[1])?.is_some() {
         return Err(BUSYKEY.into());
     }

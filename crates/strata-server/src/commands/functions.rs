@@ -28,7 +28,7 @@ fn record_key(name: &str) -> Vec<u8> {
 /// Loads the libraries kept in the store (at start): how many, or why one failed.
 pub fn restore(sh: &Shared) -> Result<usize, String> {
     let records = sh
-        .store
+        .engine()
         .server_records(RECORD_PREFIX)
         .map_err(|e| format!("cannot read the FUNCTION libraries: {e}"))?;
     for (key, code) in &records {
@@ -68,7 +68,7 @@ pub fn function(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdR
             };
             let name = sh.scripts.load_library(code, replace).map_err(CmdError::from)?;
             if let Err(e) =
-                sh.store.write_server_records(&[(record_key(&name), Some(code.clone()))])
+                sh.engine().write_server_records(&[(record_key(&name), Some(code.clone()))])
             {
                 sh.scripts.delete_library(&name);
                 return Err(store_err(e));
@@ -83,7 +83,7 @@ pub fn function(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdR
             if !sh.scripts.delete_library(&name) {
                 return Err("ERR Library not found".into());
             }
-            sh.store.write_server_records(&[(record_key(&name), None)]).map_err(store_err)?;
+            sh.engine().write_server_records(&[(record_key(&name), None)]).map_err(store_err)?;
             out.ok();
         }
         "flush" => {
@@ -100,7 +100,7 @@ pub fn function(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdR
             let gone: Vec<_> =
                 sh.scripts.libraries().iter().map(|l| (record_key(&l.name), None)).collect();
             sh.scripts.flush_libraries();
-            sh.store.write_server_records(&gone).map_err(store_err)?;
+            sh.engine().write_server_records(&gone).map_err(store_err)?;
             out.ok();
         }
         "list" => list(sh, a, out)?,
@@ -266,7 +266,7 @@ fn restore_libraries(sh: &Shared, codes: &[Vec<u8>], policy: Policy) -> Result<(
     }
     let mut records: Vec<_> = displaced.iter().map(|l| (record_key(&l.name), None)).collect();
     records.extend(loaded.iter().zip(codes).map(|(n, c)| (record_key(n), Some(c.clone()))));
-    if let Err(e) = sh.store.write_server_records(&records) {
+    if let Err(e) = sh.engine().write_server_records(&records) {
         undo(&loaded);
         return Err(store_err(e));
     }

@@ -47,13 +47,16 @@ fn resident_bytes() -> u64 {
 
 /// An engine property of one column family (0 when unknown).
 fn prop_cf(sh: &Shared, cf: &ColumnFamily, name: &str) -> u64 {
-    sh.store.db.property_int_value_cf(cf, name).ok().flatten().unwrap_or(0)
+    sh.engine().db.property_int_value_cf(cf, name).ok().flatten().unwrap_or(0)
 }
 
-/// An engine property summed over the store's column families.
+/// An engine property summed over the data families of every database.
 fn prop(sh: &Shared, name: &str) -> u64 {
-    let st = &sh.store;
-    [&st.meta_cf, &st.sub_cf, &st.score_cf].iter().map(|cf| prop_cf(sh, cf, name)).sum()
+    sh.dbs
+        .each()
+        .flat_map(|(_, st)| [&st.meta_cf, &st.sub_cf, &st.score_cf])
+        .map(|cf| prop_cf(sh, cf, name))
+        .sum()
 }
 
 /// The sections INFO gives without arguments (and for `default`), in its order.
@@ -107,8 +110,8 @@ pub fn info_text(sh: &Shared, want: &[String]) -> Result<String, CmdError> {
         // The engine's memtables and block cache, and the metadata cache in front of them.
         let mem = prop(sh, "strata.size-all-mem-tables")
             // One block cache serves every column family: counted once.
-            + prop_cf(sh, &sh.store.meta_cf, "strata.block-cache-usage")
-            + sh.store.meta_cache.stats().1 as u64;
+            + prop_cf(sh, &sh.dbs.first().meta_cf, "strata.block-cache-usage")
+            + sh.engine().meta_cache.stats().1 as u64;
         let rss = resident_bytes();
         let allocator = if cfg!(feature = "mimalloc") { "mimalloc" } else { "libc" };
         let scripts = sh.scripts.cached_count();
@@ -124,7 +127,7 @@ pub fn info_text(sh: &Shared, want: &[String]) -> Result<String, CmdError> {
                 .saturating_sub(sh.persistence.saved_changes.load(Ordering::Acquire)),
             sh.persistence.last_save.load(Ordering::Acquire),
             if sh.persistence.last_bgsave_ok.load(Ordering::Acquire) { "ok" } else { "err" },
-            sh.store.sync_policy().name(),
+            sh.engine().sync_policy().name(),
             prop(sh, "strata.total-sst-files-size")
         );
     }
@@ -196,32 +199,34 @@ pub fn info_text(sh: &Shared, want: &[String]) -> Result<String, CmdError> {
         t.push_str("\r\n");
     }
     if on("keyspace") {
-        let (keys, expires) = keys::stats(&sh.keyspace())?;
         t.push_str("# Keyspace\r\n");
-        if keys > 0 {
-            let _ = write!(t, "db0:keys={keys},expires={expires},avg_ttl=0\r\n");
+        for (db, _) in sh.dbs.each() {
+            let (keys, expires) = keys::stats(&sh.keyspace(db))?;
+            if keys > 0 {
+                let _ = write!(t, "db{db}:keys={keys},expires={expires},avg_ttl=0\r\n");
+            }
         }
         t.push_str("\r\n");
     }
     if on("strata") {
         t.push_str("# Strata\r\n");
-        let steps = sh.store.scan_steps.load(std::sync::atomic::Ordering::Relaxed);
+        let steps = sh.engine().scan_steps.load(std::sync::atomic::Ordering::Relaxed);
         let _ = write!(t, "strata_scan_steps:{steps}\r\n");
-        let (n, bytes, hits, misses) = sh.store.meta_cache.stats();
+        let (n, bytes, hits, misses) = sh.engine().meta_cache.stats();
         let _ = write!(
             t,
             "strata_meta_cache:entries={n},bytes={bytes},hits={hits},misses={misses}\r\n"
         );
         // The DB-wide section (WAL, writes, stalls) comes with the `default` family's stats.
-        let db_wide = sh.store.db.property_value("strata.stats").ok().flatten().unwrap_or_default();
+        let db_wide =
+            sh.engine().db.property_value("strata.stats").ok().flatten().unwrap_or_default();
         let _ = write!(t, "strata_db_stats:{}\r\n", fold_lines(&db_wide));
-        for (name, cf) in [
-            ("metadata", &sh.store.meta_cf),
-            ("subkey", &sh.store.sub_cf),
-            ("zscore", &sh.store.score_cf),
-        ] {
+        let first = sh.dbs.first();
+        for (name, cf) in
+            [("metadata", &first.meta_cf), ("subkey", &first.sub_cf), ("zscore", &first.score_cf)]
+        {
             let stats = sh
-                .store
+                .engine()
                 .db
                 .property_value_cf(&**cf, "strata.stats")
                 .ok()

@@ -9,7 +9,7 @@
 //! not its keys: summed over the nodes, DBSIZE counts each key once.
 
 use super::args::{int_arg, is, scan_args, ScanArgs};
-use super::errors::{arity_err, CmdError, SYNTAX};
+use super::errors::{arity_err, CmdError, NOT_INT, SYNTAX};
 use super::{glob, CmdResult};
 use crate::resp::Out;
 use crate::slots::key_slot;
@@ -52,20 +52,21 @@ impl Served {
     }
 }
 
-pub fn del(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let n = keys::delete(&sh.keyspace(), &a[1..])?;
+pub fn del(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let n = keys::delete(&sh.keyspace(c.db), &a[1..])?;
     out.int(n as i64);
     Ok(())
 }
 
-pub fn exists(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let n = keys::count_existing(&sh.keyspace(), &a[1..])?;
+pub fn exists(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let n = keys::count_existing(&sh.keyspace(c.db), &a[1..])?;
     out.int(n as i64);
     Ok(())
 }
 
 fn expire_generic(
     sh: &Shared,
+    db: usize,
     a: &[Vec<u8>],
     out: &mut Out,
     unit: u64,
@@ -93,7 +94,7 @@ fn expire_generic(
     if cond.gt && cond.lt {
         return Err("ERR GT and LT options at the same time are not compatible".into());
     }
-    let ks = sh.keyspace();
+    let ks = sh.keyspace(db);
     let invalid = || format!("ERR invalid expire time in '{name}' command");
     let ms = v.checked_mul(unit as i64).ok_or_else(invalid)?;
     let at = if absolute { ms } else { ms.checked_add(ks.now_ms as i64).ok_or_else(invalid)? };
@@ -102,21 +103,21 @@ fn expire_generic(
     Ok(())
 }
 
-pub fn expire(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    expire_generic(sh, a, out, 1000, false, "expire")
+pub fn expire(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    expire_generic(sh, c.db, a, out, 1000, false, "expire")
 }
-pub fn pexpire(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    expire_generic(sh, a, out, 1, false, "pexpire")
+pub fn pexpire(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    expire_generic(sh, c.db, a, out, 1, false, "pexpire")
 }
-pub fn expireat(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    expire_generic(sh, a, out, 1000, true, "expireat")
+pub fn expireat(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    expire_generic(sh, c.db, a, out, 1000, true, "expireat")
 }
-pub fn pexpireat(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    expire_generic(sh, a, out, 1, true, "pexpireat")
+pub fn pexpireat(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    expire_generic(sh, c.db, a, out, 1, true, "pexpireat")
 }
 
-pub fn ttl(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    match keys::ttl(&sh.keyspace(), &a[1])? {
+pub fn ttl(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    match keys::ttl(&sh.keyspace(c.db), &a[1])? {
         Ttl::NoKey => out.int(-2),
         Ttl::Never => out.int(-1),
         // Redis rounds the remaining seconds to the nearest.
@@ -125,8 +126,8 @@ pub fn ttl(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult
     Ok(())
 }
 
-pub fn pttl(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    match keys::ttl(&sh.keyspace(), &a[1])? {
+pub fn pttl(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    match keys::ttl(&sh.keyspace(c.db), &a[1])? {
         Ttl::NoKey => out.int(-2),
         Ttl::Never => out.int(-1),
         Ttl::Left(ms) => out.int(ms.min(i64::MAX as u64) as i64),
@@ -136,17 +137,17 @@ pub fn pttl(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResul
 
 /// EXPIRETIME: the Unix time in seconds (rounded to the nearest) at which the key expires;
 /// -1 without an expiry, -2 without the key.
-pub fn expiretime(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    expire_time(sh, a, out, false)
+pub fn expiretime(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    expire_time(sh, c.db, a, out, false)
 }
 
 /// PEXPIRETIME: EXPIRETIME in milliseconds.
-pub fn pexpiretime(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    expire_time(sh, a, out, true)
+pub fn pexpiretime(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    expire_time(sh, c.db, a, out, true)
 }
 
-fn expire_time(sh: &Shared, a: &[Vec<u8>], out: &mut Out, ms: bool) -> CmdResult {
-    match sh.keyspace().meta(&a[1])? {
+fn expire_time(sh: &Shared, db: usize, a: &[Vec<u8>], out: &mut Out, ms: bool) -> CmdResult {
+    match sh.keyspace(db).meta(&a[1])? {
         None => out.int(-2),
         Some(m) if m.expire_ms == 0 => out.int(-1),
         Some(m) if ms => out.int(m.expire_ms.min(i64::MAX as u64) as i64),
@@ -155,21 +156,21 @@ fn expire_time(sh: &Shared, a: &[Vec<u8>], out: &mut Out, ms: bool) -> CmdResult
     Ok(())
 }
 
-pub fn persist(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let done = keys::persist(&sh.keyspace(), &a[1])?;
+pub fn persist(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let done = keys::persist(&sh.keyspace(c.db), &a[1])?;
     out.int(i64::from(done));
     Ok(())
 }
 
-pub fn type_(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let kind = keys::kind(&sh.keyspace(), &a[1])?;
+pub fn type_(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let kind = keys::kind(&sh.keyspace(c.db), &a[1])?;
     out.simple(kind.map_or("none", Kind::name));
     Ok(())
 }
 
 /// OBJECT ENCODING (the only subcommand).
 /// OBJECT ENCODING|REFCOUNT|FREQ|HELP key.
-pub fn object(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+pub fn object(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     if a.len() == 2 && is(&a[1], "help") {
         let help = [
             "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -199,7 +200,7 @@ pub fn object(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
     if a.len() != 3 {
         return Err(arity_err(&format!("object|{sub}")).into());
     }
-    let ks = sh.keyspace();
+    let ks = sh.keyspace(c.db);
     let Some(m) = ks.meta(&a[2])? else {
         out.null();
         return Ok(());
@@ -268,7 +269,7 @@ pub fn scan(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
         };
         type_ok && pattern.as_ref().is_none_or(|p| glob::matches(p, k)) && served.has(k)
     };
-    let page = keys::scan(&sh.keyspace(), &from, count, keep)?;
+    let page = keys::scan(&sh.keyspace(conn.db), &from, count, keep)?;
     let next = page.next.map_or(0, |k| sh.cursors.lock().save(k));
     out.array(2);
     out.bulk(next.to_string().as_bytes());
@@ -282,7 +283,7 @@ pub fn scan(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
 pub fn keys(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let served = Served::now(sh, conn)?;
     let keep = |k: &[u8], _: Kind| served.has(k) && glob::matches(&a[1], k);
-    let found = keys::scan(&sh.keyspace(), b"", usize::MAX, keep)?.items;
+    let found = keys::scan(&sh.keyspace(conn.db), b"", usize::MAX, keep)?.items;
     out.array(found.len());
     for k in &found {
         out.bulk(k);
@@ -292,23 +293,26 @@ pub fn keys(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
 
 pub fn dbsize(sh: &Shared, conn: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let served = Served::now(sh, conn)?;
-    out.int(keys::count(&sh.keyspace(), |k| served.has(k))? as i64);
+    out.int(keys::count(&sh.keyspace(conn.db), |k| served.has(k))? as i64);
     Ok(())
 }
 
-pub fn flushdb(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+pub fn flushdb(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     if a.len() > 2 || (a.len() == 2 && !is(&a[1], "sync") && !is(&a[1], "async")) {
         return Err(SYNTAX.into());
     }
     match sh.router.as_ref() {
-        None => keys::flush_all(&sh.keyspace())?,
+        None if is(&a[0], "flushall") => {
+            sh.dbs.flush_all().map_err(crate::types::TypeError::from)?;
+        }
+        None => keys::flush(&sh.keyspace(c.db))?,
         // As on a Redis Cluster master: the keys of the slots this node serves (the
         // partitions it leads), each partition's deletion replicated through its group.
         Some(router) => {
             let layout = router.layout();
             for r in layout.ranges.iter().filter(|r| r.leader == Some(layout.myself)) {
                 router.prepare(r.first, true, false)?;
-                keys::flush_slots(&sh.keyspace(), r.first, r.last)?;
+                keys::flush_slots(&sh.keyspace(c.db), r.first, r.last)?;
             }
         }
     }
@@ -319,56 +323,66 @@ pub fn flushdb(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
     Ok(())
 }
 
-fn rename_generic(sh: &Shared, a: &[Vec<u8>], if_absent: bool) -> Result<bool, CmdError> {
-    Ok(keys::rename(&sh.keyspace(), &a[1], &a[2], if_absent)?)
+fn rename_generic(
+    sh: &Shared,
+    db: usize,
+    a: &[Vec<u8>],
+    if_absent: bool,
+) -> Result<bool, CmdError> {
+    Ok(keys::rename(&sh.keyspace(db), &a[1], &a[2], if_absent)?)
 }
 
 /// COPY source destination [DB destination-db] [REPLACE].
-pub fn copy(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+pub fn copy(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let mut replace = false;
+    let mut to = c.db;
     let mut i = 3;
     while i < a.len() {
         if is(&a[i], "replace") {
             replace = true;
             i += 1;
         } else if is(&a[i], "db") && i + 1 < a.len() {
-            let db = int_arg(&a[i + 1])?;
-            if db != 0 {
-                return Err(if sh.router.is_some() {
-                    "ERR Copying to another database is not allowed in cluster mode"
-                } else {
-                    "ERR DB index is out of range"
+            if sh.router.is_some() {
+                if int_arg(&a[i + 1])? != 0 {
+                    return Err(
+                        "ERR Copying to another database is not allowed in cluster mode".into()
+                    );
                 }
-                .into());
+            } else {
+                to = super::databases::db_arg(sh, &a[i + 1], NOT_INT)?;
             }
             i += 2;
         } else {
             return Err(SYNTAX.into());
         }
     }
-    if a[1] == a[2] {
+    if a[1] == a[2] && sh.dbs.set_of(to) == sh.dbs.set_of(c.db) {
         return Err("ERR source and destination objects are the same".into());
     }
-    let copied = keys::copy(&sh.keyspace(), &a[1], &a[2], replace)?;
+    let copied = keys::copy(&sh.keyspace(c.db), &sh.keyspace(to), &a[1], &a[2], replace)?;
+    if copied && to != c.db {
+        // Clients blocked on the key in the target database (`blocking::signal`).
+        c.touched.push(crate::blocked::waited_key(to, &a[2]));
+    }
     out.int(i64::from(copied));
     Ok(())
 }
 
-pub fn rename(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    rename_generic(sh, a, false)?;
+pub fn rename(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    rename_generic(sh, c.db, a, false)?;
     out.ok();
     Ok(())
 }
 
-pub fn renamenx(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let done = rename_generic(sh, a, true)?;
+pub fn renamenx(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let done = rename_generic(sh, c.db, a, true)?;
     out.int(i64::from(done));
     Ok(())
 }
 
 pub fn randomkey(sh: &Shared, conn: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let served = Served::now(sh, conn)?;
-    let key = keys::random(&sh.keyspace(), |k| served.has(k))?;
+    let key = keys::random(&sh.keyspace(conn.db), |k| served.has(k))?;
     out.opt_bulk(key.as_deref());
     Ok(())
 }

@@ -11,21 +11,21 @@ use crate::types::number::parse_int_strict;
 use crate::types::{Kind, TypeError};
 use std::time::Duration;
 
-fn push(sh: &Shared, a: &[Vec<u8>], end: End, out: &mut Out) -> CmdResult {
-    let len = list::push(&sh.keyspace(), &a[1], end, &a[2..])?;
+fn push(sh: &Shared, db: usize, a: &[Vec<u8>], end: End, out: &mut Out) -> CmdResult {
+    let len = list::push(&sh.keyspace(db), &a[1], end, &a[2..])?;
     out.int(len as i64);
     Ok(())
 }
 
-pub fn lpush(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    push(sh, a, End::Left, out)
+pub fn lpush(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    push(sh, c.db, a, End::Left, out)
 }
 
-pub fn rpush(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    push(sh, a, End::Right, out)
+pub fn rpush(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    push(sh, c.db, a, End::Right, out)
 }
 
-fn pop(sh: &Shared, a: &[Vec<u8>], end: End, out: &mut Out) -> CmdResult {
+fn pop(sh: &Shared, db: usize, a: &[Vec<u8>], end: End, out: &mut Out) -> CmdResult {
     if a.len() > 3 {
         // Redis 7.0's LPOP/RPOP take one count at most: an arity error (SPOP's is a syntax
         // error).
@@ -33,7 +33,7 @@ fn pop(sh: &Shared, a: &[Vec<u8>], end: End, out: &mut Out) -> CmdResult {
         return Err(arity_err(name).into());
     }
     let count = pop_count(a)?;
-    match (list::pop(&sh.keyspace(), &a[1], end, count.unwrap_or(1))?, count) {
+    match (list::pop(&sh.keyspace(db), &a[1], end, count.unwrap_or(1))?, count) {
         (None, Some(_)) => out.null_array(),
         (None, None) => out.null(),
         (Some(vals), None) => out.opt_bulk(vals.first().map(|v| v.as_slice())),
@@ -47,17 +47,17 @@ fn pop(sh: &Shared, a: &[Vec<u8>], end: End, out: &mut Out) -> CmdResult {
     Ok(())
 }
 
-pub fn lpop(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    pop(sh, a, End::Left, out)
+pub fn lpop(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    pop(sh, c.db, a, End::Left, out)
 }
 
-pub fn rpop(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    pop(sh, a, End::Right, out)
+pub fn rpop(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    pop(sh, c.db, a, End::Right, out)
 }
 
-pub fn lrange(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+pub fn lrange(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let (start, stop) = (int_arg(&a[2])?, int_arg(&a[3])?);
-    let vals = list::range(&sh.keyspace(), &a[1], start, stop)?;
+    let vals = list::range(&sh.keyspace(c.db), &a[1], start, stop)?;
     out.array(vals.len());
     for v in &vals {
         out.bulk(v);
@@ -65,35 +65,35 @@ pub fn lrange(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
     Ok(())
 }
 
-pub fn llen(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let len = list::len(&sh.keyspace(), &a[1])?;
+pub fn llen(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let len = list::len(&sh.keyspace(c.db), &a[1])?;
     out.int(len as i64);
     Ok(())
 }
 
-pub fn lindex(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+pub fn lindex(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let i = int_arg(&a[2])?;
-    let v = list::index(&sh.keyspace(), &a[1], i)?;
+    let v = list::index(&sh.keyspace(c.db), &a[1], i)?;
     out.opt_bulk(v.as_deref());
     Ok(())
 }
 
-fn push_existing(sh: &Shared, a: &[Vec<u8>], end: End, out: &mut Out) -> CmdResult {
-    let len = list::push_existing(&sh.keyspace(), &a[1], end, &a[2..])?;
+fn push_existing(sh: &Shared, db: usize, a: &[Vec<u8>], end: End, out: &mut Out) -> CmdResult {
+    let len = list::push_existing(&sh.keyspace(db), &a[1], end, &a[2..])?;
     out.int(len as i64);
     Ok(())
 }
 
-pub fn lpushx(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    push_existing(sh, a, End::Left, out)
+pub fn lpushx(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    push_existing(sh, c.db, a, End::Left, out)
 }
 
-pub fn rpushx(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    push_existing(sh, a, End::Right, out)
+pub fn rpushx(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    push_existing(sh, c.db, a, End::Right, out)
 }
 
 /// LINSERT key BEFORE|AFTER pivot element
-pub fn linsert(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+pub fn linsert(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let before = if is(&a[2], "after") {
         false
     } else if is(&a[2], "before") {
@@ -101,30 +101,30 @@ pub fn linsert(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
     } else {
         return Err(SYNTAX.into());
     };
-    let n = list::insert(&sh.keyspace(), &a[1], before, &a[3], &a[4])?;
+    let n = list::insert(&sh.keyspace(c.db), &a[1], before, &a[3], &a[4])?;
     out.int(n);
     Ok(())
 }
 
 /// LSET key index element
-pub fn lset(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    list::set(&sh.keyspace(), &a[1], parse_int_strict(&a[2]), &a[3])?;
+pub fn lset(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    list::set(&sh.keyspace(c.db), &a[1], parse_int_strict(&a[2]), &a[3])?;
     out.ok();
     Ok(())
 }
 
 /// LREM key count element
-pub fn lrem(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+pub fn lrem(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let count = int_arg(&a[2])?;
-    let n = list::remove(&sh.keyspace(), &a[1], count, &a[3])?;
+    let n = list::remove(&sh.keyspace(c.db), &a[1], count, &a[3])?;
     out.int(n as i64);
     Ok(())
 }
 
 /// LTRIM key start stop
-pub fn ltrim(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+pub fn ltrim(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let (start, stop) = (int_arg(&a[2])?, int_arg(&a[3])?);
-    list::trim(&sh.keyspace(), &a[1], start, stop)?;
+    list::trim(&sh.keyspace(c.db), &a[1], start, stop)?;
     out.ok();
     Ok(())
 }
@@ -138,7 +138,7 @@ fn non_negative(arg: &[u8], msg: &'static str) -> Result<u64, CmdError> {
 }
 
 /// LPOS key element [RANK rank] [COUNT num-matches] [MAXLEN len]
-pub fn lpos(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+pub fn lpos(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let (mut rank, mut count, mut maxlen) = (1i64, None, 0u64);
     let mut i = 3;
     while i < a.len() {
@@ -163,7 +163,7 @@ pub fn lpos(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResul
     // from the tail and takes every match from the first on, as RANK -1 does.
     let rank = if rank == i64::MIN { -1 } else { rank };
     let want = count.map_or(1, |c| c);
-    let found = list::positions(&sh.keyspace(), &a[1], &a[2], rank, want, maxlen)?;
+    let found = list::positions(&sh.keyspace(c.db), &a[1], &a[2], rank, want, maxlen)?;
     match count {
         None => match found.as_ref().and_then(|f| f.first()) {
             Some(&p) => out.int(p as i64),
@@ -191,21 +191,21 @@ fn end_arg(arg: &[u8]) -> Result<End, CmdError> {
     }
 }
 
-fn move_one(sh: &Shared, a: &[Vec<u8>], from: End, to: End, out: &mut Out) -> CmdResult {
-    let v = list::move_one(&sh.keyspace(), &a[1], &a[2], from, to)?;
+fn move_one(sh: &Shared, db: usize, a: &[Vec<u8>], from: End, to: End, out: &mut Out) -> CmdResult {
+    let v = list::move_one(&sh.keyspace(db), &a[1], &a[2], from, to)?;
     out.opt_bulk(v.as_deref());
     Ok(())
 }
 
 /// LMOVE source destination LEFT|RIGHT LEFT|RIGHT
-pub fn lmove(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+pub fn lmove(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let (from, to) = (end_arg(&a[3])?, end_arg(&a[4])?);
-    move_one(sh, a, from, to, out)
+    move_one(sh, c.db, a, from, to, out)
 }
 
 /// RPOPLPUSH source destination
-pub fn rpoplpush(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    move_one(sh, a, End::Right, End::Left, out)
+pub fn rpoplpush(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    move_one(sh, c.db, a, End::Right, End::Left, out)
 }
 
 /// The arguments of LMPOP and BLMPOP from `numkeys_at` on: `numkeys key [key ...]
@@ -251,9 +251,9 @@ fn reply_popped(out: &mut Out, key: &[u8], vals: &[Vec<u8>]) {
 }
 
 /// LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count]
-pub fn lmpop(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+pub fn lmpop(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let (keys, end, count) = mpop_args(a, 1)?;
-    match list::pop_first(&sh.keyspace(), &a[keys], end, count)? {
+    match list::pop_first(&sh.keyspace(c.db), &a[keys], end, count)? {
         None => out.null_array(),
         Some((key, vals)) => reply_popped(out, &key, &vals),
     }
@@ -265,12 +265,13 @@ pub fn lmpop(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResu
 /// rule), or `None` when there is nothing to pop.
 fn pop_ready(
     sh: &Shared,
+    db: usize,
     conn: &Conn,
     keys: &[Vec<u8>],
     end: End,
     count: u64,
 ) -> Result<Option<list::Popped>, CmdError> {
-    let ks = sh.keyspace();
+    let ks = sh.keyspace(db);
     match blocking::ready_key(conn) {
         None => Ok(list::pop_first(&ks, keys, end, count)?),
         Some(k) => match list::pop_first(&ks, &[k.to_vec()], end, count) {
@@ -287,7 +288,7 @@ fn block_on(keys: &[Vec<u8>], timeout: Option<Duration>, on_timeout: TimeoutRepl
 fn bpop(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], end: End, out: &mut Out) -> CmdResult {
     let timeout = seconds_timeout_arg(&a[a.len() - 1])?;
     let keys = &a[1..a.len() - 1];
-    match pop_ready(sh, conn, keys, end, 1)? {
+    match pop_ready(sh, conn.db, conn, keys, end, 1)? {
         Some((key, vals)) => {
             out.array(2);
             out.bulk(&key);
@@ -312,7 +313,7 @@ pub fn brpop(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdR
 pub fn blmpop(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let timeout = seconds_timeout_arg(&a[1])?;
     let (keys, end, count) = mpop_args(a, 2)?;
-    match pop_ready(sh, conn, &a[keys.clone()], end, count)? {
+    match pop_ready(sh, conn.db, conn, &a[keys.clone()], end, count)? {
         Some((key, vals)) => {
             reply_popped(out, &key, &vals);
             Ok(())
@@ -333,10 +334,12 @@ fn bmove(
     out: &mut Out,
 ) -> CmdResult {
     let timeout = seconds_timeout_arg(&a[a.len() - 1])?;
-    let moved = match list::move_one(&sh.keyspace(), &a[1], &a[2], from, to) {
+    let moved = match list::move_one(&sh.keyspace(conn.db), &a[1], &a[2], from, to) {
         // A re-run leaves a source of another type waiting (Redis serves lists only); the
         // destination's type is checked before anything moves, and fails the command.
-        Err(TypeError::WrongType) if blocking::is_retry(conn) && !is_list(sh, &a[1])? => None,
+        Err(TypeError::WrongType) if blocking::is_retry(conn) && !is_list(sh, conn.db, &a[1])? => {
+            None
+        }
         r => r?,
     };
     match moved {
@@ -348,8 +351,8 @@ fn bmove(
     }
 }
 
-fn is_list(sh: &Shared, key: &[u8]) -> Result<bool, CmdError> {
-    Ok(sh.keyspace().meta(key)?.is_some_and(|m| m.kind == Kind::List))
+fn is_list(sh: &Shared, db: usize, key: &[u8]) -> Result<bool, CmdError> {
+    Ok(sh.keyspace(db).meta(key)?.is_some_and(|m| m.kind == Kind::List))
 }
 
 /// BLMOVE source destination LEFT|RIGHT LEFT|RIGHT timeout

@@ -10,6 +10,7 @@ pub mod args;
 pub mod bitops;
 pub mod blocking;
 pub mod cluster;
+pub mod databases;
 pub mod dump;
 pub mod errors;
 pub mod functions;
@@ -239,6 +240,7 @@ pub static COMMANDS: &[Command] = &[
     cmd!("rename", 3, true, KeySpec::range(1, 2, 1), keys::rename),
     cmd!("renamenx", 3, true, KeySpec::range(1, 2, 1), keys::renamenx),
     cmd!("copy", -3, true, KeySpec::range(1, 2, 1), keys::copy),
+    cmd!("move", 3, true, KeySpec::one(1), databases::move_),
     cmd!("randomkey", 1, false, KeySpec::NONE, keys::randomkey),
     cmd!("sort", -2, true, KeySpec::one(1), sort::sort),
     cmd!("sort_ro", -2, false, KeySpec::one(1), sort::sort_ro),
@@ -358,7 +360,8 @@ pub static COMMANDS: &[Command] = &[
     // connection and server
     cmd!("ping", -1, false, KeySpec::NONE, server::ping),
     cmd!("echo", 2, false, KeySpec::NONE, server::echo),
-    cmd!("select", 2, false, KeySpec::NONE, server::select),
+    cmd!("select", 2, false, KeySpec::NONE, databases::select),
+    cmd!("swapdb", 3, true, KeySpec::NONE, databases::swapdb),
     cmd!("quit", -1, false, KeySpec::NONE, server::quit),
     cmd!("reset", 1, false, KeySpec::NONE, server::reset),
     cmd!("auth", -2, false, KeySpec::NONE, server::auth),
@@ -497,6 +500,9 @@ pub fn dispatch(sh: &Shared, conn: &mut Conn, args: &[Vec<u8>], out: &mut Out) {
         return;
     }
     sh.stats.commands.fetch_add(1, Ordering::Relaxed);
+    // The databases' map stays as it is while the command runs; SWAPDB (or an EXEC running
+    // one) runs alone (`storage::databases`).
+    let _pin = sh.dbs.pin(cmd.name == "swapdb" || (cmd.name == "exec" && multi::swaps(conn)));
     // A reader of several keys (MGET, SINTER, EXISTS a b...) holds their stripes, so that
     // it reads all of them before or after any one write (a command, an EXEC) that spans
     // them, never between; a reader of one key needs no lock (every write is one batch).
@@ -504,7 +510,7 @@ pub fn dispatch(sh: &Shared, conn: &mut Conn, args: &[Vec<u8>], out: &mut Out) {
         .then(|| {
             let keys: Vec<&[u8]> =
                 cmd.keys.positions(args).into_iter().map(|i| args[i].as_slice()).collect();
-            (keys.len() > 1).then(|| sh.store.locks.lock(&keys))
+            (keys.len() > 1).then(|| sh.engine().locks.lock(&keys))
         })
         .flatten();
     let started = std::time::Instant::now();
@@ -553,7 +559,7 @@ pub fn run_handler(
         out.error(&reply);
         // A handler that failed between noting a metadata write and writing its batch: the
         // noted entries were never written, so none may be cached (`meta_cache` contract).
-        sh.store.meta_cache.invalidate_noted(false);
+        sh.engine().meta_cache.invalidate_noted(false);
     }
     false
 }

@@ -44,6 +44,19 @@ pub fn refused_inside_multi(name: &str) -> bool {
     matches!(name, "save" | "shutdown")
 }
 
+/// Whether a command may read or write a database other than its connection's (or all of
+/// them): a transaction or script running one settles the metadata cache wholesale.
+pub fn spans_databases(name: &str) -> bool {
+    matches!(name, "select" | "move" | "copy" | "swapdb" | "flushdb" | "flushall")
+}
+
+/// Whether the transaction being queued runs SWAPDB (its EXEC then runs alone).
+pub fn swaps(conn: &Conn) -> bool {
+    conn.multi
+        .as_ref()
+        .is_some_and(|m| m.queued.iter().any(|a| a[0].eq_ignore_ascii_case(b"swapdb")))
+}
+
 /// Queues `args` (checked) for EXEC and answers `+QUEUED`.
 pub fn queue(conn: &mut Conn, args: &[Vec<u8>], out: &mut Out) {
     if let Some(m) = conn.multi.as_mut() {
@@ -84,12 +97,14 @@ pub fn watch(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdR
     if conn.multi.is_some() {
         return Err("ERR WATCH inside MULTI is not allowed".into());
     }
-    let point = sh.store.watch_point();
-    let ks = sh.keyspace();
+    let point = sh.engine().watch_point();
+    let db = conn.db;
+    let ks = sh.keyspace(db);
+    let (set, swaps) = (sh.dbs.set_of(db), sh.dbs.swaps_of(db));
     for k in &a[1..] {
-        if !conn.watched.iter().any(|w| w.key == *k) {
+        if !conn.watched.iter().any(|w| w.key == *k && w.db == db) {
             let expired = ks.expired_in_place(k)?;
-            conn.watched.push(Watched { key: k.clone(), point, expired });
+            conn.watched.push(Watched { key: k.clone(), db, set, swaps, point, expired });
         }
     }
     out.ok();
@@ -103,10 +118,26 @@ pub fn unwatch(_: &Shared, conn: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> Cmd
     Ok(())
 }
 
-/// Whether user key `key` may have been written since the watch point `point`: its metadata
-/// record, sub-keys or score entries.
-fn touched_since(sh: &Shared, key: &[u8], point: u64) -> strata::Result<bool> {
-    let store = &sh.store;
+/// Whether the watched key `w` may have changed since it was watched: its metadata record,
+/// sub-keys or score entries written since its watch point (in the set it was watched in);
+/// or, when a SWAPDB named its database since, whether it is live on either side (Redis's
+/// rule: a swap touches a watched key that exists, or comes to exist, and leaves one that
+/// was and stays absent or expired).
+fn touched_since(sh: &Shared, w: &Watched) -> strata::Result<bool> {
+    if sh.dbs.swaps_of(w.db) != w.swaps {
+        let now = crate::types::now_ms();
+        let live = |set: u32| -> strata::Result<bool> {
+            let Some(st) = sh.dbs.store_of_set(set) else { return Ok(false) };
+            let raw = st.read_meta_uncached(&w.key)?;
+            let meta = raw.as_deref().and_then(|r| crate::types::Meta::decode(r).ok());
+            Ok(meta.is_some_and(|m| !m.expired(now)))
+        };
+        if live(w.set)? || live(sh.dbs.set_of(w.db))? {
+            return Ok(true);
+        }
+    }
+    let Some(store) = sh.dbs.store_of_set(w.set) else { return Ok(true) };
+    let (key, point) = (w.key.as_slice(), w.point);
     let meta = meta_key(key);
     let mut meta_end = meta.clone();
     meta_end.push(0);
@@ -139,7 +170,7 @@ pub fn exec(sh: &Shared, conn: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdRe
     for args in &m.queued {
         if let Some(cmd) = lookup(&args[0]) {
             keys.extend(cmd.keys.positions(args).into_iter().map(|i| args[i].as_slice()));
-            wide |= matches!(cmd.name, "flushdb" | "flushall");
+            wide |= spans_databases(cmd.name);
         }
     }
     if sh.router.is_some() {
@@ -152,14 +183,19 @@ pub fn exec(sh: &Shared, conn: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdRe
     }
     let mut locked: Vec<&[u8]> = keys.clone();
     locked.extend(watched.iter().map(|w| w.key.as_slice()));
-    let _held = sh.store.locks.lock(&locked);
-    let ks = sh.keyspace();
+    let _held = sh.engine().locks.lock(&locked);
     for w in &watched {
-        if touched_since(sh, &w.key, w.point)? || (!w.expired && ks.expired_in_place(&w.key)?) {
+        // A key swapped away is judged by the swap's rule alone (`touched_since`).
+        let swapped = sh.dbs.swaps_of(w.db) != w.swaps;
+        let expired_since = || -> Result<bool, crate::types::TypeError> {
+            Ok(!swapped && !w.expired && sh.keyspace(w.db).expired_in_place(&w.key)?)
+        };
+        if touched_since(sh, w)? || expired_since()? {
             out.null_array();
             return Ok(());
         }
     }
+    let first_db = conn.db;
     let mut body = Out { buf: Vec::new(), resp3: out.resp3 };
     let _scope = OverlayScope;
     overlay::begin();
@@ -168,7 +204,7 @@ pub fn exec(sh: &Shared, conn: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdRe
         dispatch(sh, conn, args, &mut body);
     }
     conn.in_exec = false;
-    if let Err(e) = sh.store.commit_overlay(&keys, wide) {
+    if let Err(e) = sh.dbs.store(first_db).commit_overlay(&keys, wide) {
         conn.touched.clear();
         crate::types::notify::discard();
         return Err(crate::types::TypeError::from(e).into());

@@ -23,7 +23,7 @@ pub fn save(sh: &Shared, _: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdResul
         return Err(IN_PROGRESS.into());
     }
     let changes = sh.notifier.changes();
-    sh.store.save().map_err(|e| format!("ERR saving failed: {e}"))?;
+    sh.dbs.save().map_err(|e| format!("ERR saving failed: {e}"))?;
     sh.persistence.last_save.store(unix_now(), Ordering::Release);
     sh.persistence.saved_changes.store(changes, Ordering::Release);
     out.ok();
@@ -44,12 +44,12 @@ pub fn bgsave(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
         }
         return Err(IN_PROGRESS.into());
     }
-    let (store, p) = (sh.store.clone(), sh.persistence.clone());
+    let (dbs, p) = (sh.dbs.clone(), sh.persistence.clone());
     // The changes made before the save starts are the ones it covers.
     let changes = sh.notifier.changes();
     let started = std::thread::Builder::new().name("strata-bgsave".into()).spawn(move || {
         // A panic in the save is a failed save, never a BGSAVE "in progress" forever.
-        let saved = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| store.save()));
+        let saved = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| dbs.save()));
         let ok = matches!(saved, Ok(Ok(())));
         p.last_bgsave_ok.store(ok, Ordering::Release);
         if ok {

@@ -142,20 +142,21 @@ pub fn forget(sh: &Shared, conn: &mut Conn) {
 }
 
 /// Publishes keyspace notifications (`types::notify`): each event to its key's
-/// `__keyspace@0__:<key>` channel and then its `__keyevent@0__:<event>` channel, as enabled
-/// when it was raised. Database 0: the only one served.
+/// `__keyspace@<db>__:<key>` channel and then its `__keyevent@<db>__:<event>` channel, as
+/// enabled when it was raised.
 pub fn publish_events(sh: &Shared, events: Vec<notify::Event>) {
+    use std::io::Write;
     let mut channel = Vec::new();
     for e in events {
         if e.keyspace {
             channel.clear();
-            channel.extend_from_slice(b"__keyspace@0__:");
+            let _ = write!(channel, "__keyspace@{}__:", e.db);
             channel.extend_from_slice(&e.key);
             sh.pubsub.publish(&channel, e.event.as_bytes(), glob::matches);
         }
         if e.keyevent {
             channel.clear();
-            channel.extend_from_slice(b"__keyevent@0__:");
+            let _ = write!(channel, "__keyevent@{}__:", e.db);
             channel.extend_from_slice(e.event.as_bytes());
             sh.pubsub.publish(&channel, &e.key, glob::matches);
         }

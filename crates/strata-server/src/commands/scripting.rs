@@ -169,7 +169,7 @@ impl Host for ScriptHost<'_> {
             self.sh.scripts.note_write();
         }
         self.keys.extend(blocking::written_keys(cmd, argv));
-        self.wide |= matches!(cmd.name, "flushdb" | "flushall");
+        self.wide |= super::multi::spans_databases(cmd.name);
         self.conn.resp3 = resp3;
         dispatch(self.sh, &mut self.conn, argv, &mut out);
         out.buf
@@ -252,6 +252,8 @@ pub(super) fn atomically(
         wide: false,
     };
     host.conn.in_exec = true;
+    // It starts in its caller's database; its SELECTs change only its own (Redis 7).
+    host.conn.db = conn.db;
     // A script may run long: the async worker's other tasks are handed off first (they
     // include the connections that must be told BUSY, and SCRIPT KILL's).
     crate::storage::pending::off_worker(|| -> CmdResult {
@@ -260,13 +262,13 @@ pub(super) fn atomically(
             body(&mut host, out);
             return Ok(());
         }
-        let _all = sh.store.locks.lock_all();
+        let _all = sh.engine().locks.lock_all();
         let _scope = OverlayScope;
         overlay::begin();
         let mut reply = Out { buf: Vec::new(), resp3: out.resp3 };
         body(&mut host, &mut reply);
         let named: Vec<&[u8]> = host.keys.iter().map(Vec::as_slice).collect();
-        sh.store.commit_overlay(&named, host.wide).map_err(|e| {
+        sh.dbs.store(conn.db).commit_overlay(&named, host.wide).map_err(|e| {
             crate::types::notify::discard();
             crate::types::TypeError::from(e)
         })?;
@@ -275,6 +277,12 @@ pub(super) fn atomically(
     })?;
     // The clients blocked on what the script wrote are served after it (`blocking`).
     conn.touched.extend(std::mem::take(&mut host.conn.touched));
+    if host.conn.db != conn.db {
+        // Its SELECTs were its own: CLIENT LIST shows the caller's database again.
+        if let Some(e) = sh.clients.lock().get_mut(&conn.id) {
+            e.db = conn.db;
+        }
+    }
     Ok(())
 }
 

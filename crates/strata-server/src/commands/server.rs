@@ -36,15 +36,6 @@ pub fn echo(_: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult
     Ok(())
 }
 
-pub fn select(_: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let db = int_arg(&a[1])?;
-    if db != 0 {
-        return Err("ERR DB index is out of range".into());
-    }
-    out.ok();
-    Ok(())
-}
-
 pub fn quit(_: &Shared, c: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdResult {
     c.close = true;
     out.ok();
@@ -58,6 +49,7 @@ pub fn quit(_: &Shared, c: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdResult
 pub fn reset(sh: &Shared, c: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdResult {
     c.multi = None;
     c.watched.clear();
+    super::databases::note_db(sh, c, 0);
     super::pubsub::forget(sh, c);
     c.resp3 = false;
     out.resp3 = false;
@@ -253,7 +245,7 @@ pub fn command(_: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
 
 fn client_line(id: u64, e: &crate::state::ClientEntry) -> String {
     let age = e.since.map_or(0, |s| s.elapsed().as_secs());
-    format!("id={id} addr={} laddr= fd=0 name={} age={age} idle=0 flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=client user=default redir=-1 resp={} lib-name={} lib-ver=\n", e.addr, e.name, e.resp, e.lib)
+    format!("id={id} addr={} laddr= fd=0 name={} age={age} idle=0 flags=N db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=client user=default redir=-1 resp={} lib-name={} lib-ver=\n", e.addr, e.name, e.db, e.resp, e.lib)
 }
 
 pub fn client(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
@@ -437,7 +429,7 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
             }
             if k == "appendfsync" {
                 let p = SyncPolicy::parse(&v).ok_or_else(|| "ERR CONFIG SET failed (possibly related to argument 'appendfsync') - argument(s) must be one of the following: always, everysec, no".to_string())?;
-                sh.store.set_sync_policy(p);
+                sh.engine().set_sync_policy(p);
             }
             if matches!(
                 k.as_str(),
@@ -520,7 +512,7 @@ pub fn time(_: &Shared, _: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdResult
 }
 
 /// MEMORY USAGE key [SAMPLES count] (`types::keys::memory_usage`'s estimate) and MEMORY HELP.
-pub fn memory(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+pub fn memory(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     if is(&a[1], "help") && a.len() == 2 {
         let help = [
             "MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -549,7 +541,7 @@ pub fn memory(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
         n if n < 3 => return Err(arity_err("memory|usage").into()),
         _ => return Err(SYNTAX.into()),
     };
-    match crate::types::keys::memory_usage(&sh.keyspace(), &a[2], samples)? {
+    match crate::types::keys::memory_usage(&sh.keyspace(c.db), &a[2], samples)? {
         Some(n) => out.int(n as i64),
         None => out.null(),
     }

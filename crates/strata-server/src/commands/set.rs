@@ -9,20 +9,20 @@ use crate::state::{Conn, Shared};
 use crate::types::number::parse_int_strict;
 use crate::types::set::{self, Algebra};
 
-pub fn sadd(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let n = set::add(&sh.keyspace(), &a[1], &a[2..])?;
+pub fn sadd(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let n = set::add(&sh.keyspace(c.db), &a[1], &a[2..])?;
     out.int(n as i64);
     Ok(())
 }
 
-pub fn srem(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let n = set::remove(&sh.keyspace(), &a[1], &a[2..])?;
+pub fn srem(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let n = set::remove(&sh.keyspace(c.db), &a[1], &a[2..])?;
     out.int(n as i64);
     Ok(())
 }
 
-pub fn smembers(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let v = set::members(&sh.keyspace(), &a[1])?;
+pub fn smembers(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let v = set::members(&sh.keyspace(c.db), &a[1])?;
     out.set(v.len());
     for m in &v {
         out.bulk(m);
@@ -31,12 +31,12 @@ pub fn smembers(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdR
 }
 
 /// SSCAN key cursor [MATCH pattern] [COUNT count].
-pub fn sscan(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+pub fn sscan(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let ScanArgs { cursor, pattern, count, .. } = scan_args(a, 2, false)?;
     let from =
         if cursor == 0 { Vec::new() } else { sh.cursors.lock().load(cursor).unwrap_or_default() };
     let keep = |m: &[u8]| pattern.as_ref().is_none_or(|p| glob::matches(p, m));
-    let page = set::scan(&sh.keyspace(), &a[1], &from, count, keep)?;
+    let page = set::scan(&sh.keyspace(c.db), &a[1], &from, count, keep)?;
     let next = page.next.map_or(0, |m| sh.cursors.lock().save(m));
     out.array(2);
     out.bulk(next.to_string().as_bytes());
@@ -49,12 +49,12 @@ pub fn sscan(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResu
 
 /// SRANDMEMBER key [count]: a random member; with a count >= 0, that many distinct ones (at
 /// most the set's size); with a negative count, that many picks with repeats.
-pub fn srandmember(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+pub fn srandmember(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     if a.len() > 3 {
         return Err(SYNTAX.into());
     }
     let Some(c) = a.get(2) else {
-        let one = set::random_members(&sh.keyspace(), &a[1], 1, true)?;
+        let one = set::random_members(&sh.keyspace(conn.db), &a[1], 1, true)?;
         out.opt_bulk(one.as_ref().and_then(|v| v.first()).map(Vec::as_slice));
         return Ok(());
     };
@@ -68,7 +68,8 @@ pub fn srandmember(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> C
     if n < 0 && n.unsigned_abs() > super::errors::MAX_DRAWS {
         return Err(super::errors::TOO_MANY_DRAWS.into());
     }
-    let picks = set::random_members(&sh.keyspace(), &a[1], n.unsigned_abs() as usize, n >= 0)?;
+    let picks =
+        set::random_members(&sh.keyspace(conn.db), &a[1], n.unsigned_abs() as usize, n >= 0)?;
     let picks = picks.unwrap_or_default();
     out.array(picks.len());
     for m in &picks {
@@ -77,21 +78,21 @@ pub fn srandmember(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> C
     Ok(())
 }
 
-pub fn sismember(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let found = set::is_member(&sh.keyspace(), &a[1], &a[2])?;
+pub fn sismember(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let found = set::is_member(&sh.keyspace(c.db), &a[1], &a[2])?;
     out.int(i64::from(found));
     Ok(())
 }
 
-pub fn scard(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let n = set::card(&sh.keyspace(), &a[1])?;
+pub fn scard(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let n = set::card(&sh.keyspace(c.db), &a[1])?;
     out.int(n as i64);
     Ok(())
 }
 
-pub fn spop(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+pub fn spop(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let count = pop_count(a)?.map(|c| c as usize);
-    match (set::pop(&sh.keyspace(), &a[1], count.unwrap_or(1))?, count) {
+    match (set::pop(&sh.keyspace(c.db), &a[1], count.unwrap_or(1))?, count) {
         (None, Some(_)) => out.set(0),
         (None, None) => out.null(),
         (Some(v), None) => out.opt_bulk(v.first().map(|x| x.as_slice())),
@@ -105,8 +106,8 @@ pub fn spop(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResul
     Ok(())
 }
 
-pub fn smismember(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let found = set::are_members(&sh.keyspace(), &a[1], &a[2..])?;
+pub fn smismember(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let found = set::are_members(&sh.keyspace(c.db), &a[1], &a[2..])?;
     out.array(found.len());
     for f in found {
         out.int(i64::from(f));
@@ -114,8 +115,8 @@ pub fn smismember(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> Cm
     Ok(())
 }
 
-pub fn smove(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let moved = set::move_member(&sh.keyspace(), &a[1], &a[2], &a[3])?;
+pub fn smove(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let moved = set::move_member(&sh.keyspace(c.db), &a[1], &a[2], &a[3])?;
     out.int(i64::from(moved));
     Ok(())
 }
@@ -127,40 +128,40 @@ fn reply_members(out: &mut Out, members: &[Vec<u8>]) {
     }
 }
 
-pub fn sinter(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    reply_members(out, &set::combine(&sh.keyspace(), Algebra::Inter, &a[1..])?);
+pub fn sinter(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    reply_members(out, &set::combine(&sh.keyspace(c.db), Algebra::Inter, &a[1..])?);
     Ok(())
 }
 
-pub fn sunion(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    reply_members(out, &set::combine(&sh.keyspace(), Algebra::Union, &a[1..])?);
+pub fn sunion(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    reply_members(out, &set::combine(&sh.keyspace(c.db), Algebra::Union, &a[1..])?);
     Ok(())
 }
 
-pub fn sdiff(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    reply_members(out, &set::combine(&sh.keyspace(), Algebra::Diff, &a[1..])?);
+pub fn sdiff(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    reply_members(out, &set::combine(&sh.keyspace(c.db), Algebra::Diff, &a[1..])?);
     Ok(())
 }
 
-fn store(sh: &Shared, op: Algebra, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    out.int(set::combine_store(&sh.keyspace(), op, &a[1], &a[2..])? as i64);
+fn store(sh: &Shared, db: usize, op: Algebra, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    out.int(set::combine_store(&sh.keyspace(db), op, &a[1], &a[2..])? as i64);
     Ok(())
 }
 
-pub fn sinterstore(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    store(sh, Algebra::Inter, a, out)
+pub fn sinterstore(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    store(sh, c.db, Algebra::Inter, a, out)
 }
 
-pub fn sunionstore(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    store(sh, Algebra::Union, a, out)
+pub fn sunionstore(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    store(sh, c.db, Algebra::Union, a, out)
 }
 
-pub fn sdiffstore(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    store(sh, Algebra::Diff, a, out)
+pub fn sdiffstore(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    store(sh, c.db, Algebra::Diff, a, out)
 }
 
 /// SINTERCARD numkeys key [key ...] [LIMIT limit], with Redis's error replies.
-pub fn sintercard(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+pub fn sintercard(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let numkeys = match parse_int_strict(&a[1]) {
         Some(n) if n >= 1 => n as u64,
         _ => return Err("ERR numkeys should be greater than 0".into()),
@@ -182,6 +183,6 @@ pub fn sintercard(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> Cm
             return Err(SYNTAX.into());
         }
     }
-    out.int(set::inter_card(&sh.keyspace(), &a[2..end], limit)? as i64);
+    out.int(set::inter_card(&sh.keyspace(c.db), &a[2..end], limit)? as i64);
     Ok(())
 }

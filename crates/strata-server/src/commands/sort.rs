@@ -29,12 +29,12 @@ use crate::slots::key_slot;
 use crate::state::{Conn, Shared};
 use crate::types::{hash, list, set, string, zset, Keyspace, Kind, TypeError};
 
-pub fn sort(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    run(sh, a, out, false)
+pub fn sort(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    run(sh, c.db, a, out, false)
 }
 
-pub fn sort_ro(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    run(sh, a, out, true)
+pub fn sort_ro(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    run(sh, c.db, a, out, true)
 }
 
 struct Options<'a> {
@@ -163,13 +163,13 @@ struct Item {
     by: Option<Vec<u8>>,
 }
 
-fn run(sh: &Shared, a: &[Vec<u8>], out: &mut Out, readonly: bool) -> CmdResult {
+fn run(sh: &Shared, db: usize, a: &[Vec<u8>], out: &mut Out, readonly: bool) -> CmdResult {
     let mut o = parse(sh, a, readonly)?;
-    let ks = sh.keyspace();
+    let ks = sh.keyspace(db);
     let key = &a[1];
     let mut locked: Vec<&[u8]> = vec![key];
     locked.extend(o.store);
-    let _g = o.store.map(|_| sh.store.locks.lock(&locked));
+    let _g = o.store.map(|_| sh.engine().locks.lock(&locked));
     let kind = match ks.meta(key)? {
         None => None,
         Some(m) if matches!(m.kind, Kind::List | Kind::Set | Kind::ZSet) => Some(m.kind),

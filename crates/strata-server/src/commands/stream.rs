@@ -205,7 +205,7 @@ fn parse_add_trim(sh: &Shared, a: &[Vec<u8>], xadd: bool) -> Result<AddTrimArgs,
 }
 
 /// XADD key [NOMKSTREAM] [MAXLEN|MINID [=|~] threshold [LIMIT count]] *|id field value ...
-pub fn xadd(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+pub fn xadd(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let p = parse_add_trim(sh, a, true)?;
     let fields = a.len() as i64 - p.id_at as i64 - 1;
     if fields < 2 || fields % 2 == 1 {
@@ -216,7 +216,7 @@ pub fn xadd(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResul
         return Err("ERR The ID specified in XADD must be greater than 0-0".into());
     }
     let pairs = &a[p.id_at + 1..];
-    let ks = sh.keyspace();
+    let ks = sh.keyspace(c.db);
     match entries::add(&ks, &a[1], new, p.nomkstream, p.trim.as_ref(), pairs)? {
         Some(id) => reply_id(out, id),
         None => out.null(),
@@ -225,12 +225,12 @@ pub fn xadd(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResul
 }
 
 /// XLEN key
-pub fn xlen(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    out.int(entries::len(&sh.keyspace(), &a[1])? as i64);
+pub fn xlen(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    out.int(entries::len(&sh.keyspace(c.db), &a[1])? as i64);
     Ok(())
 }
 
-fn range(sh: &Shared, a: &[Vec<u8>], rev: bool, out: &mut Out) -> CmdResult {
+fn range(sh: &Shared, db: usize, a: &[Vec<u8>], rev: bool, out: &mut Out) -> CmdResult {
     let (start_arg, end_arg) = if rev { (&a[3], &a[2]) } else { (&a[2], &a[3]) };
     let start = interval(start_arg, false)?;
     let end = interval(end_arg, true)?;
@@ -244,7 +244,7 @@ fn range(sh: &Shared, a: &[Vec<u8>], rev: bool, out: &mut Out) -> CmdResult {
             return Err(SYNTAX.into());
         }
     }
-    match entries::range(&sh.keyspace(), &a[1], start, end, count, rev)? {
+    match entries::range(&sh.keyspace(db), &a[1], start, end, count, rev)? {
         None => out.array(0),
         Some(_) if count == Some(0) => out.null_array(),
         Some(v) => reply_entries(out, &v),
@@ -253,18 +253,18 @@ fn range(sh: &Shared, a: &[Vec<u8>], rev: bool, out: &mut Out) -> CmdResult {
 }
 
 /// XRANGE key start end [COUNT count]
-pub fn xrange(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    range(sh, a, false, out)
+pub fn xrange(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    range(sh, c.db, a, false, out)
 }
 
 /// XREVRANGE key end start [COUNT count]
-pub fn xrevrange(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    range(sh, a, true, out)
+pub fn xrevrange(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    range(sh, c.db, a, true, out)
 }
 
 /// XDEL key id [id ...]
-pub fn xdel(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let ks = sh.keyspace();
+pub fn xdel(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let ks = sh.keyspace(c.db);
     // As Redis: the key is looked up before the ids are read.
     if stream::load(&ks, &a[1])?.is_none() {
         out.int(0);
@@ -276,15 +276,15 @@ pub fn xdel(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResul
 }
 
 /// XTRIM key MAXLEN|MINID [=|~] threshold [LIMIT count]
-pub fn xtrim(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+pub fn xtrim(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let p = parse_add_trim(sh, a, false)?;
     let Some(t) = p.trim else { return Err(SYNTAX.into()) };
-    out.int(entries::trim(&sh.keyspace(), &a[1], &t)? as i64);
+    out.int(entries::trim(&sh.keyspace(c.db), &a[1], &t)? as i64);
     Ok(())
 }
 
 /// XSETID key last-id [ENTRIESADDED entries-added] [MAXDELETEDID max-deleted-id]
-pub fn xsetid(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+pub fn xsetid(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let id = strict_id(&a[2])?;
     let (mut added, mut max_deleted) = (None, StreamId::MIN);
     let mut i = 3;
@@ -308,7 +308,7 @@ pub fn xsetid(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
         }
         i += 2;
     }
-    entries::set_id(&sh.keyspace(), &a[1], id, added, max_deleted)?;
+    entries::set_id(&sh.keyspace(c.db), &a[1], id, added, max_deleted)?;
     out.ok();
     Ok(())
 }

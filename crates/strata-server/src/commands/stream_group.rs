@@ -64,7 +64,7 @@ const KEY_REQUIRED: &str = "ERR The XGROUP subcommand requires the key to exist.
                             stream automatically.";
 
 /// XGROUP CREATE|SETID|DESTROY|CREATECONSUMER|DELCONSUMER|HELP ...
-pub fn xgroup(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+pub fn xgroup(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let sub = String::from_utf8_lossy(&a[1]).to_ascii_lowercase();
     let arity = match sub.as_str() {
         "create" | "setid" => -5,
@@ -97,7 +97,7 @@ pub fn xgroup(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
         }
     }
     let (key, name) = (&a[2], &a[3]);
-    let ks = sh.keyspace();
+    let ks = sh.keyspace(c.db);
     let exists = group::has_group(&ks, key, name)?;
     if !mkstream {
         match exists {
@@ -150,8 +150,8 @@ pub fn xgroup(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
 }
 
 /// XACK key group id [id ...]
-pub fn xack(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let ks = sh.keyspace();
+pub fn xack(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let ks = sh.keyspace(c.db);
     // No key or group: nothing to acknowledge, whatever the ids.
     if group::has_group(&ks, &a[1], &a[2])? != Some(true) {
         out.int(0);
@@ -163,7 +163,7 @@ pub fn xack(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResul
 }
 
 /// XPENDING key group [[IDLE min-idle-time] start end count [consumer]]
-pub fn xpending(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+pub fn xpending(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let argc = a.len();
     if argc != 3 && !(6..=9).contains(&argc) {
         return Err(SYNTAX.into());
@@ -184,7 +184,7 @@ pub fn xpending(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdR
         let consumer = a.get(at + 3).map(Vec::as_slice);
         query = Some(PendingQuery { start, end, count, min_idle, consumer });
     }
-    let ks = sh.keyspace();
+    let ks = sh.keyspace(c.db);
     let (key, name) = (&a[1], &a[2]);
     let Some(q) = query else {
         let s = or_no_group(info::pending_summary(&ks, key, name), || no_key_or_group(key, name))?;
@@ -239,8 +239,8 @@ fn int_or(arg: &[u8], err: &'static str) -> Result<i64, CmdError> {
 
 /// XCLAIM key group consumer min-idle-time id [id ...] [IDLE ms] [TIME unix-time-ms]
 /// [RETRYCOUNT count] [FORCE] [JUSTID] [LASTID lastid]
-pub fn xclaim(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let ks = sh.keyspace();
+pub fn xclaim(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let ks = sh.keyspace(c.db);
     let (key, name) = (&a[1], &a[2]);
     if group::has_group(&ks, key, name)? != Some(true) {
         return Err(no_key_or_group(key, name));
@@ -287,7 +287,7 @@ pub fn xclaim(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
 }
 
 /// XAUTOCLAIM key group consumer min-idle-time start [COUNT count] [JUSTID]
-pub fn xautoclaim(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+pub fn xautoclaim(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     const COUNT_ERR: &str = "ERR COUNT must be > 0";
     // Redis's bound: COUNT times the size of an id must fit a long.
     const MAX_COUNT: i64 = i64::MAX / 16;
@@ -310,7 +310,7 @@ pub fn xautoclaim(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> Cm
         }
         j += 1;
     }
-    let ks = sh.keyspace();
+    let ks = sh.keyspace(c.db);
     let (key, name) = (&a[1], &a[2]);
     if group::has_group(&ks, key, name)? != Some(true) {
         return Err(no_key_or_group(key, name));

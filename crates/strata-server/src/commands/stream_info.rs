@@ -54,8 +54,8 @@ fn reply_counters(out: &mut Out, s: &Stream, tree_nodes: u64) {
     reply_id(out, s.first_id);
 }
 
-fn stream(sh: &Shared, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let ks = sh.keyspace();
+fn stream(sh: &Shared, db: usize, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let ks = sh.keyspace(db);
     let key = &a[2];
     let opts = &a[3..];
     if opts.is_empty() {
@@ -161,7 +161,7 @@ fn reply_group(out: &mut Out, g: &GroupInfo) {
 }
 
 /// XINFO CONSUMERS|GROUPS|STREAM|HELP ...
-pub fn xinfo(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+pub fn xinfo(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let sub = String::from_utf8_lossy(&a[1]).to_ascii_lowercase();
     let arity = match sub.as_str() {
         "consumers" => 4,
@@ -171,7 +171,7 @@ pub fn xinfo(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResu
         _ => return Err(unknown_subcommand(a)),
     };
     sub_arity(a, &format!("xinfo|{sub}"), arity)?;
-    let ks = sh.keyspace();
+    let ks = sh.keyspace(c.db);
     match sub.as_str() {
         "help" => reply_help(out, a, HELP),
         "groups" => {
@@ -199,7 +199,7 @@ pub fn xinfo(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResu
                 out.int(count(c.idle));
             }
         }
-        _ => stream(sh, a, out)?,
+        _ => stream(sh, c.db, a, out)?,
     }
     Ok(())
 }

@@ -119,8 +119,8 @@ fn no_group(key: &[u8], group: &[u8]) -> CmdError {
 }
 
 /// The ids of each stream, checking keys and groups as Redis does (in argument order).
-fn resolve(sh: &Shared, a: &[Vec<u8>], r: &ReadArgs) -> Result<Vec<Source>, CmdError> {
-    let ks = sh.keyspace();
+fn resolve(sh: &Shared, db: usize, a: &[Vec<u8>], r: &ReadArgs) -> Result<Vec<Source>, CmdError> {
+    let ks = sh.keyspace(db);
     let mut froms = Vec::with_capacity(r.n);
     for i in 0..r.n {
         let key = &a[r.keys_at + i];
@@ -160,12 +160,13 @@ fn resolve(sh: &Shared, a: &[Vec<u8>], r: &ReadArgs) -> Result<Vec<Source>, CmdE
 /// Reads one stream: `None` when it has nothing to give.
 fn read_one(
     sh: &Shared,
+    db: usize,
     key: &[u8],
     from: Source,
     r: &ReadArgs,
     count: Option<u64>,
 ) -> Result<Option<Vec<Delivered>>, CmdError> {
-    let ks = sh.keyspace();
+    let ks = sh.keyspace(db);
     match (from, &r.group) {
         (Source::After(after), _) => {
             Ok(entries::read_after(&ks, key, after, count)?.map(delivered))
@@ -203,12 +204,12 @@ fn read(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out, grouped: boo
     if blocking::is_retry(conn) {
         return reread(sh, conn, a, &r, out);
     }
-    let froms = resolve(sh, a, &r)?;
+    let froms = resolve(sh, conn.db, a, &r)?;
     let count = (r.count != 0).then_some(r.count);
     let mut served = Vec::new();
     for (i, from) in froms.iter().enumerate() {
         let key = a[r.keys_at + i].as_slice();
-        if let Some(items) = read_one(sh, key, *from, &r, count)? {
+        if let Some(items) = read_one(sh, conn.db, key, *from, &r, count)? {
             served.push((key, items));
         }
     }
@@ -244,7 +245,7 @@ fn reread(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], r: &ReadArgs, out: &mut O
     let arg = &a[r.keys_at + r.n + i];
     let count = Some(if r.count == 0 { BLOCKED_DEFAULT_COUNT } else { r.count });
     let from = match &r.group {
-        None => match stream::load(&sh.keyspace(), key) {
+        None => match stream::load(&sh.keyspace(conn.db), key) {
             // A key of another type leaves the reader blocked.
             Err(TypeError::WrongType) => None,
             other => {
@@ -253,7 +254,7 @@ fn reread(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], r: &ReadArgs, out: &mut O
             }
         },
         Some((g, _)) => {
-            match group::has_group(&sh.keyspace(), key, g) {
+            match group::has_group(&sh.keyspace(conn.db), key, g) {
                 Ok(None) | Err(TypeError::WrongType) => {
                     return Err("UNBLOCKED the stream key no longer exists".into());
                 }
@@ -269,7 +270,7 @@ fn reread(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], r: &ReadArgs, out: &mut O
         }
     };
     if let Some(from) = from {
-        if let Some(items) = read_one(sh, key, from, r, count)? {
+        if let Some(items) = read_one(sh, conn.db, key, from, r, count)? {
             reply(out, &[(key, items)]);
             return Ok(());
         }

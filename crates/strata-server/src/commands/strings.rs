@@ -7,8 +7,8 @@ use crate::resp::Out;
 use crate::state::{Conn, Shared};
 use crate::types::string::{self, Condition, Expiry, ExpiryChange};
 
-pub fn get(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let v = string::get(&sh.keyspace(), &a[1])?;
+pub fn get(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let v = string::get(&sh.keyspace(c.db), &a[1])?;
     out.opt_bulk(v.as_deref());
     Ok(())
 }
@@ -111,8 +111,8 @@ fn string_opts(args: &[Vec<u8>], set: bool) -> Result<StringOpts<'_>, CmdError> 
     Ok(o)
 }
 
-pub fn set(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let ks = sh.keyspace();
+pub fn set(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let ks = sh.keyspace(c.db);
     let o = string_opts(&a[3..], true)?;
     // The expiry is checked after every option is read, before the key is looked at.
     let expiry = match (o.expire, o.keepttl) {
@@ -137,8 +137,8 @@ pub fn set(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult
 }
 
 /// GETEX key [EX s | PX ms | EXAT ts | PXAT ms-ts | PERSIST]
-pub fn getex(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let ks = sh.keyspace();
+pub fn getex(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let ks = sh.keyspace(c.db);
     let o = string_opts(&a[2..], false)?;
     let change = match o.expire {
         // Redis checks the time after finding the key: an absent key replies nil first.
@@ -161,21 +161,21 @@ pub fn getex(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResu
 }
 
 /// GETRANGE key start end (and SUBSTR).
-pub fn getrange(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+pub fn getrange(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let (start, end) = (int_arg(&a[2])?, int_arg(&a[3])?);
-    let v = string::get_range(&sh.keyspace(), &a[1], start, end)?;
+    let v = string::get_range(&sh.keyspace(c.db), &a[1], start, end)?;
     out.bulk(&v);
     Ok(())
 }
 
 /// SETRANGE key offset value
-pub fn setrange(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+pub fn setrange(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let offset = int_arg(&a[2])?;
     if offset < 0 {
         return Err("ERR offset is out of range".into());
     }
     let max = sh.config.proto_max_bulk_len as u64;
-    let len = string::set_range(&sh.keyspace(), &a[1], offset as u64, &a[3], max)?;
+    let len = string::set_range(&sh.keyspace(c.db), &a[1], offset as u64, &a[3], max)?;
     out.int(len as i64);
     Ok(())
 }
@@ -189,14 +189,14 @@ fn bit_offset(b: &[u8]) -> Result<u64, CmdError> {
 }
 
 /// GETBIT key offset
-pub fn getbit(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+pub fn getbit(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let offset = bit_offset(&a[2])?;
-    out.int(i64::from(string::get_bit(&sh.keyspace(), &a[1], offset)?));
+    out.int(i64::from(string::get_bit(&sh.keyspace(c.db), &a[1], offset)?));
     Ok(())
 }
 
 /// SETBIT key offset value
-pub fn setbit(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+pub fn setbit(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let offset = bit_offset(&a[2])?;
     let on = match a[3].as_slice() {
         b"0" => false,
@@ -204,22 +204,22 @@ pub fn setbit(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
         _ => return Err("ERR bit is not an integer or out of range".into()),
     };
     let max = sh.config.proto_max_bulk_len as u64;
-    let was = string::set_bit(&sh.keyspace(), &a[1], offset, on, max)?;
+    let was = string::set_bit(&sh.keyspace(c.db), &a[1], offset, on, max)?;
     out.int(i64::from(was));
     Ok(())
 }
 
 /// INCRBYFLOAT key increment
-pub fn incrbyfloat(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let v = string::incr_by_float(&sh.keyspace(), &a[1], &a[2])?;
+pub fn incrbyfloat(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let v = string::incr_by_float(&sh.keyspace(c.db), &a[1], &a[2])?;
     out.bulk(&v);
     Ok(())
 }
 
 /// LCS key1 key2 [LEN] [IDX] [MINMATCHLEN len] [WITHMATCHLEN]
-pub fn lcs(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+pub fn lcs(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     // Redis reads the keys before the options: a type error comes before a syntax error.
-    let (x, y) = string::lcs_inputs(&sh.keyspace(), &a[1], &a[2])?;
+    let (x, y) = string::lcs_inputs(&sh.keyspace(c.db), &a[1], &a[2])?;
     let (mut len, mut idx, mut withlen, mut minlen) = (false, false, false, 0i64);
     let mut i = 3;
     while i < a.len() {
@@ -279,44 +279,51 @@ pub fn lcs(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult
     Ok(())
 }
 
-pub fn setnx(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let ks = sh.keyspace();
+pub fn setnx(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let ks = sh.keyspace(c.db);
     let done = string::set(&ks, &a[1], a[2].clone(), Condition::IfAbsent, Expiry::Never, false)?;
     out.int(i64::from(done.written));
     Ok(())
 }
 
-fn set_with_ttl(sh: &Shared, a: &[Vec<u8>], out: &mut Out, unit: u64, cmd: &str) -> CmdResult {
-    let ks = sh.keyspace();
+fn set_with_ttl(
+    sh: &Shared,
+    db: usize,
+    a: &[Vec<u8>],
+    out: &mut Out,
+    unit: u64,
+    cmd: &str,
+) -> CmdResult {
+    let ks = sh.keyspace(db);
     let at = expire_at(&a[2], unit, false, cmd, ks.now_ms)?;
     string::set_expiring(&ks, &a[1], a[3].clone(), at)?;
     out.ok();
     Ok(())
 }
 
-pub fn setex(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    set_with_ttl(sh, a, out, 1000, "setex")
+pub fn setex(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    set_with_ttl(sh, c.db, a, out, 1000, "setex")
 }
 
-pub fn psetex(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    set_with_ttl(sh, a, out, 1, "psetex")
+pub fn psetex(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    set_with_ttl(sh, c.db, a, out, 1, "psetex")
 }
 
-pub fn getset(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let ks = sh.keyspace();
+pub fn getset(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let ks = sh.keyspace(c.db);
     let done = string::set(&ks, &a[1], a[2].clone(), Condition::Always, Expiry::Never, true)?;
     out.opt_bulk(done.old.as_deref());
     Ok(())
 }
 
-pub fn getdel(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let old = string::get_del(&sh.keyspace(), &a[1])?;
+pub fn getdel(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let old = string::get_del(&sh.keyspace(c.db), &a[1])?;
     out.opt_bulk(old.as_deref());
     Ok(())
 }
 
-pub fn mget(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let ks = sh.keyspace();
+pub fn mget(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let ks = sh.keyspace(c.db);
     let mut values = Vec::with_capacity(a.len() - 1);
     for k in &a[1..] {
         values.push(string::get_if_string(&ks, k)?);
@@ -329,59 +336,65 @@ pub fn mget(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResul
 }
 
 /// MSET and MSETNX: whether they wrote.
-fn set_many(sh: &Shared, a: &[Vec<u8>], if_none_exist: bool, name: &str) -> Result<bool, CmdError> {
+fn set_many(
+    sh: &Shared,
+    db: usize,
+    a: &[Vec<u8>],
+    if_none_exist: bool,
+    name: &str,
+) -> Result<bool, CmdError> {
     if a.len() % 2 != 1 {
         return Err(arity_err(name).into());
     }
     let pairs: Vec<(&[u8], &[u8])> = a[1..].chunks(2).map(|p| (&p[0][..], &p[1][..])).collect();
-    Ok(string::set_many(&sh.keyspace(), &pairs, if_none_exist)?)
+    Ok(string::set_many(&sh.keyspace(db), &pairs, if_none_exist)?)
 }
 
-pub fn mset(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    set_many(sh, a, false, "mset")?;
+pub fn mset(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    set_many(sh, c.db, a, false, "mset")?;
     out.ok();
     Ok(())
 }
 
-pub fn msetnx(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let done = set_many(sh, a, true, "msetnx")?;
+pub fn msetnx(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let done = set_many(sh, c.db, a, true, "msetnx")?;
     out.int(i64::from(done));
     Ok(())
 }
 
-fn incr_by(sh: &Shared, key: &[u8], by: i64, out: &mut Out) -> CmdResult {
-    let new = string::incr_by(&sh.keyspace(), key, by)?;
+fn incr_by(sh: &Shared, db: usize, key: &[u8], by: i64, out: &mut Out) -> CmdResult {
+    let new = string::incr_by(&sh.keyspace(db), key, by)?;
     out.int(new);
     Ok(())
 }
 
-pub fn incr(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    incr_by(sh, &a[1], 1, out)
+pub fn incr(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    incr_by(sh, c.db, &a[1], 1, out)
 }
 
-pub fn decr(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    incr_by(sh, &a[1], -1, out)
+pub fn decr(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    incr_by(sh, c.db, &a[1], -1, out)
 }
 
-pub fn incrby(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    incr_by(sh, &a[1], int_arg(&a[2])?, out)
+pub fn incrby(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    incr_by(sh, c.db, &a[1], int_arg(&a[2])?, out)
 }
 
-pub fn decrby(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+pub fn decrby(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let by = int_arg(&a[2])?;
     let neg = by.checked_neg().ok_or(OVERFLOW)?;
-    incr_by(sh, &a[1], neg, out)
+    incr_by(sh, c.db, &a[1], neg, out)
 }
 
-pub fn append(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+pub fn append(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let max = sh.config.proto_max_bulk_len as u64;
-    let len = string::append(&sh.keyspace(), &a[1], &a[2], max)?;
+    let len = string::append(&sh.keyspace(c.db), &a[1], &a[2], max)?;
     out.int(len as i64);
     Ok(())
 }
 
-pub fn strlen(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let len = string::len(&sh.keyspace(), &a[1])?;
+pub fn strlen(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let len = string::len(&sh.keyspace(c.db), &a[1])?;
     out.int(len as i64);
     Ok(())
 }

@@ -9,7 +9,7 @@ use crate::state::{Conn, Shared};
 use crate::types::number::parse_float;
 use crate::types::zset::{self, AddFlags, End, ScoreBound};
 
-pub fn zadd(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+pub fn zadd(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let mut flags = AddFlags::default();
     let mut ch = false;
     let mut i = 2;
@@ -49,7 +49,7 @@ pub fn zadd(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResul
     for p in rest.chunks(2) {
         pairs.push((float_arg(&p[0])?, &p[1][..]));
     }
-    let done = zset::add(&sh.keyspace(), &a[1], flags, &pairs)?;
+    let done = zset::add(&sh.keyspace(c.db), &a[1], flags, &pairs)?;
     if flags.incr {
         match done.score {
             Some(v) => out.double(v),
@@ -62,21 +62,21 @@ pub fn zadd(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResul
     Ok(())
 }
 
-pub fn zincrby(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+pub fn zincrby(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let by = float_arg(&a[2])?;
-    let new = zset::incr_by(&sh.keyspace(), &a[1], &a[3], by)?;
+    let new = zset::incr_by(&sh.keyspace(c.db), &a[1], &a[3], by)?;
     out.double(new);
     Ok(())
 }
 
-pub fn zrem(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let n = zset::remove(&sh.keyspace(), &a[1], &a[2..])?;
+pub fn zrem(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let n = zset::remove(&sh.keyspace(c.db), &a[1], &a[2..])?;
     out.int(n as i64);
     Ok(())
 }
 
-pub fn zscore(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    match zset::score(&sh.keyspace(), &a[1], &a[2])? {
+pub fn zscore(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    match zset::score(&sh.keyspace(c.db), &a[1], &a[2])? {
         Some(s) => out.double(s),
         None => out.null(),
     }
@@ -84,12 +84,12 @@ pub fn zscore(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
 }
 
 /// ZSCAN key cursor [MATCH pattern] [COUNT count]: members and scores.
-pub fn zscan(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+pub fn zscan(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let ScanArgs { cursor, pattern, count, .. } = scan_args(a, 2, false)?;
     let from =
         if cursor == 0 { Vec::new() } else { sh.cursors.lock().load(cursor).unwrap_or_default() };
     let keep = |m: &[u8]| pattern.as_ref().is_none_or(|p| glob::matches(p, m));
-    let page = zset::scan(&sh.keyspace(), &a[1], &from, count, keep)?;
+    let page = zset::scan(&sh.keyspace(c.db), &a[1], &from, count, keep)?;
     let next = page.next.map_or(0, |m| sh.cursors.lock().save(m));
     out.array(2);
     out.bulk(next.to_string().as_bytes());
@@ -101,8 +101,8 @@ pub fn zscan(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResu
     Ok(())
 }
 
-pub fn zcard(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let n = zset::card(&sh.keyspace(), &a[1])?;
+pub fn zcard(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let n = zset::card(&sh.keyspace(c.db), &a[1])?;
     out.int(n as i64);
     Ok(())
 }
@@ -139,15 +139,15 @@ pub(super) fn reply_scored(out: &mut Out, items: &[(f64, Vec<u8>)], withscores: 
     }
 }
 
-pub fn zcount(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+pub fn zcount(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let (min, max) = (parse_bound(&a[2])?, parse_bound(&a[3])?);
-    let n = zset::count(&sh.keyspace(), &a[1], min, max)?;
+    let n = zset::count(&sh.keyspace(c.db), &a[1], min, max)?;
     out.int(n as i64);
     Ok(())
 }
 
-pub fn zrank(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    match zset::rank(&sh.keyspace(), &a[1], &a[2])? {
+pub fn zrank(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    match zset::rank(&sh.keyspace(c.db), &a[1], &a[2])? {
         Some(r) => out.int(r),
         None => out.null(),
     }
@@ -155,8 +155,8 @@ pub fn zrank(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResu
 }
 
 /// ZREVRANK: the rank counted from the highest score.
-pub fn zrevrank(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let ks = sh.keyspace();
+pub fn zrevrank(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let ks = sh.keyspace(c.db);
     match zset::rank(&ks, &a[1], &a[2])? {
         Some(r) => out.int(zset::card(&ks, &a[1])? as i64 - 1 - r),
         None => out.null(),
@@ -165,8 +165,8 @@ pub fn zrevrank(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdR
 }
 
 /// ZMSCORE: each member's score, nil for a missing one.
-pub fn zmscore(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let ks = sh.keyspace();
+pub fn zmscore(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let ks = sh.keyspace(c.db);
     let scores =
         a[2..].iter().map(|m| zset::score(&ks, &a[1], m)).collect::<Result<Vec<_>, _>>()?;
     out.array(scores.len());
@@ -179,7 +179,7 @@ pub fn zmscore(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
     Ok(())
 }
 
-fn pop(sh: &Shared, a: &[Vec<u8>], end: End, out: &mut Out) -> CmdResult {
+fn pop(sh: &Shared, db: usize, a: &[Vec<u8>], end: End, out: &mut Out) -> CmdResult {
     if a.len() > 3 {
         return Err(SYNTAX.into());
     }
@@ -193,7 +193,7 @@ fn pop(sh: &Shared, a: &[Vec<u8>], end: End, out: &mut Out) -> CmdResult {
         }
         None => None,
     };
-    let items = zset::pop(&sh.keyspace(), &a[1], end, count.unwrap_or(1))?;
+    let items = zset::pop(&sh.keyspace(db), &a[1], end, count.unwrap_or(1))?;
     if count.is_none() || !out.resp3 {
         // Flat member, score list.
         out.array(items.len() * 2);
@@ -207,23 +207,23 @@ fn pop(sh: &Shared, a: &[Vec<u8>], end: End, out: &mut Out) -> CmdResult {
     Ok(())
 }
 
-pub fn zpopmin(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    pop(sh, a, End::Min, out)
+pub fn zpopmin(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    pop(sh, c.db, a, End::Min, out)
 }
 
-pub fn zpopmax(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    pop(sh, a, End::Max, out)
+pub fn zpopmax(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    pop(sh, c.db, a, End::Max, out)
 }
 
 /// ZRANDMEMBER key [count [WITHSCORES]]
-pub fn zrandmember(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+pub fn zrandmember(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     if a.len() < 3 {
-        let one = zset::random_members(&sh.keyspace(), &a[1], 1, true)?;
+        let one = zset::random_members(&sh.keyspace(c.db), &a[1], 1, true)?;
         out.opt_bulk(one.as_ref().and_then(|v| v.first()).map(|(_, m)| m.as_slice()));
         return Ok(());
     }
     let (n, withscores) = super::args::random_count(a, "withscores")?;
-    let picks = zset::random_members(&sh.keyspace(), &a[1], n.unsigned_abs() as usize, n >= 0)?;
+    let picks = zset::random_members(&sh.keyspace(c.db), &a[1], n.unsigned_abs() as usize, n >= 0)?;
     reply_scored(out, &picks.unwrap_or_default(), withscores);
     Ok(())
 }
@@ -271,6 +271,7 @@ fn mpop_args(
 /// set: Redis's rule); that key and the (score, member) pairs, or `None`.
 fn pop_first(
     sh: &Shared,
+    db: usize,
     conn: &Conn,
     keys: &[Vec<u8>],
     end: End,
@@ -284,8 +285,8 @@ fn pop_first(
         }
         None => keys,
     };
-    let ks = sh.keyspace();
-    let _g = sh.store.locks.lock(&keys.iter().map(Vec::as_slice).collect::<Vec<_>>());
+    let ks = sh.keyspace(db);
+    let _g = sh.engine().locks.lock(&keys.iter().map(Vec::as_slice).collect::<Vec<_>>());
     for key in keys {
         let Some(m) = ks.meta(key)? else { continue };
         if m.kind != crate::types::Kind::ZSet {
@@ -315,7 +316,7 @@ fn reply_mpopped(out: &mut Out, key: &[u8], items: &zset::Scored) {
 /// the key and its (member, score) pairs.
 pub fn zmpop(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let (keys, end, count) = mpop_args(a, 1)?;
-    match pop_first(sh, conn, &a[keys], end, count)? {
+    match pop_first(sh, conn.db, conn, &a[keys], end, count)? {
         Some((key, items)) => reply_mpopped(out, &key, &items),
         None => out.null_array(),
     }
@@ -325,7 +326,7 @@ pub fn zmpop(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdR
 fn bzpop(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], end: End, out: &mut Out) -> CmdResult {
     let timeout = seconds_timeout_arg(&a[a.len() - 1])?;
     let keys = &a[1..a.len() - 1];
-    match pop_first(sh, conn, keys, end, 1)? {
+    match pop_first(sh, conn.db, conn, keys, end, 1)? {
         Some((key, items)) => {
             let (s, mem) = &items[0];
             out.array(3);
@@ -360,7 +361,7 @@ pub fn bzpopmax(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> C
 pub fn bzmpop(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let timeout = seconds_timeout_arg(&a[1])?;
     let (keys, end, count) = mpop_args(a, 2)?;
-    match pop_first(sh, conn, &a[keys.clone()], end, count)? {
+    match pop_first(sh, conn.db, conn, &a[keys.clone()], end, count)? {
         Some((key, items)) => {
             reply_mpopped(out, &key, &items);
             Ok(())

@@ -22,6 +22,7 @@ use crate::slots::key_slot;
 use crate::state::{Conn, Shared};
 use crate::types::number::parse_float;
 use crate::types::zset::{self, Scored};
+use crate::types::Keyspace;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Op {
@@ -82,7 +83,7 @@ fn input_keys<'a>(a: &'a [Vec<u8>], at: usize, name: &str) -> Result<&'a [Vec<u8
 /// looked at, as in Redis); the caller holds the keys' locks. `store`: a STORE form (no
 /// WITHSCORES); `card`: ZINTERCARD (LIMIT only).
 fn parse(
-    sh: &Shared,
+    ks: &Keyspace,
     a: &[Vec<u8>],
     at: usize,
     name: &str,
@@ -91,8 +92,7 @@ fn parse(
     card: bool,
 ) -> Result<Request, CmdError> {
     let keys = input_keys(a, at, name)?;
-    let ks = sh.keyspace();
-    let inputs = keys.iter().map(|k| zset::load_scored(&ks, k)).collect::<Result<Vec<_>, _>>()?;
+    let inputs = keys.iter().map(|k| zset::load_scored(ks, k)).collect::<Result<Vec<_>, _>>()?;
     let mut r = Request {
         inputs,
         weights: vec![1.0; keys.len()],
@@ -185,15 +185,15 @@ fn compute(op: Op, r: Request) -> Scored {
 }
 
 // The read forms hold their keys' locks from `dispatch` (a reader of several keys).
-fn read(sh: &Shared, a: &[Vec<u8>], op: Op, out: &mut Out) -> CmdResult {
+fn read(sh: &Shared, db: usize, a: &[Vec<u8>], op: Op, out: &mut Out) -> CmdResult {
     let name = String::from_utf8_lossy(&a[0]).to_lowercase();
-    let r = parse(sh, a, 1, &name, op, false, false)?;
+    let r = parse(&sh.keyspace(db), a, 1, &name, op, false, false)?;
     let withscores = r.withscores;
     reply_scored(out, &compute(op, r), withscores);
     Ok(())
 }
 
-fn store(sh: &Shared, a: &[Vec<u8>], op: Op, out: &mut Out) -> CmdResult {
+fn store(sh: &Shared, db: usize, a: &[Vec<u8>], op: Op, out: &mut Out) -> CmdResult {
     let name = String::from_utf8_lossy(&a[0]).to_lowercase();
     let keys = input_keys(a, 2, &name)?;
     // In cluster mode the destination must share the inputs' slot (the key positions the
@@ -203,44 +203,44 @@ fn store(sh: &Shared, a: &[Vec<u8>], op: Op, out: &mut Out) -> CmdResult {
     }
     let mut locked: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
     locked.push(&a[1]);
-    let _g = sh.store.locks.lock(&locked);
-    let items = compute(op, parse(sh, a, 2, &name, op, true, false)?);
+    let _g = sh.engine().locks.lock(&locked);
+    let items = compute(op, parse(&sh.keyspace(db), a, 2, &name, op, true, false)?);
     let event = match op {
         Op::Union => "zunionstore",
         Op::Inter => "zinterstore",
         Op::Diff => "zdiffstore",
     };
-    zset::replace(&sh.keyspace(), &a[1], &items, event)?;
+    zset::replace(&sh.keyspace(db), &a[1], &items, event)?;
     out.int(items.len() as i64);
     Ok(())
 }
 
-pub fn zunion(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    read(sh, a, Op::Union, out)
+pub fn zunion(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    read(sh, c.db, a, Op::Union, out)
 }
 
-pub fn zinter(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    read(sh, a, Op::Inter, out)
+pub fn zinter(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    read(sh, c.db, a, Op::Inter, out)
 }
 
-pub fn zdiff(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    read(sh, a, Op::Diff, out)
+pub fn zdiff(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    read(sh, c.db, a, Op::Diff, out)
 }
 
-pub fn zunionstore(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    store(sh, a, Op::Union, out)
+pub fn zunionstore(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    store(sh, c.db, a, Op::Union, out)
 }
 
-pub fn zinterstore(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    store(sh, a, Op::Inter, out)
+pub fn zinterstore(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    store(sh, c.db, a, Op::Inter, out)
 }
 
-pub fn zdiffstore(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    store(sh, a, Op::Diff, out)
+pub fn zdiffstore(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    store(sh, c.db, a, Op::Diff, out)
 }
 
-pub fn zintercard(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let r = parse(sh, a, 1, "zintercard", Op::Inter, false, true)?;
+pub fn zintercard(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let r = parse(&sh.keyspace(c.db), a, 1, "zintercard", Op::Inter, false, true)?;
     let limit = r.limit;
     let n = compute(Op::Inter, r).len() as u64;
     out.int(if limit > 0 { n.min(limit) } else { n } as i64);

@@ -104,74 +104,81 @@ fn items(ks: &Keyspace, key: &[u8], r: &Request<'_>) -> Result<Scored, CmdError>
 }
 
 /// A reading range command: `a[1]` the key, `a[2..]` min, max and options.
-fn read(sh: &Shared, a: &[Vec<u8>], by: Option<By>, rev: Option<bool>, out: &mut Out) -> CmdResult {
+fn read(
+    sh: &Shared,
+    db: usize,
+    a: &[Vec<u8>],
+    by: Option<By>,
+    rev: Option<bool>,
+    out: &mut Out,
+) -> CmdResult {
     let r = parse(&a[2..], by, rev, false)?;
-    let items = items(&sh.keyspace(), &a[1], &r)?;
+    let items = items(&sh.keyspace(db), &a[1], &r)?;
     reply_scored(out, &items, r.withscores);
     Ok(())
 }
 
-pub fn zrange(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    read(sh, a, None, None, out)
+pub fn zrange(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    read(sh, c.db, a, None, None, out)
 }
 
-pub fn zrevrange(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    read(sh, a, Some(By::Rank), Some(true), out)
+pub fn zrevrange(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    read(sh, c.db, a, Some(By::Rank), Some(true), out)
 }
 
-pub fn zrangebyscore(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    read(sh, a, Some(By::Score), Some(false), out)
+pub fn zrangebyscore(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    read(sh, c.db, a, Some(By::Score), Some(false), out)
 }
 
-pub fn zrevrangebyscore(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    read(sh, a, Some(By::Score), Some(true), out)
+pub fn zrevrangebyscore(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    read(sh, c.db, a, Some(By::Score), Some(true), out)
 }
 
-pub fn zrangebylex(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    read(sh, a, Some(By::Lex), Some(false), out)
+pub fn zrangebylex(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    read(sh, c.db, a, Some(By::Lex), Some(false), out)
 }
 
-pub fn zrevrangebylex(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    read(sh, a, Some(By::Lex), Some(true), out)
+pub fn zrevrangebylex(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    read(sh, c.db, a, Some(By::Lex), Some(true), out)
 }
 
 /// ZRANGESTORE dst src min max [BYSCORE|BYLEX] [REV] [LIMIT offset count]: the range stored
 /// as `dst` (deleted when empty); its size.
-pub fn zrangestore(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+pub fn zrangestore(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let r = parse(&a[3..], None, None, true)?;
-    let ks = sh.keyspace();
-    let _g = sh.store.locks.lock(&[&a[1], &a[2]]);
+    let ks = sh.keyspace(c.db);
+    let _g = sh.engine().locks.lock(&[&a[1], &a[2]]);
     let items = items(&ks, &a[2], &r)?;
     zset::replace(&ks, &a[1], &items, "zrangestore")?;
     out.int(items.len() as i64);
     Ok(())
 }
 
-pub fn zlexcount(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+pub fn zlexcount(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let (min, max) = (parse_lex(&a[2])?, parse_lex(&a[3])?);
-    out.int(zset::range_by_lex(&sh.keyspace(), &a[1], &min, &max, false, None)?.len() as i64);
+    out.int(zset::range_by_lex(&sh.keyspace(c.db), &a[1], &min, &max, false, None)?.len() as i64);
     Ok(())
 }
 
-fn remove(sh: &Shared, a: &[Vec<u8>], by: By, out: &mut Out) -> CmdResult {
+fn remove(sh: &Shared, db: usize, a: &[Vec<u8>], by: By, out: &mut Out) -> CmdResult {
     // The bounds are checked before anything is read.
     let key = &a[1];
     let n = match by {
         By::Rank => {
             let (start, stop) = (int_arg(&a[2])?, int_arg(&a[3])?);
-            zset::remove_range(&sh.keyspace(), key, "zremrangebyrank", |ks| {
+            zset::remove_range(&sh.keyspace(db), key, "zremrangebyrank", |ks| {
                 zset::range_by_rank(ks, key, start, stop, false)
             })?
         }
         By::Score => {
             let (min, max) = (parse_bound(&a[2])?, parse_bound(&a[3])?);
-            zset::remove_range(&sh.keyspace(), key, "zremrangebyscore", |ks| {
+            zset::remove_range(&sh.keyspace(db), key, "zremrangebyscore", |ks| {
                 zset::range_by_score(ks, key, min, max, false, None)
             })?
         }
         By::Lex => {
             let (min, max) = (parse_lex(&a[2])?, parse_lex(&a[3])?);
-            zset::remove_range(&sh.keyspace(), key, "zremrangebylex", |ks| {
+            zset::remove_range(&sh.keyspace(db), key, "zremrangebylex", |ks| {
                 zset::range_by_lex(ks, key, &min, &max, false, None)
             })?
         }
@@ -180,14 +187,14 @@ fn remove(sh: &Shared, a: &[Vec<u8>], by: By, out: &mut Out) -> CmdResult {
     Ok(())
 }
 
-pub fn zremrangebyrank(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    remove(sh, a, By::Rank, out)
+pub fn zremrangebyrank(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    remove(sh, c.db, a, By::Rank, out)
 }
 
-pub fn zremrangebyscore(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    remove(sh, a, By::Score, out)
+pub fn zremrangebyscore(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    remove(sh, c.db, a, By::Score, out)
 }
 
-pub fn zremrangebylex(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    remove(sh, a, By::Lex, out)
+pub fn zremrangebylex(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    remove(sh, c.db, a, By::Lex, out)
 }

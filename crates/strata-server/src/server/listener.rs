@@ -144,7 +144,7 @@ fn run_batch(
         commands::dispatch(sh, conn, f, out);
         apply_reply_mode(conn, out, mark);
     }
-    (ran, sh.store.owed_sync())
+    (ran, sh.engine().owed_sync())
 }
 
 /// Waits while the connection is blocked (`commands::blocking`): for its outcome, reading
@@ -257,14 +257,14 @@ async fn handle(sh: Arc<Shared>, mut sock: TcpStream, addr: String) {
             // Under `appendfsync always` the replies wait for one WAL sync covering every
             // write the batch made. If it fails, nothing of the batch is acknowledged: the
             // connection closes without its replies.
-            let (ran, need) = if sh.store.is_replicated() {
+            let (ran, need) = if sh.engine().is_replicated() {
                 (run_replicated(&sh, &mut conn, &frames[next..], &mut out).await, None)
             } else {
                 run_batch(&sh, &mut conn, &frames[next..], &mut out)
             };
             next += ran;
             if let Some(need) = need {
-                if sh.store.syncs.wait(need).await.is_err() {
+                if sh.engine().syncs.wait(need).await.is_err() {
                     out.buf.clear();
                     conn.close = true;
                 }
@@ -289,7 +289,7 @@ async fn handle(sh: Arc<Shared>, mut sock: TcpStream, addr: String) {
                 }
             }
             if let Some(need) = outcome.sync {
-                if sh.store.syncs.wait(need).await.is_err() {
+                if sh.engine().syncs.wait(need).await.is_err() {
                     conn.close = true;
                     continue;
                 }

@@ -15,19 +15,29 @@ use std::time::Duration;
 /// Keys examined per expiry round (10 rounds a second).
 const EXPIRE_BUDGET: usize = 200;
 
-/// One round of active expiry from key `from` (blocking: run it off the async workers):
-/// where the next starts and how many keys it deleted. In cluster mode a deletion is a write
+/// Where active expiry goes on: a database, and a key in it (empty: its first).
+pub type ExpiryPoint = (usize, Vec<u8>);
+
+/// One round of active expiry from `from` (blocking: run it off the async workers): where
+/// the next starts and how many keys it deleted. A round walks one database; the one after
+/// its last key walks the next database that has keys' families. In cluster mode a deletion is a write
 /// of its key's partition: only the partition's leader makes it, after the write barrier
 /// (`Router::prepare`), and it is replicated like any write; a replica leaves the key to its
 /// leader (an expired key reads as absent everywhere all the same).
-pub fn expire_round(sh: &Shared, from: &[u8]) -> crate::types::Result<(Vec<u8>, usize)> {
+pub fn expire_round(sh: &Shared, from: &ExpiryPoint) -> crate::types::Result<(ExpiryPoint, usize)> {
+    let (db, from) = (from.0, from.1.as_slice());
+    // The database keeps its set through the round (its events name it: `storage::databases`).
+    let _pin = sh.dbs.pin(false);
+    // The database itself, or (swapped away or never created) the next one that exists.
+    let db = sh.dbs.each().map(|(d, _)| d).find(|d| *d >= db).unwrap_or(0);
+    let st = sh.dbs.store(db);
     let r = match sh.router.as_ref() {
-        None => expire_cycle(&sh.store, &sh.notifier, from, EXPIRE_BUDGET, |_| true),
+        None => expire_cycle(st, &sh.notifier, db, from, EXPIRE_BUDGET, |_| true),
         Some(router) => {
             // A barrier that fails (this leader cut off) may have waited its whole timeout:
             // the round deletes nothing more, and the next one tries again.
             let mut failed = false;
-            expire_cycle(&sh.store, &sh.notifier, from, EXPIRE_BUDGET, |key| {
+            expire_cycle(st, &sh.notifier, db, from, EXPIRE_BUDGET, |key| {
                 let slot = key_slot(key);
                 if failed || router.route(slot, true, false) != Route::Local {
                     return false;
@@ -41,14 +51,16 @@ pub fn expire_round(sh: &Shared, from: &[u8]) -> crate::types::Result<(Vec<u8>, 
     let _ = crate::storage::sync_group::take_owed_sync();
     // Their `expired` events, for the deletions written (also those before a failure).
     crate::commands::pubsub::flush_events(sh);
-    r
+    let (next, n) = r?;
+    let point = if next.is_empty() { (db + 1, next) } else { (db, next) };
+    Ok((point, n))
 }
 
 /// Starts the tasks on the current runtime.
 pub fn start(sh: &Arc<Shared>) {
     let s = sh.clone();
     tokio::spawn(async move {
-        let mut from = Vec::new();
+        let mut from: ExpiryPoint = (0, Vec::new());
         let mut tick = tokio::time::interval(Duration::from_millis(100));
         loop {
             tick.tick().await;
@@ -71,9 +83,9 @@ pub fn start(sh: &Arc<Shared>) {
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         loop {
             tick.tick().await;
-            if s.store.sync_policy() == SyncPolicy::EverySec {
+            if s.engine().sync_policy() == SyncPolicy::EverySec {
                 let s2 = s.clone();
-                let r = tokio::task::spawn_blocking(move || s2.store.db.flush_wal(true)).await;
+                let r = tokio::task::spawn_blocking(move || s2.engine().db.flush_wal(true)).await;
                 match r {
                     Ok(Ok(())) => {}
                     Ok(Err(e)) => eprintln!("background WAL sync failed: {e}"),

@@ -24,6 +24,9 @@
 //!   of the shard's entries, chosen by the map's (keyed-hash) order, so about at random. A
 //!   miss is always correct.
 //!
+//! Entries are keyed by the key space (the database's family set, `storage::databases`) and
+//! the user key: one cache serves every database of the server.
+//!
 //! Sizing: the server gives it an eighth of the block cache ([`MetaCache::for_block_cache`]).
 //! A hot key's entry is then answered here, and the blocks behind it stay in the block cache
 //! for the keys that miss.
@@ -64,11 +67,14 @@ impl Hasher for Prehashed {
     }
 }
 
+/// A cached entry: its key space (set), user key and raw metadata record.
+type Cached = (u32, Vec<u8>, Vec<u8>);
+
 #[derive(Default)]
 struct Shard {
-    /// hash of the key -> (key, raw entry). Two keys of one hash share a slot: the later
-    /// fill replaces the earlier, and lookups compare the key.
-    map: HashMap<u64, (Vec<u8>, Vec<u8>), BuildHasherDefault<Prehashed>>,
+    /// hash of (set, key) -> (set, key, raw entry). Two keys of one hash share a slot: the
+    /// later fill replaces the earlier, and lookups compare the set and the key.
+    map: HashMap<u64, Cached, BuildHasherDefault<Prehashed>>,
     /// Bytes charged for `map`'s entries.
     bytes: usize,
     /// Lookups answered from `map`, and not.
@@ -82,7 +88,7 @@ impl Shard {
     /// Caches `raw` for `key` (of hash `h`) within `budget` bytes, first dropping a quarter
     /// of the entries (all, if that is not enough) when it would not fit. An entry larger
     /// than the whole budget (a long key) is not cached.
-    fn insert(&mut self, h: u64, key: Vec<u8>, raw: Vec<u8>, budget: usize) {
+    fn insert(&mut self, h: u64, set: u32, key: Vec<u8>, raw: Vec<u8>, budget: usize) {
         let cost = charge(&key, &raw);
         if cost > budget {
             return;
@@ -90,7 +96,7 @@ impl Shard {
         if self.bytes + cost > budget {
             let mut drop = self.map.len().div_ceil(4);
             let mut freed = 0;
-            self.map.retain(|_, (k, v)| {
+            self.map.retain(|_, (_, k, v)| {
                 if drop == 0 {
                     return true;
                 }
@@ -104,7 +110,7 @@ impl Shard {
                 self.bytes = 0;
             }
         }
-        if let Some((k, old)) = self.map.insert(h, (key, raw)) {
+        if let Some((_, k, old)) = self.map.insert(h, (set, key, raw)) {
             self.bytes -= charge(&k, &old);
         }
         self.bytes += cost;
@@ -131,9 +137,10 @@ impl Default for MetaCache {
     }
 }
 
-/// A write noted by this thread: the key and its hash, the entry put (`None`: deleted, or not
-/// to be cached) and its shard's generation when noted.
+/// A write noted by this thread: the key (its set and user key) and its hash, the entry put
+/// (`None`: deleted, or not to be cached) and its shard's generation when noted.
 struct Noted {
+    set: u32,
     key: Vec<u8>,
     hash: u64,
     raw: Option<Vec<u8>>,
@@ -161,9 +168,10 @@ impl MetaCache {
         MetaCache::new((block_cache_bytes / 8).clamp(MIN_BYTES, MAX_BYTES))
     }
 
-    /// `key`'s hash and shard.
-    fn slot(&self, key: &[u8]) -> (u64, &Mutex<Shard>) {
-        let h = xxhash_rust::xxh3::xxh3_64_with_seed(key, self.seed);
+    /// The hash and shard of `key` of key space `set`.
+    fn slot(&self, set: u32, key: &[u8]) -> (u64, &Mutex<Shard>) {
+        let seed = self.seed ^ u64::from(set).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let h = xxhash_rust::xxh3::xxh3_64_with_seed(key, seed);
         (h, self.shard_of(h))
     }
 
@@ -172,12 +180,13 @@ impl MetaCache {
         &self.shards[(h >> 58) as usize % SHARDS]
     }
 
-    /// The cached raw entry of `key`, or the shard generation to pass to [`MetaCache::fill`].
-    pub fn get(&self, key: &[u8]) -> Result<Vec<u8>, u64> {
-        let (h, shard) = self.slot(key);
+    /// The cached raw entry of `key` in key space `set`, or the shard generation to pass to
+    /// [`MetaCache::fill`].
+    pub fn get(&self, set: u32, key: &[u8]) -> Result<Vec<u8>, u64> {
+        let (h, shard) = self.slot(set, key);
         let mut s = shard.lock();
         match s.map.get(&h) {
-            Some((k, v)) if k == key => {
+            Some((ks, k, v)) if *ks == set && k == key => {
                 let v = v.clone();
                 s.hits += 1;
                 Ok(v)
@@ -197,18 +206,19 @@ impl MetaCache {
         })
     }
 
-    /// The generation of `key`'s shard now.
-    pub fn generation(&self, key: &[u8]) -> u64 {
-        self.slot(key).1.lock().generation
+    /// The generation of the shard of `key` (of key space `set`) now.
+    pub fn generation(&self, set: u32, key: &[u8]) -> u64 {
+        self.slot(set, key).1.lock().generation
     }
 
-    /// Records that this thread's batch being built writes the metadata of `key`: `raw`, or
-    /// a deletion (`None`).
-    pub fn note_write(&self, key: &[u8], raw: Option<Vec<u8>>) {
-        let (hash, shard) = self.slot(key);
+    /// Records that this thread's batch being built writes the metadata of `key` in key
+    /// space `set`: `raw`, or a deletion (`None`).
+    pub fn note_write(&self, set: u32, key: &[u8], raw: Option<Vec<u8>>) {
+        let (hash, shard) = self.slot(set, key);
         let generation = shard.lock().generation;
         let raw = raw.filter(|r| r.len() <= MAX_ENTRY);
-        NOTED.with(|n| n.borrow_mut().push(Noted { key: key.to_vec(), hash, raw, generation }));
+        let noted = Noted { set, key: key.to_vec(), hash, raw, generation };
+        NOTED.with(|n| n.borrow_mut().push(noted));
     }
 
     /// Whether this thread has noted writes not yet settled (a batch is being built).
@@ -216,18 +226,18 @@ impl MetaCache {
         NOTED.with(|n| !n.borrow().is_empty())
     }
 
-    /// Caches `raw` for `key`, read from the engine after [`MetaCache::get`] returned
-    /// `generation`, unless the shard was invalidated since.
-    pub fn fill(&self, key: &[u8], raw: Vec<u8>, generation: u64) {
+    /// Caches `raw` for `key` of key space `set`, read from the engine after
+    /// [`MetaCache::get`] returned `generation`, unless the shard was invalidated since.
+    pub fn fill(&self, set: u32, key: &[u8], raw: Vec<u8>, generation: u64) {
         if raw.len() > MAX_ENTRY {
             return;
         }
-        let (h, shard) = self.slot(key);
+        let (h, shard) = self.slot(set, key);
         let mut s = shard.lock();
         if s.generation != generation {
             return;
         }
-        s.insert(h, key.to_vec(), raw, self.shard_bytes);
+        s.insert(h, set, key.to_vec(), raw, self.shard_bytes);
     }
 
     /// Settles the writes this thread noted, after their batch: `written` says whether it
@@ -241,13 +251,13 @@ impl MetaCache {
             let through = written && s.generation == w.generation;
             s.generation += 1;
             if let Entry::Occupied(e) = s.map.entry(h) {
-                if e.get().0 == w.key {
-                    let (k, old) = e.remove();
+                if e.get().0 == w.set && e.get().1 == w.key {
+                    let (_, k, old) = e.remove();
                     s.bytes -= charge(&k, &old);
                 }
             }
             if let (true, Some(raw)) = (through, w.raw) {
-                s.insert(h, w.key, raw, self.shard_bytes);
+                s.insert(h, w.set, w.key, raw, self.shard_bytes);
             }
         }
     }
@@ -270,61 +280,61 @@ mod tests {
     #[test]
     fn fills_only_without_an_invalidation_in_between() {
         let c = MetaCache::default();
-        let g = c.get(b"k").unwrap_err();
-        c.fill(b"k", b"v1".to_vec(), g);
-        assert_eq!(c.get(b"k").unwrap(), b"v1");
+        let g = c.get(0, b"k").unwrap_err();
+        c.fill(0, b"k", b"v1".to_vec(), g);
+        assert_eq!(c.get(0, b"k").unwrap(), b"v1");
         assert_eq!(c.stats(), (1, charge(b"k", b"v1"), 1, 1));
         // A reader that read before a write landed must not cache what it read.
-        let g = c.generation(b"k2");
-        c.note_write(b"k2", None);
+        let g = c.generation(0, b"k2");
+        c.note_write(0, b"k2", None);
         c.invalidate_noted(true);
-        c.fill(b"k2", b"old".to_vec(), g);
-        assert!(c.get(b"k2").is_err());
+        c.fill(0, b"k2", b"old".to_vec(), g);
+        assert!(c.get(0, b"k2").is_err());
         // A deletion removes the cached entry.
-        c.note_write(b"k", None);
+        c.note_write(0, b"k", None);
         c.invalidate_noted(true);
-        assert!(c.get(b"k").is_err());
+        assert!(c.get(0, b"k").is_err());
         // Large entries are not kept; clear forgets all.
-        let g = c.generation(b"big");
-        c.fill(b"big", vec![0; MAX_ENTRY + 1], g);
-        assert!(c.get(b"big").is_err());
-        let g = c.generation(b"a");
-        c.fill(b"a", b"x".to_vec(), g);
+        let g = c.generation(0, b"big");
+        c.fill(0, b"big", vec![0; MAX_ENTRY + 1], g);
+        assert!(c.get(0, b"big").is_err());
+        let g = c.generation(0, b"a");
+        c.fill(0, b"a", b"x".to_vec(), g);
         c.clear();
-        assert!(c.get(b"a").is_err());
+        assert!(c.get(0, b"a").is_err());
     }
 
     #[test]
     fn a_written_put_is_cached_unless_its_shard_was_invalidated_meanwhile() {
         let c = MetaCache::default();
-        c.note_write(b"k", Some(b"v1".to_vec()));
+        c.note_write(0, b"k", Some(b"v1".to_vec()));
         c.invalidate_noted(true);
-        assert_eq!(c.get(b"k").unwrap(), b"v1");
+        assert_eq!(c.get(0, b"k").unwrap(), b"v1");
         // A failed write caches nothing and removes what was there.
-        c.note_write(b"k", Some(b"v2".to_vec()));
+        c.note_write(0, b"k", Some(b"v2".to_vec()));
         c.invalidate_noted(false);
-        assert!(c.get(b"k").is_err());
+        assert!(c.get(0, b"k").is_err());
         // A FLUSHALL (or any invalidation of the shard) between note and write: not cached.
-        c.note_write(b"k", Some(b"v3".to_vec()));
+        c.note_write(0, b"k", Some(b"v3".to_vec()));
         c.clear();
         c.invalidate_noted(true);
-        assert!(c.get(b"k").is_err());
+        assert!(c.get(0, b"k").is_err());
         // A key noted twice in one batch (MSET k a k b, the engine keeps b): the first put's
         // write-through bumps the generation, so the second removes it; nothing is cached.
-        c.note_write(b"k", Some(b"a".to_vec()));
-        c.note_write(b"k", Some(b"b".to_vec()));
+        c.note_write(0, b"k", Some(b"a".to_vec()));
+        c.note_write(0, b"k", Some(b"b".to_vec()));
         c.invalidate_noted(true);
-        assert!(c.get(b"k").is_err());
+        assert!(c.get(0, b"k").is_err());
         // A stale fill racing the write loses: its miss came before the write's invalidation.
-        let g = c.get(b"x").unwrap_err();
-        c.note_write(b"x", Some(b"new".to_vec()));
+        let g = c.get(0, b"x").unwrap_err();
+        c.note_write(0, b"x", Some(b"new".to_vec()));
         c.invalidate_noted(true);
-        c.fill(b"x", b"old".to_vec(), g);
-        assert_eq!(c.get(b"x").unwrap(), b"new");
+        c.fill(0, b"x", b"old".to_vec(), g);
+        assert_eq!(c.get(0, b"x").unwrap(), b"new");
         // Entries past MAX_ENTRY are not written through.
-        c.note_write(b"big", Some(vec![1; MAX_ENTRY + 1]));
+        c.note_write(0, b"big", Some(vec![1; MAX_ENTRY + 1]));
         c.invalidate_noted(true);
-        assert!(c.get(b"big").is_err());
+        assert!(c.get(0, b"big").is_err());
     }
 
     #[test]
@@ -335,14 +345,14 @@ mod tests {
         let n = SHARDS * c.shard_bytes / MAX_ENTRY * 3;
         for i in 0..n {
             let k = i.to_le_bytes();
-            let g = c.generation(&k);
-            c.fill(&k, big.clone(), g);
-            assert_eq!(c.get(&k).unwrap(), big);
+            let g = c.generation(0, &k);
+            c.fill(0, &k, big.clone(), g);
+            assert_eq!(c.get(0, &k).unwrap(), big);
         }
         let mut cached = 0;
         for s in &c.shards {
             let s = s.lock();
-            let want: usize = s.map.values().map(|(k, v)| charge(k, v)).sum();
+            let want: usize = s.map.values().map(|(_, k, v)| charge(k, v)).sum();
             assert_eq!(s.bytes, want);
             assert!(s.bytes <= c.shard_bytes);
             cached += s.map.len();
@@ -354,26 +364,44 @@ mod tests {
         }
         // An entry larger than a whole shard's budget (its key is) is not cached.
         let long = vec![b'k'; c.shard_bytes];
-        let g = c.generation(&long);
-        c.fill(&long, b"v".to_vec(), g);
-        assert!(c.get(&long).is_err());
-        c.note_write(&long, Some(b"v".to_vec()));
+        let g = c.generation(0, &long);
+        c.fill(0, &long, b"v".to_vec(), g);
+        assert!(c.get(0, &long).is_err());
+        c.note_write(0, &long, Some(b"v".to_vec()));
         c.invalidate_noted(true);
-        assert!(c.get(&long).is_err());
+        assert!(c.get(0, &long).is_err());
         // Invalidation and refills keep the count exact.
         for i in 0..n {
             let k = i.to_le_bytes();
             if i % 2 == 0 {
-                c.note_write(&k, None);
+                c.note_write(0, &k, None);
             } else {
-                let g = c.generation(&k);
-                c.fill(&k, b"small".to_vec(), g);
+                let g = c.generation(0, &k);
+                c.fill(0, &k, b"small".to_vec(), g);
             }
         }
         c.invalidate_noted(true);
         for s in &c.shards {
             let s = s.lock();
-            assert_eq!(s.bytes, s.map.values().map(|(k, v)| charge(k, v)).sum::<usize>());
+            assert_eq!(s.bytes, s.map.values().map(|(_, k, v)| charge(k, v)).sum::<usize>());
         }
+    }
+
+    #[test]
+    fn one_key_in_two_key_spaces_is_two_entries() {
+        let c = MetaCache::default();
+        // Two batches: a batch's second write-through into a shard its first just
+        // invalidated is dropped (the contract), and the two may share a shard.
+        c.note_write(1, b"k", Some(b"in one".to_vec()));
+        c.invalidate_noted(true);
+        c.note_write(2, b"k", Some(b"in two".to_vec()));
+        c.invalidate_noted(true);
+        assert_eq!(c.get(1, b"k").unwrap(), b"in one");
+        assert_eq!(c.get(2, b"k").unwrap(), b"in two");
+        assert!(c.get(0, b"k").is_err());
+        c.note_write(1, b"k", None);
+        c.invalidate_noted(true);
+        assert!(c.get(1, b"k").is_err());
+        assert_eq!(c.get(2, b"k").unwrap(), b"in two");
     }
 }

@@ -5,7 +5,9 @@
 //! Column families: `metadata` (user key -> the key's metadata record), `subkey` (fields,
 //! members, elements) and `zscore` (the sorted-set score index); and `server`, which holds
 //! the layout marker ([`LAYOUT`]). Every command writes its changes in one `WriteBatch` across
-//! the families (atomic), through [`Store::write`].
+//! the families (atomic), through [`Engine::write`]. Each Redis database (SELECT) has three
+//! data families of its own, a *family set* ([`databases`]); a [`Store`] is one database's
+//! view of the shared [`Engine`].
 //!
 //! Every key of the three data families starts with its Redis Cluster slot (u16 big-endian):
 //! the metadata family's key is `slot | user key` ([`meta_key`]; the store's callers name user
@@ -21,6 +23,7 @@
 //! Errors are the engine's ([`strata::Error`]), or [`OpenError`] and
 //! [`sync_group::SyncError`] where the engine is not the cause.
 
+pub mod databases;
 pub mod filter;
 pub mod locks;
 pub mod meta_cache;
@@ -34,9 +37,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
-use strata::{
-    ColumnFamily, ColumnFamilyDescriptor, Db, Options, ReadOptions, WriteBatch, WriteOptions,
-};
+use strata::{ColumnFamily, Db, Options, ReadOptions, WriteBatch, WriteOptions};
 
 /// The metadata family's name.
 pub const CF_METADATA: &str = "metadata";
@@ -197,19 +198,16 @@ pub enum MetaRead {
     },
 }
 
-/// The open store: the DB, its families, the lock table and the version counter.
-pub struct Store {
+/// What every database of a server shares: the engine, the `server` family, the lock table,
+/// the version counter, the sync policy, the metadata cache and the pop hints (both keyed so
+/// that databases never meet in them), and cluster mode's replication.
+pub struct Engine {
     /// The engine.
     pub db: Arc<Db>,
-    /// `metadata` family.
-    pub meta_cf: Arc<ColumnFamily>,
-    /// `subkey` family.
-    pub sub_cf: Arc<ColumnFamily>,
-    /// `zscore` family.
-    pub score_cf: Arc<ColumnFamily>,
-    /// `server` family: the store's own records (the layout marker, FUNCTION libraries).
+    /// `server` family: the store's own records (the layout marker, FUNCTION libraries, the
+    /// databases' map).
     pub server_cf: Arc<ColumnFamily>,
-    /// Per-key write locks.
+    /// Per-key write locks (by user key: one key name's stripe serves it in every database).
     pub locks: locks::LockTable,
     sync: AtomicU8,
     last_version: AtomicU64,
@@ -217,9 +215,10 @@ pub struct Store {
     pub closing: AtomicBool,
     /// Shared WAL syncs for `appendfsync always` (`sync_group`).
     pub syncs: Arc<sync_group::SyncGroup>,
-    /// Small metadata records of hot keys (`meta_cache`).
+    /// Small metadata records of hot keys (`meta_cache`), of every database.
     pub meta_cache: meta_cache::MetaCache,
-    /// Where SPOP/ZPOPMIN/ZPOPMAX start (`pop_hints`).
+    /// Where SPOP/ZPOPMIN/ZPOPMAX start (`pop_hints`; keyed by sub-key prefixes, whose
+    /// versions are unique across databases).
     pub pop_hints: pop_hints::PopHints,
     /// Internal entries sub-key scans have stepped over (INFO `strata_scan_steps`): what
     /// tombstones and old versions cost the scans.
@@ -228,64 +227,22 @@ pub struct Store {
     replicate: OnceLock<Arc<dyn Replicate>>,
 }
 
-impl Store {
-    /// Opens (creating if needed) the store in `dir` with engine options `opts`. Compactions
-    /// of the `subkey` and `zscore` families drop the entries `stale` judges stale
-    /// ([`filter`]).
-    pub fn open(
-        mut opts: Options,
-        dir: &std::path::Path,
-        policy: SyncPolicy,
-        stale: filter::StaleRule,
-    ) -> Result<Arc<Store>, OpenError> {
-        opts.create_if_missing = true;
-        opts.create_missing_column_families = true;
-        let slot: filter::StoreSlot = Arc::new(OnceLock::new());
-        let mut sub_opts = opts.clone();
-        filter::install(&mut sub_opts, &slot, stale);
-        let mut descriptors = vec![
-            ColumnFamilyDescriptor::new(CF_METADATA, opts.clone()),
-            ColumnFamilyDescriptor::new(CF_SUBKEY, sub_opts.clone()),
-            ColumnFamilyDescriptor::new(CF_ZSCORE, sub_opts),
-            ColumnFamilyDescriptor::new(CF_SERVER, opts.clone()),
-        ];
-        // Families the store does not own but the DB has (cluster mode's Raft log and
-        // metadata, `strata_replication::NodeStorage`): an open must name every family.
-        // (A DB that does not exist yet lists nothing.)
-        let ours = [CF_METADATA, CF_SUBKEY, CF_ZSCORE, CF_SERVER, "default"];
-        for name in Db::list_cf(&opts, dir).unwrap_or_default() {
-            if !ours.contains(&name.as_str()) {
-                descriptors.push(ColumnFamilyDescriptor::new(name, opts.clone()));
-            }
-        }
-        let db = Db::open_cf_descriptors(&opts, dir, descriptors)
-            .map_err(|source| OpenError::Db { dir: dir.to_path_buf(), source })?;
-        let handle = |n: &'static str| db.cf_handle(n).ok_or(OpenError::MissingFamily(n));
-        let meta_cf = handle(CF_METADATA)?;
-        let sub_cf = handle(CF_SUBKEY)?;
-        let score_cf = handle(CF_ZSCORE)?;
-        let server_cf = handle(CF_SERVER)?;
-        check_layout(&db, dir, &meta_cf, &server_cf)?;
-        let store = Arc::new(Store {
-            db: Arc::new(db),
-            meta_cf,
-            sub_cf,
-            score_cf,
-            server_cf,
-            locks: locks::LockTable::default(),
-            sync: AtomicU8::new(policy as u8),
-            last_version: AtomicU64::new(0),
-            closing: AtomicBool::new(false),
-            syncs: Arc::new(sync_group::SyncGroup::default()),
-            meta_cache: meta_cache::MetaCache::for_block_cache(opts.block_cache_size),
-            pop_hints: pop_hints::PopHints::default(),
-            scan_steps: AtomicU64::new(0),
-            replicate: OnceLock::new(),
-        });
-        let _ = slot.set(Arc::downgrade(&store));
-        Ok(store)
-    }
+/// One database's key space (a *family set*: `metadata`, `subkey` and `zscore`, numbered
+/// `set`; [`databases`]) on the shared [`Engine`], which it dereferences to. The Redis
+/// types read and write through it.
+pub struct Store {
+    engine: Arc<Engine>,
+    /// The family set's number (0: the families named without a number).
+    pub set: u32,
+    /// `metadata` family.
+    pub meta_cf: Arc<ColumnFamily>,
+    /// `subkey` family.
+    pub sub_cf: Arc<ColumnFamily>,
+    /// `zscore` family.
+    pub score_cf: Arc<ColumnFamily>,
+}
 
+impl Engine {
     /// The records of the `server` family whose keys start with `prefix`, in key order.
     pub fn server_records(&self, prefix: &[u8]) -> strata::Result<Vec<(Vec<u8>, Vec<u8>)>> {
         let mut it = self.db.raw_iterator_cf(&*self.server_cf);
@@ -431,6 +388,67 @@ impl Store {
         sync_group::take_owed_sync().then(|| self.syncs.request(&self.db))
     }
 
+    /// The sequence number WATCH notes: [`Store::written_since`] tells writes after it.
+    pub fn watch_point(&self) -> u64 {
+        self.db.latest_sequence_number()
+    }
+
+    /// Whether a key of `[begin, end)` in `cf` may have been written since `seq` (a
+    /// [`Store::watch_point`]): by any command or FLUSHALL. A write the engine can no longer
+    /// tell (flushed since) counts as one.
+    pub fn written_since(
+        &self,
+        cf: &ColumnFamily,
+        begin: &[u8],
+        end: &[u8],
+        seq: u64,
+    ) -> strata::Result<bool> {
+        Ok(self.db.written_since_cf(cf, begin, end, seq)? != Some(false))
+    }
+}
+
+impl std::ops::Deref for Store {
+    type Target = Engine;
+    fn deref(&self) -> &Engine {
+        &self.engine
+    }
+}
+
+impl Store {
+    /// Opens (creating if needed) the store in `dir` with engine options `opts`: its first
+    /// database (Redis's 0). Compactions of the `subkey` and `zscore` families drop the
+    /// entries `stale` judges stale ([`filter`]). A server opens [`databases::Databases`]
+    /// instead.
+    pub fn open(
+        opts: Options,
+        dir: &std::path::Path,
+        policy: SyncPolicy,
+        stale: filter::StaleRule,
+    ) -> Result<Arc<Store>, OpenError> {
+        let dbs = databases::Databases::open(opts, dir, policy, stale, 1)?;
+        Ok(dbs.store(0).clone())
+    }
+
+    /// The engine under every database.
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+
+    /// The clean shutdown of a store opened alone ([`Store::open`]): its memtables flushed,
+    /// background work stopped. A server closes its [`databases::Databases`] instead.
+    pub fn close(&self) -> strata::Result<()> {
+        self.closing.store(true, Ordering::Release);
+        let mut res = self.db.flush_wal(true);
+        for cf in [&self.meta_cf, &self.sub_cf, &self.score_cf] {
+            if let Err(e) = self.db.flush_cf(&**cf) {
+                res = Err(e);
+            }
+        }
+        self.db.cancel_all_background_work(true);
+        self.syncs.stop();
+        res
+    }
+
     /// The metadata record of `key`, from the cache or else the engine (`None`: no record).
     pub fn read_meta(&self, key: &[u8]) -> strata::Result<Option<MetaRead>> {
         pending::settle_own();
@@ -442,7 +460,7 @@ impl Store {
             // Not cached (`cache_meta` fills nothing inside EXEC).
             return Ok(read?.map(|raw| MetaRead::Stored { raw, generation: 0 }));
         }
-        match self.meta_cache.get(key) {
+        match self.meta_cache.get(self.set, key) {
             Ok(raw) => Ok(Some(MetaRead::Cached(raw))),
             Err(generation) => Ok(self
                 .db
@@ -457,7 +475,7 @@ impl Store {
         if overlay::active() {
             return;
         }
-        self.meta_cache.fill(key, raw, generation);
+        self.meta_cache.fill(self.set, key, raw, generation);
     }
 
     /// The metadata record of `key` as the engine holds it now, past the cache: no snapshot,
@@ -471,12 +489,12 @@ impl Store {
     /// Puts the metadata record `raw` of `key` into `batch`.
     pub fn put_meta(&self, batch: &mut WriteBatch, key: &[u8], raw: Vec<u8>) {
         batch.put_cf(&*self.meta_cf, meta_key(key), &raw);
-        self.meta_cache.note_write(key, Some(raw));
+        self.meta_cache.note_write(self.set, key, Some(raw));
     }
 
     /// Puts the deletion of `key`'s metadata record into `batch`.
     pub fn delete_meta(&self, batch: &mut WriteBatch, key: &[u8]) {
-        self.meta_cache.note_write(key, None);
+        self.meta_cache.note_write(self.set, key, None);
         batch.delete_cf(&*self.meta_cf, meta_key(key));
     }
 
@@ -616,8 +634,9 @@ impl Store {
             .collect()
     }
 
-    /// Deletes every key (all families), by range deletions up to each family's last key.
-    pub fn flush_all(&self) -> Result<(), WriteError> {
+    /// Deletes every key of this database (its three families), by range deletions up to
+    /// each family's last key.
+    pub fn flush(&self) -> Result<(), WriteError> {
         self.pop_hints.clear();
         for cf in [&self.meta_cf, &self.sub_cf, &self.score_cf] {
             let mut it = self.raw_iter(cf, &ReadOptions::default());
@@ -657,7 +676,7 @@ impl Store {
     pub fn commit_overlay(&self, keys: &[&[u8]], wide: bool) -> Result<(), WriteError> {
         let Some(w) = overlay::take() else { return Ok(()) };
         for k in keys {
-            self.meta_cache.note_write(k, None);
+            self.meta_cache.note_write(self.set, k, None);
         }
         let written = self.write(w.into_write_batch());
         if wide || written.is_err() {
@@ -666,48 +685,6 @@ impl Store {
             self.pop_hints.clear();
         }
         written
-    }
-
-    /// The sequence number WATCH notes: [`Store::written_since`] tells writes after it.
-    pub fn watch_point(&self) -> u64 {
-        self.db.latest_sequence_number()
-    }
-
-    /// Whether a key of `[begin, end)` in `cf` may have been written since `seq` (a
-    /// [`Store::watch_point`]): by any command or FLUSHALL. A write the engine can no longer
-    /// tell (flushed since) counts as one.
-    pub fn written_since(
-        &self,
-        cf: &ColumnFamily,
-        begin: &[u8],
-        end: &[u8],
-        seq: u64,
-    ) -> strata::Result<bool> {
-        Ok(self.db.written_since_cf(cf, begin, end, seq)? != Some(false))
-    }
-
-    /// SAVE: every acknowledged write durable and in table files (the WAL synced, the
-    /// memtables of every family flushed, each flush waited for).
-    pub fn save(&self) -> strata::Result<()> {
-        self.db.flush_wal(true)?;
-        for cf in [&self.meta_cf, &self.sub_cf, &self.score_cf] {
-            self.db.flush_cf(&**cf)?;
-        }
-        Ok(())
-    }
-
-    /// Flushes the memtables and stops background work: the clean shutdown.
-    pub fn close(&self) -> strata::Result<()> {
-        self.closing.store(true, Ordering::Release);
-        let mut res = self.db.flush_wal(true);
-        for cf in [&self.meta_cf, &self.sub_cf, &self.score_cf] {
-            if let Err(e) = self.db.flush_cf(&**cf) {
-                res = Err(e);
-            }
-        }
-        self.db.cancel_all_background_work(true);
-        self.syncs.stop();
-        res
     }
 }
 

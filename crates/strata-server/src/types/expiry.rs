@@ -12,10 +12,12 @@ use crate::storage::Store;
 /// key `mine` accepts (in cluster mode: those of the partitions this node leads, once it may
 /// write there; the others are left to their own leader); returns where the next round starts
 /// (empty = wrap around) and how many were deleted. Each deletion raises `expired` through
-/// `notifier` once written. The server's expiry task calls it periodically.
+/// `notifier` once written (as of database `db`). The server's expiry task calls it
+/// periodically, for each database in turn.
 pub fn expire_cycle(
     st: &Store,
     notifier: &Notifier,
+    db: usize,
     from: &[u8],
     budget: usize,
     mut mine: impl FnMut(&[u8]) -> bool,
@@ -43,7 +45,7 @@ pub fn expire_cycle(
             continue;
         }
         let _g = st.locks.lock(&[&k]);
-        if delete_if_expired(st, notifier, &k, now_ms())? {
+        if delete_if_expired(st, notifier, db, &k, now_ms())? {
             n += 1;
         }
     }

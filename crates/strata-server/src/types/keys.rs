@@ -248,9 +248,9 @@ pub fn random(ks: &Keyspace, mut keep: impl FnMut(&[u8]) -> bool) -> Result<Opti
     Ok(None)
 }
 
-/// FLUSHALL: deletes every key.
-pub fn flush_all(ks: &Keyspace) -> Result<()> {
-    Ok(ks.store.flush_all()?)
+/// FLUSHDB: deletes every key of the keyspace's database.
+pub fn flush(ks: &Keyspace) -> Result<()> {
+    Ok(ks.store.flush()?)
 }
 
 /// FLUSHALL in cluster mode, for one partition this node leads: deletes every key of slots
@@ -259,21 +259,29 @@ pub fn flush_slots(ks: &Keyspace, first: u16, last: u16) -> Result<()> {
     Ok(ks.store.flush_slots(first, last)?)
 }
 
-/// Puts into `b` a copy of `src` (with metadata `m`) under `dst`, at a new version.
-fn copy_key(ks: &Keyspace, b: &mut WriteBatch, src: &[u8], m: &Meta, dst: &[u8]) -> Result<()> {
-    let st = ks.store;
+/// Puts into `b` a copy of `src` of keyspace `from` (with metadata `m`) under `dst` of
+/// keyspace `to` (the same one, or another database's), at a new version.
+fn copy_key(
+    from: &Keyspace,
+    to: &Keyspace,
+    b: &mut WriteBatch,
+    src: &[u8],
+    m: &Meta,
+    dst: &[u8],
+) -> Result<()> {
+    let out = to.store;
     let mut nm = m.clone();
     // Strings and compact hashes are whole in their metadata record.
     if m.kind != Kind::String && !m.compact {
-        nm.version = st.new_version();
+        nm.version = out.new_version();
         let mut corrupt = false;
-        ks.scan(&st.sub_cf, src, m.version, b"", false, |f, v| {
-            b.put_cf(&*st.sub_cf, subkey::encode(dst, nm.version, f), v);
+        from.scan(&from.store.sub_cf, src, m.version, b"", false, |f, v| {
+            b.put_cf(&*out.sub_cf, subkey::encode(dst, nm.version, f), v);
             if m.kind == Kind::ZSet {
                 match v.try_into() {
                     Ok(bits) => {
                         let s = f64::from_bits(u64::from_le_bytes(bits));
-                        b.put_cf(&*st.score_cf, score::index_key(dst, nm.version, s, f), b"");
+                        b.put_cf(&*out.score_cf, score::index_key(dst, nm.version, s, f), b"");
                     }
                     Err(_) => corrupt = true,
                 }
@@ -284,25 +292,46 @@ fn copy_key(ks: &Keyspace, b: &mut WriteBatch, src: &[u8], m: &Meta, dst: &[u8])
             return Err(TypeError::Corrupt("sorted set score".into()));
         }
     }
-    ks.put_meta(b, dst, &nm);
+    to.put_meta(b, dst, &nm);
     Ok(())
 }
 
-/// COPY: copies `src`'s value (its expiry included) to `dst`, replacing what `dst` held only
-/// with `replace`. Whether it copied: not without `src`, nor onto an existing `dst` without
-/// `replace`. `src` and `dst` must differ (checked by the caller). Raises `new` (Redis
-/// makes `dst` anew even when it replaces it) and `copy_to` on `dst`.
-pub fn copy(ks: &Keyspace, src: &[u8], dst: &[u8], replace: bool) -> Result<bool> {
-    let _g = ks.store.locks.lock(&[src, dst]);
-    let Some(m) = ks.meta(src)? else { return Ok(false) };
-    if !replace && ks.meta(dst)?.is_some() {
+/// COPY: copies `src`'s value (its expiry included) of keyspace `from` to `dst` of keyspace
+/// `to` (COPY ... DB: another database's), replacing what `dst` held only with `replace`.
+/// Whether it copied: not without `src`, nor onto an existing `dst` without `replace`.
+/// `src` and `dst` must differ when the keyspaces are one (checked by the caller). Raises
+/// `new` (Redis makes `dst` anew even when it replaces it) and `copy_to` on `dst`.
+pub fn copy(from: &Keyspace, to: &Keyspace, src: &[u8], dst: &[u8], replace: bool) -> Result<bool> {
+    let _g = from.store.locks.lock(&[src, dst]);
+    let Some(m) = from.meta(src)? else { return Ok(false) };
+    if !replace && to.meta(dst)?.is_some() {
         return Ok(false);
     }
     let mut b = WriteBatch::new();
-    copy_key(ks, &mut b, src, &m, dst)?;
-    ks.write(b)?;
-    ks.notify(NEW, "new", dst);
-    ks.notify(GENERIC, "copy_to", dst);
+    copy_key(from, to, &mut b, src, &m, dst)?;
+    to.write(b)?;
+    to.notify(NEW, "new", dst);
+    to.notify(GENERIC, "copy_to", dst);
+    Ok(true)
+}
+
+/// MOVE: moves `key` (its value and expiry) from keyspace `from` to keyspace `to`, another
+/// database's, in one batch. Whether it moved: not when `from` has no such key or `to`
+/// has one already. Raises `move_from` in `from`'s database and `move_to` (after `new`) in
+/// `to`'s.
+pub fn move_key(from: &Keyspace, to: &Keyspace, key: &[u8]) -> Result<bool> {
+    let _g = from.store.locks.lock(&[key]);
+    let Some(m) = from.meta(key)? else { return Ok(false) };
+    if to.meta(key)?.is_some() {
+        return Ok(false);
+    }
+    let mut b = WriteBatch::new();
+    copy_key(from, to, &mut b, key, &m, key)?;
+    from.delete_meta(&mut b, key);
+    from.write(b)?;
+    to.notify(NEW, "new", key);
+    from.notify(GENERIC, "move_from", key);
+    to.notify(GENERIC, "move_to", key);
     Ok(true)
 }
 
@@ -321,7 +350,7 @@ pub fn rename(ks: &Keyspace, src: &[u8], dst: &[u8], if_absent: bool) -> Result<
         return Ok(false);
     }
     let mut b = WriteBatch::new();
-    copy_key(ks, &mut b, src, &m, dst)?;
+    copy_key(ks, ks, &mut b, src, &m, dst)?;
     ks.delete_meta(&mut b, src);
     ks.write(b)?;
     ks.notify(NEW, "new", dst);

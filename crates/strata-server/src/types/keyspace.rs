@@ -16,7 +16,13 @@ use strata::{ColumnFamily, WriteBatch};
 /// Deletes `key`'s metadata record if it is still expired at `now` and raises `expired`
 /// once that is written; whether it did. The caller holds the key's lock: the record is read
 /// again under it, as a writer may have replaced it since the caller saw it expired.
-pub fn delete_if_expired(st: &Store, notifier: &Notifier, key: &[u8], now: u64) -> Result<bool> {
+pub fn delete_if_expired(
+    st: &Store,
+    notifier: &Notifier,
+    db: usize,
+    key: &[u8],
+    now: u64,
+) -> Result<bool> {
     let raw = st.read_meta_uncached(key)?;
     if !raw.as_deref().and_then(|r| Meta::decode(r).ok()).is_some_and(|m| m.expired(now)) {
         return Ok(false);
@@ -24,7 +30,7 @@ pub fn delete_if_expired(st: &Store, notifier: &Notifier, key: &[u8], now: u64) 
     let mut b = WriteBatch::new();
     st.delete_meta(&mut b, key);
     st.write(b)?;
-    notifier.raise(notify::EXPIRED, "expired", key);
+    notifier.raise(db, notify::EXPIRED, "expired", key);
     Ok(true)
 }
 
@@ -56,6 +62,8 @@ pub struct Keyspace<'a> {
     pub notifier: &'a Notifier,
     /// The time, in Unix milliseconds.
     pub now_ms: u64,
+    /// The database's number (its keyspace notifications' channels name it).
+    pub db: usize,
 }
 
 /// Redis's default stream node size, for a keyspace given no other.
@@ -74,7 +82,13 @@ impl<'a> Keyspace<'a> {
             stream_nodes: &DEFAULT_STREAM_NODES,
             notifier: &NO_NOTIFICATIONS,
             now_ms,
+            db: 0,
         }
+    }
+
+    /// The same keyspace as database number `db`'s.
+    pub fn in_db(self, db: usize) -> Keyspace<'a> {
+        Keyspace { db, ..self }
     }
 
     /// The same keyspace with streams' node size `limits`.
@@ -91,7 +105,7 @@ impl<'a> Keyspace<'a> {
     /// called after the write it reports succeeded.
     #[inline]
     pub fn notify(&self, class: u32, event: &'static str, key: &[u8]) {
-        self.notifier.raise(class, event, key);
+        self.notifier.raise(self.db, class, event, key);
     }
 
     /// Raises `new` on `key` if `created` (the write made a key where there was none).
@@ -155,7 +169,7 @@ impl<'a> Keyspace<'a> {
         }
         let Some(_g) = self.store.locks.lock_if_in_order(key) else { return };
         // A failure leaves the key to the expiry task; it reads as absent meanwhile.
-        let _ = delete_if_expired(self.store, self.notifier, key, self.now_ms);
+        let _ = delete_if_expired(self.store, self.notifier, self.db, key, self.now_ms);
     }
 
     /// Whether `key` has a record whose time is up: reads see no key, and the expiry task has

@@ -40,6 +40,7 @@ pub use error::{Result, TypeError};
 pub use keyspace::{now_ms, Keyspace};
 pub use metadata::{Kind, Meta};
 
+use crate::storage::databases::Databases;
 use crate::storage::{OpenError, Store, SyncPolicy};
 use std::sync::Arc;
 
@@ -51,4 +52,15 @@ pub fn open(
     policy: SyncPolicy,
 ) -> std::result::Result<Arc<Store>, OpenError> {
     Store::open(opts, dir, policy, gc::is_stale)
+}
+
+/// Opens (creating if needed) the store in `dir` with `count` databases (SELECT's range),
+/// every one's compaction filter collecting stale sub-keys by [`gc::is_stale`].
+pub fn open_databases(
+    opts: strata::Options,
+    dir: &std::path::Path,
+    policy: SyncPolicy,
+    count: usize,
+) -> std::result::Result<Arc<Databases>, OpenError> {
+    Databases::open(opts, dir, policy, gc::is_stale, count)
 }

@@ -124,6 +124,8 @@ pub struct Event {
     pub keyevent: bool,
     /// The event's name (`set`, `lpush`, `expired`...).
     pub event: &'static str,
+    /// The key's database.
+    pub db: usize,
     /// The key.
     pub key: Vec<u8>,
 }
@@ -165,26 +167,27 @@ impl Notifier {
         f & class != 0 && f & (KEYSPACE | KEYEVENT) != 0
     }
 
-    /// Raises `event` of `class` on `key` (queued on this thread: [`take`]) if the class is
-    /// enabled, and the keyspace or keyevent channels are.
+    /// Raises `event` of `class` on `key` of database `db` (queued on this thread: [`take`])
+    /// if the class is enabled, and the keyspace or keyevent channels are.
     #[inline]
-    pub fn raise(&self, class: u32, event: &'static str, key: &[u8]) {
+    pub fn raise(&self, db: usize, class: u32, event: &'static str, key: &[u8]) {
         if class != NEW {
             self.changes.fetch_add(1, Ordering::Relaxed);
         }
         let f = self.flags();
         if f & class != 0 && f & (KEYSPACE | KEYEVENT) != 0 {
-            queue(f, event, key);
+            queue(f, db, event, key);
         }
     }
 }
 
 #[cold]
-fn queue(flags: u32, event: &'static str, key: &[u8]) {
+fn queue(flags: u32, db: usize, event: &'static str, key: &[u8]) {
     let e = Event {
         keyspace: flags & KEYSPACE != 0,
         keyevent: flags & KEYEVENT != 0,
         event,
+        db,
         key: key.to_vec(),
     };
     RAISED.with(|r| r.borrow_mut().push(e));
@@ -235,18 +238,18 @@ mod tests {
     fn events_are_queued_only_for_enabled_classes_with_a_channel_kind() {
         discard();
         let n = Notifier::default();
-        n.raise(STRING, "set", b"k");
+        n.raise(0, STRING, "set", b"k");
         n.set_flags(STRING);
-        n.raise(STRING, "set", b"k");
+        n.raise(0, STRING, "set", b"k");
         assert!(take().is_empty(), "no K nor E: nothing to publish to");
         n.set_flags(STRING | KEYEVENT);
-        n.raise(LIST, "lpush", b"l");
-        n.raise(STRING, "set", b"k");
+        n.raise(0, LIST, "lpush", b"l");
+        n.raise(0, STRING, "set", b"k");
         let e = take();
         assert_eq!(e.len(), 1);
         assert_eq!((e[0].keyspace, e[0].keyevent, e[0].event), (false, true, "set"));
         assert_eq!(e[0].key, b"k");
-        n.raise(STRING, "set", b"k");
+        n.raise(0, STRING, "set", b"k");
         discard();
         assert!(take().is_empty());
     }

@@ -15,7 +15,8 @@ use strata_server::storage::SyncPolicy;
 
 fn shared(dir: &std::path::Path) -> Arc<Shared> {
     let cfg = Config::resolve(Flags { dir: Some(dir.to_path_buf()), ..Flags::default() }).unwrap();
-    let store = strata_server::types::open(cfg.engine_options(), dir, SyncPolicy::No).unwrap();
+    let store =
+        strata_server::types::open_databases(cfg.engine_options(), dir, SyncPolicy::No, 1).unwrap();
     Arc::new(Shared::new(store, cfg, 0))
 }
 
@@ -29,7 +30,7 @@ fn run(sh: &Shared, args: &[&str]) -> Vec<u8> {
 }
 
 fn count(sh: &Shared, cf: &strata::ColumnFamily) -> usize {
-    let mut it = sh.store.db.raw_iterator_cf(cf);
+    let mut it = sh.engine().db.raw_iterator_cf(cf);
     it.seek_to_first();
     let mut n = 0;
     while it.valid() {
@@ -58,7 +59,7 @@ fn stale_subkeys_are_collected() {
     // Compact: no sub-keys.
     run(&sh, &["HSET", "live", "a", "1", "b", "2"]);
     run(&sh, &["ZADD", "livez", "1", "a"]);
-    let st = &sh.store;
+    let st = sh.dbs.store(0);
     st.db.flush_cf(&*st.sub_cf).unwrap();
     st.db.flush_cf(&*st.score_cf).unwrap();
     st.db.flush_cf(&*st.meta_cf).unwrap();
@@ -98,7 +99,7 @@ fn a_deleted_streams_records_are_collected() {
     for i in 1..=3 {
         run(&sh, &["XADD", "kept", &format!("{i}-0"), "f", "v"]);
     }
-    let st = &sh.store;
+    let st = sh.dbs.store(0);
     st.db.flush_cf(&*st.sub_cf).unwrap();
     // Entries, 5 nodes, a group, 100 PEL entries, a consumer and its 100 PEL index entries;
     // and the kept stream's 3 entries and node.

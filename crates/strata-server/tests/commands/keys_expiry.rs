@@ -160,8 +160,9 @@ fn copy_copies_every_type_with_its_expiry() {
         c.cmd(&["COPY", "a", "a"]),
         Reply::Error("ERR source and destination objects are the same".into())
     );
+    assert_eq!(c.cmd(&["COPY", "a", "d", "DB", "1"]), Reply::Int(1));
     assert_eq!(
-        c.cmd(&["COPY", "a", "d", "DB", "1"]),
+        c.cmd(&["COPY", "a", "d", "DB", "16"]),
         Reply::Error("ERR DB index is out of range".into())
     );
     assert_eq!(

@@ -22,7 +22,8 @@ fn open(dir: &std::path::Path) -> Result<Arc<storage::Store>, OpenError> {
 
 fn shared(dir: &std::path::Path) -> Arc<Shared> {
     let cfg = Config::resolve(Flags { dir: Some(dir.to_path_buf()), ..Flags::default() }).unwrap();
-    Arc::new(Shared::new(open(dir).unwrap(), cfg, 0))
+    let dbs = strata_server::types::open_databases(cfg.engine_options(), dir, SyncPolicy::No, 1);
+    Arc::new(Shared::new(dbs.unwrap(), cfg, 0))
 }
 
 fn run(sh: &Shared, args: &[&str]) {
@@ -80,7 +81,7 @@ fn every_entry_is_filed_under_its_keys_slot_and_slot_ranges_hold_them() {
         }
         keys.push(k);
     }
-    let st = &sh.store;
+    let st = sh.dbs.store(0);
     let all = entries(st);
     assert!(all.iter().any(|(f, _)| *f == "zscore") && all.iter().any(|(f, _)| *f == "subkey"));
     for (family, stored) in &all {
@@ -170,7 +171,7 @@ fn a_db_without_slots_or_with_another_layout_is_refused_and_a_new_one_reopens() 
     {
         let sh = shared(new.path());
         run(&sh, &["SET", "a", "1"]);
-        sh.store.close().unwrap();
+        sh.dbs.close().unwrap();
     }
     let st = open(new.path()).unwrap();
     assert!(st.read_meta_uncached(b"a").unwrap().is_some());

@@ -20,8 +20,10 @@
 //! (MULTI, two SETs of a pair of keys, EXEC: after the restart the pair is never half
 //! written), one scripts (EVAL and EVALSHA setting a pair of keys: never half written
 //! either), one streams (XADD with MAXLEN trimming, XDEL, XTRIM, RESTORE of a stream's own
-//! DUMP), and one bitmaps (SETBIT,
-//! BITFIELD SET/INCRBY, BITOP into one of its keys).
+//! DUMP), one bitmaps (SETBIT,
+//! BITFIELD SET/INCRBY, BITOP into one of its keys), and one databases (SET after SELECT,
+//! MOVE, COPY ... DB ... REPLACE and SWAPDB over databases 1 to 3: one model entry for all
+//! its keys, as a swap changes every one at once).
 //! Their oracle keeps the rendered state after the last acknowledged command and after the
 //! one in flight; after the restart the keys read as one of the two.
 
@@ -83,12 +85,12 @@ fn acknowledged_writes_survive_kill_9() {
     // A string key, a stream and a bitmap start absent (""), a pair of lists or of sets
     // empty ("|").
     let empty = |i: usize| match i / MODEL_KEYS {
-        0 | 6 | 7 => String::new(),
+        0 | 6 | 7 | 8 => String::new(),
         _ => "|".to_string(),
     };
     let models: Arc<Models> =
-        Arc::new((0..8 * MODEL_KEYS).map(|i| Mutex::new((empty(i), empty(i)))).collect());
-    let writers: [fn(u16, usize, &Models, &AtomicBool); 8] = [
+        Arc::new((0..9 * MODEL_KEYS).map(|i| Mutex::new((empty(i), empty(i)))).collect());
+    let writers: [fn(u16, usize, &Models, &AtomicBool); 9] = [
         string_writer,
         list_writer,
         set_writer,
@@ -97,6 +99,7 @@ fn acknowledged_writes_survive_kill_9() {
         script_writer,
         stream_writer,
         bitmap_writer,
+        database_writer,
     ];
     let model_handles: Vec<_> = writers
         .into_iter()
@@ -161,7 +164,8 @@ fn acknowledged_writes_survive_kill_9() {
             3 | 5 => read_pair(&mut c, i),
             4 => read_zsets(&mut c, i),
             6 => read_stream(&mut c, i),
-            _ => read_bitmap(&mut c, i),
+            7 => read_bitmap(&mut c, i),
+            _ => read_databases(&mut c, i),
         };
         if got != *ack && got != *pending {
             wrong += 1;
@@ -179,9 +183,15 @@ fn acknowledged_writes_survive_kill_9() {
         .filter(|m| m.lock().unwrap().0 != "|")
         .count();
     assert!(scripted > 0, "the script writer's EVALs were never acknowledged");
-    let bitmaps =
-        models[7 * MODEL_KEYS..].iter().filter(|m| !m.lock().unwrap().0.is_empty()).count();
+    let bitmaps = models[7 * MODEL_KEYS..8 * MODEL_KEYS]
+        .iter()
+        .filter(|m| !m.lock().unwrap().0.is_empty())
+        .count();
     assert!(bitmaps > 0, "the bitmap writer's writes were never acknowledged");
+    assert!(
+        !models[8 * MODEL_KEYS].lock().unwrap().0.is_empty(),
+        "the database writer's writes were never acknowledged"
+    );
     assert_eq!(wrong, 0, "acknowledged effects of the model writers lost");
 }
 
@@ -849,5 +859,94 @@ fn bitmap_writer(port: u16, base: usize, models: &Models, stop: &AtomicBool) {
             return;
         }
         bits[k] = model;
+    }
+}
+
+/// The database writer's keys, and its databases (1 to 3: the other writers use 0).
+const DB_KEYS: usize = 4;
+const DBS: usize = 3;
+
+/// Per database (1..=3), per key `mdb0..`: its value.
+type DbModel = Vec<Vec<Option<String>>>;
+
+fn render_databases(m: &DbModel) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    for (d, keys) in m.iter().enumerate() {
+        for (k, v) in keys.iter().enumerate() {
+            if let Some(v) = v {
+                let _ = write!(out, "{}:mdb{k}={v};", d + 1);
+            }
+        }
+    }
+    out
+}
+
+fn read_databases(c: &mut Raw, i: usize) -> String {
+    if !i.is_multiple_of(MODEL_KEYS) {
+        return String::new(); // the writer's one model entry is its first
+    }
+    let mut m: DbModel = vec![vec![None; DB_KEYS]; DBS];
+    for (d, keys) in m.iter_mut().enumerate() {
+        assert_eq!(c.cmd(&["SELECT", &(d + 1).to_string()]), Reply::Simple("OK".into()));
+        for (k, v) in keys.iter_mut().enumerate() {
+            *v = match c.cmd(&["GET", &format!("mdb{k}")]) {
+                Reply::Bulk(b) => Some(String::from_utf8(b).unwrap()),
+                Reply::Null => None,
+                other => panic!("{other:?}"),
+            };
+        }
+    }
+    assert_eq!(c.cmd(&["SELECT", "0"]), Reply::Simple("OK".into()));
+    render_databases(&m)
+}
+
+/// SET (after SELECT), MOVE, COPY ... DB ... REPLACE and SWAPDB 2 3 on keys `mdb0..mdb3` of
+/// databases 1 to 3; the model entry `base` holds the rendering of all of them.
+fn database_writer(port: u16, base: usize, models: &Models, stop: &AtomicBool) {
+    let mut c = Raw::connect(port);
+    let mut state: DbModel = vec![vec![None; DB_KEYS]; DBS];
+    let mut selected = 0;
+    let mut seq = 0usize;
+    while !stop.load(Ordering::Relaxed) {
+        seq += 1;
+        let (k, db) = (seq % DB_KEYS, 1 + (seq / DB_KEYS) % DBS);
+        let to = 1 + db % DBS;
+        let key = format!("mdb{k}");
+        if selected != db {
+            if !send(&mut c, &["SELECT", &db.to_string()]) {
+                return;
+            }
+            selected = db;
+        }
+        let mut next = state.clone();
+        let (from_i, to_i) = (db - 1, to - 1);
+        let args: Vec<String> = match seq % 5 {
+            0 | 1 => {
+                next[from_i][k] = Some(seq.to_string());
+                vec!["SET".into(), key, seq.to_string()]
+            }
+            2 => {
+                if next[from_i][k].is_some() && next[to_i][k].is_none() {
+                    next[to_i][k] = next[from_i][k].take();
+                }
+                vec!["MOVE".into(), key, to.to_string()]
+            }
+            3 => {
+                if let Some(v) = next[from_i][k].clone() {
+                    next[to_i][k] = Some(v);
+                }
+                vec!["COPY".into(), key.clone(), key, "DB".into(), to.to_string(), "REPLACE".into()]
+            }
+            _ => {
+                next.swap(1, 2);
+                vec!["SWAPDB".into(), "2".into(), "3".into()]
+            }
+        };
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        if !step(&mut c, &models[base], render_databases(&next), &a) {
+            return;
+        }
+        state = next;
     }
 }

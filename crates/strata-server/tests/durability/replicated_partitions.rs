@@ -71,7 +71,10 @@ impl Cluster {
             let d = dir.path().join(format!("node{id}"));
             let cfg = Config::resolve(Flags { dir: Some(d.clone()), ..Flags::default() }).unwrap();
             let store =
-                strata_server::types::open(cfg.engine_options(), &d, SyncPolicy::No).unwrap();
+                strata_server::types::open_databases(cfg.engine_options(), &d, SyncPolicy::No, 1)
+                    .unwrap();
+            let dbs = store.clone();
+            let store = dbs.store(0).clone();
             let storage = NodeStorage::open(store.db.clone(), d.join("snapshots")).unwrap();
             let apply = ServerApply::new(store.clone(), parts).unwrap();
             let raft =
@@ -92,7 +95,7 @@ impl Cluster {
                 runtime.handle().clone(),
             ));
             assert!(store.set_replicate(cluster.clone()));
-            let shared = Arc::new(Shared::new(store, cfg, 0).with_router(cluster.clone()));
+            let shared = Arc::new(Shared::new(dbs, cfg, 0).with_router(cluster.clone()));
             nodes.insert(id, Node { shared, cluster });
         }
         let members: BTreeMap<NodeId, Peer> = NODES.iter().map(|n| (*n, Peer::default())).collect();
@@ -176,7 +179,7 @@ impl Cluster {
         self.nodes
             .iter()
             .map(|(id, n)| {
-                let st = &n.shared.store;
+                let st = n.shared.dbs.store(0);
                 let mut all = Vec::new();
                 for cf in [&st.meta_cf, &st.sub_cf, &st.score_cf] {
                     let mut it = st.db.raw_iterator_cf(cf);
@@ -314,7 +317,7 @@ fn a_batch_of_another_partitions_keys_is_never_applied() {
         (0..10_000).map(|i| format!("k{i}")).find(|k| Cluster::group_of(k) == GroupId(0)).unwrap();
     let g1 = GroupId(1);
     let leader = c.leader(g1);
-    let st = &c.nodes[&leader].shared.store;
+    let st = c.nodes[&leader].shared.dbs.store(0);
     let mut b = strata::WriteBatch::new();
     st.put_meta(&mut b, k0.as_bytes(), b"\x01\0\0\0\0\0\0\0\0v".to_vec());
     st.meta_cache.invalidate_noted(false);
@@ -325,7 +328,7 @@ fn a_batch_of_another_partitions_keys_is_never_applied() {
     });
     assert!(!matches!(r, Ok(Ok(_))), "the misplaced batch was applied: {r:?}");
     for n in c.nodes.values() {
-        assert_eq!(n.shared.store.read_meta_uncached(k0.as_bytes()).unwrap(), None);
+        assert_eq!(n.shared.dbs.store(0).read_meta_uncached(k0.as_bytes()).unwrap(), None);
     }
     // Routing stayed honest throughout: the key's own partition still takes it.
     assert_eq!(c.run(&k0, &["SET", &k0, "v"]), "+OK\r\n");
@@ -380,15 +383,15 @@ fn expired_keys_are_deleted_by_their_partitions_leader_and_the_deletion_replicat
     std::thread::sleep(Duration::from_millis(80));
     for (id, n) in &c.nodes {
         if *id != leader {
-            let (_, deleted) = expire_round(&n.shared, b"").unwrap();
+            let (_, deleted) = expire_round(&n.shared, &(0, Vec::new())).unwrap();
             assert_eq!(deleted, 0, "node {id} follows {g}: it leaves the key to the leader");
         }
     }
-    let (_, deleted) = expire_round(&c.nodes[&leader].shared, b"").unwrap();
+    let (_, deleted) = expire_round(&c.nodes[&leader].shared, &(0, Vec::new())).unwrap();
     assert_eq!(deleted, 1, "the leader of {g} deletes the expired key");
     c.converged();
     for (id, n) in &c.nodes {
-        let raw = n.shared.store.read_meta_uncached(key.as_bytes()).unwrap();
+        let raw = n.shared.dbs.store(0).read_meta_uncached(key.as_bytes()).unwrap();
         assert!(raw.is_none(), "node {id} still holds the expired key's record");
     }
 }

@@ -64,7 +64,8 @@ impl Router for Layout {
 
 fn shared(dir: &std::path::Path, clustered: bool) -> Shared {
     let cfg = Config::resolve(Flags { dir: Some(dir.to_path_buf()), ..Flags::default() }).unwrap();
-    let store = strata_server::types::open(cfg.engine_options(), dir, SyncPolicy::No).unwrap();
+    let store =
+        strata_server::types::open_databases(cfg.engine_options(), dir, SyncPolicy::No, 1).unwrap();
     let sh = Shared::new(store, cfg, 0);
     if clustered {
         sh.with_router(Arc::new(Layout))
@@ -277,7 +278,8 @@ fn keyspace_wide_commands_see_the_slots_the_node_serves() {
     let cfg =
         Config::resolve(Flags { dir: Some(dir.path().to_path_buf()), ..Flags::default() }).unwrap();
     let store =
-        strata_server::types::open(cfg.engine_options(), dir.path(), SyncPolicy::No).unwrap();
+        strata_server::types::open_databases(cfg.engine_options(), dir.path(), SyncPolicy::No, 1)
+            .unwrap();
     let router = Arc::new(Halves { split: false.into() });
     let sh = Shared::new(store, cfg, 0).with_router(router.clone());
     let c = &mut conn();

@@ -33,7 +33,7 @@ fn error_texts_match_redis() {
         c.cmd(&["FOO", "a", "b"]),
         err("ERR unknown command 'FOO', with args beginning with: 'a' 'b' ")
     );
-    assert_eq!(c.cmd(&["SELECT", "1"]), err("ERR DB index is out of range"));
+    assert_eq!(c.cmd(&["SELECT", "16"]), err("ERR DB index is out of range"));
     assert_eq!(c.cmd(&["SELECT", "0"]), Reply::Simple("OK".into()));
     assert_eq!(c.cmd(&["EXPIRE", "s", "x"]), err("ERR value is not an integer or out of range"));
     assert_eq!(c.cmd(&["ZRANGEBYSCORE", "z", "a", "1"]), err("ERR min or max is not a float"));

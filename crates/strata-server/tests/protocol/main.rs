@@ -1,5 +1,6 @@
 //! The protocol and the connection layer: error replies, AUTH, RESP3, pipelining, concurrent
-//! and many connections, pub/sub and keyspace notifications, the parser's fuzz corpus, and
+//! and many connections, databases, pub/sub and keyspace notifications, the parser's fuzz
+//! corpus, and
 //! the bundled CLI tools against a server. One module per behaviour (`tests/README.md`).
 
 #[path = "../common/mod.rs"]
@@ -14,6 +15,7 @@ mod cluster_mode;
 mod cluster_routing;
 mod command_keys;
 mod concurrency;
+mod databases;
 mod errors;
 mod fuzz_corpus;
 mod introspection;

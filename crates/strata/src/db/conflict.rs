@@ -4,10 +4,11 @@
 //!
 //! The memtables are searched newest first; the first one holding a write to the key or the
 //! range (a point entry, or a range tombstone overlapping it) holds the newest. When none does, the
-//! answer is still certain if memory holds every write since the sequence number: sequence
-//! numbers are dense, so that is when the oldest memtable's first entry comes right after it
-//! or earlier. Otherwise a flush took writes that may touch the key, and the answer is
-//! unknown (the caller fails with `TryAgain`). Writes still being inserted count when the
+//! answer is still certain if memory holds every write since the sequence number: when the
+//! oldest memtable was already the family's active one at that number (its `earliest_seqno`,
+//! RocksDB's earliest sequence number of a memtable), or its first entry comes right after
+//! it or earlier (sequence numbers are dense). Otherwise a flush took writes that may touch
+//! the key, and the answer is unknown (the caller fails with `TryAgain`). Writes still being inserted count when the
 //! search meets them; a transaction committing holds its keys until its write is published,
 //! so another transaction's write is always met.
 //!
@@ -94,11 +95,15 @@ impl Db {
             }
         }
         let oldest = sv.imm.last().unwrap_or(&sv.mem);
-        let covered = match oldest.first_seqno() {
-            Some(first) => first.0 <= seq.0.saturating_add(1),
-            // Memory is empty: certain only when nothing was published after `seq`.
-            None => self.inner.visible_sequence.load(Ordering::Acquire) <= seq.0,
-        };
+        // Certain when the oldest memtable was already active at `seq` (every later write of
+        // the family is in memory), or holds the write right after it; with memory empty
+        // and its start unknown, only when nothing was published after `seq`.
+        let active_since = oldest.earliest_seqno().is_some_and(|e| e <= seq);
+        let covered = active_since
+            || match oldest.first_seqno() {
+                Some(first) => first.0 <= seq.0.saturating_add(1),
+                None => self.inner.visible_sequence.load(Ordering::Acquire) <= seq.0,
+            };
         if covered {
             Changed::No
         } else {

@@ -638,6 +638,8 @@ fn assemble(mut p: Parts<'_>) -> DbInner {
         let Some(fopts) = p.family_opts.remove(&id) else { continue };
         let recovered = p.recovered.remove(&id).unwrap_or_default();
         let mem = super::cf::new_memtable(&fopts, p.opts);
+        // Every write made after the open goes here; the recovered ones are older.
+        mem.set_earliest(p.last_seq);
         let stats = if id == 0 {
             db_stats.clone()
         } else {

@@ -55,6 +55,10 @@ pub struct MemTable {
     num_deletes: AtomicU64,
     /// Smallest sequence number added; `u64::MAX` while empty (never a valid `SeqNo`).
     first_seqno: AtomicU64,
+    /// The DB's last sequence number when this memtable became its family's active one:
+    /// every write of the family published after it is here or in a newer memtable (the
+    /// switch drains the write pipeline first). `u64::MAX` when not known.
+    earliest_seqno: AtomicU64,
     /// Largest sequence number added plus one; 0 while empty.
     largest_seqno_plus1: AtomicU64,
     /// Range tombstones live beside the skiplist, never in it. `has_range_dels` lets reads of
@@ -128,6 +132,7 @@ impl MemTable {
             num_entries: AtomicU64::new(0),
             num_deletes: AtomicU64::new(0),
             first_seqno: AtomicU64::new(u64::MAX),
+            earliest_seqno: AtomicU64::new(u64::MAX),
             largest_seqno_plus1: AtomicU64::new(0),
             has_range_dels: AtomicBool::new(false),
             range_dels: RwLock::new(MemRangeDels {
@@ -355,6 +360,19 @@ impl MemTable {
     pub fn first_seqno(&self) -> Option<SeqNo> {
         let s = self.first_seqno.load(Ordering::Relaxed);
         (s != u64::MAX).then_some(SeqNo(s))
+    }
+
+    /// The DB's last sequence number when this memtable became active ([`Self::set_earliest`]):
+    /// every write to the family after it is in this memtable or a newer one.
+    pub fn earliest_seqno(&self) -> Option<SeqNo> {
+        let s = self.earliest_seqno.load(Ordering::Acquire);
+        (s != u64::MAX).then_some(SeqNo(s))
+    }
+
+    /// Records that this memtable becomes its family's active one when the DB's last
+    /// sequence number is `seq`, with no write in flight (the switch's contract).
+    pub fn set_earliest(&self, seq: SeqNo) {
+        self.earliest_seqno.store(seq.0, Ordering::Release);
     }
 
     /// Largest sequence number inserted (None when empty).

@@ -67,6 +67,8 @@ pub(crate) fn create_cf(inner: &DbInner, name: &str, opts: &Options) -> Result<A
         }
     };
     let mem = super::new_memtable(&fopts, &inner.opts);
+    // A new family has no write before now: the first ones go to this memtable.
+    mem.set_earliest(crate::types::SeqNo(0));
     let imm = std::collections::VecDeque::new();
     let sv = SuperVersion::build(&fopts, &mem, &imm, version, 1);
     let stats = Arc::new(crate::stats::Stats::new(fopts.num_levels, inner.opts.statistics.clone()));

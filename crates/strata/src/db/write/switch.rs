@@ -66,6 +66,8 @@ pub(crate) fn switch_memtable(inner: &DbInner, wal: &mut WalState, cfd: &Arc<Cfd
     let retired = std::mem::replace(&mut wal.writer, new_writer);
     inner.retired_wals.lock().push_back((wal.number, retired));
     let new_mem = crate::db::cf::new_memtable(&cfd.live_opts(), &inner.opts);
+    // The pipeline is drained: every write published so far is in the old memtables.
+    new_mem.set_earliest(crate::types::SeqNo(inner.visible_sequence.load(Ordering::Acquire)));
     {
         let mut st = inner.state.lock();
         if let Some(cs) = st.cfs.get_mut(&cfd.id) {

@@ -397,3 +397,39 @@ fn a_range_is_written_since_a_sequence_number_when_memory_shows_it() {
     let seq = db.latest_sequence_number();
     assert_eq!(db.written_since_cf(&cf, b"x", b"y", seq).unwrap(), Some(false));
 }
+
+/// An empty memtable that was already active at the sequence number holds every later write
+/// of its family: writes to other families since do not make the answer unknown (a
+/// regression: a family never written, or just flushed, answered "unknown" after any write
+/// anywhere, and strata-server's WATCH aborted EXECs for it).
+#[test]
+fn an_empty_family_answers_for_writes_made_elsewhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let quiet = db.create_cf_handle("quiet", &Options::default()).unwrap();
+    let busy = db.create_cf_handle("busy", &Options::default()).unwrap();
+    db.put_cf(&busy, b"a", b"v").unwrap();
+    let seq = db.latest_sequence_number();
+    db.put_cf(&busy, b"b", b"v").unwrap();
+    assert_eq!(db.written_since_cf(&quiet, b"k", b"l", seq).unwrap(), Some(false));
+    // Flushed: its new memtable starts at the flush, after `seq` was taken before it...
+    db.put_cf(&quiet, b"k1", b"v").unwrap();
+    db.flush_cf(&quiet).unwrap();
+    assert_eq!(db.written_since_cf(&quiet, b"k", b"l", seq).unwrap(), None, "flushed away");
+    // ...and after it, later writes elsewhere leave the answer certain.
+    let seq = db.latest_sequence_number();
+    db.put_cf(&busy, b"c", b"v").unwrap();
+    assert_eq!(db.written_since_cf(&quiet, b"k", b"l", seq).unwrap(), Some(false));
+    db.put_cf(&quiet, b"k2", b"v").unwrap();
+    assert_eq!(db.written_since_cf(&quiet, b"k", b"l", seq).unwrap(), Some(true));
+    // After a reopen too: the memtables start at the recovered sequence number.
+    drop((quiet, busy));
+    drop(db);
+    let o = Options { create_if_missing: true, ..Options::default() };
+    let db = OptimisticTransactionDb::open_cf(&o, dir.path(), ["quiet", "busy"]).unwrap();
+    let (quiet, busy) = (db.cf_handle("quiet").unwrap(), db.cf_handle("busy").unwrap());
+    db.flush_cf(&quiet).unwrap();
+    let seq = db.latest_sequence_number();
+    db.put_cf(&busy, b"d", b"v").unwrap();
+    assert_eq!(db.written_since_cf(&quiet, b"k", b"l", seq).unwrap(), Some(false));
+}
