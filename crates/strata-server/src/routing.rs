@@ -133,6 +133,19 @@ pub trait Router: Send + Sync {
         Err("ERR this node does not keep a cluster map".into())
     }
 
+    /// WAIT's marks: for each partition this node leads, its group and the last index of its
+    /// Raft log now (every write acknowledged here so far is at or below it).
+    fn replication_marks(&self) -> Vec<(u32, u64)> {
+        Vec::new()
+    }
+
+    /// WAIT's count: the fewest, over the partitions of `marks`, of the other replicas whose
+    /// log holds the partition's mark (0 for one this node no longer leads, or no marks).
+    fn replicas_holding(&self, marks: &[(u32, u64)]) -> usize {
+        let _ = marks;
+        0
+    }
+
     /// `field:value` lines for INFO's `# Replication` section in place of a standalone
     /// server's (`role:master`, no replicas); `None` keeps those.
     fn replication_info(&self) -> Option<Vec<(String, String)>> {

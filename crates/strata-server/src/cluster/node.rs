@@ -405,6 +405,36 @@ impl Replicate for ClusterNode {
 }
 
 impl Router for ClusterNode {
+    fn replication_marks(&self) -> Vec<(u32, u64)> {
+        let mut marks = Vec::new();
+        for g in self.raft.groups() {
+            let Some(replica) = self.raft.replica(g) else { continue };
+            if replica.leadership().role == Role::Leader {
+                marks.push((g.0, replica.status().last_log_index.unwrap_or(0)));
+            }
+        }
+        marks
+    }
+
+    fn replicas_holding(&self, marks: &[(u32, u64)]) -> usize {
+        let me = self.raft.id();
+        marks
+            .iter()
+            .map(|&(g, index)| {
+                let Some(replica) = self.raft.replica(GroupId(g)) else { return 0 };
+                if replica.leadership().role != Role::Leader {
+                    return 0;
+                }
+                let st = replica.status();
+                st.replication
+                    .iter()
+                    .filter(|(n, m)| **n != me && m.is_some_and(|m| m >= index))
+                    .count()
+            })
+            .min()
+            .unwrap_or(0)
+    }
+
     fn route(&self, slot: u16, write: bool, readonly: bool) -> Route {
         let group = self.group_of(slot);
         let leader = match self.raft.replica(group) {

@@ -42,6 +42,8 @@ pub enum TimeoutReply {
     NullArray,
     /// A null bulk string (BLMOVE, BRPOPLPUSH).
     Null,
+    /// The integer 0 (WAIT on a server no replica can acknowledge).
+    Zero,
 }
 
 /// What a blocking command that found nothing waits for.
@@ -96,6 +98,7 @@ fn timeout_reply(kind: TimeoutReply, out: &mut Out) {
     match kind {
         TimeoutReply::NullArray => out.null_array(),
         TimeoutReply::Null => out.null(),
+        TimeoutReply::Zero => out.int(0),
     }
 }
 

@@ -361,6 +361,7 @@ pub static COMMANDS: &[Command] = &[
     cmd!("ping", -1, false, KeySpec::NONE, server::ping),
     cmd!("echo", 2, false, KeySpec::NONE, server::echo),
     cmd!("select", 2, false, KeySpec::NONE, databases::select),
+    cmd!("wait", 3, false, KeySpec::NONE, server::wait),
     cmd!("swapdb", 3, true, KeySpec::NONE, databases::swapdb),
     cmd!("quit", -1, false, KeySpec::NONE, server::quit),
     cmd!("reset", 1, false, KeySpec::NONE, server::reset),

@@ -39,6 +39,7 @@ fn refused_in_scripts(name: &str) -> bool {
             | "evalsha"
             | "eval_ro"
             | "evalsha_ro"
+            | "wait"
             | "script"
             | "function"
             | "fcall"

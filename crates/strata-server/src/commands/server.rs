@@ -36,6 +36,52 @@ pub fn echo(_: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult
     Ok(())
 }
 
+/// WAIT numreplicas timeout: how many replicas hold this connection's acknowledged writes.
+/// A standalone server has none: 0, at once when no replica is asked for (or inside MULTI),
+/// else when the timeout passes (0: never), the client blocked meanwhile as Redis blocks it.
+/// In cluster mode every partition this node leads is asked (its writes went through their
+/// groups): the fewest replicas besides this node whose log holds what the partition's log
+/// held when WAIT came, waited for (off the async workers) until that reaches
+/// `numreplicas` or the timeout passes. Every write was acknowledged after a majority of its
+/// partition's replicas had it, so the count is at least a majority less one.
+pub fn wait(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let want = int_arg(&a[1])?;
+    let ms = parse_int_strict(&a[2])
+        .ok_or(CmdError::from("ERR timeout is not an integer or out of range"))?;
+    if ms < 0 {
+        return Err("ERR timeout is negative".into());
+    }
+    let timeout = (ms > 0).then(|| std::time::Duration::from_millis(ms as u64));
+    let Some(router) = sh.router.as_ref() else {
+        if want <= 0 || c.in_exec {
+            out.int(0);
+            return Ok(());
+        }
+        let req = super::blocking::BlockRequest {
+            keys: Vec::new(),
+            timeout,
+            on_timeout: super::blocking::TimeoutReply::Zero,
+            retry: None,
+        };
+        return super::blocking::block(sh, c, a, req, out);
+    };
+    let marks = router.replication_marks();
+    let mut count = router.replicas_holding(&marks);
+    if count as i64 >= want || c.in_exec {
+        out.int(count as i64);
+        return Ok(());
+    }
+    let deadline = timeout.map(|t| std::time::Instant::now() + t);
+    crate::storage::pending::off_worker(|| {
+        while (count as i64) < want && deadline.is_none_or(|d| std::time::Instant::now() < d) {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            count = router.replicas_holding(&marks);
+        }
+    });
+    out.int(count as i64);
+    Ok(())
+}
+
 pub fn quit(_: &Shared, c: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdResult {
     c.close = true;
     out.ok();

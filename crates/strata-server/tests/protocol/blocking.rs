@@ -2,8 +2,9 @@
 //! BZMPOP): Redis's replies (checked against redis-server 7.0.15), first blocked first
 //! served, a client served from the key that was written, frames pipelined after a blocking
 //! command run once it is served, timeouts, EXEC never blocking, CLIENT UNBLOCK, INFO's
-//! `blocked_clients`, a departed client taken off the waiters, and no element lost or
-//! delivered twice under concurrent producers and consumers.
+//! `blocked_clients`, a departed client taken off the waiters, no element lost or
+//! delivered twice under concurrent producers and consumers, and WAIT on a server without
+//! replicas.
 
 use crate::common::{blocked_clients, wait_blocked, Raw, Reply, Server};
 use std::time::{Duration, Instant};
@@ -396,4 +397,37 @@ fn a_served_blocked_command_keeps_its_reply_mode() {
         assert_eq!(c.cmd(&["PING"]), Reply::Simple("PONG".into()), "{mode}");
         assert_eq!(r.cmd(&["LLEN", "q"]), Reply::Int(0), "round {n}");
     }
+}
+
+/// WAIT as redis-server 7.0.15 answers it with no replica connected: 0 at once when none is
+/// asked for (or inside MULTI), else 0 when the timeout passes, the client blocked until
+/// then (0: until CLIENT UNBLOCK); Redis's errors; not from a script.
+#[test]
+fn wait_without_replicas_answers_zero_at_its_timeout() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    assert_eq!(c.cmd(&["SET", "k", "v"]), Reply::Simple("OK".into()));
+    assert_eq!(c.cmd(&["WAIT", "0", "0"]), Reply::Int(0));
+    let started = Instant::now();
+    assert_eq!(c.cmd(&["WAIT", "1", "200"]), Reply::Int(0));
+    assert!(started.elapsed() >= Duration::from_millis(190), "{:?}", started.elapsed());
+    let err = |s: &str| Reply::Error(s.into());
+    assert_eq!(c.cmd(&["WAIT", "x", "0"]), err("ERR value is not an integer or out of range"));
+    assert_eq!(c.cmd(&["WAIT", "1", "x"]), err("ERR timeout is not an integer or out of range"));
+    assert_eq!(c.cmd(&["WAIT", "1", "-1"]), err("ERR timeout is negative"));
+    assert_eq!(c.cmd(&["MULTI"]), Reply::Simple("OK".into()));
+    assert_eq!(c.cmd(&["WAIT", "5", "0"]), Reply::Simple("QUEUED".into()));
+    assert_eq!(c.cmd(&["EXEC"]), Reply::Array(vec![Reply::Int(0)]));
+    let Reply::Error(e) = c.cmd(&["EVAL", "return redis.call('wait', 1, 0)", "0"]) else {
+        panic!("WAIT ran in a script")
+    };
+    assert!(e.contains("not allowed from script"), "{e}");
+    // WAIT 1 0 blocks until unblocked.
+    let mut w = srv.raw();
+    let Reply::Int(id) = w.cmd(&["CLIENT", "ID"]) else { panic!() };
+    send(&mut w, &["WAIT", "1", "0"]);
+    wait_blocked(&mut c, 1);
+    assert_eq!(c.cmd(&["CLIENT", "UNBLOCK", &id.to_string()]), Reply::Int(1));
+    assert_eq!(w.read(), Reply::Int(0));
+    assert_eq!(blocked_clients(&mut c), 0);
 }

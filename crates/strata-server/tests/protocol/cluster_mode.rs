@@ -170,6 +170,15 @@ fn three_nodes_serve_follow_redirects_survive_a_kill_and_catch_up() {
         std::thread::sleep(Duration::from_millis(50));
     }
 
+    // WAIT on a leader: both other replicas come to hold its writes (the fewest over the
+    // partitions it leads).
+    let leader = leader_of(&ports[..3], "key:0");
+    let mut c = Raw::connect(leader);
+    assert_eq!(c.cmd(&["SET", "key:0", "again"]), Reply::Simple("OK".into()));
+    assert_eq!(c.cmd(&["WAIT", "2", "10000"]), Reply::Int(2));
+    assert_eq!(c.cmd(&["WAIT", "0", "0"]), Reply::Int(2));
+    drop(c);
+
     // Kill -9 one node: its partitions elect leaders among the other two.
     let victim = 2u64;
     drop(live.remove(&victim));
