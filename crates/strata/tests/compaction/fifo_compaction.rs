@@ -51,15 +51,18 @@ fn size_budget_drops_the_oldest_files() {
 #[test]
 fn ttl_drops_expired_files() {
     let fs = MemFs::new();
-    let fifo = FifoCompactionOptions { ttl_secs: 1, ..Default::default() };
+    // Two seconds: data times are whole seconds, so a file flushed just before a second
+    // ends is 1 s old a moment later; with a 1 s TTL the new file below could expire
+    // before the check (the flake of an earlier CI run), with 2 s it cannot.
+    let fifo = FifoCompactionOptions { ttl_secs: 2, ..Default::default() };
     let db = Db::open(&opts(&fs, fifo), "/db").unwrap();
     for i in 0..100 {
         db.put(key(i), b"old").unwrap();
     }
     db.flush().unwrap();
     assert!(db.get(key(5)).unwrap().is_some(), "fresh data is kept");
-    // Data times are whole seconds: after 2.5 s the file is at least 1 s old.
-    std::thread::sleep(std::time::Duration::from_millis(2500));
+    // Data times are whole seconds: after 3.5 s the file is at least 2 s old.
+    std::thread::sleep(std::time::Duration::from_millis(3500));
     db.put(key(1000), b"new").unwrap();
     db.flush().unwrap();
     db.wait_for_compact(&strata::WaitForCompactOptions::default()).unwrap();
