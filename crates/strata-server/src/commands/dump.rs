@@ -3,8 +3,8 @@
 //!
 //! RESTORE checks as Redis does and in its order: the options, the key's existence
 //! (BUSYKEY without REPLACE), the TTL, the payload's footer (version and checksum), then its
-//! body. IDLETIME and FREQ are checked and then have nothing to set (no LRU or LFU clock
-//! here).
+//! body. IDLETIME sets the key's idle time (`storage::access`); FREQ is checked and then
+//! has nothing to set (no LFU counter here).
 
 use super::args::{int_arg, is};
 use super::errors::{CmdError, SYNTAX};
@@ -109,6 +109,9 @@ pub fn restore(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
     match key::restore(&ks, &a[1], &value, expire_ms, replace)? {
         Restored::Busy => return Err(BUSYKEY.into()),
         Restored::Written | Restored::Expired(_) => out.ok(),
+    }
+    if let Some(secs) = idle {
+        ks.store.meta_cache.set_idle(ks.store.set, &a[1], secs as u64);
     }
     Ok(())
 }

@@ -168,8 +168,7 @@ pub fn type_(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResu
     Ok(())
 }
 
-/// OBJECT ENCODING (the only subcommand).
-/// OBJECT ENCODING|REFCOUNT|FREQ|HELP key.
+/// OBJECT ENCODING|REFCOUNT|FREQ|IDLETIME|HELP key.
 pub fn object(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     if a.len() == 2 && is(&a[1], "help") {
         let help = [
@@ -180,6 +179,9 @@ pub fn object(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
             "FREQ <key>",
             "    Return the access frequency index of the <key>. Needs an LFU maxmemory policy,",
             "    which strata-server does not have.",
+            "IDLETIME <key>",
+            "    Return the idle time of the <key>, that is the approximated number",
+            "    of seconds elapsed since the last access to the key.",
             "REFCOUNT <key>",
             "    Return the number of references of the value associated with the specified",
             "    <key>: always 1 here (values are never shared).",
@@ -189,7 +191,7 @@ pub fn object(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
         super::args::reply_help(out, &help);
         return Ok(());
     }
-    let sub = ["encoding", "refcount", "freq"].into_iter().find(|s| is(&a[1], s));
+    let sub = ["encoding", "refcount", "freq", "idletime"].into_iter().find(|s| is(&a[1], s));
     let Some(sub) = sub else {
         return Err(format!(
             "ERR unknown subcommand '{}'. Try OBJECT HELP.",
@@ -207,6 +209,7 @@ pub fn object(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
     };
     match sub {
         "refcount" => out.int(1),
+        "idletime" => out.int(ks.store.meta_cache.idle_secs(ks.store.set, &a[2]) as i64),
         "freq" => {
             return Err("ERR An LFU maxmemory policy is not selected, access frequency not \
                         tracked. Please note that when switching between policies at runtime \

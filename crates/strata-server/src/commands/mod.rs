@@ -515,7 +515,16 @@ pub fn dispatch(sh: &Shared, conn: &mut Conn, args: &[Vec<u8>], out: &mut Out) {
         })
         .flatten();
     let started = std::time::Instant::now();
-    let ok = run_handler(sh, cmd, conn, args, out);
+    // The commands that look at keys without using them (Redis's LOOKUP_NOTOUCH) leave
+    // OBJECT IDLETIME's clock alone (`storage::access`).
+    let ok = if matches!(
+        cmd.name,
+        "ttl" | "pttl" | "expiretime" | "pexpiretime" | "type" | "exists" | "object"
+    ) {
+        crate::storage::access::untouched(|| run_handler(sh, cmd, conn, args, out))
+    } else {
+        run_handler(sh, cmd, conn, args, out)
+    };
     // A command that blocked counts when it is served or times out (`blocking`).
     let blocked = conn.blocked.is_some();
     if let Some(c) = sh.stats.per_command.get(index_of(cmd)).filter(|_| !blocked) {

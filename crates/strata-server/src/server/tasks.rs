@@ -64,6 +64,8 @@ pub fn start(sh: &Arc<Shared>) {
         let mut tick = tokio::time::interval(Duration::from_millis(100));
         loop {
             tick.tick().await;
+            // OBJECT IDLETIME's coarse clock (`storage::access`).
+            s.engine().meta_cache.access.tick();
             let s2 = s.clone();
             let start = std::mem::take(&mut from);
             let r = tokio::task::spawn_blocking(move || expire_round(&s2, &start)).await;

@@ -31,6 +31,7 @@
 //! A hot key's entry is then answered here, and the blocks behind it stay in the block cache
 //! for the keys that miss.
 
+use super::access::{self, AccessTimes};
 use parking_lot::Mutex;
 use std::cell::RefCell;
 use std::collections::hash_map::Entry;
@@ -67,8 +68,9 @@ impl Hasher for Prehashed {
     }
 }
 
-/// A cached entry: its key space (set), user key and raw metadata record.
-type Cached = (u32, Vec<u8>, Vec<u8>);
+/// A cached entry: its key space (set), user key, raw metadata record, and the stamp of the
+/// key's last use (`access`).
+type Cached = (u32, Vec<u8>, Vec<u8>, u32);
 
 #[derive(Default)]
 struct Shard {
@@ -88,7 +90,17 @@ impl Shard {
     /// Caches `raw` for `key` (of hash `h`) within `budget` bytes, first dropping a quarter
     /// of the entries (all, if that is not enough) when it would not fit. An entry larger
     /// than the whole budget (a long key) is not cached.
-    fn insert(&mut self, h: u64, set: u32, key: Vec<u8>, raw: Vec<u8>, budget: usize) {
+    /// The entry takes the key's stamp from `access`; entries dropped to make room hand
+    /// theirs back to it.
+    fn insert(
+        &mut self,
+        h: u64,
+        set: u32,
+        key: Vec<u8>,
+        raw: Vec<u8>,
+        budget: usize,
+        access: &AccessTimes,
+    ) {
         let cost = charge(&key, &raw);
         if cost > budget {
             return;
@@ -96,21 +108,26 @@ impl Shard {
         if self.bytes + cost > budget {
             let mut drop = self.map.len().div_ceil(4);
             let mut freed = 0;
-            self.map.retain(|_, (_, k, v)| {
+            self.map.retain(|_, (ks, k, v, at)| {
                 if drop == 0 {
                     return true;
                 }
                 drop -= 1;
                 freed += charge(k, v);
+                access.stamp(*ks, k, *at);
                 false
             });
             self.bytes -= freed;
             if self.bytes + cost > budget {
+                for (ks, k, _, at) in self.map.values() {
+                    access.stamp(*ks, k, *at);
+                }
                 self.map.clear();
                 self.bytes = 0;
             }
         }
-        if let Some((_, k, old)) = self.map.insert(h, (set, key, raw)) {
+        let at = access.stamp_of(set, &key);
+        if let Some((_, k, old, _)) = self.map.insert(h, (set, key, raw, at)) {
             self.bytes -= charge(&k, &old);
         }
         self.bytes += cost;
@@ -124,6 +141,8 @@ fn charge(key: &[u8], raw: &[u8]) -> usize {
 /// The cache.
 pub struct MetaCache {
     shards: Vec<Mutex<Shard>>,
+    /// The last uses of keys the cache does not hold, and the clock (`access`).
+    pub access: AccessTimes,
     /// Bytes each shard may hold.
     shard_bytes: usize,
     /// Random per process, so clients cannot aim keys at one shard or slot.
@@ -156,6 +175,7 @@ impl MetaCache {
     /// Memory is taken only as entries are cached.
     pub fn new(bytes: usize) -> MetaCache {
         MetaCache {
+            access: AccessTimes::default(),
             shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
             shard_bytes: (bytes / SHARDS).max(MAX_ENTRY + ENTRY_OVERHEAD),
             seed: RandomState::new().hash_one(0x5eed_u64),
@@ -185,8 +205,12 @@ impl MetaCache {
     pub fn get(&self, set: u32, key: &[u8]) -> Result<Vec<u8>, u64> {
         let (h, shard) = self.slot(set, key);
         let mut s = shard.lock();
-        match s.map.get(&h) {
-            Some((ks, k, v)) if *ks == set && k == key => {
+        match s.map.get_mut(&h) {
+            Some((ks, k, v, at)) if *ks == set && k == key => {
+                // A use, unless the command only looks (`access::untouched`).
+                if access::counted() {
+                    *at = self.access.now();
+                }
                 let v = v.clone();
                 s.hits += 1;
                 Ok(v)
@@ -217,6 +241,8 @@ impl MetaCache {
         let (hash, shard) = self.slot(set, key);
         let generation = shard.lock().generation;
         let raw = raw.filter(|r| r.len() <= MAX_ENTRY);
+        // A write is a use; the entry the write puts takes this stamp.
+        self.access.touch(set, key);
         let noted = Noted { set, key: key.to_vec(), hash, raw, generation };
         NOTED.with(|n| n.borrow_mut().push(noted));
     }
@@ -237,7 +263,32 @@ impl MetaCache {
         if s.generation != generation {
             return;
         }
-        s.insert(h, set, key.to_vec(), raw, self.shard_bytes);
+        s.insert(h, set, key.to_vec(), raw, self.shard_bytes, &self.access);
+    }
+
+    /// Seconds since the last use of `key` of key space `set` (OBJECT IDLETIME): from its
+    /// cache entry, else from the table (`access`).
+    pub fn idle_secs(&self, set: u32, key: &[u8]) -> u64 {
+        let (h, shard) = self.slot(set, key);
+        let cached = match shard.lock().map.get(&h) {
+            Some((ks, k, _, at)) if *ks == set && k == key => Some(*at),
+            _ => None,
+        };
+        let at = cached.unwrap_or_else(|| self.access.stamp_of(set, key));
+        self.access.idle_since(at)
+    }
+
+    /// Records that `key` of key space `set` has been idle `secs` seconds (RESTORE ...
+    /// IDLETIME), in its cache entry and the table.
+    pub fn set_idle(&self, set: u32, key: &[u8], secs: u64) {
+        let at = self.access.ago(secs);
+        self.access.stamp(set, key, at);
+        let (h, shard) = self.slot(set, key);
+        if let Some((ks, k, _, stamp)) = shard.lock().map.get_mut(&h) {
+            if *ks == set && k == key {
+                *stamp = at;
+            }
+        }
     }
 
     /// Settles the writes this thread noted, after their batch: `written` says whether it
@@ -252,12 +303,12 @@ impl MetaCache {
             s.generation += 1;
             if let Entry::Occupied(e) = s.map.entry(h) {
                 if e.get().0 == w.set && e.get().1 == w.key {
-                    let (_, k, old) = e.remove();
+                    let (_, k, old, _) = e.remove();
                     s.bytes -= charge(&k, &old);
                 }
             }
             if let (true, Some(raw)) = (through, w.raw) {
-                s.insert(h, w.set, w.key, raw, self.shard_bytes);
+                s.insert(h, w.set, w.key, raw, self.shard_bytes, &self.access);
             }
         }
     }
@@ -352,7 +403,7 @@ mod tests {
         let mut cached = 0;
         for s in &c.shards {
             let s = s.lock();
-            let want: usize = s.map.values().map(|(_, k, v)| charge(k, v)).sum();
+            let want: usize = s.map.values().map(|(_, k, v, _)| charge(k, v)).sum();
             assert_eq!(s.bytes, want);
             assert!(s.bytes <= c.shard_bytes);
             cached += s.map.len();
@@ -383,7 +434,7 @@ mod tests {
         c.invalidate_noted(true);
         for s in &c.shards {
             let s = s.lock();
-            assert_eq!(s.bytes, s.map.values().map(|(_, k, v)| charge(k, v)).sum::<usize>());
+            assert_eq!(s.bytes, s.map.values().map(|(_, k, v, _)| charge(k, v)).sum::<usize>());
         }
     }
 

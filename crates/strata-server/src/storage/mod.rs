@@ -23,6 +23,7 @@
 //! Errors are the engine's ([`strata::Error`]), or [`OpenError`] and
 //! [`sync_group::SyncError`] where the engine is not the cause.
 
+pub mod access;
 pub mod databases;
 pub mod filter;
 pub mod locks;

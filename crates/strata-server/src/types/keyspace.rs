@@ -142,6 +142,9 @@ impl<'a> Keyspace<'a> {
             Some(MetaRead::Stored { raw, generation }) => {
                 let m = Meta::decode(&raw)
                     .map_err(|e| TypeError::Corrupt(format!("metadata of a key: {e}")))?;
+                // A use (a cache hit stamps its entry instead: `storage::access`); the entry
+                // the fill makes takes the stamp.
+                self.store.meta_cache.access.touch(self.store.set, key);
                 self.store.cache_meta(key, raw, generation);
                 m
             }

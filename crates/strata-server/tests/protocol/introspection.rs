@@ -158,3 +158,36 @@ fn memory_usage_estimates_a_keys_records() {
         Reply::Error("ERR unknown subcommand 'DOCTOR'. Try MEMORY HELP.".into())
     );
 }
+
+/// OBJECT IDLETIME as redis-server 7.0.15 keeps it: a key's reads and writes (and TOUCH) are
+/// uses; TTL, TYPE, EXISTS and OBJECT look without using; RESTORE ... IDLETIME sets it.
+/// Redis's own introspection-2 tests, in the same steps.
+#[test]
+fn object_idletime_counts_from_the_last_use() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    let idle = |c: &mut Raw, k: &str| match c.cmd(&["OBJECT", "IDLETIME", k]) {
+        Reply::Int(n) => n,
+        other => panic!("OBJECT IDLETIME {k}: {other:?}"),
+    };
+    assert_eq!(c.cmd(&["SET", "foo", "bar"]), Reply::Simple("OK".into()));
+    assert_eq!(c.cmd(&["SET", "other", "x"]), Reply::Simple("OK".into()));
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    for cmd in
+        [&["TTL", "foo"][..], &["TYPE", "foo"], &["EXISTS", "foo"], &["OBJECT", "ENCODING", "foo"]]
+    {
+        c.cmd(cmd);
+    }
+    assert!(idle(&mut c, "foo") >= 2);
+    assert_eq!(c.cmd(&["TOUCH", "foo", "nokey"]), Reply::Int(1));
+    assert!(idle(&mut c, "foo") < 2);
+    assert!(idle(&mut c, "other") >= 2);
+    assert_eq!(c.cmd(&["GET", "other"]), Reply::bulk("x"));
+    assert!(idle(&mut c, "other") < 2);
+    assert_eq!(c.cmd(&["OBJECT", "IDLETIME", "nokey"]), Reply::Null);
+    let Reply::Bulk(payload) = c.cmd(&["DUMP", "foo"]) else { panic!("DUMP") };
+    c.send_raw(&Raw::encode(&[b"RESTORE", b"copy", b"0", &payload, b"IDLETIME", b"1000"]));
+    assert_eq!(c.read(), Reply::Simple("OK".into()));
+    let n = idle(&mut c, "copy");
+    assert!((1000..=1010).contains(&n), "{n}");
+}
