@@ -155,18 +155,26 @@ fn written_in(db: usize, cmd: &Command, args: &[Vec<u8>]) -> Vec<Vec<u8>> {
     written_keys(cmd, args).iter().map(|k| waited_key(db, k)).collect()
 }
 
-/// The waited keys a top-level write `args` on `conn` may have made ready: EXEC's and a
-/// script's commands' (noted as they ran), every one of the database FLUSHDB emptied or of
-/// all (FLUSHALL), SWAPDB's two databases' (noted by it), else its key arguments in the
-/// connection's database and what it noted of another (MOVE, COPY ... DB).
+/// The waited keys the write `args` on `conn` made ready by its own arguments: every one
+/// (FLUSHALL), every one of the connection's database (FLUSHDB), else its keys there.
+fn written_by(sh: &Shared, conn: &Conn, cmd: &Command, args: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    match cmd.name {
+        "flushall" => sh.blocked.waited_keys(),
+        "flushdb" => sh.blocked.waited_keys_in(&[conn.db]),
+        _ => written_in(conn.db, cmd, args),
+    }
+}
+
+/// The waited keys a top-level write `args` on `conn` may have made ready: what it noted
+/// while it ran (EXEC's and a script's commands' keys, SWAPDB's two databases', the target
+/// of MOVE and COPY ... DB), and for any command but EXEC and a script, [`written_by`].
 fn ready_after(sh: &Shared, conn: &mut Conn, cmd: &Command, args: &[Vec<u8>]) -> Vec<Vec<u8>> {
     let mut touched = std::mem::take(&mut conn.touched);
-    match cmd.name {
+    if !matches!(
+        cmd.name,
         "exec" | "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"
-        | "swapdb" => {}
-        "flushall" => touched = sh.blocked.waited_keys(),
-        "flushdb" => touched = sh.blocked.waited_keys_in(&[conn.db]),
-        _ => touched.extend(written_in(conn.db, cmd, args)),
+    ) {
+        touched.extend(written_by(sh, conn, cmd, args));
     }
     touched
 }
@@ -193,11 +201,8 @@ pub fn note_in_exec(sh: &Shared, conn: &mut Conn, cmd: &Command, args: &[Vec<u8>
     if !cmd.write || sh.blocked.count() == 0 {
         return;
     }
-    match cmd.name {
-        "flushall" => conn.touched.extend(sh.blocked.waited_keys()),
-        "flushdb" => conn.touched.extend(sh.blocked.waited_keys_in(&[conn.db])),
-        _ => conn.touched.extend(written_in(conn.db, cmd, args)),
-    }
+    let keys = written_by(sh, conn, cmd, args);
+    conn.touched.extend(keys);
 }
 
 /// Serves the clients blocked on `keys` (waited keys: `blocked`), and on the keys their

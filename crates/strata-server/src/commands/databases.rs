@@ -15,13 +15,17 @@ pub const OUT_OF_RANGE: &str = "ERR DB index is out of range";
 /// A database index argument (`not_int`: the reply when it is not an integer), checked to
 /// be one of this server's databases, whose set then exists (`Databases::ensure`).
 pub fn db_arg(sh: &Shared, arg: &[u8], not_int: &str) -> Result<usize, CmdError> {
-    // Redis reads a C int: past its range is "not an integer".
-    let n = crate::types::number::parse_int_strict(arg)
-        .filter(|n| i32::try_from(*n).is_ok())
-        .ok_or_else(|| CmdError::from(not_int.to_string()))?;
-    let db = usize::try_from(n).map_err(|_| CmdError::from(OUT_OF_RANGE))?;
+    let db = usize::try_from(index_arg(arg, not_int)?).map_err(|_| CmdError::from(OUT_OF_RANGE))?;
     sh.dbs.ensure(db).map_err(db_error)?;
     Ok(db)
+}
+
+/// An index argument as Redis reads it, a C int: one past that range is "not an integer"
+/// (`not_int`, the reply).
+fn index_arg(arg: &[u8], not_int: &str) -> Result<i32, CmdError> {
+    crate::types::number::parse_int_strict(arg)
+        .and_then(|n| i32::try_from(n).ok())
+        .ok_or_else(|| CmdError::from(not_int.to_string()))
 }
 
 /// The reply to a failed [`databases::Databases::ensure`] or swap.
@@ -35,10 +39,7 @@ fn db_error(e: DbError) -> CmdError {
 /// SELECT index.
 pub fn select(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     if sh.router.is_some() {
-        let n = crate::types::number::parse_int_strict(&a[1])
-            .filter(|n| i32::try_from(*n).is_ok())
-            .ok_or(CmdError::from(NOT_INT))?;
-        if n != 0 {
+        if index_arg(&a[1], NOT_INT)? != 0 {
             return Err("ERR SELECT is not allowed in cluster mode".into());
         }
         out.ok();

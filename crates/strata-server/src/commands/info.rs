@@ -52,11 +52,7 @@ fn prop_cf(sh: &Shared, cf: &ColumnFamily, name: &str) -> u64 {
 
 /// An engine property summed over the data families of every database.
 fn prop(sh: &Shared, name: &str) -> u64 {
-    sh.dbs
-        .each()
-        .flat_map(|(_, st)| [&st.meta_cf, &st.sub_cf, &st.score_cf])
-        .map(|cf| prop_cf(sh, cf, name))
-        .sum()
+    sh.dbs.each().flat_map(|(_, st)| st.families()).map(|cf| prop_cf(sh, cf, name)).sum()
 }
 
 /// The sections INFO gives without arguments (and for `default`), in its order.

@@ -271,11 +271,6 @@ impl Databases {
         &self.engine
     }
 
-    /// How many databases SELECT reaches.
-    pub fn count(&self) -> usize {
-        self.count
-    }
-
     /// The store of database `db`, which must have its set (the module's invariant: any
     /// database a connection is on, any database [`Databases::ensure`] succeeded for).
     /// A database without one (a broken invariant) gets the first database's store in
@@ -310,23 +305,30 @@ impl Databases {
         Ok(())
     }
 
-    /// Opens set `set`'s families, creating those missing, and makes its store.
+    /// Opens set `set`'s families, creating those missing, and makes its store. A set past
+    /// the first marks the store's layout first (`LAYOUT_DATABASES`).
     fn create_set(&self, set: u32) -> strata::Result<()> {
-        let slot = &self.slots[set as usize];
-        let mut cfs = Vec::with_capacity(3);
-        for (i, name) in family_names(set).into_iter().enumerate() {
-            let cf = match self.engine.db.cf_handle(&name) {
-                Some(cf) => cf,
-                None => {
-                    let o = family_options(&self.opts, i, slot, self.stale);
-                    self.engine.db.create_cf_handle(&name, &o)?
-                }
-            };
-            cfs.push(cf);
+        let marker = self.engine.db.get_cf(&*self.engine.server_cf, super::LAYOUT_KEY)?;
+        if set != 0 && marker.as_deref() != Some(super::LAYOUT_DATABASES) {
+            let record = (super::LAYOUT_KEY.to_vec(), Some(super::LAYOUT_DATABASES.to_vec()));
+            self.engine.write_server_records(&[record])?;
         }
-        let [meta_cf, sub_cf, score_cf]: [_; 3] =
-            cfs.try_into().unwrap_or_else(|_| unreachable!("three families were pushed"));
-        let store = Arc::new(Store { engine: self.engine.clone(), set, meta_cf, sub_cf, score_cf });
+        let slot = &self.slots[set as usize];
+        let [meta, sub, score] = family_names(set);
+        let family = |which: usize, name: String| match self.engine.db.cf_handle(&name) {
+            Some(cf) => Ok(cf),
+            None => {
+                let o = family_options(&self.opts, which, slot, self.stale);
+                self.engine.db.create_cf_handle(&name, &o)
+            }
+        };
+        let store = Arc::new(Store {
+            engine: self.engine.clone(),
+            set,
+            meta_cf: family(0, meta)?,
+            sub_cf: family(1, sub)?,
+            score_cf: family(2, score)?,
+        });
         let _ = slot.set(Arc::downgrade(&store));
         let _ = self.sets[set as usize].set(store);
         Ok(())
@@ -398,32 +400,19 @@ impl Databases {
         Ok(())
     }
 
-    /// SAVE: every acknowledged write durable and in table files (the WAL synced, the
-    /// memtables of every set's families flushed, each flush waited for).
-    pub fn save(&self) -> strata::Result<()> {
-        self.engine.db.flush_wal(true)?;
-        for st in self.sets.iter().filter_map(OnceLock::get) {
-            for cf in [&st.meta_cf, &st.sub_cf, &st.score_cf] {
-                self.engine.db.flush_cf(&**cf)?;
-            }
-        }
-        Ok(())
+    /// Every set's store.
+    fn stores(&self) -> impl Iterator<Item = &Store> {
+        self.sets.iter().filter_map(OnceLock::get).map(|s| &**s)
     }
 
-    /// Flushes the memtables and stops background work: the clean shutdown.
+    /// SAVE over every database ([`Engine::save`]).
+    pub fn save(&self) -> strata::Result<()> {
+        self.engine.save(self.stores())
+    }
+
+    /// The clean shutdown of every database ([`Engine::close`]).
     pub fn close(&self) -> strata::Result<()> {
-        self.engine.closing.store(true, Ordering::Release);
-        let mut res = self.engine.db.flush_wal(true);
-        for st in self.sets.iter().filter_map(OnceLock::get) {
-            for cf in [&st.meta_cf, &st.sub_cf, &st.score_cf] {
-                if let Err(e) = self.engine.db.flush_cf(&**cf) {
-                    res = Err(e);
-                }
-            }
-        }
-        self.engine.db.cancel_all_background_work(true);
-        self.engine.syncs.stop();
-        res
+        self.engine.close(self.stores())
     }
 }
 
@@ -495,7 +484,17 @@ mod tests {
             let dbs = open(dir.path(), 4);
             assert_eq!(dbs.each().count(), 1, "only database 0 has families at first");
             assert!(matches!(dbs.ensure(4), Err(DbError::OutOfRange(4))));
+            let marker = |dbs: &Databases| {
+                let server = &*dbs.engine().server_cf;
+                dbs.engine().db.get_cf(server, super::super::LAYOUT_KEY).unwrap()
+            };
+            assert_eq!(marker(&dbs).as_deref(), Some(super::super::LAYOUT));
             dbs.ensure(2).unwrap();
+            assert_eq!(
+                marker(&dbs).as_deref(),
+                Some(super::super::LAYOUT_DATABASES),
+                "a second set marks the layout an older version refuses"
+            );
             put(dbs.store(0), b"k", b"in 0");
             put(dbs.store(2), b"k", b"in 2");
             assert_eq!(get(dbs.store(2), b"k").as_deref(), Some(&b"in 2"[..]));

@@ -87,21 +87,12 @@ struct Shard {
 }
 
 impl Shard {
-    /// Caches `raw` for `key` (of hash `h`) within `budget` bytes, first dropping a quarter
-    /// of the entries (all, if that is not enough) when it would not fit. An entry larger
-    /// than the whole budget (a long key) is not cached.
-    /// The entry takes the key's stamp from `access`; entries dropped to make room hand
-    /// theirs back to it.
-    fn insert(
-        &mut self,
-        h: u64,
-        set: u32,
-        key: Vec<u8>,
-        raw: Vec<u8>,
-        budget: usize,
-        access: &AccessTimes,
-    ) {
-        let cost = charge(&key, &raw);
+    /// Caches `entry` (of hash `h`) within `budget` bytes, first dropping a quarter of the
+    /// entries (all, if that is not enough) when it would not fit; the entries dropped hand
+    /// their stamps to `access`. An entry larger than the whole budget (a long key) is not
+    /// cached.
+    fn insert(&mut self, h: u64, entry: Cached, budget: usize, access: &AccessTimes) {
+        let cost = charge(&entry.1, &entry.2);
         if cost > budget {
             return;
         }
@@ -126,8 +117,7 @@ impl Shard {
                 self.bytes = 0;
             }
         }
-        let at = access.stamp_of(set, &key);
-        if let Some((_, k, old, _)) = self.map.insert(h, (set, key, raw, at)) {
+        if let Some((_, k, old, _)) = self.map.insert(h, entry) {
             self.bytes -= charge(&k, &old);
         }
         self.bytes += cost;
@@ -263,7 +253,9 @@ impl MetaCache {
         if s.generation != generation {
             return;
         }
-        s.insert(h, set, key.to_vec(), raw, self.shard_bytes, &self.access);
+        // The read that missed was a use, unless its command only looks.
+        let at = if access::counted() { self.access.now() } else { self.access.stamp_of(set, key) };
+        s.insert(h, (set, key.to_vec(), raw, at), self.shard_bytes, &self.access);
     }
 
     /// Seconds since the last use of `key` of key space `set` (OBJECT IDLETIME): from its
@@ -308,7 +300,9 @@ impl MetaCache {
                 }
             }
             if let (true, Some(raw)) = (through, w.raw) {
-                s.insert(h, w.set, w.key, raw, self.shard_bytes, &self.access);
+                // The write was a use.
+                let at = self.access.now();
+                s.insert(h, (w.set, w.key, raw, at), self.shard_bytes, &self.access);
             }
         }
     }

@@ -55,6 +55,10 @@ pub const LAYOUT_KEY: &[u8] = b"layout";
 /// marker whose metadata family holds keys was written before slots led the keys and is
 /// refused at open ([`OpenError::Layout`]), never misread.
 pub const LAYOUT: &[u8] = b"slot-prefixed 1";
+/// The layout of a store that has used a database other than 0: the same records, plus the
+/// databases' family sets and map (`databases`), which a version reading only [`LAYOUT`]
+/// would not see. Written (synced) before a second family set is created; read alike.
+pub const LAYOUT_DATABASES: &[u8] = b"slot-prefixed 2";
 
 /// The metadata family's key of user key `key`: its slot, then the key.
 pub fn meta_key(key: &[u8]) -> Vec<u8> {
@@ -122,9 +126,11 @@ impl fmt::Display for OpenError {
             OpenError::Layout { dir, found } => write!(
                 f,
                 "the database in {} is laid out as {found}, and this strata-server reads only \
-                 {:?} (keys filed under their cluster slot); start it on an empty directory",
+                 {:?} and {:?} (keys filed under their cluster slot); start it on an empty \
+                 directory",
                 dir.display(),
-                String::from_utf8_lossy(LAYOUT)
+                String::from_utf8_lossy(LAYOUT),
+                String::from_utf8_lossy(LAYOUT_DATABASES)
             ),
         }
     }
@@ -389,13 +395,42 @@ impl Engine {
         sync_group::take_owed_sync().then(|| self.syncs.request(&self.db))
     }
 
-    /// The sequence number WATCH notes: [`Store::written_since`] tells writes after it.
+    /// SAVE: every acknowledged write durable and in table files (the WAL synced, the
+    /// memtables of `stores`' families flushed, each flush waited for).
+    pub fn save<'a>(&self, stores: impl IntoIterator<Item = &'a Store>) -> strata::Result<()> {
+        self.db.flush_wal(true)?;
+        for st in stores {
+            for cf in st.families() {
+                self.db.flush_cf(&**cf)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The clean shutdown: the WAL synced, `stores`' memtables flushed (every one tried),
+    /// background work stopped.
+    pub fn close<'a>(&self, stores: impl IntoIterator<Item = &'a Store>) -> strata::Result<()> {
+        self.closing.store(true, Ordering::Release);
+        let mut res = self.db.flush_wal(true);
+        for st in stores {
+            for cf in st.families() {
+                if let Err(e) = self.db.flush_cf(&**cf) {
+                    res = Err(e);
+                }
+            }
+        }
+        self.db.cancel_all_background_work(true);
+        self.syncs.stop();
+        res
+    }
+
+    /// The sequence number WATCH notes: [`Engine::written_since`] tells writes after it.
     pub fn watch_point(&self) -> u64 {
         self.db.latest_sequence_number()
     }
 
     /// Whether a key of `[begin, end)` in `cf` may have been written since `seq` (a
-    /// [`Store::watch_point`]): by any command or FLUSHALL. A write the engine can no longer
+    /// [`Engine::watch_point`]): by any command or FLUSHALL. A write the engine can no longer
     /// tell (flushed since) counts as one.
     pub fn written_since(
         &self,
@@ -435,19 +470,15 @@ impl Store {
         &self.engine
     }
 
-    /// The clean shutdown of a store opened alone ([`Store::open`]): its memtables flushed,
-    /// background work stopped. A server closes its [`databases::Databases`] instead.
+    /// The clean shutdown of a store opened alone ([`Store::open`]). A server closes its
+    /// [`databases::Databases`] instead.
     pub fn close(&self) -> strata::Result<()> {
-        self.closing.store(true, Ordering::Release);
-        let mut res = self.db.flush_wal(true);
-        for cf in [&self.meta_cf, &self.sub_cf, &self.score_cf] {
-            if let Err(e) = self.db.flush_cf(&**cf) {
-                res = Err(e);
-            }
-        }
-        self.db.cancel_all_background_work(true);
-        self.syncs.stop();
-        res
+        self.engine.close([self])
+    }
+
+    /// The three data families: metadata, sub-keys, score index.
+    pub fn families(&self) -> [&Arc<ColumnFamily>; 3] {
+        [&self.meta_cf, &self.sub_cf, &self.score_cf]
     }
 
     /// The metadata record of `key`, from the cache or else the engine (`None`: no record).
@@ -629,7 +660,7 @@ impl Store {
         let start = first.to_be_bytes().to_vec();
         // One past the last slot's keys: the next slot (slots are below 2^14, so no overflow).
         let end = (u32::from(last) + 1) as u16;
-        [&self.meta_cf, &self.sub_cf, &self.score_cf]
+        self.families()
             .into_iter()
             .map(|cf| (cf.clone(), start.clone(), end.to_be_bytes().to_vec()))
             .collect()
@@ -639,7 +670,7 @@ impl Store {
     /// each family's last key.
     pub fn flush(&self) -> Result<(), WriteError> {
         self.pop_hints.clear();
-        for cf in [&self.meta_cf, &self.sub_cf, &self.score_cf] {
+        for cf in self.families() {
             let mut it = self.raw_iter(cf, &ReadOptions::default());
             it.seek_to_last();
             if let Some(last) = it.key() {
@@ -699,7 +730,7 @@ fn check_layout(
 ) -> Result<(), OpenError> {
     let db_err = |source| OpenError::Db { dir: dir.to_path_buf(), source };
     match db.get_cf(server_cf, LAYOUT_KEY).map_err(db_err)? {
-        Some(found) if found == LAYOUT => Ok(()),
+        Some(found) if found == LAYOUT || found == LAYOUT_DATABASES => Ok(()),
         Some(found) => Err(OpenError::Layout {
             dir: dir.to_path_buf(),
             found: format!("{:?}", String::from_utf8_lossy(&found)),
