@@ -8,26 +8,27 @@
 //!
 //! 0. [`resp`]: the wire format (the frame parser, the reply writer); [`slots`]: Redis
 //!    Cluster's key slots (CRC16 and hash tags).
-//! 1. [`storage`]: the engine under the types: the DB and its column families, records as
+//! 1. [`filing`]: the slot (and in cluster mode the partition) that leads every stored key.
+//! 2. [`storage`]: the engine under the types: the DB and its column families, records as
 //!    bytes, batches written under the sync policy, per-key locks, the metadata cache, pop
 //!    hints, group commit. Fails with the engine's errors.
-//! 2. [`types`]: the Redis types, as Kvrocks' `types/`: record encodings, the metadata and
+//! 3. [`types`]: the Redis types, as Kvrocks' `types/`: record encodings, the metadata and
 //!    expiry rules, type checks, and one module per type that computes each command's reads
 //!    and its `WriteBatch` (with the index upkeep it needs). Fails with
 //!    [`types::TypeError`].
-//! 3. [`config`]: flags and the config file; [`routing`]: where a slot's commands run in
+//! 4. [`config`]: flags and the config file; [`routing`]: where a slot's commands run in
 //!    cluster mode (the router a clustered server installs); [`blocked`]: the clients
 //!    blocked on keys (BLPOP...), in the order they blocked; [`script`]: the Lua engine of
 //!    EVAL (the interpreter, its script cache, the `redis` library over a command host);
 //!    [`pubsub`]: pub/sub's subscriptions and each subscriber's message queue.
-//! 4. [`state`]: what commands run against: the state every connection shares, and one
+//! 5. [`state`]: what commands run against: the state every connection shares, and one
 //!    connection's; [`cluster`]: cluster mode's side of a node (partitions, the state machine
 //!    of their Raft groups, the store's replication and the router).
-//! 5. [`commands`]: the command table and the handlers. A handler parses its arguments,
+//! 6. [`commands`]: the command table and the handlers. A handler parses its arguments,
 //!    calls `types` and formats the reply; [`commands::errors`] maps a `TypeError` to Redis's
 //!    error text, in one place.
-//! 6. [`server`]: the listener, the connection loop and the background tasks.
-//! 7. `lib` ([`run`]) and `main` (the binary).
+//! 7. [`server`]: the listener, the connection loop and the background tasks.
+//! 8. `lib` ([`run`]) and `main` (the binary).
 //!
 //! The data layers (`storage`, `types`) return errors, never reply texts, and do not use
 //! `resp`: the same test checks that.
@@ -36,6 +37,7 @@ pub mod blocked;
 pub mod cluster;
 pub mod commands;
 pub mod config;
+pub mod filing;
 pub mod pubsub;
 pub mod resp;
 pub mod routing;
@@ -54,12 +56,11 @@ use std::sync::Arc;
 pub async fn run(cfg: config::Config) -> Result<(), String> {
     std::fs::create_dir_all(&cfg.dir)
         .map_err(|e| format!("cannot create {}: {e}", cfg.dir.display()))?;
-    let dbs = types::open_databases(
-        cfg.engine_options(),
-        &cfg.dir,
-        cfg.appendfsync,
-        cfg.database_count(),
-    )
+    let dbs = if cfg.cluster.enabled {
+        types::open_partitioned(cfg.engine_options(), &cfg.dir, cfg.appendfsync)
+    } else {
+        types::open_databases(cfg.engine_options(), &cfg.dir, cfg.appendfsync, cfg.databases)
+    }
     .map_err(|e| e.to_string())?;
     let listener = tokio::net::TcpListener::bind((cfg.bind.as_str(), cfg.port))
         .await

@@ -117,6 +117,13 @@ pub trait Router: Send + Sync {
         Ok(())
     }
 
+    /// The partition whose view of the store a command on `slot` runs against
+    /// (`crate::filing`); `None` when the store is not partitioned.
+    fn partition_of(&self, slot: u16) -> Option<u16> {
+        let _ = slot;
+        None
+    }
+
     /// The cluster's layout as this node knows it (CLUSTER SLOTS, NODES, INFO).
     fn layout(&self) -> Layout;
 

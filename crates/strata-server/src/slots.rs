@@ -48,12 +48,6 @@ pub fn key_slot(key: &[u8]) -> u16 {
     crc16(hash_part(key)) % SLOTS
 }
 
-/// The slot a stored key (strata-server's metadata key, sub-key or score-index entry) is
-/// filed under: its first two bytes, big-endian; `None` when it is shorter.
-pub fn filed_slot(stored: &[u8]) -> Option<u16> {
-    Some(u16::from_be_bytes(stored.get(..2)?.try_into().ok()?))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -443,6 +443,8 @@ pub struct Watched {
     pub point: u64,
     /// It had expired (not yet deleted) when watched; else its expiring before EXEC aborts it.
     pub expired: bool,
+    /// In cluster mode, the partition its records were filed under when it was watched.
+    pub partition: Option<u16>,
 }
 
 /// A transaction being queued (between MULTI and EXEC or DISCARD).

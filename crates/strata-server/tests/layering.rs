@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 /// Top-level modules by layer, from the bottom. Keep in step with `src/lib.rs`.
 const LAYERS: &[&[&str]] = &[
     &["resp", "slots"],
+    &["filing"],
     &["storage"],
     &["types"],
     &["config", "routing", "blocked", "script", "pubsub"],

@@ -13,8 +13,8 @@
 //!
 //! What it checks and keeps:
 //! - The entry decodes (header, then `WriteBatch::from_data`, which validates every record),
-//!   every record is in one of the three data families, and every key is filed under a slot
-//!   of the group's partition: anything else is an apply error, which stops the group, never
+//!   every record is in one of the three data families, and every key is filed under the
+//!   group's partition and one of its slots (`crate::filing`): anything else is an apply error, which stops the group, never
 //!   a write into another partition's data or another family.
 //! - The metadata cache: every key the batch writes is noted as changed while the entry is
 //!   applied, and the notes are settled after the engine write (`after_write`), on the same
@@ -35,8 +35,8 @@ use tokio::sync::watch;
 
 use super::map::{self, ClusterMap, META};
 use super::partitions::Partitions;
-use crate::slots::filed_slot;
-use crate::storage::Store;
+use crate::filing::Filing;
+use crate::storage::{partition_space, Store};
 
 thread_local! {
     /// Whether the entry this thread is applying deletes a range: its cached metadata and
@@ -106,6 +106,9 @@ impl Apply for ServerApply {
         let Some((first, last)) = self.slots(group) else {
             return Err(format!("{group} is not a partition of {} ", self.partitions.count()));
         };
+        let partition = group.0 as u16;
+        let space = partition_space(partition);
+        let filing = Filing::Partition(partition);
         let Some((header, data)) = command.split_first_chunk::<HEADER>() else {
             return Err(format!(
                 "entry {index} of {group} is {} bytes, shorter than its header",
@@ -119,21 +122,23 @@ impl Apply for ServerApply {
             [&self.store.meta_cf, &self.store.sub_cf, &self.store.score_cf].map(|cf| cf.id());
         let b = WriteBatch::try_from_data(data)
             .map_err(|e| format!("entry {index} of {group} is not a write batch: {e}"))?;
-        // A range deletion may end exactly where the partition's slots end.
-        let bound = ((u32::from(last) + 1) as u16).to_be_bytes();
+        // Every key is filed under the group's partition and one of its slots; a range
+        // deletion may end exactly where the partition's slots end.
+        let (_, bound) = filing.slot_span(first, last);
         for (k, end) in b.keys() {
-            let inside = filed_slot(k).is_some_and(|s| (first..=last).contains(&s))
+            let inside = Filing::partition_of(k) == Some(partition)
+                && filing.slot_of(k).is_some_and(|s| (first..=last).contains(&s))
                 && end.is_none_or(|e| e <= &bound[..]);
             if !inside {
                 return Err(format!(
-                    "entry {index} of {group} writes key {:?}, outside the partition's slots \
-                     {first}..={last}",
+                    "entry {index} of {group} writes key {:?}, outside the partition's prefix \
+                     and slots {first}..={last}",
                     String::from_utf8_lossy(k)
                 ));
             }
-            // A metadata key is slot | user key; noting the tail of a sub-key as a user key
+            // A metadata key is lead | user key; noting the tail of a sub-key as a user key
             // only drops a cache entry that is not there.
-            self.store.meta_cache.note_write(self.store.set, &k[2..], None);
+            self.store.meta_cache.note_write(space, &k[filing.len()..], None);
             if end.is_some() {
                 // A range deletion (FLUSHALL of the partition) drops keys it does not name.
                 RANGE_DELETED.with(|r| r.set(true));
@@ -154,9 +159,12 @@ impl Apply for ServerApply {
                 end: map::META_END.to_vec(),
             }];
         }
-        let Some((first, last)) = self.slots(group) else { return Vec::new() };
+        if self.slots(group).is_none() {
+            return Vec::new();
+        }
+        // Every record filed under the partition: its prefix in each family.
         self.store
-            .slot_ranges(first, last)
+            .view_ranges_of(Filing::Partition(group.0 as u16))
             .into_iter()
             .map(|(cf, start, end)| KeyRange { cf: cf.name().to_string(), start, end })
             .collect()

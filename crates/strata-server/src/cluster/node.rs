@@ -366,9 +366,19 @@ fn reply_for(clients: &BTreeMap<NodeId, String>, slot: u16, e: &RaftError) -> St
 }
 
 impl Replicate for ClusterNode {
-    fn propose(&self, slot: u16, batch: WriteBatch, done: Arc<Settlement>) {
-        let Some(replica) = self.raft.replica(self.group_of(slot)) else {
-            done.settle(Err(self.moved(slot, self.preferred(slot))));
+    fn propose(&self, partition: u16, slot: u16, batch: WriteBatch, done: Arc<Settlement>) {
+        if partition >= self.partitions.count() {
+            // A key filed under no partition (`crate::filing::NOWHERE`): a write made outside
+            // any partition's command, which no group may take.
+            done.settle(Err(format!(
+                "ERR a write to slot {slot} was filed under no partition ({partition}); \
+                 nothing was written"
+            )));
+            return;
+        }
+        let group = GroupId(u32::from(partition));
+        let Some(replica) = self.raft.replica(group) else {
+            done.settle(Err(self.moved(slot, self.preferred_of(group))));
             return;
         };
         let clients = self.view.read().clients.clone();
@@ -405,6 +415,10 @@ impl Replicate for ClusterNode {
 }
 
 impl Router for ClusterNode {
+    fn partition_of(&self, slot: u16) -> Option<u16> {
+        Some(self.partitions.of_slot(slot))
+    }
+
     fn replication_marks(&self) -> Vec<(u32, u64)> {
         let mut marks = Vec::new();
         for g in self.raft.groups() {

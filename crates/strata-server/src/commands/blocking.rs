@@ -31,6 +31,7 @@ use super::{lookup, run_handler, CmdResult, Command};
 use crate::blocked::{split_waited_key, waited_key, Blocked, Cancel, Outcome};
 use crate::resp::Out;
 use crate::state::{BlockedOn, Conn, Shared};
+use crate::storage::databases::serve_partition;
 use crate::storage::{pending, sync_group};
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -270,6 +271,9 @@ impl Drop for Unclaim<'_> {
 fn rerun(sh: &Shared, id: u64, key: &[u8], line: &[Vec<u8>], resp3: bool) -> Option<Vec<u8>> {
     let cmd = lookup(line.first()?)?;
     let (db, key) = split_waited_key(key)?;
+    // In cluster mode, the key's partition (the woken command's keys share its slot).
+    let slot = crate::slots::key_slot(key);
+    let _serving = sh.router.as_ref().map(|r| serve_partition(r.partition_of(slot)));
     let mut conn = Conn::new(id, true);
     conn.resp3 = resp3;
     conn.db = db;

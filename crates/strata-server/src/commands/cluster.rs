@@ -13,6 +13,7 @@ use crate::resp::Out;
 use crate::routing::{node_name, Admin, NodeInfo, Route, SlotRange};
 use crate::slots::key_slot;
 use crate::state::{Conn, Shared};
+use crate::storage::databases::{serve_partition, Serving};
 
 /// Redis's reply when a command's keys are in more than one slot.
 pub const CROSSSLOT: &str = "CROSSSLOT Keys in request don't hash to the same slot";
@@ -22,26 +23,36 @@ pub const CLUSTERDOWN: &str = "CLUSTERDOWN Hash slot not served";
 pub const DISABLED: &str = "ERR This instance has cluster support disabled";
 
 /// The error reply that keeps `args` (a command line of `cmd`, its arity checked) from
-/// running on this node, or `None` when it runs here: always on a standalone server.
-pub fn refusal(sh: &Shared, conn: &Conn, cmd: &Command, args: &[Vec<u8>]) -> Option<String> {
-    let router = sh.router.as_ref()?;
+/// running on this node (`Err`); else, in cluster mode for a command with keys, the guard
+/// that makes their slot's partition the one its keys are filed under while it runs
+/// (`storage::databases::serve_partition`). Always runs on a standalone server.
+pub fn refusal(
+    sh: &Shared,
+    conn: &Conn,
+    cmd: &Command,
+    args: &[Vec<u8>],
+) -> Result<Option<Serving>, String> {
+    let Some(router) = sh.router.as_ref() else { return Ok(None) };
     let mut slot = None;
     for i in cmd.keys.positions(args) {
         let s = key_slot(&args[i]);
         if slot.is_some_and(|first| first != s) {
-            return Some(CROSSSLOT.to_string());
+            return Err(CROSSSLOT.to_string());
         }
         slot = Some(s);
     }
-    let slot = slot?;
+    let Some(slot) = slot else { return Ok(None) };
     let route = match router.route(slot, cmd.write, conn.readonly) {
         Route::Down => router.route_waiting(slot, cmd.write, conn.readonly),
         r => r,
     };
     match route {
-        Route::Local => router.prepare(slot, cmd.write, conn.readonly).err(),
-        Route::Moved(addr) => Some(format!("MOVED {slot} {addr}")),
-        Route::Down => Some(CLUSTERDOWN.to_string()),
+        Route::Local => match router.prepare(slot, cmd.write, conn.readonly) {
+            Ok(()) => Ok(Some(serve_partition(router.partition_of(slot)))),
+            Err(e) => Err(e),
+        },
+        Route::Moved(addr) => Err(format!("MOVED {slot} {addr}")),
+        Route::Down => Err(CLUSTERDOWN.to_string()),
     }
 }
 
@@ -245,6 +256,7 @@ pub fn cluster(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
             argc(3)?;
             let slot = slot_arg(&a[2])?;
             let mut n = 0i64;
+            let _serving = serve_partition(router.partition_of(slot));
             sh.dbs.store(c.db).scan_slot(slot, |_| {
                 n += 1;
                 true
@@ -258,6 +270,7 @@ pub fn cluster(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
                 .filter(|n| *n >= 0)
                 .ok_or(CmdError::from("ERR Invalid number of keys"))?;
             let mut keys = Vec::new();
+            let _serving = serve_partition(router.partition_of(slot));
             sh.dbs.store(c.db).scan_slot(slot, |k| {
                 if keys.len() as i64 >= count {
                     return false;

@@ -111,7 +111,7 @@ pub fn restore(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
         Restored::Written | Restored::Expired(_) => out.ok(),
     }
     if let Some(secs) = idle {
-        ks.store.meta_cache.set_idle(ks.store.set, &a[1], secs as u64);
+        ks.store.meta_cache.set_idle(ks.store.space, &a[1], secs as u64);
     }
     Ok(())
 }

@@ -14,6 +14,7 @@ use super::{glob, CmdResult};
 use crate::resp::Out;
 use crate::slots::key_slot;
 use crate::state::{Conn, Shared};
+use crate::storage::databases::serve_partition;
 use crate::types::keys::{self, ExpireIf, Ttl};
 use crate::types::{set, zset, Kind};
 
@@ -209,7 +210,7 @@ pub fn object(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
     };
     match sub {
         "refcount" => out.int(1),
-        "idletime" => out.int(ks.store.meta_cache.idle_secs(ks.store.set, &a[2]) as i64),
+        "idletime" => out.int(ks.store.meta_cache.idle_secs(ks.store.space, &a[2]) as i64),
         "freq" => {
             return Err("ERR An LFU maxmemory policy is not selected, access frequency not \
                         tracked. Please note that when switching between policies at runtime \
@@ -315,6 +316,7 @@ pub fn flushdb(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
             let layout = router.layout();
             for r in layout.ranges.iter().filter(|r| r.leader == Some(layout.myself)) {
                 router.prepare(r.first, true, false)?;
+                let _serving = serve_partition(router.partition_of(r.first));
                 keys::flush_slots(&sh.keyspace(c.db), r.first, r.last)?;
             }
         }

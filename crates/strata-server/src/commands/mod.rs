@@ -449,10 +449,14 @@ pub fn dispatch(sh: &Shared, conn: &mut Conn, args: &[Vec<u8>], out: &mut Out) {
         reject(sh, conn, Some(cmd), &arity_err(cmd.name), out);
         return;
     }
-    if let Some(refusal) = cluster::refusal(sh, conn, cmd, args) {
-        reject(sh, conn, Some(cmd), &refusal, out);
-        return;
-    }
+    // In cluster mode, the keys' partition is the one they are filed under until the end.
+    let _serving = match cluster::refusal(sh, conn, cmd, args) {
+        Ok(serving) => serving,
+        Err(refusal) => {
+            reject(sh, conn, Some(cmd), &refusal, out);
+            return;
+        }
+    };
     if !conn.in_exec && scripting::busy_refusal(sh, cmd, args) {
         let reply = if sh.scripts.running_function() {
             "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."

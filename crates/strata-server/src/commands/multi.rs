@@ -27,6 +27,7 @@ use super::{dispatch, lookup, CmdResult};
 use crate::resp::Out;
 use crate::slots::key_slot;
 use crate::state::{Conn, Multi, Shared, Watched};
+use crate::storage::databases::{serve_partition, serving};
 use crate::storage::{meta_key, overlay};
 use crate::types::subkey;
 
@@ -104,7 +105,9 @@ pub fn watch(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdR
     for k in &a[1..] {
         if !conn.watched.iter().any(|w| w.key == *k && w.db == db) {
             let expired = ks.expired_in_place(k)?;
-            conn.watched.push(Watched { key: k.clone(), db, set, swaps, point, expired });
+            let partition = serving();
+            let w = Watched { key: k.clone(), db, set, swaps, point, expired, partition };
+            conn.watched.push(w);
         }
     }
     out.ok();
@@ -136,12 +139,18 @@ fn touched_since(sh: &Shared, w: &Watched) -> strata::Result<bool> {
             return Ok(true);
         }
     }
-    let Some(store) = sh.dbs.store_of_set(w.set) else { return Ok(true) };
+    // On a cluster node, the view of the partition it was watched in (served by the caller).
+    let store = if sh.dbs.is_partitioned() {
+        sh.dbs.store(w.db)
+    } else {
+        let Some(store) = sh.dbs.store_of_set(w.set) else { return Ok(true) };
+        store
+    };
     let (key, point) = (w.key.as_slice(), w.point);
-    let meta = meta_key(key);
+    let meta = meta_key(store.filing, key);
     let mut meta_end = meta.clone();
     meta_end.push(0);
-    let (sub, sub_end) = subkey::key_range(key);
+    let (sub, sub_end) = subkey::key_range(store.filing, key);
     Ok(store.written_since(&store.meta_cf, &meta, &meta_end, point)?
         || store.written_since(&store.sub_cf, &sub, &sub_end, point)?
         || store.written_since(&store.score_cf, &sub, &sub_end, point)?)
@@ -173,18 +182,23 @@ pub fn exec(sh: &Shared, conn: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdRe
             wide |= spans_databases(cmd.name);
         }
     }
-    if sh.router.is_some() {
+    // In cluster mode the transaction's keys share a slot, whose partition its writes are
+    // filed under (each queued command checked it when queued, and sets it again when run).
+    let mut _serving = None;
+    if let Some(router) = sh.router.as_ref() {
         let mut slots = keys.iter().map(|k| key_slot(k));
         if let Some(first) = slots.next() {
             if slots.any(|s| s != first) {
                 return Err(CROSSSLOT.into());
             }
+            _serving = Some(serve_partition(router.partition_of(first)));
         }
     }
     let mut locked: Vec<&[u8]> = keys.clone();
     locked.extend(watched.iter().map(|w| w.key.as_slice()));
     let _held = sh.engine().locks.lock(&locked);
     for w in &watched {
+        let _watched_in = sh.router.is_some().then(|| serve_partition(w.partition));
         // A key swapped away is judged by the swap's rule alone (`touched_since`).
         let swapped = sh.dbs.swaps_of(w.db) != w.swaps;
         let expired_since = || -> Result<bool, crate::types::TypeError> {

@@ -3,8 +3,8 @@
 //! cluster mode, those of the partitions the node leads) and the once-a-second WAL sync of
 //! `appendfsync everysec`.
 
+use crate::filing::Filing;
 use crate::routing::Route;
-use crate::slots::key_slot;
 use crate::state::Shared;
 use crate::storage::SyncPolicy;
 use crate::types::expiry::expire_cycle;
@@ -32,18 +32,23 @@ pub fn expire_round(sh: &Shared, from: &ExpiryPoint) -> crate::types::Result<(Ex
     let db = sh.dbs.each().map(|(d, _)| d).find(|d| *d >= db).unwrap_or(0);
     let st = sh.dbs.store(db);
     let r = match sh.router.as_ref() {
-        None => expire_cycle(st, &sh.notifier, db, from, EXPIRE_BUDGET, |_| true),
+        None => expire_cycle(st, &sh.notifier, db, from, EXPIRE_BUDGET, |_| Some(st.clone())),
         Some(router) => {
             // A barrier that fails (this leader cut off) may have waited its whole timeout:
-            // the round deletes nothing more, and the next one tries again.
+            // the round deletes nothing more, and the next one tries again. `st` sees every
+            // partition's keys; each is deleted through its partition's view.
             let mut failed = false;
-            expire_cycle(st, &sh.notifier, db, from, EXPIRE_BUDGET, |key| {
-                let slot = key_slot(key);
-                if failed || router.route(slot, true, false) != Route::Local {
-                    return false;
+            expire_cycle(st, &sh.notifier, db, from, EXPIRE_BUDGET, |at| {
+                let partition = Filing::partition_of(at)?;
+                let slot = Filing::AllPartitions.slot_of(at)?;
+                if failed
+                    || router.partition_of(slot) != Some(partition)
+                    || router.route(slot, true, false) != Route::Local
+                {
+                    return None;
                 }
                 failed = router.prepare(slot, true, false).is_err();
-                !failed
+                (!failed).then(|| sh.dbs.partition(partition).clone())
             })
         }
     };

@@ -31,6 +31,7 @@
 
 use super::filter::{self, StaleRule, StoreSlot};
 use super::{check_layout, Engine, OpenError, Store, SyncPolicy, CF_SERVER};
+use crate::filing::Filing;
 use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -141,6 +142,33 @@ pub fn pinned_exclusively() -> bool {
     PINNED.with(|p| p.get() == 2)
 }
 
+thread_local! {
+    /// The partition this thread's command runs for (cluster mode), set by the router's
+    /// check before the command runs ([`serve_partition`]).
+    static SERVING: Cell<Option<u16>> = const { Cell::new(None) };
+}
+
+/// Makes `p` the partition this thread's commands run for ([`Databases::store`]) until the
+/// guard is dropped, which restores the one before (a command a script or EXEC runs sets its
+/// own inside the outer one's).
+pub fn serve_partition(p: Option<u16>) -> Serving {
+    Serving(SERVING.with(|s| s.replace(p)))
+}
+
+/// The partition this thread's command runs for, if one was set.
+pub fn serving() -> Option<u16> {
+    SERVING.with(Cell::get)
+}
+
+/// Restores the partition served before, when dropped ([`serve_partition`]).
+pub struct Serving(Option<u16>);
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        SERVING.with(|s| s.set(self.0));
+    }
+}
+
 /// The databases of one store.
 pub struct Databases {
     engine: Arc<Engine>,
@@ -159,6 +187,11 @@ pub struct Databases {
     swaps: Vec<AtomicU64>,
     /// Held while creating a set or changing the map.
     admin: Mutex<()>,
+    /// A cluster node's store: its keys are filed under their partition (`crate::filing`),
+    /// set 0's store sees every partition's, and each partition has a view of its own.
+    partitioned: bool,
+    /// By partition (a cluster node's store): its view of set 0, once used.
+    views: Box<[OnceLock<Arc<Store>>]>,
     /// Shared by running commands (each its thread's stripe), exclusive for SWAPDB (every
     /// stripe, in order) ([`Databases::pin`]).
     pins: Box<[PinStripe]>,
@@ -167,16 +200,18 @@ pub struct Databases {
 impl Databases {
     /// Opens (creating if needed) the store in `dir` with `count` databases (1 to
     /// [`MAX_DATABASES`]; a stored map or set past it stays, unreachable by SELECT until
-    /// `count` is raised). Compactions of every set's `subkey` and `zscore` families drop
-    /// the entries `stale` judges stale ([`filter`]).
+    /// `count` is raised), or with `partitioned`, a cluster node's store (one database, its
+    /// keys filed under their partitions: `crate::filing`). Compactions of every set's
+    /// `subkey` and `zscore` families drop the entries `stale` judges stale ([`filter`]).
     pub fn open(
         mut opts: Options,
         dir: &std::path::Path,
         policy: SyncPolicy,
         stale: StaleRule,
         count: usize,
+        partitioned: bool,
     ) -> Result<Arc<Databases>, OpenError> {
-        let count = count.clamp(1, MAX_DATABASES);
+        let count = if partitioned { 1 } else { count.clamp(1, MAX_DATABASES) };
         opts.create_if_missing = true;
         opts.create_missing_column_families = true;
         let db_err = |source| OpenError::Db { dir: dir.to_path_buf(), source };
@@ -214,7 +249,7 @@ impl Databases {
         let server_cf = db.cf_handle(CF_SERVER).ok_or(OpenError::MissingFamily(CF_SERVER))?;
         let first = family_names(0);
         let meta0 = db.cf_handle(&first[0]).ok_or(OpenError::MissingFamily(super::CF_METADATA))?;
-        check_layout(&db, dir, &meta0, &server_cf)?;
+        check_layout(&db, dir, &meta0, &server_cf, partitioned)?;
         let stored = match db.get_cf(&*server_cf, MAP_KEY).map_err(db_err)? {
             Some(raw) => decode_map(&raw).ok_or_else(|| OpenError::Layout {
                 dir: dir.to_path_buf(),
@@ -222,6 +257,7 @@ impl Databases {
                     "a databases map of {} bytes that is not a permutation of set numbers",
                     raw.len()
                 ),
+                partitioned,
             })?,
             None => Vec::new(),
         };
@@ -254,6 +290,10 @@ impl Databases {
                 .collect(),
             swaps: (0..n).map(|_| AtomicU64::new(0)).collect(),
             admin: Mutex::new(()),
+            partitioned,
+            views: (0..if partitioned { usize::from(crate::slots::SLOTS) } else { 0 })
+                .map(|_| OnceLock::new())
+                .collect(),
             pins: (0..PIN_STRIPES).map(|_| PinStripe::default()).collect(),
         };
         // Sets whose three families exist are ready; one an interrupted creation left
@@ -275,7 +315,14 @@ impl Databases {
     /// database a connection is on, any database [`Databases::ensure`] succeeded for).
     /// A database without one (a broken invariant) gets the first database's store in
     /// release builds.
+    ///
+    /// On a cluster node's store, the view of the partition this thread's command runs for
+    /// ([`serve_partition`]), or without one the store of every partition (whose walks see
+    /// every key, and whose writes no group takes).
     pub fn store(&self, db: usize) -> &Arc<Store> {
+        if self.partitioned {
+            return self.partition(serving().unwrap_or(crate::filing::NOWHERE));
+        }
         let found =
             self.map.get(db).and_then(|s| self.sets[s.load(Ordering::Acquire) as usize].get());
         debug_assert!(found.is_some(), "database {db} used before its set was created");
@@ -286,6 +333,30 @@ impl Databases {
     pub fn first(&self) -> &Arc<Store> {
         // Created at open and never removed.
         self.sets[0].get().expect("set 0 is created at open")
+    }
+
+    /// Whether this is a cluster node's store, its keys filed under their partitions.
+    pub fn is_partitioned(&self) -> bool {
+        self.partitioned
+    }
+
+    /// Partition `p`'s view of a cluster node's store (`crate::filing`): the keys it files
+    /// and reads lead with `p`. On a standalone store, or for a `p` no partition has, the
+    /// first database's store (whose keys a cluster node files nowhere).
+    pub fn partition(&self, p: u16) -> &Arc<Store> {
+        let Some(view) = self.views.get(usize::from(p)) else { return self.first() };
+        view.get_or_init(|| {
+            let first = self.first();
+            Arc::new(Store {
+                engine: self.engine.clone(),
+                set: first.set,
+                filing: Filing::Partition(p),
+                space: super::partition_space(p),
+                meta_cf: first.meta_cf.clone(),
+                sub_cf: first.sub_cf.clone(),
+                score_cf: first.score_cf.clone(),
+            })
+        })
     }
 
     /// Creates database `db`'s set if it has none (SELECT, MOVE, COPY ... DB, SWAPDB).
@@ -322,9 +393,12 @@ impl Databases {
                 self.engine.db.create_cf_handle(&name, &o)
             }
         };
+        let filing = if self.partitioned { Filing::AllPartitions } else { Filing::Slot };
         let store = Arc::new(Store {
             engine: self.engine.clone(),
             set,
+            filing,
+            space: set,
             meta_cf: family(0, meta)?,
             sub_cf: family(1, sub)?,
             score_cf: family(2, score)?,
@@ -464,7 +538,7 @@ mod tests {
     }
 
     fn open(dir: &std::path::Path, count: usize) -> Arc<Databases> {
-        Databases::open(Options::default(), dir, SyncPolicy::No, never_stale, count).unwrap()
+        Databases::open(Options::default(), dir, SyncPolicy::No, never_stale, count, false).unwrap()
     }
 
     fn put(st: &Store, key: &[u8], value: &[u8]) {
@@ -528,9 +602,10 @@ mod tests {
             dbs.engine().write_server_records(&[(MAP_KEY.to_vec(), Some(bad))]).unwrap();
             dbs.close().unwrap();
         }
-        let e = Databases::open(Options::default(), dir.path(), SyncPolicy::No, never_stale, 2)
-            .err()
-            .expect("refused");
+        let e =
+            Databases::open(Options::default(), dir.path(), SyncPolicy::No, never_stale, 2, false)
+                .err()
+                .expect("refused");
         let text = e.to_string();
         assert!(text.contains(&dir.path().display().to_string()), "{text}");
         assert!(text.contains("not a permutation"), "{text}");

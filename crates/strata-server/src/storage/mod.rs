@@ -40,6 +40,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 use strata::{ColumnFamily, Db, Options, ReadOptions, WriteBatch, WriteOptions};
 
+use crate::filing::Filing;
+
 /// The metadata family's name.
 pub const CF_METADATA: &str = "metadata";
 /// The sub-key family's name.
@@ -59,11 +61,15 @@ pub const LAYOUT: &[u8] = b"slot-prefixed 1";
 /// databases' family sets and map (`databases`), which a version reading only [`LAYOUT`]
 /// would not see. Written (synced) before a second family set is created; read alike.
 pub const LAYOUT_DATABASES: &[u8] = b"slot-prefixed 2";
+/// The layout of a cluster node's store: every key filed under its partition, then its slot
+/// (`crate::filing`). Neither layout reads the other's keys, so each refuses the other.
+pub const LAYOUT_PARTITIONS: &[u8] = b"partition-prefixed 1";
 
-/// The metadata family's key of user key `key`: its slot, then the key.
-pub fn meta_key(key: &[u8]) -> Vec<u8> {
-    let mut k = Vec::with_capacity(2 + key.len());
-    k.extend_from_slice(&crate::slots::key_slot(key).to_be_bytes());
+/// The metadata family's key of user key `key` filed as `f` files keys: its lead (the slot;
+/// in cluster mode the partition, then the slot), then the key.
+pub fn meta_key(f: Filing, key: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(f.len() + key.len());
+    f.lead(key, &mut k);
     k.extend_from_slice(key);
     k
 }
@@ -113,6 +119,8 @@ pub enum OpenError {
         dir: PathBuf,
         /// What the DB holds: its layout marker, or a description of the unmarked layout.
         found: String,
+        /// Whether the open was a cluster node's ([`LAYOUT_PARTITIONS`] wanted).
+        partitioned: bool,
     },
 }
 
@@ -123,15 +131,22 @@ impl fmt::Display for OpenError {
                 write!(f, "cannot open the database in {}: {source}", dir.display())
             }
             OpenError::MissingFamily(name) => write!(f, "column family {name} missing after open"),
-            OpenError::Layout { dir, found } => write!(
-                f,
-                "the database in {} is laid out as {found}, and this strata-server reads only \
-                 {:?} and {:?} (keys filed under their cluster slot); start it on an empty \
-                 directory",
-                dir.display(),
-                String::from_utf8_lossy(LAYOUT),
-                String::from_utf8_lossy(LAYOUT_DATABASES)
-            ),
+            OpenError::Layout { dir, found, partitioned } => {
+                let (wanted, what) = if *partitioned {
+                    (format!("{:?}", String::from_utf8_lossy(LAYOUT_PARTITIONS)), "cluster mode")
+                } else {
+                    let (a, b) = (LAYOUT, LAYOUT_DATABASES);
+                    let (a, b) = (String::from_utf8_lossy(a), String::from_utf8_lossy(b));
+                    (format!("{a:?} and {b:?}"), "a standalone server")
+                };
+                write!(
+                    f,
+                    "the database in {} is laid out as {found}, and strata-server in {what} \
+                     reads only {wanted}; start it on an empty directory, or in the mode that \
+                     wrote it",
+                    dir.display()
+                )
+            }
         }
     }
 }
@@ -147,12 +162,12 @@ impl std::error::Error for OpenError {
 
 /// Where a clustered store's writes go instead of the engine ([`Store::set_replicate`]).
 pub trait Replicate: Send + Sync {
-    /// Proposes `batch`, every key of which is filed under `slot`, to the slot's partition
-    /// (its Raft group), and returns without waiting. It settles `done` exactly once: `Ok`
+    /// Proposes `batch`, every key of which is filed under `partition` and `slot`, to the
+    /// partition's Raft group, and returns without waiting. It settles `done` exactly once: `Ok`
     /// once the batch is committed and applied on this node, else the error reply the client
     /// gets (Redis Cluster's `MOVED <slot> <host>:<port>`, `CLUSTERDOWN ...`, ...): the
     /// batch was not written here, or its outcome is unknown.
-    fn propose(&self, slot: u16, batch: WriteBatch, done: Arc<pending::Settlement>);
+    fn propose(&self, partition: u16, slot: u16, batch: WriteBatch, done: Arc<pending::Settlement>);
 }
 
 /// Why [`Store::write`] failed.
@@ -185,10 +200,18 @@ impl fmt::Display for WriteError {
 
 impl std::error::Error for WriteError {}
 
-/// The slot every key of `batch` is filed under (its first record's: a command's keys share
-/// one slot); `None` when the batch is empty or a key is too short to hold one.
-pub fn batch_slot(batch: &WriteBatch) -> Option<u16> {
-    batch.keys().next().and_then(|(k, _)| crate::slots::filed_slot(k))
+/// The partition and slot every key of a cluster node's `batch` is filed under (its first
+/// record's: a command's keys share one slot, and it runs for one partition); `None` when the
+/// batch is empty or a key is too short to hold a lead.
+pub fn batch_lead(batch: &WriteBatch) -> Option<(u16, u16)> {
+    let (k, _) = batch.keys().next()?;
+    Some((Filing::partition_of(k)?, Filing::AllPartitions.slot_of(k)?))
+}
+
+/// The metadata cache's space of partition `p`'s view on a cluster node: above every family
+/// set's number (sets are below [`databases::MAX_DATABASES`]).
+pub fn partition_space(p: u16) -> u32 {
+    0x8000_0000 | u32::from(p)
 }
 
 /// A metadata record as [`Store::read_meta`] found it.
@@ -241,6 +264,12 @@ pub struct Store {
     engine: Arc<Engine>,
     /// The family set's number (0: the families named without a number).
     pub set: u32,
+    /// How its keys are filed: under their slot, or on a cluster node under the partition
+    /// the view serves (`crate::filing`).
+    pub filing: Filing,
+    /// Its entries' space in the metadata cache (the set standalone; one per partition on
+    /// a cluster node: [`partition_space`]).
+    pub space: u32,
     /// `metadata` family.
     pub meta_cf: Arc<ColumnFamily>,
     /// `subkey` family.
@@ -351,12 +380,12 @@ impl Engine {
                 self.meta_cache.invalidate_noted(false);
                 return Err(WriteError::Replication(failed));
             }
-            let Some(slot) = batch_slot(&batch) else {
+            let Some((partition, slot)) = batch_lead(&batch) else {
                 self.meta_cache.invalidate_noted(false);
                 return Err(WriteError::NoSlot);
             };
             let done = pending::Settlement::new(self.locks.mark_held());
-            r.propose(slot, batch, done.clone());
+            r.propose(partition, slot, batch, done.clone());
             if pending::is_deferring() {
                 // Not written yet: the notes are dropped now, and the apply of the entry
                 // invalidates its keys again after its write (`cluster::apply`).
@@ -461,7 +490,7 @@ impl Store {
         policy: SyncPolicy,
         stale: filter::StaleRule,
     ) -> Result<Arc<Store>, OpenError> {
-        let dbs = databases::Databases::open(opts, dir, policy, stale, 1)?;
+        let dbs = databases::Databases::open(opts, dir, policy, stale, 1, false)?;
         Ok(dbs.store(0).clone())
     }
 
@@ -487,16 +516,16 @@ impl Store {
         // Only inside EXEC; the key is built there, not on every read.
         if let Some(read) = overlay::with(|w| {
             let ro = ReadOptions::default();
-            w.get_from_batch_and_db_cf(&self.db, &*self.meta_cf, meta_key(key), &ro)
+            w.get_from_batch_and_db_cf(&self.db, &*self.meta_cf, meta_key(self.filing, key), &ro)
         }) {
             // Not cached (`cache_meta` fills nothing inside EXEC).
             return Ok(read?.map(|raw| MetaRead::Stored { raw, generation: 0 }));
         }
-        match self.meta_cache.get(self.set, key) {
+        match self.meta_cache.get(self.space, key) {
             Ok(raw) => Ok(Some(MetaRead::Cached(raw))),
             Err(generation) => Ok(self
                 .db
-                .get_cf(&*self.meta_cf, meta_key(key))?
+                .get_cf(&*self.meta_cf, meta_key(self.filing, key))?
                 .map(|raw| MetaRead::Stored { raw, generation })),
         }
     }
@@ -507,27 +536,33 @@ impl Store {
         if overlay::active() {
             return;
         }
-        self.meta_cache.fill(self.set, key, raw, generation);
+        self.meta_cache.fill(self.space, key, raw, generation);
     }
 
     /// The metadata record of `key` as the engine holds it now, past the cache: no snapshot,
     /// so a record written in one batch with other entries is seen as soon as they are.
     pub fn read_meta_uncached(&self, key: &[u8]) -> strata::Result<Option<Vec<u8>>> {
         pending::settle_own();
-        let k = meta_key(key);
+        let k = meta_key(self.filing, key);
         self.overlay_get(&self.meta_cf, &k).unwrap_or_else(|| self.db.get_cf(&*self.meta_cf, k))
+    }
+
+    /// The metadata record stored under `stored` (a lead and a user key) as the engine holds
+    /// it now: what the compaction filter reads for a sub-key of any partition.
+    pub fn read_stored_meta(&self, stored: &[u8]) -> strata::Result<Option<Vec<u8>>> {
+        self.db.get_cf(&*self.meta_cf, stored)
     }
 
     /// Puts the metadata record `raw` of `key` into `batch`.
     pub fn put_meta(&self, batch: &mut WriteBatch, key: &[u8], raw: Vec<u8>) {
-        batch.put_cf(&*self.meta_cf, meta_key(key), &raw);
-        self.meta_cache.note_write(self.set, key, Some(raw));
+        batch.put_cf(&*self.meta_cf, meta_key(self.filing, key), &raw);
+        self.meta_cache.note_write(self.space, key, Some(raw));
     }
 
     /// Puts the deletion of `key`'s metadata record into `batch`.
     pub fn delete_meta(&self, batch: &mut WriteBatch, key: &[u8]) {
-        self.meta_cache.note_write(self.set, key, None);
-        batch.delete_cf(&*self.meta_cf, meta_key(key));
+        self.meta_cache.note_write(self.space, key, None);
+        batch.delete_cf(&*self.meta_cf, meta_key(self.filing, key));
     }
 
     /// Reads one entry of `cf`.
@@ -608,76 +643,97 @@ impl Store {
         it.status()
     }
 
-    /// Visits the metadata family's records from user key `from` (inclusive; empty: from the
-    /// first) on, in stored order (by slot, then key), until `f` returns false; `f` gets the
-    /// user key and the record. A record whose stored key is too short to hold a slot is
-    /// skipped (never written by this store).
+    /// Visits this view's metadata records from the stored position `from` (inclusive; empty:
+    /// from the first) on, in stored order (by lead, then key), until `f` returns false; `f`
+    /// gets the record's stored key (a position to go on from), the user key and the record.
     pub fn scan_meta(
         &self,
         from: &[u8],
-        mut f: impl FnMut(&[u8], &[u8]) -> bool,
+        mut f: impl FnMut(&[u8], &[u8], &[u8]) -> bool,
     ) -> strata::Result<()> {
         pending::settle_own();
-        let mut it = self.raw_iter(&self.meta_cf, &ReadOptions::default());
-        if from.is_empty() {
-            it.seek_to_first();
-        } else {
-            it.seek(meta_key(from));
-        }
+        let (lower, upper) = self.filing.span();
+        let ro = ReadOptions { iterate_upper_bound: Some(upper.clone()), ..ReadOptions::default() };
+        let mut it = self.raw_iter(&self.meta_cf, &ro);
+        it.seek(if from > &lower[..] { from } else { &lower });
         while let Some((k, v)) = it.item() {
-            if k.len() >= 2 && !f(&k[2..], v) {
+            if k >= &upper[..] {
                 break;
+            }
+            if let Some(user) = self.filing.strip(k) {
+                if !f(k, user, v) {
+                    break;
+                }
             }
             it.next();
         }
         it.status()
+    }
+
+    /// A position of this view's metadata records drawn from `seed` (RANDOMKEY's start).
+    pub fn random_position(&self, seed: u64) -> Vec<u8> {
+        let b = seed.to_le_bytes();
+        match self.filing {
+            Filing::Partition(p) => {
+                let mut at = p.to_be_bytes().to_vec();
+                at.extend_from_slice(&[b[0] & 0x3f, b[1], b[2]]);
+                at
+            }
+            Filing::Slot | Filing::AllPartitions => vec![b[0] & 0x3f, b[1], b[2]],
+        }
     }
 
     /// Visits the user keys filed under `slot` (metadata records, live or not), in key order,
     /// until `f` returns false.
     pub fn scan_slot(&self, slot: u16, mut f: impl FnMut(&[u8]) -> bool) -> strata::Result<()> {
         pending::settle_own();
-        let start = slot.to_be_bytes();
-        let end = (u32::from(slot) + 1) as u16;
-        let ro = ReadOptions {
-            iterate_upper_bound: Some(end.to_be_bytes().to_vec()),
-            ..ReadOptions::default()
-        };
+        let (start, end) = self.filing.slot_span(slot, slot);
+        let ro = ReadOptions { iterate_upper_bound: Some(end.clone()), ..ReadOptions::default() };
         let mut it = self.raw_iter(&self.meta_cf, &ro);
-        it.seek(start);
+        it.seek(&start);
         while let Some(k) = it.key() {
-            if k.len() >= 2 && !f(&k[2..]) {
+            if k >= &end[..] {
                 break;
+            }
+            if let Some(user) = self.filing.strip(k) {
+                if !f(user) {
+                    break;
+                }
             }
             it.next();
         }
         it.status()
     }
 
-    /// The key ranges, one per data family, that hold every record of the keys in slots
-    /// `first..=last`: (family, start inclusive, end exclusive).
+    /// The key ranges, one per data family, that hold every record of the keys this view
+    /// files under slots `first..=last`: (family, start inclusive, end exclusive).
     pub fn slot_ranges(&self, first: u16, last: u16) -> Vec<(Arc<ColumnFamily>, Vec<u8>, Vec<u8>)> {
-        let start = first.to_be_bytes().to_vec();
-        // One past the last slot's keys: the next slot (slots are below 2^14, so no overflow).
-        let end = (u32::from(last) + 1) as u16;
-        self.families()
-            .into_iter()
-            .map(|cf| (cf.clone(), start.clone(), end.to_be_bytes().to_vec()))
-            .collect()
+        let (start, end) = self.filing.slot_span(first, last);
+        self.families().into_iter().map(|cf| (cf.clone(), start.clone(), end.clone())).collect()
     }
 
-    /// Deletes every key of this database (its three families), by range deletions up to
-    /// each family's last key.
+    /// The key ranges, one per data family, of every record the view filing as `f` holds (on
+    /// a cluster node, a partition's: what its snapshots copy and a dropped replica deletes).
+    pub fn view_ranges_of(&self, f: Filing) -> Vec<(Arc<ColumnFamily>, Vec<u8>, Vec<u8>)> {
+        let (start, end) = f.span();
+        self.families().into_iter().map(|cf| (cf.clone(), start.clone(), end.clone())).collect()
+    }
+
+    /// Deletes every key of this view (a database; on a cluster node, a partition's), by
+    /// range deletions up to each family's last key.
     pub fn flush(&self) -> Result<(), WriteError> {
         self.pop_hints.clear();
+        let (start, upper) = self.filing.span();
         for cf in self.families() {
-            let mut it = self.raw_iter(cf, &ReadOptions::default());
+            let ro =
+                ReadOptions { iterate_upper_bound: Some(upper.clone()), ..ReadOptions::default() };
+            let mut it = self.raw_iter(cf, &ro);
             it.seek_to_last();
-            if let Some(last) = it.key() {
+            if let Some(last) = it.key().filter(|k| *k >= &start[..] && *k < &upper[..]) {
                 let mut end = last.to_vec();
                 end.push(0);
                 let mut b = WriteBatch::new();
-                b.delete_range_cf(&**cf, Vec::new(), end);
+                b.delete_range_cf(&**cf, start.clone(), end);
                 self.write(b)?;
             }
             it.status()?;
@@ -708,7 +764,7 @@ impl Store {
     pub fn commit_overlay(&self, keys: &[&[u8]], wide: bool) -> Result<(), WriteError> {
         let Some(w) = overlay::take() else { return Ok(()) };
         for k in keys {
-            self.meta_cache.note_write(self.set, k, None);
+            self.meta_cache.note_write(self.space, k, None);
         }
         let written = self.write(w.into_write_batch());
         if wide || written.is_err() {
@@ -720,36 +776,45 @@ impl Store {
     }
 }
 
-/// Accepts a DB that holds this version's layout marker; marks a DB with no keys (new, or
-/// emptied) with it; refuses any other.
+/// Accepts a DB that holds this version's layout marker for its mode (`partitioned`: a
+/// cluster node's); marks a DB with no keys (new, or emptied) with it; refuses any other.
 fn check_layout(
     db: &Db,
     dir: &std::path::Path,
     meta_cf: &ColumnFamily,
     server_cf: &ColumnFamily,
+    partitioned: bool,
 ) -> Result<(), OpenError> {
     let db_err = |source| OpenError::Db { dir: dir.to_path_buf(), source };
-    match db.get_cf(server_cf, LAYOUT_KEY).map_err(db_err)? {
-        Some(found) if found == LAYOUT || found == LAYOUT_DATABASES => Ok(()),
-        Some(found) => Err(OpenError::Layout {
-            dir: dir.to_path_buf(),
-            found: format!("{:?}", String::from_utf8_lossy(&found)),
-        }),
-        None => {
-            let mut it = db.raw_iterator_cf(meta_cf);
-            it.seek_to_first();
-            let has_keys = it.key().is_some();
-            it.status().map_err(db_err)?;
-            if has_keys {
-                return Err(OpenError::Layout {
-                    dir: dir.to_path_buf(),
-                    found: "keys without their slot (written by an earlier strata-server)"
-                        .to_string(),
-                });
-            }
-            let mut b = WriteBatch::new();
-            b.put_cf(server_cf, LAYOUT_KEY, LAYOUT);
-            db.write_opt(b, &WriteOptions { sync: true, ..WriteOptions::default() }).map_err(db_err)
+    let layout_err = |found| OpenError::Layout { dir: dir.to_path_buf(), found, partitioned };
+    let found = db.get_cf(server_cf, LAYOUT_KEY).map_err(db_err)?;
+    let fits = |m: &[u8]| {
+        if partitioned {
+            m == LAYOUT_PARTITIONS
+        } else {
+            m == LAYOUT || m == LAYOUT_DATABASES
         }
+    };
+    if found.as_deref().is_some_and(fits) {
+        return Ok(());
     }
+    let mut it = db.raw_iterator_cf(meta_cf);
+    it.seek_to_first();
+    let has_keys = it.key().is_some();
+    it.status().map_err(db_err)?;
+    if has_keys {
+        return Err(layout_err(match found {
+            Some(m) => format!("{:?}", String::from_utf8_lossy(&m)),
+            None => "keys without their slot (written by an earlier strata-server)".to_string(),
+        }));
+    }
+    // No keys: the marker of this mode (a store of the other mode that holds no keys has
+    // nothing to misread). A standalone store that used other databases keeps its marker's
+    // promise only while it has their sets, so it is not remarked.
+    if found.as_deref() == Some(LAYOUT_DATABASES) {
+        return Err(layout_err(format!("{:?}", String::from_utf8_lossy(LAYOUT_DATABASES))));
+    }
+    let mut b = WriteBatch::new();
+    b.put_cf(server_cf, LAYOUT_KEY, if partitioned { LAYOUT_PARTITIONS } else { LAYOUT });
+    db.write_opt(b, &WriteOptions { sync: true, ..WriteOptions::default() }).map_err(db_err)
 }

@@ -265,7 +265,7 @@ mod tests {
     struct Held(Mutex<Vec<Arc<Settlement>>>);
 
     impl crate::storage::Replicate for Held {
-        fn propose(&self, _slot: u16, _batch: strata::WriteBatch, done: Arc<Settlement>) {
+        fn propose(&self, _: u16, _slot: u16, _batch: strata::WriteBatch, done: Arc<Settlement>) {
             self.0.lock().push(done);
         }
     }
@@ -273,9 +273,17 @@ mod tests {
     fn clustered() -> (tempfile::TempDir, Arc<crate::storage::Store>, Arc<Held>) {
         use crate::storage::{Store, SyncPolicy};
         let dir = tempfile::tempdir().unwrap();
-        let store =
-            Store::open(strata::Options::default(), dir.path(), SyncPolicy::No, |_, _| false)
-                .unwrap();
+        // A cluster node's store, as partition 0's command sees it.
+        let dbs = crate::storage::databases::Databases::open(
+            strata::Options::default(),
+            dir.path(),
+            SyncPolicy::No,
+            |_, _| false,
+            1,
+            true,
+        )
+        .unwrap();
+        let store: Arc<Store> = dbs.partition(0).clone();
         let held = Arc::new(Held::default());
         assert!(store.set_replicate(held.clone()));
         (dir, store, held)

@@ -115,7 +115,7 @@ fn commit(
         let bytes: usize = pairs.iter().map(|(f, v)| key.len() + f.len() + v.len() + 32).sum();
         b = WriteBatch::with_capacity_bytes(bytes + 64);
         for (f, v) in &pairs {
-            b.put_cf(&*st.sub_cf, subkey::encode(key, version, f), v);
+            b.put_cf(&*st.sub_cf, subkey::encode(st.filing, key, version, f), v);
         }
         let mut sub = Meta::composite(Kind::Hash, version);
         sub.expire_ms = m.expire_ms;
@@ -132,8 +132,12 @@ fn commit(
         b = WriteBatch::with_capacity_bytes(bytes + 64);
         for c in changes {
             match *c {
-                Change::Put(f, v) => b.put_cf(&*st.sub_cf, subkey::encode(key, m.version, f), v),
-                Change::Del(f) => b.delete_cf(&*st.sub_cf, subkey::encode(key, m.version, f)),
+                Change::Put(f, v) => {
+                    b.put_cf(&*st.sub_cf, subkey::encode(st.filing, key, m.version, f), v);
+                }
+                Change::Del(f) => {
+                    b.delete_cf(&*st.sub_cf, subkey::encode(st.filing, key, m.version, f));
+                }
             }
         }
         if size_changed {

@@ -165,7 +165,7 @@ pub fn memory_usage(ks: &Keyspace, key: &[u8], samples: usize) -> Result<Option<
     if m.kind == Kind::String || m.compact || m.size == 0 {
         return Ok(Some(meta_bytes));
     }
-    let prefix_len = subkey::prefix(key, m.version).len() as u64;
+    let prefix_len = subkey::prefix(ks.store.filing, key, m.version).len() as u64;
     let (mut seen, mut bytes) = (0u64, 0u64);
     ks.scan(&ks.store.sub_cf, key, m.version, b"", false, |field, value| {
         seen += 1;
@@ -183,8 +183,9 @@ pub fn memory_usage(ks: &Keyspace, key: &[u8], samples: usize) -> Result<Option<
     Ok(Some(meta_bytes + per_element * count))
 }
 
-/// SCAN: walks `count` live keys from `from` (inclusive) in key order, keeping those `keep`
-/// accepts (given the key and its type).
+/// SCAN: walks `count` live keys from the stored position `from` (inclusive; empty: the
+/// first) in stored order, keeping those `keep` accepts (given the key and its type); the
+/// page's `next` is the position the next step starts at.
 pub fn scan(
     ks: &Keyspace,
     from: &[u8],
@@ -194,9 +195,9 @@ pub fn scan(
     let mut found = Vec::new();
     let mut examined = 0;
     let mut next = None;
-    ks.scan_keys(from, |k, m| {
+    ks.scan_keys(from, |at, k, m| {
         if examined == count {
-            next = Some(k.to_vec());
+            next = Some(at.to_vec());
             return false;
         }
         examined += 1;
@@ -211,7 +212,7 @@ pub fn scan(
 /// DBSIZE: the number of live keys that `keep` keeps (a walk of the metadata family).
 pub fn count(ks: &Keyspace, mut keep: impl FnMut(&[u8]) -> bool) -> Result<u64> {
     let mut n = 0;
-    ks.scan_keys(b"", |k, _| {
+    ks.scan_keys(b"", |_, k, _| {
         n += u64::from(keep(k));
         true
     })?;
@@ -221,7 +222,7 @@ pub fn count(ks: &Keyspace, mut keep: impl FnMut(&[u8]) -> bool) -> Result<u64> 
 /// The number of live keys and of those with an expiry (INFO keyspace).
 pub fn stats(ks: &Keyspace) -> Result<(u64, u64)> {
     let (mut keys, mut expires) = (0u64, 0u64);
-    ks.scan_keys(b"", |_, m| {
+    ks.scan_keys(b"", |_, _, m| {
         keys += 1;
         expires += u64::from(m.expire_ms != 0);
         true
@@ -232,10 +233,10 @@ pub fn stats(ks: &Keyspace) -> Result<(u64, u64)> {
 /// RANDOMKEY: the first live key that `keep` keeps at or after a random point of the key
 /// space (or the first of all).
 pub fn random(ks: &Keyspace, mut keep: impl FnMut(&[u8]) -> bool) -> Result<Option<Vec<u8>>> {
-    let seed = ks.store.new_version().to_le_bytes();
-    for from in [&seed[..2], b""] {
+    let seed = ks.store.random_position(ks.store.new_version());
+    for from in [&seed[..], b""] {
         let mut first = None;
-        ks.scan_keys(from, |k, _| {
+        ks.scan_keys(from, |_, k, _| {
             if keep(k) {
                 first = Some(k.to_vec());
             }
@@ -276,12 +277,16 @@ fn copy_key(
         nm.version = out.new_version();
         let mut corrupt = false;
         from.scan(&from.store.sub_cf, src, m.version, b"", false, |f, v| {
-            b.put_cf(&*out.sub_cf, subkey::encode(dst, nm.version, f), v);
+            b.put_cf(&*out.sub_cf, subkey::encode(out.filing, dst, nm.version, f), v);
             if m.kind == Kind::ZSet {
                 match v.try_into() {
                     Ok(bits) => {
                         let s = f64::from_bits(u64::from_le_bytes(bits));
-                        b.put_cf(&*out.score_cf, score::index_key(dst, nm.version, s, f), b"");
+                        b.put_cf(
+                            &*out.score_cf,
+                            score::index_key(out.filing, dst, nm.version, s, f),
+                            b"",
+                        );
                     }
                     Err(_) => corrupt = true,
                 }

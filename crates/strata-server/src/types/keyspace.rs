@@ -144,7 +144,7 @@ impl<'a> Keyspace<'a> {
                     .map_err(|e| TypeError::Corrupt(format!("metadata of a key: {e}")))?;
                 // A use (a cache hit stamps its entry instead: `storage::access`); the entry
                 // the fill makes takes the stamp.
-                self.store.meta_cache.access.touch(self.store.set, key);
+                self.store.meta_cache.access.touch(self.store.space, key);
                 self.store.cache_meta(key, raw, generation);
                 m
             }
@@ -235,11 +235,17 @@ impl<'a> Keyspace<'a> {
         }
     }
 
-    /// Visits live keys from `from` (inclusive) on, in key order, until `f` returns false; `f`
-    /// gets the key and its metadata. Records that do not decode are skipped.
-    pub fn scan_keys(&self, from: &[u8], mut f: impl FnMut(&[u8], &Meta) -> bool) -> Result<()> {
-        self.store.scan_meta(from, |k, v| match Meta::decode(v) {
-            Ok(m) if !m.expired(self.now_ms) => f(k, &m),
+    /// Visits live keys from the stored position `from` (inclusive; empty: the first) on, in
+    /// stored order, until `f` returns false; `f` gets the key's position (where a later walk
+    /// goes on from: `Store::scan_meta`), the key and its metadata. Records that do not
+    /// decode are skipped.
+    pub fn scan_keys(
+        &self,
+        from: &[u8],
+        mut f: impl FnMut(&[u8], &[u8], &Meta) -> bool,
+    ) -> Result<()> {
+        self.store.scan_meta(from, |at, k, v| match Meta::decode(v) {
+            Ok(m) if !m.expired(self.now_ms) => f(at, k, &m),
             _ => true,
         })?;
         Ok(())
@@ -247,7 +253,9 @@ impl<'a> Keyspace<'a> {
 
     /// Reads the sub-key `field` of (`key`, `version`).
     pub fn get_sub(&self, key: &[u8], version: u64, field: &[u8]) -> Result<Option<Vec<u8>>> {
-        Ok(self.store.get(&self.store.sub_cf, &subkey::encode(key, version, field))?)
+        Ok(self
+            .store
+            .get(&self.store.sub_cf, &subkey::encode(self.store.filing, key, version, field))?)
     }
 
     /// One step of a cursor walk (SSCAN, ZSCAN) over the sub-keys of (`key`, `version`): from
@@ -288,13 +296,13 @@ impl<'a> Keyspace<'a> {
         reverse: bool,
         f: impl FnMut(&[u8], &[u8]) -> bool,
     ) -> Result<()> {
-        let prefix = subkey::prefix(key, version);
+        let prefix = subkey::prefix(self.store.filing, key, version);
         let upper = if reverse && !from.is_empty() {
             let mut e = prefix.clone();
             e.extend_from_slice(from);
             e
         } else {
-            subkey::prefix_end(key, version)
+            subkey::prefix_end(self.store.filing, key, version)
         };
         self.store.scan_prefix(cf, prefix, upper, from, reverse, f)?;
         Ok(())

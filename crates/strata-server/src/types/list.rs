@@ -16,6 +16,7 @@ use super::keyspace::Keyspace;
 use super::metadata::{Kind, Meta};
 use super::notify::{GENERIC, LIST};
 use super::subkey;
+use crate::filing::Filing;
 use strata::WriteBatch;
 
 /// An end of a list.
@@ -45,8 +46,8 @@ impl End {
     }
 }
 
-fn elem_key(key: &[u8], version: u64, idx: u64) -> Vec<u8> {
-    subkey::encode(key, version, &idx.to_be_bytes())
+fn elem_key(f: Filing, key: &[u8], version: u64, idx: u64) -> Vec<u8> {
+    subkey::encode(f, key, version, &idx.to_be_bytes())
 }
 
 /// Pushes `values` one by one at `end` of the list `m` into `b`.
@@ -69,7 +70,7 @@ fn push_into(
                 m.tail - 1
             }
         };
-        b.put_cf(&*ks.store.sub_cf, elem_key(key, m.version, idx), v);
+        b.put_cf(&*ks.store.sub_cf, elem_key(ks.store.filing, key, m.version, idx), v);
         m.size += 1;
     }
 }
@@ -91,7 +92,7 @@ fn pop_into(
             End::Left => m.head,
             End::Right => m.tail - 1,
         };
-        let k = elem_key(key, m.version, idx);
+        let k = elem_key(st.filing, key, m.version, idx);
         let v = st
             .get(&st.sub_cf, &k)?
             .ok_or_else(|| TypeError::Corrupt("list: missing element".into()))?;
@@ -284,17 +285,21 @@ pub fn insert(ks: &Keyspace, key: &[u8], before: bool, pivot: &[u8], elem: &[u8]
     if pos <= m.size - pos {
         // Shift positions 0..pos one index towards the head.
         for (i, v) in left.iter().take(pos as usize).enumerate() {
-            b.put_cf(&*st.sub_cf, elem_key(key, m.version, m.head + i as u64 - 1), v);
+            b.put_cf(&*st.sub_cf, elem_key(st.filing, key, m.version, m.head + i as u64 - 1), v);
         }
-        b.put_cf(&*st.sub_cf, elem_key(key, m.version, m.head + pos - 1), elem);
+        b.put_cf(&*st.sub_cf, elem_key(st.filing, key, m.version, m.head + pos - 1), elem);
         m.head -= 1;
     } else {
         // Shift positions pos..size one index towards the tail.
         let right = read_range(ks, key, &m, pos, m.size - pos)?;
         for (i, v) in right.iter().enumerate() {
-            b.put_cf(&*st.sub_cf, elem_key(key, m.version, m.head + pos + i as u64 + 1), v);
+            b.put_cf(
+                &*st.sub_cf,
+                elem_key(st.filing, key, m.version, m.head + pos + i as u64 + 1),
+                v,
+            );
         }
-        b.put_cf(&*st.sub_cf, elem_key(key, m.version, m.head + pos), elem);
+        b.put_cf(&*st.sub_cf, elem_key(st.filing, key, m.version, m.head + pos), elem);
         m.tail += 1;
     }
     m.size += 1;
@@ -319,7 +324,7 @@ pub fn set(ks: &Keyspace, key: &[u8], index: Option<i64>, elem: &[u8]) -> Result
         return Err(TypeError::IndexOutOfRange);
     }
     let mut b = WriteBatch::new();
-    b.put_cf(&*st.sub_cf, elem_key(key, m.version, m.head + i as u64), elem);
+    b.put_cf(&*st.sub_cf, elem_key(st.filing, key, m.version, m.head + i as u64), elem);
     ks.write(b)?;
     ks.notify(LIST, "lset", key);
     Ok(())
@@ -369,12 +374,12 @@ pub fn remove(ks: &Keyspace, key: &[u8], count: i64, elem: &[u8]) -> Result<u64>
         let mut to = m.head + last as u64;
         for i in (0..=last).rev() {
             if !gone[i] {
-                b.put_cf(&*st.sub_cf, elem_key(key, m.version, to), &all[i]);
+                b.put_cf(&*st.sub_cf, elem_key(st.filing, key, m.version, to), &all[i]);
                 to -= 1;
             }
         }
         for i in 0..removed {
-            b.delete_cf(&*st.sub_cf, elem_key(key, m.version, m.head + i));
+            b.delete_cf(&*st.sub_cf, elem_key(st.filing, key, m.version, m.head + i));
         }
         m.head += removed;
     } else {
@@ -382,12 +387,12 @@ pub fn remove(ks: &Keyspace, key: &[u8], count: i64, elem: &[u8]) -> Result<u64>
         let mut to = m.head + first as u64;
         for i in first..all.len() {
             if !gone[i] {
-                b.put_cf(&*st.sub_cf, elem_key(key, m.version, to), &all[i]);
+                b.put_cf(&*st.sub_cf, elem_key(st.filing, key, m.version, to), &all[i]);
                 to += 1;
             }
         }
         for i in 0..removed {
-            b.delete_cf(&*st.sub_cf, elem_key(key, m.version, m.tail - 1 - i));
+            b.delete_cf(&*st.sub_cf, elem_key(st.filing, key, m.version, m.tail - 1 - i));
         }
         m.tail -= removed;
     }
@@ -424,10 +429,10 @@ pub fn trim(ks: &Keyspace, key: &[u8], start: i64, stop: i64) -> Result<()> {
         return Ok(());
     }
     for i in 0..ltrim as u64 {
-        b.delete_cf(&*st.sub_cf, elem_key(key, m.version, m.head + i));
+        b.delete_cf(&*st.sub_cf, elem_key(st.filing, key, m.version, m.head + i));
     }
     for i in 0..rtrim as u64 {
-        b.delete_cf(&*st.sub_cf, elem_key(key, m.version, m.tail - 1 - i));
+        b.delete_cf(&*st.sub_cf, elem_key(st.filing, key, m.version, m.tail - 1 - i));
     }
     m.head += ltrim as u64;
     m.tail -= rtrim as u64;
@@ -514,5 +519,5 @@ pub fn index(ks: &Keyspace, key: &[u8], i: i64) -> Result<Option<Vec<u8>>> {
         return Ok(None);
     }
     let st = ks.store;
-    Ok(st.get(&st.sub_cf, &elem_key(key, m.version, m.head + i as u64))?)
+    Ok(st.get(&st.sub_cf, &elem_key(st.filing, key, m.version, m.head + i as u64))?)
 }

@@ -62,5 +62,15 @@ pub fn open_databases(
     policy: SyncPolicy,
     count: usize,
 ) -> std::result::Result<Arc<Databases>, OpenError> {
-    Databases::open(opts, dir, policy, gc::is_stale, count)
+    Databases::open(opts, dir, policy, gc::is_stale, count, false)
+}
+
+/// Opens (creating if needed) a cluster node's store in `dir`: one database, its keys filed
+/// under their partitions (`crate::filing`), its compaction filter as [`open_databases`]'.
+pub fn open_partitioned(
+    opts: strata::Options,
+    dir: &std::path::Path,
+    policy: SyncPolicy,
+) -> std::result::Result<Arc<Databases>, OpenError> {
+    Databases::open(opts, dir, policy, gc::is_stale, 1, true)
 }

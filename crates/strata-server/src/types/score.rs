@@ -2,8 +2,8 @@
 //! `zscore` column family.
 //!
 //! ```text
-//!  score index key:  subkey::prefix(key, version) | score 8 bytes | member    value: empty
-//!                    (the prefix starts with the key's slot: `super::subkey`)
+//!  score index key:  subkey::prefix(f, key, version) | score 8 bytes | member    value: empty
+//!                    (the prefix starts with the key's lead: `super::subkey`)
 //!  score bytes:      f = the f64's bits (-0.0 stored as +0.0)
 //!                    f >= 0: f | 1<<63        f < 0: !f        written big-endian
 //! ```
@@ -12,6 +12,7 @@
 //! so a scan of the index walks members by (score, member), as ZRANGE wants.
 
 use super::subkey;
+use crate::filing::Filing;
 
 /// Encodes `score` so that bytewise order equals numeric order.
 pub fn encode_score(score: f64) -> [u8; 8] {
@@ -28,9 +29,9 @@ pub fn decode_score(b: [u8; 8]) -> f64 {
     f64::from_bits(bits)
 }
 
-/// The score-index key of (`score`, `member`) of `key` at `version`.
-pub fn index_key(key: &[u8], version: u64, score: f64, member: &[u8]) -> Vec<u8> {
-    let mut out = subkey::prefix(key, version);
+/// The score-index key of (`score`, `member`) of `key` at `version`, filed as `f` files.
+pub fn index_key(f: Filing, key: &[u8], version: u64, score: f64, member: &[u8]) -> Vec<u8> {
+    let mut out = subkey::prefix(f, key, version);
     out.extend_from_slice(&encode_score(score));
     out.extend_from_slice(member);
     out

@@ -18,11 +18,11 @@ pub fn add(ks: &Keyspace, key: &[u8], members: &[Vec<u8>]) -> Result<u64> {
     let mut m = old.unwrap_or_else(|| Meta::composite(Kind::Set, st.new_version()));
     let mut b = WriteBatch::new();
     let mut added = HashSet::new();
-    let prefix = subkey::prefix(key, m.version);
+    let prefix = subkey::prefix(st.filing, key, m.version);
     for mem in members {
         if !added.contains(mem) && ks.get_sub(key, m.version, mem)?.is_none() {
             added.insert(mem);
-            b.put_cf(&*st.sub_cf, subkey::encode(key, m.version, mem), b"");
+            b.put_cf(&*st.sub_cf, subkey::encode(st.filing, key, m.version, mem), b"");
             st.pop_hints.inserted(Family::SetMembers, &prefix, mem);
         }
     }
@@ -49,7 +49,7 @@ pub fn remove(ks: &Keyspace, key: &[u8], members: &[Vec<u8>]) -> Result<u64> {
     for mem in members {
         if !gone.contains(mem) && ks.get_sub(key, m.version, mem)?.is_some() {
             gone.insert(mem);
-            b.delete_cf(&*st.sub_cf, subkey::encode(key, m.version, mem));
+            b.delete_cf(&*st.sub_cf, subkey::encode(st.filing, key, m.version, mem));
         }
     }
     m.size -= gone.len() as u64;
@@ -137,7 +137,7 @@ pub fn pop(ks: &Keyspace, key: &[u8], count: usize) -> Result<Option<Vec<Vec<u8>
         return Ok(None);
     };
     let mut v = Vec::new();
-    let prefix = subkey::prefix(key, m.version);
+    let prefix = subkey::prefix(st.filing, key, m.version);
     if count > 0 {
         let from = st.pop_hints.low(Family::SetMembers, &prefix);
         ks.scan(&st.sub_cf, key, m.version, &from, false, |f, _| {
@@ -147,7 +147,7 @@ pub fn pop(ks: &Keyspace, key: &[u8], count: usize) -> Result<Option<Vec<Vec<u8>
     }
     let mut b = WriteBatch::new();
     for mem in &v {
-        b.delete_cf(&*st.sub_cf, subkey::encode(key, m.version, mem));
+        b.delete_cf(&*st.sub_cf, subkey::encode(st.filing, key, m.version, mem));
     }
     m.size -= v.len() as u64;
     ks.put_or_delete_meta(&mut b, key, &m);
@@ -187,15 +187,19 @@ pub fn move_member(ks: &Keyspace, src: &[u8], dst: &[u8], member: &[u8]) -> Resu
         return Ok(true);
     }
     let mut b = WriteBatch::new();
-    b.delete_cf(&*st.sub_cf, subkey::encode(src, from.version, member));
+    b.delete_cf(&*st.sub_cf, subkey::encode(st.filing, src, from.version, member));
     from.size -= 1;
     ks.put_or_delete_meta(&mut b, src, &from);
     let created = to.is_none();
     let mut to = to.unwrap_or_else(|| Meta::composite(Kind::Set, st.new_version()));
     let added = ks.get_sub(dst, to.version, member)?.is_none();
     if added {
-        b.put_cf(&*st.sub_cf, subkey::encode(dst, to.version, member), b"");
-        st.pop_hints.inserted(Family::SetMembers, &subkey::prefix(dst, to.version), member);
+        b.put_cf(&*st.sub_cf, subkey::encode(st.filing, dst, to.version, member), b"");
+        st.pop_hints.inserted(
+            Family::SetMembers,
+            &subkey::prefix(st.filing, dst, to.version),
+            member,
+        );
         to.size += 1;
         ks.put_meta(&mut b, dst, &to);
     }
@@ -310,7 +314,7 @@ pub fn combine_store(ks: &Keyspace, op: Algebra, dst: &[u8], keys: &[Vec<u8>]) -
         // compaction filter.
         let mut m = Meta::composite(Kind::Set, st.new_version());
         for mem in &members {
-            b.put_cf(&*st.sub_cf, subkey::encode(dst, m.version, mem), b"");
+            b.put_cf(&*st.sub_cf, subkey::encode(st.filing, dst, m.version, mem), b"");
         }
         m.size = members.len() as u64;
         ks.put_meta(&mut b, dst, &m);
@@ -357,7 +361,7 @@ mod tests {
     struct Deposed;
 
     impl Replicate for Deposed {
-        fn propose(&self, _slot: u16, _batch: WriteBatch, done: Arc<Settlement>) {
+        fn propose(&self, _: u16, _slot: u16, _batch: WriteBatch, done: Arc<Settlement>) {
             std::thread::spawn(move || {
                 std::thread::sleep(std::time::Duration::from_millis(10));
                 done.settle(Err("MOVED 1 127.0.0.1:7002".into()));
@@ -370,8 +374,11 @@ mod tests {
     #[test]
     fn a_pop_whose_replicated_write_fails_leaves_the_hint_where_it_was() {
         let dir = tempfile::tempdir().unwrap();
-        let store =
-            crate::types::open(strata::Options::default(), dir.path(), SyncPolicy::No).unwrap();
+        // A cluster node's store, as partition 0's command sees it.
+        let dbs =
+            crate::types::open_partitioned(strata::Options::default(), dir.path(), SyncPolicy::No)
+                .unwrap();
+        let store = dbs.partition(0).clone();
         let limits = Limits::default();
         let ks = Keyspace::new(&store, &limits, 0);
         add(&ks, b"s", &[b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]).unwrap();
@@ -380,7 +387,7 @@ mod tests {
         let (popped, owed) = deferring(|| pop(&ks, b"s", 1));
         assert!(popped.is_err(), "the pop fails with its write");
         assert!(matches!(owed, Some(Err(r)) if r.starts_with("MOVED")));
-        let prefix = subkey::prefix(b"s", version);
+        let prefix = subkey::prefix(store.filing, b"s", version);
         assert!(store.pop_hints.low(Family::SetMembers, &prefix).is_empty());
         assert_eq!(members(&ks, b"s").unwrap().len(), 3);
     }

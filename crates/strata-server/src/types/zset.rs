@@ -43,11 +43,15 @@ fn put_member(
 ) {
     let st = ks.store;
     if let Some(o) = old {
-        b.delete_cf(&*st.score_cf, score::index_key(key, version, o, member));
+        b.delete_cf(&*st.score_cf, score::index_key(st.filing, key, version, o, member));
     }
-    b.put_cf(&*st.sub_cf, subkey::encode(key, version, member), new.to_bits().to_le_bytes());
-    let ik = score::index_key(key, version, new, member);
-    let (prefix, suffix) = ik.split_at(subkey::prefix_len(key));
+    b.put_cf(
+        &*st.sub_cf,
+        subkey::encode(st.filing, key, version, member),
+        new.to_bits().to_le_bytes(),
+    );
+    let ik = score::index_key(st.filing, key, version, new, member);
+    let (prefix, suffix) = ik.split_at(subkey::prefix_len(st.filing, key));
     st.pop_hints.inserted(Family::ScoreIndex, prefix, suffix);
     b.put_cf(&*st.score_cf, &ik, b"");
 }
@@ -62,8 +66,8 @@ fn del_member(
     old: f64,
 ) {
     let st = ks.store;
-    b.delete_cf(&*st.sub_cf, subkey::encode(key, version, member));
-    b.delete_cf(&*st.score_cf, score::index_key(key, version, old, member));
+    b.delete_cf(&*st.sub_cf, subkey::encode(st.filing, key, version, member));
+    b.delete_cf(&*st.score_cf, score::index_key(st.filing, key, version, old, member));
 }
 
 /// ZADD's conditions.
@@ -568,7 +572,7 @@ pub fn pop(ks: &Keyspace, key: &[u8], end: End, count: usize) -> Result<Scored> 
         return Ok(items);
     };
     let max = end == End::Max;
-    let prefix = subkey::prefix(key, m.version);
+    let prefix = subkey::prefix(st.filing, key, m.version);
     if count > 0 {
         let from = if max {
             st.pop_hints.high(Family::ScoreIndex, &prefix).unwrap_or_default()
@@ -591,7 +595,7 @@ pub fn pop(ks: &Keyspace, key: &[u8], end: End, count: usize) -> Result<Scored> 
         ks.notify_removal(ZSET, if max { "zpopmax" } else { "zpopmin" }, key, m.size == 0);
     }
     if let (Some((s, mem)), true) = (items.last(), m.size > 0) {
-        let ik = score::index_key(key, m.version, *s, mem);
+        let ik = score::index_key(st.filing, key, m.version, *s, mem);
         let last = &ik[prefix.len()..];
         if max {
             st.pop_hints.popped_high(Family::ScoreIndex, &prefix, last);

@@ -1,17 +1,19 @@
-//! Every record is filed under its key's cluster slot: after commands of every type, each
-//! entry of the three data families starts with the slot of the user key it belongs to, and
-//! `Store::slot_ranges` of a slot holds exactly that slot's entries (what a cluster node
-//! snapshots or deletes for a partition). A DB written before slots led the keys, or marked
-//! with another layout, is refused at open with an error naming the directory; a new one is
-//! marked and reopens.
+//! Every record is filed under its key's cluster slot (and on a cluster node's store, the
+//! partition its command ran for, first): after commands of every type, each entry of the
+//! three data families starts with that lead, and `Store::slot_ranges` of a slot holds
+//! exactly that slot's entries (what a cluster node snapshots or deletes). A DB written
+//! before slots led the keys, or marked with another layout (or the other mode's), is
+//! refused at open with an error naming the directory; a new one is marked and reopens.
 
 use std::sync::Arc;
 use strata::{ColumnFamilyDescriptor, Db, Options, WriteBatch};
 use strata_server::commands::dispatch;
 use strata_server::config::{Config, Flags};
+use strata_server::filing::Filing;
 use strata_server::resp::Out;
 use strata_server::slots::key_slot;
 use strata_server::state::{Conn, Shared};
+use strata_server::storage::databases::serve_partition;
 use strata_server::storage::{self, OpenError, SyncPolicy};
 use strata_server::types::subkey;
 
@@ -24,6 +26,13 @@ fn shared(dir: &std::path::Path) -> Arc<Shared> {
     let cfg = Config::resolve(Flags { dir: Some(dir.to_path_buf()), ..Flags::default() }).unwrap();
     let dbs = strata_server::types::open_databases(cfg.engine_options(), dir, SyncPolicy::No, 1);
     Arc::new(Shared::new(dbs.unwrap(), cfg, 0))
+}
+
+/// A cluster node's store, without a router: the test names each command's partition.
+fn partitioned(dir: &std::path::Path) -> Result<Arc<Shared>, OpenError> {
+    let cfg = Config::resolve(Flags { dir: Some(dir.to_path_buf()), ..Flags::default() }).unwrap();
+    let dbs = strata_server::types::open_partitioned(cfg.engine_options(), dir, SyncPolicy::No)?;
+    Ok(Arc::new(Shared::new(dbs, cfg, 0)))
 }
 
 fn run(sh: &Shared, args: &[&str]) {
@@ -50,48 +59,117 @@ fn entries(st: &storage::Store) -> Vec<(&'static str, Vec<u8>)> {
     all
 }
 
-/// The user key an entry belongs to.
-fn user_key<'a>(family: &str, stored: &'a [u8]) -> &'a [u8] {
+/// The user key an entry filed as `f` files belongs to.
+fn user_key<'a>(f: Filing, family: &str, stored: &'a [u8]) -> &'a [u8] {
     if family == "metadata" {
-        &stored[2..]
+        &stored[f.len()..]
     } else {
-        subkey::decode(stored).expect("a well-formed sub-key").0
+        subkey::decode(f, stored).expect("a well-formed sub-key").key
     }
 }
 
 #[test]
 fn every_entry_is_filed_under_its_keys_slot_and_slot_ranges_hold_them() {
     let tmp = tempfile::tempdir().unwrap();
-    let sh = shared(tmp.path());
+    filed_under_their_slots(&shared(tmp.path()), None);
+}
+
+#[test]
+fn a_cluster_nodes_entries_lead_with_their_partition_and_each_view_sees_its_own() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sh = partitioned(tmp.path()).unwrap();
+    filed_under_their_slots(&sh, Some(5));
+    // The same key written for two partitions is two keys, each partition's view seeing its
+    // own, and the store of every partition (no partition served) seeing both.
+    for (p, v) in [(5, "five"), (6, "six")] {
+        let _serving = serve_partition(Some(p));
+        run(&sh, &["SET", "shared", v]);
+    }
+    for (p, v) in [(5u16, "five"), (6, "six")] {
+        let view = sh.dbs.partition(p);
+        let raw = view.read_meta_uncached(b"shared").unwrap().unwrap();
+        assert!(raw.ends_with(v.as_bytes()), "{p}");
+        assert_eq!(view.view_ranges_of(Filing::Partition(p)).len(), 3);
+    }
+    let mut seen = 0;
+    sh.dbs
+        .store(0)
+        .scan_meta(b"", |at, k, _| {
+            seen += usize::from(k == b"shared");
+            assert!(Filing::partition_of(at).is_some_and(|p| p == 5 || p == 6));
+            true
+        })
+        .unwrap();
+    assert_eq!(seen, 2);
+    // FLUSHDB for one partition leaves the other's keys.
+    {
+        let _serving = serve_partition(Some(6));
+        sh.dbs.store(0).flush().unwrap();
+    }
+    assert!(sh.dbs.partition(6).read_meta_uncached(b"shared").unwrap().is_none());
+    assert!(sh.dbs.partition(5).read_meta_uncached(b"shared").unwrap().is_some());
+    // A key written with no partition served is refused by no group here (no router), but
+    // is filed under none: no partition's view sees it.
+    run(&sh, &["SET", "stray", "x"]);
+    for p in [5, 6] {
+        assert!(sh.dbs.partition(p).read_meta_uncached(b"stray").unwrap().is_none());
+    }
+    sh.dbs.close().unwrap();
+    drop(sh);
+    // The store is marked for cluster mode: a standalone open refuses it, and the other way
+    // round, naming the directory and the layouts.
+    let text = open(tmp.path()).err().expect("a cluster store opened standalone").to_string();
+    assert!(text.contains("partition-prefixed 1") && text.contains("standalone"), "{text}");
+    let standalone = tempfile::tempdir().unwrap();
+    {
+        let sh = shared(standalone.path());
+        run(&sh, &["SET", "a", "1"]);
+        sh.dbs.close().unwrap();
+    }
+    let text = partitioned(standalone.path()).err().expect("a standalone store in cluster mode");
+    let text = text.to_string();
+    assert!(text.contains("slot-prefixed 1") && text.contains("cluster mode"), "{text}");
+    assert!(text.contains(&standalone.path().display().to_string()), "{text}");
+}
+
+/// Commands of every type, run for `partition` on a cluster node's store (`None`: a
+/// standalone one), file every entry under the key's slot and the partition.
+fn filed_under_their_slots(sh: &Shared, partition: Option<u16>) {
+    let _serving = serve_partition(partition);
+    let filing = partition.map_or(Filing::Slot, Filing::Partition);
     let mut keys = Vec::new();
     for i in 0..40 {
         // Some keys share a hash tag, so some slots hold several keys.
         let k = if i % 4 == 0 { format!("{{tag{}}}.k{i}", i % 3) } else { format!("key:{i}") };
         match i % 5 {
-            0 => run(&sh, &["SET", &k, "v", "EX", "100"]),
+            0 => run(sh, &["SET", &k, "v", "EX", "100"]),
             1 => {
                 // Past the compact limit: one sub-key per field.
                 for f in 0..130 {
-                    run(&sh, &["HSET", &k, &format!("f{f}"), "v"]);
+                    run(sh, &["HSET", &k, &format!("f{f}"), "v"]);
                 }
             }
-            2 => run(&sh, &["RPUSH", &k, "a", "b", "c"]),
-            3 => run(&sh, &["SADD", &k, "m1", "m2"]),
-            _ => run(&sh, &["ZADD", &k, "1.5", "a", "-2", "b"]),
+            2 => run(sh, &["RPUSH", &k, "a", "b", "c"]),
+            3 => run(sh, &["SADD", &k, "m1", "m2"]),
+            _ => run(sh, &["ZADD", &k, "1.5", "a", "-2", "b"]),
         }
         keys.push(k);
     }
     let st = sh.dbs.store(0);
+    assert_eq!(st.filing, filing);
     let all = entries(st);
     assert!(all.iter().any(|(f, _)| *f == "zscore") && all.iter().any(|(f, _)| *f == "subkey"));
     for (family, stored) in &all {
-        let key = user_key(family, stored);
+        let key = user_key(filing, family, stored);
         assert_eq!(
-            strata_server::slots::filed_slot(stored),
+            filing.slot_of(stored),
             Some(key_slot(key)),
             "{family} entry of {:?} not under its slot",
             String::from_utf8_lossy(key)
         );
+        if let Some(p) = partition {
+            assert_eq!(Filing::partition_of(stored), Some(p), "{family} {stored:?}");
+        }
     }
     // A slot's ranges hold exactly the entries of its keys, in every family.
     for k in &keys {
@@ -107,7 +185,8 @@ fn every_entry_is_filed_under_its_keys_slot_and_slot_ranges_hold_them() {
             let inside = ranges.iter().any(|(rcf, lo, hi)| {
                 Arc::ptr_eq(rcf, cf) && stored.as_slice() >= lo.as_slice() && stored < hi
             });
-            assert_eq!(inside, key_slot(user_key(family, stored)) == slot, "{family} {stored:?}");
+            let of_slot = key_slot(user_key(filing, family, stored)) == slot;
+            assert_eq!(inside, of_slot, "{family} {stored:?}");
         }
     }
     // Every slot together: every entry.
@@ -117,7 +196,7 @@ fn every_entry_is_filed_under_its_keys_slot_and_slot_ranges_hold_them() {
     }
     // Reads and scans see user keys as they were written.
     let mut seen = Vec::new();
-    st.scan_meta(b"", |k, _| {
+    st.scan_meta(b"", |_, k, _| {
         seen.push(String::from_utf8_lossy(k).into_owned());
         true
     })

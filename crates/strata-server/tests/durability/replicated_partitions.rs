@@ -71,7 +71,7 @@ impl Cluster {
             let d = dir.path().join(format!("node{id}"));
             let cfg = Config::resolve(Flags { dir: Some(d.clone()), ..Flags::default() }).unwrap();
             let store =
-                strata_server::types::open_databases(cfg.engine_options(), &d, SyncPolicy::No, 1)
+                strata_server::types::open_partitioned(cfg.engine_options(), &d, SyncPolicy::No)
                     .unwrap();
             let dbs = store.clone();
             let store = dbs.store(0).clone();
@@ -317,7 +317,8 @@ fn a_batch_of_another_partitions_keys_is_never_applied() {
         (0..10_000).map(|i| format!("k{i}")).find(|k| Cluster::group_of(k) == GroupId(0)).unwrap();
     let g1 = GroupId(1);
     let leader = c.leader(g1);
-    let st = c.nodes[&leader].shared.dbs.store(0);
+    // Filed as partition 0's command files it.
+    let st = c.nodes[&leader].shared.dbs.partition(0);
     let mut b = strata::WriteBatch::new();
     st.put_meta(&mut b, k0.as_bytes(), b"\x01\0\0\0\0\0\0\0\0v".to_vec());
     st.meta_cache.invalidate_noted(false);
@@ -328,7 +329,10 @@ fn a_batch_of_another_partitions_keys_is_never_applied() {
     });
     assert!(!matches!(r, Ok(Ok(_))), "the misplaced batch was applied: {r:?}");
     for n in c.nodes.values() {
-        assert_eq!(n.shared.dbs.store(0).read_meta_uncached(k0.as_bytes()).unwrap(), None);
+        for p in [0, 1] {
+            let view = n.shared.dbs.partition(p);
+            assert_eq!(view.read_meta_uncached(k0.as_bytes()).unwrap(), None);
+        }
     }
     // Routing stayed honest throughout: the key's own partition still takes it.
     assert_eq!(c.run(&k0, &["SET", &k0, "v"]), "+OK\r\n");
@@ -391,7 +395,8 @@ fn expired_keys_are_deleted_by_their_partitions_leader_and_the_deletion_replicat
     assert_eq!(deleted, 1, "the leader of {g} deletes the expired key");
     c.converged();
     for (id, n) in &c.nodes {
-        let raw = n.shared.dbs.store(0).read_meta_uncached(key.as_bytes()).unwrap();
+        let view = n.shared.dbs.partition(g.0 as u16);
+        let raw = view.read_meta_uncached(key.as_bytes()).unwrap();
         assert!(raw.is_none(), "node {id} still holds the expired key's record");
     }
 }

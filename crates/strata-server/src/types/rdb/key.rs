@@ -215,7 +215,11 @@ fn put_value(ks: &Keyspace, b: &mut WriteBatch, key: &[u8], value: &Value) -> Me
             let mut m = Meta::composite(Kind::List, st.new_version());
             for (i, e) in items.iter().enumerate() {
                 let idx = LIST_MIDDLE + i as u64;
-                b.put_cf(&*st.sub_cf, subkey::encode(key, m.version, &idx.to_be_bytes()), e);
+                b.put_cf(
+                    &*st.sub_cf,
+                    subkey::encode(st.filing, key, m.version, &idx.to_be_bytes()),
+                    e,
+                );
             }
             m.size = items.len() as u64;
             m.tail = LIST_MIDDLE + m.size;
@@ -224,7 +228,7 @@ fn put_value(ks: &Keyspace, b: &mut WriteBatch, key: &[u8], value: &Value) -> Me
         Value::Set(members) => {
             let mut m = Meta::composite(Kind::Set, st.new_version());
             for mem in members {
-                b.put_cf(&*st.sub_cf, subkey::encode(key, m.version, mem), b"");
+                b.put_cf(&*st.sub_cf, subkey::encode(st.filing, key, m.version, mem), b"");
             }
             m.size = members.len() as u64;
             m
@@ -234,10 +238,10 @@ fn put_value(ks: &Keyspace, b: &mut WriteBatch, key: &[u8], value: &Value) -> Me
             for (mem, s) in pairs {
                 b.put_cf(
                     &*st.sub_cf,
-                    subkey::encode(key, m.version, mem),
+                    subkey::encode(st.filing, key, m.version, mem),
                     s.to_bits().to_le_bytes(),
                 );
-                b.put_cf(&*st.score_cf, score::index_key(key, m.version, *s, mem), b"");
+                b.put_cf(&*st.score_cf, score::index_key(st.filing, key, m.version, *s, mem), b"");
             }
             m.size = pairs.len() as u64;
             m
@@ -258,7 +262,7 @@ fn put_value(ks: &Keyspace, b: &mut WriteBatch, key: &[u8], value: &Value) -> Me
             }
             let mut m = Meta::composite(Kind::Hash, st.new_version());
             for (f, v) in pairs {
-                b.put_cf(&*st.sub_cf, subkey::encode(key, m.version, f), v);
+                b.put_cf(&*st.sub_cf, subkey::encode(st.filing, key, m.version, f), v);
             }
             m.size = pairs.len() as u64;
             m

@@ -368,12 +368,19 @@ impl Records<'_, '_> {
 
     /// Puts the record of `field` into `b`.
     pub fn put(&self, b: &mut WriteBatch, field: &[u8], value: &[u8]) {
-        b.put_cf(&*self.ks.store.sub_cf, subkey::encode(self.key, self.version, field), value);
+        b.put_cf(
+            &*self.ks.store.sub_cf,
+            subkey::encode(self.ks.store.filing, self.key, self.version, field),
+            value,
+        );
     }
 
     /// Puts the deletion of the record of `field` into `b`.
     pub fn delete(&self, b: &mut WriteBatch, field: &[u8]) {
-        b.delete_cf(&*self.ks.store.sub_cf, subkey::encode(self.key, self.version, field));
+        b.delete_cf(
+            &*self.ks.store.sub_cf,
+            subkey::encode(self.ks.store.filing, self.key, self.version, field),
+        );
     }
 
     /// Visits the records whose field starts with `space`, in order from the first whose
@@ -407,13 +414,13 @@ impl Records<'_, '_> {
         reverse: bool,
         f: impl FnMut(&[u8], &[u8]) -> bool,
     ) -> Result<()> {
-        let mut prefix = subkey::prefix(self.key, self.version);
+        let mut prefix = subkey::prefix(self.ks.store.filing, self.key, self.version);
         prefix.extend_from_slice(space);
         let upper = match below {
             Some(b) => [&prefix[..], b].concat(),
-            None => {
-                successor(&prefix).unwrap_or_else(|| subkey::prefix_end(self.key, self.version))
-            }
+            None => successor(&prefix).unwrap_or_else(|| {
+                subkey::prefix_end(self.ks.store.filing, self.key, self.version)
+            }),
         };
         self.ks.store.scan_prefix(&self.ks.store.sub_cf, prefix, upper, from, reverse, f)?;
         Ok(())
