@@ -233,7 +233,7 @@ case "$cmd" in
     printf '%-10s %-12s %-7s %-9s %s\n' partition slots leader term replicas
     for a in $(addrs_of); do info_cluster "$a"; done | tr -d '\r' \
       | { grep '^partition[0-9]*:.*role=leader' || true; } \
-      | sed -E 's/^partition([0-9]+):slots=([0-9-]+),role=leader,term=([0-9]+),leader=([0-9?]+),voters=([0-9|]+),.*/\1 \2 \4 \3 \5/' \
+      | sed -E 's/^partition([0-9]+):slots=([0-9|-]+|none),role=leader,term=([0-9]+),leader=([0-9?]+),voters=([0-9|]+),.*/\1 \2 \4 \3 \5/' \
       | sort -n | while read -r part slots leader term voters; do
           printf '%-10s %-12s %-7s %-9s %s\n' "$part" "$slots" "$leader" "$term" "${voters//|/,}"
         done

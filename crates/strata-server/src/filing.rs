@@ -91,8 +91,10 @@ impl Filing {
         match self {
             Filing::Slot | Filing::AllPartitions => (Vec::new(), vec![0x40, 0]),
             Filing::Partition(p) => {
+                // Whole leads (partition and slot 0), as a partition's keys have.
                 let end = (u32::from(p) + 1) as u16;
-                (p.to_be_bytes().to_vec(), end.to_be_bytes().to_vec())
+                let lead = |q: u16| [q.to_be_bytes(), [0, 0]].concat();
+                (lead(p), lead(end))
             }
         }
     }

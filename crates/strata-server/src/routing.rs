@@ -14,7 +14,16 @@ pub enum Route {
     Moved(String),
     /// Nowhere now (no leader is known for the slot's partition).
     Down,
+    /// At the node whose client address this is, for this command only: the slot is moving
+    /// there (Redis Cluster's `ASK`; the client sends `ASKING` first).
+    Ask(String),
+    /// Not now: a write to a slot that is being moved (Redis Cluster's `TRYAGAIN`).
+    TryAgain,
 }
+
+/// Held while an admitted write runs ([`Router::admit_write`]): the slot's move waits for
+/// it to be proposed before it freezes the slot.
+pub struct Admission(pub Box<dyn Send>);
 
 /// A node of the cluster as clients see it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -89,6 +98,14 @@ pub enum Admin {
     ForgetNode(u64),
     /// Spreads replicas and preferred leaders evenly over the active nodes.
     Rebalance,
+    /// Gives `slot` to `partition` in the map's slot table (the last step but one of a
+    /// slot move: clients are sent there from then on).
+    MoveSlot {
+        /// The slot.
+        slot: u16,
+        /// Its partition from now on.
+        partition: u16,
+    },
 }
 
 /// The cluster's answer for a slot. Implementations are shared by every connection and must
@@ -122,6 +139,31 @@ pub trait Router: Send + Sync {
     fn partition_of(&self, slot: u16) -> Option<u16> {
         let _ = slot;
         None
+    }
+
+    /// Admits a write command on `slot` that [`Router::prepare`] readied, or refuses it
+    /// (the error reply: `TRYAGAIN` while the slot is being frozen for a move). The write
+    /// is to be proposed while the admission is held.
+    fn admit_write(&self, slot: u16) -> Result<Option<Admission>, String> {
+        let _ = slot;
+        Ok(None)
+    }
+
+    /// A step of a slot move (`strata-cluster move-slots`) on `partition`, which this node
+    /// must lead: `op` is `import`, `freeze`, `handoff`, `adopt` or `release`, `peer` the
+    /// other partition. `Ok` is the reply text; `Err` the error reply (`REDIRECT host:port`
+    /// when another node leads it). May block.
+    fn move_step(&self, partition: u16, op: &str, slot: u16, peer: u16) -> Result<String, String> {
+        let _ = (partition, op, slot, peer);
+        Err("ERR this node does not move slots".into())
+    }
+
+    /// Whether this node may serve the copy of `slot` from `partition` (`export`) or take
+    /// it into `partition` (`!export`): it leads the partition, past its read barrier, and
+    /// the slot is frozen there (export) or being imported (import).
+    fn check_copy(&self, partition: u16, slot: u16, export: bool) -> Result<(), String> {
+        let _ = (partition, slot, export);
+        Err("ERR this node does not move slots".into())
     }
 
     /// The cluster's layout as this node knows it (CLUSTER SLOTS, NODES, INFO).

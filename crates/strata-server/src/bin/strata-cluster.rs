@@ -14,7 +14,16 @@
 //!                               then may it stop)
 //!   rebalance [--wait]          spreads replicas and preferred leaders over the nodes
 //!   wait                        waits until every partition's voters are its placement
+//!   move-slots SLOTS --to P     moves slots (`5`, `100-200`, `1,7,9-12`) to partition P,
+//!                               one at a time, while clients go on (writes to a slot wait
+//!                               for its copy); a move a crash left half done resumes
 //! ```
+//!
+//! A slot move, step by step (`cluster::ownership` in the server says why it is safe): the
+//! target partition T starts importing, the source S freezes the slot, its records are
+//! copied from S's leader to T's leader in pages (`CLUSTER SLOTRECORDS`, `CLUSTER
+//! IMPORTRECORDS`), S hands the slot off (its clients are sent to T with `ASK`), T adopts
+//! it, the map gives it to T (`MOVED`), and S deletes its copy.
 //!
 //! Exit status 0 when done, 1 when a command failed or a wait timed out (with the reason on
 //! stderr), 2 for bad usage.
@@ -75,6 +84,17 @@ enum Cmd {
     },
     /// Waits until every partition's voters are its placement in the map.
     Wait,
+    /// Moves slots to another partition, live.
+    MoveSlots {
+        /// The slots: `5`, `100-200` or a comma-separated list of both.
+        slots: String,
+        /// The partition they move to.
+        #[arg(long)]
+        to: u16,
+        /// Records per page of the copy.
+        #[arg(long, default_value_t = 500)]
+        page: usize,
+    },
 }
 
 /// A reply, as far as this tool needs to tell replies apart.
@@ -154,19 +174,41 @@ fn admin(start: &str, args: &[&str], deadline: Instant) -> Result<String, String
     }
 }
 
-/// The map's text parsed: nodes (id -> client address, state) and placement.
+/// The map's text parsed: nodes (id -> client address, state), placement, the partitions'
+/// count and the slots moved out of their runs.
 struct Map {
     text: String,
     nodes: BTreeMap<u64, (String, String)>,
     placement: BTreeMap<u16, Vec<u64>>,
+    partitions: u16,
+    moved: BTreeMap<u16, u16>,
+}
+
+impl Map {
+    /// The partition `slot` belongs to (its run's, as the server computes runs, unless
+    /// moved).
+    fn partition_of(&self, slot: u16) -> u16 {
+        match self.moved.get(&slot) {
+            Some(p) => *p,
+            None => (u32::from(slot) * u32::from(self.partitions.max(1)) / 16384) as u16,
+        }
+    }
 }
 
 fn parse_map(text: String) -> Result<Map, String> {
     let bad = |l: &str| format!("CLUSTER MAP: cannot read `{l}`");
     let (mut nodes, mut placement) = (BTreeMap::new(), BTreeMap::new());
+    let (mut partitions, mut moved) = (0, BTreeMap::new());
     for l in text.lines() {
         let f: Vec<&str> = l.split(' ').collect();
         match f.first() {
+            Some(&"partitions") if f.len() == 4 => {
+                partitions = f[1].parse().map_err(|_| bad(l))?;
+            }
+            Some(&"slot") if f.len() == 4 => {
+                let slot = f[1].parse().map_err(|_| bad(l))?;
+                moved.insert(slot, f[3].parse().map_err(|_| bad(l))?);
+            }
             Some(&"node") if f.len() == 5 => {
                 let id = f[1].parse().map_err(|_| bad(l))?;
                 nodes.insert(id, (f[2].to_string(), f[4].to_string()));
@@ -179,7 +221,258 @@ fn parse_map(text: String) -> Result<Map, String> {
             _ => {}
         }
     }
-    Ok(Map { text, nodes, placement })
+    Ok(Map { text, nodes, placement, partitions, moved })
+}
+
+/// A reply in full (binary-safe), for the commands whose replies are arrays.
+#[derive(Debug)]
+enum Value {
+    Bytes(Vec<u8>),
+    Int(i64),
+    Error(String),
+    Array(Vec<Value>),
+    Nil,
+}
+
+fn read_value(r: &mut impl BufRead, addr: &str) -> Result<Value, String> {
+    let mut line = Vec::new();
+    r.read_until(b'\n', &mut line).map_err(|e| format!("read from {addr}: {e}"))?;
+    if line.len() < 3 || !line.ends_with(b"\r\n") {
+        return Err(format!("{addr}: the connection ended inside a reply"));
+    }
+    let text = String::from_utf8_lossy(&line[1..line.len() - 2]).into_owned();
+    let num = |t: &str| t.parse::<i64>().map_err(|_| format!("{addr}: bad reply line `{t}`"));
+    Ok(match line[0] {
+        b'+' => Value::Bytes(text.into_bytes()),
+        b'-' => Value::Error(text),
+        b':' => Value::Int(num(&text)?),
+        b'$' => match num(&text)? {
+            n if n < 0 => Value::Nil,
+            n => {
+                let mut buf = vec![0u8; n as usize + 2];
+                std::io::Read::read_exact(r, &mut buf)
+                    .map_err(|e| format!("read from {addr}: {e}"))?;
+                buf.truncate(n as usize);
+                Value::Bytes(buf)
+            }
+        },
+        b'*' => match num(&text)? {
+            n if n < 0 => Value::Nil,
+            n => (0..n).map(|_| read_value(r, addr)).collect::<Result<_, _>>().map(Value::Array)?,
+        },
+        other => return Err(format!("{addr}: unknown reply type {:?}", other as char)),
+    })
+}
+
+/// Sends one command with binary arguments on `conn` and reads its reply.
+fn call_on(conn: &mut BufReader<TcpStream>, addr: &str, args: &[&[u8]]) -> Result<Value, String> {
+    let mut req = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        req.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        req.extend_from_slice(a);
+        req.extend_from_slice(b"\r\n");
+    }
+    conn.get_mut().write_all(&req).map_err(|e| format!("send to {addr}: {e}"))?;
+    read_value(conn, addr)
+}
+
+/// Connections to the nodes a move talks to, by address, reused across its calls.
+#[derive(Default)]
+struct Conns(BTreeMap<String, BufReader<TcpStream>>);
+
+impl Conns {
+    /// Sends `args` to the node leading the partition the command names, starting at
+    /// `start` and following `REDIRECT`; retries `CLUSTERDOWN`, `TRYAGAIN` and broken
+    /// connections until `deadline`. Returns the reply and the address that gave it.
+    fn at_leader(
+        &mut self,
+        start: &str,
+        args: &[&[u8]],
+        deadline: Instant,
+    ) -> Result<(Value, String), String> {
+        let what =
+            || String::from_utf8_lossy(&args.join(&b' ')).chars().take(80).collect::<String>();
+        let mut addr = start.to_string();
+        loop {
+            let reply = self.call(&addr, args);
+            let retry = match reply {
+                Ok(Value::Error(e)) if e.starts_with("REDIRECT ") => {
+                    addr = e["REDIRECT ".len()..].trim().to_string();
+                    continue;
+                }
+                Ok(Value::Error(e))
+                    if e.starts_with("CLUSTERDOWN")
+                        || e.starts_with("TRYAGAIN")
+                        || e.contains("timed out")
+                        || e.contains("outcome is unknown") =>
+                {
+                    e
+                }
+                Ok(Value::Error(e)) => return Err(format!("{}: {e}", what())),
+                Ok(v) => return Ok((v, addr)),
+                Err(e) => {
+                    self.0.remove(&addr);
+                    addr = start.to_string();
+                    e
+                }
+            };
+            if Instant::now() >= deadline {
+                return Err(format!("{}: still `{retry}` at the deadline", what()));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn call(&mut self, addr: &str, args: &[&[u8]]) -> Result<Value, String> {
+        if !self.0.contains_key(addr) {
+            let sock: std::net::SocketAddr =
+                addr.parse().map_err(|_| format!("`{addr}`: expected an IP address and a port"))?;
+            let s = TcpStream::connect_timeout(&sock, Duration::from_secs(5))
+                .map_err(|e| format!("connect to {addr}: {e}"))?;
+            s.set_read_timeout(Some(Duration::from_secs(30))).map_err(|e| e.to_string())?;
+            self.0.insert(addr.to_string(), BufReader::new(s));
+        }
+        let conn = self.0.get_mut(addr).expect("inserted above");
+        let r = call_on(conn, addr, args);
+        if r.is_err() {
+            self.0.remove(addr);
+        }
+        r
+    }
+
+    /// A step of a move on `partition` (CLUSTER MOVESLOT), at its leader; the reply text.
+    fn step(
+        &mut self,
+        start: &str,
+        partition: u16,
+        op: &str,
+        slot: u16,
+        peer: u16,
+        deadline: Instant,
+    ) -> Result<String, String> {
+        let (p, s, q) = (partition.to_string(), slot.to_string(), peer.to_string());
+        let args: [&[u8]; 6] =
+            [b"CLUSTER", b"MOVESLOT", p.as_bytes(), op.as_bytes(), s.as_bytes(), q.as_bytes()];
+        match self.at_leader(start, &args, deadline)?.0 {
+            Value::Bytes(b) => Ok(String::from_utf8_lossy(&b).into_owned()),
+            other => Err(format!("CLUSTER MOVESLOT {p} {op} {s} {q}: unexpected reply {other:?}")),
+        }
+    }
+}
+
+/// Parses `5`, `100-200`, `1,7,9-12` into slots, each below 16384.
+fn parse_slots(text: &str) -> Result<Vec<u16>, String> {
+    let mut out = Vec::new();
+    for part in text.split(',') {
+        let slot = |t: &str| {
+            t.trim()
+                .parse::<u16>()
+                .ok()
+                .filter(|s| *s < 16384)
+                .ok_or_else(|| format!("slots `{text}`: `{t}` is not a slot (0-16383)"))
+        };
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (slot(a)?, slot(b)?);
+                if a > b {
+                    return Err(format!("slots `{text}`: the range `{part}` is empty"));
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(slot(part)?),
+        }
+    }
+    Ok(out)
+}
+
+/// Moves `slot` to partition `to` (module text), resuming a move left half done.
+fn move_slot(
+    node: &str,
+    conns: &mut Conns,
+    slot: u16,
+    to: u16,
+    page: usize,
+    deadline: Instant,
+) -> Result<String, String> {
+    let map = parse_map(admin(node, &["CLUSTER", "MAP"], deadline)?)?;
+    if to >= map.partitions {
+        return Err(format!("partition {to} is out of range ({} partitions)", map.partitions));
+    }
+    let from = map.partition_of(slot);
+    if from == to {
+        return Ok(format!("slot {slot} is partition {to}'s"));
+    }
+    let target = conns.step(node, to, "state", slot, from, deadline)?;
+    let source = conns.step(node, from, "state", slot, to, deadline)?;
+    if !target.starts_with("adopted") {
+        if !source.starts_with("handed off") {
+            conns.step(node, to, "import", slot, from, deadline)?;
+            conns.step(node, from, "freeze", slot, to, deadline)?;
+            copy_slot(node, conns, slot, from, to, page, deadline)?;
+            conns.step(node, from, "handoff", slot, to, deadline)?;
+        }
+        // Handed off only after its copy ended: the target has every record.
+        conns.step(node, to, "adopt", slot, from, deadline)?;
+    }
+    let (s, t) = (slot.to_string(), to.to_string());
+    admin(node, &["CLUSTER", "SETSLOTPARTITION", &s, &t], deadline)?;
+    conns.step(node, from, "release", slot, to, deadline)?;
+    Ok(format!("slot {slot} moved from partition {from} to partition {to}"))
+}
+
+/// Copies the frozen `slot`'s records from partition `from`'s leader to `to`'s, a page at a
+/// time; returns how many.
+fn copy_slot(
+    node: &str,
+    conns: &mut Conns,
+    slot: u16,
+    from: u16,
+    to: u16,
+    page: usize,
+    deadline: Instant,
+) -> Result<u64, String> {
+    let (f, t, s, n) = (from.to_string(), to.to_string(), slot.to_string(), page.to_string());
+    let mut cursor: Vec<u8> = Vec::new();
+    let mut copied = 0u64;
+    loop {
+        let args: [&[u8]; 6] =
+            [b"CLUSTER", b"SLOTRECORDS", f.as_bytes(), s.as_bytes(), &cursor, n.as_bytes()];
+        let Value::Array(items) = conns.at_leader(node, &args, deadline)?.0 else {
+            return Err(format!("CLUSTER SLOTRECORDS {f} {s}: not an array"));
+        };
+        let mut items = items.into_iter();
+        let Some(Value::Bytes(next)) = items.next() else {
+            return Err(format!("CLUSTER SLOTRECORDS {f} {s}: no cursor"));
+        };
+        let rest: Vec<Value> = items.collect();
+        if !rest.len().is_multiple_of(3) {
+            return Err(format!("CLUSTER SLOTRECORDS {f} {s}: {} items", rest.len()));
+        }
+        if !rest.is_empty() {
+            let mut import: Vec<Vec<u8>> = vec![
+                b"CLUSTER".to_vec(),
+                b"IMPORTRECORDS".to_vec(),
+                t.clone().into(),
+                s.clone().into(),
+            ];
+            for v in rest {
+                import.push(match v {
+                    Value::Int(i) => i.to_string().into_bytes(),
+                    Value::Bytes(b) => b,
+                    other => return Err(format!("CLUSTER SLOTRECORDS: unexpected {other:?}")),
+                });
+            }
+            let args: Vec<&[u8]> = import.iter().map(Vec::as_slice).collect();
+            match conns.at_leader(node, &args, deadline)?.0 {
+                Value::Int(k) => copied += k as u64,
+                other => return Err(format!("CLUSTER IMPORTRECORDS {t} {s}: {other:?}")),
+            }
+        }
+        if next.is_empty() {
+            return Ok(copied);
+        }
+        cursor = next;
+    }
 }
 
 /// The partition lines of a node's INFO cluster: partition -> field -> value.
@@ -345,6 +638,13 @@ fn run(cli: Cli) -> Result<(), String> {
             }
         }
         Cmd::Wait => wait_settled(node, deadline)?,
+        Cmd::MoveSlots { slots, to, page } => {
+            let slots = parse_slots(&slots)?;
+            let mut conns = Conns::default();
+            for slot in slots {
+                println!("{}", move_slot(node, &mut conns, slot, to, page.max(1), deadline)?);
+            }
+        }
     }
     Ok(())
 }

@@ -83,6 +83,26 @@ impl ClusterNode {
                     return Ok(format!("balanced already (version {})", current.version));
                 }
             }
+            Admin::MoveSlot { slot, partition } => {
+                if slot >= crate::slots::SLOTS || partition >= current.partitions {
+                    return Err(format!(
+                        "ERR slot {slot} or partition {partition} is out of range (16384 slots, \
+                         {} partitions)",
+                        current.partitions
+                    ));
+                }
+                if current.partition_of(slot) == partition {
+                    return Ok(format!(
+                        "slot {slot} is partition {partition}'s (version {})",
+                        current.version
+                    ));
+                }
+                if current.runs().of_slot(slot) == partition {
+                    new.moved.remove(&slot);
+                } else {
+                    new.moved.insert(slot, partition);
+                }
+            }
         }
         new.version = current.version + 1;
         let replica = self.raft().replica(META).ok_or("ERR this node holds no meta replica")?;
@@ -132,6 +152,7 @@ fn active(map: &ClusterMap) -> Vec<NodeId> {
 /// partitions <p> replicas <r>
 /// node <id> <client host:port> <raft host:port> active|leaving
 /// partition <p> <replica ids, preferred leader first, comma-separated>
+/// slot <s> partition <p>          (each slot moved out of its partition's run)
 /// ```
 pub fn describe(map: &ClusterMap) -> String {
     let mut t = format!(
@@ -148,6 +169,9 @@ pub fn describe(map: &ClusterMap) -> String {
     for (p, ids) in map.placement.iter().enumerate() {
         let ids: Vec<String> = ids.iter().map(ToString::to_string).collect();
         let _ = writeln!(t, "partition {p} {}", ids.join(","));
+    }
+    for (slot, p) in &map.moved {
+        let _ = writeln!(t, "slot {slot} partition {p}");
     }
     t
 }

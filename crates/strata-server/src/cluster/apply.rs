@@ -34,14 +34,20 @@ use strata_replication::{Apply, GroupId, KeyRange};
 use tokio::sync::watch;
 
 use super::map::{self, ClusterMap, META};
+use super::ownership::{self, decode_control, Op, Ownership, State};
 use super::partitions::Partitions;
 use crate::filing::Filing;
+use crate::slots::SLOTS;
 use crate::storage::{partition_space, Store};
 
 thread_local! {
     /// Whether the entry this thread is applying deletes a range: its cached metadata and
     /// pop hints are dropped after the write (`after_write` runs on the applying thread).
     static RANGE_DELETED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// The slot state a control entry being applied on this thread gives (partition, slot),
+    /// recorded in memory once its write is done.
+    static OWNED: std::cell::Cell<Option<(u16, u16, State)>> =
+        const { std::cell::Cell::new(None) };
 }
 
 /// Bytes of an entry's header: the proposer's three family ids.
@@ -61,6 +67,8 @@ pub fn encode_proposal(store: &Store, batch: &WriteBatch) -> Vec<u8> {
 pub struct ServerApply {
     store: Arc<Store>,
     partitions: Partitions,
+    /// The partitions' slot states (`super::ownership`), shared with the node's router.
+    ownership: Arc<Ownership>,
     /// The map applied last (`None` before any), published after its write.
     maps: watch::Sender<Option<Arc<ClusterMap>>>,
     /// The map the meta entry being applied writes, until its write is done.
@@ -73,7 +81,13 @@ impl ServerApply {
     pub fn new(store: Arc<Store>, partitions: Partitions) -> Result<ServerApply, String> {
         let stored = ClusterMap::load(&store)?.map(Arc::new);
         let (maps, _) = watch::channel(stored);
-        Ok(ServerApply { store, partitions, maps, pending_map: Mutex::new(None) })
+        let ownership = Arc::new(Ownership::load(&store, partitions)?);
+        Ok(ServerApply { store, partitions, ownership, maps, pending_map: Mutex::new(None) })
+    }
+
+    /// The partitions' slot states as applied here.
+    pub fn ownership(&self) -> Arc<Ownership> {
+        self.ownership.clone()
     }
 
     /// The cluster map as applied here: the stored one at start, then each one the meta
@@ -103,12 +117,28 @@ impl Apply for ServerApply {
             *self.pending_map.lock() = new;
             return Ok(reply);
         }
-        let Some((first, last)) = self.slots(group) else {
+        if self.slots(group).is_none() {
             return Err(format!("{group} is not a partition of {} ", self.partitions.count()));
-        };
+        }
         let partition = group.0 as u16;
         let space = partition_space(partition);
         let filing = Filing::Partition(partition);
+        let control =
+            decode_control(command).map_err(|e| format!("entry {index} of {group}: {e}"))?;
+        if let Some((op, slot, peer)) = control {
+            if slot >= SLOTS || peer >= self.partitions.count() || peer == partition {
+                let reply = format!("-ERR slot {slot} or partition {peer} is out of range");
+                return Ok(reply.into_bytes());
+            }
+            let (reply, next) = self.ownership.apply(&self.store, partition, op, slot, peer, batch);
+            if let Some(n) = next {
+                OWNED.with(|o| o.set(Some((partition, slot, n))));
+                if matches!(op, Op::Import | Op::Release) {
+                    RANGE_DELETED.with(|r| r.set(true));
+                }
+            }
+            return Ok(reply);
+        }
         let Some((header, data)) = command.split_first_chunk::<HEADER>() else {
             return Err(format!(
                 "entry {index} of {group} is {} bytes, shorter than its header",
@@ -122,19 +152,42 @@ impl Apply for ServerApply {
             [&self.store.meta_cf, &self.store.sub_cf, &self.store.score_cf].map(|cf| cf.id());
         let b = WriteBatch::try_from_data(data)
             .map_err(|e| format!("entry {index} of {group} is not a write batch: {e}"))?;
-        // Every key is filed under the group's partition and one of its slots; a range
-        // deletion may end exactly where the partition's slots end.
-        let (_, bound) = filing.slot_span(first, last);
+        // Every key is filed under the group's partition; a range deletion ends inside it.
+        let (_, bound) = filing.span();
         for (k, end) in b.keys() {
+            let slot = filing.slot_of(k).filter(|s| *s < SLOTS);
             let inside = Filing::partition_of(k) == Some(partition)
-                && filing.slot_of(k).is_some_and(|s| (first..=last).contains(&s))
-                && end.is_none_or(|e| e <= &bound[..]);
+                && slot.is_some()
+                && end.is_none_or(|e| e <= &bound[..] && e > k);
             if !inside {
                 return Err(format!(
-                    "entry {index} of {group} writes key {:?}, outside the partition's prefix \
-                     and slots {first}..={last}",
+                    "entry {index} of {group} writes key {:?}, outside the partition's prefix",
                     String::from_utf8_lossy(k)
                 ));
+            }
+            // Each slot written must be one the partition takes writes for as of this entry:
+            // a write proposed before the slot's freeze was applied lands before it
+            // (`super::node`), so this refuses only what a deposed leader could send. The
+            // entry writes nothing and its proposers get the reply.
+            let first = slot.unwrap_or_default();
+            let last = match end {
+                None => first,
+                // The last slot a range deletion reaches: its end's, unless the end is that
+                // slot's first key.
+                Some(e) if Filing::partition_of(e) != Some(partition) => SLOTS - 1,
+                Some(e) => match filing.slot_of(e) {
+                    Some(s) if e.len() == filing.len() => s.saturating_sub(1).max(first),
+                    Some(s) => s.min(SLOTS - 1),
+                    None => SLOTS - 1,
+                },
+            };
+            if let Some(s) = (first..=last).find(|s| !self.ownership.takes_writes(partition, *s)) {
+                self.store.meta_cache.invalidate_noted(false);
+                let reply = format!(
+                    "-TRYAGAIN slot {s} is moving or has moved from partition {partition}; \
+                     nothing was written"
+                );
+                return Ok(reply.into_bytes());
             }
             // A metadata key is lead | user key; noting the tail of a sub-key as a user key
             // only drops a cache entry that is not there.
@@ -162,12 +215,18 @@ impl Apply for ServerApply {
         if self.slots(group).is_none() {
             return Vec::new();
         }
-        // Every record filed under the partition: its prefix in each family.
-        self.store
-            .view_ranges_of(Filing::Partition(group.0 as u16))
+        // Every record filed under the partition: its prefix in each family; and its slots'
+        // states.
+        let p = group.0 as u16;
+        let mut ranges: Vec<KeyRange> = self
+            .store
+            .view_ranges_of(Filing::Partition(p))
             .into_iter()
             .map(|(cf, start, end)| KeyRange { cf: cf.name().to_string(), start, end })
-            .collect()
+            .collect();
+        let (start, end) = ownership::ranges_of(p);
+        ranges.push(KeyRange { cf: self.store.server_cf.name().to_string(), start, end });
+        ranges
     }
 
     fn after_write(&self, group: GroupId, written: bool) {
@@ -178,6 +237,11 @@ impl Apply for ServerApply {
             return;
         }
         self.store.meta_cache.invalidate_noted(written);
+        if let Some((p, slot, state)) = OWNED.with(std::cell::Cell::take) {
+            if written {
+                self.ownership.settle(p, slot, state);
+            }
+        }
         if RANGE_DELETED.with(|r| r.replace(false)) {
             self.store.meta_cache.clear();
             self.store.pop_hints.clear();
@@ -193,6 +257,9 @@ impl Apply for ServerApply {
                 Err(e) => self.store.db.log_info(&format!("{META} snapshot installed: {e}")),
             }
             return;
+        }
+        if let Err(e) = self.ownership.reload(&self.store, Some(group.0 as u16)) {
+            self.store.db.log_info(&format!("{group} snapshot installed: {e}"));
         }
         self.store.meta_cache.clear();
         self.store.pop_hints.clear();

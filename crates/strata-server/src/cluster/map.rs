@@ -8,13 +8,19 @@
 //!
 //! ```text
 //!  record (server family, key "cluster\0map"):
-//!    format u8 (1) | version u64 LE | partitions u16 LE | replicas u8 | nodes u16 LE
+//!    format u8 (1 or 2) | version u64 LE | partitions u16 LE | replicas u8 | nodes u16 LE
 //!    | per node, ids ascending:  id u64 LE | state u8 (0 active, 1 leaving)
 //!                               | client len u16 LE | client | raft len u16 LE | raft
 //!    | per partition, in order:  count u8 | node id u64 LE x count
+//!    format 2 only:
+//!    | moved u16 LE | per moved slot, ascending:  slot u16 LE | partition u16 LE
 //!
 //!  meta group entry:  format u8 (1) | expected version u64 LE | record of the new map
 //! ```
+//!
+//! Slots belong to partitions in runs (`super::partitions`) unless the map says otherwise:
+//! a slot moved to another partition (`move-slots`) is listed with it. A map without moved
+//! slots is written in format 1, which versions before slot moves read too.
 //!
 //! An entry replaces the map when the map applied before it has the expected version, and
 //! the new map's version is that plus one; otherwise it changes nothing and its reply says
@@ -27,6 +33,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use strata::{Db, WriteBatch};
 use strata_replication::{GroupId, NodeId};
 
+use super::partitions::Partitions;
 use super::spec::NodeAddrs;
 use crate::storage::Store;
 
@@ -41,6 +48,8 @@ pub const META_START: &[u8] = b"cluster\0";
 pub const META_END: &[u8] = b"cluster\x01";
 
 const FORMAT: u8 = 1;
+/// The record's format once a slot has moved.
+const FORMAT_MOVED: u8 = 2;
 
 /// How many of the map's nodes vote in the meta group: all of them up to three, five from
 /// five on (a majority survives one failure with three, two with five).
@@ -84,6 +93,8 @@ pub struct ClusterMap {
     pub nodes: BTreeMap<NodeId, MapNode>,
     /// Each partition's replicas, preferred leader first.
     pub placement: Vec<Vec<NodeId>>,
+    /// The slots whose partition is not the one their run gives, with theirs.
+    pub moved: BTreeMap<u16, u16>,
 }
 
 /// A damaged record or entry, with what was wrong.
@@ -125,7 +136,7 @@ impl<'a> Reader<'a> {
 impl ClusterMap {
     /// The map's record.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = vec![FORMAT];
+        let mut out = vec![if self.moved.is_empty() { FORMAT } else { FORMAT_MOVED }];
         out.extend_from_slice(&self.version.to_le_bytes());
         out.extend_from_slice(&self.partitions.to_le_bytes());
         out.push(self.replicas);
@@ -147,7 +158,64 @@ impl ClusterMap {
                 out.extend_from_slice(&id.to_le_bytes());
             }
         }
+        if !self.moved.is_empty() {
+            out.extend_from_slice(&(self.moved.len() as u16).to_le_bytes());
+            for (slot, p) in &self.moved {
+                out.extend_from_slice(&slot.to_le_bytes());
+                out.extend_from_slice(&p.to_le_bytes());
+            }
+        }
         out
+    }
+
+    /// The partition slot `slot` (below 16384) belongs to: the one the map moved it to, or
+    /// its run's.
+    pub fn partition_of(&self, slot: u16) -> u16 {
+        match self.moved.get(&slot) {
+            Some(p) => *p,
+            None => self.runs().of_slot(slot),
+        }
+    }
+
+    /// The runs of slots the partitions start with.
+    pub fn runs(&self) -> Partitions {
+        Partitions::new(self.partitions.max(1)).expect("a map has 1 to 16384 partitions")
+    }
+
+    /// The slots of partition `p`, in order, as runs `(first, last)`.
+    pub fn slot_runs_of(&self, p: u16) -> Vec<(u16, u16)> {
+        let mut runs: Vec<(u16, u16)> = Vec::new();
+        let mut add = |s: u16| match runs.last_mut() {
+            Some((_, last)) if *last + 1 == s => *last = s,
+            _ => runs.push((s, s)),
+        };
+        let (first, last) = self.runs().slots(p);
+        let mut moved_in = self.moved.iter().filter(|(_, q)| **q == p).map(|(s, _)| *s).peekable();
+        for s in first..=last {
+            while let Some(m) = moved_in.next_if(|m| *m < s) {
+                add(m);
+            }
+            if !self.moved.contains_key(&s) {
+                add(s);
+            }
+        }
+        for m in moved_in {
+            add(m);
+        }
+        runs
+    }
+
+    /// Every slot in runs of one partition, in slot order: `(first, last, partition)`.
+    pub fn slot_table(&self) -> Vec<(u16, u16, u16)> {
+        let mut table: Vec<(u16, u16, u16)> = Vec::new();
+        for s in 0..crate::slots::SLOTS {
+            let p = self.partition_of(s);
+            match table.last_mut() {
+                Some((_, last, q)) if *q == p => *last = s,
+                _ => table.push((s, s, p)),
+            }
+        }
+        table
     }
 
     /// Decodes a record, checking that it describes a map (every partition's replicas are
@@ -155,8 +223,8 @@ impl ClusterMap {
     pub fn decode(b: &[u8]) -> Result<ClusterMap, String> {
         let mut r = Reader { b };
         let format = r.u8("the format")?;
-        if format != FORMAT {
-            return Err(bad(&format!("format {format}, expected {FORMAT}")));
+        if format != FORMAT && format != FORMAT_MOVED {
+            return Err(bad(&format!("format {format}, expected {FORMAT} or {FORMAT_MOVED}")));
         }
         let version = r.u64("the version")?;
         let partitions = r.u16("the partitions")?;
@@ -189,10 +257,29 @@ impl ClusterMap {
             }
             placement.push(ids);
         }
+        let mut moved = BTreeMap::new();
+        if format == FORMAT_MOVED {
+            let runs = Partitions::new(partitions.max(1)).ok_or_else(|| bad("0 partitions"))?;
+            for _ in 0..r.u16("the moved slots' count")? {
+                let slot = r.u16("a moved slot")?;
+                let p = r.u16("a moved slot's partition")?;
+                let fits = slot < crate::slots::SLOTS
+                    && p < partitions
+                    && runs.of_slot(slot) != p
+                    && moved.last_key_value().is_none_or(|(s, _)| *s < slot);
+                if !fits {
+                    return Err(bad(&format!(
+                        "moved slot {slot} to partition {p}: not a slot in ascending order \
+                         moved out of its run to one of the {partitions} partitions"
+                    )));
+                }
+                moved.insert(slot, p);
+            }
+        }
         if !r.b.is_empty() {
             return Err(bad(&format!("{} bytes after the record", r.b.len())));
         }
-        Ok(ClusterMap { version, partitions, replicas, nodes, placement })
+        Ok(ClusterMap { version, partitions, replicas, nodes, placement, moved })
     }
 
     /// The map stored in `store` (the meta group's applied state), if any.
@@ -296,7 +383,36 @@ mod tests {
                 (0..usize::from(replicas)).map(|i| ids[(usize::from(p) + i) % ids.len()]).collect()
             })
             .collect();
-        ClusterMap { version: 3, partitions, replicas, nodes, placement }
+        ClusterMap { version: 3, partitions, replicas, nodes, placement, moved: BTreeMap::new() }
+    }
+
+    #[test]
+    fn moved_slots_round_trip_and_route() {
+        let mut m = map(&[1, 2, 3], 4, 3);
+        assert_eq!(m.encode()[0], 1, "no moved slot: format 1");
+        assert_eq!(m.partition_of(5000), 1);
+        assert_eq!(m.slot_runs_of(1), vec![(4096, 8191)]);
+        m.moved.insert(5000, 3);
+        m.moved.insert(5001, 3);
+        m.moved.insert(100, 1);
+        let b = m.encode();
+        assert_eq!(b[0], 2);
+        assert_eq!(ClusterMap::decode(&b).unwrap(), m);
+        assert_eq!((m.partition_of(5000), m.partition_of(100), m.partition_of(99)), (3, 1, 0));
+        assert_eq!(m.slot_runs_of(1), vec![(100, 100), (4096, 4999), (5002, 8191)]);
+        assert_eq!(m.slot_runs_of(3), vec![(5000, 5001), (12288, 16383)]);
+        assert_eq!(m.slot_runs_of(0), vec![(0, 99), (101, 4095)]);
+        let table = m.slot_table();
+        assert_eq!(table[..3], [(0, 99, 0), (100, 100, 1), (101, 4095, 0)]);
+        assert_eq!(table.iter().map(|(f, l, _)| u32::from(l - f) + 1).sum::<u32>(), 16384);
+        // A moved slot listed under its own run's partition, or out of order, is refused.
+        let mut wrong = b.clone();
+        let at = wrong.len() - 4 * 3;
+        wrong[at + 2..at + 4].copy_from_slice(&0u16.to_le_bytes());
+        assert!(ClusterMap::decode(&wrong).unwrap_err().contains("moved slot 100"));
+        for cut in 0..b.len() {
+            assert!(ClusterMap::decode(&b[..cut]).is_err(), "{cut}");
+        }
     }
 
     #[test]

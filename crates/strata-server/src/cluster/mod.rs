@@ -8,6 +8,9 @@
 //!   (`storage::Replicate`), and its router answers where each slot's commands run and makes
 //!   a command ready to run here (`routing::Router`).
 //! - [`proposals`]: group commit of the batches commands propose to one group.
+//! - [`moves`]: a node's side of a slot move (the per-slot write gate, the steps).
+//! - [`ownership`]: which slots a partition serves while slots move between partitions, as
+//!   the control entries of its own log decide.
 //! - [`map`]: the cluster map (nodes, placement, version), the meta group's state;
 //!   [`placement`]: where replicas go; [`admin`]: changes to the map; [`reconcile`]: each
 //!   node's rounds that move the groups' members toward the map.
@@ -22,7 +25,9 @@
 pub mod admin;
 pub mod apply;
 pub mod map;
+pub mod moves;
 pub mod node;
+pub mod ownership;
 pub mod partitions;
 pub mod placement;
 pub mod proposals;

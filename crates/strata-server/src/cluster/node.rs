@@ -43,10 +43,12 @@ use tokio::runtime::Handle;
 
 use super::apply::encode_proposal;
 use super::map::{ClusterMap, MapNode, NodeState, META};
+use super::moves::Gates;
+use super::ownership::{Ownership, State};
 use super::partitions::Partitions;
 use super::proposals::{Done, Proposals};
 use super::spec::NodeAddrs;
-use crate::routing::{Layout, NodeInfo, Route, Router, SlotRange};
+use crate::routing::{Admission, Layout, NodeInfo, Route, Router, SlotRange};
 use crate::storage::pending::{off_worker, Settlement};
 use crate::storage::{Replicate, Store};
 
@@ -110,7 +112,21 @@ pub struct ClusterNode {
     /// Longest wait for a proposal or a barrier.
     timeout: Duration,
     /// Each group's batches waiting to be proposed together.
-    proposals: Proposals<RaftError>,
+    pub(super) proposals: Proposals<Proposed>,
+    /// The partitions' slot states as applied here (shared with the state machine).
+    pub(super) ownership: Arc<Ownership>,
+    /// The writes under way per slot, and the slots being frozen (`super::moves`).
+    pub(super) gates: Arc<Gates>,
+}
+
+/// Why a proposal failed: Raft's error, or the entry was applied as a refusal (a write to a
+/// slot its partition no longer takes: the reply, `TRYAGAIN ...`).
+#[derive(Debug)]
+pub enum Proposed {
+    /// Raft's error.
+    Raft(RaftError),
+    /// The entry's reply, an error reply: nothing was written.
+    Refused(String),
 }
 
 impl ClusterNode {
@@ -123,6 +139,7 @@ impl ClusterNode {
         clients: BTreeMap<NodeId, String>,
         placement: Vec<Vec<NodeId>>,
         runtime: Handle,
+        ownership: Arc<Ownership>,
     ) -> ClusterNode {
         let nodes = clients
             .into_iter()
@@ -132,9 +149,15 @@ impl ClusterNode {
             })
             .collect();
         let replicas = placement.iter().map(Vec::len).max().unwrap_or(0) as u8;
-        let map =
-            ClusterMap { version: 0, partitions: partitions.count(), replicas, nodes, placement };
-        ClusterNode::with_map(raft, store, partitions, map, runtime)
+        let map = ClusterMap {
+            version: 0,
+            partitions: partitions.count(),
+            replicas,
+            nodes,
+            placement,
+            moved: std::collections::BTreeMap::new(),
+        };
+        ClusterNode::with_map(raft, store, partitions, map, runtime, ownership)
     }
 
     /// The node whose replicas `raft` runs on `runtime`, applying to `store`, working from
@@ -145,6 +168,7 @@ impl ClusterNode {
         partitions: Partitions,
         map: ClusterMap,
         runtime: Handle,
+        ownership: Arc<Ownership>,
     ) -> ClusterNode {
         ClusterNode {
             raft,
@@ -155,6 +179,8 @@ impl ClusterNode {
             ready: Mutex::new(HashMap::new()),
             timeout: Duration::from_secs(5),
             proposals: Proposals::default(),
+            ownership,
+            gates: Arc::new(Gates::default()),
         }
     }
 
@@ -216,7 +242,30 @@ impl ClusterNode {
     }
 
     fn group_of(&self, slot: u16) -> GroupId {
-        GroupId(u32::from(self.partitions.of_slot(slot)))
+        GroupId(u32::from(self.serving_partition(slot)))
+    }
+
+    /// The partition whose view serves `slot` here: a partition held here that adopted it in
+    /// a move (it serves the slot before the map says so), else the map's.
+    pub(super) fn serving_partition(&self, slot: u16) -> u16 {
+        if self.ownership.any() {
+            let held = |p: &u16| self.raft.replica(GroupId(u32::from(*p))).is_some();
+            if let Some(p) = self.ownership.adopters(slot).into_iter().find(held) {
+                return p;
+            }
+        }
+        self.view.read().map.partition_of(slot)
+    }
+
+    /// The client address of the node that serves partition `p` as this node knows it: the
+    /// leader its replica knows, else the preferred one.
+    pub(super) fn leader_addr(&self, p: u16) -> Option<String> {
+        let group = GroupId(u32::from(p));
+        let leader = match self.raft.replica(group) {
+            Some(r) => r.leadership().leader,
+            None => self.preferred_of(group),
+        };
+        leader.and_then(|n| self.view.read().clients.get(&n).cloned())
     }
 
     /// The preferred leader of `slot`'s partition: where a node that holds no replica of it
@@ -261,14 +310,16 @@ impl ClusterNode {
         })
     }
 
-    /// INFO's line for partition `g` held here: `partition<p>`, `slots=<first>-<last>,
+    /// INFO's line for partition `g` held here: `partition<p>`, `slots=<first>-<last>[|<first>-<last>...],
     /// role=<role>,term=<t>,leader=<id or ?>,voters=<a|b|c>,last_index=<i>,committed=<i>,
     /// applied=<i>,lag=<n:d|..>,catching_up=<0|1>` (`lag`, on the leader only: each
     /// follower's entries behind the leader's log; `-` for an index not known; `catching_up`:
     /// the replica opened on empty storage and does not vote until it has caught up).
     fn group_line(&self, g: GroupId, st: &GroupStatus, catching_up: bool) -> (String, String) {
         let idx = |i: Option<u64>| i.map_or("-".to_string(), |i| i.to_string());
-        let (first, last) = self.partitions.slots(g.0 as u16);
+        let runs = self.map().slot_runs_of(g.0 as u16);
+        let slots: Vec<String> = runs.iter().map(|(f, l)| format!("{f}-{l}")).collect();
+        let slots = if slots.is_empty() { "none".to_string() } else { slots.join("|") };
         let role = role_name(st.role);
         let voters: Vec<String> =
             st.membership.membership.voters().iter().map(ToString::to_string).collect();
@@ -284,7 +335,7 @@ impl ClusterNode {
         (
             format!("partition{}", g.0),
             format!(
-                "slots={first}-{last},role={role},term={},leader={},voters={},last_index={},\
+                "slots={slots},role={role},term={},leader={},voters={},last_index={},\
                  committed={},applied={},lag={},catching_up={}",
                 st.term,
                 st.leader.map_or("?".to_string(), |l| l.to_string()),
@@ -352,7 +403,11 @@ fn moved(clients: &BTreeMap<NodeId, String>, slot: u16, node: Option<NodeId>) ->
 }
 
 /// The error reply for a failed proposal on `slot`.
-fn reply_for(clients: &BTreeMap<NodeId, String>, slot: u16, e: &RaftError) -> String {
+fn reply_for(clients: &BTreeMap<NodeId, String>, slot: u16, e: &Proposed) -> String {
+    let e = match e {
+        Proposed::Refused(reply) => return reply.clone(),
+        Proposed::Raft(e) => e,
+    };
     match e {
         RaftError::NotLeader { leader, .. } => moved(clients, slot, *leader),
         RaftError::Uncertain { reason, .. } => {
@@ -383,12 +438,12 @@ impl Replicate for ClusterNode {
         };
         let clients = self.view.read().clients.clone();
         let (waiter, runtime) = (replica.clone(), self.runtime.clone());
-        let done: Done<RaftError> = Box::new(move |r| match r {
+        let done: Done<Proposed> = Box::new(move |r| match r {
             // Nothing was proposed, and the group is between leaders: redirect to the next
             // one once it is known.
-            Err(e) if matches!(*e, RaftError::NotLeader { .. }) => {
+            Err(e) if matches!(*e, Proposed::Raft(RaftError::NotLeader { .. })) => {
                 let hint = match *e {
-                    RaftError::NotLeader { leader, .. } => leader,
+                    Proposed::Raft(RaftError::NotLeader { leader, .. }) => leader,
                     _ => None,
                 };
                 let redirect = Redirect { done, reply: moved(&clients, slot, hint) };
@@ -404,19 +459,37 @@ impl Replicate for ClusterNode {
             let (replica, data) = (replica.clone(), encode_proposal(&store, &joined));
             async move {
                 match tokio::time::timeout(timeout, replica.write(data)).await {
-                    Ok(r) => r.map(|_| ()),
-                    Err(_) => Err(RaftError::Timeout("the write to commit".into())),
+                    // An error reply: the entry was applied as a refusal, writing nothing.
+                    Ok(Ok((_, reply))) if reply.0.first() == Some(&b'-') => {
+                        Err(Proposed::Refused(String::from_utf8_lossy(&reply.0[1..]).into()))
+                    }
+                    Ok(r) => r.map(|_| ()).map_err(Proposed::Raft),
+                    Err(_) => Err(Proposed::Raft(RaftError::Timeout("the write to commit".into()))),
                 }
             }
         };
-        let lost = || RaftError::Timeout("the write to commit: its proposer stopped".into());
+        let lost = || {
+            Proposed::Raft(RaftError::Timeout("the write to commit: its proposer stopped".into()))
+        };
         self.proposals.propose(&self.runtime, group, batch, done, send, lost);
     }
 }
 
 impl Router for ClusterNode {
     fn partition_of(&self, slot: u16) -> Option<u16> {
-        Some(self.partitions.of_slot(slot))
+        Some(self.serving_partition(slot))
+    }
+
+    fn admit_write(&self, slot: u16) -> Result<Option<Admission>, String> {
+        self.gates.admit(slot).map(Some)
+    }
+
+    fn move_step(&self, partition: u16, op: &str, slot: u16, peer: u16) -> Result<String, String> {
+        self.move_step_here(partition, op, slot, peer)
+    }
+
+    fn check_copy(&self, partition: u16, slot: u16, export: bool) -> Result<(), String> {
+        self.check_copy_here(partition, slot, export)
     }
 
     fn replication_marks(&self) -> Vec<(u32, u64)> {
@@ -455,7 +528,20 @@ impl Router for ClusterNode {
             Some(replica) => {
                 let now = replica.leadership();
                 if now.role == Role::Leader || (readonly && !write) {
-                    return Route::Local;
+                    // A slot moving away: handed off, its clients go to the target for each
+                    // command (`ASK`); frozen, its writes wait (`TRYAGAIN`).
+                    let p = group.0 as u16;
+                    return match self.ownership.state(p, slot) {
+                        Some(State::HandedOff(to) | State::Released(to)) => {
+                            match self.leader_addr(to) {
+                                Some(addr) => Route::Ask(addr),
+                                None => Route::Down,
+                            }
+                        }
+                        Some(State::Frozen(_)) if write => Route::TryAgain,
+                        Some(State::Importing(_)) => Route::TryAgain,
+                        _ => Route::Local,
+                    };
                 }
                 now.leader
             }
@@ -470,9 +556,10 @@ impl Router for ClusterNode {
     fn layout(&self) -> Layout {
         let map = self.map();
         let mut epoch = 0;
-        let ranges = (0..self.partitions.count())
-            .map(|p| {
-                let (first, last) = self.partitions.slots(p);
+        let ranges = map
+            .slot_table()
+            .into_iter()
+            .map(|(first, last, p)| {
                 let replicas = map.placement.get(usize::from(p)).cloned().unwrap_or_default();
                 // A partition held here: the leader its replica knows; else the preferred one
                 // (a client sent there is redirected if it is not the leader now).

@@ -122,6 +122,13 @@ impl<E: Send + Sync + 'static> Proposals<E> {
             .clone()
     }
 
+    /// Whether no batch of `group` is waiting or in flight from here.
+    pub fn is_idle(&self, group: GroupId) -> bool {
+        let q = self.queue(group);
+        let q = q.lock();
+        q.waiting.is_empty() && q.in_flight == 0
+    }
+
     /// Proposes `batch` to `group`, joined with the batches handed in meanwhile, and returns
     /// at once; `done` gets its entry's outcome. When a slot is free, a task on `runtime`
     /// drives the entries: `send` proposes one joined batch and resolves with its outcome;

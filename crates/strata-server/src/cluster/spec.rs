@@ -124,6 +124,7 @@ impl ClusterSpec {
             replicas: self.replicas,
             nodes,
             placement: super::placement::initial(&ids, self.partitions.count(), replicas),
+            moved: std::collections::BTreeMap::new(),
         }
     }
 }

@@ -151,6 +151,7 @@ pub async fn start(spec: &ClusterSpec, store: Arc<Store>, dir: &Path) -> Result<
         spec.partitions,
         initial.unwrap_or_else(|| alone(spec)),
         Handle::current(),
+        apply.ownership(),
     ));
     store.set_replicate(node.clone());
     // Each map the meta group applies, then a round toward it; a round every second anyway
@@ -221,5 +222,6 @@ fn alone(spec: &ClusterSpec) -> ClusterMap {
         replicas: 0,
         nodes: [(spec.id, me)].into(),
         placement: vec![Vec::new(); usize::from(spec.partitions.count())],
+        moved: std::collections::BTreeMap::new(),
     }
 }

@@ -10,7 +10,7 @@ use super::errors::CmdError;
 use super::{CmdResult, Command};
 use crate::cluster::spec::NodeAddrs;
 use crate::resp::Out;
-use crate::routing::{node_name, Admin, NodeInfo, Route, SlotRange};
+use crate::routing::{node_name, Admin, Admission, NodeInfo, Route, SlotRange};
 use crate::slots::key_slot;
 use crate::state::{Conn, Shared};
 use crate::storage::databases::{serve_partition, Serving};
@@ -19,19 +19,28 @@ use crate::storage::databases::{serve_partition, Serving};
 pub const CROSSSLOT: &str = "CROSSSLOT Keys in request don't hash to the same slot";
 /// Redis's reply when no node serves the slot.
 pub const CLUSTERDOWN: &str = "CLUSTERDOWN Hash slot not served";
+/// Redis Cluster's reply to a command on a slot being moved that cannot run now.
+pub const TRYAGAIN: &str = "TRYAGAIN Multiple keys request during rehashing of slot";
 /// Redis's reply to a cluster command on a standalone server.
 pub const DISABLED: &str = "ERR This instance has cluster support disabled";
 
+/// What a command admitted in cluster mode holds while it runs: its partition served
+/// (`storage::databases::serve_partition`), and for a write its admission (a move of its
+/// slot waits for it: `crate::cluster::moves`).
+pub struct Admitted {
+    _serving: Serving,
+    _admission: Option<Admission>,
+}
+
 /// The error reply that keeps `args` (a command line of `cmd`, its arity checked) from
-/// running on this node (`Err`); else, in cluster mode for a command with keys, the guard
-/// that makes their slot's partition the one its keys are filed under while it runs
-/// (`storage::databases::serve_partition`). Always runs on a standalone server.
+/// running on this node (`Err`); else, in cluster mode for a command with keys, what it
+/// holds while it runs ([`Admitted`]). Always runs on a standalone server.
 pub fn refusal(
     sh: &Shared,
     conn: &Conn,
     cmd: &Command,
     args: &[Vec<u8>],
-) -> Result<Option<Serving>, String> {
+) -> Result<Option<Admitted>, String> {
     let Some(router) = sh.router.as_ref() else { return Ok(None) };
     let mut slot = None;
     for i in cmd.keys.positions(args) {
@@ -47,11 +56,15 @@ pub fn refusal(
         r => r,
     };
     match route {
-        Route::Local => match router.prepare(slot, cmd.write, conn.readonly) {
-            Ok(()) => Ok(Some(serve_partition(router.partition_of(slot)))),
-            Err(e) => Err(e),
-        },
+        Route::Local => {
+            router.prepare(slot, cmd.write, conn.readonly)?;
+            let admission = if cmd.write { router.admit_write(slot)? } else { None };
+            let serving = serve_partition(router.partition_of(slot));
+            Ok(Some(Admitted { _serving: serving, _admission: admission }))
+        }
         Route::Moved(addr) => Err(format!("MOVED {slot} {addr}")),
+        Route::Ask(addr) => Err(format!("ASK {slot} {addr}")),
+        Route::TryAgain => Err(TRYAGAIN.to_string()),
         Route::Down => Err(CLUSTERDOWN.to_string()),
     }
 }
@@ -59,6 +72,17 @@ pub fn refusal(
 /// READONLY: this connection's reads may be served by a replica of their slot.
 pub fn readonly(sh: &Shared, conn: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdResult {
     set_readonly(sh, conn, true, out)
+}
+
+/// ASKING: the next command follows an `ASK` redirect. A node serves a slot that moved to
+/// one of its partitions from the move's adopt step on, whatever the flag, so it only
+/// acknowledges it (as Redis does).
+pub fn asking(sh: &Shared, _: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    if sh.router.is_none() {
+        return Err(DISABLED.into());
+    }
+    out.simple("OK");
+    Ok(())
 }
 
 /// READWRITE: back to reads from the slot's leader only.
@@ -219,11 +243,70 @@ pub fn cluster(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
             );
             out.bulk(text.as_bytes());
         }
-        "map" | "rebalance" | "addnode" | "removenode" | "forgetnode" => {
+        "moveslot" => {
+            // CLUSTER MOVESLOT partition op slot peer: a step of a move (the controller's).
+            argc(6)?;
+            let partition = u16_arg(&a[2], "partition")?;
+            let op = String::from_utf8_lossy(&a[3]).into_owned();
+            let (slot, peer) = (slot_arg(&a[4])?, u16_arg(&a[5], "partition")?);
+            let text = router.move_step(partition, &op, slot, peer).map_err(CmdError::from)?;
+            out.simple(&text);
+        }
+        "slotrecords" => {
+            // CLUSTER SLOTRECORDS partition slot cursor count: the frozen slot's records.
+            argc(6)?;
+            let partition = u16_arg(&a[2], "partition")?;
+            let slot = slot_arg(&a[3])?;
+            let count = crate::types::number::parse_int_strict(&a[5])
+                .filter(|n| *n > 0)
+                .ok_or(CmdError::from("ERR count must be a positive integer"))?;
+            router.check_copy(partition, slot, true).map_err(CmdError::from)?;
+            let view = sh.dbs.partition(partition);
+            let page = crate::storage::moving::export(view, slot, &a[4], count as usize)
+                .map_err(|e| CmdError::from(format!("ERR {e}")))?;
+            out.array(1 + 3 * page.records.len());
+            out.bulk(&page.next);
+            for (family, key, value) in &page.records {
+                out.int(i64::from(*family));
+                out.bulk(key);
+                out.bulk(value);
+            }
+        }
+        "importrecords" => {
+            // CLUSTER IMPORTRECORDS partition slot (family key value)...: the copy's records.
+            if a.len() < 4 || !(a.len() - 4).is_multiple_of(3) {
+                return Err(format!(
+                    "ERR Unknown subcommand or wrong number of arguments for '{sub}'. Try CLUSTER HELP."
+                )
+                .into());
+            }
+            let partition = u16_arg(&a[2], "partition")?;
+            let slot = slot_arg(&a[3])?;
+            router.check_copy(partition, slot, false).map_err(CmdError::from)?;
+            let mut records = Vec::with_capacity((a.len() - 4) / 3);
+            for r in a[4..].chunks(3) {
+                let family = crate::types::number::parse_int_strict(&r[0])
+                    .and_then(|f| u8::try_from(f).ok())
+                    .ok_or(CmdError::from("ERR family must be 0, 1 or 2"))?;
+                records.push((family, r[1].as_slice(), r[2].as_slice()));
+            }
+            let view = sh.dbs.partition(partition);
+            let n = crate::storage::moving::import(view, slot, &records)
+                .map_err(|e| CmdError::from(format!("ERR {e}")))?;
+            out.int(n as i64);
+        }
+        "map" | "rebalance" | "addnode" | "removenode" | "forgetnode" | "setslotpartition" => {
             let op = match sub.as_str() {
                 "map" => {
                     argc(2)?;
                     Admin::Map
+                }
+                "setslotpartition" => {
+                    argc(4)?;
+                    Admin::MoveSlot {
+                        slot: slot_arg(&a[2])?,
+                        partition: u16_arg(&a[3], "partition")?,
+                    }
                 }
                 "rebalance" => {
                     argc(2)?;
@@ -311,6 +394,13 @@ fn node_id_arg(a: &[u8]) -> Result<u64, CmdError> {
         text.parse::<u64>().ok()
     };
     id.filter(|n| *n > 0).ok_or_else(|| CmdError::from(format!("ERR Invalid node id `{text}`")))
+}
+
+/// A partition argument: an integer below 65536 (the router checks it against the count).
+fn u16_arg(a: &[u8], what: &str) -> Result<u16, CmdError> {
+    crate::types::number::parse_int_strict(a)
+        .and_then(|n| u16::try_from(n).ok())
+        .ok_or_else(|| CmdError::from(format!("ERR Invalid {what}")))
 }
 
 /// A slot argument: an integer below 16384, else Redis's error.

@@ -402,6 +402,7 @@ pub static COMMANDS: &[Command] = &[
     cmd!("unwatch", 1, false, KeySpec::NONE, multi::unwatch),
     // cluster
     cmd!("readonly", 1, false, KeySpec::NONE, cluster::readonly),
+    cmd!("asking", 1, false, KeySpec::NONE, cluster::asking),
     cmd!("readwrite", 1, false, KeySpec::NONE, cluster::readwrite),
     cmd!("cluster", -2, false, KeySpec::NONE, cluster::cluster),
 ];

@@ -77,6 +77,7 @@ impl Cluster {
             let store = dbs.store(0).clone();
             let storage = NodeStorage::open(store.db.clone(), d.join("snapshots")).unwrap();
             let apply = ServerApply::new(store.clone(), parts).unwrap();
+            let ownership = apply.ownership();
             let raft =
                 RaftNode::new(id, storage, Arc::new(apply), net.transport(id), settings.clone())
                     .unwrap();
@@ -93,6 +94,7 @@ impl Cluster {
                 clients.clone(),
                 placement.clone(),
                 runtime.handle().clone(),
+                ownership,
             ));
             assert!(store.set_replicate(cluster.clone()));
             let shared = Arc::new(Shared::new(dbs, cfg, 0).with_router(cluster.clone()));

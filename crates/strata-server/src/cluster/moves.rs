@@ -1,0 +1,203 @@
+//! A node's side of a slot move (`super::ownership` has the steps and why they are safe):
+//! the per-slot gate that keeps a write from landing behind its slot's freeze, and the steps
+//! the controller asks of the leaders of the two partitions.
+//!
+//! **The gate.** A write command on a slot is admitted ([`Gates::admit`]) after its router
+//! checks and holds the admission until its batch is in the group's proposal queue (the end
+//! of the command). Freezing a slot raises its flag first, so no write is admitted after
+//! that, waits until the admitted ones are gone and the group's queue is empty, and only
+//! then proposes the freeze: every write the leader accepted is before the freeze in the
+//! log. (A write a deposed leader proposed late is refused by the entry's apply instead.)
+
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use strata_replication::{Error as RaftError, GroupId, Role};
+
+use super::node::ClusterNode;
+use super::ownership::{encode_control, Op, State};
+use crate::routing::Admission;
+use crate::slots::SLOTS;
+use crate::storage::pending::off_worker;
+
+/// What a write refused by a slot being frozen gets (Redis Cluster's text for a key that
+/// cannot be served during a move).
+const TRYAGAIN: &str = "TRYAGAIN the slot is being moved; retry shortly";
+
+/// How long a freeze waits for the writes already admitted to be proposed.
+const DRAIN: Duration = Duration::from_secs(5);
+
+/// Per slot: the admitted writes under way, and whether the slot is being frozen.
+pub struct Gates {
+    running: Box<[AtomicU32]>,
+    freezing: Box<[AtomicBool]>,
+}
+
+impl Default for Gates {
+    fn default() -> Self {
+        let n = usize::from(SLOTS);
+        Gates {
+            running: (0..n).map(|_| AtomicU32::new(0)).collect(),
+            freezing: (0..n).map(|_| AtomicBool::new(false)).collect(),
+        }
+    }
+}
+
+/// An admitted write (dropped when its command ends).
+struct Admitted {
+    gates: Arc<Gates>,
+    slot: usize,
+}
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        self.gates.running[self.slot].fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl Gates {
+    /// Admits a write on `slot`, or refuses it while the slot is being frozen.
+    pub fn admit(self: &Arc<Self>, slot: u16) -> Result<Admission, String> {
+        let i = usize::from(slot).min(self.running.len() - 1);
+        // Counted first, then the flag read (and the freezer does the reverse): a write
+        // either sees the flag or is seen by the freezer's wait.
+        self.running[i].fetch_add(1, Ordering::SeqCst);
+        let admitted = Admitted { gates: self.clone(), slot: i };
+        if self.freezing[i].load(Ordering::SeqCst) {
+            return Err(TRYAGAIN.to_string());
+        }
+        Ok(Admission(Box::new(admitted)))
+    }
+
+    /// Raises `slot`'s flag and waits (at most [`DRAIN`]) until no admitted write is under
+    /// way; false when some still were. The flag stays until [`Gates::open`].
+    fn close(&self, slot: u16) -> bool {
+        let i = usize::from(slot);
+        self.freezing[i].store(true, Ordering::SeqCst);
+        let deadline = Instant::now() + DRAIN;
+        while self.running[i].load(Ordering::SeqCst) > 0 {
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        true
+    }
+
+    fn open(&self, slot: u16) {
+        self.freezing[usize::from(slot)].store(false, Ordering::SeqCst);
+    }
+}
+
+impl ClusterNode {
+    /// The replica of `partition` if this node leads it, else the error reply
+    /// (`REDIRECT host:port` of the leader it knows).
+    fn led(&self, partition: u16) -> Result<strata_replication::Replica, String> {
+        let group = GroupId(u32::from(partition));
+        let Some(replica) = self.raft().replica(group) else {
+            return Err(match self.leader_addr(partition) {
+                Some(addr) => format!("REDIRECT {addr}"),
+                None => format!("CLUSTERDOWN partition {partition} has no known leader"),
+            });
+        };
+        if replica.leadership().role != Role::Leader {
+            return Err(match self.leader_addr(partition) {
+                Some(addr) => format!("REDIRECT {addr}"),
+                None => format!("CLUSTERDOWN partition {partition} has no known leader"),
+            });
+        }
+        Ok(replica)
+    }
+
+    /// A step of a move on `partition` (`Router::move_step`).
+    pub(super) fn move_step_here(
+        &self,
+        partition: u16,
+        op: &str,
+        slot: u16,
+        peer: u16,
+    ) -> Result<String, String> {
+        if slot >= SLOTS {
+            return Err(format!("ERR slot {slot} is out of range (0-16383)"));
+        }
+        if op.eq_ignore_ascii_case("state") {
+            // The slot's state in the partition as its log has it (past a read barrier).
+            let replica = self.led(partition)?;
+            self.wait("a read barrier", replica.linearizable_read(false))
+                .map_err(|e| format!("CLUSTERDOWN partition {partition}: {e}"))?;
+            return Ok(self.ownership.describe(partition, slot));
+        }
+        let op = Op::named(op).ok_or_else(|| {
+            format!("ERR unknown move step '{op}' (state, import, freeze, handoff, adopt, release)")
+        })?;
+        let replica = self.led(partition)?;
+        let entry = encode_control(op, slot, peer);
+        let propose = |entry: Vec<u8>| {
+            self.wait("the move step", replica.write(entry)).map_err(|e| match e {
+                RaftError::NotLeader { .. } => match self.leader_addr(partition) {
+                    Some(addr) => format!("REDIRECT {addr}"),
+                    None => format!("CLUSTERDOWN partition {partition} has no known leader"),
+                },
+                other => format!("ERR the move step's outcome is unknown: {other}"),
+            })
+        };
+        let reply = if op == Op::Freeze {
+            // No write accepted before the freeze may land after it (module text). The waits
+            // block: an async worker hands its other tasks off first (the group's entries
+            // are driven on the same runtime).
+            let drained = off_worker(|| {
+                if !self.gates.close(slot) {
+                    return Err(format!("TRYAGAIN writes to slot {slot} did not drain"));
+                }
+                let group = GroupId(u32::from(partition));
+                let deadline = Instant::now() + DRAIN;
+                while !self.proposals.is_idle(group) {
+                    if Instant::now() >= deadline {
+                        return Err(format!(
+                            "TRYAGAIN partition {partition}'s proposals did not drain"
+                        ));
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Ok(())
+            });
+            let r = drained.and_then(|()| propose(entry));
+            self.gates.open(slot);
+            r?
+        } else {
+            propose(entry)?
+        };
+        let (_, reply) = reply;
+        match reply.0.strip_prefix(b"-") {
+            Some(err) => Err(String::from_utf8_lossy(err).into_owned()),
+            None => Ok(String::from_utf8_lossy(&reply.0).into_owned()),
+        }
+    }
+
+    /// Whether this node may serve (`export`) or take in the copy of `slot` for `partition`
+    /// (`Router::check_copy`).
+    pub(super) fn check_copy_here(
+        &self,
+        partition: u16,
+        slot: u16,
+        export: bool,
+    ) -> Result<(), String> {
+        let replica = self.led(partition)?;
+        // Everything committed before is applied: the state read below is the group's.
+        self.wait("a read barrier", replica.linearizable_read(false))
+            .map_err(|e| format!("CLUSTERDOWN partition {partition}: {e}"))?;
+        let state = self.ownership.state(partition, slot);
+        let fits = match state {
+            Some(State::Frozen(_) | State::HandedOff(_)) => export,
+            Some(State::Importing(_)) => !export,
+            _ => false,
+        };
+        if fits {
+            Ok(())
+        } else {
+            let want = if export { "frozen" } else { "being imported" };
+            Err(format!("ERR slot {slot} is not {want} in partition {partition} ({state:?})"))
+        }
+    }
+}

@@ -1,0 +1,458 @@
+//! Which slots a partition serves while slots move between partitions (`move-slots`), as
+//! the partition's own log decides: a move is a sequence of control entries in the logs of
+//! its source S and target T, each applied by every replica in the batch that records the
+//! new state, so replicas agree on ownership at every index of the log. The cluster map's
+//! slot table (`super::map`) follows them: it is what clients are told, never what decides.
+//!
+//! ```text
+//!  control entry:  0xFFFFFFFF u32LE | op u8 | slot u16LE | peer partition u16LE
+//!    op: 1 import (T)  2 freeze (S)  3 handoff (S)  4 adopt (T)  5 release (S)
+//!  record (server family):  "owner\0" | partition u16BE | slot u16BE
+//!                           -> state u8 | peer partition u16LE
+//!    state: 1 importing  2 adopted  3 frozen  4 handed off  5 released
+//! ```
+//!
+//! A slot without a record belongs to its partition if it is in the partition's run
+//! (`super::partitions`). The steps of a move, in order, each idempotent:
+//! 1. `import` in T: T's range of the slot is cleared (what an abandoned import left), and T
+//!    takes the copy's batches for it (`Importing`).
+//! 2. `freeze` in S: S refuses writes to the slot from that entry on (`TRYAGAIN`); its
+//!    leader proposes it only once no write to the slot is on its way (`super::node`), so no
+//!    write lands behind it. Reads go on.
+//! 3. the copy: the slot's records as S holds them after the freeze, re-keyed to T's
+//!    partition, proposed to T in batches.
+//! 4. `handoff` in S: S stops serving the slot; its clients are sent to T (`ASK`).
+//! 5. `adopt` in T, proposed once the handoff is applied: T serves the slot. So at most one
+//!    of S and T serves it at any time.
+//! 6. the map gives the slot to T (clients get `MOVED` to T).
+//! 7. `release` in S: S's range of the slot is deleted.
+//!
+//! The records live in the group's snapshot ranges ([`ranges_of`]), so a replica that
+//! installs a snapshot gets them with the data.
+
+use std::collections::HashMap;
+
+use parking_lot::RwLock;
+use strata::WriteBatch;
+
+use super::partitions::Partitions;
+use crate::filing::Filing;
+use crate::storage::Store;
+
+/// The first four bytes of a control entry (no family id is this large).
+pub const CONTROL: [u8; 4] = [0xff; 4];
+
+/// Bytes of a control entry.
+const CONTROL_LEN: usize = 9;
+
+/// The records' key prefix in the server family.
+const PREFIX: &[u8] = b"owner\0";
+
+/// A step of a move, as a control entry names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// T takes the copy of the slot from `peer` (S).
+    Import,
+    /// S refuses writes to the slot, moving to `peer` (T).
+    Freeze,
+    /// S stops serving the slot; its clients go to `peer` (T).
+    Handoff,
+    /// T serves the slot (moved from `peer`, S).
+    Adopt,
+    /// S deletes its records of the slot.
+    Release,
+}
+
+impl Op {
+    fn code(self) -> u8 {
+        match self {
+            Op::Import => 1,
+            Op::Freeze => 2,
+            Op::Handoff => 3,
+            Op::Adopt => 4,
+            Op::Release => 5,
+        }
+    }
+
+    fn of(code: u8) -> Option<Op> {
+        Some(match code {
+            1 => Op::Import,
+            2 => Op::Freeze,
+            3 => Op::Handoff,
+            4 => Op::Adopt,
+            5 => Op::Release,
+            _ => return None,
+        })
+    }
+
+    /// The name the controller's command uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Import => "import",
+            Op::Freeze => "freeze",
+            Op::Handoff => "handoff",
+            Op::Adopt => "adopt",
+            Op::Release => "release",
+        }
+    }
+
+    /// The op named `name` (case-insensitive).
+    pub fn named(name: &str) -> Option<Op> {
+        [Op::Import, Op::Freeze, Op::Handoff, Op::Adopt, Op::Release]
+            .into_iter()
+            .find(|o| o.name().eq_ignore_ascii_case(name))
+    }
+}
+
+/// A slot's state in one partition, when it is not simply its run's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    /// Taking the copy from `peer`; not served.
+    Importing(u16),
+    /// Moved in from `peer`, and served.
+    Adopted(u16),
+    /// Served for reads only, moving to `peer`.
+    Frozen(u16),
+    /// Not served: its clients go to `peer`, which serves it (or is about to).
+    HandedOff(u16),
+    /// Moved to `peer` and deleted here.
+    Released(u16),
+}
+
+impl State {
+    fn encode(self) -> [u8; 3] {
+        let (code, peer) = match self {
+            State::Importing(p) => (1, p),
+            State::Adopted(p) => (2, p),
+            State::Frozen(p) => (3, p),
+            State::HandedOff(p) => (4, p),
+            State::Released(p) => (5, p),
+        };
+        let [a, b] = peer.to_le_bytes();
+        [code, a, b]
+    }
+
+    fn decode(b: &[u8]) -> Option<State> {
+        let [code, a, b] = b.try_into().ok()?;
+        let peer = u16::from_le_bytes([a, b]);
+        Some(match code {
+            1 => State::Importing(peer),
+            2 => State::Adopted(peer),
+            3 => State::Frozen(peer),
+            4 => State::HandedOff(peer),
+            5 => State::Released(peer),
+            _ => return None,
+        })
+    }
+
+    /// The other partition of the move.
+    pub fn peer(self) -> u16 {
+        match self {
+            State::Importing(p)
+            | State::Adopted(p)
+            | State::Frozen(p)
+            | State::HandedOff(p)
+            | State::Released(p) => p,
+        }
+    }
+}
+
+/// The control entry of `op` on `slot` with `peer`.
+pub fn encode_control(op: Op, slot: u16, peer: u16) -> Vec<u8> {
+    let mut out = CONTROL.to_vec();
+    out.push(op.code());
+    out.extend_from_slice(&slot.to_le_bytes());
+    out.extend_from_slice(&peer.to_le_bytes());
+    out
+}
+
+/// A control entry's parts: `Ok(None)` for an entry that is not one.
+pub fn decode_control(entry: &[u8]) -> Result<Option<(Op, u16, u16)>, String> {
+    if !entry.starts_with(&CONTROL) {
+        return Ok(None);
+    }
+    if entry.len() != CONTROL_LEN {
+        return Err(format!("a control entry of {} bytes, expected {CONTROL_LEN}", entry.len()));
+    }
+    let op = Op::of(entry[4]).ok_or_else(|| format!("a control entry with op {}", entry[4]))?;
+    let slot = u16::from_le_bytes([entry[5], entry[6]]);
+    let peer = u16::from_le_bytes([entry[7], entry[8]]);
+    Ok(Some((op, slot, peer)))
+}
+
+fn record_key(partition: u16, slot: u16) -> Vec<u8> {
+    let mut k = PREFIX.to_vec();
+    k.extend_from_slice(&partition.to_be_bytes());
+    k.extend_from_slice(&slot.to_be_bytes());
+    k
+}
+
+/// The server family's range of partition `p`'s records: part of its snapshots.
+pub fn ranges_of(p: u16) -> (Vec<u8>, Vec<u8>) {
+    let mut start = PREFIX.to_vec();
+    start.extend_from_slice(&p.to_be_bytes());
+    let mut end = PREFIX.to_vec();
+    end.extend_from_slice(&(u32::from(p) + 1).to_be_bytes()[2..]);
+    if p == u16::MAX {
+        end = b"owner\x01".to_vec();
+    }
+    (start, end)
+}
+
+/// Every partition's slot states on this node, as applied (kept in memory beside the
+/// records, which are the truth: reloaded at start and after a snapshot install).
+pub struct Ownership {
+    runs: Partitions,
+    /// By slot: the partitions with a state for it (few: a slot's moves).
+    states: RwLock<HashMap<u16, Vec<(u16, State)>>>,
+}
+
+impl Ownership {
+    /// The states stored in `store`, the slots in `runs`.
+    pub fn load(store: &Store, runs: Partitions) -> Result<Ownership, String> {
+        let o = Ownership { runs, states: RwLock::new(HashMap::new()) };
+        o.reload(store, None)?;
+        Ok(o)
+    }
+
+    /// Reads the records again: every partition's (`None`), or one's.
+    pub fn reload(&self, store: &Store, partition: Option<u16>) -> Result<(), String> {
+        let prefix = match partition {
+            Some(p) => ranges_of(p).0,
+            None => PREFIX.to_vec(),
+        };
+        let records = store
+            .server_records(&prefix)
+            .map_err(|e| format!("slot ownership: cannot read it: {e}"))?;
+        let mut states = self.states.write();
+        for of_slot in states.values_mut() {
+            of_slot.retain(|(p, _)| partition.is_some_and(|only| only != *p));
+        }
+        states.retain(|_, of_slot| !of_slot.is_empty());
+        for (k, v) in records {
+            let rest = &k[PREFIX.len()..];
+            let (Ok(p), Ok(s)) = (rest[..2].try_into(), rest.get(2..4).unwrap_or(&[]).try_into())
+            else {
+                return Err(format!("slot ownership: a record key of {} bytes", k.len()));
+            };
+            let state = State::decode(&v)
+                .ok_or_else(|| format!("slot ownership: a record of {} bytes", v.len()))?;
+            let (p, s) = (u16::from_be_bytes(p), u16::from_be_bytes(s));
+            states.entry(s).or_default().push((p, state));
+        }
+        Ok(())
+    }
+
+    /// Whether any slot is in a move here (else every question has its run's answer).
+    pub fn any(&self) -> bool {
+        !self.states.read().is_empty()
+    }
+
+    /// The partitions that adopted `slot` (moved in, served), as applied here.
+    pub fn adopters(&self, slot: u16) -> Vec<u16> {
+        let states = self.states.read();
+        let Some(of_slot) = states.get(&slot) else { return Vec::new() };
+        of_slot.iter().filter(|(_, st)| matches!(st, State::Adopted(_))).map(|(p, _)| *p).collect()
+    }
+
+    /// The state of `slot` in `partition`, when it is not simply its run's.
+    pub fn state(&self, partition: u16, slot: u16) -> Option<State> {
+        let states = self.states.read();
+        states.get(&slot)?.iter().find(|(p, _)| *p == partition).map(|(_, st)| *st)
+    }
+
+    /// Whether `partition` takes written batches for `slot` (its run's and not moving away,
+    /// adopted, or importing).
+    pub fn takes_writes(&self, partition: u16, slot: u16) -> bool {
+        match self.state(partition, slot) {
+            None => self.runs.of_slot(slot) == partition,
+            Some(State::Importing(_) | State::Adopted(_)) => true,
+            Some(State::Frozen(_) | State::HandedOff(_) | State::Released(_)) => false,
+        }
+    }
+
+    /// Every (partition, slot, state) of a partition in `partitions`.
+    pub fn of_partitions(&self, partitions: &[u16]) -> Vec<(u16, u16, State)> {
+        let mut v: Vec<(u16, u16, State)> = self
+            .states
+            .read()
+            .iter()
+            .flat_map(|(s, of_slot)| of_slot.iter().map(move |(p, st)| (*p, *s, *st)))
+            .filter(|(p, _, _)| partitions.contains(p))
+            .collect();
+        v.sort_by_key(|(p, s, _)| (*p, *s));
+        v
+    }
+
+    /// Applies `op` on `slot` (with `peer`) in `partition`: the record and any range deletion
+    /// go into `batch`; the reply is `ok`, or an error reply for a step the slot's state
+    /// does not allow (nothing written). The in-memory state follows once the batch is
+    /// written ([`Ownership::settle`]).
+    pub fn apply(
+        &self,
+        store: &Store,
+        partition: u16,
+        op: Op,
+        slot: u16,
+        peer: u16,
+        batch: &mut WriteBatch,
+    ) -> (Vec<u8>, Option<State>) {
+        let now = self.state(partition, slot);
+        let in_run = self.runs.of_slot(slot) == partition;
+        let owns = match now {
+            None => in_run,
+            Some(State::Adopted(_)) => true,
+            _ => false,
+        };
+        let next = match (op, now) {
+            (Op::Import, Some(State::Importing(p))) if p == peer => State::Importing(peer),
+            (Op::Import, None) if !in_run => State::Importing(peer),
+            (Op::Import, Some(State::Released(_))) => State::Importing(peer),
+            (Op::Freeze, _) if owns => State::Frozen(peer),
+            (Op::Freeze, Some(State::Frozen(p))) if p == peer => State::Frozen(peer),
+            (Op::Handoff, Some(State::Frozen(p) | State::HandedOff(p))) if p == peer => {
+                State::HandedOff(peer)
+            }
+            (Op::Adopt, Some(State::Importing(p) | State::Adopted(p))) if p == peer => {
+                State::Adopted(peer)
+            }
+            (Op::Release, Some(State::HandedOff(p) | State::Released(p))) if p == peer => {
+                State::Released(peer)
+            }
+            _ => {
+                let reply = format!(
+                    "-ERR cannot {} slot {slot} with partition {peer} in partition {partition}: \
+                     it is {}",
+                    op.name(),
+                    describe(now, in_run)
+                );
+                return (reply.into_bytes(), None);
+            }
+        };
+        if matches!(op, Op::Import | Op::Release) {
+            // Import starts from nothing; release deletes what moved away.
+            let view = Filing::Partition(partition);
+            let (start, end) = view.slot_span(slot, slot);
+            for cf in store.families() {
+                batch.delete_range_cf(&**cf, start.clone(), end.clone());
+            }
+        }
+        batch.put_cf(&*store.server_cf, record_key(partition, slot), next.encode());
+        (b"ok".to_vec(), Some(next))
+    }
+
+    /// The state of `slot` in `partition` in words: `its own`, `not its own`, `importing from
+    /// partition 3`, `adopted from ...`, `frozen, moving to ...`, `handed off to ...`,
+    /// `released to ...` (the controller reads it to resume a move).
+    pub fn describe(&self, partition: u16, slot: u16) -> String {
+        describe(self.state(partition, slot), self.runs.of_slot(slot) == partition)
+    }
+
+    /// Records the state an applied (and written) control entry gave `slot` in `partition`.
+    pub fn settle(&self, partition: u16, slot: u16, state: State) {
+        let mut states = self.states.write();
+        let of_slot = states.entry(slot).or_default();
+        match of_slot.iter_mut().find(|(p, _)| *p == partition) {
+            Some(entry) => entry.1 = state,
+            None => of_slot.push((partition, state)),
+        }
+    }
+}
+
+fn describe(state: Option<State>, in_run: bool) -> String {
+    match state {
+        None if in_run => "its own".to_string(),
+        None => "not its own".to_string(),
+        Some(State::Importing(p)) => format!("importing from partition {p}"),
+        Some(State::Adopted(p)) => format!("adopted from partition {p}"),
+        Some(State::Frozen(p)) => format!("frozen, moving to partition {p}"),
+        Some(State::HandedOff(p)) => format!("handed off to partition {p}"),
+        Some(State::Released(p)) => format!("released to partition {p}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store() -> (tempfile::TempDir, std::sync::Arc<Store>) {
+        let dir = tempfile::tempdir().unwrap();
+        let dbs = crate::types::open_partitioned(
+            strata::Options::default(),
+            dir.path(),
+            crate::storage::SyncPolicy::No,
+        )
+        .unwrap();
+        let st = dbs.store(0).clone();
+        (dir, st)
+    }
+
+    fn step(o: &Ownership, st: &Store, p: u16, op: Op, slot: u16, peer: u16) -> String {
+        let mut b = WriteBatch::new();
+        let (reply, next) = o.apply(st, p, op, slot, peer, &mut b);
+        st.db.write(b).unwrap();
+        if let Some(n) = next {
+            o.settle(p, slot, n);
+        }
+        String::from_utf8(reply).unwrap()
+    }
+
+    #[test]
+    fn control_entries_round_trip() {
+        let e = encode_control(Op::Handoff, 12182, 7);
+        assert_eq!(decode_control(&e), Ok(Some((Op::Handoff, 12182, 7))));
+        assert_eq!(decode_control(b"\x01\0\0\0rest"), Ok(None));
+        assert!(decode_control(&e[..8]).unwrap_err().contains("8 bytes"));
+        let mut bad = e.clone();
+        bad[4] = 9;
+        assert!(decode_control(&bad).unwrap_err().contains("op 9"));
+        assert_eq!(Op::named("ADOPT"), Some(Op::Adopt));
+    }
+
+    #[test]
+    fn a_move_goes_through_its_steps_in_order_and_each_repeats_harmlessly() {
+        let (_d, st) = store();
+        let runs = Partitions::new(4).unwrap();
+        let o = Ownership::load(&st, runs).unwrap();
+        // Slot 10 is partition 0's; it moves to 3.
+        let (s, t, slot) = (0u16, 3u16, 10u16);
+        assert!(o.takes_writes(s, slot) && !o.takes_writes(t, slot) && !o.any());
+        // Out of order: refused, naming the state, writing nothing.
+        let r = step(&o, &st, t, Op::Adopt, slot, s);
+        assert!(r.starts_with("-ERR cannot adopt slot 10") && r.contains("not its own"), "{r}");
+        assert!(step(&o, &st, s, Op::Handoff, slot, t).contains("it is its own"));
+        assert!(!o.any());
+        for _ in 0..2 {
+            assert_eq!(step(&o, &st, t, Op::Import, slot, s), "ok");
+        }
+        assert!(o.takes_writes(t, slot));
+        assert!(step(&o, &st, s, Op::Import, slot, t).contains("its own"));
+        for _ in 0..2 {
+            assert_eq!(step(&o, &st, s, Op::Freeze, slot, t), "ok");
+        }
+        assert!(!o.takes_writes(s, slot));
+        assert!(step(&o, &st, s, Op::Freeze, slot, 2).starts_with("-ERR"));
+        for op in [Op::Handoff, Op::Handoff] {
+            assert_eq!(step(&o, &st, s, op, slot, t), "ok");
+        }
+        for op in [Op::Adopt, Op::Adopt] {
+            assert_eq!(step(&o, &st, t, op, slot, s), "ok");
+        }
+        for op in [Op::Release, Op::Release] {
+            assert_eq!(step(&o, &st, s, op, slot, t), "ok");
+        }
+        assert_eq!(o.state(s, slot), Some(State::Released(t)));
+        let stored = st.db.get_cf(&*st.server_cf, record_key(t, slot)).unwrap();
+        assert_eq!(stored.as_deref().and_then(State::decode), Some(State::Adopted(s)));
+        // Reloaded from the records alone, the same states; and it can move back.
+        let again = Ownership::load(&st, runs).unwrap();
+        assert_eq!(again.of_partitions(&[0, 3]), o.of_partitions(&[0, 3]));
+        assert_eq!(step(&again, &st, s, Op::Import, slot, t), "ok");
+        assert_eq!(step(&again, &st, t, Op::Freeze, slot, s), "ok");
+        // The records are in the partition's snapshot range.
+        let (lo, hi) = ranges_of(t);
+        let k = record_key(t, slot);
+        assert!(k >= lo && k < hi);
+        assert!(record_key(t + 1, 0) >= hi && record_key(t - 1, u16::MAX) < lo);
+    }
+}
