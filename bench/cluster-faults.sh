@@ -22,7 +22,10 @@
 # clients go on), `leave` removes a member (`strata-cluster remove-node --wait`: its replicas
 # move away, then it is dropped from the map) and stops it, making it a spare again; joins
 # and leaves alternate, and the cluster keeps at least --nodes members. The other faults hit
-# members only. Then the faults stop, the client reads every key back, the checker
+# members only. One more kind, `reslot`, moves the slot of one of the client's keys to a
+# partition drawn at random, with the controller (`strata-cluster move-slots --key`), while
+# the clients go on (the move may meet the other faults' aftermath: it resumes or fails,
+# and a failure is counted). Then the faults stop, the client reads every key back, the checker
 # runs, and a summary is printed: operations, faults by kind, leader changes, violations.
 # Output in --out (default bench/out/faults-<time>): faults.log, leaders.log, client.log,
 # history.jsonl, summary.txt, node<I>/log, and when a violation is found witnesses.txt
@@ -88,8 +91,8 @@ fi
 [ -x "$server_bin" ] || { echo "cluster-faults.sh: no server binary at $server_bin" >&2; exit 1; }
 server_bin=$(realpath "$server_bin")
 controller_bin="$(dirname "$server_bin")/strata-cluster"
-if [ "$spares" -gt 0 ] && [ ! -x "$controller_bin" ]; then
-  echo "cluster-faults.sh: --spares needs the controller beside the server, at $controller_bin" >&2; exit 1
+if [ ! -x "$controller_bin" ]; then
+  echo "cluster-faults.sh: the controller (membership changes, slot moves) must be beside the server, at $controller_bin" >&2; exit 1
 fi
 out=${out:-bench/out/faults-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out"
@@ -266,6 +269,8 @@ RANDOM=$seed
 kinds=(kill wipe stop linkdown)
 [ -n "$lossy_mode" ] && kinds+=(lossy)
 [ "$spares" -gt 0 ] && kinds+=(move)
+kinds+=(reslot reslot) # twice: slot moves are a quarter or so of the faults
+reslot_failures=0
 declare -A fault_count=()
 unexpected=0
 restart_failures=0
@@ -410,6 +415,19 @@ while :; do
   [ $((now + gap + hold + 2)) -le "$run_end" ] || break
   sleep "$gap"
   check_nodes
+  if [ "$kind" = reslot ]; then
+    key="k$((RANDOM % keys))"; to=$((RANDOM % partitions))
+    log "slot move begins: the slot of $key to partition $to"
+    echo "=== move-slots --key $key --to $to $(date +%H:%M:%S.%3N)" >> "$out/controller.log"
+    if controller move-slots --key "$key" --to "$to"; then
+      log "slot move done: $(tail -1 "$out/controller.log")"
+    else
+      reslot_failures=$((reslot_failures + 1)); log "SLOT MOVE: moving the slot of $key failed (controller.log)"
+    fi
+    fault_count[reslot]=$(( ${fault_count[reslot]:-0} + 1 ))
+    kill -0 "$client_pid" 2>/dev/null || { log "the client exited early"; break; }
+    continue
+  fi
   if [ "$kind" = move ]; then
     log "membership change begins"
     move
@@ -450,7 +468,7 @@ summary=$out/summary.txt
 val() { sed -n "s/^$1=//p" "$summary" 2>/dev/null | head -1; }
 faults_total=0
 faults_desc=""
-for k in kill wipe stop linkdown lossy join leave; do
+for k in kill wipe stop linkdown lossy join leave reslot; do
   c=${fault_count[$k]:-0}
   faults_total=$((faults_total + c))
   faults_desc="$faults_desc $k=$c"
@@ -468,7 +486,7 @@ done
   fi
   echo "faults: $faults_total ($faults_desc ); lossy links by ${lossy_mode:-(none)}"
   echo "leader changes: $leader_changes (term changes seen: $term_changes; leaders.log)"
-  echo "membership changes that failed: $membership_failures; members at the end: $(members | tr '\n' ' ')"
+  echo "membership changes that failed: $membership_failures; slot moves that failed: $reslot_failures; members at the end: $(members | tr '\n' ' ')"
   echo "unexpected node exits: $unexpected; starts after a kill that exited: $restart_failures; nodes never answering after a restart: $unrecovered; node logs mentioning a panic: $panics"
   if [ -f "$summary" ]; then
     illegal_keys=$(val illegal_keys)
@@ -480,5 +498,5 @@ done
   echo "client exit status: $client_rc (0 ok, 1 violation, 2 checker timeout, 3 setup, 4 no final read, 124/137 killed by the time limit)"
 } | tee -a "$out/faults.log"
 
-[ "$client_rc" -eq 0 ] && [ "$membership_failures" -eq 0 ] && [ "$unexpected" -eq 0 ] && [ "$restart_failures" -eq 0 ] && [ "$unrecovered" -eq 0 ] \
+[ "$client_rc" -eq 0 ] && [ "$membership_failures" -eq 0 ] && [ "$reslot_failures" -eq 0 ] && [ "$unexpected" -eq 0 ] && [ "$restart_failures" -eq 0 ] && [ "$unrecovered" -eq 0 ] \
   && [ "$panics" -eq 0 ] || exit 1

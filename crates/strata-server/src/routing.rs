@@ -149,6 +149,12 @@ pub trait Router: Send + Sync {
         Ok(None)
     }
 
+    /// Waits (a few seconds at most) while `slot` is in the freeze of a move here, for the
+    /// move to hand it off. May block (an async worker's other tasks are handed off first).
+    fn wait_for_move(&self, slot: u16) {
+        let _ = slot;
+    }
+
     /// A step of a slot move (`strata-cluster move-slots`) on `partition`, which this node
     /// must lead: `op` is `import`, `freeze`, `handoff`, `adopt` or `release`, `peer` the
     /// other partition. `Ok` is the reply text; `Err` the error reply (`REDIRECT host:port`

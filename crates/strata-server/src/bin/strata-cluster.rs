@@ -14,7 +14,9 @@
 //!                               then may it stop)
 //!   rebalance [--wait]          spreads replicas and preferred leaders over the nodes
 //!   wait                        waits until every partition's voters are its placement
-//!   move-slots SLOTS --to P     moves slots (`5`, `100-200`, `1,7,9-12`) to partition P,
+//!   move-slots [SLOTS] [--key K]... --to P
+//!                               moves slots (`5`, `100-200`, `1,7,9-12`; the slots of keys K)
+//!                               to partition P,
 //!                               one at a time, while clients go on (writes to a slot wait
 //!                               for its copy); a move a crash left half done resumes
 //! ```
@@ -87,7 +89,10 @@ enum Cmd {
     /// Moves slots to another partition, live.
     MoveSlots {
         /// The slots: `5`, `100-200` or a comma-separated list of both.
-        slots: String,
+        slots: Option<String>,
+        /// The slot of this key too (repeatable).
+        #[arg(long = "key")]
+        keys: Vec<String>,
         /// The partition they move to.
         #[arg(long)]
         to: u16,
@@ -638,8 +643,15 @@ fn run(cli: Cli) -> Result<(), String> {
             }
         }
         Cmd::Wait => wait_settled(node, deadline)?,
-        Cmd::MoveSlots { slots, to, page } => {
-            let slots = parse_slots(&slots)?;
+        Cmd::MoveSlots { slots, keys, to, page } => {
+            let mut slots = match slots {
+                Some(text) => parse_slots(&text)?,
+                None => Vec::new(),
+            };
+            slots.extend(keys.iter().map(|k| strata_server::slots::key_slot(k.as_bytes())));
+            if slots.is_empty() {
+                return Err("move-slots: name the slots, or keys with --key".into());
+            }
             let mut conns = Conns::default();
             for slot in slots {
                 println!("{}", move_slot(node, &mut conns, slot, to, page.max(1), deadline)?);

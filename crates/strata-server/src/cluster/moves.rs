@@ -28,6 +28,10 @@ const TRYAGAIN: &str = "TRYAGAIN the slot is being moved; retry shortly";
 /// How long a freeze waits for the writes already admitted to be proposed.
 const DRAIN: Duration = Duration::from_secs(5);
 
+/// How long a write to a frozen slot waits for the move to hand the slot off before it gets
+/// `TRYAGAIN` (a slot's copy takes milliseconds to seconds).
+const FREEZE_WAIT: Duration = Duration::from_secs(5);
+
 /// Per slot: the admitted writes under way, and whether the slot is being frozen.
 pub struct Gates {
     running: Box<[AtomicU32]>,
@@ -173,6 +177,22 @@ impl ClusterNode {
             Some(err) => Err(String::from_utf8_lossy(err).into_owned()),
             None => Ok(String::from_utf8_lossy(&reply.0).into_owned()),
         }
+    }
+
+    /// Waits up to [`FREEZE_WAIT`] while `slot` is being frozen or is frozen in the
+    /// partition that serves it here (`Router::wait_for_move`).
+    pub(super) fn wait_for_move_here(&self, slot: u16) {
+        let deadline = Instant::now() + FREEZE_WAIT;
+        off_worker(|| {
+            while Instant::now() < deadline {
+                let p = self.serving_partition(slot);
+                let frozen = matches!(self.ownership.state(p, slot), Some(State::Frozen(_)));
+                if !frozen && !self.gates.freezing[usize::from(slot)].load(Ordering::SeqCst) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        });
     }
 
     /// Whether this node may serve (`export`) or take in the copy of `slot` for `partition`

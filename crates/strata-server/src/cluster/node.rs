@@ -484,6 +484,10 @@ impl Router for ClusterNode {
         self.gates.admit(slot).map(Some)
     }
 
+    fn wait_for_move(&self, slot: u16) {
+        self.wait_for_move_here(slot);
+    }
+
     fn move_step(&self, partition: u16, op: &str, slot: u16, peer: u16) -> Result<String, String> {
         self.move_step_here(partition, op, slot, peer)
     }

@@ -16,9 +16,10 @@
 //! (`super::partitions`). The steps of a move, in order, each idempotent:
 //! 1. `import` in T: T's range of the slot is cleared (what an abandoned import left), and T
 //!    takes the copy's batches for it (`Importing`).
-//! 2. `freeze` in S: S refuses writes to the slot from that entry on (`TRYAGAIN`); its
-//!    leader proposes it only once no write to the slot is on its way (`super::node`), so no
-//!    write lands behind it. Reads go on.
+//! 2. `freeze` in S: S takes no write to the slot from that entry on (a write waits for the
+//!    handoff, then goes to T with `ASK`; `TRYAGAIN` if the move stalls); its leader proposes
+//!    it only once no write to the slot is on its way (`super::moves`), so no write lands
+//!    behind it. Reads go on.
 //! 3. the copy: the slot's records as S holds them after the freeze, re-keyed to T's
 //!    partition, proposed to T in batches.
 //! 4. `handoff` in S: S stops serving the slot; its clients are sent to T (`ASK`).

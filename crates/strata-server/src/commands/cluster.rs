@@ -51,21 +51,43 @@ pub fn refusal(
         slot = Some(s);
     }
     let Some(slot) = slot else { return Ok(None) };
-    let route = match router.route(slot, cmd.write, conn.readonly) {
-        Route::Down => router.route_waiting(slot, cmd.write, conn.readonly),
-        r => r,
-    };
-    match route {
-        Route::Local => {
-            router.prepare(slot, cmd.write, conn.readonly)?;
-            let admission = if cmd.write { router.admit_write(slot)? } else { None };
-            let serving = serve_partition(router.partition_of(slot));
-            Ok(Some(Admitted { _serving: serving, _admission: admission }))
+    // A write to a slot in the freeze of a move waits for the move to hand it off (then
+    // `ASK`), as a Redis Cluster client waits on a key its source migrates, rather than
+    // failing at once: clients that do not retry TRYAGAIN see latency, not an error.
+    let mut waited = false;
+    loop {
+        let route = match router.route(slot, cmd.write, conn.readonly) {
+            Route::Down => router.route_waiting(slot, cmd.write, conn.readonly),
+            r => r,
+        };
+        match route {
+            Route::Local => {
+                router.prepare(slot, cmd.write, conn.readonly)?;
+                let admission = if cmd.write {
+                    match router.admit_write(slot) {
+                        Ok(a) => a,
+                        Err(_) if !waited => {
+                            waited = true;
+                            router.wait_for_move(slot);
+                            continue;
+                        }
+                        Err(e) => return Err(e),
+                    }
+                } else {
+                    None
+                };
+                let serving = serve_partition(router.partition_of(slot));
+                return Ok(Some(Admitted { _serving: serving, _admission: admission }));
+            }
+            Route::TryAgain if !waited => {
+                waited = true;
+                router.wait_for_move(slot);
+            }
+            Route::Moved(addr) => return Err(format!("MOVED {slot} {addr}")),
+            Route::Ask(addr) => return Err(format!("ASK {slot} {addr}")),
+            Route::TryAgain => return Err(TRYAGAIN.to_string()),
+            Route::Down => return Err(CLUSTERDOWN.to_string()),
         }
-        Route::Moved(addr) => Err(format!("MOVED {slot} {addr}")),
-        Route::Ask(addr) => Err(format!("ASK {slot} {addr}")),
-        Route::TryAgain => Err(TRYAGAIN.to_string()),
-        Route::Down => Err(CLUSTERDOWN.to_string()),
     }
 }
 

@@ -13,6 +13,7 @@ use redis::cluster::ClusterClient;
 use redis::Commands;
 
 use super::cluster_map::{admin, partitions, settled, Loopback};
+use crate::common::{Raw, Reply};
 
 /// What the model holds for a key.
 #[derive(Clone, Debug, PartialEq)]
@@ -244,4 +245,130 @@ fn a_cluster_client_sees_the_model_while_slots_move_between_partitions() {
     let want = model.keys().filter(|k| strata_server::slots::key_slot(k.as_bytes()) == s).count();
     let n: i64 = redis::cmd("CLUSTER").arg("COUNTKEYSINSLOT").arg(s).query(&mut con).unwrap();
     assert_eq!(n as usize, want, "slot {s}");
+}
+
+/// Sends a move step (or any command naming a partition) to the node leading it, following
+/// `REDIRECT`; the reply and the port that gave it.
+fn at_leader(port: u16, args: &[&str]) -> (Reply, u16) {
+    let mut port = port;
+    for _ in 0..50 {
+        match Raw::connect(port).cmd(args) {
+            Reply::Error(e) if e.starts_with("REDIRECT ") => {
+                port = e.rsplit(':').next().unwrap().parse().unwrap();
+            }
+            Reply::Error(e) if e.starts_with("CLUSTERDOWN") => {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            other => return (other, port),
+        }
+    }
+    panic!("{args:?}: no leader answered");
+}
+
+/// The steps of a move one by one, as a client sees them: a write to the frozen slot waits
+/// and is sent on with `ASK` once the source hands it off; the target serves it from its
+/// adopt on (with or without ASKING); after the map change every node answers `MOVED` to the
+/// target; steps out of order are refused with the slot's state; the source's copy is gone
+/// after the release.
+#[test]
+fn a_moving_slot_holds_writes_then_answers_ask_then_moved() {
+    let cluster = Loopback::start_three();
+    let client = cluster.client.clone();
+    admin(client[0], &["CLUSTER", "MAP"]);
+    settled(&client[..3], client[0]);
+    // `foo` is in slot 12182, partition 2 of 4; it moves to partition 0.
+    let (slot, s, t) = ("12182", "2", "0");
+    let (r, _) = at_leader(client[0], &["SET", "foo", "before"]);
+    assert!(matches!(r, Reply::Simple(_) | Reply::Error(_)), "{r:?}");
+    let set = |port: u16, v: &str| Raw::connect(port).cmd(&["SET", "foo", v]);
+    let mut src = client[0];
+    // Find S's leader by following MOVED for the key.
+    for _ in 0..5 {
+        match set(src, "v1") {
+            Reply::Error(e) if e.starts_with("MOVED ") => {
+                src = e.rsplit(':').next().unwrap().parse().unwrap();
+            }
+            Reply::Simple(ok) => {
+                assert_eq!(ok, "OK");
+                break;
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    let step = |p: &str, op: &str, peer: &str| {
+        at_leader(client[0], &["CLUSTER", "MOVESLOT", p, op, slot, peer])
+    };
+    // Out of order: refused, naming the state.
+    let (r, _) = step(t, "adopt", s);
+    assert!(matches!(&r, Reply::Error(e) if e.contains("not its own")), "{r:?}");
+    assert_eq!(step(t, "import", s).0, Reply::Simple("ok".into()));
+    let (r, src_port) = step(s, "freeze", t);
+    assert_eq!(r, Reply::Simple("ok".into()));
+    assert_eq!(src_port, src, "the key's leader is partition {s}'s");
+    // Reads go on; a write waits for the handoff.
+    assert_eq!(Raw::connect(src).cmd(&["GET", "foo"]), Reply::Bulk(b"v1".to_vec()));
+    let waiting = std::thread::spawn(move || set(src, "during"));
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!waiting.is_finished(), "the write waits while the slot is frozen");
+    // The copy, through the controller's commands.
+    let (page, _) = at_leader(client[0], &["CLUSTER", "SLOTRECORDS", s, slot, "", "100"]);
+    let Reply::Array(items) = page else { panic!("{page:?}") };
+    assert_eq!(items[0], Reply::Bulk(Vec::new()), "one page holds the slot");
+    assert_eq!(items.len(), 4, "one metadata record: {items:?}");
+    let (Reply::Int(fam), Reply::Bulk(k), Reply::Bulk(v)) = (&items[1], &items[2], &items[3])
+    else {
+        panic!("{items:?}");
+    };
+    // Sent as the controller sends it: binary keys and values, at the target's leader.
+    let (_, dst_leader) = at_leader(client[0], &["CLUSTER", "MOVESLOT", t, "state", slot, s]);
+    let fam = fam.to_string();
+    let args: [&[u8]; 7] =
+        [b"CLUSTER", b"IMPORTRECORDS", t.as_bytes(), slot.as_bytes(), fam.as_bytes(), k, v];
+    let mut c = Raw::connect(dst_leader);
+    c.send_raw(&Raw::encode(&args));
+    assert_eq!(c.read(), Reply::Int(1));
+    // A record of another slot is refused.
+    let args = ["CLUSTER", "IMPORTRECORDS", t, slot, "0", "\x00\x01x", "v"];
+    assert!(
+        matches!(at_leader(client[0], &args).0, Reply::Error(e) if e.contains("not one of slot"))
+    );
+    assert_eq!(step(s, "handoff", t).0, Reply::Simple("ok".into()));
+    let r = waiting.join().unwrap();
+    let Reply::Error(ask) = r else { panic!("{r:?}") };
+    assert!(ask.starts_with("ASK 12182 127.0.0.1:"), "{ask}");
+    let dst: u16 = ask.rsplit(':').next().unwrap().parse().unwrap();
+    assert_eq!(step(t, "adopt", s).0, Reply::Simple("ok".into()));
+    // The target serves it, with ASKING as a client following ASK sends, or without.
+    let mut c = Raw::connect(dst);
+    assert_eq!(c.cmd(&["ASKING"]), Reply::Simple("OK".into()));
+    assert_eq!(c.cmd(&["SET", "foo", "after"]), Reply::Simple("OK".into()));
+    assert_eq!(Raw::connect(dst).cmd(&["GET", "foo"]), Reply::Bulk(b"after".to_vec()));
+    // The source sends its clients on, reads too.
+    let r = Raw::connect(src).cmd(&["GET", "foo"]);
+    assert!(
+        matches!(&r, Reply::Error(e) if e.starts_with("ASK ") || e.starts_with("MOVED ")),
+        "{r:?}"
+    );
+    assert!(admin(client[0], &["CLUSTER", "SETSLOTPARTITION", slot, t]).starts_with("map version"));
+    assert_eq!(step(s, "release", t).0, Reply::Simple("ok".into()));
+    // Every node now sends the slot's clients to the target (once it has the new map).
+    for port in &client[..3] {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            match Raw::connect(*port).cmd(&["GET", "foo"]) {
+                Reply::Bulk(v) if *port == dst => {
+                    assert_eq!(v, b"after");
+                    break;
+                }
+                Reply::Error(e) if e == format!("MOVED 12182 127.0.0.1:{dst}") => break,
+                other => {
+                    assert!(std::time::Instant::now() < deadline, "node {port}: {other:?}");
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            }
+        }
+    }
+    // The source kept no copy: its records of the slot are gone.
+    let (page, _) = at_leader(client[0], &["CLUSTER", "MOVESLOT", s, "state", slot, t]);
+    assert_eq!(page, Reply::Simple("released to partition 0".into()));
 }
