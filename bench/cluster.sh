@@ -7,6 +7,7 @@
 #   bash bench/cluster.sh status --dir D
 #   bash bench/cluster.sh add --dir D [--no-rebalance]
 #   bash bench/cluster.sh remove --dir D --id I
+#   bash bench/cluster.sh move-slots --dir D --slots SLOTS --to P
 #   bash bench/cluster.sh down --dir D
 #
 # up: starts N strata-server processes in cluster mode (node i: clients on 127.0.0.1 at
@@ -22,6 +23,8 @@
 # controller built beside the server) adds it and waits until the replicas have moved.
 # remove: `strata-cluster remove-node I --wait` (its replicas move away, it is dropped from
 # the map, and the meta group stops counting it), then stops node I.
+# move-slots: `strata-cluster move-slots SLOTS --to P` (SLOTS as `5`, `100-199`, `1,7,9-12`):
+# each slot moves to partition P while clients go on.
 # --io-threads T: each node's async workers (strata-server --io-threads; default one per core).
 # --netns (root and `ip netns` needed): node i runs in network namespace <prefix>-n<i> at
 # 10.X.0.i (the first free 10.X.0.0/24 from X = 80), ports as above, the namespaces joined by
@@ -48,6 +51,8 @@ netns=0
 usage() { sed -n '2,31p' "$0"; }
 rebalance=--rebalance
 id=
+slots=
+to=
 while [ $# -gt 0 ]; do
   case "$1" in
     --nodes) nodes="$2"; shift 2 ;;
@@ -61,6 +66,8 @@ while [ $# -gt 0 ]; do
     --after) after="$2"; shift 2 ;;
     --id) id="$2"; shift 2 ;;
     --no-rebalance) rebalance=""; shift ;;
+    --slots) slots="$2"; shift 2 ;;
+    --to) to="$2"; shift 2 ;;
     --io-threads) io_threads="$2"; shift 2 ;;
     --netns) netns=1; shift ;;
     -h|--help) usage; exit 0 ;;
@@ -227,6 +234,12 @@ case "$cmd" in
     grep -vx "$addr" "$dir/addrs" > "$dir/addrs.new"; mv "$dir/addrs.new" "$dir/addrs"
     pid=$(cat "$dir/node$id/pid"); rm -f "$dir/node$id/pid"
     kill -TERM "$pid" 2>/dev/null || true
+    ;;
+  move-slots)
+    [ -n "$slots" ] && [[ "$to" =~ ^[0-9]+$ ]] || { echo "cluster.sh move-slots: --slots S and --to P are required" >&2; exit 2; }
+    [ -f "$dir/addrs" ] || { echo "cluster.sh move-slots: no cluster in $dir" >&2; exit 1; }
+    load_netns
+    controller move-slots "$slots" --to "$to" >&2
     ;;
   status)
     [ -f "$dir/addrs" ] || { echo "cluster.sh status: no cluster in $dir" >&2; exit 1; }

@@ -8,7 +8,7 @@
 #                              [--nodes 5] [--partitions 64] [--replicas 3]
 #                              [--workloads rw-0-1,rw-1-0,...] [--engines cluster,single]
 #                              [--timeout S] [--base-port PORT] [--server-bin PATH] [--out DIR]
-#                              [--move-during WORKLOAD]
+#                              [--move-during WORKLOAD] [--reslot-during WORKLOAD]
 #
 # Defaults: 100000 records and operations, 16 threads, 3 repetitions, durability always,
 # both clients, 5 x 64 x 3, the Pegasus cases (write only 0:1, read only 1:0, read & write
@@ -46,6 +46,12 @@
 # move that fails fails the run (its output in logs/*.move). W must run long enough to cover
 # it (about 10 s; more --ops).
 #
+# --reslot-during W: while the cluster runs workload W, slots move under the clients: 3 s in,
+# the first 64 slots of partition 0 move to partition 1 (bench/cluster.sh move-slots:
+# strata-cluster move-slots, one slot at a time, each copied while its writes wait), then
+# back; the run must still end with no error, and a move that fails fails the run (its
+# output in logs/*.reslot).
+#
 # Writes DIR (default bench/out/ycsb-cluster-<timestamp>): runs.tsv, logs/ (YCSB output per
 # run, go-ycsb's raw output as *.raw, cluster and server logs), environment.txt, and from
 # strata-bench-ycsb-report: results.tsv (per run), ycsb_qps.png (median total QPS per case,
@@ -77,6 +83,7 @@ server_bin=""
 out=""
 goycsb_version=v1.0.3
 move_during=""
+reslot_during=""
 usage() { sed -n '2,59p' "$0"; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -91,6 +98,7 @@ while [ $# -gt 0 ]; do
     --replicas) replicas="$2"; shift 2 ;;
     --workloads) workloads="$2"; shift 2 ;;
     --move-during) move_during="$2"; shift 2 ;;
+    --reslot-during) reslot_during="$2"; shift 2 ;;
     --engines) engines="$2"; shift 2 ;;
     --timeout) ycsb_timeout="$2"; shift 2 ;;
     --base-port) base_port="$2"; shift 2 ;;
@@ -241,6 +249,7 @@ cluster_dir=""
 cluster_addrs=""
 child=""
 mover=""
+reslotter=""
 cluster_stop() {
   [ -n "$cluster_dir" ] || return 0
   bash bench/cluster.sh down --dir "$cluster_dir" >&2 || true
@@ -258,6 +267,11 @@ cleanup() {
     pkill -P "$mover" 2>/dev/null || true
     kill "$mover" 2>/dev/null || true
     wait "$mover" 2>/dev/null || true
+  fi
+  if [ -n "${reslotter:-}" ] && kill -0 "$reslotter" 2>/dev/null; then
+    pkill -P "$reslotter" 2>/dev/null || true
+    kill "$reslotter" 2>/dev/null || true
+    wait "$reslotter" 2>/dev/null || true
   fi
   cluster_stop
   server_stop
@@ -387,6 +401,19 @@ for rep in $(seq 1 "$reps"); do
           ) >"$log.move" 2>&1 &
           mover=$!
         fi
+        reslotter=""
+        if [ "$engine" = cluster ] && [ "$w" = "$reslot_during" ]; then
+          (
+            set -e
+            sleep 3
+            echo "$(date +%T.%3N) slots 0-63 to partition 1"
+            bash bench/cluster.sh move-slots --dir "$dir" --slots 0-63 --to 1
+            echo "$(date +%T.%3N) slots 0-63 back to partition 0"
+            bash bench/cluster.sh move-slots --dir "$dir" --slots 0-63 --to 0
+            echo "$(date +%T.%3N) done"
+          ) >"$log.reslot" 2>&1 &
+          reslotter=$!
+        fi
         run_ycsb "$client" "$engine" "$phase" "$file" "$log" || rc=$?
         summary=$(python3 bench/ycsb-cluster-table.py errors "$log" 2>&1) || failed=1
         if [ -n "$mover" ]; then
@@ -396,6 +423,14 @@ for rep in $(seq 1 "$reps"); do
             failed=1; summary="$summary; the membership change failed (see $log.move)"
           fi
           mover=""
+        fi
+        if [ -n "$reslotter" ]; then
+          if wait "$reslotter"; then
+            summary="$summary; 64 slots moved away and back during it ($(head -1 "$log.reslot" | cut -d' ' -f1) to $(tail -1 "$log.reslot" | cut -d' ' -f1))"
+          else
+            failed=1; summary="$summary; the slot moves failed (see $log.reslot)"
+          fi
+          reslotter=""
         fi
         if [ "$rc" != 0 ]; then
           failed=1
