@@ -6,6 +6,12 @@
 //! ```text
 //! strata-cluster [--node HOST:PORT] [--timeout SECONDS] COMMAND
 //!   status                      the map, and each partition's leader, voters and state
+//!   create ID=HOST:PORT:RAFT... forms a cluster: --node is a node started as a cluster of
+//!            [--no-wait]        one (`--cluster-nodes` naming itself, `--cluster-bootstrap
+//!                               yes`, the partitions and replicas wanted), the others were
+//!                               started naming only themselves; adds them, spreads the
+//!                               replicas (as many as the first node's cluster-replicas)
+//!                               and waits until every partition has its replicas
 //!   add-node ID HOST:PORT:RAFT  adds a node (started with cluster-nodes naming itself)
 //!            [--rebalance] [--wait]
 //!   remove-node ID [--wait]     moves the node's replicas away; with --wait, waits until it
@@ -56,6 +62,16 @@ struct Cli {
 enum Cmd {
     /// Prints the map and each partition's leader, voters and state.
     Status,
+    /// Forms a cluster from a one-node cluster (--node) and nodes started naming only
+    /// themselves.
+    Create {
+        /// The other nodes, each `ID=HOST:PORT:RAFT_PORT`.
+        #[arg(required = true)]
+        nodes: Vec<String>,
+        /// Returns once the map names them, without waiting for the replicas to move.
+        #[arg(long)]
+        no_wait: bool,
+    },
     /// Adds a node to the map.
     AddNode {
         /// Its id (a positive integer, unique in the cluster).
@@ -606,6 +622,26 @@ fn run(cli: Cli) -> Result<(), String> {
                 );
             }
             print!("{out}");
+        }
+        Cmd::Create { nodes, no_wait } => {
+            // The first node's map: it must be a cluster already (of one node).
+            parse_map(admin(node, &["CLUSTER", "MAP"], deadline)?)?;
+            for spec in &nodes {
+                let (id, addr) = spec
+                    .split_once('=')
+                    .ok_or_else(|| format!("create: `{spec}` is not ID=HOST:PORT:RAFT_PORT"))?;
+                let id: u64 = id
+                    .parse()
+                    .ok()
+                    .filter(|i| *i > 0)
+                    .ok_or_else(|| format!("create: `{id}` is not a node id (1 or more)"))?;
+                let ids = id.to_string();
+                println!("{}", admin(node, &["CLUSTER", "ADDNODE", &ids, addr], deadline)?);
+            }
+            println!("{}", admin(node, &["CLUSTER", "REBALANCE"], deadline)?);
+            if !no_wait {
+                wait_settled(node, deadline)?;
+            }
         }
         Cmd::AddNode { id, addr, rebalance, wait } => {
             let id = id.to_string();

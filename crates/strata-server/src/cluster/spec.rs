@@ -95,8 +95,10 @@ impl ClusterSpec {
             .ok_or_else(|| format!("cluster-partitions {count}: expected 1 to 16384"))?;
         let replicas = c.replicas.unwrap_or(DEFAULT_REPLICAS.min(nodes.len()));
         // A node joining a running cluster names itself alone (the map comes from the meta
-        // group); a new cluster's nodes must be enough for the replicas.
-        if replicas == 0 || (c.bootstrap && replicas > nodes.len()) {
+        // group); a new cluster's nodes must be enough for the replicas, but for a cluster
+        // of one, which the others join (`strata-cluster create`): its partitions get their
+        // replicas as nodes are added.
+        if replicas == 0 || (c.bootstrap && nodes.len() > 1 && replicas > nodes.len()) {
             return Err(format!(
                 "cluster-replicas {replicas}: expected 1 to the number of nodes ({})",
                 nodes.len()
@@ -224,6 +226,10 @@ mod tests {
         assert!(err(7001, opts(2, FIVE, None, None)).contains("port 7001 differs"));
         assert!(err(0, opts(1, FIVE, Some(0), None)).contains("cluster-partitions 0"));
         assert!(err(0, opts(1, FIVE, None, Some(6))).contains("cluster-replicas 6"));
+        // A cluster of one that others will join may want more replicas than it has nodes.
+        let one = "1=127.0.0.1:7001:17001";
+        let spec = ClusterSpec::from_config(&cfg(7001, opts(1, one, None, Some(3)))).unwrap();
+        assert_eq!(spec.map(|s| s.replicas), Some(3));
         assert!(err(0, opts(1, "1=127.0.0.1:7001", None, None))
             .contains("expected id=host:port:raft_port"));
         assert!(err(0, opts(1, "x=h:1:2", None, None)).contains("`x=h:1:2`"));

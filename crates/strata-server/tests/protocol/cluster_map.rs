@@ -247,3 +247,41 @@ fn a_node_joins_and_takes_its_share_and_a_node_leaves_while_writes_go_on() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("node 9 is not in the map"), "{out:?}");
     assert_eq!(ctl(&["add-node"]).status.code(), Some(2));
 }
+
+/// `strata-cluster create`: node 1 started as a cluster of one (four partitions, three
+/// replicas wanted), nodes 2 and 3 naming only themselves; the controller adds them and
+/// spreads the replicas: every partition ends with three voters, one on each node, and a
+/// write through one node reads back from another.
+#[test]
+fn create_forms_a_cluster_from_nodes_started_alone() {
+    let ports = free_ports(6);
+    let (client, raft) = (&ports[..3], &ports[3..]);
+    let root = tempfile::tempdir().unwrap();
+    let addr = |i: usize| format!("127.0.0.1:{}:{}", client[i - 1], raft[i - 1]);
+    let mut nodes = Vec::new();
+    for i in 1..=3usize {
+        let dir = root.path().join(format!("node{i}"));
+        nodes.push(start(i as u64, &dir, client[i - 1], &format!("{i}={}", addr(i)), i == 1));
+    }
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_strata-cluster"))
+        .args(["--node", &format!("127.0.0.1:{}", client[0]), "--timeout", "60", "create"])
+        .args([format!("2={}", addr(2)), format!("3={}", addr(3))])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let map = admin(client[0], &["CLUSTER", "MAP"]);
+    let want: Vec<u64> = vec![1, 2, 3];
+    for (p, ids) in placement(&map) {
+        let mut ids = ids.clone();
+        ids.sort_unstable();
+        assert_eq!(ids, want, "partition {p}:\n{map}");
+    }
+    settled(client, client[0]);
+    assert_eq!(run(client[1], false, &["SET", "created", "yes"]), Reply::Simple("OK".into()));
+    assert_eq!(run(client[2], false, &["GET", "created"]), Reply::Bulk(b"yes".to_vec()));
+    // Every node now holds every partition.
+    for port in client {
+        assert_eq!(partitions(*port).len(), 4, "node on {port}");
+    }
+    drop(nodes);
+}
