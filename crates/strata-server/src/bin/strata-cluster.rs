@@ -421,6 +421,15 @@ fn move_slot(
     }
     let from = map.partition_of(slot);
     if from == to {
+        // Moved already; a move that stopped after the map change left its source to
+        // release (it holds the slot's old records, handed off to `to`).
+        let handed = format!("handed off to partition {to}");
+        for p in (0..map.partitions).filter(|p| *p != to) {
+            if conns.step(node, p, "state", slot, to, deadline)? == handed {
+                conns.step(node, p, "release", slot, to, deadline)?;
+                return Ok(format!("slot {slot} moved from partition {p} to partition {to}"));
+            }
+        }
         return Ok(format!("slot {slot} is partition {to}'s"));
     }
     let target = conns.step(node, to, "state", slot, from, deadline)?;

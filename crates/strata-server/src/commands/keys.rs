@@ -11,7 +11,9 @@
 use super::args::{int_arg, is, scan_args, ScanArgs};
 use super::errors::{arity_err, CmdError, NOT_INT, SYNTAX};
 use super::{glob, CmdResult};
+use crate::filing::Filing;
 use crate::resp::Out;
+use crate::routing::Router;
 use crate::slots::key_slot;
 use crate::state::{Conn, Shared};
 use crate::storage::databases::serve_partition;
@@ -20,14 +22,14 @@ use crate::types::{set, zset, Kind};
 
 /// The slots whose keys this node's keyspace-wide commands see (module doc): every slot on
 /// a standalone server.
-enum Served {
+enum Served<'a> {
     All,
-    Ranges(Vec<(u16, u16)>),
+    Ranges(Vec<(u16, u16)>, &'a dyn Router),
 }
 
-impl Served {
+impl<'a> Served<'a> {
     /// What `conn` sees here now; passes the read barrier of each led partition first.
-    fn now(sh: &Shared, conn: &Conn) -> Result<Served, CmdError> {
+    fn now(sh: &'a Shared, conn: &Conn) -> Result<Served<'a>, CmdError> {
         let Some(router) = sh.router.as_ref() else { return Ok(Served::All) };
         let layout = router.layout();
         let mut ranges = Vec::new();
@@ -39,15 +41,19 @@ impl Served {
                 ranges.push((r.first, r.last));
             }
         }
-        Ok(Served::Ranges(ranges))
+        Ok(Served::Ranges(ranges, &**router))
     }
 
-    fn has(&self, key: &[u8]) -> bool {
+    /// Whether `key`, stored at `at`, is seen: its slot is served here, and (on a cluster
+    /// node's store) it is filed under the partition that serves the slot, not under one a
+    /// move is taking it from or has left behind.
+    fn has(&self, at: &[u8], key: &[u8]) -> bool {
         match self {
             Served::All => true,
-            Served::Ranges(r) => {
+            Served::Ranges(r, router) => {
                 let slot = key_slot(key);
                 r.iter().any(|(first, last)| (*first..=*last).contains(&slot))
+                    && router.partition_of(slot).is_none_or(|p| Filing::partition_of(at) == Some(p))
             }
         }
     }
@@ -266,12 +272,12 @@ pub fn scan(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
     let from =
         if cursor == 0 { Vec::new() } else { sh.cursors.lock().load(cursor).unwrap_or_default() };
     let served = Served::now(sh, conn)?;
-    let keep = |k: &[u8], k_kind: Kind| {
+    let keep = |at: &[u8], k: &[u8], k_kind: Kind| {
         let type_ok = match kind {
             None => true,
             Some(want) => want == Some(k_kind),
         };
-        type_ok && pattern.as_ref().is_none_or(|p| glob::matches(p, k)) && served.has(k)
+        type_ok && pattern.as_ref().is_none_or(|p| glob::matches(p, k)) && served.has(at, k)
     };
     let page = keys::scan(&sh.keyspace(conn.db), &from, count, keep)?;
     let next = page.next.map_or(0, |k| sh.cursors.lock().save(k));
@@ -286,7 +292,7 @@ pub fn scan(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
 
 pub fn keys(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let served = Served::now(sh, conn)?;
-    let keep = |k: &[u8], _: Kind| served.has(k) && glob::matches(&a[1], k);
+    let keep = |at: &[u8], k: &[u8], _: Kind| served.has(at, k) && glob::matches(&a[1], k);
     let found = keys::scan(&sh.keyspace(conn.db), b"", usize::MAX, keep)?.items;
     out.array(found.len());
     for k in &found {
@@ -297,7 +303,7 @@ pub fn keys(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
 
 pub fn dbsize(sh: &Shared, conn: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let served = Served::now(sh, conn)?;
-    out.int(keys::count(&sh.keyspace(conn.db), |k| served.has(k))? as i64);
+    out.int(keys::count(&sh.keyspace(conn.db), |at, k| served.has(at, k))? as i64);
     Ok(())
 }
 
@@ -387,7 +393,7 @@ pub fn renamenx(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdR
 
 pub fn randomkey(sh: &Shared, conn: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let served = Served::now(sh, conn)?;
-    let key = keys::random(&sh.keyspace(conn.db), |k| served.has(k))?;
+    let key = keys::random(&sh.keyspace(conn.db), |at, k| served.has(at, k))?;
     out.opt_bulk(key.as_deref());
     Ok(())
 }

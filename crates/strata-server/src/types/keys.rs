@@ -184,13 +184,13 @@ pub fn memory_usage(ks: &Keyspace, key: &[u8], samples: usize) -> Result<Option<
 }
 
 /// SCAN: walks `count` live keys from the stored position `from` (inclusive; empty: the
-/// first) in stored order, keeping those `keep` accepts (given the key and its type); the
-/// page's `next` is the position the next step starts at.
+/// first) in stored order, keeping those `keep` accepts (given the key's position, the key
+/// and its type); the page's `next` is the position the next step starts at.
 pub fn scan(
     ks: &Keyspace,
     from: &[u8],
     count: usize,
-    mut keep: impl FnMut(&[u8], Kind) -> bool,
+    mut keep: impl FnMut(&[u8], &[u8], Kind) -> bool,
 ) -> Result<Page<Vec<u8>>> {
     let mut found = Vec::new();
     let mut examined = 0;
@@ -201,7 +201,7 @@ pub fn scan(
             return false;
         }
         examined += 1;
-        if keep(k, m.kind) {
+        if keep(at, k, m.kind) {
             found.push(k.to_vec());
         }
         true
@@ -209,11 +209,12 @@ pub fn scan(
     Ok(Page { items: found, next })
 }
 
-/// DBSIZE: the number of live keys that `keep` keeps (a walk of the metadata family).
-pub fn count(ks: &Keyspace, mut keep: impl FnMut(&[u8]) -> bool) -> Result<u64> {
+/// DBSIZE: the number of live keys that `keep` keeps (given each one's position and the
+/// key; a walk of the metadata family).
+pub fn count(ks: &Keyspace, mut keep: impl FnMut(&[u8], &[u8]) -> bool) -> Result<u64> {
     let mut n = 0;
-    ks.scan_keys(b"", |_, k, _| {
-        n += u64::from(keep(k));
+    ks.scan_keys(b"", |at, k, _| {
+        n += u64::from(keep(at, k));
         true
     })?;
     Ok(n)
@@ -230,14 +231,17 @@ pub fn stats(ks: &Keyspace) -> Result<(u64, u64)> {
     Ok((keys, expires))
 }
 
-/// RANDOMKEY: the first live key that `keep` keeps at or after a random point of the key
-/// space (or the first of all).
-pub fn random(ks: &Keyspace, mut keep: impl FnMut(&[u8]) -> bool) -> Result<Option<Vec<u8>>> {
+/// RANDOMKEY: the first live key that `keep` keeps (given its position and the key) at or
+/// after a random point of the key space (or the first of all).
+pub fn random(
+    ks: &Keyspace,
+    mut keep: impl FnMut(&[u8], &[u8]) -> bool,
+) -> Result<Option<Vec<u8>>> {
     let seed = ks.store.random_position(ks.store.new_version());
     for from in [&seed[..], b""] {
         let mut first = None;
-        ks.scan_keys(from, |_, k, _| {
-            if keep(k) {
+        ks.scan_keys(from, |at, k, _| {
+            if keep(at, k) {
                 first = Some(k.to_vec());
             }
             first.is_none()
