@@ -179,6 +179,11 @@ impl Blocked {
         self.reg.lock().by_key.get(key).map(|q| q.iter().copied().collect()).unwrap_or_default()
     }
 
+    /// The command name waiter `id` blocked in (`None` once it has left).
+    pub fn command_of(&self, id: u64) -> Option<Vec<u8>> {
+        self.reg.lock().waiters.get(&id).and_then(|w| w.line.first().cloned())
+    }
+
     /// Claims waiter `id` for a re-run: its command, or `None` when it has left, is claimed
     /// already or is being cancelled.
     pub fn claim(&self, id: u64) -> Option<Claimed> {

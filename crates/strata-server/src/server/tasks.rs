@@ -3,6 +3,7 @@
 //! cluster mode, those of the partitions the node leads) and the once-a-second WAL sync of
 //! `appendfsync everysec`.
 
+use crate::blocked::Cancel;
 use crate::filing::Filing;
 use crate::routing::Route;
 use crate::state::Shared;
@@ -61,6 +62,37 @@ pub fn expire_round(sh: &Shared, from: &ExpiryPoint) -> crate::types::Result<(Ex
     Ok((point, n))
 }
 
+/// In cluster mode, sends the clients blocked on a key (BLPOP...) whose slot this node no
+/// longer serves on to the node that does, as Redis Cluster does: the slot moved to another
+/// partition (`ASK`, then `MOVED`), or this node stopped leading its partition (`MOVED`).
+/// Their pushes are written there now, so waiting here would wait forever.
+pub fn redirect_blocked(sh: &Shared) {
+    let Some(router) = sh.router.as_ref() else { return };
+    if sh.blocked.count() == 0 {
+        return;
+    }
+    for waited in sh.blocked.waited_keys() {
+        let Some((_, key)) = crate::blocked::split_waited_key(&waited) else { continue };
+        let slot = crate::slots::key_slot(key);
+        for id in sh.blocked.waiters_of(&waited) {
+            // A blocked write (BLPOP...) needs the leader; a blocked read (XREAD BLOCK) may
+            // wait on any replica (a READONLY connection's).
+            let write = sh
+                .blocked
+                .command_of(id)
+                .and_then(|name| crate::commands::lookup(&name))
+                .is_none_or(|c| c.write);
+            let reply = match router.route(slot, write, !write) {
+                Route::Moved(addr) => format!("MOVED {slot} {addr}"),
+                Route::Ask(addr) => format!("ASK {slot} {addr}"),
+                // Served here, waiting for a leader, or a move's freeze: the wait goes on.
+                Route::Local | Route::Down | Route::TryAgain => continue,
+            };
+            sh.blocked.cancel(id, Cancel::Error(reply));
+        }
+    }
+}
+
 /// Starts the tasks on the current runtime.
 pub fn start(sh: &Arc<Shared>) {
     let s = sh.clone();
@@ -71,6 +103,7 @@ pub fn start(sh: &Arc<Shared>) {
             tick.tick().await;
             // OBJECT IDLETIME's coarse clock (`storage::access`).
             s.engine().meta_cache.access.tick();
+            redirect_blocked(&s);
             let s2 = s.clone();
             let start = std::mem::take(&mut from);
             let r = tokio::task::spawn_blocking(move || expire_round(&s2, &start)).await;

@@ -295,6 +295,8 @@ fn a_moving_slot_holds_writes_then_answers_ask_then_moved() {
             other => panic!("{other:?}"),
         }
     }
+    // A client blocked on a key of the slot (a hash tag puts `{foo}list` there).
+    let blocked = std::thread::spawn(move || Raw::connect(src).cmd(&["BLPOP", "{foo}list", "0"]));
     let step = |p: &str, op: &str, peer: &str| {
         at_leader(client[0], &["CLUSTER", "MOVESLOT", p, op, slot, peer])
     };
@@ -337,6 +339,9 @@ fn a_moving_slot_holds_writes_then_answers_ask_then_moved() {
     let Reply::Error(ask) = r else { panic!("{r:?}") };
     assert!(ask.starts_with("ASK 12182 127.0.0.1:"), "{ask}");
     let dst: u16 = ask.rsplit(':').next().unwrap().parse().unwrap();
+    // The blocked client is sent on too, not left waiting for pushes that go elsewhere.
+    let r = blocked.join().unwrap();
+    assert!(matches!(&r, Reply::Error(e) if e.starts_with("ASK 12182 ")), "{r:?}");
     assert_eq!(step(t, "adopt", s).0, Reply::Simple("ok".into()));
     // The target serves it, with ASKING as a client following ASK sends, or without.
     let mut c = Raw::connect(dst);
