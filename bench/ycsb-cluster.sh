@@ -250,6 +250,16 @@ cluster_addrs=""
 child=""
 mover=""
 reslotter=""
+# Waits for a change made under the clients (pid $1, its log $2): what it did ($3) and when
+# goes into the run's summary, or its failure ($4 failed) fails the run.
+background_done() {
+  if wait "$1"; then
+    summary="$summary; $3 during it ($(head -1 "$2" | cut -d' ' -f1) to $(tail -1 "$2" | cut -d' ' -f1))"
+  else
+    failed=1; summary="$summary; $4 failed (see $2)"
+  fi
+}
+
 cluster_stop() {
   [ -n "$cluster_dir" ] || return 0
   bash bench/cluster.sh down --dir "$cluster_dir" >&2 || true
@@ -417,19 +427,11 @@ for rep in $(seq 1 "$reps"); do
         run_ycsb "$client" "$engine" "$phase" "$file" "$log" || rc=$?
         summary=$(python3 bench/ycsb-cluster-table.py errors "$log" 2>&1) || failed=1
         if [ -n "$mover" ]; then
-          if wait "$mover"; then
-            summary="$summary; a node joined and left during it ($(head -1 "$log.move" | cut -d' ' -f1) to $(tail -1 "$log.move" | cut -d' ' -f1))"
-          else
-            failed=1; summary="$summary; the membership change failed (see $log.move)"
-          fi
+          background_done "$mover" "$log.move" "a node joined and left" "the membership change"
           mover=""
         fi
         if [ -n "$reslotter" ]; then
-          if wait "$reslotter"; then
-            summary="$summary; 64 slots moved away and back during it ($(head -1 "$log.reslot" | cut -d' ' -f1) to $(tail -1 "$log.reslot" | cut -d' ' -f1))"
-          else
-            failed=1; summary="$summary; the slot moves failed (see $log.reslot)"
-          fi
+          background_done "$reslotter" "$log.reslot" "64 slots moved away and back" "the slot moves"
           reslotter=""
         fi
         if [ "$rc" != 0 ]; then

@@ -75,6 +75,56 @@ fn step(
     }
 }
 
+/// A cluster client seeded with the nodes on `ports`, retrying `retries` times.
+fn client_of(ports: &[u16], retries: u32) -> ClusterClient {
+    let seeds: Vec<String> = ports.iter().map(|p| format!("redis://127.0.0.1:{p}/")).collect();
+    ClusterClient::builder(seeds)
+        .retries(retries)
+        .connection_timeout(Duration::from_secs(5))
+        .response_timeout(Duration::from_secs(10))
+        .build()
+        .unwrap()
+}
+
+/// Runs the model workload over `keys` keys through `cc` until `stop` (and at least 2,000
+/// steps); the model and the steps run.
+fn workload(
+    cc: &ClusterClient,
+    stop: &Arc<AtomicBool>,
+    keys: u64,
+) -> std::thread::JoinHandle<(BTreeMap<String, Val>, u64)> {
+    let (stop, cc) = (stop.clone(), cc.clone());
+    std::thread::spawn(move || {
+        let mut con = cc.get_connection().unwrap();
+        let mut model = BTreeMap::new();
+        let mut n = 0u64;
+        while !stop.load(Ordering::Relaxed) || n < 2_000 {
+            step(&mut con, &mut model, n, keys);
+            n += 1;
+        }
+        (model, n)
+    })
+}
+
+/// Every key reads back through `con` as `model` holds it, and the string keys of the
+/// workload's `keys` the model does not hold are absent.
+fn check_model(
+    con: &mut redis::cluster::ClusterConnection,
+    model: &BTreeMap<String, Val>,
+    keys: u64,
+) {
+    for (k, v) in model {
+        match v {
+            Val::Str(s) => assert_eq!(con.get::<_, String>(k).unwrap(), *s, "{k}"),
+            Val::Count(c) => assert_eq!(con.get::<_, i64>(k).unwrap(), *c, "{k}"),
+            Val::List(l) => assert_eq!(con.lrange::<_, Vec<String>>(k, 0, -1).unwrap(), *l, "{k}"),
+        }
+    }
+    for k in (0..keys).map(|i| format!("s:{i}")).filter(|k| !model.contains_key(k)) {
+        assert_eq!(con.get::<_, Option<String>>(&k).unwrap(), None, "{k}");
+    }
+}
+
 #[test]
 fn a_cluster_client_sees_the_model_while_a_node_joins_and_another_leaves() {
     let mut cluster = Loopback::start_three();
@@ -83,28 +133,8 @@ fn a_cluster_client_sees_the_model_while_a_node_joins_and_another_leaves() {
     admin(client[0], &["CLUSTER", "MAP"]);
     settled(&client[..3], client[0]);
 
-    let seeds: Vec<String> =
-        client[..3].iter().map(|p| format!("redis://127.0.0.1:{p}/")).collect();
-    let cc = ClusterClient::builder(seeds)
-        .retries(30)
-        .connection_timeout(Duration::from_secs(5))
-        .response_timeout(Duration::from_secs(10))
-        .build()
-        .unwrap();
     let stop = Arc::new(AtomicBool::new(false));
-    let worker = {
-        let (stop, cc) = (stop.clone(), cc.clone());
-        std::thread::spawn(move || {
-            let mut con = cc.get_connection().unwrap();
-            let mut model = BTreeMap::new();
-            let mut n = 0u64;
-            while !stop.load(Ordering::Relaxed) || n < 2_000 {
-                step(&mut con, &mut model, n, 200);
-                n += 1;
-            }
-            (model, n)
-        })
-    };
+    let worker = workload(&client_of(&client[..3], 30), &stop, 200);
 
     cluster.start_fourth();
     admin(client[0], &["CLUSTER", "ADDNODE", "4", &cluster.addr(4)]);
@@ -123,20 +153,8 @@ fn a_cluster_client_sees_the_model_while_a_node_joins_and_another_leaves() {
     assert!(ops >= 2_000, "{ops} operations");
 
     // Every key as the model holds it, through a new client seeded with the nodes left.
-    let seeds: Vec<String> =
-        client[1..].iter().map(|p| format!("redis://127.0.0.1:{p}/")).collect();
-    let mut con = ClusterClient::new(seeds).unwrap().get_connection().unwrap();
-    for (k, v) in &model {
-        match v {
-            Val::Str(s) => assert_eq!(con.get::<_, String>(k).unwrap(), *s, "{k}"),
-            Val::Count(c) => assert_eq!(con.get::<_, i64>(k).unwrap(), *c, "{k}"),
-            Val::List(l) => assert_eq!(con.lrange::<_, Vec<String>>(k, 0, -1).unwrap(), *l, "{k}"),
-        }
-    }
-    let absent = (0..200).map(|i| format!("s:{i}")).filter(|k| !model.contains_key(k));
-    for k in absent {
-        assert_eq!(con.get::<_, Option<String>>(&k).unwrap(), None, "{k}");
-    }
+    let mut con = client_of(&client[1..], 16).get_connection().unwrap();
+    check_model(&mut con, &model, 200);
 }
 
 /// Slots move between partitions (`strata-cluster move-slots`) while the cluster client runs
@@ -151,28 +169,8 @@ fn a_cluster_client_sees_the_model_while_slots_move_between_partitions() {
     admin(client[0], &["CLUSTER", "MAP"]);
     settled(&client[..3], client[0]);
 
-    let seeds: Vec<String> =
-        client[..3].iter().map(|p| format!("redis://127.0.0.1:{p}/")).collect();
-    let cc = ClusterClient::builder(seeds)
-        .retries(60)
-        .connection_timeout(Duration::from_secs(5))
-        .response_timeout(Duration::from_secs(10))
-        .build()
-        .unwrap();
     let stop = Arc::new(AtomicBool::new(false));
-    let worker = {
-        let (stop, cc) = (stop.clone(), cc.clone());
-        std::thread::spawn(move || {
-            let mut con = cc.get_connection().unwrap();
-            let mut model = BTreeMap::new();
-            let mut n = 0u64;
-            while !stop.load(Ordering::Relaxed) || n < 2_000 {
-                step(&mut con, &mut model, n, 40);
-                n += 1;
-            }
-            (model, n)
-        })
-    };
+    let worker = workload(&client_of(&client[..3], 60), &stop, 40);
 
     // The slots of a dozen of the workload's keys, each to the next partition (of four).
     let mut slots: Vec<u16> = (0..12)
@@ -213,9 +211,7 @@ fn a_cluster_client_sees_the_model_while_slots_move_between_partitions() {
         let line = format!("slot {s} partition {}", (partition(*s) + 1) % 4);
         assert!(map.contains(&line), "{line} not in\n{map}");
     }
-    let seeds: Vec<String> =
-        client[..3].iter().map(|p| format!("redis://127.0.0.1:{p}/")).collect();
-    let mut con = ClusterClient::new(seeds).unwrap().get_connection().unwrap();
+    let mut con = client_of(&client[..3], 16).get_connection().unwrap();
     let ranges: Vec<Vec<redis::Value>> =
         redis::cmd("CLUSTER").arg("SLOTS").query(&mut con).unwrap();
     let ranges: Vec<(u16, u16)> = ranges
@@ -230,16 +226,7 @@ fn a_cluster_client_sees_the_model_while_slots_move_between_partitions() {
     for s in &slots {
         assert!(ranges.iter().any(|(a, b)| a == s && b == s), "slot {s} not a range of its own");
     }
-    for (k, v) in &model {
-        match v {
-            Val::Str(s) => assert_eq!(con.get::<_, String>(k).unwrap(), *s, "{k}"),
-            Val::Count(c) => assert_eq!(con.get::<_, i64>(k).unwrap(), *c, "{k}"),
-            Val::List(l) => assert_eq!(con.lrange::<_, Vec<String>>(k, 0, -1).unwrap(), *l, "{k}"),
-        }
-    }
-    for k in (0..40).map(|i| format!("s:{i}")).filter(|k| !model.contains_key(k)) {
-        assert_eq!(con.get::<_, Option<String>>(&k).unwrap(), None, "{k}");
-    }
+    check_model(&mut con, &model, 40);
     // The keys of a moved slot are counted once, where it went.
     let s = strata_server::slots::key_slot(b"s:0");
     let want = model.keys().filter(|k| strata_server::slots::key_slot(k.as_bytes()) == s).count();
