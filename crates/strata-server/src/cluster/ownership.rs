@@ -231,13 +231,20 @@ impl Ownership {
         }
         states.retain(|_, of_slot| !of_slot.is_empty());
         for (k, v) in records {
-            let rest = &k[PREFIX.len()..];
-            let (Ok(p), Ok(s)) = (rest[..2].try_into(), rest.get(2..4).unwrap_or(&[]).try_into())
-            else {
-                return Err(format!("slot ownership: a record key of {} bytes", k.len()));
+            // "owner\0" | partition u16BE | slot u16BE, nothing else.
+            let rest = k.get(PREFIX.len()..).unwrap_or_default();
+            let (Ok(p), Ok(s)) = (
+                rest.get(..2).unwrap_or_default().try_into(),
+                rest.get(2..).unwrap_or_default().try_into(),
+            ) else {
+                return Err(format!(
+                    "slot ownership: a record key of {} bytes, expected {}",
+                    k.len(),
+                    PREFIX.len() + 4
+                ));
             };
             let state = State::decode(&v)
-                .ok_or_else(|| format!("slot ownership: a record of {} bytes", v.len()))?;
+                .ok_or_else(|| format!("slot ownership: record {v:?} is not a slot state"))?;
             let (p, s) = (u16::from_be_bytes(p), u16::from_be_bytes(s));
             states.entry(s).or_default().push((p, state));
         }
@@ -450,6 +457,17 @@ mod tests {
         assert_eq!(again.of_partitions(&[0, 3]), o.of_partitions(&[0, 3]));
         assert_eq!(step(&again, &st, s, Op::Import, slot, t), "ok");
         assert_eq!(step(&again, &st, t, Op::Freeze, slot, s), "ok");
+        // A damaged record is an error naming what is wrong, not a panic.
+        let mut b = WriteBatch::new();
+        b.put_cf(&*st.server_cf, b"owner\0\x01", State::Frozen(1).encode());
+        st.db.write(b).unwrap();
+        let e = Ownership::load(&st, runs).err().expect("a short key is refused");
+        assert!(e.contains("a record key of 7 bytes, expected 10"), "{e}");
+        let mut b = WriteBatch::new();
+        b.delete_cf(&*st.server_cf, b"owner\0\x01");
+        b.put_cf(&*st.server_cf, record_key(2, 7), b"\x09\0\0");
+        st.db.write(b).unwrap();
+        assert!(Ownership::load(&st, runs).err().unwrap().contains("is not a slot state"));
         // The records are in the partition's snapshot range.
         let (lo, hi) = ranges_of(t);
         let k = record_key(t, slot);
