@@ -155,6 +155,13 @@ pub trait Router: Send + Sync {
         let _ = slot;
     }
 
+    /// For a command sent with ASKING: when a partition this node leads is importing `slot`,
+    /// waits (a few seconds at most) for it to adopt the slot; whether it did. May block.
+    fn wait_for_adopt(&self, slot: u16) -> bool {
+        let _ = slot;
+        false
+    }
+
     /// A step of a slot move (`strata-cluster move-slots`) on `partition`, which this node
     /// must lead: `op` is `import`, `freeze`, `handoff`, `adopt` or `release`, `peer` the
     /// other partition. `Ok` is the reply text; `Err` the error reply (`REDIRECT host:port`

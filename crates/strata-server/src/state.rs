@@ -308,6 +308,8 @@ pub struct Conn {
     pub close: bool,
     /// READONLY was sent: in cluster mode a replica may serve this connection's reads.
     pub readonly: bool,
+    /// ASKING was sent and the next command has not run yet: it follows an `ASK` redirect.
+    pub asking: bool,
     /// The database SELECT chose (0 at the start; always 0 in cluster mode).
     pub db: usize,
     /// Inside MULTI: the commands queued for EXEC (`commands::multi`).
@@ -390,6 +392,7 @@ impl Conn {
             resp3: false,
             close: false,
             readonly: false,
+            asking: false,
             db: 0,
             multi: None,
             watched: Vec::new(),

@@ -195,6 +195,32 @@ impl ClusterNode {
         });
     }
 
+    /// Waits up to [`FREEZE_WAIT`] for a partition this node leads that is importing `slot`
+    /// to adopt it (`Router::wait_for_adopt`); whether one did.
+    pub(super) fn wait_for_adopt_here(&self, slot: u16) -> bool {
+        let leads = |p: u16| {
+            self.raft()
+                .replica(GroupId(u32::from(p)))
+                .is_some_and(|r| r.leadership().role == Role::Leader)
+        };
+        let importing = self.raft().groups().into_iter().find_map(|g| {
+            let p = u16::try_from(g.0).ok()?;
+            let state = self.ownership.state(p, slot);
+            matches!(state, Some(State::Importing(_) | State::Adopted(_))).then_some(p)
+        });
+        let Some(p) = importing.filter(|p| leads(*p)) else { return false };
+        let deadline = Instant::now() + FREEZE_WAIT;
+        off_worker(|| {
+            while Instant::now() < deadline {
+                if matches!(self.ownership.state(p, slot), Some(State::Adopted(_))) {
+                    return true;
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            false
+        })
+    }
+
     /// Whether this node may serve (`export`) or take in the copy of `slot` for `partition`
     /// (`Router::check_copy`).
     pub(super) fn check_copy_here(

@@ -488,6 +488,10 @@ impl Router for ClusterNode {
         self.wait_for_move_here(slot);
     }
 
+    fn wait_for_adopt(&self, slot: u16) -> bool {
+        self.wait_for_adopt_here(slot)
+    }
+
     fn move_step(&self, partition: u16, op: &str, slot: u16, peer: u16) -> Result<String, String> {
         self.move_step_here(partition, op, slot, peer)
     }

@@ -83,6 +83,12 @@ pub fn refusal(
                 waited = true;
                 router.wait_for_move(slot);
             }
+            // Sent here by the source's ASK before this node's partition adopted the slot.
+            Route::Moved(_) | Route::Ask(_)
+                if conn.asking && !waited && router.wait_for_adopt(slot) =>
+            {
+                waited = true;
+            }
             Route::Moved(addr) => return Err(format!("MOVED {slot} {addr}")),
             Route::Ask(addr) => return Err(format!("ASK {slot} {addr}")),
             Route::TryAgain => return Err(TRYAGAIN.to_string()),
@@ -97,12 +103,14 @@ pub fn readonly(sh: &Shared, conn: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> C
 }
 
 /// ASKING: the next command follows an `ASK` redirect. A node serves a slot that moved to
-/// one of its partitions from the move's adopt step on, whatever the flag, so it only
-/// acknowledges it (as Redis does).
-pub fn asking(sh: &Shared, _: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdResult {
+/// one of its partitions from the move's adopt step on, whatever the flag; with it, a
+/// command on a slot one of its partitions is still importing waits for the adopt (the
+/// step right after the source's handoff) instead of being sent back with `MOVED`.
+pub fn asking(sh: &Shared, c: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdResult {
     if sh.router.is_none() {
         return Err(DISABLED.into());
     }
+    c.asking = true;
     out.simple("OK");
     Ok(())
 }

@@ -451,7 +451,12 @@ pub fn dispatch(sh: &Shared, conn: &mut Conn, args: &[Vec<u8>], out: &mut Out) {
         return;
     }
     // In cluster mode, the keys' partition is the one they are filed under until the end.
-    let _serving = match cluster::refusal(sh, conn, cmd, args) {
+    let admitted = cluster::refusal(sh, conn, cmd, args);
+    // ASKING covers the one command after it, refused or not.
+    if cmd.name != "asking" {
+        conn.asking = false;
+    }
+    let _serving = match admitted {
         Ok(serving) => serving,
         Err(refusal) => {
             reject(sh, conn, Some(cmd), &refusal, out);

@@ -329,7 +329,16 @@ fn a_moving_slot_holds_writes_then_answers_ask_then_moved() {
     // The blocked client is sent on too, not left waiting for pushes that go elsewhere.
     let r = blocked.join().unwrap();
     assert!(matches!(&r, Reply::Error(e) if e.starts_with("ASK 12182 ")), "{r:?}");
+    // A client following the ASK before the target adopted the slot waits for the adopt
+    // (with ASKING); without ASKING it would be sent back to the map's partition.
+    let early = std::thread::spawn(move || {
+        let mut c = Raw::connect(dst);
+        assert_eq!(c.cmd(&["ASKING"]), Reply::Simple("OK".into()));
+        c.cmd(&["SET", "foo", "early"])
+    });
+    std::thread::sleep(Duration::from_millis(200));
     assert_eq!(step(t, "adopt", s).0, Reply::Simple("ok".into()));
+    assert_eq!(early.join().unwrap(), Reply::Simple("OK".into()));
     // The target serves it, with ASKING as a client following ASK sends, or without.
     let mut c = Raw::connect(dst);
     assert_eq!(c.cmd(&["ASKING"]), Reply::Simple("OK".into()));
