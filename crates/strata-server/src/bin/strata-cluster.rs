@@ -118,80 +118,21 @@ enum Cmd {
     },
 }
 
-/// A reply, as far as this tool needs to tell replies apart.
-#[derive(Debug)]
-enum Reply {
-    Text(String),
-    Error(String),
-    Other,
+/// Sends one command on a connection of its own and reads its reply.
+fn call(addr: &str, args: &[&str]) -> Result<Value, String> {
+    let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+    Conns::default().call(addr, &args)
 }
 
-/// Sends one command and reads its reply (simple, error, integer, bulk; arrays are skipped).
-fn call(addr: &str, args: &[&str]) -> Result<Reply, String> {
-    let timeout = Duration::from_secs(30);
-    let sock: std::net::SocketAddr =
-        addr.parse().map_err(|_| format!("`{addr}`: expected an IP address and a port"))?;
-    let mut s = TcpStream::connect_timeout(&sock, Duration::from_secs(5))
-        .map_err(|e| format!("connect to {addr}: {e}"))?;
-    s.set_read_timeout(Some(timeout)).map_err(|e| e.to_string())?;
-    let mut req = format!("*{}\r\n", args.len());
-    for a in args {
-        let _ = write!(req, "${}\r\n{a}\r\n", a.len());
-    }
-    s.write_all(req.as_bytes()).map_err(|e| format!("send to {addr}: {e}"))?;
-    let mut r = BufReader::new(s);
-    let mut line = String::new();
-    r.read_line(&mut line).map_err(|e| format!("read from {addr}: {e}"))?;
-    let body = line.trim_end_matches("\r\n").to_string();
-    let (kind, rest) = body.split_at(body.len().min(1));
-    match kind {
-        "+" | ":" => Ok(Reply::Text(rest.to_string())),
-        "-" => Ok(Reply::Error(rest.to_string())),
-        "$" => {
-            let n: i64 = rest.parse().map_err(|_| format!("{addr}: bad bulk header `{body}`"))?;
-            if n < 0 {
-                return Ok(Reply::Other);
-            }
-            let mut buf = vec![0u8; n as usize + 2];
-            std::io::Read::read_exact(&mut r, &mut buf)
-                .map_err(|e| format!("read from {addr}: {e}"))?;
-            buf.truncate(n as usize);
-            Ok(Reply::Text(String::from_utf8_lossy(&buf).into_owned()))
-        }
-        _ => Ok(Reply::Other),
-    }
-}
-
-/// Sends a map command, following `REDIRECT` and retrying `CLUSTERDOWN`, `TRYAGAIN` and
-/// timeouts until `deadline`.
+/// Sends a map command to the meta group's leader, following `REDIRECT` and retrying
+/// `CLUSTERDOWN`, `TRYAGAIN` and timeouts until `deadline` ([`Conns::at_leader`]); the
+/// reply's text.
 fn admin(start: &str, args: &[&str], deadline: Instant) -> Result<String, String> {
-    let mut addr = start.to_string();
-    loop {
-        let retry = match call(&addr, args) {
-            Ok(Reply::Text(t)) => return Ok(t),
-            Ok(Reply::Error(e)) if e.starts_with("REDIRECT ") => {
-                addr = e["REDIRECT ".len()..].trim().to_string();
-                continue;
-            }
-            Ok(Reply::Error(e))
-                if e.starts_with("CLUSTERDOWN")
-                    || e.starts_with("TRYAGAIN")
-                    || e.contains("timed out") =>
-            {
-                e
-            }
-            Ok(Reply::Error(e)) => return Err(format!("{}: {e}", args.join(" "))),
-            Ok(Reply::Other) => return Err(format!("{}: unexpected reply", args.join(" "))),
-            // The node may be restarting: start again from the one given.
-            Err(e) => {
-                addr = start.to_string();
-                e
-            }
-        };
-        if Instant::now() >= deadline {
-            return Err(format!("{}: still `{retry}` at the deadline", args.join(" ")));
-        }
-        std::thread::sleep(Duration::from_millis(200));
+    let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+    match Conns::default().at_leader(start, &bytes, deadline)?.0 {
+        Value::Bytes(b) => Ok(String::from_utf8_lossy(&b).into_owned()),
+        Value::Int(n) => Ok(n.to_string()),
+        other => Err(format!("{}: unexpected reply {other:?}", args.join(" "))),
     }
 }
 
@@ -507,9 +448,10 @@ fn copy_slot(
 
 /// The partition lines of a node's INFO cluster: partition -> field -> value.
 fn partitions(addr: &str) -> Result<BTreeMap<u16, BTreeMap<String, String>>, String> {
-    let Reply::Text(t) = call(addr, &["INFO", "cluster"])? else {
+    let Value::Bytes(t) = call(addr, &["INFO", "cluster"])? else {
         return Err(format!("{addr}: INFO cluster failed"));
     };
+    let t = String::from_utf8_lossy(&t);
     let mut out = BTreeMap::new();
     for line in t.lines() {
         let Some((name, fields)) = line.trim().split_once(':') else { continue };
@@ -557,7 +499,8 @@ fn partition_states(map: &Map) -> BTreeMap<u16, (Option<u64>, String, bool)> {
 /// `addrs` reports them; `None` while no node there says it leads the meta group.
 fn meta_members(addrs: &[&str]) -> Option<Vec<u64>> {
     addrs.iter().find_map(|addr| {
-        let Ok(Reply::Text(t)) = call(addr, &["INFO", "cluster"]) else { return None };
+        let Ok(Value::Bytes(t)) = call(addr, &["INFO", "cluster"]) else { return None };
+        let t = String::from_utf8_lossy(&t);
         let fields = t.lines().find_map(|l| l.trim().strip_prefix("meta:"))?;
         let f: BTreeMap<&str, &str> =
             fields.split(',').filter_map(|kv| kv.split_once('=')).collect();

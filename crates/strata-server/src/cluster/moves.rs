@@ -79,14 +79,7 @@ impl Gates {
     fn close(&self, slot: u16) -> bool {
         let i = usize::from(slot);
         self.freezing[i].store(true, Ordering::SeqCst);
-        let deadline = Instant::now() + DRAIN;
-        while self.running[i].load(Ordering::SeqCst) > 0 {
-            if Instant::now() >= deadline {
-                return false;
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        true
+        poll_until(DRAIN, || self.running[i].load(Ordering::SeqCst) == 0)
     }
 
     fn open(&self, slot: u16) {
@@ -94,24 +87,42 @@ impl Gates {
     }
 }
 
-impl ClusterNode {
-    /// The replica of `partition` if this node leads it, else the error reply
-    /// (`REDIRECT host:port` of the leader it knows).
-    fn led(&self, partition: u16) -> Result<strata_replication::Replica, String> {
-        let group = GroupId(u32::from(partition));
-        let Some(replica) = self.raft().replica(group) else {
-            return Err(match self.leader_addr(partition) {
-                Some(addr) => format!("REDIRECT {addr}"),
-                None => format!("CLUSTERDOWN partition {partition} has no known leader"),
-            });
-        };
-        if replica.leadership().role != Role::Leader {
-            return Err(match self.leader_addr(partition) {
-                Some(addr) => format!("REDIRECT {addr}"),
-                None => format!("CLUSTERDOWN partition {partition} has no known leader"),
-            });
+/// Checks `done` every millisecond or so until it holds (true) or `limit` has passed
+/// (false). Blocks: an async worker hands its other tasks off first (the groups' entries are
+/// driven on the same runtime).
+fn poll_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    off_worker(|| loop {
+        if done() {
+            return true;
         }
-        Ok(replica)
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    })
+}
+
+impl ClusterNode {
+    /// Where a step for `partition` goes when this node does not lead it: `REDIRECT
+    /// host:port` of the leader it knows.
+    fn not_led_here(&self, partition: u16) -> String {
+        match self.leader_addr(partition) {
+            Some(addr) => format!("REDIRECT {addr}"),
+            None => format!("CLUSTERDOWN partition {partition} has no known leader"),
+        }
+    }
+
+    /// The replica of `partition` if this node leads it, else the error reply
+    /// ([`ClusterNode::not_led_here`]).
+    fn led(&self, partition: u16) -> Result<strata_replication::Replica, String> {
+        self.leading(partition).ok_or_else(|| self.not_led_here(partition))
+    }
+
+    /// This node's replica of `partition`, if it leads it.
+    fn leading(&self, partition: u16) -> Option<strata_replication::Replica> {
+        let replica = self.raft().replica(GroupId(u32::from(partition)));
+        replica.filter(|r| r.leadership().role == Role::Leader)
     }
 
     /// A step of a move on `partition` (`Router::move_step`).
@@ -139,33 +150,20 @@ impl ClusterNode {
         let entry = encode_control(op, slot, peer);
         let propose = |entry: Vec<u8>| {
             self.wait("the move step", replica.write(entry)).map_err(|e| match e {
-                RaftError::NotLeader { .. } => match self.leader_addr(partition) {
-                    Some(addr) => format!("REDIRECT {addr}"),
-                    None => format!("CLUSTERDOWN partition {partition} has no known leader"),
-                },
+                RaftError::NotLeader { .. } => self.not_led_here(partition),
                 other => format!("ERR the move step's outcome is unknown: {other}"),
             })
         };
         let reply = if op == Op::Freeze {
-            // No write accepted before the freeze may land after it (module text). The waits
-            // block: an async worker hands its other tasks off first (the group's entries
-            // are driven on the same runtime).
-            let drained = off_worker(|| {
-                if !self.gates.close(slot) {
-                    return Err(format!("TRYAGAIN writes to slot {slot} did not drain"));
-                }
-                let group = GroupId(u32::from(partition));
-                let deadline = Instant::now() + DRAIN;
-                while !self.proposals.is_idle(group) {
-                    if Instant::now() >= deadline {
-                        return Err(format!(
-                            "TRYAGAIN partition {partition}'s proposals did not drain"
-                        ));
-                    }
-                    std::thread::sleep(Duration::from_millis(1));
-                }
+            // No write accepted before the freeze may land after it (module text).
+            let group = GroupId(u32::from(partition));
+            let drained = if !self.gates.close(slot) {
+                Err(format!("TRYAGAIN writes to slot {slot} did not drain"))
+            } else if !poll_until(DRAIN, || self.proposals.is_idle(group)) {
+                Err(format!("TRYAGAIN partition {partition}'s proposals did not drain"))
+            } else {
                 Ok(())
-            });
+            };
             let r = drained.and_then(|()| propose(entry));
             self.gates.open(slot);
             r?
@@ -182,43 +180,21 @@ impl ClusterNode {
     /// Waits up to [`FREEZE_WAIT`] while `slot` is being frozen or is frozen in the
     /// partition that serves it here (`Router::wait_for_move`).
     pub(super) fn wait_for_move_here(&self, slot: u16) {
-        let deadline = Instant::now() + FREEZE_WAIT;
-        off_worker(|| {
-            while Instant::now() < deadline {
-                let p = self.serving_partition(slot);
-                let frozen = matches!(self.ownership.state(p, slot), Some(State::Frozen(_)));
-                if !frozen && !self.gates.freezing[usize::from(slot)].load(Ordering::SeqCst) {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(2));
-            }
+        poll_until(FREEZE_WAIT, || {
+            let p = self.serving_partition(slot);
+            let frozen = matches!(self.ownership.state(p, slot), Some(State::Frozen(_)));
+            !frozen && !self.gates.freezing[usize::from(slot)].load(Ordering::SeqCst)
         });
     }
 
     /// Waits up to [`FREEZE_WAIT`] for a partition this node leads that is importing `slot`
     /// to adopt it (`Router::wait_for_adopt`); whether one did.
     pub(super) fn wait_for_adopt_here(&self, slot: u16) -> bool {
-        let leads = |p: u16| {
-            self.raft()
-                .replica(GroupId(u32::from(p)))
-                .is_some_and(|r| r.leadership().role == Role::Leader)
-        };
-        let importing = self.raft().groups().into_iter().find_map(|g| {
-            let p = u16::try_from(g.0).ok()?;
-            let state = self.ownership.state(p, slot);
-            matches!(state, Some(State::Importing(_) | State::Adopted(_))).then_some(p)
+        let importing = self.ownership.find(slot, |p, state| {
+            matches!(state, State::Importing(_) | State::Adopted(_)) && self.leading(p).is_some()
         });
-        let Some(p) = importing.filter(|p| leads(*p)) else { return false };
-        let deadline = Instant::now() + FREEZE_WAIT;
-        off_worker(|| {
-            while Instant::now() < deadline {
-                if matches!(self.ownership.state(p, slot), Some(State::Adopted(_))) {
-                    return true;
-                }
-                std::thread::sleep(Duration::from_millis(2));
-            }
-            false
-        })
+        let Some(p) = importing else { return false };
+        poll_until(FREEZE_WAIT, || matches!(self.ownership.state(p, slot), Some(State::Adopted(_))))
     }
 
     /// Whether this node may serve (`export`) or take in the copy of `slot` for `partition`

@@ -90,12 +90,16 @@ struct View {
     map: Arc<ClusterMap>,
     /// Each node's client address.
     clients: Arc<BTreeMap<NodeId, String>>,
+    /// The map's slot table in runs (`ClusterMap::slot_table`), made once per map: every
+    /// CLUSTER SLOTS and keyspace walk reads it.
+    slot_table: Arc<Vec<(u16, u16, u16)>>,
 }
 
 impl View {
     fn of(map: Arc<ClusterMap>) -> View {
         let clients = map.nodes.iter().map(|(id, n)| (*id, n.addrs.client.clone())).collect();
-        View { map, clients: Arc::new(clients) }
+        let slot_table = Arc::new(map.slot_table());
+        View { map, clients: Arc::new(clients), slot_table }
     }
 }
 
@@ -249,8 +253,11 @@ impl ClusterNode {
     /// a move (it serves the slot before the map says so), else the map's.
     pub(super) fn serving_partition(&self, slot: u16) -> u16 {
         if self.ownership.any() {
-            let held = |p: &u16| self.raft.replica(GroupId(u32::from(*p))).is_some();
-            if let Some(p) = self.ownership.adopters(slot).into_iter().find(held) {
+            let held = |p: u16, st: State| {
+                matches!(st, State::Adopted(_))
+                    && self.raft.replica(GroupId(u32::from(p))).is_some()
+            };
+            if let Some(p) = self.ownership.find(slot, held) {
                 return p;
             }
         }
@@ -562,12 +569,14 @@ impl Router for ClusterNode {
     }
 
     fn layout(&self) -> Layout {
-        let map = self.map();
+        let (map, table) = {
+            let v = self.view.read();
+            (v.map.clone(), v.slot_table.clone())
+        };
         let mut epoch = 0;
-        let ranges = map
-            .slot_table()
-            .into_iter()
-            .map(|(first, last, p)| {
+        let ranges = table
+            .iter()
+            .map(|&(first, last, p)| {
                 let replicas = map.placement.get(usize::from(p)).cloned().unwrap_or_default();
                 // A partition held here: the leader its replica knows; else the preferred one
                 // (a client sent there is redirected if it is not the leader now).

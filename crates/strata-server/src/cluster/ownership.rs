@@ -34,6 +34,7 @@
 use std::collections::HashMap;
 
 use parking_lot::RwLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 use strata::WriteBatch;
 
 use super::partitions::Partitions;
@@ -206,12 +207,15 @@ pub struct Ownership {
     runs: Partitions,
     /// By slot: the partitions with a state for it (few: a slot's moves).
     states: RwLock<HashMap<u16, Vec<(u16, State)>>>,
+    /// Whether `states` holds any: every command's routing asks, without the lock.
+    any: AtomicBool,
 }
 
 impl Ownership {
     /// The states stored in `store`, the slots in `runs`.
     pub fn load(store: &Store, runs: Partitions) -> Result<Ownership, String> {
-        let o = Ownership { runs, states: RwLock::new(HashMap::new()) };
+        let o =
+            Ownership { runs, states: RwLock::new(HashMap::new()), any: AtomicBool::new(false) };
         o.reload(store, None)?;
         Ok(o)
     }
@@ -248,19 +252,20 @@ impl Ownership {
             let (p, s) = (u16::from_be_bytes(p), u16::from_be_bytes(s));
             states.entry(s).or_default().push((p, state));
         }
+        self.any.store(!states.is_empty(), Ordering::Release);
         Ok(())
     }
 
     /// Whether any slot is in a move here (else every question has its run's answer).
     pub fn any(&self) -> bool {
-        !self.states.read().is_empty()
+        self.any.load(Ordering::Acquire)
     }
 
-    /// The partitions that adopted `slot` (moved in, served), as applied here.
-    pub fn adopters(&self, slot: u16) -> Vec<u16> {
+    /// The first partition with a state for `slot` that `f` accepts (given the partition
+    /// and the state).
+    pub fn find(&self, slot: u16, f: impl Fn(u16, State) -> bool) -> Option<u16> {
         let states = self.states.read();
-        let Some(of_slot) = states.get(&slot) else { return Vec::new() };
-        of_slot.iter().filter(|(_, st)| matches!(st, State::Adopted(_))).map(|(p, _)| *p).collect()
+        states.get(&slot)?.iter().find(|(p, st)| f(*p, *st)).map(|(p, _)| *p)
     }
 
     /// The state of `slot` in `partition`, when it is not simply its run's.
@@ -364,6 +369,7 @@ impl Ownership {
             Some(entry) => entry.1 = state,
             None => of_slot.push((partition, state)),
         }
+        self.any.store(true, Ordering::Release);
     }
 }
 

@@ -672,17 +672,34 @@ impl Store {
         it.status()
     }
 
-    /// A position of this view's metadata records drawn from `seed` (RANDOMKEY's start).
-    pub fn random_position(&self, seed: u64) -> Vec<u8> {
-        let b = seed.to_le_bytes();
-        match self.filing {
-            Filing::Partition(p) => {
-                let mut at = p.to_be_bytes().to_vec();
-                at.extend_from_slice(&[b[0] & 0x3f, b[1], b[2]]);
-                at
+    /// A position of this view's metadata records drawn from `seed` (RANDOMKEY's start): a
+    /// slot drawn at random, and for the store of every partition, a partition drawn from
+    /// those up to the last one holding a key.
+    pub fn random_position(&self, seed: u64) -> strata::Result<Vec<u8>> {
+        // Every bit of a seed that counts up (a fresh version) spread over every byte
+        // (splitmix64's finalizer).
+        let mut x = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        let b = (x ^ (x >> 31)).to_le_bytes();
+        let slot = [b[0] & 0x3f, b[1], b[2]];
+        let partition = match self.filing {
+            Filing::Slot => return Ok(slot.to_vec()),
+            Filing::Partition(p) => p,
+            Filing::AllPartitions => {
+                let ro = ReadOptions {
+                    iterate_upper_bound: Some(self.filing.span().1),
+                    ..ReadOptions::default()
+                };
+                let mut it = self.db.raw_iterator_cf_opt(&*self.meta_cf, &ro);
+                it.seek_to_last();
+                let last = it.key().and_then(Filing::partition_of);
+                it.status()?;
+                let draw = u16::from_le_bytes([b[3], b[4]]);
+                last.map_or(0, |last| draw % last.saturating_add(1))
             }
-            Filing::Slot | Filing::AllPartitions => vec![b[0] & 0x3f, b[1], b[2]],
-        }
+        };
+        Ok([&partition.to_be_bytes()[..], &slot].concat())
     }
 
     /// Visits the user keys filed under `slot` (metadata records, live or not), in key order,

@@ -237,7 +237,7 @@ pub fn random(
     ks: &Keyspace,
     mut keep: impl FnMut(&[u8], &[u8]) -> bool,
 ) -> Result<Option<Vec<u8>>> {
-    let seed = ks.store.random_position(ks.store.new_version());
+    let seed = ks.store.random_position(ks.store.new_version())?;
     for from in [&seed[..], b""] {
         let mut first = None;
         ks.scan_keys(from, |at, k, _| {

@@ -101,6 +101,18 @@ fn a_cluster_nodes_entries_lead_with_their_partition_and_each_view_sees_its_own(
         })
         .unwrap();
     assert_eq!(seen, 2);
+    // RANDOMKEY over every partition draws among them, not always the first one's key.
+    for p in 0..8u16 {
+        let _serving = serve_partition(Some(p));
+        run(&sh, &["SET", &format!("r{p}"), "x"]);
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..64 {
+        let mut out = Out::default();
+        dispatch(&sh, &mut Conn::new(1, true), &[b"RANDOMKEY".to_vec()], &mut out);
+        seen.insert(out.buf);
+    }
+    assert!(seen.len() > 2, "RANDOMKEY gave {seen:?}");
     // FLUSHDB for one partition leaves the other's keys.
     {
         let _serving = serve_partition(Some(6));
