@@ -103,10 +103,14 @@ pub fn start(sh: &Arc<Shared>) {
             tick.tick().await;
             // OBJECT IDLETIME's coarse clock (`storage::access`).
             s.engine().meta_cache.access.tick();
-            redirect_blocked(&s);
             let s2 = s.clone();
             let start = std::mem::take(&mut from);
-            let r = tokio::task::spawn_blocking(move || expire_round(&s2, &start)).await;
+            // Off the async workers, where a panic ends this round only (below).
+            let r = tokio::task::spawn_blocking(move || {
+                redirect_blocked(&s2);
+                expire_round(&s2, &start)
+            })
+            .await;
             match r {
                 Ok(Ok((next, n))) => {
                     from = next;
