@@ -434,6 +434,28 @@ fn reject(sh: &Shared, conn: &mut Conn, cmd: Option<&Command>, reply: &str, out:
     multi::doom(conn);
 }
 
+/// The first stripe of a write command's keys that is busy now ([`LockTable::busy`]), for the
+/// connection to wait for as a task before it runs the command (`server::listener`); `None`
+/// when nothing would wait, and for what locks otherwise (a command queued inside MULTI, an
+/// unknown one, one of the wrong arity, one without keys: EXEC and scripts lock for
+/// themselves).
+///
+/// [`LockTable::busy`]: crate::storage::locks::LockTable::busy
+pub fn busy_stripe(sh: &Shared, conn: &Conn, args: &[Vec<u8>]) -> Option<usize> {
+    if conn.multi.is_some() || conn.in_exec {
+        return None;
+    }
+    let cmd = lookup(args.first()?)?;
+    if !cmd.write || !cmd.keys.has_keys() || !cmd.arity_fits(args.len()) {
+        return None;
+    }
+    let locks = &sh.engine().locks;
+    if !cmd.keys.may_be_several() {
+        return locks.busy(args.get(usize::try_from(cmd.keys.first).ok()?)?);
+    }
+    cmd.keys.positions(args).into_iter().find_map(|i| locks.busy(&args[i]))
+}
+
 /// Runs one command: lookup, auth and arity checks, then its handler; inside MULTI, the
 /// checks and then queuing (a refusal dooms the transaction: `multi`).
 pub fn dispatch(sh: &Shared, conn: &mut Conn, args: &[Vec<u8>], out: &mut Out) {

@@ -75,6 +75,10 @@ async fn run_replicated(
         if f.is_empty() {
             continue;
         }
+        // A busy key is waited for here, as a task, not by the command on the worker.
+        if let Some(stripe) = commands::busy_stripe(sh, conn, f) {
+            sh.engine().locks.until_free(stripe).await;
+        }
         out.resp3 = conn.resp3;
         let reply_at = out.buf.len();
         let ((), owed) = pending::deferring(|| commands::dispatch(sh, conn, f, out));
@@ -122,15 +126,29 @@ fn apply_reply_mode(conn: &mut Conn, out: &mut Out, mark: usize) {
     }
 }
 
-/// Runs a batch of frames; returns how many it ran (it stops after one that blocked the
-/// connection) and the WAL sync their replies must wait for, if any.
+/// What [`run_batch`] ran.
+struct Ran {
+    /// How many frames.
+    frames: usize,
+    /// The WAL sync their replies must wait for, if any.
+    sync: Option<u64>,
+    /// The busy key stripe the next frame's command would have waited for on the worker
+    /// (`commands::busy_stripe`): the connection waits for it as a task, then runs the rest.
+    stalled: Option<usize>,
+}
+
+/// Runs a batch of frames; it stops after one that blocked the connection, and before one
+/// whose keys are busy (except the first frame when `waited`: the connection has just waited
+/// for it once).
 fn run_batch(
     sh: &Shared,
     conn: &mut Conn,
     frames: &[Vec<Vec<u8>>],
     out: &mut Out,
-) -> (usize, Option<u64>) {
+    waited: bool,
+) -> Ran {
     let mut ran = frames.len();
+    let mut stalled = None;
     for (n, f) in frames.iter().enumerate() {
         if conn.close || conn.blocked.is_some() {
             ran = n;
@@ -139,12 +157,19 @@ fn run_batch(
         if f.is_empty() {
             continue;
         }
+        if n > 0 || !waited {
+            stalled = commands::busy_stripe(sh, conn, f);
+            if stalled.is_some() {
+                ran = n;
+                break;
+            }
+        }
         out.resp3 = conn.resp3;
         let mark = out.buf.len();
         commands::dispatch(sh, conn, f, out);
         apply_reply_mode(conn, out, mark);
     }
-    (ran, sh.engine().owed_sync())
+    Ran { frames: ran, sync: sh.engine().owed_sync(), stalled }
 }
 
 /// Waits while the connection is blocked (`commands::blocking`): for its outcome, reading
@@ -253,21 +278,29 @@ async fn handle(sh: Arc<Shared>, mut sock: TcpStream, addr: String) {
             }
         }
         let mut next = 0;
+        let mut waited = false;
         while next < frames.len() && !conn.close {
             // Under `appendfsync always` the replies wait for one WAL sync covering every
             // write the batch made. If it fails, nothing of the batch is acknowledged: the
             // connection closes without its replies.
-            let (ran, need) = if sh.engine().is_replicated() {
-                (run_replicated(&sh, &mut conn, &frames[next..], &mut out).await, None)
+            let ran = if sh.engine().is_replicated() {
+                let n = run_replicated(&sh, &mut conn, &frames[next..], &mut out).await;
+                Ran { frames: n, sync: None, stalled: None }
             } else {
-                run_batch(&sh, &mut conn, &frames[next..], &mut out)
+                run_batch(&sh, &mut conn, &frames[next..], &mut out, waited)
             };
-            next += ran;
-            if let Some(need) = need {
+            next += ran.frames;
+            if let Some(need) = ran.sync {
                 if sh.engine().syncs.wait(need).await.is_err() {
                     out.buf.clear();
                     conn.close = true;
                 }
+            }
+            waited = false;
+            if let Some(stripe) = ran.stalled {
+                sh.engine().locks.until_free(stripe).await;
+                waited = true;
+                continue;
             }
             let Some(on) = conn.blocked.take() else { continue };
             // The replies before the blocking command go out now; those after it wait.

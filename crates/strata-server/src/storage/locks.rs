@@ -13,12 +13,21 @@
 //! stripes it takes. So a writer of a key never reads state that lacks an earlier writer's
 //! proposed write, as if the earlier one had kept its locks until then. A lock that must wait
 //! (a held stripe, a mark) hands an async worker's other tasks off first.
+//!
+//! A connection does not let it come to that when it can help it: before it runs a write
+//! command it asks whether one of the command's stripes is busy ([`LockTable::busy`]) and, if
+//! so, waits for it as a task ([`LockTable::until_free`]), so the worker serves other
+//! connections meanwhile instead of blocking (or handing its tasks to another thread) until
+//! a hot key's writer is done. The wait takes nothing: the command then locks as usual, and
+//! may still wait there if another writer took the stripe first.
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::cell::RefCell;
 use std::hash::{BuildHasher, Hasher};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{fence, AtomicU32, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Notify;
 
 /// Number of stripes: collisions only serialise unrelated keys, never deadlock.
 const STRIPES: usize = 1024;
@@ -30,11 +39,26 @@ pub struct LockTable {
     marks: Arc<Marks>,
 }
 
-/// Each stripe's count of writes in flight that held it, and where lockers wait for them.
+/// Each stripe's count of writes in flight that held it, and where lockers wait for them;
+/// each stripe's count of tasks waiting for it to be free, and where they wait.
 struct Marks {
     count: Vec<AtomicU32>,
     gate: Mutex<()>,
     cleared: Condvar,
+    waiters: Vec<AtomicU32>,
+    freed: Vec<Notify>,
+}
+
+impl Marks {
+    /// Wakes the tasks waiting for stripe `i` ([`LockTable::until_free`]), if any; called
+    /// after the stripe was unlocked or unmarked. The fence pairs with the waiter's: either
+    /// the waiter sees the stripe free, or this sees the waiter counted.
+    fn freed(&self, i: usize) {
+        fence(Ordering::SeqCst);
+        if self.waiters[i].load(Ordering::SeqCst) > 0 {
+            self.freed[i].notify_waiters();
+        }
+    }
 }
 
 thread_local! {
@@ -51,6 +75,8 @@ impl Default for LockTable {
                 count: (0..STRIPES).map(|_| AtomicU32::new(0)).collect(),
                 gate: Mutex::new(()),
                 cleared: Condvar::new(),
+                waiters: (0..STRIPES).map(|_| AtomicU32::new(0)).collect(),
+                freed: (0..STRIPES).map(|_| Notify::new()).collect(),
             }),
         }
     }
@@ -61,20 +87,24 @@ pub struct Guards<'a> {
     held: Vec<MutexGuard<'a, ()>>,
     /// Their indices, as recorded in `HELD`.
     idx: Vec<usize>,
-    table: usize,
+    table: &'a LockTable,
 }
 
 impl Drop for Guards<'_> {
     fn drop(&mut self) {
+        let table = self.table.id();
         HELD.with(|h| {
             let mut h = h.borrow_mut();
             for i in &self.idx {
-                if let Some(p) = h.iter().rposition(|e| *e == (self.table, *i)) {
+                if let Some(p) = h.iter().rposition(|e| *e == (table, *i)) {
                     h.swap_remove(p);
                 }
             }
         });
         self.held.clear();
+        for i in &self.idx {
+            self.table.marks.freed(*i);
+        }
     }
 }
 
@@ -94,6 +124,9 @@ impl Marked {
             // Under the gate: a locker that saw a mark and is about to wait holds it.
             let _gate = self.marks.gate.lock();
             self.marks.cleared.notify_all();
+        }
+        for i in &self.idx {
+            self.marks.freed(*i);
         }
     }
 }
@@ -139,7 +172,7 @@ impl LockTable {
             return None;
         }
         HELD.with(|h| h.borrow_mut().push((table, i)));
-        Some(Guards { held: vec![guard], idx: vec![i], table })
+        Some(Guards { held: vec![guard], idx: vec![i], table: self })
     }
 
     /// Locks every stripe (a script: no other writer, nor reader of several keys, runs
@@ -177,7 +210,50 @@ impl LockTable {
             });
         }
         HELD.with(|h| h.borrow_mut().extend(idx.iter().map(|i| (table, *i))));
-        Guards { held, idx, table }
+        Guards { held, idx, table: self }
+    }
+
+    /// `key`'s stripe, when another writer holds it or a write in flight marks it: a
+    /// [`LockTable::lock`] of `key` would wait now.
+    pub fn busy(&self, key: &[u8]) -> Option<usize> {
+        let i = self.stripe(key);
+        self.stripe_busy(i).then_some(i)
+    }
+
+    fn stripe_busy(&self, i: usize) -> bool {
+        self.stripes[i].is_locked() || self.marks.count[i].load(Ordering::SeqCst) > 0
+    }
+
+    /// Waits, as a task, until stripe `i` (from [`LockTable::busy`]) is neither held nor
+    /// marked, or `MAX_TASK_WAIT` has passed: a stripe held that long (a script holds them
+    /// all) is waited for by the command itself, where a script that runs too long gets its
+    /// callers a BUSY reply. Takes nothing: the stripe may be taken again before the caller
+    /// locks it.
+    pub async fn until_free(&self, i: usize) {
+        /// Counts the task among the stripe's waiters while it waits (a dropped wait too).
+        struct Waiting<'a>(&'a AtomicU32);
+        impl Drop for Waiting<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+        const MAX_TASK_WAIT: Duration = Duration::from_millis(10);
+        let m = &*self.marks;
+        m.waiters[i].fetch_add(1, Ordering::SeqCst);
+        let _waiting = Waiting(&m.waiters[i]);
+        let wait = async {
+            loop {
+                let freed = m.freed[i].notified();
+                tokio::pin!(freed);
+                freed.as_mut().enable();
+                fence(Ordering::SeqCst);
+                if !self.stripe_busy(i) {
+                    return;
+                }
+                freed.await;
+            }
+        };
+        let _ = tokio::time::timeout(MAX_TASK_WAIT, wait).await;
     }
 
     /// Marks the stripes this thread holds in this table, for a write proposed under them
@@ -284,6 +360,64 @@ mod tests {
             std::thread::spawn(move || drop(table.lock(&[other.as_str(), "a"])))
         };
         t.join().unwrap();
+    }
+
+    #[test]
+    fn a_task_waits_for_a_busy_stripe_until_it_is_unlocked_or_unmarked() {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let table = LockTable::default();
+        assert!(table.busy(b"k").is_none(), "a free stripe is not busy");
+        // Held: the wait is pending until the guard drops, then done (no timer involved).
+        let g = table.lock(&["k"]);
+        let i = table.busy(b"k").expect("held");
+        rt.block_on(async {
+            let wait = table.until_free(i);
+            tokio::pin!(wait);
+            assert!(poll_once(wait.as_mut()).await.is_pending());
+            assert_eq!(table.marks.waiters[i].load(Ordering::SeqCst), 1);
+            drop(g);
+            assert!(poll_once(wait.as_mut()).await.is_ready(), "woken by the release");
+        });
+        assert_eq!(table.marks.waiters[i].load(Ordering::SeqCst), 0, "no waiter left counted");
+        // Marked by a write in flight: the same until the mark's release.
+        let g = table.lock(&["k"]);
+        let marked = table.mark_held();
+        drop(g);
+        assert_eq!(table.busy(b"k"), Some(i), "a mark keeps the stripe busy");
+        rt.block_on(async {
+            let wait = table.until_free(i);
+            tokio::pin!(wait);
+            assert!(poll_once(wait.as_mut()).await.is_pending());
+            marked.release();
+            assert!(poll_once(wait.as_mut()).await.is_ready(), "woken by the mark's release");
+        });
+        assert!(table.busy(b"k").is_none());
+    }
+
+    #[test]
+    fn a_task_waits_for_a_stripe_held_long_only_for_a_bounded_time() {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let table = LockTable::default();
+        let all = table.lock_all();
+        let i = table.busy(b"k").expect("every stripe is held");
+        let start = std::time::Instant::now();
+        rt.block_on(table.until_free(i));
+        assert!(start.elapsed() >= Duration::from_millis(10), "it returned at the bound");
+        assert!(table.busy(b"k").is_some(), "still held: the command waits for it itself");
+        // A wait given up (its task dropped) is no longer counted.
+        rt.block_on(async {
+            let wait = table.until_free(i);
+            tokio::pin!(wait);
+            assert!(poll_once(wait.as_mut()).await.is_pending());
+            assert_eq!(table.marks.waiters[i].load(Ordering::SeqCst), 1);
+        });
+        assert_eq!(table.marks.waiters[i].load(Ordering::SeqCst), 0);
+        drop(all);
+    }
+
+    /// Polls `f` once.
+    async fn poll_once<F: std::future::Future + Unpin>(mut f: F) -> std::task::Poll<F::Output> {
+        std::future::poll_fn(|cx| std::task::Poll::Ready(std::pin::Pin::new(&mut f).poll(cx))).await
     }
 
     #[test]

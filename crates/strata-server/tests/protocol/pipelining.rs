@@ -40,3 +40,42 @@ fn redis_crate_pipeline() {
     assert_eq!(n, 100);
     assert_eq!(v, "100");
 }
+
+/// Pipelines from many connections writing one hot key: a connection whose next command's
+/// key is held by another writer waits for it as a task and then runs the rest of its
+/// pipeline (`server::listener`), so every increment lands once, each connection sees its
+/// replies in order (its own increments strictly ascending) and the other commands of the
+/// pipeline between them answer as usual.
+#[test]
+fn pipelines_contending_for_one_key_keep_their_order_and_every_write() {
+    let srv = Server::start(&[]);
+    const CONNS: usize = 8;
+    const ROUNDS: usize = 200;
+    std::thread::scope(|s| {
+        for c in 0..CONNS {
+            let srv = &srv;
+            s.spawn(move || {
+                let mut conn = srv.raw();
+                let mine = format!("own{c}");
+                let mut pkt = Vec::new();
+                for _ in 0..ROUNDS {
+                    pkt.extend(Raw::encode(&[b"INCR", b"hot"]));
+                    pkt.extend(Raw::encode(&[b"ZADD", b"_indices", b"1", mine.as_bytes()]));
+                    pkt.extend(Raw::encode(&[b"INCR", mine.as_bytes()]));
+                }
+                conn.send_raw(&pkt);
+                let mut last = 0;
+                for r in 0..ROUNDS {
+                    let Reply::Int(n) = conn.read() else { panic!("INCR hot answered otherwise") };
+                    assert!(n > last, "connection {c}: INCR hot gave {n} after {last}");
+                    last = n;
+                    assert_eq!(conn.read(), Reply::Int(i64::from(r == 0)));
+                    assert_eq!(conn.read(), Reply::Int(r as i64 + 1));
+                }
+            });
+        }
+    });
+    let mut c = srv.raw();
+    assert_eq!(c.cmd(&["GET", "hot"]), Reply::bulk(&(CONNS * ROUNDS).to_string()));
+    assert_eq!(c.cmd(&["ZCARD", "_indices"]), Reply::Int(CONNS as i64));
+}

@@ -1,5 +1,5 @@
 //! [`PageBuf`]: a zeroed, page-aligned byte buffer for I/O, and the page mappings
-//! ([`map`], [`unmap`]) behind it and behind the memtable's arena chunks.
+//! ([`map`], [`map_huge`], [`unmap`]) behind it and behind the memtable's arena chunks.
 //!
 //! ```text
 //!   len < MAP_AT    a Vec of len + align - 1 bytes, used from  freed to the allocator
@@ -150,6 +150,45 @@ pub fn map(_size: usize) -> Option<NonNull<u8>> {
     None
 }
 
+/// Size and alignment of a transparent huge page on x86-64 and arm64 Linux.
+pub const HUGE: usize = 2 << 20;
+
+/// Like [`map`], for `size` a multiple of [`HUGE`]: the mapping starts at a [`HUGE`]-aligned
+/// address and, on Linux, asks for transparent huge pages (`MADV_HUGEPAGE`), so that memory
+/// walked at random (a memtable's skiplist) costs one TLB entry per 2 MiB instead of one per
+/// 4 KiB page. Where the kernel gives no huge pages (THP `never`, none free), the mapping is
+/// an ordinary one. Unmapped by [`unmap`] with the same `size`.
+#[cfg(all(unix, not(miri)))]
+pub fn map_huge(size: usize) -> Option<NonNull<u8>> {
+    debug_assert!(size.is_multiple_of(HUGE), "size {size}");
+    // Map one huge page more, then give back the unaligned head and the tail beyond `size`.
+    let raw = map(size.checked_add(HUGE)?)?;
+    let start = raw.as_ptr() as usize;
+    let aligned = start.next_multiple_of(HUGE);
+    let head = aligned - start;
+    let tail = HUGE - head;
+    if head > 0 {
+        unmap(raw, head);
+    }
+    // SAFETY: `aligned + size` is within the mapping of `size + HUGE` bytes from `start`.
+    let ptr = unsafe { NonNull::new_unchecked(raw.as_ptr().add(head)) };
+    if tail > 0 {
+        // SAFETY: as above; the tail is the mapping's last `tail` bytes.
+        unmap(unsafe { NonNull::new_unchecked(ptr.as_ptr().add(size)) }, tail);
+    }
+    #[cfg(target_os = "linux")]
+    // SAFETY: advice on a range this function mapped and owns; it changes no contents.
+    unsafe {
+        libc::madvise(ptr.as_ptr().cast(), size, libc::MADV_HUGEPAGE);
+    }
+    Some(ptr)
+}
+
+#[cfg(not(all(unix, not(miri))))]
+pub fn map_huge(_size: usize) -> Option<NonNull<u8>> {
+    None
+}
+
 /// Unmaps `ptr..ptr + size`, exactly one mapping made by [`map`] that nothing uses any more.
 #[cfg(all(unix, not(miri)))]
 pub fn unmap(ptr: NonNull<u8>, size: usize) {
@@ -166,6 +205,23 @@ pub fn unmap(_ptr: NonNull<u8>, _size: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(all(unix, not(miri)))]
+    #[test]
+    fn huge_mappings_are_aligned_zeroed_writable_and_unmap_whole() {
+        for n in [1, 3] {
+            let size = n * HUGE;
+            let p = map_huge(size).expect("mapped");
+            assert!((p.as_ptr() as usize).is_multiple_of(HUGE));
+            // SAFETY: `size` bytes mapped by `map_huge`, used only here.
+            let bytes = unsafe { std::slice::from_raw_parts_mut(p.as_ptr(), size) };
+            assert!(bytes.iter().step_by(4096).all(|&b| b == 0));
+            bytes[0] = 1;
+            bytes[size - 1] = 2;
+            assert_eq!((bytes[0], bytes[size - 1]), (1, 2));
+            unmap(p, size);
+        }
+    }
 
     #[test]
     fn buffers_are_zeroed_page_aligned_and_writable_at_every_size() {
