@@ -1,5 +1,6 @@
 //! The real filesystem, through `std::fs`.
 
+use std::borrow::Cow;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -297,6 +298,15 @@ fn pread(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
     std::os::windows::fs::FileExt::seek_read(file, buf, offset)
 }
 
+/// The largest read whose scratch buffer a thread keeps ([`OsRandom`]'s `read_exact_with`):
+/// data blocks and their index and filter partitions are far below it.
+const SCRATCH_KEEP: usize = 1 << 20;
+
+thread_local! {
+    /// This thread's buffer for [`OsRandom`]'s `read_exact_with`.
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 impl RandomAccessFile for OsRandom {
     #[cfg(target_os = "linux")]
     fn advise_random(&self) {
@@ -318,6 +328,39 @@ impl RandomAccessFile for OsRandom {
         // SAFETY: readahead only reads its integer arguments; the descriptor is open for as
         // long as `self.file` lives, which covers the call.
         unsafe { libc::readahead(self.file.as_raw_fd(), offset, len) == 0 }
+    }
+
+    /// Reads into this thread's scratch buffer, lent to `f`: a block read decodes (or copies)
+    /// the bytes into a buffer of its own, so nothing is allocated or zeroed for the bytes as
+    /// read. The scratch is zeroed only as it grows, and let go after a read larger than
+    /// [`SCRATCH_KEEP`], so a rare large read does not hold its memory.
+    fn read_exact_with(
+        &self,
+        offset: u64,
+        len: usize,
+        f: &mut dyn FnMut(Cow<'_, [u8]>),
+    ) -> Result<()> {
+        SCRATCH.with(|cell| match cell.try_borrow_mut() {
+            Ok(mut buf) => {
+                if buf.len() < len {
+                    buf.resize(len, 0);
+                }
+                let n = self.read_at(offset, &mut buf[..len])?;
+                if n != len {
+                    return Err(super::truncated(&self.path, offset, len, n));
+                }
+                f(Cow::Borrowed(&buf[..len]));
+                if buf.len() > SCRATCH_KEEP {
+                    *buf = Vec::new();
+                }
+                Ok(())
+            }
+            // Lent already (`f` must not read files, so not expected): a buffer of its own.
+            Err(_) => {
+                f(Cow::Owned(super::read_exact(self, offset, len)?));
+                Ok(())
+            }
+        })
     }
 
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize> {

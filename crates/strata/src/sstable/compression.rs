@@ -238,7 +238,7 @@ pub fn uncompress(ty: CompressionType, stored: &[u8], offset: u64) -> Result<Vec
             let len = snap::raw::decompress_len(stored)
                 .map_err(|e| bad(format!("bad Snappy header: {e}")))?;
             check_len(len, Some(SNAPPY_MAX_RATIO), stored.len())?;
-            let mut out = zeroed_buf(len);
+            let mut out = output_buf(len);
             let n = snap::raw::Decoder::new()
                 .decompress(stored, &mut out)
                 .map_err(|e| bad(format!("bad Snappy block: {e}")))?;
@@ -250,7 +250,7 @@ pub fn uncompress(ty: CompressionType, stored: &[u8], offset: u64) -> Result<Vec
         CompressionType::Lz4 | CompressionType::Lz4hc => {
             let (len, body) = split_len(stored).ok_or_else(|| bad("bad LZ4 length".into()))?;
             check_len(len, Some(LZ4_MAX_RATIO), body.len())?;
-            let mut out = zeroed_buf(len);
+            let mut out = output_buf(len);
             let n = lz4_flex::block::decompress_into(body, &mut out)
                 .map_err(|e| bad(format!("bad LZ4 block: {e}")))?;
             if n != len {
@@ -281,7 +281,7 @@ pub fn uncompress(ty: CompressionType, stored: &[u8], offset: u64) -> Result<Vec
         CompressionType::Zlib => {
             let (len, body) = split_len(stored).ok_or_else(|| bad("bad zlib length".into()))?;
             check_len(len, Some(DEFLATE_MAX_RATIO), body.len())?;
-            let mut out = zeroed_buf(len);
+            let mut out = output_buf(len);
             let mut d = flate2::Decompress::new(false);
             let status = d
                 .decompress(body, &mut out, flate2::FlushDecompress::Finish)
@@ -295,7 +295,7 @@ pub fn uncompress(ty: CompressionType, stored: &[u8], offset: u64) -> Result<Vec
         CompressionType::Bz2 => {
             let (len, body) = split_len(stored).ok_or_else(|| bad("bad bzip2 length".into()))?;
             check_len(len, None, body.len())?;
-            let mut out = zeroed_buf(len);
+            let mut out = output_buf(len);
             let mut d = bzip2::Decompress::new(false);
             let status =
                 d.decompress(body, &mut out).map_err(|e| bad(format!("bad bzip2 block: {e}")))?;
@@ -308,12 +308,12 @@ pub fn uncompress(ty: CompressionType, stored: &[u8], offset: u64) -> Result<Vec
     }
 }
 
-/// `len` zero bytes for a codec to write a block into: a spare buffer of this thread when one
-/// fits (`util::spare_bufs`), which a block read that evicts another usually finds.
-fn zeroed_buf(len: usize) -> Vec<u8> {
-    let mut out = spare_bufs::take(len);
-    out.resize(len, 0);
-    out
+/// `len` bytes for a codec to write a block into: a spare buffer of this thread when one fits
+/// (`util::spare_bufs`), which a block read that evicts another usually finds, with the bytes
+/// its last block left (only what it lacks is zeroed). Every caller checks that the codec
+/// wrote exactly `len` bytes, so none of the old bytes is ever returned.
+fn output_buf(len: usize) -> Vec<u8> {
+    spare_bufs::take_filled(len)
 }
 
 /// Splits `varint len | body`.
