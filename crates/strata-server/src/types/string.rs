@@ -3,7 +3,7 @@
 use super::error::{Result, TypeError};
 use super::keyspace::Keyspace;
 use super::metadata::{Kind, Meta};
-use super::notify::{GENERIC, NEW, STRING};
+use super::notify::{EXPIRED, GENERIC, NEW, STRING};
 use super::number::parse_int_strict;
 use strata::WriteBatch;
 
@@ -56,7 +56,8 @@ pub enum Expiry {
 pub struct SetOutcome {
     /// Whether it wrote (the condition held).
     pub written: bool,
-    /// The string the key held before (`None`: absent or of another type).
+    /// The string the key held before, read with `need_string` or a condition (`None`:
+    /// absent, of another type, or not read).
     pub old: Option<Vec<u8>>,
 }
 
@@ -72,6 +73,23 @@ pub fn set(
     need_string: bool,
 ) -> Result<SetOutcome> {
     let _g = ks.store.locks.lock(&[key]);
+    if condition == Condition::Always
+        && expiry != Expiry::Keep
+        && !need_string
+        && !ks.notifier.wants(NEW)
+        && !ks.notifier.wants(EXPIRED)
+    {
+        // Nothing of the old key matters (the sub-keys of a container it replaces are left
+        // to the compaction filter either way), and no event depends on it (`new` for a key
+        // created, `expired` for one met past its time): a blind write.
+        let expire_ms = if let Expiry::At(at) = expiry { at } else { 0 };
+        put(ks, key, value, expire_ms)?;
+        ks.notify(STRING, "set", key);
+        if let Expiry::At(_) = expiry {
+            ks.notify(GENERIC, "expire", key);
+        }
+        return Ok(SetOutcome { written: true, old: None });
+    }
     let old = ks.meta(key)?;
     if need_string && old.as_ref().is_some_and(|m| m.kind != Kind::String) {
         return Err(TypeError::WrongType);

@@ -148,3 +148,63 @@ fn setbit_and_getbit() {
     assert_eq!(c.cmd(&["GET", "s"]), Reply::bulk("Ab"));
     assert_eq!(c.cmd(&["TTL", "s"]), Reply::Int(100));
 }
+
+/// A plain SET writes without reading the key (no `new` or `expired` events wanted): over a
+/// container it replaces, the container's elements never come back when the key becomes a
+/// container again, and over a key with a time the time is gone; with `expired` events
+/// wanted, a SET over an expired key raises `expired` first, as redis-server does.
+#[test]
+fn a_plain_set_replaces_whatever_the_key_held() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let _: () =
+        redis::cmd("HSET").arg("h").arg("f1").arg("a").arg("f2").arg("b").query(&mut c).unwrap();
+    let _: () = redis::cmd("RPUSH").arg("l").arg("x").arg("y").query(&mut c).unwrap();
+    let _: () = redis::cmd("ZADD").arg("z").arg(1).arg("m").query(&mut c).unwrap();
+    let _: () = redis::cmd("SET").arg("t").arg("v").arg("EX").arg(100).query(&mut c).unwrap();
+    for k in ["h", "l", "z", "t"] {
+        let _: () = c.set(k, "s").unwrap();
+        let ty: String = redis::cmd("TYPE").arg(k).query(&mut c).unwrap();
+        assert_eq!(ty, "string", "{k}");
+        let v: String = c.get(k).unwrap();
+        assert_eq!(v, "s");
+    }
+    let ttl: i64 = c.ttl("t").unwrap();
+    assert_eq!(ttl, -1, "a SET without a time drops the old one");
+    let _: () = c.del(&["h", "l", "z"]).unwrap();
+    let _: () = redis::cmd("HSET").arg("h").arg("f3").arg("c").query(&mut c).unwrap();
+    let all: Vec<String> = redis::cmd("HGETALL").arg("h").query(&mut c).unwrap();
+    assert_eq!(all, ["f3", "c"]);
+    let _: () = c.set("l", "s").unwrap();
+    let _: () = c.del("l").unwrap();
+    let _: () = redis::cmd("RPUSH").arg("l").arg("z").query(&mut c).unwrap();
+    let l: Vec<String> = c.lrange("l", 0, -1).unwrap();
+    assert_eq!(l, ["z"]);
+    // SET straight over a container, then the container type again without a DEL between.
+    let _: () = redis::cmd("SADD").arg("s").arg("a").arg("b").query(&mut c).unwrap();
+    let _: () = c.set("s", "x").unwrap();
+    let _: () = c.del("s").unwrap();
+    let _: () = redis::cmd("SADD").arg("s").arg("c").query(&mut c).unwrap();
+    let members: Vec<String> = redis::cmd("SMEMBERS").arg("s").query(&mut c).unwrap();
+    assert_eq!(members, ["c"]);
+
+    // `expired` events wanted: the SET reads the key and raises the event of an expired one.
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("notify-keyspace-events")
+        .arg("Ex")
+        .query(&mut c)
+        .unwrap();
+    let mut sub = srv.conn();
+    let mut ps = sub.as_pubsub();
+    ps.subscribe("__keyevent@0__:expired").unwrap();
+    let _: () = redis::cmd("SET").arg("gone").arg("v").arg("PX").arg(1).query(&mut c).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let _: () = c.set("gone", "again").unwrap();
+    ps.set_read_timeout(Some(std::time::Duration::from_secs(5))).unwrap();
+    let msg = ps.get_message().expect("an expired event");
+    let key: String = msg.get_payload().unwrap();
+    assert_eq!(key, "gone");
+    let v: String = c.get("gone").unwrap();
+    assert_eq!(v, "again");
+}
