@@ -11,7 +11,7 @@
 //! column family that is rarely written) holds a few KiB, not a whole chunk.
 //!
 //! Standard chunks are mapped from the OS (on Unix) rather than taken from the global
-//! allocator, 2 MiB-aligned with transparent huge pages asked for ([`map_huge`]), and a dropped arena's go to a bounded set of spares ([`SparePool`]) for the
+//! allocator, and a dropped arena's go to a bounded set of spares ([`SparePool`]) for the
 //! next memtables, the rest back to the OS at once. From the allocator, once it had seen a
 //! large block freed (glibc then stops mapping blocks of that size), chunks came from its heap,
 //! whose holes stayed resident after their memtable was gone: 10-15 MB of peak RSS in a
@@ -37,16 +37,30 @@ use crate::util::page_buf::{map, map_huge, unmap, HUGE};
 /// Alignment of every allocation: enough for the node header and its atomic pointers.
 pub(crate) const ALIGN: usize = 8;
 
-/// Size of a standard chunk: one transparent huge page ([`map_huge`]). A skiplist insert
-/// or lookup visits a node per level at addresses spread over the whole memtable; with 4 KiB
+/// Size of a standard chunk of a small memtable's arena.
+pub(crate) const CHUNK_SIZE: usize = 1 << 20;
+
+/// Size of a standard chunk of a large memtable's arena ([`chunk_for`]): one transparent huge
+/// page, mapped 2 MiB-aligned with huge pages asked for ([`map_huge`]). A skiplist insert or
+/// lookup visits a node per level at addresses spread over the whole memtable; with 4 KiB
 /// pages nearly every visit in a large memtable also missed the TLB.
-pub(crate) const CHUNK_SIZE: usize = HUGE;
+pub(crate) const HUGE_CHUNK_SIZE: usize = HUGE;
+
+/// The standard chunk size for a memtable that holds up to `capacity` bytes: huge-page
+/// chunks from 16 MiB on, where a chunk is at most an eighth of the memtable (RocksDB sizes
+/// its arena blocks at an eighth of the write buffer); 1 MiB below, so a small memtable (and
+/// a write buffer manager's count, which moves a chunk at a time) does not grow by 2 MiB at
+/// its first entries.
+pub(crate) fn chunk_for(capacity: usize) -> usize {
+    if capacity >= 8 * HUGE_CHUNK_SIZE {
+        HUGE_CHUNK_SIZE
+    } else {
+        CHUNK_SIZE
+    }
+}
 
 /// Size of the first chunk (it holds the skiplist's head node and the first entries).
 pub(crate) const FIRST_CHUNK_SIZE: usize = 4096;
-
-/// Requests above this size get a dedicated chunk.
-const LARGE_THRESHOLD: usize = CHUNK_SIZE / 4;
 
 /// One block obtained from the global allocator or mapped from the OS ([`map`]), freed when
 /// the arena drops.
@@ -68,6 +82,9 @@ pub(crate) struct Arena {
     usage: usize,
     /// Reports chunks to a write buffer manager (module doc).
     tracker: Option<MemoryTracker>,
+    /// The standard chunk size: [`CHUNK_SIZE`] or [`HUGE_CHUNK_SIZE`]. Requests above a
+    /// quarter of it get a dedicated chunk.
+    chunk: usize,
 }
 
 // SAFETY: the arena exclusively owns its chunks (plain heap memory with no thread affinity); the
@@ -78,12 +95,21 @@ unsafe impl Send for Arena {}
 impl Arena {
     #[cfg(test)]
     pub(crate) fn new() -> Self {
-        Self::with_tracker(None)
+        Self::with_tracker(None, CHUNK_SIZE)
     }
 
-    /// An arena whose chunks are reported to `tracker`.
-    pub(crate) fn with_tracker(tracker: Option<MemoryTracker>) -> Self {
-        Arena { chunks: Vec::new(), cursor: NonNull::dangling(), remaining: 0, usage: 0, tracker }
+    /// An arena whose chunks are reported to `tracker`, with standard chunks of `chunk`
+    /// bytes ([`CHUNK_SIZE`] or [`HUGE_CHUNK_SIZE`]: [`chunk_for`]).
+    pub(crate) fn with_tracker(tracker: Option<MemoryTracker>, chunk: usize) -> Self {
+        debug_assert!(chunk == CHUNK_SIZE || chunk == HUGE_CHUNK_SIZE, "chunk {chunk}");
+        Arena {
+            chunks: Vec::new(),
+            cursor: NonNull::dangling(),
+            remaining: 0,
+            usage: 0,
+            tracker,
+            chunk,
+        }
     }
 
     /// The tracker, if any.
@@ -97,7 +123,7 @@ impl Arena {
     pub(crate) fn allocate(&mut self, size: usize) -> NonNull<u8> {
         debug_assert!(size > 0);
         let size = round_up(size);
-        if size > LARGE_THRESHOLD {
+        if size > self.chunk / 4 {
             self.usage += size;
             return self.new_chunk(size);
         }
@@ -107,7 +133,7 @@ impl Arena {
             let chunk = if self.chunks.is_empty() && size <= FIRST_CHUNK_SIZE {
                 FIRST_CHUNK_SIZE
             } else {
-                CHUNK_SIZE
+                self.chunk
             };
             self.cursor = self.new_chunk(chunk);
             self.remaining = chunk;
@@ -139,7 +165,8 @@ impl Arena {
             Err(_) => capacity_overflow(size),
         };
         let mapped = match size {
-            CHUNK_SIZE => SPARE.lock().take().or_else(|| map_huge(size)),
+            CHUNK_SIZE => SPARE.lock().take().or_else(|| map(size)),
+            HUGE_CHUNK_SIZE => SPARE_HUGE.lock().take().or_else(|| map_huge(size)),
             _ if size > CHUNK_SIZE => map(size),
             _ => None,
         };
@@ -163,7 +190,7 @@ impl Arena {
 
 impl Drop for Arena {
     fn drop(&mut self) {
-        let mut standard = Vec::new();
+        let (mut standard, mut huge) = (Vec::new(), Vec::new());
         for c in &self.chunks {
             if !c.mapped {
                 // SAFETY: every unmapped chunk was allocated by `alloc::alloc` with exactly
@@ -171,14 +198,23 @@ impl Drop for Arena {
                 unsafe { alloc::dealloc(c.ptr.as_ptr(), c.layout) };
             } else if c.layout.size() == CHUNK_SIZE {
                 standard.push(c.ptr);
+            } else if c.layout.size() == HUGE_CHUNK_SIZE {
+                huge.push(c.ptr);
             } else {
                 unmap(c.ptr, c.layout.size());
             }
         }
-        // The pool's lock is released before the chunks it refuses are unmapped.
-        let refused = SPARE.lock().give(standard);
-        for p in refused {
-            unmap(p, CHUNK_SIZE);
+        // Each pool's lock is released before the chunks it refuses are unmapped.
+        for (pool, chunks, size) in
+            [(&SPARE, standard, CHUNK_SIZE), (&SPARE_HUGE, huge, HUGE_CHUNK_SIZE)]
+        {
+            if chunks.is_empty() {
+                continue;
+            }
+            let refused = pool.lock().give(chunks);
+            for p in refused {
+                unmap(p, size);
+            }
         }
     }
 }
@@ -222,6 +258,9 @@ impl SparePool {
 
 static SPARE: parking_lot::Mutex<SparePool> = parking_lot::Mutex::new(SparePool::new());
 
+/// The same for chunks of [`HUGE_CHUNK_SIZE`] (a huge mapping; `map_huge`).
+static SPARE_HUGE: parking_lot::Mutex<SparePool> = parking_lot::Mutex::new(SparePool::new());
+
 #[inline]
 fn round_up(n: usize) -> usize {
     match n.checked_add(ALIGN - 1) {
@@ -238,6 +277,25 @@ fn capacity_overflow(n: usize) -> ! {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn large_memtables_take_huge_chunks_and_small_ones_a_megabyte() {
+        assert_eq!(chunk_for(256 << 10), CHUNK_SIZE);
+        assert_eq!(chunk_for((16 << 20) - 1), CHUNK_SIZE);
+        assert_eq!(chunk_for(16 << 20), HUGE_CHUNK_SIZE);
+        assert_eq!(chunk_for(usize::MAX), HUGE_CHUNK_SIZE);
+        let mut a = Arena::with_tracker(None, HUGE_CHUNK_SIZE);
+        let p = a.allocate(8000);
+        assert_eq!(a.reserved_bytes(), HUGE_CHUNK_SIZE, "a standard chunk at once (above 4 KiB)");
+        #[cfg(all(unix, not(miri)))]
+        assert!((p.as_ptr() as usize).is_multiple_of(HUGE_CHUNK_SIZE), "at a huge page's start");
+        // Above a quarter of the chunk: a chunk of its own; below: from the standard one.
+        a.allocate((512 << 10) + 8);
+        assert_eq!(a.reserved_bytes(), HUGE_CHUNK_SIZE + (512 << 10) + 8);
+        a.allocate(512 << 10);
+        assert_eq!(a.reserved_bytes(), HUGE_CHUNK_SIZE + (512 << 10) + 8);
+        let _ = p;
+    }
 
     #[test]
     fn spares_are_bounded_by_the_largest_arena_and_reused() {
@@ -309,7 +367,7 @@ mod tests {
 
     #[test]
     fn abandoned_tail_is_counted() {
-        let t = LARGE_THRESHOLD;
+        let t = CHUNK_SIZE / 4;
         let mut a = Arena::new();
         a.allocate(8);
         // The first chunk's tail is abandoned: `t` needs a standard chunk.

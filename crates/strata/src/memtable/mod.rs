@@ -105,16 +105,20 @@ impl MemTable {
         bloom_bytes: usize,
         order: KeyOrder,
     ) -> MemTable {
-        Self::with_rep(manager, bloom_bytes, order, false)
+        Self::with_rep(manager, bloom_bytes, order, false, 0)
     }
 
-    /// [`Self::with_budget`], as a vector memtable when `vector` (the module's text).
+    /// [`Self::with_budget`], as a vector memtable when `vector` (the module's text), sized
+    /// for `capacity` bytes (its write buffer): a large one takes its memory in huge-page
+    /// chunks (`arena.rs`, `chunk_for`).
     pub fn with_rep(
         manager: Option<&Arc<WriteBufferManager>>,
         bloom_bytes: usize,
         order: KeyOrder,
         vector: bool,
+        capacity: usize,
     ) -> MemTable {
+        let chunk = arena::chunk_for(capacity);
         let bloom = (bloom_bytes > 0).then(|| MemBloom::with_bytes(bloom_bytes));
         // The filter counts in the manager's budget with the tombstones (side allocations).
         let mut side_tracker = manager.map(|m| MemoryTracker::new(m.clone()));
@@ -124,9 +128,9 @@ impl MemTable {
         let tracker = manager.map(|m| MemoryTracker::new(m.clone()));
         MemTable {
             list: if vector {
-                SkipList::deferred(tracker, order.clone())
+                SkipList::deferred(tracker, order.clone(), chunk)
             } else {
-                SkipList::with_tracker(tracker, order.clone())
+                SkipList::with_tracker(tracker, order.clone(), chunk)
             },
             bloom,
             num_entries: AtomicU64::new(0),

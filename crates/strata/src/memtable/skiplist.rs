@@ -281,12 +281,17 @@ unsafe impl Sync for SkipList {}
 impl SkipList {
     #[cfg(test)]
     pub(crate) fn new() -> Self {
-        Self::with_tracker(None, KeyOrder::Bytewise)
+        Self::with_tracker(None, KeyOrder::Bytewise, super::arena::CHUNK_SIZE)
     }
 
-    /// A list in `order` whose arena reports its chunks to `tracker` (`arena.rs`).
-    pub(crate) fn with_tracker(tracker: Option<MemoryTracker>, order: KeyOrder) -> Self {
-        let mut arena = Arena::with_tracker(tracker);
+    /// A list in `order` whose arena reports its chunks to `tracker` and takes standard
+    /// chunks of `chunk` bytes (`arena.rs`, `chunk_for`).
+    pub(crate) fn with_tracker(
+        tracker: Option<MemoryTracker>,
+        order: KeyOrder,
+        chunk: usize,
+    ) -> Self {
+        let mut arena = Arena::with_tracker(tracker, chunk);
         let head = alloc_node(&mut arena, MAX_HEIGHT, 0, 0);
         // SAFETY: fresh, exclusively owned, sized for MAX_HEIGHT links and an empty entry.
         unsafe { init_node(head, MAX_HEIGHT, &[], &[], &[]) };
@@ -303,9 +308,9 @@ impl SkipList {
     }
 
     /// A list in `order` that takes entries by [`Self::add`] unlinked and links them when read
-    /// ([`Self::settle`]); its arena reports to `tracker`.
-    pub(crate) fn deferred(tracker: Option<MemoryTracker>, order: KeyOrder) -> Self {
-        let mut list = Self::with_tracker(tracker, order);
+    /// ([`Self::settle`]); its arena reports to `tracker`, with chunks of `chunk` bytes.
+    pub(crate) fn deferred(tracker: Option<MemoryTracker>, order: KeyOrder, chunk: usize) -> Self {
+        let mut list = Self::with_tracker(tracker, order, chunk);
         list.deferred = Some(Deferred {
             pending: Mutex::new(Vec::new()),
             unlinked: AtomicUsize::new(0),

@@ -18,7 +18,7 @@ fn scaled(n: usize, miri: usize) -> usize {
 
 /// A fresh memtable: the skiplist, or the vector memtable (appended, linked when read).
 fn mem(vector: bool) -> MemTable {
-    MemTable::with_rep(None, 0, crate::comparator::KeyOrder::Bytewise, vector)
+    MemTable::with_rep(None, 0, crate::comparator::KeyOrder::Bytewise, vector, 0)
 }
 
 fn add_ikey(m: &MemTable, ikey: &[u8], value: &[u8]) {
@@ -797,7 +797,7 @@ fn a_vector_memtable_links_what_was_appended_when_read() {
         Box::new(|a: &[u8], b: &[u8]| b.cmp(a)),
     );
     for order in [crate::comparator::KeyOrder::Bytewise, reverse] {
-        let m = Arc::new(MemTable::with_rep(None, 0, order.clone(), true));
+        let m = Arc::new(MemTable::with_rep(None, 0, order.clone(), true, 0));
         assert!(m.is_vector());
         let empty = m.approximate_memory_usage();
         let mut model = std::collections::BTreeMap::new();

@@ -51,7 +51,8 @@ pub(crate) fn new_memtable(family: &Options, db: &Options) -> Arc<MemTable> {
     let bloom_bytes = (capacity as f64 * family.memtable_bloom_size_ratio) as usize;
     let order = family.comparator.clone();
     let vector = family.vector_memtable;
-    Arc::new(MemTable::with_rep(db.write_buffer_manager.as_ref(), bloom_bytes, order, vector))
+    let manager = db.write_buffer_manager.as_ref();
+    Arc::new(MemTable::with_rep(manager, bloom_bytes, order, vector, capacity))
 }
 
 /// A family to open or create: its name and its options. Of the options, the family uses
