@@ -441,11 +441,16 @@ fn reject(sh: &Shared, conn: &mut Conn, cmd: Option<&Command>, reply: &str, out:
 /// themselves).
 ///
 /// [`LockTable::busy`]: crate::storage::locks::LockTable::busy
-pub fn busy_stripe(sh: &Shared, conn: &Conn, args: &[Vec<u8>]) -> Option<usize> {
+pub fn busy_stripe(
+    sh: &Shared,
+    conn: &Conn,
+    cmd: Option<&Command>,
+    args: &[Vec<u8>],
+) -> Option<usize> {
     if conn.multi.is_some() || conn.in_exec {
         return None;
     }
-    let cmd = lookup(args.first()?)?;
+    let cmd = cmd?;
     if !cmd.write || !cmd.keys.has_keys() || !cmd.arity_fits(args.len()) {
         return None;
     }
@@ -459,7 +464,19 @@ pub fn busy_stripe(sh: &Shared, conn: &Conn, args: &[Vec<u8>]) -> Option<usize> 
 /// Runs one command: lookup, auth and arity checks, then its handler; inside MULTI, the
 /// checks and then queuing (a refusal dooms the transaction: `multi`).
 pub fn dispatch(sh: &Shared, conn: &mut Conn, args: &[Vec<u8>], out: &mut Out) {
-    let Some(cmd) = lookup(&args[0]) else {
+    dispatch_found(sh, conn, lookup(&args[0]), args, out);
+}
+
+/// [`dispatch`] of `args` whose command the caller has looked up already (`found`:
+/// [`lookup`] of `args[0]`).
+pub fn dispatch_found(
+    sh: &Shared,
+    conn: &mut Conn,
+    found: Option<&'static Command>,
+    args: &[Vec<u8>],
+    out: &mut Out,
+) {
+    let Some(cmd) = found else {
         let reply = if conn.authed { unknown_err(args) } else { NOAUTH.to_string() };
         reject(sh, conn, None, &reply, out);
         return;

@@ -76,12 +76,13 @@ async fn run_replicated(
             continue;
         }
         // A busy key is waited for here, as a task, not by the command on the worker.
-        if let Some(stripe) = commands::busy_stripe(sh, conn, f) {
+        let cmd = commands::lookup(&f[0]);
+        if let Some(stripe) = commands::busy_stripe(sh, conn, cmd, f) {
             sh.engine().locks.until_free(stripe).await;
         }
         out.resp3 = conn.resp3;
         let reply_at = out.buf.len();
-        let ((), owed) = pending::deferring(|| commands::dispatch(sh, conn, f, out));
+        let ((), owed) = pending::deferring(|| commands::dispatch_found(sh, conn, cmd, f, out));
         // Its keyspace notifications go out once its writes are applied, if they are.
         let events = notify::take();
         let outcome = match owed {
@@ -157,8 +158,9 @@ fn run_batch(
         if f.is_empty() {
             continue;
         }
+        let cmd = commands::lookup(&f[0]);
         if n > 0 || !waited {
-            stalled = commands::busy_stripe(sh, conn, f);
+            stalled = commands::busy_stripe(sh, conn, cmd, f);
             if stalled.is_some() {
                 ran = n;
                 break;
@@ -166,7 +168,7 @@ fn run_batch(
         }
         out.resp3 = conn.resp3;
         let mark = out.buf.len();
-        commands::dispatch(sh, conn, f, out);
+        commands::dispatch_found(sh, conn, cmd, f, out);
         apply_reply_mode(conn, out, mark);
     }
     Ran { frames: ran, sync: sh.engine().owed_sync(), stalled }

@@ -50,13 +50,15 @@ struct Marks {
 }
 
 impl Marks {
-    /// Wakes the tasks waiting for stripe `i` ([`LockTable::until_free`]), if any; called
-    /// after the stripe was unlocked or unmarked. The fence pairs with the waiter's: either
-    /// the waiter sees the stripe free, or this sees the waiter counted.
-    fn freed(&self, i: usize) {
+    /// Wakes the tasks waiting for stripes `idx` ([`LockTable::until_free`]), if any; called
+    /// after the stripes were unlocked or unmarked. The fence pairs with the waiter's: either
+    /// the waiter sees its stripe free, or this sees the waiter counted.
+    fn wake(&self, idx: &[usize]) {
         fence(Ordering::SeqCst);
-        if self.waiters[i].load(Ordering::SeqCst) > 0 {
-            self.freed[i].notify_waiters();
+        for &i in idx {
+            if self.waiters[i].load(Ordering::Relaxed) > 0 {
+                self.freed[i].notify_waiters();
+            }
         }
     }
 }
@@ -102,9 +104,7 @@ impl Drop for Guards<'_> {
             }
         });
         self.held.clear();
-        for i in &self.idx {
-            self.table.marks.freed(*i);
-        }
+        self.table.marks.wake(&self.idx);
     }
 }
 
@@ -125,9 +125,7 @@ impl Marked {
             let _gate = self.marks.gate.lock();
             self.marks.cleared.notify_all();
         }
-        for i in &self.idx {
-            self.marks.freed(*i);
-        }
+        self.marks.wake(&self.idx);
     }
 }
 

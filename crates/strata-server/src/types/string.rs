@@ -73,24 +73,14 @@ pub fn set(
     need_string: bool,
 ) -> Result<SetOutcome> {
     let _g = ks.store.locks.lock(&[key]);
-    if condition == Condition::Always
+    // A plain SET needs nothing of the old key (the sub-keys of a container it replaces are
+    // left to the compaction filter either way) unless an event does (`new` for a key it
+    // creates, `expired` for one met past its time): it writes without reading.
+    let blind = condition == Condition::Always
         && expiry != Expiry::Keep
         && !need_string
-        && !ks.notifier.wants(NEW)
-        && !ks.notifier.wants(EXPIRED)
-    {
-        // Nothing of the old key matters (the sub-keys of a container it replaces are left
-        // to the compaction filter either way), and no event depends on it (`new` for a key
-        // created, `expired` for one met past its time): a blind write.
-        let expire_ms = if let Expiry::At(at) = expiry { at } else { 0 };
-        put(ks, key, value, expire_ms)?;
-        ks.notify(STRING, "set", key);
-        if let Expiry::At(_) = expiry {
-            ks.notify(GENERIC, "expire", key);
-        }
-        return Ok(SetOutcome { written: true, old: None });
-    }
-    let old = ks.meta(key)?;
+        && !ks.notifier.wants(NEW | EXPIRED);
+    let old = if blind { None } else { ks.meta(key)? };
     if need_string && old.as_ref().is_some_and(|m| m.kind != Kind::String) {
         return Err(TypeError::WrongType);
     }
@@ -111,7 +101,7 @@ pub fn set(
         _ => 0,
     };
     put(ks, key, value, expire_ms)?;
-    ks.notify_new(!exists, key);
+    ks.notify_new(!exists && !blind, key);
     ks.notify(STRING, "set", key);
     if let Expiry::At(_) = expiry {
         ks.notify(GENERIC, "expire", key);

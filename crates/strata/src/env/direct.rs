@@ -46,7 +46,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::io_pool::{self, Pending};
-use super::{truncated, RandomAccessFile, WritableFile};
+use super::{truncated, RandomAccessFile, WritableFile, SCRATCH_KEEP};
 use crate::error::{Error, Result};
 use crate::util::page_buf::PageBuf;
 
@@ -143,12 +143,6 @@ thread_local! {
     /// [`SCRATCH_KEEP`].
     static SCRATCH: RefCell<PageBuf> = RefCell::new(PageBuf::new(0));
 }
-
-/// The largest span a thread's scratch grows to. A data block's read fits; an index or filter
-/// block (hundreds of KiB, read once per table and kept by the reader or the cache) gets a
-/// buffer of its own, freed after it, so every thread that ever opened a table does not keep
-/// one such block's worth of memory for the rest of the process.
-const SCRATCH_KEEP: usize = 64 << 10;
 
 impl DirectRandom {
     /// A read whose offset, length and memory address are all aligned, straight into `buf`:

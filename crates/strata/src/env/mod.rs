@@ -161,6 +161,13 @@ pub trait RandomAccessFile: Send + Sync {
     }
 }
 
+/// The largest read a thread's scratch buffer serves (direct I/O's aligned one, and the OS
+/// file's in `read_exact_with`). A data block's read fits; an index or filter block
+/// (hundreds of KiB, read once per table and kept by the reader or the cache) gets a buffer of
+/// its own, freed after it, so every thread that ever opened a table does not keep one such
+/// block's worth of memory for the rest of the process.
+const SCRATCH_KEEP: usize = 64 << 10;
+
 /// [`RandomAccessFile::read_at`] of exactly `len` bytes into a new `Vec`.
 fn read_exact<F: RandomAccessFile + ?Sized>(file: &F, offset: u64, len: usize) -> Result<Vec<u8>> {
     let mut buf = vec![0u8; len];

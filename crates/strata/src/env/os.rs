@@ -298,10 +298,6 @@ fn pread(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
     std::os::windows::fs::FileExt::seek_read(file, buf, offset)
 }
 
-/// The largest read whose scratch buffer a thread keeps ([`OsRandom`]'s `read_exact_with`):
-/// data blocks and their index and filter partitions are far below it.
-const SCRATCH_KEEP: usize = 1 << 20;
-
 thread_local! {
     /// This thread's buffer for [`OsRandom`]'s `read_exact_with`.
     static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
@@ -332,34 +328,32 @@ impl RandomAccessFile for OsRandom {
 
     /// Reads into this thread's scratch buffer, lent to `f`: a block read decodes (or copies)
     /// the bytes into a buffer of its own, so nothing is allocated or zeroed for the bytes as
-    /// read. The scratch is zeroed only as it grows, and let go after a read larger than
-    /// [`SCRATCH_KEEP`], so a rare large read does not hold its memory.
+    /// read (the scratch is zeroed only as it grows). A read over [`super::SCRATCH_KEEP`], or
+    /// one while the scratch is lent out, gets a buffer of its own, as the default does.
     fn read_exact_with(
         &self,
         offset: u64,
         len: usize,
         f: &mut dyn FnMut(Cow<'_, [u8]>),
     ) -> Result<()> {
-        SCRATCH.with(|cell| match cell.try_borrow_mut() {
-            Ok(mut buf) => {
-                if buf.len() < len {
-                    buf.resize(len, 0);
-                }
-                let n = self.read_at(offset, &mut buf[..len])?;
-                if n != len {
-                    return Err(super::truncated(&self.path, offset, len, n));
-                }
-                f(Cow::Borrowed(&buf[..len]));
-                if buf.len() > SCRATCH_KEEP {
-                    *buf = Vec::new();
-                }
-                Ok(())
+        let own = |f: &mut dyn FnMut(Cow<'_, [u8]>)| {
+            f(Cow::Owned(super::read_exact(self, offset, len)?));
+            Ok(())
+        };
+        if len > super::SCRATCH_KEEP {
+            return own(f);
+        }
+        SCRATCH.with(|cell| {
+            let Ok(mut buf) = cell.try_borrow_mut() else { return own(f) };
+            if buf.len() < len {
+                buf.resize(len, 0);
             }
-            // Lent already (`f` must not read files, so not expected): a buffer of its own.
-            Err(_) => {
-                f(Cow::Owned(super::read_exact(self, offset, len)?));
-                Ok(())
+            let n = self.read_at(offset, &mut buf[..len])?;
+            if n != len {
+                return Err(super::truncated(&self.path, offset, len, n));
             }
+            f(Cow::Borrowed(&buf[..len]));
+            Ok(())
         })
     }
 
