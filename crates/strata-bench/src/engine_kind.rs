@@ -120,6 +120,13 @@ impl EngineKind {
 
 /// Engine-class flags Strata applies (`engine/strata.rs`, `build_options`).
 pub const STRATA_HONOURED_FLAGS: &[&str] = &[
+    "enable_blob_files",
+    "min_blob_size",
+    "blob_file_size",
+    "blob_compression_type",
+    "enable_blob_garbage_collection",
+    "blob_garbage_collection_age_cutoff",
+    "blob_garbage_collection_force_threshold",
     "memtablerep",
     "transaction_db",
     "optimistic_transaction_db",

@@ -1,4 +1,4 @@
-//! The corruption matrix: damage each file of a DB (WAL, SST, MANIFEST, CURRENT) in every way
+//! The corruption matrix: damage each file of a DB (WAL, SST, blob, MANIFEST, CURRENT) in every way
 //! a disk or a bug can (bit flips, zeroed 4 KiB pages, truncation, appended garbage,
 //! deletion), reopen, read everything, and classify the outcome:
 //!
@@ -55,6 +55,13 @@ fn options(fs: &MemFs, compression: CompressionType) -> Options {
         block_size: 256,
         compression,
         paranoid_checks: true,
+        // The longer values (`build`) go to blob files, which the matrix damages too.
+        blob: strata::BlobOptions {
+            enable_blob_files: true,
+            min_blob_size: 24,
+            blob_compression_type: Some(compression),
+            ..strata::BlobOptions::default()
+        },
         ..Options::default()
     }
 }
@@ -370,6 +377,8 @@ fn file_kind(name: &str) -> &'static str {
         "SST"
     } else if has_extension(name, "log") {
         "WAL"
+    } else if has_extension(name, "blob") {
+        "BLOB"
     } else {
         "other"
     }
@@ -400,6 +409,10 @@ fn region_of(kind: &str, data: &[u8], offset: Option<usize>) -> String {
                 Some(_) => "middle recs".into(),
             }
         }
+        // A blob file: its 20-byte header, its records, its 28-byte footer.
+        "BLOB" if off < 20 => "header".into(),
+        "BLOB" if off + 28 >= data.len() as u64 => "footer".into(),
+        "BLOB" => "records".into(),
         _ => "contents".into(),
     }
 }

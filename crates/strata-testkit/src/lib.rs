@@ -242,6 +242,24 @@ pub fn random_options(
     if rng.gen_bool(0.25) {
         o.db_write_buffer_size = [128 << 10, 1 << 20, 4 << 20][rng.gen_range(0..3)];
     }
+    // Values in blob files now and then: the larger stress values (`value.rs`) go there at
+    // flushes and compactions, with garbage collection and files rolled small.
+    if rng.gen_bool(0.3) {
+        o.blob = strata::BlobOptions {
+            enable_blob_files: true,
+            min_blob_size: [0, 64, 512][rng.gen_range(0..3)],
+            blob_file_size: [4 << 10, 64 << 10, 1 << 20][rng.gen_range(0..3)],
+            blob_compression_type: [
+                None,
+                Some(CompressionType::Snappy),
+                Some(CompressionType::Zstd),
+            ][rng.gen_range(0..3)],
+            enable_blob_gc: rng.gen_bool(0.5),
+            blob_gc_age_cutoff: [0.25, 1.0][rng.gen_range(0..2)],
+            blob_gc_force_threshold: [0.5, 1.0][rng.gen_range(0..2)],
+            ..strata::BlobOptions::default()
+        };
+    }
     o
 }
 

@@ -19,7 +19,7 @@ use clap::{Parser, Subcommand};
 #[derive(Parser, Debug)]
 #[command(name = "strata", version, about)]
 pub struct Cli {
-    /// The DB directory (needed by every command but dump-sst and dump-wal).
+    /// The DB directory (needed by every command but dump-sst, dump-wal and dump-blob).
     #[arg(long, global = true, value_name = "DIR")]
     pub db: Option<PathBuf>,
     /// Keys and values as hex (arguments and output) instead of escaped text.
@@ -79,6 +79,11 @@ pub enum Command {
         /// Leave out the entries (properties and index only).
         #[arg(long)]
         no_entries: bool,
+    },
+    /// Print the records of a blob file (values kept out of the tables), checking each.
+    DumpBlob {
+        /// The blob file.
+        file: PathBuf,
     },
     /// Print the records of a WAL file.
     DumpWal {

@@ -12,7 +12,7 @@ use strata::{
     Options, ReadOptions,
 };
 
-use crate::dump::{dump_manifest, dump_sst, dump_wal};
+use crate::dump::{dump_blob, dump_manifest, dump_sst, dump_wal};
 use crate::fmt::{json_string, Bytes};
 use crate::{Cli, Command, Outcome};
 
@@ -23,6 +23,7 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<Outcome> {
             dump_sst(out, f, file, *verify, !no_entries)
         }
         Command::DumpWal { file } => dump_wal(out, f, file),
+        Command::DumpBlob { file } => dump_blob(out, f, file),
         Command::DumpManifest { file: Some(file) } => dump_manifest(out, f, file),
         Command::DumpManifest { file: None } => {
             let db = db_path(cli)?;

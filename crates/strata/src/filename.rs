@@ -7,6 +7,7 @@
 //! MANIFEST-NNNNNN    log of version edits
 //! NNNNNN.log         write-ahead log
 //! NNNNNN.sst         table
+//! NNNNNN.blob        blob file: values kept out of the tables (`crate::blob`)
 //! NNNNNN.dbtmp       temporary file (CURRENT being replaced)
 //! archive/NNNNNN.log an archived WAL, in the WAL directory (`Options::wal_ttl_seconds`)
 //! ```
@@ -25,6 +26,7 @@ pub(crate) enum FileKind {
     Manifest(FileNumber),
     Wal(FileNumber),
     Table(FileNumber),
+    Blob(FileNumber),
     Temp(FileNumber),
 }
 
@@ -58,6 +60,17 @@ pub(crate) fn archive_dir(wal_dir: &Path) -> PathBuf {
     wal_dir.join("archive")
 }
 
+/// The path of blob file `n` in `dir`.
+pub(crate) fn blob_path(dir: &Path, n: FileNumber) -> PathBuf {
+    dir.join(blob_file_name(n))
+}
+
+/// The name of blob file `n` inside the DB directory.
+pub(crate) fn blob_file_name(n: FileNumber) -> String {
+    format!("{n}.blob")
+}
+
+/// The path of table `n` in `dir`.
 pub(crate) fn table_path(dir: &Path, n: FileNumber) -> PathBuf {
     dir.join(table_file_name(n))
 }
@@ -94,6 +107,7 @@ pub(crate) fn parse_file_name(name: &str) -> Option<FileKind> {
     match ext {
         "log" => Some(FileKind::Wal(n)),
         "sst" => Some(FileKind::Table(n)),
+        "blob" => Some(FileKind::Blob(n)),
         "dbtmp" => Some(FileKind::Temp(n)),
         _ => None,
     }
@@ -110,6 +124,7 @@ mod tests {
         for (p, k) in [
             (wal_path(d, n), FileKind::Wal(n)),
             (table_path(d, n), FileKind::Table(n)),
+            (blob_path(d, n), FileKind::Blob(n)),
             (manifest_path(d, n), FileKind::Manifest(n)),
             (temp_path(d, n), FileKind::Temp(n)),
             (current_path(d), FileKind::Current),

@@ -268,6 +268,7 @@ pub fn build_version_edit_at(files: u64, first: bool, path_of: impl Fn(u64) -> u
                 data_time: 0,
                 global_seqno: crate::types::SeqNo::ZERO,
                 path_id: path_of(i),
+                blob_refs: Vec::new(),
             },
         ));
     }
@@ -296,6 +297,7 @@ pub fn build_manifest(edits: u64) -> Vec<u8> {
                 data_time: 0,
                 global_seqno: crate::types::SeqNo::ZERO,
                 path_id: 0,
+                blob_refs: Vec::new(),
             },
         ));
         let mut buf = Vec::new();

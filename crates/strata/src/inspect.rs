@@ -47,6 +47,7 @@ fn kind_name(t: ValueType) -> &'static str {
         ValueType::SingleDeletion => "SDEL",
         ValueType::Merge => "MERGE",
         ValueType::RangeDeletion => "RDEL",
+        ValueType::BlobIndex => "BLOB",
     }
 }
 
@@ -382,6 +383,8 @@ pub struct TableSummary {
     pub data_time: u64,
     /// Which of its family's table paths holds it (the `PathId` tag; 0: the first).
     pub path_id: u32,
+    /// The blob files it holds indexes into (the `BlobRefs` tag).
+    pub blob_refs: Vec<u64>,
 }
 
 /// One field of a MANIFEST edit.
@@ -411,6 +414,24 @@ pub enum EditItem {
         /// The cursor (an entry, value empty).
         key: Entry,
     },
+    /// A blob file written (`BlobFileAdd`).
+    BlobFile {
+        /// Its number.
+        number: u64,
+        /// Its records.
+        records: u64,
+        /// Their bytes (headers, keys and values).
+        bytes: u64,
+    },
+    /// Records of a blob file that became garbage (`BlobGarbage`).
+    BlobGarbage {
+        /// The blob file's number.
+        number: u64,
+        /// Records that became garbage.
+        records: u64,
+        /// Their bytes.
+        bytes: u64,
+    },
 }
 
 /// Reads the MANIFEST at `path`: each record's offset and fields, in order. Damage (besides
@@ -438,6 +459,7 @@ fn table_summary(path: &Path, offset: u64, level: usize, f: &FileMetaData) -> Re
         global_seqno: f.global_seqno.0,
         data_time: f.data_time,
         path_id: f.path_id,
+        blob_refs: f.blob_refs.iter().map(|b| b.0).collect(),
     })
 }
 
@@ -455,6 +477,16 @@ fn edit_items(path: &Path, offset: u64, e: &VersionEdit) -> Result<Vec<EditItem>
     if let Some(s) = e.last_sequence {
         items.push(EditItem::LastSequence(s.0));
     }
+    for b in &e.blob_files_added {
+        items.push(EditItem::BlobFile { number: b.number.0, records: b.records, bytes: b.bytes });
+    }
+    for g in &e.blob_garbage {
+        items.push(EditItem::BlobGarbage {
+            number: g.number.0,
+            records: g.records,
+            bytes: g.bytes,
+        });
+    }
     for &(level, n) in &e.deleted_files {
         items.push(EditItem::DeleteFile { level, number: n.0 });
     }
@@ -470,6 +502,70 @@ fn edit_items(path: &Path, offset: u64, e: &VersionEdit) -> Result<Vec<EditItem>
     Ok(items)
 }
 
+/// One record of a blob file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlobRecord {
+    /// Where the record starts in the file.
+    pub offset: u64,
+    /// The user key of the entry it was written for.
+    pub key: Vec<u8>,
+    /// The value, uncompressed.
+    pub value: Vec<u8>,
+    /// How the value is stored.
+    pub compression: crate::sstable::CompressionType,
+    /// The stored value's size.
+    pub stored_len: usize,
+}
+
+/// A blob file's contents (`docs/format/blob.md`).
+#[derive(Clone, Debug)]
+pub struct BlobFile {
+    /// The compression the writer tried on each value.
+    pub compression: crate::sstable::CompressionType,
+    /// The id of the column family it was written for.
+    pub column_family: u32,
+    /// Its records, in file order.
+    pub records: Vec<BlobRecord>,
+    /// The footer's count of record bytes (headers, keys and values).
+    pub record_bytes: u64,
+}
+
+/// Where the value of an entry of kind `BLOB` is: the blob file number, the offset and size
+/// of the stored value, and its compression (`docs/format/blob.md`).
+pub fn blob_index(value: &[u8]) -> Result<(u64, u64, u64, crate::sstable::CompressionType)> {
+    let i = crate::blob::BlobIndex::decode(value)?;
+    Ok((i.file.0, i.offset, i.size, i.compression))
+}
+
+/// Reads the blob file at `path` whole, checking its header, every record's checksum, its
+/// footer's counts, and uncompressing every value. Damage is an `Err` naming the file and
+/// offset.
+pub fn read_blob_file(fs: &dyn FileSystem, path: &Path) -> Result<BlobFile> {
+    let data = fs.open(path)?.read_all()?;
+    let mut records = Vec::new();
+    let (header, footer) = crate::blob::format::scan(path, &data, |r| {
+        let value = match r.compression {
+            crate::sstable::CompressionType::None => r.value.to_vec(),
+            c => crate::sstable::compression::uncompress(c, r.value, r.offset)
+                .map_err(|e| e.with_file(path))?,
+        };
+        records.push(BlobRecord {
+            offset: r.offset,
+            key: r.key.to_vec(),
+            value,
+            compression: r.compression,
+            stored_len: r.value.len(),
+        });
+        Ok(())
+    })?;
+    Ok(BlobFile {
+        compression: header.compression,
+        column_family: header.column_family,
+        records,
+        record_bytes: footer.record_bytes,
+    })
+}
+
 /// The outcome of checking one file ([`verify_db`]).
 #[derive(Debug)]
 pub struct FileCheck {
@@ -480,9 +576,10 @@ pub struct FileCheck {
 }
 
 /// Checks every checksum of the DB in `dir`: CURRENT and the MANIFEST it names (every
-/// record), every live table (every block) and every WAL the DB still needs (every record;
-/// a torn tail, which recovery drops, is reported as intact). When the MANIFEST cannot be
-/// read, every table and WAL in the directory is checked instead. Reads only.
+/// record), every live table (every block), every live blob file (every record) and every
+/// WAL the DB still needs (every record; a torn tail, which recovery drops, is reported as
+/// intact). When the MANIFEST cannot be read, every table, blob file and WAL in the
+/// directory is checked instead. Reads only.
 ///
 /// Tables are looked for in their table paths as `opts` gives them: `default`'s `cf_paths`,
 /// else `db_paths`, else the DB directory; the other families' in `db_paths` (or the DB
@@ -500,9 +597,13 @@ pub fn verify_db(opts: &Options, dir: &Path) -> Result<Vec<FileCheck>> {
     let recovered = VersionSet::recover(opts.fs.clone(), dir, &layout, &orders);
     let default_paths = crate::db::paths::family_paths(opts, opts, dir)?;
     let db_paths = crate::db::paths::db_level_paths(opts, dir);
+    let mut blobs: Vec<FileNumber> = Vec::new();
     let (tables, oldest_wal): (Vec<Result<PathBuf>>, FileNumber) = match recovered {
         Ok(vs) => {
             let mut tables: Vec<(FileNumber, Result<PathBuf>)> = Vec::new();
+            for f in vs.families().values() {
+                blobs.extend(f.current.blobs().numbers());
+            }
             for f in vs.families().values() {
                 let paths = if f.name == crate::column_family::DEFAULT_COLUMN_FAMILY_NAME {
                     &default_paths
@@ -544,6 +645,10 @@ pub fn verify_db(opts: &Options, dir: &Path) -> Result<Vec<FileCheck>> {
                 })
                 .collect();
             tables.sort_unstable();
+            blobs.extend(fs.list(dir)?.iter().filter_map(|n| match parse_file_name(n) {
+                Some(FileKind::Blob(b)) => Some(b),
+                _ => None,
+            }));
             (tables.into_iter().map(|n| Ok(table_path(dir, n))).collect(), FileNumber(0))
         }
     };
@@ -557,6 +662,13 @@ pub fn verify_db(opts: &Options, dir: &Path) -> Result<Vec<FileCheck>> {
             }
             Err(e) => checks.push(FileCheck { path: dir.to_path_buf(), result: Err(e) }),
         }
+    }
+    blobs.sort_unstable();
+    for b in blobs {
+        let path = crate::filename::blob_path(dir, b);
+        let result = read_blob_file(fs, &path)
+            .map(|f| format!("{} blob records of {} bytes", f.records.len(), f.record_bytes));
+        checks.push(FileCheck { path, result });
     }
     let wals = crate::db::files::find_wals(fs, dir, &wal_dir)?;
     for (_, path) in wals.into_iter().filter(|(n, _)| *n >= oldest_wal) {

@@ -24,6 +24,7 @@ pub mod perf;
 pub mod statistics;
 pub mod write_batch;
 
+pub(crate) mod blob;
 pub(crate) mod compaction;
 pub(crate) mod compat;
 pub(crate) mod db;
@@ -74,7 +75,9 @@ pub use error::{Error, ErrorKind, Result};
 pub use memtable::write_buffer_manager::CACHE_UNIT as WRITE_BUFFER_CACHE_UNIT;
 pub use memtable::WriteBufferManager;
 pub use merge_operator::MergeOperator;
-pub use options::{BlockBasedOptions, IterateBounds, MergeOperands, PrefixRange, SliceTransform};
+pub use options::{
+    BlobOptions, BlockBasedOptions, IterateBounds, MergeOperands, PrefixRange, SliceTransform,
+};
 pub use options::{
     BlockBasedTablePinningTier, BottommostLevelCompaction, CompactOptions, CompactionPri,
     CuckooTableOptions, DBPath, DataBlockIndexType, Env, FifoCompactOptions, FlushOptions,

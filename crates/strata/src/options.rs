@@ -19,9 +19,8 @@ use crate::snapshot::SnapshotHandle;
 use crate::sstable::{Cache, CompressionType, IndexType, TableOptions};
 use crate::util::checksum::ChecksumType;
 use crate::wal::WalRecoveryMode;
-pub use accepted::{
-    AcceptedOptions, BlobOptions, CompactOnDeletionCollector, CompressionOptions, TableHints,
-};
+pub use accepted::{AcceptedOptions, CompactOnDeletionCollector, CompressionOptions, TableHints};
+pub use blob::BlobOptions;
 pub use compact_opts::{
     BottommostLevelCompaction, CompactOptions, CompactionPri, FifoCompactOptions,
     UniversalCompactOptions, UniversalCompactionStopStyle, WaitForCompactOptions,
@@ -45,6 +44,7 @@ pub use table_factories::{
 use crate::version::levels::MAX_NUM_LEVELS;
 
 mod accepted;
+mod blob;
 mod compact_opts;
 mod comparator;
 mod db_path;
@@ -441,6 +441,8 @@ pub struct Options {
     /// RocksDB options accepted without effect, each documented with why that is safe
     /// ([`AcceptedOptions`]). Default: RocksDB's defaults.
     pub accepted: AcceptedOptions,
+    /// Key-value separation: values written to blob files (`BlobOptions`).
+    pub blob: BlobOptions,
     /// Where the DBs opened with these options (or clones of them) count their work: made by
     /// [`Options::enable_statistics`], read by `get_ticker_count`, `get_histogram_data` and
     /// `get_statistics` (`strata::statistics` has the contract). A DB-wide option: the
@@ -560,6 +562,7 @@ impl Default for Options {
             ttl: 0,
             info_logger: None,
             accepted: AcceptedOptions::default(),
+            blob: BlobOptions::default(),
         }
     }
 }
@@ -902,6 +905,7 @@ impl Options {
             ("ttl", self.ttl.to_string()),
         ];
         v.extend(self.accepted.describe());
+        v.extend(self.blob.describe());
         v
     }
 
@@ -943,6 +947,8 @@ impl Options {
             },
             tiered: self.compaction_options_tiered.clone(),
             write_buffer_size: self.write_buffer_size as u64,
+            blob_gc: (self.blob.enable_blob_gc && self.blob.blob_gc_force_threshold < 1.0)
+                .then_some((self.blob.blob_gc_age_cutoff, self.blob.blob_gc_force_threshold)),
         }
     }
 

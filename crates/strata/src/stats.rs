@@ -30,6 +30,10 @@ pub(crate) struct LevelStats {
     pub bytes_moved: u64,
     pub input_records: u64,
     pub dropped_records: u64,
+    /// Bytes written to blob files (RocksDB's `Wblob`).
+    pub bytes_written_blob: u64,
+    /// Bytes read from blob files by garbage collection (RocksDB's `Rblob`).
+    pub bytes_read_blob: u64,
 }
 
 impl LevelStats {
@@ -43,6 +47,8 @@ impl LevelStats {
         self.bytes_moved += o.bytes_moved;
         self.input_records += o.input_records;
         self.dropped_records += o.dropped_records;
+        self.bytes_written_blob += o.bytes_written_blob;
+        self.bytes_read_blob += o.bytes_read_blob;
     }
 
     fn minus(&self, o: &LevelStats) -> LevelStats {
@@ -56,6 +62,8 @@ impl LevelStats {
             bytes_moved: self.bytes_moved - o.bytes_moved,
             input_records: self.input_records - o.input_records,
             dropped_records: self.dropped_records - o.dropped_records,
+            bytes_written_blob: self.bytes_written_blob - o.bytes_written_blob,
+            bytes_read_blob: self.bytes_read_blob - o.bytes_read_blob,
         }
     }
 }
@@ -234,6 +242,15 @@ pub(crate) struct Stats {
     pub tickers: Tickers,
 }
 
+/// The blob files of the current version, for the report's `Blob file count` line: how
+/// many, their bytes, and the garbage among them.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct BlobShape {
+    pub files: usize,
+    pub bytes: u64,
+    pub garbage: u64,
+}
+
 /// Per-level facts the report needs from the current version.
 pub(crate) struct LevelShape {
     pub files: usize,
@@ -347,6 +364,7 @@ impl Stats {
         family: &str,
         shape: &[LevelShape],
         pending_compaction_bytes: u64,
+        blobs: BlobShape,
         db_wide: bool,
     ) -> String {
         let now = self.start.elapsed().as_secs_f64();
@@ -403,21 +421,35 @@ impl Stats {
             busy += fb;
             bytes += b;
             sum.add(st);
+            // As RocksDB: bytes written to tables and blob files, over the bytes that came in.
+            let written = st.bytes_written + st.bytes_written_blob;
             let wamp = if l == 0 {
-                ratio(st.bytes_written, flush)
+                ratio(written, flush)
             } else {
-                ratio(st.bytes_written, st.bytes_read_non_output)
+                ratio(written, st.bytes_read_non_output)
             };
             level_row(&mut s, &format!("L{l}"), f, fb, b, score, st, wamp);
         }
-        level_row(&mut s, "Sum", files, busy, bytes, 0.0, &sum, ratio(sum.bytes_written, flush));
+        let sum_written = sum.bytes_written + sum.bytes_written_blob;
+        level_row(&mut s, "Sum", files, busy, bytes, 0.0, &sum, ratio(sum_written, flush));
         let mut int_sum = LevelStats::default();
         for (l, st) in levels.iter().enumerate() {
             let prev = last.levels.get(l).copied().unwrap_or_default();
             int_sum.add(&st.minus(&prev));
         }
         let int_flush = flush - last.flush_bytes;
-        level_row(&mut s, "Int", 0, 0, 0, 0.0, &int_sum, ratio(int_sum.bytes_written, int_flush));
+        let int_written = int_sum.bytes_written + int_sum.bytes_written_blob;
+        level_row(&mut s, "Int", 0, 0, 0, 0.0, &int_sum, ratio(int_written, int_flush));
+        let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+        let live = blobs.bytes.saturating_sub(blobs.garbage);
+        let _ = writeln!(
+            s,
+            "\nBlob file count: {}, total size: {:.1} GB, garbage size: {:.1} GB, space amp: {:.1}",
+            blobs.files,
+            gib(blobs.bytes),
+            gib(blobs.garbage),
+            if live == 0 { 0.0 } else { blobs.bytes as f64 / live as f64 }
+        );
 
         // ---- Summary lines.
         let gb = |b: u64| b as f64 / (1u64 << 30) as f64;
@@ -579,8 +611,8 @@ fn level_row(
         if st.count == 0 { 0.0 } else { st.micros as f64 / 1e6 / st.count as f64 },
         human_number(st.input_records),
         human_number(st.dropped_records),
-        0.0,
-        0.0
+        gb(st.bytes_read_blob),
+        gb(st.bytes_written_blob)
     );
 }
 
@@ -676,7 +708,7 @@ mod tests {
             LevelShape { files: 0, being_compacted: 0, bytes: 0, score: 0.0 },
             LevelShape { files: 10, being_compacted: 1, bytes: 20 << 20, score: 0.0 },
         ];
-        let r = st.report("default", &shape, 0, true);
+        let r = st.report("default", &shape, 0, BlobShape::default(), true);
         assert!(r.contains("** Compaction Stats [default] **"));
         let lines: Vec<&str> = r.lines().collect();
         let sum = lines.iter().find(|l| l.trim_start().starts_with("Sum")).unwrap();

@@ -50,12 +50,16 @@ pub enum ValueType {
     SingleDeletion = 3,
     /// A range tombstone: the key is the range start, the value its exclusive end.
     RangeDeletion = 4,
+    /// A value kept in a blob file: the entry's value is a blob index (`blob::index`) naming
+    /// the file, offset, size and compression of the value. Only flushes and compactions
+    /// write it, into tables; write batches, memtables and WALs never hold it.
+    BlobIndex = 5,
 }
 
 impl ValueType {
     /// The type used when seeking: internal keys of one user key are ordered by descending
     /// (sequence, type), so seeking with the highest type finds every entry at or below `seq`.
-    pub const FOR_SEEK: ValueType = ValueType::RangeDeletion;
+    pub const FOR_SEEK: ValueType = ValueType::BlobIndex;
 
     /// Decodes a tag, `None` for an unknown one.
     #[inline]
@@ -66,6 +70,7 @@ impl ValueType {
             2 => Some(ValueType::Merge),
             3 => Some(ValueType::SingleDeletion),
             4 => Some(ValueType::RangeDeletion),
+            5 => Some(ValueType::BlobIndex),
             _ => None,
         }
     }

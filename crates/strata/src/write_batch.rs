@@ -335,6 +335,8 @@ impl WriteBatch {
                 ValueType::Deletion | ValueType::SingleDeletion => handler.delete(r.key),
                 ValueType::Merge => handler.merge(r.key, r.value),
                 ValueType::RangeDeletion => handler.delete_range(r.key, r.value),
+                // Never decoded from a batch (`next_entry` refuses it).
+                ValueType::BlobIndex => {}
             }
         }
     }
@@ -473,6 +475,8 @@ impl WriteBatch {
                 ValueType::Deletion | ValueType::SingleDeletion => handler.delete_cf(cf, r.key),
                 ValueType::Merge => handler.merge_cf(cf, r.key, r.value),
                 ValueType::RangeDeletion => handler.delete_range_cf(cf, r.key, r.value),
+                // Never decoded from a batch (`next_entry` refuses it).
+                ValueType::BlobIndex => {}
             }
         }
     }
@@ -828,6 +832,10 @@ fn decode_entry<'a>(r: &mut Reader<'a>) -> std::result::Result<Entry<'a>, (usize
             get_slice(r).ok_or_else(|| (at, format!("bad value in record with tag {tag}")))?
         }
         ValueType::Deletion | ValueType::SingleDeletion => &[],
+        // Only flushes and compactions write blob indexes, into tables.
+        ValueType::BlobIndex => {
+            return Err((at, format!("record tag {tag} (a blob index) is never in a batch")))
+        }
     };
     Ok(Entry::Record(BatchRecord { cf, value_type, key, value }))
 }
@@ -1110,6 +1118,7 @@ mod tests {
                         ValueType::Merge => again.merge(r.key, r.value),
                         ValueType::SingleDeletion => again.single_delete(r.key),
                         ValueType::RangeDeletion => again.delete_range(r.key, r.value),
+                        ValueType::BlobIndex => unreachable!("refused when decoded"),
                     }
                 }
                 // Varints may be over-long in the damaged input; the records must agree.

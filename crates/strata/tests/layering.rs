@@ -14,6 +14,7 @@ const LAYERS: &[&[&str]] = &[
     &["iterator", "wal"],
     &["sstable"],
     &["memtable", "version"],
+    &["blob"],
     &["compaction"],
     &["options"],
     &["db"],

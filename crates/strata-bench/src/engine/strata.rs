@@ -110,6 +110,27 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
             f.compression_type
         ),
     };
+    // BlobDB's flags: key-value separation (`strata::BlobOptions`).
+    o.blob = strata::BlobOptions {
+        enable_blob_files: f.enable_blob_files,
+        min_blob_size: f.min_blob_size,
+        blob_file_size: f.blob_file_size,
+        blob_compression_type: match Compression::parse(&f.blob_compression_type)? {
+            Compression::None => None,
+            Compression::Snappy => Some(CompressionType::Snappy),
+            Compression::Lz4 => Some(CompressionType::Lz4),
+            Compression::Zstd => Some(CompressionType::Zstd),
+            other => bail!(
+                "--blob_compression_type={}: strata supports none, snappy, lz4 and zstd \
+                 ({other:?} is not available)",
+                f.blob_compression_type
+            ),
+        },
+        enable_blob_gc: f.enable_blob_garbage_collection,
+        blob_gc_age_cutoff: f.blob_garbage_collection_age_cutoff,
+        blob_gc_force_threshold: f.blob_garbage_collection_force_threshold,
+        ..strata::BlobOptions::default()
+    };
     // db_bench: levels below --min_level_to_compress are not compressed (-1 or 0: all are).
     if f.min_level_to_compress > 0 {
         let below = usize::try_from(f.min_level_to_compress)?;

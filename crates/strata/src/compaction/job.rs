@@ -9,13 +9,14 @@ use super::below::Below;
 use super::cut::OutputCutter;
 use super::picker::CompactionPlan;
 use super::stream::{run_stream, StreamContext, StreamFilter, StreamStats};
+use crate::blob::{BlobFlow, BlobOutput, BlobWriteConfig};
 use crate::compaction_filter::{filter_for, CompactionFilterContext, CompactionFilterFactory};
 use crate::comparator::KeyOrder;
 use crate::env::FileSystem;
 use crate::error::Result;
-use crate::filename::table_path;
+use crate::filename::{blob_path, table_path};
 use crate::iterator::merging::MergingIterator;
-use crate::iterator::InternalIterator;
+use crate::iterator::{BlobFetch, InternalIterator};
 use crate::key::{make_internal_key, user_key};
 use crate::merge_operator::MergeOperator;
 use crate::range_del::{sort_tombstones, FragmentedTombstones, RangeTombstone};
@@ -60,6 +61,11 @@ pub(crate) struct JobEnv<'a> {
     /// With `versioned_keys`, the family's `full_history_ts_low` when set: versions below it
     /// that no read can reach are dropped (`stream::CollapsedHistory`).
     pub history: Option<super::stream::CollapsedHistory<'a>>,
+    /// How outputs write blob files (`crate::blob`), and where (the DB directory).
+    pub blob_config: BlobWriteConfig,
+    pub blob_dir: &'a std::path::Path,
+    /// Reads values kept in blob files (filter, merges, garbage collection).
+    pub blobs: Option<&'a dyn BlobFetch>,
 }
 
 /// Entries a job writes between two looks at the cancel flag.
@@ -96,7 +102,7 @@ pub(crate) fn run_job(env: &JobEnv<'_>, plan: &CompactionPlan) -> Result<JobResu
         stats.bytes_read_output += f.file_size;
     }
     let ranges = split_ranges(plan, env.max_subcompactions, env.version.order());
-    let results: Vec<Result<(Vec<FileMetaData>, StreamStats)>> = if ranges.len() == 1 {
+    let results: Vec<Result<RangeOutput>> = if ranges.len() == 1 {
         vec![run_range(env, plan, &ranges[0])]
     } else {
         std::thread::scope(|scope| {
@@ -113,14 +119,21 @@ pub(crate) fn run_job(env: &JobEnv<'_>, plan: &CompactionPlan) -> Result<JobResu
         })
     };
     let mut outputs = Vec::new();
+    let mut blob_files = Vec::new();
+    let (mut blob_in, mut blob_out) = (BlobFlow::default(), BlobFlow::default());
     let mut first_error = None;
     for r in results {
         match r {
-            Ok((files, s)) => {
+            Ok(o) => {
+                let s = o.stats;
                 stats.input_records += s.input_entries;
                 stats.dropped_records += s.dropped;
                 stats.cpu_micros += s.cpu_micros;
-                outputs.extend(files);
+                outputs.extend(o.files);
+                blob_files.extend(o.blob_files);
+                blob_in.merge(&o.blob_in);
+                blob_out.merge(&o.blob_out);
+                stats.bytes_read_blob += o.blob_read;
             }
             Err(e) => {
                 first_error.get_or_insert(e);
@@ -131,8 +144,16 @@ pub(crate) fn run_job(env: &JobEnv<'_>, plan: &CompactionPlan) -> Result<JobResu
         for f in &outputs {
             let _ = env.fs.remove(&table_path(env.dir, f.number));
         }
+        for b in &blob_files {
+            let _ = env.fs.remove(&blob_path(env.blob_dir, b.number));
+        }
         return Err(e);
     }
+    for b in &blob_files {
+        stats.bytes_written_blob += b.bytes;
+    }
+    edit.blob_garbage = blob_in.garbage(&blob_out);
+    edit.blob_files_added = blob_files;
     // An output holds data as new as its newest input's (FIFO's TTL reads this).
     let data_time = plan.all_inputs().map(|(_, f)| f.data_time).max().unwrap_or(0);
     for mut f in outputs {
@@ -250,11 +271,19 @@ fn input_range_tombstones(env: &JobEnv<'_>, plan: &CompactionPlan) -> Result<Vec
     Ok(out)
 }
 
-fn run_range(
-    env: &JobEnv<'_>,
-    plan: &CompactionPlan,
-    range: &KeyRange,
-) -> Result<(Vec<FileMetaData>, StreamStats)> {
+/// What one subcompaction wrote and counted.
+struct RangeOutput {
+    files: Vec<FileMetaData>,
+    stats: StreamStats,
+    blob_files: Vec<crate::version::edit::BlobFileAddition>,
+    /// Blob indexes read and written, by blob file.
+    blob_in: BlobFlow,
+    blob_out: BlobFlow,
+    /// Bytes garbage collection read from blob files.
+    blob_read: u64,
+}
+
+fn run_range(env: &JobEnv<'_>, plan: &CompactionPlan, range: &KeyRange) -> Result<RangeOutput> {
     let cpu_start = crate::util::cpu::thread_cpu_micros();
     let order = env.version.order();
     let tombstones = input_range_tombstones(env, plan)?;
@@ -277,6 +306,7 @@ fn run_range(
         start: range.start.as_deref(),
         end: range.end.as_deref(),
         order,
+        blob_in: (!env.version.blobs().is_empty()).then(BlobFlow::default),
     };
     let bottommost = plan.bottommost;
     let below = Below::new(plan, env.version);
@@ -289,16 +319,20 @@ fn run_range(
         range_dels: fragmented.as_ref(),
         zero_seqnos: plan.output_level > 0,
         history: env.history,
+        blobs: env.blobs,
     };
     let mut filter = env.filter.as_ref().and_then(|(f, c)| filter_for(Some(*f), c));
     let sf =
         filter.as_deref_mut().map(|f| StreamFilter { filter: f, level: plan.output_level as u32 });
     let mut out = OutputWriter::new(env, plan, kept, range);
     let result = run_stream(&mut input, &ctx, sf, |k, v| out.add(k, v));
+    let blob_in = input.blob_in.take().unwrap_or_default();
     match result.and_then(|s| out.finish().map(|files| (files, s))) {
-        Ok((files, mut s)) => {
-            s.cpu_micros = crate::util::cpu::thread_cpu_micros().saturating_sub(cpu_start);
-            Ok((files, s))
+        Ok(((files, blob_files), mut stats)) => {
+            stats.cpu_micros = crate::util::cpu::thread_cpu_micros().saturating_sub(cpu_start);
+            let blob_out = std::mem::take(&mut out.blobs.out_flow);
+            let blob_read = out.blobs.relocated_bytes;
+            Ok(RangeOutput { files, stats, blob_files, blob_in, blob_out, blob_read })
         }
         Err(e) => {
             out.abandon();
@@ -321,6 +355,8 @@ struct OutputWriter<'a> {
     range_end: Option<Vec<u8>>,
     /// Entries added since the cancel flag was last read.
     since_cancel_check: u32,
+    /// Moves values into blob files and keeps account of the tables' references.
+    blobs: BlobOutput<'a>,
 }
 
 impl<'a> OutputWriter<'a> {
@@ -345,6 +381,13 @@ impl<'a> OutputWriter<'a> {
                 env.version.order(),
             ),
             since_cancel_check: 0,
+            blobs: BlobOutput::new(
+                env.blob_config,
+                env.fs,
+                env.blob_dir,
+                env.new_file_number,
+                env.blobs,
+            ),
         }
     }
 
@@ -373,7 +416,8 @@ impl<'a> OutputWriter<'a> {
             self.open_output()?;
         }
         if let Some((b, _)) = &mut self.builder {
-            b.add(ikey, value)?;
+            let (k, v) = self.blobs.route(ikey, value)?;
+            b.add(k, v)?;
         }
         if new_user_key {
             self.last_user_key.clear();
@@ -408,12 +452,17 @@ impl<'a> OutputWriter<'a> {
         }
         self.lower = upper.map(<[u8]>::to_vec);
         if let Some((b, number)) = self.builder.take() {
-            self.done.push(FileMetaData::from_summary(number, b.finish()?));
+            let mut meta = FileMetaData::from_summary(number, b.finish()?);
+            meta.blob_refs = self.blobs.take_table_refs();
+            self.done.push(meta);
         }
         Ok(())
     }
 
-    fn finish(&mut self) -> Result<Vec<FileMetaData>> {
+    /// Finishes the last output; returns the tables and the blob files written.
+    fn finish(
+        &mut self,
+    ) -> Result<(Vec<FileMetaData>, Vec<crate::version::edit::BlobFileAddition>)> {
         let lower = self.lower.as_deref();
         let order = self.env.version.order();
         if self.builder.is_none()
@@ -424,11 +473,13 @@ impl<'a> OutputWriter<'a> {
         }
         let end = self.range_end.take();
         self.finish_current(end.as_deref())?;
+        // Blob files first: a table is durable only with the values it refers to.
+        let blob_files = self.blobs.finish()?;
         if !self.done.is_empty() {
             crate::kill_point!("compaction.sync_dir");
             self.env.fs.sync_dir(self.env.dir)?;
         }
-        Ok(std::mem::take(&mut self.done))
+        Ok((std::mem::take(&mut self.done), blob_files))
     }
 
     /// Removes every file this writer created.
@@ -439,6 +490,7 @@ impl<'a> OutputWriter<'a> {
         for f in self.done.drain(..) {
             let _ = self.env.fs.remove(&table_path(self.env.dir, f.number));
         }
+        self.blobs.abandon();
     }
 }
 
@@ -448,6 +500,26 @@ struct Bounded<'a> {
     start: Option<&'a [u8]>,
     end: Option<&'a [u8]>,
     order: &'a KeyOrder,
+    /// Counts the blob indexes read (when the input version has blob files).
+    blob_in: Option<BlobFlow>,
+}
+
+impl Bounded<'_> {
+    /// Counts the current entry if it is a blob index.
+    fn count(&mut self) {
+        if let Some(flow) = &mut self.blob_in {
+            if self.inner.valid()
+                && self.end.is_none_or(|e| self.order.lt(user_key(self.inner.key()), e))
+            {
+                let k = self.inner.key();
+                if crate::key::parse_internal_key(k)
+                    .is_some_and(|p| p.value_type == ValueType::BlobIndex)
+                {
+                    flow.count(user_key(k), self.inner.value());
+                }
+            }
+        }
+    }
 }
 
 impl InternalIterator for Bounded<'_> {
@@ -459,6 +531,7 @@ impl InternalIterator for Bounded<'_> {
             Some(s) => self.inner.seek(&make_internal_key(s, SeqNo::MAX, ValueType::FOR_SEEK)),
             None => self.inner.seek_to_first(),
         }
+        self.count();
     }
     fn seek_to_last(&mut self) {
         unreachable_direction();
@@ -471,6 +544,7 @@ impl InternalIterator for Bounded<'_> {
     }
     fn next(&mut self) {
         self.inner.next();
+        self.count();
     }
     fn prev(&mut self) {
         unreachable_direction();
@@ -552,6 +626,16 @@ mod tests {
             filter: None,
             versioned_keys: false,
             history: None,
+            blob_config: BlobWriteConfig {
+                min_blob_size: None,
+                file_size: 1 << 20,
+                compression: crate::sstable::CompressionType::None,
+                zstd_level: 3,
+                column_family: 0,
+                relocate_below: None,
+            },
+            blob_dir: std::path::Path::new("/db"),
+            blobs: None,
         };
         f(&env)
     }
@@ -615,7 +699,7 @@ mod tests {
             ];
             let mut outputs = Vec::new();
             for r in &ranges {
-                outputs.extend(run_range(env, &plan, r).unwrap().0);
+                outputs.extend(run_range(env, &plan, r).unwrap().files);
             }
             assert!(outputs.len() > 4, "several outputs: {}", outputs.len());
             let mut edit = VersionEdit::default();
@@ -734,7 +818,7 @@ mod tests {
                 max_compaction_bytes: u64::MAX,
                 output_path_id: 0,
             };
-            let (out, _) = run_range(env, &plan, &KeyRange { start: None, end: None }).unwrap();
+            let out = run_range(env, &plan, &KeyRange { start: None, end: None }).unwrap().files;
             let firsts: Vec<String> = out
                 .iter()
                 .map(|f| String::from_utf8(user_key(&f.smallest).to_vec()).unwrap())
@@ -771,7 +855,7 @@ mod tests {
                 output_path_id: 0,
             };
             let whole = KeyRange { start: None, end: None };
-            let (out, _) = run_range(env, &plan, &whole).unwrap();
+            let out = run_range(env, &plan, &whole).unwrap().files;
             assert_eq!(out.len(), 1, "a tombstone-only input still yields a file");
             assert_eq!(
                 env.tables
@@ -787,7 +871,7 @@ mod tests {
             plan.output_inputs = vec![data.clone()];
             plan.grandparents = Vec::new();
             plan.bottommost = true;
-            let (out, stats) = run_range(env, &plan, &whole).unwrap();
+            let RangeOutput { files: out, stats, .. } = run_range(env, &plan, &whole).unwrap();
             assert_eq!(out.len(), 1);
             assert_eq!(stats.output_entries, 2, "c dropped");
             assert!(env

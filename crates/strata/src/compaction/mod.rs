@@ -1,7 +1,8 @@
 //! Compaction: which entries survive ([`stream`]), which files to compact (a pure picker per
 //! style: [`picker`] leveled, [`universal`], [`fifo`], [`tiered`]; [`pick`] dispatches), running a plan
 //! ([`job`]), where its output files end ([`cut`]), which table path they go to
-//! ([`output_path`]) and whether a key has older data below the output ([`below`]).
+//! ([`output_path`]), whether a key has older data below the output ([`below`]), and the
+//! compactions that empty old blob files ([`blob_gc`]).
 
 use std::collections::HashSet;
 
@@ -11,6 +12,7 @@ use picker::{CompactionPlan, PickerOptions};
 use style::CompactionStyle;
 
 pub(crate) mod below;
+pub(crate) mod blob_gc;
 pub(crate) mod cut;
 pub(crate) mod fifo;
 pub(crate) mod filter_bits;
@@ -32,7 +34,9 @@ pub(crate) fn pick(
     now_secs: u64,
 ) -> Option<CompactionPlan> {
     match o.style {
-        CompactionStyle::Leveled => picker::pick_compaction(v, o, busy),
+        CompactionStyle::Leveled => picker::pick_compaction(v, o, busy).or_else(|| {
+            o.blob_gc.and_then(|(cutoff, force)| blob_gc::pick_forced(v, o, busy, cutoff, force))
+        }),
         CompactionStyle::Universal => universal::pick_universal(v, o, busy),
         CompactionStyle::Fifo => fifo::pick_fifo(v, o, busy, now_secs),
         CompactionStyle::Tiered => tiered::pick_tiered(v, o, busy),

@@ -64,6 +64,9 @@ pub(crate) struct PickerOptions {
     pub write_buffer_size: u64,
     /// The order of the family's keys (its versions' order).
     pub order: KeyOrder,
+    /// Forced blob garbage collection (leveled style): `(age cutoff, force threshold)` when
+    /// garbage collection is on and the threshold below 1 ([`super::blob_gc`]).
+    pub blob_gc: Option<(f64, f64)>,
 }
 
 impl PickerOptions {
@@ -88,6 +91,7 @@ impl PickerOptions {
             tiered: TieredCompactionOptions::default(),
             write_buffer_size: 64 << 20,
             order: KeyOrder::Bytewise,
+            blob_gc: None,
         }
     }
 }

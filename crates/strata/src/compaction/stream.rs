@@ -31,13 +31,17 @@
 //!   A deletion there is kept (a version of the key outside this compaction, written later
 //!   with an older timestamp, could otherwise come back).
 //!
+//! - a value kept in a blob file (an entry of type `BlobIndex`) is a value to these rules;
+//!   its bytes are read (`StreamContext::blobs`) only where they are needed: by the
+//!   compaction filter, or as the base of merge operands. A kept entry keeps its index.
+//!
 //! Invariant: for every live snapshot, a read over the output returns exactly what it returned
 //! over the input; so does the latest view, but for the keys the filter removed or changed.
 
 use crate::compaction_filter::{CompactionFilter, Decision};
 use crate::comparator::UserTimestamps;
 use crate::error::{Error, Result};
-use crate::iterator::InternalIterator;
+use crate::iterator::{BlobFetch, InternalIterator};
 use crate::key::{append_internal_key, parse_internal_key};
 use crate::merge_operator::MergeOperator;
 use crate::range_del::FragmentedTombstones;
@@ -60,6 +64,26 @@ pub(crate) struct StreamContext<'a> {
     pub zero_seqnos: bool,
     /// Set for a family with user-defined timestamps whose `full_history_ts_low` is set.
     pub history: Option<CollapsedHistory<'a>>,
+    /// Reads values kept in blob files, for the filter and merges (`None` where the input
+    /// holds none: a memtable).
+    pub blobs: Option<&'a dyn BlobFetch>,
+}
+
+impl StreamContext<'_> {
+    /// The value of the blob index `index` of `ukey`.
+    fn blob_value(&self, ukey: &[u8], index: &[u8]) -> Result<Vec<u8>> {
+        match self.blobs {
+            Some(b) => b.fetch(ukey, index),
+            None => Err(Error::corruption(
+                "",
+                0,
+                format!(
+                    "blob index of key {:?} where no blob file can be read",
+                    String::from_utf8_lossy(ukey)
+                ),
+            )),
+        }
+    }
 }
 
 /// The history a family with user-defined timestamps no longer serves: reads at a timestamp
@@ -268,17 +292,24 @@ fn flush_group(
             continue;
         }
         match t {
-            ValueType::Value => {
+            ValueType::Value | ValueType::BlobIndex => {
                 // Only the latest view can see this entry: the filter may decide its fate.
                 let decision = match filter.as_deref_mut() {
-                    Some(f) if s == ctx.snapshots.len() => f.filter.filter(f.level, ukey, v),
+                    Some(f) if s == ctx.snapshots.len() => {
+                        if t == ValueType::BlobIndex {
+                            let full = ctx.blob_value(ukey, v)?;
+                            f.filter.filter(f.level, ukey, &full)
+                        } else {
+                            f.filter.filter(f.level, ukey, v)
+                        }
+                    }
                     _ => Decision::Keep,
                 };
                 match decision {
                     Decision::Keep => out(value_seq(seq, s), t, v, stats)?,
                     Decision::Change(nv) => {
                         stats.filter_changed += 1;
-                        out(value_seq(seq, s), t, &nv, stats)?;
+                        out(value_seq(seq, s), ValueType::Value, &nv, stats)?;
                     }
                     Decision::Remove => {
                         stats.filter_removed += 1;
@@ -297,6 +328,7 @@ fn flush_group(
                 // Operands of this stripe, newest first, up to a base value or deletion.
                 let mut operands: Vec<&[u8]> = vec![v];
                 let mut base: Option<Option<&[u8]>> = None; // Some(None) = deletion
+                let mut fetched = None; // a base value kept in a blob file
                 let mut consumed = i + 1;
                 while consumed < end {
                     let (s2, t2, v2) = group.get(consumed);
@@ -309,6 +341,11 @@ fn flush_group(
                         ValueType::Merge => operands.push(v2),
                         ValueType::Value => {
                             base = Some(Some(v2));
+                            break;
+                        }
+                        ValueType::BlobIndex => {
+                            let v = ctx.blob_value(ukey, v2)?;
+                            base = Some(Some(fetched.insert(v).as_slice()));
                             break;
                         }
                         ValueType::Deletion | ValueType::SingleDeletion => {
@@ -459,6 +496,7 @@ mod tests {
                 is_bottom: &is_bottom,
                 range_dels: None,
                 history: None,
+                blobs: None,
                 zero_seqnos: (round / 2) % 2 == 0,
             };
             let mut out = Vec::new();
@@ -552,6 +590,7 @@ mod tests {
                 is_bottom: &is_bottom,
                 range_dels: None,
                 history: None,
+                blobs: None,
                 zero_seqnos: round % 2 == 0,
             };
             let mut f = ModFilter { calls: Vec::new() };
@@ -657,6 +696,7 @@ mod tests {
                 is_bottom: &is_bottom,
                 range_dels: Some(&frag),
                 history: None,
+                blobs: None,
                 zero_seqnos: round % 3 == 0,
             };
             let mut out = Vec::new();
@@ -710,6 +750,7 @@ mod tests {
                 is_bottom: &is_bottom,
                 range_dels: Some(&frag),
                 history: None,
+                blobs: None,
                 zero_seqnos: zero,
             };
             let mut out = Vec::new();

@@ -307,6 +307,9 @@ fn execute(inner: &DbInner, cfd: &Arc<Cfd>, plan: &CompactionPlan, manual: bool)
         filter,
         versioned_keys: cfd.opts.timestamps.is_some(),
         history,
+        blob_config: super::blob_files::write_config(cfd, Some(&version)),
+        blob_dir: &inner.dir,
+        blobs: Some(&*inner.blobs),
     };
     let rewrites = !plan.trivial_move && !plan.deletion;
     if rewrites {

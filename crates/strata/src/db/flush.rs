@@ -5,6 +5,7 @@ use std::thread::JoinHandle;
 
 use super::write::switch::switch_memtable;
 use super::{Cfd, DbInner};
+use crate::blob::{BlobOutput, BlobWriteConfig};
 use crate::compaction::stream::{run_stream, StreamContext, StreamFilter, StreamStats};
 use crate::compaction_filter::{
     filter_for, CompactionFilterContext, CompactionFilterFactory, TableFileCreationReason,
@@ -16,7 +17,7 @@ use crate::sstable::TableBuilder;
 use crate::statistics::{Histogram, Ticker};
 use crate::stats::LevelStats;
 use crate::types::FileNumber;
-use crate::version::edit::{FileMetaData, VersionEdit};
+use crate::version::edit::{BlobFileAddition, FileMetaData, VersionEdit};
 
 /// What a flush needs besides the memtable.
 pub(crate) struct FlushEnv<'a> {
@@ -27,7 +28,20 @@ pub(crate) struct FlushEnv<'a> {
     pub merge_operator: Option<&'a dyn crate::merge_operator::MergeOperator>,
     /// The family's compaction filter factory and what it is told of this run.
     pub filter: Option<(&'a dyn CompactionFilterFactory, CompactionFilterContext)>,
+    /// Where large values go (`None`: every value stays in the table).
+    pub blobs: Option<FlushBlobs<'a>>,
 }
+
+/// How a flush writes blob files.
+pub(crate) struct FlushBlobs<'a> {
+    pub config: BlobWriteConfig,
+    /// The DB directory.
+    pub dir: &'a std::path::Path,
+    pub new_file_number: &'a (dyn Fn() -> FileNumber + Sync),
+}
+
+/// A flushed memtable: its table, what the stream did, and the blob files written.
+pub(crate) type Flushed = (FileMetaData, StreamStats, Vec<BlobFileAddition>);
 
 /// Writes `mem` as table `number`, dropping versions no snapshot can see (nothing is treated
 /// as the bottom: older data may exist in tables); `None` when nothing is left to write. The
@@ -38,7 +52,7 @@ pub(crate) fn write_level0_table(
     env: &FlushEnv<'_>,
     mem: &Arc<MemTable>,
     number: FileNumber,
-) -> Result<Option<(FileMetaData, StreamStats)>> {
+) -> Result<Option<Flushed>> {
     super::background::catch_panic(|| build_level0_table(env, mem, number))
 }
 
@@ -46,7 +60,7 @@ fn build_level0_table(
     env: &FlushEnv<'_>,
     mem: &Arc<MemTable>,
     number: FileNumber,
-) -> Result<Option<(FileMetaData, StreamStats)>> {
+) -> Result<Option<Flushed>> {
     if mem.is_empty() {
         return Ok(None);
     }
@@ -62,14 +76,42 @@ fn build_level0_table(
         range_dels: range_dels.as_deref(),
         zero_seqnos: false,
         history: None,
+        blobs: None,
     };
     let mut filter = env.filter.as_ref().and_then(|(f, c)| filter_for(Some(*f), c));
     let sf = filter.as_deref_mut().map(|f| StreamFilter { filter: f, level: 0 });
     let mut it = mem.iter();
-    let stats = run_stream(&mut it, &ctx, sf, |k, v| builder.add(k, v))?;
-    for t in mem.range_tombstones() {
-        builder.add_range_tombstone(&t);
-    }
+    let mut blobs = env
+        .blobs
+        .as_ref()
+        .map(|b| BlobOutput::new(b.config, env.fs, b.dir, b.new_file_number, None));
+    let written = (|| {
+        let stats = run_stream(&mut it, &ctx, sf, |k, v| match &mut blobs {
+            Some(out) => {
+                let (k, v) = out.route(k, v)?;
+                builder.add(k, v)
+            }
+            None => builder.add(k, v),
+        })?;
+        for t in mem.range_tombstones() {
+            builder.add_range_tombstone(&t);
+        }
+        // Blob files first: the table is durable only with the values it refers to.
+        let added = match &mut blobs {
+            Some(out) => out.finish()?,
+            None => Vec::new(),
+        };
+        Ok((stats, added))
+    })();
+    let (stats, added) = match written {
+        Ok(w) => w,
+        Err(e) => {
+            if let Some(out) = &mut blobs {
+                out.abandon();
+            }
+            return Err(e);
+        }
+    };
     crate::kill_point!("sst.finish");
     let summary = builder.finish()?;
     if summary.num_entries == 0 && summary.properties.num_range_deletions == 0 {
@@ -80,7 +122,8 @@ fn build_level0_table(
     env.fs.sync_dir(env.dir)?;
     let mut meta = FileMetaData::from_summary(number, summary);
     meta.data_time = super::info_log::now_micros() / 1_000_000;
-    Ok(Some((meta, stats)))
+    meta.blob_refs = blobs.as_mut().map(BlobOutput::take_table_refs).unwrap_or_default();
+    Ok(Some((meta, stats, added)))
 }
 
 /// What a compaction filter factory is told of a flush (or of a memtable written at recovery).
@@ -164,6 +207,11 @@ fn flush_one(
     }
     // Flushes write to the family's first table path.
     let table_dir = cfd.table_dir(0, &inner.dir);
+    let new_blob_number = || inner.new_file_number();
+    // No version is held across the flush: a compaction finishing meanwhile must find its
+    // inputs unreferenced (`db/obsolete.rs`). A flush collects no garbage, so the config
+    // needs none.
+    let blob_config = super::blob_files::write_config(cfd, None);
     let env = FlushEnv {
         fs: inner.fs.as_ref(),
         dir: table_dir,
@@ -175,6 +223,11 @@ fn flush_one(
             .compaction_filter_factory
             .as_deref()
             .map(|f| (f, flush_filter_context(cfd.id, TableFileCreationReason::Flush))),
+        blobs: blob_config.min_blob_size.is_some().then_some(FlushBlobs {
+            config: blob_config,
+            dir: &inner.dir,
+            new_file_number: &new_blob_number,
+        }),
     };
     let cpu_start = crate::util::cpu::thread_cpu_micros();
     let meta = write_level0_table(&env, &mem, number);
@@ -188,13 +241,15 @@ fn flush_one(
     };
     let mut edit = VersionEdit::default();
     let mut level_stats = LevelStats { count: 1, cpu_micros, ..LevelStats::default() };
-    let written = meta.as_ref().map(|(m, _)| (m.number, m.num_entries, m.file_size));
-    if let Some((m, s)) = meta {
+    let written = meta.as_ref().map(|(m, _, _)| (m.number, m.num_entries, m.file_size));
+    if let Some((m, s, blobs)) = meta {
         level_stats.bytes_written = m.file_size;
+        level_stats.bytes_written_blob = blobs.iter().map(|b| b.bytes).sum();
         level_stats.input_records = s.input_entries;
         level_stats.dropped_records = s.dropped;
         edit.last_sequence = Some(m.largest_seqno);
         edit.new_files.push((0, m));
+        edit.blob_files_added = blobs;
     }
     // Counted before the install, which may wake a waiter on the flush: the flush's work (the
     // table written) is done.
@@ -256,9 +311,11 @@ fn flush_one(
     // install above changed while holding it, so no wake-up is lost.
     inner.bg_cv.notify_all();
     level_stats.micros = start.elapsed().as_micros() as u64;
-    cfd.stats
-        .flush_bytes
-        .fetch_add(level_stats.bytes_written, std::sync::atomic::Ordering::Relaxed);
+    // As RocksDB: a flush's bytes are its table's and its blob files'.
+    cfd.stats.flush_bytes.fetch_add(
+        level_stats.bytes_written + level_stats.bytes_written_blob,
+        std::sync::atomic::Ordering::Relaxed,
+    );
     cfd.stats.add_compaction(0, &level_stats);
     log_flush(inner, cfd, (mem_entries, mem_bytes), written, &level_stats);
     super::obsolete::delete_obsolete_wals(inner, edit.log_number.unwrap_or(keep_from));

@@ -245,6 +245,13 @@ fn validate(fs: &dyn FileSystem, path: &Path, order: &KeyOrder) -> Result<Candid
                 user_key(&largest)
             )));
         }
+        if p.value_type == ValueType::BlobIndex {
+            return Err(bad(format!(
+                "entry {:?} is a blob index (external files hold their values; blob files \
+                 belong to the DB that wrote them)",
+                p.user_key
+            )));
+        }
         if matches!(p.value_type, ValueType::Deletion | ValueType::SingleDeletion) {
             num_deletions += 1;
         }
@@ -440,6 +447,7 @@ fn install(
                     global_seqno: seq,
                     // Ingested files go to the family's first table path (`copy_in`).
                     path_id: 0,
+                    blob_refs: Vec::new(),
                 },
             ));
         }

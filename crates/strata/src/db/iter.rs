@@ -57,6 +57,8 @@ pub(crate) struct IterSource {
     /// The family's user-defined timestamps, if it has them, and its `full_history_ts_low`.
     timestamps: Option<Arc<crate::comparator::UserTimestamps>>,
     full_history_ts_low: Option<Vec<u8>>,
+    /// The DB's blob files.
+    blobs: Arc<crate::blob::BlobSource>,
 }
 
 impl IterSource {
@@ -77,6 +79,7 @@ impl IterSource {
             value_suffix: cfd.value_suffix,
             timestamps: cfd.opts.timestamps.clone(),
             full_history_ts_low: cfd.full_history_ts_low(),
+            blobs: inner.blobs.clone(),
         }
     }
 
@@ -102,7 +105,7 @@ impl IterSource {
             self.merge_operator.as_ref(),
             self.prefix_extractor,
             ro,
-            self.value_suffix,
+            &Values { suffix: self.value_suffix, blobs: &self.blobs },
         ))
     }
 
@@ -229,6 +232,7 @@ fn build_ts_iter(
             lower: ro.iterate_lower_bound.clone(),
             upper: ro.iterate_upper_bound.clone(),
             merge_operator: source.merge_operator.clone(),
+            blobs: source.blobs.clone(),
         },
     )))
 }
@@ -241,6 +245,13 @@ pub(crate) fn below_history(read_ts: &[u8], low: &[u8]) -> Error {
     ))
 }
 
+/// How a family's stored values become the user's: the bytes a TTL DB's values end with
+/// (`Cfd::value_suffix`), and the DB's blob files.
+struct Values<'a> {
+    suffix: usize,
+    blobs: &'a Arc<crate::blob::BlobSource>,
+}
+
 /// An iterator over super version `sv` at `sequence`, with the family's merge operator and
 /// prefix extractor and the read options `ro`.
 fn build_iter(
@@ -250,7 +261,7 @@ fn build_iter(
     merge_operator: Option<&Arc<dyn crate::merge_operator::MergeOperator>>,
     prefix_extractor: Option<crate::prefix::PrefixExtractor>,
     ro: &ReadOptions,
-    value_suffix: usize,
+    values: &Values<'_>,
 ) -> DbIter {
     if let Err(e) = ro.read_timestamp(None) {
         return error_iter(e);
@@ -288,8 +299,9 @@ fn build_iter(
             pin: Some(sv),
             range_dels: Some(RangeDelView::new(lists)),
             statistics: table_cache.statistics().cloned(),
-            value_suffix,
+            value_suffix: values.suffix,
             order,
+            blobs: Some(values.blobs.clone() as Arc<dyn crate::iterator::BlobFetch>),
         },
     )
 }
@@ -316,7 +328,7 @@ fn new_db_iter(inner: &DbInner, cfd: &Cfd, ro: &ReadOptions) -> DbIter {
         merge,
         cfd.opts.prefix_extractor,
         ro,
-        cfd.value_suffix,
+        &Values { suffix: cfd.value_suffix, blobs: &inner.blobs },
     )
 }
 

@@ -31,6 +31,7 @@
 //!   `purging` -> `versions`, `purging` -> `state` (`purging` is taken holding no lock).
 
 mod background;
+pub(crate) mod blob_files;
 pub(crate) mod capture;
 mod cf;
 mod compact;
@@ -276,6 +277,8 @@ pub(crate) struct DbInner {
     /// and by a property read; a leaf lock.
     pub delayed_rate: Mutex<write::rate::DelayedRate>,
     pub table_cache: Arc<TableCache>,
+    /// The DB's blob files, as reads and compactions read them (`crate::blob`).
+    pub blobs: Arc<crate::blob::BlobSource>,
     pub snapshots: Arc<SnapshotList>,
     pub stats: Arc<crate::stats::Stats>,
     /// `<db>/LOG`: options, recovery, flushes, compactions, stalls, errors, stats dumps.

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use super::wal_archive::{purge_archive, retire_wal};
 use super::DbInner;
 use crate::env::FileSystem;
-use crate::filename::{manifest_name, table_path, temp_path, wal_path, FileKind};
+use crate::filename::{blob_path, manifest_name, table_path, temp_path, wal_path, FileKind};
 use crate::types::FileNumber;
 
 /// What the current state keeps.
@@ -27,7 +27,7 @@ pub(crate) struct Keep {
     pub oldest_wal: FileNumber,
     /// The MANIFEST CURRENT names.
     pub manifest: FileNumber,
-    /// Tables some live version references.
+    /// Tables and blob files some live version references.
     pub live_tables: HashSet<FileNumber>,
     /// Obsolete WALs to delete even when WALs are archived (`db/wal_archive.rs`).
     pub never_archive: BTreeSet<FileNumber>,
@@ -39,6 +39,7 @@ fn obsolete_path(dir: &Path, kind: FileKind, keep: &Keep) -> Option<PathBuf> {
         FileKind::Manifest(n) if n != keep.manifest => Some(dir.join(manifest_name(n))),
         FileKind::Temp(n) => Some(temp_path(dir, n)),
         FileKind::Table(n) if !keep.live_tables.contains(&n) => Some(table_path(dir, n)),
+        FileKind::Blob(n) if !keep.live_tables.contains(&n) => Some(blob_path(dir, n)),
         _ => None,
     }
 }
@@ -124,18 +125,27 @@ pub(crate) fn delete_obsolete_wals(inner: &DbInner, log_number: FileNumber) {
     purge_archive(inner.fs.as_ref(), &inner.opts, &inner.wal_dir);
 }
 
-/// Deletes tables that were compacted away and that no live version references; the others
-/// wait for the versions (iterators) holding them to go. Returns how many it deleted.
+/// Deletes tables that were compacted away and blob files that left the versions, when no
+/// live version references them; the others wait for the versions (iterators) holding them
+/// to go. Returns how many it deleted.
 pub(crate) fn purge_obsolete_tables(inner: &DbInner) -> usize {
     let _purging = inner.purging.lock();
     if deletions_disabled(inner) {
         return 0; // the candidates stay listed for the purge after `enable_file_deletions`
     }
-    let candidates = std::mem::take(&mut inner.state.lock().obsolete_tables);
+    let mut candidates = std::mem::take(&mut inner.state.lock().obsolete_tables);
+    let live = {
+        let mut versions = inner.versions.lock();
+        let live = versions.live_files();
+        for n in versions.obsolete_blobs(&live) {
+            inner.blobs.evict(n);
+            candidates.push((n, blob_path(&inner.dir, n)));
+        }
+        live
+    };
     if candidates.is_empty() {
         return 0;
     }
-    let live = inner.versions.lock().live_files();
     let (keep, delete): (Vec<_>, Vec<_>) =
         candidates.into_iter().partition(|(n, _)| live.contains(n));
     let deleted = delete.len();

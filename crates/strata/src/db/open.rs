@@ -361,7 +361,10 @@ pub(crate) fn open(
     let keep = Keep {
         oldest_wal: oldest_needed_wal,
         manifest: versions.manifest_number(),
-        live_tables: version_files.iter().flat_map(|v| v.file_numbers()).collect(),
+        live_tables: version_files
+            .iter()
+            .flat_map(|v| v.file_numbers().chain(v.blobs().numbers()))
+            .collect(),
         never_archive: unsynced_wals.into_iter().collect(),
     };
     let found = Found { kinds: &kinds, wal_files: &wal_files, other_tables: &other_tables };
@@ -685,7 +688,7 @@ fn assemble(mut p: Parts<'_>) -> DbInner {
         default_cf,
         dir: p.dir.to_path_buf(),
         wal_dir: p.wal_dir,
-        fs: p.fs,
+        fs: p.fs.clone(),
         state: Mutex::new(state),
         purging: Mutex::new(()),
         file_deletions_disabled: std::sync::atomic::AtomicUsize::new(0),
@@ -720,6 +723,16 @@ fn assemble(mut p: Parts<'_>) -> DbInner {
         write_stopped: AtomicBool::new(false),
         write_delayed: AtomicBool::new(false),
         delayed_rate: Mutex::new(super::write::rate::DelayedRate::new(p.opts.delayed_write_rate)),
+        blobs: Arc::new(crate::blob::BlobSource::new(
+            p.fs.clone(),
+            p.dir.to_path_buf(),
+            p.opts.use_direct_reads,
+            match &p.opts.blob.blob_cache {
+                Some(c) => Some(CacheAccess::new(c.clone())),
+                None => p.table_cache.block_cache().cloned(),
+            },
+            p.opts.statistics.clone(),
+        )),
         table_cache: p.table_cache,
         snapshots: Arc::default(),
         stats: db_stats,

@@ -42,6 +42,8 @@ pub(crate) struct GetContext<'a> {
     pub covered_below: SeqNo,
     /// Pin a found value where it lies instead of copying it (`Lookup::FoundHere`).
     pub pin: bool,
+    /// Reads values kept in blob files (entries of type `BlobIndex`).
+    pub blobs: Option<&'a dyn crate::iterator::BlobFetch>,
 }
 
 impl<'a> GetContext<'a> {
@@ -53,6 +55,7 @@ impl<'a> GetContext<'a> {
             state: Lookup::Searching,
             covered_below: SeqNo::ZERO,
             pin: false,
+            blobs: None,
         }
     }
 
@@ -130,6 +133,20 @@ impl<'a> GetContext<'a> {
             }
             // Range tombstones live in their own structures, never on the point path.
             ValueType::RangeDeletion => true,
+            ValueType::BlobIndex => {
+                let v = match self.blobs {
+                    Some(b) => b.fetch(self.user_key, value),
+                    None => {
+                        Err(Error::corruption("", 0, "blob index where no blob file can be read"))
+                    }
+                };
+                self.state = match v {
+                    Ok(v) if self.operands.is_empty() => Lookup::Found(v),
+                    Ok(v) => self.merge(Some(&v)),
+                    Err(e) => Lookup::Failed(e),
+                };
+                false
+            }
         }
     }
 
@@ -193,7 +210,10 @@ impl<'a> GetContext<'a> {
     /// Attributes a decoding failure to the table it came from.
     fn name_file(&mut self, path: &std::path::Path) {
         if let Lookup::Failed(e) = &mut self.state {
-            if e.is_corruption() {
+            // A blob file's error already names its file.
+            let named = matches!(e, Error::Corruption { file, .. } | Error::ChecksumMismatch { file, .. }
+                if !file.as_os_str().is_empty());
+            if e.is_corruption() && !named {
                 let taken = std::mem::replace(e, Error::ShutdownInProgress);
                 *e = taken.with_file(path);
             }
@@ -346,6 +366,7 @@ pub(crate) fn get_at(
     pin: bool,
 ) -> Result<Option<DbPinnableSlice>> {
     let mut ctx = GetContext::new(key, cfd.opts.merge_operator.as_deref());
+    ctx.blobs = Some(&*inner.blobs);
     ctx.pin = pin;
     search(inner, sv, key, seq, opts, &mut ctx)?;
     let mut found = ctx.finish();
@@ -368,6 +389,7 @@ fn get_copied_at(
     opts: &ReadOptions,
 ) -> Result<Option<Vec<u8>>> {
     let mut ctx = GetContext::new(key, cfd.opts.merge_operator.as_deref());
+    ctx.blobs = Some(&*inner.blobs);
     search(inner, sv, key, seq, opts, &mut ctx)?;
     let mut found = ctx.finish_copied();
     if cfd.value_suffix > 0 {

@@ -117,7 +117,11 @@ pub(crate) fn recover_version_set(
 
     for k in kinds {
         match *k {
-            FileKind::Wal(n) | FileKind::Table(n) | FileKind::Manifest(n) | FileKind::Temp(n) => {
+            FileKind::Wal(n)
+            | FileKind::Table(n)
+            | FileKind::Blob(n)
+            | FileKind::Manifest(n)
+            | FileKind::Temp(n) => {
                 versions.mark_file_number_used(n);
             }
             FileKind::Current | FileKind::Identity | FileKind::Lock => {}
@@ -150,6 +154,23 @@ pub(crate) fn recover_version_set(
                 p => format!("table named by the MANIFEST is missing (its table path id is {p})"),
             };
             return Err(Error::corruption(f.path_in(dir), 0, reason));
+        }
+    }
+    // And every blob file, in the DB directory.
+    let blobs: HashSet<FileNumber> = kinds
+        .iter()
+        .filter_map(|k| match *k {
+            FileKind::Blob(n) => Some(n),
+            _ => None,
+        })
+        .collect();
+    for b in versions.families().values().flat_map(|fam| fam.current.blobs().numbers()) {
+        if !blobs.contains(&b) {
+            return Err(Error::corruption(
+                crate::filename::blob_path(dir, b),
+                0,
+                "blob file named by the MANIFEST is missing",
+            ));
         }
     }
 
@@ -216,6 +237,9 @@ impl FamilyReplay<'_> {
                     ),
                 )
             }),
+            // Tables written at recovery keep their values; later compactions move the
+            // large ones into blob files.
+            blobs: None,
         }
     }
 }
@@ -449,7 +473,7 @@ pub(crate) fn replay_wals(
                         full.mark_immutable();
                         let number = versions.new_file_number();
                         let env = f.flush_env(fs.as_ref());
-                        if let Some((meta, _)) = write_level0_table(&env, &full, number)? {
+                        if let Some((meta, _, _)) = write_level0_table(&env, &full, number)? {
                             f.out.new_files.push(meta);
                         }
                     }
@@ -531,7 +555,7 @@ pub(crate) fn replay_wals(
             for (m, _) in std::mem::take(&mut f.out.recovered) {
                 let number = versions.new_file_number();
                 let env = f.flush_env(fs.as_ref());
-                if let Some((meta, _)) = write_level0_table(&env, &m, number)? {
+                if let Some((meta, _, _)) = write_level0_table(&env, &m, number)? {
                     f.out.new_files.push(meta);
                 }
             }

@@ -44,6 +44,8 @@ pub(crate) struct TsCursor {
     lower: Option<Vec<u8>>,
     upper: Option<Vec<u8>>,
     merge_operator: Option<Arc<dyn MergeOperator>>,
+    /// Reads values kept in blob files (read as the cursor lands on them).
+    blobs: Arc<dyn crate::iterator::BlobFetch>,
     valid: bool,
     /// The current key (without timestamp), value and timestamp.
     key: Vec<u8>,
@@ -67,7 +69,12 @@ pub(crate) struct TsCursorParts {
     pub lower: Option<Vec<u8>>,
     pub upper: Option<Vec<u8>>,
     pub merge_operator: Option<Arc<dyn MergeOperator>>,
+    pub blobs: Arc<dyn crate::iterator::BlobFetch>,
 }
+
+/// The entry deciding a key when moving backward: its type, timestamp, value, and stored key
+/// (`key || timestamp`, which a blob's record holds).
+type Deciding = (ValueType, Vec<u8>, Vec<u8>, Vec<u8>);
 
 impl TsCursor {
     pub(crate) fn new(p: TsCursorParts) -> TsCursor {
@@ -81,6 +88,7 @@ impl TsCursor {
             lower: p.lower,
             upper: p.upper,
             merge_operator: p.merge_operator,
+            blobs: p.blobs,
             valid: false,
             key: Vec::new(),
             value: Vec::new(),
@@ -171,8 +179,16 @@ impl TsCursor {
                 return;
             }
             match value_type {
-                ValueType::Value => {
-                    self.value = self.inner.value().to_vec();
+                ValueType::Value | ValueType::BlobIndex => {
+                    self.value = if value_type == ValueType::BlobIndex {
+                        let stored_key = crate::key::user_key(self.inner.key());
+                        match self.blobs.fetch(stored_key, self.inner.value()) {
+                            Ok(v) => v,
+                            Err(e) => return self.fail(e),
+                        }
+                    } else {
+                        self.inner.value().to_vec()
+                    };
                     self.key = key;
                     self.ts = ts;
                     self.valid = true;
@@ -207,8 +223,9 @@ impl TsCursor {
             if self.before_lower(&group) {
                 return;
             }
-            // The key's entries, oldest first: the last visible one met decides.
-            let mut deciding: Option<(ValueType, Vec<u8>, Vec<u8>)> = None;
+            // The key's entries, oldest first: the last visible one met decides (with its
+            // stored key, which a blob's record holds).
+            let mut deciding: Option<Deciding> = None;
             while self.inner.valid() {
                 self.steps += 1;
                 let step = match self.entry() {
@@ -220,7 +237,8 @@ impl TsCursor {
                     Err(err) => return self.fail(err),
                     Ok(None) => break,
                     Ok(Some(Some((t, ts)))) => {
-                        deciding = Some((t, ts, self.inner.value().to_vec()));
+                        let stored_key = crate::key::user_key(self.inner.key()).to_vec();
+                        deciding = Some((t, ts, self.inner.value().to_vec(), stored_key));
                     }
                     Ok(Some(None)) => {}
                 }
@@ -230,10 +248,17 @@ impl TsCursor {
                 continue;
             }
             match deciding {
-                Some((ValueType::Value, ts, value)) => {
+                Some((t @ (ValueType::Value | ValueType::BlobIndex), ts, value, stored_key)) => {
+                    self.value = if t == ValueType::BlobIndex {
+                        match self.blobs.fetch(&stored_key, &value) {
+                            Ok(v) => v,
+                            Err(e) => return self.fail(e),
+                        }
+                    } else {
+                        value
+                    };
                     self.key = group;
                     self.ts = ts;
-                    self.value = value;
                     self.valid = true;
                     return;
                 }

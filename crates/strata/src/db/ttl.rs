@@ -207,6 +207,8 @@ pub(crate) fn stamp(batch: &WriteBatch, now: u64) -> Result<WriteBatch> {
                 ValueType::Deletion | ValueType::SingleDeletion => {
                     stamped.push_record(r.cf, r.value_type, r.key, None);
                 }
+                // Never decoded from a batch (`write_batch::next_entry` refuses it).
+                ValueType::BlobIndex => {}
             },
         }
     }

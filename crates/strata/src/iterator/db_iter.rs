@@ -5,7 +5,7 @@
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
-use super::InternalIterator;
+use super::{BlobFetch, InternalIterator};
 use crate::comparator::KeyOrder;
 use crate::error::{Error, Result};
 use crate::key::{append_internal_key, make_internal_key, parse_internal_key};
@@ -112,6 +112,15 @@ pub(crate) struct DbIter {
     value_suffix: usize,
     /// The order of the user keys.
     order: KeyOrder,
+    /// Reads values kept in blob files.
+    blobs: Option<Arc<dyn BlobFetch>>,
+    /// The current value (in `saved_value` or the inner iterator) is a blob index: `value`
+    /// reads the blob the first time it is asked for, into `blob_value`, so a scan of keys
+    /// never reads a blob file.
+    value_is_blob: bool,
+    /// The blob of the current entry once read, or the error reading it (then `status`
+    /// reports it, and the next move makes it the iterator's error).
+    blob_value: std::cell::OnceCell<Result<Vec<u8>>>,
 }
 
 /// What a DB iterator is built with.
@@ -131,6 +140,8 @@ pub(crate) struct DbIterOptions {
     pub value_suffix: usize,
     /// The order of the user keys.
     pub order: KeyOrder,
+    /// Reads values kept in blob files (none: the sources hold no blob index).
+    pub blobs: Option<Arc<dyn BlobFetch>>,
 }
 
 impl DbIterOptions {
@@ -147,6 +158,7 @@ impl DbIterOptions {
             statistics: None,
             value_suffix: 0,
             order: KeyOrder::Bytewise,
+            blobs: None,
         }
     }
 }
@@ -187,6 +199,9 @@ impl DbIter {
             _pin: o.pin,
             value_suffix: o.value_suffix,
             order: o.order,
+            blobs: o.blobs,
+            value_is_blob: false,
+            blob_value: std::cell::OnceCell::new(),
         }
     }
 
@@ -214,14 +229,54 @@ impl DbIter {
         &self.saved_key
     }
 
-    /// The current value; requires `valid()`.
+    /// The current value; requires `valid()`. A value kept in a blob file is read here, the
+    /// first time it is asked for; if that fails, the value is empty and `status` tells why.
     pub fn value(&self) -> &[u8] {
         debug_assert!(self.valid);
-        let v = if self.value_in_saved { &self.saved_value[..] } else { self.inner.value() };
-        &v[..v.len() - self.value_suffix]
+        let v = self.stored_value();
+        let v = if self.value_is_blob { self.blob(v) } else { v };
+        &v[..v.len().saturating_sub(self.value_suffix)]
+    }
+
+    /// The current entry's value as its source holds it (a blob index for a blob).
+    fn stored_value(&self) -> &[u8] {
+        if self.value_in_saved {
+            &self.saved_value[..]
+        } else {
+            self.inner.value()
+        }
+    }
+
+    /// The blob the index `index` of the current key points at.
+    #[cold]
+    fn blob(&self, index: &[u8]) -> &[u8] {
+        let got = self.blob_value.get_or_init(|| match &self.blobs {
+            Some(b) => b.fetch(&self.saved_key, index),
+            None => Err(Error::corruption("", 0, "blob index where no blob file can be read")),
+        });
+        match got {
+            Ok(v) => v,
+            Err(_) => &[],
+        }
+    }
+
+    /// Forgets the current entry's blob; a failed read of it becomes the iterator's error
+    /// (false: the move must not go on).
+    fn leave_blob(&mut self) -> bool {
+        self.value_is_blob = false;
+        match self.blob_value.take() {
+            Some(Err(e)) => {
+                self.fail(e);
+                false
+            }
+            _ => true,
+        }
     }
 
     pub fn status(&self) -> Result<()> {
+        if let Some(Err(e)) = self.blob_value.get() {
+            return Err(e.duplicate());
+        }
         match &self.error {
             Some(e) => Err(e.duplicate()),
             None => self.inner.status(),
@@ -239,7 +294,8 @@ impl DbIter {
     /// with the suffix.
     #[inline(always)]
     fn become_valid(&mut self) {
-        if self.value_suffix > 0 {
+        // A blob's length is known once it is read (`value`).
+        if self.value_suffix > 0 && !self.value_is_blob {
             self.become_valid_with_suffix();
         } else {
             self.valid = true;
@@ -457,6 +513,9 @@ impl DbIter {
 
     fn next_uncounted(&mut self) {
         debug_assert!(self.valid);
+        if !self.leave_blob() {
+            return;
+        }
         if self.direction == Direction::Reverse {
             self.direction = Direction::Forward;
             // The inner iterator is before the current key's entries: step onto them. With
@@ -489,7 +548,15 @@ impl DbIter {
     /// (`moved`), whether it found an entry (`found`) and its bytes.
     #[inline]
     fn count_move(&self, steps_before: u64, moved: Ticker, found: Ticker) {
-        let bytes = if self.valid { (self.key().len() + self.value().len()) as u64 } else { 0 };
+        // A blob not read yet counts as its index: counting must not read it.
+        let value_len = if self.value_is_blob && self.blob_value.get().is_none() {
+            self.stored_value().len()
+        } else if self.valid {
+            self.value().len()
+        } else {
+            0
+        };
+        let bytes = if self.valid { (self.key().len() + value_len) as u64 } else { 0 };
         let landed = u64::from(self.valid);
         let skipped = self.steps.saturating_sub(steps_before).saturating_sub(landed);
         perf_context::count(PerfMetric::InternalKeySkippedCount, skipped);
@@ -505,6 +572,9 @@ impl DbIter {
 
     fn prev_uncounted(&mut self) {
         debug_assert!(self.valid);
+        if !self.leave_blob() {
+            return;
+        }
         if self.direction == Direction::Forward {
             // Move the inner iterator before every entry of the current key.
             if !self.inner.valid() {
@@ -534,6 +604,8 @@ impl DbIter {
     fn find_next_user_entry(&mut self, mut skipping: bool) {
         self.valid = false;
         self.value_in_saved = false;
+        self.value_is_blob = false;
+        self.blob_value = std::cell::OnceCell::new();
         let mut hidden_run = 0usize;
         while self.inner.valid() {
             self.steps += 1;
@@ -589,9 +661,10 @@ impl DbIter {
                     skipping = true;
                     self.inner.next();
                 }
-                ValueType::Value => {
+                ValueType::Value | ValueType::BlobIndex => {
                     self.saved_key.clear();
                     self.saved_key.extend_from_slice(p.user_key);
+                    self.value_is_blob = p.value_type == ValueType::BlobIndex;
                     self.become_valid();
                     return;
                 }
@@ -644,6 +717,17 @@ impl DbIter {
                     self.inner.next();
                     break;
                 }
+                ValueType::BlobIndex => {
+                    match self.fetch_blob(self.inner.value()) {
+                        Ok(v) => base = Some(v),
+                        Err(e) => {
+                            self.fail(e);
+                            return;
+                        }
+                    }
+                    self.inner.next();
+                    break;
+                }
                 ValueType::Deletion | ValueType::SingleDeletion => {
                     self.inner.next();
                     break;
@@ -657,6 +741,14 @@ impl DbIter {
         }
         self.operands.reverse();
         self.finish_merge(&*op, base.as_deref());
+    }
+
+    /// Reads the blob `index` of the current key now (a merge's base value).
+    fn fetch_blob(&self, index: &[u8]) -> Result<Vec<u8>> {
+        match &self.blobs {
+            Some(b) => b.fetch(&self.saved_key, index),
+            None => Err(Error::corruption("", 0, "blob index where no blob file can be read")),
+        }
     }
 
     fn finish_merge(&mut self, op: &dyn MergeOperator, base: Option<&[u8]>) {
@@ -689,9 +781,13 @@ impl DbIter {
         }
         self.valid = false;
         self.value_in_saved = true;
+        self.value_is_blob = false;
+        self.blob_value = std::cell::OnceCell::new();
         let mut state = State::Deleted;
-        // The newest base value seen for the current key lives in `saved_value`.
+        // The newest base value seen for the current key lives in `saved_value` (a blob
+        // index when `base_is_blob`).
         let mut has_base = false;
+        let mut base_is_blob = false;
         self.operands.clear();
         while self.inner.valid() {
             self.steps += 1;
@@ -740,9 +836,10 @@ impl DbIter {
                         has_base = false;
                         self.operands.clear();
                     }
-                    ValueType::Value => {
+                    ValueType::Value | ValueType::BlobIndex => {
                         state = State::Value;
                         has_base = true;
+                        base_is_blob = p.value_type == ValueType::BlobIndex;
                         self.saved_value.clear();
                         self.saved_value.extend_from_slice(self.inner.value());
                         self.operands.clear();
@@ -764,7 +861,9 @@ impl DbIter {
             return;
         }
         if self.operands.is_empty() {
-            self.become_valid(); // a plain value, already in `saved_value`
+            // A plain value (or blob index), already in `saved_value`.
+            self.value_is_blob = base_is_blob;
+            self.become_valid();
             return;
         }
         let Some(op) = self.merge_operator.clone() else {
@@ -774,7 +873,16 @@ impl DbIter {
             )));
             return;
         };
-        let base = has_base.then(|| std::mem::take(&mut self.saved_value));
+        let mut base = has_base.then(|| std::mem::take(&mut self.saved_value));
+        if let (true, Some(index)) = (base_is_blob, &base) {
+            match self.fetch_blob(index) {
+                Ok(v) => base = Some(v),
+                Err(e) => {
+                    self.fail(e);
+                    return;
+                }
+            }
+        }
         self.finish_merge(&*op, base.as_deref());
     }
 }

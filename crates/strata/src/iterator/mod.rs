@@ -7,6 +7,16 @@ pub(crate) mod merging;
 
 use crate::error::Result;
 
+/// Reads values kept in blob files (`crate::blob`) for the layers below the one that knows
+/// them: the DB iterator, point reads and compactions get one to resolve entries of type
+/// `BlobIndex`.
+pub(crate) trait BlobFetch: Send + Sync {
+    /// The value of the entry of `user_key` whose stored value is the blob index `index`.
+    /// Damage (a bad index, a missing file, a record that fails its checks) is an error
+    /// naming the file and offset.
+    fn fetch(&self, user_key: &[u8], index: &[u8]) -> Result<Vec<u8>>;
+}
+
 /// A positioned cursor over entries sorted by [`crate::key::compare_internal`].
 ///
 /// Contract: after any positioning call the iterator is either valid (pointing at an entry) or

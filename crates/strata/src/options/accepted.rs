@@ -1,7 +1,7 @@
 //! RocksDB options Strata accepts and keeps without acting on them (`Options::accepted`).
 //!
 //! Each is a tuning hint for a mechanism Strata does not have (huge pages, mmap, an adaptive
-//! mutex, blob files, alternative table formats...) or one it does otherwise; none changes what
+//! mutex, alternative table formats...) or one it does otherwise; none changes what
 //! a read returns or what survives a crash. They are kept so that ported code compiles, the
 //! option-string parser round-trips them, and the info LOG shows what was asked. Every field
 //! says why ignoring it is safe; `docs/rocksdb-compat.md` has the table.
@@ -62,31 +62,6 @@ pub struct CompactOnDeletionCollector {
     pub deletion_trigger: usize,
     /// Share of deletions in the file that marks it (0: off).
     pub deletion_ratio: f64,
-}
-
-/// Blob (key-value separation) settings. Strata has no blob files: values always stay in the
-/// tables, which is what RocksDB returns too, so reads see the same data; only the space and
-/// write-amplification trade-off differs.
-#[derive(Clone, Debug, Default)]
-pub struct BlobOptions {
-    /// `enable_blob_files`.
-    pub enable_blob_files: bool,
-    /// `min_blob_size`.
-    pub min_blob_size: u64,
-    /// `blob_file_size` (RocksDB's default 256 MiB).
-    pub blob_file_size: u64,
-    /// `blob_compression_type`.
-    pub blob_compression_type: Option<CompressionType>,
-    /// `enable_blob_garbage_collection`.
-    pub enable_blob_gc: bool,
-    /// `blob_garbage_collection_age_cutoff`.
-    pub blob_gc_age_cutoff: f64,
-    /// `blob_garbage_collection_force_threshold`.
-    pub blob_gc_force_threshold: f64,
-    /// `blob_compaction_readahead_size`.
-    pub blob_compaction_readahead_size: u64,
-    /// `blob_cache`.
-    pub blob_cache: Option<Cache>,
 }
 
 /// The block-based table settings Strata keeps without acting on (see the module doc).
@@ -230,8 +205,6 @@ pub struct AcceptedOptions {
     pub dump_malloc_stats: bool,
     /// `experimental_mempurge_threshold`: memtables are always flushed whole.
     pub experimental_mempurge_threshold: f64,
-    /// Blob file settings.
-    pub blob: BlobOptions,
     /// `allow_ingest_behind`: kept; an ingestion asking for `ingest_behind` is refused with
     /// `NotSupported`, since Strata does not reserve the bottom level for it.
     pub allow_ingest_behind: bool,
@@ -301,7 +274,6 @@ impl Default for AcceptedOptions {
             arena_block_size: 0,
             dump_malloc_stats: false,
             experimental_mempurge_threshold: 0.0,
-            blob: BlobOptions { blob_file_size: 256 << 20, ..BlobOptions::default() },
             allow_ingest_behind: false,
             compact_on_deletion: None,
             avoid_unnecessary_blocking_io: false,
@@ -319,7 +291,6 @@ impl AcceptedOptions {
     /// The settings as `(name, value)` for the info LOG, with RocksDB's names and number
     /// formats (floats with six decimals) where its LOG has the line.
     pub(crate) fn describe(&self) -> Vec<(&'static str, String)> {
-        let b = &self.blob;
         vec![
             ("wal_compression", format!("{:?}", self.wal_compression)),
             ("compression_opts", format!("{:?}", self.compression_opts)),
@@ -397,17 +368,6 @@ impl AcceptedOptions {
                 "experimental_mempurge_threshold",
                 format!("{:.6}", self.experimental_mempurge_threshold),
             ),
-            ("enable_blob_files", b.enable_blob_files.to_string()),
-            ("min_blob_size", b.min_blob_size.to_string()),
-            ("blob_file_size", b.blob_file_size.to_string()),
-            ("blob_compression_type", format!("{:?}", b.blob_compression_type)),
-            ("enable_blob_garbage_collection", b.enable_blob_gc.to_string()),
-            ("blob_garbage_collection_age_cutoff", format!("{:.6}", b.blob_gc_age_cutoff)),
-            (
-                "blob_garbage_collection_force_threshold",
-                format!("{:.6}", b.blob_gc_force_threshold),
-            ),
-            ("blob_compaction_readahead_size", b.blob_compaction_readahead_size.to_string()),
             ("allow_ingest_behind", u8::from(self.allow_ingest_behind).to_string()),
             (
                 "table_properties_collectors",

@@ -326,27 +326,18 @@ pub(crate) const OPTIONS: &[Entry] = &[
         .accepted
         .max_sequential_skip_in_iterations =
         v),
-    opt!("enable_blob_files", true, bool_of, |o, v| o.accepted.blob.enable_blob_files = v),
-    opt!("min_blob_size", true, u64_of, |o, v| o.accepted.blob.min_blob_size = v),
-    opt!("blob_file_size", true, u64_of, |o, v| o.accepted.blob.blob_file_size = v),
-    opt!("blob_compression_type", true, compression_of, |o, v| o
-        .accepted
-        .blob
-        .blob_compression_type =
+    opt!("enable_blob_files", true, bool_of, |o, v| o.blob.enable_blob_files = v),
+    opt!("min_blob_size", true, u64_of, |o, v| o.blob.min_blob_size = v),
+    opt!("blob_file_size", true, u64_of, |o, v| o.blob.blob_file_size = v),
+    opt!("blob_compression_type", true, compression_of, |o, v| o.blob.blob_compression_type =
         Some(v)),
-    opt!("enable_blob_garbage_collection", true, bool_of, |o, v| o.accepted.blob.enable_blob_gc =
-        v),
-    opt!("blob_garbage_collection_age_cutoff", true, f64_of, |o, v| o
-        .accepted
-        .blob
-        .blob_gc_age_cutoff = v),
+    opt!("enable_blob_garbage_collection", true, bool_of, |o, v| o.blob.enable_blob_gc = v),
+    opt!("blob_garbage_collection_age_cutoff", true, f64_of, |o, v| o.blob.blob_gc_age_cutoff = v),
     opt!("blob_garbage_collection_force_threshold", true, f64_of, |o, v| o
-        .accepted
         .blob
         .blob_gc_force_threshold =
         v),
     opt!("blob_compaction_readahead_size", true, u64_of, |o, v| o
-        .accepted
         .blob
         .blob_compaction_readahead_size =
         v),

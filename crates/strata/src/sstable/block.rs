@@ -172,6 +172,23 @@ impl Block {
         }
     }
 
+    /// A value read from blob file offset `file_offset`, to be held by the block cache (which
+    /// holds one value type; blob values are charged to it like blocks). Never iterated: the
+    /// cache keys it by its blob file's number, which no table has. [`Block::bytes`] is the
+    /// value.
+    pub fn from_blob_value(value: Vec<u8>, file_offset: u64) -> Block {
+        Block {
+            data: value,
+            entries_end: 0,
+            num_restarts: 0,
+            file_offset,
+            user_keys: false,
+            filter: None,
+            hints: None,
+            order: KeyOrder::Bytewise,
+        }
+    }
+
     /// The filter, for a block made by [`Block::from_filter`].
     #[inline]
     pub fn filter(&self) -> Option<&BloomFilter> {

@@ -56,6 +56,8 @@ pub const ALL: &[&str] = &[
     "current.sync_dir",
     "sst.finish",
     "sst.sync_dir",
+    "blob.sync",
+    "blob.sync_dir",
     "flush.install",
     "compaction.sync_dir",
     "compaction.install",

@@ -44,7 +44,7 @@ use crate::db::capture::capture;
 use crate::db::Db;
 use crate::env::{parent_dir, write_file_synced, FileSystem};
 use crate::error::{Error, Result};
-use crate::filename::{manifest_name, table_file_name};
+use crate::filename::{blob_file_name, blob_path, manifest_name, table_file_name};
 use crate::options::Options;
 use crate::types::FileNumber;
 use crate::version::set::{set_current, write_manifest_for, Counters, FamilySnapshot};
@@ -124,8 +124,11 @@ impl BackupEngine {
         let fs = self.fs.as_ref();
         let mut files = Vec::new();
         for f in families.iter().flat_map(|f| f.version.files().map(|(_, t)| t)) {
-            files.push(self.store_table(&f.path_in(db.path()), f.number)?);
+            files.push(self.store_table(&f.path_in(db.path()), f.number, "sst")?);
             crate::kill_point!("backup.table");
+        }
+        for n in families.iter().flat_map(|f| f.version.blobs().numbers()) {
+            files.push(self.store_table(&blob_path(db.path(), n), n, "blob")?);
         }
         self.fs.sync_dir(&self.dir.join(SHARED))?;
         let private = self.dir.join(PRIVATE).join(id.to_string());
@@ -269,11 +272,12 @@ impl BackupEngine {
         decode_meta(id, &path, &data)
     }
 
-    /// Copies table `n` into `shared/` unless a copy with the same contents is there.
-    fn store_table(&self, src: &Path, n: FileNumber) -> Result<BackupFile> {
+    /// Copies table (or blob file, `ext` "blob") `n` into `shared/` unless a copy with the
+    /// same contents is there.
+    fn store_table(&self, src: &Path, n: FileNumber, ext: &str) -> Result<BackupFile> {
         let fs = self.fs.as_ref();
         let (size, crc) = file_crc(fs, src)?;
-        let stored = format!("{SHARED}/{n}_{crc:08x}_{size}.sst");
+        let stored = format!("{SHARED}/{n}_{crc:08x}_{size}.{ext}");
         let dst = self.dir.join(&stored);
         if !fs.exists(&dst) {
             let tmp = self.dir.join(format!("{stored}.tmp"));
@@ -288,7 +292,8 @@ impl BackupEngine {
             }
             fs.rename(&tmp, &dst)?;
         }
-        Ok(BackupFile { stored, name: table_file_name(n), size, crc })
+        let name = if ext == "blob" { blob_file_name(n) } else { table_file_name(n) };
+        Ok(BackupFile { stored, name, size, crc })
     }
 
     /// Removes `.tmp` files, private directories without a meta file, and unreferenced

@@ -42,7 +42,7 @@ use crate::db::capture::{capture, capture_with_wals, WalPart};
 use crate::db::Db;
 use crate::env::{copy_file, parent_dir, FileSystem};
 use crate::error::{Error, Result};
-use crate::filename::{identity_path, table_path, wal_path};
+use crate::filename::{blob_path, identity_path, table_path, wal_path};
 use crate::types::FileNumber;
 use crate::version::set::{write_manifest_for, Counters, FamilySnapshot};
 
@@ -180,6 +180,16 @@ fn write_checkpoint(
             tables_copied += 1;
         }
         crate::kill_point!("checkpoint.table");
+    }
+    // Blob files, as tables: linked where the file system can, else copied.
+    for n in families.iter().flat_map(|f| f.version.blobs().numbers()) {
+        let (src, dst) = (blob_path(db.path(), n), blob_path(&tmp, n));
+        if fs.link(&src, &dst).is_ok() {
+            tables_linked += 1;
+        } else {
+            copy_file(fs, &src, &dst)?;
+            tables_copied += 1;
+        }
     }
     // The checkpoint is the same DB: it keeps the source's id.
     let identity = identity_path(db.path());

@@ -42,7 +42,7 @@ use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::sstable::TableReader;
 use crate::types::{FileNumber, SeqNo, ValueType};
-use crate::version::edit::{FileMetaData, VersionEdit};
+use crate::version::edit::{BlobFileAddition, FileMetaData, VersionEdit};
 use crate::version::levels::Version;
 use crate::version::set::{write_manifest_for, Counters, FamilySnapshot};
 use crate::wal::reader::LogReader;
@@ -141,9 +141,11 @@ fn rebuild(opts: &Options, fs: &Arc<dyn FileSystem>, dir: &Path) -> Result<Repai
     let mut next = kinds
         .iter()
         .filter_map(|k| match *k {
-            FileKind::Wal(n) | FileKind::Table(n) | FileKind::Manifest(n) | FileKind::Temp(n) => {
-                Some(n.0)
-            }
+            FileKind::Wal(n)
+            | FileKind::Table(n)
+            | FileKind::Blob(n)
+            | FileKind::Manifest(n)
+            | FileKind::Temp(n) => Some(n.0),
             FileKind::Current | FileKind::Identity | FileKind::Lock => None,
         })
         .chain(wal_files.keys().map(|n| n.0))
@@ -170,10 +172,12 @@ fn rebuild(opts: &Options, fs: &Arc<dyn FileSystem>, dir: &Path) -> Result<Repai
         merge_operator: opts.merge_operator.as_deref(),
         // Repair salvages what is there; it does not run user filters.
         filter: None,
+        // Values stay in the tables: repair writes no blob files.
+        blobs: None,
     };
     let mut tables = found;
     let mut write_table = |mem: &Arc<MemTable>, report: &mut RepairReport| -> Result<()> {
-        if let Some((meta, _)) = write_level0_table(&env, mem, new_number())? {
+        if let Some((meta, _, _)) = write_level0_table(&env, mem, new_number())? {
             report.tables_from_wals.push(crate::filename::table_file_name(meta.number));
             tables.push((meta.number, 0));
         }
@@ -228,11 +232,35 @@ fn rebuild(opts: &Options, fs: &Arc<dyn FileSystem>, dir: &Path) -> Result<Repai
     tables.sort_unstable();
     let mut edit = VersionEdit::default();
     let mut last_sequence = SeqNo::ZERO;
+    // The blob files tables refer to, each opened once: its counts, or why it is unusable.
+    let mut blobs: std::collections::BTreeMap<
+        FileNumber,
+        std::result::Result<BlobFileAddition, String>,
+    > = std::collections::BTreeMap::new();
     for (n, path_id) in tables {
         let path = table_path(path_dir(path_id), n);
         let lost = path_dir(path_id).join(LOST_DIR);
         match scan_table(fs.as_ref(), &path, n, &opts.comparator) {
             Ok(Some(mut meta)) => {
+                let unusable = meta.blob_refs.iter().find_map(|&b| {
+                    let got = blobs.entry(b).or_insert_with(|| {
+                        let p = crate::filename::blob_path(dir, b);
+                        crate::blob::reader::BlobFileReader::open(fs.as_ref(), &p, false)
+                            .map(|r| BlobFileAddition {
+                                number: b,
+                                records: r.footer().records,
+                                bytes: r.footer().record_bytes,
+                            })
+                            .map_err(|e| e.to_string())
+                    });
+                    got.as_ref().err().map(|e| format!("refers to blob file {b}: {e}"))
+                });
+                if let Some(reason) = unusable {
+                    // Its blob values cannot be read: kept aside whole, never served wrong.
+                    move_to_lost(fs.as_ref(), &lost, &path)?;
+                    report.tables_dropped.push((file_name(&path), reason));
+                    continue;
+                }
                 meta.path_id = path_id;
                 if let Some(&g) = global_seqnos.get(&n) {
                     // The bounds as ingestion recorded them: every entry at `g`.
@@ -278,6 +306,13 @@ fn rebuild(opts: &Options, fs: &Arc<dyn FileSystem>, dir: &Path) -> Result<Repai
             }
         }
     }
+    let referenced: std::collections::BTreeSet<FileNumber> =
+        edit.new_files.iter().flat_map(|(_, f)| f.blob_refs.iter().copied()).collect();
+    edit.blob_files_added = blobs
+        .into_iter()
+        .filter(|(b, _)| referenced.contains(b))
+        .filter_map(|(_, a)| a.ok())
+        .collect();
     report.compacted = !l0_order_is_safe(&edit.new_files, &opts.comparator);
 
     // 3. The new MANIFEST, then CURRENT.
@@ -391,8 +426,15 @@ fn scan_table(
             largest = Some(k);
         }
     };
+    let mut blob_refs = std::collections::BTreeSet::new();
     for (_, h) in reader.data_blocks()? {
-        for (k, _) in reader.data_block_entries(h)? {
+        for (k, v) in reader.data_block_entries(h)? {
+            if crate::key::parse_internal_key(&k)
+                .is_some_and(|p| p.value_type == ValueType::BlobIndex)
+            {
+                let i = crate::blob::BlobIndex::decode(&v).map_err(|e| e.with_file(path))?;
+                blob_refs.insert(i.file);
+            }
             widen(k);
         }
     }
@@ -414,6 +456,7 @@ fn scan_table(
         data_time: 0,
         global_seqno: crate::types::SeqNo::ZERO,
         path_id: 0,
+        blob_refs: blob_refs.into_iter().collect(),
     }))
 }
 

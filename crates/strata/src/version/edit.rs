@@ -43,7 +43,22 @@
 //!                          written only when nonzero, so a DB whose tables are all at path 0
 //!                          encodes as before. Not safe to ignore: a reader without it would
 //!                          look for the file in the first directory)
+//!  16  BlobFileAdd         varint64 blob file number | varint64 records | varint64 record bytes
+//!                          (a blob file written by the edit's flush or compaction, or alive
+//!                          at the start of a MANIFEST; `docs/format/blob.md`)
+//!  17  BlobGarbage         varint64 blob file number | varint64 records | varint64 bytes
+//!                          (records of a blob file no table references any more, added to
+//!                          its garbage; a blob file added earlier in the same edit may be
+//!                          named)
+//!  18  BlobRefs            varint64 file number | varint32 count | count x varint64 blob
+//!                          file number, ascending (the blob files a table added earlier in
+//!                          the same edit holds indexes into; written only when it holds any)
 //! ```
+//! Blob files belong to the family of the edit (tag 9). A family's version holds a blob file
+//! from the edit adding it until no table of the version refers to it (tag 18); then it is
+//! gone from the version, with no record saying so, and deleted once no older version still
+//! read refers to it. Tags 16-18 are not safe to ignore: an older build would read tables
+//! with blob indexes, or delete live blob files.
 //!
 //! Tag values. on-disk: never change. Compatibility rule: a field an older reader may ignore is
 //! given a tag with the `SAFE_TO_IGNORE` bit and a length-prefixed payload, so the reader can
@@ -98,6 +113,26 @@ pub(crate) mod tag {
     pub const GLOBAL_SEQNO: u32 = 14;
     /// The table directory of a new file (see the module doc).
     pub const PATH_ID: u32 = 15;
+    /// Blob files (see the module doc).
+    pub const BLOB_FILE_ADD: u32 = 16;
+    pub const BLOB_GARBAGE: u32 = 17;
+    pub const BLOB_REFS: u32 = 18;
+}
+
+/// A blob file written whole: its number, records and their bytes (`docs/format/blob.md`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct BlobFileAddition {
+    pub number: FileNumber,
+    pub records: u64,
+    pub bytes: u64,
+}
+
+/// Records of a blob file that became garbage: their count and bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct BlobGarbage {
+    pub number: FileNumber,
+    pub records: u64,
+    pub bytes: u64,
 }
 
 /// Metadata of one SST file.
@@ -124,6 +159,8 @@ pub(crate) struct FileMetaData {
     /// into the family's `cf_paths`, else the DB's `db_paths`; 0 is the first (the DB
     /// directory when neither is set).
     pub path_id: u32,
+    /// The blob files the table holds indexes into, ascending (empty for most tables).
+    pub blob_refs: Vec<FileNumber>,
 }
 
 impl FileMetaData {
@@ -142,6 +179,7 @@ impl FileMetaData {
             data_time: 0,
             global_seqno: SeqNo::ZERO,
             path_id: 0,
+            blob_refs: Vec::new(),
         }
     }
 }
@@ -175,6 +213,10 @@ pub(crate) struct VersionEdit {
     pub cf_log_number: Option<FileNumber>,
     /// The family's `full_history_ts_low` (user-defined timestamps).
     pub full_history_ts_low: Option<Vec<u8>>,
+    /// Blob files written by the edit's flush or compaction.
+    pub blob_files_added: Vec<BlobFileAddition>,
+    /// Records of the family's blob files that became garbage.
+    pub blob_garbage: Vec<BlobGarbage>,
 }
 
 impl VersionEdit {
@@ -241,6 +283,18 @@ impl VersionEdit {
             put_varint32(buf, tag::FULL_HISTORY_TS_LOW);
             put_length_prefixed(buf, ts);
         }
+        for b in &self.blob_files_added {
+            put_varint32(buf, tag::BLOB_FILE_ADD);
+            put_varint64(buf, b.number.0);
+            put_varint64(buf, b.records);
+            put_varint64(buf, b.bytes);
+        }
+        for g in &self.blob_garbage {
+            put_varint32(buf, tag::BLOB_GARBAGE);
+            put_varint64(buf, g.number.0);
+            put_varint64(buf, g.records);
+            put_varint64(buf, g.bytes);
+        }
         for (level, number) in &self.deleted_files {
             put_varint32(buf, tag::DELETED_FILE);
             put_level(buf, *level);
@@ -273,6 +327,14 @@ impl VersionEdit {
                 put_varint32(buf, tag::PATH_ID);
                 put_varint64(buf, f.number.0);
                 put_varint32(buf, f.path_id);
+            }
+            if !f.blob_refs.is_empty() {
+                put_varint32(buf, tag::BLOB_REFS);
+                put_varint64(buf, f.number.0);
+                put_varint32(buf, f.blob_refs.len() as u32);
+                for b in &f.blob_refs {
+                    put_varint64(buf, b.0);
+                }
             }
         }
     }
@@ -354,6 +416,7 @@ impl VersionEdit {
                         data_time: 0,
                         global_seqno: SeqNo::ZERO,
                         path_id: 0,
+                        blob_refs: Vec::new(),
                     };
                     e.new_files.push((level, f));
                 }
@@ -401,6 +464,43 @@ impl VersionEdit {
                         return Err(d.err(format_args!("path id of file {number} appears twice")));
                     }
                     f.path_id = id;
+                }
+                tag::BLOB_FILE_ADD => {
+                    let number = FileNumber(d.u64("blob file number")?);
+                    let records = d.u64("blob file records")?;
+                    let bytes = d.u64("blob file bytes")?;
+                    e.blob_files_added.push(BlobFileAddition { number, records, bytes });
+                }
+                tag::BLOB_GARBAGE => {
+                    let number = FileNumber(d.u64("blob garbage file number")?);
+                    let records = d.u64("blob garbage records")?;
+                    let bytes = d.u64("blob garbage bytes")?;
+                    e.blob_garbage.push(BlobGarbage { number, records, bytes });
+                }
+                tag::BLOB_REFS => {
+                    let number = d.u64("blob refs file number")?;
+                    let n = d.r.varint32().ok_or_else(|| d.err("bad blob refs count"))?;
+                    let mut refs = Vec::with_capacity((n as usize).min(1024));
+                    for _ in 0..n {
+                        let b = FileNumber(d.u64("blob refs entry")?);
+                        if refs.last().is_some_and(|&l| l >= b) {
+                            return Err(
+                                d.err(format_args!("blob refs of file {number} not ascending"))
+                            );
+                        }
+                        refs.push(b);
+                    }
+                    let Some((_, f)) =
+                        e.new_files.iter_mut().rev().find(|(_, f)| f.number.0 == number)
+                    else {
+                        return Err(d.err(format_args!(
+                            "blob refs for file {number}, which the edit does not add"
+                        )));
+                    };
+                    if !f.blob_refs.is_empty() {
+                        return Err(d.err(format_args!("blob refs of file {number} appear twice")));
+                    }
+                    f.blob_refs = refs;
                 }
                 tag::FULL_HISTORY_TS_LOW => {
                     let ts = d.bytes("full_history_ts_low")?.to_vec();
@@ -511,6 +611,7 @@ mod tests {
             data_time: if n.is_multiple_of(2) { 1_700_000_000 + n } else { 0 },
             global_seqno: if n.is_multiple_of(3) { SeqNo(n + 7) } else { SeqNo::ZERO },
             path_id: if n % 4 == 1 { 3 } else { 0 },
+            blob_refs: if n % 2 == 1 { vec![FileNumber(2), FileNumber(n + 100)] } else { vec![] },
         }
     }
 
@@ -527,6 +628,12 @@ mod tests {
         e.add_file(0, FileMetaData { smallest: vec![0; 8], largest: vec![0xff; 8], ..file(9) });
         e.compact_cursors.push((2, make_internal_key(b"m", SeqNo(3), ValueType::Value)));
         e.full_history_ts_low = Some(7u64.to_le_bytes().to_vec());
+        e.blob_files_added.push(BlobFileAddition {
+            number: FileNumber(2),
+            records: 9,
+            bytes: 1 << 40,
+        });
+        e.blob_garbage.push(BlobGarbage { number: FileNumber(2), records: 1, bytes: 300 });
         e
     }
 
@@ -578,6 +685,7 @@ mod tests {
             ],
             [0x4008, 9, 10, 11, 12, 13, 14, 15, 0x4009]
         );
+        assert_eq!([tag::BLOB_FILE_ADD, tag::BLOB_GARBAGE, tag::BLOB_REFS], [16, 17, 18]);
         let mut e = VersionEdit::new();
         e.log_number = Some(FileNumber(5));
         e.delete_file(2, FileNumber(9));

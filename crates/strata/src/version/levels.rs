@@ -13,6 +13,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::blob_files::BlobFiles;
 use super::edit::{FileMetaData, VersionEdit};
 use super::fences::LevelFences;
 use super::paths::TablePaths;
@@ -82,6 +83,8 @@ pub(crate) struct Version {
     order: KeyOrder,
     /// The family's table directories, which resolve the path ids of the files an edit adds.
     paths: TablePaths,
+    /// The blob files the tables refer to (`version::blob_files`).
+    blobs: BlobFiles,
 }
 
 fn l0_order(a: &FileMetaData, b: &FileMetaData) -> Ordering {
@@ -96,7 +99,13 @@ impl Version {
             fences: (0..num_levels).map(|_| Arc::new(LevelFences::default())).collect(),
             order,
             paths: TablePaths::default(),
+            blobs: BlobFiles::default(),
         }
+    }
+
+    /// The blob files the version's tables refer to.
+    pub fn blobs(&self) -> &BlobFiles {
+        &self.blobs
     }
 
     /// The order of the family's keys.
@@ -199,7 +208,8 @@ impl Version {
                 _ => Arc::new(level_fences(&levels[level])),
             })
             .collect();
-        Ok(Version { levels, fences, order: self.order.clone(), paths: self.paths.clone() })
+        let blobs = self.blobs.apply(edit, levels.iter().flatten().map(|f| &f.meta))?;
+        Ok(Version { levels, fences, order: self.order.clone(), paths: self.paths.clone(), blobs })
     }
 
     /// Number of files at `level`.
@@ -240,6 +250,7 @@ impl Version {
     /// The edit that recreates this version from nothing (the start of a new MANIFEST).
     pub fn snapshot_edit(&self) -> VersionEdit {
         let mut e = VersionEdit::default();
+        self.blobs.snapshot_into(&mut e);
         for (level, f) in self.files() {
             e.new_files.push((level, (**f).clone()));
         }
@@ -286,6 +297,7 @@ mod tests {
             data_time: 0,
             global_seqno: crate::types::SeqNo::ZERO,
             path_id: 0,
+            blob_refs: Vec::new(),
         }
     }
 

@@ -1,5 +1,6 @@
 //! Versions of the LSM tree and the MANIFEST that records their changes.
 
+pub(crate) mod blob_files;
 pub(crate) mod edit;
 pub(crate) mod fences;
 pub(crate) mod level_iter;

@@ -6,7 +6,7 @@
 //! snapshot edit of the whole state; CURRENT is switched to it by writing a temporary file,
 //! syncing it, renaming it over CURRENT and syncing the directory.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
@@ -49,6 +49,9 @@ pub(crate) struct VersionSet {
     old_versions: Vec<Weak<Version>>,
     /// The key orders a family's recorded comparator name may name.
     orders: KnownOrders,
+    /// Every blob file some version installed since open held: those no live version holds
+    /// any more are obsolete ([`VersionSet::obsolete_blobs`]).
+    blob_files_seen: BTreeSet<FileNumber>,
 }
 
 /// One column family as the MANIFEST knows it.
@@ -140,6 +143,7 @@ impl VersionSet {
             manifest_number: FileNumber(0),
             old_versions: Vec::new(),
             orders,
+            blob_files_seen: BTreeSet::new(),
         }
     }
 
@@ -350,6 +354,7 @@ impl VersionSet {
             other => other,
         })?;
         let log_number = edit.cf_log_number.unwrap_or(family.log_number);
+        self.blob_files_seen.extend(edit.blob_files_added.iter().map(|b| b.number));
         if let Some(f) = self.families.get_mut(&cf) {
             let old = std::mem::replace(&mut f.current, Arc::new(version));
             f.log_number = log_number;
@@ -458,15 +463,34 @@ impl VersionSet {
         Ok(expected.starts_with(&data[..end]))
     }
 
-    /// Table files referenced by the current version or by any replaced version still alive.
+    /// Table and blob files referenced by the current version or by any replaced version
+    /// still alive.
     pub fn live_files(&mut self) -> std::collections::HashSet<FileNumber> {
         self.old_versions.retain(|w| w.strong_count() > 0);
-        let mut live: std::collections::HashSet<FileNumber> =
-            self.families.values().flat_map(|f| f.current.file_numbers()).collect();
+        let mut live: std::collections::HashSet<FileNumber> = std::collections::HashSet::new();
+        for f in self.families.values() {
+            live.extend(f.current.file_numbers());
+            live.extend(f.current.blobs().numbers());
+        }
         for v in self.old_versions.iter().filter_map(Weak::upgrade) {
             live.extend(v.file_numbers());
+            live.extend(v.blobs().numbers());
         }
         live
+    }
+
+    /// Blob files that left every version still alive (`live`, from [`Self::live_files`]):
+    /// taken off the list, for the caller to delete.
+    pub fn obsolete_blobs(
+        &mut self,
+        live: &std::collections::HashSet<FileNumber>,
+    ) -> Vec<FileNumber> {
+        let gone: Vec<FileNumber> =
+            self.blob_files_seen.iter().copied().filter(|n| !live.contains(n)).collect();
+        for n in &gone {
+            self.blob_files_seen.remove(n);
+        }
+        gone
     }
 
     /// Every table file referenced by the current version or by any replaced version still
@@ -597,7 +621,10 @@ fn snapshot_records(families: &[FamilySnapshot], counters: &Counters) -> Vec<Vec
         ..VersionEdit::default()
     };
     for f in families.iter().filter(|f| f.id == 0) {
-        first.new_files = f.version.snapshot_edit().new_files;
+        let snap = f.version.snapshot_edit();
+        first.new_files = snap.new_files;
+        first.blob_files_added = snap.blob_files_added;
+        first.blob_garbage = snap.blob_garbage;
         first.full_history_ts_low.clone_from(&f.full_history_ts_low);
         if families.len() > 1 {
             first.cf_log_number = Some(f.log_number);
@@ -608,12 +635,15 @@ fn snapshot_records(families: &[FamilySnapshot], counters: &Counters) -> Vec<Vec
     out.push(buf);
     for f in families.iter().filter(|f| f.id != 0) {
         let order = f.version.order();
+        let snap = f.version.snapshot_edit();
         let edit = VersionEdit {
             column_family: f.id,
             cf_add: Some(f.name.clone()),
             comparator: (!order.is_bytewise()).then(|| order.name().to_string()),
             cf_log_number: Some(f.log_number),
-            new_files: f.version.snapshot_edit().new_files,
+            new_files: snap.new_files,
+            blob_files_added: snap.blob_files_added,
+            blob_garbage: snap.blob_garbage,
             full_history_ts_low: f.full_history_ts_low.clone(),
             ..VersionEdit::default()
         };

@@ -6,6 +6,7 @@
 mod compaction_gate;
 
 mod backup;
+mod blob_files;
 mod checkpoint;
 mod direct_io;
 mod ingest_crash;

@@ -129,6 +129,7 @@ pub(crate) fn parse_shape(text: &str) -> (Version, PickerOptions, HashSet<FileNu
                             data_time,
                             global_seqno: SeqNo::ZERO,
                             path_id: 0,
+                            blob_refs: Vec::new(),
                         },
                     ));
                 }

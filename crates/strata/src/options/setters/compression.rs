@@ -88,8 +88,8 @@ impl Options {
             .collect();
     }
 
-    /// Compression of blob files: kept (no blob files, `BlobOptions`).
+    /// Compression of the values in blob files (`BlobOptions`).
     pub fn set_blob_compression_type(&mut self, val: CompressionType) {
-        self.accepted.blob.blob_compression_type = Some(val);
+        self.blob.blob_compression_type = Some(val);
     }
 }

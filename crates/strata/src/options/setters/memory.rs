@@ -87,43 +87,43 @@ impl Options {
         self.accepted.max_sequential_skip_in_iterations = num;
     }
 
-    /// `enable_blob_files`: kept; values stay in the tables (`BlobOptions`).
+    /// `enable_blob_files` (`BlobOptions`).
     pub fn set_enable_blob_files(&mut self, val: bool) {
-        self.accepted.blob.enable_blob_files = val;
+        self.blob.enable_blob_files = val;
     }
 
-    /// `min_blob_size`: kept.
+    /// `min_blob_size` (`BlobOptions`).
     pub fn set_min_blob_size(&mut self, val: u64) {
-        self.accepted.blob.min_blob_size = val;
+        self.blob.min_blob_size = val;
     }
 
-    /// `blob_file_size`: kept.
+    /// `blob_file_size` (`BlobOptions`).
     pub fn set_blob_file_size(&mut self, val: u64) {
-        self.accepted.blob.blob_file_size = val;
+        self.blob.blob_file_size = val;
     }
 
-    /// `enable_blob_garbage_collection`: kept.
+    /// `enable_blob_garbage_collection` (`BlobOptions`).
     pub fn set_enable_blob_gc(&mut self, val: bool) {
-        self.accepted.blob.enable_blob_gc = val;
+        self.blob.enable_blob_gc = val;
     }
 
-    /// `blob_garbage_collection_age_cutoff`: kept.
+    /// `blob_garbage_collection_age_cutoff` (`BlobOptions`).
     pub fn set_blob_gc_age_cutoff(&mut self, val: f64) {
-        self.accepted.blob.blob_gc_age_cutoff = val;
+        self.blob.blob_gc_age_cutoff = val;
     }
 
-    /// `blob_garbage_collection_force_threshold`: kept.
+    /// `blob_garbage_collection_force_threshold` (`BlobOptions`).
     pub fn set_blob_gc_force_threshold(&mut self, val: f64) {
-        self.accepted.blob.blob_gc_force_threshold = val;
+        self.blob.blob_gc_force_threshold = val;
     }
 
-    /// `blob_compaction_readahead_size`: kept.
+    /// `blob_compaction_readahead_size`: kept (`BlobOptions`).
     pub fn set_blob_compaction_readahead_size(&mut self, val: u64) {
-        self.accepted.blob.blob_compaction_readahead_size = val;
+        self.blob.blob_compaction_readahead_size = val;
     }
 
-    /// `blob_cache`: kept.
+    /// `blob_cache`: the cache blob values are kept in (`BlobOptions`).
     pub fn set_blob_cache(&mut self, cache: &Cache) {
-        self.accepted.blob.blob_cache = Some(cache.clone());
+        self.blob.blob_cache = Some(cache.clone());
     }
 }

@@ -494,6 +494,8 @@ impl<'db, DB> Transaction<'db, DB> {
                         "a transaction cannot take a range deletion".into(),
                     ))
                 }
+                // Never decoded from a batch (`write_batch::next_entry` refuses it).
+                (ValueType::BlobIndex, _) => {}
             }
         }
         Ok(())

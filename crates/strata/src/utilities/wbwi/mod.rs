@@ -142,6 +142,8 @@ impl WriteBatchWithIndex {
                 ValueType::Deletion | ValueType::SingleDeletion => ix.delete(r.key),
                 ValueType::Merge => ix.merge(r.key, r.value),
                 ValueType::RangeDeletion => ix.delete_range(r.key, r.value),
+                // Never decoded from a batch (`write_batch::next_entry` refuses it).
+                ValueType::BlobIndex => {}
             }
         }
     }

@@ -1,0 +1,35 @@
+//! Key-value separation: values of at least `min_blob_size` bytes are written by flushes and
+//! compactions to blob files (`NNNNNN.blob`, in the DB directory), and the tables keep a blob
+//! index in their place (an entry of type `BlobIndex`). A compaction then moves the small
+//! index instead of the value, so a large value is written about once instead of once per
+//! level.
+//!
+//! - Writing: [`writer::BlobOutput`] sits between the surviving entries of a flush or
+//!   compaction and its tables. Each table records the blob files it refers to
+//!   (`FileMetaData::blob_refs`), each edit the blob files written and the garbage made
+//!   (`version::edit`, tags 16-18).
+//! - Garbage: a compaction counts the indexes it reads and writes per blob file
+//!   ([`writer::BlobFlow`]); what it read and did not write is garbage. A blob file leaves
+//!   the version when no table refers to it (`version::blob_files`) and is deleted once no
+//!   version still read holds it. Garbage collection (`enable_blob_garbage_collection`)
+//!   rewrites, during compactions, the values still live in the oldest blob files
+//!   (`blob_garbage_collection_age_cutoff`), so those files empty out.
+//! - Reading: point reads, iterators (only when the value is asked for) and compaction
+//!   filters resolve indexes through [`reader::BlobSource`], which keeps the files open and
+//!   the values in the block cache.
+//! - Merge operands and deletions always stay in the tables; so does every value in a
+//!   memtable, a WAL or a write batch.
+//!
+//! Formats: `format.rs` (the file), `index.rs` (the index), mirrored in
+//! `docs/format/blob.md`.
+
+pub(crate) mod format;
+pub(crate) mod index;
+pub(crate) mod reader;
+#[cfg(test)]
+mod tests;
+pub(crate) mod writer;
+
+pub(crate) use index::BlobIndex;
+pub(crate) use reader::BlobSource;
+pub(crate) use writer::{BlobFlow, BlobOutput, BlobWriteConfig};

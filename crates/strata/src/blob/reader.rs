@@ -1,0 +1,168 @@
+//! Reading blob files: [`BlobFileReader`] reads one file's records; [`BlobSource`] is the
+//! DB's way to them, with the files kept open and values kept in the block cache.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::format::{self, Footer, Header, FOOTER_LEN, HEADER_LEN, RECORD_HEADER};
+use super::index::BlobIndex;
+use crate::cache::{CacheKey, Priority};
+use crate::env::{FileSystem, RandomAccessFile};
+use crate::error::{Error, Result};
+use crate::filename::blob_path;
+use crate::iterator::BlobFetch;
+use crate::sstable::cache_access::CacheAccess;
+use crate::sstable::compression::uncompress;
+use crate::sstable::{Block, CompressionType};
+use crate::statistics::{Statistics, Ticker};
+use crate::types::FileNumber;
+
+/// An open blob file whose header and footer checked out.
+pub(crate) struct BlobFileReader {
+    file: Arc<dyn RandomAccessFile>,
+    path: PathBuf,
+    size: u64,
+    footer: Footer,
+}
+
+impl BlobFileReader {
+    /// Opens `path`, checking its header and footer (a blob file is referred to only once
+    /// written whole).
+    pub fn open(fs: &dyn FileSystem, path: &Path, direct: bool) -> Result<BlobFileReader> {
+        let file = if direct { fs.open_direct(path)? } else { fs.open(path)? };
+        let size = file.len();
+        if size < (HEADER_LEN + FOOTER_LEN) as u64 {
+            return Err(Error::corruption(
+                path,
+                0,
+                format!("blob file of {size} bytes is shorter than a header and footer"),
+            ));
+        }
+        Header::decode(path, &file.read_exact_at(0, HEADER_LEN)?)?;
+        let at = size - FOOTER_LEN as u64;
+        let footer = Footer::decode(path, at, &file.read_exact_at(at, FOOTER_LEN)?)?;
+        Ok(BlobFileReader { file, path: path.to_path_buf(), size, footer })
+    }
+
+    pub fn footer(&self) -> &Footer {
+        &self.footer
+    }
+
+    /// The value of `key` at `index`: reads its whole record, checks it (lengths, key,
+    /// checksum) and uncompresses the value.
+    pub fn read(&self, key: &[u8], index: &BlobIndex) -> Result<Vec<u8>> {
+        let head = (RECORD_HEADER + key.len()) as u64;
+        let end = index.offset.checked_add(index.size);
+        let in_bounds = index.offset >= HEADER_LEN as u64 + head
+            && end.is_some_and(|e| e <= self.size - FOOTER_LEN as u64);
+        if !in_bounds || index.size > u64::from(u32::MAX) {
+            return Err(Error::corruption(
+                &self.path,
+                index.offset,
+                format!(
+                    "blob index points at {} bytes at offset {} for a {}-byte key, outside the \
+                     records of this {}-byte file",
+                    index.size,
+                    index.offset,
+                    key.len(),
+                    self.size
+                ),
+            ));
+        }
+        let start = index.offset - head;
+        let len = (head + index.size) as usize;
+        let mut out: Result<Vec<u8>> = Err(Error::corruption(&self.path, start, "unread"));
+        self.file.read_exact_with(start, len, &mut |rec| {
+            let size = index.size as usize;
+            out = format::check_record(&self.path, start, &rec, key, size, index.compression)
+                .and_then(|stored| match index.compression {
+                    CompressionType::None => Ok(stored.to_vec()),
+                    c => uncompress(c, stored, index.offset).map_err(|e| match e {
+                        Error::Corruption { offset, reason, .. } => {
+                            Error::corruption(&self.path, offset, reason)
+                        }
+                        other => other,
+                    }),
+                });
+        })?;
+        out
+    }
+}
+
+/// The DB's blob files as readers see them.
+pub(crate) struct BlobSource {
+    fs: Arc<dyn FileSystem>,
+    dir: PathBuf,
+    direct: bool,
+    readers: Mutex<HashMap<FileNumber, Arc<BlobFileReader>>>,
+    cache: Option<CacheAccess>,
+    statistics: Option<Arc<Statistics>>,
+}
+
+impl BlobSource {
+    /// Blob files in `dir` (the DB directory), read through `fs` (with direct I/O when
+    /// `direct`), values kept in `cache` when given.
+    pub fn new(
+        fs: Arc<dyn FileSystem>,
+        dir: PathBuf,
+        direct: bool,
+        cache: Option<CacheAccess>,
+        statistics: Option<Arc<Statistics>>,
+    ) -> BlobSource {
+        BlobSource { fs, dir, direct, readers: Mutex::new(HashMap::new()), cache, statistics }
+    }
+
+    fn reader(&self, n: FileNumber) -> Result<Arc<BlobFileReader>> {
+        if let Some(r) = self.readers.lock().get(&n) {
+            return Ok(r.clone());
+        }
+        let path = blob_path(&self.dir, n);
+        let r = Arc::new(BlobFileReader::open(self.fs.as_ref(), &path, self.direct)?);
+        Ok(self.readers.lock().entry(n).or_insert(r).clone())
+    }
+
+    /// Closes blob file `n` (it is being deleted). Its values left in the cache are never
+    /// looked up again and age out.
+    pub fn evict(&self, n: FileNumber) {
+        self.readers.lock().remove(&n);
+    }
+
+    /// The value at `index` of `key`, from the cache or the file.
+    pub fn get(&self, key: &[u8], index: &BlobIndex) -> Result<Vec<u8>> {
+        let ck = self
+            .cache
+            .as_ref()
+            .map(|c| (c, CacheKey { owner: c.owner, file: index.file.0, offset: index.offset }));
+        if let Some((c, k)) = &ck {
+            if let Some(b) = c.cache.lookup(k) {
+                self.tick(Ticker::BlobDbCacheHit, 1);
+                return Ok(b.bytes().to_vec());
+            }
+            self.tick(Ticker::BlobDbCacheMiss, 1);
+        }
+        let v = self.reader(index.file)?.read(key, index)?;
+        self.tick(Ticker::BlobDbBlobFileBytesRead, index.size);
+        if let Some((c, k)) = ck {
+            let block = Arc::new(Block::from_blob_value(v.clone(), index.offset));
+            let charge = block.memory_size();
+            c.cache.insert(k, block, charge, Priority::Low);
+        }
+        Ok(v)
+    }
+
+    fn tick(&self, t: Ticker, n: u64) {
+        if let Some(s) = &self.statistics {
+            s.tick(t, n);
+        }
+    }
+}
+
+impl BlobFetch for BlobSource {
+    fn fetch(&self, user_key: &[u8], index: &[u8]) -> Result<Vec<u8>> {
+        let i = BlobIndex::decode(index)?;
+        self.get(user_key, &i)
+    }
+}

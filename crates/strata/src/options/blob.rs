@@ -1,0 +1,71 @@
+//! Key-value separation settings (RocksDB's integrated BlobDB options, `crate::blob`).
+
+use crate::sstable::{Cache, CompressionType};
+
+/// Blob file settings of a family: which values flushes and compactions write to blob
+/// files, and how garbage collection empties old ones. Changed with `set_options`, they take
+/// effect at the next flush or compaction.
+#[derive(Clone, Debug)]
+pub struct BlobOptions {
+    /// `enable_blob_files`: values of at least `min_blob_size` bytes go to blob files.
+    /// Default: false.
+    pub enable_blob_files: bool,
+    /// `min_blob_size`. Default: 0 (every value).
+    pub min_blob_size: u64,
+    /// `blob_file_size`: a blob file is finished once it holds this many bytes. Default:
+    /// 256 MiB.
+    pub blob_file_size: u64,
+    /// `blob_compression_type`: compression of each value in a blob file (`None`: none).
+    pub blob_compression_type: Option<CompressionType>,
+    /// `enable_blob_garbage_collection`: compactions rewrite the values still live in the
+    /// oldest blob files. Default: false.
+    pub enable_blob_gc: bool,
+    /// `blob_garbage_collection_age_cutoff`: the share of blob files (oldest first) whose
+    /// values compactions rewrite. Default: 0.25.
+    pub blob_gc_age_cutoff: f64,
+    /// `blob_garbage_collection_force_threshold`: when the blob files under the age cutoff
+    /// are at least this share garbage, the tables referring to the oldest of them are
+    /// compacted (to empty it) even when no compaction is due. Default: 1.0 (never).
+    pub blob_gc_force_threshold: f64,
+    /// `blob_compaction_readahead_size`: accepted; blob reads of compactions are single
+    /// record reads.
+    pub blob_compaction_readahead_size: u64,
+    /// `blob_cache`: a cache for blob values apart from the block cache (default: values
+    /// are kept in the block cache).
+    pub blob_cache: Option<Cache>,
+}
+
+impl Default for BlobOptions {
+    fn default() -> Self {
+        BlobOptions {
+            enable_blob_files: false,
+            min_blob_size: 0,
+            blob_file_size: 256 << 20,
+            blob_compression_type: None,
+            enable_blob_gc: false,
+            blob_gc_age_cutoff: 0.25,
+            blob_gc_force_threshold: 1.0,
+            blob_compaction_readahead_size: 0,
+            blob_cache: None,
+        }
+    }
+}
+
+impl BlobOptions {
+    /// The settings as `(name, value)` for the info LOG, with RocksDB's names.
+    pub(crate) fn describe(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("enable_blob_files", self.enable_blob_files.to_string()),
+            ("min_blob_size", self.min_blob_size.to_string()),
+            ("blob_file_size", self.blob_file_size.to_string()),
+            ("blob_compression_type", format!("{:?}", self.blob_compression_type)),
+            ("enable_blob_garbage_collection", self.enable_blob_gc.to_string()),
+            ("blob_garbage_collection_age_cutoff", format!("{:.6}", self.blob_gc_age_cutoff)),
+            (
+                "blob_garbage_collection_force_threshold",
+                format!("{:.6}", self.blob_gc_force_threshold),
+            ),
+            ("blob_compaction_readahead_size", self.blob_compaction_readahead_size.to_string()),
+        ]
+    }
+}
