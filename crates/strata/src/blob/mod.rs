@@ -16,7 +16,7 @@
 //!   (`blob_garbage_collection_age_cutoff`), so those files empty out.
 //! - Reading: point reads, iterators (only when the value is asked for) and compaction
 //!   filters resolve indexes through [`reader::BlobSource`], which keeps the files open and
-//!   the values in the block cache.
+//!   the values in the block cache; reads in file order read ahead ([`readahead`]).
 //! - Merge operands and deletions always stay in the tables; so does every value in a
 //!   memtable, a WAL or a write batch.
 //!
@@ -25,6 +25,7 @@
 
 pub(crate) mod format;
 pub(crate) mod index;
+pub(crate) mod readahead;
 pub(crate) mod reader;
 #[cfg(test)]
 mod tests;

@@ -22,6 +22,8 @@ use crate::types::FileNumber;
 
 /// An open blob file whose header and footer checked out.
 pub(crate) struct BlobFileReader {
+    /// Tells this open file from every other (`super::readahead`).
+    id: u64,
     file: Arc<dyn RandomAccessFile>,
     path: PathBuf,
     size: u64,
@@ -30,9 +32,9 @@ pub(crate) struct BlobFileReader {
 
 impl BlobFileReader {
     /// Opens `path`, checking its header and footer (a blob file is referred to only once
-    /// written whole).
-    pub fn open(fs: &dyn FileSystem, path: &Path, direct: bool) -> Result<BlobFileReader> {
-        let file = if direct { fs.open_direct(path)? } else { fs.open(path)? };
+    /// written whole). Direct I/O is the file system's choice (`env::table_files`).
+    pub fn open(fs: &dyn FileSystem, path: &Path) -> Result<BlobFileReader> {
+        let file = fs.open(path)?;
         let size = file.len();
         if size < (HEADER_LEN + FOOTER_LEN) as u64 {
             return Err(Error::corruption(
@@ -44,7 +46,8 @@ impl BlobFileReader {
         Header::decode(path, &file.read_exact_at(0, HEADER_LEN)?)?;
         let at = size - FOOTER_LEN as u64;
         let footer = Footer::decode(path, at, &file.read_exact_at(at, FOOTER_LEN)?)?;
-        Ok(BlobFileReader { file, path: path.to_path_buf(), size, footer })
+        let id = super::readahead::new_file_id();
+        Ok(BlobFileReader { id, file, path: path.to_path_buf(), size, footer })
     }
 
     pub fn footer(&self) -> &Footer {
@@ -52,7 +55,8 @@ impl BlobFileReader {
     }
 
     /// The value of `key` at `index`: reads its whole record, checks it (lengths, key,
-    /// checksum) and uncompresses the value.
+    /// checksum) and uncompresses the value. Reads in file order read ahead
+    /// (`super::readahead`).
     pub fn read(&self, key: &[u8], index: &BlobIndex) -> Result<Vec<u8>> {
         let head = (RECORD_HEADER + key.len()) as u64;
         let end = index.offset.checked_add(index.size);
@@ -74,11 +78,11 @@ impl BlobFileReader {
         }
         let start = index.offset - head;
         let len = (head + index.size) as usize;
-        let mut out: Result<Vec<u8>> = Err(Error::corruption(&self.path, start, "unread"));
-        self.file.read_exact_with(start, len, &mut |rec| {
+        let records_end = self.size - FOOTER_LEN as u64;
+        super::readahead::read(self.id, &*self.file, start, len, records_end, |rec| {
             let size = index.size as usize;
-            out = format::check_record(&self.path, start, &rec, key, size, index.compression)
-                .and_then(|stored| match index.compression {
+            format::check_record(&self.path, start, rec, key, size, index.compression).and_then(
+                |stored| match index.compression {
                     CompressionType::None => Ok(stored.to_vec()),
                     c => uncompress(c, stored, index.offset).map_err(|e| match e {
                         Error::Corruption { offset, reason, .. } => {
@@ -86,9 +90,9 @@ impl BlobFileReader {
                         }
                         other => other,
                     }),
-                });
-        })?;
-        out
+                },
+            )
+        })?
     }
 }
 
@@ -96,23 +100,21 @@ impl BlobFileReader {
 pub(crate) struct BlobSource {
     fs: Arc<dyn FileSystem>,
     dir: PathBuf,
-    direct: bool,
     readers: Mutex<HashMap<FileNumber, Arc<BlobFileReader>>>,
     cache: Option<CacheAccess>,
     statistics: Option<Arc<Statistics>>,
 }
 
 impl BlobSource {
-    /// Blob files in `dir` (the DB directory), read through `fs` (with direct I/O when
-    /// `direct`), values kept in `cache` when given.
+    /// Blob files in `dir` (the DB directory), read through `fs`, values kept in `cache`
+    /// when given.
     pub fn new(
         fs: Arc<dyn FileSystem>,
         dir: PathBuf,
-        direct: bool,
         cache: Option<CacheAccess>,
         statistics: Option<Arc<Statistics>>,
     ) -> BlobSource {
-        BlobSource { fs, dir, direct, readers: Mutex::new(HashMap::new()), cache, statistics }
+        BlobSource { fs, dir, readers: Mutex::new(HashMap::new()), cache, statistics }
     }
 
     fn reader(&self, n: FileNumber) -> Result<Arc<BlobFileReader>> {
@@ -120,7 +122,7 @@ impl BlobSource {
             return Ok(r.clone());
         }
         let path = blob_path(&self.dir, n);
-        let r = Arc::new(BlobFileReader::open(self.fs.as_ref(), &path, self.direct)?);
+        let r = Arc::new(BlobFileReader::open(self.fs.as_ref(), &path)?);
         Ok(self.readers.lock().entry(n).or_insert(r).clone())
     }
 

@@ -50,7 +50,7 @@ fn written_values_read_back_in_every_compression() {
     {
         let idx = write_file(&fs, n as u64 + 1, c, &recs);
         let path = crate::filename::blob_path(Path::new("/db"), FileNumber(n as u64 + 1));
-        let r = BlobFileReader::open(&fs, &path, false).unwrap();
+        let r = BlobFileReader::open(&fs, &path).unwrap();
         assert_eq!(r.footer().records, recs.len() as u64);
         for ((k, v), i) in recs.iter().zip(&idx) {
             assert_eq!(&r.read(k, i).unwrap(), v);
@@ -83,7 +83,7 @@ fn a_flipped_byte_is_an_error_naming_the_file_never_a_wrong_value() {
         let mut bad = clean.clone();
         bad[pos] ^= 0x20;
         fs.write_file(&path, &bad);
-        let opened = BlobFileReader::open(&fs, &path, false);
+        let opened = BlobFileReader::open(&fs, &path);
         let in_frame = pos < HEADER_LEN || pos >= clean.len() - FOOTER_LEN;
         let r = match opened {
             Ok(r) => r,
@@ -118,11 +118,11 @@ fn truncated_files_and_stray_indexes_are_refused() {
     let clean = fs.read_file(&path).unwrap();
     for cut in [0, 10, HEADER_LEN + 5, clean.len() - 1] {
         fs.write_file(&path, &clean[..cut]);
-        let e = BlobFileReader::open(&fs, &path, false).err().expect("truncated file opened");
+        let e = BlobFileReader::open(&fs, &path).err().expect("truncated file opened");
         assert!(e.to_string().contains("000004.blob"), "{e}");
     }
     fs.write_file(&path, &clean);
-    let r = BlobFileReader::open(&fs, &path, false).unwrap();
+    let r = BlobFileReader::open(&fs, &path).unwrap();
     let (k, _) = &recs[3];
     let i = idx[3];
     for stray in [

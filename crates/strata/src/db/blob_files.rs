@@ -18,12 +18,22 @@ pub(crate) fn write_config(cfd: &Cfd, version: Option<&Version>) -> BlobWriteCon
         Some(v) if b.enable_blob_gc => gc_cutoff(v.blobs().numbers(), b.blob_gc_age_cutoff),
         _ => None,
     };
+    config(&live, cfd.id, relocate_below)
+}
+
+/// The blob settings `opts` give the outputs of family `cf`.
+pub(crate) fn config(
+    opts: &crate::options::Options,
+    cf: u32,
+    relocate_below: Option<FileNumber>,
+) -> BlobWriteConfig {
+    let b = &opts.blob;
     BlobWriteConfig {
         min_blob_size: b.enable_blob_files.then_some(b.min_blob_size),
         file_size: b.blob_file_size.max(1),
         compression: b.blob_compression_type.unwrap_or(crate::sstable::CompressionType::None),
-        zstd_level: live.zstd_level,
-        column_family: cfd.id,
+        zstd_level: opts.zstd_level,
+        column_family: cf,
         relocate_below,
     }
 }

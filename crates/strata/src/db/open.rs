@@ -311,6 +311,7 @@ pub(crate) fn open(
         let mut edit = VersionEdit {
             column_family: id,
             new_files: f.new_files.iter().map(|m| (0, m.clone())).collect(),
+            blob_files_added: f.blob_files.clone(),
             cf_log_number: Some(family_log(f)),
             ..VersionEdit::default()
         };
@@ -726,7 +727,6 @@ fn assemble(mut p: Parts<'_>) -> DbInner {
         blobs: Arc::new(crate::blob::BlobSource::new(
             p.fs.clone(),
             p.dir.to_path_buf(),
-            p.opts.use_direct_reads,
             match &p.opts.blob.blob_cache {
                 Some(c) => Some(CacheAccess::new(c.clone())),
                 None => p.table_cache.block_cache().cloned(),

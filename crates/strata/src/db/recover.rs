@@ -182,6 +182,8 @@ pub(crate) fn recover_version_set(
 pub(crate) struct ReplayedFamily {
     /// Tables written from replayed memtables (L0).
     pub new_files: Vec<crate::version::edit::FileMetaData>,
+    /// Blob files those tables refer to.
+    pub blob_files: Vec<crate::version::edit::BlobFileAddition>,
     /// With `avoid_flush_during_recovery`: memtables kept in memory, oldest first, each with
     /// the WAL its first record came from (that WAL must outlive its flush).
     pub recovered: Vec<(Arc<MemTable>, FileNumber)>,
@@ -212,6 +214,10 @@ struct FamilyReplay<'a> {
     opts: &'a Options,
     /// Where its tables are written: its table path 0.
     table_dir: PathBuf,
+    /// The DB directory, where blob files go.
+    db_dir: PathBuf,
+    /// Hands out file numbers (the version set's counter).
+    counter: Arc<std::sync::atomic::AtomicU64>,
     table_options: TableOptions,
     /// WALs below this hold nothing of the family that is not in its tables.
     log_number: FileNumber,
@@ -221,6 +227,31 @@ struct FamilyReplay<'a> {
 }
 
 impl FamilyReplay<'_> {
+    /// Writes `mem` as table `number` (and its large values to blob files, as a flush does),
+    /// recording what it wrote.
+    fn write_table(
+        &mut self,
+        fs: &dyn FileSystem,
+        mem: &Arc<MemTable>,
+        number: FileNumber,
+    ) -> Result<()> {
+        let counter = self.counter.clone();
+        let new_number =
+            move || FileNumber(counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst));
+        let config = super::blob_files::config(self.opts, self.cf_id, None);
+        let blobs = config.min_blob_size.is_some().then_some(super::flush::FlushBlobs {
+            config,
+            dir: &self.db_dir,
+            new_file_number: &new_number,
+        });
+        let env = FlushEnv { blobs, ..self.flush_env(fs) };
+        if let Some((meta, _, added)) = write_level0_table(&env, mem, number)? {
+            self.out.new_files.push(meta);
+            self.out.blob_files.extend(added);
+        }
+        Ok(())
+    }
+
     fn flush_env<'b>(&'b self, fs: &'b dyn FileSystem) -> FlushEnv<'b> {
         FlushEnv {
             fs,
@@ -237,8 +268,7 @@ impl FamilyReplay<'_> {
                     ),
                 )
             }),
-            // Tables written at recovery keep their values; later compactions move the
-            // large ones into blob files.
+            // Set by `write_table`.
             blobs: None,
         }
     }
@@ -272,6 +302,8 @@ pub(crate) fn replay_wals(
                 cf_id: id,
                 opts: o,
                 table_dir,
+                db_dir: dir.to_path_buf(),
+                counter: versions.file_counter(),
                 table_options: o.table_options_for_level(0),
                 log_number: versions.family_log_number(id),
                 mem: new_mem(o),
@@ -472,10 +504,7 @@ pub(crate) fn replay_wals(
                         let full = std::mem::replace(&mut f.mem, new_mem(f.opts));
                         full.mark_immutable();
                         let number = versions.new_file_number();
-                        let env = f.flush_env(fs.as_ref());
-                        if let Some((meta, _, _)) = write_level0_table(&env, &full, number)? {
-                            f.out.new_files.push(meta);
-                        }
+                        f.write_table(fs.as_ref(), &full, number)?;
                     }
                 }
                 Ok(())
@@ -554,10 +583,7 @@ pub(crate) fn replay_wals(
         if !keep_in_memory {
             for (m, _) in std::mem::take(&mut f.out.recovered) {
                 let number = versions.new_file_number();
-                let env = f.flush_env(fs.as_ref());
-                if let Some((meta, _, _)) = write_level0_table(&env, &m, number)? {
-                    f.out.new_files.push(meta);
-                }
+                f.write_table(fs.as_ref(), &m, number)?;
             }
         }
         families.insert(id, f.out);

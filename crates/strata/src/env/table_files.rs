@@ -1,4 +1,5 @@
-//! [`TableFileFs`]: a file system that applies the I/O options of table files (`*.sst`) and
+//! [`TableFileFs`]: a file system that applies the I/O options of table files (`*.sst`, and
+//! blob files, `*.blob`) and
 //! passes everything else to its inner file system. The DB wraps `Options::fs` in it when any
 //! of these is set, so the engine's code opens files one way and the choice is made here:
 //! - `use_direct_reads`: tables opened for reading (point lookups, iterators, compaction
@@ -105,8 +106,10 @@ impl WritableFile for TableWritable {
     }
 }
 
+/// Tables, and blob files (`crate::blob`), which flushes and compactions write beside them
+/// and reads read like them.
 fn is_table(path: &Path) -> bool {
-    path.extension().is_some_and(|e| e == "sst")
+    path.extension().is_some_and(|e| e == "sst" || e == "blob")
 }
 
 impl FileSystem for TableFileFs {

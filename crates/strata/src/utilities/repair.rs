@@ -245,7 +245,7 @@ fn rebuild(opts: &Options, fs: &Arc<dyn FileSystem>, dir: &Path) -> Result<Repai
                 let unusable = meta.blob_refs.iter().find_map(|&b| {
                     let got = blobs.entry(b).or_insert_with(|| {
                         let p = crate::filename::blob_path(dir, b);
-                        crate::blob::reader::BlobFileReader::open(fs.as_ref(), &p, false)
+                        crate::blob::reader::BlobFileReader::open(fs.as_ref(), &p)
                             .map(|r| BlobFileAddition {
                                 number: b,
                                 records: r.footer().records,

@@ -280,3 +280,23 @@ fn a_ttl_db_keeps_blob_values_and_their_times() {
         assert_eq!(db.get(k).unwrap().as_ref(), Some(v));
     }
 }
+
+#[test]
+fn values_replayed_from_the_wal_go_to_blob_files() {
+    let fs = MemFs::new();
+    let db = Db::open(&opts(&fs), "/db").unwrap();
+    let mut model = BTreeMap::new();
+    for i in 0..100u32 {
+        let k = format!("key{i:04}").into_bytes();
+        db.put(&k, value(i)).unwrap();
+        model.insert(k, value(i));
+    }
+    drop(db); // no flush: the WAL holds the writes, and the open writes them to a table
+    let db = Db::open(&opts(&fs), "/db").unwrap();
+    assert_eq!(db.property_int_value("rocksdb.num-blob-files").unwrap(), Some(1));
+    assert_eq!(blob_files(&fs, "/db").len(), 1);
+    assert_eq!(contents(&db), model);
+    drop(db);
+    let db = Db::open(&opts(&fs), "/db").unwrap();
+    assert_eq!(contents(&db), model);
+}
