@@ -697,6 +697,8 @@ mod tests {
                 micros: 5000,
                 input_records: 20_000,
                 dropped_records: 500,
+                bytes_read_blob: 1 << 29,
+                bytes_written_blob: 1 << 29,
                 ..LevelStats::default()
             },
         );
@@ -708,13 +710,22 @@ mod tests {
             LevelShape { files: 0, being_compacted: 0, bytes: 0, score: 0.0 },
             LevelShape { files: 10, being_compacted: 1, bytes: 20 << 20, score: 0.0 },
         ];
-        let r = st.report("default", &shape, 0, BlobShape::default(), true);
+        let blobs = BlobShape { files: 14, bytes: 3 << 29, garbage: 1 << 29 };
+        let r = st.report("default", &shape, 0, blobs, true);
         assert!(r.contains("** Compaction Stats [default] **"));
         let lines: Vec<&str> = r.lines().collect();
         let sum = lines.iter().find(|l| l.trim_start().starts_with("Sum")).unwrap();
         let fields: Vec<&str> = sum.split_whitespace().collect();
-        // W-Amp is the 12th field of the Sum row: (1 + 3) MB written / 1 MB flushed.
-        assert_eq!(fields[11], "4.0", "{sum}");
+        // W-Amp is the 12th field of the Sum row: (1 + 3 + 512) MB written to tables and
+        // blob files / 1 MB flushed; Rblob and Wblob the last two (GB).
+        assert_eq!(fields[11], "516.0", "{sum}");
+        assert_eq!(fields[fields.len() - 2..], ["0.5", "0.5"], "{sum}");
+        assert!(
+            r.contains(
+                "Blob file count: 14, total size: 1.5 GB, garbage size: 0.5 GB, space amp: 1.5"
+            ),
+            "{r}"
+        );
         assert!(lines.iter().any(|l| l.starts_with("  L0      3/0      2.52 MB   0.8")), "{r}");
         assert!(r.contains("Cumulative stall: 00:00:0.363 H:M:S"));
         assert!(r.contains("Stalls(count): 1 level0_slowdown, 0 level0_slowdown_with_compaction"));

@@ -1,8 +1,8 @@
 //! Direct I/O (`docs/design.md`, "File I/O of tables"): `use_direct_reads` and
 //! `use_direct_io_for_flush_and_compaction` on the OS file system. Tables written by flushes and
-//! compactions with `O_DIRECT` and read back with it hold exactly what a model (BTreeMap) holds,
-//! through point reads, iterators and a reopen; a file system without direct I/O fails the open
-//! with a clear error. Skipped, with a message, where the temporary directory's file system refuses
+//! compactions with `O_DIRECT` (blob files too) and read back with it hold exactly what a model
+//! (BTreeMap) holds, through point reads, iterators and a reopen; a file system without direct
+//! I/O fails the open with a clear error. Skipped, with a message, where the temporary directory's file system refuses
 //! `O_DIRECT`.
 
 use std::collections::BTreeMap;
@@ -99,6 +99,45 @@ fn multi_megabyte_tables_written_and_compacted_in_the_background_match_a_model()
     drop(db);
     let db = Db::open(&opts, &path).unwrap();
     check(&db, &model, "after reopen");
+}
+
+/// Blob files (`BlobOptions`) are table files to the I/O options: written and read with
+/// `O_DIRECT`, including the readahead of a scan over them and garbage collection's reads.
+#[test]
+fn blob_files_written_and_read_with_direct_io_match_a_model() {
+    let dir = tempfile::tempdir().unwrap();
+    if !direct_io_supported(dir.path()) {
+        return;
+    }
+    let opts = Options {
+        blob: strata::BlobOptions {
+            enable_blob_files: true,
+            min_blob_size: 100,
+            blob_file_size: 256 << 10,
+            enable_blob_gc: true,
+            blob_gc_age_cutoff: 0.5,
+            ..strata::BlobOptions::default()
+        },
+        ..options(true, true)
+    };
+    let path = dir.path().join("db");
+    let mut model = BTreeMap::new();
+    let db = Db::open(&opts, &path).unwrap();
+    for round in 0..3u32 {
+        for i in 0..4_000u32 {
+            let k = format!("key{:06}", (i * 7919 + round) % 4_000);
+            let v = format!("{round}:{i}:{}", "b".repeat((i % 400) as usize));
+            db.put(&k, &v).unwrap();
+            model.insert(k, v);
+        }
+        db.flush().unwrap();
+    }
+    db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
+    assert!(db.property_int_value("rocksdb.num-blob-files").unwrap().unwrap() > 0);
+    check(&db, &model, "blob files");
+    drop(db);
+    let db = Db::open(&opts, &path).unwrap();
+    check(&db, &model, "blob files after reopen");
 }
 
 /// Point reads of every seventh key (present or not) and a full scan, against the model.
