@@ -357,6 +357,9 @@ struct OutputWriter<'a> {
     since_cancel_check: u32,
     /// Moves values into blob files and keeps account of the tables' references.
     blobs: BlobOutput<'a>,
+    /// Whether entries go through `blobs`: blob files are on, or the input may hold blob
+    /// indexes (its version has blob files). Otherwise every entry goes to the table as it is.
+    route_blobs: bool,
 }
 
 impl<'a> OutputWriter<'a> {
@@ -381,6 +384,7 @@ impl<'a> OutputWriter<'a> {
                 env.version.order(),
             ),
             since_cancel_check: 0,
+            route_blobs: env.blob_config.min_blob_size.is_some() || !env.version.blobs().is_empty(),
             blobs: BlobOutput::new(
                 env.blob_config,
                 env.fs,
@@ -416,8 +420,12 @@ impl<'a> OutputWriter<'a> {
             self.open_output()?;
         }
         if let Some((b, _)) = &mut self.builder {
-            let (k, v) = self.blobs.route(ikey, value)?;
-            b.add(k, v)?;
+            if self.route_blobs {
+                let (k, v) = self.blobs.route(ikey, value)?;
+                b.add(k, v)?;
+            } else {
+                b.add(ikey, value)?;
+            }
         }
         if new_user_key {
             self.last_user_key.clear();
