@@ -18,7 +18,8 @@
 # cache, Bloom filters. `--engines strata-noblob` runs Strata without blob files (the W-Amp
 # goal compares them at 4 KB).
 #
-# Output: <out>/results.tsv (size, engine, rep, step, ops/s, W-Amp, space amp) and a summary
+# Output: <out>/results.tsv (size, engine, rep, step, ops/s, W-Amp, space amp),
+# <out>/sizes.txt (each engine's table and blob file bytes after the overwrite) and a summary
 # per size and step: each engine's median, and strata/rocksdb ratios (median, min-max over
 # repetitions). Logs in <out>/logs. Needs strata-bench built with --features rocksdb for the
 # rocksdb engine (the script builds it; clang and libclang-dev, see the README).
@@ -85,7 +86,11 @@ run() { # engine size rep step benchmarks flags...
   o="$(ops "$log" "${benches%%,*}")"
   if [ "$step" = overwrite ]; then
     w="$(wamp "$log")"
-    local bytes; bytes="$(find "$db" -maxdepth 1 \( -name '*.sst' -o -name '*.blob' \) -printf '%s\n' | awk '{ t += $1 } END { print t + 0 }')"
+    local tables blobs bytes
+    tables="$(find "$db" -maxdepth 1 -name '*.sst' -printf '%s\n' | awk '{ t += $1 } END { print t + 0 }')"
+    blobs="$(find "$db" -maxdepth 1 -name '*.blob' -printf '%s\n' | awk '{ t += $1 } END { print t + 0 }')"
+    bytes=$((tables + blobs))
+    echo "$size $engine rep $rep: tables $tables bytes, blob files $blobs bytes" >> "$out/sizes.txt"
     s="$(awk -v b="$bytes" -v n="$num" -v v="$size" 'BEGIN { printf "%.3f", b / (n * v) }')"
   fi
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$size" "$engine" "$rep" "$step" "$o" "$w" "$s" >> "$results"
