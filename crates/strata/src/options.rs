@@ -947,7 +947,9 @@ impl Options {
             },
             tiered: self.compaction_options_tiered.clone(),
             write_buffer_size: self.write_buffer_size as u64,
-            blob_gc: (self.blob.enable_blob_gc && self.blob.blob_gc_force_threshold < 1.0)
+            blob_gc: (self.blob.enable_blob_gc
+                && self.blob.blob_gc_force_threshold < 1.0
+                && self.compaction_style != crate::compaction::style::CompactionStyle::Fifo)
                 .then_some((self.blob.blob_gc_age_cutoff, self.blob.blob_gc_force_threshold)),
         }
     }

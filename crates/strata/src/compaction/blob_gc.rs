@@ -4,7 +4,9 @@
 //! level needs a compaction; the job relocates their live values out of the old files
 //! (`crate::blob::writer`), so the oldest file loses its last references and is deleted.
 //! Each such compaction removes one table's references to the oldest file, so the sequence
-//! ends.
+//! ends. Leveled, universal and tiered styles: a table below L0 is part of a sorted run (a
+//! level), which its rewrite in place keeps sorted; FIFO keeps its tables in L0 and is left
+//! out (its files expire whole).
 
 use std::collections::HashSet;
 

@@ -33,13 +33,14 @@ pub(crate) fn pick(
     busy: &HashSet<FileNumber>,
     now_secs: u64,
 ) -> Option<CompactionPlan> {
+    // When no compaction is due: the one forced blob garbage collection asks for, if any.
+    let forced_blob_gc =
+        || o.blob_gc.and_then(|(cutoff, force)| blob_gc::pick_forced(v, o, busy, cutoff, force));
     match o.style {
-        CompactionStyle::Leveled => picker::pick_compaction(v, o, busy).or_else(|| {
-            o.blob_gc.and_then(|(cutoff, force)| blob_gc::pick_forced(v, o, busy, cutoff, force))
-        }),
-        CompactionStyle::Universal => universal::pick_universal(v, o, busy),
+        CompactionStyle::Leveled => picker::pick_compaction(v, o, busy).or_else(forced_blob_gc),
+        CompactionStyle::Universal => universal::pick_universal(v, o, busy).or_else(forced_blob_gc),
         CompactionStyle::Fifo => fifo::pick_fifo(v, o, busy, now_secs),
-        CompactionStyle::Tiered => tiered::pick_tiered(v, o, busy),
+        CompactionStyle::Tiered => tiered::pick_tiered(v, o, busy).or_else(forced_blob_gc),
     }
 }
 

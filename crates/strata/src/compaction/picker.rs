@@ -64,8 +64,8 @@ pub(crate) struct PickerOptions {
     pub write_buffer_size: u64,
     /// The order of the family's keys (its versions' order).
     pub order: KeyOrder,
-    /// Forced blob garbage collection (leveled style): `(age cutoff, force threshold)` when
-    /// garbage collection is on and the threshold below 1 ([`super::blob_gc`]).
+    /// Forced blob garbage collection: `(age cutoff, force threshold)` when garbage
+    /// collection is on, the threshold below 1 and the style not FIFO ([`super::blob_gc`]).
     pub blob_gc: Option<(f64, f64)>,
 }
 

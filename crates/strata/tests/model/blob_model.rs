@@ -1,8 +1,9 @@
 //! Values in blob files (`enable_blob_files`) under a random workload: puts of sizes around
 //! `min_blob_size`, overwrites, deletes, merges onto blob values, snapshots, reopens and
 //! compactions in each style, checked against a model; and afterwards no blob file is
-//! leaked: those on disk are exactly those the DB holds, and garbage collection over every
-//! blob file leaves none of the old files and no garbage.
+//! leaked: those on disk are exactly those the DB holds, the force threshold runs
+//! compactions of its own, and garbage collection over every blob file leaves none of the
+//! old files and no garbage.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -45,6 +46,8 @@ fn opts(fs: &MemFs, style: CompactionStyle, gc: bool) -> Options {
             }),
             enable_blob_gc: gc,
             blob_gc_age_cutoff: if gc { 0.5 } else { 0.25 },
+            // With GC: compactions forced once a fifth of the old files is garbage.
+            blob_gc_force_threshold: if gc { 0.2 } else { 1.0 },
             ..BlobOptions::default()
         },
         ..Options::default()
@@ -168,6 +171,18 @@ fn run(style: CompactionStyle, gc: bool, seed: u64) {
     // No leak: the blob files on disk are the ones the DB holds.
     assert_eq!(blob_files_on_disk(&fs).len() as u64, int(&db, "rocksdb.num-blob-files"));
     if gc {
+        // The force threshold made compactions of their own (the info LOG names them).
+        let log: String = fs
+            .list(Path::new("/db"))
+            .unwrap()
+            .into_iter()
+            .filter(|n| n.starts_with("LOG"))
+            .map(|n| {
+                String::from_utf8_lossy(&fs.read_file(&Path::new("/db").join(n)).unwrap())
+                    .into_owned()
+            })
+            .collect();
+        assert!(log.contains("blob garbage"), "{style:?}: no forced blob collection ran");
         // Garbage collection over every blob file: a full compaction moves each live value
         // into a new blob file, and every old file (with its garbage) goes.
         let before = blob_files_on_disk(&fs);
@@ -207,4 +222,9 @@ fn blob_values_match_model_leveled_with_gc() {
 #[test]
 fn blob_values_match_model_universal_with_gc() {
     run(CompactionStyle::Universal, true, 9);
+}
+
+#[test]
+fn blob_values_match_model_tiered_with_gc() {
+    run(CompactionStyle::Tiered, true, 10);
 }
