@@ -317,14 +317,15 @@ impl<'a> BlobOutput<'a> {
     }
 
     /// Finishes the blob file being written; returns every file written. Their directory
-    /// entries are synced when any was written.
+    /// entries are synced when any was written. They stay this output's: an [`Self::abandon`]
+    /// after it (the table that refers to them failed) removes them too.
     pub fn finish(&mut self) -> Result<Vec<BlobFileAddition>> {
         self.finish_current()?;
         if !self.written.is_empty() {
             crate::kill_point!("blob.sync_dir");
             self.fs.sync_dir(self.dir)?;
         }
-        Ok(std::mem::take(&mut self.written))
+        Ok(self.written.clone())
     }
 
     /// Removes every blob file this output created.

@@ -515,16 +515,13 @@ struct Bounded<'a> {
 impl Bounded<'_> {
     /// Counts the current entry if it is a blob index.
     fn count(&mut self) {
-        if let Some(flow) = &mut self.blob_in {
-            if self.inner.valid()
-                && self.end.is_none_or(|e| self.order.lt(user_key(self.inner.key()), e))
-            {
-                let k = self.inner.key();
-                if crate::key::parse_internal_key(k)
-                    .is_some_and(|p| p.value_type == ValueType::BlobIndex)
-                {
-                    flow.count(user_key(k), self.inner.value());
-                }
+        if self.blob_in.is_none() || !self.valid() {
+            return;
+        }
+        let k = self.inner.key();
+        if crate::key::parse_internal_key(k).is_some_and(|p| p.value_type == ValueType::BlobIndex) {
+            if let Some(flow) = &mut self.blob_in {
+                flow.count(user_key(k), self.inner.value());
             }
         }
     }

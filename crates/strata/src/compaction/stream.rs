@@ -74,14 +74,7 @@ impl StreamContext<'_> {
     fn blob_value(&self, ukey: &[u8], index: &[u8]) -> Result<Vec<u8>> {
         match self.blobs {
             Some(b) => b.fetch(ukey, index),
-            None => Err(Error::corruption(
-                "",
-                0,
-                format!(
-                    "blob index of key {:?} where no blob file can be read",
-                    String::from_utf8_lossy(ukey)
-                ),
-            )),
+            None => Err(crate::iterator::no_blob_source(ukey)),
         }
     }
 }

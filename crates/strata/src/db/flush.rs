@@ -101,10 +101,20 @@ fn build_level0_table(
             Some(out) => out.finish()?,
             None => Vec::new(),
         };
-        Ok((stats, added))
+        crate::kill_point!("sst.finish");
+        let summary = builder.finish()?;
+        if summary.num_entries == 0 && summary.properties.num_range_deletions == 0 {
+            let _ = env.fs.remove(&path);
+            return Ok(None);
+        }
+        crate::kill_point!("sst.sync_dir");
+        env.fs.sync_dir(env.dir)?;
+        Ok(Some((stats, added, summary)))
     })();
-    let (stats, added) = match written {
-        Ok(w) => w,
+    // A failure anywhere removes the blob files written (the caller removes the table).
+    let (stats, added, summary) = match written {
+        Ok(Some(w)) => w,
+        Ok(None) => return Ok(None),
         Err(e) => {
             if let Some(out) = &mut blobs {
                 out.abandon();
@@ -112,14 +122,6 @@ fn build_level0_table(
             return Err(e);
         }
     };
-    crate::kill_point!("sst.finish");
-    let summary = builder.finish()?;
-    if summary.num_entries == 0 && summary.properties.num_range_deletions == 0 {
-        let _ = env.fs.remove(&path);
-        return Ok(None);
-    }
-    crate::kill_point!("sst.sync_dir");
-    env.fs.sync_dir(env.dir)?;
     let mut meta = FileMetaData::from_summary(number, summary);
     meta.data_time = super::info_log::now_micros() / 1_000_000;
     meta.blob_refs = blobs.as_mut().map(BlobOutput::take_table_refs).unwrap_or_default();

@@ -136,6 +136,9 @@ pub(crate) fn purge_obsolete_tables(inner: &DbInner) -> usize {
     let mut candidates = std::mem::take(&mut inner.state.lock().obsolete_tables);
     let live = {
         let mut versions = inner.versions.lock();
+        if candidates.is_empty() && !versions.holds_blob_files() {
+            return 0;
+        }
         let live = versions.live_files();
         for n in versions.obsolete_blobs(&live) {
             inner.blobs.evict(n);

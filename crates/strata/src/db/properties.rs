@@ -42,11 +42,10 @@ pub(crate) fn property_value(inner: &DbInner, cfd: &Cfd, name: &str) -> Result<O
         "live-blob-file-size" => v.blobs().bytes().0.to_string(),
         "live-blob-file-garbage-size" => v.blobs().bytes().1.to_string(),
         "total-blob-file-size" => {
-            let live = inner.versions.lock().live_files();
+            let live = inner.versions.lock().live_blob_files();
             live.iter()
                 .filter_map(|&n| {
-                    let p = crate::filename::blob_path(&inner.dir, n);
-                    inner.fs.exists(&p).then(|| inner.fs.file_size(&p).ok()).flatten()
+                    inner.fs.file_size(&crate::filename::blob_path(&inner.dir, n)).ok()
                 })
                 .sum::<u64>()
                 .to_string()

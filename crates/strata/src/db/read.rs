@@ -136,9 +136,7 @@ impl<'a> GetContext<'a> {
             ValueType::BlobIndex => {
                 let v = match self.blobs {
                     Some(b) => b.fetch(self.user_key, value),
-                    None => {
-                        Err(Error::corruption("", 0, "blob index where no blob file can be read"))
-                    }
+                    None => Err(crate::iterator::no_blob_source(self.user_key)),
                 };
                 self.state = match v {
                     Ok(v) if self.operands.is_empty() => Lookup::Found(v),

@@ -250,11 +250,7 @@ impl DbIter {
     /// The blob the index `index` of the current key points at.
     #[cold]
     fn blob(&self, index: &[u8]) -> &[u8] {
-        let got = self.blob_value.get_or_init(|| match &self.blobs {
-            Some(b) => b.fetch(&self.saved_key, index),
-            None => Err(Error::corruption("", 0, "blob index where no blob file can be read")),
-        });
-        match got {
+        match self.blob_value.get_or_init(|| self.fetch_blob(index)) {
             Ok(v) => v,
             Err(_) => &[],
         }
@@ -743,11 +739,11 @@ impl DbIter {
         self.finish_merge(&*op, base.as_deref());
     }
 
-    /// Reads the blob `index` of the current key now (a merge's base value).
+    /// Reads the blob `index` of the current key (for `value`, or a merge's base value).
     fn fetch_blob(&self, index: &[u8]) -> Result<Vec<u8>> {
         match &self.blobs {
             Some(b) => b.fetch(&self.saved_key, index),
-            None => Err(Error::corruption("", 0, "blob index where no blob file can be read")),
+            None => Err(super::no_blob_source(&self.saved_key)),
         }
     }
 

@@ -17,6 +17,19 @@ pub(crate) trait BlobFetch: Send + Sync {
     fn fetch(&self, user_key: &[u8], index: &[u8]) -> Result<Vec<u8>>;
 }
 
+/// The error for a blob index met by a reader given no [`BlobFetch`] (none is given where
+/// the sources cannot hold one: a memtable's flush, a test's iterator).
+pub(crate) fn no_blob_source(user_key: &[u8]) -> crate::error::Error {
+    crate::error::Error::corruption(
+        "",
+        0,
+        format!(
+            "blob index of key {:?} where no blob file can be read",
+            String::from_utf8_lossy(user_key)
+        ),
+    )
+}
+
 /// A positioned cursor over entries sorted by [`crate::key::compare_internal`].
 ///
 /// Contract: after any positioning call the iterator is either valid (pointing at an entry) or

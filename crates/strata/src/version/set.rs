@@ -479,6 +479,23 @@ impl VersionSet {
         live
     }
 
+    /// The blob files of the current versions and of replaced versions still alive.
+    pub fn live_blob_files(&mut self) -> std::collections::BTreeSet<FileNumber> {
+        self.old_versions.retain(|w| w.strong_count() > 0);
+        let mut live: std::collections::BTreeSet<FileNumber> =
+            self.families.values().flat_map(|f| f.current.blobs().numbers()).collect();
+        for v in self.old_versions.iter().filter_map(Weak::upgrade) {
+            live.extend(v.blobs().numbers());
+        }
+        live
+    }
+
+    /// Whether some blob file was installed since open and not yet handed out as obsolete:
+    /// without one, a purge with no obsolete table has nothing to do.
+    pub fn holds_blob_files(&self) -> bool {
+        !self.blob_files_seen.is_empty()
+    }
+
     /// Blob files that left every version still alive (`live`, from [`Self::live_files`]):
     /// taken off the list, for the caller to delete.
     pub fn obsolete_blobs(
