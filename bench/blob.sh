@@ -9,8 +9,10 @@
 # Per value size, per repetition, each engine on a fresh DB of its own (--mb MiB of values:
 # num = mb MiB / value size): fillrandom, overwrite (num writes) followed by flush and waitforcompaction
 # in the same process (outside its ops/s), readrandom and seekrandom (--duration seconds
-# each). After the overwrite: the Sum row's W-Amp of the engine's own compaction stats
-# (tables and blob files written over bytes flushed, RocksDB's formula for both), and the
+# each). After the overwrite: the W-Amp, from each engine's statistics (`--statistics=1`):
+# the bytes flushes and compactions wrote, tables and blob files, over the bytes flushes
+# wrote (`rocksdb.flush.write.bytes` and `rocksdb.compact.write.bytes`, the formula of the
+# compaction stats' Sum row, to three decimals instead of its one), and the
 # space amplification: the bytes of the tables and blob files over the live data (num x
 # value size; what the last memtable holds counts for neither engine).
 # Settings: blob files on for values of 512 bytes and more, 256 MiB blob files, no
@@ -67,10 +69,10 @@ blob=(--enable_blob_files=true --min_blob_size=512 --blob_file_size=$((256 << 20
 # ops/sec of benchmark $2 in log $1.
 ops() { awk -v b="$2" '$1 == b { for (i = 1; i < NF; i++) if ($(i + 1) == "ops/sec") v = $i } END { print v }' "$1"; }
 
-# The last Sum row's W-Amp in log $1 (the column found from the Level header).
+# W-Amp from the statistics in log $1: (flush + compaction bytes written) / flush bytes.
 wamp() {
-  awk '$1 == "Level" { for (i = 1; i <= NF; i++) if ($i == "W-Amp") c = i + 1 }
-       $1 == "Sum" && c { v = $c } END { print v }' "$1"
+  awk '$1 == "rocksdb.flush.write.bytes" { f = $4 } $1 == "rocksdb.compact.write.bytes" { c = $4 }
+       END { if (f > 0) printf "%.3f", (f + c) / f }' "$1"
 }
 
 run() { # engine size rep step benchmarks flags...
@@ -87,8 +89,8 @@ run() { # engine size rep step benchmarks flags...
   if [ "$step" = overwrite ]; then
     w="$(wamp "$log")"
     local tables blobs bytes
-    tables="$(find "$db" -maxdepth 1 -name '*.sst' -printf '%s\n' | awk '{ t += $1 } END { print t + 0 }')"
-    blobs="$(find "$db" -maxdepth 1 -name '*.blob' -printf '%s\n' | awk '{ t += $1 } END { print t + 0 }')"
+    tables="$(find "$db" -maxdepth 1 -name '*.sst' -printf '%s\n' | awk '{ t += $1 } END { printf "%.0f\n", t }')"
+    blobs="$(find "$db" -maxdepth 1 -name '*.blob' -printf '%s\n' | awk '{ t += $1 } END { printf "%.0f\n", t }')"
     bytes=$((tables + blobs))
     echo "$size $engine rep $rep: tables $tables bytes, blob files $blobs bytes" >> "$out/sizes.txt"
     s="$(awk -v b="$bytes" -v n="$num" -v v="$size" 'BEGIN { printf "%.3f", b / (n * v) }')"
@@ -106,7 +108,7 @@ for rep in $(seq 1 "$reps"); do
   fi
   for size in "${size_list[@]}"; do
     for e in "${order[@]}"; do rm -rf "$out/db/$e"; run "$e" "$size" "$rep" fillrandom fillrandom,stats; done
-    for e in "${order[@]}"; do run "$e" "$size" "$rep" overwrite overwrite,flush,waitforcompaction,stats --use_existing_db=1; done
+    for e in "${order[@]}"; do run "$e" "$size" "$rep" overwrite overwrite,flush,waitforcompaction,stats --use_existing_db=1 --statistics=1; done
     for e in "${order[@]}"; do run "$e" "$size" "$rep" readrandom readrandom --use_existing_db=1 --duration="$duration"; done
     for e in "${order[@]}"; do run "$e" "$size" "$rep" seekrandom seekrandom --use_existing_db=1 --duration="$duration" --seek_nexts=10; done
   done

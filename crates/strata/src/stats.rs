@@ -332,7 +332,9 @@ impl Stats {
         rows.push(("rocksdb.flush.write.bytes", flushed));
         // Every level's writes but the flushes: compactions may output into L0 (universal,
         // tiered and FIFO merge L0 files into one).
-        let all_written: u64 = self.levels.lock().iter().map(|l| l.bytes_written).sum();
+        // Blob files included on both sides (`flush_bytes` counts a flush's blob files).
+        let all_written: u64 =
+            self.levels.lock().iter().map(|l| l.bytes_written + l.bytes_written_blob).sum();
         let compact_written = all_written.saturating_sub(flushed);
         rows.push(("rocksdb.compact.write.bytes", compact_written));
         rows.push(("rocksdb.wal.synced", self.write.wal_syncs.load(Ordering::Relaxed)));
@@ -746,5 +748,28 @@ mod tests {
         let dump = st.statistics(&[]);
         assert!(dump.contains(&format!("rocksdb.flush.write.bytes COUNT : {}\n", 1 << 20)));
         assert!(dump.contains(&format!("rocksdb.compact.write.bytes COUNT : {}\n", 8 << 20)));
+    }
+
+    /// Regression: blob file bytes counted in the flushed bytes but not in the levels' writes
+    /// made `rocksdb.compact.write.bytes` zero (saturated) under blob files.
+    #[test]
+    fn blob_file_bytes_count_on_both_sides() {
+        let st = Stats::new(3, None);
+        st.flush_bytes.fetch_add((1 << 20) + (9 << 20), Ordering::Relaxed);
+        let flush = LevelStats {
+            bytes_written: 1 << 20,
+            bytes_written_blob: 9 << 20,
+            ..LevelStats::default()
+        };
+        st.add_compaction(0, &flush);
+        let gc = LevelStats {
+            bytes_written: 2 << 20,
+            bytes_written_blob: 4 << 20,
+            ..LevelStats::default()
+        };
+        st.add_compaction(2, &gc);
+        let dump = st.statistics(&[]);
+        assert!(dump.contains(&format!("rocksdb.flush.write.bytes COUNT : {}\n", 10 << 20)));
+        assert!(dump.contains(&format!("rocksdb.compact.write.bytes COUNT : {}\n", 6 << 20)));
     }
 }

@@ -329,7 +329,7 @@ fn execute(inner: &DbInner, cfd: &Arc<Cfd>, plan: &CompactionPlan, manual: bool)
     if let (Some(s), true) = (cfd.stats.user_statistics(), rewrites) {
         let st = &result.stats;
         s.tick(Ticker::CompactReadBytes, st.bytes_read_non_output + st.bytes_read_output);
-        s.tick(Ticker::CompactWriteBytes, st.bytes_written);
+        s.tick(Ticker::CompactWriteBytes, st.bytes_written + st.bytes_written_blob);
         s.record_time(Histogram::CompactionTime, st.micros.max(1));
         s.record_time(Histogram::CompactionCpuTime, st.cpu_micros);
         s.record(Histogram::NumFilesInSingleCompaction, plan.all_inputs().count() as u64);

@@ -256,7 +256,8 @@ fn flush_one(
     // Counted before the install, which may wake a waiter on the flush: the flush's work (the
     // table written) is done.
     if let Some(s) = cfd.stats.user_statistics() {
-        s.tick(Ticker::FlushWriteBytes, level_stats.bytes_written);
+        // As RocksDB's (its I/O counters): the table's bytes and the blob files'.
+        s.tick(Ticker::FlushWriteBytes, level_stats.bytes_written + level_stats.bytes_written_blob);
         s.record_time(Histogram::FlushTime, (start.elapsed().as_micros() as u64).max(1));
     }
     if let Some(seq) = mem.largest_seqno() {

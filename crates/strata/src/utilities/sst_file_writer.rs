@@ -247,3 +247,30 @@ impl SstFileWriter {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::env::MemFs;
+    use crate::Db;
+
+    /// Ingestion refuses an external file holding a blob index, naming the file and the key:
+    /// this writer's API cannot add one, but a file made elsewhere can hold one, and its
+    /// value would point into blob files of another DB.
+    #[test]
+    fn ingestion_refuses_an_external_file_with_a_blob_index() {
+        let fs = MemFs::new();
+        let opts = Options { fs: Arc::new(fs), ..Options::default() };
+        let db = Db::open(&opts, "/db").unwrap();
+        let mut w = SstFileWriter::create(&opts);
+        w.open("/ext.sst").unwrap();
+        w.put(b"a", b"1").unwrap();
+        w.add(b"b", &[0u8; 16], ValueType::BlobIndex).unwrap();
+        w.finish().unwrap();
+        let e = db.ingest_external_file(["/ext.sst"]).unwrap_err().to_string();
+        assert!(e.contains("/ext.sst") && e.contains("blob index") && e.contains("[98]"), "{e}");
+        assert_eq!(db.get(b"a").unwrap(), None, "nothing of the file was ingested");
+    }
+}
