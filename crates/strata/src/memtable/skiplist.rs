@@ -66,10 +66,11 @@
 //! reserved and written as above, and its pointer pushed on a pending vector, with no search
 //! and no link (RocksDB's `VectorRepFactory`, for bulk loads that read nothing back). Before
 //! anything reads the list, [`SkipList::settle`] sorts the pending nodes and links them in key
-//! order, each through the splice, so linking costs a few comparisons per node. The pending
-//! count drops only after its nodes are linked, and settles run one at a time: a reader that
-//! finds nothing pending finds every node appended before it looked already linked, and one
-//! that finds some waits for the settle under way and then links the rest itself.
+//! order, each through the splice, so linking costs a few comparisons per node. A node is
+//! counted under the lock it is taken under, the pending count drops only after its nodes are
+//! linked, and settles run one at a time: a reader that finds nothing pending finds every node
+//! appended before it looked already linked, and one that finds some waits for the settle
+//! under way and then links the rest itself.
 
 use std::cmp::Ordering;
 use std::marker::PhantomData;
@@ -340,8 +341,15 @@ impl SkipList {
             None => self.insert_with(splice, key_prefix, key_suffix, value),
             Some(d) => {
                 let (ptr, height) = self.new_node(key_prefix, key_suffix, value);
-                d.pending.lock().push((ptr, height));
+                let mut pending = d.pending.lock();
+                pending.push((ptr, height));
+                // Counted under the lock a settle takes the nodes under, so a settle never
+                // subtracts a node that is not counted yet: the count can then never read 0
+                // while a counted node waits. (Counted after the unlock, a settle that took
+                // another writer's uncounted node made the count one short, and a read after
+                // this node's publication could find 0 and skip it.)
                 d.unlinked.fetch_add(1, MemOrder::Release);
+                drop(pending);
             }
         }
     }
