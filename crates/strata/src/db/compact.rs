@@ -758,6 +758,12 @@ pub(crate) fn wait_for_compact(inner: &DbInner, deadline: Option<Instant>) -> Re
         });
         let flushing = st.cfs.values().any(|c| !c.imm.is_empty());
         if !flushing && st.running_compactions == 0 && !pending {
+            drop(st);
+            // The files the compactions made obsolete while a reader still held them (the
+            // purge after each compaction keeps those) go now if their readers are gone, as
+            // RocksDB's last reader of a super version deletes or schedules them: after the
+            // wait, no table or blob file is on disk that only old versions needed.
+            super::obsolete::purge_obsolete_tables(inner);
             return Ok(());
         }
         match deadline {
