@@ -518,11 +518,9 @@ impl Bounded<'_> {
         if self.blob_in.is_none() || !self.valid() {
             return;
         }
-        let k = self.inner.key();
+        let (Some(flow), k) = (&mut self.blob_in, self.inner.key()) else { return };
         if crate::key::parse_internal_key(k).is_some_and(|p| p.value_type == ValueType::BlobIndex) {
-            if let Some(flow) = &mut self.blob_in {
-                flow.count(user_key(k), self.inner.value());
-            }
+            flow.count(user_key(k), self.inner.value());
         }
     }
 }

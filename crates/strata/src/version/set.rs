@@ -463,31 +463,27 @@ impl VersionSet {
         Ok(expected.starts_with(&data[..end]))
     }
 
+    /// The current versions and the replaced ones still alive (an iterator, a read, a job
+    /// holds them).
+    fn live_versions(&mut self) -> Vec<Arc<Version>> {
+        self.old_versions.retain(|w| w.strong_count() > 0);
+        self.families
+            .values()
+            .map(|f| f.current.clone())
+            .chain(self.old_versions.iter().filter_map(Weak::upgrade))
+            .collect()
+    }
+
     /// Table and blob files referenced by the current version or by any replaced version
     /// still alive.
     pub fn live_files(&mut self) -> std::collections::HashSet<FileNumber> {
-        self.old_versions.retain(|w| w.strong_count() > 0);
-        let mut live: std::collections::HashSet<FileNumber> = std::collections::HashSet::new();
-        for f in self.families.values() {
-            live.extend(f.current.file_numbers());
-            live.extend(f.current.blobs().numbers());
-        }
-        for v in self.old_versions.iter().filter_map(Weak::upgrade) {
-            live.extend(v.file_numbers());
-            live.extend(v.blobs().numbers());
-        }
-        live
+        let versions = self.live_versions();
+        versions.iter().flat_map(|v| v.file_numbers().chain(v.blobs().numbers())).collect()
     }
 
     /// The blob files of the current versions and of replaced versions still alive.
     pub fn live_blob_files(&mut self) -> std::collections::BTreeSet<FileNumber> {
-        self.old_versions.retain(|w| w.strong_count() > 0);
-        let mut live: std::collections::BTreeSet<FileNumber> =
-            self.families.values().flat_map(|f| f.current.blobs().numbers()).collect();
-        for v in self.old_versions.iter().filter_map(Weak::upgrade) {
-            live.extend(v.blobs().numbers());
-        }
-        live
+        self.live_versions().iter().flat_map(|v| v.blobs().numbers()).collect()
     }
 
     /// Whether some blob file was installed since open and not yet handed out as obsolete:

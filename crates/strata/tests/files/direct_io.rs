@@ -2,8 +2,8 @@
 //! `use_direct_io_for_flush_and_compaction` on the OS file system. Tables written by flushes and
 //! compactions with `O_DIRECT` (blob files too) and read back with it hold exactly what a model
 //! (BTreeMap) holds, through point reads, iterators and a reopen; a file system without direct
-//! I/O fails the open with a clear error. Skipped, with a message, where the temporary directory's file system refuses
-//! `O_DIRECT`.
+//! I/O fails the open with a clear error. Skipped, with a message, where the temporary
+//! directory's file system refuses `O_DIRECT`.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -82,23 +82,10 @@ fn multi_megabyte_tables_written_and_compacted_in_the_background_match_a_model()
         compaction_readahead_size: 2 << 20,
         ..options(true, true)
     };
-    let path = dir.path().join("db");
-    let mut model = BTreeMap::new();
-    let db = Db::open(&opts, &path).unwrap();
-    for round in 0..4u32 {
-        for i in 0..12_000u32 {
-            let k = format!("key{:06}", (i * 7919 + round * 13) % 4_000);
-            let v = format!("{round}:{i}:{}", "v".repeat(200 + (i % 900) as usize));
-            db.put(&k, &v).unwrap();
-            model.insert(k, v);
-        }
-        db.flush().unwrap();
-    }
-    db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
-    check(&db, &model, "after the compaction");
-    drop(db);
-    let db = Db::open(&opts, &path).unwrap();
-    check(&db, &model, "after reopen");
+    rounds_match_a_model(&opts, &dir.path().join("db"), 4, 12_000, |round, i| {
+        let k = format!("key{:06}", (i * 7919 + round * 13) % 4_000);
+        (k, format!("{round}:{i}:{}", "v".repeat(200 + (i % 900) as usize)))
+    });
 }
 
 /// Blob files (`BlobOptions`) are table files to the I/O options: written and read with
@@ -120,24 +107,39 @@ fn blob_files_written_and_read_with_direct_io_match_a_model() {
         },
         ..options(true, true)
     };
-    let path = dir.path().join("db");
+    let db = rounds_match_a_model(&opts, &dir.path().join("db"), 3, 4_000, |round, i| {
+        let k = format!("key{:06}", (i * 7919 + round) % 4_000);
+        (k, format!("{round}:{i}:{}", "b".repeat((i % 400) as usize)))
+    });
+    assert!(db.property_int_value("rocksdb.num-blob-files").unwrap().unwrap() > 0);
+}
+
+/// Writes `rounds` rounds of `per_round` puts of `entry(round, i)` into a new DB at `path`,
+/// each round flushed, compacts everything, and checks the DB against a model after the
+/// compaction and after a reopen; returns the reopened DB.
+fn rounds_match_a_model(
+    opts: &Options,
+    path: &std::path::Path,
+    rounds: u32,
+    per_round: u32,
+    entry: impl Fn(u32, u32) -> (String, String),
+) -> Db {
     let mut model = BTreeMap::new();
-    let db = Db::open(&opts, &path).unwrap();
-    for round in 0..3u32 {
-        for i in 0..4_000u32 {
-            let k = format!("key{:06}", (i * 7919 + round) % 4_000);
-            let v = format!("{round}:{i}:{}", "b".repeat((i % 400) as usize));
+    let db = Db::open(opts, path).unwrap();
+    for round in 0..rounds {
+        for i in 0..per_round {
+            let (k, v) = entry(round, i);
             db.put(&k, &v).unwrap();
             model.insert(k, v);
         }
         db.flush().unwrap();
     }
     db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
-    assert!(db.property_int_value("rocksdb.num-blob-files").unwrap().unwrap() > 0);
-    check(&db, &model, "blob files");
+    check(&db, &model, "after the compaction");
     drop(db);
-    let db = Db::open(&opts, &path).unwrap();
-    check(&db, &model, "blob files after reopen");
+    let db = Db::open(opts, path).unwrap();
+    check(&db, &model, "after reopen");
+    db
 }
 
 /// Point reads of every seventh key (present or not) and a full scan, against the model.

@@ -80,8 +80,7 @@ fn is_table(name: &str) -> bool {
 
 /// Regression: the purge after a compaction keeps the inputs a reader still holds, and
 /// nothing deleted them once the reader was gone, so `wait_for_compact` returned with tables
-/// on disk that no version needed (the `files::ingest_crash` flake: a reopen's compaction
-/// installed while the test's reads held the old version, about 1 run in 170).
+/// on disk that no version needed.
 #[test]
 fn wait_for_compact_deletes_what_a_finished_reader_held() {
     let fs = MemFs::new();
