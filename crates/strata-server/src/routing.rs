@@ -173,9 +173,17 @@ pub trait Router: Send + Sync {
 
     /// Whether this node may serve the copy of `slot` from `partition` (`export`) or take
     /// it into `partition` (`!export`): it leads the partition, past its read barrier, and
-    /// the slot is frozen there (export) or being imported (import).
+    /// the slot is being copied out, frozen or handed off there (export) or being imported
+    /// (import).
     fn check_copy(&self, partition: u16, slot: u16, export: bool) -> Result<(), String> {
         let _ = (partition, slot, export);
+        Err("ERR this node does not move slots".into())
+    }
+
+    /// Proposes `entry`, a page of a slot's copy as an ingest entry (`cluster::ingest`), to
+    /// `partition`, which this node must lead; how many records it wrote. May block.
+    fn ingest_copy(&self, partition: u16, entry: Vec<u8>) -> Result<usize, String> {
+        let _ = (partition, entry);
         Err("ERR this node does not move slots".into())
     }
 

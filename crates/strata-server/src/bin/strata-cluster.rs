@@ -24,14 +24,18 @@
 //!                               moves slots (`5`, `100-200`, `1,7,9-12`; the slots of keys K)
 //!                               to partition P,
 //!                               one at a time, while clients go on (writes to a slot wait
-//!                               for its copy); a move a crash left half done resumes
+//!                               only for the last of its copy); a move a crash left half
+//!                               done resumes
 //! ```
 //!
 //! A slot move, step by step (`cluster::ownership` in the server says why it is safe): the
-//! target partition T starts importing, the source S freezes the slot, its records are
-//! copied from S's leader to T's leader in pages (`CLUSTER SLOTRECORDS`, `CLUSTER
-//! IMPORTRECORDS`), S hands the slot off (its clients are sent to T with `ASK`), T adopts
-//! it, the map gives it to T (`MOVED`), and S deletes its copy.
+//! target partition T starts importing; the source S starts recording the slot's writes in
+//! its outbox and goes on serving it; its records are copied from S's leader to T's leader
+//! in pages (`CLUSTER SLOTRECORDS`, `CLUSTER IMPORTRECORDS`), then the outbox
+//! (`CLUSTER SLOTTAIL`, `CLUSTER IMPORTCHANGES`) until less than a page is left; S freezes
+//! the slot (its writes wait), the rest of the outbox is copied, S hands the slot off (its
+//! clients are sent to T with `ASK`), T adopts it, the map gives it to T (`MOVED`), and S
+//! deletes its copy. So writes wait only for the last page or so of the outbox.
 //!
 //! Exit status 0 when done, 1 when a command failed or a wait timed out (with the reason on
 //! stderr), 2 for bad usage.
@@ -112,7 +116,7 @@ enum Cmd {
         /// The partition they move to.
         #[arg(long)]
         to: u16,
-        /// Records per page of the copy.
+        /// Records (or outbox changes) per page of the copy.
         #[arg(long, default_value_t = 500)]
         page: usize,
     },
@@ -375,24 +379,118 @@ fn move_slot(
     }
     let target = conns.step(node, to, "state", slot, from, deadline)?;
     let source = conns.step(node, from, "state", slot, to, deadline)?;
+    // What was copied, and how long the slot's writes were held (from the freeze until the
+    // target serves the slot).
+    let (mut records, mut changes, mut held) = (0u64, 0u64, None);
     if !target.starts_with("adopted") {
+        let mut frozen = None;
         if !source.starts_with("handed off") {
             conns.step(node, to, "import", slot, from, deadline)?;
-            conns.step(node, from, "freeze", slot, to, deadline)?;
-            copy_slot(node, conns, slot, from, to, page, deadline)?;
+            if source.starts_with("frozen") {
+                // Stopped after its freeze: the frozen records are final, copied as they are.
+                records = copy_slot(node, conns, slot, from, to, page, deadline)?;
+            } else {
+                conns.step(node, from, "copy", slot, to, deadline)?;
+                records = copy_slot(node, conns, slot, from, to, page, deadline)?;
+                // The outbox, while clients write, until a page is not full (or for a while
+                // at most: a slot written faster than it copies still moves, pausing longer).
+                let live = Instant::now() + TAIL_LIVE;
+                let mut after = 0;
+                loop {
+                    let n;
+                    (after, n) = copy_tail(node, conns, slot, from, to, after, page, deadline)?;
+                    changes += n as u64;
+                    if n < page || Instant::now() >= live {
+                        break;
+                    }
+                }
+                frozen = Some(Instant::now());
+                conns.step(node, from, "freeze", slot, to, deadline)?;
+                // The rest, final once the freeze is applied.
+                loop {
+                    let n;
+                    (after, n) = copy_tail(node, conns, slot, from, to, after, page, deadline)?;
+                    changes += n as u64;
+                    if n == 0 {
+                        break;
+                    }
+                }
+            }
             conns.step(node, from, "handoff", slot, to, deadline)?;
         }
         // Handed off only after its copy ended: the target has every record.
         conns.step(node, to, "adopt", slot, from, deadline)?;
+        held = frozen.map(|t| t.elapsed());
     }
     let (s, t) = (slot.to_string(), to.to_string());
     admin(node, &["CLUSTER", "SETSLOTPARTITION", &s, &t], deadline)?;
     conns.step(node, from, "release", slot, to, deadline)?;
-    Ok(format!("slot {slot} moved from partition {from} to partition {to}"))
+    let mut text = format!(
+        "slot {slot} moved from partition {from} to partition {to}: {records} records, \
+         {changes} changes copied"
+    );
+    if let Some(h) = held {
+        let _ = write!(text, ", writes held {:.1} ms", h.as_secs_f64() * 1e3);
+    }
+    Ok(text)
 }
 
-/// Copies the frozen `slot`'s records from partition `from`'s leader to `to`'s, a page at a
-/// time; returns how many.
+/// How long a move copies a slot's outbox before it freezes the slot, however much is left.
+const TAIL_LIVE: Duration = Duration::from_secs(10);
+
+/// Copies a page of `slot`'s outbox in partition `from` after log index `after` to `to`;
+/// the last index copied and how many changes.
+#[allow(clippy::too_many_arguments)]
+fn copy_tail(
+    node: &str,
+    conns: &mut Conns,
+    slot: u16,
+    from: u16,
+    to: u16,
+    after: u64,
+    page: usize,
+    deadline: Instant,
+) -> Result<(u64, usize), String> {
+    let (f, t, s, n) = (from.to_string(), to.to_string(), slot.to_string(), page.to_string());
+    let a = after.to_string();
+    let args: [&[u8]; 6] =
+        [b"CLUSTER", b"SLOTTAIL", f.as_bytes(), s.as_bytes(), a.as_bytes(), n.as_bytes()];
+    let Value::Array(items) = conns.at_leader(node, &args, deadline)?.0 else {
+        return Err(format!("CLUSTER SLOTTAIL {f} {s} {a}: not an array"));
+    };
+    let mut items = items.into_iter();
+    let last = match items.next() {
+        Some(Value::Bytes(b)) => String::from_utf8_lossy(&b).parse::<u64>().ok(),
+        _ => None,
+    };
+    let Some(last) = last else {
+        return Err(format!("CLUSTER SLOTTAIL {f} {s} {a}: no log index first"));
+    };
+    let rest: Vec<Value> = items.collect();
+    if !rest.len().is_multiple_of(4) {
+        return Err(format!("CLUSTER SLOTTAIL {f} {s} {a}: {} items", rest.len()));
+    }
+    if rest.is_empty() {
+        return Ok((last, 0));
+    }
+    let mut import: Vec<Vec<u8>> =
+        vec![b"CLUSTER".to_vec(), b"IMPORTCHANGES".to_vec(), t.clone().into(), s.clone().into()];
+    for v in rest {
+        import.push(match v {
+            Value::Int(i) => i.to_string().into_bytes(),
+            Value::Bytes(b) => b,
+            other => return Err(format!("CLUSTER SLOTTAIL: unexpected {other:?}")),
+        });
+    }
+    let args: Vec<&[u8]> = import.iter().map(Vec::as_slice).collect();
+    match conns.at_leader(node, &args, deadline)?.0 {
+        Value::Int(k) => Ok((last, k as usize)),
+        other => Err(format!("CLUSTER IMPORTCHANGES {t} {s}: {other:?}")),
+    }
+}
+
+/// Copies `slot`'s records from partition `from`'s leader to `to`'s, a page at a time (as
+/// they are when each page is read: the outbox has every later change); returns how many.
 fn copy_slot(
     node: &str,
     conns: &mut Conns,

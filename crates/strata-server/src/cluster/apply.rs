@@ -26,6 +26,7 @@
 //! (`super::map`), and each map applied is published, after its write, to the node's
 //! watchers ([`ServerApply::maps`]).
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -33,11 +34,14 @@ use strata::{Db, WriteBatch};
 use strata_replication::{Apply, GroupId, KeyRange};
 use tokio::sync::watch;
 
+use super::ingest;
 use super::map::{self, ClusterMap, META};
+use super::outbox;
 use super::ownership::{self, decode_control, Op, Ownership, State};
 use super::partitions::Partitions;
 use crate::filing::Filing;
 use crate::slots::SLOTS;
+use crate::storage::moving::encode_changes;
 use crate::storage::{partition_space, Store};
 
 thread_local! {
@@ -73,16 +77,24 @@ pub struct ServerApply {
     maps: watch::Sender<Option<Arc<ClusterMap>>>,
     /// The map the meta entry being applied writes, until its write is done.
     pending_map: Mutex<Option<ClusterMap>>,
+    /// Where an ingest entry's table files are written before the engine takes them.
+    scratch: PathBuf,
 }
 
 impl ServerApply {
-    /// The state machine of `store`'s groups, the slots split into `partitions`.
-    /// Publishes the map `store` holds, if any (an unreadable one is an error naming it).
-    pub fn new(store: Arc<Store>, partitions: Partitions) -> Result<ServerApply, String> {
+    /// The state machine of `store`'s groups, the slots split into `partitions`, writing
+    /// the table files of slot copies under `scratch`. Publishes the map `store` holds, if
+    /// any (an unreadable one is an error naming it).
+    pub fn new(
+        store: Arc<Store>,
+        partitions: Partitions,
+        scratch: PathBuf,
+    ) -> Result<ServerApply, String> {
         let stored = ClusterMap::load(&store)?.map(Arc::new);
         let (maps, _) = watch::channel(stored);
         let ownership = Arc::new(Ownership::load(&store, partitions)?);
-        Ok(ServerApply { store, partitions, ownership, maps, pending_map: Mutex::new(None) })
+        let pending_map = Mutex::new(None);
+        Ok(ServerApply { store, partitions, ownership, maps, pending_map, scratch })
     }
 
     /// The partitions' slot states as applied here.
@@ -123,6 +135,27 @@ impl Apply for ServerApply {
         let partition = group.0 as u16;
         let space = partition_space(partition);
         let filing = Filing::Partition(partition);
+        match ingest::decode(command) {
+            Ok(None) => {}
+            // The same on every replica: refused, nothing written.
+            Err(e) => return Ok(format!("-ERR entry {index} of {group}: {e}").into_bytes()),
+            Ok(Some((slot, records))) => {
+                if !matches!(self.ownership.state(partition, slot), Some(State::Importing(_))) {
+                    let now = self.ownership.describe(partition, slot);
+                    let reply = format!(
+                        "-ERR slot {slot} is not being imported into partition {partition}: \
+                         it is {now}"
+                    );
+                    return Ok(reply.into_bytes());
+                }
+                let name = format!("{}-{index}", group.0);
+                let n = ingest::ingest(db, &self.store, &self.scratch, partition, &name, &records)
+                    .map_err(|e| format!("entry {index} of {group}: {e}"))?;
+                // Keys no batch named changed: nothing cached of the partition stays.
+                RANGE_DELETED.with(|r| r.set(true));
+                return Ok(n.to_string().into_bytes());
+            }
+        }
         let control =
             decode_control(command).map_err(|e| format!("entry {index} of {group}: {e}"))?;
         if let Some((op, slot, peer)) = control {
@@ -200,6 +233,17 @@ impl Apply for ServerApply {
         batch
             .append_remapped(&b, |cf| theirs.iter().position(|t| *t == cf).map(|i| ours[i]))
             .map_err(|e| format!("entry {index} of {group}: {e}"))?;
+        if self.ownership.any() {
+            // What the entry writes to a slot being copied goes to its outbox too, in the
+            // same batch (`super::outbox`).
+            let copying = self.ownership.copying(partition);
+            if !copying.is_empty() {
+                for (slot, changes) in outbox::collect(&b, &theirs, partition, &copying) {
+                    let key = outbox::key(partition, slot, index);
+                    batch.put_cf(&*self.store.server_cf, key, encode_changes(&changes));
+                }
+            }
+        }
         Ok(Vec::new())
     }
 
@@ -215,8 +259,8 @@ impl Apply for ServerApply {
         if self.slots(group).is_none() {
             return Vec::new();
         }
-        // Every record filed under the partition: its prefix in each family; and its slots'
-        // states.
+        // Every record filed under the partition: its prefix in each family; its slots'
+        // states, and the outboxes of the slots it is copying out.
         let p = group.0 as u16;
         let mut ranges: Vec<KeyRange> = self
             .store
@@ -224,8 +268,10 @@ impl Apply for ServerApply {
             .into_iter()
             .map(|(cf, start, end)| KeyRange { cf: cf.name().to_string(), start, end })
             .collect();
-        let (start, end) = ownership::ranges_of(p);
-        ranges.push(KeyRange { cf: self.store.server_cf.name().to_string(), start, end });
+        let server = self.store.server_cf.name();
+        for (start, end) in [ownership::ranges_of(p), outbox::range_of(p)] {
+            ranges.push(KeyRange { cf: server.to_string(), start, end });
+        }
         ranges
     }
 
@@ -263,5 +309,103 @@ impl Apply for ServerApply {
         }
         self.store.meta_cache.clear();
         self.store.pop_hints.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::moving::Change;
+
+    /// Applies `entry` of partition `p` at `index` as the group's state machine does: its
+    /// batch written, then `after_write`; the reply.
+    fn apply(a: &ServerApply, p: u16, index: u64, entry: &[u8]) -> String {
+        let mut batch = WriteBatch::new();
+        let reply = a.apply(&a.store.db, GroupId(u32::from(p)), index, entry, &mut batch).unwrap();
+        let written = a.store.db.write(batch);
+        a.after_write(GroupId(u32::from(p)), written.is_ok());
+        written.unwrap();
+        String::from_utf8(reply).unwrap()
+    }
+
+    /// The records of `slot` filed under partition `p`, in every data family.
+    fn records(a: &ServerApply, p: u16, slot: u16) -> Vec<(usize, Vec<u8>, Vec<u8>)> {
+        let (start, end) = Filing::Partition(p).slot_span(slot, slot);
+        let mut out = Vec::new();
+        for (f, cf) in a.store.families().into_iter().enumerate() {
+            let mut it = a.store.db.raw_iterator_cf(&**cf);
+            it.seek(&start);
+            while let Some((k, v)) = it.item() {
+                if k >= &end[..] {
+                    break;
+                }
+                out.push((f, k.to_vec(), v.to_vec()));
+                it.next();
+            }
+        }
+        out
+    }
+
+    /// An ingest entry applied again, as after a crash between its ingestion and the write
+    /// of the applied index, leaves the same records; one for a slot the partition is not
+    /// importing is refused on every replica and ingests nothing; the outbox of a copying
+    /// slot records what an entry wrote to it, under the entry's index.
+    #[test]
+    fn an_ingest_applies_again_to_the_same_records_and_a_copy_keeps_an_outbox() {
+        let dir = tempfile::tempdir().unwrap();
+        let dbs = crate::types::open_partitioned(
+            strata::Options::default(),
+            dir.path(),
+            crate::storage::SyncPolicy::No,
+        )
+        .unwrap();
+        let store = dbs.store(0).clone();
+        let parts = Partitions::new(4).unwrap();
+        let a = ServerApply::new(store.clone(), parts, dir.path().join("scratch")).unwrap();
+        // Slot 10 is partition 0's; partition 3 imports it.
+        let (s, t, slot) = (0u16, 3u16, 10u16);
+        let key = |rest: &[u8]| [&slot.to_be_bytes()[..], rest].concat();
+        let (k1, k2, k3) = (key(b"a"), key(b"b"), key(b"c"));
+        let page: Vec<(u8, &[u8], &[u8])> =
+            vec![(0, &k1, b"meta a"), (0, &k2, b"meta b"), (1, &k3, b"sub c")];
+        let entry = ingest::encode(slot, &page);
+        let r = apply(&a, t, 1, &entry);
+        assert!(r.starts_with("-ERR slot 10 is not being imported into partition 3"), "{r}");
+        assert!(records(&a, t, slot).is_empty());
+        assert_eq!(apply(&a, t, 2, &ownership::encode_control(Op::Import, slot, s)), "ok");
+        assert_eq!(apply(&a, t, 3, &entry), "3");
+        let once = records(&a, t, slot);
+        assert_eq!(once.len(), 3);
+        assert_eq!(once[2], (1, [&t.to_be_bytes()[..], &k3].concat(), b"sub c".to_vec()));
+        assert_eq!(apply(&a, t, 3, &entry), "3");
+        assert_eq!(records(&a, t, slot), once);
+        let left = std::fs::read_dir(dir.path().join("scratch")).unwrap().count();
+        assert_eq!(left, 0, "the table files were moved into the engine");
+
+        // The source copies slot 10 out: an entry writing it (and slot 11) is recorded.
+        assert_eq!(apply(&a, s, 1, &ownership::encode_control(Op::Copy, slot, t)), "ok");
+        let mut b = WriteBatch::new();
+        let stored =
+            |sl: u16, rest: &[u8]| [&s.to_be_bytes()[..], &sl.to_be_bytes(), rest].concat();
+        b.put_cf(&*store.meta_cf, stored(slot, b"k"), b"v");
+        b.put_cf(&*store.meta_cf, stored(11, b"k"), b"other slot");
+        b.delete_cf(&*store.sub_cf, stored(slot, b"gone"));
+        assert_eq!(apply(&a, s, 2, &encode_proposal(&store, &b)), "");
+        let (last, changes) = outbox::page(&store, s, slot, 0, 100).unwrap();
+        assert_eq!(last, 2);
+        assert_eq!(
+            changes,
+            vec![
+                Change::Put { family: 0, key: key(b"k"), value: b"v".to_vec() },
+                Change::Delete { family: 1, key: key(b"gone") },
+            ]
+        );
+        assert_eq!(outbox::page(&store, s, slot, 2, 100).unwrap(), (2, Vec::new()));
+        assert_eq!(outbox::page(&store, s, 11, 0, 100).unwrap(), (0, Vec::new()));
+        // The outbox is part of the partition's snapshot ranges.
+        let server = store.server_cf.name().to_string();
+        let (lo, hi) = outbox::range_of(s);
+        let ranges = a.ranges(GroupId(u32::from(s)));
+        assert!(ranges.iter().any(|r| r.cf == server && r.start == lo && r.end == hi));
     }
 }

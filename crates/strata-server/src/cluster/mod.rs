@@ -10,7 +10,9 @@
 //! - [`proposals`]: group commit of the batches commands propose to one group.
 //! - [`moves`]: a node's side of a slot move (the per-slot write gate, the steps).
 //! - [`ownership`]: which slots a partition serves while slots move between partitions, as
-//!   the control entries of its own log decide.
+//!   the control entries of its own log decide; [`outbox`]: the writes to a slot made while
+//!   it is copied, kept in its source partition's state; [`ingest`]: the bulk of a slot's
+//!   copy entering the target's replicas as table files.
 //! - [`map`]: the cluster map (nodes, placement, version), the meta group's state;
 //!   [`placement`]: where replicas go; [`admin`]: changes to the map; [`reconcile`]: each
 //!   node's rounds that move the groups' members toward the map.
@@ -24,9 +26,11 @@
 
 pub mod admin;
 pub mod apply;
+pub mod ingest;
 pub mod map;
 pub mod moves;
 pub mod node;
+pub mod outbox;
 pub mod ownership;
 pub mod partitions;
 pub mod placement;

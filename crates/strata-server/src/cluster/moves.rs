@@ -144,17 +144,14 @@ impl ClusterNode {
             return Ok(self.ownership.describe(partition, slot));
         }
         let op = Op::named(op).ok_or_else(|| {
-            format!("ERR unknown move step '{op}' (state, import, freeze, handoff, adopt, release)")
+            format!(
+                "ERR unknown move step '{op}' (state, import, copy, freeze, handoff, adopt, release)"
+            )
         })?;
         let replica = self.led(partition)?;
         let entry = encode_control(op, slot, peer);
-        let propose = |entry: Vec<u8>| {
-            self.wait("the move step", replica.write(entry)).map_err(|e| match e {
-                RaftError::NotLeader { .. } => self.not_led_here(partition),
-                other => format!("ERR the move step's outcome is unknown: {other}"),
-            })
-        };
-        let reply = if op == Op::Freeze {
+        let propose = |entry: Vec<u8>| self.propose(partition, &replica, entry, "the move step");
+        if op == Op::Freeze {
             // No write accepted before the freeze may land after it (module text).
             let group = GroupId(u32::from(partition));
             let drained = if !self.gates.close(slot) {
@@ -166,15 +163,38 @@ impl ClusterNode {
             };
             let r = drained.and_then(|()| propose(entry));
             self.gates.open(slot);
-            r?
+            r
         } else {
-            propose(entry)?
-        };
-        let (_, reply) = reply;
+            propose(entry)
+        }
+    }
+
+    /// Proposes `entry` to `partition` (led here by `replica`) and waits for it to apply
+    /// here; its reply's text, or the error reply (a reply starting with `-`, or `REDIRECT`
+    /// when the lead moved, or the outcome unknown).
+    fn propose(
+        &self,
+        partition: u16,
+        replica: &strata_replication::Replica,
+        entry: Vec<u8>,
+        what: &str,
+    ) -> Result<String, String> {
+        let (_, reply) = self.wait(what, replica.write(entry)).map_err(|e| match e {
+            RaftError::NotLeader { .. } => self.not_led_here(partition),
+            other => format!("ERR {what}'s outcome is unknown: {other}"),
+        })?;
         match reply.0.strip_prefix(b"-") {
             Some(err) => Err(String::from_utf8_lossy(err).into_owned()),
             None => Ok(String::from_utf8_lossy(&reply.0).into_owned()),
         }
+    }
+
+    /// Proposes an ingest entry of a slot's copy (`super::ingest`) to `partition`, which
+    /// this node must lead (`Router::ingest_copy`); how many records it wrote.
+    pub(super) fn ingest_copy_here(&self, partition: u16, entry: Vec<u8>) -> Result<usize, String> {
+        let replica = self.led(partition)?;
+        let text = self.propose(partition, &replica, entry, "the copy's ingestion")?;
+        text.parse().map_err(|_| format!("ERR the ingestion replied `{text}`, not a count"))
     }
 
     /// Waits up to [`FREEZE_WAIT`] while `slot` is being frozen or is frozen in the
@@ -211,15 +231,16 @@ impl ClusterNode {
             .map_err(|e| format!("CLUSTERDOWN partition {partition}: {e}"))?;
         let state = self.ownership.state(partition, slot);
         let fits = match state {
-            Some(State::Frozen(_) | State::HandedOff(_)) => export,
+            Some(State::Copying(_) | State::Frozen(_) | State::HandedOff(_)) => export,
             Some(State::Importing(_)) => !export,
             _ => false,
         };
         if fits {
             Ok(())
         } else {
-            let want = if export { "frozen" } else { "being imported" };
-            Err(format!("ERR slot {slot} is not {want} in partition {partition} ({state:?})"))
+            let want = if export { "copied out of" } else { "imported into" };
+            let now = self.ownership.describe(partition, slot);
+            Err(format!("ERR slot {slot} is not being {want} partition {partition}: it is {now}"))
         }
     }
 }

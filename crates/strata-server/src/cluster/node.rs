@@ -507,6 +507,10 @@ impl Router for ClusterNode {
         self.check_copy_here(partition, slot, export)
     }
 
+    fn ingest_copy(&self, partition: u16, entry: Vec<u8>) -> Result<usize, String> {
+        self.ingest_copy_here(partition, entry)
+    }
+
     fn replication_marks(&self) -> Vec<(u32, u64)> {
         let mut marks = Vec::new();
         for g in self.raft.groups() {

@@ -6,27 +6,32 @@
 //!
 //! ```text
 //!  control entry:  0xFFFFFFFF u32LE | op u8 | slot u16LE | peer partition u16LE
-//!    op: 1 import (T)  2 freeze (S)  3 handoff (S)  4 adopt (T)  5 release (S)
+//!    op: 1 import (T)  2 freeze (S)  3 handoff (S)  4 adopt (T)  5 release (S)  6 copy (S)
 //!  record (server family):  "owner\0" | partition u16BE | slot u16BE
 //!                           -> state u8 | peer partition u16LE
-//!    state: 1 importing  2 adopted  3 frozen  4 handed off  5 released
+//!    state: 1 importing  2 adopted  3 frozen  4 handed off  5 released  6 copying
 //! ```
 //!
 //! A slot without a record belongs to its partition if it is in the partition's run
 //! (`super::partitions`). The steps of a move, in order, each idempotent:
 //! 1. `import` in T: T's range of the slot is cleared (what an abandoned import left), and T
 //!    takes the copy's batches for it (`Importing`).
-//! 2. `freeze` in S: S takes no write to the slot from that entry on (a write waits for the
+//! 2. `copy` in S: S goes on serving the slot, and from this entry on every write to it is
+//!    also recorded in S's outbox (`super::outbox`), so the copy can run while clients write.
+//!    The bulk copy: the slot's records as S holds them, re-keyed to T's partition, proposed
+//!    to T in batches; then the outbox, replayed in T in S's order, until little is left.
+//!    Repeating `copy` starts the outbox again (the controller repeats `import` first).
+//! 3. `freeze` in S: S takes no write to the slot from that entry on (a write waits for the
 //!    handoff, then goes to T with `ASK`; `TRYAGAIN` if the move stalls); its leader proposes
 //!    it only once no write to the slot is on its way (`super::moves`), so no write lands
 //!    behind it. Reads go on.
-//! 3. the copy: the slot's records as S holds them after the freeze, re-keyed to T's
-//!    partition, proposed to T in batches.
-//! 4. `handoff` in S: S stops serving the slot; its clients are sent to T (`ASK`).
-//! 5. `adopt` in T, proposed once the handoff is applied: T serves the slot. So at most one
+//!    (A move may also freeze straight from S's own state, and copy everything after it.)
+//! 4. the rest of the outbox (final once the freeze is applied), replayed in T.
+//! 5. `handoff` in S: S stops serving the slot; its clients are sent to T (`ASK`).
+//! 6. `adopt` in T, proposed once the handoff is applied: T serves the slot. So at most one
 //!    of S and T serves it at any time.
-//! 6. the map gives the slot to T (clients get `MOVED` to T).
-//! 7. `release` in S: S's range of the slot is deleted.
+//! 7. the map gives the slot to T (clients get `MOVED` to T).
+//! 8. `release` in S: S's range of the slot and its outbox are deleted.
 //!
 //! The records live in the group's snapshot ranges ([`ranges_of`]), so a replica that
 //! installs a snapshot gets them with the data.
@@ -37,6 +42,7 @@ use parking_lot::RwLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use strata::WriteBatch;
 
+use super::outbox;
 use super::partitions::Partitions;
 use crate::filing::Filing;
 use crate::storage::Store;
@@ -63,6 +69,8 @@ pub enum Op {
     Adopt,
     /// S deletes its records of the slot.
     Release,
+    /// S records its writes to the slot in its outbox, moving to `peer` (T).
+    Copy,
 }
 
 impl Op {
@@ -73,6 +81,7 @@ impl Op {
             Op::Handoff => 3,
             Op::Adopt => 4,
             Op::Release => 5,
+            Op::Copy => 6,
         }
     }
 
@@ -83,6 +92,7 @@ impl Op {
             3 => Op::Handoff,
             4 => Op::Adopt,
             5 => Op::Release,
+            6 => Op::Copy,
             _ => return None,
         })
     }
@@ -95,12 +105,13 @@ impl Op {
             Op::Handoff => "handoff",
             Op::Adopt => "adopt",
             Op::Release => "release",
+            Op::Copy => "copy",
         }
     }
 
     /// The op named `name` (case-insensitive).
     pub fn named(name: &str) -> Option<Op> {
-        [Op::Import, Op::Freeze, Op::Handoff, Op::Adopt, Op::Release]
+        [Op::Import, Op::Copy, Op::Freeze, Op::Handoff, Op::Adopt, Op::Release]
             .into_iter()
             .find(|o| o.name().eq_ignore_ascii_case(name))
     }
@@ -119,6 +130,8 @@ pub enum State {
     HandedOff(u16),
     /// Moved to `peer` and deleted here.
     Released(u16),
+    /// Served, its writes also recorded in the outbox, being copied to `peer`.
+    Copying(u16),
 }
 
 impl State {
@@ -129,6 +142,7 @@ impl State {
             State::Frozen(p) => (3, p),
             State::HandedOff(p) => (4, p),
             State::Released(p) => (5, p),
+            State::Copying(p) => (6, p),
         };
         let [a, b] = peer.to_le_bytes();
         [code, a, b]
@@ -143,6 +157,7 @@ impl State {
             3 => State::Frozen(peer),
             4 => State::HandedOff(peer),
             5 => State::Released(peer),
+            6 => State::Copying(peer),
             _ => return None,
         })
     }
@@ -154,7 +169,8 @@ impl State {
             | State::Adopted(p)
             | State::Frozen(p)
             | State::HandedOff(p)
-            | State::Released(p) => p,
+            | State::Released(p)
+            | State::Copying(p) => p,
         }
     }
 }
@@ -279,9 +295,18 @@ impl Ownership {
     pub fn takes_writes(&self, partition: u16, slot: u16) -> bool {
         match self.state(partition, slot) {
             None => self.runs.of_slot(slot) == partition,
-            Some(State::Importing(_) | State::Adopted(_)) => true,
+            Some(State::Importing(_) | State::Adopted(_) | State::Copying(_)) => true,
             Some(State::Frozen(_) | State::HandedOff(_) | State::Released(_)) => false,
         }
+    }
+
+    /// The slots being copied out of `partition` (whose writes go to its outbox).
+    pub fn copying(&self, partition: u16) -> Vec<u16> {
+        let states = self.states.read();
+        let of = |(s, v): (&u16, &Vec<(u16, State)>)| {
+            v.iter().any(|(p, st)| *p == partition && matches!(st, State::Copying(_))).then_some(*s)
+        };
+        states.iter().filter_map(of).collect()
     }
 
     /// Every (partition, slot, state) of a partition in `partitions`.
@@ -321,8 +346,12 @@ impl Ownership {
             (Op::Import, Some(State::Importing(p))) if p == peer => State::Importing(peer),
             (Op::Import, None) if !in_run => State::Importing(peer),
             (Op::Import, Some(State::Released(_))) => State::Importing(peer),
+            (Op::Copy, _) if owns => State::Copying(peer),
+            (Op::Copy, Some(State::Copying(p))) if p == peer => State::Copying(peer),
             (Op::Freeze, _) if owns => State::Frozen(peer),
-            (Op::Freeze, Some(State::Frozen(p))) if p == peer => State::Frozen(peer),
+            (Op::Freeze, Some(State::Frozen(p) | State::Copying(p))) if p == peer => {
+                State::Frozen(peer)
+            }
             (Op::Handoff, Some(State::Frozen(p) | State::HandedOff(p))) if p == peer => {
                 State::HandedOff(peer)
             }
@@ -343,12 +372,23 @@ impl Ownership {
             }
         };
         if matches!(op, Op::Import | Op::Release) {
-            // Import starts from nothing; release deletes what moved away.
+            // Import starts from nothing; release deletes what moved away. An import clears
+            // only a range that holds something (what an abandoned copy left): a deletion
+            // over an empty range would make the copy's table files overlap it, and the
+            // engine would flush to ingest them (`super::ingest`). Every replica reads the
+            // same records at this index, so every one writes the same batch.
             let view = Filing::Partition(partition);
             let (start, end) = view.slot_span(slot, slot);
             for cf in store.families() {
-                batch.delete_range_cf(&**cf, start.clone(), end.clone());
+                if op == Op::Release || holds_any(store, cf, &start, &end) {
+                    batch.delete_range_cf(&**cf, start.clone(), end.clone());
+                }
             }
+        }
+        if matches!(op, Op::Copy | Op::Release) {
+            // A copy starts its outbox afresh; a release has no more use for it.
+            let (start, end) = outbox::slot_range(partition, slot);
+            batch.delete_range_cf(&*store.server_cf, start, end);
         }
         batch.put_cf(&*store.server_cf, record_key(partition, slot), next.encode());
         (b"ok".to_vec(), Some(next))
@@ -356,7 +396,7 @@ impl Ownership {
 
     /// The state of `slot` in `partition` in words: `its own`, `not its own`, `importing from
     /// partition 3`, `adopted from ...`, `frozen, moving to ...`, `handed off to ...`,
-    /// `released to ...` (the controller reads it to resume a move).
+    /// `released to ...`, `copying to ...` (the controller reads it to resume a move).
     pub fn describe(&self, partition: u16, slot: u16) -> String {
         describe(self.state(partition, slot), self.runs.of_slot(slot) == partition)
     }
@@ -373,6 +413,18 @@ impl Ownership {
     }
 }
 
+/// Whether family `cf` of `store` holds a record in `[start, end)`. An engine error counts
+/// as holding one: the range is cleared rather than trusted.
+fn holds_any(store: &Store, cf: &strata::ColumnFamily, start: &[u8], end: &[u8]) -> bool {
+    let ro = strata::ReadOptions {
+        iterate_upper_bound: Some(end.to_vec()),
+        ..strata::ReadOptions::default()
+    };
+    let mut it = store.db.raw_iterator_cf_opt(cf, &ro);
+    it.seek(start);
+    it.valid() || it.status().is_err()
+}
+
 fn describe(state: Option<State>, in_run: bool) -> String {
     match state {
         None if in_run => "its own".to_string(),
@@ -382,6 +434,7 @@ fn describe(state: Option<State>, in_run: bool) -> String {
         Some(State::Frozen(p)) => format!("frozen, moving to partition {p}"),
         Some(State::HandedOff(p)) => format!("handed off to partition {p}"),
         Some(State::Released(p)) => format!("released to partition {p}"),
+        Some(State::Copying(p)) => format!("copying to partition {p}"),
     }
 }
 
@@ -409,6 +462,45 @@ mod tests {
             o.settle(p, slot, n);
         }
         String::from_utf8(reply).unwrap()
+    }
+
+    #[test]
+    fn a_copy_serves_the_slot_keeps_an_outbox_and_a_release_or_new_copy_drops_it() {
+        let (_d, st) = store();
+        let runs = Partitions::new(4).unwrap();
+        let o = Ownership::load(&st, runs).unwrap();
+        let (s, t, slot) = (0u16, 3u16, 10u16);
+        assert!(step(&o, &st, t, Op::Copy, slot, s).contains("not its own"));
+        assert_eq!(step(&o, &st, s, Op::Copy, slot, t), "ok");
+        assert_eq!(o.describe(s, slot), "copying to partition 3");
+        assert!(o.takes_writes(s, slot) && o.copying(s) == vec![slot] && o.copying(t).is_empty());
+        assert!(step(&o, &st, s, Op::Copy, slot, 2).contains("copying to partition 3"));
+        let outbox_len = || {
+            let (lo, _) = outbox::slot_range(s, slot);
+            st.server_records(&lo).unwrap().len()
+        };
+        let record = || {
+            let mut b = WriteBatch::new();
+            b.put_cf(&*st.server_cf, outbox::key(s, slot, 7), b"");
+            b.put_cf(&*st.server_cf, outbox::key(s, slot + 1, 7), b"another slot's");
+            st.db.write(b).unwrap();
+        };
+        record();
+        assert_eq!(outbox_len(), 1);
+        // Copying again starts the outbox afresh.
+        assert_eq!(step(&o, &st, s, Op::Copy, slot, t), "ok");
+        assert_eq!(outbox_len(), 0);
+        record();
+        assert!(step(&o, &st, s, Op::Freeze, slot, 2).starts_with("-ERR"));
+        assert_eq!(step(&o, &st, s, Op::Freeze, slot, t), "ok");
+        assert!(o.copying(s).is_empty() && !o.takes_writes(s, slot));
+        assert!(step(&o, &st, s, Op::Copy, slot, t).contains("frozen"));
+        assert_eq!(outbox_len(), 1, "the freeze keeps the outbox for the last copy");
+        assert_eq!(step(&o, &st, s, Op::Handoff, slot, t), "ok");
+        assert_eq!(step(&o, &st, s, Op::Release, slot, t), "ok");
+        assert_eq!(outbox_len(), 0);
+        let (lo, _) = outbox::slot_range(s, slot + 1);
+        assert_eq!(st.server_records(&lo).unwrap().len(), 1, "another slot's outbox stays");
     }
 
     #[test]

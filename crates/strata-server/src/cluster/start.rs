@@ -58,7 +58,9 @@ pub async fn start(spec: &ClusterSpec, store: Arc<Store>, dir: &Path) -> Result<
         strata_replication::NodeStorage::open(store.db.clone(), dir.join("raft-snapshots"))
             .map_err(|e| fail(&e))?;
     let count = spec.partitions.count();
-    let apply = Arc::new(ServerApply::new(store.clone(), spec.partitions).map_err(|e| fail(&e))?);
+    let scratch = dir.join("slot-imports");
+    let apply =
+        Arc::new(ServerApply::new(store.clone(), spec.partitions, scratch).map_err(|e| fail(&e))?);
     let mut maps = apply.maps();
     let stored: Option<ClusterMap> = maps.borrow_and_update().as_deref().cloned();
     if let Some(m) = &stored {

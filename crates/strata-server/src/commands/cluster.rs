@@ -14,6 +14,7 @@ use crate::routing::{node_name, Admin, Admission, NodeInfo, Route, SlotRange};
 use crate::slots::key_slot;
 use crate::state::{Conn, Shared};
 use crate::storage::databases::{serve_partition, Serving};
+use crate::storage::moving::Change;
 
 /// Redis's reply when a command's keys are in more than one slot.
 pub const CROSSSLOT: &str = "CROSSSLOT Keys in request don't hash to the same slot";
@@ -302,6 +303,63 @@ pub fn cluster(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
                 out.bulk(value);
             }
         }
+        "slottail" => {
+            // CLUSTER SLOTTAIL partition slot after count: the outbox of a slot being copied
+            // out, from the entry after log index `after`, whole entries up to `count`
+            // changes; the last index read, then kind, family, key, value per change.
+            argc(6)?;
+            let partition = u16_arg(&a[2], "partition")?;
+            let slot = slot_arg(&a[3])?;
+            let after = crate::types::number::parse_int_strict(&a[4])
+                .and_then(|n| u64::try_from(n).ok())
+                .ok_or(CmdError::from("ERR after must be a log index (0 or more)"))?;
+            let count = crate::types::number::parse_int_strict(&a[5])
+                .filter(|n| *n > 0)
+                .ok_or(CmdError::from("ERR count must be a positive integer"))?;
+            router.check_copy(partition, slot, true).map_err(CmdError::from)?;
+            let view = sh.dbs.partition(partition);
+            let (last, changes) =
+                crate::cluster::outbox::page(view, partition, slot, after, count as usize)
+                    .map_err(|e| CmdError::from(format!("ERR {e}")))?;
+            out.array(1 + 4 * changes.len());
+            out.bulk(last.to_string().as_bytes());
+            for c in &changes {
+                let (kind, family, key, value) = c.parts();
+                out.int(i64::from(kind));
+                out.int(i64::from(family));
+                out.bulk(key);
+                out.bulk(value);
+            }
+        }
+        "importchanges" => {
+            // CLUSTER IMPORTCHANGES partition slot (kind family key value)...: a page of the
+            // source's outbox, replayed in its order.
+            if a.len() < 4 || !(a.len() - 4).is_multiple_of(4) {
+                return Err(format!(
+                    "ERR Unknown subcommand or wrong number of arguments for '{sub}'. Try CLUSTER HELP."
+                )
+                .into());
+            }
+            let partition = u16_arg(&a[2], "partition")?;
+            let slot = slot_arg(&a[3])?;
+            router.check_copy(partition, slot, false).map_err(CmdError::from)?;
+            let mut changes = Vec::with_capacity((a.len() - 4) / 4);
+            for r in a[4..].chunks(4) {
+                let small = |b: &[u8], what: &str| {
+                    crate::types::number::parse_int_strict(b)
+                        .and_then(|f| u8::try_from(f).ok())
+                        .ok_or(CmdError::from(format!("ERR {what} must be a small integer")))
+                };
+                let (kind, family) = (small(&r[0], "kind")?, small(&r[1], "family")?);
+                let change = Change::of(kind, family, r[2].clone(), r[3].clone())
+                    .map_err(|e| CmdError::from(format!("ERR {e}")))?;
+                changes.push(change);
+            }
+            let view = sh.dbs.partition(partition);
+            let n = crate::storage::moving::apply_changes(view, slot, &changes)
+                .map_err(|e| CmdError::from(format!("ERR {e}")))?;
+            out.int(n as i64);
+        }
         "importrecords" => {
             // CLUSTER IMPORTRECORDS partition slot (family key value)...: the copy's records.
             if a.len() < 4 || !(a.len() - 4).is_multiple_of(3) {
@@ -320,9 +378,20 @@ pub fn cluster(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
                     .ok_or(CmdError::from("ERR family must be 0, 1 or 2"))?;
                 records.push((family, r[1].as_slice(), r[2].as_slice()));
             }
-            let view = sh.dbs.partition(partition);
-            let n = crate::storage::moving::import(view, slot, &records)
-                .map_err(|e| CmdError::from(format!("ERR {e}")))?;
+            // A large page enters the target's replicas as table files; a small one as a
+            // write batch.
+            let bytes: usize = records.iter().map(|(_, k, v)| k.len() + v.len()).sum();
+            let n = if bytes >= crate::cluster::ingest::INGEST_BYTES {
+                let entry = crate::cluster::ingest::encode(slot, &records);
+                // Checked here too, so a bad page is refused before it reaches the log.
+                crate::cluster::ingest::decode(&entry)
+                    .map_err(|e| CmdError::from(format!("ERR {e}")))?;
+                router.ingest_copy(partition, entry).map_err(CmdError::from)?
+            } else {
+                let view = sh.dbs.partition(partition);
+                crate::storage::moving::import(view, slot, &records)
+                    .map_err(|e| CmdError::from(format!("ERR {e}")))?
+            };
             out.int(n as i64);
         }
         "map" | "rebalance" | "addnode" | "removenode" | "forgetnode" | "setslotpartition" => {

@@ -116,3 +116,138 @@ pub fn import(view: &Store, slot: u16, records: &[(u8, &[u8], &[u8])]) -> Result
     view.write(b).map_err(MoveError::Write)?;
     Ok(records.len())
 }
+
+/// One write to a moving slot made after its copy began (`crate::cluster::outbox` keeps
+/// them in the source's commit order; the target replays them in that order after the bulk
+/// copy). Keys are as [`export`] gives them: after the partition, `slot u16BE | the rest`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// `key` in `family` set to `value`.
+    Put { family: u8, key: Vec<u8>, value: Vec<u8> },
+    /// `key` in `family` deleted.
+    Delete { family: u8, key: Vec<u8> },
+    /// `[start, end)` in `family` deleted, both bounds inside the slot's span.
+    DeleteRange { family: u8, start: Vec<u8>, end: Vec<u8> },
+}
+
+impl Change {
+    /// The kind's code on the wire and in the outbox (module text of `cluster::outbox`).
+    pub fn kind(&self) -> u8 {
+        match self {
+            Change::Put { .. } => 1,
+            Change::Delete { .. } => 2,
+            Change::DeleteRange { .. } => 3,
+        }
+    }
+
+    /// The change of kind `kind` (1 put, 2 delete, 3 delete range) with its parts; `value` is
+    /// the put's value, empty for a delete, and a range deletion's end.
+    pub fn of(kind: u8, family: u8, key: Vec<u8>, value: Vec<u8>) -> Result<Change, MoveError> {
+        if family > 2 {
+            return Err(MoveError::Invalid(format!("family {family} is not 0, 1 or 2")));
+        }
+        Ok(match kind {
+            1 => Change::Put { family, key, value },
+            2 if value.is_empty() => Change::Delete { family, key },
+            2 => return Err(MoveError::Invalid("a delete with a value".into())),
+            3 => Change::DeleteRange { family, start: key, end: value },
+            other => {
+                return Err(MoveError::Invalid(format!(
+                    "change kind {other} is not 1 (put), 2 (delete) or 3 (delete range)"
+                )))
+            }
+        })
+    }
+
+    /// Its parts: (kind, family, key or range start, value or range end).
+    pub fn parts(&self) -> (u8, u8, &[u8], &[u8]) {
+        match self {
+            Change::Put { family, key, value } => (1, *family, key, value),
+            Change::Delete { family, key } => (2, *family, key, &[]),
+            Change::DeleteRange { family, start, end } => (3, *family, start, end),
+        }
+    }
+}
+
+/// `changes` as the outbox stores them: per change, `kind u8 | family u8 | key len u32LE |
+/// key | value len u32LE | value`.
+pub fn encode_changes(changes: &[Change]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for c in changes {
+        let (kind, family, key, value) = c.parts();
+        out.push(kind);
+        out.push(family);
+        for part in [key, value] {
+            out.extend_from_slice(&(part.len() as u32).to_le_bytes());
+            out.extend_from_slice(part);
+        }
+    }
+    out
+}
+
+/// The changes [`encode_changes`] wrote; a damaged buffer is an error naming the offset.
+pub fn decode_changes(mut buf: &[u8]) -> Result<Vec<Change>, MoveError> {
+    let total = buf.len();
+    let mut out = Vec::new();
+    while !buf.is_empty() {
+        let at = total - buf.len();
+        let damaged = |what: &str| {
+            MoveError::Invalid(format!(
+                "an outbox record is damaged in its change at byte {at}: {what}"
+            ))
+        };
+        let [kind, family, rest @ ..] = buf else { return Err(damaged("no kind and family")) };
+        buf = rest;
+        let mut part = || -> Result<Vec<u8>, MoveError> {
+            let (len, rest) = buf.split_first_chunk::<4>().ok_or_else(|| damaged("no length"))?;
+            let len = u32::from_le_bytes(*len) as usize;
+            let bytes = rest.get(..len).ok_or_else(|| damaged("a part longer than the record"))?;
+            buf = &rest[len..];
+            Ok(bytes.to_vec())
+        };
+        let (key, value) = (part()?, part()?);
+        out.push(Change::of(*kind, *family, key, value).map_err(|e| damaged(&e.to_string()))?);
+    }
+    Ok(out)
+}
+
+/// Writes `changes` (a tail of [`Change`]s, in the source's order) of `slot` into `view`
+/// (the target partition's), in one batch through its group; returns how many.
+pub fn apply_changes(view: &Store, slot: u16, changes: &[Change]) -> Result<usize, MoveError> {
+    let partition = partition_of(view)?;
+    let families = view.families();
+    let lead = partition.to_be_bytes();
+    let stored = |key: &[u8]| [&lead[..], key].concat();
+    // Keys of the slot: after the partition, the slot's two bytes and more; a range ends at
+    // the next slot's lead at most.
+    let of_slot = |key: &[u8]| key.len() > 2 && key.starts_with(&slot.to_be_bytes());
+    let next_slot = (slot + 1).to_be_bytes();
+    let mut b = WriteBatch::new();
+    for c in changes {
+        let (_, family, key, value) = c.parts();
+        let cf = families
+            .get(usize::from(family))
+            .ok_or_else(|| MoveError::Invalid(format!("family {family} is not 0, 1 or 2")))?;
+        let fits = match c {
+            Change::DeleteRange { start, end, .. } => {
+                (of_slot(start) || start[..] == slot.to_be_bytes())
+                    && (of_slot(end) || end[..] == next_slot)
+                    && start < end
+            }
+            _ => of_slot(key),
+        };
+        if !fits {
+            return Err(MoveError::Invalid(format!(
+                "change of key {:?} is not one of slot {slot}",
+                String::from_utf8_lossy(key)
+            )));
+        }
+        match c {
+            Change::Put { .. } => b.put_cf(&***cf, stored(key), value),
+            Change::Delete { .. } => b.delete_cf(&***cf, stored(key)),
+            Change::DeleteRange { .. } => b.delete_range_cf(&***cf, stored(key), stored(value)),
+        }
+    }
+    view.write(b).map_err(MoveError::Write)?;
+    Ok(changes.len())
+}

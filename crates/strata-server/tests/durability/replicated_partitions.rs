@@ -76,7 +76,7 @@ impl Cluster {
             let dbs = store.clone();
             let store = dbs.store(0).clone();
             let storage = NodeStorage::open(store.db.clone(), d.join("snapshots")).unwrap();
-            let apply = ServerApply::new(store.clone(), parts).unwrap();
+            let apply = ServerApply::new(store.clone(), parts, d.join("slot-imports")).unwrap();
             let ownership = apply.ownership();
             let raft =
                 RaftNode::new(id, storage, Arc::new(apply), net.transport(id), settings.clone())

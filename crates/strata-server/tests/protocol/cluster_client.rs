@@ -187,13 +187,22 @@ fn a_cluster_client_sees_the_model_while_slots_move_between_partitions() {
             .output()
             .unwrap()
     };
+    let mut changes = 0u64;
     for s in &slots {
         let to = ((partition(*s) + 1) % 4).to_string();
-        let out = ctl(&["move-slots", &s.to_string(), "--to", &to]);
+        // Pages of two records or changes: several pages, and several rounds of the outbox
+        // while the workload writes.
+        let out = ctl(&["move-slots", &s.to_string(), "--to", &to, "--page", "2"]);
         assert!(out.status.success(), "slot {s}: {out:?}");
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(text.contains(&format!("slot {s} moved from partition")), "{text}");
+        // "..: R records, C changes copied, writes held D ms"
+        let copied = text.split(", ").nth(1).and_then(|c| c.split(' ').next());
+        changes += copied.and_then(|c| c.parse::<u64>().ok()).expect(&text);
+        assert!(text.contains("writes held"), "{text}");
     }
+    // The workload wrote to slots while they were copied: the outboxes carried those writes.
+    assert!(changes > 0, "no change went through an outbox");
     // Moving a slot where it is already is no error.
     let s = slots[0];
     let out = ctl(&["move-slots", &s.to_string(), "--to", &((partition(s) + 1) % 4).to_string()]);
@@ -237,9 +246,17 @@ fn a_cluster_client_sees_the_model_while_slots_move_between_partitions() {
 /// Sends a move step (or any command naming a partition) to the node leading it, following
 /// `REDIRECT`; the reply and the port that gave it.
 fn at_leader(port: u16, args: &[&str]) -> (Reply, u16) {
+    let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+    at_leader_bytes(port, &args)
+}
+
+/// [`at_leader`] with arguments that need not be text (records' keys and values).
+fn at_leader_bytes(port: u16, args: &[&[u8]]) -> (Reply, u16) {
     let mut port = port;
     for _ in 0..50 {
-        match Raw::connect(port).cmd(args) {
+        let mut c = Raw::connect(port);
+        c.send_raw(&Raw::encode(args));
+        match c.read() {
             Reply::Error(e) if e.starts_with("REDIRECT ") => {
                 port = e.rsplit(':').next().unwrap().parse().unwrap();
             }
@@ -250,6 +267,137 @@ fn at_leader(port: u16, args: &[&str]) -> (Reply, u16) {
         }
     }
     panic!("{args:?}: no leader answered");
+}
+
+/// Sends `items` (a SLOTRECORDS or SLOTTAIL reply after its cursor) to `command` (IMPORTRECORDS
+/// or IMPORTCHANGES) of partition `t` at its leader, as the controller does; how many it
+/// wrote.
+fn forward(port: u16, command: &str, t: &str, slot: &str, items: &[Reply]) -> i64 {
+    let parts: Vec<Vec<u8>> = items
+        .iter()
+        .map(|r| match r {
+            Reply::Int(i) => i.to_string().into_bytes(),
+            Reply::Bulk(b) => b.clone(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    let mut args: Vec<&[u8]> = vec![b"CLUSTER", command.as_bytes(), t.as_bytes(), slot.as_bytes()];
+    args.extend(parts.iter().map(Vec::as_slice));
+    match at_leader_bytes(port, &args).0 {
+        Reply::Int(n) => n,
+        other => panic!("{command}: {other:?}"),
+    }
+}
+
+/// A slot is copied while clients write to it: from the `copy` step on its source records
+/// every write to the slot in its outbox and goes on serving it; the bulk pages and then the
+/// outbox (puts, deletes, a FLUSHALL's range deletion) replayed in the target give it the
+/// source's final state; writes wait only from the freeze, which comes after the bulk.
+#[test]
+fn a_slot_is_copied_while_its_writes_go_on_and_the_outbox_carries_them() {
+    let cluster = Loopback::start_three();
+    let client = cluster.client.clone();
+    admin(client[0], &["CLUSTER", "MAP"]);
+    settled(&client[..3], client[0]);
+    // `foo` is in slot 12182, partition 2 of 4; it moves to partition 0.
+    let (slot, s, t) = ("12182", "2", "0");
+    let (_, src) = at_leader(client[0], &["CLUSTER", "MOVESLOT", s, "state", slot, t]);
+    let run = |args: &[&str]| Raw::connect(src).cmd(args);
+    assert_eq!(run(&["SET", "foo", "v1"]), Reply::Simple("OK".into()));
+    assert_eq!(run(&["HSET", "{foo}h", "a", "1", "b", "2"]), Reply::Int(2));
+    assert_eq!(run(&["SET", "{foo}gone", "x"]), Reply::Simple("OK".into()));
+    assert_eq!(run(&["ZADD", "{foo}z", "1", "one", "2", "two"]), Reply::Int(2));
+    // Large enough that the bulk page goes to the target's replicas as table files.
+    let big = |i: usize| format!("{i}").repeat(20_000);
+    for i in 0..4 {
+        assert_eq!(run(&["HSET", "{foo}big", &format!("f{i}"), &big(i)]), Reply::Int(1));
+    }
+    let step = |p: &str, op: &str, peer: &str| {
+        at_leader(client[0], &["CLUSTER", "MOVESLOT", p, op, slot, peer]).0
+    };
+    let ok = Reply::Simple("ok".into());
+    assert_eq!(step(t, "import", s), ok);
+    assert_eq!(step(s, "copy", t), ok);
+    assert_eq!(step(s, "state", t), Reply::Simple("copying to partition 0".into()));
+    // Served while copying: reads and writes, at once.
+    assert_eq!(run(&["SET", "foo", "v2"]), Reply::Simple("OK".into()));
+    assert_eq!(run(&["GET", "foo"]), Reply::Bulk(b"v2".to_vec()));
+    // The target takes no client while it imports.
+    let (_, dst) = at_leader(client[0], &["CLUSTER", "MOVESLOT", t, "state", slot, s]);
+    let r = Raw::connect(dst).cmd(&["GET", "foo"]);
+    assert!(matches!(&r, Reply::Error(e) if e.starts_with("MOVED ")), "{r:?}");
+    // The bulk copy in one page (over 64 KiB: ingested as table files).
+    let mut cursor = Vec::new();
+    let mut bulk = 0;
+    loop {
+        let args: [&[u8]; 6] =
+            [b"CLUSTER", b"SLOTRECORDS", s.as_bytes(), slot.as_bytes(), &cursor, b"100"];
+        let Reply::Array(items) = at_leader_bytes(client[0], &args).0 else { panic!() };
+        let Reply::Bulk(next) = &items[0] else { panic!("{items:?}") };
+        bulk += forward(client[0], "IMPORTRECORDS", t, slot, &items[1..]);
+        if next.is_empty() {
+            break;
+        }
+        cursor = next.clone();
+    }
+    assert!(bulk >= 11, "{bulk} records");
+    // Writes after the bulk: the outbox carries them.
+    assert_eq!(run(&["SET", "foo", "v3"]), Reply::Simple("OK".into()));
+    assert_eq!(run(&["DEL", "{foo}gone"]), Reply::Int(1));
+    assert_eq!(run(&["HSET", "{foo}h", "c", "3"]), Reply::Int(1));
+    assert_eq!(run(&["ZREM", "{foo}z", "one"]), Reply::Int(1));
+    let tail = |after: &str, count: &str| {
+        let args = ["CLUSTER", "SLOTTAIL", s, slot, after, count];
+        let Reply::Array(items) = at_leader(client[0], &args).0 else { panic!() };
+        let Reply::Bulk(last) = &items[0] else { panic!("{items:?}") };
+        (String::from_utf8(last.clone()).unwrap(), items[1..].to_vec())
+    };
+    // Whole entries, at least `count` changes: the first write's alone (one change), then
+    // the rest from where it ended.
+    let (first, items) = tail("0", "1");
+    assert_eq!(items.len(), 4, "{items:?}");
+    assert_eq!(items[0], Reply::Int(1), "a put");
+    assert_eq!(forward(client[0], "IMPORTCHANGES", t, slot, &items), 1);
+    let (mut last, items) = tail(&first, "1000");
+    assert!(items.len() >= 4 * 5, "{items:?}");
+    forward(client[0], "IMPORTCHANGES", t, slot, &items);
+    assert_eq!(tail(&last, "1000").1, Vec::new(), "caught up");
+    // FLUSHALL on the source's leader: a range deletion over the copying slot, then a write.
+    assert_eq!(run(&["FLUSHALL"]), Reply::Simple("OK".into()));
+    assert_eq!(run(&["SET", "foo", "v4"]), Reply::Simple("OK".into()));
+    assert_eq!(run(&["SET", "{foo}new", "n"]), Reply::Simple("OK".into()));
+    // The freeze; a write waits from it on.
+    assert_eq!(step(s, "freeze", t), ok);
+    let waiting = std::thread::spawn(move || Raw::connect(src).cmd(&["SET", "foo", "late"]));
+    let (l, items) = tail(&last, "1000");
+    assert!(items.contains(&Reply::Int(3)), "a range deletion: {items:?}");
+    forward(client[0], "IMPORTCHANGES", t, slot, &items);
+    last = l;
+    assert_eq!(tail(&last, "1000").1, Vec::new());
+    // A change of another slot is refused, naming it.
+    let args = ["CLUSTER", "IMPORTCHANGES", t, slot, "1", "0", "\x00\x01x", "v"];
+    let r = at_leader(client[0], &args).0;
+    assert!(matches!(&r, Reply::Error(e) if e.contains("not one of slot 12182")), "{r:?}");
+    let args = ["CLUSTER", "IMPORTCHANGES", t, slot, "9", "0", "k", "v"];
+    let r = at_leader(client[0], &args).0;
+    assert!(matches!(&r, Reply::Error(e) if e.contains("change kind 9")), "{r:?}");
+    assert_eq!(step(s, "handoff", t), ok);
+    let r = waiting.join().unwrap();
+    assert!(matches!(&r, Reply::Error(e) if e.starts_with("ASK 12182 ")), "{r:?}");
+    assert_eq!(step(t, "adopt", s), ok);
+    // The target holds the source's final state: FLUSHALL's deletion included (of the
+    // ingested records too).
+    let mut c = Raw::connect(dst);
+    assert_eq!(c.cmd(&["GET", "foo"]), Reply::Bulk(b"v4".to_vec()));
+    assert_eq!(c.cmd(&["GET", "{foo}new"]), Reply::Bulk(b"n".to_vec()));
+    for gone in ["{foo}gone", "{foo}h", "{foo}z", "{foo}big"] {
+        assert_eq!(c.cmd(&["EXISTS", gone]), Reply::Int(0), "{gone}");
+    }
+    assert_eq!(c.cmd(&["CLUSTER", "COUNTKEYSINSLOT", slot]), Reply::Int(2));
+    // The release deletes the source's records and its outbox.
+    assert_eq!(step(s, "release", t), ok);
+    let r = at_leader(client[0], &["CLUSTER", "SLOTTAIL", s, slot, "0", "10"]).0;
+    assert!(matches!(&r, Reply::Error(e) if e.contains("released")), "{r:?}");
 }
 
 /// The steps of a move one by one, as a client sees them: a write to the frozen slot waits
@@ -390,4 +538,51 @@ fn a_moving_slot_holds_writes_then_answers_ask_then_moved() {
     // The source kept no copy: its records of the slot are gone.
     let (page, _) = at_leader(client[0], &["CLUSTER", "MOVESLOT", s, "state", slot, t]);
     assert_eq!(page, Reply::Simple("released to partition 0".into()));
+}
+
+/// A slot whose records fill more than 64 KiB moves with the controller: its bulk enters the
+/// target's replicas as table files through the target's log, and every replica (READONLY
+/// on each node) reads the records back.
+#[test]
+fn a_large_slot_reaches_every_replica_of_its_target_as_table_files() {
+    let cluster = Loopback::start_three();
+    let client = cluster.client.clone();
+    admin(client[0], &["CLUSTER", "MAP"]);
+    settled(&client[..3], client[0]);
+    let mut con = client_of(&client[..3], 16).get_connection().unwrap();
+    let value = |i: usize| format!("{i:05}").repeat(4_000);
+    for i in 0..30 {
+        let _: () = con.hset("{big}h", format!("f{i}"), value(i)).unwrap();
+    }
+    let _: () = con.set("{big}s", "small").unwrap();
+    let slot = strata_server::slots::key_slot(b"{big}h");
+    let to = ((u32::from(slot) * 4 / 16384 + 1) % 4).to_string();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_strata-cluster"))
+        .args(["--node", &format!("127.0.0.1:{}", client[2]), "--timeout", "60"])
+        .args(["move-slots", &slot.to_string(), "--to", &to])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.contains(": 32 records, 0 changes"), "{out:?}");
+    for port in &client[..3] {
+        let mut c = Raw::connect(*port);
+        assert_eq!(c.cmd(&["READONLY"]), Reply::Simple("OK".into()));
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            match c.cmd(&["HGET", "{big}h", "f29"]) {
+                Reply::Bulk(v) if v == value(29).as_bytes() => break,
+                other => {
+                    assert!(std::time::Instant::now() < deadline, "node {port}: {other:?}");
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            }
+        }
+        assert_eq!(c.cmd(&["HLEN", "{big}h"]), Reply::Int(30), "node {port}");
+        assert_eq!(c.cmd(&["GET", "{big}s"]), Reply::Bulk(b"small".to_vec()), "node {port}");
+    }
+    // The table files were moved into the engines: nothing is left in the scratch directory.
+    for d in cluster.dirs() {
+        let left = std::fs::read_dir(d.join("slot-imports")).map_or(0, Iterator::count);
+        assert_eq!(left, 0, "{}", d.display());
+    }
 }

@@ -137,6 +137,11 @@ impl Loopback {
         self.root.path().join(format!("node{i}"))
     }
 
+    /// The data directories of the running nodes.
+    pub(super) fn dirs(&self) -> Vec<std::path::PathBuf> {
+        self.nodes.keys().map(|i| self.dir(*i)).collect()
+    }
+
     /// Starts node 4 naming only itself, as a node joining the cluster is started.
     pub(super) fn start_fourth(&mut self) {
         let node = start(4, &self.dir(4), self.client[3], &format!("4={}", self.addr(4)), false);
