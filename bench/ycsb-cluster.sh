@@ -48,9 +48,10 @@
 #
 # --reslot-during W: while the cluster runs workload W, slots move under the clients: 3 s in,
 # the first 64 slots of partition 0 move to partition 1 (bench/cluster.sh move-slots:
-# strata-cluster move-slots, one slot at a time, each copied while its writes wait), then
-# back; the run must still end with no error, and a move that fails fails the run (its
-# output in logs/*.reslot).
+# strata-cluster move-slots, one slot at a time, each copied live, its writes held only from
+# its freeze to its adopt), then back; the run must still end with no error, and a move that
+# fails fails the run (its output in logs/*.reslot: per slot, the records and changes copied
+# and how long its writes were held).
 #
 # Writes DIR (default bench/out/ycsb-cluster-<timestamp>): runs.tsv, logs/ (YCSB output per
 # run, go-ycsb's raw output as *.raw, cluster and server logs), environment.txt, and from

@@ -566,10 +566,13 @@ fn partitions(addr: &str) -> Result<BTreeMap<u16, BTreeMap<String, String>>, Str
     Ok(out)
 }
 
-/// Each partition's state against the map: `(leader, voters, settled)`; settled when its
-/// leader's voters are the placement, no other member holds it, and no replica is catching
-/// up.
-fn partition_states(map: &Map) -> BTreeMap<u16, (Option<u64>, String, bool)> {
+/// Each partition's state against the map: `(leader, voters, settled, moving)`; settled when
+/// its leader's voters are the placement, no other member holds it, and no replica is
+/// catching up; moving: its leader's slots in the middle of a move (`slot:state:peer|..`,
+/// empty for none).
+type PartitionState = (Option<u64>, String, bool, String);
+
+fn partition_states(map: &Map) -> BTreeMap<u16, PartitionState> {
     let infos: BTreeMap<u64, _> = map
         .nodes
         .iter()
@@ -588,7 +591,11 @@ fn partition_states(map: &Map) -> BTreeMap<u16, (Option<u64>, String, bool)> {
             let held = infos.values().filter(|i| i.contains_key(p)).count();
             let caught = infos.values().all(|i| i.get(p).is_none_or(|f| f["catching_up"] == "0"));
             let settled = voters == want && held == ids.len() && caught;
-            (*p, (leader.map(|(id, _)| *id), voters, settled))
+            let moving = leader
+                .and_then(|(_, i)| i[p].get("moving").cloned())
+                .filter(|m| m != "-")
+                .unwrap_or_default();
+            (*p, (leader.map(|(id, _)| *id), voters, settled, moving))
         })
         .collect()
 }
@@ -660,7 +667,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 out.push('\n');
             }
             for (p, ids) in &map.placement {
-                let (leader, voters, settled) = &states[p];
+                let (leader, voters, settled, moving) = &states[p];
                 let ids: Vec<String> = ids.iter().map(ToString::to_string).collect();
                 let _ = writeln!(
                     out,
@@ -670,6 +677,21 @@ fn run(cli: Cli) -> Result<(), String> {
                     if voters.is_empty() { "?" } else { voters },
                     if *settled { "settled" } else { "moving" }
                 );
+                // Slots in a move: one a controller left half done holds its writes (frozen)
+                // or grows its outbox (copying) until a move-slots run finishes it.
+                for m in moving.split('|').filter(|m| !m.is_empty()) {
+                    let mut f = m.split(':');
+                    let (slot, state, peer) = (f.next(), f.next(), f.next());
+                    let (Some(slot), Some(state), Some(peer)) = (slot, state, peer) else {
+                        continue;
+                    };
+                    let to = if state == "importing" { p.to_string() } else { peer.to_string() };
+                    let _ = writeln!(
+                        out,
+                        "  slot {slot} {state} (partition {peer} at the other end): in a move; \
+                         unless a move-slots is running, `move-slots {slot} --to {to}` finishes it"
+                    );
+                }
             }
             print!("{out}");
         }

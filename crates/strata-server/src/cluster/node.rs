@@ -319,9 +319,11 @@ impl ClusterNode {
 
     /// INFO's line for partition `g` held here: `partition<p>`, `slots=<first>-<last>[|<first>-<last>...],
     /// role=<role>,term=<t>,leader=<id or ?>,voters=<a|b|c>,last_index=<i>,committed=<i>,
-    /// applied=<i>,lag=<n:d|..>,catching_up=<0|1>` (`lag`, on the leader only: each
-    /// follower's entries behind the leader's log; `-` for an index not known; `catching_up`:
-    /// the replica opened on empty storage and does not vote until it has caught up).
+    /// applied=<i>,lag=<n:d|..>,catching_up=<0|1>,moving=<slot:state:peer|..>` (`lag`, on
+    /// the leader only: each follower's entries behind the leader's log; `-` for an index not
+    /// known; `catching_up`: the replica opened on empty storage and does not vote until it
+    /// has caught up; `moving`: the partition's slots in the middle of a move, `importing`,
+    /// `copying`, `frozen` or `handed-off`, with the other partition; `-` for none).
     fn group_line(&self, g: GroupId, st: &GroupStatus, catching_up: bool) -> (String, String) {
         let idx = |i: Option<u64>| i.map_or("-".to_string(), |i| i.to_string());
         let runs = self.map().slot_runs_of(g.0 as u16);
@@ -339,11 +341,26 @@ impl ClusterNode {
                 format!("{n}:{}", idx(behind))
             })
             .collect();
+        let moving: Vec<String> = self
+            .ownership
+            .of_partitions(&[g.0 as u16])
+            .into_iter()
+            .filter_map(|(_, slot, state)| {
+                let word = match state {
+                    State::Importing(_) => "importing",
+                    State::Copying(_) => "copying",
+                    State::Frozen(_) => "frozen",
+                    State::HandedOff(_) => "handed-off",
+                    State::Adopted(_) | State::Released(_) => return None,
+                };
+                Some(format!("{slot}:{word}:{}", state.peer()))
+            })
+            .collect();
         (
             format!("partition{}", g.0),
             format!(
                 "slots={slots},role={role},term={},leader={},voters={},last_index={},\
-                 committed={},applied={},lag={},catching_up={}",
+                 committed={},applied={},lag={},catching_up={},moving={}",
                 st.term,
                 st.leader.map_or("?".to_string(), |l| l.to_string()),
                 voters.join("|"),
@@ -352,6 +369,7 @@ impl ClusterNode {
                 idx(st.applied.map(|a| a.index)),
                 if lag.is_empty() { "-".to_string() } else { lag.join("|") },
                 u8::from(catching_up),
+                if moving.is_empty() { "-".to_string() } else { moving.join("|") },
             ),
         )
     }

@@ -319,6 +319,19 @@ fn a_slot_is_copied_while_its_writes_go_on_and_the_outbox_carries_them() {
     assert_eq!(step(t, "import", s), ok);
     assert_eq!(step(s, "copy", t), ok);
     assert_eq!(step(s, "state", t), Reply::Simple("copying to partition 0".into()));
+    // The controller's status names both ends, and how to finish a move left half done.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_strata-cluster"))
+        .args(["--node", &format!("127.0.0.1:{}", client[0]), "--timeout", "30", "status"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    for want in [
+        "slot 12182 copying (partition 0 at the other end): in a move; unless a move-slots is \
+         running, `move-slots 12182 --to 0` finishes it",
+        "slot 12182 importing (partition 2 at the other end)",
+    ] {
+        assert!(text.contains(want), "{want} not in\n{text}");
+    }
     // Served while copying: reads and writes, at once.
     assert_eq!(run(&["SET", "foo", "v2"]), Reply::Simple("OK".into()));
     assert_eq!(run(&["GET", "foo"]), Reply::Bulk(b"v2".to_vec()));
