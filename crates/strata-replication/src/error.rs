@@ -108,6 +108,14 @@ pub enum Error {
     MissingColumnFamily(&'static str),
     /// Waiting for a condition timed out.
     Timeout(String),
+    /// A command larger than one entry may carry ([`crate::MAX_COMMAND_BYTES`]); nothing
+    /// was proposed.
+    TooLarge {
+        /// The group.
+        group: GroupId,
+        /// The command's bytes.
+        bytes: usize,
+    },
 }
 
 impl Error {
@@ -169,6 +177,12 @@ impl fmt::Display for Error {
             }
             Error::MissingColumnFamily(cf) => write!(f, "column family {cf} is missing"),
             Error::Timeout(what) => write!(f, "timed out waiting for {what}"),
+            Error::TooLarge { group, bytes } => write!(
+                f,
+                "{group}: a command of {bytes} bytes, over the {} one log entry may carry; \
+                 nothing was proposed",
+                crate::MAX_COMMAND_BYTES
+            ),
         }
     }
 }

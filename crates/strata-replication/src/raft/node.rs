@@ -260,8 +260,14 @@ impl Replica {
 
     /// Proposes `command`; returns its log id and the application's reply once a quorum
     /// has it durable and it is applied here. Fails with [`Error::NotLeader`] on a follower
+    /// (nothing proposed), [`Error::TooLarge`] for a command over [`crate::MAX_COMMAND_BYTES`]
     /// (nothing proposed) and [`Error::Uncertain`] when the outcome is unknown.
     pub async fn write(&self, command: Vec<u8>) -> Result<(LogId, Reply)> {
+        if command.len() > crate::MAX_COMMAND_BYTES {
+            // Refused before it is in the log: an entry too large for one message to the
+            // followers would stop the group's replication (`crate::MAX_COMMAND_BYTES`).
+            return Err(Error::TooLarge { group: self.group, bytes: command.len() });
+        }
         match self.raft.client_write(Command(command)).await {
             Ok(r) => Ok((log_id_in(&r.log_id), r.data)),
             Err(e) => Err(self.write_error("write", e)),

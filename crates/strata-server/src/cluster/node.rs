@@ -441,6 +441,11 @@ fn reply_for(clients: &BTreeMap<NodeId, String>, slot: u16, e: &Proposed) -> Str
         RaftError::Timeout(what) => {
             format!("ERR the write's outcome is unknown (timed out waiting for {what})")
         }
+        RaftError::TooLarge { bytes, .. } => format!(
+            "ERR the write is {bytes} bytes as a replicated entry, over the {} bytes one entry \
+             may carry in cluster mode; nothing was written",
+            strata_replication::MAX_COMMAND_BYTES
+        ),
         other => format!("ERR replication: {other}"),
     }
 }

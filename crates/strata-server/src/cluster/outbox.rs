@@ -25,7 +25,7 @@
 use strata::{WriteBatch, WriteBatchIteratorCf};
 
 use crate::filing::Filing;
-use crate::storage::moving::{decode_changes, Change, MoveError};
+use crate::storage::moving::{decode_changes, Change, MoveError, PAGE_BYTES};
 use crate::storage::Store;
 
 /// The records' key prefix in the server family.
@@ -125,8 +125,9 @@ pub fn collect(
 }
 
 /// The outbox of `slot` in `partition` after log index `after`: whole entries, in log
-/// order, until at least `count` changes; the last index read (`after` when none) and the
-/// changes.
+/// order, until at least `count` changes, or fewer entries when the next would take the
+/// page's records past `storage::moving::PAGE_BYTES` (a page is one entry of the target's
+/// log); the last index read (`after` when none) and the changes.
 pub fn page(
     store: &Store,
     partition: u16,
@@ -137,11 +138,13 @@ pub fn page(
     let (_, end) = slot_range(partition, slot);
     let mut it = store.db.raw_iterator_cf(&*store.server_cf);
     it.seek(key(partition, slot, after.saturating_add(1)));
-    let (mut last, mut out) = (after, Vec::new());
+    let (mut last, mut out, mut bytes) = (after, Vec::new(), 0usize);
     while let (Some(k), Some(v)) = (it.key(), it.value()) {
-        if k >= &end[..] || out.len() >= count {
+        if k >= &end[..] || out.len() >= count || (!out.is_empty() && bytes + v.len() > PAGE_BYTES)
+        {
             break;
         }
+        bytes += v.len();
         let index = k.get(PREFIX.len() + 4..).and_then(|i| <[u8; 8]>::try_from(i).ok());
         let index = index.map(u64::from_be_bytes).ok_or_else(|| {
             MoveError::Invalid(format!("an outbox record key of {} bytes, expected 19", k.len()))
@@ -221,6 +224,36 @@ mod tests {
         let e = decode_changes(&bad).unwrap_err().to_string();
         assert!(e.contains("change at byte 0") && e.contains("change kind 7"), "{e}");
         assert_eq!(decode_changes(&[]).unwrap(), Vec::new());
+    }
+
+    #[test]
+    fn a_page_stops_before_an_entry_that_would_take_it_past_the_page_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let dbs = crate::types::open_partitioned(
+            strata::Options::default(),
+            dir.path(),
+            crate::storage::SyncPolicy::No,
+        )
+        .unwrap();
+        let st = dbs.store(0).clone();
+        let (p, slot) = (2u16, 40u16);
+        let big = |b: u8| Change::Put {
+            family: 0,
+            key: [&slot.to_be_bytes()[..], b"k"].concat(),
+            value: vec![b; PAGE_BYTES / 2 + 1],
+        };
+        let mut b = WriteBatch::new();
+        for (index, fill) in [(5u64, b'a'), (6, b'b'), (9, b'c')] {
+            let v = crate::storage::moving::encode_changes(&[big(fill)]);
+            b.put_cf(&*st.server_cf, key(p, slot, index), v);
+        }
+        st.db.write(b).unwrap();
+        // Each entry is over half the page: one per page, however many changes are asked.
+        let (last, changes) = page(&st, p, slot, 0, 1000).unwrap();
+        assert_eq!((last, changes), (5, vec![big(b'a')]));
+        assert_eq!(page(&st, p, slot, 5, 1000).unwrap(), (6, vec![big(b'b')]));
+        assert_eq!(page(&st, p, slot, 6, 1000).unwrap(), (9, vec![big(b'c')]));
+        assert_eq!(page(&st, p, slot, 9, 1000).unwrap(), (9, Vec::new()));
     }
 
     #[test]

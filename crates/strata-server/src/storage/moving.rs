@@ -54,8 +54,13 @@ fn partition_of(view: &Store) -> Result<u16, MoveError> {
     }
 }
 
+/// Bytes of keys and values a page holds at most, unless its first record alone is larger:
+/// a page becomes one entry of the target's log (`strata_replication::MAX_COMMAND_BYTES`).
+pub const PAGE_BYTES: usize = 8 << 20;
+
 /// Up to `count` records of `slot` in `view` (a partition's) from `cursor` on, in family
-/// then key order, as the engine holds them now.
+/// then key order, as the engine holds them now; fewer when the next would take the page
+/// past [`PAGE_BYTES`].
 pub fn export(view: &Store, slot: u16, cursor: &[u8], count: usize) -> Result<Page, MoveError> {
     partition_of(view)?;
     let (start, end) = view.filing.slot_span(slot, slot);
@@ -67,6 +72,7 @@ pub fn export(view: &Store, slot: u16, cursor: &[u8], count: usize) -> Result<Pa
         }
     };
     let mut records = Vec::new();
+    let mut bytes = 0usize;
     for (family, cf) in view.families().into_iter().enumerate().skip(usize::from(first_family)) {
         let family = family as u8;
         let ro = ReadOptions { iterate_upper_bound: Some(end.clone()), ..ReadOptions::default() };
@@ -79,13 +85,15 @@ pub fn export(view: &Store, slot: u16, cursor: &[u8], count: usize) -> Result<Pa
             if k >= &end[..] {
                 break;
             }
-            if records.len() == count {
+            let size = k.len() + v.len();
+            if records.len() == count || (!records.is_empty() && bytes + size > PAGE_BYTES) {
                 // The cursor names the first record not sent.
                 let mut next = vec![family];
                 next.extend_from_slice(&k[2..]);
                 return Ok(Page { next, records });
             }
             records.push((family, k[2..].to_vec(), v.to_vec()));
+            bytes += size;
             it.next();
         }
         it.status().map_err(MoveError::Engine)?;

@@ -599,3 +599,58 @@ fn a_large_slot_reaches_every_replica_of_its_target_as_table_files() {
         assert_eq!(left, 0, "{}", d.display());
     }
 }
+
+/// Entries of several MiB reach a replica that was down, though together they are past the
+/// transport's largest frame (replication reads entries 1 MiB at a time, `raft/log.rs`); a
+/// write too large for one entry (`strata_replication::MAX_COMMAND_BYTES`) is refused with an
+/// error naming the limit, nothing written, and the partition goes on.
+#[test]
+fn a_replica_catches_up_over_large_entries_and_a_write_over_an_entrys_limit_is_refused() {
+    let mut cluster = Loopback::start_three();
+    let client = cluster.client.clone();
+    admin(client[0], &["CLUSTER", "MAP"]);
+    settled(&client[..3], client[0]);
+    drop(cluster.nodes.remove(&3));
+    let mut con = client_of(&client[..2], 60).get_connection().unwrap();
+    // Six values of 12 MB in one partition: 72 MB of entries for node 3 to catch up on.
+    let value = |i: usize| vec![b'a' + i as u8; 12 << 20];
+    for i in 0..6 {
+        let _: () = con.set(format!("{{big}}v{i}"), value(i)).unwrap();
+    }
+    cluster.restart(3);
+    let mut c = Raw::connect(client[2]);
+    assert_eq!(c.cmd(&["READONLY"]), Reply::Simple("OK".into()));
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        match c.cmd(&["STRLEN", "{big}v5"]) {
+            Reply::Int(n) if n == 12 << 20 => break,
+            other => {
+                assert!(std::time::Instant::now() < deadline, "node 3 did not catch up: {other:?}");
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    }
+    for i in 0..6 {
+        let args = ["GET", &format!("{{big}}v{i}")];
+        assert_eq!(c.cmd(&args), Reply::Bulk(value(i)), "{{big}}v{i} on node 3");
+    }
+    // Over the limit of one entry (63 MiB): refused, nothing written; the partition goes on.
+    let huge = vec![b'h'; 63 << 20];
+    let mut port = client[0];
+    let r = loop {
+        let args: [&[u8]; 3] = [b"SET", b"{big}huge", &huge];
+        let mut c = Raw::connect(port);
+        c.send_raw(&Raw::encode(&args));
+        match c.read() {
+            Reply::Error(e) if e.starts_with("MOVED ") => {
+                port = e.rsplit(':').next().unwrap().parse().unwrap();
+            }
+            other => break other,
+        }
+    };
+    let over = |e: &str| e.starts_with("ERR the write is 66060") && e.contains("over the 66060288");
+    assert!(matches!(&r, Reply::Error(e) if over(e)), "{r:?}");
+    let _: () = con.set("{big}after", "small").unwrap();
+    assert_eq!(con.get::<_, Option<String>>("{big}huge").unwrap(), None);
+    assert_eq!(con.get::<_, String>("{big}after").unwrap(), "small");
+}

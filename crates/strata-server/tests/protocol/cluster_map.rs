@@ -142,6 +142,13 @@ impl Loopback {
         self.nodes.keys().map(|i| self.dir(*i)).collect()
     }
 
+    /// Starts node `i` (1 to 3) again on its directory, with the flags it first had.
+    pub(super) fn restart(&mut self, i: u64) {
+        let three: Vec<String> = (1..=3).map(|n| format!("{n}={}", self.addr(n))).collect();
+        let node = start(i, &self.dir(i), self.client[i as usize - 1], &three.join(","), true);
+        self.nodes.insert(i, node);
+    }
+
     /// Starts node 4 naming only itself, as a node joining the cluster is started.
     pub(super) fn start_fourth(&mut self) {
         let node = start(4, &self.dir(4), self.client[3], &format!("4={}", self.addr(4)), false);
