@@ -352,14 +352,7 @@ mod tests {
     /// slot records what an entry wrote to it, under the entry's index.
     #[test]
     fn an_ingest_applies_again_to_the_same_records_and_a_copy_keeps_an_outbox() {
-        let dir = tempfile::tempdir().unwrap();
-        let dbs = crate::types::open_partitioned(
-            strata::Options::default(),
-            dir.path(),
-            crate::storage::SyncPolicy::No,
-        )
-        .unwrap();
-        let store = dbs.store(0).clone();
+        let (dir, store) = crate::cluster::testing::store();
         let parts = Partitions::new(4).unwrap();
         let a = ServerApply::new(store.clone(), parts, dir.path().join("scratch")).unwrap();
         // Slot 10 is partition 0's; partition 3 imports it.

@@ -42,3 +42,20 @@ pub mod start;
 pub use apply::ServerApply;
 pub use node::ClusterNode;
 pub use partitions::Partitions;
+
+#[cfg(test)]
+pub(crate) mod testing {
+    /// A fresh store filed by partition, as a cluster node's, in a temporary directory
+    /// (kept while the returned guard lives).
+    pub(crate) fn store() -> (tempfile::TempDir, std::sync::Arc<crate::storage::Store>) {
+        let dir = tempfile::tempdir().unwrap();
+        let dbs = crate::types::open_partitioned(
+            strata::Options::default(),
+            dir.path(),
+            crate::storage::SyncPolicy::No,
+        )
+        .unwrap();
+        let st = dbs.store(0).clone();
+        (dir, st)
+    }
+}

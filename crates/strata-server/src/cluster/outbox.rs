@@ -167,14 +167,7 @@ mod tests {
 
     #[test]
     fn an_entry_is_sorted_by_copying_slot_and_a_range_deletion_is_clipped_to_each() {
-        let dir = tempfile::tempdir().unwrap();
-        let dbs = crate::types::open_partitioned(
-            strata::Options::default(),
-            dir.path(),
-            crate::storage::SyncPolicy::No,
-        )
-        .unwrap();
-        let st = dbs.store(0).clone();
+        let (_dir, st) = crate::cluster::testing::store();
         let theirs = [st.meta_cf.id(), st.sub_cf.id(), st.score_cf.id()];
         let p = 3u16;
         let after = |slot: u16, rest: &[u8]| stored(p, slot, rest)[2..].to_vec();
@@ -228,14 +221,7 @@ mod tests {
 
     #[test]
     fn a_page_stops_before_an_entry_that_would_take_it_past_the_page_bytes() {
-        let dir = tempfile::tempdir().unwrap();
-        let dbs = crate::types::open_partitioned(
-            strata::Options::default(),
-            dir.path(),
-            crate::storage::SyncPolicy::No,
-        )
-        .unwrap();
-        let st = dbs.store(0).clone();
+        let (_dir, st) = crate::cluster::testing::store();
         let (p, slot) = (2u16, 40u16);
         let big = |b: u8| Change::Put {
             family: 0,

@@ -442,17 +442,7 @@ fn describe(state: Option<State>, in_run: bool) -> String {
 mod tests {
     use super::*;
 
-    fn store() -> (tempfile::TempDir, std::sync::Arc<Store>) {
-        let dir = tempfile::tempdir().unwrap();
-        let dbs = crate::types::open_partitioned(
-            strata::Options::default(),
-            dir.path(),
-            crate::storage::SyncPolicy::No,
-        )
-        .unwrap();
-        let st = dbs.store(0).clone();
-        (dir, st)
-    }
+    use crate::cluster::testing::store;
 
     fn step(o: &Ownership, st: &Store, p: u16, op: Op, slot: u16, peer: u16) -> String {
         let mut b = WriteBatch::new();

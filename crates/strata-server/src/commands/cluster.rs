@@ -334,15 +334,7 @@ pub fn cluster(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
         "importchanges" => {
             // CLUSTER IMPORTCHANGES partition slot (kind family key value)...: a page of the
             // source's outbox, replayed in its order.
-            if a.len() < 4 || !(a.len() - 4).is_multiple_of(4) {
-                return Err(format!(
-                    "ERR Unknown subcommand or wrong number of arguments for '{sub}'. Try CLUSTER HELP."
-                )
-                .into());
-            }
-            let partition = u16_arg(&a[2], "partition")?;
-            let slot = slot_arg(&a[3])?;
-            router.check_copy(partition, slot, false).map_err(CmdError::from)?;
+            let (partition, slot) = import_head(a, &sub, 4, router)?;
             let mut changes = Vec::with_capacity((a.len() - 4) / 4);
             for r in a[4..].chunks(4) {
                 let small = |b: &[u8], what: &str| {
@@ -362,15 +354,7 @@ pub fn cluster(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
         }
         "importrecords" => {
             // CLUSTER IMPORTRECORDS partition slot (family key value)...: the copy's records.
-            if a.len() < 4 || !(a.len() - 4).is_multiple_of(3) {
-                return Err(format!(
-                    "ERR Unknown subcommand or wrong number of arguments for '{sub}'. Try CLUSTER HELP."
-                )
-                .into());
-            }
-            let partition = u16_arg(&a[2], "partition")?;
-            let slot = slot_arg(&a[3])?;
-            router.check_copy(partition, slot, false).map_err(CmdError::from)?;
+            let (partition, slot) = import_head(a, &sub, 3, router)?;
             let mut records = Vec::with_capacity((a.len() - 4) / 3);
             for r in a[4..].chunks(3) {
                 let family = crate::types::number::parse_int_strict(&r[0])
@@ -500,6 +484,26 @@ fn u16_arg(a: &[u8], what: &str) -> Result<u16, CmdError> {
     crate::types::number::parse_int_strict(a)
         .and_then(|n| u16::try_from(n).ok())
         .ok_or_else(|| CmdError::from(format!("ERR Invalid {what}")))
+}
+
+/// The partition and slot of an import (IMPORTRECORDS, IMPORTCHANGES: `partition slot`
+/// then records of `width` arguments each), once this node may take it (`Router::check_copy`).
+fn import_head(
+    a: &[Vec<u8>],
+    sub: &str,
+    width: usize,
+    router: &std::sync::Arc<dyn crate::routing::Router>,
+) -> Result<(u16, u16), CmdError> {
+    if a.len() < 4 || !(a.len() - 4).is_multiple_of(width) {
+        return Err(format!(
+            "ERR Unknown subcommand or wrong number of arguments for '{sub}'. Try CLUSTER HELP."
+        )
+        .into());
+    }
+    let partition = u16_arg(&a[2], "partition")?;
+    let slot = slot_arg(&a[3])?;
+    router.check_copy(partition, slot, false).map_err(CmdError::from)?;
+    Ok((partition, slot))
 }
 
 /// A slot argument: an integer below 16384, else Redis's error.
