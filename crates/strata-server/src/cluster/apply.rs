@@ -91,6 +91,10 @@ impl ServerApply {
         scratch: PathBuf,
     ) -> Result<ServerApply, String> {
         let stored = ClusterMap::load(&store)?.map(Arc::new);
+        // No group applies yet: a table file left here was written for an entry a crash
+        // interrupted, which applies again and writes it again, or which a snapshot
+        // install made moot.
+        let _ = std::fs::remove_dir_all(&scratch);
         let (maps, _) = watch::channel(stored);
         let ownership = Arc::new(Ownership::load(&store, partitions)?);
         let pending_map = Mutex::new(None);
@@ -346,7 +350,8 @@ mod tests {
         out
     }
 
-    /// An ingest entry applied again, as after a crash between its ingestion and the write
+    /// A table file an interrupted ingestion left is removed when the state machine starts;
+    /// an ingest entry applied again, as after a crash between its ingestion and the write
     /// of the applied index, leaves the same records; one for a slot the partition is not
     /// importing is refused on every replica and ingests nothing; the outbox of a copying
     /// slot records what an entry wrote to it, under the entry's index.
@@ -354,7 +359,11 @@ mod tests {
     fn an_ingest_applies_again_to_the_same_records_and_a_copy_keeps_an_outbox() {
         let (dir, store) = crate::cluster::testing::store();
         let parts = Partitions::new(4).unwrap();
+        // A file an interrupted ingestion left is removed when the state machine starts.
+        std::fs::create_dir_all(dir.path().join("scratch")).unwrap();
+        std::fs::write(dir.path().join("scratch/0-9-0.sst"), b"left over").unwrap();
         let a = ServerApply::new(store.clone(), parts, dir.path().join("scratch")).unwrap();
+        assert!(!dir.path().join("scratch").exists());
         // Slot 10 is partition 0's; partition 3 imports it.
         let (s, t, slot) = (0u16, 3u16, 10u16);
         let key = |rest: &[u8]| [&slot.to_be_bytes()[..], rest].concat();
