@@ -40,14 +40,6 @@ pub mod transport;
 pub mod types;
 
 pub use codec::DecodeError;
-
-/// Bytes of one command (one log entry's payload) at most: the transport's largest frame
-/// ([`transport::tcp::MAX_FRAME`]) less 1 MiB for the append request around it. Replication
-/// reads at most 1 MiB of entries per request past the first entry (`raft/log.rs`), so
-/// every entry goes in a frame the followers accept; an entry past the frame could never be
-/// sent, and the group's replication would stop at it. [`Replica::write`] refuses a larger
-/// command with [`Error::TooLarge`].
-pub const MAX_COMMAND_BYTES: usize = transport::tcp::MAX_FRAME - (1 << 20);
 pub use error::{Error, Result};
 pub use log_store::{open_db, GroupLog, NodeStorage};
 pub use raft::{GroupStatus, Leadership, RaftNode, RaftSettings, Replica, Role};
@@ -58,3 +50,11 @@ pub use types::{
     Entry, GroupId, KeyRange, LogId, Membership, NodeId, Payload, Peer, SnapshotMeta,
     StoredMembership, Vote,
 };
+
+/// Bytes of one command (one log entry's payload) at most: the transport's largest frame
+/// ([`transport::tcp::MAX_FRAME`]) less 1 MiB for the append request around it. Replication
+/// reads at most 1 MiB of entries per request past the first entry (`raft/log.rs`), so
+/// every entry goes in a frame the followers accept; an entry past the frame could never be
+/// sent, and the group's replication would stop at it. [`Replica::write`] refuses a larger
+/// command with [`Error::TooLarge`].
+pub const MAX_COMMAND_BYTES: usize = transport::tcp::MAX_FRAME - (1 << 20);

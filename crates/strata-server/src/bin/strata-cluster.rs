@@ -466,26 +466,42 @@ fn copy_tail(
     let Some(last) = last else {
         return Err(format!("CLUSTER SLOTTAIL {f} {s} {a}: no log index first"));
     };
-    let rest: Vec<Value> = items.collect();
-    if !rest.len().is_multiple_of(4) {
-        return Err(format!("CLUSTER SLOTTAIL {f} {s} {a}: {} items", rest.len()));
+    let n = forward(node, conns, "IMPORTCHANGES", &t, &s, items.collect(), 4, deadline)?;
+    Ok((last, n as usize))
+}
+
+/// Sends `items` (a page's records after its cursor, `width` items each) to `command`
+/// (IMPORTRECORDS, IMPORTCHANGES) of partition `to` at its leader; how many it wrote (0,
+/// sending nothing, for an empty page).
+#[allow(clippy::too_many_arguments)]
+fn forward(
+    node: &str,
+    conns: &mut Conns,
+    command: &str,
+    to: &str,
+    slot: &str,
+    items: Vec<Value>,
+    width: usize,
+    deadline: Instant,
+) -> Result<u64, String> {
+    if !items.len().is_multiple_of(width) {
+        return Err(format!("a page for CLUSTER {command} {to} {slot}: {} items", items.len()));
     }
-    if rest.is_empty() {
-        return Ok((last, 0));
+    if items.is_empty() {
+        return Ok(0);
     }
-    let mut import: Vec<Vec<u8>> =
-        vec![b"CLUSTER".to_vec(), b"IMPORTCHANGES".to_vec(), t.clone().into(), s.clone().into()];
-    for v in rest {
-        import.push(match v {
+    let mut args: Vec<Vec<u8>> = vec![b"CLUSTER".to_vec(), command.into(), to.into(), slot.into()];
+    for v in items {
+        args.push(match v {
             Value::Int(i) => i.to_string().into_bytes(),
             Value::Bytes(b) => b,
-            other => return Err(format!("CLUSTER SLOTTAIL: unexpected {other:?}")),
+            other => return Err(format!("a page for CLUSTER {command}: unexpected {other:?}")),
         });
     }
-    let args: Vec<&[u8]> = import.iter().map(Vec::as_slice).collect();
+    let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
     match conns.at_leader(node, &args, deadline)?.0 {
-        Value::Int(k) => Ok((last, k as usize)),
-        other => Err(format!("CLUSTER IMPORTCHANGES {t} {s}: {other:?}")),
+        Value::Int(k) => Ok(k.max(0) as u64),
+        other => Err(format!("CLUSTER {command} {to} {slot}: {other:?}")),
     }
 }
 
@@ -513,30 +529,7 @@ fn copy_slot(
         let Some(Value::Bytes(next)) = items.next() else {
             return Err(format!("CLUSTER SLOTRECORDS {f} {s}: no cursor"));
         };
-        let rest: Vec<Value> = items.collect();
-        if !rest.len().is_multiple_of(3) {
-            return Err(format!("CLUSTER SLOTRECORDS {f} {s}: {} items", rest.len()));
-        }
-        if !rest.is_empty() {
-            let mut import: Vec<Vec<u8>> = vec![
-                b"CLUSTER".to_vec(),
-                b"IMPORTRECORDS".to_vec(),
-                t.clone().into(),
-                s.clone().into(),
-            ];
-            for v in rest {
-                import.push(match v {
-                    Value::Int(i) => i.to_string().into_bytes(),
-                    Value::Bytes(b) => b,
-                    other => return Err(format!("CLUSTER SLOTRECORDS: unexpected {other:?}")),
-                });
-            }
-            let args: Vec<&[u8]> = import.iter().map(Vec::as_slice).collect();
-            match conns.at_leader(node, &args, deadline)?.0 {
-                Value::Int(k) => copied += k as u64,
-                other => return Err(format!("CLUSTER IMPORTRECORDS {t} {s}: {other:?}")),
-            }
-        }
+        copied += forward(node, conns, "IMPORTRECORDS", &t, &s, items.collect(), 3, deadline)?;
         if next.is_empty() {
             return Ok(copied);
         }

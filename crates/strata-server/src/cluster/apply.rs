@@ -237,15 +237,13 @@ impl Apply for ServerApply {
         batch
             .append_remapped(&b, |cf| theirs.iter().position(|t| *t == cf).map(|i| ours[i]))
             .map_err(|e| format!("entry {index} of {group}: {e}"))?;
-        if self.ownership.any() {
-            // What the entry writes to a slot being copied goes to its outbox too, in the
-            // same batch (`super::outbox`).
-            let copying = self.ownership.copying(partition);
-            if !copying.is_empty() {
-                for (slot, changes) in outbox::collect(&b, &theirs, partition, &copying) {
-                    let key = outbox::key(partition, slot, index);
-                    batch.put_cf(&*self.store.server_cf, key, encode_changes(&changes));
-                }
+        // What the entry writes to a slot being copied goes to its outbox too, in the same
+        // batch (`super::outbox`).
+        let copying = self.ownership.copying(partition);
+        if !copying.is_empty() {
+            for (slot, changes) in outbox::collect(&b, &theirs, partition, &copying) {
+                let key = outbox::key(partition, slot, index);
+                batch.put_cf(&*self.store.server_cf, key, encode_changes(&changes));
             }
         }
         Ok(Vec::new())
@@ -370,7 +368,7 @@ mod tests {
         let (k1, k2, k3) = (key(b"a"), key(b"b"), key(b"c"));
         let page: Vec<(u8, &[u8], &[u8])> =
             vec![(0, &k1, b"meta a"), (0, &k2, b"meta b"), (1, &k3, b"sub c")];
-        let entry = ingest::encode(slot, &page);
+        let entry = ingest::encode(slot, &page).unwrap();
         let r = apply(&a, t, 1, &entry);
         assert!(r.starts_with("-ERR slot 10 is not being imported into partition 3"), "{r}");
         assert!(records(&a, t, slot).is_empty());

@@ -26,7 +26,7 @@ use std::path::Path;
 
 use strata::{Db, IngestExternalFileOptions, SstFileWriter};
 
-use crate::storage::moving::{decode_changes, encode_changes, Change};
+use crate::storage::moving::{decode_changes, push_change, Change};
 use crate::storage::Store;
 
 /// The first four bytes of an ingest entry (no family id is this large; the control
@@ -38,20 +38,18 @@ pub const INGEST: [u8; 4] = [0xfe, 0xff, 0xff, 0xff];
 /// compactions).
 pub const INGEST_BYTES: usize = 64 << 10;
 
-/// The ingest entry of `records` (family, key after the partition, value) of `slot`.
-pub fn encode(slot: u16, records: &[(u8, &[u8], &[u8])]) -> Vec<u8> {
-    let changes: Vec<Change> = records
-        .iter()
-        .map(|(family, key, value)| Change::Put {
-            family: *family,
-            key: key.to_vec(),
-            value: value.to_vec(),
-        })
-        .collect();
-    let mut out = INGEST.to_vec();
+/// The ingest entry of `records` (family, key after the partition, value) of `slot`, or why
+/// they cannot be one (as [`decode`] would refuse them, so a bad page never reaches the log).
+pub fn encode(slot: u16, records: &[(u8, &[u8], &[u8])]) -> Result<Vec<u8>, String> {
+    check(slot, records.iter().map(|(family, key, _)| (*family, *key)))?;
+    let bytes: usize = records.iter().map(|(_, k, v)| 10 + k.len() + v.len()).sum();
+    let mut out = Vec::with_capacity(INGEST.len() + 2 + bytes);
+    out.extend_from_slice(&INGEST);
     out.extend_from_slice(&slot.to_le_bytes());
-    out.extend_from_slice(&encode_changes(&changes));
-    out
+    for (family, key, value) in records {
+        push_change(&mut out, 1, *family, key, value);
+    }
+    Ok(out)
 }
 
 /// An ingest entry's slot and records: `Ok(None)` for an entry that is not one, `Err` for
@@ -63,28 +61,35 @@ pub fn decode(entry: &[u8]) -> Result<Option<(u16, Vec<Change>)>, String> {
     };
     let slot = u16::from_le_bytes(*slot);
     let records = decode_changes(rest).map_err(|e| format!("an ingest entry: {e}"))?;
-    check(slot, &records)?;
-    Ok(Some((slot, records)))
-}
-
-/// Whether `records` are puts of `slot` in family order and, within a family, in strictly
-/// increasing key order (as a table file needs them).
-pub fn check(slot: u16, records: &[Change]) -> Result<(), String> {
-    let mut last: Option<(u8, &[u8])> = None;
+    let mut puts = Vec::with_capacity(records.len());
     for (i, c) in records.iter().enumerate() {
         let Change::Put { family, key, .. } = c else {
             return Err(format!("record {i} of the ingest is not a put"));
         };
+        puts.push((*family, key.as_slice()));
+    }
+    check(slot, puts)?;
+    Ok(Some((slot, records)))
+}
+
+/// Whether the records' (family, key) are of families 0-2 and keys of `slot`, in family
+/// order and, within a family, in strictly increasing key order (as a table file needs them).
+fn check<'a>(slot: u16, records: impl IntoIterator<Item = (u8, &'a [u8])>) -> Result<(), String> {
+    let mut last: Option<(u8, &[u8])> = None;
+    for (i, (family, key)) in records.into_iter().enumerate() {
+        if family > 2 {
+            return Err(format!("record {i} of the ingest names family {family}, not 0, 1 or 2"));
+        }
         if key.len() <= 2 || !key.starts_with(&slot.to_be_bytes()) {
             return Err(format!(
                 "record {i} of the ingest, key {:?}, is not one of slot {slot}",
                 String::from_utf8_lossy(key)
             ));
         }
-        if last.is_some_and(|l| l >= (*family, key.as_slice())) {
+        if last.is_some_and(|l| l >= (family, key)) {
             return Err(format!("record {i} of the ingest is not after the one before it"));
         }
-        last = Some((*family, key));
+        last = Some((family, key));
     }
     Ok(())
 }
@@ -127,9 +132,8 @@ pub fn ingest(
         }
         w.finish().map_err(|e| what("finish", &e))?;
         let opts = IngestExternalFileOptions { move_files: true, ..Default::default() };
+        // Linked (or copied) into the DB, and the file here removed.
         db.ingest_external_file_cf_opts(&***cf, &opts, [&path]).map_err(|e| what("ingest", &e))?;
-        // Moved into the engine; a copy left by a failed link goes here.
-        let _ = std::fs::remove_file(&path);
     }
     Ok(records.len())
 }
@@ -138,27 +142,47 @@ pub fn ingest(
 mod tests {
     use super::*;
 
+    /// Records of a page: (family, key after the partition, value).
+    type Records<'a> = [(u8, &'a [u8], &'a [u8])];
+
+    /// An ingest entry of `records` as another proposer could have built it, unchecked.
+    fn raw(slot: u16, records: &Records<'_>) -> Vec<u8> {
+        let mut out = [&INGEST[..], &slot.to_le_bytes()].concat();
+        for (family, key, value) in records {
+            push_change(&mut out, 1, *family, key, value);
+        }
+        out
+    }
+
     #[test]
     fn entries_round_trip_and_records_out_of_slot_or_order_are_refused() {
         let slot = 300u16;
         let k = |rest: &[u8]| [&slot.to_be_bytes()[..], rest].concat();
         let (a, b) = (k(b"a"), k(b"b"));
         let records: Vec<(u8, &[u8], &[u8])> = vec![(0, &a, b"1"), (0, &b, b"2"), (2, &a, b"3")];
-        let e = encode(slot, &records);
+        let e = encode(slot, &records).unwrap();
+        assert_eq!(e, raw(slot, &records));
         let (s, back) = decode(&e).unwrap().unwrap();
         assert_eq!(s, slot);
         assert_eq!(back.len(), 3);
         assert_eq!(back[2], Change::Put { family: 2, key: a.clone(), value: b"3".to_vec() });
         assert_eq!(decode(b"\x01\0\0\0batch"), Ok(None));
         assert!(decode(&INGEST).unwrap_err().contains("has no slot"));
-        let bad = encode(slot, &[(0, &b, b"2"), (0, &a, b"1")]);
-        assert!(decode(&bad).unwrap_err().contains("record 1 of the ingest is not after"));
-        let dup = encode(slot, &[(1, &a, b"2"), (1, &a, b"1")]);
-        assert!(decode(&dup).unwrap_err().contains("not after"));
+        // Refused when encoded, and by every replica when another proposer sent them.
         let other = [&(slot + 1).to_be_bytes()[..], b"x"].concat();
-        let e = decode(&encode(slot, &[(0, &other, b"x")])).unwrap_err();
-        assert!(e.contains("is not one of slot 300"), "{e}");
-        let mut damaged = encode(slot, &records);
+        let cases: [(&Records<'_>, &str); 4] = [
+            (&[(0, &b, b"2"), (0, &a, b"1")], "record 1 of the ingest is not after"),
+            (&[(1, &a, b"2"), (1, &a, b"1")], "not after"),
+            (&[(0, &other, b"x")], "is not one of slot 300"),
+            (&[(3, &a, b"x")], "family 3"),
+        ];
+        for (bad, why) in cases {
+            let e = encode(slot, bad).unwrap_err();
+            assert!(e.contains(why), "{e}");
+            let e = decode(&raw(slot, bad)).unwrap_err();
+            assert!(e.contains(why), "{e}");
+        }
+        let mut damaged = raw(slot, &records);
         damaged.truncate(damaged.len() - 1);
         assert!(decode(&damaged).unwrap_err().contains("damaged"));
     }

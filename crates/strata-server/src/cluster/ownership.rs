@@ -225,13 +225,20 @@ pub struct Ownership {
     states: RwLock<HashMap<u16, Vec<(u16, State)>>>,
     /// Whether `states` holds any: every command's routing asks, without the lock.
     any: AtomicBool,
+    /// Whether some slot is `Copying` in some partition: every applied entry asks
+    /// ([`Ownership::copying`]), without the lock.
+    any_copying: AtomicBool,
 }
 
 impl Ownership {
     /// The states stored in `store`, the slots in `runs`.
     pub fn load(store: &Store, runs: Partitions) -> Result<Ownership, String> {
-        let o =
-            Ownership { runs, states: RwLock::new(HashMap::new()), any: AtomicBool::new(false) };
+        let o = Ownership {
+            runs,
+            states: RwLock::new(HashMap::new()),
+            any: AtomicBool::new(false),
+            any_copying: AtomicBool::new(false),
+        };
         o.reload(store, None)?;
         Ok(o)
     }
@@ -269,6 +276,7 @@ impl Ownership {
             states.entry(s).or_default().push((p, state));
         }
         self.any.store(!states.is_empty(), Ordering::Release);
+        self.any_copying.store(has_copying(&states), Ordering::Release);
         Ok(())
     }
 
@@ -300,8 +308,12 @@ impl Ownership {
         }
     }
 
-    /// The slots being copied out of `partition` (whose writes go to its outbox).
+    /// The slots being copied out of `partition` (whose writes go to its outbox): none,
+    /// without the lock or an allocation, unless some slot is being copied.
     pub fn copying(&self, partition: u16) -> Vec<u16> {
+        if !self.any_copying.load(Ordering::Acquire) {
+            return Vec::new();
+        }
         let states = self.states.read();
         let of = |(s, v): (&u16, &Vec<(u16, State)>)| {
             v.iter().any(|(p, st)| *p == partition && matches!(st, State::Copying(_))).then_some(*s)
@@ -410,7 +422,13 @@ impl Ownership {
             None => of_slot.push((partition, state)),
         }
         self.any.store(true, Ordering::Release);
+        self.any_copying.store(has_copying(&states), Ordering::Release);
     }
+}
+
+/// Whether some partition is copying some slot out in `states`.
+fn has_copying(states: &HashMap<u16, Vec<(u16, State)>>) -> bool {
+    states.values().flatten().any(|(_, st)| matches!(st, State::Copying(_)))
 }
 
 /// Whether family `cf` of `store` holds a record in `[start, end)`. An engine error counts

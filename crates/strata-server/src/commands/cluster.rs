@@ -366,9 +366,7 @@ pub fn cluster(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
             // write batch.
             let bytes: usize = records.iter().map(|(_, k, v)| k.len() + v.len()).sum();
             let n = if bytes >= crate::cluster::ingest::INGEST_BYTES {
-                let entry = crate::cluster::ingest::encode(slot, &records);
-                // Checked here too, so a bad page is refused before it reaches the log.
-                crate::cluster::ingest::decode(&entry)
+                let entry = crate::cluster::ingest::encode(slot, &records)
                     .map_err(|e| CmdError::from(format!("ERR {e}")))?;
                 router.ingest_copy(partition, entry).map_err(CmdError::from)?
             } else {

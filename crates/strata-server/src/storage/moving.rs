@@ -183,14 +183,19 @@ pub fn encode_changes(changes: &[Change]) -> Vec<u8> {
     let mut out = Vec::new();
     for c in changes {
         let (kind, family, key, value) = c.parts();
-        out.push(kind);
-        out.push(family);
-        for part in [key, value] {
-            out.extend_from_slice(&(part.len() as u32).to_le_bytes());
-            out.extend_from_slice(part);
-        }
+        push_change(&mut out, kind, family, key, value);
     }
     out
+}
+
+/// Appends one change's encoding ([`encode_changes`]) to `out`.
+pub fn push_change(out: &mut Vec<u8>, kind: u8, family: u8, key: &[u8], value: &[u8]) {
+    out.push(kind);
+    out.push(family);
+    for part in [key, value] {
+        out.extend_from_slice(&(part.len() as u32).to_le_bytes());
+        out.extend_from_slice(part);
+    }
 }
 
 /// The changes [`encode_changes`] wrote; a damaged buffer is an error naming the offset.
