@@ -208,6 +208,8 @@ pub fn info_text(sh: &Shared, want: &[String]) -> Result<String, CmdError> {
         t.push_str("# Strata\r\n");
         let steps = sh.engine().scan_steps.load(std::sync::atomic::Ordering::Relaxed);
         let _ = write!(t, "strata_scan_steps:{steps}\r\n");
+        let deltas = sh.engine().field_deltas.load(std::sync::atomic::Ordering::Relaxed);
+        let _ = write!(t, "strata_field_deltas:{deltas}\r\n");
         let (n, bytes, hits, misses) = sh.engine().meta_cache.stats();
         let _ = write!(
             t,

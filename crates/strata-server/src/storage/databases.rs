@@ -37,7 +37,7 @@ use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
-use strata::{ColumnFamilyDescriptor, Db, Options};
+use strata::{ColumnFamilyDescriptor, Db, MergeOperator, Options};
 
 /// The key of the map in the `server` family.
 pub const MAP_KEY: &[u8] = b"databases";
@@ -175,6 +175,8 @@ pub struct Databases {
     /// The options a new set's families are created with.
     opts: Options,
     stale: StaleRule,
+    /// The metadata families' merge operator (`Store::merge_meta`), if any.
+    meta_merge: Option<Arc<dyn MergeOperator>>,
     /// How many databases SELECT reaches (`databases`).
     count: usize,
     /// By set number: the set's store, once its families exist.
@@ -203,6 +205,8 @@ impl Databases {
     /// `count` is raised), or with `partitioned`, a cluster node's store (one database, its
     /// keys filed under their partitions: `crate::filing`). Compactions of every set's
     /// `subkey` and `zscore` families drop the entries `stale` judges stale ([`filter`]).
+    /// The merge operator of `opts`, if any, is the metadata families' only (field deltas:
+    /// `Store::merge_meta`).
     pub fn open(
         mut opts: Options,
         dir: &std::path::Path,
@@ -214,6 +218,7 @@ impl Databases {
         let count = if partitioned { 1 } else { count.clamp(1, MAX_DATABASES) };
         opts.create_if_missing = true;
         opts.create_missing_column_families = true;
+        let meta_merge = opts.merge_operator.take();
         let db_err = |source| OpenError::Db { dir: dir.to_path_buf(), source };
         // Every family the DB has must be named at open: the sets' families (each with its
         // own filter slot), the server family, and those the store does not own (cluster
@@ -237,7 +242,7 @@ impl Databases {
                 if present[i] {
                     descriptors.push(ColumnFamilyDescriptor::new(
                         name,
-                        family_options(&opts, i, &slot, stale),
+                        family_options(&opts, i, &slot, stale, meta_merge.as_ref()),
                     ));
                 }
             }
@@ -274,12 +279,15 @@ impl Databases {
             meta_cache: super::meta_cache::MetaCache::for_block_cache(opts.block_cache_size),
             pop_hints: super::pop_hints::PopHints::default(),
             scan_steps: AtomicU64::new(0),
+            field_deltas: AtomicU64::new(0),
             replicate: OnceLock::new(),
+            meta_merges: meta_merge.is_some(),
         });
         let dbs = Databases {
             engine,
             opts,
             stale,
+            meta_merge,
             count,
             sets: (0..n).map(|_| OnceLock::new()).collect(),
             slots: (0..n as u32)
@@ -389,7 +397,8 @@ impl Databases {
         let family = |which: usize, name: String| match self.engine.db.cf_handle(&name) {
             Some(cf) => Ok(cf),
             None => {
-                let o = family_options(&self.opts, which, slot, self.stale);
+                let o =
+                    family_options(&self.opts, which, slot, self.stale, self.meta_merge.as_ref());
                 self.engine.db.create_cf_handle(&name, &o)
             }
         };
@@ -490,11 +499,20 @@ impl Databases {
     }
 }
 
-/// The options of a set's family `which` (0 metadata, 1 subkey, 2 zscore): the sub-key
-/// families collect stale entries through `slot`'s store.
-fn family_options(opts: &Options, which: usize, slot: &StoreSlot, stale: StaleRule) -> Options {
+/// The options of a set's family `which` (0 metadata, 1 subkey, 2 zscore): the metadata
+/// family merges with `meta_merge`, the sub-key families collect stale entries through
+/// `slot`'s store.
+fn family_options(
+    opts: &Options,
+    which: usize,
+    slot: &StoreSlot,
+    stale: StaleRule,
+    meta_merge: Option<&Arc<dyn MergeOperator>>,
+) -> Options {
     let mut o = opts.clone();
-    if which > 0 {
+    if which == 0 {
+        o.merge_operator = meta_merge.cloned();
+    } else {
         filter::install(&mut o, slot, stale);
     }
     o

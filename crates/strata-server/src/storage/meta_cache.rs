@@ -18,6 +18,11 @@
 //!   bumped the generation). Otherwise, and after a failed write, the entry is removed. A
 //!   command that fails after noting and before writing settles its notes as not written
 //!   (`commands::dispatch`), so no note outlives its command.
+//! - Field deltas: an entry also counts the merge operands the engine holds above the key's
+//!   last whole record ([`MetaCache::deltas_behind`], for `Store::merge_meta`, which bounds
+//!   that chain): 0 after a whole write, one more after each delta written through, unknown
+//!   for an entry filled from a read. Every write of the key sets or removes its entry, so
+//!   the count its writer reads under the key's lock is exact.
 //! - Only entries of at most [`MAX_ENTRY`] bytes are kept (every sub-key hash/set/zset/list
 //!   entry; strings and compact hashes up to that size). Each shard holds a 32nd of the
 //!   cache's byte budget ([`MetaCache::new`]); a fill that would pass it first drops a quarter
@@ -68,9 +73,24 @@ impl Hasher for Prehashed {
     }
 }
 
-/// A cached entry: its key space (set), user key, raw metadata record, and the stamp of the
-/// key's last use (`access`).
-type Cached = (u32, Vec<u8>, Vec<u8>, u32);
+/// A cached entry.
+struct Cached {
+    /// Its key space (set).
+    set: u32,
+    /// Its user key.
+    key: Vec<u8>,
+    /// The raw metadata record, whole (what a read of the engine returns).
+    raw: Vec<u8>,
+    /// The stamp of the key's last use (`access`).
+    at: u32,
+    /// How many merge operands (field deltas) the engine holds above the key's last whole
+    /// record ([`MetaCache::deltas_behind`]); [`UNKNOWN_DELTAS`] for an entry read from the
+    /// engine.
+    deltas: u8,
+}
+
+/// [`Cached::deltas`] of an entry whose count of operands is not known.
+pub const UNKNOWN_DELTAS: u8 = u8::MAX;
 
 #[derive(Default)]
 struct Shard {
@@ -92,33 +112,33 @@ impl Shard {
     /// their stamps to `access`. An entry larger than the whole budget (a long key) is not
     /// cached.
     fn insert(&mut self, h: u64, entry: Cached, budget: usize, access: &AccessTimes) {
-        let cost = charge(&entry.1, &entry.2);
+        let cost = charge(&entry.key, &entry.raw);
         if cost > budget {
             return;
         }
         if self.bytes + cost > budget {
             let mut drop = self.map.len().div_ceil(4);
             let mut freed = 0;
-            self.map.retain(|_, (ks, k, v, at)| {
+            self.map.retain(|_, e| {
                 if drop == 0 {
                     return true;
                 }
                 drop -= 1;
-                freed += charge(k, v);
-                access.stamp(*ks, k, *at);
+                freed += charge(&e.key, &e.raw);
+                access.stamp(e.set, &e.key, e.at);
                 false
             });
             self.bytes -= freed;
             if self.bytes + cost > budget {
-                for (ks, k, _, at) in self.map.values() {
-                    access.stamp(*ks, k, *at);
+                for e in self.map.values() {
+                    access.stamp(e.set, &e.key, e.at);
                 }
                 self.map.clear();
                 self.bytes = 0;
             }
         }
-        if let Some((_, k, old, _)) = self.map.insert(h, entry) {
-            self.bytes -= charge(&k, &old);
+        if let Some(old) = self.map.insert(h, entry) {
+            self.bytes -= charge(&old.key, &old.raw);
         }
         self.bytes += cost;
     }
@@ -147,12 +167,14 @@ impl Default for MetaCache {
 }
 
 /// A write noted by this thread: the key (its set and user key) and its hash, the entry put
-/// (`None`: deleted, or not to be cached) and its shard's generation when noted.
+/// (`None`: deleted, or not to be cached), the merge operands the engine then holds above
+/// the key's last whole record, and its shard's generation when noted.
 struct Noted {
     set: u32,
     key: Vec<u8>,
     hash: u64,
     raw: Option<Vec<u8>>,
+    deltas: u8,
     generation: u64,
 }
 
@@ -196,12 +218,12 @@ impl MetaCache {
         let (h, shard) = self.slot(set, key);
         let mut s = shard.lock();
         match s.map.get_mut(&h) {
-            Some((ks, k, v, at)) if *ks == set && k == key => {
+            Some(e) if e.set == set && e.key == key => {
                 // A use, unless the command only looks (`access::untouched`).
                 if access::counted() {
-                    *at = self.access.now();
+                    e.at = self.access.now();
                 }
-                let v = v.clone();
+                let v = e.raw.clone();
                 s.hits += 1;
                 Ok(v)
             }
@@ -228,13 +250,36 @@ impl MetaCache {
     /// Records that this thread's batch being built writes the metadata of `key` in key
     /// space `set`: `raw`, or a deletion (`None`).
     pub fn note_write(&self, set: u32, key: &[u8], raw: Option<Vec<u8>>) {
+        self.note(set, key, raw, 0);
+    }
+
+    /// Records that this thread's batch being built writes a merge operand of `key`'s
+    /// metadata in key space `set`, whose result is `raw`, the `deltas`th operand above the
+    /// key's last whole record.
+    pub fn note_delta(&self, set: u32, key: &[u8], raw: Vec<u8>, deltas: u8) {
+        self.note(set, key, Some(raw), deltas);
+    }
+
+    fn note(&self, set: u32, key: &[u8], raw: Option<Vec<u8>>, deltas: u8) {
         let (hash, shard) = self.slot(set, key);
         let generation = shard.lock().generation;
         let raw = raw.filter(|r| r.len() <= MAX_ENTRY);
         // A write is a use; the entry the write puts takes this stamp.
         self.access.touch(set, key);
-        let noted = Noted { set, key: key.to_vec(), hash, raw, generation };
+        let noted = Noted { set, key: key.to_vec(), hash, raw, deltas, generation };
         NOTED.with(|n| n.borrow_mut().push(noted));
+    }
+
+    /// How many merge operands the engine holds above the last whole record of `key` in key
+    /// space `set`, when the cache holds the key's entry and knows ([`UNKNOWN_DELTAS`]: it
+    /// holds the entry but does not know; `None`: no entry). Exact for a key whose writer
+    /// holds its lock: every write of the key sets or removes its entry.
+    pub fn deltas_behind(&self, set: u32, key: &[u8]) -> Option<u8> {
+        let (h, shard) = self.slot(set, key);
+        match shard.lock().map.get(&h) {
+            Some(e) if e.set == set && e.key == key => Some(e.deltas),
+            _ => None,
+        }
     }
 
     /// Whether this thread has noted writes not yet settled (a batch is being built).
@@ -255,7 +300,8 @@ impl MetaCache {
         }
         // The read that missed was a use, unless its command only looks.
         let at = if access::counted() { self.access.now() } else { self.access.stamp_of(set, key) };
-        s.insert(h, (set, key.to_vec(), raw, at), self.shard_bytes, &self.access);
+        let entry = Cached { set, key: key.to_vec(), raw, at, deltas: UNKNOWN_DELTAS };
+        s.insert(h, entry, self.shard_bytes, &self.access);
     }
 
     /// Seconds since the last use of `key` of key space `set` (OBJECT IDLETIME): from its
@@ -263,7 +309,7 @@ impl MetaCache {
     pub fn idle_secs(&self, set: u32, key: &[u8]) -> u64 {
         let (h, shard) = self.slot(set, key);
         let cached = match shard.lock().map.get(&h) {
-            Some((ks, k, _, at)) if *ks == set && k == key => Some(*at),
+            Some(e) if e.set == set && e.key == key => Some(e.at),
             _ => None,
         };
         let at = cached.unwrap_or_else(|| self.access.stamp_of(set, key));
@@ -276,9 +322,9 @@ impl MetaCache {
         let at = self.access.ago(secs);
         self.access.stamp(set, key, at);
         let (h, shard) = self.slot(set, key);
-        if let Some((ks, k, _, stamp)) = shard.lock().map.get_mut(&h) {
-            if *ks == set && k == key {
-                *stamp = at;
+        if let Some(e) = shard.lock().map.get_mut(&h) {
+            if e.set == set && e.key == key {
+                e.at = at;
             }
         }
     }
@@ -294,15 +340,16 @@ impl MetaCache {
             let through = written && s.generation == w.generation;
             s.generation += 1;
             if let Entry::Occupied(e) = s.map.entry(h) {
-                if e.get().0 == w.set && e.get().1 == w.key {
-                    let (_, k, old, _) = e.remove();
-                    s.bytes -= charge(&k, &old);
+                if e.get().set == w.set && e.get().key == w.key {
+                    let old = e.remove();
+                    s.bytes -= charge(&old.key, &old.raw);
                 }
             }
             if let (true, Some(raw)) = (through, w.raw) {
                 // The write was a use.
                 let at = self.access.now();
-                s.insert(h, (w.set, w.key, raw, at), self.shard_bytes, &self.access);
+                let entry = Cached { set: w.set, key: w.key, raw, at, deltas: w.deltas };
+                s.insert(h, entry, self.shard_bytes, &self.access);
             }
         }
     }
@@ -397,7 +444,7 @@ mod tests {
         let mut cached = 0;
         for s in &c.shards {
             let s = s.lock();
-            let want: usize = s.map.values().map(|(_, k, v, _)| charge(k, v)).sum();
+            let want: usize = s.map.values().map(|e| charge(&e.key, &e.raw)).sum();
             assert_eq!(s.bytes, want);
             assert!(s.bytes <= c.shard_bytes);
             cached += s.map.len();
@@ -428,8 +475,33 @@ mod tests {
         c.invalidate_noted(true);
         for s in &c.shards {
             let s = s.lock();
-            assert_eq!(s.bytes, s.map.values().map(|(_, k, v, _)| charge(k, v)).sum::<usize>());
+            assert_eq!(s.bytes, s.map.values().map(|e| charge(&e.key, &e.raw)).sum::<usize>());
         }
+    }
+
+    #[test]
+    fn entries_count_the_deltas_behind_them() {
+        let c = MetaCache::default();
+        assert_eq!(c.deltas_behind(0, b"k"), None);
+        c.note_write(0, b"k", Some(b"v1".to_vec()));
+        c.invalidate_noted(true);
+        assert_eq!(c.deltas_behind(0, b"k"), Some(0));
+        c.note_delta(0, b"k", b"v2".to_vec(), 1);
+        c.invalidate_noted(true);
+        assert_eq!((c.get(0, b"k").unwrap(), c.deltas_behind(0, b"k")), (b"v2".to_vec(), Some(1)));
+        // A failed delta removes the entry: the next write is whole.
+        c.note_delta(0, b"k", b"v3".to_vec(), 2);
+        c.invalidate_noted(false);
+        assert_eq!(c.deltas_behind(0, b"k"), None);
+        // An entry read from the engine does not know its chain.
+        let g = c.get(0, b"k").unwrap_err();
+        c.fill(0, b"k", b"v2".to_vec(), g);
+        assert_eq!(c.deltas_behind(0, b"k"), Some(UNKNOWN_DELTAS));
+        // A whole write starts over.
+        c.note_write(0, b"k", Some(b"v4".to_vec()));
+        c.invalidate_noted(true);
+        assert_eq!(c.deltas_behind(0, b"k"), Some(0));
+        assert_eq!(c.deltas_behind(1, b"k"), None);
     }
 
     #[test]

@@ -216,6 +216,10 @@ pub fn partition_space(p: u16) -> u32 {
     0x8000_0000 | u32::from(p)
 }
 
+/// The most merge operands [`Store::merge_meta`] lets stand above a key's last whole
+/// metadata record: the next write of the key after that many is whole.
+pub const MAX_META_DELTAS: u8 = 16;
+
 /// A metadata record as [`Store::read_meta`] found it.
 pub enum MetaRead {
     /// From the cache, which holds only records their reader checked before caching them.
@@ -255,8 +259,13 @@ pub struct Engine {
     /// Internal entries sub-key scans have stepped over (INFO `strata_scan_steps`): what
     /// tombstones and old versions cost the scans.
     pub scan_steps: AtomicU64,
+    /// Metadata writes made as merge operands (INFO `strata_field_deltas`;
+    /// [`Store::merge_meta`]).
+    pub field_deltas: AtomicU64,
     /// Set in cluster mode: writes go through it instead of straight to the engine.
     replicate: OnceLock<Arc<dyn Replicate>>,
+    /// Whether the metadata families have a merge operator (`Store::merge_meta`).
+    pub meta_merges: bool,
 }
 
 /// One database's key space (a *family set*: `metadata`, `subkey` and `zscore`, numbered
@@ -559,6 +568,35 @@ impl Store {
     pub fn put_meta(&self, batch: &mut WriteBatch, key: &[u8], raw: Vec<u8>) {
         batch.put_cf(&*self.meta_cf, meta_key(self.filing, key), &raw);
         self.meta_cache.note_write(self.space, key, Some(raw));
+    }
+
+    /// Puts a merge operand of `key`'s metadata record into `batch` instead of the whole
+    /// record `raw` (the record the merge gives), when that is allowed: the metadata family
+    /// has its merge operator, the write goes straight to this engine (not inside EXEC or a
+    /// script, whose batch reads back through an index; not in cluster mode, whose slot
+    /// copies carry puts and deletes only), and the cache knows the key's chain of operands
+    /// to be shorter than [`MAX_META_DELTAS`] (so a read that misses the cache merges a
+    /// bounded chain). `Err(raw)`: nothing was put, the caller writes `raw` whole. The
+    /// caller holds the key's lock and read the record it changes through the cache or the
+    /// engine.
+    pub fn merge_meta(
+        &self,
+        batch: &mut WriteBatch,
+        key: &[u8],
+        raw: Vec<u8>,
+        operand: impl FnOnce() -> Vec<u8>,
+    ) -> Result<(), Vec<u8>> {
+        if !self.meta_merges || self.is_replicated() || overlay::active() {
+            return Err(raw);
+        }
+        let behind = match self.meta_cache.deltas_behind(self.space, key) {
+            Some(n) if n < MAX_META_DELTAS => n,
+            _ => return Err(raw),
+        };
+        batch.merge_cf(&*self.meta_cf, meta_key(self.filing, key), operand());
+        self.meta_cache.note_delta(self.space, key, raw, behind + 1);
+        self.field_deltas.fetch_add(1, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Puts the deletion of `key`'s metadata record into `batch`.

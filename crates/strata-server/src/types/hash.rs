@@ -8,6 +8,7 @@
 
 use super::compact_hash::{self, Edit as Change};
 use super::error::{Result, TypeError};
+use super::hash_delta;
 use super::keyspace::{Keyspace, Page};
 use super::metadata::{Kind, Meta};
 use super::notify::HASH;
@@ -80,15 +81,19 @@ pub fn known_len(m: &Meta) -> Option<usize> {
 
 /// Writes `changes` (in order: a later change of a field wins) to the hash `key` whose
 /// metadata is `m`, in one batch. The caller has counted the fields added or removed into
-/// `m.size` and says whether it changed (a sub-key hash rewrites its metadata only then). A
-/// compact hash that no longer fits the limits is converted to sub-keys at a fresh version;
-/// an emptied hash is deleted.
+/// `m.size` and says whether it changed (a sub-key hash rewrites its metadata only then), and
+/// whether the hash `existed` before (`m` is what it read, not a new record). A compact hash
+/// that no longer fits the limits is converted to sub-keys at a fresh version; an emptied
+/// hash is deleted; an existing compact hash that stays one takes the changes as a field
+/// delta where the store allows ([`hash_delta`], `Store::merge_meta`) and the delta is at
+/// most half the entry's size, else whole.
 fn commit(
     ks: &Keyspace,
     key: &[u8],
     mut m: Meta,
     changes: &[Change],
     size_changed: bool,
+    existed: bool,
 ) -> Result<()> {
     if changes.is_empty() {
         return Ok(());
@@ -99,6 +104,20 @@ fn commit(
         if let Some((payload, n)) = compact_hash::apply(&m.value, changes, ks.hash_limits) {
             m.size = n;
             m.value = payload;
+            if existed && n > 0 {
+                let raw = m.encode();
+                if hash_delta::encoded_len(changes) * 2 > raw.len() {
+                    // Most of the hash rewritten: the whole entry costs reads nothing.
+                    b = WriteBatch::with_capacity_bytes(key.len() + raw.len() + 64);
+                    st.put_meta(&mut b, key, raw);
+                    return ks.write(b);
+                }
+                b = WriteBatch::with_capacity_bytes(key.len() + raw.len() + 64);
+                if let Err(raw) = st.merge_meta(&mut b, key, raw, || hash_delta::encode(changes)) {
+                    st.put_meta(&mut b, key, raw);
+                }
+                return ks.write(b);
+            }
             b = WriteBatch::with_capacity_bytes(key.len() + m.value.len() + 64);
             ks.put_or_delete_meta(&mut b, key, &m);
             return ks.write(b);
@@ -162,7 +181,7 @@ pub fn set_fields(ks: &Keyspace, key: &[u8], pairs: &[(&[u8], &[u8])]) -> Result
         changes.push(Change::Put(f, v));
     }
     m.size += added;
-    commit(ks, key, m, &changes, added > 0)?;
+    commit(ks, key, m, &changes, added > 0, !created)?;
     ks.notify_new(created, key);
     ks.notify(HASH, "hset", key);
     Ok(added)
@@ -176,7 +195,7 @@ pub fn set_if_absent(ks: &Keyspace, key: &[u8], f: &[u8], v: &[u8]) -> Result<bo
         return Ok(false);
     }
     m.size += 1;
-    commit(ks, key, m, &[Change::Put(f, v)], true)?;
+    commit(ks, key, m, &[Change::Put(f, v)], true, !created)?;
     ks.notify_new(created, key);
     ks.notify(HASH, "hset", key);
     Ok(true)
@@ -233,7 +252,7 @@ pub fn delete_fields(ks: &Keyspace, key: &[u8], fields: &[Vec<u8>]) -> Result<u6
     let n = changes.len() as u64;
     m.size -= n;
     let emptied = m.size == 0;
-    commit(ks, key, m, &changes, n > 0)?;
+    commit(ks, key, m, &changes, n > 0, true)?;
     if n > 0 {
         ks.notify_removal(HASH, "hdel", key, emptied);
     }
@@ -267,7 +286,7 @@ pub fn incr_by(ks: &Keyspace, key: &[u8], f: &[u8], by: i64) -> Result<i64> {
     if old.is_none() {
         m.size += 1;
     }
-    commit(ks, key, m, &[Change::Put(f, text.as_bytes())], old.is_none())?;
+    commit(ks, key, m, &[Change::Put(f, text.as_bytes())], old.is_none(), !created)?;
     ks.notify_new(created, key);
     ks.notify(HASH, "hincrby", key);
     Ok(new)
@@ -297,7 +316,7 @@ pub fn incr_by_float(ks: &Keyspace, key: &[u8], f: &[u8], by: &[u8]) -> Result<V
     if old.is_none() {
         m.size += 1;
     }
-    commit(ks, key, m, &[Change::Put(f, &new)], old.is_none())?;
+    commit(ks, key, m, &[Change::Put(f, &new)], old.is_none(), !created)?;
     ks.notify_new(created, key);
     ks.notify(HASH, "hincrbyfloat", key);
     Ok(new)

@@ -21,6 +21,7 @@ pub mod error;
 pub mod expiry;
 pub mod gc;
 pub mod hash;
+pub mod hash_delta;
 pub mod keys;
 pub mod keyspace;
 pub mod list;
@@ -44,14 +45,21 @@ use crate::storage::databases::Databases;
 use crate::storage::{OpenError, Store, SyncPolicy};
 use std::sync::Arc;
 
+/// `opts` with what the types' records need of the engine: the metadata families' merge
+/// operator (field deltas, [`hash_delta`]).
+fn with_rules(mut opts: strata::Options) -> strata::Options {
+    opts.merge_operator = Some(hash_delta::operator());
+    opts
+}
+
 /// Opens (creating if needed) the store in `dir`, its compaction filter collecting stale
-/// sub-keys by [`gc::is_stale`].
+/// sub-keys by [`gc::is_stale`], its metadata merging field deltas ([`hash_delta`]).
 pub fn open(
     opts: strata::Options,
     dir: &std::path::Path,
     policy: SyncPolicy,
 ) -> std::result::Result<Arc<Store>, OpenError> {
-    Store::open(opts, dir, policy, gc::is_stale)
+    Store::open(with_rules(opts), dir, policy, gc::is_stale)
 }
 
 /// Opens (creating if needed) the store in `dir` with `count` databases (SELECT's range),
@@ -62,7 +70,7 @@ pub fn open_databases(
     policy: SyncPolicy,
     count: usize,
 ) -> std::result::Result<Arc<Databases>, OpenError> {
-    Databases::open(opts, dir, policy, gc::is_stale, count, false)
+    Databases::open(with_rules(opts), dir, policy, gc::is_stale, count, false)
 }
 
 /// Opens (creating if needed) a cluster node's store in `dir`: one database, its keys filed
@@ -72,5 +80,5 @@ pub fn open_partitioned(
     dir: &std::path::Path,
     policy: SyncPolicy,
 ) -> std::result::Result<Arc<Databases>, OpenError> {
-    Databases::open(opts, dir, policy, gc::is_stale, 1, true)
+    Databases::open(with_rules(opts), dir, policy, gc::is_stale, 1, true)
 }

@@ -29,6 +29,118 @@ fn hashes_match_model_across_the_compact_limits() {
     assert!(encodings.get("hashtable").is_some_and(|&n| n > 20), "{encodings:?}");
 }
 
+/// Field deltas (a write to an existing compact hash stored as a merge operand of its
+/// metadata): edits of YCSB-shaped hashes against a model, read back from the metadata
+/// cache, across flushes (SAVE: operands in tables above their base), and after a kill -9
+/// and restart (the WAL replayed, the cache empty: every read merges in the engine).
+#[test]
+fn field_deltas_read_back_from_the_engine() {
+    let args = ["--appendfsync", "always"];
+    let mut srv = Server::start(&args);
+    let dir = srv.keep_dir();
+    let mut c = srv.conn();
+    let mut model: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    let mut rng = Rng::new(11);
+    for k in 0..40 {
+        let h: BTreeMap<String, String> =
+            (0..10).map(|f| (format!("field{f}"), value(&mut rng, 100))).collect();
+        let pairs: Vec<(&String, &String)> = h.iter().collect();
+        let _: () = c.hset_multiple(format!("user{k}"), &pairs).unwrap();
+        model.insert(format!("user{k}"), h);
+    }
+    let check = |c: &mut redis::Connection, model: &BTreeMap<String, BTreeMap<String, String>>| {
+        for (k, h) in model {
+            let got: BTreeMap<String, String> = c.hgetall(k).unwrap();
+            assert_eq!(&got, h, "{k}");
+            let enc: String = redis::cmd("OBJECT").arg("ENCODING").arg(k).query(c).unwrap();
+            assert_eq!(enc, "listpack", "{k}");
+        }
+    };
+    for i in 0..3000 {
+        let k = format!("user{}", rng.below(40));
+        let f = format!("field{}", rng.below(12));
+        let h = model.get_mut(&k).unwrap();
+        match rng.below(6) {
+            0..=2 => {
+                let v = value(&mut rng, 100);
+                let n: i64 = c.hset(&k, &f, &v).unwrap();
+                assert_eq!(n, i64::from(h.insert(f, v).is_none()));
+            }
+            3 if h.len() > 1 => {
+                let n: i64 = c.hdel(&k, &f).unwrap();
+                assert_eq!(n, i64::from(h.remove(&f).is_some()));
+            }
+            4 => {
+                let n: i64 = c.hincr(&k, "count", 2).unwrap();
+                let old: i64 = h.get("count").map_or(0, |v| v.parse().unwrap());
+                assert_eq!(n, old + 2);
+                h.insert("count".into(), n.to_string());
+            }
+            _ => {
+                let (v1, v2) = (value(&mut rng, 100), value(&mut rng, 100));
+                let _: () = c.hset_multiple(&k, &[(f.as_str(), &v1), ("field0", &v2)]).unwrap();
+                h.insert(f, v1);
+                h.insert("field0".into(), v2);
+            }
+        }
+        if i % 500 == 499 {
+            let _: () = redis::cmd("SAVE").query(&mut c).unwrap();
+            check(&mut c, &model);
+        }
+    }
+    check(&mut c, &model);
+    let deltas = field_deltas(&mut c);
+    assert!(deltas > 2000, "only {deltas} of 3000 edits were field deltas");
+    drop(c);
+    drop(srv); // SIGKILL
+    let srv = Server::start_in(dir.path(), &args);
+    let mut c = srv.conn();
+    check(&mut c, &model);
+    // Writes go on over what the restart read back.
+    for (k, h) in &mut model {
+        let _: i64 = c.hset(k, "after", "restart").unwrap();
+        h.insert("after".into(), "restart".into());
+    }
+    check(&mut c, &model);
+}
+
+/// INFO's count of writes stored as field deltas.
+fn field_deltas(c: &mut redis::Connection) -> u64 {
+    let info: String = redis::cmd("INFO").arg("strata").query(c).unwrap();
+    let line = info.lines().find_map(|l| l.strip_prefix("strata_field_deltas:"));
+    line.unwrap().trim().parse().unwrap()
+}
+
+/// A key's chain of field deltas is bounded: after 16 operands the next write is whole. A
+/// hash's first write, a write of most of the hash, and writes inside MULTI are whole too.
+#[test]
+fn field_delta_chains_are_bounded() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let big = "b".repeat(100);
+    for i in 0..5 {
+        let _: () = c.hset_multiple("h", &[("f", i.to_string()), ("big", big.clone())]).unwrap();
+    }
+    assert_eq!(field_deltas(&mut c), 0, "a write of most of the hash is whole");
+    // After that whole write: 16 deltas, 1 whole, 16 deltas, 1 whole, 6 deltas.
+    for i in 0..40 {
+        let _: i64 = c.hset("h", "f", i).unwrap();
+    }
+    assert_eq!(field_deltas(&mut c), 38);
+    let _: () = redis::cmd("MULTI").query(&mut c).unwrap();
+    let _: () = redis::cmd("HSET").arg("h").arg("g").arg(1).query(&mut c).unwrap();
+    let _: Vec<i64> = redis::cmd("EXEC").query(&mut c).unwrap();
+    assert_eq!(field_deltas(&mut c), 38);
+    // After it, deltas again (the first write may be whole, as EXEC's entry may not be
+    // cached).
+    let _: i64 = c.hset("h", "f", "w").unwrap();
+    let _: i64 = c.hset("h", "f", "x").unwrap();
+    assert!((39..=40).contains(&field_deltas(&mut c)));
+    let got: BTreeMap<String, String> = c.hgetall("h").unwrap();
+    let want = [("f", "x"), ("g", "1"), ("big", big.as_str())];
+    assert_eq!(got, want.map(|(f, v)| (f.to_string(), v.to_string())).into());
+}
+
 /// A value of 0..max_len bytes.
 fn value(rng: &mut Rng, max_len: u64) -> String {
     let n = rng.below(max_len + 1) as usize;

@@ -23,12 +23,15 @@
 //! DUMP), one bitmaps (SETBIT,
 //! BITFIELD SET/INCRBY, BITOP into one of its keys), and one databases (SET after SELECT,
 //! MOVE, COPY ... DB ... REPLACE and SWAPDB over databases 1 to 3: one model entry for all
-//! its keys, as a swap changes every one at once).
+//! its keys, as a swap changes every one at once), and one compact hashes' field edits
+//! (HSET of one field, HMSET of two, HDEL, HINCRBY, HSETNX on hashes that stay compact: the
+//! writes the server stores as field deltas, merge operands of the hash's metadata).
 //! Their oracle keeps the rendered state after the last acknowledged command and after the
 //! one in flight; after the restart the keys read as one of the two.
 
 use crate::common::{Raw, Reply, Server};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -85,12 +88,12 @@ fn acknowledged_writes_survive_kill_9() {
     // A string key, a stream and a bitmap start absent (""), a pair of lists or of sets
     // empty ("|").
     let empty = |i: usize| match i / MODEL_KEYS {
-        0 | 6 | 7 | 8 => String::new(),
+        0 | 6 | 7 | 8 | 9 => String::new(),
         _ => "|".to_string(),
     };
     let models: Arc<Models> =
-        Arc::new((0..9 * MODEL_KEYS).map(|i| Mutex::new((empty(i), empty(i)))).collect());
-    let writers: [fn(u16, usize, &Models, &AtomicBool); 9] = [
+        Arc::new((0..10 * MODEL_KEYS).map(|i| Mutex::new((empty(i), empty(i)))).collect());
+    let writers: [fn(u16, usize, &Models, &AtomicBool); 10] = [
         string_writer,
         list_writer,
         set_writer,
@@ -100,6 +103,7 @@ fn acknowledged_writes_survive_kill_9() {
         stream_writer,
         bitmap_writer,
         database_writer,
+        hash_edit_writer,
     ];
     let model_handles: Vec<_> = writers
         .into_iter()
@@ -110,6 +114,7 @@ fn acknowledged_writes_survive_kill_9() {
         })
         .collect();
     std::thread::sleep(Duration::from_millis(1500));
+    let deltas = field_deltas(&mut srv.raw());
     srv.child.kill().unwrap(); // SIGKILL
     srv.child.wait().unwrap();
     stop.store(true, Ordering::Relaxed);
@@ -165,7 +170,8 @@ fn acknowledged_writes_survive_kill_9() {
             4 => read_zsets(&mut c, i),
             6 => read_stream(&mut c, i),
             7 => read_bitmap(&mut c, i),
-            _ => read_databases(&mut c, i),
+            8 => read_databases(&mut c, i),
+            _ => read_hash_edits(&mut c, i),
         };
         if got != *ack && got != *pending {
             wrong += 1;
@@ -192,7 +198,86 @@ fn acknowledged_writes_survive_kill_9() {
         !models[8 * MODEL_KEYS].lock().unwrap().0.is_empty(),
         "the database writer's writes were never acknowledged"
     );
+    assert!(deltas > 0, "no write was stored as a field delta");
     assert_eq!(wrong, 0, "acknowledged effects of the model writers lost");
+}
+
+/// INFO's count of metadata writes stored as field deltas.
+fn field_deltas(c: &mut Raw) -> u64 {
+    let Reply::Bulk(info) = c.cmd(&["INFO", "strata"]) else { panic!("INFO strata") };
+    let info = String::from_utf8(info).unwrap();
+    let line = info.lines().find_map(|l| l.strip_prefix("strata_field_deltas:"));
+    line.expect("INFO strata has strata_field_deltas").trim().parse().unwrap()
+}
+
+fn hedit_key(i: usize) -> String {
+    format!("mhash{i}")
+}
+
+/// A hash as the model renders it: `field=value;` in field order ("" when absent).
+fn render_hash(h: &BTreeMap<String, String>) -> String {
+    let mut out = String::new();
+    for (f, v) in h {
+        let _ = write!(out, "{f}={v};");
+    }
+    out
+}
+
+fn read_hash_edits(c: &mut Raw, i: usize) -> String {
+    let Reply::Array(items) = c.cmd(&["HGETALL", &hedit_key(i)]) else { panic!("HGETALL") };
+    let text = |r: &Reply| match r {
+        Reply::Bulk(b) => String::from_utf8(b.clone()).unwrap(),
+        other => panic!("{other:?}"),
+    };
+    let h: BTreeMap<String, String> = items.chunks(2).map(|p| (text(&p[0]), text(&p[1]))).collect();
+    render_hash(&h)
+}
+
+/// Field edits of compact hashes on keys `base..base + MODEL_KEYS`: HSET of one field, HMSET
+/// of two, HDEL, HINCRBY and HSETNX over six fields, so that a hash stays compact (the
+/// harness runs with `--hash-max-listpack-entries 8`) and its writes after the first are
+/// field deltas.
+fn hash_edit_writer(port: u16, base: usize, models: &Models, stop: &AtomicBool) {
+    let mut c = Raw::connect(port);
+    let mut state: Vec<BTreeMap<String, String>> = vec![BTreeMap::new(); MODEL_KEYS];
+    let mut seq = 0usize;
+    while !stop.load(Ordering::Relaxed) {
+        seq += 1;
+        let k = seq % MODEL_KEYS;
+        let (key, slot) = (hedit_key(base + k), &models[base + k]);
+        let mut next = state[k].clone();
+        let (f, g) = (format!("f{}", seq % 5), format!("f{}", (seq / 5) % 5));
+        let tag = format!("<{seq}>");
+        let args: Vec<String> = match (seq / MODEL_KEYS) % 6 {
+            0 | 1 => {
+                next.insert(f.clone(), tag.clone());
+                vec!["HSET".into(), key, f, tag]
+            }
+            2 => {
+                next.insert(f.clone(), tag.clone());
+                next.insert(g.clone(), format!("{tag}+"));
+                vec!["HMSET".into(), key, f, tag.clone(), g, format!("{tag}+")]
+            }
+            3 if next.len() > 1 => {
+                next.remove(&f);
+                vec!["HDEL".into(), key, f]
+            }
+            4 => {
+                let n: i64 = next.get("n").map_or(0, |v| v.parse().unwrap());
+                next.insert("n".into(), (n + 3).to_string());
+                vec!["HINCRBY".into(), key, "n".into(), "3".into()]
+            }
+            _ => {
+                next.entry(f.clone()).or_insert_with(|| tag.clone());
+                vec!["HSETNX".into(), key, f, tag]
+            }
+        };
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        if !step(&mut c, slot, render_hash(&next), &a) {
+            return;
+        }
+        state[k] = next;
+    }
 }
 
 /// Keys of each model writer.
