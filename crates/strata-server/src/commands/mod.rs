@@ -38,6 +38,7 @@ pub mod zset_range;
 use crate::resp::Out;
 use crate::state::{Conn, Shared};
 use errors::{arity_err, unknown_err, CmdError, NOAUTH};
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 
 /// Result of a handler.
@@ -407,11 +408,23 @@ pub static COMMANDS: &[Command] = &[
     cmd!("cluster", -2, false, KeySpec::NONE, cluster::cluster),
 ];
 
-/// Looks a command up by (any-case) name.
+/// The longest command name (the table test holds every name to it).
+const LONGEST_NAME: usize = 24;
+
+/// Looks a command up by (any-case) name: one hash probe of the lower-cased name in a map of
+/// [`COMMANDS`] built at the first lookup.
 pub fn lookup(name: &[u8]) -> Option<&'static Command> {
-    COMMANDS
-        .iter()
-        .find(|c| c.name.len() == name.len() && c.name.as_bytes().eq_ignore_ascii_case(name))
+    static BY_NAME: std::sync::OnceLock<HashMap<&'static [u8], &'static Command>> =
+        std::sync::OnceLock::new();
+    if name.len() > LONGEST_NAME {
+        return None;
+    }
+    let mut lower = [0u8; LONGEST_NAME];
+    let lower = &mut lower[..name.len()];
+    lower.copy_from_slice(name);
+    lower.make_ascii_lowercase();
+    let by_name = BY_NAME.get_or_init(|| COMMANDS.iter().map(|c| (c.name.as_bytes(), c)).collect());
+    by_name.get(&*lower).copied()
 }
 
 /// The index of `cmd` in [`COMMANDS`] (its INFO commandstats counters).
@@ -632,7 +645,14 @@ mod table_tests {
         assert!(COMMANDS.len() <= crate::state::MAX_COMMANDS);
         for (i, c) in COMMANDS.iter().enumerate() {
             assert_eq!(index_of(c), i);
+            assert!(c.name.len() <= LONGEST_NAME, "{}", c.name);
+            assert_eq!(c.name, c.name.to_ascii_lowercase());
             assert!(std::ptr::eq(lookup(c.name.as_bytes()).unwrap(), c), "{} listed twice", c.name);
+            let upper = c.name.to_ascii_uppercase();
+            assert!(std::ptr::eq(lookup(upper.as_bytes()).unwrap(), c));
         }
+        assert!(lookup(b"no-such-command").is_none());
+        assert!(lookup(&[b'a'; LONGEST_NAME + 1]).is_none());
+        assert!(lookup(b"").is_none());
     }
 }

@@ -129,7 +129,7 @@ fn lookup(ks: &Keyspace, pattern: &[u8], elem: &[u8]) -> CmdResultOf<Option<Vec<
     Ok(match field {
         Some(f) if meta.kind == Kind::Hash => hash::get(ks, &key, f)?,
         Some(_) => None,
-        None if meta.kind == Kind::String => string::get_if_string(ks, &key)?,
+        None if meta.kind == Kind::String => string::get_if_string(ks, &key)?.map(|v| v.into_vec()),
         None => None,
     })
 }

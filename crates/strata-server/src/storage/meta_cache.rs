@@ -1,6 +1,8 @@
 //! A cache of metadata entries (raw bytes, as stored), so that reads of hot keys skip the
 //! engine's point lookup (a memtable seek plus table probes) for the metadata family. A
-//! compact hash lives whole in its metadata entry, so for it this is a row cache.
+//! compact hash lives whole in its metadata entry, so for it this is a row cache. An entry is
+//! shared (`Arc`) with the readers it is handed to: a hit copies nothing, and the decoded
+//! payload reads the cached bytes in place (`types::metadata::Payload`).
 //!
 //! Contract (what keeps it from serving a stale entry):
 //! - Every write of a metadata entry (put or delete) names its key, and for a put the entry,
@@ -43,6 +45,7 @@ use std::collections::hash_map::Entry;
 use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
+use std::sync::Arc;
 
 /// Largest raw entry kept.
 pub const MAX_ENTRY: usize = 4096;
@@ -79,8 +82,9 @@ struct Cached {
     set: u32,
     /// Its user key.
     key: Vec<u8>,
-    /// The raw metadata record, whole (what a read of the engine returns).
-    raw: Vec<u8>,
+    /// The raw metadata record, whole (what a read of the engine returns), shared with the
+    /// readers it was handed to.
+    raw: Arc<Vec<u8>>,
     /// The stamp of the key's last use (`access`).
     at: u32,
     /// How many merge operands (field deltas) the engine holds above the key's last whole
@@ -212,9 +216,9 @@ impl MetaCache {
         &self.shards[(h >> 58) as usize % SHARDS]
     }
 
-    /// The cached raw entry of `key` in key space `set`, or the shard generation to pass to
-    /// [`MetaCache::fill`].
-    pub fn get(&self, set: u32, key: &[u8]) -> Result<Vec<u8>, u64> {
+    /// The cached raw entry of `key` in key space `set` (shared, not copied), or the shard
+    /// generation to pass to [`MetaCache::fill`].
+    pub fn get(&self, set: u32, key: &[u8]) -> Result<Arc<Vec<u8>>, u64> {
         let (h, shard) = self.slot(set, key);
         let mut s = shard.lock();
         match s.map.get_mut(&h) {
@@ -223,7 +227,7 @@ impl MetaCache {
                 if access::counted() {
                     e.at = self.access.now();
                 }
-                let v = e.raw.clone();
+                let v = Arc::clone(&e.raw);
                 s.hits += 1;
                 Ok(v)
             }
@@ -289,7 +293,8 @@ impl MetaCache {
 
     /// Caches `raw` for `key` of key space `set`, read from the engine after
     /// [`MetaCache::get`] returned `generation`, unless the shard was invalidated since.
-    pub fn fill(&self, set: u32, key: &[u8], raw: Vec<u8>, generation: u64) {
+    pub fn fill(&self, set: u32, key: &[u8], raw: impl Into<Arc<Vec<u8>>>, generation: u64) {
+        let raw = raw.into();
         if raw.len() > MAX_ENTRY {
             return;
         }
@@ -348,6 +353,7 @@ impl MetaCache {
             if let (true, Some(raw)) = (through, w.raw) {
                 // The write was a use.
                 let at = self.access.now();
+                let raw = Arc::new(raw);
                 let entry = Cached { set: w.set, key: w.key, raw, at, deltas: w.deltas };
                 s.insert(h, entry, self.shard_bytes, &self.access);
             }
@@ -374,7 +380,7 @@ mod tests {
         let c = MetaCache::default();
         let g = c.get(0, b"k").unwrap_err();
         c.fill(0, b"k", b"v1".to_vec(), g);
-        assert_eq!(c.get(0, b"k").unwrap(), b"v1");
+        assert_eq!(*c.get(0, b"k").unwrap(), b"v1");
         assert_eq!(c.stats(), (1, charge(b"k", b"v1"), 1, 1));
         // A reader that read before a write landed must not cache what it read.
         let g = c.generation(0, b"k2");
@@ -401,7 +407,7 @@ mod tests {
         let c = MetaCache::default();
         c.note_write(0, b"k", Some(b"v1".to_vec()));
         c.invalidate_noted(true);
-        assert_eq!(c.get(0, b"k").unwrap(), b"v1");
+        assert_eq!(*c.get(0, b"k").unwrap(), b"v1");
         // A failed write caches nothing and removes what was there.
         c.note_write(0, b"k", Some(b"v2".to_vec()));
         c.invalidate_noted(false);
@@ -422,7 +428,7 @@ mod tests {
         c.note_write(0, b"x", Some(b"new".to_vec()));
         c.invalidate_noted(true);
         c.fill(0, b"x", b"old".to_vec(), g);
-        assert_eq!(c.get(0, b"x").unwrap(), b"new");
+        assert_eq!(*c.get(0, b"x").unwrap(), b"new");
         // Entries past MAX_ENTRY are not written through.
         c.note_write(0, b"big", Some(vec![1; MAX_ENTRY + 1]));
         c.invalidate_noted(true);
@@ -439,7 +445,7 @@ mod tests {
             let k = i.to_le_bytes();
             let g = c.generation(0, &k);
             c.fill(0, &k, big.clone(), g);
-            assert_eq!(c.get(0, &k).unwrap(), big);
+            assert_eq!(*c.get(0, &k).unwrap(), big);
         }
         let mut cached = 0;
         for s in &c.shards {
@@ -488,7 +494,10 @@ mod tests {
         assert_eq!(c.deltas_behind(0, b"k"), Some(0));
         c.note_delta(0, b"k", b"v2".to_vec(), 1);
         c.invalidate_noted(true);
-        assert_eq!((c.get(0, b"k").unwrap(), c.deltas_behind(0, b"k")), (b"v2".to_vec(), Some(1)));
+        assert_eq!(
+            (c.get(0, b"k").unwrap().to_vec(), c.deltas_behind(0, b"k")),
+            (b"v2".to_vec(), Some(1))
+        );
         // A failed delta removes the entry: the next write is whole.
         c.note_delta(0, b"k", b"v3".to_vec(), 2);
         c.invalidate_noted(false);
@@ -513,12 +522,12 @@ mod tests {
         c.invalidate_noted(true);
         c.note_write(2, b"k", Some(b"in two".to_vec()));
         c.invalidate_noted(true);
-        assert_eq!(c.get(1, b"k").unwrap(), b"in one");
-        assert_eq!(c.get(2, b"k").unwrap(), b"in two");
+        assert_eq!(*c.get(1, b"k").unwrap(), b"in one");
+        assert_eq!(*c.get(2, b"k").unwrap(), b"in two");
         assert!(c.get(0, b"k").is_err());
         c.note_write(1, b"k", None);
         c.invalidate_noted(true);
         assert!(c.get(1, b"k").is_err());
-        assert_eq!(c.get(2, b"k").unwrap(), b"in two");
+        assert_eq!(*c.get(2, b"k").unwrap(), b"in two");
     }
 }

@@ -222,8 +222,9 @@ pub const MAX_META_DELTAS: u8 = 16;
 
 /// A metadata record as [`Store::read_meta`] found it.
 pub enum MetaRead {
-    /// From the cache, which holds only records their reader checked before caching them.
-    Cached(Vec<u8>),
+    /// From the cache, which holds only records their reader checked before caching them;
+    /// shared with the cache entry.
+    Cached(Arc<Vec<u8>>),
     /// From the engine, unchecked. A reader that finds it sound may cache it with
     /// [`Store::cache_meta`], passing `generation` on.
     Stored {
@@ -543,7 +544,7 @@ impl Store {
 
     /// Caches `raw`, a record of `key` that [`Store::read_meta`] read from the engine with
     /// `generation` and its reader found sound.
-    pub fn cache_meta(&self, key: &[u8], raw: Vec<u8>, generation: u64) {
+    pub fn cache_meta(&self, key: &[u8], raw: Arc<Vec<u8>>, generation: u64) {
         if overlay::active() {
             return;
         }

@@ -99,7 +99,7 @@ pub fn first_bit(v: &[u8], bit: bool, first: u64, last: u64) -> Option<u64> {
 /// The value of the string at `key` for a bit read (`None`: absent);
 /// [`TypeError::WrongType`] when it holds another type.
 pub fn read(ks: &Keyspace, key: &[u8]) -> Result<Option<Vec<u8>>> {
-    Ok(ks.typed(key, Kind::String)?.map(|m| m.value))
+    Ok(ks.typed(key, Kind::String)?.map(|m| m.value.into_vec()))
 }
 
 /// BITCOUNT over a string already read: the bits set from `start` to `end` (in `unit`s;
@@ -353,7 +353,7 @@ pub fn bit_field(ks: &Keyspace, key: &[u8], ops: &[FieldOp]) -> Result<Vec<Optio
         .unwrap_or(0);
     let need = usize::try_from(highest / 8 + 1).map_err(|_| TypeError::StringTooLong)?;
     let existed = old.is_some();
-    let (orig, expire_ms) = old.map_or((Vec::new(), 0), |m| (m.value, m.expire_ms));
+    let (orig, expire_ms) = old.map_or((Vec::new(), 0), |m| (m.value.into_vec(), m.expire_ms));
     let mut v = orig.clone();
     if v.len() < need {
         v.resize(need, 0);

@@ -103,7 +103,7 @@ fn commit(
     if m.compact {
         if let Some((payload, n)) = compact_hash::apply(&m.value, changes, ks.hash_limits) {
             m.size = n;
-            m.value = payload;
+            m.value = payload.into();
             if existed && n > 0 {
                 let raw = m.encode();
                 if hash_delta::encoded_len(changes) * 2 > raw.len() {

@@ -150,7 +150,7 @@ pub fn apply(entry: Option<&[u8]>, operands: &[&[u8]]) -> Result<Vec<u8>, String
     if n == 0 {
         return Err("field deltas that empty the hash".into());
     }
-    m.value = payload;
+    m.value = payload.into();
     m.size = n;
     Ok(m.encode())
 }
@@ -198,7 +198,7 @@ mod tests {
     fn hash(pairs: &[(&[u8], &[u8])], expire_ms: u64) -> Vec<u8> {
         let mut m = Meta::compact_hash();
         m.expire_ms = expire_ms;
-        m.value = compact_hash::encode(&pairs.iter().copied().collect());
+        m.value = compact_hash::encode(&pairs.iter().copied().collect()).into();
         m.size = pairs.len() as u64;
         m.encode()
     }

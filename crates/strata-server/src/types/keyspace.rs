@@ -138,9 +138,11 @@ impl<'a> Keyspace<'a> {
         let m = match self.store.read_meta(key)? {
             None => return Ok(None),
             // Cached records were decoded (validated) before they were cached.
-            Some(MetaRead::Cached(raw)) => Meta::decode_trusted(raw),
+            Some(MetaRead::Cached(raw)) => Meta::decode_trusted(&raw),
             Some(MetaRead::Stored { raw, generation }) => {
-                let m = Meta::decode(&raw)
+                // Shared by the decoded payload and the cache entry the fill makes.
+                let raw = std::sync::Arc::new(raw);
+                let m = Meta::decode_shared(&raw, true)
                     .map_err(|e| TypeError::Corrupt(format!("metadata of a key: {e}")))?;
                 // A use (a cache hit stamps its entry instead: `storage::access`); the entry
                 // the fill makes takes the stamp.

@@ -70,8 +70,94 @@ impl Kind {
     }
 }
 
+use std::sync::Arc;
+
 /// Initial head/tail of an empty list: the middle of the index space, so both ends can grow.
 pub const LIST_MIDDLE: u64 = 1 << 63;
+
+/// The payload of a metadata entry (a string's value, a compact hash's pairs, a stream's
+/// counters): the bytes after the header, either owned or shared with the whole raw entry
+/// they were decoded from ([`Meta::decode_shared`]: the metadata cache's entry, so that a
+/// cache hit copies nothing). Reads go through `Deref`; a writer takes the bytes with
+/// [`Payload::into_vec`] or edits them with [`Payload::make_mut`], which copy a shared payload.
+#[derive(Clone)]
+pub struct Payload(Repr);
+
+#[derive(Clone)]
+enum Repr {
+    Owned(Vec<u8>),
+    /// The raw entry and where the payload starts in it (at most its length).
+    Shared(Arc<Vec<u8>>, usize),
+}
+
+impl Payload {
+    /// The payload at `start..` of the raw entry `raw`.
+    pub fn shared(raw: Arc<Vec<u8>>, start: usize) -> Payload {
+        let start = start.min(raw.len());
+        Payload(Repr::Shared(raw, start))
+    }
+
+    /// The payload as a vector of its own (copied if shared and not the only holder).
+    pub fn into_vec(self) -> Vec<u8> {
+        match self.0 {
+            Repr::Owned(v) => v,
+            Repr::Shared(raw, start) => match Arc::try_unwrap(raw) {
+                Ok(mut v) => {
+                    v.drain(..start);
+                    v
+                }
+                Err(raw) => raw[start..].to_vec(),
+            },
+        }
+    }
+
+    /// The payload to edit in place (copied first if shared).
+    pub fn make_mut(&mut self) -> &mut Vec<u8> {
+        if let Repr::Shared(raw, start) = &self.0 {
+            self.0 = Repr::Owned(raw[*start..].to_vec());
+        }
+        match &mut self.0 {
+            Repr::Owned(v) => v,
+            Repr::Shared(..) => unreachable!("made owned above"),
+        }
+    }
+}
+
+impl std::ops::Deref for Payload {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match &self.0 {
+            Repr::Owned(v) => v,
+            Repr::Shared(raw, start) => &raw[*start..],
+        }
+    }
+}
+
+impl Default for Payload {
+    fn default() -> Payload {
+        Payload(Repr::Owned(Vec::new()))
+    }
+}
+
+impl From<Vec<u8>> for Payload {
+    fn from(v: Vec<u8>) -> Payload {
+        Payload(Repr::Owned(v))
+    }
+}
+
+impl PartialEq for Payload {
+    fn eq(&self, other: &Payload) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for Payload {}
+
+impl std::fmt::Debug for Payload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&**self, f)
+    }
+}
 
 /// A decoded metadata entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,7 +175,7 @@ pub struct Meta {
     /// List tail index (exclusive).
     pub tail: u64,
     /// The string value (strings), or the compact hash payload (`compact`).
-    pub value: Vec<u8>,
+    pub value: Payload,
     /// A compact hash (format 1): `value` holds every pair, `size` their number, `version`
     /// is 0 and there are no sub-keys.
     pub compact: bool,
@@ -105,7 +191,7 @@ impl Meta {
             size: 0,
             head: 0,
             tail: 0,
-            value,
+            value: value.into(),
             compact: false,
         }
     }
@@ -114,7 +200,7 @@ impl Meta {
     pub fn compact_hash() -> Meta {
         let mut m = Meta::composite(Kind::Hash, 0);
         m.compact = true;
-        m.value = super::compact_hash::empty();
+        m.value = super::compact_hash::empty().into();
         m
     }
 
@@ -127,7 +213,7 @@ impl Meta {
             size: 0,
             head: LIST_MIDDLE,
             tail: LIST_MIDDLE,
-            value: Vec::new(),
+            value: Payload::default(),
             compact: false,
         }
     }
@@ -173,13 +259,34 @@ impl Meta {
     }
 
     /// Decodes an entry that [`Meta::decode`] accepted before (a cached copy), without
-    /// checking a compact hash's payload again. Never panics: an entry that does not decode
-    /// reads as an empty string.
-    pub fn decode_trusted(b: Vec<u8>) -> Meta {
-        Meta::decode_with(b, false).unwrap_or_else(|_| Meta::string(Vec::new(), 0))
+    /// checking a compact hash's payload again; the payload shares `raw`. Never panics: an
+    /// entry that does not decode reads as an empty string.
+    pub fn decode_trusted(raw: &Arc<Vec<u8>>) -> Meta {
+        Meta::decode_shared(raw, false).unwrap_or_else(|_| Meta::string(Vec::new(), 0))
+    }
+
+    /// Decodes the entry `raw` (checking a compact hash's payload when `validate`), its
+    /// payload sharing `raw` instead of copying it.
+    pub fn decode_shared(raw: &Arc<Vec<u8>>, validate: bool) -> Result<Meta, String> {
+        let (mut m, start) = Meta::header(raw, validate)?;
+        if let Some(start) = start {
+            m.value = Payload::shared(raw.clone(), start);
+        }
+        Ok(m)
     }
 
     fn decode_with(mut b: Vec<u8>, validate: bool) -> Result<Meta, String> {
+        let (mut m, start) = Meta::header(&b, validate)?;
+        if let Some(start) = start {
+            b.drain(..start);
+            m.value = b.into();
+        }
+        Ok(m)
+    }
+
+    /// The entry `b` decoded but for its payload, and where the payload starts (`None`: the
+    /// kind has none).
+    fn header(b: &[u8], validate: bool) -> Result<(Meta, Option<usize>), String> {
         if b.len() < 9 {
             return Err(format!("metadata entry of {} bytes, expected at least 9", b.len()));
         }
@@ -188,25 +295,25 @@ impl Meta {
         match (b[0] >> 4, kind) {
             (0, _) => {}
             (1, Kind::Hash) => {
-                let expire_ms = read_u64(&b, 1);
+                let expire_ms = read_u64(b, 1);
                 let size = if validate {
                     super::compact_hash::validate(&b[9..])
                         .map_err(|e| format!("{e} (metadata bytes 9..)"))?
                 } else {
                     super::compact_hash::count(&b[9..])
                 };
-                b.drain(..9);
-                let mut m = Meta::compact_hash();
+                // The payload is attached by the caller: no empty one allocated here.
+                let mut m = Meta::composite(Kind::Hash, 0);
+                m.compact = true;
                 m.expire_ms = expire_ms;
                 m.size = size;
-                m.value = b;
-                return Ok(m);
+                return Ok((m, Some(9)));
             }
             (f, _) => {
                 return Err(format!("metadata format {f} unknown for a {}", kind.name()));
             }
         }
-        let expire_ms = read_u64(&b, 1);
+        let expire_ms = read_u64(b, 1);
         let mut m = if kind == Kind::String {
             Meta::string(Vec::new(), 0)
         } else {
@@ -214,11 +321,7 @@ impl Meta {
         };
         m.expire_ms = expire_ms;
         match kind {
-            Kind::String => {
-                b.drain(..9);
-                m.value = b;
-                return Ok(m);
-            }
+            Kind::String => return Ok((m, Some(9))),
             Kind::Hash | Kind::Set | Kind::ZSet => {
                 if b.len() != 25 {
                     return Err(format!(
@@ -227,30 +330,29 @@ impl Meta {
                         b.len()
                     ));
                 }
-                m.version = read_u64(&b, 9);
-                m.size = read_u64(&b, 17);
+                m.version = read_u64(b, 9);
+                m.size = read_u64(b, 17);
             }
             Kind::List => {
                 if b.len() != 41 {
                     return Err(format!("list metadata of {} bytes, expected 41", b.len()));
                 }
-                m.version = read_u64(&b, 9);
-                m.size = read_u64(&b, 17);
-                m.head = read_u64(&b, 25);
-                m.tail = read_u64(&b, 33);
+                m.version = read_u64(b, 9);
+                m.size = read_u64(b, 17);
+                m.head = read_u64(b, 25);
+                m.tail = read_u64(b, 33);
             }
             Kind::Stream => {
                 let want = 25 + super::stream::META_EXTRA_LEN;
                 if b.len() != want {
                     return Err(format!("stream metadata of {} bytes, expected {want}", b.len()));
                 }
-                m.version = read_u64(&b, 9);
-                m.size = read_u64(&b, 17);
-                b.drain(..25);
-                m.value = b;
+                m.version = read_u64(b, 9);
+                m.size = read_u64(b, 17);
+                return Ok((m, Some(25)));
             }
         }
-        Ok(m)
+        Ok((m, None))
     }
 }
 
@@ -290,7 +392,7 @@ mod tests {
     fn compact_hashes_round_trip_and_format_0_still_reads() {
         let mut m = Meta::compact_hash();
         let pairs = [(&b"f1"[..], &b"v1"[..]), (b"f2", b"")].into_iter().collect();
-        m.value = crate::types::compact_hash::encode(&pairs);
+        m.value = crate::types::compact_hash::encode(&pairs).into();
         m.size = 2;
         m.expire_ms = 77;
         let raw = m.encode();
@@ -310,12 +412,41 @@ mod tests {
         assert!(Meta::decode(&set).unwrap_err().contains("format 1 unknown for a set"));
         assert!(Meta::decode(&raw[..raw.len() - 1]).is_err());
         assert!(Meta::decode(&[0x22; 13]).unwrap_err().contains("format 2"));
-        assert_eq!(Meta::decode_trusted(raw.clone()), m);
+        let shared = Arc::new(raw.clone());
+        assert_eq!(Meta::decode_trusted(&shared), m);
+        assert_eq!(Meta::decode_shared(&shared, true).unwrap(), m);
         // Trusted decoding of a bad entry never panics.
         for cut in 0..raw.len() {
-            let t = Meta::decode_trusted(raw[..cut].to_vec());
+            let t = Meta::decode_trusted(&Arc::new(raw[..cut].to_vec()));
             let _ = crate::types::compact_hash::iter(&t.value).count();
         }
+    }
+
+    #[test]
+    fn a_shared_payload_is_read_in_place_and_copied_on_write() {
+        let m = Meta::string(b"hello".to_vec(), 3);
+        let raw = Arc::new(m.encode());
+        let d = Meta::decode_shared(&raw, true).unwrap();
+        assert_eq!((&*d.value, d.expire_ms), (&b"hello"[..], 3));
+        assert_eq!(Arc::strong_count(&raw), 2, "the payload shares the raw entry");
+        let mut e = d.clone();
+        e.value.make_mut().push(b'!');
+        assert_eq!(
+            (&*e.value, &*d.value, &raw[9..]),
+            (&b"hello!"[..], &b"hello"[..], &b"hello"[..])
+        );
+        assert_eq!(d.value.into_vec(), b"hello");
+        assert_eq!(raw[9..], b"hello"[..], "the raw entry is left as it was");
+        // The only holder of the raw entry takes it without a copy.
+        let alone = Meta::decode_shared(&Arc::new(m.encode()), true).unwrap();
+        assert_eq!(alone.value.into_vec(), b"hello");
+        // Kinds without a payload share nothing; a composite's fields decode.
+        let mut z = Meta::composite(Kind::ZSet, 8);
+        z.size = 2;
+        let raw = Arc::new(z.encode());
+        assert_eq!(Meta::decode_shared(&raw, true).unwrap(), z);
+        assert_eq!(Arc::strong_count(&raw), 1);
+        assert!(Meta::decode_shared(&Arc::new(vec![1; 5]), true).is_err());
     }
 
     #[test]

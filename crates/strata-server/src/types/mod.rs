@@ -39,7 +39,7 @@ pub mod zset;
 
 pub use error::{Result, TypeError};
 pub use keyspace::{now_ms, Keyspace};
-pub use metadata::{Kind, Meta};
+pub use metadata::{Kind, Meta, Payload};
 
 use crate::storage::databases::Databases;
 use crate::storage::{OpenError, Store, SyncPolicy};

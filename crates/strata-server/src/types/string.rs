@@ -2,7 +2,7 @@
 
 use super::error::{Result, TypeError};
 use super::keyspace::Keyspace;
-use super::metadata::{Kind, Meta};
+use super::metadata::{Kind, Meta, Payload};
 use super::notify::{EXPIRED, GENERIC, NEW, STRING};
 use super::number::parse_int_strict;
 use strata::WriteBatch;
@@ -16,12 +16,12 @@ pub(crate) fn put(ks: &Keyspace, key: &[u8], value: Vec<u8>, expire_ms: u64) -> 
 }
 
 /// The value of the string at `key` (`None`: absent).
-pub fn get(ks: &Keyspace, key: &[u8]) -> Result<Option<Vec<u8>>> {
+pub fn get(ks: &Keyspace, key: &[u8]) -> Result<Option<Payload>> {
     Ok(ks.typed(key, Kind::String)?.map(|m| m.value))
 }
 
 /// The value at `key` if it is a string; `None` when absent or of another type (MGET).
-pub fn get_if_string(ks: &Keyspace, key: &[u8]) -> Result<Option<Vec<u8>>> {
+pub fn get_if_string(ks: &Keyspace, key: &[u8]) -> Result<Option<Payload>> {
     Ok(ks.meta(key)?.filter(|m| m.kind == Kind::String).map(|m| m.value))
 }
 
@@ -86,7 +86,7 @@ pub fn set(
     }
     let exists = old.is_some();
     let old_expire = old.as_ref().map(|m| m.expire_ms);
-    let old = old.filter(|m| m.kind == Kind::String).map(|m| m.value);
+    let old = old.filter(|m| m.kind == Kind::String).map(|m| m.value.into_vec());
     let go = match condition {
         Condition::Always => true,
         Condition::IfAbsent => !exists,
@@ -130,7 +130,7 @@ pub fn get_del(ks: &Keyspace, key: &[u8]) -> Result<Option<Vec<u8>>> {
         ks.write(b)?;
         ks.notify(GENERIC, "del", key);
     }
-    Ok(old.map(|m| m.value))
+    Ok(old.map(|m| m.value.into_vec()))
 }
 
 /// MSET: writes every (key, value) of `pairs` in one batch, without expiry; with
@@ -195,7 +195,7 @@ pub fn append(ks: &Keyspace, key: &[u8], tail: &[u8], max_len: u64) -> Result<us
         return Err(TypeError::StringTooLong);
     }
     let created = old.is_none();
-    let (mut v, expire_ms) = old.map_or((Vec::new(), 0), |m| (m.value, m.expire_ms));
+    let (mut v, expire_ms) = old.map_or((Vec::new(), 0), |m| (m.value.into_vec(), m.expire_ms));
     v.extend_from_slice(tail);
     let len = v.len();
     put(ks, key, v, expire_ms)?;
@@ -226,7 +226,7 @@ pub fn get_ex(ks: &Keyspace, key: &[u8], change: ExpiryChange) -> Result<Option<
         ExpiryChange::Keep => {}
         ExpiryChange::Persist => {
             if m.expire_ms != 0 {
-                put(ks, key, m.value.clone(), 0)?;
+                put(ks, key, m.value.to_vec(), 0)?;
                 ks.notify(GENERIC, "persist", key);
             }
         }
@@ -237,11 +237,11 @@ pub fn get_ex(ks: &Keyspace, key: &[u8], change: ExpiryChange) -> Result<Option<
             ks.notify(GENERIC, "del", key);
         }
         ExpiryChange::At(at) => {
-            put(ks, key, m.value.clone(), at)?;
+            put(ks, key, m.value.to_vec(), at)?;
             ks.notify(GENERIC, "expire", key);
         }
     }
-    Ok(Some(m.value))
+    Ok(Some(m.value.into_vec()))
 }
 
 /// GETRANGE: the bytes of the string at `key` from `start` to `end` (inclusive; negative:
@@ -250,7 +250,7 @@ pub fn get_range(ks: &Keyspace, key: &[u8], start: i64, end: i64) -> Result<Vec<
     let Some(m) = ks.typed(key, Kind::String)? else {
         return Ok(Vec::new());
     };
-    let v = m.value;
+    let v = m.value.into_vec();
     let len = v.len() as i64;
     if start < 0 && end < 0 && start > end {
         return Ok(Vec::new());
@@ -284,7 +284,7 @@ pub fn set_range(
         return Err(TypeError::StringTooLong);
     }
     let created = old.is_none();
-    let (mut v, expire_ms) = old.map_or((Vec::new(), 0), |m| (m.value, m.expire_ms));
+    let (mut v, expire_ms) = old.map_or((Vec::new(), 0), |m| (m.value.into_vec(), m.expire_ms));
     let end = end as usize;
     if v.len() < end {
         v.resize(end, 0);
@@ -300,7 +300,7 @@ pub fn set_range(
 /// GETBIT: the bit at `offset` of the string at `key` (bit 0 is the most significant bit of
 /// the first byte); 0 past the end or without the key.
 pub fn get_bit(ks: &Keyspace, key: &[u8], offset: u64) -> Result<bool> {
-    let v = ks.typed(key, Kind::String)?.map(|m| m.value).unwrap_or_default();
+    let v = ks.typed(key, Kind::String)?.map(|m| m.value.into_vec()).unwrap_or_default();
     let byte = usize::try_from(offset / 8).ok().and_then(|i| v.get(i).copied()).unwrap_or(0);
     Ok(byte & (0x80 >> (offset % 8)) != 0)
 }
@@ -315,7 +315,7 @@ pub fn set_bit(ks: &Keyspace, key: &[u8], offset: u64, on: bool, max_len: u64) -
         return Err(TypeError::StringTooLong);
     }
     let created = old.is_none();
-    let (mut v, expire_ms) = old.map_or((Vec::new(), 0), |m| (m.value, m.expire_ms));
+    let (mut v, expire_ms) = old.map_or((Vec::new(), 0), |m| (m.value.into_vec(), m.expire_ms));
     let i = byte as usize;
     let grown = v.len() <= i;
     if grown {
@@ -366,7 +366,10 @@ pub fn lcs_inputs(ks: &Keyspace, a: &[u8], b: &[u8]) -> Result<(Vec<u8>, Vec<u8>
     {
         return Err(TypeError::LcsNotStrings);
     }
-    Ok((ma.map(|m| m.value).unwrap_or_default(), mb.map(|m| m.value).unwrap_or_default()))
+    Ok((
+        ma.map(|m| m.value.into_vec()).unwrap_or_default(),
+        mb.map(|m| m.value.into_vec()).unwrap_or_default(),
+    ))
 }
 
 /// One run of consecutive common bytes LCS found: `a[a.0..=a.1]` equals `b[b.0..=b.1]`.

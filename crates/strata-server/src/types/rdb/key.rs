@@ -24,7 +24,7 @@ pub fn read(ks: &Keyspace, key: &[u8]) -> Result<Option<Value>> {
     let st = ks.store;
     let corrupt = |what: &str| TypeError::Corrupt(format!("{what} of a key DUMP reads"));
     Ok(Some(match m.kind {
-        Kind::String => Value::String(m.value),
+        Kind::String => Value::String(m.value.into_vec()),
         Kind::Hash => {
             let mut pairs = Vec::with_capacity(m.size as usize);
             hash::for_each(ks, key, &m, b"", |f, v| {
@@ -256,7 +256,7 @@ fn put_value(ks: &Keyspace, b: &mut WriteBatch, key: &[u8], value: &Value) -> Me
                 let map: BTreeMap<&[u8], &[u8]> =
                     pairs.iter().map(|(f, v)| (f.as_slice(), v.as_slice())).collect();
                 let mut m = Meta::compact_hash();
-                m.value = compact_hash::encode(&map);
+                m.value = compact_hash::encode(&map).into();
                 m.size = map.len() as u64;
                 return m;
             }

@@ -233,7 +233,7 @@ impl Stream {
         v.extend_from_slice(&self.entries_added.to_le_bytes());
         v.extend_from_slice(&self.nodes.to_le_bytes());
         v.extend_from_slice(&self.groups.to_le_bytes());
-        m.value = v;
+        m.value = v.into();
         m
     }
 
@@ -457,7 +457,7 @@ mod tests {
         assert_eq!(Stream::from_meta(&back).unwrap(), s);
         assert!(Meta::decode(&raw[..raw.len() - 1]).is_err());
         let mut bad = back.clone();
-        bad.value.pop();
+        bad.value.make_mut().pop();
         assert!(Stream::from_meta(&bad).is_err());
     }
 
@@ -486,7 +486,7 @@ mod tests {
             let _ = id::parse(&bytes, id::IdSyntax::LOOSE);
             let _ = id::parse_interval(&bytes, u64::MAX);
             let mut m = Stream::new(1).to_meta();
-            m.value = bytes.clone();
+            m.value = bytes.clone().into();
             let _ = Stream::from_meta(&m);
             let mut raw = vec![6u8];
             raw.extend_from_slice(&bytes);
