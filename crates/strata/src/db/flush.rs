@@ -281,9 +281,15 @@ fn flush_one(
     // Every WAL the flushed memtable's writes are in is synced first (all below `next_log`,
     // not only those this edit drops): the table makes those writes durable, so the writes
     // of other families before them, in the same WALs, must be too, or power loss would keep
-    // part of a batch (the family that flushed) and lose the rest. Also, a retired WAL is
-    // never deleted unsynced.
-    super::write::wal::sync_retired_wals(inner, Some(next_log.max(keep_from)))?;
+    // part of a batch (the family that flushed) and lose the rest. A DB of one family has no
+    // such writes (as RocksDB, which syncs closed WALs only with several families): its
+    // retired WALs below `next_log` hold only writes in this table or older ones, so they
+    // are dropped unsynced once the edit is installed, and until then a power loss leaves
+    // them as any unsynced WAL (recovery keeps a prefix).
+    let sole_family = inner.state.lock().cfs.len() == 1;
+    if !sole_family {
+        super::write::wal::sync_retired_wals(inner, Some(next_log.max(keep_from)))?;
+    }
     // The WAL the edit names as the log number must be found at the next open.
     super::write::wal::sync_wal_dir(inner)?;
     {
@@ -307,6 +313,11 @@ fn flush_one(
             }
             cfd.install_super_version(cs, version);
         }
+    }
+    if sole_family {
+        // Obsolete now: never replayed again.
+        let installed = inner.versions.lock().log_number();
+        super::write::wal::forget_retired_wals(inner, installed.min(next_log));
     }
     let (mem_entries, mem_bytes) = (mem.num_entries(), mem.approximate_memory_usage());
     drop(mem);

@@ -8,6 +8,7 @@ mod compaction_gate;
 mod concurrent_writers;
 mod db_write_buffer_size;
 mod disable_wal_close;
+mod flush_syncs_retired_wals;
 mod flush_wal_sync;
 mod read_your_writes_concurrent;
 mod stall_options;
