@@ -35,13 +35,19 @@ fn wal_syncs(fs: &FaultFs, db: &Db, family: Option<&str>) -> usize {
     fs.recorded().iter().filter(|r| r.op == FaultOp::Sync && is_wal(&r.path)).count()
 }
 
+/// A DB on a recording file system over `mem`, with the options it was opened with.
+fn open(mem: &MemFs) -> (FaultFs, Db, Options) {
+    let fs = FaultFs::new(Arc::new(mem.clone()), 1);
+    let opts = options(Arc::new(fs.clone()));
+    let db = Db::open(&opts, Path::new("/db")).unwrap();
+    (fs, db, opts)
+}
+
 #[test]
 fn one_family_flushes_without_syncing_retired_wals() {
     let mem = MemFs::new();
-    let fs = FaultFs::new(Arc::new(mem.clone()), 1);
+    let (fs, db, _) = open(&mem);
     let path = PathBuf::from("/db");
-    let opts = options(Arc::new(fs.clone()));
-    let db = Db::open(&opts, &path).unwrap();
     assert_eq!(wal_syncs(&fs, &db, None), 0, "a DB of one family synced a retired WAL");
     fs.kill();
     drop(db);
@@ -55,11 +61,7 @@ fn one_family_flushes_without_syncing_retired_wals() {
 
 #[test]
 fn several_families_sync_the_retired_wals_a_flush_covers() {
-    let mem = MemFs::new();
-    let fs = FaultFs::new(Arc::new(mem.clone()), 1);
-    let path = PathBuf::from("/db");
-    let opts = options(Arc::new(fs.clone()));
-    let db = Db::open(&opts, &path).unwrap();
+    let (fs, db, opts) = open(&MemFs::new());
     db.create_cf("other", &opts).unwrap();
     assert!(wal_syncs(&fs, &db, Some("other")) > 0, "no retired WAL was synced");
 }
