@@ -106,14 +106,15 @@ fn commit(
             m.value = payload.into();
             if existed && n > 0 {
                 let raw = m.encode();
-                if hash_delta::encoded_len(changes) * 2 > raw.len() {
-                    // Most of the hash rewritten: the whole entry costs reads nothing.
-                    b = WriteBatch::with_capacity_bytes(key.len() + raw.len() + 64);
-                    st.put_meta(&mut b, key, raw);
-                    return ks.write(b);
-                }
                 b = WriteBatch::with_capacity_bytes(key.len() + raw.len() + 64);
-                if let Err(raw) = st.merge_meta(&mut b, key, raw, || hash_delta::encode(changes)) {
+                // A delta of most of the hash saves little, and every read would merge it.
+                let small = hash_delta::encoded_len(changes) * 2 <= raw.len();
+                let whole = if small {
+                    st.merge_meta(&mut b, key, raw, || hash_delta::encode(changes)).err()
+                } else {
+                    Some(raw)
+                };
+                if let Some(raw) = whole {
                     st.put_meta(&mut b, key, raw);
                 }
                 return ks.write(b);
