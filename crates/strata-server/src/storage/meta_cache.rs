@@ -26,7 +26,8 @@
 //!   for an entry filled from a read. Every write of the key sets or removes its entry, so
 //!   the count its writer reads under the key's lock is exact.
 //! - Only entries of at most [`MAX_ENTRY`] bytes are kept (every sub-key hash/set/zset/list
-//!   entry; strings and compact hashes up to that size). Each shard holds a 32nd of the
+//!   entry; strings and compact hashes up to that size); a larger record a write put leaves
+//!   an entry without the record, for its count of deltas (a lookup misses it). Each shard holds a 32nd of the
 //!   cache's byte budget ([`MetaCache::new`]); a fill that would pass it first drops a quarter
 //!   of the shard's entries, chosen by the map's (keyed-hash) order, so about at random. A
 //!   miss is always correct.
@@ -83,8 +84,9 @@ struct Cached {
     /// Its user key.
     key: Vec<u8>,
     /// The raw metadata record, whole (what a read of the engine returns), shared with the
-    /// readers it was handed to.
-    raw: Arc<Vec<u8>>,
+    /// readers it was handed to; `None` for a record written larger than [`MAX_ENTRY`],
+    /// kept only for its count of deltas (a lookup misses it).
+    raw: Option<Arc<Vec<u8>>>,
     /// The stamp of the key's last use (`access`).
     at: u32,
     /// How many merge operands (field deltas) the engine holds above the key's last whole
@@ -116,7 +118,7 @@ impl Shard {
     /// their stamps to `access`. An entry larger than the whole budget (a long key) is not
     /// cached.
     fn insert(&mut self, h: u64, entry: Cached, budget: usize, access: &AccessTimes) {
-        let cost = charge(&entry.key, &entry.raw);
+        let cost = charge(&entry.key, entry.raw.as_ref());
         if cost > budget {
             return;
         }
@@ -128,7 +130,7 @@ impl Shard {
                     return true;
                 }
                 drop -= 1;
-                freed += charge(&e.key, &e.raw);
+                freed += charge(&e.key, e.raw.as_ref());
                 access.stamp(e.set, &e.key, e.at);
                 false
             });
@@ -142,14 +144,14 @@ impl Shard {
             }
         }
         if let Some(old) = self.map.insert(h, entry) {
-            self.bytes -= charge(&old.key, &old.raw);
+            self.bytes -= charge(&old.key, old.raw.as_ref());
         }
         self.bytes += cost;
     }
 }
 
-fn charge(key: &[u8], raw: &[u8]) -> usize {
-    key.len() + raw.len() + ENTRY_OVERHEAD
+fn charge(key: &[u8], raw: Option<&Arc<Vec<u8>>>) -> usize {
+    key.len() + raw.map_or(0, |r| r.len()) + ENTRY_OVERHEAD
 }
 
 /// The cache.
@@ -170,16 +172,26 @@ impl Default for MetaCache {
     }
 }
 
-/// A write noted by this thread: the key (its set and user key) and its hash, the entry put
-/// (`None`: deleted, or not to be cached), the merge operands the engine then holds above
-/// the key's last whole record, and its shard's generation when noted.
+/// A write noted by this thread: the key (its set and user key) and its hash, what it put,
+/// the merge operands the engine then holds above the key's last whole record, and its
+/// shard's generation when noted.
 struct Noted {
     set: u32,
     key: Vec<u8>,
     hash: u64,
-    raw: Option<Vec<u8>>,
+    put: Put,
     deltas: u8,
     generation: u64,
+}
+
+/// What a noted write leaves of its key.
+enum Put {
+    /// This record.
+    Record(Vec<u8>),
+    /// A record larger than [`MAX_ENTRY`]: only its count of deltas is kept.
+    TooLarge,
+    /// No record (deleted), or one not to be cached.
+    Nothing,
 }
 
 thread_local! {
@@ -227,9 +239,12 @@ impl MetaCache {
                 if access::counted() {
                     e.at = self.access.now();
                 }
-                let v = Arc::clone(&e.raw);
-                s.hits += 1;
-                Ok(v)
+                if let Some(v) = e.raw.as_ref().map(Arc::clone) {
+                    s.hits += 1;
+                    return Ok(v);
+                }
+                s.misses += 1;
+                Err(s.generation)
             }
             _ => {
                 s.misses += 1;
@@ -267,10 +282,14 @@ impl MetaCache {
     fn note(&self, set: u32, key: &[u8], raw: Option<Vec<u8>>, deltas: u8) {
         let (hash, shard) = self.slot(set, key);
         let generation = shard.lock().generation;
-        let raw = raw.filter(|r| r.len() <= MAX_ENTRY);
+        let put = match raw {
+            Some(r) if r.len() <= MAX_ENTRY => Put::Record(r),
+            Some(_) => Put::TooLarge,
+            None => Put::Nothing,
+        };
         // A write is a use; the entry the write puts takes this stamp.
         self.access.touch(set, key);
-        let noted = Noted { set, key: key.to_vec(), hash, raw, deltas, generation };
+        let noted = Noted { set, key: key.to_vec(), hash, put, deltas, generation };
         NOTED.with(|n| n.borrow_mut().push(noted));
     }
 
@@ -292,7 +311,9 @@ impl MetaCache {
     }
 
     /// Caches `raw` for `key` of key space `set`, read from the engine after
-    /// [`MetaCache::get`] returned `generation`, unless the shard was invalidated since.
+    /// [`MetaCache::get`] returned `generation`, unless the shard was invalidated since. A
+    /// record larger than [`MAX_ENTRY`] is not cached (an entry kept for its count of deltas
+    /// stays, still exact: no write of the key came in between).
     pub fn fill(&self, set: u32, key: &[u8], raw: impl Into<Arc<Vec<u8>>>, generation: u64) {
         let raw = raw.into();
         if raw.len() > MAX_ENTRY {
@@ -305,7 +326,7 @@ impl MetaCache {
         }
         // The read that missed was a use, unless its command only looks.
         let at = if access::counted() { self.access.now() } else { self.access.stamp_of(set, key) };
-        let entry = Cached { set, key: key.to_vec(), raw, at, deltas: UNKNOWN_DELTAS };
+        let entry = Cached { set, key: key.to_vec(), raw: Some(raw), at, deltas: UNKNOWN_DELTAS };
         s.insert(h, entry, self.shard_bytes, &self.access);
     }
 
@@ -347,13 +368,17 @@ impl MetaCache {
             if let Entry::Occupied(e) = s.map.entry(h) {
                 if e.get().set == w.set && e.get().key == w.key {
                     let old = e.remove();
-                    s.bytes -= charge(&old.key, &old.raw);
+                    s.bytes -= charge(&old.key, old.raw.as_ref());
                 }
             }
-            if let (true, Some(raw)) = (through, w.raw) {
+            let raw = match w.put {
+                Put::Record(raw) => Some(Arc::new(raw)),
+                Put::TooLarge => None,
+                Put::Nothing => continue,
+            };
+            if through {
                 // The write was a use.
                 let at = self.access.now();
-                let raw = Arc::new(raw);
                 let entry = Cached { set: w.set, key: w.key, raw, at, deltas: w.deltas };
                 s.insert(h, entry, self.shard_bytes, &self.access);
             }
@@ -381,7 +406,7 @@ mod tests {
         let g = c.get(0, b"k").unwrap_err();
         c.fill(0, b"k", b"v1".to_vec(), g);
         assert_eq!(*c.get(0, b"k").unwrap(), b"v1");
-        assert_eq!(c.stats(), (1, charge(b"k", b"v1"), 1, 1));
+        assert_eq!(c.stats(), (1, charge(b"k", Some(&Arc::new(b"v1".to_vec()))), 1, 1));
         // A reader that read before a write landed must not cache what it read.
         let g = c.generation(0, b"k2");
         c.note_write(0, b"k2", None);
@@ -450,7 +475,7 @@ mod tests {
         let mut cached = 0;
         for s in &c.shards {
             let s = s.lock();
-            let want: usize = s.map.values().map(|e| charge(&e.key, &e.raw)).sum();
+            let want: usize = s.map.values().map(|e| charge(&e.key, e.raw.as_ref())).sum();
             assert_eq!(s.bytes, want);
             assert!(s.bytes <= c.shard_bytes);
             cached += s.map.len();
@@ -481,7 +506,10 @@ mod tests {
         c.invalidate_noted(true);
         for s in &c.shards {
             let s = s.lock();
-            assert_eq!(s.bytes, s.map.values().map(|e| charge(&e.key, &e.raw)).sum::<usize>());
+            assert_eq!(
+                s.bytes,
+                s.map.values().map(|e| charge(&e.key, e.raw.as_ref())).sum::<usize>()
+            );
         }
     }
 
@@ -511,6 +539,28 @@ mod tests {
         c.invalidate_noted(true);
         assert_eq!(c.deltas_behind(0, b"k"), Some(0));
         assert_eq!(c.deltas_behind(1, b"k"), None);
+    }
+
+    #[test]
+    fn a_record_too_large_to_keep_keeps_its_count_of_deltas() {
+        let c = MetaCache::default();
+        let big = vec![5u8; MAX_ENTRY + 1];
+        c.note_write(0, b"k", Some(big.clone()));
+        c.invalidate_noted(true);
+        assert_eq!(c.deltas_behind(0, b"k"), Some(0));
+        // A lookup misses it; a fill of the record read then leaves the count as it is.
+        let g = c.get(0, b"k").unwrap_err();
+        c.fill(0, b"k", big.clone(), g);
+        assert_eq!(c.deltas_behind(0, b"k"), Some(0));
+        c.note_delta(0, b"k", big.clone(), 1);
+        c.invalidate_noted(true);
+        assert_eq!(c.deltas_behind(0, b"k"), Some(1));
+        assert!(c.get(0, b"k").is_err());
+        // It is charged its key alone, and a deletion removes it.
+        assert_eq!(c.stats().1, charge(b"k", None));
+        c.note_write(0, b"k", None);
+        c.invalidate_noted(true);
+        assert_eq!((c.deltas_behind(0, b"k"), c.stats().0), (None, 0));
     }
 
     #[test]

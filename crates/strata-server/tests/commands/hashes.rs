@@ -141,6 +141,29 @@ fn field_delta_chains_are_bounded() {
     assert_eq!(got, want.map(|(f, v)| (f.to_string(), v.to_string())).into());
 }
 
+/// A compact hash larger than the metadata cache keeps (4 KiB) gets field deltas too: the
+/// cache keeps its count of deltas without the record, and every read merges in the engine.
+#[test]
+fn field_deltas_on_a_hash_too_large_for_the_cache() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let mut h: BTreeMap<String, String> =
+        (0..60).map(|f| (format!("field{f:02}"), format!("{f:0100}"))).collect();
+    let pairs: Vec<(&String, &String)> = h.iter().collect();
+    let _: () = c.hset_multiple("big", &pairs).unwrap();
+    for i in 0..40 {
+        let f = format!("field{:02}", i % 7);
+        let _: i64 = c.hset("big", &f, i).unwrap();
+        h.insert(f, i.to_string());
+        let got: BTreeMap<String, String> = c.hgetall("big").unwrap();
+        assert_eq!(got, h, "after edit {i}");
+    }
+    // As for a cached hash: 16 deltas, 1 whole, 16 deltas, 1 whole, 6 deltas.
+    assert_eq!(field_deltas(&mut c), 38);
+    let enc: String = redis::cmd("OBJECT").arg("ENCODING").arg("big").query(&mut c).unwrap();
+    assert_eq!(enc, "listpack");
+}
+
 /// A value of 0..max_len bytes.
 fn value(rng: &mut Rng, max_len: u64) -> String {
     let n = rng.below(max_len + 1) as usize;
