@@ -27,8 +27,8 @@
 //!   the count its writer reads under the key's lock is exact.
 //! - Only entries of at most [`MAX_ENTRY`] bytes are kept (every sub-key hash/set/zset/list
 //!   entry; strings and compact hashes up to that size); a larger record a write put leaves
-//!   an entry without the record, for its count of deltas (a lookup misses it). Each shard holds a 32nd of the
-//!   cache's byte budget ([`MetaCache::new`]); a fill that would pass it first drops a quarter
+//!   an entry without the record, for its count of deltas (a lookup misses it). Each shard
+//!   holds a 32nd of the cache's byte budget ([`MetaCache::new`]); a fill that would pass it first drops a quarter
 //!   of the shard's entries, chosen by the map's (keyed-hash) order, so about at random. A
 //!   miss is always correct.
 //!

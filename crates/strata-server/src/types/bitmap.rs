@@ -6,7 +6,7 @@
 
 use super::error::{Result, TypeError};
 use super::keyspace::Keyspace;
-use super::metadata::Kind;
+use super::metadata::{Kind, Payload};
 use super::notify;
 use super::string::put;
 use strata::WriteBatch;
@@ -98,8 +98,8 @@ pub fn first_bit(v: &[u8], bit: bool, first: u64, last: u64) -> Option<u64> {
 
 /// The value of the string at `key` for a bit read (`None`: absent);
 /// [`TypeError::WrongType`] when it holds another type.
-pub fn read(ks: &Keyspace, key: &[u8]) -> Result<Option<Vec<u8>>> {
-    Ok(ks.typed(key, Kind::String)?.map(|m| m.value.into_vec()))
+pub fn read(ks: &Keyspace, key: &[u8]) -> Result<Option<Payload>> {
+    Ok(ks.typed(key, Kind::String)?.map(|m| m.value))
 }
 
 /// BITCOUNT over a string already read: the bits set from `start` to `end` (in `unit`s;
@@ -174,7 +174,7 @@ pub fn bit_op(ks: &Keyspace, op: BitOp, dest: &[u8], sources: &[&[u8]]) -> Resul
     for k in sources {
         values.push(read(ks, k)?.unwrap_or_default());
     }
-    let refs: Vec<&[u8]> = values.iter().map(Vec::as_slice).collect();
+    let refs: Vec<&[u8]> = values.iter().map(|v| &v[..]).collect();
     let out = combine(op, &refs);
     let len = out.len();
     if len > 0 {
@@ -340,8 +340,9 @@ pub fn apply_fields(v: &mut [u8], ops: &[FieldOp]) -> Vec<Option<i64>> {
 /// key of another type is [`TypeError::WrongType`]. The caller has bounded the offsets.
 pub fn bit_field(ks: &Keyspace, key: &[u8], ops: &[FieldOp]) -> Result<Vec<Option<i64>>> {
     if !ops.iter().any(FieldOp::writes) {
+        // Read-only fields: the payload is copied only if it is shared (`Payload::make_mut`).
         let mut v = read(ks, key)?.unwrap_or_default();
-        return Ok(apply_fields(&mut v, ops));
+        return Ok(apply_fields(v.make_mut(), ops));
     }
     let _g = ks.store.locks.lock(&[key]);
     let old = ks.typed(key, Kind::String)?;

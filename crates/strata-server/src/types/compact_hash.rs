@@ -96,7 +96,8 @@ impl<'a> Iterator for Pairs<'a> {
     }
 }
 
-fn take_chunk(b: &[u8]) -> Option<(&[u8], &[u8])> {
+/// A length-prefixed chunk (`len u32LE | bytes`) at the head of `b`, and what follows it.
+pub(super) fn take_chunk(b: &[u8]) -> Option<(&[u8], &[u8])> {
     let len = u32::from_le_bytes(b.get(..4)?.try_into().ok()?) as usize;
     let end = 4usize.checked_add(len)?;
     Some((b.get(4..end)?, b.get(end..)?))
@@ -121,11 +122,15 @@ pub fn count(payload: &[u8]) -> u64 {
 }
 
 /// Appends one pair's encoding (`len | field | len | value`) to `out`.
-fn push_pair(out: &mut Vec<u8>, f: &[u8], v: &[u8]) {
-    out.extend_from_slice(&(f.len() as u32).to_le_bytes());
-    out.extend_from_slice(f);
-    out.extend_from_slice(&(v.len() as u32).to_le_bytes());
-    out.extend_from_slice(v);
+pub(super) fn push_pair(out: &mut Vec<u8>, f: &[u8], v: &[u8]) {
+    push_chunk(out, f);
+    push_chunk(out, v);
+}
+
+/// Appends `b` as a length-prefixed chunk (`len u32LE | bytes`) to `out`.
+pub(super) fn push_chunk(out: &mut Vec<u8>, b: &[u8]) {
+    out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+    out.extend_from_slice(b);
 }
 
 /// The value of `field` in `payload`.

@@ -31,7 +31,7 @@
 //! the WAL and the memtable, and as much again to every flush and compaction, for 100 bytes of
 //! change.
 
-use super::compact_hash::{self, Edit, Limits};
+use super::compact_hash::{self, take_chunk, Edit, Limits};
 use super::metadata::{Kind, Meta};
 use std::sync::Arc;
 
@@ -65,34 +65,15 @@ pub fn encode(edits: &[Edit]) -> Vec<u8> {
         match *e {
             Edit::Put(f, v) => {
                 out.push(PUT);
-                push_chunk(&mut out, f);
-                push_chunk(&mut out, v);
+                compact_hash::push_pair(&mut out, f, v);
             }
             Edit::Del(f) => {
                 out.push(DELETE);
-                push_chunk(&mut out, f);
+                compact_hash::push_chunk(&mut out, f);
             }
         }
     }
     out
-}
-
-fn push_chunk(out: &mut Vec<u8>, b: &[u8]) {
-    out.extend_from_slice(&(b.len() as u32).to_le_bytes());
-    out.extend_from_slice(b);
-}
-
-/// A length-prefixed chunk at `at` of `b`, and the offset after it.
-fn chunk(b: &[u8], at: usize) -> Result<(&[u8], usize), String> {
-    let len = b
-        .get(at..at + 4)
-        .map(|l| u32::from_le_bytes([l[0], l[1], l[2], l[3]]) as usize)
-        .ok_or_else(|| format!("a length at byte {at} past the operand's {} bytes", b.len()))?;
-    let end = at + 4 + len;
-    let data = b.get(at + 4..end).ok_or_else(|| {
-        format!("{len} bytes at byte {} past the operand's {} bytes", at + 4, b.len())
-    })?;
-    Ok((data, end))
 }
 
 /// Appends the edits of operand `b` to `edits`; `Err` says what is wrong and at which byte.
@@ -106,28 +87,37 @@ pub fn decode_into<'a>(b: &'a [u8], edits: &mut Vec<Edit<'a>>) -> Result<(), Str
         .get(1..5)
         .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as usize)
         .ok_or_else(|| format!("a field delta of {} bytes, expected at least 5", b.len()))?;
-    let mut at = 5;
+    // Offsets in errors count from the operand's start.
+    let at = |rest: &[u8]| b.len() - rest.len();
+    let past = |what: &str, i: usize, from: &[u8]| {
+        format!("edit {i}'s {what} at byte {} runs past the operand's {} bytes", at(from), b.len())
+    };
+    let mut rest = &b[5..];
     for i in 0..count {
-        let op = *b.get(at).ok_or_else(|| {
-            format!("edit {i} of {count} missing: the operand ends at byte {}", b.len())
-        })?;
+        let Some((&op, after)) = rest.split_first() else {
+            return Err(format!(
+                "edit {i} of {count} missing: the operand ends at byte {}",
+                b.len()
+            ));
+        };
         if op != PUT && op != DELETE {
+            let at = at(rest);
             return Err(format!(
                 "edit {i} has op {op} at byte {at}, expected 1 (put) or 2 (delete)"
             ));
         }
-        let (field, next) = chunk(b, at + 1)?;
-        at = next;
+        let (field, after_field) = take_chunk(after).ok_or_else(|| past("field", i, after))?;
+        rest = after_field;
         edits.push(if op == PUT {
-            let (value, next) = chunk(b, at)?;
-            at = next;
+            let (value, after_value) = take_chunk(rest).ok_or_else(|| past("value", i, rest))?;
+            rest = after_value;
             Edit::Put(field, value)
         } else {
             Edit::Del(field)
         });
     }
-    if at != b.len() {
-        return Err(format!("{} bytes after the last edit, at byte {at}", b.len() - at));
+    if !rest.is_empty() {
+        return Err(format!("{} bytes after the last edit, at byte {}", rest.len(), at(rest)));
     }
     Ok(())
 }

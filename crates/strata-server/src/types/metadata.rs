@@ -27,6 +27,8 @@
 //! older version are garbage that the compaction filter removes ([`super::gc`]). A
 //! compact hash owns no sub-keys: every sub-key of its user key is garbage.
 
+use std::sync::Arc;
+
 /// The type of a key (the low nibble of `flags`; on-disk: never change).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -70,8 +72,6 @@ impl Kind {
     }
 }
 
-use std::sync::Arc;
-
 /// Initial head/tail of an empty list: the middle of the index space, so both ends can grow.
 pub const LIST_MIDDLE: u64 = 1 << 63;
 
@@ -113,8 +113,8 @@ impl Payload {
 
     /// The payload to edit in place (copied first if shared).
     pub fn make_mut(&mut self) -> &mut Vec<u8> {
-        if let Repr::Shared(raw, start) = &self.0 {
-            self.0 = Repr::Owned(raw[*start..].to_vec());
+        if let Repr::Shared(..) = self.0 {
+            *self = std::mem::take(self).into_vec().into();
         }
         match &mut self.0 {
             Repr::Owned(v) => v,
@@ -255,7 +255,11 @@ impl Meta {
 
     /// Decodes an entry; `Err` names what is wrong.
     pub fn decode(b: &[u8]) -> Result<Meta, String> {
-        Meta::decode_with(b.to_vec(), true)
+        let (mut m, start) = Meta::header(b, true)?;
+        if let Some(start) = start {
+            m.value = b[start..].to_vec().into();
+        }
+        Ok(m)
     }
 
     /// Decodes an entry that [`Meta::decode`] accepted before (a cached copy), without
@@ -271,15 +275,6 @@ impl Meta {
         let (mut m, start) = Meta::header(raw, validate)?;
         if let Some(start) = start {
             m.value = Payload::shared(raw.clone(), start);
-        }
-        Ok(m)
-    }
-
-    fn decode_with(mut b: Vec<u8>, validate: bool) -> Result<Meta, String> {
-        let (mut m, start) = Meta::header(&b, validate)?;
-        if let Some(start) = start {
-            b.drain(..start);
-            m.value = b.into();
         }
         Ok(m)
     }

@@ -250,7 +250,7 @@ pub fn get_range(ks: &Keyspace, key: &[u8], start: i64, end: i64) -> Result<Vec<
     let Some(m) = ks.typed(key, Kind::String)? else {
         return Ok(Vec::new());
     };
-    let v = m.value.into_vec();
+    let v = &m.value;
     let len = v.len() as i64;
     if start < 0 && end < 0 && start > end {
         return Ok(Vec::new());
@@ -300,8 +300,8 @@ pub fn set_range(
 /// GETBIT: the bit at `offset` of the string at `key` (bit 0 is the most significant bit of
 /// the first byte); 0 past the end or without the key.
 pub fn get_bit(ks: &Keyspace, key: &[u8], offset: u64) -> Result<bool> {
-    let v = ks.typed(key, Kind::String)?.map(|m| m.value.into_vec()).unwrap_or_default();
-    let byte = usize::try_from(offset / 8).ok().and_then(|i| v.get(i).copied()).unwrap_or(0);
+    let Some(m) = ks.typed(key, Kind::String)? else { return Ok(false) };
+    let byte = usize::try_from(offset / 8).ok().and_then(|i| m.value.get(i).copied()).unwrap_or(0);
     Ok(byte & (0x80 >> (offset % 8)) != 0)
 }
 

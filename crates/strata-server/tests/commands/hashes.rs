@@ -4,7 +4,7 @@
 //! sub-keys, and with small compact limits that hashes cross both ways (grow past, shrink
 //! below, and get deleted and recreated), checked with OBJECT ENCODING.
 
-use crate::common::{Rng, Server};
+use crate::common::{field_deltas, Rng, Server};
 use redis::Commands;
 use std::collections::{BTreeMap, HashMap};
 
@@ -89,7 +89,7 @@ fn field_deltas_read_back_from_the_engine() {
         }
     }
     check(&mut c, &model);
-    let deltas = field_deltas(&mut c);
+    let deltas = field_deltas(&mut srv.raw());
     assert!(deltas > 2000, "only {deltas} of 3000 edits were field deltas");
     drop(c);
     drop(srv); // SIGKILL
@@ -104,13 +104,6 @@ fn field_deltas_read_back_from_the_engine() {
     check(&mut c, &model);
 }
 
-/// INFO's count of writes stored as field deltas.
-fn field_deltas(c: &mut redis::Connection) -> u64 {
-    let info: String = redis::cmd("INFO").arg("strata").query(c).unwrap();
-    let line = info.lines().find_map(|l| l.strip_prefix("strata_field_deltas:"));
-    line.unwrap().trim().parse().unwrap()
-}
-
 /// A key's chain of field deltas is bounded: after 16 operands the next write is whole. A
 /// hash's first write, a write of most of the hash, and writes inside MULTI are whole too.
 #[test]
@@ -121,21 +114,21 @@ fn field_delta_chains_are_bounded() {
     for i in 0..5 {
         let _: () = c.hset_multiple("h", &[("f", i.to_string()), ("big", big.clone())]).unwrap();
     }
-    assert_eq!(field_deltas(&mut c), 0, "a write of most of the hash is whole");
+    assert_eq!(field_deltas(&mut srv.raw()), 0, "a write of most of the hash is whole");
     // After that whole write: 16 deltas, 1 whole, 16 deltas, 1 whole, 6 deltas.
     for i in 0..40 {
         let _: i64 = c.hset("h", "f", i).unwrap();
     }
-    assert_eq!(field_deltas(&mut c), 38);
+    assert_eq!(field_deltas(&mut srv.raw()), 38);
     let _: () = redis::cmd("MULTI").query(&mut c).unwrap();
     let _: () = redis::cmd("HSET").arg("h").arg("g").arg(1).query(&mut c).unwrap();
     let _: Vec<i64> = redis::cmd("EXEC").query(&mut c).unwrap();
-    assert_eq!(field_deltas(&mut c), 38);
+    assert_eq!(field_deltas(&mut srv.raw()), 38);
     // After it, deltas again (the first write may be whole, as EXEC's entry may not be
     // cached).
     let _: i64 = c.hset("h", "f", "w").unwrap();
     let _: i64 = c.hset("h", "f", "x").unwrap();
-    assert!((39..=40).contains(&field_deltas(&mut c)));
+    assert!((39..=40).contains(&field_deltas(&mut srv.raw())));
     let got: BTreeMap<String, String> = c.hgetall("h").unwrap();
     let want = [("f", "x"), ("g", "1"), ("big", big.as_str())];
     assert_eq!(got, want.map(|(f, v)| (f.to_string(), v.to_string())).into());
@@ -159,7 +152,7 @@ fn field_deltas_on_a_hash_too_large_for_the_cache() {
         assert_eq!(got, h, "after edit {i}");
     }
     // As for a cached hash: 16 deltas, 1 whole, 16 deltas, 1 whole, 6 deltas.
-    assert_eq!(field_deltas(&mut c), 38);
+    assert_eq!(field_deltas(&mut srv.raw()), 38);
     let enc: String = redis::cmd("OBJECT").arg("ENCODING").arg("big").query(&mut c).unwrap();
     assert_eq!(enc, "listpack");
 }

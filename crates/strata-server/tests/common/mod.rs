@@ -263,3 +263,11 @@ impl Rng {
         self.next() % n
     }
 }
+
+/// INFO's count of metadata writes stored as field deltas (`strata_field_deltas`).
+pub fn field_deltas(c: &mut Raw) -> u64 {
+    let Reply::Bulk(info) = c.cmd(&["INFO", "strata"]) else { panic!("INFO strata") };
+    let info = String::from_utf8(info).unwrap();
+    let line = info.lines().find_map(|l| l.strip_prefix("strata_field_deltas:"));
+    line.expect("INFO strata has strata_field_deltas").trim().parse().unwrap()
+}

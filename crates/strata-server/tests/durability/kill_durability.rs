@@ -29,7 +29,7 @@
 //! Their oracle keeps the rendered state after the last acknowledged command and after the
 //! one in flight; after the restart the keys read as one of the two.
 
-use crate::common::{Raw, Reply, Server};
+use crate::common::{field_deltas, Raw, Reply, Server};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -200,14 +200,6 @@ fn acknowledged_writes_survive_kill_9() {
     );
     assert!(deltas > 0, "no write was stored as a field delta");
     assert_eq!(wrong, 0, "acknowledged effects of the model writers lost");
-}
-
-/// INFO's count of metadata writes stored as field deltas.
-fn field_deltas(c: &mut Raw) -> u64 {
-    let Reply::Bulk(info) = c.cmd(&["INFO", "strata"]) else { panic!("INFO strata") };
-    let info = String::from_utf8(info).unwrap();
-    let line = info.lines().find_map(|l| l.strip_prefix("strata_field_deltas:"));
-    line.expect("INFO strata has strata_field_deltas").trim().parse().unwrap()
 }
 
 fn hedit_key(i: usize) -> String {

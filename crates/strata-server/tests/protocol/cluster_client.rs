@@ -76,6 +76,16 @@ fn step(
 }
 
 /// A cluster client seeded with the nodes on `ports`, retrying `retries` times.
+/// Three nodes on loopback once their first map is committed and every partition has a
+/// leader; their client ports.
+fn settled_three() -> (Loopback, Vec<u16>) {
+    let cluster = Loopback::start_three();
+    let client = cluster.client.clone();
+    admin(client[0], &["CLUSTER", "MAP"]);
+    settled(&client[..3], client[0]);
+    (cluster, client)
+}
+
 fn client_of(ports: &[u16], retries: u32) -> ClusterClient {
     let seeds: Vec<String> = ports.iter().map(|p| format!("redis://127.0.0.1:{p}/")).collect();
     ClusterClient::builder(seeds)
@@ -127,11 +137,7 @@ fn check_model(
 
 #[test]
 fn a_cluster_client_sees_the_model_while_a_node_joins_and_another_leaves() {
-    let mut cluster = Loopback::start_three();
-    let client = cluster.client.clone();
-    // The first map committed: every partition has a leader.
-    admin(client[0], &["CLUSTER", "MAP"]);
-    settled(&client[..3], client[0]);
+    let (mut cluster, client) = settled_three();
 
     let stop = Arc::new(AtomicBool::new(false));
     let worker = workload(&client_of(&client[..3], 30), &stop, 200);
@@ -164,10 +170,7 @@ fn a_cluster_client_sees_the_model_while_a_node_joins_and_another_leaves() {
 /// reads back as the model holds it.
 #[test]
 fn a_cluster_client_sees_the_model_while_slots_move_between_partitions() {
-    let cluster = Loopback::start_three();
-    let client = cluster.client.clone();
-    admin(client[0], &["CLUSTER", "MAP"]);
-    settled(&client[..3], client[0]);
+    let (_cluster, client) = settled_three();
 
     let stop = Arc::new(AtomicBool::new(false));
     let worker = workload(&client_of(&client[..3], 60), &stop, 40);
@@ -295,10 +298,7 @@ fn forward(port: u16, command: &str, t: &str, slot: &str, items: &[Reply]) -> i6
 /// source's final state; writes wait only from the freeze, which comes after the bulk.
 #[test]
 fn a_slot_is_copied_while_its_writes_go_on_and_the_outbox_carries_them() {
-    let cluster = Loopback::start_three();
-    let client = cluster.client.clone();
-    admin(client[0], &["CLUSTER", "MAP"]);
-    settled(&client[..3], client[0]);
+    let (_cluster, client) = settled_three();
     // `foo` is in slot 12182, partition 2 of 4; it moves to partition 0.
     let (slot, s, t) = ("12182", "2", "0");
     let (_, src) = at_leader(client[0], &["CLUSTER", "MOVESLOT", s, "state", slot, t]);
@@ -420,10 +420,7 @@ fn a_slot_is_copied_while_its_writes_go_on_and_the_outbox_carries_them() {
 /// after the release.
 #[test]
 fn a_moving_slot_holds_writes_then_answers_ask_then_moved() {
-    let cluster = Loopback::start_three();
-    let client = cluster.client.clone();
-    admin(client[0], &["CLUSTER", "MAP"]);
-    settled(&client[..3], client[0]);
+    let (_cluster, client) = settled_three();
     // `foo` is in slot 12182, partition 2 of 4; it moves to partition 0.
     let (slot, s, t) = ("12182", "2", "0");
     let (r, _) = at_leader(client[0], &["SET", "foo", "before"]);
@@ -558,10 +555,7 @@ fn a_moving_slot_holds_writes_then_answers_ask_then_moved() {
 /// on each node) reads the records back.
 #[test]
 fn a_large_slot_reaches_every_replica_of_its_target_as_table_files() {
-    let cluster = Loopback::start_three();
-    let client = cluster.client.clone();
-    admin(client[0], &["CLUSTER", "MAP"]);
-    settled(&client[..3], client[0]);
+    let (cluster, client) = settled_three();
     let mut con = client_of(&client[..3], 16).get_connection().unwrap();
     let value = |i: usize| format!("{i:05}").repeat(4_000);
     for i in 0..30 {
@@ -606,10 +600,7 @@ fn a_large_slot_reaches_every_replica_of_its_target_as_table_files() {
 /// error naming the limit, nothing written, and the partition goes on.
 #[test]
 fn a_replica_catches_up_over_large_entries_and_a_write_over_an_entrys_limit_is_refused() {
-    let mut cluster = Loopback::start_three();
-    let client = cluster.client.clone();
-    admin(client[0], &["CLUSTER", "MAP"]);
-    settled(&client[..3], client[0]);
+    let (mut cluster, client) = settled_three();
     drop(cluster.nodes.remove(&3));
     let mut con = client_of(&client[..2], 60).get_connection().unwrap();
     // Six values of 12 MB in one partition: 72 MB of entries for node 3 to catch up on.
