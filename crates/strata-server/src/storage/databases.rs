@@ -255,6 +255,8 @@ impl Databases {
         let first = family_names(0);
         let meta0 = db.cf_handle(&first[0]).ok_or(OpenError::MissingFamily(super::CF_METADATA))?;
         check_layout(&db, dir, &meta0, &server_cf, partitioned)?;
+        let marker = db.get_cf(&*server_cf, super::LAYOUT_KEY).map_err(db_err)?;
+        let deltas_marked = marker.as_deref() == Some(super::LAYOUT_DELTAS);
         let stored = match db.get_cf(&*server_cf, MAP_KEY).map_err(db_err)? {
             Some(raw) => decode_map(&raw).ok_or_else(|| OpenError::Layout {
                 dir: dir.to_path_buf(),
@@ -282,6 +284,7 @@ impl Databases {
             field_deltas: AtomicU64::new(0),
             replicate: OnceLock::new(),
             meta_merges: meta_merge.is_some(),
+            deltas_marked: std::sync::atomic::AtomicBool::new(deltas_marked),
         });
         let dbs = Databases {
             engine,
@@ -385,10 +388,12 @@ impl Databases {
     }
 
     /// Opens set `set`'s families, creating those missing, and makes its store. A set past
-    /// the first marks the store's layout first (`LAYOUT_DATABASES`).
+    /// the first marks the store's layout first (`LAYOUT_DATABASES`, unless it is marked
+    /// `LAYOUT_DELTAS`, which allows sets too).
     fn create_set(&self, set: u32) -> strata::Result<()> {
         let marker = self.engine.db.get_cf(&*self.engine.server_cf, super::LAYOUT_KEY)?;
-        if set != 0 && marker.as_deref() != Some(super::LAYOUT_DATABASES) {
+        let allows_sets = [super::LAYOUT_DATABASES, super::LAYOUT_DELTAS].map(Some);
+        if set != 0 && !allows_sets.contains(&marker.as_deref()) {
             let record = (super::LAYOUT_KEY.to_vec(), Some(super::LAYOUT_DATABASES.to_vec()));
             self.engine.write_server_records(&[record])?;
         }

@@ -63,6 +63,11 @@ pub const LAYOUT: &[u8] = b"slot-prefixed 1";
 /// databases' family sets and map (`databases`), which a version reading only [`LAYOUT`]
 /// would not see. Written (synced) before a second family set is created; read alike.
 pub const LAYOUT_DATABASES: &[u8] = b"slot-prefixed 2";
+/// The layout of a standalone store whose metadata may hold field deltas (merge operands,
+/// [`Store::merge_meta`]) besides what [`LAYOUT_DATABASES`] allows: a version without their
+/// merge operator would fail to read them, so it refuses the store at open instead. Written
+/// (synced) before the first delta; a later second family set keeps it.
+pub const LAYOUT_DELTAS: &[u8] = b"slot-prefixed 3";
 /// The layout of a cluster node's store: every key filed under its partition, then its slot
 /// (`crate::filing`). Neither layout reads the other's keys, so each refuses the other.
 pub const LAYOUT_PARTITIONS: &[u8] = b"partition-prefixed 1";
@@ -137,9 +142,9 @@ impl fmt::Display for OpenError {
                 let (wanted, what) = if *partitioned {
                     (format!("{:?}", String::from_utf8_lossy(LAYOUT_PARTITIONS)), "cluster mode")
                 } else {
-                    let (a, b) = (LAYOUT, LAYOUT_DATABASES);
-                    let (a, b) = (String::from_utf8_lossy(a), String::from_utf8_lossy(b));
-                    (format!("{a:?} and {b:?}"), "a standalone server")
+                    let [a, b, c] =
+                        [LAYOUT, LAYOUT_DATABASES, LAYOUT_DELTAS].map(String::from_utf8_lossy);
+                    (format!("{a:?}, {b:?} and {c:?}"), "a standalone server")
                 };
                 write!(
                     f,
@@ -266,7 +271,9 @@ pub struct Engine {
     /// Set in cluster mode: writes go through it instead of straight to the engine.
     replicate: OnceLock<Arc<dyn Replicate>>,
     /// Whether the metadata families have a merge operator (`Store::merge_meta`).
-    pub meta_merges: bool,
+    meta_merges: bool,
+    /// Whether the layout marker says the store may hold field deltas ([`LAYOUT_DELTAS`]).
+    deltas_marked: AtomicBool,
 }
 
 /// One database's key space (a *family set*: `metadata`, `subkey` and `zscore`, numbered
@@ -574,10 +581,11 @@ impl Store {
     /// Puts a merge operand of `key`'s metadata record into `batch` instead of the whole
     /// record `raw` (the record the merge gives), when that is allowed: the metadata family
     /// has its merge operator, the write goes straight to this engine (not inside EXEC or a
-    /// script, whose batch reads back through an index; not in cluster mode, whose slot
-    /// copies carry puts and deletes only), and the cache knows the key's chain of operands
+    /// script, whose batch reads back through an index; not on a cluster node's store, whose
+    /// slot copies carry puts and deletes only), and the cache knows the key's chain of operands
     /// to be shorter than [`MAX_META_DELTAS`] (so a read that misses the cache merges a
-    /// bounded chain). `Err(raw)`: nothing was put, the caller writes `raw` whole. The
+    /// bounded chain). The store's first delta marks its layout first ([`LAYOUT_DELTAS`]).
+    /// `Err(raw)`: nothing was put, the caller writes `raw` whole. The
     /// caller holds the key's lock and read the record it changes through the cache or the
     /// engine.
     pub fn merge_meta(
@@ -587,17 +595,38 @@ impl Store {
         raw: Vec<u8>,
         operand: impl FnOnce() -> Vec<u8>,
     ) -> Result<(), Vec<u8>> {
-        if !self.meta_merges || self.is_replicated() || overlay::active() {
+        // A cluster node's store (filed by partition) takes none, replicated or not: its slot
+        // copies carry puts and deletes, and its layout marker is cluster mode's.
+        let standalone = matches!(self.filing, Filing::Slot);
+        if !self.meta_merges || !standalone || self.is_replicated() || overlay::active() {
             return Err(raw);
         }
         let behind = match self.meta_cache.deltas_behind(self.space, key) {
             Some(n) if n < MAX_META_DELTAS => n,
             _ => return Err(raw),
         };
+        if !self.mark_deltas() {
+            return Err(raw);
+        }
         batch.merge_cf(&*self.meta_cf, meta_key(self.filing, key), operand());
         self.meta_cache.note_delta(self.space, key, raw, behind + 1);
         self.field_deltas.fetch_add(1, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// Marks the store's layout as holding field deltas ([`LAYOUT_DELTAS`], synced) unless
+    /// it is already; whether it is. Once per store: later calls read one flag.
+    fn mark_deltas(&self) -> bool {
+        if self.deltas_marked.load(Ordering::Acquire) {
+            return true;
+        }
+        let record = (LAYOUT_KEY.to_vec(), Some(LAYOUT_DELTAS.to_vec()));
+        // A failure leaves the write whole; the next delta tries again.
+        let marked = self.write_server_records(&[record]).is_ok();
+        if marked {
+            self.deltas_marked.store(true, Ordering::Release);
+        }
+        marked
     }
 
     /// Puts the deletion of `key`'s metadata record into `batch`.
@@ -850,7 +879,7 @@ fn check_layout(
         if partitioned {
             m == LAYOUT_PARTITIONS
         } else {
-            m == LAYOUT || m == LAYOUT_DATABASES
+            m == LAYOUT || m == LAYOUT_DATABASES || m == LAYOUT_DELTAS
         }
     };
     if found.as_deref().is_some_and(fits) {
@@ -869,8 +898,8 @@ fn check_layout(
     // No keys: the marker of this mode (a store of the other mode that holds no keys has
     // nothing to misread). A standalone store that used other databases keeps its marker's
     // promise only while it has their sets, so it is not remarked.
-    if found.as_deref() == Some(LAYOUT_DATABASES) {
-        return Err(layout_err(format!("{:?}", String::from_utf8_lossy(LAYOUT_DATABASES))));
+    if let Some(m) = found.filter(|m| m == LAYOUT_DATABASES || m == LAYOUT_DELTAS) {
+        return Err(layout_err(format!("{:?}", String::from_utf8_lossy(&m))));
     }
     let mut b = WriteBatch::new();
     b.put_cf(server_cf, LAYOUT_KEY, if partitioned { LAYOUT_PARTITIONS } else { LAYOUT });
