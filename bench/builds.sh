@@ -9,8 +9,9 @@
 #
 # Build the old binary from a worktree of the old commit, e.g.
 #   git worktree add /tmp/old <commit> && (cd /tmp/old && cargo build --release -p strata-bench)
-# Steps (16-byte keys, 100-byte values, snappy, 10 Bloom bits, 64 MiB fixed clock cache,
-# --seed=7):
+# Steps (16-byte keys, 100-byte values, snappy, 10 Bloom bits, 64 MiB fixed clock cache; each
+# step its own seed, the same for both builds: a step replaying the key sequence of the one
+# before it would read or overwrite keys in the order they were written):
 # fillrandom (fresh DB), overwrite (--num writes), waitforcompaction (untimed), readrandom,
 # seekrandom --seek_nexts=10, readwhilewriting with its writer at 2 MB/s. The read steps last
 # --duration seconds. Wall-clock figures are noisy on a shared machine: for a repeatable cost,
@@ -42,14 +43,15 @@ mkdir -p "$out"
 # The cache is named explicitly: builds before the growing clock table read the default
 # `hyper_clock_cache` as the fixed table, later ones as the growing one (as RocksDB 11 does).
 common=(--num="$num" --key_size=16 --value_size=100 --compression_type=snappy --bloom_bits=10
-  --cache_size=67108864 --cache_type=fixed_hyper_clock_cache --seed=7)
+  --cache_size=67108864 --cache_type=fixed_hyper_clock_cache)
 
 # step LABEL BIN DB NAME FLAGS...: runs one step, appends "rep label step ops/s".
 step() {
   local label=$1 bin=$2 db=$3 name=$4
   shift 4
   local line ops
-  line=$("$bin" --db="$db" "${common[@]}" "$@" 2>&1 | grep -E "^$name " | head -1 || true)
+  step_no=$((step_no + 1))
+  line=$("$bin" --db="$db" "${common[@]}" --seed=$((1000 * rep + step_no)) "$@" 2>&1 | grep -E "^$name " | head -1 || true)
   ops=$(echo "$line" | sed -nE 's/.* ([0-9.]+) ops\/sec.*/\1/p')
   if [ -z "$ops" ]; then
     echo "bench/builds.sh: $label ($bin) printed no result line for $name" >&2
@@ -66,6 +68,7 @@ for rep in $(seq 1 "$reps"); do
     [ "$label" = new ] && bin=$new_bin
     db="$out/db-$label"
     rm -rf "$db"
+    step_no=0
     step "$label" "$bin" "$db" fillrandom --benchmarks=fillrandom --use_existing_db=0
     # A fixed count, not a duration: the read steps must see the same data for both builds
     # (a faster writer would otherwise leave a larger LSM tree for its reads).

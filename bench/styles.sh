@@ -69,7 +69,7 @@ common=(--num="$num" --key_size=16 --value_size=100 --compression_ratio=0.5
   --cache_size=$((64 << 20)) --compression_type=snappy --bloom_bits=10
   --write_buffer_size=$((8 << 20)) --target_file_size_base=$((8 << 20))
   --max_bytes_for_level_base=$((32 << 20)) --max_write_buffer_number=2 --max_background_jobs=2
-  --level_compaction_dynamic_level_bytes=true --histogram=1 --seed=42)
+  --level_compaction_dynamic_level_bytes=true --histogram=1)
 universal=(--compaction_style=1 --num_levels=40 --universal_compression_size_percent=-1
   --universal_min_merge_width=2 --universal_max_merge_width=20 --universal_size_ratio=1
   --universal_max_size_amplification_percent=200 --universal_allow_trivial_move=false
@@ -147,6 +147,10 @@ for rep in $(seq 1 "$reps"); do
     order=()
     for ((i = ${#configs[@]} - 1; i >= 0; i--)); do order+=("${configs[$i]}"); done
   fi
+  # Each step its own seed, the same for every configuration of the repetition: a step
+  # replaying the key sequence of the one before it would overwrite or read keys in the order
+  # they were written, which decides where in the tree the keys it reads are.
+  seed=$((1000 * rep))
   for c in "${order[@]}"; do
     read -r style engine <<< "$c"
     read -r -a sf <<< "$(style_flags "$style")"
@@ -155,14 +159,14 @@ for rep in $(seq 1 "$reps"); do
     log="$out/logs/$engine.$style.$rep"
     echo "== rep $rep: $engine $style" >&2
     bench --engine="$engine" --db="$db" "${common[@]}" "${sf[@]}" --statistics=1 \
-      --benchmarks=fillrandom,waitforcompaction,stats > "$log.fill.log" 2>&1
+      --seed=$((seed + 1)) --benchmarks=fillrandom,waitforcompaction,stats > "$log.fill.log" 2>&1
     bench --engine="$engine" --db="$db" "${common[@]}" "${sf[@]}" --statistics=1 \
-      --use_existing_db=1 --benchmarks=overwrite,waitforcompaction,stats > "$log.overwrite.log" 2>&1
+      --seed=$((seed + 2)) --use_existing_db=1 --benchmarks=overwrite,waitforcompaction,stats > "$log.overwrite.log" 2>&1
     du_kb="$(du -sk "$db" | cut -f1)"
     bench --engine="$engine" --db="$db" "${common[@]}" "${sf[@]}" --use_existing_db=1 \
-      --duration="$duration" --statistics=1 --benchmarks=readrandom,stats > "$log.readrandom.log" 2>&1
+      --duration="$duration" --statistics=1 --seed=$((seed + 3)) --benchmarks=readrandom,stats > "$log.readrandom.log" 2>&1
     bench --engine="$engine" --db="$db" "${common[@]}" "${sf[@]}" --use_existing_db=1 \
-      --duration="$duration" --seek_nexts=10 --reverse_iterator=false \
+      --duration="$duration" --seek_nexts=10 --reverse_iterator=false --seed=$((seed + 4)) \
       --benchmarks=seekrandom,stats > "$log.fwdrange.log" 2>&1
     bench --engine="$engine" --db="$db" "${common[@]}" "${sf[@]}" --use_existing_db=1 \
       --benchmarks=compact > "$log.compact.log" 2>&1

@@ -236,6 +236,8 @@ impl Version {
     /// key that is a range tombstone's end bound is exclusive).
     #[inline]
     pub fn file_for_key(&self, level: usize, ukey: &[u8]) -> Option<&Arc<TableFile>> {
+        #[cfg(test)]
+        LEVEL_SEARCHES.with(|n| n.set(n.get() + 1));
         let files = &self.levels[level];
         let o = &self.order;
         if !o.is_bytewise() {
@@ -256,6 +258,12 @@ impl Version {
         }
         e
     }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Calls of [`Version::file_for_key`] on this thread: what the point-read tests count.
+    pub(crate) static LEVEL_SEARCHES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// The fences of a sorted level's files.
