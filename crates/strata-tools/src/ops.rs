@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use std::sync::Arc;
-use strata::inspect::{all_intact, verify_db};
+use strata::env::OsFs;
+use strata::inspect::{all_intact, read_manifest, verify_db, EditItem};
 
 use strata::{
     BackupEngine, Checkpoint, ColumnFamily, ColumnFamilyDescriptor, Db, Direction, IteratorMode,
@@ -179,28 +180,55 @@ fn open_backups(dir: &Path) -> Result<BackupEngine> {
 
 /// Descriptors of every column family but `default` of the DB in `path` (none when there is
 /// no DB there yet: the open reports that).
-fn other_families(path: &Path) -> Result<Vec<ColumnFamilyDescriptor>> {
+/// Default options with enough levels for the DB at `path`: one more than the deepest level
+/// its MANIFEST adds a table to. A universal or tiered DB keeps its sorted runs down to its
+/// `num_levels` (often 40), and an open with the default 7 would refuse it.
+fn db_options(path: &Path) -> Result<Options> {
+    let mut opts = Options::default();
+    if !path.join("CURRENT").is_file() {
+        return Ok(opts);
+    }
+    let manifest = current_manifest(path)?;
+    let records = read_manifest(&OsFs, &manifest)
+        .with_context(|| format!("reading MANIFEST {}", manifest.display()))?;
+    let deepest = records
+        .iter()
+        .flat_map(|(_, items)| items)
+        .filter_map(|item| match item {
+            EditItem::AddFile(t) => Some(t.level),
+            _ => None,
+        })
+        .max();
+    if let Some(level) = deepest {
+        opts.num_levels = opts.num_levels.max(level + 1);
+    }
+    Ok(opts)
+}
+
+fn other_families(path: &Path, opts: &Options) -> Result<Vec<ColumnFamilyDescriptor>> {
     if !path.join("CURRENT").is_file() {
         return Ok(Vec::new());
     }
-    let names = Db::list_cf(&Options::default(), path)
+    let names = Db::list_cf(opts, path)
         .with_context(|| format!("listing the column families of {}", path.display()))?;
     Ok(names
         .into_iter()
         .filter(|n| n != "default")
-        .map(|n| ColumnFamilyDescriptor::new(n, Options::default()))
+        .map(|n| ColumnFamilyDescriptor::new(n, opts.clone()))
         .collect())
 }
 
 fn open_read_only(cli: &Cli) -> Result<Db> {
     let path = db_path(cli)?;
-    Db::open_cf_descriptors_read_only(&Options::default(), path, other_families(path)?, false)
+    let opts = db_options(path)?;
+    Db::open_cf_descriptors_read_only(&opts, path, other_families(path, &opts)?, false)
         .with_context(|| format!("opening {} read-only", path.display()))
 }
 
 fn open_read_write(cli: &Cli) -> Result<Db> {
     let path = db_path(cli)?;
-    Db::open_cf_descriptors(&Options::default(), path, other_families(path)?)
+    let opts = db_options(path)?;
+    Db::open_cf_descriptors(&opts, path, other_families(path, &opts)?)
         .with_context(|| format!("opening {}", path.display()))
 }
 
