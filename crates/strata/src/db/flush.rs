@@ -285,9 +285,12 @@ fn flush_one(
     // such writes (as RocksDB, which syncs closed WALs only with several families): its
     // retired WALs below `next_log` hold only writes in this table or older ones, so they
     // are dropped unsynced once the edit is installed, and until then a power loss leaves
-    // them as any unsynced WAL (recovery keeps a prefix).
-    let sole_family = inner.state.lock().cfs.len() == 1;
-    if !sole_family {
+    // them as any unsynced WAL (recovery keeps a prefix). Unless the DB archives its WALs:
+    // `get_updates_since` reads the archive, which must then hold every write a table made
+    // durable (a power loss would otherwise leave a gap between the archive's last batch and
+    // the DB's last sequence number).
+    let unsynced_retired = inner.state.lock().cfs.len() == 1 && !inner.opts.archives_wals();
+    if !unsynced_retired {
         super::write::wal::sync_retired_wals(inner, Some(next_log.max(keep_from)))?;
     }
     // The WAL the edit names as the log number must be found at the next open.
@@ -314,7 +317,7 @@ fn flush_one(
             cfd.install_super_version(cs, version);
         }
     }
-    if sole_family {
+    if unsynced_retired {
         // Obsolete now: never replayed again.
         let installed = inner.versions.lock().log_number();
         super::write::wal::forget_retired_wals(inner, installed.min(next_log));

@@ -1,15 +1,16 @@
 //! The flush job syncs the retired WALs its memtable's writes are in only when the DB has
 //! several families (their writes share those WALs, and a table must not outlive the rest
-//! of its batches): a DB of one family drops them unsynced once the flush is installed, as
-//! RocksDB does. Either way power loss keeps a prefix with every flushed write.
+//! of its batches) or archives its WALs (`get_updates_since` reads them back): a DB of one
+//! family without an archive drops them unsynced once the flush is installed, as RocksDB
+//! does. Either way power loss keeps a prefix with every flushed write.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use strata::env::{CrashMode, FaultFs, FaultOp, MemFs};
+use strata::env::{CrashMode, FaultFs, FaultOp, FileSystem, MemFs};
 use strata::{Db, Options};
 
-fn options(fs: Arc<dyn strata::env::FileSystem>) -> Options {
+fn options(fs: Arc<dyn FileSystem>) -> Options {
     Options {
         fs,
         write_buffer_size: 64 << 10,
@@ -64,4 +65,37 @@ fn several_families_sync_the_retired_wals_a_flush_covers() {
     let (fs, db, opts) = open(&MemFs::new());
     db.create_cf("other", &opts).unwrap();
     assert!(wal_syncs(&fs, &db, Some("other")) > 0, "no retired WAL was synced");
+}
+
+/// Regression: with the WAL archive on, one family's flushes dropped the retired WALs
+/// unsynced too. A power loss between a flush's install and the archiving of its WALs (which
+/// syncs each one again before the move) then left the archive short of writes a table held,
+/// and `get_updates_since(0)` failed with a gap below the DB's last sequence number. Each
+/// archived WAL is now synced by the flush and again by the archive step.
+#[test]
+fn an_archiving_db_syncs_the_retired_wals_a_flush_covers() {
+    let mem = MemFs::new();
+    let fs = FaultFs::new(Arc::new(mem.clone()), 1);
+    let archiving = |fs: Arc<dyn FileSystem>| Options { wal_ttl_seconds: 3600, ..options(fs) };
+    let db = Db::open(&archiving(Arc::new(fs.clone())), Path::new("/db")).unwrap();
+    assert!(wal_syncs(&fs, &db, None) > 0, "no retired WAL was synced");
+    let mut syncs = std::collections::BTreeMap::<PathBuf, usize>::new();
+    for r in fs.recorded().iter().filter(|r| r.op == FaultOp::Sync) {
+        if r.path.extension().is_some_and(|x| x == "log") {
+            *syncs.entry(r.path.clone()).or_default() += 1;
+        }
+    }
+    let archived = mem.list(Path::new("/db/archive")).unwrap();
+    assert!(archived.len() > 5, "{archived:?}");
+    for name in &archived {
+        let n = syncs.get(&Path::new("/db").join(name)).copied().unwrap_or(0);
+        assert!(n >= 2, "{name:?} synced {n} times: {syncs:?}");
+    }
+    fs.kill();
+    drop(db);
+    mem.crash(CrashMode::PowerLoss);
+    let db = Db::open(&archiving(Arc::new(mem.clone())), Path::new("/db")).unwrap();
+    let batches: Vec<u64> = db.get_updates_since(0).unwrap().map(|b| b.unwrap().0).collect();
+    assert_eq!(batches.len(), 3_000);
+    assert_eq!(db.latest_sequence_number(), 3_000);
 }
