@@ -434,6 +434,88 @@ pub(crate) fn plan_for(
     })
 }
 
+/// A manual compaction's plan taking `inputs` at `start`, at every level between the files
+/// `in_range(level)` names (those of the call's key range) and those the inputs' key range
+/// reaches, and the files of `output` the whole reaches, into `output` in one job: a
+/// `compact_range` whose data ends in `output` then rewrites each key once, not once per level
+/// it passes on the way. `None`: a needed file is busy. `Some(None)`: nothing below `start`
+/// takes part, or no two of the files share a user key, so that level-by-level moves would
+/// write nothing (the caller plans level by level).
+pub(crate) fn plan_through(
+    c: &PickContext<'_>,
+    start: usize,
+    output: usize,
+    inputs: Vec<Arc<TableFile>>,
+    in_range: impl Fn(usize) -> Vec<Arc<TableFile>>,
+) -> Option<Option<CompactionPlan>> {
+    let PickContext { v, o, t, busy } = *c;
+    let order = v.order();
+    let Some((mut lo, mut hi)) = range_of(inputs.iter(), order) else { return Some(None) };
+    // Top down, each level's overlapping files widen the range the levels below are searched
+    // in. A file of a level above that the widening reaches but that was not taken stays where
+    // it is: its keys are not in any input taken from its level or above, so every version it
+    // holds is newer than the ones this job moves below it.
+    let mut middle_inputs = Vec::new();
+    for level in start + 1..output {
+        let mut files = in_range(level);
+        for f in overlapping(v, level, &lo, &hi) {
+            if !files.iter().any(|g| g.number == f.number) {
+                files.push(f);
+            }
+        }
+        files.sort_by(|a, b| order.compare_internal(&a.smallest, &b.smallest));
+        if files.is_empty() {
+            continue;
+        }
+        if let Some((l, h)) = range_of(files.iter(), order) {
+            if order.compare_internal(&l, &lo) == Ordering::Less {
+                lo = l;
+            }
+            if order.compare_internal(&h, &hi) == Ordering::Greater {
+                hi = h;
+            }
+        }
+        middle_inputs.push((level, files));
+    }
+    let output_inputs = overlapping(v, output, &lo, &hi);
+    let every: Vec<Arc<TableFile>> = inputs
+        .iter()
+        .chain(middle_inputs.iter().flat_map(|(_, fs)| fs))
+        .chain(&output_inputs)
+        .cloned()
+        .collect();
+    if every.iter().any(|f| busy.contains(&f.number)) {
+        return None;
+    }
+    if every.len() == inputs.len() || pairwise_disjoint(&every, order) {
+        return Some(None);
+    }
+    let (all_lo, all_hi) = range_of(every.iter(), order)?;
+    let grandparents = if output + 1 < o.num_levels {
+        overlapping(v, output + 1, &all_lo, &all_hi)
+    } else {
+        Vec::new()
+    };
+    let bottommost =
+        (output + 1..o.num_levels).all(|l| overlapping(v, l, &all_lo, &all_hi).is_empty());
+    Some(Some(CompactionPlan {
+        start_level: start,
+        output_level: output,
+        inputs,
+        middle_inputs,
+        output_inputs,
+        grandparents,
+        trivial_move: false,
+        deletion: false,
+        compress: true,
+        reason: "manual, through the levels",
+        bottommost,
+        target_file_size: target_file_size(o, t, output),
+        max_compaction_bytes: o.max_compaction_bytes,
+        output_path_id: 0,
+    }))
+}
+
 /// RocksDB's estimate of the bytes compaction must rewrite to bring every level within its
 /// target: L0 (with the base level) once it reaches its trigger, and each level's excess
 /// plus the share of the next level it overlaps.

@@ -10,7 +10,7 @@ use super::{Cfd, DbInner};
 use crate::compaction::job::{run_job, JobEnv};
 use crate::compaction::output_path::place;
 use crate::compaction::picker::{
-    level_targets, overlapping, plan_for, range_of, CompactionPlan, PickContext,
+    level_targets, overlapping, plan_for, plan_through, range_of, CompactionPlan, PickContext,
 };
 use crate::compaction::{now_secs, pick};
 use crate::error::{Error, Result};
@@ -440,8 +440,11 @@ fn log_compaction(
     ));
 }
 
-/// Compacts every file overlapping [begin, end] (None = unbounded) down a level at a time,
-/// then rewrites the level it ends in so obsolete versions and tombstones are dropped.
+/// Compacts every file overlapping [begin, end] (None = unbounded) down to the level the data
+/// ends in, then rewrites that level so obsolete versions and tombstones are dropped. Where the
+/// levels on the way share keys, one job takes them all into that level
+/// ([`crate::compaction::picker::plan_through`]), so each key is written once; otherwise (moves
+/// alone would do) it goes a level at a time.
 /// Memtables are flushed first. Where it ends is RocksDB's rule: with
 /// `level_compaction_dynamic_level_bytes`, the last level; without, the deepest level that
 /// held data (L0 always goes to L1 at least), automatic compaction moving data further down
@@ -610,9 +613,22 @@ fn compact_range_levels(
             let t = level_targets(v, &o);
             let output = if level == 0 { t.base_level.max(1) } else { level + 1 };
             let c = PickContext { v, o: &o, t: &t, busy };
+            // Where the call leaves this data: the last level with dynamic level bytes, else
+            // the deepest level holding data. Going there in one job rewrites each key once.
+            let into = if o.dynamic_level_bytes {
+                last
+            } else {
+                (1..=last).rev().find(|&l| !v.levels[l].is_empty()).unwrap_or(0).max(output)
+            };
+            if into > output {
+                let in_range = |l: usize| overlapping_range(v, l, begin, end);
+                if let Some(plan) = plan_through(&c, level, into, files.clone(), in_range)? {
+                    return Some(Some(plan));
+                }
+            }
             plan_for(&c, level, output, files).map(Some)
         })?;
-        // Each level is compacted once, into the level below it: files that flushes add
+        // Each level is compacted once, into a level below it: files that flushes add
         // meanwhile are not this call's job (RocksDB's semantics), so the call ends while
         // other threads keep writing.
         match plan.map(|p| placed(cfd, &o, p)) {
