@@ -434,23 +434,34 @@ pub(crate) fn plan_for(
     })
 }
 
+/// What [`plan_through`] found.
+pub(crate) enum Through {
+    /// A needed file is in another compaction: wait.
+    Busy,
+    /// Nothing below the start level takes part, or no two of the files share a user key:
+    /// moves a level at a time write nothing, so the caller plans level by level.
+    LevelByLevel,
+    /// The one compaction into the level the data ends in.
+    Plan(CompactionPlan),
+}
+
 /// A manual compaction's plan taking `inputs` at `start`, at every level between the files
 /// `in_range(level)` names (those of the call's key range) and those the inputs' key range
 /// reaches, and the files of `output` the whole reaches, into `output` in one job: a
 /// `compact_range` whose data ends in `output` then rewrites each key once, not once per level
-/// it passes on the way. `None`: a needed file is busy. `Some(None)`: nothing below `start`
-/// takes part, or no two of the files share a user key, so that level-by-level moves would
-/// write nothing (the caller plans level by level).
+/// it passes on the way.
 pub(crate) fn plan_through(
     c: &PickContext<'_>,
     start: usize,
     output: usize,
     inputs: Vec<Arc<TableFile>>,
     in_range: impl Fn(usize) -> Vec<Arc<TableFile>>,
-) -> Option<Option<CompactionPlan>> {
+) -> Through {
     let PickContext { v, o, t, busy } = *c;
     let order = v.order();
-    let Some((mut lo, mut hi)) = range_of(inputs.iter(), order) else { return Some(None) };
+    let Some((mut lo, mut hi)) = range_of(inputs.iter(), order) else {
+        return Through::LevelByLevel;
+    };
     // Top down, each level's overlapping files widen the range the levels below are searched
     // in. A file of a level above that the widening reaches but that was not taken stays where
     // it is: its keys are not in any input taken from its level or above, so every version it
@@ -485,12 +496,14 @@ pub(crate) fn plan_through(
         .cloned()
         .collect();
     if every.iter().any(|f| busy.contains(&f.number)) {
-        return None;
+        return Through::Busy;
     }
     if every.len() == inputs.len() || pairwise_disjoint(&every, order) {
-        return Some(None);
+        return Through::LevelByLevel;
     }
-    let (all_lo, all_hi) = range_of(every.iter(), order)?;
+    let Some((all_lo, all_hi)) = range_of(every.iter(), order) else {
+        return Through::LevelByLevel;
+    };
     let grandparents = if output + 1 < o.num_levels {
         overlapping(v, output + 1, &all_lo, &all_hi)
     } else {
@@ -498,7 +511,7 @@ pub(crate) fn plan_through(
     };
     let bottommost =
         (output + 1..o.num_levels).all(|l| overlapping(v, l, &all_lo, &all_hi).is_empty());
-    Some(Some(CompactionPlan {
+    Through::Plan(CompactionPlan {
         start_level: start,
         output_level: output,
         inputs,
@@ -513,7 +526,7 @@ pub(crate) fn plan_through(
         target_file_size: target_file_size(o, t, output),
         max_compaction_bytes: o.max_compaction_bytes,
         output_path_id: 0,
-    }))
+    })
 }
 
 /// RocksDB's estimate of the bytes compaction must rewrite to bring every level within its

@@ -11,6 +11,7 @@ use crate::compaction::job::{run_job, JobEnv};
 use crate::compaction::output_path::place;
 use crate::compaction::picker::{
     level_targets, overlapping, plan_for, plan_through, range_of, CompactionPlan, PickContext,
+    Through,
 };
 use crate::compaction::{now_secs, pick};
 use crate::error::{Error, Result};
@@ -622,8 +623,10 @@ fn compact_range_levels(
             };
             if into > output {
                 let in_range = |l: usize| overlapping_range(v, l, begin, end);
-                if let Some(plan) = plan_through(&c, level, into, files.clone(), in_range)? {
-                    return Some(Some(plan));
+                match plan_through(&c, level, into, files.clone(), in_range) {
+                    Through::Busy => return None,
+                    Through::Plan(plan) => return Some(Some(plan)),
+                    Through::LevelByLevel => {}
                 }
             }
             plan_for(&c, level, output, files).map(Some)
