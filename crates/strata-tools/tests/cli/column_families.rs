@@ -1,18 +1,9 @@
 //! The CLI opens a DB with several column families: every command opens all of
 //! them, and `--cf NAME` picks the one get, put, delete, scan and properties act on.
 
-use std::process::{Command, Output};
+use crate::{stdout, strata};
 
 use strata::{Db, Options};
-
-fn strata(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_strata")).args(args).output().unwrap()
-}
-
-fn stdout(o: &Output) -> String {
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
 
 #[test]
 fn commands_open_multi_family_dbs_and_cf_picks_one() {

@@ -1,19 +1,10 @@
 //! The CLI opens a DB whose tables sit deeper than the default 7 levels (a universal or
 //! tiered family keeps its runs down to its `num_levels`, often 40).
 
+use crate::{stdout, strata};
 use std::path::Path;
-use std::process::{Command, Output};
 
 use strata::{CompactionStyle, Db, Options};
-
-fn strata(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_strata")).args(args).output().unwrap()
-}
-
-fn stdout(o: &Output) -> String {
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
 
 /// A universal DB of 40 levels compacted into one run at level 39.
 fn universal_db(path: &Path) {

@@ -5,3 +5,16 @@
 mod column_families;
 mod golden;
 mod levels;
+
+use std::process::{Command, Output};
+
+/// Runs the strata CLI with `args`.
+fn strata(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_strata")).args(args).output().unwrap()
+}
+
+/// The stdout of a run that must have succeeded.
+fn stdout(o: &Output) -> String {
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}

@@ -401,13 +401,7 @@ pub(crate) fn plan_for(
         return None;
     }
     let (all_lo, all_hi) = range_of(inputs.iter().chain(output_inputs.iter()), v.order())?;
-    let grandparents = if output + 1 < o.num_levels {
-        overlapping(v, output + 1, &all_lo, &all_hi)
-    } else {
-        Vec::new()
-    };
-    let bottommost =
-        (output + 1..o.num_levels).all(|l| overlapping(v, l, &all_lo, &all_hi).is_empty());
+    let (grandparents, bottommost) = below_output(v, o, output, &all_lo, &all_hi);
     let target = target_file_size(o, t, output);
     let gp_bytes: u64 = grandparents.iter().map(|f| f.file_size).sum();
     // Several inputs move too when no two of them share a user key (L0 files of a sequential
@@ -432,6 +426,22 @@ pub(crate) fn plan_for(
         max_compaction_bytes: o.max_compaction_bytes,
         output_path_id: 0,
     })
+}
+
+/// Below a compaction into `output` of the keys [lo, hi]: the files of the next level that
+/// the range reaches (its grandparents, which cut its outputs), and whether no level below
+/// `output` holds a key in it (the output is bottommost).
+fn below_output(
+    v: &Version,
+    o: &PickerOptions,
+    output: usize,
+    lo: &[u8],
+    hi: &[u8],
+) -> (Vec<Arc<TableFile>>, bool) {
+    let grandparents =
+        if output + 1 < o.num_levels { overlapping(v, output + 1, lo, hi) } else { Vec::new() };
+    let bottommost = (output + 1..o.num_levels).all(|l| overlapping(v, l, lo, hi).is_empty());
+    (grandparents, bottommost)
 }
 
 /// What [`plan_through`] found.
@@ -504,13 +514,7 @@ pub(crate) fn plan_through(
     let Some((all_lo, all_hi)) = range_of(every.iter(), order) else {
         return Through::LevelByLevel;
     };
-    let grandparents = if output + 1 < o.num_levels {
-        overlapping(v, output + 1, &all_lo, &all_hi)
-    } else {
-        Vec::new()
-    };
-    let bottommost =
-        (output + 1..o.num_levels).all(|l| overlapping(v, l, &all_lo, &all_hi).is_empty());
+    let (grandparents, bottommost) = below_output(v, o, output, &all_lo, &all_hi);
     Through::Plan(CompactionPlan {
         start_level: start,
         output_level: output,
