@@ -178,8 +178,6 @@ fn open_backups(dir: &Path) -> Result<BackupEngine> {
     Ok(BackupEngine::open(&Options::default(), dir)?)
 }
 
-/// Descriptors of every column family but `default` of the DB in `path` (none when there is
-/// no DB there yet: the open reports that).
 /// Default options with enough levels for the DB at `path`: one more than the deepest level
 /// its MANIFEST adds a table to. A universal or tiered DB keeps its sorted runs down to its
 /// `num_levels` (often 40), and an open with the default 7 would refuse it.
@@ -205,6 +203,8 @@ fn db_options(path: &Path) -> Result<Options> {
     Ok(opts)
 }
 
+/// Descriptors of every column family but `default` of the DB in `path`, each with `opts`
+/// (none when there is no DB there yet: the open reports that).
 fn other_families(path: &Path, opts: &Options) -> Result<Vec<ColumnFamilyDescriptor>> {
     if !path.join("CURRENT").is_file() {
         return Ok(Vec::new());

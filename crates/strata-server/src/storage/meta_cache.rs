@@ -28,9 +28,9 @@
 //! - Only entries of at most [`MAX_ENTRY`] bytes are kept (every sub-key hash/set/zset/list
 //!   entry; strings and compact hashes up to that size); a larger record a write put leaves
 //!   an entry without the record, for its count of deltas (a lookup misses it). Each shard
-//!   holds a 32nd of the cache's byte budget ([`MetaCache::new`]); a fill that would pass it first drops a quarter
-//!   of the shard's entries, chosen by the map's (keyed-hash) order, so about at random. A
-//!   miss is always correct.
+//!   holds a 32nd of the cache's byte budget ([`MetaCache::new`]); a fill that would pass it
+//!   first drops a quarter of the shard's entries, chosen by the map's (keyed-hash) order, so
+//!   about at random. A miss is always correct.
 //!
 //! Entries are keyed by the key space (the database's family set, `storage::databases`) and
 //! the user key: one cache serves every database of the server.

@@ -582,12 +582,11 @@ impl Store {
     /// record `raw` (the record the merge gives), when that is allowed: the metadata family
     /// has its merge operator, the write goes straight to this engine (not inside EXEC or a
     /// script, whose batch reads back through an index; not on a cluster node's store, whose
-    /// slot copies carry puts and deletes only), and the cache knows the key's chain of operands
-    /// to be shorter than [`MAX_META_DELTAS`] (so a read that misses the cache merges a
-    /// bounded chain). The store's first delta marks its layout first ([`LAYOUT_DELTAS`]).
-    /// `Err(raw)`: nothing was put, the caller writes `raw` whole. The
-    /// caller holds the key's lock and read the record it changes through the cache or the
-    /// engine.
+    /// slot copies carry puts and deletes only), and the cache knows the key's chain of
+    /// operands to be shorter than [`MAX_META_DELTAS`] (so a read that misses the cache merges
+    /// a bounded chain). The store's first delta marks its layout first ([`LAYOUT_DELTAS`]).
+    /// `Err(raw)`: nothing was put, the caller writes `raw` whole. The caller holds the key's
+    /// lock and read the record it changes through the cache or the engine.
     pub fn merge_meta(
         &self,
         batch: &mut WriteBatch,

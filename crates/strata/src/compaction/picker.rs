@@ -350,15 +350,12 @@ pub(crate) fn range_of<'a>(
 /// key so that no version of a boundary key is left behind). A largest key that is a range
 /// tombstone's end bound, in a file or as `hi`, is exclusive.
 pub(crate) fn overlapping(v: &Version, level: usize, lo: &[u8], hi: &[u8]) -> Vec<Arc<TableFile>> {
-    let ulo = user_key(lo);
-    let o = v.order();
-    v.levels[level]
-        .iter()
-        .filter(|f| {
-            !o.after_largest(ulo, &f.largest) && !o.after_largest(user_key(&f.smallest), hi)
-        })
-        .cloned()
-        .collect()
+    v.levels[level].iter().filter(|f| reaches(v.order(), f, lo, hi)).cloned().collect()
+}
+
+/// Whether file `f` holds a user key in [lo, hi] (as [`overlapping`] takes it).
+fn reaches(o: &KeyOrder, f: &TableFile, lo: &[u8], hi: &[u8]) -> bool {
+    !o.after_largest(user_key(lo), &f.largest) && !o.after_largest(user_key(&f.smallest), hi)
 }
 
 fn target_file_size(o: &PickerOptions, t: &LevelTargets, level: usize) -> u64 {
@@ -456,7 +453,7 @@ pub(crate) enum Through {
 }
 
 /// A manual compaction's plan taking `inputs` at `start`, at every level between the files
-/// `in_range(level)` names (those of the call's key range) and those the inputs' key range
+/// `in_range` accepts (those of the call's key range) and those the inputs' key range
 /// reaches, and the files of `output` the whole reaches, into `output` in one job: a
 /// `compact_range` whose data ends in `output` then rewrites each key once, not once per level
 /// it passes on the way.
@@ -465,7 +462,7 @@ pub(crate) fn plan_through(
     start: usize,
     output: usize,
     inputs: Vec<Arc<TableFile>>,
-    in_range: impl Fn(usize) -> Vec<Arc<TableFile>>,
+    in_range: impl Fn(&TableFile) -> bool,
 ) -> Through {
     let PickContext { v, o, t, busy } = *c;
     let order = v.order();
@@ -478,13 +475,11 @@ pub(crate) fn plan_through(
     // holds is newer than the ones this job moves below it.
     let mut middle_inputs = Vec::new();
     for level in start + 1..output {
-        let mut files = in_range(level);
-        for f in overlapping(v, level, &lo, &hi) {
-            if !files.iter().any(|g| g.number == f.number) {
-                files.push(f);
-            }
-        }
-        files.sort_by(|a, b| order.compare_internal(&a.smallest, &b.smallest));
+        let files: Vec<Arc<TableFile>> = v.levels[level]
+            .iter()
+            .filter(|f| in_range(f) || reaches(order, f, &lo, &hi))
+            .cloned()
+            .collect();
         if files.is_empty() {
             continue;
         }

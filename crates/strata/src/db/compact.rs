@@ -14,12 +14,13 @@ use crate::compaction::picker::{
     Through,
 };
 use crate::compaction::{now_secs, pick};
+use crate::comparator::KeyOrder;
 use crate::error::{Error, Result};
 use crate::filename::table_path;
 use crate::key::user_key;
 use crate::statistics::{Histogram, Ticker};
 use crate::types::FileNumber;
-use crate::version::levels::Version;
+use crate::version::levels::{TableFile, Version};
 
 /// Starts the compaction threads: `max_background_jobs - 1`, at least one.
 pub(crate) fn start_compaction_threads(inner: &Arc<DbInner>) -> Result<Vec<JoinHandle<()>>> {
@@ -173,9 +174,7 @@ fn compaction_loop(inner: &DbInner) {
 /// ..."): with the finish line (`log_compaction`) or the abandon line it brackets the job, so a
 /// LOG shows what ran when, and what a close cut short.
 fn log_compaction_start(inner: &DbInner, cfd: &Cfd, plan: &CompactionPlan) {
-    let bytes = |files: &[Arc<crate::version::levels::TableFile>]| -> u64 {
-        files.iter().map(|f| f.file_size).sum()
-    };
+    let bytes = |files: &[Arc<TableFile>]| -> u64 { files.iter().map(|f| f.file_size).sum() };
     let mut middle = String::new();
     for (l, files) in &plan.middle_inputs {
         let _ = write!(middle, " + {}@L{l}", files.len());
@@ -386,9 +385,7 @@ fn log_compaction(
     outputs: &[FileNumber],
     s: &crate::stats::LevelStats,
 ) {
-    let numbers = |files: &[std::sync::Arc<crate::version::levels::TableFile>]| {
-        files.iter().map(|f| f.number.0).collect::<Vec<_>>()
-    };
+    let numbers = |files: &[Arc<TableFile>]| files.iter().map(|f| f.number.0).collect::<Vec<_>>();
     let outs: Vec<u64> = outputs.iter().map(|n| n.0).collect();
     let secs = s.micros as f64 / 1e6;
     let mut middle = String::new();
@@ -616,13 +613,9 @@ fn compact_range_levels(
             let c = PickContext { v, o: &o, t: &t, busy };
             // Where the call leaves this data: the last level with dynamic level bytes, else
             // the deepest level holding data. Going there in one job rewrites each key once.
-            let into = if o.dynamic_level_bytes {
-                last
-            } else {
-                (1..=last).rev().find(|&l| !v.levels[l].is_empty()).unwrap_or(0).max(output)
-            };
+            let into = if o.dynamic_level_bytes { last } else { deepest(v).max(output) };
             if into > output {
-                let in_range = |l: usize| overlapping_range(v, l, begin, end);
+                let in_range = |f: &TableFile| in_range(v.order(), f, begin, end);
                 match plan_through(&c, level, into, files.clone(), in_range) {
                     Through::Busy => return None,
                     Through::Plan(plan) => return Some(Some(plan)),
@@ -664,9 +657,13 @@ fn compact_range_levels(
     Ok(())
 }
 
-/// The deepest level holding a table (0 when none does).
+/// The deepest level holding a table in the family's current version (0 when none does).
 fn deepest_non_empty(cfd: &Cfd) -> usize {
-    let v = cfd.current_super_version().version.clone();
+    deepest(&cfd.current_super_version().version)
+}
+
+/// The deepest level of `v` holding a table (0 when none does).
+fn deepest(v: &Version) -> usize {
     (1..v.levels.len()).rev().find(|&l| !v.levels[l].is_empty()).unwrap_or(0)
 }
 
@@ -676,16 +673,14 @@ fn overlapping_range(
     level: usize,
     begin: Option<&[u8]>,
     end: Option<&[u8]>,
-) -> Vec<Arc<crate::version::levels::TableFile>> {
-    let o = v.order();
-    v.levels[level]
-        .iter()
-        .filter(|f| {
-            begin.is_none_or(|b| !o.after_largest(b, &f.largest))
-                && end.is_none_or(|e| o.le(user_key(&f.smallest), e))
-        })
-        .cloned()
-        .collect()
+) -> Vec<Arc<TableFile>> {
+    v.levels[level].iter().filter(|f| in_range(v.order(), f, begin, end)).cloned().collect()
+}
+
+/// Whether file `f` holds a user key in `[begin, end]` (`None`: unbounded).
+fn in_range(o: &KeyOrder, f: &TableFile, begin: Option<&[u8]>, end: Option<&[u8]>) -> bool {
+    begin.is_none_or(|b| !o.after_largest(b, &f.largest))
+        && end.is_none_or(|e| o.le(user_key(&f.smallest), e))
 }
 
 /// Deletes the obsolete tables no reader holds any more, then hands the heap's free pages back

@@ -38,8 +38,8 @@ pub(crate) fn switch_memtable(inner: &DbInner, wal: &mut WalState, cfd: &Arc<Cfd
     };
     // Neither the old WAL nor the new one's directory entry is synced here (the writer that
     // switched did not ask for it): the old WAL is retired, and synced by the flush job (in a
-    // DB of several families; `db/flush.rs`) or by the next synced write first, which also
-    // syncs the directory (`sync_wal_dir`). Until
+    // DB of several families or with a WAL archive; `db/flush.rs`) or by the next synced
+    // write first, which also syncs the directory (`sync_wal_dir`). Until
     // then a power loss may cut the old WAL while later writes in the new one survive;
     // recovery drops those (they were never synced) to keep a prefix (`db/recover.rs`).
     if created.is_ok() {

@@ -6,9 +6,9 @@
 //! waits on an fsync it did not ask for), nor is the new WAL's directory entry: both are
 //! synced by the next synced write ([`sync_retired_wals`], [`sync_wal_dir`], before its own
 //! record is synced) or by the flush job before its MANIFEST edit drops or names a WAL (the
-//! retired WALs only in a DB of several families: with one, the flush drops them unsynced
-//! once its edit is installed, [`forget_retired_wals`]). Any failed WAL write or sync is a
-//! background error: nothing more is acknowledged.
+//! retired WALs only in a DB of several families or with a WAL archive: otherwise the flush
+//! drops them unsynced once its edit is installed, [`forget_retired_wals`]). Any failed WAL
+//! write or sync is a background error: nothing more is acknowledged.
 
 use std::sync::atomic::Ordering;
 
@@ -54,7 +54,7 @@ pub(crate) fn sync_retired_wals(inner: &DbInner, before: Option<FileNumber>) -> 
 }
 
 /// Drops the retired WALs numbered below `before` without syncing them: a flush's of a DB of
-/// one family, once its installed edit made them obsolete (every write in them is in a
+/// one family without a WAL archive, once its installed edit made them obsolete (every write in them is in a
 /// table, and recovery never replays them). A synced write meanwhile may have synced them.
 pub(crate) fn forget_retired_wals(inner: &DbInner, before: FileNumber) {
     let mut retired = inner.retired_wals.lock();
