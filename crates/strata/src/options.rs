@@ -408,6 +408,19 @@ pub struct Options {
     /// leader whose own batch is at most an eighth of this takes only an eighth more, so a
     /// small write is not held up by a large group. Default: 1 MiB.
     pub max_write_batch_group_size_bytes: u64,
+    /// A writer waiting for its group's leader spins briefly, then yields its CPU for up to
+    /// `write_thread_max_yield_usec` before it sleeps, while yielding keeps ending such waits
+    /// (the writers sample whether it does): with more writers than cores, a sleeping writer
+    /// costs its leader a system call to wake. Waits that outlast the yields (synced writes),
+    /// or yields that take `write_thread_slow_yield_usec` or more because other threads want
+    /// the CPU, turn it back to sleeping. Default: true.
+    pub enable_write_thread_adaptive_yield: bool,
+    /// The longest a waiting writer yields before it sleeps, in microseconds (0: it sleeps
+    /// after a short spin). Default: 100.
+    pub write_thread_max_yield_usec: u64,
+    /// A yield that takes this many microseconds or more is slow (the CPU went to another
+    /// thread); after three, a waiting writer sleeps. Default: 3.
+    pub write_thread_slow_yield_usec: u64,
     /// The next write group starts its WAL write while this one inserts into the memtable
     /// (after this one's sync, when it syncs), instead of once this one is published: more
     /// throughput when memtable inserts are a large part of a write, a little more latency per
@@ -544,6 +557,9 @@ impl Default for Options {
             wal_bytes_per_sync: 0,
             manual_wal_flush: false,
             max_write_batch_group_size_bytes: 1 << 20,
+            enable_write_thread_adaptive_yield: true,
+            write_thread_max_yield_usec: 100,
+            write_thread_slow_yield_usec: 3,
             enable_pipelined_write: false,
             allow_concurrent_memtable_write: true,
             unordered_write: false,
@@ -901,6 +917,12 @@ impl Options {
             ),
             ("wal_bytes_per_sync", self.wal_bytes_per_sync.to_string()),
             ("manual_wal_flush", self.manual_wal_flush.to_string()),
+            (
+                "enable_write_thread_adaptive_yield",
+                self.enable_write_thread_adaptive_yield.to_string(),
+            ),
+            ("write_thread_max_yield_usec", self.write_thread_max_yield_usec.to_string()),
+            ("write_thread_slow_yield_usec", self.write_thread_slow_yield_usec.to_string()),
             ("bottommost_compression", format!("{:?}", self.bottommost_compression)),
             ("ttl", self.ttl.to_string()),
         ];

@@ -217,12 +217,22 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
     o.set_allow_concurrent_memtable_write(f.allow_concurrent_memtable_write);
     o.set_enable_pipelined_write(f.enable_pipelined_write);
     o.set_unordered_write(f.unordered_write);
-    // SAFETY: `o` is a live options object for the duration of the call; the C setter only
-    // stores the value.
+    o.set_enable_write_thread_adaptive_yield(f.enable_write_thread_adaptive_yield);
+    // SAFETY: `o` is a live options object for the duration of the calls; the C setters only
+    // store the values.
     unsafe {
+        let raw = rocksdb::AsRawPtr::as_raw_ptr(&o);
         librocksdb_sys::rocksdb_options_set_max_write_batch_group_size_bytes(
-            rocksdb::AsRawPtr::as_raw_ptr(&o),
+            raw,
             f.max_write_batch_group_size_bytes,
+        );
+        librocksdb_sys::rocksdb_options_set_write_thread_max_yield_usec(
+            raw,
+            f.write_thread_max_yield_usec,
+        );
+        librocksdb_sys::rocksdb_options_set_write_thread_slow_yield_usec(
+            raw,
+            f.write_thread_slow_yield_usec,
         );
     }
     match f.memtablerep.as_str() {

@@ -256,9 +256,14 @@ pub(crate) struct DbInner {
     /// obsolete (`db/wal_archive.rs`).
     pub never_archive: std::collections::BTreeSet<FileNumber>,
     pub queue: Mutex<write::queue::WriteQueue>,
+    /// How a writer waits for its slot (`db/write/yield_wait.rs`).
+    pub write_wait: write::yield_wait::YieldPolicy,
     /// Write groups between the WAL and publication (`db/write/mod.rs`).
     pub pipeline: Mutex<write::WritePipeline>,
     pub pipeline_cv: Condvar,
+    /// `pipeline.finished`, stored under its lock, for a group waiting for its turn to
+    /// publish to spin on without the lock.
+    pub groups_finished: AtomicU64,
     /// Synced groups waiting for their fdatasync outside the WAL lock. It drops under
     /// `sync_slots`, with `sync_slots_cv` signalled, for a leader waiting to start its sync.
     pub syncs_in_flight: AtomicU64,

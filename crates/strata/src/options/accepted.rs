@@ -135,8 +135,6 @@ pub struct AcceptedOptions {
     pub log_level: super::logger::LogLevel,
     /// `writable_file_max_buffer_size`.
     pub writable_file_max_buffer_size: u64,
-    /// `enable_write_thread_adaptive_yield`.
-    pub enable_write_thread_adaptive_yield: bool,
     /// `max_sequential_skip_in_iterations`.
     pub max_sequential_skip_in_iterations: u64,
     /// `is_fd_close_on_exec`: Rust opens every file with close-on-exec.
@@ -241,7 +239,6 @@ impl Default for AcceptedOptions {
             db_log_dir: None,
             log_level: super::logger::LogLevel::Info,
             writable_file_max_buffer_size: 1 << 20,
-            enable_write_thread_adaptive_yield: true,
             max_sequential_skip_in_iterations: 8,
             is_fd_close_on_exec: true,
             allow_os_buffer: true,
@@ -309,10 +306,6 @@ impl AcceptedOptions {
             ),
             ("info_log_level", format!("{:?}", self.log_level)),
             ("writable_file_max_buffer_size", self.writable_file_max_buffer_size.to_string()),
-            (
-                "enable_write_thread_adaptive_yield",
-                u8::from(self.enable_write_thread_adaptive_yield).to_string(),
-            ),
             (
                 "max_sequential_skip_in_iterations",
                 self.max_sequential_skip_in_iterations.to_string(),

@@ -223,9 +223,10 @@ pub(crate) const OPTIONS: &[Entry] = &[
         .max_write_batch_group_size_bytes =
         v),
     opt!("enable_write_thread_adaptive_yield", false, bool_of, |o, v| o
-        .accepted
         .enable_write_thread_adaptive_yield =
         v),
+    opt!("write_thread_max_yield_usec", false, u64_of, |o, v| o.write_thread_max_yield_usec = v),
+    opt!("write_thread_slow_yield_usec", false, u64_of, |o, v| o.write_thread_slow_yield_usec = v),
     opt!("use_adaptive_mutex", false, bool_of, |o, v| o.accepted.use_adaptive_mutex = v),
     opt!("allow_mmap_reads", false, bool_of, |o, v| o.accepted.allow_mmap_reads = v),
     opt!("allow_mmap_writes", false, bool_of, |o, v| o.accepted.allow_mmap_writes = v),
@@ -583,9 +584,13 @@ mod tests {
                 " use_fsync=true; write_buffer_size=8m;max_write_buffer_number = 3;\
                  compression=kZlibCompression;disable_auto_compactions=true;\
                  block_based_table_factory={block_size=16k;format_version=5};\
-                 compaction_options_fifo={max_table_files_size=1g};ttl=60;",
+                 compaction_options_fifo={max_table_files_size=1g};ttl=60;\
+                 enable_write_thread_adaptive_yield=false;write_thread_max_yield_usec=50;\
+                 write_thread_slow_yield_usec=5",
             )
             .unwrap();
+        assert!(!o.enable_write_thread_adaptive_yield);
+        assert_eq!((o.write_thread_max_yield_usec, o.write_thread_slow_yield_usec), (50, 5));
         assert!(o.get_use_fsync());
         assert_eq!(o.write_buffer_size, 8 << 20);
         assert_eq!(o.max_write_buffer_number, 3);

@@ -1,5 +1,6 @@
-//! Every write mode (ordered, pipelined, without concurrent memtable inserts, unordered, and
-//! the vector memtable with and without concurrent inserts) keeps
+//! Every write mode (ordered, pipelined, pipelined with some writes skipping the WAL, without
+//! concurrent memtable inserts, unordered, and the vector memtable with and without concurrent
+//! inserts) keeps
 //! every acknowledged write, before and after reopen, across memtable switches; the ordered
 //! modes also keep batches atomic and each writer's history in order under a snapshot, and
 //! members of a group really insert their own large batches.
@@ -20,6 +21,9 @@ const WIDE: u64 = 20;
 enum Mode {
     Ordered,
     Pipelined,
+    /// Pipelined, one write in four without the WAL: those groups pass the leadership on only
+    /// once published, the others as soon as their WAL record is written.
+    PipelinedSomeWithoutWal,
     LeaderInserts,
     Unordered,
     /// The vector memtable (appended, linked when read), the leader inserting.
@@ -35,7 +39,7 @@ fn options(mode: Mode) -> Options {
         // Small: memtable switches (which drain the groups in flight) happen throughout.
         write_buffer_size: 64 << 10,
         max_write_buffer_number: 4,
-        enable_pipelined_write: matches!(mode, Mode::Pipelined),
+        enable_pipelined_write: matches!(mode, Mode::Pipelined | Mode::PipelinedSomeWithoutWal),
         allow_concurrent_memtable_write: !matches!(mode, Mode::LeaderInserts | Mode::Vector),
         unordered_write: matches!(mode, Mode::Unordered),
         vector_memtable: matches!(mode, Mode::Vector | Mode::VectorConcurrent),
@@ -53,10 +57,12 @@ fn narrow_key(t: u64) -> String {
 }
 
 /// Writer `t`: round `r` sets every wide key of `t` to `r` in one batch (even rounds) or its
-/// narrow key to `r` (odd rounds), synced one round in eight; reads its own write back.
-fn writer(db: &Db, t: u64) {
+/// narrow key to `r` (odd rounds), synced one round in eight (and with `skip_wal`, one round
+/// in four, odd, without the WAL); reads its own write back.
+fn writer(db: &Db, t: u64, skip_wal: bool) {
     for r in 0..ROUNDS {
-        let wo = WriteOptions { sync: r % 8 == 0, disable_wal: false, ..WriteOptions::default() };
+        let disable_wal = skip_wal && r % 4 == 1;
+        let wo = WriteOptions { sync: r % 8 == 0, disable_wal, ..WriteOptions::default() };
         let v = r.to_string();
         if r % 2 == 0 {
             let mut b = WriteBatch::new();
@@ -73,11 +79,12 @@ fn writer(db: &Db, t: u64) {
 }
 
 /// Runs every writer to the end.
-fn run_writers(db: &Arc<Db>) {
+fn run_writers(db: &Arc<Db>, mode: Mode) {
+    let skip_wal = matches!(mode, Mode::PipelinedSomeWithoutWal);
     let writers: Vec<_> = (0..THREADS)
         .map(|t| {
             let db = db.clone();
-            thread::spawn(move || writer(&db, t))
+            thread::spawn(move || writer(&db, t, skip_wal))
         })
         .collect();
     for w in writers {
@@ -139,7 +146,7 @@ fn run(mode: Mode) {
             let (db, stop) = (db.clone(), stop.clone());
             thread::spawn(move || check_snapshots(&db, &stop))
         });
-        run_writers(&db);
+        run_writers(&db, mode);
         stop.store(true, Ordering::Release);
         if let Some(r) = reader {
             assert!(r.join().unwrap() > 0);
@@ -152,7 +159,11 @@ fn run(mode: Mode) {
     match mode {
         // Large batches inserted by their own writers: whether a given write joins a group is
         // up to the scheduler, so the test is repeated until one did (bounded).
-        Mode::Ordered | Mode::Pipelined | Mode::VectorConcurrent | Mode::MappedWal => {
+        Mode::Ordered
+        | Mode::Pipelined
+        | Mode::PipelinedSomeWithoutWal
+        | Mode::VectorConcurrent
+        | Mode::MappedWal => {
             assert!(own_inserts > 0 || retry_for_member_insert(mode));
         }
         Mode::LeaderInserts | Mode::Vector => assert_eq!(own_inserts, 0, "{mode:?}"),
@@ -166,7 +177,7 @@ fn retry_for_member_insert(mode: Mode) -> bool {
     (0..20).any(|_| {
         let dir = tempfile::tempdir().unwrap();
         let db = Arc::new(Db::open(&options(mode), dir.path()).unwrap());
-        run_writers(&db);
+        run_writers(&db, mode);
         member_inserts(&db) > 0
     })
 }
@@ -179,6 +190,11 @@ fn ordered_writes_keep_batches_atomic() {
 #[test]
 fn pipelined_writes_keep_batches_atomic() {
     run(Mode::Pipelined);
+}
+
+#[test]
+fn pipelined_writes_with_some_skipping_the_wal_keep_batches_atomic() {
+    run(Mode::PipelinedSomeWithoutWal);
 }
 
 #[test]

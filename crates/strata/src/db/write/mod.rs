@@ -11,7 +11,8 @@
 //! |---|---|---|
 //! | synced, one writer, nobody queued | after the WAL append | a writer arriving during the sync starts its own (at most [`MAX_SYNCS_IN_FLIGHT`]) |
 //! | synced, several writers | after the publication | writers arriving during the sync all join the next group: one larger sync |
-//! | `enable_pipelined_write` | after the WAL append (after the sync when synced) | group k+1's WAL write overlaps group k's memtable insert |
+//! | `enable_pipelined_write`, in the WAL | after the WAL append (after the sync when synced) | group k+1's WAL write overlaps group k's memtable insert |
+//! | `enable_pipelined_write`, `disable_wal` | after the publication | no WAL write to overlap: only a hand-off between leaders |
 //! | `unordered_write` | after the WAL append | inserts need not wait for earlier groups at all |
 //! | otherwise | after the publication | |
 //!
@@ -35,6 +36,7 @@
 //! - `switch.rs`: the memtable switch.
 //! - `stall.rs`: write stalls (stops, the write buffer manager, slowdowns).
 //! - `rate.rs`: the delayed write rate a slowdown paces at.
+//! - `yield_wait.rs`: how a writer waits (spin, yield, then sleep).
 
 pub(super) mod queue;
 pub(super) mod rate;
@@ -42,6 +44,7 @@ mod stall;
 pub(super) mod switch;
 pub(crate) mod two_phase;
 pub(super) mod wal;
+pub(crate) mod yield_wait;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -118,7 +121,7 @@ pub(crate) fn write_with(
         });
         !std::mem::replace(&mut q.leader_active, true)
     };
-    let mut next = if lead_now { SlotState::Lead } else { slot.wait() };
+    let mut next = if lead_now { SlotState::Lead } else { slot.wait(&inner.write_wait) };
     loop {
         match next {
             SlotState::Done(r) => return r,
@@ -132,7 +135,7 @@ pub(crate) fn write_with(
             }
             SlotState::Waiting => {}
         }
-        next = slot.wait();
+        next = slot.wait(&inner.write_wait);
     }
 }
 
@@ -293,9 +296,12 @@ fn lead_group(inner: &DbInner, me: &Arc<WriterSlot>) -> Result<()> {
 
     let sync = leader_sync || followers.iter().any(|p| p.sync);
     let o = &inner.opts;
-    let hand_on = if o.unordered_write || (sync && alone) || (o.enable_pipelined_write && !sync) {
+    // A group without a WAL record has no WAL write for the next group's to overlap with its
+    // inserts: pipelining it would only add a hand-off between leaders.
+    let pipelined = o.enable_pipelined_write && !disable_wal;
+    let hand_on = if o.unordered_write || (sync && alone) || (pipelined && !sync) {
         HandOn::Wal
-    } else if o.enable_pipelined_write {
+    } else if pipelined {
         HandOn::Sync
     } else {
         HandOn::Publish
@@ -637,6 +643,12 @@ fn publish_in_order(
     mut result: Result<()>,
     inserts_after: u64,
 ) -> Result<()> {
+    // The previous group is usually inserting still (pipelined writes): spin and yield for it
+    // first, as a writer waits for its slot.
+    let my_turn = || inner.groups_finished.load(Ordering::Acquire) == staged.group;
+    if !my_turn() {
+        inner.write_wait.spin_until(my_turn);
+    }
     {
         let mut p = inner.pipeline.lock();
         while p.finished != staged.group {
@@ -657,6 +669,7 @@ fn publish_in_order(
     {
         let mut p = inner.pipeline.lock();
         p.finished += 1;
+        inner.groups_finished.store(p.finished, Ordering::Release);
         if result.is_ok() {
             p.inserting += inserts_after;
         }

@@ -10,6 +10,7 @@
 //! writer at the front of the queue, if any ([`hand_on_leadership`]).
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex};
@@ -17,6 +18,8 @@ use parking_lot::{Condvar, Mutex};
 use crate::error::{Error, Result};
 use crate::types::SeqNo;
 use crate::write_batch::WriteBatch;
+
+use super::yield_wait::YieldPolicy;
 
 /// What a waiting writer is told to do next.
 pub(crate) enum SlotState {
@@ -33,14 +36,20 @@ pub(crate) enum SlotState {
 /// One writer's mailbox.
 pub(crate) struct WriterSlot {
     state: Mutex<SlotState>,
+    /// Something is posted and not yet taken (set and cleared under `state`'s lock), so a
+    /// waiter can watch for it without the lock while it spins or yields.
+    posted: AtomicBool,
     cv: Condvar,
 }
 
 thread_local! {
     /// Each thread's slot, reused by its writes (a thread has one write in flight at a time),
     /// so a write allocates no slot of its own.
-    static SLOT: Arc<WriterSlot> =
-        Arc::new(WriterSlot { state: Mutex::new(SlotState::Waiting), cv: Condvar::new() });
+    static SLOT: Arc<WriterSlot> = Arc::new(WriterSlot {
+        state: Mutex::new(SlotState::Waiting),
+        posted: AtomicBool::new(false),
+        cv: Condvar::new(),
+    });
 }
 
 impl WriterSlot {
@@ -50,18 +59,26 @@ impl WriterSlot {
         SLOT.with(Arc::clone)
     }
 
-    /// Waits until something is posted, and takes it.
-    pub(crate) fn wait(&self) -> SlotState {
+    /// Waits until something is posted (spinning and yielding first as `policy` allows,
+    /// `yield_wait.rs`), and takes it.
+    pub(crate) fn wait(&self, policy: &YieldPolicy) -> SlotState {
+        policy.spin_until(|| self.posted.load(Ordering::Acquire));
         let mut s = self.state.lock();
         while matches!(*s, SlotState::Waiting) {
             self.cv.wait(&mut s);
         }
+        self.posted.store(false, Ordering::Relaxed);
         std::mem::replace(&mut *s, SlotState::Waiting)
     }
 
-    /// Posts the writer's next step and wakes it.
+    /// Posts the writer's next step and wakes it (a waiter that is not asleep costs no
+    /// system call to wake).
     pub(crate) fn post(&self, next: SlotState) {
-        *self.state.lock() = next;
+        {
+            let mut s = self.state.lock();
+            *s = next;
+            self.posted.store(true, Ordering::Release);
+        }
         self.cv.notify_one();
     }
 }

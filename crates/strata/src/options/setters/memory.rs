@@ -72,9 +72,19 @@ impl Options {
         self.accepted.row_cache = Some(cache.clone());
     }
 
-    /// `enable_write_thread_adaptive_yield`: kept.
+    /// `enable_write_thread_adaptive_yield` (`Options::enable_write_thread_adaptive_yield`).
     pub fn set_enable_write_thread_adaptive_yield(&mut self, enabled: bool) {
-        self.accepted.enable_write_thread_adaptive_yield = enabled;
+        self.enable_write_thread_adaptive_yield = enabled;
+    }
+
+    /// `write_thread_max_yield_usec`.
+    pub fn set_write_thread_max_yield_usec(&mut self, micros: u64) {
+        self.write_thread_max_yield_usec = micros;
+    }
+
+    /// `write_thread_slow_yield_usec`.
+    pub fn set_write_thread_slow_yield_usec(&mut self, micros: u64) {
+        self.write_thread_slow_yield_usec = micros;
     }
 
     /// `use_adaptive_mutex`: kept.
