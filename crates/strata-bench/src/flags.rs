@@ -294,7 +294,7 @@ define_flags! {
     enable_pipelined_write: bool = true, Engine, "The next write group's WAL write overlaps this group's memtable insert";
     unordered_write: bool = false, Engine, "Publish a group once it is in the WAL; writers insert unordered (weaker snapshots)";
     max_write_batch_group_size_bytes: u64 = 1048576u64, Engine, "The most bytes of batches one write group takes";
-    enable_write_thread_adaptive_yield: bool = true, Engine, "A writer waiting for its group spins and yields its CPU before it sleeps, while that keeps paying";
+    enable_write_thread_adaptive_yield: String = String::new(), Engine, "A writer waiting for its group spins and yields its CPU before it sleeps, while that keeps paying: true or false (empty: the engine's default: RocksDB true, Strata false)";
     write_thread_max_yield_usec: u64 = 100u64, Engine, "The longest a waiting writer yields before it sleeps (microseconds)";
     write_thread_slow_yield_usec: u64 = 3u64, Engine, "A yield this long or longer is slow; after three, a waiting writer sleeps (microseconds)";
     wal_zeros_ahead: bool = true, Engine, "Strata only: new WAL files are zero-filled ahead of their records, so a synced write changes no file size";

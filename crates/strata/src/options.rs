@@ -408,12 +408,14 @@ pub struct Options {
     /// leader whose own batch is at most an eighth of this takes only an eighth more, so a
     /// small write is not held up by a large group. Default: 1 MiB.
     pub max_write_batch_group_size_bytes: u64,
-    /// A writer waiting for its group's leader spins briefly, then yields its CPU for up to
-    /// `write_thread_max_yield_usec` before it sleeps, while yielding keeps ending such waits
-    /// (the writers sample whether it does): with more writers than cores, a sleeping writer
-    /// costs its leader a system call to wake. Waits that outlast the yields (synced writes),
-    /// or yields that take `write_thread_slow_yield_usec` or more because other threads want
-    /// the CPU, turn it back to sleeping. Default: true.
+    /// A writer waiting for its group's leader (or a pipelined leader for the previous
+    /// group) yields its CPU for up to `write_thread_max_yield_usec` before it sleeps, while
+    /// yielding keeps ending such waits (the writers sample whether it does): a sleeping
+    /// writer costs its leader a system call to wake. Waits that outlast the yields (synced
+    /// writes), or yields that take `write_thread_slow_yield_usec` or more because other
+    /// threads want the CPU, turn it back to sleeping. Off, a writer spins briefly and then
+    /// sleeps. Default: false (RocksDB's is true): with more writers than cores, the yields
+    /// took CPU from flushes and compactions (`docs/measurements.md`, "Write path").
     pub enable_write_thread_adaptive_yield: bool,
     /// The longest a waiting writer yields before it sleeps, in microseconds (0: it sleeps
     /// after a short spin). Default: 100.
@@ -557,7 +559,7 @@ impl Default for Options {
             wal_bytes_per_sync: 0,
             manual_wal_flush: false,
             max_write_batch_group_size_bytes: 1 << 20,
-            enable_write_thread_adaptive_yield: true,
+            enable_write_thread_adaptive_yield: false,
             write_thread_max_yield_usec: 100,
             write_thread_slow_yield_usec: 3,
             enable_pipelined_write: false,

@@ -452,6 +452,19 @@ pub fn memtable_bloom_size_ratio(cfg: &Config) -> Result<Option<f64>> {
     Ok((r >= 0.0).then_some(r))
 }
 
+/// `--enable_write_thread_adaptive_yield`: `None` (empty) for the engine's own default.
+pub fn adaptive_yield(cfg: &Config) -> Result<Option<bool>> {
+    match cfg.flags.enable_write_thread_adaptive_yield.as_str() {
+        "" => Ok(None),
+        "true" | "1" => Ok(Some(true)),
+        "false" | "0" => Ok(Some(false)),
+        other => bail!(
+            "--enable_write_thread_adaptive_yield={other}: expected true or false (or nothing: \
+             the engine's default)"
+        ),
+    }
+}
+
 /// Translates db_bench's `rocksdb.*` property names for engines that use another prefix.
 pub fn strip_rocksdb_prefix(name: &str) -> &str {
     name.strip_prefix("rocksdb.").unwrap_or(name)
@@ -459,6 +472,22 @@ pub fn strip_rocksdb_prefix(name: &str) -> &str {
 
 #[cfg(test)]
 pub(crate) mod tests {
+    #[test]
+    fn adaptive_yield_is_a_boolean_or_the_engine_default() {
+        let opts = |args: &[&str]| {
+            let mut a = vec!["--db=/tmp/x", "--seed=1"];
+            a.extend_from_slice(args);
+            let c = crate::config::Config::from_args(&a).expect("config");
+            super::strata::build_options(&c).map(|o| o.enable_write_thread_adaptive_yield)
+        };
+        let default = strata::Options::default().enable_write_thread_adaptive_yield;
+        assert_eq!(opts(&[]).unwrap(), default, "no flag: Strata's own default");
+        assert!(opts(&["--enable_write_thread_adaptive_yield=true"]).unwrap());
+        assert!(!opts(&["--enable_write_thread_adaptive_yield=0"]).unwrap());
+        let e = opts(&["--enable_write_thread_adaptive_yield=maybe"]).unwrap_err().to_string();
+        assert!(e.contains("--enable_write_thread_adaptive_yield=maybe") && e.contains("expected"));
+    }
+
     #[test]
     fn families_follow_db_bench() {
         assert_eq!(super::column_family_name(0), "default");

@@ -217,7 +217,9 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
     o.set_allow_concurrent_memtable_write(f.allow_concurrent_memtable_write);
     o.set_enable_pipelined_write(f.enable_pipelined_write);
     o.set_unordered_write(f.unordered_write);
-    o.set_enable_write_thread_adaptive_yield(f.enable_write_thread_adaptive_yield);
+    if let Some(on) = super::adaptive_yield(cfg)? {
+        o.set_enable_write_thread_adaptive_yield(on);
+    }
     // SAFETY: `o` is a live options object for the duration of the calls; the C setters only
     // store the values.
     unsafe {

@@ -205,7 +205,9 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
     o.enable_pipelined_write = f.enable_pipelined_write;
     o.unordered_write = f.unordered_write;
     o.max_write_batch_group_size_bytes = f.max_write_batch_group_size_bytes;
-    o.enable_write_thread_adaptive_yield = f.enable_write_thread_adaptive_yield;
+    if let Some(on) = super::adaptive_yield(cfg)? {
+        o.enable_write_thread_adaptive_yield = on;
+    }
     o.write_thread_max_yield_usec = f.write_thread_max_yield_usec;
     o.write_thread_slow_yield_usec = f.write_thread_slow_yield_usec;
     o.wal_zeros_ahead = f.wal_zeros_ahead;

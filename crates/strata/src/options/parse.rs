@@ -585,11 +585,11 @@ mod tests {
                  compression=kZlibCompression;disable_auto_compactions=true;\
                  block_based_table_factory={block_size=16k;format_version=5};\
                  compaction_options_fifo={max_table_files_size=1g};ttl=60;\
-                 enable_write_thread_adaptive_yield=false;write_thread_max_yield_usec=50;\
+                 enable_write_thread_adaptive_yield=true;write_thread_max_yield_usec=50;\
                  write_thread_slow_yield_usec=5",
             )
             .unwrap();
-        assert!(!o.enable_write_thread_adaptive_yield);
+        assert!(o.enable_write_thread_adaptive_yield);
         assert_eq!((o.write_thread_max_yield_usec, o.write_thread_slow_yield_usec), (50, 5));
         assert!(o.get_use_fsync());
         assert_eq!(o.write_buffer_size, 8 << 20);

@@ -1,6 +1,6 @@
-//! Every write mode (ordered, pipelined, pipelined with some writes skipping the WAL, without
-//! concurrent memtable inserts, unordered, and the vector memtable with and without concurrent
-//! inserts) keeps
+//! Every write mode (ordered, pipelined, pipelined with some writes skipping the WAL and
+//! writers yielding, without concurrent memtable inserts, unordered, and the vector memtable
+//! with and without concurrent inserts) keeps
 //! every acknowledged write, before and after reopen, across memtable switches; the ordered
 //! modes also keep batches atomic and each writer's history in order under a snapshot, and
 //! members of a group really insert their own large batches.
@@ -22,7 +22,8 @@ enum Mode {
     Ordered,
     Pipelined,
     /// Pipelined, one write in four without the WAL: those groups pass the leadership on only
-    /// once published, the others as soon as their WAL record is written.
+    /// once published, the others as soon as their WAL record is written. Waiting writers
+    /// yield before they sleep (`enable_write_thread_adaptive_yield`).
     PipelinedSomeWithoutWal,
     LeaderInserts,
     Unordered,
@@ -44,6 +45,7 @@ fn options(mode: Mode) -> Options {
         unordered_write: matches!(mode, Mode::Unordered),
         vector_memtable: matches!(mode, Mode::Vector | Mode::VectorConcurrent),
         wal_mmap_writes: matches!(mode, Mode::MappedWal),
+        enable_write_thread_adaptive_yield: matches!(mode, Mode::PipelinedSomeWithoutWal),
         ..Options::default()
     }
 }

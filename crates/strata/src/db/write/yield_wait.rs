@@ -1,5 +1,7 @@
-//! How a writer waits for its slot (`queue.rs`): a short spin, then, while yielding has been
-//! paying off, yields of its CPU for up to `write_thread_max_yield_usec`, and only then sleep.
+//! How a writer waits for its slot (`queue.rs`), and a pipelined leader for the previous
+//! group's publication: a short spin, then (with `enable_write_thread_adaptive_yield`, while
+//! yielding has been paying off) yields of its CPU for up to `write_thread_max_yield_usec`,
+//! and only then sleep.
 //!
 //! Sleeping costs both sides a system call: the waiter's futex wait, and a futex wake from the
 //! leader for every member of every group, before the leader can lead on. With more writers
@@ -15,14 +17,18 @@
 //! [`SAMPLE_EVERY`]th wait of a thread yields regardless and adds to the credit when yielding
 //! ended the wait, or takes from it when it did not; the others yield only while the credit is
 //! not negative. So a workload of long waits soon stops yielding, and one of short waits keeps
-//! on. (RocksDB's write thread decides the same way, with the same two options.)
+//! on. (RocksDB's write thread decides the same way, with the same options.)
+//!
+//! The yields are off by default: with more writers than cores they took CPU from flushes and
+//! compactions (`docs/measurements.md`, "Write path").
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
-/// Spins before the first yield: about a microsecond, which a wait for a leader's memtable
-/// insert of a few records often is.
+/// Spins before the first yield (or the sleep): a few microseconds at most (a spin-loop hint
+/// takes from tens to about 140 cycles, by CPU), which a wait for a leader's memtable insert
+/// of a few records often is.
 const SPINS: u32 = 64;
 
 /// Slow yields after which a writer stops yielding and sleeps.
