@@ -472,14 +472,18 @@ pub fn strip_rocksdb_prefix(name: &str) -> &str {
 
 #[cfg(test)]
 pub(crate) mod tests {
+    /// The Strata options strata-bench builds from these flags.
+    fn strata_options(args: &[&str]) -> anyhow::Result<strata::Options> {
+        let mut a = vec!["--db=/tmp/x", "--seed=1"];
+        a.extend_from_slice(args);
+        let c = crate::config::Config::from_args(&a).expect("config");
+        super::strata::build_options(&c)
+    }
+
     #[test]
     fn adaptive_yield_is_a_boolean_or_the_engine_default() {
-        let opts = |args: &[&str]| {
-            let mut a = vec!["--db=/tmp/x", "--seed=1"];
-            a.extend_from_slice(args);
-            let c = crate::config::Config::from_args(&a).expect("config");
-            super::strata::build_options(&c).map(|o| o.enable_write_thread_adaptive_yield)
-        };
+        let opts =
+            |args: &[&str]| strata_options(args).map(|o| o.enable_write_thread_adaptive_yield);
         let default = strata::Options::default().enable_write_thread_adaptive_yield;
         assert_eq!(opts(&[]).unwrap(), default, "no flag: Strata's own default");
         assert!(opts(&["--enable_write_thread_adaptive_yield=true"]).unwrap());
@@ -501,12 +505,8 @@ pub(crate) mod tests {
 
     #[test]
     fn memtable_filter_flags_map_onto_strata() {
-        let opts = |args: &[&str]| {
-            let mut a = vec!["--db=/tmp/x", "--seed=1"];
-            a.extend_from_slice(args);
-            let c = crate::config::Config::from_args(&a).expect("config");
-            super::strata::build_options(&c).map(|o| o.memtable_bloom_size_ratio.to_bits())
-        };
+        let opts =
+            |args: &[&str]| strata_options(args).map(|o| o.memtable_bloom_size_ratio.to_bits());
         let default = strata::Options::default().memtable_bloom_size_ratio.to_bits();
         assert_eq!(opts(&[]).unwrap(), default, "no flag: Strata's own default");
         let whole = ["--memtable_bloom_size_ratio=0.1", "--memtable_whole_key_filtering=true"];
