@@ -261,8 +261,9 @@ pub(crate) struct DbInner {
     /// Write groups between the WAL and publication (`db/write/mod.rs`).
     pub pipeline: Mutex<write::WritePipeline>,
     pub pipeline_cv: Condvar,
-    /// `pipeline.finished`, stored under its lock, for a group waiting for its turn to
-    /// publish to spin on without the lock.
+    /// Write groups numbered below this are finished (published, or failed). Changed only
+    /// under `pipeline`'s lock (so a wait on `pipeline_cv` sees it change), read without it
+    /// by a group spinning for its turn to publish.
     pub groups_finished: AtomicU64,
     /// Synced groups waiting for their fdatasync outside the WAL lock. It drops under
     /// `sync_slots`, with `sync_slots_cv` signalled, for a leader waiting to start its sync.

@@ -368,13 +368,12 @@ pub(crate) struct StagedGroup {
 /// (under the WAL lock) and are published in that order: `visible_sequence` never covers a
 /// group before every earlier one is published. Outside unordered writes a group is published
 /// only once it is in the memtable; with them, `inserting` counts the inserts of published
-/// groups still going on.
+/// groups still going on. How many groups are finished is `DbInner::groups_finished`,
+/// changed under this lock only.
 #[derive(Default)]
 pub(crate) struct WritePipeline {
     /// Groups numbered below this took their sequence numbers.
     pub assigned: u64,
-    /// Groups numbered below this are finished: published, or failed.
-    pub finished: u64,
     /// Inserts of published groups still running (unordered writes only).
     pub inserting: u64,
 }
@@ -646,16 +645,14 @@ fn publish_in_order(
     // The previous group is usually inserting still (pipelined writes): spin and yield for it
     // first, as a writer waits for its slot.
     let my_turn = || inner.groups_finished.load(Ordering::Acquire) == staged.group;
-    if !my_turn() {
-        inner.write_wait.spin_until(my_turn);
-    }
-    {
+    if !inner.write_wait.spin_until(my_turn) {
         let mut p = inner.pipeline.lock();
-        while p.finished != staged.group {
+        while !my_turn() {
             inner.pipeline_cv.wait(&mut p);
         }
     }
-    // This group's turn: only it advances `finished` from here, so it publishes unlocked.
+    // This group's turn: only it advances `groups_finished` from here, so it publishes
+    // unlocked.
     if result.is_ok() {
         if let Some(e) = inner.bg_error() {
             // An earlier group's sync failed: the OS may have dropped its pages, and this
@@ -668,8 +665,7 @@ fn publish_in_order(
     }
     {
         let mut p = inner.pipeline.lock();
-        p.finished += 1;
-        inner.groups_finished.store(p.finished, Ordering::Release);
+        inner.groups_finished.store(staged.group + 1, Ordering::Release);
         if result.is_ok() {
             p.inserting += inserts_after;
         }
@@ -725,7 +721,7 @@ fn check_inserted(inserted: u64, expected: u64) -> Result<()> {
 /// makes immutable. The caller holds the WAL lock, which finishing groups never take.
 pub(crate) fn drain_pipeline(inner: &DbInner) {
     let mut p = inner.pipeline.lock();
-    while p.finished < p.assigned || p.inserting > 0 {
+    while inner.groups_finished.load(Ordering::Acquire) < p.assigned || p.inserting > 0 {
         inner.pipeline_cv.wait(&mut p);
     }
 }
