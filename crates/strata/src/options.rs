@@ -947,6 +947,7 @@ impl Options {
             level0_file_num_compaction_trigger: self.level0_file_num_compaction_trigger,
             level0_batch_files: self.level0_file_num_compaction_trigger,
             level0_carry_over: false,
+            level0_drain: false,
             level0_slowdown_writes_trigger: self.level0_slowdown_writes_trigger,
             max_bytes_for_level_base: self.max_bytes_for_level_base,
             max_bytes_for_level_multiplier: self.max_bytes_for_level_multiplier,

@@ -35,6 +35,16 @@
 //! trigger) and a DB that measured nothing yet (a fresh process) compact L0 into the base
 //! level as before.
 //!
+//! Drain: a carried-over L0 bets on the next batch. When writes stay paused past
+//! [`L0Batch::drain_at`] (the pause that starts the carry-over, plus as long again as the
+//! L0 -> base compaction would run: longer than a stall behind that compaction lasts), the bet
+//! is lost: L0 goes down to the base level, however few its files ([`L0Batch::drain`]), so an
+//! idle DB neither keeps the carried bytes twice on disk (above their older versions) nor
+//! makes every read and seek visit one more sorted run. `Db::wait_for_compact` waits for that
+//! drain like any other pending compaction. A pause that has already lasted that long when
+//! the compaction thread gets to L0 (it was busy with another level) skips the merge: L0 goes
+//! straight down.
+//!
 //! The picker applies it ([`super::picker::PickerOptions::level0_batch_files`]) to a
 //! compaction L0's file count calls for, never to one its size calls for. Light writes (a
 //! file every few seconds against compactions of a second) get the trigger: batching is for
@@ -55,13 +65,15 @@ const NEW_SAMPLE_WEIGHT: f64 = 0.3;
 const PAUSE_INTERVALS: f64 = 2.0;
 
 /// What a family measured of its L0 inflow and of its compactions' speed.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct L0Pace {
     last_arrival: Option<Instant>,
     /// Mean seconds between L0 files (needs two arrivals).
     mean_interval: Option<f64>,
     /// Mean input bytes per second of L0 -> base compactions that rewrote data.
     compaction_speed: Option<f64>,
+    /// L0 was carried over and has not gone down since ([`L0Pace::on_pick`]).
+    carried: bool,
 }
 
 /// The L0 file count an L0 -> base compaction waits for, and until when that holds.
@@ -75,6 +87,11 @@ pub(crate) struct L0Batch {
     /// L0 -> base compactions drain them: L0 may merge in place and wait for the next batch
     /// (see the module doc).
     pub carry_over: bool,
+    /// Writes stayed paused past [`L0Batch::drain_at`] after a carry-over: L0 goes down to
+    /// the base level whatever its file count (see the module doc).
+    pub drain: bool,
+    /// When a carried-over L0 drains unless another file arrives first.
+    pub drain_at: Option<Instant>,
 }
 
 fn mean(old: Option<f64>, sample: f64) -> f64 {
@@ -93,6 +110,7 @@ impl L0Pace {
             last_arrival: Some(last),
             mean_interval: Some(interval),
             compaction_speed: Some(speed),
+            carried: false,
         }
     }
 
@@ -109,6 +127,17 @@ impl L0Pace {
             self.mean_interval = Some(mean(self.mean_interval, gap));
         }
         self.last_arrival = Some(now);
+    }
+
+    /// A compaction of L0 was picked (`into_l0`: merged in L0, as a carry-over does), or L0
+    /// was found `empty`: whether L0 now waits as a carried-over level for the next batch.
+    pub(crate) fn on_pick(&mut self, into_l0: bool, empty: bool) {
+        self.carried = into_l0 && !empty;
+    }
+
+    /// Whether L0 was carried over and has not gone down since.
+    pub(crate) fn carried(&self) -> bool {
+        self.carried
     }
 
     /// An L0 -> base compaction read `input_bytes` and ran for `micros` (rewrites only: a
@@ -133,48 +162,79 @@ impl L0Pace {
         now: Instant,
     ) -> L0Batch {
         let trigger = o.level0_file_num_compaction_trigger.max(1);
-        let at_trigger = L0Batch { files: trigger, until: None, carry_over: false };
+        let at_trigger = L0Batch {
+            files: trigger,
+            until: None,
+            carry_over: false,
+            drain: false,
+            drain_at: None,
+        };
+        // Where the pace cannot time a drain (batching switched off, options changed), a
+        // carried-over L0 goes down at once.
+        let untimed = L0Batch { drain: self.carried, ..at_trigger };
         let cap = (o.level0_slowdown_writes_trigger / 2).max(trigger);
         if !enabled || o.style != CompactionStyle::Leveled || o.num_levels < 2 || cap == trigger {
-            return at_trigger;
+            return untimed;
         }
         let (Some(last), Some(interval), Some(speed)) =
             (self.last_arrival, self.mean_interval, self.compaction_speed)
         else {
-            return at_trigger;
+            return untimed;
         };
         if interval <= 0.0 || speed <= 0.0 {
-            return at_trigger;
+            return untimed;
         }
         let Some(until) = last.checked_add(Duration::from_secs_f64(interval * PAUSE_INTERVALS))
         else {
-            return at_trigger;
+            return untimed;
         };
         let free: Vec<_> =
             v.levels[0].iter().filter(|f| !busy.contains(&f.number)).cloned().collect();
+        // How long an L0 -> base compaction of the free L0 files would run now.
+        let duration = || {
+            let (lo, hi) = range_of(free.iter(), v.order())?;
+            let base = level_targets(v, o).base_level;
+            let base_bytes: u64 = if base == 0 {
+                0
+            } else {
+                overlapping(v, base, &lo, &hi).iter().map(|f| f.file_size).sum()
+            };
+            let l0_bytes: u64 = free.iter().map(|f| f.file_size).sum();
+            Some((l0_bytes + base_bytes) as f64 / speed)
+        };
+        if self.carried && now >= until && !free.is_empty() {
+            let Some(drain_at) = duration()
+                .and_then(|d| Duration::try_from_secs_f64(d).ok())
+                .and_then(|d| until.checked_add(d))
+            else {
+                return untimed;
+            };
+            if now >= drain_at {
+                return L0Batch { drain: true, ..at_trigger };
+            }
+            return L0Batch { drain_at: Some(drain_at), ..at_trigger };
+        }
         if free.len() < trigger {
             return at_trigger;
         }
-        let Some((lo, hi)) = range_of(free.iter(), v.order()) else { return at_trigger };
-        let base = level_targets(v, o).base_level;
-        let base_bytes: u64 = if base == 0 {
-            0
-        } else {
-            overlapping(v, base, &lo, &hi).iter().map(|f| f.file_size).sum()
-        };
-        let l0_bytes: u64 = free.iter().map(|f| f.file_size).sum();
-        let duration = (l0_bytes + base_bytes) as f64 / speed;
+        let Some(duration) = duration() else { return at_trigger };
         let arriving = (duration / interval).ceil();
         if now >= until {
-            // Writes paused: the trigger applies, and under pressure L0 is carried over.
-            return L0Batch { carry_over: arriving > trigger as f64, ..at_trigger };
+            // Writes paused: the trigger applies, and under pressure L0 is carried over,
+            // unless the pause already lasted as long as the drain would wait (the compaction
+            // thread was busy meanwhile): then it goes straight down.
+            let fresh = Duration::try_from_secs_f64(duration)
+                .ok()
+                .and_then(|d| until.checked_add(d))
+                .is_some_and(|drain_at| now < drain_at);
+            return L0Batch { carry_over: arriving > trigger as f64 && fresh, ..at_trigger };
         }
         let files =
             if arriving.is_finite() { (arriving as usize).clamp(trigger, cap) } else { cap };
         if files == trigger {
             return at_trigger;
         }
-        L0Batch { files, until: Some(until), carry_over: false }
+        L0Batch { files, until: Some(until), ..at_trigger }
     }
 }
 
@@ -200,6 +260,11 @@ mod tests {
         let _ = writeln!(text, "\nL6: 20:a-z:{}", 2048 * MB);
         let (v, o, _) = parse_shape(&text);
         (v, o)
+    }
+
+    /// The batch of a trigger of 4 that holds nothing back.
+    fn trigger_only() -> L0Batch {
+        L0Batch { files: 4, until: None, carry_over: false, drain: false, drain_at: None }
     }
 
     /// Files every 0.2 s from `t0` on (five of them), compactions reading `mb_per_sec`.
@@ -254,11 +319,11 @@ mod tests {
         // At 400 MiB/s: 0.66 s, 4 files: the trigger, with no deadline.
         let (v, o) = shape(4);
         let b = pressed(t0, 400).batch(&v, &o, &HashSet::new(), true, now);
-        assert_eq!(b, L0Batch { files: 4, until: None, carry_over: false });
+        assert_eq!(b, L0Batch { files: 4, ..trigger_only() });
         // Below the trigger nothing is held back: no deadline to wake up for.
         let (v, o) = shape(3);
         let b = p.batch(&v, &o, &HashSet::new(), true, now);
-        assert_eq!(b, L0Batch { files: 4, until: None, carry_over: false });
+        assert_eq!(b, L0Batch { files: 4, ..trigger_only() });
     }
 
     #[test]
@@ -269,16 +334,17 @@ mod tests {
         // Last file at 0.8 s, mean interval 0.2 s: the batch holds until 1.2 s.
         let until = t0 + Duration::from_millis(1200);
         let b = p.batch(&v, &o, &HashSet::new(), true, t0 + Duration::from_millis(1199));
-        assert_eq!(b, L0Batch { files: 7, until: Some(until), carry_over: false });
+        assert_eq!(b, L0Batch { files: 7, until: Some(until), ..trigger_only() });
         // Then the trigger applies, and the 4 files a batch of 7 was gathering carry over.
         let b = p.batch(&v, &o, &HashSet::new(), true, until);
-        assert_eq!(b, L0Batch { files: 4, until: None, carry_over: true });
+        assert_eq!(b, L0Batch { files: 4, carry_over: true, ..trigger_only() });
     }
 
     #[test]
     fn only_files_that_came_faster_than_compactions_drain_them_carry_over() {
         let t0 = Instant::now();
-        let paused = t0 + Duration::from_secs(5);
+        // Files stopped at 0.8 s: paused from 1.2 s.
+        let paused = t0 + Duration::from_millis(1300);
         let (v, o) = shape(4);
         let none = HashSet::new();
         // Compactions at 400 MiB/s would have taken the trigger (0.66 s, 4 files).
@@ -286,6 +352,12 @@ mod tests {
         // At 200 MiB/s a batch of 7: carried over, also past the slowdown cap's 10.
         assert!(pressed(t0, 200).batch(&v, &o, &none, true, paused).carry_over);
         assert!(pressed(t0, 50).batch(&v, &o, &none, true, paused).carry_over);
+        // Paused for longer than the compaction takes (1.32 s at 200 MiB/s) before the
+        // compaction thread got to L0: no merge, straight down; at 50 MiB/s (5.28 s) still
+        // carried over.
+        let late = t0 + Duration::from_millis(1200 + 1330);
+        assert!(!pressed(t0, 200).batch(&v, &o, &none, true, late).carry_over);
+        assert!(pressed(t0, 50).batch(&v, &o, &none, true, late).carry_over);
         // Below the trigger there is nothing to compact, so nothing to carry.
         let (v3, o3) = shape(3);
         assert!(!pressed(t0, 200).batch(&v3, &o3, &none, true, paused).carry_over);
@@ -295,6 +367,44 @@ mod tests {
         let mut u = o.clone();
         u.style = CompactionStyle::Universal;
         assert!(!pressed(t0, 200).batch(&v, &u, &none, true, paused).carry_over);
+    }
+
+    #[test]
+    fn a_carried_over_l0_drains_when_writes_stay_paused() {
+        let t0 = Instant::now();
+        let mut p = pressed(t0, 200);
+        // The carried file alone: 16 MiB over the 200 MiB base level.
+        let (v, o) = shape(1);
+        let none = HashSet::new();
+        let long_after = t0 + Duration::from_secs(60);
+        // Never carried over: one file below the trigger waits, nothing scheduled.
+        assert_eq!(p.batch(&v, &o, &none, true, long_after), trigger_only());
+        p.on_pick(true, false);
+        assert!(p.carried());
+        // Files stopped at 0.8 s (pause from 1.2 s); its compaction would read 216 MiB at
+        // 200 MiB/s: the drain comes 1.08 s after the pause began.
+        let until = t0 + Duration::from_millis(1200);
+        let drain_at = until + Duration::from_secs_f64(216.0 / 200.0);
+        let before = t0 + Duration::from_millis(1199);
+        assert_eq!(p.batch(&v, &o, &none, true, before), trigger_only());
+        let b = p.batch(&v, &o, &none, true, until);
+        assert_eq!(b, L0Batch { drain_at: Some(drain_at), ..trigger_only() });
+        assert!(p.batch(&v, &o, &none, true, drain_at).drain);
+        // A busy L0 file is not drained; batching switched off drains at once.
+        let busy: HashSet<FileNumber> = [FileNumber(100)].into_iter().collect();
+        assert!(!p.batch(&v, &o, &busy, true, long_after).drain);
+        assert!(p.batch(&v, &o, &none, false, until).drain);
+        // A file arriving meanwhile: writes go on, the carried file waits for the batch.
+        let mut resumed = p.clone();
+        resumed.on_l0_file(until + Duration::from_millis(100));
+        let (v2, _) = shape(2);
+        let b = resumed.batch(&v2, &o, &none, true, until + Duration::from_millis(150));
+        assert!(!b.drain && b.drain_at.is_none());
+        // Once L0 went down, or was found empty, nothing drains.
+        p.on_pick(false, false);
+        assert!(!p.batch(&v, &o, &none, true, long_after).drain);
+        p.on_pick(true, true);
+        assert!(!p.carried());
     }
 
     #[test]

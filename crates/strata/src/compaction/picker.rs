@@ -15,7 +15,8 @@
 //!   (the batch is the trigger unless the DB batches L0 under write pressure, see
 //!   [`super::l0_batch`]); while it waits, only levels scoring above it are picked. When
 //!   writes paused after a batch was gathered, L0 may instead merge into one L0 file that
-//!   waits for the next batch ([`carried_over`]). Another level takes the one file with the
+//!   waits for the next batch ([`carried_over`]), and when writes stay paused after that, L0
+//!   drains into the base level whatever its file count (`level0_drain`). Another level takes the one file with the
 //!   least overlap with the next level relative to its size (kMinOverlappingRatio), grown to
 //!   the neighbours that add no file of the next level, plus the overlapping next-level files.
 //! - A single input file with no overlap below is a trivial move (a MANIFEST-only change)
@@ -47,6 +48,9 @@ pub(crate) struct PickerOptions {
     /// merges L0 into one L0 file, which waits for the next batch, when that writes far less
     /// than rewriting the base level (see [`carried_over`]).
     pub level0_carry_over: bool,
+    /// Set by the DB when writes stayed paused after a carry-over ([`super::l0_batch`]): L0
+    /// goes down to the base level, however few its files.
+    pub level0_drain: bool,
     pub level0_slowdown_writes_trigger: usize,
     pub max_bytes_for_level_base: u64,
     pub max_bytes_for_level_multiplier: f64,
@@ -78,6 +82,7 @@ impl PickerOptions {
             level0_file_num_compaction_trigger: trigger,
             level0_batch_files: trigger,
             level0_carry_over: false,
+            level0_drain: false,
             level0_slowdown_writes_trigger: 20,
             max_bytes_for_level_base: 256 << 20,
             max_bytes_for_level_multiplier: 10.0,
@@ -266,7 +271,8 @@ const SCORE_SCALE: f64 = 10.0;
 /// The compaction score of each level (0 for levels that are not inputs by score); a level
 /// needs compaction at 1 and more.
 ///
-/// - L0: files not being compacted / trigger. With dynamic level bytes, at least 1.01 once
+/// - L0: files not being compacted / trigger, at least 1.01 when L0 drains
+///   ([`PickerOptions::level0_drain`]) and has one. With dynamic level bytes, at least 1.01 once
 ///   those files hold `max_bytes_for_level_base`, and at least their size over the base
 ///   level's (actual or target, the larger) once they outgrow the base level's target; then
 ///   scaled. Without: at least their size / `max_bytes_for_level_base`.
@@ -287,6 +293,9 @@ pub(crate) fn level_scores(
     let l0_files = free(0).count();
     let l0_bytes: u64 = free(0).map(|f| f.file_size).sum();
     let mut score = l0_files as f64 / o.level0_file_num_compaction_trigger.max(1) as f64;
+    if o.level0_drain && l0_files > 0 {
+        score = score.max(1.01);
+    }
     if o.dynamic_level_bytes {
         if l0_bytes >= o.max_bytes_for_level_base {
             score = score.max(1.01);
@@ -584,10 +593,12 @@ pub(crate) fn pick_compaction(
 }
 
 /// Whether L0's compaction waits for more files ([`PickerOptions::level0_batch_files`]):
-/// fewer than that many, and less than `max_bytes_for_level_base` in them. (Called when no
-/// L0 file is busy.)
+/// fewer than that many, and less than `max_bytes_for_level_base` in them, unless L0 drains.
+/// (Called when no L0 file is busy.)
 fn waits_for_batch(v: &Version, o: &PickerOptions) -> bool {
-    v.levels[0].len() < o.level0_batch_files && v.level_bytes(0) < o.max_bytes_for_level_base
+    !o.level0_drain
+        && v.levels[0].len() < o.level0_batch_files
+        && v.level_bytes(0) < o.max_bytes_for_level_base
 }
 
 /// With [`PickerOptions::level0_carry_over`], the merge of all of L0 into one L0 file in place

@@ -41,7 +41,8 @@ fn pick_any(
     let now = now_secs();
     let instant = Instant::now();
     let mut wake = None::<Instant>;
-    let found = st.cfs.values().find_map(|c| {
+    let compacting = &st.compacting;
+    let found = st.cfs.values_mut().find_map(|c| {
         if c.cfd.live_opts().disable_auto_compactions {
             return None;
         }
@@ -50,18 +51,35 @@ fn pick_any(
         let batch = c.l0_pace.batch(
             &v,
             &o,
-            &st.compacting,
+            compacting,
             c.cfd.live_opts().level0_compaction_batching,
             instant,
         );
         o.level0_batch_files = batch.files;
         o.level0_carry_over = batch.carry_over;
-        let mut plan = pick(&v, &o, &st.compacting, now);
+        o.level0_drain = batch.drain;
+        let mut plan = pick(&v, &o, compacting, now);
         if let Some(p) = plan.as_mut() {
             place(p, &c.cfd.paths.targets(), &o);
         }
-        if let (None, Some(until)) = (&plan, batch.until) {
-            wake = Some(wake.map_or(until, |w| w.min(until)));
+        match &plan {
+            Some(p) if p.start_level == 0 => {
+                c.l0_pace.on_pick(p.output_level == 0 && batch.carry_over, false);
+            }
+            Some(_) => {}
+            None if v.levels[0].is_empty() => c.l0_pace.on_pick(false, true),
+            None => {
+                for at in [batch.until, batch.drain_at].into_iter().flatten() {
+                    wake = Some(wake.map_or(at, |w| w.min(at)));
+                }
+            }
+        }
+        if batch.drain && plan.as_ref().is_some_and(|p| p.start_level == 0) {
+            log.log(&format!(
+                "[{}] L0 drain: writes stayed paused after a carry-over; {} L0 files go down",
+                c.cfd.name,
+                v.levels[0].len()
+            ));
         }
         if let (Some(p), Some((interval, speed))) = (&plan, c.l0_pace.measured_pace()) {
             if p.start_level == 0 && p.output_level == 0 && batch.carry_over {
@@ -765,10 +783,13 @@ pub(crate) fn wait_for_compact(inner: &DbInner, deadline: Option<Instant>) -> Re
     loop {
         still_running(&st)?;
         let now = now_secs();
+        // A carried-over L0 is a compaction to come: it drains by itself once writes stay
+        // paused (`compaction::l0_batch`), and is waited for like the others.
         let pending = st.cfs.values().any(|c| {
             let v = c.cfd.current_super_version().version.clone();
             !c.cfd.live_opts().disable_auto_compactions
-                && pick(&v, &c.cfd.live_opts().picker_options(), &st.compacting, now).is_some()
+                && (pick(&v, &c.cfd.live_opts().picker_options(), &st.compacting, now).is_some()
+                    || (c.l0_pace.carried() && !v.levels[0].is_empty()))
         });
         let flushing = st.cfs.values().any(|c| !c.imm.is_empty());
         if !flushing && st.running_compactions == 0 && !pending {

@@ -46,6 +46,7 @@ pub(crate) fn parse_shape(text: &str) -> (Version, PickerOptions, HashSet<FileNu
                         }
                         "batch" => o.level0_batch_files = v.parse().unwrap(),
                         "carry" => o.level0_carry_over = v.parse().unwrap(),
+                        "drain" => o.level0_drain = v.parse().unwrap(),
                         "slowdown" => o.level0_slowdown_writes_trigger = v.parse().unwrap(),
                         "base" => o.max_bytes_for_level_base = v.parse().unwrap(),
                         "mult" => o.max_bytes_for_level_multiplier = v.parse().unwrap(),

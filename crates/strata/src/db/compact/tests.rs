@@ -31,6 +31,11 @@ fn options(batching: bool) -> Options {
 /// too slow to keep up (a batch of half the slowdown trigger, 4 files), then two L0 files.
 /// Returns the DB and the numbers of the files below L0 before those two came.
 fn two_l0_files_under_pressure(batching: bool, interval_secs: f64) -> (Db, Vec<u64>) {
+    two_l0_files_under_pace(batching, interval_secs, 1000.0)
+}
+
+/// [`two_l0_files_under_pressure`] with compactions measured at `speed` bytes per second.
+fn two_l0_files_under_pace(batching: bool, interval_secs: f64, speed: f64) -> (Db, Vec<u64>) {
     let db = Db::open(&options(batching), "/db").unwrap();
     let value = vec![b'v'; 100];
     for i in 0..2000u32 {
@@ -42,7 +47,7 @@ fn two_l0_files_under_pressure(batching: bool, interval_secs: f64) -> (Db, Vec<u
     {
         let mut st = db.inner.state.lock();
         let cs = st.cfs.get_mut(&0).unwrap();
-        cs.l0_pace = L0Pace::measured(Instant::now(), interval_secs, 1000.0);
+        cs.l0_pace = L0Pace::measured(Instant::now(), interval_secs, speed);
     }
     for round in 0..2u32 {
         for i in (round..2000).step_by(7) {
@@ -103,6 +108,27 @@ fn l0_files_gathered_under_pressure_are_carried_over_when_writes_pause() {
     assert_eq!(db.get("key00007").unwrap().as_deref(), Some(&b"round 0"[..]));
     assert_eq!(db.get("key00008").unwrap().as_deref(), Some(&b"round 1"[..]));
     assert_eq!(db.get("key00009").unwrap().as_deref(), Some(&b"later"[..]));
+}
+
+#[test]
+fn a_carried_over_l0_drains_by_itself_when_writes_stay_paused() {
+    // Files every 0.1 s, compactions reading 40 KB/s: the two files carry over once the
+    // flushes stop, and with nothing written after them the merged file goes down about as
+    // long after as its compaction takes (a second or two here).
+    let (db, base) = two_l0_files_under_pace(true, 0.1, 40_000.0);
+    wait_for_l0_below(&db, 2);
+    assert_eq!(l0_files(&db), 1, "carried over");
+    assert_eq!(base_files(&db), base);
+    // The drain is a compaction to come: the wait covers it.
+    db.wait_for_compact(&crate::options::WaitForCompactOptions::default()).unwrap();
+    assert_eq!(l0_files(&db), 0, "drained");
+    assert_ne!(base_files(&db), base);
+    assert_eq!(db.get("key00007").unwrap().as_deref(), Some(&b"round 0"[..]));
+    assert_eq!(db.get("key00008").unwrap().as_deref(), Some(&b"round 1"[..]));
+    assert_eq!(db.get("key00009").unwrap().as_deref(), Some(&vec![b'v'; 100][..]));
+    let log = db.inner.opts.fs.open(std::path::Path::new("/db/LOG")).unwrap().read_all().unwrap();
+    let log = String::from_utf8_lossy(&log);
+    assert!(log.contains("L0 carry-over") && log.contains("L0 drain"), "{log}");
 }
 
 #[test]
