@@ -57,7 +57,8 @@ pub struct Flags {
     /// Largest bulk string accepted in a request, in bytes.
     #[arg(long)]
     pub proto_max_bulk_len: Option<usize>,
-    /// Threads serving connections (the async runtime's workers). Default: one per core.
+    /// Threads serving connections, each with its own event loop (in cluster mode: the async
+    /// runtime's workers). Default: one per core.
     #[arg(long)]
     pub io_threads: Option<usize>,
     /// Most fields of a compact hash (0: every hash keeps one sub-key per field).
@@ -134,7 +135,7 @@ pub struct Config {
     pub max_background_jobs: Option<usize>,
     /// Largest request bulk string.
     pub proto_max_bulk_len: usize,
-    /// Connection-serving threads (`None`: one per core).
+    /// Connection threads, or in cluster mode the runtime's workers (`None`: one per core).
     pub io_threads: Option<usize>,
     /// Most fields of a compact hash.
     pub hash_max_listpack_entries: usize,

@@ -106,10 +106,27 @@ pub async fn run(cfg: config::Config) -> Result<(), String> {
             () = requested.shutdown.notified() => {}
         }
     };
+    // Outside cluster mode connections are served on threads of their own
+    // (`server::conn_threads`); a cluster node's commands may wait inside for replication,
+    // which needs the shared runtime's workers.
+    let threads = if running.is_none() {
+        let n = cfg.io_threads.unwrap_or_else(|| {
+            std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+        });
+        let t = server::conn_threads::ConnThreads::start(n)
+            .map_err(|e| format!("cannot start the connection threads: {e}"))?;
+        Some(t)
+    } else {
+        None
+    };
     println!("Ready to accept connections on port {port}");
-    server::listener::serve(sh.clone(), listener, shutdown).await;
+    server::listener::serve(sh.clone(), listener, shutdown, threads.as_ref()).await;
     // A script still running stops (SIGTERM, SIGINT or SHUTDOWN: it holds every key lock).
     sh.scripts.stop_for_shutdown();
+    // The connections close before the database does.
+    if let Some(t) = threads {
+        t.stop(std::time::Duration::from_secs(1));
+    }
     if let Some(r) = running {
         r.shutdown().await;
     }

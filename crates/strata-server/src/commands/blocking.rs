@@ -171,10 +171,7 @@ fn written_by(sh: &Shared, conn: &Conn, cmd: &Command, args: &[Vec<u8>]) -> Vec<
 /// of MOVE and COPY ... DB), and for any command but EXEC and a script, [`written_by`].
 fn ready_after(sh: &Shared, conn: &mut Conn, cmd: &Command, args: &[Vec<u8>]) -> Vec<Vec<u8>> {
     let mut touched = std::mem::take(&mut conn.touched);
-    if !matches!(
-        cmd.name,
-        "exec" | "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"
-    ) {
+    if cmd.name != "exec" && !super::scripting::runs_script(cmd.name) {
         touched.extend(written_by(sh, conn, cmd, args));
     }
     touched

@@ -545,10 +545,8 @@ pub fn dispatch_found(
     // `in_exec` and are not refused one by one.
     if cmd.write
         && !conn.in_exec
-        && !matches!(
-            cmd.name,
-            "exec" | "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"
-        )
+        && cmd.name != "exec"
+        && !scripting::runs_script(cmd.name)
         && sh.lacks_good_replicas()
     {
         reject(sh, conn, Some(cmd), NOREPLICAS, out);

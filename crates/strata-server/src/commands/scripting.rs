@@ -90,22 +90,60 @@ fn asks_to_block(argv: &[Vec<u8>]) -> bool {
 /// FUNCTION KILL, SHUTDOWN NOSAVE, and the connection's own set-up: AUTH, HELLO...).
 pub fn busy_refusal(sh: &Shared, cmd: &super::Command, args: &[Vec<u8>]) -> bool {
     let Some(ms) = sh.scripts.busy_ms() else { return false };
-    let limit: u128 =
-        sh.params.read().get("busy-reply-threshold").and_then(|v| v.parse().ok()).unwrap_or(5000);
-    if ms < limit {
-        return false;
-    }
+    ms >= busy_threshold_ms(sh) && !allowed_while_busy(sh, cmd, args)
+}
+
+/// The commands Redis serves while a script is busy: SCRIPT KILL, FUNCTION KILL and STATS,
+/// SHUTDOWN NOSAVE, and the connection's own set-up (AUTH, HELLO...).
+fn allowed_while_busy(sh: &Shared, cmd: &super::Command, args: &[Vec<u8>]) -> bool {
     let sub = |w: &str| args.get(1).is_some_and(|a| is(a, w));
     let function = sh.scripts.running_function();
-    let allowed = match cmd.name {
+    match cmd.name {
         // Each KILL stops its own kind of script only.
         "script" => sub("kill") && !function,
         "function" => (sub("kill") && function) || sub("stats"),
         "shutdown" => sub("nosave"),
         "auth" | "hello" | "quit" | "reset" | "multi" | "discard" | "watch" | "unwatch" => true,
         _ => false,
-    };
-    !allowed
+    }
+}
+
+/// `busy-reply-threshold` (milliseconds).
+fn busy_threshold_ms(sh: &Shared) -> u128 {
+    sh.params.read().get("busy-reply-threshold").and_then(|v| v.parse().ok()).unwrap_or(5000)
+}
+
+/// Whether command `name` runs a script (EVAL, EVALSHA, FCALL and their read-only forms).
+pub fn runs_script(name: &str) -> bool {
+    matches!(name, "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro")
+}
+
+/// Until when a connection's command `args` waits, as a task, for the running script: one
+/// that would wait for the script's key locks (a write, EXEC, a reader of several keys)
+/// while the script is under `busy-reply-threshold`. Then it runs, and is refused with BUSY
+/// if the script still runs (Redis's other clients wait for a script the same way). `None`:
+/// no script runs, the threshold passed, or the command would not wait (a read of one key,
+/// one served while a script is busy such as SCRIPT KILL, a command queued inside MULTI).
+/// Another script waits on its own thread (`server::listener`).
+pub fn waits_for_script(
+    sh: &Shared,
+    conn: &Conn,
+    cmd: &super::Command,
+    args: &[Vec<u8>],
+) -> Option<std::time::Instant> {
+    let ms = sh.scripts.busy_ms()?;
+    if conn.multi.is_some()
+        || conn.in_exec
+        || runs_script(cmd.name)
+        || allowed_while_busy(sh, cmd, args)
+    {
+        return None;
+    }
+    let locks = cmd.write
+        || cmd.name == "exec"
+        || (cmd.keys.may_be_several() && cmd.keys.positions(args).len() > 1);
+    let left = busy_threshold_ms(sh).checked_sub(ms).filter(|&l| l > 0 && locks)?;
+    Some(std::time::Instant::now() + std::time::Duration::from_millis(left as u64))
 }
 
 /// Runs a script's commands: its own connection state, the checks, and what it wrote.

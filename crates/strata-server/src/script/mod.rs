@@ -85,6 +85,8 @@ pub struct Scripts {
     in_function: AtomicBool,
     /// The running FUNCTION's name and command line (FUNCTION STATS).
     running: Mutex<Option<(String, Vec<Vec<u8>>)>>,
+    /// Notified when a script ends ([`Scripts::until_idle_or`]).
+    ended: tokio::sync::Notify,
 }
 
 /// Why SCRIPT KILL did nothing.
@@ -334,6 +336,7 @@ impl Scripts {
             started: Mutex::new(None),
             in_function: AtomicBool::new(false),
             running: Mutex::new(None),
+            ended: tokio::sync::Notify::new(),
             libraries: Mutex::new(std::collections::BTreeMap::new()),
             function_owner: Mutex::new(HashMap::new()),
         })
@@ -435,6 +438,24 @@ impl Scripts {
     /// Whether the running script is a FUNCTION's.
     pub fn running_function(&self) -> bool {
         self.in_function.load(Ordering::Acquire)
+    }
+
+    /// Returns once no script runs, or at `deadline`: a task waiting for a script (a
+    /// connection's command that would wait for its locks) holds no thread meanwhile.
+    pub async fn until_idle_or(&self, deadline: std::time::Instant) {
+        loop {
+            let ended = self.ended.notified();
+            tokio::pin!(ended);
+            // Registered before the look at `busy`, so an end in between is not missed.
+            ended.as_mut().enable();
+            if !self.busy() {
+                return;
+            }
+            let at = tokio::time::Instant::from_std(deadline);
+            if tokio::time::timeout_at(at, ended).await.is_err() {
+                return;
+            }
+        }
     }
 
     /// How long the running script has run (milliseconds), if one is running.
@@ -595,6 +616,7 @@ impl Drop for Idle<'_> {
     fn drop(&mut self) {
         self.0.busy.store(false, Ordering::Release);
         *self.0.running.lock() = None;
+        self.0.ended.notify_waiters();
     }
 }
 

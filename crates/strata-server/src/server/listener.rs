@@ -19,6 +19,7 @@
 //! its replies wait (asynchronously, holding no worker and no key lock) for one WAL sync
 //! shared with every other connection's writes (`storage::sync_group`).
 
+use super::conn_threads::ConnThreads;
 use crate::blocked::{Cancel, Outcome};
 use crate::commands;
 use crate::resp::{parse_command, Out, ParseOutcome};
@@ -32,11 +33,13 @@ use tokio::net::{TcpListener, TcpStream};
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
-/// Accepts connections until `shutdown` resolves.
+/// Accepts connections until `shutdown` resolves: each is served on one of `threads` when
+/// given (`conn_threads`), else as a task of the calling runtime.
 pub async fn serve(
     sh: Arc<Shared>,
     listener: TcpListener,
     shutdown: impl std::future::Future<Output = ()>,
+    threads: Option<&ConnThreads>,
 ) {
     tokio::pin!(shutdown);
     loop {
@@ -46,7 +49,15 @@ pub async fn serve(
                 Ok((sock, addr)) => {
                     let _ = sock.set_nodelay(true);
                     let sh = sh.clone();
-                    tokio::spawn(async move { handle(sh, sock, addr.to_string()).await });
+                    let addr = addr.to_string();
+                    let Some(threads) = threads else {
+                        tokio::spawn(async move { handle(sh, sock, addr).await });
+                        continue;
+                    };
+                    match sock.into_std() {
+                        Ok(sock) => threads.spawn(sock, move |s| handle(sh, s, addr)),
+                        Err(e) => eprintln!("cannot hand over an accepted connection: {e}"),
+                    }
                 }
                 Err(e) => {
                     eprintln!("accept failed: {e}");
@@ -133,14 +144,26 @@ struct Ran {
     frames: usize,
     /// The WAL sync their replies must wait for, if any.
     sync: Option<u64>,
-    /// The busy key stripe the next frame's command would have waited for on the worker
-    /// (`commands::busy_stripe`): the connection waits for it as a task, then runs the rest.
-    stalled: Option<usize>,
+    /// Why it stopped before the next frame, if it did not stop at the end or at a blocked
+    /// connection.
+    stalled: Option<Stall>,
+}
+
+/// Why [`run_batch`] stopped before a frame: what the connection waits for as a task (not its
+/// thread) before it runs that frame.
+enum Stall {
+    /// The busy key stripe its command would wait for (`commands::busy_stripe`).
+    Stripe(usize),
+    /// The running script, until this moment (`scripting::waits_for_script`).
+    Script(std::time::Instant),
+    /// It runs a script: on a blocking thread ([`run_offloaded`]).
+    Offload,
 }
 
 /// Runs a batch of frames; it stops after one that blocked the connection, and before one
-/// whose keys are busy (except the first frame when `waited`: the connection has just waited
-/// for it once).
+/// that would wait for a running script or a busy key or that runs a script ([`Stall`]). The
+/// first frame skips the look at busy keys when `waited`: the connection has just waited for
+/// it once.
 fn run_batch(
     sh: &Shared,
     conn: &mut Conn,
@@ -159,19 +182,78 @@ fn run_batch(
             continue;
         }
         let cmd = commands::lookup(&f[0]);
-        if n > 0 || !waited {
-            stalled = commands::busy_stripe(sh, conn, cmd, f);
-            if stalled.is_some() {
-                ran = n;
-                break;
-            }
+        stalled = stall_before(sh, conn, cmd, f, n > 0 || !waited);
+        if stalled.is_some() {
+            ran = n;
+            break;
         }
-        out.resp3 = conn.resp3;
-        let mark = out.buf.len();
-        commands::dispatch_found(sh, conn, cmd, f, out);
-        apply_reply_mode(conn, out, mark);
+        run_frame(sh, conn, cmd, f, out);
     }
     Ran { frames: ran, sync: sh.engine().owed_sync(), stalled }
+}
+
+/// What the connection must wait for before it runs `f` (see [`Stall`]), if anything; busy
+/// keys only with `stripes`. A running script comes first: a stripe wait is short
+/// (`LockTable::until_free`) and the command would then wait for the script's locks on its
+/// thread. The script wait ends by `busy-reply-threshold` at the latest, after which the
+/// command is refused with BUSY before it locks anything (`commands::dispatch_found`).
+fn stall_before(
+    sh: &Shared,
+    conn: &Conn,
+    cmd: Option<&'static commands::Command>,
+    f: &[Vec<u8>],
+    stripes: bool,
+) -> Option<Stall> {
+    let found = cmd?;
+    if let Some(until) = commands::scripting::waits_for_script(sh, conn, found, f) {
+        return Some(Stall::Script(until));
+    }
+    if let Some(stripe) = commands::busy_stripe(sh, conn, cmd, f).filter(|_| stripes) {
+        return Some(Stall::Stripe(stripe));
+    }
+    let runs = conn.multi.is_none() && commands::scripting::runs_script(found.name);
+    runs.then_some(Stall::Offload)
+}
+
+/// Runs one frame's command, its reply (as the connection's reply mode wants it) in `out`.
+fn run_frame(
+    sh: &Shared,
+    conn: &mut Conn,
+    cmd: Option<&'static commands::Command>,
+    f: &[Vec<u8>],
+    out: &mut Out,
+) {
+    out.resp3 = conn.resp3;
+    let mark = out.buf.len();
+    commands::dispatch_found(sh, conn, cmd, f, out);
+    apply_reply_mode(conn, out, mark);
+}
+
+/// Runs `f`, a script's command, on a blocking thread, so that the connection's thread keeps
+/// serving its other connections while the script runs (one of them may SCRIPT KILL it).
+/// Returns the connection and its replies, and the WAL sync the script's writes owe; `None`
+/// when the runtime shut down before the script ran (the connection is gone). A command that
+/// panicked closes the connection.
+async fn run_offloaded(
+    sh: &Arc<Shared>,
+    mut conn: Conn,
+    f: Vec<Vec<u8>>,
+    mut out: Out,
+) -> Option<(Conn, Out, Option<u64>)> {
+    let sh = sh.clone();
+    let ran = tokio::task::spawn_blocking(move || {
+        let cmd = commands::lookup(&f[0]);
+        let run = std::panic::AssertUnwindSafe(|| run_frame(&sh, &mut conn, cmd, &f, &mut out));
+        if std::panic::catch_unwind(run).is_err() {
+            conn.close = true;
+        }
+        // The sync is owed on this thread (`sync_group`): asked for here.
+        let sync = sh.engine().owed_sync();
+        (conn, out, sync)
+    })
+    .await;
+    // The closure catches panics: only a runtime shutting down cancels it.
+    ran.ok()
 }
 
 /// Waits while the connection is blocked (`commands::blocking`): for its outcome, reading
@@ -299,10 +381,33 @@ async fn handle(sh: Arc<Shared>, mut sock: TcpStream, addr: String) {
                 }
             }
             waited = false;
-            if let Some(stripe) = ran.stalled {
-                sh.engine().locks.until_free(stripe).await;
-                waited = true;
-                continue;
+            match ran.stalled {
+                Some(Stall::Stripe(stripe)) => {
+                    sh.engine().locks.until_free(stripe).await;
+                    waited = true;
+                    continue;
+                }
+                Some(Stall::Script(until)) => {
+                    sh.scripts.until_idle_or(until).await;
+                    waited = true;
+                    continue;
+                }
+                Some(Stall::Offload) if !conn.close => {
+                    let f = std::mem::take(&mut frames[next]);
+                    next += 1;
+                    let Some((c, o, sync)) = run_offloaded(&sh, conn, f, out).await else {
+                        gone(&sh, id);
+                        return;
+                    };
+                    (conn, out) = (c, o);
+                    if let Some(need) = sync {
+                        if sh.engine().syncs.wait(need).await.is_err() {
+                            out.buf.clear();
+                            conn.close = true;
+                        }
+                    }
+                }
+                Some(Stall::Offload) | None => {}
             }
             let Some(on) = conn.blocked.take() else { continue };
             // The replies before the blocking command go out now; those after it wait.
@@ -364,6 +469,11 @@ async fn handle(sh: Arc<Shared>, mut sock: TcpStream, addr: String) {
     }
     let _ = sock.shutdown().await;
     commands::pubsub::forget(&sh, &mut conn);
+    gone(&sh, id);
+}
+
+/// Connection `id` is gone: off the client list and the connected count.
+fn gone(sh: &Shared, id: u64) {
     sh.clients.lock().remove(&id);
     sh.stats.connected.fetch_sub(1, Ordering::Relaxed);
 }

@@ -192,6 +192,42 @@ fn a_long_script_makes_others_busy_until_killed() {
 }
 
 #[test]
+fn a_script_leaves_its_connection_thread_to_the_others() {
+    // One connection thread: the function's connection, the one that watches and kills it
+    // and a writer all share it. The function runs on a blocking thread; the writer's SET
+    // waits for it as a task until busy-reply-threshold, then is refused as by Redis.
+    let srv = Server::start(&["--io-threads", "1"]);
+    let mut c = srv.raw();
+    c.cmd(&["CONFIG", "SET", "busy-reply-threshold", "1000"]);
+    let lib =
+        "#!lua name=spinlib\nredis.register_function('spin', function() while true do end end)";
+    assert_eq!(c.cmd(&["FUNCTION", "LOAD", lib]), Reply::bulk("spinlib"));
+    let mut runner = srv.raw();
+    runner.send_raw(&Raw::encode(&[b"FCALL", b"spin", b"0"]));
+    let start = Instant::now();
+    // FUNCTION STATS: ["running_script", nil or what runs, "engines", ...].
+    let running = |r: Reply| match r {
+        Reply::Array(items) => !matches!(items.get(1), Some(Reply::Null) | None),
+        other => panic!("{other:?}"),
+    };
+    while !running(c.cmd(&["FUNCTION", "STATS"])) {
+        assert!(start.elapsed() < Duration::from_secs(10), "the function never ran");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let mut writer = srv.raw();
+    let sent = Instant::now();
+    writer.send_raw(&Raw::encode(&[b"SET", b"k", b"v"]));
+    // Served meanwhile: a read of one key does not wait for the function.
+    assert_eq!(c.cmd(&["GET", "k"]), Reply::Null);
+    err_starting(writer.read(), "BUSY Redis is busy running a script.");
+    assert!(sent.elapsed() < Duration::from_secs(10));
+    assert_eq!(c.cmd(&["FUNCTION", "KILL"]), Reply::Simple("OK".into()));
+    err_starting(runner.read(), "ERR Script killed by user with");
+    assert_eq!(writer.cmd(&["SET", "k", "v"]), Reply::Simple("OK".into()));
+    assert_eq!(runner.cmd(&["GET", "k"]), Reply::bulk("v"));
+}
+
+#[test]
 fn clients_blocked_on_what_a_script_wrote_are_served_after_it() {
     let srv = Server::start(&[]);
     let mut c = srv.raw();
