@@ -256,6 +256,16 @@ async fn run_offloaded(
     ran.ok()
 }
 
+/// Waits for the WAL sync `need` (if any) that the replies in `out` acknowledge. If it
+/// fails, nothing of theirs is acknowledged: the connection closes without them.
+async fn settle_sync(sh: &Shared, need: Option<u64>, conn: &mut Conn, out: &mut Out) {
+    let Some(need) = need else { return };
+    if sh.engine().syncs.wait(need).await.is_err() {
+        out.buf.clear();
+        conn.close = true;
+    }
+}
+
 /// Waits while the connection is blocked (`commands::blocking`): for its outcome, reading
 /// what the client sends meanwhile into `buf` (run after it), cancelling the wait at its
 /// deadline or when the client leaves. `None`: the client left.
@@ -374,12 +384,7 @@ async fn handle(sh: Arc<Shared>, mut sock: TcpStream, addr: String) {
                 run_batch(&sh, &mut conn, &frames[next..], &mut out, waited)
             };
             next += ran.frames;
-            if let Some(need) = ran.sync {
-                if sh.engine().syncs.wait(need).await.is_err() {
-                    out.buf.clear();
-                    conn.close = true;
-                }
-            }
+            settle_sync(&sh, ran.sync, &mut conn, &mut out).await;
             waited = false;
             match ran.stalled {
                 Some(Stall::Stripe(stripe)) => {
@@ -400,12 +405,7 @@ async fn handle(sh: Arc<Shared>, mut sock: TcpStream, addr: String) {
                         return;
                     };
                     (conn, out) = (c, o);
-                    if let Some(need) = sync {
-                        if sh.engine().syncs.wait(need).await.is_err() {
-                            out.buf.clear();
-                            conn.close = true;
-                        }
-                    }
+                    settle_sync(&sh, sync, &mut conn, &mut out).await;
                 }
                 Some(Stall::Offload) | None => {}
             }

@@ -116,10 +116,8 @@ fn a_carried_over_l0_drains_by_itself_when_writes_stay_paused() {
     // flushes stop, and with nothing written after them the merged file goes down about as
     // long after as its compaction takes (a second or two here).
     let (db, base) = two_l0_files_under_pace(true, 0.1, 40_000.0);
-    wait_for_l0_below(&db, 2);
-    assert_eq!(l0_files(&db), 1, "carried over");
-    assert_eq!(base_files(&db), base);
-    // The drain is a compaction to come: the wait covers it.
+    // The drain is a compaction to come: the wait covers it (with or without the carry-over
+    // done by then).
     db.wait_for_compact(&crate::options::WaitForCompactOptions::default()).unwrap();
     assert_eq!(l0_files(&db), 0, "drained");
     assert_ne!(base_files(&db), base);
@@ -128,7 +126,8 @@ fn a_carried_over_l0_drains_by_itself_when_writes_stay_paused() {
     assert_eq!(db.get("key00009").unwrap().as_deref(), Some(&vec![b'v'; 100][..]));
     let log = db.inner.opts.fs.open(std::path::Path::new("/db/LOG")).unwrap().read_all().unwrap();
     let log = String::from_utf8_lossy(&log);
-    assert!(log.contains("L0 carry-over") && log.contains("L0 drain"), "{log}");
+    let carried = log.find("L0 carry-over").expect("carried over");
+    assert!(log.find("L0 drain").is_some_and(|d| d > carried), "{log}");
 }
 
 #[test]
