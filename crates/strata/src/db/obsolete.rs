@@ -160,6 +160,18 @@ pub(crate) fn purge_obsolete_tables(inner: &DbInner) -> usize {
         crate::kill_point!("compaction.delete");
         let _ = inner.fs.remove(&path);
     }
-    inner.state.lock().obsolete_tables.extend(keep);
+    keep_for_later(inner, keep);
     deleted
+}
+
+/// Puts back obsolete files that a live version still holds, and wakes the compaction thread
+/// so that it schedules its next look at them: it may have seen the list empty while a purge
+/// had them out, and gone to sleep with no look scheduled, which left them on disk until the
+/// next flush or compaction.
+pub(crate) fn keep_for_later(inner: &DbInner, keep: Vec<(FileNumber, PathBuf)>) {
+    if keep.is_empty() {
+        return;
+    }
+    inner.state.lock().obsolete_tables.extend(keep);
+    inner.bg_cv.notify_all();
 }
