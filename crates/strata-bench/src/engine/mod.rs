@@ -453,15 +453,17 @@ pub fn memtable_bloom_size_ratio(cfg: &Config) -> Result<Option<f64>> {
 }
 
 /// `--enable_write_thread_adaptive_yield`: `None` (empty) for the engine's own default.
+/// Its words are every bool flag's (`flags::FlagValue`).
 pub fn adaptive_yield(cfg: &Config) -> Result<Option<bool>> {
+    use crate::flags::FlagValue as _;
+    let name = "enable_write_thread_adaptive_yield";
     match cfg.flags.enable_write_thread_adaptive_yield.as_str() {
         "" => Ok(None),
-        "true" | "1" => Ok(Some(true)),
-        "false" | "0" => Ok(Some(false)),
-        other => bail!(
-            "--enable_write_thread_adaptive_yield={other}: expected true or false (or nothing: \
-             the engine's default)"
-        ),
+        text => bool::parse_flag(name, text).map(Some).map_err(|e| {
+            anyhow::anyhow!(
+                "--{name}={text}: {e}; expected a bool, or nothing for the engine's default"
+            )
+        }),
     }
 }
 

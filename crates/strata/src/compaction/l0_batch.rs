@@ -72,7 +72,7 @@ pub(crate) struct L0Pace {
     mean_interval: Option<f64>,
     /// Mean input bytes per second of L0 -> base compactions that rewrote data.
     compaction_speed: Option<f64>,
-    /// L0 was carried over and has not gone down since ([`L0Pace::on_pick`]).
+    /// L0 was carried over and has not gone down since ([`L0Pace::set_carried`]).
     carried: bool,
 }
 
@@ -129,10 +129,10 @@ impl L0Pace {
         self.last_arrival = Some(now);
     }
 
-    /// A compaction of L0 was picked (`into_l0`: merged in L0, as a carry-over does), or L0
-    /// was found `empty`: whether L0 now waits as a carried-over level for the next batch.
-    pub(crate) fn on_pick(&mut self, into_l0: bool, empty: bool) {
-        self.carried = into_l0 && !empty;
+    /// Whether L0 now waits as a carried-over level for the next batch: set when a carry-over
+    /// is picked, cleared when L0 goes down or is found empty.
+    pub(crate) fn set_carried(&mut self, carried: bool) {
+        self.carried = carried;
     }
 
     /// Whether L0 was carried over and has not gone down since.
@@ -379,7 +379,7 @@ mod tests {
         let long_after = t0 + Duration::from_secs(60);
         // Never carried over: one file below the trigger waits, nothing scheduled.
         assert_eq!(p.batch(&v, &o, &none, true, long_after), trigger_only());
-        p.on_pick(true, false);
+        p.set_carried(true);
         assert!(p.carried());
         // Files stopped at 0.8 s (pause from 1.2 s); its compaction would read 216 MiB at
         // 200 MiB/s: the drain comes 1.08 s after the pause began.
@@ -401,10 +401,9 @@ mod tests {
         let b = resumed.batch(&v2, &o, &none, true, until + Duration::from_millis(150));
         assert!(!b.drain && b.drain_at.is_none());
         // Once L0 went down, or was found empty, nothing drains.
-        p.on_pick(false, false);
-        assert!(!p.batch(&v, &o, &none, true, long_after).drain);
-        p.on_pick(true, true);
+        p.set_carried(false);
         assert!(!p.carried());
+        assert!(!p.batch(&v, &o, &none, true, long_after).drain);
     }
 
     #[test]

@@ -64,10 +64,10 @@ fn pick_any(
         }
         match &plan {
             Some(p) if p.start_level == 0 => {
-                c.l0_pace.on_pick(p.output_level == 0 && batch.carry_over, false);
+                c.l0_pace.set_carried(p.output_level == 0 && batch.carry_over);
             }
             Some(_) => {}
-            None if v.levels[0].is_empty() => c.l0_pace.on_pick(false, true),
+            None if v.levels[0].is_empty() => c.l0_pace.set_carried(false),
             None => {
                 for at in [batch.until, batch.drain_at].into_iter().flatten() {
                     wake = Some(wake.map_or(at, |w| w.min(at)));
