@@ -5,7 +5,7 @@
 //! reads back as the model holds it.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -75,7 +75,6 @@ fn step(
     }
 }
 
-/// A cluster client seeded with the nodes on `ports`, retrying `retries` times.
 /// Three nodes on loopback once their first map is committed and every partition has a
 /// leader; their client ports.
 fn settled_three() -> (Loopback, Vec<u16>) {
@@ -86,10 +85,16 @@ fn settled_three() -> (Loopback, Vec<u16>) {
     (cluster, client)
 }
 
-fn client_of(ports: &[u16], retries: u32) -> ClusterClient {
+/// A cluster client seeded with the nodes on `ports`, retrying 60 times, waiting 10 ms to 1 s
+/// before each retry of `TRYAGAIN` or `CLUSTERDOWN`. (The crate's default floor, 1.28 s
+/// a retry, keeps a workload asleep while whole slot moves go by, unseen by its writes.)
+fn client_of(ports: &[u16]) -> ClusterClient {
     let seeds: Vec<String> = ports.iter().map(|p| format!("redis://127.0.0.1:{p}/")).collect();
     ClusterClient::builder(seeds)
-        .retries(retries)
+        .retries(60)
+        .min_retry_wait(10)
+        .max_retry_wait(1_000)
+        .retry_wait_formula(10, 2)
         .connection_timeout(Duration::from_secs(5))
         .response_timeout(Duration::from_secs(10))
         .build()
@@ -113,6 +118,40 @@ fn workload(
             n += 1;
         }
         (model, n)
+    })
+}
+
+/// The key of `hot_writer`'s in the slot of `key` (a hash tag of it).
+fn hot_key(key: &str) -> String {
+    format!("hot{{{key}}}")
+}
+
+/// Until `stop`, increments a counter in the slot `moving` names (none while it holds
+/// `u32::MAX`), a write about every millisecond, each reply checked against its own count;
+/// the counts by slot. The counter's key is a hash tag of the key `by_slot` gives that slot.
+fn hot_writer(
+    cc: &ClusterClient,
+    stop: &Arc<AtomicBool>,
+    moving: &Arc<AtomicU32>,
+    by_slot: BTreeMap<u16, String>,
+) -> std::thread::JoinHandle<BTreeMap<u16, u64>> {
+    let (stop, moving, cc) = (stop.clone(), moving.clone(), cc.clone());
+    std::thread::spawn(move || {
+        let mut con = cc.get_connection().unwrap();
+        let mut counts = BTreeMap::new();
+        while !stop.load(Ordering::Relaxed) {
+            let Ok(slot) = u16::try_from(moving.load(Ordering::Relaxed)) else {
+                std::thread::sleep(Duration::from_millis(1));
+                continue;
+            };
+            let k = hot_key(&by_slot[&slot]);
+            let n: u64 = con.incr(&k, 1).unwrap_or_else(|e| panic!("INCR {k}: {e}"));
+            let count = counts.entry(slot).or_insert(0);
+            *count += 1;
+            assert_eq!(n, *count, "INCR {k}");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        counts
     })
 }
 
@@ -140,7 +179,7 @@ fn a_cluster_client_sees_the_model_while_a_node_joins_and_another_leaves() {
     let (mut cluster, client) = settled_three();
 
     let stop = Arc::new(AtomicBool::new(false));
-    let worker = workload(&client_of(&client[..3], 30), &stop, 200);
+    let worker = workload(&client_of(&client[..3]), &stop, 200);
 
     cluster.start_fourth();
     admin(client[0], &["CLUSTER", "ADDNODE", "4", &cluster.addr(4)]);
@@ -159,12 +198,13 @@ fn a_cluster_client_sees_the_model_while_a_node_joins_and_another_leaves() {
     assert!(ops >= 2_000, "{ops} operations");
 
     // Every key as the model holds it, through a new client seeded with the nodes left.
-    let mut con = client_of(&client[1..], 16).get_connection().unwrap();
+    let mut con = client_of(&client[1..]).get_connection().unwrap();
     check_model(&mut con, &model, 200);
 }
 
 /// Slots move between partitions (`strata-cluster move-slots`) while the cluster client runs
-/// the model workload on keys in those slots: writes to a moving slot wait for its copy
+/// the model workload on keys in those slots and a second client counts in the slot being
+/// moved (so every copy has changes to carry through its outbox): writes to a moving slot wait for its copy
 /// (`TRYAGAIN`), clients are sent on with `ASK` then `MOVED`, and no reply differs from the
 /// model's; the map's slot table and CLUSTER SLOTS name the new partitions, and every key
 /// reads back as the model holds it.
@@ -173,15 +213,18 @@ fn a_cluster_client_sees_the_model_while_slots_move_between_partitions() {
     let (_cluster, client) = settled_three();
 
     let stop = Arc::new(AtomicBool::new(false));
-    let worker = workload(&client_of(&client[..3], 60), &stop, 40);
+    let worker = workload(&client_of(&client[..3]), &stop, 40);
 
     // The slots of a dozen of the workload's keys, each to the next partition (of four).
-    let mut slots: Vec<u16> = (0..12)
+    let by_slot: BTreeMap<u16, String> = (0..12)
         .flat_map(|i| [format!("s:{i}"), format!("c:{i}"), format!("l:{i}")])
-        .map(|k| strata_server::slots::key_slot(k.as_bytes()))
+        .map(|k| (strata_server::slots::key_slot(k.as_bytes()), k))
         .collect();
-    slots.sort_unstable();
-    slots.dedup();
+    let slots: Vec<u16> = by_slot.keys().copied().collect();
+    // A writer that counts on a key in the slot being moved, so that every copy has writes
+    // to carry in its outbox (the workload's 40 keys meet a given slot only now and then).
+    let moving = Arc::new(AtomicU32::new(u32::MAX));
+    let hot = hot_writer(&client_of(&client[..3]), &stop, &moving, by_slot.clone());
     let partition = |s: u16| (u32::from(s) * 4 / 16384) as u16;
     let ctl = |args: &[&str]| {
         std::process::Command::new(env!("CARGO_BIN_EXE_strata-cluster"))
@@ -193,8 +236,9 @@ fn a_cluster_client_sees_the_model_while_slots_move_between_partitions() {
     let mut changes = 0u64;
     for s in &slots {
         let to = ((partition(*s) + 1) % 4).to_string();
+        moving.store(u32::from(*s), Ordering::Relaxed);
         // Pages of two records or changes: several pages, and several rounds of the outbox
-        // while the workload writes.
+        // while the writers write.
         let out = ctl(&["move-slots", &s.to_string(), "--to", &to, "--page", "2"]);
         assert!(out.status.success(), "slot {s}: {out:?}");
         let text = String::from_utf8_lossy(&out.stdout);
@@ -204,7 +248,8 @@ fn a_cluster_client_sees_the_model_while_slots_move_between_partitions() {
         changes += copied.and_then(|c| c.parse::<u64>().ok()).expect(&text);
         assert!(text.contains("writes held"), "{text}");
     }
-    // The workload wrote to slots while they were copied: the outboxes carried those writes.
+    moving.store(u32::MAX, Ordering::Relaxed);
+    // The writers wrote to slots while they were copied: the outboxes carried those writes.
     assert!(changes > 0, "no change went through an outbox");
     // Moving a slot where it is already is no error.
     let s = slots[0];
@@ -216,6 +261,7 @@ fn a_cluster_client_sees_the_model_while_slots_move_between_partitions() {
     stop.store(true, Ordering::Relaxed);
     let (model, ops) = worker.join().unwrap();
     assert!(ops >= 2_000, "{ops} operations");
+    let counts = hot.join().unwrap();
 
     // The map lists the moved slots; CLUSTER SLOTS gives each its own range.
     let map = admin(client[2], &["CLUSTER", "MAP"]);
@@ -223,7 +269,7 @@ fn a_cluster_client_sees_the_model_while_slots_move_between_partitions() {
         let line = format!("slot {s} partition {}", (partition(*s) + 1) % 4);
         assert!(map.contains(&line), "{line} not in\n{map}");
     }
-    let mut con = client_of(&client[..3], 16).get_connection().unwrap();
+    let mut con = client_of(&client[..3]).get_connection().unwrap();
     let ranges: Vec<Vec<redis::Value>> =
         redis::cmd("CLUSTER").arg("SLOTS").query(&mut con).unwrap();
     let ranges: Vec<(u16, u16)> = ranges
@@ -238,10 +284,15 @@ fn a_cluster_client_sees_the_model_while_slots_move_between_partitions() {
     for s in &slots {
         assert!(ranges.iter().any(|(a, b)| a == s && b == s), "slot {s} not a range of its own");
     }
+    for (slot, n) in &counts {
+        let k = hot_key(&by_slot[slot]);
+        assert_eq!(con.get::<_, u64>(&k).unwrap(), *n, "{k}");
+    }
     check_model(&mut con, &model, 40);
-    // The keys of a moved slot are counted once, where it went.
+    // The keys of a moved slot (the workload's and the counter) are counted once, where it went.
     let s = strata_server::slots::key_slot(b"s:0");
-    let want = model.keys().filter(|k| strata_server::slots::key_slot(k.as_bytes()) == s).count();
+    let want = model.keys().filter(|k| strata_server::slots::key_slot(k.as_bytes()) == s).count()
+        + usize::from(counts.contains_key(&s));
     let n: i64 = redis::cmd("CLUSTER").arg("COUNTKEYSINSLOT").arg(s).query(&mut con).unwrap();
     assert_eq!(n as usize, want, "slot {s}");
 }
@@ -556,7 +607,7 @@ fn a_moving_slot_holds_writes_then_answers_ask_then_moved() {
 #[test]
 fn a_large_slot_reaches_every_replica_of_its_target_as_table_files() {
     let (cluster, client) = settled_three();
-    let mut con = client_of(&client[..3], 16).get_connection().unwrap();
+    let mut con = client_of(&client[..3]).get_connection().unwrap();
     let value = |i: usize| format!("{i:05}").repeat(4_000);
     for i in 0..30 {
         let _: () = con.hset("{big}h", format!("f{i}"), value(i)).unwrap();
@@ -602,7 +653,7 @@ fn a_large_slot_reaches_every_replica_of_its_target_as_table_files() {
 fn a_replica_catches_up_over_large_entries_and_a_write_over_an_entrys_limit_is_refused() {
     let (mut cluster, client) = settled_three();
     drop(cluster.nodes.remove(&3));
-    let mut con = client_of(&client[..2], 60).get_connection().unwrap();
+    let mut con = client_of(&client[..2]).get_connection().unwrap();
     // Six values of 12 MB in one partition: 72 MB of entries for node 3 to catch up on.
     let value = |i: usize| vec![b'a' + i as u8; 12 << 20];
     for i in 0..6 {
