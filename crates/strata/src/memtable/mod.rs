@@ -178,7 +178,8 @@ impl MemTable {
     /// Inserts `entries` at consecutive sequence numbers from `first`; returns how many. Safe
     /// to call from any number of threads at once (the skiplist links with compare-and-swap);
     /// readers see each entry complete or not at all. The statistics are updated once per
-    /// call, after the entries are in.
+    /// call, after the entries are in. The entries are linked several at a time, their
+    /// searches interleaved (`skiplist.rs`, "Batches").
     ///
     /// The DB gives every entry a unique sequence number. Should the same internal key (user
     /// key, seq and type) be added twice anyway, both entries are kept: forward iteration and
@@ -197,6 +198,7 @@ impl MemTable {
     ) -> u64 {
         let (mut n, mut points, mut deletes) = (0u64, 0u64, 0u64);
         self.list.with_splice(|splice| {
+            let mut linker = self.list.linker(splice);
             for (t, user_key, value) in entries {
                 let seq = SeqNo(first.0 + n);
                 n += 1;
@@ -209,12 +211,13 @@ impl MemTable {
                     b.add(user_key);
                 }
                 let trailer = pack_trailer(seq, t).to_le_bytes();
-                self.list.add(splice, user_key, &trailer, value);
+                linker.add(user_key, &trailer, value);
                 points += 1;
                 if matches!(t, ValueType::Deletion | ValueType::SingleDeletion) {
                     deletes += 1;
                 }
             }
+            linker.finish();
         });
         if n == 0 {
             return 0;

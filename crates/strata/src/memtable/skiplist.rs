@@ -60,6 +60,17 @@
 //! shared splice, taken by whichever writer finds it free (`try_lock`), and a writer that finds
 //! it taken uses a fresh one.
 //!
+//! ## Batches
+//!
+//! A search for where a node goes is a chain of dependent loads, most of them cache misses in
+//! a large list: inserted one after another, a batch's entries wait for one miss at a time.
+//! A [`Linker`] reserves and writes each entry's node as it comes and links them
+//! [`LINK_BATCH`] at a time ([`SkipList::link_batch`]): their searches advance in turns, one
+//! node each, and each turn starts loading the node a search compares next, so the misses of
+//! up to [`LINK_BATCH`] searches are in flight at once. Then the nodes are published one by
+//! one as above. A node of the batch linked between another's predecessor and successor
+//! makes that one's swap fail and walk on, as any other writer's node would.
+//!
 //! ## Deferred linking (the vector memtable)
 //!
 //! A list made with [`SkipList::deferred`] takes entries by [`SkipList::add`] unlinked: the node is
@@ -87,6 +98,10 @@ use crate::util::prefetch::{prefetch, prefetch_span, CACHE_LINE};
 
 /// Maximum node height; with branching 4 a list stays logarithmic up to ~4^12 = 16M entries.
 pub(crate) const MAX_HEIGHT: usize = 12;
+
+/// Most nodes [`SkipList::link_batch`] links together: about as many misses as a core keeps
+/// in flight.
+pub(crate) const LINK_BATCH: usize = 8;
 
 /// log2 of the branching factor: a node reaches level `i + 1` with probability 1/4 given `i`.
 const BRANCHING_BITS: u32 = 2;
@@ -620,9 +635,120 @@ impl SkipList {
         // this list's arena; this thread wrote it or acquired it through a mutex.
         let new = unsafe { Node::from_raw(new_ptr, height) };
         let key = new.key();
+        let top = self.raise_height(height);
+        let hinted = splice.hints(key, &cmp);
+        let mut go_right = |k: &[u8]| cmp(k, key) == Ordering::Less;
+        let mut bound = None;
+        let mut prev = [self.head(); MAX_HEIGHT];
+        let mut next: [Option<Node<'_>>; MAX_HEIGHT] = [None; MAX_HEIGHT];
+        let mut x = self.head();
+        for level in (0..top).rev() {
+            if hinted {
+                x = self.splice_start(splice, level, x, &cmp);
+            }
+            let (p, n) = walk(x, level, &mut go_right, &mut bound);
+            prev[level] = p;
+            next[level] = n;
+            x = p;
+        }
+        publish(new, &mut prev, &mut next, &mut go_right);
+        splice.set(new, &prev);
+    }
 
-        // Raise the list's height first: a search starting below the node's top level would
-        // find no predecessor there for it.
+    /// Links `nodes` (each with its height; initialised, reachable by no one yet, at most
+    /// [`LINK_BATCH`] of them) into the list with their searches interleaved (module doc,
+    /// "Batches"), as [`Self::insert_with`] would one after another.
+    pub(crate) fn link_batch(&self, splice: &mut Splice, nodes: &[(NodePtr, usize)]) {
+        match &self.order {
+            KeyOrder::Bytewise => self.link_batch_in(splice, nodes, compare_internal),
+            o @ KeyOrder::Custom(_) => {
+                self.link_batch_in(splice, nodes, |a: &[u8], b: &[u8]| o.compare_internal(a, b));
+            }
+        }
+    }
+
+    /// [`Self::link_batch`] with `cmp` the order of internal keys.
+    fn link_batch_in(
+        &self,
+        splice: &mut Splice,
+        nodes: &[(NodePtr, usize)],
+        cmp: impl Fn(&[u8], &[u8]) -> Ordering,
+    ) {
+        assert!(nodes.len() <= LINK_BATCH, "skiplist: a batch of {} nodes", nodes.len());
+        match nodes {
+            [] => return,
+            [(ptr, height)] => return self.link_in(splice, *ptr, *height, cmp),
+            _ => {}
+        }
+        let top = self.raise_height(nodes.iter().map(|n| n.1).max().unwrap_or(1));
+        let head = self.head();
+        let mut searches = [Search {
+            new: head,
+            x: head,
+            level: 0,
+            bound: None,
+            hinted: false,
+            done: true,
+            prev: [head; MAX_HEIGHT],
+            next: [None; MAX_HEIGHT],
+        }; LINK_BATCH];
+        for (s, &(ptr, height)) in searches.iter_mut().zip(nodes) {
+            // SAFETY: as in `link_in`, for each node of the batch.
+            s.new = unsafe { Node::from_raw(ptr, height) };
+            s.level = top - 1;
+            s.hinted = splice.hints(s.new.key(), &cmp);
+            s.done = false;
+            if s.hinted {
+                s.x = self.splice_start(splice, s.level, s.x, &cmp);
+            }
+        }
+        // Each turn moves every unfinished search one node on (right, or down a level) and
+        // starts loading the node it compares next, which the other searches' turns give time
+        // to arrive. The steps are `walk`'s, `bound` included.
+        let mut left = nodes.len();
+        while left > 0 {
+            for s in searches.iter_mut().filter(|s| !s.done) {
+                let level = s.level;
+                let stop = match s.x.next(level) {
+                    Some(n) if s.bound == Some(n.ptr) => Some(n),
+                    Some(n) if cmp(n.key(), s.new.key()) == Ordering::Less => {
+                        s.x = n;
+                        prefetch(n.link(level).load(MemOrder::Relaxed));
+                        continue;
+                    }
+                    Some(n) => {
+                        s.bound = Some(n.ptr);
+                        Some(n)
+                    }
+                    None => None,
+                };
+                s.prev[level] = s.x;
+                s.next[level] = stop;
+                if level == 0 {
+                    s.done = true;
+                    left -= 1;
+                    continue;
+                }
+                s.level -= 1;
+                if s.hinted {
+                    s.x = self.splice_start(splice, s.level, s.x, &cmp);
+                }
+                prefetch(s.x.link(s.level).load(MemOrder::Relaxed));
+            }
+        }
+        for s in &mut searches[..nodes.len()] {
+            let key = s.new.key();
+            publish(s.new, &mut s.prev, &mut s.next, &mut |k: &[u8]| cmp(k, key) == Ordering::Less);
+        }
+        let last = &searches[nodes.len() - 1];
+        splice.set(last.new, &last.prev);
+    }
+
+    /// Raises the list's height to at least `height` (before a node that tall is searched
+    /// for: a search starting below its top level would find no predecessor there); the
+    /// height after.
+    #[inline(always)]
+    fn raise_height(&self, height: usize) -> usize {
         let mut top = self.height.load(MemOrder::Relaxed);
         while height > top {
             match self.height.compare_exchange_weak(
@@ -635,64 +761,144 @@ impl SkipList {
                 Err(now) => top = now,
             }
         }
+        top
+    }
 
-        let hinted = splice.last.is_some_and(|l| {
+    /// Where a hinted search (at `x`, all of whose keys so far are less than its key) goes on
+    /// at `level`: the splice's node there when that is right of `x`, else `x`.
+    #[inline(always)]
+    fn splice_start<'a>(
+        &'a self,
+        splice: &Splice,
+        level: usize,
+        x: Node<'a>,
+        cmp: &impl Fn(&[u8], &[u8]) -> Ordering,
+    ) -> Node<'a> {
+        // SAFETY: Splice invariant: the head or a node of this list with more than `level`
+        // links.
+        let s = unsafe { Node::from_raw(splice.prev[level], level + 1) };
+        if !self.is_head(s)
+            && s.ptr != x.ptr
+            && (self.is_head(x) || cmp(s.key(), x.key()) == Ordering::Greater)
+        {
+            s
+        } else {
+            x
+        }
+    }
+
+    /// A [`Linker`] adding entries to this list through `splice`.
+    pub(crate) fn linker<'a>(&'a self, splice: &'a mut Splice) -> Linker<'a> {
+        Linker { list: self, splice, nodes: [(self.head, 0); LINK_BATCH], len: 0 }
+    }
+}
+
+/// Adds entries to a list: a deferred list's as [`SkipList::add`] does, another's linked
+/// [`LINK_BATCH`] at a time ([`SkipList::link_batch`]); [`Linker::finish`] links the rest.
+pub(crate) struct Linker<'a> {
+    list: &'a SkipList,
+    splice: &'a mut Splice,
+    /// Nodes written and not linked yet (the first `len`), with their heights.
+    nodes: [(NodePtr, usize); LINK_BATCH],
+    len: usize,
+}
+
+impl Linker<'_> {
+    /// Adds the entry `key_prefix | key_suffix` -> `value` (reachable once
+    /// [`Linker::finish`] returned, or sooner). Panics as [`SkipList::add`] does.
+    #[inline]
+    pub(crate) fn add(&mut self, key_prefix: &[u8], key_suffix: &[u8], value: &[u8]) {
+        if self.list.is_deferred() {
+            return self.list.add(self.splice, key_prefix, key_suffix, value);
+        }
+        self.nodes[self.len] = self.list.new_node(key_prefix, key_suffix, value);
+        self.len += 1;
+        if self.len == LINK_BATCH {
+            self.flush();
+        }
+    }
+
+    /// Links the entries added and not linked yet.
+    pub(crate) fn finish(mut self) {
+        self.flush();
+    }
+
+    fn flush(&mut self) {
+        if self.len > 0 {
+            self.list.link_batch(self.splice, &self.nodes[..self.len]);
+            self.len = 0;
+        }
+    }
+}
+
+/// One search of [`SkipList::link_batch`]: the node it places, where it stands, and the
+/// predecessors and successors it found at the levels it left.
+#[derive(Clone, Copy)]
+struct Search<'a> {
+    new: Node<'a>,
+    x: Node<'a>,
+    level: usize,
+    /// As in [`walk`].
+    bound: Option<NodePtr>,
+    hinted: bool,
+    done: bool,
+    prev: [Node<'a>; MAX_HEIGHT],
+    next: [Option<Node<'a>>; MAX_HEIGHT],
+}
+
+impl Splice {
+    /// Whether a search for `key` may start from this splice (`key` is after its last node).
+    #[inline(always)]
+    fn hints(&self, key: &[u8], cmp: &impl Fn(&[u8], &[u8]) -> Ordering) -> bool {
+        self.last.is_some_and(|l| {
             // SAFETY: `last` was linked into this list through this splice (Splice invariant).
             let last = unsafe { Node::from_raw(l, 1) };
             cmp(key, last.key()) == Ordering::Greater
-        });
-        let mut go_right = |k: &[u8]| cmp(k, key) == Ordering::Less;
-        let mut bound = None;
-        let mut prev = [self.head(); MAX_HEIGHT];
-        let mut next: [Option<Node<'_>>; MAX_HEIGHT] = [None; MAX_HEIGHT];
-        let mut x = self.head();
-        for level in (0..top).rev() {
-            if hinted {
-                // SAFETY: Splice invariant: the head or a node of this list with more than
-                // `level` links.
-                let s = unsafe { Node::from_raw(splice.prev[level], level + 1) };
-                // Start from the splice when it is right of `x` (both are < key).
-                if !self.is_head(s)
-                    && s.ptr != x.ptr
-                    && (self.is_head(x) || cmp(s.key(), x.key()) == Ordering::Greater)
-                {
-                    x = s;
-                }
-            }
-            let (p, n) = walk(x, level, &mut go_right, &mut bound);
-            prev[level] = p;
-            next[level] = n;
-            x = p;
-        }
+        })
+    }
 
-        for level in 0..height {
-            loop {
-                let succ = next[level].map_or(ptr::null_mut(), |n| n.ptr.as_ptr());
-                // Not yet reachable at this level: only this thread touches this link.
-                new.link(level).store(succ, MemOrder::Relaxed);
-                // Publication: everything written to `new` happens-before a successful swap.
-                match prev[level].link(level).compare_exchange(
-                    succ,
-                    new_ptr.as_ptr(),
-                    MemOrder::Release,
-                    MemOrder::Relaxed,
-                ) {
-                    Ok(_) => break,
-                    Err(_) => {
-                        // A node was linked after `prev[level]` meanwhile: walk on from there
-                        // (the walk's loads acquire what it meets).
-                        let (p, n) = walk(prev[level], level, &mut go_right, &mut None);
-                        prev[level] = p;
-                        next[level] = n;
-                    }
+    /// After `new` was linked with predecessors `prev`: the search start of a larger key.
+    #[inline(always)]
+    fn set(&mut self, new: Node<'_>, prev: &[Node<'_>; MAX_HEIGHT]) {
+        for (level, s) in self.prev.iter_mut().enumerate() {
+            *s = if level < new.links { new.ptr } else { prev[level].ptr };
+        }
+        self.last = Some(new.ptr);
+    }
+}
+
+/// Publishes `new` (initialised, reachable by no one yet) level by level from 0 up, between
+/// `prev` and `next` as a search for its key found them (module doc, "Insertion and
+/// publication protocol"); `go_right` holds for the keys less than its key.
+#[inline(always)]
+fn publish<'a>(
+    new: Node<'a>,
+    prev: &mut [Node<'a>; MAX_HEIGHT],
+    next: &mut [Option<Node<'a>>; MAX_HEIGHT],
+    go_right: &mut impl FnMut(&[u8]) -> bool,
+) {
+    for level in 0..new.links {
+        loop {
+            let succ = next[level].map_or(ptr::null_mut(), |n| n.ptr.as_ptr());
+            // Not yet reachable at this level: only this thread touches this link.
+            new.link(level).store(succ, MemOrder::Relaxed);
+            // Publication: everything written to `new` happens-before a successful swap.
+            match prev[level].link(level).compare_exchange(
+                succ,
+                new.ptr.as_ptr(),
+                MemOrder::Release,
+                MemOrder::Relaxed,
+            ) {
+                Ok(_) => break,
+                Err(_) => {
+                    // A node was linked after `prev[level]` meanwhile: walk on from there
+                    // (the walk's loads acquire what it meets).
+                    let (p, n) = walk(prev[level], level, go_right, &mut None);
+                    prev[level] = p;
+                    next[level] = n;
                 }
             }
         }
-
-        for (level, s) in splice.prev.iter_mut().enumerate() {
-            *s = if level < height { new_ptr } else { prev[level].ptr };
-        }
-        splice.last = Some(new_ptr);
     }
 }
 
@@ -924,6 +1130,97 @@ mod tests {
         for (i, (k, v)) in all.iter().enumerate() {
             assert_eq!(k, &ik(format!("{i:08}").as_bytes(), i as u64 + 1));
             assert_eq!(v, &(i as u64).to_le_bytes());
+        }
+        check_levels(&l);
+    }
+
+    /// Adds `entries` (user key, sequence number) through a linker: linked `LINK_BATCH` at a
+    /// time.
+    fn add_all(list: &SkipList, entries: &[(Vec<u8>, u64)]) {
+        list.with_splice(|s| {
+            let mut linker = list.linker(s);
+            for (user, seq) in entries {
+                let k = ik(user, *seq);
+                let (pre, suf) = k.split_at(k.len() - 8);
+                linker.add(pre, suf, &seq.to_le_bytes());
+            }
+            linker.finish();
+        });
+    }
+
+    /// Batches of every size up to a few `LINK_BATCH`es, of random keys, of ascending runs
+    /// (the splice's case) and with one key twice, mixed with single inserts: the list holds
+    /// what one-by-one inserts would, in order, every level a sorted sublist of the one below.
+    #[test]
+    fn batches_link_as_single_inserts_would() {
+        let l = SkipList::new();
+        let mut model = Vec::new();
+        let (mut r, mut seq) = (11u64, 0u64);
+        let mut rand = |m: u64| {
+            r = r.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (r >> 33) % m
+        };
+        for round in 0..scaled(300, 20) {
+            let size = rand(3 * LINK_BATCH as u64 + 1) as usize;
+            let start = rand(5000);
+            let mut batch: Vec<(Vec<u8>, u64)> = (0..size as u64)
+                .map(|i| {
+                    seq += 1;
+                    let k = if round % 3 == 0 { start + i } else { rand(5000) };
+                    (format!("k{k:05}").into_bytes(), seq)
+                })
+                .collect();
+            if round % 7 == 0 && !batch.is_empty() {
+                seq += 1;
+                batch.push((batch[0].0.clone(), seq));
+            }
+            if round % 5 == 0 {
+                seq += 1;
+                let k = ik(format!("k{:05}", rand(5000)).as_bytes(), seq);
+                l.insert(&k, &[], &seq.to_le_bytes());
+                model.push((k, seq.to_le_bytes().to_vec()));
+            }
+            add_all(&l, &batch);
+            model.extend(batch.iter().map(|(u, s)| (ik(u, *s), s.to_le_bytes().to_vec())));
+        }
+        model.sort_by(|a, b| compare_internal(&a.0, &b.0));
+        assert_eq!(collect(&l), model);
+        check_levels(&l);
+        for (k, _) in model.iter().step_by(5) {
+            assert_eq!(l.seek_ge(k).map(|n| n.key()), Some(k.as_slice()));
+        }
+    }
+
+    /// Writers adding batches of interleaved keys at once (each batch's nodes sit between the
+    /// other writers'): every key is present once and every level is sorted.
+    #[test]
+    fn concurrent_batches_keep_every_level_sorted() {
+        let l = std::sync::Arc::new(SkipList::new());
+        let writers = 4u64;
+        let per = scaled(4000, 60);
+        let handles: Vec<_> = (0..writers)
+            .map(|w| {
+                let l = l.clone();
+                std::thread::spawn(move || {
+                    let ids: Vec<u64> = (0..per).map(|i| i * writers + w).collect();
+                    for chunk in ids.chunks(LINK_BATCH + 3) {
+                        let batch: Vec<(Vec<u8>, u64)> = chunk
+                            .iter()
+                            .map(|id| (format!("{id:08}").into_bytes(), id + 1))
+                            .collect();
+                        add_all(&l, &batch);
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().expect("writer");
+        }
+        let all = collect(&l);
+        assert_eq!(all.len() as u64, writers * per);
+        for (i, (k, v)) in all.iter().enumerate() {
+            assert_eq!(k, &ik(format!("{i:08}").as_bytes(), i as u64 + 1));
+            assert_eq!(v, &(i as u64 + 1).to_le_bytes());
         }
         check_levels(&l);
     }

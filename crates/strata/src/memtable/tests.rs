@@ -725,6 +725,36 @@ mod loom_tests {
         });
     }
 
+    /// A batch of two nodes, their searches interleaved, races a writer whose key falls
+    /// between a batch node's predecessor and successor: a swap that fails walks on, and
+    /// every node is in place at every level.
+    #[test]
+    fn loom_a_batch_races_a_writer_inside_its_span() {
+        model().check(|| {
+            let list = Arc::new(SkipList::new());
+            insert(&list, b"b", 2);
+            let other = {
+                let list = list.clone();
+                loom::thread::spawn(move || insert(&list, b"c", 3))
+            };
+            list.with_splice(|s| {
+                let mut linker = list.linker(s);
+                for (user, seq) in [(&b"d"[..], 4u64), (b"a", 1)] {
+                    let trailer = pack_trailer(SeqNo(seq), ValueType::Value).to_le_bytes();
+                    linker.add(user, &trailer, &seq.to_le_bytes());
+                }
+                linker.finish();
+            });
+            other.join().expect("writer");
+            let want: Vec<Vec<u8>> = [b"a", b"b", b"c", b"d"].iter().map(|k| k.to_vec()).collect();
+            assert_eq!(scan(&list), want);
+            for (user, seq) in [(b"a", 1), (b"b", 2), (b"c", 3), (b"d", 4)] {
+                let k = make_internal_key(user, SeqNo(seq), ValueType::Value);
+                assert_eq!(list.seek_ge(&k).map(|n| n.key().to_vec()), Some(k));
+            }
+        });
+    }
+
     /// A reader racing with two writers sees each node complete or not at all, in order, with
     /// everything published before a node it sees; a writer finds its own key once inserted.
     #[test]
