@@ -714,25 +714,20 @@ impl SkipList {
                 s.x = self.splice_start(splice, s.level, s.x, &cmp);
             }
         }
-        // Each turn moves every unfinished search one node on (right, or down a level) and
-        // starts loading the node it compares next, which the other searches' turns give time
-        // to arrive. The steps are `walk`'s, `bound` included.
+        // Each turn moves every unfinished search one `step` on (right, or down a level), and
+        // the node it compares next is on its way meanwhile, while the other searches take
+        // their turns.
         let mut left = nodes.len();
         while left > 0 {
             for s in searches.iter_mut().filter(|s| !s.done) {
-                let level = s.level;
-                let stop = match s.x.next(level) {
-                    Some(n) if s.bound == Some(n.ptr) => Some(n),
-                    Some(n) if cmp(n.key(), s.new.key()) == Ordering::Less => {
+                let (level, key) = (s.level, s.new.key());
+                let go_right = &mut |k: &[u8]| cmp(k, key) == Ordering::Less;
+                let stop = match step(s.x, level, go_right, &mut s.bound) {
+                    Ok(n) => {
                         s.x = n;
-                        prefetch(n.link(level).load(MemOrder::Relaxed));
                         continue;
                     }
-                    Some(n) => {
-                        s.bound = Some(n.ptr);
-                        Some(n)
-                    }
-                    None => None,
+                    Err(stop) => stop,
                 };
                 s.prev[level] = s.x;
                 s.next[level] = stop;
@@ -927,19 +922,35 @@ fn walk<'a>(
     bound: &mut Option<NodePtr>,
 ) -> (Node<'a>, Option<Node<'a>>) {
     loop {
-        let Some(n) = x.next(level) else { return (x, None) };
-        if *bound == Some(n.ptr) {
-            return (x, Some(n));
+        match step(x, level, go_right, bound) {
+            Ok(n) => x = n,
+            Err(stop) => return (x, stop),
         }
-        // While `n`'s key is compared, start loading the node after it, which is the next one
-        // compared if the walk goes on.
-        prefetch(n.link(level).load(MemOrder::Relaxed));
-        if go_right(n.key()) {
-            x = n;
-        } else {
-            *bound = Some(n.ptr);
-            return (x, Some(n));
-        }
+    }
+}
+
+/// One step of [`walk`] from `x`: `Ok` with the next node when it satisfies `go_right` (the
+/// node after it already on its way), else `Err` with the successor that stopped the walk
+/// (`None` at the end of the level).
+#[inline(always)]
+fn step<'a>(
+    x: Node<'a>,
+    level: usize,
+    go_right: &mut impl FnMut(&[u8]) -> bool,
+    bound: &mut Option<NodePtr>,
+) -> Result<Node<'a>, Option<Node<'a>>> {
+    let Some(n) = x.next(level) else { return Err(None) };
+    if *bound == Some(n.ptr) {
+        return Err(Some(n));
+    }
+    // While `n`'s key is compared, start loading the node after it, which is the next one
+    // compared if the walk goes on.
+    prefetch(n.link(level).load(MemOrder::Relaxed));
+    if go_right(n.key()) {
+        Ok(n)
+    } else {
+        *bound = Some(n.ptr);
+        Err(Some(n))
     }
 }
 
