@@ -1124,11 +1124,12 @@ mod tests {
         check_levels(&l);
     }
 
-    /// Writers racing on neighbouring keys make compare-and-swaps fail and re-walk at every
-    /// level; afterwards every key is present once and every level is a sorted sublist of the
-    /// one below.
-    #[test]
-    fn concurrent_inserts_keep_every_level_sorted() {
+    /// Four writers, each adding its ids through `write` (in order), the ids interleaved so
+    /// that each writer's key sits between two of the others': compare-and-swaps fail and
+    /// re-walk at every level. Afterwards every key is present once with its value, and every
+    /// level is a sorted sublist of the one below. Id `i` is user key `{i:08}` at sequence
+    /// number `i + 1` with value `i`.
+    fn interleaved_writers(write: fn(&SkipList, &[u64])) {
         let l = std::sync::Arc::new(SkipList::new());
         let writers = 4u64;
         let per = scaled(4000, 60);
@@ -1136,12 +1137,8 @@ mod tests {
             .map(|w| {
                 let l = l.clone();
                 std::thread::spawn(move || {
-                    for i in 0..per {
-                        // Interleaved ids: each writer's key sits between two of the others'.
-                        let id = i * writers + w;
-                        let k = ik(format!("{id:08}").as_bytes(), id + 1);
-                        l.insert(&k, &[], &id.to_le_bytes());
-                    }
+                    let ids: Vec<u64> = (0..per).map(|i| i * writers + w).collect();
+                    write(&l, &ids);
                 })
             })
             .collect();
@@ -1155,6 +1152,16 @@ mod tests {
             assert_eq!(v, &(i as u64).to_le_bytes());
         }
         check_levels(&l);
+    }
+
+    #[test]
+    fn concurrent_inserts_keep_every_level_sorted() {
+        interleaved_writers(|l, ids| {
+            for id in ids {
+                let k = ik(format!("{id:08}").as_bytes(), id + 1);
+                l.insert(&k, &[], &id.to_le_bytes());
+            }
+        });
     }
 
     /// Adds `entries` (user key, sequence number) through a linker: linked `LINK_BATCH` at a
@@ -1214,38 +1221,23 @@ mod tests {
         }
     }
 
-    /// Writers adding batches of interleaved keys at once (each batch's nodes sit between the
-    /// other writers'): every key is present once and every level is sorted.
+    /// As `concurrent_inserts_keep_every_level_sorted`, each writer adding its ids in batches
+    /// of a little more than `LINK_BATCH`, each batch in descending order (an ascending one
+    /// would go through the splice one node at a time).
     #[test]
     fn concurrent_batches_keep_every_level_sorted() {
-        let l = std::sync::Arc::new(SkipList::new());
-        let writers = 4u64;
-        let per = scaled(4000, 60);
-        let handles: Vec<_> = (0..writers)
-            .map(|w| {
-                let l = l.clone();
-                std::thread::spawn(move || {
-                    let ids: Vec<u64> = (0..per).map(|i| i * writers + w).collect();
-                    for chunk in ids.chunks(LINK_BATCH + 3) {
-                        let batch: Vec<(Vec<u8>, u64)> = chunk
-                            .iter()
-                            .map(|id| (format!("{id:08}").into_bytes(), id + 1))
-                            .collect();
-                        add_all(&l, &batch);
+        interleaved_writers(|l, ids| {
+            for chunk in ids.chunks(LINK_BATCH + 3) {
+                l.with_splice(|s| {
+                    let mut linker = l.linker(s);
+                    for id in chunk.iter().rev() {
+                        let k = ik(format!("{id:08}").as_bytes(), id + 1);
+                        linker.add(&k, &[], &id.to_le_bytes());
                     }
-                })
-            })
-            .collect();
-        for h in handles {
-            h.join().expect("writer");
-        }
-        let all = collect(&l);
-        assert_eq!(all.len() as u64, writers * per);
-        for (i, (k, v)) in all.iter().enumerate() {
-            assert_eq!(k, &ik(format!("{i:08}").as_bytes(), i as u64 + 1));
-            assert_eq!(v, &(i as u64 + 1).to_le_bytes());
-        }
-        check_levels(&l);
+                    linker.finish();
+                });
+            }
+        });
     }
 
     #[test]
