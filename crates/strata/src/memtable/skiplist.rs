@@ -87,6 +87,7 @@
 
 use std::cmp::Ordering;
 use std::marker::PhantomData;
+use std::mem::MaybeUninit;
 use std::ptr::{self, NonNull};
 use std::sync::atomic::Ordering as MemOrder;
 
@@ -694,26 +695,29 @@ impl SkipList {
         }
         let top = self.raise_height(nodes.iter().map(|n| n.1).max().unwrap_or(1));
         let head = self.head();
-        let mut searches = [Search {
-            new: head,
-            x: head,
-            level: 0,
-            bound: None,
-            hinted: false,
-            done: true,
-            prev: [head; MAX_HEIGHT],
-            next: [None; MAX_HEIGHT],
-        }; LINK_BATCH];
-        for (s, &(ptr, height)) in searches.iter_mut().zip(nodes) {
+        // Only the batch's searches are written (a whole array of them would cost more than
+        // the search of a short batch).
+        let mut slots = [const { MaybeUninit::<Search<'_>>::uninit() }; LINK_BATCH];
+        for (slot, &(ptr, height)) in slots.iter_mut().zip(nodes) {
             // SAFETY: as in `link_in`.
-            s.new = unsafe { Node::from_raw(ptr, height) };
-            s.level = top - 1;
-            s.hinted = splice.hints(s.new.key(), &cmp);
-            s.done = false;
-            if s.hinted {
-                s.x = self.splice_start(splice, s.level, s.x, &cmp);
-            }
+            let new = unsafe { Node::from_raw(ptr, height) };
+            let hinted = splice.hints(new.key(), &cmp);
+            let x = if hinted { self.splice_start(splice, top - 1, head, &cmp) } else { head };
+            slot.write(Search {
+                new,
+                x,
+                level: top - 1,
+                bound: None,
+                hinted,
+                done: false,
+                prev: [head; MAX_HEIGHT],
+                next: [None; MAX_HEIGHT],
+            });
         }
+        // SAFETY: the first `nodes.len()` slots were written just above, and a `Search` is
+        // `Copy` (nothing to drop).
+        let searches: &mut [Search<'_>] =
+            unsafe { std::slice::from_raw_parts_mut(slots.as_mut_ptr().cast(), nodes.len()) };
         // Each turn moves every unfinished search one `step` on (right, or down a level), and
         // the node it compares next is on its way meanwhile, while the other searches take
         // their turns.
@@ -743,7 +747,7 @@ impl SkipList {
                 prefetch(s.x.link(s.level).load(MemOrder::Relaxed));
             }
         }
-        for s in &mut searches[..nodes.len()] {
+        for s in searches.iter_mut() {
             let key = s.new.key();
             publish(s.new, &mut s.prev, &mut s.next, &mut |k: &[u8]| cmp(k, key) == Ordering::Less);
         }
