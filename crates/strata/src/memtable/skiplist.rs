@@ -102,9 +102,9 @@ use crate::util::prefetch::{prefetch, prefetch_span, CACHE_LINE};
 /// Maximum node height; with branching 4 a list stays logarithmic up to ~4^12 = 16M entries.
 pub(crate) const MAX_HEIGHT: usize = 12;
 
-/// Most nodes [`SkipList::link_batch`] links together: about as many misses as a core keeps
-/// in flight.
-pub(crate) const LINK_BATCH: usize = 8;
+/// Most nodes [`SkipList::link_batch`] links together: about as many cache misses as a core
+/// keeps in flight (`docs/measurements.md` has 8, 16 and 32 compared).
+pub(crate) const LINK_BATCH: usize = 16;
 
 /// log2 of the branching factor: a node reaches level `i + 1` with probability 1/4 given `i`.
 const BRANCHING_BITS: u32 = 2;
