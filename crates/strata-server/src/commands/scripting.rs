@@ -86,8 +86,8 @@ fn asks_to_block(argv: &[Vec<u8>]) -> bool {
 }
 
 /// Whether `args` must be refused with BUSY: a script has run longer than
-/// `busy-reply-threshold` and the command is not one Redis lets through then (SCRIPT KILL,
-/// FUNCTION KILL, SHUTDOWN NOSAVE, and the connection's own set-up: AUTH, HELLO...).
+/// `busy-reply-threshold` and the command is not one Redis lets through then
+/// ([`allowed_while_busy`]).
 pub fn busy_refusal(sh: &Shared, cmd: &super::Command, args: &[Vec<u8>]) -> bool {
     let Some(ms) = sh.scripts.busy_ms() else { return false };
     ms >= busy_threshold_ms(sh) && !allowed_while_busy(sh, cmd, args)

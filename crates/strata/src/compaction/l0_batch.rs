@@ -202,11 +202,11 @@ impl L0Pace {
             let l0_bytes: u64 = free.iter().map(|f| f.file_size).sum();
             Some((l0_bytes + base_bytes) as f64 / speed)
         };
+        // When a carried-over L0 of `duration` seconds' compaction drains (module doc).
+        let drain_after =
+            |duration: f64| until.checked_add(Duration::try_from_secs_f64(duration).ok()?);
         if self.carried && now >= until && !free.is_empty() {
-            let Some(drain_at) = duration()
-                .and_then(|d| Duration::try_from_secs_f64(d).ok())
-                .and_then(|d| until.checked_add(d))
-            else {
+            let Some(drain_at) = duration().and_then(drain_after) else {
                 return untimed;
             };
             if now >= drain_at {
@@ -223,10 +223,7 @@ impl L0Pace {
             // Writes paused: the trigger applies, and under pressure L0 is carried over,
             // unless the pause already lasted as long as the drain would wait (the compaction
             // thread was busy meanwhile): then it goes straight down.
-            let fresh = Duration::try_from_secs_f64(duration)
-                .ok()
-                .and_then(|d| until.checked_add(d))
-                .is_some_and(|drain_at| now < drain_at);
+            let fresh = drain_after(duration).is_some_and(|drain_at| now < drain_at);
             return L0Batch { carry_over: arriving > trigger as f64 && fresh, ..at_trigger };
         }
         let files =

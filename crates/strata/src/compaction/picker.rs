@@ -16,9 +16,10 @@
 //!   [`super::l0_batch`]); while it waits, only levels scoring above it are picked. When
 //!   writes paused after a batch was gathered, L0 may instead merge into one L0 file that
 //!   waits for the next batch ([`carried_over`]), and when writes stay paused after that, L0
-//!   drains into the base level whatever its file count (`level0_drain`). Another level takes the one file with the
-//!   least overlap with the next level relative to its size (kMinOverlappingRatio), grown to
-//!   the neighbours that add no file of the next level, plus the overlapping next-level files.
+//!   drains into the base level whatever its file count (`level0_drain`). Another level takes
+//!   the one file with the least overlap with the next level relative to its size
+//!   (kMinOverlappingRatio), grown to the neighbours that add no file of the next level, plus
+//!   the overlapping next-level files.
 //! - A single input file with no overlap below is a trivial move (a MANIFEST-only change)
 //!   unless it overlaps more than `max_compaction_bytes` of the level below its output.
 
@@ -272,8 +273,8 @@ const SCORE_SCALE: f64 = 10.0;
 /// needs compaction at 1 and more.
 ///
 /// - L0: files not being compacted / trigger, at least 1.01 when L0 drains
-///   ([`PickerOptions::level0_drain`]) and has one. With dynamic level bytes, at least 1.01 once
-///   those files hold `max_bytes_for_level_base`, and at least their size over the base
+///   ([`PickerOptions::level0_drain`]) and has one. With dynamic level bytes, at least 1.01
+///   once those files hold `max_bytes_for_level_base`, and at least their size over the base
 ///   level's (actual or target, the larger) once they outgrow the base level's target; then
 ///   scaled. Without: at least their size / `max_bytes_for_level_base`.
 /// - A level >= 1: bytes not being compacted / target. With dynamic level bytes, a level at
