@@ -298,7 +298,7 @@ define_flags! {
     write_thread_max_yield_usec: u64 = 100u64, Engine, "The longest a waiting writer yields before it sleeps (microseconds)";
     write_thread_slow_yield_usec: u64 = 3u64, Engine, "A yield this long or longer is slow; after three, a waiting writer sleeps (microseconds)";
     wal_zeros_ahead: bool = true, Engine, "Strata only: new WAL files are zero-filled ahead of their records, so a synced write changes no file size";
-    wal_mmap_writes: bool = false, Engine, "Strata only: records reach a WAL written with zeros ahead through a shared mapping, not a write call per group";
+    wal_mmap_writes: bool = true, Engine, "Strata only: records reach a WAL written with zeros ahead through a shared mapping, not a write call per group";
     max_background_jobs: i64 = 2i64, Engine, "Background flush and compaction threads";
     max_background_compactions: i64 = -1i64, Engine, "Background compaction threads (-1: from max_background_jobs)";
     max_background_flushes: i64 = -1i64, Engine, "Background flush threads (-1: from max_background_jobs)";

@@ -387,13 +387,11 @@ pub struct Options {
     /// A WAL written with zeros ahead (`wal_zeros_ahead`) on the operating system's file
     /// system gets its records copied into a shared mapping of those zeros when the write
     /// group hands them to the OS, instead of a `write` system call per group: the same page
-    /// cache, read back and synced alike (`env/mapped.rs`), minus the call. The zeros are
-    /// written before they are mapped, so no copy can meet a full disk; a disk that fails to
-    /// read a WAL page back (evicted before the copy) would stop the process with `SIGBUS`
-    /// where `write` returns an error.
-    /// Measured on 2 cores (`docs/measurements.md`, "Write path"): faster with one writer,
-    /// and with four in the default (not pipelined) write mode; with `enable_pipelined_write`
-    /// four writers ran at about half the speed of `write`'s. Default: false.
+    /// cache, read back and synced alike, minus the call (`env/mapped.rs`). The mapping is a
+    /// window over the zeros ahead, locked in memory, so a copy never waits for a page to be
+    /// read back and a failing disk cannot stop the process with `SIGBUS`; where the lock is
+    /// refused (`RLIMIT_MEMLOCK`), the WAL is written with `write`. Measured in
+    /// `docs/measurements.md`, "Write path". Default: true.
     pub wal_mmap_writes: bool,
     /// Bytes written to the WAL after which the OS is asked to start writing it out (in the
     /// background), so a later sync has less to wait for; 0: never. Default: 0.
@@ -548,7 +546,7 @@ impl Default for Options {
             wal_ttl_seconds: 0,
             wal_size_limit_mb: 0,
             wal_zeros_ahead: true,
-            wal_mmap_writes: false,
+            wal_mmap_writes: true,
             use_direct_reads: false,
             advise_random_on_open: true,
             uncache_aggressiveness: 0,

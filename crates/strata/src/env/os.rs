@@ -38,9 +38,11 @@ struct OsWritable {
     len: u64,
     /// The file reaches at least this offset on disk (`write_zeros_ahead`).
     zeroed_to: u64,
-    /// `map_zeros_ahead` was asked for: the zeros written ahead are mapped as they are written.
+    /// `map_zeros_ahead` was asked for and no window was refused: the zeros written ahead are
+    /// mapped as they are written.
     map_ahead: bool,
-    /// `[0, zeroed_to)` mapped (`mapped.rs`): flushed bytes inside it are copied there.
+    /// A window of the zeros ahead, mapped (`mapped.rs`): flushed bytes inside it are copied
+    /// there.
     #[cfg(target_os = "linux")]
     map: Option<super::mapped::Mapping>,
     /// Set with the first mapping, never cleared: every write goes to its own offset, as the
@@ -63,20 +65,26 @@ impl OsWritable {
         }
     }
 
-    /// Maps (or grows the mapping to) `[0, zeroed_to)`. A refusal leaves what was mapped:
-    /// bytes past it are written with `pwrite`.
+    /// Maps `[p, zeroed_to)`, `p` the start of the page holding the first byte not yet handed
+    /// to the OS, in place of the window mapped before (`mapped.rs`: the records written
+    /// before `p` need no mapping, and a window stays locked in memory). A refusal keeps the
+    /// window there was, still valid for what it covers, and maps no more: bytes past it are
+    /// written with `pwrite`.
     #[cfg(target_os = "linux")]
     fn map_zeroed(&mut self) {
         use std::os::unix::io::AsRawFd;
-        let Ok(want) = usize::try_from(self.zeroed_to) else { return };
-        match &mut self.map {
+        let page = super::mapped::page_size();
+        let from = (self.len - self.buf.len() as u64) / page * page;
+        if self.map.as_ref().is_some_and(|m| m.end() >= self.zeroed_to) || self.zeroed_to <= from {
+            return;
+        }
+        let Ok(len) = usize::try_from(self.zeroed_to - from) else { return };
+        match super::mapped::Mapping::new(self.file.as_raw_fd(), from, len) {
             Some(m) => {
-                let _ = m.grow(want);
+                self.map = Some(m);
+                self.placed = true;
             }
-            None => {
-                self.map = super::mapped::Mapping::new(self.file.as_raw_fd(), want);
-                self.placed |= self.map.is_some();
-            }
+            None => self.map_ahead = false,
         }
     }
 
@@ -84,9 +92,7 @@ impl OsWritable {
     /// (`placed`).
     fn drop_mapping(&mut self) {
         #[cfg(target_os = "linux")]
-        if let Some(m) = self.map.take() {
-            m.unmap();
-        }
+        drop(self.map.take());
         self.map_ahead = false;
     }
 
@@ -518,6 +524,50 @@ mod tests {
         assert_eq!(fs.list(dir.path()).unwrap(), vec!["b".to_string()]);
         fs.remove(&q).unwrap();
         assert!(!fs.exists(&q));
+    }
+
+    /// The mapped zeros ahead are a window that moves with the records (`mapped.rs`): through
+    /// megabytes of flushed appends it holds each record flushed and ends where the zeros end,
+    /// never spanning more than the zeros ahead and a page; every byte reads back, and the
+    /// zeros after the records are still zeros.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_mapped_window_moves_with_the_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("w");
+        let file = fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&p)
+            .unwrap();
+        let mut w = OsWritable::new(&p, file, 0);
+        let chunk = 1u64 << 20;
+        let page = super::super::mapped::page_size();
+        assert!(w.write_zeros_ahead(chunk).unwrap());
+        assert!(w.map_zeros_ahead(), "the OS's file system maps the zeros ahead");
+        let mut model = Vec::new();
+        for i in 0..40_000u32 {
+            let rec: Vec<u8> = (0..=i % 200).map(|j| (i ^ j) as u8 | 1).collect();
+            // As the WAL's writer keeps them: half a chunk past the records, whole chunks.
+            let end = w.len() + rec.len() as u64;
+            if end + chunk / 2 > w.zeroed_to {
+                w.write_zeros_ahead((end + chunk / 2) / chunk * chunk + chunk).unwrap();
+            }
+            w.append(&rec).unwrap();
+            w.flush().unwrap();
+            model.extend_from_slice(&rec);
+            let m = w.map.as_ref().expect("a window stays mapped");
+            assert_eq!(m.end(), w.zeroed_to, "record {i}");
+            assert!(m.start() <= w.len() - rec.len() as u64, "record {i} was copied in");
+            assert!(m.end() - m.start() <= chunk * 3 / 2 + page, "record {i}");
+        }
+        assert!(w.len() > 3 * chunk, "the records crossed several windows");
+        let back = fs::read(&p).unwrap();
+        assert_eq!(back.len() as u64, w.zeroed_to);
+        assert!(back[..model.len()] == model[..], "every record reads back");
+        assert!(back[model.len()..].iter().all(|&b| b == 0), "the zeros ahead are untouched");
     }
 
     /// A buffered file takes a readahead request (Linux) and reads the same bytes after it,

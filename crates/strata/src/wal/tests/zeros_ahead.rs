@@ -207,7 +207,7 @@ fn power_loss_keeps_a_prefix_holding_every_synced_record() {
 
 /// On the OS's file system the zeros ahead are mapped and the records copied into them
 /// (`env/mapped.rs`): every flushed record reads back through another handle before any
-/// sync, across chunk boundaries (the mapping grows), and a trim leaves the file ending at
+/// sync, across chunk boundaries (a new window each chunk), and a trim leaves the file ending at
 /// the last record, with later appends still landing at their offsets.
 #[cfg(target_os = "linux")]
 #[test]
