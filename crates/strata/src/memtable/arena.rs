@@ -16,6 +16,8 @@
 //! large block freed (glibc then stops mapping blocks of that size), chunks came from its heap,
 //! whose holes stayed resident after their memtable was gone: 10-15 MB of peak RSS in a
 //! write-heavy benchmark. Elsewhere (and under Miri) the global allocator serves every chunk.
+//! A huge chunk the spares cannot give comes from a helper thread that faults the next one in
+//! ahead of need (`prefault.rs`), so a large memtable's writers do not zero fresh pages.
 //!
 //! With a [`MemoryTracker`], every chunk obtained is reported to its write buffer manager
 //! (which counts memory at chunk granularity), and the tracker's drop, after the chunks are
@@ -166,7 +168,11 @@ impl Arena {
         };
         let mapped = match size {
             CHUNK_SIZE => SPARE.lock().take().or_else(|| map(size)),
-            HUGE_CHUNK_SIZE => SPARE_HUGE.lock().take().or_else(|| map_huge(size)),
+            // Past the spares, the chunk the prefault helper made ready (`prefault.rs`), which
+            // asks it for the next.
+            HUGE_CHUNK_SIZE => {
+                SPARE_HUGE.lock().take().or_else(super::prefault::take).or_else(|| map_huge(size))
+            }
             _ if size > CHUNK_SIZE => map(size),
             _ => None,
         };

@@ -25,6 +25,7 @@
 mod arena;
 mod bloom;
 mod iter;
+mod prefault;
 mod skiplist;
 mod sync;
 pub mod write_buffer_manager;
