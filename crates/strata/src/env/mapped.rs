@@ -75,7 +75,7 @@ impl Mapping {
         // SAFETY: `p`/`len` describe the mapping just made, which nothing else refers to.
         unsafe { libc::madvise(p, len, libc::MADV_POPULATE_WRITE) };
         // SAFETY: as above; mlock only pins the pages of our own mapping.
-        if unsafe { libc::mlock(p, len) } != 0 {
+        if refuse_lock() || unsafe { libc::mlock(p, len) } != 0 {
             return None; // `m` is dropped: unmapped
         }
         Some(m)
@@ -107,6 +107,24 @@ impl Mapping {
         unsafe { std::ptr::copy(data.as_ptr(), self.ptr.as_ptr().add(rel), data.len()) };
         true
     }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Set by a test: this thread's next locks are refused, as `RLIMIT_MEMLOCK` would (a test
+    /// running as root has no such limit).
+    pub(crate) static REFUSE_LOCK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+#[cfg(test)]
+fn refuse_lock() -> bool {
+    REFUSE_LOCK.with(std::cell::Cell::get)
+}
+
+#[cfg(not(test))]
+#[inline(always)]
+fn refuse_lock() -> bool {
+    false
 }
 
 impl Drop for Mapping {

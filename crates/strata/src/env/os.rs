@@ -570,6 +570,54 @@ mod tests {
         assert!(back[model.len()..].iter().all(|&b| b == 0), "the zeros ahead are untouched");
     }
 
+    /// A window the system refuses to lock (`RLIMIT_MEMLOCK`, `mapped.rs`) is not mapped: the
+    /// first refusal keeps the window there was, the records past it are written with `pwrite`,
+    /// no window is asked for again, and every byte reads back in place; a file whose first
+    /// window is refused reports that it maps nothing.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_refused_window_falls_back_to_pwrite() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("w");
+        let file = fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&p)
+            .unwrap();
+        let mut w = OsWritable::new(&p, file, 0);
+        let chunk = 1u64 << 20;
+        assert!(w.write_zeros_ahead(chunk).unwrap());
+        assert!(w.map_zeros_ahead());
+        let first_end = w.map.as_ref().unwrap().end();
+        super::super::mapped::REFUSE_LOCK.with(|r| r.set(true));
+        let mut model = Vec::new();
+        for i in 0..30_000u32 {
+            let rec: Vec<u8> = (0..=i % 200).map(|j| (i ^ j) as u8 | 1).collect();
+            let end = w.len() + rec.len() as u64;
+            if end + chunk / 2 > w.zeroed_to {
+                w.write_zeros_ahead((end + chunk / 2) / chunk * chunk + chunk).unwrap();
+            }
+            w.append(&rec).unwrap();
+            w.flush().unwrap();
+            model.extend_from_slice(&rec);
+        }
+        // Refused from the start, a file is not mapped at all and says so.
+        let q = dir.path().join("v");
+        let mut v = OsWritable::new(&q, fs::File::create(&q).unwrap(), 0);
+        assert!(v.write_zeros_ahead(chunk).unwrap());
+        assert!(!v.map_zeros_ahead(), "a refused first window is no mapping");
+        assert!(v.map.is_none());
+        super::super::mapped::REFUSE_LOCK.with(|r| r.set(false));
+        assert!(w.len() > 2 * chunk, "the records went past the first window");
+        assert_eq!(w.map.as_ref().map(|m| m.end()), Some(first_end), "the first window stayed");
+        assert!(!w.map_ahead, "no window is asked for after a refusal");
+        let back = fs::read(&p).unwrap();
+        assert!(back[..model.len()] == model[..], "every record reads back");
+        assert!(back[model.len()..].iter().all(|&b| b == 0));
+    }
+
     /// A buffered file takes a readahead request (Linux) and reads the same bytes after it,
     /// past its random-access advice; a request past the end is harmless.
     #[cfg(target_os = "linux")]
