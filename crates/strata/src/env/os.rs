@@ -199,6 +199,10 @@ impl WritableFile for OsWritable {
         Ok(())
     }
 
+    fn unmap_zeros_ahead(&mut self) {
+        self.drop_mapping();
+    }
+
     fn map_zeros_ahead(&mut self) -> bool {
         #[cfg(target_os = "linux")]
         {

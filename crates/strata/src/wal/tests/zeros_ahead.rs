@@ -249,3 +249,38 @@ fn mapped_zeros_ahead_read_back_before_any_sync_and_after_a_trim() {
     assert_eq!(got.len(), recs.len() + 2);
     assert_eq!(got.last().unwrap(), b"after the trim");
 }
+
+/// A mapped log synced every few flushes lets go of its mapping at the first such sync and
+/// goes on with `pwrite`; one synced only after `SYNCED_OFTEN` flushes keeps it (`writer.rs`).
+/// Both read back whole.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_log_synced_often_lets_go_of_its_mapping() {
+    use crate::wal::writer::SYNCED_OFTEN;
+    let dir = tempfile::tempdir().unwrap();
+    let fs = crate::env::OsFs;
+    for (every, keeps) in [(4, false), (SYNCED_OFTEN as usize + 1, true)] {
+        let p = dir.path().join(format!("{every:06}.log"));
+        let mut w = LogWriter::new(fs.create(&p).unwrap());
+        assert!(w.write_zeros_ahead());
+        assert!(w.map_zeros_ahead(), "the OS's file system maps the zeros ahead");
+        w.add_record(&encode_wal_header(FileNumber(3), false, true)).unwrap();
+        let recs = records(11, 2 * every + 3);
+        for (i, r) in recs.iter().enumerate() {
+            w.add_record(r).unwrap();
+            w.flush().unwrap();
+            if (i + 1) % every == 0 {
+                w.syncer().unwrap().expect("the OS's files hand out syncers").sync().unwrap();
+            }
+        }
+        assert_eq!(w.is_mapped(), keeps, "synced every {every} flushes");
+        let file: Arc<dyn RandomAccessFile> = fs.open(&p).unwrap();
+        let mut got = Vec::new();
+        replay_wal(&file, WalRecoveryMode::AbsoluteConsistency, LOG, |_, r| {
+            got.push(r.to_vec());
+            Ok(())
+        })
+        .unwrap();
+        assert!(got[1..] == recs[..], "synced every {every} flushes: the records read back");
+    }
+}
