@@ -17,9 +17,10 @@
 //! sync writes back the mapped pages it covers and write-protects them, and the next copy
 //! into such a page faults: on a log synced every few flushes that costs more than the system
 //! call the mapping saves (a synced one-thread write took 100-105 µs mapped against 83-90 µs
-//! written, `docs/measurements.md`). So a sync that comes fewer than [`SYNCED_OFTEN`] flushes
-//! after the previous one (or after the log's start) lets go of the mapping for the rest of
-//! the log, whose appends then go out with `pwrite`.
+//! written, `docs/measurements.md`). So [`FREQUENT_SYNCS`] syncs in a row, each fewer than
+//! [`SYNCED_OFTEN`] flushes after the previous one (or the log's start), let go of the mapping
+//! for the rest of the log, whose appends then go out with `pwrite`. A sync with no flush
+//! since the last writes nothing back and counts neither way (an idle log synced each second).
 //!
 //! After any failed append, flush or sync the writer is poisoned: the file may hold a partial
 //! fragment, and the OS may have dropped dirty pages whose failure it reported once and will
@@ -39,10 +40,14 @@ const ZEROS: [u8; RECYCLABLE_HEADER_SIZE] = [0; RECYCLABLE_HEADER_SIZE];
 /// steps: one sync in this many WAL bytes writes file-size metadata.
 pub(crate) const ZEROS_AHEAD_CHUNK: u64 = 1 << 20;
 
-/// A sync fewer than this many flushes after the previous one ends the log's mapping (module
-/// documentation): a log synced once a second under load keeps it, one synced per write group
-/// does not.
+/// A sync that comes fewer than this many flushes after the previous one is a frequent one
+/// (module documentation): a log synced once a second under load has none, one synced per
+/// write group nothing else.
 pub(crate) const SYNCED_OFTEN: u64 = 1024;
+
+/// This many frequent syncs in a row end the log's mapping: one frequent sync is no pattern (a
+/// once-a-second sync that came just after the writes began).
+pub(crate) const FREQUENT_SYNCS: u32 = 4;
 
 /// Writes records into a log file.
 pub(crate) struct LogWriter {
@@ -68,6 +73,8 @@ pub(crate) struct LogWriter {
     mapped: bool,
     /// Flushes since the last sync (or since the writer was made).
     flushes_since_sync: u64,
+    /// Frequent syncs in a row (module documentation).
+    frequent_syncs: u32,
 }
 
 impl LogWriter {
@@ -95,6 +102,7 @@ impl LogWriter {
             zeroed_to: 0,
             mapped: false,
             flushes_since_sync: 0,
+            frequent_syncs: 0,
         }
     }
 
@@ -147,14 +155,18 @@ impl LogWriter {
         self.mapped
     }
 
-    /// Counts a sync; one that comes [`SYNCED_OFTEN`] flushes or fewer after the last lets go of
-    /// the mapping (module documentation).
+    /// Counts a sync; the last of [`FREQUENT_SYNCS`] frequent ones in a row lets go of the
+    /// mapping (module documentation).
     fn note_sync(&mut self) {
-        if self.mapped && self.flushes_since_sync < SYNCED_OFTEN {
+        match std::mem::take(&mut self.flushes_since_sync) {
+            0 => return,
+            n if n < SYNCED_OFTEN => self.frequent_syncs += 1,
+            _ => self.frequent_syncs = 0,
+        }
+        if self.mapped && self.frequent_syncs >= FREQUENT_SYNCS {
             self.file.unmap_zeros_ahead();
             self.mapped = false;
         }
-        self.flushes_since_sync = 0;
     }
 
     /// Whether zeros are written ahead of the records (they were at least at the start).

@@ -250,30 +250,45 @@ fn mapped_zeros_ahead_read_back_before_any_sync_and_after_a_trim() {
     assert_eq!(got.last().unwrap(), b"after the trim");
 }
 
-/// A mapped log synced every few flushes lets go of its mapping at the first such sync and
-/// goes on with `pwrite`; one synced only after `SYNCED_OFTEN` flushes keeps it (`writer.rs`).
-/// Both read back whole.
+/// A mapped log synced every few flushes lets go of its mapping after `FREQUENT_SYNCS` such
+/// syncs in a row and goes on with `pwrite`; one synced every `SYNCED_OFTEN` flushes keeps it,
+/// as does one synced again and again with nothing flushed in between (`writer.rs`). All read
+/// back whole.
 #[cfg(target_os = "linux")]
 #[test]
 fn a_log_synced_often_lets_go_of_its_mapping() {
-    use crate::wal::writer::SYNCED_OFTEN;
+    use crate::wal::writer::{FREQUENT_SYNCS, SYNCED_OFTEN};
     let dir = tempfile::tempdir().unwrap();
     let fs = crate::env::OsFs;
-    for (every, keeps) in [(4, false), (SYNCED_OFTEN as usize + 1, true)] {
-        let p = dir.path().join(format!("{every:06}.log"));
+    let often = SYNCED_OFTEN as usize - 1;
+    // (flushes between syncs, syncs each time, records, whether the mapping stays)
+    let cases = [
+        (4, 1, 4 * FREQUENT_SYNCS as usize + 3, false),
+        (4, 1, 4 * FREQUENT_SYNCS as usize - 1, true),
+        (often, 1, often * FREQUENT_SYNCS as usize - 1, true),
+        (SYNCED_OFTEN as usize, 1, 3 * SYNCED_OFTEN as usize, true),
+        (1, 0, 50, true),
+        (10, 20, 30, true),
+    ];
+    for (n, (every, syncs, count, keeps)) in cases.into_iter().enumerate() {
+        let p = dir.path().join(format!("{n:06}.log"));
         let mut w = LogWriter::new(fs.create(&p).unwrap());
         assert!(w.write_zeros_ahead());
         assert!(w.map_zeros_ahead(), "the OS's file system maps the zeros ahead");
         w.add_record(&encode_wal_header(FileNumber(3), false, true)).unwrap();
-        let recs = records(11, 2 * every + 3);
+        w.flush().unwrap();
+        let recs: Vec<Vec<u8>> = (0..count).map(|i| vec![(i % 251) as u8 + 1; 100]).collect();
         for (i, r) in recs.iter().enumerate() {
             w.add_record(r).unwrap();
             w.flush().unwrap();
             if (i + 1) % every == 0 {
-                w.syncer().unwrap().expect("the OS's files hand out syncers").sync().unwrap();
+                for _ in 0..syncs {
+                    let s = w.syncer().unwrap().expect("the OS's files hand out syncers");
+                    s.sync().unwrap();
+                }
             }
         }
-        assert_eq!(w.is_mapped(), keeps, "synced every {every} flushes");
+        assert_eq!(w.is_mapped(), keeps, "case {n}: every {every} flushes, {syncs} syncs");
         let file: Arc<dyn RandomAccessFile> = fs.open(&p).unwrap();
         let mut got = Vec::new();
         replay_wal(&file, WalRecoveryMode::AbsoluteConsistency, LOG, |_, r| {
@@ -281,6 +296,6 @@ fn a_log_synced_often_lets_go_of_its_mapping() {
             Ok(())
         })
         .unwrap();
-        assert!(got[1..] == recs[..], "synced every {every} flushes: the records read back");
+        assert!(got[1..] == recs[..], "case {n}: the records read back");
     }
 }
