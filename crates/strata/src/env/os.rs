@@ -530,6 +530,58 @@ mod tests {
         assert!(!fs.exists(&q));
     }
 
+    /// A writable file at `p` with its first megabyte of zeros written ahead and mapped.
+    #[cfg(target_os = "linux")]
+    fn mapped_writable(p: &Path) -> OsWritable {
+        let file = fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(p)
+            .unwrap();
+        let mut w = OsWritable::new(p, file, 0);
+        assert!(w.write_zeros_ahead(ZEROS_CHUNK).unwrap());
+        assert!(w.map_zeros_ahead(), "the OS's file system maps the zeros ahead");
+        w
+    }
+
+    #[cfg(target_os = "linux")]
+    const ZEROS_CHUNK: u64 = 1 << 20;
+
+    /// Appends and flushes `n` records of 1-201 bytes, keeping the zeros ahead as the WAL's
+    /// writer does (half a chunk past the records, in whole chunks); `after(w, len)` is called
+    /// after each flush with the record's length. Returns the bytes appended.
+    #[cfg(target_os = "linux")]
+    fn append_records(
+        w: &mut OsWritable,
+        n: u32,
+        mut after: impl FnMut(&OsWritable, u64),
+    ) -> Vec<u8> {
+        let chunk = ZEROS_CHUNK;
+        let mut model = Vec::new();
+        for i in 0..n {
+            let rec: Vec<u8> = (0..=i % 200).map(|j| (i ^ j) as u8 | 1).collect();
+            let end = w.len() + rec.len() as u64;
+            if end + chunk / 2 > w.zeroed_to {
+                w.write_zeros_ahead((end + chunk / 2) / chunk * chunk + chunk).unwrap();
+            }
+            w.append(&rec).unwrap();
+            w.flush().unwrap();
+            model.extend_from_slice(&rec);
+            after(w, rec.len() as u64);
+        }
+        model
+    }
+
+    /// The file at `p` holds `model` and then only zeros.
+    #[cfg(target_os = "linux")]
+    fn assert_holds(p: &Path, model: &[u8]) {
+        let back = fs::read(p).unwrap();
+        assert!(back[..model.len()] == *model, "every record reads back");
+        assert!(back[model.len()..].iter().all(|&b| b == 0), "the zeros ahead are untouched");
+    }
+
     /// The mapped zeros ahead are a window that moves with the records (`mapped.rs`): through
     /// megabytes of flushed appends it holds each record flushed and ends where the zeros end,
     /// never spanning more than the zeros ahead and a page; every byte reads back, and the
@@ -539,39 +591,17 @@ mod tests {
     fn the_mapped_window_moves_with_the_records() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("w");
-        let file = fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&p)
-            .unwrap();
-        let mut w = OsWritable::new(&p, file, 0);
-        let chunk = 1u64 << 20;
+        let mut w = mapped_writable(&p);
         let page = super::super::mapped::page_size();
-        assert!(w.write_zeros_ahead(chunk).unwrap());
-        assert!(w.map_zeros_ahead(), "the OS's file system maps the zeros ahead");
-        let mut model = Vec::new();
-        for i in 0..40_000u32 {
-            let rec: Vec<u8> = (0..=i % 200).map(|j| (i ^ j) as u8 | 1).collect();
-            // As the WAL's writer keeps them: half a chunk past the records, whole chunks.
-            let end = w.len() + rec.len() as u64;
-            if end + chunk / 2 > w.zeroed_to {
-                w.write_zeros_ahead((end + chunk / 2) / chunk * chunk + chunk).unwrap();
-            }
-            w.append(&rec).unwrap();
-            w.flush().unwrap();
-            model.extend_from_slice(&rec);
+        let model = append_records(&mut w, 40_000, |w, rec_len| {
             let m = w.map.as_ref().expect("a window stays mapped");
-            assert_eq!(m.end(), w.zeroed_to, "record {i}");
-            assert!(m.start() <= w.len() - rec.len() as u64, "record {i} was copied in");
-            assert!(m.end() - m.start() <= chunk * 3 / 2 + page, "record {i}");
-        }
-        assert!(w.len() > 3 * chunk, "the records crossed several windows");
-        let back = fs::read(&p).unwrap();
-        assert_eq!(back.len() as u64, w.zeroed_to);
-        assert!(back[..model.len()] == model[..], "every record reads back");
-        assert!(back[model.len()..].iter().all(|&b| b == 0), "the zeros ahead are untouched");
+            assert_eq!(m.end(), w.zeroed_to);
+            assert!(m.start() <= w.len() - rec_len, "the record was copied in");
+            assert!(m.end() - m.start() <= ZEROS_CHUNK * 3 / 2 + page);
+        });
+        assert!(w.len() > 3 * ZEROS_CHUNK, "the records crossed several windows");
+        assert_eq!(fs::metadata(&p).unwrap().len(), w.zeroed_to);
+        assert_holds(&p, &model);
     }
 
     /// A window the system refuses to lock (`RLIMIT_MEMLOCK`, `mapped.rs`) is not mapped: the
@@ -583,43 +613,21 @@ mod tests {
     fn a_refused_window_falls_back_to_pwrite() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("w");
-        let file = fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&p)
-            .unwrap();
-        let mut w = OsWritable::new(&p, file, 0);
-        let chunk = 1u64 << 20;
-        assert!(w.write_zeros_ahead(chunk).unwrap());
-        assert!(w.map_zeros_ahead());
+        let mut w = mapped_writable(&p);
         let first_end = w.map.as_ref().unwrap().end();
         super::super::mapped::REFUSE_LOCK.with(|r| r.set(true));
-        let mut model = Vec::new();
-        for i in 0..30_000u32 {
-            let rec: Vec<u8> = (0..=i % 200).map(|j| (i ^ j) as u8 | 1).collect();
-            let end = w.len() + rec.len() as u64;
-            if end + chunk / 2 > w.zeroed_to {
-                w.write_zeros_ahead((end + chunk / 2) / chunk * chunk + chunk).unwrap();
-            }
-            w.append(&rec).unwrap();
-            w.flush().unwrap();
-            model.extend_from_slice(&rec);
-        }
+        let model = append_records(&mut w, 30_000, |_, _| {});
         // Refused from the start, a file is not mapped at all and says so.
         let q = dir.path().join("v");
         let mut v = OsWritable::new(&q, fs::File::create(&q).unwrap(), 0);
-        assert!(v.write_zeros_ahead(chunk).unwrap());
+        assert!(v.write_zeros_ahead(ZEROS_CHUNK).unwrap());
         assert!(!v.map_zeros_ahead(), "a refused first window is no mapping");
         assert!(v.map.is_none());
         super::super::mapped::REFUSE_LOCK.with(|r| r.set(false));
-        assert!(w.len() > 2 * chunk, "the records went past the first window");
+        assert!(w.len() > 2 * ZEROS_CHUNK, "the records went past the first window");
         assert_eq!(w.map.as_ref().map(|m| m.end()), Some(first_end), "the first window stayed");
         assert!(!w.map_ahead, "no window is asked for after a refusal");
-        let back = fs::read(&p).unwrap();
-        assert!(back[..model.len()] == model[..], "every record reads back");
-        assert!(back[model.len()..].iter().all(|&b| b == 0));
+        assert_holds(&p, &model);
     }
 
     /// A buffered file takes a readahead request (Linux) and reads the same bytes after it,

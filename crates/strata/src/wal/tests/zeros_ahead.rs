@@ -205,6 +205,30 @@ fn power_loss_keeps_a_prefix_holding_every_synced_record() {
     }
 }
 
+/// A new log at `p` on the OS's file system, its zeros ahead mapped, holding a WAL header
+/// that says so (unflushed).
+#[cfg(target_os = "linux")]
+fn mapped_log(p: &Path) -> LogWriter {
+    let mut w = LogWriter::new(crate::env::OsFs.create(p).unwrap());
+    assert!(w.write_zeros_ahead());
+    assert!(w.map_zeros_ahead(), "the OS's file system maps the zeros ahead");
+    w.add_record(&encode_wal_header(FileNumber(3), false, true)).unwrap();
+    w
+}
+
+/// Every record of the log at `p` (header first), read through a new handle.
+#[cfg(target_os = "linux")]
+fn replay_os_log(p: &Path) -> Vec<Vec<u8>> {
+    let file: Arc<dyn RandomAccessFile> = crate::env::OsFs.open(p).unwrap();
+    let mut out = Vec::new();
+    replay_wal(&file, WalRecoveryMode::AbsoluteConsistency, LOG, |_, r| {
+        out.push(r.to_vec());
+        Ok(())
+    })
+    .unwrap();
+    out
+}
+
 /// On the OS's file system the zeros ahead are mapped and the records copied into them
 /// (`env/mapped.rs`): every flushed record reads back through another handle before any
 /// sync, across chunk boundaries (a new window each chunk), and a trim leaves the file ending at
@@ -213,23 +237,10 @@ fn power_loss_keeps_a_prefix_holding_every_synced_record() {
 #[test]
 fn mapped_zeros_ahead_read_back_before_any_sync_and_after_a_trim() {
     let dir = tempfile::tempdir().unwrap();
-    let fs = crate::env::OsFs;
     let p = dir.path().join("000009.log");
-    let mut w = LogWriter::new(fs.create(&p).unwrap());
-    assert!(w.write_zeros_ahead());
-    assert!(w.map_zeros_ahead(), "the OS's file system maps the zeros ahead");
-    w.add_record(&encode_wal_header(FileNumber(3), false, true)).unwrap();
+    let mut w = mapped_log(&p);
     let recs = records(7, 400);
-    let read_back = || {
-        let file: Arc<dyn RandomAccessFile> = fs.open(&p).unwrap();
-        let mut out = Vec::new();
-        replay_wal(&file, WalRecoveryMode::AbsoluteConsistency, LOG, |_, r| {
-            out.push(r.to_vec());
-            Ok(())
-        })
-        .unwrap();
-        out
-    };
+    let read_back = || replay_os_log(&p);
     for (i, r) in recs.iter().enumerate() {
         w.add_record(r).unwrap();
         w.flush().unwrap();
@@ -259,7 +270,6 @@ fn mapped_zeros_ahead_read_back_before_any_sync_and_after_a_trim() {
 fn a_log_synced_often_lets_go_of_its_mapping() {
     use crate::wal::writer::{FREQUENT_SYNCS, SYNCED_OFTEN};
     let dir = tempfile::tempdir().unwrap();
-    let fs = crate::env::OsFs;
     let often = SYNCED_OFTEN as usize - 1;
     // (flushes between syncs, syncs each time, records, whether the mapping stays)
     let cases = [
@@ -272,10 +282,7 @@ fn a_log_synced_often_lets_go_of_its_mapping() {
     ];
     for (n, (every, syncs, count, keeps)) in cases.into_iter().enumerate() {
         let p = dir.path().join(format!("{n:06}.log"));
-        let mut w = LogWriter::new(fs.create(&p).unwrap());
-        assert!(w.write_zeros_ahead());
-        assert!(w.map_zeros_ahead(), "the OS's file system maps the zeros ahead");
-        w.add_record(&encode_wal_header(FileNumber(3), false, true)).unwrap();
+        let mut w = mapped_log(&p);
         w.flush().unwrap();
         let recs: Vec<Vec<u8>> = (0..count).map(|i| vec![(i % 251) as u8 + 1; 100]).collect();
         for (i, r) in recs.iter().enumerate() {
@@ -289,13 +296,6 @@ fn a_log_synced_often_lets_go_of_its_mapping() {
             }
         }
         assert_eq!(w.is_mapped(), keeps, "case {n}: every {every} flushes, {syncs} syncs");
-        let file: Arc<dyn RandomAccessFile> = fs.open(&p).unwrap();
-        let mut got = Vec::new();
-        replay_wal(&file, WalRecoveryMode::AbsoluteConsistency, LOG, |_, r| {
-            got.push(r.to_vec());
-            Ok(())
-        })
-        .unwrap();
-        assert!(got[1..] == recs[..], "case {n}: the records read back");
+        assert!(replay_os_log(&p)[1..] == recs[..], "case {n}: the records read back");
     }
 }
