@@ -391,10 +391,10 @@ pub struct Options {
     /// window over the zeros ahead, locked in memory, so a copy never waits for a page to be
     /// read back and a failing disk cannot stop the process with `SIGBUS`; where the lock is
     /// refused (`RLIMIT_MEMLOCK`), the WAL is written with `write`. A WAL synced every few
-    /// write groups lets go of its mapping after a few such syncs in a row (`wal/writer.rs`):
-    /// each sync write-protects the pages it writes back, and refaulting them costs more than
-    /// the call.
-    /// Measured in `docs/measurements.md`, "Write path". Default: true.
+    /// write groups lets go of its mapping after a few such syncs in a row (`env/os.rs`,
+    /// `note_sync`): each sync write-protects the pages it writes back, and refaulting them
+    /// costs more than the call. Measured in `docs/measurements.md`, "Write path". Default:
+    /// true.
     pub wal_mmap_writes: bool,
     /// Bytes written to the WAL after which the OS is asked to start writing it out (in the
     /// background), so a later sync has less to wait for; 0: never. Default: 0.

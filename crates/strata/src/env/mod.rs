@@ -78,9 +78,6 @@ pub trait WritableFile: Send {
     fn map_zeros_ahead(&mut self) -> bool {
         false
     }
-    /// From now on flushed bytes are written with system calls, not copied into a mapping
-    /// ([`WritableFile::map_zeros_ahead`]); the mapping, if any, is let go. Nothing is written.
-    fn unmap_zeros_ahead(&mut self) {}
     /// Nothing more will be appended: flushes, and lets go of what served the appends (a
     /// mapping, whose pages a later sync would otherwise write-protect one by one).
     fn finish_appends(&mut self) -> Result<()> {

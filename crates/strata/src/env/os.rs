@@ -30,6 +30,15 @@ const FIRST_CAPACITY: usize = 64 * 1024;
 #[cfg(unix)]
 const ZERO_RUN: usize = 64 * 1024;
 
+/// A sync that comes fewer than this many flushes after the previous one is a frequent one
+/// ([`OsWritable::note_sync`]): a WAL synced once a second under load has none, one synced
+/// per write group nothing else.
+const SYNCED_OFTEN: u64 = 1024;
+
+/// This many frequent syncs in a row end a file's mapping: one is no pattern (a once-a-second
+/// sync that came just after the writes began).
+const FREQUENT_SYNCS: u32 = 4;
+
 struct OsWritable {
     path: PathBuf,
     /// Shared with the syncers handed out (`WritableFile::syncer`).
@@ -48,6 +57,10 @@ struct OsWritable {
     /// Set with the first mapping, never cleared: every write goes to its own offset, as the
     /// file's cursor stays behind the bytes copied into a mapping.
     placed: bool,
+    /// Flushes since the last sync (or since the file was made).
+    flushes_since_sync: u64,
+    /// Frequent syncs in a row ([`OsWritable::note_sync`]).
+    frequent_syncs: u32,
 }
 
 impl OsWritable {
@@ -62,6 +75,28 @@ impl OsWritable {
             #[cfg(target_os = "linux")]
             map: None,
             placed: false,
+            flushes_since_sync: 0,
+            frequent_syncs: 0,
+        }
+    }
+
+    /// Counts a sync, before it runs. A sync writes back the mapped pages it covers and
+    /// write-protects them, and the next copy into such a page faults again: on a file synced
+    /// every few flushes that costs more than the system call the mapping saves (a synced
+    /// one-thread write took 100-105 µs mapped against 83-90 µs written,
+    /// `docs/measurements.md`). So the last of [`FREQUENT_SYNCS`] syncs in a row, each fewer
+    /// than [`SYNCED_OFTEN`] flushes after the previous one (or the file's start), lets go of
+    /// the mapping for good: later bytes go out with `pwrite`. A sync with nothing flushed
+    /// since the last writes nothing back and counts neither way (an idle log synced each
+    /// second).
+    fn note_sync(&mut self) {
+        match std::mem::take(&mut self.flushes_since_sync) {
+            0 => return,
+            n if n < SYNCED_OFTEN => self.frequent_syncs = self.frequent_syncs.saturating_add(1),
+            _ => self.frequent_syncs = 0,
+        }
+        if self.frequent_syncs >= FREQUENT_SYNCS {
+            self.drop_mapping();
         }
     }
 
@@ -159,10 +194,12 @@ impl WritableFile for OsWritable {
     }
 
     fn flush(&mut self) -> Result<()> {
+        self.flushes_since_sync += 1;
         self.write_out()
     }
 
     fn sync(&mut self) -> Result<()> {
+        self.note_sync();
         self.write_out()?;
         self.file.sync_data().map_err(|e| Error::io("fdatasync", &self.path, e))
     }
@@ -199,10 +236,6 @@ impl WritableFile for OsWritable {
         Ok(())
     }
 
-    fn unmap_zeros_ahead(&mut self) {
-        self.drop_mapping();
-    }
-
     fn map_zeros_ahead(&mut self) -> bool {
         #[cfg(target_os = "linux")]
         {
@@ -224,6 +257,7 @@ impl WritableFile for OsWritable {
     }
 
     fn syncer(&mut self) -> Option<Box<dyn super::FileSyncer>> {
+        self.note_sync();
         Some(Box::new(OsSyncer { path: self.path.clone(), file: self.file.clone() }))
     }
 
@@ -550,13 +584,13 @@ mod tests {
     const ZEROS_CHUNK: u64 = 1 << 20;
 
     /// Appends and flushes `n` records of 1-201 bytes, keeping the zeros ahead as the WAL's
-    /// writer does (half a chunk past the records, in whole chunks); `after(w, len)` is called
-    /// after each flush with the record's length. Returns the bytes appended.
+    /// writer does (half a chunk past the records, in whole chunks); `after(w, i, len)` is
+    /// called after record `i`'s flush with its length. Returns the bytes appended.
     #[cfg(target_os = "linux")]
     fn append_records(
         w: &mut OsWritable,
         n: u32,
-        mut after: impl FnMut(&OsWritable, u64),
+        mut after: impl FnMut(&mut OsWritable, u32, u64),
     ) -> Vec<u8> {
         let chunk = ZEROS_CHUNK;
         let mut model = Vec::new();
@@ -569,7 +603,7 @@ mod tests {
             w.append(&rec).unwrap();
             w.flush().unwrap();
             model.extend_from_slice(&rec);
-            after(w, rec.len() as u64);
+            after(w, i, rec.len() as u64);
         }
         model
     }
@@ -593,7 +627,7 @@ mod tests {
         let p = dir.path().join("w");
         let mut w = mapped_writable(&p);
         let page = super::super::mapped::page_size();
-        let model = append_records(&mut w, 40_000, |w, rec_len| {
+        let model = append_records(&mut w, 40_000, |w, _, rec_len| {
             let m = w.map.as_ref().expect("a window stays mapped");
             assert_eq!(m.end(), w.zeroed_to);
             assert!(m.start() <= w.len() - rec_len, "the record was copied in");
@@ -616,7 +650,7 @@ mod tests {
         let mut w = mapped_writable(&p);
         let first_end = w.map.as_ref().unwrap().end();
         super::super::mapped::REFUSE_LOCK.with(|r| r.set(true));
-        let model = append_records(&mut w, 30_000, |_, _| {});
+        let model = append_records(&mut w, 30_000, |_, _, _| {});
         // Refused from the start, a file is not mapped at all and says so.
         let q = dir.path().join("v");
         let mut v = OsWritable::new(&q, fs::File::create(&q).unwrap(), 0);
@@ -628,6 +662,42 @@ mod tests {
         assert_eq!(w.map.as_ref().map(|m| m.end()), Some(first_end), "the first window stayed");
         assert!(!w.map_ahead, "no window is asked for after a refusal");
         assert_holds(&p, &model);
+    }
+
+    /// A mapped file synced every few flushes lets go of its mapping at the last of
+    /// `FREQUENT_SYNCS` such syncs in a row and goes on with `pwrite`; one synced every
+    /// `SYNCED_OFTEN` flushes keeps it, as does one synced again and again with nothing
+    /// flushed in between, or never synced. Every byte reads back.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_file_synced_often_lets_go_of_its_mapping() {
+        let dir = tempfile::tempdir().unwrap();
+        let frequent = FREQUENT_SYNCS;
+        let often = SYNCED_OFTEN as u32;
+        // (flushes between syncs, syncs each time, records, whether the mapping stays)
+        let cases = [
+            (4, 1, 4 * frequent, false),
+            (4, 1, 4 * frequent - 1, true),
+            (often - 1, 1, (often - 1) * frequent - 1, true),
+            (often - 1, 1, (often - 1) * frequent, false),
+            (often, 1, 3 * often, true),
+            (10, 20, 30, true),
+            (1, 0, 50, true),
+        ];
+        for (n, (every, syncs, count, keeps)) in cases.into_iter().enumerate() {
+            let p = dir.path().join(format!("{n}"));
+            let mut w = mapped_writable(&p);
+            let model = append_records(&mut w, count, |w, i, _| {
+                if (i + 1) % every == 0 {
+                    for _ in 0..syncs {
+                        w.syncer().expect("the OS's files hand out syncers").sync().unwrap();
+                    }
+                }
+            });
+            assert_eq!(w.map.is_some(), keeps, "case {n}: every {every} flushes, {syncs} syncs");
+            assert_eq!(w.map_ahead, keeps, "case {n}: no window is asked for once let go");
+            assert_holds(&p, &model);
+        }
     }
 
     /// A buffered file takes a readahead request (Linux) and reads the same bytes after it,

@@ -10,8 +10,9 @@
 //! Contract: at most one chunk is kept ready in a process (resident memory no memtable counts,
 //! as the spares); [`take`] hands it over, if there is one, and asks for the next; the helper
 //! thread starts with the first request and sleeps whenever a chunk is ready or none is asked
-//! for. Where chunks are not mapped (Miri, targets without mappings) there is no helper and
-//! [`take`] returns `None`.
+//! for. Nobody waits for the helper: [`take`] never blocks on it, so a helper that failed to
+//! start, or stopped, leaves every chunk to be mapped where it is needed. Where chunks are not
+//! mapped (Miri, targets without mappings) there is no helper and [`take`] returns `None`.
 
 use std::ptr::NonNull;
 

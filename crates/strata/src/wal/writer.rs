@@ -13,15 +13,6 @@
 //! the log's end (`reader.rs`). A failed zero write only stops the zeros ahead (appends then
 //! extend the file, as without them); the zeros written so far are still zeros.
 //!
-//! Mapped zeros ([`LogWriter::map_zeros_ahead`]) serve a log that is synced now and then. A
-//! sync writes back the mapped pages it covers and write-protects them, and the next copy
-//! into such a page faults: on a log synced every few flushes that costs more than the system
-//! call the mapping saves (a synced one-thread write took 100-105 µs mapped against 83-90 µs
-//! written, `docs/measurements.md`). So [`FREQUENT_SYNCS`] syncs in a row, each fewer than
-//! [`SYNCED_OFTEN`] flushes after the previous one (or the log's start), let go of the mapping
-//! for the rest of the log, whose appends then go out with `pwrite`. A sync with no flush
-//! since the last writes nothing back and counts neither way (an idle log synced each second).
-//!
 //! After any failed append, flush or sync the writer is poisoned: the file may hold a partial
 //! fragment, and the OS may have dropped dirty pages whose failure it reported once and will
 //! not report again, so every later call fails. The DB must never acknowledge a write after a
@@ -39,15 +30,6 @@ const ZEROS: [u8; RECYCLABLE_HEADER_SIZE] = [0; RECYCLABLE_HEADER_SIZE];
 /// How far ahead of its records a WAL written with zeros ahead is zero-filled, and in what
 /// steps: one sync in this many WAL bytes writes file-size metadata.
 pub(crate) const ZEROS_AHEAD_CHUNK: u64 = 1 << 20;
-
-/// A sync that comes fewer than this many flushes after the previous one is a frequent one
-/// (module documentation): a log synced once a second under load has none, one synced per
-/// write group nothing else.
-pub(crate) const SYNCED_OFTEN: u64 = 1024;
-
-/// This many frequent syncs in a row end the log's mapping: one frequent sync is no pattern (a
-/// once-a-second sync that came just after the writes began).
-pub(crate) const FREQUENT_SYNCS: u32 = 4;
 
 /// Writes records into a log file.
 pub(crate) struct LogWriter {
@@ -69,12 +51,6 @@ pub(crate) struct LogWriter {
     zeros_ahead: bool,
     /// The file reaches at least this offset (`file.len()` terms) with zeros past the records.
     zeroed_to: u64,
-    /// Flushed bytes are copied into a mapping of the zeros ahead (`map_zeros_ahead`).
-    mapped: bool,
-    /// Flushes since the last sync (or since the writer was made).
-    flushes_since_sync: u64,
-    /// Frequent syncs in a row (module documentation).
-    frequent_syncs: u32,
 }
 
 impl LogWriter {
@@ -100,9 +76,6 @@ impl LogWriter {
             bytes_per_sync: 0,
             zeros_ahead: false,
             zeroed_to: 0,
-            mapped: false,
-            flushes_since_sync: 0,
-            frequent_syncs: 0,
         }
     }
 
@@ -145,28 +118,7 @@ impl LogWriter {
     /// writing them with a system call, where the file system can (`WritableFile::
     /// map_zeros_ahead`); returns whether it does. Call after [`Self::write_zeros_ahead`].
     pub fn map_zeros_ahead(&mut self) -> bool {
-        self.mapped = self.zeros_ahead && self.failure.is_none() && self.file.map_zeros_ahead();
-        self.mapped
-    }
-
-    /// Whether flushed bytes are copied into a mapping (`map_zeros_ahead`, not yet let go).
-    #[cfg(test)]
-    pub fn is_mapped(&self) -> bool {
-        self.mapped
-    }
-
-    /// Counts a sync; the last of [`FREQUENT_SYNCS`] frequent ones in a row lets go of the
-    /// mapping (module documentation).
-    fn note_sync(&mut self) {
-        match std::mem::take(&mut self.flushes_since_sync) {
-            0 => return,
-            n if n < SYNCED_OFTEN => self.frequent_syncs += 1,
-            _ => self.frequent_syncs = 0,
-        }
-        if self.mapped && self.frequent_syncs >= FREQUENT_SYNCS {
-            self.file.unmap_zeros_ahead();
-            self.mapped = false;
-        }
+        self.zeros_ahead && self.failure.is_none() && self.file.map_zeros_ahead()
     }
 
     /// Whether zeros are written ahead of the records (they were at least at the start).
@@ -209,7 +161,6 @@ impl LogWriter {
         self.check_usable()?;
         let r = self.file.flush();
         let r = self.record_failure(r);
-        self.flushes_since_sync += 1;
         let len = self.file.len();
         if r.is_ok()
             && self.bytes_per_sync > 0
@@ -228,14 +179,12 @@ impl LogWriter {
     pub fn finish(&mut self) -> Result<()> {
         self.check_usable()?;
         let r = self.file.finish_appends();
-        self.mapped = false;
         self.record_failure(r)
     }
 
     /// Flushes, then makes every appended byte durable.
     pub fn sync(&mut self) -> Result<()> {
         self.check_usable()?;
-        self.note_sync();
         let r = self.file.sync();
         self.written_back_len = self.file.len();
         self.record_failure(r)
@@ -245,7 +194,6 @@ impl LogWriter {
     /// writer (`WritableFile::syncer`); `None` when the file has none (then `sync` here).
     pub fn syncer(&mut self) -> Result<Option<Box<dyn crate::env::FileSyncer>>> {
         self.check_usable()?;
-        self.note_sync();
         Ok(self.file.syncer())
     }
 
