@@ -1,6 +1,7 @@
 //! openraft's network traits over a [`Transport`]: each call is encoded as a `rpc` frame
 //! naming its group and sent with the deadline openraft gives it (every call times out).
-//! Snapshots go as a sequence of pieces, one chunk each.
+//! A replication stream's appends are pipelined ([`Pipeline`]); snapshots go as a sequence of
+//! pieces, one chunk each.
 //!
 //! **A stale replication stream is ended here.** openraft (0.10.0-alpha.37) resets a
 //! follower's progress when a heartbeat finds its log gone back (a lost disk, with
@@ -13,19 +14,24 @@
 //! entry-less append that follows it, starting right before the read, fails here without
 //! being sent: that ends the session, and openraft's next one carries the current payload.
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::{Stream, StreamExt};
+use openraft::base::{BoxFuture, BoxStream};
 use openraft::error::{
     NetworkError, RPCError, ReplicationClosed, StreamingError, Timeout, Unreachable,
 };
 use openraft::network::{RPCOption, RPCTypes, RaftNetworkFactory};
+use openraft::raft::StreamAppendResult;
 use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, TransferLeaderError,
     TransferLeaderRequest, TransferLeaderResponse, VoteRequest, VoteResponse,
 };
+use openraft::type_config::alias::LogIdOf;
 use openraft::type_config::alias::{SnapshotOf, VoteOf};
 use openraft::{OptionalSend, RaftNetworkV2};
 
@@ -37,7 +43,7 @@ use crate::error::Error;
 use crate::rpc::{self, Request, Response, SnapshotPiece, SnapshotReply};
 use crate::snapshot::transfer::ChunkReader;
 use crate::snapshot::SnapshotFiles;
-use crate::transport::{Transport, TransportError};
+use crate::transport::{Reply, Transport, TransportError};
 use crate::types::{GroupId, NodeId, Peer};
 
 type C = TypeConfig;
@@ -100,15 +106,29 @@ enum CallError {
 
 impl GroupClient {
     async fn call(&self, req: &Request, timeout: Duration) -> Result<Response, CallError> {
+        let reply = self.send(req, timeout).await?;
+        self.answer(reply.await)
+    }
+
+    /// Sends `req`; returns the wait for its response (`Transport::send`).
+    async fn send(&self, req: &Request, timeout: Duration) -> Result<Reply, CallError> {
         let frame = rpc::encode_request(self.group, req);
-        let target = self.target;
-        let reply = self.transport.call(target, frame, timeout).await.map_err(|e| match e {
+        self.transport.send(self.target, frame, timeout).await.map_err(|e| self.lost(e))
+    }
+
+    fn lost(&self, e: TransportError) -> CallError {
+        match e {
             TransportError::Timeout(d) => CallError::Timeout(d),
             TransportError::Unreachable(reason) => {
-                CallError::Unreachable(Error::Unreachable { target, reason })
+                CallError::Unreachable(Error::Unreachable { target: self.target, reason })
             }
-        })?;
-        match rpc::decode_response(&reply) {
+        }
+    }
+
+    /// The response a reply frame carries.
+    fn answer(&self, reply: Result<Vec<u8>, TransportError>) -> Result<Response, CallError> {
+        let target = self.target;
+        match rpc::decode_response(&reply.map_err(|e| self.lost(e))?) {
             Ok(Response::Error(reason)) => {
                 Err(CallError::Unreachable(Error::Unreachable { target, reason }))
             }
@@ -117,6 +137,47 @@ impl GroupClient {
                 target,
                 reason: format!("bad response: {e}"),
             })),
+        }
+    }
+
+    /// The request carrying `rpc`; an error instead for the entry-less append after a read of
+    /// purged entries (the module doc), which is not sent.
+    fn append_request(&self, rpc: AppendEntriesRequest<C>) -> Result<Request, RPCError<C>> {
+        if rpc.entries.is_empty() {
+            let start = rpc.prev_log_id.as_ref().map_or(0, |p| p.index() + 1);
+            if self.purged_reads.take(start) {
+                let reason =
+                    format!("a stale replication stream: its entries from {start} on are purged");
+                let e = Error::Unreachable { target: self.target, reason };
+                return Err(RPCError::Network(NetworkError::new(&e)));
+            }
+        }
+        Ok(Request::Append(rpc::AppendRequest {
+            vote: vote_in(&rpc.vote),
+            prev_log_id: opt_log_id_in(rpc.prev_log_id.as_ref()),
+            entries: rpc.entries.into_iter().map(entry_in).collect(),
+            leader_commit: opt_log_id_in(rpc.leader_commit.as_ref()),
+        }))
+    }
+
+    fn append_response(
+        &self,
+        resp: Result<Response, CallError>,
+    ) -> Result<AppendEntriesResponse<C>, RPCError<C>> {
+        match resp.map_err(|e| self.rpc_error(e, RPCTypes::AppendEntries))? {
+            Response::Append(a) => Ok(match a {
+                rpc::AppendResponse::Success => AppendEntriesResponse::Success,
+                rpc::AppendResponse::PartialSuccess(id) => {
+                    AppendEntriesResponse::PartialSuccess(id.as_ref().map(log_id_out))
+                }
+                rpc::AppendResponse::Conflict => AppendEntriesResponse::Conflict,
+                rpc::AppendResponse::HigherVote(v) => {
+                    AppendEntriesResponse::HigherVote(vote_out(&v))
+                }
+            }),
+            other => {
+                Err(self.rpc_error(self.unexpected("append", &other), RPCTypes::AppendEntries))
+            }
         }
     }
 
@@ -236,40 +297,41 @@ impl RaftNetworkV2<C> for GroupClient {
         rpc: AppendEntriesRequest<C>,
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<C>, RPCError<C>> {
-        if rpc.entries.is_empty() {
-            let start = rpc.prev_log_id.as_ref().map_or(0, |p| p.index() + 1);
-            if self.purged_reads.take(start) {
-                let reason =
-                    format!("a stale replication stream: its entries from {start} on are purged");
-                let e = Error::Unreachable { target: self.target, reason };
-                return Err(RPCError::Network(NetworkError::new(&e)));
-            }
-        }
-        let req = Request::Append(rpc::AppendRequest {
-            vote: vote_in(&rpc.vote),
-            prev_log_id: opt_log_id_in(rpc.prev_log_id.as_ref()),
-            entries: rpc.entries.into_iter().map(entry_in).collect(),
-            leader_commit: opt_log_id_in(rpc.leader_commit.as_ref()),
+        let req = self.append_request(rpc)?;
+        let resp = self.call(&req, option.hard_ttl()).await;
+        self.append_response(resp)
+    }
+
+    /// Sends each request as the stream yields it, without waiting for the answers to the
+    /// ones before (at most [`PIPELINE_DEPTH`] unanswered), and yields the answers in order;
+    /// an entry-less request waits a moment for a request with entries to replace it
+    /// ([`COMMIT_HOLD`]).
+    /// The transport delivers the requests in order and the follower hands them to its Raft
+    /// core in that order (`node.rs`, `hand_over`). Like openraft's sequential default, the stream ends after an
+    /// error, a conflict or higher vote, or a partial success.
+    fn stream_append<'s, S>(
+        &'s mut self,
+        input: S,
+        option: RPCOption,
+    ) -> BoxFuture<'s, Result<BoxStream<'s, Result<StreamAppendResult<C>, RPCError<C>>>, RPCError<C>>>
+    where
+        S: Stream<Item = AppendEntriesRequest<C>> + OptionalSend + Unpin + 'static,
+    {
+        let pipeline = Pipeline {
+            client: self,
+            input,
+            input_done: false,
+            in_flight: VecDeque::new(),
+            held: None,
+            hold_until: tokio::time::Instant::now(),
+            timeout: option.hard_ttl(),
+        };
+        let answers = futures_util::stream::unfold(Some(pipeline), |p| async move {
+            let mut p = p?;
+            let (answer, more) = p.next().await?;
+            Some((answer, more.then_some(p)))
         });
-        let resp = self
-            .call(&req, option.hard_ttl())
-            .await
-            .map_err(|e| self.rpc_error(e, RPCTypes::AppendEntries))?;
-        match resp {
-            Response::Append(a) => Ok(match a {
-                rpc::AppendResponse::Success => AppendEntriesResponse::Success,
-                rpc::AppendResponse::PartialSuccess(id) => {
-                    AppendEntriesResponse::PartialSuccess(id.as_ref().map(log_id_out))
-                }
-                rpc::AppendResponse::Conflict => AppendEntriesResponse::Conflict,
-                rpc::AppendResponse::HigherVote(v) => {
-                    AppendEntriesResponse::HigherVote(vote_out(&v))
-                }
-            }),
-            other => {
-                Err(self.rpc_error(self.unexpected("append", &other), RPCTypes::AppendEntries))
-            }
-        }
+        Box::pin(std::future::ready(Ok(Box::pin(answers) as BoxStream<'s, _>)))
     }
 
     async fn vote(
@@ -337,6 +399,127 @@ impl RaftNetworkV2<C> for GroupClient {
     }
 }
 
+/// Appends a follower has not answered yet, at most this many per stream.
+const PIPELINE_DEPTH: usize = 16;
+
+/// How long an entry-less append (a commit to pass on, no entries) waits for the next append
+/// with entries, which carries the same commit or a later one and so replaces it. Under
+/// writes the next entry comes within a round, and each replaced append saves a message and
+/// its answer on both sides. Only the followers' apply waits for it: clients hear from the
+/// leader.
+const COMMIT_HOLD: Duration = Duration::from_millis(1);
+
+/// A request sent and not answered yet: the range it covers (`prev`, `last`) and the wait for
+/// its answer.
+struct Sent {
+    prev: Option<LogIdOf<C>>,
+    last: Option<LogIdOf<C>>,
+    reply: Reply,
+}
+
+/// One `stream_append` session: the requests sent and not yet answered, oldest first, with
+/// the range each covers, and an entry-less request held back ([`COMMIT_HOLD`]).
+///
+/// openraft counts a request answered once an answer covers its range (the answers carry log
+/// ids), so a held request that is replaced needs no answer of its own.
+struct Pipeline<'s, S> {
+    client: &'s mut GroupClient,
+    input: S,
+    input_done: bool,
+    in_flight: VecDeque<Sent>,
+    held: Option<AppendEntriesRequest<C>>,
+    hold_until: tokio::time::Instant,
+    timeout: Duration,
+}
+
+impl<S> Pipeline<'_, S>
+where
+    S: Stream<Item = AppendEntriesRequest<C>> + Unpin,
+{
+    /// The next answer, and whether the stream goes on after it; `None` once the input has
+    /// ended and every request is answered.
+    async fn next(&mut self) -> Option<(Result<StreamAppendResult<C>, RPCError<C>>, bool)> {
+        loop {
+            if self.input_done {
+                if let Some(req) = self.held.take() {
+                    if let Err(e) = self.send(req).await {
+                        return Some((Err(e), false));
+                    }
+                }
+                if self.in_flight.is_empty() {
+                    return None;
+                }
+            }
+            let room = !self.input_done && self.in_flight.len() < PIPELINE_DEPTH;
+            let (held, hold_until) = (self.held.is_some(), self.hold_until);
+            let front = self.in_flight.front_mut().map(|sent| &mut sent.reply);
+            let answered = front.is_some();
+            tokio::select! {
+                biased;
+                req = self.input.next(), if room => match req {
+                    Some(req) if req.entries.is_empty() => {
+                        if self.held.is_none() {
+                            self.hold_until = tokio::time::Instant::now() + COMMIT_HOLD;
+                        }
+                        self.held = Some(req);
+                    }
+                    Some(req) => {
+                        self.held = None;
+                        if let Err(e) = self.send(req).await {
+                            return Some((Err(e), false));
+                        }
+                    }
+                    None => self.input_done = true,
+                },
+                () = tokio::time::sleep_until(hold_until), if held => {
+                    if let Some(req) = self.held.take() {
+                        if let Err(e) = self.send(req).await {
+                            return Some((Err(e), false));
+                        }
+                    }
+                }
+                reply = async move {
+                    match front {
+                        Some(reply) => reply.await,
+                        None => std::future::pending().await,
+                    }
+                }, if answered => {
+                    let Some(Sent { prev, last, .. }) = self.in_flight.pop_front() else {
+                        unreachable!("the front request was just answered")
+                    };
+                    let resp = self.client.answer(reply);
+                    return Some(match self.client.append_response(resp) {
+                        Err(e) => (Err(e), false),
+                        Ok(resp) => {
+                            // A partial success ends the stream, as in openraft's default.
+                            let whole = match &resp {
+                                AppendEntriesResponse::PartialSuccess(p) => *p == last,
+                                _ => true,
+                            };
+                            let r = resp.into_stream_result(prev, last);
+                            let more = r.is_ok() && whole;
+                            (Ok(r), more)
+                        }
+                    });
+                }
+            }
+        }
+    }
+
+    async fn send(&mut self, rpc: AppendEntriesRequest<C>) -> Result<(), RPCError<C>> {
+        let prev = rpc.prev_log_id;
+        let last = rpc.entries.last().map(|e| e.log_id).or(prev);
+        let req = self.client.append_request(rpc)?;
+        let reply = self
+            .client
+            .send(&req, self.timeout)
+            .await
+            .map_err(|e| self.client.rpc_error(e, RPCTypes::AppendEntries))?;
+        self.in_flight.push_back(Sent { prev, last, reply });
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::AtomicUsize;
@@ -351,12 +534,12 @@ mod tests {
     struct Counting(AtomicUsize);
 
     impl Transport for Counting {
-        fn call(
+        fn send(
             &self,
             _target: NodeId,
             _frame: Vec<u8>,
             _timeout: Duration,
-        ) -> BoxFuture<Result<Vec<u8>, TransportError>> {
+        ) -> BoxFuture<Result<Reply, TransportError>> {
             self.0.fetch_add(1, Ordering::SeqCst);
             Box::pin(async { Err(TransportError::Unreachable("test".into())) })
         }
@@ -395,5 +578,122 @@ mod tests {
         let _ = client.append_entries(append_after(Some(1415)), option.clone()).await;
         let _ = client.append_entries(append_after(None), option).await;
         assert_eq!(transport.0.load(Ordering::SeqCst), 2);
+    }
+
+    /// Records the appends it carries (prev index, entries, commit index) and answers each
+    /// with success once the test lets one more answer through (`answers`).
+    /// An append as sent: its prev index, number of entries and commit index.
+    type Carried = (Option<u64>, usize, Option<u64>);
+
+    struct Recording {
+        sent: parking_lot::Mutex<Vec<Carried>>,
+        answers: Arc<tokio::sync::Semaphore>,
+    }
+
+    impl Transport for Recording {
+        fn send(
+            &self,
+            _target: NodeId,
+            frame: Vec<u8>,
+            _timeout: Duration,
+        ) -> BoxFuture<Result<Reply, TransportError>> {
+            let Ok((_, Request::Append(a))) = rpc::decode_request(&frame) else {
+                panic!("only appends are sent here");
+            };
+            let index = |id: Option<crate::types::LogId>| id.map(|i| i.index);
+            self.sent.lock().push((index(a.prev_log_id), a.entries.len(), index(a.leader_commit)));
+            let answer = rpc::encode_response(&Response::Append(rpc::AppendResponse::Success));
+            let answers = self.answers.clone();
+            Box::pin(async move {
+                let reply: Reply = Box::pin(async move {
+                    answers.acquire().await.unwrap().forget();
+                    Ok(answer)
+                });
+                Ok(reply)
+            })
+        }
+    }
+
+    fn append(prev: u64, entries: u64, commit: u64) -> AppendEntriesRequest<C> {
+        let id = |index| crate::types::LogId { term: 1, leader: 1, index };
+        let entries = (prev + 1..=prev + entries)
+            .map(|i| {
+                let e = crate::types::Entry {
+                    log_id: id(i),
+                    payload: crate::types::Payload::Normal(vec![7]),
+                };
+                super::super::convert::entry_out(e).unwrap()
+            })
+            .collect();
+        AppendEntriesRequest {
+            vote: RaftVote::new_committed(1, 1),
+            prev_log_id: Some(log_id_out(&id(prev))),
+            leader_commit: Some(log_id_out(&id(commit))),
+            entries,
+        }
+    }
+
+    /// Appends go out as the stream yields them, before the earlier ones are answered, and
+    /// the answers come back in order. An entry-less append (a commit to pass on) that the
+    /// next append with entries follows within the hold is not sent: that one carries the
+    /// commit; one that nothing follows goes out once the hold is over.
+    #[tokio::test(start_paused = true)]
+    async fn appends_are_pipelined_and_a_commit_rides_on_the_next_entry() {
+        let gate = Arc::new(tokio::sync::Semaphore::new(0));
+        let transport =
+            Arc::new(Recording { sent: parking_lot::Mutex::default(), answers: gate.clone() });
+        let sent = |n| {
+            let t = transport.clone();
+            async move {
+                while t.sent.lock().len() < n {
+                    tokio::task::yield_now().await;
+                }
+            }
+        };
+        let mut factory =
+            NetworkFactory::new(GroupId(1), 1, transport.clone(), 1024, PurgedRead::new());
+        let mut client = factory.new_client(2, &Peer::default()).await;
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let input =
+            futures_util::stream::unfold(
+                rx,
+                |mut rx| async move { rx.recv().await.map(|r| (r, rx)) },
+            );
+        let option = RPCOption::new(Duration::from_secs(5));
+        let mut answers = client.stream_append(Box::pin(input), option).await.unwrap();
+        let index = |r: Option<Result<StreamAppendResult<C>, RPCError<C>>>| {
+            r.unwrap().unwrap().unwrap().map(|id| id.index())
+        };
+        tx.send(append(4, 1, 4)).unwrap();
+        tx.send(append(5, 2, 4)).unwrap();
+        // Both go out while neither is answered (the stream is polled for its first answer).
+        let first = tokio::select! {
+            a = answers.next() => panic!("answered before the answers were let through: {a:?}"),
+            () = sent(2) => answers.next(),
+            () = tokio::time::sleep(Duration::from_secs(5)) => {
+                panic!("the second append was not sent before the first was answered")
+            }
+        };
+        assert_eq!(*transport.sent.lock(), [(Some(4), 1, Some(4)), (Some(5), 2, Some(4))]);
+        gate.add_permits(2);
+        assert_eq!(index(first.await), Some(5));
+        assert_eq!(index(answers.next().await), Some(7));
+        // Entry 7 committed: the commit waits, and entry 8 takes it along.
+        tx.send(append(7, 0, 7)).unwrap();
+        tx.send(append(7, 1, 7)).unwrap();
+        gate.add_permits(1);
+        assert_eq!(index(answers.next().await), Some(8));
+        assert_eq!(transport.sent.lock().len(), 3);
+        assert_eq!(transport.sent.lock()[2], (Some(7), 1, Some(7)));
+        // Entry 8 committed, and nothing follows: the commit goes out alone after the hold.
+        tx.send(append(8, 0, 8)).unwrap();
+        gate.add_permits(1);
+        let started = tokio::time::Instant::now();
+        assert_eq!(index(answers.next().await), Some(8));
+        assert!(started.elapsed() >= COMMIT_HOLD);
+        assert_eq!(transport.sent.lock()[3], (Some(8), 0, Some(8)));
+        // The input ends: so does the stream.
+        drop(tx);
+        assert!(answers.next().await.is_none());
     }
 }

@@ -638,19 +638,30 @@ impl RaftNode {
         self.storage.stop();
     }
 
-    async fn dispatch(&self, frame: &[u8]) -> Response {
+    /// Takes one request frame. What must happen in the order the frames arrived happens
+    /// here, before the answer's future is returned: an append is handed to its group's Raft
+    /// core ([`hand_over`]).
+    fn take(self: &Arc<Self>, frame: &[u8]) -> BoxFuture<Response> {
+        let ready = |r: Response| -> BoxFuture<Response> { Box::pin(std::future::ready(r)) };
         let (group, req) = match rpc::decode_request(frame) {
             Ok(x) => x,
             Err(e) => {
-                return Response::Error(format!("node {}: cannot decode the request: {e}", self.id))
+                return ready(Response::Error(format!(
+                    "node {}: cannot decode the request: {e}",
+                    self.id
+                )))
             }
         };
         let Some(replica) = self.replica(group) else {
-            return Response::Error(format!("node {}: {}", self.id, Error::NoSuchGroup(group)));
+            return ready(Response::Error(format!(
+                "node {}: {}",
+                self.id,
+                Error::NoSuchGroup(group)
+            )));
         };
-        let raft = &replica.raft;
-        let failed = |what: &str, e: &dyn std::fmt::Display| {
-            Response::Error(format!("node {} {group}: {what}: {e}", self.id))
+        let id = self.id;
+        let failed = move |what: &str, e: &dyn std::fmt::Display| {
+            Response::Error(format!("node {id} {group}: {what}: {e}"))
         };
         if replica.rejoin.active() {
             match &req {
@@ -660,47 +671,62 @@ impl RaftNode {
                     a.entries.last().map(|e| e.log_id.index),
                 ),
                 Request::Vote(_) | Request::PreVote(_) => {
-                    let vote = vote_in(&raft.metrics().borrow_watched().vote);
-                    return Response::Vote(rpc::VoteResponse {
+                    let vote = vote_in(&replica.raft.metrics().borrow_watched().vote);
+                    return ready(Response::Vote(rpc::VoteResponse {
                         vote,
                         granted: false,
                         last_log_id: None,
-                    });
+                    }));
                 }
                 Request::TransferLeader(_) => {
-                    return failed("transfer leader", &"this replica is still catching up");
+                    return ready(failed("transfer leader", &"this replica is still catching up"));
                 }
                 Request::Snapshot(_) => {}
             }
         }
-        match req {
-            Request::Append(a) => {
-                let entries: std::io::Result<Vec<_>> =
-                    a.entries.into_iter().map(entry_out).collect();
-                let entries = match entries {
-                    Ok(e) => e,
-                    Err(e) => return failed("decode entries", &e),
-                };
-                let request = AppendEntriesRequest {
-                    vote: vote_out(&a.vote),
-                    prev_log_id: opt_log_id_out(a.prev_log_id.as_ref()),
-                    entries,
-                    leader_commit: opt_log_id_out(a.leader_commit.as_ref()),
-                };
-                match raft.append_entries(request).await {
-                    Ok(r) => Response::Append(match r {
-                        AppendEntriesResponse::Success => rpc::AppendResponse::Success,
-                        AppendEntriesResponse::PartialSuccess(id) => {
-                            rpc::AppendResponse::PartialSuccess(opt_log_id_in(id.as_ref()))
-                        }
-                        AppendEntriesResponse::Conflict => rpc::AppendResponse::Conflict,
-                        AppendEntriesResponse::HigherVote(v) => {
-                            rpc::AppendResponse::HigherVote(vote_in(&v))
-                        }
-                    }),
-                    Err(e) => failed("append", &e),
-                }
+        let Request::Append(a) = req else {
+            let node = self.clone();
+            return Box::pin(async move { node.serve(group, replica, req).await });
+        };
+        let entries: std::io::Result<Vec<_>> = a.entries.into_iter().map(entry_out).collect();
+        let entries = match entries {
+            Ok(e) => e,
+            Err(e) => return ready(failed("decode entries", &e)),
+        };
+        let answer = hand_over(
+            replica.raft.clone(),
+            AppendEntriesRequest {
+                vote: vote_out(&a.vote),
+                prev_log_id: opt_log_id_out(a.prev_log_id.as_ref()),
+                entries,
+                leader_commit: opt_log_id_out(a.leader_commit.as_ref()),
+            },
+        );
+        Box::pin(async move {
+            match answer.await {
+                Ok(r) => Response::Append(match r {
+                    AppendEntriesResponse::Success => rpc::AppendResponse::Success,
+                    AppendEntriesResponse::PartialSuccess(id) => {
+                        rpc::AppendResponse::PartialSuccess(opt_log_id_in(id.as_ref()))
+                    }
+                    AppendEntriesResponse::Conflict => rpc::AppendResponse::Conflict,
+                    AppendEntriesResponse::HigherVote(v) => {
+                        rpc::AppendResponse::HigherVote(vote_in(&v))
+                    }
+                }),
+                Err(e) => failed("append", &e),
             }
+        })
+    }
+
+    /// Answers a request other than an append.
+    async fn serve(&self, group: GroupId, replica: Replica, req: Request) -> Response {
+        let raft = &replica.raft;
+        let failed = |what: &str, e: &dyn std::fmt::Display| {
+            Response::Error(format!("node {} {group}: {what}: {e}", self.id))
+        };
+        match req {
+            Request::Append(_) => failed("append", &"appends are handed over as they arrive"),
             Request::Vote(v) => {
                 Self::vote(raft, v, false).await.unwrap_or_else(|e| failed("vote", &e))
             }
@@ -816,8 +842,32 @@ impl RaftNode {
     }
 }
 
+/// The answer to an append handed to a group's Raft core.
+type AppendAnswer = BoxFuture<std::result::Result<AppendEntriesResponse<C>, RaftError<C>>>;
+
+/// Hands `req` to `raft`'s core before it returns, and returns the wait for the answer.
+///
+/// A leader sends a group's appends without waiting for the answers to the ones before
+/// (`network.rs`), so they must reach the core in the order they arrived: one taken before
+/// the one it follows would fail as a conflict. `Raft::append_entries` queues its message on
+/// the core's channel when first polled (or, the channel full, takes its turn among the
+/// senders, first come first served), so it is polled once here, in the caller's order (with
+/// coop budgeting off, which could otherwise make that poll yield before queueing); the task
+/// that awaits the answer polls it from then on. Polling first with a waker that
+/// does nothing keeps the `Future` contract: only the latest poll's waker is woken.
+fn hand_over(raft: Raft, req: AppendEntriesRequest<C>) -> AppendAnswer {
+    let mut answer: AppendAnswer =
+        Box::pin(tokio::task::unconstrained(async move { raft.append_entries(req).await }));
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match answer.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(r) => Box::pin(std::future::ready(r)),
+        std::task::Poll::Pending => answer,
+    }
+}
+
 impl RpcHandler for RaftNode {
     fn handle(self: Arc<Self>, frame: Vec<u8>) -> BoxFuture<Vec<u8>> {
-        Box::pin(async move { rpc::encode_response(&self.dispatch(&frame).await) })
+        let answer = self.take(&frame);
+        Box::pin(async move { rpc::encode_response(&answer.await) })
     }
 }

@@ -1,7 +1,8 @@
 //! An in-process network for tests: nodes register their handler, and links between two
 //! nodes can be cut (messages are then lost: calls over it wait out their deadline, as over a
-//! real partition) and healed. A call runs its handler on a task of its own, so a deadline
-//! also bounds a handler that is slow.
+//! real partition) and healed. A send takes the frame at once (the handler is called in the
+//! order of the sends) and runs its answer on a task of its own, so a deadline also bounds a
+//! handler that is slow.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -9,7 +10,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use super::{BoxFuture, RpcHandler, Transport, TransportError};
+use super::{BoxFuture, Reply, RpcHandler, Transport, TransportError};
 use crate::types::NodeId;
 
 #[derive(Default)]
@@ -91,33 +92,43 @@ struct MemTransport {
 }
 
 impl Transport for MemTransport {
-    fn call(
+    fn send(
         &self,
         target: NodeId,
         frame: Vec<u8>,
         timeout: Duration,
-    ) -> BoxFuture<Result<Vec<u8>, TransportError>> {
+    ) -> BoxFuture<Result<Reply, TransportError>> {
         let (net, from) = (self.net.clone(), self.from);
+        let deadline = tokio::time::Instant::now() + timeout;
         Box::pin(async move {
             let Some(handler) = net.route(from, target)? else {
-                tokio::time::sleep(timeout).await;
-                return Err(TransportError::Timeout(timeout));
+                let lost: Reply = Box::pin(async move {
+                    tokio::time::sleep_until(deadline).await;
+                    Err(TransportError::Timeout(timeout))
+                });
+                return Ok(lost);
             };
+            // Taken now, in the order of the sends; answered on a task of its own.
             let task = tokio::spawn(handler.handle(frame));
-            let resp = match tokio::time::timeout(timeout, task).await {
-                Err(_) => return Err(TransportError::Timeout(timeout)),
-                Ok(Err(e)) => {
-                    return Err(TransportError::Unreachable(format!("node {target} failed: {e}")))
+            let reply: Reply = Box::pin(async move {
+                let resp = match tokio::time::timeout_at(deadline, task).await {
+                    Err(_) => return Err(TransportError::Timeout(timeout)),
+                    Ok(Err(e)) => {
+                        return Err(TransportError::Unreachable(format!(
+                            "node {target} failed: {e}"
+                        )))
+                    }
+                    Ok(Ok(resp)) => resp,
+                };
+                // The response travels back over the link, which may have been cut meanwhile.
+                match net.route(target, from) {
+                    Ok(Some(_)) => Ok(resp),
+                    Ok(None) => Err(TransportError::Timeout(timeout)),
+                    // The target stopped after answering; the answer still arrived.
+                    Err(_) => Ok(resp),
                 }
-                Ok(Ok(resp)) => resp,
-            };
-            // The response travels back over the link, which may have been cut meanwhile.
-            match net.route(target, from) {
-                Ok(Some(_)) => Ok(resp),
-                Ok(None) => Err(TransportError::Timeout(timeout)),
-                // The target stopped after answering; the answer still arrived.
-                Err(_) => Ok(resp),
-            }
+            });
+            Ok(reply)
         })
     }
 }
@@ -135,6 +146,17 @@ mod tests {
                 frame
             })
         }
+    }
+
+    /// Frames sent one after another are taken by the handler in that order, though their
+    /// answers complete in the reverse order.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn frames_sent_one_after_another_are_taken_in_that_order() {
+        use crate::transport::order_test::{frames_are_taken_in_the_order_sent, Taken};
+        let net = MemNetwork::new();
+        let taken = Arc::new(Taken::default());
+        net.register(2, taken.clone());
+        frames_are_taken_in_the_order_sent(net.transport(1).as_ref(), &taken).await;
     }
 
     #[tokio::test(flavor = "current_thread", start_paused = true)]

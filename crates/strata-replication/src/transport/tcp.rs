@@ -7,7 +7,8 @@
 //! A node keeps one outgoing connection to each peer, shared by every group's messages (so a
 //! pair of nodes has one connection each way). Calls are matched to responses by id, so a
 //! slow call does not hold up the others. Every call has a deadline: the connect, and the
-//! wait for the response. A connection that fails fails every call in flight on it; the
+//! wait for the response. Frames go out in the order they were queued, and the server takes
+//! them ([`RpcHandler::handle`]) in the order they came. A connection that fails fails every call in flight on it; the
 //! next call connects again. The server side runs each request on a task of its own and
 //! writes responses as they complete. A frame longer than [`MAX_FRAME`] closes the
 //! connection. Each direction of a connection is read through a buffer and written by one
@@ -26,7 +27,7 @@ use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot};
 
-use super::{BoxFuture, RpcHandler, Transport, TransportError};
+use super::{BoxFuture, Reply, RpcHandler, Transport, TransportError};
 use crate::types::NodeId;
 
 /// Largest frame accepted (a snapshot chunk plus headers fits well within).
@@ -165,13 +166,15 @@ impl TcpTransport {
         Ok(Conn { out, pending, closed, next_id: 1 })
     }
 
-    async fn call_inner(
+    /// Queues `payload` on the connection to `target` (connecting first if there is none)
+    /// and returns the wait for its response, which ends at `deadline`.
+    async fn send_inner(
         &self,
         target: NodeId,
         payload: Vec<u8>,
+        deadline: tokio::time::Instant,
         timeout: Duration,
-    ) -> Result<Vec<u8>, TransportError> {
-        let deadline = tokio::time::Instant::now() + timeout;
+    ) -> Result<Reply, TransportError> {
         let (rx, pending, id) = {
             let mut conns = self.inner.conns.lock().await;
             let alive = conns.get(&target).is_some_and(Conn::alive);
@@ -196,32 +199,34 @@ impl TcpTransport {
             }
             (rx, c.pending.clone(), id)
         };
-        match tokio::time::timeout_at(deadline, rx).await {
-            Ok(Ok(resp)) => Ok(resp),
-            Ok(Err(_)) => {
-                let mut conns = self.inner.conns.lock().await;
-                if conns.get(&target).is_some_and(|c| !c.alive()) {
-                    conns.remove(&target);
+        // The wait takes no lock: a caller may leave it unpolled while it sends more (a
+        // pipeline), and a wait queued for `conns` meanwhile would hold up every send. The
+        // dead connection is replaced by the next send (`Conn::alive`).
+        Ok(Box::pin(async move {
+            match tokio::time::timeout_at(deadline, rx).await {
+                Ok(Ok(resp)) => Ok(resp),
+                Ok(Err(_)) => {
+                    Err(TransportError::Unreachable(format!("connection to node {target} lost")))
                 }
-                Err(TransportError::Unreachable(format!("connection to node {target} lost")))
+                Err(_) => {
+                    pending.lock().remove(&id);
+                    Err(TransportError::Timeout(timeout))
+                }
             }
-            Err(_) => {
-                pending.lock().remove(&id);
-                Err(TransportError::Timeout(timeout))
-            }
-        }
+        }))
     }
 }
 
 impl Transport for TcpTransport {
-    fn call(
+    fn send(
         &self,
         target: NodeId,
         frame: Vec<u8>,
         timeout: Duration,
-    ) -> BoxFuture<Result<Vec<u8>, TransportError>> {
+    ) -> BoxFuture<Result<Reply, TransportError>> {
         let me = self.clone();
-        Box::pin(async move { me.call_inner(target, frame, timeout).await })
+        let deadline = tokio::time::Instant::now() + timeout;
+        Box::pin(async move { me.send_inner(target, frame, deadline, timeout).await })
     }
 
     fn learn_addr(&self, node: NodeId, addr: &str) {
@@ -279,10 +284,11 @@ async fn serve_connection(stream: TcpStream, handler: Arc<dyn RpcHandler>) {
     let writer = tokio::spawn(write_frames(rx, wr));
     let mut rd = BufReader::with_capacity(READ_BUFFER, rd);
     while let Ok(Some((id, payload))) = read_frame(&mut rd).await {
-        let (h, out) = (handler.clone(), out.clone());
+        // Taken here, in the order the frames came; answered concurrently.
+        let answer = handler.clone().handle(payload);
+        let out = out.clone();
         tokio::spawn(async move {
-            let resp = h.handle(payload).await;
-            let _ = out.send(frame(id, &resp));
+            let _ = out.send(frame(id, &answer.await));
         });
     }
     drop(out);
@@ -348,6 +354,55 @@ mod tests {
         // A new server on the same address is reached by a new connection.
         let again = TcpServer::bind(&addr, Arc::new(SlowEcho)).await.unwrap();
         assert_eq!(t.call(2, vec![0, 7], d).await.unwrap(), [7, 0]);
+        drop(again);
+    }
+
+    /// Frames sent one after another are taken by the server in that order, though their
+    /// answers complete in the reverse order.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn frames_sent_one_after_another_are_taken_in_that_order() {
+        use crate::transport::order_test::{frames_are_taken_in_the_order_sent, Taken};
+        let taken = Arc::new(Taken::default());
+        let server = TcpServer::bind("127.0.0.1:0", taken.clone()).await.unwrap();
+        let t = TcpTransport::new();
+        t.set_addr(2, server.addr().to_string());
+        frames_are_taken_in_the_order_sent(&t, &taken).await;
+    }
+
+    /// Never answers.
+    struct Silent;
+
+    impl RpcHandler for Silent {
+        fn handle(self: Arc<Self>, _frame: Vec<u8>) -> BoxFuture<Vec<u8>> {
+            Box::pin(std::future::pending())
+        }
+    }
+
+    /// A wait whose connection was lost, polled once and then left (as a pipeline leaves the
+    /// waits behind the one it awaits while it sends more), does not hold up later sends: it
+    /// takes no lock. (It once queued for the connection table and kept its turn while its
+    /// caller waited for that table to send: every send of the node then waited for ever.)
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_lost_wait_left_unpolled_holds_up_no_send() {
+        let server = TcpServer::bind("127.0.0.1:0", Arc::new(Silent)).await.unwrap();
+        let addr = server.addr().to_string();
+        let t = TcpTransport::new();
+        t.set_addr(2, addr.clone());
+        let d = Duration::from_secs(30);
+        let mut lost = t.send(2, vec![1], d).await.unwrap();
+        drop(server);
+        // Another send holds the table (as one connecting would) when the wait sees its loss.
+        let table = t.inner.conns.lock().await;
+        for _ in 0..100 {
+            if futures_util::poll!(&mut lost).is_ready() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        drop(table);
+        let again = TcpServer::bind(&addr, Arc::new(SlowEcho)).await.unwrap();
+        let next = tokio::time::timeout(Duration::from_secs(5), t.call(2, vec![0, 9], d)).await;
+        assert_eq!(next.expect("the next send was not held up").unwrap(), [9, 0]);
         drop(again);
     }
 
