@@ -305,10 +305,10 @@ impl RaftNetworkV2<C> for GroupClient {
     /// Sends each request as the stream yields it, without waiting for the answers to the
     /// ones before (at most [`PIPELINE_DEPTH`] unanswered), and yields the answers in order;
     /// an entry-less request waits a moment for a request with entries to replace it
-    /// ([`COMMIT_HOLD`]).
-    /// The transport delivers the requests in order and the follower hands them to its Raft
-    /// core in that order (`node.rs`, `hand_over`). Like openraft's sequential default, the stream ends after an
-    /// error, a conflict or higher vote, or a partial success.
+    /// ([`COMMIT_HOLD`]). The transport delivers the requests in order and the follower hands
+    /// them to its Raft core in that order (`node.rs`, `hand_over`). Like openraft's
+    /// sequential default, the stream ends after an error, a conflict or higher vote, or a
+    /// partial success.
     fn stream_append<'s, S>(
         &'s mut self,
         input: S,
@@ -484,8 +484,9 @@ where
                         None => std::future::pending().await,
                     }
                 }, if answered => {
+                    // The answered request is the front one (the branch runs only with one).
                     let Some(Sent { prev, last, .. }) = self.in_flight.pop_front() else {
-                        unreachable!("the front request was just answered")
+                        continue;
                     };
                     let resp = self.client.answer(reply);
                     return Some(match self.client.append_response(resp) {
@@ -580,11 +581,11 @@ mod tests {
         assert_eq!(transport.0.load(Ordering::SeqCst), 2);
     }
 
-    /// Records the appends it carries (prev index, entries, commit index) and answers each
-    /// with success once the test lets one more answer through (`answers`).
     /// An append as sent: its prev index, number of entries and commit index.
     type Carried = (Option<u64>, usize, Option<u64>);
 
+    /// Records the appends it carries and answers each with success once the test lets one
+    /// more answer through (`answers`).
     struct Recording {
         sent: parking_lot::Mutex<Vec<Carried>>,
         answers: Arc<tokio::sync::Semaphore>,

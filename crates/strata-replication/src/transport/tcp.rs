@@ -8,11 +8,11 @@
 //! pair of nodes has one connection each way). Calls are matched to responses by id, so a
 //! slow call does not hold up the others. Every call has a deadline: the connect, and the
 //! wait for the response. Frames go out in the order they were queued, and the server takes
-//! them ([`RpcHandler::handle`]) in the order they came. A connection that fails fails every call in flight on it; the
-//! next call connects again. The server side runs each request on a task of its own and
-//! writes responses as they complete. A frame longer than [`MAX_FRAME`] closes the
-//! connection. Each direction of a connection is read through a buffer and written by one
-//! task, which joins the frames queued meanwhile into one write.
+//! them ([`RpcHandler::handle`]) in the order they came. A connection that fails fails every
+//! call in flight on it; the next call connects again. The server answers each request on a
+//! task of its own and writes responses as they complete. A frame longer than [`MAX_FRAME`]
+//! closes the connection. Each direction of a connection is read through a buffer and written
+//! by one task, which joins the frames queued meanwhile into one write.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
