@@ -250,16 +250,12 @@ impl TcpServer {
         let listener = TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
         let connections: Arc<Mutex<Vec<tokio::task::AbortHandle>>> = Arc::default();
-        let conns = connections.clone();
-        let task = tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                let _ = stream.set_nodelay(true);
-                let t = tokio::spawn(serve_connection(stream, handler.clone()));
-                let mut c = conns.lock();
-                c.retain(|h| !h.is_finished());
-                c.push(t.abort_handle());
-            }
-        });
+        let listener = Arc::new(listener);
+        let accept = move || -> BoxFuture<std::io::Result<TcpStream>> {
+            let l = listener.clone();
+            Box::pin(async move { l.accept().await.map(|(stream, _)| stream) })
+        };
+        let task = tokio::spawn(accept_connections(accept, handler, connections.clone()));
         Ok(TcpServer { addr, task, connections })
     }
 
@@ -275,6 +271,33 @@ impl Drop for TcpServer {
         for c in self.connections.lock().drain(..) {
             c.abort();
         }
+    }
+}
+
+/// How long a failed accept is waited out before the next.
+const ACCEPT_RETRY: Duration = Duration::from_millis(10);
+
+/// Serves each connection `accept` brings, until the task is aborted. A failed accept (a
+/// connection reset before it was taken, no descriptor left) is waited out: it does not end
+/// the serving, which would leave the node deaf to its peers until it restarts.
+async fn accept_connections(
+    mut accept: impl FnMut() -> BoxFuture<std::io::Result<TcpStream>>,
+    handler: Arc<dyn RpcHandler>,
+    connections: Arc<Mutex<Vec<tokio::task::AbortHandle>>>,
+) {
+    loop {
+        let stream = match accept().await {
+            Ok(stream) => stream,
+            Err(_) => {
+                tokio::time::sleep(ACCEPT_RETRY).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let t = tokio::spawn(serve_connection(stream, handler.clone()));
+        let mut c = connections.lock();
+        c.retain(|h| !h.is_finished());
+        c.push(t.abort_handle());
     }
 }
 
@@ -404,6 +427,36 @@ mod tests {
         let next = tokio::time::timeout(Duration::from_secs(5), t.call(2, vec![0, 9], d)).await;
         assert_eq!(next.expect("the next send was not held up").unwrap(), [9, 0]);
         drop(again);
+    }
+
+    /// A failed accept does not end the serving: the next connection is served.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_failed_accept_is_waited_out() {
+        let listener = Arc::new(TcpListener::bind("127.0.0.1:0").await.unwrap());
+        let addr = listener.local_addr().unwrap().to_string();
+        let failures = Arc::new(std::sync::atomic::AtomicU32::new(2));
+        let accept = {
+            let failures = failures.clone();
+            move || -> BoxFuture<std::io::Result<TcpStream>> {
+                let l = listener.clone();
+                let fail = failures
+                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                    .is_ok();
+                Box::pin(async move {
+                    if fail {
+                        return Err(std::io::Error::from_raw_os_error(24)); // EMFILE
+                    }
+                    l.accept().await.map(|(stream, _)| stream)
+                })
+            }
+        };
+        let serving = tokio::spawn(accept_connections(accept, Arc::new(SlowEcho), Arc::default()));
+        let t = TcpTransport::new();
+        t.set_addr(2, addr);
+        let reply = t.call(2, vec![0, 3], Duration::from_secs(5)).await;
+        assert_eq!(reply.unwrap(), [3, 0]);
+        assert_eq!(failures.load(Ordering::SeqCst), 0, "both failures were met");
+        serving.abort();
     }
 
     #[tokio::test(flavor = "current_thread")]
