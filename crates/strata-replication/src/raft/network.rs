@@ -471,7 +471,8 @@ where
                     }
                     None => self.input_done = true,
                 },
-                () = tokio::time::sleep_until(hold_until), if held => {
+                // A block, so the timer is made only when the branch is polled (held).
+                () = async { tokio::time::sleep_until(hold_until).await }, if held => {
                     if let Some(req) = self.held.take() {
                         if let Err(e) = self.send(req).await {
                             return Some((Err(e), false));

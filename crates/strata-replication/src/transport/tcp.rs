@@ -403,8 +403,8 @@ mod tests {
 
     /// A wait whose connection was lost, polled once and then left (as a pipeline leaves the
     /// waits behind the one it awaits while it sends more), does not hold up later sends: it
-    /// takes no lock. (It once queued for the connection table and kept its turn while its
-    /// caller waited for that table to send: every send of the node then waited for ever.)
+    /// takes no lock. A wait queued for the connection table would keep its turn while its
+    /// caller waits for that table to send, and every send of the node would wait for ever.
     #[tokio::test(flavor = "current_thread")]
     async fn a_lost_wait_left_unpolled_holds_up_no_send() {
         let server = TcpServer::bind("127.0.0.1:0", Arc::new(Silent)).await.unwrap();
