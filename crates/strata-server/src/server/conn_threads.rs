@@ -7,6 +7,15 @@
 //! request than a thread that waits on its own connections' sockets (Redis's I/O threads,
 //! thread-per-core servers). `docs/measurements.md` has the YCSB load's figures.
 //!
+//! Before a thread parks (its runtime found no task to run and is about to sleep in
+//! `epoll_wait`), it yields its CPU [`PARK_YIELDS`] times. Why: a park that sleeps costs a
+//! context switch, and the next request's wake-up costs another on top of the kernel's wake-up
+//! path; where the cores are shared with the other threads, the clients and the engine's
+//! background jobs, the next requests usually arrive while those run, and `epoll_wait` then
+//! returns at once. On an idle machine each yield returns at once: a few system calls per
+//! park, nothing per request. Spinning instead keeps the CPU from the threads the requests
+//! wait for (`docs/measurements.md`, server rows).
+//!
 //! Contract: a connection's task never blocks its thread on another command. A command that
 //! would wait for a key lock or for a running script waits as a task (`listener`), and a
 //! script runs on a blocking thread (`listener`'s offload), so a connection on the same thread
@@ -21,6 +30,16 @@ use std::time::{Duration, Instant};
 
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
+
+/// Yields of its CPU a connection thread makes before it parks (module doc).
+const PARK_YIELDS: u32 = 3;
+
+/// What a connection thread does before it parks (module doc).
+fn yield_before_park() {
+    for _ in 0..PARK_YIELDS {
+        std::thread::yield_now();
+    }
+}
 
 /// One connection thread.
 struct ConnThread {
@@ -52,7 +71,10 @@ impl ConnThreads {
     pub fn start(n: usize) -> std::io::Result<ConnThreads> {
         let mut threads = Vec::with_capacity(n.max(1));
         for i in 0..n.max(1) {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .on_thread_park(yield_before_park)
+                .build()?;
             let handle = rt.handle().clone();
             let (stop, stopped) = oneshot::channel::<()>();
             let (done_tx, done) = std::sync::mpsc::channel();
