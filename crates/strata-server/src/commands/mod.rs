@@ -437,6 +437,24 @@ pub(crate) const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to writ
 
 /// Refuses a command before it runs: the error reply, counted (INFO's error and command
 /// statistics), and inside MULTI the transaction doomed.
+/// Refuses `cmd` because a script has run past `busy-reply-threshold`
+/// ([`scripting::busy_refusal`]), as Redis does (an EXEC's transaction ends unrun).
+pub fn refuse_busy(sh: &Shared, conn: &mut Conn, cmd: &Command, out: &mut Out) {
+    let reply = if sh.scripts.running_function() {
+        "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
+    } else {
+        "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+    };
+    if cmd.name == "exec" && conn.multi.take().is_some() {
+        // Redis ends the transaction: nothing of it runs.
+        conn.watched.clear();
+        let reply = format!("EXECABORT Transaction discarded because of: {reply}");
+        reject(sh, conn, Some(cmd), &reply, out);
+        return;
+    }
+    reject(sh, conn, Some(cmd), reply, out);
+}
+
 fn reject(sh: &Shared, conn: &mut Conn, cmd: Option<&Command>, reply: &str, out: &mut Out) {
     out.error(reply);
     sh.stats.errors.fetch_add(1, Ordering::Relaxed);
@@ -516,19 +534,7 @@ pub fn dispatch_found(
         }
     };
     if !conn.in_exec && scripting::busy_refusal(sh, cmd, args) {
-        let reply = if sh.scripts.running_function() {
-            "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
-        } else {
-            "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
-        };
-        if cmd.name == "exec" && conn.multi.take().is_some() {
-            // Redis ends the transaction: nothing of it runs.
-            conn.watched.clear();
-            let reply = format!("EXECABORT Transaction discarded because of: {reply}");
-            reject(sh, conn, Some(cmd), &reply, out);
-            return;
-        }
-        reject(sh, conn, Some(cmd), reply, out);
+        refuse_busy(sh, conn, cmd, out);
         return;
     }
     if !conn.resp3

@@ -118,6 +118,14 @@ pub fn runs_script(name: &str) -> bool {
     matches!(name, "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro")
 }
 
+/// Whether `cmd` with `args` may take key-lock stripes (the ones a running script holds): a
+/// write, EXEC, or a command of several keys.
+pub fn takes_stripes(cmd: &super::Command, args: &[Vec<u8>]) -> bool {
+    cmd.write
+        || cmd.name == "exec"
+        || (cmd.keys.may_be_several() && cmd.keys.positions(args).len() > 1)
+}
+
 /// Until when a connection's command `args` waits, as a task, for the running script: one
 /// that would wait for the script's key locks (a write, EXEC, a reader of several keys)
 /// while the script is under `busy-reply-threshold`. Then it runs, and is refused with BUSY
@@ -131,7 +139,8 @@ pub fn waits_for_script(
     cmd: &super::Command,
     args: &[Vec<u8>],
 ) -> Option<std::time::Instant> {
-    let ms = sh.scripts.busy_ms()?;
+    // A script that holds the stripes and has not started yet counts as just started.
+    let ms = sh.scripts.busy_ms().or_else(|| sh.scripts.gate.holding().then_some(0))?;
     if conn.multi.is_some()
         || conn.in_exec
         || runs_script(cmd.name)
@@ -139,10 +148,8 @@ pub fn waits_for_script(
     {
         return None;
     }
-    let locks = cmd.write
-        || cmd.name == "exec"
-        || (cmd.keys.may_be_several() && cmd.keys.positions(args).len() > 1);
-    let left = busy_threshold_ms(sh).checked_sub(ms).filter(|&l| l > 0 && locks)?;
+    let left =
+        busy_threshold_ms(sh).checked_sub(ms).filter(|&l| l > 0 && takes_stripes(cmd, args))?;
     Some(std::time::Instant::now() + std::time::Duration::from_millis(left as u64))
 }
 
@@ -301,7 +308,9 @@ pub(super) fn atomically(
             body(&mut host, out);
             return Ok(());
         }
-        let _all = sh.engine().locks.lock_all();
+        // Through the gate: no command is then between its look at running scripts and busy
+        // stripes and the end of its run (`script::gate`).
+        let _all = sh.scripts.hold_stripes(|| sh.engine().locks.lock_all());
         let _scope = OverlayScope;
         overlay::begin();
         let mut reply = Out { buf: Vec::new(), resp3: out.resp3 };

@@ -24,6 +24,7 @@ pub mod bit;
 pub mod cjson;
 pub mod cmsgpack;
 pub mod convert;
+pub mod gate;
 pub mod library;
 pub mod structlib;
 
@@ -87,6 +88,8 @@ pub struct Scripts {
     running: Mutex<Option<(String, Vec<Vec<u8>>)>>,
     /// Notified when a script ends ([`Scripts::until_idle_or`]).
     ended: tokio::sync::Notify,
+    /// Between a script taking every key-lock stripe and the connections' commands.
+    pub gate: gate::Gate,
 }
 
 /// Why SCRIPT KILL did nothing.
@@ -337,6 +340,7 @@ impl Scripts {
             in_function: AtomicBool::new(false),
             running: Mutex::new(None),
             ended: tokio::sync::Notify::new(),
+            gate: gate::Gate::default(),
             libraries: Mutex::new(std::collections::BTreeMap::new()),
             function_owner: Mutex::new(HashMap::new()),
         })
@@ -440,15 +444,22 @@ impl Scripts {
         self.in_function.load(Ordering::Acquire)
     }
 
-    /// Returns once no script runs, or at `deadline`: a task waiting for a script (a
-    /// connection's command that would wait for its locks) holds no thread meanwhile.
+    /// Takes every key-lock stripe for a script with `lock`, through the gate
+    /// ([`gate::Gate::hold_stripes`]): released when the result drops.
+    pub fn hold_stripes<G>(&self, lock: impl FnOnce() -> G) -> gate::Held<'_, G> {
+        self.gate.hold_stripes(&self.ended, lock)
+    }
+
+    /// Returns once no script runs or holds the key-lock stripes, or at `deadline`: a task
+    /// waiting for a script (a connection's command that would wait for its locks) holds no
+    /// thread meanwhile.
     pub async fn until_idle_or(&self, deadline: std::time::Instant) {
         loop {
             let ended = self.ended.notified();
             tokio::pin!(ended);
             // Registered before the look at `busy`, so an end in between is not missed.
             ended.as_mut().enable();
-            if !self.busy() {
+            if !self.busy() && !self.gate.holding() {
                 return;
             }
             let at = tokio::time::Instant::from_std(deadline);

@@ -158,10 +158,14 @@ enum Stall {
     Script(std::time::Instant),
     /// It runs a script: on a blocking thread ([`run_offloaded`]).
     Offload,
+    /// A script is taking every key-lock stripe (`script::gate`): until it has.
+    Gate,
 }
 
 /// Runs a batch of frames; it stops after one that blocked the connection, and before one
-/// that would wait for a running script or a busy key or that runs a script ([`Stall`]). The
+/// that would wait for a running script or a busy key or that runs a script ([`Stall`]). A
+/// command that may take key-lock stripes runs holding a pass of the scripts' gate
+/// (`script::gate`), so no script takes every stripe between its look and its run. The
 /// first frame skips the look at busy keys when `waited`: the connection has just waited for
 /// it once.
 fn run_batch(
@@ -182,12 +186,21 @@ fn run_batch(
             continue;
         }
         let cmd = commands::lookup(&f[0]);
+        // From the look at scripts and stripes to the end of the run (`script::gate`).
+        let stripes = cmd.is_some_and(|c| commands::scripting::takes_stripes(c, f));
+        let pass = if stripes { sh.scripts.gate.enter() } else { None };
+        if stripes && pass.is_none() {
+            ran = n;
+            stalled = Some(Stall::Gate);
+            break;
+        }
         stalled = stall_before(sh, conn, cmd, f, n > 0 || !waited);
         if stalled.is_some() {
             ran = n;
             break;
         }
         run_frame(sh, conn, cmd, f, out);
+        drop(pass);
     }
     Ran { frames: ran, sync: sh.engine().owed_sync(), stalled }
 }
@@ -229,6 +242,10 @@ fn run_frame(
     apply_reply_mode(conn, out, mark);
 }
 
+/// How often a script waiting for its turn (`script::gate`) looks whether the running one
+/// has passed `busy-reply-threshold`.
+const TURN_POLL: std::time::Duration = std::time::Duration::from_millis(10);
+
 /// Runs `f`, a script's command, on a blocking thread, so that the connection's thread keeps
 /// serving its other connections while the script runs (one of them may SCRIPT KILL it).
 /// Returns the connection and its replies, and the WAL sync the script's writes owe; `None`
@@ -243,10 +260,30 @@ async fn run_offloaded(
     let sh = sh.clone();
     let ran = tokio::task::spawn_blocking(move || {
         let cmd = commands::lookup(&f[0]);
-        let run = std::panic::AssertUnwindSafe(|| run_frame(&sh, &mut conn, cmd, &f, &mut out));
+        // Its turn before its database pin: the scripts' gate's lock order (`script::gate`).
+        // Waiting for it ends with BUSY once the script before has run past the threshold.
+        let turn = loop {
+            let until = std::time::Instant::now() + TURN_POLL;
+            if let Some(t) = sh.scripts.gate.take_turn_until(until) {
+                break Some(t);
+            }
+            if cmd.is_some_and(|c| commands::scripting::busy_refusal(&sh, c, &f)) {
+                break None;
+            }
+        };
+        let run = std::panic::AssertUnwindSafe(|| match (&turn, cmd) {
+            (None, Some(c)) => {
+                out.resp3 = conn.resp3;
+                let mark = out.buf.len();
+                commands::refuse_busy(&sh, &mut conn, c, &mut out);
+                apply_reply_mode(&mut conn, &mut out, mark);
+            }
+            _ => run_frame(&sh, &mut conn, cmd, &f, &mut out),
+        });
         if std::panic::catch_unwind(run).is_err() {
             conn.close = true;
         }
+        drop(turn);
         // The sync is owed on this thread (`sync_group`): asked for here.
         let sync = sh.engine().owed_sync();
         (conn, out, sync)
@@ -395,6 +432,10 @@ async fn handle(sh: Arc<Shared>, mut sock: TcpStream, addr: String) {
                 Some(Stall::Script(until)) => {
                     sh.scripts.until_idle_or(until).await;
                     waited = true;
+                    continue;
+                }
+                Some(Stall::Gate) => {
+                    sh.scripts.gate.until_open().await;
                     continue;
                 }
                 Some(Stall::Offload) if !conn.close => {

@@ -228,6 +228,54 @@ fn a_script_leaves_its_connection_thread_to_the_others() {
 }
 
 #[test]
+fn a_write_racing_a_starting_script_never_holds_its_connection_thread() {
+    // Regression: a write that had looked (no script, its stripe free) could be overtaken by
+    // a script taking every stripe, and then waited for the whole script on its thread. With
+    // one connection thread, the SCRIPT KILL below shares that thread with the writer and was
+    // never answered. Each round starts an endless script while pipelined SETs stream in.
+    let srv = Server::start(&["--io-threads", "1"]);
+    let mut c = srv.raw();
+    c.cmd(&["CONFIG", "SET", "busy-reply-threshold", "600000"]);
+    for round in 0..20 {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let writer = {
+            let (mut w, stop) = (srv.raw(), stop.clone());
+            std::thread::spawn(move || {
+                let mut batch = Vec::new();
+                for i in 0..32 {
+                    let key = format!("k{i}");
+                    batch.extend(Raw::encode(&[b"SET", key.as_bytes(), b"v"]));
+                }
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    w.send_raw(&batch);
+                    for _ in 0..32 {
+                        assert_eq!(w.read(), Reply::Simple("OK".into()));
+                    }
+                }
+            })
+        };
+        std::thread::sleep(Duration::from_millis(5));
+        let mut runner = srv.raw();
+        runner.send_raw(&Raw::encode(&[b"EVAL", b"while true do end", b"0"]));
+        let start = Instant::now();
+        loop {
+            let asked = Instant::now();
+            let reply = c.cmd(&["SCRIPT", "KILL"]);
+            assert!(asked.elapsed() < Duration::from_secs(5), "round {round}: SCRIPT KILL waited");
+            match reply {
+                Reply::Simple(ok) if ok == "OK" => break,
+                Reply::Error(e) if e.starts_with("NOTBUSY") => {}
+                other => panic!("round {round}: {other:?}"),
+            }
+            assert!(start.elapsed() < Duration::from_secs(10), "round {round}: never ran");
+        }
+        err_starting(runner.read(), "ERR Script killed by user with SCRIPT KILL");
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        writer.join().unwrap();
+    }
+}
+
+#[test]
 fn clients_blocked_on_what_a_script_wrote_are_served_after_it() {
     let srv = Server::start(&[]);
     let mut c = srv.raw();
