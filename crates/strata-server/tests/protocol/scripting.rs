@@ -167,6 +167,8 @@ fn a_long_script_makes_others_busy_until_killed() {
         }
         std::thread::sleep(Duration::from_millis(10));
     }
+    // Another script waits for its turn, then is refused as in Redis.
+    err_starting(srv.raw().cmd(&["EVAL", "return 1", "0"]), "BUSY Redis is busy running a script.");
     assert_eq!(c.cmd(&["SCRIPT", "KILL"]), Reply::Simple("OK".into()));
     err_starting(runner.read(), "ERR Script killed by user with SCRIPT KILL");
     assert_eq!(c.cmd(&["PING"]), Reply::Simple("PONG".into()));
