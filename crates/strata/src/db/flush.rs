@@ -231,6 +231,9 @@ fn flush_one(
             new_file_number: &new_blob_number,
         }),
     };
+    // The WALs created so far: when they share the table's directory, the table's directory
+    // sync covers their entries too, and `sync_wal_dir` below need not sync it again.
+    let wals_before = inner.newest_wal.load(std::sync::atomic::Ordering::Acquire);
     let cpu_start = crate::util::cpu::thread_cpu_micros();
     let meta = write_level0_table(&env, &mem, number);
     let cpu_micros = crate::util::cpu::thread_cpu_micros().saturating_sub(cpu_start);
@@ -241,6 +244,10 @@ fn flush_one(
             return Err(e);
         }
     };
+    if meta.is_some() && table_dir == inner.wal_dir.as_path() {
+        // `write_level0_table` synced the directory after writing a table.
+        inner.wal_dir_synced_through.fetch_max(wals_before, std::sync::atomic::Ordering::AcqRel);
+    }
     let mut edit = VersionEdit::default();
     let mut level_stats = LevelStats { count: 1, cpu_micros, ..LevelStats::default() };
     let written = meta.as_ref().map(|(m, _, _)| (m.number, m.num_entries, m.file_size));
@@ -294,7 +301,7 @@ fn flush_one(
         super::write::wal::sync_retired_wals(inner, Some(next_log.max(keep_from)))?;
     }
     // The WAL the edit names as the log number must be found at the next open.
-    super::write::wal::sync_wal_dir(inner)?;
+    super::write::wal::sync_wal_dir_through(inner, next_log.0)?;
     {
         let mut versions = inner.versions.lock();
         if cfd.dropped.load(std::sync::atomic::Ordering::Acquire) {

@@ -3,6 +3,10 @@
 //! of its batches) or archives its WALs (`get_updates_since` reads them back): a DB of one
 //! family without an archive drops them unsynced once the flush is installed, as RocksDB
 //! does. Either way power loss keeps a prefix with every flushed write.
+//!
+//! A flush syncs its directory once: the sync after its table also makes durable the entries
+//! of the WALs created before it when they live in the same directory (the WAL its edit
+//! names among them), so the WAL directory is synced again only when it is another one.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -100,4 +104,60 @@ fn an_archiving_db_syncs_the_retired_wals_a_flush_covers() {
     let batches: Vec<u64> = db.get_updates_since(0).unwrap().map(|b| b.unwrap().0).collect();
     assert_eq!(batches.len(), 3_000);
     assert_eq!(db.latest_sequence_number(), 3_000);
+}
+
+/// Writes 1.5 MB through 64 KB memtables and flushes; returns the tables created and the
+/// directory syncs of `dir` made meanwhile.
+fn dir_syncs_per_flush(fs: &FaultFs, db: &Db, dir: &Path) -> (usize, usize) {
+    fs.start_recording();
+    for i in 0..3_000u32 {
+        db.put(format!("k{i:05}"), [i as u8; 512]).unwrap();
+    }
+    db.flush().unwrap();
+    let ops = fs.recorded();
+    let tables = ops
+        .iter()
+        .filter(|r| r.op == FaultOp::Create && r.path.extension().is_some_and(|x| x == "sst"))
+        .count();
+    let syncs = ops.iter().filter(|r| r.op == FaultOp::SyncDir && r.path == dir).count();
+    (tables, syncs)
+}
+
+/// Regression: each flush synced the DB directory twice, once after its table and once for
+/// the WALs' entries, which the first sync had already made durable.
+#[test]
+fn a_flush_syncs_its_directory_once() {
+    let mem = MemFs::new();
+    let (fs, db, _) = open(&mem);
+    let (tables, syncs) = dir_syncs_per_flush(&fs, &db, Path::new("/db"));
+    assert!(tables > 5, "{tables} tables");
+    assert_eq!(syncs, tables, "directory syncs for {tables} flushes");
+    fs.kill();
+    drop(db);
+    mem.crash(CrashMode::PowerLoss);
+    let db = Db::open(&options(Arc::new(mem.clone())), Path::new("/db")).unwrap();
+    for i in 0..3_000u32 {
+        assert_eq!(db.get(format!("k{i:05}")).unwrap(), Some(vec![i as u8; 512]), "{i}");
+    }
+}
+
+#[test]
+fn a_wal_directory_of_its_own_is_still_synced_by_the_flushes() {
+    let mem = MemFs::new();
+    let fs = FaultFs::new(Arc::new(mem.clone()), 1);
+    let opts = Options { wal_dir: Some(PathBuf::from("/wal")), ..options(Arc::new(fs.clone())) };
+    let db = Db::open(&opts, Path::new("/db")).unwrap();
+    let (tables, syncs) = dir_syncs_per_flush(&fs, &db, Path::new("/wal"));
+    assert!(tables > 5, "{tables} tables");
+    // One sync covers every WAL created before it, so several flushes may share one.
+    assert!(syncs >= 1, "the WAL directory was not synced in {tables} flushes");
+    fs.kill();
+    drop(db);
+    mem.crash(CrashMode::PowerLoss);
+    let reopened =
+        Options { wal_dir: Some(PathBuf::from("/wal")), ..options(Arc::new(mem.clone())) };
+    let db = Db::open(&reopened, Path::new("/db")).unwrap();
+    for i in 0..3_000u32 {
+        assert_eq!(db.get(format!("k{i:05}")).unwrap(), Some(vec![i as u8; 512]), "{i}");
+    }
 }

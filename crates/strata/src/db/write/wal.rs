@@ -158,10 +158,16 @@ pub(crate) fn open_wal_writer(
 /// recovery treats as a WAL that ended early; should one vanish while a later one survives,
 /// the next open reports the missing WAL. A failed sync is a background error.
 pub(crate) fn sync_wal_dir(inner: &DbInner) -> Result<()> {
-    let newest = inner.newest_wal.load(Ordering::Acquire);
-    if inner.wal_dir_synced_through.load(Ordering::Acquire) >= newest {
+    sync_wal_dir_through(inner, inner.newest_wal.load(Ordering::Acquire))
+}
+
+/// [`sync_wal_dir`] when the entries of the WALs up to number `need` are not known durable
+/// (the flush job needs only the WAL its edit names).
+pub(crate) fn sync_wal_dir_through(inner: &DbInner, need: u64) -> Result<()> {
+    if inner.wal_dir_synced_through.load(Ordering::Acquire) >= need {
         return Ok(());
     }
+    let newest = inner.newest_wal.load(Ordering::Acquire);
     crate::kill_point!("wal.sync_dir");
     if let Err(e) = inner.fs.sync_dir(&inner.wal_dir) {
         let mut st = inner.state.lock();
