@@ -35,6 +35,20 @@ pub const MAX_FRAME: usize = 64 << 20;
 
 type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Vec<u8>>>>>;
 
+/// Removes a request's entry from its connection's pending answers when its wait ends or is
+/// dropped, answered or not: a wait given up (a timeout, a caller gone) leaves no entry
+/// behind for an answer that may never come.
+struct Forget {
+    pending: Pending,
+    id: u64,
+}
+
+impl Drop for Forget {
+    fn drop(&mut self) {
+        self.pending.lock().remove(&self.id);
+    }
+}
+
 /// One outgoing connection: a queue of frames to write, and the calls awaiting responses.
 struct Conn {
     out: mpsc::UnboundedSender<Vec<u8>>,
@@ -175,7 +189,7 @@ impl TcpTransport {
         deadline: tokio::time::Instant,
         timeout: Duration,
     ) -> Result<Reply, TransportError> {
-        let (rx, pending, id) = {
+        let (rx, forget) = {
             let mut conns = self.inner.conns.lock().await;
             let alive = conns.get(&target).is_some_and(Conn::alive);
             if !alive {
@@ -197,21 +211,19 @@ impl TcpTransport {
                     "connection to node {target} closed"
                 )));
             }
-            (rx, c.pending.clone(), id)
+            (rx, Forget { pending: c.pending.clone(), id })
         };
         // The wait takes no lock: a caller may leave it unpolled while it sends more (a
         // pipeline), and a wait queued for `conns` meanwhile would hold up every send. The
         // dead connection is replaced by the next send (`Conn::alive`).
         Ok(Box::pin(async move {
+            let _forget = forget;
             match tokio::time::timeout_at(deadline, rx).await {
                 Ok(Ok(resp)) => Ok(resp),
                 Ok(Err(_)) => {
                     Err(TransportError::Unreachable(format!("connection to node {target} lost")))
                 }
-                Err(_) => {
-                    pending.lock().remove(&id);
-                    Err(TransportError::Timeout(timeout))
-                }
+                Err(_) => Err(TransportError::Timeout(timeout)),
             }
         }))
     }
@@ -427,6 +439,32 @@ mod tests {
         let next = tokio::time::timeout(Duration::from_secs(5), t.call(2, vec![0, 9], d)).await;
         assert_eq!(next.expect("the next send was not held up").unwrap(), [9, 0]);
         drop(again);
+    }
+
+    /// Regression: a wait dropped before its answer came (a caller that gave up) left its
+    /// entry in the connection's pending answers until the connection closed.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_dropped_wait_leaves_no_pending_entry() {
+        let server = TcpServer::bind("127.0.0.1:0", Arc::new(Silent)).await.unwrap();
+        let t = TcpTransport::new();
+        t.set_addr(2, server.addr().to_string());
+        let d = Duration::from_secs(30);
+        let pending = |t: &TcpTransport| {
+            let conns = t.inner.conns.try_lock().unwrap();
+            conns.get(&2).map_or(0, |c| c.pending.lock().len())
+        };
+        let unpolled = t.send(2, vec![1], d).await.unwrap();
+        let mut polled = t.send(2, vec![2], d).await.unwrap();
+        assert!(futures_util::poll!(&mut polled).is_pending());
+        assert_eq!(pending(&t), 2);
+        drop(unpolled);
+        drop(polled);
+        assert_eq!(pending(&t), 0, "entries left for answers that will not be read");
+        // A wait that times out leaves none either.
+        let late = t.send(2, vec![3], Duration::from_millis(20)).await.unwrap();
+        assert!(matches!(late.await, Err(TransportError::Timeout(_))));
+        assert_eq!(pending(&t), 0);
+        drop(server);
     }
 
     /// A failed accept does not end the serving: the next connection is served.
