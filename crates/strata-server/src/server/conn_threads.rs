@@ -13,8 +13,8 @@
 //! path; where the cores are shared with the other threads, the clients and the engine's
 //! background jobs, the next requests usually arrive while those run, and `epoll_wait` then
 //! returns at once. On an idle machine each yield returns at once: a few system calls per
-//! park, nothing per request. Spinning instead keeps the CPU from the threads the requests
-//! wait for (`docs/measurements.md`, server rows).
+//! park, nothing per request. A spin would instead keep the CPU from the very threads the
+//! requests come from. Figures: `docs/measurements.md`, the server rows.
 //!
 //! Contract: a connection's task never blocks its thread on another command. A command that
 //! would wait for a key lock or for a running script waits as a task (`listener`), also one
