@@ -660,9 +660,7 @@ impl RaftNode {
             )));
         };
         let id = self.id;
-        let failed = move |what: &str, e: &dyn std::fmt::Display| {
-            Response::Error(format!("node {id} {group}: {what}: {e}"))
-        };
+        let failed = move |what: &str, e: &dyn std::fmt::Display| failure(id, group, what, e);
         if replica.rejoin.active() {
             match &req {
                 Request::Append(a) => replica.rejoin.note_append(
@@ -722,9 +720,7 @@ impl RaftNode {
     /// Answers a request other than an append.
     async fn serve(&self, group: GroupId, replica: Replica, req: Request) -> Response {
         let raft = &replica.raft;
-        let failed = |what: &str, e: &dyn std::fmt::Display| {
-            Response::Error(format!("node {} {group}: {what}: {e}", self.id))
-        };
+        let failed = |what: &str, e: &dyn std::fmt::Display| failure(self.id, group, what, e);
         match req {
             Request::Append(_) => failed("append", &"appends are handed over as they arrive"),
             Request::Vote(v) => {
@@ -840,6 +836,11 @@ impl RaftNode {
             Ok((None, None)) => failed(&"nothing received"),
         }
     }
+}
+
+/// The error response of node `id`'s replica of `group` when `what` failed with `e`.
+fn failure(id: NodeId, group: GroupId, what: &str, e: &dyn std::fmt::Display) -> Response {
+    Response::Error(format!("node {id} {group}: {what}: {e}"))
 }
 
 /// The answer to an append handed to a group's Raft core.

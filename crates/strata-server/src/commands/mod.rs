@@ -437,6 +437,16 @@ pub(crate) const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to writ
 
 /// Refuses a command before it runs: the error reply, counted (INFO's error and command
 /// statistics), and inside MULTI the transaction doomed.
+fn reject(sh: &Shared, conn: &mut Conn, cmd: Option<&Command>, reply: &str, out: &mut Out) {
+    out.error(reply);
+    sh.stats.errors.fetch_add(1, Ordering::Relaxed);
+    sh.stats.count_error(reply);
+    if let Some(c) = cmd.and_then(|c| sh.stats.per_command.get(index_of(c))) {
+        c.rejected.fetch_add(1, Ordering::Relaxed);
+    }
+    multi::doom(conn);
+}
+
 /// Refuses `cmd` because a script has run past `busy-reply-threshold`
 /// ([`scripting::busy_refusal`]), as Redis does (an EXEC's transaction ends unrun).
 pub fn refuse_busy(sh: &Shared, conn: &mut Conn, cmd: &Command, out: &mut Out) {
@@ -453,16 +463,6 @@ pub fn refuse_busy(sh: &Shared, conn: &mut Conn, cmd: &Command, out: &mut Out) {
         return;
     }
     reject(sh, conn, Some(cmd), reply, out);
-}
-
-fn reject(sh: &Shared, conn: &mut Conn, cmd: Option<&Command>, reply: &str, out: &mut Out) {
-    out.error(reply);
-    sh.stats.errors.fetch_add(1, Ordering::Relaxed);
-    sh.stats.count_error(reply);
-    if let Some(c) = cmd.and_then(|c| sh.stats.per_command.get(index_of(c))) {
-        c.rejected.fetch_add(1, Ordering::Relaxed);
-    }
-    multi::doom(conn);
 }
 
 /// The first stripe of a write command's keys that is busy now ([`LockTable::busy`]), for the

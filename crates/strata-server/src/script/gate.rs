@@ -36,7 +36,7 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, MutexGuard};
 use tokio::sync::Notify;
 
 /// How often a command waiting for the gate to open looks again. The gate is shut only
@@ -105,11 +105,11 @@ impl Gate {
     /// until every pass is given back. This thread's next [`Gate::hold_stripes`] takes the
     /// stripes within this turn.
     pub fn take_turn(&self) -> Turn<'_> {
-        loop {
-            if let Some(t) = self.take_turn_until(Instant::now() + Duration::from_secs(3600)) {
-                return t;
-            }
+        let mut s = self.state.lock();
+        while s.turn {
+            self.changed.wait(&mut s);
         }
+        self.begin_turn(s)
     }
 
     /// [`Gate::take_turn`], unless the script before still has its turn at `deadline`.
@@ -120,13 +120,18 @@ impl Gate {
                 return None;
             }
         }
+        Some(self.begin_turn(s))
+    }
+
+    /// With no turn taken (`s`): takes it, shuts the gate and waits for the passes out.
+    fn begin_turn(&self, mut s: MutexGuard<'_, State>) -> Turn<'_> {
         s.turn = true;
         s.shut = true;
         while s.passes > 0 {
             self.changed.wait(&mut s);
         }
         HAS_TURN.with(|t| t.set(true));
-        Some(Turn(self))
+        Turn(self)
     }
 
     /// Takes the stripes with `lock` in this thread's turn (taking one first if it has
