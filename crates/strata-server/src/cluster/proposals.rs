@@ -16,15 +16,28 @@
 //! the same key; applying them in one engine write is applying them one after the other. A
 //! batch stays atomic (it is inside one entry), and an entry holds batches of one group only.
 //!
+//! Gathering: when an entry ends and batches are waiting, the commands it answered usually
+//! come back with their next batch within a client round trip; proposed at once, the waiting
+//! batches would make one entry and the answered commands' next batches another, and under
+//! steady load the group's entries would settle at half its writers each. So the driver
+//! first holds the waiting batches until as many more have joined as the entry answered, for
+//! at most [`HOLD_SHARE`] of the round that just ended and never more than its `hold` (by
+//! default [`HOLD_MAX`]). It holds by yielding to the runtime, not by a timer: tokio's timers
+//! tick in milliseconds, and a parked worker needs a wake-up per arriving command (measured
+//! in `docs/measurements.md`, cluster writes). A worker that polls during the hold also polls
+//! its I/O, which is where the awaited commands come from.
+//!
 //! Contract: a batch that finds a free slot is proposed at once (no wait for company), so a
-//! lone command pays no delay; at most [`MAX_IN_FLIGHT`] entries per group are in flight
-//! here; every `done` is called exactly once, also when the driving task panics or is
+//! lone command pays no delay, and a batch waits for company only behind an entry that
+//! succeeded, for at most the hold above; at most [`MAX_IN_FLIGHT`] entries per group are in
+//! flight here; every `done` is called exactly once, also when the driving task panics or is
 //! dropped (the runtime shutting down): then with the `lost` error. Entries in flight
 //! together may commit in either order: their batches touch different keys (above).
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use strata::WriteBatch;
@@ -38,6 +51,13 @@ pub const MAX_ENTRY_BYTES: usize = 4 << 20;
 /// first's fdatasyncs and round trip, but measured under 16 writers it halved the entries'
 /// size and cost more per command (`docs/measurements.md`, cluster writes).
 pub const MAX_IN_FLIGHT: usize = 1;
+
+/// Longest a driver holds waiting batches for company (module doc, "Gathering").
+pub const HOLD_MAX: Duration = Duration::from_micros(500);
+
+/// Share of the round that just ended that a driver holds waiting batches at most, in
+/// quarters: long enough for the answered commands' round trip, short of another round.
+pub const HOLD_SHARE: u32 = 3;
 
 /// Where a batch's entry's outcome goes.
 pub type Done<E> = Box<dyn FnOnce(Result<(), Arc<E>>) + Send>;
@@ -73,11 +93,21 @@ impl<E> Queue<E> {
 /// The proposal queues of a node's groups; `E` is the proposal's error.
 pub struct Proposals<E> {
     queues: Mutex<HashMap<GroupId, Arc<Mutex<Queue<E>>>>>,
+    /// Longest a driver holds waiting batches for company.
+    hold: Duration,
 }
 
 impl<E> Default for Proposals<E> {
     fn default() -> Self {
-        Proposals { queues: Mutex::new(HashMap::new()) }
+        Proposals::holding(HOLD_MAX)
+    }
+}
+
+impl<E> Proposals<E> {
+    /// Queues whose drivers hold waiting batches for company for at most `hold` (and
+    /// [`HOLD_SHARE`] of the last round).
+    pub fn holding(hold: Duration) -> Self {
+        Proposals { queues: Mutex::new(HashMap::new()), hold }
     }
 }
 
@@ -158,13 +188,13 @@ impl<E: Send + Sync + 'static> Proposals<E> {
         };
         // Made before the task, so the entry fails with `lost` even if the task never runs.
         let driving = Driving { queue, entry, lost, done: false };
-        runtime.spawn(drive(driving, send));
+        runtime.spawn(drive(driving, send, self.hold));
     }
 }
 
 /// Proposes the driver's entry, then each next entry the queue holds when one ends, until it
 /// is empty.
-async fn drive<E, S, F>(mut driving: Driving<E>, send: S)
+async fn drive<E, S, F>(mut driving: Driving<E>, send: S, hold: Duration)
 where
     S: Fn(WriteBatch) -> F,
     F: Future<Output = Result<(), E>>,
@@ -179,9 +209,15 @@ where
                 joined.append(&b);
             }
         }
+        let started = Instant::now();
         let outcome = send(joined).await.map_err(Arc::new);
+        let round = started.elapsed();
+        let answered = driving.entry.len();
         for (_, d) in driving.entry.drain(..) {
             d(outcome.clone());
+        }
+        if outcome.is_ok() {
+            gather(&driving.queue, answered, (round * HOLD_SHARE / 4).min(hold)).await;
         }
         let mut q = driving.queue.lock();
         if q.waiting.is_empty() {
@@ -190,6 +226,16 @@ where
             return;
         }
         driving.entry = q.take_entry();
+    }
+}
+
+/// Keeps the group's slot until `answered` more batches have joined those waiting, or for
+/// `hold`.
+async fn gather<E>(queue: &Mutex<Queue<E>>, answered: usize, hold: Duration) {
+    let want = queue.lock().waiting.len() + answered;
+    let until = Instant::now() + hold;
+    while queue.lock().waiting.len() < want && Instant::now() < until {
+        tokio::task::yield_now().await;
     }
 }
 
@@ -461,5 +507,82 @@ mod tests {
             assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), Ok(()));
         }
         assert_eq!(*seen.lock(), vec![1, 2, 1]);
+    }
+
+    type Sent = std::pin::Pin<Box<dyn Future<Output = Result<(), String>> + Send>>;
+
+    /// A `send` that records each entry's batch count and keeps the first entry in flight
+    /// for `first_round`.
+    fn recorded(
+        first_round: Duration,
+    ) -> (Arc<Mutex<Vec<usize>>>, impl Fn(WriteBatch) -> Sent + Clone + Send + 'static) {
+        let entries = Arc::new(Mutex::new(Vec::new()));
+        let e = entries.clone();
+        let send = move |b: WriteBatch| {
+            let nth = {
+                let mut e = e.lock();
+                e.push(b.len());
+                e.len()
+            };
+            Box::pin(async move {
+                if nth == 1 {
+                    tokio::time::sleep(first_round).await;
+                }
+                Ok::<(), String>(())
+            }) as Sent
+        };
+        (entries, send)
+    }
+
+    #[test]
+    fn the_commands_an_entry_answered_join_the_batches_waiting_behind_it() {
+        let rt = runtime();
+        // A round of 400 ms lets the driver hold for up to 300 ms: far more than the thread
+        // below needs to hand in its next batch, however busy the machine.
+        let p = Arc::new(Proposals::<String>::holding(Duration::from_secs(5)));
+        let (entries, send) = recorded(Duration::from_millis(400));
+        let (done, rx) = outcome();
+        p.propose(rt.handle(), GroupId(1), batch("a"), done, send.clone(), lost);
+        while entries.lock().is_empty() {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let mut rxs = Vec::new();
+        for i in 0..3 {
+            let (done, rx) = outcome();
+            p.propose(rt.handle(), GroupId(1), batch(&format!("b{i}")), done, send.clone(), lost);
+            rxs.push(rx);
+        }
+        // The command that "a" answered comes back with its next batch, as a client would.
+        assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), Ok(()));
+        let (done, rx) = outcome();
+        p.propose(rt.handle(), GroupId(1), batch("a2"), done, send.clone(), lost);
+        rxs.push(rx);
+        for rx in rxs {
+            assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), Ok(()));
+        }
+        assert_eq!(*entries.lock(), vec![1, 4], "a2 joined the three batches waiting for it");
+    }
+
+    #[test]
+    fn a_hold_whose_company_never_comes_ends_and_frees_the_slot() {
+        let rt = runtime();
+        let p = Proposals::<String>::holding(Duration::from_millis(20));
+        let (entries, send) = recorded(Duration::from_millis(40));
+        let (done, rx) = outcome();
+        p.propose(rt.handle(), GroupId(1), batch("a"), done, send.clone(), lost);
+        while entries.lock().is_empty() {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let (done, rx_b) = outcome();
+        p.propose(rt.handle(), GroupId(1), batch("b"), done, send.clone(), lost);
+        // Nothing comes back after "a": "b" goes alone once the hold ends.
+        assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), Ok(()));
+        assert_eq!(rx_b.recv_timeout(Duration::from_secs(5)).unwrap(), Ok(()));
+        assert_eq!(*entries.lock(), vec![1, 1]);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !p.is_idle(GroupId(1)) {
+            assert!(Instant::now() < deadline, "the driver never gave its slot back");
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 }
