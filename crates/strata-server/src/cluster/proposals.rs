@@ -16,16 +16,19 @@
 //! the same key; applying them in one engine write is applying them one after the other. A
 //! batch stays atomic (it is inside one entry), and an entry holds batches of one group only.
 //!
-//! Gathering: when an entry ends and batches are waiting, the commands it answered usually
-//! come back with their next batch within a client round trip; proposed at once, the waiting
-//! batches would make one entry and the answered commands' next batches another, and under
-//! steady load the group's entries would settle at half its writers each. So the driver
-//! first holds the waiting batches until as many more have joined as the entry answered, for
-//! at most [`HOLD_SHARE`] of the round that just ended and never more than its `hold` (by
-//! default [`HOLD_MAX`]). It holds by yielding to the runtime, not by a timer: tokio's timers
-//! tick in milliseconds, and a parked worker needs a wake-up per arriving command (measured
-//! in `docs/measurements.md`, cluster writes). A worker that polls during the hold also polls
-//! its I/O, which is where the awaited commands come from.
+//! Gathering: the commands an entry answered usually come back with their next batch within
+//! a client round trip. Proposed at once, the batches waiting meanwhile would make one entry
+//! and the answered commands' next batches another, and under steady load a group's entries
+//! would settle at half its writers each. So when an entry succeeds and its next one would
+//! have company (it answered several batches, or some are waiting), the driver keeps the
+//! group's slot until as many batches have joined those waiting as the entry answered, for
+//! at most [`HOLD_SHARE`] quarters of the round that just ended and never more than its
+//! `hold` (by default [`HOLD_MAX`]). One batch answered and none waiting (a lone writer, or
+//! writers spread over many groups) ends the drive at once. The driver holds by yielding to
+//! the runtime, not by a timer: tokio's timers tick in milliseconds, and a parked worker
+//! needs a wake-up per arriving command (measured in `docs/measurements.md`, cluster mode).
+//! A worker that polls during the hold also polls its I/O, where the awaited commands come
+//! from.
 //!
 //! Contract: a batch that finds a free slot is proposed at once (no wait for company), so a
 //! lone command pays no delay, and a batch waits for company only behind an entry that
@@ -55,8 +58,8 @@ pub const MAX_IN_FLIGHT: usize = 1;
 /// Longest a driver holds waiting batches for company (module doc, "Gathering").
 pub const HOLD_MAX: Duration = Duration::from_micros(500);
 
-/// Share of the round that just ended that a driver holds waiting batches at most, in
-/// quarters: long enough for the answered commands' round trip, short of another round.
+/// Quarters of the round that just ended that a driver holds waiting batches at most: long
+/// enough for the answered commands' round trip, short of another round.
 pub const HOLD_SHARE: u32 = 3;
 
 /// Where a batch's entry's outcome goes.
@@ -230,13 +233,22 @@ where
 }
 
 /// Keeps the group's slot until `answered` more batches have joined those waiting, or for
-/// `hold`.
+/// `hold`; not at all when the next entry would have no company (one batch answered and none
+/// waiting: a lone writer, or writers spread over many groups).
 async fn gather<E>(queue: &Mutex<Queue<E>>, answered: usize, hold: Duration) {
-    let want = queue.lock().waiting.len() + answered;
+    let waiting = queue.lock().waiting.len();
+    let Some(want) = company(waiting, answered) else { return };
     let until = Instant::now() + hold;
     while queue.lock().waiting.len() < want && Instant::now() < until {
         tokio::task::yield_now().await;
     }
+}
+
+/// How many batches the next entry waits for, with `waiting` batches queued and `answered`
+/// commands just answered: `None` when it would have no company.
+fn company(waiting: usize, answered: usize) -> Option<usize> {
+    let want = waiting + answered;
+    (want >= 2).then_some(want)
 }
 
 #[cfg(test)]
@@ -584,5 +596,14 @@ mod tests {
             assert!(Instant::now() < deadline, "the driver never gave its slot back");
             std::thread::sleep(Duration::from_millis(1));
         }
+    }
+
+    #[test]
+    fn only_an_entry_with_company_in_sight_is_held() {
+        // A lone writer, or one of many writers spread over groups: the drive ends at once.
+        assert_eq!(company(0, 1), None);
+        assert_eq!(company(1, 1), Some(2));
+        assert_eq!(company(0, 5), Some(5));
+        assert_eq!(company(3, 4), Some(7));
     }
 }
