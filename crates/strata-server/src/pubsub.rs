@@ -63,6 +63,19 @@ impl PubSub {
         was
     }
 
+    /// Unsubscribes client `id` from every channel and pattern: for a connection that ended
+    /// without unsubscribing what it knew of (its task was dropped). Walks every
+    /// subscription.
+    pub fn drop_client(&self, id: u64) {
+        let reg = &mut *self.reg.lock();
+        for map in [&mut reg.channels, &mut reg.patterns] {
+            map.retain(|_, subs| {
+                subs.remove(&id);
+                !subs.is_empty()
+            });
+        }
+    }
+
     /// Sends `message` on `channel` to its subscribers and to those of the patterns it
     /// matches (`matches(pattern, channel)`); how many received it.
     pub fn publish(

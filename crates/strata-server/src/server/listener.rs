@@ -341,19 +341,50 @@ async fn wait_blocked(
     }
 }
 
+/// A connection on the server's books: CLIENT LIST, `connected_clients`, and its
+/// subscriptions and blocked wait. Dropped, it takes the connection off them however the
+/// connection's task ended: at its end, or dropped by the runtime after a command panicked
+/// in it or at shutdown (then without the connection's own record of its subscriptions, so
+/// every subscription is searched).
+struct Registration {
+    sh: Arc<Shared>,
+    id: u64,
+    /// The connection unsubscribed what it had and left no blocked wait.
+    settled: bool,
+}
+
+impl Registration {
+    fn new(sh: &Arc<Shared>, addr: String) -> Registration {
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        sh.stats.connections.fetch_add(1, Ordering::Relaxed);
+        sh.stats.connected.fetch_add(1, Ordering::Relaxed);
+        sh.clients.lock().insert(
+            id,
+            ClientEntry {
+                addr,
+                since: Some(std::time::Instant::now()),
+                resp: 2,
+                ..ClientEntry::default()
+            },
+        );
+        Registration { sh: sh.clone(), id, settled: false }
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        if !self.settled {
+            self.sh.pubsub.drop_client(self.id);
+            self.sh.blocked.cancel(self.id, Cancel::Gone);
+        }
+        self.sh.clients.lock().remove(&self.id);
+        self.sh.stats.connected.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 async fn handle(sh: Arc<Shared>, mut sock: TcpStream, addr: String) {
-    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-    sh.stats.connections.fetch_add(1, Ordering::Relaxed);
-    sh.stats.connected.fetch_add(1, Ordering::Relaxed);
-    sh.clients.lock().insert(
-        id,
-        ClientEntry {
-            addr,
-            since: Some(std::time::Instant::now()),
-            resp: 2,
-            ..ClientEntry::default()
-        },
-    );
+    let mut registration = Registration::new(&sh, addr);
+    let id = registration.id;
     let mut conn = Conn::new(id, sh.password().is_none());
     let mut buf: Vec<u8> = Vec::with_capacity(16 * 1024);
     let mut out = Out::default();
@@ -442,7 +473,8 @@ async fn handle(sh: Arc<Shared>, mut sock: TcpStream, addr: String) {
                     let f = std::mem::take(&mut frames[next]);
                     next += 1;
                     let Some((c, o, sync)) = run_offloaded(&sh, conn, f, out).await else {
-                        gone(&sh, id);
+                        // The runtime shut down under the script: `registration` forgets
+                        // the connection.
                         return;
                     };
                     (conn, out) = (c, o);
@@ -510,11 +542,43 @@ async fn handle(sh: Arc<Shared>, mut sock: TcpStream, addr: String) {
     }
     let _ = sock.shutdown().await;
     commands::pubsub::forget(&sh, &mut conn);
-    gone(&sh, id);
+    registration.settled = true;
 }
 
-/// Connection `id` is gone: off the client list and the connected count.
-fn gone(sh: &Shared, id: u64) {
-    sh.clients.lock().remove(&id);
-    sh.stats.connected.fetch_sub(1, Ordering::Relaxed);
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Config, Flags};
+    use crate::pubsub::Subscriber;
+
+    fn shared(dir: &std::path::Path) -> Arc<Shared> {
+        let cfg = Config::resolve(Flags::default()).unwrap();
+        let dbs =
+            crate::types::open_databases(cfg.engine_options(), dir, cfg.appendfsync, cfg.databases)
+                .unwrap();
+        Arc::new(Shared::new(dbs, cfg, 0))
+    }
+
+    #[test]
+    fn a_connection_whose_task_is_dropped_by_a_panic_leaves_no_trace() {
+        let dir = tempfile::tempdir().unwrap();
+        let sh = shared(dir.path());
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let who = Subscriber { tx, resp3: false };
+        let bystander = Registration::new(&sh, "127.0.0.1:2".into());
+        sh.pubsub.subscribe(bystander.id, b"news", false, who.clone());
+        let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let reg = Registration::new(&sh, "127.0.0.1:1".into());
+            sh.pubsub.subscribe(reg.id, b"news", false, who.clone());
+            sh.pubsub.subscribe(reg.id, b"n*", true, who.clone());
+            assert_eq!(sh.clients.lock().len(), 2);
+            panic!("a command's bug");
+        }));
+        assert!(unwound.is_err());
+        let clients: Vec<u64> = sh.clients.lock().keys().copied().collect();
+        assert_eq!(clients, vec![bystander.id], "only the live connection is listed");
+        assert_eq!(sh.stats.connected.load(Ordering::Relaxed), 1);
+        assert_eq!(sh.pubsub.numsub(b"news"), 1, "the bystander's subscription stays");
+        assert_eq!(sh.pubsub.numpat(), 0);
+    }
 }
