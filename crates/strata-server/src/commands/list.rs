@@ -57,10 +57,22 @@ pub fn rpop(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResul
 
 pub fn lrange(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let (start, stop) = (int_arg(&a[2])?, int_arg(&a[3])?);
-    let vals = list::range(&sh.keyspace(c.db), &a[1], start, stop)?;
-    out.array(vals.len());
-    for v in &vals {
+    let mark = out.buf.len();
+    let mut sent = 0;
+    let ranged = list::range_each(&sh.keyspace(c.db), &a[1], start, stop, |n, v| {
+        if sent == 0 {
+            out.array(n);
+        }
+        sent += 1;
         out.bulk(v);
+    });
+    if let Err(e) = ranged {
+        // Nothing of a range that turned out incomplete goes out.
+        out.buf.truncate(mark);
+        return Err(e.into());
+    }
+    if sent == 0 {
+        out.array(0);
     }
     Ok(())
 }

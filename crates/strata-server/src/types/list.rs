@@ -484,23 +484,52 @@ pub fn positions(
 
 /// LRANGE: the elements from `start` to `stop` (inclusive; negative: from the end).
 pub fn range(ks: &Keyspace, key: &[u8], start: i64, stop: i64) -> Result<Vec<Vec<u8>>> {
+    let mut vals = Vec::new();
+    range_each(ks, key, start, stop, |n, v| {
+        if vals.is_empty() {
+            vals.reserve_exact(n);
+        }
+        vals.push(v.to_vec());
+    })?;
+    Ok(vals)
+}
+
+/// As [`range`], each element handed to `each` in order, borrowed, with the range's length
+/// (the same on every call); no call for an empty range. An error names the key when the
+/// list holds fewer elements there than its metadata counts: then what `each` was handed is
+/// not the range.
+pub fn range_each(
+    ks: &Keyspace,
+    key: &[u8],
+    start: i64,
+    stop: i64,
+    mut each: impl FnMut(usize, &[u8]),
+) -> Result<()> {
     let Some(m) = ks.typed(key, Kind::List)? else {
-        return Ok(Vec::new());
+        return Ok(());
     };
     let len = m.size as i64;
     let start = if start < 0 { (len + start).max(0) } else { start };
     let stop = if stop < 0 { len + stop } else { stop.min(len - 1) };
     if start > stop || start >= len {
-        return Ok(Vec::new());
+        return Ok(());
     }
     let n = (stop - start + 1) as usize;
-    let mut vals = Vec::with_capacity(n);
     let from = (m.head + start as u64).to_be_bytes();
+    let mut got = 0;
     ks.scan(&ks.store.sub_cf, key, m.version, &from, false, |_, v| {
-        vals.push(v.to_vec());
-        vals.len() < n
+        each(n, v);
+        got += 1;
+        got < n
     })?;
-    Ok(vals)
+    if got < n {
+        return Err(TypeError::Corrupt(format!(
+            "the list {:?} counts {len} elements, but only {got} of the {n} from index {start} \
+             are stored",
+            String::from_utf8_lossy(key)
+        )));
+    }
+    Ok(())
 }
 
 /// LLEN: the number of elements.
@@ -520,4 +549,43 @@ pub fn index(ks: &Keyspace, key: &[u8], i: i64) -> Result<Option<Vec<u8>>> {
     }
     let st = ks.store;
     Ok(st.get(&st.sub_cf, &elem_key(st.filing, key, m.version, m.head + i as u64))?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::SyncPolicy;
+    use crate::types::compact_hash::Limits;
+
+    /// A range the metadata counts but whose elements are partly missing (a damaged store) is
+    /// an error naming the key, never a shorter answer.
+    #[test]
+    fn a_range_with_missing_elements_is_an_error_not_a_shorter_list() {
+        let dir = tempfile::tempdir().unwrap();
+        let dbs =
+            crate::types::open_databases(strata::Options::default(), dir.path(), SyncPolicy::No, 1)
+                .unwrap();
+        let store = dbs.store(0).clone();
+        let limits = Limits::default();
+        let ks = Keyspace::new(&store, &limits, 0);
+        let values: Vec<Vec<u8>> =
+            ["a", "b", "c", "d"].iter().map(|v| v.as_bytes().to_vec()).collect();
+        push(&ks, b"l", End::Right, &values).unwrap();
+        assert_eq!(range(&ks, b"l", 0, -1).unwrap(), values);
+        let mut seen = Vec::new();
+        range_each(&ks, b"l", 1, 2, |n, v| seen.push((n, v.to_vec()))).unwrap();
+        assert_eq!(seen, vec![(2, b"b".to_vec()), (2, b"c".to_vec())]);
+        range_each(&ks, b"l", 3, 1, |_, _| panic!("an empty range hands nothing over")).unwrap();
+
+        let m = ks.typed(b"l", Kind::List).unwrap().unwrap();
+        let mut b = WriteBatch::new();
+        b.delete_cf(&*store.sub_cf, elem_key(store.filing, b"l", m.version, m.head + 3));
+        store.write(b).unwrap();
+        let err = range(&ks, b"l", 0, -1).unwrap_err();
+        assert!(
+            matches!(&err, TypeError::Corrupt(text) if text.contains("\"l\"") && text.contains("3 of the 4")),
+            "{err}"
+        );
+        assert_eq!(range(&ks, b"l", 0, 2).unwrap(), values[..3].to_vec());
+    }
 }
