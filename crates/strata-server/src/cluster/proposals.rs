@@ -108,7 +108,7 @@ impl<E> Default for Proposals<E> {
 
 impl<E> Proposals<E> {
     /// Queues whose drivers hold waiting batches for company for at most `hold` (and
-    /// [`HOLD_SHARE`] of the last round).
+    /// [`HOLD_SHARE`] quarters of the last round).
     pub fn holding(hold: Duration) -> Self {
         Proposals { queues: Mutex::new(HashMap::new()), hold }
     }
@@ -551,7 +551,7 @@ mod tests {
         let rt = runtime();
         // A round of 400 ms lets the driver hold for up to 300 ms: far more than the thread
         // below needs to hand in its next batch, however busy the machine.
-        let p = Arc::new(Proposals::<String>::holding(Duration::from_secs(5)));
+        let p = Proposals::<String>::holding(Duration::from_secs(5));
         let (entries, send) = recorded(Duration::from_millis(400));
         let (done, rx) = outcome();
         p.propose(rt.handle(), GroupId(1), batch("a"), done, send.clone(), lost);
