@@ -117,6 +117,16 @@ impl Shard {
     /// entries (all, if that is not enough) when it would not fit; the entries dropped hand
     /// their stamps to `access`. An entry larger than the whole budget (a long key) is not
     /// cached.
+    /// Removes the entry at `h` if it is `key` of `set`.
+    fn remove_if(&mut self, h: u64, set: u32, key: &[u8]) {
+        if let Entry::Occupied(e) = self.map.entry(h) {
+            if e.get().set == set && e.get().key == key {
+                let old = e.remove();
+                self.bytes -= charge(&old.key, old.raw.as_ref());
+            }
+        }
+    }
+
     fn insert(&mut self, h: u64, entry: Cached, budget: usize, access: &AccessTimes) {
         let cost = charge(&entry.key, entry.raw.as_ref());
         if cost > budget {
@@ -359,30 +369,51 @@ impl MetaCache {
     /// was. A put is cached as written if its shard saw no invalidation since it was noted;
     /// every other noted key is removed.
     pub fn invalidate_noted(&self, written: bool) {
-        let noted = NOTED.with(|n| std::mem::take(&mut *n.borrow_mut()));
-        for w in noted {
+        let mut noted = NOTED.with(|n| std::mem::take(&mut *n.borrow_mut()));
+        for w in noted.drain(..) {
             let h = w.hash;
             let mut s = self.shard_of(h).lock();
             let through = written && s.generation == w.generation;
             s.generation += 1;
-            if let Entry::Occupied(e) = s.map.entry(h) {
-                if e.get().set == w.set && e.get().key == w.key {
-                    let old = e.remove();
-                    s.bytes -= charge(&old.key, old.raw.as_ref());
-                }
-            }
             let raw = match w.put {
                 Put::Record(raw) => Some(Arc::new(raw)),
                 Put::TooLarge => None,
-                Put::Nothing => continue,
+                Put::Nothing => {
+                    s.remove_if(h, w.set, &w.key);
+                    continue;
+                }
             };
-            if through {
-                // The write was a use.
-                let at = self.access.now();
-                let entry = Cached { set: w.set, key: w.key, raw, at, deltas: w.deltas };
-                s.insert(h, entry, self.shard_bytes, &self.access);
+            if !through {
+                s.remove_if(h, w.set, &w.key);
+                continue;
             }
+            // The write was a use: its record replaces the cached one in place when it fits
+            // the shard's budget as it stands.
+            let at = self.access.now();
+            let fits = |bytes: usize, old: usize| {
+                bytes - old + charge(&w.key, raw.as_ref()) <= self.shard_bytes
+            };
+            let bytes = s.bytes;
+            if let Some(e) = s.map.get_mut(&h).filter(|e| e.set == w.set && e.key == w.key) {
+                let old = charge(&e.key, e.raw.as_ref());
+                if fits(bytes, old) {
+                    let new = charge(&e.key, raw.as_ref());
+                    (e.raw, e.at, e.deltas) = (raw, at, w.deltas);
+                    s.bytes = bytes - old + new;
+                    continue;
+                }
+            }
+            s.remove_if(h, w.set, &w.key);
+            let entry = Cached { set: w.set, key: w.key, raw, at, deltas: w.deltas };
+            s.insert(h, entry, self.shard_bytes, &self.access);
         }
+        // The list's capacity stays with the thread for its next command.
+        NOTED.with(|n| {
+            let mut n = n.borrow_mut();
+            if n.is_empty() {
+                *n = noted;
+            }
+        });
     }
 
     /// Forgets everything (FLUSHALL).
@@ -458,6 +489,25 @@ mod tests {
         c.note_write(0, b"big", Some(vec![1; MAX_ENTRY + 1]));
         c.invalidate_noted(true);
         assert!(c.get(0, b"big").is_err());
+    }
+
+    #[test]
+    fn a_write_through_replaces_the_cached_record_and_its_charge() {
+        let c = MetaCache::default();
+        c.note_write(0, b"k", Some(b"v1".to_vec()));
+        c.invalidate_noted(true);
+        let (_, one, _, _) = c.stats();
+        assert_eq!(one, charge(b"k", Some(&Arc::new(b"v1".to_vec()))));
+        c.note_write(0, b"k", Some(b"a longer record".to_vec()));
+        c.invalidate_noted(true);
+        assert_eq!(*c.get(0, b"k").unwrap(), b"a longer record");
+        let (n, bytes, _, _) = c.stats();
+        assert_eq!((n, bytes), (1, charge(b"k", Some(&Arc::new(b"a longer record".to_vec())))));
+        // Too large to keep: the entry stays for its count of deltas only.
+        c.note_write(0, b"k", Some(vec![1; MAX_ENTRY + 1]));
+        c.invalidate_noted(true);
+        assert!(c.get(0, b"k").is_err());
+        assert_eq!(c.stats().1, charge(b"k", None));
     }
 
     #[test]
