@@ -23,7 +23,7 @@
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::cell::RefCell;
-use std::hash::{BuildHasher, Hasher};
+use std::hash::BuildHasher;
 use std::sync::atomic::{fence, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,7 +35,9 @@ const STRIPES: usize = 1024;
 /// The lock table.
 pub struct LockTable {
     stripes: Vec<Mutex<()>>,
-    hasher: std::collections::hash_map::RandomState,
+    /// The stripe hash's seed, drawn per table: which keys share a stripe differs from one
+    /// process to the next, so no client can aim many keys at one stripe.
+    seed: u64,
     marks: Arc<Marks>,
 }
 
@@ -72,7 +74,7 @@ impl Default for LockTable {
     fn default() -> Self {
         LockTable {
             stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
-            hasher: std::collections::hash_map::RandomState::new(),
+            seed: std::collections::hash_map::RandomState::new().hash_one(0x57_1e5_u64),
             marks: Arc::new(Marks {
                 count: (0..STRIPES).map(|_| AtomicU32::new(0)).collect(),
                 gate: Mutex::new(()),
@@ -131,9 +133,7 @@ impl Marked {
 
 impl LockTable {
     fn stripe(&self, key: &[u8]) -> usize {
-        let mut h = self.hasher.build_hasher();
-        h.write(key);
-        (h.finish() as usize) % STRIPES
+        (xxhash_rust::xxh3::xxh3_64_with_seed(key, self.seed) as usize) % STRIPES
     }
 
     fn id(&self) -> usize {
