@@ -72,6 +72,29 @@ pub const LAYOUT_DELTAS: &[u8] = b"slot-prefixed 3";
 /// (`crate::filing`). Neither layout reads the other's keys, so each refuses the other.
 pub const LAYOUT_PARTITIONS: &[u8] = b"partition-prefixed 1";
 
+/// Calls `use_key` with `key`'s stored metadata key ([`meta_key`]), built in a buffer the
+/// thread keeps (a batch copies what it is handed).
+pub fn with_meta_key<R>(f: Filing, key: &[u8], use_key: impl FnOnce(&[u8]) -> R) -> R {
+    thread_local! {
+        static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    BUF.with(|b| match b.try_borrow_mut() {
+        Ok(mut buf) => {
+            buf.clear();
+            f.lead(key, &mut buf);
+            buf.extend_from_slice(key);
+            let r = use_key(&buf);
+            if buf.capacity() > 1 << 16 {
+                // A long key's buffer is not kept.
+                *buf = Vec::new();
+            }
+            r
+        }
+        // `use_key` itself built a metadata key: this one gets its own.
+        Err(_) => use_key(&meta_key(f, key)),
+    })
+}
+
 /// The metadata family's key of user key `key` filed as `f` files keys: its lead (the slot;
 /// in cluster mode the partition, then the slot), then the key.
 pub fn meta_key(f: Filing, key: &[u8]) -> Vec<u8> {
@@ -574,7 +597,7 @@ impl Store {
 
     /// Puts the metadata record `raw` of `key` into `batch`.
     pub fn put_meta(&self, batch: &mut WriteBatch, key: &[u8], raw: Vec<u8>) {
-        batch.put_cf(&*self.meta_cf, meta_key(self.filing, key), &raw);
+        with_meta_key(self.filing, key, |k| batch.put_cf(&*self.meta_cf, k, &raw));
         self.meta_cache.note_write(self.space, key, Some(raw));
     }
 

@@ -11,7 +11,7 @@ use strata::WriteBatch;
 /// whatever the key held. The caller holds the key's lock (also used by [`super::bitmap`]).
 pub(crate) fn put(ks: &Keyspace, key: &[u8], value: Vec<u8>, expire_ms: u64) -> Result<()> {
     let mut b = WriteBatch::new();
-    ks.put_meta(&mut b, key, &Meta::string(value, expire_ms));
+    ks.store.put_meta(&mut b, key, Meta::encode_string(&value, expire_ms));
     ks.write(b)
 }
 
@@ -156,7 +156,7 @@ pub fn set_many(ks: &Keyspace, pairs: &[(&[u8], &[u8])], if_none_exist: bool) ->
     }
     let mut b = WriteBatch::new();
     for (k, v) in pairs {
-        ks.put_meta(&mut b, k, &Meta::string(v.to_vec(), 0));
+        ks.store.put_meta(&mut b, k, Meta::encode_string(v, 0));
     }
     ks.write(b)?;
     for k in keys {
