@@ -113,10 +113,6 @@ struct Shard {
 }
 
 impl Shard {
-    /// Caches `entry` (of hash `h`) within `budget` bytes, first dropping a quarter of the
-    /// entries (all, if that is not enough) when it would not fit; the entries dropped hand
-    /// their stamps to `access`. An entry larger than the whole budget (a long key) is not
-    /// cached.
     /// Removes the entry at `h` if it is `key` of `set`.
     fn remove_if(&mut self, h: u64, set: u32, key: &[u8]) {
         if let Entry::Occupied(e) = self.map.entry(h) {
@@ -127,6 +123,10 @@ impl Shard {
         }
     }
 
+    /// Caches `entry` (of hash `h`) within `budget` bytes, first dropping a quarter of the
+    /// entries (all, if that is not enough) when it would not fit; the entries dropped hand
+    /// their stamps to `access`. An entry larger than the whole budget (a long key) is not
+    /// cached.
     fn insert(&mut self, h: u64, entry: Cached, budget: usize, access: &AccessTimes) {
         let cost = charge(&entry.key, entry.raw.as_ref());
         if cost > budget {

@@ -223,7 +223,6 @@ impl Meta {
         self.expire_ms != 0 && self.expire_ms <= now_ms
     }
 
-    /// Encodes the entry.
     /// What `Meta::string(value, expire_ms).encode()` gives, without the copy of `value`
     /// into a `Meta` first (SET and MSET).
     pub fn encode_string(value: &[u8], expire_ms: u64) -> Vec<u8> {
@@ -234,6 +233,7 @@ impl Meta {
         out
     }
 
+    /// Encodes the entry.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(9 + 32 + self.value.len());
         out.push(self.kind as u8 | if self.compact { 0x10 } else { 0 });
