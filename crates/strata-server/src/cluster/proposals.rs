@@ -522,12 +522,19 @@ mod tests {
     }
 
     type Sent = std::pin::Pin<Box<dyn Future<Output = Result<(), String>> + Send>>;
+    /// Each entry's batch count, in the order sent.
+    type Counts = Arc<Mutex<Vec<usize>>>;
+    /// Where a batch's outcome is heard.
+    type Heard = mpsc::Receiver<Result<(), String>>;
 
-    /// A `send` that records each entry's batch count and keeps the first entry in flight
-    /// for `first_round`.
-    fn recorded(
+    /// Proposes batch "a" to group 1 of `p` with a `send` that records each entry's batch
+    /// count and keeps the first entry in flight for `first_round`; returns once that entry
+    /// is sent: the counts, the `send` for later batches, and where "a"'s outcome goes.
+    fn first_in_flight(
+        rt: &tokio::runtime::Runtime,
+        p: &Proposals<String>,
         first_round: Duration,
-    ) -> (Arc<Mutex<Vec<usize>>>, impl Fn(WriteBatch) -> Sent + Clone + Send + 'static) {
+    ) -> (Counts, impl Fn(WriteBatch) -> Sent + Clone + Send + 'static, Heard) {
         let entries = Arc::new(Mutex::new(Vec::new()));
         let e = entries.clone();
         let send = move |b: WriteBatch| {
@@ -543,7 +550,12 @@ mod tests {
                 Ok::<(), String>(())
             }) as Sent
         };
-        (entries, send)
+        let (done, rx) = outcome();
+        p.propose(rt.handle(), GroupId(1), batch("a"), done, send.clone(), lost);
+        while entries.lock().is_empty() {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        (entries, send, rx)
     }
 
     #[test]
@@ -552,12 +564,7 @@ mod tests {
         // A round of 400 ms lets the driver hold for up to 300 ms: far more than the thread
         // below needs to hand in its next batch, however busy the machine.
         let p = Proposals::<String>::holding(Duration::from_secs(5));
-        let (entries, send) = recorded(Duration::from_millis(400));
-        let (done, rx) = outcome();
-        p.propose(rt.handle(), GroupId(1), batch("a"), done, send.clone(), lost);
-        while entries.lock().is_empty() {
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        let (entries, send, rx) = first_in_flight(&rt, &p, Duration::from_millis(400));
         let mut rxs = Vec::new();
         for i in 0..3 {
             let (done, rx) = outcome();
@@ -579,12 +586,7 @@ mod tests {
     fn a_hold_whose_company_never_comes_ends_and_frees_the_slot() {
         let rt = runtime();
         let p = Proposals::<String>::holding(Duration::from_millis(20));
-        let (entries, send) = recorded(Duration::from_millis(40));
-        let (done, rx) = outcome();
-        p.propose(rt.handle(), GroupId(1), batch("a"), done, send.clone(), lost);
-        while entries.lock().is_empty() {
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        let (entries, send, rx) = first_in_flight(&rt, &p, Duration::from_millis(40));
         let (done, rx_b) = outcome();
         p.propose(rt.handle(), GroupId(1), batch("b"), done, send.clone(), lost);
         // Nothing comes back after "a": "b" goes alone once the hold ends.

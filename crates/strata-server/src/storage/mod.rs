@@ -73,7 +73,8 @@ pub const LAYOUT_DELTAS: &[u8] = b"slot-prefixed 3";
 pub const LAYOUT_PARTITIONS: &[u8] = b"partition-prefixed 1";
 
 /// Calls `use_key` with `key`'s stored metadata key ([`meta_key`]), built in a buffer the
-/// thread keeps (a batch copies what it is handed).
+/// thread keeps: for the hot paths that only lend the key (a batch copies it, a read looks
+/// it up).
 pub fn with_meta_key<R>(f: Filing, key: &[u8], use_key: impl FnOnce(&[u8]) -> R) -> R {
     thread_local! {
         static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
@@ -565,10 +566,10 @@ impl Store {
         }
         match self.meta_cache.get(self.space, key) {
             Ok(raw) => Ok(Some(MetaRead::Cached(raw))),
-            Err(generation) => Ok(self
-                .db
-                .get_cf(&*self.meta_cf, meta_key(self.filing, key))?
-                .map(|raw| MetaRead::Stored { raw, generation })),
+            Err(generation) => {
+                Ok(with_meta_key(self.filing, key, |k| self.db.get_cf(&*self.meta_cf, k))?
+                    .map(|raw| MetaRead::Stored { raw, generation }))
+            }
         }
     }
 
@@ -630,7 +631,8 @@ impl Store {
         if !self.mark_deltas() {
             return Err(raw);
         }
-        batch.merge_cf(&*self.meta_cf, meta_key(self.filing, key), operand());
+        let operand = operand();
+        with_meta_key(self.filing, key, |k| batch.merge_cf(&*self.meta_cf, k, operand));
         self.meta_cache.note_delta(self.space, key, raw, behind + 1);
         self.field_deltas.fetch_add(1, Ordering::Relaxed);
         Ok(())
@@ -654,7 +656,7 @@ impl Store {
     /// Puts the deletion of `key`'s metadata record into `batch`.
     pub fn delete_meta(&self, batch: &mut WriteBatch, key: &[u8]) {
         self.meta_cache.note_write(self.space, key, None);
-        batch.delete_cf(&*self.meta_cf, meta_key(self.filing, key));
+        with_meta_key(self.filing, key, |k| batch.delete_cf(&*self.meta_cf, k));
     }
 
     /// Reads one entry of `cf`.

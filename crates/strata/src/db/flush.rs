@@ -232,7 +232,7 @@ fn flush_one(
         }),
     };
     // The WALs created so far: when they share the table's directory, the table's directory
-    // sync covers their entries too, and `sync_wal_dir` below need not sync it again.
+    // sync covers their entries too, and `sync_wal_dir_through` below need not sync it again.
     let wals_before = inner.newest_wal.load(std::sync::atomic::Ordering::Acquire);
     let cpu_start = crate::util::cpu::thread_cpu_micros();
     let meta = write_level0_table(&env, &mem, number);
