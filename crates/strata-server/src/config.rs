@@ -3,7 +3,8 @@
 //!
 //! Flags (stable; scripts rely on them): `--port` (6379; 0 = pick a free port and print it),
 //! `--bind` (127.0.0.1), `--dir` (./strata-data), `--requirepass`, `--appendfsync
-//! always|everysec|no` (everysec), `--write-buffer-size`, `--block-cache-size` (a quarter of
+//! always|everysec|no` (everysec), `--write-buffer-size` (16 MiB: see
+//! [`DEFAULT_WRITE_BUFFER_SIZE`]), `--block-cache-size` (a quarter of
 //! physical memory, at most 4 GiB, at least 32 MiB: see [`default_block_cache_size`]),
 //! `--max-background-jobs`, `--proto-max-bulk-len` (512 MiB), `--hash-max-listpack-entries`
 //! (128) and `--hash-max-listpack-value` (128; when a hash is compact, see
@@ -45,7 +46,7 @@ pub struct Flags {
     /// WAL sync policy: always | everysec | no.
     #[arg(long)]
     pub appendfsync: Option<String>,
-    /// Engine memtable size in bytes.
+    /// Engine memtable size in bytes (default 16 MiB).
     #[arg(long)]
     pub write_buffer_size: Option<usize>,
     /// Engine block cache size in bytes (default: a quarter of physical memory, 32 MiB to 4 GiB).
@@ -150,6 +151,16 @@ pub struct Config {
     /// Every `key value` of the file, for CONFIG GET of settings without their own field.
     pub extra: BTreeMap<String, String>,
 }
+
+/// The memtable size a server gets when none is configured: 16 MiB, against the engine's
+/// 64 MiB (RocksDB's).
+///
+/// A server's writes are mostly small records at random keys, each an insert into the
+/// memtable's skiplist, whose search is a chain of dependent loads. A memtable that fits in
+/// the CPU's last-level cache (commonly 16-64 MiB, shared) takes those loads from the cache
+/// rather than from memory (`docs/measurements.md` has the figures). The cost is four times
+/// as many flushes, each a smaller table for compaction to merge.
+pub const DEFAULT_WRITE_BUFFER_SIZE: usize = 16 << 20;
 
 /// The block cache a server gets when none is configured: a quarter of physical memory, at
 /// most 4 GiB and at least 32 MiB (the engine's own default, also used when the memory size
@@ -363,14 +374,14 @@ impl Config {
 
     /// Engine options from this configuration.
     pub fn engine_options(&self) -> strata::Options {
-        let mut o = strata::Options::default();
-        if let Some(v) = self.write_buffer_size {
-            o.write_buffer_size = v;
-        }
-        o.block_cache_size = self.block_cache_size.unwrap_or_else(default_block_cache_size);
-        // A cache sized for the working set rarely evicts: blocks of tables that compaction
-        // deleted would otherwise stay until it fills.
-        o.uncache_aggressiveness = 1;
+        let mut o = strata::Options {
+            write_buffer_size: self.write_buffer_size.unwrap_or(DEFAULT_WRITE_BUFFER_SIZE),
+            block_cache_size: self.block_cache_size.unwrap_or_else(default_block_cache_size),
+            // A cache sized for the working set rarely evicts: blocks of tables that
+            // compaction deleted would otherwise stay until it fills.
+            uncache_aggressiveness: 1,
+            ..strata::Options::default()
+        };
         if let Some(v) = self.max_background_jobs {
             o.max_background_jobs = v.max(1);
         }
@@ -486,5 +497,14 @@ mod tests {
         assert_eq!(c.engine_options().block_cache_size, d);
         c.block_cache_size = Some(5 << 20);
         assert_eq!(c.engine_options().block_cache_size, 5 << 20);
+    }
+
+    #[test]
+    fn memtables_default_to_the_servers_size_unless_set() {
+        assert_ne!(DEFAULT_WRITE_BUFFER_SIZE, strata::Options::default().write_buffer_size);
+        let c = Config::resolve(Flags::default()).unwrap();
+        assert_eq!(c.engine_options().write_buffer_size, DEFAULT_WRITE_BUFFER_SIZE);
+        let set = Flags { write_buffer_size: Some(3 << 20), ..Flags::default() };
+        assert_eq!(Config::resolve(set).unwrap().engine_options().write_buffer_size, 3 << 20);
     }
 }
