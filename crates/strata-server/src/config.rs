@@ -12,7 +12,8 @@
 //! cluster mode), `--notify-keyspace-events` (empty: none; Redis's class
 //! characters, `types::notify`), the cluster-mode flags (`--cluster-enabled yes|no`,
 //! `--cluster-node-id`, `--cluster-nodes`, `--cluster-partitions`, `--cluster-replicas`,
-//! `--cluster-bootstrap yes|no`: `cluster::spec`), and a config file path as the first positional argument.
+//! `--cluster-bootstrap yes|no`: `cluster::spec`), and a config file path as the first
+//! positional argument.
 
 use crate::storage::SyncPolicy;
 use clap::Parser;
@@ -157,9 +158,9 @@ pub struct Config {
 ///
 /// A server's writes are mostly small records at random keys, each an insert into the
 /// memtable's skiplist, whose search is a chain of dependent loads. A memtable that fits in
-/// the CPU's last-level cache (commonly 16-64 MiB, shared) takes those loads from the cache
-/// rather than from memory (`docs/measurements.md` has the figures). The cost is four times
-/// as many flushes, each a smaller table for compaction to merge.
+/// the CPU's last-level cache (tens of MiB on server CPUs, shared by the cores) takes those
+/// loads from the cache rather than from memory (`docs/measurements.md` has the figures).
+/// The cost is four times as many flushes, each a smaller table for compaction to merge.
 pub const DEFAULT_WRITE_BUFFER_SIZE: usize = 16 << 20;
 
 /// The block cache a server gets when none is configured: a quarter of physical memory, at
@@ -501,7 +502,6 @@ mod tests {
 
     #[test]
     fn memtables_default_to_the_servers_size_unless_set() {
-        assert_ne!(DEFAULT_WRITE_BUFFER_SIZE, strata::Options::default().write_buffer_size);
         let c = Config::resolve(Flags::default()).unwrap();
         assert_eq!(c.engine_options().write_buffer_size, DEFAULT_WRITE_BUFFER_SIZE);
         let set = Flags { write_buffer_size: Some(3 << 20), ..Flags::default() };
