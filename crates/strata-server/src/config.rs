@@ -160,7 +160,9 @@ pub struct Config {
 /// memtable's skiplist, whose search is a chain of dependent loads. A memtable that fits in
 /// the CPU's last-level cache (tens of MiB on server CPUs, shared by the cores) takes those
 /// loads from the cache rather than from memory (`docs/measurements.md` has the figures).
-/// The cost is four times as many flushes, each a smaller table for compaction to merge.
+/// The cost is four times as many flushes, each a smaller table for compaction to merge; at
+/// `appendfsync always` that background work shares the device with the WAL's syncs, and an
+/// update-heavy load right after a bulk load measured slower for it.
 pub const DEFAULT_WRITE_BUFFER_SIZE: usize = 16 << 20;
 
 /// The block cache a server gets when none is configured: a quarter of physical memory, at
