@@ -390,14 +390,11 @@ impl MetaCache {
             // The write was a use: its record replaces the cached one in place when it fits
             // the shard's budget as it stands.
             let at = self.access.now();
-            let fits = |bytes: usize, old: usize| {
-                bytes - old + charge(&w.key, raw.as_ref()) <= self.shard_bytes
-            };
+            let new = charge(&w.key, raw.as_ref());
             let bytes = s.bytes;
             if let Some(e) = s.map.get_mut(&h).filter(|e| e.set == w.set && e.key == w.key) {
                 let old = charge(&e.key, e.raw.as_ref());
-                if fits(bytes, old) {
-                    let new = charge(&e.key, raw.as_ref());
+                if bytes - old + new <= self.shard_bytes {
                     (e.raw, e.at, e.deltas) = (raw, at, w.deltas);
                     s.bytes = bytes - old + new;
                     continue;

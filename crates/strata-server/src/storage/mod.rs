@@ -82,8 +82,7 @@ pub fn with_meta_key<R>(f: Filing, key: &[u8], use_key: impl FnOnce(&[u8]) -> R)
     BUF.with(|b| match b.try_borrow_mut() {
         Ok(mut buf) => {
             buf.clear();
-            f.lead(key, &mut buf);
-            buf.extend_from_slice(key);
+            push_meta_key(f, key, &mut buf);
             let r = use_key(&buf);
             if buf.capacity() > 1 << 16 {
                 // A long key's buffer is not kept.
@@ -100,9 +99,14 @@ pub fn with_meta_key<R>(f: Filing, key: &[u8], use_key: impl FnOnce(&[u8]) -> R)
 /// in cluster mode the partition, then the slot), then the key.
 pub fn meta_key(f: Filing, key: &[u8]) -> Vec<u8> {
     let mut k = Vec::with_capacity(f.len() + key.len());
-    f.lead(key, &mut k);
-    k.extend_from_slice(key);
+    push_meta_key(f, key, &mut k);
     k
+}
+
+/// Appends [`meta_key`]`(f, key)` to `out`.
+fn push_meta_key(f: Filing, key: &[u8], out: &mut Vec<u8>) {
+    f.lead(key, out);
+    out.extend_from_slice(key);
 }
 
 /// When a write is acknowledged (`appendfsync`).

@@ -226,18 +226,15 @@ impl Meta {
     /// What `Meta::string(value, expire_ms).encode()` gives, without the copy of `value`
     /// into a `Meta` first (SET and MSET).
     pub fn encode_string(value: &[u8], expire_ms: u64) -> Vec<u8> {
-        let mut out = Vec::with_capacity(9 + value.len());
-        out.push(Kind::String as u8);
-        out.extend_from_slice(&expire_ms.to_le_bytes());
+        let mut out = encode_header(Kind::String as u8, expire_ms, value.len());
         out.extend_from_slice(value);
         out
     }
 
     /// Encodes the entry.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(9 + 32 + self.value.len());
-        out.push(self.kind as u8 | if self.compact { 0x10 } else { 0 });
-        out.extend_from_slice(&self.expire_ms.to_le_bytes());
+        let kind = self.kind as u8 | if self.compact { 0x10 } else { 0 };
+        let mut out = encode_header(kind, self.expire_ms, 32 + self.value.len());
         if self.compact {
             out.extend_from_slice(&self.value);
             return out;
@@ -365,6 +362,15 @@ impl Meta {
 /// cheap for walks over many keys that decode only the entries it selects.
 pub fn raw_expire_ms(b: &[u8]) -> Option<u64> {
     (b.len() >= 9).then(|| read_u64(b, 1))
+}
+
+/// An entry's first nine bytes, the kind byte and the expiry, in a buffer with room for `rest`
+/// more.
+fn encode_header(kind: u8, expire_ms: u64, rest: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(9 + rest);
+    out.push(kind);
+    out.extend_from_slice(&expire_ms.to_le_bytes());
+    out
 }
 
 fn read_u64(b: &[u8], at: usize) -> u64 {
