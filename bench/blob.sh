@@ -17,8 +17,9 @@
 # value size; what the last memtable holds counts for neither engine).
 # Settings: blob files on for values of 512 bytes and more, 256 MiB blob files, no
 # compression, garbage collection on (age cutoff 0.25), 64 MiB write buffers, 64 MiB block
-# cache, Bloom filters. `--engines strata-noblob` runs Strata without blob files (the W-Amp
-# goal compares them at 4 KB).
+# cache, no blob cache (db_bench's `--use_blob_cache` default; pass `-- --use_blob_cache=1`
+# to keep values in the block cache), Bloom filters. `--engines strata-noblob` runs Strata
+# without blob files (the W-Amp goal compares them at 4 KB).
 #
 # Output: <out>/results.tsv (size, engine, rep, step, ops/s, W-Amp, space amp),
 # <out>/sizes.txt (each engine's table and blob file bytes after the overwrite) and a summary

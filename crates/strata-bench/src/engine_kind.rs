@@ -127,6 +127,10 @@ pub const STRATA_HONOURED_FLAGS: &[&str] = &[
     "enable_blob_garbage_collection",
     "blob_garbage_collection_age_cutoff",
     "blob_garbage_collection_force_threshold",
+    "use_blob_cache",
+    "use_shared_block_and_blob_cache",
+    "blob_cache_size",
+    "blob_cache_numshardbits",
     "memtablerep",
     "transaction_db",
     "optimistic_transaction_db",
@@ -329,6 +333,10 @@ pub const ROCKSDB_HONOURED_FLAGS: &[&str] = &[
     "enable_blob_garbage_collection",
     "blob_garbage_collection_age_cutoff",
     "blob_garbage_collection_force_threshold",
+    "use_blob_cache",
+    "use_shared_block_and_blob_cache",
+    "blob_cache_size",
+    "blob_cache_numshardbits",
     "delete_obsolete_files_period_micros",
 ];
 

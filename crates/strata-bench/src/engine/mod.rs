@@ -495,6 +495,37 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn blob_cache_flags_follow_db_bench() {
+        let blob = ["--enable_blob_files=true", "--cache_size=1048576"];
+        let with = |more: &[&str]| {
+            let mut a = blob.to_vec();
+            a.extend_from_slice(more);
+            strata_options(&a)
+        };
+        // db_bench's default: no blob cache, values are read from their files.
+        assert!(with(&[]).unwrap().blob.blob_cache.is_none());
+        // Shared: the block cache itself.
+        let o = with(&["--use_blob_cache=true"]).unwrap();
+        let (block, values) = (o.block_cache.unwrap(), o.blob.blob_cache.unwrap());
+        assert!(strata::Cache::ptr_eq(&block, &values));
+        // A cache of its own, of --blob_cache_size bytes.
+        let own = ["--use_blob_cache=true", "--use_shared_block_and_blob_cache=false"];
+        let o = with(&[&own[..], &["--blob_cache_size=65536"]].concat()).unwrap();
+        let values = o.blob.blob_cache.unwrap();
+        assert!(!strata::Cache::ptr_eq(&o.block_cache.unwrap(), &values));
+        assert_eq!(values.capacity(), 65536);
+        // Sharing a block cache that is not there is refused, naming the flags.
+        let e = strata_options(&[
+            "--enable_blob_files=true",
+            "--cache_size=0",
+            "--use_blob_cache=true",
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("--use_blob_cache") && e.contains("--cache_size"), "{e}");
+    }
+
+    #[test]
     fn families_follow_db_bench() {
         assert_eq!(super::column_family_name(0), "default");
         assert_eq!(super::column_family_name(12), "column_family_name_000012");

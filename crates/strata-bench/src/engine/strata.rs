@@ -36,11 +36,7 @@ pub fn block_cache(cfg: &Config) -> Result<Option<Cache>> {
     let capacity = usize::try_from(f.cache_size)?;
     let num_shard_bits = i32::try_from(f.cache_numshardbits)
         .map_err(|_| anyhow!("--cache_numshardbits={}: out of range", f.cache_numshardbits))?;
-    let admission = match f.block_cache_admission.as_str() {
-        "second_miss" => Admission::SecondMiss,
-        "always" => Admission::Always,
-        other => bail!("--block_cache_admission={other}: expected second_miss or always"),
-    };
+    let admission = admission(cfg)?;
     let cache = match f.cache_type.as_str() {
         "lru_cache" => Cache::new_lru_opts(&LruCacheOptions {
             capacity,
@@ -65,6 +61,47 @@ pub fn block_cache(cfg: &Config) -> Result<Option<Cache>> {
         other => bail!("--cache_type={other}: Cache type not supported."),
     };
     Ok(Some(cache.map_err(|e| anyhow!("--cache_type={}: {e}", f.cache_type))?))
+}
+
+/// The admission policy `--block_cache_admission` asks for (the block cache's, and a blob
+/// cache's of its own).
+fn admission(cfg: &Config) -> Result<Admission> {
+    Ok(match cfg.flags.block_cache_admission.as_str() {
+        "second_miss" => Admission::SecondMiss,
+        "always" => Admission::Always,
+        other => bail!("--block_cache_admission={other}: expected second_miss or always"),
+    })
+}
+
+/// The blob cache `--use_blob_cache` asks for, as db_bench: none without it (RocksDB's
+/// default), else the block cache (`--use_shared_block_and_blob_cache`, the default) or an LRU
+/// cache of `--blob_cache_size` bytes in `2^--blob_cache_numshardbits` shards (admission as
+/// the block cache's).
+fn blob_cache(cfg: &Config, block_cache: Option<&Cache>) -> Result<Option<Cache>> {
+    let f = &cfg.flags;
+    if !f.use_blob_cache {
+        return Ok(None);
+    }
+    if f.use_shared_block_and_blob_cache {
+        return match block_cache {
+            Some(c) => Ok(Some(c.clone())),
+            None => bail!(
+                "--use_blob_cache with --use_shared_block_and_blob_cache needs a block cache \
+                 (--cache_size > 0), or give the blob cache its own (--use_shared_block_and_blob_cache=false)"
+            ),
+        };
+    }
+    let cache = Cache::new_lru_opts(&LruCacheOptions {
+        capacity: usize::try_from(f.blob_cache_size)
+            .map_err(|_| anyhow!("--blob_cache_size={}: expected bytes >= 0", f.blob_cache_size))?,
+        num_shard_bits: i32::try_from(f.blob_cache_numshardbits).map_err(|_| {
+            anyhow!("--blob_cache_numshardbits={}: out of range", f.blob_cache_numshardbits)
+        })?,
+        strict_capacity_limit: false,
+        high_pri_pool_ratio: 0.0,
+        admission: admission(cfg)?,
+    });
+    Ok(Some(cache.map_err(|e| anyhow!("--blob_cache_size={}: {e}", f.blob_cache_size))?))
 }
 
 /// Strata `Options` from the flags.
@@ -129,6 +166,7 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
         enable_blob_gc: f.enable_blob_garbage_collection,
         blob_gc_age_cutoff: f.blob_garbage_collection_age_cutoff,
         blob_gc_force_threshold: f.blob_garbage_collection_force_threshold,
+        blob_cache: blob_cache(cfg, o.block_cache.as_ref())?,
         ..strata::BlobOptions::default()
     };
     // db_bench: levels below --min_level_to_compress are not compressed (-1 or 0: all are).

@@ -14,9 +14,10 @@
 //!   version still read holds it. Garbage collection (`enable_blob_garbage_collection`)
 //!   rewrites, during compactions, the values still live in the oldest blob files
 //!   (`blob_garbage_collection_age_cutoff`), so those files empty out.
-//! - Reading: point reads, iterators (only when the value is asked for) and compaction
-//!   filters resolve indexes through [`reader::BlobSource`], which keeps the files open and
-//!   the values in the block cache; reads in file order read ahead ([`readahead`]).
+//! - Reading: point reads and iterators (only when the value is asked for) resolve indexes
+//!   through [`reader::BlobSource`], which keeps the files open and the values in the blob
+//!   cache when there is one; compactions (relocation, filters, merges) through [`reader::CompactionReads`],
+//!   which leaves the cache as it is. Reads in file order read ahead ([`readahead`]).
 //! - Merge operands and deletions always stay in the tables; so does every value in a
 //!   memtable, a WAL or a write batch.
 //!
@@ -32,5 +33,5 @@ mod tests;
 pub(crate) mod writer;
 
 pub(crate) use index::BlobIndex;
-pub(crate) use reader::BlobSource;
+pub(crate) use reader::{BlobSource, CompactionReads};
 pub(crate) use writer::{BlobFlow, BlobOutput, BlobWriteConfig};

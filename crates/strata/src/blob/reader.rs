@@ -1,5 +1,6 @@
 //! Reading blob files: [`BlobFileReader`] reads one file's records; [`BlobSource`] is the
-//! DB's way to them, with the files kept open and values kept in the block cache.
+//! DB's way to them, with the files kept open and values kept in the blob cache when the DB
+//! has one (`BlobOptions::blob_cache`).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -9,14 +10,14 @@ use parking_lot::Mutex;
 
 use super::format::{self, Footer, Header, FOOTER_LEN, HEADER_LEN, RECORD_HEADER};
 use super::index::BlobIndex;
-use crate::cache::{CacheKey, Priority};
+use crate::cache::CacheKey;
 use crate::env::{FileSystem, RandomAccessFile};
 use crate::error::{Error, Result};
 use crate::filename::blob_path;
 use crate::iterator::BlobFetch;
 use crate::sstable::cache_access::CacheAccess;
 use crate::sstable::compression::uncompress;
-use crate::sstable::{Block, CompressionType};
+use crate::sstable::{Block, Cache, CompressionType};
 use crate::statistics::{Statistics, Ticker};
 use crate::types::FileNumber;
 
@@ -132,26 +133,40 @@ impl BlobSource {
         self.readers.lock().remove(&n);
     }
 
-    /// The value at `index` of `key`, from the cache or the file.
+    /// The value at `index` of `key`, from the blob cache or the file; a value read from the
+    /// file is offered to the blob cache, which a full cache takes in under its admission
+    /// policy (as a data block: by default only a value missed before within its window).
     pub fn get(&self, key: &[u8], index: &BlobIndex) -> Result<Vec<u8>> {
-        let ck = self
-            .cache
-            .as_ref()
-            .map(|c| (c, CacheKey { owner: c.owner, file: index.file.0, offset: index.offset }));
-        if let Some((c, k)) = &ck {
-            if let Some(b) = c.cache.lookup(k) {
-                self.tick(Ticker::BlobDbCacheHit, 1);
-                return Ok(b.bytes().to_vec());
-            }
-            self.tick(Ticker::BlobDbCacheMiss, 1);
+        self.read_value(key, index, true)
+    }
+
+    /// The value at `index` of `key`, from the blob cache or the file; `fill`: a value read
+    /// from the file is offered to the cache.
+    fn read_value(&self, key: &[u8], index: &BlobIndex, fill: bool) -> Result<Vec<u8>> {
+        let Some(c) = &self.cache else { return self.read_file(key, index) };
+        let k = CacheKey { owner: c.owner, file: index.file.0, offset: index.offset };
+        if let Some(b) = c.cache.lookup(&k) {
+            self.tick(Ticker::BlobDbCacheHit, 1);
+            return Ok(b.bytes().to_vec());
         }
+        self.tick(Ticker::BlobDbCacheMiss, 1);
+        // A value the cache turned away just before is still this thread's (its second miss
+        // now, which admission takes in).
+        let block = match Cache::passed_over(&k) {
+            Some(b) => b,
+            None if !fill => return self.read_file(key, index),
+            None => Arc::new(Block::from_blob_value(self.read_file(key, index)?, index.offset)),
+        };
+        if fill && c.cache.offer(k, &block, block.memory_size()) {
+            self.tick(Ticker::BlobDbCacheAdd, 1);
+        }
+        Ok(block.bytes().to_vec())
+    }
+
+    /// The value at `index` of `key`, read from its file.
+    fn read_file(&self, key: &[u8], index: &BlobIndex) -> Result<Vec<u8>> {
         let v = self.reader(index.file)?.read(key, index)?;
         self.tick(Ticker::BlobDbBlobFileBytesRead, index.size);
-        if let Some((c, k)) = ck {
-            let block = Arc::new(Block::from_blob_value(v.clone(), index.offset));
-            let charge = block.memory_size();
-            c.cache.insert(k, block, charge, Priority::Low);
-        }
         Ok(v)
     }
 
@@ -166,5 +181,19 @@ impl BlobFetch for BlobSource {
     fn fetch(&self, user_key: &[u8], index: &[u8]) -> Result<Vec<u8>> {
         let i = BlobIndex::decode(index)?;
         self.get(user_key, &i)
+    }
+}
+
+/// A compaction's way to blob values (relocation, compaction filters, merges): from the
+/// cache when a value is there, else from the file without adding it (RocksDB's compaction
+/// reads alike, `fill_cache = false`). A compaction reads each value once; filling the
+/// cache with them would evict what readers use and cost the compaction an insert and an
+/// eviction per value.
+pub(crate) struct CompactionReads<'a>(pub &'a BlobSource);
+
+impl BlobFetch for CompactionReads<'_> {
+    fn fetch(&self, user_key: &[u8], index: &[u8]) -> Result<Vec<u8>> {
+        let i = BlobIndex::decode(index)?;
+        self.0.read_value(user_key, &i, false)
     }
 }

@@ -310,6 +310,7 @@ fn execute(inner: &DbInner, cfd: &Arc<Cfd>, plan: &CompactionPlan, manual: bool)
         }
         _ => None,
     };
+    let compaction_reads = crate::blob::CompactionReads(&inner.blobs);
     let env = JobEnv {
         fs: inner.fs.as_ref(),
         dir: output_dir,
@@ -327,7 +328,7 @@ fn execute(inner: &DbInner, cfd: &Arc<Cfd>, plan: &CompactionPlan, manual: bool)
         history,
         blob_config: super::blob_files::write_config(cfd, Some(&version)),
         blob_dir: &inner.dir,
-        blobs: Some(&*inner.blobs),
+        blobs: Some(&compaction_reads),
     };
     let rewrites = !plan.trivial_move && !plan.deletion;
     if rewrites {

@@ -733,10 +733,7 @@ fn assemble(mut p: Parts<'_>) -> DbInner {
         blobs: Arc::new(crate::blob::BlobSource::new(
             p.fs.clone(),
             p.dir.to_path_buf(),
-            match &p.opts.blob.blob_cache {
-                Some(c) => Some(CacheAccess::new(c.clone())),
-                None => p.table_cache.block_cache().cloned(),
-            },
+            p.opts.blob.blob_cache.as_ref().map(|c| CacheAccess::new(c.clone())),
             p.opts.statistics.clone(),
         )),
         table_cache: p.table_cache,

@@ -27,11 +27,14 @@ pub struct BlobOptions {
     /// are at least this share garbage, the tables referring to the oldest of them are
     /// compacted (to empty it) even when no compaction is due. Default: 1.0 (never).
     pub blob_gc_force_threshold: f64,
-    /// `blob_compaction_readahead_size`: accepted; blob reads of compactions are single
-    /// record reads.
+    /// `blob_compaction_readahead_size`: accepted; a compaction reads each blob file it
+    /// collects ahead by itself (`blob::readahead`).
     pub blob_compaction_readahead_size: u64,
-    /// `blob_cache`: a cache for blob values apart from the block cache (default: values
-    /// are kept in the block cache).
+    /// `blob_cache`: the cache blob values read are kept in, charged like blocks. Give it
+    /// the block cache (`Options::block_cache`) to share that one, or a cache of their own.
+    /// Default: none, as RocksDB's: values are read from their files (through the OS page
+    /// cache) each time. Values rarely read twice would otherwise evict the tables' blocks
+    /// and cost every read an insertion and an eviction.
     pub blob_cache: Option<Cache>,
 }
 

@@ -1,9 +1,9 @@
 //! Values in blob files (`BlobOptions`, `docs/format/blob.md`) with the features that touch
 //! values: iterators read a blob only when its value is asked for; a damaged blob record is
 //! an error naming the file, never a wrong value; compaction filters see blob values;
-//! checkpoints, backups and repair carry blob files; blob files turned on later take
-//! values at the next compaction; each family has its own
-//! settings; a TTL DB keeps working.
+//! blob values are cached only in a blob cache, and never by compactions; checkpoints,
+//! backups and repair carry blob files; blob files turned on later take values at the next
+//! compaction; each family has its own settings; a TTL DB keeps working.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -153,6 +153,65 @@ fn compaction_filters_see_blob_values() {
             *v = nv;
         }
     }
+    assert_eq!(contents(&db), model);
+}
+
+/// Blob values are kept in `blob_cache` when one is set (here the block cache, shared), never
+/// without one (RocksDB's default), and never by a compaction, which reads each value once.
+#[test]
+fn blob_values_are_cached_in_the_blob_cache_only_and_never_by_compactions() {
+    let blob_keys: Vec<Vec<u8>> =
+        (0..200u32).step_by(2).map(|i| format!("key{i:04}").into()).collect();
+    let cached = |o: &Options| {
+        (o.get_ticker_count(Ticker::BlobDbCacheHit), o.get_ticker_count(Ticker::BlobDbCacheMiss))
+    };
+    let read_all = |db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>| {
+        for k in &blob_keys {
+            assert_eq!(db.get(k).unwrap().as_deref(), Some(&model[k][..]));
+        }
+    };
+    // No blob cache: every read goes to the file, none is counted as a cache miss either.
+    let fs = MemFs::new();
+    let mut o = opts(&fs);
+    o.enable_statistics();
+    let db = Db::open(&o, "/db").unwrap();
+    let model = fill(&db);
+    read_all(&db, &model);
+    read_all(&db, &model);
+    assert_eq!(cached(&o), (0, 0));
+    drop(db);
+
+    // The block cache as the blob cache: the second reading of each value hits.
+    let fs = MemFs::new();
+    let cache = strata::Cache::new_lru(8 << 20);
+    let mut o = opts(&fs);
+    o.block_cache = Some(cache.clone());
+    o.set_blob_cache(&cache);
+    o.enable_statistics();
+    let db = Db::open(&o, "/db").unwrap();
+    let model = fill(&db);
+    read_all(&db, &model);
+    assert_eq!(cached(&o), (0, 100));
+    read_all(&db, &model);
+    assert_eq!(cached(&o), (100, 100));
+    drop(db);
+
+    // A compaction whose filter reads every blob value (keeping it where it is) leaves
+    // them out of the cache: the reads after it miss.
+    let mut o = opts(&fs);
+    let cache = strata::Cache::new_lru(8 << 20);
+    o.block_cache = Some(cache.clone());
+    o.set_blob_cache(&cache);
+    o.enable_statistics();
+    o.set_compaction_filter("reads values", |_level, _key: &[u8], v: &[u8]| {
+        assert!(v.starts_with(b"value") || v.starts_with(b"small"), "{v:?}");
+        Decision::Keep
+    });
+    let db = Db::open(&o, "/db").unwrap();
+    db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
+    assert_eq!(cached(&o), (0, 100), "the compaction's reads look the cache up, fill nothing");
+    read_all(&db, &model);
+    assert_eq!(cached(&o), (0, 200));
     assert_eq!(contents(&db), model);
 }
 

@@ -132,7 +132,8 @@ impl Options {
         self.blob.blob_compaction_readahead_size = val;
     }
 
-    /// `blob_cache`: the cache blob values are kept in (`BlobOptions`).
+    /// `blob_cache`: the cache blob values are kept in (`BlobOptions::blob_cache`; the
+    /// block cache to share it). Without one, values are not cached.
     pub fn set_blob_cache(&mut self, cache: &Cache) {
         self.blob.blob_cache = Some(cache.clone());
     }
