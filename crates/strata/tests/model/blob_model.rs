@@ -1,6 +1,6 @@
 //! Values in blob files (`enable_blob_files`) under a random workload: puts of sizes around
 //! `min_blob_size`, overwrites, deletes, merges onto blob values, snapshots, reopens and
-//! compactions in each style, checked against a model; and afterwards no blob file is
+//! compactions in each style, with and without a blob cache, checked against a model; and afterwards no blob file is
 //! leaked: those on disk are exactly those the DB holds, the force threshold runs
 //! compactions of its own, and garbage collection over every blob file leaves none of the
 //! old files and no garbage.
@@ -14,7 +14,7 @@ use rand::{Rng, SeedableRng};
 use strata::env::{FileSystem, MemFs};
 use strata::merge_operator::builtin_merge_operator;
 use strata::{
-    BlobOptions, CompactionStyle, CompressionType, Db, IteratorMode, Options, ReadOptions,
+    BlobOptions, Cache, CompactionStyle, CompressionType, Db, IteratorMode, Options, ReadOptions,
 };
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -22,7 +22,12 @@ type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 const MIN_BLOB: usize = 120;
 
 fn opts(fs: &MemFs, style: CompactionStyle, gc: bool) -> Options {
+    // With GC, values are also cached: in the block cache, small enough that it fills, so its
+    // admission turns values away and evicts them (without GC, values are read from their
+    // files each time).
+    let cache = Cache::new_lru(64 << 10);
     Options {
+        block_cache: Some(cache.clone()),
         fs: Arc::new(fs.clone()),
         compaction_style: style,
         write_buffer_size: 48 << 10,
@@ -48,6 +53,7 @@ fn opts(fs: &MemFs, style: CompactionStyle, gc: bool) -> Options {
             blob_gc_age_cutoff: if gc { 0.5 } else { 0.25 },
             // With GC: compactions forced once a fifth of the old files is garbage.
             blob_gc_force_threshold: if gc { 0.2 } else { 1.0 },
+            blob_cache: gc.then_some(cache),
             ..BlobOptions::default()
         },
         ..Options::default()
