@@ -185,6 +185,15 @@ mod tests {
         }
     }
 
+    /// `n` files of `len` bytes and their ids.
+    fn files(n: usize, len: u64) -> (Vec<Counted>, Vec<u64>) {
+        let files: Vec<_> = (0..n)
+            .map(|i| Counted { len, reads: AtomicUsize::new(0), path: format!("/{i}.blob").into() })
+            .collect();
+        let ids = files.iter().map(|_| new_file_id()).collect();
+        (files, ids)
+    }
+
     fn check(f: &Counted, id: u64, start: u64, len: usize) {
         let ok = read(id, f, start, len, f.len, |b| {
             b.iter().enumerate().all(|(i, &x)| x == ((start + i as u64) % 251) as u8)
@@ -242,14 +251,7 @@ mod tests {
     fn interleaved_reads_of_several_files_each_read_ahead() {
         // A compaction relocating values in key order: each file's records in order, the
         // files' reads interleaved.
-        let files: Vec<_> = (0..11)
-            .map(|i| Counted {
-                len: 4 << 20,
-                reads: AtomicUsize::new(0),
-                path: format!("/{i}.blob").into(),
-            })
-            .collect();
-        let ids: Vec<_> = files.iter().map(|_| new_file_id()).collect();
+        let (files, ids) = files(11, 4 << 20);
         for r in 0..3000u64 {
             for (f, &id) in files.iter().zip(&ids) {
                 check(f, id, r * 1000, 1000);
@@ -269,14 +271,7 @@ mod tests {
 
     #[test]
     fn the_least_recently_read_file_loses_its_window() {
-        let files: Vec<_> = (0..=MAX_FILES)
-            .map(|i| Counted {
-                len: 1 << 20,
-                reads: AtomicUsize::new(0),
-                path: format!("/{i}.blob").into(),
-            })
-            .collect();
-        let ids: Vec<_> = files.iter().map(|_| new_file_id()).collect();
+        let (files, ids) = files(MAX_FILES + 1, 1 << 20);
         // Three reads in order of each of the first MAX_FILES: each has a window.
         for (f, &id) in files.iter().zip(&ids).take(MAX_FILES) {
             for at in [0, 1000, 2000] {
