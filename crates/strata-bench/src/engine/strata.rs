@@ -87,7 +87,8 @@ fn blob_cache(cfg: &Config, block_cache: Option<&Cache>) -> Result<Option<Cache>
             Some(c) => Ok(Some(c.clone())),
             None => bail!(
                 "--use_blob_cache with --use_shared_block_and_blob_cache needs a block cache \
-                 (--cache_size > 0), or give the blob cache its own (--use_shared_block_and_blob_cache=false)"
+                 (--cache_size > 0), or give the blob cache its own \
+                 (--use_shared_block_and_blob_cache=false)"
             ),
         };
     }

@@ -16,8 +16,9 @@
 //!   (`blob_garbage_collection_age_cutoff`), so those files empty out.
 //! - Reading: point reads and iterators (only when the value is asked for) resolve indexes
 //!   through [`reader::BlobSource`], which keeps the files open and the values in the blob
-//!   cache when there is one; compactions (relocation, filters, merges) through [`reader::CompactionReads`],
-//!   which leaves the cache as it is. Reads in file order read ahead ([`readahead`]).
+//!   cache when there is one; compactions (relocation, filters, merges) through
+//!   [`reader::CompactionReads`], which leaves the cache as it is. Reads in file order read
+//!   ahead ([`readahead`]).
 //! - Merge operands and deletions always stay in the tables; so does every value in a
 //!   memtable, a WAL or a write batch.
 //!

@@ -23,8 +23,8 @@ const MAX_WINDOW: usize = 2 << 20;
 /// The files whose reads a thread follows at once: a compaction collecting garbage reads
 /// the live values of the oldest quarter of the blob files, interleaved in key order.
 const MAX_FILES: usize = 16;
-/// The bytes a thread's windows may hold together (a window never shrinks below
-/// [`MIN_WINDOW`]).
+/// The bytes a thread's windows share: each refill is capped at this over the number of
+/// windows in use (never below [`MIN_WINDOW`]), so together they hold about this much.
 const BUDGET: usize = 4 << 20;
 /// A file's reads in a row, each in order after the one before, before the next one in
 /// order reads ahead.

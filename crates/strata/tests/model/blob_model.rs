@@ -1,9 +1,9 @@
 //! Values in blob files (`enable_blob_files`) under a random workload: puts of sizes around
 //! `min_blob_size`, overwrites, deletes, merges onto blob values, snapshots, reopens and
-//! compactions in each style, with and without a blob cache, checked against a model; and afterwards no blob file is
-//! leaked: those on disk are exactly those the DB holds, the force threshold runs
-//! compactions of its own, and garbage collection over every blob file leaves none of the
-//! old files and no garbage.
+//! compactions in each style, with and without a blob cache, checked against a model; and
+//! afterwards no blob file is leaked: those on disk are exactly those the DB holds, the force
+//! threshold runs compactions of its own, and garbage collection over every blob file leaves
+//! none of the old files and no garbage.
 
 use std::collections::BTreeMap;
 use std::path::Path;
