@@ -184,16 +184,25 @@ impl BlobFetch for BlobSource {
     }
 }
 
-/// A compaction's way to blob values (relocation, compaction filters, merges): from the
-/// cache when a value is there, else from the file without adding it (RocksDB's compaction
-/// reads alike, `fill_cache = false`). A compaction reads each value once; filling the
-/// cache with them would evict what readers use and cost the compaction an insert and an
-/// eviction per value.
-pub(crate) struct CompactionReads<'a>(pub &'a BlobSource);
+/// Blob reads that leave the cache as it is: a value comes from the cache when it is there,
+/// else from its file without being added. For compactions (relocation, compaction filters,
+/// merges), which read each value once: filling the cache with them would evict what readers
+/// use and cost the compaction an insertion and an eviction per value (RocksDB's compaction
+/// reads alike, `fill_cache = false`). And for user reads with `ReadOptions::fill_cache` off.
+pub(crate) struct Unfilled<S>(pub S);
 
-impl BlobFetch for CompactionReads<'_> {
+impl<S: std::ops::Deref<Target = BlobSource> + Send + Sync> BlobFetch for Unfilled<S> {
     fn fetch(&self, user_key: &[u8], index: &[u8]) -> Result<Vec<u8>> {
         let i = BlobIndex::decode(index)?;
         self.0.read_value(user_key, &i, false)
+    }
+}
+
+/// How reads with `fill_cache` reach blob values: through `source`, filling its cache or not.
+pub(crate) fn fetch_for(source: &Arc<BlobSource>, fill_cache: bool) -> Arc<dyn BlobFetch> {
+    if fill_cache {
+        source.clone()
+    } else {
+        Arc::new(Unfilled(source.clone()))
     }
 }

@@ -232,7 +232,7 @@ fn build_ts_iter(
             lower: ro.iterate_lower_bound.clone(),
             upper: ro.iterate_upper_bound.clone(),
             merge_operator: source.merge_operator.clone(),
-            blobs: source.blobs.clone(),
+            blobs: crate::blob::fetch_for(&source.blobs, ro.fill_cache),
         },
     )))
 }
@@ -301,7 +301,7 @@ fn build_iter(
             statistics: table_cache.statistics().cloned(),
             value_suffix: values.suffix,
             order,
-            blobs: Some(values.blobs.clone() as Arc<dyn crate::iterator::BlobFetch>),
+            blobs: Some(crate::blob::fetch_for(values.blobs, ro.fill_cache)),
         },
     )
 }

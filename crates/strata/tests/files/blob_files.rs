@@ -12,7 +12,7 @@ use std::sync::Arc;
 use strata::env::{FileSystem, MemFs};
 use strata::{
     statistics::Ticker, BackupEngine, BlobOptions, Checkpoint, ColumnFamilyDescriptor, Db,
-    Decision, IteratorMode, Options,
+    Decision, IteratorMode, Options, ReadOptions,
 };
 
 fn opts(fs: &MemFs) -> Options {
@@ -157,7 +157,8 @@ fn compaction_filters_see_blob_values() {
 }
 
 /// Blob values are kept in `blob_cache` when one is set (here the block cache, shared), never
-/// without one (RocksDB's default), and never by a compaction, which reads each value once.
+/// without one (RocksDB's default), never by a read with `fill_cache` off, and never by a
+/// compaction, which reads each value once.
 #[test]
 fn blob_values_are_cached_in_the_blob_cache_only_and_never_by_compactions() {
     let blob_keys: Vec<Vec<u8>> =
@@ -181,7 +182,8 @@ fn blob_values_are_cached_in_the_blob_cache_only_and_never_by_compactions() {
     assert_eq!(cached(&o), (0, 0));
     drop(db);
 
-    // The block cache as the blob cache: the second reading of each value hits.
+    // The block cache as the blob cache: reads with `fill_cache` off (point reads, then an
+    // iterator) leave it empty; the second normal reading of each value hits.
     let fs = MemFs::new();
     let cache = strata::Cache::new_lru(8 << 20);
     let mut o = opts(&fs);
@@ -190,10 +192,21 @@ fn blob_values_are_cached_in_the_blob_cache_only_and_never_by_compactions() {
     o.enable_statistics();
     let db = Db::open(&o, "/db").unwrap();
     let model = fill(&db);
+    let unfilled = ReadOptions { fill_cache: false, ..ReadOptions::default() };
+    for k in &blob_keys {
+        assert_eq!(db.get_opt(k, &unfilled).unwrap().as_deref(), Some(&model[k][..]));
+    }
+    let scanned: BTreeMap<Vec<u8>, Vec<u8>> = db
+        .iterator_opt(IteratorMode::Start, &unfilled)
+        .map(|r| r.map(|(k, v)| (k.to_vec(), v.to_vec())))
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(scanned, model);
+    assert_eq!(cached(&o), (0, 200), "reads without fill_cache add nothing");
     read_all(&db, &model);
-    assert_eq!(cached(&o), (0, 100));
+    assert_eq!(cached(&o), (0, 300));
     read_all(&db, &model);
-    assert_eq!(cached(&o), (100, 100));
+    assert_eq!(cached(&o), (100, 300));
     drop(db);
 
     // A compaction whose filter reads every blob value (keeping it where it is) leaves
