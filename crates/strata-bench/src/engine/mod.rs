@@ -452,6 +452,45 @@ pub fn memtable_bloom_size_ratio(cfg: &Config) -> Result<Option<f64>> {
     Ok((r >= 0.0).then_some(r))
 }
 
+/// The blob cache db_bench's flags ask for, the same for every engine with blob files.
+#[derive(Debug, PartialEq, Eq)]
+pub enum BlobCache {
+    /// None (`--use_blob_cache` off, db_bench's and RocksDB's default): values are read from
+    /// their files each time.
+    None,
+    /// The block cache itself (`--use_shared_block_and_blob_cache`, the default).
+    Shared,
+    /// An LRU cache of its own, of `--blob_cache_size` bytes in
+    /// `2^--blob_cache_numshardbits` shards.
+    Own { capacity: usize, num_shard_bits: i32 },
+}
+
+/// The blob cache of `cfg`'s flags for an engine with (`has_block_cache`) or without a block
+/// cache; sharing a block cache that is not there is refused.
+pub fn blob_cache(cfg: &Config, has_block_cache: bool) -> Result<BlobCache> {
+    let f = &cfg.flags;
+    if !f.use_blob_cache {
+        return Ok(BlobCache::None);
+    }
+    if f.use_shared_block_and_blob_cache {
+        if !has_block_cache {
+            bail!(
+                "--use_blob_cache with --use_shared_block_and_blob_cache needs a block cache \
+                 (--cache_size > 0), or give the blob cache its own \
+                 (--use_shared_block_and_blob_cache=false)"
+            );
+        }
+        return Ok(BlobCache::Shared);
+    }
+    let Ok(capacity) = usize::try_from(f.blob_cache_size) else {
+        bail!("--blob_cache_size={}: expected bytes >= 0", f.blob_cache_size);
+    };
+    let Ok(num_shard_bits) = i32::try_from(f.blob_cache_numshardbits) else {
+        bail!("--blob_cache_numshardbits={}: out of range", f.blob_cache_numshardbits);
+    };
+    Ok(BlobCache::Own { capacity, num_shard_bits })
+}
+
 /// `--enable_write_thread_adaptive_yield`: `None` (empty) for the engine's own default.
 /// Its words are every bool flag's (`flags::FlagValue`).
 pub fn adaptive_yield(cfg: &Config) -> Result<Option<bool>> {

@@ -314,23 +314,16 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
     o.set_enable_blob_gc(f.enable_blob_garbage_collection);
     o.set_blob_gc_age_cutoff(f.blob_garbage_collection_age_cutoff);
     o.set_blob_gc_force_threshold(f.blob_garbage_collection_force_threshold);
-    // db_bench's blob cache: the block cache, or an LRU cache of its own.
-    if f.use_blob_cache {
-        if f.use_shared_block_and_blob_cache {
-            let Some(c) = &cache else {
-                bail!(
-                    "--use_blob_cache with --use_shared_block_and_blob_cache needs a block cache \
-                     (--cache_size > 0), or give the blob cache its own \
-                     (--use_shared_block_and_blob_cache=false)"
-                );
-            };
-            o.set_blob_cache(c);
-        } else {
+    // db_bench's blob cache: none, the block cache, or an LRU cache of its own.
+    match (super::blob_cache(cfg, cache.is_some())?, &cache) {
+        (super::BlobCache::Shared, Some(c)) => o.set_blob_cache(c),
+        (super::BlobCache::Own { capacity, num_shard_bits }, _) => {
             let mut lo = LruCacheOptions::default();
-            lo.set_capacity(size("blob_cache_size", f.blob_cache_size)?);
-            lo.set_num_shard_bits(int("blob_cache_numshardbits", f.blob_cache_numshardbits)?);
+            lo.set_capacity(capacity);
+            lo.set_num_shard_bits(num_shard_bits);
             o.set_blob_cache(&Cache::new_lru_cache_opts(&lo));
         }
+        _ => {}
     }
     if f.statistics {
         o.enable_statistics();

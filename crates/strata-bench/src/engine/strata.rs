@@ -73,36 +73,23 @@ fn admission(cfg: &Config) -> Result<Admission> {
     })
 }
 
-/// The blob cache `--use_blob_cache` asks for, as db_bench: none without it (RocksDB's
-/// default), else the block cache (`--use_shared_block_and_blob_cache`, the default) or an LRU
-/// cache of `--blob_cache_size` bytes in `2^--blob_cache_numshardbits` shards (admission as
-/// the block cache's).
+/// The Strata cache for [`super::blob_cache`]'s choice: the block cache itself, or an LRU
+/// cache with the block cache's admission policy.
 fn blob_cache(cfg: &Config, block_cache: Option<&Cache>) -> Result<Option<Cache>> {
-    let f = &cfg.flags;
-    if !f.use_blob_cache {
-        return Ok(None);
-    }
-    if f.use_shared_block_and_blob_cache {
-        return match block_cache {
-            Some(c) => Ok(Some(c.clone())),
-            None => bail!(
-                "--use_blob_cache with --use_shared_block_and_blob_cache needs a block cache \
-                 (--cache_size > 0), or give the blob cache its own \
-                 (--use_shared_block_and_blob_cache=false)"
-            ),
-        };
-    }
-    let cache = Cache::new_lru_opts(&LruCacheOptions {
-        capacity: usize::try_from(f.blob_cache_size)
-            .map_err(|_| anyhow!("--blob_cache_size={}: expected bytes >= 0", f.blob_cache_size))?,
-        num_shard_bits: i32::try_from(f.blob_cache_numshardbits).map_err(|_| {
-            anyhow!("--blob_cache_numshardbits={}: out of range", f.blob_cache_numshardbits)
-        })?,
-        strict_capacity_limit: false,
-        high_pri_pool_ratio: 0.0,
-        admission: admission(cfg)?,
-    });
-    Ok(Some(cache.map_err(|e| anyhow!("--blob_cache_size={}: {e}", f.blob_cache_size))?))
+    Ok(match (super::blob_cache(cfg, block_cache.is_some())?, block_cache) {
+        (super::BlobCache::None, _) => None,
+        (super::BlobCache::Shared, c) => c.cloned(),
+        (super::BlobCache::Own { capacity, num_shard_bits }, _) => {
+            let cache = Cache::new_lru_opts(&LruCacheOptions {
+                capacity,
+                num_shard_bits,
+                strict_capacity_limit: false,
+                high_pri_pool_ratio: 0.0,
+                admission: admission(cfg)?,
+            });
+            Some(cache.map_err(|e| anyhow!("--blob_cache_size={capacity}: {e}"))?)
+        }
+    })
 }
 
 /// Strata `Options` from the flags.

@@ -14,11 +14,11 @@
 //!   version still read holds it. Garbage collection (`enable_blob_garbage_collection`)
 //!   rewrites, during compactions, the values still live in the oldest blob files
 //!   (`blob_garbage_collection_age_cutoff`), so those files empty out.
-//! - Reading: point reads and iterators (only when the value is asked for) resolve indexes
-//!   through [`reader::BlobSource`], which keeps the files open and the values in the blob
-//!   cache when there is one; compactions (relocation, filters, merges) and reads with
-//!   `fill_cache` off through [`reader::Unfilled`], which leaves the cache as it is. Reads in
-//!   file order read ahead ([`readahead`]).
+//! - Reading: point reads, iterators (only when the value is asked for) and compactions
+//!   (relocation, filters, merges) resolve indexes through [`reader::BlobReads`] over the
+//!   DB's [`reader::BlobSource`], which keeps the files open and the values in the blob cache
+//!   when there is one; compactions and reads with `fill_cache` off leave the cache as it is.
+//!   Reads in file order read ahead ([`readahead`]).
 //! - Merge operands and deletions always stay in the tables; so does every value in a
 //!   memtable, a WAL or a write batch.
 //!
@@ -34,5 +34,5 @@ mod tests;
 pub(crate) mod writer;
 
 pub(crate) use index::BlobIndex;
-pub(crate) use reader::{fetch_for, BlobSource, Unfilled};
+pub(crate) use reader::{BlobReads, BlobSource};
 pub(crate) use writer::{BlobFlow, BlobOutput, BlobWriteConfig};

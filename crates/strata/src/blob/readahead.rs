@@ -56,6 +56,13 @@ struct Window {
     used: u64,
 }
 
+impl Window {
+    /// No window: where `file_id`'s last read ended and how many came in order before.
+    fn empty(file_id: u64, next: u64, streak: u32, used: u64) -> Window {
+        Window { file_id, next, start: 0, buf: Vec::new(), size: 0, streak, used }
+    }
+}
+
 #[derive(Default)]
 struct Windows {
     files: Vec<Window>,
@@ -63,17 +70,16 @@ struct Windows {
 }
 
 impl Windows {
-    /// The window of `file_id`, made (empty, evicting the least recently read) if missing.
-    fn of(&mut self, file_id: u64) -> &mut Window {
+    /// Where the window of `file_id` is in `files`, made (empty, evicting the least recently
+    /// read) if missing.
+    fn of(&mut self, file_id: u64) -> usize {
         self.reads += 1;
         let used = self.reads;
         let at = match self.files.iter().position(|w| w.file_id == file_id) {
             Some(at) => at,
             None => {
                 // No read in order yet: the first read of the file starts no window.
-                let next = u64::MAX;
-                let w =
-                    Window { file_id, next, start: 0, buf: Vec::new(), size: 0, streak: 0, used };
+                let w = Window::empty(file_id, u64::MAX, 0, used);
                 if self.files.len() < MAX_FILES {
                     self.files.push(w);
                     self.files.len() - 1
@@ -86,9 +92,8 @@ impl Windows {
                 }
             }
         };
-        let w = &mut self.files[at];
-        w.used = used;
-        w
+        self.files[at].used = used;
+        at
     }
 
     /// The largest window a file may have: the budget shared by the files this thread reads
@@ -118,8 +123,8 @@ pub(crate) fn read<R>(
     WINDOWS.with(|ws| {
         let mut ws = ws.borrow_mut();
         let end = start + len as u64;
-        let cap = ws.cap();
-        let w = ws.of(file_id);
+        let at = ws.of(file_id);
+        let w = &mut ws.files[at];
         if start >= w.start && end <= w.start + w.buf.len() as u64 {
             w.next = end;
             let at = (start - w.start) as usize;
@@ -127,6 +132,8 @@ pub(crate) fn read<R>(
         }
         let in_order = start >= w.next && start - w.next <= MAX_GAP;
         if in_order && w.streak >= STREAK {
+            let cap = ws.cap();
+            let w = &mut ws.files[at];
             w.size = (w.size * 2).clamp(MIN_WINDOW, cap);
             let want =
                 (w.size as u64).max(len as u64).min(limit.saturating_sub(start).max(len as u64));
@@ -138,8 +145,7 @@ pub(crate) fn read<R>(
         }
         // Too few reads in order yet (no window), or out of order (its window and memory go).
         let streak = if in_order { w.streak + 1 } else { 1 };
-        *w =
-            Window { file_id, next: end, start: 0, buf: Vec::new(), size: 0, streak, used: w.used };
+        *w = Window::empty(file_id, end, streak, w.used);
         drop(ws);
         let mut out = None;
         let mut f = Some(f);

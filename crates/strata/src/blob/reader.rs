@@ -133,15 +133,9 @@ impl BlobSource {
         self.readers.lock().remove(&n);
     }
 
-    /// The value at `index` of `key`, from the blob cache or the file; a value read from the
-    /// file is offered to the blob cache, which a full cache takes in under its admission
-    /// policy (as a data block: by default only a value missed before within its window).
-    pub fn get(&self, key: &[u8], index: &BlobIndex) -> Result<Vec<u8>> {
-        self.read_value(key, index, true)
-    }
-
     /// The value at `index` of `key`, from the blob cache or the file; `fill`: a value read
-    /// from the file is offered to the cache.
+    /// from the file is offered to the cache, which a full cache takes in under its admission
+    /// policy (as a data block: by default only a value missed before within its window).
     fn read_value(&self, key: &[u8], index: &BlobIndex, fill: bool) -> Result<Vec<u8>> {
         let Some(c) = &self.cache else { return self.read_file(key, index) };
         let k = CacheKey { owner: c.owner, file: index.file.0, offset: index.offset };
@@ -177,32 +171,20 @@ impl BlobSource {
     }
 }
 
-impl BlobFetch for BlobSource {
-    fn fetch(&self, user_key: &[u8], index: &[u8]) -> Result<Vec<u8>> {
-        let i = BlobIndex::decode(index)?;
-        self.get(user_key, &i)
-    }
+/// A reader's way to blob values through `source` (`&BlobSource` or `Arc<BlobSource>`): from
+/// the blob cache when a value is there, else from its file, then offered to the cache when
+/// `fill` is set: a user read's `ReadOptions::fill_cache`. Compactions (relocation,
+/// compaction filters, merges) read with it off, as RocksDB's: they read each value once, and
+/// filling the cache with them would evict what readers use and cost the compaction an
+/// insertion and an eviction per value.
+pub(crate) struct BlobReads<S> {
+    pub source: S,
+    pub fill: bool,
 }
 
-/// Blob reads that leave the cache as it is: a value comes from the cache when it is there,
-/// else from its file without being added. For compactions (relocation, compaction filters,
-/// merges), which read each value once: filling the cache with them would evict what readers
-/// use and cost the compaction an insertion and an eviction per value (RocksDB's compaction
-/// reads alike, `fill_cache = false`). And for user reads with `ReadOptions::fill_cache` off.
-pub(crate) struct Unfilled<S>(pub S);
-
-impl<S: std::ops::Deref<Target = BlobSource> + Send + Sync> BlobFetch for Unfilled<S> {
+impl<S: std::ops::Deref<Target = BlobSource> + Send + Sync> BlobFetch for BlobReads<S> {
     fn fetch(&self, user_key: &[u8], index: &[u8]) -> Result<Vec<u8>> {
         let i = BlobIndex::decode(index)?;
-        self.0.read_value(user_key, &i, false)
-    }
-}
-
-/// How reads with `fill_cache` reach blob values: through `source`, filling its cache or not.
-pub(crate) fn fetch_for(source: &Arc<BlobSource>, fill_cache: bool) -> Arc<dyn BlobFetch> {
-    if fill_cache {
-        source.clone()
-    } else {
-        Arc::new(Unfilled(source.clone()))
+        self.source.read_value(user_key, &i, self.fill)
     }
 }

@@ -310,7 +310,7 @@ fn execute(inner: &DbInner, cfd: &Arc<Cfd>, plan: &CompactionPlan, manual: bool)
         }
         _ => None,
     };
-    let compaction_reads = crate::blob::Unfilled(&*inner.blobs);
+    let compaction_reads = crate::blob::BlobReads { source: &*inner.blobs, fill: false };
     let env = JobEnv {
         fs: inner.fs.as_ref(),
         dir: output_dir,

@@ -232,7 +232,10 @@ fn build_ts_iter(
             lower: ro.iterate_lower_bound.clone(),
             upper: ro.iterate_upper_bound.clone(),
             merge_operator: source.merge_operator.clone(),
-            blobs: crate::blob::fetch_for(&source.blobs, ro.fill_cache),
+            blobs: Arc::new(crate::blob::BlobReads {
+                source: source.blobs.clone(),
+                fill: ro.fill_cache,
+            }),
         },
     )))
 }
@@ -301,7 +304,10 @@ fn build_iter(
             statistics: table_cache.statistics().cloned(),
             value_suffix: values.suffix,
             order,
-            blobs: Some(crate::blob::fetch_for(values.blobs, ro.fill_cache)),
+            blobs: Some(Arc::new(crate::blob::BlobReads {
+                source: values.blobs.clone(),
+                fill: ro.fill_cache,
+            })),
         },
     )
 }

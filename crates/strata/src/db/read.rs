@@ -364,8 +364,8 @@ pub(crate) fn get_at(
     pin: bool,
 ) -> Result<Option<DbPinnableSlice>> {
     let mut ctx = GetContext::new(key, cfd.opts.merge_operator.as_deref());
-    let unfilled = crate::blob::Unfilled(&*inner.blobs);
-    ctx.blobs = Some(if opts.fill_cache { &*inner.blobs } else { &unfilled });
+    let blobs = crate::blob::BlobReads { source: &*inner.blobs, fill: opts.fill_cache };
+    ctx.blobs = Some(&blobs);
     ctx.pin = pin;
     search(inner, sv, key, seq, opts, &mut ctx)?;
     let mut found = ctx.finish();
@@ -388,8 +388,8 @@ fn get_copied_at(
     opts: &ReadOptions,
 ) -> Result<Option<Vec<u8>>> {
     let mut ctx = GetContext::new(key, cfd.opts.merge_operator.as_deref());
-    let unfilled = crate::blob::Unfilled(&*inner.blobs);
-    ctx.blobs = Some(if opts.fill_cache { &*inner.blobs } else { &unfilled });
+    let blobs = crate::blob::BlobReads { source: &*inner.blobs, fill: opts.fill_cache };
+    ctx.blobs = Some(&blobs);
     search(inner, sv, key, seq, opts, &mut ctx)?;
     let mut found = ctx.finish_copied();
     if cfd.value_suffix > 0 {
