@@ -160,6 +160,7 @@ pub const STRATA_HONOURED_FLAGS: &[&str] = &[
     "memtable_bloom_size_ratio",
     "memtable_whole_key_filtering",
     "max_write_buffer_number",
+    "min_write_buffer_number_to_merge",
     "db_write_buffer_size",
     "cost_write_buffer_to_cache",
     "max_background_jobs",

@@ -260,6 +260,11 @@ pub fn random_options(
             ..strata::BlobOptions::default()
         };
     }
+    // Immutable memtables flushed together now and then (one L0 table for several, their
+    // versions and range deletions resolved across them), through crashes and recovery.
+    if rng.gen_bool(0.25) {
+        o.min_write_buffer_number_to_merge = rng.gen_range(2..=3);
+    }
     o
 }
 
@@ -359,8 +364,9 @@ impl strata::CompactionFilterFactory for DeadValueFilter {
 /// The options `random_options` varies, for failure reports.
 pub fn describe_options(o: &Options) -> String {
     format!(
-        "write_buffer_size={} max_write_buffer_number={} block_size={} restart={} bloom={} \
-         compression={:?} checksum={:?} cache={} paranoid={} l0_trigger={} level_base={} \
+        "write_buffer_size={} max_write_buffer_number={} to_merge={} block_size={} restart={} \
+         bloom={} compression={:?} checksum={:?} cache={} paranoid={} l0_trigger={} \
+         level_base={} \
          target_file={} dynamic={} subcompactions={} jobs={} wal_recovery={:?} \
          l0_slowdown={} l0_stop={} soft_pending={} hard_pending={} delayed_rate={} \
          avoid_flush_during_recovery={} recycle_log_file_num={} wal_bytes_per_sync={} \
@@ -373,6 +379,7 @@ pub fn describe_options(o: &Options) -> String {
          memtable_bloom={} vector_memtable={} wal_mmap_writes={} db_paths={:?} comparator={}",
         o.write_buffer_size,
         o.max_write_buffer_number,
+        o.min_write_buffer_number_to_merge,
         o.block_size,
         o.block_restart_interval,
         o.bloom_bits_per_key,

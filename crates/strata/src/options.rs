@@ -92,6 +92,13 @@ pub struct Options {
     /// Memtables (active + immutable) that may exist at once; when all are full, writes stall
     /// until a flush finishes. Default: 2.
     pub max_write_buffer_number: usize,
+    /// Immutable memtables a flush waits for and writes together as one L0 table (RocksDB's
+    /// `min_write_buffer_number_to_merge`): fewer, larger L0 tables from small memtables, for
+    /// more memtables to search. At most `max_write_buffer_number - 1` takes effect (else a
+    /// full set of memtables would wait for one more); a flush asked for (`flush`, a
+    /// checkpoint, the write buffer manager) writes what is there. Default: 1 (each memtable
+    /// on its own).
+    pub min_write_buffer_number_to_merge: usize,
     /// Size of each memtable's whole-key Bloom filter as a fraction of `write_buffer_size`
     /// (RocksDB's `memtable_prefix_bloom_size_ratio` with `memtable_whole_key_filtering`): a
     /// point lookup skips a memtable whose filter rules its key out instead of searching its
@@ -497,6 +504,7 @@ impl Default for Options {
             write_buffer_manager: None,
             db_write_buffer_size: 0,
             max_write_buffer_number: 2,
+            min_write_buffer_number_to_merge: 1,
             memtable_bloom_size_ratio: 0.01,
             vector_memtable: false,
             max_open_files: -1,
@@ -592,6 +600,7 @@ impl std::fmt::Debug for Options {
             .field("create_if_missing", &self.create_if_missing)
             .field("write_buffer_size", &self.write_buffer_size)
             .field("max_write_buffer_number", &self.max_write_buffer_number)
+            .field("min_write_buffer_number_to_merge", &self.min_write_buffer_number_to_merge)
             .field("memtable_bloom_size_ratio", &self.memtable_bloom_size_ratio)
             .field("vector_memtable", &self.vector_memtable)
             .field("write_buffer_manager", &self.write_buffer_manager)
@@ -795,6 +804,7 @@ impl Options {
             ("error_if_exists", self.error_if_exists.to_string()),
             ("write_buffer_size", self.write_buffer_size.to_string()),
             ("max_write_buffer_number", self.max_write_buffer_number.to_string()),
+            ("min_write_buffer_number_to_merge", self.min_write_buffer_number_to_merge.to_string()),
             ("memtable_bloom_size_ratio", self.memtable_bloom_size_ratio.to_string()),
             ("db_write_buffer_size", self.db_write_buffer_size.to_string()),
             (
@@ -978,6 +988,13 @@ impl Options {
                 && self.compaction_style != crate::compaction::style::CompactionStyle::Fifo)
                 .then_some((self.blob.blob_gc_age_cutoff, self.blob.blob_gc_force_threshold)),
         }
+    }
+
+    /// The immutable memtables a flush waits for (`min_write_buffer_number_to_merge`, as it
+    /// takes effect).
+    pub(crate) fn flush_merge_min(&self) -> usize {
+        self.min_write_buffer_number_to_merge
+            .clamp(1, self.max_write_buffer_number.saturating_sub(1).max(1))
     }
 
     /// The table format options for tables written to `level`.

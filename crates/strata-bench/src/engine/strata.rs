@@ -185,6 +185,8 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
         o.memtable_bloom_size_ratio = if f.memtable_whole_key_filtering { ratio } else { 0.0 };
     }
     o.max_write_buffer_number = usize_of("max_write_buffer_number", f.max_write_buffer_number)?;
+    o.min_write_buffer_number_to_merge =
+        usize_of("min_write_buffer_number_to_merge", f.min_write_buffer_number_to_merge)?;
     // db_bench: either flag makes a write buffer manager of --db_write_buffer_size bytes (0:
     // no budget) charged to the block cache when there is one; no stalls.
     if f.cost_write_buffer_to_cache || f.db_write_buffer_size != 0 {

@@ -35,10 +35,12 @@ pub(crate) fn capture(db: &Db) -> Result<(Vec<FamilySnapshot>, Counters)> {
         if wal.mems.get(cfd.id).is_some_and(|f| !f.mem.is_empty()) {
             switch_memtable(inner, &mut wal, &cfd)?;
         }
-        let st = inner.state.lock();
-        if let Some(c) = st.cfs.get(&cfd.id) {
+        let mut st = inner.state.lock();
+        if let Some(c) = st.cfs.get_mut(&cfd.id) {
+            c.request_flush();
             targets.push((cfd.id, c.memtables_switched));
         }
+        inner.bg_cv.notify_all();
     }
     {
         let mut st = inner.state.lock();

@@ -12,7 +12,10 @@ use crate::compaction_filter::{
 };
 use crate::error::{Error, Result};
 use crate::filename::table_path;
+use crate::iterator::merging::MergingIterator;
+use crate::iterator::InternalIterator;
 use crate::memtable::MemTable;
+use crate::range_del::FragmentedTombstones;
 use crate::sstable::TableBuilder;
 use crate::statistics::{Histogram, Ticker};
 use crate::stats::LevelStats;
@@ -43,32 +46,43 @@ pub(crate) struct FlushBlobs<'a> {
 /// A flushed memtable: its table, what the stream did, and the blob files written.
 pub(crate) type Flushed = (FileMetaData, StreamStats, Vec<BlobFileAddition>);
 
-/// Writes `mem` as table `number`, dropping versions no snapshot can see (nothing is treated
-/// as the bottom: older data may exist in tables); `None` when nothing is left to write. The
-/// table is synced and its directory entry made durable before this returns. A panic while
-/// writing (in a user's compaction filter or merge operator, say) is returned as
-/// `Error::Panic`, on a recovery or repair as on a flush.
+/// Writes `mems` (one memtable, or several flushed together, oldest first) as table
+/// `number`, dropping versions no snapshot can see (nothing is treated as the bottom: older
+/// data may exist in tables); `None` when nothing is left to write. The table is synced and
+/// its directory entry made durable before this returns. A panic while writing (in a user's
+/// compaction filter or merge operator, say) is returned as `Error::Panic`, on a recovery or
+/// repair as on a flush.
 pub(crate) fn write_level0_table(
     env: &FlushEnv<'_>,
-    mem: &Arc<MemTable>,
+    mems: &[Arc<MemTable>],
     number: FileNumber,
 ) -> Result<Option<Flushed>> {
-    super::background::catch_panic(|| build_level0_table(env, mem, number))
+    super::background::catch_panic(|| build_level0_table(env, mems, number))
 }
 
 fn build_level0_table(
     env: &FlushEnv<'_>,
-    mem: &Arc<MemTable>,
+    mems: &[Arc<MemTable>],
     number: FileNumber,
 ) -> Result<Option<Flushed>> {
-    if mem.is_empty() {
+    if mems.iter().all(|m| m.is_empty()) {
         return Ok(None);
     }
     let path = table_path(env.dir, number);
     let file = env.fs.create(&path)?;
     let mut builder = TableBuilder::new(env.table_options, file, path.clone());
     let not_bottom = |_: &[u8]| false;
-    let range_dels = mem.fragmented_range_tombstones();
+    let order = &env.table_options.order;
+    // Several memtables: one stream over all of them (their entries' sequence numbers tell
+    // the versions of a key apart), with their range tombstones fragmented together.
+    let range_dels = match mems {
+        [mem] => mem.fragmented_range_tombstones(),
+        _ => {
+            let all: Vec<_> = mems.iter().flat_map(|m| m.range_tombstones()).collect();
+            (!all.is_empty())
+                .then(|| Arc::new(FragmentedTombstones::from_tombstones(&all, 0, order)))
+        }
+    };
     let ctx = StreamContext {
         snapshots: env.snapshots,
         merge_operator: env.merge_operator,
@@ -80,20 +94,26 @@ fn build_level0_table(
     };
     let mut filter = env.filter.as_ref().and_then(|(f, c)| filter_for(Some(*f), c));
     let sf = filter.as_deref_mut().map(|f| StreamFilter { filter: f, level: 0 });
-    let mut it = mem.iter();
+    let mut it: Box<dyn InternalIterator> = match mems {
+        [mem] => Box::new(mem.iter()),
+        _ => Box::new(MergingIterator::new(
+            mems.iter().map(|m| Box::new(m.iter()) as Box<dyn InternalIterator>).collect(),
+            order.clone(),
+        )),
+    };
     let mut blobs = env
         .blobs
         .as_ref()
         .map(|b| BlobOutput::new(b.config, env.fs, b.dir, b.new_file_number, None));
     let written = (|| {
-        let stats = run_stream(&mut it, &ctx, sf, |k, v| match &mut blobs {
+        let stats = run_stream(it.as_mut(), &ctx, sf, |k, v| match &mut blobs {
             Some(out) => {
                 let (k, v) = out.route(k, v)?;
                 builder.add(k, v)
             }
             None => builder.add(k, v),
         })?;
-        for t in mem.range_tombstones() {
+        for t in mems.iter().flat_map(|m| m.range_tombstones()) {
             builder.add_range_tombstone(&t);
         }
         // Blob files first: the table is durable only with the values it refers to.
@@ -148,18 +168,22 @@ pub(crate) fn start_background(inner: &Arc<DbInner>) -> Result<Vec<JoinHandle<()
 
 fn flush_loop(inner: &DbInner) {
     loop {
-        let (cfd, mem, next_log) = {
+        let (cfd, mems, next_log) = {
             let mut st = inner.state.lock();
-            // The family whose oldest immutable memtable started in the oldest WAL goes
-            // first: its flush frees WALs soonest.
+            // Of the families with a flush due, the one whose oldest immutable memtable
+            // started in the oldest WAL goes first: its flush frees WALs soonest.
             let pick = |st: &super::DbState| {
                 st.cfs
                     .values()
-                    .filter_map(|c| c.imm.front().map(|(m, log)| (*log, c, m)))
+                    .filter_map(|c| {
+                        let n = c.flush_count(c.cfd.live_opts().flush_merge_min())?;
+                        Some((c.imm.front()?.1, c, n))
+                    })
                     .min_by_key(|(log, c, _)| (*log, c.cfd.id))
-                    .map(|(_, c, m)| {
-                        let next_log = c.imm.get(1).map_or(c.mem_log, |(_, l)| *l);
-                        (c.cfd.clone(), m.clone(), next_log)
+                    .map(|(_, c, n)| {
+                        let next_log = c.imm.get(n).map_or(c.mem_log, |(_, l)| *l);
+                        let mems: Vec<_> = c.imm.iter().take(n).map(|(m, _)| m.clone()).collect();
+                        (c.cfd.clone(), mems, next_log)
                     })
             };
             loop {
@@ -174,24 +198,24 @@ fn flush_loop(inner: &DbInner) {
                 inner.bg_cv.wait(&mut st);
             }
         };
-        // A panic in the flush (a compaction filter's, say) is a failed flush: the memtable
-        // stays queued and the DB refuses writes (`db/background.rs`).
-        if let Err(e) = super::background::catch_panic(|| flush_one(inner, &cfd, mem, next_log)) {
+        // A panic in the flush (a compaction filter's, say) is a failed flush: the memtables
+        // stay queued and the DB refuses writes (`db/background.rs`).
+        if let Err(e) = super::background::catch_panic(|| flush_one(inner, &cfd, mems, next_log)) {
             let mut st = inner.state.lock();
             inner.set_bg_error(&mut st, &e);
         }
     }
 }
 
-/// Flushes family `cfd`'s oldest immutable memtable `mem`; afterwards WALs older than
-/// `next_log` hold nothing of the family that is not in a table, and WALs no family needs
-/// any more are deleted. This thread's reference to `mem` is dropped before waiters (a
-/// `flush()`) are woken: once the flush is installed, only readers still using the memtable
-/// keep its memory.
+/// Flushes family `cfd`'s oldest immutable memtables `mems` (oldest first) into one table;
+/// afterwards WALs older than `next_log` hold nothing of the family that is not in a table,
+/// and WALs no family needs any more are deleted. This thread's references to `mems` are
+/// dropped before waiters (a `flush()`) are woken: once the flush is installed, only readers
+/// still using the memtables keep their memory.
 fn flush_one(
     inner: &DbInner,
     cfd: &Arc<Cfd>,
-    mem: Arc<MemTable>,
+    mems: Vec<Arc<MemTable>>,
     next_log: FileNumber,
 ) -> Result<()> {
     let start = std::time::Instant::now();
@@ -203,7 +227,7 @@ fn flush_one(
     {
         let v = cfd.current_super_version().version.clone();
         let base = table_options.bloom_bits_per_key;
-        let mem_bytes = mem.approximate_memory_usage() as u64;
+        let mem_bytes: u64 = mems.iter().map(|m| m.approximate_memory_usage() as u64).sum();
         let bits = crate::compaction::filter_bits::bits_for_flush(base, &v, mem_bytes);
         table_options.to_mut().bloom_bits_per_key = bits;
     }
@@ -235,7 +259,7 @@ fn flush_one(
     // sync covers their entries too, and `sync_wal_dir_through` below need not sync it again.
     let wals_before = inner.newest_wal.load(std::sync::atomic::Ordering::Acquire);
     let cpu_start = crate::util::cpu::thread_cpu_micros();
-    let meta = write_level0_table(&env, &mem, number);
+    let meta = write_level0_table(&env, &mems, number);
     let cpu_micros = crate::util::cpu::thread_cpu_micros().saturating_sub(cpu_start);
     let meta = match meta {
         Ok(m) => m,
@@ -267,7 +291,7 @@ fn flush_one(
         s.tick(Ticker::FlushWriteBytes, level_stats.bytes_written + level_stats.bytes_written_blob);
         s.record_time(Histogram::FlushTime, (start.elapsed().as_micros() as u64).max(1));
     }
-    if let Some(seq) = mem.largest_seqno() {
+    if let Some(seq) = mems.iter().filter_map(|m| m.largest_seqno()).max() {
         edit.last_sequence = Some(edit.last_sequence.map_or(seq, |s| s.max(seq)));
     }
     edit.column_family = cfd.id;
@@ -279,7 +303,7 @@ fn flush_one(
         let after = st
             .cfs
             .get(&cfd.id)
-            .and_then(|c| (c.imm.len() > 1 || !c.mem.is_empty()).then_some(next_log));
+            .and_then(|c| (c.imm.len() > mems.len() || !c.mem.is_empty()).then_some(next_log));
         super::cf::min_log_to_keep(&st.cfs, Some((cfd.id, after)))
     };
     // The DB's log number never goes back (another family's flush may have raised it).
@@ -315,9 +339,11 @@ fn flush_one(
         let version = versions.log_and_apply(&mut edit, &cfd.layout())?;
         let mut st = inner.state.lock();
         if let (Some(cs), Some(version)) = (st.cfs.get_mut(&cfd.id), version) {
-            let flushed = cs.imm.pop_front();
-            debug_assert!(flushed.is_some_and(|(m, _)| Arc::ptr_eq(&m, &mem)));
-            cs.memtables_flushed += 1;
+            for mem in &mems {
+                let flushed = cs.imm.pop_front();
+                debug_assert!(flushed.is_some_and(|(m, _)| Arc::ptr_eq(&m, mem)));
+            }
+            cs.memtables_flushed += mems.len() as u64;
             if written.is_some() {
                 cs.l0_pace.on_l0_file(std::time::Instant::now());
             }
@@ -329,8 +355,10 @@ fn flush_one(
         let installed = inner.versions.lock().log_number();
         super::write::wal::forget_retired_wals(inner, installed.min(next_log));
     }
-    let (mem_entries, mem_bytes) = (mem.num_entries(), mem.approximate_memory_usage());
-    drop(mem);
+    let mem_entries: u64 = mems.iter().map(|m| m.num_entries()).sum();
+    let mem_bytes: usize = mems.iter().map(|m| m.approximate_memory_usage()).sum();
+    let memtables = mems.len();
+    drop(mems);
     // After the locks: waiters re-check their condition under the state lock, which the
     // install above changed while holding it, so no wake-up is lost.
     inner.bg_cv.notify_all();
@@ -341,7 +369,7 @@ fn flush_one(
         std::sync::atomic::Ordering::Relaxed,
     );
     cfd.stats.add_compaction(0, &level_stats);
-    log_flush(inner, cfd, (mem_entries, mem_bytes), written, &level_stats);
+    log_flush(inner, cfd, (memtables, mem_entries, mem_bytes), written, &level_stats);
     super::obsolete::delete_obsolete_wals(inner, edit.log_number.unwrap_or(keep_from));
     Ok(())
 }
@@ -350,16 +378,17 @@ fn flush_one(
 fn log_flush(
     inner: &DbInner,
     cfd: &Cfd,
-    (mem_entries, mem_bytes): (u64, usize),
+    (memtables, mem_entries, mem_bytes): (usize, u64, usize),
     written: Option<(FileNumber, u64, u64)>,
     s: &LevelStats,
 ) {
     let secs = s.micros as f64 / 1e6;
     let (table, entries, bytes) = written.unwrap_or((FileNumber(0), 0, 0));
     inner.info_log.log(&format!(
-        "[{}] Flush: memtable of {} entries ({} bytes) -> {}: {entries} entries, {bytes} \
+        "[{}] Flush: {} of {} entries ({} bytes) -> {}: {entries} entries, {bytes} \
          bytes, {} dropped, {secs:.3} s",
         cfd.name,
+        if memtables == 1 { "memtable".to_string() } else { format!("{memtables} memtables") },
         mem_entries,
         mem_bytes,
         if written.is_some() { format!("table #{}", table.0) } else { "no table".into() },
@@ -397,7 +426,13 @@ pub(crate) fn flush_families(inner: &DbInner, cfds: &[Arc<Cfd>], wait: bool) -> 
             if wal.mems.get(cfd.id).is_some_and(|f| !f.mem.is_empty()) {
                 switch_memtable(inner, &mut wal, cfd)?;
             }
-            let n = inner.state.lock().cfs.get(&cfd.id).map_or(0, |c| c.memtables_switched);
+            let mut st = inner.state.lock();
+            let n = st.cfs.get_mut(&cfd.id).map_or(0, |c| {
+                c.request_flush();
+                c.memtables_switched
+            });
+            drop(st);
+            inner.bg_cv.notify_all();
             t.push((cfd.id, n));
         }
         t

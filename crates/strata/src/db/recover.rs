@@ -245,7 +245,8 @@ impl FamilyReplay<'_> {
             new_file_number: &new_number,
         });
         let env = FlushEnv { blobs, ..self.flush_env(fs) };
-        if let Some((meta, _, added)) = write_level0_table(&env, mem, number)? {
+        if let Some((meta, _, added)) = write_level0_table(&env, std::slice::from_ref(mem), number)?
+        {
             self.out.new_files.push(meta);
             self.out.blob_files.extend(added);
         }

@@ -143,8 +143,6 @@ pub struct AcceptedOptions {
     pub allow_os_buffer: bool,
     /// `table_cache_numshardbits`.
     pub table_cache_num_shard_bits: i32,
-    /// `min_write_buffer_number_to_merge`: Strata flushes each immutable memtable on its own.
-    pub min_write_buffer_number_to_merge: i32,
     /// `max_manifest_file_size`.
     pub max_manifest_file_size: usize,
     /// `compaction_pri`: Strata's leveled picker has its own order
@@ -243,7 +241,6 @@ impl Default for AcceptedOptions {
             is_fd_close_on_exec: true,
             allow_os_buffer: true,
             table_cache_num_shard_bits: 6,
-            min_write_buffer_number_to_merge: 1,
             max_manifest_file_size: 1 << 30,
             compaction_pri: super::compact_opts::CompactionPri::MinOverlappingRatio,
             max_background_flushes: -1,
@@ -312,7 +309,6 @@ impl AcceptedOptions {
             ),
             ("is_fd_close_on_exec", u8::from(self.is_fd_close_on_exec).to_string()),
             ("table_cache_numshardbits", self.table_cache_num_shard_bits.to_string()),
-            ("min_write_buffer_number_to_merge", self.min_write_buffer_number_to_merge.to_string()),
             ("max_manifest_file_size", self.max_manifest_file_size.to_string()),
             ("compaction_pri", format!("{:?}", self.compaction_pri)),
             ("max_background_flushes", self.max_background_flushes.to_string()),

@@ -260,8 +260,7 @@ pub(crate) const OPTIONS: &[Entry] = &[
     // Per column family.
     opt!("write_buffer_size", true, usize_of, |o, v| o.write_buffer_size = v),
     opt!("max_write_buffer_number", true, usize_of, |o, v| o.max_write_buffer_number = v),
-    opt!("min_write_buffer_number_to_merge", false, i32_of, |o, v| o
-        .accepted
+    opt!("min_write_buffer_number_to_merge", false, usize_of, |o, v| o
         .min_write_buffer_number_to_merge =
         v),
     opt!("max_write_buffer_size_to_maintain", false, i64_of, |o, v| o

@@ -177,7 +177,9 @@ fn rebuild(opts: &Options, fs: &Arc<dyn FileSystem>, dir: &Path) -> Result<Repai
     };
     let mut tables = found;
     let mut write_table = |mem: &Arc<MemTable>, report: &mut RepairReport| -> Result<()> {
-        if let Some((meta, _, _)) = write_level0_table(&env, mem, new_number())? {
+        if let Some((meta, _, _)) =
+            write_level0_table(&env, std::slice::from_ref(mem), new_number())?
+        {
             report.tables_from_wals.push(crate::filename::table_file_name(meta.number));
             tables.push((meta.number, 0));
         }

@@ -10,6 +10,7 @@ mod db_write_buffer_size;
 mod disable_wal_close;
 mod flush_syncs_retired_wals;
 mod flush_wal_sync;
+mod merged_flushes;
 mod read_your_writes_concurrent;
 mod stall_options;
 mod synced_writers_in_flight;

@@ -295,11 +295,32 @@ pub(crate) struct CfState {
     /// Count of memtables made immutable and of memtables flushed (for `flush` to wait on).
     pub memtables_switched: u64,
     pub memtables_flushed: u64,
+    /// Memtables up to this count of switched ones are flushed whether or not
+    /// `min_write_buffer_number_to_merge` of them wait ([`CfState::request_flush`]).
+    pub flush_requested: u64,
     /// How fast flushes add L0 files and compactions read, for L0 batching.
     pub l0_pace: crate::compaction::l0_batch::L0Pace,
 }
 
 impl CfState {
+    /// How many immutable memtables the next flush writes together, `None` while none is
+    /// due: the oldest alone when `merge_min` is 1; else all of them, once there are
+    /// `merge_min` or a flush of them was asked for.
+    pub(crate) fn flush_count(&self, merge_min: usize) -> Option<usize> {
+        let n = self.imm.len();
+        match n {
+            0 => None,
+            _ if merge_min <= 1 => Some(1),
+            _ => (n >= merge_min || self.memtables_flushed < self.flush_requested).then_some(n),
+        }
+    }
+
+    /// Every memtable made immutable so far is flushed without waiting for more (a flush
+    /// someone waits on, or one that frees memory).
+    pub(crate) fn request_flush(&mut self) {
+        self.flush_requested = self.memtables_switched;
+    }
+
     /// The oldest WAL holding data of this family not yet in its tables, `None` when none.
     pub(crate) fn oldest_unflushed_log(&self) -> Option<FileNumber> {
         match self.imm.front() {

@@ -95,6 +95,13 @@ pub(super) fn make_room_for_write(
             if no_slowdown {
                 return Err(no_slowdown_refused("the write buffer manager's budget is full"));
             }
+            // Only flushes free the budget: the immutable memtables waiting to be merged
+            // into one flush go now.
+            {
+                let mut st = inner.state.lock();
+                st.cfs.values_mut().for_each(|c| c.request_flush());
+            }
+            inner.bg_cv.notify_all();
             wait_for_budget(inner, m, &mut counted)?;
             continue;
         }
@@ -144,6 +151,11 @@ fn switch_for_budget(
         Some((cfd, true, _)) => {
             *switched = true;
             switch_memtable(inner, wal, &cfd)?;
+            // The budget needs the memory back: no waiting for more memtables to merge.
+            if let Some(c) = inner.state.lock().cfs.get_mut(&cfd.id) {
+                c.request_flush();
+            }
+            inner.bg_cv.notify_all();
             Ok(true)
         }
         Some((cfd, false, sv_number)) => {

@@ -21,7 +21,7 @@ impl Options {
     pub fn optimize_level_style_compaction(&mut self, memtable_memory_budget: usize) {
         let budget = memtable_memory_budget.max(4096 * 4);
         self.write_buffer_size = budget / 4;
-        self.accepted.min_write_buffer_number_to_merge = 2;
+        self.min_write_buffer_number_to_merge = 2;
         self.max_write_buffer_number = 6;
         self.level0_file_num_compaction_trigger = 2;
         self.target_file_size_base = (budget / 8) as u64;
@@ -38,7 +38,7 @@ impl Options {
     pub fn optimize_universal_style_compaction(&mut self, memtable_memory_budget: usize) {
         let budget = memtable_memory_budget.max(4096 * 4);
         self.write_buffer_size = budget / 4;
-        self.accepted.min_write_buffer_number_to_merge = 2;
+        self.min_write_buffer_number_to_merge = 2;
         self.max_write_buffer_number = 6;
         self.level0_file_num_compaction_trigger = 2;
         self.compaction_style = CompactionStyle::Universal;
@@ -67,7 +67,7 @@ impl Options {
         self.hard_pending_compaction_bytes_limit = 0;
         self.num_levels = 2;
         self.max_write_buffer_number = 6;
-        self.accepted.min_write_buffer_number_to_merge = 1;
+        self.min_write_buffer_number_to_merge = 1;
         self.target_file_size_base = 256 << 20;
     }
 
@@ -124,14 +124,14 @@ impl Options {
         self.accepted.optimize_filters_for_hits = optimize_for_hits;
     }
 
-    /// `min_write_buffer_number_to_merge` (the `rocksdb` crate's older name): kept.
+    /// `min_write_buffer_number_to_merge` (the `rocksdb` crate's older name).
     pub fn set_min_write_buffer_number(&mut self, nbuf: i32) {
-        self.accepted.min_write_buffer_number_to_merge = nbuf;
+        self.set_min_write_buffer_number_to_merge(nbuf);
     }
 
-    /// `min_write_buffer_number_to_merge`: kept (each immutable memtable is flushed alone).
+    /// `min_write_buffer_number_to_merge` (the field; below 1 means 1).
     pub fn set_min_write_buffer_number_to_merge(&mut self, to_merge: i32) {
-        self.accepted.min_write_buffer_number_to_merge = to_merge;
+        self.min_write_buffer_number_to_merge = count(to_merge).max(1);
     }
 
     /// `max_write_buffer_size_to_maintain`: kept.
