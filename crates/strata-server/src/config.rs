@@ -162,8 +162,16 @@ pub struct Config {
 /// loads from the cache rather than from memory (`docs/measurements.md` has the figures).
 /// The cost is four times as many flushes, each a smaller table for compaction to merge; at
 /// `appendfsync always` that background work shares the device with the WAL's syncs, and an
-/// update-heavy load right after a bulk load measured slower for it.
+/// update-heavy load right after a bulk load measured slower for it; a standalone server
+/// therefore flushes [`DEFAULT_MEMTABLES_TO_MERGE`] of them together.
 pub const DEFAULT_WRITE_BUFFER_SIZE: usize = 16 << 20;
+
+/// Memtables of [`DEFAULT_WRITE_BUFFER_SIZE`] a standalone server flushes together as one L0
+/// table (the engine's `min_write_buffer_number_to_merge`; one more may exist, the active
+/// one): L0 tables and compactions of the engine default's size, from memtables that fit the
+/// cache. Only with the default size, and not in cluster mode, whose many partition families
+/// would each hold that many.
+pub const DEFAULT_MEMTABLES_TO_MERGE: usize = 4;
 
 /// The block cache a server gets when none is configured: a quarter of physical memory, at
 /// most 4 GiB and at least 32 MiB (the engine's own default, also used when the memory size
@@ -385,6 +393,10 @@ impl Config {
             uncache_aggressiveness: 1,
             ..strata::Options::default()
         };
+        if self.write_buffer_size.is_none() && !self.cluster.enabled {
+            o.min_write_buffer_number_to_merge = DEFAULT_MEMTABLES_TO_MERGE;
+            o.max_write_buffer_number = DEFAULT_MEMTABLES_TO_MERGE + 1;
+        }
         if let Some(v) = self.max_background_jobs {
             o.max_background_jobs = v.max(1);
         }
@@ -505,8 +517,15 @@ mod tests {
     #[test]
     fn memtables_default_to_the_servers_size_unless_set() {
         let c = Config::resolve(Flags::default()).unwrap();
-        assert_eq!(c.engine_options().write_buffer_size, DEFAULT_WRITE_BUFFER_SIZE);
+        let o = c.engine_options();
+        assert_eq!(o.write_buffer_size, DEFAULT_WRITE_BUFFER_SIZE);
+        assert_eq!((o.min_write_buffer_number_to_merge, o.max_write_buffer_number), (4, 5));
         let set = Flags { write_buffer_size: Some(3 << 20), ..Flags::default() };
-        assert_eq!(Config::resolve(set).unwrap().engine_options().write_buffer_size, 3 << 20);
+        let o = Config::resolve(set).unwrap().engine_options();
+        assert_eq!(o.write_buffer_size, 3 << 20);
+        assert_eq!((o.min_write_buffer_number_to_merge, o.max_write_buffer_number), (1, 2));
+        let mut cluster = Config::resolve(Flags::default()).unwrap();
+        cluster.cluster.enabled = true;
+        assert_eq!(cluster.engine_options().min_write_buffer_number_to_merge, 1);
     }
 }
