@@ -397,6 +397,10 @@ impl Config {
             o.min_write_buffer_number_to_merge = DEFAULT_MEMTABLES_TO_MERGE;
             o.max_write_buffer_number = DEFAULT_MEMTABLES_TO_MERGE + 1;
         }
+        // The families share one WAL, and some are written seldom (the server's own, a
+        // database's scores): the WALs kept are bounded as RocksDB's default bounds them for
+        // one family, not the sum over all of them the engine's default allows.
+        o.max_total_wal_size = 4 * (o.write_buffer_size as u64) * o.max_write_buffer_number as u64;
         if let Some(v) = self.max_background_jobs {
             o.max_background_jobs = v.max(1);
         }
@@ -520,6 +524,7 @@ mod tests {
         let o = c.engine_options();
         assert_eq!(o.write_buffer_size, DEFAULT_WRITE_BUFFER_SIZE);
         assert_eq!((o.min_write_buffer_number_to_merge, o.max_write_buffer_number), (4, 5));
+        assert_eq!(o.max_total_wal_size, 320 << 20);
         let set = Flags { write_buffer_size: Some(3 << 20), ..Flags::default() };
         let o = Config::resolve(set).unwrap().engine_options();
         assert_eq!(o.write_buffer_size, 3 << 20);

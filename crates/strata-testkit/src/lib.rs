@@ -265,6 +265,11 @@ pub fn random_options(
     if rng.gen_bool(0.25) {
         o.min_write_buffer_number_to_merge = rng.gen_range(2..=3);
     }
+    // A small bound on the WALs kept now and then: families holding the oldest WAL are
+    // switched and flushed by the write path (`db/write/wal_limit.rs`).
+    if rng.gen_bool(0.25) {
+        o.max_total_wal_size = [64 << 10, 1 << 20][rng.gen_range(0..2)];
+    }
     o
 }
 
@@ -364,8 +369,8 @@ impl strata::CompactionFilterFactory for DeadValueFilter {
 /// The options `random_options` varies, for failure reports.
 pub fn describe_options(o: &Options) -> String {
     format!(
-        "write_buffer_size={} max_write_buffer_number={} to_merge={} block_size={} restart={} \
-         bloom={} compression={:?} checksum={:?} cache={} paranoid={} l0_trigger={} \
+        "write_buffer_size={} max_write_buffer_number={} to_merge={} max_total_wal={} \
+         block_size={} restart={} bloom={} compression={:?} checksum={:?} cache={} paranoid={} l0_trigger={} \
          level_base={} \
          target_file={} dynamic={} subcompactions={} jobs={} wal_recovery={:?} \
          l0_slowdown={} l0_stop={} soft_pending={} hard_pending={} delayed_rate={} \
@@ -380,6 +385,7 @@ pub fn describe_options(o: &Options) -> String {
         o.write_buffer_size,
         o.max_write_buffer_number,
         o.min_write_buffer_number_to_merge,
+        o.max_total_wal_size,
         o.block_size,
         o.block_restart_interval,
         o.bloom_bits_per_key,

@@ -337,6 +337,13 @@ pub struct Options {
     /// the file's old bytes and reads as the WAL's end (point-in-time semantics); with
     /// `wal_recovery_mode = AbsoluteConsistency` this is set to 0 at open. Default: 0.
     pub recycle_log_file_num: usize,
+    /// Bytes of WAL files kept at most before the families whose unflushed writes keep the
+    /// oldest of them are flushed (RocksDB's `max_total_wal_size`): a WAL is deleted only once
+    /// every family's writes in it are in tables, so a family written rarely would otherwise
+    /// keep every WAL since its last write. 0 (default): four times the memtable memory the
+    /// families may hold (`write_buffer_size` x `max_write_buffer_number`, summed), as
+    /// RocksDB's. WALs recovered at open are not counted.
+    pub max_total_wal_size: u64,
     /// Archive WAL files instead of deleting them once their writes are in tables, and delete
     /// an archived WAL once its last write is older than this many seconds (the file's
     /// modification time; on a file system that cannot tell it, archived WALs are kept for
@@ -554,6 +561,7 @@ impl Default for Options {
             paranoid_checks: true,
             avoid_flush_during_recovery: false,
             recycle_log_file_num: 0,
+            max_total_wal_size: 0,
             wal_ttl_seconds: 0,
             wal_size_limit_mb: 0,
             wal_zeros_ahead: true,
@@ -909,6 +917,7 @@ impl Options {
             ("stats_dump_period_sec", self.stats_dump_period_sec.to_string()),
             ("avoid_flush_during_recovery", self.avoid_flush_during_recovery.to_string()),
             ("recycle_log_file_num", self.recycle_log_file_num.to_string()),
+            ("max_total_wal_size", self.max_total_wal_size.to_string()),
             ("WAL_ttl_seconds", self.wal_ttl_seconds.to_string()),
             ("WAL_size_limit_MB", self.wal_size_limit_mb.to_string()),
             ("wal_zeros_ahead", self.wal_zeros_ahead.to_string()),

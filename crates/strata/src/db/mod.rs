@@ -193,6 +193,9 @@ pub(crate) struct WalState {
     /// Transactions prepared and not yet committed or rolled back: xid -> its prepare record
     /// (`wal/txn_record.rs`), which every new WAL starts with (`write/two_phase.rs`).
     pub prepared: BTreeMap<Vec<u8>, Vec<u8>>,
+    /// The WALs this process closed that may still be kept, oldest first, with their sizes
+    /// (`write/wal_limit.rs`).
+    pub closed: VecDeque<(FileNumber, u64)>,
 }
 
 /// Obsolete WAL files kept for reuse, oldest first. Each was written whole in recyclable

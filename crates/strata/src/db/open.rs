@@ -706,6 +706,7 @@ fn assemble(mut p: Parts<'_>) -> DbInner {
             delay_debt_micros: 0.0,
             synced_event_through: p.kept_synced_through,
             prepared: p.prepared,
+            closed: std::collections::VecDeque::new(),
         }),
         retired_wals: Mutex::new(std::collections::VecDeque::new()),
         recycled_wals: Mutex::new(super::RecycledWals::default()),

@@ -169,8 +169,6 @@ pub struct AcceptedOptions {
     /// `paranoid_file_checks`: a new table is not read back whole after it is written; its
     /// blocks' checksums are verified when they are read.
     pub paranoid_file_checks: bool,
-    /// `max_total_wal_size`: WAL files are released as their memtables flush.
-    pub max_total_wal_size: u64,
     /// `stats_persist_period_sec`: statistics are not persisted.
     pub stats_persist_period_sec: u32,
     /// `use_adaptive_mutex`.
@@ -253,7 +251,6 @@ impl Default for AcceptedOptions {
             max_write_buffer_size_to_maintain: 0,
             report_bg_io_stats: false,
             paranoid_file_checks: false,
-            max_total_wal_size: 0,
             stats_persist_period_sec: 600,
             use_adaptive_mutex: false,
             memtable_whole_key_filtering: false,
@@ -327,7 +324,6 @@ impl AcceptedOptions {
             ),
             ("report_bg_io_stats", u8::from(self.report_bg_io_stats).to_string()),
             ("paranoid_file_checks", u8::from(self.paranoid_file_checks).to_string()),
-            ("max_total_wal_size", self.max_total_wal_size.to_string()),
             ("stats_persist_period_sec", self.stats_persist_period_sec.to_string()),
             ("use_adaptive_mutex", u8::from(self.use_adaptive_mutex).to_string()),
             (

@@ -16,6 +16,7 @@ mod stall_options;
 mod synced_writers_in_flight;
 mod wal_dir;
 mod wal_failure;
+mod wal_limit;
 mod write_buffer_manager_cache_charge;
 mod write_buffer_manager_release;
 mod write_buffer_manager_shared_budget;

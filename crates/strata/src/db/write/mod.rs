@@ -44,6 +44,7 @@ mod stall;
 pub(super) mod switch;
 pub(crate) mod two_phase;
 pub(super) mod wal;
+mod wal_limit;
 pub(crate) mod yield_wait;
 
 use std::sync::atomic::Ordering;

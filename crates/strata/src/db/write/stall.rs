@@ -115,6 +115,7 @@ pub(super) fn make_room_for_write(
         }
         if let Some(cfd) = full {
             switch_memtable(inner, wal, &cfd)?;
+            super::wal_limit::flush_for_wal_limit(inner, wal)?;
             continue;
         }
         let rate = match &slow {
@@ -151,6 +152,7 @@ fn switch_for_budget(
         Some((cfd, true, _)) => {
             *switched = true;
             switch_memtable(inner, wal, &cfd)?;
+            super::wal_limit::flush_for_wal_limit(inner, wal)?;
             // The budget needs the memory back: no waiting for more memtables to merge.
             if let Some(c) = inner.state.lock().cfs.get_mut(&cfd.id) {
                 c.request_flush();

@@ -65,6 +65,7 @@ pub(crate) fn switch_memtable(inner: &DbInner, wal: &mut WalState, cfd: &Arc<Cfd
     // Retired before the memtable is handed to the flush thread: a flush syncs the retired
     // WALs its memtable's writes are in (`db/flush.rs`), so the WAL must be on the list by then.
     let retired = std::mem::replace(&mut wal.writer, new_writer);
+    wal.closed.push_back((wal.number, retired.file_size()));
     inner.retired_wals.lock().push_back((wal.number, retired));
     let new_mem = crate::db::cf::new_memtable(&cfd.live_opts(), &inner.opts);
     // The pipeline is drained: every write published so far is in the old memtables.

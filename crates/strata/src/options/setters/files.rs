@@ -105,9 +105,9 @@ impl Options {
         self.accepted.table_cache_num_shard_bits = nbits;
     }
 
-    /// `max_total_wal_size`: kept.
+    /// `max_total_wal_size` (the field).
     pub fn set_max_total_wal_size(&mut self, size: u64) {
-        self.accepted.max_total_wal_size = size;
+        self.max_total_wal_size = size;
     }
 
     /// `track_and_verify_wals_in_manifest`: kept.
