@@ -370,8 +370,8 @@ impl strata::CompactionFilterFactory for DeadValueFilter {
 pub fn describe_options(o: &Options) -> String {
     format!(
         "write_buffer_size={} max_write_buffer_number={} to_merge={} max_total_wal={} \
-         block_size={} restart={} bloom={} compression={:?} checksum={:?} cache={} paranoid={} l0_trigger={} \
-         level_base={} \
+         block_size={} restart={} bloom={} compression={:?} checksum={:?} cache={} \
+         paranoid={} l0_trigger={} level_base={} \
          target_file={} dynamic={} subcompactions={} jobs={} wal_recovery={:?} \
          l0_slowdown={} l0_stop={} soft_pending={} hard_pending={} delayed_rate={} \
          avoid_flush_during_recovery={} recycle_log_file_num={} wal_bytes_per_sync={} \
