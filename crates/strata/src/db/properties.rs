@@ -123,14 +123,14 @@ pub(crate) fn property_value(inner: &DbInner, cfd: &Cfd, name: &str) -> Result<O
         "size-all-mem-tables" => {
             mems().map(|m| m.approximate_memory_usage()).sum::<usize>().to_string()
         }
-        // Due, not merely queued: immutable memtables may wait for more to merge with.
-        "mem-table-flush-pending" => {
+        // Due, not merely queued: immutable memtables may wait for more to merge with. The
+        // one flush thread runs a flush whenever one is due.
+        "mem-table-flush-pending" | "num-running-flushes" => {
             let st = inner.state.lock();
             let due =
                 st.cfs.get(&cfd.id).and_then(|c| c.flush_count(cfd.live_opts().flush_merge_min()));
             u8::from(due.is_some()).to_string()
         }
-        "num-running-flushes" => u8::from(!sv.imm.is_empty()).to_string(),
         "live-sst-files-size" => {
             let live = inner.versions.lock().live_tables();
             let sizes: std::collections::HashMap<_, _> =

@@ -75,6 +75,7 @@ fn memtables_wait_for_the_count_and_flush_as_one_table() {
     std::thread::sleep(Duration::from_millis(100));
     assert!(l0_tables(&db).is_empty(), "two of three memtables were flushed");
     assert_eq!(prop(&db, "rocksdb.mem-table-flush-pending"), 0);
+    assert_eq!(prop(&db, "rocksdb.num-running-flushes"), 0);
     check(&db, &model);
     write_until(&db, &mut model, &mut next, 300, |db| !l0_tables(db).is_empty());
     let tables = l0_tables(&db);
