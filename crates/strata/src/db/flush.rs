@@ -73,15 +73,13 @@ fn build_level0_table(
     let mut builder = TableBuilder::new(env.table_options, file, path.clone());
     let not_bottom = |_: &[u8]| false;
     let order = &env.table_options.order;
+    let tombstones: Vec<_> = mems.iter().flat_map(|m| m.range_tombstones()).collect();
     // Several memtables: one stream over all of them (their entries' sequence numbers tell
     // the versions of a key apart), with their range tombstones fragmented together.
     let range_dels = match mems {
         [mem] => mem.fragmented_range_tombstones(),
-        _ => {
-            let all: Vec<_> = mems.iter().flat_map(|m| m.range_tombstones()).collect();
-            (!all.is_empty())
-                .then(|| Arc::new(FragmentedTombstones::from_tombstones(&all, 0, order)))
-        }
+        _ => (!tombstones.is_empty())
+            .then(|| Arc::new(FragmentedTombstones::from_tombstones(&tombstones, 0, order))),
     };
     let ctx = StreamContext {
         snapshots: env.snapshots,
@@ -113,8 +111,8 @@ fn build_level0_table(
             }
             None => builder.add(k, v),
         })?;
-        for t in mems.iter().flat_map(|m| m.range_tombstones()) {
-            builder.add_range_tombstone(&t);
+        for t in &tombstones {
+            builder.add_range_tombstone(t);
         }
         // Blob files first: the table is durable only with the values it refers to.
         let added = match &mut blobs {
@@ -176,7 +174,7 @@ fn flush_loop(inner: &DbInner) {
                 st.cfs
                     .values()
                     .filter_map(|c| {
-                        let n = c.flush_count(c.cfd.live_opts().flush_merge_min())?;
+                        let n = c.flush_count()?;
                         Some((c.imm.front()?.1, c, n))
                     })
                     .min_by_key(|(log, c, _)| (*log, c.cfd.id))

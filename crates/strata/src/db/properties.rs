@@ -127,9 +127,7 @@ pub(crate) fn property_value(inner: &DbInner, cfd: &Cfd, name: &str) -> Result<O
         // one flush thread runs a flush whenever one is due.
         "mem-table-flush-pending" | "num-running-flushes" => {
             let st = inner.state.lock();
-            let due =
-                st.cfs.get(&cfd.id).and_then(|c| c.flush_count(cfd.live_opts().flush_merge_min()));
-            u8::from(due.is_some()).to_string()
+            u8::from(st.cfs.get(&cfd.id).and_then(|c| c.flush_count()).is_some()).to_string()
         }
         "live-sst-files-size" => {
             let live = inner.versions.lock().live_tables();

@@ -55,6 +55,12 @@ struct Knobs {
     vector_memtable: bool,
     /// WAL records copied into a mapping of the zeros ahead (on the real file system).
     wal_mmap_writes: bool,
+    /// `min_write_buffer_number_to_merge` (1-3, with four memtables at most): immutable
+    /// memtables flushed together as one table.
+    merge_memtables: usize,
+    /// `max_total_wal_size` of 64 KiB: the write path flushes the family keeping the oldest
+    /// WAL once the WALs kept outgrow it.
+    wal_limit: bool,
 }
 
 fn knobs_strategy() -> impl Strategy<Value = Knobs> {
@@ -78,6 +84,8 @@ fn knobs_strategy() -> impl Strategy<Value = Knobs> {
             prop_oneof![Just(0.0f64), Just(0.01), Just(1e-9)],
             any::<bool>(),
             any::<bool>(),
+            1usize..4,
+            any::<bool>(),
         ),
     )
         .prop_map(
@@ -99,6 +107,8 @@ fn knobs_strategy() -> impl Strategy<Value = Knobs> {
                     memtable_bloom,
                     vector_memtable,
                     wal_mmap_writes,
+                    merge_memtables,
+                    wal_limit,
                 ),
             )| {
                 Knobs {
@@ -118,6 +128,8 @@ fn knobs_strategy() -> impl Strategy<Value = Knobs> {
                     memtable_bloom,
                     vector_memtable,
                     wal_mmap_writes,
+                    merge_memtables,
+                    wal_limit,
                 }
             },
         )
@@ -236,6 +248,9 @@ fn options(fs: Arc<dyn FileSystem>, knobs: &Knobs) -> Options {
         memtable_bloom_size_ratio: knobs.memtable_bloom,
         vector_memtable: knobs.vector_memtable,
         wal_mmap_writes: knobs.wal_mmap_writes,
+        min_write_buffer_number_to_merge: knobs.merge_memtables,
+        max_write_buffer_number: if knobs.merge_memtables > 1 { 4 } else { 2 },
+        max_total_wal_size: if knobs.wal_limit { 64 << 10 } else { 0 },
         ..Options::default()
     }
 }

@@ -304,9 +304,10 @@ pub(crate) struct CfState {
 
 impl CfState {
     /// How many immutable memtables the next flush writes together, `None` while none is
-    /// due: the oldest alone when `merge_min` is 1; else all of them, once there are
-    /// `merge_min` or a flush of them was asked for.
-    pub(crate) fn flush_count(&self, merge_min: usize) -> Option<usize> {
+    /// due: the oldest alone when the family merges none (`Options::flush_merge_min` 1);
+    /// else all of them, once there are that many or a flush of them was asked for.
+    pub(crate) fn flush_count(&self) -> Option<usize> {
+        let merge_min = self.cfd.live_opts().flush_merge_min();
         let n = self.imm.len();
         match n {
             0 => None,
