@@ -13,4 +13,4 @@ if ! cargo +nightly miri --version > /dev/null 2>&1; then
 fi
 MIRIFLAGS="${MIRIFLAGS:-} -Zmiri-disable-isolation" cargo +nightly miri test -p strata --lib -- memtable::skiplist memtable::arena \
   memtable::tests::concurrent_writers memtable::tests::one_writer_many_readers \
-  memtable::tests::seek_while_inserting
+  memtable::tests::seek_while_inserting memtable::tests::single_entry_writes_are_linked

@@ -1,7 +1,8 @@
 //! The memtable: recent writes, sorted by internal key, in an arena-backed skiplist.
 //!
 //! Two representations, chosen per family (`Options::set_memtable_factory`): the skiplist,
-//! linked as each entry is inserted (the default, any load), and the vector
+//! linked as entries arrive, a batch at a time across writes (`LINK_BATCH`), and before
+//! any read (the default, any load: `skiplist.rs`, "Batches across writes"), and the vector
 //! (`MemtableFactory::Vector`, for bulk loads): entries are appended unlinked and sorted
 //! into the same skiplist when something first reads them, a get, an iterator or the flush
 //! (`skiplist.rs`, "Deferred linking"). Reads of a vector memtable under writes pay that
@@ -13,8 +14,9 @@
 //!   [`MemTable::approximate_memory_usage`], which is one atomic load;
 //! - concurrency model: several writers insert at once (write groups in flight, and group
 //!   members inserting their own batches with `allow_concurrent_memtable_write`), linking with
-//!   compare-and-swap; readers (gets, iterators, the flush) are lock-free, never block a writer,
-//!   and no writer waits for readers;
+//!   compare-and-swap; readers (gets, iterators, the flush) walk the list without a lock
+//!   once they have linked what was pending (one atomic load when nothing is), and no writer
+//!   waits for a reader beyond a short lock on the pending vector;
 //! - no per-entry heap allocation and no per-entry drop: the arena is freed in one go when the
 //!   last reference to the memtable (the DB's or an iterator's `Arc`) goes away.
 //!
@@ -131,7 +133,7 @@ impl MemTable {
             list: if vector {
                 SkipList::deferred(tracker, order.clone(), chunk)
             } else {
-                SkipList::with_tracker(tracker, order.clone(), chunk)
+                SkipList::batched(tracker, order.clone(), chunk)
             },
             bloom,
             num_entries: AtomicU64::new(0),
@@ -180,7 +182,8 @@ impl MemTable {
     /// to call from any number of threads at once (the skiplist links with compare-and-swap);
     /// readers see each entry complete or not at all. The statistics are updated once per
     /// call, after the entries are in. The entries are linked several at a time, their
-    /// searches interleaved (`skiplist.rs`, "Batches").
+    /// searches interleaved, with those of earlier calls still waiting (`skiplist.rs`,
+    /// "Batches across writes"); every read links what waits before it looks.
     ///
     /// The DB gives every entry a unique sequence number. Should the same internal key (user
     /// key, seq and type) be added twice anyway, both entries are kept: forward iteration and
@@ -398,7 +401,7 @@ impl MemTable {
     /// Whether this is a vector memtable (the module's text).
     #[cfg(test)]
     pub(crate) fn is_vector(&self) -> bool {
-        self.list.is_deferred()
+        self.list.is_sorted_on_read()
     }
 }
 

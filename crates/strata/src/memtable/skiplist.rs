@@ -73,6 +73,19 @@
 //! batch after the splice is linked one node at a time through the splice instead, which
 //! costs it a few comparisons of nodes in cache each.
 //!
+//! ## Batches across writes
+//!
+//! Most writes carry one entry, and the DB's writes come one after another, so a batch alone
+//! would seldom overlap anything. The memtable's list ([`SkipList::batched`]) carries the
+//! batch over from write to write instead: [`SkipList::add`] writes the node at once and
+//! pushes it on the pending vector, as below, and the writer whose push makes [`LINK_BATCH`]
+//! pending links them as a batch. Every read links what is pending first (`settle`, below), so
+//! a read still finds every entry added before it began, as if each were linked by its
+//! writer. A writer links only when no one else is linking (a `try_lock`), and never waits
+//! for another writer here; its nodes are then linked by the next writer whose push finds
+//! a batch pending, or by the next read. A link takes the nodes pending when it starts and no
+//! more, so a read under a stream of writes links a few nodes, not the writers' share.
+//!
 //! ## Deferred linking (the vector memtable)
 //!
 //! A list made with [`SkipList::deferred`] takes entries by [`SkipList::add`] unlinked: the node is
@@ -104,7 +117,11 @@ pub(crate) const MAX_HEIGHT: usize = 12;
 
 /// Most nodes [`SkipList::link_batch`] links together: about as many cache misses as a core
 /// keeps in flight (`docs/measurements.md` has 8, 16 and 32 compared).
+#[cfg(not(any(feature = "loom", feature = "shuttle")))]
 pub(crate) const LINK_BATCH: usize = 16;
+/// Two under the model checkers, so that their few writes fill batches.
+#[cfg(any(feature = "loom", feature = "shuttle"))]
+pub(crate) const LINK_BATCH: usize = 2;
 
 /// log2 of the branching factor: a node reaches level `i + 1` with probability 1/4 given `i`.
 const BRANCHING_BITS: u32 = 2;
@@ -278,15 +295,28 @@ pub(crate) struct SkipList {
     deferred: Option<Deferred>,
 }
 
+/// How a deferred list links the nodes it took unlinked.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Linking {
+    /// Sorted and linked through the splice when read (the vector memtable).
+    Sorted,
+    /// Linked [`LINK_BATCH`] at a time, their searches interleaved, as soon as that many
+    /// wait, and when read (module doc, "Batches across writes").
+    Batched,
+}
+
 /// The unlinked nodes of a deferred list (module doc, "Deferred linking").
 struct Deferred {
+    linking: Linking,
     /// Appended nodes with their heights, in append order.
     pending: Mutex<Vec<(NodePtr, usize)>>,
     /// Nodes appended and not linked yet: raised by `append` after the push, lowered by
     /// `settle` after the linking.
     unlinked: AtomicUsize,
     /// Held while a settle links, so settles run one at a time.
-    settling: Mutex<()>,
+    /// Held while a settle links, so settles run one at a time; it guards the nodes that
+    /// settle took (a vector kept for its capacity).
+    settling: Mutex<Vec<(NodePtr, usize)>>,
 }
 
 // SAFETY: shared state is reached only through atomics (links, height, memory_usage, rng) or
@@ -329,18 +359,49 @@ impl SkipList {
     /// A list in `order` that takes entries by [`Self::add`] unlinked and links them when read
     /// ([`Self::settle`]); its arena reports to `tracker`, with chunks of `chunk` bytes.
     pub(crate) fn deferred(tracker: Option<MemoryTracker>, order: KeyOrder, chunk: usize) -> Self {
+        Self::deferring(tracker, order, chunk, Linking::Sorted)
+    }
+
+    /// A list in `order` that links its entries [`LINK_BATCH`] at a time across writes and
+    /// the rest when read (module doc, "Batches across writes"); its arena reports to
+    /// `tracker`, with chunks of `chunk` bytes.
+    pub(crate) fn batched(tracker: Option<MemoryTracker>, order: KeyOrder, chunk: usize) -> Self {
+        Self::deferring(tracker, order, chunk, Linking::Batched)
+    }
+
+    fn deferring(
+        tracker: Option<MemoryTracker>,
+        order: KeyOrder,
+        chunk: usize,
+        linking: Linking,
+    ) -> Self {
         let mut list = Self::with_tracker(tracker, order, chunk);
         list.deferred = Some(Deferred {
-            pending: Mutex::new(Vec::new()),
+            linking,
+            pending: Mutex::new(Vec::with_capacity(2 * LINK_BATCH)),
             unlinked: AtomicUsize::new(0),
-            settling: Mutex::new(()),
+            settling: Mutex::new(Vec::with_capacity(2 * LINK_BATCH)),
         });
         list
     }
 
-    /// Whether entries are appended and linked later (a list made by [`Self::deferred`]).
+    /// Whether entries are appended and linked later (a list made by [`Self::deferred`] or
+    /// [`Self::batched`]).
     pub(crate) fn is_deferred(&self) -> bool {
         self.deferred.is_some()
+    }
+
+    /// Nodes added and not linked yet.
+    #[cfg(test)]
+    pub(crate) fn unlinked(&self) -> usize {
+        self.deferred.as_ref().map_or(0, |d| d.unlinked.load(MemOrder::Acquire))
+    }
+
+    /// Whether entries are appended and linked in order when read (a list made by
+    /// [`Self::deferred`]: the vector memtable).
+    #[cfg(test)]
+    pub(crate) fn is_sorted_on_read(&self) -> bool {
+        self.deferred.as_ref().is_some_and(|d| d.linking == Linking::Sorted)
     }
 
     /// Adds the entry whose key is `key_prefix | key_suffix`: linked at once through `splice`
@@ -367,7 +428,15 @@ impl SkipList {
                 // another writer's uncounted node made the count one short, and a read after
                 // this node's publication could find 0 and skip it.)
                 d.unlinked.fetch_add(1, MemOrder::Release);
+                let full = d.linking == Linking::Batched && pending.len() >= LINK_BATCH;
                 drop(pending);
+                // A writer links only if no one else is linking, and never waits for it: the
+                // next push that finds a batch pending, or the next read, links these.
+                if full {
+                    if let Some(mut taken) = d.settling.try_lock() {
+                        self.link_batches(d, &mut taken, splice);
+                    }
+                }
             }
         }
     }
@@ -384,23 +453,40 @@ impl SkipList {
         }
     }
 
-    /// [`Self::settle`]'s work, once something is pending.
+    /// [`Self::settle`]'s work, once something is pending; also a batched list's writer's,
+    /// once [`LINK_BATCH`] nodes wait (through its `splice`).
     #[inline(never)]
     fn link_pending(&self, d: &Deferred) {
-        let _one_at_a_time = d.settling.lock();
-        let nodes = std::mem::take(&mut *d.pending.lock());
-        if nodes.is_empty() {
+        let mut taken = d.settling.lock();
+        if d.linking == Linking::Batched {
+            return self.with_splice(|splice| self.link_batches(d, &mut taken, splice));
+        }
+        std::mem::swap(&mut *d.pending.lock(), &mut *taken);
+        if taken.is_empty() {
             // A settle that held the lock before this one linked them.
             return;
         }
-        let n = nodes.len();
         match &self.order {
-            KeyOrder::Bytewise => self.link_sorted(nodes, true, compare_internal),
+            KeyOrder::Bytewise => self.link_sorted(&taken, true, compare_internal),
             o @ KeyOrder::Custom(_) => {
-                self.link_sorted(nodes, false, |a: &[u8], b: &[u8]| o.compare_internal(a, b));
+                self.link_sorted(&taken, false, |a: &[u8], b: &[u8]| o.compare_internal(a, b));
             }
         }
-        d.unlinked.fetch_sub(n, MemOrder::Release);
+        d.unlinked.fetch_sub(taken.len(), MemOrder::Release);
+        taken.clear();
+    }
+
+    /// A batched list's nodes pending now, linked [`LINK_BATCH`] at a time; `taken` is the
+    /// vector `settling` guards (held). Nodes added meanwhile are left to the next writer or
+    /// read that links: a read never links more than was pending when it came, so it is not
+    /// held up by writes that go on.
+    fn link_batches(&self, d: &Deferred, taken: &mut Vec<(NodePtr, usize)>, splice: &mut Splice) {
+        std::mem::swap(&mut *d.pending.lock(), taken);
+        for batch in taken.chunks(LINK_BATCH) {
+            self.link_batch(splice, batch);
+            d.unlinked.fetch_sub(batch.len(), MemOrder::Release);
+        }
+        taken.clear();
     }
 
     #[inline]
@@ -575,7 +661,7 @@ impl SkipList {
     /// each.
     fn link_sorted(
         &self,
-        nodes: Vec<(NodePtr, usize)>,
+        nodes: &[(NodePtr, usize)],
         bytewise: bool,
         cmp: impl Fn(&[u8], &[u8]) -> Ordering + Copy,
     ) {
@@ -585,8 +671,8 @@ impl SkipList {
             unsafe { Node::from_raw(p, h) }.key()
         };
         let mut keyed: Vec<(u64, NodePtr, usize)> = nodes
-            .into_iter()
-            .map(|(p, h)| {
+            .iter()
+            .map(|&(p, h)| {
                 let mut head = [0u8; 8];
                 if bytewise {
                     let k = key(p, h);

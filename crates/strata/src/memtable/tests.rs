@@ -275,6 +275,36 @@ fn iterator_keeps_memtable_alive() {
     assert_eq!(handle.join().unwrap(), b"v2");
 }
 
+/// The skiplist memtable links single-entry writes a batch at a time (`LINK_BATCH`), the
+/// write that fills a batch linking it, and every read links what is pending before it looks:
+/// each entry is found by the first read after its write.
+#[test]
+fn single_entry_writes_are_linked_in_batches_and_read_at_once() {
+    use super::skiplist::LINK_BATCH;
+    let m = Arc::new(mem(false));
+    let key = |i: u64| format!("k{:03}", (i * 37) % 200).into_bytes();
+    for i in 0..3 * LINK_BATCH as u64 {
+        m.add(SeqNo(i + 1), ValueType::Value, &key(i), &i.to_le_bytes());
+        assert_eq!(m.list.unlinked(), (i as usize + 1) % LINK_BATCH, "after write {i}");
+    }
+    for i in 3 * LINK_BATCH as u64..200 {
+        m.add(SeqNo(i + 1), ValueType::Value, &key(i), &i.to_le_bytes());
+        if i % 5 == 0 {
+            let lookup = lookup_key(&key(i), SeqNo(u64::MAX >> 8));
+            let mut got = None;
+            m.get(&lookup, |_, v| {
+                got = Some(v.to_vec());
+                false
+            });
+            assert_eq!(got, Some(i.to_le_bytes().to_vec()), "write {i} read back");
+            assert_eq!(m.list.unlinked(), 0);
+        }
+    }
+    let all = scan(&m);
+    assert_eq!(all.len(), 200);
+    assert!(all.windows(2).all(|w| compare_internal(&w[0].0, &w[1].0) == Ordering::Less));
+}
+
 #[test]
 fn iterator_sees_later_inserts() {
     for vector in [false, true] {
@@ -588,7 +618,7 @@ mod shuttle_tests {
 
     fn insert(list: &SkipList, i: u64) {
         let trailer = pack_trailer(SeqNo(i + 1), ValueType::Value).to_le_bytes();
-        list.insert(&user_key(i), &trailer, &i.to_le_bytes());
+        list.with_splice(|s| list.add(s, &user_key(i), &trailer, &i.to_le_bytes()));
     }
 
     fn ikey(i: u64) -> Vec<u8> {
@@ -615,9 +645,22 @@ mod shuttle_tests {
 
     #[test]
     fn shuttle_concurrent_inserts_and_lock_free_reads() {
+        concurrent_inserts_and_reads(SkipList::new);
+    }
+
+    /// The memtable's list, linking batches across writes (`LINK_BATCH` is 2 under Shuttle, so
+    /// writers link batches while the reader settles): every returned add is found.
+    #[test]
+    fn shuttle_batched_adds_are_found_by_every_later_read() {
+        concurrent_inserts_and_reads(|| {
+            SkipList::batched(None, crate::comparator::KeyOrder::Bytewise, 1 << 20)
+        });
+    }
+
+    fn concurrent_inserts_and_reads(make: fn() -> SkipList) {
         shuttle::check_random(
-            || {
-                let list = Arc::new(SkipList::new());
+            move || {
+                let list = Arc::new(make());
                 // How many of writer 0's inserts have returned (published with Release).
                 let done0 = Arc::new(AtomicUsize::new(0));
                 let writers: Vec<_> = (0..2u64)
@@ -640,6 +683,7 @@ mod shuttle_tests {
                             // An insert that returned before this load is found by every
                             // search that starts after it.
                             let seen = done0.load(MemOrder::Acquire) as u64;
+                            list.settle();
                             for j in 0..seen {
                                 let found = list.seek_ge(&ikey(j)).expect("published key");
                                 assert_eq!(found.key(), ikey(j).as_slice(), "lost key {j}");
@@ -652,6 +696,7 @@ mod shuttle_tests {
                     w.join().expect("writer");
                 }
                 reader.join().expect("reader");
+                list.settle();
                 assert_eq!(check_scan(&list), 2 * PER_WRITER as usize);
                 let last = list.last().expect("non-empty");
                 assert!(last.next(0).is_none());
@@ -792,6 +837,39 @@ mod loom_tests {
     fn append(list: &SkipList, user: &[u8], seq: u64) {
         let trailer = pack_trailer(SeqNo(seq), ValueType::Value).to_le_bytes();
         list.with_splice(|s| list.add(s, user, &trailer, &seq.to_le_bytes()));
+    }
+
+    /// The memtable's list (`LINK_BATCH` is 2 under loom): a writer's second add links the
+    /// batch unless a settle is linking, which then links it; a read that starts after an
+    /// add returned finds it, whoever linked it; nothing is lost or linked twice.
+    #[test]
+    fn loom_a_batched_add_is_found_whoever_links_it() {
+        model().check(|| {
+            let list = Arc::new(SkipList::batched(
+                None,
+                crate::comparator::KeyOrder::Bytewise,
+                super::super::arena::CHUNK_SIZE,
+            ));
+            let writer = {
+                let list = list.clone();
+                loom::thread::spawn(move || {
+                    append(&list, b"q", 2);
+                    append(&list, b"b", 4);
+                })
+            };
+            let settler = {
+                let list = list.clone();
+                loom::thread::spawn(move || list.settle())
+            };
+            append(&list, b"p", 3);
+            list.settle();
+            let k = make_internal_key(b"p", SeqNo(3), ValueType::Value);
+            assert_eq!(list.seek_ge(&k).map(|n| n.key().to_vec()), Some(k), "p unlinked");
+            writer.join().expect("writer");
+            settler.join().expect("settler");
+            list.settle();
+            assert_eq!(scan(&list), vec![b"b".to_vec(), b"p".to_vec(), b"q".to_vec()]);
+        });
     }
 
     /// Regression (the vector memtable): a settle that took a node another writer had pushed
