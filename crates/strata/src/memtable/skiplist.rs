@@ -310,12 +310,11 @@ struct Deferred {
     linking: Linking,
     /// Appended nodes with their heights, in append order.
     pending: Mutex<Vec<(NodePtr, usize)>>,
-    /// Nodes appended and not linked yet: raised by `append` after the push, lowered by
-    /// `settle` after the linking.
+    /// Nodes appended and not linked yet: raised by `add` after the push, lowered after the
+    /// linking (by `settle`, or by a batched list's writer).
     unlinked: AtomicUsize,
-    /// Held while a settle links, so settles run one at a time.
-    /// Held while a settle links, so settles run one at a time; it guards the nodes that
-    /// settle took (a vector kept for its capacity).
+    /// Held while a settle (or a batched list's writer) links, so links run one at a time;
+    /// it guards the nodes the link took (a vector kept for its capacity).
     settling: Mutex<Vec<(NodePtr, usize)>>,
 }
 
@@ -453,8 +452,7 @@ impl SkipList {
         }
     }
 
-    /// [`Self::settle`]'s work, once something is pending; also a batched list's writer's,
-    /// once [`LINK_BATCH`] nodes wait (through its `splice`).
+    /// [`Self::settle`]'s work, once something is pending.
     #[inline(never)]
     fn link_pending(&self, d: &Deferred) {
         let mut taken = d.settling.lock();
