@@ -839,36 +839,44 @@ mod loom_tests {
         list.with_splice(|s| list.add(s, user, &trailer, &seq.to_le_bytes()));
     }
 
+    /// One writer thread adds `writer_adds` while another thread settles and this one adds
+    /// "p" (seq 3), settles and must find it; at the end the list holds `want`, in order.
+    fn settle_race(list: SkipList, writer_adds: &'static [(&'static [u8], u64)], want: &[&[u8]]) {
+        let list = Arc::new(list);
+        let writer = {
+            let list = list.clone();
+            loom::thread::spawn(move || {
+                for &(user, seq) in writer_adds {
+                    append(&list, user, seq);
+                }
+            })
+        };
+        let settler = {
+            let list = list.clone();
+            loom::thread::spawn(move || list.settle())
+        };
+        append(&list, b"p", 3);
+        list.settle();
+        let k = make_internal_key(b"p", SeqNo(3), ValueType::Value);
+        assert_eq!(list.seek_ge(&k).map(|n| n.key().to_vec()), Some(k), "p unlinked");
+        writer.join().expect("writer");
+        settler.join().expect("settler");
+        list.settle();
+        assert_eq!(scan(&list), want.iter().map(|k| k.to_vec()).collect::<Vec<_>>());
+    }
+
     /// The memtable's list (`LINK_BATCH` is 2 under loom): a writer's second add links the
     /// batch unless a settle is linking, which then links it; a read that starts after an
     /// add returned finds it, whoever linked it; nothing is lost or linked twice.
     #[test]
     fn loom_a_batched_add_is_found_whoever_links_it() {
         model().check(|| {
-            let list = Arc::new(SkipList::batched(
+            let list = SkipList::batched(
                 None,
                 crate::comparator::KeyOrder::Bytewise,
                 super::super::arena::CHUNK_SIZE,
-            ));
-            let writer = {
-                let list = list.clone();
-                loom::thread::spawn(move || {
-                    append(&list, b"q", 2);
-                    append(&list, b"b", 4);
-                })
-            };
-            let settler = {
-                let list = list.clone();
-                loom::thread::spawn(move || list.settle())
-            };
-            append(&list, b"p", 3);
-            list.settle();
-            let k = make_internal_key(b"p", SeqNo(3), ValueType::Value);
-            assert_eq!(list.seek_ge(&k).map(|n| n.key().to_vec()), Some(k), "p unlinked");
-            writer.join().expect("writer");
-            settler.join().expect("settler");
-            list.settle();
-            assert_eq!(scan(&list), vec![b"b".to_vec(), b"p".to_vec(), b"q".to_vec()]);
+            );
+            settle_race(list, &[(b"q", 2), (b"b", 4)], &[b"b", b"p", b"q"]);
         });
     }
 
@@ -880,28 +888,13 @@ mod loom_tests {
     #[test]
     fn loom_a_settle_never_hides_an_appended_node() {
         model().check(|| {
-            let list = Arc::new(SkipList::deferred(
+            let list = SkipList::deferred(
                 None,
                 crate::comparator::KeyOrder::Bytewise,
                 super::super::arena::CHUNK_SIZE,
-            ));
+            );
             append(&list, b"a", 1);
-            let writer = {
-                let list = list.clone();
-                loom::thread::spawn(move || append(&list, b"q", 2))
-            };
-            let settler = {
-                let list = list.clone();
-                loom::thread::spawn(move || list.settle())
-            };
-            append(&list, b"p", 3);
-            list.settle();
-            let k = make_internal_key(b"p", SeqNo(3), ValueType::Value);
-            assert_eq!(list.seek_ge(&k).map(|n| n.key().to_vec()), Some(k), "p unlinked");
-            writer.join().expect("writer");
-            settler.join().expect("settler");
-            list.settle();
-            assert_eq!(scan(&list), vec![b"a".to_vec(), b"p".to_vec(), b"q".to_vec()]);
+            settle_race(list, &[(b"q", 2)], &[b"a", b"p", b"q"]);
         });
     }
 }
