@@ -35,12 +35,9 @@ pub(crate) fn capture(db: &Db) -> Result<(Vec<FamilySnapshot>, Counters)> {
         if wal.mems.get(cfd.id).is_some_and(|f| !f.mem.is_empty()) {
             switch_memtable(inner, &mut wal, &cfd)?;
         }
-        let mut st = inner.state.lock();
-        if let Some(c) = st.cfs.get_mut(&cfd.id) {
-            c.request_flush();
-            targets.push((cfd.id, c.memtables_switched));
+        if let Some(switched) = super::flush::request_flush(inner, &cfd) {
+            targets.push((cfd.id, switched));
         }
-        inner.bg_cv.notify_all();
     }
     {
         let mut st = inner.state.lock();

@@ -409,6 +409,19 @@ pub(crate) fn flush_and_wait(inner: &DbInner, cfd: &Arc<Cfd>) -> Result<()> {
     flush_families(inner, std::slice::from_ref(cfd), true)
 }
 
+/// Asks the flush thread to write every memtable family `cfd` has switched so far without
+/// waiting for more to merge with (`CfState::request_flush`: a flush someone waits on, or
+/// one that frees memory), and wakes it; returns the family's count of switched memtables
+/// (`None` once the family is dropped).
+pub(crate) fn request_flush(inner: &DbInner, cfd: &Cfd) -> Option<u64> {
+    let switched = inner.state.lock().cfs.get_mut(&cfd.id).map(|c| {
+        c.request_flush();
+        c.memtables_switched
+    });
+    inner.bg_cv.notify_all();
+    switched
+}
+
 /// Makes the active memtables of `cfds` immutable at one point of the write order (under
 /// the WAL lock, so a batch written to several of them is cut in all or in none), and with
 /// `wait` waits until those and every older immutable memtable of theirs are flushed;
@@ -424,14 +437,7 @@ pub(crate) fn flush_families(inner: &DbInner, cfds: &[Arc<Cfd>], wait: bool) -> 
             if wal.mems.get(cfd.id).is_some_and(|f| !f.mem.is_empty()) {
                 switch_memtable(inner, &mut wal, cfd)?;
             }
-            let mut st = inner.state.lock();
-            let n = st.cfs.get_mut(&cfd.id).map_or(0, |c| {
-                c.request_flush();
-                c.memtables_switched
-            });
-            drop(st);
-            inner.bg_cv.notify_all();
-            t.push((cfd.id, n));
+            t.push((cfd.id, request_flush(inner, cfd).unwrap_or(0)));
         }
         t
     };

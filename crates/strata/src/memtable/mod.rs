@@ -202,7 +202,6 @@ impl MemTable {
     ) -> u64 {
         let (mut n, mut points, mut deletes) = (0u64, 0u64, 0u64);
         self.list.with_splice(|splice| {
-            let mut linker = self.list.linker(splice);
             for (t, user_key, value) in entries {
                 let seq = SeqNo(first.0 + n);
                 n += 1;
@@ -215,13 +214,12 @@ impl MemTable {
                     b.add(user_key);
                 }
                 let trailer = pack_trailer(seq, t).to_le_bytes();
-                linker.add(user_key, &trailer, value);
+                self.list.add(splice, user_key, &trailer, value);
                 points += 1;
                 if matches!(t, ValueType::Deletion | ValueType::SingleDeletion) {
                     deletes += 1;
                 }
             }
-            linker.finish();
         });
         if n == 0 {
             return 0;

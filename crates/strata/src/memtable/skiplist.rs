@@ -64,8 +64,8 @@
 //!
 //! A search for where a node goes is a chain of dependent loads, most of them cache misses in
 //! a large list: inserted one after another, a batch's entries wait for one miss at a time.
-//! A [`Linker`] reserves and writes each entry's node as it comes and links them
-//! [`LINK_BATCH`] at a time ([`SkipList::link_batch`]): their searches advance in turns, one
+//! Nodes already written are linked [`LINK_BATCH`] at a time ([`SkipList::link_batch`],
+//! below for where the batches come from): their searches advance in turns, one
 //! node each, and each turn starts loading the node a search compares next, so the misses of
 //! up to [`LINK_BATCH`] searches are in flight at once. Then the nodes are published one by
 //! one as above. A node of the batch linked between another's predecessor and successor
@@ -403,10 +403,11 @@ impl SkipList {
         self.deferred.as_ref().is_some_and(|d| d.linking == Linking::Sorted)
     }
 
-    /// Adds the entry whose key is `key_prefix | key_suffix`: linked at once through `splice`
-    /// ([`Self::insert_with`]), or, in a deferred list, copied into the arena unlinked and
-    /// reachable from the next [`Self::settle`] on. Safe from any number of threads. Panics
-    /// if the key or the value is longer than `u32::MAX` bytes.
+    /// Adds the entry whose key is `key_prefix | key_suffix`: copied into the arena unlinked
+    /// and reachable from the next [`Self::settle`] on in a deferred list (a batched list's
+    /// add may link a batch through `splice`), linked at once through `splice` in another
+    /// ([`Self::insert_with`]). Safe from any number of threads. Panics if the key or the
+    /// value is longer than `u32::MAX` bytes.
     #[inline]
     pub(crate) fn add(
         &self,
@@ -881,49 +882,6 @@ impl SkipList {
             x
         }
     }
-
-    /// A [`Linker`] adding entries to this list through `splice`.
-    pub(crate) fn linker<'a>(&'a self, splice: &'a mut Splice) -> Linker<'a> {
-        Linker { list: self, splice, nodes: [(self.head, 0); LINK_BATCH], len: 0 }
-    }
-}
-
-/// Adds entries to a list: a deferred list's as [`SkipList::add`] does, another's linked
-/// [`LINK_BATCH`] at a time ([`SkipList::link_batch`]); [`Linker::finish`] links the rest.
-pub(crate) struct Linker<'a> {
-    list: &'a SkipList,
-    splice: &'a mut Splice,
-    /// Nodes written and not linked yet (the first `len`), with their heights.
-    nodes: [(NodePtr, usize); LINK_BATCH],
-    len: usize,
-}
-
-impl Linker<'_> {
-    /// Adds the entry `key_prefix | key_suffix` -> `value` (reachable once
-    /// [`Linker::finish`] returned, or sooner). Panics as [`SkipList::add`] does.
-    #[inline]
-    pub(crate) fn add(&mut self, key_prefix: &[u8], key_suffix: &[u8], value: &[u8]) {
-        if self.list.is_deferred() {
-            return self.list.add(self.splice, key_prefix, key_suffix, value);
-        }
-        self.nodes[self.len] = self.list.new_node(key_prefix, key_suffix, value);
-        self.len += 1;
-        if self.len == LINK_BATCH {
-            self.flush();
-        }
-    }
-
-    /// Links the entries added and not linked yet.
-    pub(crate) fn finish(mut self) {
-        self.flush();
-    }
-
-    fn flush(&mut self) {
-        if self.len > 0 {
-            self.list.link_batch(self.splice, &self.nodes[..self.len]);
-            self.len = 0;
-        }
-    }
 }
 
 /// One search of [`SkipList::link_batch`]: the node it places, where it stands, and the
@@ -1252,18 +1210,24 @@ mod tests {
         });
     }
 
-    /// Adds `entries` (user key, sequence number) through a linker: linked `LINK_BATCH` at a
-    /// time.
+    /// Writes the nodes of `entries` (key prefix, key suffix, value) and links them
+    /// `LINK_BATCH` at a time through one splice, as a batched list's link does.
+    fn link_in_batches<'e>(list: &SkipList, entries: impl Iterator<Item = [&'e [u8]; 3]>) {
+        let nodes: Vec<_> = entries.map(|[pre, suf, v]| list.new_node(pre, suf, v)).collect();
+        list.with_splice(|s| nodes.chunks(LINK_BATCH).for_each(|b| list.link_batch(s, b)));
+    }
+
+    /// Adds `entries` (user key, sequence number), linked `LINK_BATCH` at a time.
     fn add_all(list: &SkipList, entries: &[(Vec<u8>, u64)]) {
-        list.with_splice(|s| {
-            let mut linker = list.linker(s);
-            for (user, seq) in entries {
-                let k = ik(user, *seq);
+        let keys: Vec<_> = entries.iter().map(|(user, seq)| (ik(user, *seq), *seq)).collect();
+        let values: Vec<_> = keys.iter().map(|(_, seq)| seq.to_le_bytes()).collect();
+        link_in_batches(
+            list,
+            keys.iter().zip(&values).map(|((k, _), v)| {
                 let (pre, suf) = k.split_at(k.len() - 8);
-                linker.add(pre, suf, &seq.to_le_bytes());
-            }
-            linker.finish();
-        });
+                [pre, suf, &v[..]]
+            }),
+        );
     }
 
     /// Batches of every size up to a few `LINK_BATCH`es, of random keys, of ascending runs
@@ -1316,14 +1280,12 @@ mod tests {
     fn concurrent_batches_keep_every_level_sorted() {
         interleaved_writers(|l, ids| {
             for chunk in ids.chunks(LINK_BATCH + 3) {
-                l.with_splice(|s| {
-                    let mut linker = l.linker(s);
-                    for id in chunk.iter().rev() {
-                        let k = ik(format!("{id:08}").as_bytes(), id + 1);
-                        linker.add(&k, &[], &id.to_le_bytes());
-                    }
-                    linker.finish();
-                });
+                let entries: Vec<_> = chunk
+                    .iter()
+                    .rev()
+                    .map(|id| (ik(format!("{id:08}").as_bytes(), id + 1), id.to_le_bytes()))
+                    .collect();
+                link_in_batches(l, entries.iter().map(|(k, v)| [&k[..], &[][..], &v[..]]));
             }
         });
     }

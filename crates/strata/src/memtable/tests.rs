@@ -770,26 +770,30 @@ mod loom_tests {
         });
     }
 
-    /// A batch of two nodes, their searches interleaved, races a writer whose key falls
-    /// between a batch node's predecessor and successor: a swap that fails walks on, and
-    /// every node is in place at every level.
+    /// The memtable's list, whose writes link their batches (`LINK_BATCH` is 2 under loom).
+    fn batched() -> SkipList {
+        SkipList::batched(
+            None,
+            crate::comparator::KeyOrder::Bytewise,
+            super::super::arena::CHUNK_SIZE,
+        )
+    }
+
+    /// A batch of two nodes, their searches interleaved (linked by the add that filled it),
+    /// races a writer linking at once whose key falls between a batch node's predecessor and
+    /// successor: a swap that fails walks on, and every node is in place at every level.
     #[test]
     fn loom_a_batch_races_a_writer_inside_its_span() {
         model().check(|| {
-            let list = Arc::new(SkipList::new());
+            let list = Arc::new(batched());
             insert(&list, b"b", 2);
             let other = {
                 let list = list.clone();
                 loom::thread::spawn(move || insert(&list, b"c", 3))
             };
-            list.with_splice(|s| {
-                let mut linker = list.linker(s);
-                for (user, seq) in [(&b"d"[..], 4u64), (b"a", 1)] {
-                    let trailer = pack_trailer(SeqNo(seq), ValueType::Value).to_le_bytes();
-                    linker.add(user, &trailer, &seq.to_le_bytes());
-                }
-                linker.finish();
-            });
+            append(&list, b"d", 4);
+            append(&list, b"a", 1);
+            assert_eq!(list.unlinked(), 0, "the second add links the batch");
             other.join().expect("writer");
             let want: Vec<Vec<u8>> = [b"a", b"b", b"c", b"d"].iter().map(|k| k.to_vec()).collect();
             assert_eq!(scan(&list), want);
@@ -871,12 +875,7 @@ mod loom_tests {
     #[test]
     fn loom_a_batched_add_is_found_whoever_links_it() {
         model().check(|| {
-            let list = SkipList::batched(
-                None,
-                crate::comparator::KeyOrder::Bytewise,
-                super::super::arena::CHUNK_SIZE,
-            );
-            settle_race(list, &[(b"q", 2), (b"b", 4)], &[b"b", b"p", b"q"]);
+            settle_race(batched(), &[(b"q", 2), (b"b", 4)], &[b"b", b"p", b"q"]);
         });
     }
 

@@ -154,10 +154,7 @@ fn switch_for_budget(
             switch_memtable(inner, wal, &cfd)?;
             super::wal_limit::flush_for_wal_limit(inner, wal)?;
             // The budget needs the memory back: no waiting for more memtables to merge.
-            if let Some(c) = inner.state.lock().cfs.get_mut(&cfd.id) {
-                c.request_flush();
-            }
-            inner.bg_cv.notify_all();
+            crate::db::flush::request_flush(inner, &cfd);
             Ok(true)
         }
         Some((cfd, false, sv_number)) => {

@@ -54,10 +54,7 @@ pub(super) fn flush_for_wal_limit(inner: &DbInner, wal: &mut WalState) -> Result
         if switch {
             switch_memtable(inner, wal, &cfd)?;
         }
-        if let Some(c) = inner.state.lock().cfs.get_mut(&cfd.id) {
-            c.request_flush();
-        }
+        crate::db::flush::request_flush(inner, &cfd);
     }
-    inner.bg_cv.notify_all();
     Ok(())
 }
