@@ -441,12 +441,15 @@ pub struct Options {
     /// The next write group starts its WAL write while this one inserts into the memtable
     /// (after this one's sync, when it syncs), instead of once this one is published: more
     /// throughput when memtable inserts are a large part of a write, a little more latency per
-    /// group otherwise. Publication stays in sequence order. Incompatible with
-    /// `unordered_write`. Default: false.
+    /// group otherwise. Publication stays in sequence order. Groups formed in the writers'
+    /// queue only: unsynced writes with `allow_concurrent_memtable_write` overlap so already.
+    /// Incompatible with `unordered_write`. Default: false.
     pub enable_pipelined_write: bool,
-    /// Members of a write group whose batch is large (16 records or more) insert it into the
-    /// memtable themselves, in parallel with the leader, instead of waiting for the leader to
-    /// insert every batch; the memtable takes concurrent inserts either way. Default: true.
+    /// Writers insert into the memtable in parallel: an unsynced write is a group of its own
+    /// and inserts its batch itself, and members of a synced group whose batch is large (16
+    /// records or more) insert it themselves, in parallel with the leader. Off, every write
+    /// queues for a leader, who inserts every batch of its group (one writer inserts at a
+    /// time). Default: true.
     pub allow_concurrent_memtable_write: bool,
     /// A write group is published as soon as its WAL record is written (and synced, when
     /// asked), and each writer then inserts its own batch into the memtable without waiting for

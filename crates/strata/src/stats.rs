@@ -192,6 +192,9 @@ pub(crate) struct WriteCounters {
     /// Batches their own writer inserted into the memtable as a group member
     /// (`allow_concurrent_memtable_write`, `unordered_write`).
     pub member_inserts: AtomicU64,
+    /// Groups published by another group's writer: they finished before an earlier group
+    /// (`db/write/mod.rs`, `publish_in_order`).
+    pub published_by_other: AtomicU64,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -348,6 +351,10 @@ impl Stats {
         rows.push((
             "strata.write.member.inserts",
             self.write.member_inserts.load(Ordering::Relaxed),
+        ));
+        rows.push((
+            "strata.write.published.by.other",
+            self.write.published_by_other.load(Ordering::Relaxed),
         ));
         rows.sort_by_key(|r| r.0);
         let mut s = String::new();

@@ -183,7 +183,8 @@ impl MemTable {
     /// readers see each entry complete or not at all. The statistics are updated once per
     /// call, after the entries are in. The entries are linked several at a time, their
     /// searches interleaved, with those of earlier calls still waiting (`skiplist.rs`,
-    /// "Batches across writes"); every read links what waits before it looks.
+    /// "Batches across writes"): at the end of the call when a batch is due; every read links
+    /// what waits before it looks.
     ///
     /// The DB gives every entry a unique sequence number. Should the same internal key (user
     /// key, seq and type) be added twice anyway, both entries are kept: forward iteration and
@@ -196,6 +197,19 @@ impl MemTable {
     /// A `RangeDeletion` (key = start, value = exclusive end) goes to the tombstone list; an
     /// empty range (start >= end) is dropped.
     pub fn add_batch<'a>(
+        &self,
+        first: SeqNo,
+        entries: impl IntoIterator<Item = (ValueType, &'a [u8], &'a [u8])>,
+    ) -> u64 {
+        let n = self.add_batch_unlinked(first, entries);
+        self.link_due();
+        n
+    }
+
+    /// [`Self::add_batch`] without its link: the caller calls [`Self::link_due`] after (the
+    /// DB's write path, once the write is published). Until something links them, the entries
+    /// wait for the next read, which links them first.
+    pub(crate) fn add_batch_unlinked<'a>(
         &self,
         first: SeqNo,
         entries: impl IntoIterator<Item = (ValueType, &'a [u8], &'a [u8])>,
@@ -237,6 +251,13 @@ impl MemTable {
             self.largest_seqno_plus1.fetch_max(first.0 + n, Ordering::Relaxed);
         }
         n
+    }
+
+    /// Links the entries waiting to be linked once a whole batch of them waits, unless another
+    /// thread is linking (it never waits for one). One atomic load while none is due.
+    #[inline]
+    pub(crate) fn link_due(&self) {
+        self.list.link_due();
     }
 
     fn add_range_tombstone(&self, seq: SeqNo, start: &[u8], end: &[u8]) {

@@ -78,13 +78,15 @@
 //! Most writes carry one entry, and the DB's writes come one after another, so a batch alone
 //! would seldom overlap anything. The memtable's list ([`SkipList::batched`]) carries the
 //! batch over from write to write instead: [`SkipList::add`] writes the node at once and
-//! pushes it on the pending vector, as below, and the writer whose push makes [`LINK_BATCH`]
-//! pending links them as a batch. Every read links what is pending first (`settle`, below), so
-//! a read still finds every entry added before it began, as if each were linked by its
-//! writer. A writer links only when no one else is linking (a `try_lock`), and never waits
-//! for another writer here; its nodes are then linked by the next writer whose push finds
-//! a batch pending, or by the next read. A link takes the nodes pending when it starts and no
-//! more, so a read under a stream of writes links a few nodes, not the writers' share.
+//! pushes it on the pending vector, as below, and a writer that then finds [`LINK_BATCH`]
+//! pending links them as a batch ([`SkipList::link_due`]; the DB's writers call it once their
+//! write is published, so that later writes do not wait for the link to be published). Every
+//! read links what is pending first (`settle`, below), so a read still finds every entry added
+//! before it began, as if each were linked by its writer. A writer links only when no one
+//! else is linking (a `try_lock`), and never waits for another writer here; its nodes are then
+//! linked by the next writer that finds a batch pending, or by the next read. A link takes the
+//! nodes pending when it starts and no more, so a read under a stream of writes links a few
+//! nodes, not the writers' share.
 //!
 //! ## Deferred linking (the vector memtable)
 //!
@@ -403,9 +405,9 @@ impl SkipList {
         self.deferred.as_ref().is_some_and(|d| d.linking == Linking::Sorted)
     }
 
-    /// Adds the entry whose key is `key_prefix | key_suffix`: copied into the arena unlinked
-    /// and reachable from the next [`Self::settle`] on in a deferred list (a batched list's
-    /// add may link a batch through `splice`), linked at once through `splice` in another
+    /// Adds the entry whose key is `key_prefix | key_suffix`: in a deferred list, copied into
+    /// the arena unlinked and reachable from the next [`Self::settle`] (or, in a batched list,
+    /// the next [`Self::link_due`] that links) on; in another, linked at once through `splice`
     /// ([`Self::insert_with`]). Safe from any number of threads. Panics if the key or the
     /// value is longer than `u32::MAX` bytes.
     #[inline]
@@ -428,15 +430,20 @@ impl SkipList {
                 // another writer's uncounted node made the count one short, and a read after
                 // this node's publication could find 0 and skip it.)
                 d.unlinked.fetch_add(1, MemOrder::Release);
-                let full = d.linking == Linking::Batched && pending.len() >= LINK_BATCH;
-                drop(pending);
-                // A writer links only if no one else is linking, and never waits for it: the
-                // next push that finds a batch pending, or the next read, links these.
-                if full {
-                    if let Some(mut taken) = d.settling.try_lock() {
-                        self.link_batches(d, &mut taken, splice);
-                    }
-                }
+            }
+        }
+    }
+
+    /// Links what a batched list has pending once a whole batch is, unless someone else is
+    /// linking: a writer never waits here, and the nodes then go with the next link (module
+    /// doc, "Batches across writes"). Nothing for another list. One atomic load while no batch
+    /// is pending.
+    #[inline]
+    pub(crate) fn link_due(&self) {
+        let Some(d) = &self.deferred else { return };
+        if d.linking == Linking::Batched && d.unlinked.load(MemOrder::Relaxed) >= LINK_BATCH {
+            if let Some(mut taken) = d.settling.try_lock() {
+                self.with_splice(|splice| self.link_batches(d, &mut taken, splice));
             }
         }
     }

@@ -305,6 +305,38 @@ fn single_entry_writes_are_linked_in_batches_and_read_at_once() {
     assert!(all.windows(2).all(|w| compare_internal(&w[0].0, &w[1].0) == Ordering::Less));
 }
 
+/// The DB's write path adds unlinked and links once its write is published: entries wait
+/// until a `link_due` finds a whole batch pending, and a read finds them meanwhile.
+#[test]
+fn unlinked_adds_wait_for_a_due_batch_and_reads_find_them() {
+    use super::skiplist::LINK_BATCH;
+    let m = Arc::new(mem(false));
+    let key = |i: u64| format!("k{:03}", (i * 37) % 200).into_bytes();
+    let add = |i: u64| {
+        let (k, v) = (key(i), i.to_le_bytes());
+        m.add_batch_unlinked(SeqNo(i + 1), std::iter::once((ValueType::Value, &k[..], &v[..])));
+    };
+    for i in 0..LINK_BATCH as u64 - 1 {
+        add(i);
+        m.link_due();
+        assert_eq!(m.list.unlinked(), i as usize + 1, "no batch due after write {i}");
+    }
+    add(LINK_BATCH as u64 - 1);
+    assert_eq!(m.list.unlinked(), LINK_BATCH, "added, not linked");
+    m.link_due();
+    assert_eq!(m.list.unlinked(), 0, "a whole batch is linked");
+    add(LINK_BATCH as u64);
+    let lookup = lookup_key(&key(LINK_BATCH as u64), SeqNo(u64::MAX >> 8));
+    let mut got = None;
+    m.get(&lookup, |_, v| {
+        got = Some(v.to_vec());
+        false
+    });
+    assert_eq!(got, Some((LINK_BATCH as u64).to_le_bytes().to_vec()), "read before the link");
+    assert_eq!(m.list.unlinked(), 0);
+    assert_eq!(scan(&m).len(), LINK_BATCH + 1);
+}
+
 #[test]
 fn iterator_sees_later_inserts() {
     for vector in [false, true] {
@@ -616,9 +648,11 @@ mod shuttle_tests {
         format!("k{:03}", (i * 7) % 23).into_bytes()
     }
 
+    /// Adds an entry, then links a due batch (a batched list), as `MemTable::add_batch` does.
     fn insert(list: &SkipList, i: u64) {
         let trailer = pack_trailer(SeqNo(i + 1), ValueType::Value).to_le_bytes();
         list.with_splice(|s| list.add(s, &user_key(i), &trailer, &i.to_le_bytes()));
+        list.link_due();
     }
 
     fn ikey(i: u64) -> Vec<u8> {
@@ -779,7 +813,7 @@ mod loom_tests {
         )
     }
 
-    /// A batch of two nodes, their searches interleaved (linked by the add that filled it),
+    /// A batch of two nodes, their searches interleaved (linked after the add that filled it),
     /// races a writer linking at once whose key falls between a batch node's predecessor and
     /// successor: a swap that fails walks on, and every node is in place at every level.
     #[test]
@@ -838,9 +872,11 @@ mod loom_tests {
         });
     }
 
+    /// Adds an entry unlinked, then links a due batch, as `MemTable::add_batch` does.
     fn append(list: &SkipList, user: &[u8], seq: u64) {
         let trailer = pack_trailer(SeqNo(seq), ValueType::Value).to_le_bytes();
         list.with_splice(|s| list.add(s, user, &trailer, &seq.to_le_bytes()));
+        list.link_due();
     }
 
     /// One writer thread adds `writer_adds` while another thread settles and this one adds
@@ -869,8 +905,8 @@ mod loom_tests {
         assert_eq!(scan(&list), want.iter().map(|k| k.to_vec()).collect::<Vec<_>>());
     }
 
-    /// The memtable's list (`LINK_BATCH` is 2 under loom): a writer's second add links the
-    /// batch unless a settle is linking, which then links it; a read that starts after an
+    /// The memtable's list (`LINK_BATCH` is 2 under loom): a writer links the batch after its
+    /// second add unless a settle is linking, which then links it; a read that starts after an
     /// add returned finds it, whoever linked it; nothing is lost or linked twice.
     #[test]
     fn loom_a_batched_add_is_found_whoever_links_it() {

@@ -24,3 +24,4 @@ mod write_buffer_manager_stall;
 mod write_modes;
 mod write_slowdown_rate;
 mod writer_syncs_only_when_asked;
+mod writes_alone;

@@ -404,6 +404,8 @@ impl MemSet {
     /// Inserts `records` at consecutive sequence numbers from `first`, each into its family's
     /// memtable; records of a family that no longer exists are skipped (dropped with it).
     /// Returns how many records were consumed. `single_cf`: every record is `default`'s.
+    /// Nothing is linked here: the caller calls [`Self::link_due`] once the write is
+    /// published (`MemTable::add_batch_unlinked`).
     pub(crate) fn add_batch<'a>(
         &self,
         first: SeqNo,
@@ -411,7 +413,7 @@ impl MemSet {
         single_cf: bool,
     ) -> u64 {
         if single_cf {
-            return self.default.mem.add_batch(first, records.map(as_entry));
+            return self.default.mem.add_batch_unlinked(first, records.map(as_entry));
         }
         // Runs of consecutive records of one family go in with one call.
         let mut run: Vec<(ValueType, &[u8], &[u8])> = Vec::new();
@@ -420,7 +422,7 @@ impl MemSet {
             let len = run.len() as u64;
             match self.get(cf) {
                 Some(f) => {
-                    f.mem.add_batch(SeqNo(from), run.drain(..));
+                    f.mem.add_batch_unlinked(SeqNo(from), run.drain(..));
                 }
                 None => run.clear(),
             }
@@ -441,6 +443,15 @@ impl MemSet {
             consumed += put_run(run_cf, run_first, &mut run);
         }
         consumed
+    }
+
+    /// Links what waits to be linked in the memtables a write went to, where a batch is due
+    /// (`MemTable::link_due`): `default`'s when `single_cf`, else every family's.
+    pub(crate) fn link_due(&self, single_cf: bool) {
+        self.default.mem.link_due();
+        if !single_cf {
+            self.others.iter().for_each(|f| f.mem.link_due());
+        }
     }
 }
 

@@ -1,8 +1,18 @@
 //! The write path: queue, group commit, WAL, memtable, publish.
 //!
-//! A writer queues (`queue.rs`); the one at the front leads a *group*: it takes the batches
-//! queued behind it (up to `max_write_batch_group_size_bytes`), and in phase one, under the WAL
-//! lock, makes room (`stall.rs`), takes sequence numbers and appends one combined WAL record
+//! An unsynced write (with `allow_concurrent_memtable_write`, outside `unordered_write` and a
+//! transaction's commit) is a group of its own ([`write_alone`]): it stages itself under the
+//! WAL lock as a leader would, inserts its batch in parallel with the other writers, and is
+//! published in group order like any group, by its own writer or, when it finished before an
+//! earlier group, by the writer that publishes that one ([`publish_in_order`]). A writer waits
+//! only for earlier writes still being inserted, not for a leader to take it and wake it: with
+//! more writers than cores, those wake-ups cost more than the writes (the leader's work waits
+//! for each woken writer's core). Grouping pays where one operation serves many writers: a
+//! sync.
+//!
+//! Every other writer queues (`queue.rs`); the one at the front leads a *group*: it takes the
+//! batches queued behind it (up to `max_write_batch_group_size_bytes`), and in phase one, under
+//! the WAL lock, makes room (`stall.rs`), takes sequence numbers and appends one combined WAL record
 //! ([`stage_group`]). Phase two, without the WAL lock ([`finish_group`]): the group's sync, its
 //! memtable inserts, and its publication, in group order. When the leadership passes on is the
 //! choice of the write modes:
@@ -27,7 +37,8 @@
 //! `visible_sequence` never covers a write before every earlier one is in the memtable (outside
 //! `unordered_write`); after a failed WAL write, sync or insert nothing more is acknowledged or
 //! published (a background error). A memtable switch first drains the groups in flight
-//! ([`drain_pipeline`]).
+//! ([`drain_pipeline`]). The memtable's skiplist links a group's records once the group is
+//! published (`MemSet::link_due`), so that later groups need not wait for the link.
 //!
 //! The rest of the write path, one concern per file:
 //! - `queue.rs`: the writers' queue and each writer's slot (who leads, what a member is told).
@@ -109,6 +120,11 @@ pub(crate) fn write_with(
     if batch.is_empty() {
         return Ok(()); // an empty commit is a marker alone (`two_phase.rs`)
     }
+    let o = &inner.opts;
+    if !opts.sync && commit_xid.is_none() && o.allow_concurrent_memtable_write && !o.unordered_write
+    {
+        return write_alone(inner, batch, opts);
+    }
     let slot = WriterSlot::for_this_thread();
     let lead_now = {
         let mut q = inner.queue.lock();
@@ -138,6 +154,22 @@ pub(crate) fn write_with(
         }
         next = slot.wait(&inner.write_wait);
     }
+}
+
+/// A write that is its own group (unsynced, with concurrent memtable inserts, ordered): it
+/// stages itself under the WAL lock, inserts its batch and publishes in sequence order,
+/// without the queue. Writers then insert in parallel, and none sleeps until a leader wakes it
+/// (with more writers than cores, those wake-ups cost more than the group's own work); a
+/// writer waits only for earlier writes to be published, and for the WAL lock. Synced writes
+/// still queue: one sync serves their whole group.
+fn write_alone(inner: &DbInner, mut batch: WriteBatch, opts: WriteOptions) -> Result<()> {
+    let flags =
+        GroupFlags { sync: false, disable_wal: opts.disable_wal, no_slowdown: opts.no_slowdown };
+    let staged = stage_group(inner, &mut batch, flags, None)?;
+    let own_records = batch.count();
+    let group =
+        Group { wal_batch: batch, own_records, followers: Vec::new(), hand_on: HandOn::Alone };
+    finish_group(inner, group, staged)
 }
 
 /// Refuses a batch naming a family that does not exist (or was dropped), or merging into a
@@ -220,6 +252,8 @@ enum HandOn {
     Sync,
     /// Once the group is published.
     Publish,
+    /// Never: the writer wrote alone, without leading ([`write_alone`]).
+    Alone,
 }
 
 /// Leads one write group; the caller's slot is at the front of the queue. Returns the
@@ -365,6 +399,16 @@ pub(crate) struct StagedGroup {
     disable_wal: bool,
 }
 
+/// A group that finished its inserts before an earlier group was published: its outcome,
+/// and the slot of the writer waiting to be told it ([`publish_in_order`]).
+pub(crate) struct FinishedGroup {
+    group: u64,
+    last: SeqNo,
+    result: Result<()>,
+    inserts_after: u64,
+    slot: Arc<WriterSlot>,
+}
+
 /// Groups in flight between the WAL and publication. Groups take numbers in sequence order
 /// (under the WAL lock) and are published in that order: `visible_sequence` never covers a
 /// group before every earlier one is published. Outside unordered writes a group is published
@@ -377,6 +421,8 @@ pub(crate) struct WritePipeline {
     pub assigned: u64,
     /// Inserts of published groups still running (unordered writes only).
     pub inserting: u64,
+    /// Groups finished but not yet published: an earlier group is still inserting.
+    pub finished: Vec<FinishedGroup>,
 }
 
 /// Phase one, holding the WAL lock: room in the memtable, sequence numbers, the WAL record
@@ -488,6 +534,10 @@ fn finish_group(inner: &DbInner, mut group: Group, mut staged: StagedGroup) -> R
     }
     for p in &group.followers {
         p.slot.post(SlotState::Done(result.as_ref().map_err(Error::duplicate).copied()));
+    }
+    if result.is_ok() {
+        // Once published: later groups need not wait for this link to publish.
+        staged.mems.link_due(!group.wal_batch.has_cf());
     }
     result
 }
@@ -606,22 +656,29 @@ fn finish_unordered(
     let delegated = delegated_members(inner, &group, staged.first);
     post_insert_jobs(&mut group, &delegated, &staged.mems, None);
     let own = group.wal_batch.iter().take(group.own_records as usize);
-    let n = staged.mems.add_batch(staged.first, own, !group.wal_batch.has_cf());
-    end_unordered_insert(inner, check_inserted(n, u64::from(group.own_records)))
+    let single = !group.wal_batch.has_cf();
+    let n = staged.mems.add_batch(staged.first, own, single);
+    let r = end_unordered_insert(inner, check_inserted(n, u64::from(group.own_records)));
+    staged.mems.link_due(single);
+    r
 }
 
 /// A member's own insert (its leader handed it the job).
 fn run_insert_job(inner: &DbInner, job: InsertJob) -> Result<()> {
-    let n = job.mems.add_batch(job.first, job.batch.iter(), !job.batch.has_cf());
+    let single = !job.batch.has_cf();
+    let n = job.mems.add_batch(job.first, job.batch.iter(), single);
     inner.stats.write.member_inserts.fetch_add(1, Ordering::Relaxed);
     let r = check_inserted(n, u64::from(job.batch.count()));
-    match job.group {
+    let r = match job.group {
         Some(g) => {
             g.done(r);
             Ok(())
         }
         None => end_unordered_insert(inner, r),
-    }
+    };
+    // After the leader is told (it publishes the group once every member's insert is in).
+    job.mems.link_due(single);
+    r
 }
 
 /// One insert of a published (unordered) group is over: a memtable switch may be waiting.
@@ -635,43 +692,79 @@ fn end_unordered_insert(inner: &DbInner, r: Result<()>) -> Result<()> {
     r
 }
 
-/// Waits for the group's turn, then publishes its last sequence unless it, or an earlier
-/// group, failed; `inserts_after` inserts of an unordered group are counted as still running.
+/// Publishes the group's last sequence number in group order, unless it, or an earlier group,
+/// failed; `inserts_after` inserts of an unordered group are counted as still running.
+/// Returns the group's result.
+///
+/// A group whose earlier groups are all finished publishes itself, then every group after it
+/// that finished meanwhile (their writers are told their result through their slots). A group
+/// that finishes before an earlier one leaves its outcome with the pipeline and waits on its
+/// writer's slot for whichever writer publishes it: no writer has to be scheduled for a later
+/// one to be published, which matters when there are more writers than cores.
 fn publish_in_order(
     inner: &DbInner,
     staged: &StagedGroup,
+    result: Result<()>,
+    inserts_after: u64,
+) -> Result<()> {
+    let mut p = inner.pipeline.lock();
+    if inner.groups_finished.load(Ordering::Acquire) != staged.group {
+        let slot = WriterSlot::for_this_thread();
+        p.finished.push(FinishedGroup {
+            group: staged.group,
+            last: staged.last,
+            result,
+            inserts_after,
+            slot: slot.clone(),
+        });
+        drop(p);
+        inner.stats.write.published_by_other.fetch_add(1, Ordering::Relaxed);
+        return match slot.wait(&inner.write_wait) {
+            SlotState::Done(r) => r,
+            _ => Err(Error::Background("write pipeline: a group was told to do other work".into())),
+        };
+    }
+    let own = publish_one(inner, &mut p, staged.group, staged.last, result, inserts_after);
+    // Then every later group that finished meanwhile, in order; their writers are told after
+    // the lock is let go.
+    let mut told = Vec::new();
+    loop {
+        let turn = inner.groups_finished.load(Ordering::Relaxed);
+        let Some(i) = p.finished.iter().position(|f| f.group == turn) else { break };
+        let f = p.finished.swap_remove(i);
+        let r = publish_one(inner, &mut p, f.group, f.last, f.result, f.inserts_after);
+        told.push((f.slot, r));
+    }
+    drop(p);
+    for (slot, r) in told {
+        slot.post(SlotState::Done(r));
+    }
+    inner.pipeline_cv.notify_all();
+    own
+}
+
+/// Publishes one group, whose turn it is (the caller holds the pipeline's lock): its last
+/// sequence number becomes visible unless it failed or an earlier group did (a background
+/// error: an earlier group's sync may have failed, and the OS may have dropped its pages,
+/// which this group's sync does not vouch for). Returns the group's result.
+fn publish_one(
+    inner: &DbInner,
+    p: &mut WritePipeline,
+    group: u64,
+    last: SeqNo,
     mut result: Result<()>,
     inserts_after: u64,
 ) -> Result<()> {
-    // The previous group is usually inserting still (pipelined writes): spin and yield for it
-    // first, as a writer waits for its slot.
-    let my_turn = || inner.groups_finished.load(Ordering::Acquire) == staged.group;
-    if !inner.write_wait.spin_until(my_turn) {
-        let mut p = inner.pipeline.lock();
-        while !my_turn() {
-            inner.pipeline_cv.wait(&mut p);
-        }
-    }
-    // This group's turn: only it advances `groups_finished` from here, so it publishes
-    // unlocked.
     if result.is_ok() {
         if let Some(e) = inner.bg_error() {
-            // An earlier group's sync failed: the OS may have dropped its pages, and this
-            // group's sync does not vouch for them.
             result = Err(e);
         }
     }
     if result.is_ok() {
-        inner.visible_sequence.store(staged.last.0, Ordering::Release);
+        inner.visible_sequence.store(last.0, Ordering::Release);
+        p.inserting += inserts_after;
     }
-    {
-        let mut p = inner.pipeline.lock();
-        inner.groups_finished.store(staged.group + 1, Ordering::Release);
-        if result.is_ok() {
-            p.inserting += inserts_after;
-        }
-    }
-    inner.pipeline_cv.notify_all();
+    inner.groups_finished.store(group + 1, Ordering::Release);
     result
 }
 
