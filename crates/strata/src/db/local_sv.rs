@@ -107,6 +107,11 @@ impl LocalSuperVersions {
         f(unsafe { &*guard.sv })
     }
 
+    /// The number of the current super version (raised after it is published).
+    pub(crate) fn current(&self) -> u64 {
+        self.current.load(Ordering::Acquire)
+    }
+
     /// Records that super version `number` is current and drops every cached reference.
     /// Called by the installer after publishing it.
     pub(crate) fn invalidate(&self, number: u64) {

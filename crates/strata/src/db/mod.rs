@@ -196,6 +196,9 @@ pub(crate) struct WalState {
     /// The WALs this process closed that may still be kept, oldest first, with their sizes
     /// (`write/wal_limit.rs`).
     pub closed: VecDeque<(FileNumber, u64)>,
+    /// What the last look for write stalls found writes free to go with; `None` after a look
+    /// that found a stall, a full memtable or a slowdown (`write/stall.rs`).
+    pub unstalled: Option<Vec<write::stall::Unstalled>>,
 }
 
 /// Obsolete WAL files kept for reuse, oldest first. Each was written whole in recyclable

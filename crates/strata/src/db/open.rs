@@ -707,6 +707,7 @@ fn assemble(mut p: Parts<'_>) -> DbInner {
             synced_event_through: p.kept_synced_through,
             prepared: p.prepared,
             closed: std::collections::VecDeque::new(),
+            unstalled: None,
         }),
         retired_wals: Mutex::new(std::collections::VecDeque::new()),
         recycled_wals: Mutex::new(super::RecycledWals::default()),

@@ -335,14 +335,7 @@ impl MemTable {
             }
             crate::perf_context::count(crate::perf_context::PerfMetric::BloomMemtableHitCount, 1);
         }
-        self.list.settle();
-        let mut node = self.list.seek_ge(lookup_ikey);
-        while let Some(n) = node {
-            if !f(n.key(), n.value()) {
-                return;
-            }
-            node = n.next(0);
-        }
+        self.list.visit_from(lookup_ikey, |n| f(n.key(), n.value()));
     }
 
     /// An iterator that keeps the memtable alive (it owns an `Arc`). It sees every entry

@@ -125,6 +125,10 @@ pub(crate) const LINK_BATCH: usize = 16;
 #[cfg(any(feature = "loom", feature = "shuttle"))]
 pub(crate) const LINK_BATCH: usize = 2;
 
+/// Most pending nodes a point read merges into its walk ([`SkipList::visit_from`]) instead of
+/// linking them.
+const MERGE_MAX: usize = 2 * LINK_BATCH;
+
 /// log2 of the branching factor: a node reaches level `i + 1` with probability 1/4 given `i`.
 const BRANCHING_BITS: u32 = 2;
 
@@ -581,6 +585,121 @@ impl SkipList {
                 self.descend(|k| o.compare_internal(k, key) == Ordering::Less).1
             }
         }
+    }
+
+    /// Calls `f` on the nodes with key `>= from`, in order, until it returns false: every node
+    /// added before the call, and maybe later ones. A batched list's pending nodes (at most
+    /// [`MERGE_MAX`], with no link under way) are merged into the walk instead of linked: a point
+    /// read then costs a comparison per pending node instead of a link's searches, and readers
+    /// never wait for one another's links. Otherwise the list settles first.
+    pub(crate) fn visit_from<'s>(&'s self, from: &[u8], f: impl FnMut(Node<'s>) -> bool) {
+        match &self.order {
+            KeyOrder::Bytewise => self.visit_in(from, f, compare_internal),
+            o @ KeyOrder::Custom(_) => {
+                self.visit_in(from, f, |a: &[u8], b: &[u8]| o.compare_internal(a, b));
+            }
+        }
+    }
+
+    /// [`Self::visit_from`] with `cmp` the order of internal keys.
+    fn visit_in<'s>(
+        &'s self,
+        from: &[u8],
+        f: impl FnMut(Node<'s>) -> bool,
+        cmp: impl Fn(&[u8], &[u8]) -> Ordering,
+    ) {
+        let mut slots = [const { MaybeUninit::<Node<'s>>::uninit() }; MERGE_MAX];
+        let n = match self.pending_from(from, &mut slots, &cmp) {
+            Some(n) => n,
+            None => {
+                self.settle();
+                0
+            }
+        };
+        // SAFETY: `pending_from` initialised the first `n` slots.
+        let pending =
+            unsafe { std::slice::from_raw_parts_mut(slots.as_mut_ptr().cast::<Node<'s>>(), n) };
+        self.walk_merged(from, pending, f, cmp);
+    }
+
+    /// The walk of [`Self::visit_in`]: the list's nodes from `from` on, with `pending` (nodes
+    /// taken from the pending vector, any of which may have been linked since) merged in.
+    fn walk_merged<'s>(
+        &'s self,
+        from: &[u8],
+        pending: &mut [Node<'s>],
+        mut f: impl FnMut(Node<'s>) -> bool,
+        cmp: impl Fn(&[u8], &[u8]) -> Ordering,
+    ) {
+        pending.sort_unstable_by(|a, b| cmp(a.key(), b.key()));
+        let mut pending = pending.iter().copied().peekable();
+        let mut node = self.descend(|k| cmp(k, from) == Ordering::Less).1;
+        loop {
+            let next = match (node, pending.peek().copied()) {
+                (None, None) => return,
+                (Some(l), None) => {
+                    node = l.next(0);
+                    l
+                }
+                (l, Some(p)) => {
+                    // A pending node linked meanwhile is met in the walk too: visited once.
+                    let same = l.is_some_and(|l| l.ptr == p.ptr);
+                    match l {
+                        Some(l) if !same && cmp(p.key(), l.key()) != Ordering::Less => {
+                            node = l.next(0);
+                            l
+                        }
+                        _ => {
+                            pending.next();
+                            if same {
+                                node = node.and_then(|l| l.next(0));
+                            }
+                            p
+                        }
+                    }
+                }
+            };
+            if !f(next) {
+                return;
+            }
+        }
+    }
+
+    /// A batched list's pending nodes with key `>= from`, written into `out` (unsorted);
+    /// their count, or `None` when the read must settle instead: the list links when read
+    /// (the vector memtable), a link is under way (its nodes are neither pending nor surely
+    /// reachable), or more than [`MERGE_MAX`] are pending. `Some(0)` when nothing is pending.
+    fn pending_from<'s>(
+        &'s self,
+        from: &[u8],
+        out: &mut [MaybeUninit<Node<'s>>; MERGE_MAX],
+        cmp: &impl Fn(&[u8], &[u8]) -> Ordering,
+    ) -> Option<usize> {
+        let Some(d) = &self.deferred else { return Some(0) };
+        if d.unlinked.load(MemOrder::Acquire) == 0 {
+            return Some(0);
+        }
+        if d.linking != Linking::Batched {
+            return None;
+        }
+        let pending = d.pending.lock();
+        // Raised under this lock with each push, lowered only once a link is done: equal to
+        // the nodes pending, no node is between the vector and the list.
+        if pending.len() > MERGE_MAX || d.unlinked.load(MemOrder::Acquire) != pending.len() {
+            return None;
+        }
+        let mut n = 0;
+        for &(ptr, height) in pending.iter() {
+            // SAFETY: the node, in this list's arena, was written before it was pushed under
+            // the lock held here, and its key and value are never written again; only its
+            // links may change (a link), and they are not read here.
+            let node = unsafe { Node::from_raw(ptr, height) };
+            if cmp(node.key(), from) != Ordering::Less {
+                out[n].write(node);
+                n += 1;
+            }
+        }
+        Some(n)
     }
 
     /// The last node with key `< key`.
@@ -1082,6 +1201,38 @@ mod tests {
 
     fn ik(user: &[u8], seq: u64) -> Vec<u8> {
         make_internal_key(user, SeqNo(seq), ValueType::Value)
+    }
+
+    /// A read that took pending nodes and then finds some of them linked (a writer's link ran
+    /// between its look at the vector and its walk) visits each once, in order.
+    #[test]
+    fn a_walk_visits_once_the_pending_nodes_linked_since_it_took_them() {
+        let list = SkipList::batched(None, KeyOrder::Bytewise, super::super::arena::CHUNK_SIZE);
+        let add = |user: &[u8], seq: u64| {
+            let k = ik(user, seq);
+            let (pre, suf) = k.split_at(k.len() - 8);
+            list.with_splice(|s| list.add(s, pre, suf, &seq.to_le_bytes()));
+        };
+        add(b"b", 1);
+        add(b"d", 2);
+        let from = ik(b"", 0);
+        let mut slots = [const { MaybeUninit::<Node<'_>>::uninit() }; MERGE_MAX];
+        let n = list.pending_from(&from, &mut slots, &compare_internal).expect("no link running");
+        assert_eq!(n, 2);
+        // SAFETY: the first `n` slots were written by `pending_from`.
+        let taken = unsafe { std::slice::from_raw_parts_mut(slots.as_mut_ptr().cast(), n) };
+        list.settle();
+        add(b"a", 3);
+        add(b"c", 4);
+        list.settle();
+        let mut seen = Vec::new();
+        let visit = |n: Node<'_>| {
+            seen.push(n.key().to_vec());
+            true
+        };
+        list.walk_merged(&from, taken, visit, compare_internal);
+        let want = [ik(b"a", 3), ik(b"b", 1), ik(b"c", 4), ik(b"d", 2)];
+        assert_eq!(seen, want, "each node once, in order");
     }
 
     fn collect(list: &SkipList) -> Vec<(Vec<u8>, Vec<u8>)> {

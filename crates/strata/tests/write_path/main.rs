@@ -12,6 +12,7 @@ mod flush_syncs_retired_wals;
 mod flush_wal_sync;
 mod merged_flushes;
 mod read_your_writes_concurrent;
+mod stall_after_changes;
 mod stall_options;
 mod synced_writers_in_flight;
 mod wal_dir;

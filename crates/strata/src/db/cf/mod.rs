@@ -19,7 +19,7 @@ pub(crate) mod admin;
 
 use std::any::Any;
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::RwLock;
@@ -121,6 +121,9 @@ pub(crate) struct Cfd {
     /// filters. Everything else reads `opts` (`db/rocksdb_api.rs` refuses a change that
     /// would only take effect at the next open).
     live: RwLock<Arc<Options>>,
+    /// Raised after each change of `live`, so that a writer can tell they are unchanged
+    /// without the lock (`db/write/stall.rs`).
+    live_changes: AtomicU64,
     /// Table options per level (they differ in compression with `compression_per_level`).
     pub table_options: Vec<TableOptions>,
     /// The family's table directories (`db/paths.rs`), as its versions resolve them.
@@ -159,6 +162,7 @@ impl Cfd {
             paths: sv.version.paths().clone(),
             table_options: (0..opts.num_levels).map(|l| opts.table_options_for_level(l)).collect(),
             live: RwLock::new(Arc::new(opts.clone())),
+            live_changes: AtomicU64::new(0),
             opts,
             super_version: RwLock::new(Arc::new(sv)),
             local_svs: LocalSuperVersions::new(number),
@@ -203,6 +207,13 @@ impl Cfd {
     /// Makes `o` the family's live options.
     pub(crate) fn set_live_opts(&self, o: Options) {
         *self.live.write() = Arc::new(o);
+        self.live_changes.fetch_add(1, Ordering::Release);
+    }
+
+    /// How many times the live options changed: read before [`Self::live_opts`], a count
+    /// that has not moved since means the options read then are still current.
+    pub(crate) fn live_changes(&self) -> u64 {
+        self.live_changes.load(Ordering::Acquire)
     }
 
     pub(crate) fn current_super_version(&self) -> Arc<SuperVersion> {

@@ -51,7 +51,7 @@
 
 pub(super) mod queue;
 pub(super) mod rate;
-mod stall;
+pub(super) mod stall;
 pub(super) mod switch;
 pub(crate) mod two_phase;
 pub(super) mod wal;

@@ -15,9 +15,11 @@
 //!   `delayed_write_rate` and follows the debt (`rate.rs`).
 //!
 //! Every stall is counted (once per write group and kind) and timed; the info LOG says when
-//! writes stop and resume, and when they are slowed down and no longer. Nothing is cloned or
-//! formatted unless a family stalls or is full: with no stall a write group pays a look at
-//! each family and two relaxed loads.
+//! writes stop and resume, and when they are slowed down and no longer. Nothing is formatted
+//! unless a family stalls or is full. A look that finds writes free to go is remembered with
+//! the numbers of what it read; until one of them moves (a family's super version or live
+//! options, the set of families) or a memtable fills, a write pays a few loads per family
+//! instead of the look ([`still_unstalled`]).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -50,6 +52,38 @@ struct Slow {
     pending: u64,
 }
 
+/// What the last look at a family found writes free to go with (`WalState::unstalled`):
+/// the numbers of its super version and live options read before they were, and its write
+/// buffer size.
+pub(crate) struct Unstalled {
+    id: crate::ColumnFamilyId,
+    sv_number: u64,
+    live_changes: u64,
+    write_buffer_size: usize,
+}
+
+/// Whether writes are still free to go as the last look found them (no stall, no full
+/// memtable), with nothing that decides a stall changed since: the same families, none with
+/// a new super version (L0 files, pending compaction bytes) or new live options, and no
+/// memtable full. A few loads per family, where the look itself takes two locks and two
+/// reference counts per family: it runs once per write under the WAL lock, and writers on
+/// other cores take turns with those cache lines.
+fn still_unstalled(wal: &WalState) -> bool {
+    let Some(seen) = &wal.unstalled else { return false };
+    let mut seen = seen.iter();
+    for f in wal.mems.iter() {
+        let Some(u) = seen.next() else { return false };
+        if u.id != f.cfd.id
+            || f.cfd.local_svs.current() != u.sv_number
+            || f.cfd.live_changes() != u.live_changes
+            || f.mem.approximate_memory_usage() >= u.write_buffer_size
+        {
+            return false;
+        }
+    }
+    seen.next().is_none()
+}
+
 /// The worst stall state over the families ([`worst_state`]).
 struct Worst {
     /// The first family that stops writes.
@@ -58,6 +92,8 @@ struct Worst {
     slow: Option<Slow>,
     /// The first family not stopped whose active memtable is full.
     full: Option<Arc<Cfd>>,
+    /// What each family's look read, for [`still_unstalled`].
+    seen: Vec<Unstalled>,
 }
 
 /// Ensures the active memtable has room and applies write flow control (module doc), in
@@ -81,13 +117,17 @@ pub(super) fn make_room_for_write(
         if let Some(e) = inner.bg_error() {
             return Err(e);
         }
+        if wbm.is_none() && still_unstalled(wal) {
+            return Ok(());
+        }
+        wal.unstalled = None;
         if !budget_switched
             && wbm.is_some_and(WriteBufferManager::should_flush)
             && switch_for_budget(inner, wal, &mut budget_switched, &mut counted, no_slowdown)?
         {
             continue;
         }
-        let Worst { stop, slow, full } = worst_state(inner, wal);
+        let Worst { stop, slow, full, seen } = worst_state(inner, wal);
         // The shared memtable budget stops writes too, once no family must switch first.
         let budget = wbm.filter(|m| stop.is_none() && full.is_none() && budget_stall_applies(m));
         note_stop(inner, stop.as_ref(), budget);
@@ -123,6 +163,7 @@ pub(super) fn make_room_for_write(
             _ => None,
         };
         note_slowdown_change(inner, slow.as_ref(), rate);
+        let slowed = slow.is_some();
         if let (Some(slow), Some(rate)) = (slow, rate) {
             if no_slowdown {
                 return Err(no_slowdown_refused("writes are slowed down"));
@@ -130,6 +171,9 @@ pub(super) fn make_room_for_write(
             delayed = true;
             pace_slowdown(inner, wal, &slow, rate, batch_bytes);
             continue;
+        }
+        if !slowed {
+            wal.unstalled = Some(seen);
         }
         return Ok(());
     }
@@ -185,8 +229,17 @@ fn worst_state(inner: &DbInner, wal: &WalState) -> Worst {
     let mut stop: Option<Stop> = None;
     let mut slow: Option<Slow> = None;
     let mut full: Option<Arc<Cfd>> = None;
+    let mut seen = Vec::new();
     for f in wal.mems.iter() {
+        // The numbers first: a change after them is seen by the next write.
+        let (sv_number, live_changes) = (f.cfd.local_svs.current(), f.cfd.live_changes());
         let co = f.cfd.live_opts();
+        seen.push(Unstalled {
+            id: f.cfd.id,
+            sv_number,
+            live_changes,
+            write_buffer_size: co.write_buffer_size,
+        });
         let auto = !co.disable_auto_compactions;
         let sv = f.cfd.current_super_version();
         let l0 = sv.stall_count;
@@ -220,7 +273,7 @@ fn worst_state(inner: &DbInner, wal: &WalState) -> Worst {
             slow = Some(Slow { cfd: f.cfd.clone(), l0, pending });
         }
     }
-    Worst { stop, slow, full }
+    Worst { stop, slow, full, seen }
 }
 
 /// Step: publishes whether writes are stopped (`rocksdb.is-write-stopped`), by a family or by
