@@ -183,8 +183,8 @@ impl MemTable {
     /// readers see each entry complete or not at all. The statistics are updated once per
     /// call, after the entries are in. The entries are linked several at a time, their
     /// searches interleaved, with those of earlier calls still waiting (`skiplist.rs`,
-    /// "Batches across writes"): at the end of the call when a batch is due; every read links
-    /// what waits before it looks.
+    /// "Batches across writes"): at the end of the call when a batch is due. Every read finds
+    /// what waits (an iterator links it first, a point read merges it into its walk).
     ///
     /// The DB gives every entry a unique sequence number. Should the same internal key (user
     /// key, seq and type) be added twice anyway, both entries are kept: forward iteration and

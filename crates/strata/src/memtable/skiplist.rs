@@ -81,12 +81,14 @@
 //! pushes it on the pending vector, as below, and a writer that then finds [`LINK_BATCH`]
 //! pending links them as a batch ([`SkipList::link_due`]; the DB's writers call it once their
 //! write is published, so that later writes do not wait for the link to be published). Every
-//! read links what is pending first (`settle`, below), so a read still finds every entry added
-//! before it began, as if each were linked by its writer. A writer links only when no one
-//! else is linking (a `try_lock`), and never waits for another writer here; its nodes are then
-//! linked by the next writer that finds a batch pending, or by the next read. A link takes the
-//! nodes pending when it starts and no more, so a read under a stream of writes links a few
-//! nodes, not the writers' share.
+//! read finds every entry added before it began, as if each were linked by its writer: an
+//! iterator links what is pending first (`settle`, below), and a point read
+//! ([`SkipList::visit_from`]) merges the pending nodes into its walk instead, when they are
+//! few and no link is under way (else it settles). A writer links only when no one else is
+//! linking (a `try_lock`), and never waits for another writer here; its nodes are then linked
+//! by the next writer that finds a batch pending, or by the next read that settles. A link
+//! takes the nodes pending when it starts and no more, so a read under a stream of writes
+//! links a few nodes, not the writers' share.
 //!
 //! ## Deferred linking (the vector memtable)
 //!
@@ -322,6 +324,17 @@ struct Deferred {
     /// Held while a settle (or a batched list's writer) links, so links run one at a time;
     /// it guards the nodes the link took (a vector kept for its capacity).
     settling: Mutex<Vec<(NodePtr, usize)>>,
+    /// Point reads that merged the pending nodes into their walks since a link last took
+    /// them (changed under `pending`'s lock): past [`merges_before_link`], a read links them.
+    merges: AtomicUsize,
+}
+
+/// How many point reads merge `pending` nodes before one links them instead: twice as many
+/// as the nodes, and a few. Reads that come one or two to a write (read-modify-write) keep
+/// merging, and writers link in whole batches; reads that come many to a write (a read-mostly
+/// load) soon link, and the reads after them find nothing pending.
+fn merges_before_link(pending: usize) -> usize {
+    2 * pending + 2
 }
 
 // SAFETY: shared state is reached only through atomics (links, height, memory_usage, rng) or
@@ -384,6 +397,7 @@ impl SkipList {
         list.deferred = Some(Deferred {
             linking,
             pending: Mutex::new(Vec::with_capacity(2 * LINK_BATCH)),
+            merges: AtomicUsize::new(0),
             unlinked: AtomicUsize::new(0),
             settling: Mutex::new(Vec::with_capacity(2 * LINK_BATCH)),
         });
@@ -491,7 +505,11 @@ impl SkipList {
     /// read that links: a read never links more than was pending when it came, so it is not
     /// held up by writes that go on.
     fn link_batches(&self, d: &Deferred, taken: &mut Vec<(NodePtr, usize)>, splice: &mut Splice) {
-        std::mem::swap(&mut *d.pending.lock(), taken);
+        {
+            let mut pending = d.pending.lock();
+            std::mem::swap(&mut *pending, taken);
+            d.merges.store(0, MemOrder::Relaxed);
+        }
         for batch in taken.chunks(LINK_BATCH) {
             self.link_batch(splice, batch);
             d.unlinked.fetch_sub(batch.len(), MemOrder::Release);
@@ -668,7 +686,8 @@ impl SkipList {
     /// A batched list's pending nodes with key `>= from`, written into `out` (unsorted);
     /// their count, or `None` when the read must settle instead: the list links when read
     /// (the vector memtable), a link is under way (its nodes are neither pending nor surely
-    /// reachable), or more than [`MERGE_MAX`] are pending. `Some(0)` when nothing is pending.
+    /// reachable), more than [`MERGE_MAX`] are pending, or enough reads merged these already
+    /// ([`merges_before_link`]). `Some(0)` when nothing is pending.
     fn pending_from<'s>(
         &'s self,
         from: &[u8],
@@ -688,6 +707,11 @@ impl SkipList {
         if pending.len() > MERGE_MAX || d.unlinked.load(MemOrder::Acquire) != pending.len() {
             return None;
         }
+        let merges = d.merges.load(MemOrder::Relaxed) + 1;
+        if merges > merges_before_link(pending.len()) {
+            return None;
+        }
+        d.merges.store(merges, MemOrder::Relaxed);
         let mut n = 0;
         for &(ptr, height) in pending.iter() {
             // SAFETY: the node, in this list's arena, was written before it was pushed under

@@ -276,8 +276,8 @@ fn iterator_keeps_memtable_alive() {
 }
 
 /// The skiplist memtable links single-entry writes a batch at a time (`LINK_BATCH`), the
-/// write that fills a batch linking it, and every read links what is pending before it looks:
-/// each entry is found by the first read after its write.
+/// write that fills a batch linking it, and a point read merges what is pending into its
+/// walk: each entry is found by the first read after its write.
 #[test]
 fn single_entry_writes_are_linked_in_batches_and_read_at_once() {
     use super::skiplist::LINK_BATCH;
@@ -337,6 +337,34 @@ fn unlinked_adds_wait_for_a_due_batch_and_reads_find_them() {
     assert_eq!(m.list.unlinked(), 1, "a point read does not link");
     assert_eq!(scan(&m).len(), LINK_BATCH + 1);
     assert_eq!(m.list.unlinked(), 0, "an iterator links");
+}
+
+/// Reads that come many to a write link what is pending once they have merged it
+/// `merges_before_link` times (2 per entry, and 2): the reads after them find nothing pending.
+#[test]
+fn reads_that_come_many_to_a_write_link_what_is_pending() {
+    let m = Arc::new(mem(false));
+    for (i, k) in [b"b", b"a", b"c"].iter().enumerate() {
+        m.add_batch_unlinked(
+            SeqNo(i as u64 + 1),
+            std::iter::once((ValueType::Value, &k[..], &b"v"[..])),
+        );
+    }
+    let read = |k: &[u8]| {
+        let mut found = false;
+        m.get(&lookup_key(k, SeqNo(100)), |ik, _| {
+            found = crate::key::user_key(ik) == k;
+            false
+        });
+        assert!(found, "{k:?}");
+    };
+    for n in 0..2 * 3 + 2 {
+        read(b"a");
+        assert_eq!(m.list.unlinked(), 3, "read {n} merged");
+    }
+    read(b"c");
+    assert_eq!(m.list.unlinked(), 0, "the read after 8 merges links the 3 entries");
+    read(b"b");
 }
 
 /// A point read's walk with entries pending merged in: from any lookup key it visits every
