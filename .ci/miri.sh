@@ -13,4 +13,6 @@ if ! cargo +nightly miri --version > /dev/null 2>&1; then
 fi
 MIRIFLAGS="${MIRIFLAGS:-} -Zmiri-disable-isolation" cargo +nightly miri test -p strata --lib -- memtable::skiplist memtable::arena \
   memtable::tests::concurrent_writers memtable::tests::one_writer_many_readers \
-  memtable::tests::seek_while_inserting memtable::tests::single_entry_writes_are_linked
+  memtable::tests::seek_while_inserting memtable::tests::single_entry_writes_are_linked \
+  memtable::tests::a_read_merges_pending memtable::tests::unlinked_adds_wait \
+  memtable::tests::reads_that_come_many

@@ -423,10 +423,11 @@ pub struct Options {
     /// leader whose own batch is at most an eighth of this takes only an eighth more, so a
     /// small write is not held up by a large group. Default: 1 MiB.
     pub max_write_batch_group_size_bytes: u64,
-    /// A writer waiting for its group's leader (or a pipelined leader for the previous
-    /// group) yields its CPU for up to `write_thread_max_yield_usec` before it sleeps, while
-    /// yielding keeps ending such waits (the writers sample whether it does): a sleeping
-    /// writer costs its leader a system call to wake. Waits that outlast the yields (synced
+    /// A writer waiting for its group's leader (or a writer whose group finished before an
+    /// earlier one, for its publication) yields its CPU for up to
+    /// `write_thread_max_yield_usec` before it sleeps, while yielding keeps ending such waits
+    /// (the writers sample whether it does): a sleeping writer costs its leader a system call
+    /// to wake. Waits that outlast the yields (synced
     /// writes), or yields that take `write_thread_slow_yield_usec` or more because other
     /// threads want the CPU, turn it back to sleeping. Off, a writer spins briefly and then
     /// sleeps. Default: false (RocksDB's is true): with more writers than cores, the yields

@@ -268,8 +268,7 @@ pub(crate) struct DbInner {
     pub pipeline: Mutex<write::WritePipeline>,
     pub pipeline_cv: Condvar,
     /// Write groups numbered below this are finished (published, or failed). Changed only
-    /// under `pipeline`'s lock (so a wait on `pipeline_cv` sees it change), read without it
-    /// by a group spinning for its turn to publish.
+    /// under `pipeline`'s lock (so a wait on `pipeline_cv` sees it change).
     pub groups_finished: AtomicU64,
     /// Synced groups waiting for their fdatasync outside the WAL lock. It drops under
     /// `sync_slots`, with `sync_slots_cv` signalled, for a leader waiting to start its sync.

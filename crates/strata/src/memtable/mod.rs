@@ -207,8 +207,8 @@ impl MemTable {
     }
 
     /// [`Self::add_batch`] without its link: the caller calls [`Self::link_due`] after (the
-    /// DB's write path, once the write is published). Until something links them, the entries
-    /// wait for the next read, which links them first.
+    /// DB's write path, once the write is published). Until something links them, reads find
+    /// them all the same (`skiplist.rs`, "Batches across writes").
     pub(crate) fn add_batch_unlinked<'a>(
         &self,
         first: SeqNo,
@@ -309,7 +309,8 @@ impl MemTable {
 
     /// Calls `f(ikey, value)` for entries starting at the first entry `>= lookup_ikey` (an
     /// internal key, see [`crate::key::lookup_key`]), in order, until `f` returns false or the
-    /// entries end. Lock-free; allocates nothing.
+    /// entries end. Allocates nothing; lock-free unless entries wait to be linked (it then takes
+    /// the list's pending lock, to merge them into its walk: `SkipList::visit_from`).
     ///
     /// With a filter, entries of other user keys are not visited when the filter rules the
     /// lookup's user key out: callers read only the entries of that key.

@@ -12,10 +12,10 @@
 //!
 //! Every other writer queues (`queue.rs`); the one at the front leads a *group*: it takes the
 //! batches queued behind it (up to `max_write_batch_group_size_bytes`), and in phase one, under
-//! the WAL lock, makes room (`stall.rs`), takes sequence numbers and appends one combined WAL record
-//! ([`stage_group`]). Phase two, without the WAL lock ([`finish_group`]): the group's sync, its
-//! memtable inserts, and its publication, in group order. When the leadership passes on is the
-//! choice of the write modes:
+//! the WAL lock, makes room (`stall.rs`), takes sequence numbers and appends one combined WAL
+//! record ([`stage_group`]). Phase two, without the WAL lock ([`finish_group`]): the group's
+//! sync, its memtable inserts, and its publication, in group order. When the leadership passes
+//! on is the choice of the write modes:
 //!
 //! | group | leadership passes on | so that |
 //! |---|---|---|

@@ -1,7 +1,7 @@
-//! How a writer waits for its slot (`queue.rs`), and a pipelined leader for the previous
-//! group's publication: a short spin, then (with `enable_write_thread_adaptive_yield`, while
-//! yielding has been paying off) yields of its CPU for up to `write_thread_max_yield_usec`,
-//! and only then sleep.
+//! How a writer waits for its slot (`queue.rs`: its leader's word, or the publication of a
+//! group that finished before an earlier one): a short spin, then (with
+//! `enable_write_thread_adaptive_yield`, while yielding has been paying off) yields of its CPU
+//! for up to `write_thread_max_yield_usec`, and only then sleep.
 //!
 //! Sleeping costs both sides a system call: the waiter's futex wait, and a futex wake from the
 //! leader for every member of every group, before the leader can lead on. With more writers
