@@ -761,7 +761,8 @@ mod shuttle_tests {
     }
 
     /// The memtable's list, linking batches across writes (`LINK_BATCH` is 2 under Shuttle, so
-    /// writers link batches while the reader settles): every returned add is found.
+    /// writers link batches while the reader walks and settles): every returned add is found,
+    /// by a point read's merged walk and after a settle.
     #[test]
     fn shuttle_batched_adds_are_found_by_every_later_read() {
         concurrent_inserts_and_reads(|| {
@@ -795,6 +796,24 @@ mod shuttle_tests {
                             // An insert that returned before this load is found by every
                             // search that starts after it.
                             let seen = done0.load(MemOrder::Acquire) as u64;
+                            // A point read's walk first (it merges what is pending, racing
+                            // the writers' links): in order, each node once, every returned
+                            // insert in it.
+                            let from = make_internal_key(b"", SeqNo(0), ValueType::Value);
+                            let mut walked = Vec::new();
+                            list.visit_from(&from, |n| {
+                                walked.push(n.key().to_vec());
+                                true
+                            });
+                            assert!(
+                                walked.windows(2).all(|w| {
+                                    compare_internal(&w[0], &w[1]) == std::cmp::Ordering::Less
+                                }),
+                                "a walk out of order or with a node twice"
+                            );
+                            for j in 0..seen {
+                                assert!(walked.contains(&ikey(j)), "the walk lost key {j}");
+                            }
                             list.settle();
                             for j in 0..seen {
                                 let found = list.seek_ge(&ikey(j)).expect("published key");
