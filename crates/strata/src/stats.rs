@@ -178,16 +178,25 @@ impl Tickers {
     }
 }
 
-/// Write-path counters.
+/// What every write group adds to ([`WriteCounters::add_group`]), in one shard: most writes
+/// are a group of their own (`db/write/mod.rs`), and writers on several cores adding to one
+/// set of counters would take turns with its cache line at every write.
+#[repr(align(64))]
 #[derive(Default)]
+struct GroupShard {
+    writes: AtomicU64,
+    keys: AtomicU64,
+    groups: AtomicU64,
+    ingest_bytes: AtomicU64,
+    wal_writes: AtomicU64,
+    wal_bytes: AtomicU64,
+}
+
+/// Write-path counters.
 pub(crate) struct WriteCounters {
-    pub writes: AtomicU64,
-    pub keys: AtomicU64,
-    pub groups: AtomicU64,
-    pub ingest_bytes: AtomicU64,
-    pub wal_writes: AtomicU64,
+    /// Per-group counts, sharded as the tickers are (by thread), summed when read.
+    shards: Box<[GroupShard]>,
     pub wal_syncs: AtomicU64,
-    pub wal_bytes: AtomicU64,
     pub stall_micros: AtomicU64,
     /// Batches their own writer inserted into the memtable as a group member
     /// (`allow_concurrent_memtable_write`, `unordered_write`).
@@ -195,6 +204,18 @@ pub(crate) struct WriteCounters {
     /// Groups published by another group's writer: they finished before an earlier group
     /// (`db/write/mod.rs`, `publish_in_order`).
     pub published_by_other: AtomicU64,
+}
+
+impl Default for WriteCounters {
+    fn default() -> Self {
+        WriteCounters {
+            shards: (0..TICKER_SHARDS).map(|_| GroupShard::default()).collect(),
+            wal_syncs: AtomicU64::default(),
+            stall_micros: AtomicU64::default(),
+            member_inserts: AtomicU64::default(),
+            published_by_other: AtomicU64::default(),
+        }
+    }
 }
 
 #[derive(Clone, Copy, Default)]
@@ -210,16 +231,31 @@ struct WriteSnapshot {
 }
 
 impl WriteCounters {
+    /// One published group: `writers` writes of `keys` records and `bytes` bytes in all,
+    /// `logged` when it went to the WAL.
+    pub(crate) fn add_group(&self, writers: u64, keys: u64, bytes: u64, logged: bool) {
+        let s = &self.shards[TICKER_SHARD.with(|s| *s)];
+        s.writes.fetch_add(writers, Ordering::Relaxed);
+        s.keys.fetch_add(keys, Ordering::Relaxed);
+        s.groups.fetch_add(1, Ordering::Relaxed);
+        s.ingest_bytes.fetch_add(bytes, Ordering::Relaxed);
+        if logged {
+            s.wal_writes.fetch_add(writers, Ordering::Relaxed);
+            s.wal_bytes.fetch_add(bytes, Ordering::Relaxed);
+        }
+    }
+
     fn snapshot(&self) -> WriteSnapshot {
         let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let sum = |f: fn(&GroupShard) -> &AtomicU64| self.shards.iter().map(|s| g(f(s))).sum();
         WriteSnapshot {
-            writes: g(&self.writes),
-            keys: g(&self.keys),
-            groups: g(&self.groups),
-            ingest_bytes: g(&self.ingest_bytes),
-            wal_writes: g(&self.wal_writes),
+            writes: sum(|s| &s.writes),
+            keys: sum(|s| &s.keys),
+            groups: sum(|s| &s.groups),
+            ingest_bytes: sum(|s| &s.ingest_bytes),
+            wal_writes: sum(|s| &s.wal_writes),
             wal_syncs: g(&self.wal_syncs),
-            wal_bytes: g(&self.wal_bytes),
+            wal_bytes: sum(|s| &s.wal_bytes),
             stall_micros: g(&self.stall_micros),
         }
     }
@@ -341,13 +377,11 @@ impl Stats {
         let compact_written = all_written.saturating_sub(flushed);
         rows.push(("rocksdb.compact.write.bytes", compact_written));
         rows.push(("rocksdb.wal.synced", self.write.wal_syncs.load(Ordering::Relaxed)));
-        rows.push(("rocksdb.wal.bytes", self.write.wal_bytes.load(Ordering::Relaxed)));
-        let groups = self.write.groups.load(Ordering::Relaxed);
+        let w = self.write.snapshot();
+        rows.push(("rocksdb.wal.bytes", w.wal_bytes));
+        let groups = w.groups;
         rows.push(("rocksdb.write.self", groups));
-        rows.push((
-            "rocksdb.write.other",
-            self.write.writes.load(Ordering::Relaxed).saturating_sub(groups),
-        ));
+        rows.push(("rocksdb.write.other", w.writes.saturating_sub(groups)));
         rows.push((
             "strata.write.member.inserts",
             self.write.member_inserts.load(Ordering::Relaxed),
@@ -712,8 +746,8 @@ mod tests {
             },
         );
         st.record_stall(Stall::Level0Slowdown, 363_000);
-        st.write.writes.fetch_add(600_000, Ordering::Relaxed);
-        st.write.groups.fetch_add(600_000, Ordering::Relaxed);
+        st.write.shards[0].writes.fetch_add(600_000, Ordering::Relaxed);
+        st.write.shards[0].groups.fetch_add(600_000, Ordering::Relaxed);
         let shape = [
             LevelShape { files: 3, being_compacted: 0, bytes: 2_642_412, score: 0.75 },
             LevelShape { files: 0, being_compacted: 0, bytes: 0, score: 0.0 },

@@ -14,9 +14,10 @@
 //!   [`MemTable::approximate_memory_usage`], which is one atomic load;
 //! - concurrency model: several writers insert at once (write groups in flight, and group
 //!   members inserting their own batches with `allow_concurrent_memtable_write`), linking with
-//!   compare-and-swap; readers (gets, iterators, the flush) walk the list without a lock
-//!   once they have linked what was pending (one atomic load when nothing is), and no writer
-//!   waits for a reader beyond a short lock on the pending vector;
+//!   compare-and-swap; readers walk the list without a lock once they have linked what was
+//!   pending (iterators, the flush) or taken it under a short lock to merge into their walk
+//!   (gets; one atomic load when nothing is pending), and no writer waits for a reader beyond
+//!   that lock;
 //! - no per-entry heap allocation and no per-entry drop: the arena is freed in one go when the
 //!   last reference to the memtable (the DB's or an iterator's `Arc`) goes away.
 //!

@@ -653,29 +653,25 @@ impl SkipList {
         let mut pending = pending.iter().copied().peekable();
         let mut node = self.descend(|k| cmp(k, from) == Ordering::Less).1;
         loop {
+            // A pending node linked meanwhile is met in the walk too: visited once.
+            let same = |l: Node<'s>, p: Node<'s>| l.ptr == p.ptr;
             let next = match (node, pending.peek().copied()) {
-                (None, None) => return,
-                (Some(l), None) => {
+                (Some(l), Some(p)) if same(l, p) || cmp(p.key(), l.key()) == Ordering::Less => {
+                    pending.next();
+                    if same(l, p) {
+                        node = l.next(0);
+                    }
+                    p
+                }
+                (Some(l), _) => {
                     node = l.next(0);
                     l
                 }
-                (l, Some(p)) => {
-                    // A pending node linked meanwhile is met in the walk too: visited once.
-                    let same = l.is_some_and(|l| l.ptr == p.ptr);
-                    match l {
-                        Some(l) if !same && cmp(p.key(), l.key()) != Ordering::Less => {
-                            node = l.next(0);
-                            l
-                        }
-                        _ => {
-                            pending.next();
-                            if same {
-                                node = node.and_then(|l| l.next(0));
-                            }
-                            p
-                        }
-                    }
+                (None, Some(p)) => {
+                    pending.next();
+                    p
                 }
+                (None, None) => return,
             };
             if !f(next) {
                 return;

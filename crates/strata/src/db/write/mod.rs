@@ -774,10 +774,7 @@ fn count_group(inner: &DbInner, group: &Group, staged: &StagedGroup) {
     let writers = 1 + group.followers.len() as u64;
     let bytes = group.wal_batch.size_in_bytes() as u64;
     let count = staged.last.0 - staged.first.0 + 1;
-    w.writes.fetch_add(writers, Ordering::Relaxed);
-    w.keys.fetch_add(count, Ordering::Relaxed);
-    w.groups.fetch_add(1, Ordering::Relaxed);
-    w.ingest_bytes.fetch_add(bytes, Ordering::Relaxed);
+    w.add_group(writers, count, bytes, !staged.disable_wal);
     inner.stats.tickers.add(Ticker::KeysWritten, count);
     inner.stats.tickers.add(Ticker::BytesWritten, bytes);
     let statistics = inner.stats.user_statistics();
@@ -787,8 +784,6 @@ fn count_group(inner: &DbInner, group: &Group, staged: &StagedGroup) {
         s.record(Histogram::BytesPerWrite, bytes);
     }
     if !staged.disable_wal {
-        w.wal_writes.fetch_add(writers, Ordering::Relaxed);
-        w.wal_bytes.fetch_add(bytes, Ordering::Relaxed);
         if let Some(s) = statistics {
             s.tick(StatTicker::WriteWithWal, writers);
             s.tick(StatTicker::WalFileBytes, bytes);
