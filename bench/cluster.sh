@@ -3,7 +3,7 @@
 #
 #   bash bench/cluster.sh up --nodes N [--replicas R] [--partitions P] --dir D
 #                            [--base-port PORT] [--server-bin PATH] [--appendfsync POLICY]
-#                            [--ttl SECONDS] [--io-threads T] [--netns]
+#                            [--ttl SECONDS] [--io-threads T] [--node-timeout MS] [--netns]
 #   bash bench/cluster.sh status --dir D
 #   bash bench/cluster.sh add --dir D [--no-rebalance]
 #   bash bench/cluster.sh remove --dir D --id I
@@ -26,6 +26,8 @@
 # move-slots: `strata-cluster move-slots SLOTS --to P` (SLOTS as `5`, `100-199`, `1,7,9-12`):
 # each slot moves to partition P while clients go on.
 # --io-threads T: each node's async workers (strata-server --io-threads; default one per core).
+# --node-timeout MS: each node's --cluster-node-timeout (default the server's, 300 ms:
+# elections after 150-300 ms without a leader's word, heartbeats every 50 ms).
 # --netns (root and `ip netns` needed): node i runs in network namespace <prefix>-n<i> at
 # 10.X.0.i (the first free 10.X.0.0/24 from X = 80), ports as above, the namespaces joined by
 # a bridge that the host reaches at 10.X.0.254; `up` prints `10.X.0.i:PORT` lines, `add`
@@ -47,6 +49,7 @@ appendfsync=everysec
 ttl=7200
 after=0
 io_threads=""
+node_timeout=""
 netns=0
 usage() { sed -n '2,31p' "$0"; }
 rebalance=--rebalance
@@ -69,6 +72,7 @@ while [ $# -gt 0 ]; do
     --slots) slots="$2"; shift 2 ;;
     --to) to="$2"; shift 2 ;;
     --io-threads) io_threads="$2"; shift 2 ;;
+    --node-timeout) node_timeout="$2"; shift 2 ;;
     --netns) netns=1; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "cluster.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
@@ -105,15 +109,16 @@ host_of() { if [ -n "$netns_prefix" ]; then echo "$netns_subnet.$1"; else echo 1
 # the cluster has them, its pid in D/node<i>/pid.
 start_server() {
   local i=$1; shift
-  local threads=()
-  [ -z "$io_threads" ] || threads=(--io-threads "$io_threads")
+  local extra=()
+  [ -z "$io_threads" ] || extra=(--io-threads "$io_threads")
+  [ -z "$node_timeout" ] || extra+=(--cluster-node-timeout "$node_timeout")
   if [ -n "$netns_prefix" ]; then
     ip netns list | grep -q "^$netns_prefix-n$i\b" \
       || netns_attach "$netns_prefix" "$netns_prefix-n$i" "vn$i" "$(host_of "$i")"
-    nohup ip netns exec "$netns_prefix-n$i" "$server_bin" --bind "$(host_of "$i")" "${threads[@]}" \
+    nohup ip netns exec "$netns_prefix-n$i" "$server_bin" --bind "$(host_of "$i")" "${extra[@]}" \
       "$@" > "$dir/node$i/log" 2>&1 &
   else
-    nohup "$server_bin" "${threads[@]}" "$@" > "$dir/node$i/log" 2>&1 &
+    nohup "$server_bin" "${extra[@]}" "$@" > "$dir/node$i/log" 2>&1 &
   fi
   echo $! > "$dir/node$i/pid"
 }
@@ -137,6 +142,8 @@ case "$cmd" in
     [[ "$ttl" =~ ^[1-9][0-9]*$ ]] || { echo "cluster.sh up: --ttl must be a positive number of seconds" >&2; exit 2; }
     [ -z "$io_threads" ] || [[ "$io_threads" =~ ^[1-9][0-9]*$ ]] \
       || { echo "cluster.sh up: --io-threads must be a positive number" >&2; exit 2; }
+    [ -z "$node_timeout" ] || [[ "$node_timeout" =~ ^[1-9][0-9]*$ ]] \
+      || { echo "cluster.sh up: --node-timeout must be a positive number of ms" >&2; exit 2; }
     if ls "$dir"/node*/pid >/dev/null 2>&1; then
       echo "cluster.sh up: $dir has running nodes (cluster.sh down --dir $dir first)" >&2; exit 1
     fi
@@ -156,7 +163,8 @@ case "$cmd" in
       rm -f "$dir/netns"
     fi
     echo "$server_bin" > "$dir/server-bin"
-    echo "$base_port $partitions $replicas $appendfsync ${io_threads:-0}" > "$dir/settings"
+    echo "$base_port $partitions $replicas $appendfsync ${io_threads:-0} ${node_timeout:-0}" \
+      > "$dir/settings"
     list=""
     : > "$dir/ports"; : > "$dir/addrs"
     for i in $(seq 1 "$nodes"); do
@@ -198,8 +206,9 @@ case "$cmd" in
     ;;
   add)
     [ -f "$dir/settings" ] || { echo "cluster.sh add: no cluster in $dir" >&2; exit 1; }
-    read -r base_port partitions replicas appendfsync io_threads < "$dir/settings"
+    read -r base_port partitions replicas appendfsync io_threads node_timeout < "$dir/settings"
     [ "${io_threads:-0}" != 0 ] || io_threads=""
+    [ "${node_timeout:-0}" != 0 ] || node_timeout=""
     load_netns
     server_bin=$(cat "$dir/server-bin")
     i=1

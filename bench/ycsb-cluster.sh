@@ -9,6 +9,7 @@
 #                              [--workloads rw-0-1,rw-1-0,...] [--engines cluster,single]
 #                              [--timeout S] [--base-port PORT] [--server-bin PATH] [--out DIR]
 #                              [--move-during WORKLOAD] [--reslot-during WORKLOAD]
+#                              [--node-timeout MS] [--io-threads T]
 #
 # Defaults: 100000 records and operations, 16 threads, 3 repetitions, durability always,
 # both clients, 5 x 64 x 3, the Pegasus cases (write only 0:1, read only 1:0, read & write
@@ -53,6 +54,11 @@
 # fails fails the run (its output in logs/*.reslot: per slot, the records and changes copied
 # and how long its writes were held).
 #
+# --node-timeout MS: the cluster nodes' --cluster-node-timeout (default 1500 here: elections
+# after 750-1500 ms without a leader's word, heartbeats every 250 ms; the server's own
+# default, 300, sends 64 groups' heartbeats every 50 ms; docs/replication.md, "Timing").
+# --io-threads T: each cluster node's async workers (default: the server's, one per core).
+#
 # Writes DIR (default bench/out/ycsb-cluster-<timestamp>): runs.tsv, logs/ (YCSB output per
 # run, go-ycsb's raw output as *.raw, cluster and server logs), environment.txt, and from
 # strata-bench-ycsb-report: results.tsv (per run), ycsb_qps.png (median total QPS per case,
@@ -85,7 +91,9 @@ out=""
 goycsb_version=v1.0.3
 move_during=""
 reslot_during=""
-usage() { sed -n '2,59p' "$0"; }
+node_timeout=1500
+io_threads=""
+usage() { sed -n '2,71p' "$0"; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --records) records="$2"; shift 2 ;;
@@ -100,6 +108,8 @@ while [ $# -gt 0 ]; do
     --workloads) workloads="$2"; shift 2 ;;
     --move-during) move_during="$2"; shift 2 ;;
     --reslot-during) reslot_during="$2"; shift 2 ;;
+    --node-timeout) node_timeout="$2"; shift 2 ;;
+    --io-threads) io_threads="$2"; shift 2 ;;
     --engines) engines="$2"; shift 2 ;;
     --timeout) ycsb_timeout="$2"; shift 2 ;;
     --base-port) base_port="$2"; shift 2 ;;
@@ -109,12 +119,16 @@ while [ $# -gt 0 ]; do
     *) echo "ycsb-cluster.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
 done
-for n in records ops threads reps nodes partitions replicas ycsb_timeout; do
+for n in records ops threads reps nodes partitions replicas ycsb_timeout node_timeout; do
   if ! [[ "${!n}" =~ ^[1-9][0-9]*$ ]]; then
-    echo "ycsb-cluster.sh: --${n#ycsb_} '${!n}': expected a positive integer" >&2
+    echo "ycsb-cluster.sh: --${n#ycsb_} '${!n}': expected a positive integer" | tr _ - >&2
     exit 2
   fi
 done
+if [ -n "$io_threads" ] && ! [[ "$io_threads" =~ ^[1-9][0-9]*$ ]]; then
+  echo "ycsb-cluster.sh: --io-threads '$io_threads': expected a positive integer" >&2
+  exit 2
+fi
 [ "$replicas" -le "$nodes" ] || { echo "ycsb-cluster.sh: --replicas $replicas > --nodes $nodes" >&2; exit 2; }
 case "$durability" in always|everysec) ;; *) echo "ycsb-cluster.sh: --durability '$durability': expected always or everysec" >&2; exit 2 ;; esac
 IFS=, read -r -a wl_list <<<"$workloads"
@@ -228,8 +242,9 @@ else
   dur_text="NOT equal, \`everysec\`: the single server syncs its WAL once a second (\`--appendfsync everysec\`: about a second of acknowledged writes can be lost on power loss); the cluster nodes run with \`--appendfsync everysec\` too, but a cluster write is still acknowledged only once its Raft entry is fdatasynced on a quorum (2 of $replicas replicas; the Raft log is synced whatever the flag: docs/replication.md), so the cluster does strictly more per write here."
 fi
 {
-  printf 'setup\t%s nodes x %s partitions x %s replicas (bench/cluster.sh, loopback) against one standalone strata-server, all on this machine (%s cores); %s records of 1 KB (10 x 100-byte fields), %s operations per workload, %s client threads, clients: %s; %s\n' \
-    "$nodes" "$partitions" "$replicas" "$(nproc)" "$records" "$ops" "$threads" "$clients" \
+  printf 'setup\t%s nodes x %s partitions x %s replicas (bench/cluster.sh, loopback, cluster-node-timeout %s ms) against one standalone strata-server, all on this machine (%s cores); %s records of 1 KB (10 x 100-byte fields), %s operations per workload, %s client threads, clients: %s; %s\n' \
+    "$nodes" "$partitions" "$replicas" "$node_timeout" "$(nproc)" "$records" "$ops" "$threads" \
+    "$clients" \
     "jedis = YCSB 0.17.0 with the project's binding (JedisCluster 2.9.0 / Jedis), goycsb = go-ycsb $goycsb_version (go-redis ClusterClient / Client, redis.datatype=string)"
   printf 'durability\t%s\n' "$dur_text"
 } >"$out/meta.tsv"
@@ -297,12 +312,14 @@ cluster_ttl=$(( (${#wl_list[@]} + 1) * (ycsb_timeout + 30) + 300 ))
 
 engine_start() { # engine dir
   if [ "$1" = cluster ]; then
-    local base
+    local base extra=()
     base=$(pick_base_port) || return 1
     cluster_dir="$2"
+    extra+=(--node-timeout "$node_timeout")
+    [ -z "$io_threads" ] || extra+=(--io-threads "$io_threads")
     if ! timeout 120 bash bench/cluster.sh up --nodes "$nodes" --replicas "$replicas" \
         --partitions "$partitions" --dir "$2" --base-port "$base" --server-bin "$STRATA_SERVER" \
-        --appendfsync "$durability" --ttl "$cluster_ttl" >"$2.up" 2>&1; then
+        --appendfsync "$durability" --ttl "$cluster_ttl" "${extra[@]}" >"$2.up" 2>&1; then
       echo "ycsb-cluster.sh: the cluster did not start:" >&2
       tail -n 5 "$2.up" >&2
       return 1

@@ -364,6 +364,12 @@ impl Replica {
         Leadership { role: role_of(m.state), term: m.current_term, leader: m.current_leader }
     }
 
+    /// The upper bound of the group's election timeout: a replica that has not heard from a
+    /// leader for this long has called an election.
+    pub fn election_timeout(&self) -> Duration {
+        self.lease
+    }
+
     /// The term this replica leads in, when its leader lease holds now: a quorum
     /// acknowledged a message this leader sent less than a lease ago (the time openraft
     /// records is when that message was sent), so no other replica can have been elected

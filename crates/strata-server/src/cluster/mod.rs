@@ -7,7 +7,8 @@
 //! - [`node`]: one node's side: its writes go through their partition's group
 //!   (`storage::Replicate`), and its router answers where each slot's commands run and makes
 //!   a command ready to run here (`routing::Router`).
-//! - [`proposals`]: group commit of the batches commands propose to one group.
+//! - [`proposals`]: group commit of the batches commands propose to one group;
+//!   [`run_queue`]: whether the cores are contended (how its drivers wait for company).
 //! - [`moves`]: a node's side of a slot move (the per-slot write gate, the steps).
 //! - [`ownership`]: which slots a partition serves while slots move between partitions, as
 //!   the control entries of its own log decide; [`outbox`]: the writes to a slot made while
@@ -36,6 +37,7 @@ pub mod partitions;
 pub mod placement;
 pub mod proposals;
 pub mod reconcile;
+pub mod run_queue;
 pub mod spec;
 pub mod start;
 

@@ -56,19 +56,26 @@ use crate::storage::{Replicate, Store};
 const DOWN: &str = "CLUSTERDOWN The cluster is down";
 
 /// How long a node that finds its group without a known leader waits for one before it
-/// answers: longer than an election takes (openraft's election timeout is at most a
-/// second here), so a leadership moving answers with a redirect.
+/// answers, at least: longer than an election takes, so a leadership moving answers with a
+/// redirect ([`leader_wait`]).
 const LEADER_WAIT: Duration = Duration::from_secs(3);
 
-/// The leader of `replica`'s group once one is known, waiting up to [`LEADER_WAIT`].
+/// How long to wait for `replica`'s group to have a leader: [`LEADER_WAIT`], or three of the
+/// group's election timeouts when that is longer (`cluster-node-timeout`).
+fn leader_wait(replica: &Replica) -> Duration {
+    LEADER_WAIT.max(replica.election_timeout() * 3)
+}
+
+/// The leader of `replica`'s group once one is known, waiting up to [`leader_wait`].
 async fn known_leader(replica: &Replica) -> Option<NodeId> {
     let known = |s: &GroupStatus| s.leader.is_some() || s.role == Role::Shutdown;
-    replica.wait_for("a leader", LEADER_WAIT, known).await.ok().and_then(|s| s.leader)
+    let wait = leader_wait(replica);
+    replica.wait_for("a leader", wait, known).await.ok().and_then(|s| s.leader)
 }
 
 /// Where to send a client after this replica refused a command as not the leader (`hint`:
 /// the leader Raft named): once this replica has stepped down and knows the next leader,
-/// that one, waiting up to [`LEADER_WAIT`]. A leader handing over its leadership refuses
+/// that one, waiting up to [`leader_wait`]. A leader handing over its leadership refuses
 /// commands before its successor is elected, and the successor still names the old leader
 /// until it is: redirecting at once would send clients back and forth between the two.
 async fn next_leader(replica: &Replica, hint: Option<NodeId>) -> Option<NodeId> {
@@ -76,7 +83,7 @@ async fn next_leader(replica: &Replica, hint: Option<NodeId>) -> Option<NodeId> 
         (s.role != Role::Leader && s.role != Role::Candidate && s.leader.is_some())
             || s.role == Role::Shutdown
     };
-    match replica.wait_for("the next leader", LEADER_WAIT, moved_on).await {
+    match replica.wait_for("the next leader", leader_wait(replica), moved_on).await {
         Ok(s) => s.leader.or(hint),
         Err(_) => hint,
     }

@@ -24,11 +24,16 @@
 //! group's slot until as many batches have joined those waiting as the entry answered, for
 //! at most [`HOLD_SHARE`] quarters of the round that just ended and never more than its
 //! `hold` (by default [`HOLD_MAX`]). One batch answered and none waiting (a lone writer, or
-//! writers spread over many groups) ends the drive at once. The driver holds by yielding to
-//! the runtime, not by a timer: tokio's timers tick in milliseconds, and a parked worker
-//! needs a wake-up per arriving command (measured in `docs/measurements.md`, cluster mode).
-//! A worker that polls during the hold also polls its I/O, where the awaited commands come
-//! from.
+//! writers spread over many groups) ends the drive at once.
+//!
+//! How a driver holds depends on whether the cores are contended ([`run_queue::contended`]:
+//! its thread waits for a core longer than it runs). While they are not, it polls: it yields
+//! to the runtime until the company is there, so its worker also polls the I/O where the
+//! awaited commands come from, and never sleeps; a parked worker would need a wake-up per
+//! arriving command. While they are, it parks: woken by the arrival that completes its
+//! company, or by a timer (the runtime's timers tick in milliseconds, so the limit is at
+//! least one): a polling driver would take the core that other threads (other groups, other
+//! nodes on the machine) wait for. Both measured in `docs/measurements.md`, cluster mode.
 //!
 //! Contract: a batch that finds a free slot is proposed at once (no wait for company), so a
 //! lone command pays no delay, and a batch waits for company only behind an entry that
@@ -46,6 +51,9 @@ use parking_lot::Mutex;
 use strata::WriteBatch;
 use strata_replication::GroupId;
 use tokio::runtime::Handle;
+use tokio::sync::Notify;
+
+use super::run_queue;
 
 /// Bytes of batches joined into one entry at most (a larger batch still goes alone).
 pub const MAX_ENTRY_BYTES: usize = 4 << 20;
@@ -74,6 +82,10 @@ struct Queue<E> {
     /// Entries proposed and not yet ended. Batches wait only while it is at
     /// [`MAX_IN_FLIGHT`]; a driver whose entry ends takes the waiting batches as its next.
     in_flight: usize,
+    /// While a parked driver holds: how many waiting batches wake it (0: none holds).
+    want: usize,
+    /// Where a parked driver waits for its company.
+    arrived: Arc<Notify>,
 }
 
 impl<E> Queue<E> {
@@ -93,11 +105,37 @@ impl<E> Queue<E> {
     }
 }
 
+/// How a driver holds waiting batches for company (module doc, "Gathering").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum HoldBy {
+    /// Polling while the cores are free, parked while they are contended.
+    Contention,
+    /// Always polling (tests).
+    #[cfg(test)]
+    Polling,
+    /// Always parked (tests).
+    #[cfg(test)]
+    Parking,
+}
+
+impl HoldBy {
+    fn parks(self) -> bool {
+        match self {
+            HoldBy::Contention => run_queue::contended(),
+            #[cfg(test)]
+            HoldBy::Polling => false,
+            #[cfg(test)]
+            HoldBy::Parking => true,
+        }
+    }
+}
+
 /// The proposal queues of a node's groups; `E` is the proposal's error.
 pub struct Proposals<E> {
     queues: Mutex<HashMap<GroupId, Arc<Mutex<Queue<E>>>>>,
     /// Longest a driver holds waiting batches for company.
     hold: Duration,
+    by: HoldBy,
 }
 
 impl<E> Default for Proposals<E> {
@@ -110,7 +148,13 @@ impl<E> Proposals<E> {
     /// Queues whose drivers hold waiting batches for company for at most `hold` (and
     /// [`HOLD_SHARE`] quarters of the last round).
     pub fn holding(hold: Duration) -> Self {
-        Proposals { queues: Mutex::new(HashMap::new()), hold }
+        Proposals { queues: Mutex::new(HashMap::new()), hold, by: HoldBy::Contention }
+    }
+
+    /// [`Proposals::holding`], holding always by `by`.
+    #[cfg(test)]
+    fn holding_by(hold: Duration, by: HoldBy) -> Self {
+        Proposals { by, ..Proposals::holding(hold) }
     }
 }
 
@@ -151,7 +195,14 @@ impl<E: Send + Sync + 'static> Proposals<E> {
         self.queues
             .lock()
             .entry(group)
-            .or_insert_with(|| Arc::new(Mutex::new(Queue { waiting: Vec::new(), in_flight: 0 })))
+            .or_insert_with(|| {
+                Arc::new(Mutex::new(Queue {
+                    waiting: Vec::new(),
+                    in_flight: 0,
+                    want: 0,
+                    arrived: Arc::new(Notify::new()),
+                }))
+            })
             .clone()
     }
 
@@ -182,6 +233,12 @@ impl<E: Send + Sync + 'static> Proposals<E> {
         let entry = {
             let mut q = queue.lock();
             q.waiting.push((batch, done));
+            if q.want > 0 && q.waiting.len() >= q.want {
+                // A parked driver's company is complete. (It registered before setting
+                // `want`, so the wake-up is not lost, and nothing is stored for later.)
+                q.want = 0;
+                q.arrived.notify_waiters();
+            }
             if q.in_flight < MAX_IN_FLIGHT {
                 q.in_flight += 1;
                 q.take_entry()
@@ -191,13 +248,13 @@ impl<E: Send + Sync + 'static> Proposals<E> {
         };
         // Made before the task, so the entry fails with `lost` even if the task never runs.
         let driving = Driving { queue, entry, lost, done: false };
-        runtime.spawn(drive(driving, send, self.hold));
+        runtime.spawn(drive(driving, send, self.hold, self.by));
     }
 }
 
 /// Proposes the driver's entry, then each next entry the queue holds when one ends, until it
 /// is empty.
-async fn drive<E, S, F>(mut driving: Driving<E>, send: S, hold: Duration)
+async fn drive<E, S, F>(mut driving: Driving<E>, send: S, hold: Duration, by: HoldBy)
 where
     S: Fn(WriteBatch) -> F,
     F: Future<Output = Result<(), E>>,
@@ -220,7 +277,8 @@ where
             d(outcome.clone());
         }
         if outcome.is_ok() {
-            gather(&driving.queue, answered, (round * HOLD_SHARE / 4).min(hold)).await;
+            let hold = (round * HOLD_SHARE / 4).min(hold);
+            gather(&driving.queue, answered, hold, by).await;
         }
         let mut q = driving.queue.lock();
         if q.waiting.is_empty() {
@@ -234,14 +292,31 @@ where
 
 /// Keeps the group's slot until `answered` more batches have joined those waiting, or for
 /// `hold`; not at all when the next entry would have no company (one batch answered and none
-/// waiting: a lone writer, or writers spread over many groups).
-async fn gather<E>(queue: &Mutex<Queue<E>>, answered: usize, hold: Duration) {
+/// waiting: a lone writer, or writers spread over many groups). Polls or parks as `by` says.
+async fn gather<E>(queue: &Mutex<Queue<E>>, answered: usize, hold: Duration, by: HoldBy) {
     let waiting = queue.lock().waiting.len();
     let Some(want) = company(waiting, answered) else { return };
-    let until = Instant::now() + hold;
-    while queue.lock().waiting.len() < want && Instant::now() < until {
-        tokio::task::yield_now().await;
+    if !by.parks() {
+        let until = Instant::now() + hold;
+        while queue.lock().waiting.len() < want && Instant::now() < until {
+            tokio::task::yield_now().await;
+        }
+        return;
     }
+    let arrived = queue.lock().arrived.clone();
+    let notified = arrived.notified();
+    tokio::pin!(notified);
+    // Registered before `want` is set, so the arrival that completes it is not missed.
+    notified.as_mut().enable();
+    {
+        let mut q = queue.lock();
+        if q.waiting.len() >= want {
+            return;
+        }
+        q.want = want;
+    }
+    let _ = tokio::time::timeout(hold, notified).await;
+    queue.lock().want = 0;
 }
 
 /// How many batches the next entry waits for, with `waiting` batches queued and `answered`
@@ -560,10 +635,16 @@ mod tests {
 
     #[test]
     fn the_commands_an_entry_answered_join_the_batches_waiting_behind_it() {
+        for by in [HoldBy::Polling, HoldBy::Parking, HoldBy::Contention] {
+            answered_commands_join_the_waiting(by);
+        }
+    }
+
+    fn answered_commands_join_the_waiting(by: HoldBy) {
         let rt = runtime();
         // A round of 400 ms lets the driver hold for up to 300 ms: far more than the thread
         // below needs to hand in its next batch, however busy the machine.
-        let p = Proposals::<String>::holding(Duration::from_secs(5));
+        let p = Proposals::<String>::holding_by(Duration::from_secs(5), by);
         let (entries, send, rx) = first_in_flight(&rt, &p, Duration::from_millis(400));
         let mut rxs = Vec::new();
         for i in 0..3 {
@@ -579,13 +660,39 @@ mod tests {
         for rx in rxs {
             assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), Ok(()));
         }
-        assert_eq!(*entries.lock(), vec![1, 4], "a2 joined the three batches waiting for it");
+        assert_eq!(*entries.lock(), vec![1, 4], "{by:?}: a2 joined the three batches waiting");
+    }
+
+    /// A parked driver is woken by the arrival that completes its company, not by the end of
+    /// its hold: a lost wake-up would leave the batches waiting out the hold (1.5 s here).
+    #[test]
+    fn a_parked_hold_ends_when_its_company_arrives() {
+        let rt = runtime();
+        let p = Proposals::<String>::holding_by(Duration::from_secs(5), HoldBy::Parking);
+        let (entries, send, rx) = first_in_flight(&rt, &p, Duration::from_secs(2));
+        let (done, rx_b) = outcome();
+        p.propose(rt.handle(), GroupId(1), batch("b"), done, send.clone(), lost);
+        assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), Ok(()));
+        let (done, rx_a2) = outcome();
+        let proposed = Instant::now();
+        p.propose(rt.handle(), GroupId(1), batch("a2"), done, send.clone(), lost);
+        assert_eq!(rx_a2.recv_timeout(Duration::from_secs(5)).unwrap(), Ok(()));
+        assert_eq!(rx_b.recv_timeout(Duration::from_secs(5)).unwrap(), Ok(()));
+        let waited = proposed.elapsed();
+        assert!(waited < Duration::from_secs(1), "woken by the hold's end after {waited:?}");
+        assert_eq!(*entries.lock(), vec![1, 2], "a2 joined b");
     }
 
     #[test]
     fn a_hold_whose_company_never_comes_ends_and_frees_the_slot() {
+        for by in [HoldBy::Polling, HoldBy::Parking, HoldBy::Contention] {
+            a_lonely_hold_ends(by);
+        }
+    }
+
+    fn a_lonely_hold_ends(by: HoldBy) {
         let rt = runtime();
-        let p = Proposals::<String>::holding(Duration::from_millis(20));
+        let p = Proposals::<String>::holding_by(Duration::from_millis(20), by);
         let (entries, send, rx) = first_in_flight(&rt, &p, Duration::from_millis(40));
         let (done, rx_b) = outcome();
         p.propose(rt.handle(), GroupId(1), batch("b"), done, send.clone(), lost);

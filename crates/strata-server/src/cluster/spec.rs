@@ -19,11 +19,11 @@
 
 use std::collections::BTreeMap;
 
-use strata_replication::NodeId;
+use strata_replication::{NodeId, RaftSettings};
 
 use super::map::{ClusterMap, MapNode, NodeState};
 use super::partitions::Partitions;
-use crate::config::Config;
+use crate::config::{Config, DEFAULT_NODE_TIMEOUT_MS};
 
 /// The partitions a cluster gets when none are configured.
 pub const DEFAULT_PARTITIONS: u16 = 16;
@@ -64,6 +64,48 @@ pub struct ClusterSpec {
     pub replicas: u8,
     /// `cluster-bootstrap yes`: this node's empty storage belongs to a new cluster.
     pub bootstrap: bool,
+    /// `cluster-node-timeout`: the Raft timing of every group on the node.
+    pub node_timeout: NodeTimeout,
+}
+
+/// `cluster-node-timeout`, in milliseconds: how long a replica goes without its leader's word
+/// before it calls an election. Redis's setting of that name is its failure detection time
+/// (15 s by default there); here each group's election timeout is drawn between half of it
+/// and it, and leaders send heartbeats every sixth of it. A node leading many groups sends a
+/// heartbeat per group and follower: a longer timeout spends less of the machine on them,
+/// and a leader's failure is noticed later.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NodeTimeout(pub u64);
+
+impl NodeTimeout {
+    /// The default: elections after 150-300 ms, heartbeats every 50 ms.
+    pub const DEFAULT: NodeTimeout = NodeTimeout(DEFAULT_NODE_TIMEOUT_MS);
+    /// The least accepted: heartbeats every 10 ms.
+    pub const MIN: u64 = 60;
+    /// The most accepted: an hour.
+    pub const MAX: u64 = 3_600_000;
+
+    /// The timeout `ms`, or an error naming the setting and the accepted range.
+    pub fn new(ms: u64) -> Result<NodeTimeout, String> {
+        if (Self::MIN..=Self::MAX).contains(&ms) {
+            Ok(NodeTimeout(ms))
+        } else {
+            Err(format!(
+                "cluster-node-timeout {ms}: expected {} to {} milliseconds",
+                Self::MIN,
+                Self::MAX
+            ))
+        }
+    }
+
+    /// Every group's Raft timing on the node, from this timeout.
+    pub fn raft_settings(self) -> RaftSettings {
+        RaftSettings {
+            heartbeat_ms: self.0 / 6,
+            election_timeout_ms: (self.0 / 2, self.0),
+            ..RaftSettings::default()
+        }
+    }
 }
 
 impl ClusterSpec {
@@ -106,7 +148,15 @@ impl ClusterSpec {
         }
         let replicas = u8::try_from(replicas)
             .map_err(|_| format!("cluster-replicas {replicas}: expected at most 255"))?;
-        Ok(Some(ClusterSpec { id, nodes, partitions, replicas, bootstrap: c.bootstrap }))
+        let node_timeout = c.node_timeout.map_or(Ok(NodeTimeout::DEFAULT), NodeTimeout::new)?;
+        Ok(Some(ClusterSpec {
+            id,
+            nodes,
+            partitions,
+            replicas,
+            bootstrap: c.bootstrap,
+            node_timeout,
+        }))
     }
 
     /// The map of a new cluster of these settings (version 0: not committed yet; the meta
@@ -174,6 +224,7 @@ mod tests {
             partitions,
             replicas,
             bootstrap: true,
+            node_timeout: None,
         }
     }
 
@@ -217,6 +268,32 @@ mod tests {
         for bad in ["h:1", ":1:2", "h:1:x", "h:70000:2", ""] {
             assert_eq!(NodeAddrs::parse(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn the_node_timeout_sets_every_groups_raft_timing() {
+        let spec = |o| ClusterSpec::from_config(&cfg(0, o)).map(|s| s.unwrap().node_timeout);
+        let s = spec(opts(1, FIVE, None, None)).unwrap().raft_settings();
+        assert_eq!((s.heartbeat_ms, s.election_timeout_ms), (50, (150, 300)), "the default");
+        let mut o = opts(1, FIVE, None, None);
+        o.node_timeout = Some(1500);
+        let s = spec(o).unwrap().raft_settings();
+        assert_eq!((s.heartbeat_ms, s.election_timeout_ms), (250, (750, 1500)));
+        for bad in [0, 59, 3_600_001] {
+            let mut o = opts(1, FIVE, None, None);
+            o.node_timeout = Some(bad);
+            let e = spec(o).unwrap_err();
+            assert!(e.contains(&format!("cluster-node-timeout {bad}: expected 60 to")), "{e}");
+        }
+        // From a config file, as Redis writes it, and refused when not a number.
+        let dir = tempfile::tempdir().unwrap();
+        let conf = dir.path().join("node.conf");
+        std::fs::write(&conf, "cluster-node-timeout 900\n").unwrap();
+        let flags = Flags { config_file: Some(conf.clone()), ..Flags::default() };
+        assert_eq!(Config::resolve(flags).unwrap().cluster.node_timeout, Some(900));
+        std::fs::write(&conf, "cluster-node-timeout soon\n").unwrap();
+        let flags = Flags { config_file: Some(conf), ..Flags::default() };
+        assert!(Config::resolve(flags).unwrap_err().contains("cluster-node-timeout"));
     }
 
     #[test]

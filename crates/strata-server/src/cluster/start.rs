@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use strata_replication::transport::tcp::{TcpServer, TcpTransport};
-use strata_replication::{GroupId, OnEmpty, Peer, RaftNode, RaftSettings};
+use strata_replication::{GroupId, OnEmpty, Peer, RaftNode};
 use tokio::runtime::Handle;
 
 use super::apply::ServerApply;
@@ -84,7 +84,7 @@ pub async fn start(spec: &ClusterSpec, store: Arc<Store>, dir: &Path) -> Result<
         storage.clone(),
         apply.clone(),
         Arc::new(transport),
-        RaftSettings::default(),
+        spec.node_timeout.raft_settings(),
     )
     .map_err(|e| fail(&e))?;
     let on_empty = if spec.bootstrap { OnEmpty::NewGroup } else { OnEmpty::CatchUp };

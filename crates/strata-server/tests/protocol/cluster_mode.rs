@@ -137,6 +137,11 @@ fn three_nodes_serve_follow_redirects_survive_a_kill_and_catch_up() {
         assert_eq!(run(entry(&live), false, &["SET", &k, &v]), Reply::Simple("OK".into()));
     }
     assert_eq!(run(entry(&live), false, &["INCR", "counter"]), Reply::Int(1));
+    // The Raft timing in effect, by Redis's name for it (the default: no flag given).
+    assert_eq!(
+        run(entry(&live), false, &["CONFIG", "GET", "cluster-node-timeout"]),
+        Reply::Array(vec![Reply::bulk("cluster-node-timeout"), Reply::bulk("300")])
+    );
     for i in 0..40 {
         assert_eq!(
             run(ports[2], false, &["GET", &format!("key:{i}")]),
