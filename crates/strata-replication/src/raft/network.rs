@@ -403,11 +403,14 @@ impl RaftNetworkV2<C> for GroupClient {
 const PIPELINE_DEPTH: usize = 16;
 
 /// How long an entry-less append (a commit to pass on, no entries) waits for the next append
-/// with entries, which carries the same commit or a later one and so replaces it. Under
-/// writes the next entry comes within a round, and each replaced append saves a message and
-/// its answer on both sides. Only the followers' apply waits for it: clients hear from the
-/// leader.
-const COMMIT_HOLD: Duration = Duration::from_millis(1);
+/// with entries, which carries the same commit or a later one and so replaces it. Each
+/// replaced append saves a message and its answer on both sides. Under writes to one group
+/// the next entry comes within a round; with writes spread over many groups (a node leading
+/// dozens), each group's next entry comes tens of milliseconds later, and without the wait
+/// every entry would cost its followers a second message. Only the followers' apply waits
+/// for it (by at most this long): clients hear from the leader, and heartbeats carry the
+/// commit too.
+const COMMIT_HOLD: Duration = Duration::from_millis(50);
 
 /// A request sent and not answered yet: the range it covers (`prev`, `last`) and the wait for
 /// its answer.
