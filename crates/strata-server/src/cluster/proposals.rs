@@ -230,22 +230,25 @@ impl<E: Send + Sync + 'static> Proposals<E> {
         F: Future<Output = Result<(), E>> + Send + 'static,
     {
         let queue = self.queue(group);
-        let entry = {
+        let (entry, complete) = {
             let mut q = queue.lock();
             q.waiting.push((batch, done));
-            if q.want > 0 && q.waiting.len() >= q.want {
-                // A parked driver's company is complete. (It registered before setting
-                // `want`, so the wake-up is not lost, and nothing is stored for later.)
+            // A parked driver's company is complete: it is woken below, out of the lock. (It
+            // registered before setting `want`, so the wake-up is not lost.)
+            let complete = (q.want > 0 && q.waiting.len() >= q.want).then(|| {
                 q.want = 0;
-                q.arrived.notify_waiters();
-            }
-            if q.in_flight < MAX_IN_FLIGHT {
+                q.arrived.clone()
+            });
+            let entry = (q.in_flight < MAX_IN_FLIGHT).then(|| {
                 q.in_flight += 1;
                 q.take_entry()
-            } else {
-                return;
-            }
+            });
+            (entry, complete)
         };
+        if let Some(arrived) = complete {
+            arrived.notify_waiters();
+        }
+        let Some(entry) = entry else { return };
         // Made before the task, so the entry fails with `lost` even if the task never runs.
         let driving = Driving { queue, entry, lost, done: false };
         runtime.spawn(drive(driving, send, self.hold, self.by));
@@ -673,6 +676,13 @@ mod tests {
         let (done, rx_b) = outcome();
         p.propose(rt.handle(), GroupId(1), batch("b"), done, send.clone(), lost);
         assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), Ok(()));
+        // Once the driver parks for its company (b and a's next)... A batch handed in before
+        // it counts what is waiting would raise the count it waits for.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while p.queue(GroupId(1)).lock().want == 0 {
+            assert!(Instant::now() < deadline, "the driver never parked");
+            std::thread::sleep(Duration::from_millis(1));
+        }
         let (done, rx_a2) = outcome();
         let proposed = Instant::now();
         p.propose(rt.handle(), GroupId(1), batch("a2"), done, send.clone(), lost);
