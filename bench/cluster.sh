@@ -51,7 +51,7 @@ after=0
 io_threads=""
 node_timeout=""
 netns=0
-usage() { sed -n '2,31p' "$0"; }
+usage() { sed -n '2,36p' "$0"; }
 rebalance=--rebalance
 id=
 slots=
