@@ -172,7 +172,7 @@ impl Tickers {
         }
     }
 
-    #[cfg(test)]
+    /// The count of `t`, over the shards.
     pub fn get(&self, t: Ticker) -> u64 {
         self.shards.iter().map(|s| s.0[t as usize].load(Ordering::Relaxed)).sum()
     }
@@ -180,14 +180,13 @@ impl Tickers {
 
 /// What every write group adds to ([`WriteCounters::add_group`]), in one shard: most writes
 /// are a group of their own (`db/write/mod.rs`), and writers on several cores adding to one
-/// set of counters would take turns with its cache line at every write.
+/// set of counters would take turns with its cache line at every write. A group's keys and
+/// bytes are the `KeysWritten` and `BytesWritten` tickers, not counted again here.
 #[repr(align(64))]
 #[derive(Default)]
 struct GroupShard {
     writes: AtomicU64,
-    keys: AtomicU64,
     groups: AtomicU64,
-    ingest_bytes: AtomicU64,
     wal_writes: AtomicU64,
     wal_bytes: AtomicU64,
 }
@@ -231,28 +230,27 @@ struct WriteSnapshot {
 }
 
 impl WriteCounters {
-    /// One published group: `writers` writes of `keys` records and `bytes` bytes in all,
-    /// `logged` when it went to the WAL.
-    pub(crate) fn add_group(&self, writers: u64, keys: u64, bytes: u64, logged: bool) {
+    /// One published group: `writers` writes of `bytes` bytes in all, `logged` when it went
+    /// to the WAL (its keys and bytes go to the tickers: `db/write/mod.rs`, `count_group`).
+    pub(crate) fn add_group(&self, writers: u64, bytes: u64, logged: bool) {
         let s = &self.shards[TICKER_SHARD.with(|s| *s)];
         s.writes.fetch_add(writers, Ordering::Relaxed);
-        s.keys.fetch_add(keys, Ordering::Relaxed);
         s.groups.fetch_add(1, Ordering::Relaxed);
-        s.ingest_bytes.fetch_add(bytes, Ordering::Relaxed);
         if logged {
             s.wal_writes.fetch_add(writers, Ordering::Relaxed);
             s.wal_bytes.fetch_add(bytes, Ordering::Relaxed);
         }
     }
 
-    fn snapshot(&self) -> WriteSnapshot {
+    /// The counts now, with the keys and bytes written from `tickers`.
+    fn snapshot(&self, tickers: &Tickers) -> WriteSnapshot {
         let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let sum = |f: fn(&GroupShard) -> &AtomicU64| self.shards.iter().map(|s| g(f(s))).sum();
         WriteSnapshot {
             writes: sum(|s| &s.writes),
-            keys: sum(|s| &s.keys),
+            keys: tickers.get(Ticker::KeysWritten),
             groups: sum(|s| &s.groups),
-            ingest_bytes: sum(|s| &s.ingest_bytes),
+            ingest_bytes: tickers.get(Ticker::BytesWritten),
             wal_writes: sum(|s| &s.wal_writes),
             wal_syncs: g(&self.wal_syncs),
             wal_bytes: sum(|s| &s.wal_bytes),
@@ -377,7 +375,7 @@ impl Stats {
         let compact_written = all_written.saturating_sub(flushed);
         rows.push(("rocksdb.compact.write.bytes", compact_written));
         rows.push(("rocksdb.wal.synced", self.write.wal_syncs.load(Ordering::Relaxed)));
-        let w = self.write.snapshot();
+        let w = self.write.snapshot(&self.tickers);
         rows.push(("rocksdb.wal.bytes", w.wal_bytes));
         let groups = w.groups;
         rows.push(("rocksdb.write.self", groups));
@@ -413,7 +411,7 @@ impl Stats {
         let now = self.start.elapsed().as_secs_f64();
         let levels = self.level_stats();
         let flush = self.flush_bytes.load(Ordering::Relaxed);
-        let writes = self.write.snapshot();
+        let writes = self.write.snapshot(&self.tickers);
         let stall_counts: Vec<u64> =
             self.stalls.iter().map(|a| a.load(Ordering::Relaxed)).collect();
         let total_stalls: u64 = stall_counts.iter().sum();
@@ -748,6 +746,9 @@ mod tests {
         st.record_stall(Stall::Level0Slowdown, 363_000);
         st.write.shards[0].writes.fetch_add(600_000, Ordering::Relaxed);
         st.write.shards[0].groups.fetch_add(600_000, Ordering::Relaxed);
+        // A group's keys and bytes are the tickers' (counted once, on the write path).
+        st.tickers.add(Ticker::KeysWritten, 1_200_000);
+        st.tickers.add(Ticker::BytesWritten, 3 << 30);
         let shape = [
             LevelShape { files: 3, being_compacted: 0, bytes: 2_642_412, score: 0.75 },
             LevelShape { files: 0, being_compacted: 0, bytes: 0, score: 0.0 },
@@ -772,7 +773,11 @@ mod tests {
         assert!(lines.iter().any(|l| l.starts_with("  L0      3/0      2.52 MB   0.8")), "{r}");
         assert!(r.contains("Cumulative stall: 00:00:0.363 H:M:S"));
         assert!(r.contains("Stalls(count): 1 level0_slowdown, 0 level0_slowdown_with_compaction"));
-        assert!(r.contains("Cumulative writes: 600K writes"));
+        assert!(
+            r.contains("Cumulative writes: 600K writes, 1200K keys, 600K commit groups"),
+            "{r}"
+        );
+        assert!(r.contains("ingest: 3.00 GB"), "{r}");
         assert!(r.contains("  L2     10/1 "));
         assert!(r.contains("   20K    500"), "{r}");
     }

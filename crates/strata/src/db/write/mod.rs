@@ -774,7 +774,7 @@ fn count_group(inner: &DbInner, group: &Group, staged: &StagedGroup) {
     let writers = 1 + group.followers.len() as u64;
     let bytes = group.wal_batch.size_in_bytes() as u64;
     let count = staged.last.0 - staged.first.0 + 1;
-    w.add_group(writers, count, bytes, !staged.disable_wal);
+    w.add_group(writers, bytes, !staged.disable_wal);
     inner.stats.tickers.add(Ticker::KeysWritten, count);
     inner.stats.tickers.add(Ticker::BytesWritten, bytes);
     let statistics = inner.stats.user_statistics();
