@@ -16,7 +16,7 @@ use super::DbInner;
 use crate::error::{Error, Result};
 
 /// The name of the calling thread, as the info LOG and `Error::Panic` give it.
-fn this_thread() -> String {
+pub(crate) fn this_thread() -> String {
     std::thread::current().name().unwrap_or("unnamed").to_string()
 }
 

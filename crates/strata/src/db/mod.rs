@@ -1333,7 +1333,17 @@ impl DbInner {
         if !self.has_bg_error.load(Ordering::Acquire) {
             return None;
         }
-        self.state.lock().bg_error.as_ref().map(|e| Error::Background(e.to_string()))
+        self.bg_error_set()
+    }
+
+    /// [`Self::bg_error`] once one is set. A background error's own message is not wrapped
+    /// a second time.
+    #[cold]
+    fn bg_error_set(&self) -> Option<Error> {
+        self.state.lock().bg_error.as_ref().map(|e| match e {
+            Error::Background(m) => Error::Background(m.clone()),
+            e => Error::Background(e.to_string()),
+        })
     }
 
     /// Every live family, by id.

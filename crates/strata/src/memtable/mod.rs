@@ -261,6 +261,13 @@ impl MemTable {
         self.list.link_due();
     }
 
+    /// Whether the key order (a user comparator) panicked while entries were linked: some
+    /// entries are then unreachable, so the memtable must not be flushed, and the DB takes no
+    /// more writes (`skiplist.rs`, `Deferred::poisoned`).
+    pub(crate) fn is_poisoned(&self) -> bool {
+        self.list.is_poisoned()
+    }
+
     fn add_range_tombstone(&self, seq: SeqNo, start: &[u8], end: &[u8]) {
         if !self.order.lt(start, end) {
             return;

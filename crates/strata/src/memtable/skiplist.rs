@@ -108,7 +108,7 @@ use std::mem::MaybeUninit;
 use std::ptr::{self, NonNull};
 use std::sync::atomic::Ordering as MemOrder;
 
-use super::sync::{AtomicPtr, AtomicU64, AtomicUsize, Mutex};
+use super::sync::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Mutex};
 
 use super::arena::{Arena, ALIGN};
 use super::write_buffer_manager::MemoryTracker;
@@ -327,6 +327,25 @@ struct Deferred {
     /// Point reads that merged the pending nodes into their walks since a link last took
     /// them (changed under `pending`'s lock): past [`merges_before_link`], a read links them.
     merges: AtomicUsize,
+    /// Set when the order (a user comparator) panicked while nodes were linked: a node of the
+    /// batch may then be linked at some levels only, and linking it again would break the
+    /// list, so nothing is linked any more ([`SkipList::is_poisoned`]). The nodes the link
+    /// had taken stay unreachable; the DB refuses writes and never flushes the memtable, and
+    /// a reopen replays them from the WAL.
+    poisoned: AtomicBool,
+}
+
+/// Runs `link` (the caller holds `settling`); should the order panic in it, poisons the list
+/// ([`Deferred::poisoned`]) before the panic goes on (and `settling` is let go). It wraps
+/// the call, not the linking loop: the loop's code is then what it is without it.
+fn poisoning<R>(d: &Deferred, link: impl FnOnce() -> R) -> R {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(link)) {
+        Ok(r) => r,
+        Err(payload) => {
+            d.poisoned.store(true, MemOrder::Release);
+            std::panic::resume_unwind(payload)
+        }
+    }
 }
 
 /// How many point reads merge `pending` nodes before one links them instead: twice as many
@@ -400,8 +419,14 @@ impl SkipList {
             merges: AtomicUsize::new(0),
             unlinked: AtomicUsize::new(0),
             settling: Mutex::new(Vec::with_capacity(2 * LINK_BATCH)),
+            poisoned: AtomicBool::new(false),
         });
         list
+    }
+
+    /// Whether the order panicked while nodes were linked ([`Deferred::poisoned`]).
+    pub(crate) fn is_poisoned(&self) -> bool {
+        self.deferred.as_ref().is_some_and(|d| d.poisoned.load(MemOrder::Acquire))
     }
 
     /// Whether entries are appended and linked later (a list made by [`Self::deferred`] or
@@ -461,7 +486,9 @@ impl SkipList {
         let Some(d) = &self.deferred else { return };
         if d.linking == Linking::Batched && d.unlinked.load(MemOrder::Relaxed) >= LINK_BATCH {
             if let Some(mut taken) = d.settling.try_lock() {
-                self.with_splice(|splice| self.link_batches(d, &mut taken, splice));
+                if !d.poisoned.load(MemOrder::Acquire) {
+                    self.with_splice(|s| poisoning(d, || self.link_batches(d, &mut taken, s)));
+                }
             }
         }
     }
@@ -482,20 +509,23 @@ impl SkipList {
     #[inline(never)]
     fn link_pending(&self, d: &Deferred) {
         let mut taken = d.settling.lock();
+        if d.poisoned.load(MemOrder::Acquire) {
+            return;
+        }
         if d.linking == Linking::Batched {
-            return self.with_splice(|splice| self.link_batches(d, &mut taken, splice));
+            return self.with_splice(|s| poisoning(d, || self.link_batches(d, &mut taken, s)));
         }
         std::mem::swap(&mut *d.pending.lock(), &mut *taken);
         if taken.is_empty() {
             // A settle that held the lock before this one linked them.
             return;
         }
-        match &self.order {
+        poisoning(d, || match &self.order {
             KeyOrder::Bytewise => self.link_sorted(&taken, true, compare_internal),
             o @ KeyOrder::Custom(_) => {
                 self.link_sorted(&taken, false, |a: &[u8], b: &[u8]| o.compare_internal(a, b));
             }
-        }
+        });
         d.unlinked.fetch_sub(taken.len(), MemOrder::Release);
         taken.clear();
     }
@@ -1494,5 +1524,55 @@ mod tests {
         assert!((counts[1] as f64 / n as f64 - 0.75).abs() < tol);
         assert!((counts[2] as f64 / n as f64 - 0.1875).abs() < tol);
         assert!(counts.iter().sum::<usize>() == n);
+    }
+
+    /// A key order that panics while a batch is linked poisons the list: nothing is linked
+    /// again (a node of the cut batch may be linked at some levels only), neither by writers
+    /// nor by reads, and what was linked before stays a sound list.
+    #[test]
+    fn an_order_that_panics_while_linking_poisons_the_list() {
+        use std::sync::atomic::AtomicBool as StdAtomicBool;
+        use std::sync::Arc;
+        let armed = Arc::new(StdAtomicBool::new(false));
+        let refuses = armed.clone();
+        let order = KeyOrder::custom(
+            "test.panics-on-boom",
+            Box::new(move |a: &[u8], b: &[u8]| {
+                assert!(!(refuses.load(MemOrder::Relaxed) && (a == b"boom" || b == b"boom")));
+                a.cmp(b)
+            }),
+        );
+        let list = SkipList::batched(None, order, super::super::arena::CHUNK_SIZE);
+        let add = |user: &[u8], seq: u64| {
+            let k = ik(user, seq);
+            let (pre, suf) = k.split_at(k.len() - 8);
+            list.with_splice(|s| list.add(s, pre, suf, &seq.to_le_bytes()));
+        };
+        for i in 0..LINK_BATCH as u64 {
+            add(format!("k{i:02}").as_bytes(), i + 1);
+        }
+        list.link_due();
+        assert_eq!(list.unlinked(), 0);
+        armed.store(true, MemOrder::Relaxed);
+        for i in 0..LINK_BATCH as u64 {
+            let user = if i == 5 { b"boom".to_vec() } else { format!("m{i:02}").into_bytes() };
+            add(&user, 100 + i);
+        }
+        let cut = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| list.link_due()));
+        assert!(cut.is_err(), "the order panicked");
+        assert!(list.is_poisoned());
+        let unlinked = list.unlinked();
+        assert!(unlinked > 0);
+        add(b"n", 200);
+        list.link_due();
+        list.settle();
+        assert_eq!(list.unlinked(), unlinked + 1, "nothing linked after the panic");
+        armed.store(false, MemOrder::Relaxed);
+        check_levels(&list);
+        let keys = collect(&list);
+        for i in 0..LINK_BATCH as u64 {
+            let k = ik(format!("k{i:02}").as_bytes(), i + 1);
+            assert!(keys.iter().any(|(x, _)| *x == k), "linked before the panic: {i}");
+        }
     }
 }

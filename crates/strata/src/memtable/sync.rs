@@ -10,19 +10,19 @@
 //! guard (no poisoning: a panic ends the test), `try_lock` an `Option`.
 
 #[cfg(not(any(feature = "shuttle", feature = "loom")))]
-pub(crate) use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize};
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize};
 
 #[cfg(not(any(feature = "shuttle", feature = "loom")))]
 pub(crate) use parking_lot::Mutex;
 
 #[cfg(feature = "shuttle")]
-pub(crate) use shuttle::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize};
+pub(crate) use shuttle::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize};
 
 #[cfg(feature = "shuttle")]
 use shuttle::sync as tool;
 
 #[cfg(all(feature = "loom", not(feature = "shuttle")))]
-pub(crate) use loom::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize};
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize};
 
 #[cfg(all(feature = "loom", not(feature = "shuttle")))]
 use loom::sync as tool;

@@ -5,6 +5,7 @@
 #[path = "../common/compaction_gate.rs"]
 mod compaction_gate;
 
+mod comparator_panic;
 mod concurrent_writers;
 mod db_write_buffer_size;
 mod disable_wal_close;

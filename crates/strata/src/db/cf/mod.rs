@@ -457,12 +457,21 @@ impl MemSet {
     }
 
     /// Links what waits to be linked in the memtables a write went to, where a batch is due
-    /// (`MemTable::link_due`): `default`'s when `single_cf`, else every family's.
-    pub(crate) fn link_due(&self, single_cf: bool) {
-        self.default.mem.link_due();
-        if !single_cf {
-            self.others.iter().for_each(|f| f.mem.link_due());
+    /// (`MemTable::link_due`): `default`'s when `single_cf`, else every family's. False when
+    /// one of them is poisoned (`MemTable::is_poisoned`): the write may not be reachable.
+    pub(crate) fn link_due(&self, single_cf: bool) -> bool {
+        let sound = |m: &MemTable| {
+            m.link_due();
+            !m.is_poisoned()
+        };
+        if single_cf {
+            return sound(&self.default.mem);
         }
+        let mut all = sound(&self.default.mem);
+        for f in &self.others {
+            all &= sound(&f.mem);
+        }
+        all
     }
 }
 

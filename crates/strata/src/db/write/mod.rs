@@ -48,7 +48,9 @@
 //! - `stall.rs`: write stalls (stops, the write buffer manager, slowdowns).
 //! - `rate.rs`: the delayed write rate a slowdown paces at.
 //! - `yield_wait.rs`: how a writer waits (spin, yield, then sleep).
+//! - `panics.rs`: a panic in the comparator during an insert fails the write, not the others.
 
+mod panics;
 pub(super) mod queue;
 pub(super) mod rate;
 pub(super) mod stall;
@@ -67,7 +69,7 @@ use crate::options::WriteOptions;
 use crate::statistics::{Histogram, StopWatch, Ticker as StatTicker};
 use crate::stats::Ticker;
 use crate::types::SeqNo;
-use crate::write_batch::WriteBatch;
+use crate::write_batch::{BatchRecord, WriteBatch};
 use queue::{hand_on_leadership, GroupInserts, InsertJob, PendingWrite, SlotState, WriterSlot};
 use stall::make_room_for_write;
 use wal::{append_synced_event, sync_retired_wals, sync_wal_dir};
@@ -93,6 +95,21 @@ pub(crate) fn write(inner: &DbInner, batch: WriteBatch, opts: WriteOptions) -> R
 
 /// [`write`], or with `commit_xid` the commit of that prepared transaction (`two_phase.rs`).
 pub(crate) fn write_with(
+    inner: &DbInner,
+    batch: WriteBatch,
+    opts: WriteOptions,
+    commit_xid: Option<Vec<u8>>,
+) -> Result<()> {
+    let r = write_queued(inner, batch, opts, commit_xid);
+    if r.is_err() {
+        // A panic in this thread's memtable insert (`panics.rs`), now that the others are told.
+        panics::raise_held();
+    }
+    r
+}
+
+#[inline(always)]
+fn write_queued(
     inner: &DbInner,
     batch: WriteBatch,
     opts: WriteOptions,
@@ -537,9 +554,31 @@ fn finish_group(inner: &DbInner, mut group: Group, mut staged: StagedGroup) -> R
     }
     if result.is_ok() {
         // Once published: later groups need not wait for this link to publish.
-        staged.mems.link_due(!group.wal_batch.has_cf());
+        return link(inner, &staged.mems, !group.wal_batch.has_cf());
     }
     result
+}
+
+/// Links what the write left pending ([`MemSet::link_due`]). A panic in the comparator
+/// here, or one that poisoned a memtable the write went to (in another write's link or in a
+/// read's), fails the write and is a background error (`panics.rs`).
+fn link(inner: &DbInner, mems: &MemSet, single_cf: bool) -> Result<()> {
+    let r = panics::catching(|| mems.link_due(single_cf)).and_then(|sound| {
+        if sound {
+            Ok(())
+        } else {
+            Err(Error::Background(
+                "a memtable's key order panicked while linking its entries: writes are \
+                 refused until the DB is reopened"
+                    .into(),
+            ))
+        }
+    });
+    if let Err(e) = &r {
+        let mut st = inner.state.lock();
+        inner.set_bg_error(&mut st, e);
+    }
+    r
 }
 
 /// The group's fdatasync, if it asked for one (outside the WAL lock). A failure is a
@@ -626,14 +665,24 @@ fn insert_undelegated(
     for &(_, start, count) in delegated {
         let skip_from = start.0 - first;
         let run = records.by_ref().take((skip_from - at) as usize);
-        inserted += mems.add_batch(SeqNo(first + at), run, single);
+        inserted += insert(mems, SeqNo(first + at), run, single)?;
         expected += skip_from - at;
         records.by_ref().take(count as usize).for_each(drop);
         at = skip_from + u64::from(count);
     }
-    inserted += mems.add_batch(SeqNo(first + at), records, single);
+    inserted += insert(mems, SeqNo(first + at), records, single)?;
     expected += total - at;
     check_inserted(inserted, expected)
+}
+
+/// [`MemSet::add_batch`], with a panic in the comparator as a failed insert (`panics.rs`).
+fn insert<'a>(
+    mems: &MemSet,
+    first: SeqNo,
+    records: impl Iterator<Item = BatchRecord<'a>>,
+    single_cf: bool,
+) -> Result<u64> {
+    panics::catching(|| mems.add_batch(first, records, single_cf))
 }
 
 /// Unordered writes: the group is published as soon as it is in the WAL (in group order), then
@@ -657,28 +706,28 @@ fn finish_unordered(
     post_insert_jobs(&mut group, &delegated, &staged.mems, None);
     let own = group.wal_batch.iter().take(group.own_records as usize);
     let single = !group.wal_batch.has_cf();
-    let n = staged.mems.add_batch(staged.first, own, single);
-    let r = end_unordered_insert(inner, check_inserted(n, u64::from(group.own_records)));
-    staged.mems.link_due(single);
-    r
+    let inserted = insert(&staged.mems, staged.first, own, single)
+        .and_then(|n| check_inserted(n, u64::from(group.own_records)));
+    let r = end_unordered_insert(inner, inserted);
+    r.and(link(inner, &staged.mems, single))
 }
 
 /// A member's own insert (its leader handed it the job).
 fn run_insert_job(inner: &DbInner, job: InsertJob) -> Result<()> {
     let single = !job.batch.has_cf();
-    let n = job.mems.add_batch(job.first, job.batch.iter(), single);
+    let inserted = insert(&job.mems, job.first, job.batch.iter(), single)
+        .and_then(|n| check_inserted(n, u64::from(job.batch.count())));
     inner.stats.write.member_inserts.fetch_add(1, Ordering::Relaxed);
-    let r = check_inserted(n, u64::from(job.batch.count()));
     let r = match job.group {
         Some(g) => {
-            g.done(r);
+            // A failure (a panic's too) reaches the writer as its group's answer.
+            g.done(inserted);
             Ok(())
         }
-        None => end_unordered_insert(inner, r),
+        None => end_unordered_insert(inner, inserted),
     };
     // After the leader is told (it publishes the group once every member's insert is in).
-    job.mems.link_due(single);
-    r
+    r.and(link(inner, &job.mems, single))
 }
 
 /// One insert of a published (unordered) group is over: a memtable switch may be waiting.
