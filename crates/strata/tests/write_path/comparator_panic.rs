@@ -1,10 +1,11 @@
-//! A comparator that panics during writes (the memtable's insert and link run it) fails the
-//! write that ran it and becomes the background error, in every write mode, and leaves no
-//! writer waiting: the panic reaches a thread whose write ran the comparator, every other
-//! write returns (acknowledged, or refused with the error), later writes are refused, reads
+//! A comparator that panics during writes (the memtable's link runs it) fails the write that
+//! ran it and becomes the background error, in every write mode, and leaves no writer
+//! waiting: the panic reaches a thread whose write ran the comparator, every other write
+//! returns (acknowledged, or refused with the error), later writes are refused, reads
 //! answer, and a reopen keeps every acknowledged write (`db/write/panics.rs`, contract rule
-//! 12). Regression: a panic between a group's WAL append and its publication left the
-//! group's followers, every later writer and the memtable switches waiting for ever.
+//! 12). Regression: the panic went to the writer whose link ran it, and the DB went on
+//! acknowledging writes into a memtable whose list the panic had cut mid-link; a flush then
+//! wrote it without the entries that link had taken, and let their WAL go.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;

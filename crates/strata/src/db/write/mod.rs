@@ -48,7 +48,8 @@
 //! - `stall.rs`: write stalls (stops, the write buffer manager, slowdowns).
 //! - `rate.rs`: the delayed write rate a slowdown paces at.
 //! - `yield_wait.rs`: how a writer waits (spin, yield, then sleep).
-//! - `panics.rs`: a panic in the comparator during an insert fails the write, not the others.
+//! - `panics.rs`: a panic in the comparator as a write links (or inserts) fails that write and
+//!   the DB's later ones, never leaving a writer waiting.
 
 mod panics;
 pub(super) mod queue;

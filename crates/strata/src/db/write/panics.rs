@@ -1,5 +1,5 @@
-//! A panic in user code during a write: the memtable's insert and link run the comparator
-//! (and a prefix extractor's transform), which may panic. Such a panic must not leave other
+//! A panic in user code during a write: the memtable's link runs the comparator (its insert
+//! only for a range tombstone's bounds), which may panic. Such a panic must not leave other
 //! writers waiting: a write group's leader owes its followers their answers, the pipeline the
 //! group's publication (later groups and memtable switches wait for it) and the queue its
 //! leadership; a member inserting its own batch owes its leader the insert's outcome.
