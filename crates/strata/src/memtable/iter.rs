@@ -9,7 +9,8 @@ use crate::iterator::InternalIterator;
 
 /// Iterates a memtable in internal-key order. Keys and values are borrowed from the arena (no
 /// copy). Moving backwards searches for the predecessor from the top (O(log n)), as the list has
-/// no back links. `status()` is always `Ok`.
+/// no back links. `status()` fails only for a memtable whose key order panicked while linking
+/// (`MemTable::check_sound`).
 pub struct MemTableIterator {
     mem: Arc<MemTable>,
     /// The current node of `mem`'s skiplist, or `None` when not valid.
@@ -92,6 +93,6 @@ impl InternalIterator for MemTableIterator {
     }
 
     fn status(&self) -> Result<()> {
-        Ok(())
+        self.mem.check_sound()
     }
 }

@@ -45,6 +45,7 @@ use write_buffer_manager::MemoryTracker;
 pub use write_buffer_manager::WriteBufferManager;
 
 use crate::comparator::KeyOrder;
+use crate::error::{Error, Result};
 use crate::key::pack_trailer;
 use crate::range_del::{FragmentedTombstones, RangeTombstone};
 use crate::types::{SeqNo, ValueType};
@@ -261,11 +262,19 @@ impl MemTable {
         self.list.link_due();
     }
 
-    /// Whether the key order (a user comparator) panicked while entries were linked: some
-    /// entries are then unreachable, so the memtable must not be flushed, and the DB takes no
-    /// more writes (`skiplist.rs`, `Deferred::poisoned`).
-    pub(crate) fn is_poisoned(&self) -> bool {
-        self.list.is_poisoned()
+    /// An error when the key order (a user comparator) panicked while entries were linked
+    /// (`skiplist.rs`, `Deferred::poisoned`): some entries are then unreachable, so the
+    /// memtable's iterators fail (a flush with them: the WAL keeps those entries) and the DB
+    /// takes no more writes.
+    pub(crate) fn check_sound(&self) -> Result<()> {
+        if self.list.is_poisoned() {
+            return Err(Error::Background(
+                "a memtable's key order panicked while linking its entries: some are \
+                 unreachable and writes are refused until the DB is reopened"
+                    .into(),
+            ));
+        }
+        Ok(())
     }
 
     fn add_range_tombstone(&self, seq: SeqNo, start: &[u8], end: &[u8]) {

@@ -457,21 +457,19 @@ impl MemSet {
     }
 
     /// Links what waits to be linked in the memtables a write went to, where a batch is due
-    /// (`MemTable::link_due`): `default`'s when `single_cf`, else every family's. False when
-    /// one of them is poisoned (`MemTable::is_poisoned`): the write may not be reachable.
-    pub(crate) fn link_due(&self, single_cf: bool) -> bool {
-        let sound = |m: &MemTable| {
+    /// (`MemTable::link_due`): `default`'s when `single_cf`, else every family's. An error
+    /// when one of them is poisoned (`MemTable::check_sound`): the write may not be reachable.
+    pub(crate) fn link_due(&self, single_cf: bool) -> crate::error::Result<()> {
+        let link = |m: &MemTable| {
             m.link_due();
-            !m.is_poisoned()
+            m.check_sound()
         };
+        let default = link(&self.default.mem);
         if single_cf {
-            return sound(&self.default.mem);
+            return default;
         }
-        let mut all = sound(&self.default.mem);
-        for f in &self.others {
-            all &= sound(&f.mem);
-        }
-        all
+        // Every family's memtable links, whichever fails.
+        self.others.iter().map(|f| link(&f.mem)).fold(default, Result::and)
     }
 }
 
