@@ -267,14 +267,16 @@ impl MemTable {
     /// memtable's iterators fail (a flush with them: the WAL keeps those entries) and the DB
     /// takes no more writes.
     pub(crate) fn check_sound(&self) -> Result<()> {
-        if self.list.is_poisoned() {
-            return Err(Error::Background(
-                "a memtable's key order panicked while linking its entries: some are \
-                 unreachable and writes are refused until the DB is reopened"
-                    .into(),
-            ));
+        if self.is_poisoned() {
+            return Err(poisoned());
         }
         Ok(())
+    }
+
+    /// Whether [`Self::check_sound`] fails.
+    #[inline]
+    pub(crate) fn is_poisoned(&self) -> bool {
+        self.list.is_poisoned()
     }
 
     fn add_range_tombstone(&self, seq: SeqNo, start: &[u8], end: &[u8]) {
@@ -433,6 +435,17 @@ impl MemTable {
     pub(crate) fn is_vector(&self) -> bool {
         self.list.is_sorted_on_read()
     }
+}
+
+/// [`MemTable::check_sound`]'s error, made off the write path's code.
+#[cold]
+#[inline(never)]
+pub(crate) fn poisoned() -> Error {
+    Error::Background(
+        "a memtable's key order panicked while linking its entries: some are unreachable and \
+         writes are refused until the DB is reopened"
+            .into(),
+    )
 }
 
 #[cfg(test)]

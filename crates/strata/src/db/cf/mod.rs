@@ -462,14 +462,18 @@ impl MemSet {
     pub(crate) fn link_due(&self, single_cf: bool) -> crate::error::Result<()> {
         let link = |m: &MemTable| {
             m.link_due();
-            m.check_sound()
+            m.is_poisoned()
         };
-        let default = link(&self.default.mem);
-        if single_cf {
-            return default;
+        let mut poisoned = link(&self.default.mem);
+        if !single_cf {
+            for f in &self.others {
+                poisoned |= link(&f.mem);
+            }
         }
-        // Every family's memtable links, whichever fails.
-        self.others.iter().map(|f| link(&f.mem)).fold(default, Result::and)
+        if poisoned {
+            return Err(crate::memtable::poisoned());
+        }
+        Ok(())
     }
 }
 
