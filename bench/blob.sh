@@ -24,8 +24,9 @@
 # Output: <out>/results.tsv (size, engine, rep, step, ops/s, W-Amp, space amp),
 # <out>/sizes.txt (each engine's table and blob file bytes after the overwrite) and a summary
 # per size and step: each engine's median, and strata/rocksdb ratios (median, min-max over
-# repetitions). Logs in <out>/logs. Needs strata-bench built with --features rocksdb for the
-# rocksdb engine (the script builds it; clang and libclang-dev, see the README).
+# repetitions). Logs in <out>/logs. The script builds strata-bench, with the `rocksdb`
+# feature set of bench/features.sh for the rocksdb engine (clang and libclang-dev, see the
+# README).
 set -euo pipefail
 
 engines=strata,rocksdb
@@ -49,10 +50,9 @@ while [ $# -gt 0 ]; do
 done
 
 repo="$(cd "$(dirname "$0")/.." && pwd)"
-case ",$engines," in
-  *,rocksdb,*) (cd "$repo" && cargo build --release -p strata-bench --features rocksdb --bin strata-bench) >&2 ;;
-  *) (cd "$repo" && cargo build --release -p strata-bench --bin strata-bench) >&2 ;;
-esac
+source "$repo/bench/features.sh"
+strata_bench_features ${engines//,/ }
+(cd "$repo" && cargo build --release -p strata-bench --bin strata-bench "${feature_args[@]}") >&2
 bin="${CARGO_TARGET_DIR:-$repo/target}/release/strata-bench"
 out="${out:-$repo/bench/out/blob-$(date -u +%Y%m%d-%H%M%S)}"
 mkdir -p "$out/logs"

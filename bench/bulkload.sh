@@ -8,8 +8,9 @@
 #   bash bench/bulkload.sh [--num 2000000] [--reps 3] [--bin target/release/strata-bench]
 #                          [--db /tmp/strata-bulkload]
 #
-# The binary needs the `rocksdb` feature:
-#   cargo build --release -p strata-bench --features rocksdb
+# The binary needs the `rocksdb` feature; the set the other scripts build (bench/features.sh):
+#   source bench/features.sh; strata_bench_features rocksdb
+#   cargo build --release -p strata-bench "${feature_args[@]}"
 set -euo pipefail
 num=2000000 reps=3 bin=target/release/strata-bench db=/tmp/strata-bulkload
 while [ $# -gt 0 ]; do

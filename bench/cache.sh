@@ -112,10 +112,9 @@ for c in ${cb_caches//,/ } ${db_caches//,/ }; do
 done
 
 if [ "$build" = 1 ]; then
-  case ",$engines," in
-    *,rocksdb,*) nice -n 10 cargo build --release -p strata-bench --features rocksdb --bin strata-bench --bin cache_bench ;;
-    *) nice -n 10 cargo build --release -p strata-bench --bin strata-bench --bin cache_bench ;;
-  esac
+  source bench/features.sh
+  strata_bench_features ${engines//,/ }
+  nice -n 10 cargo build --release -p strata-bench --bin strata-bench --bin cache_bench "${feature_args[@]}"
 fi
 bin_dir="${bin_dir:-${CARGO_TARGET_DIR:-target}/release}"
 sb="$bin_dir/strata-bench"

@@ -102,16 +102,16 @@ IFS=',' read -r -a engine_list <<< "$engines"
 for m in "${mode_list[@]}"; do
   case "$m" in byrx|iodir|iobuf) ;; *) echo "bench/io.sh: unknown mode '$m' (byrx, iodir, iobuf)" >&2; exit 2 ;; esac
 done
-features=()
 for e in "${engine_list[@]}"; do
   case "$e" in
-    strata) ;;
-    rocksdb) features=(--features rocksdb) ;;
+    strata|rocksdb) ;;
     *) echo "bench/io.sh: engine '$e' is not an LSM engine of strata-bench (strata, rocksdb)" >&2; exit 2 ;;
   esac
 done
 
-(cd "$repo" && cargo build --release -p strata-bench --bins "${features[@]}") >&2
+source "$repo/bench/features.sh"
+strata_bench_features "${engine_list[@]}"
+(cd "$repo" && cargo build --release -p strata-bench --bins "${feature_args[@]}") >&2
 target="${CARGO_TARGET_DIR:-$repo/target}"
 bin="$target/release/strata-bench"
 report_bin="$target/release/strata-bench-report"

@@ -83,10 +83,7 @@ skip() { # engine reason
   echo "bench/leveldb-page.sh: skipping $1: $2" >&2
   printf '%s\t%s\n' "$1" "$2" >> "$out/skipped.tsv"
 }
-has_header() { # header
-  for d in /usr/include /usr/local/include; do [ -f "$d/$1" ] && return 0; done
-  return 1
-}
+source bench/features.sh
 run_engines=()
 features=()
 IFS=',' read -r -a asked <<< "$engines"
@@ -95,13 +92,13 @@ for e in "${asked[@]}"; do
     strata) run_engines+=("$e") ;;
     sqlite|fjall|redb) run_engines+=("$e"); features+=("$e") ;;
     leveldb)
-      if [ -n "${LEVELDB_LIB_DIR:-}" ] || has_header leveldb/c.h; then
+      if peer_buildable leveldb; then
         run_engines+=("$e"); features+=("$e")
       else
         skip leveldb "LevelDB's C API (leveldb/c.h) is not installed: apt-get install -y libleveldb-dev (bash bench/setup-peers.sh)"
       fi ;;
     kyoto)
-      if [ -n "${KYOTOCABINET_LIB_DIR:-}" ] || has_header kclangc.h; then
+      if peer_buildable kyoto; then
         run_engines+=("$e"); features+=("$e")
       else
         skip kyoto "Kyoto Cabinet's C API (kclangc.h) is not installed: apt-get install -y libkyotocabinet-dev (bash bench/setup-peers.sh)"
@@ -120,11 +117,8 @@ if [ ${#run_engines[@]} -eq 0 ]; then
   echo "bench/leveldb-page.sh: no engine to run" >&2; exit 2
 fi
 
-feature_args=()
-if [ ${#features[@]} -gt 0 ]; then
-  feature_args=(--features "$(IFS=','; echo "${features[*]}")")
-fi
-echo "== building strata-bench (release${features[*]:+, features: ${features[*]}})" >&2
+strata_bench_features "${features[@]}"
+echo "== building strata-bench (release${feature_args[*]:+, ${feature_args[*]}})" >&2
 cargo build --release -p strata-bench --bins "${feature_args[@]}"
 target_dir="${CARGO_TARGET_DIR:-target}"
 bin="$target_dir/release/strata-bench"

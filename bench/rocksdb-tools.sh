@@ -76,12 +76,10 @@ if [ "$mode" = compare ]; then
 else
   engines=("$engine")
 fi
-needs_rocksdb=0
-for e in "${engines[@]}"; do [ "$e" = rocksdb ] && needs_rocksdb=1; done
 if [ -z "$bin" ]; then
-  features=()
-  if [ "$needs_rocksdb" = 1 ]; then features=(--features rocksdb); fi
-  (cd "$repo" && cargo build --release -p strata-bench "${features[@]}") >&2
+  source "$repo/bench/features.sh"
+  strata_bench_features "${engines[@]}"
+  (cd "$repo" && cargo build --release -p strata-bench "${feature_args[@]}") >&2
   bin="${CARGO_TARGET_DIR:-$repo/target}/release/strata-bench"
 fi
 [ -x "$bin" ] || die "--bin $bin is not an executable"

@@ -83,12 +83,10 @@ for e in "${engine_list[@]}"; do
     *) echo "bench/run.sh: unknown engine '$e' (strata, rocksdb, sqlite, leveldb, kyoto, fjall, redb, db_bench)" >&2; exit 2 ;;
   esac
 done
-feature_args=()
-if [ ${#features[@]} -gt 0 ]; then
-  feature_args=(--features "$(IFS=','; echo "${features[*]}")")
-fi
+source bench/features.sh
+strata_bench_features "${features[@]}"
 
-echo "== building strata-bench (release${features[*]:+, features: ${features[*]}})" >&2
+echo "== building strata-bench (release${feature_args[*]:+, ${feature_args[*]}})" >&2
 cargo build --release -p strata-bench --bins "${feature_args[@]}"
 target_dir="${CARGO_TARGET_DIR:-target}"
 bin="$target_dir/release/strata-bench"

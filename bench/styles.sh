@@ -56,10 +56,9 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-case ",$engines," in
-  *,rocksdb,*) cargo build --release -p strata-bench --features rocksdb ;;
-  *) cargo build --release -p strata-bench ;;
-esac
+source bench/features.sh
+strata_bench_features ${engines//,/ }
+cargo build --release -p strata-bench "${feature_args[@]}"
 bin="${CARGO_TARGET_DIR:-target}/release/strata-bench"
 out="${out:-bench/out/styles-$(date -u +%Y%m%d-%H%M%S)}"
 db_dir="${db_dir:-$out/db}"

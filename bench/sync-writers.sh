@@ -36,9 +36,9 @@ while [ $# -gt 0 ]; do
 done
 
 if [ -z "$bin" ]; then
-  features=()
-  case " $engines " in *" rocksdb "*) features=(--features rocksdb) ;; esac
-  (cd "$repo" && cargo build --release -p strata-bench "${features[@]}") >&2
+  source "$repo/bench/features.sh"
+  strata_bench_features $engines
+  (cd "$repo" && cargo build --release -p strata-bench "${feature_args[@]}") >&2
   bin="${CARGO_TARGET_DIR:-$repo/target}/release/strata-bench"
 fi
 [ -x "$bin" ] || { echo "sync-writers.sh: --bin $bin is not an executable" >&2; exit 2; }

@@ -30,7 +30,9 @@ while [ $# -gt 0 ]; do
 done
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 if [ -z "$bin" ]; then
-  (cd "$repo" && cargo build --release -p strata-bench --features rocksdb --bin strata-bench) >&2
+  source "$repo/bench/features.sh"
+  strata_bench_features rocksdb
+  (cd "$repo" && cargo build --release -p strata-bench --bin strata-bench "${feature_args[@]}") >&2
   bin="$repo/target/release/strata-bench"
 fi
 [ -x "$bin" ] || die "'$bin' is not an executable strata-bench"
