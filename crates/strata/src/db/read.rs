@@ -440,6 +440,11 @@ fn search(
             ctx.pin_found(|| DbPinnableSlice::in_memtable(m, v));
             more
         });
+        if m.is_poisoned() {
+            // A link the key order panicked in left entries unreachable: the walk may have
+            // missed the newest version of `key`, so no answer from it is sound.
+            return Err(crate::memtable::poisoned());
+        }
         ctx.end_if_covered();
         if ctx.is_done() {
             break;

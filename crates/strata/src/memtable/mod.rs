@@ -264,8 +264,8 @@ impl MemTable {
 
     /// An error when the key order (a user comparator) panicked while entries were linked
     /// (`skiplist.rs`, `Deferred::poisoned`): some entries are then unreachable, so the
-    /// memtable's iterators fail (a flush with them: the WAL keeps those entries) and the DB
-    /// takes no more writes.
+    /// memtable's iterators and the DB's point reads through it fail (a flush with them: the
+    /// WAL keeps those entries) and the DB takes no more writes.
     pub(crate) fn check_sound(&self) -> Result<()> {
         if self.is_poisoned() {
             return Err(poisoned());
@@ -442,8 +442,8 @@ impl MemTable {
 #[inline(never)]
 pub(crate) fn poisoned() -> Error {
     Error::Background(
-        "a memtable's key order panicked while linking its entries: some are unreachable and \
-         writes are refused until the DB is reopened"
+        "a memtable's key order panicked while linking its entries: some are unreachable, so \
+         its reads fail and writes are refused until the DB is reopened"
             .into(),
     )
 }
