@@ -11,7 +11,7 @@ use crate::compaction::job::{run_job, JobEnv};
 use crate::compaction::output_path::place;
 use crate::compaction::picker::{
     level_targets, overlapping, plan_for, plan_through, range_of, CompactionPlan, PickContext,
-    Through,
+    PickerOptions, Through,
 };
 use crate::compaction::{now_secs, pick};
 use crate::comparator::KeyOrder;
@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 use crate::filename::table_path;
 use crate::key::user_key;
 use crate::statistics::{Histogram, Ticker};
-use crate::types::FileNumber;
+use crate::types::{FileNumber, SeqNo};
 use crate::version::levels::{TableFile, Version};
 
 /// Starts the compaction threads: `max_background_jobs - 1`, at least one.
@@ -467,21 +467,21 @@ fn log_compaction(
 /// held data (L0 always goes to L1 at least), automatic compaction moving data further down
 /// when a level outgrows its target. Each level is visited once, top down,
 /// so the call compacts what existed when it started and returns even while writes go on.
-/// Without `rewrite_bottom`, files already in the last level are not rewritten in place
-/// (RocksDB's `BottommostLevelCompaction::Skip`); data from above still moves into it.
+/// `bottom` says which files already in the last level are rewritten in place ([`Bottom`]);
+/// data from above moves into it whatever it says.
 pub(crate) fn compact_range(
     inner: &DbInner,
     cfd: &Arc<Cfd>,
     begin: Option<&[u8]>,
     end: Option<&[u8]>,
-    rewrite_bottom: bool,
+    bottom: Bottom,
 ) -> Result<()> {
     super::flush::flush_and_wait(inner, cfd)?;
     inner.state.lock().manual_compactions += 1;
     let r = if cfd.opts.compaction_style == crate::compaction::style::CompactionStyle::Fifo {
         compact_range_fifo(inner, cfd)
     } else {
-        compact_range_levels(inner, cfd, begin, end, rewrite_bottom)
+        compact_range_levels(inner, cfd, begin, end, bottom)
     };
     {
         let mut st = inner.state.lock();
@@ -601,12 +601,25 @@ pub(crate) fn refit_level(inner: &DbInner, cfd: &Arc<Cfd>, target: i32) -> Resul
     }
 }
 
+/// Which tables already in the last level a manual compaction rewrites in place, when the
+/// data of the levels above did not go through that level's tables in a compaction of the
+/// call (which rewrote them already).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Bottom {
+    /// None (RocksDB's `BottommostLevelCompaction::Skip`).
+    Skip,
+    /// Those a rewrite could change (not [`settled`]): `Db::compact_range`'s choice.
+    Unsettled,
+    /// All of them (`Force`, `ForceOptimized`, or a family with a compaction filter).
+    All,
+}
+
 fn compact_range_levels(
     inner: &DbInner,
     cfd: &Arc<Cfd>,
     begin: Option<&[u8]>,
     end: Option<&[u8]>,
-    rewrite_bottom: bool,
+    bottom: Bottom,
 ) -> Result<()> {
     let o = cfd.live_opts().picker_options();
     let last = o.num_levels - 1;
@@ -656,24 +669,78 @@ fn compact_range_levels(
             None => level += 1,
         }
     }
-    if rewrite_bottom && !rewrote_bottom {
+    if bottom != Bottom::Skip && !rewrote_bottom {
         // Data reached the last level by moves (or was there): rewrite it in place.
+        rewrite_bottom_in_place(inner, cfd, &o, begin, end, bottom)?;
+    }
+    Ok(())
+}
+
+/// Rewrites in place the tables in `[begin, end]` of the deepest level holding data, with
+/// [`Bottom::Unsettled`] but for those a rewrite would leave as they are ([`settled`]): the
+/// tables to rewrite are taken in runs of neighbours, one compaction per run, each over the
+/// key span of its run in the version it starts from, so no output spans a table left out.
+fn rewrite_bottom_in_place(
+    inner: &DbInner,
+    cfd: &Arc<Cfd>,
+    o: &PickerOptions,
+    begin: Option<&[u8]>,
+    end: Option<&[u8]>,
+    which: Bottom,
+) -> Result<()> {
+    let v = cfd.current_super_version().version.clone();
+    let Some(bottom) = (1..v.levels.len()).rev().find(|&l| v.num_files(l) > 0) else {
+        return Ok(());
+    };
+    let may_skip = which == Bottom::Unsettled
+        && cfd.opts.compaction_filter_factory.is_none()
+        && cfd.opts.timestamps.is_none();
+    let blob_gc = cfd.live_opts().blob.enable_blob_gc;
+    // Each run's user-key span: its first table's smallest key to its last's largest.
+    let mut runs: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+    let mut open = false;
+    for f in overlapping_range(&v, bottom, begin, end) {
+        if may_skip && settled(&f, blob_gc) {
+            open = false;
+            continue;
+        }
+        let (lo, hi) = (user_key(&f.smallest).to_vec(), user_key(&f.largest).to_vec());
+        match runs.last_mut() {
+            Some(run) if open => run.1 = hi,
+            _ => runs.push((lo, hi)),
+        }
+        open = true;
+    }
+    drop(v);
+    for (lo, hi) in runs {
         let plan = wait_for_plan(inner, cfd, |v, busy| {
-            let bottom = (1..=last).rev().find(|&l| v.num_files(l) > 0);
-            let Some(bottom) = bottom else { return Some(None) };
-            let files = overlapping_range(v, bottom, begin, end);
+            let files = overlapping_range(v, bottom, Some(lo.as_slice()), Some(hi.as_slice()));
             if files.is_empty() {
                 return Some(None);
             }
-            let t = level_targets(v, &o);
-            let c = PickContext { v, o: &o, t: &t, busy };
+            let t = level_targets(v, o);
+            let c = PickContext { v, o, t: &t, busy };
             plan_for(&c, bottom, bottom, files).map(Some)
         })?;
         if let Some(plan) = plan {
-            run_manual(inner, cfd, placed(cfd, &o, plan))?;
+            run_manual(inner, cfd, placed(cfd, o, plan))?;
         }
     }
     Ok(())
+}
+
+/// Whether rewriting table `f` in place at the bottom could change nothing: every entry has
+/// sequence number 0 (written at the bottom as a value every snapshot sees: no older
+/// version, no deletion, no merge operand, no range tombstone is left to drop), it was not
+/// ingested (an ingested table's entries read at its global number), and, with blob garbage
+/// collection on (`blob_gc`), it refers to no blob file a rewrite could collect from. Only
+/// for a family with no compaction filter and no user timestamps, which a rewrite could
+/// still apply ([`rewrite_bottom_in_place`]).
+fn settled(f: &TableFile, blob_gc: bool) -> bool {
+    f.largest_seqno == SeqNo::ZERO
+        && f.global_seqno == SeqNo::ZERO
+        && f.num_deletions == 0
+        && (!blob_gc || f.blob_refs.is_empty())
 }
 
 /// The deepest level holding a table in the family's current version (0 when none does).

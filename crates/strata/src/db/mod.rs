@@ -1012,8 +1012,11 @@ impl Db {
 
     /// Compacts the key range [begin, end] (None = unbounded on that side) down to the last
     /// level, dropping overwritten versions and tombstones no snapshot needs. Memtables are
-    /// flushed first. In FIFO style data never leaves L0: the call runs FIFO's own
-    /// compactions (expired and over-budget files dropped, intra-L0 merges when allowed).
+    /// flushed first. Tables already at the bottom that hold nothing to drop (a compaction
+    /// wrote every entry there as a value every snapshot sees) are left as they are, unless
+    /// the family has a compaction filter or user timestamps. In FIFO style data never
+    /// leaves L0: the call runs FIFO's own compactions (expired and over-budget files
+    /// dropped, intra-L0 merges when allowed).
     pub fn compact_range(
         &self,
         begin: Option<impl AsRef<[u8]>>,
@@ -1022,7 +1025,13 @@ impl Db {
         let b = begin.as_ref().map(AsRef::as_ref);
         let e = end.as_ref().map(AsRef::as_ref);
         self.check_writable()?;
-        compact::compact_range(&self.inner, &self.inner.default_cf, b, e, true)
+        compact::compact_range(
+            &self.inner,
+            &self.inner.default_cf,
+            b,
+            e,
+            compact::Bottom::Unsettled,
+        )
     }
 
     /// [`Db::compact_range`] in column family `cf`.
@@ -1035,7 +1044,7 @@ impl Db {
         let b = begin.as_ref().map(AsRef::as_ref);
         let e = end.as_ref().map(AsRef::as_ref);
         self.check_writable()?;
-        compact::compact_range(&self.inner, self.cfd(cf)?, b, e, true)
+        compact::compact_range(&self.inner, self.cfd(cf)?, b, e, compact::Bottom::Unsettled)
     }
 
     /// Every live table file of every column family with its family, level, size, key and

@@ -505,14 +505,21 @@ impl Db {
                 self.raise_full_history_ts_low(cfd, ts)?;
             }
         }
-        let rewrite_bottom = match opts.bottommost_level_compaction {
-            BottommostLevelCompaction::Skip => false,
+        use super::compact::Bottom;
+        let bottom = match opts.bottommost_level_compaction {
+            BottommostLevelCompaction::Skip => Bottom::Skip,
             BottommostLevelCompaction::IfHaveCompactionFilter => {
-                cfd.opts.compaction_filter_factory.is_some()
+                if cfd.opts.compaction_filter_factory.is_some() {
+                    Bottom::All
+                } else {
+                    Bottom::Skip
+                }
             }
-            BottommostLevelCompaction::Force | BottommostLevelCompaction::ForceOptimized => true,
+            BottommostLevelCompaction::Force | BottommostLevelCompaction::ForceOptimized => {
+                Bottom::All
+            }
         };
-        super::compact::compact_range(&self.inner, cfd, begin, end, rewrite_bottom)?;
+        super::compact::compact_range(&self.inner, cfd, begin, end, bottom)?;
         if opts.change_level {
             super::compact::refit_level(&self.inner, cfd, opts.target_level)?;
         }

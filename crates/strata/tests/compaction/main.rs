@@ -10,6 +10,7 @@ mod bottommost_seqno_zeroing;
 mod close_abandons_compaction;
 mod compact_files;
 mod compact_range_depth;
+mod compact_range_settled_bottom;
 mod compact_range_under_writes;
 mod compaction_filter;
 mod compaction_releases_memtables;
