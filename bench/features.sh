@@ -27,9 +27,9 @@ peer_buildable() {
 
 # strata_bench_features FEATURE...: sets the array `feature_args` to the cargo arguments
 # that build strata-bench with FEATURE... (engines of strata-bench: rocksdb, sqlite, leveldb,
-# kyoto, fjall, redb; `strata`, Strata's configurations such as blob.sh's `strata-noblob`, and
-# repeats are ignored): empty for none, and with `rocksdb`
-# among them the machine's one RocksDB set above.
+# kyoto, fjall, redb; `strata`, Strata's configurations such as blob.sh's `strata-noblob`,
+# and repeats are ignored): empty for none; with `rocksdb` among them, the machine's one
+# RocksDB set above.
 strata_bench_features() {
   local wanted=() f p rocks=0
   for f in "$@"; do

@@ -488,6 +488,9 @@ pub(crate) fn compact_range(
         st.manual_compactions -= 1;
         inner.bg_cv.notify_all();
     }
+    // Tables an earlier compaction left obsolete while a reader (or a checkpoint's hold on
+    // deletions) kept them go now, also when the call itself had nothing to compact.
+    super::obsolete::purge_obsolete_tables(inner);
     r
 }
 
