@@ -440,11 +440,9 @@ fn search(
             ctx.pin_found(|| DbPinnableSlice::in_memtable(m, v));
             more
         });
-        if m.is_poisoned() {
-            // A link the key order panicked in left entries unreachable: the walk may have
-            // missed the newest version of `key`, so no answer from it is sound.
-            return Err(crate::memtable::poisoned());
-        }
+        // A link the key order panicked in left entries unreachable: the walk may have
+        // missed the newest version of `key`, so no answer from it is sound.
+        m.check_sound()?;
         ctx.end_if_covered();
         if ctx.is_done() {
             break;

@@ -266,6 +266,7 @@ impl MemTable {
     /// (`skiplist.rs`, `Deferred::poisoned`): some entries are then unreachable, so the
     /// memtable's iterators and the DB's point reads through it fail (a flush with them: the
     /// WAL keeps those entries) and the DB takes no more writes.
+    #[inline]
     pub(crate) fn check_sound(&self) -> Result<()> {
         if self.is_poisoned() {
             return Err(poisoned());

@@ -330,8 +330,9 @@ struct Deferred {
     /// Set when the order (a user comparator) panicked while nodes were linked: a node of the
     /// batch may then be linked at some levels only, and linking it again would break the
     /// list, so nothing is linked any more ([`SkipList::is_poisoned`]). The nodes the link
-    /// had taken stay unreachable; the memtable's iterators fail (and a flush with them), the
-    /// DB refuses writes, and a reopen replays those nodes' entries from the WAL.
+    /// had taken stay unreachable; the memtable's iterators and point reads fail (and a flush
+    /// with them), the DB refuses writes, and a reopen replays those nodes' entries from the
+    /// WAL.
     poisoned: AtomicBool,
 }
 

@@ -3,7 +3,8 @@
 //! waiting: the panic reaches a thread whose write ran the comparator, every other write
 //! returns (acknowledged, or refused with the error), later writes are refused, point reads
 //! through the memtable the panic cut fail with the error rather than miss what it cut, and a
-//! reopen keeps every acknowledged write (`db/write/panics.rs`, contract rule 12). Regression: the panic went to the writer whose link ran it, and the DB went on
+//! reopen keeps every acknowledged write (`db/write/panics.rs`, contract rule 12).
+//! Regression: the panic went to the writer whose link ran it, and the DB went on
 //! acknowledging writes into a memtable whose list the panic had cut mid-link; a flush then
 //! wrote it without the entries that link had taken, and let their WAL go.
 

@@ -564,7 +564,7 @@ fn finish_group(inner: &DbInner, mut group: Group, mut staged: StagedGroup) -> R
 /// here, or one that poisoned a memtable the write went to (in another write's link or in a
 /// read's), fails the write and is a background error (`panics.rs`).
 fn link(inner: &DbInner, mems: &MemSet, single_cf: bool) -> Result<()> {
-    let r = panics::catching(|| mems.link_due(single_cf)).and_then(|sound| sound);
+    let r = panics::catching(|| mems.link_due(single_cf)).and_then(|linked| linked);
     if let Err(e) = &r {
         let mut st = inner.state.lock();
         inner.set_bg_error(&mut st, e);

@@ -11,9 +11,9 @@
 //! that thread's write returns ([`raise_held`]), so the caller sees its comparator's panic as
 //! it would have without the DB in between; the other members of its group get the error.
 //!
-//! What this cannot mend: records whose link the panic cut short may be missing from point
-//! reads until the DB is reopened (the WAL holds them; iterators over the memtable fail:
-//! `MemTable::check_sound`; `docs/contract.md`).
+//! What this cannot mend: records whose link the panic cut short are unreachable until the DB
+//! is reopened (the WAL holds them), so point reads and iterators through that memtable fail
+//! until then (`MemTable::check_sound`; `docs/contract.md`).
 
 use std::any::Any;
 use std::cell::RefCell;
