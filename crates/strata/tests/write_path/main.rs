@@ -10,6 +10,7 @@ mod concurrent_writers;
 mod db_write_buffer_size;
 mod disable_wal_close;
 mod flush_syncs_retired_wals;
+mod flush_wal_off_lock;
 mod flush_wal_sync;
 mod merged_flushes;
 mod read_your_writes_concurrent;

@@ -31,9 +31,9 @@ pub(super) fn append_synced_event(inner: &DbInner, wal: &mut WalState) -> Result
 }
 
 /// Syncs the retired WALs numbered below `before` (all of them with `None`), oldest first.
-/// Called by a synced write's leader (holding the WAL lock) and by the flush job before its
-/// MANIFEST edit drops WALs. A failed sync is a background error: the WAL's unsynced writes
-/// may be lost, so nothing more is acknowledged.
+/// Called by a synced write's leader (holding the WAL lock), by `flush_wal` (not holding it)
+/// and by the flush job before its MANIFEST edit drops WALs. A failed sync is a background
+/// error: the WAL's unsynced writes may be lost, so nothing more is acknowledged.
 pub(crate) fn sync_retired_wals(inner: &DbInner, before: Option<FileNumber>) -> Result<()> {
     let mut retired = inner.retired_wals.lock();
     while let Some((n, _)) = retired.front() {
@@ -65,41 +65,41 @@ pub(crate) fn forget_retired_wals(inner: &DbInner, before: FileNumber) {
 
 /// `Db::flush_wal`: hands the current WAL's buffered bytes to the OS; with `sync`, makes every
 /// write so far durable, as a synced write would (older WALs and the directory first).
+///
+/// The syncs run after the WAL lock is released, so writers keep appending meanwhile: the
+/// older WALs' too, which may hold a memtable's worth of unsynced bytes each (a server's
+/// once-a-second sync after a memtable switch). The lock is held only to hand the current
+/// WAL's bytes over and take its number and syncer: every write before the call is in that
+/// WAL or in a retired one numbered below it. A file that cannot be synced apart from its
+/// writer (`WritableFile::syncer`) is synced under the lock, after the older WALs.
 pub(crate) fn flush_wal(inner: &DbInner, sync: bool) -> Result<()> {
     if let Some(e) = inner.bg_error() {
         return Err(e);
     }
     let mut wal = inner.wal.lock();
-    if sync {
-        sync_retired_wals(inner, None)?;
-        sync_wal_dir(inner)?;
-    }
-    // The fdatasync itself runs after the WAL lock is released (as a synced group's does), so
-    // writers keep appending while it runs.
+    let number = wal.number;
     let mut syncer = None;
     let staged = wal.writer.flush().and_then(|()| {
         if !sync {
             return Ok(());
         }
-        match wal.writer.syncer()? {
-            Some(s) => {
-                syncer = Some(s);
-                Ok(())
-            }
-            None => {
-                let _timer =
-                    StopWatch::start(inner.stats.user_statistics(), Histogram::WalFileSyncMicros);
-                wal.writer.sync()
-            }
+        syncer = wal.writer.syncer()?;
+        if syncer.is_some() {
+            return Ok(());
         }
+        sync_retired_wals(inner, None)?;
+        sync_wal_dir(inner)?;
+        let _timer = StopWatch::start(inner.stats.user_statistics(), Histogram::WalFileSyncMicros);
+        wal.writer.sync()
     });
     drop(wal);
     let r = staged.and_then(|()| {
-        syncer.map_or(Ok(()), |s| {
-            let _timer =
-                StopWatch::start(inner.stats.user_statistics(), Histogram::WalFileSyncMicros);
-            s.sync()
-        })
+        let Some(s) = syncer else { return Ok(()) };
+        // These two set the background error themselves when they fail.
+        sync_retired_wals(inner, Some(number))?;
+        sync_wal_dir_through(inner, number.0)?;
+        let _timer = StopWatch::start(inner.stats.user_statistics(), Histogram::WalFileSyncMicros);
+        s.sync()
     });
     if let Err(e) = &r {
         let mut st = inner.state.lock();
