@@ -474,6 +474,9 @@ impl Config {
             // `busy-reply-threshold` is the same setting's newer name).
             ("lua-time-limit", "5000"),
             ("busy-reply-threshold", "5000"),
+            // SLOWLOG's (`crate::slowlog`), with Redis's defaults.
+            ("slowlog-log-slower-than", "10000"),
+            ("slowlog-max-len", "128"),
             // RESTORE always makes Redis's deep checks of a payload (`types::rdb`): every
             // value is decoded whole before it is stored. The setting is kept for CONFIG.
             ("sanitize-dump-payload", "no"),

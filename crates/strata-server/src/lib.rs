@@ -20,7 +20,8 @@
 //!    cluster mode (the router a clustered server installs); [`blocked`]: the clients
 //!    blocked on keys (BLPOP...), in the order they blocked; [`script`]: the Lua engine of
 //!    EVAL (the interpreter, its script cache, the `redis` library over a command host);
-//!    [`pubsub`]: pub/sub's subscriptions and each subscriber's message queue.
+//!    [`pubsub`]: pub/sub's subscriptions and each subscriber's message queue; [`slowlog`]:
+//!    SLOWLOG's log of slow commands.
 //! 5. [`state`]: what commands run against: the state every connection shares, and one
 //!    connection's; [`cluster`]: cluster mode's side of a node (partitions, the state machine
 //!    of their Raft groups, the store's replication and the router).
@@ -44,6 +45,7 @@ pub mod routing;
 pub mod script;
 pub mod server;
 pub mod slots;
+pub mod slowlog;
 pub mod state;
 pub mod storage;
 pub mod types;

@@ -181,6 +181,8 @@ pub struct Shared {
     pub scripts: Scripts,
     /// Pub/sub's subscriptions (`commands::pubsub`).
     pub pubsub: crate::pubsub::PubSub,
+    /// SLOWLOG's log (`slowlog-log-slower-than`, `slowlog-max-len`; CONFIG SET changes them).
+    pub slowlog: crate::slowlog::SlowLog,
     /// The keyspace notifications enabled (`notify-keyspace-events`; CONFIG SET changes
     /// them): the data operations raise them, `commands::pubsub` publishes them.
     pub notifier: Notifier,
@@ -198,6 +200,16 @@ impl Shared {
         let notifier = Notifier::new(config.notify_keyspace_events);
         let min_replicas =
             params.get("min-replicas-to-write").and_then(|v| v.parse().ok()).unwrap_or(0);
+        let slowlog = crate::slowlog::SlowLog::new(
+            params
+                .get("slowlog-log-slower-than")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(crate::slowlog::DEFAULT_THRESHOLD_US),
+            params
+                .get("slowlog-max-len")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(crate::slowlog::DEFAULT_MAX_LEN),
+        );
         Shared {
             dbs,
             hash_limits: Limits::new(
@@ -219,6 +231,7 @@ impl Shared {
             scripts: Scripts::new(crate::config::REDIS_VERSION)
                 .unwrap_or_else(|e| panic!("{e} (the Lua sources are built in)")),
             pubsub: crate::pubsub::PubSub::default(),
+            slowlog,
             notifier,
             min_replicas_to_write: std::sync::atomic::AtomicU64::new(min_replicas),
         }
@@ -318,6 +331,9 @@ pub struct Conn {
     pub watched: Vec<Watched>,
     /// EXEC is running this connection's queued commands.
     pub in_exec: bool,
+    /// A script's commands run on this connection state (`commands::scripting`): they are
+    /// not logged in SLOWLOG one by one, the script's command is.
+    pub in_script: bool,
     /// The keys EXEC's commands (or a script's) wrote, for the clients blocked on them; or,
     /// when this connection just blocked, the keys it blocked on
     /// (`commands::blocking::signal`); each with its database (`blocked::waited_key`).
@@ -397,6 +413,7 @@ impl Conn {
             multi: None,
             watched: Vec::new(),
             in_exec: false,
+            in_script: false,
             touched: Vec::new(),
             blocked: None,
             retry: None,
@@ -419,6 +436,10 @@ pub struct BlockedOn {
     /// Its reply, when it comes, is not sent: CLIENT REPLY was OFF, or SKIP named this
     /// command, when it blocked (as Redis drops a served blocked client's reply then).
     pub silent: bool,
+    /// Its command line and the microseconds its first run took, when that run was slow
+    /// enough for SLOWLOG: logged if the wait times out or is unblocked (a served command
+    /// is logged with the run that serves it, `commands::blocking`).
+    pub slow: Option<(Vec<Vec<u8>>, u64)>,
 }
 
 /// A blocked command being re-run because `key` was written.

@@ -13,7 +13,7 @@ const LAYERS: &[&[&str]] = &[
     &["filing"],
     &["storage"],
     &["types"],
-    &["config", "routing", "blocked", "script", "pubsub"],
+    &["config", "routing", "blocked", "script", "pubsub", "slowlog"],
     &["state", "cluster"],
     &["commands"],
     &["server"],

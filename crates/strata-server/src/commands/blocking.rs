@@ -88,7 +88,7 @@ pub fn block(
     let rx = sh.blocked.register(conn.id, &keys, line, conn.resp3, on_timeout.buf);
     let deadline = req.timeout.and_then(|t| Instant::now().checked_add(t));
     let command = lookup(&args[0]).map_or(usize::MAX, super::index_of);
-    conn.blocked = Some(BlockedOn { rx, deadline, command, silent: false });
+    conn.blocked = Some(BlockedOn { rx, deadline, command, silent: false, slow: None });
     // A write between the handler's look and the registration served nobody: `dispatch`
     // serves these keys once the command has let go of every key lock it took.
     conn.touched = keys;
@@ -281,14 +281,19 @@ fn rerun(sh: &Shared, id: u64, key: &[u8], line: &[Vec<u8>], resp3: bool) -> Opt
     if conn.retry.is_some_and(|r| r.still_blocked) {
         return None;
     }
-    // Served: the blocked command's call counts now (INFO commandstats), as in Redis.
+    // Served: the blocked command's call counts now (INFO commandstats), and it goes to
+    // SLOWLOG with this run's time if that is slow enough, as in Redis.
+    let us = started.elapsed().as_micros() as u64;
     if let Some(c) = sh.stats.per_command.get(super::index_of(cmd)) {
         use std::sync::atomic::Ordering::Relaxed;
         c.calls.fetch_add(1, Relaxed);
-        c.usec.fetch_add(started.elapsed().as_micros() as u64, Relaxed);
+        c.usec.fetch_add(us, Relaxed);
         if !ok {
             c.failed.fetch_add(1, Relaxed);
         }
+    }
+    if sh.slowlog.is_slow(us) {
+        super::log_slow(sh, id, line, us);
     }
     Some(out.buf)
 }

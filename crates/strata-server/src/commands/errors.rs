@@ -119,6 +119,26 @@ impl From<String> for CmdError {
     }
 }
 
+/// Redis's reply to a bad subcommand argument list (`addReplySubcommandSyntaxError`).
+pub fn subcommand_syntax(a: &[Vec<u8>]) -> CmdError {
+    let sub: String = String::from_utf8_lossy(&a[1]).chars().take(128).collect();
+    format!(
+        "ERR unknown subcommand or wrong number of arguments for '{sub}'. Try {} HELP.",
+        String::from_utf8_lossy(&a[0]).to_ascii_uppercase()
+    )
+    .into()
+}
+
+/// Redis's reply to an unknown subcommand of a container command.
+pub fn unknown_subcommand(a: &[Vec<u8>]) -> CmdError {
+    let sub: String = String::from_utf8_lossy(&a[1]).chars().take(128).collect();
+    format!(
+        "ERR unknown subcommand '{sub}'. Try {} HELP.",
+        String::from_utf8_lossy(&a[0]).to_ascii_uppercase()
+    )
+    .into()
+}
+
 /// `ERR wrong number of arguments for 'name' command`
 pub fn arity_err(name: &str) -> String {
     format!("ERR wrong number of arguments for '{name}' command")

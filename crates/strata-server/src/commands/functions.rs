@@ -88,11 +88,7 @@ pub fn function(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdR
         }
         "flush" => {
             if a.len() > 3 {
-                return Err(format!(
-                    "ERR unknown subcommand or wrong number of arguments for '{}'. Try FUNCTION HELP.",
-                    String::from_utf8_lossy(&a[1])
-                )
-                .into());
+                return Err(super::errors::subcommand_syntax(a));
             }
             if a.len() == 3 && !is(&a[2], "sync") && !is(&a[2], "async") {
                 return Err("ERR FUNCTION FLUSH only supports SYNC|ASYNC option".into());
@@ -156,11 +152,7 @@ pub fn function(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdR
                 return Err(wrong());
             }
             if a.len() > 4 {
-                return Err(format!(
-                    "ERR unknown subcommand or wrong number of arguments for '{}'. Try FUNCTION HELP.",
-                    String::from_utf8_lossy(&a[1])
-                )
-                .into());
+                return Err(super::errors::subcommand_syntax(a));
             }
             let policy = match a.get(3) {
                 None => Policy::Append,

@@ -25,6 +25,7 @@ pub mod pubsub;
 pub mod scripting;
 pub mod server;
 pub mod set;
+pub mod slowlog;
 pub mod sort;
 pub mod stream;
 pub mod stream_group;
@@ -374,6 +375,7 @@ pub static COMMANDS: &[Command] = &[
     cmd!("config", -2, false, KeySpec::NONE, server::config),
     cmd!("time", 1, false, KeySpec::NONE, server::time),
     cmd!("memory", -2, false, KeySpec::one(2), server::memory),
+    cmd!("slowlog", -2, false, KeySpec::NONE, slowlog::slowlog),
     cmd!("function", -2, true, KeySpec::NONE, functions::function),
     // persistence
     cmd!("save", 1, false, KeySpec::NONE, persistence::save),
@@ -592,12 +594,21 @@ pub fn dispatch_found(
         run_handler(sh, cmd, conn, args, out)
     };
     // A command that blocked counts when it is served or times out (`blocking`).
+    let us = started.elapsed().as_micros() as u64;
     let blocked = conn.blocked.is_some();
     if let Some(c) = sh.stats.per_command.get(index_of(cmd)).filter(|_| !blocked) {
         c.calls.fetch_add(1, Ordering::Relaxed);
-        c.usec.fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+        c.usec.fetch_add(us, Ordering::Relaxed);
         if !ok {
             c.failed.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    // SLOWLOG, as Redis keeps it: EXEC's commands one by one and not EXEC itself, a script's
+    // command and not the commands it calls; a blocked command when its wait ends.
+    if cmd.name != "exec" && !conn.in_script && sh.slowlog.is_slow(us) {
+        match conn.blocked.as_mut() {
+            Some(on) => on.slow = Some((args.to_vec(), us)),
+            None => log_slow(sh, conn.id, args, us),
         }
     }
     drop(readers_lock);
@@ -617,6 +628,14 @@ pub fn dispatch_found(
     {
         pubsub::flush_events(sh);
     }
+}
+
+/// Logs in SLOWLOG the run of `args` by client `id` that took `us` microseconds.
+#[cold]
+pub fn log_slow(sh: &Shared, id: u64, args: &[Vec<u8>], us: u64) {
+    let (addr, name) =
+        sh.clients.lock().get(&id).map(|e| (e.addr.clone(), e.name.clone())).unwrap_or_default();
+    sh.slowlog.push(args, us, &addr, &name);
 }
 
 /// Runs `cmd`'s handler; a failure is replied with its error text (and false returned).

@@ -205,11 +205,7 @@ pub fn pubsub(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
             out.int(0);
         }
     } else {
-        return Err(format!(
-            "ERR unknown subcommand or wrong number of arguments for '{}'. Try PUBSUB HELP.",
-            String::from_utf8_lossy(sub)
-        )
-        .into());
+        return Err(super::errors::subcommand_syntax(a));
     }
     Ok(())
 }

@@ -298,6 +298,7 @@ pub(super) fn atomically(
         wide: false,
     };
     host.conn.in_exec = true;
+    host.conn.in_script = true;
     // It starts in its caller's database; its SELECTs change only its own (Redis 7).
     host.conn.db = conn.db;
     // A script may run long: the async worker's other tasks are handed off first (they
@@ -357,12 +358,7 @@ pub fn evalsha_ro(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) ->
 /// SCRIPT LOAD|EXISTS|FLUSH|KILL|HELP
 pub fn script(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let sub = &a[1];
-    let wrong = || {
-        CmdError::from(format!(
-            "ERR unknown subcommand or wrong number of arguments for '{}'. Try SCRIPT HELP.",
-            String::from_utf8_lossy(sub)
-        ))
-    };
+    let wrong = || super::errors::subcommand_syntax(a);
     if is(sub, "help") && a.len() == 2 {
         let help = [
             "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",

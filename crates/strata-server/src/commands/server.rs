@@ -428,6 +428,23 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
                     )
                     .into());
                 }
+                // Redis's bounds: -1 (off) up, and 0 up.
+                "slowlog-log-slower-than" | "slowlog-max-len" => {
+                    let least = if k == "slowlog-max-len" { 0 } else { -1 };
+                    match v.parse::<i64>() {
+                        Err(_) => {
+                            return Err(failed("argument couldn't be parsed into an integer").into())
+                        }
+                        Ok(n) if n < least => {
+                            let why = format!(
+                                "argument must be between {least} and {} inclusive",
+                                i64::MAX
+                            );
+                            return Err(failed(&why).into());
+                        }
+                        Ok(_) => {}
+                    }
+                }
                 "stream-node-max-entries" if v.parse::<u64>().is_err() => {
                     return Err(failed("argument couldn't be parsed into an integer").into());
                 }
@@ -498,6 +515,12 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
                     params.insert("hash-max-listpack-value".into(), v.clone());
                     params.insert("hash-max-ziplist-value".into(), v.clone());
                 }
+            }
+            if k == "slowlog-log-slower-than" {
+                sh.slowlog.set_threshold(v.parse().unwrap_or(crate::slowlog::DEFAULT_THRESHOLD_US));
+            }
+            if k == "slowlog-max-len" {
+                sh.slowlog.set_max_len(v.parse().unwrap_or(usize::MAX));
             }
             if k == "stream-node-max-entries" {
                 sh.stream_nodes.set_entries(v.parse().unwrap_or(0));

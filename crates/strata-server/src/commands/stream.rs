@@ -63,26 +63,6 @@ pub(super) fn reply_entries(out: &mut Out, v: &[Entry]) {
     }
 }
 
-/// Redis's reply to a bad subcommand argument list (`addReplySubcommandSyntaxError`).
-pub(super) fn subcommand_syntax(a: &[Vec<u8>]) -> CmdError {
-    let sub: String = String::from_utf8_lossy(&a[1]).chars().take(128).collect();
-    format!(
-        "ERR unknown subcommand or wrong number of arguments for '{sub}'. Try {} HELP.",
-        String::from_utf8_lossy(&a[0]).to_ascii_uppercase()
-    )
-    .into()
-}
-
-/// Redis's reply to an unknown subcommand of a container command.
-pub(super) fn unknown_subcommand(a: &[Vec<u8>]) -> CmdError {
-    let sub: String = String::from_utf8_lossy(&a[1]).chars().take(128).collect();
-    format!(
-        "ERR unknown subcommand '{sub}'. Try {} HELP.",
-        String::from_utf8_lossy(&a[0]).to_ascii_uppercase()
-    )
-    .into()
-}
-
 /// Checks a subcommand's arity (Redis's: `n` exactly, `-n` at least) with its error.
 pub(super) fn sub_arity(a: &[Vec<u8>], full_name: &str, arity: i32) -> Result<(), CmdError> {
     let n = a.len() as i32;

@@ -3,10 +3,9 @@
 //! its order of checks (arguments, then the key and group, then the rest).
 
 use super::args::{int_arg, is};
-use super::errors::{CmdError, SYNTAX};
+use super::errors::{subcommand_syntax, unknown_subcommand, CmdError, SYNTAX};
 use super::stream::{
-    interval, reply_entry, reply_help, reply_id, strict_id, sub_arity, subcommand_syntax,
-    unknown_subcommand, INVALID_ID,
+    interval, reply_entry, reply_help, reply_id, strict_id, sub_arity, INVALID_ID,
 };
 use super::CmdResult;
 use crate::resp::Out;

@@ -2,10 +2,8 @@
 //! (`types::stream::info`), with Redis 7.0's fields in its order.
 
 use super::args::{int_arg, is};
-use super::errors::CmdError;
-use super::stream::{
-    reply_entry, reply_help, reply_id, sub_arity, subcommand_syntax, unknown_subcommand,
-};
+use super::errors::{subcommand_syntax, unknown_subcommand, CmdError};
+use super::stream::{reply_entry, reply_help, reply_id, sub_arity};
 use super::stream_group::no_such_group;
 use super::CmdResult;
 use crate::resp::Out;

@@ -482,7 +482,7 @@ async fn handle(sh: Arc<Shared>, mut sock: TcpStream, addr: String) {
                 }
                 Some(Stall::Offload) | None => {}
             }
-            let Some(on) = conn.blocked.take() else { continue };
+            let Some(mut on) = conn.blocked.take() else { continue };
             // The replies before the blocking command go out now; those after it wait.
             if !out.buf.is_empty() {
                 if sock.write_all(&out.buf).await.is_err() {
@@ -492,13 +492,18 @@ async fn handle(sh: Arc<Shared>, mut sock: TcpStream, addr: String) {
                 out.buf.clear();
             }
             let (command, silent) = (on.command, on.silent);
+            let slow = on.slow.take();
             let Some(outcome) = wait_blocked(&sh, id, on, &mut sock, &mut buf).await else {
                 break 'conn;
             };
             if !outcome.served {
-                // Timed out or unblocked: the command's call counts now.
+                // Timed out or unblocked: the command's call counts now, and its first run
+                // goes to SLOWLOG if it was slow enough.
                 if let Some(c) = sh.stats.per_command.get(command) {
                     c.calls.fetch_add(1, Ordering::Relaxed);
+                }
+                if let Some((line, us)) = slow {
+                    commands::log_slow(&sh, id, &line, us);
                 }
             }
             if let Some(need) = outcome.sync {

@@ -191,3 +191,181 @@ fn object_idletime_counts_from_the_last_use() {
     let n = idle(&mut c, "copy");
     assert!((1000..=1010).contains(&n), "{n}");
 }
+
+/// SLOWLOG GET's entries as (id, duration, arguments, client address, client name).
+fn slowlog(c: &mut Raw, count: Option<&str>) -> Vec<(i64, i64, Vec<String>, String, String)> {
+    let mut line = vec!["SLOWLOG", "GET"];
+    line.extend(count);
+    let Reply::Array(entries) = c.cmd(&line) else { panic!("SLOWLOG GET") };
+    let text = |r: &Reply| match r {
+        Reply::Bulk(b) => String::from_utf8_lossy(b).into_owned(),
+        other => panic!("{other:?}"),
+    };
+    entries
+        .iter()
+        .map(|e| {
+            let Reply::Array(f) = e else { panic!("{e:?}") };
+            assert_eq!(f.len(), 6, "{f:?}");
+            let (Reply::Int(id), Reply::Int(time), Reply::Int(us), Reply::Array(args)) =
+                (&f[0], &f[1], &f[2], &f[3])
+            else {
+                panic!("{f:?}")
+            };
+            assert!(*time > 1_700_000_000, "a Unix time: {time}");
+            (*id, *us, args.iter().map(text).collect(), text(&f[4]), text(&f[5]))
+        })
+        .collect()
+}
+
+fn words(e: &(i64, i64, Vec<String>, String, String)) -> String {
+    e.2.join(" ")
+}
+
+#[test]
+fn slowlog_keeps_the_newest_slow_commands_with_their_client() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    let Reply::Array(both) = c.cmd(&["CONFIG", "GET", "slowlog-*"]) else { panic!() };
+    assert_eq!(both.len(), 4, "{both:?}");
+    let Reply::Array(defaults) = c.cmd(&["CONFIG", "GET", "slowlog-log-slower-than"]) else {
+        panic!()
+    };
+    assert_eq!(defaults[1], Reply::bulk("10000"));
+    c.cmd(&["CONFIG", "SET", "slowlog-log-slower-than", "0"]);
+    c.cmd(&["CLIENT", "SETNAME", "foobar"]);
+    c.cmd(&["SET", "k", "v"]);
+    c.cmd(&["INCR", "k"]); // fails: still logged
+    let got = slowlog(&mut c, None);
+    let lines: Vec<String> = got.iter().map(words).collect();
+    assert_eq!(
+        lines,
+        ["INCR k", "SET k v", "CLIENT SETNAME foobar", "CONFIG SET slowlog-log-slower-than 0"]
+    );
+    let ids: Vec<i64> = got.iter().map(|e| e.0).collect();
+    assert!(ids.windows(2).all(|w| w[0] == w[1] + 1), "newest first, one apart: {ids:?}");
+    assert!(got[0].3.starts_with("127.0.0.1:") && got[0].4 == "foobar", "{:?}", got[0]);
+    assert_eq!(got[3].4, "", "named after it ran");
+    assert_eq!(slowlog(&mut c, Some("1")).len(), 1);
+    assert_eq!(slowlog(&mut c, Some("0")).len(), 0);
+    // The GETs above are logged too.
+    assert_eq!(c.cmd(&["SLOWLOG", "LEN"]), Reply::Int(7));
+    assert_eq!(slowlog(&mut c, Some("-1")).len(), 8);
+    for bad in ["-2", "x", "99999999999999999999"] {
+        assert_eq!(
+            c.cmd(&["SLOWLOG", "GET", bad]),
+            Reply::Error("ERR count should be greater than or equal to -1".into())
+        );
+    }
+    // At most slowlog-max-len, trimmed at the next entry; RESET keeps the ids going.
+    c.cmd(&["CONFIG", "SET", "slowlog-max-len", "3"]);
+    for _ in 0..10 {
+        c.cmd(&["PING"]);
+    }
+    assert_eq!(c.cmd(&["SLOWLOG", "LEN"]), Reply::Int(3));
+    let last = slowlog(&mut c, Some("1"))[0].0;
+    assert_eq!(c.cmd(&["SLOWLOG", "RESET"]), Reply::Simple("OK".into()));
+    assert_eq!(c.cmd(&["SLOWLOG", "LEN"]), Reply::Int(1), "RESET itself is logged");
+    assert!(slowlog(&mut c, None)[1].0 > last);
+    // Off: nothing more is logged.
+    c.cmd(&["CONFIG", "SET", "slowlog-log-slower-than", "-1"]);
+    c.cmd(&["SLOWLOG", "RESET"]);
+    c.cmd(&["PING"]);
+    assert_eq!(c.cmd(&["SLOWLOG", "LEN"]), Reply::Int(0));
+    // Arguments past 128 bytes are cut (and say how many more there were).
+    c.cmd(&["CONFIG", "SET", "slowlog-log-slower-than", "0"]);
+    let long = "A".repeat(129);
+    c.cmd(&["SADD", "set", "foo", &long]);
+    assert_eq!(
+        words(&slowlog(&mut c, Some("1"))[0]),
+        format!("SADD set foo {}... (1 more bytes)", &long[..128])
+    );
+}
+
+#[test]
+fn slowlog_redacts_secrets_and_logs_what_transactions_and_scripts_ran() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    c.cmd(&["CONFIG", "SET", "slowlog-log-slower-than", "0"]);
+    c.cmd(&["SLOWLOG", "RESET"]);
+    c.cmd(&["AUTH", "secret"]); // refused: no password here; still logged, redacted
+    c.cmd(&["CONFIG", "SET", "masterauth", "secret"]);
+    c.cmd(&["HELLO", "2", "AUTH", "default", "secret"]);
+    let got: Vec<String> = slowlog(&mut c, None).iter().map(words).collect();
+    assert_eq!(
+        got[..3],
+        [
+            "HELLO 2 AUTH (redacted) (redacted)",
+            "CONFIG SET masterauth (redacted)",
+            "AUTH (redacted)"
+        ]
+    );
+    // EXEC's commands one by one, not EXEC; a script's command, not what it calls.
+    c.cmd(&["SLOWLOG", "RESET"]);
+    c.cmd(&["MULTI"]);
+    c.cmd(&["SET", "a", "1"]);
+    c.cmd(&["INCR", "a"]);
+    assert_eq!(c.cmd(&["EXEC"]), Reply::Array(vec![Reply::Simple("OK".into()), Reply::Int(2)]));
+    c.cmd(&["EVAL", "return redis.call('get', KEYS[1])", "1", "a"]);
+    let got: Vec<String> = slowlog(&mut c, None).iter().map(words).collect();
+    assert_eq!(
+        got,
+        [
+            "EVAL return redis.call('get', KEYS[1]) 1 a",
+            "INCR a",
+            "SET a 1",
+            "MULTI",
+            "SLOWLOG RESET"
+        ]
+    );
+}
+
+#[test]
+fn slowlog_logs_a_blocked_command_when_it_is_served_or_gives_up() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    let mut waiter = srv.raw();
+    c.cmd(&["CONFIG", "SET", "slowlog-log-slower-than", "0"]);
+    c.cmd(&["SLOWLOG", "RESET"]);
+    waiter.send_raw(&Raw::encode(&[b"BLPOP", b"l", b"0"]));
+    crate::common::wait_blocked(&mut c, 1);
+    c.cmd(&["RPUSH", "l", "x"]);
+    assert_eq!(waiter.read(), Reply::Array(vec![Reply::bulk("l"), Reply::bulk("x")]));
+    assert_eq!(waiter.cmd(&["BLPOP", "none", "0.01"]), Reply::Null);
+    let got: Vec<String> = slowlog(&mut c, None).iter().map(words).collect();
+    let blpop: Vec<&String> = got.iter().filter(|l| l.starts_with("BLPOP")).collect();
+    assert_eq!(blpop, ["BLPOP none 0.01", "BLPOP l 0"], "{got:?}");
+}
+
+#[test]
+fn slowlog_refuses_bad_settings_and_subcommands_as_redis_does() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    let err = |c: &mut Raw, line: &[&str]| match c.cmd(line) {
+        Reply::Error(e) => e,
+        other => panic!("{line:?}: {other:?}"),
+    };
+    assert_eq!(
+        err(&mut c, &["CONFIG", "SET", "slowlog-max-len", "-1"]),
+        "ERR CONFIG SET failed (possibly related to argument 'slowlog-max-len') - argument \
+         must be between 0 and 9223372036854775807 inclusive"
+    );
+    assert_eq!(
+        err(&mut c, &["CONFIG", "SET", "slowlog-log-slower-than", "-2"]),
+        "ERR CONFIG SET failed (possibly related to argument 'slowlog-log-slower-than') - \
+         argument must be between -1 and 9223372036854775807 inclusive"
+    );
+    assert!(err(&mut c, &["CONFIG", "SET", "slowlog-max-len", "x"]).ends_with("integer"));
+    assert_eq!(
+        err(&mut c, &["SLOWLOG", "LEN", "x"]),
+        "ERR unknown subcommand or wrong number of arguments for 'LEN'. Try SLOWLOG HELP."
+    );
+    assert_eq!(
+        err(&mut c, &["slowlog", "nope"]),
+        "ERR unknown subcommand or wrong number of arguments for 'nope'. Try SLOWLOG HELP."
+    );
+    let Reply::Array(help) = c.cmd(&["SLOWLOG", "HELP"]) else { panic!() };
+    assert_eq!(
+        help[0],
+        Reply::Simple("SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:".into())
+    );
+}
