@@ -25,7 +25,7 @@ repo=$PWD
 src=""
 units="unit/multi unit/keyspace unit/expire unit/type/string unit/type/incr unit/type/list \
 unit/type/hash unit/type/set unit/type/zset unit/type/stream unit/type/stream-cgroups unit/scripting \
-unit/functions unit/scan unit/protocol unit/quit unit/info-command unit/slowlog"
+unit/functions unit/scan unit/protocol unit/quit unit/info-command unit/slowlog unit/geo"
 server_bin=""
 out=""
 with_redis=1

@@ -14,6 +14,7 @@ pub mod databases;
 pub mod dump;
 pub mod errors;
 pub mod functions;
+pub mod geo;
 pub mod glob;
 pub mod hash;
 pub mod info;
@@ -341,6 +342,18 @@ pub static COMMANDS: &[Command] = &[
     cmd!("zmpop", -4, true, KeySpec::counted(1), zset::zmpop),
     cmd!("zrandmember", -2, false, KeySpec::one(1), zset::zrandmember),
     cmd!("bzpopmin", -3, true, KeySpec::range(1, -2, 1), zset::bzpopmin),
+    // geospatial indexes (sorted sets of geohashes); the STORE keys of GEORADIUS and
+    // GEORADIUSBYMEMBER are not among their declared keys
+    cmd!("geoadd", -5, true, KeySpec::one(1), geo::geoadd),
+    cmd!("geopos", -2, false, KeySpec::one(1), geo::geopos),
+    cmd!("geohash", -2, false, KeySpec::one(1), geo::geohash),
+    cmd!("geodist", -4, false, KeySpec::one(1), geo::geodist),
+    cmd!("georadius", -6, true, KeySpec::one(1), geo::georadius),
+    cmd!("georadius_ro", -6, false, KeySpec::one(1), geo::georadius_ro),
+    cmd!("georadiusbymember", -5, true, KeySpec::one(1), geo::georadiusbymember),
+    cmd!("georadiusbymember_ro", -5, false, KeySpec::one(1), geo::georadiusbymember_ro),
+    cmd!("geosearch", -7, false, KeySpec::one(1), geo::geosearch),
+    cmd!("geosearchstore", -8, true, KeySpec::range(1, 2, 1), geo::geosearchstore),
     cmd!("bzpopmax", -3, true, KeySpec::range(1, -2, 1), zset::bzpopmax),
     cmd!("bzmpop", -5, true, KeySpec::counted(2), zset::bzmpop),
     // streams

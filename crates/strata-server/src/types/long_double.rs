@@ -211,6 +211,22 @@ pub fn add(a: LongDouble, b: LongDouble) -> Option<LongDouble> {
     }
 }
 
+/// `x` exactly (every finite double is a long double); NaN has no value here and gives 0.
+pub fn from_f64(x: f64) -> LongDouble {
+    if x.is_infinite() {
+        return LongDouble::Inf { neg: x < 0.0 };
+    }
+    if x.is_nan() {
+        return LongDouble::Finite { neg: false, mant: 0, exp: 0 };
+    }
+    let bits = x.to_bits();
+    let neg = bits >> 63 == 1;
+    let field = ((bits >> 52) & 0x7ff) as i64;
+    let frac = bits & ((1 << 52) - 1);
+    let (mant, exp) = if field == 0 { (frac, -1074) } else { (frac | (1 << 52), field - 1075) };
+    LongDouble::Finite { neg, mant, exp }
+}
+
 /// `v` as Redis's human form prints it: `%.17Lf` with the trailing zeros (and a trailing
 /// dot) cut, and `-0` printed as `0`.
 pub fn format_human(v: LongDouble) -> String {

@@ -1,6 +1,7 @@
 //! The Redis data types on the store, Kvrocks-style: what a key's records say and every
 //! operation on them. One module per type ([`string`], [`hash`], [`list`], [`set`], [`zset`],
-//! [`stream`]; the bit operations on strings: [`bitmap`]) holds its operations: reads, and
+//! [`stream`]; the bit operations on strings: [`bitmap`]; geospatial indexes, sorted sets of
+//! geohashes: [`geo`]) holds its operations: reads, and
 //! writes built as one `WriteBatch` under the key's lock (with the index upkeep a type
 //! needs: a sorted set's score index, a hash's encoding). Keys of any type: [`keys`], and
 //! active expiry: [`expiry`]; a key's value in Redis's serialized form (DUMP, RESTORE):
@@ -20,6 +21,7 @@ pub mod compact_hash;
 pub mod error;
 pub mod expiry;
 pub mod gc;
+pub mod geo;
 pub mod hash;
 pub mod hash_delta;
 pub mod keys;

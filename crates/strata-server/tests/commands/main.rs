@@ -8,6 +8,7 @@ mod common;
 mod bitops;
 mod compaction_filter;
 mod dump_restore;
+mod geo;
 mod hashes;
 mod keys_expiry;
 mod list_edits;

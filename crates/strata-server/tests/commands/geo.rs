@@ -1,0 +1,280 @@
+//! Geospatial indexes through a running server: GEOADD's scores, GEOPOS, GEODIST and GEOHASH
+//! as redis-server 7.0.15 replies them (the expected values are its replies), the search
+//! commands' options, stores and errors, and a randomized check that a search finds exactly
+//! the members its area holds (against the distances GEODIST gives).
+
+use crate::common::{Raw, Reply, Rng, Server};
+
+fn bulk(s: &str) -> Reply {
+    Reply::bulk(s)
+}
+
+fn err(c: &mut Raw, line: &[&str]) -> String {
+    match c.cmd(line) {
+        Reply::Error(e) => e,
+        other => panic!("{line:?}: {other:?}"),
+    }
+}
+
+fn sicily(c: &mut Raw) {
+    let added = c.cmd(&[
+        "GEOADD",
+        "Sicily",
+        "13.361389",
+        "38.115556",
+        "Palermo",
+        "15.087269",
+        "37.502669",
+        "Catania",
+    ]);
+    assert_eq!(added, Reply::Int(2));
+}
+
+#[test]
+fn positions_distances_and_hashes_are_redis_s() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    sicily(&mut c);
+    assert_eq!(c.cmd(&["ZSCORE", "Sicily", "Palermo"]), bulk("3479099956230698"));
+    assert_eq!(
+        c.cmd(&["GEOPOS", "Sicily", "Palermo", "NonExisting"]),
+        Reply::Array(vec![
+            Reply::Array(vec![bulk("13.36138933897018433"), bulk("38.11555639549629859")]),
+            Reply::Null,
+        ])
+    );
+    assert_eq!(c.cmd(&["GEODIST", "Sicily", "Palermo", "Catania"]), bulk("166274.1516"));
+    assert_eq!(c.cmd(&["GEODIST", "Sicily", "Palermo", "Catania", "km"]), bulk("166.2742"));
+    assert_eq!(c.cmd(&["GEODIST", "Sicily", "Palermo", "Nowhere"]), Reply::Null);
+    assert_eq!(c.cmd(&["GEODIST", "Nokey", "a", "b"]), Reply::Null);
+    assert_eq!(
+        c.cmd(&["GEOHASH", "Sicily", "Palermo", "Catania", "x"]),
+        Reply::Array(vec![bulk("sqc8b49rny0"), bulk("sqdtr74hyu0"), Reply::Null])
+    );
+    // XX, NX and CH as ZADD's; a pair out of range adds nothing.
+    assert_eq!(
+        c.cmd(&["GEOADD", "Sicily", "XX", "CH", "13", "38", "Palermo", "13", "38", "New"]),
+        Reply::Int(1)
+    );
+    assert_eq!(c.cmd(&["GEOADD", "Sicily", "NX", "13", "38", "New"]), Reply::Int(1));
+    assert_eq!(
+        err(&mut c, &["GEOADD", "Sicily", "13", "38", "A", "200", "38", "B"]),
+        "ERR invalid longitude,latitude pair 200.000000,38.000000"
+    );
+    assert_eq!(c.cmd(&["ZCARD", "Sicily"]), Reply::Int(3));
+    assert_eq!(err(&mut c, &["GEOADD", "Sicily", "NX", "XX", "13", "38", "A"]), "ERR syntax error");
+    assert_eq!(
+        err(&mut c, &["GEOADD", "Sicily", "13", "38"]),
+        "ERR wrong number of arguments for 'geoadd' command"
+    );
+    assert_eq!(err(&mut c, &["GEOADD", "Sicily", "13", "38", "A", "1"]), "ERR syntax error");
+    c.cmd(&["SET", "str", "x"]);
+    assert!(err(&mut c, &["GEOPOS", "str", "a"]).starts_with("WRONGTYPE"));
+}
+
+#[test]
+fn searches_sort_count_store_and_refuse_as_redis_does() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    sicily(&mut c);
+    assert_eq!(
+        c.cmd(&["GEORADIUS", "Sicily", "15", "37", "200", "km", "WITHDIST", "WITHCOORD", "ASC"]),
+        Reply::Array(vec![
+            Reply::Array(vec![
+                bulk("Catania"),
+                bulk("56.4413"),
+                Reply::Array(vec![bulk("15.08726745843887329"), bulk("37.50266842333162032")]),
+            ]),
+            Reply::Array(vec![
+                bulk("Palermo"),
+                bulk("190.4424"),
+                Reply::Array(vec![bulk("13.36138933897018433"), bulk("38.11555639549629859")]),
+            ]),
+        ])
+    );
+    let desc = c.cmd(&[
+        "GEOSEARCH",
+        "Sicily",
+        "FROMLONLAT",
+        "15",
+        "37",
+        "BYBOX",
+        "400",
+        "400",
+        "km",
+        "DESC",
+        "WITHHASH",
+    ]);
+    assert_eq!(
+        desc,
+        Reply::Array(vec![
+            Reply::Array(vec![bulk("Palermo"), Reply::Int(3479099956230698)]),
+            Reply::Array(vec![bulk("Catania"), Reply::Int(3479447370796909)]),
+        ])
+    );
+    assert_eq!(
+        c.cmd(&["GEORADIUSBYMEMBER", "Sicily", "Palermo", "200", "km", "COUNT", "1"]),
+        Reply::Array(vec![bulk("Palermo")])
+    );
+    assert_eq!(
+        c.cmd(&[
+            "GEOSEARCHSTORE",
+            "near",
+            "Sicily",
+            "FROMMEMBER",
+            "Catania",
+            "BYRADIUS",
+            "100",
+            "km",
+            "STOREDIST"
+        ]),
+        Reply::Int(1)
+    );
+    assert_eq!(
+        c.cmd(&["ZRANGE", "near", "0", "-1", "WITHSCORES"]),
+        Reply::Array(vec![bulk("Catania"), bulk("0")])
+    );
+    assert_eq!(
+        c.cmd(&["GEORADIUS", "Sicily", "15", "37", "200", "km", "STORE", "all"]),
+        Reply::Int(2)
+    );
+    assert_eq!(c.cmd(&["ZSCORE", "all", "Palermo"]), bulk("3479099956230698"));
+    // A source that does not exist: an empty reply, and the destination deleted.
+    assert_eq!(
+        c.cmd(&["GEOSEARCHSTORE", "near", "none", "FROMLONLAT", "0", "0", "BYRADIUS", "1", "m"]),
+        Reply::Int(0)
+    );
+    assert_eq!(c.cmd(&["EXISTS", "near"]), Reply::Int(0));
+    assert_eq!(c.cmd(&["GEORADIUSBYMEMBER", "none", "x", "-1", "km"]), Reply::Array(vec![]));
+    let errors = [
+        (&["GEORADIUS", "Sicily", "15", "37", "-1", "km"][..], "ERR radius cannot be negative"),
+        (&["GEORADIUS", "Sicily", "15", "37", "x", "km"], "ERR need numeric radius"),
+        (
+            &["GEORADIUS", "Sicily", "15", "37", "1", "yd"],
+            "ERR unsupported unit provided. please use M, KM, FT, MI",
+        ),
+        (
+            &["GEORADIUS", "Sicily", "15", "37", "1", "km", "STORE", "d", "WITHDIST"],
+            "ERR STORE option in GEORADIUS is not compatible with WITHDIST, WITHHASH and \
+             WITHCOORD options",
+        ),
+        (&["GEORADIUS_RO", "Sicily", "15", "37", "1", "km", "STORE", "d"], "ERR syntax error"),
+        (
+            &["GEORADIUSBYMEMBER", "Sicily", "Rome", "1", "km"],
+            "ERR could not decode requested zset member",
+        ),
+        (
+            &["GEOSEARCH", "Sicily", "BYRADIUS", "1", "km", "WITHDIST", "ASC"],
+            "ERR exactly one of FROMMEMBER or FROMLONLAT can be specified for GEOSEARCH",
+        ),
+        (
+            &["GEOSEARCH", "Sicily", "FROMLONLAT", "1", "1", "WITHDIST", "ASC"],
+            "ERR exactly one of BYRADIUS and BYBOX can be specified for GEOSEARCH",
+        ),
+        (
+            &[
+                "GEOSEARCH",
+                "Sicily",
+                "FROMLONLAT",
+                "1",
+                "1",
+                "BYRADIUS",
+                "1",
+                "km",
+                "BYBOX",
+                "1",
+                "1",
+                "km",
+            ],
+            "ERR syntax error",
+        ),
+        (
+            &["GEOSEARCH", "Sicily", "FROMLONLAT", "1", "1", "BYRADIUS", "1", "km", "ANY"],
+            "ERR the ANY argument requires COUNT argument",
+        ),
+        (
+            &["GEOSEARCH", "Sicily", "FROMLONLAT", "1", "1", "BYRADIUS", "1", "km", "COUNT", "0"],
+            "ERR COUNT must be > 0",
+        ),
+        (
+            &["GEOSEARCH", "Sicily", "FROMLONLAT", "1", "1", "BYBOX", "-1", "1", "km"],
+            "ERR height or width cannot be negative",
+        ),
+        (
+            &[
+                "GEOSEARCHSTORE",
+                "d",
+                "Sicily",
+                "FROMLONLAT",
+                "1",
+                "1",
+                "BYRADIUS",
+                "1",
+                "km",
+                "WITHHASH",
+            ],
+            "ERR GEOSEARCHSTORE is not compatible with WITHDIST, WITHHASH and WITHCOORD options",
+        ),
+    ];
+    for (line, want) in errors {
+        assert_eq!(err(&mut c, line), want, "{line:?}");
+    }
+}
+
+/// Meters in a GEODIST reply.
+fn meters(r: Reply) -> f64 {
+    match r {
+        Reply::Bulk(b) => String::from_utf8(b).unwrap().parse().unwrap(),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_search_finds_exactly_the_members_within_its_radius() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    let mut rng = Rng::new(7);
+    // Points around the world, denser near one place, and near the poles' limit.
+    let n = 300;
+    for i in 0..n {
+        let (lon, lat) = match i % 3 {
+            0 => {
+                (rng.below(36_000) as f64 / 100.0 - 180.0, rng.below(17_000) as f64 / 100.0 - 85.0)
+            }
+            1 => (12.0 + rng.below(400) as f64 / 100.0, 37.0 + rng.below(300) as f64 / 100.0),
+            _ => (rng.below(36_000) as f64 / 100.0 - 180.0, 80.0 + rng.below(500) as f64 / 100.0),
+        };
+        c.cmd(&["GEOADD", "pts", &lon.to_string(), &lat.to_string(), &format!("p{i}")]);
+    }
+    for round in 0..60 {
+        let centre = format!("p{}", rng.below(n));
+        let radius =
+            [1.0, 50.0, 300.0, 2_000.0, 9_000.0][round % 5] * (1.0 + rng.below(100) as f64 / 100.0);
+        let r = radius.to_string();
+        let Reply::Array(found) =
+            c.cmd(&["GEOSEARCH", "pts", "FROMMEMBER", &centre, "BYRADIUS", &r, "km"])
+        else {
+            panic!()
+        };
+        let found: std::collections::BTreeSet<Vec<u8>> = found
+            .into_iter()
+            .map(|m| match m {
+                Reply::Bulk(b) => b,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        for i in 0..n {
+            let m = format!("p{i}");
+            let d = meters(c.cmd(&["GEODIST", "pts", &centre, &m, "km"]));
+            // GEODIST's four decimals: members this near the edge are not asserted.
+            if (d - radius).abs() < 0.001 {
+                continue;
+            }
+            assert_eq!(
+                found.contains(m.as_bytes()),
+                d < radius,
+                "round {round}: {m} at {d} km of {centre}, radius {radius}"
+            );
+        }
+    }
+}
