@@ -136,99 +136,168 @@ enum Sort {
     Desc,
 }
 
-/// The search commands, as Redis's `georadiusGeneric` parses and answers them.
+/// A search's arguments, parsed.
+struct Request<'a> {
+    /// Where it is centred: `None` when FROMMEMBER (or GEORADIUSBYMEMBER) names a member of
+    /// a source that does not exist.
+    centre: Option<(f64, f64)>,
+    extent: Option<Extent>,
+    to_meters: f64,
+    /// The destination, and whether it stores distances (STOREDIST) rather than hashes.
+    store: Option<(&'a [u8], bool)>,
+    /// WITHDIST, WITHHASH, WITHCOORD.
+    with: (bool, bool, bool),
+    any: bool,
+    sort: Sort,
+    count: Option<usize>,
+}
+
+/// The search commands, as Redis's `georadiusGeneric` answers them.
 fn search(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], form: Form, out: &mut Out) -> CmdResult {
     let ks = sh.keyspace(c.db);
-    let src_at = if form == (Form::Search { store: true }) { 2 } else { 1 };
-    let src = &a[src_at];
+    let src = &a[if form == (Form::Search { store: true }) { 2 } else { 1 }];
     let exists = ks.typed(src, crate::types::metadata::Kind::ZSet)?.is_some();
-    let mut centre = None;
-    let mut extent = None;
-    let mut to_meters = 1.0;
-    let base = match form {
+    let mut req = parse(&ks, a, form, exists)?;
+    let event =
+        if matches!(form, Form::Search { .. }) { "geosearchstore" } else { "georadiusstore" };
+    let (Some((lon, lat)), Some(extent), true) = (req.centre, req.extent, exists) else {
+        // No source: the store is emptied (deleted), the reply is empty.
+        match req.store {
+            Some((dest, _)) => {
+                zset::replace(&ks, dest, &Vec::new(), event)?;
+                out.int(0);
+            }
+            None => out.array(0),
+        }
+        return Ok(());
+    };
+    if req.count.is_some() && req.sort == Sort::None && !req.any {
+        req.sort = Sort::Asc;
+    }
+    let shape = Shape { lon, lat, extent, to_meters: req.to_meters };
+    let limit = req.count.filter(|_| req.any);
+    let mut found = geo::search(&ks, src, &shape, limit)?.unwrap_or_default();
+    match req.sort {
+        Sort::None => {}
+        Sort::Asc => found.sort_by(|x, y| x.dist.total_cmp(&y.dist)),
+        Sort::Desc => found.sort_by(|x, y| y.dist.total_cmp(&x.dist)),
+    }
+    found.truncate(req.count.unwrap_or(usize::MAX));
+    match req.store {
+        Some((dest, by_dist)) => {
+            let to_meters = req.to_meters;
+            let items: Vec<(f64, Vec<u8>)> = found
+                .into_iter()
+                .map(|f| (if by_dist { f.dist / to_meters } else { f.score }, f.member))
+                .collect();
+            zset::replace(&ks, dest, &items, event)?;
+            out.int(items.len() as i64);
+        }
+        None => reply_found(out, &found, req.to_meters, req.with),
+    }
+    Ok(())
+}
+
+/// A search's arguments in Redis's order of checks: the centre and radius of the GEORADIUS
+/// forms (a member's only when the source `exists`), then the options, then what they lack
+/// or cannot have together.
+fn parse<'a>(
+    ks: &Keyspace,
+    a: &'a [Vec<u8>],
+    form: Form,
+    exists: bool,
+) -> Result<Request<'a>, CmdError> {
+    let search = matches!(form, Form::Search { .. });
+    let src = &a[if form == (Form::Search { store: true }) { 2 } else { 1 }];
+    let mut r = Request {
+        centre: None,
+        extent: None,
+        to_meters: 1.0,
+        store: None,
+        with: (false, false, false),
+        any: false,
+        sort: Sort::None,
+        count: None,
+    };
+    let mut i = match form {
         Form::Radius { by_member: false, .. } => {
-            centre = Some(lon_lat(&a[2], &a[3])?);
-            (extent, to_meters) = distance_arg(&a[4], &a[5])?;
+            r.centre = Some(lon_lat(&a[2], &a[3])?);
+            (r.extent, r.to_meters) = distance_arg(&a[4], &a[5])?;
             6
         }
         Form::Radius { by_member: true, .. } if exists => {
-            centre = Some(member_pos(&ks, src, &a[2])?);
-            (extent, to_meters) = distance_arg(&a[3], &a[4])?;
+            r.centre = Some(member_pos(ks, src, &a[2])?);
+            (r.extent, r.to_meters) = distance_arg(&a[3], &a[4])?;
             5
         }
-        // No source: the arguments are still parsed, for the reply's form.
+        // No source: the options are still parsed, for the reply's form.
         Form::Radius { by_member: true, .. } => 5,
-        Form::Search { store } => 2 + usize::from(store),
+        Form::Search { store: false } => 2,
+        Form::Search { store: true } => {
+            r.store = Some((&a[1], false));
+            3
+        }
     };
-    let mut store: Option<(&[u8], bool)> = match form {
-        Form::Search { store: true } => Some((&a[1], false)),
-        _ => None,
-    };
-    let (mut withdist, mut withhash, mut withcoord, mut any) = (false, false, false, false);
     let (mut from_member, mut from_lonlat) = (false, false);
-    let mut sort = Sort::None;
-    let mut count: Option<usize> = None;
-    let search = matches!(form, Form::Search { .. });
-    let mut i = base;
     while i < a.len() {
         let (arg, left) = (&a[i], a.len() - i - 1);
         if is(arg, "withdist") {
-            withdist = true;
+            r.with.0 = true;
         } else if is(arg, "withhash") {
-            withhash = true;
+            r.with.1 = true;
         } else if is(arg, "withcoord") {
-            withcoord = true;
+            r.with.2 = true;
         } else if is(arg, "any") {
-            any = true;
+            r.any = true;
         } else if is(arg, "asc") {
-            sort = Sort::Asc;
+            r.sort = Sort::Asc;
         } else if is(arg, "desc") {
-            sort = Sort::Desc;
+            r.sort = Sort::Desc;
         } else if is(arg, "count") && left >= 1 {
             let n = int_arg(&a[i + 1])?;
             if n <= 0 {
                 return Err("ERR COUNT must be > 0".into());
             }
-            count = Some(usize::try_from(n).unwrap_or(usize::MAX));
+            r.count = Some(usize::try_from(n).unwrap_or(usize::MAX));
             i += 1;
         } else if (is(arg, "store") || is(arg, "storedist"))
             && left >= 1
             && matches!(form, Form::Radius { store: true, .. })
         {
-            store = Some((&a[i + 1], is(arg, "storedist")));
+            r.store = Some((&a[i + 1], is(arg, "storedist")));
             i += 1;
         } else if is(arg, "storedist") && form == (Form::Search { store: true }) {
-            store = Some((&a[1], true));
+            r.store = Some((&a[1], true));
         } else if is(arg, "frommember") && left >= 1 && search && !from_lonlat {
             if exists {
-                centre = Some(member_pos(&ks, src, &a[i + 1])?);
+                r.centre = Some(member_pos(ks, src, &a[i + 1])?);
             }
             from_member = true;
             i += 1;
         } else if is(arg, "fromlonlat") && left >= 2 && search && !from_member {
-            centre = Some(lon_lat(&a[i + 1], &a[i + 2])?);
+            r.centre = Some(lon_lat(&a[i + 1], &a[i + 2])?);
             from_lonlat = true;
             i += 2;
         } else if is(arg, "byradius")
             && left >= 2
             && search
-            && !matches!(extent, Some(Extent::Box { .. }))
+            && !matches!(r.extent, Some(Extent::Box { .. }))
         {
-            (extent, to_meters) = distance_arg(&a[i + 1], &a[i + 2])?;
+            (r.extent, r.to_meters) = distance_arg(&a[i + 1], &a[i + 2])?;
             i += 2;
         } else if is(arg, "bybox")
             && left >= 3
             && search
-            && !matches!(extent, Some(Extent::Radius(_)))
+            && !matches!(r.extent, Some(Extent::Radius(_)))
         {
-            (extent, to_meters) = box_arg(&a[i + 1], &a[i + 2], &a[i + 3])?;
+            (r.extent, r.to_meters) = box_arg(&a[i + 1], &a[i + 2], &a[i + 3])?;
             i += 3;
         } else {
             return Err(SYNTAX.into());
         }
         i += 1;
     }
-    if store.is_some() && (withdist || withhash || withcoord) {
+    if r.store.is_some() && (r.with.0 || r.with.1 || r.with.2) {
         let who = if search { "GEOSEARCHSTORE" } else { "STORE option in GEORADIUS" };
         let why =
             format!("ERR {who} is not compatible with WITHDIST, WITHHASH and WITHCOORD options");
@@ -240,49 +309,14 @@ fn search(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], form: Form, out: &mut Out) -
             format!("ERR exactly one of FROMMEMBER or FROMLONLAT can be specified for {name}");
         return Err(why.into());
     }
-    if search && extent.is_none() {
+    if search && r.extent.is_none() {
         let why = format!("ERR exactly one of BYRADIUS and BYBOX can be specified for {name}");
         return Err(why.into());
     }
-    if any && count.is_none() {
+    if r.any && r.count.is_none() {
         return Err("ERR the ANY argument requires COUNT argument".into());
     }
-    let event = if search { "geosearchstore" } else { "georadiusstore" };
-    let (Some((lon, lat)), Some(extent), true) = (centre, extent, exists) else {
-        // No source: the store is emptied (deleted), the reply is empty.
-        match store {
-            Some((dest, _)) => {
-                zset::replace(&ks, dest, &Vec::new(), event)?;
-                out.int(0);
-            }
-            None => out.array(0),
-        }
-        return Ok(());
-    };
-    if count.is_some() && sort == Sort::None && !any {
-        sort = Sort::Asc;
-    }
-    let shape = Shape { lon, lat, extent, to_meters };
-    let limit = count.filter(|_| any);
-    let mut found = geo::search(&ks, src, &shape, limit)?.unwrap_or_default();
-    match sort {
-        Sort::None => {}
-        Sort::Asc => found.sort_by(|x, y| x.dist.total_cmp(&y.dist)),
-        Sort::Desc => found.sort_by(|x, y| y.dist.total_cmp(&x.dist)),
-    }
-    found.truncate(count.unwrap_or(usize::MAX));
-    match store {
-        Some((dest, by_dist)) => {
-            let items: Vec<(f64, Vec<u8>)> = found
-                .into_iter()
-                .map(|f| (if by_dist { f.dist / to_meters } else { f.score }, f.member))
-                .collect();
-            zset::replace(&ks, dest, &items, event)?;
-            out.int(items.len() as i64);
-        }
-        None => reply_found(out, &found, to_meters, (withdist, withhash, withcoord)),
-    }
-    Ok(())
+    Ok(r)
 }
 
 /// The found members, each alone or with its distance, hash and position as asked.
@@ -326,9 +360,7 @@ fn member_pos(ks: &Keyspace, key: &[u8], member: &[u8]) -> Result<(f64, f64), Cm
 /// A longitude and latitude argument pair, within the bounds a geohash holds.
 fn lon_lat(lon: &[u8], lat: &[u8]) -> Result<(f64, f64), CmdError> {
     let (lon, lat) = (float_arg(lon)?, float_arg(lat)?);
-    if !(geo::LONG_MIN..=geo::LONG_MAX).contains(&lon)
-        || !(geo::LAT_MIN..=geo::LAT_MAX).contains(&lat)
-    {
+    if !geo::in_bounds(lon, lat) {
         return Err(format!("ERR invalid longitude,latitude pair {lon:.6},{lat:.6}").into());
     }
     Ok((lon, lat))

@@ -20,13 +20,13 @@ use super::metadata::Kind;
 use super::zset::{self, ScoreBound};
 
 /// The longitudes and latitudes a geohash can hold (EPSG:900913's bounds).
-pub const LONG_MIN: f64 = -180.0;
+const LONG_MIN: f64 = -180.0;
 /// See [`LONG_MIN`].
-pub const LONG_MAX: f64 = 180.0;
+const LONG_MAX: f64 = 180.0;
 /// See [`LONG_MIN`].
-pub const LAT_MIN: f64 = -85.05112878;
+const LAT_MIN: f64 = -85.05112878;
 /// See [`LONG_MIN`].
-pub const LAT_MAX: f64 = 85.05112878;
+const LAT_MAX: f64 = 85.05112878;
 
 /// Bits per coordinate of a stored geohash.
 const STEP_MAX: u32 = 26;
@@ -78,10 +78,15 @@ fn gather(v: u64) -> u32 {
     ((x | (x >> 16)) & 0xFFFF_FFFF) as u32
 }
 
+/// Whether a geohash can hold (`lon`, `lat`).
+pub fn in_bounds(lon: f64, lat: f64) -> bool {
+    (LONG_MIN..=LONG_MAX).contains(&lon) && (LAT_MIN..=LAT_MAX).contains(&lat)
+}
+
 /// The cell of (`lon`, `lat`) at `step` bits per coordinate within the ranges given; `None`
 /// outside them.
 fn encode_in(lon_r: (f64, f64), lat_r: (f64, f64), lon: f64, lat: f64, step: u32) -> Option<Cell> {
-    if !(LONG_MIN..=LONG_MAX).contains(&lon) || !(LAT_MIN..=LAT_MAX).contains(&lat) {
+    if !in_bounds(lon, lat) {
         return None;
     }
     if lat < lat_r.0 || lat > lat_r.1 || lon < lon_r.0 || lon > lon_r.1 {
