@@ -146,78 +146,41 @@ fn searches_sort_count_store_and_refuse_as_redis_does() {
     );
     assert_eq!(c.cmd(&["EXISTS", "near"]), Reply::Int(0));
     assert_eq!(c.cmd(&["GEORADIUSBYMEMBER", "none", "x", "-1", "km"]), Reply::Array(vec![]));
+    // Each line as words, and the error redis-server 7.0.15 replies to it.
     let errors = [
-        (&["GEORADIUS", "Sicily", "15", "37", "-1", "km"][..], "ERR radius cannot be negative"),
-        (&["GEORADIUS", "Sicily", "15", "37", "x", "km"], "ERR need numeric radius"),
+        ("GEORADIUS Sicily 15 37 -1 km", "ERR radius cannot be negative"),
+        ("GEORADIUS Sicily 15 37 x km", "ERR need numeric radius"),
+        ("GEORADIUS Sicily 15 37 1 yd", "ERR unsupported unit provided. please use M, KM, FT, MI"),
         (
-            &["GEORADIUS", "Sicily", "15", "37", "1", "yd"],
-            "ERR unsupported unit provided. please use M, KM, FT, MI",
-        ),
-        (
-            &["GEORADIUS", "Sicily", "15", "37", "1", "km", "STORE", "d", "WITHDIST"],
+            "GEORADIUS Sicily 15 37 1 km STORE d WITHDIST",
             "ERR STORE option in GEORADIUS is not compatible with WITHDIST, WITHHASH and \
              WITHCOORD options",
         ),
-        (&["GEORADIUS_RO", "Sicily", "15", "37", "1", "km", "STORE", "d"], "ERR syntax error"),
+        ("GEORADIUS_RO Sicily 15 37 1 km STORE d", "ERR syntax error"),
+        ("GEORADIUSBYMEMBER Sicily Rome 1 km", "ERR could not decode requested zset member"),
         (
-            &["GEORADIUSBYMEMBER", "Sicily", "Rome", "1", "km"],
-            "ERR could not decode requested zset member",
-        ),
-        (
-            &["GEOSEARCH", "Sicily", "BYRADIUS", "1", "km", "WITHDIST", "ASC"],
+            "GEOSEARCH Sicily BYRADIUS 1 km WITHDIST ASC",
             "ERR exactly one of FROMMEMBER or FROMLONLAT can be specified for GEOSEARCH",
         ),
         (
-            &["GEOSEARCH", "Sicily", "FROMLONLAT", "1", "1", "WITHDIST", "ASC"],
+            "GEOSEARCH Sicily FROMLONLAT 1 1 WITHDIST ASC",
             "ERR exactly one of BYRADIUS and BYBOX can be specified for GEOSEARCH",
         ),
+        ("GEOSEARCH Sicily FROMLONLAT 1 1 BYRADIUS 1 km BYBOX 1 1 km", "ERR syntax error"),
         (
-            &[
-                "GEOSEARCH",
-                "Sicily",
-                "FROMLONLAT",
-                "1",
-                "1",
-                "BYRADIUS",
-                "1",
-                "km",
-                "BYBOX",
-                "1",
-                "1",
-                "km",
-            ],
-            "ERR syntax error",
-        ),
-        (
-            &["GEOSEARCH", "Sicily", "FROMLONLAT", "1", "1", "BYRADIUS", "1", "km", "ANY"],
+            "GEOSEARCH Sicily FROMLONLAT 1 1 BYRADIUS 1 km ANY",
             "ERR the ANY argument requires COUNT argument",
         ),
+        ("GEOSEARCH Sicily FROMLONLAT 1 1 BYRADIUS 1 km COUNT 0", "ERR COUNT must be > 0"),
+        ("GEOSEARCH Sicily FROMLONLAT 1 1 BYBOX -1 1 km", "ERR height or width cannot be negative"),
         (
-            &["GEOSEARCH", "Sicily", "FROMLONLAT", "1", "1", "BYRADIUS", "1", "km", "COUNT", "0"],
-            "ERR COUNT must be > 0",
-        ),
-        (
-            &["GEOSEARCH", "Sicily", "FROMLONLAT", "1", "1", "BYBOX", "-1", "1", "km"],
-            "ERR height or width cannot be negative",
-        ),
-        (
-            &[
-                "GEOSEARCHSTORE",
-                "d",
-                "Sicily",
-                "FROMLONLAT",
-                "1",
-                "1",
-                "BYRADIUS",
-                "1",
-                "km",
-                "WITHHASH",
-            ],
+            "GEOSEARCHSTORE d Sicily FROMLONLAT 1 1 BYRADIUS 1 km WITHHASH",
             "ERR GEOSEARCHSTORE is not compatible with WITHDIST, WITHHASH and WITHCOORD options",
         ),
     ];
     for (line, want) in errors {
-        assert_eq!(err(&mut c, line), want, "{line:?}");
+        let words: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(err(&mut c, &words), want, "{line}");
     }
 }
 

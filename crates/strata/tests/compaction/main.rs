@@ -5,6 +5,8 @@
 
 #[path = "../common/compaction_gate.rs"]
 mod compaction_gate;
+#[path = "../common/forward_fs.rs"]
+mod forward_fs;
 
 mod bottommost_seqno_zeroing;
 mod close_abandons_compaction;

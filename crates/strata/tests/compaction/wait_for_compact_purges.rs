@@ -7,51 +7,19 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use strata::env::{FileLock, FileSystem, MemFs, RandomAccessFile, WritableFile};
+use crate::forward_fs::{ForwardFs, Hooks};
+use strata::env::{FileSystem, MemFs};
 use strata::{Db, Options, Result};
 
-/// A [`MemFs`] whose table removals are slow.
-struct SlowTableRemoval(MemFs);
+/// Table removals take 200 ms.
+struct SlowTableRemoval;
 
-impl FileSystem for SlowTableRemoval {
-    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        self.0.create(path)
-    }
-    fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
-        self.0.open(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
-        self.0.rename(from, to)
-    }
-    fn remove(&self, path: &Path) -> Result<()> {
+impl Hooks for SlowTableRemoval {
+    fn remove(&self, fs: &MemFs, path: &Path) -> Result<()> {
         if path.extension().is_some_and(|e| e == "sst") {
             std::thread::sleep(Duration::from_millis(200));
         }
-        self.0.remove(path)
-    }
-    fn list(&self, dir: &Path) -> Result<Vec<String>> {
-        self.0.list(dir)
-    }
-    fn create_dir_all(&self, dir: &Path) -> Result<()> {
-        self.0.create_dir_all(dir)
-    }
-    fn sync_dir(&self, dir: &Path) -> Result<()> {
-        self.0.sync_dir(dir)
-    }
-    fn sync_file(&self, path: &Path) -> Result<()> {
-        self.0.sync_file(path)
-    }
-    fn exists(&self, path: &Path) -> bool {
-        self.0.exists(path)
-    }
-    fn file_size(&self, path: &Path) -> Result<u64> {
-        self.0.file_size(path)
-    }
-    fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
-        self.0.lock(path)
-    }
-    fn remove_dir(&self, dir: &Path) -> Result<()> {
-        self.0.remove_dir(dir)
+        fs.remove(path)
     }
 }
 
@@ -67,7 +35,7 @@ fn tables_on_disk(mem: &MemFs) -> BTreeSet<String> {
 fn no_obsolete_table_is_left_when_the_wait_returns() {
     let mem = MemFs::new();
     let opts = Options {
-        fs: Arc::new(SlowTableRemoval(mem.clone())),
+        fs: Arc::new(ForwardFs(mem.clone(), SlowTableRemoval)),
         level0_file_num_compaction_trigger: 2,
         ..Options::default()
     };

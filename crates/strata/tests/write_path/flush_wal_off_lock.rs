@@ -7,8 +7,9 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::forward_fs::{ForwardFs, Hooks};
 use parking_lot::{Condvar, Mutex};
-use strata::env::{FileLock, FileSystem, MemFs, RandomAccessFile, WritableFile};
+use strata::env::{FileSystem, MemFs, WritableFile};
 use strata::{Db, Options, Result};
 
 /// Holds the next `sync` of a WAL file once armed, until released.
@@ -49,9 +50,6 @@ impl Gate {
     }
 }
 
-/// A [`MemFs`] whose WAL files' `sync` passes through the gate.
-struct GatedWalSync(MemFs, Arc<Gate>);
-
 struct GatedFile(Box<dyn WritableFile>, Arc<Gate>);
 
 impl WritableFile for GatedFile {
@@ -73,46 +71,16 @@ impl WritableFile for GatedFile {
     }
 }
 
-impl FileSystem for GatedWalSync {
-    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        let f = self.0.create(path)?;
+/// WAL files whose `sync` passes through the gate.
+struct GatedWalSync(Arc<Gate>);
+
+impl Hooks for GatedWalSync {
+    fn create(&self, fs: &MemFs, path: &Path) -> Result<Box<dyn WritableFile>> {
+        let f = fs.create(path)?;
         if path.extension().is_some_and(|e| e == "log") {
-            return Ok(Box::new(GatedFile(f, self.1.clone())));
+            return Ok(Box::new(GatedFile(f, self.0.clone())));
         }
         Ok(f)
-    }
-    fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
-        self.0.open(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
-        self.0.rename(from, to)
-    }
-    fn remove(&self, path: &Path) -> Result<()> {
-        self.0.remove(path)
-    }
-    fn list(&self, dir: &Path) -> Result<Vec<String>> {
-        self.0.list(dir)
-    }
-    fn create_dir_all(&self, dir: &Path) -> Result<()> {
-        self.0.create_dir_all(dir)
-    }
-    fn sync_dir(&self, dir: &Path) -> Result<()> {
-        self.0.sync_dir(dir)
-    }
-    fn sync_file(&self, path: &Path) -> Result<()> {
-        self.0.sync_file(path)
-    }
-    fn exists(&self, path: &Path) -> bool {
-        self.0.exists(path)
-    }
-    fn file_size(&self, path: &Path) -> Result<u64> {
-        self.0.file_size(path)
-    }
-    fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
-        self.0.lock(path)
-    }
-    fn remove_dir(&self, dir: &Path) -> Result<()> {
-        self.0.remove_dir(dir)
     }
 }
 
@@ -120,7 +88,7 @@ impl FileSystem for GatedWalSync {
 fn writers_go_on_while_flush_wal_syncs_a_retired_wal() {
     let gate = Arc::new(Gate::default());
     let opts = Options {
-        fs: Arc::new(GatedWalSync(MemFs::new(), gate.clone())),
+        fs: Arc::new(ForwardFs(MemFs::new(), GatedWalSync(gate.clone()))),
         write_buffer_size: 64 << 10,
         // Flushes wait for two memtables: the first switch leaves a retired, unsynced WAL.
         min_write_buffer_number_to_merge: 2,
