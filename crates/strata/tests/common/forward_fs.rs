@@ -20,7 +20,8 @@ pub trait Hooks: Send + Sync + 'static {
     }
 }
 
-/// `MemFs` with `H`'s hooks.
+/// `MemFs` with `H`'s hooks. The calls `FileSystem` gives a default (hard links, direct I/O,
+/// reuse of a file, modification times) keep that default: no links, no direct I/O.
 pub struct ForwardFs<H>(pub MemFs, pub H);
 
 impl<H: Hooks> FileSystem for ForwardFs<H> {

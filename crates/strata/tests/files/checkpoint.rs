@@ -8,8 +8,9 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use strata::env::{FileLock, FileSystem, MemFs, RandomAccessFile, WritableFile};
-use strata::{Checkpoint, Db, Error, IteratorMode, Options, Result};
+use crate::forward_fs::{ForwardFs, Hooks};
+use strata::env::{FileSystem, MemFs};
+use strata::{Checkpoint, Db, Error, IteratorMode, Options};
 
 fn contents(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
     db.iterator(IteratorMode::Start)
@@ -156,53 +157,17 @@ fn existing_target_is_refused_and_leftovers_are_removed() {
     assert!(matches!(Checkpoint::create(&ro, "/cp2"), Err(Error::NotSupported(_))));
 }
 
-/// MemFs without hard links, as a filesystem boundary between source and target makes it.
-struct NoLinks(MemFs);
+/// MemFs without hard links (`ForwardFs` keeps `FileSystem::link`'s refusal), as a
+/// filesystem boundary between source and target makes it.
+struct NoLinks;
 
-impl FileSystem for NoLinks {
-    fn create(&self, p: &Path) -> Result<Box<dyn WritableFile>> {
-        self.0.create(p)
-    }
-    fn open(&self, p: &Path) -> Result<Arc<dyn RandomAccessFile>> {
-        self.0.open(p)
-    }
-    fn rename(&self, a: &Path, b: &Path) -> Result<()> {
-        self.0.rename(a, b)
-    }
-    fn remove(&self, p: &Path) -> Result<()> {
-        self.0.remove(p)
-    }
-    fn list(&self, p: &Path) -> Result<Vec<String>> {
-        self.0.list(p)
-    }
-    fn create_dir_all(&self, p: &Path) -> Result<()> {
-        self.0.create_dir_all(p)
-    }
-    fn sync_dir(&self, p: &Path) -> Result<()> {
-        self.0.sync_dir(p)
-    }
-    fn sync_file(&self, p: &Path) -> Result<()> {
-        self.0.sync_file(p)
-    }
-    fn exists(&self, p: &Path) -> bool {
-        self.0.exists(p)
-    }
-    fn file_size(&self, p: &Path) -> Result<u64> {
-        self.0.file_size(p)
-    }
-    fn lock(&self, p: &Path) -> Result<Box<dyn FileLock>> {
-        self.0.lock(p)
-    }
-    fn remove_dir(&self, p: &Path) -> Result<()> {
-        self.0.remove_dir(p)
-    }
-}
+impl Hooks for NoLinks {}
 
 #[test]
 fn tables_are_copied_where_links_fail() {
     let mem = MemFs::new();
     let opts = Options {
-        fs: Arc::new(NoLinks(mem.clone())),
+        fs: Arc::new(ForwardFs(mem.clone(), NoLinks)),
         create_if_missing: true,
         // Four L0 tables would start a compaction merging them.
         disable_auto_compactions: true,

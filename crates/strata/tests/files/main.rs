@@ -4,6 +4,8 @@
 
 #[path = "../common/compaction_gate.rs"]
 mod compaction_gate;
+#[path = "../common/forward_fs.rs"]
+mod forward_fs;
 
 mod backup;
 mod blob_files;
