@@ -157,7 +157,7 @@ fn search(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], form: Form, out: &mut Out) -
     let ks = sh.keyspace(c.db);
     let src = &a[if form == (Form::Search { store: true }) { 2 } else { 1 }];
     let exists = ks.typed(src, crate::types::metadata::Kind::ZSet)?.is_some();
-    let mut req = parse(&ks, a, form, exists)?;
+    let mut req = parse(&ks, a, form, src, exists)?;
     let event =
         if matches!(form, Form::Search { .. }) { "geosearchstore" } else { "georadiusstore" };
     let (Some((lon, lat)), Some(extent), true) = (req.centre, req.extent, exists) else {
@@ -199,16 +199,16 @@ fn search(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], form: Form, out: &mut Out) -
 }
 
 /// A search's arguments in Redis's order of checks: the centre and radius of the GEORADIUS
-/// forms (a member's only when the source `exists`), then the options, then what they lack
-/// or cannot have together.
+/// forms (a member's only when `exists`: the source `src` does), then the options, then what
+/// they lack or cannot have together.
 fn parse<'a>(
     ks: &Keyspace,
     a: &'a [Vec<u8>],
     form: Form,
+    src: &[u8],
     exists: bool,
 ) -> Result<Request<'a>, CmdError> {
     let search = matches!(form, Form::Search { .. });
-    let src = &a[if form == (Form::Search { store: true }) { 2 } else { 1 }];
     let mut r = Request {
         centre: None,
         extent: None,
@@ -408,9 +408,6 @@ fn reply_distance(out: &mut Out, d: f64) {
 }
 
 fn fixed4(d: f64) -> String {
-    if d == 0.0 {
-        return "0.0000".into();
-    }
     // llrint in the default rounding mode: to nearest, ties to even.
     let v = (d * 10000.0).round_ties_even() as i64;
     let (sign, v) = if v < 0 { ("-", v.unsigned_abs()) } else { ("", v as u64) };

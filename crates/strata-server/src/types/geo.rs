@@ -17,7 +17,8 @@
 use super::error::Result;
 use super::keyspace::Keyspace;
 use super::metadata::Kind;
-use super::zset::{self, ScoreBound};
+use super::zset;
+use std::collections::HashSet;
 
 /// The longitudes and latitudes a geohash can hold (EPSG:900913's bounds).
 const LONG_MIN: f64 = -180.0;
@@ -267,27 +268,21 @@ fn steps_for(meters: f64, lat: f64) -> u32 {
 /// `c` moved one cell east (`dx` 1) or west (-1) and north (`dy` 1) or south (-1).
 fn moved(c: Cell, dx: i8, dy: i8) -> Cell {
     let shift = 64 - 2 * c.step;
-    let mut lon = c.bits & 0xaaaa_aaaa_aaaa_aaaa;
-    let mut lat = c.bits & 0x5555_5555_5555_5555;
-    let step_x = 0x5555_5555_5555_5555u64 >> shift;
-    let step_y = 0xaaaa_aaaa_aaaa_aaaau64 >> shift;
-    if dx > 0 {
-        lon = lon.wrapping_add(step_x + 1);
-    } else if dx < 0 {
-        lon = (lon | step_x).wrapping_sub(step_x + 1);
-    }
-    if dx != 0 {
-        lon &= 0xaaaa_aaaa_aaaa_aaaa >> shift;
-    }
-    if dy > 0 {
-        lat = lat.wrapping_add(step_y + 1);
-    } else if dy < 0 {
-        lat = (lat | step_y).wrapping_sub(step_y + 1);
-    }
-    if dy != 0 {
-        lat &= 0x5555_5555_5555_5555 >> shift;
-    }
+    let (even, odd) = (0x5555_5555_5555_5555u64 >> shift, 0xaaaa_aaaa_aaaa_aaaau64 >> shift);
+    let lon = nudge(c.bits & 0xaaaa_aaaa_aaaa_aaaa, dx, even, odd);
+    let lat = nudge(c.bits & 0x5555_5555_5555_5555, dy, odd, even);
     Cell { bits: lon | lat, step: c.step }
+}
+
+/// One coordinate's interleaved bits `v` (on the positions of `own`) moved by `d` cells: the
+/// other coordinate's positions (`other`) are filled with ones so that the carry or the
+/// borrow crosses them, then cleared.
+fn nudge(v: u64, d: i8, other: u64, own: u64) -> u64 {
+    match d.cmp(&0) {
+        std::cmp::Ordering::Greater => v.wrapping_add(other + 1) & own,
+        std::cmp::Ordering::Less => (v | other).wrapping_sub(other + 1) & own,
+        std::cmp::Ordering::Equal => v,
+    }
 }
 
 /// The cells a search covers, in Redis's order (the centre's, then N, S, E, W, NE, NW, SE,
@@ -339,40 +334,44 @@ pub struct Found {
 
 /// The members of the sorted set at `key` inside `shape`, in the order the cells are
 /// walked; at most `limit` when given (ANY). `None` when the key does not exist.
+///
+/// The cells are read one after another, each by its own walk of the set's generation read
+/// first: a member another client moves from a cell not yet read to one already read is
+/// missed, as a search run just before the move would; one moved the other way is kept
+/// once (Redis's one thread sees neither; a stored result must not hold a member twice).
 pub fn search(
     ks: &Keyspace,
     key: &[u8],
     shape: &Shape,
     limit: Option<usize>,
 ) -> Result<Option<Vec<Found>>> {
-    if ks.typed(key, Kind::ZSet)?.is_none() {
-        return Ok(None);
-    }
+    let Some(meta) = ks.typed(key, Kind::ZSet)? else { return Ok(None) };
+    let full = |found: &Vec<Found>| limit.is_some_and(|n| found.len() >= n);
     let mut found = Vec::new();
+    let mut seen = HashSet::new();
     let mut last: Option<Cell> = None;
     for c in cells(shape) {
-        if c.step == 0 {
-            continue;
-        }
         // Huge radii make neighbours the same cell: each range is read once.
-        if last == Some(c) {
+        if c.step == 0 || last == Some(c) {
             continue;
         }
-        if limit.is_some_and(|n| found.len() >= n) {
+        if full(&found) {
             break;
         }
         let shift = 52 - 2 * c.step;
-        let min = ScoreBound { value: (c.bits << shift) as f64, exclusive: false };
-        let max = ScoreBound { value: ((c.bits + 1) << shift) as f64, exclusive: true };
-        for (score, member) in zset::range_by_score(ks, key, min, max, false, None)? {
+        let (min, max) = ((c.bits << shift) as f64, ((c.bits + 1) << shift) as f64);
+        zset::walk(ks, key, meta.version, Some(min), false, |score, member| {
+            if score >= max {
+                return false;
+            }
             let pos = position(score);
             if let Some(dist) = shape.reaches(pos.0, pos.1) {
-                found.push(Found { member, score, pos, dist });
-                if limit.is_some_and(|n| found.len() >= n) {
-                    break;
+                if seen.insert(member.to_vec()) {
+                    found.push(Found { member: member.to_vec(), score, pos, dist });
                 }
             }
-        }
+            !full(&found)
+        })?;
         last = Some(c);
     }
     Ok(Some(found))

@@ -282,7 +282,7 @@ impl ScoreBound {
 }
 
 /// Visits (score, member) of the sorted set in score order (or reverse), until `f` says stop.
-fn walk(
+pub(super) fn walk(
     ks: &Keyspace,
     key: &[u8],
     version: u64,

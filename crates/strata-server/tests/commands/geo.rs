@@ -241,3 +241,53 @@ fn a_search_finds_exactly_the_members_within_its_radius() {
         }
     }
 }
+
+/// A search's cells are read one after another: a member another client moves from one cell
+/// to the next meanwhile is still found (and stored) once, so a stored set's count holds.
+#[test]
+fn a_member_moving_during_a_search_is_found_once() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    // Members on both sides of a cell boundary near the centre of the search.
+    for i in 0..40 {
+        let lon = format!("{}", 0.0005 * f64::from(i) - 0.01);
+        c.cmd(&["GEOADD", "moving", &lon, "0.001", &format!("m{i}")]);
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mover = {
+        let (port, stop) = (srv.port, stop.clone());
+        std::thread::spawn(move || {
+            let mut m = Raw::connect(port);
+            let mut flip = false;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let lon = if flip { "-0.0001" } else { "0.0001" };
+                for i in 0..40 {
+                    m.cmd(&[
+                        "GEOADD",
+                        "moving",
+                        lon,
+                        if flip { "-0.001" } else { "0.001" },
+                        &format!("m{i}"),
+                    ]);
+                }
+                flip = !flip;
+            }
+        })
+    };
+    for round in 0..300 {
+        let Reply::Array(found) =
+            c.cmd(&["GEOSEARCH", "moving", "FROMLONLAT", "0", "0", "BYRADIUS", "50", "km"])
+        else {
+            panic!()
+        };
+        let mut names: Vec<&Reply> = found.iter().collect();
+        names.sort_by_key(|r| format!("{r:?}"));
+        names.dedup();
+        assert_eq!(names.len(), found.len(), "round {round}: a member found twice");
+        c.cmd(&["GEOSEARCHSTORE", "dst", "moving", "FROMLONLAT", "0", "0", "BYRADIUS", "50", "km"]);
+        let Reply::Array(stored) = c.cmd(&["ZRANGE", "dst", "0", "-1"]) else { panic!() };
+        assert_eq!(c.cmd(&["ZCARD", "dst"]), Reply::Int(stored.len() as i64), "round {round}");
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    mover.join().unwrap();
+}
