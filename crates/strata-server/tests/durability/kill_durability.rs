@@ -25,7 +25,8 @@
 //! MOVE, COPY ... DB ... REPLACE and SWAPDB over databases 1 to 3: one model entry for all
 //! its keys, as a swap changes every one at once), and one compact hashes' field edits
 //! (HSET of one field, HMSET of two, HDEL, HINCRBY, HSETNX on hashes that stay compact: the
-//! writes the server stores as field deltas, merge operands of the hash's metadata).
+//! writes the server stores as field deltas, merge operands of the hash's metadata), and one
+//! geospatial indexes (GEOADD, GEOSEARCHSTORE and GEORADIUS ... STORE between two keys).
 //! Their oracle keeps the rendered state after the last acknowledged command and after the
 //! one in flight; after the restart the keys read as one of the two.
 
@@ -92,8 +93,8 @@ fn acknowledged_writes_survive_kill_9() {
         _ => "|".to_string(),
     };
     let models: Arc<Models> =
-        Arc::new((0..10 * MODEL_KEYS).map(|i| Mutex::new((empty(i), empty(i)))).collect());
-    let writers: [fn(u16, usize, &Models, &AtomicBool); 10] = [
+        Arc::new((0..11 * MODEL_KEYS).map(|i| Mutex::new((empty(i), empty(i)))).collect());
+    let writers: [fn(u16, usize, &Models, &AtomicBool); 11] = [
         string_writer,
         list_writer,
         set_writer,
@@ -104,6 +105,7 @@ fn acknowledged_writes_survive_kill_9() {
         bitmap_writer,
         database_writer,
         hash_edit_writer,
+        geo_writer,
     ];
     let model_handles: Vec<_> = writers
         .into_iter()
@@ -167,11 +169,12 @@ fn acknowledged_writes_survive_kill_9() {
             1 => read_lists(&mut c, i),
             2 => read_sets(&mut c, i),
             3 | 5 => read_pair(&mut c, i),
-            4 => read_zsets(&mut c, i),
+            4 => read_zsets(&mut c, zkeys(i)),
             6 => read_stream(&mut c, i),
             7 => read_bitmap(&mut c, i),
             8 => read_databases(&mut c, i),
-            _ => read_hash_edits(&mut c, i),
+            9 => read_hash_edits(&mut c, i),
+            _ => read_zsets(&mut c, gkeys(i)),
         };
         if got != *ack && got != *pending {
             wrong += 1;
@@ -194,6 +197,11 @@ fn acknowledged_writes_survive_kill_9() {
         .filter(|m| !m.lock().unwrap().0.is_empty())
         .count();
     assert!(bitmaps > 0, "the bitmap writer's writes were never acknowledged");
+    let geo = models[10 * MODEL_KEYS..11 * MODEL_KEYS]
+        .iter()
+        .filter(|m| m.lock().unwrap().0 != "|")
+        .count();
+    assert!(geo > 0, "the geo writer's writes were never acknowledged");
     assert!(
         !models[8 * MODEL_KEYS].lock().unwrap().0.is_empty(),
         "the database writer's writes were never acknowledged"
@@ -668,8 +676,7 @@ fn render_zsets(a: &ZModel, b: &ZModel) -> String {
     format!("{}|{}", join(a), join(b))
 }
 
-fn read_zsets(c: &mut Raw, i: usize) -> String {
-    let (ka, kb) = zkeys(i);
+fn read_zsets(c: &mut Raw, (ka, kb): (String, String)) -> String {
     let mut read = |k: &str| -> ZModel {
         let flat: Vec<String> = read_all(c, &["ZRANGE", k, "0", "-1", "WITHSCORES"]);
         flat.chunks(2).map(|p| (p[0].clone(), p[1].parse().unwrap())).collect()
@@ -744,6 +751,82 @@ fn zset_writer(port: u16, base: usize, models: &Models, stop: &AtomicBool) {
         let after = render_zsets(a, b);
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
         if !step(&mut c, slot, after, &refs) {
+            return;
+        }
+    }
+}
+
+fn gkeys(i: usize) -> (String, String) {
+    (format!("mg{i}a"), format!("mg{i}b"))
+}
+
+/// GEO commands on pairs (`a`, `b`) of keys `base..base + MODEL_KEYS`: GEOADD of members at
+/// Palermo, Catania or far away, GEOSEARCHSTORE and GEORADIUS ... STORE of `a`'s members near
+/// (15, 37) into `b` (Catania is 56 km from there, Palermo 190 km), and ZREM; the model holds
+/// the members' geohash scores, read from the server once before the loop.
+fn geo_writer(port: u16, base: usize, models: &Models, stop: &AtomicBool) {
+    let mut c = Raw::connect(port);
+    const PLACES: [(&str, &str); 3] =
+        [("13.361389", "38.115556"), ("15.087269", "37.502669"), ("-100", "40")];
+    let scores: Vec<i64> = PLACES
+        .iter()
+        .map(|(lon, lat)| {
+            c.cmd(&["GEOADD", "mg-scores", lon, lat, "x"]);
+            match c.cmd(&["ZSCORE", "mg-scores", "x"]) {
+                Reply::Bulk(b) => String::from_utf8(b).unwrap().parse().unwrap(),
+                other => panic!("{other:?}"),
+            }
+        })
+        .collect();
+    let near = |a: &ZModel, places: usize| -> ZModel {
+        a.iter()
+            .filter(|(_, s)| scores[..places].contains(s))
+            .map(|(m, s)| (m.clone(), *s))
+            .collect()
+    };
+    let mut state: Vec<(ZModel, ZModel)> = vec![(ZModel::new(), ZModel::new()); MODEL_KEYS];
+    let mut seq = 0usize;
+    while !stop.load(Ordering::Relaxed) {
+        seq += 1;
+        let k = seq % MODEL_KEYS;
+        let (ka, kb) = gkeys(base + k);
+        let (a, b) = &mut state[k];
+        let (m, p) = (format!("m{}", seq % 5), seq % PLACES.len());
+        let (lon, lat) = PLACES[p];
+        let args: Vec<String> = match (seq / MODEL_KEYS) % 5 {
+            0 | 1 => {
+                a.insert(m.clone(), scores[p]);
+                vec!["GEOADD".into(), ka, lon.into(), lat.into(), m]
+            }
+            2 => {
+                *b = near(a, 2);
+                let by = ["BYRADIUS", "250", "km"].map(String::from);
+                [
+                    vec![
+                        "GEOSEARCHSTORE".into(),
+                        kb,
+                        ka,
+                        "FROMLONLAT".into(),
+                        "15".into(),
+                        "37".into(),
+                    ],
+                    by.to_vec(),
+                ]
+                .concat()
+            }
+            3 => {
+                *b = near(a, 2).into_iter().filter(|(_, s)| *s == scores[1]).collect();
+                let at = ["15", "37", "100", "km", "STORE"].map(String::from);
+                [vec!["GEORADIUS".into(), ka], at.to_vec(), vec![kb]].concat()
+            }
+            _ => {
+                a.remove(&m);
+                vec!["ZREM".into(), ka, m]
+            }
+        };
+        let after = render_zsets(a, b);
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        if !step(&mut c, &models[base + k], after, &refs) {
             return;
         }
     }
