@@ -139,16 +139,9 @@ pub fn ms_timeout_arg(arg: &[u8]) -> Result<Option<Duration>, CmdError> {
 }
 
 /// The keys a write command `args` wrote, as far as blocked clients care: its key
-/// arguments, and SORT's STORE destination.
+/// arguments, the destinations its options name included (SORT's and GEORADIUS's STORE).
 pub fn written_keys(cmd: &Command, args: &[Vec<u8>]) -> Vec<Vec<u8>> {
-    let mut keys: Vec<Vec<u8>> =
-        cmd.keys.positions(args).into_iter().map(|i| args[i].clone()).collect();
-    if matches!(cmd.name, "sort") {
-        if let Some(i) = args.iter().position(|a| a.eq_ignore_ascii_case(b"store")) {
-            keys.extend(args.get(i + 1).cloned());
-        }
-    }
-    keys
+    cmd.keys.positions(args).into_iter().map(|i| args[i].clone()).collect()
 }
 
 /// The [`written_keys`] of `args` in database `db`, as waited keys (`blocked`).

@@ -75,9 +75,10 @@ impl Command {
     }
 }
 
-/// The positions of a command's key arguments, Redis's (first, last, step): the first key's
+/// The positions of a command's key arguments: Redis's (first, last, step) — the first key's
 /// index (0: no keys), the last key's (negative: counted from the end, -1 the last argument)
-/// and the distance between keys (2 for MSET's key-value pairs).
+/// and the distance between keys (2 for MSET's key-value pairs) — then the keys a count
+/// argument or a `STREAMS` keyword places, and the keys options name ([`OptionKeys`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KeySpec {
     /// The first key's argument index; 0 when the command takes no key.
@@ -87,23 +88,72 @@ pub struct KeySpec {
     /// The step from one key to the next.
     pub step: i32,
     /// When not 0: the index of the argument that counts the keys, which follow it (LMPOP's
-    /// `numkeys`). Redis cannot express these in (first, last, step), so COMMAND INFO
-    /// reports 0, 0, 0 and the `movablekeys` flag, as it does for them.
+    /// `numkeys`), after the (first, last, step) ones (ZUNIONSTORE's destination). Redis
+    /// cannot express these in (first, last, step), so COMMAND INFO reports the `movablekeys`
+    /// flag beside the triple, as it does for them.
     pub counted_by: i32,
     /// When not 0: the keys follow the first `STREAMS` argument at or after this index, and
     /// are the first half of the arguments after it (XREAD's `STREAMS key... id...`);
     /// reported as `counted_by` ones are.
     pub streams_from: i32,
+    /// Keys named by options, after all the others.
+    pub options: OptionKeys,
+}
+
+/// Keys an option names: the argument after its keyword. Their positions depend on the
+/// other arguments, so they make a command's keys `movablekeys`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OptionKeys {
+    None,
+    /// For each keyword, the argument after its first occurrence at or after index `from`
+    /// (not the last argument, which has none after it): Redis's keyword key specs, as
+    /// GEORADIUS's STORE and STOREDIST.
+    Keywords {
+        from: usize,
+        words: &'static [&'static str],
+    },
+    /// SORT's STORE destination: the argument after the last `STORE` that is not an
+    /// argument of `LIMIT` (two), `GET` or `BY` (one each), as Redis's `sortGetKeys` finds it.
+    SortStore,
+}
+
+impl OptionKeys {
+    /// The positions of the keys these options name in `args` (the command name at 0).
+    fn positions(&self, args: &[Vec<u8>]) -> Vec<usize> {
+        let is = |i: usize, w: &str| args[i].eq_ignore_ascii_case(w.as_bytes());
+        match *self {
+            OptionKeys::None => Vec::new(),
+            OptionKeys::Keywords { from, words } => words
+                .iter()
+                .filter_map(|w| (from..args.len().saturating_sub(1)).find(|&i| is(i, w)))
+                .map(|i| i + 1)
+                .collect(),
+            OptionKeys::SortStore => {
+                let mut store = None;
+                let mut i = 2;
+                while i < args.len() {
+                    if is(i, "limit") {
+                        i += 2;
+                    } else if is(i, "get") || is(i, "by") {
+                        i += 1;
+                    } else if is(i, "store") && i + 1 < args.len() {
+                        store = Some(i + 1);
+                    }
+                    i += 1;
+                }
+                store.into_iter().collect()
+            }
+        }
+    }
 }
 
 impl KeySpec {
     /// No keys.
-    pub const NONE: KeySpec =
-        KeySpec { first: 0, last: 0, step: 0, counted_by: 0, streams_from: 0 };
+    pub const NONE: KeySpec = KeySpec::range(0, 0, 0);
 
     /// Keys from `first` to `last` (negative: from the end), `step` apart.
     pub const fn range(first: i32, last: i32, step: i32) -> KeySpec {
-        KeySpec { first, last, step, counted_by: 0, streams_from: 0 }
+        KeySpec { first, last, step, counted_by: 0, streams_from: 0, options: OptionKeys::None }
     }
 
     /// One key, at `i`.
@@ -118,17 +168,28 @@ impl KeySpec {
 
     /// Keys counted by the argument at `n`: as many as it says, right after it.
     pub const fn counted(n: i32) -> KeySpec {
-        KeySpec { first: 0, last: 0, step: 0, counted_by: n, streams_from: 0 }
+        KeySpec::NONE.then_counted(n)
+    }
+
+    /// These keys, then as many as the argument at `n` says, right after it (ZUNIONSTORE's
+    /// destination, then its sources).
+    pub const fn then_counted(self, n: i32) -> KeySpec {
+        KeySpec { counted_by: n, ..self }
     }
 
     /// Keys after `STREAMS`, searched from argument `from` on (XREAD, XREADGROUP).
     pub const fn streams(from: i32) -> KeySpec {
-        KeySpec { first: 0, last: 0, step: 0, counted_by: 0, streams_from: from }
+        KeySpec { streams_from: from, ..KeySpec::NONE }
+    }
+
+    /// These keys, then those `options` name.
+    pub const fn with_options(self, options: OptionKeys) -> KeySpec {
+        KeySpec { options, ..self }
     }
 
     /// Whether the keys' positions depend on other arguments (Redis's `movablekeys`).
     pub fn movable(&self) -> bool {
-        self.counted_by != 0 || self.streams_from != 0
+        self.counted_by != 0 || self.streams_from != 0 || self.options != OptionKeys::None
     }
 
     /// Whether a command line may name more than one key.
@@ -148,16 +209,6 @@ impl KeySpec {
     /// list lacks (not given).
     pub fn positions(&self, args: &[Vec<u8>]) -> Vec<usize> {
         let argc = args.len() as i32;
-        if self.counted_by != 0 {
-            let at = self.counted_by as usize;
-            let n = args.get(at).and_then(|a| crate::types::number::parse_int_strict(a));
-            return match n {
-                Some(n) if n >= 1 && n < i64::from(argc) - at as i64 => {
-                    (at + 1..=at + n as usize).collect()
-                }
-                _ => Vec::new(),
-            };
-        }
         if self.streams_from != 0 {
             let from = self.streams_from as usize;
             let at = args.iter().skip(from).position(|a| a.eq_ignore_ascii_case(b"streams"));
@@ -174,9 +225,38 @@ impl KeySpec {
             (_, l) if l < 0 => argc + l,
             (_, l) => l.min(argc - 1),
         };
-        (self.first.max(1)..=last).step_by(self.step.max(1) as usize).map(|i| i as usize).collect()
+        let mut keys: Vec<usize> = (self.first.max(1)..=last)
+            .step_by(self.step.max(1) as usize)
+            .map(|i| i as usize)
+            .collect();
+        if self.counted_by != 0 {
+            let at = self.counted_by as usize;
+            let n = args.get(at).and_then(|a| crate::types::number::parse_int_strict(a));
+            match n {
+                Some(n) if n >= 1 && n < i64::from(argc) - at as i64 => {
+                    keys.extend(at + 1..=at + n as usize);
+                }
+                _ => return Vec::new(),
+            }
+        }
+        keys.extend(self.options.positions(args));
+        keys
+    }
+
+    /// The keys of `args`, at their [`positions`](Self::positions).
+    pub fn of<'a>(&self, args: &'a [Vec<u8>]) -> Vec<&'a [u8]> {
+        self.positions(args).into_iter().map(|i| args[i].as_slice()).collect()
     }
 }
+
+/// GEORADIUS's keys: the set, and where STORE or STOREDIST (options from the sixth
+/// argument on) write.
+const GEORADIUS_KEYS: KeySpec =
+    KeySpec::one(1).with_options(OptionKeys::Keywords { from: 6, words: &["store", "storedist"] });
+
+/// GEORADIUSBYMEMBER's keys: GEORADIUS's, its options from the fifth argument on.
+const GEORADIUSBYMEMBER_KEYS: KeySpec =
+    KeySpec::one(1).with_options(OptionKeys::Keywords { from: 5, words: &["store", "storedist"] });
 
 macro_rules! cmd {
     ($name:expr, $arity:expr, $write:expr, $keys:expr, $h:path) => {
@@ -245,7 +325,7 @@ pub static COMMANDS: &[Command] = &[
     cmd!("copy", -3, true, KeySpec::range(1, 2, 1), keys::copy),
     cmd!("move", 3, true, KeySpec::one(1), databases::move_),
     cmd!("randomkey", 1, false, KeySpec::NONE, keys::randomkey),
-    cmd!("sort", -2, true, KeySpec::one(1), sort::sort),
+    cmd!("sort", -2, true, KeySpec::one(1).with_options(OptionKeys::SortStore), sort::sort),
     cmd!("sort_ro", -2, false, KeySpec::one(1), sort::sort_ro),
     cmd!("object", -2, false, KeySpec::one(2), keys::object),
     cmd!("dump", 2, false, KeySpec::one(1), dump::dump),
@@ -329,9 +409,9 @@ pub static COMMANDS: &[Command] = &[
     cmd!("zunion", -3, false, KeySpec::counted(1), zset_algebra::zunion),
     cmd!("zinter", -3, false, KeySpec::counted(1), zset_algebra::zinter),
     cmd!("zdiff", -3, false, KeySpec::counted(1), zset_algebra::zdiff),
-    cmd!("zunionstore", -4, true, KeySpec::counted(2), zset_algebra::zunionstore),
-    cmd!("zinterstore", -4, true, KeySpec::counted(2), zset_algebra::zinterstore),
-    cmd!("zdiffstore", -4, true, KeySpec::counted(2), zset_algebra::zdiffstore),
+    cmd!("zunionstore", -4, true, KeySpec::one(1).then_counted(2), zset_algebra::zunionstore),
+    cmd!("zinterstore", -4, true, KeySpec::one(1).then_counted(2), zset_algebra::zinterstore),
+    cmd!("zdiffstore", -4, true, KeySpec::one(1).then_counted(2), zset_algebra::zdiffstore),
     cmd!("zintercard", -3, false, KeySpec::counted(1), zset_algebra::zintercard),
     cmd!("zrevrank", 3, false, KeySpec::one(1), zset::zrevrank),
     cmd!("zmscore", -3, false, KeySpec::one(1), zset::zmscore),
@@ -342,15 +422,14 @@ pub static COMMANDS: &[Command] = &[
     cmd!("zmpop", -4, true, KeySpec::counted(1), zset::zmpop),
     cmd!("zrandmember", -2, false, KeySpec::one(1), zset::zrandmember),
     cmd!("bzpopmin", -3, true, KeySpec::range(1, -2, 1), zset::bzpopmin),
-    // geospatial indexes (sorted sets of geohashes); the STORE keys of GEORADIUS and
-    // GEORADIUSBYMEMBER are not among their declared keys
+    // geospatial indexes (sorted sets of geohashes)
     cmd!("geoadd", -5, true, KeySpec::one(1), geo::geoadd),
     cmd!("geopos", -2, false, KeySpec::one(1), geo::geopos),
     cmd!("geohash", -2, false, KeySpec::one(1), geo::geohash),
     cmd!("geodist", -4, false, KeySpec::one(1), geo::geodist),
-    cmd!("georadius", -6, true, KeySpec::one(1), geo::georadius),
+    cmd!("georadius", -6, true, GEORADIUS_KEYS, geo::georadius),
     cmd!("georadius_ro", -6, false, KeySpec::one(1), geo::georadius_ro),
-    cmd!("georadiusbymember", -5, true, KeySpec::one(1), geo::georadiusbymember),
+    cmd!("georadiusbymember", -5, true, GEORADIUSBYMEMBER_KEYS, geo::georadiusbymember),
     cmd!("georadiusbymember_ro", -5, false, KeySpec::one(1), geo::georadiusbymember_ro),
     cmd!("geosearch", -7, false, KeySpec::one(1), geo::geosearch),
     cmd!("geosearchstore", -8, true, KeySpec::range(1, 2, 1), geo::geosearchstore),
@@ -590,8 +669,7 @@ pub fn dispatch_found(
     // them, never between; a reader of one key needs no lock (every write is one batch).
     let readers_lock = (!cmd.write && cmd.keys.may_be_several())
         .then(|| {
-            let keys: Vec<&[u8]> =
-                cmd.keys.positions(args).into_iter().map(|i| args[i].as_slice()).collect();
+            let keys = cmd.keys.of(args);
             (keys.len() > 1).then(|| sh.engine().locks.lock(&keys))
         })
         .flatten();

@@ -178,7 +178,7 @@ pub fn exec(sh: &Shared, conn: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdRe
     let mut wide = false;
     for args in &m.queued {
         if let Some(cmd) = lookup(&args[0]) {
-            keys.extend(cmd.keys.positions(args).into_iter().map(|i| args[i].as_slice()));
+            keys.extend(cmd.keys.of(args));
             wide |= spans_databases(cmd.name);
         }
     }

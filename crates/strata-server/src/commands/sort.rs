@@ -14,18 +14,17 @@
 //! the result is empty) and answers its length.
 //!
 //! In cluster mode, BY with a pattern and GET are refused (the keys they name may be in
-//! other slots), as Redis Cluster does, and the destination must share the key's slot. The
-//! source and destination are locked for the command; pattern keys are read unlocked (each
+//! other slots), as Redis Cluster does; the destination is among the command's keys
+//! (`KeySpec`'s `SortStore`), so the router refuses one in another slot. The source and
+//! destination are locked for the command; pattern keys are read unlocked (each
 //! read is of one consistent key).
 
 use std::cmp::Ordering;
 
 use super::args::{int_arg, is};
-use super::cluster::CROSSSLOT;
 use super::errors::SYNTAX;
 use super::CmdResult;
 use crate::resp::Out;
-use crate::slots::key_slot;
 use crate::state::{Conn, Shared};
 use crate::types::{hash, list, set, string, zset, Keyspace, Kind, TypeError};
 
@@ -94,11 +93,6 @@ fn parse<'a>(sh: &Shared, a: &'a [Vec<u8>], readonly: bool) -> CmdResultOf<Optio
             return Err(SYNTAX.into());
         }
         j += 1;
-    }
-    if let Some(dst) = o.store {
-        if cluster && key_slot(dst) != key_slot(&a[1]) {
-            return Err(CROSSSLOT.into());
-        }
     }
     Ok(o)
 }

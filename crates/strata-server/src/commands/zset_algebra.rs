@@ -13,12 +13,10 @@
 use std::collections::HashMap;
 
 use super::args::{int_arg, is};
-use super::cluster::CROSSSLOT;
 use super::errors::{CmdError, SYNTAX};
 use super::zset::reply_scored;
 use super::CmdResult;
 use crate::resp::Out;
-use crate::slots::key_slot;
 use crate::state::{Conn, Shared};
 use crate::types::number::parse_float;
 use crate::types::zset::{self, Scored};
@@ -196,11 +194,6 @@ fn read(sh: &Shared, db: usize, a: &[Vec<u8>], op: Op, out: &mut Out) -> CmdResu
 fn store(sh: &Shared, db: usize, a: &[Vec<u8>], op: Op, out: &mut Out) -> CmdResult {
     let name = String::from_utf8_lossy(&a[0]).to_lowercase();
     let keys = input_keys(a, 2, &name)?;
-    // In cluster mode the destination must share the inputs' slot (the key positions the
-    // router checks are the inputs').
-    if sh.router.is_some() && key_slot(&a[1]) != key_slot(&keys[0]) {
-        return Err(CROSSSLOT.into());
-    }
     let mut locked: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
     locked.push(&a[1]);
     let _g = sh.engine().locks.lock(&locked);

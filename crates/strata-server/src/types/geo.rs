@@ -336,9 +336,9 @@ pub struct Found {
 /// walked; at most `limit` when given (ANY). `None` when the key does not exist.
 ///
 /// The cells are read one after another, each by its own walk of the set's generation read
-/// first: a member another client moves from a cell not yet read to one already read is
-/// missed, as a search run just before the move would; one moved the other way is kept
-/// once (Redis's one thread sees neither; a stored result must not hold a member twice).
+/// first, so the caller holds the key's lock (a member a writer moved from a cell not yet
+/// read to one already read would be missed). A member is kept once even so: a stored
+/// result must not hold a member twice.
 pub fn search(
     ks: &Keyspace,
     key: &[u8],

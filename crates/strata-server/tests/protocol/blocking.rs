@@ -431,3 +431,36 @@ fn wait_without_replicas_answers_zero_at_its_timeout() {
     assert_eq!(w.read(), Reply::Int(0));
     assert_eq!(blocked_clients(&mut c), 0);
 }
+
+#[test]
+fn a_destination_written_by_a_store_serves_its_waiter() {
+    // Regression: ZUNIONSTORE's destination (before its counted sources) and GEORADIUS's
+    // STORE key were not among the keys a write made ready, so their waiters slept on.
+    let srv = Server::start(&[]);
+    let mut r = srv.raw();
+    r.cmd(&["ZADD", "z", "1", "m"]);
+    r.cmd(&["GEOADD", "g", "13.361389", "38.115556", "Palermo"]);
+    r.cmd(&["RPUSH", "l", "b", "a"]);
+    let stores: [&[&str]; 5] = [
+        &["ZUNIONSTORE", "d", "1", "z"],
+        &["ZINTERSTORE", "d", "1", "z"],
+        &["ZDIFFSTORE", "d", "1", "z"],
+        &["GEORADIUS", "g", "13", "38", "100", "km", "STORE", "d"],
+        &["GEORADIUSBYMEMBER", "g", "Palermo", "1", "km", "STOREDIST", "d"],
+    ];
+    let mut w = srv.raw();
+    for store in stores {
+        send(&mut w, &["BZPOPMIN", "d", "5"]);
+        wait_blocked(&mut r, 1);
+        assert_eq!(r.cmd(store), Reply::Int(1), "{store:?}");
+        match w.read() {
+            Reply::Array(v) => assert_eq!(v[0], Reply::bulk("d"), "{store:?}"),
+            other => panic!("{store:?}: {other:?}"),
+        }
+    }
+    send(&mut w, &["BLPOP", "d", "5"]);
+    wait_blocked(&mut r, 1);
+    assert_eq!(r.cmd(&["SORT", "l", "ALPHA", "STORE", "d"]), Reply::Int(2));
+    assert_eq!(w.read(), arr(&["d", "a"]));
+    assert_eq!(blocked_clients(&mut r), 0);
+}

@@ -114,6 +114,17 @@ fn keys_are_served_here_or_redirected_with_redis_cluster_replies() {
         run(&sh, c, &["LMPOP", "1", "other", "LEFT"]),
         format!("-MOVED {other} 127.0.0.1:7001\r\n")
     );
+    // A destination is routed with the sources: before counted ones, or named by an option.
+    assert_eq!(run(&sh, c, &["ZADD", "{foo}z", "1", "m"]), ":1\r\n");
+    assert_eq!(run(&sh, c, &["ZUNIONSTORE", "other", "1", "{foo}z"]), crossslot);
+    assert_eq!(run(&sh, c, &["ZUNIONSTORE", "{foo}d", "1", "{foo}z"]), ":1\r\n");
+    assert_eq!(run(&sh, c, &["SORT", "{foo}z", "ALPHA", "STORE", "other"]), crossslot);
+    assert_eq!(run(&sh, c, &["SORT", "{foo}z", "ALPHA", "STORE", "{foo}s"]), ":1\r\n");
+    assert_eq!(run(&sh, c, &["GEOADD", "{foo}g", "13.36", "38.11", "m"]), ":1\r\n");
+    let georadius = ["GEORADIUS", "{foo}g", "13.36", "38.11", "10", "km", "STORE", "other"];
+    assert_eq!(run(&sh, c, &georadius), crossslot);
+    let georadius = ["GEORADIUSBYMEMBER", "{foo}g", "m", "10", "km", "STOREDIST", "{foo}e"];
+    assert_eq!(run(&sh, c, &georadius), ":1\r\n");
     // A count that names no keys routes nowhere: the command itself replies.
     assert_eq!(
         run(&sh, c, &["LMPOP", "0", "other", "LEFT"]),

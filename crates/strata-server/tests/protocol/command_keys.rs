@@ -1,6 +1,7 @@
 //! COMMAND GETKEYS and COMMAND INFO's key positions: what cluster clients route by
 //! (redis-py asks COMMAND at start and GETKEYS for commands whose keys it cannot place),
-//! LMPOP's counted keys and XREAD's keys after STREAMS among them.
+//! LMPOP's counted keys, XREAD's keys after STREAMS, and the destinations options name
+//! (SORT's and GEORADIUS's STORE) among them.
 
 use crate::common::{Reply, Server};
 
@@ -46,6 +47,28 @@ fn getkeys_gives_each_commands_keys() {
     assert_eq!(getkeys(&mut c, &xreadgroup), keys(&["a"]));
     assert_eq!(getkeys(&mut c, &["XREAD", "COUNT", "1", "X", "0"]), invalid);
     assert_eq!(getkeys(&mut c, &["XGROUP", "CREATE", "k", "g", "$"]), keys(&["k"]));
+    // A destination before counted sources (redis-server's answers).
+    assert_eq!(getkeys(&mut c, &["ZUNIONSTORE", "d", "2", "a", "b"]), keys(&["d", "a", "b"]));
+    let zinter = ["ZINTERSTORE", "d", "2", "a", "b", "WEIGHTS", "1", "2"];
+    assert_eq!(getkeys(&mut c, &zinter), keys(&["d", "a", "b"]));
+    assert_eq!(getkeys(&mut c, &["ZDIFFSTORE", "d", "1", "a"]), keys(&["d", "a"]));
+    assert_eq!(getkeys(&mut c, &["ZUNIONSTORE", "d", "3", "a", "b"]), invalid);
+    // Destinations options name: SORT's last STORE that is no argument of LIMIT, GET or BY.
+    assert_eq!(getkeys(&mut c, &["SORT", "s", "STORE", "d"]), keys(&["s", "d"]));
+    let sort = ["SORT", "s", "BY", "store", "GET", "store", "LIMIT", "0", "1", "store", "d"];
+    assert_eq!(getkeys(&mut c, &sort), keys(&["s", "d"]));
+    assert_eq!(getkeys(&mut c, &["SORT", "s", "STORE", "d", "STORE", "e"]), keys(&["s", "e"]));
+    assert_eq!(getkeys(&mut c, &["SORT", "s", "STORE"]), keys(&["s"]));
+    assert_eq!(getkeys(&mut c, &["SORT_RO", "s", "ALPHA"]), keys(&["s"]));
+    // GEORADIUS: each of STORE and STOREDIST, first occurrence among the options.
+    let geo = ["GEORADIUS", "g", "0", "0", "1", "km", "STORE", "d"];
+    assert_eq!(getkeys(&mut c, &geo), keys(&["g", "d"]));
+    let geo = ["GEORADIUS", "g", "0", "0", "1", "km", "COUNT", "2", "STOREDIST", "d"];
+    assert_eq!(getkeys(&mut c, &geo), keys(&["g", "d"]));
+    let geo = ["GEORADIUSBYMEMBER", "g", "m", "1", "km", "STORE", "d", "STOREDIST", "e"];
+    assert_eq!(getkeys(&mut c, &geo), keys(&["g", "d", "e"]));
+    let geo = ["GEORADIUS", "g", "0", "0", "1", "km", "STORE"];
+    assert_eq!(getkeys(&mut c, &geo), keys(&["g"]));
     assert_eq!(getkeys(&mut c, &["PING"]), err("ERR The command has no key arguments"));
     assert_eq!(getkeys(&mut c, &["NOSUCH", "a"]), err("ERR Invalid command specified"));
     assert_eq!(
@@ -80,20 +103,19 @@ fn command_info_reports_first_last_and_step() {
     assert_eq!(spec(&mut c, "lcs"), (Reply::Int(1), Reply::Int(2), Reply::Int(1)));
     // Keys counted by an argument: no (first, last, step), and the movablekeys flag.
     assert_eq!(spec(&mut c, "lmpop"), (Reply::Int(0), Reply::Int(0), Reply::Int(0)));
-    match c.cmd(&["COMMAND", "INFO", "lmpop"]) {
+    let flags = |c: &mut crate::common::Raw, name: &str| match c.cmd(&["COMMAND", "INFO", name]) {
         Reply::Array(v) => match &v[0] {
-            Reply::Array(info) => {
-                assert_eq!(info[1], Reply::Int(-4));
-                assert_eq!(
-                    info[2],
-                    Reply::Array(vec![
-                        Reply::Simple("write".into()),
-                        Reply::Simple("movablekeys".into())
-                    ])
-                );
-            }
+            Reply::Array(info) => (info[1].clone(), info[2].clone()),
             other => panic!("{other:?}"),
         },
         other => panic!("{other:?}"),
+    };
+    let movable =
+        Reply::Array(vec![Reply::Simple("write".into()), Reply::Simple("movablekeys".into())]);
+    assert_eq!(flags(&mut c, "lmpop"), (Reply::Int(-4), movable.clone()));
+    // A fixed key before the moving ones: the triple names it, as redis-server's does.
+    for name in ["zunionstore", "sort", "georadius", "georadiusbymember"] {
+        assert_eq!(spec(&mut c, name), (Reply::Int(1), Reply::Int(1), Reply::Int(1)), "{name}");
+        assert_eq!(flags(&mut c, name).1, movable, "{name}");
     }
 }
