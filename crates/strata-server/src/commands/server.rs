@@ -233,7 +233,8 @@ fn command_getkeys(line: &[Vec<u8>], out: &mut Out) -> CmdResult {
         return Err("ERR The command has no key arguments".into());
     }
     let keys = c.keys.positions(line);
-    if keys.is_empty() && c.keys.movable() {
+    // A script may be called with no keys (Redis's `no-mandatory-keys`): then none.
+    if keys.is_empty() && c.keys.movable() && !super::scripting::runs_script(c.name) {
         return Err("ERR Invalid arguments specified for command".into());
     }
     out.array(keys.len());
@@ -445,6 +446,10 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
                         Ok(_) => {}
                     }
                 }
+                // Negative: a size class of list node (Redis's -5 to -1), so any int.
+                "list-max-listpack-size" | "list-max-ziplist-size" if v.parse::<i32>().is_err() => {
+                    return Err(failed("argument couldn't be parsed into an integer").into());
+                }
                 "stream-node-max-entries" if v.parse::<u64>().is_err() => {
                     return Err(failed("argument couldn't be parsed into an integer").into());
                 }
@@ -457,8 +462,6 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
                 | "timeout"
                 | "tcp-keepalive"
                 | "hz"
-                | "list-max-listpack-size"
-                | "list-max-ziplist-size"
                 | "list-compress-depth"
                 | "set-max-intset-entries"
                 | "zset-max-listpack-entries"

@@ -69,6 +69,13 @@ fn getkeys_gives_each_commands_keys() {
     assert_eq!(getkeys(&mut c, &geo), keys(&["g", "d", "e"]));
     let geo = ["GEORADIUS", "g", "0", "0", "1", "km", "STORE"];
     assert_eq!(getkeys(&mut c, &geo), keys(&["g"]));
+    // A script's keys are counted, and it may have none: then none, whatever the count says
+    // (redis-server's answers).
+    assert_eq!(getkeys(&mut c, &["EVAL", "s", "2", "a", "b", "x"]), keys(&["a", "b"]));
+    assert_eq!(getkeys(&mut c, &["EVAL", "s", "0"]), keys(&[]));
+    assert_eq!(getkeys(&mut c, &["FCALL", "f", "0", "x"]), keys(&[]));
+    assert_eq!(getkeys(&mut c, &["EVAL", "s", "3", "a"]), keys(&[]));
+    assert_eq!(getkeys(&mut c, &["EVAL", "s", "x"]), keys(&[]));
     assert_eq!(getkeys(&mut c, &["PING"]), err("ERR The command has no key arguments"));
     assert_eq!(getkeys(&mut c, &["NOSUCH", "a"]), err("ERR Invalid command specified"));
     assert_eq!(

@@ -102,6 +102,18 @@ fn config_set_checks_values_and_knows_redis_names() {
         c.cmd(&["CONFIG", "SET", "set-max-intset-entries", "many"]),
         Reply::Error(e) if e.contains("couldn't be parsed into an integer")
     ));
+    // A list node's size: entries when positive, a size class when negative (regression:
+    // -2, the default CONFIG GET gives and Redis's test helper sets back, was refused).
+    assert_eq!(c.cmd(&["CONFIG", "SET", "list-max-ziplist-size", "-2"]), ok);
+    assert_eq!(c.cmd(&["CONFIG", "SET", "list-max-listpack-size", "32"]), ok);
+    assert_eq!(
+        c.cmd(&["CONFIG", "GET", "list-max-ziplist-size"]),
+        Reply::Array(vec![Reply::bulk("list-max-ziplist-size"), Reply::bulk("32")])
+    );
+    assert!(matches!(
+        c.cmd(&["CONFIG", "SET", "list-max-listpack-size", "-2x"]),
+        Reply::Error(e) if e.contains("couldn't be parsed into an integer")
+    ));
     assert_eq!(c.cmd(&["FUNCTION", "FLUSH"]), ok);
     assert_eq!(c.cmd(&["FUNCTION", "LIST"]), Reply::Array(vec![]));
     assert_eq!(c.cmd(&["FUNCTION", "DELETE", "lib"]), Reply::Error("ERR Library not found".into()));
