@@ -276,12 +276,15 @@ where
         let outcome = send(joined).await.map_err(Arc::new);
         let round = started.elapsed();
         let answered = driving.entry.len();
+        // Counted before the answers go out: a batch an answered command hands in at once is
+        // among the company awaited, not also among the batches that were waiting.
+        let waiting = driving.queue.lock().waiting.len();
         for (_, d) in driving.entry.drain(..) {
             d(outcome.clone());
         }
         if outcome.is_ok() {
             let hold = (round * HOLD_SHARE / 4).min(hold);
-            gather(&driving.queue, answered, hold, by).await;
+            gather(&driving.queue, waiting, answered, hold, by).await;
         }
         let mut q = driving.queue.lock();
         if q.waiting.is_empty() {
@@ -293,11 +296,17 @@ where
     }
 }
 
-/// Keeps the group's slot until `answered` more batches have joined those waiting, or for
-/// `hold`; not at all when the next entry would have no company (one batch answered and none
-/// waiting: a lone writer, or writers spread over many groups). Polls or parks as `by` says.
-async fn gather<E>(queue: &Mutex<Queue<E>>, answered: usize, hold: Duration, by: HoldBy) {
-    let waiting = queue.lock().waiting.len();
+/// Keeps the group's slot until `answered` more batches have joined the `waiting` ones (those
+/// queued before the answers went out), or for `hold`; not at all when the next entry would
+/// have no company (one batch answered and none waiting: a lone writer, or writers spread
+/// over many groups). Polls or parks as `by` says.
+async fn gather<E>(
+    queue: &Mutex<Queue<E>>,
+    waiting: usize,
+    answered: usize,
+    hold: Duration,
+    by: HoldBy,
+) {
     let Some(want) = company(waiting, answered) else { return };
     if !by.parks() {
         let until = Instant::now() + hold;
@@ -613,6 +622,18 @@ mod tests {
         p: &Proposals<String>,
         first_round: Duration,
     ) -> (Counts, impl Fn(WriteBatch) -> Sent + Clone + Send + 'static, Heard) {
+        let (done, rx) = outcome();
+        let (entries, send) = first_in_flight_answering(rt, p, first_round, done);
+        (entries, send, rx)
+    }
+
+    /// [`first_in_flight`], "a"'s outcome going to `done`.
+    fn first_in_flight_answering(
+        rt: &tokio::runtime::Runtime,
+        p: &Proposals<String>,
+        first_round: Duration,
+        done: Done<String>,
+    ) -> (Counts, impl Fn(WriteBatch) -> Sent + Clone + Send + 'static) {
         let entries = Arc::new(Mutex::new(Vec::new()));
         let e = entries.clone();
         let send = move |b: WriteBatch| {
@@ -628,12 +649,11 @@ mod tests {
                 Ok::<(), String>(())
             }) as Sent
         };
-        let (done, rx) = outcome();
         p.propose(rt.handle(), GroupId(1), batch("a"), done, send.clone(), lost);
         while entries.lock().is_empty() {
             std::thread::sleep(Duration::from_millis(1));
         }
-        (entries, send, rx)
+        (entries, send)
     }
 
     #[test]
@@ -676,8 +696,7 @@ mod tests {
         let (done, rx_b) = outcome();
         p.propose(rt.handle(), GroupId(1), batch("b"), done, send.clone(), lost);
         assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), Ok(()));
-        // Once the driver parks for its company (b and a's next)... A batch handed in before
-        // it counts what is waiting would raise the count it waits for.
+        // Once the driver parks for its company (b and a's next)...
         let deadline = Instant::now() + Duration::from_secs(5);
         while p.queue(GroupId(1)).lock().want == 0 {
             assert!(Instant::now() < deadline, "the driver never parked");
@@ -691,6 +710,45 @@ mod tests {
         let waited = proposed.elapsed();
         assert!(waited < Duration::from_secs(1), "woken by the hold's end after {waited:?}");
         assert_eq!(*entries.lock(), vec![1, 2], "a2 joined b");
+    }
+
+    /// Regression: a batch an answered command handed in before its driver counted what was
+    /// waiting was counted twice, as waiting and as company to come, and the driver held the
+    /// batches for the whole hold (1.5 s here) for a batch that never came.
+    #[test]
+    fn a_batch_handed_in_with_its_answer_is_counted_once() {
+        for by in [HoldBy::Polling, HoldBy::Parking] {
+            let rt = runtime();
+            let p = Arc::new(Proposals::<String>::holding_by(Duration::from_secs(5), by));
+            type Next = Box<dyn FnOnce() + Send>;
+            let next: Arc<Mutex<Option<Next>>> = Arc::new(Mutex::new(None));
+            // "a"'s client hands in its next batch as its answer arrives.
+            let answered_at = Arc::new(Mutex::new(None));
+            let answered = {
+                let (next, at) = (next.clone(), answered_at.clone());
+                Box::new(move |_: Result<(), Arc<String>>| {
+                    *at.lock() = Some(Instant::now());
+                    if let Some(hand_in) = next.lock().take() {
+                        hand_in();
+                    }
+                }) as Done<String>
+            };
+            let (entries, send) =
+                first_in_flight_answering(&rt, &p, Duration::from_secs(2), answered);
+            let (done, rx_b) = outcome();
+            p.propose(rt.handle(), GroupId(1), batch("b"), done, send.clone(), lost);
+            let (done, rx_a2) = outcome();
+            let (p2, h, s2) = (p.clone(), rt.handle().clone(), send.clone());
+            *next.lock() = Some(Box::new(move || {
+                p2.propose(&h, GroupId(1), batch("a2"), done, s2, lost);
+            }));
+            assert_eq!(rx_a2.recv_timeout(Duration::from_secs(5)).unwrap(), Ok(()));
+            assert_eq!(rx_b.recv_timeout(Duration::from_secs(5)).unwrap(), Ok(()));
+            let answered_at = answered_at.lock().expect("a was answered");
+            let waited = answered_at.elapsed();
+            assert!(waited < Duration::from_secs(1), "{by:?}: held for {waited:?}");
+            assert_eq!(*entries.lock(), vec![1, 2], "{by:?}: a2 joined b");
+        }
     }
 
     #[test]
