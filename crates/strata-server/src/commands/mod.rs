@@ -769,4 +769,45 @@ mod table_tests {
         assert!(lookup(&[b'a'; LONGEST_NAME + 1]).is_none());
         assert!(lookup(b"").is_none());
     }
+
+    use proptest::prelude::*;
+
+    /// Words a command line is made of: the keywords key positions look for, counts, others.
+    fn word() -> impl Strategy<Value = Vec<u8>> {
+        prop::sample::select(vec![
+            "store",
+            "STOREDIST",
+            "limit",
+            "get",
+            "by",
+            "streams",
+            "0",
+            "1",
+            "2",
+            "3",
+            "-1",
+            "x",
+        ])
+        .prop_map(|w| w.as_bytes().to_vec())
+    }
+
+    proptest! {
+        /// Every key position names an argument: callers index the line with them (routing,
+        /// locks, GETKEYS), so one past its end would be a panic on a client's input.
+        #[test]
+        fn key_positions_name_arguments_of_any_line(
+            words in prop::collection::vec(word(), 0..12),
+        ) {
+            for cmd in COMMANDS {
+                let mut line = vec![cmd.name.as_bytes().to_vec()];
+                line.extend(words.iter().cloned());
+                if !cmd.arity_fits(line.len()) {
+                    continue;
+                }
+                for i in cmd.keys.positions(&line) {
+                    prop_assert!(i >= 1 && i < line.len(), "{}: {i} of {}", cmd.name, line.len());
+                }
+            }
+        }
+    }
 }
