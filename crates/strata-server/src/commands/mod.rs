@@ -105,9 +105,10 @@ pub struct KeySpec {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OptionKeys {
     None,
-    /// For each keyword, the argument after its first occurrence at or after index `from`
-    /// (not the last argument, which has none after it): Redis's keyword key specs, as
-    /// GEORADIUS's STORE and STOREDIST.
+    /// The argument after each occurrence of one of the keywords at or after index `from`
+    /// (that argument is the option's value, not searched): GEORADIUS's STORE and STOREDIST,
+    /// where the last one given is written, so every one given is routed and locked. Redis's
+    /// keyword key specs take each keyword's first only (the same keys unless one repeats).
     Keywords {
         from: usize,
         words: &'static [&'static str],
@@ -123,11 +124,18 @@ impl OptionKeys {
         let is = |i: usize, w: &str| args[i].eq_ignore_ascii_case(w.as_bytes());
         match *self {
             OptionKeys::None => Vec::new(),
-            OptionKeys::Keywords { from, words } => words
-                .iter()
-                .filter_map(|w| (from..args.len().saturating_sub(1)).find(|&i| is(i, w)))
-                .map(|i| i + 1)
-                .collect(),
+            OptionKeys::Keywords { from, words } => {
+                let mut keys = Vec::new();
+                let mut i = from;
+                while i + 1 < args.len() {
+                    if words.iter().any(|w| is(i, w)) {
+                        keys.push(i + 1);
+                        i += 1;
+                    }
+                    i += 1;
+                }
+                keys
+            }
             OptionKeys::SortStore => {
                 let mut store = None;
                 let mut i = 2;

@@ -123,6 +123,11 @@ fn keys_are_served_here_or_redirected_with_redis_cluster_replies() {
     assert_eq!(run(&sh, c, &["GEOADD", "{foo}g", "13.36", "38.11", "m"]), ":1\r\n");
     let georadius = ["GEORADIUS", "{foo}g", "13.36", "38.11", "10", "km", "STORE", "other"];
     assert_eq!(run(&sh, c, &georadius), crossslot);
+    // The last STORE is the one written: a repeated one is routed too (regression: only the
+    // first was, and the write went to `other`'s slot).
+    let georadius =
+        ["GEORADIUS", "{foo}g", "13.36", "38.11", "10", "km", "STORE", "{foo}x", "STORE", "other"];
+    assert_eq!(run(&sh, c, &georadius), crossslot);
     let georadius = ["GEORADIUSBYMEMBER", "{foo}g", "m", "10", "km", "STOREDIST", "{foo}e"];
     assert_eq!(run(&sh, c, &georadius), ":1\r\n");
     // A count that names no keys routes nowhere: the command itself replies.

@@ -60,13 +60,18 @@ fn getkeys_gives_each_commands_keys() {
     assert_eq!(getkeys(&mut c, &["SORT", "s", "STORE", "d", "STORE", "e"]), keys(&["s", "e"]));
     assert_eq!(getkeys(&mut c, &["SORT", "s", "STORE"]), keys(&["s"]));
     assert_eq!(getkeys(&mut c, &["SORT_RO", "s", "ALPHA"]), keys(&["s"]));
-    // GEORADIUS: each of STORE and STOREDIST, first occurrence among the options.
+    // GEORADIUS: each STORE and STOREDIST value (the last one given is written; redis-server
+    // names each keyword's first only, the same keys unless one repeats).
     let geo = ["GEORADIUS", "g", "0", "0", "1", "km", "STORE", "d"];
     assert_eq!(getkeys(&mut c, &geo), keys(&["g", "d"]));
     let geo = ["GEORADIUS", "g", "0", "0", "1", "km", "COUNT", "2", "STOREDIST", "d"];
     assert_eq!(getkeys(&mut c, &geo), keys(&["g", "d"]));
     let geo = ["GEORADIUSBYMEMBER", "g", "m", "1", "km", "STORE", "d", "STOREDIST", "e"];
     assert_eq!(getkeys(&mut c, &geo), keys(&["g", "d", "e"]));
+    let geo = ["GEORADIUS", "g", "0", "0", "1", "km", "STORE", "d", "STORE", "e"];
+    assert_eq!(getkeys(&mut c, &geo), keys(&["g", "d", "e"]));
+    let geo = ["GEORADIUS", "g", "0", "0", "1", "km", "STORE", "store", "COUNT", "1"];
+    assert_eq!(getkeys(&mut c, &geo), keys(&["g", "store"]));
     let geo = ["GEORADIUS", "g", "0", "0", "1", "km", "STORE"];
     assert_eq!(getkeys(&mut c, &geo), keys(&["g"]));
     // A script's keys are counted, and it may have none: then none, whatever the count says
