@@ -447,13 +447,7 @@ pub fn cluster(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
                 out.bulk(&k);
             }
         }
-        _ => {
-            return Err(format!(
-                "ERR unknown subcommand '{}'. Try CLUSTER HELP.",
-                String::from_utf8_lossy(&a[1])
-            )
-            .into())
-        }
+        _ => return Err(super::errors::unknown_subcommand(a)),
     }
     Ok(())
 }

@@ -121,22 +121,20 @@ impl From<String> for CmdError {
 
 /// Redis's reply to a bad subcommand argument list (`addReplySubcommandSyntaxError`).
 pub fn subcommand_syntax(a: &[Vec<u8>]) -> CmdError {
-    let sub: String = String::from_utf8_lossy(&a[1]).chars().take(128).collect();
-    format!(
-        "ERR unknown subcommand or wrong number of arguments for '{sub}'. Try {} HELP.",
-        String::from_utf8_lossy(&a[0]).to_ascii_uppercase()
-    )
-    .into()
+    try_help(a, "unknown subcommand or wrong number of arguments for")
 }
 
 /// Redis's reply to an unknown subcommand of a container command.
 pub fn unknown_subcommand(a: &[Vec<u8>]) -> CmdError {
+    try_help(a, "unknown subcommand")
+}
+
+/// `ERR <what> '<subcommand>'. Try <COMMAND> HELP.`, the subcommand cut at 128 characters
+/// as Redis's `%.128s`.
+fn try_help(a: &[Vec<u8>], what: &str) -> CmdError {
     let sub: String = String::from_utf8_lossy(&a[1]).chars().take(128).collect();
-    format!(
-        "ERR unknown subcommand '{sub}'. Try {} HELP.",
-        String::from_utf8_lossy(&a[0]).to_ascii_uppercase()
-    )
-    .into()
+    let name = String::from_utf8_lossy(&a[0]).to_ascii_uppercase();
+    format!("ERR {what} '{sub}'. Try {name} HELP.").into()
 }
 
 /// `ERR wrong number of arguments for 'name' command`

@@ -190,13 +190,7 @@ pub fn function(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdR
             ];
             super::args::reply_help(out, &help);
         }
-        _ => {
-            return Err(format!(
-                "ERR unknown subcommand '{}'. Try FUNCTION HELP.",
-                String::from_utf8_lossy(&a[1])
-            )
-            .into())
-        }
+        _ => return Err(super::errors::unknown_subcommand(a)),
     }
     Ok(())
 }

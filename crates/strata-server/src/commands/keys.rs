@@ -200,11 +200,7 @@ pub fn object(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
     }
     let sub = ["encoding", "refcount", "freq", "idletime"].into_iter().find(|s| is(&a[1], s));
     let Some(sub) = sub else {
-        return Err(format!(
-            "ERR unknown subcommand '{}'. Try OBJECT HELP.",
-            String::from_utf8_lossy(&a[1])
-        )
-        .into());
+        return Err(super::errors::unknown_subcommand(a));
     };
     if a.len() != 3 {
         return Err(arity_err(&format!("object|{sub}")).into());

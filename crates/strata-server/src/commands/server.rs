@@ -281,11 +281,7 @@ pub fn command(_: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
             out.bulk(c.name.as_bytes());
         }
     } else {
-        return Err(format!(
-            "ERR unknown subcommand '{}'. Try COMMAND HELP.",
-            String::from_utf8_lossy(sub)
-        )
-        .into());
+        return Err(super::errors::unknown_subcommand(a));
     }
     Ok(())
 }
@@ -377,11 +373,7 @@ pub fn client(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
         drop(cl);
         out.verbatim(&s);
     } else {
-        return Err(format!(
-            "ERR unknown subcommand '{}'. Try CLIENT HELP.",
-            String::from_utf8_lossy(sub)
-        )
-        .into());
+        return Err(super::errors::unknown_subcommand(a));
     }
     Ok(())
 }
@@ -566,11 +558,7 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
     } else if is(sub, "rewrite") {
         out.ok();
     } else {
-        return Err(format!(
-            "ERR unknown subcommand '{}'. Try CONFIG HELP.",
-            String::from_utf8_lossy(sub)
-        )
-        .into());
+        return Err(super::errors::unknown_subcommand(a));
     }
     Ok(())
 }
@@ -598,11 +586,7 @@ pub fn memory(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
         return Ok(());
     }
     if !is(&a[1], "usage") {
-        return Err(format!(
-            "ERR unknown subcommand '{}'. Try MEMORY HELP.",
-            String::from_utf8_lossy(&a[1])
-        )
-        .into());
+        return Err(super::errors::unknown_subcommand(a));
     }
     let samples = match a.len() {
         3 => 5,
