@@ -407,6 +407,7 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
             let failed = |why: &str| {
                 format!("ERR CONFIG SET failed (possibly related to argument '{k}') - {why}")
             };
+            const NOT_INT: &str = "argument couldn't be parsed into an integer";
             match k.as_str() {
                 "maxmemory" | "proto-max-bulk-len" | "stream-node-max-bytes"
                     if crate::config::parse_size(&v).is_none() =>
@@ -425,9 +426,7 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
                 "slowlog-log-slower-than" | "slowlog-max-len" => {
                     let least = if k == "slowlog-max-len" { 0 } else { -1 };
                     match v.parse::<i64>() {
-                        Err(_) => {
-                            return Err(failed("argument couldn't be parsed into an integer").into())
-                        }
+                        Err(_) => return Err(failed(NOT_INT).into()),
                         Ok(n) if n < least => {
                             let why = format!(
                                 "argument must be between {least} and {} inclusive",
@@ -440,10 +439,10 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
                 }
                 // Negative: a size class of list node (Redis's -5 to -1), so any int.
                 "list-max-listpack-size" | "list-max-ziplist-size" if v.parse::<i32>().is_err() => {
-                    return Err(failed("argument couldn't be parsed into an integer").into());
+                    return Err(failed(NOT_INT).into());
                 }
                 "stream-node-max-entries" if v.parse::<u64>().is_err() => {
-                    return Err(failed("argument couldn't be parsed into an integer").into());
+                    return Err(failed(NOT_INT).into());
                 }
                 "notify-keyspace-events" if notify::parse_classes(&pair[1]).is_none() => {
                     return Err(
@@ -468,7 +467,7 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
                 | "min-slaves-max-lag"
                     if v.parse::<u32>().is_err() =>
                 {
-                    return Err(failed("argument couldn't be parsed into an integer").into());
+                    return Err(failed(NOT_INT).into());
                 }
                 _ => {}
             }
