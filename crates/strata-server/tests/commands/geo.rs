@@ -1,7 +1,8 @@
 //! Geospatial indexes through a running server: GEOADD's scores, GEOPOS, GEODIST and GEOHASH
 //! as redis-server 7.0.15 replies them (the expected values are its replies), the search
-//! commands' options, stores and errors, and a randomized check that a search finds exactly
-//! the members its area holds (against the distances GEODIST gives).
+//! commands' options, stores and errors, a randomized check that a search finds exactly
+//! the members its area holds (against the distances GEODIST gives), and the GEO writes
+//! (GEOADD with NX/XX/CH, ZREM, GEOSEARCHSTORE, GEORADIUS ... STORE) against a model.
 
 use crate::common::{Raw, Reply, Rng, Server};
 
@@ -305,4 +306,105 @@ fn a_member_moving_during_a_search_is_found_exactly_once() {
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     mover.join().unwrap();
+}
+
+/// Places a model member may be at: (longitude, latitude, km from (15, 37)). Palermo and
+/// Catania, then two far from the searches' edges (100 and 250 km).
+const PLACES: [(&str, &str, f64); 4] = [
+    ("13.361389", "38.115556", 190.0),
+    ("15.087269", "37.502669", 56.0),
+    ("12.496366", "41.902782", 560.0),
+    ("-100", "40", 9000.0),
+];
+
+#[test]
+fn geo_writes_match_a_model() {
+    use std::collections::BTreeMap;
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    // Each place's stored score, from the server once.
+    let scores: Vec<String> = PLACES
+        .iter()
+        .map(|(lon, lat, _)| {
+            c.cmd(&["GEOADD", "scores", lon, lat, "x"]);
+            match c.cmd(&["ZSCORE", "scores", "x"]) {
+                Reply::Bulk(b) => String::from_utf8(b).unwrap(),
+                other => panic!("{other:?}"),
+            }
+        })
+        .collect();
+    // Each set as the server lists it: (score, member) pairs in order.
+    let listed = |m: &BTreeMap<String, usize>| -> Reply {
+        let mut v: Vec<(f64, &String, usize)> =
+            m.iter().map(|(k, &p)| (scores[p].parse().unwrap(), k, p)).collect();
+        v.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(b.1)));
+        Reply::Array(v.into_iter().flat_map(|(_, k, p)| [bulk(k), bulk(&scores[p])]).collect())
+    };
+    for seed in 1..=3u64 {
+        c.cmd(&["DEL", "src", "dst"]);
+        let mut rng = Rng::new(seed);
+        let (mut src, mut dst) = (BTreeMap::<String, usize>::new(), BTreeMap::new());
+        for step in 0..400 {
+            let m = format!("m{}", rng.below(8));
+            let p = rng.below(PLACES.len() as u64) as usize;
+            let (lon, lat, _) = PLACES[p];
+            let within = |src: &BTreeMap<String, usize>, km: f64| -> BTreeMap<String, usize> {
+                src.iter()
+                    .filter(|(_, &p)| PLACES[p].2 < km)
+                    .map(|(k, &p)| (k.clone(), p))
+                    .collect()
+            };
+            let (got, want) = match rng.below(6) {
+                0 | 1 => {
+                    let flags = [&[][..], &["NX"], &["XX"], &["CH"], &["XX", "CH"]];
+                    let flags = flags[rng.below(5) as usize];
+                    let mut line = vec!["GEOADD", "src"];
+                    line.extend_from_slice(flags);
+                    line.extend([lon, lat, m.as_str()]);
+                    let old = src.get(&m).copied();
+                    let apply = match old {
+                        None => !flags.contains(&"XX"),
+                        Some(_) => !flags.contains(&"NX"),
+                    };
+                    let changed = apply && old.is_some_and(|o| scores[o] != scores[p]);
+                    if apply {
+                        src.insert(m.clone(), p);
+                    }
+                    let added = apply && old.is_none();
+                    let n = i64::from(added) + i64::from(flags.contains(&"CH") && changed);
+                    (c.cmd(&line), Reply::Int(n))
+                }
+                2 => {
+                    let n = i64::from(src.remove(&m).is_some());
+                    (c.cmd(&["ZREM", "src", &m]), Reply::Int(n))
+                }
+                3 => {
+                    dst = within(&src, 250.0);
+                    let line =
+                        ["GEOSEARCHSTORE", "dst", "src", "FROMLONLAT", "15", "37", "BYRADIUS"];
+                    let mut line = line.to_vec();
+                    line.extend(["250", "km"]);
+                    (c.cmd(&line), Reply::Int(dst.len() as i64))
+                }
+                4 => {
+                    dst = within(&src, 100.0);
+                    let line = ["GEORADIUS", "src", "15", "37", "100", "km", "STORE", "dst"];
+                    (c.cmd(&line), Reply::Int(dst.len() as i64))
+                }
+                _ => {
+                    let pos = c.cmd(&["GEOPOS", "src", &m]);
+                    let there = match &pos {
+                        Reply::Array(v) => matches!(v[0], Reply::Array(_)),
+                        other => panic!("{other:?}"),
+                    };
+                    (Reply::Int(i64::from(there)), Reply::Int(i64::from(src.contains_key(&m))))
+                }
+            };
+            assert_eq!(got, want, "seed {seed} step {step}");
+            for (key, model) in [("src", &src), ("dst", &dst)] {
+                let range = c.cmd(&["ZRANGE", key, "0", "-1", "WITHSCORES"]);
+                assert_eq!(range, listed(model), "seed {seed} step {step}: {key}");
+            }
+        }
+    }
 }
