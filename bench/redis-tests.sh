@@ -25,7 +25,8 @@ repo=$PWD
 src=""
 units="unit/multi unit/keyspace unit/expire unit/type/string unit/type/incr unit/type/list \
 unit/type/hash unit/type/set unit/type/zset unit/type/stream unit/type/stream-cgroups unit/scripting \
-unit/functions unit/scan unit/protocol unit/quit unit/info-command unit/slowlog unit/geo"
+unit/functions unit/scan unit/protocol unit/quit unit/info-command unit/slowlog unit/geo \
+unit/hyperloglog"
 server_bin=""
 out=""
 with_redis=1
@@ -88,7 +89,7 @@ run() {
   local log="$out/$1-${2//\//_}.log"
   (cd "$src" && timeout 300 tclsh tests/test_helper.tcl --host 127.0.0.1 --port "$port" \
      --single "$2" --durable $singledb --clients 1 \
-     --tags "-needs:repl -needs:debug -needs:save -needs:config-maxmemory -needs:pfdebug" \
+     --tags "-needs:repl -needs:debug -needs:save -needs:config-maxmemory" \
      > "$log" 2>&1) || true
   sed -i 's/\x1b\[[0-9;]*m//g' "$log"
   local ok err exc ign

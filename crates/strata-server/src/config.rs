@@ -486,6 +486,8 @@ impl Config {
             ("min-slaves-to-write", "0"),
             ("min-replicas-max-lag", "10"),
             ("min-slaves-max-lag", "10"),
+            // The largest sparse HyperLogLog (`types::hll`), Redis's default.
+            ("hll-sparse-max-bytes", "3000"),
         ] {
             m.entry(k.to_string()).or_insert_with(|| v.to_string());
         }

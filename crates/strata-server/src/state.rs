@@ -190,6 +190,8 @@ pub struct Shared {
     /// replicas, so any value above 0 refuses writes with NOREPLICAS, as Redis does while too
     /// few replicas are connected.
     pub min_replicas_to_write: std::sync::atomic::AtomicU64,
+    /// The largest sparse HyperLogLog, in bytes (`hll-sparse-max-bytes`; CONFIG SET).
+    pub hll_sparse_max: AtomicUsize,
 }
 
 impl Shared {
@@ -200,6 +202,10 @@ impl Shared {
         let notifier = Notifier::new(config.notify_keyspace_events);
         let min_replicas =
             params.get("min-replicas-to-write").and_then(|v| v.parse().ok()).unwrap_or(0);
+        let hll_sparse_max = params
+            .get("hll-sparse-max-bytes")
+            .and_then(|v| crate::config::parse_size(v))
+            .map_or(crate::types::hll::DEFAULT_SPARSE_MAX, |n| n as usize);
         let slowlog = crate::slowlog::SlowLog::new(
             params
                 .get("slowlog-log-slower-than")
@@ -234,6 +240,7 @@ impl Shared {
             slowlog,
             notifier,
             min_replicas_to_write: std::sync::atomic::AtomicU64::new(min_replicas),
+            hll_sparse_max: AtomicUsize::new(hll_sparse_max),
         }
     }
 

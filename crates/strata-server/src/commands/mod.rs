@@ -17,6 +17,7 @@ pub mod functions;
 pub mod geo;
 pub mod glob;
 pub mod hash;
+pub mod hyperloglog;
 pub mod info;
 pub mod keys;
 pub mod list;
@@ -305,6 +306,13 @@ pub static COMMANDS: &[Command] = &[
     cmd!("bitop", -4, true, KeySpec::rest(2, 1), bitops::bitop),
     cmd!("bitfield", -2, true, KeySpec::one(1), bitops::bitfield),
     cmd!("bitfield_ro", -2, false, KeySpec::one(1), bitops::bitfield_ro),
+    // HyperLogLogs. PFCOUNT is read-only as in Redis, though it caches its count in the value
+    // (`hyperloglog::pfcount`).
+    cmd!("pfadd", -2, true, KeySpec::one(1), hyperloglog::pfadd),
+    cmd!("pfcount", -2, false, KeySpec::rest(1, 1), hyperloglog::pfcount),
+    cmd!("pfmerge", -2, true, KeySpec::rest(1, 1), hyperloglog::pfmerge),
+    cmd!("pfdebug", 3, true, KeySpec::one(2), hyperloglog::pfdebug),
+    cmd!("pfselftest", 1, false, KeySpec::NONE, hyperloglog::pfselftest),
     // keys
     cmd!("del", -2, true, KeySpec::rest(1, 1), keys::del),
     cmd!("unlink", -2, true, KeySpec::rest(1, 1), keys::del),

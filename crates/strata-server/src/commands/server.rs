@@ -409,7 +409,10 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
             };
             const NOT_INT: &str = "argument couldn't be parsed into an integer";
             match k.as_str() {
-                "maxmemory" | "proto-max-bulk-len" | "stream-node-max-bytes"
+                "maxmemory"
+                | "proto-max-bulk-len"
+                | "stream-node-max-bytes"
+                | "hll-sparse-max-bytes"
                     if crate::config::parse_size(&v).is_none() =>
                 {
                     return Err(failed("argument must be a memory value").into());
@@ -522,6 +525,10 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
             if k == "min-replicas-to-write" || k == "min-slaves-to-write" {
                 sh.min_replicas_to_write
                     .store(v.parse().unwrap_or(0), std::sync::atomic::Ordering::Relaxed);
+            }
+            if k == "hll-sparse-max-bytes" {
+                let n = crate::config::parse_size(&v).unwrap_or(0);
+                sh.hll_sparse_max.store(n as usize, std::sync::atomic::Ordering::Relaxed);
             }
             if k == "stream-node-max-bytes" {
                 sh.stream_nodes.set_bytes(crate::config::parse_size(&v).unwrap_or(0));

@@ -1,6 +1,7 @@
 //! Field deltas: a write to a compact hash stored as what it changes (a merge operand of the
 //! hash's metadata entry) instead of the whole rewritten entry, and the merge operator that
-//! applies them (`docs/format/server-encoding.md`, "Field deltas").
+//! applies them (`docs/format/server-encoding.md`, "Field deltas"). The same operator hands
+//! operands of format 2, a dense HyperLogLog's register deltas, to `hll::delta`.
 //!
 //! ```text
 //!  +--------+-------------+--------+--------+-----+----------------+
@@ -154,7 +155,16 @@ pub fn combine(operands: &[&[u8]]) -> Result<Vec<u8>, String> {
     Ok(encode(&edits))
 }
 
-/// The metadata families' merge operator.
+/// Whether `operands` are a HyperLogLog's register deltas (`hll::delta`, format 2) rather
+/// than field deltas: by the first one's format byte (a key's operands are all of one kind:
+/// each kind goes only onto its own type of entry, and a type change is a whole write; a
+/// mixed chain fails in the decoding of the odd one).
+fn registers(operands: &[&[u8]]) -> bool {
+    operands.first().and_then(|o| o.first()) == Some(&super::hll::delta::FORMAT)
+}
+
+/// The metadata families' merge operator: field deltas of compact hashes, and register
+/// deltas of dense HyperLogLogs (`hll::delta`).
 struct DeltaMerge;
 
 impl strata::MergeOperator for DeltaMerge {
@@ -163,7 +173,12 @@ impl strata::MergeOperator for DeltaMerge {
     }
 
     fn full_merge(&self, key: &[u8], entry: Option<&[u8]>, operands: &[&[u8]]) -> Option<Vec<u8>> {
-        apply(entry, operands)
+        let merged = if registers(operands) {
+            super::hll::delta::apply(entry, operands)
+        } else {
+            apply(entry, operands)
+        };
+        merged
             .map_err(|e| {
                 // The engine's error names only the operator; the log says which key and why.
                 eprintln!("strata-server: metadata record {:?}: {e}", String::from_utf8_lossy(key));
@@ -172,7 +187,11 @@ impl strata::MergeOperator for DeltaMerge {
     }
 
     fn partial_merge(&self, _key: &[u8], operands: &[&[u8]]) -> Option<Vec<u8>> {
-        combine(operands).ok()
+        if registers(operands) {
+            super::hll::delta::combine(operands).ok()
+        } else {
+            combine(operands).ok()
+        }
     }
 }
 

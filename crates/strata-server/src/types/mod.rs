@@ -1,7 +1,8 @@
 //! The Redis data types on the store, Kvrocks-style: what a key's records say and every
 //! operation on them. One module per type ([`string`], [`hash`], [`list`], [`set`], [`zset`],
 //! [`stream`]; the bit operations on strings: [`bitmap`]; geospatial indexes, sorted sets of
-//! geohashes: [`geo`]) holds its operations: reads, and
+//! geohashes: [`geo`]; HyperLogLogs, strings in Redis's HLL layout: [`hll`]) holds its
+//! operations: reads, and
 //! writes built as one `WriteBatch` under the key's lock (with the index upkeep a type
 //! needs: a sorted set's score index, a hash's encoding). Keys of any type: [`keys`], and
 //! active expiry: [`expiry`]; a key's value in Redis's serialized form (DUMP, RESTORE):
@@ -24,6 +25,7 @@ pub mod gc;
 pub mod geo;
 pub mod hash;
 pub mod hash_delta;
+pub mod hll;
 pub mod keys;
 pub mod keyspace;
 pub mod list;

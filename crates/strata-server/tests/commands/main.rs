@@ -1,6 +1,6 @@
 //! The data types' commands through a running server: strings, hashes, lists, sets, sorted
-//! sets, streams, key expiry, pop tombstones, and the compaction filter that drops expired
-//! data. One module per behaviour (`tests/README.md`).
+//! sets, streams, HyperLogLogs, key expiry, pop tombstones, and the compaction filter that
+//! drops expired data. One module per behaviour (`tests/README.md`).
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -10,6 +10,7 @@ mod compaction_filter;
 mod dump_restore;
 mod geo;
 mod hashes;
+mod hyperloglog;
 mod keys_expiry;
 mod list_edits;
 mod lists;

@@ -26,7 +26,9 @@
 //! its keys, as a swap changes every one at once), and one compact hashes' field edits
 //! (HSET of one field, HMSET of two, HDEL, HINCRBY, HSETNX on hashes that stay compact: the
 //! writes the server stores as field deltas, merge operands of the hash's metadata), and one
-//! geospatial indexes (GEOADD, GEOSEARCHSTORE and GEORADIUS ... STORE between two keys).
+//! geospatial indexes (GEOADD, GEOSEARCHSTORE and GEORADIUS ... STORE between two keys), and
+//! one HyperLogLogs (PFADD of a few elements or of enough to turn a key dense, PFMERGE
+//! between two keys, PFCOUNT, which caches its count in the value).
 //! Their oracle keeps the rendered state after the last acknowledged command and after the
 //! one in flight; after the restart the keys read as one of the two.
 
@@ -93,8 +95,8 @@ fn acknowledged_writes_survive_kill_9() {
         _ => "|".to_string(),
     };
     let models: Arc<Models> =
-        Arc::new((0..11 * MODEL_KEYS).map(|i| Mutex::new((empty(i), empty(i)))).collect());
-    let writers: [fn(u16, usize, &Models, &AtomicBool); 11] = [
+        Arc::new((0..12 * MODEL_KEYS).map(|i| Mutex::new((empty(i), empty(i)))).collect());
+    let writers: [fn(u16, usize, &Models, &AtomicBool); 12] = [
         string_writer,
         list_writer,
         set_writer,
@@ -106,6 +108,7 @@ fn acknowledged_writes_survive_kill_9() {
         database_writer,
         hash_edit_writer,
         geo_writer,
+        hll_writer,
     ];
     let model_handles: Vec<_> = writers
         .into_iter()
@@ -174,7 +177,8 @@ fn acknowledged_writes_survive_kill_9() {
             7 => read_bitmap(&mut c, i),
             8 => read_databases(&mut c, i),
             9 => read_hash_edits(&mut c, i),
-            _ => read_zsets(&mut c, gkeys(i)),
+            10 => read_zsets(&mut c, gkeys(i)),
+            _ => read_hlls(&mut c, i),
         };
         if got != *ack && got != *pending {
             wrong += 1;
@@ -202,6 +206,11 @@ fn acknowledged_writes_survive_kill_9() {
         .filter(|m| m.lock().unwrap().0 != "|")
         .count();
     assert!(geo > 0, "the geo writer's writes were never acknowledged");
+    let hlls = models[11 * MODEL_KEYS..12 * MODEL_KEYS]
+        .iter()
+        .filter(|m| m.lock().unwrap().0 != "|")
+        .count();
+    assert!(hlls > 0, "the HyperLogLog writer's writes were never acknowledged");
     assert!(
         !models[8 * MODEL_KEYS].lock().unwrap().0.is_empty(),
         "the database writer's writes were never acknowledged"
@@ -825,6 +834,97 @@ fn geo_writer(port: u16, base: usize, models: &Models, stop: &AtomicBool) {
             }
         };
         let after = render_zsets(a, b);
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        if !step(&mut c, &models[base + k], after, &refs) {
+            return;
+        }
+    }
+}
+
+fn hkeys(i: usize) -> (String, String) {
+    (format!("mp{i}a"), format!("mp{i}b"))
+}
+
+/// A HyperLogLog's registers as the model and the reads render them: "" when the key is
+/// absent, else how many registers are set and an FNV-1a digest of all of them.
+fn render_hll(regs: Option<&[u8]>) -> String {
+    let Some(regs) = regs else { return String::new() };
+    let digest = regs
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, &r| (h ^ u64::from(r)).wrapping_mul(0x100_0000_01b3));
+    format!("hll:{}:{digest:016x}", regs.iter().filter(|&&r| r > 0).count())
+}
+
+fn read_hlls(c: &mut Raw, i: usize) -> String {
+    let (ka, kb) = hkeys(i);
+    let mut read = |k: &str| -> String {
+        if c.cmd(&["EXISTS", k]) == Reply::Int(0) {
+            return String::new();
+        }
+        let regs: Vec<u8> = match c.cmd(&["PFDEBUG", "GETREG", k]) {
+            Reply::Array(v) => v
+                .into_iter()
+                .map(|r| match r {
+                    Reply::Int(n) => n as u8,
+                    other => panic!("{other:?}"),
+                })
+                .collect(),
+            other => panic!("PFDEBUG GETREG {k}: {other:?}"),
+        };
+        render_hll(Some(&regs))
+    };
+    let (a, b) = (read(&ka), read(&kb));
+    format!("{a}|{b}")
+}
+
+/// HyperLogLog commands on pairs (`a`, `b`) of keys `base..base + MODEL_KEYS`: PFADD of three
+/// elements to `a` or one to `b`, PFADD of 600 to `a` (a few of those turn it dense), PFMERGE
+/// of `a` into `b`, and PFCOUNT of `a` (its count cached in the value: a write that leaves
+/// the registers). The model keeps each key's registers, placed as the server places
+/// elements (`types::hll::estimate`).
+fn hll_writer(port: u16, base: usize, models: &Models, stop: &AtomicBool) {
+    use strata_server::types::hll::estimate::{place, REGISTERS};
+    let mut c = Raw::connect(port);
+    // Each pair's registers (`None`: the key is absent).
+    type Regs = Option<Vec<u8>>;
+    let mut state: Vec<(Regs, Regs)> = vec![(None, None); MODEL_KEYS];
+    let add = |regs: &mut Option<Vec<u8>>, elements: &[String]| {
+        let r = regs.get_or_insert_with(|| vec![0; REGISTERS]);
+        for e in elements {
+            let (i, v) = place(e.as_bytes());
+            r[i] = r[i].max(v);
+        }
+    };
+    let mut seq = 0usize;
+    while !stop.load(Ordering::Relaxed) {
+        seq += 1;
+        let k = seq % MODEL_KEYS;
+        let (ka, kb) = hkeys(base + k);
+        let (a, b) = &mut state[k];
+        let elements =
+            |n: usize| -> Vec<String> { (0..n).map(|j| format!("e{seq}-{j}")).collect() };
+        let args: Vec<String> = match (seq / MODEL_KEYS) % 6 {
+            round @ 0..=2 => {
+                let elements = elements(if round == 2 { 600 } else { 3 });
+                add(a, &elements);
+                [vec!["PFADD".into(), ka], elements].concat()
+            }
+            3 => {
+                let merged = a.clone().unwrap_or_else(|| vec![0; REGISTERS]);
+                let into = b.get_or_insert_with(|| vec![0; REGISTERS]);
+                for (x, y) in into.iter_mut().zip(merged) {
+                    *x = (*x).max(y);
+                }
+                vec!["PFMERGE".into(), kb, ka]
+            }
+            4 => vec!["PFCOUNT".into(), ka],
+            _ => {
+                let elements = elements(1);
+                add(b, &elements);
+                [vec!["PFADD".into(), kb], elements].concat()
+            }
+        };
+        let after = format!("{}|{}", render_hll(a.as_deref()), render_hll(b.as_deref()));
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
         if !step(&mut c, &models[base + k], after, &refs) {
             return;
