@@ -46,7 +46,7 @@ impl Hll {
         let mut bytes = b"HYLL".to_vec();
         bytes.push(SPARSE);
         bytes.resize(HEADER, 0);
-        sparse::encode(&[0; REGISTERS], &mut bytes);
+        sparse::encode(&[(REGISTERS, 0)], &mut bytes);
         Hll { bytes }
     }
 
@@ -153,16 +153,15 @@ impl Hll {
                 }
             }
             Encoding::Sparse => {
-                let mut regs = self.registers()?;
+                let mut runs = sparse::decode(&self.bytes[HEADER..]).map_err(HllError::Corrupt)?;
                 for e in elements {
                     let (i, value) = estimate::place(e);
-                    if regs[i] < value {
-                        regs[i] = value;
+                    if sparse::raise(&mut runs, i, value) {
                         raised.push((i, value));
                     }
                 }
                 if !raised.is_empty() {
-                    self.store(&regs, false, sparse_max);
+                    self.store_runs(&runs, false, sparse_max);
                 }
             }
         }
@@ -196,15 +195,27 @@ impl Hll {
 
     /// Writes `regs` after the header (kept, but for its encoding byte).
     fn store(&mut self, regs: &[u8], dense: bool, sparse_max: usize) {
+        self.store_runs(&sparse::runs_of(regs), dense, sparse_max);
+    }
+
+    /// Writes the registers of `runs` after the header (kept, but for its encoding byte):
+    /// dense if `dense`, else sparse where it fits (as [`Hll::add`] decides).
+    fn store_runs(&mut self, runs: &[(usize, u8)], dense: bool, sparse_max: usize) {
         self.bytes.truncate(HEADER);
-        if !dense && sparse::encode(regs, &mut self.bytes) && self.bytes.len() <= sparse_max {
+        if !dense && sparse::encode(runs, &mut self.bytes) && self.bytes.len() <= sparse_max {
             self.bytes[4] = SPARSE;
             return;
         }
         self.bytes.truncate(HEADER);
         self.bytes.resize(DENSE_LEN, 0);
-        for (i, &value) in regs.iter().enumerate() {
-            dense_raise(&mut self.bytes[HEADER..], i, value);
+        let mut i = 0;
+        for &(len, value) in runs {
+            if value > 0 {
+                for r in i..i + len {
+                    dense_set(&mut self.bytes[HEADER..], r, value);
+                }
+            }
+            i += len;
         }
         self.bytes[4] = DENSE;
     }
