@@ -377,26 +377,35 @@ pub enum ReplyMode {
 /// A connection's subscriptions and the queue its messages arrive in.
 pub struct Subscriptions {
     /// What publishers send into.
-    pub tx: tokio::sync::mpsc::UnboundedSender<std::sync::Arc<[u8]>>,
+    pub tx: tokio::sync::mpsc::UnboundedSender<crate::pubsub::Delivery>,
     /// What the connection writes out.
-    pub rx: tokio::sync::mpsc::UnboundedReceiver<std::sync::Arc<[u8]>>,
+    pub rx: tokio::sync::mpsc::UnboundedReceiver<crate::pubsub::Delivery>,
     /// Its channels.
     pub channels: std::collections::BTreeSet<Vec<u8>>,
     /// Its patterns.
     pub patterns: std::collections::BTreeSet<Vec<u8>>,
+    /// Its shard channels (SSUBSCRIBE).
+    pub shards: std::collections::BTreeSet<Vec<u8>>,
 }
 
 impl Subscriptions {
     /// No subscription yet, an empty queue.
     pub fn new() -> Subscriptions {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        let (channels, patterns) = (BTreeSet::new(), BTreeSet::new());
-        Subscriptions { tx, rx, channels, patterns }
+        let (channels, patterns, shards) = (BTreeSet::new(), BTreeSet::new(), BTreeSet::new());
+        Subscriptions { tx, rx, channels, patterns, shards }
     }
 
-    /// Channels and patterns together (the count Redis replies with).
+    /// Channels and patterns together (the count SUBSCRIBE and PSUBSCRIBE reply with; the
+    /// shard channels count apart, in SSUBSCRIBE's replies).
     pub fn count(&self) -> usize {
         self.channels.len() + self.patterns.len()
+    }
+
+    /// Whether it has any subscription (a RESP2 connection then runs only the subscription
+    /// commands, PING, QUIT and RESET).
+    pub fn any(&self) -> bool {
+        self.count() + self.shards.len() > 0
     }
 }
 

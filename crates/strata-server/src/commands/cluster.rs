@@ -56,14 +56,17 @@ pub fn refusal(
     // `ASK`), as a Redis Cluster client waits on a key its source migrates, rather than
     // failing at once: clients that do not retry TRYAGAIN see latency, not an error.
     let mut waited = false;
+    // Shard channels meet on the leader: a replica's subscribers would hear nothing, as
+    // SPUBLISH reaches only the node it runs on.
+    let readonly = conn.readonly && !cmd.keys.channels;
     loop {
-        let route = match router.route(slot, cmd.write, conn.readonly) {
-            Route::Down => router.route_waiting(slot, cmd.write, conn.readonly),
+        let route = match router.route(slot, cmd.write, readonly) {
+            Route::Down => router.route_waiting(slot, cmd.write, readonly),
             r => r,
         };
         match route {
             Route::Local => {
-                router.prepare(slot, cmd.write, conn.readonly)?;
+                router.prepare(slot, cmd.write, readonly)?;
                 let admission = if cmd.write {
                     match router.admit_write(slot) {
                         Ok(a) => a,

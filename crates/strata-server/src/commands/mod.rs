@@ -99,6 +99,10 @@ pub struct KeySpec {
     pub streams_from: i32,
     /// Keys named by options, after all the others.
     pub options: OptionKeys,
+    /// The "keys" are shard channels (SSUBSCRIBE, SPUBLISH: Redis's `not_key` key specs): a
+    /// cluster routes them by slot, but they name no data (COMMAND GETKEYS has none, no key
+    /// lock is taken for them).
+    pub channels: bool,
 }
 
 /// Keys an option names: the argument after its keyword. Their positions depend on the
@@ -162,7 +166,20 @@ impl KeySpec {
 
     /// Keys from `first` to `last` (negative: from the end), `step` apart.
     pub const fn range(first: i32, last: i32, step: i32) -> KeySpec {
-        KeySpec { first, last, step, counted_by: 0, streams_from: 0, options: OptionKeys::None }
+        KeySpec {
+            first,
+            last,
+            step,
+            counted_by: 0,
+            streams_from: 0,
+            options: OptionKeys::None,
+            channels: false,
+        }
+    }
+
+    /// These positions, holding shard channels rather than keys ([`KeySpec::channels`]).
+    pub const fn of_channels(self) -> KeySpec {
+        KeySpec { channels: true, ..self }
     }
 
     /// One key, at `i`.
@@ -505,6 +522,10 @@ pub static COMMANDS: &[Command] = &[
     cmd!("punsubscribe", -1, false, KeySpec::NONE, pubsub::punsubscribe),
     cmd!("publish", 3, false, KeySpec::NONE, pubsub::publish),
     cmd!("pubsub", -2, false, KeySpec::NONE, pubsub::pubsub),
+    // Sharded pub/sub: the channels are keys, as in Redis 7 (a cluster routes them by slot).
+    cmd!("ssubscribe", -2, false, KeySpec::rest(1, 1).of_channels(), pubsub::ssubscribe),
+    cmd!("sunsubscribe", -1, false, KeySpec::rest(1, 1).of_channels(), pubsub::sunsubscribe),
+    cmd!("spublish", 3, false, KeySpec::one(1).of_channels(), pubsub::spublish),
     // transactions
     cmd!("multi", 1, false, KeySpec::NONE, multi::multi),
     cmd!("exec", 1, true, KeySpec::NONE, multi::exec),
@@ -648,7 +669,7 @@ pub fn dispatch_found(
         return;
     }
     if !conn.resp3
-        && conn.subs.as_ref().is_some_and(|s| s.count() > 0)
+        && conn.subs.as_ref().is_some_and(crate::state::Subscriptions::any)
         && !pubsub::allowed_when_subscribed(cmd.name)
     {
         reject(sh, conn, Some(cmd), &pubsub::subscribed_refusal(cmd.name), out);
@@ -683,7 +704,7 @@ pub fn dispatch_found(
     // A reader of several keys (MGET, SINTER, EXISTS a b...) holds their stripes, so that
     // it reads all of them before or after any one write (a command, an EXEC) that spans
     // them, never between; a reader of one key needs no lock (every write is one batch).
-    let readers_lock = (!cmd.write && cmd.keys.may_be_several())
+    let readers_lock = (!cmd.write && !cmd.keys.channels && cmd.keys.may_be_several())
         .then(|| {
             let keys = cmd.keys.of(args);
             (keys.len() > 1).then(|| sh.engine().locks.lock(&keys))

@@ -1,15 +1,17 @@
-//! Pub/sub: SUBSCRIBE, UNSUBSCRIBE, PSUBSCRIBE, PUNSUBSCRIBE, PUBLISH and PUBSUB (CHANNELS,
-//! NUMSUB, NUMPAT, SHARDCHANNELS, SHARDNUMSUB), with Redis's replies, on the server's
-//! subscriptions ([`crate::pubsub`]). A subscribed connection gets its messages as they are
-//! published (`server::listener` writes them between its commands); in RESP2 it may then
-//! run only the subscription commands, PING, QUIT and RESET, as in Redis. Messages go to
-//! the subscribers of this server (in cluster mode, of this node), and so do the keyspace
-//! notifications of the commands this node served ([`publish_events`]).
+//! Pub/sub: SUBSCRIBE, UNSUBSCRIBE, PSUBSCRIBE, PUNSUBSCRIBE, PUBLISH, the sharded SSUBSCRIBE,
+//! SUNSUBSCRIBE and SPUBLISH, and PUBSUB (CHANNELS, NUMSUB, NUMPAT, SHARDCHANNELS,
+//! SHARDNUMSUB), with Redis's replies, on the server's subscriptions ([`crate::pubsub`]). A
+//! subscribed connection gets its messages as they are published (`server::listener` writes
+//! them between its commands, [`deliver`]); in RESP2 it may then run only the subscription
+//! commands, PING, QUIT and RESET, as in Redis. Messages go to the subscribers of this server
+//! (in cluster mode, of this node: a shard channel's commands are routed to its slot's
+//! leader), and so do the keyspace notifications of the commands this node served
+//! ([`publish_events`]).
 
 use super::args::is;
 use super::glob;
 use super::CmdResult;
-use crate::pubsub::Subscriber;
+use crate::pubsub::{Delivery, Kind, Subscriber};
 use crate::resp::Out;
 use crate::state::{Conn, Shared, Subscriptions};
 use crate::types::notify;
@@ -18,7 +20,15 @@ use crate::types::notify;
 pub fn allowed_when_subscribed(name: &str) -> bool {
     matches!(
         name,
-        "subscribe" | "unsubscribe" | "psubscribe" | "punsubscribe" | "ping" | "quit" | "reset"
+        "subscribe"
+            | "unsubscribe"
+            | "psubscribe"
+            | "punsubscribe"
+            | "ssubscribe"
+            | "sunsubscribe"
+            | "ping"
+            | "quit"
+            | "reset"
     )
 }
 
@@ -60,83 +70,133 @@ fn subscriptions(conn: &mut Conn) -> &mut Subscriptions {
     conn.subs.get_or_insert_with(Subscriptions::new)
 }
 
-fn subscribe_to(sh: &Shared, conn: &mut Conn, names: &[Vec<u8>], pattern: bool, out: &mut Out) {
+/// A connection's names of `kind`, and the count its confirmations of `kind` report.
+fn names_of(subs: &mut Subscriptions, kind: Kind) -> &mut std::collections::BTreeSet<Vec<u8>> {
+    match kind {
+        Kind::Channel => &mut subs.channels,
+        Kind::Pattern => &mut subs.patterns,
+        Kind::Shard => &mut subs.shards,
+    }
+}
+
+fn count_of(subs: &Subscriptions, kind: Kind) -> usize {
+    match kind {
+        Kind::Shard => subs.shards.len(),
+        _ => subs.count(),
+    }
+}
+
+fn subscribe_to(sh: &Shared, conn: &mut Conn, names: &[Vec<u8>], kind: Kind, out: &mut Out) {
     let (id, resp3, in_exec) = (conn.id, conn.resp3, conn.in_exec);
     let mut pushes = std::mem::take(&mut conn.pushes);
     let subs = subscriptions(conn);
+    let confirmation = match kind {
+        Kind::Channel => "subscribe",
+        Kind::Pattern => "psubscribe",
+        Kind::Shard => "ssubscribe",
+    };
     for name in names {
         let who = Subscriber { tx: subs.tx.clone(), resp3 };
-        sh.pubsub.subscribe(id, name, pattern, who);
-        if pattern {
-            subs.patterns.insert(name.clone());
-        } else {
-            subs.channels.insert(name.clone());
-        }
-        let count = subs.count();
-        let kind = if pattern { "psubscribe" } else { "subscribe" };
-        confirm(&mut pushes, out, in_exec, kind, Some(name), count);
+        sh.pubsub.subscribe(id, name, kind, who);
+        names_of(subs, kind).insert(name.clone());
+        confirm(&mut pushes, out, in_exec, confirmation, Some(name), count_of(subs, kind));
     }
     conn.pushes = pushes;
 }
 
-fn unsubscribe_from(sh: &Shared, conn: &mut Conn, names: &[Vec<u8>], pattern: bool, out: &mut Out) {
+fn unsubscribe_from(sh: &Shared, conn: &mut Conn, names: &[Vec<u8>], kind: Kind, out: &mut Out) {
     let (id, in_exec) = (conn.id, conn.in_exec);
-    let kind = if pattern { "punsubscribe" } else { "unsubscribe" };
+    let confirmation = match kind {
+        Kind::Channel => "unsubscribe",
+        Kind::Pattern => "punsubscribe",
+        Kind::Shard => "sunsubscribe",
+    };
     let mut pushes = std::mem::take(&mut conn.pushes);
     let subs = subscriptions(conn);
     let names: Vec<Vec<u8>> = if names.is_empty() {
-        let all = if pattern { &subs.patterns } else { &subs.channels };
-        all.iter().cloned().collect()
+        names_of(subs, kind).iter().cloned().collect()
     } else {
         names.to_vec()
     };
     if names.is_empty() {
-        confirm(&mut pushes, out, in_exec, kind, None, subs.count());
+        confirm(&mut pushes, out, in_exec, confirmation, None, count_of(subs, kind));
     }
     for name in &names {
-        sh.pubsub.unsubscribe(id, name, pattern);
-        if pattern {
-            subs.patterns.remove(name);
-        } else {
-            subs.channels.remove(name);
-        }
-        confirm(&mut pushes, out, in_exec, kind, Some(name), subs.count());
+        sh.pubsub.unsubscribe(id, name, kind);
+        names_of(subs, kind).remove(name);
+        confirm(&mut pushes, out, in_exec, confirmation, Some(name), count_of(subs, kind));
     }
     conn.pushes = pushes;
 }
 
 /// SUBSCRIBE channel [channel ...]
 pub fn subscribe(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    subscribe_to(sh, conn, &a[1..], false, out);
+    subscribe_to(sh, conn, &a[1..], Kind::Channel, out);
     Ok(())
 }
 
 /// PSUBSCRIBE pattern [pattern ...]
 pub fn psubscribe(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    subscribe_to(sh, conn, &a[1..], true, out);
+    subscribe_to(sh, conn, &a[1..], Kind::Pattern, out);
     Ok(())
 }
 
 /// UNSUBSCRIBE [channel ...]
 pub fn unsubscribe(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    unsubscribe_from(sh, conn, &a[1..], false, out);
+    unsubscribe_from(sh, conn, &a[1..], Kind::Channel, out);
     Ok(())
 }
 
 /// PUNSUBSCRIBE [pattern ...]
 pub fn punsubscribe(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    unsubscribe_from(sh, conn, &a[1..], true, out);
+    unsubscribe_from(sh, conn, &a[1..], Kind::Pattern, out);
     Ok(())
+}
+
+/// SSUBSCRIBE shardchannel [shardchannel ...]
+pub fn ssubscribe(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    subscribe_to(sh, conn, &a[1..], Kind::Shard, out);
+    Ok(())
+}
+
+/// SUNSUBSCRIBE [shardchannel ...]
+pub fn sunsubscribe(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    unsubscribe_from(sh, conn, &a[1..], Kind::Shard, out);
+    Ok(())
+}
+
+/// Writes what a subscribed connection's queue handed it to `out`: a message's frame, or for
+/// a revoked shard channel (`PubSub::revoke_shards`) the channel forgotten and the
+/// `sunsubscribe` Redis sends then, with the shard channels left.
+pub fn deliver(sh: &Shared, conn: &mut Conn, d: Delivery, out: &mut Vec<u8>) {
+    match d {
+        Delivery::Frame(f) => out.extend_from_slice(&f),
+        Delivery::Revoked(channel) => {
+            let (id, resp3) = (conn.id, conn.resp3);
+            let subs = subscriptions(conn);
+            if !subs.shards.remove(&channel) {
+                return;
+            }
+            sh.pubsub.unsubscribe(id, &channel, Kind::Shard);
+            // Outside a command: the frame goes with the pushes, in either protocol.
+            let mut reply = Out { buf: Vec::new(), resp3 };
+            let left = subs.shards.len();
+            confirm(out, &mut reply, false, "sunsubscribe", Some(&channel), left);
+        }
+    }
 }
 
 /// Drops every subscription of a connection that is closing.
 pub fn forget(sh: &Shared, conn: &mut Conn) {
     if let Some(subs) = conn.subs.take() {
-        for c in &subs.channels {
-            sh.pubsub.unsubscribe(conn.id, c, false);
-        }
-        for p in &subs.patterns {
-            sh.pubsub.unsubscribe(conn.id, p, true);
+        for (names, kind) in [
+            (&subs.channels, Kind::Channel),
+            (&subs.patterns, Kind::Pattern),
+            (&subs.shards, Kind::Shard),
+        ] {
+            for name in names {
+                sh.pubsub.unsubscribe(conn.id, name, kind);
+            }
         }
     }
 }
@@ -178,32 +238,31 @@ pub fn publish(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
     Ok(())
 }
 
+/// SPUBLISH shardchannel message
+pub fn spublish(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    out.int(sh.pubsub.publish_shard(&a[1], &a[2]) as i64);
+    Ok(())
+}
+
 /// PUBSUB CHANNELS [pattern] | NUMSUB [channel ...] | NUMPAT | SHARDCHANNELS | SHARDNUMSUB
 pub fn pubsub(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let sub = &a[1];
-    if is(sub, "channels") && a.len() <= 3 {
-        let chans = sh.pubsub.channels(|c| a.get(2).is_none_or(|p| glob::matches(p, c)));
+    let shard = is(sub, "shardchannels") || is(sub, "shardnumsub");
+    let kind = if shard { Kind::Shard } else { Kind::Channel };
+    if (is(sub, "channels") || is(sub, "shardchannels")) && a.len() <= 3 {
+        let chans = sh.pubsub.channels(kind, |c| a.get(2).is_none_or(|p| glob::matches(p, c)));
         out.array(chans.len());
         for c in &chans {
             out.bulk(c);
         }
-    } else if is(sub, "numsub") {
+    } else if is(sub, "numsub") || is(sub, "shardnumsub") {
         out.map(a.len() - 2);
         for c in &a[2..] {
             out.bulk(c);
-            out.int(sh.pubsub.numsub(c) as i64);
+            out.int(sh.pubsub.numsub(kind, c) as i64);
         }
     } else if is(sub, "numpat") && a.len() == 2 {
         out.int(sh.pubsub.numpat() as i64);
-    } else if is(sub, "shardchannels") && a.len() <= 3 {
-        // Sharded channels (SSUBSCRIBE) are not served: none has a subscriber.
-        out.array(0);
-    } else if is(sub, "shardnumsub") {
-        out.map(a.len() - 2);
-        for c in &a[2..] {
-            out.bulk(c);
-            out.int(0);
-        }
     } else {
         return Err(super::errors::subcommand_syntax(a));
     }

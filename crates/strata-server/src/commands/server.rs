@@ -5,7 +5,7 @@ use super::args::{int_arg, is};
 use super::errors::{arity_err, CmdError, NOAUTH, SYNTAX};
 use super::{glob, CmdResult, COMMANDS};
 use crate::resp::Out;
-use crate::state::{Conn, Shared};
+use crate::state::{Conn, Shared, Subscriptions};
 use crate::storage::SyncPolicy;
 use crate::types::notify;
 use crate::types::number::parse_int_strict;
@@ -18,7 +18,7 @@ pub fn ping(_: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult
     if a.len() > 2 {
         return Err(arity_err("ping").into());
     }
-    if !c.resp3 && c.subs.as_ref().is_some_and(|s| s.count() > 0) {
+    if !c.resp3 && c.subs.as_ref().is_some_and(Subscriptions::any) {
         out.array(2);
         out.bulk(b"pong");
         out.bulk(a.get(1).map_or(&b""[..], Vec::as_slice));
@@ -229,7 +229,7 @@ fn command_getkeys(line: &[Vec<u8>], out: &mut Out) -> CmdResult {
     if !c.arity_fits(line.len()) {
         return Err("ERR Invalid number of arguments specified for command".into());
     }
-    if !c.keys.has_keys() {
+    if !c.keys.has_keys() || c.keys.channels {
         return Err("ERR The command has no key arguments".into());
     }
     let keys = c.keys.positions(line);

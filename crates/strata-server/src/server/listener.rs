@@ -413,26 +413,25 @@ async fn handle(sh: Arc<Shared>, mut sock: TcpStream, addr: String) {
         if frames.is_empty() && proto_err.is_none() {
             // A subscribed connection writes its messages while it waits for commands.
             if let Some(subs) = conn.subs.as_mut() {
-                tokio::select! {
+                let first = tokio::select! {
                     r = sock.read_buf(&mut buf) => match r {
                         Ok(0) | Err(_) => break,
                         Ok(_) => continue,
                     },
-                    Some(msg) = subs.rx.recv() => {
-                        out.buf.extend_from_slice(&msg);
-                        while let Ok(more) = subs.rx.try_recv() {
-                            out.buf.extend_from_slice(&more);
-                            if out.buf.len() > 1 << 20 {
-                                break;
-                            }
-                        }
-                        if sock.write_all(&out.buf).await.is_err() {
-                            break;
-                        }
-                        out.buf.clear();
-                        continue;
-                    }
+                    Some(d) = subs.rx.recv() => d,
+                };
+                commands::pubsub::deliver(&sh, &mut conn, first, &mut out.buf);
+                while out.buf.len() <= 1 << 20 {
+                    let Some(more) = conn.subs.as_mut().and_then(|s| s.rx.try_recv().ok()) else {
+                        break;
+                    };
+                    commands::pubsub::deliver(&sh, &mut conn, more, &mut out.buf);
                 }
+                if sock.write_all(&out.buf).await.is_err() {
+                    break;
+                }
+                out.buf.clear();
+                continue;
             }
             match sock.read_buf(&mut buf).await {
                 Ok(0) | Err(_) => break,
@@ -517,10 +516,8 @@ async fn handle(sh: Arc<Shared>, mut sock: TcpStream, addr: String) {
             }
         }
         // Messages published meanwhile go out after the replies of the commands before them.
-        if let Some(subs) = conn.subs.as_mut() {
-            while let Ok(msg) = subs.rx.try_recv() {
-                out.buf.extend_from_slice(&msg);
-            }
+        while let Some(d) = conn.subs.as_mut().and_then(|s| s.rx.try_recv().ok()) {
+            commands::pubsub::deliver(&sh, &mut conn, d, &mut out.buf);
         }
         if let Some(e) = &proto_err {
             sh.stats.protocol_errors.fetch_add(1, Ordering::Relaxed);
@@ -554,7 +551,7 @@ async fn handle(sh: Arc<Shared>, mut sock: TcpStream, addr: String) {
 mod tests {
     use super::*;
     use crate::config::{Config, Flags};
-    use crate::pubsub::Subscriber;
+    use crate::pubsub::{Kind, Subscriber};
 
     fn shared(dir: &std::path::Path) -> Arc<Shared> {
         let cfg = Config::resolve(Flags::default()).unwrap();
@@ -571,11 +568,11 @@ mod tests {
         let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
         let who = Subscriber { tx, resp3: false };
         let bystander = Registration::new(&sh, "127.0.0.1:2".into());
-        sh.pubsub.subscribe(bystander.id, b"news", false, who.clone());
+        sh.pubsub.subscribe(bystander.id, b"news", Kind::Channel, who.clone());
         let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let reg = Registration::new(&sh, "127.0.0.1:1".into());
-            sh.pubsub.subscribe(reg.id, b"news", false, who.clone());
-            sh.pubsub.subscribe(reg.id, b"n*", true, who.clone());
+            sh.pubsub.subscribe(reg.id, b"news", Kind::Channel, who.clone());
+            sh.pubsub.subscribe(reg.id, b"n*", Kind::Pattern, who.clone());
             assert_eq!(sh.clients.lock().len(), 2);
             panic!("a command's bug");
         }));
@@ -583,7 +580,11 @@ mod tests {
         let clients: Vec<u64> = sh.clients.lock().keys().copied().collect();
         assert_eq!(clients, vec![bystander.id], "only the live connection is listed");
         assert_eq!(sh.stats.connected.load(Ordering::Relaxed), 1);
-        assert_eq!(sh.pubsub.numsub(b"news"), 1, "the bystander's subscription stays");
+        assert_eq!(
+            sh.pubsub.numsub(Kind::Channel, b"news"),
+            1,
+            "the bystander's subscription stays"
+        );
         assert_eq!(sh.pubsub.numpat(), 0);
     }
 }

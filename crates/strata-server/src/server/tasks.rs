@@ -93,6 +93,19 @@ pub fn redirect_blocked(sh: &Shared) {
     }
 }
 
+/// In cluster mode, unsubscribes the subscribers of shard channels whose slot this node no
+/// longer serves (its partition's leader moved, or the slot moved to another partition), each
+/// told with a `sunsubscribe` push, as Redis Cluster does when a slot leaves a node: the
+/// client subscribes again where the slot went, instead of waiting for messages that are now
+/// published elsewhere.
+pub fn revoke_moved_shards(sh: &Shared) {
+    let Some(router) = sh.router.as_ref() else { return };
+    sh.pubsub.revoke_shards(|channel| {
+        let slot = crate::slots::key_slot(channel);
+        matches!(router.route(slot, false, false), Route::Moved(_) | Route::Ask(_))
+    });
+}
+
 /// Starts the tasks on the current runtime.
 pub fn start(sh: &Arc<Shared>) {
     let s = sh.clone();
@@ -108,6 +121,7 @@ pub fn start(sh: &Arc<Shared>) {
             // Off the async workers, where a panic ends this round only (below).
             let r = tokio::task::spawn_blocking(move || {
                 redirect_blocked(&s2);
+                revoke_moved_shards(&s2);
                 expire_round(&s2, &start)
             })
             .await;

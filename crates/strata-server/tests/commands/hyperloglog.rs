@@ -25,7 +25,8 @@ fn registers(c: &mut Raw, key: &str) -> Vec<u8> {
 }
 
 /// redis-server's value after `PFADD k a b c`: sparse, its count stale.
-const ABC: &[u8] = b"HYLL\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x80\x60\xf3\x80\x50\xb1\x84\x4b\xfb\x80\x42\x5a";
+const ABC: &[u8] = b"HYLL\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x80\
+                    \x60\xf3\x80\x50\xb1\x84\x4b\xfb\x80\x42\x5a";
 
 /// redis-server's value after `PFADD r r0 ... r19` (sparse; it counts 20).
 const R20: &str = "48594c4c010000000000000000000080459180435a8041bf8040c380468d8442f4801c8048e9\

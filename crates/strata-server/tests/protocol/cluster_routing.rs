@@ -1,7 +1,8 @@
 //! Cluster mode's routing through the command layer, with a router that stands for the
 //! replication layer's layout: keys in one slot run or are redirected with Redis Cluster's
 //! replies (MOVED, CROSSSLOT, CLUSTERDOWN), READONLY lets a replica serve reads, commands
-//! without keys run anywhere, and a standalone server refuses READONLY as Redis does. CLUSTER
+//! without keys run anywhere, shard channels go to the slot's leader and their subscribers
+//! are unsubscribed when it leaves, and a standalone server refuses READONLY as Redis does. CLUSTER
 //! SLOTS, SHARDS, NODES, INFO, MYID, KEYSLOT, COUNTKEYSINSLOT and GETKEYSINSLOT report the
 //! router's layout in Redis's formats.
 
@@ -101,6 +102,13 @@ fn keys_are_served_here_or_redirected_with_redis_cluster_replies() {
     let crossslot = "-CROSSSLOT Keys in request don't hash to the same slot\r\n";
     assert_eq!(run(&sh, c, &["MGET", "foo", "other"]), crossslot);
     assert_eq!(run(&sh, c, &["DEL", "foo", "bar"]), crossslot);
+    // Shard channels are routed by their slot, as keys are.
+    assert_eq!(run(&sh, c, &["SPUBLISH", "foo", "m"]), ":0\r\n");
+    assert_eq!(
+        run(&sh, c, &["SPUBLISH", "other", "m"]),
+        format!("-MOVED {other} 127.0.0.1:7001\r\n")
+    );
+    assert_eq!(run(&sh, c, &["SSUBSCRIBE", "foo", "other"]), crossslot);
     // Both keys of LMOVE/RPOPLPUSH, and the keys LMPOP's numkeys counts, are routed.
     assert_eq!(run(&sh, c, &["RPUSH", "{foo}l", "x"]), ":1\r\n");
     assert_eq!(run(&sh, c, &["LMOVE", "{foo}l", "{foo}m", "LEFT", "LEFT"]), "$1\r\nx\r\n");
@@ -330,4 +338,76 @@ fn keyspace_wide_commands_see_the_slots_the_node_serves() {
     assert_eq!(run(&sh, c, &["READONLY"]), "+OK\r\n");
     assert_eq!(run(&sh, c, &["DBSIZE"]), ":40\r\n");
     assert_eq!(listed(&run(&sh, c, &["KEYS", "*"])).len(), 40);
+}
+
+/// A layout where this node leads the slot of `foo` until `moved` is set, then is redirected
+/// to 127.0.0.1:7001 for it; as [`Layout`] for `bar` (a replica here).
+#[derive(Default)]
+struct Moving {
+    moved: std::sync::atomic::AtomicBool,
+}
+
+impl Router for Moving {
+    fn route(&self, slot: u16, write: bool, readonly: bool) -> Route {
+        let here = !self.moved.load(std::sync::atomic::Ordering::Relaxed);
+        if (slot == key_slot(b"foo") && here) || (slot == key_slot(b"bar") && readonly && !write) {
+            Route::Local
+        } else {
+            Route::Moved("127.0.0.1:7001".into())
+        }
+    }
+
+    fn layout(&self) -> routing::Layout {
+        Layout.layout()
+    }
+}
+
+/// Shard channels meet on the slot's leader (a READONLY connection is sent there too), and
+/// when the slot leaves this node its subscribers are told `sunsubscribe`, as Redis Cluster
+/// tells them, so that they subscribe again where it went.
+#[test]
+fn shard_subscribers_are_unsubscribed_when_their_slot_leaves() {
+    use strata_server::commands::pubsub::deliver;
+    let dir = tempfile::tempdir().unwrap();
+    let cfg =
+        Config::resolve(Flags { dir: Some(dir.path().to_path_buf()), ..Flags::default() }).unwrap();
+    let store =
+        strata_server::types::open_databases(cfg.engine_options(), dir.path(), SyncPolicy::No, 1)
+            .unwrap();
+    let router = Arc::new(Moving::default());
+    let sh = Shared::new(store, cfg, 0).with_router(router.clone());
+    let (sub, publisher) = (&mut conn(), &mut conn());
+    assert_eq!(run(&sh, sub, &["READONLY"]), "+OK\r\n");
+    let bar = key_slot(b"bar");
+    assert_eq!(run(&sh, sub, &["SSUBSCRIBE", "bar"]), format!("-MOVED {bar} 127.0.0.1:7001\r\n"));
+    assert_eq!(run(&sh, sub, &["GET", "bar"]), "$-1\r\n", "a READONLY read stays here");
+    run(&sh, sub, &["SSUBSCRIBE", "foo"]);
+    assert_eq!(
+        std::mem::take(&mut sub.pushes),
+        b"*3\r\n$10\r\nssubscribe\r\n$3\r\nfoo\r\n:1\r\n".to_vec()
+    );
+    assert_eq!(run(&sh, publisher, &["SPUBLISH", "foo", "m"]), ":1\r\n");
+    let mut written = Vec::new();
+    let d = sub.subs.as_mut().unwrap().rx.try_recv().unwrap();
+    deliver(&sh, sub, d, &mut written);
+    assert_eq!(written, b"*3\r\n$8\r\nsmessage\r\n$3\r\nfoo\r\n$1\r\nm\r\n".to_vec());
+    // Still here: nothing is revoked.
+    strata_server::server::tasks::revoke_moved_shards(&sh);
+    assert!(sub.subs.as_mut().unwrap().rx.try_recv().is_err());
+    router.moved.store(true, std::sync::atomic::Ordering::Relaxed);
+    strata_server::server::tasks::revoke_moved_shards(&sh);
+    let d = sub.subs.as_mut().unwrap().rx.try_recv().unwrap();
+    written.clear();
+    deliver(&sh, sub, d, &mut written);
+    assert_eq!(written, b"*3\r\n$12\r\nsunsubscribe\r\n$3\r\nfoo\r\n:0\r\n".to_vec());
+    assert!(sub.subs.as_ref().unwrap().shards.is_empty());
+    let foo = key_slot(b"foo");
+    assert_eq!(
+        run(&sh, publisher, &["SPUBLISH", "foo", "m"]),
+        format!("-MOVED {foo} 127.0.0.1:7001\r\n")
+    );
+    assert_eq!(
+        run(&sh, sub, &["GET", "x"]),
+        format!("-MOVED {} 127.0.0.1:7001\r\n", key_slot(b"x"))
+    );
 }

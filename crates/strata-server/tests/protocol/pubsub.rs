@@ -1,7 +1,7 @@
 //! Pub/sub: SUBSCRIBE/PSUBSCRIBE confirmations, messages to channel and pattern subscribers
 //! (RESP2 arrays, RESP3 pushes), the commands a subscribed RESP2 connection may run,
-//! UNSUBSCRIBE forms, PUBSUB CHANNELS/NUMSUB/NUMPAT, and a departed subscriber forgotten,
-//! as redis-server 7.0.15 answers.
+//! UNSUBSCRIBE forms, PUBSUB CHANNELS/NUMSUB/NUMPAT, sharded pub/sub (SSUBSCRIBE, SPUBLISH),
+//! and a departed subscriber forgotten, as redis-server 7.0.15 answers.
 
 use crate::common::{Raw, Reply, Server};
 
@@ -121,4 +121,71 @@ fn resp2_confirmations_and_messages_are_not_silenced_by_client_reply() {
         send(&mut c, &["UNSUBSCRIBE", "ch"]);
         assert_eq!(c.read(), confirm("unsubscribe", "ch", 0), "REPLY {mode}");
     }
+}
+
+/// Sharded pub/sub (SSUBSCRIBE, SPUBLISH): a name space apart from channels and patterns,
+/// counted apart in the confirmations, in PUBSUB SHARDCHANNELS/SHARDNUMSUB, and with no
+/// keys for COMMAND GETKEYS, as redis-server 7.0.15 answers (its replies recorded).
+#[test]
+fn shard_channels_are_apart_from_channels_and_patterns() {
+    let srv = Server::start(&[]);
+    let mut r = srv.raw();
+    let mut s = srv.raw();
+    send(&mut s, &["SUBSCRIBE", "x"]);
+    assert_eq!(s.read(), confirm("subscribe", "x", 1));
+    send(&mut s, &["SSUBSCRIBE", "a", "b"]);
+    let (a, b) = (s.read(), s.read());
+    assert_eq!([a, b], [confirm("ssubscribe", "a", 1), confirm("ssubscribe", "b", 2)]);
+    send(&mut s, &["SUNSUBSCRIBE", "zz"]);
+    assert_eq!(s.read(), confirm("sunsubscribe", "zz", 2));
+    send(&mut s, &["PSUBSCRIBE", "p*"]);
+    assert_eq!(s.read(), confirm("psubscribe", "p*", 2));
+    assert_eq!(r.cmd(&["SPUBLISH", "a", "hi"]), Reply::Int(1));
+    assert_eq!(s.read(), Reply::Array(bulks(&["smessage", "a", "hi"])));
+    assert_eq!(r.cmd(&["PUBLISH", "a", "hi"]), Reply::Int(0), "shard subscribers are apart");
+    assert_eq!(r.cmd(&["SPUBLISH", "x", "hi"]), Reply::Int(0), "and so are channels");
+    assert_eq!(r.cmd(&["PUBSUB", "SHARDCHANNELS", "b*"]), Reply::Array(bulks(&["b"])));
+    assert_eq!(
+        r.cmd(&["PUBSUB", "SHARDNUMSUB", "a", "c"]),
+        Reply::Array(vec![Reply::bulk("a"), Reply::Int(1), Reply::bulk("c"), Reply::Int(0)])
+    );
+    assert_eq!(
+        r.cmd(&["PUBSUB", "NUMSUB", "a"]),
+        Reply::Array(vec![Reply::bulk("a"), Reply::Int(0)])
+    );
+    send(&mut s, &["SUNSUBSCRIBE"]);
+    let (a, b) = (s.read(), s.read());
+    assert_eq!([a, b], [confirm("sunsubscribe", "a", 1), confirm("sunsubscribe", "b", 0)]);
+    send(&mut s, &["SUNSUBSCRIBE"]);
+    assert_eq!(
+        s.read(),
+        Reply::Array(vec![Reply::bulk("sunsubscribe"), Reply::Null, Reply::Int(0)])
+    );
+    // Still subscribed to a channel and a pattern: the RESP2 limits hold.
+    send(&mut s, &["GET", "k"]);
+    assert!(matches!(s.read(), Reply::Error(e) if e.starts_with("ERR Can't execute 'get'")));
+    send(&mut s, &["UNSUBSCRIBE"]);
+    assert_eq!(s.read(), confirm("unsubscribe", "x", 1));
+    send(&mut s, &["PUNSUBSCRIBE"]);
+    assert_eq!(s.read(), confirm("punsubscribe", "p*", 0));
+    assert_eq!(s.cmd(&["GET", "k"]), Reply::Null);
+    // Only shard channels left: a RESP2 connection is still limited, and a departed
+    // subscriber is forgotten.
+    send(&mut s, &["SSUBSCRIBE", "c"]);
+    assert_eq!(s.read(), confirm("ssubscribe", "c", 1));
+    send(&mut s, &["GET", "k"]);
+    assert!(matches!(s.read(), Reply::Error(e) if e.starts_with("ERR Can't execute 'get'")));
+    drop(s);
+    let start = std::time::Instant::now();
+    while r.cmd(&["PUBSUB", "SHARDCHANNELS"]) != Reply::Array(Vec::new()) {
+        assert!(start.elapsed() < std::time::Duration::from_secs(10));
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let no_keys = Reply::Error("ERR The command has no key arguments".into());
+    assert_eq!(r.cmd(&["COMMAND", "GETKEYS", "SPUBLISH", "ch", "m"]), no_keys);
+    assert_eq!(r.cmd(&["COMMAND", "GETKEYS", "SSUBSCRIBE", "a", "b"]), no_keys);
+    assert_eq!(
+        r.cmd(&["SPUBLISH", "a"]),
+        Reply::Error("ERR wrong number of arguments for 'spublish' command".into())
+    );
 }
