@@ -59,10 +59,13 @@ impl Registry {
     }
 }
 
-/// Every subscription of a server.
+/// Every subscription of a server, and the connections in MONITOR mode.
 #[derive(Default)]
 pub struct PubSub {
     reg: Mutex<Registry>,
+    monitors: Mutex<HashMap<u64, Subscriber>>,
+    /// How many `monitors` holds: read without the lock on every command.
+    monitoring: std::sync::atomic::AtomicUsize,
 }
 
 /// A message's frame: `kind` (message, pmessage...) and its parts as bulk strings, an array
@@ -108,10 +111,12 @@ impl PubSub {
         was
     }
 
-    /// Unsubscribes client `id` from every channel, pattern and shard channel: for a
-    /// connection that ended without unsubscribing what it knew of (its task was dropped).
+    /// Unsubscribes client `id` from every channel, pattern and shard channel, and ends its
+    /// MONITOR mode: for a connection that ended without unsubscribing what it knew of (its
+    /// task was dropped).
     /// Walks every subscription.
     pub fn drop_client(&self, id: u64) {
+        self.unmonitor(id);
         let reg = &mut *self.reg.lock();
         for map in [&mut reg.channels, &mut reg.patterns, &mut reg.shards] {
             map.retain(|_, subs| {
@@ -171,6 +176,34 @@ impl PubSub {
             }
         }
         revoked
+    }
+
+    /// MONITOR: client `id` receives a line for each command the server runs from now on.
+    pub fn monitor(&self, id: u64, who: Subscriber) {
+        let mut m = self.monitors.lock();
+        m.insert(id, who);
+        self.monitoring.store(m.len(), std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether a connection is in MONITOR mode (a hint: a monitor added meanwhile misses
+    /// the command being asked about).
+    pub fn monitored(&self) -> bool {
+        self.monitoring.load(std::sync::atomic::Ordering::Relaxed) > 0
+    }
+
+    /// Sends `line` (a whole frame) to every monitor.
+    pub fn feed_monitors(&self, line: Vec<u8>) {
+        let line: Arc<[u8]> = line.into();
+        for m in self.monitors.lock().values() {
+            let _ = m.tx.send(Delivery::Frame(line.clone()));
+        }
+    }
+
+    /// Takes client `id` out of MONITOR mode (it closed, or RESET ran).
+    pub fn unmonitor(&self, id: u64) {
+        let mut m = self.monitors.lock();
+        m.remove(&id);
+        self.monitoring.store(m.len(), std::sync::atomic::Ordering::Relaxed);
     }
 
     /// PUBSUB NUMPAT: the patterns with a subscriber.

@@ -21,6 +21,7 @@ pub mod hyperloglog;
 pub mod info;
 pub mod keys;
 pub mod list;
+pub mod monitor;
 pub mod multi;
 pub mod persistence;
 pub mod pubsub;
@@ -522,6 +523,7 @@ pub static COMMANDS: &[Command] = &[
     cmd!("punsubscribe", -1, false, KeySpec::NONE, pubsub::punsubscribe),
     cmd!("publish", 3, false, KeySpec::NONE, pubsub::publish),
     cmd!("pubsub", -2, false, KeySpec::NONE, pubsub::pubsub),
+    cmd!("monitor", 1, false, KeySpec::NONE, monitor::monitor),
     // Sharded pub/sub: the channels are keys, as in Redis 7 (a cluster routes them by slot).
     cmd!("ssubscribe", -2, false, KeySpec::rest(1, 1).of_channels(), pubsub::ssubscribe),
     cmd!("sunsubscribe", -1, false, KeySpec::rest(1, 1).of_channels(), pubsub::sunsubscribe),
@@ -710,6 +712,11 @@ pub fn dispatch_found(
             (keys.len() > 1).then(|| sh.engine().locks.lock(&keys))
         })
         .flatten();
+    // MONITOR shows a command after it ran, a script's before (`monitor`).
+    let monitored = sh.pubsub.monitored() && !monitor::runs_script(args);
+    if sh.pubsub.monitored() && !monitored {
+        monitor::feed(sh, conn, args);
+    }
     let started = std::time::Instant::now();
     // The commands that look at keys without using them (Redis's LOOKUP_NOTOUCH) leave
     // OBJECT IDLETIME's clock alone (`storage::access`).
@@ -721,6 +728,9 @@ pub fn dispatch_found(
     } else {
         run_handler(sh, cmd, conn, args, out)
     };
+    if monitored {
+        monitor::feed(sh, conn, args);
+    }
     // A command that blocked counts when it is served or times out (`blocking`).
     let us = started.elapsed().as_micros() as u64;
     let blocked = conn.blocked.is_some();

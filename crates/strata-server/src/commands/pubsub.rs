@@ -186,8 +186,9 @@ pub fn deliver(sh: &Shared, conn: &mut Conn, d: Delivery, out: &mut Vec<u8>) {
     }
 }
 
-/// Drops every subscription of a connection that is closing.
+/// Drops every subscription of a connection that is closing (or RESET), and its MONITOR.
 pub fn forget(sh: &Shared, conn: &mut Conn) {
+    sh.pubsub.unmonitor(conn.id);
     if let Some(subs) = conn.subs.take() {
         for (names, kind) in [
             (&subs.channels, Kind::Channel),

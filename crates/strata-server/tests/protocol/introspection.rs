@@ -1,6 +1,6 @@
 //! INFO's sections (which ones each argument selects, the CPU, command and error
 //! statistics) and OBJECT's subcommands (Redis 7.0's encoding names by its conversion rules,
-//! REFCOUNT, FREQ's refusal), as redis-server 7.0.15 gives them.
+//! REFCOUNT, FREQ's refusal), and MONITOR's lines, as redis-server 7.0.15 gives them.
 
 use crate::common::{Raw, Reply, Server};
 
@@ -368,4 +368,62 @@ fn slowlog_refuses_bad_settings_and_subcommands_as_redis_does() {
         help[0],
         Reply::Simple("SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:".into())
     );
+}
+
+/// MONITOR: each command another client runs, as redis-server 7.0 shows it: after it ran
+/// (EXEC after its commands), a script's command before the commands it calls (`lua`),
+/// arguments quoted with Redis's escapes, AUTH's redacted, administrative commands hidden;
+/// RESET ends it.
+#[test]
+fn monitor_shows_the_commands_others_run() {
+    let srv = Server::start(&[]);
+    let mut r = srv.raw();
+    let mut m = srv.raw();
+    assert_eq!(m.cmd(&["MONITOR"]), Reply::Simple("OK".into()));
+    r.cmd(&["SET", "foo", "bar"]);
+    r.cmd(&["GET", "foo"]);
+    r.cmd(&["EVAL", "redis.call('set', KEYS[1], ARGV[1])", "1", "foo", "baz"]);
+    r.cmd(&["MULTI"]);
+    r.cmd(&["SET", "a", "b"]);
+    r.cmd(&["EXEC"]);
+    r.cmd(&["CONFIG", "GET", "maxmemory"]);
+    r.cmd(&["AUTH", "secret"]);
+    r.cmd(&["SET", "a\nb", "q\"\u{1}"]);
+    let mut lines = Vec::new();
+    for _ in 0..8 {
+        match m.read() {
+            Reply::Simple(l) => lines.push(l),
+            other => panic!("{other:?}"),
+        }
+    }
+    // Each line: "<secs>.<micros> [0 <addr>] <args>"; the address is the client's.
+    for l in &lines {
+        let (stamp, _) = l.split_once(' ').unwrap();
+        let (secs, micros) = stamp.split_once('.').unwrap();
+        assert!(secs.parse::<u64>().unwrap() > 1_600_000_000 && micros.len() == 6, "{l}");
+    }
+    let shown: Vec<&str> = lines.iter().map(|l| l.split_once("] ").unwrap().1).collect();
+    assert_eq!(
+        shown,
+        [
+            r#""SET" "foo" "bar""#,
+            r#""GET" "foo""#,
+            r#""EVAL" "redis.call('set', KEYS[1], ARGV[1])" "1" "foo" "baz""#,
+            r#""set" "foo" "baz""#,
+            r#""MULTI""#,
+            r#""SET" "a" "b""#,
+            r#""EXEC""#,
+            r#""AUTH" "(redacted)""#,
+        ]
+    );
+    assert!(lines[0].contains(" [0 127.0.0.1:"), "{}", lines[0]);
+    assert!(lines[3].contains(" [0 lua] "), "{}", lines[3]);
+    match m.read() {
+        Reply::Simple(l) => assert!(l.ends_with(r#"] "SET" "a\nb" "q\"\x01""#), "{l}"),
+        other => panic!("{other:?}"),
+    }
+    // RESET ends MONITOR mode: nothing more arrives.
+    assert_eq!(m.cmd(&["RESET"]), Reply::Simple("RESET".into()));
+    r.cmd(&["SET", "x", "y"]);
+    assert_eq!(m.cmd(&["PING"]), Reply::Simple("PONG".into()));
 }

@@ -1,0 +1,159 @@
+//! MONITOR: a connection that sends it receives a line for each command the server runs
+//! afterwards, as redis-server 7.0 writes them:
+//!
+//! ```text
+//! +<unix seconds>.<microseconds> [<db> <client ip:port>|lua] "arg" "arg" ...\r\n
+//! ```
+//!
+//! Each argument is quoted with Redis's escapes (`\\`, `\"`, `\n`, `\r`, `\t`, `\a`, `\b`,
+//! `\xHH` for other bytes that are not printable ASCII). A command is fed after it ran (so
+//! EXEC's commands come before EXEC), but a script's command (EVAL, EVALSHA, FCALL and their
+//! read-only forms) before it runs, so that the commands it calls (`[<db> lua]`) follow it.
+//! Queued commands are fed when EXEC runs them, not when MULTI queued them. Administrative
+//! commands (Redis's `admin` flag: CONFIG GET/SET, SHUTDOWN, SAVE, CLIENT LIST/KILL...) are
+//! not shown, and AUTH's arguments (HELLO's after AUTH) are shown as `(redacted)`.
+
+use super::args::is;
+use super::CmdResult;
+use crate::pubsub::Subscriber;
+use crate::resp::Out;
+use crate::state::{Conn, Shared, Subscriptions};
+
+/// MONITOR
+pub fn monitor(sh: &Shared, conn: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let resp3 = conn.resp3;
+    let subs = conn.subs.get_or_insert_with(Subscriptions::new);
+    sh.pubsub.monitor(conn.id, Subscriber { tx: subs.tx.clone(), resp3 });
+    out.ok();
+    Ok(())
+}
+
+/// Whether `args` is a script's command, fed before it runs.
+pub fn runs_script(args: &[Vec<u8>]) -> bool {
+    ["eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"]
+        .iter()
+        .any(|n| is(&args[0], n))
+}
+
+/// Whether `args` is an administrative command, never fed (Redis's `admin` flag).
+fn hidden(args: &[Vec<u8>]) -> bool {
+    let sub = |names: &[&str]| args.get(1).is_some_and(|s| names.iter().any(|n| is(s, n)));
+    let name = &args[0];
+    let admin = ["monitor", "shutdown", "save", "bgsave", "bgrewriteaof", "debug", "pfdebug"];
+    admin.iter().any(|n| is(name, n))
+        || is(name, "pfselftest")
+        || (is(name, "config") && sub(&["get", "set", "resetstat", "rewrite"]))
+        || (is(name, "slowlog") && sub(&["get", "len", "reset"]))
+        || (is(name, "client") && sub(&["kill", "list", "no-evict", "pause", "unblock", "unpause"]))
+        || (is(name, "cluster")
+            && sub(&[
+                "addslots",
+                "addslotsrange",
+                "bumpepoch",
+                "count-failure-reports",
+                "delslots",
+                "delslotsrange",
+                "failover",
+                "flushslots",
+                "forget",
+                "meet",
+                "replicas",
+                "replicate",
+                "reset",
+                "saveconfig",
+                "set-config-epoch",
+                "setslot",
+                "slaves",
+            ]))
+}
+
+/// Appends `arg` quoted as Redis's `sdscatrepr` quotes it.
+fn push_quoted(line: &mut Vec<u8>, arg: &[u8]) {
+    line.push(b'"');
+    for &b in arg {
+        match b {
+            b'\\' | b'"' => line.extend_from_slice(&[b'\\', b]),
+            b'\n' => line.extend_from_slice(b"\\n"),
+            b'\r' => line.extend_from_slice(b"\\r"),
+            b'\t' => line.extend_from_slice(b"\\t"),
+            0x07 => line.extend_from_slice(b"\\a"),
+            0x08 => line.extend_from_slice(b"\\b"),
+            0x20..=0x7e => line.push(b),
+            _ => line.extend_from_slice(format!("\\x{b:02x}").as_bytes()),
+        }
+    }
+    line.push(b'"');
+}
+
+/// The arguments with AUTH's secrets hidden: every argument of AUTH, and the two after
+/// HELLO's AUTH.
+fn redacted(args: &[Vec<u8>]) -> Vec<bool> {
+    let mut hide = vec![false; args.len()];
+    if is(&args[0], "auth") {
+        hide.iter_mut().skip(1).for_each(|h| *h = true);
+    } else if is(&args[0], "hello") {
+        if let Some(at) = args.iter().position(|a| is(a, "auth")) {
+            hide.iter_mut().skip(at + 1).take(2).for_each(|h| *h = true);
+        }
+    }
+    hide
+}
+
+/// The line MONITOR shows for `args` run by `conn` at `now` (seconds, microseconds).
+pub fn line(sh: &Shared, conn: &Conn, args: &[Vec<u8>], now: (u64, u32)) -> Vec<u8> {
+    let mut line = format!("+{}.{:06} [{} ", now.0, now.1, conn.db).into_bytes();
+    if conn.in_script {
+        line.extend_from_slice(b"lua");
+    } else {
+        let addr = sh.clients.lock().get(&conn.id).map(|e| e.addr.clone()).unwrap_or_default();
+        line.extend_from_slice(addr.as_bytes());
+    }
+    line.extend_from_slice(b"] ");
+    for (i, (a, hide)) in args.iter().zip(redacted(args)).enumerate() {
+        if i > 0 {
+            line.push(b' ');
+        }
+        push_quoted(&mut line, if hide { b"(redacted)" } else { a });
+    }
+    line.extend_from_slice(b"\r\n");
+    line
+}
+
+/// Feeds `args`, run by `conn`, to the monitors, unless it is hidden from them.
+pub fn feed(sh: &Shared, conn: &Conn, args: &[Vec<u8>]) {
+    if !sh.pubsub.monitored() || hidden(args) {
+        return;
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or((0, 0), |d| (d.as_secs(), d.subsec_micros()));
+    sh.pubsub.feed_monitors(line(sh, conn, args, now));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &[&[u8]]) -> Vec<Vec<u8>> {
+        a.iter().map(|x| x.to_vec()).collect()
+    }
+
+    #[test]
+    fn arguments_are_quoted_as_redis_quotes_them() {
+        let mut l = Vec::new();
+        push_quoted(&mut l, b"a\"b\\c\n\r\t\x07\x08\x00\xff ~");
+        assert_eq!(l, br#""a\"b\\c\n\r\t\a\b\x00\xff ~""#.to_vec());
+    }
+
+    #[test]
+    fn secrets_are_redacted_and_admin_commands_hidden() {
+        assert_eq!(redacted(&args(&[b"AUTH", b"u", b"p"])), [false, true, true]);
+        let hello = args(&[b"hello", b"2", b"AUTH", b"u", b"p", b"SETNAME", b"n"]);
+        assert_eq!(redacted(&hello), [false, false, false, true, true, false, false]);
+        assert!(hidden(&args(&[b"CONFIG", b"SET", b"x", b"y"])));
+        assert!(!hidden(&args(&[b"config", b"help"])));
+        assert!(hidden(&args(&[b"monitor"])));
+        assert!(!hidden(&args(&[b"set", b"k", b"v"])));
+        assert!(runs_script(&args(&[b"EVALSHA", b"x", b"0"])));
+    }
+}
