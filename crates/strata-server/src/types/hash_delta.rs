@@ -77,17 +77,23 @@ pub fn encode(edits: &[Edit]) -> Vec<u8> {
     out
 }
 
+/// The count of edits of operand `b` after checking its header (`format u8 | count u32LE`,
+/// shared by every operand format this operator applies); `what` names the operand kind in
+/// the error.
+pub(crate) fn operand_count(b: &[u8], format: u8, what: &str) -> Result<usize, String> {
+    match b.first() {
+        Some(&f) if f == format => {}
+        Some(f) => return Err(format!("{what} format {f} unknown (expected {format})")),
+        None => return Err(format!("an empty {what}")),
+    }
+    b.get(1..5)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as usize)
+        .ok_or_else(|| format!("a {what} of {} bytes, expected at least 5", b.len()))
+}
+
 /// Appends the edits of operand `b` to `edits`; `Err` says what is wrong and at which byte.
 pub fn decode_into<'a>(b: &'a [u8], edits: &mut Vec<Edit<'a>>) -> Result<(), String> {
-    match b.first() {
-        Some(&FORMAT) => {}
-        Some(f) => return Err(format!("field delta format {f} unknown (expected {FORMAT})")),
-        None => return Err("an empty field delta".into()),
-    }
-    let count = b
-        .get(1..5)
-        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as usize)
-        .ok_or_else(|| format!("a field delta of {} bytes, expected at least 5", b.len()))?;
+    let count = operand_count(b, FORMAT, "field delta")?;
     // Offsets in errors count from the operand's start.
     let at = |rest: &[u8]| b.len() - rest.len();
     let past = |what: &str, i: usize, from: &[u8]| {

@@ -63,16 +63,20 @@ impl Router for Layout {
     }
 }
 
-fn shared(dir: &std::path::Path, clustered: bool) -> Shared {
+/// A server on `dir`, standalone, or clustered with `router` as its layout.
+fn shared_routed(dir: &std::path::Path, router: Option<Arc<dyn Router>>) -> Shared {
     let cfg = Config::resolve(Flags { dir: Some(dir.to_path_buf()), ..Flags::default() }).unwrap();
     let store =
         strata_server::types::open_databases(cfg.engine_options(), dir, SyncPolicy::No, 1).unwrap();
     let sh = Shared::new(store, cfg, 0);
-    if clustered {
-        sh.with_router(Arc::new(Layout))
-    } else {
-        sh
+    match router {
+        Some(r) => sh.with_router(r),
+        None => sh,
     }
+}
+
+fn shared(dir: &std::path::Path, clustered: bool) -> Shared {
+    shared_routed(dir, clustered.then(|| Arc::new(Layout) as Arc<dyn Router>))
 }
 
 fn conn() -> Conn {
@@ -299,13 +303,8 @@ impl Router for Halves {
 #[test]
 fn keyspace_wide_commands_see_the_slots_the_node_serves() {
     let dir = tempfile::tempdir().unwrap();
-    let cfg =
-        Config::resolve(Flags { dir: Some(dir.path().to_path_buf()), ..Flags::default() }).unwrap();
-    let store =
-        strata_server::types::open_databases(cfg.engine_options(), dir.path(), SyncPolicy::No, 1)
-            .unwrap();
     let router = Arc::new(Halves { split: false.into() });
-    let sh = Shared::new(store, cfg, 0).with_router(router.clone());
+    let sh = shared_routed(dir.path(), Some(router.clone()));
     let c = &mut conn();
     let keys: Vec<String> = (0..40).map(|i| format!("k{i}")).collect();
     for k in &keys {
@@ -369,13 +368,8 @@ impl Router for Moving {
 fn shard_subscribers_are_unsubscribed_when_their_slot_leaves() {
     use strata_server::commands::pubsub::deliver;
     let dir = tempfile::tempdir().unwrap();
-    let cfg =
-        Config::resolve(Flags { dir: Some(dir.path().to_path_buf()), ..Flags::default() }).unwrap();
-    let store =
-        strata_server::types::open_databases(cfg.engine_options(), dir.path(), SyncPolicy::No, 1)
-            .unwrap();
     let router = Arc::new(Moving::default());
-    let sh = Shared::new(store, cfg, 0).with_router(router.clone());
+    let sh = shared_routed(dir.path(), Some(router.clone()));
     let (sub, publisher) = (&mut conn(), &mut conn());
     assert_eq!(run(&sh, sub, &["READONLY"]), "+OK\r\n");
     let bar = key_slot(b"bar");

@@ -27,6 +27,7 @@
 
 use super::estimate::REGISTERS;
 use super::value::{Encoding, Hll};
+use crate::types::hash_delta::operand_count;
 use crate::types::metadata::{Kind, Meta};
 
 /// The format byte of an operand.
@@ -71,15 +72,7 @@ pub fn encode(edits: &[Edit]) -> Vec<u8> {
 
 /// Appends the edits of operand `b` to `edits`; `Err` says what is wrong and at which byte.
 fn decode_into(b: &[u8], edits: &mut Vec<Edit>) -> Result<(), String> {
-    match b.first() {
-        Some(&FORMAT) => {}
-        Some(f) => return Err(format!("register delta format {f} unknown (expected {FORMAT})")),
-        None => return Err("an empty register delta".into()),
-    }
-    let count = b
-        .get(1..5)
-        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as usize)
-        .ok_or_else(|| format!("a register delta of {} bytes, expected at least 5", b.len()))?;
+    let count = operand_count(b, FORMAT, "register delta")?;
     let mut at = 5;
     for i in 0..count {
         let cut = |what: &str| {

@@ -136,32 +136,39 @@ impl Hll {
     /// Adds `elements`: the registers raised, in order, each with its new value (none: no
     /// change; else the cached count is stale). A sparse value stays sparse while every
     /// register fits a `VAL` opcode and the whole value fits `sparse_max` bytes, and turns
-    /// dense otherwise, as Redis promotes it.
+    /// dense otherwise, as Redis promotes it: at the end, or as soon as a register passes 32
+    /// or the runs are surely too many (twice `sparse_max`: two neighbours of one value are
+    /// written as one run), the elements left then added to the dense registers.
     pub fn add(
         &mut self,
         elements: &[Vec<u8>],
         sparse_max: usize,
     ) -> Result<Vec<(usize, u8)>, HllError> {
         let mut raised = Vec::new();
-        match self.encoding() {
-            Encoding::Dense => {
-                for e in elements {
-                    let (i, value) = estimate::place(e);
-                    if dense_raise(&mut self.bytes[HEADER..], i, value) {
-                        raised.push((i, value));
+        let mut rest = elements;
+        if self.encoding() == Encoding::Sparse {
+            let mut runs = sparse::decode(&self.bytes[HEADER..]).map_err(HllError::Corrupt)?;
+            let mut promote = false;
+            while let Some((e, tail)) = rest.split_first() {
+                rest = tail;
+                let (i, value) = estimate::place(e);
+                if sparse::raise(&mut runs, i, value) {
+                    raised.push((i, value));
+                    promote = value > sparse::VAL_MAX_VALUE || runs.len() > 2 * sparse_max;
+                    if promote {
+                        break;
                     }
                 }
             }
-            Encoding::Sparse => {
-                let mut runs = sparse::decode(&self.bytes[HEADER..]).map_err(HllError::Corrupt)?;
-                for e in elements {
-                    let (i, value) = estimate::place(e);
-                    if sparse::raise(&mut runs, i, value) {
-                        raised.push((i, value));
-                    }
-                }
-                if !raised.is_empty() {
-                    self.store_runs(&runs, false, sparse_max);
+            if !raised.is_empty() {
+                self.store_runs(&runs, promote, sparse_max);
+            }
+        }
+        if self.encoding() == Encoding::Dense {
+            for e in rest {
+                let (i, value) = estimate::place(e);
+                if dense_raise(&mut self.bytes[HEADER..], i, value) {
+                    raised.push((i, value));
                 }
             }
         }
@@ -320,6 +327,25 @@ mod tests {
         assert_eq!(sparse.encoding(), Encoding::Dense, "2,000 elements pass 3,000 bytes");
         let count = dense.count().unwrap();
         assert!((1_900..=2_100).contains(&count), "{count}");
+    }
+
+    #[test]
+    fn a_large_add_turns_dense_on_the_way_and_matches_single_adds() {
+        let elements: Vec<Vec<u8>> = (0..20_000u32).map(|n| n.to_le_bytes().to_vec()).collect();
+        let (mut once, mut each) = (Hll::empty(), Hll::empty());
+        let raised = once.add(&elements, 3000).unwrap();
+        for e in &elements {
+            each.add(std::slice::from_ref(e), 3000).unwrap();
+        }
+        assert_eq!(once.encoding(), Encoding::Dense);
+        assert_eq!(once.registers().unwrap(), each.registers().unwrap());
+        // Every raise reported, in order: replayed on an empty dense value, the same.
+        let mut replay = Hll::empty();
+        replay.make_dense(3000).unwrap();
+        for (i, v) in raised {
+            dense_raise(replay.registers_mut(), i, v);
+        }
+        assert_eq!(replay.registers().unwrap(), once.registers().unwrap());
     }
 
     #[test]
