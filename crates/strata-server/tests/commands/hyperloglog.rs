@@ -95,6 +95,17 @@ fn the_cached_count_and_the_expiry_are_kept_as_redis_keeps_them() {
     assert_eq!(c.cmd(&["PFDEBUG", "TODENSE", "e"]), Reply::Int(1));
     assert_eq!(c.cmd(&["PFDEBUG", "TODENSE", "e"]), Reply::Int(0));
     assert_eq!(c.cmd(&["PFSELFTEST"]), Reply::Simple("OK".into()));
+    // Inside EXEC and a script, a count sees the adds before it.
+    c.cmd(&["MULTI"]);
+    for line in
+        [&["PFADD", "t", "a"][..], &["PFCOUNT", "t"], &["PFADD", "t", "b"], &["PFCOUNT", "t"]]
+    {
+        assert_eq!(c.cmd(line), Reply::Simple("QUEUED".into()));
+    }
+    let counts = [Reply::Int(1), Reply::Int(1), Reply::Int(1), Reply::Int(2)];
+    assert_eq!(c.cmd(&["EXEC"]), Reply::Array(counts.to_vec()));
+    let script = "redis.call('pfadd', KEYS[1], 'x', 'y') return redis.call('pfcount', KEYS[1])";
+    assert_eq!(c.cmd(&["EVAL", script, "1", "t"]), Reply::Int(4));
 }
 
 #[test]
