@@ -57,11 +57,18 @@ pub fn encoded_len(edits: &[Edit]) -> usize {
     5 + edits
 }
 
+/// An operand's header (`format u8 | count u32LE`, shared by every operand format this
+/// operator applies), in a buffer of `len` bytes' capacity for the whole operand.
+pub(crate) fn operand_start(format: u8, count: usize, len: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(len);
+    out.push(format);
+    out.extend_from_slice(&(count as u32).to_le_bytes());
+    out
+}
+
 /// The operand of `edits`.
 pub fn encode(edits: &[Edit]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(encoded_len(edits));
-    out.push(FORMAT);
-    out.extend_from_slice(&(edits.len() as u32).to_le_bytes());
+    let mut out = operand_start(FORMAT, edits.len(), encoded_len(edits));
     for e in edits {
         match *e {
             Edit::Put(f, v) => {

@@ -27,7 +27,7 @@
 
 use super::estimate::REGISTERS;
 use super::value::{Encoding, Hll};
-use crate::types::hash_delta::operand_count;
+use crate::types::hash_delta::{operand_count, operand_start};
 use crate::types::metadata::{Kind, Meta};
 
 /// The format byte of an operand.
@@ -51,9 +51,7 @@ pub fn encoded_len(edits: &[Edit]) -> usize {
 
 /// The operand of `edits`.
 pub fn encode(edits: &[Edit]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(encoded_len(edits));
-    out.push(FORMAT);
-    out.extend_from_slice(&(edits.len() as u32).to_le_bytes());
+    let mut out = operand_start(FORMAT, edits.len(), encoded_len(edits));
     for e in edits {
         match *e {
             Edit::Raise(i, v) => {
