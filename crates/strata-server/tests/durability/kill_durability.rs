@@ -7,28 +7,32 @@
 //! (one entry) and converts to sub-keys after a few writes; kills land on either encoding and
 //! on conversions.
 //!
-//! Four more writers use the other write paths, each against a model of its keys: one the
-//! string commands that rewrite a value (SETRANGE, SETBIT, INCRBYFLOAT, GETEX, SET with
-//! KEEPTTL/GET, MSETNX), one the list commands that change a list inside or move elements between two
-//! lists in one batch (LINSERT, LSET, LREM, LTRIM, LMOVE, RPOPLPUSH, LMPOP, LPUSHX/RPUSHX,
-//! SORT ... STORE),
-//! one the set commands that move members or store a new generation of a set (SMOVE,
-//! SINTERSTORE, SUNIONSTORE, SDIFFSTORE, COPY, RESTORE of the other set's DUMP, beside SADD
-//! and SREM), one the sorted-set
-//! commands that store or remove ranges (ZUNIONSTORE, ZINTERSTORE, ZDIFFSTORE, ZRANGESTORE,
-//! ZREMRANGEBYSCORE, ZMPOP, beside ZADD), one transactions
-//! (MULTI, two SETs of a pair of keys, EXEC: after the restart the pair is never half
-//! written), one scripts (EVAL and EVALSHA setting a pair of keys: never half written
-//! either), one streams (XADD with MAXLEN trimming, XDEL, XTRIM, RESTORE of a stream's own
-//! DUMP), one bitmaps (SETBIT,
-//! BITFIELD SET/INCRBY, BITOP into one of its keys), and one databases (SET after SELECT,
-//! MOVE, COPY ... DB ... REPLACE and SWAPDB over databases 1 to 3: one model entry for all
-//! its keys, as a swap changes every one at once), and one compact hashes' field edits
-//! (HSET of one field, HMSET of two, HDEL, HINCRBY, HSETNX on hashes that stay compact: the
-//! writes the server stores as field deltas, merge operands of the hash's metadata), and one
-//! geospatial indexes (GEOADD, GEOSEARCHSTORE and GEORADIUS ... STORE between two keys), and
-//! one HyperLogLogs (PFADD of a few elements or of enough to turn a key dense, PFMERGE
-//! between two keys, PFCOUNT, which caches its count in the value).
+//! Twelve more writers use the other write paths, each against a model of its keys:
+//! - the string commands that rewrite a value (SETRANGE, SETBIT, INCRBYFLOAT, GETEX, SET with
+//!   KEEPTTL/GET, MSETNX);
+//! - the list commands that change a list inside or move elements between two lists in one
+//!   batch (LINSERT, LSET, LREM, LTRIM, LMOVE, RPOPLPUSH, LMPOP, LPUSHX/RPUSHX, SORT ...
+//!   STORE);
+//! - the set commands that move members or store a new generation of a set (SMOVE,
+//!   SINTERSTORE, SUNIONSTORE, SDIFFSTORE, COPY, RESTORE of the other set's DUMP, beside SADD
+//!   and SREM);
+//! - the sorted-set commands that store or remove ranges (ZUNIONSTORE, ZINTERSTORE,
+//!   ZDIFFSTORE, ZRANGESTORE, ZREMRANGEBYSCORE, ZMPOP, beside ZADD);
+//! - transactions (MULTI, two SETs of a pair of keys, EXEC: after the restart the pair is
+//!   never half written);
+//! - scripts (EVAL and EVALSHA setting a pair of keys: never half written either);
+//! - streams (XADD with MAXLEN trimming, XDEL, XTRIM, RESTORE of a stream's own DUMP);
+//! - bitmaps (SETBIT, BITFIELD SET/INCRBY, BITOP into one of its keys);
+//! - databases (SET after SELECT, MOVE, COPY ... DB ... REPLACE and SWAPDB over databases 1
+//!   to 3: one model entry for all its keys, as a swap changes every one at once);
+//! - compact hashes' field edits (HSET of one field, HMSET of two, HDEL, HINCRBY, HSETNX on
+//!   hashes that stay compact: the writes the server stores as field deltas, merge operands
+//!   of the hash's metadata);
+//! - geospatial indexes (GEOADD, GEOSEARCHSTORE and GEORADIUS ... STORE between two keys);
+//! - HyperLogLogs (PFADD of a few elements or of enough to turn a key dense, then stored as
+//!   register deltas; PFMERGE between two keys; PFCOUNT, which caches its count in the
+//!   value).
+//!
 //! Their oracle keeps the rendered state after the last acknowledged command and after the
 //! one in flight; after the restart the keys read as one of the two.
 
