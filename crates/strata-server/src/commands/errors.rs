@@ -2,6 +2,7 @@
 //! ([`TypeError`]) to them ([`type_error_reply`]). A handler fails with a [`CmdError`];
 //! `dispatch` writes its text. Clients and tests compare these texts byte for byte.
 
+use crate::types::hll::HllError;
 use crate::types::stream::StreamError;
 use crate::types::TypeError;
 use std::borrow::Cow;
@@ -70,6 +71,10 @@ pub fn type_error_reply(e: &TypeError) -> Cow<'static, str> {
         TypeError::NotReplicated(reply) => reply.clone().into(),
         TypeError::NoSlot => "ERR this command is not supported in cluster mode".into(),
         TypeError::Stream(e) => stream_error_reply(*e).into(),
+        TypeError::Hll(HllError::NotHll) => {
+            "WRONGTYPE Key is not a valid HyperLogLog string value.".into()
+        }
+        TypeError::Hll(HllError::Corrupt(_)) => "INVALIDOBJ Corrupted HLL object detected".into(),
     }
 }
 
@@ -184,6 +189,15 @@ mod tests {
             "ERR The specified keys must contain string values"
         );
         assert_eq!(text(TypeError::IndexOutOfRange), "ERR index out of range");
+        assert_eq!(
+            text(TypeError::Hll(HllError::NotHll)),
+            "WRONGTYPE Key is not a valid HyperLogLog string value."
+        );
+        let bad = crate::types::hll::sparse::BadOpcodes { offset: 2, why: "runs past" };
+        assert_eq!(
+            text(TypeError::Hll(HllError::Corrupt(bad))),
+            "INVALIDOBJ Corrupted HLL object detected"
+        );
         assert_eq!(
             text(TypeError::Corrupt("list: missing element".into())),
             "ERR corrupt list: missing element"

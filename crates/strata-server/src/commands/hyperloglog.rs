@@ -7,23 +7,8 @@ use super::CmdResult;
 use crate::resp::Out;
 use crate::state::{Conn, Shared};
 use crate::types::error::TypeError;
-use crate::types::hll::{self, estimate, Encoding, Hll, HllError, PfError};
+use crate::types::hll::{self, estimate, Encoding, Hll};
 use std::sync::atomic::Ordering;
-
-/// Redis's reply to a string that is not a HyperLogLog.
-const NOT_HLL: &str = "WRONGTYPE Key is not a valid HyperLogLog string value.";
-/// Redis's reply to a HyperLogLog whose sparse opcodes are damaged.
-const CORRUPT: &str = "INVALIDOBJ Corrupted HLL object detected";
-
-impl From<PfError> for CmdError {
-    fn from(e: PfError) -> CmdError {
-        match e {
-            PfError::Type(e) => e.into(),
-            PfError::Hll(HllError::NotHll) => NOT_HLL.into(),
-            PfError::Hll(HllError::Corrupt(_)) => CORRUPT.into(),
-        }
-    }
-}
 
 fn sparse_max(sh: &Shared) -> usize {
     sh.hll_sparse_max.load(Ordering::Relaxed)
@@ -61,10 +46,8 @@ pub fn pfmerge(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
 pub fn pfdebug(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let ks = sh.keyspace(c.db);
     let (sub, key) = (&a[1], &a[2]);
-    let missing = |e: PfError| match e {
-        PfError::Type(TypeError::NoSuchKey) => {
-            CmdError::from("ERR The specified key does not exist")
-        }
+    let missing = |e: TypeError| match e {
+        TypeError::NoSuchKey => CmdError::from("ERR The specified key does not exist"),
         e => e.into(),
     };
     if is(sub, "getreg") {

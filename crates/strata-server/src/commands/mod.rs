@@ -713,8 +713,9 @@ pub fn dispatch_found(
         })
         .flatten();
     // MONITOR shows a command after it ran, a script's before (`monitor`).
-    let monitored = sh.pubsub.monitored() && !monitor::runs_script(args);
-    if sh.pubsub.monitored() && !monitored {
+    let monitored = sh.pubsub.monitored();
+    let fed_before = monitored && monitor::runs_script(args);
+    if fed_before {
         monitor::feed(sh, conn, args);
     }
     let started = std::time::Instant::now();
@@ -728,7 +729,7 @@ pub fn dispatch_found(
     } else {
         run_handler(sh, cmd, conn, args, out)
     };
-    if monitored {
+    if monitored && !fed_before {
         monitor::feed(sh, conn, args);
     }
     // A command that blocked counts when it is served or times out (`blocking`).

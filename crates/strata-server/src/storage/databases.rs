@@ -256,7 +256,7 @@ impl Databases {
         let meta0 = db.cf_handle(&first[0]).ok_or(OpenError::MissingFamily(super::CF_METADATA))?;
         check_layout(&db, dir, &meta0, &server_cf, partitioned)?;
         let marker = db.get_cf(&*server_cf, super::LAYOUT_KEY).map_err(db_err)?;
-        let deltas_marked = marker.as_deref() == Some(super::LAYOUT_DELTAS);
+        let layout_rank = marker.as_deref().and_then(super::layout_rank).unwrap_or(0);
         let stored = match db.get_cf(&*server_cf, MAP_KEY).map_err(db_err)? {
             Some(raw) => decode_map(&raw).ok_or_else(|| OpenError::Layout {
                 dir: dir.to_path_buf(),
@@ -284,7 +284,8 @@ impl Databases {
             field_deltas: AtomicU64::new(0),
             replicate: OnceLock::new(),
             meta_merges: meta_merge.is_some(),
-            deltas_marked: std::sync::atomic::AtomicBool::new(deltas_marked),
+            layout_rank: std::sync::atomic::AtomicU8::new(layout_rank),
+            layout_lock: parking_lot::Mutex::new(()),
         });
         let dbs = Databases {
             engine,
@@ -388,14 +389,11 @@ impl Databases {
     }
 
     /// Opens set `set`'s families, creating those missing, and makes its store. A set past
-    /// the first marks the store's layout first (`LAYOUT_DATABASES`, unless it is marked
-    /// `LAYOUT_DELTAS`, which allows sets too).
+    /// the first raises the store's layout to `LAYOUT_DATABASES` first (the delta layouts
+    /// allow sets too, and are kept).
     fn create_set(&self, set: u32) -> strata::Result<()> {
-        let marker = self.engine.db.get_cf(&*self.engine.server_cf, super::LAYOUT_KEY)?;
-        let allows_sets = [super::LAYOUT_DATABASES, super::LAYOUT_DELTAS].map(Some);
-        if set != 0 && !allows_sets.contains(&marker.as_deref()) {
-            let record = (super::LAYOUT_KEY.to_vec(), Some(super::LAYOUT_DATABASES.to_vec()));
-            self.engine.write_server_records(&[record])?;
+        if set != 0 && !self.partitioned {
+            self.engine.raise_layout(super::LAYOUT_DATABASES)?;
         }
         let slot = &self.slots[set as usize];
         let [meta, sub, score] = family_names(set);

@@ -68,6 +68,20 @@ pub const LAYOUT_DATABASES: &[u8] = b"slot-prefixed 2";
 /// merge operator would fail to read them, so it refuses the store at open instead. Written
 /// (synced) before the first delta; a later second family set keeps it.
 pub const LAYOUT_DELTAS: &[u8] = b"slot-prefixed 3";
+/// The layout of a standalone store whose metadata may also hold register deltas (format 2
+/// merge operands of dense HyperLogLogs, `types::hll::delta`) besides what [`LAYOUT_DELTAS`]
+/// allows: a version that applies only field deltas would fail to read them, so it refuses
+/// the store at open. Written (synced) before the first register delta.
+pub const LAYOUT_REGISTER_DELTAS: &[u8] = b"slot-prefixed 4";
+/// The standalone layouts, each allowing what the ones before it allow and more: a marker is
+/// only ever raised along this order ([`Engine::raise_layout`]).
+pub const STANDALONE_LAYOUTS: [&[u8]; 4] =
+    [LAYOUT, LAYOUT_DATABASES, LAYOUT_DELTAS, LAYOUT_REGISTER_DELTAS];
+
+/// Where `marker` stands in [`STANDALONE_LAYOUTS`] (`None`: not a standalone layout).
+pub fn layout_rank(marker: &[u8]) -> Option<u8> {
+    STANDALONE_LAYOUTS.iter().position(|m| *m == marker).map(|r| r as u8)
+}
 /// The layout of a cluster node's store: every key filed under its partition, then its slot
 /// (`crate::filing`). Neither layout reads the other's keys, so each refuses the other.
 pub const LAYOUT_PARTITIONS: &[u8] = b"partition-prefixed 1";
@@ -170,9 +184,8 @@ impl fmt::Display for OpenError {
                 let (wanted, what) = if *partitioned {
                     (format!("{:?}", String::from_utf8_lossy(LAYOUT_PARTITIONS)), "cluster mode")
                 } else {
-                    let [a, b, c] =
-                        [LAYOUT, LAYOUT_DATABASES, LAYOUT_DELTAS].map(String::from_utf8_lossy);
-                    (format!("{a:?}, {b:?} and {c:?}"), "a standalone server")
+                    let [a, b, c, d] = STANDALONE_LAYOUTS.map(String::from_utf8_lossy);
+                    (format!("{a:?}, {b:?}, {c:?} and {d:?}"), "a standalone server")
                 };
                 write!(
                     f,
@@ -300,8 +313,13 @@ pub struct Engine {
     replicate: OnceLock<Arc<dyn Replicate>>,
     /// Whether the metadata families have a merge operator (`Store::merge_meta`).
     meta_merges: bool,
-    /// Whether the layout marker says the store may hold field deltas ([`LAYOUT_DELTAS`]).
-    deltas_marked: AtomicBool,
+    /// The layout marker's rank in [`STANDALONE_LAYOUTS`], as last read or written: at
+    /// [`LAYOUT_DELTAS`]'s the store may hold field deltas, at [`LAYOUT_REGISTER_DELTAS`]'s
+    /// register deltas too.
+    layout_rank: AtomicU8,
+    /// Held while the layout marker is read and raised, so that two raisers never leave the
+    /// lower marker on disk.
+    layout_lock: parking_lot::Mutex<()>,
 }
 
 /// One database's key space (a *family set*: `metadata`, `subkey` and `zscore`, numbered
@@ -344,6 +362,26 @@ impl Engine {
 
     /// Writes (`Some`) or deletes (`None`) records of the `server` family in one synced
     /// batch: the store's own state, which outlives a crash once this returns.
+    /// Raises the layout marker (synced) to `wanted`, a standalone layout, unless it is
+    /// already at or past it in [`STANDALONE_LAYOUTS`]: before a write that needs what
+    /// `wanted` allows (a second family set, a field delta, a register delta).
+    pub fn raise_layout(&self, wanted: &[u8]) -> strata::Result<()> {
+        let Some(rank) = layout_rank(wanted) else {
+            return Err(strata::Error::InvalidArgument("not a standalone layout".into()));
+        };
+        if self.layout_rank.load(Ordering::Acquire) >= rank {
+            return Ok(());
+        }
+        let _g = self.layout_lock.lock();
+        let found = self.db.get_cf(&*self.server_cf, LAYOUT_KEY)?;
+        let now = found.as_deref().and_then(layout_rank).unwrap_or(0);
+        if now < rank {
+            self.write_server_records(&[(LAYOUT_KEY.to_vec(), Some(wanted.to_vec()))])?;
+        }
+        self.layout_rank.store(now.max(rank), Ordering::Release);
+        Ok(())
+    }
+
     pub fn write_server_records(
         &self,
         records: &[(Vec<u8>, Option<Vec<u8>>)],
@@ -612,13 +650,15 @@ impl Store {
     /// script, whose batch reads back through an index; not on a cluster node's store, whose
     /// slot copies carry puts and deletes only), and the cache knows the key's chain of
     /// operands to be shorter than [`MAX_META_DELTAS`] (so a read that misses the cache merges
-    /// a bounded chain). The store's first delta marks its layout first ([`LAYOUT_DELTAS`]).
+    /// a bounded chain). The store's layout is raised to `layout` first (the marker that
+    /// allows this operand's format: [`LAYOUT_DELTAS`], [`LAYOUT_REGISTER_DELTAS`]).
     /// `Err(raw)`: nothing was put, the caller writes `raw` whole. The caller holds the key's
     /// lock and read the record it changes through the cache or the engine.
     pub fn merge_meta(
         &self,
         batch: &mut WriteBatch,
         key: &[u8],
+        layout: &[u8],
         raw: Vec<u8>,
         operand: impl FnOnce() -> Vec<u8>,
     ) -> Result<(), Vec<u8>> {
@@ -632,7 +672,8 @@ impl Store {
             Some(n) if n < MAX_META_DELTAS => n,
             _ => return Err(raw),
         };
-        if !self.mark_deltas() {
+        // A failure leaves the write whole; the next delta tries again.
+        if self.raise_layout(layout).is_err() {
             return Err(raw);
         }
         let operand = operand();
@@ -640,21 +681,6 @@ impl Store {
         self.meta_cache.note_delta(self.space, key, raw, behind + 1);
         self.field_deltas.fetch_add(1, Ordering::Relaxed);
         Ok(())
-    }
-
-    /// Marks the store's layout as holding field deltas ([`LAYOUT_DELTAS`], synced) unless
-    /// it is already; whether it is. Once per store: later calls read one flag.
-    fn mark_deltas(&self) -> bool {
-        if self.deltas_marked.load(Ordering::Acquire) {
-            return true;
-        }
-        let record = (LAYOUT_KEY.to_vec(), Some(LAYOUT_DELTAS.to_vec()));
-        // A failure leaves the write whole; the next delta tries again.
-        let marked = self.write_server_records(&[record]).is_ok();
-        if marked {
-            self.deltas_marked.store(true, Ordering::Release);
-        }
-        marked
     }
 
     /// Puts the deletion of `key`'s metadata record into `batch`.
@@ -907,7 +933,7 @@ fn check_layout(
         if partitioned {
             m == LAYOUT_PARTITIONS
         } else {
-            m == LAYOUT || m == LAYOUT_DATABASES || m == LAYOUT_DELTAS
+            layout_rank(m).is_some()
         }
     };
     if found.as_deref().is_some_and(fits) {
@@ -926,7 +952,7 @@ fn check_layout(
     // No keys: the marker of this mode (a store of the other mode that holds no keys has
     // nothing to misread). A standalone store that used other databases keeps its marker's
     // promise only while it has their sets, so it is not remarked.
-    if let Some(m) = found.filter(|m| m == LAYOUT_DATABASES || m == LAYOUT_DELTAS) {
+    if let Some(m) = found.filter(|m| m != LAYOUT && layout_rank(m).is_some()) {
         return Err(layout_err(format!("{:?}", String::from_utf8_lossy(&m))));
     }
     let mut b = WriteBatch::new();

@@ -43,6 +43,8 @@ pub enum TypeError {
     NoSlot,
     /// A stream operation refused (`super::stream::StreamError`).
     Stream(super::stream::StreamError),
+    /// A string that is not a HyperLogLog, or a corrupt one (`super::hll::HllError`).
+    Hll(super::hll::HllError),
 }
 
 impl fmt::Display for TypeError {
@@ -68,6 +70,12 @@ impl fmt::Display for TypeError {
             TypeError::NotReplicated(reply) => write!(f, "not replicated: {reply}"),
             TypeError::NoSlot => f.write_str("a write that names no slot cannot be replicated"),
             TypeError::Stream(e) => write!(f, "stream: {e}"),
+            TypeError::Hll(super::hll::HllError::NotHll) => {
+                f.write_str("the string is not a HyperLogLog")
+            }
+            TypeError::Hll(super::hll::HllError::Corrupt(b)) => {
+                write!(f, "corrupt HyperLogLog: opcode at byte {}: {}", b.offset, b.why)
+            }
         }
     }
 }
@@ -78,6 +86,12 @@ impl std::error::Error for TypeError {
             TypeError::Engine(e) => Some(e),
             _ => None,
         }
+    }
+}
+
+impl From<super::hll::HllError> for TypeError {
+    fn from(e: super::hll::HllError) -> Self {
+        TypeError::Hll(e)
     }
 }
 

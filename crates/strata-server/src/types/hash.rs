@@ -14,6 +14,7 @@ use super::metadata::{Kind, Meta};
 use super::notify::HASH;
 use super::number::parse_int_strict;
 use super::subkey;
+use crate::storage::LAYOUT_DELTAS;
 use std::collections::HashSet;
 use strata::WriteBatch;
 
@@ -110,7 +111,8 @@ fn commit(
                 // A delta of most of the hash saves little, and every read would merge it.
                 let small = hash_delta::encoded_len(changes) * 2 <= raw.len();
                 let whole = if small {
-                    st.merge_meta(&mut b, key, raw, || hash_delta::encode(changes)).err()
+                    st.merge_meta(&mut b, key, LAYOUT_DELTAS, raw, || hash_delta::encode(changes))
+                        .err()
                 } else {
                     Some(raw)
                 };

@@ -180,6 +180,53 @@ mod tests {
         assert_eq!(Hll::parse(m.value.to_vec()).unwrap().cached_count(), Some(11));
     }
 
+    /// The first register delta raises the store's layout to `slot-prefixed 4` (synced,
+    /// before the delta), which a version that applies only field deltas refuses at open; a
+    /// field delta and a second database after it keep that marker, never lower it, and the
+    /// store reopens with the deltas merged.
+    #[test]
+    fn the_first_register_delta_raises_the_layout_past_field_deltas() {
+        use crate::storage::{SyncPolicy, LAYOUT_DELTAS, LAYOUT_KEY, LAYOUT_REGISTER_DELTAS};
+        use crate::types::compact_hash::Limits;
+        use crate::types::{hash, hll, Keyspace};
+        let dir = tempfile::tempdir().unwrap();
+        let open = || {
+            crate::types::open_databases(strata::Options::default(), dir.path(), SyncPolicy::No, 4)
+                .unwrap()
+        };
+        let marker = |dbs: &crate::storage::databases::Databases| {
+            dbs.engine().db.get_cf(&*dbs.engine().server_cf, LAYOUT_KEY).unwrap()
+        };
+        let limits = Limits::default();
+        let elements = |from: u32, n: u32| -> Vec<Vec<u8>> {
+            (from..from + n).map(|i| i.to_le_bytes().to_vec()).collect()
+        };
+        let want = {
+            let dbs = open();
+            let ks = Keyspace::new(dbs.store(0), &limits, 0);
+            let big = [b'v'; 100];
+            hash::set_fields(&ks, b"h", &[(b"a", &big), (b"b", &big)]).unwrap();
+            hash::set_fields(&ks, b"h", &[(b"a", b"1")]).unwrap();
+            assert_eq!(marker(&dbs).as_deref(), Some(LAYOUT_DELTAS));
+            // Dense at once (a limit of 0), then a few more elements: a register delta.
+            assert!(hll::add(&ks, b"p", &elements(0, 100), 0).unwrap());
+            assert!(hll::add(&ks, b"p", &elements(100, 5), 0).unwrap());
+            assert_eq!(marker(&dbs).as_deref(), Some(LAYOUT_REGISTER_DELTAS));
+            hash::set_fields(&ks, b"h", &[(b"a", b"2")]).unwrap();
+            dbs.ensure(2).unwrap();
+            assert_eq!(marker(&dbs).as_deref(), Some(LAYOUT_REGISTER_DELTAS), "never lowered");
+            let want = hll::count(&ks, b"p", false).unwrap();
+            dbs.close().unwrap();
+            want
+        };
+        let dbs = open();
+        let ks = Keyspace::new(dbs.store(0), &limits, 0);
+        assert_eq!(hll::count(&ks, b"p", false).unwrap(), want);
+        assert!((100..=110).contains(&want), "{want}");
+        assert_eq!(hash::get(&ks, b"h", b"a").unwrap().as_deref(), Some(&b"2"[..]));
+        dbs.close().unwrap();
+    }
+
     #[test]
     fn damaged_operands_and_entries_are_refused_with_the_reason() {
         let (_, raw) = dense(&["a"], 0);

@@ -31,35 +31,15 @@ use super::error::{Result, TypeError};
 use super::keyspace::Keyspace;
 use super::metadata::{Kind, Meta};
 use super::notify::STRING;
+use crate::storage::LAYOUT_REGISTER_DELTAS;
 use strata::WriteBatch;
 pub use value::{Encoding, Hll, HllError};
 
 /// Redis's default `hll-sparse-max-bytes`.
 pub const DEFAULT_SPARSE_MAX: usize = 3000;
 
-/// What an HLL operation can fail with beyond [`TypeError`].
-#[derive(Debug)]
-pub enum PfError {
-    /// A data-layer failure (a key of another type, the engine).
-    Type(TypeError),
-    /// A string that is not a HyperLogLog, or a corrupt one.
-    Hll(HllError),
-}
-
-impl From<TypeError> for PfError {
-    fn from(e: TypeError) -> PfError {
-        PfError::Type(e)
-    }
-}
-
-impl From<HllError> for PfError {
-    fn from(e: HllError) -> PfError {
-        PfError::Hll(e)
-    }
-}
-
 /// The HyperLogLog at `key` and the key's expiry; `None` when absent.
-fn load(ks: &Keyspace, key: &[u8]) -> std::result::Result<Option<(Hll, u64)>, PfError> {
+fn load(ks: &Keyspace, key: &[u8]) -> Result<Option<(Hll, u64)>> {
     let Some(m) = ks.typed(key, Kind::String)? else {
         return Ok(None);
     };
@@ -80,7 +60,7 @@ fn store(
     let mut b = WriteBatch::with_capacity_bytes(key.len() + raw.len() + 64);
     let small = was_dense && !edits.is_empty() && delta::encoded_len(edits) * 2 <= raw.len();
     let whole = if small {
-        ks.store.merge_meta(&mut b, key, raw, || delta::encode(edits)).err()
+        ks.store.merge_meta(&mut b, key, LAYOUT_REGISTER_DELTAS, raw, || delta::encode(edits)).err()
     } else {
         Some(raw)
     };
@@ -92,12 +72,7 @@ fn store(
 
 /// PFADD: adds `elements` to the HyperLogLog at `key` (absent: a new empty one, which counts
 /// as a change); whether it changed. Raises `pfadd` on a change.
-pub fn add(
-    ks: &Keyspace,
-    key: &[u8],
-    elements: &[Vec<u8>],
-    sparse_max: usize,
-) -> std::result::Result<bool, PfError> {
+pub fn add(ks: &Keyspace, key: &[u8], elements: &[Vec<u8>], sparse_max: usize) -> Result<bool> {
     let _g = ks.store.locks.lock(&[key]);
     let (mut h, expire_ms, created) = match load(ks, key)? {
         Some((h, at)) => (h, at, false),
@@ -124,7 +99,7 @@ pub fn add(
 /// PFCOUNT of one key: its cached count, or the estimate, which is then cached in the value
 /// (a write, as in Redis) unless `cache` is off (a replicated store, where a read must not
 /// propose a write). 0 for an absent key.
-pub fn count(ks: &Keyspace, key: &[u8], cache: bool) -> std::result::Result<u64, PfError> {
+pub fn count(ks: &Keyspace, key: &[u8], cache: bool) -> Result<u64> {
     let _g = ks.store.locks.lock(&[key]);
     let Some((mut h, expire_ms)) = load(ks, key)? else {
         return Ok(0);
@@ -143,7 +118,7 @@ pub fn count(ks: &Keyspace, key: &[u8], cache: bool) -> std::result::Result<u64,
 
 /// The registers of the union of the HyperLogLogs at `keys` (absent keys are empty), and
 /// whether one of them is dense.
-fn union(ks: &Keyspace, keys: &[Vec<u8>]) -> std::result::Result<(Vec<u8>, bool), PfError> {
+fn union(ks: &Keyspace, keys: &[Vec<u8>]) -> Result<(Vec<u8>, bool)> {
     let mut max = vec![0u8; estimate::REGISTERS];
     let mut dense = false;
     for k in keys {
@@ -156,19 +131,14 @@ fn union(ks: &Keyspace, keys: &[Vec<u8>]) -> std::result::Result<(Vec<u8>, bool)
 }
 
 /// PFCOUNT of several keys: the estimated cardinality of their union (nothing is cached).
-pub fn count_union(ks: &Keyspace, keys: &[Vec<u8>]) -> std::result::Result<u64, PfError> {
+pub fn count_union(ks: &Keyspace, keys: &[Vec<u8>]) -> Result<u64> {
     let (max, _) = union(ks, keys)?;
     Ok(estimate::count_registers(&max))
 }
 
 /// PFMERGE: stores the union of `dst` and `sources` at `dst` (dense if one of them is),
 /// keeping `dst`'s expiry. Raises `pfadd`.
-pub fn merge(
-    ks: &Keyspace,
-    dst: &[u8],
-    sources: &[Vec<u8>],
-    sparse_max: usize,
-) -> std::result::Result<(), PfError> {
+pub fn merge(ks: &Keyspace, dst: &[u8], sources: &[Vec<u8>], sparse_max: usize) -> Result<()> {
     let mut keys: Vec<Vec<u8>> = vec![dst.to_vec()];
     keys.extend(sources.iter().cloned());
     let locked: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
@@ -187,17 +157,13 @@ pub fn merge(
 
 /// The HyperLogLog at `key` for PFDEBUG, with its expiry: [`TypeError::NoSuchKey`] when
 /// absent.
-fn debug_load(ks: &Keyspace, key: &[u8]) -> std::result::Result<(Hll, u64), PfError> {
-    load(ks, key)?.ok_or(PfError::Type(TypeError::NoSuchKey))
+fn debug_load(ks: &Keyspace, key: &[u8]) -> Result<(Hll, u64)> {
+    load(ks, key)?.ok_or(TypeError::NoSuchKey)
 }
 
 /// PFDEBUG GETREG: the registers, after turning a sparse value dense (stored, as Redis
 /// does).
-pub fn debug_registers(
-    ks: &Keyspace,
-    key: &[u8],
-    sparse_max: usize,
-) -> std::result::Result<Vec<u8>, PfError> {
+pub fn debug_registers(ks: &Keyspace, key: &[u8], sparse_max: usize) -> Result<Vec<u8>> {
     let _g = ks.store.locks.lock(&[key]);
     let (mut h, expire_ms) = debug_load(ks, key)?;
     let regs = h.registers()?;
@@ -208,11 +174,7 @@ pub fn debug_registers(
 }
 
 /// PFDEBUG TODENSE: turns a sparse value dense; whether it was sparse.
-pub fn debug_to_dense(
-    ks: &Keyspace,
-    key: &[u8],
-    sparse_max: usize,
-) -> std::result::Result<bool, PfError> {
+pub fn debug_to_dense(ks: &Keyspace, key: &[u8], sparse_max: usize) -> Result<bool> {
     let _g = ks.store.locks.lock(&[key]);
     let (mut h, expire_ms) = debug_load(ks, key)?;
     let converted = h.make_dense(sparse_max)?;
@@ -223,6 +185,6 @@ pub fn debug_to_dense(
 }
 
 /// PFDEBUG ENCODING and DECODE: the value as it is.
-pub fn debug_value(ks: &Keyspace, key: &[u8]) -> std::result::Result<Hll, PfError> {
+pub fn debug_value(ks: &Keyspace, key: &[u8]) -> Result<Hll> {
     Ok(debug_load(ks, key)?.0)
 }

@@ -195,8 +195,8 @@ impl Hll {
         if self.encoding() == Encoding::Dense {
             return Ok(false);
         }
-        let regs = self.registers()?;
-        self.store(&regs, true, sparse_max);
+        let runs = sparse::decode(&self.bytes[HEADER..]).map_err(HllError::Corrupt)?;
+        self.store_runs(&runs, true, sparse_max);
         Ok(true)
     }
 
