@@ -225,12 +225,14 @@ impl MemTable {
                     self.add_range_tombstone(seq, user_key, value);
                     continue;
                 }
-                if let Some(b) = &self.bloom {
-                    // Before the insert: a reader that can see the entry sees its bits.
-                    b.add(user_key);
-                }
+                // Located before the insert, set after it, before the call returns (so before
+                // the DB publishes the entry): `bloom.rs`, "Concurrency contract".
+                let slot = self.bloom.as_ref().map(|b| (b, b.slot(user_key)));
                 let trailer = pack_trailer(seq, t).to_le_bytes();
                 self.list.add(splice, user_key, &trailer, value);
+                if let Some((b, slot)) = slot {
+                    b.add(slot);
+                }
                 points += 1;
                 if matches!(t, ValueType::Deletion | ValueType::SingleDeletion) {
                     deletes += 1;
