@@ -7,7 +7,9 @@ differences and a count; exits 1 if any.
     python3 bench/redis-diff.py --strata target/release/strata-server \
         --redis-server redis-server [--commands 20000] [--seed 1] [--resp3]
 
-Replies that depend on the clock (TTL, PTTL) are left out of the mix. Debian bookworm's
+Replies that depend on the clock (TTL, PTTL) are left out of the mix. With --command-info it
+compares instead what COMMAND INFO says of every command strata-server serves: its flags and
+ACL categories (clients route by them), in order. Debian bookworm's
 `redis-server` package is Redis 7.0.15, the reference of the Redis issue.
 """
 import argparse
@@ -46,6 +48,44 @@ class Client:
             n *= 2 if t == b"%" else 1
             return line + b"".join(self.read() for _ in range(n))
         return line
+
+
+def parse(raw):
+    """A raw reply as Python values: strings, integers and lists (maps and sets as lists)."""
+    def at(i):
+        end = raw.index(b"\r\n", i)
+        t, body, nxt = raw[i:i + 1], raw[i + 1:end], end + 2
+        if t in (b"+", b"-"):
+            return body.decode(), nxt
+        if t == b":":
+            return int(body), nxt
+        if t in (b"$", b"="):
+            n = int(body)
+            return (None, nxt) if n < 0 else (raw[nxt:nxt + n].decode(), nxt + n + 2)
+        n = int(body) * (2 if t == b"%" else 1)
+        items = []
+        for _ in range(max(n, 0)):
+            v, nxt = at(nxt)
+            items.append(v)
+        return items, nxt
+    return at(0)[0]
+
+
+def command_info_diff(a, b):
+    """Differences in flags and categories between the two servers' COMMAND INFO."""
+    names = parse(a.cmd(["COMMAND", "LIST"]))
+    bad = 0
+    for n in sorted(names):
+        ia, ib = parse(a.cmd(["COMMAND", "INFO", n]))[0], parse(b.cmd(["COMMAND", "INFO", n]))[0]
+        if ib is None:
+            print("ONLY strata-server:", n)
+            continue
+        fa, fb = (ia[2], ia[6]), (ib[2], ib[6])
+        if fa != fb:
+            bad += 1
+            print("DIFF", n, "\n  strata-server:", fa, "\n  redis-server: ", fb)
+    print(f"{len(names)} commands, {bad} differences")
+    return bad
 
 
 def start_strata(binary, d):
@@ -127,6 +167,24 @@ def generator(rng):
     return one
 
 
+def random_diff(a, b, o):
+    """Differences in the replies to `o.commands` random commands."""
+    if o.resp3:
+        a.cmd(["HELLO", "3"])  # its server version and client id differ
+        b.cmd(["HELLO", "3"])
+    gen = generator(random.Random(o.seed))
+    bad = 0
+    for _ in range(o.commands):
+        args = gen()
+        ra, rb = a.cmd(args), b.cmd(args)
+        if ra != rb:
+            bad += 1
+            if bad <= 20:
+                print("DIFF", args, "\n  strata-server:", ra[:200], "\n  redis-server: ", rb[:200])
+    print(f"{o.commands} commands, {bad} differences")
+    return bad
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--strata", required=True)
@@ -134,25 +192,15 @@ def main():
     ap.add_argument("--commands", type=int, default=20000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--resp3", action="store_true", help="HELLO 3 first (replies in RESP3)")
+    ap.add_argument("--command-info", action="store_true",
+                    help="compare COMMAND INFO's flags and categories instead")
     o = ap.parse_args()
     with tempfile.TemporaryDirectory() as sd, tempfile.TemporaryDirectory() as rd:
         ps, sport = start_strata(o.strata, sd)
         pr, rport = start_redis(o.redis_server, rd)
         try:
             a, b = Client(sport), Client(rport)
-            if o.resp3:
-                a.cmd(["HELLO", "3"])  # its server version and client id differ
-                b.cmd(["HELLO", "3"])
-            gen = generator(random.Random(o.seed))
-            bad = 0
-            for _ in range(o.commands):
-                args = gen()
-                ra, rb = a.cmd(args), b.cmd(args)
-                if ra != rb:
-                    bad += 1
-                    if bad <= 20:
-                        print("DIFF", args, "\n  strata-server:", ra[:200], "\n  redis-server: ", rb[:200])
-            print(f"{o.commands} commands, {bad} differences")
+            bad = command_info_diff(a, b) if o.command_info else random_diff(a, b, o)
         finally:
             ps.terminate()
             pr.terminate()

@@ -13,6 +13,7 @@ pub mod cluster;
 pub mod databases;
 pub mod dump;
 pub mod errors;
+pub mod flags;
 pub mod functions;
 pub mod geo;
 pub mod glob;

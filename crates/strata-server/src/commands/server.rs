@@ -201,19 +201,53 @@ fn command_info(out: &mut Out, c: &super::Command) {
     out.array(10);
     out.bulk(c.name.as_bytes());
     out.int(i64::from(c.arity));
-    let movable = c.keys.movable();
-    out.set(1 + usize::from(movable));
-    out.simple(if c.write { "write" } else { "readonly" });
-    if movable {
-        out.simple("movablekeys");
+    let flags = super::flags::flags(c);
+    out.set(flags.len());
+    for f in flags {
+        out.simple(f);
     }
     out.int(i64::from(c.keys.first));
     out.int(i64::from(c.keys.last));
     out.int(i64::from(c.keys.step));
-    out.set(0);
+    let cats = super::flags::categories(c);
+    out.set(cats.len());
+    for cat in cats {
+        out.simple(&format!("@{cat}"));
+    }
     out.set(0);
     out.array(0);
     out.array(0);
+}
+
+/// COMMAND LIST's names, filtered as `filter` says: nothing, or `FILTERBY` with `ACLCAT cat`,
+/// `PATTERN glob` (case-insensitive, as Redis matches) or `MODULE name` (no modules here:
+/// none); anything else is Redis's syntax error.
+fn command_list(filter: &[Vec<u8>]) -> Result<Vec<&'static str>, String> {
+    let all = COMMANDS.iter();
+    match filter {
+        [] => Ok(all.map(|c| c.name).collect()),
+        [by, kind, arg] if is(by, "filterby") => {
+            if is(kind, "aclcat") {
+                let cat = String::from_utf8_lossy(arg).to_ascii_lowercase();
+                let cat = cat.as_str();
+                Ok(all
+                    .filter(|c| super::flags::categories(c).contains(&cat))
+                    .map(|c| c.name)
+                    .collect())
+            } else if is(kind, "pattern") {
+                let pat = arg.to_ascii_lowercase();
+                Ok(all
+                    .filter(|c| super::glob::matches(&pat, c.name.as_bytes()))
+                    .map(|c| c.name)
+                    .collect())
+            } else if is(kind, "module") {
+                Ok(Vec::new())
+            } else {
+                Err("ERR syntax error".into())
+            }
+        }
+        _ => Err("ERR syntax error".into()),
+    }
 }
 
 /// COMMAND GETKEYS: the keys of the command line `line` (its name first), by the command
@@ -276,9 +310,10 @@ pub fn command(_: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
     } else if is(sub, "docs") {
         out.map(0);
     } else if is(sub, "list") {
-        out.array(COMMANDS.len());
-        for c in COMMANDS {
-            out.bulk(c.name.as_bytes());
+        let names = command_list(&a[2..])?;
+        out.array(names.len());
+        for n in names {
+            out.bulk(n.as_bytes());
         }
     } else {
         return Err(super::errors::unknown_subcommand(a));

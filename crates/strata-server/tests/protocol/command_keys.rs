@@ -122,12 +122,92 @@ fn command_info_reports_first_last_and_step() {
         },
         other => panic!("{other:?}"),
     };
-    let movable =
-        Reply::Array(vec![Reply::Simple("write".into()), Reply::Simple("movablekeys".into())]);
-    assert_eq!(flags(&mut c, "lmpop"), (Reply::Int(-4), movable.clone()));
+    assert_eq!(flags(&mut c, "lmpop"), (Reply::Int(-4), simples(&["write", "movablekeys"])));
     // A fixed key before the moving ones: the triple names it, as redis-server's does.
     for name in ["zunionstore", "sort", "georadius", "georadiusbymember"] {
         assert_eq!(spec(&mut c, name), (Reply::Int(1), Reply::Int(1), Reply::Int(1)), "{name}");
-        assert_eq!(flags(&mut c, name).1, movable, "{name}");
+        assert_eq!(flags(&mut c, name).1, simples(&["write", "denyoom", "movablekeys"]), "{name}");
     }
+}
+
+fn simples(words: &[&str]) -> Reply {
+    Reply::Array(words.iter().map(|w| Reply::Simple((*w).into())).collect())
+}
+
+/// COMMAND INFO's flags and ACL categories, redis-server 7.0's: redis-py's cluster client
+/// takes a PUBLISH's channel for its key by the `pubsub` flag (without it, it cannot route
+/// the command at all), go-redis sends `readonly` commands to replicas when asked to.
+#[test]
+fn command_info_gives_redis_flags_and_categories() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    let info = |c: &mut crate::common::Raw, name: &str| match c.cmd(&["COMMAND", "INFO", name]) {
+        Reply::Array(v) => match &v[0] {
+            Reply::Array(info) => (info[2].clone(), info[6].clone()),
+            other => panic!("{other:?}"),
+        },
+        other => panic!("{other:?}"),
+    };
+    let cases: &[(&str, &[&str], &[&str])] = &[
+        ("get", &["readonly", "fast"], &["@read", "@string", "@fast"]),
+        ("hset", &["write", "denyoom", "fast"], &["@write", "@hash", "@fast"]),
+        ("publish", &["pubsub", "loading", "stale", "fast"], &["@pubsub", "@fast"]),
+        ("spublish", &["pubsub", "loading", "stale", "fast"], &["@pubsub", "@fast"]),
+        ("subscribe", &["pubsub", "noscript", "loading", "stale"], &["@pubsub", "@slow"]),
+        ("blpop", &["write", "noscript", "blocking"], &["@write", "@list", "@slow", "@blocking"]),
+        (
+            "eval_ro",
+            &["readonly", "noscript", "stale", "skip_monitor", "no_mandatory_keys", "movablekeys"],
+            &["@slow", "@scripting"],
+        ),
+        (
+            "sort",
+            &["write", "denyoom", "movablekeys"],
+            &["@write", "@set", "@sortedset", "@list", "@slow", "@dangerous"],
+        ),
+        (
+            "save",
+            &["admin", "noscript", "no_async_loading", "no_multi"],
+            &["@admin", "@slow", "@dangerous"],
+        ),
+        ("config", &[], &["@slow"]),
+    ];
+    for (name, flags, cats) in cases {
+        assert_eq!(info(&mut c, name), (simples(flags), simples(cats)), "{name}");
+    }
+}
+
+#[test]
+fn command_list_filters_by_category_and_pattern() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    let mut list = |a: &[&str]| {
+        let mut line = vec!["COMMAND", "LIST"];
+        line.extend_from_slice(a);
+        match c.cmd(&line) {
+            Reply::Array(v) => {
+                let mut names: Vec<String> = v
+                    .into_iter()
+                    .map(|r| match r {
+                        Reply::Bulk(b) => String::from_utf8(b).unwrap(),
+                        other => panic!("{other:?}"),
+                    })
+                    .collect();
+                names.sort();
+                Ok(names)
+            }
+            other => Err(other),
+        }
+    };
+    let hll = ["pfadd", "pfcount", "pfdebug", "pfmerge", "pfselftest"];
+    assert_eq!(list(&["FILTERBY", "ACLCAT", "hyperloglog"]).unwrap(), hll);
+    assert_eq!(list(&["filterby", "aclcat", "HyperLogLog"]).unwrap(), hll);
+    assert_eq!(list(&["FILTERBY", "PATTERN", "XA*"]).unwrap(), ["xack", "xadd", "xautoclaim"]);
+    assert_eq!(list(&["FILTERBY", "ACLCAT", "nosuch"]).unwrap(), Vec::<String>::new());
+    assert_eq!(list(&["FILTERBY", "MODULE", "m"]).unwrap(), Vec::<String>::new());
+    let syntax = Reply::Error("ERR syntax error".into());
+    assert_eq!(list(&["FILTERBY", "FOO", "x"]), Err(syntax.clone()));
+    assert_eq!(list(&["FILTERBY"]), Err(syntax.clone()));
+    assert_eq!(list(&["FILTERBY", "ACLCAT"]), Err(syntax));
+    assert!(list(&[]).unwrap().len() > 200);
 }
