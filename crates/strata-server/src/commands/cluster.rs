@@ -139,11 +139,16 @@ fn set_readonly(sh: &Shared, conn: &mut Conn, on: bool, out: &mut Out) -> CmdRes
 /// ADDNODE id host:port:raft_port, REMOVENODE id, FORGETNODE id, REBALANCE.
 ///
 /// A node of this cluster leads some partitions and follows others, which Redis Cluster's
-/// node-wide master/replica roles cannot say. The choice: SLOTS and SHARDS, which are per slot
-/// range, name each range's leader first and its other replicas after it (what clients that
-/// read from replicas use); NODES lists every node as a master, with the slots of the
-/// partitions it leads, and no replica lines (so clients that read NODES send every command
-/// to a leader, which is where writes and linearizable reads go).
+/// node-wide master/replica roles cannot say. The choice: SLOTS names each range's leader
+/// alone, and NODES lists every node as a master, with the slots of the partitions it leads,
+/// and no replica lines, so every client sends every command to a leader, which is where
+/// writes and linearizable reads go. Why SLOTS lists no replicas: redis-py's cluster client
+/// gives each node the role it has in the first range that names it, so a node seen first
+/// as a range's replica would be a replica for good, and the commands it sends to every
+/// primary (KEYS, SCAN, DBSIZE, FLUSHALL, FUNCTION LOAD, ...) would skip the partitions that
+/// node leads: silently partial answers. SHARDS, per slot range, names the leader (`master`)
+/// and the other replicas (`replica`) of each, for clients that read from replicas
+/// (`READONLY` connections).
 pub fn cluster(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let Some(router) = sh.router.as_ref() else { return Err(DISABLED.into()) };
     let sub = String::from_utf8_lossy(&a[1]).to_ascii_lowercase();
@@ -168,27 +173,24 @@ pub fn cluster(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
         "slots" => {
             argc(2)?;
             let l = router.layout();
-            let ranges: Vec<&SlotRange> = l.ranges.iter().filter(|r| r.leader.is_some()).collect();
-            out.array(ranges.len());
-            for r in ranges {
-                let order = serving_order(r);
-                out.array(2 + order.len());
+            let led: Vec<(&SlotRange, u64)> =
+                l.ranges.iter().filter_map(|r| r.leader.map(|id| (r, id))).collect();
+            out.array(led.len());
+            for (r, id) in led {
+                out.array(3);
                 out.int(i64::from(r.first));
                 out.int(i64::from(r.last));
-                for id in order {
-                    match l.nodes.iter().find(|n| n.id == id) {
-                        Some(n) => {
-                            out.array(3);
-                            out.bulk(n.host.as_bytes());
-                            out.int(i64::from(n.port));
-                            out.bulk(n.name().as_bytes());
-                        }
-                        None => {
-                            out.array(3);
-                            out.bulk(b"");
-                            out.int(0);
-                            out.bulk(node_name(id).as_bytes());
-                        }
+                out.array(3);
+                match l.nodes.iter().find(|n| n.id == id) {
+                    Some(n) => {
+                        out.bulk(n.host.as_bytes());
+                        out.int(i64::from(n.port));
+                        out.bulk(n.name().as_bytes());
+                    }
+                    None => {
+                        out.bulk(b"");
+                        out.int(0);
+                        out.bulk(node_name(id).as_bytes());
                     }
                 }
             }

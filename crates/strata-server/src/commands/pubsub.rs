@@ -257,7 +257,9 @@ pub fn pubsub(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
             out.bulk(c);
         }
     } else if is(sub, "numsub") || is(sub, "shardnumsub") {
-        out.map(a.len() - 2);
+        // A flat array of channel, count pairs, in RESP3 too, as redis-server 7.0 answers
+        // (redis-py's cluster client reads it so).
+        out.array(2 * (a.len() - 2));
         for c in &a[2..] {
             out.bulk(c);
             out.int(sh.pubsub.numsub(kind, c) as i64);
