@@ -87,10 +87,11 @@ fi
 args=(--nodes "$nodes" --partitions "$partitions" --replicas "$((nodes < 3 ? nodes : 3))"
       --dir "$work/strata" --base-port "$base" --ttl 600)
 [ -n "$server_bin" ] && args+=(--server-bin "$server_bin")
-if ! addr="$(bash bench/cluster.sh up "${args[@]}" 2> "$work/up.err" | head -1)" || [ -z "$addr" ]; then
+# The first node's address: the first of the lines `up` prints (read whole, not cut short).
+if ! addrs="$(bash bench/cluster.sh up "${args[@]}" 2> "$work/up.err")" || [ -z "$addrs" ]; then
   echo "redis-py-cluster.sh: the strata-server cluster did not start:" >&2
   cat "$work/up.err" >&2
   exit 1
 fi
-run_checks "strata-server, $nodes nodes x $partitions partitions" "$addr" || status=1
+run_checks "strata-server, $nodes nodes x $partitions partitions" "${addrs%%$'\n'*}" || status=1
 exit "$status"

@@ -1,9 +1,8 @@
 //! What COMMAND says of each command beside its arity and key positions: Redis 7's command
 //! flags (`write`, `readonly`, `fast`, `pubsub`, ...) and ACL categories (`@read`,
 //! `@string`, ...), as clients read them. redis-py's cluster client finds a command's keys by
-//! the flags (`movablekeys`: ask COMMAND GETKEYS; `pubsub`: the channel), go-redis's routes
-//! `readonly` commands to replicas when asked to, and `COMMAND LIST FILTERBY ACLCAT` selects
-//! by category.
+//! the flags (`movablekeys`: ask COMMAND GETKEYS; `pubsub`: the channel), go-redis's tells
+//! reads (`readonly`) from writes, and `COMMAND LIST FILTERBY ACLCAT` selects by category.
 //!
 //! [`TABLE`] holds, per command, the flags Redis 7.0 reports for it but `movablekeys` where
 //! that follows from the key table (`KeySpec::movable`; SORT_RO's keys are all fixed here, but

@@ -136,7 +136,7 @@ fn simples(words: &[&str]) -> Reply {
 
 /// COMMAND INFO's flags and ACL categories, redis-server 7.0's: redis-py's cluster client
 /// takes a PUBLISH's channel for its key by the `pubsub` flag (without it, it cannot route
-/// the command at all), go-redis sends `readonly` commands to replicas when asked to.
+/// the command at all), go-redis tells reads (`readonly`) from writes.
 #[test]
 fn command_info_gives_redis_flags_and_categories() {
     let srv = Server::start(&[]);

@@ -19,10 +19,10 @@
 //! ([`MemBloom::slot`], which also asks for the word's cache line) and sets the bits after
 //! its skiplist insert ([`MemBloom::add`]): in a filter larger than the CPU's caches the line
 //! then arrives while the insert runs, instead of the atomic OR waiting for it (and, being a
-//! full barrier on x86, holding up the insert's loads behind it). Confining a key to a word costs accuracy
-//! against a classic filter of the same size (about 2% false positives at 10 bits per key,
-//! 0.3% at 20, 0.05% at 40); a false positive only costs the skiplist search the filter
-//! would have saved. Not persisted: a memtable's filter lives and dies with it.
+//! full barrier on x86, holding up the insert's loads behind it). Confining a key to a word
+//! costs accuracy against a classic filter of the same size (about 2% false positives at 10
+//! bits per key, 0.3% at 20, 0.05% at 40); a false positive only costs the skiplist search
+//! the filter would have saved. Not persisted: a memtable's filter lives and dies with it.
 //!
 //! ## Concurrency contract
 //!
@@ -159,7 +159,7 @@ mod tests {
             for t in 0..4u32 {
                 let f = &f;
                 s.spawn(move || {
-                    (0..2000u32).for_each(|k| f.add(f.slot(&(t * 10_000 + k).to_be_bytes())))
+                    (0..2000u32).for_each(|k| f.add(f.slot(&(t * 10_000 + k).to_be_bytes())));
                 });
             }
         });
