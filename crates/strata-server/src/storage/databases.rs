@@ -323,6 +323,12 @@ impl Databases {
         &self.engine
     }
 
+    /// The store's layout marker as written (tests of the markers' order).
+    #[cfg(test)]
+    pub(crate) fn layout_marker(&self) -> Option<Vec<u8>> {
+        self.engine.db.get_cf(&*self.engine.server_cf, super::LAYOUT_KEY).unwrap()
+    }
+
     /// The store of database `db`, which must have its set (the module's invariant: any
     /// database a connection is on, any database [`Databases::ensure`] succeeded for).
     /// A database without one (a broken invariant) gets the first database's store in
@@ -579,14 +585,10 @@ mod tests {
             let dbs = open(dir.path(), 4);
             assert_eq!(dbs.each().count(), 1, "only database 0 has families at first");
             assert!(matches!(dbs.ensure(4), Err(DbError::OutOfRange(4))));
-            let marker = |dbs: &Databases| {
-                let server = &*dbs.engine().server_cf;
-                dbs.engine().db.get_cf(server, super::super::LAYOUT_KEY).unwrap()
-            };
-            assert_eq!(marker(&dbs).as_deref(), Some(super::super::LAYOUT));
+            assert_eq!(dbs.layout_marker().as_deref(), Some(super::super::LAYOUT));
             dbs.ensure(2).unwrap();
             assert_eq!(
-                marker(&dbs).as_deref(),
+                dbs.layout_marker().as_deref(),
                 Some(super::super::LAYOUT_DATABASES),
                 "a second set marks the layout an older version refuses"
             );

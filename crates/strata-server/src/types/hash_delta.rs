@@ -246,28 +246,26 @@ mod tests {
     /// second database keeps the marker, and the store reopens with its deltas merged.
     #[test]
     fn the_first_delta_marks_a_layout_older_versions_refuse() {
-        use crate::storage::{SyncPolicy, LAYOUT, LAYOUT_DELTAS, LAYOUT_KEY};
-        use crate::types::{hash, Keyspace};
+        use crate::storage::{LAYOUT, LAYOUT_DELTAS};
+        use crate::types::{hash, open_test_databases, Keyspace};
         let dir = tempfile::tempdir().unwrap();
-        let open = || {
-            crate::types::open_databases(strata::Options::default(), dir.path(), SyncPolicy::No, 4)
-                .unwrap()
-        };
-        let marker = |dbs: &crate::storage::databases::Databases| {
-            dbs.engine().db.get_cf(&*dbs.engine().server_cf, LAYOUT_KEY).unwrap()
-        };
+        let open = || open_test_databases(dir.path());
         let limits = Limits::default();
         let big = [b'v'; 100];
         {
             let dbs = open();
             let ks = Keyspace::new(dbs.store(0), &limits, 0);
             hash::set_fields(&ks, b"h", &[(b"a", &big), (b"b", &big)]).unwrap();
-            assert_eq!(marker(&dbs).as_deref(), Some(LAYOUT), "a whole write marks nothing");
+            assert_eq!(dbs.layout_marker().as_deref(), Some(LAYOUT), "a whole write marks nothing");
             hash::set_fields(&ks, b"h", &[(b"a", b"1")]).unwrap();
             assert_eq!(dbs.engine().field_deltas.load(std::sync::atomic::Ordering::Relaxed), 1);
-            assert_eq!(marker(&dbs).as_deref(), Some(LAYOUT_DELTAS));
+            assert_eq!(dbs.layout_marker().as_deref(), Some(LAYOUT_DELTAS));
             dbs.ensure(2).unwrap();
-            assert_eq!(marker(&dbs).as_deref(), Some(LAYOUT_DELTAS), "a second set keeps it");
+            assert_eq!(
+                dbs.layout_marker().as_deref(),
+                Some(LAYOUT_DELTAS),
+                "a second set keeps it"
+            );
             dbs.close().unwrap();
         }
         let dbs = open();
@@ -278,7 +276,7 @@ mod tests {
         hash::set_fields(&ks, b"h", &[(b"b", b"2")]).unwrap();
         hash::set_fields(&ks, b"h", &[(b"b", b"3")]).unwrap();
         assert_eq!(dbs.engine().field_deltas.load(std::sync::atomic::Ordering::Relaxed), 1);
-        assert_eq!(marker(&dbs).as_deref(), Some(LAYOUT_DELTAS));
+        assert_eq!(dbs.layout_marker().as_deref(), Some(LAYOUT_DELTAS));
         assert_eq!(hash::get(&ks, b"h", b"b").unwrap().as_deref(), Some(&b"3"[..]));
         dbs.close().unwrap();
     }

@@ -77,6 +77,12 @@ pub fn open_databases(
     Databases::open(with_rules(opts), dir, policy, gc::is_stale, count, false)
 }
 
+/// A test's store in `dir`: default options, no syncs, four databases.
+#[cfg(test)]
+pub(crate) fn open_test_databases(dir: &std::path::Path) -> Arc<Databases> {
+    open_databases(strata::Options::default(), dir, SyncPolicy::No, 4).unwrap()
+}
+
 /// Opens (creating if needed) a cluster node's store in `dir`: one database, its keys filed
 /// under their partitions (`crate::filing`), its compaction filter as [`open_databases`]'.
 pub fn open_partitioned(

@@ -186,17 +186,11 @@ mod tests {
     /// store reopens with the deltas merged.
     #[test]
     fn the_first_register_delta_raises_the_layout_past_field_deltas() {
-        use crate::storage::{SyncPolicy, LAYOUT_DELTAS, LAYOUT_KEY, LAYOUT_REGISTER_DELTAS};
+        use crate::storage::{LAYOUT_DELTAS, LAYOUT_REGISTER_DELTAS};
         use crate::types::compact_hash::Limits;
-        use crate::types::{hash, hll, Keyspace};
+        use crate::types::{hash, hll, open_test_databases, Keyspace};
         let dir = tempfile::tempdir().unwrap();
-        let open = || {
-            crate::types::open_databases(strata::Options::default(), dir.path(), SyncPolicy::No, 4)
-                .unwrap()
-        };
-        let marker = |dbs: &crate::storage::databases::Databases| {
-            dbs.engine().db.get_cf(&*dbs.engine().server_cf, LAYOUT_KEY).unwrap()
-        };
+        let open = || open_test_databases(dir.path());
         let limits = Limits::default();
         let elements = |from: u32, n: u32| -> Vec<Vec<u8>> {
             (from..from + n).map(|i| i.to_le_bytes().to_vec()).collect()
@@ -207,14 +201,18 @@ mod tests {
             let big = [b'v'; 100];
             hash::set_fields(&ks, b"h", &[(b"a", &big), (b"b", &big)]).unwrap();
             hash::set_fields(&ks, b"h", &[(b"a", b"1")]).unwrap();
-            assert_eq!(marker(&dbs).as_deref(), Some(LAYOUT_DELTAS));
+            assert_eq!(dbs.layout_marker().as_deref(), Some(LAYOUT_DELTAS));
             // Dense at once (a limit of 0), then a few more elements: a register delta.
             assert!(hll::add(&ks, b"p", &elements(0, 100), 0).unwrap());
             assert!(hll::add(&ks, b"p", &elements(100, 5), 0).unwrap());
-            assert_eq!(marker(&dbs).as_deref(), Some(LAYOUT_REGISTER_DELTAS));
+            assert_eq!(dbs.layout_marker().as_deref(), Some(LAYOUT_REGISTER_DELTAS));
             hash::set_fields(&ks, b"h", &[(b"a", b"2")]).unwrap();
             dbs.ensure(2).unwrap();
-            assert_eq!(marker(&dbs).as_deref(), Some(LAYOUT_REGISTER_DELTAS), "never lowered");
+            assert_eq!(
+                dbs.layout_marker().as_deref(),
+                Some(LAYOUT_REGISTER_DELTAS),
+                "never lowered"
+            );
             let want = hll::count(&ks, b"p", false).unwrap();
             dbs.close().unwrap();
             want
