@@ -195,6 +195,7 @@ pub static TABLE: &[(&str, &str, &str)] = &[
     ("renamenx", "write fast", "keyspace"),
     ("reset", "noscript loading stale fast no_auth allow_busy", "connection"),
     ("restore", "write denyoom", "keyspace dangerous"),
+    ("role", "noscript loading stale fast", "admin dangerous"),
     ("rpop", "write fast", "list"),
     ("rpoplpush", "write denyoom", "list"),
     ("rpush", "write denyoom fast", "list"),

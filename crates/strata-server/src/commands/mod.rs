@@ -501,6 +501,7 @@ pub static COMMANDS: &[Command] = &[
     cmd!("info", -1, false, KeySpec::NONE, info::info),
     cmd!("config", -2, false, KeySpec::NONE, server::config),
     cmd!("time", 1, false, KeySpec::NONE, server::time),
+    cmd!("role", 1, false, KeySpec::NONE, server::role),
     cmd!("memory", -2, false, KeySpec::one(2), server::memory),
     cmd!("slowlog", -2, false, KeySpec::NONE, slowlog::slowlog),
     cmd!("function", -2, true, KeySpec::NONE, functions::function),

@@ -612,6 +612,55 @@ pub fn time(_: &Shared, _: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdResult
     Ok(())
 }
 
+/// ROLE: a standalone server is a master without replicas (`master`, offset 0, no
+/// replicas), as redis-server without them. In cluster mode a node leads some partitions and
+/// follows others; ROLE says what INFO replication's `role` says: `master` when the node
+/// leads a slot range, with the other nodes holding those ranges as its replicas, else
+/// `slave` of the leader of the first range it holds (state `connected`, or `connect` with
+/// no host while that range has no leader). Replication offsets are 0: Raft's log positions
+/// are per partition (INFO replication's partition lines).
+pub fn role(sh: &Shared, _: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let Some(router) = sh.router.as_ref() else {
+        out.array(3);
+        out.bulk(b"master");
+        out.int(0);
+        out.array(0);
+        return Ok(());
+    };
+    let l = router.layout();
+    let me = l.myself;
+    let led: Vec<&crate::routing::SlotRange> =
+        l.ranges.iter().filter(|r| r.leader == Some(me)).collect();
+    if !led.is_empty() {
+        let mut replicas: Vec<u64> =
+            led.iter().flat_map(|r| r.replicas.iter().copied()).filter(|id| *id != me).collect();
+        replicas.sort_unstable();
+        replicas.dedup();
+        let known: Vec<&crate::routing::NodeInfo> =
+            replicas.iter().filter_map(|id| l.nodes.iter().find(|n| n.id == *id)).collect();
+        out.array(3);
+        out.bulk(b"master");
+        out.int(0);
+        out.array(known.len());
+        for n in known {
+            out.array(3);
+            out.bulk(n.host.as_bytes());
+            out.bulk(n.port.to_string().as_bytes());
+            out.bulk(b"0");
+        }
+        return Ok(());
+    }
+    let first = l.ranges.iter().find(|r| r.replicas.contains(&me));
+    let leader = first.and_then(|r| r.leader).and_then(|id| l.nodes.iter().find(|n| n.id == id));
+    out.array(5);
+    out.bulk(b"slave");
+    out.bulk(leader.map_or(&b""[..], |n| n.host.as_bytes()));
+    out.int(leader.map_or(0, |n| i64::from(n.port)));
+    out.bulk(if leader.is_some() { b"connected" } else { b"connect" });
+    out.int(0);
+    Ok(())
+}
+
 /// MEMORY USAGE key [SAMPLES count] (`types::keys::memory_usage`'s estimate) and MEMORY HELP.
 pub fn memory(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     if is(&a[1], "help") && a.len() == 2 {

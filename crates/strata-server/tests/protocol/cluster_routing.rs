@@ -404,3 +404,52 @@ fn shard_subscribers_are_unsubscribed_when_their_slot_leaves() {
         format!("-MOVED {} 127.0.0.1:7001\r\n", key_slot(b"x"))
     );
 }
+
+/// Node 3 leads nothing: it holds a replica of slots 0-8191, led by node 1 (or by nobody
+/// while the `Option` is `None`), and nothing of the rest, led by node 2.
+struct Follows(Option<u64>);
+
+impl Router for Follows {
+    fn route(&self, _: u16, _: bool, _: bool) -> Route {
+        Route::Moved("127.0.0.1:7000".into())
+    }
+
+    fn layout(&self) -> routing::Layout {
+        routing::Layout {
+            myself: 3,
+            nodes: vec![node(1, 7000), node(2, 7002), node(3, 7004)],
+            ranges: vec![range(0, 8191, self.0, &[1, 3]), range(8192, 16383, Some(2), &[2])],
+            epoch: 1,
+        }
+    }
+}
+
+/// ROLE says what INFO replication's `role` says: standalone, a master without replicas;
+/// in cluster mode, master of the nodes holding the ranges it leads, or slave of the leader
+/// of the first range it holds.
+#[test]
+fn role_names_the_replicas_of_what_a_node_leads_or_the_leader_it_follows() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = &mut conn();
+    let alone = shared(dir.path(), false);
+    assert_eq!(run(&alone, c, &["ROLE"]), "*3\r\n$6\r\nmaster\r\n:0\r\n*0\r\n");
+    assert_eq!(
+        run(&alone, c, &["ROLE", "x"]),
+        "-ERR wrong number of arguments for 'role' command\r\n"
+    );
+    drop(alone);
+    let dir = tempfile::tempdir().unwrap();
+    let leads = shared(dir.path(), true);
+    assert_eq!(
+        run(&leads, c, &["ROLE"]),
+        "*3\r\n$6\r\nmaster\r\n:0\r\n*1\r\n*3\r\n$9\r\n127.0.0.1\r\n$4\r\n7002\r\n$1\r\n0\r\n"
+    );
+    for (leader, want) in [
+        (Some(1), "*5\r\n$5\r\nslave\r\n$9\r\n127.0.0.1\r\n:7000\r\n$9\r\nconnected\r\n:0\r\n"),
+        (None, "*5\r\n$5\r\nslave\r\n$0\r\n\r\n:0\r\n$7\r\nconnect\r\n:0\r\n"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let follows = shared_routed(dir.path(), Some(Arc::new(Follows(leader))));
+        assert_eq!(run(&follows, c, &["ROLE"]), want, "{leader:?}");
+    }
+}
