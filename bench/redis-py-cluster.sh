@@ -88,10 +88,10 @@ args=(--nodes "$nodes" --partitions "$partitions" --replicas "$((nodes < 3 ? nod
       --dir "$work/strata" --base-port "$base" --ttl 600)
 [ -n "$server_bin" ] && args+=(--server-bin "$server_bin")
 # The first node's address: the first of the lines `up` prints (read whole, not cut short).
-if ! addrs="$(bash bench/cluster.sh up "${args[@]}" 2> "$work/up.err")" || [ -z "$addrs" ]; then
+if ! up_out="$(bash bench/cluster.sh up "${args[@]}" 2> "$work/up.err")" || [ -z "$up_out" ]; then
   echo "redis-py-cluster.sh: the strata-server cluster did not start:" >&2
   cat "$work/up.err" >&2
   exit 1
 fi
-run_checks "strata-server, $nodes nodes x $partitions partitions" "${addrs%%$'\n'*}" || status=1
+run_checks "strata-server, $nodes nodes x $partitions partitions" "${up_out%%$'\n'*}" || status=1
 exit "$status"
