@@ -113,8 +113,7 @@ impl PubSub {
 
     /// Unsubscribes client `id` from every channel, pattern and shard channel, and ends its
     /// MONITOR mode: for a connection that ended without unsubscribing what it knew of (its
-    /// task was dropped).
-    /// Walks every subscription.
+    /// task was dropped). Walks every subscription.
     pub fn drop_client(&self, id: u64) {
         self.unmonitor(id);
         let reg = &mut *self.reg.lock();

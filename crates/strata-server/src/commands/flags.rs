@@ -300,6 +300,12 @@ fn entry(name: &str) -> Option<&'static (&'static str, &'static str, &'static st
     TABLE.binary_search_by(|e| e.0.cmp(name)).ok().map(|i| &TABLE[i])
 }
 
+/// Whether the table gives command `name` (lower case) the flag `flag` (a command's own
+/// entry: a container's subcommands have none here).
+pub fn has(name: &str, flag: &str) -> bool {
+    entry(name).is_some_and(|e| e.1.split_whitespace().any(|f| f == flag))
+}
+
 /// The flags COMMAND lists for `c`, in order.
 pub fn flags(c: &Command) -> Vec<&'static str> {
     let mut f: Vec<&str> = entry(c.name).map_or("", |e| e.1).split_whitespace().collect();
@@ -395,5 +401,7 @@ mod tests {
         assert_eq!(of("zunionstore").0, "write denyoom movablekeys");
         assert_eq!(of("cluster"), (String::new(), "slow".into()));
         assert_eq!(of("sort_ro").0, "readonly movablekeys", "as Redis, once");
+        assert!(has("shutdown", "admin") && has("pfdebug", "admin") && !has("get", "admin"));
+        assert!(!has("config", "admin"), "a container's subcommands carry theirs");
     }
 }

@@ -716,9 +716,9 @@ pub fn dispatch_found(
         .flatten();
     // MONITOR shows a command after it ran, a script's before (`monitor`).
     let monitored = sh.pubsub.monitored();
-    let fed_before = monitored && monitor::runs_script(args);
+    let fed_before = monitored && scripting::runs_script(cmd.name);
     if fed_before {
-        monitor::feed(sh, conn, args);
+        monitor::feed(sh, conn, cmd, args);
     }
     let started = std::time::Instant::now();
     // The commands that look at keys without using them (Redis's LOOKUP_NOTOUCH) leave
@@ -732,7 +732,7 @@ pub fn dispatch_found(
         run_handler(sh, cmd, conn, args, out)
     };
     if monitored && !fed_before {
-        monitor::feed(sh, conn, args);
+        monitor::feed(sh, conn, cmd, args);
     }
     // A command that blocked counts when it is served or times out (`blocking`).
     let us = started.elapsed().as_micros() as u64;

@@ -10,11 +10,13 @@
 //! EXEC's commands come before EXEC), but a script's command (EVAL, EVALSHA, FCALL and their
 //! read-only forms) before it runs, so that the commands it calls (`[<db> lua]`) follow it.
 //! Queued commands are fed when EXEC runs them, not when MULTI queued them. Administrative
-//! commands (Redis's `admin` flag: CONFIG GET/SET, SHUTDOWN, SAVE, CLIENT LIST/KILL...) are
-//! not shown, and AUTH's arguments (HELLO's after AUTH) are shown as `(redacted)`.
+//! commands (Redis's `admin` flag: SHUTDOWN, SAVE and the others `super::flags` marks so; of
+//! the containers, whose subcommands carry their own flags there, CONFIG GET/SET, CLIENT
+//! LIST/KILL...) are not shown, and AUTH's arguments (HELLO's after AUTH) are shown as
+//! `(redacted)`.
 
 use super::args::is;
-use super::CmdResult;
+use super::{CmdResult, Command};
 use crate::pubsub::Subscriber;
 use crate::resp::Out;
 use crate::state::{Conn, Shared, Subscriptions};
@@ -28,24 +30,16 @@ pub fn monitor(sh: &Shared, conn: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> Cm
     Ok(())
 }
 
-/// Whether `args` is a script's command, fed before it runs.
-pub fn runs_script(args: &[Vec<u8>]) -> bool {
-    ["eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"]
-        .iter()
-        .any(|n| is(&args[0], n))
-}
-
-/// Whether `args` is an administrative command, never fed (Redis's `admin` flag).
-fn hidden(args: &[Vec<u8>]) -> bool {
+/// Whether `cmd` with `args` is an administrative command, never fed (Redis's `admin` flag:
+/// the command's own in `super::flags`, a container's subcommand's here).
+fn hidden(cmd: &Command, args: &[Vec<u8>]) -> bool {
     let sub = |names: &[&str]| args.get(1).is_some_and(|s| names.iter().any(|n| is(s, n)));
-    let name = &args[0];
-    let admin = ["monitor", "shutdown", "save", "bgsave", "bgrewriteaof", "debug", "pfdebug"];
-    admin.iter().any(|n| is(name, n))
-        || is(name, "pfselftest")
-        || (is(name, "config") && sub(&["get", "set", "resetstat", "rewrite"]))
-        || (is(name, "slowlog") && sub(&["get", "len", "reset"]))
-        || (is(name, "client") && sub(&["kill", "list", "no-evict", "pause", "unblock", "unpause"]))
-        || (is(name, "cluster")
+    let name = cmd.name;
+    super::flags::has(name, "admin")
+        || (name == "config" && sub(&["get", "set", "resetstat", "rewrite"]))
+        || (name == "slowlog" && sub(&["get", "len", "reset"]))
+        || (name == "client" && sub(&["kill", "list", "no-evict", "pause", "unblock", "unpause"]))
+        || (name == "cluster"
             && sub(&[
                 "addslots",
                 "addslotsrange",
@@ -119,9 +113,10 @@ pub fn line(sh: &Shared, conn: &Conn, args: &[Vec<u8>], now: (u64, u32)) -> Vec<
     line
 }
 
-/// Feeds `args`, run by `conn`, to the monitors, unless it is hidden from them.
-pub fn feed(sh: &Shared, conn: &Conn, args: &[Vec<u8>]) {
-    if !sh.pubsub.monitored() || hidden(args) {
+/// Feeds `cmd` with `args`, run by `conn`, to the monitors, unless it is hidden from them.
+/// The caller has seen a monitor (`PubSub::monitored`).
+pub fn feed(sh: &Shared, conn: &Conn, cmd: &Command, args: &[Vec<u8>]) {
+    if hidden(cmd, args) {
         return;
     }
     let now = std::time::SystemTime::now()
@@ -150,10 +145,15 @@ mod tests {
         assert_eq!(redacted(&args(&[b"AUTH", b"u", b"p"])), [false, true, true]);
         let hello = args(&[b"hello", b"2", b"AUTH", b"u", b"p", b"SETNAME", b"n"]);
         assert_eq!(redacted(&hello), [false, false, false, true, true, false, false]);
-        assert!(hidden(&args(&[b"CONFIG", b"SET", b"x", b"y"])));
-        assert!(!hidden(&args(&[b"config", b"help"])));
-        assert!(hidden(&args(&[b"monitor"])));
-        assert!(!hidden(&args(&[b"set", b"k", b"v"])));
-        assert!(runs_script(&args(&[b"EVALSHA", b"x", b"0"])));
+        let hidden = |a: &[&[u8]]| {
+            let a = args(a);
+            super::hidden(crate::commands::lookup(&a[0]).unwrap(), &a)
+        };
+        assert!(hidden(&[b"CONFIG", b"SET", b"x", b"y"]));
+        assert!(!hidden(&[b"config", b"help"]));
+        assert!(hidden(&[b"monitor"]));
+        assert!(hidden(&[b"SHUTDOWN", b"NOSAVE"]));
+        assert!(hidden(&[b"pfselftest"]));
+        assert!(!hidden(&[b"set", b"k", b"v"]));
     }
 }

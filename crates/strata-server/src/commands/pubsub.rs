@@ -180,7 +180,7 @@ pub fn deliver(sh: &Shared, conn: &mut Conn, d: Delivery, out: &mut Vec<u8>) {
             sh.pubsub.unsubscribe(id, &channel, Kind::Shard);
             // Outside a command: the frame goes with the pushes, in either protocol.
             let mut reply = Out { buf: Vec::new(), resp3 };
-            let left = subs.shards.len();
+            let left = count_of(subs, Kind::Shard);
             confirm(out, &mut reply, false, "sunsubscribe", Some(&channel), left);
         }
     }

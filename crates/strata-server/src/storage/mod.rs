@@ -360,8 +360,6 @@ impl Engine {
         Ok(out)
     }
 
-    /// Writes (`Some`) or deletes (`None`) records of the `server` family in one synced
-    /// batch: the store's own state, which outlives a crash once this returns.
     /// Raises the layout marker (synced) to `wanted`, a standalone layout, unless it is
     /// already at or past it in [`STANDALONE_LAYOUTS`]: before a write that needs what
     /// `wanted` allows (a second family set, a field delta, a register delta).
@@ -382,6 +380,8 @@ impl Engine {
         Ok(())
     }
 
+    /// Writes (`Some`) or deletes (`None`) records of the `server` family in one synced
+    /// batch: the store's own state, which outlives a crash once this returns.
     pub fn write_server_records(
         &self,
         records: &[(Vec<u8>, Option<Vec<u8>>)],
