@@ -111,6 +111,15 @@ impl PubSub {
         was
     }
 
+    /// Whether client `id` is subscribed to some channel, pattern or shard channel (CLIENT
+    /// KILL's `pubsub` type). Walks every subscription.
+    pub fn subscribed(&self, id: u64) -> bool {
+        let reg = self.reg.lock();
+        [&reg.channels, &reg.patterns, &reg.shards]
+            .iter()
+            .any(|map| map.values().any(|subs| subs.contains_key(&id)))
+    }
+
     /// Unsubscribes client `id` from every channel, pattern and shard channel, and ends its
     /// MONITOR mode: for a connection that ended without unsubscribing what it knew of (its
     /// task was dropped). Walks every subscription.

@@ -118,6 +118,10 @@ pub struct ClientEntry {
     pub resp: u8,
     /// The database it SELECTed.
     pub db: usize,
+    /// The server's address of the connection (CLIENT LIST's `laddr`).
+    pub laddr: String,
+    /// Ends the connection's task (CLIENT KILL): its socket closes and its registration goes.
+    pub kill: Option<tokio::task::AbortHandle>,
 }
 
 /// SCAN/HSCAN cursors: a numeric cursor names the key (or field) the next call starts at.

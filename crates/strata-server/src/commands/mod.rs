@@ -9,6 +9,7 @@
 pub mod args;
 pub mod bitops;
 pub mod blocking;
+pub mod client_kill;
 pub mod cluster;
 pub mod databases;
 pub mod dump;

@@ -323,7 +323,7 @@ pub fn command(_: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
 
 fn client_line(id: u64, e: &crate::state::ClientEntry) -> String {
     let age = e.since.map_or(0, |s| s.elapsed().as_secs());
-    format!("id={id} addr={} laddr= fd=0 name={} age={age} idle=0 flags=N db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=client user=default redir=-1 resp={} lib-name={} lib-ver=\n", e.addr, e.name, e.db, e.resp, e.lib)
+    format!("id={id} addr={} laddr={} fd=0 name={} age={age} idle=0 flags=N db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=client user=default redir=-1 resp={} lib-name={} lib-ver=\n", e.addr, e.laddr, e.name, e.db, e.resp, e.lib)
 }
 
 pub fn client(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
@@ -391,6 +391,40 @@ pub fn client(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
         };
         let unblocked = u64::try_from(id).is_ok_and(|id| super::blocking::unblock(sh, id, error));
         out.int(i64::from(unblocked));
+    } else if is(sub, "help") && a.len() == 2 {
+        let help = [
+            "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "ID",
+            "    This connection's id.",
+            "INFO",
+            "    This connection's line of CLIENT LIST.",
+            "LIST",
+            "    One line per connection: id, addresses, name, age, database, protocol.",
+            "KILL <ip:port>",
+            "    Close the connection from that address.",
+            "KILL <option> <value> [<option> <value> [...]]",
+            "    Close every connection the options match: ID <id>, ADDR <ip:port>,",
+            "    LADDR <ip:port>, TYPE (NORMAL|PUBSUB|MASTER|REPLICA|SLAVE), USER <name>,",
+            "    SKIPME (YES|NO) (YES unless given). Replies how many were closed.",
+            "GETNAME",
+            "    This connection's name.",
+            "SETNAME <name>",
+            "    Name this connection.",
+            "SETINFO (LIB-NAME|LIB-VER) <value>",
+            "    Record the client library's name or version.",
+            "REPLY (ON|OFF|SKIP)",
+            "    Whether the next commands are answered.",
+            "UNBLOCK <id> [TIMEOUT|ERROR]",
+            "    End a blocking command of another connection, as a timeout or an error.",
+            "HELP",
+            "    This text.",
+        ];
+        super::args::reply_help(out, &help);
+    } else if is(sub, "kill") {
+        if a.len() < 3 {
+            return Err(arity().into());
+        }
+        return super::client_kill::kill(sh, c, a, out);
     } else if is(sub, "list") || is(sub, "info") {
         let cl = sh.clients.lock();
         let mut s = String::new();
@@ -409,6 +443,134 @@ pub fn client(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
         out.verbatim(&s);
     } else {
         return Err(super::errors::unknown_subcommand(a));
+    }
+    Ok(())
+}
+
+/// The parameter a CONFIG name sets: an older alias (`*-ziplist-*`, `lua-time-limit`,
+/// `min-slaves-*`) names its Redis 7.0 parameter.
+fn config_canonical(k: &str) -> &str {
+    match k {
+        "hash-max-ziplist-entries" => "hash-max-listpack-entries",
+        "hash-max-ziplist-value" => "hash-max-listpack-value",
+        "zset-max-ziplist-entries" => "zset-max-listpack-entries",
+        "zset-max-ziplist-value" => "zset-max-listpack-value",
+        "list-max-ziplist-size" => "list-max-listpack-size",
+        "lua-time-limit" => "busy-reply-threshold",
+        "min-slaves-to-write" => "min-replicas-to-write",
+        "min-slaves-max-lag" => "min-replicas-max-lag",
+        other => other,
+    }
+}
+
+/// CONFIG SET's checks of its `name value` pairs, in Redis 7.0's order: every name first (an
+/// unknown one, one read at start only, the same parameter twice), then every value; the
+/// first problem as Redis words it.
+fn config_set_check(
+    params: &std::collections::BTreeMap<String, String>,
+    pairs: &[Vec<u8>],
+) -> Result<(), String> {
+    let mut seen: Vec<&str> = Vec::new();
+    let names: Vec<String> =
+        pairs.chunks(2).map(|p| String::from_utf8_lossy(&p[0]).to_ascii_lowercase()).collect();
+    for (k, pair) in names.iter().zip(pairs.chunks(2)) {
+        // Errors name the argument as given.
+        let given = String::from_utf8_lossy(&pair[0]);
+        let failed = |why: &str| {
+            format!("ERR CONFIG SET failed (possibly related to argument '{given}') - {why}")
+        };
+        if !params.contains_key(k) {
+            return Err(format!(
+                "ERR Unknown option or number of arguments for CONFIG SET - '{given}'"
+            ));
+        }
+        if matches!(k.as_str(), "port" | "bind" | "dir" | "databases") {
+            return Err(failed("can't set immutable config"));
+        }
+        let canonical = config_canonical(k);
+        if seen.contains(&canonical) {
+            return Err(failed("duplicate parameter"));
+        }
+        seen.push(canonical);
+    }
+    for (k, pair) in names.iter().zip(pairs.chunks(2)) {
+        config_value_check(k, &pair[1])?;
+    }
+    Ok(())
+}
+
+/// Whether `raw` is a value CONFIG SET takes for parameter `k`; Redis's error if not.
+fn config_value_check(k: &str, raw: &[u8]) -> Result<(), String> {
+    let v = String::from_utf8_lossy(raw);
+    let failed =
+        |why: &str| format!("ERR CONFIG SET failed (possibly related to argument '{k}') - {why}");
+    const NOT_INT: &str = "argument couldn't be parsed into an integer";
+    match k {
+        "maxmemory" | "proto-max-bulk-len" | "stream-node-max-bytes" | "hll-sparse-max-bytes"
+            if crate::config::parse_size(&v).is_none() =>
+        {
+            return Err(failed("argument must be a memory value"));
+        }
+        "sanitize-dump-payload"
+            if !["no", "yes", "clients"].iter().any(|o| v.eq_ignore_ascii_case(o)) =>
+        {
+            return Err(failed("argument(s) must be one of the following: no, yes, clients"));
+        }
+        // Redis's bounds: -1 (off) up, and 0 up.
+        "slowlog-log-slower-than" | "slowlog-max-len" => {
+            let least = if k == "slowlog-max-len" { 0 } else { -1 };
+            match v.parse::<i64>() {
+                Err(_) => return Err(failed(NOT_INT)),
+                Ok(n) if n < least => {
+                    let why =
+                        format!("argument must be between {least} and {} inclusive", i64::MAX);
+                    return Err(failed(&why));
+                }
+                Ok(_) => {}
+            }
+        }
+        // Negative: a size class of list node (Redis's -5 to -1), so any int.
+        "list-max-listpack-size" | "list-max-ziplist-size" if v.parse::<i32>().is_err() => {
+            return Err(failed(NOT_INT));
+        }
+        "stream-node-max-entries" if v.parse::<u64>().is_err() => {
+            return Err(failed(NOT_INT));
+        }
+        "notify-keyspace-events" if notify::parse_classes(raw).is_none() => {
+            return Err(failed("Invalid event class character. Use 'Ag$lshzxeKEtmdn'."));
+        }
+        "maxclients"
+        | "timeout"
+        | "tcp-keepalive"
+        | "hz"
+        | "list-compress-depth"
+        | "set-max-intset-entries"
+        | "zset-max-listpack-entries"
+        | "zset-max-listpack-value"
+        | "zset-max-ziplist-entries"
+        | "zset-max-ziplist-value"
+        | "lua-time-limit"
+        | "busy-reply-threshold"
+        | "min-replicas-to-write"
+        | "min-slaves-to-write"
+        | "min-replicas-max-lag"
+        | "min-slaves-max-lag"
+            if v.parse::<u32>().is_err() =>
+        {
+            return Err(failed(NOT_INT));
+        }
+        "appendfsync" if SyncPolicy::parse(&v).is_none() => {
+            return Err(failed("argument(s) must be one of the following: always, everysec, no"));
+        }
+        "hash-max-listpack-entries"
+        | "hash-max-listpack-value"
+        | "hash-max-ziplist-entries"
+        | "hash-max-ziplist-value"
+            if crate::config::parse_size(&v).and_then(|n| usize::try_from(n).ok()).is_none() =>
+        {
+            return Err(failed(NOT_INT));
+        }
+        _ => {}
     }
     Ok(())
 }
@@ -432,99 +594,23 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
             out.bulk(v.as_bytes());
         }
     } else if is(sub, "set") {
-        if a.len() < 4 || !a.len().is_multiple_of(2) {
+        if a.len() < 4 {
             return Err("ERR wrong number of arguments for 'config|set' command".into());
         }
-        // Every value is checked before any is set (Redis sets all or none).
-        for pair in a[2..].chunks(2) {
-            let k = String::from_utf8_lossy(&pair[0]).to_ascii_lowercase();
-            let v = String::from_utf8_lossy(&pair[1]);
-            let failed = |why: &str| {
-                format!("ERR CONFIG SET failed (possibly related to argument '{k}') - {why}")
-            };
-            const NOT_INT: &str = "argument couldn't be parsed into an integer";
-            match k.as_str() {
-                "maxmemory"
-                | "proto-max-bulk-len"
-                | "stream-node-max-bytes"
-                | "hll-sparse-max-bytes"
-                    if crate::config::parse_size(&v).is_none() =>
-                {
-                    return Err(failed("argument must be a memory value").into());
-                }
-                "sanitize-dump-payload"
-                    if !["no", "yes", "clients"].iter().any(|o| v.eq_ignore_ascii_case(o)) =>
-                {
-                    return Err(failed(
-                        "argument(s) must be one of the following: no, yes, clients",
-                    )
-                    .into());
-                }
-                // Redis's bounds: -1 (off) up, and 0 up.
-                "slowlog-log-slower-than" | "slowlog-max-len" => {
-                    let least = if k == "slowlog-max-len" { 0 } else { -1 };
-                    match v.parse::<i64>() {
-                        Err(_) => return Err(failed(NOT_INT).into()),
-                        Ok(n) if n < least => {
-                            let why = format!(
-                                "argument must be between {least} and {} inclusive",
-                                i64::MAX
-                            );
-                            return Err(failed(&why).into());
-                        }
-                        Ok(_) => {}
-                    }
-                }
-                // Negative: a size class of list node (Redis's -5 to -1), so any int.
-                "list-max-listpack-size" | "list-max-ziplist-size" if v.parse::<i32>().is_err() => {
-                    return Err(failed(NOT_INT).into());
-                }
-                "stream-node-max-entries" if v.parse::<u64>().is_err() => {
-                    return Err(failed(NOT_INT).into());
-                }
-                "notify-keyspace-events" if notify::parse_classes(&pair[1]).is_none() => {
-                    return Err(
-                        failed("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.").into()
-                    );
-                }
-                "maxclients"
-                | "timeout"
-                | "tcp-keepalive"
-                | "hz"
-                | "list-compress-depth"
-                | "set-max-intset-entries"
-                | "zset-max-listpack-entries"
-                | "zset-max-listpack-value"
-                | "zset-max-ziplist-entries"
-                | "zset-max-ziplist-value"
-                | "lua-time-limit"
-                | "busy-reply-threshold"
-                | "min-replicas-to-write"
-                | "min-slaves-to-write"
-                | "min-replicas-max-lag"
-                | "min-slaves-max-lag"
-                    if v.parse::<u32>().is_err() =>
-                {
-                    return Err(failed(NOT_INT).into());
-                }
-                _ => {}
-            }
+        if !a.len().is_multiple_of(2) {
+            return Err(SYNTAX.into());
         }
+        // Every name, then every value, is checked before any is set (Redis sets all or
+        // none): the first problem is the reply and nothing changes.
+        config_set_check(&sh.params.read(), &a[2..])?;
         let mut params = sh.params.write();
         for pair in a[2..].chunks(2) {
             let k = String::from_utf8_lossy(&pair[0]).to_ascii_lowercase();
             let v = String::from_utf8_lossy(&pair[1]).into_owned();
-            if !params.contains_key(&k)
-                || matches!(k.as_str(), "port" | "bind" | "dir" | "databases")
-            {
-                return Err(format!(
-                    "ERR Unknown option or number of arguments for CONFIG SET - '{k}'"
-                )
-                .into());
-            }
             if k == "appendfsync" {
-                let p = SyncPolicy::parse(&v).ok_or_else(|| "ERR CONFIG SET failed (possibly related to argument 'appendfsync') - argument(s) must be one of the following: always, everysec, no".to_string())?;
-                sh.engine().set_sync_policy(p);
+                if let Some(p) = SyncPolicy::parse(&v) {
+                    sh.engine().set_sync_policy(p);
+                }
             }
             if matches!(
                 k.as_str(),
@@ -533,10 +619,9 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
                     | "hash-max-ziplist-entries"
                     | "hash-max-ziplist-value"
             ) {
+                // Checked by `config_set_check`.
                 let n = crate::config::parse_size(&v).and_then(|n| usize::try_from(n).ok());
-                let n = n.ok_or_else(|| {
-                    format!("ERR CONFIG SET failed (possibly related to argument '{k}') - argument couldn't be parsed into an integer")
-                })?;
+                let n = n.unwrap_or(0);
                 // Both names of the setting report the new value.
                 if k.ends_with("entries") {
                     sh.hash_limits.set_entries(n);

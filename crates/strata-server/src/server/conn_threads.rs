@@ -92,18 +92,20 @@ impl ConnThreads {
     }
 
     /// Serves `sock` with `serve` on the thread with the fewest live connections (the first
-    /// of them on a tie).
-    pub fn spawn<F, Fut>(&self, sock: std::net::TcpStream, serve: F)
+    /// of them on a tie); returns the handle that ends that task.
+    pub fn spawn<F, Fut>(
+        &self,
+        sock: std::net::TcpStream,
+        serve: F,
+    ) -> Option<tokio::task::AbortHandle>
     where
         F: FnOnce(TcpStream) -> Fut + Send + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        let Some(t) = self.threads.iter().min_by_key(|t| t.live.load(Ordering::Relaxed)) else {
-            return;
-        };
+        let t = self.threads.iter().min_by_key(|t| t.live.load(Ordering::Relaxed))?;
         t.live.fetch_add(1, Ordering::Relaxed);
         let live = Live(t.live.clone());
-        t.handle.spawn(async move {
+        let task = t.handle.spawn(async move {
             let _live = live;
             // Registered with this thread's runtime (the listener's accepted it).
             match TcpStream::from_std(sock) {
@@ -111,6 +113,7 @@ impl ConnThreads {
                 Err(e) => eprintln!("cannot serve an accepted connection: {e}"),
             }
         });
+        Some(task.abort_handle())
     }
 
     /// How many connections each thread serves now.

@@ -50,13 +50,25 @@ pub async fn serve(
                     let _ = sock.set_nodelay(true);
                     let sh = sh.clone();
                     let addr = addr.to_string();
-                    let Some(threads) = threads else {
-                        tokio::spawn(async move { handle(sh, sock, addr).await });
-                        continue;
+                    // The task learns its own abort handle (CLIENT KILL) before it registers.
+                    let (tx, rx) = tokio::sync::oneshot::channel();
+                    let serve = move |s| async move {
+                        if let Ok(kill) = rx.await {
+                            handle(sh, s, addr, kill).await;
+                        }
                     };
-                    match sock.into_std() {
-                        Ok(sock) => threads.spawn(sock, move |s| handle(sh, s, addr)),
-                        Err(e) => eprintln!("cannot hand over an accepted connection: {e}"),
+                    let kill = match threads {
+                        None => Some(tokio::spawn(serve(sock)).abort_handle()),
+                        Some(threads) => match sock.into_std() {
+                            Ok(sock) => threads.spawn(sock, serve),
+                            Err(e) => {
+                                eprintln!("cannot hand over an accepted connection: {e}");
+                                None
+                            }
+                        },
+                    };
+                    if let Some(kill) = kill {
+                        let _ = tx.send(kill);
                     }
                 }
                 Err(e) => {
@@ -354,7 +366,12 @@ struct Registration {
 }
 
 impl Registration {
-    fn new(sh: &Arc<Shared>, addr: String) -> Registration {
+    fn new(
+        sh: &Arc<Shared>,
+        addr: String,
+        laddr: String,
+        kill: Option<tokio::task::AbortHandle>,
+    ) -> Registration {
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         sh.stats.connections.fetch_add(1, Ordering::Relaxed);
         sh.stats.connected.fetch_add(1, Ordering::Relaxed);
@@ -362,6 +379,8 @@ impl Registration {
             id,
             ClientEntry {
                 addr,
+                laddr,
+                kill,
                 since: Some(std::time::Instant::now()),
                 resp: 2,
                 ..ClientEntry::default()
@@ -377,13 +396,21 @@ impl Drop for Registration {
             self.sh.pubsub.drop_client(self.id);
             self.sh.blocked.cancel(self.id, Cancel::Gone);
         }
-        self.sh.clients.lock().remove(&self.id);
-        self.sh.stats.connected.fetch_sub(1, Ordering::Relaxed);
+        // CLIENT KILL takes a connection off the books itself, counting it gone there.
+        if self.sh.clients.lock().remove(&self.id).is_some() {
+            self.sh.stats.connected.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 }
 
-async fn handle(sh: Arc<Shared>, mut sock: TcpStream, addr: String) {
-    let mut registration = Registration::new(&sh, addr);
+async fn handle(
+    sh: Arc<Shared>,
+    mut sock: TcpStream,
+    addr: String,
+    kill: tokio::task::AbortHandle,
+) {
+    let laddr = sock.local_addr().map(|a| a.to_string()).unwrap_or_default();
+    let mut registration = Registration::new(&sh, addr, laddr, Some(kill));
     let id = registration.id;
     let mut conn = Conn::new(id, sh.password().is_none());
     let mut buf: Vec<u8> = Vec::with_capacity(16 * 1024);
@@ -567,10 +594,10 @@ mod tests {
         let sh = shared(dir.path());
         let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
         let who = Subscriber { tx, resp3: false };
-        let bystander = Registration::new(&sh, "127.0.0.1:2".into());
+        let bystander = Registration::new(&sh, "127.0.0.1:2".into(), String::new(), None);
         sh.pubsub.subscribe(bystander.id, b"news", Kind::Channel, who.clone());
         let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let reg = Registration::new(&sh, "127.0.0.1:1".into());
+            let reg = Registration::new(&sh, "127.0.0.1:1".into(), String::new(), None);
             sh.pubsub.subscribe(reg.id, b"news", Kind::Channel, who.clone());
             sh.pubsub.subscribe(reg.id, b"n*", Kind::Pattern, who.clone());
             assert_eq!(sh.clients.lock().len(), 2);

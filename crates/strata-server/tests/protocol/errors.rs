@@ -72,6 +72,71 @@ fn protocol_error_closes_only_that_connection() {
     }
 }
 
+/// CONFIG SET sets all its pairs or none: every name is checked (unknown, read at start only,
+/// the same parameter twice under either of its names) and every value, before any is set.
+/// Regression: a pair after a good one with an unknown name, a bad `appendfsync` or a bad
+/// hash threshold failed the command after the good one had been set.
+#[test]
+fn config_set_is_all_or_nothing() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    let failed = |k: &str, why: &str| {
+        Reply::Error(format!("ERR CONFIG SET failed (possibly related to argument '{k}') - {why}"))
+    };
+    let cases: &[(&[&str], Reply)] = &[
+        (
+            &["maxmemory", "1", "nosuch", "2"],
+            Reply::Error(
+                "ERR Unknown option or number of arguments for CONFIG SET - 'nosuch'".into(),
+            ),
+        ),
+        (
+            &["hz", "11", "appendfsync", "bogus"],
+            failed("appendfsync", "argument(s) must be one of the following: always, everysec, no"),
+        ),
+        (
+            &["maxmemory", "3", "hash-max-listpack-value", "x"],
+            failed("hash-max-listpack-value", "argument couldn't be parsed into an integer"),
+        ),
+        (
+            &["maxmemory", "10000001", "MAXMEMORY", "10000002"],
+            failed("MAXMEMORY", "duplicate parameter"),
+        ),
+        (
+            &["hash-max-ziplist-entries", "5", "hash-max-listpack-entries", "6"],
+            failed("hash-max-listpack-entries", "duplicate parameter"),
+        ),
+        (&["hz", "12", "port", "1"], failed("port", "can't set immutable config")),
+        (
+            &["maxmemory", "bla", "nosuch", "2"],
+            Reply::Error(
+                "ERR Unknown option or number of arguments for CONFIG SET - 'nosuch'".into(),
+            ),
+        ),
+    ];
+    for (pairs, want) in cases {
+        let mut line = vec!["CONFIG", "SET"];
+        line.extend_from_slice(pairs);
+        assert_eq!(&c.cmd(&line), want, "{pairs:?}");
+        for (k, v) in [("maxmemory", "0"), ("hz", "10"), ("hash-max-listpack-entries", "128")] {
+            assert_eq!(
+                c.cmd(&["CONFIG", "GET", k]),
+                Reply::Array(vec![Reply::bulk(k), Reply::bulk(v)]),
+                "{k} unchanged after {pairs:?}"
+            );
+        }
+    }
+    assert_eq!(
+        c.cmd(&["CONFIG", "SET", "hz", "11", "maxmemory"]),
+        Reply::Error("ERR syntax error".into())
+    );
+    assert_eq!(c.cmd(&["CONFIG", "SET", "maxmemory", "8", "hz", "11"]), Reply::Simple("OK".into()));
+    assert_eq!(
+        c.cmd(&["CONFIG", "GET", "hz"]),
+        Reply::Array(vec![Reply::bulk("hz"), Reply::bulk("11")])
+    );
+}
+
 /// CONFIG SET checks every value before setting any, with Redis's errors; Redis 7's older
 /// names of the hash thresholds set the same setting; the other types' encoding thresholds
 /// are kept and reported.

@@ -9,6 +9,7 @@ mod common;
 mod auth;
 mod blocking;
 mod cli_tools;
+mod client_kill;
 mod cluster_client;
 mod cluster_map;
 mod cluster_mode;

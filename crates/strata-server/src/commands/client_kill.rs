@@ -1,0 +1,128 @@
+//! CLIENT KILL: ends other connections (or, after its reply, this one), as Redis 7.0 does.
+//!
+//! Two forms. `CLIENT KILL ip:port` ends the connection from that address, this one
+//! included, and answers `+OK` or `No such client`. `CLIENT KILL <filter> <value> ...` ends
+//! every connection all its filters match and answers how many: `ID id`, `ADDR ip:port`,
+//! `LADDR ip:port` (the server's end), `TYPE normal|pubsub|master|slave|replica` (a
+//! connection subscribed to anything is `pubsub`; this server has no replication links, so
+//! `master` and `slave` match none), `USER name` (only `default` exists) and `SKIPME yes|no`
+//! (whether this connection is spared; yes unless said).
+//!
+//! Another connection is taken off the server's books at once (CLIENT LIST, its
+//! subscriptions, its blocked wait), then its task is aborted, which closes its socket: a
+//! command it is running ends at its next wait, as when its client goes away. This
+//! connection closes after its reply.
+
+use super::args::{int_arg, is};
+use super::errors::SYNTAX;
+use super::CmdResult;
+use crate::blocked::Cancel;
+use crate::resp::Out;
+use crate::state::{Conn, Shared};
+
+/// Who CLIENT KILL ends.
+#[derive(Default)]
+struct Filter {
+    id: Option<u64>,
+    addr: Option<String>,
+    laddr: Option<String>,
+    /// `Some(true)`: subscribed connections only; `Some(false)`: the others.
+    pubsub: Option<bool>,
+    /// TYPE master / slave / replica: no connection here is one.
+    none: bool,
+    skipme: bool,
+}
+
+/// Parses the filter form's pairs (`a[2..]`).
+fn parse(a: &[Vec<u8>]) -> Result<Filter, String> {
+    let mut f = Filter { skipme: true, ..Filter::default() };
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    for pair in a[2..].chunks(2) {
+        let [opt, val] = pair else { return Err(SYNTAX.into()) };
+        if is(opt, "id") {
+            let id = int_arg(val).ok().filter(|&id| id >= 1);
+            let id = id.ok_or("ERR client-id should be greater than 0")?;
+            f.id = Some(id as u64);
+        } else if is(opt, "type") {
+            if is(val, "normal") {
+                f.pubsub = Some(false);
+            } else if is(val, "pubsub") {
+                f.pubsub = Some(true);
+            } else if is(val, "master") || is(val, "slave") || is(val, "replica") {
+                f.none = true;
+            } else {
+                return Err(format!("ERR Unknown client type '{}'", text(val)));
+            }
+        } else if is(opt, "addr") {
+            f.addr = Some(text(val));
+        } else if is(opt, "laddr") {
+            f.laddr = Some(text(val));
+        } else if is(opt, "user") {
+            if val.as_slice() != b"default" {
+                return Err(format!("ERR No such user '{}'", text(val)));
+            }
+        } else if is(opt, "skipme") {
+            if is(val, "yes") {
+                f.skipme = true;
+            } else if is(val, "no") {
+                f.skipme = false;
+            } else {
+                return Err(SYNTAX.into());
+            }
+        } else {
+            return Err(SYNTAX.into());
+        }
+    }
+    Ok(f)
+}
+
+/// CLIENT KILL (`a[0]` is CLIENT, `a[1]` KILL).
+pub fn kill(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let old_form = a.len() == 3;
+    let f = if old_form {
+        Filter { addr: Some(String::from_utf8_lossy(&a[2]).into_owned()), ..Filter::default() }
+    } else {
+        parse(a)?
+    };
+    let victims: Vec<u64> = if f.none {
+        Vec::new()
+    } else {
+        let clients = sh.clients.lock();
+        clients
+            .iter()
+            .filter(|(&id, e)| {
+                f.id.is_none_or(|want| want == id)
+                    && f.addr.as_ref().is_none_or(|want| *want == e.addr)
+                    && f.laddr.as_ref().is_none_or(|want| *want == e.laddr)
+                    && !(f.skipme && id == c.id)
+            })
+            .map(|(&id, _)| id)
+            .collect()
+    };
+    let mut killed = 0i64;
+    for id in victims {
+        if f.pubsub.is_some_and(|want| want != sh.pubsub.subscribed(id)) {
+            continue;
+        }
+        if id == c.id {
+            c.close = true;
+        } else {
+            let Some(e) = sh.clients.lock().remove(&id) else { continue };
+            sh.stats.connected.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+            sh.pubsub.drop_client(id);
+            sh.blocked.cancel(id, Cancel::Gone);
+            if let Some(task) = e.kill {
+                task.abort();
+            }
+        }
+        killed += 1;
+    }
+    if !old_form {
+        out.int(killed);
+    } else if killed == 0 {
+        return Err("ERR No such client".into());
+    } else {
+        out.ok();
+    }
+    Ok(())
+}
