@@ -8,8 +8,9 @@ differences and a count; exits 1 if any.
         --redis-server redis-server [--commands 20000] [--seed 1] [--resp3]
 
 Replies that depend on the clock (TTL, PTTL) are left out of the mix. With --command-info it
-compares instead what COMMAND INFO says of every command strata-server serves: its flags and
-ACL categories (clients route by them), in order. Debian bookworm's
+compares instead what COMMAND INFO says of every command and subcommand strata-server serves:
+its flags and ACL categories (clients route by them), in order, and of a subcommand also its
+arity and key positions. Debian bookworm's
 `redis-server` package is Redis 7.0.15, the reference of the Redis issue.
 """
 import argparse
@@ -81,6 +82,9 @@ def command_info_diff(a, b):
             print("ONLY strata-server:", n)
             continue
         fa, fb = (ia[2], ia[6]), (ib[2], ib[6])
+        if "|" in n:
+            # A subcommand's entry is the table's whole: its arity and key positions too.
+            fa, fb = fa + (ia[1], ia[3:6]), fb + (ib[1], ib[3:6])
         if fa != fb:
             bad += 1
             print("DIFF", n, "\n  strata-server:", fa, "\n  redis-server: ", fb)

@@ -11,7 +11,7 @@
 //! `@read` outside scripting, `admin` `@admin` and `@dangerous`, `pubsub` `@pubsub`, `fast`
 //! `@fast` and its absence `@slow`, `blocking` `@blocking`). Both are listed in Redis's order.
 //! A container command (CONFIG, CLIENT, OBJECT, ...) has the container's own entry, as in
-//! Redis, where its subcommands carry theirs; this server reports no subcommands.
+//! Redis, where its subcommands carry theirs (`subcommands.rs`).
 
 use super::Command;
 

@@ -37,6 +37,7 @@ pub mod stream_group;
 pub mod stream_info;
 pub mod stream_read;
 pub mod strings;
+pub mod subcommands;
 pub mod zset;
 pub mod zset_algebra;
 pub mod zset_range;

@@ -266,6 +266,23 @@ pub fn pubsub(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
         }
     } else if is(sub, "numpat") && a.len() == 2 {
         out.int(sh.pubsub.numpat() as i64);
+    } else if is(sub, "help") && a.len() == 2 {
+        let help = [
+            "PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "CHANNELS [<pattern>]",
+            "    The channels with subscribers, those matching the pattern if given.",
+            "NUMPAT",
+            "    How many pattern subscriptions there are.",
+            "NUMSUB [<channel> ...]",
+            "    Each channel with its number of subscribers.",
+            "SHARDCHANNELS [<pattern>]",
+            "    The shard channels with subscribers, those matching the pattern if given.",
+            "SHARDNUMSUB [<shardchannel> ...]",
+            "    Each shard channel with its number of subscribers.",
+            "HELP",
+            "    This text.",
+        ];
+        super::args::reply_help(out, &help);
     } else {
         return Err(super::errors::subcommand_syntax(a));
     }

@@ -3,7 +3,7 @@
 
 use super::args::{int_arg, is};
 use super::errors::{arity_err, CmdError, NOAUTH, SYNTAX};
-use super::{glob, CmdResult, COMMANDS};
+use super::{glob, subcommands, CmdResult, COMMANDS};
 use crate::resp::Out;
 use crate::state::{Conn, Shared, Subscriptions};
 use crate::storage::SyncPolicy;
@@ -216,16 +216,44 @@ fn command_info(out: &mut Out, c: &super::Command) {
     }
     out.set(0);
     out.array(0);
+    let subs: Vec<_> = subcommands::of(c.name).collect();
+    out.array(subs.len());
+    for e in subs {
+        subcommand_info(out, e);
+    }
+}
+
+/// COMMAND INFO's entry of a subcommand (`container|sub`), in a command's shape.
+fn subcommand_info(out: &mut Out, e: &subcommands::Entry) {
+    let &(name, arity, flags, first, last, step, cats) = e;
+    out.array(10);
+    out.bulk(name.as_bytes());
+    out.int(i64::from(arity));
+    out.set(subcommands::words(flags).count());
+    for f in subcommands::words(flags) {
+        out.simple(f);
+    }
+    out.int(i64::from(first));
+    out.int(i64::from(last));
+    out.int(i64::from(step));
+    out.set(subcommands::words(cats).count());
+    for cat in subcommands::words(cats) {
+        out.simple(&format!("@{cat}"));
+    }
+    out.set(0);
+    out.array(0);
     out.array(0);
 }
 
-/// COMMAND LIST's names, filtered as `filter` says: nothing, or `FILTERBY` with `ACLCAT cat`,
+/// COMMAND LIST's names (the commands, then the subcommands as `container|sub`), filtered as
+/// `filter` says: nothing, or `FILTERBY` with `ACLCAT cat`,
 /// `PATTERN glob` (case-insensitive, as Redis matches) or `MODULE name` (no modules here:
 /// none); anything else is Redis's syntax error.
 fn command_list(filter: &[Vec<u8>]) -> Result<Vec<&'static str>, String> {
     let all = COMMANDS.iter();
+    let subs = subcommands::TABLE.iter();
     match filter {
-        [] => Ok(all.map(|c| c.name).collect()),
+        [] => Ok(all.map(|c| c.name).chain(subs.map(|e| e.0)).collect()),
         [by, kind, arg] if is(by, "filterby") => {
             if is(kind, "aclcat") {
                 let cat = String::from_utf8_lossy(arg).to_ascii_lowercase();
@@ -233,13 +261,13 @@ fn command_list(filter: &[Vec<u8>]) -> Result<Vec<&'static str>, String> {
                 Ok(all
                     .filter(|c| super::flags::categories(c).contains(&cat))
                     .map(|c| c.name)
+                    .chain(subs.filter(|e| subcommands::words(e.6).any(|w| w == cat)).map(|e| e.0))
                     .collect())
             } else if is(kind, "pattern") {
+                // A subcommand by its full name (`config|get`), as Redis matches.
                 let pat = arg.to_ascii_lowercase();
-                Ok(all
-                    .filter(|c| super::glob::matches(&pat, c.name.as_bytes()))
-                    .map(|c| c.name)
-                    .collect())
+                let hit = |name: &str| super::glob::matches(&pat, name.as_bytes());
+                Ok(all.map(|c| c.name).chain(subs.map(|e| e.0)).filter(|name| hit(name)).collect())
             } else if is(kind, "module") {
                 Ok(Vec::new())
             } else {
@@ -299,6 +327,14 @@ pub fn command(_: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
         } else {
             out.array(names.len());
             for n in names {
+                let lower = String::from_utf8_lossy(n).to_ascii_lowercase();
+                if lower.contains('|') {
+                    match subcommands::lookup(&lower) {
+                        Some(e) => subcommand_info(out, e),
+                        None => out.null_array(),
+                    }
+                    continue;
+                }
                 match super::lookup(n) {
                     Some(c) => command_info(out, c),
                     None => out.null_array(),
@@ -309,6 +345,26 @@ pub fn command(_: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
         command_getkeys(&a[2..], out)?;
     } else if is(sub, "docs") {
         out.map(0);
+    } else if is(sub, "help") && a.len() == 2 {
+        let help = [
+            "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "(no subcommand)",
+            "    Every command's details.",
+            "COUNT",
+            "    How many commands there are.",
+            "DOCS [<command-name> ...]",
+            "    The commands' documentation (none is kept here: an empty map).",
+            "GETKEYS <full-command>",
+            "    The keys of a command line.",
+            "INFO [<command-name> ...]",
+            "    The details of the commands (all when none is named); `container|sub` names a",
+            "    subcommand.",
+            "LIST [FILTERBY (MODULE <module-name>|ACLCAT <category>|PATTERN <pattern>)]",
+            "    The names of the commands and subcommands, those the filter selects if given.",
+            "HELP",
+            "    This text.",
+        ];
+        super::args::reply_help(out, &help);
     } else if is(sub, "list") {
         let names = command_list(&a[2..])?;
         out.array(names.len());
@@ -681,6 +737,21 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
     } else if is(sub, "resetstat") {
         sh.stats.reset();
         out.ok();
+    } else if is(sub, "help") && a.len() == 2 {
+        let help = [
+            "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "GET <pattern> [<pattern> ...]",
+            "    The parameters matching any of the glob-style patterns, with their values.",
+            "SET <parameter> <value> [<parameter> <value> ...]",
+            "    Set the parameters: all of them, or none when one name or value is refused.",
+            "RESETSTAT",
+            "    Zero the statistics INFO reports.",
+            "REWRITE",
+            "    Accepted; there is no configuration file to rewrite.",
+            "HELP",
+            "    This text.",
+        ];
+        super::args::reply_help(out, &help);
     } else if is(sub, "rewrite") {
         out.ok();
     } else {

@@ -211,3 +211,88 @@ fn command_list_filters_by_category_and_pattern() {
     assert_eq!(list(&["FILTERBY", "ACLCAT"]), Err(syntax));
     assert!(list(&[]).unwrap().len() > 200);
 }
+
+/// Subcommands as Redis 7.0 reports them: COMMAND LIST names them beside the commands and its
+/// filters select them by their own categories and full names; COMMAND INFO lists a
+/// container's and answers for `container|sub`; COMMAND COUNT counts commands only.
+#[test]
+fn command_list_and_info_report_subcommands() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    let mut list = |a: &[&str]| -> Vec<String> {
+        let mut line = vec!["COMMAND", "LIST"];
+        line.extend_from_slice(a);
+        match c.cmd(&line) {
+            Reply::Array(v) => v
+                .into_iter()
+                .map(|r| match r {
+                    Reply::Bulk(b) => String::from_utf8(b).unwrap(),
+                    other => panic!("{other:?}"),
+                })
+                .collect(),
+            other => panic!("COMMAND LIST {a:?}: {other:?}"),
+        }
+    };
+    let all = list(&[]);
+    for name in ["set", "client|list", "client|kill", "config|get", "object|encoding"] {
+        assert!(all.iter().any(|n| n == name), "{name}");
+    }
+    let scripting = list(&["FILTERBY", "ACLCAT", "scripting"]);
+    assert!(scripting.iter().any(|n| n == "eval") && scripting.iter().any(|n| n == "script|kill"));
+    assert!(!scripting.iter().any(|n| n == "set"));
+    assert_eq!(list(&["FILTERBY", "PATTERN", "set"]), ["set"]);
+    let config = list(&["FILTERBY", "PATTERN", "config*"]);
+    assert!(config.iter().any(|n| n == "config") && config.iter().any(|n| n == "config|get"));
+    let mut re = list(&["FILTERBY", "PATTERN", "config|*re*"]);
+    re.sort();
+    assert_eq!(re, ["config|resetstat", "config|rewrite"]);
+
+    let count = match c.cmd(&["COMMAND", "COUNT"]) {
+        Reply::Int(n) => n as usize,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(count + strata_server::commands::subcommands::TABLE.len(), all.len());
+
+    let entry = |r: Reply| match r {
+        Reply::Array(mut v) if v.len() == 1 => v.remove(0),
+        other => panic!("{other:?}"),
+    };
+    let Reply::Array(config) = entry(c.cmd(&["COMMAND", "INFO", "config"])) else { panic!() };
+    let Reply::Array(subs) = &config[9] else { panic!("{:?}", config[9]) };
+    let names: Vec<&Reply> = subs
+        .iter()
+        .map(|s| match s {
+            Reply::Array(e) => &e[0],
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert!(
+        names.contains(&&Reply::bulk("config|get")) && names.contains(&&Reply::bulk("config|set"))
+    );
+    let Reply::Array(get) = entry(c.cmd(&["COMMAND", "INFO", "CONFIG|GET"])) else { panic!() };
+    assert_eq!(get[0], Reply::bulk("config|get"));
+    assert_eq!(get[1], Reply::Int(-3));
+    assert_eq!(get[2], simples(&["admin", "noscript", "loading", "stale"]));
+    let Reply::Array(enc) = entry(c.cmd(&["COMMAND", "INFO", "object|encoding"])) else { panic!() };
+    assert_eq!(enc[3..6], [Reply::Int(2), Reply::Int(2), Reply::Int(1)], "its key after the sub");
+    for bad in ["get|key", "config|get|key", "config|nosuch"] {
+        assert_eq!(entry(c.cmd(&["COMMAND", "INFO", bad])), Reply::Null, "{bad}");
+    }
+}
+
+/// Every subcommand COMMAND names is one the server answers: called with as many arguments as
+/// its arity asks, none is refused as an unknown subcommand.
+#[test]
+fn every_listed_subcommand_is_served() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    for &(name, arity, ..) in strata_server::commands::subcommands::TABLE {
+        let (container, sub) = name.split_once('|').unwrap();
+        let mut line = vec![container, sub];
+        let extra = arity.unsigned_abs() as usize - 2;
+        line.extend(std::iter::repeat_n("x", extra));
+        if let Reply::Error(e) = c.cmd(&line) {
+            assert!(!e.to_ascii_lowercase().contains("unknown subcommand"), "{name}: {e}");
+        }
+    }
+}
