@@ -160,6 +160,35 @@ pub fn cluster(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
         }
     };
     match sub.as_str() {
+        "help" => {
+            argc(2)?;
+            let help = [
+                "CLUSTER <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+                "COUNTKEYSINSLOT <slot>",
+                "    How many keys the slot holds here.",
+                "GETKEYSINSLOT <slot> <count>",
+                "    Up to <count> key names of the slot.",
+                "INFO",
+                "    The cluster's state and size.",
+                "KEYSLOT <key>",
+                "    The slot of the key.",
+                "MYID",
+                "    This node's id.",
+                "NODES",
+                "    The cluster's nodes, each with the slots of the partitions it leads.",
+                "SHARDS",
+                "    Per slot range, the partition's leader and its other replicas.",
+                "SLOTS",
+                "    The slot ranges with the leader serving each.",
+                "MAP | REBALANCE | ADDNODE | REMOVENODE | FORGETNODE | SETSLOTPARTITION",
+                "    The layout's administration, for strata-cluster (docs/replication.md).",
+                "MOVESLOT | SLOTRECORDS | SLOTTAIL | IMPORTRECORDS | IMPORTCHANGES",
+                "    The steps of a slot move, for strata-cluster move-slots.",
+                "HELP",
+                "    This text.",
+            ];
+            super::args::reply_help(out, &help);
+        }
         "keyslot" => {
             argc(3)?;
             out.int(i64::from(key_slot(&a[2])));

@@ -33,6 +33,7 @@ pub static TABLE: &[Entry] = &[
     ),
     ("cluster|countkeysinslot", 3, "stale", 0, 0, 0, "slow"),
     ("cluster|getkeysinslot", 4, "stale", 0, 0, 0, "slow"),
+    ("cluster|help", 2, "loading stale", 0, 0, 0, "slow"),
     ("cluster|info", 2, "stale", 0, 0, 0, "slow"),
     ("cluster|keyslot", 3, "stale", 0, 0, 0, "slow"),
     ("cluster|myid", 2, "stale", 0, 0, 0, "slow"),

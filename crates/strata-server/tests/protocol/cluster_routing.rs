@@ -193,6 +193,10 @@ fn cluster_subcommands_report_the_layout_in_redis_formats() {
     // The specification's example, and hash tags.
     assert_eq!(run(&sh, c, &["CLUSTER", "KEYSLOT", "123456789"]), ":12739\r\n");
     assert_eq!(run(&sh, c, &["CLUSTER", "KEYSLOT", "{user1000}.following"]), ":3443\r\n");
+    // HELP: its lines, one per subcommand and its purpose (COMMAND lists `cluster|help`).
+    let help = run(&sh, c, &["CLUSTER", "HELP"]);
+    assert!(help.starts_with('*') && help.contains("+KEYSLOT <key>\r\n"), "{help}");
+    assert!(run(&sh, c, &["CLUSTER", "HELP", "x"]).starts_with("-ERR Unknown subcommand"));
     // SLOTS: ranges with a leader, the leader alone (no node is ever named a replica there:
     // redis-py would take it for one everywhere).
     let node =
