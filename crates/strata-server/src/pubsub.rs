@@ -111,13 +111,15 @@ impl PubSub {
         was
     }
 
-    /// Whether client `id` is subscribed to some channel, pattern or shard channel (CLIENT
-    /// KILL's `pubsub` type). Walks every subscription.
-    pub fn subscribed(&self, id: u64) -> bool {
+    /// The clients subscribed to some channel, pattern or shard channel (CLIENT KILL's
+    /// `pubsub` type). Walks every subscription once.
+    pub fn subscribed(&self) -> std::collections::HashSet<u64> {
         let reg = self.reg.lock();
         [&reg.channels, &reg.patterns, &reg.shards]
             .iter()
-            .any(|map| map.values().any(|subs| subs.contains_key(&id)))
+            .flat_map(|map| map.values())
+            .flat_map(|subs| subs.keys().copied())
+            .collect()
     }
 
     /// Unsubscribes client `id` from every channel, pattern and shard channel, and ends its

@@ -99,10 +99,13 @@ pub fn kill(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResul
             .map(|(&id, _)| id)
             .collect()
     };
+    let subscribed = f.pubsub.map(|_| sh.pubsub.subscribed());
     let mut killed = 0i64;
     for id in victims {
-        if f.pubsub.is_some_and(|want| want != sh.pubsub.subscribed(id)) {
-            continue;
+        if let (Some(want), Some(subs)) = (f.pubsub, &subscribed) {
+            if want != subs.contains(&id) {
+                continue;
+            }
         }
         if id == c.id {
             c.close = true;
