@@ -15,7 +15,7 @@ use crate::types::stream::NodeLimits;
 use crate::types::{now_ms, Keyspace};
 use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -122,6 +122,45 @@ pub struct ClientEntry {
     pub laddr: String,
     /// Ends the connection's task (CLIENT KILL): its socket closes and its registration goes.
     pub kill: Option<tokio::task::AbortHandle>,
+    /// Its last command and when it began (CLIENT LIST's `cmd` and `idle`).
+    pub activity: Arc<Activity>,
+}
+
+/// What a connection did last, written by its command dispatch and read by CLIENT LIST.
+#[derive(Default)]
+pub struct Activity {
+    /// When its last command began: milliseconds since [`Activity::clock`]'s start; 0 for
+    /// none yet.
+    at_ms: AtomicU64,
+    /// Its last command: 1 + its index in `COMMANDS`, or 1 + `COMMANDS.len()` + the index of
+    /// its subcommand's entry (`commands::subcommands`); 0 for none yet.
+    command: AtomicU64,
+}
+
+impl Activity {
+    /// The clock's start (the first call's instant).
+    fn clock() -> std::time::Instant {
+        static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+        *START.get_or_init(std::time::Instant::now)
+    }
+
+    /// Records that the command coded `code` (see the field) began at `at`.
+    pub fn note(&self, code: u64, at: std::time::Instant) {
+        let ms = at.saturating_duration_since(Self::clock()).as_millis() as u64;
+        self.at_ms.store(ms.max(1), Ordering::Relaxed);
+        self.command.store(code, Ordering::Relaxed);
+    }
+
+    /// The code of the last command (0: none) and the seconds since it began, or since
+    /// `since` (the connection's start) before any.
+    pub fn last(&self, since: Option<std::time::Instant>) -> (u64, u64) {
+        let now = std::time::Instant::now().saturating_duration_since(Self::clock());
+        let at = match self.at_ms.load(Ordering::Relaxed) {
+            0 => since.map_or(now, |s| s.saturating_duration_since(Self::clock())),
+            ms => std::time::Duration::from_millis(ms),
+        };
+        (self.command.load(Ordering::Relaxed), now.saturating_sub(at).as_secs())
+    }
 }
 
 /// SCAN/HSCAN cursors: a numeric cursor names the key (or field) the next call starts at.
@@ -324,6 +363,8 @@ pub fn unix_now() -> u64 {
 pub struct Conn {
     /// CLIENT ID.
     pub id: u64,
+    /// Its entry's record of its last command (none for a connection not on the books).
+    pub activity: Option<Arc<Activity>>,
     /// Whether commands are allowed (no password, or AUTH succeeded).
     pub authed: bool,
     /// Speaks RESP3.
@@ -424,6 +465,7 @@ impl Conn {
     pub fn new(id: u64, authed: bool) -> Conn {
         Conn {
             id,
+            activity: None,
             authed,
             resp3: false,
             close: false,

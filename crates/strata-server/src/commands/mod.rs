@@ -723,6 +723,10 @@ pub fn dispatch_found(
         monitor::feed(sh, conn, cmd, args);
     }
     let started = std::time::Instant::now();
+    // The commands an EXEC or a script runs are theirs: CLIENT LIST names the EXEC or EVAL.
+    if let Some(a) = conn.activity.as_ref().filter(|_| !conn.in_exec && !conn.in_script) {
+        a.note(subcommands::line_code(cmd, args), started);
+    }
     // The commands that look at keys without using them (Redis's LOOKUP_NOTOUCH) leave
     // OBJECT IDLETIME's clock alone (`storage::access`).
     let ok = if matches!(

@@ -379,7 +379,9 @@ pub fn command(_: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
 
 fn client_line(id: u64, e: &crate::state::ClientEntry) -> String {
     let age = e.since.map_or(0, |s| s.elapsed().as_secs());
-    format!("id={id} addr={} laddr={} fd=0 name={} age={age} idle=0 flags=N db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=client user=default redir=-1 resp={} lib-name={} lib-ver=\n", e.addr, e.laddr, e.name, e.db, e.resp, e.lib)
+    let (code, idle) = e.activity.last(e.since);
+    let cmd = subcommands::code_name(code);
+    format!("id={id} addr={} laddr={} fd=0 name={} age={age} idle={idle} flags=N db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={cmd} user=default redir=-1 resp={} lib-name={} lib-ver=\n", e.addr, e.laddr, e.name, e.db, e.resp, e.lib)
 }
 
 pub fn client(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {

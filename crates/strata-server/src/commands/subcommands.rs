@@ -104,6 +104,36 @@ pub fn of(container: &str) -> impl Iterator<Item = &'static Entry> + '_ {
     TABLE.iter().filter(move |e| e.0.split_once('|').is_some_and(|(c, _)| c == container))
 }
 
+/// The code of a command line for CLIENT LIST's `cmd` (`state::Activity`): 1 + the
+/// command's index in `COMMANDS`, or, for a container's subcommand in the table, 1 +
+/// `COMMANDS.len()` + the subcommand's index here.
+pub fn line_code(cmd: &'static super::Command, args: &[Vec<u8>]) -> u64 {
+    static CONTAINERS: std::sync::OnceLock<Vec<bool>> = std::sync::OnceLock::new();
+    let index = super::index_of(cmd);
+    let containers = CONTAINERS
+        .get_or_init(|| super::COMMANDS.iter().map(|c| of(c.name).next().is_some()).collect());
+    if containers.get(index).copied().unwrap_or(false) {
+        if let Some(sub) = args.get(1) {
+            let name =
+                format!("{}|{}", cmd.name, String::from_utf8_lossy(sub).to_ascii_lowercase());
+            if let Ok(i) = TABLE.binary_search_by(|e| e.0.cmp(&name)) {
+                return (1 + super::COMMANDS.len() + i) as u64;
+            }
+        }
+    }
+    index as u64 + 1
+}
+
+/// The name of a [`line_code`]; `NULL` for 0 (no command yet), as Redis shows it.
+pub fn code_name(code: u64) -> &'static str {
+    let commands = super::COMMANDS.len() as u64;
+    match code {
+        0 => "NULL",
+        c if c <= commands => super::COMMANDS[(c - 1) as usize].name,
+        c => TABLE.get((c - 1 - commands) as usize).map_or("NULL", |e| e.0),
+    }
+}
+
 /// The words of a space-separated list.
 pub fn words(list: &'static str) -> impl Iterator<Item = &'static str> {
     list.split(' ').filter(|w| !w.is_empty())
@@ -142,5 +172,24 @@ mod tests {
             object,
             ["object|encoding", "object|freq", "object|help", "object|idletime", "object|refcount"]
         );
+    }
+
+    #[test]
+    fn a_command_line_codes_its_command_or_its_subcommand() {
+        let line = |words: &[&str]| -> Vec<Vec<u8>> {
+            words.iter().map(|w| w.as_bytes().to_vec()).collect()
+        };
+        let name = |words: &[&str]| {
+            let a = line(words);
+            let cmd = super::super::lookup(&a[0]).unwrap();
+            code_name(line_code(cmd, &a))
+        };
+        assert_eq!(name(&["GET", "k"]), "get");
+        assert_eq!(name(&["client", "LIST"]), "client|list");
+        assert_eq!(name(&["CONFIG", "get", "hz"]), "config|get");
+        assert_eq!(name(&["client", "nosuch"]), "client", "not a listed subcommand");
+        assert_eq!(name(&["set", "get", "v"]), "set", "SET has no subcommands");
+        assert_eq!(code_name(0), "NULL");
+        assert_eq!(code_name(u64::MAX), "NULL");
     }
 }

@@ -23,7 +23,7 @@ use super::conn_threads::ConnThreads;
 use crate::blocked::{Cancel, Outcome};
 use crate::commands;
 use crate::resp::{parse_command, Out, ParseOutcome};
-use crate::state::{BlockedOn, ClientEntry, Conn, ReplyMode, Shared};
+use crate::state::{Activity, BlockedOn, ClientEntry, Conn, ReplyMode, Shared};
 use crate::storage::pending;
 use crate::types::notify;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -371,6 +371,7 @@ impl Registration {
         addr: String,
         laddr: String,
         kill: Option<tokio::task::AbortHandle>,
+        activity: Arc<Activity>,
     ) -> Registration {
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         sh.stats.connections.fetch_add(1, Ordering::Relaxed);
@@ -381,6 +382,7 @@ impl Registration {
                 addr,
                 laddr,
                 kill,
+                activity,
                 since: Some(std::time::Instant::now()),
                 resp: 2,
                 ..ClientEntry::default()
@@ -410,9 +412,11 @@ async fn handle(
     kill: tokio::task::AbortHandle,
 ) {
     let laddr = sock.local_addr().map(|a| a.to_string()).unwrap_or_default();
-    let mut registration = Registration::new(&sh, addr, laddr, Some(kill));
+    let activity = Arc::new(Activity::default());
+    let mut registration = Registration::new(&sh, addr, laddr, Some(kill), activity.clone());
     let id = registration.id;
     let mut conn = Conn::new(id, sh.password().is_none());
+    conn.activity = Some(activity);
     let mut buf: Vec<u8> = Vec::with_capacity(16 * 1024);
     let mut out = Out::default();
     let max_bulk = sh.config.proto_max_bulk_len;
@@ -594,10 +598,12 @@ mod tests {
         let sh = shared(dir.path());
         let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
         let who = Subscriber { tx, resp3: false };
-        let bystander = Registration::new(&sh, "127.0.0.1:2".into(), String::new(), None);
+        let bystander =
+            Registration::new(&sh, "127.0.0.1:2".into(), String::new(), None, Arc::default());
         sh.pubsub.subscribe(bystander.id, b"news", Kind::Channel, who.clone());
         let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let reg = Registration::new(&sh, "127.0.0.1:1".into(), String::new(), None);
+            let reg =
+                Registration::new(&sh, "127.0.0.1:1".into(), String::new(), None, Arc::default());
             sh.pubsub.subscribe(reg.id, b"news", Kind::Channel, who.clone());
             sh.pubsub.subscribe(reg.id, b"n*", Kind::Pattern, who.clone());
             assert_eq!(sh.clients.lock().len(), 2);

@@ -427,3 +427,49 @@ fn monitor_shows_the_commands_others_run() {
     r.cmd(&["SET", "x", "y"]);
     assert_eq!(m.cmd(&["PING"]), Reply::Simple("PONG".into()));
 }
+
+/// CLIENT LIST's `cmd` is each connection's last command (a container's by its subcommand,
+/// `NULL` before any) and `idle` the seconds since it began.
+#[test]
+fn client_list_shows_each_connections_last_command_and_idle_time() {
+    let srv = Server::start(&[]);
+    let mut me = srv.raw();
+    let mut other = srv.raw();
+    let fresh = srv.raw();
+    let line_of = |list: &str, id: i64| -> String {
+        list.lines().find(|l| l.starts_with(&format!("id={id} "))).unwrap().to_string()
+    };
+    let field = |line: &str, name: &str| -> String {
+        let prefix = format!("{name}=");
+        line.split(' ').find_map(|f| f.strip_prefix(prefix.as_str())).unwrap().to_string()
+    };
+    let id = |c: &mut Raw| match c.cmd(&["CLIENT", "ID"]) {
+        Reply::Int(n) => n,
+        r => panic!("{r:?}"),
+    };
+    let (my_id, other_id) = (id(&mut me), id(&mut other));
+    assert_eq!(other.cmd(&["MULTI"]), Reply::Simple("OK".into()));
+    assert_eq!(other.cmd(&["SET", "k", "v"]), Reply::Simple("QUEUED".into()));
+    assert!(matches!(other.cmd(&["EXEC"]), Reply::Array(_)));
+    let listed = |c: &mut Raw| match c.cmd(&["CLIENT", "LIST"]) {
+        Reply::Verbatim(s) => s,
+        Reply::Bulk(b) => String::from_utf8(b).unwrap(),
+        r => panic!("{r:?}"),
+    };
+    assert_eq!(field(&line_of(&listed(&mut me), other_id), "cmd"), "exec", "not its SET");
+    assert_eq!(other.cmd(&["GET", "k"]), Reply::bulk("v"));
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let list = listed(&mut me);
+    let mine = line_of(&list, my_id);
+    assert_eq!(field(&mine, "cmd"), "client|list");
+    assert_eq!(field(&mine, "idle"), "0");
+    let theirs = line_of(&list, other_id);
+    assert_eq!(field(&theirs, "cmd"), "get");
+    assert!(field(&theirs, "idle").parse::<u64>().unwrap() >= 1, "{theirs}");
+    let fresh_line = list
+        .lines()
+        .find(|l| !l.contains(&format!("id={my_id} ")) && !l.contains(&format!("id={other_id} ")))
+        .unwrap();
+    assert_eq!(field(fresh_line, "cmd"), "NULL");
+    drop(fresh);
+}
