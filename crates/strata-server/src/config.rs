@@ -15,6 +15,8 @@
 //! `--cluster-bootstrap yes|no`, `--cluster-node-timeout MS`: `cluster::spec`), and a config
 //! file path as the first positional argument.
 
+pub mod redis_params;
+
 use crate::storage::SyncPolicy;
 use clap::Parser;
 use std::collections::BTreeMap;
@@ -489,6 +491,10 @@ impl Config {
             // The largest sparse HyperLogLog (`types::hll`), Redis's default.
             ("hll-sparse-max-bytes", "3000"),
         ] {
+            m.entry(k.to_string()).or_insert_with(|| v.to_string());
+        }
+        // Redis's other parameters, kept without effect (`redis_params`).
+        for (k, v) in redis_params::ACCEPTED {
             m.entry(k.to_string()).or_insert_with(|| v.to_string());
         }
         m

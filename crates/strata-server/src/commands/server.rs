@@ -4,6 +4,7 @@
 use super::args::{int_arg, is};
 use super::errors::{arity_err, CmdError, NOAUTH, SYNTAX};
 use super::{glob, subcommands, CmdResult, COMMANDS};
+use crate::config::redis_params;
 use crate::resp::Out;
 use crate::state::{Conn, Shared, Subscriptions};
 use crate::storage::SyncPolicy;
@@ -542,8 +543,12 @@ fn config_set_check(
                 "ERR Unknown option or number of arguments for CONFIG SET - '{given}'"
             ));
         }
-        if matches!(k.as_str(), "port" | "bind" | "dir" | "databases") {
+        // Read at start only here (`port`, `bind`), or as Redis keeps them.
+        if matches!(k.as_str(), "port" | "bind") || redis_params::IMMUTABLE.contains(&k.as_str()) {
             return Err(failed("can't set immutable config"));
+        }
+        if redis_params::PROTECTED.contains(&k.as_str()) {
+            return Err(failed("can't set protected config"));
         }
         let canonical = config_canonical(k);
         if seen.contains(&canonical) {
@@ -628,7 +633,8 @@ fn config_value_check(k: &str, raw: &[u8]) -> Result<(), String> {
         {
             return Err(failed(NOT_INT));
         }
-        _ => {}
+        // Redis's parameters kept without effect, by their default's shape.
+        _ => redis_params::check(k, &v).map_err(failed)?,
     }
     Ok(())
 }

@@ -1,6 +1,6 @@
 //! Error replies match Redis's texts, and a malformed frame closes only its own connection.
 
-use crate::common::{Reply, Server};
+use crate::common::{Raw, Reply, Server};
 
 fn err(s: &str) -> Reply {
     Reply::Error(s.into())
@@ -135,6 +135,48 @@ fn config_set_is_all_or_nothing() {
         c.cmd(&["CONFIG", "GET", "hz"]),
         Reply::Array(vec![Reply::bulk("hz"), Reply::bulk("11")])
     );
+}
+
+/// Redis 7.0's parameters this server has no mechanism for are listed with Redis's defaults
+/// and kept when set with a value of their shape; the ones Redis refuses at run time are
+/// refused with its words.
+#[test]
+fn config_keeps_redis_parameters_without_effect() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    let get = |c: &mut Raw, k: &str| c.cmd(&["CONFIG", "GET", k]);
+    let pair = |k: &str, v: &str| Reply::Array(vec![Reply::bulk(k), Reply::bulk(v)]);
+    assert_eq!(get(&mut c, "repl-backlog-size"), pair("repl-backlog-size", "1048576"));
+    assert_eq!(get(&mut c, "slaveof"), pair("slaveof", ""));
+    let ok = Reply::Simple("OK".into());
+    assert_eq!(
+        c.cmd(&["CONFIG", "SET", "repl-backlog-size", "2mb", "lazyfree-lazy-eviction", "yes"]),
+        ok
+    );
+    assert_eq!(get(&mut c, "repl-backlog-size"), pair("repl-backlog-size", "2mb"));
+    let failed = |k: &str, why: &str| {
+        Reply::Error(format!("ERR CONFIG SET failed (possibly related to argument '{k}') - {why}"))
+    };
+    let cases: &[(&[&str], Reply)] = &[
+        (
+            &["CONFIG", "SET", "lazyfree-lazy-eviction", "maybe"],
+            failed("lazyfree-lazy-eviction", "argument must be 'yes' or 'no'"),
+        ),
+        (
+            &["CONFIG", "SET", "repl-backlog-size", "lots"],
+            failed("repl-backlog-size", "argument must be a memory value"),
+        ),
+        (&["CONFIG", "SET", "daemonize", "yes"], failed("daemonize", "can't set immutable config")),
+        (
+            &["CONFIG", "SET", "cluster-enabled", "yes"],
+            failed("cluster-enabled", "can't set immutable config"),
+        ),
+        (&["CONFIG", "SET", "dir", "/tmp"], failed("dir", "can't set protected config")),
+    ];
+    for (line, want) in cases {
+        assert_eq!(&c.cmd(line), want, "{line:?}");
+    }
+    assert_eq!(get(&mut c, "lazyfree-lazy-eviction"), pair("lazyfree-lazy-eviction", "yes"));
 }
 
 /// CONFIG SET checks every value before setting any, with Redis's errors; Redis 7's older
