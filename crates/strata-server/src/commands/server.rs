@@ -543,8 +543,11 @@ fn config_set_check(
                 "ERR Unknown option or number of arguments for CONFIG SET - '{given}'"
             ));
         }
-        // Read at start only here (`port`, `bind`), or as Redis keeps them.
-        if matches!(k.as_str(), "port" | "bind") || redis_params::IMMUTABLE.contains(&k.as_str()) {
+        // Read at start only here (`port`, `bind`: setting the value they have is a no-op),
+        // or as Redis keeps them.
+        let start_only = matches!(k.as_str(), "port" | "bind")
+            && params.get(k).map(String::as_bytes) != Some(pair[1].as_slice());
+        if start_only || redis_params::IMMUTABLE.contains(&k.as_str()) {
             return Err(failed("can't set immutable config"));
         }
         if redis_params::PROTECTED.contains(&k.as_str()) {

@@ -107,6 +107,7 @@ fn config_set_is_all_or_nothing() {
             failed("hash-max-listpack-entries", "duplicate parameter"),
         ),
         (&["hz", "12", "port", "1"], failed("port", "can't set immutable config")),
+        (&["hz", "12", "bind", "0.0.0.0"], failed("bind", "can't set immutable config")),
         (
             &["maxmemory", "bla", "nosuch", "2"],
             Reply::Error(
@@ -130,6 +131,16 @@ fn config_set_is_all_or_nothing() {
         c.cmd(&["CONFIG", "SET", "hz", "11", "maxmemory"]),
         Reply::Error("ERR syntax error".into())
     );
+    // The value a start-only parameter has is a no-op, as Redis's test helper sets every
+    // parameter to what CONFIG GET gave.
+    let port = match c.cmd(&["CONFIG", "GET", "port"]) {
+        Reply::Array(v) => match &v[1] {
+            Reply::Bulk(b) => String::from_utf8(b.clone()).unwrap(),
+            r => panic!("{r:?}"),
+        },
+        r => panic!("{r:?}"),
+    };
+    assert_eq!(c.cmd(&["CONFIG", "SET", "port", &port]), Reply::Simple("OK".into()));
     assert_eq!(c.cmd(&["CONFIG", "SET", "maxmemory", "8", "hz", "11"]), Reply::Simple("OK".into()));
     assert_eq!(
         c.cmd(&["CONFIG", "GET", "hz"]),
