@@ -56,8 +56,10 @@ fi
 mkdir -p "$out"
 work=$(mktemp -d "${TMPDIR:-/tmp}/cluster-cost.XXXXXX")
 single_pid=""
+stat_pid=""
 cleanup() {
   [ -z "$single_pid" ] || kill "$single_pid" 2>/dev/null || true
+  [ -z "$stat_pid" ] || pkill -P "$stat_pid" sleep 2>/dev/null || true
   bash bench/cluster.sh down --dir "$work/cluster" >/dev/null 2>&1 || true
   rm -rf "$work"
 }
@@ -80,10 +82,11 @@ measure() {
   local engine=$1 rep=$2 addr=$3; shift 3
   local mode=single; [ "$engine" = single ] || mode=cluster
   threads_of "$@" > "$work/before"
-  local stat_pid=""
+  stat_pid=""
   if [ -n "$perf_ok" ]; then
+    # Counts until the load ends (its `sleep` is ended then), at most as long as the load.
     perf stat -x, -e syscalls:sys_enter_fdatasync,syscalls:sys_enter_sendto,syscalls:sys_enter_futex \
-      -p "$(IFS=,; echo "$*")" -o "$work/perf" -- sleep 3600 >/dev/null 2>&1 &
+      -p "$(IFS=,; echo "$*")" -o "$work/perf" -- sleep 900 >/dev/null 2>&1 &
     stat_pid=$!
   fi
   local t0 t1
@@ -99,6 +102,7 @@ measure() {
     # perf stat ends with its command (a background job ignores SIGINT).
     pkill -P "$stat_pid" sleep 2>/dev/null || true
     wait "$stat_pid" 2>/dev/null || true
+    stat_pid=""
     calls=$(awk -F, -v n="$records" '/sys_enter/ {sub(/.*sys_enter_/, "", $3); printf "%s%s=%.2f", sep, $3, $1 / n; sep = " "}' "$work/perf")
   fi
   local hz; hz=$(getconf CLK_TCK)

@@ -506,20 +506,21 @@ pub fn client(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
     Ok(())
 }
 
-/// The parameter a CONFIG name sets: an older alias (`*-ziplist-*`, `lua-time-limit`,
-/// `min-slaves-*`) names its Redis 7.0 parameter.
+/// Redis 7.0's parameters with their older names: both names set and report one value.
+const CONFIG_ALIASES: &[(&str, &str)] = &[
+    ("hash-max-listpack-entries", "hash-max-ziplist-entries"),
+    ("hash-max-listpack-value", "hash-max-ziplist-value"),
+    ("zset-max-listpack-entries", "zset-max-ziplist-entries"),
+    ("zset-max-listpack-value", "zset-max-ziplist-value"),
+    ("list-max-listpack-size", "list-max-ziplist-size"),
+    ("busy-reply-threshold", "lua-time-limit"),
+    ("min-replicas-to-write", "min-slaves-to-write"),
+    ("min-replicas-max-lag", "min-slaves-max-lag"),
+];
+
+/// The parameter a CONFIG name sets: an older alias names its Redis 7.0 parameter.
 fn config_canonical(k: &str) -> &str {
-    match k {
-        "hash-max-ziplist-entries" => "hash-max-listpack-entries",
-        "hash-max-ziplist-value" => "hash-max-listpack-value",
-        "zset-max-ziplist-entries" => "zset-max-listpack-entries",
-        "zset-max-ziplist-value" => "zset-max-listpack-value",
-        "list-max-ziplist-size" => "list-max-listpack-size",
-        "lua-time-limit" => "busy-reply-threshold",
-        "min-slaves-to-write" => "min-replicas-to-write",
-        "min-slaves-max-lag" => "min-replicas-max-lag",
-        other => other,
-    }
+    CONFIG_ALIASES.iter().find(|(_, alias)| *alias == k).map_or(k, |(name, _)| name)
 }
 
 /// CONFIG SET's checks of its `name value` pairs, in Redis 7.0's order: every name first (an
@@ -560,16 +561,18 @@ fn config_set_check(
         seen.push(canonical);
     }
     for (k, pair) in names.iter().zip(pairs.chunks(2)) {
-        config_value_check(k, &pair[1])?;
+        config_value_check(k, &String::from_utf8_lossy(&pair[0]), &pair[1])?;
     }
     Ok(())
 }
 
-/// Whether `raw` is a value CONFIG SET takes for parameter `k`; Redis's error if not.
-fn config_value_check(k: &str, raw: &[u8]) -> Result<(), String> {
+/// Whether `raw` is a value CONFIG SET takes for parameter `k` (given as `given`); Redis's
+/// error if not.
+fn config_value_check(k: &str, given: &str, raw: &[u8]) -> Result<(), String> {
     let v = String::from_utf8_lossy(raw);
-    let failed =
-        |why: &str| format!("ERR CONFIG SET failed (possibly related to argument '{k}') - {why}");
+    let failed = |why: &str| {
+        format!("ERR CONFIG SET failed (possibly related to argument '{given}') - {why}")
+    };
     const NOT_INT: &str = "argument couldn't be parsed into an integer";
     match k {
         "maxmemory" | "proto-max-bulk-len" | "stream-node-max-bytes" | "hll-sparse-max-bytes"
@@ -686,18 +689,13 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
                     | "hash-max-ziplist-entries"
                     | "hash-max-ziplist-value"
             ) {
-                // Checked by `config_set_check`.
+                // Checked by `config_set_check`; both names report it (`CONFIG_ALIASES`).
                 let n = crate::config::parse_size(&v).and_then(|n| usize::try_from(n).ok());
                 let n = n.unwrap_or(0);
-                // Both names of the setting report the new value.
                 if k.ends_with("entries") {
                     sh.hash_limits.set_entries(n);
-                    params.insert("hash-max-listpack-entries".into(), v.clone());
-                    params.insert("hash-max-ziplist-entries".into(), v.clone());
                 } else {
                     sh.hash_limits.set_value(n);
-                    params.insert("hash-max-listpack-value".into(), v.clone());
-                    params.insert("hash-max-ziplist-value".into(), v.clone());
                 }
             }
             if k == "slowlog-log-slower-than" {
@@ -728,14 +726,7 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
                 continue;
             }
             // Redis 7.0's names and their older aliases report one value.
-            for (name, alias) in [
-                ("zset-max-listpack-entries", "zset-max-ziplist-entries"),
-                ("zset-max-listpack-value", "zset-max-ziplist-value"),
-                ("list-max-listpack-size", "list-max-ziplist-size"),
-                ("busy-reply-threshold", "lua-time-limit"),
-                ("min-replicas-to-write", "min-slaves-to-write"),
-                ("min-replicas-max-lag", "min-slaves-max-lag"),
-            ] {
+            for &(name, alias) in CONFIG_ALIASES {
                 if k == name {
                     params.insert(alias.into(), v.clone());
                 } else if k == alias {
