@@ -31,14 +31,14 @@
 # SET/GET of the record as JSON: go-ycsb's `hash` type drops read errors, so they would go
 # uncounted).
 #
-# Durability (docs/replication.md): the cluster's writes are acknowledged once their Raft
-# entry is fdatasynced on a quorum (2 of 3 replicas) and applied on the leader, whatever
-# `--appendfsync` says: the nodes' Raft log appends are always synced (group commit); the
-# flag, passed to both, governs the standalone server's WAL (`always`: fdatasync before the
-# reply; `everysec`: once a second) and on the cluster nodes only adds the once-a-second
-# WAL sync of `everysec`. So `always` (the default) is equal durability: an acknowledged
-# write survives power loss on both; with `everysec` the single server may lose about a
-# second of acknowledged writes and the cluster none: not equal, as the table says.
+# Durability (docs/replication.md), `--appendfsync` passed to both: `always` (the default
+# here) acknowledges a cluster write once its Raft entry is fdatasynced on a quorum (2 of 3
+# replicas) and applied on the leader, a standalone write once its WAL is fdatasynced;
+# `everysec` acknowledges a cluster write once its entry is written (not synced) on a quorum
+# and a standalone write once written, both syncing their WAL once a second. Equal either
+# way: with `always` an acknowledged write survives power loss on both; with `everysec` both
+# may lose about a second of acknowledged writes to a power loss (Apache Pegasus's own
+# default, `log_shared_force_flush = false`, syncs its log on no schedule at all).
 #
 # --move-during W: while the cluster runs workload W, the membership changes under the
 # clients: 3 s in, one more node joins (bench/cluster.sh add: strata-cluster add-node

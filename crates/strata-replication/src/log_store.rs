@@ -8,7 +8,11 @@
 //! What must hold, and how:
 //! - Appends are written without a sync; the caller asks the node's `SyncGroup` for a sync
 //!   that began after the write and completes the append only then. One fdatasync so serves
-//!   the appends of every group (and the votes) made before it began.
+//!   the appends of every group (and the votes) made before it began. Where the application
+//!   chose so ([`NodeStorage::sync_appends_when`], strata-server's `appendfsync everysec`),
+//!   an append completes once written instead, and the application syncs the WAL on its own
+//!   schedule: power loss may then take the newest acknowledged entries, a crash of the
+//!   process takes none (they are in the OS's page cache).
 //! - A vote is written, then a sync that began after it is awaited before the vote is
 //!   reported saved (`docs/contract.md` rule 1 through the shared WAL).
 //! - `last_purged` is kept in `raft_meta` and reported even when no entry is left.
@@ -21,7 +25,7 @@
 //!   that Raft makes right after an append without the engine.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
 use strata::{ColumnFamily, Db, ReadOptions, WriteBatch, WriteOptions};
@@ -60,7 +64,12 @@ pub struct NodeStorage {
     meta_cf: Arc<ColumnFamily>,
     syncs: Arc<SyncGroup>,
     snapshot_dir: PathBuf,
+    /// Whether an append completes only after a sync (unset: always).
+    appends_synced: OnceLock<AppendsSynced>,
 }
+
+/// Answers, at each append, whether it completes only after an fdatasync.
+type AppendsSynced = Box<dyn Fn() -> bool + Send + Sync>;
 
 impl NodeStorage {
     /// Takes the node's `Db`, creating the `raft_log` and `raft_meta` families if missing, and
@@ -84,6 +93,7 @@ impl NodeStorage {
             meta_cf,
             syncs: Arc::new(SyncGroup::default()),
             snapshot_dir,
+            appends_synced: OnceLock::new(),
         });
         node.remove_stale_snapshots()?;
         Ok(node)
@@ -107,6 +117,22 @@ impl NodeStorage {
     /// The node-wide syncer.
     pub fn syncs(&self) -> &Arc<SyncGroup> {
         &self.syncs
+    }
+
+    /// Makes each append ask `synced` whether it completes only after an fdatasync (`true`,
+    /// the default without this call: an acknowledged entry survives power loss on the
+    /// replicas that counted toward its commit) or once written to the engine (`false`: the
+    /// caller syncs the WAL on its own schedule, and votes are synced all the same). Asked
+    /// at every append, so a policy changed at run time takes effect at the next one. Set
+    /// once, before the node's groups open; a second call is refused (`false`).
+    pub fn sync_appends_when(&self, synced: impl Fn() -> bool + Send + Sync + 'static) -> bool {
+        self.appends_synced.set(Box::new(synced)).is_ok()
+    }
+
+    /// Whether an append made now completes only after an fdatasync
+    /// ([`NodeStorage::sync_appends_when`]).
+    pub fn appends_synced(&self) -> bool {
+        self.appends_synced.get().is_none_or(|f| f())
     }
 
     /// Where snapshots are built and received.

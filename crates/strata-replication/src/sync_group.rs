@@ -206,6 +206,12 @@ impl SyncGroup {
         }
     }
 
+    /// How many syncs the syncer thread has begun.
+    #[cfg(test)]
+    pub(crate) fn started(&self) -> u64 {
+        self.state.lock().started
+    }
+
     /// Stops the syncer thread after the syncs requested so far.
     pub fn stop(&self) {
         self.state.lock().stop = true;

@@ -16,7 +16,7 @@ use super::convert::{
 use super::{blocking, unless_stalled, PurgedRead, TypeConfig};
 use crate::error::Error;
 use crate::log_store::GroupLog;
-use crate::types::Entry;
+use crate::types::{Entry, Payload};
 
 type C = TypeConfig;
 
@@ -128,9 +128,18 @@ impl RaftLogStorage<C> for LogStore {
         I::IntoIter: OptionalSend,
     {
         let entries: Vec<Entry> = entries.into_iter().map(entry_in).collect();
+        // A membership change is synced whatever the policy: the group's shape is not among
+        // the newest writes a power loss may take.
+        let synced = self.log.node().appends_synced()
+            || entries.iter().any(|e| matches!(e.payload, Payload::Membership(_)));
         let log = self.log.clone();
         let node = self.log.node().clone();
         unless_stalled(node.db(), move || log.write_entries(&entries)).await?;
+        if !synced {
+            // Written is done here: the application syncs the WAL on its own schedule.
+            callback.io_completed(Ok(()));
+            return Ok(());
+        }
         node.syncs().request_then(node.db(), move |r| {
             callback.io_completed(r.map_err(|e| io::Error::from(Error::Sync(e))));
         });
@@ -152,9 +161,69 @@ impl RaftLogStorage<C> for LogStore {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+    use std::sync::Arc;
+
+    use openraft::type_config::TypeConfigExt;
+
     use super::*;
     use crate::log_store::tests::node_in;
-    use crate::types::{GroupId, LogId, Payload};
+    use crate::raft::convert::entry_out;
+    use crate::types::{GroupId, LogId, Membership};
+
+    /// Appends entry `index` (a membership change if `membership`) through openraft's
+    /// interface and returns once it reports the append done (openraft's "flushed": this
+    /// replica's copy then counts toward a commit).
+    async fn append_entry(store: &mut LogStore, index: u64, membership: bool) {
+        let payload = if membership {
+            let peer = crate::types::Peer { addr: String::new() };
+            Payload::Membership(Membership {
+                configs: vec![[1].into()],
+                nodes: [(1, peer)].into_iter().collect(),
+            })
+        } else {
+            Payload::Blank
+        };
+        let e = Entry { log_id: LogId { term: 1, leader: 1, index }, payload };
+        let (tx, rx) = C::oneshot();
+        store.append([entry_out(e).unwrap()], IOFlushed::signal(tx)).await.unwrap();
+        rx.await.unwrap().unwrap();
+    }
+
+    async fn append(store: &mut LogStore, index: u64) {
+        append_entry(store, index, false).await;
+    }
+
+    /// An append is done after a sync that began after it, unless the node's policy says a
+    /// written entry is enough (strata-server's `appendfsync everysec`) and it changes no
+    /// membership; the policy is asked at each append, so a change at run time takes effect
+    /// at the next one.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_append_is_done_after_a_sync_unless_the_policy_says_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let node = node_in(dir.path());
+        let synced = Arc::new(AtomicBool::new(true));
+        let s = synced.clone();
+        assert!(node.sync_appends_when(move || s.load(Relaxed)));
+        assert!(!node.sync_appends_when(|| true), "the policy is set once");
+        let log = GroupLog::open(node.clone(), GroupId(1)).unwrap();
+        let mut store = LogStore::new(log, PurgedRead::new());
+        append(&mut store, 1).await;
+        let after_synced = node.syncs().started();
+        assert_eq!(after_synced, 1, "the synced append waited for a sync");
+        synced.store(false, Relaxed);
+        for i in 2..=5 {
+            append(&mut store, i).await;
+        }
+        assert_eq!(node.syncs().started(), after_synced, "written appends asked for no sync");
+        assert_eq!(store.try_get_log_entries(1..=5).await.unwrap().len(), 5);
+        append_entry(&mut store, 6, true).await;
+        assert_eq!(node.syncs().started(), after_synced + 1, "a membership change is synced");
+        synced.store(true, Relaxed);
+        append(&mut store, 7).await;
+        assert_eq!(node.syncs().started(), after_synced + 2);
+        node.stop();
+    }
 
     /// A read that finds its range purged is noted (a stale replication stream's, `network`);
     /// a read that finds entries, or a range the log has not reached, is not.

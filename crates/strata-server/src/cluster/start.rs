@@ -29,7 +29,7 @@ use super::apply::ServerApply;
 use super::map::{meta_voter_count, ClusterMap, MapNode, NodeState, META};
 use super::node::ClusterNode;
 use super::spec::ClusterSpec;
-use crate::storage::Store;
+use crate::storage::{Store, SyncPolicy};
 
 /// How often a node hands back the leaderships it holds in place of their preferred replicas.
 const BALANCE_EVERY: Duration = Duration::from_secs(10);
@@ -57,6 +57,12 @@ pub async fn start(spec: &ClusterSpec, store: Arc<Store>, dir: &Path) -> Result<
     let storage =
         strata_replication::NodeStorage::open(store.db.clone(), dir.join("raft-snapshots"))
             .map_err(|e| fail(&e))?;
+    // `appendfsync` rules the Raft log as it rules a standalone server's WAL: under `always`
+    // an append counts toward a commit once synced; under `everysec` and `no` once written,
+    // the WAL synced once a second (`server::tasks`) or by the OS. Read at each append, so
+    // CONFIG SET appendfsync takes effect at the next one.
+    let engine = store.engine().clone();
+    storage.sync_appends_when(move || engine.sync_policy() == SyncPolicy::Always);
     let count = spec.partitions.count();
     let scratch = dir.join("slot-imports");
     let apply =

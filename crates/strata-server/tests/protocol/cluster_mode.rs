@@ -6,7 +6,7 @@
 //! values. Every acknowledged write is read back. Writes still in flight are seen by their
 //! own connection's next commands, and writers of one key take turns. A node that lost its
 //! directory comes back without `--cluster-bootstrap`, takes the logs again and votes once it
-//! has caught up.
+//! has caught up. `appendfsync` rules whether a Raft append waits for a sync.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
@@ -415,4 +415,56 @@ fn a_node_that_lost_its_directory_takes_the_logs_again_and_then_votes() {
         assert_eq!(run(ports[1], false, &["SET", &k, &v]), Reply::Simple("OK".into()));
     }
     assert_eq!(run(ports[2], false, &["GET", "key:7"]), Reply::bulk("x7"));
+}
+
+/// A node's WAL sync count (`INFO strata`).
+fn wal_syncs(port: u16) -> u64 {
+    let Reply::Bulk(info) = Raw::connect(port).cmd(&["INFO", "strata"]) else { panic!() };
+    let info = String::from_utf8(info).unwrap();
+    let at = info.find(" syncs").unwrap_or_else(|| panic!("no WAL sync count in {info}"));
+    let digits: String = info[..at].chars().rev().take_while(char::is_ascii_digit).collect();
+    digits.chars().rev().collect::<String>().parse().unwrap()
+}
+
+/// `appendfsync` rules the Raft log as it rules a standalone server's WAL: under `everysec`
+/// (the default) an entry counts toward its commit once written, so acknowledged writes
+/// cost no fdatasync each (the WAL is synced once a second); after CONFIG SET appendfsync
+/// always on every node, each sequential write waits for its leader's sync. Both ways every
+/// write is acknowledged once and read back.
+#[test]
+fn appendfsync_rules_whether_raft_appends_wait_for_a_sync() {
+    let root = tempfile::tempdir().unwrap();
+    let ports = free_ports(6);
+    let nodes = nodes_flag(&ports);
+    let _live: Vec<Node> = (1..=3u64)
+        .map(|i| {
+            start(i, &root.path().join(format!("node{i}")), ports[i as usize - 1], &nodes, true)
+        })
+        .collect();
+    let client = &ports[..3];
+    assert_eq!(run(client[0], false, &["SET", "k", "0"]), Reply::Simple("OK".into()));
+    let leader = leader_of(client, "k");
+    let writes = |from: i64| {
+        let mut c = Raw::connect(leader);
+        for i in from..from + 40 {
+            assert_eq!(c.cmd(&["SET", "k", &i.to_string()]), Reply::Simple("OK".into()));
+        }
+    };
+    let before = wal_syncs(leader);
+    writes(1);
+    let unsynced = wal_syncs(leader) - before;
+    // The once-a-second syncs only (40 writes take well under a second here; a slow machine
+    // may see a few).
+    assert!(unsynced <= 5, "{unsynced} syncs for 40 writes under everysec");
+    for p in client {
+        assert_eq!(
+            Raw::connect(*p).cmd(&["CONFIG", "SET", "appendfsync", "always"]),
+            Reply::Simple("OK".into())
+        );
+    }
+    let before = wal_syncs(leader);
+    writes(41);
+    let synced = wal_syncs(leader) - before;
+    assert!(synced >= 40, "{synced} syncs for 40 sequential writes under always");
+    assert_eq!(run(client[1], false, &["GET", "k"]), Reply::Bulk(b"80".to_vec()));
 }
