@@ -9,7 +9,8 @@
 //! `--max-background-jobs`, `--proto-max-bulk-len` (512 MiB), `--hash-max-listpack-entries`
 //! (128) and `--hash-max-listpack-value` (128; when a hash is compact, see
 //! `storage::compact_hash`), `--databases` (16: SELECT's range, `storage::databases`; 1 in
-//! cluster mode), `--notify-keyspace-events` (empty: none; Redis's class
+//! cluster mode), `--disable-thp yes|no` (yes: the process runs without transparent huge
+//! pages, as redis-server does), `--notify-keyspace-events` (empty: none; Redis's class
 //! characters, `types::notify`), the cluster-mode flags (`--cluster-enabled yes|no`,
 //! `--cluster-node-id`, `--cluster-nodes`, `--cluster-partitions`, `--cluster-replicas`,
 //! `--cluster-bootstrap yes|no`, `--cluster-node-timeout MS`: `cluster::spec`), and a config
@@ -71,6 +72,9 @@ pub struct Flags {
     /// How many databases SELECT reaches (16; cluster mode has only database 0).
     #[arg(long)]
     pub databases: Option<usize>,
+    /// yes (the default, as Redis's): the process runs without transparent huge pages.
+    #[arg(long)]
+    pub disable_thp: Option<String>,
     /// Longest field or value of a compact hash, in bytes.
     #[arg(long)]
     pub hash_max_listpack_value: Option<usize>,
@@ -139,6 +143,8 @@ pub struct Config {
     pub dir: PathBuf,
     /// AUTH password (empty = none).
     pub requirepass: String,
+    /// No transparent huge pages for the process (Redis's `disable-thp`, `main.rs`).
+    pub disable_thp: bool,
     /// WAL sync policy.
     pub appendfsync: SyncPolicy,
     /// Engine memtable size.
@@ -354,6 +360,16 @@ impl Config {
                 .or_else(|| file.get("requirepass").cloned())
                 .unwrap_or_default(),
             appendfsync,
+            disable_thp: yes_no(
+                "disable-thp",
+                Some(
+                    flags
+                        .disable_thp
+                        .clone()
+                        .or_else(|| file.get("disable-thp").cloned())
+                        .unwrap_or_else(|| "yes".into()),
+                ),
+            )?,
             write_buffer_size: flags
                 .write_buffer_size
                 .map_or_else(|| num(&file, "write-buffer-size"), |v| Ok(Some(v)))?,
@@ -448,6 +464,7 @@ impl Config {
         let node_timeout = self.cluster.node_timeout.unwrap_or(DEFAULT_NODE_TIMEOUT_MS);
         set("cluster-node-timeout", node_timeout.to_string());
         set("databases", self.database_count().to_string());
+        set("disable-thp", if self.disable_thp { "yes" } else { "no" }.to_string());
         for (k, v) in [
             ("save", ""),
             ("maxmemory", "0"),
@@ -532,6 +549,21 @@ mod tests {
         let bad = Flags { notify_keyspace_events: Some("Kq".into()), ..Flags::default() };
         let err = Config::resolve(bad).unwrap_err();
         assert!(err.contains("Invalid event class character"), "{err}");
+    }
+
+    #[test]
+    fn disable_thp_is_yes_unless_the_flag_or_the_file_says_no() {
+        assert!(Config::resolve(Flags::default()).unwrap().disable_thp);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("strata.conf");
+        std::fs::write(&path, "disable-thp no\n").unwrap();
+        let file = Flags { config_file: Some(path.clone()), ..Flags::default() };
+        assert!(!Config::resolve(file).unwrap().disable_thp);
+        let flag =
+            Flags { config_file: Some(path), disable_thp: Some("YES".into()), ..Flags::default() };
+        assert!(Config::resolve(flag).unwrap().disable_thp);
+        let bad = Flags { disable_thp: Some("maybe".into()), ..Flags::default() };
+        assert_eq!(Config::resolve(bad).unwrap_err(), "disable-thp `maybe`: expected yes or no");
     }
 
     #[test]

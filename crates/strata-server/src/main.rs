@@ -26,6 +26,22 @@ fn set_allocator_decay() {
     }
 }
 
+/// `disable-thp yes` (Redis's setting and default): no transparent huge pages for this
+/// process from here on (`PR_SET_THP_DISABLE`, as redis-server does at start). With them,
+/// the first touch of each 2 MiB range the allocator or a memtable maps zeroes all of it,
+/// where the server's short-lived buffers use a few pages (`docs/measurements.md`). A kernel
+/// that refuses is reported and the server goes on with huge pages.
+fn disable_thp() {
+    // SAFETY: prctl with an integer option and integer arguments touches no memory of ours.
+    let r = unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) };
+    if r != 0 {
+        eprintln!(
+            "strata-server: transparent huge pages stay on (disable-thp): prctl: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+}
+
 fn main() {
     #[cfg(feature = "mimalloc")]
     set_allocator_decay();
@@ -37,6 +53,9 @@ fn main() {
             std::process::exit(2);
         }
     };
+    if cfg.disable_thp {
+        disable_thp();
+    }
     let mut rt = tokio::runtime::Builder::new_multi_thread();
     if let Some(n) = cfg.io_threads {
         rt.worker_threads(n);

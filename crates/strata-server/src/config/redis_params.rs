@@ -65,7 +65,6 @@ pub static ACCEPTED: &[(&str, &str)] = &[
     ("crash-memcheck-enabled", "yes"),
     ("daemonize", "no"),
     ("dbfilename", "dump.rdb"),
-    ("disable-thp", "yes"),
     ("dynamic-hz", "yes"),
     ("enable-debug-command", "no"),
     ("enable-module-command", "no"),

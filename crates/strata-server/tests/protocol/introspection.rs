@@ -473,3 +473,39 @@ fn client_list_shows_each_connections_last_command_and_idle_time() {
     assert_eq!(field(fresh_line, "cmd"), "NULL");
     drop(fresh);
 }
+
+/// The kernel's word on whether transparent huge pages are on for process `pid`.
+fn thp_enabled(pid: u32) -> Option<String> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status.lines().find_map(|l| l.strip_prefix("THP_enabled:").map(|v| v.trim().to_string()))
+}
+
+/// `disable-thp` as Redis has it: on by default, the process then runs without transparent
+/// huge pages; `no` leaves them to the system; CONFIG GET reports it and CONFIG SET refuses
+/// it as immutable.
+#[test]
+fn disable_thp_turns_huge_pages_off_unless_told_no() {
+    let on = Server::start(&[]);
+    let off = Server::start(&["--disable-thp", "no"]);
+    match (thp_enabled(on.child.id()), thp_enabled(off.child.id())) {
+        (Some(a), Some(b)) => assert_eq!((a.as_str(), b.as_str()), ("0", "1")),
+        // A kernel without the status line (before 6.x) cannot be asked.
+        _ => eprintln!("skipped the kernel check: no THP_enabled in /proc/PID/status"),
+    }
+    let mut c = on.raw();
+    assert_eq!(
+        c.cmd(&["CONFIG", "GET", "disable-thp"]),
+        Reply::Array(vec![Reply::Bulk(b"disable-thp".to_vec()), Reply::Bulk(b"yes".to_vec())])
+    );
+    assert_eq!(
+        c.cmd(&["CONFIG", "SET", "disable-thp", "no"]),
+        Reply::Error(
+            "ERR CONFIG SET failed (possibly related to argument 'disable-thp') - can't set \
+             immutable config"
+                .into()
+        )
+    );
+    let mut c = off.raw();
+    let Reply::Array(got) = c.cmd(&["CONFIG", "GET", "disable-thp"]) else { panic!() };
+    assert_eq!(got[1], Reply::Bulk(b"no".to_vec()));
+}
