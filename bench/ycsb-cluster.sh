@@ -237,9 +237,9 @@ mkdir -p "$out/logs"
 runs="$out/runs.tsv"
 printf 'rep\tdurability\tengine\tworkload\tcase\tratio\tthreads\trecords\tops\texit\tlog\n' >"$runs"
 if [ "$durability" = always ]; then
-  dur_text="equal, \`always\`: the single server answers a write after an fdatasync of its WAL (\`--appendfsync always\`, group commit); the cluster answers once the write's Raft entry is fdatasynced on a quorum (2 of $replicas replicas) and applied on the leader (its nodes run with \`--appendfsync always\` too, but the Raft log is synced whatever the flag: docs/replication.md). An acknowledged write survives power loss on both."
+  dur_text="equal, \`always\`: the single server answers a write after an fdatasync of its WAL (\`--appendfsync always\`, group commit); the cluster answers once the write's Raft entry is fdatasynced on a quorum (2 of $replicas replicas) and applied on the leader (its nodes run with \`--appendfsync always\`: docs/replication.md). An acknowledged write survives power loss on both."
 else
-  dur_text="NOT equal, \`everysec\`: the single server syncs its WAL once a second (\`--appendfsync everysec\`: about a second of acknowledged writes can be lost on power loss); the cluster nodes run with \`--appendfsync everysec\` too, but a cluster write is still acknowledged only once its Raft entry is fdatasynced on a quorum (2 of $replicas replicas; the Raft log is synced whatever the flag: docs/replication.md), so the cluster does strictly more per write here."
+  dur_text="equal, \`everysec\`: the single server answers a write once it is in its WAL, the cluster once its Raft entry is written (not synced) on a quorum (2 of $replicas replicas) and applied on the leader; both sync their WAL once a second (\`--appendfsync everysec\`: docs/replication.md), so about a second of acknowledged writes can be lost on power loss on both (a process crash loses none)."
 fi
 {
   printf 'setup\t%s nodes x %s partitions x %s replicas (bench/cluster.sh, loopback, cluster-node-timeout %s ms) against one standalone strata-server, all on this machine (%s cores); %s records of 1 KB (10 x 100-byte fields), %s operations per workload, %s client threads, clients: %s; %s\n' \
