@@ -4,13 +4,15 @@
 #
 #   bash bench/cluster-faults.sh --duration SECONDS [--nodes 3] [--partitions 8]
 #                                [--clients 12] [--keys 48] [--spares 0] [--server-bin PATH]
-#                                [--out DIR] [--seed N]
+#                                [--out DIR] [--seed N] [--appendfsync always|everysec]
 #
 # Every node runs in a network namespace of its own (10.77.0.I/24, clients on port 6379,
 # Raft on 16379), the client (bench/faults, built with go) in another (10.77.0.100), all
 # joined by a bridge in a namespace of its own: nothing touches the host's interfaces and
-# traffic goes only to those addresses. Nodes use --appendfsync always, 3 replicas per
-# partition. During --duration seconds, one fault at a time, at seeded random moments:
+# traffic goes only to those addresses. Nodes use --appendfsync always (or as --appendfsync
+# says: under everysec a Raft append counts once written, and no fault here loses the OS's
+# page cache), 3 replicas per partition. During --duration seconds, one fault at a time, at
+# seeded random moments:
 # kill -9 then restart (same flags, same data), kill -9 with the node's data directory
 # deleted then a restart on an empty one (a lost disk: the node catches up before it votes),
 # SIGSTOP then SIGCONT, the node's link down then up, a lossy link (tc netem loss 30% delay
@@ -48,7 +50,8 @@ server_bin=""
 out=""
 seed=1
 spares=0
-usage() { sed -n '2,33p' "$0"; }
+appendfsync=always
+usage() { sed -n '2,39p' "$0"; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --duration) duration="$2"; shift 2 ;;
@@ -60,6 +63,7 @@ while [ $# -gt 0 ]; do
     --out) out="$2"; shift 2 ;;
     --seed) seed="$2"; shift 2 ;;
     --spares) spares="$2"; shift 2 ;;
+    --appendfsync) appendfsync="$2"; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "cluster-faults.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
   esac
@@ -67,6 +71,10 @@ done
 for v in duration nodes partitions clients keys seed spares; do
   [[ "${!v}" =~ ^[0-9]+$ ]] || { echo "cluster-faults.sh: --$v must be a number (got '${!v}')" >&2; usage >&2; exit 2; }
 done
+case "$appendfsync" in
+  always|everysec) ;;
+  *) echo "cluster-faults.sh: --appendfsync must be always or everysec (got '$appendfsync')" >&2; exit 2 ;;
+esac
 [ "$duration" -ge 10 ] || { echo "cluster-faults.sh: --duration must be at least 10 seconds" >&2; exit 2; }
 [ "$nodes" -ge 3 ] && [ $((nodes + spares)) -le 9 ] || { echo "cluster-faults.sh: --nodes must be 3..9, with the spares" >&2; exit 2; }
 total=$((nodes + spares))
@@ -184,7 +192,7 @@ start_node() {
   mkdir -p "$out/node$i"
   echo "=== start $(date +%H:%M:%S.%3N)" >> "$out/node$i/log"
   ip netns exec "$(ns_of "$i")" "$server_bin" --port "$port" --bind "$(addr_of "$i")" \
-    --dir "$out/node$i/data" --appendfsync always \
+    --dir "$out/node$i/data" --appendfsync "$appendfsync" \
     --cluster-enabled yes --cluster-node-id "$i" --cluster-nodes "${lists[$i]}" \
     --cluster-partitions "$partitions" --cluster-replicas 3 --cluster-bootstrap "$bootstrap" \
     >> "$out/node$i/log" 2>&1 &
