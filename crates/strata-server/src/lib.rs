@@ -21,7 +21,7 @@
 //!    blocked on keys (BLPOP...), in the order they blocked; [`script`]: the Lua engine of
 //!    EVAL (the interpreter, its script cache, the `redis` library over a command host);
 //!    [`pubsub`]: pub/sub's subscriptions and each subscriber's message queue; [`slowlog`]:
-//!    SLOWLOG's log of slow commands.
+//!    SLOWLOG's log of slow commands; [`pause`]: CLIENT PAUSE's state.
 //! 5. [`state`]: what commands run against: the state every connection shares, and one
 //!    connection's; [`cluster`]: cluster mode's side of a node (partitions, the state machine
 //!    of their Raft groups, the store's replication and the router).
@@ -39,6 +39,7 @@ pub mod cluster;
 pub mod commands;
 pub mod config;
 pub mod filing;
+pub mod pause;
 pub mod pubsub;
 pub mod resp;
 pub mod routing;

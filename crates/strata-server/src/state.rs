@@ -235,6 +235,8 @@ pub struct Shared {
     pub min_replicas_to_write: std::sync::atomic::AtomicU64,
     /// The largest sparse HyperLogLog, in bytes (`hll-sparse-max-bytes`; CONFIG SET).
     pub hll_sparse_max: AtomicUsize,
+    /// CLIENT PAUSE's pause (`commands::client_pause`).
+    pub pause: crate::pause::ClientPause,
 }
 
 impl Shared {
@@ -284,6 +286,7 @@ impl Shared {
             notifier,
             min_replicas_to_write: std::sync::atomic::AtomicU64::new(min_replicas),
             hll_sparse_max: AtomicUsize::new(hll_sparse_max),
+            pause: crate::pause::ClientPause::default(),
         }
     }
 

@@ -13,7 +13,7 @@ const LAYERS: &[&[&str]] = &[
     &["filing"],
     &["storage"],
     &["types"],
-    &["config", "routing", "blocked", "script", "pubsub", "slowlog"],
+    &["config", "routing", "blocked", "script", "pubsub", "slowlog", "pause"],
     &["state", "cluster"],
     &["commands"],
     &["server"],

@@ -62,7 +62,9 @@ pub async fn start(spec: &ClusterSpec, store: Arc<Store>, dir: &Path) -> Result<
     // the WAL synced once a second (`server::tasks`) or by the OS. Read at each append, so
     // CONFIG SET appendfsync takes effect at the next one.
     let engine = store.engine().clone();
-    storage.sync_appends_when(move || engine.sync_policy() == SyncPolicy::Always);
+    if !storage.sync_appends_when(move || engine.sync_policy() == SyncPolicy::Always) {
+        return Err(fail(&"the Raft log's sync policy was already set"));
+    }
     let count = spec.partitions.count();
     let scratch = dir.join("slot-imports");
     let apply =

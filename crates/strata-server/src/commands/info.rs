@@ -99,7 +99,7 @@ pub fn info_text(sh: &Shared, want: &[String]) -> Result<String, CmdError> {
             t,
             "# Clients\r\nconnected_clients:{}\r\nblocked_clients:{}\r\nmaxclients:10000\r\n\r\n",
             sh.stats.connected.load(Ordering::Relaxed),
-            sh.blocked.count()
+            sh.blocked.count() + sh.pause.waiting()
         );
     }
     if on("memory") {

@@ -10,6 +10,7 @@ pub mod args;
 pub mod bitops;
 pub mod blocking;
 pub mod client_kill;
+pub mod client_pause;
 pub mod cluster;
 pub mod databases;
 pub mod dump;

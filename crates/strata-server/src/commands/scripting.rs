@@ -417,3 +417,18 @@ pub fn script(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
     }
     Ok(())
 }
+
+/// Whether the script `name` (EVAL, EVALSHA or FCALL) would run with `args` declares
+/// `no-writes`: EVAL's by its body's `#!lua` line, EVALSHA's by the cached script's (an
+/// unknown sha: no), FCALL's by the function's flags (an unknown function: no).
+pub fn declares_no_writes(sh: &Shared, name: &str, args: &[Vec<u8>]) -> bool {
+    let Some(arg) = args.get(1) else { return false };
+    match name {
+        "eval" => crate::script::declared_flags(arg).no_writes,
+        "evalsha" => sh.scripts.flags(arg).is_some_and(|f| f.no_writes),
+        "fcall" => {
+            sh.scripts.function(&String::from_utf8_lossy(arg)).is_some_and(|f| f.no_writes())
+        }
+        _ => false,
+    }
+}

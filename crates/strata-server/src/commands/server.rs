@@ -465,6 +465,10 @@ pub fn client(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
             "    Close every connection the options match: ID <id>, ADDR <ip:port>,",
             "    LADDR <ip:port>, TYPE (NORMAL|PUBSUB|MASTER|REPLICA|SLAVE), USER <name>,",
             "    SKIPME (YES|NO) (YES unless given). Replies how many were closed.",
+            "PAUSE <timeout> [WRITE|ALL]",
+            "    Hold every command (ALL) or the writing ones (WRITE) for <timeout> ms.",
+            "UNPAUSE",
+            "    Lift CLIENT PAUSE.",
             "GETNAME",
             "    This connection's name.",
             "SETNAME <name>",
@@ -484,6 +488,19 @@ pub fn client(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
             return Err(arity().into());
         }
         return super::client_kill::kill(sh, c, a, out);
+    } else if is(sub, "pause") {
+        if a.len() < 3 {
+            return Err(arity().into());
+        }
+        if a.len() > 4 {
+            return Err(super::errors::unknown_subcommand(a));
+        }
+        return super::client_pause::pause(sh, a, out);
+    } else if is(sub, "unpause") {
+        if a.len() != 2 {
+            return Err(arity().into());
+        }
+        return super::client_pause::unpause(sh, out);
     } else if is(sub, "list") || is(sub, "info") {
         let cl = sh.clients.lock();
         let mut s = String::new();

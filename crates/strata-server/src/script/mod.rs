@@ -699,6 +699,12 @@ fn packed_mark() -> *mut std::ffi::c_void {
     std::ptr::addr_of!(MARK) as *mut std::ffi::c_void
 }
 
+/// The flags the `#!lua` first line of `body` declares (none without one, or when the line
+/// is not one EVAL takes: running it then fails with the line's error).
+pub fn declared_flags(body: &[u8]) -> Flags {
+    shebang(body).map(|(flags, _)| flags).unwrap_or_default()
+}
+
 /// Reads a `#!lua` first line: the flags and how many bytes to leave out of the code (the
 /// line's text, not its line feed), or Redis's error reply text.
 fn shebang(body: &[u8]) -> Result<(Flags, usize), String> {

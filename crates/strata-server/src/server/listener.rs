@@ -98,8 +98,12 @@ async fn run_replicated(
         if f.is_empty() {
             continue;
         }
-        // A busy key is waited for here, as a task, not by the command on the worker.
+        // A pause and a busy key are waited for here, as a task, not by the command on the
+        // worker.
         let cmd = commands::lookup(&f[0]);
+        while commands::client_pause::holds(sh, conn, cmd, f) {
+            sh.pause.wait().await;
+        }
         if let Some(stripe) = commands::busy_stripe(sh, conn, cmd, f) {
             sh.engine().locks.until_free(stripe).await;
         }
@@ -170,6 +174,8 @@ enum Stall {
     Script(std::time::Instant),
     /// It runs a script: on a blocking thread ([`run_offloaded`]).
     Offload,
+    /// A CLIENT PAUSE holds its command (`commands::client_pause`): until it is over.
+    Paused,
     /// A script is taking every key-lock stripe (`script::gate`): until it has.
     Gate,
 }
@@ -229,6 +235,9 @@ fn stall_before(
     f: &[Vec<u8>],
     stripes: bool,
 ) -> Option<Stall> {
+    if commands::client_pause::holds(sh, conn, cmd, f) {
+        return Some(Stall::Paused);
+    }
     let found = cmd?;
     if let Some(until) = commands::scripting::waits_for_script(sh, conn, found, f) {
         return Some(Stall::Script(until));
@@ -493,6 +502,24 @@ async fn handle(
                 Some(Stall::Script(until)) => {
                     sh.scripts.until_idle_or(until).await;
                     waited = true;
+                    continue;
+                }
+                Some(Stall::Paused) => {
+                    // The replies before the held command go out now; the command waits for
+                    // the pause to end, unless its client goes away first.
+                    if !out.buf.is_empty() {
+                        if sock.write_all(&out.buf).await.is_err() {
+                            break 'conn;
+                        }
+                        out.buf.clear();
+                    }
+                    tokio::select! {
+                        () = sh.pause.wait() => {}
+                        r = sock.read_buf(&mut buf) => match r {
+                            Ok(0) | Err(_) => break 'conn,
+                            Ok(_) => {}
+                        },
+                    }
                     continue;
                 }
                 Some(Stall::Gate) => {

@@ -26,6 +26,11 @@ pub type ExpiryPoint = (usize, Vec<u8>);
 /// (`Router::prepare`), and it is replicated like any write; a replica leaves the key to its
 /// leader (an expired key reads as absent everywhere all the same).
 pub fn expire_round(sh: &Shared, from: &ExpiryPoint) -> crate::types::Result<(ExpiryPoint, usize)> {
+    // No deletion while CLIENT PAUSE holds the clients (Redis's rule: a pause is what a
+    // failover stands on, and an expiry is a write).
+    if sh.pause.current().is_some() {
+        return Ok((from.clone(), 0));
+    }
     let (db, from) = (from.0, from.1.as_slice());
     // The database keeps its set through the round (its events name it: `storage::databases`).
     let _pin = sh.dbs.pin(false);

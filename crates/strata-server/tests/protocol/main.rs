@@ -10,6 +10,7 @@ mod auth;
 mod blocking;
 mod cli_tools;
 mod client_kill;
+mod client_pause;
 mod cluster_client;
 mod cluster_map;
 mod cluster_mode;

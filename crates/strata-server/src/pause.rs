@@ -1,0 +1,153 @@
+//! CLIENT PAUSE's state: which commands wait, until when, and the clients waiting.
+//!
+//! As Redis 7.0 has it (`pauseClients`, `processCommand`): `CLIENT PAUSE ms ALL` holds
+//! every client's every command until the pause ends or `CLIENT UNPAUSE` lifts it (in ALL
+//! mode UNPAUSE itself waits, so only the time ends it); `WRITE` holds the commands that
+//! write or may be replicated (PUBLISH, PFCOUNT, scripts that may write, an EXEC whose queue
+//! holds one). A second pause keeps the later end and the stricter mode. A held command is
+//! not run and not refused: its connection waits (counted in INFO's `blocked_clients`, as
+//! Redis counts its postponed clients) and runs it once the pause is over. Active expiry
+//! waits too. What a command is held for is decided by `commands::client_pause`.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Instant;
+
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+
+/// What a pause holds. Ordered: `All` is the stricter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum PauseMode {
+    /// Writes and what may be replicated.
+    Write,
+    /// Every command.
+    All,
+}
+
+/// The server's pause (module doc).
+#[derive(Default)]
+pub struct ClientPause {
+    /// The pause in force: its end and mode.
+    state: Mutex<Option<(Instant, PauseMode)>>,
+    /// Whether `state` holds a pause (a command's look without the lock).
+    on: AtomicBool,
+    /// Notified when a pause is lifted or relaxed.
+    changed: Notify,
+    /// Connections waiting for the pause to end.
+    waiting: AtomicUsize,
+}
+
+/// Counts a connection among the waiting until dropped.
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl ClientPause {
+    /// Pauses until `end` in `mode`; a pause in force keeps the later end and the stricter
+    /// mode.
+    pub fn pause(&self, end: Instant, mode: PauseMode) {
+        let mut st = self.state.lock();
+        *st = Some(match *st {
+            Some((e, m)) => (e.max(end), m.max(mode)),
+            None => (end, mode),
+        });
+        self.on.store(true, Ordering::Release);
+    }
+
+    /// Lifts the pause: the waiting connections go on.
+    pub fn unpause(&self) {
+        *self.state.lock() = None;
+        self.on.store(false, Ordering::Release);
+        self.changed.notify_waiters();
+    }
+
+    /// The pause in force now, if any (one past its end is lifted here).
+    pub fn current(&self) -> Option<(Instant, PauseMode)> {
+        if !self.on.load(Ordering::Acquire) {
+            return None;
+        }
+        let mut st = self.state.lock();
+        match *st {
+            Some((end, _)) if end <= Instant::now() => {
+                *st = None;
+                self.on.store(false, Ordering::Release);
+                drop(st);
+                self.changed.notify_waiters();
+                None
+            }
+            s => s,
+        }
+    }
+
+    /// Waits while a pause is in force: until it ends, is lifted or changes; the caller
+    /// looks again whether its command is held. Counted in [`ClientPause::waiting`] while
+    /// it waits.
+    pub async fn wait(&self) {
+        let changed = self.changed.notified();
+        tokio::pin!(changed);
+        // Registered before the look, so a lift between the two is not missed.
+        changed.as_mut().enable();
+        let Some((end, _)) = self.current() else { return };
+        self.waiting.fetch_add(1, Ordering::AcqRel);
+        let _counted = Waiting(&self.waiting);
+        tokio::select! {
+            () = changed => {}
+            () = tokio::time::sleep_until(end.into()) => {}
+        }
+    }
+
+    /// How many connections wait for the pause to end (INFO's `blocked_clients` counts
+    /// them).
+    pub fn waiting(&self) -> usize {
+        self.waiting.load(Ordering::Acquire)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    #[test]
+    fn a_second_pause_keeps_the_later_end_and_the_stricter_mode() {
+        let p = ClientPause::default();
+        assert_eq!(p.current(), None);
+        let now = Instant::now();
+        let (soon, later) = (now + Duration::from_secs(60), now + Duration::from_secs(120));
+        p.pause(later, PauseMode::Write);
+        p.pause(soon, PauseMode::All);
+        assert_eq!(p.current(), Some((later, PauseMode::All)));
+        p.pause(soon, PauseMode::Write);
+        assert_eq!(p.current(), Some((later, PauseMode::All)));
+        p.unpause();
+        assert_eq!(p.current(), None);
+        p.pause(now, PauseMode::All);
+        assert_eq!(p.current(), None, "a pause past its end is over");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_waiter_goes_on_when_the_pause_is_lifted_or_ends() {
+        let p = Arc::new(ClientPause::default());
+        p.pause(Instant::now() + Duration::from_secs(3600), PauseMode::All);
+        let w = tokio::spawn({
+            let p = p.clone();
+            async move { p.wait().await }
+        });
+        tokio::task::yield_now().await;
+        assert_eq!(p.waiting(), 1);
+        p.unpause();
+        w.await.unwrap();
+        assert_eq!(p.waiting(), 0);
+        // The end passing lets it go too.
+        p.pause(Instant::now() + Duration::from_millis(50), PauseMode::Write);
+        let started = Instant::now();
+        p.wait().await;
+        assert!(started.elapsed() >= Duration::from_millis(50));
+        assert_eq!(p.current(), None);
+    }
+}
