@@ -72,12 +72,21 @@ pub fn holds(sh: &Shared, conn: &Conn, found: Option<&'static Command>, args: &[
 }
 
 /// Whether running `args` (its command `found`) may write or reach replicas: Redis's
-/// `CMD_WRITE | CMD_MAY_REPLICATE`, a script's by its `no-writes` flag.
+/// `CMD_WRITE | CMD_MAY_REPLICATE`, a script's by its `no-writes` flag. The write flag is
+/// Redis's (COMMAND's, a container's by its subcommand: FUNCTION LOAD writes, FUNCTION LIST
+/// does not), not the command table's `write`, which also marks what must run off the async
+/// workers (EVAL_RO, FCALL_RO).
 fn may_replicate(sh: &Shared, found: Option<&'static Command>, args: &[Vec<u8>]) -> bool {
     let Some(cmd) = found else { return false };
     match cmd.name {
-        "publish" | "spublish" | "pfcount" => true,
+        name if super::flags::may_replicate(name) => true,
         "eval" | "evalsha" | "fcall" => !super::scripting::declares_no_writes(sh, cmd.name, args),
-        _ => cmd.write,
+        name => {
+            let sub = args.get(1).map(|s| String::from_utf8_lossy(s).to_ascii_lowercase());
+            match sub.and_then(|s| super::subcommands::lookup(&format!("{name}|{s}"))) {
+                Some(entry) => super::subcommands::words(entry.2).any(|f| f == "write"),
+                None => super::flags::has(name, "write"),
+            }
+        }
     }
 }

@@ -306,6 +306,14 @@ pub fn has(name: &str, flag: &str) -> bool {
     entry(name).is_some_and(|e| e.1.split_whitespace().any(|f| f == flag))
 }
 
+/// Whether Redis marks command `name` `may-replicate` without `write` (its
+/// `CMD_MAY_REPLICATE`, which COMMAND does not list): a read-only script may not call it and
+/// CLIENT PAUSE WRITE holds it. EVAL, EVALSHA and FCALL carry the mark too; whether they may
+/// write is their script's (`scripting::declares_no_writes`).
+pub fn may_replicate(name: &str) -> bool {
+    matches!(name, "publish" | "spublish" | "pfcount")
+}
+
 /// The flags COMMAND lists for `c`, in order.
 pub fn flags(c: &Command) -> Vec<&'static str> {
     let mut f: Vec<&str> = entry(c.name).map_or("", |e| e.1).split_whitespace().collect();

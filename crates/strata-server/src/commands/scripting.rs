@@ -202,13 +202,12 @@ impl Host for ScriptHost<'_> {
             let reply = format!("ERR {name} command is not allowed with BLOCK option from scripts");
             return self.refuse(&mut out, &reply);
         }
+        // As Redis, a read-only script may not call what may be replicated either.
+        if self.read_only && (cmd.write || super::flags::may_replicate(cmd.name)) {
+            return self
+                .refuse(&mut out, "ERR Write commands are not allowed from read-only scripts.");
+        }
         if cmd.write {
-            if self.read_only {
-                return self.refuse(
-                    &mut out,
-                    "ERR Write commands are not allowed from read-only scripts.",
-                );
-            }
             if self.sh.lacks_good_replicas() {
                 return self.refuse(&mut out, super::NOREPLICAS);
             }

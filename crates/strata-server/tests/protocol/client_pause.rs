@@ -47,6 +47,12 @@ fn write_pause_holds_writes_and_what_may_replicate_until_unpaused() {
     assert_eq!(r.cmd(&["EXEC"]), Reply::Array(vec![Reply::bulk("bar")]));
     let ro = "#!lua flags=no-writes\nreturn redis.call('get', KEYS[1])";
     assert_eq!(r.cmd(&["EVAL", ro, "1", "foo"]), Reply::bulk("bar"));
+    let get = "return redis.call('get', KEYS[1])";
+    assert_eq!(r.cmd(&["EVAL_RO", get, "1", "foo"]), Reply::bulk("bar"));
+    let Reply::Bulk(sha) = r.cmd(&["SCRIPT", "LOAD", ro]) else { panic!() };
+    let sha = String::from_utf8(sha).unwrap();
+    assert_eq!(r.cmd(&["EVALSHA", &sha, "1", "foo"]), Reply::bulk("bar"));
+    assert_eq!(r.cmd(&["FUNCTION", "LIST"]), Reply::Array(vec![]));
     assert_eq!(blocked_clients(&mut admin), 0);
     // A wrong number of arguments is answered at once.
     assert_eq!(

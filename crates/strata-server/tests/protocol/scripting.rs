@@ -55,6 +55,19 @@ fn eval_replies_and_the_script_cache() {
         c.cmd(&["EVAL_RO", "return redis.call('del', 'k')", "0"]),
         "ERR Write commands are not allowed from read-only scripts.",
     );
+    // What may be replicated counts as a write for a read-only script (Redis 7.0).
+    for script in ["return redis.call('publish', 'ch', 'm')", "return redis.call('pfcount', 'h')"] {
+        err_starting(
+            c.cmd(&["EVAL_RO", script, "0"]),
+            "ERR Write commands are not allowed from read-only scripts.",
+        );
+    }
+    let no_writes = "#!lua flags=no-writes\nreturn redis.call('publish', 'ch', 'm')";
+    err_starting(
+        c.cmd(&["EVAL", no_writes, "0"]),
+        "ERR Write commands are not allowed from read-only scripts.",
+    );
+    assert_eq!(c.cmd(&["EVAL", "return redis.call('publish', 'ch', 'm')", "0"]), Reply::Int(0));
     err_starting(
         c.cmd(&["EVAL", "x = 1", "0"]),
         "ERR user_script:1: Attempt to modify a readonly table",
