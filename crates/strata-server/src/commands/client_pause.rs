@@ -55,9 +55,7 @@ pub fn holds(sh: &Shared, conn: &Conn, found: Option<&'static Command>, args: &[
     let Some((_, mode)) = sh.pause.current() else { return false };
     let Some(cmd) = found else { return false };
     // What is answered at once is answered (`commands::dispatch_found`'s first checks).
-    if !cmd.arity_fits(args.len())
-        || (!conn.authed && !matches!(cmd.name, "auth" | "hello" | "quit" | "reset"))
-    {
+    if !cmd.arity_fits(args.len()) || (!conn.authed && !super::runs_unauthenticated(cmd.name)) {
         return false;
     }
     match mode {

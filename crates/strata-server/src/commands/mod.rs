@@ -636,6 +636,12 @@ pub fn dispatch(sh: &Shared, conn: &mut Conn, args: &[Vec<u8>], out: &mut Out) {
     dispatch_found(sh, conn, lookup(&args[0]), args, out);
 }
 
+/// Whether command `name` runs on a connection that has not authenticated (the others get
+/// NOAUTH).
+pub fn runs_unauthenticated(name: &str) -> bool {
+    matches!(name, "auth" | "hello" | "quit" | "reset")
+}
+
 /// [`dispatch`] of `args` whose command the caller has looked up already (`found`:
 /// [`lookup`] of `args[0]`).
 pub fn dispatch_found(
@@ -650,7 +656,7 @@ pub fn dispatch_found(
         reject(sh, conn, None, &reply, out);
         return;
     };
-    if !conn.authed && !matches!(cmd.name, "auth" | "hello" | "quit" | "reset") {
+    if !conn.authed && !runs_unauthenticated(cmd.name) {
         reject(sh, conn, Some(cmd), NOAUTH, out);
         return;
     }
