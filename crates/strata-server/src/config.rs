@@ -360,16 +360,14 @@ impl Config {
                 .or_else(|| file.get("requirepass").cloned())
                 .unwrap_or_default(),
             appendfsync,
-            disable_thp: yes_no(
-                "disable-thp",
-                Some(
-                    flags
-                        .disable_thp
-                        .clone()
-                        .or_else(|| file.get("disable-thp").cloned())
-                        .unwrap_or_else(|| "yes".into()),
-                ),
-            )?,
+            disable_thp: match flags
+                .disable_thp
+                .clone()
+                .or_else(|| file.get("disable-thp").cloned())
+            {
+                None => true,
+                given => yes_no("disable-thp", given)?,
+            },
             write_buffer_size: flags
                 .write_buffer_size
                 .map_or_else(|| num(&file, "write-buffer-size"), |v| Ok(Some(v)))?,

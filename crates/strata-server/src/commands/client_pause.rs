@@ -79,12 +79,9 @@ fn may_replicate(sh: &Shared, found: Option<&'static Command>, args: &[Vec<u8>])
     match cmd.name {
         name if super::flags::may_replicate(name) => true,
         "eval" | "evalsha" | "fcall" => !super::scripting::declares_no_writes(sh, cmd.name, args),
-        name => {
-            let sub = args.get(1).map(|s| String::from_utf8_lossy(s).to_ascii_lowercase());
-            match sub.and_then(|s| super::subcommands::lookup(&format!("{name}|{s}"))) {
-                Some(entry) => super::subcommands::words(entry.2).any(|f| f == "write"),
-                None => super::flags::has(name, "write"),
-            }
-        }
+        name => match super::subcommands::subcommand_of(cmd, args) {
+            Some((_, entry)) => super::subcommands::words(entry.2).any(|f| f == "write"),
+            None => super::flags::has(name, "write"),
+        },
     }
 }

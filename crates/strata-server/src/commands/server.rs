@@ -199,24 +199,8 @@ pub fn hello(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResu
 }
 
 fn command_info(out: &mut Out, c: &super::Command) {
-    out.array(10);
-    out.bulk(c.name.as_bytes());
-    out.int(i64::from(c.arity));
-    let flags = super::flags::flags(c);
-    out.set(flags.len());
-    for f in flags {
-        out.simple(f);
-    }
-    out.int(i64::from(c.keys.first));
-    out.int(i64::from(c.keys.last));
-    out.int(i64::from(c.keys.step));
-    let cats = super::flags::categories(c);
-    out.set(cats.len());
-    for cat in cats {
-        out.simple(&format!("@{cat}"));
-    }
-    out.set(0);
-    out.array(0);
+    let (flags, cats) = (super::flags::flags(c), super::flags::categories(c));
+    info_head(out, c.name, c.arity, &flags, [c.keys.first, c.keys.last, c.keys.step], &cats);
     let subs: Vec<_> = subcommands::of(c.name).collect();
     out.array(subs.len());
     for e in subs {
@@ -227,22 +211,31 @@ fn command_info(out: &mut Out, c: &super::Command) {
 /// COMMAND INFO's entry of a subcommand (`container|sub`), in a command's shape.
 fn subcommand_info(out: &mut Out, e: &subcommands::Entry) {
     let &(name, arity, flags, first, last, step, cats) = e;
+    let flags: Vec<_> = subcommands::words(flags).collect();
+    let cats: Vec<_> = subcommands::words(cats).collect();
+    info_head(out, name, arity, &flags, [first, last, step], &cats);
+    out.array(0);
+}
+
+/// The first nine of COMMAND INFO's ten elements: name, arity, flags, the first key, the
+/// last key and the step between keys, categories, tips (none) and key specifications
+/// (none); the caller adds the subcommands.
+fn info_head(out: &mut Out, name: &str, arity: i32, flags: &[&str], keys: [i32; 3], cats: &[&str]) {
     out.array(10);
     out.bulk(name.as_bytes());
     out.int(i64::from(arity));
-    out.set(subcommands::words(flags).count());
-    for f in subcommands::words(flags) {
+    out.set(flags.len());
+    for f in flags {
         out.simple(f);
     }
-    out.int(i64::from(first));
-    out.int(i64::from(last));
-    out.int(i64::from(step));
-    out.set(subcommands::words(cats).count());
-    for cat in subcommands::words(cats) {
+    for k in keys {
+        out.int(i64::from(k));
+    }
+    out.set(cats.len());
+    for cat in cats {
         out.simple(&format!("@{cat}"));
     }
     out.set(0);
-    out.array(0);
     out.array(0);
 }
 

@@ -122,24 +122,32 @@ pub fn of(container: &str) -> impl Iterator<Item = &'static Entry> + '_ {
     TABLE.iter().filter(move |e| e.0.split_once('|').is_some_and(|(c, _)| c == container))
 }
 
+/// The subcommand a command line runs, when its command is a container with a listed
+/// subcommand of that name: its index here and its entry.
+pub fn subcommand_of(
+    cmd: &'static super::Command,
+    args: &[Vec<u8>],
+) -> Option<(usize, &'static Entry)> {
+    static CONTAINERS: std::sync::OnceLock<Vec<bool>> = std::sync::OnceLock::new();
+    let containers = CONTAINERS
+        .get_or_init(|| super::COMMANDS.iter().map(|c| of(c.name).next().is_some()).collect());
+    if !containers.get(super::index_of(cmd)).copied().unwrap_or(false) {
+        return None;
+    }
+    let sub = args.get(1)?;
+    let name = format!("{}|{}", cmd.name, String::from_utf8_lossy(sub).to_ascii_lowercase());
+    let i = TABLE.binary_search_by(|e| e.0.cmp(&name)).ok()?;
+    Some((i, &TABLE[i]))
+}
+
 /// The code of a command line for CLIENT LIST's `cmd` (`state::Activity`): 1 + the
 /// command's index in `COMMANDS`, or, for a container's subcommand in the table, 1 +
 /// `COMMANDS.len()` + the subcommand's index here.
 pub fn line_code(cmd: &'static super::Command, args: &[Vec<u8>]) -> u64 {
-    static CONTAINERS: std::sync::OnceLock<Vec<bool>> = std::sync::OnceLock::new();
-    let index = super::index_of(cmd);
-    let containers = CONTAINERS
-        .get_or_init(|| super::COMMANDS.iter().map(|c| of(c.name).next().is_some()).collect());
-    if containers.get(index).copied().unwrap_or(false) {
-        if let Some(sub) = args.get(1) {
-            let name =
-                format!("{}|{}", cmd.name, String::from_utf8_lossy(sub).to_ascii_lowercase());
-            if let Ok(i) = TABLE.binary_search_by(|e| e.0.cmp(&name)) {
-                return (1 + super::COMMANDS.len() + i) as u64;
-            }
-        }
+    match subcommand_of(cmd, args) {
+        Some((i, _)) => (1 + super::COMMANDS.len() + i) as u64,
+        None => super::index_of(cmd) as u64 + 1,
     }
-    index as u64 + 1
 }
 
 /// The name of a [`line_code`]; `NULL` for 0 (no command yet), as Redis shows it.

@@ -414,6 +414,17 @@ impl Drop for Registration {
     }
 }
 
+/// Writes the replies gathered in `out` to the client and empties it; `false` when the
+/// client is gone.
+async fn send_replies(sock: &mut TcpStream, out: &mut Out) -> bool {
+    if out.buf.is_empty() {
+        return true;
+    }
+    let sent = sock.write_all(&out.buf).await.is_ok();
+    out.buf.clear();
+    sent
+}
+
 async fn handle(
     sh: Arc<Shared>,
     mut sock: TcpStream,
@@ -507,11 +518,8 @@ async fn handle(
                 Some(Stall::Paused) => {
                     // The replies before the held command go out now; the command waits for
                     // the pause to end, unless its client goes away first.
-                    if !out.buf.is_empty() {
-                        if sock.write_all(&out.buf).await.is_err() {
-                            break 'conn;
-                        }
-                        out.buf.clear();
+                    if !send_replies(&mut sock, &mut out).await {
+                        break 'conn;
                     }
                     tokio::select! {
                         () = sh.pause.wait() => {}
@@ -541,12 +549,9 @@ async fn handle(
             }
             let Some(mut on) = conn.blocked.take() else { continue };
             // The replies before the blocking command go out now; those after it wait.
-            if !out.buf.is_empty() {
-                if sock.write_all(&out.buf).await.is_err() {
-                    sh.blocked.cancel(id, Cancel::Gone);
-                    break 'conn;
-                }
-                out.buf.clear();
+            if !send_replies(&mut sock, &mut out).await {
+                sh.blocked.cancel(id, Cancel::Gone);
+                break 'conn;
             }
             let (command, silent) = (on.command, on.silent);
             let slow = on.slow.take();
