@@ -84,26 +84,27 @@ pub async fn serve(
 /// Runs a batch of frames of a cluster-mode connection, one at a time: each command's
 /// replicated writes are deferred, and their outcome awaited before the next frame runs (so
 /// it reads them) and before the replies go out; a failed one's reply becomes its error.
-/// Returns how many frames it ran: it stops after one that blocked the connection.
+/// It stops after a frame that blocked the connection, and before one a CLIENT PAUSE holds
+/// (the caller sends the replies so far and waits for the pause's end or the client's
+/// leaving, as for [`run_batch`]).
 async fn run_replicated(
     sh: &Shared,
     conn: &mut Conn,
     frames: &[Vec<Vec<u8>>],
     out: &mut Out,
-) -> usize {
+) -> Ran {
     for (n, f) in frames.iter().enumerate() {
         if conn.close || conn.blocked.is_some() {
-            return n;
+            return Ran { frames: n, sync: None, stalled: None };
         }
         if f.is_empty() {
             continue;
         }
-        // A pause and a busy key are waited for here, as a task, not by the command on the
-        // worker.
         let cmd = commands::lookup(&f[0]);
-        while commands::client_pause::holds(sh, conn, cmd, f) {
-            sh.pause.wait().await;
+        if commands::client_pause::holds(sh, conn, cmd, f) {
+            return Ran { frames: n, sync: None, stalled: Some(Stall::Paused) };
         }
+        // A busy key is waited for here, as a task, not by the command on the worker.
         if let Some(stripe) = commands::busy_stripe(sh, conn, cmd, f) {
             sh.engine().locks.until_free(stripe).await;
         }
@@ -127,7 +128,7 @@ async fn run_replicated(
         }
         apply_reply_mode(conn, out, reply_at);
     }
-    frames.len()
+    Ran { frames: frames.len(), sync: None, stalled: None }
 }
 
 /// CLIENT REPLY after a command whose reply starts at `mark` in `out`: drops the reply when
@@ -154,7 +155,7 @@ fn apply_reply_mode(conn: &mut Conn, out: &mut Out, mark: usize) {
     }
 }
 
-/// What [`run_batch`] ran.
+/// What [`run_batch`] or [`run_replicated`] ran.
 struct Ran {
     /// How many frames.
     frames: usize,
@@ -496,8 +497,7 @@ async fn handle(
             // write the batch made. If it fails, nothing of the batch is acknowledged: the
             // connection closes without its replies.
             let ran = if sh.engine().is_replicated() {
-                let n = run_replicated(&sh, &mut conn, &frames[next..], &mut out).await;
-                Ran { frames: n, sync: None, stalled: None }
+                run_replicated(&sh, &mut conn, &frames[next..], &mut out).await
             } else {
                 run_batch(&sh, &mut conn, &frames[next..], &mut out, waited)
             };

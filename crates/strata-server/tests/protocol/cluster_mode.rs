@@ -6,7 +6,8 @@
 //! values. Every acknowledged write is read back. Writes still in flight are seen by their
 //! own connection's next commands, and writers of one key take turns. A node that lost its
 //! directory comes back without `--cluster-bootstrap`, takes the logs again and votes once it
-//! has caught up. `appendfsync` rules whether a Raft append waits for a sync.
+//! has caught up. `appendfsync` rules whether a Raft append waits for a sync. A write a
+//! CLIENT PAUSE holds is dropped when its client leaves before the pause ends.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
@@ -14,7 +15,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{Raw, Reply};
+use crate::common::{blocked_clients, wait_blocked, Raw, Reply};
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -467,4 +468,42 @@ fn appendfsync_rules_whether_raft_appends_wait_for_a_sync() {
     let synced = wal_syncs(leader) - before;
     assert!(synced >= 40, "{synced} syncs for 40 sequential writes under always");
     assert_eq!(run(client[1], false, &["GET", "k"]), Reply::Bulk(b"80".to_vec()));
+}
+
+/// A write held by CLIENT PAUSE on a cluster node waits as the connection's task, which
+/// watches the socket: a client that leaves meanwhile takes its write with it, as in Redis
+/// (it used to be proposed once the pause ended).
+#[test]
+fn a_held_write_whose_client_went_away_is_never_proposed() {
+    let root = tempfile::tempdir().unwrap();
+    let ports = free_ports(6);
+    let nodes = nodes_flag(&ports);
+    let _live: Vec<Node> = (1..=3u64)
+        .map(|i| {
+            start(i, &root.path().join(format!("node{i}")), ports[i as usize - 1], &nodes, true)
+        })
+        .collect();
+    let client = &ports[..3];
+    assert_eq!(run(client[0], false, &["SET", "gone", "0"]), Reply::Simple("OK".into()));
+    let leader = leader_of(client, "gone");
+    let mut admin = Raw::connect(leader);
+    let ok = Reply::Simple("OK".into());
+    assert_eq!(admin.cmd(&["CLIENT", "PAUSE", "100000", "WRITE"]), ok);
+    let mut c = Raw::connect(leader);
+    c.send_raw(&Raw::encode(&[b"GET".as_slice(), b"gone"]));
+    c.send_raw(&Raw::encode(&[b"SET".as_slice(), b"gone", b"1"]));
+    assert_eq!(c.read(), Reply::bulk("0"), "the read before the held write is answered");
+    wait_blocked(&mut admin, 1);
+    drop(c);
+    let deadline = Instant::now() + WAIT;
+    while blocked_clients(&mut admin) != 0 {
+        assert!(Instant::now() < deadline, "the closed connection still waits");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(admin.cmd(&["CLIENT", "UNPAUSE"]), ok);
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(run(leader, false, &["GET", "gone"]), Reply::bulk("0"));
+    // The node still takes writes once unpaused.
+    assert_eq!(run(leader, false, &["SET", "gone", "2"]), ok);
+    assert_eq!(run(client[1], false, &["GET", "gone"]), Reply::bulk("2"));
 }
