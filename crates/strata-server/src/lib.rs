@@ -22,14 +22,16 @@
 //!    EVAL (the interpreter, its script cache, the `redis` library over a command host);
 //!    [`pubsub`]: pub/sub's subscriptions and each subscriber's message queue; [`slowlog`]:
 //!    SLOWLOG's log of slow commands; [`pause`]: CLIENT PAUSE's state.
-//! 5. [`state`]: what commands run against: the state every connection shares, and one
+//! 5. [`tracking`]: client-side caching's server half (CLIENT TRACKING): who tracks which
+//!    keys, and the invalidations sent through the connections' queues (`pubsub`'s).
+//! 6. [`state`]: what commands run against: the state every connection shares, and one
 //!    connection's; [`cluster`]: cluster mode's side of a node (partitions, the state machine
 //!    of their Raft groups, the store's replication and the router).
-//! 6. [`commands`]: the command table and the handlers. A handler parses its arguments,
+//! 7. [`commands`]: the command table and the handlers. A handler parses its arguments,
 //!    calls `types` and formats the reply; [`commands::errors`] maps a `TypeError` to Redis's
 //!    error text, in one place.
-//! 7. [`server`]: the listener, the connection loop and the background tasks.
-//! 8. `lib` ([`run`]) and `main` (the binary).
+//! 8. [`server`]: the listener, the connection loop and the background tasks.
+//! 9. `lib` ([`run`]) and `main` (the binary).
 //!
 //! The data layers (`storage`, `types`) return errors, never reply texts, and do not use
 //! `resp`: the same test checks that.
@@ -49,6 +51,7 @@ pub mod slots;
 pub mod slowlog;
 pub mod state;
 pub mod storage;
+pub mod tracking;
 pub mod types;
 
 use state::Shared;

@@ -18,6 +18,12 @@ pub enum Delivery {
     /// slot's partition moved): its connection forgets it and says `sunsubscribe`, as Redis
     /// does, so that the client subscribes again where the slot went.
     Revoked(Vec<u8>),
+    /// A client-side caching invalidation (`tracking`): the keys that changed (`None`: all
+    /// of them), and whether it comes redirected from another client. The receiving
+    /// connection renders it in its protocol when it writes it.
+    Invalidate { keys: Option<Arc<[Vec<u8>]>>, redirected: bool },
+    /// The client its invalidations were redirected to (this id) has gone (`tracking`).
+    RedirectBroken(u64),
 }
 
 /// Where a subscriber's messages go, and how it reads them.
@@ -229,7 +235,7 @@ mod tests {
     fn frame_of(d: Delivery) -> Arc<[u8]> {
         match d {
             Delivery::Frame(f) => f,
-            other @ Delivery::Revoked(_) => panic!("{other:?}"),
+            other => panic!("{other:?}"),
         }
     }
 

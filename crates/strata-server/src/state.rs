@@ -237,6 +237,9 @@ pub struct Shared {
     pub hll_sparse_max: AtomicUsize,
     /// CLIENT PAUSE's pause (`commands::client_pause`).
     pub pause: crate::pause::ClientPause,
+    /// Client-side caching: the tracking clients and the keys they read
+    /// (`commands::client_tracking`; `tracking-table-max-keys`, CONFIG SET changes it).
+    pub tracking: crate::tracking::Tracking,
 }
 
 impl Shared {
@@ -261,6 +264,10 @@ impl Shared {
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(crate::slowlog::DEFAULT_MAX_LEN),
         );
+        let tracking_max_keys = params
+            .get("tracking-table-max-keys")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(crate::tracking::DEFAULT_MAX_KEYS);
         Shared {
             dbs,
             hash_limits: Limits::new(
@@ -287,6 +294,7 @@ impl Shared {
             min_replicas_to_write: std::sync::atomic::AtomicU64::new(min_replicas),
             hll_sparse_max: AtomicUsize::new(hll_sparse_max),
             pause: crate::pause::ClientPause::default(),
+            tracking: crate::tracking::Tracking::new(tracking_max_keys),
         }
     }
 
@@ -401,6 +409,12 @@ pub struct Conn {
     pub subs: Option<Subscriptions>,
     /// CLIENT REPLY: whether replies are sent (`server::listener` drops the others).
     pub reply_mode: ReplyMode,
+    /// CLIENT TRACKING is on: how this connection's reads are remembered
+    /// (`commands::client_tracking`; the rest of its tracking is in `Shared::tracking`).
+    pub tracking: Option<crate::tracking::Mode>,
+    /// A read-only command ran on this state: set on a script's connection state, for its
+    /// caller's tracking (`commands::client_tracking`).
+    pub script_read: bool,
     /// Frames a command produced that go out whatever its reply does (subscription
     /// confirmations, push frames in RESP3): sent even when its reply is not (CLIENT REPLY
     /// OFF or SKIP), as Redis sends them.
@@ -484,6 +498,8 @@ impl Conn {
             retry: None,
             subs: None,
             reply_mode: ReplyMode::On,
+            tracking: None,
+            script_read: false,
             pushes: Vec::new(),
         }
     }

@@ -14,6 +14,7 @@ const LAYERS: &[&[&str]] = &[
     &["storage"],
     &["types"],
     &["config", "routing", "blocked", "script", "pubsub", "slowlog", "pause"],
+    &["tracking"],
     &["state", "cluster"],
     &["commands"],
     &["server"],

@@ -95,6 +95,8 @@ pub fn swapdb(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
         sh.dbs.swap(first, second).map_err(db_error)?;
     }
     sh.notifier.count_changes(1);
+    // The tracking table ignores databases: every cached key may now be another's.
+    super::client_tracking::flushed(sh);
     // The clients blocked on keys of either database look again (`blocking::signal`).
     c.touched.extend(sh.blocked.waited_keys_in(&[first, second]));
     out.ok();

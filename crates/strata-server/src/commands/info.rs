@@ -97,9 +97,10 @@ pub fn info_text(sh: &Shared, want: &[String]) -> Result<String, CmdError> {
     if on("clients") {
         let _ = write!(
             t,
-            "# Clients\r\nconnected_clients:{}\r\nblocked_clients:{}\r\nmaxclients:10000\r\n\r\n",
+            "# Clients\r\nconnected_clients:{}\r\nblocked_clients:{}\r\ntracking_clients:{}\r\nmaxclients:10000\r\n\r\n",
             sh.stats.connected.load(Ordering::Relaxed),
-            sh.blocked.count() + sh.pause.waiting()
+            sh.blocked.count() + sh.pause.waiting(),
+            sh.tracking.stats().0
         );
     }
     if on("memory") {
@@ -129,10 +130,11 @@ pub fn info_text(sh: &Shared, want: &[String]) -> Result<String, CmdError> {
     }
     if on("stats") {
         let s = &sh.stats;
+        let (_, keys, items, prefixes) = sh.tracking.stats();
         // No MIGRATE here, so never a cached connection to another server.
         let _ = write!(
             t,
-            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ntotal_error_replies:{}\r\nexpired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:0\r\nkeyspace_misses:0\r\nmigrate_cached_sockets:0\r\ntotal_protocol_errors:{}\r\n\r\n",
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ntotal_error_replies:{}\r\nexpired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:0\r\nkeyspace_misses:0\r\nmigrate_cached_sockets:0\r\ntotal_protocol_errors:{}\r\ntracking_total_keys:{keys}\r\ntracking_total_items:{items}\r\ntracking_total_prefixes:{prefixes}\r\n\r\n",
             s.connections.load(Ordering::Relaxed),
             s.commands.load(Ordering::Relaxed),
             s.errors.load(Ordering::Relaxed),

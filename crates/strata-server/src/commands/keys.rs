@@ -326,6 +326,7 @@ pub fn flushdb(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
     // A change for INFO's count, as Redis counts one on top of the keys it removed (not
     // counted here: the deletion is a range, not key by key).
     sh.notifier.count_changes(1);
+    super::client_tracking::flushed(sh);
     out.ok();
     Ok(())
 }

@@ -11,6 +11,7 @@ pub mod bitops;
 pub mod blocking;
 pub mod client_kill;
 pub mod client_pause;
+pub mod client_tracking;
 pub mod cluster;
 pub mod databases;
 pub mod dump;
@@ -736,6 +737,12 @@ pub fn dispatch_found(
     }
     // The commands that look at keys without using them (Redis's LOOKUP_NOTOUCH) leave
     // OBJECT IDLETIME's clock alone (`storage::access`).
+    // Client-side caching: a tracking client's reads are remembered before they read.
+    let tracked = if sh.tracking.active() {
+        Some(client_tracking::before(sh, conn, cmd, args))
+    } else {
+        None
+    };
     let ok = if matches!(
         cmd.name,
         "ttl" | "pttl" | "expiretime" | "pexpiretime" | "type" | "exists" | "object"
@@ -744,6 +751,9 @@ pub fn dispatch_found(
     } else {
         run_handler(sh, cmd, conn, args, out)
     };
+    if let Some(provisional) = tracked {
+        client_tracking::after(sh, conn, cmd, provisional);
+    }
     if monitored && !fed_before {
         monitor::feed(sh, conn, cmd, args);
     }
@@ -780,7 +790,7 @@ pub fn dispatch_found(
         && !crate::storage::overlay::active()
         && !crate::storage::pending::is_deferring()
     {
-        pubsub::flush_events(sh);
+        pubsub::flush_events(sh, Some(conn.id));
     }
 }
 

@@ -19,13 +19,13 @@ use super::args::is;
 use super::{CmdResult, Command};
 use crate::pubsub::Subscriber;
 use crate::resp::Out;
-use crate::state::{Conn, Shared, Subscriptions};
+use crate::state::{Conn, Shared};
 
 /// MONITOR
 pub fn monitor(sh: &Shared, conn: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let resp3 = conn.resp3;
-    let subs = conn.subs.get_or_insert_with(Subscriptions::new);
-    sh.pubsub.monitor(conn.id, Subscriber { tx: subs.tx.clone(), resp3 });
+    let (id, resp3) = (conn.id, conn.resp3);
+    let subs = super::pubsub::message_queue(sh, conn);
+    sh.pubsub.monitor(id, Subscriber { tx: subs.tx.clone(), resp3 });
     out.ok();
     Ok(())
 }

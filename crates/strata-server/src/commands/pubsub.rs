@@ -66,8 +66,16 @@ fn confirm(
     }
 }
 
-fn subscriptions(conn: &mut Conn) -> &mut Subscriptions {
-    conn.subs.get_or_insert_with(Subscriptions::new)
+/// The connection's message queue, created (and offered to client-side caching's
+/// invalidations, `tracking`) on first use: by a subscription, MONITOR, HELLO 3 or CLIENT
+/// TRACKING.
+pub fn message_queue<'c>(sh: &Shared, conn: &'c mut Conn) -> &'c mut Subscriptions {
+    let id = conn.id;
+    conn.subs.get_or_insert_with(|| {
+        let subs = Subscriptions::new();
+        sh.tracking.add_queue(id, subs.tx.clone());
+        subs
+    })
 }
 
 /// A connection's names of `kind`, and the count its confirmations of `kind` report.
@@ -89,7 +97,7 @@ fn count_of(subs: &Subscriptions, kind: Kind) -> usize {
 fn subscribe_to(sh: &Shared, conn: &mut Conn, names: &[Vec<u8>], kind: Kind, out: &mut Out) {
     let (id, resp3, in_exec) = (conn.id, conn.resp3, conn.in_exec);
     let mut pushes = std::mem::take(&mut conn.pushes);
-    let subs = subscriptions(conn);
+    let subs = message_queue(sh, conn);
     let confirmation = match kind {
         Kind::Channel => "subscribe",
         Kind::Pattern => "psubscribe",
@@ -112,7 +120,7 @@ fn unsubscribe_from(sh: &Shared, conn: &mut Conn, names: &[Vec<u8>], kind: Kind,
         Kind::Shard => "sunsubscribe",
     };
     let mut pushes = std::mem::take(&mut conn.pushes);
-    let subs = subscriptions(conn);
+    let subs = message_queue(sh, conn);
     let names: Vec<Vec<u8>> = if names.is_empty() {
         names_of(subs, kind).iter().cloned().collect()
     } else {
@@ -173,7 +181,7 @@ pub fn deliver(sh: &Shared, conn: &mut Conn, d: Delivery, out: &mut Vec<u8>) {
         Delivery::Frame(f) => out.extend_from_slice(&f),
         Delivery::Revoked(channel) => {
             let (id, resp3) = (conn.id, conn.resp3);
-            let subs = subscriptions(conn);
+            let subs = message_queue(sh, conn);
             if !subs.shards.remove(&channel) {
                 return;
             }
@@ -183,13 +191,63 @@ pub fn deliver(sh: &Shared, conn: &mut Conn, d: Delivery, out: &mut Vec<u8>) {
             let left = count_of(subs, Kind::Shard);
             confirm(out, &mut reply, false, "sunsubscribe", Some(&channel), left);
         }
+        Delivery::Invalidate { keys, redirected } => invalidation(conn, keys, redirected, out),
+        Delivery::RedirectBroken(target) => {
+            // Only a RESP3 connection can be told (Redis's rule).
+            if conn.resp3 {
+                let mut w = Out { buf: std::mem::take(out), resp3: true };
+                w.buf.extend_from_slice(b">2\r\n");
+                w.bulk(b"tracking-redir-broken");
+                w.int(target as i64);
+                *out = w.buf;
+            }
+        }
     }
+}
+
+/// The channel RESP2 connections receive redirected invalidations on (once subscribed).
+pub const INVALIDATE_CHANNEL: &[u8] = b"__redis__:invalidate";
+
+/// Writes a client-side caching invalidation as this connection reads it now: a RESP3
+/// `invalidate` push; for a RESP2 connection subscribed to [`INVALIDATE_CHANNEL`] a message of
+/// it, when redirected to it; nothing otherwise (RESP2 has no push frames), as Redis. The keys
+/// are an array, or null for "every key".
+fn invalidation(
+    conn: &Conn,
+    keys: Option<std::sync::Arc<[Vec<u8>]>>,
+    redirected: bool,
+    out: &mut Vec<u8>,
+) {
+    let subscribed = || conn.subs.as_ref().is_some_and(|s| s.channels.contains(INVALIDATE_CHANNEL));
+    let mut w = Out { buf: std::mem::take(out), resp3: conn.resp3 };
+    if conn.resp3 {
+        w.buf.extend_from_slice(b">2\r\n");
+        w.bulk(b"invalidate");
+    } else if redirected && subscribed() {
+        w.array(3);
+        w.bulk(b"message");
+        w.bulk(INVALIDATE_CHANNEL);
+    } else {
+        *out = w.buf;
+        return;
+    }
+    match keys {
+        Some(keys) => {
+            w.array(keys.len());
+            for k in keys.iter() {
+                w.bulk(k);
+            }
+        }
+        None => w.null(),
+    }
+    *out = w.buf;
 }
 
 /// Drops every subscription of a connection that is closing (or RESET), and its MONITOR.
 pub fn forget(sh: &Shared, conn: &mut Conn) {
     sh.pubsub.unmonitor(conn.id);
     if let Some(subs) = conn.subs.take() {
+        sh.tracking.remove_queue(conn.id);
         for (names, kind) in [
             (&subs.channels, Kind::Channel),
             (&subs.patterns, Kind::Pattern),
@@ -204,9 +262,14 @@ pub fn forget(sh: &Shared, conn: &mut Conn) {
 
 /// Publishes keyspace notifications (`types::notify`): each event to its key's
 /// `__keyspace@<db>__:<key>` channel and then its `__keyevent@<db>__:<event>` channel, as
-/// enabled when it was raised.
-pub fn publish_events(sh: &Shared, events: Vec<notify::Event>) {
+/// enabled when it was raised; and sends the invalidations of client-side caching for the
+/// keys they name, changed by client `by` (none: the server).
+pub fn publish_events(sh: &Shared, by: Option<u64>, events: Vec<notify::Event>) {
     use std::io::Write;
+    if sh.tracking.active() {
+        let keys: Vec<&[u8]> = events.iter().map(|e| e.key.as_slice()).collect();
+        sh.tracking.invalidate(by, &keys);
+    }
     let mut channel = Vec::new();
     for e in events {
         if e.keyspace {
@@ -224,11 +287,12 @@ pub fn publish_events(sh: &Shared, events: Vec<notify::Event>) {
     }
 }
 
-/// Publishes the keyspace notifications this thread raised and has not published yet.
-pub fn flush_events(sh: &Shared) {
+/// Publishes the keyspace notifications this thread raised and has not published yet (the
+/// changes of client `by`; none: the server's).
+pub fn flush_events(sh: &Shared, by: Option<u64>) {
     let events = notify::take();
     if !events.is_empty() {
-        publish_events(sh, events);
+        publish_events(sh, by, events);
     }
 }
 

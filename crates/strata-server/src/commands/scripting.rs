@@ -325,6 +325,8 @@ pub(super) fn atomically(
     })?;
     // The clients blocked on what the script wrote are served after it (`blocking`).
     conn.touched.extend(std::mem::take(&mut host.conn.touched));
+    // Whether it read, for its caller's client-side caching (`client_tracking`).
+    conn.script_read |= host.conn.script_read;
     if host.conn.db != conn.db {
         // Its SELECTs were its own: CLIENT LIST shows the caller's database again.
         if let Some(e) = sh.clients.lock().get_mut(&conn.id) {

@@ -97,6 +97,7 @@ pub fn reset(sh: &Shared, c: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdResu
     c.multi = None;
     c.watched.clear();
     super::databases::note_db(sh, c, 0);
+    super::client_tracking::turn_off(sh, c);
     super::pubsub::forget(sh, c);
     c.resp3 = false;
     out.resp3 = false;
@@ -171,6 +172,11 @@ pub fn hello(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResu
         c.resp3 = p == 3;
     }
     out.resp3 = c.resp3;
+    if c.resp3 {
+        // A RESP3 connection takes push frames: client-side caching's redirected
+        // invalidations among them (`client_tracking`).
+        super::pubsub::message_queue(sh, c);
+    }
     {
         let mut cl = sh.clients.lock();
         if let Some(e) = cl.get_mut(&c.id) {
@@ -371,11 +377,13 @@ pub fn command(_: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
     Ok(())
 }
 
-fn client_line(id: u64, e: &crate::state::ClientEntry) -> String {
+/// One line of CLIENT LIST; `flags` the letters known beside the entry (`N` when none).
+fn client_line(id: u64, e: &crate::state::ClientEntry, flags: &str, redir: i64) -> String {
     let age = e.since.map_or(0, |s| s.elapsed().as_secs());
     let (code, idle) = e.activity.last(e.since);
     let cmd = subcommands::code_name(code);
-    format!("id={id} addr={} laddr={} fd=0 name={} age={age} idle={idle} flags=N db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={cmd} user=default redir=-1 resp={} lib-name={} lib-ver=\n", e.addr, e.laddr, e.name, e.db, e.resp, e.lib)
+    let flags = if flags.is_empty() { "N" } else { flags };
+    format!("id={id} addr={} laddr={} fd=0 name={} age={age} idle={idle} flags={flags} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={cmd} user=default redir={redir} resp={} lib-name={} lib-ver=\n", e.addr, e.laddr, e.name, e.db, e.resp, e.lib)
 }
 
 pub fn client(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
@@ -472,6 +480,16 @@ pub fn client(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
             "    Whether the next commands are answered.",
             "UNBLOCK <id> [TIMEOUT|ERROR]",
             "    End a blocking command of another connection, as a timeout or an error.",
+            "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]] [OPTIN] [OPTOUT]",
+            "         [NOLOOP]",
+            "    Client-side caching: be told of changes to the keys read (or, with BCAST, of",
+            "    the keys with the prefixes), here or at client <id>.",
+            "CACHING (YES|NO)",
+            "    With OPTIN (YES) or OPTOUT (NO): whether the next command's reads are tracked.",
+            "GETREDIR",
+            "    Where invalidations go: a client id, 0 (here), -1 (not tracking).",
+            "TRACKINGINFO",
+            "    This connection's tracking: flags, redirect, prefixes.",
             "HELP",
             "    This text.",
         ];
@@ -494,18 +512,42 @@ pub fn client(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
             return Err(arity().into());
         }
         return super::client_pause::unpause(sh, out);
+    } else if is(sub, "tracking") {
+        if a.len() < 3 {
+            return Err(arity().into());
+        }
+        return super::client_tracking::tracking(sh, c, a, out);
+    } else if is(sub, "caching") {
+        if a.len() != 3 {
+            return Err(arity().into());
+        }
+        return super::client_tracking::caching(c, a, out);
+    } else if is(sub, "getredir") {
+        if a.len() != 2 {
+            return Err(arity().into());
+        }
+        return super::client_tracking::getredir(sh, c, out);
+    } else if is(sub, "trackinginfo") {
+        if a.len() != 2 {
+            return Err(arity().into());
+        }
+        return super::client_tracking::trackinginfo(sh, c, out);
     } else if is(sub, "list") || is(sub, "info") {
         let cl = sh.clients.lock();
         let mut s = String::new();
+        let line = |id: u64, e| {
+            let (flags, redir) = super::client_tracking::list_fields(sh, id);
+            client_line(id, e, &flags, redir)
+        };
         if is(sub, "info") {
             if let Some(e) = cl.get(&c.id) {
-                s = client_line(c.id, e);
+                s = line(c.id, e);
             }
         } else {
             let mut ids: Vec<_> = cl.keys().copied().collect();
             ids.sort_unstable();
             for id in ids {
-                s.push_str(&client_line(id, &cl[&id]));
+                s.push_str(&line(id, &cl[&id]));
             }
         }
         drop(cl);
@@ -710,6 +752,9 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
             }
             if k == "slowlog-log-slower-than" {
                 sh.slowlog.set_threshold(v.parse().unwrap_or(crate::slowlog::DEFAULT_THRESHOLD_US));
+            }
+            if k == "tracking-table-max-keys" {
+                sh.tracking.set_max_keys(v.parse().unwrap_or(0));
             }
             if k == "slowlog-max-len" {
                 sh.slowlog.set_max_len(v.parse().unwrap_or(usize::MAX));

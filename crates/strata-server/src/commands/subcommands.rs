@@ -14,7 +14,9 @@ pub type Entry = (&'static str, i32, &'static str, i32, i32, i32, &'static str);
 
 /// The subcommands, sorted by name (module doc).
 pub static TABLE: &[Entry] = &[
+    ("client|caching", 3, "noscript loading stale", 0, 0, 0, "slow connection"),
     ("client|getname", 2, "noscript loading stale", 0, 0, 0, "slow connection"),
+    ("client|getredir", 2, "noscript loading stale", 0, 0, 0, "slow connection"),
     ("client|help", 2, "loading stale", 0, 0, 0, "slow connection"),
     ("client|id", 2, "noscript loading stale", 0, 0, 0, "slow connection"),
     ("client|info", 2, "noscript loading stale", 0, 0, 0, "slow connection"),
@@ -31,6 +33,8 @@ pub static TABLE: &[Entry] = &[
     ),
     ("client|reply", 3, "noscript loading stale", 0, 0, 0, "slow connection"),
     ("client|setname", 3, "noscript loading stale", 0, 0, 0, "slow connection"),
+    ("client|tracking", -3, "noscript loading stale", 0, 0, 0, "slow connection"),
+    ("client|trackinginfo", 2, "noscript loading stale", 0, 0, 0, "slow connection"),
     (
         "client|unblock",
         -3,

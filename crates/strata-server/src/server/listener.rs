@@ -119,7 +119,7 @@ async fn run_replicated(
             Some(Err(reply)) => Err(reply),
         };
         match outcome {
-            Ok(()) => commands::pubsub::publish_events(sh, events),
+            Ok(()) => commands::pubsub::publish_events(sh, Some(conn.id), events),
             Err(reply) => {
                 sh.stats.errors.fetch_add(1, Ordering::Relaxed);
                 out.buf.truncate(reply_at);
@@ -408,6 +408,8 @@ impl Drop for Registration {
             self.sh.pubsub.drop_client(self.id);
             self.sh.blocked.cancel(self.id, Cancel::Gone);
         }
+        // Its tracking ends, however the connection ended.
+        commands::client_tracking::gone(&self.sh, self.id);
         // CLIENT KILL takes a connection off the books itself, counting it gone there.
         if self.sh.clients.lock().remove(&self.id).is_some() {
             self.sh.stats.connected.fetch_sub(1, Ordering::Relaxed);

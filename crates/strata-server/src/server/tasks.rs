@@ -61,7 +61,7 @@ pub fn expire_round(sh: &Shared, from: &ExpiryPoint) -> crate::types::Result<(Ex
     // Expiry deletions owe no acknowledgement: only keep the thread's mark clean.
     let _ = crate::storage::sync_group::take_owed_sync();
     // Their `expired` events, for the deletions written (also those before a failure).
-    crate::commands::pubsub::flush_events(sh);
+    crate::commands::pubsub::flush_events(sh, None);
     let (next, n) = r?;
     let point = if next.is_empty() { (db + 1, next) } else { (db, next) };
     Ok((point, n))

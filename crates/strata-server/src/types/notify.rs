@@ -10,7 +10,7 @@
 //! enabled (the default) raising an event is one atomic load and nothing else.
 
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 /// `K`: events go to `__keyspace@<db>__:<key>` channels.
 pub const KEYSPACE: u32 = 1 << 0;
@@ -113,6 +113,9 @@ pub struct Notifier {
     /// changed, as Redis raises its events, where Redis counts some commands per element
     /// (SADD of three new members: one here, three there).
     changes: AtomicU64,
+    /// Some client tracks keys for client-side caching: every change is queued (as an event
+    /// for no channel when its class is not enabled), for its invalidations.
+    tracking: AtomicBool,
 }
 
 /// An event raised and not yet published.
@@ -137,7 +140,11 @@ thread_local! {
 impl Notifier {
     /// A notifier with `flags` enabled.
     pub const fn new(flags: u32) -> Notifier {
-        Notifier { flags: AtomicU32::new(flags), changes: AtomicU64::new(0) }
+        Notifier {
+            flags: AtomicU32::new(flags),
+            changes: AtomicU64::new(0),
+            tracking: AtomicBool::new(false),
+        }
     }
 
     /// The changes counted since the start (see the field).
@@ -160,6 +167,17 @@ impl Notifier {
         self.flags.store(flags, Ordering::Relaxed);
     }
 
+    /// Whether every change is queued for client-side caching's invalidations.
+    pub fn set_tracking(&self, on: bool) {
+        self.tracking.store(on, Ordering::Release);
+    }
+
+    /// Whether every change is queued for client-side caching ([`Notifier::set_tracking`]).
+    #[inline]
+    pub fn tracking(&self) -> bool {
+        self.tracking.load(Ordering::Acquire)
+    }
+
     /// Whether an event of `class` would be raised now.
     #[inline]
     pub fn wants(&self, class: u32) -> bool {
@@ -175,14 +193,16 @@ impl Notifier {
             self.changes.fetch_add(1, Ordering::Relaxed);
         }
         let f = self.flags();
-        if f & class != 0 && f & (KEYSPACE | KEYEVENT) != 0 {
-            queue(f, db, event, key);
+        let wanted = f & class != 0 && f & (KEYSPACE | KEYEVENT) != 0;
+        if wanted || (class != NEW && self.tracking.load(Ordering::Acquire)) {
+            queue(if wanted { f } else { 0 }, db, event, key);
         }
     }
 }
 
 #[cold]
 fn queue(flags: u32, db: usize, event: &'static str, key: &[u8]) {
+    // With no channel flag the event is there for client-side caching alone.
     let e = Event {
         keyspace: flags & KEYSPACE != 0,
         keyevent: flags & KEYEVENT != 0,

@@ -501,6 +501,11 @@ fn a_held_write_whose_client_went_away_is_never_proposed() {
         std::thread::sleep(Duration::from_millis(10));
     }
     assert_eq!(admin.cmd(&["CLIENT", "UNPAUSE"]), ok);
+    // Client-side caching is not served in cluster mode (`commands::client_tracking`).
+    assert_eq!(
+        admin.cmd(&["CLIENT", "TRACKING", "on"]),
+        Reply::Error("ERR CLIENT TRACKING is not served in cluster mode".into())
+    );
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!(run(leader, false, &["GET", "gone"]), Reply::bulk("0"));
     // The node still takes writes once unpaused.

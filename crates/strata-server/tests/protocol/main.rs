@@ -27,4 +27,5 @@ mod pipelining;
 mod pubsub;
 mod resp3;
 mod scripting;
+mod tracking;
 mod transactions;
