@@ -26,6 +26,8 @@
 //!                               one at a time, while clients go on (writes to a slot wait
 //!                               only for the last of its copy); a move a crash left half
 //!                               done resumes
+//!            [--abort]          undoes instead a move to P not yet handed off: the slot
+//!                               stays where it was, what was copied is dropped
 //! ```
 //!
 //! A slot move, step by step (`cluster::ownership` in the server says why it is safe): the
@@ -119,6 +121,9 @@ enum Cmd {
         /// Records (or outbox changes) per page of the copy.
         #[arg(long, default_value_t = 500)]
         page: usize,
+        /// Undo a move to the partition that has not been handed off, instead of moving.
+        #[arg(long)]
+        abort: bool,
     },
 }
 
@@ -435,6 +440,41 @@ fn move_slot(
     Ok(text)
 }
 
+/// Undoes a move of `slot` to partition `to` that has not reached its handoff (the server's
+/// `cluster::ownership` says how): its source serves it on, its target drops what was
+/// copied. A slot in no move is left as it is; one past its handoff is refused (finish it).
+fn abort_move(
+    node: &str,
+    conns: &mut Conns,
+    slot: u16,
+    to: u16,
+    deadline: Instant,
+) -> Result<String, String> {
+    let map = parse_map(admin(node, &["CLUSTER", "MAP"], deadline)?)?;
+    if to >= map.partitions {
+        return Err(format!("partition {to} is out of range ({} partitions)", map.partitions));
+    }
+    let from = map.partition_of(slot);
+    let finish = format!("finish it with `move-slots {slot} --to {to}`");
+    if from == to {
+        return Err(format!("slot {slot} is partition {to}'s already: {finish} if it is not done"));
+    }
+    let target = conns.step(node, to, "state", slot, from, deadline)?;
+    let source = conns.step(node, from, "state", slot, to, deadline)?;
+    if target.starts_with("adopted") || source.starts_with("handed off") {
+        return Err(format!(
+            "slot {slot}'s move from partition {from} to {to} is past its handoff (source: \
+             {source}; target: {target}): {finish}"
+        ));
+    }
+    conns.step(node, from, "abort", slot, to, deadline)?;
+    conns.step(node, to, "abort", slot, from, deadline)?;
+    Ok(format!(
+        "slot {slot} stays in partition {from}: its move to partition {to} is undone (was: \
+         source {source}, target {target})"
+    ))
+}
+
 /// How long a move copies a slot's outbox before it freezes the slot, however much is left.
 const TAIL_LIVE: Duration = Duration::from_secs(10);
 
@@ -671,7 +711,7 @@ fn run(cli: Cli) -> Result<(), String> {
                     if *settled { "settled" } else { "moving" }
                 );
                 // Slots in a move: one a controller left half done holds its writes (frozen)
-                // or grows its outbox (copying) until a move-slots run finishes it.
+                // or grows its outbox (copying) until a move-slots run finishes or aborts it.
                 for m in moving.split('|').filter(|m| !m.is_empty()) {
                     let mut f = m.split(':');
                     let (slot, state, peer) = (f.next(), f.next(), f.next());
@@ -682,7 +722,13 @@ fn run(cli: Cli) -> Result<(), String> {
                     let _ = writeln!(
                         out,
                         "  slot {slot} {state} (partition {peer} at the other end): in a move; \
-                         unless a move-slots is running, `move-slots {slot} --to {to}` finishes it"
+                         unless a move-slots is running, `move-slots {slot} --to {to}` finishes \
+                         it{}",
+                        if state == "handed-off" {
+                            ""
+                        } else {
+                            ", or undoes it with --abort before its handoff"
+                        }
                     );
                 }
             }
@@ -744,7 +790,7 @@ fn run(cli: Cli) -> Result<(), String> {
             }
         }
         Cmd::Wait => wait_settled(node, deadline)?,
-        Cmd::MoveSlots { slots, keys, to, page } => {
+        Cmd::MoveSlots { slots, keys, to, page, abort } => {
             let mut slots = match slots {
                 Some(text) => parse_slots(&text)?,
                 None => Vec::new(),
@@ -755,7 +801,12 @@ fn run(cli: Cli) -> Result<(), String> {
             }
             let mut conns = Conns::default();
             for slot in slots {
-                println!("{}", move_slot(node, &mut conns, slot, to, page.max(1), deadline)?);
+                let done = if abort {
+                    abort_move(node, &mut conns, slot, to, deadline)?
+                } else {
+                    move_slot(node, &mut conns, slot, to, page.max(1), deadline)?
+                };
+                println!("{done}");
             }
         }
     }

@@ -37,7 +37,7 @@ use tokio::sync::watch;
 use super::ingest;
 use super::map::{self, ClusterMap, META};
 use super::outbox;
-use super::ownership::{self, decode_control, Op, Ownership, State};
+use super::ownership::{self, decode_control, Change, Op, Ownership, State};
 use super::partitions::Partitions;
 use crate::filing::Filing;
 use crate::slots::SLOTS;
@@ -50,7 +50,7 @@ thread_local! {
     static RANGE_DELETED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     /// The slot state a control entry being applied on this thread gives (partition, slot),
     /// recorded in memory once its write is done.
-    static OWNED: std::cell::Cell<Option<(u16, u16, State)>> =
+    static OWNED: std::cell::Cell<Option<(u16, u16, Change)>> =
         const { std::cell::Cell::new(None) };
 }
 
@@ -170,7 +170,7 @@ impl Apply for ServerApply {
             let (reply, next) = self.ownership.apply(&self.store, partition, op, slot, peer, batch);
             if let Some(n) = next {
                 OWNED.with(|o| o.set(Some((partition, slot, n))));
-                if matches!(op, Op::Import | Op::Release) {
+                if matches!(op, Op::Import | Op::Release | Op::Abort) {
                     RANGE_DELETED.with(|r| r.set(true));
                 }
             }
@@ -285,9 +285,9 @@ impl Apply for ServerApply {
             return;
         }
         self.store.meta_cache.invalidate_noted(written);
-        if let Some((p, slot, state)) = OWNED.with(std::cell::Cell::take) {
+        if let Some((p, slot, change)) = OWNED.with(std::cell::Cell::take) {
             if written {
-                self.ownership.settle(p, slot, state);
+                self.ownership.settle(p, slot, change);
             }
         }
         if RANGE_DELETED.with(|r| r.replace(false)) {

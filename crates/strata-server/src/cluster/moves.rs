@@ -145,7 +145,8 @@ impl ClusterNode {
         }
         let op = Op::named(op).ok_or_else(|| {
             format!(
-                "ERR unknown move step '{op}' (state, import, copy, freeze, handoff, adopt, release)"
+                "ERR unknown move step '{op}' (state, import, copy, freeze, handoff, adopt, release, \
+                 abort)"
             )
         })?;
         let replica = self.led(partition)?;

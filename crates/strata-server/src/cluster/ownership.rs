@@ -7,6 +7,7 @@
 //! ```text
 //!  control entry:  0xFFFFFFFF u32LE | op u8 | slot u16LE | peer partition u16LE
 //!    op: 1 import (T)  2 freeze (S)  3 handoff (S)  4 adopt (T)  5 release (S)  6 copy (S)
+//!        7 abort (S and T)
 //!  record (server family):  "owner\0" | partition u16BE | slot u16BE
 //!                           -> state u8 | peer partition u16LE
 //!    state: 1 importing  2 adopted  3 frozen  4 handed off  5 released  6 copying
@@ -32,6 +33,12 @@
 //!    of S and T serves it at any time.
 //! 7. the map gives the slot to T (clients get `MOVED` to T).
 //! 8. `release` in S: S's range of the slot and its outbox are deleted.
+//!
+//! A move stopped before its handoff can be undone instead (`abort`, each idempotent): in
+//! S a copying or frozen slot is S's again (its outbox deleted; the writes a freeze held go
+//! on in S), in T an importing slot is dropped with what was copied into it (the slot was
+//! never served there). After the handoff T may already serve the slot: only finishing the
+//! move (or moving the slot back afterwards) is left.
 //!
 //! The records live in the group's snapshot ranges ([`ranges_of`]), so a replica that
 //! installs a snapshot gets them with the data.
@@ -71,6 +78,8 @@ pub enum Op {
     Release,
     /// S records its writes to the slot in its outbox, moving to `peer` (T).
     Copy,
+    /// The move to or from `peer` is undone (before its handoff: module doc).
+    Abort,
 }
 
 impl Op {
@@ -82,6 +91,7 @@ impl Op {
             Op::Adopt => 4,
             Op::Release => 5,
             Op::Copy => 6,
+            Op::Abort => 7,
         }
     }
 
@@ -93,6 +103,7 @@ impl Op {
             4 => Op::Adopt,
             5 => Op::Release,
             6 => Op::Copy,
+            7 => Op::Abort,
             _ => return None,
         })
     }
@@ -106,12 +117,13 @@ impl Op {
             Op::Adopt => "adopt",
             Op::Release => "release",
             Op::Copy => "copy",
+            Op::Abort => "abort",
         }
     }
 
     /// The op named `name` (case-insensitive).
     pub fn named(name: &str) -> Option<Op> {
-        [Op::Import, Op::Copy, Op::Freeze, Op::Handoff, Op::Adopt, Op::Release]
+        [Op::Import, Op::Copy, Op::Freeze, Op::Handoff, Op::Adopt, Op::Release, Op::Abort]
             .into_iter()
             .find(|o| o.name().eq_ignore_ascii_case(name))
     }
@@ -173,6 +185,15 @@ impl State {
             | State::Copying(p) => p,
         }
     }
+}
+
+/// What an applied step does to a slot's record in a partition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// The record says this state.
+    Set(State),
+    /// No record: the slot is the partition's if it is in its run, else not.
+    Clear,
 }
 
 /// The control entry of `op` on `slot` with `peer`.
@@ -346,7 +367,10 @@ impl Ownership {
         slot: u16,
         peer: u16,
         batch: &mut WriteBatch,
-    ) -> (Vec<u8>, Option<State>) {
+    ) -> (Vec<u8>, Option<Change>) {
+        if op == Op::Abort {
+            return self.abort(store, partition, slot, peer, batch);
+        }
         let now = self.state(partition, slot);
         let in_run = self.runs.of_slot(slot) == partition;
         let owns = match now {
@@ -378,7 +402,7 @@ impl Ownership {
                     "-ERR cannot {} slot {slot} with partition {peer} in partition {partition}: \
                      it is {}",
                     op.name(),
-                    describe(now, in_run)
+                    describe(now, in_run, partition)
                 );
                 return (reply.into_bytes(), None);
             }
@@ -403,25 +427,91 @@ impl Ownership {
             batch.delete_range_cf(&*store.server_cf, start, end);
         }
         batch.put_cf(&*store.server_cf, record_key(partition, slot), next.encode());
-        (b"ok".to_vec(), Some(next))
+        (b"ok".to_vec(), Some(Change::Set(next)))
+    }
+
+    /// [`Op::Abort`] (module doc): S's copying or frozen slot back to S (its own again, or
+    /// adopted as before the move when not in its run), its outbox deleted; T's importing
+    /// slot and what was copied into it dropped (released to S again when in T's run). A
+    /// slot in no move, or already back, is left as it is (`ok`); one past its handoff, or in
+    /// a move with another partition, is refused.
+    fn abort(
+        &self,
+        store: &Store,
+        partition: u16,
+        slot: u16,
+        peer: u16,
+        batch: &mut WriteBatch,
+    ) -> (Vec<u8>, Option<Change>) {
+        let now = self.state(partition, slot);
+        let in_run = self.runs.of_slot(slot) == partition;
+        let change = match now {
+            Some(State::Copying(p) | State::Frozen(p)) if p == peer => {
+                let (start, end) = outbox::slot_range(partition, slot);
+                batch.delete_range_cf(&*store.server_cf, start, end);
+                // Adopted from itself: the partition it came from is not recorded (module doc).
+                if in_run {
+                    Change::Clear
+                } else {
+                    Change::Set(State::Adopted(partition))
+                }
+            }
+            Some(State::Importing(p)) if p == peer => {
+                let (start, end) = Filing::Partition(partition).slot_span(slot, slot);
+                for cf in store.families() {
+                    // As an import's own clearing: only a range that holds something.
+                    if holds_any(store, cf, &start, &end) {
+                        batch.delete_range_cf(&**cf, start.clone(), end.clone());
+                    }
+                }
+                if in_run {
+                    Change::Set(State::Released(peer))
+                } else {
+                    Change::Clear
+                }
+            }
+            None | Some(State::Released(_)) => return (b"ok".to_vec(), None),
+            Some(State::Adopted(p)) if p != peer => return (b"ok".to_vec(), None),
+            _ => {
+                let reply = format!(
+                    "-ERR cannot abort slot {slot}'s move with partition {peer} in partition \
+                     {partition}: it is {} (a move past its handoff is finished, not aborted)",
+                    describe(now, in_run, partition)
+                );
+                return (reply.into_bytes(), None);
+            }
+        };
+        match change {
+            Change::Set(state) => {
+                batch.put_cf(&*store.server_cf, record_key(partition, slot), state.encode());
+            }
+            Change::Clear => batch.delete_cf(&*store.server_cf, record_key(partition, slot)),
+        }
+        (b"ok".to_vec(), Some(change))
     }
 
     /// The state of `slot` in `partition` in words: `its own`, `not its own`, `importing from
     /// partition 3`, `adopted from ...`, `frozen, moving to ...`, `handed off to ...`,
     /// `released to ...`, `copying to ...` (the controller reads it to resume a move).
     pub fn describe(&self, partition: u16, slot: u16) -> String {
-        describe(self.state(partition, slot), self.runs.of_slot(slot) == partition)
+        describe(self.state(partition, slot), self.runs.of_slot(slot) == partition, partition)
     }
 
-    /// Records the state an applied (and written) control entry gave `slot` in `partition`.
-    pub fn settle(&self, partition: u16, slot: u16, state: State) {
+    /// Records what an applied (and written) control entry did to `slot` in `partition`.
+    pub fn settle(&self, partition: u16, slot: u16, change: Change) {
         let mut states = self.states.write();
         let of_slot = states.entry(slot).or_default();
-        match of_slot.iter_mut().find(|(p, _)| *p == partition) {
-            Some(entry) => entry.1 = state,
-            None => of_slot.push((partition, state)),
+        let at = of_slot.iter().position(|(p, _)| *p == partition);
+        match (change, at) {
+            (Change::Set(state), Some(i)) => of_slot[i].1 = state,
+            (Change::Set(state), None) => of_slot.push((partition, state)),
+            (Change::Clear, Some(i)) => {
+                of_slot.remove(i);
+            }
+            (Change::Clear, None) => {}
         }
-        self.any.store(true, Ordering::Release);
+        states.retain(|_, of_slot| !of_slot.is_empty());
+        self.any.store(!states.is_empty(), Ordering::Release);
         self.any_copying.store(has_copying(&states), Ordering::Release);
     }
 }
@@ -443,11 +533,13 @@ fn holds_any(store: &Store, cf: &strata::ColumnFamily, start: &[u8], end: &[u8])
     it.valid() || it.status().is_err()
 }
 
-fn describe(state: Option<State>, in_run: bool) -> String {
+fn describe(state: Option<State>, in_run: bool, partition: u16) -> String {
     match state {
         None if in_run => "its own".to_string(),
         None => "not its own".to_string(),
         Some(State::Importing(p)) => format!("importing from partition {p}"),
+        // Adopted from itself: a move out of it was aborted (`abort`).
+        Some(State::Adopted(p)) if p == partition => "its own (moved in earlier)".to_string(),
         Some(State::Adopted(p)) => format!("adopted from partition {p}"),
         Some(State::Frozen(p)) => format!("frozen, moving to partition {p}"),
         Some(State::HandedOff(p)) => format!("handed off to partition {p}"),
@@ -509,6 +601,62 @@ mod tests {
         assert_eq!(outbox_len(), 0);
         let (lo, _) = outbox::slot_range(s, slot + 1);
         assert_eq!(st.server_records(&lo).unwrap().len(), 1, "another slot's outbox stays");
+    }
+
+    #[test]
+    fn an_abort_before_the_handoff_gives_the_slot_back_and_drops_the_copy() {
+        let (_d, st) = store();
+        let runs = Partitions::new(4).unwrap();
+        let o = Ownership::load(&st, runs).unwrap();
+        // Slot 10 is partition 0's; a move to 3 is aborted while copying.
+        let (s, t, slot) = (0u16, 3u16, 10u16);
+        assert_eq!(step(&o, &st, t, Op::Import, slot, s), "ok");
+        assert_eq!(step(&o, &st, s, Op::Copy, slot, t), "ok");
+        let (lo, hi) = Filing::Partition(t).slot_span(slot, slot);
+        let mut b = WriteBatch::new();
+        b.put_cf(&*st.meta_cf, [&lo[..], b"copied"].concat(), b"record");
+        b.put_cf(&*st.server_cf, outbox::key(s, slot, 7), b"change");
+        st.db.write(b).unwrap();
+        // Another partition's peer is refused.
+        assert!(step(&o, &st, s, Op::Abort, slot, 2).contains("copying to partition 3"));
+        for _ in 0..2 {
+            assert_eq!(step(&o, &st, s, Op::Abort, slot, t), "ok");
+            assert_eq!(step(&o, &st, t, Op::Abort, slot, s), "ok");
+        }
+        assert_eq!(o.describe(s, slot), "its own");
+        assert_eq!(o.describe(t, slot), "not its own");
+        assert!(o.takes_writes(s, slot) && !o.takes_writes(t, slot));
+        assert!(!o.any() && o.copying(s).is_empty());
+        let (olo, _) = outbox::slot_range(s, slot);
+        assert!(st.server_records(&olo).unwrap().is_empty(), "the outbox is gone");
+        let mut it = st.db.raw_iterator_cf(&*st.meta_cf);
+        it.seek(&lo);
+        assert!(it.item().is_none_or(|(k, _)| k >= &hi[..]), "the copy is gone");
+        // Frozen, then aborted: served again; the records say so after a reload too.
+        assert_eq!(step(&o, &st, t, Op::Import, slot, s), "ok");
+        assert_eq!(step(&o, &st, s, Op::Freeze, slot, t), "ok");
+        assert!(!o.takes_writes(s, slot));
+        assert_eq!(step(&o, &st, s, Op::Abort, slot, t), "ok");
+        assert_eq!(step(&o, &st, t, Op::Abort, slot, s), "ok");
+        assert!(o.takes_writes(s, slot));
+        assert!(!Ownership::load(&st, runs).unwrap().any());
+        // Past the handoff: refused on both sides.
+        assert_eq!(step(&o, &st, t, Op::Import, slot, s), "ok");
+        assert_eq!(step(&o, &st, s, Op::Freeze, slot, t), "ok");
+        assert_eq!(step(&o, &st, s, Op::Handoff, slot, t), "ok");
+        assert_eq!(step(&o, &st, t, Op::Adopt, slot, s), "ok");
+        let r = step(&o, &st, s, Op::Abort, slot, t);
+        assert!(r.starts_with("-ERR cannot abort slot 10") && r.contains("handed off"), "{r}");
+        assert!(step(&o, &st, t, Op::Abort, slot, s).contains("adopted from partition 0"));
+        // A slot moved in and then out again, aborted: adopted here as before.
+        assert_eq!(step(&o, &st, s, Op::Release, slot, t), "ok");
+        assert_eq!(step(&o, &st, s, Op::Import, slot, t), "ok");
+        assert_eq!(step(&o, &st, t, Op::Copy, slot, s), "ok");
+        assert_eq!(step(&o, &st, t, Op::Abort, slot, s), "ok");
+        assert_eq!(step(&o, &st, s, Op::Abort, slot, t), "ok");
+        assert_eq!(o.describe(t, slot), "its own (moved in earlier)");
+        assert_eq!(o.state(s, slot), Some(State::Released(t)), "in its run, released again");
+        assert!(o.takes_writes(t, slot) && !o.takes_writes(s, slot));
     }
 
     #[test]

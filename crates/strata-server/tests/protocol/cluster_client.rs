@@ -696,3 +696,79 @@ fn a_replica_catches_up_over_large_entries_and_a_write_over_an_entrys_limit_is_r
     assert_eq!(con.get::<_, Option<String>>("{big}huge").unwrap(), None);
     assert_eq!(con.get::<_, String>("{big}after").unwrap(), "small");
 }
+
+/// A move stopped before its handoff is undone with `move-slots --abort`: the source serves
+/// the slot on (writes held by its freeze go through), the target drops what was copied and
+/// takes no client for it; a move past its handoff is refused (finished instead); a later
+/// move of the slot carries the source's records only.
+#[test]
+fn a_move_aborted_before_its_handoff_leaves_the_slot_where_it_was() {
+    let (_cluster, client) = settled_three();
+    // `foo` is in slot 12182, partition 2 of 4.
+    let (slot, s, t) = ("12182", "2", "0");
+    let (_, src) = at_leader(client[0], &["CLUSTER", "MOVESLOT", s, "state", slot, t]);
+    let run = |args: &[&str]| Raw::connect(src).cmd(args);
+    let ok = Reply::Simple("OK".into());
+    assert_eq!(run(&["SET", "foo", "v1"]), ok);
+    assert_eq!(run(&["SET", "{foo}b", "b1"]), ok);
+    let step = |p: &str, op: &str, peer: &str| {
+        at_leader(client[0], &["CLUSTER", "MOVESLOT", p, op, slot, peer]).0
+    };
+    let done = Reply::Simple("ok".into());
+    assert_eq!(step(t, "import", s), done);
+    assert_eq!(step(s, "copy", t), done);
+    // Part of the copy reaches the target, then the source freezes the slot.
+    let args: [&[u8]; 6] = [b"CLUSTER", b"SLOTRECORDS", s.as_bytes(), slot.as_bytes(), b"", b"1"];
+    let Reply::Array(items) = at_leader_bytes(client[0], &args).0 else { panic!() };
+    assert_eq!(forward(client[0], "IMPORTRECORDS", t, slot, &items[1..]), 1);
+    assert_eq!(step(s, "freeze", t), done);
+    let ctl = |extra: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_strata-cluster"))
+            .args(["--node", &format!("127.0.0.1:{}", client[0]), "--timeout", "30"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let status = String::from_utf8_lossy(&ctl(&["status"]).stdout).into_owned();
+    assert!(
+        status.contains("finishes it, or undoes it with --abort before its handoff"),
+        "{status}"
+    );
+    // A write held by the freeze goes through once the move is undone.
+    let mut held = Raw::connect(src);
+    held.send_raw(&Raw::encode(&[b"SET".as_slice(), b"foo", b"v2"]));
+    let out = ctl(&["move-slots", slot, "--to", t, "--abort"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.contains("slot 12182 stays in partition 2"), "{out:?}");
+    match held.read() {
+        r if r == ok => {}
+        // Held past the freeze's wait before the abort came: Redis Cluster's retry.
+        Reply::Error(e) if e.starts_with("TRYAGAIN") => assert_eq!(run(&["SET", "foo", "v2"]), ok),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(step(s, "state", t), Reply::Simple("its own".into()));
+    assert_eq!(step(t, "state", s), Reply::Simple("not its own".into()));
+    assert_eq!(run(&["GET", "foo"]), Reply::Bulk(b"v2".to_vec()));
+    assert_eq!(run(&["SET", "{foo}c", "c1"]), ok);
+    let (_, dst) = at_leader(client[0], &["CLUSTER", "MOVESLOT", t, "state", slot, s]);
+    let r = Raw::connect(dst).cmd(&["GET", "foo"]);
+    assert!(matches!(&r, Reply::Error(e) if e.starts_with("MOVED ")), "{r:?}");
+    // Again: nothing left to undo.
+    let out = ctl(&["move-slots", slot, "--to", t, "--abort"]);
+    assert!(out.status.success(), "{out:?}");
+    // A move started afresh carries the slot with the writes made since the abort.
+    let out = ctl(&["move-slots", slot, "--to", t]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("moved from partition 2 to partition 0"),
+        "{out:?}"
+    );
+    let (_, dst) = at_leader(client[0], &["CLUSTER", "MOVESLOT", t, "state", slot, s]);
+    let mut c = Raw::connect(dst);
+    assert_eq!(c.cmd(&["GET", "foo"]), Reply::Bulk(b"v2".to_vec()));
+    assert_eq!(c.cmd(&["CLUSTER", "COUNTKEYSINSLOT", slot]), Reply::Int(3));
+    // Past its handoff (done): refused, and the message says to finish it.
+    let out = ctl(&["move-slots", slot, "--to", t, "--abort"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("finish it"), "{out:?}");
+}
