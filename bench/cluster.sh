@@ -7,7 +7,7 @@
 #   bash bench/cluster.sh status --dir D
 #   bash bench/cluster.sh add --dir D [--no-rebalance]
 #   bash bench/cluster.sh remove --dir D --id I
-#   bash bench/cluster.sh move-slots --dir D --slots SLOTS --to P
+#   bash bench/cluster.sh move-slots --dir D --slots SLOTS --to P [--abort]
 #   bash bench/cluster.sh down --dir D
 #
 # up: starts N strata-server processes in cluster mode (node i: clients on 127.0.0.1 at
@@ -24,7 +24,8 @@
 # remove: `strata-cluster remove-node I --wait` (its replicas move away, it is dropped from
 # the map, and the meta group stops counting it), then stops node I.
 # move-slots: `strata-cluster move-slots SLOTS --to P` (SLOTS as `5`, `100-199`, `1,7,9-12`):
-# each slot moves to partition P while clients go on.
+# each slot moves to partition P while clients go on; with --abort, a move to P not yet
+# handed off is undone instead.
 # --io-threads T: each node's async workers (strata-server --io-threads; default one per core).
 # --node-timeout MS: each node's --cluster-node-timeout (default the server's, 300 ms:
 # elections after 150-300 ms without a leader's word, heartbeats every 50 ms).
@@ -56,6 +57,7 @@ rebalance=--rebalance
 id=
 slots=
 to=
+abort=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --nodes) nodes="$2"; shift 2 ;;
@@ -71,6 +73,7 @@ while [ $# -gt 0 ]; do
     --no-rebalance) rebalance=""; shift ;;
     --slots) slots="$2"; shift 2 ;;
     --to) to="$2"; shift 2 ;;
+    --abort) abort=(--abort); shift ;;
     --io-threads) io_threads="$2"; shift 2 ;;
     --node-timeout) node_timeout="$2"; shift 2 ;;
     --netns) netns=1; shift ;;
@@ -248,7 +251,7 @@ case "$cmd" in
     [ -n "$slots" ] && [[ "$to" =~ ^[0-9]+$ ]] || { echo "cluster.sh move-slots: --slots S and --to P are required" >&2; exit 2; }
     [ -f "$dir/addrs" ] || { echo "cluster.sh move-slots: no cluster in $dir" >&2; exit 1; }
     load_netns
-    controller move-slots "$slots" --to "$to" >&2
+    controller move-slots "$slots" --to "$to" "${abort[@]}" >&2
     ;;
   status)
     [ -f "$dir/addrs" ] || { echo "cluster.sh status: no cluster in $dir" >&2; exit 1; }

@@ -467,6 +467,10 @@ fn abort_move(
              {source}; target: {target}): {finish}"
         ));
     }
+    let moving = source.starts_with("copying") || source.starts_with("frozen");
+    if !moving && !target.starts_with("importing") {
+        return Ok(format!("slot {slot} is in no move to partition {to}: nothing to undo"));
+    }
     conns.step(node, from, "abort", slot, to, deadline)?;
     conns.step(node, to, "abort", slot, from, deadline)?;
     Ok(format!(
