@@ -29,8 +29,6 @@ pub struct Stats {
     pub connections: AtomicU64,
     /// Connections open now.
     pub connected: AtomicUsize,
-    /// Keys removed by the active expiry task.
-    pub expired_keys: AtomicU64,
     /// Connections closed for a protocol error.
     pub protocol_errors: AtomicU64,
     /// Per command (by its index in the command table): INFO commandstats.
@@ -49,7 +47,6 @@ impl Default for Stats {
             errors: AtomicU64::new(0),
             connections: AtomicU64::new(0),
             connected: AtomicUsize::new(0),
-            expired_keys: AtomicU64::new(0),
             protocol_errors: AtomicU64::new(0),
             per_command: (0..MAX_COMMANDS).map(|_| CommandCounters::default()).collect(),
             error_codes: Mutex::new(BTreeMap::new()),
@@ -61,13 +58,7 @@ impl Stats {
     /// CONFIG RESETSTAT: the counters back to zero (not the gauges).
     pub fn reset(&self) {
         use std::sync::atomic::Ordering::Relaxed;
-        for c in [
-            &self.commands,
-            &self.errors,
-            &self.connections,
-            &self.expired_keys,
-            &self.protocol_errors,
-        ] {
+        for c in [&self.commands, &self.errors, &self.connections, &self.protocol_errors] {
             c.store(0, Relaxed);
         }
         for c in &self.per_command {

@@ -138,7 +138,7 @@ pub fn info_text(sh: &Shared, want: &[String]) -> Result<String, CmdError> {
             s.connections.load(Ordering::Relaxed),
             s.commands.load(Ordering::Relaxed),
             s.errors.load(Ordering::Relaxed),
-            s.expired_keys.load(Ordering::Relaxed),
+            sh.notifier.expired(),
             s.protocol_errors.load(Ordering::Relaxed)
         );
     }

@@ -793,6 +793,7 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
         out.ok();
     } else if is(sub, "resetstat") {
         sh.stats.reset();
+        sh.notifier.reset_expired();
         out.ok();
     } else if is(sub, "help") && a.len() == 2 {
         let help = [

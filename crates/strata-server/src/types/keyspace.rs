@@ -30,6 +30,7 @@ pub fn delete_if_expired(
     let mut b = WriteBatch::new();
     st.delete_meta(&mut b, key);
     st.write(b)?;
+    notifier.count_expired();
     notifier.raise(db, notify::EXPIRED, "expired", key);
     Ok(true)
 }
@@ -158,16 +159,16 @@ impl<'a> Keyspace<'a> {
         Ok(Some(m))
     }
 
-    /// A command met `key` after its time was up: when `expired` events are wanted (or a
-    /// client tracks keys, whose caches the deletion invalidates), the key is deleted now and
-    /// the event raised, as redis-server does on access (else it waits for the expiry task,
-    /// and reads as absent meanwhile). Only where that is safe: not in
-    /// cluster mode (a replica must not write; the leader's expiry task raises it), not in
-    /// the middle of building a batch (its metadata notes would be settled by this write),
-    /// and not where taking the key's lock could wait out of order.
+    /// A command met `key` after its time was up: the key is deleted now (counted, and its
+    /// `expired` event raised), as redis-server does on access; else it waits for the expiry
+    /// task, and reads as absent meanwhile. Only where that is safe: not in cluster mode (a
+    /// replica must not write; the leader's expiry task deletes it), not during CLIENT PAUSE
+    /// (Redis's rule: an expiry is a write), not in the middle of building a batch (its
+    /// metadata notes would be settled by this write), and not where taking the key's lock
+    /// could wait out of order.
     #[cold]
     fn expire_on_access(&self, key: &[u8]) {
-        if !(self.notifier.wants(notify::EXPIRED) || self.notifier.tracking())
+        if self.notifier.expiry_held(self.now_ms)
             || self.store.is_replicated()
             || self.store.meta_cache.noting()
         {

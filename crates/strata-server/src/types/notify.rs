@@ -104,7 +104,8 @@ pub fn render_classes(flags: u32) -> String {
     s
 }
 
-/// The enabled classes of one server, and how many changes its commands have made.
+/// The enabled classes of one server, how many changes its commands have made and how many
+/// keys expired, and until when CLIENT PAUSE holds the deletion of expired keys.
 #[derive(Debug, Default)]
 pub struct Notifier {
     flags: AtomicU32,
@@ -116,6 +117,12 @@ pub struct Notifier {
     /// Some client tracks keys for client-side caching: every change is queued (as an event
     /// for no channel when its class is not enabled), for its invalidations.
     tracking: AtomicBool,
+    /// Keys deleted because their time was up, by the expiry task or by a command that met
+    /// them: INFO's `expired_keys`.
+    expired: AtomicU64,
+    /// Unix ms until which an expired key a command meets is left in place (CLIENT PAUSE's
+    /// end; 0: none), as the expiry task waits for the pause.
+    expiry_held_until: AtomicU64,
 }
 
 /// An event raised and not yet published.
@@ -144,12 +151,43 @@ impl Notifier {
             flags: AtomicU32::new(flags),
             changes: AtomicU64::new(0),
             tracking: AtomicBool::new(false),
+            expired: AtomicU64::new(0),
+            expiry_held_until: AtomicU64::new(0),
         }
     }
 
     /// The changes counted since the start (see the field).
     pub fn changes(&self) -> u64 {
         self.changes.load(Ordering::Relaxed)
+    }
+
+    /// Counts a key deleted because its time was up.
+    pub fn count_expired(&self) {
+        self.expired.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The keys deleted because their time was up, since the start or the last reset.
+    pub fn expired(&self) -> u64 {
+        self.expired.load(Ordering::Relaxed)
+    }
+
+    /// CONFIG RESETSTAT: the expired keys' count back to zero.
+    pub fn reset_expired(&self) {
+        self.expired.store(0, Ordering::Relaxed);
+    }
+
+    /// Holds the deletion of the expired keys commands meet until Unix ms `until` (the later
+    /// of this and an earlier hold), or lifts it (`None`).
+    pub fn hold_expiry(&self, until: Option<u64>) {
+        match until {
+            Some(ms) => self.expiry_held_until.fetch_max(ms, Ordering::AcqRel),
+            None => self.expiry_held_until.swap(0, Ordering::AcqRel),
+        };
+    }
+
+    /// Whether the deletion of expired keys is held at Unix ms `now`.
+    pub fn expiry_held(&self, now: u64) -> bool {
+        now < self.expiry_held_until.load(Ordering::Acquire)
     }
 
     /// Counts `n` changes that raise no event (FLUSHALL, FLUSHDB).

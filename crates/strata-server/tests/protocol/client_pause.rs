@@ -173,3 +173,33 @@ fn a_held_command_whose_client_went_away_never_runs() {
     std::thread::sleep(Duration::from_millis(100));
     assert_eq!(admin.cmd(&["GET", "gone"]), Reply::Null);
 }
+
+/// A command that meets an expired key deletes it at once and counts it in `expired_keys`
+/// (Redis's lazy expiry), except during a pause, when it is left in place and reads as
+/// absent.
+#[test]
+fn a_command_meeting_an_expired_key_deletes_and_counts_it_unless_paused() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    // Keys before it in the expiry task's walk: the task is far from it for a while.
+    for chunk in 0..4 {
+        let mut args = vec!["MSET".to_string()];
+        for i in 0..500 {
+            args.push(format!("a{:05}", chunk * 500 + i));
+            args.push("v".into());
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        assert_eq!(c.cmd(&args), ok());
+    }
+    let before = expired_keys(&mut c);
+    assert_eq!(c.cmd(&["SET", "zz", "1", "PX", "1"]), ok());
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(c.cmd(&["CLIENT", "PAUSE", "100000", "WRITE"]), ok());
+    assert_eq!(c.cmd(&["GET", "zz"]), Reply::Null);
+    assert_eq!(expired_keys(&mut c), before, "held during the pause");
+    assert_eq!(c.cmd(&["CLIENT", "UNPAUSE"]), ok());
+    assert_eq!(c.cmd(&["GET", "zz"]), Reply::Null);
+    assert_eq!(expired_keys(&mut c), before + 1, "deleted and counted by the GET");
+    assert_eq!(c.cmd(&["CONFIG", "RESETSTAT"]), ok());
+    assert_eq!(expired_keys(&mut c), 0);
+}
