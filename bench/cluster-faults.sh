@@ -27,7 +27,8 @@
 # members only. One more kind, `reslot`, moves the slot of one of the client's keys to a
 # partition drawn at random, with the controller (`strata-cluster move-slots --key`), while
 # the clients go on (the move may meet the other faults' aftermath: it resumes or fails,
-# and a failure is counted). Then the faults stop, the client reads every key back, the checker
+# and a failure is counted); half of the moves have their controller killed after under a
+# second and are then undone (`move-slots --abort`), or finished if past their handoff. Then the faults stop, the client reads every key back, the checker
 # runs, and a summary is printed: operations, faults by kind, leader changes, violations.
 # Output in --out (default bench/out/faults-<time>): faults.log, leaders.log, client.log,
 # history.jsonl, summary.txt, node<I>/log, and when a violation is found witnesses.txt
@@ -371,10 +372,14 @@ heal() { # kind, node
 }
 
 # The controller, run in the client's namespace against a member: bounded, output logged.
+# controller [--cut S] ARGS...: the controller through the client's namespace; with --cut
+# it is killed after S seconds, wherever it is (a controller that dies in a move).
 controller() {
+  local limit=300 sig=TERM
+  if [ "$1" = --cut ]; then limit=$2; sig=KILL; shift 2; fi
   local via; via=$(members | head -1)
-  timeout -k 5 300 ip netns exec "$ns_cl" "$controller_bin" --node "$(addr_of "$via"):$port" \
-    --timeout 240 "$@" >> "$out/controller.log" 2>&1
+  timeout -s "$sig" -k 5 "$limit" ip netns exec "$ns_cl" "$controller_bin" \
+    --node "$(addr_of "$via"):$port" --timeout 240 "$@" >> "$out/controller.log" 2>&1
 }
 membership_failures=0
 
@@ -425,12 +430,29 @@ while :; do
   check_nodes
   if [ "$kind" = reslot ]; then
     key="k$((RANDOM % keys))"; to=$((RANDOM % partitions))
-    log "slot move begins: the slot of $key to partition $to"
-    echo "=== move-slots --key $key --to $to $(date +%H:%M:%S.%3N)" >> "$out/controller.log"
-    if controller move-slots --key "$key" --to "$to"; then
-      log "slot move done: $(tail -1 "$out/controller.log")"
+    if [ $((RANDOM % 2)) -eq 0 ]; then
+      # A move whose controller dies at a random point, then undone (`--abort`), or finished
+      # when it was past its handoff already.
+      cut="0.$((RANDOM % 9 + 1))"
+      log "slot move begins, its controller killed after ${cut}s: the slot of $key to partition $to"
+      echo "=== move-slots --key $key --to $to, killed after ${cut}s $(date +%H:%M:%S.%3N)" >> "$out/controller.log"
+      controller --cut "$cut" move-slots --key "$key" --to "$to" || true
+      echo "=== move-slots --key $key --to $to --abort $(date +%H:%M:%S.%3N)" >> "$out/controller.log"
+      if controller move-slots --key "$key" --to "$to" --abort; then
+        log "slot move undone: $(tail -1 "$out/controller.log")"
+      elif controller move-slots --key "$key" --to "$to"; then
+        log "slot move was past its handoff, finished: $(tail -1 "$out/controller.log")"
+      else
+        reslot_failures=$((reslot_failures + 1)); log "SLOT MOVE: undoing or finishing the move of $key's slot failed (controller.log)"
+      fi
     else
-      reslot_failures=$((reslot_failures + 1)); log "SLOT MOVE: moving the slot of $key failed (controller.log)"
+      log "slot move begins: the slot of $key to partition $to"
+      echo "=== move-slots --key $key --to $to $(date +%H:%M:%S.%3N)" >> "$out/controller.log"
+      if controller move-slots --key "$key" --to "$to"; then
+        log "slot move done: $(tail -1 "$out/controller.log")"
+      else
+        reslot_failures=$((reslot_failures + 1)); log "SLOT MOVE: moving the slot of $key failed (controller.log)"
+      fi
     fi
     fault_count[reslot]=$(( ${fault_count[reslot]:-0} + 1 ))
     kill -0 "$client_pid" 2>/dev/null || { log "the client exited early"; break; }

@@ -735,14 +735,14 @@ pub fn dispatch_found(
     if let Some(a) = conn.activity.as_ref().filter(|_| !conn.in_exec && !conn.in_script) {
         a.note(subcommands::line_code(cmd, args), started);
     }
-    // The commands that look at keys without using them (Redis's LOOKUP_NOTOUCH) leave
-    // OBJECT IDLETIME's clock alone (`storage::access`).
     // Client-side caching: a tracking client's reads are remembered before they read.
     let tracked = if sh.tracking.active() {
         Some(client_tracking::before(sh, conn, cmd, args))
     } else {
         None
     };
+    // The commands that look at keys without using them (Redis's LOOKUP_NOTOUCH) leave
+    // OBJECT IDLETIME's clock alone (`storage::access`).
     let ok = if matches!(
         cmd.name,
         "ttl" | "pttl" | "expiretime" | "pexpiretime" | "type" | "exists" | "object"

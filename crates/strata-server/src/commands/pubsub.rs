@@ -196,7 +196,7 @@ pub fn deliver(sh: &Shared, conn: &mut Conn, d: Delivery, out: &mut Vec<u8>) {
             // Only a RESP3 connection can be told (Redis's rule).
             if conn.resp3 {
                 let mut w = Out { buf: std::mem::take(out), resp3: true };
-                w.buf.extend_from_slice(b">2\r\n");
+                w.push(2);
                 w.bulk(b"tracking-redir-broken");
                 w.int(target as i64);
                 *out = w.buf;
@@ -221,7 +221,7 @@ fn invalidation(
     let subscribed = || conn.subs.as_ref().is_some_and(|s| s.channels.contains(INVALIDATE_CHANNEL));
     let mut w = Out { buf: std::mem::take(out), resp3: conn.resp3 };
     if conn.resp3 {
-        w.buf.extend_from_slice(b">2\r\n");
+        w.push(2);
         w.bulk(b"invalidate");
     } else if redirected && subscribed() {
         w.array(3);

@@ -107,6 +107,11 @@ impl Out {
         self.header(b'*', n);
     }
 
+    /// Push header of `n` elements (RESP3's out-of-band frames; RESP2 has none).
+    pub fn push(&mut self, n: usize) {
+        self.header(b'>', n);
+    }
+
     /// Map header of `n` pairs (RESP2: an array of `2n`).
     pub fn map(&mut self, n: usize) {
         if self.resp3 {

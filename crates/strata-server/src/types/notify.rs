@@ -6,8 +6,10 @@
 //! the order Redis raises them for the same command. The event waits in this thread's queue:
 //! the command layer publishes the queue once the writes it names are visible to others
 //! (after the command; after EXEC's or a script's one batch; in cluster mode after the
-//! write's Raft entry is applied), or drops it when that write failed. With no class
-//! enabled (the default) raising an event is one atomic load and nothing else.
+//! write's Raft entry is applied), or drops it when that write failed. While a client
+//! tracks keys (CLIENT TRACKING), every change is queued, for its invalidations, whether or
+//! not its class is enabled. With no class enabled and no client tracking (the default)
+//! raising an event is two atomic loads and nothing else.
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
