@@ -27,8 +27,8 @@
 # members only. One more kind, `reslot`, moves the slot of one of the client's keys to a
 # partition drawn at random, with the controller (`strata-cluster move-slots --key`), while
 # the clients go on (the move may meet the other faults' aftermath: it resumes or fails,
-# and a failure is counted); half of the moves have their controller killed after under a
-# second and are then undone (`move-slots --abort`), or finished if past their handoff. Then the faults stop, the client reads every key back, the checker
+# and a failure is counted); half of the moves have their controller killed within 32 ms
+# and are then undone (`move-slots --abort`), or finished if past their handoff. Then the faults stop, the client reads every key back, the checker
 # runs, and a summary is printed: operations, faults by kind, leader changes, violations.
 # Output in --out (default bench/out/faults-<time>): faults.log, leaders.log, client.log,
 # history.jsonl, summary.txt, node<I>/log, and when a violation is found witnesses.txt
@@ -431,9 +431,9 @@ while :; do
   if [ "$kind" = reslot ]; then
     key="k$((RANDOM % keys))"; to=$((RANDOM % partitions))
     if [ $((RANDOM % 2)) -eq 0 ]; then
-      # A move whose controller dies at a random point, then undone (`--abort`), or finished
-      # when it was past its handoff already.
-      cut="0.$((RANDOM % 9 + 1))"
+      # A move whose controller dies at a random point (a move of a few keys takes 10-40
+      # ms), then undone (`--abort`), or finished when past its handoff already.
+      cut=$(printf '0.%03d' $((RANDOM % 30 + 2)))
       log "slot move begins, its controller killed after ${cut}s: the slot of $key to partition $to"
       echo "=== move-slots --key $key --to $to, killed after ${cut}s $(date +%H:%M:%S.%3N)" >> "$out/controller.log"
       controller --cut "$cut" move-slots --key "$key" --to "$to" || true

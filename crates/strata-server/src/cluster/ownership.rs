@@ -408,23 +408,13 @@ impl Ownership {
             }
         };
         if matches!(op, Op::Import | Op::Release) {
-            // Import starts from nothing; release deletes what moved away. An import clears
-            // only a range that holds something (what an abandoned copy left): a deletion
-            // over an empty range would make the copy's table files overlap it, and the
-            // engine would flush to ingest them (`super::ingest`). Every replica reads the
-            // same records at this index, so every one writes the same batch.
-            let view = Filing::Partition(partition);
-            let (start, end) = view.slot_span(slot, slot);
-            for cf in store.families() {
-                if op == Op::Release || holds_any(store, cf, &start, &end) {
-                    batch.delete_range_cf(&**cf, start.clone(), end.clone());
-                }
-            }
+            // Import starts from nothing (clearing what an abandoned copy left); release
+            // deletes what moved away.
+            clear_slot(store, partition, slot, op == Op::Release, batch);
         }
         if matches!(op, Op::Copy | Op::Release) {
             // A copy starts its outbox afresh; a release has no more use for it.
-            let (start, end) = outbox::slot_range(partition, slot);
-            batch.delete_range_cf(&*store.server_cf, start, end);
+            drop_outbox(store, partition, slot, batch);
         }
         batch.put_cf(&*store.server_cf, record_key(partition, slot), next.encode());
         (b"ok".to_vec(), Some(Change::Set(next)))
@@ -447,8 +437,7 @@ impl Ownership {
         let in_run = self.runs.of_slot(slot) == partition;
         let change = match now {
             Some(State::Copying(p) | State::Frozen(p)) if p == peer => {
-                let (start, end) = outbox::slot_range(partition, slot);
-                batch.delete_range_cf(&*store.server_cf, start, end);
+                drop_outbox(store, partition, slot, batch);
                 // Adopted from itself: the partition it came from is not recorded (module doc).
                 if in_run {
                     Change::Clear
@@ -457,13 +446,7 @@ impl Ownership {
                 }
             }
             Some(State::Importing(p)) if p == peer => {
-                let (start, end) = Filing::Partition(partition).slot_span(slot, slot);
-                for cf in store.families() {
-                    // As an import's own clearing: only a range that holds something.
-                    if holds_any(store, cf, &start, &end) {
-                        batch.delete_range_cf(&**cf, start.clone(), end.clone());
-                    }
-                }
+                clear_slot(store, partition, slot, false, batch);
                 if in_run {
                     Change::Set(State::Released(peer))
                 } else {
@@ -519,6 +502,26 @@ impl Ownership {
 /// Whether some partition is copying some slot out in `states`.
 fn has_copying(states: &HashMap<u16, Vec<(u16, State)>>) -> bool {
     states.values().flatten().any(|(_, st)| matches!(st, State::Copying(_)))
+}
+
+/// Deletes `partition`'s records of `slot` in every data family: each family's range
+/// (`always`), or only a range that holds something. A deletion over an empty range would
+/// make a copy's table files overlap it, and the engine would flush to ingest them
+/// (`super::ingest`); every replica reads the same records at the entry's index, so every
+/// one writes the same batch.
+fn clear_slot(store: &Store, partition: u16, slot: u16, always: bool, batch: &mut WriteBatch) {
+    let (start, end) = Filing::Partition(partition).slot_span(slot, slot);
+    for cf in store.families() {
+        if always || holds_any(store, cf, &start, &end) {
+            batch.delete_range_cf(&**cf, start.clone(), end.clone());
+        }
+    }
+}
+
+/// Deletes `slot`'s outbox in `partition` (`super::outbox`).
+fn drop_outbox(store: &Store, partition: u16, slot: u16, batch: &mut WriteBatch) {
+    let (start, end) = outbox::slot_range(partition, slot);
+    batch.delete_range_cf(&*store.server_cf, start, end);
 }
 
 /// Whether family `cf` of `store` holds a record in `[start, end)`. An engine error counts

@@ -34,12 +34,10 @@ pub fn tracking(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> C
             if opts.redirect != 0 {
                 return Err("ERR A client can only redirect to a single other client".into());
             }
-            let id = int_arg(&a[j])?;
-            let exists = u64::try_from(id).is_ok_and(|id| sh.clients.lock().contains_key(&id));
-            if !exists {
-                return Err("ERR The client ID you want redirect to does not exist".into());
-            }
-            opts.redirect = id as u64;
+            let id = u64::try_from(int_arg(&a[j])?).ok();
+            opts.redirect = id
+                .filter(|id| sh.clients.lock().contains_key(id))
+                .ok_or("ERR The client ID you want redirect to does not exist")?;
         } else if is(&a[j], "bcast") {
             opts.bcast = true;
         } else if is(&a[j], "optin") {
