@@ -27,8 +27,9 @@
 # members only. One more kind, `reslot`, moves the slot of one of the client's keys to a
 # partition drawn at random, with the controller (`strata-cluster move-slots --key`), while
 # the clients go on (the move may meet the other faults' aftermath: it resumes or fails,
-# and a failure is counted); half of the moves have their controller killed within 32 ms
-# and are then undone (`move-slots --abort`), or finished if past their handoff. Then the faults stop, the client reads every key back, the checker
+# and a failure is counted); half of the moves are left after a random step
+# (`move-slots --stop-after`, as a controller that died there) and then undone
+# (`move-slots --abort`), or finished if past their handoff. Then the faults stop, the client reads every key back, the checker
 # runs, and a summary is printed: operations, faults by kind, leader changes, violations.
 # Output in --out (default bench/out/faults-<time>): faults.log, leaders.log, client.log,
 # history.jsonl, summary.txt, node<I>/log, and when a violation is found witnesses.txt
@@ -372,14 +373,10 @@ heal() { # kind, node
 }
 
 # The controller, run in the client's namespace against a member: bounded, output logged.
-# controller [--cut S] ARGS...: the controller through the client's namespace; with --cut
-# it is killed after S seconds, wherever it is (a controller that dies in a move).
 controller() {
-  local limit=300 sig=TERM
-  if [ "$1" = --cut ]; then limit=$2; sig=KILL; shift 2; fi
   local via; via=$(members | head -1)
-  timeout -s "$sig" -k 5 "$limit" ip netns exec "$ns_cl" "$controller_bin" \
-    --node "$(addr_of "$via"):$port" --timeout 240 "$@" >> "$out/controller.log" 2>&1
+  timeout -k 5 300 ip netns exec "$ns_cl" "$controller_bin" --node "$(addr_of "$via"):$port" \
+    --timeout 240 "$@" >> "$out/controller.log" 2>&1
 }
 membership_failures=0
 
@@ -431,12 +428,12 @@ while :; do
   if [ "$kind" = reslot ]; then
     key="k$((RANDOM % keys))"; to=$((RANDOM % partitions))
     if [ $((RANDOM % 2)) -eq 0 ]; then
-      # A move whose controller dies at a random point (a move of a few keys takes 10-40
-      # ms), then undone (`--abort`), or finished when past its handoff already.
-      cut=$(printf '0.%03d' $((RANDOM % 30 + 2)))
-      log "slot move begins, its controller killed after ${cut}s: the slot of $key to partition $to"
-      echo "=== move-slots --key $key --to $to, killed after ${cut}s $(date +%H:%M:%S.%3N)" >> "$out/controller.log"
-      controller --cut "$cut" move-slots --key "$key" --to "$to" || true
+      # A move left half done (`--stop-after` a random step: as a controller that died
+      # there), then undone (`--abort`), or finished when it was past its handoff.
+      steps=(import copy freeze); step=${steps[$((RANDOM % 3))]}
+      log "slot move begins, to stop after its $step: the slot of $key to partition $to"
+      echo "=== move-slots --key $key --to $to --stop-after $step $(date +%H:%M:%S.%3N)" >> "$out/controller.log"
+      controller move-slots --key "$key" --to "$to" --stop-after "$step" || true
       echo "=== move-slots --key $key --to $to --abort $(date +%H:%M:%S.%3N)" >> "$out/controller.log"
       if controller move-slots --key "$key" --to "$to" --abort; then
         log "slot move undone: $(tail -1 "$out/controller.log")"

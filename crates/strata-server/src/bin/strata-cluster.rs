@@ -28,6 +28,8 @@
 //!                               done resumes
 //!            [--abort]          undoes instead a move to P not yet handed off: the slot
 //!                               stays where it was, what was copied is dropped
+//!            [--stop-after S]   leaves each move after step S (import, copy or freeze), as
+//!                               a controller that died there would (fault runs, drills)
 //! ```
 //!
 //! A slot move, step by step (`cluster::ownership` in the server says why it is safe): the
@@ -124,6 +126,10 @@ enum Cmd {
         /// Undo a move to the partition that has not been handed off, instead of moving.
         #[arg(long)]
         abort: bool,
+        /// Leave each move after this step (import, copy or freeze), as a controller that died
+        /// there would.
+        #[arg(long = "stop-after", value_parser = ["import", "copy", "freeze"])]
+        stop_after: Option<String>,
     },
 }
 
@@ -356,13 +362,15 @@ fn parse_slots(text: &str) -> Result<Vec<u16>, String> {
     Ok(out)
 }
 
-/// Moves `slot` to partition `to` (module text), resuming a move left half done.
+/// Moves `slot` to partition `to` (module text), resuming a move left half done; with
+/// `stop`, leaves a new move after that step.
 fn move_slot(
     node: &str,
     conns: &mut Conns,
     slot: u16,
     to: u16,
     page: usize,
+    stop: Option<&str>,
     deadline: Instant,
 ) -> Result<String, String> {
     let map = parse_map(admin(node, &["CLUSTER", "MAP"], deadline)?)?;
@@ -389,14 +397,22 @@ fn move_slot(
     let (mut records, mut changes, mut held) = (0u64, 0u64, None);
     if !target.starts_with("adopted") {
         let mut frozen = None;
+        let stopped =
+            |step: &str| format!("slot {slot}: its move to partition {to} left after {step}");
         if !source.starts_with("handed off") {
             conns.step(node, to, "import", slot, from, deadline)?;
+            if stop == Some("import") {
+                return Ok(stopped("import"));
+            }
             if source.starts_with("frozen") {
                 // Stopped after its freeze: the frozen records are final, copied as they are.
                 records = copy_slot(node, conns, slot, from, to, page, deadline)?;
             } else {
                 conns.step(node, from, "copy", slot, to, deadline)?;
                 records = copy_slot(node, conns, slot, from, to, page, deadline)?;
+                if stop == Some("copy") {
+                    return Ok(stopped("copy"));
+                }
                 // The outbox, while clients write, until a page is not full (or for a while
                 // at most: a slot written faster than it copies still moves, pausing longer).
                 let live = Instant::now() + TAIL_LIVE;
@@ -411,6 +427,9 @@ fn move_slot(
                 }
                 frozen = Some(Instant::now());
                 conns.step(node, from, "freeze", slot, to, deadline)?;
+                if stop == Some("freeze") {
+                    return Ok(stopped("freeze"));
+                }
                 // The rest, final once the freeze is applied.
                 loop {
                     let n;
@@ -794,7 +813,7 @@ fn run(cli: Cli) -> Result<(), String> {
             }
         }
         Cmd::Wait => wait_settled(node, deadline)?,
-        Cmd::MoveSlots { slots, keys, to, page, abort } => {
+        Cmd::MoveSlots { slots, keys, to, page, abort, stop_after } => {
             let mut slots = match slots {
                 Some(text) => parse_slots(&text)?,
                 None => Vec::new(),
@@ -808,7 +827,8 @@ fn run(cli: Cli) -> Result<(), String> {
                 let done = if abort {
                     abort_move(node, &mut conns, slot, to, deadline)?
                 } else {
-                    move_slot(node, &mut conns, slot, to, page.max(1), deadline)?
+                    let stop = stop_after.as_deref();
+                    move_slot(node, &mut conns, slot, to, page.max(1), stop, deadline)?
                 };
                 println!("{done}");
             }

@@ -755,7 +755,15 @@ fn a_move_aborted_before_its_handoff_leaves_the_slot_where_it_was() {
     assert!(matches!(&r, Reply::Error(e) if e.starts_with("MOVED ")), "{r:?}");
     // Again: nothing left to undo.
     let out = ctl(&["move-slots", slot, "--to", t, "--abort"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.contains("nothing to undo"), "{out:?}");
+    // A move the controller leaves after its freeze (`--stop-after`), undone the same way.
+    let out = ctl(&["move-slots", slot, "--to", t, "--stop-after", "freeze"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("left after freeze"), "{out:?}");
+    assert_eq!(step(s, "state", t), Reply::Simple("frozen, moving to partition 0".into()));
+    let out = ctl(&["move-slots", slot, "--to", t, "--abort"]);
     assert!(out.status.success(), "{out:?}");
+    assert_eq!(step(s, "state", t), Reply::Simple("its own".into()));
     // A move started afresh carries the slot with the writes made since the abort.
     let out = ctl(&["move-slots", slot, "--to", t]);
     let text = String::from_utf8_lossy(&out.stdout);
