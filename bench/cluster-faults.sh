@@ -438,7 +438,7 @@ while :; do
       if controller move-slots --key "$key" --to "$to" --abort; then
         log "slot move undone: $(tail -1 "$out/controller.log")"
       elif controller move-slots --key "$key" --to "$to"; then
-        log "slot move was past its handoff, finished: $(tail -1 "$out/controller.log")"
+        log "slot move not undone (none, or past its handoff), finished: $(tail -1 "$out/controller.log")"
       else
         reslot_failures=$((reslot_failures + 1)); log "SLOT MOVE: undoing or finishing the move of $key's slot failed (controller.log)"
       fi
