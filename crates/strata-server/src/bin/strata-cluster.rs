@@ -373,11 +373,7 @@ fn move_slot(
     stop: Option<&str>,
     deadline: Instant,
 ) -> Result<String, String> {
-    let map = parse_map(admin(node, &["CLUSTER", "MAP"], deadline)?)?;
-    if to >= map.partitions {
-        return Err(format!("partition {to} is out of range ({} partitions)", map.partitions));
-    }
-    let from = map.partition_of(slot);
+    let (map, from) = serving(node, slot, to, deadline)?;
     if from == to {
         // Moved already; a move that stopped after the map change left its source to
         // release (it holds the slot's old records, handed off to `to`).
@@ -459,6 +455,16 @@ fn move_slot(
     Ok(text)
 }
 
+/// The map, and the partition it gives `slot` to, once `to` is known to be a partition of it.
+fn serving(node: &str, slot: u16, to: u16, deadline: Instant) -> Result<(Map, u16), String> {
+    let map = parse_map(admin(node, &["CLUSTER", "MAP"], deadline)?)?;
+    if to >= map.partitions {
+        return Err(format!("partition {to} is out of range ({} partitions)", map.partitions));
+    }
+    let from = map.partition_of(slot);
+    Ok((map, from))
+}
+
 /// Undoes a move of `slot` to partition `to` that has not reached its handoff (the server's
 /// `cluster::ownership` says how): its source serves it on, its target drops what was
 /// copied. A slot in no move is left as it is; one past its handoff is refused (finish it).
@@ -469,11 +475,7 @@ fn abort_move(
     to: u16,
     deadline: Instant,
 ) -> Result<String, String> {
-    let map = parse_map(admin(node, &["CLUSTER", "MAP"], deadline)?)?;
-    if to >= map.partitions {
-        return Err(format!("partition {to} is out of range ({} partitions)", map.partitions));
-    }
-    let from = map.partition_of(slot);
+    let (_, from) = serving(node, slot, to, deadline)?;
     let finish = format!("finish it with `move-slots {slot} --to {to}`");
     if from == to {
         return Err(format!("slot {slot} is partition {to}'s already: {finish} if it is not done"));

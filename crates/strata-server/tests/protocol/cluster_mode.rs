@@ -114,6 +114,17 @@ pub(super) fn run(port: u16, readonly: bool, args: &[&str]) -> Reply {
     }
 }
 
+/// Three nodes of a new cluster under `root` (`node1`...); their ports, as [`nodes_flag`]
+/// places them.
+fn three_new_nodes(root: &Path) -> (Vec<Node>, Vec<u16>) {
+    let ports = free_ports(6);
+    let nodes = nodes_flag(&ports);
+    let live = (1..=3u64)
+        .map(|i| start(i, &root.join(format!("node{i}")), ports[i as usize - 1], &nodes, true))
+        .collect();
+    (live, ports)
+}
+
 /// `--cluster-nodes` of three nodes: node I serves clients on `ports[I-1]` and Raft on
 /// `ports[I+2]`.
 pub(super) fn nodes_flag(ports: &[u16]) -> String {
@@ -435,13 +446,7 @@ fn wal_syncs(port: u16) -> u64 {
 #[test]
 fn appendfsync_rules_whether_raft_appends_wait_for_a_sync() {
     let root = tempfile::tempdir().unwrap();
-    let ports = free_ports(6);
-    let nodes = nodes_flag(&ports);
-    let _live: Vec<Node> = (1..=3u64)
-        .map(|i| {
-            start(i, &root.path().join(format!("node{i}")), ports[i as usize - 1], &nodes, true)
-        })
-        .collect();
+    let (_live, ports) = three_new_nodes(root.path());
     let client = &ports[..3];
     assert_eq!(run(client[0], false, &["SET", "k", "0"]), Reply::Simple("OK".into()));
     let leader = leader_of(client, "k");
@@ -476,13 +481,7 @@ fn appendfsync_rules_whether_raft_appends_wait_for_a_sync() {
 #[test]
 fn a_held_write_whose_client_went_away_is_never_proposed() {
     let root = tempfile::tempdir().unwrap();
-    let ports = free_ports(6);
-    let nodes = nodes_flag(&ports);
-    let _live: Vec<Node> = (1..=3u64)
-        .map(|i| {
-            start(i, &root.path().join(format!("node{i}")), ports[i as usize - 1], &nodes, true)
-        })
-        .collect();
+    let (_live, ports) = three_new_nodes(root.path());
     let client = &ports[..3];
     assert_eq!(run(client[0], false, &["SET", "gone", "0"]), Reply::Simple("OK".into()));
     let leader = leader_of(client, "gone");
