@@ -6,8 +6,10 @@
 //! write or may be replicated (PUBLISH, PFCOUNT, scripts that may write, an EXEC whose queue
 //! holds one). A second pause keeps the later end and the stricter mode. A held command is
 //! not run and not refused: its connection waits (counted in INFO's `blocked_clients`, as
-//! Redis counts its postponed clients) and runs it once the pause is over. Active expiry
-//! waits too. What a command is held for is decided by `commands::client_pause`.
+//! Redis counts its postponed clients) and runs it once the pause is over. Expiry waits
+//! too: the expiry task's rounds (`server::tasks`), and the deletion of an expired key a
+//! command meets (the keyspace a command gets says so, `state::Shared::keyspace`). What a
+//! command is held for is decided by `commands::client_pause`.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;

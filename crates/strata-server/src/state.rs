@@ -308,6 +308,7 @@ impl Shared {
         Keyspace::new(self.dbs.store(db), &self.hash_limits, now_ms())
             .with_stream_nodes(&self.stream_nodes)
             .with_notifier(&self.notifier)
+            .holding_expiry(self.pause.current().is_some())
             .in_db(db)
     }
 

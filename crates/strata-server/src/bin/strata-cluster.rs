@@ -124,7 +124,7 @@ enum Cmd {
         #[arg(long, default_value_t = 500)]
         page: usize,
         /// Undo a move to the partition that has not been handed off, instead of moving.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "stop_after")]
         abort: bool,
         /// Leave each move after this step (import, copy or freeze), as a controller that died
         /// there would.

@@ -416,7 +416,7 @@ impl Ownership {
             // A copy starts its outbox afresh; a release has no more use for it.
             drop_outbox(store, partition, slot, batch);
         }
-        batch.put_cf(&*store.server_cf, record_key(partition, slot), next.encode());
+        record(store, partition, slot, Change::Set(next), batch);
         (b"ok".to_vec(), Some(Change::Set(next)))
     }
 
@@ -464,12 +464,7 @@ impl Ownership {
                 return (reply.into_bytes(), None);
             }
         };
-        match change {
-            Change::Set(state) => {
-                batch.put_cf(&*store.server_cf, record_key(partition, slot), state.encode());
-            }
-            Change::Clear => batch.delete_cf(&*store.server_cf, record_key(partition, slot)),
-        }
+        record(store, partition, slot, change, batch);
         (b"ok".to_vec(), Some(change))
     }
 
@@ -515,6 +510,15 @@ fn clear_slot(store: &Store, partition: u16, slot: u16, always: bool, batch: &mu
         if always || holds_any(store, cf, &start, &end) {
             batch.delete_range_cf(&**cf, start.clone(), end.clone());
         }
+    }
+}
+
+/// Writes `change` to the record of `slot` in `partition`.
+fn record(store: &Store, partition: u16, slot: u16, change: Change, batch: &mut WriteBatch) {
+    let key = record_key(partition, slot);
+    match change {
+        Change::Set(state) => batch.put_cf(&*store.server_cf, key, state.encode()),
+        Change::Clear => batch.delete_cf(&*store.server_cf, key),
     }
 }
 

@@ -36,9 +36,6 @@ pub fn pause(sh: &Shared, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     // Far enough for any client; an `Instant` cannot hold i64::MAX milliseconds from now.
     let end = now.checked_add(Duration::from_millis(ms as u64)).unwrap_or(now + FOREVER);
     sh.pause.pause(end, mode);
-    // Commands leave the expired keys they meet in place meanwhile (`types::keyspace`).
-    let ms = u64::try_from(ms).unwrap_or(0);
-    sh.notifier.hold_expiry(Some(crate::types::keyspace::now_ms().saturating_add(ms)));
     out.ok();
     Ok(())
 }
@@ -49,7 +46,6 @@ const FOREVER: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 /// CLIENT UNPAUSE.
 pub fn unpause(sh: &Shared, out: &mut Out) -> CmdResult {
     sh.pause.unpause();
-    sh.notifier.hold_expiry(None);
     out.ok();
     Ok(())
 }
@@ -59,7 +55,9 @@ pub fn holds(sh: &Shared, conn: &Conn, found: Option<&'static Command>, args: &[
     let Some((_, mode)) = sh.pause.current() else { return false };
     let Some(cmd) = found else { return false };
     // What is answered at once is answered (`commands::dispatch_found`'s first checks).
-    if !cmd.arity_fits(args.len()) || (!conn.authed && !super::runs_unauthenticated(cmd.name)) {
+    if super::arity_error(cmd, args).is_some()
+        || (!conn.authed && !super::runs_unauthenticated(cmd.name))
+    {
         return false;
     }
     match mode {

@@ -73,13 +73,30 @@ pub struct Command {
 impl Command {
     /// Whether a command line of `argc` arguments (the name included) fits the arity.
     pub fn arity_fits(&self, argc: usize) -> bool {
-        let n = argc as i32;
-        if self.arity > 0 {
-            n == self.arity
-        } else {
-            n >= -self.arity
-        }
+        arity_fits(self.arity, argc)
     }
+}
+
+/// Whether a command line of `argc` arguments (the name included) fits Redis arity `arity`:
+/// `n` > 0 exactly n arguments, `-n` at least n.
+fn arity_fits(arity: i32, argc: usize) -> bool {
+    let n = argc as i32;
+    if arity > 0 {
+        n == arity
+    } else {
+        n >= -arity
+    }
+}
+
+/// The error a command line `args` of `cmd` gets for its number of arguments, if any: the
+/// command's arity, then a listed subcommand's (`subcommands`), as Redis checks both before
+/// anything runs or waits.
+pub fn arity_error(cmd: &'static Command, args: &[Vec<u8>]) -> Option<String> {
+    if !cmd.arity_fits(args.len()) {
+        return Some(arity_err(cmd.name));
+    }
+    let (_, sub) = subcommands::subcommand_of(cmd, args)?;
+    (!arity_fits(sub.1, args.len())).then(|| arity_err(sub.0))
 }
 
 /// The positions of a command's key arguments: Redis's (first, last, step) — the first key's
@@ -661,8 +678,8 @@ pub fn dispatch_found(
         reject(sh, conn, Some(cmd), NOAUTH, out);
         return;
     }
-    if !cmd.arity_fits(args.len()) {
-        reject(sh, conn, Some(cmd), &arity_err(cmd.name), out);
+    if let Some(e) = arity_error(cmd, args) {
+        reject(sh, conn, Some(cmd), &e, out);
         return;
     }
     // In cluster mode, the keys' partition is the one they are filed under until the end.

@@ -345,7 +345,7 @@ pub fn command(_: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
         command_getkeys(&a[2..], out)?;
     } else if is(sub, "docs") {
         out.map(0);
-    } else if is(sub, "help") && a.len() == 2 {
+    } else if is(sub, "help") {
         let help = [
             "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
             "(no subcommand)",
@@ -386,6 +386,8 @@ fn client_line(id: u64, e: &crate::state::ClientEntry, flags: &str, redir: i64) 
     format!("id={id} addr={} laddr={} fd=0 name={} age={age} idle={idle} flags={flags} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={cmd} user=default redir={redir} resp={} lib-name={} lib-ver=\n", e.addr, e.laddr, e.name, e.db, e.resp, e.lib)
 }
 
+/// CLIENT: its subcommands' arities are checked before (`dispatch_found`, by the subcommand
+/// table) but for SETINFO's, which the table does not list, and UNBLOCK's upper bound.
 pub fn client(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let sub = &a[1];
     let arity = || {
@@ -395,7 +397,7 @@ pub fn client(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
         )
     };
     if is(sub, "setname") {
-        let name = a.get(2).filter(|_| a.len() == 3).ok_or_else(arity)?;
+        let name = &a[2];
         if name.iter().any(|&b| b <= b' ' || b > b'~') {
             return Err(
                 "ERR Client names cannot contain spaces, newlines or special characters.".into()
@@ -425,9 +427,6 @@ pub fn client(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
     } else if is(sub, "id") {
         out.int(c.id as i64);
     } else if is(sub, "reply") {
-        if a.len() != 3 {
-            return Err(arity().into());
-        }
         c.reply_mode = if is(&a[2], "on") {
             crate::state::ReplyMode::On
         } else if is(&a[2], "off") {
@@ -439,7 +438,7 @@ pub fn client(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
         };
         out.ok();
     } else if is(sub, "unblock") {
-        if a.len() != 3 && a.len() != 4 {
+        if a.len() > 4 {
             return Err(arity().into());
         }
         let id = int_arg(&a[2])?;
@@ -495,42 +494,21 @@ pub fn client(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
         ];
         super::args::reply_help(out, &help);
     } else if is(sub, "kill") {
-        if a.len() < 3 {
-            return Err(arity().into());
-        }
         return super::client_kill::kill(sh, c, a, out);
     } else if is(sub, "pause") {
-        if a.len() < 3 {
-            return Err(arity().into());
-        }
         if a.len() > 4 {
             return Err(super::errors::unknown_subcommand(a));
         }
         return super::client_pause::pause(sh, a, out);
     } else if is(sub, "unpause") {
-        if a.len() != 2 {
-            return Err(arity().into());
-        }
         return super::client_pause::unpause(sh, out);
     } else if is(sub, "tracking") {
-        if a.len() < 3 {
-            return Err(arity().into());
-        }
         return super::client_tracking::tracking(sh, c, a, out);
     } else if is(sub, "caching") {
-        if a.len() != 3 {
-            return Err(arity().into());
-        }
         return super::client_tracking::caching(c, a, out);
     } else if is(sub, "getredir") {
-        if a.len() != 2 {
-            return Err(arity().into());
-        }
         return super::client_tracking::getredir(sh, c, out);
     } else if is(sub, "trackinginfo") {
-        if a.len() != 2 {
-            return Err(arity().into());
-        }
         return super::client_tracking::trackinginfo(sh, c, out);
     } else if is(sub, "list") || is(sub, "info") {
         let cl = sh.clients.lock();

@@ -65,6 +65,8 @@ pub struct Keyspace<'a> {
     pub now_ms: u64,
     /// The database's number (its keyspace notifications' channels name it).
     pub db: usize,
+    /// Expired keys a command meets are left in place (CLIENT PAUSE is in force).
+    pub expiry_held: bool,
 }
 
 /// Redis's default stream node size, for a keyspace given no other.
@@ -84,6 +86,7 @@ impl<'a> Keyspace<'a> {
             notifier: &NO_NOTIFICATIONS,
             now_ms,
             db: 0,
+            expiry_held: false,
         }
     }
 
@@ -95,6 +98,12 @@ impl<'a> Keyspace<'a> {
     /// The same keyspace with streams' node size `limits`.
     pub fn with_stream_nodes(self, limits: &'a NodeLimits) -> Keyspace<'a> {
         Keyspace { stream_nodes: limits, ..self }
+    }
+
+    /// The same keyspace leaving the expired keys commands meet in place (`held`: CLIENT
+    /// PAUSE is in force, and an expiry is a write), or not.
+    pub fn holding_expiry(self, held: bool) -> Keyspace<'a> {
+        Keyspace { expiry_held: held, ..self }
     }
 
     /// The same keyspace raising the notifications `notifier` enables.
@@ -168,10 +177,7 @@ impl<'a> Keyspace<'a> {
     /// could wait out of order.
     #[cold]
     fn expire_on_access(&self, key: &[u8]) {
-        if self.notifier.expiry_held(self.now_ms)
-            || self.store.is_replicated()
-            || self.store.meta_cache.noting()
-        {
+        if self.expiry_held || self.store.is_replicated() || self.store.meta_cache.noting() {
             return;
         }
         let Some(_g) = self.store.locks.lock_if_in_order(key) else { return };

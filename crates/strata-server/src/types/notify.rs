@@ -106,8 +106,8 @@ pub fn render_classes(flags: u32) -> String {
     s
 }
 
-/// The enabled classes of one server, how many changes its commands have made and how many
-/// keys expired, and until when CLIENT PAUSE holds the deletion of expired keys.
+/// The enabled classes of one server, and how many changes its commands have made and how
+/// many keys expired.
 #[derive(Debug, Default)]
 pub struct Notifier {
     flags: AtomicU32,
@@ -122,9 +122,6 @@ pub struct Notifier {
     /// Keys deleted because their time was up, by the expiry task or by a command that met
     /// them: INFO's `expired_keys`.
     expired: AtomicU64,
-    /// Unix ms until which an expired key a command meets is left in place (CLIENT PAUSE's
-    /// end; 0: none), as the expiry task waits for the pause.
-    expiry_held_until: AtomicU64,
 }
 
 /// An event raised and not yet published.
@@ -154,7 +151,6 @@ impl Notifier {
             changes: AtomicU64::new(0),
             tracking: AtomicBool::new(false),
             expired: AtomicU64::new(0),
-            expiry_held_until: AtomicU64::new(0),
         }
     }
 
@@ -176,20 +172,6 @@ impl Notifier {
     /// CONFIG RESETSTAT: the expired keys' count back to zero.
     pub fn reset_expired(&self) {
         self.expired.store(0, Ordering::Relaxed);
-    }
-
-    /// Holds the deletion of the expired keys commands meet until Unix ms `until` (the later
-    /// of this and an earlier hold), or lifts it (`None`).
-    pub fn hold_expiry(&self, until: Option<u64>) {
-        match until {
-            Some(ms) => self.expiry_held_until.fetch_max(ms, Ordering::AcqRel),
-            None => self.expiry_held_until.swap(0, Ordering::AcqRel),
-        };
-    }
-
-    /// Whether the deletion of expired keys is held at Unix ms `now`.
-    pub fn expiry_held(&self, now: u64) -> bool {
-        now < self.expiry_held_until.load(Ordering::Acquire)
     }
 
     /// Counts `n` changes that raise no event (FLUSHALL, FLUSHDB).

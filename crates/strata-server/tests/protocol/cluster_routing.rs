@@ -196,7 +196,10 @@ fn cluster_subcommands_report_the_layout_in_redis_formats() {
     // HELP: its lines, one per subcommand and its purpose (COMMAND lists `cluster|help`).
     let help = run(&sh, c, &["CLUSTER", "HELP"]);
     assert!(help.starts_with('*') && help.contains("+KEYSLOT <key>\r\n"), "{help}");
-    assert!(run(&sh, c, &["CLUSTER", "HELP", "x"]).starts_with("-ERR Unknown subcommand"));
+    assert_eq!(
+        run(&sh, c, &["CLUSTER", "HELP", "x"]),
+        "-ERR wrong number of arguments for 'cluster|help' command\r\n"
+    );
     // SLOTS: ranges with a leader, the leader alone (no node is ever named a replica there:
     // redis-py would take it for one everywhere).
     let node =
@@ -258,7 +261,7 @@ fn cluster_subcommands_report_the_layout_in_redis_formats() {
     );
     assert_eq!(
         run(&sh, c, &["CLUSTER", "MYID", "x"]),
-        "-ERR Unknown subcommand or wrong number of arguments for 'myid'. Try CLUSTER HELP.\r\n"
+        "-ERR wrong number of arguments for 'cluster|myid' command\r\n"
     );
     // A standalone server has no cluster.
     let dir2 = tempfile::tempdir().unwrap();

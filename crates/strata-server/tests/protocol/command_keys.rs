@@ -81,16 +81,19 @@ fn getkeys_gives_each_commands_keys() {
     assert_eq!(getkeys(&mut c, &["FCALL", "f", "0", "x"]), keys(&[]));
     assert_eq!(getkeys(&mut c, &["EVAL", "s", "3", "a"]), keys(&[]));
     assert_eq!(getkeys(&mut c, &["EVAL", "s", "x"]), keys(&[]));
-    assert_eq!(getkeys(&mut c, &["PING"]), err("ERR The command has no key arguments"));
+    assert_eq!(getkeys(&mut c, &["PING", "x"]), err("ERR The command has no key arguments"));
     assert_eq!(getkeys(&mut c, &["NOSUCH", "a"]), err("ERR Invalid command specified"));
     assert_eq!(
-        getkeys(&mut c, &["GET"]),
+        getkeys(&mut c, &["GET", "a", "b"]),
         err("ERR Invalid number of arguments specified for command")
     );
-    assert_eq!(
-        getkeys(&mut c, &[]),
-        err("ERR wrong number of arguments for 'command|getkeys' command")
-    );
+    // Fewer than four arguments: COMMAND GETKEYS's own arity (`command|getkeys`, -4).
+    for short in [&[][..], &["PING"], &["GET"]] {
+        assert_eq!(
+            getkeys(&mut c, short),
+            err("ERR wrong number of arguments for 'command|getkeys' command")
+        );
+    }
 }
 
 #[test]
