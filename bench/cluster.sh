@@ -26,7 +26,8 @@
 # move-slots: `strata-cluster move-slots SLOTS --to P` (SLOTS as `5`, `100-199`, `1,7,9-12`):
 # each slot moves to partition P while clients go on; with --abort, a move to P not yet
 # handed off is undone instead.
-# --io-threads T: each node's async workers (strata-server --io-threads; default one per core).
+# --io-threads T: each node's async workers (strata-server --io-threads; default the machine's
+# cores shared out among the nodes `up` starts, at least one each: the nodes share its cores).
 # --node-timeout MS: each node's --cluster-node-timeout (default the server's, 300 ms:
 # elections after 150-300 ms without a leader's word, heartbeats every 50 ms).
 # --netns (root and `ip netns` needed): node i runs in network namespace <prefix>-n<i> at
@@ -145,6 +146,7 @@ case "$cmd" in
     [[ "$ttl" =~ ^[1-9][0-9]*$ ]] || { echo "cluster.sh up: --ttl must be a positive number of seconds" >&2; exit 2; }
     [ -z "$io_threads" ] || [[ "$io_threads" =~ ^[1-9][0-9]*$ ]] \
       || { echo "cluster.sh up: --io-threads must be a positive number" >&2; exit 2; }
+    [ -n "$io_threads" ] || io_threads=$(( $(nproc) / nodes > 1 ? $(nproc) / nodes : 1 ))
     [ -z "$node_timeout" ] || [[ "$node_timeout" =~ ^[1-9][0-9]*$ ]] \
       || { echo "cluster.sh up: --node-timeout must be a positive number of ms" >&2; exit 2; }
     if ls "$dir"/node*/pid >/dev/null 2>&1; then

@@ -57,7 +57,8 @@
 # --node-timeout MS: the cluster nodes' --cluster-node-timeout (default 1500 here: elections
 # after 750-1500 ms without a leader's word, heartbeats every 250 ms; the server's own
 # default, 300, sends 64 groups' heartbeats every 50 ms; docs/replication.md, "Timing").
-# --io-threads T: each cluster node's async workers (default: the server's, one per core).
+# --io-threads T: each cluster node's async workers (default: bench/cluster.sh's, the machine's
+# cores shared out among the nodes, at least one each).
 #
 # Writes DIR (default bench/out/ycsb-cluster-<timestamp>): runs.tsv, logs/ (YCSB output per
 # run, go-ycsb's raw output as *.raw, cluster and server logs), environment.txt, and from

@@ -26,6 +26,14 @@
 //! `hold` (by default [`HOLD_MAX`]). One batch answered and none waiting (a lone writer, or
 //! writers spread over many groups) ends the drive at once.
 //!
+//! A hold pays only where the answered commands come back to the same group: with one busy
+//! group they do, but with writers spread over many groups a node leads (the Pegasus shape:
+//! 64 partitions), two commands answered together next write to other groups, and the hold
+//! only delays the batches already waiting. So each group keeps a record of its holds
+//! ([`HoldRecord`]): a hold pays when at least half as many batches joined during it as the
+//! entry answered; a group whose holds stop paying stops holding, and tries one again every
+//! [`HoldRecord::PROBE_EVERY`] chances, so it holds again once its writers come back to it.
+//!
 //! How a driver holds depends on whether the cores are contended ([`run_queue::contended`]:
 //! its thread waits for a core longer than it runs). While they are not, it polls: it yields
 //! to the runtime until the company is there, so its worker also polls the I/O where the
@@ -86,9 +94,64 @@ struct Queue<E> {
     want: usize,
     /// Where a parked driver waits for its company.
     arrived: Arc<Notify>,
+    /// How the group's recent holds went.
+    holds: HoldRecord,
+}
+
+/// Whether a group's holds pay (module doc, "Gathering"): credit earned by holds that paid,
+/// lost twice as fast by holds that did not, so holding goes on while at least two in three
+/// pay.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct HoldRecord {
+    credit: u8,
+    /// Chances to hold passed up since the last hold.
+    passed: u8,
+}
+
+impl HoldRecord {
+    /// Credit at most (and at first: a new group holds).
+    const FULL: u8 = 8;
+    /// Credit a group needs to hold.
+    const TO_HOLD: u8 = 4;
+    /// A group without the credit holds once in this many chances (a probe).
+    const PROBE_EVERY: u8 = 16;
+
+    fn new() -> Self {
+        HoldRecord { credit: Self::FULL, passed: 0 }
+    }
+
+    /// Whether to hold at this chance.
+    fn holds(&mut self) -> bool {
+        if self.credit >= Self::TO_HOLD {
+            return true;
+        }
+        self.passed += 1;
+        if self.passed < Self::PROBE_EVERY {
+            return false;
+        }
+        self.passed = 0;
+        true
+    }
+
+    /// Notes how a hold went.
+    fn note(&mut self, paid: bool) {
+        self.passed = 0;
+        self.credit =
+            if paid { (self.credit + 1).min(Self::FULL) } else { self.credit.saturating_sub(2) };
+    }
 }
 
 impl<E> Queue<E> {
+    fn new() -> Self {
+        Queue {
+            waiting: Vec::new(),
+            in_flight: 0,
+            want: 0,
+            arrived: Arc::new(Notify::new()),
+            holds: HoldRecord::new(),
+        }
+    }
+
     /// The next entry's batches from the front of the queue (at least one).
     fn take_entry(&mut self) -> Vec<Pending<E>> {
         let mut bytes = 0;
@@ -195,14 +258,7 @@ impl<E: Send + Sync + 'static> Proposals<E> {
         self.queues
             .lock()
             .entry(group)
-            .or_insert_with(|| {
-                Arc::new(Mutex::new(Queue {
-                    waiting: Vec::new(),
-                    in_flight: 0,
-                    want: 0,
-                    arrived: Arc::new(Notify::new()),
-                }))
-            })
+            .or_insert_with(|| Arc::new(Mutex::new(Queue::new())))
             .clone()
     }
 
@@ -299,7 +355,8 @@ where
 /// Keeps the group's slot until `answered` more batches have joined the `waiting` ones (those
 /// queued before the answers went out), or for `hold`; not at all when the next entry would
 /// have no company (one batch answered and none waiting: a lone writer, or writers spread
-/// over many groups). Polls or parks as `by` says.
+/// over many groups), nor while the group's holds do not pay ([`HoldRecord`]). Polls or
+/// parks as `by` says, and notes in the group's record whether the hold paid.
 async fn gather<E>(
     queue: &Mutex<Queue<E>>,
     waiting: usize,
@@ -308,6 +365,17 @@ async fn gather<E>(
     by: HoldBy,
 ) {
     let Some(want) = company(waiting, answered) else { return };
+    if !queue.lock().holds.holds() {
+        return;
+    }
+    hold_for(queue, want, hold, by).await;
+    let mut q = queue.lock();
+    let joined = q.waiting.len().saturating_sub(waiting);
+    q.holds.note(joined * 2 >= answered);
+}
+
+/// Waits until `want` batches wait in `queue`, or for `hold`.
+async fn hold_for<E>(queue: &Mutex<Queue<E>>, want: usize, hold: Duration, by: HoldBy) {
     if !by.parks() {
         let until = Instant::now() + hold;
         while queue.lock().waiting.len() < want && Instant::now() < until {
@@ -772,6 +840,69 @@ mod tests {
         while !p.is_idle(GroupId(1)) {
             assert!(Instant::now() < deadline, "the driver never gave its slot back");
             std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    #[test]
+    fn a_group_holds_while_two_in_three_of_its_holds_pay() {
+        let mut r = HoldRecord::new();
+        for _ in 0..30 {
+            for paid in [true, false, true] {
+                assert!(r.holds());
+                r.note(paid);
+            }
+        }
+        let mut r = HoldRecord::new();
+        let mut held = 0;
+        for _ in 0..10 {
+            for paid in [true, false] {
+                if r.holds() {
+                    held += 1;
+                    r.note(paid);
+                }
+            }
+        }
+        assert_eq!(held, 8, "one in two pays: it stops holding after {r:?}");
+    }
+
+    #[test]
+    fn a_group_whose_holds_do_not_pay_probes_one_chance_in_sixteen() {
+        let mut r = HoldRecord::new();
+        for _ in 0..3 {
+            assert!(r.holds());
+            r.note(false);
+        }
+        for _ in 0..2 {
+            let passed = (0..HoldRecord::PROBE_EVERY).take_while(|_| !r.holds()).count();
+            assert_eq!(passed, usize::from(HoldRecord::PROBE_EVERY) - 1);
+            r.note(true);
+        }
+        assert!(r.holds(), "two probes that paid restore the credit to hold: {r:?}");
+    }
+
+    /// A group whose answered commands never come back (writers spread over many groups) holds
+    /// its waiting batches three times, then sends them at once, until a probe.
+    #[test]
+    fn a_group_whose_holds_do_not_pay_sends_at_once() {
+        let rt = runtime();
+        for by in [HoldBy::Polling, HoldBy::Parking] {
+            let queue = Mutex::new(Queue::<String>::new());
+            let (done, _rx) = outcome();
+            queue.lock().waiting.push((batch("b"), done));
+            let short = Duration::from_millis(20);
+            for _ in 0..3 {
+                let started = Instant::now();
+                rt.block_on(gather(&queue, 1, 1, short, by));
+                assert!(started.elapsed() >= short, "{by:?}: held for the whole hold");
+            }
+            for _ in 1..HoldRecord::PROBE_EVERY {
+                let started = Instant::now();
+                rt.block_on(gather(&queue, 1, 1, Duration::from_secs(5), by));
+                assert!(started.elapsed() < Duration::from_secs(2), "{by:?}: held");
+            }
+            let started = Instant::now();
+            rt.block_on(gather(&queue, 1, 1, short, by));
+            assert!(started.elapsed() >= short, "{by:?}: the probe holds");
         }
     }
 
