@@ -27,7 +27,7 @@ use crate::log_format::{
 };
 use crate::log_store::NodeStorage;
 use crate::snapshot::build::SnapshotSource;
-use crate::snapshot::SnapshotFiles;
+use crate::snapshot::{SnapshotData, SnapshotFiles};
 use crate::types::{
     Entry, GroupId, KeyRange, LogId, Payload, Reply, SnapshotMeta, StoredMembership,
 };
@@ -78,7 +78,7 @@ pub struct GroupState {
     applied: Option<LogId>,
     membership: StoredMembership,
     /// The last snapshot built or installed, kept for sending.
-    current: Option<(SnapshotMeta, SnapshotFiles)>,
+    current: Option<(SnapshotMeta, SnapshotData)>,
 }
 
 impl GroupState {
@@ -98,7 +98,7 @@ impl GroupState {
                 decode_installing(&v).map_err(|e| Error::corrupt(group, "install record", &e))?;
             let files = SnapshotFiles::load(group, std::path::Path::new(&dir))?;
             st.install_steps(&meta, &files)?;
-            st.current = Some((meta, files));
+            st.current = Some((meta, SnapshotData::of_files(group, files)));
         }
         st.applied = st
             .node
@@ -189,24 +189,24 @@ impl GroupState {
     }
 
     /// The last snapshot built or installed.
-    pub fn current_snapshot(&self) -> Option<(SnapshotMeta, SnapshotFiles)> {
+    pub fn current_snapshot(&self) -> Option<(SnapshotMeta, SnapshotData)> {
         self.current.clone()
     }
 
     /// Records a snapshot just built as the one to send (unless a newer one is kept).
-    pub fn set_current_snapshot(&mut self, meta: SnapshotMeta, files: SnapshotFiles) {
+    pub fn set_current_snapshot(&mut self, meta: SnapshotMeta, data: SnapshotData) {
         if self.current.as_ref().is_none_or(|(m, _)| m.last_log_id <= meta.last_log_id) {
-            self.current = Some((meta, files));
+            self.current = Some((meta, data));
         }
     }
 
     /// Replaces the group's data by the snapshot's; returns false (and changes nothing) when
     /// the snapshot is not newer than what is applied.
-    pub fn install(&mut self, meta: &SnapshotMeta, files: SnapshotFiles) -> Result<bool> {
+    pub fn install(&mut self, meta: &SnapshotMeta, data: SnapshotData) -> Result<bool> {
         if meta.last_log_id <= self.applied {
             return Ok(false);
         }
-        self.install_steps(meta, &files)?;
+        self.install_steps(meta, &data.files()?)?;
         self.node.db().log_info(&format!(
             "Raft {}: installed a snapshot up to {} (was applied up to {})",
             self.group,
@@ -215,7 +215,7 @@ impl GroupState {
         ));
         self.applied = meta.last_log_id;
         self.membership = meta.membership.clone();
-        self.current = Some((meta.clone(), files));
+        self.current = Some((meta.clone(), data));
         Ok(true)
     }
 
@@ -381,7 +381,8 @@ mod tests {
         assert_eq!(st.applied().0, None);
     }
 
-    /// Node `a` with groups 1 and 2 applied; returns a snapshot of group 1.
+    /// Node `a` with groups 1 and 2 applied; returns a snapshot of group 1, its files cut
+    /// after later entries were applied (keys `late` and `later`, not in the snapshot).
     fn source_snapshot(a: &Arc<NodeStorage>) -> (SnapshotMeta, SnapshotFiles) {
         let mut g1 = GroupState::open(a.clone(), GroupId(1), Arc::new(KvApp)).unwrap();
         let mut entries = vec![Entry { log_id: id(1), payload: Payload::Membership(membership()) }];
@@ -392,18 +393,38 @@ mod tests {
         let source = g1.snapshot_source();
         // Applied after the engine snapshot: not in the snapshot.
         g1.apply(&[put(200, "late", "x")]).unwrap();
-        source.build().unwrap()
+        let (meta, data) = source.build().unwrap();
+        assert!(!data.is_cut());
+        assert_eq!(std::fs::read_dir(a.snapshot_dir()).unwrap().count(), 0, "no file written");
+        // Nor what is applied after the snapshot was made, before its files are cut.
+        g1.apply(&[put(201, "later", "y"), put(202, "k002", "overwritten")]).unwrap();
+        let files = data.files().unwrap();
+        assert!(data.is_cut());
+        assert_eq!(data.files().unwrap().path(), files.path(), "cut once");
+        (meta, files)
+    }
+
+    /// Group 1's data on `a` as the snapshot of [`source_snapshot`] has it.
+    fn at_snapshot(a: &NodeStorage) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut want = scan(a, 1);
+        want.retain(|(k, _)| k != b"late" && k != b"later");
+        for (k, v) in &mut want {
+            if k == b"k002" {
+                *v = b"vv".to_vec();
+            }
+        }
+        want
     }
 
     /// The snapshot's files as another node receives them.
-    fn receive(files: &SnapshotFiles, b: &NodeStorage) -> SnapshotFiles {
+    fn receive(files: &SnapshotFiles, b: &NodeStorage) -> SnapshotData {
         let mut r = ChunkReader::new(files.clone(), 4096);
         let mut rx =
             SnapshotReceiver::new(b.snapshot_dir(), GroupId(1), files.files().to_vec()).unwrap();
         while let Some(c) = r.next_chunk().unwrap() {
             rx.accept(&c).unwrap();
         }
-        rx.finish().unwrap()
+        SnapshotData::of_files(GroupId(1), rx.finish().unwrap())
     }
 
     #[test]
@@ -425,9 +446,7 @@ mod tests {
         b2.apply(&[put(1, "mine", "kept")]).unwrap();
 
         assert!(b1.install(&meta, receive(&files, &b)).unwrap());
-        let mut want = scan(&a, 1);
-        want.retain(|(k, _)| k != b"late");
-        assert_eq!(scan(&b, 1), want);
+        assert_eq!(scan(&b, 1), at_snapshot(&a));
         assert_eq!(
             scan(&b, 2),
             [(b"mine".to_vec(), b"kept".to_vec())],
@@ -451,7 +470,7 @@ mod tests {
         let mut b1 = GroupState::open(b.clone(), GroupId(1), Arc::new(KvApp)).unwrap();
         b1.apply(&[put(1, "stale", "x")]).unwrap();
         drop(b1);
-        let received = receive(&files, &b);
+        let received = receive(&files, &b).files().unwrap();
         // Step (1) done, then the process dies: the record and deletion are durable, nothing
         // is ingested, and the received files stay (no destructor runs in a crash).
         let mut begin = WriteBatch::new();
@@ -471,9 +490,7 @@ mod tests {
         assert!(std::path::Path::new(&dir_name).exists(), "the open keeps the install's files");
         let b1 = GroupState::open(b.clone(), GroupId(1), Arc::new(KvApp)).unwrap();
         assert_eq!(b1.applied(), (Some(id(199)), meta.membership.clone()));
-        let mut want = scan(&a, 1);
-        want.retain(|(k, _)| k != b"late");
-        assert_eq!(scan(&b, 1), want);
+        assert_eq!(scan(&b, 1), at_snapshot(&a));
         assert!(b.get_meta(GroupId(1), MetaKind::Installing).unwrap().is_none());
         drop(b1);
         close(b);

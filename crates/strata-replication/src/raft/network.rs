@@ -42,7 +42,7 @@ use super::{blocking, PurgedRead, TypeConfig};
 use crate::error::Error;
 use crate::rpc::{self, Request, Response, SnapshotPiece, SnapshotReply};
 use crate::snapshot::transfer::ChunkReader;
-use crate::snapshot::SnapshotFiles;
+use crate::snapshot::SnapshotData;
 use crate::transport::{Reply, Transport, TransportError};
 use crate::types::{GroupId, NodeId, Peer};
 
@@ -241,14 +241,19 @@ impl GroupClient {
     async fn send_snapshot(
         &self,
         vote: VoteOf<C>,
-        snapshot: SnapshotOf<C, SnapshotFiles>,
+        snapshot: SnapshotOf<C, SnapshotData>,
         option: &RPCOption,
     ) -> Result<SnapshotResponse<C>, StreamingError<C>> {
         static TRANSFERS: AtomicU64 = AtomicU64::new(1);
         let transfer = TRANSFERS.fetch_add(1, Ordering::Relaxed);
         let meta = snapshot_meta_in(&snapshot.meta);
-        let files = snapshot.snapshot.files().to_vec();
-        let mut reader = Some(ChunkReader::new(snapshot.snapshot.clone(), self.chunk_bytes));
+        // Cut here when the snapshot was made only to purge the log (`snapshot::build`).
+        let data = snapshot.snapshot.clone();
+        let cut = blocking(move || data.files())
+            .await
+            .map_err(|e| StreamingError::Network(NetworkError::new(&e)))?;
+        let files = cut.files().to_vec();
+        let mut reader = Some(ChunkReader::new(cut, self.chunk_bytes));
         loop {
             let Some(mut r) = reader.take() else {
                 return Err(self.streaming_error(CallError::Bad(Error::Unreachable {
@@ -290,7 +295,7 @@ impl GroupClient {
 }
 
 impl RaftNetworkV2<C> for GroupClient {
-    type SnapshotData = SnapshotFiles;
+    type SnapshotData = SnapshotData;
 
     async fn append_entries(
         &mut self,
@@ -353,7 +358,7 @@ impl RaftNetworkV2<C> for GroupClient {
     async fn full_snapshot(
         &mut self,
         vote: VoteOf<C>,
-        snapshot: SnapshotOf<C, SnapshotFiles>,
+        snapshot: SnapshotOf<C, SnapshotData>,
         cancel: impl Future<Output = ReplicationClosed> + OptionalSend + 'static,
         option: RPCOption,
     ) -> Result<SnapshotResponse<C>, StreamingError<C>> {

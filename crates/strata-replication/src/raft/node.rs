@@ -35,6 +35,7 @@ use crate::log_store::{GroupLog, NodeStorage};
 use crate::rejoin::{OnEmpty, Rejoin};
 use crate::rpc::{self, Request, Response, SnapshotPiece, SnapshotReply};
 use crate::snapshot::transfer::SnapshotReceiver;
+use crate::snapshot::SnapshotData;
 use crate::state_machine::{Apply, GroupState};
 use crate::transport::{BoxFuture, RpcHandler, Transport};
 use crate::types::{Command, GroupId, LogId, NodeId, Peer, Reply, StoredMembership};
@@ -833,7 +834,8 @@ impl RaftNode {
                     Ok(m) => m,
                     Err(e) => return failed(&e),
                 };
-                let snapshot = openraft::Snapshot { meta, snapshot: files };
+                let snapshot =
+                    openraft::Snapshot { meta, snapshot: SnapshotData::of_files(group, files) };
                 match raft.install_full_snapshot(vote_out(&piece.vote), snapshot).await {
                     Ok(r) => Response::Snapshot(SnapshotReply::Installed(vote_in(&r.vote))),
                     Err(e) => failed(&e),

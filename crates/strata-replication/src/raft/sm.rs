@@ -15,7 +15,7 @@ use super::convert::{
 };
 use super::{blocking, unless_stalled, TypeConfig};
 use crate::snapshot::build::SnapshotSource;
-use crate::snapshot::SnapshotFiles;
+use crate::snapshot::SnapshotData;
 use crate::state_machine::GroupState;
 
 type C = TypeConfig;
@@ -45,26 +45,26 @@ pub struct SnapshotBuilder {
 }
 
 impl RaftSnapshotBuilder<C> for SnapshotBuilder {
-    type SnapshotData = SnapshotFiles;
+    type SnapshotData = SnapshotData;
 
-    async fn build_snapshot(&mut self) -> Result<SnapshotOf<C, SnapshotFiles>, io::Error> {
+    async fn build_snapshot(&mut self) -> Result<SnapshotOf<C, SnapshotData>, io::Error> {
         let source = self
             .source
             .take()
             .ok_or_else(|| io::Error::other("a snapshot builder was used twice"))?;
         let state = self.state.clone();
-        let (meta, files) = blocking(move || {
-            let (meta, files) = source.build()?;
-            state.lock().set_current_snapshot(meta.clone(), files.clone());
-            Ok((meta, files))
+        let (meta, data) = blocking(move || {
+            let (meta, data) = source.build()?;
+            state.lock().set_current_snapshot(meta.clone(), data.clone());
+            Ok((meta, data))
         })
         .await?;
-        Ok(openraft::Snapshot { meta: snapshot_meta_out(&meta)?, snapshot: files })
+        Ok(openraft::Snapshot { meta: snapshot_meta_out(&meta)?, snapshot: data })
     }
 }
 
 impl RaftStateMachine<C> for StateMachine {
-    type SnapshotData = SnapshotFiles;
+    type SnapshotData = SnapshotData;
     type SnapshotBuilder = SnapshotBuilder;
 
     async fn applied_state(
@@ -109,7 +109,7 @@ impl RaftStateMachine<C> for StateMachine {
     async fn install_snapshot(
         &mut self,
         meta: &SnapshotMetaOf<C>,
-        snapshot: SnapshotFiles,
+        snapshot: SnapshotData,
     ) -> Result<(), io::Error> {
         let meta = snapshot_meta_in(meta);
         let state = self.state.clone();
@@ -118,7 +118,7 @@ impl RaftStateMachine<C> for StateMachine {
 
     async fn get_current_snapshot(
         &mut self,
-    ) -> Result<Option<SnapshotOf<C, SnapshotFiles>>, io::Error> {
+    ) -> Result<Option<SnapshotOf<C, SnapshotData>>, io::Error> {
         let current = self.state.lock().current_snapshot();
         match current {
             None => Ok(None),

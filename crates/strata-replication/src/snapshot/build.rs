@@ -1,6 +1,15 @@
 //! Building a group's snapshot: one engine snapshot, read once for the applied id and
-//! membership and once per key range into an SST file (`SstFileWriter`), so the files and
-//! the metadata describe the same point of the log even while entries keep being applied.
+//! membership when the snapshot is made ([`SnapshotSource::build`]), and once per key range
+//! into an SST file (`SstFileWriter`) when its files are first needed
+//! ([`SnapshotSource::cut`]), so the files and the metadata describe the same point of the log
+//! even while entries keep being applied.
+//!
+//! Why the files wait: Raft makes a snapshot every few thousand entries of a group to purge
+//! its log behind it, and a follower needs one only when it is too far behind for the log (or
+//! new). The state machine is the engine itself, so the engine snapshot already holds the
+//! data; writing every snapshot out would rewrite the group's whole data set every few
+//! thousand writes. Held instead, it costs the versions it keeps from compaction's drop until
+//! the next snapshot replaces it.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -10,11 +19,11 @@ use strata::{ReadOptions, SstFileWriter};
 use crate::error::{Error, Result};
 use crate::log_format::{decode_log_id, decode_stored_membership, meta_key, MetaKind};
 use crate::log_store::NodeStorage;
-use crate::snapshot::{fresh_dir, sync_dir, SnapshotFile, SnapshotFiles};
+use crate::snapshot::{fresh_dir, sync_dir, SnapshotData, SnapshotFile, SnapshotFiles};
 use crate::types::{GroupId, KeyRange, SnapshotMeta, StoredMembership};
 
-/// A point-in-time view of one group, taken cheaply on the state machine's task and turned
-/// into files by [`SnapshotSource::build`] elsewhere.
+/// A point-in-time view of one group, taken cheaply on the state machine's task, its metadata
+/// read by [`SnapshotSource::build`] and its files cut by [`SnapshotSource::cut`] elsewhere.
 pub struct SnapshotSource {
     node: Arc<NodeStorage>,
     group: GroupId,
@@ -29,6 +38,11 @@ impl SnapshotSource {
         SnapshotSource { node, group, ranges, snap }
     }
 
+    /// The group it views.
+    pub fn group(&self) -> GroupId {
+        self.group
+    }
+
     fn at_snapshot(&self) -> ReadOptions {
         ReadOptions {
             snapshot: Some(self.snap.handle().clone()),
@@ -37,8 +51,9 @@ impl SnapshotSource {
         }
     }
 
-    /// Writes the files and returns the snapshot's metadata and handle. Blocking.
-    pub fn build(self) -> Result<(SnapshotMeta, SnapshotFiles)> {
+    /// The snapshot's metadata, read now, and its data, whose files are cut when first
+    /// asked for ([`SnapshotData::files`]). Blocking (two point reads).
+    pub fn build(self) -> Result<(SnapshotMeta, SnapshotData)> {
         let g = self.group;
         let db = self.node.db().clone();
         let meta_cf = self.node.meta_cf().clone();
@@ -55,8 +70,12 @@ impl SnapshotSource {
             })
             .transpose()?
             .unwrap_or_else(StoredMembership::default);
-        let meta = SnapshotMeta { last_log_id, membership };
+        Ok((SnapshotMeta { last_log_id, membership }, SnapshotData::pending(self)))
+    }
 
+    /// Writes the files: each key range at the engine snapshot. Blocking.
+    pub(crate) fn cut(&self) -> Result<SnapshotFiles> {
+        let g = self.group;
         let dir = fresh_dir(self.node.snapshot_dir(), g, "built");
         std::fs::create_dir(&dir)
             .map_err(|e| Error::io(format!("{g}: create a snapshot directory"), &dir, e))?;
@@ -72,7 +91,7 @@ impl SnapshotSource {
             .map_err(|e| Error::io(format!("{g}: sync the snapshot directory"), &dir, e))?;
         let sealed = SnapshotFiles::seal(g, dir, files)?;
         guard.0 = None;
-        Ok((meta, sealed))
+        Ok(sealed)
     }
 
     /// Writes one range's keys at the snapshot into `dir/<i>.sst`; `None` when it is empty.

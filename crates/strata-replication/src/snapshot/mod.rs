@@ -17,8 +17,12 @@
 pub mod build;
 pub mod transfer;
 
+use build::SnapshotSource;
+
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+
+use parking_lot::Mutex;
 
 use crate::codec::{put_bytes, put_u32, put_u64, put_u8, DecodeError, Reader};
 use crate::error::{Error, Result};
@@ -124,6 +128,67 @@ impl SnapshotFiles {
     /// Total bytes of its table files.
     pub fn total_bytes(&self) -> u64 {
         self.dir.files.iter().map(|f| f.size).sum()
+    }
+}
+
+/// A group's snapshot as Raft passes it around: its table files, either on disk already
+/// (received, or an install's found at open) or cut when first asked for from the engine
+/// snapshot it was made at (`build`'s module doc: a snapshot made only to purge the log is
+/// never written out). Clones share the files, and the engine snapshot until they are cut.
+#[derive(Clone)]
+pub struct SnapshotData(Arc<DataInner>);
+
+struct DataInner {
+    group: GroupId,
+    /// Until the files are cut (kept after a failed cut, for the next ask).
+    source: Mutex<Option<SnapshotSource>>,
+    files: OnceLock<SnapshotFiles>,
+}
+
+impl SnapshotData {
+    /// `group`'s files already on disk.
+    pub fn of_files(group: GroupId, files: SnapshotFiles) -> Self {
+        let data = DataInner { group, source: Mutex::new(None), files: OnceLock::from(files) };
+        SnapshotData(Arc::new(data))
+    }
+
+    /// Files to cut from `source` when first asked for.
+    pub(crate) fn pending(source: SnapshotSource) -> Self {
+        let group = source.group();
+        let data = DataInner { group, source: Mutex::new(Some(source)), files: OnceLock::new() };
+        SnapshotData(Arc::new(data))
+    }
+
+    /// The files, cut now if they were not yet (one clone cuts, the others wait for it); the
+    /// engine snapshot is let go once they are. Blocking.
+    pub fn files(&self) -> Result<SnapshotFiles> {
+        if let Some(f) = self.0.files.get() {
+            return Ok(f.clone());
+        }
+        let mut source = self.0.source.lock();
+        if let Some(f) = self.0.files.get() {
+            return Ok(f.clone());
+        }
+        let cut = match source.as_ref() {
+            Some(s) => s.cut()?,
+            None => return Err(Error::snapshot(self.0.group, "neither files nor a source")),
+        };
+        *source = None;
+        Ok(self.0.files.get_or_init(|| cut).clone())
+    }
+
+    /// Whether the files are on disk (cut or received).
+    pub fn is_cut(&self) -> bool {
+        self.0.files.get().is_some()
+    }
+}
+
+impl std::fmt::Debug for SnapshotData {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0.files.get() {
+            Some(files) => f.debug_tuple("SnapshotData").field(files).finish(),
+            None => f.write_str("SnapshotData(not cut yet)"),
+        }
     }
 }
 
