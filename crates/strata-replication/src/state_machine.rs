@@ -67,6 +67,13 @@ pub trait Apply: Send + Sync + 'static {
     fn installed(&self, group: GroupId) {
         let _ = group;
     }
+
+    /// Called after this node's replica of `group` was removed and its data deleted
+    /// (`RaftNode::remove_group`): what the application cached of the group is stale. Does
+    /// nothing by default.
+    fn removed(&self, group: GroupId) {
+        let _ = group;
+    }
 }
 
 /// One group's state machine on a node. Blocking methods; the adapter runs them off the

@@ -230,7 +230,7 @@ pub struct Shared {
     pub pause: crate::pause::ClientPause,
     /// Client-side caching: the tracking clients and the keys they read
     /// (`commands::client_tracking`; `tracking-table-max-keys`, CONFIG SET changes it).
-    pub tracking: crate::tracking::Tracking,
+    pub tracking: Arc<crate::tracking::Tracking>,
 }
 
 impl Shared {
@@ -285,7 +285,7 @@ impl Shared {
             min_replicas_to_write: std::sync::atomic::AtomicU64::new(min_replicas),
             hll_sparse_max: AtomicUsize::new(hll_sparse_max),
             pause: crate::pause::ClientPause::default(),
-            tracking: crate::tracking::Tracking::new(tracking_max_keys),
+            tracking: Arc::new(crate::tracking::Tracking::new(tracking_max_keys)),
         }
     }
 

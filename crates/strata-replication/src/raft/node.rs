@@ -624,9 +624,10 @@ impl RaftNode {
         }
         self.incoming.lock().retain(|(_, g), _| *g != group);
         let (storage, app) = (self.storage.clone(), self.app.clone());
-        blocking(move || storage.drop_group(group, &app.ranges(group)))
-            .await
-            .map_err(|e| Error::Raft { group, reason: format!("drop its storage: {e}") })?;
+        let dropped = blocking(move || storage.drop_group(group, &app.ranges(group))).await;
+        // Whatever of it is left is stale either way.
+        self.app.removed(group);
+        dropped.map_err(|e| Error::Raft { group, reason: format!("drop its storage: {e}") })?;
         self.storage.db().log_info(&format!(
             "Raft {group}: replica removed from node {}, its data and log deleted",
             self.id

@@ -21,13 +21,18 @@
 //!   thread, so no replica serves a cached record the log replaced (`meta_cache` contract).
 //!   A snapshot install, and an entry with a range deletion (FLUSHALL of the partition),
 //!   clear the cache and the pop hints.
+//! - Client-side caching (`crate::tracking`): while some client tracks, the user keys an
+//!   entry's records belong to are noted while it is applied and their invalidations sent
+//!   after the write, on every replica, so every node tells its own clients. An install, a
+//!   range deletion, a slot's ingestion and the removal of the node's replica tell every
+//!   tracking client to flush.
 //!
 //! The meta group ([`META`]) has the same state machine: its entries change the cluster map
 //! (`super::map`), and each map applied is published, after its write, to the node's
 //! watchers ([`ServerApply::maps`]).
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
 use strata::{Db, WriteBatch};
@@ -43,6 +48,7 @@ use crate::filing::Filing;
 use crate::slots::SLOTS;
 use crate::storage::moving::encode_changes;
 use crate::storage::{partition_space, Store};
+use crate::tracking::Tracking;
 
 thread_local! {
     /// Whether the entry this thread is applying deletes a range: its cached metadata and
@@ -52,6 +58,46 @@ thread_local! {
     /// recorded in memory once its write is done.
     static OWNED: std::cell::Cell<Option<(u16, u16, Change)>> =
         const { std::cell::Cell::new(None) };
+    /// The user keys whose records the entry being applied on this thread writes, while some
+    /// client tracks: their invalidations go out once the write is done.
+    static CHANGED: std::cell::RefCell<Vec<Vec<u8>>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// Whether the data entry being applied on this thread was applied while no client
+    /// tracked: if one does once it is written, it began in between, and may have read a
+    /// key the entry changed, which nobody noted.
+    static UNNOTED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Collects the user keys a batch's records belong to: a metadata record's key is
+/// `lead | user key`, a sub-key's and a score index entry's `lead | key_len | user key | ...`
+/// (`types::subkey`). `ids`: the metadata, sub-key and score families' ids in the batch.
+struct ChangedKeys {
+    filing: Filing,
+    ids: [u32; 3],
+    keys: Vec<Vec<u8>>,
+}
+
+impl ChangedKeys {
+    fn take(&mut self, cf: u32, key: &[u8]) {
+        if cf == self.ids[0] {
+            self.keys.push(key[self.filing.len().min(key.len())..].to_vec());
+        } else if self.ids[1..].contains(&cf) {
+            if let Some(parts) = crate::types::subkey::decode(self.filing, key) {
+                self.keys.push(parts.key.to_vec());
+            }
+        }
+    }
+}
+
+impl strata::WriteBatchIteratorCf for ChangedKeys {
+    fn put_cf(&mut self, cf: u32, key: &[u8], _: &[u8]) {
+        self.take(cf, key);
+    }
+    fn delete_cf(&mut self, cf: u32, key: &[u8]) {
+        self.take(cf, key);
+    }
+    fn merge_cf(&mut self, cf: u32, key: &[u8], _: &[u8]) {
+        self.take(cf, key);
+    }
 }
 
 /// Bytes of an entry's header: the proposer's three family ids.
@@ -79,9 +125,19 @@ pub struct ServerApply {
     pending_map: Mutex<Option<ClusterMap>>,
     /// Where an ingest entry's table files are written before the engine takes them.
     scratch: PathBuf,
+    /// The server's client-side caching, told of every change a data entry makes (set once
+    /// the server's state exists; no client tracks before).
+    tracking: OnceLock<Arc<Tracking>>,
 }
 
 impl ServerApply {
+    /// Tells `tracking` of every change the data entries make from now on (every replica
+    /// applies every entry, so a tracking client hears of a change whichever node it reads
+    /// from). Set once; a second call changes nothing.
+    pub fn track_with(&self, tracking: Arc<Tracking>) {
+        let _ = self.tracking.set(tracking);
+    }
+
     /// The state machine of `store`'s groups, the slots split into `partitions`, writing
     /// the table files of slot copies under `scratch`. Publishes the map `store` holds, if
     /// any (an unreadable one is an error naming it).
@@ -98,7 +154,8 @@ impl ServerApply {
         let (maps, _) = watch::channel(stored);
         let ownership = Arc::new(Ownership::load(&store, partitions)?);
         let pending_map = Mutex::new(None);
-        Ok(ServerApply { store, partitions, ownership, maps, pending_map, scratch })
+        let tracking = OnceLock::new();
+        Ok(ServerApply { store, partitions, ownership, maps, pending_map, scratch, tracking })
     }
 
     /// The partitions' slot states as applied here.
@@ -237,6 +294,13 @@ impl Apply for ServerApply {
         batch
             .append_remapped(&b, |cf| theirs.iter().position(|t| *t == cf).map(|i| ours[i]))
             .map_err(|e| format!("entry {index} of {group}: {e}"))?;
+        if self.tracking.get().is_some_and(|t| t.active()) {
+            let mut changed = ChangedKeys { filing, ids: theirs, keys: Vec::new() };
+            b.iterate_cf(&mut changed);
+            CHANGED.with(|c| c.borrow_mut().extend(changed.keys));
+        } else {
+            UNNOTED.with(|u| u.set(true));
+        }
         // What the entry writes to a slot being copied goes to its outbox too, in the same
         // batch (`super::outbox`).
         let copying = self.ownership.copying(partition);
@@ -290,9 +354,23 @@ impl Apply for ServerApply {
                 self.ownership.settle(p, slot, change);
             }
         }
-        if RANGE_DELETED.with(|r| r.replace(false)) {
+        let mut changed = CHANGED.with(|c| std::mem::take(&mut *c.borrow_mut()));
+        let range_deleted = RANGE_DELETED.with(|r| r.replace(false));
+        if range_deleted {
             self.store.meta_cache.clear();
             self.store.pop_hints.clear();
+        }
+        let unnoted = UNNOTED.with(|u| u.replace(false));
+        if let Some(t) = self.tracking.get().filter(|_| written) {
+            // A client that began tracking while the entry was applied is told to flush.
+            if range_deleted || (unnoted && t.active()) {
+                t.flush();
+            } else if !changed.is_empty() {
+                changed.sort_unstable();
+                changed.dedup();
+                let keys: Vec<&[u8]> = changed.iter().map(Vec::as_slice).collect();
+                t.invalidate(None, &keys);
+            }
         }
     }
 
@@ -311,6 +389,20 @@ impl Apply for ServerApply {
         }
         self.store.meta_cache.clear();
         self.store.pop_hints.clear();
+        if let Some(t) = self.tracking.get() {
+            t.flush();
+        }
+    }
+
+    fn removed(&self, group: GroupId) {
+        if group == META {
+            return;
+        }
+        self.store.meta_cache.clear();
+        self.store.pop_hints.clear();
+        if let Some(t) = self.tracking.get() {
+            t.flush();
+        }
     }
 }
 

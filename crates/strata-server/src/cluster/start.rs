@@ -40,6 +40,8 @@ const RECONCILE_EVERY: Duration = Duration::from_secs(1);
 pub struct Running {
     /// The node (the store's `Replicate`, the server's `Router`).
     pub node: Arc<ClusterNode>,
+    /// Its groups' state machine.
+    pub apply: Arc<ServerApply>,
     _listener: TcpServer,
 }
 
@@ -199,7 +201,7 @@ pub async fn start(spec: &ClusterSpec, store: Arc<Store>, dir: &Path) -> Result<
             let _ = tokio::task::spawn_blocking(move || n.restore_preferred_leaders()).await;
         }
     });
-    Ok(Running { node, _listener: listener })
+    Ok(Running { node, apply, _listener: listener })
 }
 
 /// Creates `group` on this node with `members` as its voters, unless its replica is in a

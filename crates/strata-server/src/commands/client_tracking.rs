@@ -12,9 +12,14 @@
 //!   commands name): remembered before it runs and taken back after if none read.
 //! - `CLIENT CACHING yes` (OPTIN) or `no` (OPTOUT) counts for the next command (for a
 //!   transaction's, until EXEC); any CLIENT command keeps it.
-//! - Cluster mode does not serve it: an invalidation is sent by the node where a change is
-//!   made, and a client's reads and the writes to its keys may be on different nodes, or the
-//!   same partition led by another node tomorrow.
+//! - In cluster mode every replica tells its own tracking clients of each change as it
+//!   applies it (`cluster::apply`), so a client hears of a change to a key it read whichever
+//!   node it read from (the leader, or a replica after READONLY) and whichever node leads the
+//!   partition later; a node that loses its replica of a partition, or installs a snapshot
+//!   or a slot's copy, or applies a FLUSHALL, tells every tracking client to flush. The
+//!   applying node does not know which client made a change, so NOLOOP is not honoured
+//!   there: a client also hears of its own writes (a cache entry dropped, never a stale one
+//!   kept).
 
 use super::args::{int_arg, is};
 use super::errors::SYNTAX;
@@ -55,9 +60,6 @@ pub fn tracking(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> C
         j += 1;
     }
     if is(&a[2], "on") {
-        if sh.router.is_some() {
-            return Err("ERR CLIENT TRACKING is not served in cluster mode".into());
-        }
         if !opts.bcast && !opts.prefixes.is_empty() {
             return Err("ERR PREFIX option requires BCAST mode to be enabled".into());
         }
@@ -193,9 +195,12 @@ pub fn gone(sh: &Shared, id: u64) {
 }
 
 /// Every key may have changed (FLUSHALL, FLUSHDB, SWAPDB): every tracking client is told,
-/// and the table emptied (also of the ids of clients that stopped tracking).
+/// and the table emptied (also of the ids of clients that stopped tracking). In cluster mode
+/// each replica does it as it applies the deletion (`cluster::apply`).
 pub fn flushed(sh: &Shared) {
-    sh.tracking.flush();
+    if sh.router.is_none() {
+        sh.tracking.flush();
+    }
 }
 
 /// Whether `cmd` reads keys without writing (Redis's `readonly` commands with keys): its keys

@@ -7,7 +7,8 @@
 //! own connection's next commands, and writers of one key take turns. A node that lost its
 //! directory comes back without `--cluster-bootstrap`, takes the logs again and votes once it
 //! has caught up. `appendfsync` rules whether a Raft append waits for a sync. A write a
-//! CLIENT PAUSE holds is dropped when its client leaves before the pause ends.
+//! CLIENT PAUSE holds is dropped when its client leaves before the pause ends. Clients
+//! tracking keys (client-side caching) on the leader and on a replica hear of changes.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
@@ -500,14 +501,74 @@ fn a_held_write_whose_client_went_away_is_never_proposed() {
         std::thread::sleep(Duration::from_millis(10));
     }
     assert_eq!(admin.cmd(&["CLIENT", "UNPAUSE"]), ok);
-    // Client-side caching is not served in cluster mode (`commands::client_tracking`).
-    assert_eq!(
-        admin.cmd(&["CLIENT", "TRACKING", "on"]),
-        Reply::Error("ERR CLIENT TRACKING is not served in cluster mode".into())
-    );
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!(run(leader, false, &["GET", "gone"]), Reply::bulk("0"));
     // The node still takes writes once unpaused.
     assert_eq!(run(leader, false, &["SET", "gone", "2"]), ok);
     assert_eq!(run(client[1], false, &["GET", "gone"]), Reply::bulk("2"));
+}
+
+/// A RESP3 connection to `port` tracking the keys it reads, after READONLY if `readonly`.
+fn tracking_client(port: u16, readonly: bool) -> Raw {
+    let mut c = Raw::connect(port);
+    assert!(matches!(c.cmd(&["HELLO", "3"]), Reply::Map(_)));
+    if readonly {
+        assert_eq!(c.cmd(&["READONLY"]), Reply::Simple("OK".into()));
+    }
+    assert_eq!(c.cmd(&["CLIENT", "TRACKING", "on"]), Reply::Simple("OK".into()));
+    c
+}
+
+/// Client-side caching in cluster mode: every replica tells its own tracking clients of the
+/// changes it applies, so a client that read a key on the partition's leader and one that
+/// read it on another replica (READONLY) both hear of a write, also of one made through
+/// another client; a FLUSHALL tells both to flush.
+#[test]
+fn clients_tracking_on_the_leader_and_on_a_replica_hear_of_changes() {
+    let root = tempfile::tempdir().unwrap();
+    let (_live, ports) = three_new_nodes(root.path());
+    let client = &ports[..3];
+    let ok = Reply::Simple("OK".into());
+    assert_eq!(run(client[0], false, &["SET", "cached", "1"]), ok);
+    let leader = leader_of(client, "cached");
+    let replica = *client.iter().find(|p| **p != leader).unwrap();
+    // The replica reads the SET once it applied it.
+    let deadline = Instant::now() + WAIT;
+    while run(replica, true, &["GET", "cached"]) != Reply::bulk("1") {
+        assert!(Instant::now() < deadline, "the replica never applied the SET");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut on_leader = tracking_client(leader, false);
+    let mut on_replica = tracking_client(replica, true);
+    assert_eq!(on_leader.cmd(&["GET", "cached"]), Reply::bulk("1"));
+    assert_eq!(on_replica.cmd(&["GET", "cached"]), Reply::bulk("1"));
+    let invalidate =
+        Reply::Array(vec![Reply::bulk("invalidate"), Reply::Array(vec![Reply::bulk("cached")])]);
+    let mut writer = Raw::connect(leader);
+    assert_eq!(writer.cmd(&["SET", "cached", "2"]), ok);
+    assert_eq!(on_leader.read(), invalidate, "the leader's client");
+    assert_eq!(on_replica.read(), invalidate, "the replica's client");
+    // Told once: the key is read again before the next change is told.
+    assert_eq!(writer.cmd(&["SET", "cached", "3"]), ok);
+    assert_eq!(on_leader.cmd(&["PING"]), Reply::Simple("PONG".into()));
+    assert_eq!(on_leader.cmd(&["GET", "cached"]), Reply::bulk("3"));
+    // A change to a sub-key only (a list element) is told too.
+    assert_eq!(writer.cmd(&["RPUSH", "{cached}l", "a", "b"]), Reply::Int(2));
+    let deadline = Instant::now() + WAIT;
+    while run(replica, true, &["LLEN", "{cached}l"]) != Reply::Int(2) {
+        assert!(Instant::now() < deadline, "the replica never applied the RPUSH");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let ab = Reply::Array(vec![Reply::bulk("a"), Reply::bulk("b")]);
+    assert_eq!(on_leader.cmd(&["LRANGE", "{cached}l", "0", "-1"]), ab);
+    assert_eq!(on_replica.cmd(&["LRANGE", "{cached}l", "0", "-1"]), ab);
+    assert_eq!(writer.cmd(&["LSET", "{cached}l", "0", "z"]), ok);
+    let list =
+        Reply::Array(vec![Reply::bulk("invalidate"), Reply::Array(vec![Reply::bulk("{cached}l")])]);
+    assert_eq!(on_leader.read(), list);
+    assert_eq!(on_replica.read(), list);
+    assert_eq!(writer.cmd(&["FLUSHALL"]), ok);
+    let flush = Reply::Array(vec![Reply::bulk("invalidate"), Reply::Null]);
+    assert_eq!(on_leader.read(), flush, "the leader's client is told to flush");
+    assert_eq!(on_replica.read(), flush, "the replica's client is told to flush");
 }
