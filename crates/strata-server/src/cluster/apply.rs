@@ -60,7 +60,8 @@ thread_local! {
         const { std::cell::Cell::new(None) };
     /// The user keys whose records the entry being applied on this thread writes, while some
     /// client tracks: their invalidations go out once the write is done.
-    static CHANGED: std::cell::RefCell<Vec<Vec<u8>>> = const { std::cell::RefCell::new(Vec::new()) };
+    static CHANGED: std::cell::RefCell<Vec<Vec<u8>>> =
+        const { std::cell::RefCell::new(Vec::new()) };
     /// Whether the data entry being applied on this thread was applied while no client
     /// tracked: if one does once it is written, it began in between, and may have read a
     /// key the entry changed, which nobody noted.
@@ -156,6 +157,16 @@ impl ServerApply {
         let pending_map = Mutex::new(None);
         let tracking = OnceLock::new();
         Ok(ServerApply { store, partitions, ownership, maps, pending_map, scratch, tracking })
+    }
+
+    /// A partition's data was replaced or deleted without naming its keys (an install, the
+    /// replica's removal): nothing cached of it holds, and every tracking client is told.
+    fn forget_cached(&self) {
+        self.store.meta_cache.clear();
+        self.store.pop_hints.clear();
+        if let Some(t) = self.tracking.get() {
+            t.flush();
+        }
     }
 
     /// The partitions' slot states as applied here.
@@ -387,21 +398,12 @@ impl Apply for ServerApply {
         if let Err(e) = self.ownership.reload(&self.store, Some(group.0 as u16)) {
             self.store.db.log_info(&format!("{group} snapshot installed: {e}"));
         }
-        self.store.meta_cache.clear();
-        self.store.pop_hints.clear();
-        if let Some(t) = self.tracking.get() {
-            t.flush();
-        }
+        self.forget_cached();
     }
 
     fn removed(&self, group: GroupId) {
-        if group == META {
-            return;
-        }
-        self.store.meta_cache.clear();
-        self.store.pop_hints.clear();
-        if let Some(t) = self.tracking.get() {
-            t.flush();
+        if group != META {
+            self.forget_cached();
         }
     }
 }
