@@ -29,8 +29,9 @@
 # the clients go on (the move may meet the other faults' aftermath: it resumes or fails,
 # and a failure is counted); half of the moves are left after a random step
 # (`move-slots --stop-after`, as a controller that died there) and then undone
-# (`move-slots --abort`), or finished if past their handoff. Then the faults stop, the client reads every key back, the checker
-# runs, and a summary is printed: operations, faults by kind, leader changes, violations.
+# (`move-slots --abort`), or finished if past their handoff. Then the faults stop, the
+# client reads every key back, the checker runs, and a summary is printed: operations,
+# faults by kind, leader changes, violations.
 # Output in --out (default bench/out/faults-<time>): faults.log, leaders.log, client.log,
 # history.jsonl, summary.txt, node<I>/log, and when a violation is found witnesses.txt
 # and violation-<key>.{txt,html}.

@@ -24,7 +24,8 @@
 //! subscribed to it and the messages are redirected to it; otherwise nothing, as Redis).
 //!
 //! Contract: a change's message is sent once the change is visible to other clients (the
-//! command layer invalidates where it publishes keyspace notifications), and a read is put in
+//! command layer invalidates where it publishes keyspace notifications; in cluster mode each
+//! replica as it applies the change, `cluster::apply`), and a read is put in
 //! the table *before* its command reads (`commands::client_tracking`): a change made between
 //! the two is then told, where Redis, single-threaded, registers after the read. A message
 //! too many only costs a client a cached value; one missed would leave a stale one.

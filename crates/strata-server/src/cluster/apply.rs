@@ -58,14 +58,21 @@ thread_local! {
     /// recorded in memory once its write is done.
     static OWNED: std::cell::Cell<Option<(u16, u16, Change)>> =
         const { std::cell::Cell::new(None) };
-    /// The user keys whose records the entry being applied on this thread writes, while some
-    /// client tracks: their invalidations go out once the write is done.
-    static CHANGED: std::cell::RefCell<Vec<Vec<u8>>> =
-        const { std::cell::RefCell::new(Vec::new()) };
-    /// Whether the data entry being applied on this thread was applied while no client
-    /// tracked: if one does once it is written, it began in between, and may have read a
-    /// key the entry changed, which nobody noted.
-    static UNNOTED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// What the data entry being applied on this thread changed, for client-side caching:
+    /// told once its write is done.
+    static CHANGED: std::cell::RefCell<Changed> =
+        const { std::cell::RefCell::new(Changed::Nothing) };
+}
+
+/// What a data entry changed, for client-side caching's invalidations.
+enum Changed {
+    /// No data entry (a control or ingest entry: these tell clients to flush, or nothing).
+    Nothing,
+    /// The user keys of its records, noted while some client tracked.
+    Keys(Vec<Vec<u8>>),
+    /// Applied while no client tracked: one that tracks once it is written began in
+    /// between, and may have read a key the entry changed, which nobody noted.
+    Unnoted,
 }
 
 /// Collects the user keys a batch's records belong to: a metadata record's key is
@@ -305,13 +312,14 @@ impl Apply for ServerApply {
         batch
             .append_remapped(&b, |cf| theirs.iter().position(|t| *t == cf).map(|i| ours[i]))
             .map_err(|e| format!("entry {index} of {group}: {e}"))?;
-        if self.tracking.get().is_some_and(|t| t.active()) {
+        let changed = if self.tracking.get().is_some_and(|t| t.active()) {
             let mut changed = ChangedKeys { filing, ids: theirs, keys: Vec::new() };
             b.iterate_cf(&mut changed);
-            CHANGED.with(|c| c.borrow_mut().extend(changed.keys));
+            Changed::Keys(changed.keys)
         } else {
-            UNNOTED.with(|u| u.set(true));
-        }
+            Changed::Unnoted
+        };
+        CHANGED.with(|c| *c.borrow_mut() = changed);
         // What the entry writes to a slot being copied goes to its outbox too, in the same
         // batch (`super::outbox`).
         let copying = self.ownership.copying(partition);
@@ -365,23 +373,24 @@ impl Apply for ServerApply {
                 self.ownership.settle(p, slot, change);
             }
         }
-        let mut changed = CHANGED.with(|c| std::mem::take(&mut *c.borrow_mut()));
+        let changed = CHANGED.with(|c| std::mem::replace(&mut *c.borrow_mut(), Changed::Nothing));
         let range_deleted = RANGE_DELETED.with(|r| r.replace(false));
         if range_deleted {
             self.store.meta_cache.clear();
             self.store.pop_hints.clear();
         }
-        let unnoted = UNNOTED.with(|u| u.replace(false));
-        if let Some(t) = self.tracking.get().filter(|_| written) {
-            // A client that began tracking while the entry was applied is told to flush.
-            if range_deleted || (unnoted && t.active()) {
-                t.flush();
-            } else if !changed.is_empty() {
-                changed.sort_unstable();
-                changed.dedup();
-                let keys: Vec<&[u8]> = changed.iter().map(Vec::as_slice).collect();
+        let Some(t) = self.tracking.get().filter(|_| written) else { return };
+        match changed {
+            _ if range_deleted => t.flush(),
+            Changed::Keys(mut keys) if !keys.is_empty() => {
+                keys.sort_unstable();
+                keys.dedup();
+                let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
                 t.invalidate(None, &keys);
             }
+            // A client that began tracking while the entry was applied is told to flush.
+            Changed::Unnoted if t.active() => t.flush(),
+            _ => {}
         }
     }
 

@@ -90,7 +90,7 @@ pub fn tracking(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> C
     } else {
         return Err(SYNTAX.into());
     }
-    sh.tracking.announce(&sh.notifier);
+    announce(sh);
     out.ok();
     Ok(())
 }
@@ -180,18 +180,28 @@ pub fn list_fields(sh: &Shared, id: u64) -> (String, i64) {
     }
 }
 
+/// Tells the notifier whether every change is to be queued for invalidations, after a client
+/// turned tracking on or off. Never in cluster mode: there every replica tells its clients as
+/// it applies each change (`cluster::apply`), and the leader's queued changes would be told
+/// twice.
+fn announce(sh: &Shared) {
+    if sh.router.is_none() {
+        sh.tracking.announce(&sh.notifier);
+    }
+}
+
 /// Tracking ends for a connection (RESET).
 pub fn turn_off(sh: &Shared, conn: &mut Conn) {
     if conn.tracking.take().is_some() {
         sh.tracking.disable(conn.id);
-        sh.tracking.announce(&sh.notifier);
+        announce(sh);
     }
 }
 
 /// A connection closed: its tracking ends, and the clients redirecting to it are told.
 pub fn gone(sh: &Shared, id: u64) {
     sh.tracking.drop_client(id);
-    sh.tracking.announce(&sh.notifier);
+    announce(sh);
 }
 
 /// Every key may have changed (FLUSHALL, FLUSHDB, SWAPDB): every tracking client is told,

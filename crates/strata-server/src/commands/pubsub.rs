@@ -263,12 +263,11 @@ pub fn forget(sh: &Shared, conn: &mut Conn) {
 /// Publishes keyspace notifications (`types::notify`): each event to its key's
 /// `__keyspace@<db>__:<key>` channel and then its `__keyevent@<db>__:<event>` channel, as
 /// enabled when it was raised; and sends the invalidations of client-side caching for the
-/// keys they name, changed by client `by` (none: the server). In cluster mode the
-/// invalidations go out where each change is applied instead, on every replica
-/// (`cluster::apply`).
+/// keys they name, changed by client `by` (none: the server), while the notifier queues
+/// changes for them (never in cluster mode: `commands::client_tracking`).
 pub fn publish_events(sh: &Shared, by: Option<u64>, events: Vec<notify::Event>) {
     use std::io::Write;
-    if sh.tracking.active() && sh.router.is_none() {
+    if sh.notifier.tracking() {
         let keys: Vec<&[u8]> = events.iter().map(|e| e.key.as_slice()).collect();
         sh.tracking.invalidate(by, &keys);
     }

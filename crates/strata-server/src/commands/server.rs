@@ -616,8 +616,8 @@ fn config_value_check(k: &str, given: &str, raw: &[u8]) -> Result<(), String> {
             return Err(failed("argument(s) must be one of the following: no, yes, clients"));
         }
         // Redis's bounds: -1 (off) up, and 0 up.
-        "slowlog-log-slower-than" | "slowlog-max-len" => {
-            let least = if k == "slowlog-max-len" { 0 } else { -1 };
+        "slowlog-log-slower-than" | "slowlog-max-len" | "tracking-table-max-keys" => {
+            let least = if k == "slowlog-log-slower-than" { -1 } else { 0 };
             match v.parse::<i64>() {
                 Err(_) => return Err(failed(NOT_INT)),
                 Ok(n) if n < least => {
@@ -732,6 +732,7 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
                 sh.slowlog.set_threshold(v.parse().unwrap_or(crate::slowlog::DEFAULT_THRESHOLD_US));
             }
             if k == "tracking-table-max-keys" {
+                // Checked by `config_value_check`: 0 up.
                 sh.tracking.set_max_keys(v.parse().unwrap_or(0));
             }
             if k == "slowlog-max-len" {

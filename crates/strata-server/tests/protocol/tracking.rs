@@ -219,6 +219,22 @@ fn the_tables_limit_evicts_with_a_message_and_bad_options_get_redis_errors() {
         Reply::Error(e) => e,
         other => panic!("{args:?}: {other:?}"),
     };
+    // Regression: a limit below 0 was accepted and taken as 0 (no limit). Redis's replies
+    // (checked against redis-server 7.0.15), and the limit stays.
+    let failed = "ERR CONFIG SET failed (possibly related to argument 'tracking-table-max-keys')";
+    let not_int = format!("{failed} - argument couldn't be parsed into an integer");
+    assert_eq!(err(&mut w, &["CONFIG", "SET", "tracking-table-max-keys", "abc"]), not_int);
+    assert_eq!(
+        err(&mut w, &["CONFIG", "SET", "tracking-table-max-keys", "-1"]),
+        format!("{failed} - argument must be between 0 and 9223372036854775807 inclusive")
+    );
+    let limit = Reply::Array(vec![Reply::bulk("tracking-table-max-keys"), Reply::bulk("1")]);
+    assert_eq!(w.cmd(&["CONFIG", "GET", "tracking-table-max-keys"]), limit);
+    assert_eq!(r.cmd(&["MGET", "d", "e"]), Reply::Array(vec![Reply::Null; 2]));
+    for _ in 0..2 {
+        let Reply::Array(m) = r.read() else { panic!() };
+        assert_eq!(m[0], Reply::bulk("invalidate"), "{m:?}: the limit of 1 holds");
+    }
     assert_eq!(c.cmd(&["CLIENT", "GETREDIR"]), Reply::Int(-1));
     assert!(err(&mut c, &["CLIENT", "TRACKING", "on", "PREFIX", "a"])
         .starts_with("ERR PREFIX option requires BCAST"));
