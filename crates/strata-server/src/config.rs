@@ -17,6 +17,7 @@
 //! file path as the first positional argument.
 
 pub mod redis_params;
+pub mod values;
 
 use crate::storage::SyncPolicy;
 use clap::Parser;
@@ -212,7 +213,8 @@ pub fn default_block_cache_size() -> usize {
     usize::try_from(quarter).unwrap_or(MAX).clamp(MIN, MAX)
 }
 
-/// Parses a config file's text into `key -> value` (the last occurrence wins).
+/// Parses a config file's text into `key -> value` (the last occurrence wins); a value a
+/// parameter does not take is an error naming its line ([`values::check`]).
 pub fn parse_file(text: &str) -> Result<BTreeMap<String, String>, String> {
     let mut m = BTreeMap::new();
     for (n, line) in text.lines().enumerate() {
@@ -233,7 +235,12 @@ pub fn parse_file(text: &str) -> Result<BTreeMap<String, String>, String> {
         if k.is_empty() {
             return Err(format!("line {}: expected `key value`", n + 1));
         }
-        m.insert(k.to_ascii_lowercase(), v.to_string());
+        let k = k.to_ascii_lowercase();
+        // A value CONFIG SET would refuse stops the start, as redis-server's fatal config
+        // error does, instead of being taken as the default.
+        values::check(&k, v.as_bytes())
+            .map_err(|why| format!("line {}: `{line}`: {why}", n + 1))?;
+        m.insert(k, v.to_string());
     }
     Ok(m)
 }
@@ -527,6 +534,20 @@ mod tests {
         assert_eq!(f["requirepass"], "pw x");
         assert_eq!(parse_size("64mb"), Some(64 << 20));
         assert_eq!(parse_size("x"), None);
+    }
+
+    #[test]
+    fn a_value_a_parameter_does_not_take_is_an_error_naming_its_line() {
+        let err = parse_file("port 7000\nslowlog-max-len lots\n").unwrap_err();
+        assert_eq!(
+            err,
+            "line 2: `slowlog-max-len lots`: argument couldn't be parsed into an integer"
+        );
+        let err = parse_file("tracking-table-max-keys -1\n").unwrap_err();
+        assert!(err.starts_with("line 1: `tracking-table-max-keys -1`: argument must be"), "{err}");
+        assert!(parse_file("lazyfree-lazy-eviction maybe\n").is_err(), "by its default's shape");
+        let f = parse_file("slowlog-log-slower-than -1\nhz 20\n").unwrap();
+        assert_eq!(f["slowlog-log-slower-than"], "-1");
     }
 
     #[test]

@@ -599,80 +599,9 @@ fn config_set_check(
 /// Whether `raw` is a value CONFIG SET takes for parameter `k` (given as `given`); Redis's
 /// error if not.
 fn config_value_check(k: &str, given: &str, raw: &[u8]) -> Result<(), String> {
-    let v = String::from_utf8_lossy(raw);
-    let failed = |why: &str| {
+    crate::config::values::check(k, raw).map_err(|why| {
         format!("ERR CONFIG SET failed (possibly related to argument '{given}') - {why}")
-    };
-    const NOT_INT: &str = "argument couldn't be parsed into an integer";
-    match k {
-        "maxmemory" | "proto-max-bulk-len" | "stream-node-max-bytes" | "hll-sparse-max-bytes"
-            if crate::config::parse_size(&v).is_none() =>
-        {
-            return Err(failed("argument must be a memory value"));
-        }
-        "sanitize-dump-payload"
-            if !["no", "yes", "clients"].iter().any(|o| v.eq_ignore_ascii_case(o)) =>
-        {
-            return Err(failed("argument(s) must be one of the following: no, yes, clients"));
-        }
-        // Redis's bounds: -1 (off) up, and 0 up.
-        "slowlog-log-slower-than" | "slowlog-max-len" | "tracking-table-max-keys" => {
-            let least = if k == "slowlog-log-slower-than" { -1 } else { 0 };
-            match v.parse::<i64>() {
-                Err(_) => return Err(failed(NOT_INT)),
-                Ok(n) if n < least => {
-                    let why =
-                        format!("argument must be between {least} and {} inclusive", i64::MAX);
-                    return Err(failed(&why));
-                }
-                Ok(_) => {}
-            }
-        }
-        // Negative: a size class of list node (Redis's -5 to -1), so any int.
-        "list-max-listpack-size" | "list-max-ziplist-size" if v.parse::<i32>().is_err() => {
-            return Err(failed(NOT_INT));
-        }
-        "stream-node-max-entries" if v.parse::<u64>().is_err() => {
-            return Err(failed(NOT_INT));
-        }
-        "notify-keyspace-events" if notify::parse_classes(raw).is_none() => {
-            return Err(failed("Invalid event class character. Use 'Ag$lshzxeKEtmdn'."));
-        }
-        "maxclients"
-        | "timeout"
-        | "tcp-keepalive"
-        | "hz"
-        | "list-compress-depth"
-        | "set-max-intset-entries"
-        | "zset-max-listpack-entries"
-        | "zset-max-listpack-value"
-        | "zset-max-ziplist-entries"
-        | "zset-max-ziplist-value"
-        | "lua-time-limit"
-        | "busy-reply-threshold"
-        | "min-replicas-to-write"
-        | "min-slaves-to-write"
-        | "min-replicas-max-lag"
-        | "min-slaves-max-lag"
-            if v.parse::<u32>().is_err() =>
-        {
-            return Err(failed(NOT_INT));
-        }
-        "appendfsync" if SyncPolicy::parse(&v).is_none() => {
-            return Err(failed("argument(s) must be one of the following: always, everysec, no"));
-        }
-        "hash-max-listpack-entries"
-        | "hash-max-listpack-value"
-        | "hash-max-ziplist-entries"
-        | "hash-max-ziplist-value"
-            if crate::config::parse_size(&v).and_then(|n| usize::try_from(n).ok()).is_none() =>
-        {
-            return Err(failed(NOT_INT));
-        }
-        // Redis's parameters kept without effect, by their default's shape.
-        _ => redis_params::check(k, &v).map_err(failed)?,
-    }
-    Ok(())
+    })
 }
 
 pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
