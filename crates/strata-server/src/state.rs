@@ -35,6 +35,12 @@ pub struct Stats {
     pub per_command: Box<[CommandCounters]>,
     /// Error replies by their code (`ERR`, `WRONGTYPE`...): INFO errorstats.
     pub error_codes: Mutex<BTreeMap<String, u64>>,
+    /// Active expiry rounds stopped by their time limit with expired keys still being found
+    /// (INFO's `expired_time_cap_reached_count`).
+    pub expire_time_capped: AtomicU64,
+    /// Time active expiry rounds took, in microseconds (INFO's
+    /// `expire_cycle_cpu_milliseconds`).
+    pub expire_micros: AtomicU64,
 }
 
 /// The most commands the table may hold ([`Stats::per_command`]'s length).
@@ -50,6 +56,8 @@ impl Default for Stats {
             protocol_errors: AtomicU64::new(0),
             per_command: (0..MAX_COMMANDS).map(|_| CommandCounters::default()).collect(),
             error_codes: Mutex::new(BTreeMap::new()),
+            expire_time_capped: AtomicU64::new(0),
+            expire_micros: AtomicU64::new(0),
         }
     }
 }

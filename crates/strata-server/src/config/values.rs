@@ -39,6 +39,13 @@ pub fn check(k: &str, raw: &[u8]) -> Result<(), Cow<'static, str>> {
                 Ok(_) => Ok(()),
             }
         }
+        "active-expire-effort" => match v.parse::<i64>() {
+            Err(_) => Err(NOT_INT.into()),
+            Ok(n) if !(1..=10).contains(&n) => {
+                Err("argument must be between 1 and 10 inclusive".into())
+            }
+            Ok(_) => Ok(()),
+        },
         // Negative: a size class of list node (Redis's -5 to -1), so any int.
         "list-max-listpack-size" | "list-max-ziplist-size" if v.parse::<i32>().is_err() => {
             Err(NOT_INT.into())
@@ -97,6 +104,11 @@ mod tests {
         assert!(check("slowlog-log-slower-than", b"-1").is_ok());
         assert!(check("tracking-table-max-keys", b"many").is_err());
         assert!(check("hz", b"ten").is_err());
+        assert!(check("active-expire-effort", b"10").is_ok());
+        assert_eq!(
+            check("active-expire-effort", b"11").unwrap_err(),
+            "argument must be between 1 and 10 inclusive"
+        );
         assert!(check("appendfsync", b"sometimes").is_err());
         assert!(check("maxmemory", b"1gb").is_ok());
         assert!(check("repl-backlog-ttl", b"1kb").is_err(), "by its default's shape");

@@ -9,46 +9,59 @@ use super::notify::Notifier;
 use crate::storage::Store;
 use std::sync::Arc;
 
-/// Deletes up to `budget` expired metadata records of `st` starting at the stored position
-/// `from`, each through the store `mine` gives for its position (`None`: not this node's to
-/// delete; in cluster mode `st` sees every partition, and a key is deleted through its
-/// partition's view once this node leads it and may write there, the others are left to
-/// their own leader); returns where the next round starts (empty = wrap around) and how many
-/// were deleted. Each deletion raises `expired` through `notifier` once written (as of
-/// database `db`). The server's expiry task calls it periodically, for each database in
-/// turn.
-pub fn expire_cycle(
+/// What one slice of active expiry saw and did ([`expire_slice`]).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Slice {
+    /// Where the next slice starts: empty when this one reached the end of the store.
+    pub next: Vec<u8>,
+    /// Keys examined that have an expiry.
+    pub with_expiry: usize,
+    /// Of those, the expired ones this node may delete (`mine` gave a store for).
+    pub expired: usize,
+    /// Keys deleted (fewer than `expired` where a key was written again meanwhile).
+    pub deleted: usize,
+}
+
+/// Deletes the expired keys among up to `budget` metadata records of `st` starting at the
+/// stored position `from`, each through the store `mine` gives for its position (`None`: not
+/// this node's to delete; in cluster mode `st` sees every partition, and a key is deleted
+/// through its partition's view once this node leads it and may write there, the others are
+/// left to their own leader). Each deletion raises `expired` through `notifier` once written
+/// (as of database `db`). The server's expiry task calls it for each database in turn, as
+/// many slices a round as the expired keys found call for (`server::tasks`).
+pub fn expire_slice(
     st: &Store,
     notifier: &Notifier,
     db: usize,
     from: &[u8],
     budget: usize,
     mut mine: impl FnMut(&[u8]) -> Option<Arc<Store>>,
-) -> Result<(Vec<u8>, usize)> {
+) -> Result<Slice> {
     let now = now_ms();
-    let mut expired = Vec::new();
+    let mut due = Vec::new();
+    let mut slice = Slice::default();
     let mut seen = 0;
-    let mut next = Vec::new();
     st.scan_meta(from, |at, k, v| {
         if seen == budget {
-            next = at.to_vec();
+            slice.next = at.to_vec();
             return false;
         }
         seen += 1;
         // The header first: most keys are live, and decoding a compact hash copies it.
-        let due = metadata::raw_expire_ms(v).is_some_and(|e| e != 0 && e <= now);
-        if due && Meta::decode(v).is_ok_and(|m| m.expired(now)) {
-            expired.push((at.to_vec(), k.to_vec()));
+        let expire = metadata::raw_expire_ms(v).unwrap_or(0);
+        slice.with_expiry += usize::from(expire != 0);
+        if expire != 0 && expire <= now && Meta::decode(v).is_ok_and(|m| m.expired(now)) {
+            due.push((at.to_vec(), k.to_vec()));
         }
         true
     })?;
-    let mut n = 0;
-    for (at, k) in expired {
+    for (at, k) in due {
         let Some(view) = mine(&at) else { continue };
+        slice.expired += 1;
         let _g = view.locks.lock(&[&k]);
         if delete_if_expired(&view, notifier, db, &k, now_ms())? {
-            n += 1;
+            slice.deleted += 1;
         }
     }
-    Ok((next, n))
+    Ok(slice)
 }

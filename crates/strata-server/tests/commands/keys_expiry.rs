@@ -216,3 +216,88 @@ fn touch_counts_the_keys_that_exist_as_exists_does() {
     let err = redis::cmd("TOUCH").query::<i64>(&mut c).unwrap_err();
     assert!(err.to_string().contains("wrong number of arguments"), "{err}");
 }
+
+/// A server's state in-process on `dir`, and a command run on it.
+fn in_process(dir: &std::path::Path) -> std::sync::Arc<strata_server::state::Shared> {
+    use strata_server::config::{Config, Flags};
+    let cfg = Config::resolve(Flags { dir: Some(dir.to_path_buf()), ..Flags::default() }).unwrap();
+    let dbs = strata_server::types::open_databases(
+        cfg.engine_options(),
+        dir,
+        strata_server::storage::SyncPolicy::No,
+        1,
+    )
+    .unwrap();
+    std::sync::Arc::new(strata_server::state::Shared::new(dbs, cfg, 0))
+}
+
+fn run(sh: &strata_server::state::Shared, args: &[&str]) -> String {
+    let mut conn = strata_server::state::Conn::new(1, true);
+    let mut out = strata_server::resp::Out::default();
+    let a: Vec<Vec<u8>> = args.iter().map(|s| s.as_bytes().to_vec()).collect();
+    strata_server::commands::dispatch(sh, &mut conn, &a, &mut out);
+    String::from_utf8_lossy(&out.buf).into_owned()
+}
+
+/// Active expiry works as hard as the expired keys call for (Redis's `active-expire-effort`
+/// rules): a round goes on past its first slice while the slices find expired keys among
+/// those with an expiry, and stops after one where they find few or none.
+#[test]
+fn an_expiry_round_goes_on_while_it_finds_expired_keys() {
+    use strata_server::server::tasks::{expire_round, ExpiryEffort};
+    let tmp = tempfile::tempdir().unwrap();
+    let sh = in_process(tmp.path());
+    // Time enough for any machine: what is tested is when a round stops, not how fast it is.
+    let effort = ExpiryEffort { time: Duration::from_secs(20), stale_percent: 10 };
+    let start = (0, Vec::new());
+    for i in 0..3000 {
+        run(&sh, &["SET", &format!("gone{i:05}"), "v", "PX", "1"]);
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    let (point, deleted) = expire_round(&sh, &start, &effort).unwrap();
+    assert_eq!(deleted, 3000, "every expired key in one round");
+    assert_eq!(point, (1, Vec::new()), "the round walked all of database 0");
+    assert_eq!(run(&sh, &["DBSIZE"]), ":0\r\n");
+    let info = run(&sh, &["INFO", "stats"]);
+    assert!(info.contains("expired_time_cap_reached_count:0\r\n"), "{info}");
+    assert!(info.contains("expire_cycle_cpu_milliseconds:"), "{info}");
+    // A round out of time while it still finds expired keys is counted.
+    for i in 0..300 {
+        run(&sh, &["SET", &format!("gone{i:05}"), "v", "PX", "1"]);
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    let no_time = ExpiryEffort { time: Duration::ZERO, stale_percent: 10 };
+    let (_, deleted) = expire_round(&sh, &start, &no_time).unwrap();
+    assert!(deleted > 0 && deleted < 300, "one slice only: {deleted}");
+    let info = run(&sh, &["INFO", "stats"]);
+    assert!(info.contains("expired_time_cap_reached_count:1\r\n"), "{info}");
+    while expire_round(&sh, &start, &effort).unwrap().1 > 0 {}
+    assert_eq!(run(&sh, &["DBSIZE"]), ":0\r\n");
+
+    // Keys without an expiry, or not yet expired: one slice (200 keys) and the round stops.
+    for i in 0..1000 {
+        run(&sh, &["SET", &format!("live{i:05}"), "v"]);
+        run(&sh, &["SET", &format!("later{i:05}"), "v", "EX", "1000"]);
+    }
+    let (point, deleted) = expire_round(&sh, &start, &effort).unwrap();
+    assert_eq!(deleted, 0);
+    assert_eq!(point.0, 0, "still in database 0: {point:?}");
+    assert!(!point.1.is_empty(), "one slice, then the round stopped");
+
+    // A few expired keys among many with an expiry (1%, spread over the slots): each round
+    // stops after one slice; rounds from there on clear them all.
+    for i in 0..20 {
+        run(&sh, &["SET", &format!("few{i:05}"), "v", "PX", "1"]);
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    let (mut point, mut deleted) = expire_round(&sh, &start, &effort).unwrap();
+    assert!(deleted < 20 && point.0 == 0, "one slice: {deleted} deleted, at {point:?}");
+    // 2,020 keys, 200 a slice: a pass over them all takes 11 slices.
+    let mut rounds = 1;
+    while deleted < 20 && rounds < 11 {
+        let (p, d) = expire_round(&sh, &point, &effort).unwrap();
+        (point, deleted, rounds) = (p, deleted + d, rounds + 1);
+    }
+    assert_eq!(deleted, 20, "every expired key within one pass, after {rounds} rounds");
+    assert_eq!(run(&sh, &["DBSIZE"]), ":2000\r\n");
+}

@@ -19,7 +19,7 @@ use strata_server::commands::dispatch;
 use strata_server::config::{Config, Flags};
 use strata_server::resp::Out;
 use strata_server::routing::Router;
-use strata_server::server::tasks::expire_round;
+use strata_server::server::tasks::{expire_round, ExpiryEffort};
 use strata_server::slots::key_slot;
 use strata_server::state::{Conn, Shared};
 use strata_server::storage::SyncPolicy;
@@ -387,13 +387,14 @@ fn expired_keys_are_deleted_by_their_partitions_leader_and_the_deletion_replicat
     let leader = c.leader(g);
     assert_eq!(c.run(key, &["SET", key, "v", "PX", "30"]), "+OK\r\n");
     std::thread::sleep(Duration::from_millis(80));
+    let effort = ExpiryEffort::of(&c.nodes[&leader].shared);
     for (id, n) in &c.nodes {
         if *id != leader {
-            let (_, deleted) = expire_round(&n.shared, &(0, Vec::new())).unwrap();
+            let (_, deleted) = expire_round(&n.shared, &(0, Vec::new()), &effort).unwrap();
             assert_eq!(deleted, 0, "node {id} follows {g}: it leaves the key to the leader");
         }
     }
-    let (_, deleted) = expire_round(&c.nodes[&leader].shared, &(0, Vec::new())).unwrap();
+    let (_, deleted) = expire_round(&c.nodes[&leader].shared, &(0, Vec::new()), &effort).unwrap();
     assert_eq!(deleted, 1, "the leader of {g} deletes the expired key");
     c.converged();
     for (id, n) in &c.nodes {
