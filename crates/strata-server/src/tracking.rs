@@ -27,8 +27,10 @@
 //! command layer invalidates where it publishes keyspace notifications; in cluster mode each
 //! replica as it applies the change, `cluster::apply`), and a read is put in
 //! the table *before* its command reads (`commands::client_tracking`): a change made between
-//! the two is then told, where Redis, single-threaded, registers after the read. A message
-//! too many only costs a client a cached value; one missed would leave a stale one.
+//! the two is then told, where Redis, single-threaded, registers after the read; a write that
+//! found no client tracking looks again once visible, and tells every tracking client of
+//! "everything" if one tracks by then (`types::notify`). A message too many only costs a
+//! client a cached value; one missed would leave a stale one.
 //! Ids of clients that stopped tracking stay in the table until their key changes (Redis's
 //! lazy cleanup) and are skipped then.
 

@@ -264,15 +264,23 @@ pub fn forget(sh: &Shared, conn: &mut Conn) {
 /// `__keyspace@<db>__:<key>` channel and then its `__keyevent@<db>__:<event>` channel, as
 /// enabled when it was raised; and sends the invalidations of client-side caching for the
 /// keys they name, changed by client `by` (none: the server), while the notifier queues
-/// changes for them (never in cluster mode: `commands::client_tracking`).
-pub fn publish_events(sh: &Shared, by: Option<u64>, events: Vec<notify::Event>) {
+/// changes for them (never in cluster mode: `commands::client_tracking`); or, where a change
+/// went unqueued and a client tracks by now, tells every tracking client that everything may
+/// have changed. Called once the writes are visible to other clients.
+pub fn publish_events(sh: &Shared, by: Option<u64>, raised: notify::Raised) {
     use std::io::Write;
-    if sh.notifier.tracking() {
-        let keys: Vec<&[u8]> = events.iter().map(|e| e.key.as_slice()).collect();
+    if raised.unnoted {
+        // A change no client tracked when it was made: one that tracks now may have read
+        // the key before the change was visible (`types::notify`).
+        if sh.notifier.tracking_after_write() {
+            super::client_tracking::flushed(sh);
+        }
+    } else if sh.notifier.tracking() {
+        let keys: Vec<&[u8]> = raised.events.iter().map(|e| e.key.as_slice()).collect();
         sh.tracking.invalidate(by, &keys);
     }
     let mut channel = Vec::new();
-    for e in events {
+    for e in raised.events {
         if e.keyspace {
             channel.clear();
             let _ = write!(channel, "__keyspace@{}__:", e.db);
@@ -291,9 +299,9 @@ pub fn publish_events(sh: &Shared, by: Option<u64>, events: Vec<notify::Event>) 
 /// Publishes the keyspace notifications this thread raised and has not published yet (the
 /// changes of client `by`; none: the server's).
 pub fn flush_events(sh: &Shared, by: Option<u64>) {
-    let events = notify::take();
-    if !events.is_empty() {
-        publish_events(sh, by, events);
+    let raised = notify::take();
+    if !raised.is_empty() {
+        publish_events(sh, by, raised);
     }
 }
 

@@ -112,14 +112,14 @@ async fn run_replicated(
         let reply_at = out.buf.len();
         let ((), owed) = pending::deferring(|| commands::dispatch_found(sh, conn, cmd, f, out));
         // Its keyspace notifications go out once its writes are applied, if they are.
-        let events = notify::take();
+        let raised = notify::take();
         let outcome = match owed {
             None => Ok(()),
             Some(Ok(settlement)) => settlement.wait().await,
             Some(Err(reply)) => Err(reply),
         };
         match outcome {
-            Ok(()) => commands::pubsub::publish_events(sh, Some(conn.id), events),
+            Ok(()) => commands::pubsub::publish_events(sh, Some(conn.id), raised),
             Err(reply) => {
                 sh.stats.errors.fetch_add(1, Ordering::Relaxed);
                 out.buf.truncate(reply_at);
@@ -653,5 +653,41 @@ mod tests {
             "the bystander's subscription stays"
         );
         assert_eq!(sh.pubsub.numpat(), 0);
+    }
+
+    /// Regression: a client turning tracking on while a write that found it off was under
+    /// way, and reading the key before the write was visible, was never told of the change
+    /// (its value stayed cached). Now the write, once visible, finds a client tracking and
+    /// tells every tracking client that everything may have changed.
+    #[test]
+    fn a_change_made_while_no_client_tracked_is_told_to_a_client_tracking_by_its_publication() {
+        use crate::pubsub::Delivery;
+        use crate::types::notify;
+        let dir = tempfile::tempdir().unwrap();
+        let sh = shared(dir.path());
+        // The write: its change raised while no client tracks.
+        sh.notifier.raise(0, notify::STRING, "set", b"k");
+        let raised = notify::take();
+        assert!(raised.events.is_empty() && raised.unnoted, "{raised:?}");
+        // Meanwhile a client turns tracking on and reads the key (its old value).
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        sh.tracking.add_queue(7, tx);
+        sh.tracking.enable(7, &crate::tracking::Options::default()).unwrap();
+        sh.tracking.announce(&sh.notifier);
+        sh.tracking.remember(7, &[b"k"]);
+        // The write is visible: its publication tells the tracking client.
+        commands::pubsub::publish_events(&sh, Some(8), raised);
+        match rx.try_recv() {
+            Ok(Delivery::Invalidate { keys: None, redirected: false }) => {}
+            other => panic!("expected an invalidation of everything, got {other:?}"),
+        }
+        // A change made while the client tracks names its key.
+        sh.tracking.remember(7, &[b"k"]);
+        sh.notifier.raise(0, notify::STRING, "set", b"k");
+        commands::pubsub::publish_events(&sh, Some(8), notify::take());
+        match rx.try_recv() {
+            Ok(Delivery::Invalidate { keys: Some(keys), .. }) => assert_eq!(&keys[..], [b"k"]),
+            other => panic!("expected an invalidation of k, got {other:?}"),
+        }
     }
 }

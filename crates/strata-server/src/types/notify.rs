@@ -9,10 +9,18 @@
 //! write's Raft entry is applied), or drops it when that write failed. While a client
 //! tracks keys (CLIENT TRACKING), every change is queued, for its invalidations, whether or
 //! not its class is enabled. With no class enabled and no client tracking (the default)
-//! raising an event is two atomic loads and nothing else.
+//! raising an event is two atomic loads and a thread-local mark that a change went unqueued.
+//!
+//! That mark closes a race of client-side caching: a client may turn tracking on while a
+//! write that found it off is under way, read the key before that write is visible and put
+//! it in the table after the write's look at the flag; the change would then never be told.
+//! So a write that left a change unqueued looks at the flag again once visible (after a
+//! fence that pairs with the one after the flag is set, [`Notifier::set_tracking`]), and if
+//! a client tracks by then, every tracking client is told that everything may have changed
+//! (`commands::pubsub::publish_events`): rare, and a message too many only costs caches.
 
-use std::cell::RefCell;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 /// `K`: events go to `__keyspace@<db>__:<key>` channels.
 pub const KEYSPACE: u32 = 1 << 0;
@@ -139,8 +147,24 @@ pub struct Event {
     pub key: Vec<u8>,
 }
 
+/// What a command's writes raised on its thread: the events queued, and whether a change
+/// went unqueued (no class wanted it and no client tracked: module doc).
+#[derive(Debug, Default)]
+pub struct Raised {
+    pub events: Vec<Event>,
+    pub unnoted: bool,
+}
+
+impl Raised {
+    /// Nothing raised.
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty() && !self.unnoted
+    }
+}
+
 thread_local! {
     static RAISED: RefCell<Vec<Event>> = const { RefCell::new(Vec::new()) };
+    static UNNOTED: Cell<bool> = const { Cell::new(false) };
 }
 
 impl Notifier {
@@ -189,15 +213,25 @@ impl Notifier {
         self.flags.store(flags, Ordering::Relaxed);
     }
 
-    /// Whether every change is queued for client-side caching's invalidations.
+    /// Whether every change is queued for client-side caching's invalidations. The fence
+    /// after the flag pairs with [`Notifier::tracking_after_write`]'s: a write either sees
+    /// the flag set, or is visible to every read the tracking client makes after this.
     pub fn set_tracking(&self, on: bool) {
-        self.tracking.store(on, Ordering::Release);
+        self.tracking.store(on, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
     }
 
     /// Whether every change is queued for client-side caching ([`Notifier::set_tracking`]).
     #[inline]
     pub fn tracking(&self) -> bool {
         self.tracking.load(Ordering::Acquire)
+    }
+
+    /// Whether a client tracks, looked at by a write once it is visible to other clients
+    /// (module doc).
+    pub fn tracking_after_write(&self) -> bool {
+        fence(Ordering::SeqCst);
+        self.tracking.load(Ordering::SeqCst)
     }
 
     /// Whether an event of `class` would be raised now.
@@ -218,6 +252,8 @@ impl Notifier {
         let wanted = f & class != 0 && f & (KEYSPACE | KEYEVENT) != 0;
         if wanted || (class != NEW && self.tracking.load(Ordering::Acquire)) {
             queue(if wanted { f } else { 0 }, db, event, key);
+        } else if class != NEW {
+            UNNOTED.set(true);
         }
     }
 }
@@ -235,19 +271,23 @@ fn queue(flags: u32, db: usize, event: &'static str, key: &[u8]) {
     RAISED.with(|r| r.borrow_mut().push(e));
 }
 
-/// Whether this thread raised events not taken yet.
+/// Whether this thread raised events, or made unqueued changes, not taken yet.
 pub fn raised() -> bool {
-    RAISED.with(|r| !r.borrow().is_empty())
+    UNNOTED.get() || RAISED.with(|r| !r.borrow().is_empty())
 }
 
-/// Takes the events this thread raised since the last take, in the order raised.
-pub fn take() -> Vec<Event> {
-    RAISED.with(|r| std::mem::take(&mut *r.borrow_mut()))
+/// Takes what this thread raised since the last take, the events in the order raised.
+pub fn take() -> Raised {
+    Raised {
+        events: RAISED.with(|r| std::mem::take(&mut *r.borrow_mut())),
+        unnoted: UNNOTED.take(),
+    }
 }
 
-/// Drops the events this thread raised (their writes failed).
+/// Drops what this thread raised (its writes failed).
 pub fn discard() {
     RAISED.with(|r| r.borrow_mut().clear());
+    UNNOTED.set(false);
 }
 
 #[cfg(test)]
@@ -283,11 +323,16 @@ mod tests {
         n.raise(0, STRING, "set", b"k");
         n.set_flags(STRING);
         n.raise(0, STRING, "set", b"k");
-        assert!(take().is_empty(), "no K nor E: nothing to publish to");
+        let none = take();
+        assert!(none.events.is_empty(), "no K nor E: nothing to publish to");
+        assert!(none.unnoted, "changes went unqueued");
         n.set_flags(STRING | KEYEVENT);
+        n.raise(0, NEW, "new", b"k");
+        assert!(take().is_empty(), "a new key alone is no change");
         n.raise(0, LIST, "lpush", b"l");
         n.raise(0, STRING, "set", b"k");
-        let e = take();
+        let Raised { events: e, unnoted } = take();
+        assert!(unnoted, "the list's change");
         assert_eq!(e.len(), 1);
         assert_eq!((e[0].keyspace, e[0].keyevent, e[0].event), (false, true, "set"));
         assert_eq!(e[0].key, b"k");
