@@ -21,7 +21,8 @@
 //!    blocked on keys (BLPOP...), in the order they blocked; [`script`]: the Lua engine of
 //!    EVAL (the interpreter, its script cache, the `redis` library over a command host);
 //!    [`pubsub`]: pub/sub's subscriptions and each subscriber's message queue; [`slowlog`]:
-//!    SLOWLOG's log of slow commands; [`pause`]: CLIENT PAUSE's state.
+//!    SLOWLOG's log of slow commands; [`latency`]: LATENCY's monitor and the commands'
+//!    latency histograms; [`pause`]: CLIENT PAUSE's state.
 //! 5. [`tracking`]: client-side caching's server half (CLIENT TRACKING): who tracks which
 //!    keys, and the invalidations sent through the connections' queues (`pubsub`'s).
 //! 6. [`state`]: what commands run against: the state every connection shares, and one
@@ -41,6 +42,7 @@ pub mod cluster;
 pub mod commands;
 pub mod config;
 pub mod filing;
+pub mod latency;
 pub mod pause;
 pub mod pubsub;
 pub mod resp;

@@ -43,7 +43,7 @@ pub struct Stats {
     pub expire_micros: AtomicU64,
 }
 
-/// The most commands the table may hold ([`Stats::per_command`]'s length).
+/// The most commands and subcommands the tables may hold ([`Stats::per_command`]'s length).
 pub const MAX_COMMANDS: usize = 512;
 
 impl Default for Stats {
@@ -73,6 +73,7 @@ impl Stats {
             for n in [&c.calls, &c.usec, &c.rejected, &c.failed] {
                 n.store(0, Relaxed);
             }
+            c.histogram.reset();
         }
         self.error_codes.lock().clear();
     }
@@ -89,7 +90,8 @@ impl Stats {
     }
 }
 
-/// One command's counters (INFO commandstats).
+/// One command's counters (INFO commandstats, LATENCY HISTOGRAM), or one container's
+/// subcommand's (`commands::stats_index`).
 #[derive(Default)]
 pub struct CommandCounters {
     /// Runs of its handler.
@@ -100,6 +102,21 @@ pub struct CommandCounters {
     pub rejected: AtomicU64,
     /// Runs that replied with an error.
     pub failed: AtomicU64,
+    /// The runs' times.
+    pub histogram: crate::latency::Histogram,
+}
+
+impl CommandCounters {
+    /// Counts a run that took `took`, failed or not.
+    pub fn count_run(&self, took: std::time::Duration, ok: bool) {
+        self.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+        self.usec.fetch_add(us, std::sync::atomic::Ordering::Relaxed);
+        if !ok {
+            self.failed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        self.histogram.record(u64::try_from(took.as_nanos()).unwrap_or(u64::MAX));
+    }
 }
 
 /// What CLIENT LIST shows of a connection.
@@ -225,6 +242,8 @@ pub struct Shared {
     pub pubsub: crate::pubsub::PubSub,
     /// SLOWLOG's log (`slowlog-log-slower-than`, `slowlog-max-len`; CONFIG SET changes them).
     pub slowlog: crate::slowlog::SlowLog,
+    /// LATENCY's monitor (`latency-monitor-threshold`; CONFIG SET changes it).
+    pub latency: crate::latency::Monitor,
     /// The keyspace notifications enabled (`notify-keyspace-events`; CONFIG SET changes
     /// them): the data operations raise them, `commands::pubsub` publishes them.
     pub notifier: Notifier,
@@ -263,6 +282,8 @@ impl Shared {
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(crate::slowlog::DEFAULT_MAX_LEN),
         );
+        let latency_threshold =
+            params.get("latency-monitor-threshold").and_then(|v| v.parse().ok()).unwrap_or(0);
         let tracking_max_keys = params
             .get("tracking-table-max-keys")
             .and_then(|v| v.parse().ok())
@@ -289,6 +310,7 @@ impl Shared {
                 .unwrap_or_else(|e| panic!("{e} (the Lua sources are built in)")),
             pubsub: crate::pubsub::PubSub::default(),
             slowlog,
+            latency: crate::latency::Monitor::new(latency_threshold),
             notifier,
             min_replicas_to_write: std::sync::atomic::AtomicU64::new(min_replicas),
             hll_sparse_max: AtomicUsize::new(hll_sparse_max),

@@ -276,15 +276,12 @@ fn rerun(sh: &Shared, id: u64, key: &[u8], line: &[Vec<u8>], resp3: bool) -> Opt
     }
     // Served: the blocked command's call counts now (INFO commandstats), and it goes to
     // SLOWLOG with this run's time if that is slow enough, as in Redis.
-    let us = started.elapsed().as_micros() as u64;
-    if let Some(c) = sh.stats.per_command.get(super::index_of(cmd)) {
-        use std::sync::atomic::Ordering::Relaxed;
-        c.calls.fetch_add(1, Relaxed);
-        c.usec.fetch_add(us, Relaxed);
-        if !ok {
-            c.failed.fetch_add(1, Relaxed);
-        }
+    let took = started.elapsed();
+    let us = took.as_micros() as u64;
+    if let Some(c) = sh.stats.per_command.get(super::stats_index(cmd, line)) {
+        c.count_run(took, ok);
     }
+    super::note_latency(sh, cmd, took);
     if sh.slowlog.is_slow(us) {
         super::log_slow(sh, id, line, us);
     }

@@ -149,6 +149,7 @@ pub static TABLE: &[(&str, &str, &str)] = &[
     ("info", "loading stale", "dangerous"),
     ("keys", "readonly", "keyspace dangerous"),
     ("lastsave", "loading stale fast", "admin dangerous"),
+    ("latency", "", ""),
     ("lcs", "readonly", "string"),
     ("lindex", "readonly", "list"),
     ("linsert", "write denyoom", "list"),

@@ -3,7 +3,7 @@
 //! plus the engine's own (`strata`).
 
 use super::errors::CmdError;
-use super::{CmdResult, COMMANDS};
+use super::CmdResult;
 use crate::resp::Out;
 use crate::state::{Conn, Shared};
 use crate::types::keys;
@@ -167,7 +167,7 @@ pub fn info_text(sh: &Shared, want: &[String]) -> Result<String, CmdError> {
     }
     if on("commandstats") {
         t.push_str("# Commandstats\r\n");
-        for (cmd, c) in COMMANDS.iter().zip(sh.stats.per_command.iter()) {
+        for (i, c) in sh.stats.per_command.iter().enumerate() {
             let calls = c.calls.load(Ordering::Relaxed);
             let rejected = c.rejected.load(Ordering::Relaxed);
             if calls == 0 && rejected == 0 {
@@ -178,7 +178,7 @@ pub fn info_text(sh: &Shared, want: &[String]) -> Result<String, CmdError> {
             let _ = write!(
                 t,
                 "cmdstat_{}:calls={calls},usec={usec},usec_per_call={per_call:.2},rejected_calls={rejected},failed_calls={}\r\n",
-                cmd.name,
+                super::stats_name(i),
                 c.failed.load(Ordering::Relaxed)
             );
         }

@@ -24,6 +24,7 @@ pub mod hash;
 pub mod hyperloglog;
 pub mod info;
 pub mod keys;
+pub mod latency;
 pub mod list;
 pub mod monitor;
 pub mod multi;
@@ -530,6 +531,7 @@ pub static COMMANDS: &[Command] = &[
     cmd!("save", 1, false, KeySpec::NONE, persistence::save),
     cmd!("bgsave", -1, false, KeySpec::NONE, persistence::bgsave),
     cmd!("lastsave", 1, false, KeySpec::NONE, persistence::lastsave),
+    cmd!("latency", -2, false, KeySpec::NONE, latency::latency),
     cmd!("shutdown", -1, false, KeySpec::NONE, persistence::shutdown),
     // scripting (all four take every key-lock stripe: flagged as writes)
     cmd!("eval", -3, true, KeySpec::counted(2), scripting::eval),
@@ -583,9 +585,21 @@ pub fn lookup(name: &[u8]) -> Option<&'static Command> {
     by_name.get(&*lower).copied()
 }
 
-/// The index of `cmd` in [`COMMANDS`] (its INFO commandstats counters).
+/// The index of `cmd` in [`COMMANDS`].
 pub fn index_of(cmd: &Command) -> usize {
     (cmd as *const Command as usize - COMMANDS.as_ptr() as usize) / std::mem::size_of::<Command>()
+}
+
+/// Where the run of `cmd` with `args` is counted in `Stats::per_command` (INFO commandstats,
+/// LATENCY HISTOGRAM): under its subcommand for a container's listed one, as Redis 7 counts
+/// `config|set`, else under the command ([`subcommands::line_code`]'s order).
+pub fn stats_index(cmd: &'static Command, args: &[Vec<u8>]) -> usize {
+    subcommands::line_code(cmd, args) as usize - 1
+}
+
+/// The name a `Stats::per_command` index counts (`client|id` for a subcommand).
+pub fn stats_name(index: usize) -> &'static str {
+    subcommands::code_name(index as u64 + 1)
 }
 
 /// A write refused while `min-replicas-to-write` is above the replicas connected (Redis's text).
@@ -775,15 +789,13 @@ pub fn dispatch_found(
         monitor::feed(sh, conn, cmd, args);
     }
     // A command that blocked counts when it is served or times out (`blocking`).
-    let us = started.elapsed().as_micros() as u64;
+    let took = started.elapsed();
+    let us = took.as_micros() as u64;
     let blocked = conn.blocked.is_some();
-    if let Some(c) = sh.stats.per_command.get(index_of(cmd)).filter(|_| !blocked) {
-        c.calls.fetch_add(1, Ordering::Relaxed);
-        c.usec.fetch_add(us, Ordering::Relaxed);
-        if !ok {
-            c.failed.fetch_add(1, Ordering::Relaxed);
-        }
+    if let Some(c) = sh.stats.per_command.get(stats_index(cmd, args)).filter(|_| !blocked) {
+        c.count_run(took, ok);
     }
+    note_latency(sh, cmd, took);
     // SLOWLOG, as Redis keeps it: EXEC's commands one by one and not EXEC itself, a script's
     // command and not the commands it calls; a blocked command when its wait ends.
     if cmd.name != "exec" && !conn.in_script && sh.slowlog.is_slow(us) {
@@ -809,6 +821,18 @@ pub fn dispatch_found(
     {
         pubsub::flush_events(sh, Some(conn.id));
     }
+}
+
+/// Notes a run of `cmd` that took `took` in LATENCY's monitor (`command`, or `fast-command`
+/// for a command Redis flags `fast`), if the monitor is on and the run reached its threshold.
+pub fn note_latency(sh: &Shared, cmd: &Command, took: std::time::Duration) {
+    let ms = took.as_millis() as u64;
+    let threshold = sh.latency.threshold();
+    if threshold == 0 || ms < threshold {
+        return;
+    }
+    let event = if flags::has(cmd.name, "fast") { "fast-command" } else { "command" };
+    sh.latency.note(event, ms, crate::types::keyspace::now_ms() / 1000);
 }
 
 /// Logs in SLOWLOG the run of `args` by client `id` that took `us` microseconds.
@@ -846,7 +870,7 @@ mod table_tests {
 
     #[test]
     fn the_table_fits_the_command_counters_and_indexes_back() {
-        assert!(COMMANDS.len() <= crate::state::MAX_COMMANDS);
+        assert!(COMMANDS.len() + subcommands::TABLE.len() <= crate::state::MAX_COMMANDS);
         for (i, c) in COMMANDS.iter().enumerate() {
             assert_eq!(index_of(c), i);
             assert!(c.name.len() <= LONGEST_NAME, "{}", c.name);

@@ -38,6 +38,7 @@ fn hidden(cmd: &Command, args: &[Vec<u8>]) -> bool {
     super::flags::has(name, "admin")
         || (name == "config" && sub(&["get", "set", "resetstat", "rewrite"]))
         || (name == "slowlog" && sub(&["get", "len", "reset"]))
+        || (name == "latency" && !sub(&["help"]))
         || (name == "client" && sub(&["kill", "list", "no-evict", "pause", "unblock", "unpause"]))
         || (name == "cluster"
             && sub(&[

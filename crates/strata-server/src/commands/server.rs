@@ -664,6 +664,10 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
                 // Checked by `config_value_check`: 0 up.
                 sh.tracking.set_max_keys(v.parse().unwrap_or(0));
             }
+            if k == "latency-monitor-threshold" {
+                // Checked by `config_value_check`: 0 up.
+                sh.latency.set_threshold(v.parse().unwrap_or(0));
+            }
             if k == "slowlog-max-len" {
                 sh.slowlog.set_max_len(v.parse().unwrap_or(usize::MAX));
             }

@@ -28,7 +28,10 @@ pub fn check(k: &str, raw: &[u8]) -> Result<(), Cow<'static, str>> {
             Err("argument(s) must be one of the following: no, yes, clients".into())
         }
         // Redis's bounds: -1 (off) up, and 0 up.
-        "slowlog-log-slower-than" | "slowlog-max-len" | "tracking-table-max-keys" => {
+        "slowlog-log-slower-than"
+        | "slowlog-max-len"
+        | "tracking-table-max-keys"
+        | "latency-monitor-threshold" => {
             let least = if k == "slowlog-log-slower-than" { -1 } else { 0 };
             match v.parse::<i64>() {
                 Err(_) => Err(NOT_INT.into()),

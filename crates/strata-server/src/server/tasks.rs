@@ -78,6 +78,8 @@ pub fn expire_round(
         if !stale || elapsed >= effort.time {
             let micros = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
             sh.stats.expire_micros.fetch_add(micros, Ordering::Relaxed);
+            let now = crate::types::keyspace::now_ms() / 1000;
+            sh.latency.note("expire-cycle", micros / 1000, now);
             if stale {
                 sh.stats.expire_time_capped.fetch_add(1, Ordering::Relaxed);
             }

@@ -22,6 +22,7 @@ mod errors;
 mod fuzz_corpus;
 mod introspection;
 mod keyspace_events;
+mod latency;
 mod many_connections;
 mod pipelining;
 mod pubsub;
