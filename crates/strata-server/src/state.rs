@@ -140,6 +140,9 @@ pub struct ClientEntry {
     pub kill: Option<tokio::task::AbortHandle>,
     /// Its last command and when it began (CLIENT LIST's `cmd` and `idle`).
     pub activity: Arc<Activity>,
+    /// CLIENT NO-EVICT ON (CLIENT LIST's `e`; recorded only: `maxmemory-clients` evicts
+    /// nothing here).
+    pub no_evict: bool,
 }
 
 /// What a connection did last, written by its command dispatch and read by CLIENT LIST.

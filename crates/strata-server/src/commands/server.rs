@@ -407,6 +407,16 @@ pub fn client(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
             e.name = String::from_utf8_lossy(name).into_owned();
         }
         out.ok();
+    } else if is(sub, "no-evict") {
+        let on = match &a[2] {
+            v if is(v, "on") => true,
+            v if is(v, "off") => false,
+            _ => return Err(SYNTAX.into()),
+        };
+        if let Some(e) = sh.clients.lock().get_mut(&c.id) {
+            e.no_evict = on;
+        }
+        out.ok();
     } else if is(sub, "getname") {
         let name = sh.clients.lock().get(&c.id).map(|e| e.name.clone()).unwrap_or_default();
         out.opt_bulk((!name.is_empty()).then_some(name.as_bytes()));
@@ -469,6 +479,8 @@ pub fn client(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
             "    Hold every command (ALL) or the writing ones (WRITE) for <timeout> ms.",
             "UNPAUSE",
             "    Lift CLIENT PAUSE.",
+            "NO-EVICT (ON|OFF)",
+            "    Protect this connection from client eviction (recorded: none happens here).",
             "GETNAME",
             "    This connection's name.",
             "SETNAME <name>",
@@ -513,8 +525,11 @@ pub fn client(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
     } else if is(sub, "list") || is(sub, "info") {
         let cl = sh.clients.lock();
         let mut s = String::new();
-        let line = |id: u64, e| {
-            let (flags, redir) = super::client_tracking::list_fields(sh, id);
+        let line = |id: u64, e: &crate::state::ClientEntry| {
+            let (mut flags, redir) = super::client_tracking::list_fields(sh, id);
+            if e.no_evict {
+                flags.push('e');
+            }
             client_line(id, e, &flags, redir)
         };
         if is(sub, "info") {

@@ -23,6 +23,15 @@ pub static TABLE: &[Entry] = &[
     ("client|kill", -3, "admin noscript loading stale", 0, 0, 0, "admin slow dangerous connection"),
     ("client|list", -2, "admin noscript loading stale", 0, 0, 0, "admin slow dangerous connection"),
     (
+        "client|no-evict",
+        3,
+        "admin noscript loading stale",
+        0,
+        0,
+        0,
+        "admin slow dangerous connection",
+    ),
+    (
         "client|pause",
         -3,
         "admin noscript loading stale",

@@ -509,3 +509,26 @@ fn disable_thp_turns_huge_pages_off_unless_told_no() {
     let Reply::Array(got) = c.cmd(&["CONFIG", "GET", "disable-thp"]) else { panic!() };
     assert_eq!(got[1], Reply::Bulk(b"no".to_vec()));
 }
+
+#[test]
+fn client_no_evict_is_recorded_and_shown_in_client_list_flags() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    let flags = |c: &mut Raw| match c.cmd(&["CLIENT", "INFO"]) {
+        Reply::Bulk(b) => {
+            let line = String::from_utf8(b).unwrap();
+            line.split(' ').find_map(|f| f.strip_prefix("flags=")).unwrap().to_string()
+        }
+        other => panic!("CLIENT INFO replied {other:?}"),
+    };
+    assert_eq!(flags(&mut c), "N");
+    assert_eq!(c.cmd(&["CLIENT", "NO-EVICT", "on"]), Reply::Simple("OK".into()));
+    assert_eq!(flags(&mut c), "e");
+    assert_eq!(c.cmd(&["CLIENT", "NO-EVICT", "maybe"]), Reply::Error("ERR syntax error".into()));
+    assert_eq!(
+        c.cmd(&["CLIENT", "NO-EVICT"]),
+        Reply::Error("ERR wrong number of arguments for 'client|no-evict' command".into())
+    );
+    assert_eq!(c.cmd(&["CLIENT", "NO-EVICT", "OFF"]), Reply::Simple("OK".into()));
+    assert_eq!(flags(&mut c), "N");
+}
