@@ -217,26 +217,9 @@ fn touch_counts_the_keys_that_exist_as_exists_does() {
     assert!(err.to_string().contains("wrong number of arguments"), "{err}");
 }
 
-/// A server's state in-process on `dir`, and a command run on it.
-fn in_process(dir: &std::path::Path) -> std::sync::Arc<strata_server::state::Shared> {
-    use strata_server::config::{Config, Flags};
-    let cfg = Config::resolve(Flags { dir: Some(dir.to_path_buf()), ..Flags::default() }).unwrap();
-    let dbs = strata_server::types::open_databases(
-        cfg.engine_options(),
-        dir,
-        strata_server::storage::SyncPolicy::No,
-        1,
-    )
-    .unwrap();
-    std::sync::Arc::new(strata_server::state::Shared::new(dbs, cfg, 0))
-}
-
+/// A command's reply on an in-process server, as text.
 fn run(sh: &strata_server::state::Shared, args: &[&str]) -> String {
-    let mut conn = strata_server::state::Conn::new(1, true);
-    let mut out = strata_server::resp::Out::default();
-    let a: Vec<Vec<u8>> = args.iter().map(|s| s.as_bytes().to_vec()).collect();
-    strata_server::commands::dispatch(sh, &mut conn, &a, &mut out);
-    String::from_utf8_lossy(&out.buf).into_owned()
+    String::from_utf8(crate::common::run_in(sh, args)).unwrap()
 }
 
 /// Active expiry works as hard as the expired keys call for (Redis's `active-expire-effort`
@@ -246,7 +229,7 @@ fn run(sh: &strata_server::state::Shared, args: &[&str]) -> String {
 fn an_expiry_round_goes_on_while_it_finds_expired_keys() {
     use strata_server::server::tasks::{expire_round, ExpiryEffort};
     let tmp = tempfile::tempdir().unwrap();
-    let sh = in_process(tmp.path());
+    let sh = crate::common::in_process(tmp.path());
     // Time enough for any machine: what is tested is when a round stops, not how fast it is.
     let effort = ExpiryEffort { time: Duration::from_secs(20), stale_percent: 10 };
     let start = (0, Vec::new());

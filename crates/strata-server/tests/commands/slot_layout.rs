@@ -5,6 +5,7 @@
 //! before slots led the keys, or marked with another layout (or the other mode's), is
 //! refused at open with an error naming the directory; a new one is marked and reopens.
 
+use crate::common::{in_process, run_ok};
 use std::sync::Arc;
 use strata::{ColumnFamilyDescriptor, Db, Options, WriteBatch};
 use strata_server::commands::dispatch;
@@ -22,25 +23,11 @@ fn open(dir: &std::path::Path) -> Result<Arc<storage::Store>, OpenError> {
     strata_server::types::open(cfg.engine_options(), dir, SyncPolicy::No)
 }
 
-fn shared(dir: &std::path::Path) -> Arc<Shared> {
-    let cfg = Config::resolve(Flags { dir: Some(dir.to_path_buf()), ..Flags::default() }).unwrap();
-    let dbs = strata_server::types::open_databases(cfg.engine_options(), dir, SyncPolicy::No, 1);
-    Arc::new(Shared::new(dbs.unwrap(), cfg, 0))
-}
-
 /// A cluster node's store, without a router: the test names each command's partition.
 fn partitioned(dir: &std::path::Path) -> Result<Arc<Shared>, OpenError> {
     let cfg = Config::resolve(Flags { dir: Some(dir.to_path_buf()), ..Flags::default() }).unwrap();
     let dbs = strata_server::types::open_partitioned(cfg.engine_options(), dir, SyncPolicy::No)?;
     Ok(Arc::new(Shared::new(dbs, cfg, 0)))
-}
-
-fn run(sh: &Shared, args: &[&str]) {
-    let mut conn = Conn::new(1, true);
-    let mut out = Out::default();
-    let a: Vec<Vec<u8>> = args.iter().map(|s| s.as_bytes().to_vec()).collect();
-    dispatch(sh, &mut conn, &a, &mut out);
-    assert!(!out.buf.starts_with(b"-"), "{args:?}: {}", String::from_utf8_lossy(&out.buf));
 }
 
 /// Every (family, stored key) of the store.
@@ -71,7 +58,7 @@ fn user_key<'a>(f: Filing, family: &str, stored: &'a [u8]) -> &'a [u8] {
 #[test]
 fn every_entry_is_filed_under_its_keys_slot_and_slot_ranges_hold_them() {
     let tmp = tempfile::tempdir().unwrap();
-    filed_under_their_slots(&shared(tmp.path()), None);
+    filed_under_their_slots(&in_process(tmp.path()), None);
 }
 
 #[test]
@@ -83,7 +70,7 @@ fn a_cluster_nodes_entries_lead_with_their_partition_and_each_view_sees_its_own(
     // own, and the store of every partition (no partition served) seeing both.
     for (p, v) in [(5, "five"), (6, "six")] {
         let _serving = serve_partition(Some(p));
-        run(&sh, &["SET", "shared", v]);
+        run_ok(&sh, &["SET", "shared", v]);
     }
     for (p, v) in [(5u16, "five"), (6, "six")] {
         let view = sh.dbs.partition(p);
@@ -104,7 +91,7 @@ fn a_cluster_nodes_entries_lead_with_their_partition_and_each_view_sees_its_own(
     // RANDOMKEY over every partition draws among them, not always the first one's key.
     for p in 0..8u16 {
         let _serving = serve_partition(Some(p));
-        run(&sh, &["SET", &format!("r{p}"), "x"]);
+        run_ok(&sh, &["SET", &format!("r{p}"), "x"]);
     }
     let mut seen = std::collections::BTreeSet::new();
     for _ in 0..64 {
@@ -122,7 +109,7 @@ fn a_cluster_nodes_entries_lead_with_their_partition_and_each_view_sees_its_own(
     assert!(sh.dbs.partition(5).read_meta_uncached(b"shared").unwrap().is_some());
     // A key written with no partition served is refused by no group here (no router), but
     // is filed under none: no partition's view sees it.
-    run(&sh, &["SET", "stray", "x"]);
+    run_ok(&sh, &["SET", "stray", "x"]);
     for p in [5, 6] {
         assert!(sh.dbs.partition(p).read_meta_uncached(b"stray").unwrap().is_none());
     }
@@ -134,8 +121,8 @@ fn a_cluster_nodes_entries_lead_with_their_partition_and_each_view_sees_its_own(
     assert!(text.contains("partition-prefixed 1") && text.contains("standalone"), "{text}");
     let standalone = tempfile::tempdir().unwrap();
     {
-        let sh = shared(standalone.path());
-        run(&sh, &["SET", "a", "1"]);
+        let sh = in_process(standalone.path());
+        run_ok(&sh, &["SET", "a", "1"]);
         sh.dbs.close().unwrap();
     }
     let text = partitioned(standalone.path()).err().expect("a standalone store in cluster mode");
@@ -154,16 +141,16 @@ fn filed_under_their_slots(sh: &Shared, partition: Option<u16>) {
         // Some keys share a hash tag, so some slots hold several keys.
         let k = if i % 4 == 0 { format!("{{tag{}}}.k{i}", i % 3) } else { format!("key:{i}") };
         match i % 5 {
-            0 => run(sh, &["SET", &k, "v", "EX", "100"]),
+            0 => _ = run_ok(sh, &["SET", &k, "v", "EX", "100"]),
             1 => {
                 // Past the compact limit: one sub-key per field.
                 for f in 0..130 {
-                    run(sh, &["HSET", &k, &format!("f{f}"), "v"]);
+                    run_ok(sh, &["HSET", &k, &format!("f{f}"), "v"]);
                 }
             }
-            2 => run(sh, &["RPUSH", &k, "a", "b", "c"]),
-            3 => run(sh, &["SADD", &k, "m1", "m2"]),
-            _ => run(sh, &["ZADD", &k, "1.5", "a", "-2", "b"]),
+            2 => _ = run_ok(sh, &["RPUSH", &k, "a", "b", "c"]),
+            3 => _ = run_ok(sh, &["SADD", &k, "m1", "m2"]),
+            _ => _ = run_ok(sh, &["ZADD", &k, "1.5", "a", "-2", "b"]),
         }
         keys.push(k);
     }
@@ -260,8 +247,8 @@ fn a_db_without_slots_or_with_another_layout_is_refused_and_a_new_one_reopens() 
     // A new DB is marked, takes writes, and reopens with them.
     let new = tempfile::tempdir().unwrap();
     {
-        let sh = shared(new.path());
-        run(&sh, &["SET", "a", "1"]);
+        let sh = in_process(new.path());
+        run_ok(&sh, &["SET", "a", "1"]);
         sh.dbs.close().unwrap();
     }
     let st = open(new.path()).unwrap();

@@ -271,3 +271,34 @@ pub fn field_deltas(c: &mut Raw) -> u64 {
     let line = info.lines().find_map(|l| l.strip_prefix("strata_field_deltas:"));
     line.expect("INFO strata has strata_field_deltas").trim().parse().unwrap()
 }
+
+/// A server's shared state in this process on `dir` (no listener, no sync), for the tests
+/// that call the command layer directly.
+pub fn in_process(dir: &Path) -> std::sync::Arc<strata_server::state::Shared> {
+    use strata_server::config::{Config, Flags};
+    let cfg = Config::resolve(Flags { dir: Some(dir.to_path_buf()), ..Flags::default() }).unwrap();
+    let dbs = strata_server::types::open_databases(
+        cfg.engine_options(),
+        dir,
+        strata_server::storage::SyncPolicy::No,
+        1,
+    )
+    .unwrap();
+    std::sync::Arc::new(strata_server::state::Shared::new(dbs, cfg, 0))
+}
+
+/// Runs `args` on `sh` as one client's command; its reply's bytes.
+pub fn run_in(sh: &strata_server::state::Shared, args: &[&str]) -> Vec<u8> {
+    let mut conn = strata_server::state::Conn::new(1, true);
+    let mut out = strata_server::resp::Out::default();
+    let a: Vec<Vec<u8>> = args.iter().map(|s| s.as_bytes().to_vec()).collect();
+    strata_server::commands::dispatch(sh, &mut conn, &a, &mut out);
+    out.buf
+}
+
+/// [`run_in`], failing the test on an error reply.
+pub fn run_ok(sh: &strata_server::state::Shared, args: &[&str]) -> Vec<u8> {
+    let reply = run_in(sh, args);
+    assert!(!reply.starts_with(b"-"), "{args:?}: {}", String::from_utf8_lossy(&reply));
+    reply
+}
