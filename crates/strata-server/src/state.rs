@@ -66,7 +66,14 @@ impl Stats {
     /// CONFIG RESETSTAT: the counters back to zero (not the gauges).
     pub fn reset(&self) {
         use std::sync::atomic::Ordering::Relaxed;
-        for c in [&self.commands, &self.errors, &self.connections, &self.protocol_errors] {
+        for c in [
+            &self.commands,
+            &self.errors,
+            &self.connections,
+            &self.protocol_errors,
+            &self.expire_time_capped,
+            &self.expire_micros,
+        ] {
             c.store(0, Relaxed);
         }
         for c in &self.per_command {
