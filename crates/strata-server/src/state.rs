@@ -553,6 +553,9 @@ pub struct BlockedOn {
     /// enough for SLOWLOG: logged if the wait times out or is unblocked (a served command
     /// is logged with the run that serves it, `commands::blocking`).
     pub slow: Option<(Vec<Vec<u8>>, u64)>,
+    /// How long its first run took: counted for it (INFO commandstats, LATENCY HISTOGRAM)
+    /// if the wait times out or is unblocked, as Redis counts it.
+    pub first_run: std::time::Duration,
 }
 
 /// A blocked command being re-run because `key` was written.

@@ -88,7 +88,14 @@ pub fn block(
     let rx = sh.blocked.register(conn.id, &keys, line, conn.resp3, on_timeout.buf);
     let deadline = req.timeout.and_then(|t| Instant::now().checked_add(t));
     let command = lookup(&args[0]).map_or(usize::MAX, super::index_of);
-    conn.blocked = Some(BlockedOn { rx, deadline, command, silent: false, slow: None });
+    conn.blocked = Some(BlockedOn {
+        rx,
+        deadline,
+        command,
+        silent: false,
+        slow: None,
+        first_run: std::time::Duration::ZERO,
+    });
     // A write between the handler's look and the registration served nobody: `dispatch`
     // serves these keys once the command has let go of every key lock it took.
     conn.touched = keys;

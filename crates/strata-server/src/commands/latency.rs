@@ -84,10 +84,11 @@ const HELP: &[&str] = &[
 /// and its cumulative histogram.
 fn histogram(sh: &Shared, names: &[Vec<u8>], out: &mut Out) {
     let stats = &sh.stats.per_command;
+    let names: Vec<String> =
+        names.iter().map(|n| String::from_utf8_lossy(n).to_ascii_lowercase()).collect();
     let wanted = |stat: &str| {
         names.is_empty()
             || names.iter().any(|n| {
-                let n = String::from_utf8_lossy(n).to_ascii_lowercase();
                 stat == n || stat.split_once('|').is_some_and(|(container, _)| container == n)
             })
     };

@@ -791,8 +791,9 @@ pub fn dispatch_found(
     // A command that blocked counts when it is served or times out (`blocking`).
     let took = started.elapsed();
     let us = took.as_micros() as u64;
-    let blocked = conn.blocked.is_some();
-    if let Some(c) = sh.stats.per_command.get(stats_index(cmd, args)).filter(|_| !blocked) {
+    if let Some(on) = conn.blocked.as_mut() {
+        on.first_run = took;
+    } else if let Some(c) = sh.stats.per_command.get(stats_index(cmd, args)) {
         c.count_run(took, ok);
     }
     note_latency(sh, cmd, took);

@@ -555,7 +555,7 @@ async fn handle(
                 sh.blocked.cancel(id, Cancel::Gone);
                 break 'conn;
             }
-            let (command, silent) = (on.command, on.silent);
+            let (command, silent, first_run) = (on.command, on.silent, on.first_run);
             let slow = on.slow.take();
             let Some(outcome) = wait_blocked(&sh, id, on, &mut sock, &mut buf).await else {
                 break 'conn;
@@ -564,7 +564,7 @@ async fn handle(
                 // Timed out or unblocked: the command's call counts now, and its first run
                 // goes to SLOWLOG if it was slow enough.
                 if let Some(c) = sh.stats.per_command.get(command) {
-                    c.calls.fetch_add(1, Ordering::Relaxed);
+                    c.count_run(first_run, true);
                 }
                 if let Some((line, us)) = slow {
                     commands::log_slow(&sh, id, &line, us);

@@ -68,6 +68,10 @@ fn histograms_count_each_command_and_subcommand_since_the_last_resetstat() {
     let info = String::from_utf8(info).unwrap();
     assert!(info.contains("cmdstat_client|id:calls=1,"), "{info}");
     assert!(info.contains("cmdstat_set:calls=3,"), "{info}");
+    // A blocked command that times out counts with its first run's time.
+    assert_eq!(c.cmd(&["BLPOP", "nosuch", "0.01"]), Reply::Null);
+    let blpop = histograms(&mut c, &["blpop"]);
+    assert_eq!((blpop[0].1, blpop[0].2.last().unwrap().1), (1, 1), "{blpop:?}");
 }
 
 #[test]
