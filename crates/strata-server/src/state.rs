@@ -41,6 +41,8 @@ pub struct Stats {
     /// Time active expiry rounds took, in microseconds (INFO's
     /// `expire_cycle_cpu_milliseconds`).
     pub expire_micros: AtomicU64,
+    /// `latency-tracking`: whether runs go to the commands' histograms.
+    pub latency_tracking: AtomicBool,
 }
 
 /// The most commands and subcommands the tables may hold ([`Stats::per_command`]'s length).
@@ -58,6 +60,7 @@ impl Default for Stats {
             error_codes: Mutex::new(BTreeMap::new()),
             expire_time_capped: AtomicU64::new(0),
             expire_micros: AtomicU64::new(0),
+            latency_tracking: AtomicBool::new(true),
         }
     }
 }
@@ -113,16 +116,20 @@ pub struct CommandCounters {
     pub histogram: crate::latency::Histogram,
 }
 
-impl CommandCounters {
-    /// Counts a run that took `took`, failed or not.
-    pub fn count_run(&self, took: std::time::Duration, ok: bool) {
-        self.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
-        self.usec.fetch_add(us, std::sync::atomic::Ordering::Relaxed);
+impl Stats {
+    /// Counts a run of the command (or subcommand) at `index` that took `took`, failed or
+    /// not; its time goes to the command's histogram while `latency-tracking` is on.
+    pub fn count_run(&self, index: usize, took: std::time::Duration, ok: bool) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let Some(c) = self.per_command.get(index) else { return };
+        c.calls.fetch_add(1, Relaxed);
+        c.usec.fetch_add(u64::try_from(took.as_micros()).unwrap_or(u64::MAX), Relaxed);
         if !ok {
-            self.failed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            c.failed.fetch_add(1, Relaxed);
         }
-        self.histogram.record(u64::try_from(took.as_nanos()).unwrap_or(u64::MAX));
+        if self.latency_tracking.load(Relaxed) {
+            c.histogram.record(u64::try_from(took.as_nanos()).unwrap_or(u64::MAX));
+        }
     }
 }
 
@@ -292,6 +299,8 @@ impl Shared {
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(crate::slowlog::DEFAULT_MAX_LEN),
         );
+        let latency_tracking =
+            params.get("latency-tracking").is_none_or(|v| v.eq_ignore_ascii_case("yes"));
         let latency_threshold =
             params.get("latency-monitor-threshold").and_then(|v| v.parse().ok()).unwrap_or(0);
         let tracking_max_keys = params
@@ -307,7 +316,10 @@ impl Shared {
             stream_nodes: stream_node_limits(&params),
             params: RwLock::new(params),
             config,
-            stats: Stats::default(),
+            stats: Stats {
+                latency_tracking: AtomicBool::new(latency_tracking),
+                ..Stats::default()
+            },
             clients: Mutex::new(HashMap::new()),
             cursors: Mutex::new(Cursors::default()),
             started: Instant::now(),

@@ -71,13 +71,14 @@ const DEFAULT_SECTIONS: &[&str] = &[
 ];
 
 /// The INFO text of the sections `want` (lower case; empty: the default ones). `default`
-/// names the default sections, `all` and `everything` those and `commandstats` too.
+/// names the default sections, `all` and `everything` those and `commandstats` and
+/// `latencystats` too.
 pub fn info_text(sh: &Shared, want: &[String]) -> Result<String, CmdError> {
     let every = want.iter().any(|w| w == "all" || w == "everything");
     let default = want.is_empty() || every || want.iter().any(|w| w == "default");
     let on = |s: &str| {
         (default && DEFAULT_SECTIONS.contains(&s))
-            || (every && s == "commandstats")
+            || (every && (s == "commandstats" || s == "latencystats"))
             || want.iter().any(|w| w == s)
     };
     let mut t = String::new();
@@ -181,6 +182,24 @@ pub fn info_text(sh: &Shared, want: &[String]) -> Result<String, CmdError> {
                 super::stats_name(i),
                 c.failed.load(Ordering::Relaxed)
             );
+        }
+        t.push_str("\r\n");
+    }
+    if on("latencystats") {
+        t.push_str("# Latencystats\r\n");
+        let wanted = sh.params.read().get("latency-tracking-info-percentiles").cloned();
+        let wanted: Vec<f64> =
+            wanted.unwrap_or_default().split_whitespace().filter_map(|p| p.parse().ok()).collect();
+        for (i, c) in sh.stats.per_command.iter().enumerate() {
+            if c.histogram.percentile(100.0).is_none() {
+                continue;
+            }
+            let values: Vec<String> = wanted
+                .iter()
+                .filter_map(|&p| Some(format!("p{p}={:.3}", c.histogram.percentile(p)?)))
+                .collect();
+            let name = super::stats_name(i);
+            let _ = write!(t, "latency_percentiles_usec_{name}:{}\r\n", values.join(","));
         }
         t.push_str("\r\n");
     }

@@ -80,8 +80,8 @@ const HELP: &[&str] = &[
 ];
 
 /// HISTOGRAM: per command named (a container names all of its subcommands; unknown names
-/// are skipped; none: every command), if it ran since the last CONFIG RESETSTAT, its calls
-/// and its cumulative histogram.
+/// are skipped; none: every command), if it ran since the last CONFIG RESETSTAT while
+/// `latency-tracking` was on, its calls and its cumulative histogram.
 fn histogram(sh: &Shared, names: &[Vec<u8>], out: &mut Out) {
     let stats = &sh.stats.per_command;
     let names: Vec<String> =
@@ -92,19 +92,19 @@ fn histogram(sh: &Shared, names: &[Vec<u8>], out: &mut Out) {
                 stat == n || stat.split_once('|').is_some_and(|(container, _)| container == n)
             })
     };
-    let shown: Vec<usize> = (0..stats.len())
-        .filter(|&i| stats[i].calls.load(std::sync::atomic::Ordering::Relaxed) > 0)
-        .filter(|&i| wanted(super::stats_name(i)))
+    // A command's calls are its histogram's runs, as Redis counts them (none while
+    // `latency-tracking` is off).
+    let shown: Vec<(&str, Vec<(u64, u64)>)> = (0..stats.len())
+        .map(|i| (super::stats_name(i), stats[i].histogram.cumulative()))
+        .filter(|(name, buckets)| !buckets.is_empty() && wanted(name))
         .collect();
     out.map(shown.len());
-    for i in shown {
-        let c = &stats[i];
-        out.bulk(super::stats_name(i).as_bytes());
+    for (name, buckets) in shown {
+        out.bulk(name.as_bytes());
         out.map(2);
         out.bulk(b"calls");
-        out.int(c.calls.load(std::sync::atomic::Ordering::Relaxed) as i64);
+        out.int(buckets.last().map_or(0, |b| b.1) as i64);
         out.bulk(b"histogram_usec");
-        let buckets = c.histogram.cumulative();
         out.map(buckets.len());
         for (bound, count) in buckets {
             out.int(bound as i64);

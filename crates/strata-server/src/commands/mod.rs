@@ -793,8 +793,8 @@ pub fn dispatch_found(
     let us = took.as_micros() as u64;
     if let Some(on) = conn.blocked.as_mut() {
         on.first_run = took;
-    } else if let Some(c) = sh.stats.per_command.get(stats_index(cmd, args)) {
-        c.count_run(took, ok);
+    } else {
+        sh.stats.count_run(stats_index(cmd, args), took, ok);
     }
     note_latency(sh, cmd, took);
     // SLOWLOG, as Redis keeps it: EXEC's commands one by one and not EXEC itself, a script's

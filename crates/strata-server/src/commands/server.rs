@@ -679,6 +679,10 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
                 // Checked by `config_value_check`: 0 up.
                 sh.tracking.set_max_keys(v.parse().unwrap_or(0));
             }
+            if k == "latency-tracking" {
+                let on = v.eq_ignore_ascii_case("yes");
+                sh.stats.latency_tracking.store(on, std::sync::atomic::Ordering::Relaxed);
+            }
             if k == "latency-monitor-threshold" {
                 // Checked by `config_value_check`: 0 up.
                 sh.latency.set_threshold(v.parse().unwrap_or(0));

@@ -49,6 +49,14 @@ pub fn check(k: &str, raw: &[u8]) -> Result<(), Cow<'static, str>> {
             }
             Ok(_) => Ok(()),
         },
+        "latency-tracking-info-percentiles"
+            if !v
+                .split_whitespace()
+                .all(|p| p.parse::<f64>().is_ok_and(|p| (0.0..=100.0).contains(&p))) =>
+        {
+            Err("latency-tracking-info-percentiles parameters should sit between [0.0,100.0]"
+                .into())
+        }
         // Negative: a size class of list node (Redis's -5 to -1), so any int.
         "list-max-listpack-size" | "list-max-ziplist-size" if v.parse::<i32>().is_err() => {
             Err(NOT_INT.into())

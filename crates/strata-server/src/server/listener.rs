@@ -563,9 +563,7 @@ async fn handle(
             if !outcome.served {
                 // Timed out or unblocked: the command's call counts now, and its first run
                 // goes to SLOWLOG if it was slow enough.
-                if let Some(c) = sh.stats.per_command.get(command) {
-                    c.count_run(first_run, true);
-                }
+                sh.stats.count_run(command, first_run, true);
                 if let Some((line, us)) = slow {
                     commands::log_slow(&sh, id, &line, us);
                 }

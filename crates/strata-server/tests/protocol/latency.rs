@@ -120,3 +120,46 @@ fn the_monitor_records_what_reaches_its_threshold() {
         Reply::Error("ERR unknown subcommand 'NOSUCH'. Try LATENCY HELP.".into())
     );
 }
+
+#[test]
+fn info_latencystats_gives_each_command_s_percentiles_while_tracking_is_on() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    let stats = |c: &mut Raw| text(c.cmd(&["INFO", "latencystats"]));
+    for _ in 0..20 {
+        c.cmd(&["SET", "a", "b"]);
+    }
+    let t = stats(&mut c);
+    let line = t.lines().find_map(|l| l.strip_prefix("latency_percentiles_usec_set:")).unwrap();
+    let values: Vec<f64> = line
+        .split(',')
+        .map(|kv| kv.split_once('=').unwrap())
+        .zip(["p50", "p99", "p99.9"])
+        .map(|((k, v), want)| {
+            assert_eq!(k, want, "{line}");
+            v.parse().unwrap()
+        })
+        .collect();
+    assert!(values.windows(2).all(|w| 0.0 < w[0] && w[0] <= w[1]), "{line}");
+    assert!(!text(c.cmd(&["INFO"])).contains("# Latencystats"), "not a default section");
+    assert!(text(c.cmd(&["INFO", "all"])).contains("# Latencystats"));
+    c.cmd(&["CONFIG", "SET", "latency-tracking-info-percentiles", "50 100"]);
+    assert!(stats(&mut c).contains("latency_percentiles_usec_set:p50="));
+    assert!(stats(&mut c).contains(",p100="));
+    assert_eq!(
+        c.cmd(&["CONFIG", "SET", "latency-tracking-info-percentiles", "101"]),
+        Reply::Error(
+            "ERR CONFIG SET failed (possibly related to argument \
+             'latency-tracking-info-percentiles') - latency-tracking-info-percentiles \
+             parameters should sit between [0.0,100.0]"
+                .into()
+        )
+    );
+    // Off: runs are counted (INFO commandstats) but not timed into histograms.
+    c.cmd(&["CONFIG", "SET", "latency-tracking", "no"]);
+    c.cmd(&["CONFIG", "RESETSTAT"]);
+    c.cmd(&["SET", "a", "b"]);
+    assert!(!stats(&mut c).contains("latency_percentiles_usec_set"));
+    assert!(histograms(&mut c, &["set"]).is_empty());
+    assert!(text(c.cmd(&["INFO", "commandstats"])).contains("cmdstat_set:calls=1,"));
+}
