@@ -66,6 +66,21 @@ impl Default for Stats {
 }
 
 impl Stats {
+    /// Counts a run of the command (or subcommand) at `index` that took `took`, failed or
+    /// not; its time goes to the command's histogram while `latency-tracking` is on.
+    pub fn count_run(&self, index: usize, took: std::time::Duration, ok: bool) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let Some(c) = self.per_command.get(index) else { return };
+        c.calls.fetch_add(1, Relaxed);
+        c.usec.fetch_add(u64::try_from(took.as_micros()).unwrap_or(u64::MAX), Relaxed);
+        if !ok {
+            c.failed.fetch_add(1, Relaxed);
+        }
+        if self.latency_tracking.load(Relaxed) {
+            c.histogram.record(u64::try_from(took.as_nanos()).unwrap_or(u64::MAX));
+        }
+    }
+
     /// CONFIG RESETSTAT: the counters back to zero (not the gauges).
     pub fn reset(&self) {
         use std::sync::atomic::Ordering::Relaxed;
@@ -114,23 +129,6 @@ pub struct CommandCounters {
     pub failed: AtomicU64,
     /// The runs' times.
     pub histogram: crate::latency::Histogram,
-}
-
-impl Stats {
-    /// Counts a run of the command (or subcommand) at `index` that took `took`, failed or
-    /// not; its time goes to the command's histogram while `latency-tracking` is on.
-    pub fn count_run(&self, index: usize, took: std::time::Duration, ok: bool) {
-        use std::sync::atomic::Ordering::Relaxed;
-        let Some(c) = self.per_command.get(index) else { return };
-        c.calls.fetch_add(1, Relaxed);
-        c.usec.fetch_add(u64::try_from(took.as_micros()).unwrap_or(u64::MAX), Relaxed);
-        if !ok {
-            c.failed.fetch_add(1, Relaxed);
-        }
-        if self.latency_tracking.load(Relaxed) {
-            c.histogram.record(u64::try_from(took.as_nanos()).unwrap_or(u64::MAX));
-        }
-    }
 }
 
 /// What CLIENT LIST shows of a connection.

@@ -28,14 +28,14 @@
 //! replica as it applies the change, `cluster::apply`), and a read is put in
 //! the table *before* its command reads (`commands::client_tracking`): a change made between
 //! the two is then told, where Redis, single-threaded, registers after the read; a write that
-//! found no client tracking looks again once visible, and tells every tracking client of
-//! "everything" if one tracks by then (`types::notify`). A message too many only costs a
-//! client a cached value; one missed would leave a stale one.
+//! found no client tracking looks again once visible ([`Tracking::active_after_write`]), and
+//! tells every tracking client of "everything" if one tracks by then. A message too many
+//! only costs a client a cached value; one missed would leave a stale one.
 //! Ids of clients that stopped tracking stay in the table until their key changes (Redis's
 //! lazy cleanup) and are skipped then.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{fence, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -168,6 +168,16 @@ impl Tracking {
         self.on.load(Ordering::Acquire) > 0
     }
 
+    /// Whether any client tracks, looked at by a write once it is visible to other clients.
+    /// The fence pairs with the one after a client begins tracking ([`Tracking::enable`]):
+    /// either the write sees that client, or every read the client makes after it sees the
+    /// write. A write that noted no keys because no client tracked when it was made asks
+    /// this, and tells every tracking client to flush if one tracks by now.
+    pub fn active_after_write(&self) -> bool {
+        fence(Ordering::SeqCst);
+        self.on.load(Ordering::SeqCst) > 0
+    }
+
     /// Client `id` can receive messages through `tx` (its connection's queue).
     pub fn add_queue(&self, id: u64, tx: UnboundedSender<Delivery>) {
         self.inner.lock().queues.insert(id, tx);
@@ -212,7 +222,9 @@ impl Tracking {
             }
         }
         let client = inner.clients.entry(id).or_insert_with(|| {
-            self.on.fetch_add(1, Ordering::AcqRel);
+            self.on.fetch_add(1, Ordering::SeqCst);
+            // Pairs with `active_after_write`'s.
+            fence(Ordering::SeqCst);
             Client {
                 redirect: 0,
                 bcast: false,

@@ -166,8 +166,9 @@ impl ServerApply {
         Ok(ServerApply { store, partitions, ownership, maps, pending_map, scratch, tracking })
     }
 
-    /// A partition's data was replaced or deleted without naming its keys (an install, the
-    /// replica's removal): nothing cached of it holds, and every tracking client is told.
+    /// A partition's data was replaced or deleted without naming its keys (an install, a
+    /// range deletion, the replica's removal): nothing cached of it holds, and every tracking
+    /// client is told.
     fn forget_cached(&self) {
         self.store.meta_cache.clear();
         self.store.pop_hints.clear();
@@ -374,14 +375,12 @@ impl Apply for ServerApply {
             }
         }
         let changed = CHANGED.with(|c| std::mem::replace(&mut *c.borrow_mut(), Changed::Nothing));
-        let range_deleted = RANGE_DELETED.with(|r| r.replace(false));
-        if range_deleted {
-            self.store.meta_cache.clear();
-            self.store.pop_hints.clear();
+        if RANGE_DELETED.with(|r| r.replace(false)) {
+            self.forget_cached();
+            return;
         }
         let Some(t) = self.tracking.get().filter(|_| written) else { return };
         match changed {
-            _ if range_deleted => t.flush(),
             Changed::Keys(mut keys) if !keys.is_empty() => {
                 keys.sort_unstable();
                 keys.dedup();
@@ -389,7 +388,7 @@ impl Apply for ServerApply {
                 t.invalidate(None, &keys);
             }
             // A client that began tracking while the entry was applied is told to flush.
-            Changed::Unnoted if t.active() => t.flush(),
+            Changed::Unnoted if t.active_after_write() => t.flush(),
             _ => {}
         }
     }

@@ -285,7 +285,7 @@ fn rerun(sh: &Shared, id: u64, key: &[u8], line: &[Vec<u8>], resp3: bool) -> Opt
     // SLOWLOG with this run's time if that is slow enough, as in Redis.
     let took = started.elapsed();
     let us = took.as_micros() as u64;
-    sh.stats.count_run(super::stats_index(cmd, line), took, ok);
+    sh.stats.count_run(super::stats_index(super::subcommands::line_code(cmd, line)), took, ok);
     super::note_latency(sh, cmd, took);
     if sh.slowlog.is_slow(us) {
         super::log_slow(sh, id, line, us);

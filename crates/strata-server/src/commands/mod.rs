@@ -590,11 +590,11 @@ pub fn index_of(cmd: &Command) -> usize {
     (cmd as *const Command as usize - COMMANDS.as_ptr() as usize) / std::mem::size_of::<Command>()
 }
 
-/// Where the run of `cmd` with `args` is counted in `Stats::per_command` (INFO commandstats,
-/// LATENCY HISTOGRAM): under its subcommand for a container's listed one, as Redis 7 counts
-/// `config|set`, else under the command ([`subcommands::line_code`]'s order).
-pub fn stats_index(cmd: &'static Command, args: &[Vec<u8>]) -> usize {
-    subcommands::line_code(cmd, args) as usize - 1
+/// Where a command line whose [`subcommands::line_code`] is `code` is counted in
+/// `Stats::per_command` (INFO commandstats, LATENCY HISTOGRAM): under its subcommand for a
+/// container's listed one, as Redis 7 counts `config|set`, else under the command.
+pub fn stats_index(code: u64) -> usize {
+    code as usize - 1
 }
 
 /// The name a `Stats::per_command` index counts (`client|id` for a subcommand).
@@ -762,9 +762,11 @@ pub fn dispatch_found(
         monitor::feed(sh, conn, cmd, args);
     }
     let started = std::time::Instant::now();
+    // What CLIENT LIST's `cmd` names it, and where its statistics are counted.
+    let code = subcommands::line_code(cmd, args);
     // The commands an EXEC or a script runs are theirs: CLIENT LIST names the EXEC or EVAL.
     if let Some(a) = conn.activity.as_ref().filter(|_| !conn.in_exec && !conn.in_script) {
-        a.note(subcommands::line_code(cmd, args), started);
+        a.note(code, started);
     }
     // Client-side caching: a tracking client's reads are remembered before they read.
     let tracked = if sh.tracking.active() {
@@ -794,7 +796,7 @@ pub fn dispatch_found(
     if let Some(on) = conn.blocked.as_mut() {
         on.first_run = took;
     } else {
-        sh.stats.count_run(stats_index(cmd, args), took, ok);
+        sh.stats.count_run(stats_index(code), took, ok);
     }
     note_latency(sh, cmd, took);
     // SLOWLOG, as Redis keeps it: EXEC's commands one by one and not EXEC itself, a script's

@@ -272,7 +272,7 @@ pub fn publish_events(sh: &Shared, by: Option<u64>, raised: notify::Raised) {
     if raised.unnoted {
         // A change no client tracked when it was made: one that tracks now may have read
         // the key before the change was visible (`types::notify`).
-        if sh.notifier.tracking_after_write() {
+        if sh.tracking.active_after_write() {
             super::client_tracking::flushed(sh);
         }
     } else if sh.notifier.tracking() {

@@ -14,13 +14,13 @@
 //! That mark closes a race of client-side caching: a client may turn tracking on while a
 //! write that found it off is under way, read the key before that write is visible and put
 //! it in the table after the write's look at the flag; the change would then never be told.
-//! So a write that left a change unqueued looks at the flag again once visible (after a
-//! fence that pairs with the one after the flag is set, [`Notifier::set_tracking`]), and if
-//! a client tracks by then, every tracking client is told that everything may have changed
-//! (`commands::pubsub::publish_events`): rare, and a message too many only costs caches.
+//! So a write that left a change unqueued asks again once visible whether a client tracks
+//! (`Tracking::active_after_write`), and if one does by then, every tracking client is told
+//! that everything may have changed (`commands::pubsub::publish_events`): rare, and a
+//! message too many only costs caches.
 
 use std::cell::{Cell, RefCell};
-use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 /// `K`: events go to `__keyspace@<db>__:<key>` channels.
 pub const KEYSPACE: u32 = 1 << 0;
@@ -213,25 +213,15 @@ impl Notifier {
         self.flags.store(flags, Ordering::Relaxed);
     }
 
-    /// Whether every change is queued for client-side caching's invalidations. The fence
-    /// after the flag pairs with [`Notifier::tracking_after_write`]'s: a write either sees
-    /// the flag set, or is visible to every read the tracking client makes after this.
+    /// Whether every change is queued for client-side caching's invalidations.
     pub fn set_tracking(&self, on: bool) {
-        self.tracking.store(on, Ordering::SeqCst);
-        fence(Ordering::SeqCst);
+        self.tracking.store(on, Ordering::Release);
     }
 
     /// Whether every change is queued for client-side caching ([`Notifier::set_tracking`]).
     #[inline]
     pub fn tracking(&self) -> bool {
         self.tracking.load(Ordering::Acquire)
-    }
-
-    /// Whether a client tracks, looked at by a write once it is visible to other clients
-    /// (module doc).
-    pub fn tracking_after_write(&self) -> bool {
-        fence(Ordering::SeqCst);
-        self.tracking.load(Ordering::SeqCst)
     }
 
     /// Whether an event of `class` would be raised now.
