@@ -276,7 +276,7 @@ pub(crate) fn open(
     }
     // A fresh WAL for new writes; once the MANIFEST says so, older WALs are obsolete.
     let new_log_number = versions.new_file_number();
-    let mut log_writer = open_wal_writer(fs.as_ref(), opts, &wal_dir, new_log_number, None)?;
+    let mut log_writer = open_wal_writer(fs.as_ref(), opts, &wal_dir, new_log_number, None, true)?;
     let last_wal = wal_files.keys().next_back().copied().unwrap_or(FileNumber(0));
     log_writer.add_record(&encode_wal_header(
         last_wal,

@@ -66,10 +66,17 @@ pub trait WritableFile: Send {
     /// reaches it), as data, not holes or unwritten extents, so that later appends up to `to`
     /// overwrite blocks that exist and change no file size: a sync after such an append
     /// writes the data alone. Appends continue at `len()`. Returns `false` when the file
-    /// system cannot (then nothing was written). The zeros become durable with the next sync.
+    /// system cannot, or the file declines (its appends are too large for zeros ahead to
+    /// pay, `os.rs`); then nothing was written. The zeros become durable with the next sync.
     fn write_zeros_ahead(&mut self, to: u64) -> Result<bool> {
         let _ = to;
         Ok(false)
+    }
+    /// Whether the last few hand-offs of bytes to the OS (flushes, a sync's write) were each
+    /// too large for zeros ahead to pay (`os.rs`): a file that takes over the appends, a
+    /// WAL's next one, is then better started without them. The default: never.
+    fn appends_large(&self) -> bool {
+        false
     }
     /// From now on, flushed bytes that land on zeros written ahead
     /// ([`WritableFile::write_zeros_ahead`]) are copied into a shared mapping of the file

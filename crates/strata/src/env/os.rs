@@ -39,6 +39,13 @@ const SYNCED_OFTEN: u64 = 1024;
 /// sync that came just after the writes began).
 const FREQUENT_SYNCS: u32 = 4;
 
+/// A hand-off to the OS (a flush or a sync's write) of at least this many bytes is a large one
+/// ([`OsWritable::note_hand_off`]).
+const LARGE_HAND_OFF: u64 = 32 * 1024;
+
+/// This many large hand-offs in a row end a file's mapping and its zeros ahead.
+const LARGE_HAND_OFFS: u32 = 4;
+
 struct OsWritable {
     path: PathBuf,
     /// Shared with the syncers handed out (`WritableFile::syncer`).
@@ -61,6 +68,13 @@ struct OsWritable {
     flushes_since_sync: u64,
     /// Frequent syncs in a row ([`OsWritable::note_sync`]).
     frequent_syncs: u32,
+    /// `len` at the last hand-off to the OS, and large hand-offs in a row since
+    /// ([`OsWritable::note_hand_off`]).
+    handed_to: u64,
+    large_hand_offs: u32,
+    /// Set by [`LARGE_HAND_OFFS`] large hand-offs in a row, never cleared: no more zeros are
+    /// written ahead (`write_zeros_ahead` declines).
+    no_zeros: bool,
 }
 
 impl OsWritable {
@@ -77,6 +91,32 @@ impl OsWritable {
             placed: false,
             flushes_since_sync: 0,
             frequent_syncs: 0,
+            handed_to: 0,
+            large_hand_offs: 0,
+            no_zeros: false,
+        }
+    }
+
+    /// Counts the bytes appended since the last hand-off to the OS, before they go. The zeros
+    /// ahead and their mapping cost by the byte (each byte written twice, the window faulted
+    /// in and locked) and save by the hand-off (a `write` call, a size change for a sync to
+    /// commit): past a few tens of kilobytes a hand-off costs more their way than with a
+    /// plain `pwrite` of its bytes alone (`docs/measurements.md`). So the last of
+    /// [`LARGE_HAND_OFFS`] hand-offs in a row, each of at least [`LARGE_HAND_OFF`] bytes, lets
+    /// go of the mapping and stops the zeros ahead for good: the WAL's writer then extends
+    /// the file past the zeros already written, as after a failed zero write.
+    fn note_hand_off(&mut self) {
+        let bytes = self.len - std::mem::replace(&mut self.handed_to, self.len);
+        match bytes {
+            0 => return,
+            b if b >= LARGE_HAND_OFF => {
+                self.large_hand_offs = self.large_hand_offs.saturating_add(1);
+            }
+            _ => self.large_hand_offs = 0,
+        }
+        if self.large_hand_offs >= LARGE_HAND_OFFS {
+            self.drop_mapping();
+            self.no_zeros = true;
         }
     }
 
@@ -195,11 +235,13 @@ impl WritableFile for OsWritable {
 
     fn flush(&mut self) -> Result<()> {
         self.flushes_since_sync += 1;
+        self.note_hand_off();
         self.write_out()
     }
 
     fn sync(&mut self) -> Result<()> {
         self.note_sync();
+        self.note_hand_off();
         self.write_out()?;
         self.file.sync_data().map_err(|e| Error::io("fdatasync", &self.path, e))
     }
@@ -214,6 +256,9 @@ impl WritableFile for OsWritable {
     fn write_zeros_ahead(&mut self, to: u64) -> Result<bool> {
         use std::os::unix::fs::FileExt;
         static ZEROS: [u8; ZERO_RUN] = [0; ZERO_RUN];
+        if self.no_zeros {
+            return Ok(false);
+        }
         let mut at = self.zeroed_to.max(self.len);
         while at < to {
             let n = (to - at).min(ZERO_RUN as u64) as usize;
@@ -234,6 +279,10 @@ impl WritableFile for OsWritable {
         self.write_out()?;
         self.drop_mapping();
         Ok(())
+    }
+
+    fn appends_large(&self) -> bool {
+        self.large_hand_offs >= LARGE_HAND_OFFS
     }
 
     fn map_zeros_ahead(&mut self) -> bool {
@@ -696,6 +745,69 @@ mod tests {
             });
             assert_eq!(w.map.is_some(), keeps, "case {n}: every {every} flushes, {syncs} syncs");
             assert_eq!(w.map_ahead, keeps, "case {n}: no window is asked for once let go");
+            assert_holds(&p, &model);
+        }
+    }
+
+    /// A mapped file whose hand-offs to the OS (flushes, or a sync's write) are each at least
+    /// `LARGE_HAND_OFF` bytes lets go of its mapping at the last of `LARGE_HAND_OFFS` of them
+    /// in a row, and declines zeros ahead from then on; appends go on past the zeros, and
+    /// every byte reads back. Fewer in a row, smaller ones, or a small one between keep both.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_file_with_large_hand_offs_lets_go_of_its_mapping_and_zeros() {
+        let dir = tempfile::tempdir().unwrap();
+        let large = LARGE_HAND_OFF as usize;
+        let n = LARGE_HAND_OFFS as usize;
+        // Each hand-off: records of this size, records, by sync.
+        type HandOff = (usize, usize, bool);
+        // (the hand-offs, whether the mapping and the zeros are kept)
+        let mut cases: Vec<(Vec<HandOff>, bool)> = vec![
+            (vec![(large, 1, false); n], false),
+            (vec![(large, 1, false); n - 1], true),
+            (vec![(large - 1, 1, false); 3 * n], true),
+            // A group of small records is one hand-off: its bytes count.
+            (vec![(100, large / 100 + 1, false); n], false),
+            (vec![(large, 1, true); n], false),
+            ([(3 * large, 1, false), (1, 1, false)].repeat(n), true),
+        ];
+        let mut mixed = vec![(large, 1, false); n - 1];
+        mixed.extend([(10, 1, false)].iter().chain(&vec![(large, 1, true); n - 1]));
+        cases.push((mixed, true));
+        for (c, (hand_offs, keeps)) in cases.into_iter().enumerate() {
+            let p = dir.path().join(format!("{c}"));
+            let mut w = mapped_writable(&p);
+            let mut model = Vec::new();
+            for (i, &(size, records, by_sync)) in hand_offs.iter().enumerate() {
+                for r in 0..records {
+                    let end = w.len() + size as u64 + ZEROS_CHUNK / 2;
+                    if end > w.zeroed_to {
+                        let to = (end / ZEROS_CHUNK + 1) * ZEROS_CHUNK;
+                        assert_eq!(w.write_zeros_ahead(to).unwrap(), w.map.is_some(), "case {c}");
+                    }
+                    let rec: Vec<u8> = (0..size).map(|j| (i + r + j) as u8 | 1).collect();
+                    w.append(&rec).unwrap();
+                    model.extend_from_slice(&rec);
+                }
+                if by_sync {
+                    w.sync().unwrap();
+                } else {
+                    w.flush().unwrap();
+                }
+            }
+            assert_eq!(w.map.is_some(), keeps, "case {c}: the mapping");
+            assert_eq!(w.map_ahead, keeps, "case {c}: windows asked for");
+            assert_eq!(!w.no_zeros, keeps, "case {c}: the zeros ahead");
+            if !keeps {
+                let zeroed = w.zeroed_to;
+                assert!(!w.write_zeros_ahead(zeroed + ZEROS_CHUNK).unwrap(), "case {c}");
+                assert_eq!(w.zeroed_to, zeroed, "case {c}: a declined zero write writes nothing");
+                // Appends go on past the zeros written.
+                let rec = vec![7u8; (zeroed - w.len()) as usize + 5000];
+                w.append(&rec).unwrap();
+                w.flush().unwrap();
+                model.extend_from_slice(&rec);
+            }
             assert_holds(&p, &model);
         }
     }

@@ -10,8 +10,9 @@
 //! write's fdatasync writes the data alone, with no file size or block allocation to journal
 //! (one sync in a chunk's worth of bytes still writes the zeros and the new size). The WAL
 //! header says so, and readers take zeros from a fragment boundary to the end of the file as
-//! the log's end (`reader.rs`). A failed zero write only stops the zeros ahead (appends then
-//! extend the file, as without them); the zeros written so far are still zeros.
+//! the log's end (`reader.rs`). A failed or declined zero write (a file whose appends are
+//! large declines them, `env/os.rs`) only stops the zeros ahead (appends then extend the
+//! file, as without them); the zeros written so far are still zeros.
 //!
 //! After any failed append, flush or sync the writer is poisoned: the file may hold a partial
 //! fragment, and the OS may have dropped dirty pages whose failure it reported once and will
@@ -121,6 +122,12 @@ impl LogWriter {
         self.zeros_ahead && self.failure.is_none() && self.file.map_zeros_ahead()
     }
 
+    /// Whether the file's last appends were too large for zeros ahead to pay
+    /// (`WritableFile::appends_large`): the next WAL is better started without them.
+    pub fn appends_large(&self) -> bool {
+        self.file.appends_large()
+    }
+
     /// Whether zeros are written ahead of the records (they were at least at the start).
     pub fn zeros_ahead(&self) -> bool {
         self.zeroed_to > 0
@@ -150,7 +157,7 @@ impl LogWriter {
         let to = (want / ZEROS_AHEAD_CHUNK + 1) * ZEROS_AHEAD_CHUNK;
         match self.file.write_zeros_ahead(to) {
             Ok(true) => self.zeroed_to = to,
-            // Not supported, or failed: appends extend the file from here on. Should the
+            // Not supported, declined or failed: appends extend the file from here on. Should the
             // failure be the device's, the next append or sync reports it.
             Ok(false) | Err(_) => self.zeros_ahead = false,
         }

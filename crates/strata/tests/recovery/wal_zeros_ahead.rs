@@ -157,3 +157,52 @@ fn on_the_os_file_system_the_wal_is_zero_filled_and_reopens() {
         }
     }
 }
+
+/// The size of the newest WAL in `dir`.
+fn newest_wal_size(dir: &Path) -> u64 {
+    let newest = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .max()
+        .unwrap();
+    std::fs::metadata(newest).unwrap().len()
+}
+
+/// On the OS's file system a WAL whose last appends were large (tens of kilobytes per write,
+/// `env/os.rs`) passes that on: the next WAL starts without zeros ahead; one whose appends
+/// turned small again gives the next WAL its zeros back. Every write reads back after a
+/// reopen.
+#[test]
+fn large_writes_start_the_next_wal_without_zeros_and_small_ones_bring_them_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options {
+        fs: Arc::new(OsFs),
+        write_buffer_size: 4 << 20,
+        wal_recovery_mode: WalRecoveryMode::AbsoluteConsistency,
+        ..Options::default()
+    };
+    let big = |i: u32| format!("{i}:").into_bytes().repeat(20_000);
+    let db = Db::open(&opts, dir.path()).unwrap();
+    assert_eq!(newest_wal_size(dir.path()), 1 << 20, "a new DB's WAL starts with zeros");
+    for i in 0..8 {
+        db.put(key(i), big(i)).unwrap();
+    }
+    db.flush().unwrap();
+    let size = newest_wal_size(dir.path());
+    assert!(size < 64 << 10, "after large writes the next WAL has no zeros: {size} bytes");
+    for i in 8..100 {
+        db.put(key(i), value(i, 0)).unwrap();
+    }
+    db.flush().unwrap();
+    assert_eq!(newest_wal_size(dir.path()), 1 << 20, "after small writes the zeros are back");
+    for i in 100..104 {
+        db.put(key(i), big(i)).unwrap();
+    }
+    drop(db);
+    let db = Db::open(&opts, dir.path()).unwrap();
+    for i in 0..104 {
+        let want = if (8..100).contains(&i) { value(i, 0) } else { big(i) };
+        assert_eq!(db.get(key(i)).unwrap(), Some(want), "{}", key(i));
+    }
+}

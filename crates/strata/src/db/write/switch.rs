@@ -28,13 +28,16 @@ pub(crate) fn switch_memtable(inner: &DbInner, wal: &mut WalState, cfd: &Arc<Cfd
     }
     drain_pipeline(inner);
     let number = inner.new_file_number();
+    // Appends that were too large for zeros ahead in this WAL will be in the next one too.
+    let zeros = !wal.writer.appends_large();
+    let (fs, opts, dir) = (inner.fs.as_ref(), &inner.opts, &inner.wal_dir);
     // The file taken for reuse is renamed under the list's lock (`db/obsolete.rs`).
-    let created = if inner.opts.recycle_log_file_num > 0 {
+    let created = if opts.recycle_log_file_num > 0 {
         let mut recycled = inner.recycled_wals.lock();
         let reuse = recycled.files.pop_front();
-        open_wal_writer(inner.fs.as_ref(), &inner.opts, &inner.wal_dir, number, reuse)
+        open_wal_writer(fs, opts, dir, number, reuse, zeros)
     } else {
-        open_wal_writer(inner.fs.as_ref(), &inner.opts, &inner.wal_dir, number, None)
+        open_wal_writer(fs, opts, dir, number, None, zeros)
     };
     // Neither the old WAL nor the new one's directory entry is synced here (the writer that
     // switched did not ask for it): the old WAL is retired, and synced by the flush job (in a

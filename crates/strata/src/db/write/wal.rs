@@ -114,7 +114,9 @@ pub(crate) fn flush_wal(inner: &DbInner, sync: bool) -> Result<()> {
 /// Opens the writer of WAL `number` in `wal_dir`: in the file of WAL `reuse` when given (an
 /// obsolete WAL written in recyclable fragments, renamed and overwritten in place), else in a
 /// new file, zero-filled ahead of its records (`Options::wal_zeros_ahead`, where the file
-/// system can) or with space reserved for a memtable's worth of writes. With recycling on, the
+/// system can, unless `zeros` is false: the WAL before had appends too large for them,
+/// `LogWriter::appends_large`) or with space reserved for a memtable's worth of writes. With
+/// recycling on, the
 /// WAL is written in recyclable fragments. The caller writes the header, which says whether
 /// zeros are ahead (`LogWriter::zeros_ahead`).
 pub(crate) fn open_wal_writer(
@@ -123,6 +125,7 @@ pub(crate) fn open_wal_writer(
     wal_dir: &std::path::Path,
     number: FileNumber,
     reuse: Option<FileNumber>,
+    zeros: bool,
 ) -> Result<LogWriter> {
     let path = wal_path(wal_dir, number);
     let file = match reuse {
@@ -139,7 +142,7 @@ pub(crate) fn open_wal_writer(
     };
     writer.set_bytes_per_sync(opts.wal_bytes_per_sync);
     if reuse.is_none() {
-        if opts.wal_zeros_ahead && writer.write_zeros_ahead() {
+        if opts.wal_zeros_ahead && zeros && writer.write_zeros_ahead() {
             if opts.wal_mmap_writes {
                 writer.map_zeros_ahead();
             }

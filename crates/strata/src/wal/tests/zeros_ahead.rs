@@ -205,6 +205,77 @@ fn power_loss_keeps_a_prefix_holding_every_synced_record() {
     }
 }
 
+/// A file that declines zeros ahead once it is `after` bytes long, as the OS's files do
+/// once their hand-offs are large (`env/os.rs`).
+struct DeclinesZeros {
+    inner: Box<dyn crate::env::WritableFile>,
+    after: u64,
+}
+
+impl crate::env::WritableFile for DeclinesZeros {
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        self.inner.append(data)
+    }
+    fn flush(&mut self) -> Result<()> {
+        self.inner.flush()
+    }
+    fn sync(&mut self) -> Result<()> {
+        self.inner.sync()
+    }
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+    fn write_zeros_ahead(&mut self, to: u64) -> Result<bool> {
+        if self.inner.len() >= self.after {
+            return Ok(false);
+        }
+        self.inner.write_zeros_ahead(to)
+    }
+    fn truncate_to_len(&mut self) -> Result<()> {
+        self.inner.truncate_to_len()
+    }
+}
+
+/// Power loss on a log whose zeros ahead stopped partway (its file declined more), the
+/// records after it extending the file past the zeros written: recovery keeps a prefix
+/// holding every synced record, whether the loss comes before, at or after the zeros' end.
+#[test]
+fn power_loss_after_the_zeros_stop_keeps_a_prefix_holding_every_synced_record() {
+    for seed in 0..40u64 {
+        let fs = setup();
+        let after = [1, 40_000, 300_000, 900_000][seed as usize % 4];
+        let file = DeclinesZeros { inner: fs.create(path()).unwrap(), after };
+        let mut w = LogWriter::new(Box::new(file));
+        assert!(w.write_zeros_ahead());
+        w.add_record(&encode_wal_header(FileNumber(3), false, true)).unwrap();
+        fs.sync_dir(Path::new("/db")).unwrap();
+        let mut recs = records(200 + seed, 80);
+        // Large records among them, so the log runs past the zeros written.
+        for r in recs.iter_mut().skip(seed as usize % 3).step_by(3) {
+            r.resize(30_000 + r.len() * 7, (seed as u8) | 1);
+        }
+        let stop = 20 + seed as usize % 60;
+        let mut synced = 0;
+        for (i, r) in recs[..stop].iter().enumerate() {
+            w.add_record(r).unwrap();
+            if i % 5 == 2 {
+                w.sync().unwrap();
+                synced = i + 1;
+            } else {
+                w.flush().unwrap();
+            }
+        }
+        let mode =
+            if seed % 3 == 0 { CrashMode::PowerLoss } else { CrashMode::TornPowerLoss { seed } };
+        fs.crash(mode);
+        let (got, _) =
+            read(&fs, WalRecoveryMode::PointInTime).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        let got = &got[1..];
+        assert!(got.len() >= synced, "seed {seed}: {} of {synced} synced records", got.len());
+        assert!(got == &recs[..got.len()], "seed {seed}: not a prefix");
+    }
+}
+
 /// A new log at `p` on the OS's file system, its zeros ahead mapped, holding a WAL header
 /// that says so (unflushed).
 #[cfg(target_os = "linux")]
@@ -257,6 +328,40 @@ fn mapped_zeros_ahead_read_back_before_any_sync_and_after_a_trim() {
     w.add_record(b"after the trim").unwrap();
     w.sync().unwrap();
     let got = read_back();
+    assert_eq!(got.len(), recs.len() + 2);
+    assert_eq!(got.last().unwrap(), b"after the trim");
+}
+
+/// A log of large records on the OS's file system stops its zeros ahead after a few of them
+/// (`env/os.rs`, large hand-offs) and goes on extending the file past the zeros written:
+/// every record reads back, small ones before and after included, both as a killed process
+/// leaves the file (zeros ahead of the first records, none at the end) and after a trim.
+#[cfg(target_os = "linux")]
+#[test]
+fn large_records_stop_the_zeros_ahead_and_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("000009.log");
+    let mut w = mapped_log(&p);
+    let mut recs = records(11, 50);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(12);
+    recs.extend((0..60).map(|i| {
+        let len = rng.gen_range(40_000..140_000);
+        (0..len).map(|j| (i * 7 + j % 251) as u8).collect::<Vec<u8>>()
+    }));
+    recs.extend(records(13, 50));
+    for r in &recs {
+        w.add_record(r).unwrap();
+        w.flush().unwrap();
+    }
+    assert!(!w.map_zeros_ahead(), "the large records ended the mapping");
+    let on_disk = std::fs::metadata(&p).unwrap().len();
+    assert_eq!(on_disk, w.file_size(), "the file ends at its last record: no zeros ahead");
+    let got = replay_os_log(&p);
+    assert!(got[1..] == recs[..], "every record reads back, as a kill leaves the file");
+    w.trim_zeros_ahead().unwrap();
+    w.add_record(b"after the trim").unwrap();
+    w.sync().unwrap();
+    let got = replay_os_log(&p);
     assert_eq!(got.len(), recs.len() + 2);
     assert_eq!(got.last().unwrap(), b"after the trim");
 }
