@@ -566,6 +566,14 @@ pub static COMMANDS: &[Command] = &[
     cmd!("cluster", -2, false, KeySpec::NONE, cluster::cluster),
 ];
 
+/// Whether command `name` walks a whole database's keys where Redis answers at once from a
+/// count it keeps: DBSIZE, and INFO for its keyspace section (`keys.rs`, `info.rs`). Such a
+/// command runs on a blocking thread outside a transaction (`server/listener.rs`), so that a
+/// monitoring poll of a large store does not hold its connection thread's other clients.
+pub fn walks_keyspace(name: &str) -> bool {
+    matches!(name, "dbsize" | "info")
+}
+
 /// The longest command name (the table test holds every name to it).
 const LONGEST_NAME: usize = 24;
 

@@ -173,12 +173,23 @@ enum Stall {
     Stripe(usize),
     /// The running script, until this moment (`scripting::waits_for_script`).
     Script(std::time::Instant),
-    /// It runs a script: on a blocking thread ([`run_offloaded`]).
-    Offload,
+    /// It runs on a blocking thread ([`run_offloaded`]): a script, or a walk of the whole
+    /// key space that Redis answers at once (`commands::walks_keyspace`).
+    Offload(Offloaded),
     /// A CLIENT PAUSE holds its command (`commands::client_pause`): until it is over.
     Paused,
     /// A script is taking every key-lock stripe (`script::gate`): until it has.
     Gate,
+}
+
+/// What runs on a blocking thread ([`Stall::Offload`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Offloaded {
+    /// A script: it takes its turn at the scripts' gate first (`script::gate`).
+    Script,
+    /// A command that walks the key space (DBSIZE, INFO): it reads a snapshot, so it needs
+    /// no turn, and its connection thread serves the others meanwhile.
+    Walk,
 }
 
 /// Runs a batch of frames; it stops after one that blocked the connection, and before one
@@ -246,8 +257,13 @@ fn stall_before(
     if let Some(stripe) = commands::busy_stripe(sh, conn, cmd, f).filter(|_| stripes) {
         return Some(Stall::Stripe(stripe));
     }
-    let runs = conn.multi.is_none() && commands::scripting::runs_script(found.name);
-    runs.then_some(Stall::Offload)
+    if conn.multi.is_some() {
+        return None;
+    }
+    if commands::scripting::runs_script(found.name) {
+        return Some(Stall::Offload(Offloaded::Script));
+    }
+    commands::walks_keyspace(found.name).then_some(Stall::Offload(Offloaded::Walk))
 }
 
 /// Runs one frame's command, its reply (as the connection's reply mode wants it) in `out`.
@@ -268,20 +284,28 @@ fn run_frame(
 /// has passed `busy-reply-threshold`.
 const TURN_POLL: std::time::Duration = std::time::Duration::from_millis(10);
 
-/// Runs `f`, a script's command, on a blocking thread, so that the connection's thread keeps
-/// serving its other connections while the script runs (one of them may SCRIPT KILL it).
-/// Returns the connection and its replies, and the WAL sync the script's writes owe; `None`
-/// when the runtime shut down before the script ran (the connection is gone). A command that
-/// panicked closes the connection.
+/// Runs `f` on a blocking thread, so that the connection's thread keeps serving its other
+/// connections meanwhile (one of them may SCRIPT KILL a script). Returns the connection and
+/// its replies, and the WAL sync the command's writes owe; `None` when the runtime shut down
+/// before the command ran (the connection is gone). A command that panicked closes the
+/// connection.
 async fn run_offloaded(
     sh: &Arc<Shared>,
     mut conn: Conn,
     f: Vec<Vec<u8>>,
     mut out: Out,
+    what: Offloaded,
 ) -> Option<(Conn, Out, Option<u64>)> {
     let sh = sh.clone();
     let ran = tokio::task::spawn_blocking(move || {
         let cmd = commands::lookup(&f[0]);
+        if what == Offloaded::Walk {
+            let run = std::panic::AssertUnwindSafe(|| run_frame(&sh, &mut conn, cmd, &f, &mut out));
+            if std::panic::catch_unwind(run).is_err() {
+                conn.close = true;
+            }
+            return (conn, out, sh.engine().owed_sync());
+        }
         // Its turn before its database pin: the scripts' gate's lock order (`script::gate`).
         // Waiting for it ends with BUSY once the script before has run past the threshold.
         let turn = loop {
@@ -536,18 +560,18 @@ async fn handle(
                     sh.scripts.gate.until_open().await;
                     continue;
                 }
-                Some(Stall::Offload) if !conn.close => {
+                Some(Stall::Offload(what)) if !conn.close => {
                     let f = std::mem::take(&mut frames[next]);
                     next += 1;
-                    let Some((c, o, sync)) = run_offloaded(&sh, conn, f, out).await else {
-                        // The runtime shut down under the script: `registration` forgets
+                    let Some((c, o, sync)) = run_offloaded(&sh, conn, f, out, what).await else {
+                        // The runtime shut down under the command: `registration` forgets
                         // the connection.
                         return;
                     };
                     (conn, out) = (c, o);
                     settle_sync(&sh, sync, &mut conn, &mut out).await;
                 }
-                Some(Stall::Offload) | None => {}
+                Some(Stall::Offload(_)) | None => {}
             }
             let Some(mut on) = conn.blocked.take() else { continue };
             // The replies before the blocking command go out now; those after it wait.

@@ -2,6 +2,8 @@
 //! statistics) and OBJECT's subcommands (Redis 7.0's encoding names by its conversion rules,
 //! REFCOUNT, FREQ's refusal), and MONITOR's lines, as redis-server 7.0.15 gives them.
 
+use std::time::Duration;
+
 use crate::common::{Raw, Reply, Server};
 
 fn info(c: &mut Raw, args: &[&str]) -> String {
@@ -531,4 +533,46 @@ fn client_no_evict_is_recorded_and_shown_in_client_list_flags() {
     );
     assert_eq!(c.cmd(&["CLIENT", "NO-EVICT", "OFF"]), Reply::Simple("OK".into()));
     assert_eq!(flags(&mut c), "N");
+}
+
+/// DBSIZE and INFO walk the key space, where Redis answers at once from its counts: they run
+/// on a blocking thread, and their connection thread serves its other clients meanwhile. With
+/// one connection thread, a PING sent while a pipeline of DBSIZEs walks is answered before
+/// the pipeline ends (its replies go out together at its end); run on the thread, the PING
+/// waited for all of them.
+#[test]
+fn a_walk_of_the_key_space_leaves_its_connection_thread_to_the_others() {
+    let srv = Server::start(&["--io-threads", "1"]);
+    let mut c = srv.raw();
+    let keys = 20_000;
+    for chunk in 0..keys / 1000 {
+        let mut args = vec!["MSET".to_string()];
+        for i in chunk * 1000..(chunk + 1) * 1000 {
+            args.extend([format!("key:{i}"), "v".to_string()]);
+        }
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        assert_eq!(c.cmd(&a), Reply::Simple("OK".into()));
+    }
+    let walks = 100;
+    let mut walker = srv.raw();
+    walker.send_raw(&Raw::encode(&[b"DBSIZE"]).repeat(walks));
+    std::thread::sleep(Duration::from_millis(5));
+    let mut pinger = srv.raw();
+    assert_eq!(pinger.cmd(&["PING"]), Reply::Simple("PONG".into()));
+    walker.stream.set_read_timeout(Some(Duration::from_millis(1))).unwrap();
+    let mut early = 0;
+    while walker.try_read().is_some() {
+        early += 1;
+    }
+    assert!(early < walks, "the PING waited for all {walks} walks");
+    walker.stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    for _ in early..walks {
+        assert_eq!(walker.read(), Reply::Int(keys as i64));
+    }
+    let text = info(&mut walker, &["keyspace"]);
+    assert_eq!(field(&text, "db0"), Some("keys=20000,expires=0,avg_ttl=0"));
+    // Inside a transaction it runs in place, as every queued command.
+    assert_eq!(walker.cmd(&["MULTI"]), Reply::Simple("OK".into()));
+    assert_eq!(walker.cmd(&["DBSIZE"]), Reply::Simple("QUEUED".into()));
+    assert_eq!(walker.cmd(&["EXEC"]), Reply::Array(vec![Reply::Int(keys as i64)]));
 }
