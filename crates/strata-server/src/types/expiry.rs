@@ -3,7 +3,7 @@
 //! through the compaction filter its sub-keys, leave the store.
 
 use super::error::Result;
-use super::keyspace::{delete_if_expired, now_ms};
+use super::keyspace::{delete_expired, now_ms};
 use super::metadata::{self, Meta};
 use super::notify::Notifier;
 use crate::storage::Store;
@@ -26,8 +26,9 @@ pub struct Slice {
 /// stored position `from`, each through the store `mine` gives for its position (`None`: not
 /// this node's to delete; in cluster mode `st` sees every partition, and a key is deleted
 /// through its partition's view once this node leads it and may write there, the others are
-/// left to their own leader). Each deletion raises `expired` through `notifier` once written
-/// (as of database `db`). The server's expiry task calls it for each database in turn, as
+/// left to their own leader). The expired keys of one view go in one write, holding their
+/// locks (in cluster mode one entry of the partition's group, not one per key). Each
+/// deletion raises `expired` through `notifier` once written (as of database `db`). The server's expiry task calls it for each database in turn, as
 /// many slices a round as the expired keys found call for (`server::tasks`).
 pub fn expire_slice(
     st: &Store,
@@ -55,13 +56,19 @@ pub fn expire_slice(
         }
         true
     })?;
+    // The keys each view deletes, in the order found (a view is a partition's store).
+    let mut by_view: Vec<(Arc<Store>, Vec<Vec<u8>>)> = Vec::new();
     for (at, k) in due {
         let Some(view) = mine(&at) else { continue };
         slice.expired += 1;
-        let _g = view.locks.lock(&[&k]);
-        if delete_if_expired(&view, notifier, db, &k, now_ms())? {
-            slice.deleted += 1;
+        match by_view.iter_mut().find(|(v, _)| Arc::ptr_eq(v, &view)) {
+            Some((_, keys)) => keys.push(k),
+            None => by_view.push((view, vec![k])),
         }
+    }
+    for (view, keys) in by_view {
+        let _g = view.locks.lock(&keys);
+        slice.deleted += delete_expired(&view, notifier, db, &keys, now_ms())?;
     }
     Ok(slice)
 }

@@ -23,16 +23,39 @@ pub fn delete_if_expired(
     key: &[u8],
     now: u64,
 ) -> Result<bool> {
-    let raw = st.read_meta_uncached(key)?;
-    if !raw.as_deref().and_then(|r| Meta::decode(r).ok()).is_some_and(|m| m.expired(now)) {
-        return Ok(false);
-    }
+    Ok(delete_expired(st, notifier, db, &[key], now)? == 1)
+}
+
+/// Deletes the metadata records of those of `keys` still expired at `now`, in one write (in
+/// cluster mode one entry of their partition's group, so all of one partition), and raises
+/// `expired` for each once it is written; how many. The caller holds the keys' locks, as for
+/// [`delete_if_expired`].
+pub fn delete_expired<K: AsRef<[u8]>>(
+    st: &Store,
+    notifier: &Notifier,
+    db: usize,
+    keys: &[K],
+    now: u64,
+) -> Result<usize> {
     let mut b = WriteBatch::new();
-    st.delete_meta(&mut b, key);
+    let mut gone = Vec::new();
+    for key in keys {
+        let key = key.as_ref();
+        let raw = st.read_meta_uncached(key)?;
+        if raw.as_deref().and_then(|r| Meta::decode(r).ok()).is_some_and(|m| m.expired(now)) {
+            st.delete_meta(&mut b, key);
+            gone.push(key);
+        }
+    }
+    if gone.is_empty() {
+        return Ok(0);
+    }
     st.write(b)?;
-    notifier.count_expired();
-    notifier.raise(db, notify::EXPIRED, "expired", key);
-    Ok(true)
+    for key in &gone {
+        notifier.count_expired();
+        notifier.raise(db, notify::EXPIRED, "expired", key);
+    }
+    Ok(gone.len())
 }
 
 /// Milliseconds since the Unix epoch.

@@ -402,6 +402,46 @@ fn expired_keys_are_deleted_by_their_partitions_leader_and_the_deletion_replicat
         let raw = view.read_meta_uncached(key.as_bytes()).unwrap();
         assert!(raw.is_none(), "node {id} still holds the expired key's record");
     }
+
+    // Many expired keys of one partition, over many of its slots, go in one entry of its
+    // group, not one each; a key written again meanwhile stays.
+    let keys: Vec<String> =
+        (0..2000).map(|i| format!("many{i}")).filter(|k| Cluster::group_of(k) == g).collect();
+    assert!(keys.len() > 100, "{} keys in {g}", keys.len());
+    let slots: std::collections::BTreeSet<u16> =
+        keys.iter().map(|k| key_slot(k.as_bytes())).collect();
+    assert!(slots.len() > 50, "the keys span {} slots", slots.len());
+    for k in &keys {
+        assert_eq!(c.run(k, &["SET", k, "v", "PX", "30"]), "+OK\r\n");
+    }
+    std::thread::sleep(Duration::from_millis(80));
+    assert_eq!(c.run(&keys[0], &["SET", &keys[0], "again"]), "+OK\r\n");
+    let leader = c.leader(g);
+    let applied = || {
+        let status = c.nodes[&leader].cluster.raft().replica(g).unwrap().status();
+        status.applied.map_or(0, |a| a.index)
+    };
+    let before = applied();
+    let round =
+        |from: &(usize, Vec<u8>)| expire_round(&c.nodes[&leader].shared, from, &effort).unwrap();
+    let (mut point, mut deleted) = round(&(0, Vec::new()));
+    while point.0 == 0 && !point.1.is_empty() {
+        let (p, d) = round(&point);
+        (point, deleted) = (p, deleted + d);
+    }
+    assert_eq!(deleted, keys.len() - 1, "every expired key of {g}, not the one written again");
+    let entries = applied() - before;
+    let slices = keys.len().div_ceil(200) as u64 + 1;
+    assert!(entries <= slices, "{entries} entries for {deleted} deletions");
+    c.converged();
+    assert_eq!(c.run(&keys[0], &["GET", &keys[0]]), "$5\r\nagain\r\n");
+    for (id, n) in &c.nodes {
+        let view = n.shared.dbs.partition(g.0 as u16);
+        for k in &keys[1..] {
+            let raw = view.read_meta_uncached(k.as_bytes()).unwrap();
+            assert!(raw.is_none(), "node {id} still holds {k}");
+        }
+    }
 }
 
 /// FLUSHALL in cluster mode deletes the keys of the partitions the node leads, through their
