@@ -60,6 +60,7 @@ type config struct {
 	finalTimeout time.Duration
 	checkTimeout time.Duration
 	keyTimeout   time.Duration
+	expiring     int
 }
 
 func main() {
@@ -79,6 +80,7 @@ func main() {
 	flag.DurationVar(&cfg.finalTimeout, "final-timeout", 90*time.Second, "longest wait for -ready-file, and for the final reads to agree")
 	flag.DurationVar(&cfg.checkTimeout, "check-timeout", 5*time.Minute, "longest linearizability search, all keys together")
 	flag.DurationVar(&cfg.keyTimeout, "key-timeout", 20*time.Second, "longest linearizability search of one key (bounds its memory too)")
+	flag.IntVar(&cfg.expiring, "expiring", 2, "goroutines that also SET keys of their own (x0, x1, ...) with a PX of 50-500 ms, outside the checked history: the nodes' active expiry deletes them in batches under the faults")
 	flag.StringVar(&checkFile, "check", "", "only check this history.jsonl")
 	flag.Parse()
 
@@ -284,9 +286,22 @@ func run(cfg config) int {
 			perClient[c] = workload(ctx, rdb, cfg, c, stop, clk, &procs, &cnt)
 		}(c)
 	}
+	var expCnt counters
+	var ewg sync.WaitGroup
+	for e := 0; e < cfg.expiring; e++ {
+		ewg.Add(1)
+		go func(e int) {
+			defer ewg.Done()
+			expiringWrites(ctx, rdb, cfg, e, stop, &expCnt)
+		}(e)
+	}
 	done := make(chan struct{})
 	go progress(done, clk, &cnt)
 	wg.Wait()
+	ewg.Wait()
+	if cfg.expiring > 0 {
+		fmt.Printf("expiring SETs: %s\n", &expCnt)
+	}
 	close(done)
 	fmt.Printf("workload done at %.1fs: %s\n", time.Since(clk.t0).Seconds(), &cnt)
 
@@ -393,6 +408,25 @@ func workload(ctx context.Context, rdb *redis.ClusterClient, cfg config, c int, 
 		recs = append(recs, r)
 	}
 	return recs
+}
+
+// expiringWrites SETs keys x0..x1999 with a PX of 50-500 ms until stop, one at a time, so
+// that active expiry deletes keys throughout the faults (in batches, one write per partition).
+// Not part of the history: an expired key reads as absent whether or not it was deleted.
+func expiringWrites(ctx context.Context, rdb *redis.ClusterClient, cfg config, e int,
+	stop time.Time, cnt *counters) {
+	rng := rand.New(rand.NewPCG(cfg.seed^0x5eed, uint64(e)))
+	for time.Now().Before(stop) {
+		key := fmt.Sprintf("x%d", rng.IntN(2000))
+		ttl := time.Duration(50+rng.IntN(450)) * time.Millisecond
+		if err := rdb.Set(ctx, key, "v", ttl).Err(); err != nil {
+			cnt.failed.Add(1)
+			rdb.ReloadState(ctx)
+			time.Sleep(10 * time.Millisecond)
+		} else {
+			cnt.ok.Add(1)
+		}
+	}
 }
 
 func progress(done <-chan struct{}, clk clock, cnt *counters) {

@@ -28,8 +28,9 @@ pub struct Slice {
 /// through its partition's view once this node leads it and may write there, the others are
 /// left to their own leader). The expired keys of one view go in one write, holding their
 /// locks (in cluster mode one entry of the partition's group, not one per key). Each
-/// deletion raises `expired` through `notifier` once written (as of database `db`). The server's expiry task calls it for each database in turn, as
-/// many slices a round as the expired keys found call for (`server::tasks`).
+/// deletion raises `expired` through `notifier` once written (as of database `db`). The
+/// server's expiry task calls it for each database in turn, as many slices a round as the
+/// expired keys found call for (`server::tasks`).
 pub fn expire_slice(
     st: &Store,
     notifier: &Notifier,
