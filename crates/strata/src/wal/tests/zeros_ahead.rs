@@ -171,6 +171,41 @@ fn a_torn_last_record_before_the_zeros_is_still_a_torn_tail() {
     assert!(read(&fs, WalRecoveryMode::AbsoluteConsistency).unwrap_err().is_corruption());
 }
 
+/// Appends `recs` to `w`, syncing after record `i` where `i % every == at` and flushing
+/// after the others, then loses power (whole or torn, by `seed`) and checks that the log
+/// reads back a prefix of `recs` holding every synced record. Returns the crash and how many
+/// records were synced.
+fn write_then_lose_power(
+    fs: &MemFs,
+    w: &mut LogWriter,
+    recs: &[Vec<u8>],
+    (every, at): (usize, usize),
+    seed: u64,
+) -> (CrashMode, usize) {
+    let mut synced = 0;
+    for (i, r) in recs.iter().enumerate() {
+        w.add_record(r).unwrap();
+        if i % every == at {
+            w.sync().unwrap();
+            synced = i + 1;
+        } else {
+            w.flush().unwrap();
+        }
+    }
+    let mode = if seed.is_multiple_of(3) {
+        CrashMode::PowerLoss
+    } else {
+        CrashMode::TornPowerLoss { seed }
+    };
+    fs.crash(mode);
+    let (got, _) =
+        read(fs, WalRecoveryMode::PointInTime).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+    let got = &got[1..];
+    assert!(got.len() >= synced, "seed {seed}: {} of {synced} synced records", got.len());
+    assert!(got == &recs[..got.len()], "seed {seed}: not a prefix");
+    (mode, synced)
+}
+
 #[test]
 fn power_loss_keeps_a_prefix_holding_every_synced_record() {
     for seed in 0..40u64 {
@@ -178,24 +213,7 @@ fn power_loss_keeps_a_prefix_holding_every_synced_record() {
         let mut w = new_writer(&fs, seed % 2 == 1, true);
         fs.sync_dir(Path::new("/db")).unwrap();
         let recs = records(100 + seed, 60);
-        let mut synced = 0;
-        for (i, r) in recs.iter().enumerate() {
-            w.add_record(r).unwrap();
-            if i % 7 == 3 {
-                w.sync().unwrap();
-                synced = i + 1;
-            } else {
-                w.flush().unwrap();
-            }
-        }
-        let mode =
-            if seed % 3 == 0 { CrashMode::PowerLoss } else { CrashMode::TornPowerLoss { seed } };
-        fs.crash(mode);
-        let (got, _) =
-            read(&fs, WalRecoveryMode::PointInTime).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
-        let got = &got[1..];
-        assert!(got.len() >= synced, "seed {seed}: {} of {synced} synced records", got.len());
-        assert!(got == &recs[..got.len()], "seed {seed}: not a prefix");
+        let (mode, synced) = write_then_lose_power(&fs, &mut w, &recs, (7, 3), seed);
         if mode == CrashMode::PowerLoss {
             // Exactly the synced records, ending in zeros: a clean end.
             let (all, outcome) = read(&fs, WalRecoveryMode::AbsoluteConsistency).unwrap();
@@ -255,24 +273,7 @@ fn power_loss_after_the_zeros_stop_keeps_a_prefix_holding_every_synced_record() 
             r.resize(30_000 + r.len() * 7, (seed as u8) | 1);
         }
         let stop = 20 + seed as usize % 60;
-        let mut synced = 0;
-        for (i, r) in recs[..stop].iter().enumerate() {
-            w.add_record(r).unwrap();
-            if i % 5 == 2 {
-                w.sync().unwrap();
-                synced = i + 1;
-            } else {
-                w.flush().unwrap();
-            }
-        }
-        let mode =
-            if seed % 3 == 0 { CrashMode::PowerLoss } else { CrashMode::TornPowerLoss { seed } };
-        fs.crash(mode);
-        let (got, _) =
-            read(&fs, WalRecoveryMode::PointInTime).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
-        let got = &got[1..];
-        assert!(got.len() >= synced, "seed {seed}: {} of {synced} synced records", got.len());
-        assert!(got == &recs[..got.len()], "seed {seed}: not a prefix");
+        write_then_lose_power(&fs, &mut w, &recs[..stop], (5, 2), seed);
     }
 }
 
