@@ -566,12 +566,13 @@ pub static COMMANDS: &[Command] = &[
     cmd!("cluster", -2, false, KeySpec::NONE, cluster::cluster),
 ];
 
-/// Whether command `name` walks a whole database's keys where Redis answers at once from a
-/// count it keeps: DBSIZE, and INFO for its keyspace section (`keys.rs`, `info.rs`). Such a
-/// command runs on a blocking thread outside a transaction (`server/listener.rs`), so that a
-/// monitoring poll of a large store does not hold its connection thread's other clients.
+/// Whether command `name` walks a whole database's keys: DBSIZE and INFO's keyspace section,
+/// which Redis answers at once from counts it keeps, and KEYS, which holds Redis's one thread
+/// for as long (`keys.rs`, `info.rs`). Such a command runs on a blocking thread outside a
+/// transaction (`server/listener.rs`), so that a monitoring poll or a KEYS of a large store
+/// does not hold its connection thread's other clients.
 pub fn walks_keyspace(name: &str) -> bool {
-    matches!(name, "dbsize" | "info")
+    matches!(name, "dbsize" | "info" | "keys")
 }
 
 /// The longest command name (the table test holds every name to it).

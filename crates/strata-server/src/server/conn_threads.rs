@@ -20,10 +20,11 @@
 //! would wait for a key lock or for a running script waits as a task (`listener`), also one
 //! that races a script taking every key lock (`script::gate`), and a script runs on a
 //! blocking thread (`listener`'s offload), so a connection on the same thread can still
-//! SCRIPT KILL it; so do DBSIZE and INFO, which walk the keys where Redis keeps a count
-//! (`commands::walks_keyspace`). A long command (KEYS over a large DB) holds its thread's
-//! other connections for as long, as Redis's one thread holds all of them. Cluster mode keeps the
-//! shared runtime: its commands may wait inside for replication (`storage::pending`).
+//! SCRIPT KILL it; so do DBSIZE, INFO and KEYS, which walk a database's keys
+//! (`commands::walks_keyspace`). Another long command (a SORT of a large list, a ZUNIONSTORE
+//! of large sets) holds its thread's other connections for as long, as Redis's one thread
+//! holds all of them. Cluster mode keeps the shared runtime: its commands may wait inside for
+//! replication (`storage::pending`).
 
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};

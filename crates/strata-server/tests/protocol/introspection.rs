@@ -535,11 +535,11 @@ fn client_no_evict_is_recorded_and_shown_in_client_list_flags() {
     assert_eq!(flags(&mut c), "N");
 }
 
-/// DBSIZE and INFO walk the key space, where Redis answers at once from its counts: they run
-/// on a blocking thread, and their connection thread serves its other clients meanwhile. With
-/// one connection thread, a PING sent while a pipeline of DBSIZEs walks is answered before
-/// the pipeline ends (its replies go out together at its end); run on the thread, the PING
-/// waited for all of them.
+/// DBSIZE, INFO and KEYS walk the key space (the first two where Redis answers at once from
+/// its counts): they run on a blocking thread, and their connection thread serves its other
+/// clients meanwhile. With one connection thread, a PING sent while a pipeline of DBSIZEs (or
+/// of KEYS) walks is answered before the pipeline ends (its replies go out together at its
+/// end); run on the thread, the PING waited for all of them.
 #[test]
 fn a_walk_of_the_key_space_leaves_its_connection_thread_to_the_others() {
     let srv = Server::start(&["--io-threads", "1"]);
@@ -568,6 +568,24 @@ fn a_walk_of_the_key_space_leaves_its_connection_thread_to_the_others() {
     walker.stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     for _ in early..walks {
         assert_eq!(walker.read(), Reply::Int(keys as i64));
+    }
+    // KEYS too: a pipeline of walks matching nothing, and a PING answered meanwhile.
+    walker.send_raw(&Raw::encode(&[b"KEYS", b"none:*"]).repeat(walks));
+    std::thread::sleep(Duration::from_millis(5));
+    assert_eq!(pinger.cmd(&["PING"]), Reply::Simple("PONG".into()));
+    walker.stream.set_read_timeout(Some(Duration::from_millis(1))).unwrap();
+    let mut early = 0;
+    while walker.try_read().is_some() {
+        early += 1;
+    }
+    assert!(early < walks, "the PING waited for all {walks} KEYS");
+    walker.stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    for _ in early..walks {
+        assert_eq!(walker.read(), Reply::Array(Vec::new()));
+    }
+    match walker.cmd(&["KEYS", "key:1999?"]) {
+        Reply::Array(found) => assert_eq!(found.len(), 10, "key:19990 to key:19999"),
+        other => panic!("KEYS replied {other:?}"),
     }
     let text = info(&mut walker, &["keyspace"]);
     assert_eq!(field(&text, "db0"), Some("keys=20000,expires=0,avg_ttl=0"));
