@@ -535,6 +535,26 @@ fn client_no_evict_is_recorded_and_shown_in_client_list_flags() {
     assert_eq!(flags(&mut c), "N");
 }
 
+/// Sends `walker` a pipeline of 100 `walk` commands, then a PING from `pinger`: the PING is
+/// answered before every walk is (their replies go out together at the pipeline's end), and
+/// each walk then replies `want`.
+fn walks_leave_the_thread(walker: &mut Raw, pinger: &mut Raw, walk: &[&[u8]], want: &Reply) {
+    let walks = 100;
+    walker.send_raw(&Raw::encode(walk).repeat(walks));
+    std::thread::sleep(Duration::from_millis(5));
+    assert_eq!(pinger.cmd(&["PING"]), Reply::Simple("PONG".into()));
+    walker.stream.set_read_timeout(Some(Duration::from_millis(1))).unwrap();
+    let mut early = 0;
+    while walker.try_read().is_some() {
+        early += 1;
+    }
+    assert!(early < walks, "the PING waited for all {walks} of {walk:?}");
+    walker.stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    for _ in early..walks {
+        assert_eq!(&walker.read(), want);
+    }
+}
+
 /// DBSIZE, INFO and KEYS walk the key space (the first two where Redis answers at once from
 /// its counts): they run on a blocking thread, and their connection thread serves its other
 /// clients meanwhile. With one connection thread, a PING sent while a pipeline of DBSIZEs (or
@@ -553,36 +573,12 @@ fn a_walk_of_the_key_space_leaves_its_connection_thread_to_the_others() {
         let a: Vec<&str> = args.iter().map(String::as_str).collect();
         assert_eq!(c.cmd(&a), Reply::Simple("OK".into()));
     }
-    let walks = 100;
     let mut walker = srv.raw();
-    walker.send_raw(&Raw::encode(&[b"DBSIZE"]).repeat(walks));
-    std::thread::sleep(Duration::from_millis(5));
     let mut pinger = srv.raw();
-    assert_eq!(pinger.cmd(&["PING"]), Reply::Simple("PONG".into()));
-    walker.stream.set_read_timeout(Some(Duration::from_millis(1))).unwrap();
-    let mut early = 0;
-    while walker.try_read().is_some() {
-        early += 1;
-    }
-    assert!(early < walks, "the PING waited for all {walks} walks");
-    walker.stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    for _ in early..walks {
-        assert_eq!(walker.read(), Reply::Int(keys as i64));
-    }
-    // KEYS too: a pipeline of walks matching nothing, and a PING answered meanwhile.
-    walker.send_raw(&Raw::encode(&[b"KEYS", b"none:*"]).repeat(walks));
-    std::thread::sleep(Duration::from_millis(5));
-    assert_eq!(pinger.cmd(&["PING"]), Reply::Simple("PONG".into()));
-    walker.stream.set_read_timeout(Some(Duration::from_millis(1))).unwrap();
-    let mut early = 0;
-    while walker.try_read().is_some() {
-        early += 1;
-    }
-    assert!(early < walks, "the PING waited for all {walks} KEYS");
-    walker.stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    for _ in early..walks {
-        assert_eq!(walker.read(), Reply::Array(Vec::new()));
-    }
+    walks_leave_the_thread(&mut walker, &mut pinger, &[b"DBSIZE"], &Reply::Int(keys as i64));
+    // KEYS too: walks matching nothing.
+    let none = Reply::Array(Vec::new());
+    walks_leave_the_thread(&mut walker, &mut pinger, &[b"KEYS", b"none:*"], &none);
     match walker.cmd(&["KEYS", "key:1999?"]) {
         Reply::Array(found) => assert_eq!(found.len(), 10, "key:19990 to key:19999"),
         other => panic!("KEYS replied {other:?}"),
