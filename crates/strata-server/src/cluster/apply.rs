@@ -375,7 +375,8 @@ impl Apply for ServerApply {
             }
         }
         let changed = CHANGED.with(|c| std::mem::replace(&mut *c.borrow_mut(), Changed::Nothing));
-        if RANGE_DELETED.with(|r| r.replace(false)) {
+        // A range deletion refused whole (TRYAGAIN) deleted nothing: its caches hold.
+        if RANGE_DELETED.with(|r| r.replace(false)) && written {
             self.forget_cached();
             return;
         }

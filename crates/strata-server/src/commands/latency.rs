@@ -59,24 +59,22 @@ pub fn latency(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
 }
 
 const HELP: &[&str] = &[
-    "LATENCY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "LATENCY <subcommand> [<arg> ...]. Subcommands are:",
     "DOCTOR",
-    "    Return a human readable latency analysis report.",
+    "    What the monitor recorded, event by event, in words.",
     "GRAPH <event>",
-    "    Return an ASCII latency graph for the <event> class.",
+    "    The event's samples as a chart of text columns.",
     "HISTORY <event>",
-    "    Return time-latency samples for the <event> class.",
+    "    The event's samples: unix time and milliseconds.",
     "LATEST",
-    "    Return the latest latency samples for all events.",
+    "    Every event's newest sample and its largest.",
     "RESET [<event> ...]",
-    "    Reset latency data of one or more <event> classes.",
-    "    (default: reset all data for all event classes)",
-    "HISTOGRAM [COMMAND ...]",
-    "    Return a cumulative distribution of latencies in the format of a histogram for the \
-     specified command names.",
-    "    If no commands are specified then all histograms are replied.",
+    "    Forget the named events (all of them when none is named).",
+    "HISTOGRAM [<command> ...]",
+    "    The named commands' run times (every command's when none is named), as calls at",
+    "    or under each power of two of microseconds.",
     "HELP",
-    "    Prints this help.",
+    "    This text.",
 ];
 
 /// HISTOGRAM: per command named (a container names all of its subcommands; unknown names
@@ -156,11 +154,14 @@ fn doctor(sh: &Shared) -> String {
     let threshold = sh.latency.threshold();
     if events.is_empty() {
         return if threshold == 0 {
-            "I'm sorry, Dave, I can't do that. Latency monitoring is disabled in this \
-             server. Enable it with CONFIG SET latency-monitor-threshold <milliseconds>.\n"
+            "The latency monitor is off (latency-monitor-threshold is 0): CONFIG SET \
+             latency-monitor-threshold <milliseconds> turns it on.\n"
                 .into()
         } else {
-            "No latency spike was observed during the lifetime of this server.\n".into()
+            format!(
+                "No event has taken {threshold} ms or more since the server started or the \
+                 last LATENCY RESET.\n"
+            )
         };
     }
     let mut t = String::from("Latency spikes were observed (at or above the threshold of ");

@@ -86,6 +86,7 @@ fn the_monitor_records_what_reaches_its_threshold() {
     }
     c.cmd(&["CONFIG", "SET", "latency-monitor-threshold", "20"]);
     c.cmd(&["SET", "fast", "v"]);
+    assert!(text(c.cmd(&["LATENCY", "DOCTOR"])).contains("No event has taken 20 ms or more"));
     // A script that spins for 40 ms by the server's clock.
     let spin = "local t = redis.call('TIME') local s = t[1] * 1000000 + t[2] \
                 repeat t = redis.call('TIME') until t[1] * 1000000 + t[2] - s >= 40000";
