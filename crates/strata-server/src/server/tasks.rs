@@ -1,19 +1,20 @@
-//! Background tasks: active expiry (walks the metadata family a slice at a time, deleting
-//! expired keys nobody reads, and publishing their `expired` keyspace notifications; in
-//! cluster mode, those of the partitions the node leads) and the once-a-second WAL sync of
-//! `appendfsync everysec`.
+//! Background tasks: active expiry (takes the keys due from the due index, then walks the
+//! metadata family a slice at a time, deleting expired keys nobody reads, and publishing
+//! their `expired` keyspace notifications; in cluster mode, those of the partitions the node
+//! leads) and the once-a-second WAL sync of `appendfsync everysec`.
 
 use crate::blocked::Cancel;
 use crate::filing::Filing;
 use crate::routing::Route;
 use crate::state::Shared;
 use crate::storage::SyncPolicy;
-use crate::types::expiry::{expire_slice, Slice};
+use crate::types::expiry::{delete_due, expire_slice, Slice};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Keys examined per slice of an expiry round.
+/// Keys examined per slice of an expiry round (the walk's) or taken per slice from the due
+/// index.
 const EXPIRE_SLICE: usize = 200;
 
 /// How often an expiry round starts (Redis's `hz` default, 10 a second).
@@ -66,11 +67,21 @@ pub fn expire_round(
     from: &ExpiryPoint,
     effort: &ExpiryEffort,
 ) -> crate::types::Result<(ExpiryPoint, usize)> {
+    walk_round(sh, from, effort).map(|(point, deleted, _)| (point, deleted))
+}
+
+/// [`expire_round`], and whether it stopped at its time limit while still finding expired
+/// keys.
+fn walk_round(
+    sh: &Shared,
+    from: &ExpiryPoint,
+    effort: &ExpiryEffort,
+) -> crate::types::Result<(ExpiryPoint, usize, bool)> {
     let started = std::time::Instant::now();
     let (mut point, mut deleted) = (from.clone(), 0);
     loop {
         let Some((db, slice)) = expire_slice_at(sh, &point)? else {
-            return Ok((point, deleted));
+            return Ok((point, deleted, false));
         };
         deleted += slice.deleted;
         let (stale, elapsed) = (effort.stale(&slice), started.elapsed());
@@ -83,7 +94,7 @@ pub fn expire_round(
             if stale {
                 sh.stats.expire_time_capped.fetch_add(1, Ordering::Relaxed);
             }
-            return Ok((point, deleted));
+            return Ok((point, deleted, stale));
         }
     }
 }
@@ -104,32 +115,130 @@ fn expire_slice_at(
     // The database itself, or (swapped away or never created) the next one that exists.
     let db = sh.dbs.each().map(|(d, _)| d).find(|d| *d >= db).unwrap_or(0);
     let st = sh.dbs.store(db);
-    let r = match sh.router.as_ref() {
-        None => expire_slice(st, &sh.notifier, db, from, EXPIRE_SLICE, |_| Some(st.clone())),
-        Some(router) => {
-            // A barrier that fails (this leader cut off) may have waited its whole timeout:
-            // the slice deletes nothing more, and the next round tries again. `st` sees every
-            // partition's keys; each is deleted through its partition's view.
-            let mut failed = false;
-            expire_slice(st, &sh.notifier, db, from, EXPIRE_SLICE, |at| {
-                let partition = Filing::partition_of(at)?;
-                let slot = Filing::AllPartitions.slot_of(at)?;
-                if failed
-                    || router.partition_of(slot) != Some(partition)
-                    || router.route(slot, true, false) != Route::Local
-                {
-                    return None;
-                }
-                failed = router.prepare(slot, true, false).is_err();
-                (!failed).then(|| sh.dbs.partition(partition).clone())
-            })
-        }
-    };
+    let r = expire_slice(st, &sh.notifier, db, from, EXPIRE_SLICE, deleter(sh, st));
     // Expiry deletions owe no acknowledgement: only keep the thread's mark clean.
     let _ = crate::storage::sync_group::take_owed_sync();
     // Their `expired` events, for the deletions written (also those before a failure).
     crate::commands::pubsub::flush_events(sh, None);
     Ok(Some((db, r?)))
+}
+
+/// One tick of active expiry from the walk's point `from`: the due keys ([`expire_due`])
+/// and a round of the walk ([`expire_round`]) share the round's time. The due keys go first
+/// and the walk has what time is left, unless the due keys ran out of time in the tick
+/// before (`walk_first`): then many keys expire at once, which the walk deletes at a
+/// fraction of the cost (it reads them in order; the index's keys are read one by one, far
+/// apart), and deleting them takes their entries out of the index. The walk goes first for
+/// as long as it runs out of time finding expired keys, then the due keys have what time
+/// it left. Returns where the walk goes on and whether the next tick walks first.
+pub fn expire_tick(
+    sh: &Shared,
+    from: &ExpiryPoint,
+    effort: &ExpiryEffort,
+    walk_first: bool,
+) -> crate::types::Result<(ExpiryPoint, bool)> {
+    let started = std::time::Instant::now();
+    let left = || ExpiryEffort { time: effort.time.saturating_sub(started.elapsed()), ..*effort };
+    // A failed slice of the due keys leaves the walk to find them.
+    if walk_first {
+        let (next, _, capped) = walk_round(sh, from, effort)?;
+        if capped {
+            return Ok((next, true));
+        }
+        let due = expire_due(sh, &left());
+        return Ok((next, due.is_ok_and(|p| p.out_of_time)));
+    }
+    if expire_due(sh, effort).is_ok_and(|p| p.out_of_time) {
+        return Ok((from.clone(), true));
+    }
+    Ok((expire_round(sh, from, &left())?.0, false))
+}
+
+/// What [`expire_due`] did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct DuePass {
+    /// Keys deleted.
+    pub deleted: usize,
+    /// Whether it stopped at its time limit with a full slice just taken (more may be due).
+    pub out_of_time: bool,
+}
+
+/// Deletes the keys the due index (`storage::due`) holds as due now, a slice at a time for as
+/// long as `effort` allows (what is left stays for the next round). An entry whose key is
+/// not this node's to delete, or no longer expired, is dropped (the walk finds such a key
+/// again if it expires later). Nothing while CLIENT PAUSE holds the clients. Its time counts
+/// in INFO's `expire_cycle_cpu_milliseconds`, a pass out of time in
+/// `expired_time_cap_reached_count`, as the walk's rounds do.
+pub fn expire_due(sh: &Shared, effort: &ExpiryEffort) -> crate::types::Result<DuePass> {
+    let started = std::time::Instant::now();
+    let mut pass = DuePass::default();
+    let mut r = Ok(());
+    while sh.pause.current().is_none() {
+        let _pin = sh.dbs.pin(false);
+        let due = sh.engine().due.take_due(crate::types::keyspace::now_ms(), EXPIRE_SLICE);
+        if due.is_empty() {
+            break;
+        }
+        let full = due.len() == EXPIRE_SLICE;
+        for (db, st) in sh.dbs.each() {
+            let mut keys: Vec<(Vec<u8>, Vec<u8>)> = due
+                .iter()
+                .filter(|(set, _)| *set == st.set)
+                .filter_map(|(_, at)| Some((at.clone(), st.filing.strip(at)?.to_vec())))
+                .collect();
+            // In key order, as the walk finds them: each read lands near the one before.
+            keys.sort_unstable();
+            if keys.is_empty() {
+                continue;
+            }
+            match delete_due(&sh.notifier, db, keys, deleter(sh, st)) {
+                Ok((_, n)) => pass.deleted += n,
+                Err(e) => r = Err(e),
+            }
+        }
+        let _ = crate::storage::sync_group::take_owed_sync();
+        crate::commands::pubsub::flush_events(sh, None);
+        if r.is_err() || !full {
+            break;
+        }
+        if started.elapsed() >= effort.time {
+            pass.out_of_time = true;
+            break;
+        }
+    }
+    let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+    sh.stats.expire_micros.fetch_add(micros, Ordering::Relaxed);
+    if pass.out_of_time {
+        sh.stats.expire_time_capped.fetch_add(1, Ordering::Relaxed);
+    }
+    sh.latency.note("expire-cycle", micros / 1000, crate::types::keyspace::now_ms() / 1000);
+    r.map(|()| pass)
+}
+
+/// Which view deletes the key at a stored position of `st` (`types::expiry`'s `mine`):
+/// standalone `st` itself; in cluster mode the key's partition's view where this node leads
+/// the partition and the slot takes writes here (after the write barrier), else none. A
+/// barrier that fails (this leader cut off) may have waited its whole timeout: the view gives
+/// no more, and the next round tries again.
+fn deleter<'a>(
+    sh: &'a Shared,
+    st: &'a Arc<crate::storage::Store>,
+) -> impl FnMut(&[u8]) -> Option<Arc<crate::storage::Store>> + 'a {
+    let mut failed = false;
+    move |at| {
+        let Some(router) = sh.router.as_ref() else { return Some(st.clone()) };
+        // `st` sees every partition's keys; each is deleted through its partition's view.
+        let partition = Filing::partition_of(at)?;
+        let slot = Filing::AllPartitions.slot_of(at)?;
+        if failed
+            || router.partition_of(slot) != Some(partition)
+            || router.route(slot, true, false) != Route::Local
+        {
+            return None;
+        }
+        failed = router.prepare(slot, true, false).is_err();
+        (!failed).then(|| sh.dbs.partition(partition).clone())
+    }
 }
 
 /// In cluster mode, sends the clients blocked on a key (BLPOP...) whose slot this node no
@@ -181,6 +290,7 @@ pub fn start(sh: &Arc<Shared>) {
     let s = sh.clone();
     tokio::spawn(async move {
         let mut from: ExpiryPoint = (0, Vec::new());
+        let mut walk_first = false;
         let mut tick = tokio::time::interval(EXPIRE_TICK);
         loop {
             tick.tick().await;
@@ -193,12 +303,12 @@ pub fn start(sh: &Arc<Shared>) {
             let r = tokio::task::spawn_blocking(move || {
                 redirect_blocked(&s2);
                 revoke_moved_shards(&s2);
-                expire_round(&s2, &start, &effort)
+                expire_tick(&s2, &start, &effort, walk_first)
             })
             .await;
             match r {
                 // Each key deleted is counted where it is (`types::keyspace`).
-                Ok(Ok((next, _))) => from = next,
+                Ok(Ok((next, w))) => (from, walk_first) = (next, w),
                 Ok(Err(_)) => {}
                 // A panic in one round ends that round only: the next starts over.
                 Err(e) => eprintln!("active expiry round failed: {e}"),

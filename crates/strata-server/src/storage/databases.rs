@@ -280,6 +280,7 @@ impl Databases {
             syncs: Arc::new(super::sync_group::SyncGroup::default()),
             meta_cache: super::meta_cache::MetaCache::for_block_cache(opts.block_cache_size),
             pop_hints: super::pop_hints::PopHints::default(),
+            due: super::due::DueIndex::default(),
             scan_steps: AtomicU64::new(0),
             field_deltas: AtomicU64::new(0),
             replicate: OnceLock::new(),

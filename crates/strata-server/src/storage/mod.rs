@@ -17,7 +17,8 @@
 //!
 //! Beside the DB: per-key write locks ([`locks`]), a cache of metadata records
 //! ([`meta_cache`]), where pops start ([`pop_hints`]), shared WAL syncs ([`sync_group`]),
-//! replicated writes in flight ([`pending`]), an EXEC's writes not yet written, which its
+//! replicated writes in flight ([`pending`]), the keys with an expiry by due time ([`due`]),
+//! an EXEC's writes not yet written, which its
 //! commands read ([`overlay`]), a slot's records as a move copies them ([`moving`]), and the
 //! compaction filter that applies the types layer's
 //! stale sub-key rule ([`filter`]).
@@ -26,6 +27,7 @@
 
 pub mod access;
 pub mod databases;
+pub mod due;
 pub mod filter;
 pub mod locks;
 pub mod meta_cache;
@@ -303,6 +305,9 @@ pub struct Engine {
     /// Where SPOP/ZPOPMIN/ZPOPMAX start (`pop_hints`; keyed by sub-key prefixes, whose
     /// versions are unique across databases).
     pub pop_hints: pop_hints::PopHints,
+    /// The keys with an expiry, by due time, of every database (`due`): fed by
+    /// [`Store::put_meta`] and the expiry walk, taken by active expiry.
+    pub due: due::DueIndex,
     /// Internal entries sub-key scans have stepped over (INFO `strata_scan_steps`): what
     /// tombstones and old versions cost the scans.
     pub scan_steps: AtomicU64,
@@ -638,9 +643,14 @@ impl Store {
         self.db.get_cf(&*self.meta_cf, stored)
     }
 
-    /// Puts the metadata record `raw` of `key` into `batch`.
+    /// Puts the metadata record `raw` of `key` into `batch`; a record with an expiry is noted
+    /// in the due index (`due`) now, before the write: an entry for a write that fails is
+    /// checked and dropped when it comes due.
     pub fn put_meta(&self, batch: &mut WriteBatch, key: &[u8], raw: Vec<u8>) {
-        with_meta_key(self.filing, key, |k| batch.put_cf(&*self.meta_cf, k, &raw));
+        with_meta_key(self.filing, key, |k| {
+            batch.put_cf(&*self.meta_cf, k, &raw);
+            self.due.note_record(self.set, k, &raw);
+        });
         self.meta_cache.note_write(self.space, key, Some(raw));
     }
 
@@ -880,6 +890,12 @@ impl Store {
             it.status()?;
         }
         self.meta_cache.clear();
+        // A database's keys are all gone, and so are its due entries (a key written since
+        // and dropped here is one the walk finds). A partition's view shares its set with
+        // the others': its entries are checked when due.
+        if matches!(self.filing, Filing::Slot) {
+            self.due.forget_set(self.set);
+        }
         Ok(())
     }
 

@@ -1,6 +1,9 @@
 //! Active expiry: deletes expired keys nobody reads. A key past its expiry already reads as
 //! absent (`Keyspace::meta`); this removes its metadata record so that the record, and
-//! through the compaction filter its sub-keys, leave the store.
+//! through the compaction filter its sub-keys, leave the store. The keys come from the due
+//! index (`storage::due`, the keys noted with an expiry, taken when due) and from a walk over
+//! every key that also feeds the index ([`expire_slice`]); both delete through
+//! [`delete_due`].
 
 use super::error::Result;
 use super::keyspace::{delete_expired, now_ms};
@@ -26,9 +29,10 @@ pub struct Slice {
 /// stored position `from`, each through the store `mine` gives for its position (`None`: not
 /// this node's to delete; in cluster mode `st` sees every partition, and a key is deleted
 /// through its partition's view once this node leads it and may write there, the others are
-/// left to their own leader). The expired keys of one view go in one write, holding their
-/// locks (in cluster mode one entry of the partition's group, not one per key). Each
-/// deletion raises `expired` through `notifier` once written (as of database `db`). The
+/// left to their own leader), as [`delete_due`] does. A key whose expiry is still ahead is
+/// noted in the due index (`storage::due`), so that one pass of the walk gives the index the
+/// keys it missed (written before this process started, or by another node's command); an
+/// expired one leaves it. The
 /// server's expiry task calls it for each database in turn, as many slices a round as the
 /// expired keys found call for (`server::tasks`).
 pub fn expire_slice(
@@ -37,7 +41,7 @@ pub fn expire_slice(
     db: usize,
     from: &[u8],
     budget: usize,
-    mut mine: impl FnMut(&[u8]) -> Option<Arc<Store>>,
+    mine: impl FnMut(&[u8]) -> Option<Arc<Store>>,
 ) -> Result<Slice> {
     let now = now_ms();
     let mut due = Vec::new();
@@ -52,24 +56,47 @@ pub fn expire_slice(
         // The header first: most keys are live, and decoding a compact hash copies it.
         let expire = metadata::raw_expire_ms(v).unwrap_or(0);
         slice.with_expiry += usize::from(expire != 0);
-        if expire != 0 && expire <= now && Meta::decode(v).is_ok_and(|m| m.expired(now)) {
+        if expire > now {
+            st.due.note(st.set, at, expire);
+        } else if expire != 0 && Meta::decode(v).is_ok_and(|m| m.expired(now)) {
+            // Found here, the key needs no entry (one left would cost a read when due).
+            st.due.forget(st.set, at);
             due.push((at.to_vec(), k.to_vec()));
         }
         true
     })?;
+    (slice.expired, slice.deleted) = delete_due(notifier, db, due, mine)?;
+    Ok(slice)
+}
+
+/// Deletes those of the keys `due` (each its stored position and its user key, as `mine`
+/// and the views know them) that are still expired, each through the store `mine` gives for
+/// its position (`None`: not this node's to delete). The keys of one view go in one write,
+/// holding their locks (in cluster mode one entry of the partition's group, not one per
+/// key); each deletion raises `expired` through `notifier` once written (as of database
+/// `db`). Returns how many were this node's to delete, and how many it deleted (fewer where
+/// a key was written again meanwhile, or its entry in the due index was stale).
+pub fn delete_due(
+    notifier: &Notifier,
+    db: usize,
+    due: Vec<(Vec<u8>, Vec<u8>)>,
+    mut mine: impl FnMut(&[u8]) -> Option<Arc<Store>>,
+) -> Result<(usize, usize)> {
     // The keys each view deletes, in the order found (a view is a partition's store).
     let mut by_view: Vec<(Arc<Store>, Vec<Vec<u8>>)> = Vec::new();
+    let mut expired = 0;
     for (at, k) in due {
         let Some(view) = mine(&at) else { continue };
-        slice.expired += 1;
+        expired += 1;
         match by_view.iter_mut().find(|(v, _)| Arc::ptr_eq(v, &view)) {
             Some((_, keys)) => keys.push(k),
             None => by_view.push((view, vec![k])),
         }
     }
+    let mut deleted = 0;
     for (view, keys) in by_view {
         let _g = view.locks.lock(&keys);
-        slice.deleted += delete_expired(&view, notifier, db, &keys, now_ms())?;
+        deleted += delete_expired(&view, notifier, db, &keys, now_ms())?;
     }
-    Ok(slice)
+    Ok((expired, deleted))
 }

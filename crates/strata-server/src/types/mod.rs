@@ -63,7 +63,9 @@ pub fn open(
     dir: &std::path::Path,
     policy: SyncPolicy,
 ) -> std::result::Result<Arc<Store>, OpenError> {
-    Store::open(with_rules(opts), dir, policy, gc::is_stale)
+    let st = Store::open(with_rules(opts), dir, policy, gc::is_stale)?;
+    st.due.read_expiry_with(metadata::raw_expire_ms);
+    Ok(st)
 }
 
 /// Opens (creating if needed) the store in `dir` with `count` databases (SELECT's range),
@@ -74,7 +76,9 @@ pub fn open_databases(
     policy: SyncPolicy,
     count: usize,
 ) -> std::result::Result<Arc<Databases>, OpenError> {
-    Databases::open(with_rules(opts), dir, policy, gc::is_stale, count, false)
+    let dbs = Databases::open(with_rules(opts), dir, policy, gc::is_stale, count, false)?;
+    dbs.engine().due.read_expiry_with(metadata::raw_expire_ms);
+    Ok(dbs)
 }
 
 /// A test's store in `dir`: default options, no syncs, four databases.
@@ -90,5 +94,7 @@ pub fn open_partitioned(
     dir: &std::path::Path,
     policy: SyncPolicy,
 ) -> std::result::Result<Arc<Databases>, OpenError> {
-    Databases::open(with_rules(opts), dir, policy, gc::is_stale, 1, true)
+    let dbs = Databases::open(with_rules(opts), dir, policy, gc::is_stale, 1, true)?;
+    dbs.engine().due.read_expiry_with(metadata::raw_expire_ms);
+    Ok(dbs)
 }

@@ -287,3 +287,153 @@ fn an_expiry_round_goes_on_while_it_finds_expired_keys() {
     assert_eq!(deleted, 20, "every expired key within one pass, after {rounds} rounds");
     assert_eq!(run(&sh, &["DBSIZE"]), ":2000\r\n");
 }
+
+/// The milliseconds since the epoch `ms` from now, as PEXPIREAT takes them.
+fn ms_from_now(ms: u64) -> String {
+    (strata_server::types::now_ms() + ms).to_string()
+}
+
+/// Active expiry finds the keys due through the due index (`storage::due`), not by walking
+/// every key: a few expired keys among many live ones are deleted in one call, and the
+/// entries left behind by keys written since (persisted, given a later expiry, written
+/// again without one) delete nothing.
+#[test]
+fn due_keys_are_deleted_without_walking_the_live_ones() {
+    use strata_server::server::tasks::{expire_due, DuePass, ExpiryEffort};
+    let tmp = tempfile::tempdir().unwrap();
+    let sh = crate::common::in_process(tmp.path());
+    let effort = ExpiryEffort { time: Duration::from_secs(20), stale_percent: 10 };
+    for i in 0..5000 {
+        run(&sh, &["SET", &format!("live{i:05}"), "v"]);
+    }
+    let at = ms_from_now(150);
+    for i in 0..20 {
+        run(&sh, &["SET", &format!("gone{i:02}"), "v", "PXAT", &at]);
+    }
+    run(&sh, &["HSET", "hash", "f", "v"]);
+    run(&sh, &["PEXPIREAT", "hash", &at]);
+    for key in ["persisted", "later", "rewritten"] {
+        run(&sh, &["SET", key, "v", "PXAT", &at]);
+    }
+    run(&sh, &["PERSIST", "persisted"]);
+    run(&sh, &["PEXPIRE", "later", "100000"]);
+    run(&sh, &["SET", "rewritten", "w"]);
+    assert_eq!(expire_due(&sh, &effort).unwrap().deleted, 0, "nothing due yet");
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(expire_due(&sh, &effort).unwrap().deleted, 21, "the 20 strings and the hash");
+    assert_eq!(expire_due(&sh, &effort).unwrap().deleted, 0, "each entry once");
+    assert_eq!(run(&sh, &["DBSIZE"]), ":5003\r\n");
+    assert_eq!(run(&sh, &["GET", "rewritten"]), "$1\r\nw\r\n");
+    assert_eq!(sh.engine().due.len(), 1, "only `later` is still ahead");
+    let info = run(&sh, &["INFO", "stats"]);
+    assert!(info.contains("expired_keys:21\r\n"), "{info}");
+    // A pass out of time stops after a slice (200 keys), says so, and is counted.
+    run(&sh, &["CONFIG", "RESETSTAT"]);
+    let at = ms_from_now(50);
+    for i in 0..500 {
+        run(&sh, &["SET", &format!("many{i:03}"), "v", "PXAT", &at]);
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    let no_time = ExpiryEffort { time: Duration::ZERO, stale_percent: 10 };
+    let pass = expire_due(&sh, &no_time).unwrap();
+    assert_eq!(pass, DuePass { deleted: 200, out_of_time: true });
+    let info = run(&sh, &["INFO", "stats"]);
+    assert!(info.contains("expired_time_cap_reached_count:1\r\n"), "{info}");
+    let pass = expire_due(&sh, &effort).unwrap();
+    assert_eq!(pass, DuePass { deleted: 300, out_of_time: false });
+    // FLUSHALL drops the database's entries with its keys.
+    run(&sh, &["SET", "again", "v", "PX", "100000"]);
+    run(&sh, &["FLUSHALL"]);
+    assert_eq!(sh.engine().due.len(), 0);
+}
+
+/// The walk over every key notes the keys whose expiry is ahead in the due index, so keys
+/// written before a restart (which the index, held in memory, lost) are due there once a
+/// pass went over them.
+#[test]
+fn the_walk_gives_the_due_index_the_keys_written_before_a_restart() {
+    use strata_server::server::tasks::{expire_due, expire_round, ExpiryEffort};
+    let tmp = tempfile::tempdir().unwrap();
+    let effort = ExpiryEffort { time: Duration::from_secs(20), stale_percent: 10 };
+    let at = ms_from_now(1500);
+    {
+        let sh = crate::common::in_process(tmp.path());
+        for i in 0..1000 {
+            run(&sh, &["SET", &format!("live{i:05}"), "v"]);
+        }
+        for i in 0..30 {
+            run(&sh, &["SET", &format!("gone{i:02}"), "v", "PXAT", &at]);
+        }
+        sh.dbs.close().unwrap();
+    }
+    let sh = crate::common::in_process(tmp.path());
+    assert_eq!(sh.engine().due.len(), 0, "a new process starts with an empty index");
+    // One pass of the walk (200 keys a slice; a round of live keys stops after one).
+    let mut point = (0, Vec::new());
+    for _ in 0..20 {
+        let (next, deleted) = expire_round(&sh, &point, &effort).unwrap();
+        assert_eq!(deleted, 0, "nothing due yet");
+        point = next;
+        if point.0 > 0 {
+            break;
+        }
+    }
+    assert_eq!(point, (1, Vec::new()), "the walk went over database 0");
+    assert_eq!(sh.engine().due.len(), 30);
+    let wait = at.parse::<u64>().unwrap().saturating_sub(strata_server::types::now_ms());
+    std::thread::sleep(Duration::from_millis(wait + 50));
+    assert_eq!(expire_due(&sh, &effort).unwrap().deleted, 30);
+    assert_eq!(run(&sh, &["DBSIZE"]), ":1000\r\n");
+}
+
+/// A tick of active expiry takes the due keys first; when they run it out of time (many
+/// keys expire at once), the next ticks walk first, as long as the walk runs out of time
+/// finding expired keys, and the keys the walk deletes leave the due index.
+#[test]
+fn a_tick_walks_first_while_many_keys_expire_at_once() {
+    use strata_server::server::tasks::{expire_tick, ExpiryEffort};
+    let tmp = tempfile::tempdir().unwrap();
+    let sh = crate::common::in_process(tmp.path());
+    let effort = ExpiryEffort { time: Duration::from_secs(20), stale_percent: 10 };
+    let no_time = ExpiryEffort { time: Duration::ZERO, stale_percent: 10 };
+    let start = (0, Vec::new());
+    for i in 0..1000 {
+        run(&sh, &["SET", &format!("live{i:05}"), "v"]);
+    }
+    // A few due: the due keys and a walk's round in one tick, which ends in time.
+    let at = ms_from_now(50);
+    for i in 0..10 {
+        run(&sh, &["SET", &format!("few{i:02}"), "v", "PXAT", &at]);
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    let (point, walk_first) = expire_tick(&sh, &start, &no_time, false).unwrap();
+    assert!(!walk_first);
+    assert!(point.0 == 0 && !point.1.is_empty(), "the walk went one slice: {point:?}");
+    assert_eq!(run(&sh, &["DBSIZE"]), ":1000\r\n");
+
+    // Many due at once.
+    let at = ms_from_now(50);
+    for i in 0..3000 {
+        run(&sh, &["SET", &format!("many{i:05}"), "v", "PXAT", &at]);
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    let (point, walk_first) = expire_tick(&sh, &start, &no_time, false).unwrap();
+    assert_eq!((point.clone(), walk_first), (start.clone(), true), "one slice of due keys");
+    assert_eq!(sh.engine().due.len(), 2800);
+    let expired = |sh: &strata_server::state::Shared| -> usize {
+        let info = run(sh, &["INFO", "stats"]);
+        let n = info.lines().find_map(|l| l.strip_prefix("expired_keys:")).unwrap();
+        n.trim().parse().unwrap()
+    };
+    let before = expired(&sh);
+    let (point, walk_first) = expire_tick(&sh, &point, &no_time, true).unwrap();
+    assert!(walk_first, "the walk ran out of time among expired keys");
+    assert!(point.0 == 0 && point.1 > start.1, "the walk went first: {point:?}");
+    let walked = expired(&sh) - before;
+    assert!(walked > 100, "one slice of the walk: {walked}");
+    assert_eq!(sh.engine().due.len(), 2800 - walked, "the walk's deletions left the index");
+    let (_, walk_first) = expire_tick(&sh, &point, &effort, true).unwrap();
+    assert!(!walk_first, "the walk ended in time, and so did the due keys after it");
+    assert_eq!(sh.engine().due.len(), 0);
+    assert_eq!(run(&sh, &["DBSIZE"]), ":1000\r\n");
+}

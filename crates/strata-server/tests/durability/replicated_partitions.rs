@@ -19,7 +19,7 @@ use strata_server::commands::dispatch;
 use strata_server::config::{Config, Flags};
 use strata_server::resp::Out;
 use strata_server::routing::Router;
-use strata_server::server::tasks::{expire_round, ExpiryEffort};
+use strata_server::server::tasks::{expire_due, expire_round, ExpiryEffort};
 use strata_server::slots::key_slot;
 use strata_server::state::{Conn, Shared};
 use strata_server::storage::SyncPolicy;
@@ -438,6 +438,31 @@ fn expired_keys_are_deleted_by_their_partitions_leader_and_the_deletion_replicat
     for (id, n) in &c.nodes {
         let view = n.shared.dbs.partition(g.0 as u16);
         for k in &keys[1..] {
+            let raw = view.read_meta_uncached(k.as_bytes()).unwrap();
+            assert!(raw.is_none(), "node {id} still holds {k}");
+        }
+    }
+
+    // The same keys through the due index, which the leader's commands fed: one call, one
+    // entry of the group a slice; the replicas' calls delete nothing.
+    for k in &keys {
+        assert_eq!(c.run(k, &["SET", k, "v", "PX", "30"]), "+OK\r\n");
+    }
+    std::thread::sleep(Duration::from_millis(80));
+    let leader = c.leader(g);
+    for (id, n) in &c.nodes {
+        if *id != leader {
+            assert_eq!(expire_due(&n.shared, &effort).unwrap().deleted, 0, "node {id} follows {g}");
+        }
+    }
+    let before = applied();
+    assert_eq!(expire_due(&c.nodes[&leader].shared, &effort).unwrap().deleted, keys.len());
+    let entries = applied() - before;
+    assert!(entries <= keys.len().div_ceil(200) as u64, "{entries} entries");
+    c.converged();
+    for (id, n) in &c.nodes {
+        let view = n.shared.dbs.partition(g.0 as u16);
+        for k in &keys {
             let raw = view.read_meta_uncached(k.as_bytes()).unwrap();
             assert!(raw.is_none(), "node {id} still holds {k}");
         }
