@@ -17,6 +17,9 @@ use std::time::Duration;
 /// index.
 const EXPIRE_SLICE: usize = 200;
 
+/// How long after a failed deletion its due keys are due again ([`expire_due`]).
+const RETRY_DUE: Duration = Duration::from_secs(1);
+
 /// How often an expiry round starts (Redis's `hz` default, 10 a second).
 const EXPIRE_TICK: Duration = Duration::from_millis(100);
 
@@ -115,7 +118,8 @@ fn expire_slice_at(
     // The database itself, or (swapped away or never created) the next one that exists.
     let db = sh.dbs.each().map(|(d, _)| d).find(|d| *d >= db).unwrap_or(0);
     let st = sh.dbs.store(db);
-    let r = expire_slice(st, &sh.notifier, db, from, EXPIRE_SLICE, deleter(sh, st));
+    let mut d = Deleter::new(sh, st);
+    let r = expire_slice(st, &sh.notifier, db, from, EXPIRE_SLICE, |at| d.view(at));
     // Expiry deletions owe no acknowledgement: only keep the thread's mark clean.
     let _ = crate::storage::sync_group::take_owed_sync();
     // Their `expired` events, for the deletions written (also those before a failure).
@@ -191,9 +195,21 @@ pub fn expire_due(sh: &Shared, effort: &ExpiryEffort) -> crate::types::Result<Du
             if keys.is_empty() {
                 continue;
             }
-            match delete_due(&sh.notifier, db, keys, deleter(sh, st)) {
+            // Keys declined for a while, or whose write was refused or failed (in cluster
+            // mode: a slot of the partition frozen for a move, this leader cut off), are due
+            // again a moment later instead of waiting for the walk. A key deleted by an
+            // earlier view's write is found gone then.
+            let mut d = Deleter::new(sh, st);
+            let again = crate::types::keyspace::now_ms() + RETRY_DUE.as_millis() as u64;
+            match delete_due(&sh.notifier, db, &keys, |at| d.view(at)) {
                 Ok((_, n)) => pass.deleted += n,
-                Err(e) => r = Err(e),
+                Err(e) => {
+                    d.later.extend(keys.into_iter().map(|(at, _)| at));
+                    r = Err(e);
+                }
+            }
+            for at in &d.later {
+                sh.engine().due.note(st.set, at, again);
             }
         }
         let _ = crate::storage::sync_group::take_owed_sync();
@@ -218,26 +234,44 @@ pub fn expire_due(sh: &Shared, effort: &ExpiryEffort) -> crate::types::Result<Du
 /// Which view deletes the key at a stored position of `st` (`types::expiry`'s `mine`):
 /// standalone `st` itself; in cluster mode the key's partition's view where this node leads
 /// the partition and the slot takes writes here (after the write barrier), else none. A
-/// barrier that fails (this leader cut off) may have waited its whole timeout: the view gives
-/// no more, and the next round tries again.
-fn deleter<'a>(
+/// barrier that fails (this leader cut off) may have waited its whole timeout: the deleter
+/// gives no more views, and the next round tries again. The keys declined for a while only
+/// (a barrier failed, a slot moving, no leader known) are kept in `later`; those of another
+/// leader or another partition now are not.
+struct Deleter<'a> {
     sh: &'a Shared,
     st: &'a Arc<crate::storage::Store>,
-) -> impl FnMut(&[u8]) -> Option<Arc<crate::storage::Store>> + 'a {
-    let mut failed = false;
-    move |at| {
-        let Some(router) = sh.router.as_ref() else { return Some(st.clone()) };
+    failed: bool,
+    later: Vec<Vec<u8>>,
+}
+
+impl<'a> Deleter<'a> {
+    fn new(sh: &'a Shared, st: &'a Arc<crate::storage::Store>) -> Deleter<'a> {
+        Deleter { sh, st, failed: false, later: Vec::new() }
+    }
+
+    fn view(&mut self, at: &[u8]) -> Option<Arc<crate::storage::Store>> {
+        let Some(router) = self.sh.router.as_ref() else { return Some(self.st.clone()) };
         // `st` sees every partition's keys; each is deleted through its partition's view.
         let partition = Filing::partition_of(at)?;
         let slot = Filing::AllPartitions.slot_of(at)?;
-        if failed
-            || router.partition_of(slot) != Some(partition)
-            || router.route(slot, true, false) != Route::Local
-        {
+        if router.partition_of(slot) != Some(partition) {
             return None;
         }
-        failed = router.prepare(slot, true, false).is_err();
-        (!failed).then(|| sh.dbs.partition(partition).clone())
+        match router.route(slot, true, false) {
+            Route::Local if !self.failed => {}
+            Route::Moved(_) => return None,
+            _ => {
+                self.later.push(at.to_vec());
+                return None;
+            }
+        }
+        self.failed = router.prepare(slot, true, false).is_err();
+        if self.failed {
+            self.later.push(at.to_vec());
+            return None;
+        }
+        Some(self.sh.dbs.partition(partition).clone())
     }
 }
 

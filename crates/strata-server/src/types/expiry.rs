@@ -65,7 +65,7 @@ pub fn expire_slice(
         }
         true
     })?;
-    (slice.expired, slice.deleted) = delete_due(notifier, db, due, mine)?;
+    (slice.expired, slice.deleted) = delete_due(notifier, db, &due, mine)?;
     Ok(slice)
 }
 
@@ -79,14 +79,14 @@ pub fn expire_slice(
 pub fn delete_due(
     notifier: &Notifier,
     db: usize,
-    due: Vec<(Vec<u8>, Vec<u8>)>,
+    due: &[(Vec<u8>, Vec<u8>)],
     mut mine: impl FnMut(&[u8]) -> Option<Arc<Store>>,
 ) -> Result<(usize, usize)> {
     // The keys each view deletes, in the order found (a view is a partition's store).
-    let mut by_view: Vec<(Arc<Store>, Vec<Vec<u8>>)> = Vec::new();
+    let mut by_view: Vec<(Arc<Store>, Vec<&[u8]>)> = Vec::new();
     let mut expired = 0;
     for (at, k) in due {
-        let Some(view) = mine(&at) else { continue };
+        let Some(view) = mine(at) else { continue };
         expired += 1;
         match by_view.iter_mut().find(|(v, _)| Arc::ptr_eq(v, &view)) {
             Some((_, keys)) => keys.push(k),

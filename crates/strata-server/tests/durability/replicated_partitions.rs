@@ -469,6 +469,43 @@ fn expired_keys_are_deleted_by_their_partitions_leader_and_the_deletion_replicat
     }
 }
 
+/// A due key its leader cannot delete now (cut off from the rest of its group: the
+/// deletion does not commit) stays in the leader's due index, due again a moment later,
+/// instead of waiting for the walk to come round to it.
+#[test]
+fn a_due_key_its_leader_cannot_delete_now_stays_due() {
+    let c = Cluster::start();
+    let key = "expiring";
+    let g = Cluster::group_of(key);
+    let leader = c.leader(g);
+    assert_eq!(c.run(key, &["SET", key, "v", "PX", "30"]), "+OK\r\n");
+    c.converged();
+    std::thread::sleep(Duration::from_millis(80));
+    let sh = &c.nodes[&leader].shared;
+    assert_eq!(sh.engine().due.len(), 1);
+    c.net.isolate(leader, NODES.iter().copied().filter(|n| *n != leader));
+    let effort = ExpiryEffort::of(sh);
+    let pass = expire_due(sh, &effort);
+    assert!(!pass.is_ok_and(|p| p.deleted > 0), "a node cut off deleted the key");
+    assert_eq!(sh.engine().due.len(), 1, "the key stays due");
+    c.net.heal_all();
+    // Whoever leads the group now, the key goes: a new leader's walk finds it, or the old
+    // leader's index when the key is due again.
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let l = c.leader(g);
+        let s = &c.nodes[&l].shared;
+        let _ = expire_due(s, &effort);
+        let _ = expire_round(s, &(0, Vec::new()), &effort);
+        let view = s.dbs.partition(g.0 as u16);
+        if view.read_meta_uncached(key.as_bytes()).unwrap().is_none() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the expired key is still held");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// FLUSHALL in cluster mode deletes the keys of the partitions the node leads, through their
 /// groups (every replica loses them, a cached record included); FLUSHALL on every node
 /// empties the cluster.
