@@ -18,10 +18,9 @@
 //! Beside the DB: per-key write locks ([`locks`]), a cache of metadata records
 //! ([`meta_cache`]), where pops start ([`pop_hints`]), shared WAL syncs ([`sync_group`]),
 //! replicated writes in flight ([`pending`]), the keys with an expiry by due time ([`due`]),
-//! an EXEC's writes not yet written, which its
-//! commands read ([`overlay`]), a slot's records as a move copies them ([`moving`]), and the
-//! compaction filter that applies the types layer's
-//! stale sub-key rule ([`filter`]).
+//! an EXEC's writes not yet written, which its commands read ([`overlay`]), a slot's records
+//! as a move copies them ([`moving`]), and the compaction filter that applies the types
+//! layer's stale sub-key rule ([`filter`]).
 //! Errors are the engine's ([`strata::Error`]), or [`OpenError`] and
 //! [`sync_group::SyncError`] where the engine is not the cause.
 

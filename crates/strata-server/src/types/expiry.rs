@@ -32,9 +32,8 @@ pub struct Slice {
 /// left to their own leader), as [`delete_due`] does. A key whose expiry is still ahead is
 /// noted in the due index (`storage::due`), so that one pass of the walk gives the index the
 /// keys it missed (written before this process started, or by another node's command); an
-/// expired one leaves it. The
-/// server's expiry task calls it for each database in turn, as many slices a round as the
-/// expired keys found call for (`server::tasks`).
+/// expired one leaves it. The server's expiry task calls it for each database in turn, as
+/// many slices a round as the expired keys found call for (`server::tasks`).
 pub fn expire_slice(
     st: &Store,
     notifier: &Notifier,

@@ -56,6 +56,12 @@ fn with_rules(mut opts: strata::Options) -> strata::Options {
     opts
 }
 
+/// Gives an opened engine what reads the types' records: the due index's reader of a
+/// metadata record's expiry.
+fn with_readers(engine: &crate::storage::Engine) {
+    engine.due.read_expiry_with(metadata::raw_expire_ms);
+}
+
 /// Opens (creating if needed) the store in `dir`, its compaction filter collecting stale
 /// sub-keys by [`gc::is_stale`], its metadata merging field deltas ([`hash_delta`]).
 pub fn open(
@@ -64,7 +70,7 @@ pub fn open(
     policy: SyncPolicy,
 ) -> std::result::Result<Arc<Store>, OpenError> {
     let st = Store::open(with_rules(opts), dir, policy, gc::is_stale)?;
-    st.due.read_expiry_with(metadata::raw_expire_ms);
+    with_readers(st.engine());
     Ok(st)
 }
 
@@ -77,7 +83,7 @@ pub fn open_databases(
     count: usize,
 ) -> std::result::Result<Arc<Databases>, OpenError> {
     let dbs = Databases::open(with_rules(opts), dir, policy, gc::is_stale, count, false)?;
-    dbs.engine().due.read_expiry_with(metadata::raw_expire_ms);
+    with_readers(dbs.engine());
     Ok(dbs)
 }
 
@@ -95,6 +101,6 @@ pub fn open_partitioned(
     policy: SyncPolicy,
 ) -> std::result::Result<Arc<Databases>, OpenError> {
     let dbs = Databases::open(with_rules(opts), dir, policy, gc::is_stale, 1, true)?;
-    dbs.engine().due.read_expiry_with(metadata::raw_expire_ms);
+    with_readers(dbs.engine());
     Ok(dbs)
 }
