@@ -15,9 +15,10 @@
 //! writers on different connection threads rarely meet. A key has at most one entry: noting
 //! it again with another due time moves it.
 
+use super::prehashed::PrehashedMap;
 use parking_lot::Mutex;
-use std::collections::{BTreeSet, HashMap};
-use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
+use std::collections::BTreeSet;
+use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
@@ -31,25 +32,6 @@ pub const CAPACITY: usize = 1 << 20;
 /// Reads a metadata record's expiry (ms since the epoch; 0 or `None`: none). The types layer
 /// knows the record's format and installs it ([`DueIndex::read_expiry_with`]).
 pub type ExpiryOf = fn(&[u8]) -> Option<u64>;
-
-/// A map keyed by an entry's hash, already computed: the hasher passes it through.
-#[derive(Default)]
-struct Prehashed(u64);
-
-impl Hasher for Prehashed {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        // Only u64 keys are hashed here; fold anything else in anyway.
-        for &b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(b);
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
-}
 
 /// The stripe of a hash: from bits the map's buckets do not use first.
 fn stripe_of(h: u64) -> usize {
@@ -69,7 +51,7 @@ struct Entry {
 #[derive(Default)]
 struct Stripe {
     by_time: BTreeSet<(u64, u64)>,
-    by_hash: HashMap<u64, Entry, BuildHasherDefault<Prehashed>>,
+    by_hash: PrehashedMap<Entry>,
 }
 
 /// The index of one engine, over every family set.

@@ -40,12 +40,12 @@
 //! for the keys that miss.
 
 use super::access::{self, AccessTimes};
+use super::prehashed::PrehashedMap;
 use parking_lot::Mutex;
 use std::cell::RefCell;
 use std::collections::hash_map::Entry;
 use std::collections::hash_map::RandomState;
-use std::collections::HashMap;
-use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
+use std::hash::BuildHasher;
 use std::sync::Arc;
 
 /// Largest raw entry kept.
@@ -57,25 +57,6 @@ pub const MIN_BYTES: usize = 16 << 20;
 /// See [`MIN_BYTES`].
 pub const MAX_BYTES: usize = 1 << 30;
 const SHARDS: usize = 32;
-
-/// A map keyed by the key's hash, already computed: the hasher passes it through.
-#[derive(Default)]
-struct Prehashed(u64);
-
-impl Hasher for Prehashed {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        // Only u64 keys are hashed here; fold anything else in anyway.
-        for &b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(b);
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
-}
 
 /// A cached entry.
 struct Cached {
@@ -102,7 +83,7 @@ pub const UNKNOWN_DELTAS: u8 = u8::MAX;
 struct Shard {
     /// hash of (set, key) -> (set, key, raw entry). Two keys of one hash share a slot: the
     /// later fill replaces the earlier, and lookups compare the set and the key.
-    map: HashMap<u64, Cached, BuildHasherDefault<Prehashed>>,
+    map: PrehashedMap<Cached>,
     /// Bytes charged for `map`'s entries.
     bytes: usize,
     /// Lookups answered from `map`, and not.

@@ -34,6 +34,7 @@ pub mod moving;
 pub mod overlay;
 pub mod pending;
 pub mod pop_hints;
+pub mod prehashed;
 pub mod sync_group;
 
 use std::fmt;

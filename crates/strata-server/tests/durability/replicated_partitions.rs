@@ -397,11 +397,7 @@ fn expired_keys_are_deleted_by_their_partitions_leader_and_the_deletion_replicat
     let (_, deleted) = expire_round(&c.nodes[&leader].shared, &(0, Vec::new()), &effort).unwrap();
     assert_eq!(deleted, 1, "the leader of {g} deletes the expired key");
     c.converged();
-    for (id, n) in &c.nodes {
-        let view = n.shared.dbs.partition(g.0 as u16);
-        let raw = view.read_meta_uncached(key.as_bytes()).unwrap();
-        assert!(raw.is_none(), "node {id} still holds the expired key's record");
-    }
+    assert_gone_everywhere(&c, g, &[key]);
 
     // Many expired keys of one partition, over many of its slots, go in one entry of its
     // group, not one each; a key written again meanwhile stays.
@@ -435,13 +431,7 @@ fn expired_keys_are_deleted_by_their_partitions_leader_and_the_deletion_replicat
     assert!(entries <= slices, "{entries} entries for {deleted} deletions");
     c.converged();
     assert_eq!(c.run(&keys[0], &["GET", &keys[0]]), "$5\r\nagain\r\n");
-    for (id, n) in &c.nodes {
-        let view = n.shared.dbs.partition(g.0 as u16);
-        for k in &keys[1..] {
-            let raw = view.read_meta_uncached(k.as_bytes()).unwrap();
-            assert!(raw.is_none(), "node {id} still holds {k}");
-        }
-    }
+    assert_gone_everywhere(&c, g, &keys[1..]);
 
     // The same keys through the due index, which the leader's commands fed: one call, one
     // entry of the group a slice; the replicas' calls delete nothing.
@@ -460,9 +450,15 @@ fn expired_keys_are_deleted_by_their_partitions_leader_and_the_deletion_replicat
     let entries = applied() - before;
     assert!(entries <= keys.len().div_ceil(200) as u64, "{entries} entries");
     c.converged();
+    assert_gone_everywhere(&c, g, &keys);
+}
+
+/// Asserts that no node holds a metadata record of `keys` in group `g`'s partition.
+fn assert_gone_everywhere(c: &Cluster, g: GroupId, keys: &[impl AsRef<str>]) {
     for (id, n) in &c.nodes {
         let view = n.shared.dbs.partition(g.0 as u16);
-        for k in &keys {
+        for k in keys {
+            let k = k.as_ref();
             let raw = view.read_meta_uncached(k.as_bytes()).unwrap();
             assert!(raw.is_none(), "node {id} still holds {k}");
         }
