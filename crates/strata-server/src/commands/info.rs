@@ -233,6 +233,8 @@ pub fn info_text(sh: &Shared, want: &[String]) -> Result<String, CmdError> {
         let _ = write!(t, "strata_scan_steps:{steps}\r\n");
         let deltas = sh.engine().field_deltas.load(std::sync::atomic::Ordering::Relaxed);
         let _ = write!(t, "strata_field_deltas:{deltas}\r\n");
+        let (due, cap) = (sh.engine().due.len(), crate::storage::due::CAPACITY);
+        let _ = write!(t, "strata_expiry_index:keys={due},capacity={cap}\r\n");
         let (n, bytes, hits, misses) = sh.engine().meta_cache.stats();
         let _ = write!(
             t,

@@ -325,6 +325,8 @@ fn due_keys_are_deleted_without_walking_the_live_ones() {
     assert_eq!(run(&sh, &["DBSIZE"]), ":5003\r\n");
     assert_eq!(run(&sh, &["GET", "rewritten"]), "$1\r\nw\r\n");
     assert_eq!(sh.engine().due.len(), 1, "only `later` is still ahead");
+    let info = run(&sh, &["INFO", "strata"]);
+    assert!(info.contains("strata_expiry_index:keys=1,capacity=1048576\r\n"), "{info}");
     let info = run(&sh, &["INFO", "stats"]);
     assert!(info.contains("expired_keys:21\r\n"), "{info}");
     // A pass out of time stops after a slice (200 keys), says so, and is counted.
