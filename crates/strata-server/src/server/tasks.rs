@@ -90,13 +90,7 @@ fn walk_round(
         let (stale, elapsed) = (effort.stale(&slice), started.elapsed());
         point = if slice.next.is_empty() { (db + 1, Vec::new()) } else { (db, slice.next) };
         if !stale || elapsed >= effort.time {
-            let micros = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
-            sh.stats.expire_micros.fetch_add(micros, Ordering::Relaxed);
-            let now = crate::types::keyspace::now_ms() / 1000;
-            sh.latency.note("expire-cycle", micros / 1000, now);
-            if stale {
-                sh.stats.expire_time_capped.fetch_add(1, Ordering::Relaxed);
-            }
+            count_round(sh, elapsed, stale);
             return Ok((point, deleted, stale));
         }
     }
@@ -120,10 +114,7 @@ fn expire_slice_at(
     let st = sh.dbs.store(db);
     let mut d = Deleter::new(sh, st);
     let r = expire_slice(st, &sh.notifier, db, from, EXPIRE_SLICE, |at| d.view(at));
-    // Expiry deletions owe no acknowledgement: only keep the thread's mark clean.
-    let _ = crate::storage::sync_group::take_owed_sync();
-    // Their `expired` events, for the deletions written (also those before a failure).
-    crate::commands::pubsub::flush_events(sh, None);
+    after_deletions(sh);
     Ok(Some((db, r?)))
 }
 
@@ -212,8 +203,7 @@ pub fn expire_due(sh: &Shared, effort: &ExpiryEffort) -> crate::types::Result<Du
                 sh.engine().due.note(st.set, at, again);
             }
         }
-        let _ = crate::storage::sync_group::take_owed_sync();
-        crate::commands::pubsub::flush_events(sh, None);
+        after_deletions(sh);
         if r.is_err() || !full {
             break;
         }
@@ -222,13 +212,28 @@ pub fn expire_due(sh: &Shared, effort: &ExpiryEffort) -> crate::types::Result<Du
             break;
         }
     }
-    let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+    count_round(sh, started.elapsed(), pass.out_of_time);
+    r.map(|()| pass)
+}
+
+/// Counts a round of the walk or a pass over the due keys that took `elapsed` in INFO's
+/// `expire_cycle_cpu_milliseconds` and LATENCY's `expire-cycle`, and in
+/// `expired_time_cap_reached_count` when it stopped at its time limit with expired keys left
+/// (`capped`).
+fn count_round(sh: &Shared, elapsed: Duration, capped: bool) {
+    let micros = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
     sh.stats.expire_micros.fetch_add(micros, Ordering::Relaxed);
-    if pass.out_of_time {
+    sh.latency.note("expire-cycle", micros / 1000, crate::types::keyspace::now_ms() / 1000);
+    if capped {
         sh.stats.expire_time_capped.fetch_add(1, Ordering::Relaxed);
     }
-    sh.latency.note("expire-cycle", micros / 1000, crate::types::keyspace::now_ms() / 1000);
-    r.map(|()| pass)
+}
+
+/// What follows expiry deletions: they owe no acknowledgement (only the thread's mark is
+/// cleared), and their `expired` events go out (also those of deletions before a failure).
+fn after_deletions(sh: &Shared) {
+    let _ = crate::storage::sync_group::take_owed_sync();
+    crate::commands::pubsub::flush_events(sh, None);
 }
 
 /// Which view deletes the key at a stored position of `st` (`types::expiry`'s `mine`):
