@@ -43,7 +43,10 @@
 //! makes every read and seek visit one more sorted run. `Db::wait_for_compact` waits for that
 //! drain like any other pending compaction. A pause that has already lasted that long when
 //! the compaction thread gets to L0 (it was busy with another level) skips the merge: L0 goes
-//! straight down.
+//! straight down. The drain takes the writes made since the last flush along: the active
+//! memtable is flushed first (its L0 file counts as no arrival), or those writes would come
+//! back alone as an L0 file below the trigger (at the next flush, or replayed from the WAL at
+//! the next open) that every read visits until the next batch.
 //!
 //! The picker applies it ([`super::picker::PickerOptions::level0_batch_files`]) to a
 //! compaction L0's file count calls for, never to one its size calls for. Light writes (a
@@ -74,6 +77,8 @@ pub(crate) struct L0Pace {
     compaction_speed: Option<f64>,
     /// L0 was carried over and has not gone down since ([`L0Pace::set_carried`]).
     carried: bool,
+    /// The next flush is the drain's own ([`L0Pace::expect_drain_flush`]).
+    drain_flush: bool,
 }
 
 /// The L0 file count an L0 -> base compaction waits for, and until when that holds.
@@ -111,6 +116,7 @@ impl L0Pace {
             mean_interval: Some(interval),
             compaction_speed: Some(speed),
             carried: false,
+            drain_flush: false,
         }
     }
 
@@ -120,13 +126,28 @@ impl L0Pace {
         Some((self.mean_interval?, self.compaction_speed?))
     }
 
-    /// A flush added an L0 file at `now`.
+    /// A flush added an L0 file at `now`. The drain's own flush is no arrival: writes stay
+    /// paused, and the drain it was made for follows.
     pub(crate) fn on_l0_file(&mut self, now: Instant) {
+        if std::mem::take(&mut self.drain_flush) {
+            return;
+        }
         if let Some(last) = self.last_arrival {
             let gap = now.saturating_duration_since(last).as_secs_f64();
             self.mean_interval = Some(mean(self.mean_interval, gap));
         }
         self.last_arrival = Some(now);
+    }
+
+    /// The drain flushes the active memtable to take its writes along (module doc): the
+    /// flush that follows adds no arrival ([`L0Pace::on_l0_file`]).
+    pub(crate) fn expect_drain_flush(&mut self) {
+        self.drain_flush = true;
+    }
+
+    /// A flush wrote no table (every entry dropped): an expected drain flush is done.
+    pub(crate) fn on_flush_without_table(&mut self) {
+        self.drain_flush = false;
     }
 
     /// Whether L0 now waits as a carried-over level for the next batch: set when a carry-over
@@ -284,6 +305,23 @@ mod tests {
         let (v, o) = shape(l0);
         let busy: HashSet<FileNumber> = busy.iter().map(|&n| FileNumber(n)).collect();
         p.batch(&v, &o, &busy, enabled, now).files
+    }
+
+    #[test]
+    fn the_drains_own_flush_is_no_arrival() {
+        let t0 = Instant::now();
+        let mut p = pressed(t0, 1);
+        let before = (p.last_arrival, p.mean_interval);
+        p.expect_drain_flush();
+        p.on_l0_file(t0 + Duration::from_secs(60));
+        assert_eq!((p.last_arrival, p.mean_interval), before, "writes still paused");
+        p.on_l0_file(t0 + Duration::from_secs(61));
+        assert_eq!(p.last_arrival, Some(t0 + Duration::from_secs(61)));
+        // A drain flush that wrote no table leaves the next file an arrival too.
+        p.expect_drain_flush();
+        p.on_flush_without_table();
+        p.on_l0_file(t0 + Duration::from_secs(62));
+        assert_eq!(p.last_arrival, Some(t0 + Duration::from_secs(62)));
     }
 
     #[test]

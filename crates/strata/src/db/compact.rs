@@ -30,14 +30,23 @@ pub(crate) fn start_compaction_threads(inner: &Arc<DbInner>) -> Result<Vec<JoinH
         .collect()
 }
 
+/// What the compaction thread does next ([`pick_any`]).
+enum Next {
+    /// Run this compaction (its inputs marked busy).
+    Run(Arc<Cfd>, CompactionPlan),
+    /// Flush this family's active memtable first: its L0 drains and takes the memtable along
+    /// (`compaction::l0_batch`, "Drain").
+    Flush(Arc<Cfd>),
+    /// Nothing to do until woken, or until this moment.
+    Wait(Option<Instant>),
+}
+
 /// The first compaction any family needs (families in id order), marked busy; else, when a
 /// family's L0 compaction waits for a batch ([`crate::compaction::l0_batch`]), the moment
 /// that wait ends unless another L0 file comes. An L0 compaction picked while the pace is
-/// measured is logged with the batch it waited for.
-fn pick_any(
-    st: &mut super::DbState,
-    log: &super::info_log::InfoLog,
-) -> Result<(Arc<Cfd>, CompactionPlan), Option<Instant>> {
+/// measured is logged with the batch it waited for. A drain of L0 whose family holds writes
+/// in memtables waits for them to be flushed first ([`Next::Flush`] for the active one).
+fn pick_any(st: &mut super::DbState, log: &super::info_log::InfoLog) -> Next {
     let now = now_secs();
     let instant = Instant::now();
     let mut wake = None::<Instant>;
@@ -59,6 +68,24 @@ fn pick_any(
         o.level0_carry_over = batch.carry_over;
         o.level0_drain = batch.drain;
         let mut plan = pick(&v, &o, compacting, now);
+        if batch.drain && plan.as_ref().is_some_and(|p| p.start_level == 0) {
+            // The writes since the last flush would come back as one L0 file below the
+            // trigger (at the next flush, or replayed from the WAL at the next open), the
+            // state the drain ends: they go down with it. A flush already queued lands
+            // first (its end wakes this thread).
+            if !c.imm.is_empty() {
+                return None;
+            }
+            if !c.mem.is_empty() {
+                c.l0_pace.expect_drain_flush();
+                log.log(&format!(
+                    "[{}] L0 drain: flushing the memtable ({} entries) to go down with L0",
+                    c.cfd.name,
+                    c.mem.num_entries()
+                ));
+                return Some(Next::Flush(c.cfd.clone()));
+            }
+        }
         if let Some(p) = plan.as_mut() {
             place(p, &c.cfd.paths.targets(), &o);
         }
@@ -104,14 +131,15 @@ fn pick_any(
                 ));
             }
         }
-        plan.map(|p| (c.cfd.clone(), p))
+        plan.map(|p| Next::Run(c.cfd.clone(), p))
     });
     match found {
-        Some((cfd, p)) => {
+        Some(Next::Run(cfd, p)) => {
             mark_busy(st, &cfd, &p);
-            Ok((cfd, p))
+            Next::Run(cfd, p)
         }
-        None => Err(wake),
+        Some(next) => next,
+        None => Next::Wait(wake),
     }
 }
 
@@ -147,8 +175,18 @@ fn compaction_loop(inner: &DbInner) {
                 let mut wake = None;
                 if st.bg_error.is_none() && st.manual_compactions == 0 {
                     match pick_any(&mut st, &inner.info_log) {
-                        Ok(p) => break p,
-                        Err(w) => wake = w,
+                        Next::Run(cfd, p) => break (cfd, p),
+                        Next::Flush(cfd) => {
+                            // Scheduled, not waited for: its install wakes this thread.
+                            let flushed = parking_lot::MutexGuard::unlocked(&mut st, || {
+                                super::flush::flush_families(inner, &[cfd], false)
+                            });
+                            if let Err(e) = flushed {
+                                inner.info_log.log(&format!("L0 drain: flush failed: {e}"));
+                            }
+                            continue;
+                        }
+                        Next::Wait(w) => wake = w,
                     }
                 }
                 // Files expire with time alone under FIFO's TTL: look again without being woken.

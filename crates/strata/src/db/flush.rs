@@ -344,6 +344,8 @@ fn flush_one(
             cs.memtables_flushed += mems.len() as u64;
             if written.is_some() {
                 cs.l0_pace.on_l0_file(std::time::Instant::now());
+            } else {
+                cs.l0_pace.on_flush_without_table();
             }
             cfd.install_super_version(cs, version);
         }

@@ -131,6 +131,30 @@ fn a_carried_over_l0_drains_by_itself_when_writes_stay_paused() {
 }
 
 #[test]
+fn the_drain_takes_the_writes_still_in_the_memtable_along() {
+    // As above, with writes after the last flush: they go down with the drain instead of
+    // staying behind as the one L0 file a flush or the next open's WAL replay would make.
+    let (db, base) = two_l0_files_under_pace(true, 0.1, 40_000.0);
+    for i in (3..2000u32).step_by(11) {
+        db.put(format!("key{i:05}"), "unflushed").unwrap();
+    }
+    db.wait_for_compact(&crate::options::WaitForCompactOptions::default()).unwrap();
+    assert_eq!(l0_files(&db), 0, "drained");
+    assert_ne!(base_files(&db), base);
+    assert!(db.inner.state.lock().cfs[&0].mem.is_empty(), "the memtable went down too");
+    let log = db.inner.opts.fs.open(std::path::Path::new("/db/LOG")).unwrap().read_all().unwrap();
+    let log = String::from_utf8_lossy(&log);
+    assert!(log.contains("L0 drain: flushing the memtable"), "{log}");
+    let fs = db.inner.opts.fs.clone();
+    drop(db);
+    let db = Db::open(&Options { fs, ..options(true) }, "/db").unwrap();
+    assert_eq!(l0_files(&db), 0, "nothing left to replay into L0");
+    assert_eq!(db.get("key00014").unwrap().as_deref(), Some(&b"unflushed"[..]));
+    assert_eq!(db.get("key00007").unwrap().as_deref(), Some(&b"round 0"[..]));
+    assert_eq!(db.get("key00009").unwrap().as_deref(), Some(&vec![b'v'; 100][..]));
+}
+
+#[test]
 fn without_batching_l0_compacts_at_the_trigger_under_the_same_pace() {
     let (db, base) = two_l0_files_under_pressure(false, 3.0);
     wait_for_l0_below(&db, 2);
