@@ -458,11 +458,17 @@ fn appendfsync_rules_whether_raft_appends_wait_for_a_sync() {
         }
     };
     let before = wal_syncs(leader);
+    let started = std::time::Instant::now();
     writes(1);
     let unsynced = wal_syncs(leader) - before;
-    // The once-a-second syncs only (40 writes take well under a second here; a slow machine
-    // may see a few).
-    assert!(unsynced <= 5, "{unsynced} syncs for 40 writes under everysec");
+    // The once-a-second syncs only: a few, and one more per second the writes took (40
+    // writes take well under a second on an idle machine, several seconds beside other
+    // tests on two cores).
+    let allowed = 5 + started.elapsed().as_secs();
+    assert!(
+        unsynced <= allowed,
+        "{unsynced} syncs for 40 writes under everysec ({allowed} allowed)"
+    );
     for p in client {
         assert_eq!(
             Raw::connect(*p).cmd(&["CONFIG", "SET", "appendfsync", "always"]),

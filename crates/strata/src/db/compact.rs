@@ -71,17 +71,19 @@ fn pick_any(st: &mut super::DbState, log: &super::info_log::InfoLog) -> Next {
         if batch.drain && plan.as_ref().is_some_and(|p| p.start_level == 0) {
             // The writes since the last flush would come back as one L0 file below the
             // trigger (at the next flush, or replayed from the WAL at the next open), the
-            // state the drain ends: they go down with it. A flush already queued lands
-            // first (its end wakes this thread).
-            if !c.imm.is_empty() {
+            // state the drain ends: they go down with it. A flush already due lands first
+            // (its end wakes this thread); memtables waiting for more to merge with
+            // (`min_write_buffer_number_to_merge`) are flushed with the active one.
+            if !c.imm.is_empty() && c.flush_count().is_some() {
                 return None;
             }
-            if !c.mem.is_empty() {
+            if !c.mem.is_empty() || !c.imm.is_empty() {
                 c.l0_pace.expect_drain_flush();
+                let entries: u64 = c.imm.iter().map(|(m, _)| m.num_entries()).sum();
                 log.log(&format!(
-                    "[{}] L0 drain: flushing the memtable ({} entries) to go down with L0",
+                    "[{}] L0 drain: flushing the memtables ({} entries) to go down with L0",
                     c.cfd.name,
-                    c.mem.num_entries()
+                    entries + c.mem.num_entries()
                 ));
                 return Some(Next::Flush(c.cfd.clone()));
             }
@@ -900,7 +902,9 @@ pub(crate) fn wait_for_compact(inner: &DbInner, deadline: Option<Instant>) -> Re
                 && (pick(&v, &c.cfd.live_opts().picker_options(), &st.compacting, now).is_some()
                     || (c.l0_pace.carried() && !v.levels[0].is_empty()))
         });
-        let flushing = st.cfs.values().any(|c| !c.imm.is_empty());
+        // Memtables waiting for more to merge with (`min_write_buffer_number_to_merge`) are
+        // no flush to come in an idle DB, as in RocksDB.
+        let flushing = st.cfs.values().any(|c| c.flush_count().is_some());
         if !flushing && st.running_compactions == 0 && !pending {
             drop(st);
             // The files the compactions made obsolete while a reader still held them (the
