@@ -184,7 +184,10 @@ fn compaction_loop(inner: &DbInner) {
                                 super::flush::flush_families(inner, &[cfd], false)
                             });
                             if let Err(e) = flushed {
+                                // Looked at again in a while, not at once: the drain would
+                                // ask for the same flush.
                                 inner.info_log.log(&format!("L0 drain: flush failed: {e}"));
+                                inner.bg_cv.wait_for(&mut st, Duration::from_secs(1));
                             }
                             continue;
                         }

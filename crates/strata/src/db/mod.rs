@@ -1158,7 +1158,8 @@ impl Db {
     /// Waits until no flush or compaction is pending or running (the `rocksdb` crate's
     /// signature): with `opts.flush`, every family's memtable is flushed first; past
     /// `opts.timeout`, `TimedOut`. Strata has no paused state, so `abort_on_pause` has nothing
-    /// to abort.
+    /// to abort. Immutable memtables waiting for more to merge with
+    /// (`min_write_buffer_number_to_merge`) are no pending flush, as in RocksDB.
     pub fn wait_for_compact(&self, opts: &WaitForCompactOptions) -> Result<()> {
         if self.inner.read_only {
             return Ok(()); // nothing runs
