@@ -21,6 +21,9 @@
 //!   thread, so no replica serves a cached record the log replaced (`meta_cache` contract).
 //!   A snapshot install, and an entry with a range deletion (FLUSHALL of the partition),
 //!   clear the cache and the pop hints.
+//! - Active expiry: each key with an expiry an entry writes is noted in the replica's due
+//!   index (`crate::storage::due`), on every replica, so a node that comes to lead the
+//!   partition has them when they are due.
 //! - Client-side caching (`crate::tracking`): while some client tracks, the user keys an
 //!   entry's records belong to are noted while it is applied and their invalidations sent
 //!   after the write, on every replica, so every node tells its own clients. An install, a
@@ -106,6 +109,25 @@ impl strata::WriteBatchIteratorCf for ChangedKeys {
     fn merge_cf(&mut self, cf: u32, key: &[u8], _: &[u8]) {
         self.take(cf, key);
     }
+}
+
+/// Notes in the due index (`storage::due`) the metadata records with an expiry a batch puts
+/// (`meta`: the metadata family's id in the batch): every replica indexes the keys it
+/// applies, so whichever node leads the partition when one is due deletes it then, not once
+/// its walk reaches it.
+struct DueNotes<'a> {
+    store: &'a Store,
+    meta: u32,
+}
+
+impl strata::WriteBatchIteratorCf for DueNotes<'_> {
+    fn put_cf(&mut self, cf: u32, key: &[u8], value: &[u8]) {
+        if cf == self.meta {
+            self.store.due.note_record(self.store.set, key, value);
+        }
+    }
+    fn delete_cf(&mut self, _: u32, _: &[u8]) {}
+    fn merge_cf(&mut self, _: u32, _: &[u8], _: &[u8]) {}
 }
 
 /// Bytes of an entry's header: the proposer's three family ids.
@@ -313,6 +335,7 @@ impl Apply for ServerApply {
         batch
             .append_remapped(&b, |cf| theirs.iter().position(|t| *t == cf).map(|i| ours[i]))
             .map_err(|e| format!("entry {index} of {group}: {e}"))?;
+        b.iterate_cf(&mut DueNotes { store: &self.store, meta: theirs[0] });
         let changed = if self.tracking.get().is_some_and(|t| t.active()) {
             let mut changed = ChangedKeys { filing, ids: theirs, keys: Vec::new() };
             b.iterate_cf(&mut changed);
@@ -449,6 +472,32 @@ mod tests {
             }
         }
         out
+    }
+
+    /// An applied entry's metadata records with an expiry are noted in the replica's due
+    /// index, under their stored keys; records without one, and other families, are not.
+    #[test]
+    fn applied_records_with_an_expiry_are_noted_as_due() {
+        let (dir, store) = crate::cluster::testing::store();
+        let a = ServerApply::new(store.clone(), Partitions::new(4).unwrap(), dir.path().join("s"))
+            .unwrap();
+        let p = 1u16;
+        // Slot 2 is partition 0's, slot 5000 partition 1's (4 partitions of 4,096 slots).
+        let stored = |rest: &[u8]| [&p.to_be_bytes()[..], &5000u16.to_be_bytes(), rest].concat();
+        let due = crate::types::keyspace::now_ms() + 60_000;
+        let string = |expire| crate::types::metadata::Meta::encode_string(b"v", expire);
+        let mut b = WriteBatch::new();
+        b.put_cf(&*store.meta_cf, stored(b"soon"), string(due));
+        b.put_cf(&*store.meta_cf, stored(b"later"), string(due + 1));
+        b.put_cf(&*store.meta_cf, stored(b"never"), string(0));
+        b.put_cf(&*store.sub_cf, stored(b"sub"), string(due));
+        assert_eq!(store.due.len(), 0);
+        assert_eq!(apply(&a, p, 1, &encode_proposal(&store, &b)), "");
+        assert_eq!(store.due.len(), 2);
+        let taken = store.due.take_due(due + 1, 10);
+        let mut keys: Vec<_> = taken.iter().map(|(_, at)| at.clone()).collect();
+        keys.sort();
+        assert_eq!(keys, vec![stored(b"later"), stored(b"soon")]);
     }
 
     /// A table file an interrupted ingestion left is removed when the state machine starts;

@@ -114,6 +114,10 @@ fn expire_slice_at(
     let st = sh.dbs.store(db);
     let mut d = Deleter::new(sh, st);
     let r = expire_slice(st, &sh.notifier, db, from, EXPIRE_SLICE, |at| d.view(at));
+    let again = crate::types::keyspace::now_ms() + RETRY_DUE.as_millis() as u64;
+    for at in &d.later {
+        sh.engine().due.note(st.set, at, again);
+    }
     after_deletions(sh);
     Ok(Some((db, r?)))
 }
@@ -241,8 +245,9 @@ fn after_deletions(sh: &Shared) {
 /// the partition and the slot takes writes here (after the write barrier), else none. A
 /// barrier that fails (this leader cut off) may have waited its whole timeout: the deleter
 /// gives no more views, and the next round tries again. The keys declined for a while only
-/// (a barrier failed, a slot moving, no leader known) are kept in `later`; those of another
-/// leader or another partition now are not.
+/// (a barrier failed, a slot moving, no leader known), and those another node leads the
+/// partition of while this node holds a replica of it and the key still has an expiry, are
+/// kept in `later`; those of another partition now are not.
 struct Deleter<'a> {
     sh: &'a Shared,
     st: &'a Arc<crate::storage::Store>,
@@ -265,7 +270,16 @@ impl<'a> Deleter<'a> {
         }
         match router.route(slot, true, false) {
             Route::Local if !self.failed => {}
-            Route::Moved(_) => return None,
+            Route::Moved(_) => {
+                // Another node leads the partition and deletes the key through its log. A
+                // replica of it keeps the key for later while the key still has an expiry
+                // here: should this node lead the partition before that deletion comes, it
+                // deletes the key itself then, not once its walk gets there.
+                if router.route(slot, false, true) == Route::Local && self.still_expiring(at) {
+                    self.later.push(at.to_vec());
+                }
+                return None;
+            }
             _ => {
                 self.later.push(at.to_vec());
                 return None;
@@ -277,6 +291,13 @@ impl<'a> Deleter<'a> {
             return None;
         }
         Some(self.sh.dbs.partition(partition).clone())
+    }
+
+    /// Whether the metadata record at `at` is still there with an expiry (a read failure
+    /// counts as no: the walk finds the key again).
+    fn still_expiring(&self, at: &[u8]) -> bool {
+        let record = self.st.read_stored_meta(at).ok().flatten();
+        record.and_then(|r| crate::types::metadata::raw_expire_ms(&r)).is_some_and(|e| e != 0)
     }
 }
 

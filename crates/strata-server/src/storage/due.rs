@@ -7,9 +7,10 @@
 //! again and checked (`types::keyspace::delete_expired`), so an entry left behind by a key
 //! written again, persisted or deleted since costs one read when it comes due. An entry may
 //! also be missing: the index is full, the key was written before this process started, or
-//! (on a cluster node) a replica applied the write another node's command made. The walk
-//! over every key (`types::expiry::expire_slice`) still goes on and notes what it passes, so
-//! a missing key is found within one pass, as before the index.
+//! (on a cluster node) a slot move brought it in. The walk over every key
+//! (`types::expiry::expire_slice`) still goes on and notes what it passes, so a missing key
+//! is found within one pass, as before the index. On a cluster node every replica's applied
+//! entries feed the index too (`cluster::apply`).
 //!
 //! Entries are spread over [`STRIPES`] stripes by the key's hash, each a lock of its own, so
 //! writers on different connection threads rarely meet. A key has at most one entry: noting

@@ -306,7 +306,8 @@ pub struct Engine {
     /// versions are unique across databases).
     pub pop_hints: pop_hints::PopHints,
     /// The keys with an expiry, by due time, of every database (`due`): fed by
-    /// [`Store::put_meta`] and the expiry walk, taken by active expiry.
+    /// [`Store::put_meta`], the expiry walk and a cluster node's applied entries, taken by
+    /// active expiry.
     pub due: due::DueIndex,
     /// Internal entries sub-key scans have stepped over (INFO `strata_scan_steps`): what
     /// tombstones and old versions cost the scans.

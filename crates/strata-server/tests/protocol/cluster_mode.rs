@@ -8,7 +8,8 @@
 //! directory comes back without `--cluster-bootstrap`, takes the logs again and votes once it
 //! has caught up. `appendfsync` rules whether a Raft append waits for a sync. A write a
 //! CLIENT PAUSE holds is dropped when its client leaves before the pause ends. Clients
-//! tracking keys (client-side caching) on the leader and on a replica hear of changes.
+//! tracking keys (client-side caching) on the leader and on a replica hear of changes. A
+//! replica holds the keys due to expire for when it leads their partition.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
@@ -461,10 +462,11 @@ fn appendfsync_rules_whether_raft_appends_wait_for_a_sync() {
     let started = std::time::Instant::now();
     writes(1);
     let unsynced = wal_syncs(leader) - before;
-    // The once-a-second syncs only: a few, and one more per second the writes took (40
-    // writes take well under a second on an idle machine, several seconds beside other
-    // tests on two cores).
-    let allowed = 5 + started.elapsed().as_secs();
+    // Not one sync per write: the once-a-second syncs, one more per second the writes took
+    // (well under a second on an idle machine, several beside other tests on two cores),
+    // and the node's other syncs (its groups' votes among them), which come in bursts: under
+    // half a sync per write, where `always` below takes at least one each.
+    let allowed = 20 + started.elapsed().as_secs();
     assert!(
         unsynced <= allowed,
         "{unsynced} syncs for 40 writes under everysec ({allowed} allowed)"
@@ -577,4 +579,62 @@ fn clients_tracking_on_the_leader_and_on_a_replica_hear_of_changes() {
     let flush = Reply::Array(vec![Reply::bulk("invalidate"), Reply::Null]);
     assert_eq!(on_leader.read(), flush, "the leader's client is told to flush");
     assert_eq!(on_replica.read(), flush, "the replica's client is told to flush");
+}
+
+/// A node's field `name` of INFO `section`, as a number.
+fn info_number(port: u16, section: &str, name: &str) -> u64 {
+    let Reply::Bulk(info) = Raw::connect(port).cmd(&["INFO", section]) else { panic!("INFO") };
+    let info = String::from_utf8(info).unwrap();
+    let line = info.lines().find_map(|l| l.strip_prefix(name)).unwrap_or_else(|| panic!("{info}"));
+    line.trim_start_matches(':')
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .and_then(|d| d.parse().ok())
+        .unwrap_or_else(|| panic!("{name} in {info}"))
+}
+
+/// Active expiry across a failover: every replica notes in its due index the keys with an
+/// expiry that it applies, and keeps a due key there while another node leads the partition
+/// and the key is still there. With the leader's expiry held (CLIENT PAUSE holds it, as in
+/// Redis), the two other replicas still hold every due key in their index well past its
+/// time; once the leader goes, the new leader deletes them.
+#[test]
+fn replicas_keep_due_keys_for_when_they_lead() {
+    let root = tempfile::tempdir().unwrap();
+    let (mut live, ports) = three_new_nodes(root.path());
+    let client = &ports[..3];
+    let ok = Reply::Simple("OK".into());
+    assert_eq!(run(client[0], false, &["SET", "{due}", "0"]), ok);
+    let leader = leader_of(client, "{due}");
+    let keys: Vec<String> = (0..20).map(|i| format!("{{due}}:{i}")).collect();
+    let mut c = Raw::connect(leader);
+    for k in &keys {
+        assert_eq!(c.cmd(&["SET", k, "v", "PX", "1500"]), ok);
+    }
+    assert_eq!(c.cmd(&["CLIENT", "PAUSE", "100000", "WRITE"]), ok);
+    let others: Vec<u16> = client.iter().copied().filter(|p| *p != leader).collect();
+    // Past their time (each replica's passes over them found them still there).
+    std::thread::sleep(Duration::from_millis(1500 + 2500));
+    for p in &others {
+        // A pass that has taken the entries out puts them back a moment later.
+        let deadline = Instant::now() + Duration::from_secs(2);
+        loop {
+            let held = info_number(*p, "strata", "strata_expiry_index:keys=");
+            if held == keys.len() as u64 {
+                break;
+            }
+            assert!(Instant::now() < deadline, "node at {p} holds {held} due keys");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    live.retain(|n| n.port != leader);
+    let deadline = Instant::now() + WAIT;
+    let deleted = |p: u16| info_number(p, "stats", "expired_keys");
+    while others.iter().map(|p| deleted(*p)).sum::<u64>() < keys.len() as u64 {
+        assert!(Instant::now() < deadline, "the new leader did not delete the due keys");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for p in &others {
+        assert_eq!(run(*p, false, &["EXISTS", &keys[3]]), Reply::Int(0));
+    }
 }
