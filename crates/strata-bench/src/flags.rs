@@ -281,6 +281,7 @@ define_flags! {
     compression_type: String = "snappy", Engine, "none, snappy, zlib, bzip2, lz4, lz4hc, xpress, zstd; lzo, lzma (Kyoto Cabinet only)";
     compression_level: i64 = 32767i64, Engine, "Compression level (32767: library default)";
     compression_max_dict_bytes: i64 = 0i64, Engine, "Compression dictionary size";
+    compression_parallel_threads: i64 = 1i64, Engine, "Threads compressing each table's data blocks as it is written (1: on the flush or compaction thread)";
     min_level_to_compress: i64 = -1i64, Engine, "Levels below this are not compressed (-1: all compressed)";
     write_buffer_size: i64 = 67108864i64, Engine, "Memtable size in bytes";
     max_write_buffer_number: i64 = 2i64, Engine, "Memtables (active + immutable) before writes stall";

@@ -270,6 +270,11 @@ pub fn random_options(
     if rng.gen_bool(0.25) {
         o.max_total_wal_size = [64 << 10, 1 << 20][rng.gen_range(0..2)];
     }
+    // Tables' blocks compressed on helper threads now and then (the same bytes, written in
+    // order by the flush or compaction as they come back).
+    if rng.gen_bool(0.25) {
+        o.compression_parallel_threads = rng.gen_range(2..=3);
+    }
     o
 }
 
@@ -381,7 +386,8 @@ pub fn describe_options(o: &Options) -> String {
          cache_index_and_filter={} high_pri={} pin_l0={} pin_top={} index_type={:?} \
          partition_filters={} metadata_block_size={} block_align={} compaction_filter={} \
          db_write_buffer_size={} index_restart={} block_size_deviation={} \
-         memtable_bloom={} vector_memtable={} wal_mmap_writes={} db_paths={:?} comparator={}",
+         memtable_bloom={} vector_memtable={} wal_mmap_writes={} db_paths={:?} comparator={} \
+         compression_threads={}",
         o.write_buffer_size,
         o.max_write_buffer_number,
         o.min_write_buffer_number_to_merge,
@@ -437,7 +443,8 @@ pub fn describe_options(o: &Options) -> String {
         o.vector_memtable,
         o.wal_mmap_writes,
         o.db_paths.iter().map(|p| (p.path(), p.target_size())).collect::<Vec<_>>(),
-        o.comparator.name()
+        o.comparator.name(),
+        o.compression_parallel_threads
     )
 }
 

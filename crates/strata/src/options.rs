@@ -197,6 +197,13 @@ pub struct Options {
     pub compression_per_level: Vec<CompressionType>,
     /// Zstd level when `compression` is Zstd. Default: 3.
     pub zstd_level: i32,
+    /// Threads compressing each table's data blocks while flush or compaction goes on
+    /// building it (RocksDB's `compression_opts.parallel_threads`,
+    /// `set_compression_options_parallel_threads`): above 1, that many helper threads per
+    /// table being written, which pays where compression is the cost of writing tables
+    /// (Zstandard, large values) and cores are free. The tables are the same either way.
+    /// Default: 1 (compression on the flush or compaction thread).
+    pub compression_parallel_threads: usize,
     /// Checksum protecting every block. Default: CRC32C.
     pub checksum: ChecksumType,
     /// What WAL damage `open` tolerates. Default: point-in-time.
@@ -538,6 +545,7 @@ impl Default for Options {
             compression: table.compression,
             compression_per_level: Vec::new(),
             zstd_level: table.zstd_level,
+            compression_parallel_threads: table.parallel_threads,
             checksum: table.checksum,
             wal_recovery_mode: WalRecoveryMode::PointInTime,
             num_levels: 7,
@@ -864,6 +872,7 @@ impl Options {
             ("compression", format!("{:?}", self.compression)),
             ("compression_per_level", format!("{:?}", self.compression_per_level)),
             ("zstd_level", self.zstd_level.to_string()),
+            ("compression_parallel_threads", self.compression_parallel_threads.to_string()),
             ("checksum", format!("{:?}", self.checksum)),
             ("wal_recovery_mode", format!("{:?}", self.wal_recovery_mode)),
             ("num_levels", self.num_levels.to_string()),
@@ -1033,6 +1042,7 @@ impl Options {
             compression: self.compression,
             checksum: self.checksum,
             zstd_level: self.zstd_level,
+            parallel_threads: self.compression_parallel_threads,
             index_type: self.index_type,
             partition_filters: self.partition_filters,
             metadata_block_size: self.metadata_block_size,

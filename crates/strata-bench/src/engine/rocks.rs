@@ -304,6 +304,10 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
             int("compression_max_dict_bytes", f.compression_max_dict_bytes)?,
         );
     }
+    if f.compression_parallel_threads != 1 {
+        let n = int("compression_parallel_threads", f.compression_parallel_threads)?;
+        o.set_compression_options_parallel_threads(n);
+    }
     // BlobDB.
     o.set_enable_blob_files(f.enable_blob_files);
     o.set_min_blob_size(f.min_blob_size);

@@ -169,6 +169,11 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
         }
         o.zstd_level = f.compression_level as i32;
     }
+    o.compression_parallel_threads =
+        usize_of("compression_parallel_threads", f.compression_parallel_threads)?;
+    if o.compression_parallel_threads == 0 {
+        bail!("--compression_parallel_threads=0: at least 1 (1 compresses on the writing thread)");
+    }
     o.write_buffer_size = usize_of("write_buffer_size", f.write_buffer_size)?;
     o.vector_memtable = match f.memtablerep.as_str() {
         "skip_list" => false,

@@ -29,8 +29,6 @@ pub struct CompressionOptions {
     pub max_dict_bytes: i32,
     /// Bytes sampled to train a Zstandard dictionary (not implemented).
     pub zstd_max_train_bytes: i32,
-    /// Threads compressing one file's blocks (Strata compresses on the writing thread).
-    pub parallel_threads: i32,
     /// For the bottommost options: whether they apply at all.
     pub enabled: bool,
 }
@@ -43,7 +41,6 @@ impl Default for CompressionOptions {
             strategy: 0,
             max_dict_bytes: 0,
             zstd_max_train_bytes: 0,
-            parallel_threads: 1,
             enabled: false,
         }
     }

@@ -4,7 +4,8 @@
 //! One concept per file; the on-disk format is described where it is written and in
 //! `docs/format/sstable.md`:
 //! - [`format`]: file layout, block handles, block trailers, the footer, reading a block.
-//! - [`compression`]: block compression codecs.
+//! - [`compression`]: block compression codecs; [`compress_pool`]: the helper threads that
+//!   compress a table's data blocks when `parallel_threads` asks for them.
 //! - [`block_builder`] / [`block`]: data and index blocks (prefix-compressed, restart points).
 //! - [`filter`]: the cache-line-blocked Bloom filter over user keys.
 //! - [`properties`]: the properties block.
@@ -19,6 +20,7 @@ pub mod block;
 pub mod block_builder;
 pub mod builder;
 pub mod cache_access;
+pub(crate) mod compress_pool;
 pub mod compression;
 pub mod filter;
 pub mod format;

@@ -1280,3 +1280,112 @@ fn blocks_are_cut_before_they_overshoot_the_block_size() {
     assert!((3687..=4096 + 5).contains(&avg[0]), "average block at 10%: {}", avg[0]);
     assert!(avg[1] > 4096 + 5, "average block at 0: {}", avg[1]);
 }
+
+/// Tables built with helper threads compressing their data blocks hold exactly the bytes of
+/// those compressed inline, for every codec, block size (tiny blocks gathered into jobs,
+/// blocks of large values each a job of its own), index layout, with and without range
+/// tombstones; partitioned filters keep compression inline.
+#[test]
+fn parallel_compression_writes_the_bytes_inline_compression_writes() {
+    let codecs = [
+        CompressionType::Snappy,
+        CompressionType::Lz4,
+        CompressionType::Zstd,
+        CompressionType::Zlib,
+    ];
+    let large = |n: usize, seed: u64| -> Model {
+        compressible_model(n, seed).into_iter().map(|(k, v)| (k, v.repeat(400))).collect()
+    };
+    let mut cases = 0;
+    for (i, &compression) in codecs.iter().enumerate() {
+        for (j, block_size) in [64usize, 4096, 100_000].into_iter().enumerate() {
+            let seed = (i * 3 + j) as u64;
+            let model = if block_size == 100_000 {
+                large(60, seed)
+            } else {
+                compressible_model(3000, seed)
+            };
+            for layout in 0..3 {
+                let mut base = TableOptions { block_size, compression, ..TableOptions::default() };
+                match layout {
+                    0 => {}
+                    1 => base.user_key_index = false,
+                    _ => (base.index_type, base.metadata_block_size) = (IndexType::TwoLevel, 256),
+                }
+                let tombstones = layout == 1;
+                let build_with = |threads: usize| {
+                    let (fs, path) = mem_fs();
+                    let o = TableOptions { parallel_threads: threads, ..base.clone() };
+                    let mut b = TableBuilder::new(&o, fs.create(&path).unwrap(), path.clone());
+                    assert_eq!(b.compresses_in_parallel(), threads > 1);
+                    for (k, v) in &model {
+                        b.add(k, v).unwrap();
+                    }
+                    if tombstones {
+                        let t = crate::range_del::RangeTombstone::new(b"a", b"m", SeqNo(1));
+                        b.add_range_tombstone(&t);
+                    }
+                    let estimate = b.estimated_file_size();
+                    let summary = b.finish().unwrap();
+                    (fs.read_file(&path).unwrap(), summary, estimate)
+                };
+                let (inline, inline_summary, inline_estimate) = build_with(1);
+                for threads in [2, 3] {
+                    let (bytes, summary, estimate) = build_with(threads);
+                    assert!(bytes == inline, "{compression:?} {block_size} {layout} {threads}");
+                    assert_eq!(summary, inline_summary);
+                    // Blocks in flight count at the ratio of those written (raw before any):
+                    // at most the jobs in flight and the one gathering, raw.
+                    let in_flight = ((2 * threads + 1) * (64 << 10) + block_size) as u64;
+                    assert!(
+                        estimate >= inline_estimate / 2
+                            && estimate <= inline_estimate * 2 + in_flight,
+                        "estimate {estimate} against {inline_estimate}"
+                    );
+                    cases += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(cases, 4 * 3 * 3 * 2);
+    // An empty table, and one with partitioned filters: inline.
+    let (fs, path) = mem_fs();
+    let o = TableOptions { parallel_threads: 4, ..TableOptions::default() };
+    let b = TableBuilder::new(&o, fs.create(&path).unwrap(), path.clone());
+    assert!(b.compresses_in_parallel());
+    assert_eq!(b.finish().unwrap().num_entries, 0);
+    let o = TableOptions { parallel_threads: 4, ..partitioned(256, 256, true) };
+    assert!(
+        !TableBuilder::new(&o, fs.create(&path).unwrap(), path.clone()).compresses_in_parallel()
+    );
+}
+
+/// A write failure while the pool compresses is reported and sticky, as inline.
+#[test]
+fn parallel_compression_reports_write_failures() {
+    let mem = MemFs::new();
+    mem.create_dir_all(Path::new("/db")).unwrap();
+    let fs = FaultFs::new(Arc::new(mem), 1);
+    let path = PathBuf::from("/db/000009.sst");
+    fs.add_rule(FaultRule {
+        op: FaultOp::Append,
+        kind: FaultKind::Eio,
+        nth: 3,
+        persistent: false,
+        path_contains: None,
+    });
+    let model = compressible_model(20_000, 5);
+    let o = TableOptions { parallel_threads: 2, block_size: 256, ..TableOptions::default() };
+    let mut b = TableBuilder::new(&o, fs.create(&path).unwrap(), path.clone());
+    let mut failed = None;
+    for (k, v) in &model {
+        if let Err(e) = b.add(k, v) {
+            failed = Some(e);
+            break;
+        }
+    }
+    let e = failed.expect("an append failed");
+    assert!(matches!(e, Error::Io { .. }), "{e}");
+    assert!(b.add(&model[19_999].0, b"").is_err(), "errors are sticky");
+    assert!(b.finish().is_err());
+}

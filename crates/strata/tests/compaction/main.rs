@@ -1,7 +1,7 @@
 //! Compaction: the leveled, universal, FIFO and tiered styles, compaction filters, manual
 //! compactions (`compact_range`, `compact_files`), L0 carry-over, bottommost sequence-number
-//! zeroing, per-level compression, and what a compaction holds, frees and abandons. One module
-//! per behaviour (`tests/README.md`).
+//! zeroing, per-level and parallel compression, and what a compaction holds, frees and
+//! abandons. One module per behaviour (`tests/README.md`).
 
 #[path = "../common/compaction_gate.rs"]
 mod compaction_gate;

@@ -9,9 +9,10 @@ use crate::sstable::CompressionType;
 const DEFAULT_COMPRESSION_LEVEL: i32 = 32767;
 
 impl Options {
-    /// Threads compressing one file's blocks: kept (Strata compresses on the writing thread).
+    /// Threads compressing each table's data blocks (`Options::compression_parallel_threads`);
+    /// 1 or less: none, compression on the flush or compaction thread.
     pub fn set_compression_options_parallel_threads(&mut self, num: i32) {
-        self.accepted.compression_opts.parallel_threads = num;
+        self.compression_parallel_threads = usize::try_from(num).unwrap_or(1).max(1);
     }
 
     /// Compression of the WAL. Only `None` and `Zstd` are accepted, as RocksDB's; any other
