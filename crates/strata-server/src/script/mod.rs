@@ -517,10 +517,13 @@ impl Scripts {
         make: impl FnOnce(&Lua, mlua::Table, mlua::Table) -> mlua::Result<mlua::Function>,
     ) {
         let lua = self.lua.lock();
-        *self.started.lock() = Some(std::time::Instant::now());
-        self.busy.store(true, Ordering::Release);
+        // The last script's marks are cleared before this one is seen busy: a SCRIPT KILL
+        // that finds it busy sets `kill` after the clearing, which so never undoes it (a
+        // kill undone would be answered OK and the script run on).
         self.kill.store(false, Ordering::Release);
         self.wrote.store(false, Ordering::Release);
+        *self.started.lock() = Some(std::time::Instant::now());
+        self.busy.store(true, Ordering::Release);
         let _idle = Idle(self);
         let resp3 = std::cell::Cell::new(false);
         let _ = lua.set_named_registry_value("strata_killed", false);
@@ -1027,5 +1030,34 @@ mod tests {
         assert!(eval(&s, "#!python\nreturn 1", &[], &[]).contains("Unexpected engine"));
         let body = "#!lua\nerror('x')";
         assert!(eval(&s, body, &[], &[]).contains("user_script:2: x"));
+    }
+
+    /// Regression: a SCRIPT KILL made the moment a script is seen busy stops it. The script
+    /// used to clear the last kill after it was seen busy, so a kill landing in between was
+    /// answered OK and lost, the script running on.
+    #[test]
+    fn a_kill_as_soon_as_a_script_is_busy_stops_it() {
+        let s = std::sync::Arc::new(Scripts::new("7.2.0").unwrap());
+        let sha = s.load(b"while true do end").unwrap();
+        for round in 0..300 {
+            let runner = {
+                let (s, sha) = (s.clone(), sha.clone());
+                std::thread::spawn(move || {
+                    let mut out = Out::default();
+                    s.run(&sha, &[], &[], &mut Echo(Vec::new()), &mut out);
+                    String::from_utf8(out.buf).unwrap()
+                })
+            };
+            let start = std::time::Instant::now();
+            while s.kill().is_err() {
+                assert!(start.elapsed() < std::time::Duration::from_secs(10), "never busy");
+                std::hint::spin_loop();
+            }
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || tx.send(runner.join().unwrap()));
+            let reply = rx.recv_timeout(std::time::Duration::from_secs(10));
+            let reply = reply.unwrap_or_else(|_| panic!("round {round}: killed, ran on"));
+            assert!(reply.contains("Script killed by user"), "{reply}");
+        }
     }
 }
