@@ -482,7 +482,7 @@ mod tests {
         let a = ServerApply::new(store.clone(), Partitions::new(4).unwrap(), dir.path().join("s"))
             .unwrap();
         let p = 1u16;
-        // Slot 2 is partition 0's, slot 5000 partition 1's (4 partitions of 4,096 slots).
+        // Slot 5000 is partition 1's (4 partitions of 4,096 slots).
         let stored = |rest: &[u8]| [&p.to_be_bytes()[..], &5000u16.to_be_bytes(), rest].concat();
         let due = crate::types::keyspace::now_ms() + 60_000;
         let string = |expire| crate::types::metadata::Meta::encode_string(b"v", expire);
