@@ -537,8 +537,10 @@ fn truncated_and_foreign_files_are_corruption() {
     assert!(e.to_string().contains("magic"), "{e}");
 }
 
-#[test]
-fn write_failures_are_reported_and_sticky() {
+/// Builds `model` with `o` on a file system whose `nth` append fails: `add` reports the
+/// failure as an I/O error, and every later call fails too. Returns the file system and the
+/// table's path.
+fn check_append_failure_is_sticky(o: &TableOptions, model: &Model, nth: u64) -> (FaultFs, PathBuf) {
     let mem = MemFs::new();
     mem.create_dir_all(Path::new("/db")).unwrap();
     let fs = FaultFs::new(Arc::new(mem), 1);
@@ -546,18 +548,13 @@ fn write_failures_are_reported_and_sticky() {
     fs.add_rule(FaultRule {
         op: FaultOp::Append,
         kind: FaultKind::Eio,
-        nth: 2,
+        nth,
         persistent: false,
         path_contains: None,
     });
-    let model = sample_entries(500, 2);
-    let mut b = TableBuilder::new(
-        &opts(128, CompressionType::None, ChecksumType::Crc32c),
-        fs.create(&path).unwrap(),
-        path.clone(),
-    );
+    let mut b = TableBuilder::new(o, fs.create(&path).unwrap(), path.clone());
     let mut failed = None;
-    for (k, v) in &model {
+    for (k, v) in model {
         if let Err(e) = b.add(k, v) {
             failed = Some(e);
             break;
@@ -565,8 +562,16 @@ fn write_failures_are_reported_and_sticky() {
     }
     let e = failed.expect("an append failed");
     assert!(matches!(e, Error::Io { .. }), "{e}");
-    assert!(b.add(&model[499].0, b"").is_err(), "errors are sticky");
+    assert!(b.add(&model[model.len() - 1].0, b"").is_err(), "errors are sticky");
     assert!(b.finish().is_err());
+    (fs, path)
+}
+
+#[test]
+fn write_failures_are_reported_and_sticky() {
+    let model = sample_entries(500, 2);
+    let o = opts(128, CompressionType::None, ChecksumType::Crc32c);
+    let (fs, path) = check_append_failure_is_sticky(&o, &model, 2);
 
     // A failed sync fails `finish`.
     fs.clear();
@@ -1363,29 +1368,7 @@ fn parallel_compression_writes_the_bytes_inline_compression_writes() {
 /// A write failure while the pool compresses is reported and sticky, as inline.
 #[test]
 fn parallel_compression_reports_write_failures() {
-    let mem = MemFs::new();
-    mem.create_dir_all(Path::new("/db")).unwrap();
-    let fs = FaultFs::new(Arc::new(mem), 1);
-    let path = PathBuf::from("/db/000009.sst");
-    fs.add_rule(FaultRule {
-        op: FaultOp::Append,
-        kind: FaultKind::Eio,
-        nth: 3,
-        persistent: false,
-        path_contains: None,
-    });
     let model = compressible_model(20_000, 5);
     let o = TableOptions { parallel_threads: 2, block_size: 256, ..TableOptions::default() };
-    let mut b = TableBuilder::new(&o, fs.create(&path).unwrap(), path.clone());
-    let mut failed = None;
-    for (k, v) in &model {
-        if let Err(e) = b.add(k, v) {
-            failed = Some(e);
-            break;
-        }
-    }
-    let e = failed.expect("an append failed");
-    assert!(matches!(e, Error::Io { .. }), "{e}");
-    assert!(b.add(&model[19_999].0, b"").is_err(), "errors are sticky");
-    assert!(b.finish().is_err());
+    check_append_failure_is_sticky(&o, &model, 3);
 }
