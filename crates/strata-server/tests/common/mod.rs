@@ -264,6 +264,18 @@ impl Rng {
     }
 }
 
+/// The value of `field` in INFO `section` (what follows `field:` on its line).
+pub fn info_field(c: &mut Raw, section: &str, field: &str) -> String {
+    let info = match c.cmd(&["INFO", section]) {
+        Reply::Bulk(b) => String::from_utf8(b).unwrap(),
+        Reply::Verbatim(s) => s,
+        other => panic!("INFO {section}: {other:?}"),
+    };
+    let prefix = format!("{field}:");
+    let line = info.lines().find_map(|l| l.strip_prefix(&prefix));
+    line.unwrap_or_else(|| panic!("no {field} in {info}")).trim().to_string()
+}
+
 /// INFO's count of metadata writes stored as field deltas (`strata_field_deltas`).
 pub fn field_deltas(c: &mut Raw) -> u64 {
     let Reply::Bulk(info) = c.cmd(&["INFO", "strata"]) else { panic!("INFO strata") };

@@ -17,7 +17,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{blocked_clients, wait_blocked, Raw, Reply};
+use crate::common::{blocked_clients, info_field, wait_blocked, Raw, Reply};
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -581,16 +581,11 @@ fn clients_tracking_on_the_leader_and_on_a_replica_hear_of_changes() {
     assert_eq!(on_replica.read(), flush, "the replica's client is told to flush");
 }
 
-/// A node's field `name` of INFO `section`, as a number.
-fn info_number(port: u16, section: &str, name: &str) -> u64 {
-    let Reply::Bulk(info) = Raw::connect(port).cmd(&["INFO", section]) else { panic!("INFO") };
-    let info = String::from_utf8(info).unwrap();
-    let line = info.lines().find_map(|l| l.strip_prefix(name)).unwrap_or_else(|| panic!("{info}"));
-    line.trim_start_matches(':')
-        .split(|c: char| !c.is_ascii_digit())
-        .next()
-        .and_then(|d| d.parse().ok())
-        .unwrap_or_else(|| panic!("{name} in {info}"))
+/// The keys a node's due index holds (INFO `strata_expiry_index:keys=N,capacity=M`).
+fn due_keys(port: u16) -> u64 {
+    let v = info_field(&mut Raw::connect(port), "strata", "strata_expiry_index");
+    let keys = v.strip_prefix("keys=").and_then(|r| r.split(',').next());
+    keys.and_then(|k| k.parse().ok()).unwrap_or_else(|| panic!("strata_expiry_index:{v}"))
 }
 
 /// Active expiry across a failover: every replica notes in its due index the keys with an
@@ -619,7 +614,7 @@ fn replicas_keep_due_keys_for_when_they_lead() {
         // A pass that has taken the entries out puts them back a moment later.
         let deadline = Instant::now() + Duration::from_secs(2);
         loop {
-            let held = info_number(*p, "strata", "strata_expiry_index:keys=");
+            let held = due_keys(*p);
             if held == keys.len() as u64 {
                 break;
             }
@@ -629,7 +624,9 @@ fn replicas_keep_due_keys_for_when_they_lead() {
     }
     live.retain(|n| n.port != leader);
     let deadline = Instant::now() + WAIT;
-    let deleted = |p: u16| info_number(p, "stats", "expired_keys");
+    let deleted = |p: u16| -> u64 {
+        info_field(&mut Raw::connect(p), "stats", "expired_keys").parse().unwrap()
+    };
     while others.iter().map(|p| deleted(*p)).sum::<u64>() < keys.len() as u64 {
         assert!(Instant::now() < deadline, "the new leader did not delete the due keys");
         std::thread::sleep(Duration::from_millis(50));

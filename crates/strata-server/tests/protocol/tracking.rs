@@ -37,13 +37,7 @@ fn id_of(c: &mut Raw) -> String {
 }
 
 fn info_field(c: &mut Raw, section: &str, field: &str) -> i64 {
-    let info = match c.cmd(&["INFO", section]) {
-        Reply::Bulk(b) => String::from_utf8(b).unwrap(),
-        Reply::Verbatim(s) => s,
-        other => panic!("{other:?}"),
-    };
-    let prefix = format!("{field}:");
-    info.lines().find_map(|l| l.strip_prefix(&prefix)).unwrap().trim().parse().unwrap()
+    crate::common::info_field(c, section, field).parse().unwrap()
 }
 
 #[test]

@@ -226,10 +226,9 @@ pub struct TableBuilder {
     handles: VecDeque<BlockHandle>,
     /// The helper threads compressing data blocks (`TableOptions::parallel_threads`).
     pool: Option<CompressPool>,
-    /// Raw and stored bytes (trailers included) of the data blocks written: the ratio that
-    /// sizes the blocks still in the pool in [`TableBuilder::estimated_file_size`].
+    /// Raw bytes of the data blocks written: against their stored bytes (`data_size`), the
+    /// ratio that sizes the blocks still in the pool in [`TableBuilder::estimated_file_size`].
     written_raw: u64,
-    written_stored: u64,
     last_key: Vec<u8>,
     smallest: Vec<u8>,
     filter: Option<FilterBuilder>,
@@ -309,7 +308,6 @@ impl TableBuilder {
                 })
                 .flatten(),
             written_raw: 0,
-            written_stored: 0,
             last_key: Vec::new(),
             smallest: Vec::new(),
             filter: (opts.bloom_bits_per_key > 0)
@@ -463,7 +461,7 @@ impl TableBuilder {
             let raw = p.pending_raw();
             match self.written_raw {
                 0 => raw,
-                w => (u128::from(raw) * u128::from(self.written_stored) / u128::from(w)) as u64,
+                w => (u128::from(raw) * u128::from(self.props.data_size) / u128::from(w)) as u64,
             }
         });
         self.writer.offset
@@ -595,7 +593,6 @@ impl TableBuilder {
         self.props.data_size += self.writer.offset - start;
         self.props.num_data_blocks += 1;
         self.written_raw += raw_len;
-        self.written_stored += self.writer.offset - start;
     }
 
     /// Writes the blocks the pool has compressed, in order: those done now, or with `all`

@@ -50,8 +50,8 @@ struct Job {
 pub(crate) struct CompressPool {
     queue: Option<mpsc::Sender<Job>>,
     workers: Vec<JoinHandle<()>>,
-    /// Jobs sent, oldest first: their raw bytes and where their answer comes.
-    in_flight: VecDeque<(u64, mpsc::Receiver<Vec<Compressed>>)>,
+    /// Where the answers of the jobs sent come, oldest first.
+    in_flight: VecDeque<mpsc::Receiver<Vec<Compressed>>>,
     /// The answer being handed out, front first.
     current: VecDeque<Compressed>,
     /// Blocks gathered for the next job, and their bytes.
@@ -115,13 +115,13 @@ impl CompressPool {
             return;
         }
         let blocks = std::mem::take(&mut self.gathering);
-        let bytes = std::mem::take(&mut self.gathered) as u64;
+        self.gathered = 0;
         let (done, answer) = mpsc::sync_channel(1);
         // A queue without workers (all gone) answers as a worker that stopped: `next` says so.
         if let Some(q) = &self.queue {
             let _ = q.send(Job { blocks, done });
         }
-        self.in_flight.push_back((bytes, answer));
+        self.in_flight.push_back(answer);
     }
 
     /// The next block in the order given, if it is compressed: waiting for it when `wait` is
@@ -133,7 +133,7 @@ impl CompressPool {
                 self.pending_raw -= c.raw_len as u64;
                 return Ok(Some(c));
             }
-            let Some((_, answer)) = self.in_flight.front() else { return Ok(None) };
+            let Some(answer) = self.in_flight.front() else { return Ok(None) };
             let got = if wait || self.in_flight.len() > self.max_jobs {
                 answer.recv().map_err(|_| stopped())?
             } else {
@@ -237,6 +237,19 @@ mod tests {
             }
             assert!(got.iter().any(|c| c.trailer[0] != 0), "{ty:?} compressed");
         }
+    }
+
+    /// A job no worker answers (the workers gone, as after a panic in one) is an error for
+    /// the builder waiting for it, never a hang.
+    #[test]
+    fn a_job_nobody_answers_is_an_error() {
+        let mut pool = CompressPool::start(1, CompressionType::Snappy, 3, ChecksumType::Crc32c)
+            .expect("threads");
+        pool.queue = None;
+        pool.submit(block(0, 100));
+        pool.send();
+        let e = pool.next(true).err().expect("an error");
+        assert!(matches!(e, Error::Panic { .. }), "{e}");
     }
 
     /// A pool dropped with blocks in flight and gathering ends its workers.

@@ -102,6 +102,17 @@ fn randomized_incremental_universal_compactions_match_model() {
     });
 }
 
+/// Tables whose blocks helper threads compress (`compression_parallel_threads`): small output
+/// files, so outputs are cut while blocks are still out, with everything else in the mix.
+#[test]
+fn randomized_compactions_with_parallel_compression_match_model() {
+    randomized_compactions_with(CompactionStyle::Leveled, |o| Options {
+        compression: CompressionType::Snappy,
+        compression_parallel_threads: 2,
+        ..o
+    });
+}
+
 fn randomized_compactions(style: CompactionStyle) {
     randomized_compactions_with(style, |o| o);
 }
