@@ -21,7 +21,8 @@
 # Needs bench/setup-ycsb.sh to have run (redis-server, redis-cli, Java, the YCSB client).
 # Writes DIR (default bench/out/ycsb-<timestamp>): runs.tsv (one row per YCSB process),
 # logs/, and from strata-bench-ycsb-report: results.tsv (per run), table.tsv and table.md
-# (median [min-max] over repetitions, strata/redis per row), ycsb_qps.png.
+# (median [min-max] over repetitions; strata/redis of the medians and, per repetition, the
+# ratio within it), ycsb_qps.png.
 # Exits non-zero when any YCSB process failed or any operation returned an error.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -15,7 +15,8 @@
 //!
 //! Output: `results.tsv` (one row per run, numbers only), `table.tsv` and `table.md` (per
 //! durability and workload, each engine's `median [min–max]` over the repetitions, then a
-//! `strata/redis` row of the medians' ratios), `ycsb_qps.png` and, with both engines,
+//! `strata/redis` row of the medians' ratios and a `strata/redis per rep` row of the ratios
+//! within each repetition), `ycsb_qps.png` and, with both engines,
 //! `ycsb_relative.png`. Every operation that returned anything but `OK` is an error, counted
 //! in the `errors` column; [`write_ycsb_reports`] reports the runs with errors.
 
@@ -353,8 +354,45 @@ pub struct TableRow {
     pub errors: String,
 }
 
-/// The table rows: cases in the order they first ran, strata first among engines, and a
-/// `strata/redis` row (ratio of the medians) after each case that both engines ran.
+/// `median [min–max]` of ratios, two decimals (`-` when empty).
+fn ratio_spread(v: &[f64]) -> String {
+    let Some(m) = median_of(v) else { return "-".into() };
+    if v.len() == 1 {
+        return format!("{m:.2}");
+    }
+    let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    format!("{m:.2} [{lo:.2}–{hi:.2}]")
+}
+
+/// Per metric, strata's figure over redis's within each repetition that ran both engines on
+/// `runs` (one case), as `median [min–max]` over those repetitions. Both engines of a
+/// repetition ran minutes apart at most, so the machine's drift between repetitions (which
+/// moves both) stays out of these ratios, where it widens the medians' ranges.
+fn paired_ratios(runs: &[&Run]) -> Option<[String; 8]> {
+    let mut reps: Vec<&str> = runs.iter().map(|r| r.rep.as_str()).collect();
+    reps.sort();
+    reps.dedup();
+    let mut ratios: [Vec<f64>; 8] = Default::default();
+    let mut paired = 0;
+    for rep in reps {
+        let of = |engine: &str| runs.iter().find(|r| r.rep == rep && r.engine == engine);
+        let (Some(s), Some(r)) = (of("strata"), of("redis")) else { continue };
+        paired += 1;
+        for (m, (a, b)) in metrics(s).into_iter().zip(metrics(r)).enumerate() {
+            if let (Some(a), Some(b)) = (a, b) {
+                if b > 0.0 {
+                    ratios[m].push(a / b);
+                }
+            }
+        }
+    }
+    (paired > 0).then(|| std::array::from_fn(|m| ratio_spread(&ratios[m])))
+}
+
+/// The table rows: cases in the order they first ran, strata first among engines, and after
+/// each case that both engines ran a `strata/redis` row (ratio of the medians) and a
+/// `strata/redis per rep` row (the ratios within each repetition, [`paired_ratios`]).
 pub fn table(runs: &[Run]) -> Vec<TableRow> {
     let mut cases: Vec<(&str, &str)> = Vec::new();
     let mut engines: Vec<&str> = Vec::new();
@@ -404,16 +442,22 @@ pub fn table(runs: &[Run]) -> Vec<TableRow> {
                 (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
                 _ => "-".into(),
             });
-            rows.push(TableRow {
+            let row = |engine: &str, cells| TableRow {
                 case: head.case.clone(),
                 workload: wl.to_string(),
                 durability: dur.to_string(),
                 threads: format!("1 * {}", head.threads),
                 ratio: head.ratio.clone(),
-                engine: "strata/redis".into(),
+                engine: engine.into(),
                 cells,
                 errors: String::new(),
-            });
+            };
+            rows.push(row("strata/redis", cells));
+            let case: Vec<&Run> =
+                runs.iter().filter(|r| r.durability == dur && r.workload == wl).collect();
+            if let Some(cells) = paired_ratios(&case) {
+                rows.push(row("strata/redis per rep", cells));
+            }
         }
     }
     rows
@@ -452,9 +496,12 @@ pub fn table_markdown(rows: &[TableRow], reps: usize) -> String {
          process (`threads` = 1 * YCSB threadcount). Each cell: median [min–max] over {reps} \
          repetition(s). QPS in operations/s, latencies in microseconds. Reads = READ + SCAN, \
          writes = UPDATE + INSERT. `strata/redis` rows: ratio of the medians (QPS: > 1 means \
-         strata-server is faster; latency: < 1 means strata-server is faster). Durability \
-         `always`: every acknowledged write is fsynced (redis `appendonly yes`, `appendfsync \
-         always`; strata-server `--appendfsync always`); `everysec`: fsync once a second on both.\n\n"
+         strata-server is faster; latency: < 1 means strata-server is faster); `strata/redis per \
+         rep` rows: the ratio within each repetition (both engines ran back to back in it), \
+         median [min–max] over the repetitions, free of the machine's drift between them. \
+         Durability `always`: every acknowledged write is fsynced (redis `appendonly yes`, \
+         `appendfsync always`; strata-server `--appendfsync always`); `everysec`: fsync once a \
+         second on both.\n\n"
     );
     let mut head: Vec<&str> = HEADER.to_vec();
     head.extend(METRICS);
@@ -659,7 +706,7 @@ mod tests {
             run("strata", "3", LOG),
         ];
         let rows = table(&runs);
-        assert_eq!(rows.len(), 3);
+        assert_eq!(rows.len(), 4);
         assert_eq!(rows[0].engine, "strata");
         assert_eq!(rows[0].cells[0], "1,000 [500–1,000]");
         assert_eq!(rows[0].cells[4], "-");
@@ -674,9 +721,37 @@ mod tests {
             md.contains("| case | workload | durability | threads | R/W ratio | engine | R-QPS |")
         );
         assert!(md.contains("| *strata/redis* |"));
+        assert_eq!(rows[3].engine, "strata/redis per rep");
+        assert_eq!(rows[3].cells[0], "2.00", "only repetition 1 ran both engines");
+        assert_eq!(rows[3].cells[4], "-");
         let tsv = table_tsv(&rows);
-        assert_eq!(tsv.lines().count(), 4);
+        assert_eq!(tsv.lines().count(), 5);
         assert!(tsv.lines().all(|l| l.split('\t').count() == 15), "{tsv}");
+    }
+
+    #[test]
+    fn per_rep_ratios_pair_the_engines_of_each_repetition() {
+        // Read QPS per repetition, strata / redis: 1000 / 500, 250 / 500, 500 / 125. Each
+        // engine's median is 500, so the medians' ratio is 1.00; within the repetitions
+        // strata ran at 2, 0.5 and 4 times redis's rate.
+        let at = |ms: u32| LOG.replace("RunTime(ms), 2000", &format!("RunTime(ms), {ms}"));
+        let runs = vec![
+            run("strata", "1", &at(2000)),
+            run("redis", "1", &at(4000)),
+            run("redis", "2", &at(4000)),
+            run("strata", "2", &at(8000)),
+            run("strata", "3", &at(4000)),
+            run("redis", "3", &at(16000)),
+        ];
+        let rows = table(&runs);
+        let ratio = rows.iter().find(|r| r.engine == "strata/redis").unwrap();
+        assert_eq!(ratio.cells[0], "1.00");
+        let paired = rows.iter().find(|r| r.engine == "strata/redis per rep").unwrap();
+        assert_eq!(paired.cells[0], "2.00 [0.50–4.00]");
+        assert_eq!(paired.cells[1], "1.00 [1.00–1.00]", "latencies as the logs give them");
+        // Without a repetition that ran both engines there is no such row.
+        let alone = table(&runs[..1]);
+        assert!(alone.iter().all(|r| r.engine != "strata/redis per rep"));
     }
 
     #[test]
