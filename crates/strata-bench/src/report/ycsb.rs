@@ -367,11 +367,11 @@ fn ratio_spread(v: &[f64]) -> String {
 
 /// Per metric, strata's figure over redis's within each repetition that ran both engines on
 /// `runs` (one case), as `median [min–max]` over those repetitions. Both engines of a
-/// repetition ran minutes apart at most, so the machine's drift between repetitions (which
-/// moves both) stays out of these ratios, where it widens the medians' ranges.
+/// repetition ran back to back, so the machine's drift between repetitions (which moves both
+/// alike) stays out of these ratios, where it widens the medians' ranges.
 fn paired_ratios(runs: &[&Run]) -> Option<[String; 8]> {
     let mut reps: Vec<&str> = runs.iter().map(|r| r.rep.as_str()).collect();
-    reps.sort();
+    reps.sort_unstable();
     reps.dedup();
     let mut ratios: [Vec<f64>; 8] = Default::default();
     let mut paired = 0;
