@@ -15,7 +15,8 @@
 #
 # Writes DIR (default bench/out/redis-benchmark-<timestamp>): results.tsv (rep, durability,
 # engine, test, requests/s, p50 and p99 ms), table.md and table.tsv (per test: each engine's
-# requests/s median [min–max] over the repetitions and strata/redis of the medians),
+# requests/s median [min–max] over the repetitions, strata/redis of the medians and the
+# ratios within each repetition, median [min–max]),
 # errors.txt (every error line redis-benchmark printed, with the run it came from) and logs/.
 # Exits 1 when strata-server gave any error (or redis-benchmark failed against it); errors
 # from redis-server are reported but do not fail the run.
@@ -131,7 +132,9 @@ for rep in $(seq 1 "$reps"); do
 done
 
 # The table: per durability and test (in the order they ran), each engine's median [min–max]
-# of requests/s over the repetitions, then strata/redis of the medians.
+# of requests/s over the repetitions, then strata/redis of the medians, and the ratios within
+# each repetition (both servers ran back to back in it: the machine's drift between
+# repetitions, which moves both alike, stays out of them), median [min–max].
 awk -F'\t' -v reps="$reps" '
   function median(s,   a, n, i, j, t) {
     n = split(s, a, " ")
@@ -151,6 +154,19 @@ awk -F'\t' -v reps="$reps" '
     if (!(key in seen)) { seen[key] = 1; order[++n] = key }
     if (!($3 in eng)) { eng[$3] = 1; engines[++ne] = $3 }
     vals[key "\t" $3] = vals[key "\t" $3] " " $5
+    if (!($1 in repseen)) { repseen[$1] = 1; reps_ran[++nr] = $1 }
+    per[key "\t" $1 "\t" $3] = $5
+  }
+  # The ratios within each repetition that ran both engines on k, median [min–max].
+  function paired(k,   i, s, b, list, got, m) {
+    list = ""; got = 0
+    for (i = 1; i <= nr; i++) {
+      s = k "\t" reps_ran[i] "\tstrata"; b = k "\t" reps_ran[i] "\tredis"
+      if ((s in per) && (b in per) && per[b] > 0) { list = list " " per[s] / per[b]; got++ }
+    }
+    if (!got) return "-"
+    m = median(list)
+    return (got == 1) ? sprintf("%.2f", m) : sprintf("%.2f [%.2f–%.2f]", m, lo, hi)
   }
   END {
     # strata first, then the others in the order they ran.
@@ -160,7 +176,7 @@ awk -F'\t' -v reps="$reps" '
     hdr = "durability\ttest"
     for (i = 1; i <= m; i++) hdr = hdr "\t" cols[i] " (requests/s)"
     both = ("strata" in eng) && ("redis" in eng)
-    if (both) hdr = hdr "\tstrata/redis"
+    if (both) hdr = hdr "\tstrata/redis\tstrata/redis per rep"
     print hdr
     for (r = 1; r <= n; r++) {
       line = order[r]
@@ -168,6 +184,7 @@ awk -F'\t' -v reps="$reps" '
       if (both) {
         s = order[r] "\tstrata"; b = order[r] "\tredis"
         line = line "\t" ((s in med && b in med && med[b] > 0) ? sprintf("%.2f", med[s] / med[b]) : "-")
+        line = line "\t" paired(order[r])
       }
       print line
     }
