@@ -313,15 +313,21 @@ fn metrics(r: &Run) -> [Option<f64>; 8] {
     ]
 }
 
-/// `median [min–max]`, whole numbers with thousands separators (`-` when empty).
-fn spread(v: &[f64]) -> String {
+/// `median [min–max]` of `v` with each number as `show` writes it; the median alone for one
+/// value, `-` for none.
+fn spread_as(v: &[f64], show: impl Fn(f64) -> String) -> String {
     let Some(m) = median_of(v) else { return "-".into() };
     if v.len() == 1 {
-        return group(m);
+        return show(m);
     }
     let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    format!("{} [{}–{}]", group(m), group(lo), group(hi))
+    format!("{} [{}–{}]", show(m), show(lo), show(hi))
+}
+
+/// `median [min–max]`, whole numbers with thousands separators (`-` when empty).
+fn spread(v: &[f64]) -> String {
+    spread_as(v, group)
 }
 
 /// `v` rounded, with a comma every three digits (as the Pegasus tables print them).
@@ -354,17 +360,6 @@ pub struct TableRow {
     pub errors: String,
 }
 
-/// `median [min–max]` of ratios, two decimals (`-` when empty).
-fn ratio_spread(v: &[f64]) -> String {
-    let Some(m) = median_of(v) else { return "-".into() };
-    if v.len() == 1 {
-        return format!("{m:.2}");
-    }
-    let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    format!("{m:.2} [{lo:.2}–{hi:.2}]")
-}
-
 /// Per metric, strata's figure over redis's within each repetition that ran both engines on
 /// `runs` (one case), as `median [min–max]` over those repetitions. Both engines of a
 /// repetition ran back to back, so the machine's drift between repetitions (which moves both
@@ -387,7 +382,7 @@ fn paired_ratios(runs: &[&Run]) -> Option<[String; 8]> {
             }
         }
     }
-    (paired > 0).then(|| std::array::from_fn(|m| ratio_spread(&ratios[m])))
+    (paired > 0).then(|| std::array::from_fn(|m| spread_as(&ratios[m], |x| format!("{x:.2}"))))
 }
 
 /// The table rows: cases in the order they first ran, strata first among engines, and after
