@@ -403,12 +403,11 @@ pub fn table(runs: &[Run]) -> Vec<TableRow> {
     let mut rows = Vec::new();
     for (dur, wl) in cases {
         let mut medians: BTreeMap<&str, [Option<f64>; 8]> = BTreeMap::new();
+        let case: Vec<&Run> =
+            runs.iter().filter(|r| r.durability == dur && r.workload == wl).collect();
         let mut first: Option<&Run> = None;
         for engine in &engines {
-            let mine: Vec<&Run> = runs
-                .iter()
-                .filter(|r| r.durability == dur && r.workload == wl && r.engine == *engine)
-                .collect();
+            let mine: Vec<&Run> = case.iter().copied().filter(|r| r.engine == *engine).collect();
             let Some(head) = mine.first() else { continue };
             first.get_or_insert(head);
             let values: Vec<[Option<f64>; 8]> = mine.iter().map(|r| metrics(r)).collect();
@@ -448,8 +447,6 @@ pub fn table(runs: &[Run]) -> Vec<TableRow> {
                 errors: String::new(),
             };
             rows.push(row("strata/redis", cells));
-            let case: Vec<&Run> =
-                runs.iter().filter(|r| r.durability == dur && r.workload == wl).collect();
             if let Some(cells) = paired_ratios(&case) {
                 rows.push(row("strata/redis per rep", cells));
             }
