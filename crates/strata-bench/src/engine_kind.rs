@@ -123,6 +123,7 @@ pub const STRATA_HONOURED_FLAGS: &[&str] = &[
     "enable_blob_files",
     "min_blob_size",
     "blob_file_size",
+    "write_blobs_at_commit",
     "blob_compression_type",
     "enable_blob_garbage_collection",
     "blob_garbage_collection_age_cutoff",

@@ -361,6 +361,7 @@ define_flags! {
     enable_blob_files: bool = false, Engine, "Key-value separation (BlobDB)";
     min_blob_size: u64 = 0u64, Engine, "BlobDB minimum blob size";
     blob_file_size: u64 = 268435456u64, Engine, "BlobDB file size";
+    write_blobs_at_commit: bool = false, Engine, "BlobDB values of at least min_blob_size go to blob files as writes commit, not at the flush (Strata's write_blobs_at_commit)";
     blob_compression_type: String = "none", Engine, "BlobDB compression";
     enable_blob_garbage_collection: bool = false, Engine, "BlobDB garbage collection";
     blob_garbage_collection_age_cutoff: f64 = 0.25f64, Engine, "BlobDB GC age cutoff";

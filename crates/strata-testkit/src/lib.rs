@@ -275,6 +275,11 @@ pub fn random_options(
     if rng.gen_bool(0.25) {
         o.compression_parallel_threads = rng.gen_range(2..=3);
     }
+    // Half the DBs with blob files write their large values at commit: the WAL and the
+    // memtable hold indexes into each memtable's blob file (`db/blob_log.rs`).
+    if o.blob.enable_blob_files && !o.unordered_write && rng.gen_bool(0.5) {
+        o.blob.write_blobs_at_commit = true;
+    }
     o
 }
 
@@ -387,7 +392,8 @@ pub fn describe_options(o: &Options) -> String {
          partition_filters={} metadata_block_size={} block_align={} compaction_filter={} \
          db_write_buffer_size={} index_restart={} block_size_deviation={} \
          memtable_bloom={} vector_memtable={} wal_mmap_writes={} db_paths={:?} comparator={} \
-         compression_threads={}",
+         compression_threads={} blob_files={} min_blob={} blob_file_size={} blob_compression={:?} \
+         blob_gc={} blobs_at_commit={}",
         o.write_buffer_size,
         o.max_write_buffer_number,
         o.min_write_buffer_number_to_merge,
@@ -444,7 +450,13 @@ pub fn describe_options(o: &Options) -> String {
         o.wal_mmap_writes,
         o.db_paths.iter().map(|p| (p.path(), p.target_size())).collect::<Vec<_>>(),
         o.comparator.name(),
-        o.compression_parallel_threads
+        o.compression_parallel_threads,
+        o.blob.enable_blob_files,
+        o.blob.min_blob_size,
+        o.blob.blob_file_size,
+        o.blob.blob_compression_type,
+        o.blob.enable_blob_gc,
+        o.blob.write_blobs_at_commit
     )
 }
 

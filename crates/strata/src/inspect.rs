@@ -326,7 +326,7 @@ fn wal_record(path: &Path, offset: u64, data: &[u8], first: bool) -> Result<WalR
             TxnRecord::Rollback { xid } => ("rollback", xid, None),
         };
         let (sequence, entries) = match batch {
-            Some(b) => batch_entries(&WriteBatch::from_vec(b.to_vec()).map_err(relocate)?),
+            Some(b) => batch_entries(&WriteBatch::from_wal(b.to_vec()).map_err(relocate)?),
             None => (0, Vec::new()),
         };
         return Ok(WalRecord::Transaction { offset, kind, xid: xid.to_vec(), sequence, entries });
@@ -338,7 +338,7 @@ fn wal_record(path: &Path, offset: u64, data: &[u8], first: bool) -> Result<WalR
         };
         return Ok(WalRecord::Event { offset, text });
     }
-    let batch = WriteBatch::from_vec(data.to_vec()).map_err(relocate)?;
+    let batch = WriteBatch::from_wal(data.to_vec()).map_err(relocate)?;
     let (sequence, entries) = batch_entries(&batch);
     Ok(WalRecord::Batch { offset, sequence, entries })
 }

@@ -733,6 +733,11 @@ impl Options {
         if self.unordered_write && !self.allow_concurrent_memtable_write {
             return bad("unordered_write needs allow_concurrent_memtable_write");
         }
+        if self.unordered_write && self.blob.write_blobs_at_commit {
+            // Each member of an unordered group inserts its own batch, as given; values
+            // written at commit replace the group's records.
+            return bad("unordered_write is incompatible with write_blobs_at_commit");
+        }
         match self.compaction_style {
             CompactionStyle::Universal => self.compaction_options_universal.validate(),
             CompactionStyle::Fifo => self.compaction_options_fifo.validate(),

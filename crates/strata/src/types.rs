@@ -51,8 +51,9 @@ pub enum ValueType {
     /// A range tombstone: the key is the range start, the value its exclusive end.
     RangeDeletion = 4,
     /// A value kept in a blob file: the entry's value is a blob index (`blob::index`) naming
-    /// the file, offset, size and compression of the value. Only flushes and compactions
-    /// write it, into tables; write batches, memtables and WALs never hold it.
+    /// the file, offset, size and compression of the value. Flushes and compactions write it
+    /// into tables; with values written at commit (`db/blob_log.rs`) the DB also writes it
+    /// into its WAL and memtables. A batch given to the DB never holds it.
     BlobIndex = 5,
 }
 

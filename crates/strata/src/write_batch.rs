@@ -10,6 +10,7 @@
 //!   tag 2 Merge         body := varint key_len | key | varint operand_len | operand
 //!   tag 3 SingleDelete  body := varint key_len | key
 //!   tag 4 DeleteRange   body := varint begin_len | begin | varint end_len | end (exclusive)
+//!   tag 5 BlobIndex     body := varint key_len | key | varint index_len | blob index
 //!   tag | 0x80          varint32 column_family | body of the tag's kind
 //!   tag 0x20 LogData    body := varint blob_len | blob          (never with 0x80)
 //! ```
@@ -20,6 +21,11 @@
 //! of records; a `LogData` entry (`put_log_data`) is not one: not counted, no sequence
 //! number, never applied. An unknown tag is corruption, so an older reader given a batch with
 //! a record kind added later refuses it instead of misapplying it.
+//!
+//! A `BlobIndex` record is written by the DB only, into its own WAL: the put of a value it
+//! wrote to a blob file as the write was committed (`db/blob_log.rs`; the index is
+//! `blob::index`'s). A batch given to the DB or decoded from outside bytes never holds one
+//! ([`WriteBatch::from_vec`] refuses it): an index reads whatever the blob file holds there.
 //!
 //! A record of a column family other than `default` (id 0) has bit 7 set in its tag and the
 //! family's id after it; a record without the bit belongs to `default`, so batches of a DB
@@ -119,6 +125,9 @@ pub struct WriteBatch {
     has_merge: bool,
     /// Set when a record names a column family other than `default`.
     has_cf: bool,
+    /// Set when the batch holds `BlobIndex` records (only a batch the DB wrote to its WAL:
+    /// [`WriteBatch::from_wal`], or one it converted as it committed).
+    has_blob_refs: bool,
 }
 
 impl PartialEq for WriteBatch {
@@ -184,6 +193,7 @@ impl WriteBatch {
             ts_error: None,
             has_merge: false,
             has_cf: false,
+            has_blob_refs: false,
         }
     }
 
@@ -335,7 +345,8 @@ impl WriteBatch {
                 ValueType::Deletion | ValueType::SingleDeletion => handler.delete(r.key),
                 ValueType::Merge => handler.merge(r.key, r.value),
                 ValueType::RangeDeletion => handler.delete_range(r.key, r.value),
-                // Never decoded from a batch (`next_entry` refuses it).
+                // Only in the DB's own WAL, resolved before a batch is handed out
+                // (`Db::get_updates_since`).
                 ValueType::BlobIndex => {}
             }
         }
@@ -475,7 +486,8 @@ impl WriteBatch {
                 ValueType::Deletion | ValueType::SingleDeletion => handler.delete_cf(cf, r.key),
                 ValueType::Merge => handler.merge_cf(cf, r.key, r.value),
                 ValueType::RangeDeletion => handler.delete_range_cf(cf, r.key, r.value),
-                // Never decoded from a batch (`next_entry` refuses it).
+                // Only in the DB's own WAL, resolved before a batch is handed out
+                // (`Db::get_updates_since`).
                 ValueType::BlobIndex => {}
             }
         }
@@ -562,6 +574,16 @@ impl WriteBatch {
     /// Decodes and validates an encoded batch: header, every record, and the count. Errors are
     /// `Corruption` with the offset inside the batch and no file; see [`Self::from_record`].
     pub(crate) fn from_vec(data: Vec<u8>) -> Result<WriteBatch> {
+        WriteBatch::decode_validated(data, false)
+    }
+
+    /// [`Self::from_vec`] for a record of the DB's own WAL, which may hold `BlobIndex`
+    /// records (values written to blob files as they were committed).
+    pub(crate) fn from_wal(data: Vec<u8>) -> Result<WriteBatch> {
+        WriteBatch::decode_validated(data, true)
+    }
+
+    fn decode_validated(data: Vec<u8>, blob_refs: bool) -> Result<WriteBatch> {
         if data.len() < HEADER_SIZE {
             return Err(corrupt(
                 0,
@@ -571,10 +593,12 @@ impl WriteBatch {
         let mut r = Reader::new(&data[HEADER_SIZE..]);
         let mut found: u64 = 0;
         let (mut has_merge, mut has_cf, mut range_deletions) = (false, false, false);
+        let mut has_blob_refs = false;
         while !r.is_empty() {
-            let entry =
-                decode_entry(&mut r).map_err(|(at, reason)| corrupt(HEADER_SIZE + at, reason))?;
+            let entry = decode_entry(&mut r, blob_refs)
+                .map_err(|(at, reason)| corrupt(HEADER_SIZE + at, reason))?;
             let Entry::Record(rec) = entry else { continue };
+            has_blob_refs |= rec.value_type == ValueType::BlobIndex;
             has_merge |= rec.value_type == ValueType::Merge;
             range_deletions |= rec.value_type == ValueType::RangeDeletion;
             has_cf |= rec.cf != 0;
@@ -593,6 +617,7 @@ impl WriteBatch {
             decoded: true,
             has_merge,
             has_cf,
+            has_blob_refs,
             ..WriteBatch::from_rep(data)
         })
     }
@@ -692,6 +717,11 @@ impl WriteBatch {
         self.has_merge
     }
 
+    /// Whether the batch holds `BlobIndex` records (see the module's text).
+    pub(crate) fn has_blob_refs(&self) -> bool {
+        self.has_blob_refs
+    }
+
     /// Whether a record names a column family other than `default`.
     pub(crate) fn has_cf(&self) -> bool {
         self.has_cf
@@ -726,6 +756,7 @@ impl WriteBatch {
         value: Option<&[u8]>,
     ) {
         self.add(cf, t, key, value);
+        self.has_blob_refs |= t == ValueType::BlobIndex;
         self.has_merge |= t == ValueType::Merge;
         self.range_deletions |= t == ValueType::RangeDeletion;
     }
@@ -780,7 +811,9 @@ impl<'a> BatchIter<'a> {
         if self.r.is_empty() {
             return None;
         }
-        match decode_entry(&mut self.r) {
+        // Validated (or built) batches only: `BlobIndex` records were refused where they
+        // must be.
+        match decode_entry(&mut self.r, true) {
             Ok(e) => Some(e),
             Err(_) => {
                 // Only a batch `from_data` marked damaged: every other is well-formed by
@@ -812,7 +845,11 @@ fn corrupt(offset: usize, reason: impl fmt::Display) -> Error {
 
 /// Decodes one entry at the reader's position; on failure, the offset (relative to the
 /// reader's start) of the record's tag and the reason.
-fn decode_entry<'a>(r: &mut Reader<'a>) -> std::result::Result<Entry<'a>, (usize, String)> {
+/// `blob_refs`: `BlobIndex` records are accepted (the DB's own WAL).
+fn decode_entry<'a>(
+    r: &mut Reader<'a>,
+    blob_refs: bool,
+) -> std::result::Result<Entry<'a>, (usize, String)> {
     let at = r.position();
     let tag = r.u8().ok_or_else(|| (at, "missing record tag".to_string()))?;
     if tag == LOG_DATA_TAG {
@@ -831,10 +868,16 @@ fn decode_entry<'a>(r: &mut Reader<'a>) -> std::result::Result<Entry<'a>, (usize
         ValueType::Value | ValueType::Merge | ValueType::RangeDeletion => {
             get_slice(r).ok_or_else(|| (at, format!("bad value in record with tag {tag}")))?
         }
+        ValueType::BlobIndex if blob_refs => {
+            get_slice(r).ok_or_else(|| (at, format!("bad blob index in record with tag {tag}")))?
+        }
         ValueType::Deletion | ValueType::SingleDeletion => &[],
-        // Only flushes and compactions write blob indexes, into tables.
+        // Only the DB writes blob indexes into batches, in its own WAL.
         ValueType::BlobIndex => {
-            return Err((at, format!("record tag {tag} (a blob index) is never in a batch")))
+            return Err((
+                at,
+                format!("record tag {tag} (a blob index) is only ever in the DB's own WAL"),
+            ))
         }
     };
     Ok(Entry::Record(BatchRecord { cf, value_type, key, value }))

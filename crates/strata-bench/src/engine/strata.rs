@@ -140,6 +140,7 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
         enable_blob_files: f.enable_blob_files,
         min_blob_size: f.min_blob_size,
         blob_file_size: f.blob_file_size,
+        write_blobs_at_commit: f.write_blobs_at_commit,
         blob_compression_type: match Compression::parse(&f.blob_compression_type)? {
             Compression::None => None,
             Compression::Snappy => Some(CompressionType::Snappy),

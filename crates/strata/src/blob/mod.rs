@@ -20,7 +20,10 @@
 //!   when there is one; compactions and reads with `fill_cache` off leave the cache as it is.
 //!   Reads in file order read ahead ([`readahead`]).
 //! - Merge operands and deletions always stay in the tables; so does every value in a
-//!   memtable, a WAL or a write batch.
+//!   memtable, a WAL or a write batch, except where the family writes values at commit
+//!   (`write_blobs_at_commit`, `db/blob_log.rs`): then the write path writes each large
+//!   put value to its memtable's blob file, the WAL and the memtable hold the index, and the
+//!   flush finishes the file and adds it to the version.
 //!
 //! Formats: `format.rs` (the file), `index.rs` (the index), mirrored in
 //! `docs/format/blob.md`.

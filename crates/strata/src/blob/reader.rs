@@ -21,14 +21,16 @@ use crate::sstable::{Block, Cache, CompressionType};
 use crate::statistics::{Statistics, Ticker};
 use crate::types::FileNumber;
 
-/// An open blob file whose header and footer checked out.
+/// An open blob file whose header and footer checked out, or a blob file still being written
+/// at commit (`db/blob_log.rs`), whose header did.
 pub(crate) struct BlobFileReader {
     /// Tells this open file from every other (`super::readahead`).
     id: u64,
     file: Arc<dyn RandomAccessFile>,
     path: PathBuf,
     size: u64,
-    footer: Footer,
+    /// `None` for a file still being written: its records end where its writer is.
+    footer: Option<Footer>,
 }
 
 impl BlobFileReader {
@@ -48,11 +50,22 @@ impl BlobFileReader {
         let at = size - FOOTER_LEN as u64;
         let footer = Footer::decode(path, at, &file.read_exact_at(at, FOOTER_LEN)?)?;
         let id = super::readahead::new_file_id();
-        Ok(BlobFileReader { id, file, path: path.to_path_buf(), size, footer })
+        Ok(BlobFileReader { id, file, path: path.to_path_buf(), size, footer: Some(footer) })
     }
 
-    pub fn footer(&self) -> &Footer {
-        &self.footer
+    /// Opens `path`, a blob file still being written (no footer yet), checking its header.
+    /// Its records are read where an index points, each checked as any; nothing is read
+    /// ahead (the file grows).
+    pub fn open_unfinished(fs: &dyn FileSystem, path: &Path) -> Result<BlobFileReader> {
+        let file = fs.open(path)?;
+        Header::decode(path, &file.read_exact_at(0, HEADER_LEN)?)?;
+        let id = super::readahead::new_file_id();
+        Ok(BlobFileReader { id, file, path: path.to_path_buf(), size: u64::MAX, footer: None })
+    }
+
+    /// The footer; `None` for a file still being written.
+    pub fn footer(&self) -> Option<&Footer> {
+        self.footer.as_ref()
     }
 
     /// The value of `key` at `index`: reads its whole record, checks it (lengths, key,
@@ -61,8 +74,12 @@ impl BlobFileReader {
     pub fn read(&self, key: &[u8], index: &BlobIndex) -> Result<Vec<u8>> {
         let head = (RECORD_HEADER + key.len()) as u64;
         let end = index.offset.checked_add(index.size);
-        let in_bounds = index.offset >= HEADER_LEN as u64 + head
-            && end.is_some_and(|e| e <= self.size - FOOTER_LEN as u64);
+        let records_end = match self.footer {
+            Some(_) => self.size - FOOTER_LEN as u64,
+            None => u64::MAX,
+        };
+        let in_bounds =
+            index.offset >= HEADER_LEN as u64 + head && end.is_some_and(|e| e <= records_end);
         if !in_bounds || index.size > u64::from(u32::MAX) {
             return Err(Error::corruption(
                 &self.path,
@@ -79,8 +96,7 @@ impl BlobFileReader {
         }
         let start = index.offset - head;
         let len = (head + index.size) as usize;
-        let records_end = self.size - FOOTER_LEN as u64;
-        super::readahead::read(self.id, &*self.file, start, len, records_end, |rec| {
+        let check = |rec: &[u8]| {
             let size = index.size as usize;
             format::check_record(&self.path, start, rec, key, size, index.compression).and_then(
                 |stored| match index.compression {
@@ -93,7 +109,11 @@ impl BlobFileReader {
                     }),
                 },
             )
-        })?
+        };
+        if self.footer.is_none() {
+            return check(&self.file.read_exact_at(start, len)?);
+        }
+        super::readahead::read(self.id, &*self.file, start, len, records_end, check)?
     }
 }
 
@@ -102,6 +122,8 @@ pub(crate) struct BlobSource {
     fs: Arc<dyn FileSystem>,
     dir: PathBuf,
     readers: Mutex<HashMap<FileNumber, Arc<BlobFileReader>>>,
+    /// Blob files being written at commit (`db/blob_log.rs`): opened without a footer.
+    unfinished: Mutex<std::collections::HashSet<FileNumber>>,
     cache: Option<CacheAccess>,
     statistics: Option<Arc<Statistics>>,
 }
@@ -115,7 +137,9 @@ impl BlobSource {
         cache: Option<CacheAccess>,
         statistics: Option<Arc<Statistics>>,
     ) -> BlobSource {
-        BlobSource { fs, dir, readers: Mutex::new(HashMap::new()), cache, statistics }
+        let readers = Mutex::new(HashMap::new());
+        let unfinished = Mutex::new(std::collections::HashSet::new());
+        BlobSource { fs, dir, readers, unfinished, cache, statistics }
     }
 
     fn reader(&self, n: FileNumber) -> Result<Arc<BlobFileReader>> {
@@ -123,8 +147,25 @@ impl BlobSource {
             return Ok(r.clone());
         }
         let path = blob_path(&self.dir, n);
-        let r = Arc::new(BlobFileReader::open(self.fs.as_ref(), &path)?);
-        Ok(self.readers.lock().entry(n).or_insert(r).clone())
+        let r = if self.unfinished.lock().contains(&n) {
+            BlobFileReader::open_unfinished(self.fs.as_ref(), &path)?
+        } else {
+            BlobFileReader::open(self.fs.as_ref(), &path)?
+        };
+        Ok(self.readers.lock().entry(n).or_insert(Arc::new(r)).clone())
+    }
+
+    /// Blob file `n` is being written at commit: readers open it without a footer until
+    /// [`Self::finished`].
+    pub fn unfinished(&self, n: FileNumber) {
+        self.unfinished.lock().insert(n);
+    }
+
+    /// Blob file `n` has its footer: the next reader opens it as any. (A reader opened
+    /// before still reads it correctly: each record is checked where an index points.)
+    pub fn finished(&self, n: FileNumber) {
+        self.unfinished.lock().remove(&n);
+        self.evict(n);
     }
 
     /// Closes blob file `n` (it is being deleted). Its values left in the cache are never

@@ -93,6 +93,16 @@ impl BlobFileWriter {
         Ok(index)
     }
 
+    /// Hands the records appended so far to the OS (readers of the file see them).
+    pub fn flush(&mut self) -> Result<()> {
+        self.file.flush()
+    }
+
+    /// Makes the records appended so far durable.
+    pub fn sync(&mut self) -> Result<()> {
+        self.file.sync()
+    }
+
     /// Writes the footer and syncs the file (its directory entry is the caller's to sync).
     pub fn finish(mut self) -> Result<BlobFileAddition> {
         let footer = Footer { records: self.records, record_bytes: self.record_bytes };

@@ -65,7 +65,7 @@ pub(crate) struct StreamContext<'a> {
     /// Set for a family with user-defined timestamps whose `full_history_ts_low` is set.
     pub history: Option<CollapsedHistory<'a>>,
     /// Reads values kept in blob files, for the filter and merges (`None` where the input
-    /// holds none: a memtable).
+    /// holds none: a memtable without values written at commit).
     pub blobs: Option<&'a dyn BlobFetch>,
 }
 

@@ -70,6 +70,9 @@ pub(crate) struct WalCapture<'a> {
     pub families: Vec<FamilySnapshot>,
     pub counters: Counters,
     pub wals: Vec<WalPart>,
+    /// Some memtable's values written at commit are in a blob file still being written
+    /// (`db/blob_log.rs`), which the WAL prefixes refer to.
+    pub blob_logs_live: bool,
     _held: DeletionsHeld<'a>,
 }
 
@@ -99,6 +102,7 @@ pub(crate) fn capture_with_wals(db: &Db) -> Result<WalCapture<'_>> {
     wal.writer.flush()?;
     let current = (wal.number, wal.writer.file_size());
     let sequence = wal.last_sequence;
+    let blob_logs_live = !inner.blob_logs.is_empty();
     // Held before the versions are read: a flush installing a newer log number after that
     // read finds the hold when it goes to delete the WALs below it.
     db.disable_file_deletions()?;
@@ -116,5 +120,5 @@ pub(crate) fn capture_with_wals(db: &Db) -> Result<WalCapture<'_>> {
         let len = if number == current.0 { current.1 } else { inner.fs.file_size(path)? };
         wals.push(WalPart { number, path: path.clone(), len });
     }
-    Ok(WalCapture { families, counters, wals, _held: held })
+    Ok(WalCapture { families, counters, wals, blob_logs_live, _held: held })
 }

@@ -5,7 +5,7 @@ use std::thread::JoinHandle;
 
 use super::write::switch::switch_memtable;
 use super::{Cfd, DbInner};
-use crate::blob::{BlobOutput, BlobWriteConfig};
+use crate::blob::{BlobFlow, BlobOutput, BlobWriteConfig};
 use crate::compaction::stream::{run_stream, StreamContext, StreamFilter, StreamStats};
 use crate::compaction_filter::{
     filter_for, CompactionFilterContext, CompactionFilterFactory, TableFileCreationReason,
@@ -31,8 +31,12 @@ pub(crate) struct FlushEnv<'a> {
     pub merge_operator: Option<&'a dyn crate::merge_operator::MergeOperator>,
     /// The family's compaction filter factory and what it is told of this run.
     pub filter: Option<(&'a dyn CompactionFilterFactory, CompactionFilterContext)>,
-    /// Where large values go (`None`: every value stays in the table).
+    /// Where large values go (`None`: every value stays in the table, and the memtables hold
+    /// no blob index).
     pub blobs: Option<FlushBlobs<'a>>,
+    /// Reads the values of blob indexes the memtables hold (values written at commit), for
+    /// the compaction filter and merges.
+    pub blob_fetch: Option<&'a dyn crate::iterator::BlobFetch>,
 }
 
 /// How a flush writes blob files.
@@ -43,8 +47,9 @@ pub(crate) struct FlushBlobs<'a> {
     pub new_file_number: &'a (dyn Fn() -> FileNumber + Sync),
 }
 
-/// A flushed memtable: its table, what the stream did, and the blob files written.
-pub(crate) type Flushed = (FileMetaData, StreamStats, Vec<BlobFileAddition>);
+/// A flushed memtable: its table, what the stream did, the blob files written, and the blob
+/// indexes the table holds by file.
+pub(crate) type Flushed = (FileMetaData, StreamStats, Vec<BlobFileAddition>, BlobFlow);
 
 /// Writes `mems` (one memtable, or several flushed together, oldest first) as table
 /// `number`, dropping versions no snapshot can see (nothing is treated as the bottom: older
@@ -88,7 +93,7 @@ fn build_level0_table(
         range_dels: range_dels.as_deref(),
         zero_seqnos: false,
         history: None,
-        blobs: None,
+        blobs: env.blob_fetch,
     };
     let mut filter = env.filter.as_ref().and_then(|(f, c)| filter_for(Some(*f), c));
     let sf = filter.as_deref_mut().map(|f| StreamFilter { filter: f, level: 0 });
@@ -143,7 +148,8 @@ fn build_level0_table(
     let mut meta = FileMetaData::from_summary(number, summary);
     meta.data_time = super::info_log::now_micros() / 1_000_000;
     meta.blob_refs = blobs.as_mut().map(BlobOutput::take_table_refs).unwrap_or_default();
-    Ok(Some((meta, stats, added)))
+    let flow = blobs.map(|b| b.out_flow).unwrap_or_default();
+    Ok(Some((meta, stats, added, flow)))
 }
 
 /// What a compaction filter factory is told of a flush (or of a memtable written at recovery).
@@ -236,6 +242,10 @@ fn flush_one(
     // inputs unreferenced (`db/obsolete.rs`). A flush collects no garbage, so the config
     // needs none.
     let blob_config = super::blob_files::write_config(cfd, None);
+    // The blob files of the memtables' values written at commit (`db/blob_log.rs`).
+    let logs: Vec<&super::blob_log::BlobLog> =
+        mems.iter().filter_map(|m| super::blob_log::log_of(m)).collect();
+    let blob_reads = crate::blob::BlobReads { source: &*inner.blobs, fill: false };
     let env = FlushEnv {
         fs: inner.fs.as_ref(),
         dir: table_dir,
@@ -247,11 +257,12 @@ fn flush_one(
             .compaction_filter_factory
             .as_deref()
             .map(|f| (f, flush_filter_context(cfd.id, TableFileCreationReason::Flush))),
-        blobs: blob_config.min_blob_size.is_some().then_some(FlushBlobs {
+        blobs: (blob_config.min_blob_size.is_some() || !logs.is_empty()).then_some(FlushBlobs {
             config: blob_config,
             dir: &inner.dir,
             new_file_number: &new_blob_number,
         }),
+        blob_fetch: (!logs.is_empty()).then_some(&blob_reads as &dyn crate::iterator::BlobFetch),
     };
     // The WALs created so far: when they share the table's directory, the table's directory
     // sync covers their entries too, and `sync_wal_dir_through` below need not sync it again.
@@ -272,8 +283,9 @@ fn flush_one(
     }
     let mut edit = VersionEdit::default();
     let mut level_stats = LevelStats { count: 1, cpu_micros, ..LevelStats::default() };
-    let written = meta.as_ref().map(|(m, _, _)| (m.number, m.num_entries, m.file_size));
-    if let Some((m, s, blobs)) = meta {
+    let written = meta.as_ref().map(|(m, _, _, _)| (m.number, m.num_entries, m.file_size));
+    let mut flow = BlobFlow::default();
+    if let Some((m, s, blobs, f)) = meta {
         level_stats.bytes_written = m.file_size;
         level_stats.bytes_written_blob = blobs.iter().map(|b| b.bytes).sum();
         level_stats.input_records = s.input_entries;
@@ -281,7 +293,9 @@ fn flush_one(
         edit.last_sequence = Some(m.largest_seqno);
         edit.new_files.push((0, m));
         edit.blob_files_added = blobs;
+        flow = f;
     }
+    adopt_logs(inner, &logs, &flow, &mut edit)?;
     // Counted before the install, which may wake a waiter on the flush: the flush's work (the
     // table written) is done.
     if let Some(s) = cfd.stats.user_statistics() {
@@ -330,6 +344,9 @@ fn flush_one(
             // Dropped meanwhile: the table is not the family's any more.
             drop(versions);
             let _ = inner.fs.remove(&table_path(table_dir, number));
+            for l in &logs {
+                l.discard();
+            }
             return Ok(());
         }
         edit.log_number = edit.log_number.map(|n| n.max(versions.log_number()));
@@ -358,6 +375,7 @@ fn flush_one(
     let mem_entries: u64 = mems.iter().map(|m| m.num_entries()).sum();
     let mem_bytes: usize = mems.iter().map(|m| m.approximate_memory_usage()).sum();
     let memtables = mems.len();
+    drop(logs);
     drop(mems);
     // After the locks: waiters re-check their condition under the state lock, which the
     // install above changed while holding it, so no wake-up is lost.
@@ -371,6 +389,42 @@ fn flush_one(
     cfd.stats.add_compaction(0, &level_stats);
     log_flush(inner, cfd, (memtables, mem_entries, mem_bytes), written, &level_stats);
     super::obsolete::delete_obsolete_wals(inner, edit.log_number.unwrap_or(keep_from));
+    Ok(())
+}
+
+/// Finishes the blob files of the flushed memtables' values written at commit (footer, sync)
+/// and adds those the table refers to (`flow`: its indexes by file) to `edit`, the records it
+/// does not refer to counted as garbage; the others are deleted once their memtables go.
+fn adopt_logs(
+    inner: &DbInner,
+    logs: &[&super::blob_log::BlobLog],
+    flow: &BlobFlow,
+    edit: &mut VersionEdit,
+) -> Result<()> {
+    let mut added = false;
+    for log in logs {
+        let a = log.finish()?;
+        inner.blobs.finished(a.number);
+        let Some(&(records, bytes)) = flow.by_file.get(&a.number) else {
+            log.discard();
+            continue;
+        };
+        let (g_records, g_bytes) =
+            (a.records.saturating_sub(records), a.bytes.saturating_sub(bytes));
+        if g_records > 0 || g_bytes > 0 {
+            edit.blob_garbage.push(crate::version::edit::BlobGarbage {
+                number: a.number,
+                records: g_records,
+                bytes: g_bytes,
+            });
+        }
+        edit.blob_files_added.push(a);
+        added = true;
+    }
+    if added {
+        crate::kill_point!("blob.sync_dir");
+        inner.fs.sync_dir(&inner.dir)?;
+    }
     Ok(())
 }
 

@@ -32,6 +32,7 @@
 
 mod background;
 pub(crate) mod blob_files;
+pub(crate) mod blob_log;
 pub(crate) mod capture;
 mod cf;
 mod compact;
@@ -290,6 +291,8 @@ pub(crate) struct DbInner {
     pub table_cache: Arc<TableCache>,
     /// The DB's blob files, as reads and compactions read them (`crate::blob`).
     pub blobs: Arc<crate::blob::BlobSource>,
+    /// The blob files of values written at commit whose memtables are held (`blob_log.rs`).
+    pub blob_logs: Arc<blob_log::BlobLogs>,
     pub snapshots: Arc<SnapshotList>,
     pub stats: Arc<crate::stats::Stats>,
     /// `<db>/LOG`: options, recovery, flushes, compactions, stalls, errors, stats dumps.

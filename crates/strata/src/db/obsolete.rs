@@ -139,7 +139,9 @@ pub(crate) fn purge_obsolete_tables(inner: &DbInner) -> usize {
         if candidates.is_empty() && !versions.holds_blob_files() {
             return 0;
         }
-        let live = versions.live_files();
+        let mut live = versions.live_files();
+        // Blob files of values written at commit whose memtables someone still reads.
+        live.extend(inner.blob_logs.pinned());
         for n in versions.obsolete_blobs(&live) {
             inner.blobs.evict(n);
             candidates.push((n, blob_path(&inner.dir, n)));

@@ -740,6 +740,7 @@ fn assemble(mut p: Parts<'_>) -> DbInner {
             p.opts.blob.blob_cache.as_ref().map(|c| CacheAccess::new(c.clone())),
             p.opts.statistics.clone(),
         )),
+        blob_logs: Arc::default(),
         table_cache: p.table_cache,
         snapshots: Arc::default(),
         stats: db_stats,

@@ -245,7 +245,8 @@ impl FamilyReplay<'_> {
             new_file_number: &new_number,
         });
         let env = FlushEnv { blobs, ..self.flush_env(fs) };
-        if let Some((meta, _, added)) = write_level0_table(&env, std::slice::from_ref(mem), number)?
+        if let Some((meta, _, added, _)) =
+            write_level0_table(&env, std::slice::from_ref(mem), number)?
         {
             self.out.new_files.push(meta);
             self.out.blob_files.extend(added);
@@ -271,6 +272,9 @@ impl FamilyReplay<'_> {
             }),
             // Set by `write_table`.
             blobs: None,
+            // Replayed memtables hold values: the replay resolves blob indexes
+            // (`db/blob_log.rs`).
+            blob_fetch: None,
         }
     }
 }
@@ -348,6 +352,9 @@ pub(crate) fn replay_wals(
     // applied twice). A WAL holds at most one write-time memtable per family, so a kept
     // memtable is no larger than the write-time `write_buffer_size`.
     let keep_split_at_wal_end = opts.avoid_flush_during_recovery || read_only;
+    // Values written at commit are read back from their blob files (`db/blob_log.rs`).
+    let mut blob_reader = super::blob_log::LogReader::new(fs.as_ref(), dir);
+    let mut blob_refs_seen = false;
     for &n in &wals {
         let path = wal_files[&n].clone();
         let file = fs.open(&path)?;
@@ -402,10 +409,16 @@ pub(crate) fn replay_wals(
         // next WAL's (below).
         let mut may_outrun: Option<bool> = None;
         let mut ends_closed = false;
+        // Where a record's value written at commit could not be read: the replay of this
+        // WAL ended there (see below).
+        let mut blob_cut: Option<u64> = None;
         // A read-only open may run beside a live writer appending to these WALs.
         let live = read_only;
         let outcome =
             replay_live_wal(&file, opts.wal_recovery_mode, n.0, live, |offset, record| {
+                if blob_cut.is_some() {
+                    return Ok(());
+                }
                 ends_closed = false;
                 if is_header {
                     is_header = false;
@@ -449,7 +462,7 @@ pub(crate) fn replay_wals(
                     other => other,
                 };
                 let batch = match txn.transpose().map_err(at)? {
-                    None => WriteBatch::from_vec(record.to_vec()).map_err(bad_batch)?,
+                    None => WriteBatch::from_wal(record.to_vec()).map_err(bad_batch)?,
                     Some(TxnRecord::Prepare { xid, batch }) => {
                         // Checked now: a prepared transaction must be readable to resolve.
                         WriteBatch::from_vec(batch.to_vec()).map_err(bad_batch)?;
@@ -462,8 +475,37 @@ pub(crate) fn replay_wals(
                     }
                     Some(TxnRecord::Commit { xid, batch }) => {
                         prepared.remove(xid);
-                        WriteBatch::from_vec(batch.to_vec()).map_err(bad_batch)?
+                        WriteBatch::from_wal(batch.to_vec()).map_err(bad_batch)?
                     }
+                };
+                // Only the records replayed need their values (a family's records that its
+                // tables cover may point into blob files collected since).
+                let needed = |cf: u32| fams.get(&cf).is_some_and(|f| n >= f.log_number);
+                blob_refs_seen |= batch.has_blob_refs();
+                let batch = match super::blob_log::resolve(batch, &mut |cf, key, index| {
+                    if needed(cf) {
+                        blob_reader.read(key, index).map(Some)
+                    } else {
+                        Ok(None)
+                    }
+                }) {
+                    Ok(b) => b,
+                    Err(e) => match opts.wal_recovery_mode {
+                        WalRecoveryMode::SkipAnyCorruptedRecords => return Ok(()),
+                        WalRecoveryMode::AbsoluteConsistency => {
+                            return Err(Error::corruption(
+                                &path,
+                                offset,
+                                format!("a value written at commit cannot be read: {e}"),
+                            ))
+                        }
+                        _ => {
+                            // Power loss took unsynced bytes of the blob file and kept the
+                            // WAL's: the replay ends here, as at a torn WAL record.
+                            blob_cut = Some(offset);
+                            return Ok(());
+                        }
+                    },
                 };
                 let first = batch.sequence();
                 let count = u64::from(batch.count());
@@ -513,6 +555,7 @@ pub(crate) fn replay_wals(
         // A recyclable WAL's file may hold its previous log after the last record, which reads
         // as a torn tail: not damage by itself.
         wal_damage_seen |= (outcome.torn_tail && !outcome.recyclable) || outcome.dropped_bytes > 0;
+        wal_damage_seen |= blob_cut.is_some();
         records += outcome.records;
         dropped_bytes += outcome.dropped_bytes;
         previous_wal = Some(n);
@@ -522,7 +565,10 @@ pub(crate) fn replay_wals(
             (None, Some(next)) => wal_header_version(fs, &wal_files[&next], next)? >= Some(2),
             (None, None) => false,
         };
-        if outcome.torn_tail && outcome.recyclable {
+        if let Some(offset) = blob_cut {
+            // As a torn tail: the later WALs' writes came after the lost one.
+            stop_at = Some((n, offset, may_outrun));
+        } else if outcome.torn_tail && outcome.recyclable {
             // The bytes after the last record are a torn write or the file's previous log; the
             // two cannot be told apart (nor a damaged last record from them, as in RocksDB's
             // recycled logs). A WAL that ended with its "closed" event is whole; otherwise it
@@ -573,7 +619,10 @@ pub(crate) fn replay_wals(
     // Kept in memory, the replayed writes stay in their WALs until a background flush. A WAL
     // that ended in damage cannot be kept (a later WAL holding records behind it would read
     // as a hole at the next open), so then everything is written to tables as usual.
-    let keep_in_memory = read_only || (opts.avoid_flush_during_recovery && !wal_damage_seen);
+    // Nor can WALs whose values written at commit were read back: their blob files are
+    // obsolete once the replayed memtables are tables.
+    let keep_in_memory =
+        read_only || (opts.avoid_flush_during_recovery && !wal_damage_seen && !blob_refs_seen);
     let mut families = BTreeMap::new();
     for (id, mut f) in fams {
         if !f.mem.is_empty() {

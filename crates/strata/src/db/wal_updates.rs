@@ -57,6 +57,8 @@ impl Db {
 /// ends the iteration.
 pub struct DBWALIterator {
     fs: Arc<dyn FileSystem>,
+    /// Reads the values the WAL's batches hold as blob indexes (values written at commit).
+    blobs: Arc<crate::blob::BlobSource>,
     /// The WALs still to read, oldest first.
     files: std::vec::IntoIter<Source>,
     cur: Option<Current>,
@@ -118,7 +120,7 @@ fn decode(path: &Path, offset: u64, record: &[u8]) -> Result<Record> {
             None => record,
         },
     };
-    let batch = WriteBatch::from_vec(batch.to_vec()).map_err(|e| match e {
+    let batch = WriteBatch::from_wal(batch.to_vec()).map_err(|e| match e {
         Error::Corruption { reason, .. } => {
             Error::corruption(path, offset, format!("bad write batch: {reason}"))
         }
@@ -241,6 +243,7 @@ impl DBWALIterator {
         let files: Vec<Source> = kept.into_iter().skip(start).map(|(s, _)| s).collect();
         let mut it = DBWALIterator {
             fs: inner.fs.clone(),
+            blobs: inner.blobs.clone(),
             files: files.into_iter(),
             cur: None,
             after,
@@ -352,6 +355,17 @@ impl DBWALIterator {
             if first <= self.after {
                 continue; // at or before the sequence asked for
             }
+            // Handed out with its values (`db/blob_log.rs`): while their blob files last.
+            let reads = crate::blob::BlobReads { source: &*self.blobs, fill: false };
+            let fetch = |_: u32, key: &[u8], index: &[u8]| {
+                crate::iterator::BlobFetch::fetch(&reads, key, index).map(Some)
+            };
+            let batch = super::blob_log::resolve(batch, &mut { fetch }).map_err(|e| {
+                Error::NotFound(format!(
+                    "the batch at sequence {first} ({} offset {offset}) holds a value written                      at commit that can no longer be read: {e}",
+                    cur.path.display()
+                ))
+            })?;
             return Ok(Some((first, batch)));
         }
     }

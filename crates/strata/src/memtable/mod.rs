@@ -77,6 +77,10 @@ pub struct MemTable {
     unlogged: AtomicBool,
     /// The order of the keys.
     order: KeyOrder,
+    /// What the DB keeps with this memtable and lets go with it: the blob file its values
+    /// written at commit went to (`db/blob_log.rs`), which must stay readable for as long as
+    /// any reader holds the memtable. Set once, by the writer that first needs it.
+    attachment: std::sync::OnceLock<Arc<dyn std::any::Any + Send + Sync>>,
 }
 
 #[derive(Default)]
@@ -151,7 +155,21 @@ impl MemTable {
             range_del_bytes: AtomicUsize::new(0),
             unlogged: AtomicBool::new(false),
             order,
+            attachment: std::sync::OnceLock::new(),
         }
+    }
+
+    /// The attachment (see the field), set by `init` if there is none yet.
+    pub(crate) fn attachment_or_init(
+        &self,
+        init: impl FnOnce() -> Arc<dyn std::any::Any + Send + Sync>,
+    ) -> &Arc<dyn std::any::Any + Send + Sync> {
+        self.attachment.get_or_init(init)
+    }
+
+    /// The attachment, if one was set.
+    pub(crate) fn attachment(&self) -> Option<&Arc<dyn std::any::Any + Send + Sync>> {
+        self.attachment.get()
     }
 
     /// The memtable takes no more writes (it was switched out, to be flushed): its memory

@@ -329,6 +329,7 @@ pub(crate) const OPTIONS: &[Entry] = &[
     opt!("enable_blob_files", true, bool_of, |o, v| o.blob.enable_blob_files = v),
     opt!("min_blob_size", true, u64_of, |o, v| o.blob.min_blob_size = v),
     opt!("blob_file_size", true, u64_of, |o, v| o.blob.blob_file_size = v),
+    opt!("write_blobs_at_commit", false, bool_of, |o, v| o.blob.write_blobs_at_commit = v),
     opt!("blob_compression_type", true, compression_of, |o, v| o.blob.blob_compression_type =
         Some(v)),
     opt!("enable_blob_garbage_collection", true, bool_of, |o, v| o.blob.enable_blob_gc = v),

@@ -172,12 +172,14 @@ fn rebuild(opts: &Options, fs: &Arc<dyn FileSystem>, dir: &Path) -> Result<Repai
         merge_operator: opts.merge_operator.as_deref(),
         // Repair salvages what is there; it does not run user filters.
         filter: None,
-        // Values stay in the tables: repair writes no blob files.
+        // Values stay in the tables: repair writes no blob files (and resolves the blob
+        // indexes of values written at commit as it reads the WALs).
         blobs: None,
+        blob_fetch: None,
     };
     let mut tables = found;
     let mut write_table = |mem: &Arc<MemTable>, report: &mut RepairReport| -> Result<()> {
-        if let Some((meta, _, _)) =
+        if let Some((meta, _, _, _)) =
             write_level0_table(&env, std::slice::from_ref(mem), new_number())?
         {
             report.tables_from_wals.push(crate::filename::table_file_name(meta.number));
@@ -185,6 +187,7 @@ fn rebuild(opts: &Options, fs: &Arc<dyn FileSystem>, dir: &Path) -> Result<Repai
         }
         Ok(())
     };
+    let mut blob_reader = crate::db::blob_log::LogReader::new(fs.as_ref(), dir);
     for (&n, path) in &wal_files {
         let mut mem = Arc::new(MemTable::with_budget(None, 0, opts.comparator.clone()));
         let file = fs.open(path)?;
@@ -205,8 +208,12 @@ fn rebuild(opts: &Options, fs: &Arc<dyn FileSystem>, dir: &Path) -> Result<Repai
             if decode_wal_event(record).is_some() {
                 continue;
             }
-            // A record that is not a batch is damage the checksum did not catch: skipped.
-            let Ok(batch) = WriteBatch::from_vec(record.to_vec()) else { continue };
+            // A record that is not a batch is damage the checksum did not catch: skipped; so
+            // is one whose values written at commit cannot be read back (`db/blob_log.rs`).
+            let Ok(batch) = WriteBatch::from_wal(record.to_vec()) else { continue };
+            let read =
+                &mut |_: u32, key: &[u8], index: &[u8]| blob_reader.read(key, index).map(Some);
+            let Ok(batch) = crate::db::blob_log::resolve(batch, read) else { continue };
             if batch.has_cf() {
                 // Tables do not record their family, so repair rebuilds `default` alone; it
                 // must not fold another family's writes into it.
@@ -250,8 +257,8 @@ fn rebuild(opts: &Options, fs: &Arc<dyn FileSystem>, dir: &Path) -> Result<Repai
                         crate::blob::reader::BlobFileReader::open(fs.as_ref(), &p)
                             .map(|r| BlobFileAddition {
                                 number: b,
-                                records: r.footer().records,
-                                bytes: r.footer().record_bytes,
+                                records: r.footer().map_or(0, |f| f.records),
+                                bytes: r.footer().map_or(0, |f| f.record_bytes),
                             })
                             .map_err(|e| e.to_string())
                     });

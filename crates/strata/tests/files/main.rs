@@ -8,6 +8,7 @@ mod compaction_gate;
 mod forward_fs;
 
 mod backup;
+mod blob_at_commit;
 mod blob_files;
 mod checkpoint;
 mod direct_io;

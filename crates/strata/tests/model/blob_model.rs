@@ -3,7 +3,9 @@
 //! compactions in each style, with and without a blob cache, checked against a model; and
 //! afterwards no blob file is leaked: those on disk are exactly those the DB holds, the force
 //! threshold runs compactions of its own, and garbage collection over every blob file leaves
-//! none of the old files and no garbage.
+//! none of the old files and no garbage. With `write_blobs_at_commit`, the same with the
+//! values going to blob files as they are written (the WAL and the memtables holding their
+//! indexes), synced writes and WAL syncs among them.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -21,7 +23,7 @@ type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 const MIN_BLOB: usize = 120;
 
-fn opts(fs: &MemFs, style: CompactionStyle, gc: bool) -> Options {
+fn opts(fs: &MemFs, style: CompactionStyle, gc: bool, at_commit: bool) -> Options {
     // With GC, values are also cached: in the block cache, small enough that it fills, so its
     // admission turns values away and evicts them (without GC, values are read from their
     // files each time).
@@ -54,6 +56,7 @@ fn opts(fs: &MemFs, style: CompactionStyle, gc: bool) -> Options {
             // With GC: compactions forced once a fifth of the old files is garbage.
             blob_gc_force_threshold: if gc { 0.2 } else { 1.0 },
             blob_cache: gc.then_some(cache),
+            write_blobs_at_commit: at_commit,
             ..BlobOptions::default()
         },
         ..Options::default()
@@ -101,8 +104,13 @@ fn blob_files_on_disk(fs: &MemFs) -> Vec<String> {
 }
 
 fn run(style: CompactionStyle, gc: bool, seed: u64) {
+    run_with(style, gc, false, seed);
+}
+
+fn run_with(style: CompactionStyle, gc: bool, at_commit: bool, seed: u64) {
     let fs = MemFs::new();
     let mut rng = StdRng::seed_from_u64(seed);
+    let opts = |fs: &MemFs, style, gc| opts(fs, style, gc, at_commit);
     let mut db = Db::open(&opts(&fs, style, gc), "/db").unwrap();
     let mut model = Model::new();
     let mut snaps: Vec<(strata::Snapshot, Model)> = Vec::new();
@@ -129,6 +137,26 @@ fn run(style: CompactionStyle, gc: bool, seed: u64) {
                     };
                     model.insert(k, merged);
                 }
+                2 if at_commit => {
+                    // A batch of two puts and a delete, synced now and then.
+                    let k2 = format!("key{:04}", rng.gen_range(0..800)).into_bytes();
+                    let (l, l2) = (
+                        rng.gen_range(MIN_BLOB / 2..MIN_BLOB * 3),
+                        rng.gen_range(MIN_BLOB..MIN_BLOB * 2),
+                    );
+                    let v = value(&mut rng, &k, round, l);
+                    let v2 = value(&mut rng, &k2, round, l2);
+                    let mut b = strata::WriteBatch::default();
+                    b.put(&k, &v);
+                    b.put(&k2, &v2);
+                    b.delete(&k);
+                    let mut wo = strata::WriteOptions::default();
+                    wo.set_sync(rng.gen_bool(0.2));
+                    db.write_opt(b, &wo).unwrap();
+                    model.remove(&k);
+                    model.insert(k2, v2);
+                }
+                3 if at_commit && rng.gen_bool(0.05) => db.flush_wal(true).unwrap(),
                 _ => {
                     let len = rng.gen_range(MIN_BLOB / 2..MIN_BLOB * 3);
                     let v = value(&mut rng, &k, round, len);
@@ -218,6 +246,16 @@ fn run(style: CompactionStyle, gc: bool, seed: u64) {
 #[test]
 fn blob_values_match_model_leveled() {
     run(CompactionStyle::Leveled, false, 7);
+}
+
+#[test]
+fn blob_values_written_at_commit_match_model_leveled() {
+    run_with(CompactionStyle::Leveled, false, true, 11);
+}
+
+#[test]
+fn blob_values_written_at_commit_match_model_universal_with_gc() {
+    run_with(CompactionStyle::Universal, true, true, 12);
 }
 
 #[test]

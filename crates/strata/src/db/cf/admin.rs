@@ -120,6 +120,12 @@ pub(crate) fn drop_cf(inner: &DbInner, name: &str) -> Result<()> {
     let mut st = inner.state.lock();
     if let Some(cs) = st.cfs.remove(&id) {
         cs.cfd.dropped.store(true, Ordering::Release);
+        // The blob files of its values written at commit go with its memtables.
+        for m in std::iter::once(&cs.mem).chain(cs.imm.iter().map(|(m, _)| m)) {
+            if let Some(l) = crate::db::blob_log::log_of(m) {
+                l.discard();
+            }
+        }
     }
     st.obsolete_tables.extend(files);
     wal.mems = Arc::new(wal.mems.without(id));

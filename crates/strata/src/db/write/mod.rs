@@ -415,6 +415,9 @@ pub(crate) struct StagedGroup {
     syncer: Option<Box<dyn crate::env::FileSyncer>>,
     sync: bool,
     disable_wal: bool,
+    /// Values went to blob files at commit: the group's batch holds the records the members'
+    /// own batches do not, so the leader inserts them all.
+    converted: bool,
 }
 
 /// A group that finished its inserts before an earlier group was published: its outcome,
@@ -455,6 +458,18 @@ fn stage_group(
     let GroupFlags { sync, disable_wal, no_slowdown } = flags;
     let mut wal = inner.wal.lock();
     make_room_for_write(inner, &mut wal, batch.size_in_bytes(), no_slowdown)?;
+    // Values written at commit go to the memtables' blob files now that the memtables are
+    // fixed (`db/blob_log.rs`).
+    let converted = match crate::db::blob_log::commit_values(inner, &wal.mems, batch) {
+        Ok(c) => c,
+        Err(e) => {
+            // A blob file's append failed: nothing of the group is acknowledged, and the DB
+            // takes no more writes (as after a failed WAL append).
+            let mut st = inner.state.lock();
+            inner.set_bg_error(&mut st, &e);
+            return Err(e);
+        }
+    };
     let first = wal.last_sequence.plus(1);
     batch.set_sequence(first);
     let mut syncer = None;
@@ -475,6 +490,14 @@ fn stage_group(
         if sync {
             sync_retired_wals(inner, None)?;
             sync_wal_dir(inner)?;
+            // Every WAL record the sync makes durable may point into a blob file.
+            if !inner.blob_logs.is_empty() {
+                if let Err(e) = inner.blob_logs.sync_unfinished(&inner.dir) {
+                    let mut st = inner.state.lock();
+                    inner.set_bg_error(&mut st, &e);
+                    return Err(e);
+                }
+            }
         }
         // With `manual_wal_flush` the bytes stay in the process until `Db::flush_wal` (or a
         // full buffer, or a synced write).
@@ -518,7 +541,16 @@ fn stage_group(
         p.assigned += 1;
         p.assigned - 1
     };
-    Ok(StagedGroup { group, mems: wal.mems.clone(), first, last, syncer, sync, disable_wal })
+    Ok(StagedGroup {
+        group,
+        mems: wal.mems.clone(),
+        first,
+        last,
+        syncer,
+        sync,
+        disable_wal,
+        converted,
+    })
 }
 
 /// Phase two, without the WAL lock: the group's sync, its memtable inserts, then, in group
@@ -631,7 +663,8 @@ fn post_insert_jobs(
 /// The group's memtable inserts, outside unordered writes: delegated members insert their own
 /// batches while the leader inserts the rest; returns once all are in.
 fn insert_group(inner: &DbInner, group: &mut Group, staged: &StagedGroup) -> Result<()> {
-    let delegated = delegated_members(inner, group, staged.first);
+    let delegated =
+        if staged.converted { Vec::new() } else { delegated_members(inner, group, staged.first) };
     let waiting = (!delegated.is_empty()).then(|| GroupInserts::new(delegated.len()));
     post_insert_jobs(group, &delegated, &staged.mems, waiting.as_ref());
     let mine = insert_undelegated(&staged.mems, &group.wal_batch, staged, &delegated);

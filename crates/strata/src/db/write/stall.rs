@@ -60,6 +60,8 @@ pub(crate) struct Unstalled {
     sv_number: u64,
     live_changes: u64,
     write_buffer_size: usize,
+    /// A memtable whose blob file of values written at commit holds this many bytes is full.
+    blob_file_size: u64,
 }
 
 /// Whether writes are still free to go as the last look found them (no stall, no full
@@ -77,6 +79,7 @@ fn still_unstalled(wal: &WalState) -> bool {
             || f.cfd.local_svs.current() != u.sv_number
             || f.cfd.live_changes() != u.live_changes
             || f.mem.approximate_memory_usage() >= u.write_buffer_size
+            || crate::db::blob_log::log_full(&f.mem, u.blob_file_size)
         {
             return false;
         }
@@ -239,6 +242,7 @@ fn worst_state(inner: &DbInner, wal: &WalState) -> Worst {
             sv_number,
             live_changes,
             write_buffer_size: co.write_buffer_size,
+            blob_file_size: co.blob.blob_file_size,
         });
         let auto = !co.disable_auto_compactions;
         let sv = f.cfd.current_super_version();
@@ -251,7 +255,8 @@ fn worst_state(inner: &DbInner, wal: &WalState) -> Worst {
         } else {
             None
         };
-        let mem_full = f.mem.approximate_memory_usage() >= co.write_buffer_size;
+        let mem_full = f.mem.approximate_memory_usage() >= co.write_buffer_size
+            || crate::db::blob_log::log_full(&f.mem, co.blob.blob_file_size);
         let kind = kind.or_else(|| {
             (mem_full
                 && inner.state.lock().cfs.get(&f.cfd.id).map_or(0, |c| c.imm.len()) + 1

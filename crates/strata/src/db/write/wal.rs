@@ -36,6 +36,17 @@ pub(super) fn append_synced_event(inner: &DbInner, wal: &mut WalState) -> Result
 /// error: the WAL's unsynced writes may be lost, so nothing more is acknowledged.
 pub(crate) fn sync_retired_wals(inner: &DbInner, before: Option<FileNumber>) -> Result<()> {
     let mut retired = inner.retired_wals.lock();
+    // Their records may point into blob files (values written at commit), which must be as
+    // durable as the WALs once a "synced" event says so.
+    let any = retired.front().is_some_and(|(n, _)| before.is_none_or(|b| *n < b));
+    if any && !inner.blob_logs.is_empty() {
+        if let Err(e) = inner.blob_logs.sync_unfinished(&inner.dir) {
+            drop(retired);
+            let mut st = inner.state.lock();
+            inner.set_bg_error(&mut st, &e);
+            return Err(e);
+        }
+    }
     while let Some((n, _)) = retired.front() {
         if before.is_some_and(|b| *n >= b) {
             break;
@@ -89,6 +100,8 @@ pub(crate) fn flush_wal(inner: &DbInner, sync: bool) -> Result<()> {
         }
         sync_retired_wals(inner, None)?;
         sync_wal_dir(inner)?;
+        // The WAL's records may point into blob files (values written at commit).
+        inner.blob_logs.sync_unfinished(&inner.dir)?;
         let _timer = StopWatch::start(inner.stats.user_statistics(), Histogram::WalFileSyncMicros);
         wal.writer.sync()
     });
@@ -98,6 +111,7 @@ pub(crate) fn flush_wal(inner: &DbInner, sync: bool) -> Result<()> {
         // These two set the background error themselves when they fail.
         sync_retired_wals(inner, Some(number))?;
         sync_wal_dir_through(inner, number.0)?;
+        inner.blob_logs.sync_unfinished(&inner.dir)?;
         let _timer = StopWatch::start(inner.stats.user_statistics(), Histogram::WalFileSyncMicros);
         s.sync()
     });

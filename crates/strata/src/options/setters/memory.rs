@@ -112,6 +112,11 @@ impl Options {
         self.blob.blob_file_size = val;
     }
 
+    /// `write_blobs_at_commit` (`BlobOptions`).
+    pub fn set_write_blobs_at_commit(&mut self, val: bool) {
+        self.blob.write_blobs_at_commit = val;
+    }
+
     /// `enable_blob_garbage_collection` (`BlobOptions`).
     pub fn set_enable_blob_gc(&mut self, val: bool) {
         self.blob.enable_blob_gc = val;
