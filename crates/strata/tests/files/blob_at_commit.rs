@@ -269,10 +269,14 @@ fn an_iterator_keeps_its_memtables_blob_file_through_flush_and_compaction() {
     let db = Db::open(&opts(&fs), "/db").unwrap();
     db.put("k", value(1)).unwrap();
     let it = db.iterator(IteratorMode::Start);
-    // Overwritten and flushed: the old value's file is garbage whole, then compacted away.
+    // The iterator's memtable is flushed (its blob file joins the version), the value is
+    // overwritten in the next memtable, and a compaction drops it: no table refers to the
+    // first blob file any more, and no version the iterator holds names it.
+    db.flush().unwrap();
     db.put("k", value(2)).unwrap();
     db.flush().unwrap();
     db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
+    assert_eq!(db.property_int_value("rocksdb.num-blob-files").unwrap(), Some(1));
     let seen: Vec<Vec<u8>> = it.map(|r| r.unwrap().1.to_vec()).collect();
     assert_eq!(seen, vec![value(1)]);
     assert_eq!(db.get("k").unwrap(), Some(value(2)));
