@@ -358,13 +358,17 @@ fn wals_synced_by_a_flush_keep_their_values_through_power_loss() {
     let fs = MemFs::new();
     let mut o = opts(&fs);
     o.create_missing_column_families = true;
-    let open = |o: &Options| Db::open_cf(o, "/db", ["default", "b"]).unwrap();
+    let open = |o: &Options| {
+        let families = ["default", "b"].map(|n| strata::ColumnFamilyDescriptor::new(n, o.clone()));
+        Db::open_cf_descriptors(o, "/db", families).unwrap()
+    };
     let db = open(&o);
     let b = db.cf_handle("b").unwrap();
     db.put_cf(&b, "in-b", value(1)).unwrap();
     db.put("in-default", value(2)).unwrap();
     // The default family's flush makes "in-default" durable in a table, after syncing the
     // retired WAL, which holds "in-b" (written before it) as an index.
+    assert_eq!(wal_kinds(&fs), ["BLOB", "BLOB"]);
     db.flush().unwrap();
     fs.crash(CrashMode::PowerLoss);
     drop(b);
