@@ -393,8 +393,10 @@ pub fn markdown(res: &Results, skipped: &[(String, String)], machine: &str) -> S
          4 KiB pages (it cannot change them), and commits each asynchronous write with \
          `Durability::None`; TreeDB's batch rows (absent from the page) are `kcdbsetbulk` \
          calls, atomic; fjall keeps its own compression policy (none in L0-L1, LZ4 below) \
-         where the others use snappy or LZO. `bench/README.md` (the LevelDB page section) \
-         lists each engine's flags.\n",
+         where the others use snappy or LZO; in 2.A Strata and RocksDB keep values of 4 KiB \
+         and more in blob files (Strata writes them there as they are written, RocksDB at \
+         its flushes). `bench/README.md` (the LevelDB page section) lists each engine's \
+         flags.\n",
     );
     s
 }
