@@ -48,7 +48,7 @@ fn key(i: usize) -> Vec<u8> {
     format!("key{i:05}").into_bytes()
 }
 
-fn options(fs: &MemFs, compression: CompressionType) -> Options {
+fn options(fs: &MemFs, compression: CompressionType, at_commit: bool) -> Options {
     Options {
         fs: Arc::new(fs.clone()),
         merge_operator: strata::merge_operator::builtin_merge_operator("uint64add"),
@@ -60,6 +60,7 @@ fn options(fs: &MemFs, compression: CompressionType) -> Options {
             enable_blob_files: true,
             min_blob_size: 24,
             blob_compression_type: Some(compression),
+            write_blobs_at_commit: at_commit,
             ..strata::BlobOptions::default()
         },
         ..Options::default()
@@ -67,11 +68,19 @@ fn options(fs: &MemFs, compression: CompressionType) -> Options {
 }
 
 /// Builds a DB of `keys` keys: `rounds` rounds of writes, each flushed to a table except the
-/// last, which stays in the WAL. Values are puts, deletes and `uint64add` merges.
-pub fn build(keys: usize, rounds: usize, writes_per_round: usize, seed: u64) -> BuiltDb {
+/// last, which stays in the WAL. Values are puts, deletes and `uint64add` merges. With
+/// `at_commit`, the longer values go to blob files as they are written: the last round's are
+/// in a blob file without a footer, which the WAL's blob indexes point into.
+pub fn build(
+    keys: usize,
+    rounds: usize,
+    writes_per_round: usize,
+    seed: u64,
+    at_commit: bool,
+) -> BuiltDb {
     let fs = MemFs::new();
     let compression = if keys > 100 { CompressionType::Snappy } else { CompressionType::None };
-    let db = Db::open(&options(&fs, compression), DIR).expect("open a fresh DB");
+    let db = Db::open(&options(&fs, compression, at_commit), DIR).expect("open a fresh DB");
     let mut rng = StdRng::seed_from_u64(seed);
     let mut model: Model = vec![None; keys];
     let mut steps = Vec::new();
@@ -138,7 +147,9 @@ fn clone_fs(fs: &MemFs) -> MemFs {
 
 /// What a damaged copy reads as.
 fn read_db(fs: MemFs, keys: usize) -> Result<Model, String> {
-    let db = Db::open(&options(&fs, CompressionType::None), DIR).map_err(|e| e.to_string())?;
+    // Recovery reads values written at commit back whatever the options say.
+    let db =
+        Db::open(&options(&fs, CompressionType::None, false), DIR).map_err(|e| e.to_string())?;
     let mut m: Model = Vec::with_capacity(keys);
     for i in 0..keys {
         m.push(db.get(key(i)).map_err(|e| e.to_string())?);
@@ -409,12 +420,18 @@ fn region_of(kind: &str, data: &[u8], offset: Option<usize>) -> String {
                 Some(_) => "middle recs".into(),
             }
         }
-        // A blob file: its 20-byte header, its records, its 28-byte footer.
+        // A blob file: its 20-byte header, its records, its 28-byte footer (none while a
+        // memtable's values are written to it at commit).
         "BLOB" if off < 20 => "header".into(),
-        "BLOB" if off + 28 >= data.len() as u64 => "footer".into(),
+        "BLOB" if off + 28 >= data.len() as u64 && has_blob_footer(data) => "footer".into(),
         "BLOB" => "records".into(),
         _ => "contents".into(),
     }
+}
+
+/// Whether `data` (a blob file) ends with a footer: its magic 28 bytes from the end.
+fn has_blob_footer(data: &[u8]) -> bool {
+    data.len() >= 48 && data[data.len() - 28..data.len() - 20] == *b"strablob"
 }
 
 fn run_case(built: &BuiltDb, path: &Path, data: &[u8], damage: Damage, m: &mut Matrix) {
@@ -478,9 +495,15 @@ fn content_len(data: &[u8]) -> usize {
 /// bytes: `damage_offsets`).
 pub fn run_tiny() -> Matrix {
     install_panic_counter();
-    let built = build(24, 2, 24, 11);
+    // Blob files written at flushes, then blob files written at commit.
+    let mut m = run_tiny_of(&build(24, 2, 24, 11, false));
+    m.merge(run_tiny_of(&build(24, 2, 24, 12, true)));
+    m
+}
+
+fn run_tiny_of(built: &BuiltDb) -> Matrix {
     let mut files = Vec::new();
-    for path in db_files(&built) {
+    for path in db_files(built) {
         let data = built.fs.read_file(&path).unwrap_or_default();
         let mut cases: Vec<Damage> = Vec::new();
         let offsets = damage_offsets(&data);
@@ -490,7 +513,7 @@ pub fn run_tiny() -> Matrix {
         cases.extend(garbage_cases());
         files.push((path, data, cases));
     }
-    run_cases(&built, &files)
+    run_cases(built, &files)
 }
 
 /// Runs every file's cases on the machine's cores (`STRATA_MATRIX_WORKERS` overrides, 1 runs
@@ -542,7 +565,8 @@ pub struct MatrixConfig {
 /// offsets.
 pub fn run_large(cfg: &MatrixConfig) -> Matrix {
     install_panic_counter();
-    let built = build(2000, 4, 1500, cfg.seed);
+    // Odd seeds write the longer values to blob files at commit.
+    let built = build(2000, 4, 1500, cfg.seed, cfg.seed % 2 == 1);
     let mut rng = StdRng::seed_from_u64(cfg.seed);
     let mut files = Vec::new();
     for path in db_files(&built) {

@@ -103,6 +103,14 @@ impl BlobFileWriter {
         self.file.sync()
     }
 
+    /// Hands the records appended so far to the OS and returns a handle that makes them
+    /// durable without holding the writer (`WritableFile::syncer`); `None` when the file
+    /// system has none (then [`Self::sync`]).
+    pub fn syncer(&mut self) -> Result<Option<Box<dyn crate::env::FileSyncer>>> {
+        self.file.flush()?;
+        Ok(self.file.syncer())
+    }
+
     /// Writes the footer and syncs the file (its directory entry is the caller's to sync).
     pub fn finish(mut self) -> Result<BlobFileAddition> {
         let footer = Footer { records: self.records, record_bytes: self.record_bytes };

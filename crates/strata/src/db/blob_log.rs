@@ -89,10 +89,22 @@ impl BlobLog {
         }
     }
 
-    /// Makes the records written so far durable, and the file's directory entry.
+    /// Makes the records written so far durable, and the file's directory entry. The
+    /// fdatasync runs without the lock where the file system allows, so the writers
+    /// appending meanwhile (holding the WAL lock) do not wait for the device.
     fn sync(&self, dir: &Path) -> Result<()> {
-        if let LogState::Open(w) = &mut *self.state.lock() {
-            w.sync()?;
+        let syncer = match &mut *self.state.lock() {
+            LogState::Open(w) => match w.syncer()? {
+                Some(s) => Some(s),
+                None => {
+                    w.sync()?;
+                    None
+                }
+            },
+            _ => None,
+        };
+        if let Some(s) = syncer {
+            s.sync()?;
         }
         if !self.dir_synced.load(Ordering::Acquire) {
             self.fs.sync_dir(dir)?;
@@ -192,8 +204,10 @@ pub(crate) fn commit_values(
     mems: &MemSet,
     batch: &mut WriteBatch,
 ) -> Result<bool> {
-    // One load per family for the DBs without the option: no walk of the batch.
-    if !mems.iter().any(|f| f.cfd.opts.blob.write_blobs_at_commit) {
+    // One load per family for the DBs without the option: no walk of the batch. With
+    // unordered writes each member inserts its own batch as given (the option is refused
+    // there at open; a family created later with it writes its values at the flush).
+    if inner.opts.unordered_write || !mems.iter().any(|f| f.cfd.opts.blob.write_blobs_at_commit) {
         return Ok(false);
     }
     let mut limits: Vec<(u32, Option<u64>)> = Vec::new();

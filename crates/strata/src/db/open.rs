@@ -257,6 +257,7 @@ pub(crate) fn open(
         unsynced_dropped,
         unsynced_wals,
         prepared,
+        blob_cut,
     } = match replay {
         Ok(r) => r,
         Err(e) => {
@@ -343,6 +344,12 @@ pub(crate) fn open(
     }
     let version_files = versions.families().values().map(|f| f.current.clone()).collect::<Vec<_>>();
 
+    if let Some(cut) = &blob_cut {
+        info_log.log(&format!(
+            "WAL replay ended at a value written at commit it could not read (as at a torn \
+             WAL record; the writes after it were never synced): {cut}"
+        ));
+    }
     info_log.log(&format!(
         "Recovered from MANIFEST-{:06}: {} tables, {} bytes; last sequence {}; WALs replayed \
          {:?}: {} records, {} damaged bytes dropped, {} never-synced batches dropped behind a \

@@ -206,6 +206,8 @@ pub(crate) struct Replayed {
     pub unsynced_wals: Vec<FileNumber>,
     /// Transactions prepared and neither committed nor rolled back: xid -> prepare record.
     pub prepared: BTreeMap<Vec<u8>, Vec<u8>>,
+    /// Where the replay ended at a value written at commit it could not read, and why.
+    pub blob_cut: Option<String>,
 }
 
 /// One family's replay state: its options' table settings, its memtable being filled.
@@ -355,6 +357,7 @@ pub(crate) fn replay_wals(
     // Values written at commit are read back from their blob files (`db/blob_log.rs`).
     let mut blob_reader = super::blob_log::LogReader::new(fs.as_ref(), dir);
     let mut blob_refs_seen = false;
+    let mut blob_cut_reason: Option<String> = None;
     for &n in &wals {
         let path = wal_files[&n].clone();
         let file = fs.open(&path)?;
@@ -503,6 +506,8 @@ pub(crate) fn replay_wals(
                             // Power loss took unsynced bytes of the blob file and kept the
                             // WAL's: the replay ends here, as at a torn WAL record.
                             blob_cut = Some(offset);
+                            blob_cut_reason =
+                                Some(format!("{} offset {offset}: {e}", path.display()));
                             return Ok(());
                         }
                     },
@@ -648,6 +653,7 @@ pub(crate) fn replay_wals(
         unsynced_dropped,
         unsynced_wals,
         prepared,
+        blob_cut: blob_cut_reason,
     })
 }
 

@@ -228,6 +228,8 @@ fn a_lost_blob_file_tail_ends_the_replay_at_its_record() {
         let want: BTreeMap<Vec<u8>, Vec<u8>> =
             [(b"a".to_vec(), value(1)), (b"b".to_vec(), b"small".to_vec())].into();
         assert_eq!(got, want, "{mode:?}: the writes before the lost value, none after");
+        let log = String::from_utf8(fs.read_file(Path::new("/db/LOG")).unwrap()).unwrap();
+        assert!(log.contains("WAL replay ended at a value written at commit"), "{log}");
     }
     // Salvaging every intact record keeps "d".
     let fs = setup();
