@@ -1,4 +1,6 @@
-//! The blob file format: the values a flush or compaction moved out of its tables.
+//! The blob file format: the values a flush or compaction moved out of its tables, or the
+//! write path wrote at commit (`db/blob_log.rs`: such a file has no footer until its
+//! memtable's flush finishes it).
 //!
 //! ```text
 //! blob file := header | record* | footer
