@@ -747,6 +747,38 @@ impl WriteBatch {
         }
     }
 
+    /// A copy of this batch (log data, families and sequence number kept) with each record's
+    /// type and value as `f` gives them, `None` leaving the record as it is. A deletion keeps
+    /// no value.
+    pub(crate) fn rewritten(
+        &self,
+        mut f: impl FnMut(&BatchRecord<'_>) -> Result<Option<(ValueType, Vec<u8>)>>,
+    ) -> Result<WriteBatch> {
+        let mut out = WriteBatch::with_capacity_bytes(self.size_in_bytes());
+        let mut it = self.iter();
+        while let Some(e) = it.next_entry() {
+            let r = match e {
+                Entry::LogData(b) => {
+                    out.put_log_data(b);
+                    continue;
+                }
+                Entry::Record(r) => r,
+            };
+            let new = f(&r)?;
+            let (t, value) = match &new {
+                Some((t, v)) => (*t, v.as_slice()),
+                None => (r.value_type, r.value),
+            };
+            let value = match t {
+                ValueType::Deletion | ValueType::SingleDeletion => None,
+                _ => Some(value),
+            };
+            out.push_record(r.cf, t, r.key, value);
+        }
+        out.set_sequence(self.sequence());
+        Ok(out)
+    }
+
     /// Appends one record (`value`: the value, operand or range end; `None` for deletions).
     pub(crate) fn push_record(
         &mut self,

@@ -44,7 +44,7 @@ use crate::memtable::MemTable;
 use crate::sstable::CompressionType;
 use crate::types::{FileNumber, ValueType};
 use crate::version::edit::BlobFileAddition;
-use crate::write_batch::{Entry, WriteBatch};
+use crate::write_batch::WriteBatch;
 
 /// The blob file of one memtable's values written at commit.
 pub(crate) struct BlobLog {
@@ -227,35 +227,20 @@ pub(crate) fn commit_values(
     if !batch.iter().any(|r| goes(&r, limit_of(r.cf))) {
         return Ok(false);
     }
-    let mut out = WriteBatch::new();
     let mut touched: Vec<&BlobLog> = Vec::new();
-    let mut index_buf = Vec::new();
-    let mut it = batch.iter();
-    while let Some(e) = it.next_entry() {
-        let r = match e {
-            Entry::LogData(b) => {
-                out.put_log_data(b);
-                continue;
-            }
-            Entry::Record(r) => r,
-        };
-        let value = match r.value_type {
-            ValueType::Deletion | ValueType::SingleDeletion => None,
-            _ => Some(r.value),
-        };
-        let Some(f) = mems.get(r.cf).filter(|_| goes(&r, limit_of(r.cf))) else {
-            out.push_record(r.cf, r.value_type, r.key, value);
-            continue;
+    let out = batch.rewritten(|r| {
+        let Some(f) = mems.get(r.cf).filter(|_| goes(r, limit_of(r.cf))) else {
+            return Ok(None);
         };
         let log = log_for(inner, f)?;
         let index = log.append(r.key, r.value)?;
         if !touched.iter().any(|l| std::ptr::eq(*l, log)) {
             touched.push(log);
         }
-        index_buf.clear();
-        index.encode_to(&mut index_buf);
-        out.push_record(r.cf, ValueType::BlobIndex, r.key, Some(&index_buf));
-    }
+        let mut encoded = Vec::new();
+        index.encode_to(&mut encoded);
+        Ok(Some((ValueType::BlobIndex, encoded)))
+    })?;
     for l in touched {
         l.flush()?;
     }
@@ -308,25 +293,10 @@ pub(crate) fn resolve(batch: WriteBatch, read: &mut ReadBlob<'_>) -> Result<Writ
     if !batch.has_blob_refs() {
         return Ok(batch);
     }
-    let mut out = WriteBatch::new();
-    let mut it = batch.iter();
-    while let Some(e) = it.next_entry() {
-        match e {
-            Entry::LogData(b) => out.put_log_data(b),
-            Entry::Record(r) => match r.value_type {
-                ValueType::BlobIndex => match read(r.cf, r.key, r.value)? {
-                    Some(v) => out.push_record(r.cf, ValueType::Value, r.key, Some(&v)),
-                    None => out.push_record(r.cf, r.value_type, r.key, Some(r.value)),
-                },
-                ValueType::Deletion | ValueType::SingleDeletion => {
-                    out.push_record(r.cf, r.value_type, r.key, None);
-                }
-                t => out.push_record(r.cf, t, r.key, Some(r.value)),
-            },
-        }
-    }
-    out.set_sequence(batch.sequence());
-    Ok(out)
+    batch.rewritten(|r| match r.value_type {
+        ValueType::BlobIndex => Ok(read(r.cf, r.key, r.value)?.map(|v| (ValueType::Value, v))),
+        _ => Ok(None),
+    })
 }
 
 /// Reads blob values for [`resolve`] outside an open DB (recovery, repair): any blob file of

@@ -35,7 +35,7 @@ use crate::error::{Error, Result};
 use crate::merge_operator::MergeOperator;
 use crate::options::Options;
 use crate::types::ValueType;
-use crate::write_batch::{Entry, WriteBatch};
+use crate::write_batch::WriteBatch;
 
 /// Bytes of the write-time suffix.
 pub const TTL_SUFFIX_LEN: usize = 4;
@@ -191,28 +191,10 @@ pub(crate) fn ttl_options(opts: &Options, ttl: u64, clock: &TtlClock) -> Options
 /// with the damage named, as the write path would.
 pub(crate) fn stamp(batch: &WriteBatch, now: u64) -> Result<WriteBatch> {
     batch.validate()?;
-    let mut stamped =
-        WriteBatch::with_capacity_bytes(batch.size_in_bytes() + batch.len() * TTL_SUFFIX_LEN);
-    let mut entries = batch.iter();
-    while let Some(e) = entries.next_entry() {
-        match e {
-            Entry::LogData(blob) => stamped.put_log_data(blob),
-            Entry::Record(r) => match r.value_type {
-                ValueType::Value | ValueType::Merge => {
-                    stamped.push_record(r.cf, r.value_type, r.key, Some(&with_time(r.value, now)));
-                }
-                ValueType::RangeDeletion => {
-                    stamped.push_record(r.cf, r.value_type, r.key, Some(r.value));
-                }
-                ValueType::Deletion | ValueType::SingleDeletion => {
-                    stamped.push_record(r.cf, r.value_type, r.key, None);
-                }
-                // Never decoded from a batch (`write_batch::next_entry` refuses it).
-                ValueType::BlobIndex => {}
-            },
-        }
-    }
-    Ok(stamped)
+    batch.rewritten(|r| match r.value_type {
+        ValueType::Value | ValueType::Merge => Ok(Some((r.value_type, with_time(r.value, now)))),
+        _ => Ok(None),
+    })
 }
 
 /// The length of the user value in a stored value of `len` bytes of key `key`: `Corruption`
@@ -244,7 +226,8 @@ mod tests {
         let mut it = s.iter();
         let mut blobs = 0;
         while let Some(e) = it.next_entry() {
-            blobs += usize::from(matches!(e, Entry::LogData(b) if b == b"blob"));
+            blobs +=
+                usize::from(matches!(e, crate::write_batch::Entry::LogData(b) if b == b"blob"));
         }
         assert_eq!(blobs, 1);
     }

@@ -490,14 +490,6 @@ fn stage_group(
         if sync {
             sync_retired_wals(inner, None)?;
             sync_wal_dir(inner)?;
-            // Every WAL record the sync makes durable may point into a blob file.
-            if !inner.blob_logs.is_empty() {
-                if let Err(e) = inner.blob_logs.sync_unfinished(&inner.dir) {
-                    let mut st = inner.state.lock();
-                    inner.set_bg_error(&mut st, &e);
-                    return Err(e);
-                }
-            }
         }
         // With `manual_wal_flush` the bytes stay in the process until `Db::flush_wal` (or a
         // full buffer, or a synced write).

@@ -81,9 +81,6 @@ fn append_marker(
             // As a synced write: nothing acknowledged earlier may be lost while this survives.
             sync_retired_wals(inner, None)?;
             sync_wal_dir(inner)?;
-            // The WAL's earlier records may point into blob files (values written at
-            // commit).
-            inner.blob_logs.sync_unfinished(&inner.dir)?;
         }
         append_synced_event(inner, &mut wal)?;
         wal.writer.add_record(&record)?;

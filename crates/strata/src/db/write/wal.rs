@@ -30,16 +30,15 @@ pub(super) fn append_synced_event(inner: &DbInner, wal: &mut WalState) -> Result
     Ok(())
 }
 
-/// Syncs the retired WALs numbered below `before` (all of them with `None`), oldest first.
-/// Called by a synced write's leader (holding the WAL lock), by `flush_wal` (not holding it)
-/// and by the flush job before its MANIFEST edit drops WALs. A failed sync is a background
-/// error: the WAL's unsynced writes may be lost, so nothing more is acknowledged.
+/// Syncs the retired WALs numbered below `before` (all of them with `None`), oldest first,
+/// after the blob files of values written at commit, into which WAL records may point
+/// (`db/blob_log.rs`). Called before every WAL sync: by a synced write's leader (holding the
+/// WAL lock), by `flush_wal` (not holding it), by a transaction's synced marker, and by the
+/// flush job before its MANIFEST edit drops WALs. A failed sync is a background error: the
+/// WAL's unsynced writes may be lost, so nothing more is acknowledged.
 pub(crate) fn sync_retired_wals(inner: &DbInner, before: Option<FileNumber>) -> Result<()> {
     let mut retired = inner.retired_wals.lock();
-    // Their records may point into blob files (values written at commit), which must be as
-    // durable as the WALs once a "synced" event says so.
-    let any = retired.front().is_some_and(|(n, _)| before.is_none_or(|b| *n < b));
-    if any && !inner.blob_logs.is_empty() {
+    if !inner.blob_logs.is_empty() {
         if let Err(e) = inner.blob_logs.sync_unfinished(&inner.dir) {
             drop(retired);
             let mut st = inner.state.lock();
@@ -100,8 +99,6 @@ pub(crate) fn flush_wal(inner: &DbInner, sync: bool) -> Result<()> {
         }
         sync_retired_wals(inner, None)?;
         sync_wal_dir(inner)?;
-        // The WAL's records may point into blob files (values written at commit).
-        inner.blob_logs.sync_unfinished(&inner.dir)?;
         let _timer = StopWatch::start(inner.stats.user_statistics(), Histogram::WalFileSyncMicros);
         wal.writer.sync()
     });
@@ -111,7 +108,6 @@ pub(crate) fn flush_wal(inner: &DbInner, sync: bool) -> Result<()> {
         // These two set the background error themselves when they fail.
         sync_retired_wals(inner, Some(number))?;
         sync_wal_dir_through(inner, number.0)?;
-        inner.blob_logs.sync_unfinished(&inner.dir)?;
         let _timer = StopWatch::start(inner.stats.user_statistics(), Histogram::WalFileSyncMicros);
         s.sync()
     });
