@@ -333,6 +333,9 @@ fn flush_one(
     // durable (a power loss would otherwise leave a gap between the archive's last batch and
     // the DB's last sequence number).
     let unsynced_retired = inner.state.lock().cfs.len() == 1 && !inner.opts.archives_wals();
+    let mem_entries: u64 = mems.iter().map(|m| m.num_entries()).sum();
+    let mem_bytes: usize = mems.iter().map(|m| m.approximate_memory_usage()).sum();
+    let memtables = mems.len();
     if !unsynced_retired {
         super::write::wal::sync_retired_wals(inner, Some(next_log.max(keep_from)))?;
     }
@@ -364,6 +367,12 @@ fn flush_one(
             } else {
                 cs.l0_pace.on_flush_without_table();
             }
+            // This thread's references go before the super version without the memtables is
+            // published and the state lock (which `flush()`'s waiters look under) is let go:
+            // whoever sees them flushed sees their memory freed, unless a reader still holds
+            // them.
+            drop(logs);
+            drop(mems);
             cfd.install_super_version(cs, version);
         }
     }
@@ -372,11 +381,6 @@ fn flush_one(
         let installed = inner.versions.lock().log_number();
         super::write::wal::forget_retired_wals(inner, installed.min(next_log));
     }
-    let mem_entries: u64 = mems.iter().map(|m| m.num_entries()).sum();
-    let mem_bytes: usize = mems.iter().map(|m| m.approximate_memory_usage()).sum();
-    let memtables = mems.len();
-    drop(logs);
-    drop(mems);
     // After the locks: waiters re-check their condition under the state lock, which the
     // install above changed while holding it, so no wake-up is lost.
     inner.bg_cv.notify_all();
