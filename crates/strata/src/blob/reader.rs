@@ -168,6 +168,12 @@ impl BlobSource {
         self.evict(n);
     }
 
+    /// Blob file `n`, finished or not, is being deleted: closes it.
+    pub fn forget(&self, n: FileNumber) {
+        self.unfinished.lock().remove(&n);
+        self.evict(n);
+    }
+
     /// Closes blob file `n` (it is being deleted). Its values left in the cache are never
     /// looked up again and age out.
     pub fn evict(&self, n: FileNumber) {

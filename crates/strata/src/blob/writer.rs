@@ -41,7 +41,33 @@ impl BlobFileWriter {
         zstd_level: i32,
     ) -> Result<BlobFileWriter> {
         let path = blob_path(dir, number);
-        let mut file = fs.create(&path)?;
+        let file = fs.create(&path)?;
+        Self::start(path, file, number, column_family, compression, zstd_level)
+    }
+
+    /// [`Self::create`] for a file that commits write to (`FileSystem::create_foreground`).
+    pub fn create_foreground(
+        fs: &dyn FileSystem,
+        dir: &Path,
+        number: FileNumber,
+        column_family: u32,
+        compression: CompressionType,
+        zstd_level: i32,
+    ) -> Result<BlobFileWriter> {
+        let path = blob_path(dir, number);
+        let file = fs.create_foreground(&path)?;
+        Self::start(path, file, number, column_family, compression, zstd_level)
+    }
+
+    /// Writes the header to the created `file`.
+    fn start(
+        path: PathBuf,
+        mut file: Box<dyn WritableFile>,
+        number: FileNumber,
+        column_family: u32,
+        compression: CompressionType,
+        zstd_level: i32,
+    ) -> Result<BlobFileWriter> {
         let compression = compression.stored_as();
         file.append(&Header { compression, column_family }.encode())?;
         Ok(BlobFileWriter {

@@ -59,11 +59,16 @@ pub(crate) struct BlobLog {
     discard: AtomicBool,
     fs: Arc<dyn FileSystem>,
     registry: Arc<BlobLogs>,
+    /// The DB's readers of blob files, which close the file when it is deleted.
+    source: Arc<crate::blob::BlobSource>,
 }
 
 enum LogState {
     Open(Box<BlobFileWriter>),
     Finished(BlobFileAddition),
+    /// Its flush found no table referring to it: never finished, written or synced again;
+    /// the readers of its memtable read it as it is.
+    Abandoned,
     /// Finishing failed: the file may be anything; the DB has a background error.
     Failed(String),
 }
@@ -121,6 +126,7 @@ impl BlobLog {
             LogState::Open(w) => w.finish().map_err(|e| e.to_string()),
             LogState::Finished(a) => Ok(a),
             LogState::Failed(e) => Err(e),
+            LogState::Abandoned => Err("it was abandoned (no table refers to it)".into()),
         };
         match done {
             Ok(a) => {
@@ -138,12 +144,27 @@ impl BlobLog {
     pub fn discard(&self) {
         self.discard.store(true, Ordering::Release);
     }
+
+    /// [`Self::discard`] at its memtable's flush, which found no table referring to it: the
+    /// file is closed without its footer and never synced again (the readers of the memtable
+    /// read its records, already written out, as they did).
+    pub fn abandon(&self) {
+        self.discard();
+        *self.state.lock() = LogState::Abandoned;
+    }
+
+    /// The file's number.
+    pub fn number(&self) -> FileNumber {
+        self.number
+    }
 }
 
 impl Drop for BlobLog {
     fn drop(&mut self) {
         self.registry.live.lock().remove(&self.number);
         if self.discard.load(Ordering::Acquire) {
+            // The reader a read of the memtable opened would keep the deleted file's space.
+            self.source.forget(self.number);
             let _ = self.fs.remove(&self.path);
         }
     }
@@ -256,7 +277,7 @@ fn log_for<'m>(inner: &DbInner, f: &'m FamilyMem) -> Result<&'m BlobLog> {
     let number = inner.new_file_number();
     let live = f.cfd.live_opts();
     let compression = live.blob.blob_compression_type.unwrap_or(CompressionType::None);
-    let writer = BlobFileWriter::create(
+    let writer = BlobFileWriter::create_foreground(
         inner.fs.as_ref(),
         &inner.dir,
         number,
@@ -274,6 +295,7 @@ fn log_for<'m>(inner: &DbInner, f: &'m FamilyMem) -> Result<&'m BlobLog> {
         discard: AtomicBool::new(false),
         fs: inner.fs.clone(),
         registry: inner.blob_logs.clone(),
+        source: inner.blobs.clone(),
     });
     inner.blob_logs.live.lock().insert(number, Arc::downgrade(&log));
     // Only the WAL lock's holder sets it: this is the log just made.

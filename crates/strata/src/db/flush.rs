@@ -295,7 +295,9 @@ fn flush_one(
         edit.blob_files_added = blobs;
         flow = f;
     }
-    adopt_logs(inner, &logs, &flow, &mut edit)?;
+    // The blob files written at commit that the flush adds count as its output, as those it
+    // writes itself do.
+    level_stats.bytes_written_blob += adopt_logs(inner, &logs, &flow, &mut edit)?;
     // Counted before the install, which may wake a waiter on the flush: the flush's work (the
     // table written) is done.
     if let Some(s) = cfd.stats.user_statistics() {
@@ -396,23 +398,25 @@ fn flush_one(
     Ok(())
 }
 
-/// Finishes the blob files of the flushed memtables' values written at commit (footer, sync)
-/// and adds those the table refers to (`flow`: its indexes by file) to `edit`, the records it
-/// does not refer to counted as garbage; the others are deleted once their memtables go.
+/// Finishes the blob files of the flushed memtables' values written at commit that the table
+/// refers to (`flow`: its indexes by file; footer, sync) and adds them to `edit`, the records
+/// it does not refer to counted as garbage; returns the bytes of their records (the flush's
+/// blob output, as RocksDB counts a blob file's). The others are abandoned unfinished and
+/// deleted once their memtables go.
 fn adopt_logs(
     inner: &DbInner,
     logs: &[&super::blob_log::BlobLog],
     flow: &BlobFlow,
     edit: &mut VersionEdit,
-) -> Result<()> {
-    let mut added = false;
+) -> Result<u64> {
+    let (mut adopted, mut written) = (false, 0);
     for log in logs {
-        let a = log.finish()?;
-        inner.blobs.finished(a.number);
-        let Some(&(records, bytes)) = flow.by_file.get(&a.number) else {
-            log.discard();
+        let Some(&(records, bytes)) = flow.by_file.get(&log.number()) else {
+            log.abandon();
             continue;
         };
+        let a = log.finish()?;
+        inner.blobs.finished(a.number);
         let (g_records, g_bytes) =
             (a.records.saturating_sub(records), a.bytes.saturating_sub(bytes));
         if g_records > 0 || g_bytes > 0 {
@@ -423,13 +427,14 @@ fn adopt_logs(
             });
         }
         edit.blob_files_added.push(a);
-        added = true;
+        written += a.bytes;
+        adopted = true;
     }
-    if added {
+    if adopted {
         crate::kill_point!("blob.sync_dir");
         inner.fs.sync_dir(&inner.dir)?;
     }
-    Ok(())
+    Ok(written)
 }
 
 /// The info LOG's account of one flush: a readable line and an `EVENT_LOG_v1` record.

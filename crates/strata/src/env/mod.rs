@@ -238,6 +238,14 @@ pub trait FileSystem: Send + Sync + 'static {
     fn create_direct(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
         Err(no_direct_io(path))
     }
+    /// [`FileSystem::create`] for a file that foreground writes append to and read back at
+    /// once (a blob file of values written at commit). The same as `create` (the default);
+    /// the DB's table-file wrapper (`table_files.rs`) gives it the writeback of
+    /// `bytes_per_sync` but neither the background writes' rate limit nor direct writes, each
+    /// of which would make every commit wait, holding the WAL lock.
+    fn create_foreground(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        self.create(path)
+    }
     /// Atomically renames `from` to `to`, replacing `to`. Works on files, and on a directory
     /// when `to` does not exist (its entries move with it).
     fn rename(&self, from: &Path, to: &Path) -> Result<()>;

@@ -20,6 +20,7 @@
 //! Tuning happens inside a request (no thread of its own); periods with no request at all
 //! count as not drained. The step rule is [`tuned_rate`], a pure function.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
@@ -46,6 +47,8 @@ pub struct RateLimiter {
     period: Duration,
     tune_periods: u32,
     bucket: Mutex<Bucket>,
+    /// Bytes requested so far.
+    through: AtomicU64,
 }
 
 #[derive(Debug)]
@@ -114,6 +117,7 @@ impl RateLimiter {
                 drained: 0,
                 last_drained: None,
             }),
+            through: AtomicU64::new(0),
         }
     }
 
@@ -127,6 +131,11 @@ impl RateLimiter {
         self.bucket.lock().rate
     }
 
+    /// The bytes requested through this limiter so far (RocksDB's `GetTotalBytesThrough`).
+    pub fn total_bytes_through(&self) -> u64 {
+        self.through.load(Ordering::Relaxed)
+    }
+
     /// Whether the rate follows demand (module doc).
     pub fn is_auto_tuned(&self) -> bool {
         self.auto_tuned
@@ -134,6 +143,7 @@ impl RateLimiter {
 
     /// Waits until `bytes` may be written, and takes them from the budget.
     pub fn request(&self, bytes: u64) {
+        self.through.fetch_add(bytes, Ordering::Relaxed);
         let mut left = bytes;
         while left > 0 {
             let (part, wait) = self.take(left, Instant::now());

@@ -11,6 +11,9 @@
 //! - `rate_limiter`: appends to created tables (only flushes and compactions create them)
 //!   take their bytes from the shared budget first.
 //!
+//! A blob file that commits write to (`FileSystem::create_foreground`) gets the writeback
+//! alone: the rate limit and direct I/O are for background writes.
+//!
 //! The WAL, the MANIFEST and the other small files are untouched, as in RocksDB.
 
 use std::path::Path;
@@ -112,6 +115,23 @@ fn is_table(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "sst" || e == "blob")
 }
 
+impl TableFileFs {
+    /// `file` with the writeback of `bytes_per_sync` and, written in the `background`, the
+    /// rate limit.
+    fn writable(&self, file: Box<dyn WritableFile>, background: bool) -> Box<dyn WritableFile> {
+        let rate_limiter = self.io.rate_limiter.clone().filter(|_| background);
+        if self.io.bytes_per_sync == 0 && rate_limiter.is_none() {
+            return file;
+        }
+        Box::new(TableWritable {
+            inner: file,
+            bytes_per_sync: self.io.bytes_per_sync,
+            since_writeback: 0,
+            rate_limiter,
+        })
+    }
+}
+
 impl FileSystem for TableFileFs {
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
         if !is_table(path) {
@@ -122,15 +142,12 @@ impl FileSystem for TableFileFs {
         } else {
             self.inner.create(path)?
         };
-        if self.io.bytes_per_sync == 0 && self.io.rate_limiter.is_none() {
-            return Ok(file);
-        }
-        Ok(Box::new(TableWritable {
-            inner: file,
-            bytes_per_sync: self.io.bytes_per_sync,
-            since_writeback: 0,
-            rate_limiter: self.io.rate_limiter.clone(),
-        }))
+        Ok(self.writable(file, true))
+    }
+
+    fn create_foreground(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        let file = self.inner.create_foreground(path)?;
+        Ok(if is_table(path) { self.writable(file, false) } else { file })
     }
 
     fn reuse_for_write(&self, old: &Path, new: &Path) -> Result<Box<dyn WritableFile>> {

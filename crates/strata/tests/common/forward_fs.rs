@@ -18,10 +18,25 @@ pub trait Hooks: Send + Sync + 'static {
     fn remove(&self, fs: &MemFs, path: &Path) -> Result<()> {
         fs.remove(path)
     }
+
+    /// `FileSystem::create_direct`: refused, as `FileSystem`'s default, unless a test takes
+    /// it (`MemFs` has direct handles: its plain ones).
+    fn create_direct(&self, _fs: &MemFs, path: &Path) -> Result<Box<dyn WritableFile>> {
+        Err(no_direct_io(path))
+    }
+
+    /// `FileSystem::open_direct`: as `create_direct`.
+    fn open_direct(&self, _fs: &MemFs, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        Err(no_direct_io(path))
+    }
 }
 
-/// `MemFs` with `H`'s hooks. The calls `FileSystem` gives a default (hard links, direct I/O,
-/// reuse of a file, modification times) keep that default: no links, no direct I/O.
+fn no_direct_io(path: &Path) -> strata::Error {
+    strata::Error::NotSupported(format!("{}: no direct I/O in this test", path.display()))
+}
+
+/// `MemFs` with `H`'s hooks. The calls `FileSystem` gives a default (hard links, reuse of a
+/// file, modification times) keep that default: no links.
 pub struct ForwardFs<H>(pub MemFs, pub H);
 
 impl<H: Hooks> FileSystem for ForwardFs<H> {
@@ -60,5 +75,11 @@ impl<H: Hooks> FileSystem for ForwardFs<H> {
     }
     fn remove_dir(&self, dir: &Path) -> Result<()> {
         self.0.remove_dir(dir)
+    }
+    fn create_direct(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        self.1.create_direct(&self.0, path)
+    }
+    fn open_direct(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        self.1.open_direct(&self.0, path)
     }
 }

@@ -3,14 +3,20 @@
 //! and `get_updates_since` see the values before and after the flush; a crash or power loss
 //! keeps every synced write and recovery reads the values back; a blob file whose unsynced
 //! tail was lost ends the replay there; an iterator's memtable keeps its blob file readable
-//! through flushes and compactions; a checkpoint that would copy WALs flushes instead.
+//! through flushes and compactions; a checkpoint that would copy WALs flushes instead; the
+//! files are written as foreground writes (no rate limit, no direct I/O), and the flush
+//! counts those it adds and closes and deletes those it does not.
 
 use std::collections::BTreeMap;
-use std::path::Path;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use crate::forward_fs::{ForwardFs, Hooks};
 
 use strata::env::{CrashMode, FileSystem, MemFs};
+use strata::env::{RandomAccessFile, RateLimiter, WritableFile};
 use strata::inspect::{read_wal, WalRecord};
+use strata::statistics::Ticker;
 use strata::{
     BlobOptions, Checkpoint, Db, IteratorMode, Options, WalRecoveryMode, WriteBatch, WriteOptions,
 };
@@ -391,4 +397,126 @@ fn wals_synced_by_a_flush_keep_their_values_through_power_loss() {
     let b = db.cf_handle("b").unwrap();
     assert_eq!(db.get("in-default").unwrap(), Some(value(2)));
     assert_eq!(db.get_cf(&b, "in-b").unwrap(), Some(value(1)), "the write before it");
+}
+
+/// Records the files created for direct writes.
+#[derive(Default)]
+struct DirectCreates(Mutex<Vec<PathBuf>>);
+
+impl Hooks for DirectCreates {
+    fn create_direct(&self, fs: &MemFs, path: &Path) -> strata::Result<Box<dyn WritableFile>> {
+        self.0.lock().unwrap().push(path.to_path_buf());
+        fs.create_direct(path)
+    }
+    fn open_direct(&self, fs: &MemFs, path: &Path) -> strata::Result<Arc<dyn RandomAccessFile>> {
+        fs.open_direct(path)
+    }
+}
+
+/// Regression: the blob file of a memtable's values was created as the flush's and
+/// compactions' files are, so with a rate limiter every commit waited for its budget, and
+/// with `use_direct_io_for_flush_and_compaction` wrote its values to the device, each holding
+/// the WAL lock. It is a foreground write's file now; the flush's table and blob file still
+/// take both.
+#[test]
+fn values_written_at_commit_skip_the_background_rate_limit_and_direct_writes() {
+    let fs = MemFs::new();
+    let hooks = Arc::new(ForwardFs(fs.clone(), DirectCreates::default()));
+    let limiter = Arc::new(RateLimiter::new(1 << 30));
+    let o = Options {
+        fs: hooks.clone(),
+        rate_limiter: Some(limiter.clone()),
+        use_direct_io_for_flush_and_compaction: true,
+        ..opts(&fs)
+    };
+    let db = Db::open(&o, "/db").unwrap();
+    let model = fill(&db);
+    let logs = files_with(&fs, "blob");
+    assert_eq!(logs.len(), 1);
+    assert_eq!(limiter.total_bytes_through(), 0, "the commits' values paid the rate limit");
+    let direct = || hooks.1 .0.lock().unwrap().clone();
+    assert!(direct().iter().all(|p| !p.ends_with(&logs[0])), "{:?}", direct());
+    // A merge makes the flush write a value of its own to a blob file of its own.
+    db.merge("key0000", "m").unwrap();
+    db.flush().unwrap();
+    let made = direct();
+    let has = |ext: &str| made.iter().any(|p| p.extension().is_some_and(|x| x == ext));
+    assert!(has("sst") && has("blob"), "{made:?}");
+    assert!(made.iter().all(|p| !p.ends_with(&logs[0])), "{made:?}");
+    assert!(limiter.total_bytes_through() > 0);
+    let mut model = model;
+    model.get_mut(b"key0000".as_slice()).unwrap().extend_from_slice(b",m");
+    assert_eq!(contents(&db), model);
+}
+
+/// A flush adds the memtable's blob file with its records counted as the flush's output
+/// (`rocksdb.flush.write.bytes`, the compaction stats' `Wblob`), as the blob files it writes
+/// itself: a benchmark's write amplification counts the values once.
+#[test]
+fn the_flush_counts_the_blob_file_it_adds() {
+    let fs = MemFs::new();
+    let mut o = opts(&fs);
+    o.enable_statistics();
+    let db = Db::open(&o, "/db").unwrap();
+    fill(&db);
+    db.flush().unwrap();
+    let size = |p: &str| db.property_int_value(p).unwrap().unwrap();
+    assert_eq!(size("rocksdb.num-blob-files"), 1);
+    // Header (20 bytes) and footer (28) are not counted, as for the flush's own blob files.
+    let records = size("rocksdb.total-blob-file-size") - 48;
+    assert!(records > 25 * 200, "{records}");
+    assert_eq!(
+        o.get_ticker_count(Ticker::FlushWriteBytes),
+        size("rocksdb.total-sst-files-size") + records
+    );
+}
+
+/// A memtable's blob file that its flush finds no table referring to is left as it is (no
+/// footer, no sync) for the readers still holding the memtable, and when the last one lets
+/// go, deleted with its reader closed (an open reader would keep the deleted file's space).
+#[test]
+fn an_unreferenced_blob_file_is_abandoned_unfinished_and_closed_when_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let o =
+        Options { fs: Arc::new(strata::env::OsFs), create_if_missing: true, ..opts(&MemFs::new()) };
+    let db = Db::open(&o, &path).unwrap();
+    for i in 0..10u32 {
+        db.put(format!("gone{i}"), value(i)).unwrap();
+    }
+    // A read opens the file's reader; the iterator holds the memtable.
+    assert_eq!(db.get("gone3").unwrap(), Some(value(3)));
+    let it = db.iterator(IteratorMode::Start);
+    for i in 0..10u32 {
+        db.delete(format!("gone{i}")).unwrap();
+    }
+    let blob_files = || -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(&path)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "blob"))
+            .collect();
+        v.sort();
+        v
+    };
+    let log = blob_files();
+    assert_eq!(log.len(), 1);
+    let len = std::fs::metadata(&log[0]).unwrap().len();
+    db.flush().unwrap();
+    assert_eq!(db.property_int_value("rocksdb.num-blob-files").unwrap(), Some(0));
+    assert_eq!(std::fs::metadata(&log[0]).unwrap().len(), len, "a footer was written");
+    let seen: Vec<Vec<u8>> = it.map(|r| r.unwrap().1.to_vec()).collect();
+    assert_eq!(seen, (0..10).map(value).collect::<Vec<_>>());
+    assert!(blob_files().is_empty(), "{:?}", blob_files());
+    // No descriptor of this process still names the deleted file.
+    if let Ok(fds) = std::fs::read_dir("/proc/self/fd") {
+        let open: Vec<PathBuf> =
+            fds.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok()).collect();
+        let name = log[0].to_string_lossy().into_owned();
+        assert!(
+            !open.iter().any(|p| p.to_string_lossy().starts_with(&name)),
+            "{name} is still open"
+        );
+    }
+    assert_eq!(db.get("gone3").unwrap(), None);
 }
