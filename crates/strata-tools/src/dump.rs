@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use strata::env::{FileSystem, OsFs};
 use strata::inspect::{
-    blob_index, read_blob_file, read_manifest, read_wal, EditItem, Entry, Table, WalRecord,
+    blob_index, read_any_blob_file, read_manifest, read_wal, EditItem, Entry, Table, WalRecord,
 };
 
 use crate::fmt::Bytes;
@@ -104,10 +104,12 @@ pub fn dump_sst(
 }
 
 /// Prints a blob file: its header's settings, each record (offset, key, value) and the
-/// footer's counts. Every record's checksum is checked; damage is an error naming the offset.
+/// footer's counts, or, for a file still being written at commit, that it has no footer yet
+/// and the bytes of any torn tail. Every record's checksum is checked; damage is an error
+/// naming the offset.
 pub fn dump_blob(out: &mut dyn Write, f: Bytes, path: &Path) -> Result<Outcome> {
     exists(path)?;
-    let blob = read_blob_file(&OsFs, path)
+    let blob = read_any_blob_file(&OsFs, path)
         .with_context(|| format!("reading blob file {}", path.display()))?;
     writeln!(out, "file: {}", file_name(path))?;
     writeln!(out, "column family: {}, compression: {:?}", blob.column_family, blob.compression)?;
@@ -123,6 +125,12 @@ pub fn dump_blob(out: &mut dyn Write, f: Bytes, path: &Path) -> Result<Outcome> 
         )?;
     }
     writeln!(out, "records: {}, record bytes: {}", blob.records.len(), blob.record_bytes)?;
+    if !blob.finished {
+        writeln!(out, "no footer yet (written at commit; its memtable's flush finishes it)")?;
+    }
+    if blob.torn_tail_bytes > 0 {
+        writeln!(out, "torn tail: {} bytes after the last whole record", blob.torn_tail_bytes)?;
+    }
     Ok(Outcome::Ok)
 }
 

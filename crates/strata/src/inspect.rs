@@ -7,6 +7,7 @@
 //! and offset, never a panic; where a file is read record by record, what decoded before the
 //! damage is returned with it.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::env::FileSystem;
@@ -526,8 +527,15 @@ pub struct BlobFile {
     pub column_family: u32,
     /// Its records, in file order.
     pub records: Vec<BlobRecord>,
-    /// The footer's count of record bytes (headers, keys and values).
+    /// The records' bytes (headers, keys and values): the footer's count, which the records
+    /// were checked against, in a finished file.
     pub record_bytes: u64,
+    /// It has its footer. A file being written at commit has none until its memtable's flush
+    /// (`BlobOptions::write_blobs_at_commit`).
+    pub finished: bool,
+    /// In a file without a footer, the bytes after the last whole record: the tail a crash
+    /// left (a record cut short, or zeros), which recovery never reads.
+    pub torn_tail_bytes: u64,
 }
 
 /// Where the value of an entry of kind `BLOB` is: the blob file number, the offset and size
@@ -542,8 +550,22 @@ pub fn blob_index(value: &[u8]) -> Result<(u64, u64, u64, crate::sstable::Compre
 /// offset.
 pub fn read_blob_file(fs: &dyn FileSystem, path: &Path) -> Result<BlobFile> {
     let data = fs.open(path)?.read_all()?;
+    collect_blob_file(path, &data, false)
+}
+
+/// [`read_blob_file`] for any blob file, finished or still being written at commit: a file
+/// whose last bytes are no footer is read as one without ([`BlobFile::finished`] false),
+/// every record checked, the tail a crash may leave after the last whole record reported
+/// (not an error).
+pub fn read_any_blob_file(fs: &dyn FileSystem, path: &Path) -> Result<BlobFile> {
+    let data = fs.open(path)?.read_all()?;
+    let unfinished = !crate::blob::format::has_footer(path, &data);
+    collect_blob_file(path, &data, unfinished)
+}
+
+fn collect_blob_file(path: &Path, data: &[u8], unfinished: bool) -> Result<BlobFile> {
     let mut records = Vec::new();
-    let (header, footer) = crate::blob::format::scan(path, &data, |r| {
+    let mut each = |r: &crate::blob::format::ScannedRecord<'_>| {
         let value = match r.compression {
             crate::sstable::CompressionType::None => r.value.to_vec(),
             c => crate::sstable::compression::uncompress(c, r.value, r.offset)
@@ -557,12 +579,20 @@ pub fn read_blob_file(fs: &dyn FileSystem, path: &Path) -> Result<BlobFile> {
             stored_len: r.value.len(),
         });
         Ok(())
-    })?;
+    };
+    let (header, footer, torn_tail_bytes) = if unfinished {
+        crate::blob::format::scan_unfinished(path, data, &mut each)?
+    } else {
+        let (h, f) = crate::blob::format::scan(path, data, &mut each)?;
+        (h, f, 0)
+    };
     Ok(BlobFile {
         compression: header.compression,
         column_family: header.column_family,
         records,
         record_bytes: footer.record_bytes,
+        finished: !unfinished,
+        torn_tail_bytes,
     })
 }
 
@@ -576,9 +606,11 @@ pub struct FileCheck {
 }
 
 /// Checks every checksum of the DB in `dir`: CURRENT and the MANIFEST it names (every
-/// record), every live table (every block), every live blob file (every record) and every
-/// WAL the DB still needs (every record; a torn tail, which recovery drops, is reported as
-/// intact). When the MANIFEST cannot be read, every table, blob file and WAL in the
+/// record), every live table (every block), every live blob file (every record), every WAL
+/// the DB still needs (every record; a torn tail, which recovery drops, is reported as
+/// intact) and the blob files their indexes point into (values written at commit: no footer
+/// yet, and a torn tail reported as intact, as recovery stops at it). When the MANIFEST
+/// cannot be read, every table, blob file (with or without a footer) and WAL in the
 /// directory is checked instead. Reads only.
 ///
 /// Tables are looked for in their table paths as `opts` gives them: `default`'s `cf_paths`,
@@ -598,6 +630,7 @@ pub fn verify_db(opts: &Options, dir: &Path) -> Result<Vec<FileCheck>> {
     let default_paths = crate::db::paths::family_paths(opts, opts, dir)?;
     let db_paths = crate::db::paths::db_level_paths(opts, dir);
     let mut blobs: Vec<FileNumber> = Vec::new();
+    let manifest_read = recovered.is_ok();
     let (tables, oldest_wal): (Vec<Result<PathBuf>>, FileNumber) = match recovered {
         Ok(vs) => {
             let mut tables: Vec<(FileNumber, Result<PathBuf>)> = Vec::new();
@@ -663,25 +696,62 @@ pub fn verify_db(opts: &Options, dir: &Path) -> Result<Vec<FileCheck>> {
             Err(e) => checks.push(FileCheck { path: dir.to_path_buf(), result: Err(e) }),
         }
     }
-    blobs.sort_unstable();
-    for b in blobs {
-        let path = crate::filename::blob_path(dir, b);
-        let result = read_blob_file(fs, &path)
-            .map(|f| format!("{} blob records of {} bytes", f.records.len(), f.record_bytes));
-        checks.push(FileCheck { path, result });
-    }
+    // The WALs' blob indexes name the blob files written at commit that recovery reads.
+    let mut wal_checks = Vec::new();
+    let mut from_wals = std::collections::BTreeSet::new();
     let wals = crate::db::files::find_wals(fs, dir, &wal_dir)?;
     for (_, path) in wals.into_iter().filter(|(n, _)| *n >= oldest_wal) {
-        let result = read_wal(fs, &path).and_then(|d| match d.damage {
-            Some(e) => Err(e),
-            None if d.torn_tail_bytes > 0 => {
-                Ok(format!("{} records; {} bytes of torn tail", d.records.len(), d.torn_tail_bytes))
+        let result = read_wal(fs, &path).and_then(|d| {
+            from_wals.extend(blob_files_named(&d.records));
+            match d.damage {
+                Some(e) => Err(e),
+                None if d.torn_tail_bytes > 0 => Ok(format!(
+                    "{} records; {} bytes of torn tail",
+                    d.records.len(),
+                    d.torn_tail_bytes
+                )),
+                None => Ok(format!("{} records", d.records.len())),
             }
-            None => Ok(format!("{} records", d.records.len())),
+        });
+        wal_checks.push(FileCheck { path, result });
+    }
+    // The version's files must be finished; the others may still be written at commit (all
+    // of them when the MANIFEST could not be read and nothing says which is which).
+    let mut to_check: Vec<(FileNumber, bool)> =
+        blobs.iter().map(|&b| (b, !manifest_read)).collect();
+    to_check.extend(from_wals.into_iter().filter(|b| !blobs.contains(b)).map(|b| (b, true)));
+    to_check.sort_unstable();
+    for (b, any) in to_check {
+        let path = crate::filename::blob_path(dir, b);
+        let read = if any { read_any_blob_file(fs, &path) } else { read_blob_file(fs, &path) };
+        let result = read.map(|f| {
+            let mut s = format!("{} blob records of {} bytes", f.records.len(), f.record_bytes);
+            if !f.finished {
+                s.push_str("; no footer yet (written at commit)");
+            }
+            if f.torn_tail_bytes > 0 {
+                let _ = write!(s, "; {} bytes of torn tail", f.torn_tail_bytes);
+            }
+            s
         });
         checks.push(FileCheck { path, result });
     }
+    checks.extend(wal_checks);
     Ok(checks)
+}
+
+/// The blob files the blob indexes of `records` point into.
+fn blob_files_named(records: &[WalRecord]) -> impl Iterator<Item = FileNumber> + '_ {
+    records
+        .iter()
+        .flat_map(|r| match r {
+            WalRecord::Batch { entries, .. } | WalRecord::Transaction { entries, .. } => {
+                entries.as_slice()
+            }
+            _ => &[],
+        })
+        .filter(|e| e.kind == "BLOB")
+        .filter_map(|e| blob_index(&e.value).ok().map(|(file, ..)| FileNumber(file)))
 }
 
 /// The path of the MANIFEST CURRENT names (CURRENT was read successfully just before).

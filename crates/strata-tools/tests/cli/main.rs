@@ -1,7 +1,8 @@
 //! The strata CLI as a user runs it: column families, a DB another process holds, a DB deeper
-//! than the default levels, and the golden outputs of every command (`testdata/`). One module
-//! per behaviour.
+//! than the default levels, a blob file written at commit, and the golden outputs of every
+//! command (`testdata/`). One module per behaviour.
 
+mod blob_files;
 mod column_families;
 mod golden;
 mod levels;

@@ -222,7 +222,7 @@ pub(crate) struct ScannedRecord<'a> {
 pub(crate) fn scan(
     path: &Path,
     data: &[u8],
-    mut f: impl FnMut(&ScannedRecord<'_>) -> Result<()>,
+    f: impl FnMut(&ScannedRecord<'_>) -> Result<()>,
 ) -> Result<(Header, Footer)> {
     let header = Header::decode(path, data)?;
     if data.len() < HEADER_LEN + FOOTER_LEN {
@@ -230,20 +230,75 @@ pub(crate) fn scan(
     }
     let end = data.len() - FOOTER_LEN;
     let footer = Footer::decode(path, end as u64, &data[end..])?;
+    let (records, bytes, _) = walk(path, data, end, false, f)?;
+    if records != footer.records || bytes != footer.record_bytes {
+        return Err(Error::corruption(
+            path,
+            end as u64,
+            format!(
+                "blob file footer counts {} records of {} bytes, the file holds {records} of \
+                 {bytes}",
+                footer.records, footer.record_bytes
+            ),
+        ));
+    }
+    Ok((header, footer))
+}
+
+/// Whether `data`, a whole blob file, ends with a footer (magic and checksum right).
+pub(crate) fn has_footer(path: &Path, data: &[u8]) -> bool {
+    data.len() >= HEADER_LEN + FOOTER_LEN
+        && Footer::decode(path, 0, &data[data.len() - FOOTER_LEN..]).is_ok()
+}
+
+/// [`scan`] for a file being written at commit, which has no footer yet (`db/blob_log.rs`):
+/// checks the header and every record's checksum, and lets the tail a crash may leave end the
+/// walk (a last record cut short, or one failing its checksum with only zeros after it), as
+/// recovery stops replaying at an index into it. Returns the header, the records' count and
+/// bytes, and the bytes of that tail.
+pub(crate) fn scan_unfinished(
+    path: &Path,
+    data: &[u8],
+    f: impl FnMut(&ScannedRecord<'_>) -> Result<()>,
+) -> Result<(Header, Footer, u64)> {
+    let header = Header::decode(path, data)?;
+    let (records, record_bytes, stop) = walk(path, data, data.len(), true, f)?;
+    Ok((header, Footer { records, record_bytes }, (data.len() - stop) as u64))
+}
+
+/// Walks the records of `data` from the header to `end`, calling `f` for each; returns their
+/// count, their bytes and where the walk stopped: at `end`, or, with `torn_ok`, at the start
+/// of a crash's tail ([`scan_unfinished`]). Any other damage is an error at its offset.
+fn walk(
+    path: &Path,
+    data: &[u8],
+    end: usize,
+    torn_ok: bool,
+    mut f: impl FnMut(&ScannedRecord<'_>) -> Result<()>,
+) -> Result<(u64, u64, usize)> {
     let (mut pos, mut records, mut bytes) = (HEADER_LEN, 0u64, 0u64);
     while pos < end {
         let bad = |reason: String| Err(Error::corruption(path, pos as u64, reason));
         if end - pos < RECORD_HEADER {
+            if torn_ok {
+                break;
+            }
             return bad(format!("{} stray bytes before the footer", end - pos));
         }
         let (klen, vlen) = (decode_fixed32(data, pos + 4) as usize, decode_fixed32(data, pos + 8));
         let size = record_size(klen, u64::from(vlen));
         if size > (end - pos) as u64 {
+            if torn_ok {
+                break;
+            }
             return bad(format!("record of {size} bytes runs past the footer"));
         }
         let rec = &data[pos..pos + size as usize];
         let (key, value) = rec[RECORD_HEADER..].split_at(klen);
         if decode_fixed32(rec, 0) != record_crc(key, value, rec[COMPRESSION_AT]) {
+            if torn_ok && data[pos + size as usize..end].iter().all(|&b| b == 0) {
+                break;
+            }
             return bad("blob record checksum mismatch".into());
         }
         let Some(compression) = CompressionType::from_u8(rec[COMPRESSION_AT]) else {
@@ -257,16 +312,5 @@ pub(crate) fn scan(
         bytes += size;
         pos += size as usize;
     }
-    if records != footer.records || bytes != footer.record_bytes {
-        return Err(Error::corruption(
-            path,
-            end as u64,
-            format!(
-                "blob file footer counts {} records of {} bytes, the file holds {records} of \
-                 {bytes}",
-                footer.records, footer.record_bytes
-            ),
-        ));
-    }
-    Ok((header, footer))
+    Ok((records, bytes, pos))
 }
