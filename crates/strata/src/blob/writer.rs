@@ -45,22 +45,10 @@ impl BlobFileWriter {
         Self::start(path, file, number, column_family, compression, zstd_level)
     }
 
-    /// [`Self::create`] for a file that commits write to (`FileSystem::create_foreground`).
-    pub fn create_foreground(
-        fs: &dyn FileSystem,
-        dir: &Path,
-        number: FileNumber,
-        column_family: u32,
-        compression: CompressionType,
-        zstd_level: i32,
-    ) -> Result<BlobFileWriter> {
-        let path = blob_path(dir, number);
-        let file = fs.create_foreground(&path)?;
-        Self::start(path, file, number, column_family, compression, zstd_level)
-    }
-
-    /// Writes the header to the created `file`.
-    fn start(
+    /// A writer of blob file `number` into `file`, which the caller created at `path` (the
+    /// blob file of values written at commit with `FileSystem::create_foreground`): writes
+    /// the header.
+    pub fn start(
         path: PathBuf,
         mut file: Box<dyn WritableFile>,
         number: FileNumber,

@@ -277,9 +277,10 @@ fn log_for<'m>(inner: &DbInner, f: &'m FamilyMem) -> Result<&'m BlobLog> {
     let number = inner.new_file_number();
     let live = f.cfd.live_opts();
     let compression = live.blob.blob_compression_type.unwrap_or(CompressionType::None);
-    let writer = BlobFileWriter::create_foreground(
-        inner.fs.as_ref(),
-        &inner.dir,
+    let path = blob_path(&inner.dir, number);
+    let writer = BlobFileWriter::start(
+        path.clone(),
+        inner.fs.create_foreground(&path)?,
         number,
         f.cfd.id,
         compression,
@@ -288,7 +289,7 @@ fn log_for<'m>(inner: &DbInner, f: &'m FamilyMem) -> Result<&'m BlobLog> {
     inner.blobs.unfinished(number);
     let log = Arc::new(BlobLog {
         number,
-        path: blob_path(&inner.dir, number),
+        path,
         state: Mutex::new(LogState::Open(Box::new(writer))),
         len: AtomicU64::new(0),
         dir_synced: AtomicBool::new(false),
