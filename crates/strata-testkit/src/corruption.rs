@@ -423,15 +423,12 @@ fn region_of(kind: &str, data: &[u8], offset: Option<usize>) -> String {
         // A blob file: its 20-byte header, its records, its 28-byte footer (none while a
         // memtable's values are written to it at commit).
         "BLOB" if off < 20 => "header".into(),
-        "BLOB" if off + 28 >= data.len() as u64 && has_blob_footer(data) => "footer".into(),
+        "BLOB" if off + 28 >= data.len() as u64 && strata::inspect::blob_file_has_footer(data) => {
+            "footer".into()
+        }
         "BLOB" => "records".into(),
         _ => "contents".into(),
     }
-}
-
-/// Whether `data` (a blob file) ends with a footer: its magic 28 bytes from the end.
-fn has_blob_footer(data: &[u8]) -> bool {
-    data.len() >= 48 && data[data.len() - 28..data.len() - 20] == *b"strablob"
 }
 
 fn run_case(built: &BuiltDb, path: &Path, data: &[u8], damage: Damage, m: &mut Matrix) {

@@ -156,27 +156,17 @@ impl BlobSource {
     }
 
     /// Blob file `n` is being written at commit: readers open it without a footer until
-    /// [`Self::finished`].
+    /// [`Self::evict`].
     pub fn unfinished(&self, n: FileNumber) {
         self.unfinished.lock().insert(n);
     }
 
-    /// Blob file `n` has its footer: the next reader opens it as any. (A reader opened
-    /// before still reads it correctly: each record is checked where an index points.)
-    pub fn finished(&self, n: FileNumber) {
-        self.unfinished.lock().remove(&n);
-        self.evict(n);
-    }
-
-    /// Blob file `n`, finished or not, is being deleted: closes it.
-    pub fn forget(&self, n: FileNumber) {
-        self.unfinished.lock().remove(&n);
-        self.evict(n);
-    }
-
-    /// Closes blob file `n` (it is being deleted). Its values left in the cache are never
-    /// looked up again and age out.
+    /// Closes blob file `n` and forgets that it was unfinished: it has its footer now (the
+    /// next reader opens it as any; one opened before still reads it correctly, each record
+    /// checked where an index points), or it is being deleted (its values left in the cache
+    /// are never looked up again and age out).
     pub fn evict(&self, n: FileNumber) {
+        self.unfinished.lock().remove(&n);
         self.readers.lock().remove(&n);
     }
 

@@ -164,7 +164,7 @@ impl Drop for BlobLog {
         self.registry.live.lock().remove(&self.number);
         if self.discard.load(Ordering::Acquire) {
             // The reader a read of the memtable opened would keep the deleted file's space.
-            self.source.forget(self.number);
+            self.source.evict(self.number);
             let _ = self.fs.remove(&self.path);
         }
     }

@@ -416,7 +416,7 @@ fn adopt_logs(
             continue;
         };
         let a = log.finish()?;
-        inner.blobs.finished(a.number);
+        inner.blobs.evict(a.number);
         let (g_records, g_bytes) =
             (a.records.saturating_sub(records), a.bytes.saturating_sub(bytes));
         if g_records > 0 || g_bytes > 0 {
