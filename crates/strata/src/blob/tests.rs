@@ -20,7 +20,7 @@ fn write_file(
     records: &[(Vec<u8>, Vec<u8>)],
 ) -> Vec<BlobIndex> {
     fs.create_dir_all(Path::new("/db")).unwrap();
-    let mut w = BlobFileWriter::create(fs, Path::new("/db"), FileNumber(n), 3, c, 3).unwrap();
+    let mut w = BlobFileWriter::create(fs, Path::new("/db"), FileNumber(n), 3, c, 3, None).unwrap();
     let idx = records.iter().map(|(k, v)| w.add(k, v).unwrap()).collect();
     let a = w.finish().unwrap();
     assert_eq!(a.records, records.len() as u64);
@@ -53,7 +53,7 @@ fn written_values_read_back_in_every_compression() {
         let r = BlobFileReader::open(&fs, &path).unwrap();
         assert_eq!(r.footer().map(|f| f.records), Some(recs.len() as u64));
         for ((k, v), i) in recs.iter().zip(&idx) {
-            assert_eq!(&r.read(k, i).unwrap(), v);
+            assert_eq!(&r.read(k, i, None).unwrap(), v);
         }
         // Compressible values are stored compressed, the others raw.
         if c != CompressionType::None {
@@ -95,7 +95,7 @@ fn a_flipped_byte_is_an_error_naming_the_file_never_a_wrong_value() {
         };
         let mut failed = 0;
         for ((k, v), i) in recs.iter().zip(&idx) {
-            match r.read(k, i) {
+            match r.read(k, i, None) {
                 Ok(got) => assert_eq!(&got, v, "byte {pos}: a wrong value for {k:?}"),
                 Err(e) => {
                     assert!(e.to_string().contains("000009.blob"), "{e}");
@@ -134,7 +134,7 @@ fn truncated_files_and_stray_indexes_are_refused() {
         // Another record's place, for this key.
         idx[4],
     ] {
-        let e = r.read(k, &stray).expect_err("a stray index read a value");
+        let e = r.read(k, &stray, None).expect_err("a stray index read a value");
         assert!(e.to_string().contains("000004.blob"), "{e}");
     }
 }
@@ -152,8 +152,9 @@ fn outputs_route_large_values_roll_files_and_count_references() {
         zstd_level: 3,
         column_family: 0,
         relocate_below: None,
+        statistics: None,
     };
-    let mut out = BlobOutput::new(cfg, &fs, Path::new("/db"), &new_number, None);
+    let mut out = BlobOutput::new(cfg.clone(), &fs, Path::new("/db"), &new_number, None);
     let mut written = Vec::new();
     for i in 0..30u64 {
         let k = make_internal_key(format!("k{i:02}").as_bytes(), SeqNo(i + 1), ValueType::Value);

@@ -5,8 +5,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use super::format::{self, Footer, Header, HEADER_LEN};
+use super::format::{self, Footer, Header, FOOTER_LEN, HEADER_LEN};
 use super::index::BlobIndex;
 use crate::env::{FileSystem, WritableFile};
 use crate::error::{Error, Result};
@@ -15,10 +16,13 @@ use crate::iterator::BlobFetch;
 use crate::key::{parse_internal_key, TRAILER_LEN};
 use crate::sstable::compression::Compressor;
 use crate::sstable::CompressionType;
+use crate::statistics::{Histogram, Statistics, StopWatch, Ticker};
 use crate::types::{FileNumber, ValueType};
 use crate::version::edit::BlobFileAddition;
 
-/// One blob file being written.
+/// One blob file being written. With `statistics`, it counts what RocksDB's blob file
+/// writer counts: the bytes written (header, records, footer), each sync and its time, each
+/// record's write time and, when the file compresses, each value's compression time.
 pub(crate) struct BlobFileWriter {
     number: FileNumber,
     path: PathBuf,
@@ -27,7 +31,10 @@ pub(crate) struct BlobFileWriter {
     records: u64,
     record_bytes: u64,
     compressor: Compressor,
+    /// Whether values are offered to a compressor (their compression is timed).
+    compresses: bool,
     buf: Vec<u8>,
+    statistics: Option<Arc<Statistics>>,
 }
 
 impl BlobFileWriter {
@@ -39,10 +46,11 @@ impl BlobFileWriter {
         column_family: u32,
         compression: CompressionType,
         zstd_level: i32,
+        statistics: Option<Arc<Statistics>>,
     ) -> Result<BlobFileWriter> {
         let path = blob_path(dir, number);
         let file = fs.create(&path)?;
-        Self::start(path, file, number, column_family, compression, zstd_level)
+        Self::start(path, file, number, column_family, compression, zstd_level, statistics)
     }
 
     /// A writer of blob file `number` into `file`, which the caller created at `path` (the
@@ -55,9 +63,11 @@ impl BlobFileWriter {
         column_family: u32,
         compression: CompressionType,
         zstd_level: i32,
+        statistics: Option<Arc<Statistics>>,
     ) -> Result<BlobFileWriter> {
         let compression = compression.stored_as();
         file.append(&Header { compression, column_family }.encode())?;
+        tick(statistics.as_ref(), Ticker::BlobDbBlobFileBytesWritten, HEADER_LEN as u64);
         Ok(BlobFileWriter {
             number,
             path,
@@ -66,7 +76,9 @@ impl BlobFileWriter {
             records: 0,
             record_bytes: 0,
             compressor: Compressor::new(compression, zstd_level),
+            compresses: compression != CompressionType::None,
             buf: Vec::new(),
+            statistics,
         })
     }
 
@@ -81,7 +93,12 @@ impl BlobFileWriter {
 
     /// Appends the record of `key` and `value`; returns where the value is.
     pub fn add(&mut self, key: &[u8], value: &[u8]) -> Result<BlobIndex> {
+        let timer = StopWatch::start(
+            self.statistics.as_ref().filter(|_| self.compresses),
+            Histogram::BlobDbCompressionMicros,
+        );
         let (compression, stored) = self.compressor.compress(value);
+        drop(timer);
         if key.len() > u32::MAX as usize || stored.len() > u32::MAX as usize {
             return Err(Error::InvalidArgument(format!(
                 "a {}-byte key with a {}-byte value does not fit a blob record",
@@ -92,9 +109,14 @@ impl BlobFileWriter {
         self.buf.clear();
         format::put_record_header(&mut self.buf, key, stored, compression);
         self.buf.extend_from_slice(key);
-        self.file.append(&self.buf)?;
-        self.file.append(stored)?;
+        {
+            let _timer =
+                StopWatch::start(self.statistics.as_ref(), Histogram::BlobDbBlobFileWriteMicros);
+            self.file.append(&self.buf)?;
+            self.file.append(stored)?;
+        }
         let size = format::record_size(key.len(), stored.len() as u64);
+        tick(self.statistics.as_ref(), Ticker::BlobDbBlobFileBytesWritten, size);
         let index = BlobIndex {
             file: self.number,
             offset: self.offset + (self.buf.len() as u64),
@@ -114,24 +136,30 @@ impl BlobFileWriter {
 
     /// Makes the records appended so far durable.
     pub fn sync(&mut self) -> Result<()> {
-        self.file.sync()
+        let _timer =
+            StopWatch::start(self.statistics.as_ref(), Histogram::BlobDbBlobFileSyncMicros);
+        self.file.sync()?;
+        tick(self.statistics.as_ref(), Ticker::BlobDbBlobFileSynced, 1);
+        Ok(())
     }
 
     /// Hands the records appended so far to the OS and returns a handle that makes them
     /// durable without holding the writer (`WritableFile::syncer`); `None` when the file
     /// system has none (then [`Self::sync`]).
-    pub fn syncer(&mut self) -> Result<Option<Box<dyn crate::env::FileSyncer>>> {
+    pub fn syncer(&mut self) -> Result<Option<BlobSyncer>> {
         self.file.flush()?;
-        Ok(self.file.syncer())
+        let statistics = self.statistics.clone();
+        Ok(self.file.syncer().map(|inner| BlobSyncer { inner, statistics }))
     }
 
     /// Writes the footer and syncs the file (its directory entry is the caller's to sync).
     pub fn finish(mut self) -> Result<BlobFileAddition> {
         let footer = Footer { records: self.records, record_bytes: self.record_bytes };
         self.file.append(&footer.encode())?;
+        tick(self.statistics.as_ref(), Ticker::BlobDbBlobFileBytesWritten, FOOTER_LEN as u64);
         crate::kill_point!("blob.sync");
         self.file.flush()?;
-        self.file.sync()?;
+        self.sync()?;
         Ok(BlobFileAddition {
             number: self.number,
             records: self.records,
@@ -140,9 +168,32 @@ impl BlobFileWriter {
     }
 }
 
+/// A handle that makes a blob file's records durable without holding its writer
+/// ([`BlobFileWriter::syncer`]), counting the sync as the writer's own are counted.
+pub(crate) struct BlobSyncer {
+    inner: Box<dyn crate::env::FileSyncer>,
+    statistics: Option<Arc<Statistics>>,
+}
+
+impl BlobSyncer {
+    pub fn sync(&self) -> Result<()> {
+        let _timer =
+            StopWatch::start(self.statistics.as_ref(), Histogram::BlobDbBlobFileSyncMicros);
+        self.inner.sync()?;
+        tick(self.statistics.as_ref(), Ticker::BlobDbBlobFileSynced, 1);
+        Ok(())
+    }
+}
+
+fn tick(statistics: Option<&Arc<Statistics>>, t: Ticker, n: u64) {
+    if let Some(s) = statistics {
+        s.tick(t, n);
+    }
+}
+
 /// How an output writes blob files: the family's blob options as a flush or compaction uses
 /// them.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct BlobWriteConfig {
     /// Values of at least this many bytes go to blob files (`None`: blob files are off, and
     /// only relocated values are moved, back into the tables).
@@ -155,6 +206,9 @@ pub(crate) struct BlobWriteConfig {
     /// Garbage collection: values in blob files numbered below this are rewritten (into a
     /// new blob file, or inline when blob files are off). `None`: no collection.
     pub relocate_below: Option<FileNumber>,
+    /// Where the blob files written and the values relocated are counted (the DB's
+    /// `Options::statistics`).
+    pub statistics: Option<Arc<Statistics>>,
 }
 
 /// Counts of blob records by file: what a compaction read (indexes in its input) or wrote
@@ -310,6 +364,7 @@ impl<'a> BlobOutput<'a> {
                 self.cfg.column_family,
                 self.cfg.compression,
                 self.cfg.zstd_level,
+                self.cfg.statistics.clone(),
             )?);
         }
         let Some(w) = self.current.as_mut() else { unreachable!("opened above") };
@@ -351,11 +406,22 @@ impl<'a> BlobOutput<'a> {
     /// Finishes the blob file being written; returns every file written. Their directory
     /// entries are synced when any was written. They stay this output's: an [`Self::abandon`]
     /// after it (the table that refers to them failed) removes them too.
+    /// The values garbage collection moved are counted as RocksDB counts them, once the
+    /// output is written (`rocksdb.blobdb.gc.num.keys.relocated`, `.gc.bytes.relocated`: the
+    /// stored sizes).
     pub fn finish(&mut self) -> Result<Vec<BlobFileAddition>> {
         self.finish_current()?;
         if !self.written.is_empty() {
             crate::kill_point!("blob.sync_dir");
             self.fs.sync_dir(self.dir)?;
+        }
+        if self.relocated > 0 {
+            tick(self.cfg.statistics.as_ref(), Ticker::BlobDbGcNumKeysRelocated, self.relocated);
+            tick(
+                self.cfg.statistics.as_ref(),
+                Ticker::BlobDbGcBytesRelocated,
+                self.relocated_bytes,
+            );
         }
         Ok(self.written.clone())
     }

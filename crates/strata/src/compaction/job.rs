@@ -386,7 +386,7 @@ impl<'a> OutputWriter<'a> {
             since_cancel_check: 0,
             route_blobs: env.blob_config.min_blob_size.is_some() || !env.version.blobs().is_empty(),
             blobs: BlobOutput::new(
-                env.blob_config,
+                env.blob_config.clone(),
                 env.fs,
                 env.blob_dir,
                 env.new_file_number,
@@ -636,6 +636,7 @@ mod tests {
                 zstd_level: 3,
                 column_family: 0,
                 relocate_below: None,
+                statistics: None,
             },
             blob_dir: std::path::Path::new("/db"),
             blobs: None,

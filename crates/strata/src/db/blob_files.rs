@@ -35,6 +35,7 @@ pub(crate) fn config(
         zstd_level: opts.zstd_level,
         column_family: cf,
         relocate_below,
+        statistics: opts.statistics.clone(),
     }
 }
 

@@ -285,6 +285,7 @@ fn log_for<'m>(inner: &DbInner, f: &'m FamilyMem) -> Result<&'m BlobLog> {
         f.cfd.id,
         compression,
         live.zstd_level,
+        inner.opts.statistics.clone(),
     )?;
     inner.blobs.unfinished(number);
     let log = Arc::new(BlobLog {
@@ -345,6 +346,6 @@ impl<'a> LogReader<'a> {
                 v.insert(BlobFileReader::open_unfinished(self.fs, &path)?)
             }
         };
-        r.read(key, &i)
+        r.read(key, &i, None)
     }
 }

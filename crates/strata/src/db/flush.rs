@@ -107,7 +107,7 @@ fn build_level0_table(
     let mut blobs = env
         .blobs
         .as_ref()
-        .map(|b| BlobOutput::new(b.config, env.fs, b.dir, b.new_file_number, None));
+        .map(|b| BlobOutput::new(b.config.clone(), env.fs, b.dir, b.new_file_number, None));
     let written = (|| {
         let stats = run_stream(it.as_mut(), &ctx, sf, |k, v| match &mut blobs {
             Some(out) => {
