@@ -55,7 +55,10 @@
 //! A [`Splice`] remembers, per level, where an insert was linked. When the next key is larger
 //! than the last one, as it is for bulk loads and per-batch writes of sorted keys, each level's
 //! search starts from the splice when that is further right than the search position, so
-//! appending costs a few comparisons instead of a full descent. A splice stays a valid start for
+//! appending costs no descent. The splice's nodes are in list order from the top level down, so
+//! a search still standing on the splice's node of the level above takes the next level's
+//! without comparing keys: an append after the last insert compares one key (that it comes
+//! after the last) however tall the list. A splice stays a valid start for
 //! any larger key whatever other writers do (nodes are never removed), so the list keeps one
 //! shared splice, taken by whichever writer finds it free (`try_lock`), and a writer that finds
 //! it taken uses a fresh one.
@@ -273,7 +276,8 @@ const PREFETCH_SPAN_MAX: usize = 8 * CACHE_LINE;
 ///
 /// Invariant: `prev[i]` is the head or a node of the list it was made for, with more than `i`
 /// links, whose key is `<=` the key of `last` (`last` is `None` only while every `prev[i]` is
-/// the head).
+/// the head); and `prev[i]` is at or after `prev[i + 1]` in the list (the head first), as the
+/// predecessors one search found are.
 pub(crate) struct Splice {
     last: Option<NodePtr>,
     prev: [NodePtr; MAX_HEIGHT],
@@ -1050,9 +1054,13 @@ impl SkipList {
         // SAFETY: Splice invariant: the head or a node of this list with more than `level`
         // links.
         let s = unsafe { Node::from_raw(splice.prev[level], level + 1) };
+        // A search still on the splice's node of the level above (an append after the last
+        // insert, with nothing linked after that node since) knows the splice's node here to
+        // be at or after it (Splice invariant) without comparing their keys.
+        let on_splice = || splice.prev.get(level + 1) == Some(&x.ptr);
         if !self.is_head(s)
             && s.ptr != x.ptr
-            && (self.is_head(x) || cmp(s.key(), x.key()) == Ordering::Greater)
+            && (self.is_head(x) || on_splice() || cmp(s.key(), x.key()) == Ordering::Greater)
         {
             s
         } else {
@@ -1376,6 +1384,50 @@ mod tests {
         }
         model.sort_by(|a, b| compare_internal(&a.0, &b.0));
         assert_eq!(collect(&l), model);
+        check_levels(&l);
+    }
+
+    /// An append after the last insert (a sequential load) starts each level's search on the
+    /// splice and compares no key there: one comparison per insert (is the key after the
+    /// splice's last?), however tall the list. Counted through a custom order; a descent from
+    /// the head would compare at every level. Then a jump back and a new ascending run: the
+    /// list stays whole and ordered.
+    #[test]
+    fn appends_through_the_splice_compare_one_key_each() {
+        use std::sync::atomic::AtomicU64;
+        let calls = std::sync::Arc::new(AtomicU64::new(0));
+        let counted = calls.clone();
+        let order = KeyOrder::custom(
+            "counted",
+            Box::new(move |a: &[u8], b: &[u8]| {
+                counted.fetch_add(1, MemOrder::Relaxed);
+                a.cmp(b)
+            }),
+        );
+        let l = SkipList::with_tracker(None, order, super::super::arena::CHUNK_SIZE);
+        let n = scaled(20_000, 300);
+        let mut model = Vec::new();
+        let mut put = |i: u64, seq: u64| {
+            let k = ik(format!("{i:08}").as_bytes(), seq);
+            let (pre, suf) = k.split_at(k.len() - 8);
+            l.insert(pre, suf, b"v");
+            model.push(k);
+        };
+        put(0, 1);
+        let before = calls.load(MemOrder::Relaxed);
+        for i in 1..n {
+            put(i * 2, i + 1);
+        }
+        let per_insert = (calls.load(MemOrder::Relaxed) - before) as f64 / (n - 1) as f64;
+        assert!(l.height.load(MemOrder::Relaxed) >= 4, "a list tall enough to tell");
+        assert!(per_insert <= 1.0, "{per_insert} comparisons per append");
+        // Back to the start, then ascending again between the keys already there.
+        for i in 0..n / 2 {
+            put(i * 2 + 1, n + i + 1);
+        }
+        model.sort_by(|a, b| compare_internal(a, b));
+        let keys: Vec<Vec<u8>> = collect(&l).into_iter().map(|(k, _)| k).collect();
+        assert_eq!(keys, model);
         check_levels(&l);
     }
 
