@@ -55,10 +55,13 @@
 //! A [`Splice`] remembers, per level, where an insert was linked. When the next key is larger
 //! than the last one, as it is for bulk loads and per-batch writes of sorted keys, each level's
 //! search starts from the splice when that is further right than the search position, so
-//! appending costs no descent. The splice's nodes are in list order from the top level down, so
-//! a search still standing on the splice's node of the level above takes the next level's
-//! without comparing keys: an append after the last insert compares one key (that it comes
-//! after the last) however tall the list. A splice stays a valid start for
+//! appending costs no descent. An append at the end of the list (where, at each of the node's
+//! levels, the splice's node is the last: a bulk load's usual case) is linked right after the
+//! splice's nodes with no search at all: one key comparison (that it comes after the last
+//! insert) and a load per level of the node, however tall the list. Elsewhere, the splice's
+//! nodes being in list order from the top level down, a search still standing on the splice's
+//! node of the level above takes the next level's without comparing keys. A splice stays a
+//! valid start for
 //! any larger key whatever other writers do (nodes are never removed), so the list keeps one
 //! shared splice, taken by whichever writer finds it free (`try_lock`), and a writer that finds
 //! it taken uses a fresh one.
@@ -907,6 +910,9 @@ impl SkipList {
         let top = self.raise_height(height);
         let hinted = splice.hints(key, &cmp);
         let mut go_right = |k: &[u8]| cmp(k, key) == Ordering::Less;
+        if hinted && self.append_at_end(splice, new, &mut go_right) {
+            return;
+        }
         let mut bound = None;
         let mut prev = [self.head(); MAX_HEIGHT];
         let mut next: [Option<Node<'_>>; MAX_HEIGHT] = [None; MAX_HEIGHT];
@@ -922,6 +928,34 @@ impl SkipList {
         }
         publish(new, &mut prev, &mut next, &mut go_right);
         splice.set(new, &prev);
+    }
+
+    /// Links `new` (initialised, reachable by no one yet, its key after the splice's last) at
+    /// the end of the list when, at each of its levels, the splice's node is the level's last
+    /// node: no search, a few loads (module doc, "Sequential inserts"). Returns false, having
+    /// done nothing, when some level goes on past the splice.
+    #[inline(always)]
+    fn append_at_end<'a>(
+        &'a self,
+        splice: &mut Splice,
+        new: Node<'a>,
+        go_right: &mut impl FnMut(&[u8]) -> bool,
+    ) -> bool {
+        let mut prev = [self.head(); MAX_HEIGHT];
+        for (level, p) in prev.iter_mut().enumerate().take(new.links) {
+            // SAFETY: Splice invariant: the head or a node of this list with more than
+            // `level` links.
+            let s = unsafe { Node::from_raw(splice.prev[level], level + 1) };
+            if !s.link(level).load(MemOrder::Acquire).is_null() {
+                return false;
+            }
+            *p = s;
+        }
+        // A node linked after one of them meanwhile makes that level's swap fail and walk on,
+        // as for any search.
+        publish(new, &mut prev, &mut [None; MAX_HEIGHT], go_right);
+        splice.advance(new);
+        true
     }
 
     /// Links `nodes` (each with its height; initialised, reachable by no one yet, at most
@@ -1093,6 +1127,16 @@ impl Splice {
             let last = unsafe { Node::from_raw(l, 1) };
             cmp(key, last.key()) == Ordering::Greater
         })
+    }
+
+    /// After `new` was linked at the end of each of its levels, the splice's nodes of the
+    /// levels above staying the last below it there: the search start of a larger key.
+    #[inline(always)]
+    fn advance(&mut self, new: Node<'_>) {
+        for s in &mut self.prev[..new.links] {
+            *s = new.ptr;
+        }
+        self.last = Some(new.ptr);
     }
 
     /// After `new` was linked with predecessors `prev`: the search start of a larger key.
@@ -1387,11 +1431,11 @@ mod tests {
         check_levels(&l);
     }
 
-    /// An append after the last insert (a sequential load) starts each level's search on the
-    /// splice and compares no key there: one comparison per insert (is the key after the
-    /// splice's last?), however tall the list. Counted through a custom order; a descent from
-    /// the head would compare at every level. Then a jump back and a new ascending run: the
-    /// list stays whole and ordered.
+    /// An append at the end of the list (a sequential load) is linked through the splice with
+    /// one comparison (is the key after the splice's last?), however tall the list. Counted
+    /// through a custom order; a descent from the head would compare at every level. Then a
+    /// jump back and an ascending run between the keys already there: the list stays whole
+    /// and ordered.
     #[test]
     fn appends_through_the_splice_compare_one_key_each() {
         use std::sync::atomic::AtomicU64;
@@ -1425,6 +1469,12 @@ mod tests {
         for i in 0..n / 2 {
             put(i * 2 + 1, n + i + 1);
         }
+        // A key far after the last insert, with thousands of keys between them: a search
+        // through the splice's upper levels, not a walk along the bottom one.
+        let before = calls.load(MemOrder::Relaxed);
+        put(2 * n - 3, 2 * n);
+        let far = calls.load(MemOrder::Relaxed) - before;
+        assert!(far <= 8 * l.height.load(MemOrder::Relaxed) as u64, "{far} comparisons");
         model.sort_by(|a, b| compare_internal(a, b));
         let keys: Vec<Vec<u8>> = collect(&l).into_iter().map(|(k, _)| k).collect();
         assert_eq!(keys, model);
