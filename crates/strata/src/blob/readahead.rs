@@ -166,17 +166,12 @@ pub(crate) fn read<R>(
             }
         })?;
         if let (Some(s), Some(d)) = (stats, read_for.or_else(|| began.map(|b| b.elapsed()))) {
-            s.record_time(Histogram::BlobDbBlobFileReadMicros, whole_micros(d));
+            s.record_duration(Histogram::BlobDbBlobFileReadMicros, d);
         }
         out.ok_or_else(|| {
             crate::error::Error::corruption(file.path(), start, "blob record read returned nothing")
         })
     })
-}
-
-/// `d` in whole microseconds, rounded up (the statistics' rule).
-fn whole_micros(d: std::time::Duration) -> u64 {
-    u64::try_from(d.as_nanos().div_ceil(1000)).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

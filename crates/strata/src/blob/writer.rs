@@ -136,11 +136,7 @@ impl BlobFileWriter {
 
     /// Makes the records appended so far durable.
     pub fn sync(&mut self) -> Result<()> {
-        let _timer =
-            StopWatch::start(self.statistics.as_ref(), Histogram::BlobDbBlobFileSyncMicros);
-        self.file.sync()?;
-        tick(self.statistics.as_ref(), Ticker::BlobDbBlobFileSynced, 1);
-        Ok(())
+        counted_sync(self.statistics.as_ref(), || self.file.sync())
     }
 
     /// Hands the records appended so far to the OS and returns a handle that makes them
@@ -177,12 +173,19 @@ pub(crate) struct BlobSyncer {
 
 impl BlobSyncer {
     pub fn sync(&self) -> Result<()> {
-        let _timer =
-            StopWatch::start(self.statistics.as_ref(), Histogram::BlobDbBlobFileSyncMicros);
-        self.inner.sync()?;
-        tick(self.statistics.as_ref(), Ticker::BlobDbBlobFileSynced, 1);
-        Ok(())
+        counted_sync(self.statistics.as_ref(), || self.inner.sync())
     }
+}
+
+/// Runs `sync`, a blob file's, timed and counted in `statistics`.
+fn counted_sync(
+    statistics: Option<&Arc<Statistics>>,
+    sync: impl FnOnce() -> Result<()>,
+) -> Result<()> {
+    let _timer = StopWatch::start(statistics, Histogram::BlobDbBlobFileSyncMicros);
+    sync()?;
+    tick(statistics, Ticker::BlobDbBlobFileSynced, 1);
+    Ok(())
 }
 
 fn tick(statistics: Option<&Arc<Statistics>>, t: Ticker, n: u64) {

@@ -61,10 +61,9 @@
 //! insert) and a load per level of the node, however tall the list. Elsewhere, the splice's
 //! nodes being in list order from the top level down, a search still standing on the splice's
 //! node of the level above takes the next level's without comparing keys. A splice stays a
-//! valid start for
-//! any larger key whatever other writers do (nodes are never removed), so the list keeps one
-//! shared splice, taken by whichever writer finds it free (`try_lock`), and a writer that finds
-//! it taken uses a fresh one.
+//! valid start for any larger key whatever other writers do (nodes are never removed), so the
+//! list keeps one shared splice, taken by whichever writer finds it free (`try_lock`), and a
+//! writer that finds it taken uses a fresh one.
 //!
 //! ## Batches
 //!
@@ -1088,9 +1087,9 @@ impl SkipList {
         // SAFETY: Splice invariant: the head or a node of this list with more than `level`
         // links.
         let s = unsafe { Node::from_raw(splice.prev[level], level + 1) };
-        // A search still on the splice's node of the level above (an append after the last
-        // insert, with nothing linked after that node since) knows the splice's node here to
-        // be at or after it (Splice invariant) without comparing their keys.
+        // A search still on the splice's node of the level above (an insert after the last
+        // one, not at the end of the list) knows the splice's node here to be at or after it
+        // (Splice invariant) without comparing their keys.
         let on_splice = || splice.prev.get(level + 1) == Some(&x.ptr);
         if !self.is_head(s)
             && s.ptr != x.ptr
@@ -1463,7 +1462,8 @@ mod tests {
             put(i * 2, i + 1);
         }
         let per_insert = (calls.load(MemOrder::Relaxed) - before) as f64 / (n - 1) as f64;
-        assert!(l.height.load(MemOrder::Relaxed) >= 4, "a list tall enough to tell");
+        let tall = if cfg!(miri) { 2 } else { 4 };
+        assert!(l.height.load(MemOrder::Relaxed) >= tall, "a list tall enough to tell");
         assert!(per_insert <= 1.0, "{per_insert} comparisons per append");
         // Back to the start, then ascending again between the keys already there.
         for i in 0..n / 2 {

@@ -252,6 +252,14 @@ impl Statistics {
         }
     }
 
+    /// Records `d`, a duration the engine measured while timing (`start_timer`), in
+    /// whole microseconds rounded up in `histogram` (when the level takes timers).
+    pub(crate) fn record_duration(&self, histogram: Histogram, d: std::time::Duration) {
+        if self.timers_enabled() {
+            self.record_always(histogram, whole_micros(d));
+        }
+    }
+
     /// Records the microseconds since `start` (rounded up) in `histogram`.
     pub(crate) fn record_since(&self, histogram: Histogram, start: Instant) {
         self.record_always(histogram, micros_since(start));
@@ -285,8 +293,12 @@ impl Statistics {
 
 /// Whole microseconds since `start`, rounded up.
 fn micros_since(start: Instant) -> u64 {
-    let nanos = start.elapsed().as_nanos();
-    u64::try_from(nanos.div_ceil(1000)).unwrap_or(u64::MAX)
+    whole_micros(start.elapsed())
+}
+
+/// `d` in whole microseconds, rounded up.
+fn whole_micros(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_nanos().div_ceil(1000)).unwrap_or(u64::MAX)
 }
 
 /// The start of an operation [`stop_timer`] records: the clock read only when `stats` times
