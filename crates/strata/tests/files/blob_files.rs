@@ -25,6 +25,16 @@ fn opts(fs: &MemFs) -> Options {
     }
 }
 
+/// [`opts`] with the block cache as the blob cache, and statistics.
+fn opts_with_blob_cache(fs: &MemFs) -> Options {
+    let cache = strata::Cache::new_lru(8 << 20);
+    let mut o = opts(fs);
+    o.block_cache = Some(cache.clone());
+    o.set_blob_cache(&cache);
+    o.enable_statistics();
+    o
+}
+
 fn contents(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
     db.iterator(IteratorMode::Start)
         .map(|r| r.unwrap())
@@ -187,11 +197,7 @@ fn blob_values_are_cached_in_the_blob_cache_only_and_never_by_compactions() {
     // The block cache as the blob cache: reads with `fill_cache` off (point reads, then an
     // iterator) leave it empty; the second normal reading of each value hits.
     let fs = MemFs::new();
-    let cache = strata::Cache::new_lru(8 << 20);
-    let mut o = opts(&fs);
-    o.block_cache = Some(cache.clone());
-    o.set_blob_cache(&cache);
-    o.enable_statistics();
+    let o = opts_with_blob_cache(&fs);
     let db = Db::open(&o, "/db").unwrap();
     let model = fill(&db);
     let unfilled = ReadOptions { fill_cache: false, ..ReadOptions::default() };
@@ -213,11 +219,7 @@ fn blob_values_are_cached_in_the_blob_cache_only_and_never_by_compactions() {
 
     // A compaction whose filter reads every blob value (keeping it where it is) leaves
     // them out of the cache: the reads after it miss.
-    let mut o = opts(&fs);
-    let cache = strata::Cache::new_lru(8 << 20);
-    o.block_cache = Some(cache.clone());
-    o.set_blob_cache(&cache);
-    o.enable_statistics();
+    let mut o = opts_with_blob_cache(&fs);
     o.set_compaction_filter("reads values", |_level, _key: &[u8], v: &[u8]| {
         assert!(v.starts_with(b"value") || v.starts_with(b"small"), "{v:?}");
         Decision::Keep
@@ -415,11 +417,7 @@ fn write_byte_tickers_count_blob_files() {
 #[test]
 fn blob_statistics_count_files_written_synced_relocated_and_cached() {
     let fs = MemFs::new();
-    let cache = strata::Cache::new_lru(8 << 20);
-    let mut o = opts(&fs);
-    o.block_cache = Some(cache.clone());
-    o.set_blob_cache(&cache);
-    o.enable_statistics();
+    let mut o = opts_with_blob_cache(&fs);
     o.blob.enable_blob_gc = true;
     o.blob.blob_gc_age_cutoff = 1.0;
     let tick = |t| o.get_ticker_count(t);
