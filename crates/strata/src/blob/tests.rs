@@ -20,11 +20,27 @@ fn write_file(
     records: &[(Vec<u8>, Vec<u8>)],
 ) -> Vec<BlobIndex> {
     fs.create_dir_all(Path::new("/db")).unwrap();
-    let mut w = BlobFileWriter::create(fs, Path::new("/db"), FileNumber(n), 3, c, 3, None).unwrap();
+    let path = crate::filename::blob_path(Path::new("/db"), FileNumber(n));
+    let file = fs.create(&path).unwrap();
+    let cfg = BlobWriteConfig { compression: c, column_family: 3, ..config() };
+    let mut w = BlobFileWriter::start(path, file, FileNumber(n), &cfg).unwrap();
     let idx = records.iter().map(|(k, v)| w.add(k, v).unwrap()).collect();
     let a = w.finish().unwrap();
     assert_eq!(a.records, records.len() as u64);
     idx
+}
+
+/// Blob files from 64-byte values, 1,000 bytes each, uncompressed, family 0.
+fn config() -> BlobWriteConfig {
+    BlobWriteConfig {
+        min_blob_size: Some(64),
+        file_size: 1000,
+        compression: CompressionType::None,
+        zstd_level: 3,
+        column_family: 0,
+        relocate_below: None,
+        statistics: None,
+    }
 }
 
 fn records() -> Vec<(Vec<u8>, Vec<u8>)> {
@@ -145,15 +161,7 @@ fn outputs_route_large_values_roll_files_and_count_references() {
     fs.create_dir_all(Path::new("/db")).unwrap();
     let next = AtomicU64::new(100);
     let new_number = || FileNumber(next.fetch_add(1, Ordering::Relaxed));
-    let cfg = BlobWriteConfig {
-        min_blob_size: Some(64),
-        file_size: 1000,
-        compression: CompressionType::None,
-        zstd_level: 3,
-        column_family: 0,
-        relocate_below: None,
-        statistics: None,
-    };
+    let cfg = config();
     let mut out = BlobOutput::new(cfg.clone(), &fs, Path::new("/db"), &new_number, None);
     let mut written = Vec::new();
     for i in 0..30u64 {

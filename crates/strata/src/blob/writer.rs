@@ -38,34 +38,19 @@ pub(crate) struct BlobFileWriter {
 }
 
 impl BlobFileWriter {
-    /// Creates blob file `number` in `dir` and writes its header.
-    pub fn create(
-        fs: &dyn FileSystem,
-        dir: &Path,
-        number: FileNumber,
-        column_family: u32,
-        compression: CompressionType,
-        zstd_level: i32,
-        statistics: Option<Arc<Statistics>>,
-    ) -> Result<BlobFileWriter> {
-        let path = blob_path(dir, number);
-        let file = fs.create(&path)?;
-        Self::start(path, file, number, column_family, compression, zstd_level, statistics)
-    }
-
-    /// A writer of blob file `number` into `file`, which the caller created at `path` (the
-    /// blob file of values written at commit with `FileSystem::create_foreground`): writes
-    /// the header.
+    /// A writer of blob file `number` into `file`, which the caller created at `path` (a
+    /// flush's or compaction's with `FileSystem::create`, the blob file of values written at
+    /// commit with `FileSystem::create_foreground`), as `cfg` says (its family, compression
+    /// and statistics): writes the header.
     pub fn start(
         path: PathBuf,
         mut file: Box<dyn WritableFile>,
         number: FileNumber,
-        column_family: u32,
-        compression: CompressionType,
-        zstd_level: i32,
-        statistics: Option<Arc<Statistics>>,
+        cfg: &BlobWriteConfig,
     ) -> Result<BlobFileWriter> {
-        let compression = compression.stored_as();
+        let compression = cfg.compression.stored_as();
+        let statistics = cfg.statistics.clone();
+        let column_family = cfg.column_family;
         file.append(&Header { compression, column_family }.encode())?;
         tick(statistics.as_ref(), Ticker::BlobDbBlobFileBytesWritten, HEADER_LEN as u64);
         Ok(BlobFileWriter {
@@ -75,7 +60,7 @@ impl BlobFileWriter {
             offset: HEADER_LEN as u64,
             records: 0,
             record_bytes: 0,
-            compressor: Compressor::new(compression, zstd_level),
+            compressor: Compressor::new(compression, cfg.zstd_level),
             compresses: compression != CompressionType::None,
             buf: Vec::new(),
             statistics,
@@ -194,8 +179,8 @@ fn tick(statistics: Option<&Arc<Statistics>>, t: Ticker, n: u64) {
     }
 }
 
-/// How an output writes blob files: the family's blob options as a flush or compaction uses
-/// them.
+/// How an output writes blob files: the family's blob options as a flush or compaction (or
+/// a commit, `db/blob_log.rs`) uses them.
 #[derive(Clone, Debug)]
 pub(crate) struct BlobWriteConfig {
     /// Values of at least this many bytes go to blob files (`None`: blob files are off, and
@@ -209,8 +194,8 @@ pub(crate) struct BlobWriteConfig {
     /// Garbage collection: values in blob files numbered below this are rewritten (into a
     /// new blob file, or inline when blob files are off). `None`: no collection.
     pub relocate_below: Option<FileNumber>,
-    /// Where the blob files written and the values relocated are counted (the DB's
-    /// `Options::statistics`).
+    /// Where the blob files written and the values relocated are counted: the DB's
+    /// `Options::statistics` (a family's own options hold none of their own).
     pub statistics: Option<Arc<Statistics>>,
 }
 
@@ -360,15 +345,9 @@ impl<'a> BlobOutput<'a> {
     fn write_blob(&mut self, ikey: &[u8], user_key: &[u8], value: &[u8]) -> Result<()> {
         if self.current.is_none() {
             let number = (self.new_file_number)();
-            self.current = Some(BlobFileWriter::create(
-                self.fs,
-                self.dir,
-                number,
-                self.cfg.column_family,
-                self.cfg.compression,
-                self.cfg.zstd_level,
-                self.cfg.statistics.clone(),
-            )?);
+            let path = blob_path(self.dir, number);
+            let file = self.fs.create(&path)?;
+            self.current = Some(BlobFileWriter::start(path, file, number, &self.cfg)?);
         }
         let Some(w) = self.current.as_mut() else { unreachable!("opened above") };
         let index = w.add(user_key, value)?;

@@ -18,14 +18,16 @@ pub(crate) fn write_config(cfd: &Cfd, version: Option<&Version>) -> BlobWriteCon
         Some(v) if b.enable_blob_gc => gc_cutoff(v.blobs().numbers(), b.blob_gc_age_cutoff),
         _ => None,
     };
-    config(&live, cfd.id, relocate_below)
+    config(&live, cfd.id, relocate_below, cfd.stats.user_statistics().cloned())
 }
 
-/// The blob settings `opts` give the outputs of family `cf`.
+/// The blob settings `opts` give the outputs of family `cf`, counted in `statistics` (the
+/// DB's).
 pub(crate) fn config(
     opts: &crate::options::Options,
     cf: u32,
     relocate_below: Option<FileNumber>,
+    statistics: Option<std::sync::Arc<crate::statistics::Statistics>>,
 ) -> BlobWriteConfig {
     let b = &opts.blob;
     BlobWriteConfig {
@@ -35,7 +37,7 @@ pub(crate) fn config(
         zstd_level: opts.zstd_level,
         column_family: cf,
         relocate_below,
-        statistics: opts.statistics.clone(),
+        statistics,
     }
 }
 

@@ -41,7 +41,6 @@ use crate::env::FileSystem;
 use crate::error::{Error, Result};
 use crate::filename::blob_path;
 use crate::memtable::MemTable;
-use crate::sstable::CompressionType;
 use crate::types::{FileNumber, ValueType};
 use crate::version::edit::BlobFileAddition;
 use crate::write_batch::WriteBatch;
@@ -275,18 +274,15 @@ fn log_for<'m>(inner: &DbInner, f: &'m FamilyMem) -> Result<&'m BlobLog> {
         return Ok(l);
     }
     let number = inner.new_file_number();
-    let live = f.cfd.live_opts();
-    let compression = live.blob.blob_compression_type.unwrap_or(CompressionType::None);
-    let path = blob_path(&inner.dir, number);
-    let writer = BlobFileWriter::start(
-        path.clone(),
-        inner.fs.create_foreground(&path)?,
-        number,
+    let cfg = super::blob_files::config(
+        &f.cfd.live_opts(),
         f.cfd.id,
-        compression,
-        live.zstd_level,
+        None,
         inner.opts.statistics.clone(),
-    )?;
+    );
+    let path = blob_path(&inner.dir, number);
+    let writer =
+        BlobFileWriter::start(path.clone(), inner.fs.create_foreground(&path)?, number, &cfg)?;
     inner.blobs.unfinished(number);
     let log = Arc::new(BlobLog {
         number,

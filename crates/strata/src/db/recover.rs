@@ -214,6 +214,8 @@ pub(crate) struct Replayed {
 struct FamilyReplay<'a> {
     cf_id: u32,
     opts: &'a Options,
+    /// The DB's statistics (the blob files a replayed memtable's flush writes count there).
+    statistics: Option<Arc<crate::statistics::Statistics>>,
     /// Where its tables are written: its table path 0.
     table_dir: PathBuf,
     /// The DB directory, where blob files go.
@@ -240,7 +242,8 @@ impl FamilyReplay<'_> {
         let counter = self.counter.clone();
         let new_number =
             move || FileNumber(counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst));
-        let config = super::blob_files::config(self.opts, self.cf_id, None);
+        let config =
+            super::blob_files::config(self.opts, self.cf_id, None, self.statistics.clone());
         let blobs = config.min_blob_size.is_some().then_some(super::flush::FlushBlobs {
             config,
             dir: &self.db_dir,
@@ -308,6 +311,7 @@ pub(crate) fn replay_wals(
             let f = FamilyReplay {
                 cf_id: id,
                 opts: o,
+                statistics: opts.statistics.clone(),
                 table_dir,
                 db_dir: dir.to_path_buf(),
                 counter: versions.file_counter(),

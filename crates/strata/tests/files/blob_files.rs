@@ -497,3 +497,37 @@ fn blob_statistics_count_files_written_synced_relocated_and_cached() {
 fn size_of(db: &Db, property: &str) -> u64 {
     db.property_int_value(property).unwrap().unwrap()
 }
+
+/// A family opened with options of its own (which hold no statistics) counts its blob files
+/// in the DB's statistics, as its other counters do. Regression: its flushes' and
+/// compactions' blob counts went to its own options' statistics, none.
+#[test]
+fn a_familys_blob_files_count_in_the_dbs_statistics() {
+    let fs = MemFs::new();
+    let mut o = Options { create_missing_column_families: true, ..opts(&fs) };
+    o.enable_statistics();
+    let mut family = opts(&fs);
+    family.blob.enable_blob_gc = true;
+    family.blob.blob_gc_age_cutoff = 1.0;
+    assert!(family.statistics.is_none());
+    let db = Db::open_cf_descriptors(
+        &o,
+        "/db",
+        vec![
+            ColumnFamilyDescriptor::new("default", o.clone()),
+            ColumnFamilyDescriptor::new("large", family),
+        ],
+    )
+    .unwrap();
+    let large = db.cf_handle("large").unwrap();
+    for i in 0..50u32 {
+        db.put_cf(&large, format!("k{i}"), value(i)).unwrap();
+    }
+    db.flush_cf(&large).unwrap();
+    let size = || db.property_int_value_cf(&large, "rocksdb.total-blob-file-size").unwrap();
+    let first = size().unwrap();
+    assert_eq!(o.get_ticker_count(Ticker::BlobDbBlobFileBytesWritten), first);
+    db.compact_range_cf(&large, None::<&[u8]>, None::<&[u8]>).unwrap();
+    assert_eq!(o.get_ticker_count(Ticker::BlobDbGcNumKeysRelocated), 50);
+    assert_eq!(o.get_ticker_count(Ticker::BlobDbBlobFileBytesWritten), first + size().unwrap());
+}
