@@ -3,8 +3,8 @@
 //! Why: a large memtable's chunks are fresh huge pages (`arena.rs`, `HUGE_CHUNK_SIZE`) until
 //! dropped arenas leave spares, and the first write into each takes a page fault in which the
 //! kernel zeroes 2 MiB: on the writing thread, inside a write group. The helper maps the next
-//! chunk and faults it in (`MADV_POPULATE_WRITE`, or a write per page where the kernel lacks
-//! it) while the writers fill the current one, so the fault and the zeroing happen beside the
+//! chunk and faults it in (a write per page: `fault_in` says why not `MADV_POPULATE_WRITE`)
+//! while the writers fill the current one, so the fault and the zeroing happen beside the
 //! writes instead of in them.
 //!
 //! Contract: at most one chunk is kept ready in a process (resident memory no memtable counts,
@@ -76,13 +76,16 @@ fn helper() {
 
 /// Faults `size` bytes from `p` in, writable (the pages are fresh and zero: a write of zero
 /// leaves them as they are).
+///
+/// By page faults, one write per page (one fault per huge page), not `MADV_POPULATE_WRITE`:
+/// Linux populates a range under the process's memory-map lock, held for reading until the
+/// last page is zeroed, and every `mmap` and `munmap` of the process (the WAL's windows,
+/// `env/mapped.rs`, mapped by the writers) waits for it; where a hypervisor backs guest memory
+/// lazily a fresh huge page takes milliseconds to zero. A fault takes only its mapping's own
+/// lock (Linux 6.4 on, where the mapping has its anonymous-memory record, which
+/// `util::page_buf::map_huge` sets up), so the writers' mappings do not wait.
 #[cfg(all(unix, not(miri)))]
 fn fault_in(p: NonNull<u8>, size: usize) {
-    #[cfg(target_os = "linux")]
-    // SAFETY: advice on a mapping this thread made and owns; it changes no contents.
-    if unsafe { libc::madvise(p.as_ptr().cast(), size, libc::MADV_POPULATE_WRITE) } == 0 {
-        return;
-    }
     for off in (0..size).step_by(4096) {
         // SAFETY: `off < size`, inside the mapping this thread owns; nothing else refers to it.
         unsafe { p.as_ptr().add(off).write_volatile(0) };

@@ -158,15 +158,33 @@ pub const HUGE: usize = 2 << 20;
 /// walked at random (a memtable's skiplist) costs one TLB entry per 2 MiB instead of one per
 /// 4 KiB page. Where the kernel gives no huge pages (THP `never`, none free), the mapping is
 /// an ordinary one. Unmapped by [`unmap`] with the same `size`.
+///
+/// The mapping comes with its anonymous-memory record (Linux's `anon_vma`) already made, so
+/// that its first fault, the one that zeroes a whole huge page, is served under the mapping's
+/// own lock. Without the record, Linux makes it in that fault under the process's memory-map
+/// lock, held until the page is zeroed, and every `mmap` and `munmap` of the process waits
+/// (milliseconds for a fresh huge page where a hypervisor backs guest memory lazily). The
+/// record is made by touching a small page of the part given back below: the pieces of a
+/// split mapping share it.
 #[cfg(all(unix, not(miri)))]
 pub fn map_huge(size: usize) -> Option<NonNull<u8>> {
     debug_assert!(size.is_multiple_of(HUGE), "size {size}");
     // Map one huge page more, then give back the unaligned head and the tail beyond `size`.
-    let raw = map(size.checked_add(HUGE)?)?;
+    let total = size.checked_add(HUGE)?;
+    let raw = map(total)?;
     let start = raw.as_ptr() as usize;
     let aligned = start.next_multiple_of(HUGE);
     let head = aligned - start;
     let tail = HUGE - head;
+    #[cfg(target_os = "linux")]
+    // SAFETY: advice on the range just mapped (a small page for the touch below, whatever
+    // the system's THP mode); the byte written is in the head or the tail, inside the mapping
+    // and unmapped below with it, and nothing else refers to it.
+    unsafe {
+        libc::madvise(raw.as_ptr().cast(), total, libc::MADV_NOHUGEPAGE);
+        let given_back = if head > 0 { 0 } else { size };
+        raw.as_ptr().add(given_back).write_volatile(0);
+    }
     if head > 0 {
         unmap(raw, head);
     }
@@ -221,6 +239,42 @@ mod tests {
             assert_eq!((bytes[0], bytes[size - 1]), (1, 2));
             unmap(p, size);
         }
+    }
+
+    /// A huge mapping is handed over untouched (the small page `map_huge` touches to set up
+    /// the mapping's anonymous-memory record is in the part it gives back) and asks for huge
+    /// pages (the `MADV_NOHUGEPAGE` for that touch is lifted).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn huge_mappings_are_untouched_and_ask_for_huge_pages() {
+        let size = 2 * HUGE;
+        let p = map_huge(size).expect("mapped");
+        let mut resident = vec![0u8; size / 4096];
+        // SAFETY: `size` bytes mapped by `map_huge`; `resident` has one byte per page.
+        let rc = unsafe { libc::mincore(p.as_ptr().cast(), size, resident.as_mut_ptr()) };
+        assert_eq!(rc, 0, "mincore: {}", std::io::Error::last_os_error());
+        let touched = resident.iter().filter(|&&r| r & 1 == 1).count();
+        assert_eq!(touched, 0, "{touched} pages of a new huge mapping resident");
+        let smaps = std::fs::read_to_string("/proc/self/smaps").expect("smaps");
+        let addr = p.as_ptr() as usize;
+        let mut lines = smaps.lines();
+        let mut flags = None;
+        while let Some(line) = lines.next() {
+            let Some((range, _)) = line.split_once(' ') else { continue };
+            let Some((lo, hi)) = range.split_once('-') else { continue };
+            let (Ok(lo), Ok(hi)) = (usize::from_str_radix(lo, 16), usize::from_str_radix(hi, 16))
+            else {
+                continue;
+            };
+            if (lo..hi).contains(&addr) {
+                flags = lines.find_map(|l| l.strip_prefix("VmFlags:")).map(str::to_owned);
+                break;
+            }
+        }
+        let flags = flags.expect("the mapping's VmFlags in /proc/self/smaps");
+        let flags: Vec<&str> = flags.split_whitespace().collect();
+        assert!(flags.contains(&"hg") && !flags.contains(&"nh"), "VmFlags {flags:?}");
+        unmap(p, size);
     }
 
     #[test]
