@@ -143,17 +143,10 @@ mod tests {
     use std::io::{Read, Seek, Write};
     use std::os::unix::io::AsRawFd;
 
-    /// The kilobytes `/proc/self/smaps` counts as locked in the mapping starting at `ptr`.
+    /// The kilobytes `/proc/self/smaps` counts as locked in the mapping holding `ptr`.
     fn locked_kb(ptr: *const u8) -> Option<u64> {
-        let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
-        let head = format!("{:x}-", ptr as usize);
-        let block = smaps.split('\n').skip_while(|l| !l.starts_with(&head)).skip(1);
-        for line in block {
-            if let Some(v) = line.strip_prefix("Locked:") {
-                return v.trim().trim_end_matches("kB").trim().parse().ok();
-            }
-        }
-        None
+        let v = crate::util::page_buf::smaps_field(ptr as usize, "Locked")?;
+        v.trim_end_matches("kB").trim().parse().ok()
     }
 
     #[test]

@@ -220,6 +220,24 @@ pub fn unmap(_ptr: NonNull<u8>, _size: usize) {
     unreachable!("nothing is mapped on this target")
 }
 
+/// For tests: the value of `field` (`"Locked"`, `"VmFlags"`, ...) in `/proc/self/smaps` for
+/// the mapping that holds `addr` (the kernel may have merged it with its neighbours).
+#[cfg(all(test, target_os = "linux"))]
+pub(crate) fn smaps_field(addr: usize, field: &str) -> Option<String> {
+    let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
+    let holds_addr = |line: &str| {
+        let (lo, hi) = line.split_once(' ')?.0.split_once('-')?;
+        let (lo, hi) = (usize::from_str_radix(lo, 16).ok()?, usize::from_str_radix(hi, 16).ok()?);
+        Some((lo..hi).contains(&addr))
+    };
+    let lines = smaps.lines().skip_while(|l| holds_addr(l) != Some(true)).skip(1);
+    // The block ends at the next mapping's header line.
+    lines
+        .take_while(|l| holds_addr(l).is_none())
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .map(|v| v.trim().to_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -249,29 +267,14 @@ mod tests {
     fn huge_mappings_are_untouched_and_ask_for_huge_pages() {
         let size = 2 * HUGE;
         let p = map_huge(size).expect("mapped");
-        let mut resident = vec![0u8; size / 4096];
+        let mut resident = vec![0u8; size / PAGE];
         // SAFETY: `size` bytes mapped by `map_huge`; `resident` has one byte per page.
         let rc = unsafe { libc::mincore(p.as_ptr().cast(), size, resident.as_mut_ptr()) };
         assert_eq!(rc, 0, "mincore: {}", std::io::Error::last_os_error());
         let touched = resident.iter().filter(|&&r| r & 1 == 1).count();
         assert_eq!(touched, 0, "{touched} pages of a new huge mapping resident");
-        let smaps = std::fs::read_to_string("/proc/self/smaps").expect("smaps");
-        let addr = p.as_ptr() as usize;
-        let mut lines = smaps.lines();
-        let mut flags = None;
-        while let Some(line) = lines.next() {
-            let Some((range, _)) = line.split_once(' ') else { continue };
-            let Some((lo, hi)) = range.split_once('-') else { continue };
-            let (Ok(lo), Ok(hi)) = (usize::from_str_radix(lo, 16), usize::from_str_radix(hi, 16))
-            else {
-                continue;
-            };
-            if (lo..hi).contains(&addr) {
-                flags = lines.find_map(|l| l.strip_prefix("VmFlags:")).map(str::to_owned);
-                break;
-            }
-        }
-        let flags = flags.expect("the mapping's VmFlags in /proc/self/smaps");
+        let flags = smaps_field(p.as_ptr() as usize, "VmFlags")
+            .expect("the mapping's VmFlags in /proc/self/smaps");
         let flags: Vec<&str> = flags.split_whitespace().collect();
         assert!(flags.contains(&"hg") && !flags.contains(&"nh"), "VmFlags {flags:?}");
         unmap(p, size);
