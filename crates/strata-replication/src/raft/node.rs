@@ -374,7 +374,8 @@ impl Replica {
     /// The term this replica leads in, when its leader lease holds now: a quorum
     /// acknowledged a message this leader sent less than a lease ago (the time openraft
     /// records is when that message was sent), so no other replica can have been elected
-    /// since, clocks drifting by less than the lease. `None` when it does not lead, when it
+    /// since, clocks drifting by less than the lease; a group whose only voter it is holds
+    /// the lease whenever it leads. `None` when it does not lead, when it
     /// started a leadership transfer in this term (voters grant the transfer's election within
     /// the lease), or when its metrics show no fresh enough acknowledgement (the caller then
     /// asks Raft: [`Replica::linearizable_read`]). Reads only the published metrics and this
@@ -387,6 +388,12 @@ impl Replica {
         }
         if self.transferring.load(Ordering::SeqCst) == m.current_term {
             return None;
+        }
+        // The only voter is a quorum by itself: no other replica can be elected while it
+        // leads, and openraft records no acknowledgement time for it (none is sent).
+        let mut voters = m.membership_config.voter_ids();
+        if voters.next() == Some(m.id) && voters.next().is_none() {
+            return Some(m.current_term);
         }
         let acked = m.last_quorum_acked?.into_inner();
         (acked.elapsed() < self.lease).then_some(m.current_term)

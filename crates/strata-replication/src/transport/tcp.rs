@@ -12,7 +12,8 @@
 //! call in flight on it; the next call connects again. The server answers each request on a
 //! task of its own and writes responses as they complete. A frame longer than [`MAX_FRAME`]
 //! closes the connection. Each direction of a connection is read through a buffer and written
-//! by one task, which joins the frames queued meanwhile into one write.
+//! by one task, which joins the frames queued meanwhile into one write (after letting the
+//! tasks ready when it woke queue theirs).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -22,8 +23,7 @@ use std::time::Duration;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::Mutex;
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::tcp::OwnedWriteHalf;
+use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot};
 
@@ -95,8 +95,15 @@ const WRITE_BATCH: usize = 256 << 10;
 /// Writes the frames `rx` hands over to `wr`, in order, joining those already queued, until
 /// the queue closes or a write fails. Only this task writes to the connection, so a caller
 /// that gives up never leaves a frame half written.
-async fn write_frames(mut rx: mpsc::UnboundedReceiver<Vec<u8>>, mut wr: OwnedWriteHalf) {
+///
+/// Woken by a frame, the task first lets the runtime's other ready tasks run
+/// ([`after_ready_tasks`]): those are often other groups' replication tasks about to queue
+/// frames for the same peer, which then go out in the same write instead of one write (and,
+/// on the peer, one wake-up and one read) each. Tokio runs a task woken by the running one
+/// next (its "LIFO slot"), so without this the writer would send the first frame alone.
+async fn write_frames(mut rx: mpsc::UnboundedReceiver<Vec<u8>>, mut wr: impl AsyncWrite + Unpin) {
     while let Some(mut buf) = rx.recv().await {
+        after_ready_tasks().await;
         while buf.len() < WRITE_BATCH {
             match rx.try_recv() {
                 Ok(f) => buf.extend_from_slice(&f),
@@ -107,6 +114,23 @@ async fn write_frames(mut rx: mpsc::UnboundedReceiver<Vec<u8>>, mut wr: OwnedWri
             break;
         }
     }
+}
+
+/// Returns once the tasks that were ready to run when it was first polled have had their
+/// turn: the task wakes itself and yields, which puts it at the back of its worker's run
+/// queue. (Unlike `tokio::task::yield_now`, which defers the task until the worker has
+/// also polled for I/O: a system call per write.)
+async fn after_ready_tasks() {
+    let mut yielded = false;
+    std::future::poll_fn(|cx| {
+        if yielded {
+            return std::task::Poll::Ready(());
+        }
+        yielded = true;
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
+    })
+    .await;
 }
 
 /// Reads one frame: its id and payload. `Ok(None)` at a clean end of stream.
@@ -507,5 +531,66 @@ mod tests {
         let mut s = TcpStream::connect(server.addr()).await.unwrap();
         s.write_all(&3u32.to_le_bytes()).await.unwrap();
         assert_eq!(s.read(&mut buf).await.unwrap(), 0);
+    }
+
+    /// Records each write call's bytes.
+    #[derive(Clone, Default)]
+    struct Writes(Arc<Mutex<Vec<Vec<u8>>>>);
+
+    impl AsyncWrite for Writes {
+        fn poll_write(
+            self: std::pin::Pin<&mut Self>,
+            _cx: &mut std::task::Context<'_>,
+            buf: &[u8],
+        ) -> std::task::Poll<std::io::Result<usize>> {
+            self.0.lock().push(buf.to_vec());
+            std::task::Poll::Ready(Ok(buf.len()))
+        }
+        fn poll_flush(
+            self: std::pin::Pin<&mut Self>,
+            _cx: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+        fn poll_shutdown(
+            self: std::pin::Pin<&mut Self>,
+            _cx: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+    }
+
+    /// Frames queued by tasks that were ready together go out in one write, on a
+    /// runtime that runs a woken task next (one worker: its LIFO slot): the writer, woken by
+    /// the first frame, lets the other senders run before it writes.
+    #[test]
+    fn frames_of_tasks_ready_together_go_out_in_one_write() {
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).build().unwrap();
+        let writes = Writes::default();
+        let sink = writes.clone();
+        rt.block_on(async move {
+            tokio::spawn(async move {
+                let (out, rx) = mpsc::unbounded_channel::<Vec<u8>>();
+                let writer = tokio::spawn(write_frames(rx, sink));
+                tokio::task::yield_now().await; // the writer waits on the queue
+                let senders: Vec<_> = (0..8u8)
+                    .map(|i| {
+                        let out = out.clone();
+                        tokio::spawn(async move { out.send(vec![i]).unwrap() })
+                    })
+                    .collect();
+                for s in senders {
+                    s.await.unwrap();
+                }
+                drop(out);
+                writer.await.unwrap();
+            })
+            .await
+            .unwrap();
+        });
+        let mut writes = writes.0.lock().clone();
+        assert_eq!(writes.len(), 1, "one write of the eight frames: {writes:?}");
+        writes[0].sort_unstable(); // in the order the senders ran
+        assert_eq!(writes[0], (0..8u8).collect::<Vec<u8>>());
     }
 }

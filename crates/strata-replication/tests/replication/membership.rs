@@ -98,3 +98,19 @@ async fn a_leader_handing_over_its_leadership_claims_no_lease() {
     assert_eq!(replica.leased_term(), None);
     c.shutdown().await;
 }
+
+/// A group whose only voter leads holds the lease from its election on and all the while it
+/// leads: a quorum of one needs no acknowledgement (and openraft records none), so its writes
+/// take no read barrier each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_only_voter_holds_its_lease_while_it_leads() {
+    let c = Cluster::start(&[1], &[0]).await;
+    let g = c.groups[0];
+    assert_eq!(c.leader(g).await, 1);
+    let replica = c.node(1).replica(g).unwrap();
+    let term = replica.leadership().term;
+    assert_eq!(replica.leased_term(), Some(term));
+    tokio::time::sleep(replica.election_timeout() * 2).await;
+    assert_eq!(replica.leased_term(), Some(term), "a lease later, no message sent");
+    c.shutdown().await;
+}
