@@ -86,7 +86,7 @@ fn helper() {
 /// `util::page_buf::map_huge` sets up), so the writers' mappings do not wait.
 #[cfg(all(unix, not(miri)))]
 fn fault_in(p: NonNull<u8>, size: usize) {
-    for off in (0..size).step_by(4096) {
+    for off in (0..size).step_by(crate::util::page_buf::PAGE) {
         // SAFETY: `off < size`, inside the mapping this thread owns; nothing else refers to it.
         unsafe { p.as_ptr().add(off).write_volatile(0) };
     }
