@@ -390,9 +390,11 @@ impl Replica {
             return None;
         }
         // The only voter is a quorum by itself: no other replica can be elected while it
-        // leads, and openraft records no acknowledgement time for it (none is sent).
-        let mut voters = m.membership_config.voter_ids();
-        if voters.next() == Some(m.id) && voters.next().is_none() {
+        // leads, and openraft records no acknowledgement time for it (none is sent). Read
+        // from the configurations as they are (a joint change lists both): every write asks
+        // this, and `voter_ids` collects a set per call.
+        let configs = m.membership_config.membership().get_joint_config();
+        if configs.iter().all(|c| c.len() == 1 && c.contains(&m.id)) && !configs.is_empty() {
             return Some(m.current_term);
         }
         let acked = m.last_quorum_acked?.into_inner();

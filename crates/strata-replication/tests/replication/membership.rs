@@ -114,3 +114,23 @@ async fn the_only_voter_holds_its_lease_while_it_leads() {
     assert_eq!(replica.leased_term(), Some(term), "a lease later, no message sent");
     c.shutdown().await;
 }
+
+/// A leader of three voters cut off from the other two loses its lease within a lease: only
+/// a group whose single voter it is keeps one without acknowledgements.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_cut_off_from_its_voters_loses_its_lease() {
+    let c = Cluster::start(&[1, 2, 3], &[0]).await;
+    let g = c.groups[0];
+    let leader = c.leader(g).await;
+    let replica = c.node(leader).replica(g).unwrap();
+    let deadline = std::time::Instant::now() + WAIT;
+    while replica.leased_term().is_none() {
+        assert!(std::time::Instant::now() < deadline, "the leader's lease never held");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    c.net.isolate(leader, [1, 2, 3]);
+    tokio::time::sleep(replica.election_timeout() * 2).await;
+    assert_eq!(replica.leased_term(), None, "no acknowledgement for two leases");
+    c.net.heal_all();
+    c.shutdown().await;
+}
