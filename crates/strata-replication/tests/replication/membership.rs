@@ -78,23 +78,13 @@ async fn leadership_is_transferred_while_writes_go_on() {
 async fn a_leader_handing_over_its_leadership_claims_no_lease() {
     let c = Cluster::start(&[1, 2, 3], &[0]).await;
     let g = c.groups[0];
-    let old = c.leader(g).await;
-    let replica = c.node(old).replica(g).unwrap();
-    let deadline = std::time::Instant::now() + WAIT;
-    while replica.leased_term().is_none() {
-        assert!(std::time::Instant::now() < deadline, "the leader's lease never held");
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+    let (old, replica) = leased_leader(&c, g).await;
     let to = [1, 2, 3].into_iter().find(|n| *n != old).unwrap();
     replica.transfer_leader(to).await.unwrap();
     assert_eq!(replica.leased_term(), None, "node {old} handed over {g}: no lease");
     let new = c.node(to).replica(g).unwrap();
     new.wait_for("lead", WAIT, move |s| s.role == Role::Leader).await.unwrap();
-    let deadline = std::time::Instant::now() + WAIT;
-    while new.leased_term().is_none() {
-        assert!(std::time::Instant::now() < deadline, "the new leader's lease never held");
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+    wait_leased(&new).await;
     assert_eq!(replica.leased_term(), None);
     c.shutdown().await;
 }
@@ -121,16 +111,30 @@ async fn the_only_voter_holds_its_lease_while_it_leads() {
 async fn a_leader_cut_off_from_its_voters_loses_its_lease() {
     let c = Cluster::start(&[1, 2, 3], &[0]).await;
     let g = c.groups[0];
-    let leader = c.leader(g).await;
-    let replica = c.node(leader).replica(g).unwrap();
-    let deadline = std::time::Instant::now() + WAIT;
-    while replica.leased_term().is_none() {
-        assert!(std::time::Instant::now() < deadline, "the leader's lease never held");
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+    let (leader, replica) = leased_leader(&c, g).await;
     c.net.isolate(leader, [1, 2, 3]);
     tokio::time::sleep(replica.election_timeout() * 2).await;
     assert_eq!(replica.leased_term(), None, "no acknowledgement for two leases");
     c.net.heal_all();
     c.shutdown().await;
+}
+
+/// Group `g`'s leader and its replica there, once its lease holds.
+async fn leased_leader(
+    c: &Cluster,
+    g: strata_replication::GroupId,
+) -> (strata_replication::NodeId, strata_replication::Replica) {
+    let leader = c.leader(g).await;
+    let replica = c.node(leader).replica(g).unwrap();
+    wait_leased(&replica).await;
+    (leader, replica)
+}
+
+/// Waits, at most `WAIT`, until `replica`'s leader lease holds.
+async fn wait_leased(replica: &strata_replication::Replica) {
+    let deadline = std::time::Instant::now() + WAIT;
+    while replica.leased_term().is_none() {
+        assert!(std::time::Instant::now() < deadline, "the leader's lease never held");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
 }
