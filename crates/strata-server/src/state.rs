@@ -41,6 +41,11 @@ pub struct Stats {
     /// Time active expiry rounds took, in microseconds (INFO's
     /// `expire_cycle_cpu_milliseconds`).
     pub expire_micros: AtomicU64,
+    /// Rounds the expiry walk took, and whether it patrols (`server::tasks::WalkPace`): INFO
+    /// `strata`'s `strata_expiry_walk`, not reset by CONFIG RESETSTAT.
+    pub expire_walk_rounds: AtomicU64,
+    /// See [`Stats::expire_walk_rounds`].
+    pub expire_walk_patrolling: AtomicBool,
     /// `latency-tracking`: whether runs go to the commands' histograms.
     pub latency_tracking: AtomicBool,
 }
@@ -60,6 +65,8 @@ impl Default for Stats {
             error_codes: Mutex::new(BTreeMap::new()),
             expire_time_capped: AtomicU64::new(0),
             expire_micros: AtomicU64::new(0),
+            expire_walk_rounds: AtomicU64::new(0),
+            expire_walk_patrolling: AtomicBool::new(false),
             latency_tracking: AtomicBool::new(true),
         }
     }

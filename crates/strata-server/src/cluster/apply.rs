@@ -430,6 +430,9 @@ impl Apply for ServerApply {
         if let Err(e) = self.ownership.reload(&self.store, Some(group.0 as u16)) {
             self.store.db.log_info(&format!("{group} snapshot installed: {e}"));
         }
+        // The snapshot's keys with an expiry came in unnoted: the walk looks for them at its
+        // full pace (`server::tasks::WalkPace`).
+        self.store.due.mark_gap();
         self.forget_cached();
     }
 
@@ -500,6 +503,21 @@ mod tests {
         assert_eq!(keys, vec![stored(b"later"), stored(b"soon")]);
     }
 
+    /// A partition's snapshot installed brings its keys unnoted: a gap in the due index, so
+    /// the expiry walk looks for them at its full pace (`server::tasks::WalkPace`); the meta
+    /// group's holds no keys of the store.
+    #[test]
+    fn an_installed_snapshot_is_a_gap_in_the_due_index() {
+        let (dir, store) = crate::cluster::testing::store();
+        let a = ServerApply::new(store.clone(), Partitions::new(4).unwrap(), dir.path().join("s"))
+            .unwrap();
+        let gaps = store.due.gaps();
+        a.installed(META);
+        assert_eq!(store.due.gaps(), gaps);
+        a.installed(GroupId(2));
+        assert_eq!(store.due.gaps(), gaps + 1);
+    }
+
     /// A table file an interrupted ingestion left is removed when the state machine starts;
     /// an ingest entry applied again, as after a crash between its ingestion and the write
     /// of the applied index, leaves the same records; one for a slot the partition is not
@@ -525,7 +543,9 @@ mod tests {
         assert!(r.starts_with("-ERR slot 10 is not being imported into partition 3"), "{r}");
         assert!(records(&a, t, slot).is_empty());
         assert_eq!(apply(&a, t, 2, &ownership::encode_control(Op::Import, slot, s)), "ok");
+        let gaps = store.due.gaps();
         assert_eq!(apply(&a, t, 3, &entry), "3");
+        assert!(store.due.gaps() > gaps, "ingested keys are unnoted: a gap in the due index");
         let once = records(&a, t, slot);
         assert_eq!(once.len(), 3);
         assert_eq!(once[2], (1, [&t.to_be_bytes()[..], &k3].concat(), b"sub c".to_vec()));

@@ -235,6 +235,11 @@ pub fn info_text(sh: &Shared, want: &[String]) -> Result<String, CmdError> {
         let _ = write!(t, "strata_field_deltas:{deltas}\r\n");
         let (due, cap) = (sh.engine().due.len(), crate::storage::due::CAPACITY);
         let _ = write!(t, "strata_expiry_index:keys={due},capacity={cap}\r\n");
+        let rounds = sh.stats.expire_walk_rounds.load(std::sync::atomic::Ordering::Relaxed);
+        let patrol = sh.stats.expire_walk_patrolling.load(std::sync::atomic::Ordering::Relaxed);
+        let gaps = sh.engine().due.gaps();
+        let patrol = u8::from(patrol);
+        let _ = write!(t, "strata_expiry_walk:rounds={rounds},patrolling={patrol},gaps={gaps}\r\n");
         let (n, bytes, hits, misses) = sh.engine().meta_cache.stats();
         let _ = write!(
             t,

@@ -1,7 +1,8 @@
 //! Background tasks: active expiry (takes the keys due from the due index, then walks the
 //! metadata family a slice at a time, deleting expired keys nobody reads, and publishing
 //! their `expired` keyspace notifications; in cluster mode, those of the partitions the node
-//! leads) and the once-a-second WAL sync of `appendfsync everysec`.
+//! leads; the walk slows to a patrol once the index holds every key with an expiry,
+//! [`WalkPace`]) and the once-a-second WAL sync of `appendfsync everysec`.
 
 use crate::blocked::Cancel;
 use crate::filing::Filing;
@@ -22,6 +23,9 @@ const RETRY_DUE: Duration = Duration::from_secs(1);
 
 /// How often an expiry round starts (Redis's `hz` default, 10 a second).
 const EXPIRE_TICK: Duration = Duration::from_millis(100);
+
+/// Ticks per round of the walk while it patrols ([`WalkPace`]).
+pub const PATROL_TICKS: u32 = 10;
 
 /// Where active expiry goes on: a database, and a key in it (empty: its first).
 pub type ExpiryPoint = (usize, Vec<u8>);
@@ -70,39 +74,63 @@ pub fn expire_round(
     from: &ExpiryPoint,
     effort: &ExpiryEffort,
 ) -> crate::types::Result<(ExpiryPoint, usize)> {
-    walk_round(sh, from, effort).map(|(point, deleted, _)| (point, deleted))
+    walk_round(sh, from, effort).map(|w| (w.point, w.deleted))
 }
 
-/// [`expire_round`], and whether it stopped at its time limit while still finding expired
-/// keys.
+/// What a round of the walk did.
+struct Walk {
+    /// Where the next round starts.
+    point: ExpiryPoint,
+    /// Keys deleted.
+    deleted: usize,
+    /// Whether it stopped at its time limit while still finding expired keys.
+    capped: bool,
+    /// What it found for the walk's pace.
+    found: WalkFound,
+}
+
+/// What a round of the walk found that sets the walk's pace ([`WalkPace`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WalkFound {
+    /// Keys with an expiry that the due index did not hold (`types::expiry::Slice`).
+    pub unnoted: usize,
+    /// Whether it walked to the end of the last database (a pass over every key ended).
+    pub passed_end: bool,
+}
+
 fn walk_round(
     sh: &Shared,
     from: &ExpiryPoint,
     effort: &ExpiryEffort,
-) -> crate::types::Result<(ExpiryPoint, usize, bool)> {
+) -> crate::types::Result<Walk> {
     let started = std::time::Instant::now();
-    let (mut point, mut deleted) = (from.clone(), 0);
+    sh.stats.expire_walk_rounds.fetch_add(1, Ordering::Relaxed);
+    let mut walk =
+        Walk { point: from.clone(), deleted: 0, capped: false, found: WalkFound::default() };
     loop {
-        let Some((db, slice)) = expire_slice_at(sh, &point)? else {
-            return Ok((point, deleted, false));
+        let Some((db, slice, last_db)) = expire_slice_at(sh, &walk.point)? else {
+            return Ok(walk);
         };
-        deleted += slice.deleted;
+        walk.deleted += slice.deleted;
+        walk.found.unnoted += slice.unnoted;
+        walk.found.passed_end |= last_db && slice.next.is_empty();
         let (stale, elapsed) = (effort.stale(&slice), started.elapsed());
-        point = if slice.next.is_empty() { (db + 1, Vec::new()) } else { (db, slice.next) };
+        walk.point = if slice.next.is_empty() { (db + 1, Vec::new()) } else { (db, slice.next) };
         if !stale || elapsed >= effort.time {
             count_round(sh, elapsed, stale);
-            return Ok((point, deleted, stale));
+            walk.capped = stale;
+            return Ok(walk);
         }
     }
 }
 
-/// One slice of a round, from `from`: the database it walked and what it did; `None` while
-/// CLIENT PAUSE holds the clients (Redis's rule: a pause is what a failover stands on, and an
-/// expiry is a write).
+/// One slice of a round, from `from`: the database it walked, what it did, and whether that
+/// database is the last one with keys' families; `None` while CLIENT PAUSE holds the clients
+/// (Redis's rule: a pause is what a failover stands on, and an expiry is a write).
 fn expire_slice_at(
     sh: &Shared,
     from: &ExpiryPoint,
-) -> crate::types::Result<Option<(usize, Slice)>> {
+) -> crate::types::Result<Option<(usize, Slice, bool)>> {
     if sh.pause.current().is_some() {
         return Ok(None);
     }
@@ -111,6 +139,7 @@ fn expire_slice_at(
     let _pin = sh.dbs.pin(false);
     // The database itself, or (swapped away or never created) the next one that exists.
     let db = sh.dbs.each().map(|(d, _)| d).find(|d| *d >= db).unwrap_or(0);
+    let last_db = !sh.dbs.each().any(|(d, _)| d > db);
     let st = sh.dbs.store(db);
     let mut d = Deleter::new(sh, st);
     let r = expire_slice(st, &sh.notifier, db, from, EXPIRE_SLICE, |at| d.view(at));
@@ -119,38 +148,121 @@ fn expire_slice_at(
         sh.engine().due.note(st.set, at, again);
     }
     after_deletions(sh);
-    Ok(Some((db, r?)))
+    Ok(Some((db, r?, last_db)))
+}
+
+/// How often the walk takes a round (`active-expire-effort` still sets how long a round
+/// goes on). The walk is there to find the keys with an expiry that the due index lacks
+/// (`storage::due`); once a whole pass over every database found none, the index holds
+/// every such key, and walking them all again ten times a second would read the whole store
+/// over and over (2,000 keys a second, for ever, however few keys have an expiry: Redis
+/// samples only its keys with an expiry). So:
+/// - the walk takes a round every tick (Redis's pace) from the start, where the index is
+///   empty whatever the store holds;
+/// - once a pass that began with the walk at this pace ends having found no key the index
+///   lacked, it patrols: a round every [`PATROL_TICKS`] ticks, so a key that came in
+///   unnoted is still found, a pass taking ten times as long;
+/// - a round that finds a key the index lacked, or a gap the index counts (a refused
+///   entry, a snapshot installed, a slot's data ingested: [`crate::storage::due::DueIndex::gaps`]),
+///   puts it back at the full pace, and the pass under way no longer counts as clean.
+///
+/// Ticks whose due keys ran out of time still walk first, patrolling or not (many keys
+/// expiring at once: `expire_tick`).
+#[derive(Clone, Debug)]
+pub struct WalkPace {
+    patrolling: bool,
+    /// Whether the pass under way has found nothing the index lacked, and no gap came.
+    clean: bool,
+    /// The index's gaps last seen.
+    gaps: u64,
+    /// Ticks since the last patrol round.
+    idle: u32,
+}
+
+impl WalkPace {
+    /// The pace of a walk starting at the start of a pass, the index at `gaps` gaps.
+    pub fn new(gaps: u64) -> WalkPace {
+        WalkPace { patrolling: false, clean: true, gaps, idle: 0 }
+    }
+
+    /// Whether the walk patrols.
+    pub fn patrolling(&self) -> bool {
+        self.patrolling
+    }
+
+    /// Whether this tick's round walks, the index now at `gaps` gaps.
+    pub fn walks_now(&mut self, gaps: u64) -> bool {
+        if gaps != self.gaps {
+            self.gaps = gaps;
+            (self.patrolling, self.clean) = (false, false);
+        }
+        if !self.patrolling {
+            return true;
+        }
+        self.idle += 1;
+        if self.idle < PATROL_TICKS {
+            return false;
+        }
+        self.idle = 0;
+        true
+    }
+
+    /// What a round of the walk found.
+    pub fn walked(&mut self, found: WalkFound) {
+        if found.passed_end {
+            self.patrolling |= self.clean;
+            self.clean = true;
+        }
+        if found.unnoted > 0 {
+            (self.patrolling, self.clean) = (false, false);
+            self.idle = 0;
+        }
+    }
+}
+
+/// What one tick of active expiry did ([`expire_tick`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tick {
+    /// Where the walk goes on.
+    pub point: ExpiryPoint,
+    /// Whether the next tick walks first.
+    pub walk_first: bool,
+    /// What the walk found, when the tick walked.
+    pub walked: Option<WalkFound>,
 }
 
 /// One tick of active expiry from the walk's point `from`: the due keys ([`expire_due`])
-/// and a round of the walk ([`expire_round`]) share the round's time. The due keys go first
-/// and the walk has what time is left, unless the due keys ran out of time in the tick
-/// before (`walk_first`): then many keys expire at once, which the walk deletes at a
-/// fraction of the cost (it reads them in order; the index's keys are read one by one, far
-/// apart), and deleting them takes their entries out of the index. The walk goes first for
-/// as long as it runs out of time finding expired keys, then the due keys have what time
-/// it left. Returns where the walk goes on and whether the next tick walks first.
+/// and, where `walk` says so ([`WalkPace`]), a round of the walk ([`expire_round`]) share
+/// the round's time. The due keys go first and the walk has what time is left, unless the
+/// due keys ran out of time in the tick before (`walk_first`, which walks whatever `walk`
+/// says): then many keys expire at once, which the walk deletes at a fraction of the cost
+/// (it reads them in order; the index's keys are read one by one, far apart), and deleting
+/// them takes their entries out of the index. The walk goes first for as long as it runs
+/// out of time finding expired keys, then the due keys have what time it left.
 pub fn expire_tick(
     sh: &Shared,
     from: &ExpiryPoint,
     effort: &ExpiryEffort,
     walk_first: bool,
-) -> crate::types::Result<(ExpiryPoint, bool)> {
+    walk: bool,
+) -> crate::types::Result<Tick> {
     let started = std::time::Instant::now();
     let left = || ExpiryEffort { time: effort.time.saturating_sub(started.elapsed()), ..*effort };
     // A failed slice of the due keys leaves the walk to find them.
     if walk_first {
-        let (next, _, capped) = walk_round(sh, from, effort)?;
-        if capped {
-            return Ok((next, true));
-        }
-        let due = expire_due(sh, &left());
-        return Ok((next, due.is_ok_and(|p| p.out_of_time)));
+        let w = walk_round(sh, from, effort)?;
+        let walk_first = w.capped || expire_due(sh, &left()).is_ok_and(|p| p.out_of_time);
+        return Ok(Tick { point: w.point, walk_first, walked: Some(w.found) });
     }
+    let unmoved = |walk_first| Tick { point: from.clone(), walk_first, walked: None };
     if expire_due(sh, effort).is_ok_and(|p| p.out_of_time) {
-        return Ok((from.clone(), true));
+        return Ok(unmoved(true));
     }
-    Ok((expire_round(sh, from, &left())?.0, false))
+    if !walk {
+        return Ok(unmoved(false));
+    }
+    let w = walk_round(sh, from, &left())?;
+    Ok(Tick { point: w.point, walk_first: false, walked: Some(w.found) })
 }
 
 /// What [`expire_due`] did.
@@ -351,6 +463,7 @@ pub fn start(sh: &Arc<Shared>) {
     tokio::spawn(async move {
         let mut from: ExpiryPoint = (0, Vec::new());
         let mut walk_first = false;
+        let mut pace = WalkPace::new(s.engine().due.gaps());
         let mut tick = tokio::time::interval(EXPIRE_TICK);
         loop {
             tick.tick().await;
@@ -359,20 +472,27 @@ pub fn start(sh: &Arc<Shared>) {
             let s2 = s.clone();
             let start = std::mem::take(&mut from);
             let effort = ExpiryEffort::of(&s);
+            let walk = pace.walks_now(s.engine().due.gaps());
             // Off the async workers, where a panic ends this round only (below).
             let r = tokio::task::spawn_blocking(move || {
                 redirect_blocked(&s2);
                 revoke_moved_shards(&s2);
-                expire_tick(&s2, &start, &effort, walk_first)
+                expire_tick(&s2, &start, &effort, walk_first, walk)
             })
             .await;
             match r {
                 // Each key deleted is counted where it is (`types::keyspace`).
-                Ok(Ok((next, w))) => (from, walk_first) = (next, w),
+                Ok(Ok(t)) => {
+                    (from, walk_first) = (t.point, t.walk_first);
+                    if let Some(found) = t.walked {
+                        pace.walked(found);
+                    }
+                }
                 Ok(Err(_)) => {}
                 // A panic in one round ends that round only: the next starts over.
                 Err(e) => eprintln!("active expiry round failed: {e}"),
             }
+            s.stats.expire_walk_patrolling.store(pace.patrolling(), Ordering::Relaxed);
         }
     });
     let s = sh.clone();
@@ -391,4 +511,68 @@ pub fn start(sh: &Arc<Shared>) {
             }
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{WalkFound, WalkPace, PATROL_TICKS};
+
+    const NOTHING: WalkFound = WalkFound { unnoted: 0, passed_end: false };
+    const END: WalkFound = WalkFound { unnoted: 0, passed_end: true };
+
+    /// Ticks until the pace next walks (at most two patrol periods), the gaps unchanged.
+    fn ticks_to_walk(pace: &mut WalkPace, gaps: u64) -> u32 {
+        (1..=2 * PATROL_TICKS).find(|_| pace.walks_now(gaps)).unwrap()
+    }
+
+    #[test]
+    fn the_walk_patrols_after_a_clean_pass_and_runs_again_at_a_miss() {
+        let mut pace = WalkPace::new(0);
+        assert!(pace.walks_now(0), "from the start, every tick");
+        pace.walked(NOTHING);
+        assert!(!pace.patrolling() && pace.walks_now(0), "a pass under way");
+        pace.walked(END);
+        assert!(pace.patrolling(), "the first pass found nothing missing");
+        assert_eq!(ticks_to_walk(&mut pace, 0), PATROL_TICKS);
+        pace.walked(NOTHING);
+        assert_eq!(ticks_to_walk(&mut pace, 0), PATROL_TICKS, "one round a patrol period");
+        pace.walked(END);
+        assert!(pace.patrolling(), "a clean patrol pass keeps patrolling");
+
+        // A key the index lacked: every tick again, and the pass under way is not clean.
+        assert_eq!(ticks_to_walk(&mut pace, 0), PATROL_TICKS);
+        pace.walked(WalkFound { unnoted: 1, passed_end: false });
+        assert!(!pace.patrolling());
+        assert!(pace.walks_now(0));
+        pace.walked(END);
+        assert!(!pace.patrolling(), "the pass that found it does not count as clean");
+        assert!(pace.walks_now(0));
+        pace.walked(END);
+        assert!(pace.patrolling(), "the next whole pass does");
+
+        // A miss in the round that ended a clean pass: that pass's end does not count.
+        pace = WalkPace::new(0);
+        pace.walked(WalkFound { unnoted: 3, passed_end: true });
+        assert!(!pace.patrolling());
+        pace.walked(END);
+        assert!(!pace.patrolling(), "the round found it past the end too");
+        pace.walked(END);
+        assert!(pace.patrolling());
+    }
+
+    #[test]
+    fn a_gap_in_the_index_puts_the_walk_back_at_its_full_pace() {
+        let mut pace = WalkPace::new(7);
+        pace.walked(END);
+        assert!(pace.patrolling());
+        assert!(!pace.walks_now(7));
+        assert!(pace.walks_now(8), "a gap: this tick walks");
+        assert!(!pace.patrolling());
+        pace.walked(END);
+        assert!(!pace.patrolling(), "the pass under way began before the gap");
+        assert!(pace.walks_now(8), "the same gaps: no new one");
+        pace.walked(NOTHING);
+        pace.walked(END);
+        assert!(pace.patrolling());
+    }
 }

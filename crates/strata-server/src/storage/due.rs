@@ -12,6 +12,11 @@
 //! is found within one pass, as before the index. On a cluster node every replica's applied
 //! entries feed the index too (`cluster::apply`).
 //!
+//! Where the index knows it misses keys, it counts a gap ([`DueIndex::gaps`]): a new entry
+//! refused (full), and what the application marks ([`DueIndex::mark_gap`]: keys arriving
+//! in bulk, unnoted, as a snapshot installed or a slot move's data). The walk's pace follows
+//! from the gaps and from what the walk itself finds missing (`server::tasks`, `WalkPace`).
+//!
 //! Entries are spread over [`STRIPES`] stripes by the key's hash, each a lock of its own, so
 //! writers on different connection threads rarely meet. A key has at most one entry: noting
 //! it again with another due time moves it.
@@ -20,7 +25,7 @@ use super::prehashed::PrehashedMap;
 use parking_lot::Mutex;
 use std::collections::BTreeSet;
 use std::hash::BuildHasher;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 /// Stripes of the index.
@@ -65,6 +70,8 @@ pub struct DueIndex {
     /// Where the next [`DueIndex::take_due`] starts.
     next_stripe: AtomicUsize,
     expiry_of: OnceLock<ExpiryOf>,
+    /// Gaps counted ([`DueIndex::gaps`]).
+    gaps: AtomicU64,
 }
 
 impl Default for DueIndex {
@@ -75,6 +82,7 @@ impl Default for DueIndex {
             len: AtomicUsize::new(0),
             next_stripe: AtomicUsize::new(0),
             expiry_of: OnceLock::new(),
+            gaps: AtomicU64::new(0),
         }
     }
 }
@@ -92,19 +100,23 @@ impl DueIndex {
     pub fn note_record(&self, set: u32, stored: &[u8], raw: &[u8]) {
         let Some(expiry_of) = self.expiry_of.get() else { return };
         match expiry_of(raw) {
-            Some(due) if due != 0 => self.note(set, stored, due),
+            Some(due) if due != 0 => {
+                self.note(set, stored, due);
+            }
             _ => {}
         }
     }
 
     /// Notes that the key at `stored` of family set `set` expires at `due` (ms since the
-    /// epoch), replacing the entry it had.
-    pub fn note(&self, set: u32, stored: &[u8], due: u64) {
+    /// epoch), replacing the entry it had. Returns whether the index lacked this entry
+    /// before: the key had none, or one with another due time, or the index is full (then
+    /// the entry is refused, and counted as a gap).
+    pub fn note(&self, set: u32, stored: &[u8], due: u64) -> bool {
         let h = self.hash(set, stored);
         let mut s = self.stripes[stripe_of(h)].lock();
         let s = &mut *s;
         match s.by_hash.get_mut(&h) {
-            Some(e) if e.due == due && e.set == set && *e.stored == *stored => {}
+            Some(e) if e.due == due && e.set == set && *e.stored == *stored => return false,
             Some(e) => {
                 s.by_time.remove(&(e.due, h));
                 s.by_time.insert((due, h));
@@ -115,26 +127,42 @@ impl DueIndex {
             }
             None => {
                 if self.len.load(Ordering::Relaxed) >= CAPACITY {
-                    return;
+                    self.mark_gap();
+                    return true;
                 }
                 s.by_time.insert((due, h));
                 s.by_hash.insert(h, Entry { set, stored: stored.into(), due });
                 self.len.fetch_add(1, Ordering::Relaxed);
             }
         }
+        true
+    }
+
+    /// Counts a gap: keys with an expiry may have arrived without being noted (a snapshot
+    /// installed, a slot's data ingested), so the walk must look again at its full pace.
+    pub fn mark_gap(&self) {
+        self.gaps.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Gaps counted since the index was made: refused entries and [`DueIndex::mark_gap`]s.
+    pub fn gaps(&self) -> u64 {
+        self.gaps.load(Ordering::Relaxed)
     }
 
     /// Drops the entry of the key at `stored` of family set `set`, if it has one (the walk
-    /// deleted it).
-    pub fn forget(&self, set: u32, stored: &[u8]) {
+    /// deleted it); returns whether it had one.
+    pub fn forget(&self, set: u32, stored: &[u8]) -> bool {
         let h = self.hash(set, stored);
         let mut s = self.stripes[stripe_of(h)].lock();
-        if let Some(e) = s.by_hash.get(&h).filter(|e| e.set == set && *e.stored == *stored) {
-            let due = e.due;
-            s.by_hash.remove(&h);
-            s.by_time.remove(&(due, h));
-            self.len.fetch_sub(1, Ordering::Relaxed);
-        }
+        let Some(due) =
+            s.by_hash.get(&h).filter(|e| e.set == set && *e.stored == *stored).map(|e| e.due)
+        else {
+            return false;
+        };
+        s.by_hash.remove(&h);
+        s.by_time.remove(&(due, h));
+        self.len.fetch_sub(1, Ordering::Relaxed);
+        true
     }
 
     /// Takes out up to `max` entries due at `now` or before, each as its family set and
@@ -281,12 +309,18 @@ mod tests {
     fn a_full_index_refuses_new_keys_but_moves_known_ones() {
         let ix = DueIndex::default();
         ix.len.store(CAPACITY - 1, Ordering::Relaxed);
-        ix.note(0, b"a", 10);
+        assert!(ix.note(0, b"a", 10), "new");
         assert_eq!(ix.len(), CAPACITY);
-        ix.note(0, b"b", 10);
+        assert_eq!(ix.gaps(), 0);
+        assert!(ix.note(0, b"b", 10), "refused: the index lacks it");
         assert_eq!(ix.len(), CAPACITY, "past capacity: refused");
-        ix.note(0, b"a", 20); // known: moved, not refused
+        assert_eq!(ix.gaps(), 1, "a refusal is a gap");
+        assert!(!ix.note(0, b"a", 10), "held as given");
+        assert!(ix.note(0, b"a", 20), "known: moved, not refused");
         assert_eq!(ix.len(), CAPACITY);
+        assert_eq!(ix.gaps(), 1);
+        ix.mark_gap();
+        assert_eq!(ix.gaps(), 2);
         assert_eq!(ix.take_due(15, 10), Vec::<(u32, Vec<u8>)>::new());
         assert_eq!(ix.take_due(20, 10), vec![(0, b"a".to_vec())]);
     }

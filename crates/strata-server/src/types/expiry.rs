@@ -23,6 +23,9 @@ pub struct Slice {
     pub expired: usize,
     /// Keys deleted (fewer than `expired` where a key was written again meanwhile).
     pub deleted: usize,
+    /// Keys with an expiry that the due index did not hold as found (`storage::due`): one
+    /// still ahead is noted now (or refused, the index full), an expired one had no entry.
+    pub unnoted: usize,
 }
 
 /// Deletes the expired keys among up to `budget` metadata records of `st` starting at the
@@ -56,10 +59,10 @@ pub fn expire_slice(
         let expire = metadata::raw_expire_ms(v).unwrap_or(0);
         slice.with_expiry += usize::from(expire != 0);
         if expire > now {
-            st.due.note(st.set, at, expire);
+            slice.unnoted += usize::from(st.due.note(st.set, at, expire));
         } else if expire != 0 && Meta::decode(v).is_ok_and(|m| m.expired(now)) {
             // Found here, the key needs no entry (one left would cost a read when due).
-            st.due.forget(st.set, at);
+            slice.unnoted += usize::from(!st.due.forget(st.set, at));
             due.push((at.to_vec(), k.to_vec()));
         }
         true

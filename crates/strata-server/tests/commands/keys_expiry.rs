@@ -288,6 +288,92 @@ fn an_expiry_round_goes_on_while_it_finds_expired_keys() {
     assert_eq!(run(&sh, &["DBSIZE"]), ":2000\r\n");
 }
 
+/// Each tick of active expiry reports what its walk found that the due index lacked (what
+/// sets the walk's pace: `server::tasks::WalkPace`): nothing where every key with an expiry
+/// was noted as written; each key once, in the pass after the index lost them (as at a
+/// restart), expired keys included; and a tick told not to walk walks nothing.
+#[test]
+fn the_walk_reports_the_keys_with_an_expiry_that_the_due_index_lacked() {
+    use strata_server::server::tasks::{expire_tick, ExpiryEffort};
+    let tmp = tempfile::tempdir().unwrap();
+    let sh = crate::common::in_process(tmp.path());
+    let effort = ExpiryEffort { time: Duration::from_secs(20), stale_percent: 10 };
+    // One whole pass from the start of database 0: the keys it found unnoted, and its rounds.
+    let pass = || {
+        let (mut point, mut unnoted, mut rounds) = ((0, Vec::new()), 0, 0);
+        loop {
+            let t = expire_tick(&sh, &point, &effort, false, true).unwrap();
+            let found = t.walked.expect("a tick told to walk walks");
+            (point, unnoted, rounds) = (t.point, unnoted + found.unnoted, rounds + 1);
+            if found.passed_end {
+                return (unnoted, rounds);
+            }
+            assert!(rounds < 100, "a pass over a few hundred keys ends");
+        }
+    };
+    for i in 0..150 {
+        run(&sh, &["SET", &format!("live{i:05}"), "v"]);
+        run(&sh, &["SET", &format!("later{i:05}"), "v", "EX", "1000"]);
+    }
+    let (unnoted, rounds) = pass();
+    assert_eq!(unnoted, 0, "each key was noted as written");
+    assert_eq!(rounds, 2, "300 keys, a slice of 200 a round");
+    let set = sh.dbs.store(0).set;
+    sh.engine().due.forget_set(set);
+    assert_eq!(pass().0, 150, "the index lost them: the walk finds each");
+    assert_eq!(pass().0, 0, "and noted them");
+    // Expired keys the index lacked: the due keys go first, so only the walk finds these.
+    for i in 0..20 {
+        run(&sh, &["SET", &format!("gone{i:05}"), "v", "PX", "1"]);
+    }
+    sh.engine().due.forget_set(set);
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(pass().0, 150 + 20, "the later keys again, and the expired ones");
+    assert_eq!(run(&sh, &["DBSIZE"]), ":300\r\n", "the expired keys deleted");
+    assert_eq!(pass().0, 0);
+    // A tick that does not walk leaves the walk where it was.
+    let t = expire_tick(&sh, &(0, b"x".to_vec()), &effort, false, false).unwrap();
+    assert_eq!((t.point, t.walk_first, t.walked), ((0, b"x".to_vec()), false, None));
+}
+
+/// The expiry walk's rounds and whether it patrols, from INFO `strata`.
+fn expiry_walk(c: &mut redis::Connection) -> (u64, bool) {
+    let info: String = redis::cmd("INFO").arg("strata").query(c).unwrap();
+    let line = info.lines().find_map(|l| l.strip_prefix("strata_expiry_walk:"));
+    let line = line.unwrap_or_else(|| panic!("no strata_expiry_walk in {info}"));
+    let field = |name: &str| {
+        let v = line.split(',').find_map(|f| f.strip_prefix(name)).unwrap();
+        v.parse::<u64>().unwrap()
+    };
+    (field("rounds="), field("patrolling=") == 1)
+}
+
+/// Once a pass of the walk found every key with an expiry already in the due index, the
+/// walk patrols (`server::tasks::WalkPace`): a round a second instead of ten, while keys
+/// written with an expiry since (noted as written) keep it patrolling.
+#[test]
+fn the_walk_patrols_once_a_pass_found_no_key_the_due_index_lacked() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    for i in 0..500 {
+        let _: () = c.set(format!("k{i:05}"), "v").unwrap();
+    }
+    let waited = std::time::Instant::now();
+    while !expiry_walk(&mut c).1 {
+        assert!(waited.elapsed() < Duration::from_secs(30), "the walk never patrolled");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (before, _) = expiry_walk(&mut c);
+    for i in 0..50 {
+        let _: () = c.set_ex(format!("t{i:05}"), "v", 1000).unwrap();
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    let (after, patrolling) = expiry_walk(&mut c);
+    assert!(patrolling, "keys noted as written leave nothing for the walk to find");
+    // Twenty ticks: two patrol rounds (ticks that ran late may come in a burst).
+    assert!(after - before <= 8, "{} rounds in 2 s: not patrolling", after - before);
+}
+
 /// The milliseconds since the epoch `ms` from now, as PEXPIREAT takes them.
 fn ms_from_now(ms: u64) -> String {
     (strata_server::types::now_ms() + ms).to_string()
@@ -408,7 +494,8 @@ fn a_tick_walks_first_while_many_keys_expire_at_once() {
         run(&sh, &["SET", &format!("few{i:02}"), "v", "PXAT", &at]);
     }
     std::thread::sleep(Duration::from_millis(100));
-    let (point, walk_first) = expire_tick(&sh, &start, &no_time, false).unwrap();
+    let t = expire_tick(&sh, &start, &no_time, false, true).unwrap();
+    let (point, walk_first) = (t.point, t.walk_first);
     assert!(!walk_first);
     assert!(point.0 == 0 && !point.1.is_empty(), "the walk went one slice: {point:?}");
     assert_eq!(run(&sh, &["DBSIZE"]), ":1000\r\n");
@@ -419,8 +506,10 @@ fn a_tick_walks_first_while_many_keys_expire_at_once() {
         run(&sh, &["SET", &format!("many{i:05}"), "v", "PXAT", &at]);
     }
     std::thread::sleep(Duration::from_millis(100));
-    let (point, walk_first) = expire_tick(&sh, &start, &no_time, false).unwrap();
+    let t = expire_tick(&sh, &start, &no_time, false, true).unwrap();
+    let (point, walk_first) = (t.point, t.walk_first);
     assert_eq!((point.clone(), walk_first), (start.clone(), true), "one slice of due keys");
+    assert_eq!(t.walked, None, "the due keys took the tick's time");
     assert_eq!(sh.engine().due.len(), 2800);
     let expired = |sh: &strata_server::state::Shared| -> usize {
         let info = run(sh, &["INFO", "stats"]);
@@ -428,13 +517,16 @@ fn a_tick_walks_first_while_many_keys_expire_at_once() {
         n.trim().parse().unwrap()
     };
     let before = expired(&sh);
-    let (point, walk_first) = expire_tick(&sh, &point, &no_time, true).unwrap();
+    // Walking first, the tick walks even where the walk's pace would not (it patrols).
+    let t = expire_tick(&sh, &point, &no_time, true, false).unwrap();
+    assert!(t.walked.is_some_and(|f| f.unnoted == 0), "their keys were noted: {t:?}");
+    let (point, walk_first) = (t.point, t.walk_first);
     assert!(walk_first, "the walk ran out of time among expired keys");
     assert!(point.0 == 0 && point.1 > start.1, "the walk went first: {point:?}");
     let walked = expired(&sh) - before;
     assert!(walked > 100, "one slice of the walk: {walked}");
     assert_eq!(sh.engine().due.len(), 2800 - walked, "the walk's deletions left the index");
-    let (_, walk_first) = expire_tick(&sh, &point, &effort, true).unwrap();
+    let walk_first = expire_tick(&sh, &point, &effort, true, false).unwrap().walk_first;
     assert!(!walk_first, "the walk ended in time, and so did the due keys after it");
     assert_eq!(sh.engine().due.len(), 0);
     assert_eq!(run(&sh, &["DBSIZE"]), ":1000\r\n");
