@@ -159,9 +159,9 @@ fn expire_slice_at(
 /// samples only its keys with an expiry). So:
 /// - the walk takes a round every tick (Redis's pace) from the start, where the index is
 ///   empty whatever the store holds;
-/// - once a pass that began with the walk at this pace ends having found no key the index
-///   lacked, it patrols: a round every [`PATROL_TICKS`] ticks, so a key that came in
-///   unnoted is still found, a pass taking ten times as long;
+/// - once a whole pass (from the first key of the first database to the end of the last)
+///   found no key the index lacked, it patrols: a round every [`PATROL_TICKS`] ticks, so a
+///   key that came in unnoted is still found, a pass taking ten times as long;
 /// - a round that finds a key the index lacked, or a gap the index counts (a refused
 ///   entry, a snapshot installed, a slot's data ingested: [`crate::storage::due::DueIndex::gaps`]),
 ///   puts it back at the full pace, and the pass under way no longer counts as clean.
