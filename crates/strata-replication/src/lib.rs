@@ -41,7 +41,7 @@ pub mod types;
 
 pub use codec::DecodeError;
 pub use error::{Error, Result};
-pub use log_store::{open_db, GroupLog, NodeStorage};
+pub use log_store::{family_options, open_db, GroupLog, NodeStorage, FAMILIES};
 pub use raft::{GroupStatus, Leadership, RaftNode, RaftSettings, Replica, Role};
 pub use rejoin::OnEmpty;
 pub use state_machine::{Apply, GroupState};

@@ -39,8 +39,28 @@ use crate::log_tail::LogTail;
 use crate::sync_group::SyncGroup;
 use crate::types::{Entry, GroupId, LogId, Vote};
 
+/// The replication families, which an application opening the node's `Db` itself must name
+/// with [`family_options`] (else [`NodeStorage::open`] creates them with the engine's
+/// defaults).
+pub const FAMILIES: [&str; 2] = [LOG_CF, META_CF];
+
+/// The options of the family `name` on a node whose other families take `base`: `base`, but
+/// for the Raft log no compression (its entries live only until the next snapshot of their
+/// group purges them, a few thousand writes; compressing the tables they are flushed to
+/// spends CPU on bytes soon deleted). Any other name gets `base`.
+pub fn family_options(name: &str, base: &strata::Options) -> strata::Options {
+    let mut o = base.clone();
+    if name == LOG_CF {
+        o.compression = strata::CompressionType::None;
+        o.compression_per_level.clear();
+        o.bottommost_compression = None;
+    }
+    o
+}
+
 /// Opens (creating what is missing) the `Db` at `path` with the replication families and the
-/// application's `app_families` (the `default` family is always there), all with `opts`.
+/// application's `app_families` (the `default` family is always there), all with `opts`
+/// ([`family_options`] for the replication families).
 pub fn open_db(
     opts: &strata::Options,
     path: impl AsRef<Path>,
@@ -49,9 +69,10 @@ pub fn open_db(
     let mut opts = opts.clone();
     opts.create_if_missing = true;
     opts.create_missing_column_families = true;
-    let families = app_families.iter().copied().chain([LOG_CF, META_CF]);
-    let descriptors: Vec<_> =
-        families.map(|n| strata::ColumnFamilyDescriptor::new(n, opts.clone())).collect();
+    let families = app_families.iter().copied().chain(FAMILIES);
+    let descriptors: Vec<_> = families
+        .map(|n| strata::ColumnFamilyDescriptor::new(n, family_options(n, &opts)))
+        .collect();
     Db::open_cf_descriptors(&opts, path.as_ref(), descriptors)
         .map_err(|e| Error::engine(format!("open the node's db in {}", path.as_ref().display()), e))
 }
@@ -72,7 +93,9 @@ pub struct NodeStorage {
 type AppendsSynced = Box<dyn Fn() -> bool + Send + Sync>;
 
 impl NodeStorage {
-    /// Takes the node's `Db`, creating the `raft_log` and `raft_meta` families if missing, and
+    /// Takes the node's `Db`, creating the `raft_log` and `raft_meta` families if missing (with
+    /// the engine's default options: an application names them when it opens the `Db`,
+    /// [`FAMILIES`], to give them its own), and
     /// `snapshot_dir` (which must belong to this node alone). Leftover snapshot directories of
     /// an earlier run are removed, except one a snapshot install under way still needs.
     pub fn open(db: Arc<Db>, snapshot_dir: impl AsRef<Path>) -> Result<Arc<NodeStorage>> {
@@ -491,6 +514,38 @@ pub(crate) mod tests {
             log_id: LogId { term, leader: 1, index },
             payload: Payload::Normal(vec![index as u8; 3]),
         }
+    }
+
+    /// The Raft log's tables are written uncompressed (its entries are soon purged), every
+    /// other family as the base options say: compressible entries flushed take their whole
+    /// size in `raft_log` and a fraction of it in `raft_meta`.
+    #[test]
+    fn the_raft_log_family_is_not_compressed_and_the_others_keep_the_base_options() {
+        let base = strata::Options::default();
+        assert_eq!(family_options(LOG_CF, &base).compression, strata::CompressionType::None);
+        assert_eq!(family_options(META_CF, &base).compression, base.compression);
+        assert_eq!(family_options("data", &base).compression, base.compression);
+        assert_ne!(base.compression, strata::CompressionType::None, "the test needs a codec");
+        let dir = tempfile::tempdir().unwrap();
+        let node = node_in(dir.path());
+        let log = GroupLog::open(node.clone(), GroupId(1)).unwrap();
+        let big = |i: u64| Entry {
+            log_id: LogId { term: 1, leader: 1, index: i },
+            payload: Payload::Normal(vec![b'x'; 64 << 10]),
+        };
+        log.write_entries(&(1..=16).map(big).collect::<Vec<_>>()).unwrap();
+        for i in 0..16u32 {
+            node.db().put_cf(node.meta_cf(), i.to_be_bytes(), vec![b'y'; 64 << 10]).unwrap();
+        }
+        let size = |cf: &Arc<ColumnFamily>| -> u64 {
+            node.db().flush_cf(cf).unwrap();
+            let v = node.db().property_value_cf(cf, "rocksdb.total-sst-files-size").unwrap();
+            v.unwrap().parse().unwrap()
+        };
+        let written = 16 * (64 << 10);
+        assert!(size(node.log_cf()) >= written, "raft_log tables hold the entries as they are");
+        assert!(size(node.meta_cf()) < written / 4, "raft_meta tables are compressed");
+        node.stop();
     }
 
     #[test]

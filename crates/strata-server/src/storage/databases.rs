@@ -247,8 +247,20 @@ impl Databases {
                 }
             }
         }
+        // Cluster mode's Raft families are named from the first open, so they have the same
+        // options before and after a restart (`NodeStorage::open` would create them with the
+        // engine's defaults).
+        if partitioned {
+            let missing: Vec<String> = strata_replication::FAMILIES
+                .iter()
+                .filter(|f| !others.iter().any(|o| o == *f))
+                .map(|f| f.to_string())
+                .collect();
+            others.extend(missing);
+        }
         for name in others {
-            descriptors.push(ColumnFamilyDescriptor::new(name, opts.clone()));
+            let family = strata_replication::family_options(&name, &opts);
+            descriptors.push(ColumnFamilyDescriptor::new(name, family));
         }
         let db = Db::open_cf_descriptors(&opts, dir, descriptors).map_err(db_err)?;
         let server_cf = db.cf_handle(CF_SERVER).ok_or(OpenError::MissingFamily(CF_SERVER))?;
@@ -563,6 +575,37 @@ mod tests {
 
     fn never_stale(_: &Store, _: &[u8]) -> bool {
         false
+    }
+
+    /// A partitioned (cluster mode) DB names the Raft families from its first open, with the
+    /// replication's options (`strata_replication::family_options`: the log's tables
+    /// uncompressed), and again at every open after: compressible log records flushed take
+    /// their whole size, before and after a reopen.
+    #[test]
+    fn a_partitioned_db_opens_the_raft_families_with_their_options_from_the_first_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let raw = 16 * (64u64 << 10);
+        let flushed = |round: u32| -> u64 {
+            let dbs = crate::types::open_partitioned(
+                strata::Options::default(),
+                dir.path(),
+                SyncPolicy::No,
+            )
+            .unwrap();
+            let db = &dbs.engine().db;
+            let log =
+                db.cf_handle(strata_replication::log_format::LOG_CF).expect("raft_log at open");
+            assert!(db.cf_handle(strata_replication::log_format::META_CF).is_some());
+            for i in 0..16u32 {
+                let key = [round.to_be_bytes(), i.to_be_bytes()].concat();
+                db.put_cf(&log, key, vec![b'x'; 64 << 10]).unwrap();
+            }
+            db.flush_cf(&log).unwrap();
+            let v = db.property_value_cf(&log, "rocksdb.total-sst-files-size").unwrap();
+            v.unwrap().parse().unwrap()
+        };
+        assert!(flushed(0) >= raw, "uncompressed at the first open");
+        assert!(flushed(1) >= 2 * raw, "and after a reopen");
     }
 
     fn open(dir: &std::path::Path, count: usize) -> Arc<Databases> {
