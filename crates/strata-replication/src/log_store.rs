@@ -44,16 +44,22 @@ use crate::types::{Entry, GroupId, LogId, Vote};
 /// defaults).
 pub const FAMILIES: [&str; 2] = [LOG_CF, META_CF];
 
+/// The smallest memtable of the Raft log family ([`family_options`]).
+pub const LOG_WRITE_BUFFER: usize = 64 << 20;
+
 /// The options of the family `name` on a node whose other families take `base`: `base`, but
-/// for the Raft log no compression (its entries live only until the next snapshot of their
-/// group purges them, a few thousand writes; compressing the tables they are flushed to
-/// spends CPU on bytes soon deleted). Any other name gets `base`.
+/// for the Raft log, whose entries live only until the next snapshot of their group purges
+/// them (a few thousand writes): no compression (it would spend CPU on bytes soon deleted),
+/// and a memtable of at least [`LOG_WRITE_BUFFER`] (every table of the log spans every
+/// group's range, so each L0 compaction rewrites all of the level below: fewer, larger
+/// tables are compacted less often). Any other name gets `base`.
 pub fn family_options(name: &str, base: &strata::Options) -> strata::Options {
     let mut o = base.clone();
     if name == LOG_CF {
         o.compression = strata::CompressionType::None;
         o.compression_per_level.clear();
         o.bottommost_compression = None;
+        o.write_buffer_size = o.write_buffer_size.max(LOG_WRITE_BUFFER);
     }
     o
 }
@@ -516,13 +522,18 @@ pub(crate) mod tests {
         }
     }
 
-    /// The Raft log's tables are written uncompressed (its entries are soon purged), every
-    /// other family as the base options say: compressible entries flushed take their whole
-    /// size in `raft_log` and a fraction of it in `raft_meta`.
+    /// The Raft log's tables are written uncompressed from a memtable of at least 64 MiB (its
+    /// entries are soon purged), every other family as the base options say: compressible
+    /// entries flushed take their whole size in `raft_log` and a fraction of it in `raft_meta`.
     #[test]
     fn the_raft_log_family_is_not_compressed_and_the_others_keep_the_base_options() {
         let base = strata::Options::default();
         assert_eq!(family_options(LOG_CF, &base).compression, strata::CompressionType::None);
+        let small = strata::Options { write_buffer_size: 1 << 20, ..base.clone() };
+        assert_eq!(family_options(LOG_CF, &small).write_buffer_size, LOG_WRITE_BUFFER);
+        assert_eq!(family_options(META_CF, &small).write_buffer_size, 1 << 20);
+        let large = strata::Options { write_buffer_size: 256 << 20, ..base.clone() };
+        assert_eq!(family_options(LOG_CF, &large).write_buffer_size, 256 << 20);
         assert_eq!(family_options(META_CF, &base).compression, base.compression);
         assert_eq!(family_options("data", &base).compression, base.compression);
         assert_ne!(base.compression, strata::CompressionType::None, "the test needs a codec");
