@@ -16,6 +16,9 @@
 //!   records its table does not refer to counted as garbage; when the table refers to none,
 //!   the file is deleted once the last reader lets go of the memtable ([`BlobLog`]'s drop).
 //!   The purge keeps every file whose memtable is still held ([`BlobLogs::pinned`]).
+//! - WALs kept after their writes reached tables (the archive, or live for another family)
+//!   are read back by `get_updates_since`: a file they may refer to stays on disk until they
+//!   go, after its flush abandoned it or a compaction dropped it (`db/wal_blob_refs.rs`).
 //! - A memtable whose blob file reached `blob_file_size` is full ([`log_full`]).
 //! - Recovery reads each index of a replayed record back into its value ([`resolve`]): the
 //!   replayed memtables hold values and are written out as any, and the blob files written
@@ -33,6 +36,7 @@ use std::sync::{Arc, Weak};
 use parking_lot::Mutex;
 
 use super::cf::{FamilyMem, MemSet};
+use super::wal_blob_refs::WalBlobRefs;
 use super::DbInner;
 use crate::blob::reader::BlobFileReader;
 use crate::blob::writer::BlobFileWriter;
@@ -54,8 +58,12 @@ pub(crate) struct BlobLog {
     len: AtomicU64,
     /// The directory entry of the file is durable.
     dir_synced: AtomicBool,
-    /// No table refers to the file: it is deleted when this is dropped.
+    /// No table refers to the file: it is deleted when this is dropped (or held for the
+    /// WALs that refer to it, `db/wal_blob_refs.rs`).
     discard: AtomicBool,
+    /// The first and the newest WAL a record of which refers to the file.
+    first_wal: AtomicU64,
+    newest_wal: AtomicU64,
     fs: Arc<dyn FileSystem>,
     registry: Arc<BlobLogs>,
     /// The DB's readers of blob files, which close the file when it is deleted.
@@ -73,7 +81,8 @@ enum LogState {
 }
 
 impl BlobLog {
-    fn append(&self, key: &[u8], value: &[u8]) -> Result<BlobIndex> {
+    /// Appends a value whose index goes into WAL `wal`.
+    fn append(&self, wal: FileNumber, key: &[u8], value: &[u8]) -> Result<BlobIndex> {
         let mut st = self.state.lock();
         let LogState::Open(w) = &mut *st else {
             return Err(Error::Background(format!(
@@ -83,6 +92,8 @@ impl BlobLog {
         };
         let index = w.add(key, value)?;
         self.len.store(w.len(), Ordering::Release);
+        self.first_wal.fetch_min(wal.0, Ordering::Relaxed);
+        self.newest_wal.fetch_max(wal.0, Ordering::Relaxed);
         Ok(index)
     }
 
@@ -161,7 +172,14 @@ impl BlobLog {
 impl Drop for BlobLog {
     fn drop(&mut self) {
         self.registry.live.lock().remove(&self.number);
-        if self.discard.load(Ordering::Acquire) {
+        let refs = &self.registry.wal_refs;
+        let first_wal = self.first_wal.load(Ordering::Relaxed);
+        let newest_wal = self.newest_wal.load(Ordering::Relaxed);
+        if first_wal <= newest_wal {
+            refs.note(self.number, FileNumber(first_wal)..=FileNumber(newest_wal));
+        }
+        // A file held for the WALs stays readable unfinished (the purge deletes it later).
+        if self.discard.load(Ordering::Acquire) && !refs.hold_if_needed(self.number) {
             // The reader a read of the memtable opened would keep the deleted file's space.
             self.source.evict(self.number);
             let _ = self.fs.remove(&self.path);
@@ -169,13 +187,21 @@ impl Drop for BlobLog {
     }
 }
 
-/// The DB's blob files written at commit whose memtable is still held by someone.
+/// The DB's blob files written at commit whose memtable is still held by someone, and those
+/// kept for the WALs that refer to them.
 #[derive(Default)]
 pub(crate) struct BlobLogs {
     live: Mutex<BTreeMap<FileNumber, Weak<BlobLog>>>,
+    /// The files kept WALs may refer to (`db/wal_blob_refs.rs`).
+    pub wal_refs: WalBlobRefs,
 }
 
 impl BlobLogs {
+    /// The registry of a DB just opened, with the blob files found that kept WALs may need.
+    pub fn new(wal_refs: WalBlobRefs) -> Self {
+        BlobLogs { live: Mutex::default(), wal_refs }
+    }
+
     /// The files the purge must keep: their memtables may still be read.
     pub fn pinned(&self) -> Vec<FileNumber> {
         self.live.lock().keys().copied().collect()
@@ -219,8 +245,10 @@ fn threshold(f: &FamilyMem) -> Option<u64> {
 /// Moves the put values of `batch` that its families write at commit into their memtables'
 /// blob files, replacing each put with its blob index; returns whether any was. The caller
 /// holds the WAL lock, with room made (`mems` are the memtables the batch goes to).
+/// `wal` is the WAL the batch goes to.
 pub(crate) fn commit_values(
     inner: &DbInner,
+    wal: FileNumber,
     mems: &MemSet,
     batch: &mut WriteBatch,
 ) -> Result<bool> {
@@ -253,7 +281,7 @@ pub(crate) fn commit_values(
             return Ok(None);
         };
         let log = log_for(inner, f)?;
-        let index = log.append(r.key, r.value)?;
+        let index = log.append(wal, r.key, r.value)?;
         if !touched.iter().any(|l| std::ptr::eq(*l, log)) {
             touched.push(log);
         }
@@ -291,6 +319,8 @@ fn log_for<'m>(inner: &DbInner, f: &'m FamilyMem) -> Result<&'m BlobLog> {
         len: AtomicU64::new(0),
         dir_synced: AtomicBool::new(false),
         discard: AtomicBool::new(false),
+        first_wal: AtomicU64::new(u64::MAX),
+        newest_wal: AtomicU64::new(0),
         fs: inner.fs.clone(),
         registry: inner.blob_logs.clone(),
         source: inner.blobs.clone(),

@@ -357,6 +357,9 @@ fn flush_one(
         edit.log_number = edit.log_number.map(|n| n.max(versions.log_number()));
         crate::kill_point!("flush.install");
         let version = versions.log_and_apply(&mut edit, &cfd.layout())?;
+        if let Some(n) = edit.log_number {
+            super::obsolete::wals_obsolete_below(inner, n);
+        }
         let mut st = inner.state.lock();
         if let (Some(cs), Some(version)) = (st.cfs.get_mut(&cfd.id), version) {
             for mem in &mems {

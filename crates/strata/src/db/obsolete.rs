@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 
 use super::wal_archive::{purge_archive, retire_wal};
+use super::wal_blob_refs::WalBlobRefs;
 use super::DbInner;
 use crate::env::FileSystem;
 use crate::filename::{blob_path, manifest_name, table_path, temp_path, wal_path, FileKind};
@@ -31,6 +32,8 @@ pub(crate) struct Keep {
     pub live_tables: HashSet<FileNumber>,
     /// Obsolete WALs to delete even when WALs are archived (`db/wal_archive.rs`).
     pub never_archive: BTreeSet<FileNumber>,
+    /// The WAL this open made: every WAL found is older.
+    pub new_wal: FileNumber,
 }
 
 /// The path of `kind` in `dir` if `keep` does not need it.
@@ -56,7 +59,10 @@ pub(crate) struct Found<'a> {
 
 /// At open, after the recovered state is installed: removes old WALs and MANIFESTs, temp
 /// files and tables no version references (outputs of an interrupted flush or compaction),
-/// in the DB directory and in the other table directories.
+/// in the DB directory and in the other table directories. Blob files no version references
+/// stay while a WAL from before the open is kept, which may refer to them (values written
+/// at commit): returned as held, and every blob file found as noted for those WALs
+/// (`db/wal_blob_refs.rs`).
 pub(crate) fn delete_obsolete_at_open(
     fs: &dyn FileSystem,
     opts: &crate::options::Options,
@@ -64,13 +70,28 @@ pub(crate) fn delete_obsolete_at_open(
     wal_dir: &Path,
     found: &Found<'_>,
     keep: &Keep,
-) {
+) -> WalBlobRefs {
     for (&n, path) in found.wal_files.range(..keep.oldest_wal) {
         crate::kill_point!("open.delete");
         retire_wal(fs, opts, wal_dir, n, path, &keep.never_archive);
     }
-    purge_archive(fs, opts, wal_dir);
+    let archived = purge_archive(fs, opts, wal_dir);
+    // A listing that fails keeps every WAL (any may be left).
+    let oldest_live = super::files::find_wals(fs, dir, wal_dir)
+        .map_or(FileNumber(0), |w| w.keys().next().copied().unwrap_or(keep.new_wal));
+    let newest_before = FileNumber(keep.new_wal.0.saturating_sub(1));
+    // Every archived WAL is from before the open.
+    let kept_before = oldest_live <= newest_before || archived.is_some();
+    let (mut blobs, mut held) = (Vec::new(), Vec::new());
     for &kind in found.kinds {
+        if let FileKind::Blob(n) = kind {
+            if keep.live_tables.contains(&n) {
+                blobs.push(n);
+            } else if kept_before {
+                held.push(n);
+                continue;
+            }
+        }
         if let Some(path) = obsolete_path(dir, kind, keep) {
             crate::kill_point!("open.delete");
             let _ = fs.remove(&path);
@@ -84,6 +105,7 @@ pub(crate) fn delete_obsolete_at_open(
             }
         }
     }
+    WalBlobRefs::at_open(&blobs, &held, newest_before, oldest_live, archived)
 }
 
 /// Whether `disable_file_deletions` holds deletions back.
@@ -93,7 +115,8 @@ fn deletions_disabled(inner: &DbInner) -> bool {
 
 /// After a flush installed `log_number`: removes the WALs below it, in the WAL directory and
 /// (left by an earlier `wal_dir` setting) in the DB directory. With `recycle_log_file_num`,
-/// WALs this process wrote are kept for reuse instead, up to that many.
+/// WALs this process wrote are kept for reuse instead, up to that many. Then the blob files
+/// held only for the WALs gone are deleted (`db/wal_blob_refs.rs`).
 pub(crate) fn delete_obsolete_wals(inner: &DbInner, log_number: FileNumber) {
     if deletions_disabled(inner) {
         return; // the next flush's call deletes every WAL below its own log number
@@ -101,28 +124,57 @@ pub(crate) fn delete_obsolete_wals(inner: &DbInner, log_number: FileNumber) {
     let Ok(wals) = super::files::find_wals(inner.fs.as_ref(), &inner.dir, &inner.wal_dir) else {
         return;
     };
+    // The oldest WAL left where it was: the first one kept for reuse, else the first at or
+    // above `log_number` (there is always one: the current WAL).
+    let mut oldest_left = wals.range(log_number..).next().map_or(log_number, |(&n, _)| n);
     let recycle = inner.opts.recycle_log_file_num;
-    // Held across the deletions: a file is never deleted once listed for reuse, and one taken
-    // for reuse is renamed under this lock (`write::switch::switch_memtable`), so a stale
-    // listing's old name just fails to delete.
-    let mut recycled = (recycle > 0).then(|| inner.recycled_wals.lock());
-    for (&n, path) in wals.range(..log_number) {
-        if let Some(r) = recycled.as_mut() {
-            if n >= inner.first_own_wal && *path == wal_path(&inner.wal_dir, n) {
-                if r.files.contains(&n) {
-                    continue;
-                }
-                if n > r.high_water && r.files.len() < recycle {
-                    r.files.push_back(n);
-                    r.high_water = n;
-                    continue;
+    {
+        // Held across the deletions: a file is never deleted once listed for reuse, and one
+        // taken for reuse is renamed under this lock (`write::switch::switch_memtable`), so a
+        // stale listing's old name just fails to delete.
+        let mut recycled = (recycle > 0).then(|| inner.recycled_wals.lock());
+        for (&n, path) in wals.range(..log_number) {
+            if let Some(r) = recycled.as_mut() {
+                if n >= inner.first_own_wal && *path == wal_path(&inner.wal_dir, n) {
+                    if !r.files.contains(&n) && n > r.high_water && r.files.len() < recycle {
+                        r.files.push_back(n);
+                        r.high_water = n;
+                    }
+                    if r.files.contains(&n) {
+                        oldest_left = oldest_left.min(n);
+                        continue;
+                    }
                 }
             }
+            crate::kill_point!("obsolete.delete");
+            retire_wal(
+                inner.fs.as_ref(),
+                &inner.opts,
+                &inner.wal_dir,
+                n,
+                path,
+                &inner.never_archive,
+            );
         }
-        crate::kill_point!("obsolete.delete");
-        retire_wal(inner.fs.as_ref(), &inner.opts, &inner.wal_dir, n, path, &inner.never_archive);
     }
-    purge_archive(inner.fs.as_ref(), &inner.opts, &inner.wal_dir);
+    let archived = purge_archive(inner.fs.as_ref(), &inner.opts, &inner.wal_dir);
+    let refs = &inner.blob_logs.wal_refs;
+    refs.set_kept(oldest_left, archived);
+    if refs.any_released() {
+        purge_obsolete_tables(inner);
+    }
+}
+
+/// A flush installed `log_number`: the WALs below it are deleted next
+/// ([`delete_obsolete_wals`]) unless they are archived, kept for reuse or deletions are
+/// disabled; the blob files only they refer to need not be held (`db/wal_blob_refs.rs`).
+pub(crate) fn wals_obsolete_below(inner: &DbInner, log_number: FileNumber) {
+    if !inner.opts.archives_wals()
+        && inner.opts.recycle_log_file_num == 0
+        && !deletions_disabled(inner)
+    {
+        inner.blob_logs.wal_refs.deleting_below(log_number);
+    }
 }
 
 /// Deletes tables that were compacted away and blob files that left the versions, when no
@@ -134,20 +186,28 @@ pub(crate) fn purge_obsolete_tables(inner: &DbInner) -> usize {
         return 0; // the candidates stay listed for the purge after `enable_file_deletions`
     }
     let mut candidates = std::mem::take(&mut inner.state.lock().obsolete_tables);
+    let refs = &inner.blob_logs.wal_refs;
     let live = {
         let mut versions = inner.versions.lock();
-        if candidates.is_empty() && !versions.holds_blob_files() {
+        if candidates.is_empty() && !versions.holds_blob_files() && !refs.holds_any() {
             return 0;
         }
         let mut live = versions.live_files();
         // Blob files of values written at commit whose memtables someone still reads.
         live.extend(inner.blob_logs.pinned());
         for n in versions.obsolete_blobs(&live) {
-            inner.blobs.evict(n);
-            candidates.push((n, blob_path(&inner.dir, n)));
+            // Or that kept WALs refer to: held, and readable, until those go.
+            if !refs.hold_if_needed(n) {
+                inner.blobs.evict(n);
+                candidates.push((n, blob_path(&inner.dir, n)));
+            }
         }
         live
     };
+    for n in refs.released() {
+        inner.blobs.evict(n);
+        candidates.push((n, blob_path(&inner.dir, n)));
+    }
     if candidates.is_empty() {
         return 0;
     }

@@ -17,12 +17,14 @@ use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex};
 
+use super::blob_log::BlobLogs;
 use super::cf::ColumnFamilyDescriptor;
 use super::cf::FamilyMem;
 use super::files::find_wals;
 use super::info_log::{InfoLog, GIT_SHA};
 use super::obsolete::{delete_obsolete_at_open, Found, Keep};
 use super::recover::{recover_version_set, replay_wals, Replayed, ReplayedFamily};
+use super::wal_blob_refs::WalBlobRefs;
 use super::write::wal::open_wal_writer;
 use super::{CfState, Cfd, DbInner, DbState, MemSet, SuperVersion, WalState};
 use crate::column_family::{check_name, DEFAULT_COLUMN_FAMILY_NAME};
@@ -374,9 +376,10 @@ pub(crate) fn open(
             .flat_map(|v| v.file_numbers().chain(v.blobs().numbers()))
             .collect(),
         never_archive: unsynced_wals.into_iter().collect(),
+        new_wal: log_number,
     };
     let found = Found { kinds: &kinds, wal_files: &wal_files, other_tables: &other_tables };
-    delete_obsolete_at_open(fs.as_ref(), opts, dir, &wal_dir, &found, &keep);
+    let wal_refs = delete_obsolete_at_open(fs.as_ref(), opts, dir, &wal_dir, &found, &keep);
     Ok(assemble(Parts {
         opts,
         dir,
@@ -395,6 +398,7 @@ pub(crate) fn open(
         lock,
         read_only: false,
         never_archive: keep.never_archive,
+        wal_refs,
         ttl,
     }))
 }
@@ -520,6 +524,7 @@ fn try_open_read_only(
         lock: Box::new(NoLock),
         read_only: true,
         never_archive: std::collections::BTreeSet::new(),
+        wal_refs: WalBlobRefs::default(),
         ttl: None,
     }))
 }
@@ -633,6 +638,8 @@ struct Parts<'a> {
     read_only: bool,
     /// WALs recovery dropped every batch of (never archived).
     never_archive: std::collections::BTreeSet<FileNumber>,
+    /// The blob files found that kept WALs may refer to (`db/wal_blob_refs.rs`).
+    wal_refs: WalBlobRefs,
     /// The clock of a TTL open (`db/ttl.rs`): every family's values carry their write time.
     ttl: Option<super::ttl::TtlClock>,
 }
@@ -641,6 +648,16 @@ struct Parts<'a> {
 static NEXT_INSTANCE: AtomicU64 = AtomicU64::new(1);
 
 fn assemble(mut p: Parts<'_>) -> DbInner {
+    let blobs = Arc::new(crate::blob::BlobSource::new(
+        p.fs.clone(),
+        p.dir.to_path_buf(),
+        p.opts.blob.blob_cache.as_ref().map(|c| CacheAccess::new(c.clone())),
+        p.opts.statistics.clone(),
+    ));
+    // Held for the WALs: a file its flush abandoned has no footer.
+    for n in p.wal_refs.held() {
+        blobs.unfinished(n);
+    }
     let any_timestamps = p.family_opts.values().any(|o| o.timestamps.is_some());
     let instance = NEXT_INSTANCE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let db_stats = Arc::new(crate::stats::Stats::new(p.opts.num_levels, p.opts.statistics.clone()));
@@ -741,13 +758,8 @@ fn assemble(mut p: Parts<'_>) -> DbInner {
         write_stopped: AtomicBool::new(false),
         write_delayed: AtomicBool::new(false),
         delayed_rate: Mutex::new(super::write::rate::DelayedRate::new(p.opts.delayed_write_rate)),
-        blobs: Arc::new(crate::blob::BlobSource::new(
-            p.fs.clone(),
-            p.dir.to_path_buf(),
-            p.opts.blob.blob_cache.as_ref().map(|c| CacheAccess::new(c.clone())),
-            p.opts.statistics.clone(),
-        )),
-        blob_logs: Arc::default(),
+        blobs,
+        blob_logs: Arc::new(BlobLogs::new(p.wal_refs)),
         table_cache: p.table_cache,
         snapshots: Arc::default(),
         stats: db_stats,

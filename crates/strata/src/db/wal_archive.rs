@@ -16,6 +16,7 @@
 //! sequence numbers were handed out again to later writes.
 
 use std::collections::BTreeSet;
+use std::ops::RangeInclusive;
 use std::path::Path;
 use std::time::SystemTime;
 
@@ -113,20 +114,33 @@ pub(crate) fn to_purge(files: &[Archived], ttl_secs: u64, limit_bytes: u64) -> V
     purge
 }
 
-/// Deletes the archived WALs of `wal_dir` that `opts`'s TTL and size limit no longer keep.
-pub(crate) fn purge_archive(fs: &dyn FileSystem, opts: &Options, wal_dir: &Path) {
-    if !opts.archives_wals() {
-        return;
-    }
+/// Deletes the archived WALs of `wal_dir` that `opts`'s TTL and size limit no longer keep
+/// (none when `opts` keeps no archive: one made under other options stays, and is read).
+/// Returns the span of the archived WALs left, oldest to newest: `None` for none, every
+/// number when the archive could not be listed (any may be there).
+pub(crate) fn purge_archive(
+    fs: &dyn FileSystem,
+    opts: &Options,
+    wal_dir: &Path,
+) -> Option<RangeInclusive<FileNumber>> {
     let archive = archive_dir(wal_dir);
-    let Ok(names) = fs.list(&archive) else { return };
+    if !fs.is_dir(&archive) {
+        return None;
+    }
+    let Ok(names) = fs.list(&archive) else { return Some(FileNumber(0)..=FileNumber(u64::MAX)) };
+    let numbers = names.iter().filter_map(|name| match parse_file_name(name) {
+        Some(FileKind::Wal(n)) => Some(n),
+        _ => None,
+    });
+    let span = |left: &BTreeSet<FileNumber>| Some(*left.first()?..=*left.last()?);
+    if !opts.archives_wals() {
+        return span(&numbers.collect());
+    }
     let now = SystemTime::now();
-    let mut files: Vec<Archived> = names
+    let mut left: BTreeSet<FileNumber> = numbers.collect();
+    let mut files: Vec<Archived> = left
         .iter()
-        .filter_map(|name| match parse_file_name(name) {
-            Some(FileKind::Wal(n)) => Some(n),
-            _ => None,
-        })
+        .copied()
         .filter_map(|number| {
             let path = wal_path(&archive, number);
             let size = fs.file_size(&path).ok()?;
@@ -138,8 +152,11 @@ pub(crate) fn purge_archive(fs: &dyn FileSystem, opts: &Options, wal_dir: &Path)
     files.sort_by_key(|f| f.number);
     let limit = opts.wal_size_limit_mb.saturating_mul(1 << 20);
     for n in to_purge(&files, opts.wal_ttl_seconds, limit) {
-        let _ = fs.remove(&wal_path(&archive, n));
+        if fs.remove(&wal_path(&archive, n)).is_ok() {
+            left.remove(&n);
+        }
     }
+    span(&left)
 }
 
 #[cfg(test)]

@@ -25,6 +25,10 @@
 //! numbers went to later writes, in later WALs. Such WALs are deleted rather than archived,
 //! and as a second guard a batch in one WAL whose sequence number is at or past the first
 //! sequence number of a later WAL is not this DB's: it and the rest of its WAL are skipped.
+//!
+//! **Values written at commit.** A record holding blob indexes (`write_blobs_at_commit`) is
+//! handed out with the values read back: the blob files stay on disk while a kept WAL may
+//! refer to them (`db/wal_blob_refs.rs`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -355,14 +359,16 @@ impl DBWALIterator {
             if first <= self.after {
                 continue; // at or before the sequence asked for
             }
-            // Handed out with its values (`db/blob_log.rs`): while their blob files last.
+            // Handed out with its values (`db/blob_log.rs`): their blob files stay while a kept
+            // WAL refers to them (`db/wal_blob_refs.rs`), so only a file lost or damaged fails.
             let reads = crate::blob::BlobReads { source: &*self.blobs, fill: false };
             let fetch = |_: u32, key: &[u8], index: &[u8]| {
                 crate::iterator::BlobFetch::fetch(&reads, key, index).map(Some)
             };
             let batch = super::blob_log::resolve(batch, &mut { fetch }).map_err(|e| {
                 Error::NotFound(format!(
-                    "the batch at sequence {first} ({} offset {offset}) holds a value written                      at commit that can no longer be read: {e}",
+                    "the batch at sequence {first} ({} offset {offset}) holds a value written at \
+                     commit that can no longer be read: {e}",
                     cur.path.display()
                 ))
             })?;

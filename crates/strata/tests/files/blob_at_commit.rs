@@ -50,7 +50,7 @@ fn contents(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
         .collect()
 }
 
-fn files_with(fs: &MemFs, ext: &str) -> Vec<String> {
+pub(crate) fn files_with(fs: &MemFs, ext: &str) -> Vec<String> {
     let mut v: Vec<String> = fs
         .list(Path::new("/db"))
         .unwrap()

@@ -9,6 +9,7 @@ mod forward_fs;
 
 mod backup;
 mod blob_at_commit;
+mod blob_at_commit_updates;
 mod blob_files;
 mod checkpoint;
 mod direct_io;

@@ -460,7 +460,7 @@ fn stage_group(
     make_room_for_write(inner, &mut wal, batch.size_in_bytes(), no_slowdown)?;
     // Values written at commit go to the memtables' blob files now that the memtables are
     // fixed (`db/blob_log.rs`).
-    let converted = match crate::db::blob_log::commit_values(inner, &wal.mems, batch) {
+    let converted = match crate::db::blob_log::commit_values(inner, wal.number, &wal.mems, batch) {
         Ok(c) => c,
         Err(e) => {
             // A blob file's append failed: nothing of the group is acknowledged, and the DB
