@@ -31,7 +31,8 @@
 //! 7. [`commands`]: the command table and the handlers. A handler parses its arguments,
 //!    calls `types` and formats the reply; [`commands::errors`] maps a `TypeError` to Redis's
 //!    error text, in one place.
-//! 8. [`server`]: the listener, the connection loop and the background tasks.
+//! 8. [`server`]: the listener, the connection loop and the background tasks; `fuzz_api`:
+//!    the `commands` fuzz target's body (command lines run through `commands::dispatch`).
 //! 9. `lib` ([`run`]) and `main` (the binary).
 //!
 //! The data layers (`storage`, `types`) return errors, never reply texts, and do not use
@@ -42,6 +43,8 @@ pub mod cluster;
 pub mod commands;
 pub mod config;
 pub mod filing;
+#[doc(hidden)]
+pub mod fuzz_api;
 pub mod latency;
 pub mod pause;
 pub mod pubsub;

@@ -17,7 +17,7 @@ const LAYERS: &[&[&str]] = &[
     &["tracking"],
     &["state", "cluster"],
     &["commands"],
-    &["server"],
+    &["server", "fuzz_api"],
     // `bin`: the other binaries (`strata-cluster`), beside `main`.
     &["lib", "main", "bin"],
 ];

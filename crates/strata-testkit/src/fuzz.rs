@@ -21,6 +21,8 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("manifest", manifest),
     ("write_batch", write_batch),
     ("db_ops", db_ops),
+    ("blob_file", blob_file),
+    ("db_blobs", db_blobs),
 ];
 
 pub fn wal_reader(data: &[u8]) {
@@ -47,6 +49,10 @@ pub fn write_batch(data: &[u8]) {
     let _ = fuzz_api::write_batch(data);
 }
 
+pub fn blob_file(data: &[u8]) {
+    let _ = fuzz_api::blob_file(data);
+}
+
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 const VALUE_KEYS: u8 = 8;
@@ -65,14 +71,28 @@ fn is_counter(k: &[u8]) -> bool {
     k[0] == b'c'
 }
 
-fn opts(fs: &FaultFs) -> Options {
-    Options {
+fn opts(fs: &FaultFs, blobs: Option<u8>) -> Options {
+    let mut o = Options {
         fs: Arc::new(fs.clone()),
         merge_operator: strata::merge_operator::builtin_merge_operator("uint64add"),
         write_buffer_size: 4096,
         block_size: 128,
         ..Options::default()
+    };
+    if let Some(bits) = blobs {
+        let b = &mut o.blob;
+        b.enable_blob_files = true;
+        // Values of 0..40 bytes and of 3,000: some of each size on both sides of the bound.
+        b.min_blob_size = 20;
+        b.blob_file_size = if bits & 0x08 != 0 { 256 } else { 1 << 20 };
+        b.write_blobs_at_commit = bits & 0x01 != 0;
+        b.enable_blob_gc = bits & 0x02 != 0;
+        b.blob_gc_age_cutoff = 1.0;
+        if bits & 0x04 != 0 {
+            b.blob_compression_type = Some(strata::CompressionType::Snappy);
+        }
     }
+    o
 }
 
 /// One write of the op sequence: (key, Some(put value) / None delete / merge operand).
@@ -113,6 +133,19 @@ fn read_model(db: &Db) -> Model {
 /// equal the model after some prefix of the writes that includes every synced one (every
 /// acknowledged one for a process kill).
 pub fn db_ops(data: &[u8]) {
+    run_ops(data, None);
+}
+
+/// [`db_ops`] with blob files: the first byte picks how values of 20 bytes or more are kept
+/// (bit 0: written at commit, else by flushes; bit 1: garbage collection of every file; bit 2:
+/// Snappy; bit 3: files of 256 bytes), the rest are operations.
+pub fn db_blobs(data: &[u8]) {
+    let Some((&bits, ops)) = data.split_first() else { return };
+    run_ops(ops, Some(bits));
+}
+
+fn run_ops(data: &[u8], blobs: Option<u8>) {
+    let opts = |fs: &FaultFs| opts(fs, blobs);
     let mem = MemFs::new();
     let path = Path::new("/db");
     let mut view = FaultFs::new(Arc::new(mem.clone()), 1);
@@ -266,5 +299,15 @@ pub fn write_seed_corpus(dir: &Path) -> std::io::Result<()> {
     put("db_ops", "seed-puts-crash", &[0x80, 1, 5, 0, 2, 6, 0x06, 3, 4, 0x0d, 0, 0, 0x08, 1, 0])?;
     put("db_ops", "seed-merge-flush", &[0, 9, 3, 0, 9, 4, 0x09, 0, 0, 0x0a, 0, 0, 0x0c, 0, 0])?;
     put("db_ops", "seed-torn", &[0x80, 2, 255, 0x86, 5, 3, 0, 3, 1, 0x0e, 7, 9, 0x0b, 0, 0])?;
+    put("blob_file", "seed-plain", &fuzz_api::build_blob_file(6, 0))?;
+    put("blob_file", "seed-snappy", &fuzz_api::build_blob_file(8, 1))?;
+    put("blob_file", "seed-zstd", &fuzz_api::build_blob_file(5, 7))?;
+    put("blob_file", "seed-empty", &fuzz_api::build_blob_file(0, 0))?;
+    // db_blobs: the options byte, then db_ops's operations.
+    let big = [0, 1, 255, 0, 2, 30, 0x09, 0, 0, 0, 1, 255, 0x0a, 0, 0];
+    for (name, bits) in [("seed-flush", 0x02), ("seed-commit", 0x01), ("seed-commit-gc", 0x0b)] {
+        put("db_blobs", name, &[&[bits][..], &big, &[0x0c, 0, 0, 0x08, 1, 0]].concat())?;
+    }
+    put("db_blobs", "seed-torn", &[0x05, 0x80, 2, 255, 0x86, 5, 30, 0, 3, 35, 0x0e, 7, 9])?;
     Ok(())
 }

@@ -163,6 +163,69 @@ pub fn write_batch(data: &[u8]) -> Result<u64> {
     Ok(n)
 }
 
+/// Reads `data` as a blob file three ways: a scan of a finished file (header, every record,
+/// footer counts), a scan of a file still being written (`scan_unfinished`, which lets a
+/// crash's tail end the walk), and, for each record a scan found, the reads a table's blob
+/// index makes through [`BlobFileReader`] (finished and unfinished), with the record's own
+/// index and with indexes whose offset, size, key or compression are off by a little, each of
+/// which must be an error or the record's value, never another. Returns the records of the
+/// finished scan.
+pub fn blob_file(data: &[u8]) -> Result<u64> {
+    use crate::blob::format;
+    use crate::blob::reader::BlobFileReader;
+    use crate::blob::BlobIndex;
+    let path = Path::new("/fuzz/000001.blob");
+    let (fs, _file) = mem_file("000001.blob", data);
+    let finished = format::scan(path, data, |_| Ok(()));
+    let mut found = Vec::new();
+    let unfinished = format::scan_unfinished(path, data, |r| {
+        if found.len() < 64 {
+            let at = r.offset + (format::RECORD_HEADER + r.key.len()) as u64;
+            found.push((r.key.to_vec(), at, r.value.len() as u64, r.compression));
+        }
+        Ok(())
+    });
+    if let (Ok((_, footer)), Ok((_, counted, tail))) = (&finished, &unfinished) {
+        // Read as unfinished, a finished file's footer is the tail a crash would leave.
+        let expected = (counted.records, format::FOOTER_LEN as u64);
+        assert_eq!((footer.records, *tail), expected, "the two scans disagree");
+    }
+    let readers = [BlobFileReader::open(&fs, path), BlobFileReader::open_unfinished(&fs, path)];
+    for reader in readers.iter().flatten() {
+        for (key, offset, size, compression) in &found {
+            let exact = BlobIndex {
+                file: FileNumber(1),
+                offset: *offset,
+                size: *size,
+                compression: *compression,
+            };
+            let value = reader.read(key, &exact, None);
+            let stored = &data[*offset as usize..(*offset + *size) as usize];
+            if let (Ok(v), crate::sstable::CompressionType::None) = (&value, compression) {
+                assert_eq!(v.as_slice(), stored, "an uncompressed record read back another value");
+            }
+            let near = [
+                BlobIndex { offset: offset.wrapping_add(1), ..exact },
+                BlobIndex { offset: offset.wrapping_sub(1), ..exact },
+                BlobIndex { size: size.wrapping_add(1), ..exact },
+                BlobIndex { size: size.saturating_sub(1), ..exact },
+                BlobIndex { offset: u64::MAX - 2, ..exact },
+                BlobIndex { size: u64::MAX, ..exact },
+            ];
+            for index in near {
+                let _ = reader.read(key, &index, None);
+            }
+            let mut other = key.clone();
+            other.push(0);
+            assert!(reader.read(&other, &exact, None).is_err(), "a record read for another key");
+        }
+    }
+    if let Some(chunk) = data.get(..data.len().min(24)) {
+        let _ = BlobIndex::decode(chunk);
+    }
+    finished.map(|(_, footer)| footer.records)
+}
+
 // ---- builders of well-formed inputs (seed corpora) ----
 
 /// A WAL file holding `records`.
@@ -217,13 +280,19 @@ pub fn build_block(n: usize, restart_interval: usize) -> Vec<u8> {
     b.finish().to_vec()
 }
 
-/// A table of `n` entries; `compression` is 0 (none) or 1 (snappy).
-pub fn build_table(n: usize, block_size: usize, compression: u8) -> Vec<u8> {
+/// A new file `name` on a fresh `MemFs`, for a builder to write a seed into.
+fn seed_file(name: &str) -> (MemFs, PathBuf, Box<dyn crate::env::WritableFile>) {
     let fs = MemFs::new();
     let dir = Path::new("/seed");
     let _ = fs.create_dir_all(dir);
-    let path = dir.join("000001.sst");
+    let path = dir.join(name);
     let file = fs.create(&path).unwrap_or_else(|_| unreachable!("MemFs create"));
+    (fs, path, file)
+}
+
+/// A table of `n` entries; `compression` is 0 (none) or 1 (snappy).
+pub fn build_table(n: usize, block_size: usize, compression: u8) -> Vec<u8> {
+    let (fs, path, file) = seed_file("000001.sst");
     let opts = TableOptions {
         block_size,
         compression: crate::sstable::CompressionType::from_u8(compression)
@@ -354,4 +423,34 @@ pub fn log_record_offsets(data: &[u8]) -> Vec<u64> {
         out.push(offset);
     }
     out
+}
+
+/// A finished blob file of `n` records (keys `key000`..., values of 40 to 400 bytes, half
+/// of them repetitive) stored with `compression` (a `CompressionType` byte; unknown: none).
+pub fn build_blob_file(n: usize, compression: u8) -> Vec<u8> {
+    use crate::blob::writer::{BlobFileWriter, BlobWriteConfig};
+    let (fs, path, file) = seed_file("000001.blob");
+    let cfg = BlobWriteConfig {
+        min_blob_size: Some(0),
+        file_size: u64::MAX,
+        compression: crate::sstable::CompressionType::from_u8(compression)
+            .unwrap_or(crate::sstable::CompressionType::None),
+        zstd_level: 3,
+        column_family: 0,
+        relocate_below: None,
+        statistics: None,
+    };
+    let Ok(mut w) = BlobFileWriter::start(path.clone(), file, FileNumber(1), &cfg) else {
+        unreachable!("MemFs append")
+    };
+    for i in 0..n {
+        let value: Vec<u8> = if i % 2 == 0 {
+            vec![b'a' + (i % 26) as u8; 40 + i * 37 % 360]
+        } else {
+            (0..40 + i * 53 % 360).map(|j| (j * 7 + i) as u8).collect()
+        };
+        let _ = w.add(format!("key{i:03}").as_bytes(), &value);
+    }
+    let _ = w.finish();
+    fs.read_file(&path).unwrap_or_default()
 }

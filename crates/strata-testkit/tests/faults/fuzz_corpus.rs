@@ -86,4 +86,6 @@ fuzz_props! {
     prop_manifest: "manifest", 256;
     prop_write_batch: "write_batch", 256;
     prop_db_ops: "db_ops", 64;
+    prop_blob_file: "blob_file", 256;
+    prop_db_blobs: "db_blobs", 64;
 }
