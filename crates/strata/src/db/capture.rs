@@ -41,7 +41,7 @@ pub(crate) fn capture(db: &Db) -> Result<(Vec<FamilySnapshot>, Counters)> {
     }
     {
         let mut st = inner.state.lock();
-        while targets.iter().any(|(id, t)| st.cfs.get(id).is_some_and(|c| c.memtables_flushed < *t))
+        while targets.iter().any(|(id, t)| st.cfs.get(id).is_some_and(|c| c.memtables_retired < *t))
         {
             if let Some(e) = &st.bg_error {
                 return Err(Error::Background(e.to_string()));

@@ -338,6 +338,8 @@ fn flush_one(
     let mem_entries: u64 = mems.iter().map(|m| m.num_entries()).sum();
     let mem_bytes: usize = mems.iter().map(|m| m.approximate_memory_usage()).sum();
     let memtables = mems.len();
+    // The memtables this flush installed, counted as retired once its WALs are dealt with.
+    let mut installed = 0;
     if !unsynced_retired {
         super::write::wal::sync_retired_wals(inner, Some(next_log.max(keep_from)))?;
     }
@@ -362,6 +364,7 @@ fn flush_one(
         }
         let mut st = inner.state.lock();
         if let (Some(cs), Some(version)) = (st.cfs.get_mut(&cfd.id), version) {
+            installed = mems.len() as u64;
             for mem in &mems {
                 let flushed = cs.imm.pop_front();
                 debug_assert!(flushed.is_some_and(|(m, _)| Arc::ptr_eq(&m, mem)));
@@ -386,8 +389,18 @@ fn flush_one(
         let installed = inner.versions.lock().log_number();
         super::write::wal::forget_retired_wals(inner, installed.min(next_log));
     }
+    // The WALs this flush made obsolete go (or are archived) before its waiters wake, as
+    // RocksDB's flush job purges before it signals: a `flush()` that returned left no WAL
+    // behind that only held its memtables, and the blob files only those WALs referred to
+    // are released by then.
+    super::obsolete::delete_obsolete_wals(inner, edit.log_number.unwrap_or(keep_from));
+    if installed > 0 {
+        if let Some(cs) = inner.state.lock().cfs.get_mut(&cfd.id) {
+            cs.memtables_retired += installed;
+        }
+    }
     // After the locks: waiters re-check their condition under the state lock, which the
-    // install above changed while holding it, so no wake-up is lost.
+    // install above and the count just made changed while holding it, so no wake-up is lost.
     inner.bg_cv.notify_all();
     level_stats.micros = start.elapsed().as_micros() as u64;
     // As RocksDB: a flush's bytes are its table's and its blob files'.
@@ -397,7 +410,6 @@ fn flush_one(
     );
     cfd.stats.add_compaction(0, &level_stats);
     log_flush(inner, cfd, (memtables, mem_entries, mem_bytes), written, &level_stats);
-    super::obsolete::delete_obsolete_wals(inner, edit.log_number.unwrap_or(keep_from));
     Ok(())
 }
 
@@ -518,10 +530,11 @@ pub(crate) fn flush_families(inner: &DbInner, cfds: &[Arc<Cfd>], wait: bool) -> 
     Ok(())
 }
 
-/// Waits until family `id` has flushed `target` memtables (or is gone).
+/// Waits until family `id` has flushed `target` memtables and retired the WALs they made
+/// obsolete (or is gone).
 fn wait_flushed(inner: &DbInner, id: u32, target: u64) -> Result<()> {
     let mut st = inner.state.lock();
-    while st.cfs.get(&id).is_some_and(|c| c.memtables_flushed < target) {
+    while st.cfs.get(&id).is_some_and(|c| c.memtables_retired < target) {
         if let Some(e) = &st.bg_error {
             return Err(Error::Background(e.to_string()));
         }

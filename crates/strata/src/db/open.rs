@@ -686,6 +686,7 @@ fn assemble(mut p: Parts<'_>) -> DbInner {
             imm,
             memtables_switched: switched,
             memtables_flushed: 0,
+            memtables_retired: 0,
             // Memtables recovered from the WALs go to tables as they are.
             flush_requested: switched,
             l0_pace: crate::compaction::l0_batch::L0Pace::default(),

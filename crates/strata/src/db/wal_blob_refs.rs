@@ -107,6 +107,12 @@ impl WalBlobRefs {
         self.state.lock().update(oldest_live, archived);
     }
 
+    /// The oldest WAL of the WAL directory that may be read: those below it are deleted or
+    /// being deleted, and their blob files may be gone.
+    pub fn oldest_live(&self) -> FileNumber {
+        self.state.lock().oldest_live
+    }
+
     /// The WALs below `log_number` are obsolete and deleted next, not archived. Told as a
     /// flush installs, before its memtables go, so that their files are not held for WALs
     /// about to be deleted.

@@ -29,6 +29,12 @@
 //! **Values written at commit.** A record holding blob indexes (`write_blobs_at_commit`) is
 //! handed out with the values read back: the blob files stay on disk while a kept WAL may
 //! refer to them (`db/wal_blob_refs.rs`).
+//!
+//! **WALs being retired.** A flush wakes its waiters before it deletes (or archives) the WALs
+//! it made obsolete. A live WAL below the oldest one kept (`WalBlobRefs::oldest_live`: those
+//! below are deleted next, and the blob files they refer to may be gone already) is not read,
+//! so whether such a WAL's batches are yielded does not depend on how far its deletion got:
+//! the run ends there with the gap any deleted WAL leaves. An archived WAL is read.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -186,7 +192,10 @@ impl DBWALIterator {
                 }
             }
         }
-        for (n, path) in super::files::find_wals(fs, &inner.dir, &inner.wal_dir)? {
+        let live = super::files::find_wals(fs, &inner.dir, &inner.wal_dir)?;
+        // Read after the listing: a WAL retired since is skipped too.
+        let retired_below = inner.blob_logs.wal_refs.oldest_live();
+        for (n, path) in live.into_iter().filter(|(n, _)| *n >= retired_below) {
             paths.entry(n).or_insert((path, Some(wal_path(&archive, n))));
         }
         let newest = paths.keys().next_back().copied();

@@ -196,3 +196,110 @@ fn an_archive_left_by_an_earlier_setting_holds_no_file_of_wals_it_never_got() {
         assert!(gap.contains("hold batches through sequence 20"), "round {round}: {gap}");
     }
 }
+
+/// `MemFs` whose WAL deletions take a while, as on a loaded machine: what a flush does after
+/// its table is installed is then slow enough to be seen.
+struct SlowWalRemoval(MemFs);
+
+impl FileSystem for SlowWalRemoval {
+    fn create(&self, p: &Path) -> strata::Result<Box<dyn strata::env::WritableFile>> {
+        self.0.create(p)
+    }
+    fn create_foreground(&self, p: &Path) -> strata::Result<Box<dyn strata::env::WritableFile>> {
+        self.0.create_foreground(p)
+    }
+    fn open(&self, p: &Path) -> strata::Result<Arc<dyn strata::env::RandomAccessFile>> {
+        self.0.open(p)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> strata::Result<()> {
+        self.0.rename(from, to)
+    }
+    fn remove(&self, p: &Path) -> strata::Result<()> {
+        if p.extension().is_some_and(|x| x == "log") {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        self.0.remove(p)
+    }
+    fn list(&self, dir: &Path) -> strata::Result<Vec<String>> {
+        self.0.list(dir)
+    }
+    fn create_dir_all(&self, dir: &Path) -> strata::Result<()> {
+        self.0.create_dir_all(dir)
+    }
+    fn sync_dir(&self, dir: &Path) -> strata::Result<()> {
+        self.0.sync_dir(dir)
+    }
+    fn sync_file(&self, p: &Path) -> strata::Result<()> {
+        self.0.sync_file(p)
+    }
+    fn exists(&self, p: &Path) -> bool {
+        self.0.exists(p)
+    }
+    fn is_dir(&self, p: &Path) -> bool {
+        self.0.is_dir(p)
+    }
+    fn file_size(&self, p: &Path) -> strata::Result<u64> {
+        self.0.file_size(p)
+    }
+    fn lock(&self, p: &Path) -> strata::Result<Box<dyn strata::env::FileLock>> {
+        self.0.lock(p)
+    }
+    fn remove_dir(&self, dir: &Path) -> strata::Result<()> {
+        self.0.remove_dir(dir)
+    }
+}
+
+/// Regression: a flush woke its waiters before it deleted the WALs it retired, so after
+/// `flush()` or `compact_range` returned those WALs could still be there, and
+/// `get_updates_since` read them: batches whose blob files the compaction's purge had
+/// already deleted ("can no longer be read"), or a run ending at a batch of those WALs
+/// instead of where the kept WALs end. Now a flush returns once its WALs are gone, and the
+/// iterator skips live WALs below the oldest kept.
+#[test]
+fn a_flush_returns_once_the_wals_it_retired_are_gone() {
+    let fs = MemFs::new();
+    let o = Options { fs: Arc::new(SlowWalRemoval(fs.clone())), ..opts(&fs, false) };
+    let db = Db::open(&o, "/db").unwrap();
+    let wals = || files_with(&fs, "log");
+    for round in 1..4 {
+        let from = db.latest_sequence_number();
+        write_round(&db, 20, round, &mut Vec::new());
+        assert_eq!(wals().len(), 1, "round {round}: {:?}", wals());
+        db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
+        assert_eq!(wals().len(), 1, "round {round}: {:?}", wals());
+        // The round's batches are in tables and their WAL is gone: no WAL holds them.
+        let gap = db.get_updates_since(from).unwrap_err().to_string();
+        let expected = format!("the updates after sequence {from} are no longer in the WAL files");
+        assert!(gap.contains(&expected), "round {round}: {gap}");
+    }
+}
+
+/// The iterator's half of the regression above: while a flush not waited for deletes the
+/// WALs it retired, `get_updates_since` does not read them (their blob files may be gone
+/// already), so what it answers does not depend on how far the deletion got.
+#[test]
+fn wals_being_retired_are_not_read() {
+    let fs = MemFs::new();
+    let o = Options { fs: Arc::new(SlowWalRemoval(fs.clone())), ..opts(&fs, false) };
+    let db = Db::open(&o, "/db").unwrap();
+    let l0 = || db.property_int_value("rocksdb.num-files-at-level0").unwrap().unwrap_or(0);
+    for round in 1..4 {
+        let from = db.latest_sequence_number();
+        for i in 0..20u32 {
+            db.put(format!("key{i:04}"), value(i, round)).unwrap();
+        }
+        let before = l0();
+        db.flush_opt(&strata::FlushOptions { wait: false }).unwrap();
+        // Installed: from here on the round's WAL is obsolete, gone or going.
+        while l0() == before {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let answer = db.get_updates_since(from).map(|mut it| it.next().map(|i| i.map(|b| b.0)));
+        let expected = format!("the updates after sequence {from} are no longer in the WAL files");
+        assert!(
+            answer.as_ref().is_err_and(|e| e.to_string().contains(&expected)),
+            "round {round}: {answer:?}"
+        );
+        db.flush().unwrap();
+    }
+}

@@ -83,6 +83,7 @@ pub(crate) fn create_cf(inner: &DbInner, name: &str, opts: &Options) -> Result<A
             imm,
             memtables_switched: 0,
             memtables_flushed: 0,
+            memtables_retired: 0,
             flush_requested: 0,
             l0_pace: crate::compaction::l0_batch::L0Pace::default(),
         },

@@ -303,9 +303,11 @@ pub(crate) struct CfState {
     pub mem_log: FileNumber,
     /// Immutable memtables waiting for flush, oldest first, each with the WAL it started in.
     pub imm: VecDeque<(Arc<MemTable>, FileNumber)>,
-    /// Count of memtables made immutable and of memtables flushed (for `flush` to wait on).
+    /// Count of memtables made immutable, of memtables flushed (installed in a version), and
+    /// of those whose flush then retired the WALs it made obsolete (what `flush` waits on).
     pub memtables_switched: u64,
     pub memtables_flushed: u64,
+    pub memtables_retired: u64,
     /// Memtables up to this count of switched ones are flushed whether or not
     /// `min_write_buffer_number_to_merge` of them wait ([`CfState::request_flush`]).
     pub flush_requested: u64,
