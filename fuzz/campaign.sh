@@ -3,8 +3,8 @@
 #
 #   bash fuzz/campaign.sh [--seconds N] [--jobs J] [--out DIR] [TARGET...]
 #
-# Runs each target (default: every one in fuzz/Cargo.toml) for N seconds (default 300) with J
-# libFuzzer workers (default 1), J targets' worth of cores at a time. New inputs go to
+# Runs each target (default: every one in fuzz/Cargo.toml), one after another, for N seconds
+# (default 300) with J libFuzzer workers (default 1, one core each). New inputs go to
 # DIR/corpus/<target> (default DIR: /tmp/strata-fuzz), never into the committed corpus, which
 # is read as seeds; crashes, leaks and timeouts go to DIR/artifacts/<target>. Prints one line
 # per target (runs, coverage, findings) and exits 1 when any target found something.

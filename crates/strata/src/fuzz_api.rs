@@ -168,8 +168,8 @@ pub fn write_batch(data: &[u8]) -> Result<u64> {
 /// crash's tail end the walk), and, for each record a scan found, the reads a table's blob
 /// index makes through [`BlobFileReader`] (finished and unfinished), with the record's own
 /// index and with indexes whose offset, size, key or compression are off by a little, each of
-/// which must be an error or the record's value, never another. Returns the records of the
-/// finished scan.
+/// which must be an error or the record's value, never another; and the first bytes as a blob
+/// index. Returns the records of the finished scan.
 pub fn blob_file(data: &[u8]) -> Result<u64> {
     use crate::blob::format;
     use crate::blob::reader::BlobFileReader;
@@ -204,7 +204,12 @@ pub fn blob_file(data: &[u8]) -> Result<u64> {
             if let (Ok(v), crate::sstable::CompressionType::None) = (&value, compression) {
                 assert_eq!(v.as_slice(), stored, "an uncompressed record read back another value");
             }
+            let other_compression = match compression {
+                crate::sstable::CompressionType::None => crate::sstable::CompressionType::Snappy,
+                _ => crate::sstable::CompressionType::None,
+            };
             let near = [
+                BlobIndex { compression: other_compression, ..exact },
                 BlobIndex { offset: offset.wrapping_add(1), ..exact },
                 BlobIndex { offset: offset.wrapping_sub(1), ..exact },
                 BlobIndex { size: size.wrapping_add(1), ..exact },
@@ -220,9 +225,7 @@ pub fn blob_file(data: &[u8]) -> Result<u64> {
             assert!(reader.read(&other, &exact, None).is_err(), "a record read for another key");
         }
     }
-    if let Some(chunk) = data.get(..data.len().min(24)) {
-        let _ = BlobIndex::decode(chunk);
-    }
+    let _ = BlobIndex::decode(&data[..data.len().min(24)]);
     finished.map(|(_, footer)| footer.records)
 }
 

@@ -30,11 +30,12 @@
 //! handed out with the values read back: the blob files stay on disk while a kept WAL may
 //! refer to them (`db/wal_blob_refs.rs`).
 //!
-//! **WALs being retired.** A flush wakes its waiters before it deletes (or archives) the WALs
-//! it made obsolete. A live WAL below the oldest one kept (`WalBlobRefs::oldest_live`: those
-//! below are deleted next, and the blob files they refer to may be gone already) is not read,
-//! so whether such a WAL's batches are yielded does not depend on how far its deletion got:
-//! the run ends there with the gap any deleted WAL leaves. An archived WAL is read.
+//! **WALs being retired.** A flush deletes (or archives) the WALs it made obsolete after it
+//! installs its table; one nobody waits for may be doing so while an iterator is made. A live
+//! WAL below the oldest one kept (`WalBlobRefs::oldest_live`: those below are deleted next,
+//! and the blob files they refer to may be gone already) is not read, so whether such a WAL's
+//! batches are yielded does not depend on how far its deletion got: the run ends there with
+//! the gap any deleted WAL leaves. An archived WAL is read.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -50,6 +50,9 @@ pub enum FaultKind {
     ShortWrite,
     /// A read succeeds but one bit of the returned bytes is flipped.
     BitFlip,
+    /// The operation succeeds after a pause of this many milliseconds (a slow device, a
+    /// loaded machine): what a thread does after it is then slow enough to be seen.
+    Delay(u64),
 }
 
 /// One injection rule.
@@ -162,8 +165,20 @@ impl FaultFs {
 }
 
 impl Shared {
-    /// Decides whether this operation fails, and how.
+    /// Decides whether this operation fails, and how; a [`FaultKind::Delay`] is served here
+    /// (outside the rules' lock) and the operation then goes ahead.
     fn check(&self, op: FaultOp, path: &Path) -> Option<FaultKind> {
+        match self.matching_rule(op, path) {
+            Some(FaultKind::Delay(millis)) => {
+                std::thread::sleep(std::time::Duration::from_millis(millis));
+                None
+            }
+            kind => kind,
+        }
+    }
+
+    /// The kind of the first rule this operation triggers, if any.
+    fn matching_rule(&self, op: FaultOp, path: &Path) -> Option<FaultKind> {
         self.ops.fetch_add(1, Ordering::Relaxed);
         if self.recording.load(Ordering::Relaxed) {
             self.recorded.lock().push(RecordedOp {
@@ -429,6 +444,31 @@ mod tests {
         let d = PathBuf::from("/db");
         mem.create_dir_all(&d).unwrap();
         (FaultFs::new(Arc::new(mem), 7), d)
+    }
+
+    #[test]
+    fn a_delay_pauses_the_matching_operations_which_then_succeed() {
+        let (fs, d) = setup();
+        fs.add_rule(FaultRule {
+            op: FaultOp::Remove,
+            kind: FaultKind::Delay(30),
+            nth: 1,
+            persistent: true,
+            path_contains: Some(".log".into()),
+        });
+        for name in ["1.log", "2.log", "3.sst"] {
+            fs.create(&d.join(name)).unwrap();
+        }
+        for (name, paused) in [("1.log", true), ("3.sst", false), ("2.log", true)] {
+            let start = std::time::Instant::now();
+            fs.remove(&d.join(name)).unwrap();
+            if paused {
+                assert!(start.elapsed() >= std::time::Duration::from_millis(30), "{name}");
+            }
+            assert!(!fs.exists(&d.join(name)), "{name}");
+        }
+        // The table's removal matched no rule: two pauses, no more.
+        assert_eq!(fs.injected(), 2);
     }
 
     #[test]

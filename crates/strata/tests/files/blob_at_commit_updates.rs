@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use strata::env::{FileSystem, MemFs};
+use strata::env::{FaultFs, FaultKind, FaultOp, FaultRule, FileSystem, MemFs};
 use strata::{BlobOptions, ColumnFamilyDescriptor, Db, Options, WriteBatch};
 
 use super::blob_at_commit::files_with;
@@ -197,56 +197,18 @@ fn an_archive_left_by_an_earlier_setting_holds_no_file_of_wals_it_never_got() {
     }
 }
 
-/// `MemFs` whose WAL deletions take a while, as on a loaded machine: what a flush does after
-/// its table is installed is then slow enough to be seen.
-struct SlowWalRemoval(MemFs);
-
-impl FileSystem for SlowWalRemoval {
-    fn create(&self, p: &Path) -> strata::Result<Box<dyn strata::env::WritableFile>> {
-        self.0.create(p)
-    }
-    fn create_foreground(&self, p: &Path) -> strata::Result<Box<dyn strata::env::WritableFile>> {
-        self.0.create_foreground(p)
-    }
-    fn open(&self, p: &Path) -> strata::Result<Arc<dyn strata::env::RandomAccessFile>> {
-        self.0.open(p)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> strata::Result<()> {
-        self.0.rename(from, to)
-    }
-    fn remove(&self, p: &Path) -> strata::Result<()> {
-        if p.extension().is_some_and(|x| x == "log") {
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-        self.0.remove(p)
-    }
-    fn list(&self, dir: &Path) -> strata::Result<Vec<String>> {
-        self.0.list(dir)
-    }
-    fn create_dir_all(&self, dir: &Path) -> strata::Result<()> {
-        self.0.create_dir_all(dir)
-    }
-    fn sync_dir(&self, dir: &Path) -> strata::Result<()> {
-        self.0.sync_dir(dir)
-    }
-    fn sync_file(&self, p: &Path) -> strata::Result<()> {
-        self.0.sync_file(p)
-    }
-    fn exists(&self, p: &Path) -> bool {
-        self.0.exists(p)
-    }
-    fn is_dir(&self, p: &Path) -> bool {
-        self.0.is_dir(p)
-    }
-    fn file_size(&self, p: &Path) -> strata::Result<u64> {
-        self.0.file_size(p)
-    }
-    fn lock(&self, p: &Path) -> strata::Result<Box<dyn strata::env::FileLock>> {
-        self.0.lock(p)
-    }
-    fn remove_dir(&self, dir: &Path) -> strata::Result<()> {
-        self.0.remove_dir(dir)
-    }
+/// Options on `fs` whose WAL deletions pause 100 ms each, as on a loaded machine: what a
+/// flush does after its table is installed is then slow enough to be seen.
+fn with_slow_wal_removal(fs: &MemFs) -> Options {
+    let slow = FaultFs::new(Arc::new(fs.clone()), 1);
+    slow.add_rule(FaultRule {
+        op: FaultOp::Remove,
+        kind: FaultKind::Delay(100),
+        nth: 1,
+        persistent: true,
+        path_contains: Some(".log".into()),
+    });
+    Options { fs: Arc::new(slow), ..opts(fs, false) }
 }
 
 /// Regression: a flush woke its waiters before it deleted the WALs it retired, so after
@@ -258,8 +220,7 @@ impl FileSystem for SlowWalRemoval {
 #[test]
 fn a_flush_returns_once_the_wals_it_retired_are_gone() {
     let fs = MemFs::new();
-    let o = Options { fs: Arc::new(SlowWalRemoval(fs.clone())), ..opts(&fs, false) };
-    let db = Db::open(&o, "/db").unwrap();
+    let db = Db::open(&with_slow_wal_removal(&fs), "/db").unwrap();
     let wals = || files_with(&fs, "log");
     for round in 1..4 {
         let from = db.latest_sequence_number();
@@ -280,8 +241,7 @@ fn a_flush_returns_once_the_wals_it_retired_are_gone() {
 #[test]
 fn wals_being_retired_are_not_read() {
     let fs = MemFs::new();
-    let o = Options { fs: Arc::new(SlowWalRemoval(fs.clone())), ..opts(&fs, false) };
-    let db = Db::open(&o, "/db").unwrap();
+    let db = Db::open(&with_slow_wal_removal(&fs), "/db").unwrap();
     let l0 = || db.property_int_value("rocksdb.num-files-at-level0").unwrap().unwrap_or(0);
     for round in 1..4 {
         let from = db.latest_sequence_number();
