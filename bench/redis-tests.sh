@@ -5,7 +5,7 @@
 #
 #   bash bench/redis-tests.sh --redis-src DIR [--units "unit/multi unit/type/incr ..."]
 #                             [--server-bin PATH] [--out DIR] [--no-redis] [--port N]
-#                             [--singledb]
+#                             [--singledb] [--acl]
 #
 # DIR is a Redis 7.0 source tree (its tests/ and the test helper; nothing is fetched here):
 #   git clone --depth 1 --branch 7.0.15 https://github.com/redis/redis /tmp/redis-7.0.15
@@ -14,7 +14,11 @@
 # for those tagged external:skip; one client at a time. The helper selects its databases (9
 # and 10) as against any Redis; --singledb runs it in database 0 only, as the helper's own
 # flag does (its tests tagged singledb:skip are then left out).
-# Needs tclsh (apt-get install -y tcl); without it, or without DIR's test helper, the script
+# --acl adds unit/acl's first server block (ACL users, LOG, DRYRUN, ...): Redis tags the
+# whole unit external:skip, though that block needs nothing an external server lacks, so
+# the script writes it, without that tag, to DIR/tests/unit/strata-acl-external.tcl (a file
+# of the user's Redis tree; nothing of it enters this repository) and runs it as one more
+# unit. Needs tclsh (apt-get install -y tcl); without it, or without DIR's test helper, the script
 # says so and exits 0 ("skipped"). Each unit gets at most 300 s on each server. Output in
 # --out (default bench/out/redis-tests-<time>): <server>-<unit>.log and summary.txt. The
 # servers listen on --port (default 7411), one after the other.
@@ -32,6 +36,7 @@ out=""
 with_redis=1
 port=7411
 singledb=""
+acl=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --redis-src) src=$2; shift 2 ;;
@@ -41,7 +46,8 @@ while [ $# -gt 0 ]; do
     --no-redis) with_redis=0; shift ;;
     --port) port=$2; shift 2 ;;
     --singledb) singledb=--singledb; shift ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    --acl) acl=1; shift ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "redis-tests.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -53,6 +59,15 @@ if [ ! -f "$src/tests/test_helper.tcl" ]; then
   echo "redis-tests.sh: skipped: $src has no tests/test_helper.tcl (a Redis source tree?)"; exit 0
 fi
 src=$(cd "$src" && pwd)
+if [ "$acl" = 1 ]; then
+  # The unit's first `start_server` block, up to the next one (which restarts servers
+  # with ACL files of its own), with `external:skip` taken off its tags.
+  awk 'NR == 1 { sub(/acl external:skip/, "acl") }
+       NR > 1 && /^start_server / { exit }
+       /^set server_path/ { exit }
+       { print }' "$src/tests/unit/acl.tcl" > "$src/tests/unit/strata-acl-external.tcl"
+  units="$units unit/strata-acl-external"
+fi
 if [ -z "$server_bin" ]; then
   cargo build --release -p strata-server >&2
   server_bin="${CARGO_TARGET_DIR:-target}/release/strata-server"

@@ -170,6 +170,8 @@ pub struct Config {
     pub cluster: ClusterOptions,
     /// Every `key value` of the file, for CONFIG GET of settings without their own field.
     pub extra: BTreeMap<String, String>,
+    /// The file's `user` directives, each the text after `user` (ACL users: `acl`).
+    pub users: Vec<String>,
 }
 
 /// The memtable size a server gets when none is configured: 16 MiB, against the engine's
@@ -213,6 +215,17 @@ pub fn default_block_cache_size() -> usize {
     usize::try_from(quarter).unwrap_or(MAX).clamp(MIN, MAX)
 }
 
+/// The text after `user` of each `user` directive of a config file's text, in order.
+pub fn user_directives(text: &str) -> Vec<String> {
+    text.lines()
+        .map(str::trim)
+        .filter_map(|l| {
+            let (k, v) = l.split_once(char::is_whitespace)?;
+            k.eq_ignore_ascii_case("user").then(|| v.trim().to_string())
+        })
+        .collect()
+}
+
 /// Parses a config file's text into `key -> value` (the last occurrence wins); a value a
 /// parameter does not take is an error naming its line ([`values::check`]).
 pub fn parse_file(text: &str) -> Result<BTreeMap<String, String>, String> {
@@ -236,6 +249,10 @@ pub fn parse_file(text: &str) -> Result<BTreeMap<String, String>, String> {
             return Err(format!("line {}: expected `key value`", n + 1));
         }
         let k = k.to_ascii_lowercase();
+        if k == "user" {
+            // Repeated, one per user: `user_directives`.
+            continue;
+        }
         // A value CONFIG SET would refuse stops the start, as redis-server's fatal config
         // error does, instead of being taken as the default.
         values::check(&k, v.as_bytes())
@@ -298,13 +315,14 @@ impl Config {
 
     /// Resolves flags over the file over defaults.
     pub fn resolve(flags: Flags) -> Result<Config, String> {
-        let file = match &flags.config_file {
+        let (file, users) = match &flags.config_file {
             Some(p) => {
                 let text = std::fs::read_to_string(p)
                     .map_err(|e| format!("cannot read config file {}: {e}", p.display()))?;
-                parse_file(&text).map_err(|e| format!("{}: {e}", p.display()))?
+                let file = parse_file(&text).map_err(|e| format!("{}: {e}", p.display()))?;
+                (file, user_directives(&text))
             }
-            None => BTreeMap::new(),
+            None => (BTreeMap::new(), Vec::new()),
         };
         let fsync = flags
             .appendfsync
@@ -416,6 +434,7 @@ impl Config {
             notify_keyspace_events,
             cluster,
             extra: file,
+            users,
         })
     }
 

@@ -260,6 +260,13 @@ pub const WORDS: &[&str] = &[
     "return redis.pcall('incr', KEYS[1])",
     "#!lua name=lib\nredis.register_function('f', function(k, a) return #k end)",
     "\x00\x05hello\x0a\x00\x00\x00\x00\x00\x00\x00\x00\x00",
+    // ACL's (appended: the corpus names words by their index; the list is full at 160).
+    "SETUSER",
+    "DRYRUN",
+    "nopass",
+    "~k*",
+    "+@all",
+    "-@write",
 ];
 
 /// Commands left out (module docs).

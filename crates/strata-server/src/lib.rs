@@ -16,7 +16,8 @@
 //!    expiry rules, type checks, and one module per type that computes each command's reads
 //!    and its `WriteBatch` (with the index upkeep it needs). Fails with
 //!    [`types::TypeError`].
-//! 4. [`config`]: flags and the config file; [`routing`]: where a slot's commands run in
+//! 4. [`acl`]: ACL users, their rules and checks, and ACL LOG; [`config`]: flags and the
+//!    config file; [`routing`]: where a slot's commands run in
 //!    cluster mode (the router a clustered server installs); [`blocked`]: the clients
 //!    blocked on keys (BLPOP...), in the order they blocked; [`script`]: the Lua engine of
 //!    EVAL (the interpreter, its script cache, the `redis` library over a command host);
@@ -38,6 +39,7 @@
 //! The data layers (`storage`, `types`) return errors, never reply texts, and do not use
 //! `resp`: the same test checks that.
 
+pub mod acl;
 pub mod blocked;
 pub mod cluster;
 pub mod commands;
@@ -61,6 +63,31 @@ pub mod types;
 
 use state::Shared;
 use std::sync::Arc;
+
+/// Installs the ACL users of the configuration file's `user` directives, or of its
+/// `aclfile` (not both, as Redis refuses); any error stops the start.
+fn load_users(sh: &Shared, cfg: &config::Config) -> Result<(), String> {
+    let aclfile = cfg.extra.get("aclfile").filter(|f| !f.is_empty());
+    if aclfile.is_some() && !cfg.users.is_empty() {
+        return Err("Configuring Redis with users defined in redis.conf and at the same setting \
+                    an ACL file path is invalid. Define either an ACL file or users in the \
+                    configuration file, but not both."
+            .into());
+    }
+    let mut lines = Vec::new();
+    for (i, l) in cfg.users.iter().enumerate() {
+        let words = acl::split_args(l.as_bytes())
+            .ok_or_else(|| format!("user directive {}: unbalanced quotes: `{l}`", i + 1))?;
+        lines.push(words);
+    }
+    commands::acl::load_configured(sh, &lines)
+        .map_err(|e| format!("ACL users of the configuration file: {e}"))?;
+    if let Some(file) = aclfile {
+        commands::acl::load_file(sh, file)
+            .map_err(|e| format!("Aborting startup because of ACL errors: {e}"))?;
+    }
+    Ok(())
+}
 
 /// Opens the store, binds, prints the ready line and serves until SIGINT/SIGTERM (or the
 /// SHUTDOWN command), then flushes the DB.
@@ -88,6 +115,7 @@ pub async fn run(cfg: config::Config) -> Result<(), String> {
         r.apply.track_with(shared.tracking.clone());
     }
     let sh = Arc::new(shared);
+    load_users(&sh, &cfg)?;
     commands::functions::restore(&sh)?;
     server::tasks::start(&sh);
     println!(

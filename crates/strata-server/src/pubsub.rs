@@ -128,6 +128,30 @@ impl PubSub {
             .collect()
     }
 
+    /// The subscriptions of the clients `ids`: (client, kind, channel or pattern). Walks every
+    /// subscription once.
+    pub fn subscriptions_of(
+        &self,
+        ids: &std::collections::HashSet<u64>,
+    ) -> Vec<(u64, Kind, Vec<u8>)> {
+        let reg = self.reg.lock();
+        let mut out = Vec::new();
+        for (kind, map) in [
+            (Kind::Channel, &reg.channels),
+            (Kind::Pattern, &reg.patterns),
+            (Kind::Shard, &reg.shards),
+        ] {
+            for (channel, subs) in map {
+                out.extend(
+                    subs.keys()
+                        .filter(|id| ids.contains(id))
+                        .map(|&id| (id, kind, channel.clone())),
+                );
+            }
+        }
+        out
+    }
+
     /// Unsubscribes client `id` from every channel, pattern and shard channel, and ends its
     /// MONITOR mode: for a connection that ended without unsubscribing what it knew of (its
     /// task was dropped). Walks every subscription.

@@ -187,6 +187,10 @@ fn redacted(args: &[Vec<u8>]) -> Vec<usize> {
         }
         return secret;
     }
+    if is(0, "acl") && is(1, "setuser") {
+        // Every rule may hold a password (`>pass`, `<pass`, in a selector...).
+        return (2..args.len()).collect();
+    }
     if is(0, "config") && is(1, "set") {
         const SENSITIVE: [&str; 3] = ["requirepass", "masterauth", "masteruser"];
         return (2..args.len())
@@ -276,6 +280,7 @@ mod tests {
     fn secrets_are_redacted() {
         let r = |w: &[&str]| text(&logged_args(&line(w)));
         assert_eq!(r(&["AUTH", "pw"]), "AUTH (redacted)");
+        assert_eq!(r(&["acl", "SETUSER", "u", ">pw"]), "acl SETUSER (redacted) (redacted)");
         assert_eq!(r(&["auth", "user", "pw"]), "auth (redacted) (redacted)");
         assert_eq!(
             r(&["hello", "3", "setname", "auth", "AUTH", "u", "p"]),

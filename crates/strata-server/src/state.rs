@@ -162,6 +162,8 @@ pub struct ClientEntry {
     /// CLIENT NO-EVICT ON (CLIENT LIST's `e`; recorded only: `maxmemory-clients` evicts
     /// nothing here).
     pub no_evict: bool,
+    /// The ACL user it authenticated as (CLIENT LIST's `user`; empty: `default`).
+    pub user: String,
 }
 
 /// What a connection did last, written by its command dispatch and read by CLIENT LIST.
@@ -280,6 +282,8 @@ pub struct Shared {
     /// Client-side caching: the tracking clients and the keys they read
     /// (`commands::client_tracking`; `tracking-table-max-keys`, CONFIG SET changes it).
     pub tracking: Arc<crate::tracking::Tracking>,
+    /// ACL users and ACL LOG (`requirepass` is the default user's password).
+    pub acl: crate::acl::Users,
 }
 
 impl Shared {
@@ -312,6 +316,13 @@ impl Shared {
             .get("tracking-table-max-keys")
             .and_then(|v| v.parse().ok())
             .unwrap_or(crate::tracking::DEFAULT_MAX_KEYS);
+        let acl = {
+            let pw = params.get("requirepass").filter(|p| !p.is_empty());
+            let users = crate::acl::Users::new(pw.map(String::as_bytes));
+            let all = params.get("acl-pubsub-default").is_some_and(|v| v == "allchannels");
+            users.set_pubsub_default_all(all);
+            users
+        };
         Shared {
             dbs,
             hash_limits: Limits::new(
@@ -343,6 +354,7 @@ impl Shared {
             hll_sparse_max: AtomicUsize::new(hll_sparse_max),
             pause: crate::pause::ClientPause::default(),
             tracking: Arc::new(crate::tracking::Tracking::new(tracking_max_keys)),
+            acl,
         }
     }
 
@@ -374,9 +386,12 @@ impl Shared {
         self.dbs.engine()
     }
 
-    /// The password AUTH checks, if any.
-    pub fn password(&self) -> Option<String> {
-        self.params.read().get("requirepass").filter(|p| !p.is_empty()).cloned()
+    /// Whether a new connection starts authenticated (as the default user): that user is
+    /// on and takes any password (`nopass`: no `requirepass`).
+    pub fn default_user_open(&self) -> bool {
+        let default = self.acl.default_user();
+        let u = default.read();
+        u.enabled && u.nopass
     }
 }
 
@@ -427,6 +442,9 @@ pub struct Conn {
     pub activity: Option<Arc<Activity>>,
     /// Whether commands are allowed (no password, or AUTH succeeded).
     pub authed: bool,
+    /// The ACL user it runs as (`None`: a state of the server's own, which may run
+    /// anything: a blocked command re-run, a script's calls, checked for their caller).
+    pub user: Option<Arc<crate::acl::UserCell>>,
     /// Speaks RESP3.
     pub resp3: bool,
     /// Close after writing the replies (QUIT).
@@ -533,6 +551,7 @@ impl Conn {
             id,
             activity: None,
             authed,
+            user: None,
             resp3: false,
             close: false,
             readonly: false,

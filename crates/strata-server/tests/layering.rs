@@ -13,7 +13,7 @@ const LAYERS: &[&[&str]] = &[
     &["filing"],
     &["storage"],
     &["types"],
-    &["config", "routing", "blocked", "script", "pubsub", "slowlog", "latency", "pause"],
+    &["acl", "config", "routing", "blocked", "script", "pubsub", "slowlog", "latency", "pause"],
     &["tracking"],
     &["state", "cluster"],
     &["commands"],

@@ -5,7 +5,8 @@
 //! every connection all its filters match and answers how many: `ID id`, `ADDR ip:port`,
 //! `LADDR ip:port` (the server's end), `TYPE normal|pubsub|master|slave|replica` (a
 //! connection subscribed to anything is `pubsub`; this server has no replication links, so
-//! `master` and `slave` match none), `USER name` (only `default` exists) and `SKIPME yes|no`
+//! `master` and `slave` match none), `USER name` (the connections authenticated as that ACL
+//! user; an unknown user is Redis's error) and `SKIPME yes|no`
 //! (whether this connection is spared; yes unless said).
 //!
 //! Another connection is taken off the server's books at once (CLIENT LIST, its
@@ -30,11 +31,13 @@ struct Filter {
     pubsub: Option<bool>,
     /// TYPE master / slave / replica: no connection here is one.
     none: bool,
+    /// USER: CLIENT LIST's `user` of the connections wanted.
+    user: Option<String>,
     skipme: bool,
 }
 
 /// Parses the filter form's pairs (`a[2..]`).
-fn parse(a: &[Vec<u8>]) -> Result<Filter, String> {
+fn parse(sh: &Shared, a: &[Vec<u8>]) -> Result<Filter, String> {
     let mut f = Filter { skipme: true, ..Filter::default() };
     let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
     for pair in a[2..].chunks(2) {
@@ -58,9 +61,10 @@ fn parse(a: &[Vec<u8>]) -> Result<Filter, String> {
         } else if is(opt, "laddr") {
             f.laddr = Some(text(val));
         } else if is(opt, "user") {
-            if val.as_slice() != b"default" {
+            if sh.acl.get(val).is_none() {
                 return Err(format!("ERR No such user '{}'", text(val)));
             }
+            f.user = Some(text(val));
         } else if is(opt, "skipme") {
             if is(val, "yes") {
                 f.skipme = true;
@@ -76,13 +80,26 @@ fn parse(a: &[Vec<u8>]) -> Result<Filter, String> {
     Ok(f)
 }
 
+/// Takes another connection `id` off the server's books and aborts its task (module doc);
+/// false when it is not on them (gone already).
+pub fn end_other(sh: &Shared, id: u64) -> bool {
+    let Some(e) = sh.clients.lock().remove(&id) else { return false };
+    sh.stats.connected.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    sh.pubsub.drop_client(id);
+    sh.blocked.cancel(id, Cancel::Gone);
+    if let Some(task) = e.kill {
+        task.abort();
+    }
+    true
+}
+
 /// CLIENT KILL (`a[0]` is CLIENT, `a[1]` KILL).
 pub fn kill(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let old_form = a.len() == 3;
     let f = if old_form {
         Filter { addr: Some(String::from_utf8_lossy(&a[2]).into_owned()), ..Filter::default() }
     } else {
-        parse(a)?
+        parse(sh, a)?
     };
     let victims: Vec<u64> = if f.none {
         Vec::new()
@@ -94,6 +111,9 @@ pub fn kill(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResul
                 f.id.is_none_or(|want| want == id)
                     && f.addr.as_ref().is_none_or(|want| *want == e.addr)
                     && f.laddr.as_ref().is_none_or(|want| *want == e.laddr)
+                    && f.user.as_ref().is_none_or(|want| {
+                        *want == e.user || (e.user.is_empty() && want == "default")
+                    })
                     && !(f.skipme && id == c.id)
             })
             .map(|(&id, _)| id)
@@ -109,14 +129,8 @@ pub fn kill(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResul
         }
         if id == c.id {
             c.close = true;
-        } else {
-            let Some(e) = sh.clients.lock().remove(&id) else { continue };
-            sh.stats.connected.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
-            sh.pubsub.drop_client(id);
-            sh.blocked.cancel(id, Cancel::Gone);
-            if let Some(task) = e.kill {
-                task.abort();
-            }
+        } else if !end_other(sh, id) {
+            continue;
         }
         killed += 1;
     }

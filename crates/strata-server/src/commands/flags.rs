@@ -67,6 +67,7 @@ pub const CATEGORY_ORDER: &[&str] = &[
 /// categories that the flags do not give (module doc), each a space-separated list in the
 /// orders above.
 pub static TABLE: &[(&str, &str, &str)] = &[
+    ("acl", "", ""),
     ("append", "write denyoom fast", "string"),
     ("asking", "fast", "connection"),
     ("auth", "noscript loading stale fast no_auth allow_busy", "connection"),

@@ -6,6 +6,7 @@
 //! A handler appends its reply to the connection's [`Out`], or fails with a [`CmdError`]
 //! whose text `dispatch` replies with.
 
+pub mod acl;
 pub mod args;
 pub mod bitops;
 pub mod blocking;
@@ -564,6 +565,8 @@ pub static COMMANDS: &[Command] = &[
     cmd!("asking", 1, false, KeySpec::NONE, cluster::asking),
     cmd!("readwrite", 1, false, KeySpec::NONE, cluster::readwrite),
     cmd!("cluster", -2, false, KeySpec::NONE, cluster::cluster),
+    // access control (last: the command fuzzer's corpus names commands by their index here)
+    cmd!("acl", -2, false, KeySpec::NONE, acl::acl),
 ];
 
 /// Whether command `name` walks a whole database's keys: DBSIZE and INFO's keyspace section,
@@ -703,6 +706,21 @@ pub fn dispatch_found(
     }
     if let Some(e) = arity_error(cmd, args) {
         reject(sh, conn, Some(cmd), &e, out);
+        return;
+    }
+    // The user's permissions, checked before the command is queued or run, and again for
+    // each command EXEC runs (they may have changed since it was queued), as Redis does.
+    if let Err(denied) = acl::check_user(conn.user.as_ref(), cmd, args) {
+        use crate::acl::log::Context;
+        let (text, context) = if conn.in_exec {
+            (acl::exec_refusal_text(denied), Context::Multi)
+        } else if conn.multi.is_some() {
+            (acl::refusal_text(denied, cmd, args), Context::Multi)
+        } else {
+            (acl::refusal_text(denied, cmd, args), Context::Toplevel)
+        };
+        acl::log_refusal(sh, conn.id, acl::user_name(conn), denied, context, cmd, args);
+        reject(sh, conn, Some(cmd), &text, out);
         return;
     }
     // In cluster mode, the keys' partition is the one they are filed under until the end.

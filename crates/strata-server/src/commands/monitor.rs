@@ -80,12 +80,14 @@ fn push_quoted(line: &mut Vec<u8>, arg: &[u8]) {
     line.push(b'"');
 }
 
-/// The arguments with AUTH's secrets hidden: every argument of AUTH, and the two after
-/// HELLO's AUTH.
+/// The arguments with secrets hidden: every argument of AUTH, the two after HELLO's AUTH,
+/// and ACL SETUSER's user and rules.
 fn redacted(args: &[Vec<u8>]) -> Vec<bool> {
     let mut hide = vec![false; args.len()];
     if is(&args[0], "auth") {
         hide.iter_mut().skip(1).for_each(|h| *h = true);
+    } else if is(&args[0], "acl") && args.get(1).is_some_and(|a| is(a, "setuser")) {
+        hide.iter_mut().skip(2).for_each(|h| *h = true);
     } else if is(&args[0], "hello") {
         if let Some(at) = args.iter().position(|a| is(a, "auth")) {
             hide.iter_mut().skip(at + 1).take(2).for_each(|h| *h = true);
@@ -144,6 +146,7 @@ mod tests {
     #[test]
     fn secrets_are_redacted_and_admin_commands_hidden() {
         assert_eq!(redacted(&args(&[b"AUTH", b"u", b"p"])), [false, true, true]);
+        assert_eq!(redacted(&args(&[b"acl", b"setuser", b"u", b">p"])), [false, false, true, true]);
         let hello = args(&[b"hello", b"2", b"AUTH", b"u", b"p", b"SETNAME", b"n"]);
         assert_eq!(redacted(&hello), [false, false, false, true, true, false, false]);
         let hidden = |a: &[&[u8]]| {

@@ -163,6 +163,8 @@ pub(super) struct ScriptHost<'a> {
     keys: Vec<Vec<u8>>,
     /// A FLUSHALL/FLUSHDB ran.
     wide: bool,
+    /// The ACL user of the script's caller, whom its calls are checked for.
+    user: Option<std::sync::Arc<crate::acl::UserCell>>,
 }
 
 impl ScriptHost<'_> {
@@ -197,6 +199,15 @@ impl Host for ScriptHost<'_> {
         {
             return self.refuse(&mut out, "ERR This Redis command is not allowed from script");
         }
+        if let Err(denied) = super::acl::check_user(self.user.as_ref(), cmd, argv) {
+            let user = self
+                .user
+                .as_ref()
+                .map_or_else(|| crate::acl::DEFAULT_USER.to_vec(), |u| u.name.clone());
+            let context = crate::acl::log::Context::Lua;
+            super::acl::log_refusal(self.sh, self.conn.id, user, denied, context, cmd, argv);
+            return self.refuse(&mut out, &super::acl::script_refusal_text(denied));
+        }
         if matches!(cmd.name, "xread" | "xreadgroup") && asks_to_block(argv) {
             let name = String::from_utf8_lossy(&argv[0]);
             let reply = format!("ERR {name} command is not allowed with BLOCK option from scripts");
@@ -222,6 +233,13 @@ impl Host for ScriptHost<'_> {
 
     fn script_error(&mut self, reply: &str) {
         self.count_error(reply);
+    }
+
+    fn acl_check(&mut self, argv: &[Vec<u8>]) -> Result<bool, String> {
+        let cmd = lookup(&argv[0])
+            .filter(|c| c.arity_fits(argv.len()))
+            .ok_or("ERR Invalid command passed to redis.acl_check_cmd()")?;
+        Ok(super::acl::check_user(self.user.as_ref(), cmd, argv).is_ok())
     }
 }
 
@@ -295,6 +313,7 @@ pub(super) fn atomically(
         read_only,
         keys: keys.to_vec(),
         wide: false,
+        user: conn.user.clone(),
     };
     host.conn.in_exec = true;
     host.conn.in_script = true;

@@ -103,35 +103,40 @@ pub fn reset(sh: &Shared, c: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdResu
     out.resp3 = false;
     c.readonly = false;
     c.reply_mode = crate::state::ReplyMode::On;
-    c.authed = sh.password().is_none();
+    // Back to the default user, authenticated only if it needs no password.
+    if c.user.is_some() {
+        c.user = Some(sh.acl.default_user());
+    }
+    c.authed = sh.default_user_open();
     if let Some(e) = sh.clients.lock().get_mut(&c.id) {
         e.name.clear();
         e.resp = 2;
+        e.user.clear();
     }
     out.simple("RESET");
     Ok(())
 }
 
-fn check_password(sh: &Shared, user: Option<&[u8]>, pass: &[u8]) -> Result<(), CmdError> {
-    let Some(pw) = sh.password() else {
-        if user.is_none() {
-            return Err("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?".into());
-        }
-        return Ok(());
-    };
-    if user.is_some_and(|u| u != b"default") || pass != pw.as_bytes() {
-        return Err("WRONGPASS invalid username-password pair or user is disabled.".into());
+/// AUTH and HELLO AUTH: `user` (the default user when AUTH names none) with `pass`.
+fn check_password(
+    sh: &Shared,
+    c: &mut Conn,
+    user: Option<&[u8]>,
+    pass: &[u8],
+    command: &[u8],
+) -> Result<(), CmdError> {
+    if user.is_none() && sh.acl.default_user().read().nopass {
+        return Err("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?".into());
     }
-    Ok(())
+    super::acl::authenticate(sh, c, user.unwrap_or(crate::acl::DEFAULT_USER), pass, command)
 }
 
 pub fn auth(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     match a.len() {
-        2 => check_password(sh, None, &a[1])?,
-        3 => check_password(sh, Some(&a[1]), &a[2])?,
+        2 => check_password(sh, c, None, &a[1], &a[0])?,
+        3 => check_password(sh, c, Some(&a[1]), &a[2], &a[0])?,
         _ => return Err(SYNTAX.into()),
     }
-    c.authed = true;
     out.ok();
     Ok(())
 }
@@ -151,8 +156,7 @@ pub fn hello(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResu
     let mut name = None;
     while i < a.len() {
         if is(&a[i], "auth") && i + 2 < a.len() {
-            check_password(sh, Some(&a[i + 1]), &a[i + 2])?;
-            c.authed = true;
+            check_password(sh, c, Some(&a[i + 1]), &a[i + 2], &a[0])?;
             i += 3;
         } else if is(&a[i], "setname") && i + 1 < a.len() {
             name = Some(a[i + 1].clone());
@@ -383,7 +387,19 @@ fn client_line(id: u64, e: &crate::state::ClientEntry, flags: &str, redir: i64) 
     let (code, idle) = e.activity.last(e.since);
     let cmd = subcommands::code_name(code);
     let flags = if flags.is_empty() { "N" } else { flags };
-    format!("id={id} addr={} laddr={} fd=0 name={} age={age} idle={idle} flags={flags} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={cmd} user=default redir={redir} resp={} lib-name={} lib-ver=\n", e.addr, e.laddr, e.name, e.db, e.resp, e.lib)
+    let user = if e.user.is_empty() { "default" } else { e.user.as_str() };
+    format!("id={id} addr={} laddr={} fd=0 name={} age={age} idle={idle} flags={flags} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={cmd} user={} redir={redir} resp={} lib-name={} lib-ver=\n", e.addr, e.laddr, e.name, e.db, user, e.resp, e.lib)
+}
+
+/// CLIENT INFO's line of connection `id` (empty for one not on the books).
+pub fn client_info(sh: &Shared, id: u64) -> String {
+    let cl = sh.clients.lock();
+    let Some(e) = cl.get(&id) else { return String::new() };
+    let (mut flags, redir) = super::client_tracking::list_fields(sh, id);
+    if e.no_evict {
+        flags.push('e');
+    }
+    client_line(id, e, &flags, redir)
 }
 
 /// CLIENT: its subcommands' arities are checked before (`dispatch_found`, by the subcommand
@@ -671,6 +687,15 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
                 } else {
                     sh.hash_limits.set_value(n);
                 }
+            }
+            if k == "requirepass" {
+                sh.acl.set_default_password((!v.is_empty()).then_some(v.as_bytes()));
+            }
+            if k == "acllog-max-len" {
+                sh.acl.log.trim(v.parse().unwrap_or(usize::MAX));
+            }
+            if k == "acl-pubsub-default" {
+                sh.acl.set_pubsub_default_all(v.eq_ignore_ascii_case("allchannels"));
             }
             if k == "slowlog-log-slower-than" {
                 sh.slowlog.set_threshold(v.parse().unwrap_or(crate::slowlog::DEFAULT_THRESHOLD_US));

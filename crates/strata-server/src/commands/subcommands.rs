@@ -14,6 +14,19 @@ pub type Entry = (&'static str, i32, &'static str, i32, i32, i32, &'static str);
 
 /// The subcommands, sorted by name (module doc).
 pub static TABLE: &[Entry] = &[
+    ("acl|cat", -2, "noscript loading stale", 0, 0, 0, "slow"),
+    ("acl|deluser", -3, "admin noscript loading stale", 0, 0, 0, "admin slow dangerous"),
+    ("acl|dryrun", -4, "admin noscript loading stale", 0, 0, 0, "admin slow dangerous"),
+    ("acl|genpass", -2, "noscript loading stale", 0, 0, 0, "slow"),
+    ("acl|getuser", 3, "admin noscript loading stale", 0, 0, 0, "admin slow dangerous"),
+    ("acl|help", 2, "loading stale", 0, 0, 0, "slow"),
+    ("acl|list", 2, "admin noscript loading stale", 0, 0, 0, "admin slow dangerous"),
+    ("acl|load", 2, "admin noscript loading stale", 0, 0, 0, "admin slow dangerous"),
+    ("acl|log", -2, "admin noscript loading stale", 0, 0, 0, "admin slow dangerous"),
+    ("acl|save", 2, "admin noscript loading stale", 0, 0, 0, "admin slow dangerous"),
+    ("acl|setuser", -3, "admin noscript loading stale", 0, 0, 0, "admin slow dangerous"),
+    ("acl|users", 2, "admin noscript loading stale", 0, 0, 0, "admin slow dangerous"),
+    ("acl|whoami", 2, "noscript loading stale", 0, 0, 0, "slow"),
     ("client|caching", 3, "noscript loading stale", 0, 0, 0, "slow connection"),
     ("client|getname", 2, "noscript loading stale", 0, 0, 0, "slow connection"),
     ("client|getredir", 2, "noscript loading stale", 0, 0, 0, "slow connection"),

@@ -42,6 +42,10 @@ pub trait Host {
     /// Runs `argv` for the script.
     fn call(&mut self, argv: &[Vec<u8>], resp3: bool) -> Vec<u8>;
 
+    /// `redis.acl_check_cmd`: whether the script's user may run `argv`, or the error text
+    /// (with its code) when `argv` names no command.
+    fn acl_check(&mut self, argv: &[Vec<u8>]) -> Result<bool, String>;
+
     /// The script replied with an error of its own (`redis.error_reply`, a runtime error,
     /// not a command's error passed on: that one was counted when the command failed), as
     /// Redis counts it in INFO's error statistics. `reply` is the error's text.
@@ -196,6 +200,9 @@ const KILLED: &std::ffi::CStr = c"strata_killed";
 /// The registry name of the run's `redis.setresp` primitive: `(v...) -> error, failed`.
 const RAW_SETRESP: &std::ffi::CStr = c"strata_raw_setresp";
 
+/// The registry name of the running script's ACL check (`redis.acl_check_cmd`).
+const RAW_ACL_CHECK: &std::ffi::CStr = c"strata_raw_acl_check";
+
 /// Calls the run's primitive `name` with this call's arguments, leaving its result and
 /// failure flag.
 ///
@@ -251,6 +258,21 @@ unsafe extern "C-unwind" fn redis_setresp(l: *mut ffi::lua_State) -> c_int {
         }
     }
     0
+}
+
+/// `redis.acl_check_cmd`: raises `{err=...}` for a line that names no command, as
+/// `redis.call` raises.
+unsafe extern "C-unwind" fn redis_acl_check(l: *mut ffi::lua_State) -> c_int {
+    // SAFETY: as `redis_call`.
+    unsafe {
+        raw_call_named(l, RAW_ACL_CHECK);
+        let failed = ffi::lua_toboolean(l, -1) != 0;
+        ffi::lua_pop(l, 1);
+        if failed {
+            ffi::lua_error(l);
+        }
+    }
+    1
 }
 
 /// `redis.call`: raises a failed command's `{err=...}`. A C function, as Redis's is, so that
@@ -526,6 +548,8 @@ impl Scripts {
         self.busy.store(true, Ordering::Release);
         let _idle = Idle(self);
         let resp3 = std::cell::Cell::new(false);
+        // Both `redis.call` and `redis.acl_check_cmd` reach the host; neither runs the other.
+        let host = std::cell::RefCell::new(host);
         let _ = lua.set_named_registry_value("strata_killed", false);
         let result = lua.scope(|scope| {
             let strings = |items: &[Vec<u8>]| -> mlua::Result<mlua::Table> {
@@ -542,8 +566,17 @@ impl Scripts {
                             return Ok((Value::Table(convert::err_table(lua, &msg)?), true))
                         }
                     };
-                    let reply = host.call(&line, resp3.get());
+                    let reply = host.borrow_mut().call(&line, resp3.get());
                     convert::reply_to_lua(lua, &reply)
+                },
+            )?;
+            let acl_check = scope.create_function(
+                |lua, args: Variadic<Value>| -> mlua::Result<(Value, bool)> {
+                    let checked = command_line(&args).and_then(|l| host.borrow_mut().acl_check(&l));
+                    match checked {
+                        Ok(allowed) => Ok((Value::Boolean(allowed), false)),
+                        Err(msg) => Ok((Value::Table(convert::err_table(lua, &msg)?), true)),
+                    }
                 },
             )?;
             let setresp = scope.create_function(
@@ -569,6 +602,7 @@ impl Scripts {
             )?;
             lua.set_named_registry_value("strata_raw_call", raw)?;
             lua.set_named_registry_value("strata_raw_setresp", setresp)?;
+            lua.set_named_registry_value("strata_raw_acl_check", acl_check)?;
             let run: mlua::Function = lua.named_registry_value("strata_run")?;
             run.call::<(bool, Value)>(f)
         });
@@ -617,6 +651,7 @@ impl Scripts {
                 own_errors.push(reply);
             }
         }
+        let host = host.into_inner();
         for e in &own_errors {
             host.script_error(e);
         }
@@ -816,6 +851,7 @@ fn new_interpreter(
         redis.raw_set("call", lua.create_c_function(redis_call)?)?;
         redis.raw_set("pcall", lua.create_c_function(redis_pcall)?)?;
         redis.raw_set("setresp", lua.create_c_function(redis_setresp)?)?;
+        redis.raw_set("acl_check_cmd", lua.create_c_function(redis_acl_check)?)?;
         g.raw_set("pcall", lua.create_c_function(script_pcall)?)?;
     }
     redis.raw_set("REDIS_VERSION", version)?;
@@ -860,6 +896,10 @@ mod tests {
     struct Echo(Vec<Vec<Vec<u8>>>);
 
     impl Host for Echo {
+        fn acl_check(&mut self, argv: &[Vec<u8>]) -> Result<bool, String> {
+            Ok(argv[0] != b"denied")
+        }
+
         fn call(&mut self, argv: &[Vec<u8>], _resp3: bool) -> Vec<u8> {
             self.0.push(argv.to_vec());
             if argv[0] == b"fail" {
@@ -910,6 +950,10 @@ mod tests {
     struct Counting(Vec<String>);
 
     impl Host for Counting {
+        fn acl_check(&mut self, _: &[Vec<u8>]) -> Result<bool, String> {
+            Ok(true)
+        }
+
         fn call(&mut self, argv: &[Vec<u8>], _resp3: bool) -> Vec<u8> {
             if argv[0] == b"fail" {
                 return b"-WRONGTYPE no\r\n".to_vec();

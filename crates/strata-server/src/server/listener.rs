@@ -462,7 +462,8 @@ async fn handle(
     let activity = Arc::new(Activity::default());
     let mut registration = Registration::new(&sh, addr, laddr, Some(kill), activity.clone());
     let id = registration.id;
-    let mut conn = Conn::new(id, sh.password().is_none());
+    let mut conn = Conn::new(id, sh.default_user_open());
+    conn.user = Some(sh.acl.default_user());
     conn.activity = Some(activity);
     let mut buf: Vec<u8> = Vec::with_capacity(16 * 1024);
     let mut out = Out::default();

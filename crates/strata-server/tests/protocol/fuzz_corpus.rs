@@ -328,6 +328,30 @@ fn write_commands_seeds() {
                 &["pfcount", "k1"],
             ],
         ),
+        (
+            "acl",
+            &[
+                &["acl", "SETUSER", "k0", "ON", "nopass", "~k*", "+@all", "-@write"],
+                &["auth", "k0", "x"],
+                &["get", "k0"],
+                &["set", "k0", "1"],
+                &["acl", "DRYRUN", "k0", "set", "k1", "1"],
+                &["multi"],
+                &["set", "k1", "1"],
+                &["exec"],
+                &["eval", "return redis.acl_check_cmd('get', 'k1')", "0"],
+                &["acl", "SETUSER", "k0", "(~k1", "+set)", "&ch*", "%R~k2"],
+                &["set", "k1", "2"],
+                &["acl", "GETUSER", "k0"],
+                &["acl", "LIST"],
+                &["acl", "LOG", "2"],
+                &["acl", "CAT", "string"],
+                &["acl", "GENPASS", "4"],
+                &["reset"],
+                &["acl", "DELUSER", "k0"],
+                &["acl", "WHOAMI"],
+            ],
+        ),
     ];
     for (name, lines) in seeds {
         std::fs::write(dir.join(format!("seed-{name}")), encode_lines(lines)).unwrap();

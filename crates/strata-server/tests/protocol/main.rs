@@ -6,6 +6,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod acl;
 mod auth;
 mod blocking;
 mod cli_tools;
