@@ -364,47 +364,52 @@ impl Users {
         self.get(DEFAULT_USER).expect("the default user is never deleted")
     }
 
-    /// The user `name` after `rules` (ACL SETUSER): `user`'s current state (a new user if
-    /// none), changed by every rule, or the first refusal. Nothing is stored.
-    pub fn staged(
+    /// ACL SETUSER: the user `name` (made anew if there is none) changed by every rule of
+    /// `rules`, all or none: its cell and whether it existed, or the first refusal. Under
+    /// the table's lock, so two SETUSERs of one user do not lose either's rules.
+    pub fn set_user(
         &self,
         catalog: &dyn Catalog,
         name: &[u8],
         rules: &[Vec<u8>],
-    ) -> Result<User, SetUserError> {
+    ) -> Result<(Arc<UserCell>, bool), SetUserError> {
         if name.iter().any(|&c| c == b' ' || c == 0) {
             return Err("Usernames can't contain spaces or null characters".into());
         }
         let all = self.pubsub_all();
-        let mut user = match self.get(name) {
+        let mut table = self.table.write();
+        let existing = table.get(name).cloned();
+        let mut user = match &existing {
             Some(cell) => cell.read().clone(),
             None => User::new(all),
         };
         for rule in merge_selectors(rules)? {
             user.apply(catalog, &rule, all).map_err(|e| {
-                format!(
-                    "Error in ACL SETUSER modifier '{}': {}",
-                    String::from_utf8_lossy(&rule),
-                    e.text()
-                )
+                let rule = String::from_utf8_lossy(&rule);
+                format!("Error in ACL SETUSER modifier '{rule}': {}", e.text())
             })?;
         }
-        Ok(user)
-    }
-
-    /// Stores `user` as `name` (creating it), returning its cell and its state before.
-    pub fn store(&self, name: &[u8], user: User) -> (Arc<UserCell>, Option<User>) {
-        let mut table = self.table.write();
-        match table.get(name) {
+        Ok(match existing {
             Some(cell) => {
-                let before = cell.read().clone();
                 cell.set(user);
-                (cell.clone(), Some(before))
+                (cell, true)
             }
             None => {
                 let cell = UserCell::new(name, user);
                 table.insert(name.to_vec(), cell.clone());
-                (cell, None)
+                (cell, false)
+            }
+        })
+    }
+
+    /// Stores `user` as `name`, creating it or replacing its state (a configuration file's
+    /// `user` line).
+    pub fn store(&self, name: &[u8], user: User) {
+        let mut table = self.table.write();
+        match table.get(name) {
+            Some(cell) => cell.set(user),
+            None => {
+                table.insert(name.to_vec(), UserCell::new(name, user));
             }
         }
     }

@@ -392,10 +392,10 @@ fn disconnect_revoked_subscribers(sh: &Shared, conn: &mut Conn, cell: &Arc<UserC
 pub fn acl(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let sub = &a[1];
     if is(sub, "setuser") {
-        let user = sh.acl.staged(catalog(), &a[2], &a[3..]).map_err(|e| format!("ERR {e}"))?;
-        let (cell, before) = sh.acl.store(&a[2], user);
+        let (cell, existed) =
+            sh.acl.set_user(catalog(), &a[2], &a[3..]).map_err(|e| format!("ERR {e}"))?;
         out.ok();
-        if before.is_some() {
+        if existed {
             disconnect_revoked_subscribers(sh, c, &cell);
         }
     } else if is(sub, "deluser") {
