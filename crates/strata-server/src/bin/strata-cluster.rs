@@ -41,6 +41,9 @@
 //! clients are sent to T with `ASK`), T adopts it, the map gives it to T (`MOVED`), and S
 //! deletes its copy. So writes wait only for the last page or so of the outbox.
 //!
+//! With `--pass P` (and `--user U`), every connection to a node first authenticates (`AUTH
+//! [U] P`), for nodes with `requirepass` or ACL users; the user needs CLUSTER and INFO.
+//!
 //! Exit status 0 when done, 1 when a command failed or a wait timed out (with the reason on
 //! stderr), 2 for bad usage.
 
@@ -62,6 +65,12 @@ struct Cli {
     /// How long a wait (and the retries of a command) may take, in seconds.
     #[arg(long, default_value_t = 300)]
     timeout: u64,
+    /// The ACL user to authenticate as (with --pass; the default user without it).
+    #[arg(long, requires = "pass")]
+    user: Option<String>,
+    /// The password every connection to a node authenticates with first.
+    #[arg(long)]
+    pass: Option<String>,
     #[command(subcommand)]
     command: Cmd,
 }
@@ -253,6 +262,9 @@ fn call_on(conn: &mut BufReader<TcpStream>, addr: &str, args: &[&[u8]]) -> Resul
     read_value(conn, addr)
 }
 
+/// What every new connection sends first: `AUTH [user] pass` (`--user`, `--pass`).
+static AUTH: std::sync::OnceLock<Vec<Vec<u8>>> = std::sync::OnceLock::new();
+
 /// Connections to the nodes a move talks to, by address, reused across its calls.
 #[derive(Default)]
 struct Conns(BTreeMap<String, BufReader<TcpStream>>);
@@ -307,7 +319,17 @@ impl Conns {
             let s = TcpStream::connect_timeout(&sock, Duration::from_secs(5))
                 .map_err(|e| format!("connect to {addr}: {e}"))?;
             s.set_read_timeout(Some(Duration::from_secs(30))).map_err(|e| e.to_string())?;
-            self.0.insert(addr.to_string(), BufReader::new(s));
+            let mut conn = BufReader::new(s);
+            if let Some(auth) = AUTH.get() {
+                let args: Vec<&[u8]> = auth.iter().map(Vec::as_slice).collect();
+                match call_on(&mut conn, addr, &args)? {
+                    Value::Bytes(ok) if ok == b"OK" => {}
+                    // The node's refusal, as a command's: not retried.
+                    Value::Error(e) => return Ok(Value::Error(format!("{e} (AUTH at {addr})"))),
+                    other => return Err(format!("{addr}: AUTH: unexpected reply {other:?}")),
+                }
+            }
+            self.0.insert(addr.to_string(), conn);
         }
         let conn = self.0.get_mut(addr).expect("inserted above");
         let r = call_on(conn, addr, args);
@@ -847,6 +869,12 @@ fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
+    if let Some(pass) = &cli.pass {
+        let mut auth = vec![b"AUTH".to_vec()];
+        auth.extend(cli.user.iter().map(|u| u.as_bytes().to_vec()));
+        auth.push(pass.as_bytes().to_vec());
+        let _ = AUTH.set(auth);
+    }
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -432,3 +432,60 @@ fn concurrent_setusers_of_one_user_lose_no_rule() {
         }
     }
 }
+
+/// A cluster node with a password, or whose controller is an ACL user with CLUSTER and
+/// INFO only, is driven by `strata-cluster --pass` (`--user`); without them its commands
+/// are refused with the node's NOAUTH.
+#[test]
+fn the_cluster_controller_authenticates_to_its_nodes() {
+    let dir = tempfile::tempdir().unwrap();
+    let ports = crate::cluster_mode::free_ports(2);
+    let nodes = format!("1=127.0.0.1:{}:{}", ports[0], ports[1]);
+    let mut node = std::process::Command::new(env!("CARGO_BIN_EXE_strata-server"))
+        .args(["--port", &ports[0].to_string(), "--dir"])
+        .arg(dir.path())
+        .args(["--cluster-enabled", "yes", "--cluster-node-id", "1", "--cluster-nodes", &nodes])
+        .args(["--cluster-partitions", "2", "--cluster-replicas", "1"])
+        .args(["--cluster-bootstrap", "yes", "--requirepass", "pw"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let addr = format!("127.0.0.1:{}", ports[0]);
+    let controller = |extra: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_strata-cluster"))
+            .args(["--node", &addr, "--timeout", "20"])
+            .args(extra)
+            .arg("status")
+            .output()
+            .unwrap()
+    };
+    // Up once it answers (NOAUTH is an answer).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::net::TcpStream::connect(&addr).is_err() {
+        assert!(std::time::Instant::now() < deadline, "the node did not start");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let refused = controller(&[]);
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("NOAUTH"), "{refused:?}");
+    let wrong = controller(&["--pass", "nope"]);
+    assert!(
+        String::from_utf8_lossy(&wrong.stderr)
+            .contains("WRONGPASS invalid username-password pair or user is disabled. (AUTH at"),
+        "{wrong:?}"
+    );
+    let ok = controller(&["--pass", "pw"]);
+    assert!(ok.status.success(), "{ok:?}");
+    assert!(String::from_utf8_lossy(&ok.stdout).contains("partition"), "{ok:?}");
+    let mut c = Raw::connect(ports[0]);
+    assert_eq!(c.cmd(&["AUTH", "pw"]), ok_reply());
+    assert_eq!(c.cmd(&["ACL", "SETUSER", "ops", "on", ">o", "+cluster", "+info"]), ok_reply());
+    let ops = controller(&["--user", "ops", "--pass", "o"]);
+    assert!(ops.status.success(), "{ops:?}");
+    let _ = node.kill();
+    let _ = node.wait();
+}
+
+fn ok_reply() -> Reply {
+    ok()
+}
