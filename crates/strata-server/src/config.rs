@@ -2,7 +2,8 @@
 //! overridden by command-line flags, then defaults.
 //!
 //! Flags (stable; scripts rely on them): `--port` (6379; 0 = pick a free port and print it),
-//! `--bind` (127.0.0.1), `--dir` (./strata-data), `--requirepass`, `--appendfsync
+//! `--bind` (127.0.0.1), `--dir` (./strata-data), `--requirepass`, `--user` (an ACL user, a
+//! configuration file's `user` line; repeated), `--appendfsync
 //! always|everysec|no` (everysec), `--write-buffer-size` (16 MiB: see
 //! [`DEFAULT_WRITE_BUFFER_SIZE`]), `--block-cache-size` (a quarter of
 //! physical memory, at most 4 GiB, at least 32 MiB: see [`default_block_cache_size`]),
@@ -48,6 +49,10 @@ pub struct Flags {
     /// Password clients must AUTH with.
     #[arg(long)]
     pub requirepass: Option<String>,
+    /// An ACL user, as a configuration file's `user` line has it (`--user "alice on >pw ~*
+    /// +@read"`); repeated for more users, after the file's.
+    #[arg(long = "user")]
+    pub users: Vec<String>,
     /// WAL sync policy: always | everysec | no.
     #[arg(long)]
     pub appendfsync: Option<String>,
@@ -324,6 +329,7 @@ impl Config {
             }
             None => (BTreeMap::new(), Vec::new()),
         };
+        let users: Vec<String> = users.into_iter().chain(flags.users.iter().cloned()).collect();
         let fsync = flags
             .appendfsync
             .or_else(|| file.get("appendfsync").cloned())

@@ -349,11 +349,24 @@ fn users_come_from_the_config_file_or_an_acl_file_saved_and_loaded() {
         "user alice on >a1 ~* +@all -flushall\nuser default on nopass ~* &* +@all\n",
     )
     .unwrap();
-    let srv = Server::start(&[cfg.to_str().unwrap()]);
+    let srv = Server::start(&[cfg.to_str().unwrap(), "--user", "carl on >c ~c* +get"]);
     let mut a = as_user(&srv, "alice", "a1");
     assert_eq!(a.cmd(&["FLUSHALL"]), noperm_command("flushall"));
+    let mut carl = as_user(&srv, "carl", "c");
+    assert_eq!((carl.cmd(&["GET", "c1"]), carl.cmd(&["GET", "d1"])), (Reply::Null, noperm_key()));
     assert_eq!(a.cmd(&["ACL", "SAVE"]), err("ERR This Redis instance is not configured to use an ACL file. You may want to specify users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration file set) in order to store users in the Redis configuration."));
     drop(srv);
+
+    // A bad user line stops the start, naming the line and the rule.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_strata-server"))
+        .args(["--port", "0", "--dir"])
+        .arg(dir.path().join("bad"))
+        .args(["--user", "dave on +nosuch"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("config:1: Error in applying operation '+nosuch'"), "{stderr}");
 
     let acl = dir.path().join("users.acl");
     std::fs::write(&acl, "user bob on >b1 ~b* +get\n").unwrap();
