@@ -246,16 +246,30 @@ unsafe fn raw_call(l: *mut ffi::lua_State) {
 /// takes as many as Lua's own stack holds (its test passes 8,001).
 const PACK_ABOVE: c_int = 64;
 
-/// `redis.setresp`: raises `{err=...}` for a wrong argument, as `redis.call` does.
-unsafe extern "C-unwind" fn redis_setresp(l: *mut ffi::lua_State) -> c_int {
-    // SAFETY: as `redis_call`.
+/// After a primitive's call left its result and failure flag on the stack: pops the flag and
+/// raises the result (its `{err=...}`) if the call failed.
+///
+/// # Safety
+/// `l` is the interpreter, in a C function that called a primitive; no Rust value with a
+/// destructor lives in the caller's frame when `lua_error` unwinds it.
+#[inline(always)]
+unsafe fn raise_if_failed(l: *mut ffi::lua_State) {
+    // SAFETY: the caller's contract.
     unsafe {
-        raw_call_named(l, RAW_SETRESP);
         let failed = ffi::lua_toboolean(l, -1) != 0;
         ffi::lua_pop(l, 1);
         if failed {
             ffi::lua_error(l);
         }
+    }
+}
+
+/// `redis.setresp`: raises `{err=...}` for a wrong argument, as `redis.call` does.
+unsafe extern "C-unwind" fn redis_setresp(l: *mut ffi::lua_State) -> c_int {
+    // SAFETY: as `redis_call`.
+    unsafe {
+        raw_call_named(l, RAW_SETRESP);
+        raise_if_failed(l);
     }
     0
 }
@@ -266,11 +280,7 @@ unsafe extern "C-unwind" fn redis_acl_check(l: *mut ffi::lua_State) -> c_int {
     // SAFETY: as `redis_call`.
     unsafe {
         raw_call_named(l, RAW_ACL_CHECK);
-        let failed = ffi::lua_toboolean(l, -1) != 0;
-        ffi::lua_pop(l, 1);
-        if failed {
-            ffi::lua_error(l);
-        }
+        raise_if_failed(l);
     }
     1
 }
@@ -283,11 +293,7 @@ unsafe extern "C-unwind" fn redis_call(l: *mut ffi::lua_State) -> c_int {
     // with a destructor lives in this frame when `lua_error` unwinds it.
     unsafe {
         raw_call(l);
-        let failed = ffi::lua_toboolean(l, -1) != 0;
-        ffi::lua_pop(l, 1);
-        if failed {
-            ffi::lua_error(l);
-        }
+        raise_if_failed(l);
     }
     1
 }
