@@ -162,8 +162,9 @@ pub struct ClientEntry {
     /// CLIENT NO-EVICT ON (CLIENT LIST's `e`; recorded only: `maxmemory-clients` evicts
     /// nothing here).
     pub no_evict: bool,
-    /// The ACL user it authenticated as (CLIENT LIST's `user`; empty: `default`).
-    pub user: String,
+    /// The ACL user it authenticated as (CLIENT LIST's `user`; none: the default user, as it
+    /// connected). The cell, not its name: a user deleted and made again is another.
+    pub user: Option<Arc<crate::acl::UserCell>>,
 }
 
 /// What a connection did last, written by its command dispatch and read by CLIENT LIST.

@@ -297,7 +297,7 @@ pub fn authenticate(
     match sh.acl.authenticate(name, password) {
         Some(user) => {
             if let Some(e) = sh.clients.lock().get_mut(&conn.id) {
-                e.user = String::from_utf8_lossy(&user.name).into_owned();
+                e.user = Some(user.clone());
             }
             conn.user = Some(user);
             conn.authed = true;
@@ -324,8 +324,9 @@ pub fn authenticate(
     }
 }
 
-/// Closes the connections of users deleted (ACL DELUSER, ACL LOAD); `conn`, if among
-/// them, after this command's reply.
+/// Closes the connections of users deleted (ACL DELUSER, ACL LOAD): those authenticated as
+/// one of those cells, not a user of the same name made since; `conn`, if among them, after
+/// this command's reply.
 fn disconnect(sh: &Shared, conn: &mut Conn, gone: &[Arc<UserCell>]) {
     if gone.is_empty() {
         return;
@@ -333,13 +334,13 @@ fn disconnect(sh: &Shared, conn: &mut Conn, gone: &[Arc<UserCell>]) {
     if conn.user.as_ref().is_some_and(|u| gone.iter().any(|g| Arc::ptr_eq(g, u))) {
         conn.close = true;
     }
-    let names: Vec<String> =
-        gone.iter().map(|u| String::from_utf8_lossy(&u.name).into_owned()).collect();
     let ids: Vec<u64> = sh
         .clients
         .lock()
         .iter()
-        .filter(|(&id, e)| id != conn.id && names.contains(&e.user))
+        .filter(|(&id, e)| {
+            id != conn.id && e.user.as_ref().is_some_and(|u| gone.iter().any(|g| Arc::ptr_eq(g, u)))
+        })
         .map(|(&id, _)| id)
         .collect();
     for id in ids {
@@ -354,13 +355,12 @@ fn disconnect_revoked_subscribers(sh: &Shared, conn: &mut Conn, cell: &Arc<UserC
     if user.selectors.iter().any(crate::acl::Selector::all_channels) {
         return;
     }
-    let name = String::from_utf8_lossy(&cell.name).into_owned();
     let is_default = cell.name == DEFAULT_USER;
     let ids: std::collections::HashSet<u64> = sh
         .clients
         .lock()
         .iter()
-        .filter(|(_, e)| e.user == name || (is_default && e.user.is_empty()))
+        .filter(|(_, e)| e.user.as_ref().map_or(is_default, |u| Arc::ptr_eq(u, cell)))
         .map(|(&id, _)| id)
         .collect();
     if ids.is_empty() {

@@ -112,7 +112,8 @@ pub fn kill(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResul
                     && f.addr.as_ref().is_none_or(|want| *want == e.addr)
                     && f.laddr.as_ref().is_none_or(|want| *want == e.laddr)
                     && f.user.as_ref().is_none_or(|want| {
-                        *want == e.user || (e.user.is_empty() && want == "default")
+                        e.user.as_ref().map_or(b"default".as_slice(), |u| &u.name)
+                            == want.as_bytes()
                     })
                     && !(f.skipme && id == c.id)
             })

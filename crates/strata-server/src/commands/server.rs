@@ -111,7 +111,7 @@ pub fn reset(sh: &Shared, c: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdResu
     if let Some(e) = sh.clients.lock().get_mut(&c.id) {
         e.name.clear();
         e.resp = 2;
-        e.user.clear();
+        e.user = None;
     }
     out.simple("RESET");
     Ok(())
@@ -387,7 +387,7 @@ fn client_line(id: u64, e: &crate::state::ClientEntry, flags: &str, redir: i64) 
     let (code, idle) = e.activity.last(e.since);
     let cmd = subcommands::code_name(code);
     let flags = if flags.is_empty() { "N" } else { flags };
-    let user = if e.user.is_empty() { "default" } else { e.user.as_str() };
+    let user = e.user.as_ref().map_or("default".into(), |u| String::from_utf8_lossy(&u.name));
     format!("id={id} addr={} laddr={} fd=0 name={} age={age} idle={idle} flags={flags} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={cmd} user={} redir={redir} resp={} lib-name={} lib-ver=\n", e.addr, e.laddr, e.name, e.db, user, e.resp, e.lib)
 }
 

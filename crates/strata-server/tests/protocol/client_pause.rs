@@ -192,9 +192,12 @@ fn a_command_meeting_an_expired_key_deletes_and_counts_it_unless_paused() {
         assert_eq!(c.cmd(&args), ok());
     }
     let before = expired_keys(&mut c);
-    assert_eq!(c.cmd(&["SET", "zz", "1", "PX", "1"]), ok());
-    std::thread::sleep(Duration::from_millis(20));
+    // Paused well before the key's time is out, so the active expiry (which the pause holds
+    // too) cannot have taken it first: it expires while paused. (Set to expire at once and
+    // paused after, it was at times taken by the expiry task's tick in between.)
+    assert_eq!(c.cmd(&["SET", "zz", "1", "PX", "50"]), ok());
     assert_eq!(c.cmd(&["CLIENT", "PAUSE", "100000", "WRITE"]), ok());
+    std::thread::sleep(Duration::from_millis(100));
     assert_eq!(c.cmd(&["GET", "zz"]), Reply::Null);
     assert_eq!(expired_keys(&mut c), before, "held during the pause");
     assert_eq!(c.cmd(&["CLIENT", "UNPAUSE"]), ok());
