@@ -322,6 +322,9 @@ impl Shared {
             let users = crate::acl::Users::new(pw.map(String::as_bytes));
             let all = params.get("acl-pubsub-default").is_some_and(|v| v == "allchannels");
             users.set_pubsub_default_all(all);
+            if let Some(n) = params.get("acllog-max-len").and_then(|v| v.parse().ok()) {
+                users.log.set_max_len(n);
+            }
             users
         };
         Shared {

@@ -4,6 +4,7 @@
 //! that entry and moves it to the front instead of adding one, as Redis groups them.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use parking_lot::Mutex;
 
@@ -73,14 +74,21 @@ pub struct Entry {
 }
 
 /// The log (module doc).
-#[derive(Default)]
 pub struct AclLog {
     entries: Mutex<VecDeque<Entry>>,
+    /// `acllog-max-len`.
+    max_len: AtomicUsize,
+}
+
+impl Default for AclLog {
+    fn default() -> Self {
+        AclLog { entries: Mutex::default(), max_len: AtomicUsize::new(128) }
+    }
 }
 
 impl AclLog {
-    /// Records `entry` (its count is ignored), keeping at most `max_len` entries.
-    pub fn add(&self, entry: Entry, max_len: usize) {
+    /// Records a refusal: `entry` with a count of one, or counted on an alike entry.
+    pub fn add(&self, entry: Entry) {
         let mut entries = self.entries.lock();
         let similar = entries.iter().take(GROUPING_SCAN).position(|e| {
             e.reason == entry.reason
@@ -98,9 +106,16 @@ impl AclLog {
             }
             None => {
                 entries.push_front(Entry { count: 1, ..entry });
-                entries.truncate(max_len);
+                entries.truncate(self.max_len.load(Ordering::Relaxed));
             }
         }
+    }
+
+    /// Sets `acllog-max-len`, dropping the oldest entries past it.
+    pub fn set_max_len(&self, max_len: usize) {
+        let mut entries = self.entries.lock();
+        self.max_len.store(max_len, Ordering::Relaxed);
+        entries.truncate(max_len);
     }
 
     /// The newest `n` entries, newest first.
@@ -111,11 +126,6 @@ impl AclLog {
     /// ACL LOG RESET.
     pub fn clear(&self) {
         self.entries.lock().clear();
-    }
-
-    /// Keeps at most `max_len` entries (`acllog-max-len` lowered).
-    pub fn trim(&self, max_len: usize) {
-        self.entries.lock().truncate(max_len);
     }
 }
 
@@ -140,23 +150,26 @@ mod tests {
     #[test]
     fn alike_refusals_share_an_entry_and_the_log_is_bounded() {
         let log = AclLog::default();
-        log.add(entry("get", 1_000), 5);
-        log.add(entry("set", 2_000), 5);
-        log.add(entry("get", 3_000), 5);
+        log.add(entry("get", 1_000));
+        log.add(entry("set", 2_000));
+        log.add(entry("get", 3_000));
         let e = log.newest(10);
         assert_eq!(e.len(), 2);
         assert_eq!((e[0].object.as_slice(), e[0].count, e[0].at_ms), (&b"get"[..], 2, 3_000));
         assert_eq!(e[0].client_info, "at 3000");
-        log.add(entry("get", 3_000 + GROUPING_MS + 1), 5);
+        log.add(entry("get", 3_000 + GROUPING_MS + 1));
         assert_eq!(log.newest(10).len(), 3, "a minute later: an entry of its own");
-        log.add(entry("s", 65_000), 100);
+        log.add(entry("s", 65_000));
         for i in 0..10 {
-            log.add(entry(&format!("c{i}"), 70_000), 100);
+            log.add(entry(&format!("c{i}"), 70_000));
         }
-        log.add(entry("s", 70_000), 100);
+        log.add(entry("s", 70_000));
         assert_eq!(log.newest(100).len(), 15, "past the ten newest: not compared");
-        log.add(entry("x", 70_000), 4);
-        assert_eq!(log.newest(100).len(), 4);
+        log.set_max_len(4);
+        assert_eq!(log.newest(100).len(), 4, "lowered: the oldest dropped");
+        log.add(entry("x", 70_000));
+        let e = log.newest(100);
+        assert_eq!((e.len(), e[0].object.as_slice()), (4, &b"x"[..]));
         log.clear();
         assert!(log.newest(10).is_empty());
     }

@@ -310,9 +310,15 @@ impl UserCell {
         *u = user;
     }
 
-    /// Whether it may run anything (checked without the lock).
+    /// Whether it may run anything (one load, without the lock; false once deleted).
     pub fn unrestricted(&self) -> bool {
-        self.unrestricted.load(Ordering::Acquire) && !self.gone()
+        self.unrestricted.load(Ordering::Acquire)
+    }
+
+    /// Marks it deleted: it may run nothing from now on.
+    fn delete(&self) {
+        self.gone.store(true, Ordering::Release);
+        self.unrestricted.store(false, Ordering::Release);
     }
 
     /// Whether it was deleted.
@@ -378,8 +384,7 @@ impl Users {
         }
         let all = self.pubsub_all();
         let mut table = self.table.write();
-        let existing = table.get(name).cloned();
-        let mut user = match &existing {
+        let mut user = match table.get(name) {
             Some(cell) => cell.read().clone(),
             None => User::new(all),
         };
@@ -389,29 +394,13 @@ impl Users {
                 format!("Error in ACL SETUSER modifier '{rule}': {}", e.text())
             })?;
         }
-        Ok(match existing {
-            Some(cell) => {
-                cell.set(user);
-                (cell, true)
-            }
-            None => {
-                let cell = UserCell::new(name, user);
-                table.insert(name.to_vec(), cell.clone());
-                (cell, false)
-            }
-        })
+        Ok(put(&mut table, name, user))
     }
 
     /// Stores `user` as `name`, creating it or replacing its state (a configuration file's
     /// `user` line).
     pub fn store(&self, name: &[u8], user: User) {
-        let mut table = self.table.write();
-        match table.get(name) {
-            Some(cell) => cell.set(user),
-            None => {
-                table.insert(name.to_vec(), UserCell::new(name, user));
-            }
-        }
+        put(&mut self.table.write(), name, user);
     }
 
     /// Deletes the users named (ACL DELUSER; never the default user, which the caller
@@ -420,7 +409,7 @@ impl Users {
         let mut table = self.table.write();
         let gone: Vec<_> = names.iter().filter_map(|n| table.remove(n.as_slice())).collect();
         for cell in &gone {
-            cell.gone.store(true, Ordering::Release);
+            cell.delete();
         }
         gone
     }
@@ -434,19 +423,13 @@ impl Users {
         old_default.set(default);
         let gone: Vec<_> = std::mem::take(&mut *table).into_values().collect();
         for cell in &gone {
-            cell.gone.store(true, Ordering::Release);
+            cell.delete();
         }
         table.insert(DEFAULT_USER.to_vec(), old_default);
         for (name, user) in users {
-            let cell = UserCell::new(&name, user);
-            table.insert(name, cell);
+            put(&mut table, &name, user);
         }
         gone
-    }
-
-    /// Every user's name, sorted.
-    pub fn names(&self) -> Vec<Vec<u8>> {
-        self.table.read().keys().cloned().collect()
     }
 
     /// Every user, sorted by name.
@@ -464,9 +447,11 @@ impl Users {
         ok.then_some(cell)
     }
 
-    /// `requirepass` changed: the default user's only password, or `nopass` for none.
+    /// `requirepass` changed: the default user's only password, or `nopass` for none. Under
+    /// the table's lock, as SETUSER's change of the same user is.
     pub fn set_default_password(&self, password: Option<&[u8]>) {
-        let cell = self.default_user();
+        let table = self.table.write();
+        let cell = table.get(DEFAULT_USER).expect("the default user is never deleted");
         let mut u = cell.read().clone();
         u.set_password(password);
         cell.set(u);
@@ -544,18 +529,16 @@ impl Users {
 
 /// SHA-256 of a password, lower-case hex (how users keep them).
 pub fn hash_password(password: &[u8]) -> String {
-    hex(&Sha256::digest(password))
+    format!("{:x}", Sha256::digest(password))
 }
 
-/// `bytes` in lower-case hexadecimal.
-pub fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        s.push(char::from(DIGITS[usize::from(b >> 4)]));
-        s.push(char::from(DIGITS[usize::from(b & 15)]));
-    }
-    s
+/// Every command id, each command followed by its subcommands, in the order rules are
+/// written.
+pub fn every_id(catalog: &dyn Catalog) -> impl Iterator<Item = usize> + '_ {
+    catalog
+        .top_level()
+        .iter()
+        .flat_map(move |&id| std::iter::once(id).chain(catalog.subcommands(id).iter().copied()))
 }
 
 fn valid_hash(h: &[u8]) -> Result<String, RuleError> {
@@ -568,6 +551,26 @@ fn valid_hash(h: &[u8]) -> Result<String, RuleError> {
 
 fn same_in_constant_time(a: &str, b: &str) -> bool {
     a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
+}
+
+/// Stores `user` as `name` in `table`: the existing cell's state replaced (its connections
+/// see the change), or a new cell. The cell, and whether it existed.
+fn put(
+    table: &mut BTreeMap<Vec<u8>, Arc<UserCell>>,
+    name: &[u8],
+    user: User,
+) -> (Arc<UserCell>, bool) {
+    match table.get(name) {
+        Some(cell) => {
+            cell.set(user);
+            (cell.clone(), true)
+        }
+        None => {
+            let cell = UserCell::new(name, user);
+            table.insert(name.to_vec(), cell.clone());
+            (cell, false)
+        }
+    }
 }
 
 /// Joins the arguments of a selector written over several (`(~x*`, `+get)`) into one rule,

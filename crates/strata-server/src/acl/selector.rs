@@ -216,14 +216,9 @@ impl Selector {
         if !catalog.categories().contains(&category) {
             return false;
         }
-        for &id in catalog.top_level() {
+        for id in super::every_id(catalog) {
             if catalog.in_category(id, category) {
                 self.change(catalog, id, allow);
-            }
-            for &sub in catalog.subcommands(id) {
-                if catalog.in_category(sub, category) {
-                    self.change(catalog, sub, allow);
-                }
             }
         }
         true
@@ -231,19 +226,9 @@ impl Selector {
 
     /// The numbers of the commands of `category` this selector allows and forbids.
     pub fn count_category(&self, catalog: &dyn Catalog, category: &str) -> (usize, usize) {
-        let (mut on, mut off) = (0, 0);
-        for &id in catalog.top_level() {
-            for i in std::iter::once(id).chain(catalog.subcommands(id).iter().copied()) {
-                if catalog.in_category(i, category) {
-                    if self.bit(i) {
-                        on += 1;
-                    } else {
-                        off += 1;
-                    }
-                }
-            }
-        }
-        (on, off)
+        super::every_id(catalog)
+            .filter(|&id| catalog.in_category(id, category))
+            .fold((0, 0), |(on, off), id| if self.bit(id) { (on + 1, off) } else { (on, off + 1) })
     }
 
     /// The first arguments `+id|arg` rules allow.

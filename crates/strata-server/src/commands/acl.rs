@@ -268,21 +268,27 @@ pub fn log_refusal(
         Denied::Key(i) => (Reason::Key, args[i].clone()),
         Denied::Channel(i) => (Reason::Channel, args[i].clone()),
     };
-    log(
-        sh,
-        client,
-        Entry { count: 1, reason, context, object, username, at_ms: 0, client_info: String::new() },
-    );
+    log(sh, client, reason, context, object, username);
 }
 
-fn log(sh: &Shared, client: u64, mut entry: Entry) {
-    entry.at_ms = crate::types::keyspace::now_ms();
-    entry.client_info = super::server::client_info(sh, client).trim_end().to_string();
-    sh.acl.log.add(entry, log_max_len(sh));
-}
-
-fn log_max_len(sh: &Shared) -> usize {
-    sh.params.read().get("acllog-max-len").and_then(|v| v.parse().ok()).unwrap_or(128)
+/// Records a refusal in ACL LOG, now, with `client`'s CLIENT INFO line.
+fn log(
+    sh: &Shared,
+    client: u64,
+    reason: Reason,
+    context: Context,
+    object: Vec<u8>,
+    username: Vec<u8>,
+) {
+    sh.acl.log.add(Entry {
+        count: 1,
+        reason,
+        context,
+        object,
+        username,
+        at_ms: crate::types::keyspace::now_ms(),
+        client_info: super::server::client_info(sh, client).trim_end().to_string(),
+    });
 }
 
 /// Authenticates `conn` as `name` with `password` (AUTH, HELLO AUTH): Redis's WRONGPASS
@@ -305,87 +311,54 @@ pub fn authenticate(
         }
         None => {
             let context = if conn.multi.is_some() { Context::Multi } else { Context::Toplevel };
-            let object = command.to_vec();
-            log(
-                sh,
-                conn.id,
-                Entry {
-                    count: 1,
-                    reason: Reason::Auth,
-                    context,
-                    object,
-                    username: name.to_vec(),
-                    at_ms: 0,
-                    client_info: String::new(),
-                },
-            );
+            log(sh, conn.id, Reason::Auth, context, command.to_vec(), name.to_vec());
             Err("WRONGPASS invalid username-password pair or user is disabled.".into())
         }
     }
 }
 
-/// Closes the connections of users deleted (ACL DELUSER, ACL LOAD): those authenticated as
-/// one of those cells, not a user of the same name made since; `conn`, if among them, after
-/// this command's reply.
-fn disconnect(sh: &Shared, conn: &mut Conn, gone: &[Arc<UserCell>]) {
-    if gone.is_empty() {
-        return;
-    }
-    if conn.user.as_ref().is_some_and(|u| gone.iter().any(|g| Arc::ptr_eq(g, u))) {
-        conn.close = true;
-    }
-    let ids: Vec<u64> = sh
-        .clients
-        .lock()
-        .iter()
-        .filter(|(&id, e)| {
-            id != conn.id && e.user.as_ref().is_some_and(|u| gone.iter().any(|g| Arc::ptr_eq(g, u)))
-        })
-        .map(|(&id, _)| id)
-        .collect();
-    for id in ids {
-        super::client_kill::end_other(sh, id);
-    }
+/// The connections authenticated as one of `cells` (as the default user, also those that
+/// never authenticated): the cells, not their names, so a user of the same name made since
+/// is another's.
+fn connections_of(sh: &Shared, cells: &[Arc<UserCell>]) -> Vec<u64> {
+    let default_too = cells.iter().any(|c| c.name == DEFAULT_USER);
+    let matches = |u: &Option<Arc<UserCell>>| {
+        u.as_ref().map_or(default_too, |u| cells.iter().any(|c| Arc::ptr_eq(c, u)))
+    };
+    sh.clients.lock().iter().filter(|(_, e)| matches(&e.user)).map(|(&id, _)| id).collect()
 }
 
-/// Closes the connections of `cell`'s user that are subscribed to a channel or pattern the
-/// user may no longer use (Redis's rule after ACL SETUSER); `conn` after its reply.
-fn disconnect_revoked_subscribers(sh: &Shared, conn: &mut Conn, cell: &Arc<UserCell>) {
-    let user = cell.read();
-    if user.selectors.iter().any(crate::acl::Selector::all_channels) {
-        return;
-    }
-    let is_default = cell.name == DEFAULT_USER;
-    let ids: std::collections::HashSet<u64> = sh
-        .clients
-        .lock()
-        .iter()
-        .filter(|(_, e)| e.user.as_ref().map_or(is_default, |u| Arc::ptr_eq(u, cell)))
-        .map(|(&id, _)| id)
-        .collect();
-    if ids.is_empty() {
-        return;
-    }
-    let cat = catalog();
-    let mut revoked: Vec<u64> = sh
-        .pubsub
-        .subscriptions_of(&ids)
-        .into_iter()
-        .filter(|(_, kind, ch)| {
-            !user.allows_channel(cat, ch, *kind == crate::pubsub::Kind::Pattern)
-        })
-        .map(|(id, _, _)| id)
-        .collect();
-    revoked.sort_unstable();
-    revoked.dedup();
-    drop(user);
-    for id in revoked {
+/// Closes connections `ids`: `conn` after this command's reply, the others now.
+fn close(sh: &Shared, conn: &mut Conn, ids: impl IntoIterator<Item = u64>) {
+    for id in ids {
         if id == conn.id {
             conn.close = true;
         } else {
             super::client_kill::end_other(sh, id);
         }
     }
+}
+
+/// Closes the connections of `cell`'s user that are subscribed to a channel or pattern the
+/// user may no longer use (Redis's rule after ACL SETUSER).
+fn close_revoked_subscribers(sh: &Shared, conn: &mut Conn, cell: &Arc<UserCell>) {
+    let revoked: std::collections::BTreeSet<u64> = {
+        let user = cell.read();
+        if user.selectors.iter().any(crate::acl::Selector::all_channels) {
+            return;
+        }
+        let ids = connections_of(sh, std::slice::from_ref(cell)).into_iter().collect();
+        let cat = catalog();
+        sh.pubsub
+            .subscriptions_of(&ids)
+            .into_iter()
+            .filter(|(_, kind, ch)| {
+                !user.allows_channel(cat, ch, *kind == crate::pubsub::Kind::Pattern)
+            })
+            .map(|(id, _, _)| id)
+            .collect()
+    };
+    close(sh, conn, revoked);
 }
 
 /// ACL.
@@ -396,7 +369,7 @@ pub fn acl(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult
             sh.acl.set_user(catalog(), &a[2], &a[3..]).map_err(|e| format!("ERR {e}"))?;
         out.ok();
         if existed {
-            disconnect_revoked_subscribers(sh, c, &cell);
+            close_revoked_subscribers(sh, c, &cell);
         }
     } else if is(sub, "deluser") {
         if a[2..].iter().any(|n| n == DEFAULT_USER) {
@@ -404,7 +377,7 @@ pub fn acl(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult
         }
         let gone = sh.acl.delete(&a[2..]);
         out.int(gone.len() as i64);
-        disconnect(sh, c, &gone);
+        close(sh, c, connections_of(sh, &gone));
     } else if is(sub, "getuser") {
         let Some(cell) = sh.acl.get(&a[2]) else {
             out.null();
@@ -443,7 +416,7 @@ pub fn acl(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult
             })?;
         } else {
             let gone = load_file(sh, &file).map_err(|e| format!("ERR {e}"))?;
-            disconnect(sh, c, &gone);
+            close(sh, c, connections_of(sh, &gone));
         }
         out.ok();
     } else if is(sub, "help") {
@@ -542,12 +515,8 @@ fn cat(a: &[Vec<u8>], out: &mut Out) -> CmdResult {
         return Err(format!("ERR Unknown category '{shown}'").into());
     }
     let cat = catalog();
-    let ids: Vec<usize> = cat
-        .top_level()
-        .iter()
-        .flat_map(|&id| std::iter::once(id).chain(cat.subcommands(id).iter().copied()))
-        .filter(|&id| cat.in_category(id, &name))
-        .collect();
+    let ids: Vec<usize> =
+        crate::acl::every_id(cat).filter(|&id| cat.in_category(id, &name)).collect();
     out.array(ids.len());
     for id in ids {
         out.bulk(cat.name(id).as_bytes());
@@ -567,11 +536,12 @@ fn genpass(a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     if bits <= 0 || bits > MAX_BITS {
         return Err(format!("ERR ACL GENPASS argument must be the number of bits for the output password, a positive number up to {MAX_BITS}").into());
     }
-    use rand::RngCore;
-    let chars = (bits as usize).div_ceil(4);
-    let mut bytes = vec![0u8; chars.div_ceil(2)];
-    rand::rngs::OsRng.fill_bytes(&mut bytes);
-    out.bulk(&crate::acl::hex(&bytes).as_bytes()[..chars]);
+    use rand::Rng;
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut rng = rand::rngs::OsRng;
+    let pass: Vec<u8> =
+        (0..(bits as usize).div_ceil(4)).map(|_| DIGITS[rng.gen_range(0..16)]).collect();
+    out.bulk(&pass);
     Ok(())
 }
 
@@ -646,26 +616,23 @@ fn dryrun(sh: &Shared, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     Ok(())
 }
 
-/// Writes every user to the ACL file `path` (a new file, synced, renamed over the old one).
-fn save_file(sh: &Shared, path: &str) -> std::io::Result<()> {
+/// Writes every user to the ACL file `path`: a new file written and synced
+/// (`strata::env::write_file_synced`), renamed over the old one, the directory synced.
+fn save_file(sh: &Shared, path: &str) -> strata::Result<()> {
+    use strata::env::{write_file_synced, FileSystem, OsFs};
     let mut text = Vec::new();
     for cell in sh.acl.all() {
         text.extend_from_slice(&list_line(&cell.name, &cell.read()));
         text.push(b'\n');
     }
-    let tmp = format!("{path}.tmp-{}", std::process::id());
-    {
-        use std::io::Write;
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(&text)?;
-        f.sync_all()?;
-    }
-    std::fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
+    let tmp = std::path::PathBuf::from(format!("{path}.tmp-{}", std::process::id()));
+    let path = std::path::Path::new(path);
+    write_file_synced(&OsFs, &tmp, &text)?;
+    OsFs.rename(&tmp, path).inspect_err(|_| {
+        let _ = OsFs.remove(&tmp);
     })?;
-    // The rename itself outlives a power loss once its directory is synced.
-    let dir = std::path::Path::new(path).parent().filter(|d| !d.as_os_str().is_empty());
-    std::fs::File::open(dir.unwrap_or(std::path::Path::new(".")))?.sync_all()
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+    OsFs.sync_dir(dir.unwrap_or(std::path::Path::new(".")))
 }
 
 /// Reads the ACL file `path` and replaces the users by its users (all or none): the cells

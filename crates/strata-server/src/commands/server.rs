@@ -692,7 +692,7 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
                 sh.acl.set_default_password((!v.is_empty()).then_some(v.as_bytes()));
             }
             if k == "acllog-max-len" {
-                sh.acl.log.trim(v.parse().unwrap_or(usize::MAX));
+                sh.acl.log.set_max_len(v.parse().unwrap_or(usize::MAX));
             }
             if k == "acl-pubsub-default" {
                 sh.acl.set_pubsub_default_all(v.eq_ignore_ascii_case("allchannels"));

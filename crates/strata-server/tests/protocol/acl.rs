@@ -502,3 +502,34 @@ fn the_cluster_controller_authenticates_to_its_nodes() {
 fn ok_reply() -> Reply {
     ok()
 }
+
+/// `CONFIG SET requirepass` changes the default user as SETUSER does, under the same lock:
+/// selectors SETUSER adds meanwhile are all kept.
+#[test]
+fn requirepass_set_while_the_default_user_changes_loses_no_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    let sh = crate::common::in_process(dir.path());
+    let writers_left = std::sync::atomic::AtomicUsize::new(4);
+    std::thread::scope(|s| {
+        let (sh, writers_left) = (&sh, &writers_left);
+        s.spawn(move || {
+            let mut i = 0;
+            while writers_left.load(std::sync::atomic::Ordering::Acquire) > 0 {
+                let pass = if i % 2 == 0 { "pw" } else { "" };
+                crate::common::run_ok(sh, &["CONFIG", "SET", "requirepass", pass]);
+                i += 1;
+            }
+        });
+        for t in 0..4 {
+            s.spawn(move || {
+                for i in 0..50 {
+                    let selector = format!("(~k{t}x{i} +get)");
+                    crate::common::run_ok(sh, &["ACL", "SETUSER", "default", &selector]);
+                }
+                writers_left.fetch_sub(1, std::sync::atomic::Ordering::Release);
+            });
+        }
+    });
+    let list = String::from_utf8_lossy(&crate::common::run_ok(&sh, &["ACL", "LIST"])).into_owned();
+    assert_eq!(list.matches("(~k").count(), 200, "{list}");
+}
