@@ -74,13 +74,7 @@ fn load_users(sh: &Shared, cfg: &config::Config) -> Result<(), String> {
                     configuration file, but not both."
             .into());
     }
-    let mut lines = Vec::new();
-    for (i, l) in cfg.users.iter().enumerate() {
-        let words = acl::split_args(l.as_bytes())
-            .ok_or_else(|| format!("user directive {}: unbalanced quotes: `{l}`", i + 1))?;
-        lines.push(words);
-    }
-    commands::acl::load_configured(sh, &lines)
+    commands::acl::load_configured(sh, &cfg.users)
         .map_err(|e| format!("ACL users of the configuration file: {e}"))?;
     if let Some(file) = aclfile {
         commands::acl::load_file(sh, file)

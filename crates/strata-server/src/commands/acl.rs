@@ -653,20 +653,17 @@ pub fn load_file(sh: &Shared, path: &str) -> Result<Vec<Arc<UserCell>>, String> 
     Ok(sh.acl.replace_all(users))
 }
 
-/// Installs the users a configuration file's `user` lines define (each line's words after
-/// the directive), at start; Redis's errors if any.
-pub fn load_configured(sh: &Shared, lines: &[Vec<Vec<u8>>]) -> Result<(), String> {
-    let numbered: Vec<(usize, Vec<Vec<u8>>)> = lines
-        .iter()
-        .enumerate()
-        .map(|(i, words)| {
-            let mut l = vec![b"user".to_vec()];
-            l.extend(words.iter().cloned());
-            (i + 1, l)
-        })
-        .collect();
-    let users = sh.acl.parse_lines(catalog(), "config", &numbered)?;
-    for (name, user) in users {
+/// Installs the users of a configuration file's `user` directives and `--user` flags (each
+/// the text after `user`, split as Redis splits a configuration line), at start; Redis's
+/// errors if any, or the directive whose quotes do not balance.
+pub fn load_configured(sh: &Shared, directives: &[String]) -> Result<(), String> {
+    let mut lines = Vec::new();
+    for (i, d) in directives.iter().enumerate() {
+        let words = crate::acl::split_args(d.as_bytes())
+            .ok_or_else(|| format!("user directive {}: unbalanced quotes: `{d}`", i + 1))?;
+        lines.push((i + 1, [vec![b"user".to_vec()], words].concat()));
+    }
+    for (name, user) in sh.acl.parse_lines(catalog(), "config", &lines)? {
         sh.acl.store(&name, user);
     }
     Ok(())

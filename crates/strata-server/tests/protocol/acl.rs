@@ -454,15 +454,25 @@ fn the_cluster_controller_authenticates_to_its_nodes() {
     let dir = tempfile::tempdir().unwrap();
     let ports = crate::cluster_mode::free_ports(2);
     let nodes = format!("1=127.0.0.1:{}:{}", ports[0], ports[1]);
-    let mut node = std::process::Command::new(env!("CARGO_BIN_EXE_strata-server"))
-        .args(["--port", &ports[0].to_string(), "--dir"])
-        .arg(dir.path())
-        .args(["--cluster-enabled", "yes", "--cluster-node-id", "1", "--cluster-nodes", &nodes])
-        .args(["--cluster-partitions", "2", "--cluster-replicas", "1"])
-        .args(["--cluster-bootstrap", "yes", "--requirepass", "pw"])
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    /// Stops the node however the test ends.
+    struct Killed(std::process::Child);
+    impl Drop for Killed {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _node = Killed(
+        std::process::Command::new(env!("CARGO_BIN_EXE_strata-server"))
+            .args(["--port", &ports[0].to_string(), "--dir"])
+            .arg(dir.path())
+            .args(["--cluster-enabled", "yes", "--cluster-node-id", "1", "--cluster-nodes", &nodes])
+            .args(["--cluster-partitions", "2", "--cluster-replicas", "1"])
+            .args(["--cluster-bootstrap", "yes", "--requirepass", "pw"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     let addr = format!("127.0.0.1:{}", ports[0]);
     let controller = |extra: &[&str]| {
         std::process::Command::new(env!("CARGO_BIN_EXE_strata-cluster"))
@@ -495,8 +505,6 @@ fn the_cluster_controller_authenticates_to_its_nodes() {
     assert_eq!(c.cmd(&["ACL", "SETUSER", "ops", "on", ">o", "+cluster", "+info"]), ok_reply());
     let ops = controller(&["--user", "ops", "--pass", "o"]);
     assert!(ops.status.success(), "{ops:?}");
-    let _ = node.kill();
-    let _ = node.wait();
 }
 
 fn ok_reply() -> Reply {
