@@ -18,12 +18,25 @@
 //! file path as the first positional argument.
 
 pub mod redis_params;
+pub mod rewrite;
 pub mod values;
 
 use crate::storage::SyncPolicy;
 use clap::Parser;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+
+/// Redis 7.0's parameters with their older names: both names set and report one value.
+pub const ALIASES: &[(&str, &str)] = &[
+    ("hash-max-listpack-entries", "hash-max-ziplist-entries"),
+    ("hash-max-listpack-value", "hash-max-ziplist-value"),
+    ("zset-max-listpack-entries", "zset-max-ziplist-entries"),
+    ("zset-max-listpack-value", "zset-max-ziplist-value"),
+    ("list-max-listpack-size", "list-max-ziplist-size"),
+    ("busy-reply-threshold", "lua-time-limit"),
+    ("min-replicas-to-write", "min-slaves-to-write"),
+    ("min-replicas-max-lag", "min-slaves-max-lag"),
+];
 
 /// Redis's default number of databases.
 pub const DEFAULT_DATABASES: usize = 16;
@@ -177,6 +190,9 @@ pub struct Config {
     pub extra: BTreeMap<String, String>,
     /// The file's `user` directives, each the text after `user` (ACL users: `acl`).
     pub users: Vec<String>,
+    /// The configuration file it was read from, as an absolute path (CONFIG REWRITE writes
+    /// it): `None` without one.
+    pub config_file: Option<PathBuf>,
 }
 
 /// The memtable size a server gets when none is configured: 16 MiB, against the engine's
@@ -236,24 +252,9 @@ pub fn user_directives(text: &str) -> Vec<String> {
 pub fn parse_file(text: &str) -> Result<BTreeMap<String, String>, String> {
     let mut m = BTreeMap::new();
     for (n, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
+        let Some((k, v)) = directive(line).map_err(|why| format!("line {}: {why}", n + 1))? else {
             continue;
-        }
-        let (k, v) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
-        let v = v.trim();
-        let v = if v.len() >= 2
-            && ((v.starts_with('"') && v.ends_with('"'))
-                || (v.starts_with('\'') && v.ends_with('\'')))
-        {
-            &v[1..v.len() - 1]
-        } else {
-            v
         };
-        if k.is_empty() {
-            return Err(format!("line {}: expected `key value`", n + 1));
-        }
-        let k = k.to_ascii_lowercase();
         if k == "user" {
             // Repeated, one per user: `user_directives`.
             continue;
@@ -261,10 +262,29 @@ pub fn parse_file(text: &str) -> Result<BTreeMap<String, String>, String> {
         // A value CONFIG SET would refuse stops the start, as redis-server's fatal config
         // error does, instead of being taken as the default.
         values::check(&k, v.as_bytes())
-            .map_err(|why| format!("line {}: `{line}`: {why}", n + 1))?;
-        m.insert(k, v.to_string());
+            .map_err(|why| format!("line {}: `{}`: {why}", n + 1, line.trim()))?;
+        m.insert(k, v);
     }
     Ok(m)
+}
+
+/// One line of a config file as `(key in lower case, value)`: the line's words as Redis splits
+/// them (`resp::args`: quotes group and are removed), the value the words after the key
+/// joined by one space; `None` for a blank or comment line.
+pub fn directive(line: &str) -> Result<Option<(String, String)>, String> {
+    let line = line.trim();
+    if line.is_empty() || line.starts_with('#') {
+        return Ok(None);
+    }
+    let words = crate::resp::args::split_args(line.as_bytes())
+        .ok_or_else(|| format!("`{line}`: unbalanced quotes"))?;
+    let Some((k, rest)) = words.split_first() else { return Ok(None) };
+    if k.is_empty() {
+        return Err(format!("`{line}`: expected `key value`"));
+    }
+    let text = |w: &[u8]| String::from_utf8_lossy(w).into_owned();
+    let value = rest.iter().map(|w| text(w)).collect::<Vec<_>>().join(" ");
+    Ok(Some((text(k).to_ascii_lowercase(), value)))
 }
 
 fn num<T: std::str::FromStr>(
@@ -441,6 +461,10 @@ impl Config {
             cluster,
             extra: file,
             users,
+            config_file: flags
+                .config_file
+                .as_ref()
+                .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone())),
         })
     }
 
@@ -551,6 +575,32 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every parameter written by CONFIG REWRITE (all of them, as off their default) passes
+    /// the file's checks and reads back as CONFIG GET reported it (Redis's "CONFIG REWRITE
+    /// sanity").
+    #[test]
+    fn every_parameter_rewritten_reads_back_the_same() {
+        let dir = tempfile::tempdir().unwrap();
+        let before = Config::resolve(Flags { dir: Some(dir.path().into()), ..Flags::default() })
+            .unwrap()
+            .params();
+        let settings = rewrite::Settings {
+            current: &before,
+            defaults: &BTreeMap::new(),
+            aliases: ALIASES,
+            users: None,
+        };
+        let text = rewrite::rewrite("", &settings);
+        assert!(text.lines().count() > 100, "{text}");
+        let path = dir.path().join("redis.conf");
+        std::fs::write(&path, &text).unwrap();
+        let after = Config::resolve(Flags { config_file: Some(path), ..Flags::default() });
+        let after = after.unwrap_or_else(|e| panic!("{e}\n{text}")).params();
+        for (k, v) in &before {
+            assert_eq!(after.get(k), Some(v), "{k}");
+        }
+    }
 
     #[test]
     fn file_then_flags() {

@@ -178,7 +178,7 @@ impl User {
             b'(' if op.last() == Some(&b')') => {
                 let mut s = Selector::new(all_channels);
                 let inner = &op[1..op.len() - 1];
-                for rule in split_args(inner).ok_or(RuleError::Syntax)? {
+                for rule in crate::resp::args::split_args(inner).ok_or(RuleError::Syntax)? {
                     s.apply(catalog, &rule)?;
                 }
                 self.selectors.push(s);
@@ -602,93 +602,9 @@ fn merge_selectors(args: &[Vec<u8>]) -> Result<Vec<Vec<u8>>, SetUserError> {
     }
 }
 
-/// Splits a line into arguments as Redis's configuration lines are: by spaces, with "double
-/// quoted" (escapes `\n`, `\t`, `\\`, `\"`, `\xHH`) and 'single quoted' (`\'`) arguments;
-/// `None` for unbalanced quotes or a quote not followed by a space.
-pub fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
-    let mut args = Vec::new();
-    let mut i = 0;
-    loop {
-        while i < line.len() && line[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        if i == line.len() {
-            return Some(args);
-        }
-        let mut arg = Vec::new();
-        let quote = match line[i] {
-            q @ (b'"' | b'\'') => {
-                i += 1;
-                Some(q)
-            }
-            _ => None,
-        };
-        loop {
-            let Some(&c) = line.get(i) else {
-                if quote.is_some() {
-                    return None;
-                }
-                break;
-            };
-            match quote {
-                None if c.is_ascii_whitespace() => break,
-                None => arg.push(c),
-                Some(q) if c == q => {
-                    i += 1;
-                    if line.get(i).is_some_and(|c| !c.is_ascii_whitespace()) {
-                        return None;
-                    }
-                    break;
-                }
-                Some(b'"') if c == b'\\' && i + 1 < line.len() => {
-                    i += 1;
-                    match line[i] {
-                        b'n' => arg.push(b'\n'),
-                        b'r' => arg.push(b'\r'),
-                        b't' => arg.push(b'\t'),
-                        b'b' => arg.push(8),
-                        b'a' => arg.push(7),
-                        b'x' if i + 2 < line.len()
-                            && line[i + 1].is_ascii_hexdigit()
-                            && line[i + 2].is_ascii_hexdigit() =>
-                        {
-                            let hex = std::str::from_utf8(&line[i + 1..i + 3]).ok()?;
-                            arg.push(u8::from_str_radix(hex, 16).ok()?);
-                            i += 2;
-                        }
-                        other => arg.push(other),
-                    }
-                }
-                Some(b'\'') if c == b'\\' && line.get(i + 1) == Some(&b'\'') => {
-                    i += 1;
-                    arg.push(b'\'');
-                }
-                Some(_) => arg.push(c),
-            }
-            i += 1;
-        }
-        args.push(arg);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn config_lines_split_as_redis_splits_them() {
-        let words = |s: &str| split_args(s.as_bytes());
-        let v = |xs: &[&str]| Some(xs.iter().map(|x| x.as_bytes().to_vec()).collect::<Vec<_>>());
-        assert_eq!(
-            words(r#"alice on ">a b" '~x y' +get"#),
-            v(&["alice", "on", ">a b", "~x y", "+get"])
-        );
-        assert_eq!(words(r#"">\x41\n""#), v(&[">A\n"]));
-        assert_eq!(words(r"'it\'s'"), v(&["it's"]));
-        assert_eq!(words(r#""open"#), None);
-        assert_eq!(words(r#""a"b"#), None);
-        assert_eq!(words("  "), v(&[]));
-    }
 
     #[test]
     fn passwords_are_kept_as_their_sha256_and_checked_whole() {

@@ -619,20 +619,25 @@ fn dryrun(sh: &Shared, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
 /// Writes every user to the ACL file `path`: a new file written and synced
 /// (`strata::env::write_file_synced`), renamed over the old one, the directory synced.
 fn save_file(sh: &Shared, path: &str) -> strata::Result<()> {
-    use strata::env::{write_file_synced, FileSystem, OsFs};
     let mut text = Vec::new();
     for cell in sh.acl.all() {
         text.extend_from_slice(&list_line(&cell.name, &cell.read()));
         text.push(b'\n');
     }
-    let tmp = std::path::PathBuf::from(format!("{path}.tmp-{}", std::process::id()));
-    let path = std::path::Path::new(path);
-    write_file_synced(&OsFs, &tmp, &text)?;
-    OsFs.rename(&tmp, path).inspect_err(|_| {
-        let _ = OsFs.remove(&tmp);
-    })?;
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
-    OsFs.sync_dir(dir.unwrap_or(std::path::Path::new(".")))
+    strata::env::replace_file_synced(&strata::env::OsFs, std::path::Path::new(path), &text)
+}
+
+/// Every user as a configuration file's `user` directive has it (the text after `user`), in
+/// ACL LIST's order and form: what CONFIG REWRITE writes.
+pub fn config_lines(sh: &Shared) -> Vec<String> {
+    sh.acl
+        .all()
+        .iter()
+        .map(|cell| {
+            let line = list_line(&cell.name, &cell.read());
+            String::from_utf8_lossy(line.strip_prefix(b"user ").unwrap_or(&line)).into_owned()
+        })
+        .collect()
 }
 
 /// Reads the ACL file `path` and replaces the users by its users (all or none): the cells
@@ -659,7 +664,7 @@ pub fn load_file(sh: &Shared, path: &str) -> Result<Vec<Arc<UserCell>>, String> 
 pub fn load_configured(sh: &Shared, directives: &[String]) -> Result<(), String> {
     let mut lines = Vec::new();
     for (i, d) in directives.iter().enumerate() {
-        let words = crate::acl::split_args(d.as_bytes())
+        let words = crate::resp::args::split_args(d.as_bytes())
             .ok_or_else(|| format!("user directive {}: unbalanced quotes: `{d}`", i + 1))?;
         lines.push((i + 1, [vec![b"user".to_vec()], words].concat()));
     }

@@ -567,21 +567,9 @@ pub fn client(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
     Ok(())
 }
 
-/// Redis 7.0's parameters with their older names: both names set and report one value.
-const CONFIG_ALIASES: &[(&str, &str)] = &[
-    ("hash-max-listpack-entries", "hash-max-ziplist-entries"),
-    ("hash-max-listpack-value", "hash-max-ziplist-value"),
-    ("zset-max-listpack-entries", "zset-max-ziplist-entries"),
-    ("zset-max-listpack-value", "zset-max-ziplist-value"),
-    ("list-max-listpack-size", "list-max-ziplist-size"),
-    ("busy-reply-threshold", "lua-time-limit"),
-    ("min-replicas-to-write", "min-slaves-to-write"),
-    ("min-replicas-max-lag", "min-slaves-max-lag"),
-];
-
 /// The parameter a CONFIG name sets: an older alias names its Redis 7.0 parameter.
 fn config_canonical(k: &str) -> &str {
-    CONFIG_ALIASES.iter().find(|(_, alias)| *alias == k).map_or(k, |(name, _)| name)
+    crate::config::ALIASES.iter().find(|(_, alias)| *alias == k).map_or(k, |(name, _)| name)
 }
 
 /// CONFIG SET's checks of its `name value` pairs, in Redis 7.0's order: every name first (an
@@ -679,7 +667,7 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
                     | "hash-max-ziplist-entries"
                     | "hash-max-ziplist-value"
             ) {
-                // Checked by `config_set_check`; both names report it (`CONFIG_ALIASES`).
+                // Checked by `config_set_check`; both names report it (`config::ALIASES`).
                 let n = crate::config::parse_size(&v).and_then(|n| usize::try_from(n).ok());
                 let n = n.unwrap_or(0);
                 if k.ends_with("entries") {
@@ -737,7 +725,7 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
                 continue;
             }
             // Redis 7.0's names and their older aliases report one value.
-            for &(name, alias) in CONFIG_ALIASES {
+            for &(name, alias) in crate::config::ALIASES {
                 if k == name {
                     params.insert(alias.into(), v.clone());
                 } else if k == alias {
@@ -761,12 +749,13 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
             "RESETSTAT",
             "    Zero the statistics INFO reports.",
             "REWRITE",
-            "    Accepted; there is no configuration file to rewrite.",
+            "    Rewrite the configuration file with the settings now.",
             "HELP",
             "    This text.",
         ];
         super::args::reply_help(out, &help);
     } else if is(sub, "rewrite") {
+        super::config_rewrite::config_rewrite(sh)?;
         out.ok();
     } else {
         return Err(super::errors::unknown_subcommand(a));

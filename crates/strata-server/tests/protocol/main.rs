@@ -18,6 +18,7 @@ mod cluster_mode;
 mod cluster_routing;
 mod command_keys;
 mod concurrency;
+mod config_file;
 mod databases;
 mod errors;
 mod fuzz_corpus;

@@ -623,6 +623,20 @@ mod tests {
     }
 
     #[test]
+    fn a_replaced_file_is_old_or_new_after_power_loss_and_leaves_no_temporary() {
+        let (fs, d) = setup();
+        let conf = d.join("redis.conf");
+        crate::env::write_file_synced(&fs, &conf, b"old").unwrap();
+        crate::env::replace_file_synced(&fs, &conf, b"new").unwrap();
+        fs.crash(CrashMode::PowerLoss);
+        assert_eq!(fs.read_file(&conf).unwrap(), b"new");
+        assert_eq!(fs.list(&d).unwrap(), vec!["redis.conf".to_string()]);
+        let gone = d.join("no-such-dir").join("redis.conf");
+        assert!(crate::env::replace_file_synced(&fs, &gone, b"x").is_err());
+        assert_eq!(fs.list(&d).unwrap(), vec!["redis.conf".to_string()], "nothing left behind");
+    }
+
+    #[test]
     fn links_share_the_file_and_directories_move() {
         let (fs, d) = setup();
         let a = d.join("a");

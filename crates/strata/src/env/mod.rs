@@ -330,6 +330,30 @@ pub fn write_file_synced(fs: &dyn FileSystem, path: &Path, data: &[u8]) -> Resul
     Ok(())
 }
 
+/// Replaces the file `path` with `data` whole, durably: a new file beside it (`path` with a
+/// `.tmp-PID-N` suffix, unique in the process) written and synced, renamed over `path`, then
+/// the directory synced. A reader sees the old content or the new, never a mix; on failure
+/// the new file is removed and `path` is as it was.
+pub fn replace_file_synced(fs: &dyn FileSystem, path: &Path, data: &[u8]) -> Result<()> {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".tmp-{}-{n}", std::process::id()));
+    let tmp = PathBuf::from(tmp);
+    let written = (|| {
+        let mut f = fs.create(&tmp)?;
+        f.append(data)?;
+        f.sync()?;
+        drop(f);
+        fs.rename(&tmp, path)
+    })();
+    if written.is_err() {
+        let _ = fs.remove(&tmp);
+    }
+    written?;
+    fs.sync_dir(&parent_dir(path))
+}
+
 /// The parent directory of `path`, or `.`.
 pub(crate) fn parent_dir(path: &Path) -> PathBuf {
     match path.parent() {
