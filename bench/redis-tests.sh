@@ -14,11 +14,12 @@
 # for those tagged external:skip; one client at a time. The helper selects its databases (9
 # and 10) as against any Redis; --singledb runs it in database 0 only, as the helper's own
 # flag does (its tests tagged singledb:skip are then left out).
-# --acl adds unit/acl's first server block (ACL users, LOG, DRYRUN, ...): Redis tags the
-# whole unit external:skip, though that block needs nothing an external server lacks, so
-# the script writes it, without that tag, to DIR/tests/unit/strata-acl-external.tcl (a file
-# of the user's Redis tree; nothing of it enters this repository) and runs it as one more
-# unit. Needs tclsh (apt-get install -y tcl); without it, or without DIR's test helper, the script
+# --acl adds the first server block of unit/acl (ACL users, LOG, DRYRUN, ...) and of
+# unit/acl-v2 (selectors, per-key read and write permissions): Redis tags both units
+# external:skip, though those blocks need nothing an external server lacks, so the script
+# writes each, without that tag, to DIR/tests/unit/strata-acl-external.tcl and
+# strata-acl-v2-external.tcl (files of the user's Redis tree; nothing of them enters this
+# repository) and runs them as two more units. Needs tclsh (apt-get install -y tcl); without it, or without DIR's test helper, the script
 # says so and exits 0 ("skipped"). Each unit gets at most 300 s on each server. Output in
 # --out (default bench/out/redis-tests-<time>): <server>-<unit>.log and summary.txt. The
 # servers listen on --port (default 7411), one after the other.
@@ -62,11 +63,13 @@ src=$(cd "$src" && pwd)
 if [ "$acl" = 1 ]; then
   # The unit's first `start_server` block, up to the next one (which restarts servers
   # with ACL files of its own), with `external:skip` taken off its tags.
-  awk 'NR == 1 { sub(/acl external:skip/, "acl") }
-       NR > 1 && /^start_server / { exit }
-       /^set server_path/ { exit }
-       { print }' "$src/tests/unit/acl.tcl" > "$src/tests/unit/strata-acl-external.tcl"
-  units="$units unit/strata-acl-external"
+  for u in acl acl-v2; do
+    awk 'NR == 1 { sub(/acl external:skip/, "acl") }
+         NR > 1 && /^start_server / { exit }
+         /^set server_path/ { exit }
+         { print }' "$src/tests/unit/$u.tcl" > "$src/tests/unit/strata-$u-external.tcl"
+    units="$units unit/strata-$u-external"
+  done
 fi
 if [ -z "$server_bin" ]; then
   cargo build --release -p strata-server >&2

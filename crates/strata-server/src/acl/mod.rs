@@ -200,6 +200,13 @@ impl User {
         Err(relevant)
     }
 
+    /// Whether a selector that allows `line` also reaches every key with the permissions
+    /// `needs` ([`selector::READ`], ...): what SORT's BY and GET patterns, which name keys the
+    /// line does not, need (Redis's unrestricted key access).
+    pub fn reaches_every_key(&self, catalog: &dyn Catalog, line: &Line<'_>, needs: u8) -> bool {
+        self.selectors.iter().any(|s| s.check(catalog, line).is_ok() && s.reaches_every_key(needs))
+    }
+
     /// Whether one of the selectors lets the user subscribe to `channel` (a pattern when
     /// `pattern`).
     pub fn allows_channel(&self, catalog: &dyn Catalog, channel: &[u8], pattern: bool) -> bool {

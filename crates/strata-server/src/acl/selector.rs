@@ -372,6 +372,12 @@ impl Selector {
     }
 
     /// Whether this selector allows `line` (module doc), or the first thing it refuses.
+    /// Whether every key is allowed with the permissions `needs`: `allkeys`, or a `*` pattern
+    /// with them.
+    pub fn reaches_every_key(&self, needs: u8) -> bool {
+        self.all_keys || self.keys.iter().any(|(flags, p)| flags & needs == needs && p == b"*")
+    }
+
     pub fn check(&self, catalog: &dyn Catalog, line: &Line<'_>) -> Result<(), Denied> {
         if !self.all_commands && !line.no_auth && !self.bit(line.id) {
             let allowed = line.first_arg.is_some_and(|a| {

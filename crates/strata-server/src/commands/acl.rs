@@ -9,6 +9,7 @@ use std::sync::{Arc, OnceLock};
 
 use super::args::is;
 use super::errors::CmdError;
+use super::key_flags::{self, KeyFlags};
 use super::{flags, glob, index_of, subcommands, CmdResult, Command, COMMANDS};
 use crate::acl::log::{Context, Entry, Reason};
 use crate::acl::selector::{READ, WRITE};
@@ -39,7 +40,6 @@ const REDIS_ONLY: &[&str] = &[
     "cluster|set-config-epoch",
     "cluster|setslot",
     "cluster|slaves",
-    "command|getkeysandflags",
     "debug",
     "failover",
     "lolwut",
@@ -71,8 +71,11 @@ pub struct CommandCatalog {
     top: Vec<usize>,
     /// Per id, a bit per category of `flags::CATEGORY_ORDER`.
     categories: Vec<u32>,
-    /// Per id, whether Redis flags it `write` (its keys then need write permission too).
+    /// Per id, whether Redis flags it `write` (the keys of a command without key specs then
+    /// need write permission too).
     writes: Vec<bool>,
+    /// Per id, the flags of its key specs (`key_flags`).
+    key_specs: Vec<Vec<KeyFlags>>,
     by_name: HashMap<&'static str, usize>,
 }
 
@@ -107,7 +110,8 @@ pub fn catalog() -> &'static CommandCatalog {
         let mut top: Vec<usize> = (0..COMMANDS.len()).collect();
         top.sort_by_key(|&i| names[i]);
         let by_name = names.iter().enumerate().map(|(i, n)| (*n, i)).collect();
-        CommandCatalog { names, parents, subs, top, categories, writes, by_name }
+        let key_specs = names.iter().map(|n| key_flags::specs_of(n)).collect();
+        CommandCatalog { names, parents, subs, top, categories, writes, key_specs, by_name }
     })
 }
 
@@ -152,8 +156,9 @@ fn line_id(cmd: &'static Command, args: &[Vec<u8>]) -> (usize, bool) {
     }
 }
 
-/// What a command line asks of a user: its id, keys (those of a command Redis flags `write`
-/// need read and write permission, another's read: `crate::acl`'s module doc) and channels
+/// What a command line asks of a user: its id, keys (each needs read permission when the
+/// command reads its data and write permission when it changes it, by its key-spec flags:
+/// `key_flags`; with neither, only a pattern that matches it) and channels
 /// (PUBLISH's and SPUBLISH's channel, SUBSCRIBE's and SSUBSCRIBE's, PSUBSCRIBE's patterns).
 pub fn line<'a>(cmd: &'static Command, args: &'a [Vec<u8>]) -> Line<'a> {
     let (id, sub) = line_id(cmd, args);
@@ -168,10 +173,17 @@ pub fn line<'a>(cmd: &'static Command, args: &'a [Vec<u8>]) -> Line<'a> {
         }
         _ if cmd.keys.channels => {}
         _ => {
-            let needs = if catalog().writes[id] { READ | WRITE } else { READ };
-            keys.extend(
-                cmd.keys.positions(args).into_iter().map(|i| (i, args[i].as_slice(), needs)),
-            );
+            let positions = cmd.keys.positions(args);
+            let cat = catalog();
+            let flags =
+                key_flags::of_keys(cat.names[id], &cat.key_specs[id], args, positions.len());
+            let fallback = if cat.writes[id] { READ | WRITE } else { READ };
+            keys.extend(positions.into_iter().enumerate().map(|(n, i)| {
+                let needs = flags.as_ref().map_or(fallback, |f| {
+                    (if f[n].reads() { READ } else { 0 }) | if f[n].writes() { WRITE } else { 0 }
+                });
+                (i, args[i].as_slice(), needs)
+            }));
         }
     }
     Line {
@@ -198,6 +210,17 @@ pub fn check_user(
     }
     let u = user.read();
     u.check(catalog(), &line(cmd, args))
+}
+
+/// Whether `user` may read every key while it runs the command line (SORT's BY and GET
+/// patterns: `None`, a server-internal state, may).
+pub fn reads_every_key(
+    user: Option<&Arc<UserCell>>,
+    cmd: &'static Command,
+    args: &[Vec<u8>],
+) -> bool {
+    let Some(user) = user else { return true };
+    user.unrestricted() || user.read().reaches_every_key(catalog(), &line(cmd, args), READ)
 }
 
 /// The full name of what a command line runs (`get`, `config|get`), as refusals name it.

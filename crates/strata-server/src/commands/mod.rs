@@ -25,6 +25,7 @@ pub mod glob;
 pub mod hash;
 pub mod hyperloglog;
 pub mod info;
+pub mod key_flags;
 pub mod keys;
 pub mod latency;
 pub mod list;

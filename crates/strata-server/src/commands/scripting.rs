@@ -163,8 +163,6 @@ pub(super) struct ScriptHost<'a> {
     keys: Vec<Vec<u8>>,
     /// A FLUSHALL/FLUSHDB ran.
     wide: bool,
-    /// The ACL user of the script's caller, whom its calls are checked for.
-    user: Option<std::sync::Arc<crate::acl::UserCell>>,
 }
 
 impl ScriptHost<'_> {
@@ -199,8 +197,9 @@ impl Host for ScriptHost<'_> {
         {
             return self.refuse(&mut out, "ERR This Redis command is not allowed from script");
         }
-        if let Err(denied) = super::acl::check_user(self.user.as_ref(), cmd, argv) {
+        if let Err(denied) = super::acl::check_user(self.conn.user.as_ref(), cmd, argv) {
             let user = self
+                .conn
                 .user
                 .as_ref()
                 .map_or_else(|| crate::acl::DEFAULT_USER.to_vec(), |u| u.name.clone());
@@ -239,7 +238,7 @@ impl Host for ScriptHost<'_> {
         let cmd = lookup(&argv[0])
             .filter(|c| c.arity_fits(argv.len()))
             .ok_or("ERR Invalid command passed to redis.acl_check_cmd()")?;
-        Ok(super::acl::check_user(self.user.as_ref(), cmd, argv).is_ok())
+        Ok(super::acl::check_user(self.conn.user.as_ref(), cmd, argv).is_ok())
     }
 }
 
@@ -313,8 +312,10 @@ pub(super) fn atomically(
         read_only,
         keys: keys.to_vec(),
         wide: false,
-        user: conn.user.clone(),
     };
+    // Its calls run as its caller's user (checked in `call`, and by the commands that look at
+    // the user themselves: SORT's BY and GET).
+    host.conn.user.clone_from(&conn.user);
     host.conn.in_exec = true;
     host.conn.in_script = true;
     // It starts in its caller's database; its SELECTs change only its own (Redis 7).

@@ -284,10 +284,12 @@ fn command_list(filter: &[Vec<u8>]) -> Result<Vec<&'static str>, String> {
 
 /// COMMAND GETKEYS: the keys of the command line `line` (its name first), by the command
 /// table's key positions, with Redis's errors for an unknown command, a wrong argument count
-/// and a command without keys.
-fn command_getkeys(line: &[Vec<u8>], out: &mut Out) -> CmdResult {
+/// and a command without keys; GETKEYSANDFLAGS (`with_flags`): each key with its flags
+/// (`key_flags`).
+fn command_getkeys(line: &[Vec<u8>], with_flags: bool, out: &mut Out) -> CmdResult {
     let Some(name) = line.first() else {
-        return Err("ERR wrong number of arguments for 'command|getkeys' command".into());
+        let sub = if with_flags { "getkeysandflags" } else { "getkeys" };
+        return Err(format!("ERR wrong number of arguments for 'command|{sub}' command").into());
     };
     let Some(c) = super::lookup(name) else {
         return Err("ERR Invalid command specified".into());
@@ -303,9 +305,25 @@ fn command_getkeys(line: &[Vec<u8>], out: &mut Out) -> CmdResult {
     if keys.is_empty() && c.keys.movable() && !super::scripting::runs_script(c.name) {
         return Err("ERR Invalid arguments specified for command".into());
     }
+    if !with_flags {
+        out.array(keys.len());
+        for i in keys {
+            out.bulk(&line[i]);
+        }
+        return Ok(());
+    }
+    let full = subcommands::subcommand_of(c, line).map_or(c.name, |(_, e)| e.0);
+    let specs = super::key_flags::specs_of(full);
+    let flags = super::key_flags::of_keys(full, &specs, line, keys.len()).unwrap_or_default();
     out.array(keys.len());
-    for i in keys {
+    for (n, i) in keys.into_iter().enumerate() {
+        out.array(2);
         out.bulk(&line[i]);
+        let names: Vec<&str> = flags.get(n).map(|f| f.names().collect()).unwrap_or_default();
+        out.set(names.len());
+        for f in names {
+            out.simple(f);
+        }
     }
     Ok(())
 }
@@ -345,8 +363,8 @@ pub fn command(_: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
                 }
             }
         }
-    } else if is(sub, "getkeys") {
-        command_getkeys(&a[2..], out)?;
+    } else if is(sub, "getkeys") || is(sub, "getkeysandflags") {
+        command_getkeys(&a[2..], is(sub, "getkeysandflags"), out)?;
     } else if is(sub, "docs") {
         out.map(0);
     } else if is(sub, "help") {
@@ -360,6 +378,8 @@ pub fn command(_: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
             "    The commands' documentation (none is kept here: an empty map).",
             "GETKEYS <full-command>",
             "    The keys of a command line.",
+            "GETKEYSANDFLAGS <full-command>",
+            "    The keys of a command line, each with its flags (access, update, ...).",
             "INFO [<command-name> ...]",
             "    The details of the commands (all when none is named); `container|sub` names a",
             "    subcommand.",

@@ -17,7 +17,8 @@
 //! other slots), as Redis Cluster does; the destination is among the command's keys
 //! (`KeySpec`'s `SortStore`), so the router refuses one in another slot. The source and
 //! destination are locked for the command; pattern keys are read unlocked (each
-//! read is of one consistent key).
+//! read is of one consistent key). BY with a pattern and GET read keys the line does not
+//! name, so they are refused, with Redis's words, to a user who may not read every key.
 
 use std::cmp::Ordering;
 
@@ -29,11 +30,11 @@ use crate::state::{Conn, Shared};
 use crate::types::{hash, list, set, string, zset, Keyspace, Kind, TypeError};
 
 pub fn sort(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    run(sh, c.db, a, out, false)
+    run(sh, c, a, out, false)
 }
 
 pub fn sort_ro(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    run(sh, c.db, a, out, true)
+    run(sh, c, a, out, true)
 }
 
 struct Options<'a> {
@@ -46,7 +47,14 @@ struct Options<'a> {
     gets: Vec<&'a [u8]>,
 }
 
-fn parse<'a>(sh: &Shared, a: &'a [Vec<u8>], readonly: bool) -> CmdResultOf<Options<'a>> {
+/// SORT's options; `reads_every_key`: the caller's user may read every key, as BY and GET
+/// patterns need (Redis's refusal otherwise).
+fn parse<'a>(
+    sh: &Shared,
+    a: &'a [Vec<u8>],
+    readonly: bool,
+    reads_every_key: bool,
+) -> CmdResultOf<Options<'a>> {
     let mut o = Options {
         desc: false,
         alpha: false,
@@ -81,11 +89,20 @@ fn parse<'a>(sh: &Shared, a: &'a [Vec<u8>], readonly: bool) -> CmdResultOf<Optio
                 o.dontsort = true;
             } else if cluster {
                 return Err("ERR BY option of SORT denied in Cluster mode.".into());
+            } else if !reads_every_key {
+                return Err(
+                    "ERR BY option of SORT denied due to insufficient ACL permissions.".into()
+                );
             }
             j += 1;
         } else if is(arg, "get") && left >= 1 {
             if cluster {
                 return Err("ERR GET option of SORT denied in Cluster mode.".into());
+            }
+            if !reads_every_key {
+                return Err(
+                    "ERR GET option of SORT denied due to insufficient ACL permissions.".into()
+                );
             }
             o.gets.push(&a[j + 1]);
             j += 1;
@@ -157,9 +174,11 @@ struct Item {
     by: Option<Vec<u8>>,
 }
 
-fn run(sh: &Shared, db: usize, a: &[Vec<u8>], out: &mut Out, readonly: bool) -> CmdResult {
-    let mut o = parse(sh, a, readonly)?;
-    let ks = sh.keyspace(db);
+fn run(sh: &Shared, c: &Conn, a: &[Vec<u8>], out: &mut Out, readonly: bool) -> CmdResult {
+    let every = super::lookup(&a[0])
+        .is_some_and(|cmd| super::acl::reads_every_key(c.user.as_ref(), cmd, a));
+    let mut o = parse(sh, a, readonly, every)?;
+    let ks = sh.keyspace(c.db);
     let key = &a[1];
     let mut locked: Vec<&[u8]> = vec![key];
     locked.extend(o.store);

@@ -87,6 +87,7 @@ pub static TABLE: &[Entry] = &[
     ("command|count", 2, "loading stale", 0, 0, 0, "slow connection"),
     ("command|docs", -2, "loading stale", 0, 0, 0, "slow connection"),
     ("command|getkeys", -4, "loading stale", 0, 0, 0, "slow connection"),
+    ("command|getkeysandflags", -4, "loading stale", 0, 0, 0, "slow connection"),
     ("command|help", 2, "loading stale", 0, 0, 0, "slow connection"),
     ("command|info", -2, "loading stale", 0, 0, 0, "slow connection"),
     ("command|list", -2, "loading stale", 0, 0, 0, "slow connection"),

@@ -166,8 +166,11 @@ fn setuser_is_all_or_nothing_and_reads_back_as_redis_writes_it() {
     assert_eq!(c.cmd(&["ACL", "SETUSER", "u", "resetpass", "nopass"]), ok());
     let mut u = as_user(&srv, "u", "x");
     assert_eq!(u.cmd(&["SET", "s1", "v"]), ok(), "the first selector");
-    assert_eq!(u.cmd(&["SET", "w1", "v"]), noperm_key(), "the second's key cannot be read");
-    assert_eq!(u.cmd(&["DEL", "w1"]), noperm_key());
+    // The second's keys are written, not read: SET without GET and DEL only write theirs
+    // (their key-spec flags, as Redis checks them); SET ... GET reads it too.
+    assert_eq!(u.cmd(&["SET", "w1", "v"]), ok());
+    assert_eq!(u.cmd(&["SET", "w1", "v", "GET"]), noperm_key(), "the second's key cannot be read");
+    assert_eq!(u.cmd(&["DEL", "w1"]), Reply::Int(1));
     assert_eq!(u.cmd(&["SET", "a1", "v"]), noperm_key(), "root: not its command");
     assert_eq!(u.cmd(&["GET", "z"]), noperm_key(), "the command's refusal ranks below a key's");
     assert_eq!(u.cmd(&["LLEN", "z"]), noperm_command("llen"));
@@ -540,4 +543,69 @@ fn requirepass_set_while_the_default_user_changes_loses_no_rule() {
     });
     let list = String::from_utf8_lossy(&crate::common::run_ok(&sh, &["ACL", "LIST"])).into_owned();
     assert_eq!(list.matches("(~k").count(), 200, "{list}");
+}
+
+#[test]
+fn read_and_write_patterns_follow_each_keys_flags() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    assert_eq!(c.cmd(&["ACL", "SETUSER", "rw", "on", "nopass", "%R~r*", "%W~w*", "+@all"]), ok());
+    let mut u = as_user(&srv, "rw", "x");
+    // Neither read nor written (EXISTS, TYPE): any pattern that matches will do.
+    assert_eq!(u.cmd(&["EXISTS", "r1", "w1"]), Reply::Int(0));
+    assert_eq!(u.cmd(&["TYPE", "x1"]), noperm_key(), "no pattern matches");
+    assert_eq!(u.cmd(&["GET", "r1"]), Reply::Null);
+    assert_eq!(u.cmd(&["GET", "w1"]), noperm_key());
+    assert_eq!(u.cmd(&["SET", "w1", "v"]), ok(), "written, not read");
+    assert_eq!(u.cmd(&["SET", "r1", "v"]), noperm_key());
+    // COPY reads its source and writes its destination; LMOVE also deletes from its source.
+    assert_eq!(c.cmd(&["SET", "r2", "v"]), ok());
+    assert_eq!(u.cmd(&["COPY", "r2", "w2"]), Reply::Int(1));
+    assert_eq!(u.cmd(&["COPY", "w2", "w3"]), noperm_key());
+    assert_eq!(u.cmd(&["LMOVE", "r3", "w4", "LEFT", "RIGHT"]), noperm_key());
+    assert_eq!(
+        u.cmd(&["SORT", "r2", "STORE", "w5"]),
+        err("WRONGTYPE Operation against a key holding the wrong kind of value")
+    );
+    assert_eq!(u.cmd(&["SORT", "w2", "STORE", "w5"]), noperm_key());
+    assert_eq!(u.cmd(&["DEL", "w1", "w2"]), Reply::Int(2), "deleting is writing");
+}
+
+#[test]
+fn sort_by_and_get_patterns_need_every_key_readable() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    assert_eq!(c.cmd(&["RPUSH", "mylist", "1"]), Reply::Int(1));
+    assert_eq!(c.cmd(&["SET", "v1", "1"]), ok());
+    let by = err("ERR BY option of SORT denied due to insufficient ACL permissions.");
+    let get = err("ERR GET option of SORT denied due to insufficient ACL permissions.");
+    let mut u = srv.raw();
+    for rules in [
+        &["(+sort +eval ~mylist)"][..],
+        &["(+sort +eval ~mylist ~v*)"],
+        &["(+sort +eval ~mylist %W~*)"],
+    ] {
+        let mut line = vec!["ACL", "SETUSER", "s", "on", "nopass", "reset", "on", "nopass"];
+        line.extend_from_slice(rules);
+        assert_eq!(c.cmd(&line), ok(), "{rules:?}");
+        assert_eq!(u.cmd(&["AUTH", "s", "x"]), ok());
+        assert_eq!(u.cmd(&["SORT", "mylist", "BY", "v*"]), by, "{rules:?}");
+        assert_eq!(u.cmd(&["SORT", "mylist", "GET", "v*"]), get, "{rules:?}");
+        assert_eq!(
+            u.cmd(&["SORT", "mylist", "GET", "#"]),
+            get,
+            "GET is refused whatever its pattern"
+        );
+        // A script's calls are its caller's.
+        let script = "return redis.pcall('sort', KEYS[1], 'by', 'v*')";
+        assert_eq!(u.cmd(&["EVAL", script, "1", "mylist"]), by, "{rules:?}");
+    }
+    assert_eq!(u.cmd(&["SORT", "mylist", "BY", "nosort"]), Reply::Array(vec![Reply::bulk("1")]));
+    let line = ["ACL", "SETUSER", "s", "reset", "on", "nopass", "(+sort ~mylist %R~*)"];
+    assert_eq!(c.cmd(&line), ok());
+    assert_eq!(u.cmd(&["AUTH", "s", "x"]), ok());
+    assert_eq!(
+        u.cmd(&["SORT", "mylist", "BY", "v*", "GET", "v*"]),
+        Reply::Array(vec![Reply::bulk("1")])
+    );
 }

@@ -299,3 +299,53 @@ fn every_listed_subcommand_is_served() {
         }
     }
 }
+
+#[test]
+fn getkeysandflags_gives_each_key_its_flags() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    let flagged = |c: &mut crate::common::Raw, line: &[&str]| {
+        let mut a = vec!["COMMAND", "GETKEYSANDFLAGS"];
+        a.extend_from_slice(line);
+        c.cmd(&a)
+    };
+    let key = |k: &str, flags: &[&str]| {
+        let flags = flags.iter().map(|f| Reply::Simple((*f).into())).collect();
+        Reply::Array(vec![Reply::bulk(k), Reply::Array(flags)])
+    };
+    assert_eq!(
+        flagged(&mut c, &["LMOVE", "a", "b", "LEFT", "RIGHT"]),
+        Reply::Array(vec![key("a", &["RW", "access", "delete"]), key("b", &["RW", "insert"])])
+    );
+    assert_eq!(
+        flagged(&mut c, &["ZUNIONSTORE", "d", "2", "a", "b"]),
+        Reply::Array(vec![
+            key("d", &["OW", "update"]),
+            key("a", &["RO", "access"]),
+            key("b", &["RO", "access"])
+        ])
+    );
+    assert_eq!(
+        flagged(&mut c, &["SET", "k", "v"]),
+        Reply::Array(vec![key("k", &["OW", "update"])])
+    );
+    assert_eq!(
+        flagged(&mut c, &["SET", "k", "v", "GET"]),
+        Reply::Array(vec![key("k", &["RW", "access", "update"])])
+    );
+    assert_eq!(flagged(&mut c, &["EXISTS", "k"]), Reply::Array(vec![key("k", &["RO"])]));
+    assert_eq!(
+        flagged(&mut c, &["OBJECT", "ENCODING", "k"]),
+        Reply::Array(vec![key("k", &["RO"])])
+    );
+    assert_eq!(
+        flagged(&mut c, &["SORT", "k", "BY", "w*", "STORE", "d"]),
+        Reply::Array(vec![key("k", &["RO", "access"]), key("d", &["OW", "update"])])
+    );
+    assert_eq!(flagged(&mut c, &["PING", "x"]), err("ERR The command has no key arguments"));
+    assert_eq!(flagged(&mut c, &["NOSUCH", "k"]), err("ERR Invalid command specified"));
+    assert_eq!(
+        c.cmd(&["COMMAND", "GETKEYSANDFLAGS"]),
+        err("ERR wrong number of arguments for 'command|getkeysandflags' command")
+    );
+}
