@@ -164,8 +164,9 @@ pub fn logged_args(args: &[Vec<u8>]) -> Vec<Vec<u8>> {
     out
 }
 
-/// The positions of the secrets in a command line (module doc).
-fn redacted(args: &[Vec<u8>]) -> Vec<usize> {
+/// The positions of the secrets in a command line (module doc): what SLOWLOG and MONITOR
+/// show as `(redacted)`.
+pub fn redacted(args: &[Vec<u8>]) -> Vec<usize> {
     let is =
         |i: usize, word: &str| args.get(i).is_some_and(|a| a.eq_ignore_ascii_case(word.as_bytes()));
     if is(0, "auth") {
@@ -184,6 +185,23 @@ fn redacted(args: &[Vec<u8>]) -> Vec<usize> {
             } else {
                 j += 1;
             }
+        }
+        return secret;
+    }
+    if is(0, "migrate") {
+        // AUTH password, AUTH2 username password: before KEYS, from the options on.
+        let mut secret = Vec::new();
+        let mut j = 6;
+        while j < args.len() && !is(j, "keys") {
+            let n = if is(j, "auth") {
+                1
+            } else if is(j, "auth2") {
+                2
+            } else {
+                0
+            };
+            secret.extend((j + 1..=j + n).filter(|&i| i < args.len()));
+            j += n + 1;
         }
         return secret;
     }
@@ -293,5 +311,9 @@ mod tests {
         );
         assert_eq!(r(&["config", "set", "masteruser"]), "config set masteruser");
         assert_eq!(r(&["config", "get", "requirepass"]), "config get requirepass");
+        assert_eq!(
+            r(&["MIGRATE", "h", "1", "", "0", "9", "COPY", "AUTH2", "u", "p", "KEYS", "auth"]),
+            "MIGRATE h 1  0 9 COPY AUTH2 (redacted) (redacted) KEYS auth"
+        );
     }
 }

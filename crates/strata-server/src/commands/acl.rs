@@ -47,7 +47,6 @@ const REDIS_ONLY: &[&str] = &[
     "memory|malloc-stats",
     "memory|purge",
     "memory|stats",
-    "migrate",
     "module",
     "module|help",
     "module|list",

@@ -22,7 +22,7 @@ pub const BAD_VERSION_OR_CHECKSUM: &str = "ERR DUMP payload version or checksum 
 pub const BAD_DATA: &str = "ERR Bad data format";
 
 /// The encodings DUMP writes, by the settings Redis would use for them.
-fn encodings(sh: &Shared) -> Encodings {
+pub(super) fn encodings(sh: &Shared) -> Encodings {
     let d = Encodings::default();
     let params = sh.params.read();
     let get = |name: &str, default: i64| {

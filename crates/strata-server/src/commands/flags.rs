@@ -167,6 +167,7 @@ pub static TABLE: &[(&str, &str, &str)] = &[
     ("ltrim", "write", "list"),
     ("memory", "", ""),
     ("mget", "readonly fast", "string"),
+    ("migrate", "write", "keyspace dangerous"),
     ("monitor", "admin noscript loading stale", ""),
     ("move", "write fast", "keyspace"),
     ("mset", "write denyoom", "string"),

@@ -203,6 +203,7 @@ pub static TABLE: &[(&str, &str)] = &[
     ("ltrim", "RW delete"),
     ("memory|usage", "RO"),
     ("mget", "RO access"),
+    ("migrate", "RW access delete; RW access delete incomplete"),
     ("move", "RW access update"),
     ("mset", "OW update"),
     ("msetnx", "OW insert"),

@@ -29,6 +29,7 @@ pub mod key_flags;
 pub mod keys;
 pub mod latency;
 pub mod list;
+pub mod migrate;
 pub mod monitor;
 pub mod multi;
 pub mod persistence;
@@ -148,6 +149,29 @@ pub enum OptionKeys {
     /// SORT's STORE destination: the argument after the last `STORE` that is not an
     /// argument of `LIMIT` (two), `GET` or `BY` (one each), as Redis's `sortGetKeys` finds it.
     SortStore,
+    /// MIGRATE's `KEYS key...`: with it, every argument after it, and they replace the key
+    /// argument (then empty); found past `COPY`, `REPLACE`, `AUTH pw` and `AUTH2 user pw`
+    /// from index 6 on, as Redis's `migrateGetKeys` finds it ([`migrate_keys_from`]).
+    Migrate,
+}
+
+/// Where MIGRATE's `KEYS` list starts in `args`, if it has one.
+pub fn migrate_keys_from(args: &[Vec<u8>]) -> Option<usize> {
+    let mut i = 6;
+    while i < args.len() {
+        let a = &args[i];
+        if a.eq_ignore_ascii_case(b"keys") {
+            return Some(i + 1);
+        }
+        i += if a.eq_ignore_ascii_case(b"auth") {
+            2
+        } else if a.eq_ignore_ascii_case(b"auth2") {
+            3
+        } else {
+            1
+        };
+    }
+    None
 }
 
 impl OptionKeys {
@@ -168,6 +192,8 @@ impl OptionKeys {
                 }
                 keys
             }
+            // The KEYS list replaces the key argument: `KeySpec::positions`.
+            OptionKeys::Migrate => Vec::new(),
             OptionKeys::SortStore => {
                 let mut store = None;
                 let mut i = 2;
@@ -261,6 +287,11 @@ impl KeySpec {
     /// before, so a range's indexes are in range except for a trailing key a short argument
     /// list lacks (not given).
     pub fn positions(&self, args: &[Vec<u8>]) -> Vec<usize> {
+        if self.options == OptionKeys::Migrate {
+            if let Some(first) = migrate_keys_from(args) {
+                return (first..args.len()).collect();
+            }
+        }
         let argc = args.len() as i32;
         if self.streams_from != 0 {
             let from = self.streams_from as usize;
@@ -569,6 +600,7 @@ pub static COMMANDS: &[Command] = &[
     cmd!("cluster", -2, false, KeySpec::NONE, cluster::cluster),
     // access control (last: the command fuzzer's corpus names commands by their index here)
     cmd!("acl", -2, false, KeySpec::NONE, acl::acl),
+    cmd!("migrate", -6, true, KeySpec::one(3).with_options(OptionKeys::Migrate), migrate::migrate),
 ];
 
 /// Whether command `name` walks a whole database's keys: DBSIZE and INFO's keyspace section,

@@ -80,18 +80,11 @@ fn push_quoted(line: &mut Vec<u8>, arg: &[u8]) {
     line.push(b'"');
 }
 
-/// The arguments with secrets hidden: every argument of AUTH, the two after HELLO's AUTH,
-/// and ACL SETUSER's user and rules.
+/// Which arguments MONITOR shows as `(redacted)`: SLOWLOG's secrets.
 fn redacted(args: &[Vec<u8>]) -> Vec<bool> {
     let mut hide = vec![false; args.len()];
-    if is(&args[0], "auth") {
-        hide.iter_mut().skip(1).for_each(|h| *h = true);
-    } else if is(&args[0], "acl") && args.get(1).is_some_and(|a| is(a, "setuser")) {
-        hide.iter_mut().skip(2).for_each(|h| *h = true);
-    } else if is(&args[0], "hello") {
-        if let Some(at) = args.iter().position(|a| is(a, "auth")) {
-            hide.iter_mut().skip(at + 1).take(2).for_each(|h| *h = true);
-        }
+    for i in crate::slowlog::redacted(args) {
+        hide[i] = true;
     }
     hide
 }
@@ -149,6 +142,10 @@ mod tests {
         assert_eq!(redacted(&args(&[b"acl", b"setuser", b"u", b">p"])), [false, false, true, true]);
         let hello = args(&[b"hello", b"2", b"AUTH", b"u", b"p", b"SETNAME", b"n"]);
         assert_eq!(redacted(&hello), [false, false, false, true, true, false, false]);
+        let migrate =
+            args(&[b"MIGRATE", b"h", b"1", b"", b"0", b"9", b"AUTH2", b"u", b"p", b"KEYS", b"k"]);
+        let shown = [false, false, false, false, false, false, false, true, true, false, false];
+        assert_eq!(redacted(&migrate), shown);
         let hidden = |a: &[&[u8]]| {
             let a = args(a);
             super::hidden(crate::commands::lookup(&a[0]).unwrap(), &a)
