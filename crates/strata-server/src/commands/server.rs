@@ -650,12 +650,18 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
             return Err("ERR wrong number of arguments for 'config|get' command".into());
         }
         let params = sh.params.read();
-        let hits: Vec<(&String, &String)> = params
-            .iter()
-            .filter(|(k, _)| {
-                a[2..].iter().any(|p| glob::matches(&p.to_ascii_lowercase(), k.as_bytes()))
-            })
-            .collect();
+        // A hidden parameter is named by its exact name only, never by a pattern (Redis's).
+        let hidden = |k: &str| crate::config::redis_params::HIDDEN.contains(&k);
+        let asks = |p: &[u8], k: &str| {
+            let p = p.to_ascii_lowercase();
+            if p.iter().any(|c| b"[*?".contains(c)) {
+                !hidden(k) && glob::matches(&p, k.as_bytes())
+            } else {
+                p == k.as_bytes()
+            }
+        };
+        let hits: Vec<(&String, &String)> =
+            params.iter().filter(|(k, _)| a[2..].iter().any(|p| asks(p, k))).collect();
         out.map(hits.len());
         for (k, v) in hits {
             out.bulk(k.as_bytes());

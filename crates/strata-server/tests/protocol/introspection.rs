@@ -590,3 +590,16 @@ fn a_walk_of_the_key_space_leaves_its_connection_thread_to_the_others() {
     assert_eq!(walker.cmd(&["DBSIZE"]), Reply::Simple("QUEUED".into()));
     assert_eq!(walker.cmd(&["EXEC"]), Reply::Array(vec![Reply::Int(keys as i64)]));
 }
+
+#[test]
+fn hidden_parameters_answer_their_exact_name_only() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    let Reply::Array(all) = c.cmd(&["CONFIG", "GET", "*"]) else { panic!() };
+    assert!(!all.contains(&Reply::bulk("key-load-delay")), "a pattern leaves it out");
+    assert_eq!(
+        c.cmd(&["CONFIG", "GET", "KEY-load-delay"]),
+        Reply::Array(vec![Reply::bulk("key-load-delay"), Reply::bulk("0")])
+    );
+    assert_eq!(c.cmd(&["CONFIG", "GET", "key-load-*"]), Reply::Array(vec![]));
+}
