@@ -38,6 +38,11 @@ pub const ALIASES: &[(&str, &str)] = &[
     ("min-replicas-max-lag", "min-slaves-max-lag"),
 ];
 
+/// The parameter a name sets: an older alias names its Redis 7.0 parameter ([`ALIASES`]).
+pub fn canonical(k: &str) -> &str {
+    ALIASES.iter().find(|(_, alias)| *alias == k).map_or(k, |(name, _)| name)
+}
+
 /// Redis's default number of databases.
 pub const DEFAULT_DATABASES: usize = 16;
 
@@ -259,6 +264,8 @@ pub fn parse_file(text: &str) -> Result<BTreeMap<String, String>, String> {
             // Repeated, one per user: `user_directives`.
             continue;
         }
+        // An alias sets its parameter: the last line under either name wins, as in Redis.
+        let k = canonical(&k).to_string();
         // A value CONFIG SET would refuse stops the start, as redis-server's fatal config
         // error does, instead of being taken as the default.
         values::check(&k, v.as_bytes())
@@ -568,6 +575,13 @@ impl Config {
         for (k, v) in redis_params::ACCEPTED {
             m.entry(k.to_string()).or_insert_with(|| v.to_string());
         }
+        // Both names of a parameter report its value (the file's lines are read under the
+        // 7.0 name: `parse_file`).
+        for (name, alias) in ALIASES {
+            if let Some(v) = m.get(*name).cloned() {
+                m.insert((*alias).to_string(), v);
+            }
+        }
         m
     }
 }
@@ -600,6 +614,27 @@ mod tests {
         for (k, v) in &before {
             assert_eq!(after.get(k), Some(v), "{k}");
         }
+    }
+
+    #[test]
+    fn a_file_line_under_an_older_name_sets_the_parameter() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("redis.conf");
+        let text =
+            "hash-max-ziplist-entries 7\nzset-max-ziplist-value 9\nzset-max-listpack-value 11\n";
+        std::fs::write(&path, text).unwrap();
+        let cfg = Config::resolve(Flags { config_file: Some(path), ..Flags::default() }).unwrap();
+        assert_eq!(cfg.hash_max_listpack_entries, 7);
+        let p = cfg.params();
+        assert_eq!(
+            (p["hash-max-listpack-entries"].as_str(), p["hash-max-ziplist-entries"].as_str()),
+            ("7", "7")
+        );
+        assert_eq!(
+            (p["zset-max-listpack-value"].as_str(), p["zset-max-ziplist-value"].as_str()),
+            ("11", "11"),
+            "the last line wins"
+        );
     }
 
     #[test]

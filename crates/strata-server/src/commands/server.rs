@@ -587,11 +587,6 @@ pub fn client(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
     Ok(())
 }
 
-/// The parameter a CONFIG name sets: an older alias names its Redis 7.0 parameter.
-fn config_canonical(k: &str) -> &str {
-    crate::config::ALIASES.iter().find(|(_, alias)| *alias == k).map_or(k, |(name, _)| name)
-}
-
 /// CONFIG SET's checks of its `name value` pairs, in Redis 7.0's order: every name first (an
 /// unknown one, one read at start only, the same parameter twice), then every value; the
 /// first problem as Redis words it.
@@ -623,7 +618,7 @@ fn config_set_check(
         if redis_params::PROTECTED.contains(&k.as_str()) {
             return Err(failed("can't set protected config"));
         }
-        let canonical = config_canonical(k);
+        let canonical = crate::config::canonical(k);
         if seen.contains(&canonical) {
             return Err(failed("duplicate parameter"));
         }
