@@ -599,12 +599,8 @@ mod tests {
         let before = Config::resolve(Flags { dir: Some(dir.path().into()), ..Flags::default() })
             .unwrap()
             .params();
-        let settings = rewrite::Settings {
-            current: &before,
-            defaults: &BTreeMap::new(),
-            aliases: ALIASES,
-            users: None,
-        };
+        let settings =
+            rewrite::Settings { current: &before, defaults: &BTreeMap::new(), users: None };
         let text = rewrite::rewrite("", &settings);
         assert!(text.lines().count() > 100, "{text}");
         let path = dir.path().join("redis.conf");

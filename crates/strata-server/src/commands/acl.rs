@@ -70,9 +70,6 @@ pub struct CommandCatalog {
     top: Vec<usize>,
     /// Per id, a bit per category of `flags::CATEGORY_ORDER`.
     categories: Vec<u32>,
-    /// Per id, whether Redis flags it `write` (the keys of a command without key specs then
-    /// need write permission too).
-    writes: Vec<bool>,
     /// Per id, the flags of its key specs (`key_flags`).
     key_specs: Vec<Vec<KeyFlags>>,
     by_name: HashMap<&'static str, usize>,
@@ -89,8 +86,6 @@ pub fn catalog() -> &'static CommandCatalog {
         let mut names: Vec<&'static str> = COMMANDS.iter().map(|c| c.name).collect();
         let mut categories: Vec<u32> =
             COMMANDS.iter().map(|c| mask(&mut flags::categories(c).into_iter())).collect();
-        let mut writes: Vec<bool> =
-            COMMANDS.iter().map(|c| flags::flags(c).contains(&"write")).collect();
         let mut parents = vec![None; COMMANDS.len()];
         let mut subs = vec![Vec::new(); COMMANDS.len()];
         for e in subcommands::TABLE {
@@ -99,7 +94,6 @@ pub fn catalog() -> &'static CommandCatalog {
             let parent = COMMANDS.iter().position(|c| c.name == container);
             names.push(e.0);
             categories.push(mask(&mut subcommands::words(e.6)));
-            writes.push(subcommands::words(e.2).any(|f| f == "write"));
             parents.push(parent);
             subs.push(Vec::new());
             if let Some(p) = parent {
@@ -110,7 +104,7 @@ pub fn catalog() -> &'static CommandCatalog {
         top.sort_by_key(|&i| names[i]);
         let by_name = names.iter().enumerate().map(|(i, n)| (*n, i)).collect();
         let key_specs = names.iter().map(|n| key_flags::specs_of(n)).collect();
-        CommandCatalog { names, parents, subs, top, categories, writes, key_specs, by_name }
+        CommandCatalog { names, parents, subs, top, categories, key_specs, by_name }
     })
 }
 
@@ -173,12 +167,10 @@ pub fn line<'a>(cmd: &'static Command, args: &'a [Vec<u8>]) -> Line<'a> {
         _ if cmd.keys.channels => {}
         _ => {
             let positions = cmd.keys.positions(args);
-            let cat = catalog();
-            let flags =
-                key_flags::of_keys(cat.names[id], &cat.key_specs[id], args, positions.len());
-            let fallback = if cat.writes[id] { READ | WRITE } else { READ };
+            let flags = keys_flags(cmd, args, positions.len());
             keys.extend(positions.into_iter().enumerate().map(|(n, i)| {
-                let needs = flags.as_ref().map_or(fallback, |f| {
+                // A line without key specs (a container's unknown subcommand) asks for both.
+                let needs = flags.as_ref().map_or(READ | WRITE, |f| {
                     (if f[n].reads() { READ } else { 0 }) | if f[n].writes() { WRITE } else { 0 }
                 });
                 (i, args[i].as_slice(), needs)
@@ -192,6 +184,15 @@ pub fn line<'a>(cmd: &'static Command, args: &'a [Vec<u8>]) -> Line<'a> {
         keys,
         channels,
     }
+}
+
+/// The flags of each of the `keys` keys of the command line (`key_flags`, by its command's
+/// or subcommand's key specs): ACL's checks and COMMAND GETKEYSANDFLAGS; `None` for a line
+/// without key specs.
+pub fn keys_flags(cmd: &'static Command, args: &[Vec<u8>], keys: usize) -> Option<Vec<KeyFlags>> {
+    let id = line_id(cmd, args).0;
+    let cat = catalog();
+    key_flags::of_keys(cat.names[id], &cat.key_specs[id], args, keys)
 }
 
 /// Whether `user` may run the command line (`None`: a server-internal state, which may).

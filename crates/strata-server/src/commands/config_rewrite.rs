@@ -31,15 +31,7 @@ pub fn config_rewrite(sh: &Shared) -> Result<(), String> {
         let current = sh.params.read();
         let aclfile = current.get("aclfile").is_some_and(|f| !f.is_empty());
         let users = (!aclfile).then(|| super::acl::config_lines(sh));
-        rewrite(
-            &old,
-            &Settings {
-                current: &current,
-                defaults: &defaults,
-                aliases: crate::config::ALIASES,
-                users: users.as_deref(),
-            },
-        )
+        rewrite(&old, &Settings { current: &current, defaults: &defaults, users: users.as_deref() })
     };
     strata::env::replace_file_synced(&strata::env::OsFs, path, text.as_bytes())
         .map_err(|e| failed(&e))

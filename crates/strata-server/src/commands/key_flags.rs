@@ -34,6 +34,14 @@ pub const NAMES: [&str; 11] = [
 pub struct KeyFlags(u16);
 
 impl KeyFlags {
+    const RO: u16 = 1 << 0;
+    const RW: u16 = 1 << 1;
+    const OW: u16 = 1 << 2;
+    const ACCESS: u16 = 1 << 4;
+    const UPDATE: u16 = 1 << 5;
+    const INSERT: u16 = 1 << 6;
+    const DELETE: u16 = 1 << 7;
+
     /// Flags from their names, space-separated (an unknown name is ignored: the table's test
     /// checks every name).
     pub fn parse(words: &str) -> KeyFlags {
@@ -46,18 +54,14 @@ impl KeyFlags {
         NAMES.iter().enumerate().filter(move |(i, _)| self.0 & 1 << i != 0).map(|(_, n)| *n)
     }
 
-    fn has(self, name: &str) -> bool {
-        self.0 & KeyFlags::parse(name).0 != 0
-    }
-
     /// The command reads the key's data: ACL read permission.
     pub fn reads(self) -> bool {
-        self.has("access")
+        self.0 & Self::ACCESS != 0
     }
 
     /// The command changes the key's data: ACL write permission.
     pub fn writes(self) -> bool {
-        self.has("update") || self.has("insert") || self.has("delete")
+        self.0 & (Self::UPDATE | Self::INSERT | Self::DELETE) != 0
     }
 }
 
@@ -81,16 +85,13 @@ pub fn of_keys(
 ) -> Option<Vec<KeyFlags>> {
     let last = *specs.last()?;
     let variable = match name {
-        "set" => {
-            Some(KeyFlags::parse(if set_gets(args) { "RW access update" } else { "OW update" }))
-        }
-        "bitfield" => Some(KeyFlags::parse(if bitfield_reads_only(args) {
-            "RO access"
-        } else {
-            "RW access update"
-        })),
+        "set" if set_gets(args) => Some(KeyFlags::RW | KeyFlags::ACCESS | KeyFlags::UPDATE),
+        "set" => Some(KeyFlags::OW | KeyFlags::UPDATE),
+        "bitfield" if bitfield_reads_only(args) => Some(KeyFlags::RO | KeyFlags::ACCESS),
+        "bitfield" => Some(KeyFlags::RW | KeyFlags::ACCESS | KeyFlags::UPDATE),
         _ => None,
-    };
+    }
+    .map(KeyFlags);
     Some(
         (0..keys)
             .map(|n| variable.unwrap_or_else(|| specs.get(n).copied().unwrap_or(last)))
@@ -396,5 +397,16 @@ mod tests {
         assert!(!exists.reads() && !exists.writes());
         assert!(KeyFlags::parse("RW insert").writes() && !KeyFlags::parse("RW insert").reads());
         assert!(of_keys("ping", &[], &[], 0).is_none());
+        for (bits, name) in [
+            (KeyFlags::RO, "RO"),
+            (KeyFlags::RW, "RW"),
+            (KeyFlags::OW, "OW"),
+            (KeyFlags::ACCESS, "access"),
+            (KeyFlags::UPDATE, "update"),
+            (KeyFlags::INSERT, "insert"),
+            (KeyFlags::DELETE, "delete"),
+        ] {
+            assert_eq!(KeyFlags(bits), KeyFlags::parse(name), "{name}");
+        }
     }
 }

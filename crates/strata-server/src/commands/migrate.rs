@@ -79,14 +79,21 @@ pub fn migrate(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
     let ks = sh.keyspace(c.db);
     let _locked = ks.store.locks.lock(keys);
     let encodings = super::dump::encodings(sh);
-    let mut request = Vec::new();
+    // The commands, encoded as a client sends them.
+    let mut request = Out::default();
+    let mut command = |args: &[&[u8]]| {
+        request.array(args.len());
+        for a in args {
+            request.bulk(a);
+        }
+    };
     if let Some(pw) = o.password {
         let mut auth: Vec<&[u8]> = vec![b"AUTH"];
         auth.extend(o.user);
         auth.push(pw);
-        command(&mut request, &auth);
+        command(&auth);
     }
-    command(&mut request, &[b"SELECT", db.to_string().as_bytes()]);
+    command(&[b"SELECT", db.to_string().as_bytes()]);
     let mut sent = Vec::new();
     for k in keys {
         let Some(meta) = ks.meta(k)? else { continue };
@@ -95,16 +102,16 @@ pub fn migrate(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
             at if at <= ks.now_ms => continue,
             at => at - ks.now_ms,
         };
-        let Some(value) = key::read(&ks, k)? else { continue };
-        let payload = rdb::encode_payload(&value, &encodings);
+        let payload = rdb::encode_payload(&key::read_of(&ks, k, meta)?, &encodings);
         let ttl = ttl.to_string();
         let mut restore: Vec<&[u8]> = vec![b"RESTORE", k, ttl.as_bytes(), &payload];
         if o.replace {
             restore.push(b"REPLACE");
         }
-        command(&mut request, &restore);
+        command(&restore);
         sent.push(k);
     }
+    let request = request.buf;
     if sent.is_empty() {
         out.simple("NOKEY");
         return Ok(());
@@ -170,14 +177,4 @@ fn connect(host: &[u8], port: &[u8], timeout: Duration) -> Option<TcpStream> {
     let port: u16 = std::str::from_utf8(port).ok()?.parse().ok()?;
     let addrs = (host, port).to_socket_addrs().ok()?;
     addrs.into_iter().find_map(|addr| TcpStream::connect_timeout(&addr, timeout).ok())
-}
-
-/// Appends `args` as one RESP command to `buf`.
-fn command(buf: &mut Vec<u8>, args: &[&[u8]]) {
-    buf.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
-    for a in args {
-        buf.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        buf.extend_from_slice(a);
-        buf.extend_from_slice(b"\r\n");
-    }
 }

@@ -62,24 +62,6 @@ fn hidden(cmd: &Command, args: &[Vec<u8>]) -> bool {
             ]))
 }
 
-/// Appends `arg` quoted as Redis's `sdscatrepr` quotes it.
-fn push_quoted(line: &mut Vec<u8>, arg: &[u8]) {
-    line.push(b'"');
-    for &b in arg {
-        match b {
-            b'\\' | b'"' => line.extend_from_slice(&[b'\\', b]),
-            b'\n' => line.extend_from_slice(b"\\n"),
-            b'\r' => line.extend_from_slice(b"\\r"),
-            b'\t' => line.extend_from_slice(b"\\t"),
-            0x07 => line.extend_from_slice(b"\\a"),
-            0x08 => line.extend_from_slice(b"\\b"),
-            0x20..=0x7e => line.push(b),
-            _ => line.extend_from_slice(format!("\\x{b:02x}").as_bytes()),
-        }
-    }
-    line.push(b'"');
-}
-
 /// Which arguments MONITOR shows as `(redacted)`: SLOWLOG's secrets.
 fn redacted(args: &[Vec<u8>]) -> Vec<bool> {
     let mut hide = vec![false; args.len()];
@@ -103,7 +85,7 @@ pub fn line(sh: &Shared, conn: &Conn, args: &[Vec<u8>], now: (u64, u32)) -> Vec<
         if i > 0 {
             line.push(b' ');
         }
-        push_quoted(&mut line, if hide { b"(redacted)" } else { a });
+        crate::resp::args::push_repr(&mut line, if hide { b"(redacted)" } else { a });
     }
     line.extend_from_slice(b"\r\n");
     line
@@ -127,13 +109,6 @@ mod tests {
 
     fn args(a: &[&[u8]]) -> Vec<Vec<u8>> {
         a.iter().map(|x| x.to_vec()).collect()
-    }
-
-    #[test]
-    fn arguments_are_quoted_as_redis_quotes_them() {
-        let mut l = Vec::new();
-        push_quoted(&mut l, b"a\"b\\c\n\r\t\x07\x08\x00\xff ~");
-        assert_eq!(l, br#""a\"b\\c\n\r\t\a\b\x00\xff ~""#.to_vec());
     }
 
     #[test]

@@ -312,9 +312,7 @@ fn command_getkeys(line: &[Vec<u8>], with_flags: bool, out: &mut Out) -> CmdResu
         }
         return Ok(());
     }
-    let full = subcommands::subcommand_of(c, line).map_or(c.name, |(_, e)| e.0);
-    let specs = super::key_flags::specs_of(full);
-    let flags = super::key_flags::of_keys(full, &specs, line, keys.len()).unwrap_or_default();
+    let flags = super::acl::keys_flags(c, line, keys.len()).unwrap_or_default();
     out.array(keys.len());
     for (n, i) in keys.into_iter().enumerate() {
         out.array(2);
@@ -647,16 +645,17 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
         let params = sh.params.read();
         // A hidden parameter is named by its exact name only, never by a pattern (Redis's).
         let hidden = |k: &str| crate::config::redis_params::HIDDEN.contains(&k);
-        let asks = |p: &[u8], k: &str| {
-            let p = p.to_ascii_lowercase();
-            if p.iter().any(|c| b"[*?".contains(c)) {
-                !hidden(k) && glob::matches(&p, k.as_bytes())
-            } else {
-                p == k.as_bytes()
-            }
+        let asked: Vec<(Vec<u8>, bool)> = a[2..]
+            .iter()
+            .map(|p| (p.to_ascii_lowercase(), p.iter().any(|c| b"[*?".contains(c))))
+            .collect();
+        let asks = |k: &str| {
+            asked.iter().any(|(p, pattern)| match pattern {
+                true => !hidden(k) && glob::matches(p, k.as_bytes()),
+                false => p == k.as_bytes(),
+            })
         };
-        let hits: Vec<(&String, &String)> =
-            params.iter().filter(|(k, _)| a[2..].iter().any(|p| asks(p, k))).collect();
+        let hits: Vec<(&String, &String)> = params.iter().filter(|(k, _)| asks(k)).collect();
         out.map(hits.len());
         for (k, v) in hits {
             out.bulk(k.as_bytes());

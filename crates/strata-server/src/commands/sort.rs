@@ -47,13 +47,13 @@ struct Options<'a> {
     gets: Vec<&'a [u8]>,
 }
 
-/// SORT's options; `reads_every_key`: the caller's user may read every key, as BY and GET
-/// patterns need (Redis's refusal otherwise).
+/// SORT's options; `reads_every_key`: whether the caller's user may read every key, as BY and
+/// GET patterns need (Redis's refusal otherwise), asked only when they come.
 fn parse<'a>(
     sh: &Shared,
     a: &'a [Vec<u8>],
     readonly: bool,
-    reads_every_key: bool,
+    reads_every_key: &dyn Fn() -> bool,
 ) -> CmdResultOf<Options<'a>> {
     let mut o = Options {
         desc: false,
@@ -89,7 +89,7 @@ fn parse<'a>(
                 o.dontsort = true;
             } else if cluster {
                 return Err("ERR BY option of SORT denied in Cluster mode.".into());
-            } else if !reads_every_key {
+            } else if !reads_every_key() {
                 return Err(
                     "ERR BY option of SORT denied due to insufficient ACL permissions.".into()
                 );
@@ -99,7 +99,7 @@ fn parse<'a>(
             if cluster {
                 return Err("ERR GET option of SORT denied in Cluster mode.".into());
             }
-            if !reads_every_key {
+            if !reads_every_key() {
                 return Err(
                     "ERR GET option of SORT denied due to insufficient ACL permissions.".into()
                 );
@@ -175,9 +175,10 @@ struct Item {
 }
 
 fn run(sh: &Shared, c: &Conn, a: &[Vec<u8>], out: &mut Out, readonly: bool) -> CmdResult {
-    let every = super::lookup(&a[0])
-        .is_some_and(|cmd| super::acl::reads_every_key(c.user.as_ref(), cmd, a));
-    let mut o = parse(sh, a, readonly, every)?;
+    let every = || {
+        super::lookup(&a[0]).is_some_and(|cmd| super::acl::reads_every_key(c.user.as_ref(), cmd, a))
+    };
+    let mut o = parse(sh, a, readonly, &every)?;
     let ks = sh.keyspace(c.db);
     let key = &a[1];
     let mut locked: Vec<&[u8]> = vec![key];

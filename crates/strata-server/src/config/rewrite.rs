@@ -25,21 +25,12 @@ pub struct Settings<'a> {
     pub current: &'a BTreeMap<String, String>,
     /// Every parameter's value when nothing sets it.
     pub defaults: &'a BTreeMap<String, String>,
-    /// `(name, alias)` pairs: a file line naming the alias sets the parameter `name`, and
-    /// only `name` is written.
-    pub aliases: &'a [(&'a str, &'a str)],
     /// The users' lines, each the text after `user`; `None` when an ACL file holds the users.
     pub users: Option<&'a [String]>,
 }
 
 /// The text of `old` (a configuration file's) with `now`'s settings written in (module doc).
 pub fn rewrite(old: &str, now: &Settings<'_>) -> String {
-    let canonical = |k: &str| {
-        now.aliases
-            .iter()
-            .find(|(_, alias)| *alias == k)
-            .map_or(k.to_string(), |(n, _)| (*n).into())
-    };
     // Each line, `None` once dropped; where each parameter's lines are, and its file value.
     let mut lines: Vec<Option<String>> = Vec::new();
     let mut at: BTreeMap<String, Vec<usize>> = BTreeMap::new();
@@ -50,7 +41,8 @@ pub fn rewrite(old: &str, now: &Settings<'_>) -> String {
         signed |= line == SIGNATURE;
         match super::directive(line) {
             Ok(Some((k, v))) => {
-                let k = canonical(&k);
+                // An older name's line is its parameter's (only the 7.0 name is written).
+                let k = super::canonical(&k).to_string();
                 at.entry(k.clone()).or_default().push(lines.len());
                 file_value.insert(k, v);
                 lines.push(Some(line.to_string()));
@@ -60,9 +52,8 @@ pub fn rewrite(old: &str, now: &Settings<'_>) -> String {
         }
     }
     let mut appended = Vec::new();
-    let is_alias = |k: &str| now.aliases.iter().any(|(_, alias)| *alias == k);
     for (name, value) in now.current {
-        if is_alias(name) || name == "user" {
+        if super::canonical(name) != name || name == "user" {
             continue;
         }
         let in_file = at.contains_key(name.as_str());
@@ -136,8 +127,6 @@ mod tests {
         pairs.iter().map(|(k, v)| ((*k).to_string(), (*v).to_string())).collect()
     }
 
-    const ALIASES: &[(&str, &str)] = &[("hash-max-listpack-entries", "hash-max-ziplist-entries")];
-
     fn run(old: &str, current: &[(&str, &str)], users: Option<&[String]>) -> String {
         let defaults = map(&[
             ("port", "6379"),
@@ -148,7 +137,7 @@ mod tests {
         ]);
         let mut now = defaults.clone();
         now.extend(map(current));
-        rewrite(old, &Settings { current: &now, defaults: &defaults, aliases: ALIASES, users })
+        rewrite(old, &Settings { current: &now, defaults: &defaults, users })
     }
 
     #[test]

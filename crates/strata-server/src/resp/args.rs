@@ -80,30 +80,35 @@ pub fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
 }
 
 /// `arg` as one word of a line: as it is when [`split_args`] reads it back unchanged (not
-/// empty, no space, quote, backslash or control character), else double quoted with the
-/// escapes above (redis-server's `sdscatrepr`).
+/// empty, no space, quote, backslash or control character), else as [`push_repr`] quotes it.
 pub fn quote_arg(arg: &[u8]) -> Vec<u8> {
     let plain_byte = |c: u8| c >= 0x80 || (c.is_ascii_graphic() && !b"\"'\\".contains(&c));
-    let plain = !arg.is_empty() && arg.iter().all(|&c| plain_byte(c));
-    if plain {
+    if !arg.is_empty() && arg.iter().all(|&c| plain_byte(c)) {
         return arg.to_vec();
     }
-    let mut out = vec![b'"'];
+    let mut out = Vec::with_capacity(arg.len() + 2);
+    push_repr(&mut out, arg);
+    out
+}
+
+/// Appends `arg` double quoted as redis-server's `sdscatrepr` writes it (MONITOR's lines,
+/// quoted config values): `\\`, `\"`, `\n`, `\r`, `\t`, `\a`, `\b`, printable ASCII as it is,
+/// any other byte as `\xHH`; [`split_args`] reads it back whole.
+pub fn push_repr(out: &mut Vec<u8>, arg: &[u8]) {
+    out.push(b'"');
     for &c in arg {
         match c {
-            b'\\' => out.extend_from_slice(b"\\\\"),
-            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' | b'"' => out.extend_from_slice(&[b'\\', c]),
             b'\n' => out.extend_from_slice(b"\\n"),
             b'\r' => out.extend_from_slice(b"\\r"),
             b'\t' => out.extend_from_slice(b"\\t"),
             7 => out.extend_from_slice(b"\\a"),
             8 => out.extend_from_slice(b"\\b"),
-            c if c == b' ' || c == b'\'' || c.is_ascii_graphic() || c >= 0x80 => out.push(c),
+            0x20..=0x7e => out.push(c),
             c => out.extend_from_slice(format!("\\x{c:02x}").as_bytes()),
         }
     }
     out.push(b'"');
-    out
 }
 
 #[cfg(test)]
@@ -139,6 +144,9 @@ mod tests {
         assert_eq!(quote_arg(b""), b"\"\"");
         assert_eq!(quote_arg(b"a b"), b"\"a b\"");
         assert_eq!(quote_arg(b"it's \"x\"\\\n\x01"), b"\"it's \\\"x\\\"\\\\\\n\\x01\"");
+        let mut repr = Vec::new();
+        push_repr(&mut repr, b"a\"b\\c\n\r\t\x07\x08\x00\xff ~");
+        assert_eq!(repr, br#""a\"b\\c\n\r\t\a\b\x00\xff ~""#.to_vec());
     }
 
     proptest! {

@@ -340,13 +340,7 @@ pub fn replace_file_synced(fs: &dyn FileSystem, path: &Path, data: &[u8]) -> Res
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(format!(".tmp-{}-{n}", std::process::id()));
     let tmp = PathBuf::from(tmp);
-    let written = (|| {
-        let mut f = fs.create(&tmp)?;
-        f.append(data)?;
-        f.sync()?;
-        drop(f);
-        fs.rename(&tmp, path)
-    })();
+    let written = write_file_synced(fs, &tmp, data).and_then(|()| fs.rename(&tmp, path));
     if written.is_err() {
         let _ = fs.remove(&tmp);
     }

@@ -21,9 +21,15 @@ use strata::WriteBatch;
 pub fn read(ks: &Keyspace, key: &[u8]) -> Result<Option<Value>> {
     let _g = ks.store.locks.lock(&[key]);
     let Some(m) = ks.meta(key)? else { return Ok(None) };
+    read_of(ks, key, m).map(Some)
+}
+
+/// The value at `key` whose metadata is `m`, read by a caller that holds the key's lock
+/// (MIGRATE, which also sends the expiry `m` has).
+pub fn read_of(ks: &Keyspace, key: &[u8], m: Meta) -> Result<Value> {
     let st = ks.store;
     let corrupt = |what: &str| TypeError::Corrupt(format!("{what} of a key DUMP reads"));
-    Ok(Some(match m.kind {
+    Ok(match m.kind {
         Kind::String => Value::String(m.value.into_vec()),
         Kind::Hash => {
             let mut pairs = Vec::with_capacity(m.size as usize);
@@ -65,7 +71,7 @@ pub fn read(ks: &Keyspace, key: &[u8]) -> Result<Option<Value>> {
             Value::ZSet(pairs)
         }
         Kind::Stream => Value::Stream(Box::new(read_stream(ks, key, &m)?)),
-    }))
+    })
 }
 
 /// A stream's entries grouped by the nodes that hold them (an entry before every node, which
