@@ -143,6 +143,8 @@ pub struct CommandCounters {
 pub struct ClientEntry {
     /// Peer address.
     pub addr: String,
+    /// Its socket's file descriptor (-1: none).
+    pub fd: i64,
     /// CLIENT SETNAME.
     pub name: String,
     /// CLIENT SETINFO LIB-NAME / LIB-VER.
@@ -167,7 +169,8 @@ pub struct ClientEntry {
     pub user: Option<Arc<crate::acl::UserCell>>,
 }
 
-/// What a connection did last, written by its command dispatch and read by CLIENT LIST.
+/// What a connection did last and what it holds, written by its connection loop and command
+/// dispatch, read by CLIENT LIST, CLIENT INFO and INFO.
 #[derive(Default)]
 pub struct Activity {
     /// When its last command began: milliseconds since [`Activity::clock`]'s start; 0 for
@@ -176,6 +179,57 @@ pub struct Activity {
     /// Its last command: 1 + its index in `COMMANDS`, or 1 + `COMMANDS.len()` + the index of
     /// its subcommand's entry (`commands::subcommands`); 0 for none yet.
     command: AtomicU64,
+    /// Its buffers and state as CLIENT LIST shows them.
+    figures: [AtomicU64; Figure::COUNT],
+    /// Set by the clients' round (`server::tasks`, ten times a second): the connection
+    /// checks its read buffer against the peak since the last round (`BUFFERS_CHECK`), or
+    /// lets go of its buffers while idle (`BUFFERS_RELEASE`, with `wake`).
+    buffers: std::sync::atomic::AtomicU8,
+    /// Wakes an idle connection told to let go of its buffers.
+    pub wake: tokio::sync::Notify,
+}
+
+/// [`Activity::take_buffers_call`]: nothing asked.
+pub const BUFFERS_NONE: u8 = 0;
+/// [`Activity::take_buffers_call`]: shrink a read buffer much larger than its recent peak.
+pub const BUFFERS_CHECK: u8 = 1;
+/// [`Activity::take_buffers_call`]: idle for more than 2 s: let go of the buffers.
+pub const BUFFERS_RELEASE: u8 = 2;
+
+/// A connection's figures in CLIENT LIST (Redis's names). The read buffer holds what the
+/// client sent that the connection has not yet let go of: while a read's commands run, all
+/// of that read (theirs included, as Redis keeps its query buffer until the read's last
+/// command ran), after them the start of a command still incomplete.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Figure {
+    /// Bytes in the read buffer (`qbuf`).
+    Qbuf,
+    /// Its room left (`qbuf-free`).
+    QbufFree,
+    /// Its size (`rbs`).
+    Rbs,
+    /// The most it held since the clients' last round (`rbp`; Redis's `querybuf_peak`).
+    Rbp,
+    /// Bytes of the running command's arguments (`argv-mem`; 0 between commands).
+    ArgvMem,
+    /// Commands queued by MULTI, plus 1 (`multi`: -1 outside MULTI).
+    MultiPlusOne,
+    /// Bytes of their arguments (`multi-mem`).
+    MultiMem,
+    /// Channels subscribed (`sub`).
+    Sub,
+    /// Patterns subscribed (`psub`).
+    Psub,
+    /// Shard channels subscribed (`ssub`).
+    Ssub,
+    /// Reply bytes waiting to be written (`obl`).
+    Obl,
+    /// The reply buffer's size (part of `tot-mem`).
+    OutSize,
+}
+
+impl Figure {
+    const COUNT: usize = Figure::OutSize as usize + 1;
 }
 
 impl Activity {
@@ -185,11 +239,13 @@ impl Activity {
         *START.get_or_init(std::time::Instant::now)
     }
 
-    /// Records that the command coded `code` (see the field) began at `at`.
-    pub fn note(&self, code: u64, at: std::time::Instant) {
+    /// Records that the command coded `code` (see the field), of `argv` bytes of arguments,
+    /// began at `at`.
+    pub fn note(&self, code: u64, argv: usize, at: std::time::Instant) {
         let ms = at.saturating_duration_since(Self::clock()).as_millis() as u64;
         self.at_ms.store(ms.max(1), Ordering::Relaxed);
         self.command.store(code, Ordering::Relaxed);
+        self.set(Figure::ArgvMem, argv);
     }
 
     /// The code of the last command (0: none) and the seconds since it began, or since
@@ -201,6 +257,66 @@ impl Activity {
             ms => std::time::Duration::from_millis(ms),
         };
         (self.command.load(Ordering::Relaxed), now.saturating_sub(at).as_secs())
+    }
+
+    /// Sets one figure.
+    pub fn set(&self, f: Figure, v: usize) {
+        self.figures[f as usize].store(v as u64, Ordering::Relaxed);
+    }
+
+    /// One figure.
+    pub fn get(&self, f: Figure) -> u64 {
+        self.figures[f as usize].load(Ordering::Relaxed)
+    }
+
+    /// Records the read buffer: `len` bytes held of `capacity` (its peak grows with it).
+    pub fn read_buffer(&self, len: usize, capacity: usize) {
+        self.set(Figure::Qbuf, len);
+        self.set(Figure::QbufFree, capacity.saturating_sub(len));
+        self.set(Figure::Rbs, capacity);
+        self.figures[Figure::Rbp as usize].fetch_max(len as u64, Ordering::Relaxed);
+    }
+
+    /// The clients' round: asks the connection to check its read buffer, or, idle for more
+    /// than 2 s (Redis's rule) and holding buffers with nothing in them, to let go of them.
+    /// `since`: when the connection began.
+    pub fn buffers_round(&self, since: Option<std::time::Instant>) {
+        let (_, idle) = self.last(since);
+        let holds = self.get(Figure::Rbs) + self.get(Figure::OutSize) > 0;
+        if idle > 2 && holds && self.get(Figure::Qbuf) == 0 {
+            self.buffers.store(BUFFERS_RELEASE, Ordering::Relaxed);
+            self.wake.notify_one();
+        } else {
+            self.buffers.store(BUFFERS_CHECK, Ordering::Relaxed);
+        }
+    }
+
+    /// What the clients' round asked since the last call (`BUFFERS_*`).
+    pub fn take_buffers_call(&self) -> u8 {
+        if self.buffers.load(Ordering::Relaxed) == BUFFERS_NONE {
+            return BUFFERS_NONE;
+        }
+        self.buffers.swap(BUFFERS_NONE, Ordering::Relaxed)
+    }
+
+    /// Records what the connection's state holds between commands: its transaction's queue,
+    /// its subscriptions, and no running command's arguments.
+    pub fn between_commands(&self, conn: &Conn) {
+        self.set(Figure::ArgvMem, 0);
+        match &conn.multi {
+            Some(m) => {
+                self.set(Figure::MultiPlusOne, m.queued.len() + 1);
+                self.set(Figure::MultiMem, m.queued_bytes);
+            }
+            None => {
+                self.set(Figure::MultiPlusOne, 0);
+                self.set(Figure::MultiMem, 0);
+            }
+        }
+        let subs = conn.subs.as_ref();
+        self.set(Figure::Sub, subs.map_or(0, |s| s.channels.len()));
+        self.set(Figure::Psub, subs.map_or(0, |s| s.patterns.len()));
+        self.set(Figure::Ssub, subs.map_or(0, |s| s.shards.len()));
     }
 }
 
@@ -251,8 +367,11 @@ pub struct Shared {
     pub cursors: Mutex<Cursors>,
     /// Start time.
     pub started: Instant,
-    /// The port actually bound.
-    pub port: u16,
+    /// The port listened on (CONFIG SET changes it).
+    pub port: std::sync::atomic::AtomicU16,
+    /// Where CONFIG SET hands the listener of a new port to the accept loop
+    /// (`server::listener::serve`), which takes it in place of the old one.
+    pub new_listener: Mutex<Option<tokio::sync::mpsc::UnboundedSender<std::net::TcpListener>>>,
     /// Cluster mode's router (`None`: standalone, every key is served here).
     pub router: Option<Arc<dyn Router>>,
     /// SAVE, BGSAVE and LASTSAVE's state.
@@ -343,7 +462,8 @@ impl Shared {
             clients: Mutex::new(HashMap::new()),
             cursors: Mutex::new(Cursors::default()),
             started: Instant::now(),
-            port,
+            port: std::sync::atomic::AtomicU16::new(port),
+            new_listener: Mutex::new(None),
             router: None,
             persistence: Persistence::new(),
             shutdown: tokio::sync::Notify::new(),
@@ -632,6 +752,8 @@ pub struct Watched {
 pub struct Multi {
     /// The queued command lines.
     pub queued: Vec<Vec<Vec<u8>>>,
+    /// The bytes of their arguments (CLIENT LIST's `multi-mem`).
+    pub queued_bytes: usize,
     /// A command was refused while queuing: EXEC discards the transaction (EXECABORT).
     pub failed: bool,
 }

@@ -5,7 +5,7 @@
 use super::errors::CmdError;
 use super::CmdResult;
 use crate::resp::Out;
-use crate::state::{Conn, Shared};
+use crate::state::{Conn, Figure, Shared};
 use crate::types::keys;
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
@@ -90,15 +90,23 @@ pub fn info_text(sh: &Shared, want: &[String]) -> Result<String, CmdError> {
             if sh.router.is_some() { "cluster" } else { "standalone" },
             std::env::consts::OS,
             std::process::id(),
-            sh.port,
+            sh.port.load(Ordering::Relaxed),
             sh.started.elapsed().as_secs(),
             sh.started.elapsed().as_secs() / 86400
         );
     }
     if on("clients") {
+        // The largest read and reply buffers the connections hold now.
+        let (mut input, mut output) = (0, 0);
+        for e in sh.clients.lock().values() {
+            input = input.max(e.activity.get(Figure::Rbs));
+            output = output.max(e.activity.get(Figure::OutSize));
+        }
         let _ = write!(
             t,
-            "# Clients\r\nconnected_clients:{}\r\nblocked_clients:{}\r\ntracking_clients:{}\r\nmaxclients:10000\r\n\r\n",
+            "# Clients\r\nconnected_clients:{}\r\nmaxclients:10000\r\n\
+             client_recent_max_input_buffer:{input}\r\nclient_recent_max_output_buffer:{output}\r\n\
+             blocked_clients:{}\r\ntracking_clients:{}\r\n\r\n",
             sh.stats.connected.load(Ordering::Relaxed),
             sh.blocked.count() + sh.pause.waiting(),
             sh.tracking.stats().0

@@ -827,7 +827,7 @@ pub fn dispatch_found(
     let code = subcommands::line_code(cmd, args);
     // The commands an EXEC or a script runs are theirs: CLIENT LIST names the EXEC or EVAL.
     if let Some(a) = conn.activity.as_ref().filter(|_| !conn.in_exec && !conn.in_script) {
-        a.note(code, started);
+        a.note(code, args.iter().map(Vec::len).sum(), started);
     }
     // Client-side caching: a tracking client's reads are remembered before they read.
     let tracked = if sh.tracking.active() {

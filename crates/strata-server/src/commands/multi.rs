@@ -62,6 +62,7 @@ pub fn swaps(conn: &Conn) -> bool {
 pub fn queue(conn: &mut Conn, args: &[Vec<u8>], out: &mut Out) {
     if let Some(m) = conn.multi.as_mut() {
         m.queued.push(args.to_vec());
+        m.queued_bytes += args.iter().map(Vec::len).sum::<usize>();
         out.simple("QUEUED");
     }
 }

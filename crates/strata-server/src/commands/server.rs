@@ -6,7 +6,7 @@ use super::errors::{arity_err, CmdError, NOAUTH, SYNTAX};
 use super::{glob, subcommands, CmdResult, COMMANDS};
 use crate::config::redis_params;
 use crate::resp::Out;
-use crate::state::{Conn, Shared, Subscriptions};
+use crate::state::{Conn, Figure, Shared, Subscriptions};
 use crate::storage::SyncPolicy;
 use crate::types::notify;
 use crate::types::number::parse_int_strict;
@@ -406,7 +406,39 @@ fn client_line(id: u64, e: &crate::state::ClientEntry, flags: &str, redir: i64) 
     let cmd = subcommands::code_name(code);
     let flags = if flags.is_empty() { "N" } else { flags };
     let user = e.user.as_ref().map_or("default".into(), |u| String::from_utf8_lossy(&u.name));
-    format!("id={id} addr={} laddr={} fd=0 name={} age={age} idle={idle} flags={flags} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={cmd} user={} redir={redir} resp={} lib-name={} lib-ver=\n", e.addr, e.laddr, e.name, e.db, user, e.resp, e.lib)
+    let f = |x| e.activity.get(x);
+    let multi = i128::from(f(Figure::MultiPlusOne)) - 1;
+    // Replies waiting go in one buffer here (`obl`); Redis's reply list (`oll`, `omem`) is
+    // always empty.
+    let events = if f(Figure::Obl) > 0 { "rw" } else { "r" };
+    let tot = std::mem::size_of::<Conn>() as u64
+        + f(Figure::Rbs)
+        + f(Figure::ArgvMem)
+        + f(Figure::MultiMem)
+        + f(Figure::OutSize);
+    format!(
+        "id={id} addr={} laddr={} fd={} name={} age={age} idle={idle} flags={flags} db={} \
+         sub={} psub={} ssub={} multi={multi} qbuf={} qbuf-free={} argv-mem={} multi-mem={} \
+         rbs={} rbp={} obl={} oll=0 omem=0 tot-mem={tot} events={events} cmd={cmd} user={user} \
+         redir={redir} resp={} lib-name={} lib-ver=\n",
+        e.addr,
+        e.laddr,
+        e.fd,
+        e.name,
+        e.db,
+        f(Figure::Sub),
+        f(Figure::Psub),
+        f(Figure::Ssub),
+        f(Figure::Qbuf),
+        f(Figure::QbufFree),
+        f(Figure::ArgvMem),
+        f(Figure::MultiMem),
+        f(Figure::Rbs),
+        f(Figure::Rbp),
+        f(Figure::Obl),
+        e.resp,
+        e.lib
+    )
 }
 
 /// CLIENT INFO's line of connection `id` (empty for one not on the books).
@@ -571,10 +603,50 @@ pub fn client(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
                 s = line(c.id, e);
             }
         } else {
-            let mut ids: Vec<_> = cl.keys().copied().collect();
-            ids.sort_unstable();
-            for id in ids {
-                s.push_str(&line(id, &cl[&id]));
+            match a.get(2) {
+                None => {}
+                Some(f) if is(f, "type") && a.len() == 4 => {}
+                Some(f) if is(f, "id") && a.len() > 3 => {}
+                Some(_) => return Err(SYNTAX.into()),
+            }
+            if a.len() > 3 && is(&a[2], "id") {
+                // The ones named, in the order named; ids of no connection are left out.
+                for arg in &a[3..] {
+                    let Some(id) = parse_int_strict(arg) else {
+                        return Err(CmdError::Reply("ERR Invalid client ID".into()));
+                    };
+                    let id = u64::try_from(id).unwrap_or(0);
+                    if let Some(e) = cl.get(&id) {
+                        s.push_str(&line(id, e));
+                    }
+                }
+            } else {
+                // TYPE: no connection here is a master or a replica; `pubsub` ones hold a
+                // subscription, `normal` ones none.
+                let pubsub = |e: &crate::state::ClientEntry| {
+                    [Figure::Sub, Figure::Psub, Figure::Ssub].iter().any(|&f| e.activity.get(f) > 0)
+                };
+                let keep: Box<dyn Fn(&crate::state::ClientEntry) -> bool> = match a.get(3) {
+                    None => Box::new(|_| true),
+                    Some(t) if is(t, "normal") => Box::new(|e| !pubsub(e)),
+                    Some(t) if is(t, "pubsub") => Box::new(pubsub),
+                    Some(t) if ["master", "slave", "replica"].iter().any(|n| is(t, n)) => {
+                        Box::new(|_| false)
+                    }
+                    Some(t) => {
+                        let t = String::from_utf8_lossy(t);
+                        return Err(CmdError::Reply(
+                            format!("ERR Unknown client type '{t}'").into(),
+                        ));
+                    }
+                };
+                let mut ids: Vec<_> = cl.keys().copied().collect();
+                ids.sort_unstable();
+                for id in ids {
+                    if keep(&cl[&id]) {
+                        s.push_str(&line(id, &cl[&id]));
+                    }
+                }
             }
         }
         drop(cl);
@@ -606,10 +678,10 @@ fn config_set_check(
                 "ERR Unknown option or number of arguments for CONFIG SET - '{given}'"
             ));
         }
-        // Read at start only here (`port`, `bind`: setting the value they have is a no-op),
-        // or as Redis keeps them.
-        let start_only = matches!(k.as_str(), "port" | "bind")
-            && params.get(k).map(String::as_bytes) != Some(pair[1].as_slice());
+        // Read at start only here (`bind`: setting the value it has is a no-op), or as Redis
+        // keeps them.
+        let start_only =
+            k == "bind" && params.get(k).map(String::as_bytes) != Some(pair[1].as_slice());
         if start_only || redis_params::IMMUTABLE.contains(&k.as_str()) {
             return Err(failed("can't set immutable config"));
         }
@@ -626,6 +698,46 @@ fn config_set_check(
         config_value_check(k, &String::from_utf8_lossy(&pair[0]), &pair[1])?;
     }
     Ok(())
+}
+
+/// CONFIG SET's `port` (named `given`, checked as a number 0-65535): a listener bound on
+/// the new port with its number, none when the port stays. A cluster node's port is in the
+/// cluster's map and stays; port 0 (Redis's "no TCP") would leave no way in here (no unix
+/// socket).
+fn new_port_listener(
+    sh: &Shared,
+    given: &[u8],
+    raw: &[u8],
+) -> Result<Option<(u16, std::net::TcpListener)>, CmdError> {
+    let failed = |why: &str| {
+        let given = String::from_utf8_lossy(given);
+        CmdError::from(format!(
+            "ERR CONFIG SET failed (possibly related to argument '{given}') - {why}"
+        ))
+    };
+    let port = std::str::from_utf8(raw).ok().and_then(|p| p.parse::<u16>().ok());
+    let Some(port) = port else { return Err(failed("argument must be between 0 and 65535")) };
+    if port == sh.port.load(std::sync::atomic::Ordering::Relaxed) {
+        return Ok(None);
+    }
+    if sh.router.is_some() {
+        return Err(failed("can't set the port of a cluster node (the cluster map holds it)"));
+    }
+    if port == 0 {
+        return Err(failed("port 0 would leave no way to connect (no unix socket here)"));
+    }
+    let bind = sh.config.bind.as_str();
+    let bound = std::net::TcpListener::bind((bind, port)).and_then(|l| {
+        l.set_nonblocking(true)?;
+        Ok(l)
+    });
+    match bound {
+        Ok(l) => Ok(Some((port, l))),
+        Err(e) => {
+            eprintln!("CONFIG SET port: cannot listen on {bind}:{port}: {e}");
+            Err(failed("Unable to listen on this port. Check server logs."))
+        }
+    }
 }
 
 /// Whether `raw` is a value CONFIG SET takes for parameter `k` (given as `given`); Redis's
@@ -671,6 +783,12 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
         // Every name, then every value, is checked before any is set (Redis sets all or
         // none): the first problem is the reply and nothing changes.
         config_set_check(&sh.params.read(), &a[2..])?;
+        // The one setting whose taking effect can fail: the new port is bound before anything
+        // is set, so a port that cannot be had leaves every parameter as it was.
+        let listener = match a[2..].chunks(2).find(|p| is(&p[0], "port")) {
+            Some(p) => new_port_listener(sh, &p[0], &p[1])?,
+            None => None,
+        };
         let mut params = sh.params.write();
         for pair in a[2..].chunks(2) {
             let k = String::from_utf8_lossy(&pair[0]).to_ascii_lowercase();
@@ -753,6 +871,13 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
                 }
             }
             params.insert(k, v);
+        }
+        if let Some((port, l)) = listener {
+            params.insert("port".into(), port.to_string());
+            sh.port.store(port, std::sync::atomic::Ordering::Relaxed);
+            if let Some(tx) = sh.new_listener.lock().as_ref() {
+                let _ = tx.send(l);
+            }
         }
         out.ok();
     } else if is(sub, "resetstat") {

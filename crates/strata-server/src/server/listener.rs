@@ -23,7 +23,7 @@ use super::conn_threads::ConnThreads;
 use crate::blocked::{Cancel, Outcome};
 use crate::commands;
 use crate::resp::{parse_command, Out, ParseOutcome};
-use crate::state::{Activity, BlockedOn, ClientEntry, Conn, ReplyMode, Shared};
+use crate::state::{self, Activity, BlockedOn, ClientEntry, Conn, Figure, ReplyMode, Shared};
 use crate::storage::pending;
 use crate::types::notify;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -34,17 +34,25 @@ use tokio::net::{TcpListener, TcpStream};
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// Accepts connections until `shutdown` resolves: each is served on one of `threads` when
-/// given (`conn_threads`), else as a task of the calling runtime.
+/// given (`conn_threads`), else as a task of the calling runtime. A listener CONFIG SET
+/// hands over (`Shared::new_listener`, a new port) replaces `listener`, which closes; the
+/// connections open stay.
 pub async fn serve(
     sh: Arc<Shared>,
-    listener: TcpListener,
+    mut listener: TcpListener,
     shutdown: impl std::future::Future<Output = ()>,
     threads: Option<&ConnThreads>,
 ) {
     tokio::pin!(shutdown);
+    let (tx, mut handed) = tokio::sync::mpsc::unbounded_channel();
+    *sh.new_listener.lock() = Some(tx);
     loop {
         tokio::select! {
-            () = &mut shutdown => return,
+            () = &mut shutdown => break,
+            Some(l) = handed.recv() => match TcpListener::from_std(l) {
+                Ok(l) => listener = l,
+                Err(e) => eprintln!("cannot listen on the new port: {e}"),
+            },
             acc = listener.accept() => match acc {
                 Ok((sock, addr)) => {
                     let _ = sock.set_nodelay(true);
@@ -79,6 +87,7 @@ pub async fn serve(
             }
         }
     }
+    sh.new_listener.lock().take();
 }
 
 /// Runs a batch of frames of a cluster-mode connection, one at a time: each command's
@@ -404,6 +413,7 @@ impl Registration {
         sh: &Arc<Shared>,
         addr: String,
         laddr: String,
+        fd: i64,
         kill: Option<tokio::task::AbortHandle>,
         activity: Arc<Activity>,
     ) -> Registration {
@@ -415,6 +425,7 @@ impl Registration {
             ClientEntry {
                 addr,
                 laddr,
+                fd,
                 kill,
                 activity,
                 since: Some(std::time::Instant::now()),
@@ -452,6 +463,53 @@ async fn send_replies(sock: &mut TcpStream, out: &mut Out) -> bool {
     sent
 }
 
+/// What a read makes room for when its buffer has little left (Redis's `PROTO_IOBUF_LEN`).
+const READ_ROOM: usize = 16 * 1024;
+
+/// Reads what the client sent into `buf`. A buffer let go of (an idle connection's,
+/// `let_go_when_idle`) takes memory again only once data is there.
+async fn read_some(sock: &mut TcpStream, buf: &mut Vec<u8>) -> std::io::Result<usize> {
+    if buf.capacity() == 0 {
+        sock.readable().await?;
+    }
+    if buf.capacity() - buf.len() < 1024 {
+        buf.reserve(READ_ROOM);
+    }
+    sock.read_buf(buf).await
+}
+
+/// The clients' round found the connection idle for more than 2 s: it lets go of its read
+/// and reply buffers (when nothing is in them), as Redis frees an idle client's query
+/// buffer.
+fn let_go_when_idle(figures: &Activity, buf: &mut Vec<u8>, out: &mut Out) {
+    match figures.take_buffers_call() {
+        state::BUFFERS_RELEASE => {}
+        state::BUFFERS_CHECK => return fit_read_buffer(figures, buf),
+        _ => return,
+    }
+    if buf.is_empty() {
+        *buf = Vec::new();
+    }
+    if out.buf.is_empty() {
+        out.buf = Vec::new();
+    }
+    figures.read_buffer(buf.len(), buf.capacity());
+    figures.set(Figure::OutSize, out.buf.capacity());
+}
+
+/// The clients' round's check of the read buffer (Redis's rule): one larger than 32 KiB
+/// with more than 4 KiB free and over twice the most it held since the last round shrinks
+/// to that most (or to what it holds); the peak then starts again.
+fn fit_read_buffer(figures: &Activity, buf: &mut Vec<u8>) {
+    let peak = usize::try_from(figures.get(Figure::Rbp)).unwrap_or(usize::MAX);
+    let cap = buf.capacity();
+    if cap - buf.len() > 4 * 1024 && cap > 32 * 1024 && cap / 2 > peak {
+        buf.shrink_to(peak.max(buf.len()));
+    }
+    figures.set(Figure::Rbp, buf.len());
+    figures.read_buffer(buf.len(), buf.capacity());
+}
+
 async fn handle(
     sh: Arc<Shared>,
     mut sock: TcpStream,
@@ -460,12 +518,14 @@ async fn handle(
 ) {
     let laddr = sock.local_addr().map(|a| a.to_string()).unwrap_or_default();
     let activity = Arc::new(Activity::default());
-    let mut registration = Registration::new(&sh, addr, laddr, Some(kill), activity.clone());
+    let fd = i64::from(std::os::fd::AsRawFd::as_raw_fd(&sock));
+    let mut registration = Registration::new(&sh, addr, laddr, fd, Some(kill), activity.clone());
     let id = registration.id;
     let mut conn = Conn::new(id, sh.default_user_open());
     conn.user = Some(sh.acl.default_user());
-    conn.activity = Some(activity);
-    let mut buf: Vec<u8> = Vec::with_capacity(16 * 1024);
+    conn.activity = Some(activity.clone());
+    let figures = activity;
+    let mut buf: Vec<u8> = Vec::with_capacity(READ_ROOM);
     let mut out = Out::default();
     let max_bulk = sh.config.proto_max_bulk_len;
     // Parsed frames of one read; kept across reads for its capacity.
@@ -488,16 +548,22 @@ async fn handle(
                 }
             }
         }
+        // While this read's commands run, the buffer counts as holding all of it.
+        figures.read_buffer(buf.len(), buf.capacity());
         buf.drain(..pos);
         if frames.is_empty() && proto_err.is_none() {
             // A subscribed connection writes its messages while it waits for commands.
             if let Some(subs) = conn.subs.as_mut() {
                 let first = tokio::select! {
-                    r = sock.read_buf(&mut buf) => match r {
+                    r = read_some(&mut sock, &mut buf) => match r {
                         Ok(0) | Err(_) => break,
                         Ok(_) => continue,
                     },
                     Some(d) = subs.rx.recv() => d,
+                    () = figures.wake.notified() => {
+                        let_go_when_idle(&figures, &mut buf, &mut out);
+                        continue;
+                    }
                 };
                 commands::pubsub::deliver(&sh, &mut conn, first, &mut out.buf);
                 while out.buf.len() <= 1 << 20 {
@@ -512,9 +578,15 @@ async fn handle(
                 out.buf.clear();
                 continue;
             }
-            match sock.read_buf(&mut buf).await {
-                Ok(0) | Err(_) => break,
-                Ok(_) => continue,
+            tokio::select! {
+                r = read_some(&mut sock, &mut buf) => match r {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => continue,
+                },
+                () = figures.wake.notified() => {
+                    let_go_when_idle(&figures, &mut buf, &mut out);
+                    continue;
+                }
             }
         }
         let mut next = 0;
@@ -582,6 +654,7 @@ async fn handle(
             }
             let (command, silent, first_run) = (on.command, on.silent, on.first_run);
             let slow = on.slow.take();
+            figures.read_buffer(buf.len(), buf.capacity());
             let Some(outcome) = wait_blocked(&sh, id, on, &mut sock, &mut buf).await else {
                 break 'conn;
             };
@@ -611,7 +684,12 @@ async fn handle(
             sh.stats.protocol_errors.fetch_add(1, Ordering::Relaxed);
             out.error(&format!("ERR {e}"));
         }
+        // The figures are the batch's outcome before its replies go: a client that read a
+        // reply and asks for them sees what the reply's command did.
+        figures.between_commands(&conn);
+        figures.read_buffer(buf.len(), buf.capacity());
         if !out.buf.is_empty() {
+            figures.set(Figure::Obl, out.buf.len());
             if sock.write_all(&out.buf).await.is_err() {
                 break;
             }
@@ -619,12 +697,14 @@ async fn handle(
             if out.buf.capacity() > 1 << 20 {
                 out.buf.shrink_to(64 * 1024);
             }
+            figures.set(Figure::Obl, 0);
         }
+        figures.set(Figure::OutSize, out.buf.capacity());
         if proto_err.is_some() || conn.close {
             break;
         }
-        if buf.capacity() > 1 << 20 && buf.len() < 64 * 1024 {
-            buf.shrink_to(64 * 1024);
+        if figures.take_buffers_call() != state::BUFFERS_NONE {
+            fit_read_buffer(&figures, &mut buf);
         }
         if frames.capacity() > 4096 {
             frames = Vec::new();
@@ -656,11 +736,17 @@ mod tests {
         let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
         let who = Subscriber { tx, resp3: false };
         let bystander =
-            Registration::new(&sh, "127.0.0.1:2".into(), String::new(), None, Arc::default());
+            Registration::new(&sh, "127.0.0.1:2".into(), String::new(), -1, None, Arc::default());
         sh.pubsub.subscribe(bystander.id, b"news", Kind::Channel, who.clone());
         let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let reg =
-                Registration::new(&sh, "127.0.0.1:1".into(), String::new(), None, Arc::default());
+            let reg = Registration::new(
+                &sh,
+                "127.0.0.1:1".into(),
+                String::new(),
+                -1,
+                None,
+                Arc::default(),
+            );
             sh.pubsub.subscribe(reg.id, b"news", Kind::Channel, who.clone());
             sh.pubsub.subscribe(reg.id, b"n*", Kind::Pattern, who.clone());
             assert_eq!(sh.clients.lock().len(), 2);

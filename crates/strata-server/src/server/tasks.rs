@@ -2,7 +2,8 @@
 //! metadata family a slice at a time, deleting expired keys nobody reads, and publishing
 //! their `expired` keyspace notifications; in cluster mode, those of the partitions the node
 //! leads; the walk slows to a patrol once the index holds every key with an expiry,
-//! [`WalkPace`]) and the once-a-second WAL sync of `appendfsync everysec`.
+//! [`WalkPace`]), the clients' round (each connection's buffers fitted to its recent use,
+//! an idle one's let go of) and the once-a-second WAL sync of `appendfsync everysec`.
 
 use crate::blocked::Cancel;
 use crate::filing::Filing;
@@ -493,6 +494,19 @@ pub fn start(sh: &Arc<Shared>) {
                 Err(e) => eprintln!("active expiry round failed: {e}"),
             }
             s.stats.expire_walk_patrolling.store(pace.patrolling(), Ordering::Relaxed);
+        }
+    });
+    // The clients' round (Redis's `clientsCron` at its default `hz`): each connection's
+    // buffers checked against their recent use, an idle one's let go of.
+    let s = sh.clone();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_millis(100));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            for e in s.clients.lock().values() {
+                e.activity.buffers_round(e.since);
+            }
         }
     });
     let s = sh.clone();

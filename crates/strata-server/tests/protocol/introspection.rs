@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::common::{Raw, Reply, Server};
+use crate::common::{info_field, Raw, Reply, Server};
 
 fn info(c: &mut Raw, args: &[&str]) -> String {
     let mut line = vec!["INFO"];
@@ -602,4 +602,223 @@ fn hidden_parameters_answer_their_exact_name_only() {
         Reply::Array(vec![Reply::bulk("key-load-delay"), Reply::bulk("0")])
     );
     assert_eq!(c.cmd(&["CONFIG", "GET", "key-load-*"]), Reply::Array(vec![]));
+}
+
+/// CLIENT LIST's and CLIENT INFO's figures are each connection's own, as Redis reports
+/// them: `qbuf` counts the running command's bytes (26 for a lone `CLIENT INFO`) and an
+/// incomplete command's, `argv-mem` the running command's arguments, `multi` and
+/// `multi-mem` a transaction's queue, `sub`/`psub`/`ssub` the subscriptions, `rbs`/`rbp`
+/// the read buffer's size and peak; INFO's `client_recent_max_input_buffer` the largest.
+#[test]
+fn client_list_figures_follow_each_connections_buffers_and_state() {
+    let srv = Server::start(&[]);
+    let mut me = srv.raw();
+    let info = |c: &mut Raw| match c.cmd(&["CLIENT", "INFO"]) {
+        Reply::Bulk(b) => String::from_utf8(b).unwrap(),
+        r => panic!("{r:?}"),
+    };
+    let field = |line: &str, name: &str| -> String {
+        let prefix = format!("{name}=");
+        let f = line.split(' ').find_map(|f| f.strip_prefix(prefix.as_str()));
+        f.unwrap_or_else(|| panic!("no {name} in {line}")).trim_end().to_string()
+    };
+    let num = |line: &str, name: &str| -> i64 { field(line, name).parse().unwrap() };
+    let mine = info(&mut me);
+    assert_eq!((num(&mine, "qbuf"), num(&mine, "argv-mem")), (26, 10), "{mine}");
+    assert_eq!(num(&mine, "qbuf") + num(&mine, "qbuf-free"), num(&mine, "rbs"), "{mine}");
+    assert!(num(&mine, "rbs") >= 16 * 1024, "{mine}");
+    assert!(num(&mine, "fd") > 2, "a socket's descriptor: {mine}");
+    assert!(num(&mine, "tot-mem") > num(&mine, "rbs"), "{mine}");
+    assert_eq!(field(&mine, "multi"), "-1");
+    assert_eq!(field(&mine, "events"), "r");
+
+    let id_of = |c: &mut Raw| -> i64 {
+        let Reply::Int(id) = c.cmd(&["CLIENT", "ID"]) else { panic!() };
+        id
+    };
+    let line_of = |me: &mut Raw, id: i64| -> String {
+        let list = match me.cmd(&["CLIENT", "LIST"]) {
+            Reply::Bulk(b) => String::from_utf8(b).unwrap(),
+            r => panic!("{r:?}"),
+        };
+        list.lines().find(|l| l.starts_with(&format!("id={id} "))).unwrap().to_string()
+    };
+    // A transaction's queue.
+    let mut tx = srv.raw();
+    let tx_id = id_of(&mut tx);
+    let queued = line_of(&mut me, tx_id);
+    assert_eq!((field(&queued, "multi"), num(&queued, "qbuf")), ("-1".into(), 0), "{queued}");
+    tx.cmd(&["MULTI"]);
+    tx.cmd(&["SET", "k", "v"]);
+    tx.cmd(&["SET", "k2", "vv"]);
+    let queued = line_of(&mut me, tx_id);
+    assert_eq!((num(&queued, "multi"), num(&queued, "multi-mem")), (2, 12), "{queued}");
+    assert_eq!(num(&queued, "argv-mem"), 0, "between commands: {queued}");
+    tx.cmd(&["DISCARD"]);
+    let done = line_of(&mut me, tx_id);
+    assert_eq!((num(&done, "multi"), num(&done, "multi-mem")), (-1, 0), "{done}");
+
+    // Subscriptions, counted by kind (the line read from a third connection, the subscriber
+    // answering only subscription commands).
+    let mut sub = srv.raw();
+    let Reply::Int(sub_id) = sub.cmd(&["CLIENT", "ID"]) else { panic!() };
+    sub.send_raw(&Raw::encode(&[b"SUBSCRIBE", b"a", b"b"]));
+    sub.read();
+    sub.read();
+    sub.cmd(&["PSUBSCRIBE", "p*"]);
+    let list = match me.cmd(&["CLIENT", "LIST", "ID", &sub_id.to_string()]) {
+        Reply::Bulk(b) => String::from_utf8(b).unwrap(),
+        r => panic!("{r:?}"),
+    };
+    let counts = [num(&list, "sub"), num(&list, "psub"), num(&list, "ssub")];
+    assert_eq!(counts, [2, 1, 0], "{list}");
+    assert_eq!(list.lines().count(), 1, "only the id named: {list}");
+
+    // CLIENT LIST's filters.
+    let ids = |me: &mut Raw, args: &[&str]| -> Vec<i64> {
+        let list = match me.cmd(&[&["CLIENT", "LIST"], args].concat()) {
+            Reply::Bulk(b) => String::from_utf8(b).unwrap(),
+            r => panic!("{args:?}: {r:?}"),
+        };
+        list.lines().map(|l| num(l, "id")).collect()
+    };
+    let my_id = id_of(&mut me);
+    assert_eq!(ids(&mut me, &["TYPE", "pubsub"]), [sub_id]);
+    assert_eq!(ids(&mut me, &["type", "NORMAL"]), [my_id, tx_id]);
+    assert!(ids(&mut me, &["TYPE", "replica"]).is_empty());
+    assert!(ids(&mut me, &["TYPE", "master"]).is_empty());
+    let (sub_s, my_s) = (sub_id.to_string(), my_id.to_string());
+    assert_eq!(
+        ids(&mut me, &["ID", &sub_s, "99999", &my_s]),
+        [sub_id, my_id],
+        "in the order named"
+    );
+    for (args, err) in [
+        (&["TYPE", "bus"][..], "ERR Unknown client type 'bus'"),
+        (&["ID", "1", "x"], "ERR Invalid client ID"),
+        (&["ID"], "ERR syntax error"),
+        (&["TYPE", "normal", "ID"], "ERR syntax error"),
+        (&["everyone"], "ERR syntax error"),
+    ] {
+        assert_eq!(
+            me.cmd(&[&["CLIENT", "LIST"], args].concat()),
+            Reply::Error(err.into()),
+            "{args:?}"
+        );
+    }
+
+    // An incomplete command waits in the buffer; a large one grows it, and its peak stays.
+    let mut big = srv.raw();
+    let big_id = id_of(&mut big);
+    big.send_raw(b"*3\r\n$3\r\nSET\r\n");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut holding = String::new();
+    while std::time::Instant::now() < deadline {
+        let list = match me.cmd(&["CLIENT", "LIST"]) {
+            Reply::Bulk(b) => String::from_utf8(b).unwrap(),
+            r => panic!("{r:?}"),
+        };
+        holding = list.lines().find(|l| l.contains(" qbuf=13 ")).unwrap_or_default().into();
+        if !holding.is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(!holding.is_empty(), "the incomplete SET's 13 bytes never showed");
+    // The rest of the SET and a CLIENT INFO in one read: the buffer holds both while they run.
+    let mut rest = b"$3\r\nbig\r\n$400000\r\n".to_vec();
+    rest.extend(std::iter::repeat_n(b'A', 400_000));
+    rest.extend_from_slice(b"\r\n");
+    rest.extend(Raw::encode(&[b"CLIENT", b"INFO"]));
+    big.send_raw(&rest);
+    assert_eq!(big.read(), Reply::Simple("OK".into()));
+    let Reply::Bulk(grown) = big.read() else { panic!() };
+    let grown = String::from_utf8(grown).unwrap();
+    assert!(num(&grown, "qbuf") > 400_000, "{grown}");
+    assert!(num(&grown, "rbs") > 400_000 && num(&grown, "rbp") > 400_000, "{grown}");
+    let _ = big_id;
+}
+
+/// The read buffer follows its use as Redis's does: a large one shrinks to what recent
+/// commands needed, and an idle connection (more than 2 s) lets go of its buffers.
+#[test]
+fn read_buffers_shrink_with_their_use_and_idle_connections_let_go_of_them() {
+    let srv = Server::start(&[]);
+    let mut me = srv.raw();
+    let num = |line: &str, name: &str| -> i64 {
+        let prefix = format!("{name}=");
+        line.split(' ').find_map(|f| f.strip_prefix(prefix.as_str())).unwrap().parse().unwrap()
+    };
+    let line_of = |me: &mut Raw, id: i64| -> String {
+        match me.cmd(&["CLIENT", "LIST", "ID", &id.to_string()]) {
+            Reply::Bulk(b) => String::from_utf8(b).unwrap(),
+            r => panic!("{r:?}"),
+        }
+    };
+    let until = |what: &str, me: &mut Raw, id: i64, ok: &dyn Fn(&str) -> bool| -> String {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let line = line_of(me, id);
+            if ok(&line) {
+                return line;
+            }
+            assert!(std::time::Instant::now() < deadline, "{what}: {line}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let mut c = srv.raw();
+    let Reply::Int(id) = c.cmd(&["CLIENT", "ID"]) else { panic!() };
+    let first = line_of(&mut me, id);
+    let room = num(&first, "qbuf") + num(&first, "qbuf-free");
+    assert!((16_384..32_768).contains(&room), "{first}");
+    until("an idle connection's buffers let go of", &mut me, id, &|l| {
+        num(l, "rbs") == 0 && num(l, "qbuf-free") == 0
+    });
+    // It reads again once data comes.
+    assert_eq!(c.cmd(&["PING"]), Reply::Simple("PONG".into()));
+    let big = "A".repeat(400_000);
+    assert_eq!(c.cmd(&["SET", "x", &big]), Reply::Simple("OK".into()));
+    let grown = num(&line_of(&mut me, id), "rbs");
+    assert!(grown > 32_768, "{grown}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        assert_eq!(c.cmd(&["SET", "x", "small"]), Reply::Simple("OK".into()));
+        let rbs = num(&line_of(&mut me, id), "rbs");
+        if rbs > 0 && rbs < grown {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "never shrank below {grown}: {rbs}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// CONFIG SET port moves the listener as Redis does: new connections on the new port, none
+/// on the old one, the connections open stay; INFO and CONFIG GET report it.
+#[test]
+fn config_set_port_moves_the_listener_and_keeps_open_connections() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    assert_eq!(c.cmd(&["SET", "k", "v"]), Reply::Simple("OK".into()));
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = free.local_addr().unwrap().port();
+    drop(free);
+    let p = port.to_string();
+    assert_eq!(c.cmd(&["CONFIG", "SET", "port", &p]), Reply::Simple("OK".into()));
+    assert_eq!(c.cmd(&["GET", "k"]), Reply::bulk("v"), "the open connection stays");
+    let want = Reply::Array(vec![Reply::bulk("port"), Reply::bulk(&p)]);
+    assert_eq!(c.cmd(&["CONFIG", "GET", "port"]), want);
+    assert_eq!(info_field(&mut c, "server", "tcp_port"), p);
+    let mut moved = Raw::connect(port);
+    assert_eq!(moved.cmd(&["GET", "k"]), Reply::bulk("v"));
+    // The old port closes once the accept loop took the new listener.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", srv.port)).is_ok() {
+        assert!(std::time::Instant::now() < deadline, "the old port still accepts");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Back to the first port.
+    let back = srv.port.to_string();
+    assert_eq!(moved.cmd(&["CONFIG", "SET", "port", &back]), Reply::Simple("OK".into()));
+    let mut again = Raw::connect(srv.port);
+    assert_eq!(again.cmd(&["PING"]), Reply::Simple("PONG".into()));
 }
