@@ -99,6 +99,10 @@ pub struct Flags {
     /// yes (the default, as Redis's): the process runs without transparent huge pages.
     #[arg(long)]
     pub disable_thp: Option<String>,
+    /// Whether DEBUG runs: no (the default, as Redis's), yes, or local (from loopback
+    /// clients only).
+    #[arg(long)]
+    pub enable_debug_command: Option<String>,
     /// Longest field or value of a compact hash, in bytes.
     #[arg(long)]
     pub hash_max_listpack_value: Option<usize>,
@@ -347,7 +351,7 @@ impl Config {
 
     /// Resolves flags over the file over defaults.
     pub fn resolve(flags: Flags) -> Result<Config, String> {
-        let (file, users) = match &flags.config_file {
+        let (mut file, users) = match &flags.config_file {
             Some(p) => {
                 let text = std::fs::read_to_string(p)
                     .map_err(|e| format!("cannot read config file {}: {e}", p.display()))?;
@@ -356,6 +360,11 @@ impl Config {
             }
             None => (BTreeMap::new(), Vec::new()),
         };
+        if let Some(v) = &flags.enable_debug_command {
+            values::check("enable-debug-command", v.as_bytes())
+                .map_err(|why| format!("--enable-debug-command `{v}`: {why}"))?;
+            file.insert("enable-debug-command".into(), v.clone());
+        }
         let users: Vec<String> = users.into_iter().chain(flags.users.iter().cloned()).collect();
         let fsync = flags
             .appendfsync

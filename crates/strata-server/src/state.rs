@@ -395,6 +395,8 @@ pub struct Shared {
     /// replicas, so any value above 0 refuses writes with NOREPLICAS, as Redis does while too
     /// few replicas are connected.
     pub min_replicas_to_write: std::sync::atomic::AtomicU64,
+    /// Active expiry runs (DEBUG SET-ACTIVE-EXPIRE turns it off and on).
+    pub active_expire: AtomicBool,
     /// The largest sparse HyperLogLog, in bytes (`hll-sparse-max-bytes`; CONFIG SET).
     pub hll_sparse_max: AtomicUsize,
     /// CLIENT PAUSE's pause (`commands::client_pause`).
@@ -475,6 +477,7 @@ impl Shared {
             latency: crate::latency::Monitor::new(latency_threshold),
             notifier,
             min_replicas_to_write: std::sync::atomic::AtomicU64::new(min_replicas),
+            active_expire: AtomicBool::new(true),
             hll_sparse_max: AtomicUsize::new(hll_sparse_max),
             pause: crate::pause::ClientPause::default(),
             tracking: Arc::new(crate::tracking::Tracking::new(tracking_max_keys)),

@@ -40,7 +40,6 @@ const REDIS_ONLY: &[&str] = &[
     "cluster|set-config-epoch",
     "cluster|setslot",
     "cluster|slaves",
-    "debug",
     "failover",
     "lolwut",
     "memory|doctor",

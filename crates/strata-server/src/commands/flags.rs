@@ -91,6 +91,7 @@ pub static TABLE: &[(&str, &str, &str)] = &[
     ("config", "", ""),
     ("copy", "write denyoom", "keyspace"),
     ("dbsize", "readonly fast", "keyspace"),
+    ("debug", "admin noscript loading stale", ""),
     ("decr", "write denyoom fast", "string"),
     ("decrby", "write denyoom fast", "string"),
     ("del", "write", "keyspace"),

@@ -219,39 +219,39 @@ pub fn object(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
                         LRU and LFU data will take some time to adjust."
                 .into())
         }
-        _ => {
-            let limit = |name: &str, default: u64| {
-                sh.params.read().get(name).and_then(|v| v.parse().ok()).unwrap_or(default)
-            };
-            // Redis 7.0's names, by its conversion rules applied to the value as it is now.
-            let name = match m.kind {
-                Kind::Set
-                    if set::intset_shaped(
-                        &ks,
-                        &a[2],
-                        &m,
-                        limit("set-max-intset-entries", 512),
-                    )? =>
-                {
-                    "intset"
-                }
-                Kind::ZSet
-                    if zset::listpack_shaped(
-                        &ks,
-                        &a[2],
-                        &m,
-                        limit("zset-max-listpack-entries", 128),
-                        limit("zset-max-listpack-value", 64),
-                    )? =>
-                {
-                    "listpack"
-                }
-                _ => keys::encoding_of(&m),
-            };
-            out.bulk(name.as_bytes());
-        }
+        _ => out.bulk(encoding_name(sh, &ks, &a[2], &m)?.as_bytes()),
     }
     Ok(())
+}
+
+/// The encoding OBJECT ENCODING names for `key` (its metadata `m`): Redis 7.0's names, by
+/// its conversion rules applied to the value as it is now.
+pub fn encoding_name(
+    sh: &Shared,
+    ks: &crate::types::Keyspace,
+    key: &[u8],
+    m: &crate::types::Meta,
+) -> Result<&'static str, CmdError> {
+    let limit = |name: &str, default: u64| {
+        sh.params.read().get(name).and_then(|v| v.parse().ok()).unwrap_or(default)
+    };
+    Ok(match m.kind {
+        Kind::Set if set::intset_shaped(ks, key, m, limit("set-max-intset-entries", 512))? => {
+            "intset"
+        }
+        Kind::ZSet
+            if zset::listpack_shaped(
+                ks,
+                key,
+                m,
+                limit("zset-max-listpack-entries", 128),
+                limit("zset-max-listpack-value", 64),
+            )? =>
+        {
+            "listpack"
+        }
+        _ => keys::encoding_of(m),
+    })
 }
 
 /// The type TYPE names `name` (any case).

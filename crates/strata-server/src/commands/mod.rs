@@ -16,6 +16,7 @@ pub mod client_tracking;
 pub mod cluster;
 pub mod config_rewrite;
 pub mod databases;
+pub mod debug;
 pub mod dump;
 pub mod errors;
 pub mod flags;
@@ -601,6 +602,7 @@ pub static COMMANDS: &[Command] = &[
     // access control (last: the command fuzzer's corpus names commands by their index here)
     cmd!("acl", -2, false, KeySpec::NONE, acl::acl),
     cmd!("migrate", -6, true, KeySpec::one(3).with_options(OptionKeys::Migrate), migrate::migrate),
+    cmd!("debug", -2, false, KeySpec::NONE, debug::debug),
 ];
 
 /// Whether command `name` walks a whole database's keys: DBSIZE and INFO's keyspace section,
@@ -740,6 +742,10 @@ pub fn dispatch_found(
     }
     if let Some(e) = arity_error(cmd, args) {
         reject(sh, conn, Some(cmd), &e, out);
+        return;
+    }
+    if cmd.name == "debug" && !debug::allowed(sh, conn) {
+        reject(sh, conn, Some(cmd), debug::NOT_ALLOWED, out);
         return;
     }
     // The user's permissions, checked before the command is queued or run, and again for

@@ -27,6 +27,13 @@ pub fn check(k: &str, raw: &[u8]) -> Result<(), Cow<'static, str>> {
         {
             Err("argument(s) must be one of the following: no, yes, clients".into())
         }
+        "enable-debug-command" | "enable-module-command" | "enable-protected-configs" => {
+            if ["no", "yes", "local"].iter().any(|o| v.eq_ignore_ascii_case(o)) {
+                Ok(())
+            } else {
+                Err("argument(s) must be one of the following: no, yes, local".into())
+            }
+        }
         // Redis's bounds: -1 (off) up, and 0 up.
         "slowlog-log-slower-than"
         | "slowlog-max-len"

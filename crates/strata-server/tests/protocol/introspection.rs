@@ -822,3 +822,60 @@ fn config_set_port_moves_the_listener_and_keeps_open_connections() {
     let mut again = Raw::connect(srv.port);
     assert_eq!(again.cmd(&["PING"]), Reply::Simple("PONG".into()));
 }
+
+/// DEBUG as redis-server 7.0 guards it: refused by default (`enable-debug-command no`) with
+/// Redis's text, after the arity check; with `yes` (or `local`, from loopback) it serves
+/// OBJECT, SLEEP, SET-ACTIVE-EXPIRE, RELOAD (a SAVE), ERROR and HELP.
+#[test]
+fn debug_is_refused_unless_enabled_and_then_serves_its_subcommands() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    let refused = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \
+                   \"local\", you can run it from a local connection, otherwise you need to set \
+                   this option in the configuration file, and then restart the server.";
+    assert_eq!(c.cmd(&["DEBUG", "SLEEP", "0"]), Reply::Error(refused.into()));
+    assert_eq!(
+        c.cmd(&["DEBUG"]),
+        Reply::Error("ERR wrong number of arguments for 'debug' command".into())
+    );
+    for setting in ["yes", "local"] {
+        let srv = Server::start(&["--enable-debug-command", setting]);
+        let mut c = srv.raw();
+        assert_eq!(c.cmd(&["SET", "k", "v"]), Reply::Simple("OK".into()));
+        match c.cmd(&["DEBUG", "OBJECT", "k"]) {
+            Reply::Simple(s) => {
+                assert!(s.contains(" encoding:embstr serializedlength:2 "), "{s}");
+            }
+            r => panic!("{r:?}"),
+        }
+        assert_eq!(c.cmd(&["DEBUG", "OBJECT", "none"]), Reply::Error("ERR no such key".into()));
+        assert_eq!(c.cmd(&["DEBUG", "SLEEP", "0.01"]), Reply::Simple("OK".into()));
+        assert_eq!(c.cmd(&["DEBUG", "RELOAD"]), Reply::Simple("OK".into()));
+        assert_eq!(c.cmd(&["GET", "k"]), Reply::bulk("v"));
+        assert_eq!(c.cmd(&["DEBUG", "ERROR", "BAD thing"]), Reply::Error("BAD thing".into()));
+        assert_eq!(
+            c.cmd(&["DEBUG", "NOSUCH"]),
+            Reply::Error("ERR unknown subcommand 'NOSUCH'. Try DEBUG HELP.".into())
+        );
+        // Active expiry off: an expired key stays until read (lazy expiry).
+        assert_eq!(c.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]), Reply::Simple("OK".into()));
+        assert_eq!(c.cmd(&["SET", "e", "1", "PX", "1"]), Reply::Simple("OK".into()));
+        std::thread::sleep(Duration::from_millis(600));
+        assert_eq!(info_field(&mut c, "stats", "expired_keys"), "0", "{setting}");
+        assert_eq!(c.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "1"]), Reply::Simple("OK".into()));
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while info_field(&mut c, "stats", "expired_keys") != "1" {
+            assert!(std::time::Instant::now() < deadline, "active expiry never resumed");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bad = std::process::Command::new(env!("CARGO_BIN_EXE_strata-server"))
+        .args(["--port", "0", "--enable-debug-command", "maybe", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    let said = String::from_utf8_lossy(&bad.stderr);
+    assert!(said.contains("one of the following: no, yes, local"), "{said}");
+}
