@@ -270,13 +270,145 @@ pub fn parse_file(text: &str) -> Result<BTreeMap<String, String>, String> {
         }
         // An alias sets its parameter: the last line under either name wins, as in Redis.
         let k = canonical(&k).to_string();
+        // A directive nothing reads would be a setting silently not in force (a misspelt
+        // `requirepass`): the start stops, as redis-server's does.
+        if !known_directive(&k) {
+            let why = match k.as_str() {
+                "rename-command" => {
+                    "rename-command is not supported here: ACL rules keep a command from \
+                     clients (`user default on nopass ~* &* +@all -flushall`)"
+                }
+                "include" => "include is not supported here: one file holds the settings",
+                "loadmodule" => "modules are not supported here",
+                _ => "Bad directive or wrong number of arguments",
+            };
+            return Err(format!("line {}: `{}`: {why}", n + 1, line.trim()));
+        }
         // A value CONFIG SET would refuse stops the start, as redis-server's fatal config
         // error does, instead of being taken as the default.
         values::check(&k, v.as_bytes())
             .map_err(|why| format!("line {}: `{}`: {why}", n + 1, line.trim()))?;
+        let v = fold_line(&k, m.get(&k).map(String::as_str), &v);
         m.insert(k, v);
     }
     Ok(m)
+}
+
+/// The directives a config file may hold besides Redis 7.0's other parameters
+/// (`redis_params`): the parameters `Config::params` reports and those only a file or a
+/// flag sets.
+const OWN_DIRECTIVES: &[&str] = &[
+    "appendfsync",
+    "appendonly",
+    "bind",
+    "block-cache-size",
+    "busy-reply-threshold",
+    "cluster-bootstrap",
+    "cluster-enabled",
+    "cluster-node-id",
+    "cluster-node-timeout",
+    "cluster-nodes",
+    "cluster-partitions",
+    "cluster-replicas",
+    "databases",
+    "dir",
+    "disable-thp",
+    "hash-max-listpack-entries",
+    "hash-max-listpack-value",
+    "hll-sparse-max-bytes",
+    "hz",
+    "io-threads",
+    "list-compress-depth",
+    "list-max-listpack-size",
+    "max-background-jobs",
+    "maxclients",
+    "maxmemory",
+    "maxmemory-policy",
+    "min-replicas-max-lag",
+    "min-replicas-to-write",
+    "notify-keyspace-events",
+    "port",
+    "proto-max-bulk-len",
+    "requirepass",
+    "sanitize-dump-payload",
+    "save",
+    "set-max-intset-entries",
+    "slowlog-log-slower-than",
+    "slowlog-max-len",
+    "stream-node-max-bytes",
+    "stream-node-max-entries",
+    "tcp-keepalive",
+    "timeout",
+    "write-buffer-size",
+    "zset-max-listpack-entries",
+    "zset-max-listpack-value",
+];
+
+/// Whether a config file's directive `k` (its parameter's name, [`canonical`]) sets
+/// something.
+fn known_directive(k: &str) -> bool {
+    OWN_DIRECTIVES.contains(&k) || redis_params::default_of(k).is_some()
+}
+
+/// The value parameter `k` has after one more of its lines in a config file (`line`, the
+/// line's value; `before`, what its earlier lines gave). Most parameters take the line's
+/// value; as Redis reads them, `save` lines add their pairs to the earlier lines' (an empty
+/// one clears them), and `client-output-buffer-limit` lines set the limits of the classes
+/// they name (`replica` is `slave`), the other classes keeping theirs (Redis's defaults, or an
+/// earlier line's). A `client-output-buffer-limit` value not made of `class hard soft
+/// seconds` groups of known classes is taken as it is.
+pub fn fold_line(k: &str, before: Option<&str>, line: &str) -> String {
+    match (k, before) {
+        ("save", Some(b)) if !b.is_empty() && !line.is_empty() => format!("{b} {line}"),
+        ("client-output-buffer-limit", _) => {
+            let base = before.unwrap_or(redis_params::OUTPUT_BUFFER_LIMITS);
+            output_limits(base, line).unwrap_or_else(|| line.to_string())
+        }
+        _ => line.to_string(),
+    }
+}
+
+/// `base`'s classes (`client-output-buffer-limit` form) with those `line` sets; `None` when
+/// either is not that form.
+fn output_limits(base: &str, line: &str) -> Option<String> {
+    let mut limits: Vec<Option<String>> = vec![None; OUTPUT_CLASSES.len()];
+    for (at, g) in
+        output_limit_groups(base).ok()?.into_iter().chain(output_limit_groups(line).ok()?)
+    {
+        limits[at] = Some(g);
+    }
+    Some(limits.into_iter().flatten().collect::<Vec<_>>().join(" "))
+}
+
+/// The client classes of `client-output-buffer-limit`, in the order CONFIG GET lists them.
+const OUTPUT_CLASSES: [&str; 3] = ["normal", "slave", "pubsub"];
+
+/// A `client-output-buffer-limit` value's `class hard soft seconds` groups, each as its
+/// class's place in [`OUTPUT_CLASSES`] and its text as CONFIG GET shows it (sizes in bytes,
+/// `replica` as `slave`); Redis's error for a value not of that form.
+pub fn output_limit_groups(text: &str) -> Result<Vec<(usize, String)>, &'static str> {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    if !words.len().is_multiple_of(4) {
+        return Err("Wrong number of arguments in buffer limit configuration.");
+    }
+    words
+        .chunks(4)
+        .map(|g| {
+            let class = match g[0].to_ascii_lowercase().as_str() {
+                "replica" => "slave".to_string(),
+                c => c.to_string(),
+            };
+            let Some(at) = OUTPUT_CLASSES.iter().position(|c| *c == class) else {
+                return Err("Invalid client class specified in buffer limit configuration.");
+            };
+            let (hard, soft) = (parse_size(g[1]), parse_size(g[2]));
+            match (hard, soft, g[3].parse::<u32>()) {
+                (Some(h), Some(s), Ok(secs)) => Ok((at, format!("{class} {h} {s} {secs}"))),
+                _ => Err("Error in hard, soft or soft_seconds setting in buffer limit \
+                          configuration."),
+            }
+        })
+        .collect()
 }
 
 /// One line of a config file as `(key in lower case, value)`: the line's words as Redis splits
@@ -724,5 +856,58 @@ mod tests {
         let mut cluster = Config::resolve(Flags::default()).unwrap();
         cluster.cluster.enabled = true;
         assert_eq!(cluster.engine_options().min_write_buffer_number_to_merge, 1);
+    }
+
+    /// Lines that add up as Redis reads them: `save`'s pairs (an empty one clears them) and
+    /// `client-output-buffer-limit`'s classes; regression: only the last line was kept, so
+    /// CONFIG GET showed one `save` pair of several.
+    #[test]
+    fn save_and_output_buffer_limit_lines_add_up() {
+        let file = parse_file("save 900 1\nsave 300 10\n").unwrap();
+        assert_eq!(file["save"], "900 1 300 10");
+        let file = parse_file("save 900 1\nsave \"\"\nsave 60 5 30 7\n").unwrap();
+        assert_eq!(file["save"], "60 5 30 7");
+        assert_eq!(parse_file("save 900 1\nsave \"\"\n").unwrap()["save"], "");
+        let file = parse_file(
+            "client-output-buffer-limit replica 1 2 3\n\
+             client-output-buffer-limit pubsub 4mb 2mb 9 normal 5 6 7\n",
+        )
+        .unwrap();
+        assert_eq!(
+            file["client-output-buffer-limit"],
+            "normal 5 6 7 slave 1 2 3 pubsub 4194304 2097152 9"
+        );
+        for (bad, why) in [
+            ("normal 1 2", "Wrong number of arguments in buffer limit configuration."),
+            ("master 1 2 3", "Invalid client class specified in buffer limit configuration."),
+            (
+                "pubsub 1 x 3",
+                "Error in hard, soft or soft_seconds setting in buffer limit configuration.",
+            ),
+            (
+                "pubsub 1 2 -3",
+                "Error in hard, soft or soft_seconds setting in buffer limit configuration.",
+            ),
+        ] {
+            assert_eq!(output_limit_groups(bad), Err(why), "{bad}");
+            assert!(values::check("client-output-buffer-limit", bad.as_bytes()).is_err());
+        }
+        assert_eq!(fold_line("maxmemory", Some("1"), "2"), "2");
+    }
+
+    /// Every parameter the server reports is a directive a file may hold; a name nothing
+    /// reads stops the start with its line (regression: it was taken and ignored, so a
+    /// misspelt `requirepass` left the server open).
+    #[test]
+    fn a_directive_nothing_reads_stops_the_start() {
+        let c = Config::resolve(Flags::default()).unwrap();
+        for k in c.params().keys() {
+            assert!(known_directive(canonical(k)), "{k} is reported but refused in a file");
+        }
+        let err = parse_file("port 7000\nrequirepas secret\n").unwrap_err();
+        assert_eq!(err, "line 2: `requirepas secret`: Bad directive or wrong number of arguments");
+        let err = parse_file("rename-command FLUSHALL \"\"\n").unwrap_err();
+        assert!(err.starts_with("line 1: `rename-command FLUSHALL \"\"`: rename-command is not"));
+        assert!(parse_file("hash-max-ziplist-entries 5\nreplicaof no one\n").is_ok());
     }
 }

@@ -862,6 +862,12 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
                 params.insert(k, notify::render_classes(flags));
                 continue;
             }
+            // The classes the value names take its limits, the others keep theirs.
+            let v = if k == "client-output-buffer-limit" {
+                crate::config::fold_line(&k, params.get(&k).map(String::as_str), &v)
+            } else {
+                v
+            };
             // Redis 7.0's names and their older aliases report one value.
             for &(name, alias) in crate::config::ALIASES {
                 if k == name {

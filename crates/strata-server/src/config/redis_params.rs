@@ -10,6 +10,10 @@
 //! Also the parameters Redis refuses to set at run time: [`IMMUTABLE`] ones and [`PROTECTED`]
 //! ones.
 
+/// `client-output-buffer-limit`'s default, Redis 7.0's.
+pub const OUTPUT_BUFFER_LIMITS: &str =
+    "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60";
+
 /// Parameter and default, sorted by name.
 pub static ACCEPTED: &[(&str, &str)] = &[
     ("acl-pubsub-default", "resetchannels"),
@@ -38,10 +42,7 @@ pub static ACCEPTED: &[(&str, &str)] = &[
     ("bgsave_cpulist", ""),
     ("bind-source-addr", ""),
     ("bio_cpulist", ""),
-    (
-        "client-output-buffer-limit",
-        "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
-    ),
+    ("client-output-buffer-limit", OUTPUT_BUFFER_LIMITS),
     ("client-query-buffer-limit", "1073741824"),
     ("cluster-allow-pubsubshard-when-down", "yes"),
     ("cluster-allow-reads-when-down", "no"),

@@ -3,7 +3,8 @@
 //!
 //! - Comments, blank lines and the order of the lines stay; runs of blank lines become one.
 //! - A parameter the file sets (under its name or an older alias) keeps its lines when its
-//!   value now is the one the file gives (the last of its lines); otherwise its first line
+//!   value now is the one the file gives (its lines read as the server reads them at start,
+//!   [`super::fold_line`]: the last one, or `save`'s together, ...); otherwise its first line
 //!   becomes `name value` and its other lines are dropped.
 //! - A parameter the file does not set is appended, after a [`SIGNATURE`] line (written once),
 //!   when its value now is not its default (so command-line flags and CONFIG SET are kept).
@@ -44,6 +45,7 @@ pub fn rewrite(old: &str, now: &Settings<'_>) -> String {
                 // An older name's line is its parameter's (only the 7.0 name is written).
                 let k = super::canonical(&k).to_string();
                 at.entry(k.clone()).or_default().push(lines.len());
+                let v = super::fold_line(&k, file_value.get(&k).map(String::as_str), &v);
                 file_value.insert(k, v);
                 lines.push(Some(line.to_string()));
             }
@@ -143,7 +145,7 @@ mod tests {
     #[test]
     fn a_file_whose_settings_did_not_change_is_written_back_as_it_was() {
         let old = "# my server\nport 7000\n\n\nsave 900 1\nsave 300 10\nmaxmemory 1gb\n";
-        let now = [("port", "7000"), ("save", "300 10"), ("maxmemory", "1gb")];
+        let now = [("port", "7000"), ("save", "900 1 300 10"), ("maxmemory", "1gb")];
         assert_eq!(
             run(old, &now, None),
             "# my server\nport 7000\n\nsave 900 1\nsave 300 10\nmaxmemory 1gb\n"
@@ -222,5 +224,15 @@ mod tests {
                 prop_assert_eq!(parsed, Some(("maxmemory".to_string(), value)));
             }
         }
+    }
+
+    /// A parameter of several lines (`save`) keeps them when its value is theirs together,
+    /// and is written over the first of them when it changed.
+    #[test]
+    fn lines_that_add_up_are_kept_together_or_replaced_together() {
+        let old = "save 900 1\nsave 300 10\nport 6379\n";
+        assert_eq!(run(old, &[("save", "900 1 300 10")], None), old);
+        // The dropped line leaves a blank one, as Redis's orphaned lines do.
+        assert_eq!(run(old, &[("save", "60 5")], None), "save 60 5\n\nport 6379\n");
     }
 }

@@ -27,6 +27,9 @@ pub fn check(k: &str, raw: &[u8]) -> Result<(), Cow<'static, str>> {
         {
             Err("argument(s) must be one of the following: no, yes, clients".into())
         }
+        "client-output-buffer-limit" => {
+            super::output_limit_groups(&v).map(|_| ()).map_err(Cow::Borrowed)
+        }
         "enable-debug-command" | "enable-module-command" | "enable-protected-configs" => {
             if ["no", "yes", "local"].iter().any(|o| v.eq_ignore_ascii_case(o)) {
                 Ok(())

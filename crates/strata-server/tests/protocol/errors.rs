@@ -250,3 +250,31 @@ fn config_set_checks_values_and_knows_redis_names() {
     assert_eq!(c.cmd(&["FUNCTION", "LIST"]), Reply::Array(vec![]));
     assert_eq!(c.cmd(&["FUNCTION", "DELETE", "lib"]), Reply::Error("ERR Library not found".into()));
 }
+
+/// CONFIG SET client-output-buffer-limit as redis-server 7.0.15 takes it: the classes named
+/// take their limits (sizes in bytes, `replica` as `slave`), the others keep theirs; a value
+/// not of `class hard soft seconds` groups is Redis's error.
+#[test]
+fn client_output_buffer_limit_sets_the_classes_it_names() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    let get = |c: &mut Raw| match c.cmd(&["CONFIG", "GET", "client-output-buffer-limit"]) {
+        Reply::Array(v) => v[1].clone(),
+        r => panic!("{r:?}"),
+    };
+    let k = "client-output-buffer-limit";
+    assert_eq!(c.cmd(&["CONFIG", "SET", k, "pubsub 1mb 2 3"]), Reply::Simple("OK".into()));
+    let want = "normal 0 0 0 slave 268435456 67108864 60 pubsub 1048576 2 3";
+    assert_eq!(get(&mut c), Reply::bulk(want));
+    assert_eq!(
+        c.cmd(&["CONFIG", "SET", k, "pubsub 1mb 2"]),
+        Reply::Error(
+            "ERR CONFIG SET failed (possibly related to argument 'client-output-buffer-limit') \
+             - Wrong number of arguments in buffer limit configuration."
+                .into()
+        )
+    );
+    let set = c.cmd(&["CONFIG", "SET", k, "replica 1 2 3 normal 1k 0 0"]);
+    assert_eq!(set, Reply::Simple("OK".into()));
+    assert_eq!(get(&mut c), Reply::bulk("normal 1000 0 0 slave 1 2 3 pubsub 1048576 2 3"));
+}
