@@ -14,6 +14,7 @@ pub mod client_kill;
 pub mod client_pause;
 pub mod client_tracking;
 pub mod cluster;
+pub mod command_specs;
 pub mod config_rewrite;
 pub mod databases;
 pub mod debug;

@@ -210,8 +210,11 @@ pub fn hello(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResu
 
 fn command_info(out: &mut Out, c: &super::Command) {
     let (flags, cats) = (super::flags::flags(c), super::flags::categories(c));
-    info_head(out, c.name, c.arity, &flags, [c.keys.first, c.keys.last, c.keys.step], &cats);
     let subs: Vec<_> = subcommands::of(c.name).collect();
+    // A container's keys are its subcommands' (Redis reports 0 0 0 for it).
+    let keys = if subs.is_empty() { [c.keys.first, c.keys.last, c.keys.step] } else { [0; 3] };
+    info_head(out, c.name, c.arity, &flags, keys, &cats);
+    key_specs(out, c.name);
     out.array(subs.len());
     for e in subs {
         subcommand_info(out, e);
@@ -224,12 +227,84 @@ fn subcommand_info(out: &mut Out, e: &subcommands::Entry) {
     let flags: Vec<_> = subcommands::words(flags).collect();
     let cats: Vec<_> = subcommands::words(cats).collect();
     info_head(out, name, arity, &flags, [first, last, step], &cats);
+    key_specs(out, name);
     out.array(0);
 }
 
-/// The first nine of COMMAND INFO's ten elements: name, arity, flags, the first key, the
-/// last key and the step between keys, categories, tips (none) and key specifications
-/// (none); the caller adds the subcommands.
+/// COMMAND INFO's tips and key specifications of command `name` (`container|sub`), as Redis
+/// 7.0 replies them (`command_specs`).
+fn key_specs(out: &mut Out, name: &str) {
+    use super::command_specs::{Begin, Find};
+    let (tips, specs) = super::command_specs::of(name);
+    let tips: Vec<&str> = tips.split_whitespace().collect();
+    out.set(tips.len());
+    for t in tips {
+        out.simple(t);
+    }
+    out.array(specs.len());
+    for s in specs {
+        out.map(3);
+        out.bulk(b"flags");
+        let flags: Vec<&str> = super::key_flags::KeyFlags::parse(s.flags).names().collect();
+        out.set(flags.len());
+        for f in flags {
+            out.simple(f);
+        }
+        out.bulk(b"begin_search");
+        out.map(2);
+        out.bulk(b"type");
+        match s.begin {
+            Begin::Index(i) => {
+                out.bulk(b"index");
+                out.bulk(b"spec");
+                out.map(1);
+                out.bulk(b"index");
+                out.int(i);
+            }
+            Begin::Keyword(k, from) => {
+                out.bulk(b"keyword");
+                out.bulk(b"spec");
+                out.map(2);
+                out.bulk(b"keyword");
+                out.bulk(k.as_bytes());
+                out.bulk(b"startfrom");
+                out.int(from);
+            }
+            Begin::Unknown => {
+                out.bulk(b"unknown");
+                out.bulk(b"spec");
+                out.map(0);
+            }
+        }
+        out.bulk(b"find_keys");
+        out.map(2);
+        out.bulk(b"type");
+        let fields: &[(&str, i64)] = match s.find {
+            Find::Range(last, step, limit) => {
+                out.bulk(b"range");
+                &[("lastkey", last), ("keystep", step), ("limit", limit)]
+            }
+            Find::Keynum(idx, first, step) => {
+                out.bulk(b"keynum");
+                &[("keynumidx", idx), ("firstkey", first), ("keystep", step)]
+            }
+            Find::Unknown => {
+                out.bulk(b"unknown");
+                &[]
+            }
+        };
+        out.bulk(b"spec");
+        out.map(fields.len());
+        for (k, v) in fields {
+            out.bulk(k.as_bytes());
+            out.int(*v);
+        }
+    }
+}
+
+/// The first seven of COMMAND INFO's ten elements: name, arity, flags, the first key, the
+/// last key and the step between keys, categories; the caller adds the tips and key
+/// specifications ([`key_specs`]) and the subcommands.
 fn info_head(out: &mut Out, name: &str, arity: i32, flags: &[&str], keys: [i32; 3], cats: &[&str]) {
     out.array(10);
     out.bulk(name.as_bytes());
@@ -245,8 +320,6 @@ fn info_head(out: &mut Out, name: &str, arity: i32, flags: &[&str], keys: [i32; 
     for cat in cats {
         out.simple(&format!("@{cat}"));
     }
-    out.set(0);
-    out.array(0);
 }
 
 /// COMMAND LIST's names (the commands, then the subcommands as `container|sub`), filtered as

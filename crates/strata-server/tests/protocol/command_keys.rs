@@ -111,7 +111,9 @@ fn command_info_reports_first_last_and_step() {
     assert_eq!(spec(&mut c, "mset"), (Reply::Int(1), Reply::Int(-1), Reply::Int(2)));
     assert_eq!(spec(&mut c, "del"), (Reply::Int(1), Reply::Int(-1), Reply::Int(1)));
     assert_eq!(spec(&mut c, "rename"), (Reply::Int(1), Reply::Int(2), Reply::Int(1)));
-    assert_eq!(spec(&mut c, "object"), (Reply::Int(2), Reply::Int(2), Reply::Int(1)));
+    // A container's keys are its subcommands' (regression: OBJECT reported 2 2 1).
+    assert_eq!(spec(&mut c, "object"), (Reply::Int(0), Reply::Int(0), Reply::Int(0)));
+    assert_eq!(spec(&mut c, "object|encoding"), (Reply::Int(2), Reply::Int(2), Reply::Int(1)));
     assert_eq!(spec(&mut c, "ping"), (Reply::Int(0), Reply::Int(0), Reply::Int(0)));
     assert_eq!(spec(&mut c, "lmove"), (Reply::Int(1), Reply::Int(2), Reply::Int(1)));
     assert_eq!(spec(&mut c, "rpoplpush"), (Reply::Int(1), Reply::Int(2), Reply::Int(1)));
@@ -348,4 +350,75 @@ fn getkeysandflags_gives_each_key_its_flags() {
         c.cmd(&["COMMAND", "GETKEYSANDFLAGS"]),
         err("ERR wrong number of arguments for 'command|getkeysandflags' command")
     );
+}
+
+/// COMMAND INFO's tips and key specifications, as redis-server 7.0.15 gives them (they were
+/// empty): DBSIZE's routing tips, ZUNIONSTORE's two specs (its destination by index, its
+/// sources by a count), SORT's pattern spec that no index can name.
+#[test]
+fn command_info_reports_tips_and_key_specs() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    let info = |c: &mut crate::common::Raw, name: &str| match c.cmd(&["COMMAND", "INFO", name]) {
+        Reply::Array(mut v) => match v.remove(0) {
+            Reply::Array(info) => info,
+            other => panic!("{name}: {other:?}"),
+        },
+        other => panic!("{name}: {other:?}"),
+    };
+    let dbsize = info(&mut c, "dbsize");
+    let tips = simples(&["request_policy:all_shards", "response_policy:agg_sum"]);
+    assert_eq!(dbsize[7], tips);
+    assert_eq!(dbsize[8], Reply::Array(vec![]));
+    let b = Reply::bulk;
+    let map = |pairs: Vec<Reply>| Reply::Array(pairs);
+    let specs = info(&mut c, "zunionstore")[8].clone();
+    let want = Reply::Array(vec![
+        map(vec![
+            b("flags"),
+            simples(&["OW", "update"]),
+            b("begin_search"),
+            map(vec![b("type"), b("index"), b("spec"), map(vec![b("index"), Reply::Int(1)])]),
+            b("find_keys"),
+            map(vec![
+                b("type"),
+                b("range"),
+                b("spec"),
+                map(vec![
+                    b("lastkey"),
+                    Reply::Int(0),
+                    b("keystep"),
+                    Reply::Int(1),
+                    b("limit"),
+                    Reply::Int(0),
+                ]),
+            ]),
+        ]),
+        map(vec![
+            b("flags"),
+            simples(&["RO", "access"]),
+            b("begin_search"),
+            map(vec![b("type"), b("index"), b("spec"), map(vec![b("index"), Reply::Int(2)])]),
+            b("find_keys"),
+            map(vec![
+                b("type"),
+                b("keynum"),
+                b("spec"),
+                map(vec![
+                    b("keynumidx"),
+                    Reply::Int(0),
+                    b("firstkey"),
+                    Reply::Int(1),
+                    b("keystep"),
+                    Reply::Int(1),
+                ]),
+            ]),
+        ]),
+    ]);
+    assert_eq!(specs, want);
+    let Reply::Array(sort) = info(&mut c, "sort")[8].clone() else { panic!() };
+    let unknown = map(vec![b("type"), b("unknown"), b("spec"), map(vec![])]);
+    assert_eq!(sort.len(), 3);
+    let Reply::Array(pattern) = &sort[1] else { panic!() };
+    assert_eq!((&pattern[3], &pattern[5]), (&unknown, &unknown));
 }
