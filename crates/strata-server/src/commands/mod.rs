@@ -732,21 +732,22 @@ pub fn dispatch_found(
     args: &[Vec<u8>],
     out: &mut Out,
 ) {
+    // Redis 7.0's order: an unknown command, a wrong arity and a refused DEBUG are told
+    // before authentication is asked for.
     let Some(cmd) = found else {
-        let reply = if conn.authed { unknown_err(args) } else { NOAUTH.to_string() };
-        reject(sh, conn, None, &reply, out);
+        reject(sh, conn, None, &unknown_err(args), out);
         return;
     };
-    if !conn.authed && !runs_unauthenticated(cmd.name) {
-        reject(sh, conn, Some(cmd), NOAUTH, out);
-        return;
-    }
     if let Some(e) = arity_error(cmd, args) {
         reject(sh, conn, Some(cmd), &e, out);
         return;
     }
     if cmd.name == "debug" && !debug::allowed(sh, conn) {
         reject(sh, conn, Some(cmd), debug::NOT_ALLOWED, out);
+        return;
+    }
+    if !conn.authed && !runs_unauthenticated(cmd.name) {
+        reject(sh, conn, Some(cmd), NOAUTH, out);
         return;
     }
     // The user's permissions, checked before the command is queued or run, and again for

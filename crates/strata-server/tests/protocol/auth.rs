@@ -32,3 +32,23 @@ fn requirepass_from_flag_and_file() {
         matches!(c.cmd(&["AUTH", "x"]), Reply::Error(e) if e.contains("without any password configured"))
     );
 }
+
+/// Before authentication, an unknown command, a wrong arity and a refused DEBUG get their own
+/// errors, as redis-server 7.0.15 answers (regression: each got NOAUTH); a known command
+/// with its arguments gets NOAUTH.
+#[test]
+fn errors_told_before_authentication_as_redis_tells_them() {
+    let srv = Server::start(&["--requirepass", "pw"]);
+    let mut c = srv.raw();
+    let err = |s: &str| Reply::Error(s.into());
+    assert_eq!(
+        c.cmd(&["NOSUCH", "x"]),
+        err("ERR unknown command 'NOSUCH', with args beginning with: 'x' ")
+    );
+    assert_eq!(c.cmd(&["GET"]), err("ERR wrong number of arguments for 'get' command"));
+    match c.cmd(&["DEBUG", "SLEEP", "0"]) {
+        Reply::Error(e) => assert!(e.starts_with("ERR DEBUG command not allowed."), "{e}"),
+        r => panic!("{r:?}"),
+    }
+    assert_eq!(c.cmd(&["GET", "a"]), err("NOAUTH Authentication required."));
+}
