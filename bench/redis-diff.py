@@ -9,8 +9,8 @@ differences and a count; exits 1 if any.
 
 Replies that depend on the clock (TTL, PTTL) are left out of the mix. With --command-info it
 compares instead what COMMAND INFO says of every command and subcommand strata-server serves:
-its flags and ACL categories (clients route by them), in order, and of a subcommand also its
-arity and key positions. Debian bookworm's
+its flags and ACL categories (clients route by them), in order, its tips and key
+specifications (less their notes), and of a subcommand also its arity and key positions. Debian bookworm's
 `redis-server` package is Redis 7.0.15, the reference of the Redis issue.
 """
 import argparse
@@ -72,6 +72,15 @@ def parse(raw):
     return at(0)[0]
 
 
+def without_notes(specs):
+    """Key specifications (flat maps) without their `notes` pair."""
+    out = []
+    for spec in specs:
+        pairs = [spec[i:i + 2] for i in range(0, len(spec), 2)]
+        out.append([x for k, v in pairs if k != "notes" for x in (k, v)])
+    return out
+
+
 def command_info_diff(a, b):
     """Differences in flags and categories between the two servers' COMMAND INFO."""
     names = parse(a.cmd(["COMMAND", "LIST"]))
@@ -81,7 +90,10 @@ def command_info_diff(a, b):
         if ib is None:
             print("ONLY strata-server:", n)
             continue
-        fa, fb = (ia[2], ia[6]), (ib[2], ib[6])
+        # Flags, categories, tips and key specifications (less the specs' `notes`, Redis's
+        # prose, which strata-server leaves out).
+        fa = (ia[2], ia[6], ia[7], without_notes(ia[8]))
+        fb = (ib[2], ib[6], ib[7], without_notes(ib[8]))
         if "|" in n:
             # A subcommand's entry is the table's whole: its arity and key positions too.
             fa, fb = fa + (ia[1], ia[3:6]), fb + (ib[1], ib[3:6])
@@ -197,7 +209,7 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--resp3", action="store_true", help="HELLO 3 first (replies in RESP3)")
     ap.add_argument("--command-info", action="store_true",
-                    help="compare COMMAND INFO's flags and categories instead")
+                    help="compare COMMAND INFO (flags, categories, tips, key specs) instead")
     o = ap.parse_args()
     with tempfile.TemporaryDirectory() as sd, tempfile.TemporaryDirectory() as rd:
         ps, sport = start_strata(o.strata, sd)
