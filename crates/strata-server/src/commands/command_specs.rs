@@ -4,7 +4,8 @@
 //! index or after a keyword, then a range or a count of keys), as redis-server 7.0.15 reports
 //! them. [`TABLE`] holds, per command (and `container|sub`) sorted by name, the facts of
 //! Redis 7.0.15's `src/commands/*.json` (its `command_tips` and `key_specs`; a spec's `notes`,
-//! prose, are left out); commands absent have neither. The flags of a spec are those
+//! prose, are left out; `python3 bench/redis-command-specs.py DIR` prints the rows from a
+//! Redis source tree); commands absent have neither. The flags of a spec are those
 //! `key_flags` checks ACL permissions and GETKEYSANDFLAGS by (a test holds the two tables
 //! together).
 
