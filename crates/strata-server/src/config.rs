@@ -380,8 +380,40 @@ fn output_limits(base: &str, line: &str) -> Option<String> {
     Some(limits.into_iter().flatten().collect::<Vec<_>>().join(" "))
 }
 
+/// Redis's client classes, by the names its `getClientTypeByName` knows: CLIENT LIST's and
+/// CLIENT KILL's `TYPE`, and `client-output-buffer-limit`'s classes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientClass {
+    /// `normal`.
+    Normal,
+    /// `slave` or `replica` (none here: no replication links).
+    Slave,
+    /// `pubsub`: a connection subscribed to anything.
+    Pubsub,
+    /// `master` (none here).
+    Master,
+}
+
+impl ClientClass {
+    /// The class named `name` (any case).
+    pub fn by_name(name: &[u8]) -> Option<ClientClass> {
+        let classes = [
+            ("normal", ClientClass::Normal),
+            ("slave", ClientClass::Slave),
+            ("replica", ClientClass::Slave),
+            ("pubsub", ClientClass::Pubsub),
+            ("master", ClientClass::Master),
+        ];
+        classes.into_iter().find(|(n, _)| name.eq_ignore_ascii_case(n.as_bytes())).map(|c| c.1)
+    }
+}
+
 /// The client classes of `client-output-buffer-limit`, in the order CONFIG GET lists them.
-const OUTPUT_CLASSES: [&str; 3] = ["normal", "slave", "pubsub"];
+const OUTPUT_CLASSES: [(ClientClass, &str); 3] = [
+    (ClientClass::Normal, "normal"),
+    (ClientClass::Slave, "slave"),
+    (ClientClass::Pubsub, "pubsub"),
+];
 
 /// A `client-output-buffer-limit` value's `class hard soft seconds` groups, each as its
 /// class's place in [`OUTPUT_CLASSES`] and its text as CONFIG GET shows it (sizes in bytes,
@@ -394,13 +426,11 @@ pub fn output_limit_groups(text: &str) -> Result<Vec<(usize, String)>, &'static 
     words
         .chunks(4)
         .map(|g| {
-            let class = match g[0].to_ascii_lowercase().as_str() {
-                "replica" => "slave".to_string(),
-                c => c.to_string(),
-            };
-            let Some(at) = OUTPUT_CLASSES.iter().position(|c| *c == class) else {
+            let class = ClientClass::by_name(g[0].as_bytes());
+            let Some(at) = OUTPUT_CLASSES.iter().position(|c| Some(c.0) == class) else {
                 return Err("Invalid client class specified in buffer limit configuration.");
             };
+            let class = OUTPUT_CLASSES[at].1;
             let (hard, soft) = (parse_size(g[1]), parse_size(g[2]));
             match (hard, soft, g[3].parse::<u32>()) {
                 (Some(h), Some(s), Ok(secs)) => Ok((at, format!("{class} {h} {s} {secs}"))),

@@ -18,6 +18,7 @@ use super::args::{int_arg, is};
 use super::errors::SYNTAX;
 use super::CmdResult;
 use crate::blocked::Cancel;
+use crate::config::ClientClass;
 use crate::resp::Out;
 use crate::state::{Conn, Shared};
 
@@ -27,13 +28,28 @@ struct Filter {
     id: Option<u64>,
     addr: Option<String>,
     laddr: Option<String>,
-    /// `Some(true)`: subscribed connections only; `Some(false)`: the others.
-    pubsub: Option<bool>,
-    /// TYPE master / slave / replica: no connection here is one.
-    none: bool,
+    /// TYPE.
+    class: Option<ClientClass>,
     /// USER: CLIENT LIST's `user` of the connections wanted.
     user: Option<String>,
     skipme: bool,
+}
+
+/// The class `TYPE name` names, or Redis's error.
+pub fn client_class(name: &[u8]) -> Result<ClientClass, String> {
+    ClientClass::by_name(name)
+        .ok_or_else(|| format!("ERR Unknown client type '{}'", String::from_utf8_lossy(name)))
+}
+
+/// Whether a connection is of class `k`, `subscribed` saying whether it is subscribed to
+/// anything ([`crate::pubsub::PubSub::subscribed`]): `pubsub` when it is, `normal` when not;
+/// no connection here is a master or a replica.
+pub fn of_class(k: ClientClass, subscribed: bool) -> bool {
+    match k {
+        ClientClass::Normal => !subscribed,
+        ClientClass::Pubsub => subscribed,
+        ClientClass::Slave | ClientClass::Master => false,
+    }
 }
 
 /// Parses the filter form's pairs (`a[2..]`).
@@ -47,15 +63,7 @@ fn parse(sh: &Shared, a: &[Vec<u8>]) -> Result<Filter, String> {
             let id = id.ok_or("ERR client-id should be greater than 0")?;
             f.id = Some(id as u64);
         } else if is(opt, "type") {
-            if is(val, "normal") {
-                f.pubsub = Some(false);
-            } else if is(val, "pubsub") {
-                f.pubsub = Some(true);
-            } else if is(val, "master") || is(val, "slave") || is(val, "replica") {
-                f.none = true;
-            } else {
-                return Err(format!("ERR Unknown client type '{}'", text(val)));
-            }
+            f.class = Some(client_class(val)?);
         } else if is(opt, "addr") {
             f.addr = Some(text(val));
         } else if is(opt, "laddr") {
@@ -101,9 +109,8 @@ pub fn kill(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResul
     } else {
         parse(sh, a)?
     };
-    let victims: Vec<u64> = if f.none {
-        Vec::new()
-    } else {
+    let subscribed = f.class.is_some().then(|| sh.pubsub.subscribed());
+    let victims: Vec<u64> = {
         let clients = sh.clients.lock();
         clients
             .iter()
@@ -116,18 +123,15 @@ pub fn kill(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResul
                             == want.as_bytes()
                     })
                     && !(f.skipme && id == c.id)
+                    && f.class.is_none_or(|k| {
+                        of_class(k, subscribed.as_ref().is_some_and(|s| s.contains(&id)))
+                    })
             })
             .map(|(&id, _)| id)
             .collect()
     };
-    let subscribed = f.pubsub.map(|_| sh.pubsub.subscribed());
     let mut killed = 0i64;
     for id in victims {
-        if let (Some(want), Some(subs)) = (f.pubsub, &subscribed) {
-            if want != subs.contains(&id) {
-                continue;
-            }
-        }
         if id == c.id {
             c.close = true;
         } else if !end_other(sh, id) {

@@ -6,8 +6,8 @@
 //! Allowed, it serves the subcommands that mean something here: `SLEEP` (the connection's
 //! thread sleeps, as Redis's one thread does), `SET-ACTIVE-EXPIRE` (the expiry task's rounds
 //! stop and start), `OBJECT` (encoding, serialized length, idle time), `RELOAD` (Redis saves
-//! and loads its dataset back; the data here is the engine's own files, so every database's
-//! memtables are flushed to them and the dataset read from them is the one there was),
+//! its dataset and loads it back; the data here live in the engine's files, so RELOAD is
+//! SAVE),
 //! `LOG`, `ERROR`, `JMAP` and `HELP`. Any other is Redis's unknown-subcommand error.
 
 use std::sync::atomic::Ordering;

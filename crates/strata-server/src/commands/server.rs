@@ -517,12 +517,44 @@ fn client_line(id: u64, e: &crate::state::ClientEntry, flags: &str, redir: i64) 
 /// CLIENT INFO's line of connection `id` (empty for one not on the books).
 pub fn client_info(sh: &Shared, id: u64) -> String {
     let cl = sh.clients.lock();
-    let Some(e) = cl.get(&id) else { return String::new() };
+    cl.get(&id).map(|e| entry_line(sh, id, e)).unwrap_or_default()
+}
+
+/// The CLIENT LIST line of connection `id`, its entry `e`.
+fn entry_line(sh: &Shared, id: u64, e: &crate::state::ClientEntry) -> String {
     let (mut flags, redir) = super::client_tracking::list_fields(sh, id);
     if e.no_evict {
         flags.push('e');
     }
     client_line(id, e, &flags, redir)
+}
+
+/// CLIENT LIST's lines: every connection's in id order, those of one class (`filter` =
+/// `TYPE class`), or those named (`ID id ...`, in the order named; an id of no connection is
+/// left out), as Redis filters.
+fn client_list(sh: &Shared, filter: &[Vec<u8>]) -> Result<String, CmdError> {
+    let (class, named) = match filter {
+        [] => (None, None),
+        [t, name] if is(t, "type") => (Some(super::client_kill::client_class(name)?), None),
+        [id, ids @ ..] if is(id, "id") && !ids.is_empty() => {
+            let ids: Option<Vec<u64>> = ids
+                .iter()
+                .map(|i| parse_int_strict(i).map(|i| u64::try_from(i).unwrap_or(0)))
+                .collect();
+            (None, Some(ids.ok_or(CmdError::Reply("ERR Invalid client ID".into()))?))
+        }
+        _ => return Err(SYNTAX.into()),
+    };
+    let subscribed = class.map(|_| sh.pubsub.subscribed());
+    let cl = sh.clients.lock();
+    let ids = named.unwrap_or_else(|| {
+        let mut ids: Vec<u64> = cl.keys().copied().collect();
+        ids.sort_unstable();
+        let subscribed = |id| subscribed.as_ref().is_some_and(|s| s.contains(&id));
+        ids.retain(|&id| class.is_none_or(|k| super::client_kill::of_class(k, subscribed(id))));
+        ids
+    });
+    Ok(ids.into_iter().filter_map(|id| cl.get(&id).map(|e| entry_line(sh, id, e))).collect())
 }
 
 /// CLIENT: its subcommands' arities are checked before (`dispatch_found`, by the subcommand
@@ -661,69 +693,10 @@ pub fn client(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
         return super::client_tracking::getredir(sh, c, out);
     } else if is(sub, "trackinginfo") {
         return super::client_tracking::trackinginfo(sh, c, out);
-    } else if is(sub, "list") || is(sub, "info") {
-        let cl = sh.clients.lock();
-        let mut s = String::new();
-        let line = |id: u64, e: &crate::state::ClientEntry| {
-            let (mut flags, redir) = super::client_tracking::list_fields(sh, id);
-            if e.no_evict {
-                flags.push('e');
-            }
-            client_line(id, e, &flags, redir)
-        };
-        if is(sub, "info") {
-            if let Some(e) = cl.get(&c.id) {
-                s = line(c.id, e);
-            }
-        } else {
-            match a.get(2) {
-                None => {}
-                Some(f) if is(f, "type") && a.len() == 4 => {}
-                Some(f) if is(f, "id") && a.len() > 3 => {}
-                Some(_) => return Err(SYNTAX.into()),
-            }
-            if a.len() > 3 && is(&a[2], "id") {
-                // The ones named, in the order named; ids of no connection are left out.
-                for arg in &a[3..] {
-                    let Some(id) = parse_int_strict(arg) else {
-                        return Err(CmdError::Reply("ERR Invalid client ID".into()));
-                    };
-                    let id = u64::try_from(id).unwrap_or(0);
-                    if let Some(e) = cl.get(&id) {
-                        s.push_str(&line(id, e));
-                    }
-                }
-            } else {
-                // TYPE: no connection here is a master or a replica; `pubsub` ones hold a
-                // subscription, `normal` ones none.
-                let pubsub = |e: &crate::state::ClientEntry| {
-                    [Figure::Sub, Figure::Psub, Figure::Ssub].iter().any(|&f| e.activity.get(f) > 0)
-                };
-                let keep: Box<dyn Fn(&crate::state::ClientEntry) -> bool> = match a.get(3) {
-                    None => Box::new(|_| true),
-                    Some(t) if is(t, "normal") => Box::new(|e| !pubsub(e)),
-                    Some(t) if is(t, "pubsub") => Box::new(pubsub),
-                    Some(t) if ["master", "slave", "replica"].iter().any(|n| is(t, n)) => {
-                        Box::new(|_| false)
-                    }
-                    Some(t) => {
-                        let t = String::from_utf8_lossy(t);
-                        return Err(CmdError::Reply(
-                            format!("ERR Unknown client type '{t}'").into(),
-                        ));
-                    }
-                };
-                let mut ids: Vec<_> = cl.keys().copied().collect();
-                ids.sort_unstable();
-                for id in ids {
-                    if keep(&cl[&id]) {
-                        s.push_str(&line(id, &cl[&id]));
-                    }
-                }
-            }
-        }
-        drop(cl);
-        out.verbatim(&s);
+    } else if is(sub, "info") {
+        out.verbatim(&client_info(sh, c.id));
+    } else if is(sub, "list") {
+        out.verbatim(&client_list(sh, &a[2..])?);
     } else {
         return Err(super::errors::unknown_subcommand(a));
     }

@@ -523,8 +523,9 @@ async fn handle(
     let id = registration.id;
     let mut conn = Conn::new(id, sh.default_user_open());
     conn.user = Some(sh.acl.default_user());
-    conn.activity = Some(activity.clone());
-    let figures = activity;
+    // The connection's figures in CLIENT LIST, which this loop keeps.
+    let figures = activity.clone();
+    conn.activity = Some(activity);
     let mut buf: Vec<u8> = Vec::with_capacity(READ_ROOM);
     let mut out = Out::default();
     let max_bulk = sh.config.proto_max_bulk_len;

@@ -483,20 +483,15 @@ pub fn start(sh: &Arc<Shared>) {
                 active.then(|| expire_tick(&s2, &start, &effort, walk_first, walk))
             })
             .await;
-            let r = match r {
-                Ok(Some(t)) => Ok(t),
-                Ok(None) => continue,
-                Err(e) => Err(e),
-            };
             match r {
                 // Each key deleted is counted where it is (`types::keyspace`).
-                Ok(Ok(t)) => {
+                Ok(Some(Ok(t))) => {
                     (from, walk_first) = (t.point, t.walk_first);
                     if let Some(found) = t.walked {
                         pace.walked(found);
                     }
                 }
-                Ok(Err(_)) => {}
+                Ok(Some(Err(_)) | None) => {}
                 // A panic in one round ends that round only: the next starts over.
                 Err(e) => eprintln!("active expiry round failed: {e}"),
             }

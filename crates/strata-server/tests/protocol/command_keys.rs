@@ -100,12 +100,9 @@ fn getkeys_gives_each_commands_keys() {
 fn command_info_reports_first_last_and_step() {
     let srv = Server::start(&[]);
     let mut c = srv.raw();
-    let spec = |c: &mut crate::common::Raw, name: &str| match c.cmd(&["COMMAND", "INFO", name]) {
-        Reply::Array(mut v) => match v.remove(0) {
-            Reply::Array(info) => (info[3].clone(), info[4].clone(), info[5].clone()),
-            other => panic!("{name}: {other:?}"),
-        },
-        other => panic!("{name}: {other:?}"),
+    let spec = |c: &mut crate::common::Raw, name: &str| {
+        let info = command_info(c, name);
+        (info[3].clone(), info[4].clone(), info[5].clone())
     };
     assert_eq!(spec(&mut c, "get"), (Reply::Int(1), Reply::Int(1), Reply::Int(1)));
     assert_eq!(spec(&mut c, "mset"), (Reply::Int(1), Reply::Int(-1), Reply::Int(2)));
@@ -120,18 +117,26 @@ fn command_info_reports_first_last_and_step() {
     assert_eq!(spec(&mut c, "lcs"), (Reply::Int(1), Reply::Int(2), Reply::Int(1)));
     // Keys counted by an argument: no (first, last, step), and the movablekeys flag.
     assert_eq!(spec(&mut c, "lmpop"), (Reply::Int(0), Reply::Int(0), Reply::Int(0)));
-    let flags = |c: &mut crate::common::Raw, name: &str| match c.cmd(&["COMMAND", "INFO", name]) {
-        Reply::Array(v) => match &v[0] {
-            Reply::Array(info) => (info[1].clone(), info[2].clone()),
-            other => panic!("{other:?}"),
-        },
-        other => panic!("{other:?}"),
+    let flags = |c: &mut crate::common::Raw, name: &str| {
+        let info = command_info(c, name);
+        (info[1].clone(), info[2].clone())
     };
     assert_eq!(flags(&mut c, "lmpop"), (Reply::Int(-4), simples(&["write", "movablekeys"])));
     // A fixed key before the moving ones: the triple names it, as redis-server's does.
     for name in ["zunionstore", "sort", "georadius", "georadiusbymember"] {
         assert_eq!(spec(&mut c, name), (Reply::Int(1), Reply::Int(1), Reply::Int(1)), "{name}");
         assert_eq!(flags(&mut c, name).1, simples(&["write", "denyoom", "movablekeys"]), "{name}");
+    }
+}
+
+/// COMMAND INFO's entry of command `name`.
+fn command_info(c: &mut crate::common::Raw, name: &str) -> Vec<Reply> {
+    match c.cmd(&["COMMAND", "INFO", name]) {
+        Reply::Array(mut v) => match v.remove(0) {
+            Reply::Array(info) => info,
+            other => panic!("{name}: {other:?}"),
+        },
+        other => panic!("{name}: {other:?}"),
     }
 }
 
@@ -146,12 +151,9 @@ fn simples(words: &[&str]) -> Reply {
 fn command_info_gives_redis_flags_and_categories() {
     let srv = Server::start(&[]);
     let mut c = srv.raw();
-    let info = |c: &mut crate::common::Raw, name: &str| match c.cmd(&["COMMAND", "INFO", name]) {
-        Reply::Array(v) => match &v[0] {
-            Reply::Array(info) => (info[2].clone(), info[6].clone()),
-            other => panic!("{other:?}"),
-        },
-        other => panic!("{other:?}"),
+    let info = |c: &mut crate::common::Raw, name: &str| {
+        let info = command_info(c, name);
+        (info[2].clone(), info[6].clone())
     };
     let cases: &[(&str, &[&str], &[&str])] = &[
         ("get", &["readonly", "fast"], &["@read", "@string", "@fast"]),
@@ -359,13 +361,7 @@ fn getkeysandflags_gives_each_key_its_flags() {
 fn command_info_reports_tips_and_key_specs() {
     let srv = Server::start(&[]);
     let mut c = srv.raw();
-    let info = |c: &mut crate::common::Raw, name: &str| match c.cmd(&["COMMAND", "INFO", name]) {
-        Reply::Array(mut v) => match v.remove(0) {
-            Reply::Array(info) => info,
-            other => panic!("{name}: {other:?}"),
-        },
-        other => panic!("{name}: {other:?}"),
-    };
+    let info = command_info;
     let dbsize = info(&mut c, "dbsize");
     let tips = simples(&["request_policy:all_shards", "response_policy:agg_sum"]);
     assert_eq!(dbsize[7], tips);
