@@ -869,13 +869,28 @@ fn debug_is_refused_unless_enabled_and_then_serves_its_subcommands() {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
+    // A bad value stops the start; a server that started anyway is stopped after 10 s.
     let dir = tempfile::tempdir().unwrap();
-    let bad = std::process::Command::new(env!("CARGO_BIN_EXE_strata-server"))
+    let mut bad = std::process::Command::new(env!("CARGO_BIN_EXE_strata-server"))
         .args(["--port", "0", "--enable-debug-command", "maybe", "--dir"])
         .arg(dir.path())
-        .output()
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
-    assert!(!bad.status.success());
-    let said = String::from_utf8_lossy(&bad.stderr);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = bad.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            bad.kill().unwrap();
+            panic!("the server started with --enable-debug-command maybe");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(!status.success());
+    let mut said = String::new();
+    std::io::Read::read_to_string(&mut bad.stderr.take().unwrap(), &mut said).unwrap();
     assert!(said.contains("one of the following: no, yes, local"), "{said}");
 }
