@@ -3,7 +3,8 @@
 //!
 //! Flags (stable; scripts rely on them): `--port` (6379; 0 = pick a free port and print it),
 //! `--bind` (127.0.0.1), `--dir` (./strata-data), `--requirepass`, `--user` (an ACL user, a
-//! configuration file's `user` line; repeated), `--appendfsync
+//! configuration file's `user` line; repeated), `--rename-command OLD NEW` (a file's
+//! `rename-command` line; repeated: `renames`), `--appendfsync
 //! always|everysec|no` (everysec), `--write-buffer-size` (16 MiB: see
 //! [`DEFAULT_WRITE_BUFFER_SIZE`]), `--block-cache-size` (a quarter of
 //! physical memory, at most 4 GiB, at least 32 MiB: see [`default_block_cache_size`]),
@@ -18,6 +19,7 @@
 //! file path as the first positional argument.
 
 pub mod redis_params;
+pub mod renames;
 pub mod rewrite;
 pub mod values;
 
@@ -71,6 +73,10 @@ pub struct Flags {
     /// +@read"`); repeated for more users, after the file's.
     #[arg(long = "user")]
     pub users: Vec<String>,
+    /// Serves a command under another name, or not at all with "" (`--rename-command flushall
+    /// ""`), as a configuration file's `rename-command` line; repeated, after the file's.
+    #[arg(long = "rename-command", num_args = 2, value_names = ["COMMAND", "NEW_NAME"])]
+    pub renames: Vec<String>,
     /// WAL sync policy: always | everysec | no.
     #[arg(long)]
     pub appendfsync: Option<String>,
@@ -199,6 +205,9 @@ pub struct Config {
     pub extra: BTreeMap<String, String>,
     /// The file's `user` directives, each the text after `user` (ACL users: `acl`).
     pub users: Vec<String>,
+    /// The file's `rename-command` lines, then `--rename-command`'s, in order
+    /// (`config::renames`; the server applies them at start).
+    pub renames: Vec<renames::Rename>,
     /// The configuration file it was read from, as an absolute path (CONFIG REWRITE writes
     /// it): `None` without one.
     pub config_file: Option<PathBuf>,
@@ -264,8 +273,8 @@ pub fn parse_file(text: &str) -> Result<BTreeMap<String, String>, String> {
         let Some((k, v)) = directive(line).map_err(|why| format!("line {}: {why}", n + 1))? else {
             continue;
         };
-        if k == "user" {
-            // Repeated, one per user: `user_directives`.
+        if k == "user" || k == "rename-command" {
+            // Repeated and applied in order: `user_directives`, `renames::directives`.
             continue;
         }
         // An alias sets its parameter: the last line under either name wins, as in Redis.
@@ -274,10 +283,6 @@ pub fn parse_file(text: &str) -> Result<BTreeMap<String, String>, String> {
         // `requirepass`): the start stops, as redis-server's does.
         if !known_directive(&k) {
             let why = match k.as_str() {
-                "rename-command" => {
-                    "rename-command is not supported here: ACL rules keep a command from \
-                     clients (`user default on nopass ~* &* +@all -flushall`)"
-                }
                 "include" => "include is not supported here: one file holds the settings",
                 "loadmodule" => "modules are not supported here",
                 _ => "Bad directive or wrong number of arguments",
@@ -513,15 +518,22 @@ impl Config {
 
     /// Resolves flags over the file over defaults.
     pub fn resolve(flags: Flags) -> Result<Config, String> {
-        let (mut file, users) = match &flags.config_file {
+        let (mut file, users, mut renames) = match &flags.config_file {
             Some(p) => {
                 let text = std::fs::read_to_string(p)
                     .map_err(|e| format!("cannot read config file {}: {e}", p.display()))?;
                 let file = parse_file(&text).map_err(|e| format!("{}: {e}", p.display()))?;
-                (file, user_directives(&text))
+                let renames =
+                    renames::directives(&text).map_err(|e| format!("{}: {e}", p.display()))?;
+                (file, user_directives(&text), renames)
             }
-            None => (BTreeMap::new(), Vec::new()),
+            None => (BTreeMap::new(), Vec::new(), Vec::new()),
         };
+        renames.extend(flags.renames.chunks_exact(2).map(|p| renames::Rename {
+            line: None,
+            old: p[0].clone(),
+            new: p[1].clone(),
+        }));
         if let Some(v) = &flags.enable_debug_command {
             values::check("enable-debug-command", v.as_bytes())
                 .map_err(|why| format!("--enable-debug-command `{v}`: {why}"))?;
@@ -639,6 +651,7 @@ impl Config {
             cluster,
             extra: file,
             users,
+            renames,
             config_file: flags
                 .config_file
                 .as_ref()
@@ -936,8 +949,7 @@ mod tests {
         }
         let err = parse_file("port 7000\nrequirepas secret\n").unwrap_err();
         assert_eq!(err, "line 2: `requirepas secret`: Bad directive or wrong number of arguments");
-        let err = parse_file("rename-command FLUSHALL \"\"\n").unwrap_err();
-        assert!(err.starts_with("line 1: `rename-command FLUSHALL \"\"`: rename-command is not"));
+        assert!(parse_file("rename-command FLUSHALL \"\"\nrename-command get fetch\n").is_ok());
         assert!(parse_file("hash-max-ziplist-entries 5\nreplicaof no one\n").is_ok());
     }
 }

@@ -83,9 +83,20 @@ fn load_users(sh: &Shared, cfg: &config::Config) -> Result<(), String> {
     Ok(())
 }
 
+/// The names commands are served by after the configuration's `rename-command` lines; a
+/// line naming no command served, or a name taken, stops the start (`config::renames`).
+fn command_names(cfg: &config::Config) -> Result<config::renames::Renames, String> {
+    let exists = |own: &str| commands::lookup(own.as_bytes()).is_some();
+    config::renames::Renames::build(&cfg.renames, exists).map_err(|e| match &cfg.config_file {
+        Some(f) if !e.starts_with("--") => format!("{}: {e}", f.display()),
+        _ => e,
+    })
+}
+
 /// Opens the store, binds, prints the ready line and serves until SIGINT/SIGTERM (or the
 /// SHUTDOWN command), then flushes the DB.
 pub async fn run(cfg: config::Config) -> Result<(), String> {
+    let names = command_names(&cfg)?;
     std::fs::create_dir_all(&cfg.dir)
         .map_err(|e| format!("cannot create {}: {e}", cfg.dir.display()))?;
     let dbs = if cfg.cluster.enabled {
@@ -103,7 +114,7 @@ pub async fn run(cfg: config::Config) -> Result<(), String> {
         Some(spec) => Some(cluster::start::start(spec, dbs.store(0).clone(), &cfg.dir).await?),
         None => None,
     };
-    let mut shared = Shared::new(dbs.clone(), cfg.clone(), port);
+    let mut shared = Shared::new(dbs.clone(), cfg.clone(), port).with_names(names);
     if let Some(r) = &running {
         shared = shared.with_router(r.node.clone());
         r.apply.track_with(shared.tracking.clone());

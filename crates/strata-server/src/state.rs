@@ -406,6 +406,8 @@ pub struct Shared {
     pub tracking: Arc<crate::tracking::Tracking>,
     /// ACL users and ACL LOG (`requirepass` is the default user's password).
     pub acl: crate::acl::Users,
+    /// The names clients reach commands by (`rename-command`; `commands::find`).
+    pub names: crate::config::renames::Renames,
 }
 
 impl Shared {
@@ -482,7 +484,14 @@ impl Shared {
             pause: crate::pause::ClientPause::default(),
             tracking: Arc::new(crate::tracking::Tracking::new(tracking_max_keys)),
             acl,
+            names: crate::config::renames::Renames::default(),
         }
+    }
+
+    /// The same state serving commands by `names` (`rename-command`).
+    pub fn with_names(mut self, names: crate::config::renames::Renames) -> Shared {
+        self.names = names;
+        self
     }
 
     /// Whether writes are refused for lack of good replicas (`min-replicas-to-write`). In

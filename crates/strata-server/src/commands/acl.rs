@@ -608,7 +608,7 @@ fn dryrun(sh: &Shared, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
         return Err(format!("ERR User '{}' not found", String::from_utf8_lossy(&a[2])).into());
     };
     let line = &a[3..];
-    let Some(cmd) = super::lookup(&line[0]) else {
+    let Some(cmd) = super::find(sh, &line[0]) else {
         return Err(format!("ERR Command '{}' not found", String::from_utf8_lossy(&line[0])).into());
     };
     if let Some(e) = super::arity_error(cmd, line) {

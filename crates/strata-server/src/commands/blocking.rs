@@ -27,7 +27,7 @@
 //! in cluster mode the re-runs write synchronously (their reply is the write's outcome).
 
 use super::errors::CmdError;
-use super::{lookup, run_handler, CmdResult, Command};
+use super::{find, run_handler, CmdResult, Command};
 use crate::blocked::{split_waited_key, waited_key, Blocked, Cancel, Outcome};
 use crate::resp::Out;
 use crate::state::{BlockedOn, Conn, Shared};
@@ -87,7 +87,7 @@ pub fn block(
     let keys: Vec<Vec<u8>> = req.keys.iter().map(|k| waited_key(conn.db, k)).collect();
     let rx = sh.blocked.register(conn.id, &keys, line, conn.resp3, on_timeout.buf);
     let deadline = req.timeout.and_then(|t| Instant::now().checked_add(t));
-    let command = lookup(&args[0]).map_or(usize::MAX, super::index_of);
+    let command = find(sh, &args[0]).map_or(usize::MAX, super::index_of);
     conn.blocked = Some(BlockedOn {
         rx,
         deadline,
@@ -232,7 +232,7 @@ pub fn serve(sh: &Shared, keys: Vec<Vec<u8>>) {
                 let sync = sh.engine().owed_sync();
                 blocked.served(id, Outcome { reply, sync, served: true });
                 if let (Some(cmd), Some((db, _))) =
-                    (lookup(&claimed.line[0]), split_waited_key(&key))
+                    (find(sh, &claimed.line[0]), split_waited_key(&key))
                 {
                     ready.extend(
                         written_in(db, cmd, &claimed.line)
@@ -266,7 +266,7 @@ impl Drop for Unclaim<'_> {
 /// Re-runs a blocked client's command with `key` (a waited key: its database and user key)
 /// ready: its reply, or `None` when it is still blocked.
 fn rerun(sh: &Shared, id: u64, key: &[u8], line: &[Vec<u8>], resp3: bool) -> Option<Vec<u8>> {
-    let cmd = lookup(line.first()?)?;
+    let cmd = find(sh, line.first()?)?;
     let (db, key) = split_waited_key(key)?;
     // In cluster mode, the key's partition (the woken command's keys share its slot).
     let slot = crate::slots::key_slot(key);

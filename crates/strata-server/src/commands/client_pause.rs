@@ -65,7 +65,7 @@ pub fn holds(sh: &Shared, conn: &Conn, found: Option<&'static Command>, args: &[
         PauseMode::Write if cmd.name == "exec" => conn.multi.as_ref().is_some_and(|m| {
             m.queued
                 .iter()
-                .any(|q| q.first().is_some_and(|n| may_replicate(sh, super::lookup(n), q)))
+                .any(|q| q.first().is_some_and(|n| may_replicate(sh, super::find(sh, n), q)))
         }),
         PauseMode::Write => may_replicate(sh, Some(cmd), args),
     }

@@ -159,7 +159,7 @@ fn search(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], form: Form, out: &mut Out) -
     // The command sees one state of its keys: the search reads its cells one walk each, so a
     // member a writer moved between two walks would be missed (Redis's one thread sees no
     // move), and a store writes what that one state gave.
-    let keys = super::lookup(&a[0]).map_or_else(|| vec![src.as_slice()], |cmd| cmd.keys.of(a));
+    let keys = super::find(sh, &a[0]).map_or_else(|| vec![src.as_slice()], |cmd| cmd.keys.of(a));
     let _g = sh.engine().locks.lock(&keys);
     let exists = ks.typed(src, crate::types::metadata::Kind::ZSet)?.is_some();
     let mut req = parse(&ks, a, form, src, exists)?;

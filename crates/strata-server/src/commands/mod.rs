@@ -618,8 +618,26 @@ pub fn walks_keyspace(name: &str) -> bool {
 /// The longest command name (the table test holds every name to it).
 const LONGEST_NAME: usize = 24;
 
-/// Looks a command up by (any-case) name: one hash probe of the lower-cased name in a map of
-/// [`COMMANDS`] built at the first lookup.
+/// The command a client reaches as `name` (any case) on this server: [`lookup`] unless
+/// `rename-command` gave some commands other names (`config::renames`). Every name a client
+/// sends, directly, queued in MULTI or from a script, and every line a client sent that is
+/// looked up again (a blocked command rerun), goes through here.
+pub fn find(sh: &Shared, name: &[u8]) -> Option<&'static Command> {
+    if sh.names.is_empty() {
+        return lookup(name);
+    }
+    let lower = name.to_ascii_lowercase();
+    sh.names.resolve(&lower).and_then(lookup)
+}
+
+/// Whether the command `cmd` is served on this server under some name (`rename-command ...
+/// ""` takes it away): COMMAND, COMMAND COUNT and COMMAND LIST leave the others out.
+pub fn served(sh: &Shared, cmd: &Command) -> bool {
+    sh.names.is_empty() || sh.names.serves(cmd.name)
+}
+
+/// Looks a command up by its own (any-case) name: one hash probe of the lower-cased name in a
+/// map of [`COMMANDS`] built at the first lookup. A client's names go through [`find`].
 pub fn lookup(name: &[u8]) -> Option<&'static Command> {
     static BY_NAME: std::sync::OnceLock<HashMap<&'static [u8], &'static Command>> =
         std::sync::OnceLock::new();
@@ -714,7 +732,7 @@ pub fn busy_stripe(
 /// Runs one command: lookup, auth and arity checks, then its handler; inside MULTI, the
 /// checks and then queuing (a refusal dooms the transaction: `multi`).
 pub fn dispatch(sh: &Shared, conn: &mut Conn, args: &[Vec<u8>], out: &mut Out) {
-    dispatch_found(sh, conn, lookup(&args[0]), args, out);
+    dispatch_found(sh, conn, find(sh, &args[0]), args, out);
 }
 
 /// Whether command `name` runs on a connection that has not authenticated (the others get
@@ -724,7 +742,7 @@ pub fn runs_unauthenticated(name: &str) -> bool {
 }
 
 /// [`dispatch`] of `args` whose command the caller has looked up already (`found`:
-/// [`lookup`] of `args[0]`).
+/// [`find`] of `args[0]`).
 pub fn dispatch_found(
     sh: &Shared,
     conn: &mut Conn,

@@ -23,7 +23,7 @@
 //! otherwise), as Redis Cluster requires; the batch is then one entry of that slot's group.
 
 use super::cluster::CROSSSLOT;
-use super::{dispatch, lookup, CmdResult};
+use super::{dispatch, find, CmdResult};
 use crate::resp::Out;
 use crate::slots::key_slot;
 use crate::state::{Conn, Multi, Shared, Watched};
@@ -178,7 +178,7 @@ pub fn exec(sh: &Shared, conn: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdRe
     let mut keys: Vec<&[u8]> = Vec::new();
     let mut wide = false;
     for args in &m.queued {
-        if let Some(cmd) = lookup(&args[0]) {
+        if let Some(cmd) = find(sh, &args[0]) {
             keys.extend(cmd.keys.of(args));
             wide |= spans_databases(cmd.name);
         }

@@ -14,7 +14,7 @@
 
 use super::args::is;
 use super::errors::CmdError;
-use super::{blocking, dispatch, lookup, CmdResult};
+use super::{blocking, dispatch, find, CmdResult};
 use crate::resp::Out;
 use crate::script::{Host, KillRefused};
 use crate::state::{Conn, Shared};
@@ -184,7 +184,7 @@ impl ScriptHost<'_> {
 impl Host for ScriptHost<'_> {
     fn call(&mut self, argv: &[Vec<u8>], resp3: bool) -> Vec<u8> {
         let mut out = Out { buf: Vec::new(), resp3 };
-        let Some(cmd) = lookup(&argv[0]) else {
+        let Some(cmd) = find(self.sh, &argv[0]) else {
             return self.refuse(&mut out, "ERR Unknown Redis command called from script");
         };
         if !cmd.arity_fits(argv.len()) {
@@ -235,7 +235,7 @@ impl Host for ScriptHost<'_> {
     }
 
     fn acl_check(&mut self, argv: &[Vec<u8>]) -> Result<bool, String> {
-        let cmd = lookup(&argv[0])
+        let cmd = find(self.sh, &argv[0])
             .filter(|c| c.arity_fits(argv.len()))
             .ok_or("ERR Invalid command passed to redis.acl_check_cmd()")?;
         Ok(super::acl::check_user(self.conn.user.as_ref(), cmd, argv).is_ok())

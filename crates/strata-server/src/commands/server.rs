@@ -326,9 +326,9 @@ fn info_head(out: &mut Out, name: &str, arity: i32, flags: &[&str], keys: [i32; 
 /// `filter` says: nothing, or `FILTERBY` with `ACLCAT cat`,
 /// `PATTERN glob` (case-insensitive, as Redis matches) or `MODULE name` (no modules here:
 /// none); anything else is Redis's syntax error.
-fn command_list(filter: &[Vec<u8>]) -> Result<Vec<&'static str>, String> {
-    let all = COMMANDS.iter();
-    let subs = subcommands::TABLE.iter();
+fn command_list(sh: &Shared, filter: &[Vec<u8>]) -> Result<Vec<&'static str>, String> {
+    let all = COMMANDS.iter().filter(|c| super::served(sh, c));
+    let subs = subcommands::TABLE.iter().filter(|e| container_served(sh, e.0));
     match filter {
         [] => Ok(all.map(|c| c.name).chain(subs.map(|e| e.0)).collect()),
         [by, kind, arg] if is(by, "filterby") => {
@@ -359,12 +359,12 @@ fn command_list(filter: &[Vec<u8>]) -> Result<Vec<&'static str>, String> {
 /// table's key positions, with Redis's errors for an unknown command, a wrong argument count
 /// and a command without keys; GETKEYSANDFLAGS (`with_flags`): each key with its flags
 /// (`key_flags`).
-fn command_getkeys(line: &[Vec<u8>], with_flags: bool, out: &mut Out) -> CmdResult {
+fn command_getkeys(sh: &Shared, line: &[Vec<u8>], with_flags: bool, out: &mut Out) -> CmdResult {
     let Some(name) = line.first() else {
         let sub = if with_flags { "getkeysandflags" } else { "getkeys" };
         return Err(format!("ERR wrong number of arguments for 'command|{sub}' command").into());
     };
-    let Some(c) = super::lookup(name) else {
+    let Some(c) = super::find(sh, name) else {
         return Err("ERR Invalid command specified".into());
     };
     if !c.arity_fits(line.len()) {
@@ -399,22 +399,32 @@ fn command_getkeys(line: &[Vec<u8>], with_flags: bool, out: &mut Out) -> CmdResu
     Ok(())
 }
 
-pub fn command(_: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+/// Whether the container of subcommand `full` (`config|get`) is served by its own name
+/// (`rename-command`): COMMAND INFO and LIST name a subcommand by its container's own name, as
+/// Redis looks the container up among the names served.
+fn container_served(sh: &Shared, full: &str) -> bool {
+    let container = full.split('|').next().unwrap_or(full);
+    super::find(sh, container.as_bytes()).is_some_and(|c| c.name == container)
+}
+
+pub fn command(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    // A command `rename-command` took away is left out; a renamed one keeps its own name.
+    let served: Vec<&super::Command> = COMMANDS.iter().filter(|c| super::served(sh, c)).collect();
     if a.len() == 1 {
-        out.array(COMMANDS.len());
-        for c in COMMANDS {
+        out.array(served.len());
+        for c in served {
             command_info(out, c);
         }
         return Ok(());
     }
     let sub = &a[1];
     if is(sub, "count") {
-        out.int(COMMANDS.len() as i64);
+        out.int(served.len() as i64);
     } else if is(sub, "info") {
         let names: Vec<&Vec<u8>> = a[2..].iter().collect();
         if names.is_empty() {
-            out.array(COMMANDS.len());
-            for c in COMMANDS {
+            out.array(served.len());
+            for c in served {
                 command_info(out, c);
             }
         } else {
@@ -422,20 +432,20 @@ pub fn command(_: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
             for n in names {
                 let lower = String::from_utf8_lossy(n).to_ascii_lowercase();
                 if lower.contains('|') {
-                    match subcommands::lookup(&lower) {
+                    match subcommands::lookup(&lower).filter(|_| container_served(sh, &lower)) {
                         Some(e) => subcommand_info(out, e),
                         None => out.null_array(),
                     }
                     continue;
                 }
-                match super::lookup(n) {
+                match super::find(sh, n) {
                     Some(c) => command_info(out, c),
                     None => out.null_array(),
                 }
             }
         }
     } else if is(sub, "getkeys") || is(sub, "getkeysandflags") {
-        command_getkeys(&a[2..], is(sub, "getkeysandflags"), out)?;
+        command_getkeys(sh, &a[2..], is(sub, "getkeysandflags"), out)?;
     } else if is(sub, "docs") {
         out.map(0);
     } else if is(sub, "help") {
@@ -461,7 +471,7 @@ pub fn command(_: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
         ];
         super::args::reply_help(out, &help);
     } else if is(sub, "list") {
-        let names = command_list(&a[2..])?;
+        let names = command_list(sh, &a[2..])?;
         out.array(names.len());
         for n in names {
             out.bulk(n.as_bytes());

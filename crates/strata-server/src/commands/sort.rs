@@ -176,7 +176,8 @@ struct Item {
 
 fn run(sh: &Shared, c: &Conn, a: &[Vec<u8>], out: &mut Out, readonly: bool) -> CmdResult {
     let every = || {
-        super::lookup(&a[0]).is_some_and(|cmd| super::acl::reads_every_key(c.user.as_ref(), cmd, a))
+        super::find(sh, &a[0])
+            .is_some_and(|cmd| super::acl::reads_every_key(c.user.as_ref(), cmd, a))
     };
     let mut o = parse(sh, a, readonly, &every)?;
     let ks = sh.keyspace(c.db);

@@ -109,7 +109,7 @@ async fn run_replicated(
         if f.is_empty() {
             continue;
         }
-        let cmd = commands::lookup(&f[0]);
+        let cmd = commands::find(sh, &f[0]);
         if commands::client_pause::holds(sh, conn, cmd, f) {
             return Ran { frames: n, sync: None, stalled: Some(Stall::Paused) };
         }
@@ -224,7 +224,7 @@ fn run_batch(
         if f.is_empty() {
             continue;
         }
-        let cmd = commands::lookup(&f[0]);
+        let cmd = commands::find(sh, &f[0]);
         // From the look at scripts and stripes to the end of the run (`script::gate`).
         let stripes = cmd.is_some_and(|c| commands::scripting::takes_stripes(c, f));
         let pass = if stripes { sh.scripts.gate.enter() } else { None };
@@ -307,7 +307,7 @@ async fn run_offloaded(
 ) -> Option<(Conn, Out, Option<u64>)> {
     let sh = sh.clone();
     let ran = tokio::task::spawn_blocking(move || {
-        let cmd = commands::lookup(&f[0]);
+        let cmd = commands::find(&sh, &f[0]);
         if what == Offloaded::Walk {
             let run = std::panic::AssertUnwindSafe(|| run_frame(&sh, &mut conn, cmd, &f, &mut out));
             if std::panic::catch_unwind(run).is_err() {

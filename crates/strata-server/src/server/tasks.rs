@@ -432,7 +432,7 @@ pub fn redirect_blocked(sh: &Shared) {
             let write = sh
                 .blocked
                 .command_of(id)
-                .and_then(|name| crate::commands::lookup(&name))
+                .and_then(|name| crate::commands::find(sh, &name))
                 .is_none_or(|c| c.write);
             let reply = match router.route(slot, write, !write) {
                 Route::Moved(addr) => format!("MOVED {slot} {addr}"),

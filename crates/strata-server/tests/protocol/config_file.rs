@@ -102,3 +102,91 @@ fn config_rewrite_without_a_config_file_is_refused_and_with_an_acl_file_drops_us
     assert!(!text.contains("user "), "an ACL file holds the users:\n{text}");
     assert!(text.starts_with(&format!("aclfile {}\n", users.display())), "{text}");
 }
+
+fn unknown(name: &str) -> Reply {
+    Reply::Error(format!("ERR unknown command '{name}', with args beginning with: "))
+}
+
+/// `rename-command` in the file and on the command line: a renamed command answers to its new
+/// name only, keeps its own in COMMAND INFO, works queued in MULTI and from scripts; a
+/// removed one is gone from COMMAND; the lines survive CONFIG REWRITE and the next start.
+#[test]
+fn renamed_commands_answer_to_their_new_names_only_across_a_rewrite() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("redis.conf");
+    let data = dir.path().join("data");
+    std::fs::write(&conf, "rename-command flushdb badger\nrename-command FLUSHALL \"\"\n").unwrap();
+    let conf_arg = conf.to_str().unwrap();
+    let mut srv = Server::start_in(&data, &[conf_arg, "--rename-command", "get", "fetch"]);
+    let mut c = srv.raw();
+    let full = match c.cmd(&["COMMAND", "COUNT"]) {
+        Reply::Int(n) => n,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(c.cmd(&["SET", "k", "v"]), ok());
+    let e = c.cmd(&["GET", "k"]);
+    assert_eq!(e, Reply::Error("ERR unknown command 'GET', with args beginning with: 'k' ".into()));
+    assert_eq!(c.cmd(&["FETCH", "k"]), bulk("v"));
+    assert_eq!(c.cmd(&["flushdb"]), unknown("flushdb"));
+    assert_eq!(c.cmd(&["flushall"]), unknown("flushall"));
+    // COMMAND: the renamed under their own names, the removed left out.
+    let info = c.cmd(&["COMMAND", "INFO", "badger", "flushdb", "fetch"]);
+    let Reply::Array(entries) = info else { panic!("{info:?}") };
+    assert!(matches!(&entries[0], Reply::Array(e) if e[0] == bulk("flushdb")), "{entries:?}");
+    assert_eq!(entries[1], Reply::Null);
+    assert!(matches!(&entries[2], Reply::Array(e) if e[0] == bulk("get")), "{entries:?}");
+    let Reply::Array(list) = c.cmd(&["COMMAND", "LIST"]) else { panic!() };
+    assert!(list.contains(&bulk("flushdb")) && !list.contains(&bulk("flushall")));
+    assert_eq!(c.cmd(&["COMMAND", "GETKEYS", "fetch", "k"]), Reply::Array(vec![bulk("k")]));
+    // Queued and scripted calls take the names served.
+    assert_eq!(c.cmd(&["MULTI"]), ok());
+    assert_eq!(c.cmd(&["FETCH", "k"]), Reply::Simple("QUEUED".into()));
+    assert_eq!(c.cmd(&["EXEC"]), Reply::Array(vec![bulk("v")]));
+    assert_eq!(c.cmd(&["EVAL", "return redis.call('fetch', 'k')", "0"]), bulk("v"));
+    let refused = c.cmd(&["EVAL", "return redis.call('get', 'k')", "0"]);
+    assert!(
+        matches!(&refused, Reply::Error(e) if e.contains("Unknown Redis command")),
+        "{refused:?}"
+    );
+    assert_eq!(c.cmd(&["BADGER"]), ok());
+    assert_eq!(c.cmd(&["FETCH", "k"]), Reply::Null);
+    match c.cmd(&["COMMAND", "COUNT"]) {
+        Reply::Int(n) => assert!(n < 300 && n == full, "COUNT {n} after as before"),
+        other => panic!("{other:?}"),
+    }
+
+    assert_eq!(c.cmd(&["CONFIG", "REWRITE"]), ok());
+    let text = std::fs::read_to_string(&conf).unwrap();
+    assert!(text.starts_with("rename-command flushdb badger\nrename-command FLUSHALL \"\"\n"));
+    drop(c);
+    srv.stop();
+    let srv = Server::start_in(&data, &[conf_arg]);
+    let mut c = srv.raw();
+    assert_eq!(c.cmd(&["flushdb"]), unknown("flushdb"));
+    assert_eq!(c.cmd(&["badger"]), ok());
+    assert_eq!(c.cmd(&["fetch"]), unknown("fetch"), "the flag's rename is not in the file");
+}
+
+/// A `rename-command` naming no command served, or a name already served, stops the start
+/// with the line and Redis's reason.
+#[test]
+fn a_bad_rename_command_line_stops_the_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("redis.conf");
+    for (text, why) in [
+        ("port 0\nrename-command nosuch x\n", "line 2: `rename-command nosuch x`: No such command"),
+        ("rename-command get set\n", "line 1: `rename-command get set`: Target command name"),
+        ("rename-command get\n", "line 1: `rename-command get`: wrong number of arguments"),
+    ] {
+        std::fs::write(&conf, text).unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_strata-server"))
+            .arg(&conf)
+            .args(["--port", "0", "--dir"])
+            .arg(dir.path().join("data"))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{text:?}: {err}");
+        assert!(err.contains(why), "{text:?}: {err}");
+    }
+}
