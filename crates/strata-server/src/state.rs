@@ -48,6 +48,10 @@ pub struct Stats {
     pub expire_walk_patrolling: AtomicBool,
     /// `latency-tracking`: whether runs go to the commands' histograms.
     pub latency_tracking: AtomicBool,
+    /// The most memory seen in use (`commands::memory`; INFO's `used_memory_peak`).
+    pub memory_peak: AtomicU64,
+    /// The memory in use once the server started (INFO's `used_memory_startup`).
+    pub memory_startup: AtomicU64,
 }
 
 /// The most commands and subcommands the tables may hold ([`Stats::per_command`]'s length).
@@ -68,6 +72,8 @@ impl Default for Stats {
             expire_walk_rounds: AtomicU64::new(0),
             expire_walk_patrolling: AtomicBool::new(false),
             latency_tracking: AtomicBool::new(true),
+            memory_peak: AtomicU64::new(0),
+            memory_startup: AtomicU64::new(0),
         }
     }
 }
@@ -98,6 +104,8 @@ impl Stats {
             &self.protocol_errors,
             &self.expire_time_capped,
             &self.expire_micros,
+            // Redis's CONFIG RESETSTAT starts the peak over too.
+            &self.memory_peak,
         ] {
             c.store(0, Relaxed);
         }
@@ -233,6 +241,16 @@ impl Figure {
 }
 
 impl Activity {
+    /// The memory the connection holds (CLIENT LIST's `tot-mem`, MEMORY STATS'
+    /// `clients.normal`): its state, read buffer, arguments, MULTI queue and reply buffer.
+    pub fn total_memory(&self) -> u64 {
+        std::mem::size_of::<Conn>() as u64
+            + self.get(Figure::Rbs)
+            + self.get(Figure::ArgvMem)
+            + self.get(Figure::MultiMem)
+            + self.get(Figure::OutSize)
+    }
+
     /// The clock's start (the first call's instant).
     fn clock() -> std::time::Instant {
         static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();

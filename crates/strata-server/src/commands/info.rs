@@ -34,17 +34,6 @@ fn cpu_seconds(who: libc::c_int) -> (f64, f64) {
     (secs(ru.ru_utime), secs(ru.ru_stime))
 }
 
-/// The process's resident set in bytes (`/proc/self/statm`; 0 where there is none).
-fn resident_bytes() -> u64 {
-    let pages = std::fs::read_to_string("/proc/self/statm")
-        .ok()
-        .and_then(|t| t.split_whitespace().nth(1)?.parse::<u64>().ok())
-        .unwrap_or(0);
-    // SAFETY: sysconf only reads a system constant.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    pages * u64::try_from(page).unwrap_or(0)
-}
-
 /// An engine property of one column family (0 when unknown).
 fn prop_cf(sh: &Shared, cf: &ColumnFamily, name: &str) -> u64 {
     sh.engine().db.property_int_value_cf(cf, name).ok().flatten().unwrap_or(0)
@@ -113,15 +102,7 @@ pub fn info_text(sh: &Shared, want: &[String]) -> Result<String, CmdError> {
         );
     }
     if on("memory") {
-        // The engine's memtables and block cache, and the metadata cache in front of them.
-        let mem = prop(sh, "strata.size-all-mem-tables")
-            // One block cache serves every column family: counted once.
-            + prop_cf(sh, &sh.dbs.first().meta_cf, "strata.block-cache-usage")
-            + sh.engine().meta_cache.stats().1 as u64;
-        let rss = resident_bytes();
-        let allocator = if cfg!(feature = "mimalloc") { "mimalloc" } else { "libc" };
-        let scripts = sh.scripts.cached_count();
-        let _ = write!(t, "# Memory\r\nused_memory:{mem}\r\nused_memory_human:{:.2}M\r\nused_memory_rss:{rss}\r\nnumber_of_cached_scripts:{scripts}\r\nmaxmemory:0\r\nmaxmemory_policy:noeviction\r\nmem_allocator:{allocator}\r\n\r\n", mem as f64 / 1048576.0);
+        super::memory::info_section(sh, &mut t);
     }
     if on("persistence") {
         let _ = write!(

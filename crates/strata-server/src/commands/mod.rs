@@ -31,6 +31,7 @@ pub mod key_flags;
 pub mod keys;
 pub mod latency;
 pub mod list;
+pub mod memory;
 pub mod migrate;
 pub mod monitor;
 pub mod multi;
@@ -560,7 +561,7 @@ pub static COMMANDS: &[Command] = &[
     cmd!("config", -2, false, KeySpec::NONE, server::config),
     cmd!("time", 1, false, KeySpec::NONE, server::time),
     cmd!("role", 1, false, KeySpec::NONE, server::role),
-    cmd!("memory", -2, false, KeySpec::one(2), server::memory),
+    cmd!("memory", -2, false, KeySpec::one(2), memory::memory),
     cmd!("slowlog", -2, false, KeySpec::NONE, slowlog::slowlog),
     cmd!("function", -2, true, KeySpec::NONE, functions::function),
     // persistence

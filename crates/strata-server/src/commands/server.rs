@@ -494,11 +494,7 @@ fn client_line(id: u64, e: &crate::state::ClientEntry, flags: &str, redir: i64) 
     // Replies waiting go in one buffer here (`obl`); Redis's reply list (`oll`, `omem`) is
     // always empty.
     let events = if f(Figure::Obl) > 0 { "rw" } else { "r" };
-    let tot = std::mem::size_of::<Conn>() as u64
-        + f(Figure::Rbs)
-        + f(Figure::ArgvMem)
-        + f(Figure::MultiMem)
-        + f(Figure::OutSize);
+    let tot = e.activity.total_memory();
     format!(
         "id={id} addr={} laddr={} fd={} name={} age={age} idle={idle} flags={flags} db={} \
          sub={} psub={} ssub={} multi={multi} qbuf={} qbuf-free={} argv-mem={} multi-mem={} \
@@ -1024,38 +1020,5 @@ pub fn role(sh: &Shared, _: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdResul
     out.int(leader.map_or(0, |n| i64::from(n.port)));
     out.bulk(if leader.is_some() { b"connected" } else { b"connect" });
     out.int(0);
-    Ok(())
-}
-
-/// MEMORY USAGE key [SAMPLES count] (`types::keys::memory_usage`'s estimate) and MEMORY HELP.
-pub fn memory(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    if is(&a[1], "help") && a.len() == 2 {
-        let help = [
-            "MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-            "USAGE <key> [SAMPLES <count>]",
-            "    Return an estimate of the bytes the key's records take (its elements sampled,",
-            "    5 by default; 0 samples them all).",
-            "HELP",
-            "    Print this help.",
-        ];
-        super::args::reply_help(out, &help);
-        return Ok(());
-    }
-    if !is(&a[1], "usage") {
-        return Err(super::errors::unknown_subcommand(a));
-    }
-    let samples = match a.len() {
-        3 => 5,
-        5 if is(&a[3], "samples") => match parse_int_strict(&a[4]) {
-            Some(n) if n >= 0 => n as usize,
-            _ => return Err(super::errors::NOT_INT.into()),
-        },
-        n if n < 3 => return Err(arity_err("memory|usage").into()),
-        _ => return Err(SYNTAX.into()),
-    };
-    match crate::types::keys::memory_usage(&sh.keyspace(c.db), &a[2], samples)? {
-        Some(n) => out.int(n as i64),
-        None => out.null(),
-    }
     Ok(())
 }

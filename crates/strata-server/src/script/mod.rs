@@ -65,11 +65,30 @@ pub struct Flags {
 
 struct Cached {
     flags: Flags,
+    /// The script's length in bytes (MEMORY STATS' `lua.caches`).
+    len: usize,
+}
+
+/// What the scripting engine holds in memory (INFO memory, MEMORY STATS).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ScriptMemory {
+    /// The cached scripts' bodies (EVAL, SCRIPT LOAD).
+    pub cached_bytes: u64,
+    /// The interpreter's heap, which scripts and functions share (one Lua state here).
+    pub vm_bytes: u64,
+    /// The function libraries' code.
+    pub library_bytes: u64,
+    /// Function libraries loaded, and their functions.
+    pub libraries: usize,
+    /// See [`ScriptMemory::libraries`].
+    pub functions: usize,
 }
 
 /// The scripting engine: the interpreter and its script cache.
 pub struct Scripts {
     lua: Mutex<Lua>,
+    /// The interpreter's heap when last read ([`Scripts::memory`]).
+    vm_bytes: std::sync::atomic::AtomicU64,
     cache: Mutex<HashMap<String, Cached>>,
     /// A script is running.
     busy: AtomicBool,
@@ -359,6 +378,7 @@ impl Scripts {
             .map_err(|e| format!("cannot start the Lua interpreter: {e}"))?;
         Ok(Scripts {
             lua: Mutex::new(lua),
+            vm_bytes: std::sync::atomic::AtomicU64::new(0),
             cache: Mutex::new(HashMap::new()),
             busy: AtomicBool::new(false),
             kill,
@@ -398,13 +418,35 @@ impl Scripts {
             )?;
         lua.set_named_registry_value(&format!("f_{sha}"), f)
             .map_err(|e| format!("ERR Error compiling script (new function): {e}"))?;
-        self.cache.lock().insert(sha.clone(), Cached { flags });
+        self.cache.lock().insert(sha.clone(), Cached { flags, len: body.len() });
         Ok(sha)
     }
 
     /// How many scripts are cached (INFO's `number_of_cached_scripts`).
     pub fn cached_count(&self) -> usize {
         self.cache.lock().len()
+    }
+
+    /// What the scripts hold in memory. The interpreter's heap is read when no script runs,
+    /// else it is the figure read last (a running script holds the interpreter).
+    pub fn memory(&self) -> ScriptMemory {
+        let vm_bytes = match self.lua.try_lock() {
+            Some(lua) => {
+                let n = lua.used_memory() as u64;
+                self.vm_bytes.store(n, Ordering::Relaxed);
+                n
+            }
+            None => self.vm_bytes.load(Ordering::Relaxed),
+        };
+        let cached_bytes = self.cache.lock().values().map(|c| c.len as u64).sum();
+        let libs = self.libraries.lock();
+        ScriptMemory {
+            cached_bytes,
+            vm_bytes,
+            library_bytes: libs.values().map(|l| l.code.len() as u64).sum(),
+            libraries: libs.len(),
+            functions: libs.values().map(|l| l.functions.len()).sum(),
+        }
     }
 
     /// Whether the script `sha` (any case) is cached.

@@ -460,6 +460,7 @@ pub fn revoke_moved_shards(sh: &Shared) {
 
 /// Starts the tasks on the current runtime.
 pub fn start(sh: &Arc<Shared>) {
+    crate::commands::memory::note_startup(sh);
     let s = sh.clone();
     tokio::spawn(async move {
         let mut from: ExpiryPoint = (0, Vec::new());
@@ -509,6 +510,7 @@ pub fn start(sh: &Arc<Shared>) {
             for e in s.clients.lock().values() {
                 e.activity.buffers_round(e.since);
             }
+            crate::commands::memory::note_peak(&s);
         }
     });
     let s = sh.clone();

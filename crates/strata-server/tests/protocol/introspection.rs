@@ -156,9 +156,74 @@ fn memory_usage_estimates_a_keys_records() {
         Reply::Error("ERR syntax error".into())
     );
     assert_eq!(
-        c.cmd(&["MEMORY", "DOCTOR"]),
-        Reply::Error("ERR unknown subcommand 'DOCTOR'. Try MEMORY HELP.".into())
+        c.cmd(&["MEMORY", "NOSUCH"]),
+        Reply::Error("ERR unknown subcommand 'NOSUCH'. Try MEMORY HELP.".into())
     );
+    assert_eq!(
+        c.cmd(&["MEMORY", "DOCTOR", "x"]),
+        Reply::Error("ERR wrong number of arguments for 'memory|doctor' command".into())
+    );
+}
+
+/// MEMORY STATS, DOCTOR, MALLOC-STATS and PURGE, and INFO memory: Redis 7.0's fields, with
+/// figures that follow what the server holds (a script cached, CONFIG SET maxmemory).
+#[test]
+fn memory_stats_and_info_memory_report_what_the_server_holds() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    c.cmd(&["SET", "k", "v"]);
+    let stats = |c: &mut Raw| -> Vec<(String, Reply)> {
+        let Reply::Array(a) = c.cmd(&["MEMORY", "STATS"]) else { panic!() };
+        a.chunks(2)
+            .map(|p| match &p[0] {
+                Reply::Bulk(k) => (String::from_utf8(k.clone()).unwrap(), p[1].clone()),
+                other => panic!("{other:?}"),
+            })
+            .collect()
+    };
+    let int = |s: &[(String, Reply)], k: &str| match s.iter().find(|e| e.0 == k) {
+        Some((_, Reply::Int(n))) => *n,
+        other => panic!("{k}: {other:?}"),
+    };
+    let before = stats(&mut c);
+    let names: Vec<&str> = before.iter().map(|e| e.0.as_str()).collect();
+    assert_eq!(names.len(), 28, "Redis's 27 fields and db.0: {names:?}");
+    assert_eq!(&names[..3], ["peak.allocated", "total.allocated", "startup.allocated"]);
+    assert!(names.contains(&"db.0") && names.contains(&"fragmentation.bytes"), "{names:?}");
+    assert!(int(&before, "peak.allocated") >= int(&before, "total.allocated"));
+    assert!(int(&before, "keys.count") >= 1);
+    assert!(int(&before, "clients.normal") > 0, "this connection's buffers");
+    let body = "return 'a script of some length, cached by EVAL'";
+    c.cmd(&["EVAL", body, "0"]);
+    let after = stats(&mut c);
+    assert_eq!(int(&after, "lua.caches") - int(&before, "lua.caches"), body.len() as i64);
+
+    let Reply::Bulk(doctor) = c.cmd(&["MEMORY", "DOCTOR"]) else { panic!() };
+    assert!(!doctor.is_empty());
+    let Reply::Bulk(malloc) = c.cmd(&["MEMORY", "MALLOC-STATS"]) else { panic!() };
+    assert!(!malloc.is_empty());
+    assert_eq!(c.cmd(&["MEMORY", "PURGE"]), Reply::Simple("OK".into()));
+
+    let t = info(&mut c, &["memory"]);
+    let num = |t: &str, k: &str| -> u64 { field(t, k).unwrap().parse().unwrap() };
+    assert!(num(&t, "used_memory_peak") >= num(&t, "used_memory"), "{t}");
+    assert_eq!(
+        num(&t, "used_memory"),
+        num(&t, "used_memory_overhead") + num(&t, "used_memory_dataset")
+    );
+    assert_eq!(field(&t, "maxmemory"), Some("0"));
+    assert_eq!(field(&t, "number_of_cached_scripts"), Some("1"));
+    c.cmd(&["CONFIG", "SET", "maxmemory", "100mb", "maxmemory-policy", "allkeys-lru"]);
+    let t = info(&mut c, &["memory"]);
+    assert_eq!(field(&t, "maxmemory"), Some("104857600"));
+    assert_eq!(field(&t, "maxmemory_human"), Some("100.00M"));
+    assert_eq!(field(&t, "maxmemory_policy"), Some("allkeys-lru"));
+    // RESP3: the percentages and ratios are doubles, the report verbatim text.
+    c.cmd(&["HELLO", "3"]);
+    let Reply::Map(m) = c.cmd(&["MEMORY", "STATS"]) else { panic!() };
+    let frag = m.iter().find(|(k, _)| *k == Reply::Bulk(b"fragmentation".to_vec())).unwrap();
+    assert!(matches!(frag.1, Reply::Double(_)), "{frag:?}");
+    assert!(matches!(c.cmd(&["MEMORY", "DOCTOR"]), Reply::Verbatim(_)));
 }
 
 /// OBJECT IDLETIME as redis-server 7.0.15 keeps it: a key's reads and writes (and TOUCH) are
