@@ -5,7 +5,7 @@
 #
 #   bash bench/redis-tests.sh --redis-src DIR [--units "unit/multi unit/type/incr ..."]
 #                             [--server-bin PATH] [--out DIR] [--no-redis] [--port N]
-#                             [--singledb] [--acl]
+#                             [--singledb] [--acl] [--debug]
 #
 # DIR is a Redis 7.0 source tree (its tests/ and the test helper; nothing is fetched here):
 #   git clone --depth 1 --branch 7.0.15 https://github.com/redis/redis /tmp/redis-7.0.15
@@ -19,7 +19,9 @@
 # external:skip, though those blocks need nothing an external server lacks, so the script
 # writes each, without that tag, to DIR/tests/unit/strata-acl-external.tcl and
 # strata-acl-v2-external.tcl (files of the user's Redis tree; nothing of them enters this
-# repository) and runs them as two more units. Needs tclsh (apt-get install -y tcl); without it, or without DIR's test helper, the script
+# repository) and runs them as two more units. --debug starts both servers with
+# `enable-debug-command yes` and runs the tests tagged needs:debug too (DEBUG RELOAD, DIGEST,
+# PROTOCOL, OBJECT, ...), which are otherwise left out. Needs tclsh (apt-get install -y tcl); without it, or without DIR's test helper, the script
 # says so and exits 0 ("skipped"). Each unit gets at most 300 s on each server. Output in
 # --out (default bench/out/redis-tests-<time>): <server>-<unit>.log and summary.txt. The
 # servers listen on --port (default 7411), one after the other.
@@ -38,6 +40,7 @@ with_redis=1
 port=7411
 singledb=""
 acl=0
+debug=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --redis-src) src=$2; shift 2 ;;
@@ -48,7 +51,8 @@ while [ $# -gt 0 ]; do
     --port) port=$2; shift 2 ;;
     --singledb) singledb=--singledb; shift ;;
     --acl) acl=1; shift ;;
-    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+    --debug) debug=1; shift ;;
+    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
     *) echo "redis-tests.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -89,13 +93,20 @@ trap cleanup EXIT
 
 answers() { (exec 3<>"/dev/tcp/127.0.0.1/$port" && printf 'PING\r\n' >&3 && read -r -t 2 l <&3 && [[ "$l" == +PONG* ]]) 2>/dev/null; }
 
+debug_flag=()
+tags="-needs:repl -needs:debug -needs:save -needs:config-maxmemory"
+if [ "$debug" = 1 ]; then
+  debug_flag=(--enable-debug-command yes)
+  tags="-needs:repl -needs:save -needs:config-maxmemory"
+fi
+
 # start <name>: a fresh server of that kind on $port, stopped by the next start or on exit.
 start() {
   [ -n "$pid" ] && { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; pid=""; }
   rm -rf "$work/data" && mkdir -p "$work/data"
   case "$1" in
-    strata) timeout -k 10 3600 "$server_bin" --port "$port" --dir "$work/data" > "$work/server.log" 2>&1 & ;;
-    redis) timeout -k 10 3600 redis-server --port "$port" --dir "$work/data" --save "" > "$work/server.log" 2>&1 & ;;
+    strata) timeout -k 10 3600 "$server_bin" --port "$port" --dir "$work/data" "${debug_flag[@]}" > "$work/server.log" 2>&1 & ;;
+    redis) timeout -k 10 3600 redis-server --port "$port" --dir "$work/data" --save "" "${debug_flag[@]}" > "$work/server.log" 2>&1 & ;;
   esac
   pid=$!
   for _ in $(seq 100); do answers && return 0; sleep 0.1; done
@@ -113,7 +124,7 @@ run() {
   local log="$out/$1-${2//\//_}.log"
   (cd "$src" && timeout 300 tclsh tests/test_helper.tcl --host 127.0.0.1 --port "$port" \
      --single "$2" --durable $singledb --clients 1 "${skips[@]}" \
-     --tags "-needs:repl -needs:debug -needs:save -needs:config-maxmemory" \
+     --tags "$tags" \
      > "$log" 2>&1) || true
   sed -i 's/\x1b\[[0-9;]*m//g' "$log"
   local ok err exc ign

@@ -415,6 +415,8 @@ pub struct Shared {
     pub min_replicas_to_write: std::sync::atomic::AtomicU64,
     /// Active expiry runs (DEBUG SET-ACTIVE-EXPIRE turns it off and on).
     pub active_expire: AtomicBool,
+    /// Scripts may call the commands flagged `noscript` (DEBUG SET-DISABLE-DENY-SCRIPTS).
+    pub scripts_may_call_noscript: AtomicBool,
     /// The largest sparse HyperLogLog, in bytes (`hll-sparse-max-bytes`; CONFIG SET).
     pub hll_sparse_max: AtomicUsize,
     /// CLIENT PAUSE's pause (`commands::client_pause`).
@@ -498,6 +500,7 @@ impl Shared {
             notifier,
             min_replicas_to_write: std::sync::atomic::AtomicU64::new(min_replicas),
             active_expire: AtomicBool::new(true),
+            scripts_may_call_noscript: AtomicBool::new(false),
             hll_sparse_max: AtomicUsize::new(hll_sparse_max),
             pause: crate::pause::ClientPause::default(),
             tracking: Arc::new(crate::tracking::Tracking::new(tracking_max_keys)),
@@ -568,6 +571,12 @@ pub struct Persistence {
     pub saving: AtomicBool,
     /// Whether the last BGSAVE succeeded.
     pub last_bgsave_ok: AtomicBool,
+    /// A BGREWRITEAOF is running (`commands::persistence`).
+    pub rewriting: AtomicBool,
+    /// Whether the last BGREWRITEAOF succeeded.
+    pub last_rewrite_ok: AtomicBool,
+    /// BGREWRITEAOFs finished (INFO's `aof_rewrites`).
+    pub rewrites: AtomicU64,
     /// The server's change count (`Notifier::changes`) when the last finished save began:
     /// INFO's `rdb_changes_since_last_save` is the count since.
     pub saved_changes: AtomicU64,
@@ -579,6 +588,9 @@ impl Persistence {
             last_save: AtomicU64::new(unix_now()),
             saving: AtomicBool::new(false),
             last_bgsave_ok: AtomicBool::new(true),
+            rewriting: AtomicBool::new(false),
+            last_rewrite_ok: AtomicBool::new(true),
+            rewrites: AtomicU64::new(0),
             saved_changes: AtomicU64::new(0),
         })
     }

@@ -21,7 +21,6 @@ use crate::types::number::parse_int_strict;
 /// Redis 7.0's commands and subcommands this server does not serve (`Catalog::elsewhere`).
 /// Sentinel's are not among them: a Redis server outside sentinel mode refuses them too.
 const REDIS_ONLY: &[&str] = &[
-    "bgrewriteaof",
     "cluster|addslots",
     "cluster|addslotsrange",
     "cluster|bumpepoch",

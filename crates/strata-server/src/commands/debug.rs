@@ -5,10 +5,13 @@
 //!
 //! Allowed, it serves the subcommands that mean something here: `SLEEP` (the connection's
 //! thread sleeps, as Redis's one thread does), `SET-ACTIVE-EXPIRE` (the expiry task's rounds
-//! stop and start), `OBJECT` (encoding, serialized length, idle time), `RELOAD` (Redis saves
-//! its dataset and loads it back; the data here live in the engine's files, so RELOAD is
-//! SAVE),
-//! `LOG`, `ERROR`, `JMAP` and `HELP`. Any other is Redis's unknown-subcommand error.
+//! stop and start), `OBJECT` (encoding, serialized length, idle time), `RELOAD` and `LOADAOF`
+//! (Redis saves its dataset or AOF and loads it back; the data here live in the engine's
+//! files, so both are SAVE), `DIGEST` and `DIGEST-VALUE` (`commands::digest`), `PROTOCOL`
+//! (a reply of each RESP type, as Redis's), `SET-DISABLE-DENY-SCRIPTS` (scripts may call the
+//! commands flagged `noscript`), `QUICKLIST-PACKED-THRESHOLD` (checked as Redis checks it; a
+//! list has one encoding here, so nothing changes), `LOG`, `ERROR`, `JMAP` and `HELP`. Any
+//! other is Redis's unknown-subcommand error.
 
 use std::sync::atomic::Ordering;
 
@@ -43,17 +46,30 @@ pub fn debug(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResu
     if is(sub, "help") && args == 0 {
         let help = [
             "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "DIGEST",
+            "    Return a digest of the whole dataset (zeros when empty).",
+            "DIGEST-VALUE <key> [<key> ...]",
+            "    Return a digest of each key's value and expiry (zeros for a missing key).",
             "ERROR <string>",
             "    Return a Redis protocol error with <string> as message.",
             "JMAP",
             "    No effect here (no Java).",
+            "LOADAOF",
+            "    As RELOAD.",
             "LOG <message>",
             "    Write <message> to the server's standard error.",
             "OBJECT <key>",
             "    Show low level info about the key and its value.",
+            "PROTOCOL <type>",
+            "    Reply with a value of <type>: string, integer, double, bignum, null, array,",
+            "    set, map, attrib, push, verbatim, true or false.",
+            "QUICKLIST-PACKED-THRESHOLD <size>",
+            "    Checked as Redis checks it; no effect here (a list has one encoding).",
             "RELOAD",
             "    SAVE: every database's memtables written to its files (the dataset read",
             "    from them is the one there was).",
+            "SET-DISABLE-DENY-SCRIPTS <0|1>",
+            "    Let scripts call the commands they may not (those flagged noscript).",
             "SET-ACTIVE-EXPIRE <0|1>",
             "    Stop or start the active expiry of keys (their lazy expiry goes on).",
             "SLEEP <seconds>",
@@ -68,7 +84,7 @@ pub fn debug(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResu
         std::thread::sleep(std::time::Duration::from_secs_f64(secs));
         out.ok();
     } else if is(sub, "set-active-expire") && args == 1 {
-        sh.active_expire.store(a[2] != b"0", Ordering::Relaxed);
+        sh.active_expire.store(atoi(&a[2]) != 0, Ordering::Relaxed);
         out.ok();
     } else if is(sub, "object") && args == 1 {
         let ks = sh.keyspace(c.db);
@@ -87,7 +103,25 @@ pub fn debug(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResu
             "Value at:0x0 refcount:1 encoding:{encoding} serializedlength:{len} lru:0 \
              lru_seconds_idle:{idle}"
         ));
-    } else if is(sub, "reload") {
+    } else if is(sub, "digest") && args == 0 {
+        super::digest::dataset(sh, out)?;
+    } else if is(sub, "digest-value") {
+        super::digest::values(sh, c, &a[2..], out)?;
+    } else if is(sub, "protocol") && args == 1 {
+        protocol(&a[2], out);
+    } else if is(sub, "set-disable-deny-scripts") && args == 1 {
+        sh.scripts_may_call_noscript.store(atoi(&a[2]) != 0, Ordering::Relaxed);
+        out.ok();
+    } else if is(sub, "quicklist-packed-threshold") && args == 1 {
+        let size = std::str::from_utf8(&a[2]).ok().and_then(crate::config::parse_size);
+        // Redis's bound: anything up to 1 MiB below 4 GiB (0 restores its default).
+        if size.is_none_or(|n| n > (1 << 32) - (1 << 20)) {
+            return Err(
+                "ERR argument must be a memory value bigger than 1 and smaller than 4gb".into()
+            );
+        }
+        out.ok();
+    } else if is(sub, "reload") || is(sub, "loadaof") {
         // SAVE's work (Redis's DEBUG RELOAD saves first, and counts as a save); Redis's
         // options (MERGE, NOFLUSH, NOSAVE) only change how its file is read back.
         return super::persistence::save(sh, c, a, out);
@@ -102,4 +136,81 @@ pub fn debug(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResu
         return Err(unknown_subcommand(a));
     }
     Ok(())
+}
+
+/// C's `atoi`, as Redis reads DEBUG's flags: the leading digits (with a sign), 0 when none.
+fn atoi(b: &[u8]) -> i64 {
+    let t = String::from_utf8_lossy(b);
+    let t = t.trim_start();
+    let (neg, rest) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).take(18).collect();
+    let n = digits.parse::<i64>().unwrap_or(0);
+    if neg {
+        -n
+    } else {
+        n
+    }
+}
+
+/// DEBUG PROTOCOL <type>: one reply of each RESP type, with redis-server's values (RESP2
+/// gets each one's RESP2 form).
+fn protocol(kind: &[u8], out: &mut Out) {
+    let k = String::from_utf8_lossy(kind).to_ascii_lowercase();
+    match k.as_str() {
+        "string" => out.bulk(b"Hello World"),
+        "integer" => out.int(12345),
+        // Redis's value, which is not meant as pi.
+        #[allow(clippy::approx_constant)]
+        "double" => out.double(3.141),
+        "bignum" => out.big_number(b"1234567999999999999999999999999999999"),
+        "null" => out.null(),
+        "array" | "set" => {
+            if k == "set" {
+                out.set(3);
+            } else {
+                out.array(3);
+            }
+            for j in 0..3 {
+                out.int(j);
+            }
+        }
+        "map" => {
+            out.map(3);
+            for j in 0..3 {
+                out.int(j);
+                out.boolean(j == 1);
+            }
+        }
+        "attrib" => {
+            if out.resp3 {
+                out.header(b'|', 1);
+                out.bulk(b"key-popularity");
+                out.array(2);
+                out.bulk(b"key:123");
+                out.int(90);
+            }
+            out.bulk(b"Some real reply following the attribute");
+        }
+        "push" => {
+            if !out.resp3 {
+                out.error("ERR RESP2 is not supported by this command");
+                return;
+            }
+            out.push(2);
+            out.bulk(b"server-cpu-usage");
+            out.int(42);
+            out.bulk(b"Some real reply following the push reply");
+        }
+        "true" => out.boolean(true),
+        "false" => out.boolean(false),
+        "verbatim" => out.verbatim("This is a verbatim\nstring"),
+        _ => out.error(
+            "ERR Wrong protocol type name. Please use one of the following: \
+             string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false",
+        ),
+    }
 }

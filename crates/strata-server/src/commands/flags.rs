@@ -71,6 +71,7 @@ pub static TABLE: &[(&str, &str, &str)] = &[
     ("append", "write denyoom fast", "string"),
     ("asking", "fast", "connection"),
     ("auth", "noscript loading stale fast no_auth allow_busy", "connection"),
+    ("bgrewriteaof", "admin noscript no_async_loading", ""),
     ("bgsave", "admin noscript no_async_loading", ""),
     ("bitcount", "readonly", "bitmap"),
     ("bitfield", "write denyoom", "bitmap"),

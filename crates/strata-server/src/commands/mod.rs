@@ -18,6 +18,7 @@ pub mod command_specs;
 pub mod config_rewrite;
 pub mod databases;
 pub mod debug;
+pub mod digest;
 pub mod dump;
 pub mod errors;
 pub mod flags;
@@ -605,6 +606,7 @@ pub static COMMANDS: &[Command] = &[
     cmd!("acl", -2, false, KeySpec::NONE, acl::acl),
     cmd!("migrate", -6, true, KeySpec::one(3).with_options(OptionKeys::Migrate), migrate::migrate),
     cmd!("debug", -2, false, KeySpec::NONE, debug::debug),
+    cmd!("bgrewriteaof", 1, false, KeySpec::NONE, persistence::bgrewriteaof),
 ];
 
 /// Whether command `name` walks a whole database's keys: DBSIZE and INFO's keyspace section,

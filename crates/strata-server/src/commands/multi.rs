@@ -205,6 +205,13 @@ pub fn exec(sh: &Shared, conn: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdRe
         let expired_since = || -> Result<bool, crate::types::TypeError> {
             Ok(!swapped && !w.expired && sh.keyspace(w.db).expired_in_place(&w.key)?)
         };
+        // A key already expired at WATCH and removed since (read, deleted, flushed) did not
+        // change for the client, who saw it absent and sees it absent (Redis 7.0's rule). A
+        // key made and removed again in between passes too where Redis would fail the EXEC:
+        // the transaction still runs on the state the client saw.
+        if w.expired && !swapped && sh.keyspace(w.db).store.read_meta_uncached(&w.key)?.is_none() {
+            continue;
+        }
         if touched_since(sh, w)? || expired_since()? {
             out.null_array();
             return Ok(());

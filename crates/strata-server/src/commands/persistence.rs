@@ -1,9 +1,12 @@
-//! Persistence and shutdown: SAVE, BGSAVE, LASTSAVE, SHUTDOWN.
+//! Persistence and shutdown: SAVE, BGSAVE, BGREWRITEAOF, LASTSAVE, SHUTDOWN.
 //!
 //! Every write is in the WAL as it is acknowledged (synced as `appendfsync` says), so there is
 //! no separate snapshot file to write. SAVE makes everything durable and moves it out of the
 //! WAL: the WAL synced, every memtable flushed to table files (what a restart then need not
-//! replay). BGSAVE does the same on a thread of its own. LASTSAVE is when the last one
+//! replay). BGSAVE does the same on a thread of its own. The WAL is this server's
+//! append-only file, and rewriting it is the same work (what it holds goes to table files and
+//! the WALs go), so BGREWRITEAOF is a background save too, with its own flag and status
+//! (INFO's `aof_rewrite_in_progress`, `aof_last_bgrewrite_status`). LASTSAVE is when the last one
 //! finished (the server's start before any). SHUTDOWN is the graceful stop SIGTERM gives: no
 //! new connections, the DB flushed and closed, the process exits; NOSAVE, SAVE, NOW and FORCE
 //! change nothing (the close always flushes), and ABORT has no shutdown in progress to abort.
@@ -63,6 +66,28 @@ pub fn bgsave(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
         return Err(format!("ERR cannot start the background save: {e}").into());
     }
     out.simple("Background saving started");
+    Ok(())
+}
+
+/// BGREWRITEAOF (module doc).
+pub fn bgrewriteaof(sh: &Shared, _: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let p = sh.persistence.clone();
+    if p.rewriting.swap(true, Ordering::AcqRel) {
+        return Err("ERR Background append only file rewriting already in progress".into());
+    }
+    let dbs = sh.dbs.clone();
+    let started = std::thread::Builder::new().name("strata-aofrw".into()).spawn(move || {
+        // A panic in the flush is a failed rewrite, never one "in progress" forever.
+        let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| dbs.save()));
+        p.rewrites.fetch_add(1, Ordering::Relaxed);
+        p.last_rewrite_ok.store(matches!(done, Ok(Ok(()))), Ordering::Release);
+        p.rewriting.store(false, Ordering::Release);
+    });
+    if let Err(e) = started {
+        sh.persistence.rewriting.store(false, Ordering::Release);
+        return Err(format!("ERR cannot start the background rewrite: {e}").into());
+    }
+    out.simple("Background append only file rewriting started");
     Ok(())
 }
 

@@ -61,6 +61,14 @@ fn refused_in_scripts(name: &str) -> bool {
     )
 }
 
+/// Whether Redis flags the command of `argv` (or its subcommand) `noscript`: refused from
+/// scripts unless DEBUG SET-DISABLE-DENY-SCRIPTS lifted the rule, as Redis refuses it.
+fn flagged_noscript(cmd: &'static super::Command, argv: &[Vec<u8>]) -> bool {
+    super::flags::has(cmd.name, "noscript")
+        || super::subcommands::subcommand_of(cmd, argv)
+            .is_some_and(|(_, e)| super::subcommands::words(e.2).any(|f| f == "noscript"))
+}
+
 /// Whether an XREAD or XREADGROUP line has a BLOCK option (with its value) before STREAMS:
 /// refused from scripts, as Redis refuses it (blocking means nothing there).
 fn asks_to_block(argv: &[Vec<u8>]) -> bool {
@@ -191,7 +199,8 @@ impl Host for ScriptHost<'_> {
             return self
                 .refuse(&mut out, "ERR Wrong number of args calling Redis command from script");
         }
-        if refused_in_scripts(cmd.name)
+        if !self.sh.scripts_may_call_noscript.load(std::sync::atomic::Ordering::Relaxed)
+            && (refused_in_scripts(cmd.name) || flagged_noscript(cmd, argv))
             || (cmd.name == "cluster"
                 && argv.get(1).is_some_and(|s| s.eq_ignore_ascii_case(b"reset")))
         {

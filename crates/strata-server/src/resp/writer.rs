@@ -145,6 +145,30 @@ impl Out {
         self.bulk(format_double(v).as_bytes());
     }
 
+    /// A boolean (`#t`/`#f` in RESP3, the integer 1 or 0 in RESP2).
+    pub fn boolean(&mut self, b: bool) {
+        if self.resp3 {
+            self.buf.extend_from_slice(if b { b"#t\r\n" } else { b"#f\r\n" });
+        } else {
+            self.int(i64::from(b));
+        }
+    }
+
+    /// A big number given as its decimal digits (`(digits` in RESP3, bulk in RESP2). A CR
+    /// or LF in `digits` (a script's `{big_number=...}` may hold anything) is written as a
+    /// space in either protocol, as Redis writes it, so the RESP3 line stays one line.
+    pub fn big_number(&mut self, digits: &[u8]) {
+        let line: Vec<u8> =
+            digits.iter().map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b }).collect();
+        if self.resp3 {
+            self.buf.push(b'(');
+            self.buf.extend_from_slice(&line);
+            self.buf.extend_from_slice(b"\r\n");
+        } else {
+            self.bulk(&line);
+        }
+    }
+
     /// A verbatim string (`=len\r\ntxt:...` in RESP3, bulk in RESP2).
     pub fn verbatim(&mut self, s: &str) {
         if self.resp3 {

@@ -203,14 +203,7 @@ fn table_reply(t: &Table, script_resp3: bool, out: &mut Out, depth: usize, errs:
         return;
     }
     if let Ok(Value::String(n)) = t.raw_get::<Value>("big_number") {
-        let n = n.as_bytes();
-        if out.resp3 {
-            out.buf.push(b'(');
-            out.buf.extend_from_slice(&n);
-            out.buf.extend_from_slice(b"\r\n");
-        } else {
-            out.bulk(&n);
-        }
+        out.big_number(&n.as_bytes());
         return;
     }
     if let Ok(Value::Table(m)) = t.raw_get::<Value>("map") {

@@ -89,6 +89,8 @@ pub struct Scripts {
     lua: Mutex<Lua>,
     /// The interpreter's heap when last read ([`Scripts::memory`]).
     vm_bytes: std::sync::atomic::AtomicU64,
+    /// Scripts and functions run (the collector's steps: [`GC_PERIOD`]).
+    runs: std::sync::atomic::AtomicU64,
     cache: Mutex<HashMap<String, Cached>>,
     /// A script is running.
     busy: AtomicBool,
@@ -369,6 +371,10 @@ unsafe extern "C-unwind" fn redis_pcall(l: *mut ffi::lua_State) -> c_int {
     1
 }
 
+/// Runs between the collector's steps, and the most steps then (Redis's
+/// `LUA_GC_CYCLE_PERIOD`): a step's cost spread over many runs.
+const GC_PERIOD: u64 = 50;
+
 impl Scripts {
     /// A fresh interpreter with an empty cache; `version` is the Redis version scripts see.
     pub fn new(version: &str) -> Result<Scripts, String> {
@@ -379,6 +385,7 @@ impl Scripts {
         Ok(Scripts {
             lua: Mutex::new(lua),
             vm_bytes: std::sync::atomic::AtomicU64::new(0),
+            runs: std::sync::atomic::AtomicU64::new(0),
             cache: Mutex::new(HashMap::new()),
             busy: AtomicBool::new(false),
             kill,
@@ -657,6 +664,15 @@ impl Scripts {
         let killed = self.kill.load(Ordering::Acquire);
         lua.globals().raw_remove("KEYS").ok();
         lua.globals().raw_remove("ARGV").ok();
+        // Every GC_PERIOD runs, some steps of the collector, as Redis takes them, so a
+        // stream of scripts leaves no garbage growing between Lua's own full cycles.
+        if self.runs.fetch_add(1, Ordering::Relaxed) % GC_PERIOD == GC_PERIOD - 1 {
+            for _ in 0..GC_PERIOD {
+                if lua.gc_step().unwrap_or(true) {
+                    break;
+                }
+            }
+        }
         if killed {
             out.error("ERR Script killed by user with SCRIPT KILL...");
             return;

@@ -209,21 +209,23 @@ pub fn scan(
     Ok(Page { items: found, next })
 }
 
-/// DBSIZE: the number of live keys that `keep` keeps (given each one's position and the
-/// key; a walk of the metadata family).
+/// DBSIZE: the number of stored keys that `keep` keeps (given each one's position and the
+/// key; a walk of the metadata family). As Redis counts, a key whose expiry passed counts
+/// until it is removed (by a read that finds it expired, or by active expiry).
 pub fn count(ks: &Keyspace, mut keep: impl FnMut(&[u8], &[u8]) -> bool) -> Result<u64> {
     let mut n = 0;
-    ks.scan_keys(b"", |at, k, _| {
+    ks.scan_stored_keys(|at, k, _| {
         n += u64::from(keep(at, k));
         true
     })?;
     Ok(n)
 }
 
-/// The number of live keys and of those with an expiry (INFO keyspace).
+/// The number of stored keys and of those with an expiry (INFO keyspace; counted as
+/// [`count`] counts).
 pub fn stats(ks: &Keyspace) -> Result<(u64, u64)> {
     let (mut keys, mut expires) = (0u64, 0u64);
-    ks.scan_keys(b"", |_, _, m| {
+    ks.scan_stored_keys(|_, _, m| {
         keys += 1;
         expires += u64::from(m.expire_ms != 0);
         true

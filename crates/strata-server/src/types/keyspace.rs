@@ -284,6 +284,17 @@ impl<'a> Keyspace<'a> {
         Ok(())
     }
 
+    /// Visits every key record from the start in stored order, as [`Keyspace::scan_keys`]
+    /// does, keys whose expiry passed but that are still stored included (DBSIZE and INFO
+    /// keyspace count them until they are removed, as Redis's counts do).
+    pub fn scan_stored_keys(&self, mut f: impl FnMut(&[u8], &[u8], &Meta) -> bool) -> Result<()> {
+        self.store.scan_meta(b"", |at, k, v| match Meta::decode(v) {
+            Ok(m) => f(at, k, &m),
+            Err(_) => true,
+        })?;
+        Ok(())
+    }
+
     /// Reads the sub-key `field` of (`key`, `version`).
     pub fn get_sub(&self, key: &[u8], version: u64, field: &[u8]) -> Result<Option<Vec<u8>>> {
         Ok(self

@@ -959,3 +959,139 @@ fn debug_is_refused_unless_enabled_and_then_serves_its_subcommands() {
     std::io::Read::read_to_string(&mut bad.stderr.take().unwrap(), &mut said).unwrap();
     assert!(said.contains("one of the following: no, yes, local"), "{said}");
 }
+
+/// DEBUG DIGEST and DIGEST-VALUE tell equal datasets and values apart from different ones
+/// (a COPY against its source, an expiry, DEBUG RELOAD); DEBUG PROTOCOL replies with each
+/// RESP type; scripts may call DEBUG only after SET-DISABLE-DENY-SCRIPTS, as in Redis.
+#[test]
+fn debug_digests_protocol_replies_and_the_scripts_rule() {
+    let srv = Server::start(&["--enable-debug-command", "yes"]);
+    let mut c = srv.raw();
+    let zeros = Reply::Simple("0".repeat(40));
+    assert_eq!(c.cmd(&["DEBUG", "DIGEST"]), zeros, "an empty dataset");
+    c.cmd(&["RPUSH", "l", "a", "b", "c"]);
+    c.cmd(&["HSET", "h", "f", "1", "g", "2"]);
+    c.cmd(&["ZADD", "z", "1", "a", "2.5", "b"]);
+    c.cmd(&["SADD", "s", "x", "y"]);
+    c.cmd(&["XADD", "x", "1-1", "f", "v"]);
+    let digest = c.cmd(&["DEBUG", "DIGEST"]);
+    assert!(matches!(&digest, Reply::Simple(d) if d.len() == 40 && digest != zeros), "{digest:?}");
+    for k in ["l", "h", "z", "s", "x"] {
+        let copy = format!("{k}-copy");
+        assert_eq!(c.cmd(&["COPY", k, &copy]), Reply::Int(1));
+        let Reply::Array(d) = c.cmd(&["DEBUG", "DIGEST-VALUE", k, &copy, "missing"]) else {
+            panic!()
+        };
+        assert_eq!(d[0], d[1], "{k}: a copy digests as its source");
+        assert_ne!(d[0], zeros, "{k}");
+        assert_eq!(d[2], zeros, "a missing key");
+    }
+    assert_ne!(c.cmd(&["DEBUG", "DIGEST"]), digest, "more keys");
+    for k in ["l", "h", "z", "s", "x"] {
+        c.cmd(&["DEL", &format!("{k}-copy")]);
+    }
+    assert_eq!(c.cmd(&["DEBUG", "DIGEST"]), digest, "the same keys again");
+    assert_eq!(c.cmd(&["DEBUG", "RELOAD"]), Reply::Simple("OK".into()));
+    assert_eq!(c.cmd(&["DEBUG", "LOADAOF"]), Reply::Simple("OK".into()));
+    assert_eq!(c.cmd(&["DEBUG", "DIGEST"]), digest, "a reload keeps the dataset");
+    c.cmd(&["HSET", "h", "f", "2"]);
+    assert_ne!(c.cmd(&["DEBUG", "DIGEST"]), digest, "one field changed");
+    c.cmd(&["HSET", "h", "f", "1"]);
+    c.cmd(&["PEXPIREAT", "h", "99999999999999"]);
+    assert_ne!(c.cmd(&["DEBUG", "DIGEST"]), digest, "an expiry");
+    c.cmd(&["PERSIST", "h"]);
+    assert_eq!(c.cmd(&["DEBUG", "DIGEST"]), digest);
+    c.cmd(&["SELECT", "1"]);
+    c.cmd(&["SET", "k", "v"]);
+    c.cmd(&["SELECT", "0"]);
+    assert_ne!(c.cmd(&["DEBUG", "DIGEST"]), digest, "a key in another database");
+
+    // PROTOCOL, in RESP2 and RESP3.
+    assert_eq!(
+        c.cmd(&["DEBUG", "PROTOCOL", "bignum"]),
+        Reply::bulk("1234567999999999999999999999999999999")
+    );
+    assert_eq!(c.cmd(&["DEBUG", "PROTOCOL", "true"]), Reply::Int(1));
+    assert_eq!(c.cmd(&["DEBUG", "PROTOCOL", "double"]), Reply::bulk("3.141"));
+    assert!(
+        matches!(c.cmd(&["DEBUG", "PROTOCOL", "push"]), Reply::Error(e) if e.contains("RESP2"))
+    );
+    assert!(
+        matches!(c.cmd(&["DEBUG", "PROTOCOL", "nosuch"]), Reply::Error(e) if e.contains("string|integer"))
+    );
+    c.cmd(&["HELLO", "3"]);
+    c.send_raw(b"DEBUG PROTOCOL bignum\r\nDEBUG PROTOCOL map\r\nDEBUG PROTOCOL false\r\n");
+    c.send_raw(b"DEBUG PROTOCOL attrib\r\n");
+    let mut raw = Vec::new();
+    let want =
+        b"(1234567999999999999999999999999999999\r\n%3\r\n:0\r\n#f\r\n:1\r\n#t\r\n:2\r\n#f\r\n\
+                 #f\r\n|1\r\n$14\r\nkey-popularity\r\n*2\r\n$7\r\nkey:123\r\n:90\r\n\
+                 $39\r\nSome real reply following the attribute\r\n";
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while raw.len() < want.len() && std::time::Instant::now() < deadline {
+        let mut chunk = [0u8; 512];
+        let n = std::io::Read::read(&mut c.stream, &mut chunk).unwrap();
+        raw.extend_from_slice(&chunk[..n]);
+    }
+    assert_eq!(String::from_utf8_lossy(&raw), String::from_utf8_lossy(want));
+    c.cmd(&["HELLO", "2"]);
+
+    // Scripts: DEBUG is `noscript` until SET-DISABLE-DENY-SCRIPTS.
+    let script = "return redis.call('debug', 'protocol', 'integer')";
+    let refused = c.cmd(&["EVAL", script, "0"]);
+    assert!(
+        matches!(&refused, Reply::Error(e) if e.contains("not allowed from script")),
+        "{refused:?}"
+    );
+    assert_eq!(c.cmd(&["DEBUG", "SET-DISABLE-DENY-SCRIPTS", "1"]), Reply::Simple("OK".into()));
+    assert_eq!(c.cmd(&["EVAL", script, "0"]), Reply::Int(12345));
+    assert_eq!(c.cmd(&["DEBUG", "SET-DISABLE-DENY-SCRIPTS", "0"]), Reply::Simple("OK".into()));
+    assert!(matches!(c.cmd(&["EVAL", script, "0"]), Reply::Error(_)));
+    let refused = c.cmd(&["EVAL", "return redis.call('config', 'get', 'port')", "0"]);
+    assert!(
+        matches!(&refused, Reply::Error(e) if e.contains("not allowed from script")),
+        "{refused:?}"
+    );
+
+    assert_eq!(c.cmd(&["DEBUG", "QUICKLIST-PACKED-THRESHOLD", "1b"]), Reply::Simple("OK".into()));
+    let bad = c.cmd(&["DEBUG", "QUICKLIST-PACKED-THRESHOLD", "5gb"]);
+    assert!(matches!(&bad, Reply::Error(e) if e.contains("smaller than 4gb")), "{bad:?}");
+}
+
+/// DBSIZE and INFO keyspace count a key whose expiry passed until it is removed, as Redis's
+/// counts do (active expiry off: the read that finds it expired removes it); BGREWRITEAOF
+/// runs as a background save with its own INFO fields.
+#[test]
+fn expired_keys_count_until_removed_and_bgrewriteaof_runs_in_the_background() {
+    let srv = Server::start(&["--enable-debug-command", "yes"]);
+    let mut c = srv.raw();
+    assert_eq!(c.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]), Reply::Simple("OK".into()));
+    for k in ["a", "b", "c"] {
+        c.cmd(&["PSETEX", k, "100", "v"]);
+    }
+    c.cmd(&["SET", "kept", "v"]);
+    assert_eq!(c.cmd(&["DBSIZE"]), Reply::Int(4));
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(c.cmd(&["DBSIZE"]), Reply::Int(4), "expired, still stored");
+    assert!(info(&mut c, &["keyspace"]).contains("db0:keys=4,expires=3"));
+    assert_eq!(c.cmd(&["MGET", "a", "b"]), Reply::Array(vec![Reply::Null, Reply::Null]));
+    assert_eq!(c.cmd(&["DBSIZE"]), Reply::Int(2), "the reads removed two");
+    assert_eq!(c.cmd(&["KEYS", "*"]), Reply::Array(vec![Reply::bulk("kept")]), "never listed");
+    assert_eq!(c.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "1"]), Reply::Simple("OK".into()));
+
+    let started = c.cmd(&["BGREWRITEAOF"]);
+    assert_eq!(started, Reply::Simple("Background append only file rewriting started".into()));
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let t = info(&mut c, &["persistence"]);
+        if field(&t, "aof_rewrite_in_progress") == Some("0")
+            && field(&t, "aof_rewrites") == Some("1")
+        {
+            assert_eq!(field(&t, "aof_last_bgrewrite_status"), Some("ok"));
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{t}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(c.cmd(&["GET", "kept"]), Reply::bulk("v"));
+}

@@ -295,3 +295,34 @@ fn reset_returns_the_connection_to_its_first_state() {
     assert_eq!(c.cmd(&["RESET"]), Reply::Simple("RESET".into()));
     assert!(matches!(c.cmd(&["GET", "x"]), Reply::Error(e) if e.starts_with("NOAUTH")));
 }
+
+/// A watched key that had already expired (still stored: active expiry off) and is then
+/// removed, by the read that finds it expired or by FLUSHDB, does not fail the EXEC: the
+/// client saw it absent and it is absent (Redis 7.0's rule; its tests, in these steps).
+#[test]
+fn a_watched_stale_key_removed_since_does_not_fail_exec() {
+    let srv = Server::start(&["--enable-debug-command", "yes"]);
+    let mut c = srv.raw();
+    assert_eq!(c.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]), Reply::Simple("OK".into()));
+    for remove in [&["EXISTS", "x"][..], &["FLUSHDB"]] {
+        assert_eq!(c.cmd(&["SET", "x", "foo", "PX", "1"]), Reply::Simple("OK".into()));
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        assert_eq!(c.cmd(&["WATCH", "x"]), Reply::Simple("OK".into()));
+        c.cmd(remove);
+        assert_eq!(c.cmd(&["MULTI"]), Reply::Simple("OK".into()));
+        c.cmd(&["PING"]);
+        assert_eq!(
+            c.cmd(&["EXEC"]),
+            Reply::Array(vec![Reply::Simple("PONG".into())]),
+            "{remove:?}"
+        );
+    }
+    // A stale key written since does fail it.
+    assert_eq!(c.cmd(&["SET", "x", "foo", "PX", "1"]), Reply::Simple("OK".into()));
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    assert_eq!(c.cmd(&["WATCH", "x"]), Reply::Simple("OK".into()));
+    assert_eq!(c.cmd(&["SET", "x", "new"]), Reply::Simple("OK".into()));
+    assert_eq!(c.cmd(&["MULTI"]), Reply::Simple("OK".into()));
+    c.cmd(&["PING"]);
+    assert_eq!(c.cmd(&["EXEC"]), Reply::Null);
+}
