@@ -87,17 +87,21 @@ pub fn debug(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResu
         sh.active_expire.store(atoi(&a[2]) != 0, Ordering::Relaxed);
         out.ok();
     } else if is(sub, "object") && args == 1 {
+        // The key as stored, also when its time is up and nothing removed it yet (Redis's
+        // DEBUG OBJECT looks in its table without the expiry check).
         let ks = sh.keyspace(c.db);
-        let Some(m) = ks.meta(&a[2])? else { return Err("ERR no such key".into()) };
+        let _g = ks.store.locks.lock(&[a[2].as_slice()]);
+        let raw = ks.store.read_meta_uncached(&a[2]).map_err(crate::types::TypeError::from)?;
+        let Some(m) = raw.and_then(|r| crate::types::Meta::decode(&r).ok()) else {
+            return Err("ERR no such key".into());
+        };
         let encoding = super::keys::encoding_name(sh, &ks, &a[2], &m)?;
         // The value's RDB length, as DUMP encodes it: the payload less its type byte, its
         // version and its checksum.
-        let len = match crate::types::rdb::key::read(&ks, &a[2])? {
-            Some(v) => crate::types::rdb::encode_payload(&v, &super::dump::encodings(sh))
-                .len()
-                .saturating_sub(11),
-            None => 0,
-        };
+        let v = crate::types::rdb::key::read_of(&ks, &a[2], m)?;
+        let len = crate::types::rdb::encode_payload(&v, &super::dump::encodings(sh))
+            .len()
+            .saturating_sub(11);
         let idle = ks.store.meta_cache.idle_secs(ks.store.space, &a[2]);
         out.simple(&format!(
             "Value at:0x0 refcount:1 encoding:{encoding} serializedlength:{len} lru:0 \

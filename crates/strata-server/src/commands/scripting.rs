@@ -332,9 +332,11 @@ pub(super) fn atomically(
     // A script may run long: the async worker's other tasks are handed off first (they
     // include the connections that must be told BUSY, and SCRIPT KILL's).
     crate::storage::pending::off_worker(|| -> CmdResult {
+        // The clock stands still while it runs, as Redis's does for a script: a key that
+        // expires during the run expires for it after the run.
         if conn.in_exec {
             // Inside EXEC: its locks and overlay hold the script's writes too.
-            body(&mut host, out);
+            crate::types::keyspace::with_time_held(|| body(&mut host, out));
             return Ok(());
         }
         // Through the gate: no command is then between its look at running scripts and busy
@@ -343,7 +345,7 @@ pub(super) fn atomically(
         let _scope = OverlayScope;
         overlay::begin();
         let mut reply = Out { buf: Vec::new(), resp3: out.resp3 };
-        body(&mut host, &mut reply);
+        crate::types::keyspace::with_time_held(|| body(&mut host, &mut reply));
         let named: Vec<&[u8]> = host.keys.iter().map(Vec::as_slice).collect();
         sh.dbs.store(conn.db).commit_overlay(&named, host.wide).map_err(|e| {
             crate::types::notify::discard();

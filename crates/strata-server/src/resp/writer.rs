@@ -169,14 +169,26 @@ impl Out {
         }
     }
 
-    /// A verbatim string (`=len\r\ntxt:...` in RESP3, bulk in RESP2).
+    /// A verbatim text string (`=len\r\ntxt:...` in RESP3, bulk in RESP2).
     pub fn verbatim(&mut self, s: &str) {
+        self.verbatim_as(b"txt", s.as_bytes());
+    }
+
+    /// A verbatim string of `format` (three bytes: `txt`, `mkd`; others are cut or padded
+    /// with spaces, as Redis writes them) in RESP3, bulk in RESP2.
+    pub fn verbatim_as(&mut self, format: &[u8], s: &[u8]) {
         if self.resp3 {
-            let _ = write!(self.buf, "={}\r\ntxt:", s.len() + 4);
-            self.buf.extend_from_slice(s.as_bytes());
+            let mut f = [b' '; 3];
+            for (d, b) in f.iter_mut().zip(format) {
+                *d = *b;
+            }
+            let _ = write!(self.buf, "={}\r\n", s.len() + 4);
+            self.buf.extend_from_slice(&f);
+            self.buf.push(b':');
+            self.buf.extend_from_slice(s);
             self.buf.extend_from_slice(b"\r\n");
         } else {
-            self.bulk(s.as_bytes());
+            self.bulk(s);
         }
     }
 }

@@ -84,6 +84,17 @@ fn value(lua: &Lua, b: &[u8], at: &mut usize, depth: usize) -> mlua::Result<Opti
             (t, true)
         }
         b'_' => (Value::Nil, false),
+        // An attribute (RESP3 `|`): its pairs are read past, and the reply after it is the
+        // value (scripts are not shown attributes, as in Redis).
+        b'|' => {
+            let Some(n) = int(rest) else { return Ok(None) };
+            for _ in 0..n.max(0) * 2 {
+                if value(lua, b, at, depth + 1)?.is_none() {
+                    return Ok(None);
+                }
+            }
+            return value(lua, b, at, depth + 1);
+        }
         b'#' => (Value::Boolean(rest == b"t"), false),
         b',' => {
             let s = String::from_utf8_lossy(rest);
@@ -162,9 +173,9 @@ fn to_reply(v: &Value, script_resp3: bool, out: &mut Out, depth: usize, errs: &m
     }
     match v {
         Value::String(s) => out.bulk(&s.as_bytes()),
-        Value::Boolean(b) if script_resp3 && out.resp3 => {
-            out.buf.extend_from_slice(if *b { b"#t\r\n" } else { b"#f\r\n" });
-        }
+        // A script that chose RESP3 returns a boolean (`:1`/`:0` to a RESP2 client); under
+        // RESP2 true is 1 and false nil, as Redis converts them.
+        Value::Boolean(b) if script_resp3 => out.boolean(*b),
         Value::Boolean(true) => out.int(1),
         Value::Integer(n) => out.int(*n),
         Value::Number(n) => out.int(truncate(*n)),
@@ -205,6 +216,14 @@ fn table_reply(t: &Table, script_resp3: bool, out: &mut Out, depth: usize, errs:
     if let Ok(Value::String(n)) = t.raw_get::<Value>("big_number") {
         out.big_number(&n.as_bytes());
         return;
+    }
+    if let Ok(Value::Table(v)) = t.raw_get::<Value>("verbatim_string") {
+        if let (Ok(Value::String(f)), Ok(Value::String(s))) =
+            (v.raw_get::<Value>("format"), v.raw_get::<Value>("string"))
+        {
+            out.verbatim_as(&f.as_bytes(), &s.as_bytes());
+            return;
+        }
     }
     if let Ok(Value::Table(m)) = t.raw_get::<Value>("map") {
         let pairs: Vec<(Value, Value)> = m.pairs::<Value, Value>().filter_map(Result::ok).collect();
@@ -279,6 +298,34 @@ mod tests {
         assert_eq!(back(&lua, b"#t\r\n", true), b"#t\r\n");
         assert_eq!(back(&lua, b"#t\r\n", false), b":1\r\n");
         assert_eq!(back(&lua, b"_\r\n", true), b"_\r\n");
+    }
+
+    /// What DEBUG PROTOCOL's replies become through a RESP3 script, as redis-server's tests
+    /// check them: a verbatim string keeps its format, a RESP3 script's false is 0 to a
+    /// RESP2 client, an attribute is read past, a big number keeps to one line.
+    fn back_to(lua: &Lua, bytes: &[u8], client_resp3: bool) -> Vec<u8> {
+        let (v, _) = reply_to_lua(lua, bytes).unwrap();
+        let mut out = Out { buf: Vec::new(), resp3: client_resp3 };
+        lua_to_reply(&v, true, &mut out, &mut Vec::new());
+        out.buf
+    }
+
+    #[test]
+    fn resp3_replies_reach_either_client_as_redis_writes_them() {
+        let lua = Lua::new();
+        let verbatim = b"=29\r\ntxt:This is a verbatim\nstring\r\n";
+        assert_eq!(back_to(&lua, verbatim, true), verbatim);
+        assert_eq!(back_to(&lua, verbatim, false), b"$25\r\nThis is a verbatim\nstring\r\n");
+        assert_eq!(back_to(&lua, b"#f\r\n", false), b":0\r\n");
+        assert_eq!(back_to(&lua, b"#f\r\n", true), b"#f\r\n");
+        let attrib = b"|1\r\n$14\r\nkey-popularity\r\n*2\r\n$7\r\nkey:123\r\n:90\r\n$4\r\nreal\r\n";
+        assert_eq!(back_to(&lua, attrib, true), b"$4\r\nreal\r\n");
+        let v: Value = lua.load("return {big_number='123\\r\\n123'}").eval().unwrap();
+        for (resp3, want) in [(true, &b"(123  123\r\n"[..]), (false, b"$8\r\n123  123\r\n")] {
+            let mut out = Out { buf: Vec::new(), resp3 };
+            lua_to_reply(&v, true, &mut out, &mut Vec::new());
+            assert_eq!(out.buf, want);
+        }
     }
 
     #[test]

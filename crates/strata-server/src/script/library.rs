@@ -180,6 +180,8 @@ impl Scripts {
             return Err(format!("ERR Library '{name}' already exists"));
         }
         let lua = self.lua.lock();
+        // A load that fails leaves its tables and closures behind, as a run leaves its own.
+        self.collect_some(&lua);
         let failed =
             |e: mlua::Error| format!("ERR Error registering functions: {}", super::lua_message(&e));
         let registered = lua.create_table().map_err(failed)?;
@@ -265,7 +267,8 @@ impl Scripts {
         }
         let table = Self::function_table(&lua).map_err(failed)?;
         let mut owners = self.function_owner.lock();
-        if let Some(old) = libs.remove(&name) {
+        let replaced = libs.remove(&name);
+        if let Some(old) = &replaced {
             for f in &old.functions {
                 let key = f.name.to_ascii_lowercase();
                 owners.remove(&key);
@@ -278,6 +281,13 @@ impl Scripts {
             table.raw_set(key, cb).map_err(failed)?;
         }
         libs.insert(name.clone(), Library { name: name.clone(), code: code.to_vec(), functions });
+        if replaced.is_some() {
+            // The old library's memory goes at once (Redis's functions have an interpreter
+            // of their own, which INFO's `used_memory_lua` leaves out; here one interpreter
+            // runs both). A load compiles code: a full collection of a script heap costs
+            // less.
+            let _ = lua.gc_collect();
+        }
         Ok(name)
     }
 
@@ -304,6 +314,8 @@ impl Scripts {
                 let _ = table.raw_remove(key);
             }
         }
+        // As a replaced library's (`load_library`).
+        let _ = lua.gc_collect();
         true
     }
 

@@ -456,6 +456,19 @@ impl Scripts {
         }
     }
 
+    /// Counts a run (or a library load) and, every [`GC_PERIOD`] of them, takes some steps
+    /// of the collector, as Redis does, so a stream of scripts leaves no garbage growing
+    /// between Lua's own full cycles.
+    fn collect_some(&self, lua: &Lua) {
+        if self.runs.fetch_add(1, Ordering::Relaxed) % GC_PERIOD == GC_PERIOD - 1 {
+            for _ in 0..GC_PERIOD {
+                if lua.gc_step().unwrap_or(true) {
+                    break;
+                }
+            }
+        }
+    }
+
     /// Whether the script `sha` (any case) is cached.
     pub fn exists(&self, sha: &[u8]) -> bool {
         let sha = String::from_utf8_lossy(sha).to_ascii_lowercase();
@@ -664,15 +677,7 @@ impl Scripts {
         let killed = self.kill.load(Ordering::Acquire);
         lua.globals().raw_remove("KEYS").ok();
         lua.globals().raw_remove("ARGV").ok();
-        // Every GC_PERIOD runs, some steps of the collector, as Redis takes them, so a
-        // stream of scripts leaves no garbage growing between Lua's own full cycles.
-        if self.runs.fetch_add(1, Ordering::Relaxed) % GC_PERIOD == GC_PERIOD - 1 {
-            for _ in 0..GC_PERIOD {
-                if lua.gc_step().unwrap_or(true) {
-                    break;
-                }
-            }
-        }
+        self.collect_some(&lua);
         if killed {
             out.error("ERR Script killed by user with SCRIPT KILL...");
             return;

@@ -58,9 +58,33 @@ pub fn delete_expired<K: AsRef<[u8]>>(
     Ok(gone.len())
 }
 
-/// Milliseconds since the Unix epoch.
+thread_local! {
+    /// The time [`now_ms`] gives on this thread while [`with_time_held`] runs.
+    static HELD_MS: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
+}
+
+/// Milliseconds since the Unix epoch; on a thread inside [`with_time_held`], the time it
+/// began.
 pub fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+    HELD_MS.with(std::cell::Cell::get).unwrap_or_else(|| {
+        SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+    })
+}
+
+/// Runs `f` with [`now_ms`] held at its value now on this thread (a script's run: Redis
+/// keeps a script's clock still, so what it wrote does not expire under it); nested calls
+/// keep the outer time, and the time runs again when `f` ends or unwinds.
+pub fn with_time_held<R>(f: impl FnOnce() -> R) -> R {
+    struct Release(Option<u64>);
+    impl Drop for Release {
+        fn drop(&mut self) {
+            HELD_MS.with(|h| h.set(self.0));
+        }
+    }
+    let before = HELD_MS.with(std::cell::Cell::get);
+    let _release = Release(before);
+    HELD_MS.with(|h| h.set(Some(before.unwrap_or_else(now_ms))));
+    f()
 }
 
 /// One step of a cursor walk (SCAN, HSCAN): what it kept, and where the next step starts

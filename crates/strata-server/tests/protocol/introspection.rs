@@ -1053,6 +1053,25 @@ fn debug_digests_protocol_replies_and_the_scripts_rule() {
         "{refused:?}"
     );
 
+    // A script's clock stands still: what it wrote does not expire under it.
+    let held = "redis.call('SET', 'held', 'v', 'PX', 1) redis.call('DEBUG', 'SLEEP', 0.02) \
+                return redis.call('EXISTS', 'held')";
+    assert_eq!(c.cmd(&["DEBUG", "SET-DISABLE-DENY-SCRIPTS", "1"]), Reply::Simple("OK".into()));
+    assert_eq!(c.cmd(&["EVAL", held, "0"]), Reply::Int(1));
+    assert_eq!(c.cmd(&["DEBUG", "SET-DISABLE-DENY-SCRIPTS", "0"]), Reply::Simple("OK".into()));
+    assert_eq!(c.cmd(&["EXISTS", "held"]), Reply::Int(0));
+    // DEBUG OBJECT finds a key whose time is up while it is still stored.
+    assert_eq!(c.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]), Reply::Simple("OK".into()));
+    c.cmd(&["SET", "stale", "v", "PX", "1"]);
+    std::thread::sleep(Duration::from_millis(5));
+    assert!(
+        matches!(c.cmd(&["DEBUG", "OBJECT", "stale"]), Reply::Simple(s) if s.contains("encoding:"))
+    );
+    assert_eq!(c.cmd(&["EXISTS", "stale"]), Reply::Int(0));
+    let gone = c.cmd(&["DEBUG", "OBJECT", "stale"]);
+    assert_eq!(gone, Reply::Error("ERR no such key".into()), "the read removed it");
+    assert_eq!(c.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "1"]), Reply::Simple("OK".into()));
+
     assert_eq!(c.cmd(&["DEBUG", "QUICKLIST-PACKED-THRESHOLD", "1b"]), Reply::Simple("OK".into()));
     let bad = c.cmd(&["DEBUG", "QUICKLIST-PACKED-THRESHOLD", "5gb"]);
     assert!(matches!(&bad, Reply::Error(e) if e.contains("smaller than 4gb")), "{bad:?}");

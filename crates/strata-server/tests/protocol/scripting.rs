@@ -449,3 +449,44 @@ fn registering_outside_the_load_is_refused() {
     );
     err_starting(c.cmd(&["FCALL", "f1", "0"]), "ERR Function not found");
 }
+
+/// A replaced or deleted function library's memory goes at once, and a stream of scripts
+/// leaves no garbage growing: INFO's `used_memory_lua` stays near where it started (Redis's
+/// "does not leak in the Lua stack" test, in both forms).
+#[test]
+fn replaced_libraries_and_repeated_scripts_leave_the_lua_heap_where_it_was() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    let lua_heap = |c: &mut Raw| -> u64 {
+        let Reply::Bulk(t) = c.cmd(&["INFO", "memory"]) else { panic!() };
+        let t = String::from_utf8(t).unwrap();
+        let v = t.lines().find_map(|l| l.strip_prefix("used_memory_lua:")).unwrap();
+        v.trim().parse().unwrap()
+    };
+    let lib = "#!lua name=test\nredis.register_function('test', function(KEYS, ARGV) \
+               return redis.call('incr', KEYS[1]) end)";
+    let mut pipeline = Vec::new();
+    for _ in 0..3000 {
+        pipeline.extend(Raw::encode(&[b"FUNCTION", b"LOAD", b"REPLACE", lib.as_bytes()]));
+        pipeline.extend(Raw::encode(&[b"FCALL", b"test", b"1", b"x"]));
+    }
+    c.cmd(&["FUNCTION", "LOAD", lib]);
+    let start = lua_heap(&mut c);
+    c.send_raw(&pipeline);
+    for _ in 0..6000 {
+        c.read();
+    }
+    assert_eq!(c.cmd(&["GET", "x"]), Reply::bulk("3000"));
+    let after = lua_heap(&mut c);
+    assert!(after < start + start / 2, "{start} bytes, then {after} after 3,000 replacements");
+    let mut evals = Vec::new();
+    for _ in 0..5000 {
+        evals.extend(Raw::encode(&[b"EVAL", b"return redis.call('incr', KEYS[1])", b"1", b"y"]));
+    }
+    c.send_raw(&evals);
+    for _ in 0..5000 {
+        c.read();
+    }
+    let after = lua_heap(&mut c);
+    assert!(after < start * 2, "{start} bytes, then {after} after 5,000 runs");
+}
