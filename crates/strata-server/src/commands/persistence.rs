@@ -11,13 +11,13 @@
 //! new connections, the DB flushed and closed, the process exits; NOSAVE, SAVE, NOW and FORCE
 //! change nothing (the close always flushes), and ABORT has no shutdown in progress to abort.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::args::is;
 use super::errors::SYNTAX;
 use super::CmdResult;
 use crate::resp::Out;
-use crate::state::{unix_now, Conn, Shared};
+use crate::state::{unix_now, Conn, Persistence, Shared};
 
 const IN_PROGRESS: &str = "ERR Background save already in progress";
 
@@ -47,46 +47,61 @@ pub fn bgsave(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
         }
         return Err(IN_PROGRESS.into());
     }
-    let (dbs, p) = (sh.dbs.clone(), sh.persistence.clone());
     // The changes made before the save starts are the ones it covers.
     let changes = sh.notifier.changes();
-    let started = std::thread::Builder::new().name("strata-bgsave".into()).spawn(move || {
-        // A panic in the save is a failed save, never a BGSAVE "in progress" forever.
-        let saved = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| dbs.save()));
-        let ok = matches!(saved, Ok(Ok(())));
-        p.last_bgsave_ok.store(ok, Ordering::Release);
-        if ok {
-            p.last_save.store(unix_now(), Ordering::Release);
-            p.saved_changes.store(changes, Ordering::Release);
-        }
-        p.saving.store(false, Ordering::Release);
-    });
-    if let Err(e) = started {
-        sh.persistence.saving.store(false, Ordering::Release);
-        return Err(format!("ERR cannot start the background save: {e}").into());
-    }
+    in_background(
+        sh,
+        "strata-bgsave",
+        |p| &p.saving,
+        move |p, ok| {
+            p.last_bgsave_ok.store(ok, Ordering::Release);
+            if ok {
+                p.last_save.store(unix_now(), Ordering::Release);
+                p.saved_changes.store(changes, Ordering::Release);
+            }
+        },
+    )
+    .map_err(|e| format!("ERR cannot start the background save: {e}"))?;
     out.simple("Background saving started");
     Ok(())
 }
 
+/// Runs a save (`Databases::save`) on a thread named `name` while `running` (already set by
+/// the caller) says so; `done` records its outcome before `running` is cleared. A panic in
+/// the save is a failed save, never one "in progress" forever.
+fn in_background(
+    sh: &Shared,
+    name: &str,
+    running: fn(&Persistence) -> &AtomicBool,
+    done: impl FnOnce(&Persistence, bool) + Send + 'static,
+) -> std::io::Result<()> {
+    let (dbs, p) = (sh.dbs.clone(), sh.persistence.clone());
+    let started = std::thread::Builder::new().name(name.into()).spawn(move || {
+        let saved = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| dbs.save()));
+        done(&p, matches!(saved, Ok(Ok(()))));
+        running(&p).store(false, Ordering::Release);
+    });
+    if started.is_err() {
+        running(&sh.persistence).store(false, Ordering::Release);
+    }
+    started.map(drop)
+}
+
 /// BGREWRITEAOF (module doc).
 pub fn bgrewriteaof(sh: &Shared, _: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let p = sh.persistence.clone();
-    if p.rewriting.swap(true, Ordering::AcqRel) {
+    if sh.persistence.rewriting.swap(true, Ordering::AcqRel) {
         return Err("ERR Background append only file rewriting already in progress".into());
     }
-    let dbs = sh.dbs.clone();
-    let started = std::thread::Builder::new().name("strata-aofrw".into()).spawn(move || {
-        // A panic in the flush is a failed rewrite, never one "in progress" forever.
-        let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| dbs.save()));
-        p.rewrites.fetch_add(1, Ordering::Relaxed);
-        p.last_rewrite_ok.store(matches!(done, Ok(Ok(()))), Ordering::Release);
-        p.rewriting.store(false, Ordering::Release);
-    });
-    if let Err(e) = started {
-        sh.persistence.rewriting.store(false, Ordering::Release);
-        return Err(format!("ERR cannot start the background rewrite: {e}").into());
-    }
+    in_background(
+        sh,
+        "strata-aofrw",
+        |p| &p.rewriting,
+        |p, ok| {
+            p.rewrites.fetch_add(1, Ordering::Relaxed);
+            p.last_rewrite_ok.store(ok, Ordering::Release);
+        },
+    )
+    .map_err(|e| format!("ERR cannot start the background rewrite: {e}"))?;
     out.simple("Background append only file rewriting started");
     Ok(())
 }
