@@ -249,7 +249,8 @@ pub fn memory(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
     if is(sub, "usage") {
         return usage(sh, c, a, out);
     }
-    let known = ["stats", "doctor", "malloc-stats", "purge"].into_iter().find(|n| is(sub, n));
+    let known =
+        ["stats", "doctor", "malloc-stats", "purge", "help"].into_iter().find(|n| is(sub, n));
     match known {
         None => return Err(super::errors::unknown_subcommand(a)),
         Some(name) if a.len() != 2 => return Err(arity_err(&format!("memory|{name}")).into()),

@@ -163,6 +163,10 @@ fn memory_usage_estimates_a_keys_records() {
         c.cmd(&["MEMORY", "DOCTOR", "x"]),
         Reply::Error("ERR wrong number of arguments for 'memory|doctor' command".into())
     );
+    assert_eq!(
+        c.cmd(&["MEMORY", "HELP", "x"]),
+        Reply::Error("ERR wrong number of arguments for 'memory|help' command".into())
+    );
 }
 
 /// MEMORY STATS, DOCTOR, MALLOC-STATS and PURGE, and INFO memory: Redis 7.0's fields, with
