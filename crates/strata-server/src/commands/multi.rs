@@ -222,9 +222,13 @@ pub fn exec(sh: &Shared, conn: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdRe
     let _scope = OverlayScope;
     overlay::begin();
     conn.in_exec = true;
-    for args in &m.queued {
-        dispatch(sh, conn, args, &mut body);
-    }
+    // One time for the whole transaction, as Redis 7.0 keeps the clock of the EXEC's call:
+    // a key does not expire between two of its commands.
+    crate::types::keyspace::with_time_held(|| {
+        for args in &m.queued {
+            dispatch(sh, conn, args, &mut body);
+        }
+    });
     conn.in_exec = false;
     if let Err(e) = sh.dbs.store(first_db).commit_overlay(&keys, wide) {
         conn.touched.clear();

@@ -326,3 +326,20 @@ fn a_watched_stale_key_removed_since_does_not_fail_exec() {
     c.cmd(&["PING"]);
     assert_eq!(c.cmd(&["EXEC"]), Reply::Null);
 }
+
+/// The commands of one EXEC share its time (Redis 7.0 keeps the EXEC call's clock): a key
+/// that expires while the transaction runs is there for all of them.
+#[test]
+fn a_transaction_runs_at_one_time() {
+    let srv = Server::start(&["--enable-debug-command", "yes"]);
+    let mut c = srv.raw();
+    assert_eq!(c.cmd(&["SET", "k", "v", "PX", "30"]), Reply::Simple("OK".into()));
+    assert_eq!(c.cmd(&["MULTI"]), Reply::Simple("OK".into()));
+    c.cmd(&["EXISTS", "k"]);
+    c.cmd(&["DEBUG", "SLEEP", "0.06"]);
+    c.cmd(&["EXISTS", "k"]);
+    let r = c.cmd(&["EXEC"]);
+    let one = Reply::Int(1);
+    assert_eq!(r, Reply::Array(vec![one.clone(), Reply::Simple("OK".into()), one]));
+    assert_eq!(c.cmd(&["EXISTS", "k"]), Reply::Int(0), "expired after it");
+}
