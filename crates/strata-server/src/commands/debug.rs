@@ -91,10 +91,7 @@ pub fn debug(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResu
         // DEBUG OBJECT looks in its table without the expiry check).
         let ks = sh.keyspace(c.db);
         let _g = ks.store.locks.lock(&[a[2].as_slice()]);
-        let raw = ks.store.read_meta_uncached(&a[2]).map_err(crate::types::TypeError::from)?;
-        let Some(m) = raw.and_then(|r| crate::types::Meta::decode(&r).ok()) else {
-            return Err("ERR no such key".into());
-        };
+        let Some(m) = ks.stored_meta(&a[2])? else { return Err("ERR no such key".into()) };
         let encoding = super::keys::encoding_name(sh, &ks, &a[2], &m)?;
         // The value's RDB length, as DUMP encodes it: the payload less its type byte, its
         // version and its checksum.

@@ -35,12 +35,12 @@ fn cpu_seconds(who: libc::c_int) -> (f64, f64) {
 }
 
 /// An engine property of one column family (0 when unknown).
-fn prop_cf(sh: &Shared, cf: &ColumnFamily, name: &str) -> u64 {
+pub(super) fn prop_cf(sh: &Shared, cf: &ColumnFamily, name: &str) -> u64 {
     sh.engine().db.property_int_value_cf(cf, name).ok().flatten().unwrap_or(0)
 }
 
 /// An engine property summed over the data families of every database.
-fn prop(sh: &Shared, name: &str) -> u64 {
+pub(super) fn prop(sh: &Shared, name: &str) -> u64 {
     sh.dbs.each().flat_map(|(_, st)| st.families()).map(|cf| prop_cf(sh, cf, name)).sum()
 }
 

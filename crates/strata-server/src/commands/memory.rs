@@ -23,7 +23,8 @@ use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
 
 use super::args::is;
-use super::errors::{arity_err, NOT_INT, SYNTAX};
+use super::errors::{NOT_INT, SYNTAX};
+use super::info;
 use super::CmdResult;
 use crate::resp::Out;
 use crate::state::{Conn, Shared};
@@ -49,23 +50,23 @@ pub struct Figures {
 impl Figures {
     /// The figures now; notes the peak.
     pub fn now(sh: &Shared) -> Figures {
-        let engine = sh.engine();
-        let memtables: u64 = sh
-            .dbs
-            .each()
-            .flat_map(|(_, st)| st.families())
-            .map(|cf| prop(sh, cf, "strata.size-all-mem-tables"))
-            .sum();
-        let cache = prop(sh, &sh.dbs.first().meta_cf, "strata.block-cache-usage");
-        let held = memtables + cache + engine.meta_cache.stats().1 as u64;
         let clients = sh.clients.lock().values().map(|e| e.activity.total_memory()).sum();
+        Figures { rss: resident_bytes(), ..Figures::counted(sh, clients) }
+    }
+
+    /// The figures but the resident set (0), the connections' part being `clients`; notes
+    /// the peak.
+    fn counted(sh: &Shared, clients: u64) -> Figures {
+        let memtables = info::prop(sh, "strata.size-all-mem-tables");
+        // One block cache serves every family: counted once.
+        let cache = info::prop_cf(sh, &sh.dbs.first().meta_cf, "strata.block-cache-usage");
         let mut f = Figures {
-            engine: held,
+            engine: memtables + cache + sh.engine().meta_cache.stats().1 as u64,
             clients,
             scripts: sh.scripts.memory(),
             peak: 0,
             startup: sh.stats.memory_startup.load(Ordering::Relaxed),
-            rss: resident_bytes(),
+            rss: 0,
         };
         f.peak = sh.stats.memory_peak.fetch_max(f.used(), Ordering::Relaxed).max(f.used());
         f
@@ -107,13 +108,10 @@ pub fn note_startup(sh: &Shared) {
     sh.stats.memory_startup.store(f.used(), Ordering::Relaxed);
 }
 
-/// Takes the peak (the clients' round calls it).
-pub fn note_peak(sh: &Shared) {
-    let _ = Figures::now(sh);
-}
-
-fn prop(sh: &Shared, cf: &strata::ColumnFamily, name: &str) -> u64 {
-    sh.engine().db.property_int_value_cf(cf, name).ok().flatten().unwrap_or(0)
+/// Takes the peak; `clients` is the connections' memory (the clients' round, which walks
+/// them anyway, calls it).
+pub fn note_peak(sh: &Shared, clients: u64) {
+    let _ = Figures::counted(sh, clients);
 }
 
 fn ratio(a: u64, b: u64) -> f64 {
@@ -246,17 +244,11 @@ pub fn memory(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
         super::args::reply_help(out, &help);
         return Ok(());
     }
+    // Each subcommand's arity is checked before, by the subcommand table
+    // (`commands::arity_error`).
     if is(sub, "usage") {
-        return usage(sh, c, a, out);
-    }
-    let known =
-        ["stats", "doctor", "malloc-stats", "purge", "help"].into_iter().find(|n| is(sub, n));
-    match known {
-        None => return Err(super::errors::unknown_subcommand(a)),
-        Some(name) if a.len() != 2 => return Err(arity_err(&format!("memory|{name}")).into()),
-        Some(_) => {}
-    }
-    if is(sub, "stats") {
+        usage(sh, c, a, out)?;
+    } else if is(sub, "stats") {
         stats(sh, out);
     } else if is(sub, "doctor") {
         out.verbatim(&doctor(&Figures::now(sh), sh.clients.lock().len()));
@@ -282,7 +274,6 @@ fn usage(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
             Some(n) if n >= 0 => n as usize,
             _ => return Err(NOT_INT.into()),
         },
-        n if n < 3 => return Err(arity_err("memory|usage").into()),
         _ => return Err(SYNTAX.into()),
     };
     match crate::types::keys::memory_usage(&sh.keyspace(c.db), &a[2], samples)? {
@@ -300,7 +291,7 @@ fn stats(sh: &Shared, out: &mut Out) {
     let mut dbs = Vec::new();
     let mut keys = 0;
     for (db, st) in sh.dbs.each() {
-        let n = prop(sh, &st.meta_cf, "strata.estimate-num-keys");
+        let n = info::prop_cf(sh, &st.meta_cf, "strata.estimate-num-keys");
         if n > 0 {
             dbs.push(db);
             keys += n;

@@ -202,17 +202,21 @@ pub fn exec(sh: &Shared, conn: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdRe
         let _watched_in = sh.router.is_some().then(|| serve_partition(w.partition));
         // A key swapped away is judged by the swap's rule alone (`touched_since`).
         let swapped = sh.dbs.swaps_of(w.db) != w.swaps;
-        let expired_since = || -> Result<bool, crate::types::TypeError> {
-            Ok(!swapped && !w.expired && sh.keyspace(w.db).expired_in_place(&w.key)?)
-        };
-        // A key already expired at WATCH and removed since (read, deleted, flushed) did not
-        // change for the client, who saw it absent and sees it absent (Redis 7.0's rule). A
-        // key made and removed again in between passes too where Redis would fail the EXEC:
-        // the transaction still runs on the state the client saw.
-        if w.expired && !swapped && sh.keyspace(w.db).store.read_meta_uncached(&w.key)?.is_none() {
-            continue;
+        let mut expired_since = false;
+        if !swapped {
+            let ks = sh.keyspace(w.db);
+            let stored = ks.stored_meta(&w.key)?;
+            // A key already expired at WATCH and removed since (read, deleted, flushed) did
+            // not change for the client, who saw it absent and sees it absent (Redis 7.0's
+            // rule). A key made and removed again in between passes too where Redis would
+            // fail the EXEC: the transaction still runs on the state the client saw.
+            if w.expired && stored.is_none() {
+                continue;
+            }
+            // A key live at WATCH whose time is up since did change (Redis's rule).
+            expired_since = !w.expired && stored.is_some_and(|m| m.expired(ks.now_ms));
         }
-        if touched_since(sh, w)? || expired_since()? {
+        if expired_since || touched_since(sh, w)? {
             out.null_array();
             return Ok(());
         }

@@ -507,10 +507,11 @@ pub fn start(sh: &Arc<Shared>) {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
-            for e in s.clients.lock().values() {
+            let clients = s.clients.lock().values().fold(0, |sum, e| {
                 e.activity.buffers_round(e.since);
-            }
-            crate::commands::memory::note_peak(&s);
+                sum + e.activity.total_memory()
+            });
+            crate::commands::memory::note_peak(&s, clients);
         }
     });
     let s = sh.clone();

@@ -235,10 +235,16 @@ impl<'a> Keyspace<'a> {
     /// Whether `key` has a record whose time is up: reads see no key, and the expiry task has
     /// not deleted it yet (WATCH tells such a key from a live one).
     pub fn expired_in_place(&self, key: &[u8]) -> Result<bool> {
-        let Some(raw) = self.store.read_meta_uncached(key)? else { return Ok(false) };
-        let m = Meta::decode(&raw)
-            .map_err(|e| TypeError::Corrupt(format!("metadata of a key: {e}")))?;
-        Ok(m.expired(self.now_ms))
+        Ok(self.stored_meta(key)?.is_some_and(|m| m.expired(self.now_ms)))
+    }
+
+    /// The metadata record of `key` as stored, whether or not its time is up (read past the
+    /// metadata cache); `None` when there is none.
+    pub fn stored_meta(&self, key: &[u8]) -> Result<Option<Meta>> {
+        let Some(raw) = self.store.read_meta_uncached(key)? else { return Ok(None) };
+        Meta::decode(&raw)
+            .map(Some)
+            .map_err(|e| TypeError::Corrupt(format!("metadata of a key: {e}")))
     }
 
     /// The live metadata of `key` if it is of `kind`; `Ok(None)` when absent;

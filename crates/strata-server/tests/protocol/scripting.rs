@@ -51,6 +51,18 @@ fn eval_replies_and_the_script_cache() {
         c.cmd(&["EVAL", "return redis.call('blpop', 'q', 0)", "0"]),
         "ERR This Redis command is not allowed from script",
     );
+    // What Redis 7.0 does not flag `noscript` runs: BLMPOP (without blocking, as in
+    // MULTI), a container's HELP; its subcommands that are flagged do not.
+    let blmpop = "return redis.call('blmpop', 0, 1, 'q', 'LEFT')";
+    assert_eq!(c.cmd(&["EVAL", blmpop, "0"]), Reply::Null);
+    assert!(matches!(
+        c.cmd(&["EVAL", "return redis.call('client', 'help')", "0"]),
+        Reply::Array(_)
+    ));
+    err_starting(
+        c.cmd(&["EVAL", "return redis.call('client', 'id')", "0"]),
+        "ERR This Redis command is not allowed from script",
+    );
     err_starting(
         c.cmd(&["EVAL_RO", "return redis.call('del', 'k')", "0"]),
         "ERR Write commands are not allowed from read-only scripts.",
