@@ -413,6 +413,12 @@ pub struct Shared {
     /// replicas, so any value above 0 refuses writes with NOREPLICAS, as Redis does while too
     /// few replicas are connected.
     pub min_replicas_to_write: std::sync::atomic::AtomicU64,
+    /// `maxmemory` in bytes, 0 for none (CONFIG SET changes it; `commands::oom`).
+    pub maxmemory: std::sync::atomic::AtomicU64,
+    /// Whether what the server counts in memory is over `maxmemory` once its caches have
+    /// given back what they can: commands that may grow it are refused with OOM
+    /// (`commands::oom`, which sets it at CONFIG SET and at each clients' round).
+    pub out_of_memory: AtomicBool,
     /// Active expiry runs (DEBUG SET-ACTIVE-EXPIRE turns it off and on).
     pub active_expire: AtomicBool,
     /// Scripts may call the commands flagged `noscript` (DEBUG SET-DISABLE-DENY-SCRIPTS).
@@ -430,6 +436,22 @@ pub struct Shared {
     pub names: crate::config::renames::Renames,
 }
 
+/// OBJECT FREQ's counters as `params` shape them: counted under an LFU `maxmemory-policy`,
+/// by `lfu-log-factor` and `lfu-decay-time` (CONFIG SET calls it again when one changes).
+pub fn configure_frequencies(
+    f: &crate::storage::frequency::Frequencies,
+    params: &BTreeMap<String, String>,
+) {
+    f.set_counting(params.get("maxmemory-policy").is_some_and(|p| lfu_policy(p)));
+    f.set_log_factor(params.get("lfu-log-factor").and_then(|v| v.parse().ok()).unwrap_or(10));
+    f.set_decay_minutes(params.get("lfu-decay-time").and_then(|v| v.parse().ok()).unwrap_or(1));
+}
+
+/// Whether `policy` (a `maxmemory-policy` value) is an LFU policy.
+pub fn lfu_policy(policy: &str) -> bool {
+    policy.to_ascii_lowercase().ends_with("-lfu")
+}
+
 impl Shared {
     /// The state of a server on `store` configured by `config`, listening on `port`.
     pub fn new(dbs: Arc<Databases>, config: Config, port: u16) -> Shared {
@@ -438,6 +460,9 @@ impl Shared {
         let notifier = Notifier::new(config.notify_keyspace_events);
         let min_replicas =
             params.get("min-replicas-to-write").and_then(|v| v.parse().ok()).unwrap_or(0);
+        let maxmemory =
+            params.get("maxmemory").and_then(|v| crate::config::parse_size(v)).unwrap_or(0);
+        configure_frequencies(&dbs.engine().frequencies, &params);
         let hll_sparse_max = params
             .get("hll-sparse-max-bytes")
             .and_then(|v| crate::config::parse_size(v))
@@ -499,6 +524,8 @@ impl Shared {
             latency: crate::latency::Monitor::new(latency_threshold),
             notifier,
             min_replicas_to_write: std::sync::atomic::AtomicU64::new(min_replicas),
+            maxmemory: std::sync::atomic::AtomicU64::new(maxmemory),
+            out_of_memory: AtomicBool::new(false),
             active_expire: AtomicBool::new(true),
             scripts_may_call_noscript: AtomicBool::new(false),
             hll_sparse_max: AtomicUsize::new(hll_sparse_max),

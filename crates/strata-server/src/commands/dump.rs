@@ -3,8 +3,8 @@
 //!
 //! RESTORE checks as Redis does and in its order: the options, the key's existence
 //! (BUSYKEY without REPLACE), the TTL, the payload's footer (version and checksum), then its
-//! body. IDLETIME sets the key's idle time (`storage::access`); FREQ is checked and then
-//! has nothing to set (no LFU counter here).
+//! body. IDLETIME sets the key's idle time (`storage::access`) unless an LFU
+//! `maxmemory-policy` is selected; FREQ its use counter (`storage::frequency`) only then.
 
 use super::args::{int_arg, is};
 use super::errors::{CmdError, SYNTAX};
@@ -110,8 +110,14 @@ pub fn restore(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
         Restored::Busy => return Err(BUSYKEY.into()),
         Restored::Written | Restored::Expired(_) => out.ok(),
     }
-    if let Some(secs) = idle {
-        ks.store.meta_cache.set_idle(ks.store.space, &a[1], secs as u64);
+    // As Redis: FREQ counts under an LFU policy, IDLETIME under the others.
+    let f = &ks.store.frequencies;
+    match (idle, freq) {
+        (Some(secs), _) if !f.counting() => {
+            ks.store.meta_cache.set_idle(ks.store.space, &a[1], secs as u64);
+        }
+        (_, Some(n)) => f.set(ks.store.space, &a[1], u8::try_from(n).unwrap_or(u8::MAX)),
+        _ => {}
     }
     Ok(())
 }

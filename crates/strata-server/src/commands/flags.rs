@@ -311,6 +311,14 @@ pub fn has(name: &str, flag: &str) -> bool {
     entry(name).is_some_and(|e| e.1.split_whitespace().any(|f| f == flag))
 }
 
+/// Whether command `c` as `argv` calls it has flag `flag`: its own entry's, or for a
+/// container, its subcommand's (`subcommands.rs`).
+pub fn line_has(c: &'static Command, argv: &[Vec<u8>], flag: &str) -> bool {
+    has(c.name, flag)
+        || super::subcommands::subcommand_of(c, argv)
+            .is_some_and(|(_, e)| super::subcommands::words(e.2).any(|f| f == flag))
+}
+
 /// Whether Redis marks command `name` `may-replicate` without `write` (its
 /// `CMD_MAY_REPLICATE`, which COMMAND does not list): a read-only script may not call it and
 /// CLIENT PAUSE WRITE holds it. EVAL, EVALSHA and FCALL carry the mark too; whether they may

@@ -325,7 +325,7 @@ fn fcall_with(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], ro: bool, out: &mut O
     if !f.no_writes() && sh.lacks_good_replicas() {
         return Err(super::NOREPLICAS.into());
     }
-    atomically(sh, conn, keys, ro || f.no_writes(), out, |host, body| {
+    atomically(sh, conn, keys, (ro || f.no_writes(), f.allow_oom()), out, |host, body| {
         sh.scripts.note_running(&name, a);
         sh.scripts.call_function(&name, keys, args, host, body);
     })

@@ -237,6 +237,14 @@ pub fn info_text(sh: &Shared, want: &[String]) -> Result<String, CmdError> {
             t,
             "strata_meta_cache:entries={n},bytes={bytes},hits={hits},misses={misses}\r\n"
         );
+        // The block cache's capacity is its configured one unless `maxmemory` lowered it.
+        if let Some((c, configured)) = sh.engine().block_cache.as_ref() {
+            let (usage, capacity) = (c.usage(), c.capacity());
+            let _ = write!(
+                t,
+                "strata_block_cache:usage={usage},capacity={capacity},configured={configured}\r\n"
+            );
+        }
         // The DB-wide section (WAL, writes, stalls) comes with the `default` family's stats.
         let db_wide =
             sh.engine().db.property_value("strata.stats").ok().flatten().unwrap_or_default();

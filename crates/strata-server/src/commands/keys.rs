@@ -212,7 +212,16 @@ pub fn object(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
     };
     match sub {
         "refcount" => out.int(1),
+        "idletime" if ks.store.frequencies.counting() => {
+            return Err("ERR An LFU maxmemory policy is selected, idle time not tracked. Please \
+                        note that when switching between policies at runtime LRU and LFU data \
+                        will take some time to adjust."
+                .into())
+        }
         "idletime" => out.int(ks.store.meta_cache.idle_secs(ks.store.space, &a[2]) as i64),
+        "freq" if ks.store.frequencies.counting() => {
+            out.int(i64::from(ks.store.frequencies.of(ks.store.space, &a[2])));
+        }
         "freq" => {
             return Err("ERR An LFU maxmemory policy is not selected, access frequency not \
                         tracked. Please note that when switching between policies at runtime \

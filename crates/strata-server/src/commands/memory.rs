@@ -56,7 +56,7 @@ impl Figures {
 
     /// The figures but the resident set (0), the connections' part being `clients`; notes
     /// the peak.
-    fn counted(sh: &Shared, clients: u64) -> Figures {
+    pub(super) fn counted(sh: &Shared, clients: u64) -> Figures {
         let memtables = info::prop(sh, "strata.size-all-mem-tables");
         // One block cache serves every family: counted once.
         let cache = info::prop_cf(sh, &sh.dbs.first().meta_cf, "strata.block-cache-usage");

@@ -36,6 +36,7 @@ pub mod memory;
 pub mod migrate;
 pub mod monitor;
 pub mod multi;
+pub mod oom;
 pub mod persistence;
 pub mod pubsub;
 pub mod scripting;
@@ -803,6 +804,17 @@ pub fn dispatch_found(
         refuse_busy(sh, conn, cmd, out);
         return;
     }
+    // Over `maxmemory` (`oom`): what may grow the memory is refused, as Redis refuses it
+    // (an EXEC's whole transaction; what MULTI would queue, dooming it).
+    if !conn.in_exec && sh.out_of_memory.load(Ordering::Relaxed) {
+        if let Some(reply) = oom::refusal(sh, conn, cmd, args) {
+            if cmd.name == "exec" && conn.multi.take().is_some() {
+                conn.watched.clear();
+            }
+            reject(sh, conn, Some(cmd), &reply, out);
+            return;
+        }
+    }
     if !conn.resp3
         && conn.subs.as_ref().is_some_and(crate::state::Subscriptions::any)
         && !pubsub::allowed_when_subscribed(cmd.name)
@@ -866,6 +878,7 @@ pub fn dispatch_found(
     };
     // The commands that look at keys without using them (Redis's LOOKUP_NOTOUCH) leave
     // OBJECT IDLETIME's clock alone (`storage::access`).
+    let reply_at = out.buf.len();
     let ok = if matches!(
         cmd.name,
         "ttl" | "pttl" | "expiretime" | "pexpiretime" | "type" | "exists" | "object"
@@ -874,6 +887,11 @@ pub fn dispatch_found(
     } else {
         run_handler(sh, cmd, conn, args, out)
     };
+    // A script that answers with an error failed (its error was counted where it arose), as
+    // Redis counts its `failed_calls`.
+    let ok = ok
+        && !(scripting::runs_script(cmd.name)
+            && matches!(out.buf.get(reply_at), Some(b'-' | b'!')));
     if let Some(provisional) = tracked {
         client_tracking::after(sh, conn, cmd, provisional);
     }

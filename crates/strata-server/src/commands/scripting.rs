@@ -28,9 +28,7 @@ const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
 /// from scripts unless DEBUG SET-DISABLE-DENY-SCRIPTS lifted the rule, as Redis refuses it.
 /// (BLMPOP and BZMPOP, and the containers' HELP, are not flagged: a script may call them.)
 fn flagged_noscript(cmd: &'static super::Command, argv: &[Vec<u8>]) -> bool {
-    super::flags::has(cmd.name, "noscript")
-        || super::subcommands::subcommand_of(cmd, argv)
-            .is_some_and(|(_, e)| super::subcommands::words(e.2).any(|f| f == "noscript"))
+    super::flags::line_has(cmd, argv, "noscript")
         // CLUSTER's subcommands are not in the subcommand table; Redis flags RESET.
         || (cmd.name == "cluster" && argv.get(1).is_some_and(|s| s.eq_ignore_ascii_case(b"reset")))
 }
@@ -137,6 +135,12 @@ pub(super) struct ScriptHost<'a> {
     keys: Vec<Vec<u8>>,
     /// A FLUSHALL/FLUSHDB ran.
     wide: bool,
+    /// The server was out of memory when the script started and its flags do not say
+    /// `allow-oom`: its first `denyoom` call is refused unless it has written already
+    /// (`commands::oom`, Redis's `scriptVerifyOOM`).
+    oom_at_start: bool,
+    /// It has called a write command.
+    wrote: bool,
 }
 
 impl ScriptHost<'_> {
@@ -147,9 +151,13 @@ impl ScriptHost<'_> {
     }
 
     /// A call refused before it reaches the command: replied and counted, as the command's
-    /// own errors are.
-    fn refuse(&self, out: &mut Out, reply: &str) -> Vec<u8> {
+    /// own errors are, and as a rejected call of `cmd` (INFO commandstats), as Redis counts
+    /// its scripts' refused calls.
+    fn refuse(&self, out: &mut Out, cmd: Option<&super::Command>, reply: &str) -> Vec<u8> {
         self.count_error(reply);
+        if let Some(c) = cmd.and_then(|c| self.sh.stats.per_command.get(super::index_of(c))) {
+            c.rejected.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
         out.error(reply);
         std::mem::take(&mut out.buf)
     }
@@ -159,16 +167,17 @@ impl Host for ScriptHost<'_> {
     fn call(&mut self, argv: &[Vec<u8>], resp3: bool) -> Vec<u8> {
         let mut out = Out { buf: Vec::new(), resp3 };
         let Some(cmd) = find(self.sh, &argv[0]) else {
-            return self.refuse(&mut out, "ERR Unknown Redis command called from script");
+            return self.refuse(&mut out, None, "ERR Unknown Redis command called from script");
         };
         if !cmd.arity_fits(argv.len()) {
-            return self
-                .refuse(&mut out, "ERR Wrong number of args calling Redis command from script");
+            let reply = "ERR Wrong number of args calling Redis command from script";
+            return self.refuse(&mut out, Some(cmd), reply);
         }
         if flagged_noscript(cmd, argv)
             && !self.sh.scripts_may_call_noscript.load(std::sync::atomic::Ordering::Relaxed)
         {
-            return self.refuse(&mut out, "ERR This Redis command is not allowed from script");
+            let reply = "ERR This Redis command is not allowed from script";
+            return self.refuse(&mut out, Some(cmd), reply);
         }
         if let Err(denied) = super::acl::check_user(self.conn.user.as_ref(), cmd, argv) {
             let user = self
@@ -178,22 +187,26 @@ impl Host for ScriptHost<'_> {
                 .map_or_else(|| crate::acl::DEFAULT_USER.to_vec(), |u| u.name.clone());
             let context = crate::acl::log::Context::Lua;
             super::acl::log_refusal(self.sh, self.conn.id, user, denied, context, cmd, argv);
-            return self.refuse(&mut out, &super::acl::script_refusal_text(denied));
+            return self.refuse(&mut out, Some(cmd), &super::acl::script_refusal_text(denied));
         }
         if matches!(cmd.name, "xread" | "xreadgroup") && asks_to_block(argv) {
             let name = String::from_utf8_lossy(&argv[0]);
             let reply = format!("ERR {name} command is not allowed with BLOCK option from scripts");
-            return self.refuse(&mut out, &reply);
+            return self.refuse(&mut out, Some(cmd), &reply);
         }
         // As Redis, a read-only script may not call what may be replicated either.
         if self.read_only && (cmd.write || super::flags::may_replicate(cmd.name)) {
-            return self
-                .refuse(&mut out, "ERR Write commands are not allowed from read-only scripts.");
+            let reply = "ERR Write commands are not allowed from read-only scripts.";
+            return self.refuse(&mut out, Some(cmd), reply);
+        }
+        if self.oom_at_start && !self.wrote && super::flags::line_has(cmd, argv, "denyoom") {
+            return self.refuse(&mut out, Some(cmd), super::oom::OOM);
         }
         if cmd.write {
             if self.sh.lacks_good_replicas() {
-                return self.refuse(&mut out, super::NOREPLICAS);
+                return self.refuse(&mut out, Some(cmd), super::NOREPLICAS);
             }
+            self.wrote = true;
             self.sh.scripts.note_write();
         }
         self.keys.extend(blocking::written_keys(cmd, argv));
@@ -263,19 +276,20 @@ fn run(
     if flags.shebang && !flags.no_writes && !ro && sh.lacks_good_replicas() {
         return Err(super::NOREPLICAS.into());
     }
-    atomically(sh, conn, keys, ro || flags.no_writes, out, |host, body| {
+    atomically(sh, conn, keys, (ro || flags.no_writes, flags.allow_oom), out, |host, body| {
         sh.scripts.run(&sha, keys, args, host, body);
     })
 }
 
 /// Runs a script (`body` writes its reply) atomically: under every key-lock stripe and an
 /// overlay written as one batch at its end, or inside EXEC under EXEC's; `keys` are its
-/// declared keys, `read_only` refuses its writes.
+/// declared keys; of `(read_only, allow_oom)`, the first refuses its writes, the second lets
+/// it write over `maxmemory` (`commands::oom`).
 pub(super) fn atomically(
     sh: &Shared,
     conn: &mut Conn,
     keys: &[Vec<u8>],
-    read_only: bool,
+    (read_only, allow_oom): (bool, bool),
     out: &mut Out,
     body: impl FnOnce(&mut ScriptHost<'_>, &mut Out),
 ) -> CmdResult {
@@ -285,6 +299,8 @@ pub(super) fn atomically(
         read_only,
         keys: keys.to_vec(),
         wide: false,
+        oom_at_start: !allow_oom && sh.out_of_memory.load(std::sync::atomic::Ordering::Relaxed),
+        wrote: false,
     };
     // Its calls run as its caller's user (checked in `call`, and by the commands that look at
     // the user themselves: SORT's BY and GET).
@@ -412,6 +428,22 @@ pub fn script(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
         return Err(wrong());
     }
     Ok(())
+}
+
+/// Whether the script `cmd` would run with `args` is refused over `maxmemory` by its
+/// declared flags (`script::Flags::denies_oom`; a function: neither `allow-oom` nor
+/// `no-writes`). An unknown sha or function: no (the command's own error follows).
+pub fn declares_denyoom(sh: &Shared, cmd: &super::Command, args: &[Vec<u8>]) -> bool {
+    let Some(arg) = args.get(1) else { return false };
+    match cmd.name {
+        "eval" | "eval_ro" => crate::script::declared_flags(arg).denies_oom(),
+        "evalsha" | "evalsha_ro" => sh.scripts.flags(arg).is_some_and(|f| f.denies_oom()),
+        "fcall" | "fcall_ro" => sh
+            .scripts
+            .function(&String::from_utf8_lossy(arg))
+            .is_some_and(|f| !f.allow_oom() && !f.no_writes()),
+        _ => false,
+    }
 }
 
 /// Whether the script `name` (EVAL, EVALSHA or FCALL) would run with `args` declares

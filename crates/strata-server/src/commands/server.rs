@@ -842,6 +842,8 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
             None => None,
         };
         let mut params = sh.params.write();
+        let mut maxmemory_changed = false;
+        let mut frequencies_changed = false;
         for pair in a[2..].chunks(2) {
             let k = String::from_utf8_lossy(&pair[0]).to_ascii_lowercase();
             let v = String::from_utf8_lossy(&pair[1]).into_owned();
@@ -900,6 +902,15 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
                 sh.min_replicas_to_write
                     .store(v.parse().unwrap_or(0), std::sync::atomic::Ordering::Relaxed);
             }
+            if matches!(k.as_str(), "maxmemory-policy" | "lfu-log-factor" | "lfu-decay-time") {
+                frequencies_changed = true;
+            }
+            if k == "maxmemory" {
+                // Checked by `config_value_check`.
+                let n = crate::config::parse_size(&v).unwrap_or(0);
+                sh.maxmemory.store(n, std::sync::atomic::Ordering::Relaxed);
+                maxmemory_changed = true;
+            }
             if k == "hll-sparse-max-bytes" {
                 let n = crate::config::parse_size(&v).unwrap_or(0);
                 sh.hll_sparse_max.store(n as usize, std::sync::atomic::Ordering::Relaxed);
@@ -936,6 +947,15 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
             if let Some(tx) = sh.new_listener.lock().as_ref() {
                 let _ = tx.send(l);
             }
+        }
+        if frequencies_changed {
+            crate::state::configure_frequencies(&sh.engine().frequencies, &params);
+        }
+        drop(params);
+        // The new limit holds for the next command (Redis checks before each).
+        if maxmemory_changed {
+            let clients = sh.clients.lock().values().map(|e| e.activity.total_memory()).sum();
+            super::oom::enforce(sh, clients);
         }
         out.ok();
     } else if is(sub, "resetstat") {

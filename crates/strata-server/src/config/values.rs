@@ -11,6 +11,18 @@ use crate::storage::SyncPolicy;
 use crate::types::notify;
 use std::borrow::Cow;
 
+/// Redis 7.0's `maxmemory-policy` values (none evicts a key here: `commands::oom`).
+const MAXMEMORY_POLICIES: &[&str] = &[
+    "volatile-lru",
+    "volatile-lfu",
+    "volatile-random",
+    "volatile-ttl",
+    "allkeys-lru",
+    "allkeys-lfu",
+    "allkeys-random",
+    "noeviction",
+];
+
 const NOT_INT: &str = "argument couldn't be parsed into an integer";
 
 /// Whether `raw` is a value parameter `k` (lower case) takes; Redis's reason if not.
@@ -21,6 +33,12 @@ pub fn check(k: &str, raw: &[u8]) -> Result<(), Cow<'static, str>> {
             if super::parse_size(&v).is_none() =>
         {
             Err("argument must be a memory value".into())
+        }
+        "maxmemory-policy" if !MAXMEMORY_POLICIES.iter().any(|o| v.eq_ignore_ascii_case(o)) => {
+            Err("argument(s) must be one of the following: volatile-lru, volatile-lfu, \
+                 volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, \
+                 noeviction"
+                .into())
         }
         "sanitize-dump-payload"
             if !["no", "yes", "clients"].iter().any(|o| v.eq_ignore_ascii_case(o)) =>

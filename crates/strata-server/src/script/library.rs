@@ -33,6 +33,11 @@ impl FunctionInfo {
     pub fn no_writes(&self) -> bool {
         self.flags.iter().any(|f| f == "no-writes")
     }
+
+    /// It runs, and writes, over `maxmemory` (`allow-oom`).
+    pub fn allow_oom(&self) -> bool {
+        self.flags.iter().any(|f| f == "allow-oom")
+    }
 }
 
 /// A loaded library.

@@ -61,6 +61,16 @@ pub struct Flags {
     pub shebang: bool,
     /// `no-writes`: the script may not write.
     pub no_writes: bool,
+    /// `allow-oom`: the script runs, and writes, over `maxmemory`.
+    pub allow_oom: bool,
+}
+
+impl Flags {
+    /// Whether the script is refused over `maxmemory` before it starts (Redis's
+    /// `scriptFlagsToCmdFlags`): declared flags, neither `allow-oom` nor `no-writes`.
+    pub fn denies_oom(&self) -> bool {
+        self.shebang && !self.allow_oom && !self.no_writes
+    }
 }
 
 struct Cached {
@@ -825,7 +835,7 @@ fn shebang(body: &[u8]) -> Result<(Flags, usize), String> {
     if engine != "lua" {
         return Err(format!("ERR Unexpected engine in script shebang: {engine}"));
     }
-    let mut flags = Flags { shebang: true, no_writes: false };
+    let mut flags = Flags { shebang: true, ..Flags::default() };
     for p in parts {
         let Some(list) = p.strip_prefix("flags=") else {
             return Err(format!("ERR Unknown lua shebang option: {p}"));
@@ -833,7 +843,8 @@ fn shebang(body: &[u8]) -> Result<(Flags, usize), String> {
         for f in list.split(',').filter(|f| !f.is_empty()) {
             match f {
                 "no-writes" => flags.no_writes = true,
-                "allow-oom" | "allow-stale" | "no-cluster" | "allow-cross-slot-keys" => {}
+                "allow-oom" => flags.allow_oom = true,
+                "allow-stale" | "no-cluster" | "allow-cross-slot-keys" => {}
                 other => return Err(format!("ERR Unexpected flag in script shebang: {other}")),
             }
         }
@@ -1136,7 +1147,10 @@ mod tests {
         let s = Scripts::new("7.2.0").unwrap();
         let body = "#!lua flags=no-writes\nreturn 1";
         let sha = s.load(body.as_bytes()).unwrap();
-        assert_eq!(s.flags(sha.as_bytes()), Some(Flags { shebang: true, no_writes: true }));
+        assert_eq!(
+            s.flags(sha.as_bytes()),
+            Some(Flags { shebang: true, no_writes: true, allow_oom: false })
+        );
         assert_eq!(eval(&s, body, &[], &[]), ":1\r\n");
         assert!(eval(&s, "#!lua flags=bogus\nreturn 1", &[], &[])
             .contains("Unexpected flag in script shebang: bogus"));

@@ -461,6 +461,8 @@ pub fn revoke_moved_shards(sh: &Shared) {
 /// Starts the tasks on the current runtime.
 pub fn start(sh: &Arc<Shared>) {
     crate::commands::memory::note_startup(sh);
+    // A configured `maxmemory` takes its effect from the start.
+    crate::commands::oom::enforce(sh, 0);
     let s = sh.clone();
     tokio::spawn(async move {
         let mut from: ExpiryPoint = (0, Vec::new());
@@ -512,6 +514,7 @@ pub fn start(sh: &Arc<Shared>) {
                 sum + e.activity.total_memory()
             });
             crate::commands::memory::note_peak(&s, clients);
+            crate::commands::oom::enforce(&s, clients);
         }
     });
     let s = sh.clone();

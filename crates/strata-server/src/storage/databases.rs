@@ -219,6 +219,14 @@ impl Databases {
         opts.create_if_missing = true;
         opts.create_missing_column_families = true;
         let meta_merge = opts.merge_operator.take();
+        // The block cache made here, so that its capacity can change while the server runs.
+        if opts.block_cache.is_none() && opts.block_cache_size > 0 {
+            opts.block_cache = Some(strata::Cache::new_lru(opts.block_cache_size));
+        }
+        let block_cache = opts.block_cache.clone().map(|c| {
+            let capacity = c.capacity();
+            (c, capacity)
+        });
         let db_err = |source| OpenError::Db { dir: dir.to_path_buf(), source };
         // Every family the DB has must be named at open: the sets' families (each with its
         // own filter slot), the server family, and those the store does not own (cluster
@@ -291,6 +299,8 @@ impl Databases {
             closing: std::sync::atomic::AtomicBool::new(false),
             syncs: Arc::new(super::sync_group::SyncGroup::default()),
             meta_cache: super::meta_cache::MetaCache::for_block_cache(opts.block_cache_size),
+            block_cache,
+            frequencies: super::frequency::Frequencies::default(),
             pop_hints: super::pop_hints::PopHints::default(),
             due: super::due::DueIndex::default(),
             scan_steps: AtomicU64::new(0),
@@ -508,6 +518,11 @@ impl Databases {
     /// Every set's store.
     fn stores(&self) -> impl Iterator<Item = &Store> {
         self.sets.iter().filter_map(OnceLock::get).map(|s| &**s)
+    }
+
+    /// Every database's memtables flushed in the background ([`Engine::flush_behind`]).
+    pub fn flush_behind(&self) -> strata::Result<()> {
+        self.engine.flush_behind(self.stores())
     }
 
     /// SAVE over every database ([`Engine::save`]).

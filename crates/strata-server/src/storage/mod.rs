@@ -28,6 +28,7 @@ pub mod access;
 pub mod databases;
 pub mod due;
 pub mod filter;
+pub mod frequency;
 pub mod locks;
 pub mod meta_cache;
 pub mod moving;
@@ -302,6 +303,12 @@ pub struct Engine {
     pub syncs: Arc<sync_group::SyncGroup>,
     /// Small metadata records of hot keys (`meta_cache`), of every database.
     pub meta_cache: meta_cache::MetaCache,
+    /// The engine's block cache, one for every family (`None` when configured without one),
+    /// and the capacity it was configured with: `maxmemory` lowers the capacity while what
+    /// the server counts in memory would pass the limit (`commands::oom`).
+    pub block_cache: Option<(strata::Cache, usize)>,
+    /// How often each key is used, under an LFU `maxmemory-policy` (`frequency`).
+    pub frequencies: frequency::Frequencies,
     /// Where SPOP/ZPOPMIN/ZPOPMAX start (`pop_hints`; keyed by sub-key prefixes, whose
     /// versions are unique across databases).
     pub pop_hints: pop_hints::PopHints,
@@ -522,6 +529,21 @@ impl Engine {
         for st in stores {
             for cf in st.families() {
                 self.db.flush_cf(&**cf)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The memtables of `stores`' families that hold anything scheduled for flushing, not
+    /// waited for (what `maxmemory` asks when the memtables hold more than it allows).
+    pub fn flush_behind<'a>(
+        &self,
+        stores: impl IntoIterator<Item = &'a Store>,
+    ) -> strata::Result<()> {
+        let opts = strata::FlushOptions { wait: false };
+        for st in stores {
+            for cf in st.families() {
+                self.db.flush_cf_opt(&**cf, &opts)?;
             }
         }
         Ok(())

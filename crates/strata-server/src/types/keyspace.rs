@@ -192,11 +192,15 @@ impl<'a> Keyspace<'a> {
 
     /// The live metadata of `key` (an expired key reads as absent).
     pub fn meta(&self, key: &[u8]) -> Result<Option<Meta>> {
-        let m = match self.store.read_meta(key)? {
-            None => return Ok(None),
+        let Some(read) = self.store.read_meta(key)? else { return Ok(None) };
+        // A use, counted for OBJECT FREQ under an LFU policy (`storage::frequency`).
+        if self.store.frequencies.counting() {
+            self.store.frequencies.used(self.store.space, key);
+        }
+        let m = match read {
             // Cached records were decoded (validated) before they were cached.
-            Some(MetaRead::Cached(raw)) => Meta::decode_trusted(&raw),
-            Some(MetaRead::Stored { raw, generation }) => {
+            MetaRead::Cached(raw) => Meta::decode_trusted(&raw),
+            MetaRead::Stored { raw, generation } => {
                 // Shared by the decoded payload and the cache entry the fill makes.
                 let raw = std::sync::Arc::new(raw);
                 let m = Meta::decode_shared(&raw, true)

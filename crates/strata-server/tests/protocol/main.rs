@@ -26,6 +26,7 @@ mod introspection;
 mod keyspace_events;
 mod latency;
 mod many_connections;
+mod maxmemory;
 mod migrate;
 mod pipelining;
 mod pubsub;
