@@ -5,7 +5,7 @@
 //! memtables and block cache (one cache for every family: counted once) and the metadata
 //! cache in front of them, the connections' buffers (`clients.normal`, each connection's
 //! CLIENT LIST `tot-mem`), the script cache's bodies (`lua.caches`), the function libraries'
-//! code (`functions.caches`) and the interpreter's heap. As in Redis, the overhead is what
+//! code (`functions.caches`) and the two interpreters' heaps (scripts', functions'). As in Redis, the overhead is what
 //! the server held at start (`startup.allocated`) and the clients' and scripts' parts, and
 //! the dataset (`dataset.bytes`) the rest: the engine's memory grown since the start. The
 //! data themselves live on disk: the dataset is the part of them held in memory, bounded by
@@ -75,7 +75,12 @@ impl Figures {
     /// Everything counted (Redis's `used_memory`).
     pub fn used(&self) -> u64 {
         let s = &self.scripts;
-        self.engine + self.clients + s.cached_bytes + s.library_bytes + s.vm_bytes
+        self.engine
+            + self.clients
+            + s.cached_bytes
+            + s.library_bytes
+            + s.vm_bytes
+            + s.functions_vm_bytes
     }
 
     /// What is not the dataset (Redis's `used_memory_overhead`): what the server held at
@@ -169,6 +174,7 @@ pub fn info_section(sh: &Shared, t: &mut String) {
     let system = system_memory();
     let allocator = if cfg!(feature = "mimalloc") { "mimalloc" } else { "libc" };
     let scripts = s.cached_bytes + s.library_bytes;
+    let vm_total = s.vm_bytes + s.functions_vm_bytes;
     let lines = [
         ("used_memory", used.to_string()),
         ("used_memory_human", human(used)),
@@ -190,10 +196,9 @@ pub fn info_section(sh: &Shared, t: &mut String) {
         ("number_of_cached_scripts", sh.scripts.cached_count().to_string()),
         ("number_of_functions", s.functions.to_string()),
         ("number_of_libraries", s.libraries.to_string()),
-        // One interpreter runs scripts and functions: its heap is counted under eval.
-        ("used_memory_vm_functions", "0".into()),
-        ("used_memory_vm_total", s.vm_bytes.to_string()),
-        ("used_memory_vm_total_human", human(s.vm_bytes)),
+        ("used_memory_vm_functions", s.functions_vm_bytes.to_string()),
+        ("used_memory_vm_total", vm_total.to_string()),
+        ("used_memory_vm_total_human", human(vm_total)),
         ("used_memory_functions", s.library_bytes.to_string()),
         ("used_memory_scripts", scripts.to_string()),
         ("used_memory_scripts_human", human(scripts)),

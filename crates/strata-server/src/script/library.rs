@@ -184,7 +184,7 @@ impl Scripts {
         if libs.contains_key(&name) && !replace {
             return Err(format!("ERR Library '{name}' already exists"));
         }
-        let lua = self.lua.lock();
+        let lua = self.functions_lua.lock();
         // A load that fails leaves its tables and closures behind, as a run leaves its own.
         self.collect_some(&lua);
         let failed =
@@ -310,7 +310,7 @@ impl Scripts {
     /// FUNCTION DELETE: false when there is no such library.
     pub fn delete_library(&self, name: &str) -> bool {
         let Some(lib) = self.libraries.lock().remove(name) else { return false };
-        let lua = self.lua.lock();
+        let lua = self.functions_lua.lock();
         let mut owners = self.function_owner.lock();
         if let Ok(table) = Self::function_table(&lua) {
             for f in &lib.functions {
@@ -361,7 +361,7 @@ impl Scripts {
             }
         }
         let _done = Done(&self.in_function);
-        self.run_with(name, keys, argv, host, out, |lua, k, a| {
+        self.run_with(&self.functions_lua, name, keys, argv, host, out, |lua, k, a| {
             let table = Self::function_table(lua)?;
             let cb: Function = table.raw_get(name.to_ascii_lowercase())?;
             lua.load("local cb, k, a = ... return function() return cb(k, a) end")

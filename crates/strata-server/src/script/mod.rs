@@ -84,8 +84,10 @@ struct Cached {
 pub struct ScriptMemory {
     /// The cached scripts' bodies (EVAL, SCRIPT LOAD).
     pub cached_bytes: u64,
-    /// The interpreter's heap, which scripts and functions share (one Lua state here).
+    /// The scripts' interpreter's heap (EVAL's, SCRIPT LOAD's).
     pub vm_bytes: u64,
+    /// The functions' interpreter's heap (FUNCTION LOAD's, FCALL's).
+    pub functions_vm_bytes: u64,
     /// The function libraries' code.
     pub library_bytes: u64,
     /// Function libraries loaded, and their functions.
@@ -96,9 +98,15 @@ pub struct ScriptMemory {
 
 /// The scripting engine: the interpreter and its script cache.
 pub struct Scripts {
+    /// The scripts' interpreter (EVAL, SCRIPT LOAD); the functions have their own, as in
+    /// Redis, so neither's garbage or heap figure is the other's.
     lua: Mutex<Lua>,
-    /// The interpreter's heap when last read ([`Scripts::memory`]).
-    vm_bytes: std::sync::atomic::AtomicU64,
+    /// The functions' interpreter (FUNCTION LOAD, FCALL).
+    functions_lua: Mutex<Lua>,
+    /// Held while a script or function runs: one runs at a time, whichever interpreter.
+    turn: Mutex<()>,
+    /// The interpreters' heaps when last read ([`Scripts::memory`]).
+    vm_bytes: [std::sync::atomic::AtomicU64; 2],
     /// Scripts and functions run (the collector's steps: [`GC_PERIOD`]).
     runs: std::sync::atomic::AtomicU64,
     cache: Mutex<HashMap<String, Cached>>,
@@ -390,11 +398,16 @@ impl Scripts {
     pub fn new(version: &str) -> Result<Scripts, String> {
         let kill = Arc::new(AtomicBool::new(false));
         let load_deadline = Arc::new(Mutex::new(None));
-        let lua = new_interpreter(version, &kill, &load_deadline)
-            .map_err(|e| format!("cannot start the Lua interpreter: {e}"))?;
+        let start = || {
+            new_interpreter(version, &kill, &load_deadline)
+                .map_err(|e| format!("cannot start the Lua interpreter: {e}"))
+        };
+        let (lua, functions_lua) = (start()?, start()?);
         Ok(Scripts {
             lua: Mutex::new(lua),
-            vm_bytes: std::sync::atomic::AtomicU64::new(0),
+            functions_lua: Mutex::new(functions_lua),
+            turn: Mutex::new(()),
+            vm_bytes: Default::default(),
             runs: std::sync::atomic::AtomicU64::new(0),
             cache: Mutex::new(HashMap::new()),
             busy: AtomicBool::new(false),
@@ -444,22 +457,25 @@ impl Scripts {
         self.cache.lock().len()
     }
 
-    /// What the scripts hold in memory. The interpreter's heap is read when no script runs,
-    /// else it is the figure read last (a running script holds the interpreter).
+    /// What the scripts hold in memory. An interpreter's heap is read when it runs nothing,
+    /// else it is the figure read last (a running script holds its interpreter).
     pub fn memory(&self) -> ScriptMemory {
-        let vm_bytes = match self.lua.try_lock() {
+        let heap = |i: usize, vm: &Mutex<Lua>| match vm.try_lock() {
             Some(lua) => {
                 let n = lua.used_memory() as u64;
-                self.vm_bytes.store(n, Ordering::Relaxed);
+                self.vm_bytes[i].store(n, Ordering::Relaxed);
                 n
             }
-            None => self.vm_bytes.load(Ordering::Relaxed),
+            None => self.vm_bytes[i].load(Ordering::Relaxed),
         };
+        let vm_bytes = heap(0, &self.lua);
+        let functions_vm_bytes = heap(1, &self.functions_lua);
         let cached_bytes = self.cache.lock().values().map(|c| c.len as u64).sum();
         let libs = self.libraries.lock();
         ScriptMemory {
             cached_bytes,
             vm_bytes,
+            functions_vm_bytes,
             library_bytes: libs.values().map(|l| l.code.len() as u64).sum(),
             libraries: libs.len(),
             functions: libs.values().map(|l| l.functions.len()).sum(),
@@ -596,7 +612,7 @@ impl Scripts {
             out.error("NOSCRIPT No matching script. Please use EVAL.");
             return;
         }
-        self.run_with(sha, keys, argv, host, out, |lua, k, a| {
+        self.run_with(&self.lua, sha, keys, argv, host, out, |lua, k, a| {
             let g = lua.globals();
             g.raw_set("KEYS", k)?;
             g.raw_set("ARGV", a)?;
@@ -604,11 +620,13 @@ impl Scripts {
         });
     }
 
-    /// Runs the function `make` gives (from the interpreter and the `KEYS` and `ARGV`
+    /// Runs the function `make` gives (from interpreter `vm` and the `KEYS` and `ARGV`
     /// tables) as a script named `funcname` in error replies: the run's `redis.call`
     /// through `host`, errors as Redis replies them, the reply in `out`.
+    #[allow(clippy::too_many_arguments)]
     fn run_with(
         &self,
+        vm: &Mutex<Lua>,
         funcname: &str,
         keys: &[Vec<u8>],
         argv: &[Vec<u8>],
@@ -616,7 +634,8 @@ impl Scripts {
         out: &mut Out,
         make: impl FnOnce(&Lua, mlua::Table, mlua::Table) -> mlua::Result<mlua::Function>,
     ) {
-        let lua = self.lua.lock();
+        let _turn = self.turn.lock();
+        let lua = vm.lock();
         // The last script's marks are cleared before this one is seen busy: a SCRIPT KILL
         // that finds it busy sets `kill` after the clearing, which so never undoes it (a
         // kill undone would be answered OK and the script run on).
