@@ -16,7 +16,7 @@
 use std::sync::atomic::Ordering;
 
 use super::args::is;
-use super::errors::unknown_subcommand;
+use super::errors::{unknown_subcommand, CmdError};
 use super::CmdResult;
 use crate::resp::Out;
 use crate::state::{Conn, Shared};
@@ -60,6 +60,9 @@ pub fn debug(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResu
             "    Write <message> to the server's standard error.",
             "OBJECT <key>",
             "    Show low level info about the key and its value.",
+            "POPULATE <count> [<prefix>] [<size>]",
+            "    Create <count> string keys named key:<num>, or <prefix>:<num>, holding",
+            "    value:<num> (in <size> bytes with <size>); keys there stay.",
             "PROTOCOL <type>",
             "    Reply with a value of <type>: string, integer, double, bignum, null, array,",
             "    set, map, attrib, push, verbatim, true or false.",
@@ -126,6 +129,19 @@ pub fn debug(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResu
         // SAVE's work (Redis's DEBUG RELOAD saves first, and counts as a save); Redis's
         // options (MERGE, NOFLUSH, NOSAVE) only change how its file is read back.
         return super::persistence::save(sh, c, a, out);
+    } else if is(sub, "populate") && (1..=3).contains(&args) {
+        let count = positive(&a[2])?;
+        let size = a.get(4).map(|s| positive(s)).transpose()?;
+        let size = size.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+        if size.is_some_and(|n| n > MAX_POPULATE_SIZE) {
+            return Err(format!(
+                "ERR DEBUG POPULATE's value size is at most {MAX_POPULATE_SIZE} here"
+            )
+            .into());
+        }
+        let prefix = a.get(3).map_or(&b"key"[..], Vec::as_slice);
+        crate::types::string::populate(&sh.keyspace(c.db), count, prefix, size)?;
+        out.ok();
     } else if is(sub, "log") && args == 1 {
         eprintln!("DEBUG LOG: {}", String::from_utf8_lossy(&a[2]));
         out.ok();
@@ -137,6 +153,17 @@ pub fn debug(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResu
         return Err(unknown_subcommand(a));
     }
     Ok(())
+}
+
+/// The largest value DEBUG POPULATE makes here (Redis's proto-max-bulk-len default): a
+/// larger size would allocate what no string may hold.
+const MAX_POPULATE_SIZE: usize = 512 << 20;
+
+/// A count of 0 or more, as Redis reads DEBUG POPULATE's (one error for any other text).
+fn positive(b: &[u8]) -> Result<u64, CmdError> {
+    crate::types::number::parse_int_strict(b)
+        .and_then(|n| u64::try_from(n).ok())
+        .ok_or(CmdError::from("ERR value is out of range, must be positive"))
 }
 
 /// C's `atoi`, as Redis reads DEBUG's flags: the leading digits (with a sign), 0 when none.

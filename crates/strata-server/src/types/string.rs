@@ -169,6 +169,55 @@ pub fn set_many(ks: &Keyspace, pairs: &[(&[u8], &[u8])], if_none_exist: bool) ->
     Ok(true)
 }
 
+/// DEBUG POPULATE: string keys `prefix:0` to `prefix:count-1` (Redis's form: the name cut
+/// to 127 bytes), each holding `value:j`, or with `size` that text in `size` zero bytes (cut
+/// to them), where no key is; the keys there stay. Written a thousand keys to a batch,
+/// without keyspace events (as Redis), though tracking clients are told. How many it made.
+pub fn populate(ks: &Keyspace, count: u64, prefix: &[u8], size: Option<usize>) -> Result<u64> {
+    const BATCH: u64 = 1000;
+    let mut made = 0;
+    let mut from = 0;
+    while from < count {
+        let names: Vec<Vec<u8>> = (from..count.min(from + BATCH))
+            .map(|j| {
+                let mut k = prefix.to_vec();
+                k.extend_from_slice(format!(":{j}").as_bytes());
+                k.truncate(127);
+                k
+            })
+            .collect();
+        let keys: Vec<&[u8]> = names.iter().map(Vec::as_slice).collect();
+        let _g = ks.store.locks.lock(&keys);
+        let mut b = WriteBatch::new();
+        let mut written = Vec::new();
+        for (j, k) in (from..).zip(&keys) {
+            if ks.meta(k)?.is_some() || written.contains(k) {
+                continue;
+            }
+            let text = format!("value:{j}").into_bytes();
+            let value = match size {
+                None => text,
+                Some(n) => {
+                    let mut v = vec![0; n];
+                    let m = n.min(text.len());
+                    v[..m].copy_from_slice(&text[..m]);
+                    v
+                }
+            };
+            ks.store.put_meta(&mut b, k, Meta::encode_string(&value, 0));
+            written.push(*k);
+        }
+        ks.write(b)?;
+        for k in &written {
+            // No channel's event: the change is there for the tracking clients alone.
+            ks.notify(0, "populate", k);
+        }
+        made += written.len() as u64;
+        from += BATCH;
+    }
+    Ok(made)
+}
+
 /// INCRBY: adds `by` to the integer at `key` (absent: 0), keeping its expiry; the new value.
 pub fn incr_by(ks: &Keyspace, key: &[u8], by: i64) -> Result<i64> {
     let _g = ks.store.locks.lock(&[key]);

@@ -964,6 +964,33 @@ fn debug_is_refused_unless_enabled_and_then_serves_its_subcommands() {
     assert!(said.contains("one of the following: no, yes, local"), "{said}");
 }
 
+/// Checked against redis-server 7.0.15: DEBUG POPULATE makes `key:<n>` (or `<prefix>:<n>`)
+/// holding `value:<n>`, cut or padded with zero bytes to a size, and leaves the keys there.
+#[test]
+fn debug_populate_makes_the_keys_that_are_not_there() {
+    let srv = Server::start(&["--enable-debug-command", "yes"]);
+    let mut c = srv.raw();
+    assert_eq!(c.cmd(&["SET", "key:1", "mine"]), Reply::Simple("OK".into()));
+    assert_eq!(c.cmd(&["DEBUG", "POPULATE", "3"]), Reply::Simple("OK".into()));
+    assert_eq!(
+        c.cmd(&["MGET", "key:0", "key:1", "key:2"]),
+        Reply::Array(vec![Reply::bulk("value:0"), Reply::bulk("mine"), Reply::bulk("value:2")])
+    );
+    assert_eq!(c.cmd(&["DEBUG", "POPULATE", "2", "p", "3"]), Reply::Simple("OK".into()));
+    assert_eq!(c.cmd(&["GET", "p:1"]), Reply::bulk("val"));
+    assert_eq!(c.cmd(&["DEBUG", "POPULATE", "1", "q", "10"]), Reply::Simple("OK".into()));
+    assert_eq!(c.cmd(&["GET", "q:0"]), Reply::Bulk(b"value:0\0\0\0".to_vec()));
+    let positive = Reply::Error("ERR value is out of range, must be positive".into());
+    for bad in [&["-1"][..], &["x"], &["1", "a", "-2"]] {
+        let mut args = vec!["DEBUG", "POPULATE"];
+        args.extend_from_slice(bad);
+        assert_eq!(c.cmd(&args), positive, "{bad:?}");
+    }
+    assert_eq!(c.cmd(&["DEBUG", "POPULATE", "2500", "big"]), Reply::Simple("OK".into()));
+    assert_eq!(c.cmd(&["DBSIZE"]), Reply::Int(2506));
+    assert_eq!(c.cmd(&["GET", "big:2499"]), Reply::bulk("value:2499"));
+}
+
 /// DEBUG DIGEST and DIGEST-VALUE tell equal datasets and values apart from different ones
 /// (a COPY against its source, an expiry, DEBUG RELOAD); DEBUG PROTOCOL replies with each
 /// RESP type; scripts may call DEBUG only after SET-DISABLE-DENY-SCRIPTS, as in Redis.
