@@ -34,7 +34,9 @@
 //!   value).
 //!
 //! Their oracle keeps the rendered state after the last acknowledged command and after the
-//! one in flight; after the restart the keys read as one of the two.
+//! one in flight; after the restart the keys read as one of the two. One more writer runs
+//! DEBUG POPULATE with a new prefix each time (its batches of a thousand keys): every key of
+//! every acknowledged run is there after the restart.
 
 use crate::common::{field_deltas, Raw, Reply, Server};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -51,7 +53,14 @@ type Oracle = Vec<Mutex<(u64, u64)>>;
 
 #[test]
 fn acknowledged_writes_survive_kill_9() {
-    let mut srv = Server::start(&["--appendfsync", "always", "--hash-max-listpack-entries", "8"]);
+    let mut srv = Server::start(&[
+        "--appendfsync",
+        "always",
+        "--hash-max-listpack-entries",
+        "8",
+        "--enable-debug-command",
+        "yes",
+    ]);
     let dir = srv.keep_dir();
     let port = srv.port;
     let oracle: Arc<Oracle> =
@@ -122,6 +131,11 @@ fn acknowledged_writes_survive_kill_9() {
             std::thread::spawn(move || f(port, w * MODEL_KEYS, &models, &stop))
         })
         .collect();
+    let populated = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let populate_handle = {
+        let (populated, stop) = (populated.clone(), stop.clone());
+        std::thread::spawn(move || populate_writer(port, &populated, &stop))
+    };
     std::thread::sleep(Duration::from_millis(1500));
     let deltas = field_deltas(&mut srv.raw());
     srv.child.kill().unwrap(); // SIGKILL
@@ -133,6 +147,7 @@ fn acknowledged_writes_survive_kill_9() {
     for h in model_handles {
         h.join().unwrap();
     }
+    populate_handle.join().unwrap();
     let acked: u64 = oracle.iter().map(|m| u64::from(m.lock().unwrap().0 > 0)).sum();
     assert!(acked > 0, "no write was acknowledged");
     let srv = Server::start_in(dir.path(), &["--hash-max-listpack-entries", "8"]);
@@ -220,6 +235,14 @@ fn acknowledged_writes_survive_kill_9() {
         "the database writer's writes were never acknowledged"
     );
     assert!(deltas > 0, "no write was stored as a field delta");
+    let runs = populated.load(Ordering::Relaxed);
+    assert!(runs > 0, "no DEBUG POPULATE was acknowledged");
+    for run in 1..=runs {
+        for j in [0, POPULATE_KEYS / 2, POPULATE_KEYS - 1] {
+            let key = format!("pop{run}:{j}");
+            assert_eq!(c.cmd(&["GET", &key]), Reply::bulk(&format!("value:{j}")), "{key}");
+        }
+    }
     assert_eq!(wrong, 0, "acknowledged effects of the model writers lost");
 }
 
@@ -297,6 +320,24 @@ fn hash_edit_writer(port: u16, base: usize, models: &Models, stop: &AtomicBool) 
 const MODEL_KEYS: usize = 16;
 
 type Models = Vec<Mutex<(String, String)>>;
+
+/// Keys of each DEBUG POPULATE run (three of its batches).
+const POPULATE_KEYS: u64 = 2500;
+
+/// DEBUG POPULATE of `POPULATE_KEYS` keys under prefix `pop<run>`, run after run; `done` holds
+/// the last acknowledged run (runs are acknowledged in order on one connection).
+fn populate_writer(port: u16, done: &std::sync::atomic::AtomicU64, stop: &AtomicBool) {
+    let mut c = Raw::connect(port);
+    let count = POPULATE_KEYS.to_string();
+    let mut run = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        run += 1;
+        if !send(&mut c, &["DEBUG", "POPULATE", &count, &format!("pop{run}")]) {
+            return;
+        }
+        done.store(run, Ordering::Relaxed);
+    }
+}
 
 /// Sends `args`; whether the server acknowledged it (an error reply fails the test: the model
 /// writers only send commands that succeed).
