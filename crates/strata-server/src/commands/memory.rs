@@ -56,7 +56,7 @@ impl Figures {
 
     /// The figures but the resident set (0), the connections' part being `clients`; notes
     /// the peak.
-    pub(super) fn counted(sh: &Shared, clients: u64) -> Figures {
+    fn counted(sh: &Shared, clients: u64) -> Figures {
         let memtables = info::prop(sh, "strata.size-all-mem-tables");
         // One block cache serves every family: counted once.
         let cache = info::prop_cf(sh, &sh.dbs.first().meta_cf, "strata.block-cache-usage");
@@ -114,9 +114,9 @@ pub fn note_startup(sh: &Shared) {
 }
 
 /// Takes the peak; `clients` is the connections' memory (the clients' round, which walks
-/// them anyway, calls it).
-pub fn note_peak(sh: &Shared, clients: u64) {
-    let _ = Figures::counted(sh, clients);
+/// them anyway, calls it). What is counted now ([`Figures::used`]).
+pub fn note_peak(sh: &Shared, clients: u64) -> u64 {
+    Figures::counted(sh, clients).used()
 }
 
 fn ratio(a: u64, b: u64) -> f64 {

@@ -677,15 +677,33 @@ pub fn stats_name(index: usize) -> &'static str {
 pub(crate) const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 
 /// Refuses a command before it runs: the error reply, counted (INFO's error and command
-/// statistics), and inside MULTI the transaction doomed.
+/// statistics), and inside MULTI the transaction doomed. A refused EXEC ends its transaction
+/// unrun, its reply `EXECABORT Transaction discarded because of: ...`, as Redis's
+/// `rejectCommand` ends it whatever the refusal (arity, ACL, BUSY, OOM, ...).
 fn reject(sh: &Shared, conn: &mut Conn, cmd: Option<&Command>, reply: &str, out: &mut Out) {
+    let aborted;
+    let reply = if cmd.is_some_and(|c| c.name == "exec") && conn.multi.take().is_some() {
+        conn.watched.clear();
+        // Redis's texts without a code of their own read without `ERR ` there.
+        let why = reply.strip_prefix("ERR ").unwrap_or(reply);
+        aborted = format!("EXECABORT Transaction discarded because of: {why}");
+        aborted.as_str()
+    } else {
+        reply
+    };
     out.error(reply);
+    count_rejected(sh, cmd, reply);
+    multi::doom(conn);
+}
+
+/// Counts `reply`, refusing `cmd` before it ran, in INFO's error statistics and as a rejected
+/// call of the command (`None`: no command was found).
+fn count_rejected(sh: &Shared, cmd: Option<&Command>, reply: &str) {
     sh.stats.errors.fetch_add(1, Ordering::Relaxed);
     sh.stats.count_error(reply);
     if let Some(c) = cmd.and_then(|c| sh.stats.per_command.get(index_of(c))) {
         c.rejected.fetch_add(1, Ordering::Relaxed);
     }
-    multi::doom(conn);
 }
 
 /// Refuses `cmd` because a script has run past `busy-reply-threshold`
@@ -696,13 +714,6 @@ pub fn refuse_busy(sh: &Shared, conn: &mut Conn, cmd: &Command, out: &mut Out) {
     } else {
         "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
     };
-    if cmd.name == "exec" && conn.multi.take().is_some() {
-        // Redis ends the transaction: nothing of it runs.
-        conn.watched.clear();
-        let reply = format!("EXECABORT Transaction discarded because of: {reply}");
-        reject(sh, conn, Some(cmd), &reply, out);
-        return;
-    }
     reject(sh, conn, Some(cmd), reply, out);
 }
 
@@ -806,14 +817,12 @@ pub fn dispatch_found(
     }
     // Over `maxmemory` (`oom`): what may grow the memory is refused, as Redis refuses it
     // (an EXEC's whole transaction; what MULTI would queue, dooming it).
-    if !conn.in_exec && sh.out_of_memory.load(Ordering::Relaxed) {
-        if let Some(reply) = oom::refusal(sh, conn, cmd, args) {
-            if cmd.name == "exec" && conn.multi.take().is_some() {
-                conn.watched.clear();
-            }
-            reject(sh, conn, Some(cmd), &reply, out);
-            return;
-        }
+    if !conn.in_exec
+        && sh.out_of_memory.load(Ordering::Relaxed)
+        && oom::refused(sh, conn, cmd, args)
+    {
+        reject(sh, conn, Some(cmd), oom::OOM, out);
+        return;
     }
     if !conn.resp3
         && conn.subs.as_ref().is_some_and(crate::state::Subscriptions::any)

@@ -1,5 +1,5 @@
 //! `maxmemory` as this server keeps it: a limit on what it counts in memory (INFO's
-//! `used_memory`, [`Figures::used`]) and Redis 7.0's out-of-memory refusals.
+//! `used_memory`, `memory::Figures::used`) and Redis 7.0's out-of-memory refusals.
 //!
 //! The data live on disk, so the memory they cost here is the caches' and the memtables':
 //! the block cache holds copies of table blocks, the memtables the writes not yet in table
@@ -25,7 +25,6 @@
 
 use std::sync::atomic::Ordering;
 
-use super::memory::Figures;
 use super::{find, Command};
 use crate::state::{Conn, Shared};
 
@@ -37,9 +36,9 @@ pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 /// table files).
 const FLUSH_AT_LEAST: u64 = 1 << 20;
 
-/// Takes the out-of-memory state against `maxmemory` (module doc), the connections holding
-/// `clients` bytes, after giving back what the caches and memtables can.
-pub fn enforce(sh: &Shared, clients: u64) {
+/// Takes the out-of-memory state against `maxmemory` (module doc), `used` being what is
+/// counted now (`memory::Figures::used`), after giving back what the caches and memtables can.
+pub fn enforce(sh: &Shared, used: u64) {
     let limit = sh.maxmemory.load(Ordering::Relaxed);
     let cache = sh.engine().block_cache.as_ref();
     if limit == 0 {
@@ -51,7 +50,6 @@ pub fn enforce(sh: &Shared, clients: u64) {
         sh.out_of_memory.store(false, Ordering::Relaxed);
         return;
     }
-    let used = Figures::counted(sh, clients).used();
     let mut counted = used;
     if let Some((c, configured)) = cache {
         let held = c.usage() as u64;
@@ -97,24 +95,17 @@ fn cache_capacity(limit: u64, others: u64, configured: usize, now: usize) -> Opt
     (want < now || (want > now && grows_enough)).then_some(want)
 }
 
-/// The reply refusing `cmd` (with arguments `args`) in the out-of-memory state, if it is
-/// refused (module doc); the caller checks the state first.
-pub fn refusal(
-    sh: &Shared,
-    conn: &Conn,
-    cmd: &'static Command,
-    args: &[Vec<u8>],
-) -> Option<String> {
-    if cmd.name == "exec" {
-        let queued = conn.multi.as_ref()?;
-        let denied =
-            queued.queued.iter().any(|q| find(sh, &q[0]).is_some_and(|c| denies_oom(sh, c, q)));
-        return denied.then(|| format!("EXECABORT Transaction discarded because of: {OOM}"));
+/// Whether `cmd` (with arguments `args`) is refused with [`OOM`] in the out-of-memory state
+/// (module doc); the caller checks the state first. A refused EXEC ends its transaction
+/// (`commands::reject`).
+pub fn refused(sh: &Shared, conn: &Conn, cmd: &'static Command, args: &[Vec<u8>]) -> bool {
+    match &conn.multi {
+        Some(m) if cmd.name == "exec" => {
+            m.queued.iter().any(|q| find(sh, &q[0]).is_some_and(|c| denies_oom(sh, c, q)))
+        }
+        Some(_) => !matches!(cmd.name, "discard" | "quit" | "reset"),
+        None => denies_oom(sh, cmd, args),
     }
-    if conn.multi.is_some() && !matches!(cmd.name, "discard" | "quit" | "reset") {
-        return Some(OOM.into());
-    }
-    denies_oom(sh, cmd, args).then(|| OOM.into())
 }
 
 /// Whether `cmd` with `args` is refused in the out-of-memory state: flagged `denyoom` (its

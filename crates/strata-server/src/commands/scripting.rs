@@ -154,10 +154,7 @@ impl ScriptHost<'_> {
     /// own errors are, and as a rejected call of `cmd` (INFO commandstats), as Redis counts
     /// its scripts' refused calls.
     fn refuse(&self, out: &mut Out, cmd: Option<&super::Command>, reply: &str) -> Vec<u8> {
-        self.count_error(reply);
-        if let Some(c) = cmd.and_then(|c| self.sh.stats.per_command.get(super::index_of(c))) {
-            c.rejected.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        }
+        super::count_rejected(self.sh, cmd, reply);
         out.error(reply);
         std::mem::take(&mut out.buf)
     }

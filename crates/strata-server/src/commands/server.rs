@@ -955,7 +955,7 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
         // The new limit holds for the next command (Redis checks before each).
         if maxmemory_changed {
             let clients = sh.clients.lock().values().map(|e| e.activity.total_memory()).sum();
-            super::oom::enforce(sh, clients);
+            super::oom::enforce(sh, super::memory::note_peak(sh, clients));
         }
         out.ok();
     } else if is(sub, "resetstat") {

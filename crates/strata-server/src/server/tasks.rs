@@ -462,7 +462,7 @@ pub fn revoke_moved_shards(sh: &Shared) {
 pub fn start(sh: &Arc<Shared>) {
     crate::commands::memory::note_startup(sh);
     // A configured `maxmemory` takes its effect from the start.
-    crate::commands::oom::enforce(sh, 0);
+    crate::commands::oom::enforce(sh, crate::commands::memory::note_peak(sh, 0));
     let s = sh.clone();
     tokio::spawn(async move {
         let mut from: ExpiryPoint = (0, Vec::new());
@@ -513,8 +513,14 @@ pub fn start(sh: &Arc<Shared>) {
                 e.activity.buffers_round(e.since);
                 sum + e.activity.total_memory()
             });
-            crate::commands::memory::note_peak(&s, clients);
-            crate::commands::oom::enforce(&s, clients);
+            // A panic here ends this round only: the next takes the figures again.
+            let taken = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let used = crate::commands::memory::note_peak(&s, clients);
+                crate::commands::oom::enforce(&s, used);
+            }));
+            if taken.is_err() {
+                eprintln!("the clients' round failed to take the memory figures");
+            }
         }
     });
     let s = sh.clone();

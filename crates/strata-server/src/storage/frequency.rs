@@ -20,7 +20,7 @@
 //! each of its slots that holds less. Uses are counted only while an LFU policy is selected,
 //! as Redis counts them; a lookup inside `access::untouched` is no use.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::OnceLock;
 use std::time::Instant;
 
@@ -40,8 +40,6 @@ pub struct Frequencies {
     decay_minutes: AtomicU32,
     start: Instant,
     slots: OnceLock<Box<[AtomicU32]>>,
-    /// The state of the uses' coin (a xorshift generator; races between threads only mix it).
-    coin: AtomicU64,
 }
 
 impl Default for Frequencies {
@@ -52,7 +50,6 @@ impl Default for Frequencies {
             decay_minutes: AtomicU32::new(1),
             start: Instant::now(),
             slots: OnceLock::new(),
-            coin: AtomicU64::new(0x9e37_79b9_7f4a_7c15),
         }
     }
 }
@@ -127,7 +124,7 @@ impl Frequencies {
             return;
         }
         let counter = self.of(set, key);
-        let raised = raise(counter, self.log_factor.load(Ordering::Relaxed), self.toss());
+        let raised = raise(counter, self.log_factor.load(Ordering::Relaxed), rand::random());
         self.store(set, key, raised, false);
     }
 
@@ -149,16 +146,6 @@ impl Frequencies {
                 slots[i].store(word, Ordering::Relaxed);
             }
         }
-    }
-
-    /// A number in [0, 1) from the uses' coin.
-    fn toss(&self) -> f64 {
-        let mut x = self.coin.load(Ordering::Relaxed);
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.coin.store(x, Ordering::Relaxed);
-        (x >> 11) as f64 / (1u64 << 53) as f64
     }
 }
 

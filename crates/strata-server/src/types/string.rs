@@ -190,8 +190,10 @@ pub fn populate(ks: &Keyspace, count: u64, prefix: &[u8], size: Option<usize>) -
         let _g = ks.store.locks.lock(&keys);
         let mut b = WriteBatch::new();
         let mut written = Vec::new();
+        // Names cut to 127 bytes may repeat within a batch.
+        let mut seen = std::collections::HashSet::new();
         for (j, k) in (from..).zip(&keys) {
-            if ks.meta(k)?.is_some() || written.contains(k) {
+            if !seen.insert(*k) || ks.meta(k)?.is_some() {
                 continue;
             }
             let text = format!("value:{j}").into_bytes();

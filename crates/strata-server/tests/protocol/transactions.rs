@@ -343,3 +343,30 @@ fn a_transaction_runs_at_one_time() {
     assert_eq!(r, Reply::Array(vec![one.clone(), Reply::Simple("OK".into()), one]));
     assert_eq!(c.cmd(&["EXISTS", "k"]), Reply::Int(0), "expired after it");
 }
+
+/// Checked against redis-server 7.0.15: an EXEC refused before it runs (its arity, the
+/// user's permissions) ends the transaction unrun with `EXECABORT ... because of: <why>`.
+#[test]
+fn a_refused_exec_ends_its_transaction() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    assert_eq!(c.cmd(&["MULTI"]), ok());
+    assert_eq!(c.cmd(&["SET", "k", "1"]), queued());
+    assert_eq!(
+        c.cmd(&["EXEC", "foo"]),
+        err("EXECABORT Transaction discarded because of: wrong number of arguments for 'exec' \
+             command")
+    );
+    assert_eq!(c.cmd(&["EXEC"]), err("ERR EXEC without MULTI"));
+    assert_eq!(c.cmd(&["EXISTS", "k"]), Reply::Int(0));
+    assert_eq!(c.cmd(&["ACL", "SETUSER", "u", "on", "nopass", "+@all", "-exec"]), ok());
+    assert_eq!(c.cmd(&["AUTH", "u", "x"]), ok());
+    assert_eq!(c.cmd(&["MULTI"]), ok());
+    assert_eq!(c.cmd(&["PING"]), queued());
+    assert_eq!(
+        c.cmd(&["EXEC"]),
+        err("EXECABORT Transaction discarded because of: NOPERM this user has no permissions \
+             to run the 'exec' command")
+    );
+    assert_eq!(c.cmd(&["DISCARD"]), err("ERR DISCARD without MULTI"));
+}
