@@ -52,6 +52,9 @@ pub struct Stats {
     pub memory_peak: AtomicU64,
     /// The memory in use once the server started (INFO's `used_memory_startup`).
     pub memory_startup: AtomicU64,
+    /// Values deleted that Redis would free lazily (INFO's `lazyfreed_objects`,
+    /// `commands::lazyfree`).
+    pub lazyfreed: AtomicU64,
 }
 
 /// The most commands and subcommands the tables may hold ([`Stats::per_command`]'s length).
@@ -74,6 +77,7 @@ impl Default for Stats {
             latency_tracking: AtomicBool::new(true),
             memory_peak: AtomicU64::new(0),
             memory_startup: AtomicU64::new(0),
+            lazyfreed: AtomicU64::new(0),
         }
     }
 }
@@ -106,6 +110,7 @@ impl Stats {
             &self.expire_micros,
             // Redis's CONFIG RESETSTAT starts the peak over too.
             &self.memory_peak,
+            &self.lazyfreed,
         ] {
             c.store(0, Relaxed);
         }

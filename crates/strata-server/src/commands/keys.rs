@@ -59,12 +59,6 @@ impl<'a> Served<'a> {
     }
 }
 
-pub fn del(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    let n = keys::delete(&sh.keyspace(c.db), &a[1..])?;
-    out.int(n as i64);
-    Ok(())
-}
-
 pub fn exists(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let n = keys::count_existing(&sh.keyspace(c.db), &a[1..])?;
     out.int(n as i64);

@@ -217,7 +217,7 @@ pub fn info_section(sh: &Shared, t: &mut String) {
         ("mem_allocator", allocator.into()),
         ("active_defrag_running", "0".into()),
         ("lazyfree_pending_objects", "0".into()),
-        ("lazyfreed_objects", "0".into()),
+        ("lazyfreed_objects", sh.stats.lazyfreed.load(Ordering::Relaxed).to_string()),
     ];
     t.push_str("# Memory\r\n");
     for (k, v) in lines {

@@ -31,6 +31,7 @@ pub mod info;
 pub mod key_flags;
 pub mod keys;
 pub mod latency;
+pub mod lazyfree;
 pub mod list;
 pub mod memory;
 pub mod migrate;
@@ -394,8 +395,8 @@ pub static COMMANDS: &[Command] = &[
     cmd!("pfdebug", 3, true, KeySpec::one(2), hyperloglog::pfdebug),
     cmd!("pfselftest", 1, false, KeySpec::NONE, hyperloglog::pfselftest),
     // keys
-    cmd!("del", -2, true, KeySpec::rest(1, 1), keys::del),
-    cmd!("unlink", -2, true, KeySpec::rest(1, 1), keys::del),
+    cmd!("del", -2, true, KeySpec::rest(1, 1), lazyfree::del),
+    cmd!("unlink", -2, true, KeySpec::rest(1, 1), lazyfree::del),
     cmd!("exists", -2, false, KeySpec::rest(1, 1), keys::exists),
     // TOUCH answers as EXISTS does: the keys that exist, each time it is named. Redis also
     // refreshes their access time, which only OBJECT IDLETIME and LRU eviction read; this

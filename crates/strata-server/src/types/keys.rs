@@ -15,6 +15,16 @@ use strata::WriteBatch;
 
 /// DEL: deletes `keys` (repeats count once); the number that existed.
 pub fn delete(ks: &Keyspace, keys: &[Vec<u8>]) -> Result<u64> {
+    delete_with(ks, keys, |_, _| Ok(()))
+}
+
+/// [`delete`], calling `deleting` with each key that exists and its metadata, under the keys'
+/// locks and before the deletion is written (an error from it deletes nothing).
+pub fn delete_with(
+    ks: &Keyspace,
+    keys: &[Vec<u8>],
+    mut deleting: impl FnMut(&[u8], &Meta) -> Result<()>,
+) -> Result<u64> {
     let _g = ks.store.locks.lock(keys);
     let mut b = WriteBatch::new();
     let mut n = 0;
@@ -25,7 +35,11 @@ pub fn delete(ks: &Keyspace, keys: &[Vec<u8>]) -> Result<u64> {
     let announce = ks.notifier.flags() != 0;
     let mut gone = Vec::new();
     for k in keys {
-        if seen.insert(k) && ks.meta(k)?.is_some() {
+        if !seen.insert(k) {
+            continue;
+        }
+        if let Some(m) = ks.meta(k)? {
+            deleting(k, &m)?;
             n += 1;
             if announce {
                 gone.push(k);

@@ -531,3 +531,69 @@ fn a_tick_walks_first_while_many_keys_expire_at_once() {
     assert_eq!(sh.engine().due.len(), 0);
     assert_eq!(run(&sh, &["DBSIZE"]), ":1000\r\n");
 }
+
+/// INFO's `lazyfreed_objects`: UNLINK (and DEL under `lazyfree-lazy-user-del yes`) counts the
+/// values whose freeing effort Redis puts above 64 (list nodes, members beyond the compact
+/// encodings, stream nodes and groups), CONFIG RESETSTAT zeroes it.
+#[test]
+fn unlink_counts_the_values_redis_frees_lazily() {
+    let dir = tempfile::tempdir().unwrap();
+    let sh = crate::common::in_process(dir.path());
+    let lazyfreed = |sh: &strata_server::state::Shared| -> u64 {
+        let info = run(sh, &["INFO", "memory"]);
+        info.lines()
+            .find_map(|l| l.strip_prefix("lazyfreed_objects:"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let fill = |sh: &strata_server::state::Shared, cmd: &str, key: &str, n: usize, scored: bool| {
+        let mut args = vec![cmd.to_string(), key.to_string()];
+        for i in 0..n {
+            if scored {
+                args.push(i.to_string());
+            }
+            args.push(format!("m{i}"));
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        crate::common::run_ok(sh, &args);
+    };
+    // Above the threshold: a set of 65 strings (a hashtable), a sorted set past its 128
+    // listpack entries, a hash past its 128, a list of 70 one-entry nodes, a stream of 70
+    // one-entry nodes.
+    fill(&sh, "SADD", "set", 65, false);
+    fill(&sh, "ZADD", "zset", 129, true);
+    fill(&sh, "HSET", "hash", 65, true);
+    crate::common::run_ok(&sh, &["CONFIG", "SET", "list-max-listpack-size", "1"]);
+    fill(&sh, "RPUSH", "list", 70, false);
+    crate::common::run_ok(&sh, &["CONFIG", "SET", "stream-node-max-entries", "1"]);
+    for i in 0..70 {
+        crate::common::run_ok(&sh, &["XADD", "stream", "*", "f", &i.to_string()]);
+    }
+    // At or below it: a set of 64, a sorted set of 100 (a listpack), a string, a stream of
+    // one entry whose group was destroyed.
+    fill(&sh, "SADD", "set64", 64, false);
+    fill(&sh, "ZADD", "zsmall", 100, true);
+    crate::common::run_ok(&sh, &["SET", "s", "v"]);
+    crate::common::run_ok(&sh, &["XADD", "s1", "*", "a", "b"]);
+    crate::common::run_ok(&sh, &["XGROUP", "CREATE", "s1", "g", "$"]);
+    crate::common::run_ok(&sh, &["XGROUP", "DESTROY", "s1", "g"]);
+    assert_eq!(lazyfreed(&sh), 0);
+    assert_eq!(run(&sh, &["UNLINK", "set64", "zsmall", "s", "s1", "nokey"]), ":4\r\n");
+    assert_eq!(lazyfreed(&sh), 0, "none past the threshold");
+    // The hash's 65 fields stay compact here and in Redis (hash-max-listpack-entries 128).
+    assert_eq!(run(&sh, &["UNLINK", "set", "zset", "hash", "list", "stream"]), ":5\r\n");
+    assert_eq!(lazyfreed(&sh), 4);
+    // DEL frees synchronously unless lazyfree-lazy-user-del says otherwise.
+    fill(&sh, "SADD", "set", 65, false);
+    assert_eq!(run(&sh, &["DEL", "set"]), ":1\r\n");
+    assert_eq!(lazyfreed(&sh), 4);
+    crate::common::run_ok(&sh, &["CONFIG", "SET", "lazyfree-lazy-user-del", "yes"]);
+    fill(&sh, "SADD", "set", 65, false);
+    crate::common::run_ok(&sh, &["SADD", "ints", "1", "2", "3"]);
+    assert_eq!(run(&sh, &["DEL", "set", "ints"]), ":2\r\n");
+    assert_eq!(lazyfreed(&sh), 5, "the set of strings, not the intset");
+    crate::common::run_ok(&sh, &["CONFIG", "RESETSTAT"]);
+    assert_eq!(lazyfreed(&sh), 0);
+}
