@@ -5,6 +5,7 @@
 #   bash bench/cluster-faults.sh --duration SECONDS [--nodes 3] [--partitions 8]
 #                                [--clients 12] [--keys 48] [--spares 0] [--server-bin PATH]
 #                                [--out DIR] [--seed N] [--appendfsync always|everysec]
+#                                [--pass P]
 #
 # Every node runs in a network namespace of its own (10.77.0.I/24, clients on port 6379,
 # Raft on 16379), the client (bench/faults, built with go) in another (10.77.0.100), all
@@ -35,6 +36,8 @@
 # Output in --out (default bench/out/faults-<time>): faults.log, leaders.log, client.log,
 # history.jsonl, summary.txt, node<I>/log, and when a violation is found witnesses.txt
 # and violation-<key>.{txt,html}.
+# With --pass P every node requires the password P (`--requirepass`), and the client, the
+# controller and the script's own probes authenticate with it.
 # Needs root, `ip netns` and go; otherwise it prints why and exits 0 ("skipped").
 # Exit status 0 when no violation was found and every node stayed up (but for the faults).
 # The release binary is built unless --server-bin names one. Everything it started is
@@ -54,7 +57,8 @@ out=""
 seed=1
 spares=0
 appendfsync=always
-usage() { sed -n '2,39p' "$0"; }
+pass=""
+usage() { sed -n '2,42p' "$0"; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --duration) duration="$2"; shift 2 ;;
@@ -67,6 +71,7 @@ while [ $# -gt 0 ]; do
     --seed) seed="$2"; shift 2 ;;
     --spares) spares="$2"; shift 2 ;;
     --appendfsync) appendfsync="$2"; shift 2 ;;
+    --pass) pass="$2"; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "cluster-faults.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
   esac
@@ -198,16 +203,23 @@ start_node() {
     --dir "$out/node$i/data" --appendfsync "$appendfsync" \
     --cluster-enabled yes --cluster-node-id "$i" --cluster-nodes "${lists[$i]}" \
     --cluster-partitions "$partitions" --cluster-replicas 3 --cluster-bootstrap "$bootstrap" \
-    >> "$out/node$i/log" 2>&1 &
+    ${pass:+--requirepass "$pass"} >> "$out/node$i/log" 2>&1 &
   pids[i]=$!
   disown "${pids[$i]}"
 }
 
 # Runs in the client's namespace: one RESP request, one reply line (or the body of a bulk
-# reply), within 2 s; nothing when the node does not answer.
+# reply), within 2 s; nothing when the node does not answer (or refuses $STRATA_PASS, the
+# password it authenticates with first when set).
 resp() {
   local host=$1 req=$2 line len
   exec 3<>"/dev/tcp/$host/6379" || return 0
+  if [ -n "${STRATA_PASS:-}" ]; then
+    printf '*2\r\n$4\r\nAUTH\r\n$%d\r\n%s\r\n' "$(printf '%s' "$STRATA_PASS" | wc -c)" \
+      "$STRATA_PASS" >&3
+    IFS= read -r -t 2 line <&3 || { exec 3>&-; return 0; }
+    [ "${line%$'\r'}" = "+OK" ] || { exec 3>&-; return 0; }
+  fi
   printf '%b' "$req" >&3
   IFS= read -r -t 2 line <&3 || { exec 3>&-; return 0; }
   if [[ "$line" == \$* ]]; then
@@ -219,7 +231,7 @@ resp() {
   exec 3>&-
 }
 ask() { # node, request
-  timeout 4 ip netns exec "$ns_cl" bash -c "$(declare -f resp); resp $(addr_of "$1") '$2'" 2>/dev/null || true
+  STRATA_PASS="$pass" timeout 4 ip netns exec "$ns_cl" bash -c "$(declare -f resp); resp $(addr_of "$1") '$2'" 2>/dev/null || true
 }
 info_cluster() { ask "$1" '*2\r\n$4\r\nINFO\r\n$7\r\ncluster\r\n' | tr -d '\r'; }
 answers() { ask "$1" '*1\r\n$4\r\nPING\r\n' | grep -q PONG; }
@@ -271,7 +283,7 @@ client_limit=$((duration + 90 + check_timeout + 120))
 timeout --kill-after=10 "$client_limit" ip netns exec "$ns_cl" "$out/faults-client" \
   -addrs "$addrs" -duration "${duration}s" -clients "$clients" -keys "$keys" -seed "$seed" \
   -out "$out" -ready-file "$out/healed" -final-timeout 90s -check-timeout "${check_timeout}s" \
-  > "$out/client.log" 2>&1 &
+  ${pass:+-pass "$pass"} > "$out/client.log" 2>&1 &
 client_pid=$!
 log "client started: $clients clients, $keys keys, ${duration}s, seed $seed"
 
@@ -377,7 +389,7 @@ heal() { # kind, node
 controller() {
   local via; via=$(members | head -1)
   timeout -k 5 300 ip netns exec "$ns_cl" "$controller_bin" --node "$(addr_of "$via"):$port" \
-    --timeout 240 "$@" >> "$out/controller.log" 2>&1
+    --timeout 240 ${pass:+--pass "$pass"} "$@" >> "$out/controller.log" 2>&1
 }
 membership_failures=0
 

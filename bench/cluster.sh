@@ -4,6 +4,7 @@
 #   bash bench/cluster.sh up --nodes N [--replicas R] [--partitions P] --dir D
 #                            [--base-port PORT] [--server-bin PATH] [--appendfsync POLICY]
 #                            [--ttl SECONDS] [--io-threads T] [--node-timeout MS] [--netns]
+#                            [--pass P]
 #   bash bench/cluster.sh status --dir D
 #   bash bench/cluster.sh add --dir D [--no-rebalance]
 #   bash bench/cluster.sh remove --dir D --id I
@@ -35,7 +36,11 @@
 # a bridge that the host reaches at 10.X.0.254; `up` prints `10.X.0.i:PORT` lines, `add`
 # gives the new node a namespace of its own, `down` (and the --ttl watchdog) removes them
 # (bench/netns.sh). Traffic stays on 127.0.0.1 or those addresses. Each node's client
-# address is in D/addrs. Exit status 1 when a step fails, with the reason on stderr.
+# address is in D/addrs.
+# --pass P: every node requires the password P of its clients (`--requirepass P`); it is kept
+# in D/pass (readable by its owner only), and the commands after `up` (status, add, remove,
+# move-slots, the controller) authenticate with it. Exit status 1 when a step fails, with the
+# reason on stderr.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -53,7 +58,8 @@ after=0
 io_threads=""
 node_timeout=""
 netns=0
-usage() { sed -n '2,36p' "$0"; }
+pass=""
+usage() { sed -n '2,40p' "$0"; }
 rebalance=--rebalance
 id=
 slots=
@@ -78,17 +84,27 @@ while [ $# -gt 0 ]; do
     --io-threads) io_threads="$2"; shift 2 ;;
     --node-timeout) node_timeout="$2"; shift 2 ;;
     --netns) netns=1; shift ;;
+    --pass) pass="$2"; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "cluster.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
   esac
 done
 [ -n "$dir" ] || { echo "cluster.sh: --dir is required" >&2; exit 2; }
 
-# INFO cluster of the node at host:port $1 (empty when it does not answer within 2 s).
+# The cluster's password (D/pass, from `up --pass`), if it has one.
+load_pass() { if [ -f "$dir/pass" ]; then pass=$(cat "$dir/pass"); fi; }
+
+# INFO cluster of the node at host:port $1 (empty when it does not answer within 2 s, or
+# refuses the cluster's password).
 info_cluster() {
-  local host=${1%:*} port=${1##*:} len
+  local host=${1%:*} port=${1##*:} len ok
   {
     exec 3<>"/dev/tcp/$host/$port" || return 0
+    if [ -n "$pass" ]; then
+      printf '*2\r\n$4\r\nAUTH\r\n$%d\r\n%s\r\n' "$(printf '%s' "$pass" | wc -c)" "$pass" >&3
+      IFS= read -r -t 2 ok <&3 || { exec 3>&-; return 0; }
+      [ "${ok%$'\r'}" = "+OK" ] || { exec 3>&-; return 0; }
+    fi
     printf '*2\r\n$4\r\nINFO\r\n$7\r\ncluster\r\n' >&3
     IFS= read -r -t 2 len <&3 || { exec 3>&-; return 0; }
     len=${len#\$}; len=${len%$'\r'}
@@ -116,6 +132,7 @@ start_server() {
   local extra=()
   [ -z "$io_threads" ] || extra=(--io-threads "$io_threads")
   [ -z "$node_timeout" ] || extra+=(--cluster-node-timeout "$node_timeout")
+  [ -z "$pass" ] || extra+=(--requirepass "$pass")
   if [ -n "$netns_prefix" ]; then
     ip netns list | grep -q "^$netns_prefix-n$i\b" \
       || netns_attach "$netns_prefix" "$netns_prefix-n$i" "vn$i" "$(host_of "$i")"
@@ -132,7 +149,9 @@ controller() {
   local bin
   bin="$(dirname "$(cat "$dir/server-bin")")/strata-cluster"
   [ -x "$bin" ] || { echo "cluster.sh: no strata-cluster beside the server, at $bin" >&2; exit 1; }
-  timeout -k 5 600 "$bin" --node "${entry:-$(head -1 "$dir/addrs")}" --timeout 540 "$@"
+  local auth=()
+  [ -z "$pass" ] || auth=(--pass "$pass")
+  timeout -k 5 600 "$bin" --node "${entry:-$(head -1 "$dir/addrs")}" --timeout 540 "${auth[@]}" "$@"
 }
 
 case "$cmd" in
@@ -168,6 +187,10 @@ case "$cmd" in
       rm -f "$dir/netns"
     fi
     echo "$server_bin" > "$dir/server-bin"
+    rm -f "$dir/pass"
+    if [ -n "$pass" ]; then
+      (umask 077; printf '%s' "$pass" > "$dir/pass")
+    fi
     echo "$base_port $partitions $replicas $appendfsync ${io_threads:-0} ${node_timeout:-0}" \
       > "$dir/settings"
     list=""
@@ -215,6 +238,7 @@ case "$cmd" in
     [ "${io_threads:-0}" != 0 ] || io_threads=""
     [ "${node_timeout:-0}" != 0 ] || node_timeout=""
     load_netns
+    load_pass
     server_bin=$(cat "$dir/server-bin")
     i=1
     while [ -d "$dir/node$i" ]; do i=$((i + 1)); done
@@ -239,6 +263,7 @@ case "$cmd" in
     [ -f "$dir/node$id/pid" ] || { echo "cluster.sh remove: node $id is not running in $dir" >&2; exit 1; }
     read -r base_port _ < "$dir/settings"
     load_netns
+    load_pass
     port=$((base_port + id - 1)); addr="$(host_of "$id"):$port"
     # Ask another node, so the controller does not lose its entry point.
     entry=$(grep -vx "$addr" "$dir/addrs" | head -1)
@@ -253,10 +278,12 @@ case "$cmd" in
     [ -n "$slots" ] && [[ "$to" =~ ^[0-9]+$ ]] || { echo "cluster.sh move-slots: --slots S and --to P are required" >&2; exit 2; }
     [ -f "$dir/addrs" ] || { echo "cluster.sh move-slots: no cluster in $dir" >&2; exit 1; }
     load_netns
+    load_pass
     controller move-slots "$slots" --to "$to" "${abort[@]}" >&2
     ;;
   status)
     [ -f "$dir/addrs" ] || { echo "cluster.sh status: no cluster in $dir" >&2; exit 1; }
+    load_pass
     printf '%-10s %-12s %-7s %-9s %s\n' partition slots leader term replicas
     for a in $(addrs_of); do info_cluster "$a"; done | tr -d '\r' \
       | { grep '^partition[0-9]*:.*role=leader' || true; } \

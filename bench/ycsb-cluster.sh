@@ -59,6 +59,8 @@
 # default, 300, sends 64 groups' heartbeats every 50 ms; docs/replication.md, "Timing").
 # --io-threads T: each cluster node's async workers (default: bench/cluster.sh's, the machine's
 # cores shared out among the nodes, at least one each).
+# --pass P: the nodes and the single server require the password P (`requirepass`), and both
+# clients send it (`redis.password`).
 #
 # Writes DIR (default bench/out/ycsb-cluster-<timestamp>): runs.tsv, logs/ (YCSB output per
 # run, go-ycsb's raw output as *.raw, cluster and server logs), environment.txt, and from
@@ -94,7 +96,8 @@ move_during=""
 reslot_during=""
 node_timeout=1500
 io_threads=""
-usage() { sed -n '2,71p' "$0"; }
+pass=""
+usage() { sed -n '2,73p' "$0"; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --records) records="$2"; shift 2 ;;
@@ -111,6 +114,7 @@ while [ $# -gt 0 ]; do
     --reslot-during) reslot_during="$2"; shift 2 ;;
     --node-timeout) node_timeout="$2"; shift 2 ;;
     --io-threads) io_threads="$2"; shift 2 ;;
+    --pass) pass="$2"; shift 2 ;;
     --engines) engines="$2"; shift 2 ;;
     --timeout) ycsb_timeout="$2"; shift 2 ;;
     --base-port) base_port="$2"; shift 2 ;;
@@ -318,6 +322,7 @@ engine_start() { # engine dir
     cluster_dir="$2"
     extra+=(--node-timeout "$node_timeout")
     [ -z "$io_threads" ] || extra+=(--io-threads "$io_threads")
+    [ -z "$pass" ] || extra+=(--pass "$pass")
     if ! timeout 120 bash bench/cluster.sh up --nodes "$nodes" --replicas "$replicas" \
         --partitions "$partitions" --dir "$2" --base-port "$base" --server-bin "$STRATA_SERVER" \
         --appendfsync "$durability" --ttl "$cluster_ttl" "${extra[@]}" >"$2.up" 2>&1; then
@@ -328,7 +333,7 @@ engine_start() { # engine dir
     cluster_addrs=$(paste -sd, "$2.up")
     ENGINE_PORT=$base
   else
-    server_start strata "$durability" "$2" || return 1
+    SERVER_PASS="$pass" server_start strata "$durability" "$2" || return 1
     ENGINE_PORT=$SERVER_PORT
   fi
 }
@@ -362,6 +367,7 @@ run_ycsb() {
   if [ "$client" = jedis ]; then
     local target=(-p redis.host=127.0.0.1 -p redis.port="$ENGINE_PORT")
     [ "$engine" = cluster ] && target+=(-p redis.cluster=true -p redis.nodes="$cluster_addrs")
+    [ -z "$pass" ] || target+=(-p redis.password="$pass")
     local flag=-t; [ "$phase" = load ] && flag=-load
     timeout -k 10 "$ycsb_timeout" java -cp "$cp_jars" site.ycsb.Client "$flag" \
       -db org.strata.ycsb.RedisClient -P "$file" \
@@ -379,10 +385,12 @@ run_ycsb() {
     # (which draws again past the last inserted key), reads key number recordcount too: its
     # load inserts that one record more, so that every key a run reads exists.
     [ "$phase" = load ] && n=$((records + 1))
+    local auth=()
+    [ -z "$pass" ] || auth=(-p redis.password="$pass")
     timeout -k 10 "$ycsb_timeout" "$goycsb_bin" "$phase" redis -P "$file" -p workload=core \
       -p recordcount="$n" -p operationcount="$ops" -p threadcount="$threads" \
       -p redis.mode="$mode" -p redis.addr="$addr" -p redis.datatype=string \
-      -p redis.read_timeout=10000000000 -p redis.write_timeout=10000000000 \
+      -p redis.read_timeout=10000000000 -p redis.write_timeout=10000000000 "${auth[@]}" \
       >"$log.raw" 2>"$log.err" &
     child=$!
     wait "$child" || rc=$?

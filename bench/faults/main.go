@@ -61,6 +61,7 @@ type config struct {
 	checkTimeout time.Duration
 	keyTimeout   time.Duration
 	expiring     int
+	password     string
 }
 
 func main() {
@@ -81,6 +82,7 @@ func main() {
 	flag.DurationVar(&cfg.checkTimeout, "check-timeout", 5*time.Minute, "longest linearizability search, all keys together")
 	flag.DurationVar(&cfg.keyTimeout, "key-timeout", 20*time.Second, "longest linearizability search of one key (bounds its memory too)")
 	flag.IntVar(&cfg.expiring, "expiring", 2, "goroutines that also SET keys of their own (x0, x1, ...) with a PX of 50-500 ms, outside the checked history: the nodes' active expiry deletes them in batches under the faults")
+	flag.StringVar(&cfg.password, "pass", "", "the password every connection to a node authenticates with (the nodes' requirepass)")
 	flag.StringVar(&checkFile, "check", "", "only check this history.jsonl")
 	flag.Parse()
 
@@ -221,6 +223,7 @@ func (attemptHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 func newClusterClient(cfg config) *redis.ClusterClient {
 	return redis.NewClusterClient(&redis.ClusterOptions{
 		Addrs:        cfg.addrs,
+		Password:     cfg.password,
 		Protocol:     2,
 		DialTimeout:  cfg.timeout,
 		ReadTimeout:  cfg.timeout,
@@ -518,7 +521,7 @@ func finalPhase(ctx context.Context, rdb *redis.ClusterClient, cfg config, clk c
 	nodes := make([]*redis.Client, len(cfg.addrs))
 	for i, a := range cfg.addrs {
 		nodes[i] = redis.NewClient(&redis.Options{
-			Addr: a, Protocol: 2, DisableIdentity: true,
+			Addr: a, Password: cfg.password, Protocol: 2, DisableIdentity: true,
 			DialTimeout: cfg.timeout, ReadTimeout: cfg.timeout, WriteTimeout: cfg.timeout,
 			MaxRetries: -1, PoolSize: 1,
 			MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
