@@ -18,15 +18,16 @@ use super::CmdResult;
 use crate::resp::Out;
 use crate::state::{Conn, Shared};
 use crate::types::keys;
+use crate::types::rdb::Encodings;
 use crate::types::stream::info as stream_info;
 use crate::types::stream::Stream;
-use crate::types::{list, set, zset, Keyspace, Kind, Meta};
+use crate::types::{list, set, zset, Keyspace, Kind, Meta, Result};
 use std::sync::atomic::Ordering::Relaxed;
 
 /// Redis's `LAZYFREE_THRESHOLD`: a value whose freeing effort is above this is freed lazily.
 pub const LAZYFREE_THRESHOLD: u64 = 64;
 
-/// List elements read to estimate their average size ([`effort`]).
+/// List elements read to estimate their average size ([`frees_lazily`]).
 const LIST_SAMPLE: i64 = 8;
 
 /// DEL and UNLINK: deletes the keys; UNLINK, and DEL under `lazyfree-lazy-user-del yes`,
@@ -36,11 +37,10 @@ pub fn del(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult
     let lazy = is(&a[0], "unlink")
         || sh.params.read().get("lazyfree-lazy-user-del").is_some_and(|v| is(v.as_bytes(), "yes"));
     let n = if lazy {
+        let enc = super::dump::encodings(sh);
         let mut lazily = 0;
         let n = keys::delete_with(&ks, &a[1..], |k, m| {
-            if effort(sh, &ks, k, m)? > LAZYFREE_THRESHOLD {
-                lazily += 1;
-            }
+            lazily += u64::from(frees_lazily(&enc, &ks, k, m)?);
             Ok(())
         })?;
         sh.stats.lazyfreed.fetch_add(lazily, Relaxed);
@@ -52,22 +52,31 @@ pub fn del(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult
     Ok(())
 }
 
-/// Redis 7.0's estimate of the effort of freeing the value at `key` (metadata `m`), by the
-/// encodings OBJECT ENCODING names here (`commands::keys::encoding_name`'s rules).
-pub fn effort(sh: &Shared, ks: &Keyspace, key: &[u8], m: &Meta) -> crate::types::Result<u64> {
-    let enc = super::dump::encodings(sh);
-    let big = |compact: bool| if compact { 1 } else { m.size };
-    Ok(match m.kind {
+/// Whether Redis 7.0 would free the value at `key` (metadata `m`) lazily: its estimate of the
+/// effort passes [`LAZYFREE_THRESHOLD`], by the encodings OBJECT ENCODING names here
+/// (`commands::keys::encoding_name`'s rules, the thresholds `enc`).
+fn frees_lazily(enc: &Encodings, ks: &Keyspace, key: &[u8], m: &Meta) -> Result<bool> {
+    // A list's nodes, or the members of a set, sorted set or hash, are at most its size: a
+    // small value is settled without reading its members.
+    if m.kind != Kind::Stream && m.size <= LAZYFREE_THRESHOLD {
+        return Ok(false);
+    }
+    let effort = match m.kind {
         Kind::String => 1,
-        Kind::Hash => big(m.compact),
-        Kind::Set => big(set::intset_shaped(ks, key, m, enc.set_max_intset_entries)?),
-        Kind::ZSet => big(zset::listpack_shaped(
-            ks,
-            key,
-            m,
-            enc.zset_max_listpack_entries,
-            enc.zset_max_listpack_value,
-        )?),
+        Kind::Hash if m.compact => 1,
+        Kind::Set if set::intset_shaped(ks, key, m, enc.set_max_intset_entries)? => 1,
+        Kind::ZSet
+            if zset::listpack_shaped(
+                ks,
+                key,
+                m,
+                enc.zset_max_listpack_entries,
+                enc.zset_max_listpack_value,
+            )? =>
+        {
+            1
+        }
+        Kind::Hash | Kind::Set | Kind::ZSet => m.size,
         Kind::List => nodes_for(m.size, average_len(ks, key)?, enc.list_max_listpack_size),
         Kind::Stream => {
             let s = Stream::from_meta(m)?;
@@ -81,11 +90,12 @@ pub fn effort(sh: &Shared, ks: &Keyspace, key: &[u8], m: &Meta) -> crate::types:
             };
             s.nodes + s.groups * (1 + first_pending)
         }
-    })
+    };
+    Ok(effort > LAZYFREE_THRESHOLD)
 }
 
 /// The average length of the first [`LIST_SAMPLE`] elements of the list at `key`.
-fn average_len(ks: &Keyspace, key: &[u8]) -> crate::types::Result<u64> {
+fn average_len(ks: &Keyspace, key: &[u8]) -> Result<u64> {
     let sample = list::range(ks, key, 0, LIST_SAMPLE - 1)?;
     let total: usize = sample.iter().map(Vec::len).sum();
     Ok((total / sample.len().max(1)) as u64)
