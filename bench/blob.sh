@@ -9,12 +9,13 @@
 # Per value size, per repetition, each engine on a fresh DB of its own (--mb MiB of values:
 # num = mb MiB / value size): fillrandom, overwrite (num writes) followed by flush and waitforcompaction
 # in the same process (outside its ops/s), readrandom and seekrandom (--duration seconds
-# each). After the overwrite: the W-Amp, from each engine's statistics (`--statistics=1`):
-# the bytes flushes and compactions wrote, tables and blob files, over the bytes flushes
-# wrote (`rocksdb.flush.write.bytes` and `rocksdb.compact.write.bytes`, the formula of the
-# compaction stats' Sum row, to three decimals instead of its one), and the
-# space amplification: the bytes of the tables and blob files over the live data (num x
-# value size; what the last memtable holds counts for neither engine).
+# each); each step starts after a `sync`. After the overwrite: the W-Amp, from each engine's
+# statistics (`--statistics=1`): the bytes flushes and compactions wrote, tables and blob
+# files, over the bytes flushes wrote (`rocksdb.flush.write.bytes` and
+# `rocksdb.compact.write.bytes`, the formula of the compaction stats' Sum row, to three
+# decimals instead of its one), and the space amplification: the bytes of the tables and
+# blob files over the live data (num x value size; what the last memtable holds counts for
+# neither engine).
 # Settings: blob files on for values of 512 bytes and more, 256 MiB blob files, no
 # compression, garbage collection on (age cutoff 0.25), 64 MiB write buffers, 64 MiB block
 # cache, no blob cache (db_bench's `--use_blob_cache` default; pass `-- --use_blob_cache=1`
@@ -82,6 +83,9 @@ run() { # engine size rep step benchmarks flags...
   if [ "$engine" = strata-noblob ]; then kind=strata; flags=(); fi
   local db="$out/db/$engine" log="$out/logs/$size-$engine-$rep-$step.log"
   local num=$(( (mb << 20) / size ))
+  # The step before wrote up to gigabytes through the page cache: written out first, so that
+  # this step's syncs do not queue behind that engine's writeback.
+  sync
   "$bin" --engine="$kind" --db="$db" --num="$num" --value_size="$size" "${common[@]}" \
     "${flags[@]}" --benchmarks="$benches" --seed=$((rep * 1000 + size)) "$@" "${extra[@]}" \
     > "$log" 2>&1 || { echo "bench/blob.sh: $engine $step failed, see $log" >&2; tail -5 "$log" >&2; exit 1; }
