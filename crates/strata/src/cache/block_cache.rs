@@ -12,9 +12,16 @@
 //! outside the capacity, like the spare buffers of `util/spare_bufs.rs`), so a read of the
 //! same block right after does not read it again: it takes it from there
 //! ([`BlockCache::passed_over`]) and offers it once more, which, as its second miss, is taken in.
+//!
+//! Whether the blocks it hands out are cold ([`BlockCache::blocks_cold`]): a cache that was
+//! full at its last offer and whose capacity passes the CPU's last-level cache holds more
+//! blocks than the CPU keeps, so a block a read finds in it has mostly left the CPU's caches
+//! (the reader then asks for a small block whole before its seek, `sstable/block.rs`). One
+//! that is not full, or smaller, hands out blocks read recently enough to be near.
 
 use std::any::Any;
 use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 
 use super::{
@@ -22,6 +29,7 @@ use super::{
     LruCache, LruCacheOptions, Priority,
 };
 use crate::error::Result;
+use crate::util::cpu_caches;
 
 /// What a block cache holds: a decoded block, shared by the readers that hold it.
 pub trait CachedBlock: Any + Send + Sync {}
@@ -51,6 +59,8 @@ struct Shared<B> {
     cache: AnyCache<CacheKey, B>,
     /// Recent misses, for [`Admission::SecondMiss`]; None for [`Admission::Always`].
     doorkeeper: Option<Doorkeeper>,
+    /// [`BlockCache::blocks_cold`], as of the last offer.
+    cold: AtomicBool,
 }
 
 impl<B: CachedBlock> Shared<B> {
@@ -59,7 +69,7 @@ impl<B: CachedBlock> Shared<B> {
             Admission::Always => None,
             Admission::SecondMiss => Some(Doorkeeper::new(cache.capacity())),
         };
-        Shared { cache, doorkeeper }
+        Shared { cache, doorkeeper, cold: AtomicBool::new(false) }
     }
 }
 
@@ -183,10 +193,13 @@ impl<B: CachedBlock> BlockCache<B> {
     /// and admission turns it away (module doc). Returns whether it was inserted; a block
     /// turned away becomes this thread's passed-over block.
     pub(crate) fn offer(&self, key: CacheKey, block: &Arc<B>, charge: usize) -> bool {
+        let full = self.inner.cache.would_evict(&key, charge);
+        let cold = full && self.inner.cache.capacity() > cpu_caches::last_level_bytes();
+        if self.inner.cold.load(Relaxed) != cold {
+            self.inner.cold.store(cold, Relaxed);
+        }
         if let Some(d) = &self.inner.doorkeeper {
-            if self.inner.cache.would_evict(&key, charge)
-                && !d.second_miss(block_hash([key.owner, key.file, key.offset]), charge)
-            {
+            if full && !d.second_miss(block_hash([key.owner, key.file, key.offset]), charge) {
                 let kept: Option<(CacheKey, Erased)> = Some((key, Arc::clone(block) as Erased));
                 // Reentrant use (a block dropped inside) or thread exit: simply not kept.
                 let old = PASSED_OVER
@@ -199,6 +212,13 @@ impl<B: CachedBlock> BlockCache<B> {
         }
         self.inner.cache.insert(key, Arc::clone(block), charge, Priority::Low);
         true
+    }
+
+    /// Whether a block found here has likely left the CPU's caches (module doc): the cache
+    /// was full at its last offer and is larger than the CPU's last-level cache.
+    #[inline]
+    pub(crate) fn blocks_cold(&self) -> bool {
+        self.inner.cold.load(Relaxed)
     }
 
     /// This thread's passed-over block if it is `key`'s (taken from the thread).
@@ -219,5 +239,52 @@ impl<B: CachedBlock> BlockCache<B> {
     /// Removes the block under `key`, if cached (a holder of it keeps its copy).
     pub(crate) fn erase(&self, key: &CacheKey) {
         self.inner.cache.erase(key);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(offset: u64) -> CacheKey {
+        CacheKey { owner: 1, file: 1, offset }
+    }
+
+    /// Offers blocks of a 1,024th of the capacity until four capacities' worth were offered,
+    /// noting `blocks_cold` before the first offer and after the last.
+    fn fill(c: &BlockCache<u64>) -> (bool, bool) {
+        let before = c.blocks_cold();
+        let charge = c.capacity() / 1024;
+        for i in 0..4096u64 {
+            c.offer(key(i), &Arc::new(i), charge);
+        }
+        (before, c.blocks_cold())
+    }
+
+    #[test]
+    fn blocks_are_cold_once_a_cache_larger_than_the_cpus_is_full() {
+        let big = 2 * cpu_caches::last_level_bytes();
+        for c in [BlockCache::<u64>::new_lru(big), BlockCache::new_hyper_clock(big, 0).unwrap()] {
+            let (before, after) = fill(&c);
+            assert!(!before, "{:?}: an empty cache hands out nothing cold", c.cache_type());
+            assert!(after, "{:?}: a full cache past the CPU's", c.cache_type());
+        }
+    }
+
+    #[test]
+    fn blocks_of_a_cache_the_cpu_can_hold_are_never_cold() {
+        let small = cpu_caches::last_level_bytes() / 2;
+        for c in [BlockCache::<u64>::new_lru(small), BlockCache::new_hyper_clock(small, 0).unwrap()]
+        {
+            assert_eq!(fill(&c), (false, false), "{:?}", c.cache_type());
+        }
+    }
+
+    #[test]
+    fn a_cache_not_yet_full_hands_out_warm_blocks() {
+        let big = 2 * cpu_caches::last_level_bytes();
+        let c = BlockCache::<u64>::new_lru(big);
+        c.offer(key(1), &Arc::new(1), big / 1024);
+        assert!(!c.blocks_cold());
     }
 }

@@ -30,7 +30,7 @@ use crate::iterator::InternalIterator;
 use crate::key::{compare_internal, user_key, TRAILER_LEN};
 use crate::util::coding::{decode_fixed32, get_varint32};
 use crate::util::compare::compare_bytes;
-use crate::util::prefetch::{prefetch_span, CACHE_LINE};
+use crate::util::prefetch::{prefetch_span, prefetch_span_wide, CACHE_LINE};
 use crate::util::spare_bufs;
 
 use super::filter::BloomFilter;
@@ -214,6 +214,20 @@ impl Block {
         self.file_offset
     }
 
+    /// Asks the CPU for the whole block, its restart array first, when it holds at most
+    /// [`WHOLE_BLOCK_PREFETCH`] bytes (a data block), for a block that has likely left the
+    /// CPU's caches (`BlockCache::blocks_cold`): a seek in it then waits on its restart array,
+    /// the restart key its search compares and the interval's entries together, not in turn.
+    /// On a block still near, the hints cost more than they save (`docs/measurements.md`).
+    #[inline]
+    pub(crate) fn prefetch_whole(&self) {
+        if self.data.len() <= WHOLE_BLOCK_PREFETCH {
+            let p = self.data.as_ptr();
+            prefetch_span(p.wrapping_add(self.entries_end), 4 * self.num_restarts);
+            prefetch_span_wide(p, self.entries_end);
+        }
+    }
+
     /// An iterator over the block's entries (internal keys).
     pub fn iter(self: &Arc<Self>) -> BlockIter {
         BlockIter::new(self.clone())
@@ -273,6 +287,9 @@ impl Block {
 
 /// Most bytes of a restart interval a seek prefetches.
 const MAX_SCAN_PREFETCH: usize = 8 * CACHE_LINE;
+
+/// Blocks of at most this many bytes are asked for whole by [`Block::prefetch_whole`].
+const WHOLE_BLOCK_PREFETCH: usize = 8 * 1024;
 
 /// Blocks with fewer restart points are searched without [`SeekHints`]: a data block has a
 /// handful, and their binary search is a few steps in a block that is already being read.

@@ -4,6 +4,7 @@ pub mod checksum;
 pub mod coding;
 pub mod compare;
 pub mod cpu;
+pub(crate) mod cpu_caches;
 pub(crate) mod grow_buf;
 pub(crate) mod heap;
 pub mod kill_point;

@@ -741,6 +741,9 @@ impl TableReader {
         if let (Some(c), Some(key)) = (&self.block_cache, self.data_block_key(handle)) {
             if let Some(b) = c.cache.lookup(&key) {
                 self.count_cache_hit(&DATA_TICKERS, &b);
+                if c.cache.blocks_cold() {
+                    b.prefetch_whole();
+                }
                 return Ok(b);
             }
         }
