@@ -26,20 +26,19 @@ pub fn prefetch<T>(p: *const T) {
 /// arithmetic and never dereferenced).
 #[inline(always)]
 pub fn prefetch_span(p: *const u8, len: usize) {
-    let misalign = p as usize % CACHE_LINE;
-    let line0 = p.wrapping_sub(misalign);
-    let mut off = 0;
-    while off < misalign + len {
-        prefetch(line0.wrapping_add(off));
-        off += CACHE_LINE;
-    }
+    prefetch_lines::<1>(p, len);
 }
 
 /// [`prefetch_span`] for ranges of a few KiB: eight lines a step, so the loop costs little
 /// beside the hints. It may ask for up to seven lines past the range (hints only, as above).
 #[inline(always)]
 pub fn prefetch_span_wide(p: *const u8, len: usize) {
-    const STEP: usize = 8;
+    prefetch_lines::<8>(p, len);
+}
+
+/// The lines `p..p + len` touch, `STEP` lines a step (rounded up to whole steps).
+#[inline(always)]
+fn prefetch_lines<const STEP: usize>(p: *const u8, len: usize) {
     let misalign = p as usize % CACHE_LINE;
     let line0 = p.wrapping_sub(misalign);
     let mut off = 0;
