@@ -199,6 +199,9 @@ run_step() { # engine test bench flags...
     cmd=("${timer[@]}" "$out/$time_file" "${cmd[@]}")
   fi
   echo "== run $rep/$reps $engine: $test" >&2
+  # The step before left its writes in the page cache: written out first, so that this step's
+  # syncs (the page's synchronous writes) do not queue behind another engine's writeback.
+  sync
   if ! "${cmd[@]}" --db="$db" --key_size=16 --value_size=100 --compression_ratio=0.5 \
       --seed="$(step_seed "$test")" --progress_reports=false --benchmarks="$bench" "$@" \
       > "$out/$log" 2>&1; then

@@ -156,6 +156,9 @@ run_step() { # engine test bench extra-flags...
   local step_seed=$((seed + step_no))
   local db="$out/db/$engine$suffix" log="logs/$engine.$test.log"
   echo "== $engine: $test" >&2
+  # The step before left its writes in the page cache: written out first, so that this step's
+  # syncs and flushes do not queue behind another engine's writeback.
+  sync
   local engine_flags=("${common[@]}")
   case "$engine" in
     strata|rocksdb|db_bench) engine_flags+=("${lsm[@]}" "${style_flags[@]}") ;;

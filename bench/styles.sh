@@ -87,8 +87,11 @@ style_flags() {
   esac
 }
 
-# Runs strata-bench with the arguments, under the lock when one was given.
+# Runs strata-bench with the arguments, under the lock when one was given, after a `sync`
+# (the run before left its writes in the page cache; this one's flushes should not queue
+# behind that writeback).
 bench() {
+  sync
   if [ -n "$lock" ]; then flock "$lock" "$bin" "$@" "${extra[@]}"; else "$bin" "$@" "${extra[@]}"; fi
 }
 

@@ -133,9 +133,14 @@ impl<B: CachedBlock> BlockCache<B> {
     /// Sets the byte capacity (RocksDB's `SetCapacity`): each shard gets its equal part and
     /// evicts least valuable entries until it fits; entries readers hold stay until released.
     /// The shard count, a clock cache's slots sized from an estimated entry charge, and the
-    /// second-miss admission filter's size stay as they were made.
+    /// second-miss admission filter's size stay as they were made. A cache shrunk to the CPU's
+    /// last-level cache or below hands out warm blocks from then on ([`Self::blocks_cold`]);
+    /// one grown is no longer full, which its next offer notes.
     pub fn set_capacity(&self, capacity: usize) {
         self.inner.cache.set_capacity(capacity);
+        if capacity <= cpu_caches::last_level_bytes() {
+            self.inner.cold.store(false, Relaxed);
+        }
     }
 
     /// Bytes of charge of the entries readers hold right now (RocksDB's `GetPinnedUsage`):
@@ -277,6 +282,23 @@ mod tests {
         for c in [BlockCache::<u64>::new_lru(small), BlockCache::new_hyper_clock(small, 0).unwrap()]
         {
             assert_eq!(fill(&c), (false, false), "{:?}", c.cache_type());
+        }
+    }
+
+    #[test]
+    fn a_cache_shrunk_below_the_cpus_hands_out_warm_blocks() {
+        let big = 2 * cpu_caches::last_level_bytes();
+        for c in [BlockCache::<u64>::new_lru(big), BlockCache::new_hyper_clock(big, 0).unwrap()] {
+            assert!(fill(&c).1, "{:?}: full and past the CPU's", c.cache_type());
+            c.set_capacity(big / 4);
+            assert!(
+                !c.blocks_cold(),
+                "{:?}: shrunk below the CPU's, with no offer since",
+                c.cache_type()
+            );
+            c.set_capacity(big);
+            assert!(!c.blocks_cold(), "{:?}: grown again, not full", c.cache_type());
+            assert!(fill(&c).1, "{:?}: full again", c.cache_type());
         }
     }
 
