@@ -7,7 +7,8 @@
 # (default 300) with J libFuzzer workers (default 1, one core each). New inputs go to
 # DIR/corpus/<target> (default DIR: /tmp/strata-fuzz), never into the committed corpus, which
 # is read as seeds; crashes, leaks and timeouts go to DIR/artifacts/<target>. Prints one line
-# per target (runs, coverage, findings) and exits 1 when any target found something.
+# per target (runs, coverage, the findings this run wrote, and how many earlier runs left
+# there) and exits 1 when any target found something in this run.
 # Needs cargo-fuzz (`cargo install cargo-fuzz`) and a nightly toolchain; skips with a message
 # when either is missing.
 set -euo pipefail
@@ -66,6 +67,9 @@ for t in "${targets[@]}"; do
     if [[ "$jobs" -gt 1 ]]; then
         parallel=(-jobs="$jobs" -workers="$jobs")
     fi
+    # Artifacts an earlier campaign left are kept (they are its findings) but not this run's.
+    stamp="$out/$t.started"
+    touch "$stamp"
     set +e
     cargo +nightly fuzz run -O "$t" "$out/corpus/$t" "corpus/$t" -- \
         -max_total_time="$seconds" -timeout=20 -rss_limit_mb=3072 \
@@ -80,8 +84,10 @@ for t in "${targets[@]}"; do
     fi
     runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | awk '{s+=$2} END {print s+0}')
     cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | awk '{print $2}')
-    n=$(find "$out/artifacts/$t" -type f | wc -l)
-    echo "$t: exit $rc, $runs runs, coverage ${cov:-?}, $n finding(s) in $out/artifacts/$t"
+    n=$(find "$out/artifacts/$t" -type f -newer "$stamp" | wc -l)
+    earlier=$(find "$out/artifacts/$t" -type f ! -newer "$stamp" | wc -l)
+    echo "$t: exit $rc, $runs runs, coverage ${cov:-?}, $n finding(s) in $out/artifacts/$t" \
+        "($earlier from earlier runs)"
     if [[ $rc -ne 0 || $n -gt 0 ]]; then
         found=1
     fi
