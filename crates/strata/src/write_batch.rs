@@ -158,9 +158,13 @@ pub(crate) struct BatchRecord<'a> {
     pub value: &'a [u8],
 }
 
+/// Bytes an empty batch makes room for: a few small records (a server command's metadata,
+/// member and index records) fit without the buffer growing record by record.
+const DEFAULT_ROOM: usize = 256;
+
 impl Default for WriteBatch {
     fn default() -> Self {
-        WriteBatch::from_rep(vec![0; HEADER_SIZE])
+        WriteBatch::with_capacity_bytes(DEFAULT_ROOM - HEADER_SIZE)
     }
 }
 

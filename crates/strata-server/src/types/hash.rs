@@ -13,9 +13,9 @@ use super::keyspace::{Keyspace, Page};
 use super::metadata::{Kind, Meta};
 use super::notify::HASH;
 use super::number::parse_int_strict;
+use super::seen::Seen;
 use super::subkey;
 use crate::storage::LAYOUT_DELTAS;
-use std::collections::HashSet;
 use strata::WriteBatch;
 
 /// (field, value) pairs of a hash, in field order.
@@ -175,10 +175,10 @@ pub fn set_fields(ks: &Keyspace, key: &[u8], pairs: &[(&[u8], &[u8])]) -> Result
     let _g = ks.store.locks.lock(&[key]);
     let (mut m, created) = read_or_new(ks, key)?;
     let mut added = 0;
-    let mut fresh = HashSet::new();
+    let mut fresh = Seen::with_capacity(pairs.len());
     let mut changes = Vec::with_capacity(pairs.len());
     for &(f, v) in pairs {
-        if !has_field(ks, key, &m, f)? && fresh.insert(f) {
+        if !has_field(ks, key, &m, f)? && fresh.note(f) {
             added += 1;
         }
         changes.push(Change::Put(f, v));
@@ -245,10 +245,10 @@ pub fn delete_fields(ks: &Keyspace, key: &[u8], fields: &[Vec<u8>]) -> Result<u6
         return Ok(0);
     };
     let mut changes = Vec::new();
-    let mut gone = HashSet::new();
+    let mut gone = Seen::with_capacity(fields.len());
     for f in fields {
         if !gone.contains(f) && has_field(ks, key, &m, f)? {
-            gone.insert(f);
+            gone.note(f);
             changes.push(Change::Del(f));
         }
     }

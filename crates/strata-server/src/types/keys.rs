@@ -9,8 +9,8 @@ use super::keyspace::{Keyspace, Page};
 use super::metadata::{Kind, Meta};
 use super::notify::{GENERIC, NEW};
 use super::number::parse_int_strict;
+use super::seen::Seen;
 use super::{score, subkey};
-use std::collections::HashSet;
 use strata::WriteBatch;
 
 /// DEL: deletes `keys` (repeats count once); the number that existed.
@@ -28,14 +28,14 @@ pub fn delete_with(
     let _g = ks.store.locks.lock(keys);
     let mut b = WriteBatch::new();
     let mut n = 0;
-    let mut seen = HashSet::new();
+    let mut seen = Seen::with_capacity(keys.len());
     // With notifications on, every key is read before the batch is built (a key met expired
     // is then removed on the spot, as Redis removes it when DEL looks at it: `Keyspace::meta`)
     // and the deleted ones are kept to be announced.
     let announce = ks.notifier.flags() != 0;
     let mut gone = Vec::new();
     for k in keys {
-        if !seen.insert(k) {
+        if !seen.note(k) {
             continue;
         }
         if let Some(m) = ks.meta(k)? {

@@ -35,6 +35,7 @@ pub mod notify;
 pub mod number;
 pub mod rdb;
 pub mod score;
+pub mod seen;
 pub mod set;
 pub mod stream;
 pub mod string;

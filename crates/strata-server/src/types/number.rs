@@ -14,6 +14,15 @@ pub fn parse_int_strict(b: &[u8]) -> Option<i64> {
 /// Parses a float the way Redis reads scores: `inf`, `+inf`, `-inf` and decimal/exponent
 /// forms; NaN and trailing garbage rejected.
 pub fn parse_float(b: &[u8]) -> Option<f64> {
+    // The common case, a plain decimal, parses as it is: the checks below are for the words
+    // Rust's parser also takes (`inf`, `nan`, any case) and for whitespace, neither of which
+    // such a number has.
+    if !b.is_empty()
+        && b.iter().all(|&c| c.is_ascii_digit() || matches!(c, b'.' | b'-' | b'+' | b'e' | b'E'))
+    {
+        // ASCII, so valid UTF-8; a plain number never parses as NaN.
+        return std::str::from_utf8(b).ok()?.parse().ok();
+    }
     let s = std::str::from_utf8(b).ok()?;
     if s.is_empty() || s.trim() != s {
         return None;
@@ -47,7 +56,7 @@ mod tests {
         for (text, want) in [("1.5", 1.5), ("1e3", 1000.0), ("+inf", inf), ("-inf", -inf)] {
             assert_eq!(parse_float(text.as_bytes()), Some(want), "{text}");
         }
-        for text in ["", "nan", " 1", "1x", "infx", "-nan"] {
+        for text in ["", "nan", " 1", "1x", "infx", "-nan", "1e", "--1", ".", "+-1"] {
             assert_eq!(parse_float(text.as_bytes()), None, "{text}");
         }
     }

@@ -31,7 +31,7 @@ pub fn decode_score(b: [u8; 8]) -> f64 {
 
 /// The score-index key of (`score`, `member`) of `key` at `version`, filed as `f` files.
 pub fn index_key(f: Filing, key: &[u8], version: u64, score: f64, member: &[u8]) -> Vec<u8> {
-    let mut out = subkey::prefix(f, key, version);
+    let mut out = subkey::prefix_with_room(f, key, version, 8 + member.len());
     out.extend_from_slice(&encode_score(score));
     out.extend_from_slice(member);
     out

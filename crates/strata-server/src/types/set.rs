@@ -4,6 +4,7 @@ use super::error::{Result, TypeError};
 use super::keyspace::{Keyspace, Page};
 use super::metadata::{Kind, Meta};
 use super::notify::{GENERIC, SET};
+use super::seen::Seen;
 use super::subkey;
 use crate::storage::pop_hints::Family;
 use std::collections::{BTreeSet, HashSet};
@@ -17,11 +18,11 @@ pub fn add(ks: &Keyspace, key: &[u8], members: &[Vec<u8>]) -> Result<u64> {
     let created = old.is_none();
     let mut m = old.unwrap_or_else(|| Meta::composite(Kind::Set, st.new_version()));
     let mut b = WriteBatch::new();
-    let mut added = HashSet::new();
+    let mut added = Seen::with_capacity(members.len());
     let prefix = subkey::prefix(st.filing, key, m.version);
     for mem in members {
         if !added.contains(mem) && ks.get_sub(key, m.version, mem)?.is_none() {
-            added.insert(mem);
+            added.note(mem);
             b.put_cf(&*st.sub_cf, subkey::encode(st.filing, key, m.version, mem), b"");
             st.pop_hints.inserted(Family::SetMembers, &prefix, mem);
         }
@@ -45,10 +46,10 @@ pub fn remove(ks: &Keyspace, key: &[u8], members: &[Vec<u8>]) -> Result<u64> {
         return Ok(0);
     };
     let mut b = WriteBatch::new();
-    let mut gone = HashSet::new();
+    let mut gone = Seen::with_capacity(members.len());
     for mem in members {
         if !gone.contains(mem) && ks.get_sub(key, m.version, mem)?.is_some() {
-            gone.insert(mem);
+            gone.note(mem);
             b.delete_cf(&*st.sub_cf, subkey::encode(st.filing, key, m.version, mem));
         }
     }

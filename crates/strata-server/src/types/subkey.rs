@@ -23,7 +23,13 @@ use crate::filing::Filing;
 
 /// The prefix shared by every sub-key of `key` at `version`, filed as `f` files keys.
 pub fn prefix(f: Filing, key: &[u8], version: u64) -> Vec<u8> {
-    let mut out = Vec::with_capacity(f.len() + 12 + key.len() + 16);
+    prefix_with_room(f, key, version, 16)
+}
+
+/// [`prefix`] in a buffer with `room` bytes to spare after it: a caller appending a field of
+/// known length allocates once.
+pub fn prefix_with_room(f: Filing, key: &[u8], version: u64, room: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(f.len() + 12 + key.len() + room);
     f.lead(key, &mut out);
     out.extend_from_slice(&(key.len() as u32).to_be_bytes());
     out.extend_from_slice(key);
@@ -62,7 +68,7 @@ pub fn prefix_end(f: Filing, key: &[u8], version: u64) -> Vec<u8> {
 
 /// The sub-key of `field` of `key` at `version`.
 pub fn encode(f: Filing, key: &[u8], version: u64, field: &[u8]) -> Vec<u8> {
-    let mut out = prefix(f, key, version);
+    let mut out = prefix_with_room(f, key, version, field.len());
     out.extend_from_slice(field);
     out
 }

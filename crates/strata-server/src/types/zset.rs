@@ -7,9 +7,9 @@ use super::error::{Result, TypeError};
 use super::keyspace::{Keyspace, Page};
 use super::metadata::{Kind, Meta};
 use super::notify::{GENERIC, ZSET};
+use super::seen::Seen;
 use super::{score, subkey};
 use crate::storage::pop_hints::Family;
-use std::collections::{HashMap, HashSet};
 use strata::WriteBatch;
 
 /// (score, member) pairs in score order (or its reverse).
@@ -112,7 +112,7 @@ pub fn add(
     let mut b = WriteBatch::new();
     let (mut added, mut changed) = (0, 0);
     let mut last = None;
-    let mut pending: HashMap<&[u8], Option<f64>> = HashMap::new();
+    let mut pending: Seen<'_, Option<f64>> = Seen::with_capacity(pairs.len());
     for &(s, mem) in pairs {
         let old = match pending.get(mem) {
             Some(o) => *o,
@@ -198,13 +198,13 @@ fn remove_members(
         return Ok(0);
     };
     let mut b = WriteBatch::new();
-    let mut gone = HashSet::new();
+    let mut gone = Seen::with_capacity(members.len());
     for mem in members {
         if gone.contains(mem) {
             continue;
         }
         if let Some(o) = member_score(ks, key, m.version, mem)? {
-            gone.insert(mem);
+            gone.note(mem);
             del_member(ks, &mut b, key, m.version, mem, o);
         }
     }

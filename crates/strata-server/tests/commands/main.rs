@@ -15,6 +15,7 @@ mod keys_expiry;
 mod list_edits;
 mod lists;
 mod pop_tombstones;
+mod repeated_names;
 mod sets;
 mod slot_layout;
 mod sort;
