@@ -641,35 +641,10 @@ pub fn served(sh: &Shared, cmd: &Command) -> bool {
     sh.names.is_empty() || sh.names.serves(cmd.name)
 }
 
-/// The hasher of the command table's names: eight bytes a step, multiplied and folded. The
-/// table is fixed and its names short, so a keyed hash's defence against crafted collisions
-/// buys nothing there and its cost shows in every command (`docs/measurements.md`).
-#[derive(Default)]
-struct NameHasher(u64);
-
-impl std::hash::Hasher for NameHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut h = self.0;
-        for chunk in bytes.chunks(8) {
-            let mut word = [0u8; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
-            h = (h ^ u64::from_le_bytes(word)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-            h ^= h >> 29;
-        }
-        self.0 = h;
-    }
-
-    fn write_usize(&mut self, n: usize) {
-        self.0 = (self.0 ^ n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-/// The command table by name.
-type ByName = HashMap<&'static [u8], &'static Command, std::hash::BuildHasherDefault<NameHasher>>;
+/// The command table by name, hashed by the engine's unkeyed word-mixing hasher: the table
+/// is fixed and its names short, so a keyed hash's defence against crafted collisions buys
+/// nothing there, and its cost shows in every command (`docs/measurements.md`).
+type ByName = HashMap<&'static [u8], &'static Command, strata::cache::MixBuildHasher>;
 
 /// Looks a command up by its own (any-case) name: one hash probe of the lower-cased name in a
 /// map of [`COMMANDS`] built at the first lookup. A client's names go through [`find`].

@@ -16,7 +16,8 @@ pub enum Seen<'a, V = ()> {
 }
 
 impl<'a, V> Seen<'a, V> {
-    /// Room for `n` names: a list up to [`FEW`], a map past it.
+    /// Room for `n` names, the most the caller will note (a command's count of them): a list
+    /// up to [`FEW`], a map past it. A list is searched in turn whatever it grows to.
     pub fn with_capacity(n: usize) -> Self {
         if n <= FEW {
             Seen::Few(Vec::with_capacity(n))

@@ -4,7 +4,9 @@
 //! bits pick the shard and the low 32 bits place the entry in the shard's table (and filter probe
 //! candidates). Block-cache keys are two integers (file, offset) with small, regular differences
 //! (offsets are multiples of the block size), which is exactly what a weak hash clusters on.
-//! Not DoS-resistant, and need not be: keys come from the engine, not from users.
+//! Not DoS-resistant, and need not be: keys come from the engine, not from users. Exported
+//! for the same use elsewhere: maps whose keys no client chooses (strata-server's command
+//! table).
 
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -13,12 +15,12 @@ const K: u64 = 0x9e37_79b9_7f4a_7c15;
 
 /// A fast, non-cryptographic [`Hasher`].
 #[derive(Default, Clone, Copy)]
-pub(crate) struct MixHasher {
+pub struct MixHasher {
     state: u64,
 }
 
 /// The `BuildHasher` the cache hashes with.
-pub(crate) type MixBuildHasher = BuildHasherDefault<MixHasher>;
+pub type MixBuildHasher = BuildHasherDefault<MixHasher>;
 
 impl MixHasher {
     #[inline]

@@ -29,6 +29,7 @@ pub(crate) use any::MAX_SHARD_BITS;
 pub use any::{AnyCache, CacheHandle};
 pub use block_cache::{BlockCache, CachedBlock};
 pub use clock::{ClockCache, ClockHandle};
+pub use hash::{MixBuildHasher, MixHasher};
 pub use options::{CacheType, HyperClockCacheOptions, LruCacheOptions};
 pub(crate) use sharded_lru::default_shard_bits;
 pub use sharded_lru::LruCache;
