@@ -49,10 +49,12 @@ pub const LOG_WRITE_BUFFER: usize = 64 << 20;
 
 /// The options of the family `name` on a node whose other families take `base`: `base`, but
 /// for the Raft log, whose entries live only until the next snapshot of their group purges
-/// them (a few thousand writes): no compression (it would spend CPU on bytes soon deleted),
-/// and a memtable of at least [`LOG_WRITE_BUFFER`] (every table of the log spans every
-/// group's range, so each L0 compaction rewrites all of the level below: fewer, larger
-/// tables are compacted less often). Any other name gets `base`.
+/// them (a few hundred writes): no compression (it would spend CPU on bytes soon deleted), a
+/// memtable of at least [`LOG_WRITE_BUFFER`] (every table of the log spans every group's
+/// range, so each L0 compaction rewrites all of the level below: fewer, larger tables are
+/// compacted less often), and not kept for snapshots (`snapshot_reads` off: the log is only
+/// read at its latest state, so the groups' snapshots, each holding an engine snapshot, must
+/// not keep purged entries alive into the log's tables). Any other name gets `base`.
 pub fn family_options(name: &str, base: &strata::Options) -> strata::Options {
     let mut o = base.clone();
     if name == LOG_CF {
@@ -60,6 +62,7 @@ pub fn family_options(name: &str, base: &strata::Options) -> strata::Options {
         o.compression_per_level.clear();
         o.bottommost_compression = None;
         o.write_buffer_size = o.write_buffer_size.max(LOG_WRITE_BUFFER);
+        o.snapshot_reads = false;
     }
     o
 }
@@ -100,8 +103,8 @@ type AppendsSynced = Box<dyn Fn() -> bool + Send + Sync>;
 
 impl NodeStorage {
     /// Takes the node's `Db`, creating the `raft_log` and `raft_meta` families if missing (with
-    /// the engine's default options: an application names them when it opens the `Db`,
-    /// [`FAMILIES`], to give them its own), and
+    /// [`family_options`] over the engine's defaults: an application names them when it opens
+    /// the `Db`, [`FAMILIES`], to give them its own), and
     /// `snapshot_dir` (which must belong to this node alone). Leftover snapshot directories of
     /// an earlier run are removed, except one a snapshot install under way still needs.
     pub fn open(db: Arc<Db>, snapshot_dir: impl AsRef<Path>) -> Result<Arc<NodeStorage>> {
@@ -109,7 +112,7 @@ impl NodeStorage {
             if let Some(cf) = db.cf_handle(name) {
                 return Ok(cf);
             }
-            db.create_cf_handle(name, &strata::Options::default())
+            db.create_cf_handle(name, &family_options(name, &strata::Options::default()))
                 .map_err(|e| Error::engine(format!("create column family {name}"), e))
         };
         let (log_cf, meta_cf) = (family(LOG_CF)?, family(META_CF)?);
@@ -556,6 +559,32 @@ pub(crate) mod tests {
         let written = 16 * (64 << 10);
         assert!(size(node.log_cf()) >= written, "raft_log tables hold the entries as they are");
         assert!(size(node.meta_cf()) < written / 4, "raft_meta tables are compressed");
+        node.stop();
+    }
+
+    /// Regression: each group's snapshot holds an engine snapshot for as long as it is the
+    /// group's latest, and every entry it saw alive was then flushed into the log's tables
+    /// after its purge, as snapshot after snapshot of the node's groups came between the
+    /// entries' writes and their purges. The log's family is not kept for snapshots.
+    #[test]
+    fn entries_purged_before_a_flush_reach_no_table_whatever_snapshots_are_held() {
+        let dir = tempfile::tempdir().unwrap();
+        let node = node_in(dir.path());
+        let log = GroupLog::open(node.clone(), GroupId(1)).unwrap();
+        log.write_entries(&(1..=100).map(|i| entry(1, i)).collect::<Vec<_>>()).unwrap();
+        let held = node.db().snapshot();
+        log.purge(LogId { term: 1, leader: 1, index: 90 }).unwrap();
+        node.db().flush_cf(node.log_cf()).unwrap();
+        let in_tables: u64 = node
+            .db()
+            .live_files_metadata()
+            .iter()
+            .filter(|f| f.column_family_name == LOG_CF)
+            .map(|f| f.num_entries)
+            .sum();
+        assert_eq!(in_tables, 10, "only the entries after the purge are flushed");
+        assert_eq!(log.read(0, 200, None).unwrap().len(), 10);
+        drop(held);
         node.stop();
     }
 

@@ -240,6 +240,15 @@ pub struct Options {
     /// carry-over). Off, L0 compacts at the trigger into the base level as in RocksDB.
     /// Default: true.
     pub level0_compaction_batching: bool,
+    /// Whether the family may be read through a snapshot (`ReadOptions::snapshot`). False
+    /// for a family whose readers only ever want its latest state, such as a log whose
+    /// entries are deleted once consumed: its flushes and compactions then keep only the
+    /// newest entry of each key whatever snapshots the DB holds (the other families' readers
+    /// may hold snapshots for long), so entries deleted before their memtable is flushed
+    /// never reach a table. A read of such a family through a snapshot fails with
+    /// `InvalidArgument`, as would a `multi_get_cf` naming it (it reads through one).
+    /// Default: true.
+    pub snapshot_reads: bool,
     /// L0 files at which writes stop until compaction catches up. A value below the slowdown
     /// trigger (0 included) is raised to it at open, so writes never stop before compaction
     /// can run. Default: 36.
@@ -555,6 +564,7 @@ impl Default for Options {
             level0_file_num_compaction_trigger: 4,
             level0_slowdown_writes_trigger: 20,
             level0_compaction_batching: true,
+            snapshot_reads: true,
             level0_stop_writes_trigger: 36,
             max_bytes_for_level_base: 256 << 20,
             max_bytes_for_level_multiplier: 10.0,

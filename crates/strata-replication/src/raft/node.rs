@@ -51,10 +51,18 @@ pub struct RaftSettings {
     /// Election timeout, drawn in `[min, max)`. Default 150-300 ms: several heartbeats, so a
     /// follower does not start an election while its leader is alive.
     pub election_timeout_ms: (u64, u64),
-    /// A snapshot is built after this many entries since the last one. Default 5,000.
+    /// A snapshot is built after this many entries since the last one, and the log purged
+    /// up to it (but [`RaftSettings::keep_log_behind_snapshot`]). Default 256. Why so few: a
+    /// snapshot costs little to make (it holds an engine snapshot; its files are cut only when
+    /// a follower needs them), and entries purged before the log's memtable is flushed never
+    /// reach a table (the log's family is not kept for snapshots: `log_store::family_options`),
+    /// where thousands per group, as a node of many groups takes them, were each flushed and
+    /// compacted before their purge came (`docs/measurements.md`, the cluster rows).
     pub snapshot_after_entries: u64,
     /// Entries kept in the log behind a snapshot, for followers slightly behind to catch up
-    /// without a snapshot. Default 1,000.
+    /// without a snapshot. Default 128. A follower the leader is streaming to keeps what it
+    /// has not acknowledged whatever this says (openraft purges no entry in flight); one
+    /// further behind (back from a restart or a partition) is sent a snapshot.
     pub keep_log_behind_snapshot: u64,
     /// Bytes of one snapshot chunk on the wire. Default 1 MiB.
     pub snapshot_chunk_bytes: usize,
@@ -65,8 +73,8 @@ impl Default for RaftSettings {
         RaftSettings {
             heartbeat_ms: 50,
             election_timeout_ms: (150, 300),
-            snapshot_after_entries: 5000,
-            keep_log_behind_snapshot: 1000,
+            snapshot_after_entries: 256,
+            keep_log_behind_snapshot: 128,
             snapshot_chunk_bytes: 1 << 20,
         }
     }

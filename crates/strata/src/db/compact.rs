@@ -324,7 +324,7 @@ fn execute(inner: &DbInner, cfd: &Arc<Cfd>, plan: &CompactionPlan, manual: bool)
         };
         (f, ctx)
     });
-    let snapshots = inner.snapshots.sequences();
+    let snapshots = super::snapshot_reads::kept_for(inner, cfd);
     let new_file_number = || inner.new_file_number();
     let uncompressed;
     let mut table_options = &cfd.table_options[plan.output_level];

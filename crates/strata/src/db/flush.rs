@@ -224,7 +224,7 @@ fn flush_one(
 ) -> Result<()> {
     let start = std::time::Instant::now();
     let number = inner.new_file_number();
-    let snapshots = inner.snapshots.sequences();
+    let snapshots = super::snapshot_reads::kept_for(inner, cfd);
     let mut table_options = std::borrow::Cow::Borrowed(&cfd.table_options[0]);
     if cfd.opts.compaction_style == crate::compaction::style::CompactionStyle::Tiered
         && cfd.opts.compaction_options_tiered.skewed_filter_bits

@@ -59,6 +59,9 @@ pub(crate) struct IterSource {
     full_history_ts_low: Option<Vec<u8>>,
     /// The DB's blob files.
     blobs: Arc<crate::blob::BlobSource>,
+    /// Why the iterator may not be made: a read through a snapshot of a family not kept for
+    /// them (`snapshot_reads::check`).
+    refused: Option<Arc<crate::error::Error>>,
 }
 
 impl IterSource {
@@ -80,6 +83,7 @@ impl IterSource {
             timestamps: cfd.opts.timestamps.clone(),
             full_history_ts_low: cfd.full_history_ts_low(),
             blobs: inner.blobs.clone(),
+            refused: super::snapshot_reads::check(cfd, ro).err().map(Arc::new),
         }
     }
 
@@ -95,6 +99,9 @@ impl IterSource {
     /// A new iterator over the source, with `ro` in place of the captured read options
     /// (same snapshot sequence).
     fn build_with(&self, ro: &ReadOptions) -> DbRawIterator {
+        if let Some(e) = &self.refused {
+            return DbRawIterator::new(error_iter(e.duplicate()));
+        }
         if let Some(ts) = &self.timestamps {
             return build_ts_iter(&self.table_cache, self.sv.clone(), self.sequence, ts, self, ro);
         }
@@ -320,6 +327,9 @@ pub(crate) fn new_raw_iter(inner: &DbInner, cfd: &Cfd, ro: &ReadOptions) -> DbRa
 }
 
 fn new_db_iter(inner: &DbInner, cfd: &Cfd, ro: &ReadOptions) -> DbIter {
+    if let Err(e) = super::snapshot_reads::check(cfd, ro) {
+        return error_iter(e);
+    }
     // As `IterSource::capture(..).build()`, without copying the read options and handles.
     let sv = cfd.current_super_version();
     let sequence = ro

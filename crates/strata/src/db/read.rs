@@ -258,6 +258,7 @@ pub(crate) fn get(
     key: &[u8],
     opts: &ReadOptions,
 ) -> Result<Option<Vec<u8>>> {
+    super::snapshot_reads::check(cfd, opts)?;
     if cfd.opts.timestamps.is_some() {
         return get_at_timestamp(inner, cfd, key, opts);
     }
@@ -283,6 +284,7 @@ pub(crate) fn get_pinned(
     key: &[u8],
     opts: &ReadOptions,
 ) -> Result<Option<DbPinnableSlice>> {
+    super::snapshot_reads::check(cfd, opts)?;
     if cfd.opts.timestamps.is_some() {
         return get_at_timestamp(inner, cfd, key, opts).map(|v| v.map(DbPinnableSlice::owned));
     }
@@ -305,7 +307,8 @@ pub(crate) fn multi_get<K: AsRef<[u8]>>(
     if cfd.opts.timestamps.is_some() {
         return keys.iter().map(|k| get_at_timestamp(inner, cfd, k.as_ref(), opts)).collect();
     }
-    if let Err(e) = opts.read_timestamp(None) {
+    if let Err(e) = opts.read_timestamp(None).and_then(|_| super::snapshot_reads::check(cfd, opts))
+    {
         return keys.iter().map(|_| Err(e.duplicate())).collect();
     }
     let statistics = inner.stats.user_statistics();

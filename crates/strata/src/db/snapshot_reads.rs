@@ -164,3 +164,26 @@ impl SnapshotHandle {
         }
     }
 }
+
+/// The snapshots a flush or compaction of `cfd` keeps older entries for: the DB's, unless
+/// the family is never read through one (`Options::snapshot_reads`), then none (only the
+/// newest entry of each key is kept).
+pub(crate) fn kept_for(inner: &DbInner, cfd: &cf::Cfd) -> Vec<crate::types::SeqNo> {
+    if cfd.opts.snapshot_reads {
+        inner.snapshots.sequences()
+    } else {
+        Vec::new()
+    }
+}
+
+/// Refuses a read of `cfd` through a snapshot where the family is not kept for them
+/// (`Options::snapshot_reads`): its flushes may have dropped what the snapshot saw.
+pub(crate) fn check(cfd: &cf::Cfd, opts: &ReadOptions) -> Result<()> {
+    if opts.snapshot.is_none() || cfd.opts.snapshot_reads {
+        return Ok(());
+    }
+    Err(Error::InvalidArgument(format!(
+        "column family '{}' is not read through snapshots (its snapshot_reads option is off)",
+        cfd.name
+    )))
+}

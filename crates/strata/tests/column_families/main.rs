@@ -5,3 +5,4 @@
 mod column_families;
 mod column_family_model;
 mod per_family_stats;
+mod snapshot_reads_off;
