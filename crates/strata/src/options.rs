@@ -900,6 +900,7 @@ impl Options {
             ),
             ("level0_slowdown_writes_trigger", self.level0_slowdown_writes_trigger.to_string()),
             ("level0_compaction_batching", self.level0_compaction_batching.to_string()),
+            ("snapshot_reads", self.snapshot_reads.to_string()),
             ("level0_stop_writes_trigger", self.level0_stop_writes_trigger.to_string()),
             ("max_bytes_for_level_base", self.max_bytes_for_level_base.to_string()),
             ("max_bytes_for_level_multiplier", self.max_bytes_for_level_multiplier.to_string()),
