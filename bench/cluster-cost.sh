@@ -3,11 +3,11 @@
 # per write, under go-ycsb's load phase.
 #
 #   bash bench/cluster-cost.sh [--records 40000] [--threads 16] [--reps 1]
-#                              [--server-bin PATH] [--out DIR]
+#                              [--appendfsync always|everysec] [--server-bin PATH] [--out DIR]
 #
-# Each repetition runs, in turn: one strata-server (`--appendfsync always`), then the
-# Pegasus shape on loopback (bench/cluster.sh: 5 nodes x 64 partitions x 3 replicas,
-# `--appendfsync always`, `--node-timeout 1500` as bench/ycsb-cluster.sh runs it), each
+# Each repetition runs, in turn: one strata-server, then the Pegasus shape on loopback
+# (bench/cluster.sh: 5 nodes x 64 partitions x 3 replicas, `--node-timeout 1500` as
+# bench/ycsb-cluster.sh runs it), both with --appendfsync's policy (default always), each
 # loaded by go-ycsb (`load redis`, `redis.datatype=string`, 1 KB records; `redis.mode`
 # single or cluster). Over the whole load it reads each server process's CPU (`utime +
 # stime`) and context switches per thread name from /proc, and, where `perf` can count
@@ -22,6 +22,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 records=40000
+appendfsync=always
 threads=16
 reps=1
 server_bin=""
@@ -30,6 +31,7 @@ usage() { sed -n '2,21p' "$0"; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --records) records="$2"; shift 2 ;;
+    --appendfsync) appendfsync="$2"; shift 2 ;;
     --threads) threads="$2"; shift 2 ;;
     --reps) reps="$2"; shift 2 ;;
     --server-bin) server_bin="$2"; shift 2 ;;
@@ -41,6 +43,7 @@ done
 for v in "$records" "$threads" "$reps"; do
   [[ "$v" =~ ^[1-9][0-9]*$ ]] || { echo "cluster-cost.sh: '$v': expected a positive number" >&2; exit 2; }
 done
+case "$appendfsync" in always|everysec) ;; *) echo "cluster-cost.sh: --appendfsync '$appendfsync': expected always or everysec" >&2; exit 2 ;; esac
 goycsb="${STRATA_BENCH_CACHE:-$HOME/.cache/strata-bench}/go-ycsb/v1.0.3/go-ycsb"
 [ -x "$goycsb" ] || { echo "cluster-cost.sh: skipped: go-ycsb is not built ($goycsb; bash bench/ycsb-cluster.sh --clients goycsb builds it)"; exit 0; }
 command -v redis-cli >/dev/null || { echo "cluster-cost.sh: skipped: redis-cli is not installed (apt-get install redis-tools)"; exit 0; }
@@ -120,7 +123,7 @@ measure() {
 printf 'engine\trep\tthread\tcpu_us_per_write\tvoluntary_per_write\tinvoluntary_per_write\twrites_per_s\tcalls_per_write\n' > "$out/cost.tsv"
 for rep in $(seq 1 "$reps"); do
   rm -rf "$work/single"; mkdir -p "$work/single"
-  timeout 900 "$server_bin" --port 7301 --dir "$work/single" --appendfsync always \
+  timeout 900 "$server_bin" --port 7301 --dir "$work/single" --appendfsync "$appendfsync" \
     > "$work/single.log" 2>&1 &
   single_pid=$!
   for _ in $(seq 1 100); do redis-cli -p 7301 ping >/dev/null 2>&1 && break; sleep 0.1; done
@@ -132,7 +135,7 @@ for rep in $(seq 1 "$reps"); do
   bash bench/cluster.sh down --dir "$work/cluster" >/dev/null 2>&1 || true
   rm -rf "$work/cluster"
   bash bench/cluster.sh up --nodes 5 --partitions 64 --replicas 3 --dir "$work/cluster" \
-    --appendfsync always --node-timeout 1500 --ttl 900 --server-bin "$server_bin" \
+    --appendfsync "$appendfsync" --node-timeout 1500 --ttl 900 --server-bin "$server_bin" \
     > "$work/addrs" 2> "$work/up.err" || { cat "$work/up.err" >&2; exit 1; }
   mapfile -t pids < <(cat "$work"/cluster/node*/pid)
   measure cluster "$rep" "$(paste -sd';' "$work/addrs")" "${pids[@]}"
