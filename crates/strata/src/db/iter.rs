@@ -59,20 +59,15 @@ pub(crate) struct IterSource {
     full_history_ts_low: Option<Vec<u8>>,
     /// The DB's blob files.
     blobs: Arc<crate::blob::BlobSource>,
-    /// Why the iterator may not be made: a read through a snapshot of a family not kept for
-    /// them (`snapshot_reads::check`).
-    refused: Option<Arc<crate::error::Error>>,
 }
 
 impl IterSource {
-    /// The family's current state at `ro`'s snapshot, or at the latest published sequence.
-    pub(crate) fn capture(inner: &DbInner, cfd: &Cfd, ro: &ReadOptions) -> IterSource {
+    /// The family's current state at `ro`'s snapshot, or at the latest published sequence
+    /// (`snapshot_reads::read_sequence`, which refuses some snapshots).
+    pub(crate) fn capture(inner: &DbInner, cfd: &Cfd, ro: &ReadOptions) -> Result<IterSource> {
         let sv = cfd.current_super_version();
-        let sequence = ro
-            .snapshot
-            .as_ref()
-            .map_or_else(|| SeqNo(inner.visible_sequence.load(Ordering::Acquire)), |s| s.seq());
-        IterSource {
+        let sequence = super::snapshot_reads::read_sequence(inner, cfd, ro)?;
+        Ok(IterSource {
             table_cache: inner.table_cache.clone(),
             sv,
             sequence,
@@ -83,8 +78,7 @@ impl IterSource {
             timestamps: cfd.opts.timestamps.clone(),
             full_history_ts_low: cfd.full_history_ts_low(),
             blobs: inner.blobs.clone(),
-            refused: super::snapshot_reads::check(cfd, ro).err().map(Arc::new),
-        }
+        })
     }
 
     /// The extractor `prefix_same_as_start` applies, if it is on.
@@ -99,9 +93,6 @@ impl IterSource {
     /// A new iterator over the source, with `ro` in place of the captured read options
     /// (same snapshot sequence).
     fn build_with(&self, ro: &ReadOptions) -> DbRawIterator {
-        if let Some(e) = &self.refused {
-            return DbRawIterator::new(error_iter(e.duplicate()));
-        }
         if let Some(ts) = &self.timestamps {
             return build_ts_iter(&self.table_cache, self.sv.clone(), self.sequence, ts, self, ro);
         }
@@ -150,7 +141,7 @@ impl Origin {
             .get(&self.cf)
             .map(|cs| cs.cfd.clone())
             .ok_or_else(|| Error::ColumnFamilyDropped(format!("family id {}", self.cf)))?;
-        Ok(IterSource::capture(&inner, &cfd, &self.ro))
+        IterSource::capture(&inner, &cfd, &self.ro)
     }
 }
 
@@ -321,21 +312,21 @@ fn build_iter(
 
 pub(crate) fn new_raw_iter(inner: &DbInner, cfd: &Cfd, ro: &ReadOptions) -> DbRawIterator {
     if cfd.opts.timestamps.is_some() {
-        return IterSource::capture(inner, cfd, ro).build();
+        return match IterSource::capture(inner, cfd, ro) {
+            Ok(src) => src.build(),
+            Err(e) => DbRawIterator::new(error_iter(e)),
+        };
     }
     DbRawIterator::new(new_db_iter(inner, cfd, ro))
 }
 
 fn new_db_iter(inner: &DbInner, cfd: &Cfd, ro: &ReadOptions) -> DbIter {
-    if let Err(e) = super::snapshot_reads::check(cfd, ro) {
-        return error_iter(e);
-    }
     // As `IterSource::capture(..).build()`, without copying the read options and handles.
     let sv = cfd.current_super_version();
-    let sequence = ro
-        .snapshot
-        .as_ref()
-        .map_or_else(|| SeqNo(inner.visible_sequence.load(Ordering::Acquire)), |s| s.seq());
+    let sequence = match super::snapshot_reads::read_sequence(inner, cfd, ro) {
+        Ok(s) => s,
+        Err(e) => return error_iter(e),
+    };
     let merge = cfd.opts.merge_operator.as_ref();
     build_iter(
         &inner.table_cache,

@@ -872,8 +872,7 @@ impl Db {
         opts: impl std::borrow::Borrow<ReadOptions>,
     ) -> DbIterator {
         let (cfd, ro) = (&self.inner.default_cf, opts.borrow());
-        DbIterator::from_source(iter::IterSource::capture(&self.inner, cfd, ro), mode)
-            .with_origin(iter::Origin::new(&self.inner, cfd.id, ro))
+        self.iterator_over(cfd, ro, mode)
     }
 
     /// Iterates forward from `prefix` while keys have the same prefix as it by the family's
@@ -932,11 +931,19 @@ impl Db {
         mode: IteratorMode<'_>,
     ) -> DbIterator {
         match self.cfd(cf) {
-            Ok(cfd) => {
-                let ro = opts.borrow();
-                DbIterator::from_source(iter::IterSource::capture(&self.inner, cfd, ro), mode)
-                    .with_origin(iter::Origin::new(&self.inner, cfd.id, ro))
-            }
+            Ok(cfd) => self.iterator_over(cfd, opts.borrow(), mode),
+            Err(e) => DbIterator::failed(e),
+        }
+    }
+
+    /// An iterator over family `cfd` with read options `ro`, refreshable (`Origin`).
+    fn iterator_over(&self, cfd: &Cfd, ro: &ReadOptions, mode: IteratorMode<'_>) -> DbIterator {
+        match iter::IterSource::capture(&self.inner, cfd, ro) {
+            Ok(src) => DbIterator::from_source(src, mode).with_origin(iter::Origin::new(
+                &self.inner,
+                cfd.id,
+                ro,
+            )),
             Err(e) => DbIterator::failed(e),
         }
     }

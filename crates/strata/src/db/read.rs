@@ -1,7 +1,5 @@
 //! Point reads: memtables newest first, then L0 newest first, then one file per deeper level.
 
-use std::sync::atomic::Ordering;
-
 use super::pinnable::DbPinnableSlice;
 use super::{Cfd, DbInner};
 use crate::error::{Error, Result};
@@ -258,7 +256,6 @@ pub(crate) fn get(
     key: &[u8],
     opts: &ReadOptions,
 ) -> Result<Option<Vec<u8>>> {
-    super::snapshot_reads::check(cfd, opts)?;
     if cfd.opts.timestamps.is_some() {
         return get_at_timestamp(inner, cfd, key, opts);
     }
@@ -267,10 +264,7 @@ pub(crate) fn get(
     cfd.local_svs.with(
         || cfd.current_super_version(),
         |sv| {
-            let seq = match &opts.snapshot {
-                Some(s) => s.seq(),
-                None => SeqNo(inner.visible_sequence.load(Ordering::Acquire)),
-            };
+            let seq = super::snapshot_reads::read_sequence(inner, cfd, opts)?;
             get_copied_at(inner, cfd, sv, key, seq, opts)
         },
     )
@@ -284,17 +278,13 @@ pub(crate) fn get_pinned(
     key: &[u8],
     opts: &ReadOptions,
 ) -> Result<Option<DbPinnableSlice>> {
-    super::snapshot_reads::check(cfd, opts)?;
     if cfd.opts.timestamps.is_some() {
         return get_at_timestamp(inner, cfd, key, opts).map(|v| v.map(DbPinnableSlice::owned));
     }
     opts.read_timestamp(None)?;
     let _timer = StopWatch::start(inner.stats.user_statistics(), Histogram::DbGet);
     let sv = cfd.current_super_version();
-    let seq = match &opts.snapshot {
-        Some(s) => s.seq(),
-        None => SeqNo(inner.visible_sequence.load(Ordering::Acquire)),
-    };
+    let seq = super::snapshot_reads::read_sequence(inner, cfd, opts)?;
     get_at(inner, cfd, &sv, key, seq, opts, true)
 }
 
@@ -307,16 +297,15 @@ pub(crate) fn multi_get<K: AsRef<[u8]>>(
     if cfd.opts.timestamps.is_some() {
         return keys.iter().map(|k| get_at_timestamp(inner, cfd, k.as_ref(), opts)).collect();
     }
-    if let Err(e) = opts.read_timestamp(None).and_then(|_| super::snapshot_reads::check(cfd, opts))
-    {
+    if let Err(e) = opts.read_timestamp(None) {
         return keys.iter().map(|_| Err(e.duplicate())).collect();
     }
     let statistics = inner.stats.user_statistics();
     let _timer = StopWatch::start(statistics, Histogram::DbMultiget);
     let sv = cfd.current_super_version();
-    let seq = match &opts.snapshot {
-        Some(s) => s.seq(),
-        None => SeqNo(inner.visible_sequence.load(Ordering::Acquire)),
+    let seq = match super::snapshot_reads::read_sequence(inner, cfd, opts) {
+        Ok(seq) => seq,
+        Err(e) => return keys.iter().map(|_| Err(e.duplicate())).collect(),
     };
     let mut order: Vec<usize> = (0..keys.len()).collect();
     order.sort_by(|&a, &b| keys[a].as_ref().cmp(keys[b].as_ref()));

@@ -4,6 +4,11 @@
 //! A snapshot holds its DB's core weakly (`snapshot.rs`): once the `Db` is dropped, every
 //! read here fails with `ShutdownInProgress` (an iterator yields that error once), never
 //! touching a closed DB.
+//!
+//! Also where every read takes its sequence from its `ReadOptions` ([`read_sequence`]) and
+//! where flushes and compactions learn which snapshots to keep versions for ([`kept_for`]):
+//! both answer for `Options::snapshot_reads`, so a family whose flushes keep nothing for
+//! snapshots is never read through one.
 
 use std::sync::Arc;
 
@@ -123,11 +128,11 @@ impl SnapshotHandle {
         mode: IteratorMode<'_>,
         opts: impl std::borrow::Borrow<ReadOptions>,
     ) -> DbIterator {
-        match self.db() {
-            Ok(db) => DbIterator::from_source(
-                IterSource::capture(&db, &db.default_cf, &self.at(opts.borrow())),
-                mode,
-            ),
+        let src = self
+            .db()
+            .and_then(|db| IterSource::capture(&db, &db.default_cf, &self.at(opts.borrow())));
+        match src {
+            Ok(src) => DbIterator::from_source(src, mode),
             Err(e) => DbIterator::failed(e),
         }
     }
@@ -146,7 +151,7 @@ impl SnapshotHandle {
     ) -> DbIterator {
         let r = self.db().and_then(|db| {
             let cfd = cf::resolve(db.instance, cf)?;
-            Ok(IterSource::capture(&db, cfd, &self.at(opts.borrow())))
+            IterSource::capture(&db, cfd, &self.at(opts.borrow()))
         });
         match r {
             Ok(src) => DbIterator::from_source(src, mode),
@@ -156,10 +161,11 @@ impl SnapshotHandle {
 
     /// An unpositioned cursor over the DB as of the snapshot.
     pub fn raw_iterator(&self) -> DbRawIterator {
-        match self.db() {
-            Ok(db) => {
-                IterSource::capture(&db, &db.default_cf, &self.at(&ReadOptions::default())).build()
-            }
+        let src = self.db().and_then(|db| {
+            IterSource::capture(&db, &db.default_cf, &self.at(&ReadOptions::default()))
+        });
+        match src {
+            Ok(src) => src.build(),
             Err(e) => DbRawIterator::new(super::iter::error_iter(e)),
         }
     }
@@ -176,14 +182,22 @@ pub(crate) fn kept_for(inner: &DbInner, cfd: &cf::Cfd) -> Vec<crate::types::SeqN
     }
 }
 
-/// Refuses a read of `cfd` through a snapshot where the family is not kept for them
-/// (`Options::snapshot_reads`): its flushes may have dropped what the snapshot saw.
-pub(crate) fn check(cfd: &cf::Cfd, opts: &ReadOptions) -> Result<()> {
-    if opts.snapshot.is_none() || cfd.opts.snapshot_reads {
-        return Ok(());
+/// The sequence a read of `cfd` with `opts` reads at: its snapshot's, or the latest
+/// published one. A snapshot of a family not kept for them (`Options::snapshot_reads`) is
+/// refused: its flushes may have dropped what the snapshot saw.
+pub(crate) fn read_sequence(
+    inner: &DbInner,
+    cfd: &cf::Cfd,
+    opts: &ReadOptions,
+) -> Result<crate::types::SeqNo> {
+    match &opts.snapshot {
+        None => Ok(crate::types::SeqNo(
+            inner.visible_sequence.load(std::sync::atomic::Ordering::Acquire),
+        )),
+        Some(s) if cfd.opts.snapshot_reads => Ok(s.seq()),
+        Some(_) => Err(Error::InvalidArgument(format!(
+            "column family '{}' is not read through snapshots (its snapshot_reads option is off)",
+            cfd.name
+        ))),
     }
-    Err(Error::InvalidArgument(format!(
-        "column family '{}' is not read through snapshots (its snapshot_reads option is off)",
-        cfd.name
-    )))
 }

@@ -1,7 +1,10 @@
 //! Randomized model test of column families: puts, deletes, range deletes and cross-family
 //! batches in several families, flushes and compactions of single families, drops and
 //! re-creations, clean reopens and power losses (every write synced, so none may be lost),
-//! checked against a `BTreeMap` per family after every step that can lose or move data.
+//! checked against a `BTreeMap` per family after every step that can lose or move data. A DB
+//! snapshot is held at times, and a family may be created with `snapshot_reads` off (its
+//! flushes and compactions then keep no version for the snapshot, and a read of it through
+//! the snapshot is refused): the latest state must not change either way.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -10,7 +13,7 @@ use std::sync::Arc;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use strata::env::{CrashMode, MemFs};
-use strata::{Db, IteratorMode, Options, WriteBatch, WriteOptions};
+use strata::{Db, Error, IteratorMode, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
 
 type Model = BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>>;
 
@@ -22,6 +25,7 @@ fn family_opts(fs: &MemFs, rng: &mut StdRng) -> Options {
         write_buffer_size: [8 << 10, 32 << 10, 1 << 20][rng.gen_range(0..3)],
         level0_file_num_compaction_trigger: rng.gen_range(2..5),
         block_size: [256, 4096][rng.gen_range(0..2)],
+        snapshot_reads: rng.gen_bool(0.5),
         ..Options::default()
     }
 }
@@ -59,6 +63,10 @@ fn run(seed: u64, steps: usize) {
     let mut model: Model = BTreeMap::from([("default".to_string(), BTreeMap::new())]);
     let mut db = open(&fs, &model);
     let sync = WriteOptions { sync: true, ..WriteOptions::default() };
+    // The snapshot held now, if any, and the families created (in this process: a reopen
+    // names every family with the default options) with `snapshot_reads` off.
+    let mut held: Option<Snapshot<'static>> = None;
+    let mut unsnapshotted: Vec<String> = Vec::new();
     for step in 0..steps {
         let live: Vec<String> = model.keys().cloned().collect();
         let pick = |rng: &mut StdRng| live[rng.gen_range(0..live.len())].clone();
@@ -114,9 +122,23 @@ fn run(seed: u64, steps: usize) {
                     };
                 }
             }
-            75..=79 => {
+            75..=77 => {
                 let cf = db.cf_handle(pick(&mut rng)).unwrap();
                 db.flush_cf(&cf).unwrap();
+            }
+            78..=79 => {
+                held = if held.is_some() { None } else { Some(db.snapshot()) };
+                if let Some(snap) = &held {
+                    for name in &unsnapshotted {
+                        let cf = db.cf_handle(name).unwrap();
+                        let ro = ReadOptions {
+                            snapshot: Some(snap.handle().clone()),
+                            ..ReadOptions::default()
+                        };
+                        let r = db.get_cf_opt(&cf, key(&mut rng), &ro);
+                        assert!(matches!(r, Err(Error::InvalidArgument(_))), "step {step}: {r:?}");
+                    }
+                }
             }
             80..=82 => {
                 let cf = db.cf_handle(pick(&mut rng)).unwrap();
@@ -129,14 +151,19 @@ fn run(seed: u64, steps: usize) {
                     let name = absent[rng.gen_range(0..absent.len())];
                     let opts = family_opts(&fs, &mut rng);
                     db.create_cf(name, &opts).unwrap();
+                    if !opts.snapshot_reads {
+                        unsnapshotted.push(name.to_string());
+                    }
                     model.insert(name.to_string(), BTreeMap::new());
                 } else {
                     let name = NAMES[rng.gen_range(0..NAMES.len())];
                     db.drop_cf(name).unwrap();
+                    unsnapshotted.retain(|n| n != name);
                     model.remove(name);
                 }
             }
             88..=93 => {
+                (held, unsnapshotted) = (None, Vec::new());
                 drop(db);
                 db = open(&fs, &model);
                 check(&fs, &db, &model, step);
@@ -149,6 +176,7 @@ fn run(seed: u64, steps: usize) {
                     CrashMode::TornPowerLoss { seed: rng.gen() }
                 };
                 fs.crash(mode);
+                (held, unsnapshotted) = (None, Vec::new());
                 drop(db);
                 db = open(&fs, &model);
                 check(&fs, &db, &model, step);
