@@ -345,7 +345,7 @@ define_flags! {
     recycle_log_file_num: i64 = 0i64, Engine, "Obsolete WAL files kept and reused (overwritten in place)";
     manual_wal_flush: bool = false, Engine, "WAL bytes stay in the process buffer until it fills or a synced write";
     open_files: i64 = -1i64, Engine, "Table files kept open (-1: all)";
-    mmap_read: bool = false, Engine, "Read files with mmap";
+    mmap_read: bool = false, Engine, "Read files with mmap (Strata: its own default, mapped reads where they pay, unless given)";
     mmap_write: bool = false, Engine, "Write files with mmap";
     use_direct_reads: bool = false, Engine, "O_DIRECT reads";
     advise_random_on_open: bool = true, Engine, "Advise the OS of random reads on table files (no kernel readahead)";

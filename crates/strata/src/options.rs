@@ -376,6 +376,16 @@ pub struct Options {
     /// configured to be. `open` fails with `NotSupported` where the file system has no direct
     /// I/O (tmpfs). Default: false.
     pub use_direct_reads: bool,
+    /// Table files are read through a read-only mapping of each (`env/mapped_read.rs`) where
+    /// that serves a read better than `pread`: a data block whose pages are in the OS's page
+    /// cache is checked and decompressed where it lies, without a system call or a copy. A
+    /// file whose pages are not cached (a database larger than memory), and every large read,
+    /// still go through `pread`; a page the system fails to read through the mapping is an
+    /// I/O error naming the file, as with `pread`, not a stopped process. Ignored with
+    /// `use_direct_reads`. A mapped table's pages that reads touched count in the process's
+    /// resident memory (as shared file pages, which the OS reclaims like the rest of its page
+    /// cache). RocksDB's `allow_mmap_reads` (false there). Default: true.
+    pub allow_mmap_reads: bool,
     /// Tell the OS that table files are read at random (`POSIX_FADV_RANDOM` when a table is
     /// opened), so a point read does not pull the kernel's readahead into the page cache:
     /// with a database larger than memory, that readahead evicts data that will be read.
@@ -589,6 +599,7 @@ impl Default for Options {
             wal_zeros_ahead: true,
             wal_mmap_writes: true,
             use_direct_reads: false,
+            allow_mmap_reads: true,
             advise_random_on_open: true,
             uncache_aggressiveness: 0,
             use_direct_io_for_flush_and_compaction: false,
@@ -791,6 +802,7 @@ impl Options {
             o.level0_stop_writes_trigger.max(o.level0_slowdown_writes_trigger);
         let table_io = crate::env::TableIo {
             direct_reads: o.use_direct_reads,
+            mapped_reads: o.allow_mmap_reads && !o.use_direct_reads,
             direct_writes: o.use_direct_io_for_flush_and_compaction,
             bytes_per_sync: o.bytes_per_sync,
             rate_limiter: o.rate_limiter.clone(),
@@ -962,6 +974,7 @@ impl Options {
                 self.rate_limiter.as_ref().is_some_and(|r| r.is_auto_tuned()).to_string(),
             ),
             ("use_direct_reads", self.use_direct_reads.to_string()),
+            ("allow_mmap_reads", self.allow_mmap_reads.to_string()),
             (
                 "use_direct_io_for_flush_and_compaction",
                 self.use_direct_io_for_flush_and_compaction.to_string(),

@@ -247,6 +247,11 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
     o.wal_zeros_ahead = f.wal_zeros_ahead;
     o.wal_mmap_writes = f.wal_mmap_writes;
     o.use_direct_reads = f.use_direct_reads;
+    // db_bench's default (false) describes RocksDB's; Strata keeps its own (mapped reads
+    // where they pay, `Options::allow_mmap_reads`) unless the flag is given.
+    if cfg.set.contains("mmap_read") {
+        o.allow_mmap_reads = f.mmap_read;
+    }
     o.advise_random_on_open = f.advise_random_on_open;
     o.use_direct_io_for_flush_and_compaction = f.use_direct_io_for_flush_and_compaction;
     o.bytes_per_sync = f.bytes_per_sync;

@@ -14,6 +14,8 @@ mod fault;
 pub(crate) mod io_pool;
 #[cfg(target_os = "linux")]
 mod mapped;
+#[cfg(target_os = "linux")]
+mod mapped_read;
 mod rate_limiter;
 mod table_files;
 // Without `testing`, the engine uses `MemFs` only as scratch space (its crash model is then
@@ -23,6 +25,8 @@ mod mem;
 mod open_read;
 mod os;
 mod os_lock;
+#[cfg(target_os = "linux")]
+mod sigbus;
 
 // The test filesystems are public only with the `testing` feature (the engine's own tests,
 // the reliability harness): applications see the trait and the OS filesystem.
@@ -226,6 +230,12 @@ pub trait FileSystem: Send + Sync + 'static {
     }
     /// Opens an existing file for reading.
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
+    /// [`FileSystem::open`] for a file that does not change while open (a table), read
+    /// through a mapping where that serves a read better than `pread` (`env/mapped_read.rs`).
+    /// The same as `open` (the default) where the file system has no such mapping.
+    fn open_mapped(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        self.open(path)
+    }
     /// [`FileSystem::open`] with direct I/O: reads bypass the OS page cache (`O_DIRECT`),
     /// with any offset and length (the handle aligns them). `NotSupported`, naming the file,
     /// where the file system or platform has none (the default).

@@ -505,6 +505,17 @@ impl FileSystem for OsFs {
     }
 
     #[cfg(target_os = "linux")]
+    fn open_mapped(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        use std::os::fd::AsRawFd;
+        let file =
+            super::open_read::open_for_reads(path, 0).map_err(|e| Error::io("open", path, e))?;
+        let len = file.metadata().map_err(|e| Error::io("stat", path, e))?.len();
+        let fd = file.as_raw_fd();
+        let plain = Box::new(OsRandom { path: path.to_path_buf(), file, len });
+        Ok(super::mapped_read::MappedFile::wrap(plain, fd, len))
+    }
+
+    #[cfg(target_os = "linux")]
     fn open_direct(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
         super::direct::open(path)
     }

@@ -4,6 +4,8 @@
 //! of these is set, so the engine's code opens files one way and the choice is made here:
 //! - `use_direct_reads`: tables opened for reading (point lookups, iterators, compaction
 //!   inputs) with direct I/O;
+//! - `allow_mmap_reads` (without `use_direct_reads`): tables opened for reading through a
+//!   mapping (`FileSystem::open_mapped`); not blob files, which grow while read;
 //! - `use_direct_io_for_flush_and_compaction`: tables created with direct I/O;
 //! - `bytes_per_sync`: a created table asks the OS to start writing it out every this many
 //!   appended bytes, so the page cache never holds much dirty table data and the final sync
@@ -27,6 +29,7 @@ use crate::error::Result;
 #[derive(Clone, Debug, Default)]
 pub(crate) struct TableIo {
     pub direct_reads: bool,
+    pub mapped_reads: bool,
     pub direct_writes: bool,
     pub bytes_per_sync: u64,
     pub rate_limiter: Option<Arc<RateLimiter>>,
@@ -36,6 +39,7 @@ impl TableIo {
     /// Whether anything differs from plain files.
     pub fn is_plain(&self) -> bool {
         !self.direct_reads
+            && !self.mapped_reads
             && !self.direct_writes
             && self.bytes_per_sync == 0
             && self.rate_limiter.is_none()
@@ -157,9 +161,15 @@ impl FileSystem for TableFileFs {
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
         if self.io.direct_reads && is_table(path) {
             self.inner.open_direct(path)
+        } else if self.io.mapped_reads && path.extension().is_some_and(|e| e == "sst") {
+            self.inner.open_mapped(path)
         } else {
             self.inner.open(path)
         }
+    }
+
+    fn open_mapped(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        self.inner.open_mapped(path)
     }
 
     fn open_direct(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {

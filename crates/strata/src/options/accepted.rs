@@ -178,8 +178,6 @@ pub struct AcceptedOptions {
     pub skip_stats_update_on_db_open: bool,
     /// `allow_mmap_writes`: files are written with `write`.
     pub allow_mmap_writes: bool,
-    /// `allow_mmap_reads`: files are read with `pread`.
-    pub allow_mmap_reads: bool,
     /// `atomic_flush`: with the WAL on, recovery restores every family to one point whatever
     /// the flush order; with it off (writes with `disable_wal`), Strata flushes families one
     /// by one, so a crash may keep one family's unsynced writes and not another's.
@@ -254,7 +252,6 @@ impl Default for AcceptedOptions {
             manifest_preallocation_size: 4 << 20,
             skip_stats_update_on_db_open: false,
             allow_mmap_writes: false,
-            allow_mmap_reads: false,
             atomic_flush: false,
             row_cache: None,
             max_log_file_size: 0,
@@ -333,7 +330,6 @@ impl AcceptedOptions {
                 u8::from(self.skip_stats_update_on_db_open).to_string(),
             ),
             ("allow_mmap_writes", u8::from(self.allow_mmap_writes).to_string()),
-            ("allow_mmap_reads", u8::from(self.allow_mmap_reads).to_string()),
             ("atomic_flush", u8::from(self.atomic_flush).to_string()),
             (
                 "row_cache",

@@ -17,6 +17,7 @@ mod ingest_crash;
 mod ingest_during_compaction;
 mod ingest_external_file;
 mod live_files_and_sizes;
+mod mapped_reads;
 mod table_paths;
 mod table_write_io;
 mod ttl;

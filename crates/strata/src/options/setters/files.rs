@@ -75,9 +75,9 @@ impl Options {
         self.accepted.allow_mmap_writes = is_enabled;
     }
 
-    /// `allow_mmap_reads`: kept.
+    /// `allow_mmap_reads`: [`Options::allow_mmap_reads`].
     pub fn set_allow_mmap_reads(&mut self, is_enabled: bool) {
-        self.accepted.allow_mmap_reads = is_enabled;
+        self.allow_mmap_reads = is_enabled;
     }
 
     /// `max_log_file_size`: kept (the LOG rolls at open).
