@@ -127,9 +127,13 @@ impl MappedFile {
         });
         if n.is_multiple_of(SAMPLE_EVERY) {
             let cold = u32::from(!self.resident(start, end));
-            // A racing sample may overwrite another's: the register is a hint.
+            // A racing sample may overwrite another's: the register is a hint. Stored only
+            // when it changes, so threads reading a cached file share its line unwritten.
             let bits = self.cold.load(Relaxed);
-            self.cold.store((bits << 1) | cold, Relaxed);
+            let next = (bits << 1) | cold;
+            if next != bits {
+                self.cold.store(next, Relaxed);
+            }
         }
         if self.cold.load(Relaxed) != 0 {
             return None;
