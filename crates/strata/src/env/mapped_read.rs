@@ -98,8 +98,7 @@ impl MappedFile {
         if p == libc::MAP_FAILED {
             return None;
         }
-        let guard = NonNull::new(p.cast::<u8>()).and_then(|_| sigbus::guard(p as usize, len));
-        match (NonNull::new(p.cast::<u8>()), guard) {
+        match (NonNull::new(p.cast::<u8>()), sigbus::guard(p as usize, len)) {
             (Some(ptr), Some(guard)) => Some((ptr, len, guard)),
             _ => {
                 // SAFETY: the mapping just made, which nothing refers to.

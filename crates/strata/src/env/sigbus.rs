@@ -190,8 +190,8 @@ impl Guarded {
 
 impl Drop for Guarded {
     fn drop(&mut self) {
+        // `failed` is reset by the next claim.
         self.slot.set(0, 0);
-        self.slot.failed.store(false, Ordering::Relaxed);
         self.slot.used.store(false, Ordering::Release);
     }
 }
