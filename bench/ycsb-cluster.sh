@@ -3,7 +3,7 @@
 # --nodes nodes x --partitions partitions x --replicas replicas on loopback and, in the same
 # run, against one standalone strata-server, through two cluster clients.
 #
-#   bash bench/ycsb-cluster.sh [--records N] [--ops N] [--threads T] [--reps R]
+#   bash bench/ycsb-cluster.sh [--records N] [--ops N] [--threads T|seed] [--reps R]
 #                              [--durability always|everysec] [--clients jedis,goycsb]
 #                              [--nodes 5] [--partitions 64] [--replicas 3]
 #                              [--workloads rw-0-1,rw-1-0,...] [--engines cluster,single]
@@ -13,8 +13,12 @@
 #
 # Defaults: 100000 records and operations, 16 threads, 3 repetitions, durability always,
 # both clients, 5 x 64 x 3, the Pegasus cases (write only 0:1, read only 1:0, read & write
-# 1:1, 1:3, 1:30, 3:1; bench/ycsb/workloads/rw-R-W: 1 KB records of 10 x 100-byte fields,
-# zipfian, reads and updates), 1200 s per YCSB process.
+# 1:1, 1:3, 1:30, 3:1, 30:1; bench/ycsb/workloads/rw-R-W: 1 KB records of 10 x 100-byte
+# fields, zipfian, reads and updates), 1200 s per YCSB process.
+# --threads seed: each case with the seed's client threads, its `a * b` (a YCSB instances of b
+# threads: 45 for 0:1, 1:3 and 1:30, 90 for 1:1 and 3:1, 150 for 1:0 and 30:1; the
+# `seed-threads` line of each workload file) in one YCSB process; the load with the write
+# case's 45.
 #
 # Each repetition, for each client, runs both engines in turn (the order reversed on even
 # repetitions): a fresh cluster (bench/cluster.sh up) or a fresh server (bench/servers.sh)
@@ -85,7 +89,7 @@ clients="jedis,goycsb"
 nodes=5
 partitions=64
 replicas=3
-workloads="rw-0-1,rw-1-0,rw-1-1,rw-1-3,rw-1-30,rw-3-1"
+workloads="rw-0-1,rw-1-0,rw-1-1,rw-1-3,rw-1-30,rw-3-1,rw-30-1"
 engines="cluster,single"
 ycsb_timeout=1200
 base_port=""
@@ -97,7 +101,7 @@ reslot_during=""
 node_timeout=1500
 io_threads=""
 pass=""
-usage() { sed -n '2,73p' "$0"; }
+usage() { sed -n '2,78p' "$0"; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --records) records="$2"; shift 2 ;;
@@ -124,9 +128,12 @@ while [ $# -gt 0 ]; do
     *) echo "ycsb-cluster.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
 done
-for n in records ops threads reps nodes partitions replicas ycsb_timeout node_timeout; do
+numbers="records ops threads reps nodes partitions replicas ycsb_timeout node_timeout"
+[ "$threads" = seed ] && numbers=${numbers/threads /}
+for n in $numbers; do
   if ! [[ "${!n}" =~ ^[1-9][0-9]*$ ]]; then
-    echo "ycsb-cluster.sh: --${n#ycsb_} '${!n}': expected a positive integer" | tr _ - >&2
+    want="a positive integer"; [ "$n" = threads ] && want="$want or 'seed'"
+    echo "ycsb-cluster.sh: --${n#ycsb_} '${!n}': expected $want" | tr _ - >&2
     exit 2
   fi
 done
@@ -136,6 +143,19 @@ if [ -n "$io_threads" ] && ! [[ "$io_threads" =~ ^[1-9][0-9]*$ ]]; then
 fi
 [ "$replicas" -le "$nodes" ] || { echo "ycsb-cluster.sh: --replicas $replicas > --nodes $nodes" >&2; exit 2; }
 case "$durability" in always|everysec) ;; *) echo "ycsb-cluster.sh: --durability '$durability': expected always or everysec" >&2; exit 2 ;; esac
+# case_threads workload-file: the client threads of a run of that workload's case: --threads,
+# or with `--threads seed` the product of the file's `seed-threads=A * B` line.
+case_threads() {
+  if [ "$threads" != seed ]; then echo "$threads"; return; fi
+  local line
+  line=$(sed -n 's/^# strata-ycsb: seed-threads=//p' "$1")
+  if ! [[ "$line" =~ ^([1-9][0-9]*)\ \*\ ([1-9][0-9]*)$ ]]; then
+    echo "ycsb-cluster.sh: $1: no 'seed-threads=A * B' line for --threads seed" >&2
+    return 1
+  fi
+  echo $((BASH_REMATCH[1] * BASH_REMATCH[2]))
+}
+
 IFS=, read -r -a wl_list <<<"$workloads"
 IFS=, read -r -a cl_list <<<"$clients"
 IFS=, read -r -a eng_list <<<"$engines"
@@ -144,7 +164,9 @@ for w in "${wl_list[@]}"; do
     echo "ycsb-cluster.sh: --workloads: no workload '$w' in bench/ycsb/workloads" >&2
     exit 2
   fi
+  case_threads "bench/ycsb/workloads/$w" >/dev/null || exit 2
 done
+case_threads bench/ycsb/workloads/rw-0-1 >/dev/null || exit 2
 for c in "${cl_list[@]}"; do
   case "$c" in jedis|goycsb) ;; *) echo "ycsb-cluster.sh: --clients '$c': expected jedis or goycsb" >&2; exit 2 ;; esac
 done
@@ -246,9 +268,11 @@ if [ "$durability" = always ]; then
 else
   dur_text="equal, \`everysec\`: the single server answers a write once it is in its WAL, the cluster once its Raft entry is written (not synced) on a quorum (2 of $replicas replicas) and applied on the leader; both sync their WAL once a second (\`--appendfsync everysec\`: docs/replication.md), so about a second of acknowledged writes can be lost on power loss on both (a process crash loses none)."
 fi
+threads_text="$threads client threads"
+[ "$threads" = seed ] && threads_text="the seed's client threads per case (its a x b in one YCSB process; the load 45)"
 {
-  printf 'setup\t%s nodes x %s partitions x %s replicas (bench/cluster.sh, loopback, cluster-node-timeout %s ms) against one standalone strata-server, all on this machine (%s cores); %s records of 1 KB (10 x 100-byte fields), %s operations per workload, %s client threads, clients: %s; %s\n' \
-    "$nodes" "$partitions" "$replicas" "$node_timeout" "$(nproc)" "$records" "$ops" "$threads" \
+  printf 'setup\t%s nodes x %s partitions x %s replicas (bench/cluster.sh, loopback, cluster-node-timeout %s ms) against one standalone strata-server, all on this machine (%s cores); %s records of 1 KB (10 x 100-byte fields), %s operations per workload, %s, clients: %s; %s\n' \
+    "$nodes" "$partitions" "$replicas" "$node_timeout" "$(nproc)" "$records" "$ops" "$threads_text" \
     "$clients" \
     "jedis = YCSB 0.17.0 with the project's binding (JedisCluster 2.9.0 / Jedis), goycsb = go-ycsb $goycsb_version (go-redis ClusterClient / Client, redis.datatype=string)"
   printf 'durability\t%s\n' "$dur_text"
@@ -371,7 +395,7 @@ run_ycsb() {
     local flag=-t; [ "$phase" = load ] && flag=-load
     timeout -k 10 "$ycsb_timeout" java -cp "$cp_jars" site.ycsb.Client "$flag" \
       -db org.strata.ycsb.RedisClient -P "$file" \
-      -p recordcount="$records" -p operationcount="$ops" -p threadcount="$threads" \
+      -p recordcount="$records" -p operationcount="$ops" -p threadcount="$nthreads" \
       -p redis.scanindex=false -p redis.timeout=10000 "${target[@]}" \
       -p measurementtype=hdrhistogram -p hdrhistogram.percentiles=50,99,99.9 \
       >"$log" 2>"$log.err" &
@@ -388,7 +412,7 @@ run_ycsb() {
     local auth=()
     [ -z "$pass" ] || auth=(-p redis.password="$pass")
     timeout -k 10 "$ycsb_timeout" "$goycsb_bin" "$phase" redis -P "$file" -p workload=core \
-      -p recordcount="$n" -p operationcount="$ops" -p threadcount="$threads" \
+      -p recordcount="$n" -p operationcount="$ops" -p threadcount="$nthreads" \
       -p redis.mode="$mode" -p redis.addr="$addr" -p redis.datatype=string \
       -p redis.read_timeout=10000000000 -p redis.write_timeout=10000000000 "${auth[@]}" \
       >"$log.raw" 2>"$log.err" &
@@ -418,10 +442,12 @@ for rep in $(seq 1 "$reps"); do
         if [ "$w" = load ]; then
           phase=load; file="bench/ycsb/workloads/${wl_list[0]}"
           case_name="Load"; ratio="0:1 insert"
+          nthreads=$(case_threads bench/ycsb/workloads/rw-0-1)
         else
           phase=run; file="bench/ycsb/workloads/$w"
           case_name=$(sed -n 's/^# strata-ycsb: case=//p' "$file")
           ratio=$(sed -n 's/^# strata-ycsb: ratio=//p' "$file")
+          nthreads=$(case_threads "$file")
         fi
         rc=0
         mover=""
@@ -469,7 +495,7 @@ for rep in $(seq 1 "$reps"); do
         echo "ycsb-cluster.sh:   $w: $summary" >&2
         engine_alive "$engine" || failed=1
         printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$rep" "$durability.$client" \
-          "$engine" "$w" "${case_name:-$w}" "${ratio:-?}" "$threads" "$records" "$ops" "$rc" \
+          "$engine" "$w" "${case_name:-$w}" "${ratio:-?}" "$nthreads" "$records" "$ops" "$rc" \
           "logs/$(basename "$log")" >>"$runs"
       done
       engine_stop "$engine" "$dir" "$prefix"
